@@ -1,0 +1,1 @@
+//! MPI engine: matching, protocols, shared-memory/self transports, progress, collectives.

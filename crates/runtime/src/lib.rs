@@ -1,0 +1,1 @@
+//! Runtime: allocation, mapping, launch agents, PMI server IO, IO forwarding, job lifecycle.

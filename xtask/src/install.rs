@@ -1,0 +1,137 @@
+//! `install`, `demo` and `test`: the two README commands are built from these.
+
+use crate::{default_prefix, run, workspace_root};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Binaries installed into `PREFIX/bin`, with the package that builds each.
+const BINARIES: &[(&str, &str)] = &[
+    ("oxmpi-mpirun", "mpirun"),
+    ("oxmpi-info", "oxmpi-info"),
+    ("oxmpi-mpicc", "mpicc"),
+];
+
+/// Second names of installed binaries (the program looks at its `argv[0]`).
+const ALIASES: &[(&str, &str)] = &[("mpiexec", "mpirun"), ("mpicxx", "mpicc")];
+
+struct InstallOpts {
+    prefix: PathBuf,
+    release: bool,
+}
+
+fn parse_install_args(args: &[String]) -> Result<InstallOpts, String> {
+    let mut opts = InstallOpts {
+        prefix: default_prefix(),
+        release: true,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--prefix" => {
+                let p = it.next().ok_or("--prefix needs a directory")?;
+                opts.prefix = absolute(Path::new(p))?;
+            }
+            "--debug" => opts.release = false,
+            other => return Err(format!("install: unknown option '{other}'")),
+        }
+    }
+    Ok(opts)
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, String> {
+    if p.is_absolute() {
+        Ok(p.to_path_buf())
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .map_err(|e| format!("cannot read the current directory: {e}"))
+    }
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Build everything that goes into a prefix and copy it there.
+fn install(opts: &InstallOpts) -> Result<(), String> {
+    let root = workspace_root();
+    let mut build = cargo();
+    build.current_dir(&root).arg("build");
+    if opts.release {
+        build.arg("--release");
+    }
+    let mut pkgs: Vec<&str> = BINARIES.iter().map(|(p, _)| *p).collect();
+    pkgs.dedup();
+    for p in pkgs {
+        build.args(["-p", p]);
+    }
+    run(&mut build)?;
+    let profile_dir = root
+        .join("target")
+        .join(if opts.release { "release" } else { "debug" });
+
+    let bin = opts.prefix.join("bin");
+    for d in ["bin", "lib", "include", "etc", "share/oxmpi"] {
+        fs::create_dir_all(opts.prefix.join(d))
+            .map_err(|e| format!("cannot create {}: {e}", opts.prefix.join(d).display()))?;
+    }
+    for (_, name) in BINARIES {
+        copy_file(&profile_dir.join(name), &bin.join(name))?;
+    }
+    for (alias, target) in ALIASES {
+        let link = bin.join(alias);
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(target, &link)
+            .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+    }
+    eprintln!("xtask: installed into {}", opts.prefix.display());
+    Ok(())
+}
+
+fn copy_file(from: &Path, to: &Path) -> Result<(), String> {
+    // Remove first so a running copy of the old file is not rewritten in place.
+    let _ = fs::remove_file(to);
+    fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+pub fn cmd_install(args: &[String]) -> Result<(), String> {
+    let opts = parse_install_args(args)?;
+    install(&opts)
+}
+
+pub fn cmd_demo(args: &[String]) -> Result<(), String> {
+    let opts = parse_install_args(args)?;
+    install(&opts)?;
+    let mpirun = opts.prefix.join("bin").join("mpirun");
+    run(Command::new(&mpirun)
+        .args(["-n", "4"])
+        .arg(opts.prefix.join("bin").join("oxmpi-info")))
+}
+
+pub fn cmd_test(args: &[String]) -> Result<(), String> {
+    if !args.is_empty() {
+        return Err(format!("test: unexpected arguments {args:?}"));
+    }
+    let root = workspace_root();
+    run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
+    run(cargo().current_dir(&root).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    let prefix = root.join("target").join("oxmpi-test");
+    install(&InstallOpts {
+        prefix: prefix.clone(),
+        release: false,
+    })?;
+    run(cargo()
+        .current_dir(&root)
+        .env("OXMPI_TEST_PREFIX", &prefix)
+        .args(["test", "--workspace"]))
+}
