@@ -85,6 +85,7 @@ fn install(opts: &InstallOpts) -> Result<(), String> {
         std::os::unix::fs::symlink(target, &link)
             .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
     }
+    crate::libmpi::install(&root, &opts.prefix, opts.release)?;
     eprintln!("xtask: installed into {}", opts.prefix.display());
     Ok(())
 }

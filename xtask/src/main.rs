@@ -3,6 +3,7 @@
 //! Plain std only, so that it builds in seconds on a fresh machine.
 
 mod install;
+mod libmpi;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -50,6 +51,12 @@ fn main() -> ExitCode {
         Some("install") => install::cmd_install(&args[1..]),
         Some("demo") => install::cmd_demo(&args[1..]),
         Some("test") => install::cmd_test(&args[1..]),
+        Some("bench") => run(Command::new(
+            std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
+        )
+        .current_dir(workspace_root())
+        .args(["run", "--release", "--quiet", "-p", "oxmpi-bench", "--"])
+        .args(&args[1..])),
         Some("-h") | Some("--help") | None => {
             print!("{}", usage());
             Ok(())
