@@ -1,0 +1,1 @@
+//! Derive macro for `oxmpi::Equivalence`.
