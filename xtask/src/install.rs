@@ -106,10 +106,14 @@ pub fn cmd_install(args: &[String]) -> Result<(), String> {
 pub fn cmd_demo(args: &[String]) -> Result<(), String> {
     let opts = parse_install_args(args)?;
     install(&opts)?;
-    let mpirun = opts.prefix.join("bin").join("mpirun");
-    run(Command::new(&mpirun)
-        .args(["-n", "4"])
-        .arg(opts.prefix.join("bin").join("oxmpi-info")))
+    let bin = opts.prefix.join("bin");
+    let src = opts.prefix.join("share/oxmpi/examples/ring.c");
+    let exe = workspace_root().join("target").join("oxmpi-demo-ring");
+    run(Command::new(bin.join("mpicc"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe))?;
+    run(Command::new(bin.join("mpirun")).args(["-n", "4"]).arg(&exe))
 }
 
 pub fn cmd_test(args: &[String]) -> Result<(), String> {

@@ -41,7 +41,8 @@ fn usage() -> String {
      \x20 install [--prefix DIR] [--debug]   build and install bin/, lib/, include/, etc/ into DIR\n\
      \x20                                    (default: target/oxmpi)\n\
      \x20 demo                               install, then run the ring demo with mpirun -n 4\n\
-     \x20 test                               fmt, clippy, unit tests and the integration suite\n"
+     \x20 test                               fmt, clippy, unit tests and the integration suite\n\
+     \x20 bench [ARGS]                       benchmark harness (oxmpi vs Open MPI vs MPICH)\n"
         .to_string()
 }
 
