@@ -1,0 +1,10 @@
+use oxmpi::Equivalence;
+
+#[derive(Equivalence, Clone, Copy)]
+#[repr(C)]
+enum Color {
+    Red,
+    Green,
+}
+
+fn main() {}
