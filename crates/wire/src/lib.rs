@@ -1,1 +1,10 @@
-//! Sans-IO wire protocols: PMI-1/PMI-2 codecs and server core, the authenticated control channel.
+//! Sans-IO wire protocols of oxmpi.
+//!
+//! * [`pmi`]: PMI-1 / PMI-2 codec and the PMI server core ([`pmi::PmiServer`]) that the
+//!   runtime's daemons drive for their ranks; also used by the `oxmpi-pmi` client.
+//!
+//! Nothing in this crate performs I/O: callers feed received bytes in and perform the
+//! returned actions (send bytes, close, abort), so every protocol is tested deterministically.
+#![warn(missing_docs)]
+
+pub mod pmi;
