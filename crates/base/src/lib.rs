@@ -1,1 +1,4 @@
-//! Base layer: typed MCA parameter registry with provenance, verbose output framework, errors, hostlists, topology.
+//! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]).
+#![warn(missing_docs)]
+
+pub mod params;
