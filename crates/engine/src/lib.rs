@@ -1,1 +1,246 @@
-//! MPI engine: matching, protocols, shared-memory/self transports, progress, collectives.
+//! MPI engine: matching, protocols, shared-memory/self transports, progress.
+//!
+//! The engine moves **contiguous bytes** between ranks; datatypes are the caller's business
+//! (the C ABI packs non-contiguous data before calling). One process has one [`Engine`],
+//! created by [`init`] (bootstrap through PMI, or a singleton of one rank) and reached
+//! afterwards through [`engine`].
+//!
+//! # API summary
+//!
+//! ```text
+//! init(required: ThreadLevel) -> Result<&'static Engine, Error>
+//! init_with(bootstrap: Box<dyn Bootstrap>, required) -> Result<&'static Engine, Error>
+//! engine() -> Option<&'static Engine>
+//! Engine::{rank, size, thread_level, comm_world, comm_self, comm_rank, comm_size,
+//!          comm_create, comm_free, comm_context}
+//! unsafe Engine::isend(buf, len, dest, tag, comm, SendMode) -> Result<ReqId, Error>
+//! unsafe Engine::irecv(buf, len, src, tag, comm) -> Result<ReqId, Error>
+//! Engine::{test, wait} -> Status        (a completed request is freed)
+//! Engine::{progress, iprobe, probe, improbe, mprobe, cancel, abort, finalize}
+//! unsafe Engine::imrecv(buf, len, MessageId) -> Result<ReqId, Error>
+//! ```
+//!
+//! Wildcards and the null process use MPICH's values: [`ANY_SOURCE`] = -2, [`ANY_TAG`] = -1,
+//! [`PROC_NULL`] = -1 (source/destination argument). Operations on [`PROC_NULL`] complete at
+//! once with source [`PROC_NULL`], tag [`ANY_TAG`] and count 0.
+//!
+//! Errors carry an [`ErrorClass`] (MPI's error classes; the C ABI maps them onto MPICH
+//! numbers). A message longer than the receive buffer completes the receive with
+//! [`ErrorClass::Truncate`] in its [`Status`]: the buffer holds what fits, the rest is dropped
+//! and the stream stays usable. A peer process that dies makes operations that depend on it
+//! complete with [`ErrorClass::ProcFailed`] instead of hanging.
+//!
+//! # Thread safety
+//!
+//! [`Engine`] is `Sync`: its state sits behind one lock, so `MPI_THREAD_MULTIPLE` is provided
+//! for point-to-point. Blocking calls poll the transports; they call `sched_yield` between
+//! polls when `OXMPI_MCA_mpi_yield_when_idle=1` or when the launcher marks the node as
+//! oversubscribed (`OXMPI_OVERSUBSCRIBED=1`). There is no progress thread.
+//!
+//! # Transports
+//!
+//! * `self`: messages to one's own rank are matched in-process.
+//! * `sm`: every rank creates one `memfd` segment that holds one single-producer /
+//!   single-consumer ring per sending peer; peers map it through `/proc/<pid>/fd/<fd>`
+//!   (published through the bootstrap key-value store). Messages up to
+//!   `btl_sm_eager_limit` bytes (default 4096) travel eagerly (header and payload in the ring;
+//!   up to 16 bytes in one cache line). Larger ones use a rendezvous: the receiver answers a
+//!   request-to-send after the match and the sender pipelines the data through the ring in
+//!   fragments (both sides copying), or, with `btl_sm_single_copy_mechanism=cma`, the
+//!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
+//!   path, with a verbose note, when the kernel denies it).
+//!
+//! # Parameters (environment, until the MCA registry is wired in)
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `OXMPI_MCA_btl_sm_eager_limit` | 4096 | largest eager message (bytes) |
+//! | `OXMPI_MCA_btl_sm_fragment_size` | 32768 | rendezvous fragment size (bytes) |
+//! | `OXMPI_MCA_btl_sm_ring_size` | 262144 | bytes of each per-peer ring |
+//! | `OXMPI_MCA_btl_sm_single_copy_mechanism` | `none` | `cma` or `none` |
+//! | `OXMPI_MCA_mpi_yield_when_idle` | 0 | yield while waiting |
+//! | `OXMPI_MCA_btl_base_verbose` / `OXMPI_MCA_pml_base_verbose` | 0 | verbose level |
+
+#![warn(missing_docs)]
+
+pub mod bootstrap;
+mod engine;
+pub mod matching;
+mod params;
+pub mod ring;
+mod sys;
+
+pub use bootstrap::Bootstrap;
+pub use engine::{engine, init, init_with, Engine};
+
+/// Wildcard source for receives and probes (MPICH's `MPI_ANY_SOURCE`).
+pub const ANY_SOURCE: i32 = -2;
+/// Wildcard tag for receives and probes (MPICH's `MPI_ANY_TAG`).
+pub const ANY_TAG: i32 = -1;
+/// The null process (MPICH's `MPI_PROC_NULL`): sends and receives to it complete at once.
+pub const PROC_NULL: i32 = -1;
+/// Largest tag value accepted (`MPI_TAG_UB`).
+pub const TAG_UB: i32 = (1 << 30) - 1;
+
+/// MPI thread support levels, ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadLevel {
+    /// `MPI_THREAD_SINGLE`
+    Single,
+    /// `MPI_THREAD_FUNNELED`
+    Funneled,
+    /// `MPI_THREAD_SERIALIZED`
+    Serialized,
+    /// `MPI_THREAD_MULTIPLE`
+    Multiple,
+}
+
+/// Send modes of MPI point-to-point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SendMode {
+    /// `MPI_Send`/`MPI_Isend`: completes when the buffer may be reused.
+    Standard,
+    /// `MPI_Ssend`/`MPI_Issend`: completes only after the receiver matched the message.
+    Sync,
+    /// `MPI_Rsend`/`MPI_Irsend`: like standard here.
+    Ready,
+    /// `MPI_Bsend`/`MPI_Ibsend`: the engine copies the data and the request is complete on
+    /// return (buffer-space accounting for attach/detach is done by the caller).
+    Buffered,
+}
+
+/// MPI error classes the engine produces. The C ABI maps them onto MPICH's numbers
+/// (`ProcFailed` has no MPI-3.1 class; map it to `MPI_ERR_OTHER` or MPIX_ERR_PROC_FAILED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// `MPI_ERR_BUFFER`: invalid buffer pointer.
+    Buffer,
+    /// `MPI_ERR_COUNT`: invalid count.
+    Count,
+    /// `MPI_ERR_TAG`: invalid tag.
+    Tag,
+    /// `MPI_ERR_COMM`: invalid communicator.
+    Comm,
+    /// `MPI_ERR_RANK`: invalid rank.
+    Rank,
+    /// `MPI_ERR_GROUP`: invalid group (e.g. the caller is not a member).
+    Group,
+    /// `MPI_ERR_REQUEST`: invalid request.
+    Request,
+    /// `MPI_ERR_TRUNCATE`: message truncated on receive.
+    Truncate,
+    /// `MPI_ERR_OTHER`: other error (bootstrap, system call).
+    Other,
+    /// `MPI_ERR_INTERN`: internal error.
+    Intern,
+    /// `MPI_ERR_NO_MEM`: out of memory / resources.
+    NoMem,
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`: not supported (e.g. a peer on another node and no
+    /// network transport yet).
+    Unsupported,
+    /// A peer process failed (ULFM's `MPI_ERR_PROC_FAILED`).
+    ProcFailed,
+}
+
+/// Engine errors: an [`ErrorClass`] and a human-readable context.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A bad argument (rank, tag, count, communicator, request).
+    #[error("{class:?}: {msg}")]
+    Arg {
+        /// MPI error class.
+        class: ErrorClass,
+        /// What was wrong.
+        msg: String,
+    },
+    /// Bootstrap (PMI / key-value store) failure.
+    #[error("bootstrap failed on rank {rank}: {msg}")]
+    Bootstrap {
+        /// Our rank (or -1 before it is known).
+        rank: i32,
+        /// What failed.
+        msg: String,
+    },
+    /// A system call failed.
+    #[error("{what} failed on rank {rank}: {source}")]
+    Sys {
+        /// Our rank.
+        rank: i32,
+        /// Which operation.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The peer (world rank) died.
+    #[error("peer rank {peer} (pid {pid}) failed")]
+    PeerFailed {
+        /// World rank of the peer.
+        peer: i32,
+        /// Its process id.
+        pid: i32,
+    },
+    /// `init` was called twice, or the engine is finalized.
+    #[error("engine state: {0}")]
+    State(String),
+}
+
+impl Error {
+    /// The MPI error class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::Arg { class, .. } => *class,
+            Error::Bootstrap { .. } | Error::Sys { .. } | Error::State(_) => ErrorClass::Other,
+            Error::PeerFailed { .. } => ErrorClass::ProcFailed,
+        }
+    }
+
+    pub(crate) fn arg(class: ErrorClass, msg: impl Into<String>) -> Error {
+        Error::Arg {
+            class,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Completion information of a receive (or send) request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// Source rank in the communicator (`PROC_NULL` for a null receive).
+    pub source: i32,
+    /// Message tag.
+    pub tag: i32,
+    /// `Some(class)` if the operation failed (e.g. [`ErrorClass::Truncate`]).
+    pub error: Option<ErrorClass>,
+    /// Bytes delivered into the receive buffer (for a truncated message: what fit).
+    pub count_bytes: usize,
+    /// The request was cancelled.
+    pub cancelled: bool,
+}
+
+impl Status {
+    /// Status of an operation on [`PROC_NULL`].
+    pub const PROC_NULL: Status = Status {
+        source: PROC_NULL,
+        tag: ANY_TAG,
+        error: None,
+        count_bytes: 0,
+        cancelled: false,
+    };
+}
+
+/// A communicator handle of the engine's communicator table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommId(pub u32);
+
+/// A request handle (nonblocking operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReqId(pub u64);
+
+/// A matched-probe message handle (`MPI_Message`), consumed by [`Engine::imrecv`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageId(pub u64);
+
+impl MessageId {
+    /// The message matched by a probe for [`PROC_NULL`] (`MPI_MESSAGE_NO_PROC`).
+    pub const NO_PROC: MessageId = MessageId(u64::MAX);
+}

@@ -1,0 +1,152 @@
+//! How ranks find each other: a small key-value store with a barrier.
+//!
+//! [`Bootstrap`] is what the engine needs from PMI. Implementations: [`Singleton`] (one rank,
+//! no PMI), [`FileKvs`] (a directory shared by processes of one node, used by tests that
+//! spawn ranks themselves) and the PMI client.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::Error;
+
+/// The bootstrap services the engine uses.
+pub trait Bootstrap: Send {
+    /// Our rank in the job.
+    fn rank(&self) -> i32;
+    /// Number of ranks in the job.
+    fn size(&self) -> i32;
+    /// Publishes `key = value` (visible to others after the next [`Bootstrap::fence`]).
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error>;
+    /// Commits puts and waits until every rank reached the fence.
+    fn fence(&mut self) -> Result<(), Error>;
+    /// Reads a key published by `rank`.
+    fn get(&mut self, rank: i32, key: &str) -> Result<String, Error>;
+    /// Asks the launcher to abort the job (best effort; the caller exits afterwards).
+    fn abort(&mut self, code: i32, msg: &str);
+    /// Tells the launcher this rank finished cleanly.
+    fn finalize(&mut self) -> Result<(), Error>;
+}
+
+/// A job of one rank without a launcher.
+#[derive(Debug, Default)]
+pub struct Singleton {
+    kvs: std::collections::HashMap<String, String>,
+}
+
+impl Bootstrap for Singleton {
+    fn rank(&self) -> i32 {
+        0
+    }
+    fn size(&self) -> i32 {
+        1
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        self.kvs.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+    fn fence(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn get(&mut self, rank: i32, key: &str) -> Result<String, Error> {
+        if rank != 0 {
+            return Err(Error::Bootstrap {
+                rank: 0,
+                msg: format!("singleton has no rank {rank}"),
+            });
+        }
+        self.kvs.get(key).cloned().ok_or_else(|| Error::Bootstrap {
+            rank: 0,
+            msg: format!("key {key} not found"),
+        })
+    }
+    fn abort(&mut self, _code: i32, _msg: &str) {}
+    fn finalize(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// File-based key-value store for ranks started by a test harness on one node.
+///
+/// Selected by [`crate::init`] when `OXMPI_ENGINE_KVS_DIR`, `OXMPI_ENGINE_RANK` and
+/// `OXMPI_ENGINE_SIZE` are set. `put` writes `kv.<rank>.<key>` atomically (write + rename);
+/// `fence` creates `fence.<n>.<rank>` and waits for all ranks' files of fence `n`. The
+/// harness owns (creates and removes) the directory.
+#[derive(Debug)]
+pub struct FileKvs {
+    dir: PathBuf,
+    rank: i32,
+    size: i32,
+    epoch: u64,
+}
+
+impl FileKvs {
+    /// A store in `dir` for `rank` of `size`.
+    pub fn new(dir: impl Into<PathBuf>, rank: i32, size: i32) -> FileKvs {
+        FileKvs {
+            dir: dir.into(),
+            rank,
+            size,
+            epoch: 0,
+        }
+    }
+
+    /// From the `OXMPI_ENGINE_KVS_DIR/RANK/SIZE` environment, if set.
+    pub fn from_env() -> Option<FileKvs> {
+        let dir = std::env::var_os("OXMPI_ENGINE_KVS_DIR")?;
+        let rank = std::env::var("OXMPI_ENGINE_RANK").ok()?.parse().ok()?;
+        let size = std::env::var("OXMPI_ENGINE_SIZE").ok()?.parse().ok()?;
+        Some(FileKvs::new(dir, rank, size))
+    }
+
+    fn err(&self, msg: String) -> Error {
+        Error::Bootstrap {
+            rank: self.rank,
+            msg,
+        }
+    }
+}
+
+impl Bootstrap for FileKvs {
+    fn rank(&self) -> i32 {
+        self.rank
+    }
+    fn size(&self) -> i32 {
+        self.size
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        let tmp = self.dir.join(format!("tmp.{}.{key}", self.rank));
+        let dst = self.dir.join(format!("kv.{}.{key}", self.rank));
+        std::fs::write(&tmp, value)
+            .and_then(|_| std::fs::rename(&tmp, &dst))
+            .map_err(|e| self.err(format!("put {key} in {}: {e}", self.dir.display())))
+    }
+    fn fence(&mut self) -> Result<(), Error> {
+        self.epoch += 1;
+        let mine = self.dir.join(format!("fence.{}.{}", self.epoch, self.rank));
+        std::fs::write(&mine, b"")
+            .map_err(|e| self.err(format!("fence file {}: {e}", mine.display())))?;
+        for r in 0..self.size {
+            let f = self.dir.join(format!("fence.{}.{r}", self.epoch));
+            while !f.exists() {
+                if !self.dir.exists() {
+                    return Err(self.err(format!("{} vanished", self.dir.display())));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(())
+    }
+    fn get(&mut self, rank: i32, key: &str) -> Result<String, Error> {
+        let f = self.dir.join(format!("kv.{rank}.{key}"));
+        std::fs::read_to_string(&f).map_err(|e| self.err(format!("get {key} of rank {rank}: {e}")))
+    }
+    fn abort(&mut self, code: i32, msg: &str) {
+        let _ = std::fs::write(
+            self.dir.join(format!("abort.{}", self.rank)),
+            format!("{code} {msg}"),
+        );
+    }
+    fn finalize(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}

@@ -1,0 +1,1451 @@
+//! The engine: communicators, requests, protocols (eager, rendezvous), transports (self, sm)
+//! and progress.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::OwnedFd;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::bootstrap::{Bootstrap, FileKvs, Singleton};
+use crate::matching::{Envelope, Matcher};
+use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
+use crate::sys::{self, Mapping};
+use crate::{
+    params, CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ThreadLevel, ANY_SOURCE,
+    ANY_TAG, PROC_NULL, TAG_UB,
+};
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+/// Initialises the engine once per process: bootstraps through the test file store
+/// (`OXMPI_ENGINE_KVS_DIR`), PMI (when the launcher provides it) or as a singleton, and
+/// connects the shared-memory transport to all ranks of the node.
+///
+/// Returns [`Error::State`] if called a second time.
+pub fn init(required: ThreadLevel) -> Result<&'static Engine, Error> {
+    let boot: Box<dyn Bootstrap> = match FileKvs::from_env() {
+        Some(f) => Box::new(f),
+        None => pmi_bootstrap()?,
+    };
+    init_with(boot, required)
+}
+
+fn pmi_bootstrap() -> Result<Box<dyn Bootstrap>, Error> {
+    let has_pmi = ["PMI_FD", "PMI_PORT", "PMI_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if has_pmi && std::env::var("PMI_SIZE").ok().as_deref() != Some("1") {
+        return Err(Error::Bootstrap {
+            rank: -1,
+            msg: "launched under PMI with more than one rank, but this build has no PMI client yet"
+                .into(),
+        });
+    }
+    Ok(Box::new(Singleton::default()))
+}
+
+/// Initialises the engine with an explicit bootstrap (tests, alternative launchers).
+pub fn init_with(
+    boot: Box<dyn Bootstrap>,
+    required: ThreadLevel,
+) -> Result<&'static Engine, Error> {
+    let mut created = false;
+    let mut failure = None;
+    let e = ENGINE.get_or_init(|| {
+        created = true;
+        match Engine::new(boot, required) {
+            Ok(e) => e,
+            Err(err) => {
+                failure = Some(err);
+                Engine::failed()
+            }
+        }
+    });
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    if !created {
+        return Err(Error::State("engine already initialised".into()));
+    }
+    Ok(e)
+}
+
+/// The engine, if [`init`] succeeded.
+pub fn engine() -> Option<&'static Engine> {
+    ENGINE.get().filter(|e| e.size > 0)
+}
+
+// ---------------------------------------------------------------------------------------
+// Wire header of a ring record
+// ---------------------------------------------------------------------------------------
+
+const K_EAGER: u8 = 1;
+const K_RTS: u8 = 2;
+const K_CTS: u8 = 3;
+const K_DATA: u8 = 4;
+const K_FIN: u8 = 5;
+
+const F_SYNC: u8 = 1;
+const F_CMA: u8 = 2;
+
+/// Header in front of every record (40 bytes; with the 8-byte frame word, up to 16 payload
+/// bytes fit in the first cache line).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Hdr {
+    kind: u8,
+    flags: u8,
+    _r: u16,
+    ctx: u32,
+    src: i32,
+    tag: i32,
+    /// EAGER: -, RTS: total bytes, CTS: bytes wanted, DATA: offset.
+    a: u64,
+    /// Sender request id (EAGER sync, RTS, CTS, FIN).
+    b: u64,
+    /// RTS: sender buffer address; CTS/DATA: receiver request id.
+    c: u64,
+}
+const HDR: usize = std::mem::size_of::<Hdr>();
+
+// ---------------------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Comm {
+    ctx: u32,
+    /// World rank of each communicator rank.
+    group: Vec<i32>,
+    rank: i32,
+}
+
+/// Who to notify when a buffered eager message is matched.
+#[derive(Debug, Clone, Copy)]
+enum Ack {
+    None,
+    Remote { peer: i32, sreq: u64 },
+}
+
+/// An unexpected (or matched-probed) message.
+#[derive(Debug)]
+enum Msg {
+    Eager {
+        data: Vec<u8>,
+        ack: Ack,
+    },
+    Rts {
+        peer: i32,
+        total: u64,
+        sreq: u64,
+        addr: u64,
+        cma: bool,
+    },
+    /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
+    Local {
+        ptr: *const u8,
+        len: usize,
+        sreq: u64,
+    },
+}
+
+impl Msg {
+    fn len(&self) -> usize {
+        match self {
+            Msg::Eager { data, .. } => data.len(),
+            Msg::Rts { total, .. } => *total as usize,
+            Msg::Local { len, .. } => *len,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum ReqState {
+    Done,
+    /// A send waiting for its ring write, acknowledgement, clear-to-send or FIN.
+    Send {
+        peer: i32,
+        ptr: *const u8,
+        len: usize,
+    },
+    /// A posted receive.
+    Posted {
+        buf: *mut u8,
+        cap: usize,
+        ctx: u32,
+        src: i32,
+        /// World rank of the source, None for ANY_SOURCE.
+        peer: Option<i32>,
+    },
+    /// A matched rendezvous receive waiting for data fragments.
+    Data {
+        buf: *mut u8,
+        want: usize,
+        got: usize,
+        peer: i32,
+    },
+}
+
+#[derive(Debug)]
+struct Req {
+    state: ReqState,
+    status: Status,
+    /// Freed automatically on completion (buffered sends, `MPI_Request_free`).
+    detached: bool,
+    /// Data owned by the request (buffered sends).
+    _owned: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+enum Out {
+    Eager {
+        hdr: Hdr,
+        ptr: *const u8,
+        len: usize,
+        /// Complete this send request once written.
+        complete: Option<u64>,
+    },
+    Ctrl(Hdr),
+    Data {
+        sreq: u64,
+        rreq: u64,
+        ptr: *const u8,
+        off: usize,
+        len: usize,
+    },
+}
+
+#[derive(Debug, Default)]
+struct Peer {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+    tx: Option<Producer>,
+    rx: Option<Consumer>,
+    outq: VecDeque<Out>,
+    dead: bool,
+    _map: Option<Mapping>,
+}
+
+struct State {
+    me: i32,
+    comms: Vec<Option<Comm>>,
+    ctx_comm: HashMap<u32, u32>,
+    matcher: Matcher<u64, Msg>,
+    reqs: HashMap<u64, Req>,
+    next_req: u64,
+    messages: HashMap<u64, (Envelope, Msg)>,
+    peers: Vec<Peer>,
+    eager_limit: usize,
+    frag: usize,
+    cma: bool,
+    finalized: bool,
+    _segment: Option<Mapping>,
+}
+
+// SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
+// their request completes) and shared-memory rings; all access happens under the Engine lock.
+unsafe impl Send for State {}
+
+/// The per-process MPI engine. See the crate documentation for the API overview.
+pub struct Engine {
+    rank: i32,
+    size: i32,
+    thread_level: ThreadLevel,
+    yield_when_idle: bool,
+    state: Mutex<State>,
+    boot: Mutex<Option<Box<dyn Bootstrap>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+fn sys_err(rank: i32, what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Sys { rank, what, source }
+}
+
+impl Engine {
+    fn failed() -> Engine {
+        Engine {
+            rank: -1,
+            size: 0,
+            thread_level: ThreadLevel::Single,
+            yield_when_idle: false,
+            state: Mutex::new(State::new(-1, 0)),
+            boot: Mutex::new(None),
+        }
+    }
+
+    fn new(mut boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
+        let rank = boot.rank();
+        let size = boot.size();
+        if size < 1 || rank < 0 || rank >= size {
+            return Err(Error::Bootstrap {
+                rank,
+                msg: format!("invalid rank {rank} of size {size}"),
+            });
+        }
+        let mut st = State::new(rank, size);
+        let ring_cap = (params::size("btl_sm_ring_size", 256 * 1024).max(4096) / 64) * 64;
+        let max_rec = crate::ring::max_record(ring_cap);
+        st.eager_limit = params::size("btl_sm_eager_limit", 4096).min(max_rec - HDR);
+        st.frag = params::size("btl_sm_fragment_size", 32 * 1024).clamp(64, max_rec - HDR);
+        let mech = params::raw("btl_sm_single_copy_mechanism").unwrap_or_default();
+        st.cma = mech.trim() == "cma";
+        if st.cma {
+            sys::allow_ptracer_any();
+        }
+        let mut local_ranks = 1;
+        if size > 1 {
+            local_ranks = st.connect_sm(&mut *boot, ring_cap)?;
+        }
+        params::verbose("btl", 10, || {
+            format!(
+                "rank {rank}/{size}: sm eager_limit {} fragment {} ring {} single_copy {}",
+                st.eager_limit,
+                st.frag,
+                ring_cap,
+                if st.cma { "cma" } else { "none" }
+            )
+        });
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let oversubscribed =
+            std::env::var("OXMPI_OVERSUBSCRIBED").is_ok_and(|v| v == "1") || local_ranks > cpus;
+        let yield_when_idle = params::flag("mpi_yield_when_idle") || oversubscribed;
+        Ok(Engine {
+            rank,
+            size,
+            thread_level: required,
+            yield_when_idle,
+            state: Mutex::new(st),
+            boot: Mutex::new(Some(boot)),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Our rank in `MPI_COMM_WORLD`.
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+    /// Size of `MPI_COMM_WORLD`.
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+    /// The thread level provided (the level requested at [`init`]; all levels are supported).
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.thread_level
+    }
+    /// `true` if waiting calls yield the CPU between polls.
+    pub fn yields_when_idle(&self) -> bool {
+        self.yield_when_idle
+    }
+    /// `MPI_COMM_WORLD` (context id 0).
+    pub fn comm_world(&self) -> CommId {
+        CommId(0)
+    }
+    /// `MPI_COMM_SELF` (context id 1).
+    pub fn comm_self(&self) -> CommId {
+        CommId(1)
+    }
+
+    /// Our rank in `comm`.
+    pub fn comm_rank(&self, comm: CommId) -> Result<i32, Error> {
+        Ok(self.lock().comm(comm)?.rank)
+    }
+    /// Size of `comm`.
+    pub fn comm_size(&self, comm: CommId) -> Result<i32, Error> {
+        Ok(self.lock().comm(comm)?.group.len() as i32)
+    }
+    /// Context id of `comm`.
+    pub fn comm_context(&self, comm: CommId) -> Result<u32, Error> {
+        Ok(self.lock().comm(comm)?.ctx)
+    }
+    /// World ranks of the members of `comm`, in communicator rank order.
+    pub fn comm_group(&self, comm: CommId) -> Result<Vec<i32>, Error> {
+        Ok(self.lock().comm(comm)?.group.clone())
+    }
+
+    /// Adds a communicator with context id `ctx` over the world ranks `group` (our rank must
+    /// be a member). Choosing a context id that all members agree on (e.g. by an allreduce
+    /// for `MPI_Comm_dup`/`split`) is the caller's job; ids 0 and 1 are taken by world and
+    /// self, and a context id may be used by one live communicator only.
+    pub fn comm_create(&self, ctx: u32, group: Vec<i32>) -> Result<CommId, Error> {
+        let mut st = self.lock();
+        if st.ctx_comm.contains_key(&ctx) {
+            return Err(Error::arg(
+                ErrorClass::Comm,
+                format!("context id {ctx} already in use"),
+            ));
+        }
+        let rank = group.iter().position(|&w| w == st.me).ok_or_else(|| {
+            Error::arg(
+                ErrorClass::Group,
+                "calling rank is not in the group".to_string(),
+            )
+        })? as i32;
+        if let Some(&bad) = group.iter().find(|&&w| w < 0 || w >= self.size) {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("world rank {bad} in group"),
+            ));
+        }
+        let id = st.comms.len() as u32;
+        st.comms.push(Some(Comm { ctx, group, rank }));
+        st.ctx_comm.insert(ctx, id);
+        Ok(CommId(id))
+    }
+
+    /// Removes a communicator created by [`Engine::comm_create`].
+    pub fn comm_free(&self, comm: CommId) -> Result<(), Error> {
+        let mut st = self.lock();
+        if comm.0 < 2 {
+            return Err(Error::arg(
+                ErrorClass::Comm,
+                "cannot free a predefined communicator",
+            ));
+        }
+        let c = st.comm(comm)?.ctx;
+        st.comms[comm.0 as usize] = None;
+        st.ctx_comm.remove(&c);
+        Ok(())
+    }
+
+    /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes and must not be modified until the
+    /// request completes (not required for [`SendMode::Buffered`], whose data is copied).
+    pub unsafe fn isend(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    ) -> Result<ReqId, Error> {
+        let mut st = self.lock();
+        st.check_live()?;
+        let c = st.comm(comm)?.clone();
+        if dest == PROC_NULL {
+            return Ok(st.new_done(Status::PROC_NULL));
+        }
+        if dest < 0 || dest as usize >= c.group.len() {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("destination rank {dest} not in 0..{}", c.group.len()),
+            ));
+        }
+        if !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid send tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
+        }
+        let env = Envelope {
+            ctx: c.ctx,
+            src: c.rank,
+            tag,
+        };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { st.send(env, c.group[dest as usize], buf, len, mode) }
+    }
+
+    /// Starts a receive of up to `len` bytes into `buf` from rank `src` (or [`ANY_SOURCE`],
+    /// [`PROC_NULL`]) with `tag` (or [`ANY_TAG`]) on `comm`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes and must not be accessed until the
+    /// request completes.
+    pub unsafe fn irecv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<ReqId, Error> {
+        let mut st = self.lock();
+        st.check_live()?;
+        let c = st.comm(comm)?.clone();
+        if src == PROC_NULL {
+            return Ok(st.new_done(Status::PROC_NULL));
+        }
+        if src != ANY_SOURCE && (src < 0 || src as usize >= c.group.len()) {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("source rank {src} not in 0..{}", c.group.len()),
+            ));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid receive tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
+        }
+        let peer = (src != ANY_SOURCE).then(|| c.group[src as usize]);
+        let id = st.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx: c.ctx,
+            src,
+            peer,
+        });
+        if let Some(p) = peer {
+            if st.peers[p as usize].dead {
+                st.fail(id, ErrorClass::ProcFailed);
+                return Ok(ReqId(id));
+            }
+        }
+        if let Some((env, msg)) = st.matcher.post(c.ctx, src, tag, id) {
+            st.deliver(id, env, msg);
+        }
+        Ok(ReqId(id))
+    }
+
+    /// Tests a request: on completion returns its status and frees it. An unknown request
+    /// yields a status with [`ErrorClass::Request`].
+    pub fn test(&self, r: ReqId) -> Option<Status> {
+        let mut st = self.lock();
+        st.progress();
+        st.take_done(r)
+    }
+
+    /// Like [`Engine::test`] but does not free the request (`MPI_Request_get_status`).
+    pub fn request_status(&self, r: ReqId) -> Option<Status> {
+        let mut st = self.lock();
+        st.progress();
+        match st.reqs.get(&r.0) {
+            Some(q) if matches!(q.state, ReqState::Done) => Some(q.status),
+            Some(_) => None,
+            None => Some(bad_request()),
+        }
+    }
+
+    /// Waits for a request, then frees it and returns its status.
+    pub fn wait(&self, r: ReqId) -> Status {
+        self.wait_until(|st| st.take_done(r))
+    }
+
+    /// `MPI_Request_free`: the request completes in the background and is then released.
+    pub fn request_free(&self, r: ReqId) {
+        let mut st = self.lock();
+        if let Some(q) = st.reqs.get_mut(&r.0) {
+            if matches!(q.state, ReqState::Done) {
+                st.reqs.remove(&r.0);
+            } else {
+                q.detached = true;
+            }
+        }
+    }
+
+    /// Polls every transport once.
+    pub fn progress(&self) {
+        self.lock().progress();
+    }
+
+    /// `MPI_Iprobe`: the status of a message a receive `(src, tag)` on `comm` would match.
+    pub fn iprobe(&self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>, Error> {
+        let mut st = self.lock();
+        st.check_probe_args(src, tag, comm)?;
+        if src == PROC_NULL {
+            return Ok(Some(Status::PROC_NULL));
+        }
+        st.progress();
+        let ctx = st.comm(comm)?.ctx;
+        Ok(st
+            .matcher
+            .probe(ctx, src, tag)
+            .map(|(env, m)| msg_status(env, m.len())))
+    }
+
+    /// `MPI_Probe`: blocks until [`Engine::iprobe`] finds a message.
+    pub fn probe(&self, src: i32, tag: i32, comm: CommId) -> Result<Status, Error> {
+        self.lock().check_probe_args(src, tag, comm)?;
+        if src == PROC_NULL {
+            return Ok(Status::PROC_NULL);
+        }
+        self.wait_until(|st| match st.comm(comm) {
+            Err(e) => Some(Err(e)),
+            Ok(c) => {
+                let ctx = c.ctx;
+                st.matcher
+                    .probe(ctx, src, tag)
+                    .map(|(env, m)| Ok(msg_status(env, m.len())))
+                    .or_else(|| st.probe_failure(comm, src).map(Err))
+            }
+        })
+    }
+
+    /// `MPI_Improbe`: removes a matching message from the queue and returns a handle for
+    /// [`Engine::imrecv`].
+    pub fn improbe(
+        &self,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<(MessageId, Status)>, Error> {
+        let mut st = self.lock();
+        st.check_probe_args(src, tag, comm)?;
+        if src == PROC_NULL {
+            return Ok(Some((MessageId::NO_PROC, Status::PROC_NULL)));
+        }
+        st.progress();
+        Ok(st.take_message(comm, src, tag))
+    }
+
+    /// `MPI_Mprobe`: blocking [`Engine::improbe`].
+    pub fn mprobe(&self, src: i32, tag: i32, comm: CommId) -> Result<(MessageId, Status), Error> {
+        self.lock().check_probe_args(src, tag, comm)?;
+        if src == PROC_NULL {
+            return Ok((MessageId::NO_PROC, Status::PROC_NULL));
+        }
+        self.wait_until(|st| {
+            st.take_message(comm, src, tag)
+                .map(Ok)
+                .or_else(|| st.probe_failure(comm, src).map(Err))
+        })
+    }
+
+    /// `MPI_Imrecv`: receives a message returned by [`Engine::improbe`]/[`Engine::mprobe`].
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    pub unsafe fn imrecv(&self, buf: *mut u8, len: usize, m: MessageId) -> Result<ReqId, Error> {
+        let mut st = self.lock();
+        if m == MessageId::NO_PROC {
+            return Ok(st.new_done(Status::PROC_NULL));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
+        }
+        let (env, msg) = st
+            .messages
+            .remove(&m.0)
+            .ok_or_else(|| Error::arg(ErrorClass::Request, format!("unknown message {}", m.0)))?;
+        let id = st.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx: env.ctx,
+            src: env.src,
+            peer: None,
+        });
+        st.deliver(id, env, msg);
+        Ok(ReqId(id))
+    }
+
+    /// Cancels a receive that has not matched yet (its status then says `cancelled`). Sends
+    /// and already-matched receives are not cancelled.
+    pub fn cancel(&self, r: ReqId) {
+        let mut st = self.lock();
+        let Some(q) = st.reqs.get(&r.0) else { return };
+        if let ReqState::Posted { ctx, src, .. } = q.state {
+            if st.matcher.cancel(ctx, src, &r.0) {
+                let q = st.reqs.get_mut(&r.0).expect("request exists");
+                q.status.cancelled = true;
+                st.finish(r.0);
+            }
+        }
+    }
+
+    /// Aborts the job: tells the launcher (best effort) and exits with `code`.
+    pub fn abort(&self, code: i32) -> ! {
+        if let Ok(mut b) = self.boot.try_lock() {
+            if let Some(b) = b.as_mut() {
+                b.abort(code, "MPI_Abort called");
+            }
+        }
+        std::process::exit(code)
+    }
+
+    /// Finalizes: flushes pending outgoing traffic, synchronises with all ranks and tells the
+    /// launcher. Communication calls fail afterwards.
+    pub fn finalize(&self) -> Result<(), Error> {
+        self.wait_until(|st| {
+            st.progress();
+            st.peers
+                .iter()
+                .all(|p| p.outq.is_empty() || p.dead)
+                .then_some(())
+        });
+        self.lock().finalized = true;
+        let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = b.as_mut() {
+            b.fence()?;
+            b.finalize()?;
+        }
+        Ok(())
+    }
+
+    /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,
+    /// and checks peers for liveness now and then.
+    fn wait_until<T>(&self, mut f: impl FnMut(&mut State) -> Option<T>) -> T {
+        let mut spins: u32 = 0;
+        loop {
+            {
+                let mut st = self.lock();
+                st.progress();
+                if let Some(v) = f(&mut st) {
+                    return v;
+                }
+                spins = spins.wrapping_add(1);
+                if spins % 1024 == 0 {
+                    st.check_peers();
+                    if let Some(v) = f(&mut st) {
+                        return v;
+                    }
+                }
+            }
+            if self.yield_when_idle {
+                sys::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+fn bad_request() -> Status {
+    Status {
+        source: PROC_NULL,
+        tag: ANY_TAG,
+        error: Some(ErrorClass::Request),
+        count_bytes: 0,
+        cancelled: false,
+    }
+}
+
+fn msg_status(env: Envelope, len: usize) -> Status {
+    Status {
+        source: env.src,
+        tag: env.tag,
+        error: None,
+        count_bytes: len,
+        cancelled: false,
+    }
+}
+
+fn empty_status() -> Status {
+    Status {
+        source: ANY_SOURCE,
+        tag: ANY_TAG,
+        error: None,
+        count_bytes: 0,
+        cancelled: false,
+    }
+}
+
+/// # Safety
+/// `dst` valid for `n` writes and `src` for `n` reads when `n > 0`; no overlap.
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    if n > 0 {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+    }
+}
+
+impl State {
+    fn new(me: i32, size: i32) -> State {
+        let world = Comm {
+            ctx: 0,
+            group: (0..size).collect(),
+            rank: me,
+        };
+        let selfc = Comm {
+            ctx: 1,
+            group: vec![me],
+            rank: 0,
+        };
+        State {
+            me,
+            comms: vec![Some(world), Some(selfc)],
+            ctx_comm: HashMap::from([(0, 0), (1, 1)]),
+            matcher: Matcher::new(),
+            reqs: HashMap::new(),
+            next_req: 1,
+            messages: HashMap::new(),
+            peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
+            eager_limit: 4096,
+            frag: 32 * 1024,
+            cma: false,
+            finalized: false,
+            _segment: None,
+        }
+    }
+
+    /// Creates our segment, publishes it, maps every same-node peer's segment. Returns the
+    /// number of ranks on this node.
+    fn connect_sm(&mut self, boot: &mut dyn Bootstrap, cap: usize) -> Result<usize, Error> {
+        let n = self.peers.len();
+        let me = self.me;
+        let stride = CTL_BYTES + cap;
+        let seg_len = n * stride;
+        let fd = sys::memfd("oxmpi-sm", seg_len).map_err(sys_err(me, "memfd_create"))?;
+        let seg = Mapping::map(&fd, seg_len).map_err(sys_err(me, "mmap of own segment"))?;
+        let host = sys::hostname();
+        let pid = sys::getpid();
+        boot.put(
+            &format!("oxmpi-sm-{me}"),
+            &format!("{host} {pid} {} {seg_len} {cap}", sys::raw_fd(&fd)),
+        )?;
+        boot.fence()?;
+        let mut local = 1;
+        for p in 0..n as i32 {
+            if p == me {
+                continue;
+            }
+            let v = boot.get(p, &format!("oxmpi-sm-{p}"))?;
+            let f: Vec<&str> = v.split_whitespace().collect();
+            let bad = || Error::Bootstrap {
+                rank: me,
+                msg: format!("bad sm record of rank {p}: {v:?}"),
+            };
+            if f.len() != 5 {
+                return Err(bad());
+            }
+            let ppid: i32 = f[1].parse().map_err(|_| bad())?;
+            let pfd: i32 = f[2].parse().map_err(|_| bad())?;
+            let plen: usize = f[3].parse().map_err(|_| bad())?;
+            let pcap: usize = f[4].parse().map_err(|_| bad())?;
+            let peer = &mut self.peers[p as usize];
+            peer.pid = ppid;
+            if f[0] != host {
+                continue;
+            }
+            local += 1;
+            if plen != n * (CTL_BYTES + pcap) || pcap % 64 != 0 || pcap == 0 {
+                return Err(bad());
+            }
+            let file = sys::open_peer_fd(ppid, pfd).map_err(sys_err(
+                me,
+                format!("open of rank {p}'s segment (pid {ppid})"),
+            ))?;
+            let map = Mapping::map(&file, plen)
+                .map_err(sys_err(me, format!("mmap of rank {p}'s segment")))?;
+            // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte
+            // aligned (page-aligned base, stride multiple of 64) and zero-initialised by
+            // ftruncate; we are its only producer.
+            let tx =
+                unsafe { RingMem::from_raw(map.ptr().add(me as usize * (CTL_BYTES + pcap)), pcap) };
+            // SAFETY: ring `p` of our own segment, same reasoning; we are its only consumer.
+            let rx = unsafe { RingMem::from_raw(seg.ptr().add(p as usize * stride), cap) };
+            peer.tx = Some(Producer::new(tx));
+            peer.rx = Some(Consumer::new(rx));
+            peer.pidfd = sys::pidfd_open(ppid).ok();
+            peer._map = Some(map);
+        }
+        // Everyone has opened every segment: our fd can go.
+        boot.fence()?;
+        drop(fd);
+        self._segment = Some(seg);
+        Ok(local)
+    }
+
+    fn check_live(&self) -> Result<(), Error> {
+        if self.finalized {
+            return Err(Error::State("engine finalized".into()));
+        }
+        Ok(())
+    }
+
+    fn comm(&self, c: CommId) -> Result<&Comm, Error> {
+        self.comms
+            .get(c.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::arg(ErrorClass::Comm, format!("invalid communicator {}", c.0)))
+    }
+
+    fn check_probe_args(&self, src: i32, tag: i32, comm: CommId) -> Result<(), Error> {
+        let n = self.comm(comm)?.group.len() as i32;
+        if src != ANY_SOURCE && src != PROC_NULL && !(0..n).contains(&src) {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("source rank {src} not in 0..{n}"),
+            ));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(ErrorClass::Tag, format!("invalid tag {tag}")));
+        }
+        Ok(())
+    }
+
+    /// Error for a blocking probe whose source died.
+    fn probe_failure(&self, comm: CommId, src: i32) -> Option<Error> {
+        let c = self.comm(comm).ok()?;
+        let dead = |w: i32| self.peers[w as usize].dead;
+        let failed = if src == ANY_SOURCE {
+            c.group.iter().find(|&&w| dead(w)).copied()
+        } else {
+            Some(c.group[src as usize]).filter(|&w| dead(w))
+        };
+        failed.map(|w| Error::PeerFailed {
+            peer: w,
+            pid: self.peers[w as usize].pid,
+        })
+    }
+
+    fn take_message(&mut self, comm: CommId, src: i32, tag: i32) -> Option<(MessageId, Status)> {
+        let ctx = self.comm(comm).ok()?.ctx;
+        let (env, msg) = self.matcher.take_unexpected(ctx, src, tag)?;
+        let status = msg_status(env, msg.len());
+        let id = self.next_req;
+        self.next_req += 1;
+        self.messages.insert(id, (env, msg));
+        Some((MessageId(id), status))
+    }
+
+    fn new_req(&mut self, state: ReqState) -> u64 {
+        let id = self.next_req;
+        self.next_req += 1;
+        self.reqs.insert(
+            id,
+            Req {
+                state,
+                status: empty_status(),
+                detached: false,
+                _owned: None,
+            },
+        );
+        id
+    }
+
+    fn new_done(&mut self, status: Status) -> ReqId {
+        let id = self.new_req(ReqState::Done);
+        self.reqs.get_mut(&id).expect("just inserted").status = status;
+        ReqId(id)
+    }
+
+    /// Marks a request complete (and drops it if detached).
+    fn finish(&mut self, id: u64) {
+        if let Some(q) = self.reqs.get_mut(&id) {
+            q.state = ReqState::Done;
+            if q.detached {
+                self.reqs.remove(&id);
+            }
+        }
+    }
+
+    fn fail(&mut self, id: u64, class: ErrorClass) {
+        if let Some(q) = self.reqs.get_mut(&id) {
+            q.status.error = Some(class);
+        }
+        self.finish(id);
+    }
+
+    fn take_done(&mut self, r: ReqId) -> Option<Status> {
+        match self.reqs.get(&r.0) {
+            Some(q) if matches!(q.state, ReqState::Done) => {
+                self.reqs.remove(&r.0).map(|q| q.status)
+            }
+            Some(_) => None,
+            None => Some(bad_request()),
+        }
+    }
+
+    /// # Safety
+    /// `buf` valid for `len` reads until completion (copied at once for Buffered).
+    unsafe fn send(
+        &mut self,
+        env: Envelope,
+        dest: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<ReqId, Error> {
+        let (user_id, id, ptr) = if mode == SendMode::Buffered {
+            // SAFETY: caller guarantees `len` readable bytes at `buf` (or len == 0).
+            let owned = if len > 0 {
+                unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
+            } else {
+                Vec::new()
+            };
+            let ptr = owned.as_ptr();
+            let id = self.new_req(ReqState::Done);
+            let q = self.reqs.get_mut(&id).expect("just inserted");
+            q.detached = true;
+            q._owned = Some(owned);
+            (self.new_done(empty_status()), id, ptr)
+        } else {
+            let id = self.new_req(ReqState::Done);
+            (ReqId(id), id, buf)
+        };
+        let sync = mode == SendMode::Sync;
+        self.reqs.get_mut(&id).expect("request exists").state = ReqState::Send {
+            peer: dest,
+            ptr,
+            len,
+        };
+        if dest == self.me {
+            self.send_self(env, id, ptr, len, sync);
+            return Ok(user_id);
+        }
+        let peer = &self.peers[dest as usize];
+        if peer.dead {
+            self.fail(id, ErrorClass::ProcFailed);
+            return Ok(user_id);
+        }
+        if peer.tx.is_none() {
+            self.reqs.remove(&id);
+            return Err(Error::arg(
+                ErrorClass::Unsupported,
+                format!("no transport to world rank {dest} (not on this node)"),
+            ));
+        }
+        let mut hdr = Hdr {
+            ctx: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            b: id,
+            ..Hdr::default()
+        };
+        let item = if len <= self.eager_limit {
+            hdr.kind = K_EAGER;
+            if sync {
+                hdr.flags = F_SYNC;
+            }
+            Out::Eager {
+                hdr,
+                ptr,
+                len,
+                complete: (!sync).then_some(id),
+            }
+        } else {
+            hdr.kind = K_RTS;
+            hdr.a = len as u64;
+            hdr.c = ptr as u64;
+            if self.cma {
+                hdr.flags = F_CMA;
+            }
+            Out::Ctrl(hdr)
+        };
+        self.peers[dest as usize].outq.push_back(item);
+        self.flush(dest as usize);
+        Ok(user_id)
+    }
+
+    fn send_self(&mut self, env: Envelope, sreq: u64, ptr: *const u8, len: usize, sync: bool) {
+        if let Some(rid) = self.matcher.match_arrival(env) {
+            self.deliver(rid, env, Msg::Local { ptr, len, sreq });
+            return;
+        }
+        if len <= self.eager_limit && !sync {
+            // SAFETY: the send buffer holds `len` readable bytes.
+            let data = if len > 0 {
+                unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+            } else {
+                Vec::new()
+            };
+            self.matcher.push_unexpected(
+                env,
+                Msg::Eager {
+                    data,
+                    ack: Ack::None,
+                },
+            );
+            self.finish(sreq);
+        } else {
+            self.matcher
+                .push_unexpected(env, Msg::Local { ptr, len, sreq });
+        }
+    }
+
+    /// Hands a matched message to receive request `rid`.
+    fn deliver(&mut self, rid: u64, env: Envelope, msg: Msg) {
+        let Some(q) = self.reqs.get_mut(&rid) else {
+            return;
+        };
+        let ReqState::Posted { buf, cap, .. } = q.state else {
+            return;
+        };
+        let total = msg.len();
+        let n = total.min(cap);
+        q.status = Status {
+            source: env.src,
+            tag: env.tag,
+            error: (total > cap).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        };
+        match msg {
+            Msg::Eager { data, ack } => {
+                // SAFETY: buf has cap >= n writable bytes; data has n readable bytes.
+                unsafe { copy(data.as_ptr(), buf, n) };
+                self.finish(rid);
+                match ack {
+                    Ack::None => {}
+                    Ack::Remote { peer, sreq } => self.ctrl(peer, K_FIN, 0, sreq, 0),
+                }
+            }
+            Msg::Local { ptr, sreq, .. } => {
+                // SAFETY: the (local) sender's buffer is valid until its request completes.
+                unsafe { copy(ptr, buf, n) };
+                self.finish(rid);
+                self.finish(sreq);
+            }
+            Msg::Rts {
+                peer,
+                sreq,
+                addr,
+                cma,
+                ..
+            } => {
+                if cma && self.cma && n > 0 {
+                    match self.cma_read(peer, buf, addr, n) {
+                        Ok(()) => {
+                            self.finish(rid);
+                            self.ctrl(peer, K_FIN, 0, sreq, 0);
+                            return;
+                        }
+                        Err(e) => {
+                            self.cma = false;
+                            params::verbose("btl", 1, || {
+                                format!("sm: single copy (CMA) from rank {peer} failed ({e}); using copy-in/copy-out")
+                            });
+                        }
+                    }
+                }
+                if n == 0 {
+                    self.finish(rid);
+                } else {
+                    self.reqs.get_mut(&rid).expect("request exists").state = ReqState::Data {
+                        buf,
+                        want: n,
+                        got: 0,
+                        peer,
+                    };
+                }
+                self.ctrl(peer, K_CTS, n as u64, sreq, rid);
+            }
+        }
+    }
+
+    fn cma_read(&self, peer: i32, buf: *mut u8, addr: u64, n: usize) -> std::io::Result<()> {
+        let pid = self.peers[peer as usize].pid;
+        let mut done = 0;
+        while done < n {
+            // SAFETY: buf has n writable bytes; offsets stay below n.
+            let k =
+                unsafe { sys::process_vm_read(pid, buf.add(done), addr + done as u64, n - done)? };
+            if k == 0 {
+                return Err(std::io::Error::other("process_vm_readv read nothing"));
+            }
+            done += k;
+        }
+        Ok(())
+    }
+
+    fn ctrl(&mut self, peer: i32, kind: u8, a: u64, b: u64, c: u64) {
+        let hdr = Hdr {
+            kind,
+            a,
+            b,
+            c,
+            ..Hdr::default()
+        };
+        let p = peer as usize;
+        if self.peers[p].dead {
+            return;
+        }
+        self.peers[p].outq.push_back(Out::Ctrl(hdr));
+        self.flush(p);
+    }
+
+    /// Writes queued records to `peer`'s ring while there is room.
+    fn flush(&mut self, p: usize) {
+        let frag = self.frag;
+        loop {
+            let peer = &mut self.peers[p];
+            let Some(tx) = peer.tx.as_mut() else { return };
+            let Some(item) = peer.outq.front_mut() else {
+                return;
+            };
+            let mut done_req = None;
+            let consumed = match item {
+                Out::Ctrl(hdr) => {
+                    let hdr = *hdr;
+                    // SAFETY: the record has HDR writable bytes, 8-byte aligned.
+                    tx.push(HDR, |d| unsafe { d.cast::<Hdr>().write(hdr) })
+                }
+                Out::Eager {
+                    hdr,
+                    ptr,
+                    len,
+                    complete,
+                } => {
+                    let (hdr, ptr, len) = (*hdr, *ptr, *len);
+                    let ok = tx.push(HDR + len, |d| {
+                        // SAFETY: HDR + len writable bytes at d; the send buffer is valid
+                        // until its request completes.
+                        unsafe {
+                            d.cast::<Hdr>().write(hdr);
+                            copy(ptr, d.add(HDR), len);
+                        }
+                    });
+                    if ok {
+                        done_req = *complete;
+                    }
+                    ok
+                }
+                Out::Data {
+                    sreq,
+                    rreq,
+                    ptr,
+                    off,
+                    len,
+                } => {
+                    let k = frag.min(*len - *off);
+                    let hdr = Hdr {
+                        kind: K_DATA,
+                        a: *off as u64,
+                        c: *rreq,
+                        ..Hdr::default()
+                    };
+                    let src = ptr.wrapping_add(*off);
+                    let ok = tx.push(HDR + k, |d| {
+                        // SAFETY: as for eager; `off + k <= len`.
+                        unsafe {
+                            d.cast::<Hdr>().write(hdr);
+                            copy(src, d.add(HDR), k);
+                        }
+                    });
+                    if !ok {
+                        return;
+                    }
+                    *off += k;
+                    if *off < *len {
+                        continue;
+                    }
+                    done_req = Some(*sreq);
+                    true
+                }
+            };
+            if !consumed {
+                return;
+            }
+            peer.outq.pop_front();
+            if let Some(id) = done_req {
+                self.finish(id);
+            }
+        }
+    }
+
+    /// One progress pass: drain inbound rings, flush outbound queues.
+    fn progress(&mut self) {
+        for p in 0..self.peers.len() {
+            if self.peers[p].rx.is_some() {
+                self.drain(p);
+            }
+            if !self.peers[p].outq.is_empty() {
+                self.flush(p);
+            }
+        }
+    }
+
+    fn drain(&mut self, p: usize) {
+        for _ in 0..64 {
+            let Some(rx) = self.peers[p].rx.as_mut() else {
+                return;
+            };
+            let (ptr, len) = match rx.peek() {
+                Ok(Some(r)) => r,
+                Ok(None) => return,
+                Err(e) => {
+                    params::verbose("btl", 1, || format!("sm: ring from rank {p}: {e}"));
+                    self.declare_dead(p);
+                    return;
+                }
+            };
+            if len < HDR {
+                self.declare_dead(p);
+                return;
+            }
+            // SAFETY: the record holds at least HDR bytes, 8-byte aligned.
+            let hdr = unsafe { ptr.cast::<Hdr>().read() };
+            // SAFETY: payload follows the header within the record.
+            let payload = unsafe { ptr.add(HDR) };
+            self.handle(p as i32, hdr, payload, len - HDR);
+            if let Some(rx) = self.peers[p].rx.as_mut() {
+                rx.release();
+            }
+        }
+    }
+
+    fn handle(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
+        match hdr.kind {
+            K_EAGER | K_RTS => {
+                let env = Envelope {
+                    ctx: hdr.ctx,
+                    src: hdr.src,
+                    tag: hdr.tag,
+                };
+                let msg = if hdr.kind == K_EAGER {
+                    let ack = if hdr.flags & F_SYNC != 0 {
+                        Ack::Remote { peer, sreq: hdr.b }
+                    } else {
+                        Ack::None
+                    };
+                    if let Some(rid) = self.matcher.match_arrival(env) {
+                        self.deliver_eager_direct(rid, env, payload, plen, ack);
+                        return;
+                    }
+                    // SAFETY: payload has plen readable bytes in the ring record.
+                    let data = if plen > 0 {
+                        unsafe { std::slice::from_raw_parts(payload, plen) }.to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    Msg::Eager { data, ack }
+                } else {
+                    let msg = Msg::Rts {
+                        peer,
+                        total: hdr.a,
+                        sreq: hdr.b,
+                        addr: hdr.c,
+                        cma: hdr.flags & F_CMA != 0,
+                    };
+                    if let Some(rid) = self.matcher.match_arrival(env) {
+                        self.deliver(rid, env, msg);
+                        return;
+                    }
+                    msg
+                };
+                self.matcher.push_unexpected(env, msg);
+            }
+            K_CTS => {
+                let (sreq, want, rreq) = (hdr.b, hdr.a as usize, hdr.c);
+                let Some(q) = self.reqs.get(&sreq) else {
+                    return;
+                };
+                let ReqState::Send { ptr, len, .. } = q.state else {
+                    return;
+                };
+                let want = want.min(len);
+                if want == 0 {
+                    self.finish(sreq);
+                } else {
+                    self.peers[peer as usize].outq.push_back(Out::Data {
+                        sreq,
+                        rreq,
+                        ptr,
+                        off: 0,
+                        len: want,
+                    });
+                }
+            }
+            K_DATA => {
+                let (rreq, off) = (hdr.c, hdr.a as usize);
+                let Some(q) = self.reqs.get_mut(&rreq) else {
+                    return;
+                };
+                let ReqState::Data { buf, want, got, .. } = &mut q.state else {
+                    return;
+                };
+                let n = plen.min(want.saturating_sub(off));
+                // SAFETY: off + n <= want <= the receive buffer's capacity.
+                unsafe { copy(payload, buf.add(off), n) };
+                *got += n;
+                if *got >= *want {
+                    self.finish(rreq);
+                }
+            }
+            K_FIN => self.finish(hdr.b),
+            _ => {}
+        }
+    }
+
+    fn deliver_eager_direct(
+        &mut self,
+        rid: u64,
+        env: Envelope,
+        payload: *const u8,
+        plen: usize,
+        ack: Ack,
+    ) {
+        let Some(q) = self.reqs.get_mut(&rid) else {
+            return;
+        };
+        let ReqState::Posted { buf, cap, .. } = q.state else {
+            return;
+        };
+        let n = plen.min(cap);
+        // SAFETY: buf has cap >= n writable bytes; payload has plen >= n readable bytes.
+        unsafe { copy(payload, buf, n) };
+        q.status = Status {
+            source: env.src,
+            tag: env.tag,
+            error: (plen > cap).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        };
+        self.finish(rid);
+        if let Ack::Remote { peer, sreq } = ack {
+            self.ctrl(peer, K_FIN, 0, sreq, 0);
+        }
+    }
+
+    /// Checks whether peers are still alive; fails everything that depends on a dead one.
+    fn check_peers(&mut self) {
+        for p in 0..self.peers.len() {
+            let peer = &self.peers[p];
+            if peer.dead || p as i32 == self.me || peer.pid == 0 {
+                continue;
+            }
+            let gone = match &peer.pidfd {
+                Some(fd) => sys::pidfd_exited(fd),
+                None => !sys::pid_alive(peer.pid),
+            };
+            if gone {
+                // Take what it sent before dying.
+                if self.peers[p].rx.is_some() {
+                    self.drain(p);
+                }
+                self.declare_dead(p);
+            }
+        }
+    }
+
+    fn declare_dead(&mut self, p: usize) {
+        if self.peers[p].dead {
+            return;
+        }
+        params::verbose("pml", 1, || {
+            format!(
+                "peer rank {p} (pid {}) is gone; failing its operations",
+                self.peers[p].pid
+            )
+        });
+        self.peers[p].dead = true;
+        self.peers[p].outq.clear();
+        let pw = p as i32;
+        let reqs = &self.reqs;
+        let posted = self.matcher.remove_posted_where(|_, _, rid| {
+            matches!(reqs.get(rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.is_none_or(|w| w == pw))
+        });
+        let mut failed: Vec<u64> = posted;
+        for (&id, q) in &self.reqs {
+            match q.state {
+                ReqState::Send { peer, .. } | ReqState::Data { peer, .. } if peer == pw => {
+                    failed.push(id)
+                }
+                _ => {}
+            }
+        }
+        for id in failed {
+            self.fail(id, ErrorClass::ProcFailed);
+        }
+    }
+}

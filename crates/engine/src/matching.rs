@@ -1,0 +1,479 @@
+//! Sans-IO MPI message matching.
+//!
+//! [`Matcher`] keeps, per communicator context id, the queue of posted receives and the queue
+//! of unexpected messages, and applies the MPI matching rules:
+//!
+//! * a receive `(src, tag)` matches a message whose envelope has the same context, and whose
+//!   source and tag are equal to the receive's or the receive uses [`ANY_SOURCE`] /
+//!   [`ANY_TAG`];
+//! * an arriving message goes to the *earliest posted* matching receive;
+//! * a posted receive takes the *earliest arrived* matching unexpected message, so messages
+//!   from one source on one context are never overtaken (the transport delivers them in
+//!   send order);
+//! * a posted receive and an unexpected message that match each other never coexist.
+//!
+//! It does no I/O: the engine feeds it arrivals and posted receives and acts on the results.
+//! Internally, receives with a specific source and unexpected messages are binned per source;
+//! global sequence numbers decide between a source's bin and the wildcard list.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::{ANY_SOURCE, ANY_TAG};
+
+/// The matching-relevant part of a message: context id, source rank in the communicator, tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Envelope {
+    /// Communicator context id.
+    pub ctx: u32,
+    /// Source rank within the communicator (never a wildcard).
+    pub src: i32,
+    /// Message tag (never a wildcard, always `>= 0`).
+    pub tag: i32,
+}
+
+#[derive(Debug)]
+struct Posted<R> {
+    seq: u64,
+    src: i32,
+    tag: i32,
+    req: R,
+}
+
+#[derive(Debug)]
+struct Unexpected<M> {
+    seq: u64,
+    tag: i32,
+    msg: M,
+}
+
+#[derive(Debug)]
+struct CtxQueues<R, M> {
+    posted_src: HashMap<i32, VecDeque<Posted<R>>>,
+    posted_any: VecDeque<Posted<R>>,
+    unexpected: HashMap<i32, VecDeque<Unexpected<M>>>,
+}
+
+impl<R, M> Default for CtxQueues<R, M> {
+    fn default() -> Self {
+        CtxQueues {
+            posted_src: HashMap::new(),
+            posted_any: VecDeque::new(),
+            unexpected: HashMap::new(),
+        }
+    }
+}
+
+#[inline]
+fn tag_matches(want: i32, have: i32) -> bool {
+    want == ANY_TAG || want == have
+}
+
+/// Posted-receive and unexpected-message queues for all contexts.
+///
+/// `R` identifies a posted receive (the engine uses its request id), `M` is the engine's
+/// handle for an unexpected message (buffered eager data, a rendezvous request, ...).
+#[derive(Debug)]
+pub struct Matcher<R, M> {
+    ctxs: HashMap<u32, CtxQueues<R, M>>,
+    seq: u64,
+}
+
+impl<R, M> Default for Matcher<R, M> {
+    fn default() -> Self {
+        Matcher {
+            ctxs: HashMap::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl<R: PartialEq, M> Matcher<R, M> {
+    /// An empty matcher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Finds the earliest unexpected message on `ctx` matching `(src, tag)`; returns its source
+    /// bin and index in that bin.
+    fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<(i32, usize)> {
+        let q = self.ctxs.get(&ctx)?;
+        if src == ANY_SOURCE {
+            let mut best: Option<(u64, i32, usize)> = None;
+            for (&s, bin) in &q.unexpected {
+                if let Some(i) = bin.iter().position(|u| tag_matches(tag, u.tag)) {
+                    let seq = bin[i].seq;
+                    if best.is_none_or(|(b, _, _)| seq < b) {
+                        best = Some((seq, s, i));
+                    }
+                }
+            }
+            best.map(|(_, s, i)| (s, i))
+        } else {
+            let bin = q.unexpected.get(&src)?;
+            bin.iter()
+                .position(|u| tag_matches(tag, u.tag))
+                .map(|i| (src, i))
+        }
+    }
+
+    /// Posts a receive. If an unexpected message matches, it is removed and returned with its
+    /// envelope (the receive is then *not* queued); otherwise the receive is queued and `None`
+    /// is returned.
+    pub fn post(&mut self, ctx: u32, src: i32, tag: i32, req: R) -> Option<(Envelope, M)> {
+        if let Some(found) = self.take_unexpected(ctx, src, tag) {
+            return Some(found);
+        }
+        let seq = self.next_seq();
+        let q = self.ctxs.entry(ctx).or_default();
+        let p = Posted { seq, src, tag, req };
+        if src == ANY_SOURCE {
+            q.posted_any.push_back(p);
+        } else {
+            q.posted_src.entry(src).or_default().push_back(p);
+        }
+        None
+    }
+
+    /// Removes and returns the posted receive that an arriving message with envelope `env`
+    /// matches, if any. When `None` is returned the caller must store the message with
+    /// [`Matcher::push_unexpected`] before handling any other arrival or post on this context.
+    pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
+        let q = self.ctxs.get_mut(&env.ctx)?;
+        let specific = q
+            .posted_src
+            .get(&env.src)
+            .and_then(|bin| bin.iter().position(|p| tag_matches(p.tag, env.tag)));
+        let wild = q
+            .posted_any
+            .iter()
+            .position(|p| tag_matches(p.tag, env.tag));
+        let take_specific = match (specific, wild) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(i), Some(j)) => q.posted_src[&env.src][i].seq < q.posted_any[j].seq,
+        };
+        if take_specific {
+            let bin = q.posted_src.get_mut(&env.src)?;
+            let p = bin.remove(specific?)?;
+            if bin.is_empty() {
+                q.posted_src.remove(&env.src);
+            }
+            Some(p.req)
+        } else {
+            q.posted_any.remove(wild?).map(|p| p.req)
+        }
+    }
+
+    /// Queues a message that matched no posted receive.
+    pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
+        let seq = self.next_seq();
+        self.ctxs
+            .entry(env.ctx)
+            .or_default()
+            .unexpected
+            .entry(env.src)
+            .or_default()
+            .push_back(Unexpected {
+                seq,
+                tag: env.tag,
+                msg,
+            });
+    }
+
+    /// Like `MPI_Iprobe`: the envelope and message that a receive `(src, tag)` on `ctx` would
+    /// take now, without removing it.
+    pub fn probe(&self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, &M)> {
+        let (s, i) = self.find_unexpected(ctx, src, tag)?;
+        let u = &self.ctxs[&ctx].unexpected[&s][i];
+        Some((
+            Envelope {
+                ctx,
+                src: s,
+                tag: u.tag,
+            },
+            &u.msg,
+        ))
+    }
+
+    /// Like `MPI_Improbe`: removes and returns the message a receive `(src, tag)` would take.
+    pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, M)> {
+        let (s, i) = self.find_unexpected(ctx, src, tag)?;
+        let q = self.ctxs.get_mut(&ctx)?;
+        let bin = q.unexpected.get_mut(&s)?;
+        let u = bin.remove(i)?;
+        if bin.is_empty() {
+            q.unexpected.remove(&s);
+        }
+        Some((
+            Envelope {
+                ctx,
+                src: s,
+                tag: u.tag,
+            },
+            u.msg,
+        ))
+    }
+
+    /// Cancels a posted receive (`src` as it was posted). Returns `true` if it was still
+    /// queued (it is then removed), `false` if it had already matched or is unknown.
+    pub fn cancel(&mut self, ctx: u32, src: i32, req: &R) -> bool {
+        let Some(q) = self.ctxs.get_mut(&ctx) else {
+            return false;
+        };
+        let bin = if src == ANY_SOURCE {
+            &mut q.posted_any
+        } else {
+            match q.posted_src.get_mut(&src) {
+                Some(b) => b,
+                None => return false,
+            }
+        };
+        match bin.iter().position(|p| &p.req == req) {
+            Some(i) => {
+                bin.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes every posted receive for which `pred(ctx, src_as_posted, &req)` holds and
+    /// returns them (used to fail receives from a dead peer).
+    pub fn remove_posted_where(&mut self, mut pred: impl FnMut(u32, i32, &R) -> bool) -> Vec<R> {
+        let mut out = Vec::new();
+        for (&ctx, q) in self.ctxs.iter_mut() {
+            let mut taken: Vec<Posted<R>> = Vec::new();
+            for bin in q
+                .posted_src
+                .values_mut()
+                .chain(std::iter::once(&mut q.posted_any))
+            {
+                let mut keep = VecDeque::with_capacity(bin.len());
+                for p in bin.drain(..) {
+                    if pred(ctx, p.src, &p.req) {
+                        taken.push(p);
+                    } else {
+                        keep.push_back(p);
+                    }
+                }
+                *bin = keep;
+            }
+            q.posted_src.retain(|_, b| !b.is_empty());
+            taken.sort_by_key(|p| p.seq);
+            out.extend(taken.into_iter().map(|p| p.req));
+        }
+        out
+    }
+
+    /// Number of queued posted receives and unexpected messages (for diagnostics and tests).
+    pub fn queued(&self) -> (usize, usize) {
+        self.ctxs.values().fold((0, 0), |(p, u), q| {
+            (
+                p + q.posted_any.len() + q.posted_src.values().map(VecDeque::len).sum::<usize>(),
+                u + q.unexpected.values().map(VecDeque::len).sum::<usize>(),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn env(ctx: u32, src: i32, tag: i32) -> Envelope {
+        Envelope { ctx, src, tag }
+    }
+
+    /// Arrival helper: match or queue.
+    fn arrive(m: &mut Matcher<u32, u32>, e: Envelope, msg: u32) -> Option<u32> {
+        match m.match_arrival(e) {
+            Some(r) => Some(r),
+            None => {
+                m.push_unexpected(e, msg);
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn non_overtaking_and_wildcards() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        assert_eq!(arrive(&mut m, env(0, 1, 5), 100), None);
+        assert_eq!(arrive(&mut m, env(0, 1, 5), 101), None);
+        assert_eq!(arrive(&mut m, env(0, 2, 7), 102), None);
+        // Wildcard source and tag takes the earliest arrival.
+        assert_eq!(m.post(0, ANY_SOURCE, ANY_TAG, 1), Some((env(0, 1, 5), 100)));
+        // Specific tag skips the earlier non-matching one.
+        assert_eq!(m.post(0, ANY_SOURCE, 7, 2), Some((env(0, 2, 7), 102)));
+        assert_eq!(m.post(0, 1, ANY_TAG, 3), Some((env(0, 1, 5), 101)));
+        // Other contexts are separate.
+        assert_eq!(m.post(1, 1, 5, 4), None);
+        assert_eq!(arrive(&mut m, env(0, 1, 5), 103), None);
+        assert_eq!(arrive(&mut m, env(1, 1, 5), 104), Some(4));
+        assert_eq!(m.queued(), (0, 1));
+    }
+
+    #[test]
+    fn earliest_posted_wins_between_specific_and_wildcard() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        assert_eq!(m.post(0, ANY_SOURCE, 3, 1), None);
+        assert_eq!(m.post(0, 2, 3, 2), None);
+        assert_eq!(arrive(&mut m, env(0, 2, 3), 9), Some(1));
+        assert_eq!(arrive(&mut m, env(0, 2, 3), 9), Some(2));
+        assert_eq!(m.post(0, 2, 3, 3), None);
+        assert_eq!(m.post(0, ANY_SOURCE, ANY_TAG, 4), None);
+        assert_eq!(arrive(&mut m, env(0, 2, 3), 9), Some(3));
+        assert_eq!(arrive(&mut m, env(0, 2, 3), 9), Some(4));
+    }
+
+    #[test]
+    fn cancel_and_probe() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        assert_eq!(m.post(0, 1, 1, 1), None);
+        assert!(m.cancel(0, 1, &1));
+        assert!(!m.cancel(0, 1, &1));
+        assert_eq!(arrive(&mut m, env(0, 1, 1), 50), None);
+        assert_eq!(
+            m.probe(0, ANY_SOURCE, 1).map(|(e, &x)| (e, x)),
+            Some((env(0, 1, 1), 50))
+        );
+        assert_eq!(m.probe(0, 2, ANY_TAG), None);
+        assert_eq!(m.take_unexpected(0, 1, ANY_TAG), Some((env(0, 1, 1), 50)));
+        assert_eq!(m.probe(0, 1, 1), None);
+        assert_eq!(m.post(0, 3, 0, 7), None);
+        assert_eq!(m.post(0, ANY_SOURCE, 0, 8), None);
+        assert_eq!(m.post(0, 4, 0, 9), None);
+        assert_eq!(
+            m.remove_posted_where(|_, s, _| s == 3 || s == ANY_SOURCE),
+            vec![7, 8]
+        );
+        assert_eq!(m.queued(), (1, 0));
+    }
+
+    // ---- property test against a flat reference model ----
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Post { ctx: u32, src: i32, tag: i32 },
+        Arrive { ctx: u32, src: i32, tag: i32 },
+        Probe { ctx: u32, src: i32, tag: i32 },
+        MProbe { ctx: u32, src: i32, tag: i32 },
+        Cancel { nth: usize },
+    }
+
+    fn wsrc() -> impl Strategy<Value = i32> {
+        prop_oneof![1 => Just(ANY_SOURCE), 3 => 0..3i32]
+    }
+    fn wtag() -> impl Strategy<Value = i32> {
+        prop_oneof![1 => Just(ANY_TAG), 3 => 0..3i32]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..2u32, wsrc(), wtag()).prop_map(|(ctx, src, tag)| Op::Post { ctx, src, tag }),
+            4 => (0..2u32, 0..3i32, 0..3i32).prop_map(|(ctx, src, tag)| Op::Arrive { ctx, src, tag }),
+            1 => (0..2u32, wsrc(), wtag()).prop_map(|(ctx, src, tag)| Op::Probe { ctx, src, tag }),
+            1 => (0..2u32, wsrc(), wtag()).prop_map(|(ctx, src, tag)| Op::MProbe { ctx, src, tag }),
+            1 => (0..8usize).prop_map(|nth| Op::Cancel { nth }),
+        ]
+    }
+
+    /// The MPI rules written as plainly as possible: one list of posted receives in post
+    /// order, one list of unexpected messages in arrival order, first match wins.
+    #[derive(Default)]
+    struct Model {
+        posted: Vec<(u32, i32, i32, u32)>,
+        unexpected: Vec<(Envelope, u32)>,
+    }
+
+    fn compatible(ctx: u32, src: i32, tag: i32, e: &Envelope) -> bool {
+        ctx == e.ctx && (src == ANY_SOURCE || src == e.src) && (tag == ANY_TAG || tag == e.tag)
+    }
+
+    impl Model {
+        fn post(&mut self, ctx: u32, src: i32, tag: i32, id: u32) -> Option<(Envelope, u32)> {
+            if let Some(i) = self
+                .unexpected
+                .iter()
+                .position(|(e, _)| compatible(ctx, src, tag, e))
+            {
+                return Some(self.unexpected.remove(i));
+            }
+            self.posted.push((ctx, src, tag, id));
+            None
+        }
+        fn arrive(&mut self, e: Envelope, msg: u32) -> Option<u32> {
+            if let Some(i) = self
+                .posted
+                .iter()
+                .position(|&(c, s, t, _)| compatible(c, s, t, &e))
+            {
+                return Some(self.posted.remove(i).3);
+            }
+            self.unexpected.push((e, msg));
+            None
+        }
+        fn probe(&self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, u32)> {
+            self.unexpected
+                .iter()
+                .find(|(e, _)| compatible(ctx, src, tag, e))
+                .copied()
+        }
+        /// MPI progress rule: no queued receive matches a queued message.
+        fn check_no_stuck_pair(&self) -> bool {
+            !self
+                .posted
+                .iter()
+                .any(|&(c, s, t, _)| self.unexpected.iter().any(|(e, _)| compatible(c, s, t, e)))
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn matches_reference_model(ops in proptest::collection::vec(op(), 1..120)) {
+            let mut m: Matcher<u32, u32> = Matcher::new();
+            let mut model = Model::default();
+            let mut next_id = 0u32;
+            for op in ops {
+                next_id += 1;
+                match op {
+                    Op::Post { ctx, src, tag } => {
+                        prop_assert_eq!(m.post(ctx, src, tag, next_id), model.post(ctx, src, tag, next_id));
+                    }
+                    Op::Arrive { ctx, src, tag } => {
+                        let e = env(ctx, src, tag);
+                        let got = arrive(&mut m, e, next_id);
+                        prop_assert_eq!(got, model.arrive(e, next_id));
+                    }
+                    Op::Probe { ctx, src, tag } => {
+                        prop_assert_eq!(m.probe(ctx, src, tag).map(|(e, &x)| (e, x)), model.probe(ctx, src, tag));
+                    }
+                    Op::MProbe { ctx, src, tag } => {
+                        let want = model.probe(ctx, src, tag);
+                        if let Some(w) = want {
+                            let i = model.unexpected.iter().position(|u| *u == w).unwrap();
+                            model.unexpected.remove(i);
+                        }
+                        prop_assert_eq!(m.take_unexpected(ctx, src, tag), want);
+                    }
+                    Op::Cancel { nth } => {
+                        if !model.posted.is_empty() {
+                            let (c, s, _, id) = model.posted.remove(nth % model.posted.len());
+                            prop_assert!(m.cancel(c, s, &id));
+                        }
+                    }
+                }
+                prop_assert!(model.check_no_stuck_pair());
+                prop_assert_eq!(m.queued(), (model.posted.len(), model.unexpected.len()));
+            }
+        }
+    }
+}

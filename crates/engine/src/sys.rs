@@ -1,0 +1,154 @@
+//! All system calls of the engine go through this module.
+
+use std::ffi::c_void;
+use std::fs::OpenOptions;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::MemfdFlags;
+use rustix::mm::{MapFlags, ProtFlags};
+use rustix::process::{Pid, PidfdFlags};
+
+/// A shared read-write memory mapping, unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; concurrent access is coordinated by the ring
+// protocol (atomics), and the owner only unmaps it on drop.
+unsafe impl Send for Mapping {}
+// SAFETY: see `Send`; the handle itself only exposes a raw pointer.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared and read-write.
+    pub fn map(fd: impl AsFd, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping at a kernel-chosen address: it cannot alias any Rust object.
+        let p = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                fd,
+                0,
+            )?
+        };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// Start of the mapping.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping created by `Mapping::map` that nobody uses after
+        // the owner drops it.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
+    }
+}
+
+/// Creates an anonymous memory file of `len` bytes (close-on-exec).
+pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC)?;
+    rustix::fs::ftruncate(&fd, len as u64)?;
+    Ok(fd)
+}
+
+/// Opens another process's file descriptor through `/proc/<pid>/fd/<fd>`.
+pub fn open_peer_fd(pid: i32, fd: i32) -> io::Result<std::fs::File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/{pid}/fd/{fd}"))
+}
+
+/// Raw number of an fd (to publish it).
+pub fn raw_fd(fd: &impl AsRawFd) -> i32 {
+    fd.as_raw_fd()
+}
+
+/// Our process id.
+pub fn getpid() -> i32 {
+    rustix::process::getpid().as_raw_nonzero().get()
+}
+
+/// Opens a pidfd for `pid`.
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::other("invalid pid"))?;
+    Ok(rustix::process::pidfd_open(pid, PidfdFlags::empty())?)
+}
+
+/// `true` if the process behind `pidfd` has exited (the pidfd is readable).
+pub fn pidfd_exited(pidfd: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(rustix::event::poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+}
+
+/// Whether a process exists (fallback when pidfds are unavailable; zombies count as alive).
+pub fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Reads `len` bytes at address `remote` of process `pid` into `local` (CMA). Returns the
+/// number of bytes read (may be short).
+///
+/// # Safety
+/// `local` must be valid for writes of `len` bytes.
+pub unsafe fn process_vm_read(
+    pid: i32,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let l = libc::iovec {
+        iov_base: local.cast::<c_void>(),
+        iov_len: len,
+    };
+    let r = libc::iovec {
+        iov_base: remote as usize as *mut c_void,
+        iov_len: len,
+    };
+    // SAFETY: the caller guarantees `local`; the remote side is checked by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid, &l, 1, &r, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Allows any process of ours to ptrace-read us (CMA under Yama `ptrace_scope=1`).
+pub fn allow_ptracer_any() {
+    // SAFETY: prctl(PR_SET_PTRACER) only changes a per-process attribute; failure (no Yama)
+    // is harmless and ignored.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+}
+
+/// Yields the CPU.
+pub fn yield_now() {
+    rustix::thread::sched_yield();
+}
+
+/// Host name (for same-node checks).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
