@@ -1,10 +1,173 @@
 //! Safe Rust API for oxmpi.
+//!
+//! Start MPI with [`init`] (or [`init_thread`]); the returned [`Universe`] finalizes MPI when it
+//! is dropped, and every communicator and request borrows it, so nothing can outlive
+//! finalization. Messages are slices of any [`Equivalence`] type: primitive numbers, `bool`,
+//! arrays, and `#[repr(C)]` structs with `#[derive(Equivalence)]`.
+//!
+//! ```
+//! use oxmpi::Equivalence;
+//!
+//! #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+//! #[repr(C)]
+//! struct Point {
+//!     x: f64,
+//!     y: f64,
+//!     label: u8,
+//! }
+//!
+//! fn main() -> oxmpi::Result<()> {
+//!     let universe = oxmpi::init()?;
+//!     let world = universe.world();
+//!     let (rank, size) = (world.rank(), world.size());
+//!     let next = (rank + 1) % size;
+//!     let prev = (rank + size - 1) % size;
+//!
+//!     // Every rank sends a point to the next rank and receives one from the previous rank
+//!     // (in a single process, rank 0 of 1, it sends to itself).
+//!     let mine = [Point { x: rank as f64, y: 1.0, label: b'p' }];
+//!     let mut got = [Point { x: 0.0, y: 0.0, label: 0 }];
+//!     let status = world.sendrecv(&mine[..], next, 7, &mut got[..], prev, 7)?;
+//!     assert_eq!(status.source(), prev);
+//!     assert_eq!(got[0].x, prev as f64);
+//!     assert_eq!(got[0].label, b'p');
+//!     Ok(())
+//! } // `universe` is dropped here: MPI is finalized.
+//! ```
+//!
+//! Errors are returned as [`Error`] values carrying the MPI [`ErrorClass`] (like
+//! `MPI_ERRORS_RETURN`); the API does not panic on bad input.
+//!
+//! Nonblocking operations live in a [`request::scope`], which keeps their buffers borrowed until
+//! they complete.
+
+#![warn(missing_docs)]
 
 extern crate self as oxmpi;
 
-#[allow(dead_code)] // helpers used by the communicator layer
+mod comm;
 pub mod datatype;
+mod error;
+pub mod request;
+mod status;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use oxmpi_engine::Engine;
+
+pub use comm::{Communicator, Message};
 pub use datatype::Equivalence;
-/// Derive macro for [`Equivalence`] (see [`oxmpi_derive`]).
+pub use error::{Error, ErrorClass, Result};
+/// Derive macro for [`Equivalence`] on `#[repr(C)]` structs (see the `oxmpi-derive` crate).
 pub use oxmpi_derive::Equivalence;
+pub use oxmpi_engine::ThreadLevel;
+pub use status::Status;
+
+/// Wildcard source for receives and probes (`MPI_ANY_SOURCE`).
+pub const ANY_SOURCE: i32 = oxmpi_engine::ANY_SOURCE;
+/// Wildcard tag for receives and probes (`MPI_ANY_TAG`).
+pub const ANY_TAG: i32 = oxmpi_engine::ANY_TAG;
+/// The null process (`MPI_PROC_NULL`): operations with it complete at once and move no data.
+pub const PROC_NULL: i32 = oxmpi_engine::PROC_NULL;
+/// Largest valid tag (`MPI_TAG_UB`).
+pub const TAG_UB: i32 = oxmpi_engine::TAG_UB;
+
+/// Set once the process has initialized MPI; MPI cannot be initialized twice, not even after
+/// finalization.
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// The MPI environment of this process (`MPI_Init` … `MPI_Finalize`).
+///
+/// There is at most one per process: a second [`init`] returns an error. Dropping it finalizes
+/// MPI (`MPI_Finalize`).
+pub struct Universe {
+    engine: &'static Engine,
+}
+
+impl std::fmt::Debug for Universe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Universe")
+            .field("rank", &self.engine.rank())
+            .field("size", &self.engine.size())
+            .field("thread_level", &self.engine.thread_level())
+            .finish()
+    }
+}
+
+/// Initializes MPI with thread level [`ThreadLevel::Single`] (`MPI_Init`).
+///
+/// Under `mpirun` (or any launcher offering PMI) the process joins its job; started alone it is
+/// a singleton, rank 0 of 1.
+///
+/// ```
+/// # fn main() -> oxmpi::Result<()> {
+/// let universe = oxmpi::init()?;
+/// assert!(universe.world().rank() < universe.world().size());
+/// // Only one universe per process.
+/// assert_eq!(oxmpi::init().unwrap_err().class(), oxmpi::ErrorClass::Other);
+/// # Ok(())
+/// # }
+/// ```
+pub fn init() -> Result<Universe> {
+    init_thread(ThreadLevel::Single)
+}
+
+/// Initializes MPI asking for thread support `required` (`MPI_Init_thread`); the level actually
+/// provided is [`Universe::thread_level`].
+pub fn init_thread(required: ThreadLevel) -> Result<Universe> {
+    if INITIALIZED.swap(true, Ordering::SeqCst) {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "MPI is already initialized in this process (only one Universe per process, and \
+             none after finalization)",
+        ));
+    }
+    let engine = oxmpi_engine::init(required)?;
+    Ok(Universe { engine })
+}
+
+/// Whether this process has initialized MPI (`MPI_Initialized`), even if it has finalized since.
+pub fn is_initialized() -> bool {
+    INITIALIZED.load(Ordering::SeqCst)
+}
+
+impl Universe {
+    /// The communicator of all processes of the job (`MPI_COMM_WORLD`).
+    pub fn world(&self) -> Communicator<'_> {
+        Communicator::new(self.engine, self.engine.comm_world())
+            .expect("the engine always knows MPI_COMM_WORLD")
+    }
+
+    /// The communicator holding only this process (`MPI_COMM_SELF`).
+    pub fn self_comm(&self) -> Communicator<'_> {
+        Communicator::new(self.engine, self.engine.comm_self())
+            .expect("the engine always knows MPI_COMM_SELF")
+    }
+
+    /// The thread support level provided (`MPI_Query_thread`).
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.engine.thread_level()
+    }
+
+    /// Ends the whole job with exit code `code` (`MPI_Abort`).
+    pub fn abort(&self, code: i32) -> ! {
+        self.engine.abort(code)
+    }
+}
+
+impl Universe {
+    /// Finalizes MPI now (`MPI_Finalize`) and reports whether that worked; dropping the
+    /// universe does the same but ignores errors.
+    pub fn finalize(self) -> Result<()> {
+        let engine = self.engine;
+        std::mem::forget(self);
+        engine.finalize()?;
+        Ok(())
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        let _ = self.engine.finalize();
+    }
+}

@@ -1,0 +1,346 @@
+//! Nonblocking operations whose buffers the borrow checker protects.
+//!
+//! A nonblocking send reads its buffer and a nonblocking receive writes its buffer *after* the
+//! call returns, until the request completes. In the scoped API a buffer is borrowed for the
+//! whole [`scope`], so it cannot be freed, moved or touched while the operation may still use it:
+//!
+//! ```
+//! # fn main() -> oxmpi::Result<()> {
+//! let universe = oxmpi::init()?;
+//! let world = universe.world();
+//! let me = world.rank();
+//! let data = [1.5f64, 2.5, 3.5];
+//! let mut got = [0.0f64; 3];
+//! oxmpi::request::scope(|s| -> oxmpi::Result<()> {
+//!     let r = world.irecv_scoped(s, &mut got[..], me, 0)?;
+//!     let w = world.isend_scoped(s, &data[..], me, 0)?;
+//!     // `got` and `data` cannot be used here: they are borrowed by the requests.
+//!     w.wait()?;
+//!     r.wait()?;
+//!     Ok(())
+//! })?;
+//! assert_eq!(got, data);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Requests that are dropped without being waited are waited by their destructor; requests that
+//! are leaked (`std::mem::forget`) are waited when the scope ends, so the buffer stays borrowed
+//! until the operation is really over. While the thread is panicking, pending receives are
+//! cancelled before being waited, so a panic does not turn into a hang on a receive.
+//!
+//! ```compile_fail
+//! # fn main() -> oxmpi::Result<()> {
+//! let universe = oxmpi::init()?;
+//! let world = universe.world();
+//! let mut got = [0i32; 4];
+//! oxmpi::request::scope(|s| -> oxmpi::Result<()> {
+//!     let r = world.irecv_scoped(s, &mut got[..], 0, 0)?;
+//!     got[0] = 1; // error: `got` is borrowed by the pending receive
+//!     r.wait()?;
+//!     Ok(())
+//! })?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use oxmpi_engine::{Engine, ErrorClass, ReqId};
+
+use crate::datatype::Equivalence;
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+/// Unpacks received bytes into the user's buffer (type-erased per element type).
+type UnpackFn = unsafe fn(dst: *mut u8, len: usize, bytes: &[u8]);
+
+/// # Safety
+/// `dst` must point to `len` valid, writable `T`s not aliased by any live reference.
+unsafe fn unpack_raw<T: Equivalence>(dst: *mut u8, len: usize, bytes: &[u8]) {
+    // SAFETY: guaranteed by the caller (the pointer and length come from a `&mut [T]` that the
+    // request keeps borrowed, and nobody else can reach it while the request lives).
+    let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<T>(), len) };
+    crate::datatype::unpack_into(bytes, out);
+}
+
+/// Where a receive's data must be unpacked when it completes (non-contiguous element types).
+struct Unpack {
+    dst: *mut u8,
+    len: usize,
+    f: UnpackFn,
+}
+
+/// An operation started in the engine, with what must happen when it completes.
+///
+/// Invariant: while `id` is pending in the engine, the memory it uses (either the user's buffer
+/// or `staging`) stays valid: `staging` is owned here and only freed after completion (or leaked
+/// with the request), and the user's buffer is kept borrowed by the owner of this value.
+pub(crate) struct Pending {
+    pub(crate) engine: &'static Engine,
+    pub(crate) id: ReqId,
+    /// Packed bytes the engine reads (send) or writes (receive) instead of the user's buffer.
+    pub(crate) staging: Option<Vec<u8>>,
+    unpack: Option<Unpack>,
+    /// Context for error messages ("receive from 3 tag 7 on rank 0").
+    pub(crate) what: OpDesc,
+}
+
+// SAFETY: the raw pointer in `unpack` targets a buffer borrowed mutably (`&mut [T]` with
+// `T: Send`) by the owner of this value; moving the request to another thread moves that
+// exclusive borrow with it. The engine is `Sync`.
+unsafe impl Send for Pending {}
+
+/// Description of an operation for error messages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpDesc {
+    pub(crate) recv: bool,
+    pub(crate) peer: i32,
+    pub(crate) tag: i32,
+    pub(crate) my_rank: i32,
+    /// Size of the (packed) buffer in bytes.
+    pub(crate) bytes: usize,
+}
+
+impl std::fmt::Display for OpDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.recv {
+            write!(
+                f,
+                "receive on rank {} from {} tag {}",
+                self.my_rank, self.peer, self.tag
+            )
+        } else {
+            write!(
+                f,
+                "send from rank {} to {} tag {}",
+                self.my_rank, self.peer, self.tag
+            )
+        }
+    }
+}
+
+impl Pending {
+    pub(crate) fn new(
+        engine: &'static Engine,
+        id: ReqId,
+        staging: Option<Vec<u8>>,
+        what: OpDesc,
+    ) -> Pending {
+        Pending {
+            engine,
+            id,
+            staging,
+            unpack: None,
+            what,
+        }
+    }
+
+    /// Registers the destination of a staged (non-contiguous) receive.
+    ///
+    /// # Safety
+    /// `dst`/`len` must describe a `[T]` that stays exclusively borrowed by the owner of this
+    /// request until it completes.
+    pub(crate) unsafe fn unpack_into<T: Equivalence>(&mut self, dst: *mut T, len: usize) {
+        self.unpack = Some(Unpack {
+            dst: dst.cast(),
+            len,
+            f: unpack_raw::<T>,
+        });
+    }
+
+    /// Finishes a completed operation: unpacks staged data, turns the status into a result.
+    fn finish(self, st: oxmpi_engine::Status) -> Result<Status> {
+        if let (Some(u), Some(bytes)) = (&self.unpack, &self.staging) {
+            let n = st.count_bytes.min(bytes.len());
+            // SAFETY: the request completed, so the engine no longer writes `bytes`; `u`
+            // describes the user's buffer, still exclusively borrowed by our owner.
+            unsafe { (u.f)(u.dst, u.len, &bytes[..n]) };
+        }
+        let status = Status::from_engine(&st);
+        match st.error {
+            None => Ok(status),
+            Some(ErrorClass::Truncate) => Err(Error::new(
+                ErrorClass::Truncate,
+                format!(
+                    "{}: message truncated to the {}-byte buffer",
+                    self.what, self.what.bytes
+                ),
+            )
+            .with_status(status)),
+            Some(class) => {
+                Err(Error::new(class, format!("{} failed", self.what)).with_status(status))
+            }
+        }
+    }
+
+    pub(crate) fn wait(self) -> Result<Status> {
+        let st = self.engine.wait(self.id);
+        self.finish(st)
+    }
+
+    pub(crate) fn test(self) -> std::result::Result<Result<Status>, Pending> {
+        match self.engine.test(self.id) {
+            Some(st) => Ok(self.finish(st)),
+            None => Err(self),
+        }
+    }
+
+    /// Waits during cleanup (drop, scope end); cancels receives first while panicking.
+    fn wait_for_cleanup(self) {
+        if std::thread::panicking() && self.what.recv {
+            self.engine.cancel(self.id);
+        }
+        let _ = self.wait();
+    }
+}
+
+/// Slots of the requests started in a scope and not yet completed.
+type Slots = RefCell<Vec<Option<(&'static Engine, ReqId, bool)>>>;
+
+/// The region in which scoped requests may live; see [`scope`].
+///
+/// `'s` is the lifetime of the scope itself, `'e` that of the environment it borrows from.
+pub struct Scope<'s, 'e: 's> {
+    pending: Slots,
+    _scope: PhantomData<&'s mut &'s ()>,
+    _env: PhantomData<&'e mut &'e ()>,
+}
+
+/// Waits, when dropped, for every request of a scope that was leaked instead of completed.
+struct WaitLeaked<'a>(&'a Slots);
+
+impl Drop for WaitLeaked<'_> {
+    fn drop(&mut self) {
+        let leaked: Vec<_> = self
+            .0
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(Option::take)
+            .collect();
+        for (engine, id, recv) in leaked {
+            if std::thread::panicking() && recv {
+                engine.cancel(id);
+            }
+            let _ = engine.wait(id);
+        }
+    }
+}
+
+/// Runs `f` with a [`Scope`] for nonblocking operations and, before returning, waits for every
+/// request of the scope that is still pending (also when `f` panics).
+///
+/// Buffers handed to `*_scoped` operations are borrowed for the whole scope: they cannot be
+/// read (receive) or modified/freed (send) until `scope` returns.
+pub fn scope<'e, F, R>(f: F) -> R
+where
+    F: for<'s> FnOnce(&'s Scope<'s, 'e>) -> R,
+{
+    let s = Scope {
+        pending: RefCell::new(Vec::new()),
+        _scope: PhantomData,
+        _env: PhantomData,
+    };
+    // `_leaked` is dropped (and waits for the leaked requests) at the end of this function,
+    // also while unwinding, after every `ScopedRequest` of the scope is gone.
+    let _leaked = WaitLeaked(&s.pending);
+    f(&s)
+}
+
+/// A nonblocking operation whose buffer is borrowed for the scope `'s`.
+///
+/// Complete it with [`wait`](ScopedRequest::wait) or [`test`](ScopedRequest::test); dropping it
+/// waits for it (discarding the status).
+#[must_use = "a request must be waited or tested to see its status"]
+pub struct ScopedRequest<'s> {
+    pending: Option<Pending>,
+    slot: usize,
+    slots: &'s Slots,
+}
+
+impl<'s> ScopedRequest<'s> {
+    pub(crate) fn new<'e>(scope: &'s Scope<'s, 'e>, pending: Pending) -> ScopedRequest<'s> {
+        let slots = &scope.pending;
+        let slot = {
+            let mut v = slots.borrow_mut();
+            v.push(Some((pending.engine, pending.id, pending.what.recv)));
+            v.len() - 1
+        };
+        ScopedRequest {
+            pending: Some(pending),
+            slot,
+            slots,
+        }
+    }
+
+    fn complete(&self) {
+        if let Some(s) = self.slots.borrow_mut().get_mut(self.slot) {
+            *s = None;
+        }
+    }
+
+    /// Blocks until the operation completes (`MPI_Wait`).
+    ///
+    /// A receive returns its [`Status`]; a truncated receive returns an error of class
+    /// [`ErrorClass::Truncate`] whose [`Error::status`] tells what arrived.
+    pub fn wait(mut self) -> Result<Status> {
+        let p = self.pending.take().expect("request already completed");
+        let r = p.wait();
+        self.complete();
+        r
+    }
+
+    /// Completes the operation if it is done (`MPI_Test`); gives the request back otherwise.
+    pub fn test(mut self) -> std::result::Result<Result<Status>, Self> {
+        let p = self.pending.take().expect("request already completed");
+        match p.test() {
+            Ok(r) => {
+                self.complete();
+                Ok(r)
+            }
+            Err(p) => {
+                self.pending = Some(p);
+                Err(self)
+            }
+        }
+    }
+
+    /// Asks to cancel the operation (`MPI_Cancel`; receives only). Wait for it afterwards:
+    /// its status tells whether it was cancelled.
+    pub fn cancel(&self) {
+        if let Some(p) = &self.pending {
+            p.engine.cancel(p.id);
+        }
+    }
+}
+
+impl Drop for ScopedRequest<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.pending.take() {
+            p.wait_for_cleanup();
+            self.complete();
+        }
+    }
+}
+
+/// Waits for all requests, in order; returns their statuses or the first error (after all of
+/// them completed).
+pub fn wait_all<'s>(requests: impl IntoIterator<Item = ScopedRequest<'s>>) -> Result<Vec<Status>> {
+    let mut out = Vec::new();
+    let mut first_err = None;
+    for r in requests {
+        match r.wait() {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
