@@ -1,4 +1,10 @@
+//! `mpirun` / `mpiexec`: launch an MPI job (see `oxmpi_runtime`).
+
 fn main() {
-    eprintln!("mpirun: not built yet");
-    std::process::exit(1);
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let code = oxmpi_runtime::main_with_args(args);
+    std::process::exit(code);
 }

@@ -1,0 +1,229 @@
+//! Thin OS helpers over libc: signal self-pipe, nonblocking fds, poll, full writes.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static SIGNAL_PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = SIGNAL_PIPE_WRITE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let b = sig as u8;
+        // SAFETY: write(2) and errno access are async-signal-safe; `b` lives for the call.
+        unsafe {
+            let saved = *libc::__errno_location();
+            libc::write(fd, (&b as *const u8).cast(), 1);
+            *libc::__errno_location() = saved;
+        }
+    }
+}
+
+/// Signals `mpirun` handles: SIGCHLD (reaping) and the ones it forwards to the job.
+pub const HANDLED_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGCHLD,
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+];
+
+/// Route the handled signals into a nonblocking pipe; returns its read end.
+/// Children get default dispositions back at `exec` (handled signals are reset).
+pub fn install_signal_pipe() -> io::Result<OwnedFd> {
+    let (r, w) = pipe()?;
+    set_nonblocking(r.as_raw_fd())?;
+    set_nonblocking(w.as_raw_fd())?;
+    // The write end lives for the whole process (the handler may run at any time).
+    let wfd = std::mem::ManuallyDrop::new(w).as_raw_fd();
+    SIGNAL_PIPE_WRITE.store(wfd, Ordering::Relaxed);
+    for &sig in &HANDLED_SIGNALS {
+        // SAFETY: sigaction with a zeroed struct, an empty mask and a handler that only does
+        // async-signal-safe work.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART
+                | if sig == libc::SIGCHLD {
+                    libc::SA_NOCLDSTOP
+                } else {
+                    0
+                };
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// A close-on-exec pipe `(read, write)`.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both fds are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A close-on-exec `AF_UNIX` stream socketpair.
+pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two descriptors socketpair writes.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: socketpair succeeded, so both fds are fresh and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Set `O_NONBLOCK` on `fd`.
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a caller-provided fd; failure is reported through the return value.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl < 0 || libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `read(2)` retrying on EINTR. `Ok(0)` is end of file; `WouldBlock` is passed through.
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for writes of buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Write all of `buf` to `fd`, waiting with `poll` if the fd is nonblocking and full.
+pub fn write_all_fd(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for reads of buf.len() bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            buf = &buf[n as usize..];
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut p, 1, 1000) };
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `poll(2)` retrying on EINTR is left to the caller (EINTR returns Ok(0)).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: fds is a valid slice of pollfd.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// Send `sig` to the process group `pgid` (errors such as ESRCH are ignored).
+pub fn kill_group(pgid: i32, sig: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: plain kill(2) on a negative pid (a process group we created).
+        unsafe { libc::kill(-pgid, sig) };
+    }
+}
+
+/// 8 random bytes from the kernel (falls back to time and pid).
+pub fn random_u64() -> u64 {
+    let mut v = [0u8; 8];
+    // SAFETY: v is valid for 8 bytes of writes.
+    let n = unsafe { libc::getrandom(v.as_mut_ptr().cast(), v.len(), 0) };
+    if n == 8 {
+        return u64::from_ne_bytes(v);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
+}
+
+/// Conventional description of a signal (as `strsignal` prints it).
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "Hangup",
+        libc::SIGINT => "Interrupt",
+        libc::SIGQUIT => "Quit",
+        libc::SIGILL => "Illegal instruction",
+        libc::SIGTRAP => "Trace/breakpoint trap",
+        libc::SIGABRT => "Aborted",
+        libc::SIGBUS => "Bus error",
+        libc::SIGFPE => "Floating point exception",
+        libc::SIGKILL => "Killed",
+        libc::SIGUSR1 => "User defined signal 1",
+        libc::SIGSEGV => "Segmentation fault",
+        libc::SIGUSR2 => "User defined signal 2",
+        libc::SIGPIPE => "Broken pipe",
+        libc::SIGALRM => "Alarm clock",
+        libc::SIGTERM => "Terminated",
+        libc::SIGXCPU => "CPU time limit exceeded",
+        libc::SIGXFSZ => "File size limit exceeded",
+        libc::SIGSYS => "Bad system call",
+        _ => "Unknown signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipe_roundtrip_and_nonblocking_read() {
+        let (r, w) = pipe().unwrap();
+        set_nonblocking(r.as_raw_fd()).unwrap();
+        let mut buf = [0u8; 8];
+        let e = read_fd(r.as_raw_fd(), &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        write_all_fd(w.as_raw_fd(), b"abc").unwrap();
+        assert_eq!(read_fd(r.as_raw_fd(), &mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"abc");
+        drop(w);
+        assert_eq!(read_fd(r.as_raw_fd(), &mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(9), "Killed");
+        assert_eq!(signal_name(11), "Segmentation fault");
+    }
+}
