@@ -1,4 +1,14 @@
-//! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]).
+//! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]) and the
+//! verbose output framework ([`output`]).
 #![warn(missing_docs)]
 
+pub mod output;
 pub mod params;
+
+/// What this crate declares for `oxmpi-info`: the `mca_base_*` parameters (parameter files,
+/// override warnings, output sink and format, `mca_base_verbose`).
+pub static PROVIDER: params::Provider = params::Provider {
+    name: "oxmpi-base",
+    frameworks: &[],
+    params: params::BASE_PARAMS,
+};

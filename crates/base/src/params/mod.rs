@@ -367,7 +367,8 @@ pub enum ParamError {
     },
 }
 
-/// The parameters of the MCA base itself (`mca_base_*`).
+/// The parameters of the MCA base itself (`mca_base_*`, including the output sink and format),
+/// registered by every [`Registry`].
 pub static BASE_PARAMS: &[ParamDecl] = &[
     ParamDecl::new(
         "mca",
@@ -387,4 +388,26 @@ pub static BASE_PARAMS: &[ParamDecl] = &[
         "Do not warn when a value set elsewhere is ignored because the override file locks the parameter",
     )
     .level(2),
+    ParamDecl::new(
+        "mca",
+        "base",
+        "output",
+        ParamType::String,
+        "stderr",
+        "Where verbose output goes: stderr, stdout, syslog or file:PATH",
+    )
+    .level(2),
+    ParamDecl::new(
+        "mca",
+        "base",
+        "output_format",
+        ParamType::Enum {
+            values: &[(0, "text"), (1, "json")],
+            range: None,
+        },
+        "text",
+        "Format of verbose output lines: text ([host:pid] message) or json (one JSON object per line)",
+    )
+    .level(2),
+    ParamDecl::verbose("mca"),
 ];

@@ -574,7 +574,7 @@ impl Registry {
 
     /// Up to three registered names nearest to `name` by edit distance.
     pub fn nearest(&self, name: &str) -> Vec<String> {
-        let limit = (name.len() / 3).max(2);
+        let limit = (name.len() / 5).max(2);
         let mut scored: Vec<(usize, &String)> = self
             .params
             .keys()
@@ -582,7 +582,13 @@ impl Registry {
             .filter(|(d, _)| *d <= limit)
             .collect();
         scored.sort();
-        scored.into_iter().take(3).map(|(_, k)| k.clone()).collect()
+        let best = scored.first().map_or(0, |(d, _)| *d);
+        scored
+            .into_iter()
+            .take_while(|(d, _)| *d <= best + 1)
+            .take(3)
+            .map(|(_, k)| k.clone())
+            .collect()
     }
 
     /// The environment `mpirun` gives to the processes it starts so that they see the same
