@@ -1,1 +1,251 @@
-fn main() {}
+//! `oxmpi-bench`: oxmpi vs Open MPI vs MPICH, measured in the same run
+//! against the machine's physical limits. Run it as `cargo xtask bench
+//! [--quick | --full | --smoke]` (see [`config::USAGE`]).
+//!
+//! Flow: install the peers if missing, build the C sources in `bench/c` with
+//! each implementation's `mpicc`, check each implementation with a 2-rank
+//! hello (oxmpi is skipped, with the reason, when its prefix is missing or
+//! broken), then for each repetition measure the physical limits and run
+//! every implementation in turn (interleaved), recording load and a
+//! placement probe with each measurement. Writes `samples.csv`, `report.md`
+//! and PNG plots into the output directory.
+
+mod config;
+mod impls;
+mod parse;
+mod plot;
+mod report;
+mod runner;
+mod stats;
+mod suite;
+
+use config::{Config, Mode};
+use impls::Impl;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+use suite::{Results, Runner};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn sh(cmd: &str, args: &[&str], dir: &Path) -> Option<String> {
+    let o = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn meta(cfg: &Config, root: &Path) -> report::Meta {
+    let commit =
+        sh("git", &["rev-parse", "--short", "HEAD"], root).unwrap_or_else(|| "unknown".into());
+    let dirty = sh(
+        "git",
+        &["status", "--porcelain", "--untracked-files=no"],
+        root,
+    )
+    .is_some_and(|s| !s.is_empty());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|x| x.1.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0 / 1024.0)
+        .unwrap_or(f64::NAN);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let versions = sh(
+        "dpkg-query",
+        &[
+            "-W",
+            "-f",
+            "${Package} ${Version}, ",
+            "openmpi-bin",
+            "mpich",
+        ],
+        root,
+    )
+    .map(|s| s.trim_end_matches([',', ' ']).to_string())
+    .unwrap_or_else(|| "unknown (dpkg-query failed)".into());
+    report::Meta {
+        date: sh("date", &["-u", "+%Y-%m-%d %H:%M:%S"], root).unwrap_or_default(),
+        commit: format!(
+            "{commit}{}",
+            if dirty {
+                " (work tree had uncommitted changes)"
+            } else {
+                ""
+            }
+        ),
+        mode: cfg.mode.name().into(),
+        reps: cfg.reps,
+        samples: cfg.samples,
+        scale: cfg.scale,
+        machine: format!(
+            "{cpu}, {} CPUs, {mem_gib:.0} GiB RAM, Linux {kernel}",
+            suite::cores()
+        ),
+        versions,
+        duration_s: 0.0,
+    }
+}
+
+fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
+    let prefix = &cfg.oxmpi_prefix;
+    let mut v = Vec::new();
+    let ox_ok = prefix.join("bin/mpirun").is_file() && prefix.join("bin/mpicc").is_file();
+    if ox_ok {
+        v.push(Impl::oxmpi(prefix));
+    } else {
+        res.skipped.push((
+            "oxmpi".into(),
+            format!(
+                "no oxmpi install at {} (bin/mpirun and bin/mpicc needed; run `cargo xtask install`)",
+                prefix.display()
+            ),
+        ));
+    }
+    v.push(Impl::openmpi());
+    v.push(Impl::openmpi_nocma());
+    v.push(Impl::mpich());
+    if let Some(only) = &cfg.only {
+        res.skipped.retain(|(n, _)| only.contains(n));
+        v.retain(|i| only.contains(&i.name));
+    }
+    v
+}
+
+fn run(cfg: &Config, root: &Path) -> Result<(), String> {
+    let t0 = Instant::now();
+    let mut meta = meta(cfg, root);
+    let mut res = Results::default();
+    suite::ensure_peers(cfg, &mut res.notes);
+    let probes = suite::build_probes(cfg)?;
+    let want = wanted(cfg, &mut res);
+    let ready = suite::prepare(cfg, want, &mut res);
+    for (n, why) in &res.skipped {
+        eprintln!("bench: skipping {n}: {why}");
+    }
+    if ready.is_empty() {
+        return Err("no MPI implementation works; nothing to measure".into());
+    }
+    let mut runner = Runner::new(cfg, probes, res);
+    for rep in 0..cfg.reps {
+        runner.repetition(rep, &ready);
+    }
+    if let Some(ox) = ready.iter().find(|p| p.imp.name == "oxmpi") {
+        runner.transport_report(ox);
+    }
+    let res = runner.res;
+    meta.duration_s = t0.elapsed().as_secs_f64();
+
+    std::fs::create_dir_all(&cfg.out)
+        .map_err(|e| format!("cannot create {}: {e}", cfg.out.display()))?;
+    let names: Vec<String> = res.ran.iter().map(|i| i.name.clone()).collect();
+    let plots = match plot::draw_all(&cfg.out, &res.rows, &names) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bench: plots skipped: {e}");
+            Vec::new()
+        }
+    };
+    // Never write this machine's paths into the (committed) report.
+    let root_s = root.to_string_lossy().into_owned();
+    let scrub = |s: String| s.replace(&root_s, "<repo>");
+    let csv_path = cfg.out.join("samples.csv");
+    std::fs::write(&csv_path, scrub(report::csv(&res.rows)))
+        .map_err(|e| format!("cannot write {}: {e}", csv_path.display()))?;
+    let md = scrub(report::markdown(&meta, &res, &plots));
+    let md_path = cfg.out.join("report.md");
+    std::fs::write(&md_path, &md)
+        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+    eprintln!(
+        "bench: {} rows from {} implementation(s) in {:.0} s; wrote {}, {} and {} plot(s)",
+        res.rows.len(),
+        res.ran.len(),
+        meta.duration_s,
+        csv_path.display(),
+        md_path.display(),
+        plots.len()
+    );
+    for f in &res.failures {
+        eprintln!("bench: failure: {f}");
+    }
+    if cfg.mode == Mode::Smoke {
+        smoke_check(&res, &csv_path, &md_path)?;
+        eprintln!("bench: smoke check passed");
+    }
+    Ok(())
+}
+
+/// Smoke mode: the harness worked end to end (something ran, was parsed and
+/// written). Never checks a measured value.
+fn smoke_check(res: &Results, csv: &Path, md: &Path) -> Result<(), String> {
+    let measured = res.rows.iter().filter(|r| r.imp != "machine").count();
+    if measured == 0 {
+        return Err(format!(
+            "smoke: no MPI measurement was recorded ({:?})",
+            res.failures
+        ));
+    }
+    if !res
+        .rows
+        .iter()
+        .any(|r| r.imp == "machine" && r.test == "memcpy")
+    {
+        return Err("smoke: the physical probes recorded nothing".into());
+    }
+    let text = std::fs::read_to_string(csv).map_err(|e| e.to_string())?;
+    if text.lines().count() != res.rows.len() + 1 {
+        return Err("smoke: samples.csv does not hold every row".into());
+    }
+    let m = std::fs::read_to_string(md).map_err(|e| e.to_string())?;
+    if !m.contains("## Summary") {
+        return Err("smoke: report.md lacks its summary".into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let root = workspace_root();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cfg = match config::parse_args(&args, &root) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return if args.iter().any(|a| a == "-h" || a == "--help") {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            };
+        }
+    };
+    match run(&cfg, &root) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Command line and run modes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How much to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// End-to-end check of the harness (CI): tiny iteration counts, one
+    /// repetition, output under `target/`. Never checks a number.
+    Smoke,
+    /// Under 3 minutes: 3 repetitions, sizes in powers of 4.
+    Quick,
+    /// Full suite: 7 repetitions, sizes in powers of 2, waits for a quiet machine.
+    Full,
+}
+
+impl Mode {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Smoke => "smoke",
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        }
+    }
+}
+
+/// Everything a run needs to know.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Mode.
+    pub mode: Mode,
+    /// Repetitions (all implementations interleaved within each).
+    pub reps: u32,
+    /// Samples per (test, size) inside one run.
+    pub samples: u32,
+    /// Iteration-count multiplier passed to `oxbench`.
+    pub scale: f64,
+    /// Point-to-point sizes (bytes).
+    pub pt2pt_sizes: Vec<u64>,
+    /// Collective sizes at np = 2 (bytes).
+    pub coll_sizes: Vec<u64>,
+    /// Collective sizes at np = 4 (bytes).
+    pub coll4_sizes: Vec<u64>,
+    /// Rank counts for the start-up test.
+    pub startup_np: Vec<u32>,
+    /// Start-up launches per repetition and rank count.
+    pub startup_runs: u32,
+    /// Longest wait for a quiet machine before each measurement.
+    pub quiet_wait: Duration,
+    /// Output directory (CSV, report, plots).
+    pub out: PathBuf,
+    /// Build directory for the C sources.
+    pub build_dir: PathBuf,
+    /// Restrict to these implementations (names), if given.
+    pub only: Option<Vec<String>>,
+    /// oxmpi install prefix.
+    pub oxmpi_prefix: PathBuf,
+    /// Install missing peers with apt-get.
+    pub install_peers: bool,
+    /// Timeout of one launch.
+    pub timeout: Duration,
+}
+
+/// `0` followed by `base^k` for `k = 0..`, up to and including `max`.
+pub fn sizes(base: u64, max: u64) -> Vec<u64> {
+    let mut v = vec![0];
+    let mut s = 1;
+    while s <= max {
+        v.push(s);
+        s *= base;
+    }
+    v
+}
+
+/// Usage text.
+pub const USAGE: &str = "usage: cargo xtask bench [--quick | --full | --smoke] [options]
+
+Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
+(bench/c) and writes samples.csv, report.md and PNG plots.
+
+  --quick              3 repetitions, < 3 minutes (default); output docs/benchmarks
+  --full               7 repetitions, powers of 2, waits for a quiet machine
+  --smoke              harness self-check, < 1 minute; output target/oxmpi-bench/smoke
+  --reps N             override the number of repetitions
+  --out DIR            output directory
+  --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
+  --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
+  --no-install         do not apt-get install missing peers
+  --timeout SECS       timeout of one launch (default 120)
+";
+
+/// Parse the command line (`args` excludes the program name).
+pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
+    let mut mode = Mode::Quick;
+    let mut reps = None;
+    let mut out = None;
+    let mut only = None;
+    let mut prefix = root.join("target").join("oxmpi");
+    let mut install = true;
+    let mut timeout = 120u64;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--quick" => mode = Mode::Quick,
+            "--full" => mode = Mode::Full,
+            "--smoke" => mode = Mode::Smoke,
+            "--reps" => {
+                let v = val("--reps")?;
+                reps = Some(
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--reps: '{v}' is not a positive integer"))?,
+                )
+            }
+            "--out" => out = Some(PathBuf::from(val("--out")?)),
+            "--impls" => {
+                only = Some(
+                    val("--impls")?
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
+            "--oxmpi-prefix" => prefix = PathBuf::from(val("--oxmpi-prefix")?),
+            "--no-install" => install = false,
+            "--timeout" => {
+                let v = val("--timeout")?;
+                timeout = v
+                    .parse()
+                    .map_err(|_| format!("--timeout: '{v}' is not a number of seconds"))?
+            }
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+        }
+    }
+    let target = root.join("target").join("oxmpi-bench");
+    let mut c = match mode {
+        Mode::Smoke => Config {
+            mode,
+            reps: 1,
+            samples: 3,
+            scale: 0.02,
+            pt2pt_sizes: vec![0, 8, 65536],
+            coll_sizes: vec![8],
+            coll4_sizes: vec![8],
+            startup_np: vec![2, 16],
+            startup_runs: 1,
+            quiet_wait: Duration::ZERO,
+            out: target.join("smoke"),
+            build_dir: target.join("build"),
+            only: None,
+            oxmpi_prefix: PathBuf::new(),
+            install_peers: true,
+            timeout: Duration::ZERO,
+        },
+        Mode::Quick => Config {
+            mode,
+            reps: 3,
+            samples: 5,
+            scale: 0.2,
+            pt2pt_sizes: sizes(4, 4 << 20),
+            coll_sizes: vec![8, 1024, 65536, 1 << 20],
+            coll4_sizes: vec![8, 65536],
+            startup_np: vec![2, 16],
+            startup_runs: 1,
+            quiet_wait: Duration::ZERO,
+            out: root.join("docs").join("benchmarks"),
+            build_dir: target.join("build"),
+            only: None,
+            oxmpi_prefix: PathBuf::new(),
+            install_peers: true,
+            timeout: Duration::ZERO,
+        },
+        Mode::Full => Config {
+            mode,
+            reps: 7,
+            samples: 15,
+            scale: 1.0,
+            pt2pt_sizes: sizes(2, 4 << 20),
+            coll_sizes: sizes(4, 1 << 20).into_iter().filter(|s| *s >= 4).collect(),
+            coll4_sizes: vec![8, 1024, 65536, 1 << 20],
+            startup_np: vec![2, 16],
+            startup_runs: 3,
+            quiet_wait: Duration::from_secs(20),
+            out: root.join("docs").join("benchmarks"),
+            build_dir: target.join("build"),
+            only: None,
+            oxmpi_prefix: PathBuf::new(),
+            install_peers: true,
+            timeout: Duration::ZERO,
+        },
+    };
+    if let Some(r) = reps {
+        c.reps = r;
+    }
+    if let Some(o) = out {
+        c.out = o;
+    }
+    c.only = only;
+    c.oxmpi_prefix = prefix;
+    c.install_peers = install;
+    c.timeout = Duration::from_secs(timeout);
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn size_lists() {
+        assert_eq!(sizes(4, 64), vec![0, 1, 4, 16, 64]);
+        let p2 = sizes(2, 4 << 20);
+        assert_eq!(p2.len(), 24);
+        assert_eq!(*p2.last().unwrap(), 4 << 20);
+    }
+
+    #[test]
+    fn modes_and_overrides() {
+        let root = Path::new("/r");
+        let q = parse_args(&[], root).unwrap();
+        assert_eq!(q.mode, Mode::Quick);
+        assert_eq!(q.out, Path::new("/r/docs/benchmarks"));
+        assert_eq!(q.oxmpi_prefix, Path::new("/r/target/oxmpi"));
+        let s = parse_args(
+            &args(&["--smoke", "--impls", "ompi,mpich", "--reps", "2"]),
+            root,
+        )
+        .unwrap();
+        assert_eq!(s.mode, Mode::Smoke);
+        assert_eq!(s.reps, 2);
+        assert_eq!(s.only, Some(vec!["ompi".to_string(), "mpich".to_string()]));
+        assert!(s.out.starts_with("/r/target"));
+        let f = parse_args(&args(&["--full", "--no-install", "--out", "x"]), root).unwrap();
+        assert_eq!((f.mode, f.install_peers), (Mode::Full, false));
+        assert_eq!(f.out, Path::new("x"));
+        assert!(f.coll_sizes.iter().all(|s| *s >= 4));
+    }
+
+    #[test]
+    fn bad_arguments() {
+        let root = Path::new("/r");
+        assert!(parse_args(&args(&["--reps", "0"]), root).is_err());
+        assert!(parse_args(&args(&["--reps"]), root).is_err());
+        assert!(parse_args(&args(&["--frobnicate"]), root)
+            .unwrap_err()
+            .contains("unknown argument"));
+    }
+}

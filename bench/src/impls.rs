@@ -1,0 +1,172 @@
+//! The MPI implementations under test. Each is a (name, compiler wrapper,
+//! launcher command and flags, environment) tuple; variants of one
+//! implementation (e.g. Open MPI without single-copy) share its binaries.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One implementation (or a tuned variant of one).
+#[derive(Debug, Clone)]
+pub struct Impl {
+    /// Name used in the CSV, report and plots.
+    pub name: String,
+    /// Binaries are built once per `build` key (variants share them).
+    pub build: String,
+    /// Compiler wrapper (`mpicc.openmpi`, …).
+    pub mpicc: PathBuf,
+    /// Launcher program.
+    pub launcher: PathBuf,
+    /// Flag that takes the rank count (`-np`, `-n`).
+    pub np_flag: String,
+    /// Flags for pinned runs (one rank per core).
+    pub pinned: Vec<String>,
+    /// Flags for runs with more ranks than cores.
+    pub oversubscribed: Vec<String>,
+    /// Extra launcher flags always given (tuning).
+    pub extra: Vec<String>,
+    /// Extra environment of the launcher.
+    pub env: Vec<(String, String)>,
+    /// Whether this variant runs the whole suite or only point-to-point.
+    pub pt2pt_only: bool,
+    /// Human description of the settings, for the report.
+    pub settings: String,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+impl Impl {
+    /// Open MPI 4.1 as packaged by Debian (`mpirun.openmpi`), default settings.
+    pub fn openmpi() -> Impl {
+        Impl {
+            name: "ompi".into(),
+            build: "ompi".into(),
+            mpicc: "mpicc.openmpi".into(),
+            launcher: "mpirun.openmpi".into(),
+            np_flag: "-np".into(),
+            pinned: s(&["--bind-to", "core", "--map-by", "core"]),
+            oversubscribed: s(&["--oversubscribe", "--bind-to", "none"]),
+            extra: vec![],
+            env: vec![
+                ("OMPI_ALLOW_RUN_AS_ROOT".into(), "1".into()),
+                ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".into(), "1".into()),
+            ],
+            pt2pt_only: false,
+            settings: "defaults (ob1 + vader, single copy = CMA)".into(),
+        }
+    }
+
+    /// Open MPI with vader's single-copy (CMA) mechanism off: its best
+    /// large-message setting on the reference VM (anchors.md §6.2).
+    pub fn openmpi_nocma() -> Impl {
+        Impl {
+            name: "ompi-nocma".into(),
+            extra: s(&["--mca", "btl_vader_single_copy_mechanism", "none"]),
+            pt2pt_only: true,
+            settings: "`--mca btl_vader_single_copy_mechanism none` (copy-in/copy-out)".into(),
+            ..Impl::openmpi()
+        }
+    }
+
+    /// MPICH 4.0 as packaged by Debian (Hydra), default settings (ch4:ucx).
+    pub fn mpich() -> Impl {
+        Impl {
+            name: "mpich".into(),
+            build: "mpich".into(),
+            mpicc: "mpicc.mpich".into(),
+            launcher: "mpiexec.hydra".into(),
+            np_flag: "-np".into(),
+            pinned: s(&["-bind-to", "core"]),
+            oversubscribed: vec![],
+            extra: vec![],
+            env: vec![],
+            pt2pt_only: false,
+            settings: "defaults (ch4:ucx, UCX sysv + cma; `UCX_TLS=^cma` is slower here)".into(),
+        }
+    }
+
+    /// oxmpi from an install prefix (`cargo xtask install --prefix DIR`).
+    pub fn oxmpi(prefix: &Path) -> Impl {
+        Impl {
+            name: "oxmpi".into(),
+            build: "oxmpi".into(),
+            mpicc: prefix.join("bin").join("mpicc"),
+            launcher: prefix.join("bin").join("mpirun"),
+            np_flag: "-n".into(),
+            pinned: s(&["--bind-to", "core"]),
+            oversubscribed: s(&["--oversubscribe"]),
+            extra: vec![],
+            env: vec![(
+                "LD_LIBRARY_PATH".into(),
+                prefix.join("lib").to_string_lossy().into_owned(),
+            )],
+            pt2pt_only: false,
+            settings: "defaults".into(),
+        }
+    }
+
+    /// The launcher argument vector (without the program) for `np` ranks.
+    pub fn launch_args(&self, np: u32, cores: u32) -> Vec<String> {
+        let mut a = vec![self.np_flag.clone(), np.to_string()];
+        if np <= cores {
+            a.extend(self.pinned.iter().cloned());
+        } else {
+            a.extend(self.oversubscribed.iter().cloned());
+        }
+        a.extend(self.extra.iter().cloned());
+        a
+    }
+
+    /// A ready-to-run launcher command for `np` ranks of `prog args…`.
+    pub fn command(&self, np: u32, cores: u32, prog: &Path, args: &[String]) -> Command {
+        let mut c = Command::new(&self.launcher);
+        c.args(self.launch_args(np, cores)).arg(prog).args(args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_and_oversubscribed_flags() {
+        let o = Impl::openmpi_nocma();
+        assert_eq!(o.build, "ompi", "variants share the Open MPI binaries");
+        let a = o.launch_args(2, 2);
+        assert_eq!(
+            a,
+            s(&[
+                "-np",
+                "2",
+                "--bind-to",
+                "core",
+                "--map-by",
+                "core",
+                "--mca",
+                "btl_vader_single_copy_mechanism",
+                "none"
+            ])
+        );
+        let b = Impl::openmpi().launch_args(16, 2);
+        assert_eq!(b, s(&["-np", "16", "--oversubscribe", "--bind-to", "none"]));
+        assert_eq!(Impl::mpich().launch_args(4, 2), s(&["-np", "4"]));
+    }
+
+    #[test]
+    fn oxmpi_paths_come_from_the_prefix() {
+        let x = Impl::oxmpi(Path::new("/p"));
+        assert_eq!(x.mpicc, Path::new("/p/bin/mpicc"));
+        let c = x.command(2, 2, Path::new("/b/hello"), &["a".into()]);
+        assert_eq!(c.get_program(), "/p/bin/mpirun");
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args, s(&["-n", "2", "--bind-to", "core", "/b/hello", "a"]));
+    }
+}

@@ -1,0 +1,305 @@
+//! Parsers for everything the harness reads: the output of `bench/c/oxbench.c`
+//! and `hello.c`, of the physical probes (`memcpy_bw`, `pingpong`,
+//! `vmreadv_bw`), and the kernel's `/proc/loadavg` and `/proc/stat`.
+//!
+//! All parsers are pure functions of text so that they can be unit tested.
+
+use std::collections::HashMap;
+
+/// A `key=value` line split into its fields (the first word is the line kind).
+fn fields(line: &str) -> HashMap<&str, &str> {
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .collect()
+}
+
+fn num<T: std::str::FromStr>(f: &HashMap<&str, &str>, key: &str) -> Option<T> {
+    f.get(key)?.parse().ok()
+}
+
+/// One `RESULT` line of `oxbench`: the summary of one (test, np, size) run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchResult {
+    /// Test name: lat, bw, bibw, allreduce, bcast, alltoall, barrier.
+    pub test: String,
+    /// Number of ranks.
+    pub np: u32,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Iterations timed per sample.
+    pub iters: u32,
+    /// Median over the samples of this run.
+    pub median: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// `us` (time per operation) or `MB/s`.
+    pub unit: String,
+    /// Every sample value, in time order.
+    pub values: Vec<f64>,
+}
+
+/// Everything `oxbench` or `hello` printed that the harness understands.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BenchOutput {
+    /// Results in the order printed.
+    pub results: Vec<BenchResult>,
+    /// `(rank, Cpus_allowed_list)` of each rank.
+    pub bindings: Vec<(u32, String)>,
+    /// `(program, rank, peak RSS in KiB)` of each rank.
+    pub rss: Vec<(String, u32, u64)>,
+}
+
+/// Parse one `RESULT ...` line; `None` if the line is not a well-formed result.
+pub fn parse_result_line(line: &str) -> Option<BenchResult> {
+    let line = line.trim();
+    if !line.starts_with("RESULT ") {
+        return None;
+    }
+    let f = fields(line);
+    let values = match f.get("values") {
+        Some(v) if !v.is_empty() => v
+            .split(';')
+            .map(|x| x.parse::<f64>().ok())
+            .collect::<Option<Vec<f64>>>()?,
+        _ => Vec::new(),
+    };
+    Some(BenchResult {
+        test: f.get("test")?.to_string(),
+        np: num(&f, "np")?,
+        size: num(&f, "size")?,
+        iters: num(&f, "iters")?,
+        median: num(&f, "median")?,
+        min: num(&f, "min")?,
+        max: num(&f, "max")?,
+        unit: f.get("unit")?.to_string(),
+        values,
+    })
+}
+
+/// Parse the whole standard output of an `oxbench` or `hello` run. Lines that
+/// are not ours (launcher chatter, other ranks' output) are ignored; a line
+/// may carry a forwarding prefix such as `[1,0]<stdout>:`.
+pub fn parse_bench_output(text: &str) -> BenchOutput {
+    let mut out = BenchOutput::default();
+    for raw in text.lines() {
+        let line = strip_prefix_tag(raw);
+        if let Some(r) = parse_result_line(line) {
+            out.results.push(r);
+        } else if line.starts_with("BIND ") {
+            let f = fields(line);
+            if let (Some(r), Some(c)) = (num::<u32>(&f, "rank"), f.get("cpus")) {
+                out.bindings.push((r, c.to_string()));
+            }
+        } else if line.starts_with("RSS ") {
+            let f = fields(line);
+            if let (Some(p), Some(r), Some(kb)) =
+                (f.get("prog"), num::<u32>(&f, "rank"), num(&f, "kb"))
+            {
+                out.rss.push((p.to_string(), r, kb));
+            }
+        }
+    }
+    out.bindings.sort();
+    out.rss.sort();
+    out
+}
+
+/// Remove a launcher's per-line tag (anything up to the first of our line
+/// kinds), so `[1,0]<stdout>:RESULT ...` parses like `RESULT ...`.
+fn strip_prefix_tag(line: &str) -> &str {
+    for kind in ["RESULT ", "BIND ", "RSS "] {
+        if let Some(i) = line.find(kind) {
+            return &line[i..];
+        }
+    }
+    line
+}
+
+/// True if every rank is bound to exactly one CPU and no two ranks share one.
+pub fn one_rank_per_core(bindings: &[(u32, String)]) -> bool {
+    let mut seen = Vec::new();
+    for (_, cpus) in bindings {
+        match cpus.parse::<u32>() {
+            Ok(c) if !seen.contains(&c) => seen.push(c),
+            _ => return false,
+        }
+    }
+    !bindings.is_empty()
+}
+
+/// `memcpy size=… iters=… median=… GB/s best=… GB/s` → (size, median GB/s, best GB/s).
+pub fn parse_memcpy(text: &str) -> Vec<(u64, f64, f64)> {
+    text.lines()
+        .filter(|l| l.starts_with("memcpy "))
+        .filter_map(|l| {
+            let f = fields(l);
+            Some((num(&f, "size")?, num(&f, "median")?, num(&f, "best")?))
+        })
+        .collect()
+}
+
+/// Output of the cache-line ping-pong probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pingpong {
+    /// Median round trip, ns.
+    pub rtt_median_ns: f64,
+    /// Best round trip, ns.
+    pub rtt_best_ns: f64,
+    /// Median one-way (RTT / 2), ns.
+    pub one_way_ns: f64,
+}
+
+/// Parse `pingpong cpus=… rtt_median=… ns … one_way_median=… ns …`.
+pub fn parse_pingpong(text: &str) -> Option<Pingpong> {
+    let line = text.lines().find(|l| l.starts_with("pingpong "))?;
+    let f = fields(line);
+    Some(Pingpong {
+        rtt_median_ns: num(&f, "rtt_median")?,
+        rtt_best_ns: num(&f, "rtt_best")?,
+        one_way_ns: num(&f, "one_way_median")?,
+    })
+}
+
+/// Cache-line RTT below this is the "near" vCPU placement (anchors.md §1).
+pub const NEAR_RTT_NS: f64 = 200.0;
+
+/// "near" or "far" for a measured cache-line round trip.
+pub fn placement(rtt_ns: f64) -> &'static str {
+    if rtt_ns < NEAR_RTT_NS {
+        "near"
+    } else {
+        "far"
+    }
+}
+
+/// `process_vm_readv size=… median=… GB/s best=… | memcpy same size median=… GB/s`
+/// → (size, CMA median GB/s, memcpy median GB/s).
+pub fn parse_vmreadv(text: &str) -> Option<(u64, f64, f64)> {
+    let line = text.lines().find(|l| l.starts_with("process_vm_readv "))?;
+    let (cma, mem) = line.split_once('|')?;
+    let f = fields(cma);
+    let g = fields(mem);
+    Some((num(&f, "size")?, num(&f, "median")?, num(&g, "median")?))
+}
+
+/// The 1-minute load average from `/proc/loadavg`.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Aggregate CPU counters from the `cpu ` line of `/proc/stat`: (busy, total) jiffies.
+/// Idle time is `idle + iowait`; steal counts as busy (another tenant has the core).
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest is included in user)
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3] + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+/// Busy percentage between two `/proc/stat` snapshots.
+pub fn busy_percent(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
+    let busy = after.0.checked_sub(before.0)?;
+    let total = after.1.checked_sub(before.1)?;
+    if total == 0 {
+        return None;
+    }
+    Some(100.0 * busy as f64 / total as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUT: &str = "\
+BIND rank=1 cpus=1
+BIND rank=0 cpus=0
+RESULT test=lat np=2 size=8 iters=400 samples=3 median=0.2336 min=0.2241 max=0.2842 mean=0.24 unit=us values=0.2842;0.2336;0.2241
+[1,0]<stdout>:RESULT test=bw np=2 size=1048576 iters=2 samples=1 median=6662.5 min=6662.5 max=6662.5 mean=6662.5 unit=MB/s values=6662.5
+RESULT test=lat np=2 size=garbage iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1
+some launcher warning
+RSS prog=oxbench rank=1 kb=281720
+RSS prog=oxbench rank=0 kb=281936
+";
+
+    #[test]
+    fn bench_output_is_parsed_and_junk_ignored() {
+        let o = parse_bench_output(OUT);
+        assert_eq!(
+            o.results.len(),
+            2,
+            "the malformed size line must be dropped"
+        );
+        let r = &o.results[0];
+        assert_eq!((r.test.as_str(), r.np, r.size, r.iters), ("lat", 2, 8, 400));
+        assert_eq!(r.median, 0.2336);
+        assert_eq!(r.values, vec![0.2842, 0.2336, 0.2241]);
+        assert_eq!(o.results[1].unit, "MB/s");
+        assert_eq!(o.results[1].size, 1 << 20);
+        assert_eq!(o.bindings, vec![(0, "0".into()), (1, "1".into())]);
+        assert_eq!(o.rss[0], ("oxbench".into(), 0, 281936));
+        assert!(one_rank_per_core(&o.bindings));
+    }
+
+    #[test]
+    fn bad_values_list_rejects_the_line() {
+        let l = "RESULT test=lat np=2 size=8 iters=1 samples=2 median=1 min=1 max=1 mean=1 unit=us values=1;x";
+        assert!(parse_result_line(l).is_none());
+        assert!(parse_result_line("RESULTS test=lat").is_none());
+    }
+
+    #[test]
+    fn binding_check() {
+        assert!(!one_rank_per_core(&[(0, "0-1".into()), (1, "0-1".into())]));
+        assert!(!one_rank_per_core(&[(0, "1".into()), (1, "1".into())]));
+        assert!(!one_rank_per_core(&[]));
+        assert!(one_rank_per_core(&[(0, "1".into()), (1, "0".into())]));
+    }
+
+    #[test]
+    fn probes() {
+        let m = parse_memcpy(
+            "memcpy size=1048576 iters=256 median=31.91 GB/s best=33.18 GB/s\n\
+             memcpy size=67108864 iters=4 median=5.30 GB/s best=5.70 GB/s\n",
+        );
+        assert_eq!(m, vec![(1048576, 31.91, 33.18), (67108864, 5.30, 5.70)]);
+        let p = parse_pingpong(
+            "pingpong cpus=0,1 samples=41 x N=2000 rtt_median=91.9 ns rtt_p10=88.9 ns \
+             rtt_best=88.0 ns one_way_median=45.9 ns one_way_best=44.0 ns\n",
+        )
+        .unwrap();
+        assert_eq!(p.rtt_median_ns, 91.9);
+        assert_eq!(p.rtt_best_ns, 88.0);
+        assert_eq!(p.one_way_ns, 45.9);
+        assert_eq!(placement(p.rtt_median_ns), "near");
+        assert_eq!(placement(410.0), "far");
+        let v = parse_vmreadv(
+            "process_vm_readv size=1048576 iters=512 median=8.52 GB/s best=9.05 GB/s | \
+             memcpy same size median=32.86 GB/s\n",
+        )
+        .unwrap();
+        assert_eq!(v, (1048576, 8.52, 32.86));
+        assert!(parse_vmreadv("WARN: data mismatch\n").is_none());
+    }
+
+    #[test]
+    fn load_and_busy() {
+        assert_eq!(parse_loadavg("0.04 0.12 0.07 1/95 6493\n"), Some(0.04));
+        let a = parse_proc_stat("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+        assert_eq!(a, (150, 1000));
+        let b = parse_proc_stat("cpu  200 0 100 850 50 0 0 0 0 0\n").unwrap();
+        assert_eq!(busy_percent(a, b), Some(100.0 * 150.0 / 200.0));
+        assert_eq!(busy_percent(a, a), None);
+        assert!(parse_proc_stat("intr 1 2 3\n").is_none());
+    }
+}

@@ -1,0 +1,535 @@
+//! Output: the CSV of raw samples and the markdown report.
+
+use crate::stats::{aggregate, best_of, pairwise, summary, Key, Row, Summary};
+use crate::suite::Results;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// CSV header (one line per [`Row`]).
+pub const CSV_HEADER: &str = "rep,impl,test,np,size,median,min,max,unit,limit,fraction_of_limit,\
+load1,busy_pct,probe_rtt_ns,placement,unix_time,values";
+
+fn f(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn fo(x: Option<f64>) -> String {
+    x.map(f).unwrap_or_default()
+}
+
+/// One CSV line for a row (no field contains a comma; samples are `;`-separated).
+pub fn csv_line(r: &Row) -> String {
+    let values: Vec<String> = r.values.iter().map(|v| f(*v)).collect();
+    format!(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        r.rep,
+        r.imp,
+        r.test,
+        r.np,
+        r.size,
+        f(r.median),
+        f(r.min),
+        f(r.max),
+        r.unit,
+        fo(r.limit),
+        fo(r.fraction_of_limit()),
+        f(r.load1),
+        f(r.busy_pct),
+        fo(r.probe_rtt_ns),
+        r.probe_rtt_ns.map(crate::parse::placement).unwrap_or(""),
+        r.unix_time,
+        values.join(";")
+    )
+}
+
+/// The whole CSV file.
+pub fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&csv_line(r));
+        s.push('\n');
+    }
+    s
+}
+
+/// A value with about three significant digits.
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if x.is_nan() {
+        "-".into()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// `median [min–max]`, or `median` alone for a single value.
+pub fn cell(s: &Summary) -> String {
+    if s.n <= 1 || s.min == s.max {
+        num(s.median)
+    } else {
+        format!("{} [{}–{}]", num(s.median), num(s.min), num(s.max))
+    }
+}
+
+/// A byte count as `0 B`, `64 B`, `4 KiB`, `1 MiB`.
+pub fn size_label(b: u64) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1024 && b % 1024 == 0 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Facts about the run for the report header.
+#[derive(Debug, Default, Clone)]
+pub struct Meta {
+    /// UTC date and time of the start.
+    pub date: String,
+    /// Git commit (and "+dirty").
+    pub commit: String,
+    /// Mode name.
+    pub mode: String,
+    /// Repetitions.
+    pub reps: u32,
+    /// Samples per run.
+    pub samples: u32,
+    /// Iteration scale.
+    pub scale: f64,
+    /// CPU model, cores, memory, kernel.
+    pub machine: String,
+    /// Peer package versions.
+    pub versions: String,
+    /// Wall time of the whole run, seconds.
+    pub duration_s: f64,
+}
+
+/// Rows plus the synthetic `ompi-best` (better of Open MPI's settings per
+/// repetition and metric).
+pub fn with_best(rows: &[Row]) -> Vec<Row> {
+    let mut all = rows.to_vec();
+    all.extend(best_of(rows, &["ompi", "ompi-nocma"], "ompi-best"));
+    all
+}
+
+/// The (subject, reference) pairs whose ratios are reported.
+pub fn ratio_pairs(ran: &[String]) -> Vec<(String, String)> {
+    let has = |n: &str| ran.iter().any(|x| x == n);
+    let mut p = Vec::new();
+    if has("oxmpi") {
+        if has("ompi") {
+            p.push(("oxmpi".into(), "ompi-best".into()));
+        }
+        if has("mpich") {
+            p.push(("oxmpi".into(), "mpich".into()));
+        }
+    }
+    if has("mpich") && has("ompi") {
+        p.push(("mpich".into(), "ompi-best".into()));
+    }
+    if has("ompi-nocma") && has("ompi") {
+        p.push(("ompi-nocma".into(), "ompi".into()));
+    }
+    p
+}
+
+fn metric_table(
+    out: &mut String,
+    rows: &[Row],
+    keys: &[Key],
+    imps: &[String],
+    pairs: &[(String, String)],
+    limit_col: bool,
+) {
+    let aggs: Vec<BTreeMap<Key, Summary>> = imps.iter().map(|i| aggregate(rows, i)).collect();
+    let ratios: Vec<BTreeMap<Key, Summary>> =
+        pairs.iter().map(|(a, b)| pairwise(rows, a, b)).collect();
+    let mut head = String::from("| metric |");
+    let mut sep = String::from("|---|");
+    for i in imps {
+        let _ = write!(head, " {i} |");
+        sep.push_str("---|");
+    }
+    if limit_col {
+        for i in imps {
+            let _ = write!(head, " {i} % of limit |");
+            sep.push_str("---|");
+        }
+    }
+    for (a, b) in pairs {
+        let _ = write!(head, " {a} vs {b} |");
+        sep.push_str("---|");
+    }
+    let _ = writeln!(out, "{head}\n{sep}");
+    for k in keys {
+        let unit = rows
+            .iter()
+            .find(|r| r.key() == *k)
+            .map(|r| r.unit.clone())
+            .unwrap_or_default();
+        let label = match k.0.as_str() {
+            "startup" | "barrier" => format!("{} np={} ({unit})", k.0, k.1),
+            t if t.starts_with("rss") => format!("{t} rank {} ({unit})", k.2),
+            t => format!("{t} np={} {} ({unit})", k.1, size_label(k.2)),
+        };
+        let _ = write!(out, "| {label} |");
+        for a in &aggs {
+            let _ = write!(
+                out,
+                " {} |",
+                a.get(k).map(cell).unwrap_or_else(|| "-".into())
+            );
+        }
+        if limit_col {
+            for i in imps {
+                let fr: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.imp == *i && r.key() == *k)
+                    .filter_map(Row::fraction_of_limit)
+                    .map(|x| 100.0 * x)
+                    .collect();
+                let _ = write!(
+                    out,
+                    " {} |",
+                    summary(&fr)
+                        .map(|s| num(s.median))
+                        .unwrap_or_else(|| "-".into())
+                );
+            }
+        }
+        for q in &ratios {
+            let _ = write!(
+                out,
+                " {} |",
+                q.get(k)
+                    .map(|s| format!("{}x", cell(s)))
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn keys_of(rows: &[Row], pred: impl Fn(&Row) -> bool) -> Vec<Key> {
+    let mut k: Vec<Key> = rows.iter().filter(|r| pred(r)).map(Row::key).collect();
+    k.sort_by(|a, b| (a.0.as_str(), a.1, a.2).cmp(&(b.0.as_str(), b.1, b.2)));
+    k.dedup();
+    k
+}
+
+/// The markdown report.
+pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
+    let rows = with_best(&res.rows);
+    let ran: Vec<String> = res.ran.iter().map(|i| i.name.clone()).collect();
+    let pairs = ratio_pairs(&ran);
+    let mut imps = ran.clone();
+    if ran.iter().any(|x| x == "ompi-nocma") {
+        imps.push("ompi-best".into());
+    }
+    let mut o = String::new();
+    let _ = writeln!(o, "# oxmpi benchmark report ({} mode)\n", meta.mode);
+    let _ = writeln!(
+        o,
+        "Generated by `cargo xtask bench{}`. Do not edit by hand: rerun the command.\n",
+        if meta.mode == "quick" {
+            String::new()
+        } else {
+            format!(" --{}", meta.mode)
+        }
+    );
+    let _ = writeln!(o, "* date (UTC): {}", meta.date);
+    let _ = writeln!(o, "* commit: {}", meta.commit);
+    let _ = writeln!(o, "* machine: {}", meta.machine);
+    let _ = writeln!(o, "* peers: {}", meta.versions);
+    let _ = writeln!(
+        o,
+        "* repetitions: {} (implementations interleaved in each), {} samples per run, iteration scale {}; run took {:.0} s",
+        meta.reps, meta.samples, meta.scale, meta.duration_s
+    );
+    let loads: Vec<f64> = res
+        .rows
+        .iter()
+        .map(|r| r.load1)
+        .filter(|x| !x.is_nan())
+        .collect();
+    let busy: Vec<f64> = res
+        .rows
+        .iter()
+        .map(|r| r.busy_pct)
+        .filter(|x| !x.is_nan())
+        .collect();
+    if let (Some(l), Some(b)) = (summary(&loads), summary(&busy)) {
+        let quiet = busy
+            .iter()
+            .filter(|x| **x < crate::suite::QUIET_BUSY_PCT)
+            .count();
+        let _ = writeln!(
+            o,
+            "* machine load before each measurement: load average {} [{}–{}], CPU busy {} % [{}–{}]; {} of {} measurements started quiet (< {} % busy)",
+            num(l.median), num(l.min), num(l.max), num(b.median), num(b.min), num(b.max), quiet, busy.len(), crate::suite::QUIET_BUSY_PCT
+        );
+    }
+    let rtts: Vec<f64> = res
+        .rows
+        .iter()
+        .filter(|r| r.test == "lat")
+        .filter_map(|r| r.probe_rtt_ns)
+        .collect();
+    let mut seen_rtt = rtts.clone();
+    seen_rtt.dedup();
+    if let Some(s) = summary(&seen_rtt) {
+        let near = seen_rtt
+            .iter()
+            .filter(|x| **x < crate::parse::NEAR_RTT_NS)
+            .count();
+        let _ = writeln!(
+            o,
+            "* vCPU placement probe before each latency run (cache-line RTT): {} ns [{}–{}]; {} near / {} far",
+            num(s.median), num(s.min), num(s.max), near, seen_rtt.len() - near
+        );
+    }
+    o.push('\n');
+    o.push_str(
+        "How to read: every cell is the median over repetitions of each run's median, with \
+         [min–max over repetitions]. Ratios are *speed* ratios (> 1 means the first is better: faster, \
+         or less memory; time and memory metrics are inverted), computed pairwise within the same repetition and then \
+         summarised. `ompi-best` is, per repetition and metric, the better of Open MPI's default \
+         and its single-copy-off setting. \"% of limit\" compares with the physical limit measured \
+         in the same repetition: latency limit = cache-line one-way + size / memcpy bandwidth; \
+         bandwidth limit = memcpy bandwidth (x2 bidirectional); start-up limit = fork+exec of \
+         `/bin/true`. Latencies are one-way (half the round trip) in us; bandwidth in MB/s \
+         (1e6 B/s), window of 64; collectives: slowest rank's time per call.\n\n",
+    );
+
+    let _ = writeln!(o, "## Implementations\n");
+    let _ = writeln!(
+        o,
+        "| name | settings | launch (np=2) | binding observed (rank:cpus) |\n|---|---|---|---|"
+    );
+    for i in &res.ran {
+        let b = res
+            .bindings
+            .iter()
+            .find(|b| b.0 == i.name)
+            .map(|b| {
+                format!(
+                    "{}{}",
+                    b.1,
+                    if b.2 {
+                        " (one per core)"
+                    } else {
+                        " (NOT one per core)"
+                    }
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "| {} | {} | `{} {}` | {} |",
+            i.name,
+            i.settings,
+            i.launcher
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            i.launch_args(2, 2).join(" "),
+            b
+        );
+    }
+    for (n, why) in &res.skipped {
+        let _ = writeln!(
+            o,
+            "| {n} | **skipped**: {} | - | - |",
+            why.replace('|', "/")
+        );
+    }
+    o.push('\n');
+
+    let _ = writeln!(o, "## Physical limits (same run)\n");
+    let machine = aggregate(&res.rows, "machine");
+    let _ = writeln!(
+        o,
+        "| probe | median [min–max] over repetitions |\n|---|---|"
+    );
+    for (k, s) in &machine {
+        let unit = res
+            .rows
+            .iter()
+            .find(|r| r.key() == *k)
+            .map(|r| r.unit.clone())
+            .unwrap_or_default();
+        let what = match k.0.as_str() {
+            "memcpy" => format!("memcpy {} ({unit})", size_label(k.2)),
+            "cma" => format!("process_vm_readv {} ({unit})", size_label(k.2)),
+            "cacheline_rtt" => format!("cache-line ping-pong RTT, CPUs 0-1 ({unit})"),
+            "spawn" => format!("fork+exec+wait /bin/true ({unit})"),
+            t => format!("{t} ({unit})"),
+        };
+        let _ = writeln!(o, "| {what} | {} |", cell(s));
+    }
+    o.push('\n');
+
+    let headline = |r: &Row| -> bool {
+        let s = r.size;
+        match r.test.as_str() {
+            "lat" => [0, 8, 1024, 65536, 1 << 20, 4 << 20].contains(&s),
+            "bw" | "bibw" => [8, 65536, 1 << 20, 4 << 20].contains(&s),
+            "allreduce" => [8, 1024, 65536, 1 << 20].contains(&s),
+            "bcast" | "alltoall" => [8, 1 << 20].contains(&s) && r.np == 2,
+            "barrier" | "startup" => true,
+            "rss_hello" => true,
+            _ => false,
+        }
+    };
+    let _ = writeln!(o, "## Summary\n");
+    let pt = |r: &Row| r.imp != "machine" && headline(r);
+    metric_table(&mut o, &rows, &keys_of(&rows, pt), &imps, &pairs, false);
+
+    for (title, tests) in [
+        ("Point-to-point latency (ping-pong, np=2)", &["lat"][..]),
+        ("Bandwidth (np=2, window 64)", &["bw", "bibw"][..]),
+        (
+            "Collectives",
+            &["allreduce", "bcast", "alltoall", "barrier"][..],
+        ),
+        (
+            "Start-up and memory",
+            &["startup", "rss_hello", "rss_oxbench"][..],
+        ),
+    ] {
+        let _ = writeln!(o, "## {title}\n");
+        let keys = keys_of(&rows, |r| {
+            r.imp != "machine" && tests.contains(&r.test.as_str())
+        });
+        let limit = tests.iter().any(|t| ["lat", "bw", "startup"].contains(t));
+        metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
+    }
+
+    let _ = writeln!(o, "## oxmpi transport path (verbose output)\n");
+    if res.transport_lines.is_empty() {
+        let _ = writeln!(
+            o,
+            "oxmpi did not run or printed no verbose lines with `OXMPI_MCA_{{pml,btl,shm,engine,transport}}_base_verbose=100`.\n"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "Distinct lines of a ping-pong over 0 B .. 4 MiB with verbose output on:\n\n```"
+        );
+        for l in &res.transport_lines {
+            let _ = writeln!(o, "{l}");
+        }
+        let _ = writeln!(o, "```\n");
+    }
+
+    if !res.failures.is_empty() || !res.notes.is_empty() {
+        let _ = writeln!(o, "## Failures and notes\n");
+        for n in res.notes.iter().chain(res.failures.iter()) {
+            let _ = writeln!(o, "* {}", n.replace('\n', " "));
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "## Files\n");
+    let _ = writeln!(o, "* `samples.csv`: every run (one line per implementation, metric, repetition) with its raw samples, limit, load and placement probe");
+    for p in plots {
+        let _ = writeln!(o, "* `{p}`\n\n  ![{p}]({p})");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rep: u32, imp: &str, test: &str, size: u64, median: f64, unit: &str) -> Row {
+        Row {
+            rep,
+            imp: imp.into(),
+            test: test.into(),
+            np: 2,
+            size,
+            median,
+            min: median,
+            max: median,
+            unit: unit.into(),
+            load1: 0.5,
+            busy_pct: 10.0,
+            probe_rtt_ns: Some(100.0),
+            limit: Some(median / 2.0),
+            unix_time: 7,
+            values: vec![median, f64::NAN],
+        }
+    }
+
+    #[test]
+    fn csv_fields_line_up_with_header() {
+        let r = row(1, "ompi", "lat", 8, 0.25, "us");
+        let line = csv_line(&r);
+        let cols: Vec<&str> = line.split(',').collect();
+        let head: Vec<&str> = CSV_HEADER.split(',').collect();
+        assert_eq!(cols.len(), head.len());
+        let get = |h: &str| cols[head.iter().position(|x| *x == h).unwrap()];
+        assert_eq!(get("impl"), "ompi");
+        assert_eq!(get("median"), "0.2500");
+        assert_eq!(get("fraction_of_limit"), "0.5000");
+        assert_eq!(get("placement"), "near");
+        assert_eq!(get("values"), "0.2500;", "NaN samples are empty");
+        assert!(csv(&[r]).starts_with(CSV_HEADER));
+    }
+
+    #[test]
+    fn labels_and_numbers() {
+        assert_eq!(size_label(0), "0 B");
+        assert_eq!(size_label(1000), "1000 B");
+        assert_eq!(size_label(65536), "64 KiB");
+        assert_eq!(size_label(4 << 20), "4 MiB");
+        assert_eq!(num(1234.5), "1234");
+        assert_eq!(num(0.23456), "0.235");
+        let s = summary(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(cell(&s), "2.00 [1.00–3.00]");
+    }
+
+    #[test]
+    fn pairs_depend_on_who_ran() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let p = ratio_pairs(&names(&["ompi", "ompi-nocma", "mpich"]));
+        assert!(p.contains(&("mpich".into(), "ompi-best".into())));
+        assert!(!p.iter().any(|x| x.0 == "oxmpi"));
+        let p = ratio_pairs(&names(&["ompi", "mpich", "oxmpi"]));
+        assert_eq!(p[0], ("oxmpi".into(), "ompi-best".into()));
+        assert_eq!(p[1], ("oxmpi".into(), "mpich".into()));
+    }
+
+    #[test]
+    fn report_contains_ratio_and_skip_reason() {
+        let res = Results {
+            rows: vec![
+                row(0, "ompi", "lat", 8, 0.2, "us"),
+                row(0, "mpich", "lat", 8, 0.4, "us"),
+                row(1, "ompi", "lat", 8, 0.3, "us"),
+                row(1, "mpich", "lat", 8, 0.3, "us"),
+            ],
+            ran: vec![crate::impls::Impl::openmpi(), crate::impls::Impl::mpich()],
+            skipped: vec![("oxmpi".into(), "no prefix".into())],
+            ..Results::default()
+        };
+        let md = markdown(&Meta::default(), &res, &["latency.png".into()]);
+        // per-rep speed ratios mpich vs ompi-best: 0.5 and 1.0 -> median 0.75
+        assert!(md.contains("0.750 [0.500–1.00]x"), "{md}");
+        assert!(md.contains("**skipped**: no prefix"));
+        assert!(md.contains("![latency.png](latency.png)"));
+    }
+}

@@ -1,0 +1,709 @@
+//! The measurement loop: builds the C sources with every implementation's
+//! compiler wrapper, checks that each implementation works, then runs the
+//! repetitions with all implementations interleaved, recording machine load
+//! and a cache-line placement probe with every measurement.
+
+use crate::config::Config;
+use crate::impls::Impl;
+use crate::parse;
+use crate::runner::{self, Outcome};
+use crate::stats::Row;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// C sources of the suite, embedded so that the harness does not depend on
+/// the working directory.
+const OXBENCH_C: &str = include_str!("../c/oxbench.c");
+const HELLO_C: &str = include_str!("../c/hello.c");
+const MEMCPY_C: &str = include_str!("../c/memcpy_bw.c");
+const PINGPONG_C: &str = include_str!("../c/pingpong.c");
+const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
+
+/// Busy % below which the machine counts as quiet (anchors.md §7).
+pub const QUIET_BUSY_PCT: f64 = 30.0;
+
+/// An implementation whose binaries are built and that passed the check.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The implementation (launch flags possibly adjusted by the check).
+    pub imp: Impl,
+    /// The benchmark binary.
+    pub oxbench: PathBuf,
+    /// The start-up binary.
+    pub hello: PathBuf,
+}
+
+/// Physical probe binaries.
+#[derive(Debug, Clone)]
+pub struct Probes {
+    memcpy: PathBuf,
+    pingpong: PathBuf,
+    vmreadv: PathBuf,
+}
+
+/// Everything measured and noticed in one harness run.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// All measurements.
+    pub rows: Vec<Row>,
+    /// Implementations that ran, with their settings.
+    pub ran: Vec<Impl>,
+    /// Implementations skipped, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// Failed runs (implementation, what, why).
+    pub failures: Vec<String>,
+    /// Observed binding per implementation: (impl, rank cpus, one per core?).
+    pub bindings: Vec<(String, String, bool)>,
+    /// Free-form notes for the report.
+    pub notes: Vec<String>,
+    /// oxmpi's verbose output about transport selection (deduplicated).
+    pub transport_lines: Vec<String>,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Number of CPUs this process may use.
+pub fn cores() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+fn have(prog: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {prog} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Install Open MPI and MPICH with apt-get when their wrappers are missing.
+pub fn ensure_peers(cfg: &Config, notes: &mut Vec<String>) {
+    if have("mpicc.openmpi") && have("mpicc.mpich") {
+        return;
+    }
+    let pkgs = ["openmpi-bin", "libopenmpi-dev", "mpich", "libmpich-dev"];
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !cfg.install_peers || !root {
+        notes.push(format!(
+            "peers missing and not installed (run: apt-get install {})",
+            pkgs.join(" ")
+        ));
+        return;
+    }
+    eprintln!(
+        "bench: installing peers: apt-get install -y {}",
+        pkgs.join(" ")
+    );
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(pkgs)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !install() {
+        let _ = Command::new("apt-get").arg("update").status();
+        if !install() {
+            notes.push("apt-get install of the peers failed".into());
+        }
+    }
+}
+
+fn compile(
+    cc: &Path,
+    src: &Path,
+    out: &Path,
+    extra_env: &[(String, String)],
+) -> Result<(), String> {
+    let mut c = Command::new(cc);
+    c.args(["-O2", "-o"]).arg(out).arg(src);
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let o = runner::run(&mut c, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+    if o.ok() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {}: {}",
+            cc.display(),
+            src.display(),
+            o.failure()
+        ))
+    }
+}
+
+fn write_sources(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, text) in [
+        ("oxbench.c", OXBENCH_C),
+        ("hello.c", HELLO_C),
+        ("memcpy_bw.c", MEMCPY_C),
+        ("pingpong.c", PINGPONG_C),
+        ("vmreadv_bw.c", VMREADV_C),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Build the physical probes with the system C compiler.
+pub fn build_probes(cfg: &Config) -> Result<Probes, String> {
+    write_sources(&cfg.build_dir)?;
+    let cc = PathBuf::from(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    let d = &cfg.build_dir;
+    let p = Probes {
+        memcpy: d.join("memcpy_bw"),
+        pingpong: d.join("pingpong"),
+        vmreadv: d.join("vmreadv_bw"),
+    };
+    compile(&cc, &d.join("memcpy_bw.c"), &p.memcpy, &[])?;
+    compile(&cc, &d.join("pingpong.c"), &p.pingpong, &[])?;
+    compile(&cc, &d.join("vmreadv_bw.c"), &p.vmreadv, &[])?;
+    Ok(p)
+}
+
+/// Build each implementation's binaries and check that a 2-rank hello runs;
+/// returns the usable implementations and the skipped ones with reasons.
+pub fn prepare(cfg: &Config, wanted: Vec<Impl>, res: &mut Results) -> Vec<Prepared> {
+    let cores = cores();
+    let mut ready = Vec::new();
+    type Built = Result<(PathBuf, PathBuf), String>;
+    let mut built: Vec<(String, Built)> = Vec::new();
+    for mut imp in wanted {
+        let bins = match built.iter().find(|(k, _)| *k == imp.build) {
+            Some((_, b)) => b.clone(),
+            None => {
+                let b = build_impl(cfg, &imp);
+                built.push((imp.build.clone(), b.clone()));
+                b
+            }
+        };
+        let (oxbench, hello) = match bins {
+            Ok(b) => b,
+            Err(e) => {
+                res.skipped
+                    .push((imp.name.clone(), format!("build failed: {e}")));
+                continue;
+            }
+        };
+        let check = Duration::from_secs(60).min(cfg.timeout);
+        let try_hello = |imp: &Impl, np: u32| -> Result<Outcome, String> {
+            runner::run(&mut imp.command(np, cores, &hello, &[]), check).map_err(|e| e.to_string())
+        };
+        match try_hello(&imp, 2) {
+            Ok(o) if o.ok() => {}
+            Ok(o) if !imp.pinned.is_empty() => {
+                // A launcher may not know the binding flags yet: retry unpinned.
+                let mut unpinned = imp.clone();
+                unpinned.pinned.clear();
+                match try_hello(&unpinned, 2) {
+                    Ok(o2) if o2.ok() => {
+                        res.notes.push(format!(
+                            "{}: launch with {:?} failed ({}); ran without binding flags",
+                            imp.name,
+                            imp.pinned,
+                            o.failure()
+                        ));
+                        imp = unpinned;
+                    }
+                    Ok(o2) => {
+                        res.skipped
+                            .push((imp.name.clone(), format!("hello -n 2 {}", o2.failure())));
+                        continue;
+                    }
+                    Err(e) => {
+                        res.skipped.push((imp.name.clone(), e));
+                        continue;
+                    }
+                }
+            }
+            Ok(o) => {
+                res.skipped
+                    .push((imp.name.clone(), format!("hello -n 2 {}", o.failure())));
+                continue;
+            }
+            Err(e) => {
+                res.skipped.push((imp.name.clone(), e));
+                continue;
+            }
+        }
+        if !imp.oversubscribed.is_empty() && !imp.pt2pt_only {
+            if let Ok(o) = try_hello(&imp, 4) {
+                if !o.ok() {
+                    let mut plain = imp.clone();
+                    plain.oversubscribed.clear();
+                    if try_hello(&plain, 4).is_ok_and(|o2| o2.ok()) {
+                        res.notes.push(format!(
+                            "{}: oversubscribed launch with {:?} failed; ran without those flags",
+                            imp.name, imp.oversubscribed
+                        ));
+                        imp = plain;
+                    }
+                }
+            }
+        }
+        res.ran.push(imp.clone());
+        ready.push(Prepared {
+            imp,
+            oxbench,
+            hello,
+        });
+    }
+    ready
+}
+
+fn build_impl(cfg: &Config, imp: &Impl) -> Result<(PathBuf, PathBuf), String> {
+    let d = &cfg.build_dir;
+    write_sources(d)?;
+    let ox = d.join(format!("oxbench_{}", imp.build));
+    let he = d.join(format!("hello_{}", imp.build));
+    compile(&imp.mpicc, &d.join("oxbench.c"), &ox, &imp.env)?;
+    compile(&imp.mpicc, &d.join("hello.c"), &he, &imp.env)?;
+    Ok((ox, he))
+}
+
+/// (1-min load average, busy % over 200 ms), waiting up to `wait` for the
+/// machine to become quiet.
+pub fn machine_state(wait: Duration) -> (f64, f64) {
+    let start = Instant::now();
+    loop {
+        let stat = || {
+            std::fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|t| parse::parse_proc_stat(&t))
+        };
+        let a = stat();
+        std::thread::sleep(Duration::from_millis(200));
+        let b = stat();
+        let busy = match (a, b) {
+            (Some(a), Some(b)) => parse::busy_percent(a, b).unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        };
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|t| parse::parse_loadavg(&t))
+            .unwrap_or(f64::NAN);
+        if busy.is_nan() || busy < QUIET_BUSY_PCT || start.elapsed() >= wait {
+            return (load, busy);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The physical limit of a metric, in the metric's unit, from the same
+/// repetition's probes: one-way latency = cache-line one-way + size / memcpy
+/// bandwidth (us); bandwidth = memcpy bandwidth (MB/s), twice that for
+/// bidirectional; start-up = fork+exec+wait of `/bin/true` (ms).
+pub fn limit_for(
+    test: &str,
+    size: u64,
+    one_way_ns: Option<f64>,
+    memcpy: &[(u64, f64)],
+    spawn_ms: Option<f64>,
+) -> Option<f64> {
+    // memcpy GB/s measured at the smallest probed size >= size (else the largest)
+    let bw = || -> Option<f64> {
+        let mut m: Vec<(u64, f64)> = memcpy.to_vec();
+        m.sort_by_key(|x| x.0);
+        m.iter().find(|(s, _)| *s >= size).or(m.last()).map(|x| x.1)
+    };
+    match test {
+        "lat" => Some(one_way_ns? / 1000.0 + size as f64 / (bw()? * 1e3)),
+        "bw" => Some(bw()? * 1000.0),
+        "bibw" => Some(2.0 * bw()? * 1000.0),
+        "startup" => spawn_ms,
+        _ => None,
+    }
+}
+
+/// Runs the repetitions.
+pub struct Runner<'a> {
+    cfg: &'a Config,
+    probes: Probes,
+    cores: u32,
+    /// Results so far.
+    pub res: Results,
+    memcpy: Vec<(u64, f64)>,
+    spawn_ms: Option<f64>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner with built probes and prepared results.
+    pub fn new(cfg: &'a Config, probes: Probes, res: Results) -> Self {
+        Runner {
+            cfg,
+            probes,
+            cores: cores(),
+            res,
+            memcpy: Vec::new(),
+            spawn_ms: None,
+        }
+    }
+
+    fn row(&self, rep: u32, imp: &str, test: &str, np: u32, size: u64, unit: &str) -> Row {
+        Row {
+            rep,
+            imp: imp.into(),
+            test: test.into(),
+            np,
+            size,
+            median: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+            unit: unit.into(),
+            load1: f64::NAN,
+            busy_pct: f64::NAN,
+            probe_rtt_ns: None,
+            limit: None,
+            unix_time: now_unix(),
+            values: Vec::new(),
+        }
+    }
+
+    fn placement_probe(&self) -> Option<parse::Pingpong> {
+        if self.cores < 2 {
+            return None;
+        }
+        let mut c = Command::new(&self.probes.pingpong);
+        c.args(["0", "1", "2000"]);
+        let o = runner::run(&mut c, Duration::from_secs(30)).ok()?;
+        parse::parse_pingpong(&o.stdout)
+    }
+
+    /// Physical limits of this repetition (`imp = "machine"` rows).
+    pub fn physical(&mut self, rep: u32) {
+        let (load, busy) = machine_state(self.cfg.quiet_wait);
+        let sizes: &[&str] = &["1048576", "4194304", "67108864"];
+        let mut c = Command::new(&self.probes.memcpy);
+        c.args(sizes);
+        let mut rows = Vec::new();
+        match runner::run(&mut c, Duration::from_secs(120)) {
+            Ok(o) if o.ok() => {
+                self.memcpy.clear();
+                for (size, med, best) in parse::parse_memcpy(&o.stdout) {
+                    self.memcpy.push((size, med));
+                    let mut r = self.row(rep, "machine", "memcpy", 1, size, "GB/s");
+                    (r.median, r.min, r.max) = (med, f64::NAN, best);
+                    r.values = vec![med];
+                    rows.push(r);
+                }
+            }
+            Ok(o) => self
+                .res
+                .failures
+                .push(format!("rep {rep} memcpy_bw: {}", o.failure())),
+            Err(e) => self.res.failures.push(format!("rep {rep} memcpy_bw: {e}")),
+        }
+        let mut c = Command::new(&self.probes.vmreadv);
+        c.arg("4194304");
+        match runner::run(&mut c, Duration::from_secs(120)) {
+            Ok(o) => match parse::parse_vmreadv(&o.stdout) {
+                Some((size, cma, _mem)) => {
+                    let mut r = self.row(rep, "machine", "cma", 1, size, "GB/s");
+                    (r.median, r.min, r.max) = (cma, f64::NAN, f64::NAN);
+                    r.values = vec![cma];
+                    rows.push(r);
+                }
+                None => self
+                    .res
+                    .failures
+                    .push(format!("rep {rep} vmreadv_bw: {}", o.failure())),
+            },
+            Err(e) => self.res.failures.push(format!("rep {rep} vmreadv_bw: {e}")),
+        }
+        if let Some(p) = self.placement_probe() {
+            let mut r = self.row(rep, "machine", "cacheline_rtt", 2, 0, "ns");
+            (r.median, r.min, r.max) = (p.rtt_median_ns, p.rtt_best_ns, f64::NAN);
+            r.values = vec![p.rtt_median_ns];
+            rows.push(r);
+        }
+        let mut spawn = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            if Command::new("/bin/true")
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                spawn.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        if let Some(s) = crate::stats::summary(&spawn) {
+            self.spawn_ms = Some(s.median);
+            let mut r = self.row(rep, "machine", "spawn", 1, 0, "ms");
+            (r.median, r.min, r.max) = (s.median, s.min, s.max);
+            r.values = spawn;
+            rows.push(r);
+        }
+        for r in &mut rows {
+            (r.load1, r.busy_pct) = (load, busy);
+        }
+        self.res.rows.extend(rows);
+    }
+
+    fn launch(
+        &mut self,
+        p: &Prepared,
+        np: u32,
+        prog: &Path,
+        args: &[String],
+        what: &str,
+        rep: u32,
+    ) -> Option<Outcome> {
+        let mut c = p.imp.command(np, self.cores, prog, args);
+        match runner::run(&mut c, self.cfg.timeout) {
+            Ok(o) if o.ok() => Some(o),
+            Ok(o) => {
+                self.res.failures.push(format!(
+                    "rep {rep} {} {what} np={np}: {}",
+                    p.imp.name,
+                    o.failure()
+                ));
+                None
+            }
+            Err(e) => {
+                self.res
+                    .failures
+                    .push(format!("rep {rep} {} {what} np={np}: {e}", p.imp.name));
+                None
+            }
+        }
+    }
+
+    /// Run `oxbench` with `tests` at `np` ranks and record the results.
+    pub fn oxbench(&mut self, rep: u32, p: &Prepared, np: u32, tests: &str, sizes: &[u64]) {
+        let (load, busy) = machine_state(self.cfg.quiet_wait);
+        let probe = self.placement_probe();
+        let mut args = vec![
+            tests.to_string(),
+            self.cfg.samples.to_string(),
+            self.cfg.scale.to_string(),
+        ];
+        args.extend(sizes.iter().map(|s| s.to_string()));
+        let start = now_unix();
+        let Some(o) = self.launch(p, np, &p.oxbench, &args, tests, rep) else {
+            return;
+        };
+        let out = parse::parse_bench_output(&o.stdout);
+        if out.results.is_empty() {
+            self.res.failures.push(format!(
+                "rep {rep} {} {tests} np={np}: no RESULT lines",
+                p.imp.name
+            ));
+        }
+        if np <= self.cores && !self.res.bindings.iter().any(|b| b.0 == p.imp.name) {
+            let desc: Vec<String> = out
+                .bindings
+                .iter()
+                .map(|(r, c)| format!("{r}:{c}"))
+                .collect();
+            self.res.bindings.push((
+                p.imp.name.clone(),
+                desc.join(" "),
+                parse::one_rank_per_core(&out.bindings),
+            ));
+        }
+        for r in out.results {
+            let one_way = probe.map(|x| x.one_way_ns);
+            let limit = limit_for(&r.test, r.size, one_way, &self.memcpy, self.spawn_ms);
+            self.res.rows.push(Row {
+                rep,
+                imp: p.imp.name.clone(),
+                test: r.test,
+                np: r.np,
+                size: r.size,
+                median: r.median,
+                min: r.min,
+                max: r.max,
+                unit: r.unit,
+                load1: load,
+                busy_pct: busy,
+                probe_rtt_ns: probe.map(|x| x.rtt_median_ns),
+                limit,
+                unix_time: start,
+                values: r.values,
+            });
+        }
+        if tests.starts_with("lat") {
+            self.rss_rows(rep, p, "rss_oxbench", &out.rss, load, busy);
+        }
+    }
+
+    fn rss_rows(
+        &mut self,
+        rep: u32,
+        p: &Prepared,
+        test: &str,
+        rss: &[(String, u32, u64)],
+        load: f64,
+        busy: f64,
+    ) {
+        for (_, rank, kb) in rss {
+            let mut r = self.row(rep, &p.imp.name, test, 2, *rank as u64, "KiB");
+            (r.median, r.min, r.max) = (*kb as f64, *kb as f64, *kb as f64);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.values = vec![*kb as f64];
+            self.res.rows.push(r);
+        }
+    }
+
+    /// Job start-up: wall time of `launcher -n np hello`.
+    pub fn startup(&mut self, rep: u32, p: &Prepared, np: u32) {
+        let (load, busy) = machine_state(self.cfg.quiet_wait);
+        let mut walls = Vec::new();
+        let mut rss = Vec::new();
+        for _ in 0..self.cfg.startup_runs {
+            if let Some(o) = self.launch(p, np, &p.hello, &[], "hello", rep) {
+                walls.push(o.wall.as_secs_f64() * 1e3);
+                if rss.is_empty() {
+                    rss = parse::parse_bench_output(&o.stdout).rss;
+                }
+            }
+        }
+        if let Some(s) = crate::stats::summary(&walls) {
+            let mut r = self.row(rep, &p.imp.name, "startup", np, 0, "ms");
+            (r.median, r.min, r.max) = (s.median, s.min, s.max);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.limit = self.spawn_ms;
+            r.values = walls;
+            self.res.rows.push(r);
+        }
+        if np == 2 {
+            self.rss_rows(rep, p, "rss_hello", &rss, load, busy);
+        }
+    }
+
+    /// One repetition: physical limits, then every implementation in turn.
+    pub fn repetition(&mut self, rep: u32, impls: &[Prepared]) {
+        self.physical(rep);
+        for p in impls {
+            eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
+            let sizes = self.cfg.pt2pt_sizes.clone();
+            self.oxbench(rep, p, 2, "lat,bw,bibw", &sizes);
+            if p.imp.pt2pt_only {
+                continue;
+            }
+            let cs = self.cfg.coll_sizes.clone();
+            self.oxbench(rep, p, 2, "allreduce,bcast,alltoall,barrier", &cs);
+            let cs4 = self.cfg.coll4_sizes.clone();
+            self.oxbench(rep, p, 4, "allreduce,bcast,alltoall,barrier", &cs4);
+            for np in self.cfg.startup_np.clone() {
+                self.startup(rep, p, np);
+            }
+        }
+    }
+
+    /// Run oxmpi once with verbose output on and keep its distinct lines
+    /// (with the `[host:pid]` prefix removed), which say which transport
+    /// path each message size took.
+    pub fn transport_report(&mut self, p: &Prepared) {
+        let mut imp = p.imp.clone();
+        for fw in ["pml", "btl", "shm", "engine", "transport"] {
+            imp.env
+                .push((format!("OXMPI_MCA_{fw}_base_verbose"), "100".into()));
+        }
+        let args: Vec<String> = [
+            "lat", "1", "0.01", "0", "8", "4096", "65536", "1048576", "4194304",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut c = imp.command(2, self.cores, &p.oxbench, &args);
+        match runner::run(&mut c, self.cfg.timeout) {
+            Ok(o) => {
+                self.res.transport_lines =
+                    verbose_lines(&format!("{}\n{}", o.stderr, o.stdout), 80);
+                if !o.ok() {
+                    self.res
+                        .transport_lines
+                        .push(format!("(verbose run failed: {})", o.failure()));
+                }
+            }
+            Err(e) => self
+                .res
+                .transport_lines
+                .push(format!("(verbose run failed: {e})")),
+        }
+    }
+}
+
+/// Distinct verbose lines (order kept, `[host:pid] ` prefix removed, our own
+/// RESULT/BIND/RSS lines dropped), at most `max`.
+pub fn verbose_lines(text: &str, max: usize) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let t = l.trim();
+        let t = match (t.starts_with('['), t.find("] ")) {
+            (true, Some(i)) => &t[i + 2..],
+            _ => t,
+        };
+        if t.is_empty()
+            || ["RESULT ", "BIND ", "RSS "]
+                .iter()
+                .any(|k| t.starts_with(k))
+        {
+            continue;
+        }
+        if !seen.iter().any(|s| s == t) {
+            seen.push(t.to_string());
+            if seen.len() >= max {
+                break;
+            }
+        }
+    }
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits() {
+        let memcpy = [(67108864, 5.0), (1048576, 30.0), (4194304, 25.0)];
+        // 1 KiB: 50 ns line + 1024 B at 30 GB/s = 0.05 + 0.034133 us
+        let l = limit_for("lat", 1024, Some(50.0), &memcpy, None).unwrap();
+        assert!((l - (0.05 + 1024.0 / 30e3)).abs() < 1e-9);
+        assert_eq!(limit_for("bw", 4194304, None, &memcpy, None), Some(25000.0));
+        assert_eq!(
+            limit_for("bibw", 2 << 20, None, &memcpy, None),
+            Some(50000.0)
+        );
+        // bigger than any probe: the largest probe (DRAM-bound)
+        assert_eq!(limit_for("bw", 1 << 30, None, &memcpy, None), Some(5000.0));
+        assert_eq!(
+            limit_for("lat", 8, None, &memcpy, None),
+            None,
+            "needs the probe"
+        );
+        assert_eq!(limit_for("startup", 0, None, &memcpy, Some(0.8)), Some(0.8));
+        assert_eq!(
+            limit_for("allreduce", 8, Some(50.0), &memcpy, Some(1.0)),
+            None
+        );
+    }
+
+    #[test]
+    fn verbose_lines_dedup_and_strip() {
+        let t = "[h:1] pml: selected shm\n[h:2] pml: selected shm\nRESULT test=lat\n\
+                 [h:1] shm: size 65536 via rendezvous\n\nplain line\n";
+        assert_eq!(
+            verbose_lines(t, 10),
+            vec![
+                "pml: selected shm".to_string(),
+                "shm: size 65536 via rendezvous".to_string(),
+                "plain line".to_string()
+            ]
+        );
+        assert_eq!(verbose_lines(t, 1).len(), 1);
+    }
+}
