@@ -43,6 +43,8 @@ use oxmpi_wire::pmi::{CodecError, Decoder, Frame, Framing, Message};
 pub const MAX_LINE: usize = 1024;
 /// Longest PMI-2 value we send (Hydra truncates longer values).
 pub const MAX_V2_VALUE: usize = 1023;
+/// Longest reply line or frame body we accept from a server.
+const REPLY_LIMIT: usize = 64 * 1024;
 
 /// Errors of the PMI client. Each carries what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -477,7 +479,8 @@ impl Pmi {
     fn handshake(stream: Stream, settings: &Settings, initack: bool) -> Result<Pmi> {
         let mut conn = Conn {
             stream,
-            dec: Decoder::new(),
+            // Lenient with replies: Hydra answers values up to 1023 bytes plus framing.
+            dec: Decoder::with_limits(REPLY_LIMIT, REPLY_LIMIT),
             version: settings.version,
         };
         let mut env_rank = settings.rank;
@@ -711,15 +714,11 @@ impl Pmi {
     }
 
     fn chunk_len(&self, key: &str) -> usize {
-        // PMI-1: "cmd=put kvsname=<kvs> key=<key>.<nnnnn> value=<nnnnn>:<hex>\n" <= 1024.
+        // Sized for PMI-1 whatever our own version, since readers may speak PMI-1:
+        // "cmd=put kvsname=<kvs> key=<key>.<nnnnn> value=<nnnnn>:<hex>\n" <= 1024 bytes.
         let overhead =
             "cmd=put kvsname= key=. value=:\n".len() + self.kvsname.len() + key.len() + 10;
-        let v1 = MAX_LINE.saturating_sub(overhead);
-        let v2 = MAX_V2_VALUE - 10;
-        let n = match self.version() {
-            Some(Version::V1) => v1,
-            _ => v2,
-        };
+        let n = MAX_LINE.saturating_sub(overhead).min(MAX_V2_VALUE - 10);
         // Keep whole bytes (even number of hex digits), at least 2.
         (n & !1).max(2)
     }
