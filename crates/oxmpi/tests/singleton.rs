@@ -1,0 +1,314 @@
+//! The safe API in a singleton process (rank 0 of 1): messages to self through the engine.
+//!
+//! MPI can be initialized once per process, so everything runs in one test function.
+
+use oxmpi::{Equivalence, ErrorClass, ANY_SOURCE, ANY_TAG, PROC_NULL};
+
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+struct Sample {
+    id: u16,
+    value: f64,
+    ok: bool,
+}
+
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq, Default)]
+#[repr(C)]
+struct Pair {
+    a: i32,
+    b: i32,
+}
+
+fn sample(i: u16) -> Sample {
+    Sample {
+        id: i,
+        value: f64::from(i) * 0.5,
+        ok: i % 2 == 0,
+    }
+}
+
+#[test]
+fn singleton_point_to_point() {
+    // A launcher's PMI variables would make this a member of a bigger job.
+    for v in ["PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE"] {
+        assert!(
+            std::env::var_os(v).is_none(),
+            "run this test outside a launcher ({v} set)"
+        );
+    }
+    let universe = oxmpi::init().expect("init");
+    assert!(oxmpi::is_initialized());
+    let second = oxmpi::init().expect_err("second init must fail");
+    assert_eq!(second.class(), ErrorClass::Other);
+
+    let world = universe.world();
+    assert_eq!((world.rank(), world.size()), (0, 1));
+    let me = universe.self_comm();
+    assert_eq!((me.rank(), me.size()), (0, 1));
+
+    contiguous_roundtrip(&world);
+    non_contiguous_roundtrip(&world);
+    truncation(&world);
+    wildcards_and_probes(&world);
+    proc_null(&world);
+    bad_arguments(&world);
+    dropped_and_leaked_requests(&world);
+    cancel_and_test(&world);
+    separate_communicators(&universe);
+
+    universe.finalize().expect("finalize");
+    let after = oxmpi::init().expect_err("no init after finalize");
+    assert_eq!(after.class(), ErrorClass::Other);
+}
+
+fn contiguous_roundtrip(world: &oxmpi::Communicator<'_>) {
+    let data: Vec<u64> = (0..1000).map(|i| i * 3 + 1).collect();
+    let mut got = vec![0u64; 1000];
+    let status = oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut got[..], 0, 11).unwrap();
+        world.send(&data[..], 0, 11).unwrap();
+        r.wait().unwrap()
+    });
+    assert_eq!(got, data);
+    assert_eq!((status.source(), status.tag()), (0, 11));
+    assert_eq!(status.count::<u64>(), Some(1000));
+    assert_eq!(status.count_bytes(), 8000);
+
+    // A large message (beyond any eager limit) through isend + recv.
+    let big: Vec<f32> = (0..300_000).map(|i| i as f32).collect();
+    let mut big_got = vec![0f32; 300_000];
+    oxmpi::request::scope(|s| {
+        let w = world.isend_scoped(s, &big[..], 0, 12).unwrap();
+        let st = world.recv(&mut big_got[..], 0, 12).unwrap();
+        assert_eq!(st.count::<f32>(), Some(300_000));
+        w.wait().unwrap();
+    });
+    assert_eq!(big_got, big);
+
+    // sendrecv with different element types on both sides.
+    let mut pairs = [Pair::default(); 2];
+    let st = world
+        .sendrecv(&[1i32, 2, 3, 4][..], 0, 13, &mut pairs[..], 0, 13)
+        .unwrap();
+    assert_eq!(pairs, [Pair { a: 1, b: 2 }, Pair { a: 3, b: 4 }]);
+    assert_eq!(st.count::<Pair>(), Some(2));
+
+    // Synchronous send matched by a posted receive.
+    let mut one = [0i8; 3];
+    oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut one[..], 0, 14).unwrap();
+        world.ssend(&[-1i8, -2, -3][..], 0, 14).unwrap();
+        r.wait().unwrap();
+    });
+    assert_eq!(one, [-1, -2, -3]);
+}
+
+fn non_contiguous_roundtrip(world: &oxmpi::Communicator<'_>) {
+    let data: Vec<Sample> = (0..50).map(sample).collect();
+    assert!(!<Sample as Equivalence>::CONTIGUOUS);
+    let mut got = vec![sample(999); 50];
+    let status = oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut got[..], 0, 20).unwrap();
+        let w = world.isend_scoped(s, &data[..], 0, 20).unwrap();
+        w.wait().unwrap();
+        r.wait().unwrap()
+    });
+    assert_eq!(got, data);
+    // Packed size on the wire: 2 + 8 + 1 bytes per element, no padding.
+    assert_eq!(status.count_bytes(), 50 * 11);
+    assert_eq!(status.count::<Sample>(), Some(50));
+
+    let flags = [true, false, false, true];
+    world.send(&flags[..], 0, 21).unwrap();
+    let (v, st) = world.recv_vec::<bool>(0, 21).unwrap();
+    assert_eq!(v, flags);
+    assert_eq!(st.count::<bool>(), Some(4));
+}
+
+fn truncation(world: &oxmpi::Communicator<'_>) {
+    let mut small = [0u32; 2];
+    world.send(&[7u32, 8, 9, 10][..], 0, 30).unwrap();
+    let err = world.recv(&mut small[..], 0, 30).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Truncate);
+    assert_eq!(small, [7, 8], "the buffer holds what fit");
+    let st = err.status().expect("a truncated receive has a status");
+    assert_eq!((st.source(), st.tag()), (0, 30));
+
+    // The stream stays usable.
+    world.send(&[5u32][..], 0, 31).unwrap();
+    let st = world.recv(&mut small[..], 0, 31).unwrap();
+    assert_eq!(st.count::<u32>(), Some(1));
+    assert_eq!(small[0], 5);
+
+    // Truncation of a packed (non-contiguous) type keeps the whole elements that fit.
+    let mut two = [sample(0); 2];
+    world
+        .send(&[sample(1), sample(2), sample(3)][..], 0, 32)
+        .unwrap();
+    let err = world.recv(&mut two[..], 0, 32).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Truncate);
+    assert_eq!(two, [sample(1), sample(2)]);
+
+    // recv_vec of a message that is not a whole number of elements.
+    world.send(&[1u8, 2, 3][..], 0, 33).unwrap();
+    let err = world.recv_vec::<u16>(0, 33).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Truncate);
+    assert_eq!(
+        world.iprobe(0, 33).unwrap(),
+        None,
+        "the message was drained"
+    );
+}
+
+fn wildcards_and_probes(world: &oxmpi::Communicator<'_>) {
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+    world.send(&[1.0f64, 2.0][..], 0, 40).unwrap();
+    let st = world
+        .iprobe(ANY_SOURCE, ANY_TAG)
+        .unwrap()
+        .expect("a message");
+    assert_eq!((st.source(), st.tag(), st.count::<f64>()), (0, 40, Some(2)));
+    let st = world.probe(0, 40).unwrap();
+    assert_eq!(st.count_bytes(), 16);
+
+    let (msg, st) = world.mprobe(ANY_SOURCE, 40).unwrap();
+    assert_eq!(st.tag(), 40);
+    // A matched message is no longer visible to probes.
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+    let mut buf = [0f64; 2];
+    let st = msg.recv_into(&mut buf[..]).unwrap();
+    assert_eq!(buf, [1.0, 2.0]);
+    assert_eq!(st.source(), 0);
+
+    assert!(world.improbe(ANY_SOURCE, ANY_TAG).unwrap().is_none());
+    world.send(&[3i16][..], 0, 41).unwrap();
+    let (msg, _) = world.improbe(0, ANY_TAG).unwrap().expect("message");
+    drop(msg); // an unreceived message is drained
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+
+    // Non-overtaking: two messages with the same envelope arrive in order.
+    world.send(&[1u8][..], 0, 42).unwrap();
+    world.send(&[2u8][..], 0, 42).unwrap();
+    let mut b = [0u8];
+    world.recv(&mut b[..], ANY_SOURCE, ANY_TAG).unwrap();
+    assert_eq!(b[0], 1);
+    world.recv(&mut b[..], 0, 42).unwrap();
+    assert_eq!(b[0], 2);
+}
+
+fn proc_null(world: &oxmpi::Communicator<'_>) {
+    world.send(&[1u32][..], PROC_NULL, 0).unwrap();
+    let mut buf = [9u32; 2];
+    let st = world.recv(&mut buf[..], PROC_NULL, 5).unwrap();
+    assert_eq!(st.source(), PROC_NULL);
+    assert_eq!(st.count_bytes(), 0);
+    assert_eq!(buf, [9, 9], "a receive from PROC_NULL writes nothing");
+    let st = world.probe(PROC_NULL, ANY_TAG).unwrap();
+    assert_eq!(st.source(), PROC_NULL);
+}
+
+fn bad_arguments(world: &oxmpi::Communicator<'_>) {
+    let class = |r: oxmpi::Result<()>| r.unwrap_err().class();
+    assert_eq!(class(world.send(&[1u8][..], 1, 0)), ErrorClass::Rank);
+    assert_eq!(class(world.send(&[1u8][..], -7, 0)), ErrorClass::Rank);
+    assert_eq!(class(world.send(&[1u8][..], 0, -3)), ErrorClass::Tag);
+    assert_eq!(
+        class(world.send(&[1u8][..], 0, oxmpi::TAG_UB + 1)),
+        ErrorClass::Tag
+    );
+    let mut b = [0u8];
+    assert_eq!(
+        world.recv(&mut b[..], 5, 0).unwrap_err().class(),
+        ErrorClass::Rank
+    );
+    assert_eq!(
+        world.recv(&mut b[..], 0, -9).unwrap_err().class(),
+        ErrorClass::Tag
+    );
+    assert_eq!(
+        world.probe(3, ANY_TAG).unwrap_err().class(),
+        ErrorClass::Rank
+    );
+    // The error message names the operation and the rank.
+    let e = world.send(&[1u8][..], 4, 0).unwrap_err();
+    assert!(e.to_string().contains("peer 4"), "{e}");
+    // Nothing was left behind by the failed calls.
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+}
+
+fn dropped_and_leaked_requests(world: &oxmpi::Communicator<'_>) {
+    // A dropped receive request is waited (and its packed data unpacked) by its destructor.
+    let mut got = [sample(0); 3];
+    let data = [sample(4), sample(5), sample(6)];
+    oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut got[..], 0, 50).unwrap();
+        world.send(&data[..], 0, 50).unwrap();
+        drop(r);
+    });
+    assert_eq!(got, data);
+
+    // A leaked request is waited at the end of the scope, before the buffer is released.
+    let mut raw = [0u32; 4];
+    oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut raw[..], 0, 51).unwrap();
+        std::mem::forget(r);
+        world.send(&[10u32, 20, 30, 40][..], 0, 51).unwrap();
+    });
+    assert_eq!(raw, [10, 20, 30, 40]);
+
+    // wait_all over several requests.
+    let mut a = [0u8; 2];
+    let mut b = [0u8; 2];
+    let statuses = oxmpi::request::scope(|s| {
+        let ra = world.irecv_scoped(s, &mut a[..], 0, 52).unwrap();
+        let rb = world.irecv_scoped(s, &mut b[..], 0, 53).unwrap();
+        world.send(&[2u8, 2][..], 0, 53).unwrap();
+        world.send(&[1u8, 1][..], 0, 52).unwrap();
+        oxmpi::request::wait_all([ra, rb]).unwrap()
+    });
+    assert_eq!((a, b), ([1, 1], [2, 2]));
+    assert_eq!(
+        statuses.iter().map(|s| s.tag()).collect::<Vec<_>>(),
+        [52, 53]
+    );
+}
+
+fn cancel_and_test(world: &oxmpi::Communicator<'_>) {
+    let mut buf = [0i64; 1];
+    let st = oxmpi::request::scope(|s| {
+        let r = world.irecv_scoped(s, &mut buf[..], 0, 60).unwrap();
+        let r = r.test().expect_err("nothing was sent yet");
+        r.cancel();
+        r.wait().unwrap()
+    });
+    assert!(st.cancelled());
+    assert_eq!(buf, [0]);
+
+    // test() completes a request once its message is there.
+    let mut buf = [0i64; 1];
+    oxmpi::request::scope(|s| {
+        let mut r = world.irecv_scoped(s, &mut buf[..], 0, 61).unwrap();
+        world.send(&[77i64][..], 0, 61).unwrap();
+        loop {
+            match r.test() {
+                Ok(done) => {
+                    assert_eq!(done.unwrap().tag(), 61);
+                    break;
+                }
+                Err(again) => r = again,
+            }
+        }
+    });
+    assert_eq!(buf, [77]);
+}
+
+fn separate_communicators(universe: &oxmpi::Universe) {
+    // World and self have separate message spaces.
+    let world = universe.world();
+    let me = universe.self_comm();
+    me.send(&[1u8][..], 0, 70).unwrap();
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+    let mut b = [0u8];
+    me.recv(&mut b[..], 0, 70).unwrap();
+    assert_eq!(b, [1]);
+}
