@@ -1,7 +1,9 @@
 //! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]) and the
-//! verbose output framework ([`output`]).
+//! verbose output framework ([`output`]), component selection ([`select`]) and Slurm-style
+//! hostlists ([`hostlist`]).
 #![warn(missing_docs)]
 
+pub mod hostlist;
 pub mod output;
 pub mod params;
 pub mod select;
