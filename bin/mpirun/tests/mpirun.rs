@@ -1,0 +1,701 @@
+//! End-to-end tests of `mpirun`: exit status rules, messages, signals, timeout, IO
+//! forwarding, rank environment, bad input, and that nothing of a job is left behind
+//! (processes checked through /proc, the job directory through a private TMPDIR).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A private scratch directory per test, also used as the job's TMPDIR.
+struct Scratch {
+    dir: PathBuf,
+    mark: String,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let mark = format!("oxmpitest{}x{n}x{name}", std::process::id());
+        let dir = std::env::temp_dir().join(&mark);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        Scratch { dir, mark }
+    }
+
+    /// `mpirun` with TMPDIR pointing into the scratch dir and a marker variable that lets
+    /// `leftovers` find any process of the job.
+    fn mpirun(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mpirun"));
+        c.env("TMPDIR", self.dir.join("tmp"))
+            .env("OXMPI_TEST_MARK", &self.mark)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = self.mpirun().args(args).output().unwrap();
+        self.assert_clean();
+        out
+    }
+
+    /// Processes whose environment carries this test's marker.
+    fn leftovers(&self) -> Vec<String> {
+        let needle = format!("OXMPI_TEST_MARK={}", self.mark);
+        let me = std::process::id().to_string();
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
+                continue;
+            }
+            let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                continue;
+            };
+            // Zombies of already-reaped processes have an empty environ.
+            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+                found.push(format!("{name}: {}", cmd.replace('\0', " ")));
+            }
+        }
+        found
+    }
+
+    fn assert_clean(&self) {
+        let left = self.leftovers();
+        assert!(
+            left.is_empty(),
+            "processes of the job left behind: {left:?}"
+        );
+        let dirs: Vec<_> = std::fs::read_dir(self.dir.join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(dirs.is_empty(), "job directory left behind: {dirs:?}");
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn ranks_see_their_environment() {
+    let s = Scratch::new("env");
+    let o = s.run(&[
+        "-np",
+        "3",
+        "sh",
+        "-c",
+        "echo $OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_SIZE $OMPI_COMM_WORLD_LOCAL_RANK \
+         $OMPI_COMM_WORLD_LOCAL_SIZE $OMPI_COMM_WORLD_NODE_RANK $PMI_RANK $PMI_SIZE \
+         ${PMI_FD:+fd} ${PMI_JOBID:+job} ${OMPI_UNIVERSE_SIZE:+u}",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        sorted_lines(&stdout(&o)),
+        [
+            "0 3 0 3 0 0 3 fd job u",
+            "1 3 1 3 1 1 3 fd job u",
+            "2 3 2 3 2 2 3 fd job u"
+        ]
+    );
+}
+
+#[test]
+fn job_directory_is_private_and_removed() {
+    let s = Scratch::new("jobdir");
+    let o = s.run(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "test -d \"$OXMPI_JOB_DIR\" && stat -c %a \"$OXMPI_JOB_DIR\"",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "700\n700\n");
+}
+
+#[test]
+fn io_forwarding_delivers_every_line_exactly_once_in_order() {
+    let s = Scratch::new("iof");
+    const LINES: usize = 200_000;
+    let script = format!(
+        "awk -v r=$OMPI_COMM_WORLD_RANK 'BEGIN {{ for (i = 0; i < {LINES}; i++) print \"rank\" r \" line \" i }}'"
+    );
+    let o = s.run(&["-n", "4", "sh", "-c", &script]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut next = [0usize; 4];
+    for line in out.lines() {
+        let (r, i) = line
+            .strip_prefix("rank")
+            .and_then(|l| l.split_once(" line "))
+            .unwrap_or_else(|| panic!("mangled line {line:?}"));
+        let r: usize = r.parse().unwrap();
+        let i: usize = i.parse().unwrap();
+        assert_eq!(i, next[r], "rank {r}: line out of order or duplicated/lost");
+        next[r] += 1;
+    }
+    assert_eq!(next, [LINES; 4]);
+}
+
+#[test]
+fn tag_output_and_unterminated_last_line() {
+    let s = Scratch::new("tag");
+    let o = s.run(&[
+        "--tag-output",
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; printf tail",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        sorted_lines(&stdout(&o)),
+        [
+            "[1,0]<stdout>:out",
+            "[1,0]<stdout>:tail",
+            "[1,1]<stdout>:out",
+            "[1,1]<stdout>:tail"
+        ]
+    );
+    assert_eq!(
+        sorted_lines(&stderr(&o)),
+        ["[1,0]<stderr>:err", "[1,1]<stderr>:err"]
+    );
+}
+
+#[test]
+fn timestamp_output_prefixes_each_line() {
+    let s = Scratch::new("ts");
+    let o = s.run(&["--timestamp-output", "-n", "1", "echo", "x"]);
+    let out = stdout(&o);
+    let line = out.trim_end();
+    assert!(
+        line.starts_with('[') && line.ends_with("]<stdout>:x"),
+        "{line}"
+    );
+}
+
+#[test]
+fn output_filename_writes_per_rank_files() {
+    let s = Scratch::new("ofile");
+    let dir = s.dir.join("out");
+    let o = s.run(&[
+        "--output-filename",
+        dir.to_str().unwrap(),
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "echo o$OMPI_COMM_WORLD_RANK; echo e$OMPI_COMM_WORLD_RANK >&2",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(o.stdout.is_empty());
+    for r in 0..2 {
+        let d = dir.join("1").join(format!("rank.{r}"));
+        assert_eq!(
+            std::fs::read_to_string(d.join("stdout")).unwrap(),
+            format!("o{r}\n")
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("stderr")).unwrap(),
+            format!("e{r}\n")
+        );
+    }
+}
+
+#[test]
+fn exit_status_is_lowest_failing_rank() {
+    let s = Scratch::new("exit");
+    let o = s.run(&["-n", "4", "sh", "-c", "exit $((OMPI_COMM_WORLD_RANK + 2))"]);
+    // All ranks fail at about the same time; rank 0 is the lowest.
+    let code = o.status.code().unwrap();
+    assert!((2..=5).contains(&code), "{code}");
+    let err = stderr(&o);
+    assert!(err.contains(&format!("exited with status {code}")), "{err}");
+    let o = s.run(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "test $OMPI_COMM_WORLD_RANK -ne 1 || exit 9",
+    ]);
+    assert_eq!(o.status.code(), Some(9));
+    assert!(stderr(&o).contains("rank 1 (pid "), "{}", stderr(&o));
+}
+
+#[test]
+fn failing_rank_tears_down_the_rest() {
+    let s = Scratch::new("teardown");
+    let start = Instant::now();
+    let o = s.run(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "if [ $OMPI_COMM_WORLD_RANK = 2 ]; then exit 3; fi; sleep 600",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        start.elapsed() < Duration::from_secs(300),
+        "the sleepers were not stopped"
+    );
+}
+
+#[test]
+fn signal_death_is_reported_and_ends_the_job() {
+    let s = Scratch::new("signal");
+    let start = Instant::now();
+    let o = s.run(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "if [ $OMPI_COMM_WORLD_RANK = 1 ]; then kill -SEGV $$; fi; sleep 600",
+    ]);
+    assert_eq!(o.status.code(), Some(128 + 11));
+    let err = stderr(&o);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let want = format!(
+        "on host {} exited on signal 11 (Segmentation fault)",
+        host.trim()
+    );
+    assert!(err.contains("rank 1 (pid "), "{err}");
+    assert!(err.contains(&want), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(300));
+}
+
+#[test]
+fn timeout_has_its_own_exit_code() {
+    let s = Scratch::new("timeout");
+    let o = s.run(&["--timeout", "1", "-n", "2", "sleep", "600"]);
+    assert_eq!(o.status.code(), Some(124));
+    assert!(stderr(&o).contains("time limit"), "{}", stderr(&o));
+}
+
+#[test]
+fn sigterm_and_sigint_are_forwarded_and_the_job_torn_down() {
+    for (sig, name) in [(libc_sigterm(), "TERM"), (2, "INT")] {
+        let s = Scratch::new(&format!("fwd{name}"));
+        let mut child = s
+            .mpirun()
+            .args([
+                "-n",
+                "2",
+                "sh",
+                "-c",
+                "trap 'echo got$OMPI_COMM_WORLD_RANK; exit 0' TERM INT; echo ready; \
+                 while :; do sleep 1; done",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for _ in 0..2 {
+            // Both ranks run (and have installed their trap) before the signal is sent.
+            assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        }
+        let rc = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(rc.success());
+        let _rest: Vec<String> = lines.map(Result::unwrap).collect();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(128 + sig), "{name}");
+        let err = stderr(&o);
+        assert!(err.contains(&format!("received signal {sig} (")), "{err}");
+        s.assert_clean();
+    }
+}
+
+fn libc_sigterm() -> i32 {
+    15
+}
+
+#[test]
+fn stdin_goes_to_rank_zero_only_by_default() {
+    let s = Scratch::new("stdin");
+    let mut child = s
+        .mpirun()
+        .args([
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo $OMPI_COMM_WORLD_RANK:$(cat | wc -l)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"a\nb\nc\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    s.assert_clean();
+    assert_eq!(sorted_lines(&stdout(&o)), ["0:3", "1:0"]);
+    let o = s
+        .mpirun()
+        .args([
+            "--stdin",
+            "all",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo $(cat | wc -l)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"x\ny\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(stdout(&o), "2\n2\n");
+}
+
+#[test]
+fn mpmd_contexts_get_consecutive_ranks() {
+    let s = Scratch::new("mpmd");
+    let o = s.run(&[
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "echo a$OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE",
+        ":",
+        "-np",
+        "2",
+        "sh",
+        "-c",
+        "echo b$OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE/$OXMPI_APPNUM",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(sorted_lines(&stdout(&o)), ["a0/3", "b1/3/1", "b2/3/1"]);
+}
+
+#[test]
+fn exports_mca_prefix_and_wdir() {
+    let s = Scratch::new("exports");
+    let prefix = s.dir.join("pfx");
+    std::fs::create_dir_all(&prefix).unwrap();
+    let o = s
+        .mpirun()
+        .env("OXMPI_FWD_ME", "fwd")
+        .args([
+            "-x",
+            "OXMPI_FWD_ME",
+            "-x",
+            "OXMPI_SET_ME=v=1",
+            "-x",
+            "PATH=/usr/bin:/bin",
+            "--prefix",
+            prefix.to_str().unwrap(),
+            "-mca",
+            "btl_base_verbose",
+            "5",
+            "--wdir",
+            s.dir.to_str().unwrap(),
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo $OXMPI_FWD_ME $OXMPI_SET_ME $OXMPI_MCA_btl_base_verbose; echo $PATH; \
+             echo $LD_LIBRARY_PATH | cut -d: -f1; pwd",
+        ])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = prefix.display();
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "fwd v=1 5\n{p}/bin:/usr/bin:/bin\n{p}/lib\n{}\n",
+            s.dir.display()
+        )
+    );
+}
+
+#[test]
+fn oversubscribed_ranks_are_told_to_yield_unless_the_user_chose() {
+    let s = Scratch::new("yield");
+    let cores = 64; // more ranks than cores on any test machine we run on
+    let n = cores.to_string();
+    let o = s.run(&[
+        "-n",
+        &n,
+        "sh",
+        "-c",
+        "echo $OXMPI_OVERSUBSCRIBED ${OXMPI_MCA_mpi_yield_when_idle:-unset}",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).lines().all(|l| l == "1 1"), "{}", stdout(&o));
+    let o = s
+        .mpirun()
+        .env("OMPI_MCA_mpi_yield_when_idle", "0")
+        .args([
+            "-n",
+            &n,
+            "sh",
+            "-c",
+            "echo ${OXMPI_MCA_mpi_yield_when_idle:-unset}",
+        ])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert!(stdout(&o).lines().all(|l| l == "unset"), "{}", stdout(&o));
+    let o = s.run(&["-n", "1", "sh", "-c", "echo $OXMPI_OVERSUBSCRIBED"]);
+    assert_eq!(stdout(&o), "0\n");
+}
+
+#[test]
+fn report_bindings_and_core_binding() {
+    let s = Scratch::new("bind");
+    let o = s.run(&[
+        "--bind-to",
+        "core",
+        "--report-bindings",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "grep Cpus_allowed_list /proc/self/status | tr -d '\\t '",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("Rank 0 bound to cores "))
+        .expect(&err);
+    let cores = line.rsplit(' ').next().unwrap();
+    assert_eq!(stdout(&o), format!("Cpus_allowed_list:{cores}\n"));
+    let o = s.run(&["--report-bindings", "-n", "1", "true"]);
+    assert!(stderr(&o).contains("Rank 0 is not bound"), "{}", stderr(&o));
+}
+
+/// Each case: one line on stderr, exit status ≠ 0, and the program never ran.
+#[test]
+fn bad_input_launches_nothing() {
+    let s = Scratch::new("bad");
+    let marker = s.dir.join("ran");
+    let touch = format!("touch {}", marker.display());
+    let hostfile = s.dir.join("hosts");
+    std::fs::write(
+        &hostfile,
+        "# hosts\nlocalhost slots=2\nlocalhost slots=two\n",
+    )
+    .unwrap();
+    let noexec = s.dir.join("noexec");
+    std::fs::write(&noexec, "#!/bin/sh\n").unwrap();
+    let hf = hostfile.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--bogus", "sh", "-c", &touch],
+            "unknown option '--bogus'",
+        ),
+        (vec!["-n", "2"], "no program"),
+        (
+            vec!["-n", "2", "no-such-program-oxmpi"],
+            "no-such-program-oxmpi",
+        ),
+        (
+            vec!["-n", "1", noexec.to_str().unwrap()],
+            "not an executable",
+        ),
+        (vec!["--hostfile", hf, "sh", "-c", &touch], ":3: "),
+        (vec!["-n", "0", "sh", "-c", &touch], "'-n'"),
+        (
+            vec!["--nooversubscribe", "-n", "999", "sh", "-c", &touch],
+            "not enough slots",
+        ),
+        (vec!["--timeout", "soon", "sh", "-c", &touch], "--timeout"),
+        (vec!["--timeout", "0", "sh", "-c", &touch], "--timeout"),
+        (
+            vec!["--mca", "a", "1", "--mca", "a", "2", "sh", "-c", &touch],
+            "conflicting",
+        ),
+        (
+            vec!["--wdir", "/no/such/dir", "sh", "-c", &touch],
+            "/no/such/dir",
+        ),
+        (
+            vec!["--host", "far-away-node", "sh", "-c", &touch],
+            "far-away-node",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = s.run(&args);
+        let err = stderr(&o);
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!marker.exists(), "{args:?} launched the program");
+    }
+    let o = s.run(&["--nooversubscribe", "-n", "999", "true"]);
+    assert!(stderr(&o).contains("slots found: "), "{}", stderr(&o));
+}
+
+#[test]
+fn hostfile_and_host_slots_are_honoured() {
+    let s = Scratch::new("hostfile");
+    let hostfile = s.dir.join("hosts");
+    std::fs::write(&hostfile, "localhost slots=3 # three\n").unwrap();
+    let o = s.run(&[
+        "--hostfile",
+        hostfile.to_str().unwrap(),
+        "--nooversubscribe",
+        "sh",
+        "-c",
+        "echo $OMPI_COMM_WORLD_SIZE",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "3\n3\n3\n");
+    let o = s.run(&[
+        "--host",
+        "localhost,localhost",
+        "--nooversubscribe",
+        "-n",
+        "2",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = s.run(&[
+        "--host",
+        "localhost",
+        "--nooversubscribe",
+        "-n",
+        "2",
+        "true",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+}
+
+#[test]
+fn help_and_version() {
+    let s = Scratch::new("help");
+    let o = s.run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("--map-by"));
+    let o = s.run(&["--version"]);
+    assert!(stdout(&o).starts_with("mpirun (oxmpi) "));
+}
+
+/// Raw PMI-1 over the inherited fd: abort ends the job with the requested code.
+#[test]
+fn pmi_abort_ends_the_job_with_its_code() {
+    let s = Scratch::new("pmiabort");
+    let script = "exec 3<&$PMI_FD; \
+        if [ $PMI_RANK = 1 ]; then \
+          printf 'cmd=init pmi_version=1 pmi_subversion=1\\n' >&$PMI_FD; read -r reply <&3; \
+          printf 'cmd=abort exitcode=5\\n' >&$PMI_FD; fi; sleep 600";
+    let o = s.run(&["-n", "2", "sh", "-c", script]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rank 1 (pid "), "{}", stderr(&o));
+}
+
+/// A rank that initialized PMI and exits without finalize aborts the job.
+#[test]
+fn exit_without_finalize_is_an_error() {
+    let s = Scratch::new("nofin");
+    let script = "exec 3<&$PMI_FD; \
+        printf 'cmd=init pmi_version=1 pmi_subversion=1\\n' >&$PMI_FD; read -r reply <&3; \
+        if [ $PMI_RANK = 0 ]; then exit 0; fi; sleep 600";
+    let o = s.run(&["-n", "2", "sh", "-c", script]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("without calling finalize"),
+        "{}",
+        stderr(&o)
+    );
+    // Finalize makes it fine.
+    let script = "exec 3<&$PMI_FD; \
+        printf 'cmd=init pmi_version=1 pmi_subversion=1\\n' >&$PMI_FD; read -r reply <&3; \
+        printf 'cmd=finalize\\n' >&$PMI_FD; read -r reply <&3; echo $reply";
+    let o = s.run(&["-n", "2", "sh", "-c", script]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        out.lines().all(|l| l.starts_with("cmd=finalize_ack")),
+        "{out}"
+    );
+}
+
+fn mpich_programs(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let out = dir.join("bin");
+    std::fs::create_dir_all(&out).unwrap();
+    for p in ["hello", "ring", "allreduce", "abort"] {
+        let st = Command::new("mpicc.mpich")
+            .arg("-o")
+            .arg(out.join(p))
+            .arg(src.join(format!("{p}.c")))
+            .status()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "mpicc.mpich could not be run ({e}); install MPICH: apt-get install mpich libmpich-dev"
+                )
+            });
+        assert!(st.success(), "mpicc.mpich failed for {p}.c");
+    }
+    out
+}
+
+/// Programs built with Debian's MPICH run under our mpirun (PMI-1 over PMI_FD).
+#[test]
+fn mpich_programs_run_under_mpirun() {
+    let s = Scratch::new("mpich");
+    let bin = mpich_programs(&s.dir);
+    let run = |p: &str| {
+        let o = s.run(&["-n", "4", bin.join(p).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{p}: {}", stderr(&o));
+        stdout(&o)
+    };
+    assert_eq!(
+        sorted_lines(&run("hello")),
+        (0..4)
+            .map(|r| format!("hello from rank {r} of 4"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(run("ring"), "ring total 18\n");
+    assert_eq!(
+        sorted_lines(&run("allreduce")),
+        (0..4)
+            .map(|r| format!("rank {r} sum 10"))
+            .collect::<Vec<_>>()
+    );
+    let o = s.run(&["-n", "4", bin.join("abort").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("called abort with exit code 7"),
+        "{}",
+        stderr(&o)
+    );
+}
