@@ -1,0 +1,169 @@
+//! Runs the `ring` and `pingpong` examples under the installed `mpirun`.
+//!
+//! Needs `OXMPI_TEST_PREFIX` (set by `cargo xtask test`) pointing at an installed prefix, and the
+//! example binaries, which `cargo test` builds next to this test (`target/<profile>/examples`).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Safety net only: a hung job is killed after this long so the test fails instead of hanging.
+const HANG_LIMIT: Duration = Duration::from_secs(300);
+
+fn mpirun() -> PathBuf {
+    let prefix = std::env::var_os("OXMPI_TEST_PREFIX").unwrap_or_else(|| {
+        panic!(
+            "OXMPI_TEST_PREFIX is not set: these tests need an installed oxmpi prefix \
+             (run `cargo xtask test`, or `cargo xtask install --prefix DIR` and set \
+             OXMPI_TEST_PREFIX=DIR)"
+        )
+    });
+    let p = PathBuf::from(prefix).join("bin").join("mpirun");
+    assert!(p.exists(), "no mpirun at {}", p.display());
+    p
+}
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<this test> -> target/<profile>/examples/<name>
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("test binary in target/<profile>/deps")
+        .join("examples");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "example {name} not built at {} (run `cargo build -p oxmpi --examples`, or plain \
+         `cargo test -p oxmpi`, which builds the examples)",
+        p.display()
+    );
+    p
+}
+
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+fn read_all(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+fn wait_bounded(mut child: Child, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        if start.elapsed() > HANG_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {HANG_LIMIT:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run(np: u32, name: &str, args: &[&str]) -> Run {
+    let mut cmd = Command::new(mpirun());
+    cmd.arg("-n")
+        .arg(np.to_string())
+        .arg(example(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = format!("{cmd:?}");
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let out = read_all(child.stdout.take().expect("stdout"));
+    let err = read_all(child.stderr.take().expect("stderr"));
+    let status = wait_bounded(child, &what);
+    Run {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+fn check_ok(r: &Run, what: &str) {
+    assert!(
+        r.status.success(),
+        "{what} failed: {}\n--- stdout\n{}--- stderr\n{}",
+        r.status,
+        r.stdout,
+        r.stderr
+    );
+}
+
+#[test]
+fn ring_on_four_ranks() {
+    let r = run(4, "ring", &[]);
+    check_ok(&r, "mpirun -n 4 ring");
+    assert!(
+        r.stdout
+            .contains("ring complete: token came back from rank 3 after 3 hops, sum 6"),
+        "{}",
+        r.stdout
+    );
+    for rank in 1..4 {
+        assert!(
+            r.stdout.contains(&format!(
+                "rank {rank} of 4: got the token from rank {}",
+                rank - 1
+            )),
+            "{}",
+            r.stdout
+        );
+    }
+    for rank in 0..4 {
+        assert!(
+            r.stdout
+                .contains(&format!("rank {rank}: neighbour exchange ok")),
+            "{}",
+            r.stdout
+        );
+    }
+}
+
+#[test]
+fn ring_on_one_rank() {
+    let r = run(1, "ring", &[]);
+    check_ok(&r, "mpirun -n 1 ring");
+    assert!(r.stdout.contains("sum 0 (expected 0)"), "{}", r.stdout);
+}
+
+#[test]
+fn pingpong_on_two_ranks() {
+    // Up to 256 KiB: crosses the eager/rendezvous boundary; every round trip is checked.
+    let r = run(2, "pingpong", &["262144", "5"]);
+    check_ok(&r, "mpirun -n 2 pingpong");
+    assert!(r.stdout.contains("pingpong ok"), "{}", r.stdout);
+    let sizes: Vec<usize> = r
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let expected: Vec<usize> = std::iter::once(0)
+        .chain((0..=18).map(|k| 1usize << k))
+        .collect();
+    assert_eq!(sizes, expected, "{}", r.stdout);
+}
+
+#[test]
+fn pingpong_alone_fails_cleanly() {
+    let r = run(1, "pingpong", &[]);
+    assert!(!r.status.success(), "pingpong on one rank must fail");
+    assert!(
+        r.stderr.contains("pingpong needs at least 2 ranks"),
+        "stderr: {}",
+        r.stderr
+    );
+}
