@@ -1,4 +1,281 @@
-fn main() {
-    eprintln!("mpicc: not built yet");
-    std::process::exit(1);
+//! `mpicc` / `mpicxx`: compiler wrappers for oxmpi's MPICH-ABI `libmpi.so.12`.
+//!
+//! The install prefix is found from the executable's own path (`<prefix>/bin/mpicc`).
+//! The program looks at `argv[0]`: `mpicxx`/`mpic++`/`mpiCC` use the C++ compiler.
+//!
+//! Options understood by the wrapper (everything else goes to the compiler):
+//! * `-show` (MPICH) / `-showme` / `--showme` (Open MPI): print the command, do not run it;
+//! * `--showme:compile` / `-compile_info`: compile flags (`-compile_info` prints the
+//!   whole compile command, like MPICH);
+//! * `--showme:link` / `-link_info`: link flags (`-link_info`: the whole link command);
+//! * `--showme:incdirs`, `--showme:libdirs`, `--showme:libs`, `--showme:version`.
+//!
+//! Environment: `OXMPI_CC` / `OXMPI_CXX` choose the compiler (also `MPICH_CC`/`OMPI_CC`
+//! and the CXX forms); default `cc` / `c++`.
+//! Binaries are linked with a RUNPATH to `<prefix>/lib` so they run without
+//! `LD_LIBRARY_PATH`, while `LD_LIBRARY_PATH` can still point them at another
+//! `libmpi.so.12`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Which language the wrapper compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    C,
+    Cxx,
+}
+
+/// What to do with the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Run the compiler.
+    Run,
+    /// Print the full command.
+    Show,
+    /// Print only compile flags.
+    ShowCompile,
+    /// Print only link flags.
+    ShowLink,
+    /// Print include directories.
+    ShowIncdirs,
+    /// Print library directories.
+    ShowLibdirs,
+    /// Print library names.
+    ShowLibs,
+    /// Print the version.
+    ShowVersion,
+    /// MPICH `-compile_info`: the compile command.
+    CompileInfo,
+    /// MPICH `-link_info`: the link command.
+    LinkInfo,
+}
+
+/// The planned compiler invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Plan {
+    mode: Mode,
+    compiler: String,
+    args: Vec<String>,
+    link: bool,
+}
+
+fn lang_of(argv0: &str) -> Lang {
+    let base = Path::new(argv0)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if base.contains("cxx") || base.contains("c++") || base.contains("CC") {
+        Lang::Cxx
+    } else {
+        Lang::C
+    }
+}
+
+fn compiler(lang: Lang, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let keys: &[&str] = match lang {
+        Lang::C => &["OXMPI_CC", "MPICH_CC", "OMPI_CC"],
+        Lang::Cxx => &["OXMPI_CXX", "MPICH_CXX", "OMPI_CXX"],
+    };
+    keys.iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| match lang {
+            Lang::C => "cc".into(),
+            Lang::Cxx => "c++".into(),
+        })
+}
+
+/// Compile flags for `prefix`.
+fn compile_flags(prefix: &Path) -> Vec<String> {
+    vec![format!("-I{}", prefix.join("include").display())]
+}
+
+/// Link flags for `prefix`.
+fn link_flags(prefix: &Path) -> Vec<String> {
+    let lib = prefix.join("lib");
+    vec![
+        format!("-L{}", lib.display()),
+        format!("-Wl,-rpath,{}", lib.display()),
+        "-Wl,--enable-new-dtags".into(),
+        "-lmpi".into(),
+    ]
+}
+
+/// Parse the wrapper's own options out of the argument list.
+fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Plan {
+    let mut mode = Mode::Run;
+    let mut rest = Vec::new();
+    for a in args {
+        let m = match a.as_str() {
+            "-show" | "-showme" | "--showme" => Some(Mode::Show),
+            "--showme:compile" | "-showme:compile" => Some(Mode::ShowCompile),
+            "--showme:link" | "-showme:link" => Some(Mode::ShowLink),
+            "--showme:incdirs" | "-showme:incdirs" => Some(Mode::ShowIncdirs),
+            "--showme:libdirs" | "-showme:libdirs" => Some(Mode::ShowLibdirs),
+            "--showme:libs" | "-showme:libs" => Some(Mode::ShowLibs),
+            "--showme:version" | "-showme:version" => Some(Mode::ShowVersion),
+            "-compile_info" => Some(Mode::CompileInfo),
+            "-link_info" => Some(Mode::LinkInfo),
+            _ => None,
+        };
+        match m {
+            Some(m) => mode = m,
+            None => rest.push(a.clone()),
+        }
+    }
+    let compile_only = rest
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-E" | "-S" | "-M" | "-MM"));
+    let link = match mode {
+        Mode::CompileInfo => false,
+        Mode::LinkInfo => true,
+        _ => !compile_only,
+    };
+    Plan {
+        mode,
+        compiler: compiler(lang_of(argv0), env),
+        args: rest,
+        link,
+    }
+}
+
+/// The full command line: compiler, compile flags, user arguments, link flags.
+fn command_line(p: &Plan, prefix: &Path) -> Vec<String> {
+    let mut v = vec![p.compiler.clone()];
+    v.extend(compile_flags(prefix));
+    v.extend(p.args.iter().cloned());
+    if p.link {
+        v.extend(link_flags(prefix));
+    }
+    v
+}
+
+/// The prefix this binary is installed in (`<prefix>/bin/mpicc` → `<prefix>`).
+fn install_prefix() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own path: {e}"))?;
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("{} is not inside <prefix>/bin", exe.display()))
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args();
+    let argv0 = argv.next().unwrap_or_else(|| "mpicc".into());
+    let args: Vec<String> = argv.collect();
+    let name = Path::new(&argv0)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "mpicc".into());
+    let prefix = match install_prefix() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let p = plan(&argv0, &args, &|k| std::env::var(k).ok());
+    let line = |v: Vec<String>| println!("{}", v.join(" "));
+    match p.mode {
+        Mode::Show | Mode::CompileInfo | Mode::LinkInfo => line(command_line(&p, &prefix)),
+        Mode::ShowCompile => line(compile_flags(&prefix)),
+        Mode::ShowLink => line(link_flags(&prefix)),
+        Mode::ShowIncdirs => println!("{}", prefix.join("include").display()),
+        Mode::ShowLibdirs => println!("{}", prefix.join("lib").display()),
+        Mode::ShowLibs => println!("mpi"),
+        Mode::ShowVersion => println!("{name}: oxmpi {}", env!("CARGO_PKG_VERSION")),
+        Mode::Run => {
+            if p.args.is_empty() {
+                eprintln!("{name}: no input files (try '{name} -show')");
+                return ExitCode::FAILURE;
+            }
+            let v = command_line(&p, &prefix);
+            return match Command::new(&v[0]).args(&v[1..]).status() {
+                Ok(s) => match s.code() {
+                    Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
+                    None => ExitCode::FAILURE,
+                },
+                Err(e) => {
+                    eprintln!("{name}: cannot run the compiler '{}': {e}", v[0]);
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn show_prints_compile_and_link_flags_around_the_arguments() {
+        let p = plan(
+            "/opt/x/bin/mpicc",
+            &s(&["-show", "a.c", "-o", "a"]),
+            &no_env,
+        );
+        assert_eq!(p.mode, Mode::Show);
+        let v = command_line(&p, Path::new("/opt/x"));
+        assert_eq!(
+            v,
+            s(&[
+                "cc",
+                "-I/opt/x/include",
+                "a.c",
+                "-o",
+                "a",
+                "-L/opt/x/lib",
+                "-Wl,-rpath,/opt/x/lib",
+                "-Wl,--enable-new-dtags",
+                "-lmpi"
+            ])
+        );
+    }
+
+    #[test]
+    fn compile_only_omits_link_flags() {
+        let p = plan("mpicc", &s(&["-c", "a.c"]), &no_env);
+        assert!(!p.link);
+        assert!(!command_line(&p, Path::new("/p")).contains(&"-lmpi".to_string()));
+        let p = plan("mpicc", &s(&["-compile_info"]), &no_env);
+        assert_eq!(p.mode, Mode::CompileInfo);
+        assert!(!p.link);
+        let p = plan("mpicc", &s(&["-link_info"]), &no_env);
+        assert!(p.link);
+    }
+
+    #[test]
+    fn argv0_and_env_choose_the_compiler() {
+        assert_eq!(plan("/p/bin/mpicxx", &[], &no_env).compiler, "c++");
+        assert_eq!(plan("mpic++", &[], &no_env).compiler, "c++");
+        assert_eq!(plan("mpicc", &[], &no_env).compiler, "cc");
+        let env = |k: &str| (k == "OXMPI_CC").then(|| "gcc-12".to_string());
+        assert_eq!(plan("mpicc", &[], &env).compiler, "gcc-12");
+        let env = |k: &str| (k == "MPICH_CXX").then(|| "clang++".to_string());
+        assert_eq!(plan("mpicxx", &[], &env).compiler, "clang++");
+    }
+
+    #[test]
+    fn showme_variants() {
+        assert_eq!(
+            plan("mpicc", &s(&["--showme:compile"]), &no_env).mode,
+            Mode::ShowCompile
+        );
+        assert_eq!(
+            plan("mpicc", &s(&["-showme:link"]), &no_env).mode,
+            Mode::ShowLink
+        );
+        assert_eq!(plan("mpicc", &s(&["-showme"]), &no_env).mode, Mode::Show);
+        assert_eq!(compile_flags(Path::new("/q")), s(&["-I/q/include"]));
+        assert_eq!(link_flags(Path::new("/q"))[0], "-L/q/lib");
+    }
 }

@@ -1,1 +1,37 @@
-//! C ABI: MPICH-compatible libmpi.so.12 over the oxmpi engine.
+//! C ABI of oxmpi: an MPICH-compatible `libmpi.so.12` over the oxmpi engine.
+//!
+//! This crate is built as a `staticlib` and linked into `libmpi.so.12` by
+//! `cargo xtask install` (see `xtask/src/libmpi.rs`): every MPI function is exported as a
+//! strong `PMPI_*` symbol and a weak `MPI_*` alias (the MPI profiling interface); the
+//! version script exports nothing else. The header is `include/mpi.h` (MPICH's handle
+//! values and 20-byte `MPI_Status`).
+//!
+//! Layout:
+//! * [`ffi`]: the entry-point macro (`catch_unwind`, error handlers, weak aliases) and
+//!   checked pointer helpers;
+//! * [`state`]: handle tables with MPICH's 32-bit handle encoding;
+//! * [`datatype`]: predefined and derived datatypes, pack/unpack;
+//! * [`request`], [`p2p`]: point-to-point over the engine's byte interface;
+//! * [`errors`]: error classes, strings and handlers;
+//! * [`env`], [`comm`], [`op`], [`misc`]: the rest of the implemented API;
+//! * [`stubs`]: exported functions that are not implemented yet (they raise
+//!   `MPI_ERR_UNSUPPORTED_OPERATION`; the list is in `UNIMPLEMENTED.md`).
+//!
+//! All exported functions are `unsafe extern "C"`: their safety contract is the MPI
+//! standard's (valid pointers of the documented types and sizes).
+#![allow(clippy::missing_safety_doc)]
+
+#[macro_use]
+pub(crate) mod ffi;
+pub(crate) mod backend;
+pub mod comm;
+pub mod consts;
+pub mod datatype;
+pub mod env;
+pub mod errors;
+pub mod misc;
+pub mod op;
+pub mod p2p;
+pub mod request;
+pub mod state;
+pub mod stubs;

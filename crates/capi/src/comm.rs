@@ -1,0 +1,535 @@
+//! Communicators (rank, size, names, comparison, attributes, free) and groups.
+
+use crate::consts::*;
+use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+use crate::state::{lock, Group, Keyval};
+use std::ffi::{c_char, c_int, c_void};
+
+mpi_fn! {
+    /// `MPI_Comm_rank`.
+    fn PMPI_Comm_rank / "MPI_Comm_rank" (comm: c_int, rank: *mut c_int) {
+        let r = lock().comm(comm)?.rank;
+        out(rank, r, "rank").map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_size`.
+    fn PMPI_Comm_size / "MPI_Comm_size" (comm: c_int, size: *mut c_int) {
+        let s = lock().comm(comm)?.size;
+        out(size, s, "size").map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_compare`.
+    fn PMPI_Comm_compare / "MPI_Comm_compare" (comm1: c_int, comm2: c_int, result: *mut c_int) {
+        let st = lock();
+        let a = st.comm(comm1)?;
+        let b = st.comm(comm2)?;
+        let r = if comm1 == comm2 {
+            MPI_IDENT
+        } else if a.group == b.group {
+            MPI_CONGRUENT
+        } else {
+            let mut x = a.group.clone();
+            let mut y = b.group.clone();
+            x.sort_unstable();
+            y.sort_unstable();
+            if x == y { MPI_SIMILAR } else { MPI_UNEQUAL }
+        };
+        drop(st);
+        out(result, r, "result")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_test_inter`: every communicator here is an intracommunicator.
+    fn PMPI_Comm_test_inter / "MPI_Comm_test_inter" (comm: c_int, flag: *mut c_int) {
+        lock().comm(comm)?;
+        out(flag, 0, "flag")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_remote_size`: only defined for intercommunicators.
+    fn PMPI_Comm_remote_size / "MPI_Comm_remote_size" (comm: c_int, _size: *mut c_int) {
+        lock().comm(comm)?;
+        mpi_bail!(MPI_ERR_COMM, "MPI_Comm_remote_size on an intracommunicator");
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_remote_group`: only defined for intercommunicators.
+    fn PMPI_Comm_remote_group / "MPI_Comm_remote_group" (comm: c_int, _group: *mut c_int) {
+        lock().comm(comm)?;
+        mpi_bail!(MPI_ERR_COMM, "MPI_Comm_remote_group on an intracommunicator");
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_parent`: no dynamic processes, so `MPI_COMM_NULL`.
+    fn PMPI_Comm_get_parent / "MPI_Comm_get_parent" (parent: *mut c_int) {
+        out(parent, MPI_COMM_NULL, "parent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_name`.
+    fn PMPI_Comm_get_name / "MPI_Comm_get_name" (comm: c_int, name: *mut c_char, resultlen: *mut c_int) {
+        let n = lock().comm(comm)?.name.clone();
+        let len = copy_cstr(name, MPI_MAX_OBJECT_NAME as usize, &n)?;
+        out(resultlen, len, "resultlen")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_name`.
+    fn PMPI_Comm_set_name / "MPI_Comm_set_name" (comm: c_int, name: *const c_char) {
+        let s = read_cstr(name, "name")?;
+        let mut st = lock();
+        let c = st.comm_mut(comm)?;
+        c.name = s.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_group`.
+    fn PMPI_Comm_group / "MPI_Comm_group" (comm: c_int, group: *mut c_int) {
+        let mut st = lock();
+        let members = st.comm(comm)?.group.clone();
+        let h = if members.is_empty() { MPI_GROUP_EMPTY } else { st.groups.insert(Group { members }) };
+        drop(st);
+        out(group, h, "group")
+    }
+}
+
+/// The predefined attributes of MPI_COMM_WORLD (values live in static storage because
+/// MPI returns a pointer to them).
+fn predefined_attr(keyval: c_int) -> Option<*mut c_void> {
+    use std::sync::OnceLock;
+    struct Vals([c_int; 5]);
+    static V: OnceLock<Box<Vals>> = OnceLock::new();
+    let v = V.get_or_init(|| {
+        let size = lock().world.as_ref().map_or(1, |w| w.size);
+        Box::new(Vals([
+            crate::backend::TAG_UB,
+            MPI_PROC_NULL,
+            MPI_ANY_SOURCE,
+            0,
+            size,
+        ]))
+    });
+    let p = |i: usize| &v.0[i] as *const c_int as *mut c_void;
+    match keyval {
+        MPI_TAG_UB => Some(p(0)),
+        MPI_HOST => Some(p(1)),
+        MPI_IO => Some(p(2)),
+        MPI_WTIME_IS_GLOBAL => Some(p(3)),
+        MPI_UNIVERSE_SIZE => Some(p(4)),
+        _ => None,
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_attr`.
+    fn PMPI_Comm_get_attr / "MPI_Comm_get_attr" (comm: c_int, keyval: c_int, attribute_val: *mut *mut c_void, flag: *mut c_int) {
+        let st = lock();
+        let c = st.comm(comm)?;
+        if flag.is_null() || attribute_val.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL attribute_val or flag");
+        }
+        if let Some(v) = c.attrs.get(&keyval) {
+            let v = *v;
+            drop(st);
+            out(attribute_val, v as *mut c_void, "attribute_val")?;
+            return out(flag, 1, "flag");
+        }
+        let is_world = comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF;
+        let known_user = st.keyvals.get(keyval).is_some();
+        drop(st);
+        if let Some(p) = predefined_attr(keyval) {
+            if is_world {
+                out(attribute_val, p, "attribute_val")?;
+                return out(flag, 1, "flag");
+            }
+            return out(flag, 0, "flag");
+        }
+        if matches!(keyval, MPI_APPNUM | MPI_LASTUSEDCODE) {
+            return out(flag, 0, "flag");
+        }
+        if !known_user {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        }
+        out(flag, 0, "flag")
+    }
+}
+
+type CopyFn =
+    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// Call the delete callback of `keyval` for an attribute value (no lock held).
+fn call_delete(comm: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
+    if kv.delete == 0 {
+        return MPI_SUCCESS;
+    }
+    // SAFETY: `kv.delete` is a non-NULL MPI_Comm_delete_attr_function pointer registered
+    // by the user with MPI_Comm_create_keyval.
+    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+    // SAFETY: calling the user's callback with the arguments the standard prescribes.
+    unsafe { f(comm, keyval, value as *mut c_void, kv.extra as *mut c_void) }
+}
+
+/// Delete every attribute of `comm`, calling the delete callbacks (used by MPI_Finalize
+/// for MPI_COMM_SELF and by MPI_Comm_free).
+pub(crate) fn delete_all_attrs(comm: c_int) {
+    let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
+        let mut st = lock();
+        let Ok(c) = st.comm_mut(comm) else { return };
+        let a: Vec<_> = c.attrs.drain().collect();
+        a.into_iter()
+            .map(|(k, v)| (k, v, st.keyvals.get(k).copied()))
+            .collect()
+    };
+    for (k, v, kv) in attrs {
+        if let Some(kv) = kv {
+            call_delete(comm, k, kv, v);
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_attr`.
+    fn PMPI_Comm_set_attr / "MPI_Comm_set_attr" (comm: c_int, keyval: c_int, attribute_val: *mut c_void) {
+        let mut st = lock();
+        let Some(kv) = st.keyvals.get(keyval).copied() else {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        };
+        let old = st.comm_mut(comm)?.attrs.insert(keyval, attribute_val as usize);
+        drop(st);
+        if let Some(old) = old {
+            let rc = call_delete(comm, keyval, kv, old);
+            if rc != MPI_SUCCESS {
+                mpi_bail!(rc, "attribute delete callback failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_delete_attr`.
+    fn PMPI_Comm_delete_attr / "MPI_Comm_delete_attr" (comm: c_int, keyval: c_int) {
+        let mut st = lock();
+        let Some(kv) = st.keyvals.get(keyval).copied() else {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        };
+        let Some(old) = st.comm_mut(comm)?.attrs.remove(&keyval) else {
+            mpi_bail!(MPI_ERR_KEYVAL, "attribute {keyval:#x} is not set on this communicator");
+        };
+        drop(st);
+        let rc = call_delete(comm, keyval, kv, old);
+        if rc != MPI_SUCCESS {
+            mpi_bail!(rc, "attribute delete callback failed");
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_create_keyval`.
+    fn PMPI_Comm_create_keyval / "MPI_Comm_create_keyval" (copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
+        let h = lock().keyvals.insert(Keyval {
+            copy: copy_fn.map_or(0, |f| f as usize),
+            delete: delete_fn.map_or(0, |f| f as usize),
+            extra: extra_state as usize,
+        });
+        out(keyval, h, "keyval")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_free_keyval`.
+    fn PMPI_Comm_free_keyval / "MPI_Comm_free_keyval" (keyval: *mut c_int) {
+        let k = inp(keyval, "keyval")?;
+        if lock().keyvals.remove(k).is_none() {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {k:#x}");
+        }
+        out(keyval, MPI_KEYVAL_INVALID, "keyval")
+    }
+}
+
+/// `MPIR_Dup_fn`: the predefined copy function behind `MPI_DUP_FN`/`MPI_COMM_DUP_FN`:
+/// copies the attribute value.
+///
+/// # Safety
+/// `attribute_val_out` and `flag` must be valid output pointers.
+#[no_mangle]
+pub unsafe extern "C" fn MPIR_Dup_fn(
+    _oldcomm: c_int,
+    _keyval: c_int,
+    _extra_state: *mut c_void,
+    attribute_val_in: *mut c_void,
+    attribute_val_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    if attribute_val_out.is_null() || flag.is_null() {
+        return MPI_ERR_ARG;
+    }
+    // SAFETY: per the MPI copy-callback contract `attribute_val_out` points to a `void*`
+    // and `flag` to an int; both were checked non-NULL.
+    unsafe {
+        attribute_val_out
+            .cast::<*mut c_void>()
+            .write_unaligned(attribute_val_in);
+        flag.write_unaligned(1);
+    }
+    MPI_SUCCESS
+}
+
+mpi_fn! {
+    /// `MPI_Comm_free`.
+    fn PMPI_Comm_free / "MPI_Comm_free" (comm: *mut c_int) {
+        let h = inp(comm, "comm")?;
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            mpi_bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
+        }
+        lock().comm(h)?;
+        delete_all_attrs(h);
+        let c = lock().comms.remove(h);
+        if let Some(c) = c {
+            crate::backend::engine()?.comm_free(c.ecomm).map_err(crate::backend::err)?;
+        }
+        out(comm, MPI_COMM_NULL, "comm")
+    }
+}
+
+// ---- groups ----
+
+impl crate::state::State {
+    /// The members of group `h`.
+    pub fn group(&self, h: c_int) -> MpiResult<Vec<i32>> {
+        if h == MPI_GROUP_EMPTY {
+            return Ok(vec![]);
+        }
+        match self.groups.get(h) {
+            Some(g) => Ok(g.members.clone()),
+            None => mpi_bail!(MPI_ERR_GROUP, "invalid group handle {h:#x}"),
+        }
+    }
+    /// Store a group; empty groups map to `MPI_GROUP_EMPTY`.
+    pub fn new_group(&mut self, members: Vec<i32>) -> c_int {
+        if members.is_empty() {
+            MPI_GROUP_EMPTY
+        } else {
+            self.groups.insert(Group { members })
+        }
+    }
+    /// Our world rank.
+    pub fn world_rank(&self) -> i32 {
+        self.world.as_ref().map_or(0, |w| w.rank)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_size`.
+    fn PMPI_Group_size / "MPI_Group_size" (group: c_int, size: *mut c_int) {
+        let n = lock().group(group)?.len();
+        out(size, n as c_int, "size")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_rank`.
+    fn PMPI_Group_rank / "MPI_Group_rank" (group: c_int, rank: *mut c_int) {
+        let st = lock();
+        let g = st.group(group)?;
+        let me = st.world_rank();
+        drop(st);
+        let r = g.iter().position(|&w| w == me).map_or(MPI_UNDEFINED, |p| p as c_int);
+        out(rank, r, "rank")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_free`.
+    fn PMPI_Group_free / "MPI_Group_free" (group: *mut c_int) {
+        let h = inp(group, "group")?;
+        if h != MPI_GROUP_EMPTY && lock().groups.remove(h).is_none() {
+            mpi_bail!(MPI_ERR_GROUP, "invalid group handle {h:#x}");
+        }
+        out(group, MPI_GROUP_NULL, "group")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_translate_ranks`.
+    fn PMPI_Group_translate_ranks / "MPI_Group_translate_ranks" (group1: c_int, n: c_int, ranks1: *const c_int, group2: c_int, ranks2: *mut c_int) {
+        let n = crate::ffi::check_count(n)?;
+        let st = lock();
+        let g1 = st.group(group1)?;
+        let g2 = st.group(group2)?;
+        drop(st);
+        let r1 = slice_in(ranks1, n, "ranks1")?;
+        let r2 = slice_out(ranks2, n, "ranks2")?;
+        for (o, &r) in r2.iter_mut().zip(r1) {
+            *o = if r == MPI_PROC_NULL {
+                MPI_PROC_NULL
+            } else {
+                let Some(&w) = usize::try_from(r).ok().and_then(|i| g1.get(i)) else {
+                    mpi_bail!(MPI_ERR_RANK, "rank {r} not in group1 (size {})", g1.len());
+                };
+                g2.iter().position(|&x| x == w).map_or(MPI_UNDEFINED, |p| p as c_int)
+            };
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_compare`.
+    fn PMPI_Group_compare / "MPI_Group_compare" (group1: c_int, group2: c_int, result: *mut c_int) {
+        let st = lock();
+        let a = st.group(group1)?;
+        let b = st.group(group2)?;
+        drop(st);
+        let r = if a == b {
+            MPI_IDENT
+        } else {
+            let (mut x, mut y) = (a, b);
+            x.sort_unstable();
+            y.sort_unstable();
+            if x == y { MPI_SIMILAR } else { MPI_UNEQUAL }
+        };
+        out(result, r, "result")
+    }
+}
+
+/// Shared body of the set operations.
+fn set_op(
+    group1: c_int,
+    group2: c_int,
+    newgroup: *mut c_int,
+    f: fn(&[i32], &[i32]) -> Vec<i32>,
+) -> MpiResult {
+    let mut st = lock();
+    let a = st.group(group1)?;
+    let b = st.group(group2)?;
+    let h = st.new_group(f(&a, &b));
+    drop(st);
+    out(newgroup, h, "newgroup")
+}
+
+mpi_fn! {
+    /// `MPI_Group_union`.
+    fn PMPI_Group_union / "MPI_Group_union" (group1: c_int, group2: c_int, newgroup: *mut c_int) {
+        set_op(group1, group2, newgroup, |a, b| {
+            let mut v = a.to_vec();
+            v.extend(b.iter().filter(|x| !a.contains(x)));
+            v
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_intersection`.
+    fn PMPI_Group_intersection / "MPI_Group_intersection" (group1: c_int, group2: c_int, newgroup: *mut c_int) {
+        set_op(group1, group2, newgroup, |a, b| a.iter().copied().filter(|x| b.contains(x)).collect())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_difference`.
+    fn PMPI_Group_difference / "MPI_Group_difference" (group1: c_int, group2: c_int, newgroup: *mut c_int) {
+        set_op(group1, group2, newgroup, |a, b| a.iter().copied().filter(|x| !b.contains(x)).collect())
+    }
+}
+
+/// Validate a list of distinct ranks of a group of `size`.
+fn check_ranks(ranks: &[c_int], size: usize) -> MpiResult {
+    let mut seen = vec![false; size];
+    for &r in ranks {
+        let Some(s) = usize::try_from(r).ok().filter(|&i| i < size) else {
+            mpi_bail!(MPI_ERR_RANK, "rank {r} out of range (group size {size})");
+        };
+        if seen[s] {
+            mpi_bail!(MPI_ERR_RANK, "rank {r} given twice");
+        }
+        seen[s] = true;
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Group_incl`.
+    fn PMPI_Group_incl / "MPI_Group_incl" (group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) {
+        let n = crate::ffi::check_count(n)?;
+        let mut st = lock();
+        let g = st.group(group)?;
+        let r = slice_in(ranks, n, "ranks")?;
+        check_ranks(r, g.len())?;
+        let h = st.new_group(r.iter().map(|&i| g[i as usize]).collect());
+        drop(st);
+        out(newgroup, h, "newgroup")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_excl`.
+    fn PMPI_Group_excl / "MPI_Group_excl" (group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) {
+        let n = crate::ffi::check_count(n)?;
+        let mut st = lock();
+        let g = st.group(group)?;
+        let r = slice_in(ranks, n, "ranks")?;
+        check_ranks(r, g.len())?;
+        let h = st.new_group(g.iter().enumerate().filter(|(i, _)| !r.contains(&(*i as c_int))).map(|(_, &w)| w).collect());
+        drop(st);
+        out(newgroup, h, "newgroup")
+    }
+}
+
+/// Expand `(first, last, stride)` triplets into ranks.
+fn expand_ranges(n: usize, ranges: *const [c_int; 3], size: usize) -> MpiResult<Vec<c_int>> {
+    let tr = slice_in(ranges, n, "ranges")?;
+    let mut v = Vec::new();
+    for &[first, last, stride] in tr {
+        if stride == 0 {
+            mpi_bail!(MPI_ERR_ARG, "zero stride in a rank range");
+        }
+        let mut r = first;
+        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+            v.push(r);
+            r += stride;
+        }
+    }
+    check_ranks(&v, size)?;
+    Ok(v)
+}
+
+mpi_fn! {
+    /// `MPI_Group_range_incl`.
+    fn PMPI_Group_range_incl / "MPI_Group_range_incl" (group: c_int, n: c_int, ranges: *const [c_int; 3], newgroup: *mut c_int) {
+        let n = crate::ffi::check_count(n)?;
+        let mut st = lock();
+        let g = st.group(group)?;
+        let r = expand_ranges(n, ranges, g.len())?;
+        let h = st.new_group(r.iter().map(|&i| g[i as usize]).collect());
+        drop(st);
+        out(newgroup, h, "newgroup")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Group_range_excl`.
+    fn PMPI_Group_range_excl / "MPI_Group_range_excl" (group: c_int, n: c_int, ranges: *const [c_int; 3], newgroup: *mut c_int) {
+        let n = crate::ffi::check_count(n)?;
+        let mut st = lock();
+        let g = st.group(group)?;
+        let r = expand_ranges(n, ranges, g.len())?;
+        let h = st.new_group(g.iter().enumerate().filter(|(i, _)| !r.contains(&(*i as c_int))).map(|(_, &w)| w).collect());
+        drop(st);
+        out(newgroup, h, "newgroup")
+    }
+}

@@ -1,0 +1,1017 @@
+//! Datatypes: the predefined MPICH datatypes, derived-type constructors, and pack/unpack
+//! of non-contiguous data around the engine's byte interface.
+//!
+//! A datatype is described by its *blocks*: the byte ranges one element occupies, in
+//! type-map order, each tagged with the size of the basic elements it holds (used by
+//! `MPI_Get_elements`). Adjacent blocks of the same basic size are merged, so a contiguous
+//! type has exactly one block.
+
+use crate::consts::*;
+use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+use crate::state::{lock, State};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Arc, OnceLock};
+
+const BUILTINS: &[(c_int, &str)] = &[
+    (MPI_AINT, "MPI_AINT"),
+    (MPI_COUNT, "MPI_COUNT"),
+    (MPI_OFFSET, "MPI_OFFSET"),
+    (MPI_PACKED, "MPI_PACKED"),
+    (MPI_SHORT, "MPI_SHORT"),
+    (MPI_INT, "MPI_INT"),
+    (MPI_LONG, "MPI_LONG"),
+    (MPI_LONG_LONG, "MPI_LONG_LONG"),
+    (MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT"),
+    (MPI_UNSIGNED, "MPI_UNSIGNED"),
+    (MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG"),
+    (MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG"),
+    (MPI_FLOAT, "MPI_FLOAT"),
+    (MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX"),
+    (MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX"),
+    (MPI_DOUBLE, "MPI_DOUBLE"),
+    (MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX"),
+    (MPI_CXX_DOUBLE_COMPLEX, "MPI_CXX_DOUBLE_COMPLEX"),
+    (MPI_LOGICAL, "MPI_LOGICAL"),
+    (MPI_INTEGER, "MPI_INTEGER"),
+    (MPI_REAL, "MPI_REAL"),
+    (MPI_COMPLEX, "MPI_COMPLEX"),
+    (MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION"),
+    (MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX"),
+    (MPI_CHARACTER, "MPI_CHARACTER"),
+    (MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE"),
+    (MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX"),
+    (MPI_CXX_LONG_DOUBLE_COMPLEX, "MPI_CXX_LONG_DOUBLE_COMPLEX"),
+    (MPI_FLOAT_INT, "MPI_FLOAT_INT"),
+    (MPI_DOUBLE_INT, "MPI_DOUBLE_INT"),
+    (MPI_LONG_INT, "MPI_LONG_INT"),
+    (MPI_2INT, "MPI_2INT"),
+    (MPI_SHORT_INT, "MPI_SHORT_INT"),
+    (MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT"),
+    (MPI_2REAL, "MPI_2REAL"),
+    (MPI_2DOUBLE_PRECISION, "MPI_2DOUBLE_PRECISION"),
+    (MPI_2INTEGER, "MPI_2INTEGER"),
+    (MPI_C_BOOL, "MPI_C_BOOL"),
+    (MPI_CXX_BOOL, "MPI_CXX_BOOL"),
+    (MPI_WCHAR, "MPI_WCHAR"),
+    (MPI_INT8_T, "MPI_INT8_T"),
+    (MPI_UINT8_T, "MPI_UINT8_T"),
+    (MPI_CHAR, "MPI_CHAR"),
+    (MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR"),
+    (MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR"),
+    (MPI_BYTE, "MPI_BYTE"),
+    (MPI_INT16_T, "MPI_INT16_T"),
+    (MPI_UINT16_T, "MPI_UINT16_T"),
+    (MPI_INT32_T, "MPI_INT32_T"),
+    (MPI_UINT32_T, "MPI_UINT32_T"),
+    (MPI_INT64_T, "MPI_INT64_T"),
+    (MPI_UINT64_T, "MPI_UINT64_T"),
+    (MPI_LOGICAL1, "MPI_LOGICAL1"),
+    (MPI_INTEGER1, "MPI_INTEGER1"),
+    (MPI_LOGICAL2, "MPI_LOGICAL2"),
+    (MPI_INTEGER2, "MPI_INTEGER2"),
+    (MPI_REAL2, "MPI_REAL2"),
+    (MPI_LOGICAL4, "MPI_LOGICAL4"),
+    (MPI_INTEGER4, "MPI_INTEGER4"),
+    (MPI_REAL4, "MPI_REAL4"),
+    (MPI_COMPLEX4, "MPI_COMPLEX4"),
+    (MPI_LOGICAL8, "MPI_LOGICAL8"),
+    (MPI_INTEGER8, "MPI_INTEGER8"),
+    (MPI_REAL8, "MPI_REAL8"),
+    (MPI_COMPLEX8, "MPI_COMPLEX8"),
+    (MPI_LOGICAL16, "MPI_LOGICAL16"),
+    (MPI_INTEGER16, "MPI_INTEGER16"),
+    (MPI_REAL16, "MPI_REAL16"),
+    (MPI_COMPLEX16, "MPI_COMPLEX16"),
+    (MPI_COMPLEX32, "MPI_COMPLEX32"),
+];
+
+/// A byte range of one element, holding basic elements of `elem` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub disp: isize,
+    pub len: usize,
+    pub elem: u32,
+}
+
+/// A datatype (predefined or derived).
+#[derive(Clone, Debug)]
+pub(crate) struct Datatype {
+    pub size: usize,
+    pub lb: isize,
+    pub ub: isize,
+    pub true_lb: isize,
+    pub true_ub: isize,
+    pub blocks: Vec<Block>,
+    pub committed: bool,
+    pub predefined: bool,
+    pub name: String,
+    pub combiner: c_int,
+    pub ints: Vec<c_int>,
+    pub aints: Vec<isize>,
+    pub types: Vec<c_int>,
+    /// The predefined type all basic elements have, if there is exactly one (reductions).
+    pub basic: Option<c_int>,
+}
+
+impl Datatype {
+    /// Extent (`ub - lb`).
+    pub fn extent(&self) -> isize {
+        self.ub - self.lb
+    }
+    /// True when `count` elements form one contiguous byte range starting at `true_lb`.
+    pub fn is_contiguous(&self) -> bool {
+        match self.blocks.as_slice() {
+            [] => true,
+            [b] => b.len as isize == self.extent() && b.disp == self.lb,
+            _ => false,
+        }
+    }
+    /// Number of basic elements in one element of this type.
+    pub fn elements_per_item(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| b.len / b.elem.max(1) as usize)
+            .sum()
+    }
+    /// Count of whole items in `bytes`, or `None` if it is not a multiple of the size.
+    pub fn count_of(&self, bytes: usize) -> Option<usize> {
+        if self.size == 0 {
+            return Some(0);
+        }
+        (bytes % self.size == 0).then_some(bytes / self.size)
+    }
+    /// Number of basic elements in `bytes` of packed data.
+    pub fn elements_of(&self, bytes: usize) -> usize {
+        if self.size == 0 {
+            return 0;
+        }
+        let mut n = (bytes / self.size) * self.elements_per_item();
+        let mut rem = bytes % self.size;
+        for b in &self.blocks {
+            if rem == 0 {
+                break;
+            }
+            let take = rem.min(b.len);
+            n += take / b.elem.max(1) as usize;
+            rem -= take;
+        }
+        n
+    }
+
+    fn basic(handle: c_int, name: &str, size: usize, elem: u32) -> Self {
+        Datatype {
+            size,
+            lb: 0,
+            ub: size as isize,
+            true_lb: 0,
+            true_ub: size as isize,
+            blocks: if size == 0 {
+                vec![]
+            } else {
+                vec![Block {
+                    disp: 0,
+                    len: size,
+                    elem,
+                }]
+            },
+            committed: true,
+            predefined: true,
+            name: name.to_string(),
+            combiner: MPI_COMBINER_NAMED,
+            ints: vec![],
+            aints: vec![],
+            types: vec![],
+            basic: Some(handle),
+        }
+    }
+
+    /// MPICH's `{value, int}` pair types (for MINLOC/MAXLOC).
+    fn pair(handle: c_int, name: &str, vsize: usize, align: usize) -> Self {
+        let ioff = vsize.max(4).next_multiple_of(4);
+        let extent = (ioff + 4).next_multiple_of(align);
+        Datatype {
+            size: vsize + 4,
+            lb: 0,
+            ub: extent as isize,
+            true_lb: 0,
+            true_ub: (ioff + 4) as isize,
+            blocks: vec![
+                Block {
+                    disp: 0,
+                    len: vsize,
+                    elem: vsize as u32,
+                },
+                Block {
+                    disp: ioff as isize,
+                    len: 4,
+                    elem: 4,
+                },
+            ],
+            committed: true,
+            predefined: true,
+            name: name.to_string(),
+            combiner: MPI_COMBINER_NAMED,
+            ints: vec![],
+            aints: vec![],
+            types: vec![],
+            basic: Some(handle),
+        }
+    }
+}
+
+/// The predefined datatypes, built once.
+fn builtins() -> &'static HashMap<c_int, Arc<Datatype>> {
+    static B: OnceLock<HashMap<c_int, Arc<Datatype>>> = OnceLock::new();
+    B.get_or_init(|| {
+        let mut m = HashMap::new();
+        for &(h, name) in BUILTINS {
+            let t = match h {
+                MPI_FLOAT_INT => Datatype::pair(h, name, 4, 4),
+                MPI_DOUBLE_INT => Datatype::pair(h, name, 8, 8),
+                MPI_LONG_INT => Datatype::pair(h, name, 8, 8),
+                MPI_SHORT_INT => Datatype::pair(h, name, 2, 4),
+                MPI_LONG_DOUBLE_INT => Datatype::pair(h, name, 16, 16),
+                MPI_2INT | MPI_2REAL | MPI_2DOUBLE_PRECISION | MPI_2INTEGER => {
+                    let size = ((h >> 8) & 0xff) as usize;
+                    Datatype::basic(h, name, size, (size / 2) as u32)
+                }
+                _ => {
+                    let size = ((h >> 8) & 0xff) as usize;
+                    Datatype::basic(h, name, size, size as u32)
+                }
+            };
+            m.entry(h).or_insert_with(|| Arc::new(t));
+        }
+        m
+    })
+}
+
+impl State {
+    /// The datatype of handle `h` (predefined or derived).
+    pub fn dtype(&self, h: c_int) -> MpiResult<Arc<Datatype>> {
+        if let Some(t) = builtins().get(&h) {
+            return Ok(t.clone());
+        }
+        match self.types.get(h) {
+            Some(t) => Ok(t.clone()),
+            None if h == MPI_DATATYPE_NULL => mpi_bail!(MPI_ERR_TYPE, "MPI_DATATYPE_NULL passed"),
+            None => mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}"),
+        }
+    }
+    /// The datatype of handle `h`, which must be committed (for communication).
+    pub fn dtype_committed(&self, h: c_int) -> MpiResult<Arc<Datatype>> {
+        let t = self.dtype(h)?;
+        if !t.committed {
+            mpi_bail!(
+                MPI_ERR_TYPE,
+                "datatype {h:#x} is not committed (call MPI_Type_commit)"
+            );
+        }
+        Ok(t)
+    }
+}
+
+/// Pack `count` items of `t` starting at `src` into `out` (appending).
+///
+/// # Safety
+/// `src` must point to memory holding `count` items laid out as `t` describes.
+pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: &mut Vec<u8>) {
+    out.reserve(t.size * count);
+    for i in 0..count {
+        let base = (i as isize) * t.extent();
+        for b in &t.blocks {
+            // SAFETY: the caller guarantees the type map of `count` items is readable.
+            let s = unsafe { std::slice::from_raw_parts(src.offset(base + b.disp), b.len) };
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// Unpack packed `data` into `count` items of `t` at `dst`; stops when `data` runs out.
+/// Returns the number of bytes consumed.
+///
+/// # Safety
+/// `dst` must point to writable memory for `count` items laid out as `t` describes.
+pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data: &[u8]) -> usize {
+    let mut pos = 0;
+    'outer: for i in 0..count {
+        let base = (i as isize) * t.extent();
+        for b in &t.blocks {
+            if pos >= data.len() {
+                break 'outer;
+            }
+            let n = b.len.min(data.len() - pos);
+            // SAFETY: the caller guarantees the type map of `count` items is writable;
+            // `data[pos..pos + n]` is in bounds.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr().add(pos), dst.offset(base + b.disp), n)
+            };
+            pos += n;
+        }
+    }
+    pos
+}
+
+/// Build a derived type from `(byte displacement, repetitions, old type)` entries: each
+/// entry places `repetitions` consecutive copies of the old type at the displacement.
+fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut size = 0usize;
+    let (mut lb, mut ub) = (isize::MAX, isize::MIN);
+    let (mut tlb, mut tub) = (isize::MAX, isize::MIN);
+    let mut basic: Option<Option<c_int>> = None;
+    for &(disp, reps, old) in entries {
+        if reps == 0 {
+            continue;
+        }
+        let ext = old.extent();
+        let last = disp + (reps as isize - 1) * ext;
+        lb = lb.min(disp.min(last) + old.lb);
+        ub = ub.max(disp.max(last) + old.ub);
+        if old.size > 0 {
+            tlb = tlb.min(disp.min(last) + old.true_lb);
+            tub = tub.max(disp.max(last) + old.true_ub);
+        }
+        size += reps * old.size;
+        basic = Some(match basic {
+            None => old.basic,
+            Some(b) if b == old.basic => b,
+            Some(_) => None,
+        });
+        for r in 0..reps {
+            let off = disp + r as isize * ext;
+            for b in &old.blocks {
+                let nb = Block {
+                    disp: off + b.disp,
+                    ..*b
+                };
+                match blocks.last_mut() {
+                    Some(p) if p.elem == nb.elem && p.disp + p.len as isize == nb.disp => {
+                        p.len += nb.len
+                    }
+                    _ => blocks.push(nb),
+                }
+            }
+        }
+    }
+    if lb > ub {
+        lb = 0;
+        ub = 0;
+    }
+    if tlb > tub {
+        tlb = 0;
+        tub = 0;
+    }
+    Datatype {
+        size,
+        lb,
+        ub,
+        true_lb: tlb,
+        true_ub: tub,
+        blocks,
+        committed: false,
+        predefined: false,
+        name: String::new(),
+        combiner: 0,
+        ints: vec![],
+        aints: vec![],
+        types: vec![],
+        basic: basic.flatten(),
+    }
+}
+
+/// Insert a new derived type and write its handle.
+fn register(
+    st: &mut State,
+    mut t: Datatype,
+    combiner: c_int,
+    ints: Vec<c_int>,
+    aints: Vec<isize>,
+    types: Vec<c_int>,
+    newtype: *mut c_int,
+) -> MpiResult {
+    t.combiner = combiner;
+    t.ints = ints;
+    t.aints = aints;
+    t.types = types;
+    let h = st.types.insert(Arc::new(t));
+    out(newtype, h, "newtype")
+}
+
+fn ints_of(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<c_int>> {
+    Ok(slice_in(p, n, what)?.to_vec())
+}
+
+mpi_fn! {
+    /// `MPI_Type_contiguous`.
+    fn PMPI_Type_contiguous / "MPI_Type_contiguous" (count: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let t = build(&[(0, n, &old)]);
+        register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_vector`.
+    fn PMPI_Type_vector / "MPI_Type_vector" (count: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = check_count(blocklength)?;
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, &*old)).collect();
+        let t = build(&e);
+        register(&mut st, t, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hvector`.
+    fn PMPI_Type_create_hvector / "MPI_Type_create_hvector" (count: c_int, blocklength: c_int, stride: isize, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = check_count(blocklength)?;
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, &*old)).collect();
+        let t = build(&e);
+        register(&mut st, t, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_indexed`.
+    fn PMPI_Type_indexed / "MPI_Type_indexed" (count: c_int, blocklens: *const c_int, displs: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
+        let d = ints_of(displs, n, "array_of_displacements")?;
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let mut e = Vec::with_capacity(n);
+        for i in 0..n {
+            e.push((d[i] as isize * old.extent(), check_count(bl[i])?, &*old));
+        }
+        let t = build(&e);
+        let mut ints = vec![count];
+        ints.extend(&bl);
+        ints.extend(&d);
+        register(&mut st, t, MPI_COMBINER_INDEXED, ints, vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed`.
+    fn PMPI_Type_create_hindexed / "MPI_Type_create_hindexed" (count: c_int, blocklens: *const c_int, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
+        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let mut e = Vec::with_capacity(n);
+        for i in 0..n {
+            e.push((d[i], check_count(bl[i])?, &*old));
+        }
+        let t = build(&e);
+        let mut ints = vec![count];
+        ints.extend(&bl);
+        register(&mut st, t, MPI_COMBINER_HINDEXED, ints, d, vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_indexed_block`.
+    fn PMPI_Type_create_indexed_block / "MPI_Type_create_indexed_block" (count: c_int, blocklength: c_int, displs: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = check_count(blocklength)?;
+        let d = ints_of(displs, n, "array_of_displacements")?;
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let e: Vec<_> = d.iter().map(|&x| (x as isize * old.extent(), bl, &*old)).collect();
+        let t = build(&e);
+        let mut ints = vec![count, blocklength];
+        ints.extend(&d);
+        register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed_block`.
+    fn PMPI_Type_create_hindexed_block / "MPI_Type_create_hindexed_block" (count: c_int, blocklength: c_int, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = check_count(blocklength)?;
+        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let e: Vec<_> = d.iter().map(|&x| (x, bl, &*old)).collect();
+        let t = build(&e);
+        register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![count, blocklength], d, vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_struct`.
+    fn PMPI_Type_create_struct / "MPI_Type_create_struct" (count: c_int, blocklens: *const c_int, displs: *const isize, types: *const c_int, newtype: *mut c_int) {
+        let n = check_count(count)?;
+        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
+        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let ty = ints_of(types, n, "array_of_types")?;
+        let mut st = lock();
+        let olds = ty.iter().map(|&h| st.dtype(h)).collect::<MpiResult<Vec<_>>>()?;
+        let mut e = Vec::with_capacity(n);
+        for i in 0..n {
+            e.push((d[i], check_count(bl[i])?, &*olds[i]));
+        }
+        let t = build(&e);
+        let mut ints = vec![count];
+        ints.extend(&bl);
+        register(&mut st, t, MPI_COMBINER_STRUCT, ints, d, ty, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_resized`.
+    fn PMPI_Type_create_resized / "MPI_Type_create_resized" (oldtype: c_int, lb: isize, extent: isize, newtype: *mut c_int) {
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let mut t = (*old).clone();
+        t.lb = lb;
+        t.ub = lb + extent;
+        t.committed = false;
+        t.predefined = false;
+        t.name.clear();
+        register(&mut st, t, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_subarray`.
+    fn PMPI_Type_create_subarray / "MPI_Type_create_subarray" (ndims: c_int, sizes: *const c_int, subsizes: *const c_int, starts: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let nd = check_count(ndims)?;
+        if nd == 0 {
+            mpi_bail!(MPI_ERR_DIMS, "ndims must be positive");
+        }
+        let sz = ints_of(sizes, nd, "array_of_sizes")?;
+        let sub = ints_of(subsizes, nd, "array_of_subsizes")?;
+        let stt = ints_of(starts, nd, "array_of_starts")?;
+        for i in 0..nd {
+            if sz[i] <= 0 || sub[i] < 0 || stt[i] < 0 || sub[i] + stt[i] > sz[i] {
+                mpi_bail!(MPI_ERR_ARG, "invalid subarray dimension {i}: size {} subsize {} start {}", sz[i], sub[i], stt[i]);
+            }
+        }
+        if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
+            mpi_bail!(MPI_ERR_ARG, "invalid order {order}");
+        }
+        // Work in C order: reverse the dimensions for Fortran order.
+        let (mut s, mut u, mut o) = (sz.clone(), sub.clone(), stt.clone());
+        if order == MPI_ORDER_FORTRAN {
+            s.reverse();
+            u.reverse();
+            o.reverse();
+        }
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let ext = old.extent();
+        // Row strides in elements.
+        let mut stride = vec![1isize; nd];
+        for d in (0..nd - 1).rev() {
+            stride[d] = stride[d + 1] * s[d + 1] as isize;
+        }
+        let inner = u[nd - 1] as usize;
+        let mut entries = Vec::new();
+        let outer: usize = u[..nd - 1].iter().map(|&x| x as usize).product();
+        let mut idx = vec![0usize; nd.saturating_sub(1)];
+        for _ in 0..outer {
+            let mut off = o[nd - 1] as isize;
+            for d in 0..nd - 1 {
+                off += (o[d] as isize + idx[d] as isize) * stride[d];
+            }
+            entries.push((off * ext, inner, &*old));
+            for d in (0..nd - 1).rev() {
+                idx[d] += 1;
+                if idx[d] < u[d] as usize {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        let mut t = build(&entries);
+        t.lb = 0;
+        t.ub = stride[0] * s[0] as isize * ext;
+        let mut ints = vec![ndims];
+        ints.extend(&sz);
+        ints.extend(&sub);
+        ints.extend(&stt);
+        ints.push(order);
+        register(&mut st, t, MPI_COMBINER_SUBARRAY, ints, vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_dup`.
+    fn PMPI_Type_dup / "MPI_Type_dup" (oldtype: c_int, newtype: *mut c_int) {
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let mut t = (*old).clone();
+        t.predefined = false;
+        t.committed = old.committed;
+        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_commit`.
+    fn PMPI_Type_commit / "MPI_Type_commit" (datatype: *mut c_int) {
+        let h = inp(datatype, "datatype")?;
+        let mut st = lock();
+        if builtins().contains_key(&h) {
+            return Ok(());
+        }
+        match st.types.get_mut(h) {
+            Some(t) => {
+                Arc::make_mut(t).committed = true;
+                Ok(())
+            }
+            None => mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_free`.
+    fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
+        let h = inp(datatype, "datatype")?;
+        let mut st = lock();
+        if builtins().contains_key(&h) {
+            mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
+        }
+        if st.types.remove(h).is_none() {
+            mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
+        }
+        drop(st);
+        out(datatype, MPI_DATATYPE_NULL, "datatype")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_size`.
+    fn PMPI_Type_size / "MPI_Type_size" (datatype: c_int, size: *mut c_int) {
+        let t = lock().dtype(datatype)?;
+        out(size, c_int::try_from(t.size).unwrap_or(MPI_UNDEFINED), "size")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_size_x`.
+    fn PMPI_Type_size_x / "MPI_Type_size_x" (datatype: c_int, size: *mut i64) {
+        let t = lock().dtype(datatype)?;
+        out(size, t.size as i64, "size")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_extent`.
+    fn PMPI_Type_get_extent / "MPI_Type_get_extent" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+        let t = lock().dtype(datatype)?;
+        out(lb, t.lb, "lb")?;
+        out(extent, t.extent(), "extent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_extent_x`.
+    fn PMPI_Type_get_extent_x / "MPI_Type_get_extent_x" (datatype: c_int, lb: *mut i64, extent: *mut i64) {
+        let t = lock().dtype(datatype)?;
+        out(lb, t.lb as i64, "lb")?;
+        out(extent, t.extent() as i64, "extent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_true_extent`.
+    fn PMPI_Type_get_true_extent / "MPI_Type_get_true_extent" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+        let t = lock().dtype(datatype)?;
+        out(lb, t.true_lb, "true_lb")?;
+        out(extent, t.true_ub - t.true_lb, "true_extent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_true_extent_x`.
+    fn PMPI_Type_get_true_extent_x / "MPI_Type_get_true_extent_x" (datatype: c_int, lb: *mut i64, extent: *mut i64) {
+        let t = lock().dtype(datatype)?;
+        out(lb, t.true_lb as i64, "true_lb")?;
+        out(extent, (t.true_ub - t.true_lb) as i64, "true_extent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_name`.
+    fn PMPI_Type_get_name / "MPI_Type_get_name" (datatype: c_int, name: *mut c_char, resultlen: *mut c_int) {
+        let t = lock().dtype(datatype)?;
+        let n = copy_cstr(name, MPI_MAX_OBJECT_NAME as usize, &t.name)?;
+        out(resultlen, n, "resultlen")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_set_name`.
+    fn PMPI_Type_set_name / "MPI_Type_set_name" (datatype: c_int, name: *const c_char) {
+        let s = read_cstr(name, "name")?;
+        let mut st = lock();
+        match st.types.get_mut(datatype) {
+            Some(t) => {
+                Arc::make_mut(t).name = s;
+                Ok(())
+            }
+            // Renaming predefined types is allowed by the standard but has no effect here.
+            None if builtins().contains_key(&datatype) => Ok(()),
+            None => mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {datatype:#x}"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_envelope`.
+    fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
+        let t = lock().dtype(datatype)?;
+        out(num_integers, t.ints.len() as c_int, "num_integers")?;
+        out(num_addresses, t.aints.len() as c_int, "num_addresses")?;
+        out(num_datatypes, t.types.len() as c_int, "num_datatypes")?;
+        out(combiner, t.combiner, "combiner")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_contents`.
+    fn PMPI_Type_get_contents / "MPI_Type_get_contents" (datatype: c_int, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, integers: *mut c_int, addresses: *mut isize, datatypes: *mut c_int) {
+        let mut st = lock();
+        let t = st.dtype(datatype)?;
+        if t.combiner == MPI_COMBINER_NAMED {
+            mpi_bail!(MPI_ERR_TYPE, "MPI_Type_get_contents on a predefined datatype");
+        }
+        if (max_integers as usize) < t.ints.len() || (max_addresses as usize) < t.aints.len() || (max_datatypes as usize) < t.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
+            mpi_bail!(MPI_ERR_ARG, "output arrays too small for the datatype contents");
+        }
+        slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
+        slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
+        let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
+        for (o, &h) in dts.iter_mut().zip(&t.types) {
+            // Derived types are returned as new handles the caller frees.
+            *o = if builtins().contains_key(&h) {
+                h
+            } else {
+                let d = st.dtype(h)?;
+                st.types.insert(Arc::new((*d).clone()))
+            };
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_match_size`.
+    fn PMPI_Type_match_size / "MPI_Type_match_size" (typeclass: c_int, size: c_int, datatype: *mut c_int) {
+        let t = match (typeclass, size) {
+            (MPI_TYPECLASS_REAL, 4) => MPI_REAL4,
+            (MPI_TYPECLASS_REAL, 8) => MPI_REAL8,
+            (MPI_TYPECLASS_REAL, 16) => MPI_REAL16,
+            (MPI_TYPECLASS_INTEGER, 1) => MPI_INTEGER1,
+            (MPI_TYPECLASS_INTEGER, 2) => MPI_INTEGER2,
+            (MPI_TYPECLASS_INTEGER, 4) => MPI_INTEGER4,
+            (MPI_TYPECLASS_INTEGER, 8) => MPI_INTEGER8,
+            (MPI_TYPECLASS_INTEGER, 16) => MPI_INTEGER16,
+            (MPI_TYPECLASS_COMPLEX, 8) => MPI_COMPLEX8,
+            (MPI_TYPECLASS_COMPLEX, 16) => MPI_COMPLEX16,
+            (MPI_TYPECLASS_COMPLEX, 32) => MPI_COMPLEX32,
+            _ => mpi_bail!(MPI_ERR_ARG, "no datatype of class {typeclass} and size {size}"),
+        };
+        out(datatype, t, "datatype")
+    }
+}
+
+/// Validate and fetch the datatype for a (buffer, count) pair used in a pack call.
+fn pack_args(st: &State, count: c_int, datatype: c_int) -> MpiResult<(usize, Arc<Datatype>)> {
+    let n = check_count(count)?;
+    let t = st.dtype_committed(datatype)?;
+    Ok((n, t))
+}
+
+mpi_fn! {
+    /// `MPI_Pack`.
+    fn PMPI_Pack / "MPI_Pack" (inbuf: *const c_void, incount: c_int, datatype: c_int, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: c_int) {
+        let st = lock();
+        st.comm(comm)?;
+        let (n, t) = pack_args(&st, incount, datatype)?;
+        drop(st);
+        let pos = inp(position, "position")?;
+        let need = n * t.size;
+        if pos < 0 || outsize < 0 || pos as usize + need > outsize as usize {
+            mpi_bail!(MPI_ERR_TRUNCATE, "pack buffer too small: {outsize} bytes, position {pos}, need {need} more");
+        }
+        let mut v = Vec::with_capacity(need);
+        // SAFETY: MPI_Pack's contract: `inbuf` holds `incount` items of `datatype`.
+        unsafe { pack_into(&t, n, inbuf.cast(), &mut v) };
+        if need > 0 {
+            // SAFETY: `outbuf` has `outsize` bytes and pos + need <= outsize (checked).
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), outbuf.cast::<u8>().add(pos as usize), need) };
+        }
+        out(position, pos + need as c_int, "position")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack`.
+    fn PMPI_Unpack / "MPI_Unpack" (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: c_int, comm: c_int) {
+        let st = lock();
+        st.comm(comm)?;
+        let (n, t) = pack_args(&st, outcount, datatype)?;
+        drop(st);
+        let pos = inp(position, "position")?;
+        let need = n * t.size;
+        if pos < 0 || insize < 0 || pos as usize + need > insize as usize {
+            mpi_bail!(MPI_ERR_TRUNCATE, "unpack buffer too small: {insize} bytes, position {pos}, need {need} more");
+        }
+        if need > 0 {
+            // SAFETY: `inbuf` has `insize` bytes and pos + need <= insize (checked).
+            let data = unsafe { std::slice::from_raw_parts(inbuf.cast::<u8>().add(pos as usize), need) };
+            // SAFETY: MPI_Unpack's contract: `outbuf` holds `outcount` items of `datatype`.
+            unsafe { unpack_from(&t, n, outbuf.cast(), data) };
+        }
+        out(position, pos + need as c_int, "position")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_size`.
+    fn PMPI_Pack_size / "MPI_Pack_size" (incount: c_int, datatype: c_int, comm: c_int, size: *mut c_int) {
+        let st = lock();
+        st.comm(comm)?;
+        let n = check_count(incount)?;
+        let t = st.dtype(datatype)?;
+        out(size, c_int::try_from(n * t.size).unwrap_or(MPI_UNDEFINED), "size")
+    }
+}
+
+/// Write the status fields (MPICH layout: count_lo, count_hi_and_cancelled, SOURCE, TAG,
+/// ERROR). The count is kept in bytes; bit 0 of the second word is "cancelled".
+pub(crate) fn status_set_bytes(s: &mut crate::request::MpiStatus, bytes: usize, cancelled: bool) {
+    s.count_lo = bytes as u32 as c_int;
+    s.count_hi_and_cancelled = (((bytes as u64 >> 32) << 1) as c_int) | cancelled as c_int;
+}
+
+/// The byte count stored in a status.
+pub(crate) fn status_bytes(s: &crate::request::MpiStatus) -> usize {
+    (s.count_lo as u32 as u64 | (((s.count_hi_and_cancelled as u32 as u64) >> 1) << 32)) as usize
+}
+
+mpi_fn! {
+    /// `MPI_Get_count`.
+    fn PMPI_Get_count / "MPI_Get_count" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut c_int) {
+        let s = inp(status, "status")?;
+        let t = lock().dtype(datatype)?;
+        let c = t.count_of(status_bytes(&s)).and_then(|c| c_int::try_from(c).ok()).unwrap_or(MPI_UNDEFINED);
+        out(count, c, "count")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_elements`.
+    fn PMPI_Get_elements / "MPI_Get_elements" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut c_int) {
+        let s = inp(status, "status")?;
+        let t = lock().dtype(datatype)?;
+        let c = c_int::try_from(t.elements_of(status_bytes(&s))).unwrap_or(MPI_UNDEFINED);
+        out(count, c, "count")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_elements_x`.
+    fn PMPI_Get_elements_x / "MPI_Get_elements_x" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut i64) {
+        let s = inp(status, "status")?;
+        let t = lock().dtype(datatype)?;
+        out(count, t.elements_of(status_bytes(&s)) as i64, "count")
+    }
+}
+
+/// Shared body of `MPI_Status_set_elements(_x)`.
+fn set_elements(status: *mut crate::request::MpiStatus, datatype: c_int, count: i64) -> MpiResult {
+    if count < 0 {
+        mpi_bail!(MPI_ERR_COUNT, "negative count {count}");
+    }
+    let t = lock().dtype(datatype)?;
+    let per = t.elements_per_item();
+    let count = count as usize;
+    let bytes = match count.checked_div(per) {
+        None => 0,
+        Some(full) => full * t.size + (count % per) * (t.size / per),
+    };
+    let mut s = inp(status.cast_const(), "status")?;
+    let cancelled = s.count_hi_and_cancelled & 1 != 0;
+    status_set_bytes(&mut s, bytes, cancelled);
+    out(status, s, "status")
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements`.
+    fn PMPI_Status_set_elements / "MPI_Status_set_elements" (status: *mut crate::request::MpiStatus, datatype: c_int, count: c_int) {
+        set_elements(status, datatype, count as i64)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements_x`.
+    fn PMPI_Status_set_elements_x / "MPI_Status_set_elements_x" (status: *mut crate::request::MpiStatus, datatype: c_int, count: i64) {
+        set_elements(status, datatype, count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(h: c_int) -> Arc<Datatype> {
+        builtins()[&h].clone()
+    }
+
+    #[test]
+    fn builtin_sizes_follow_the_mpich_encoding() {
+        assert_eq!(b(MPI_INT).size, 4);
+        assert_eq!(b(MPI_DOUBLE).size, 8);
+        assert_eq!(b(MPI_CHAR).size, 1);
+        assert_eq!(b(MPI_LONG_DOUBLE).size, 16);
+        assert_eq!(b(MPI_C_DOUBLE_COMPLEX).size, 16);
+        assert_eq!(b(MPI_DOUBLE_INT).size, 12);
+        assert_eq!(b(MPI_DOUBLE_INT).extent(), 16);
+        assert_eq!(b(MPI_SHORT_INT).extent(), 8);
+        assert_eq!(b(MPI_FLOAT_INT).extent(), 8);
+        assert_eq!(b(MPI_LONG_DOUBLE_INT).extent(), 32);
+        assert_eq!(b(MPI_2INT).elements_per_item(), 2);
+        assert_eq!(b(MPI_INT).name, "MPI_INT");
+        assert_eq!(b(MPI_LONG_LONG).name, "MPI_LONG_LONG");
+        assert!(b(MPI_INT).is_contiguous());
+        assert!(!b(MPI_DOUBLE_INT).is_contiguous());
+    }
+
+    #[test]
+    fn vector_layout_pack_and_unpack() {
+        let int = b(MPI_INT);
+        // 3 blocks of 2 ints, stride 4 ints.
+        let e: Vec<_> = (0..3).map(|i| (i * 16, 2, &*int)).collect();
+        let t = build(&e);
+        assert_eq!(t.size, 24);
+        assert_eq!(t.extent(), 40);
+        assert_eq!(t.blocks.len(), 3);
+        assert!(!t.is_contiguous());
+        let src: Vec<i32> = (0..10).collect();
+        let mut packed = Vec::new();
+        // SAFETY: src holds 10 ints, the type map covers ints 0..10.
+        unsafe { pack_into(&t, 1, src.as_ptr().cast(), &mut packed) };
+        let vals: Vec<i32> = packed
+            .chunks(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(vals, vec![0, 1, 4, 5, 8, 9]);
+        let mut dst = vec![-1i32; 10];
+        // SAFETY: dst holds 10 ints.
+        let used = unsafe { unpack_from(&t, 1, dst.as_mut_ptr().cast(), &packed) };
+        assert_eq!(used, 24);
+        assert_eq!(dst, vec![0, 1, -1, -1, 4, 5, -1, -1, 8, 9]);
+    }
+
+    #[test]
+    fn contiguous_blocks_merge_and_elements_count() {
+        let int = b(MPI_INT);
+        let t = build(&[(0, 5, &int)]);
+        assert_eq!(
+            t.blocks,
+            vec![Block {
+                disp: 0,
+                len: 20,
+                elem: 4
+            }]
+        );
+        assert!(t.is_contiguous());
+        assert_eq!(t.elements_of(12), 3);
+        assert_eq!(t.count_of(20), Some(1));
+        assert_eq!(t.count_of(12), None);
+        // struct {double, int}: a partial element counts its whole basic elements.
+        let d = b(MPI_DOUBLE);
+        let s = build(&[(0, 1, &d), (8, 1, &int)]);
+        assert_eq!(s.size, 12);
+        assert_eq!(s.elements_of(8), 1);
+        assert_eq!(s.elements_of(24), 4);
+        assert_eq!(s.basic, None);
+    }
+
+    #[test]
+    fn status_count_roundtrip() {
+        let mut s = crate::request::MpiStatus::default();
+        status_set_bytes(&mut s, (5u64 << 32) as usize + 17, true);
+        assert_eq!(status_bytes(&s), (5u64 << 32) as usize + 17);
+        assert_eq!(s.count_hi_and_cancelled & 1, 1);
+        status_set_bytes(&mut s, 40, false);
+        assert_eq!(status_bytes(&s), 40);
+        assert_eq!(s.count_hi_and_cancelled & 1, 0);
+    }
+}

@@ -1,0 +1,363 @@
+//! Small utilities: Fortran handle conversion, addresses, memory, info objects,
+//! `MPI_Dims_create` and the exported data objects `MPI_UNWEIGHTED`/`MPI_WEIGHTS_EMPTY`.
+
+use crate::consts::*;
+use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_out, MpiResult};
+use crate::request::MpiStatus;
+use crate::state::{lock, Info};
+use std::ffi::{c_char, c_int, c_void};
+
+/// A pointer constant that can live in a `static` (the exported data objects).
+#[repr(transparent)]
+pub struct ConstPtr(*const c_int);
+// SAFETY: the pointer is only compared by address, never written through.
+unsafe impl Sync for ConstPtr {}
+
+static UNWEIGHTED_SENTINEL: c_int = 0;
+static WEIGHTS_EMPTY_SENTINEL: c_int = 0;
+
+/// `MPI_UNWEIGHTED` (`extern int * const`): a unique address.
+#[no_mangle]
+pub static MPI_UNWEIGHTED: ConstPtr = ConstPtr(&UNWEIGHTED_SENTINEL);
+/// `MPI_WEIGHTS_EMPTY` (`extern int * const`): a unique address.
+#[no_mangle]
+pub static MPI_WEIGHTS_EMPTY: ConstPtr = ConstPtr(&WEIGHTS_EMPTY_SENTINEL);
+
+// Fortran handles of the MPICH ABI are the C handle values (MPI_Fint == int).
+macro_rules! c2f {
+    ($($c2f:ident $c2fn:literal $f2c:ident $f2cn:literal;)*) => {$(
+        /// Handle to Fortran integer (identity in the MPICH ABI).
+        #[no_mangle]
+        pub extern "C" fn $c2f(h: c_int) -> c_int { h }
+        crate::ffi::mpi_alias!($c2f / $c2fn);
+        /// Fortran integer to handle (identity in the MPICH ABI).
+        #[no_mangle]
+        pub extern "C" fn $f2c(h: c_int) -> c_int { h }
+        crate::ffi::mpi_alias!($f2c / $f2cn);
+    )*};
+}
+
+c2f! {
+    PMPI_Comm_c2f "MPI_Comm_c2f" PMPI_Comm_f2c "MPI_Comm_f2c";
+    PMPI_Errhandler_c2f "MPI_Errhandler_c2f" PMPI_Errhandler_f2c "MPI_Errhandler_f2c";
+    PMPI_Group_c2f "MPI_Group_c2f" PMPI_Group_f2c "MPI_Group_f2c";
+    PMPI_Info_c2f "MPI_Info_c2f" PMPI_Info_f2c "MPI_Info_f2c";
+    PMPI_Message_c2f "MPI_Message_c2f" PMPI_Message_f2c "MPI_Message_f2c";
+    PMPI_Op_c2f "MPI_Op_c2f" PMPI_Op_f2c "MPI_Op_f2c";
+    PMPI_Request_c2f "MPI_Request_c2f" PMPI_Request_f2c "MPI_Request_f2c";
+    PMPI_Type_c2f "MPI_Type_c2f" PMPI_Type_f2c "MPI_Type_f2c";
+    PMPI_Win_c2f "MPI_Win_c2f" PMPI_Win_f2c "MPI_Win_f2c";
+}
+
+/// `MPI_File_c2f`: files are not supported, every file maps to 0.
+#[no_mangle]
+pub extern "C" fn PMPI_File_c2f(_f: *mut c_void) -> c_int {
+    0
+}
+crate::ffi::mpi_alias!(PMPI_File_c2f / "MPI_File_c2f");
+
+/// `MPI_File_f2c`: files are not supported, every integer maps to `MPI_FILE_NULL`.
+#[no_mangle]
+pub extern "C" fn PMPI_File_f2c(_f: c_int) -> *mut c_void {
+    std::ptr::null_mut()
+}
+crate::ffi::mpi_alias!(PMPI_File_f2c / "MPI_File_f2c");
+
+mpi_fn! {
+    /// `MPI_Status_c2f`: the five status words.
+    fn PMPI_Status_c2f / "MPI_Status_c2f" (c_status: *const MpiStatus, f_status: *mut c_int) {
+        let s = inp(c_status, "c_status")?;
+        let f = slice_out(f_status, 5, "f_status")?;
+        f.copy_from_slice(&[s.count_lo, s.count_hi_and_cancelled, s.source, s.tag, s.error]);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_f2c`.
+    fn PMPI_Status_f2c / "MPI_Status_f2c" (f_status: *const c_int, c_status: *mut MpiStatus) {
+        let f = crate::ffi::slice_in(f_status, 5, "f_status")?;
+        out(c_status, MpiStatus { count_lo: f[0], count_hi_and_cancelled: f[1], source: f[2], tag: f[3], error: f[4] }, "c_status")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_address`.
+    fn PMPI_Get_address / "MPI_Get_address" (location: *const c_void, address: *mut isize) {
+        out(address, location as isize, "address")
+    }
+}
+
+/// `MPI_Aint_add`.
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+crate::ffi::mpi_alias!(PMPI_Aint_add / "MPI_Aint_add");
+
+/// `MPI_Aint_diff`.
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_diff(a: isize, b: isize) -> isize {
+    a.wrapping_sub(b)
+}
+crate::ffi::mpi_alias!(PMPI_Aint_diff / "MPI_Aint_diff");
+
+mpi_fn! {
+    /// `MPI_Alloc_mem`.
+    fn PMPI_Alloc_mem / "MPI_Alloc_mem" (size: isize, _info: c_int, baseptr: *mut c_void) {
+        if size < 0 {
+            mpi_bail!(MPI_ERR_SIZE, "negative size {size}");
+        }
+        // SAFETY: malloc with a non-negative size; a zero size gets one byte so the
+        // pointer is unique and freeable.
+        let p = unsafe { libc::malloc((size as usize).max(1)) };
+        if p.is_null() {
+            mpi_bail!(MPI_ERR_NO_MEM, "cannot allocate {size} bytes");
+        }
+        out(baseptr.cast::<*mut c_void>(), p, "baseptr")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Free_mem`.
+    fn PMPI_Free_mem / "MPI_Free_mem" (base: *mut c_void) {
+        // SAFETY: `base` was returned by MPI_Alloc_mem (malloc) or is NULL.
+        unsafe { libc::free(base) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dims_create`: balanced factorization, non-increasing.
+    fn PMPI_Dims_create / "MPI_Dims_create" (nnodes: c_int, ndims: c_int, dims: *mut c_int) {
+        let nd = check_count(ndims)?;
+        if nnodes <= 0 {
+            mpi_bail!(MPI_ERR_ARG, "nnodes must be positive, got {nnodes}");
+        }
+        let d = slice_out(dims, nd, "dims")?;
+        let mut rest = nnodes;
+        let mut free = 0;
+        for &x in d.iter() {
+            if x < 0 {
+                mpi_bail!(MPI_ERR_DIMS, "negative dimension {x}");
+            }
+            if x > 0 {
+                if rest % x != 0 {
+                    mpi_bail!(MPI_ERR_DIMS, "nnodes {nnodes} is not divisible by the fixed dimensions");
+                }
+                rest /= x;
+            } else {
+                free += 1;
+            }
+        }
+        if free == 0 {
+            if rest != 1 {
+                mpi_bail!(MPI_ERR_DIMS, "fixed dimensions do not multiply to {nnodes}");
+            }
+            return Ok(());
+        }
+        let fill = dims_split(rest, free);
+        let mut it = fill.into_iter();
+        for x in d.iter_mut() {
+            if *x == 0 {
+                *x = it.next().unwrap_or(1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Split `n` into `k` factors as equal as possible, in non-increasing order.
+pub(crate) fn dims_split(n: c_int, k: usize) -> Vec<c_int> {
+    let mut primes = Vec::new();
+    let mut m = n;
+    let mut p = 2;
+    while p * p <= m {
+        while m % p == 0 {
+            primes.push(p);
+            m /= p;
+        }
+        p += 1;
+    }
+    if m > 1 {
+        primes.push(m);
+    }
+    let mut f = vec![1; k];
+    for &p in primes.iter().rev() {
+        let i = (0..k).min_by_key(|&i| f[i]).unwrap_or(0);
+        f[i] *= p;
+    }
+    f.sort_unstable_by(|a, b| b.cmp(a));
+    f
+}
+
+// ---- info objects ----
+
+impl crate::state::State {
+    fn info(&self, h: c_int) -> MpiResult<&Info> {
+        match self.infos.get(h) {
+            Some(i) => Ok(i),
+            None => mpi_bail!(MPI_ERR_INFO, "invalid info handle {h:#x}"),
+        }
+    }
+    fn info_mut(&mut self, h: c_int) -> MpiResult<&mut Info> {
+        match self.infos.get_mut(h) {
+            Some(i) => Ok(i),
+            None => mpi_bail!(MPI_ERR_INFO, "invalid info handle {h:#x}"),
+        }
+    }
+}
+
+fn info_key(key: *const c_char) -> MpiResult<String> {
+    let k = read_cstr(key, "key")?;
+    if k.is_empty() || k.len() > MPI_MAX_INFO_KEY as usize {
+        mpi_bail!(
+            MPI_ERR_INFO_KEY,
+            "info key empty or longer than MPI_MAX_INFO_KEY"
+        );
+    }
+    Ok(k)
+}
+
+mpi_fn! {
+    /// `MPI_Info_create`.
+    fn PMPI_Info_create / "MPI_Info_create" (info: *mut c_int) {
+        let h = lock().infos.insert(Info::default());
+        out(info, h, "info")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_free`.
+    fn PMPI_Info_free / "MPI_Info_free" (info: *mut c_int) {
+        let h = inp(info, "info")?;
+        if lock().infos.remove(h).is_none() {
+            mpi_bail!(MPI_ERR_INFO, "invalid info handle {h:#x}");
+        }
+        out(info, MPI_INFO_NULL, "info")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_dup`.
+    fn PMPI_Info_dup / "MPI_Info_dup" (info: c_int, newinfo: *mut c_int) {
+        let mut st = lock();
+        let i = st.info(info)?.clone();
+        let h = st.infos.insert(i);
+        drop(st);
+        out(newinfo, h, "newinfo")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_set`.
+    fn PMPI_Info_set / "MPI_Info_set" (info: c_int, key: *const c_char, value: *const c_char) {
+        let k = info_key(key)?;
+        let v = read_cstr(value, "value")?;
+        if v.len() > MPI_MAX_INFO_VAL as usize {
+            mpi_bail!(MPI_ERR_INFO_VALUE, "info value longer than MPI_MAX_INFO_VAL");
+        }
+        let mut st = lock();
+        let i = st.info_mut(info)?;
+        match i.entries.iter_mut().find(|(ek, _)| *ek == k) {
+            Some(e) => e.1 = v,
+            None => i.entries.push((k, v)),
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_delete`.
+    fn PMPI_Info_delete / "MPI_Info_delete" (info: c_int, key: *const c_char) {
+        let k = info_key(key)?;
+        let mut st = lock();
+        let i = st.info_mut(info)?;
+        let before = i.entries.len();
+        i.entries.retain(|(ek, _)| *ek != k);
+        if i.entries.len() == before {
+            mpi_bail!(MPI_ERR_INFO_NOKEY, "info key '{k}' not set");
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get`.
+    fn PMPI_Info_get / "MPI_Info_get" (info: c_int, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) {
+        let k = info_key(key)?;
+        let st = lock();
+        let v = st.info(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|e| e.1.clone());
+        drop(st);
+        match v {
+            Some(v) => {
+                copy_cstr(value, (valuelen.max(0) as usize) + 1, &v)?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_valuelen`.
+    fn PMPI_Info_get_valuelen / "MPI_Info_get_valuelen" (info: c_int, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) {
+        let k = info_key(key)?;
+        let st = lock();
+        let v = st.info(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|e| e.1.len());
+        drop(st);
+        match v {
+            Some(n) => {
+                out(valuelen, n as c_int, "valuelen")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_nkeys`.
+    fn PMPI_Info_get_nkeys / "MPI_Info_get_nkeys" (info: c_int, nkeys: *mut c_int) {
+        let n = lock().info(info)?.entries.len();
+        out(nkeys, n as c_int, "nkeys")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_nthkey`.
+    fn PMPI_Info_get_nthkey / "MPI_Info_get_nthkey" (info: c_int, n: c_int, key: *mut c_char) {
+        let st = lock();
+        let i = st.info(info)?;
+        let Some((k, _)) = usize::try_from(n).ok().and_then(|n| i.entries.get(n)) else {
+            mpi_bail!(MPI_ERR_ARG, "info key index {n} out of range ({} keys)", i.entries.len());
+        };
+        let k = k.clone();
+        drop(st);
+        copy_cstr(key, MPI_MAX_INFO_KEY as usize + 1, &k).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_are_balanced_and_non_increasing() {
+        assert_eq!(dims_split(12, 2), vec![4, 3]);
+        assert_eq!(dims_split(16, 2), vec![4, 4]);
+        assert_eq!(dims_split(7, 3), vec![7, 1, 1]);
+        assert_eq!(dims_split(24, 3), vec![4, 3, 2]);
+        let mut d = [0, 3, 0];
+        // SAFETY: d has 3 ints.
+        let rc = unsafe { PMPI_Dims_create(24, 3, d.as_mut_ptr()) };
+        assert_eq!(rc, MPI_SUCCESS);
+        assert_eq!(d, [4, 3, 2]);
+    }
+
+    #[test]
+    fn data_objects_have_distinct_addresses() {
+        assert_ne!(MPI_UNWEIGHTED.0, MPI_WEIGHTS_EMPTY.0);
+        assert!(!MPI_UNWEIGHTED.0.is_null());
+    }
+}

@@ -1,0 +1,417 @@
+//! Point-to-point entry points: blocking and nonblocking sends and receives, probes,
+//! matched probes, sendrecv, and the buffered-send buffer.
+
+use crate::backend::{self, EStatus, SendMode};
+use crate::consts::*;
+use crate::datatype::status_set_bytes;
+use crate::ffi::{check_count, inp, out, MpiResult};
+use crate::request::{
+    check_rank, check_tag, complete_single, recv_target, start_recv, start_send, wait_pending,
+    write_status, Message, MpiStatus, Pending, Request,
+};
+use crate::state::lock;
+use std::ffi::{c_int, c_void};
+
+/// Blocking send in `mode`.
+#[allow(clippy::too_many_arguments)]
+fn send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: SendMode,
+) -> MpiResult {
+    let p = {
+        let mut st = lock();
+        st.check_active()?;
+        start_send(&mut st, buf, count, datatype, dest, tag, comm, mode)?
+    };
+    if mode == SendMode::Buffered {
+        // Complete for the caller; the copy travels on.
+        lock().orphans.push(p);
+        return Ok(());
+    }
+    let (_, code) = wait_pending(p)?;
+    complete_single(std::ptr::null_mut(), None, code, comm, "send failed")
+}
+
+/// Nonblocking send in `mode`.
+#[allow(clippy::too_many_arguments)]
+fn isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: SendMode,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        mpi_bail!(MPI_ERR_ARG, "NULL request");
+    }
+    let mut st = lock();
+    st.check_active()?;
+    let mut p = start_send(&mut st, buf, count, datatype, dest, tag, comm, mode)?;
+    if mode == SendMode::Buffered {
+        st.orphans.push(p);
+        p = Pending {
+            ereq: None,
+            done: Some(EStatus {
+                source: MPI_ANY_SOURCE,
+                tag: MPI_ANY_TAG,
+                ..EStatus::PROC_NULL
+            }),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        };
+    }
+    let h = st.reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(p),
+    });
+    drop(st);
+    out(request, h, "request")
+}
+
+macro_rules! sends {
+    ($($pname:ident $name:literal $ipname:ident $iname:literal $mode:expr;)*) => {$(
+        mpi_fn! {
+            /// Blocking send.
+            fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+                send(buf, count, datatype, dest, tag, comm, $mode)
+            }
+        }
+        mpi_fn! {
+            /// Nonblocking send.
+            fn $ipname / $iname (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+                isend(buf, count, datatype, dest, tag, comm, $mode, request)
+            }
+        }
+    )*};
+}
+
+sends! {
+    PMPI_Send "MPI_Send" PMPI_Isend "MPI_Isend" SendMode::Standard;
+    PMPI_Ssend "MPI_Ssend" PMPI_Issend "MPI_Issend" SendMode::Sync;
+    PMPI_Rsend "MPI_Rsend" PMPI_Irsend "MPI_Irsend" SendMode::Ready;
+    PMPI_Bsend "MPI_Bsend" PMPI_Ibsend "MPI_Ibsend" SendMode::Buffered;
+}
+
+mpi_fn! {
+    /// `MPI_Recv`.
+    fn PMPI_Recv / "MPI_Recv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let p = {
+            let mut st = lock();
+            st.check_active()?;
+            start_recv(&mut st, buf, count, datatype, source, tag, comm)?
+        };
+        let (s, code) = wait_pending(p)?;
+        complete_single(status, Some(s), code, comm, "receive failed")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Irecv`.
+    fn PMPI_Irecv / "MPI_Irecv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        if request.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL request");
+        }
+        let mut st = lock();
+        st.check_active()?;
+        let p = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
+        let h = st.reqs.insert(Request { comm, persistent: None, active: Some(p) });
+        drop(st);
+        out(request, h, "request")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv`.
+    fn PMPI_Sendrecv / "MPI_Sendrecv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let (r, s) = {
+            let mut st = lock();
+            st.check_active()?;
+            let r = start_recv(&mut st, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+            let s = start_send(&mut st, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
+            let s = match s {
+                Ok(s) => s,
+                Err(e) => {
+                    if let Some(er) = r.ereq {
+                        backend::engine()?.cancel(er);
+                        st.orphans.push(r);
+                    }
+                    return Err(e);
+                }
+            };
+            (r, s)
+        };
+        let (_, scode) = wait_pending(s)?;
+        let (rs, rcode) = wait_pending(r)?;
+        if scode != MPI_SUCCESS {
+            return complete_single(status, Some(rs), scode, comm, "send part of MPI_Sendrecv failed");
+        }
+        complete_single(status, Some(rs), rcode, comm, "receive part of MPI_Sendrecv failed")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv_replace`.
+    fn PMPI_Sendrecv_replace / "MPI_Sendrecv_replace" (buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+        // Send from a packed copy, receive into the buffer.
+        let (r, s) = {
+            let mut st = lock();
+            st.check_active()?;
+            let n = check_count(count).map_err(|e| e.on(comm))?;
+            let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
+            let mut copy = Vec::new();
+            if !buf.is_null() || !dt.predefined {
+                // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
+                unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
+            }
+            let bytes = st.dtype(MPI_BYTE)?;
+            let _ = bytes;
+            let len = copy.len() as c_int;
+            let s = start_send(&mut st, copy.as_ptr().cast(), len, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
+            let s = Pending { stage: Some(copy), ..s };
+            let r = start_recv(&mut st, buf, count, datatype, source, recvtag, comm);
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    st.orphans.push(s);
+                    return Err(e);
+                }
+            };
+            (r, s)
+        };
+        let (_, scode) = wait_pending(s)?;
+        let (rs, rcode) = wait_pending(r)?;
+        let code = if scode != MPI_SUCCESS { scode } else { rcode };
+        complete_single(status, Some(rs), code, comm, "MPI_Sendrecv_replace failed")
+    }
+}
+
+/// Build the MPI status of a probe.
+fn probe_status(s: &EStatus) -> MpiStatus {
+    let mut m = MpiStatus {
+        source: s.source,
+        tag: s.tag,
+        error: MPI_SUCCESS,
+        ..Default::default()
+    };
+    status_set_bytes(&mut m, s.count_bytes, false);
+    m
+}
+
+/// Validate probe arguments; returns the engine communicator.
+fn probe_args(source: c_int, tag: c_int, comm: c_int) -> MpiResult<backend::EComm> {
+    let st = lock();
+    st.check_active()?;
+    let c = st.comm(comm)?;
+    let chk = || -> MpiResult {
+        check_rank(source, c.size, true)?;
+        check_tag(tag, true)
+    };
+    chk().map_err(|e| e.on(comm))?;
+    Ok(c.ecomm)
+}
+
+mpi_fn! {
+    /// `MPI_Iprobe`.
+    fn PMPI_Iprobe / "MPI_Iprobe" (source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let ec = probe_args(source, tag, comm)?;
+        if flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag");
+        }
+        if source == MPI_PROC_NULL {
+            out(flag, 1, "flag")?;
+            write_status(status, &probe_status(&EStatus::PROC_NULL), false);
+            return Ok(());
+        }
+        match backend::engine()?.iprobe(source, tag, ec).map_err(|e| backend::err(e).on(comm))? {
+            Some(s) => {
+                out(flag, 1, "flag")?;
+                write_status(status, &probe_status(&s), false);
+                Ok(())
+            }
+            None => out(flag, 0, "flag"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Probe`.
+    fn PMPI_Probe / "MPI_Probe" (source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let ec = probe_args(source, tag, comm)?;
+        if source == MPI_PROC_NULL {
+            write_status(status, &probe_status(&EStatus::PROC_NULL), false);
+            return Ok(());
+        }
+        let s = backend::engine()?.probe(source, tag, ec).map_err(|e| backend::err(e).on(comm))?;
+        write_status(status, &probe_status(&s), false);
+        Ok(())
+    }
+}
+
+/// Register a matched message; returns its handle.
+fn new_message(m: Option<(backend::EMsg, EStatus)>, comm: c_int) -> c_int {
+    match m {
+        None => MPI_MESSAGE_NULL,
+        Some((emsg, _)) if emsg == backend::EMsg::NO_PROC => MPI_MESSAGE_NO_PROC,
+        Some((emsg, _)) => lock().msgs.insert(Message { emsg, comm }),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Mprobe`.
+    fn PMPI_Mprobe / "MPI_Mprobe" (source: c_int, tag: c_int, comm: c_int, message: *mut c_int, status: *mut MpiStatus) {
+        let ec = probe_args(source, tag, comm)?;
+        if message.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL message");
+        }
+        if source == MPI_PROC_NULL {
+            out(message, MPI_MESSAGE_NO_PROC, "message")?;
+            write_status(status, &probe_status(&EStatus::PROC_NULL), false);
+            return Ok(());
+        }
+        let (m, s) = backend::engine()?.mprobe(source, tag, ec).map_err(|e| backend::err(e).on(comm))?;
+        out(message, new_message(Some((m, s)), comm), "message")?;
+        write_status(status, &probe_status(&s), false);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Improbe`.
+    fn PMPI_Improbe / "MPI_Improbe" (source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, message: *mut c_int, status: *mut MpiStatus) {
+        let ec = probe_args(source, tag, comm)?;
+        if message.is_null() || flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag or message");
+        }
+        if source == MPI_PROC_NULL {
+            out(flag, 1, "flag")?;
+            out(message, MPI_MESSAGE_NO_PROC, "message")?;
+            write_status(status, &probe_status(&EStatus::PROC_NULL), false);
+            return Ok(());
+        }
+        match backend::engine()?.improbe(source, tag, ec).map_err(|e| backend::err(e).on(comm))? {
+            Some((m, s)) => {
+                out(flag, 1, "flag")?;
+                out(message, new_message(Some((m, s)), comm), "message")?;
+                write_status(status, &probe_status(&s), false);
+                Ok(())
+            }
+            None => out(flag, 0, "flag"),
+        }
+    }
+}
+
+/// Start a matched receive; consumes the message handle.
+fn start_mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    message: *mut c_int,
+) -> MpiResult<(Pending, c_int)> {
+    let h = inp(message, "message")?;
+    let mut st = lock();
+    st.check_active()?;
+    let n = check_count(count)?;
+    let dt = st.dtype_committed(datatype)?;
+    if h == MPI_MESSAGE_NO_PROC {
+        drop(st);
+        out(message, MPI_MESSAGE_NULL, "message")?;
+        return Ok((
+            Pending {
+                ereq: None,
+                done: Some(EStatus::PROC_NULL),
+                stage: None,
+                unpack: None,
+                bsend_bytes: 0,
+            },
+            MPI_COMM_WORLD,
+        ));
+    }
+    let Some(m) = st.msgs.remove(h) else {
+        mpi_bail!(MPI_ERR_REQUEST, "invalid message handle {h:#x}");
+    };
+    let (ptr, len, stage, unpack) = recv_target(buf, n, &dt);
+    // SAFETY: `ptr` points to `len` writable bytes (user buffer or our staging vector kept
+    // alive by the Pending).
+    let ereq = unsafe { backend::engine()?.imrecv(ptr, len, m.emsg) }
+        .map_err(|e| backend::err(e).on(m.comm))?;
+    drop(st);
+    out(message, MPI_MESSAGE_NULL, "message")?;
+    Ok((
+        Pending {
+            ereq: Some(ereq),
+            done: None,
+            stage,
+            unpack,
+            bsend_bytes: 0,
+        },
+        m.comm,
+    ))
+}
+
+mpi_fn! {
+    /// `MPI_Mrecv`.
+    fn PMPI_Mrecv / "MPI_Mrecv" (buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut MpiStatus) {
+        let (p, comm) = start_mrecv(buf, count, datatype, message)?;
+        let (s, code) = wait_pending(p)?;
+        complete_single(status, Some(s), code, comm, "matched receive failed")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Imrecv`.
+    fn PMPI_Imrecv / "MPI_Imrecv" (buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+        if request.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL request");
+        }
+        let (p, comm) = start_mrecv(buf, count, datatype, message)?;
+        let h = lock().reqs.insert(Request { comm, persistent: None, active: Some(p) });
+        out(request, h, "request")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_attach`.
+    fn PMPI_Buffer_attach / "MPI_Buffer_attach" (buffer: *mut c_void, size: c_int) {
+        if size < 0 {
+            mpi_bail!(MPI_ERR_ARG, "negative buffer size {size}");
+        }
+        if buffer.is_null() && size > 0 {
+            mpi_bail!(MPI_ERR_BUFFER, "NULL buffer");
+        }
+        let mut st = lock();
+        if st.bsend_buffer.is_some() {
+            mpi_bail!(MPI_ERR_BUFFER, "a buffer is already attached");
+        }
+        st.bsend_buffer = Some((buffer as usize, size as usize));
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_detach`: waits until the buffered messages are on their way.
+    fn PMPI_Buffer_detach / "MPI_Buffer_detach" (buffer_addr: *mut *mut c_void, size: *mut c_int) {
+        loop {
+            let mut st = lock();
+            crate::request::reap_orphans(&mut st);
+            if st.orphans.iter().all(|p| p.bsend_bytes == 0) {
+                let b = st.bsend_buffer.take();
+                drop(st);
+                let (addr, sz) = b.unwrap_or((0, 0));
+                out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
+                return out(size, sz as c_int, "size");
+            }
+            drop(st);
+            backend::engine()?.progress();
+        }
+    }
+}

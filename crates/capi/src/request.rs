@@ -1,0 +1,938 @@
+//! Requests, messages and statuses: starting point-to-point operations on the engine
+//! (packing non-contiguous data), completing them (unpacking), and the
+//! wait/test/cancel/free family.
+
+use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
+use crate::consts::*;
+use crate::datatype::{pack_into, status_set_bytes, unpack_from, Datatype};
+use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
+use crate::state::{lock, State};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// `MPI_Status` of the MPICH ABI (20 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MpiStatus {
+    /// Low 32 bits of the byte count.
+    pub count_lo: c_int,
+    /// High bits of the byte count shifted left by one; bit 0 = cancelled.
+    pub count_hi_and_cancelled: c_int,
+    /// `MPI_SOURCE`.
+    pub source: c_int,
+    /// `MPI_TAG`.
+    pub tag: c_int,
+    /// `MPI_ERROR`.
+    pub error: c_int,
+}
+
+/// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
+pub(crate) fn empty_status() -> MpiStatus {
+    MpiStatus {
+        count_lo: 0,
+        count_hi_and_cancelled: 0,
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: MPI_SUCCESS,
+    }
+}
+
+/// True for `MPI_STATUS_IGNORE`/`MPI_STATUSES_IGNORE` (`(MPI_Status*)1`) and NULL.
+pub(crate) fn ignored(p: *mut MpiStatus) -> bool {
+    p.is_null() || p as usize == 1
+}
+
+/// Write a status unless it is ignored. `set_error` also writes `MPI_ERROR` (only the
+/// multiple-completion calls do that).
+pub(crate) fn write_status(p: *mut MpiStatus, s: &MpiStatus, set_error: bool) {
+    if ignored(p) {
+        return;
+    }
+    // SAFETY: a non-ignored status pointer from the caller points to an MPI_Status.
+    unsafe {
+        let old_err = (*p).error;
+        p.write_unaligned(MpiStatus {
+            error: if set_error { s.error } else { old_err },
+            ..*s
+        });
+    }
+}
+
+/// Where received data goes when the user buffer is not contiguous.
+pub(crate) struct Unpack {
+    pub dt: Arc<Datatype>,
+    pub count: usize,
+    pub buf: usize,
+}
+
+/// An operation started on the engine (or completed at once).
+pub(crate) struct Pending {
+    /// The engine request; `None` if the operation completed already (`done`).
+    pub ereq: Option<EReq>,
+    pub done: Option<EStatus>,
+    /// Packed send data or the receive staging buffer (kept alive until completion).
+    pub stage: Option<Vec<u8>>,
+    pub unpack: Option<Unpack>,
+    /// Bytes of the attached buffer this (buffered) send accounts for.
+    pub bsend_bytes: usize,
+}
+
+/// What a persistent request does at each `MPI_Start`.
+#[derive(Clone)]
+pub(crate) struct Persist {
+    pub send: Option<SendMode>,
+    pub buf: usize,
+    pub count: c_int,
+    pub datatype: c_int,
+    pub peer: i32,
+    pub tag: i32,
+}
+
+/// A request object.
+pub(crate) struct Request {
+    pub comm: c_int,
+    pub persistent: Option<Persist>,
+    pub active: Option<Pending>,
+}
+
+/// A matched message (`MPI_Mprobe`).
+pub(crate) struct Message {
+    pub emsg: EMsg,
+    pub comm: c_int,
+}
+
+/// Validate a rank argument (`allow_any`: `MPI_ANY_SOURCE` allowed).
+pub(crate) fn check_rank(r: i32, size: i32, allow_any: bool) -> MpiResult {
+    if r == MPI_PROC_NULL || (allow_any && r == MPI_ANY_SOURCE) || (0..size).contains(&r) {
+        Ok(())
+    } else {
+        mpi_bail!(MPI_ERR_RANK, "invalid rank {r} (communicator size {size})")
+    }
+}
+
+/// Validate a tag argument (`allow_any`: `MPI_ANY_TAG` allowed).
+pub(crate) fn check_tag(t: i32, allow_any: bool) -> MpiResult {
+    if (allow_any && t == MPI_ANY_TAG) || (0..=backend::TAG_UB).contains(&t) {
+        Ok(())
+    } else {
+        mpi_bail!(
+            MPI_ERR_TAG,
+            "invalid tag {t} (valid: 0..={})",
+            backend::TAG_UB
+        )
+    }
+}
+
+/// Validate a buffer: NULL is only allowed for empty messages or derived types
+/// (`MPI_BOTTOM` with absolute displacements).
+fn check_buf(buf: *const c_void, count: usize, dt: &Datatype) -> MpiResult {
+    if buf.is_null() && count > 0 && dt.size > 0 && dt.predefined {
+        mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {count}");
+    }
+    Ok(())
+}
+
+/// Start a send on the engine. The lock is held by the caller.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_send(
+    st: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: i32,
+    tag: i32,
+    comm: c_int,
+    mode: SendMode,
+) -> MpiResult<Pending> {
+    let (ecomm, size) = {
+        let c = st.comm(comm)?;
+        (c.ecomm, c.size)
+    };
+    let mut go = || -> MpiResult<Pending> {
+        let n = check_count(count)?;
+        let dt = st.dtype_committed(datatype)?;
+        check_rank(dest, size, false)?;
+        check_tag(tag, false)?;
+        check_buf(buf, n, &dt)?;
+        if dest == MPI_PROC_NULL {
+            return Ok(Pending {
+                ereq: None,
+                done: Some(EStatus::PROC_NULL),
+                stage: None,
+                unpack: None,
+                bsend_bytes: 0,
+            });
+        }
+        let eng = backend::engine()?;
+        let len = n * dt.size;
+        let mut bsend_bytes = 0;
+        let mut stage = None;
+        let ptr: *const u8 = if dt.is_contiguous() && mode != SendMode::Buffered {
+            let off = dt.blocks.first().map_or(0, |b| b.disp);
+            buf.cast::<u8>().wrapping_offset(off)
+        } else {
+            let mut v = Vec::new();
+            // SAFETY: the MPI send contract: `buf` holds `count` items of `datatype`.
+            unsafe { pack_into(&dt, n, buf.cast(), &mut v) };
+            if mode == SendMode::Buffered {
+                bsend_bytes = reserve_bsend(st, len)?;
+            }
+            stage = Some(v);
+            stage.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+        };
+        // Buffered sends are copied by us (above) and sent as standard sends; the attached
+        // buffer only does the accounting.
+        let emode = if mode == SendMode::Buffered {
+            SendMode::Standard
+        } else {
+            mode
+        };
+        // SAFETY: `ptr` points to `len` readable bytes: the user's contiguous buffer (MPI
+        // contract: it stays valid until completion) or our staging vector, which the
+        // returned Pending keeps alive until completion.
+        let ereq = unsafe { eng.isend(ptr, len, dest, tag, ecomm, emode) }.map_err(backend::err)?;
+        Ok(Pending {
+            ereq: Some(ereq),
+            done: None,
+            stage,
+            unpack: None,
+            bsend_bytes,
+        })
+    };
+    go().map_err(|e| e.on(comm))
+}
+
+/// Account `len` bytes of a buffered send against the attached buffer.
+fn reserve_bsend(st: &mut State, len: usize) -> MpiResult<usize> {
+    let need = len + MPI_BSEND_OVERHEAD as usize;
+    reap_orphans(st);
+    let Some((_, cap)) = st.bsend_buffer else {
+        mpi_bail!(
+            MPI_ERR_BUFFER,
+            "buffered send without an attached buffer (MPI_Buffer_attach)"
+        );
+    };
+    let used: usize = st.orphans.iter().map(|p| p.bsend_bytes).sum();
+    if used + need > cap {
+        mpi_bail!(
+            MPI_ERR_BUFFER,
+            "attached buffer too small: {cap} bytes, {used} in use, {need} needed"
+        );
+    }
+    Ok(need)
+}
+
+/// Start a receive on the engine. The lock is held by the caller.
+pub(crate) fn start_recv(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: i32,
+    tag: i32,
+    comm: c_int,
+) -> MpiResult<Pending> {
+    let (ecomm, size) = {
+        let c = st.comm(comm)?;
+        (c.ecomm, c.size)
+    };
+    let go = || -> MpiResult<Pending> {
+        let n = check_count(count)?;
+        let dt = st.dtype_committed(datatype)?;
+        check_rank(source, size, true)?;
+        check_tag(tag, true)?;
+        check_buf(buf, n, &dt)?;
+        if source == MPI_PROC_NULL {
+            return Ok(Pending {
+                ereq: None,
+                done: Some(EStatus::PROC_NULL),
+                stage: None,
+                unpack: None,
+                bsend_bytes: 0,
+            });
+        }
+        let eng = backend::engine()?;
+        let (ptr, len, stage, unpack) = recv_target(buf, n, &dt);
+        // SAFETY: `ptr` points to `len` writable bytes: the user's contiguous buffer (MPI
+        // contract) or our staging vector, kept alive by the returned Pending.
+        let ereq = unsafe { eng.irecv(ptr, len, source, tag, ecomm) }.map_err(backend::err)?;
+        Ok(Pending {
+            ereq: Some(ereq),
+            done: None,
+            stage,
+            unpack,
+            bsend_bytes: 0,
+        })
+    };
+    go().map_err(|e| e.on(comm))
+}
+
+/// Where to receive: the user buffer if contiguous, else a staging buffer.
+#[allow(clippy::type_complexity)]
+pub(crate) fn recv_target(
+    buf: *mut c_void,
+    n: usize,
+    dt: &Arc<Datatype>,
+) -> (*mut u8, usize, Option<Vec<u8>>, Option<Unpack>) {
+    let len = n * dt.size;
+    if dt.is_contiguous() {
+        let off = dt.blocks.first().map_or(0, |b| b.disp);
+        (buf.cast::<u8>().wrapping_offset(off), len, None, None)
+    } else {
+        let mut v = vec![0u8; len];
+        let p = v.as_mut_ptr();
+        (
+            p,
+            len,
+            Some(v),
+            Some(Unpack {
+                dt: dt.clone(),
+                count: n,
+                buf: buf as usize,
+            }),
+        )
+    }
+}
+
+/// Finish a completed operation: unpack, build the MPI status and the error code.
+pub(crate) fn finish(p: Pending, s: EStatus) -> (MpiStatus, c_int) {
+    if let (Some(u), Some(stage)) = (&p.unpack, &p.stage) {
+        let n = s.count_bytes.min(stage.len());
+        // SAFETY: `u.buf` is the user's receive buffer for `u.count` items of `u.dt` (MPI
+        // contract: valid until completion, which is now).
+        unsafe { unpack_from(&u.dt, u.count, u.buf as *mut u8, &stage[..n]) };
+    }
+    let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
+    let mut st = MpiStatus {
+        source: s.source,
+        tag: s.tag,
+        error: code,
+        ..Default::default()
+    };
+    status_set_bytes(&mut st, s.count_bytes, s.cancelled);
+    (st, code)
+}
+
+/// Block until a pending operation completes (no lock held) and finish it.
+pub(crate) fn wait_pending(p: Pending) -> MpiResult<(MpiStatus, c_int)> {
+    let s = match (p.ereq, p.done) {
+        (Some(r), _) => backend::engine()?.wait(r),
+        (None, Some(s)) => s,
+        (None, None) => EStatus::PROC_NULL,
+    };
+    Ok(finish(p, s))
+}
+
+/// Test an orphaned operation list (freed requests, buffered sends) and drop the ones
+/// that completed.
+pub(crate) fn reap_orphans(st: &mut State) {
+    let Some(eng) = oxmpi_engine::engine() else {
+        return;
+    };
+    st.orphans.retain(|p| match p.ereq {
+        Some(r) => eng.test(r).is_none(),
+        None => false,
+    });
+}
+
+/// Outcome of testing one request handle.
+enum Tested {
+    /// Null or inactive: an empty status.
+    Empty,
+    NotDone,
+    Done(MpiStatus, c_int),
+}
+
+/// Test the request `h` (lock held); completes and frees it (or deactivates a persistent
+/// one) when done.
+fn test_one(st: &mut State, h: c_int) -> MpiResult<Tested> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(Tested::Empty);
+    }
+    let Some(req) = st.reqs.get_mut(h) else {
+        mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+    };
+    let Some(p) = req.active.as_mut() else {
+        return Ok(Tested::Empty);
+    };
+    let s = match (p.ereq, p.done) {
+        (Some(r), _) => match backend::engine()?.test(r) {
+            Some(s) => s,
+            None => return Ok(Tested::NotDone),
+        },
+        (None, Some(s)) => s,
+        (None, None) => EStatus::PROC_NULL,
+    };
+    let p = req.active.take().expect("checked above");
+    let (status, code) = finish(p, s);
+    if req.persistent.is_none() {
+        st.reqs.remove(h);
+    }
+    Ok(Tested::Done(status, code))
+}
+
+/// The communicator a request belongs to (for error handling).
+fn req_comm(st: &State, h: c_int) -> c_int {
+    st.reqs.get(h).map_or(MPI_COMM_WORLD, |r| r.comm)
+}
+
+/// Wait for one request handle; returns the status and the error code.
+pub(crate) fn wait_one(h: c_int) -> MpiResult<(Option<MpiStatus>, c_int, bool)> {
+    // Returns (status or None for an empty one, code, was_freed).
+    loop {
+        let mut st = lock();
+        let comm = req_comm(&st, h);
+        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
+            Tested::Empty => return Ok((None, MPI_SUCCESS, false)),
+            Tested::Done(s, c) => {
+                let freed = st.reqs.get(h).is_none();
+                return Ok((Some(s), c, freed));
+            }
+            Tested::NotDone => {
+                // Block in the engine without holding our lock.
+                let ereq = st
+                    .reqs
+                    .get(h)
+                    .and_then(|r| r.active.as_ref())
+                    .and_then(|p| p.ereq);
+                drop(st);
+                if let Some(r) = ereq {
+                    let s = backend::engine()?.wait(r);
+                    let mut st = lock();
+                    let Some(req) = st.reqs.get_mut(h) else {
+                        mpi_bail!(MPI_ERR_REQUEST, "request {h:#x} was freed while waiting");
+                    };
+                    let Some(mut p) = req.active.take() else {
+                        return Ok((None, MPI_SUCCESS, false));
+                    };
+                    p.ereq = None;
+                    let (status, code) = finish(p, s);
+                    let freed = req.persistent.is_none();
+                    if freed {
+                        st.reqs.remove(h);
+                    }
+                    return Ok((Some(status), code, freed));
+                }
+            }
+        }
+    }
+}
+
+/// Raise an error code obtained from a completed operation on `comm`.
+fn op_error(code: c_int, comm: c_int, what: &str) -> MpiError {
+    let detail = if code == MPI_ERR_TRUNCATE {
+        format!("{what}: the message is longer than the receive buffer")
+    } else {
+        what.to_string()
+    };
+    MpiError::new(code, detail).on(comm)
+}
+
+/// Complete a single-completion call: write the status, map the error.
+pub(crate) fn complete_single(
+    status: *mut MpiStatus,
+    s: Option<MpiStatus>,
+    code: c_int,
+    comm: c_int,
+    what: &str,
+) -> MpiResult {
+    write_status(status, &s.unwrap_or_else(empty_status), code != MPI_SUCCESS);
+    if code != MPI_SUCCESS {
+        return Err(op_error(code, comm, what));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Wait`.
+    fn PMPI_Wait / "MPI_Wait" (request: *mut c_int, status: *mut MpiStatus) {
+        let h = inp(request, "request")?;
+        let comm = req_comm(&lock(), h);
+        let (s, code, freed) = wait_one(h)?;
+        if freed {
+            out(request, MPI_REQUEST_NULL, "request")?;
+        }
+        complete_single(status, s, code, comm, "request completed with an error")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Test`.
+    fn PMPI_Test / "MPI_Test" (request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let h = inp(request, "request")?;
+        if flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag");
+        }
+        let mut st = lock();
+        let comm = req_comm(&st, h);
+        let r = test_one(&mut st, h).map_err(|e| e.on(comm))?;
+        let freed = h != MPI_REQUEST_NULL && st.reqs.get(h).is_none();
+        drop(st);
+        match r {
+            Tested::NotDone => {
+                backend::engine()?.progress();
+                out(flag, 0, "flag")
+            }
+            Tested::Empty => {
+                out(flag, 1, "flag")?;
+                complete_single(status, None, MPI_SUCCESS, comm, "")
+            }
+            Tested::Done(s, code) => {
+                if freed {
+                    out(request, MPI_REQUEST_NULL, "request")?;
+                }
+                out(flag, 1, "flag")?;
+                complete_single(status, Some(s), code, comm, "request completed with an error")
+            }
+        }
+    }
+}
+
+/// Shared body of Waitall (blocking) and Testall.
+fn all(
+    count: c_int,
+    requests: *mut c_int,
+    flag: Option<*mut c_int>,
+    statuses: *mut MpiStatus,
+) -> MpiResult {
+    let n = check_count(count)?;
+    let reqs = slice_out(requests, n, "array_of_requests")?;
+    let stat = |i: usize| -> *mut MpiStatus {
+        if ignored(statuses) {
+            statuses
+        } else {
+            statuses.wrapping_add(i)
+        }
+    };
+    if let Some(flag) = flag {
+        // Testall: complete all or none.
+        let mut st = lock();
+        for &h in reqs.iter() {
+            if h == MPI_REQUEST_NULL {
+                continue;
+            }
+            let Some(r) = st.reqs.get(h) else {
+                mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+            };
+            if let Some(p) = &r.active {
+                if let Some(e) = p.ereq {
+                    // Peek without completing: test would free the engine request, so we
+                    // only test when every request is done; probe completion by testing
+                    // and stashing the status.
+                    if let Some(s) = backend::engine()?.test(e) {
+                        let rr = st.reqs.get_mut(h).expect("checked");
+                        let p = rr.active.as_mut().expect("checked");
+                        p.ereq = None;
+                        p.done = Some(s);
+                    } else {
+                        drop(st);
+                        return out(flag, 0, "flag");
+                    }
+                }
+            }
+        }
+        drop(st);
+        out(flag, 1, "flag")?;
+    }
+    let mut first_err = None;
+    let mut codes = vec![MPI_SUCCESS; n];
+    for i in 0..n {
+        let (s, code, freed) = wait_one(reqs[i])?;
+        if freed {
+            reqs[i] = MPI_REQUEST_NULL;
+        }
+        codes[i] = code;
+        write_status(stat(i), &s.unwrap_or_else(empty_status), true);
+        if code != MPI_SUCCESS && first_err.is_none() {
+            first_err = Some(i);
+        }
+    }
+    if first_err.is_some() {
+        return Err(MpiError::new(
+            MPI_ERR_IN_STATUS,
+            "a request completed with an error (see the statuses)",
+        ));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Waitall`.
+    fn PMPI_Waitall / "MPI_Waitall" (count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
+        all(count, requests, None, statuses)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Testall`.
+    fn PMPI_Testall / "MPI_Testall" (count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
+        if flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag");
+        }
+        all(count, requests, Some(flag), statuses)
+    }
+}
+
+/// Shared body of Waitany/Testany: one pass over the array; returns true if something
+/// completed (or everything is null).
+#[allow(clippy::needless_range_loop)]
+fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> MpiResult<bool> {
+    let mut st = lock();
+    let mut all_empty = true;
+    for i in 0..reqs.len() {
+        let h = reqs[i];
+        let comm = req_comm(&st, h);
+        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
+            Tested::Empty => {}
+            Tested::NotDone => all_empty = false,
+            Tested::Done(s, code) => {
+                if st.reqs.get(h).is_none() {
+                    reqs[i] = MPI_REQUEST_NULL;
+                }
+                drop(st);
+                out(index, i as c_int, "index")?;
+                return complete_single(
+                    status,
+                    Some(s),
+                    code,
+                    comm,
+                    "request completed with an error",
+                )
+                .map(|_| true);
+            }
+        }
+    }
+    if all_empty {
+        drop(st);
+        out(index, MPI_UNDEFINED, "index")?;
+        write_status(status, &empty_status(), false);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+mpi_fn! {
+    /// `MPI_Waitany`.
+    fn PMPI_Waitany / "MPI_Waitany" (count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
+        let n = check_count(count)?;
+        let reqs = slice_out(requests, n, "array_of_requests")?;
+        loop {
+            if any_pass(reqs, index, status)? {
+                return Ok(());
+            }
+            backend::engine()?.progress();
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Testany`.
+    fn PMPI_Testany / "MPI_Testany" (count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let n = check_count(count)?;
+        let reqs = slice_out(requests, n, "array_of_requests")?;
+        if flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag");
+        }
+        if any_pass(reqs, index, status)? {
+            out(flag, 1, "flag")
+        } else {
+            backend::engine()?.progress();
+            out(index, MPI_UNDEFINED, "index")?;
+            out(flag, 0, "flag")
+        }
+    }
+}
+
+/// Shared body of Waitsome/Testsome: one pass; returns the number completed, or
+/// `MPI_UNDEFINED` when every request is null/inactive.
+#[allow(clippy::needless_range_loop)]
+fn some_pass(
+    reqs: &mut [c_int],
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> MpiResult<c_int> {
+    let mut st = lock();
+    let mut all_empty = true;
+    let mut done = 0usize;
+    let mut err = false;
+    let idx = slice_out(indices, reqs.len(), "array_of_indices")?;
+    for i in 0..reqs.len() {
+        let h = reqs[i];
+        let comm = req_comm(&st, h);
+        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
+            Tested::Empty => {}
+            Tested::NotDone => all_empty = false,
+            Tested::Done(s, code) => {
+                all_empty = false;
+                if st.reqs.get(h).is_none() {
+                    reqs[i] = MPI_REQUEST_NULL;
+                }
+                idx[done] = i as c_int;
+                let sp = if ignored(statuses) {
+                    statuses
+                } else {
+                    statuses.wrapping_add(done)
+                };
+                write_status(sp, &s, true);
+                err |= code != MPI_SUCCESS;
+                done += 1;
+            }
+        }
+    }
+    if err {
+        return Err(MpiError::new(
+            MPI_ERR_IN_STATUS,
+            "a request completed with an error (see the statuses)",
+        ));
+    }
+    Ok(if all_empty {
+        MPI_UNDEFINED
+    } else {
+        done as c_int
+    })
+}
+
+mpi_fn! {
+    /// `MPI_Waitsome`.
+    fn PMPI_Waitsome / "MPI_Waitsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        let n = check_count(incount)?;
+        let reqs = slice_out(requests, n, "array_of_requests")?;
+        loop {
+            let k = some_pass(reqs, indices, statuses)?;
+            if k != 0 {
+                return out(outcount, k, "outcount");
+            }
+            backend::engine()?.progress();
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Testsome`.
+    fn PMPI_Testsome / "MPI_Testsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        let n = check_count(incount)?;
+        let reqs = slice_out(requests, n, "array_of_requests")?;
+        let k = some_pass(reqs, indices, statuses)?;
+        if k == 0 {
+            backend::engine()?.progress();
+        }
+        out(outcount, k, "outcount")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status`: like MPI_Test but does not free the request.
+    fn PMPI_Request_get_status / "MPI_Request_get_status" (request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let mut st = lock();
+        if request == MPI_REQUEST_NULL {
+            drop(st);
+            out(flag, 1, "flag")?;
+            write_status(status, &empty_status(), false);
+            return Ok(());
+        }
+        let Some(req) = st.reqs.get_mut(request) else {
+            mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {request:#x}");
+        };
+        let comm = req.comm;
+        let Some(p) = req.active.as_mut() else {
+            drop(st);
+            out(flag, 1, "flag")?;
+            write_status(status, &empty_status(), false);
+            return Ok(());
+        };
+        if let Some(e) = p.ereq {
+            match backend::engine()?.test(e) {
+                Some(s) => {
+                    p.ereq = None;
+                    p.done = Some(s);
+                }
+                None => {
+                    drop(st);
+                    backend::engine()?.progress();
+                    return out(flag, 0, "flag");
+                }
+            }
+        }
+        let s = p.done.unwrap_or(EStatus::PROC_NULL);
+        let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
+        let mut ms = MpiStatus { source: s.source, tag: s.tag, error: code, ..Default::default() };
+        status_set_bytes(&mut ms, s.count_bytes, s.cancelled);
+        drop(st);
+        out(flag, 1, "flag")?;
+        complete_single(status, Some(ms), code, comm, "request completed with an error")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cancel`.
+    fn PMPI_Cancel / "MPI_Cancel" (request: *mut c_int) {
+        let h = inp(request, "request")?;
+        let st = lock();
+        let Some(req) = st.reqs.get(h) else {
+            mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+        };
+        if let Some(e) = req.active.as_ref().and_then(|p| p.ereq) {
+            backend::engine()?.cancel(e);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_free`: an active operation completes in the background.
+    fn PMPI_Request_free / "MPI_Request_free" (request: *mut c_int) {
+        let h = inp(request, "request")?;
+        let mut st = lock();
+        let Some(req) = st.reqs.remove(h) else {
+            mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+        };
+        if let Some(p) = req.active {
+            if p.ereq.is_some() {
+                st.orphans.push(p);
+            }
+        }
+        drop(st);
+        out(request, MPI_REQUEST_NULL, "request")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Test_cancelled`.
+    fn PMPI_Test_cancelled / "MPI_Test_cancelled" (status: *const MpiStatus, flag: *mut c_int) {
+        let s = inp(status, "status")?;
+        out(flag, s.count_hi_and_cancelled & 1, "flag")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_cancelled`.
+    fn PMPI_Status_set_cancelled / "MPI_Status_set_cancelled" (status: *mut MpiStatus, flag: c_int) {
+        let mut s = inp(status.cast_const(), "status")?;
+        s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | (flag != 0) as c_int;
+        out(status, s, "status")
+    }
+}
+
+/// Create a persistent request.
+fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
+    let mut st = lock();
+    let (size,) = {
+        let c = st.comm(comm)?;
+        (c.size,)
+    };
+    let chk = || -> MpiResult {
+        check_count(p.count)?;
+        st.dtype_committed(p.datatype)?;
+        check_rank(p.peer, size, p.send.is_none())?;
+        check_tag(p.tag, p.send.is_none())
+    };
+    chk().map_err(|e| e.on(comm))?;
+    let h = st.reqs.insert(Request {
+        comm,
+        persistent: Some(p),
+        active: None,
+    });
+    drop(st);
+    out(request, h, "request")
+}
+
+macro_rules! persistent_send {
+    ($pname:ident, $name:literal, $mode:expr) => {
+        mpi_fn! {
+            /// Persistent send request.
+            fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, peer: dest, tag }, request)
+            }
+        }
+    };
+}
+persistent_send!(PMPI_Send_init, "MPI_Send_init", SendMode::Standard);
+persistent_send!(PMPI_Ssend_init, "MPI_Ssend_init", SendMode::Sync);
+persistent_send!(PMPI_Rsend_init, "MPI_Rsend_init", SendMode::Ready);
+persistent_send!(PMPI_Bsend_init, "MPI_Bsend_init", SendMode::Buffered);
+
+mpi_fn! {
+    /// `MPI_Recv_init`.
+    fn PMPI_Recv_init / "MPI_Recv_init" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, peer: source, tag }, request)
+    }
+}
+
+/// Start one persistent request (lock held).
+fn start_one(st: &mut State, h: c_int) -> MpiResult {
+    let Some(req) = st.reqs.get(h) else {
+        mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+    };
+    let Some(p) = req.persistent.clone() else {
+        mpi_bail!(
+            MPI_ERR_REQUEST,
+            "MPI_Start on a request that is not persistent"
+        );
+    };
+    if req.active.is_some() {
+        mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
+    }
+    let comm = req.comm;
+    let pending = match p.send {
+        Some(mode) => start_send(
+            st,
+            p.buf as *const c_void,
+            p.count,
+            p.datatype,
+            p.peer,
+            p.tag,
+            comm,
+            mode,
+        )?,
+        None => start_recv(
+            st,
+            p.buf as *mut c_void,
+            p.count,
+            p.datatype,
+            p.peer,
+            p.tag,
+            comm,
+        )?,
+    };
+    let pending = if p.send == Some(SendMode::Buffered) {
+        // A buffered send is complete for the user at once; the data travels on.
+        st.orphans.push(pending);
+        Pending {
+            ereq: None,
+            done: Some(EStatus {
+                source: MPI_ANY_SOURCE,
+                tag: MPI_ANY_TAG,
+                ..EStatus::PROC_NULL
+            }),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }
+    } else {
+        pending
+    };
+    st.reqs.get_mut(h).expect("checked above").active = Some(pending);
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Start`.
+    fn PMPI_Start / "MPI_Start" (request: *mut c_int) {
+        let h = inp(request, "request")?;
+        let mut st = lock();
+        start_one(&mut st, h)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Startall`.
+    fn PMPI_Startall / "MPI_Startall" (count: c_int, requests: *mut c_int) {
+        let n = check_count(count)?;
+        let reqs = slice_out(requests, n, "array_of_requests")?;
+        let mut st = lock();
+        for &h in reqs.iter() {
+            start_one(&mut st, h)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,298 @@
+//! Library state: handle tables (MPICH 32-bit handle encoding) behind one lock.
+//!
+//! MPICH handles carry the handle kind in bits 30-31 (`01` builtin, `10` direct, `00`
+//! null) and the object type in bits 26-29. Predefined objects keep the exact MPICH
+//! values (they are compiled into clients); objects we create are "direct" handles
+//! `0x80000000 | type << 26 | index`.
+
+use crate::consts::*;
+use crate::datatype::Datatype;
+use crate::errors::{ErrAction, UserErrhandler, UserErrors};
+use crate::ffi::MpiResult;
+use crate::request::{Message, Request};
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
+
+/// Object types (bits 26-29 of a handle).
+pub(crate) mod kind {
+    pub const COMM: u32 = 1;
+    pub const GROUP: u32 = 2;
+    pub const DATATYPE: u32 = 3;
+    pub const ERRHANDLER: u32 = 5;
+    pub const OP: u32 = 6;
+    pub const INFO: u32 = 7;
+    pub const KEYVAL: u32 = 9;
+    pub const REQUEST: u32 = 11;
+}
+
+/// Base value of direct handles of object type `t`.
+pub(crate) const fn direct_base(t: u32) -> u32 {
+    0x8000_0000 | (t << 26)
+}
+
+/// A slab of objects addressed by direct handles.
+pub(crate) struct Table<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+    base: u32,
+    first: u32,
+}
+
+impl<T> Table<T> {
+    /// A table for object type `t` whose first index is `first`.
+    pub const fn new(t: u32, first: u32) -> Self {
+        Table {
+            slots: Vec::new(),
+            free: Vec::new(),
+            base: direct_base(t),
+            first,
+        }
+    }
+    /// Store an object; returns its handle.
+    pub fn insert(&mut self, v: T) -> c_int {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(v);
+                i
+            }
+            None => {
+                self.slots.push(Some(v));
+                self.slots.len() - 1
+            }
+        };
+        (self.base | (self.first + i as u32)) as c_int
+    }
+    fn index(&self, h: c_int) -> Option<usize> {
+        let h = h as u32;
+        if h & 0xfc00_0000 != self.base {
+            return None;
+        }
+        let i = (h & 0x03ff_ffff).checked_sub(self.first)? as usize;
+        (i < self.slots.len()).then_some(i)
+    }
+    /// The object of handle `h`, if it is live.
+    pub fn get(&self, h: c_int) -> Option<&T> {
+        self.index(h).and_then(|i| self.slots[i].as_ref())
+    }
+    /// The object of handle `h`, mutably.
+    pub fn get_mut(&mut self, h: c_int) -> Option<&mut T> {
+        self.index(h).and_then(|i| self.slots[i].as_mut())
+    }
+    /// Remove and return the object of handle `h`.
+    pub fn remove(&mut self, h: c_int) -> Option<T> {
+        let i = self.index(h)?;
+        let v = self.slots[i].take();
+        if v.is_some() {
+            self.free.push(i);
+        }
+        v
+    }
+    /// Number of live objects.
+    #[cfg(test)]
+    pub fn live(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+}
+
+/// A communicator as the C layer sees it.
+pub(crate) struct Comm {
+    /// The engine's communicator.
+    pub ecomm: crate::backend::EComm,
+    pub rank: i32,
+    pub size: i32,
+    /// World ranks of the members, in communicator rank order.
+    pub group: Vec<i32>,
+    pub errh: c_int,
+    pub err_action: ErrAction,
+    pub name: String,
+    pub attrs: HashMap<c_int, usize>,
+}
+
+/// A process group: world ranks in group order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub members: Vec<i32>,
+}
+
+/// An info object: ordered key/value pairs.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Info {
+    pub entries: Vec<(String, String)>,
+}
+
+/// A user reduction operation.
+pub(crate) struct UserOp {
+    pub func: crate::op::UserFn,
+    pub commute: bool,
+}
+
+/// An attribute key.
+#[derive(Clone, Copy)]
+pub(crate) struct Keyval {
+    /// The copy callback (used when communicators are duplicated).
+    #[allow(dead_code)]
+    pub copy: usize,
+    pub delete: usize,
+    pub extra: usize,
+}
+
+/// Everything behind the library lock.
+pub(crate) struct State {
+    pub initialized: bool,
+    pub finalized: bool,
+    pub thread_level: c_int,
+    pub world: Option<Comm>,
+    pub selfc: Option<Comm>,
+    pub comms: Table<Comm>,
+    pub groups: Table<Group>,
+    pub types: Table<std::sync::Arc<Datatype>>,
+    pub reqs: Table<Request>,
+    pub msgs: Table<Message>,
+    pub errhandlers: Table<UserErrhandler>,
+    pub ops: Table<UserOp>,
+    pub infos: Table<Info>,
+    pub keyvals: Table<Keyval>,
+    pub user_errors: UserErrors,
+    /// Error handler of MPI_COMM_WORLD before MPI_Init (set by Comm_set_errhandler).
+    pub pre_init_world_errh: (c_int, ErrAction),
+    /// The buffer attached with MPI_Buffer_attach (address, size).
+    pub bsend_buffer: Option<(usize, usize)>,
+    /// Operations still running after their request was freed, and buffered sends.
+    pub orphans: Vec<crate::request::Pending>,
+}
+
+impl State {
+    const fn new() -> Self {
+        State {
+            initialized: false,
+            finalized: false,
+            thread_level: MPI_THREAD_SINGLE,
+            world: None,
+            selfc: None,
+            comms: Table::new(kind::COMM, 0),
+            groups: Table::new(kind::GROUP, 0),
+            // Direct datatype indices 0-4 are MPICH's pair types (MPI_FLOAT_INT ...).
+            types: Table::new(kind::DATATYPE, 16),
+            reqs: Table::new(kind::REQUEST, 0),
+            // Messages share the request object type; keep their indices apart.
+            msgs: Table::new(kind::REQUEST, 0x0200_0000),
+            errhandlers: Table::new(kind::ERRHANDLER, 0),
+            ops: Table::new(kind::OP, 0),
+            infos: Table::new(kind::INFO, 0),
+            keyvals: Table::new(kind::KEYVAL, 0),
+            user_errors: UserErrors {
+                codes: Vec::new(),
+                strings: std::collections::BTreeMap::new(),
+                next: 0,
+            },
+            pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
+            bsend_buffer: None,
+            orphans: Vec::new(),
+        }
+    }
+
+    /// Fail with `MPI_ERR_OTHER` unless MPI is initialized and not finalized.
+    pub fn check_active(&self) -> MpiResult {
+        if !self.initialized {
+            mpi_bail!(
+                MPI_ERR_OTHER,
+                "MPI is not initialized (call MPI_Init first)"
+            );
+        }
+        if self.finalized {
+            mpi_bail!(MPI_ERR_OTHER, "MPI has been finalized");
+        }
+        Ok(())
+    }
+
+    /// The communicator of handle `h`.
+    pub fn comm(&self, h: c_int) -> MpiResult<&Comm> {
+        let c = match h {
+            MPI_COMM_WORLD => self.world.as_ref(),
+            MPI_COMM_SELF => self.selfc.as_ref(),
+            _ => self.comms.get(h),
+        };
+        match c {
+            Some(c) => Ok(c),
+            None if (h == MPI_COMM_WORLD || h == MPI_COMM_SELF) => {
+                mpi_bail!(MPI_ERR_COMM, "MPI is not initialized (call MPI_Init first)")
+            }
+            None if h == MPI_COMM_NULL => mpi_bail!(MPI_ERR_COMM, "MPI_COMM_NULL passed"),
+            None => mpi_bail!(MPI_ERR_COMM, "invalid communicator handle {h:#x}"),
+        }
+    }
+
+    /// The communicator of handle `h`, mutably.
+    pub fn comm_mut(&mut self, h: c_int) -> MpiResult<&mut Comm> {
+        self.comm(h)?;
+        Ok(match h {
+            MPI_COMM_WORLD => self.world.as_mut().expect("checked above"),
+            MPI_COMM_SELF => self.selfc.as_mut().expect("checked above"),
+            _ => self.comms.get_mut(h).expect("checked above"),
+        })
+    }
+
+    /// The error action of communicator `h` (the world's if `h` is not valid).
+    pub fn comm_errhandler(&self, h: c_int) -> ErrAction {
+        match self.comm(h) {
+            Ok(c) => c.err_action,
+            Err(_) => match self.world.as_ref() {
+                Some(w) => w.err_action,
+                None => self.pre_init_world_errh.1,
+            },
+        }
+    }
+
+    /// Resolve an error handler handle to its action.
+    pub fn errhandler_action(&self, h: c_int) -> MpiResult<ErrAction> {
+        match h {
+            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => Ok(ErrAction::Fatal),
+            MPI_ERRORS_RETURN => Ok(ErrAction::Return),
+            _ => match self.errhandlers.get(h) {
+                Some(u) => Ok(ErrAction::User(u.func)),
+                None => mpi_bail!(MPI_ERR_ARG, "invalid error handler {h:#x}"),
+            },
+        }
+    }
+}
+
+static STATE: Mutex<State> = Mutex::new(State::new());
+
+/// Lock the library state. A panic while holding the lock (caught at the FFI boundary)
+/// does not make the state unusable.
+pub(crate) fn lock() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_handles_use_the_mpich_direct_encoding() {
+        let mut t: Table<u32> = Table::new(kind::COMM, 0);
+        let a = t.insert(7);
+        let b = t.insert(8);
+        assert_eq!(a as u32, 0x8400_0000);
+        assert_eq!(b as u32, 0x8400_0001);
+        assert_eq!(t.get(b), Some(&8));
+        assert_eq!(t.remove(a), Some(7));
+        assert_eq!(t.get(a), None);
+        assert_eq!(t.remove(a), None);
+        // A freed slot is reused.
+        assert_eq!(t.insert(9), a);
+        // Handles of another object type or random values are rejected.
+        assert_eq!(t.get(0x8c00_0000_u32 as c_int), None);
+        assert_eq!(t.get(0x1234), None);
+        assert_eq!(t.get(-1), None);
+        assert_eq!(t.live(), 2);
+    }
+
+    #[test]
+    fn datatype_table_skips_the_pair_type_indices() {
+        let mut t: Table<u8> = Table::new(kind::DATATYPE, 16);
+        assert_eq!(t.insert(1) as u32, 0x8c00_0010);
+        assert_eq!(t.get(MPI_FLOAT_INT), None);
+    }
+}
