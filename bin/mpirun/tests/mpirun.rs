@@ -699,3 +699,35 @@ fn mpich_programs_run_under_mpirun() {
         stderr(&o)
     );
 }
+
+/// `--tune` files feed the parameter registry: their values and `-x` exports reach the
+/// ranks, the command line wins over them, and a malformed file is a one-line error.
+#[test]
+fn tune_files_and_mca_reach_the_ranks() {
+    let s = Scratch::new("tune");
+    let tune = s.dir.join("tune.conf");
+    std::fs::write(
+        &tune,
+        "--mca coll_tuned_x 1 --mca btl_sm_y 7\n-x TUNED_VAR=t # c\n",
+    )
+    .unwrap();
+    let o = s.run(&[
+        "--tune",
+        tune.to_str().unwrap(),
+        "--mca",
+        "coll_tuned_x",
+        "2",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "echo $OXMPI_MCA_coll_tuned_x $OXMPI_MCA_btl_sm_y $TUNED_VAR $OXMPI_MCA_SOURCE_coll_tuned_x",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2 7 t command\n");
+    std::fs::write(&tune, "--mca\n").unwrap();
+    let o = s.run(&["--tune", tune.to_str().unwrap(), "true"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("tune.conf"), "{}", stderr(&o));
+}

@@ -495,58 +495,6 @@ where
     Ok(Command::Run(Box::new(spec)))
 }
 
-/// Apply a `--tune` file: whitespace-separated `-x VAR[=val]` and `--mca k v` options.
-/// Values from the command line win over tune files; conflicts inside tune files are errors.
-pub fn apply_tune_file(spec: &mut JobSpec, path: &std::path::Path, text: &str) -> Result<()> {
-    let toks: Vec<&str> = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or(""))
-        .flat_map(str::split_whitespace)
-        .collect();
-    let mut tune_mca: Vec<(String, String)> = Vec::new();
-    let mut env = Vec::new();
-    let mut i = 0;
-    let err = |reason: String| RuntimeError::TuneFile {
-        file: path.to_path_buf(),
-        reason,
-    };
-    while i < toks.len() {
-        match toks[i] {
-            "-x" | "--x" => {
-                let v = toks
-                    .get(i + 1)
-                    .ok_or_else(|| err("'-x' needs an argument".into()))?;
-                env.push(parse_export("-x", v)?);
-                i += 2;
-            }
-            "-mca" | "--mca" | "--omca" => {
-                let (k, v) = match (toks.get(i + 1), toks.get(i + 2)) {
-                    (Some(k), Some(v)) => (*k, *v),
-                    _ => return Err(err(format!("'{}' needs a key and a value", toks[i]))),
-                };
-                add_mca(&mut tune_mca, k, v)?;
-                i += 3;
-            }
-            other => {
-                return Err(err(format!(
-                    "unsupported token '{other}' (tune files may contain only -x and --mca options)"
-                )))
-            }
-        }
-    }
-    for (k, v) in tune_mca {
-        if !spec.mca.iter().any(|(ck, _)| *ck == k) {
-            spec.mca.push((k, v));
-        }
-    }
-    for app in &mut spec.apps {
-        let mut e = env.clone();
-        e.append(&mut app.env);
-        app.env = e;
-    }
-    Ok(())
-}
-
 /// The `--help` text.
 pub const HELP: &str = "\
 Usage: mpirun [OPTIONS] PROGRAM [ARGS...] [: [OPTIONS] PROGRAM [ARGS...]]...
@@ -697,25 +645,5 @@ mod tests {
     fn help_and_version() {
         assert_eq!(parse(["--help"]).unwrap(), Command::Help);
         assert_eq!(parse(["-V"]).unwrap(), Command::Version);
-    }
-
-    #[test]
-    fn tune_file_adds_and_cmdline_wins() {
-        let mut s = run(&["--mca", "a", "1", "-x", "X=1", "p"]);
-        let p = std::path::Path::new("t.conf");
-        apply_tune_file(&mut s, p, "--mca a 2 # c\n-mca b 3\n-x Y=2\n").unwrap();
-        assert_eq!(
-            s.mca,
-            [("a".to_string(), "1".to_string()), ("b".into(), "3".into())]
-        );
-        assert_eq!(
-            s.apps[0].env,
-            [
-                EnvDirective::Set("Y".into(), "2".into()),
-                EnvDirective::Set("X".into(), "1".into())
-            ]
-        );
-        assert!(apply_tune_file(&mut s, p, "--bogus").is_err());
-        assert!(apply_tune_file(&mut s, p, "--mca c 1 --mca c 2").is_err());
     }
 }

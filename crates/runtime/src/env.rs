@@ -28,15 +28,18 @@ fn prepend(dir: &Path, current: Option<String>) -> String {
     }
 }
 
-/// The per-application overlay: `-x` exports, `--mca` values, then the `--prefix` repair
-/// (re-applied after a user's `-x PATH`). `parent` looks up mpirun's own environment.
-/// Returns the variables (later entries win) and warnings for `-x VAR` not found.
+/// The per-application overlay: `mca_env` (the parameter registry's child environment:
+/// `--mca` values as `OXMPI_MCA_*` with their provenance, `--tune` values and exports), then
+/// the command line's `-x` exports, then the `--prefix` repair (re-applied after a user's
+/// `-x PATH`). `parent` looks up mpirun's own environment. Returns the variables (later
+/// entries win) and warnings for `-x VAR` not found.
 pub fn app_overlay(
     spec: &JobSpec,
     app: &AppSpec,
+    mca_env: &[(String, String)],
     parent: &dyn Fn(&str) -> Option<String>,
 ) -> (Vec<(String, String)>, Vec<String>) {
-    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut vars: Vec<(String, String)> = mca_env.to_vec();
     let mut warnings = Vec::new();
     for d in &app.env {
         match d {
@@ -48,9 +51,6 @@ pub fn app_overlay(
                 )),
             },
         }
-    }
-    for (k, v) in &spec.mca {
-        vars.push((format!("OXMPI_MCA_{k}"), v.clone()));
     }
     if let Some(prefix) = &spec.prefix {
         let lookup = |name: &str| -> Option<String> {
@@ -186,7 +186,8 @@ mod tests {
             "PATH" => Some("/usr/bin".to_string()),
             _ => None,
         };
-        let (v, w) = app_overlay(&s, &s.apps[0], &parent);
+        let mca = vec![("OXMPI_MCA_btl".to_string(), "sm".to_string())];
+        let (v, w) = app_overlay(&s, &s.apps[0], &mca, &parent);
         assert_eq!(get(&v, "PATH"), Some("/opt/ox/bin:/u/bin"));
         assert_eq!(get(&v, "LD_LIBRARY_PATH"), Some("/opt/ox/lib"));
         assert_eq!(get(&v, "HOME"), Some("/root"));

@@ -55,14 +55,10 @@ pub enum RuntimeError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A malformed `--tune` file.
-    #[error("{}: {reason}", file.display())]
-    TuneFile {
-        /// The tune file.
-        file: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
+    /// The MCA parameter registry rejected the command line, a `--tune` file or a
+    /// parameter file.
+    #[error(transparent)]
+    Params(#[from] oxmpi_base::params::ParamError),
     /// More ranks than slots with `--nooversubscribe`.
     #[error("There are not enough slots available in the system to satisfy the {requested} slots that were requested by the application: {program}; slots found: {found}")]
     NotEnoughSlots {

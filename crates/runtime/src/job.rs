@@ -3,7 +3,7 @@
 //! PMI service, reaping, signals, timeout) and teardown.
 
 use crate::alloc::{allocate, map_job, Allocation, JobMap};
-use crate::cli::{apply_tune_file, JobSpec, StdinTarget};
+use crate::cli::{JobSpec, StdinTarget};
 use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::iof::{LineAssembler, Stream};
@@ -11,6 +11,7 @@ use crate::launch::{LaunchAgent, LocalAgent};
 use crate::session::SessionDir;
 use crate::sys;
 use crate::topo::{format_cpus, hostname, LocalTopology};
+use oxmpi_base::params::{Registry, Sources};
 use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -114,15 +115,14 @@ fn resolve_program(program: &str, wdir: &Path, path_var: Option<&str>) -> Result
 }
 
 /// Validate a parsed command line into a plan. Nothing is launched and nothing is created.
-pub fn plan(mut spec: JobSpec) -> Result<JobPlan> {
-    for t in spec.tune.clone() {
-        let text = std::fs::read_to_string(&t).map_err(|e| RuntimeError::ReadFile {
-            what: "tune file",
-            path: t.clone(),
-            source: e,
-        })?;
-        apply_tune_file(&mut spec, &t, &text)?;
-    }
+pub fn plan(spec: JobSpec) -> Result<JobPlan> {
+    // MCA parameters: `--mca` (conflicts are errors), `--tune` files, parameter files.
+    let registry = Registry::new(Sources {
+        command_line: spec.mca.clone(),
+        tune_files: spec.tune.clone(),
+        ..Sources::from_process()
+    })?;
+    let mca_env = registry.child_env();
     let topo = LocalTopology::detect();
     let host = hostname();
     let alloc = allocate(&spec, &host, &topo)?;
@@ -145,7 +145,7 @@ pub fn plan(mut spec: JobSpec) -> Result<JobPlan> {
             }
             None => None,
         };
-        let (overlay, warns) = app_overlay(&spec, app, &parent_env);
+        let (overlay, warns) = app_overlay(&spec, app, &mca_env, &parent_env);
         warnings.extend(warns);
         let path_var = overlay
             .iter()
