@@ -675,12 +675,15 @@ impl Engine {
     /// Finalizes: flushes pending outgoing traffic, synchronises with all ranks and tells the
     /// launcher. Communication calls fail afterwards.
     pub fn finalize(&self) -> Result<(), Error> {
+        // Deliver what is still queued, including buffered sends (detached requests) that
+        // wait for the receiver's clear-to-send; the bootstrap fence below does not progress.
         self.wait_until(|st| {
-            st.progress();
-            st.peers
-                .iter()
-                .all(|p| p.outq.is_empty() || p.dead)
-                .then_some(())
+            let queued = st.peers.iter().any(|p| !p.outq.is_empty() && !p.dead);
+            let detached = st
+                .reqs
+                .values()
+                .any(|q| q.detached && !matches!(q.state, ReqState::Done));
+            (!queued && !detached).then_some(())
         });
         self.lock().finalized = true;
         let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());

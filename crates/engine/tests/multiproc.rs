@@ -1,0 +1,525 @@
+//! Multi-process tests: the test binary re-runs itself as N ranks (test `rank_entry`), which
+//! bootstrap through a file key-value store in a temporary directory and talk over the `sm`
+//! transport. No launcher is involved.
+#![cfg(not(loom))]
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use oxmpi_engine::{
+    init, CommId, Engine, ErrorClass, SendMode, Status, ThreadLevel, ANY_SOURCE, ANY_TAG, PROC_NULL,
+};
+
+const SCENARIO: &str = "OXMPI_ENGINE_TEST_SCENARIO";
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Removes the directory and kills leftover children whatever happens.
+struct Job {
+    dir: std::path::PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `scenario` on `n` ranks and asserts every rank exits successfully.
+fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
+    let dir = std::env::temp_dir().join(format!(
+        "oxmpi-engine-test-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut job = Job {
+        dir: dir.clone(),
+        children: Vec::new(),
+    };
+    let exe = std::env::current_exe().unwrap();
+    for r in 0..n {
+        let mut cmd = Command::new(&exe);
+        cmd.args([
+            "--ignored",
+            "--exact",
+            "rank_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SCENARIO, scenario)
+        .env("OXMPI_ENGINE_KVS_DIR", &dir)
+        .env("OXMPI_ENGINE_RANK", r.to_string())
+        .env("OXMPI_ENGINE_SIZE", n.to_string())
+        // Tests run in parallel on few cores: do not spin.
+        .env("OXMPI_MCA_mpi_yield_when_idle", "1")
+        .stdout(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // SAFETY: prctl is async-signal-safe; it makes the rank die with the test process.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        job.children.push(cmd.spawn().unwrap());
+    }
+    // Safety net only: a hung rank would otherwise hang the test suite.
+    let limit = std::env::var("OXMPI_ENGINE_TEST_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let deadline = Instant::now() + Duration::from_secs(limit);
+    let mut codes = vec![None; n];
+    while codes.iter().any(Option::is_none) {
+        for (r, c) in job.children.iter_mut().enumerate() {
+            if codes[r].is_none() {
+                if let Some(st) = c.try_wait().unwrap() {
+                    codes[r] = Some(st);
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            panic!("scenario {scenario} on {n} ranks hung; exit states so far {codes:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for (r, c) in codes.iter().enumerate() {
+        let c = c.unwrap();
+        assert!(
+            c.success(),
+            "scenario {scenario}: rank {r} of {n} failed: {c:?}"
+        );
+    }
+}
+
+#[test]
+fn pingpong_2_ranks() {
+    run(2, "pingpong", &[]);
+}
+
+#[test]
+fn pingpong_4_ranks() {
+    run(4, "pingpong", &[]);
+}
+
+#[test]
+fn pingpong_cma() {
+    run(
+        2,
+        "pingpong",
+        &[("OXMPI_MCA_btl_sm_single_copy_mechanism", "cma")],
+    );
+}
+
+#[test]
+fn pingpong_small_ring_and_eager_limit() {
+    run(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl_sm_ring_size", "8192"),
+            ("OXMPI_MCA_btl_sm_eager_limit", "256"),
+            ("OXMPI_MCA_btl_sm_fragment_size", "1000"),
+        ],
+    );
+}
+
+#[test]
+fn wildcards_and_order_4_ranks() {
+    run(4, "wildcards", &[]);
+}
+
+#[test]
+fn truncation() {
+    run(2, "truncate", &[]);
+}
+
+#[test]
+fn sync_send_semantics() {
+    run(2, "ssend", &[]);
+}
+
+#[test]
+fn probe_mprobe_cancel() {
+    run(2, "probe", &[]);
+}
+
+#[test]
+fn thread_multiple() {
+    run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
+
+#[test]
+fn dead_peer_fails_waits() {
+    run(2, "dead_peer", &[]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Rank side
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "entry point of ranks spawned by the other tests"]
+fn rank_entry() {
+    let scenario = std::env::var(SCENARIO).expect("run by the multi-process harness only");
+    let e = init(ThreadLevel::Multiple).expect("init");
+    match scenario.as_str() {
+        "pingpong" => pingpong(e),
+        "wildcards" => wildcards(e),
+        "truncate" => truncate(e),
+        "ssend" => ssend(e),
+        "probe" => probe(e),
+        "threads" => threads(e),
+        "dead_peer" => {
+            dead_peer(e);
+            return; // no finalize: the peer is gone
+        }
+        s => panic!("unknown scenario {s}"),
+    }
+    e.finalize().expect("finalize");
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn send(e: &Engine, data: &[u8], dest: i32, tag: i32, mode: SendMode) {
+    // SAFETY: data outlives the wait below.
+    let r = unsafe { e.isend(data.as_ptr(), data.len(), dest, tag, CommId(0), mode) }.unwrap();
+    let st = e.wait(r);
+    assert_eq!(st.error, None, "send to {dest} tag {tag}");
+}
+
+fn recv(e: &Engine, buf: &mut [u8], src: i32, tag: i32) -> Status {
+    // SAFETY: buf outlives the wait below.
+    let r = unsafe { e.irecv(buf.as_mut_ptr(), buf.len(), src, tag, CommId(0)) }.unwrap();
+    e.wait(r)
+}
+
+const SIZES: &[usize] = &[
+    0,
+    1,
+    8,
+    16,
+    17,
+    56,
+    100,
+    4095,
+    4096,
+    4097,
+    65536,
+    1 << 20,
+    (1 << 20) + 13,
+    8 << 20,
+];
+
+fn pingpong(e: &Engine) {
+    let me = e.rank();
+    let partner = me ^ 1;
+    if partner >= e.size() {
+        return;
+    }
+    for (i, &len) in SIZES.iter().enumerate() {
+        for iter in 0..3u64 {
+            let seed = (i as u64) << 8 | iter;
+            let ping = pattern(len, seed);
+            let pong = pattern(len, !seed);
+            let mut buf = vec![0u8; len];
+            if me % 2 == 0 {
+                send(e, &ping, partner, i as i32, SendMode::Standard);
+                let st = recv(e, &mut buf, partner, i as i32);
+                assert_eq!(
+                    (st.source, st.tag, st.count_bytes, st.error),
+                    (partner, i as i32, len, None)
+                );
+                assert!(buf == pong, "pong content differs at size {len}");
+            } else {
+                let st = recv(e, &mut buf, partner, i as i32);
+                assert_eq!(
+                    (st.source, st.tag, st.count_bytes, st.error),
+                    (partner, i as i32, len, None)
+                );
+                assert!(buf == ping, "ping content differs at size {len}");
+                send(e, &pong, partner, i as i32, SendMode::Standard);
+            }
+        }
+    }
+}
+
+/// Every rank but 0 sends a sequence of messages of mixed eager/rendezvous sizes and tags;
+/// rank 0 receives them with wildcards and checks per-source order.
+fn wildcards(e: &Engine) {
+    let n = e.size();
+    let me = e.rank();
+    let lens = [10usize, 100_000, 3, 70_000, 0, 4096, 4097, 1];
+    if me != 0 {
+        // Nonblocking: rank 0 takes the last message first, and large standard sends only
+        // complete once matched.
+        let mut bufs: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(k, &len)| {
+                let mut data = pattern(len, (me as u64) << 16 | k as u64);
+                if len >= 1 {
+                    data[0] = k as u8;
+                }
+                data
+            })
+            .collect();
+        // Then a message on a tag rank 0 asks for specifically before the others.
+        bufs.push(vec![me as u8]);
+        let reqs: Vec<_> = bufs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| {
+                let tag = if k < lens.len() { (k % 3) as i32 } else { 77 };
+                // SAFETY: bufs outlive the waits below.
+                unsafe { e.isend(d.as_ptr(), d.len(), 0, tag, CommId(0), SendMode::Standard) }
+                    .unwrap()
+            })
+            .collect();
+        for r in reqs {
+            assert_eq!(e.wait(r).error, None);
+        }
+        return;
+    }
+    // First take the tag-77 messages out of order (they were sent last).
+    for _ in 1..n {
+        let mut b = [0u8; 1];
+        let st = recv(e, &mut b, ANY_SOURCE, 77);
+        assert_eq!(b[0] as i32, st.source);
+    }
+    let mut next = vec![0usize; n as usize];
+    let total = (n as usize - 1) * lens.len();
+    for _ in 0..total {
+        let mut buf = vec![0u8; 200_000];
+        let st = recv(e, &mut buf, ANY_SOURCE, ANY_TAG);
+        let s = st.source as usize;
+        assert!(st.source >= 1 && st.source < n);
+        let k = next[s];
+        next[s] += 1;
+        assert_eq!(st.count_bytes, lens[k], "order from source {s}");
+        assert_eq!(st.tag, (k % 3) as i32);
+        let mut want = pattern(lens[k], (s as u64) << 16 | k as u64);
+        if lens[k] >= 1 {
+            want[0] = k as u8;
+        }
+        assert!(buf[..st.count_bytes] == want[..]);
+    }
+    assert!(next[1..].iter().all(|&k| k == lens.len()));
+    // Nothing left.
+    assert_eq!(e.iprobe(ANY_SOURCE, ANY_TAG, CommId(0)).unwrap(), None);
+}
+
+fn truncate(e: &Engine) {
+    let cases = [
+        (100usize, 50usize),
+        (100_000, 1000),
+        (100_000, 0),
+        (5000, 4999),
+    ];
+    if e.rank() == 0 {
+        for (k, &(len, _)) in cases.iter().enumerate() {
+            send(e, &pattern(len, k as u64), 1, k as i32, SendMode::Standard);
+        }
+        send(e, &pattern(300_000, 99), 1, 99, SendMode::Sync);
+    } else {
+        for (k, &(len, cap)) in cases.iter().enumerate() {
+            let mut buf = vec![0xAAu8; cap + 16];
+            let st = recv(e, &mut buf[..cap], 0, k as i32);
+            assert_eq!(st.error, Some(ErrorClass::Truncate), "case {k}");
+            assert_eq!(st.count_bytes, cap);
+            assert!(buf[..cap] == pattern(len, k as u64)[..cap]);
+            assert!(
+                buf[cap..].iter().all(|&b| b == 0xAA),
+                "wrote past the buffer"
+            );
+        }
+        let mut buf = vec![0u8; 300_000];
+        let st = recv(e, &mut buf, 0, 99);
+        assert_eq!((st.error, st.count_bytes), (None, 300_000));
+        assert!(buf == pattern(300_000, 99));
+    }
+}
+
+/// A synchronous send must not complete before the receiver posted the matching receive;
+/// a standard eager send completes without it.
+fn ssend(e: &Engine) {
+    for len in [8usize, 100_000] {
+        if e.rank() == 0 {
+            let data = pattern(len, 1);
+            // SAFETY: data outlives the wait.
+            let r =
+                unsafe { e.isend(data.as_ptr(), len, 1, 1, CommId(0), SendMode::Sync) }.unwrap();
+            for _ in 0..2000 {
+                assert_eq!(e.test(r), None, "ssend of {len} completed before the match");
+            }
+            send(e, b"go", 1, 2, SendMode::Standard);
+            assert_eq!(e.wait(r).error, None);
+        } else {
+            let mut go = [0u8; 2];
+            recv(e, &mut go, 0, 2);
+            let mut buf = vec![0u8; len];
+            assert_eq!(recv(e, &mut buf, 0, 1).count_bytes, len);
+            assert!(buf == pattern(len, 1));
+        }
+    }
+    // Standard eager send completes before the receive is posted.
+    if e.rank() == 0 {
+        send(e, &[1, 2, 3], 1, 5, SendMode::Standard);
+        send(e, b"go", 1, 6, SendMode::Standard);
+    } else {
+        let mut go = [0u8; 2];
+        recv(e, &mut go, 0, 6);
+        let mut b = [0u8; 3];
+        assert_eq!(recv(e, &mut b, 0, 5).count_bytes, 3);
+        assert_eq!(b, [1, 2, 3]);
+    }
+    // Buffered send: complete on return, data copied.
+    if e.rank() == 0 {
+        let mut data = pattern(50_000, 7);
+        // SAFETY: the engine copies buffered data before returning.
+        let r = unsafe {
+            e.isend(
+                data.as_ptr(),
+                data.len(),
+                1,
+                8,
+                CommId(0),
+                SendMode::Buffered,
+            )
+        }
+        .unwrap();
+        data.fill(0);
+        assert_eq!(e.test(r).map(|s| s.error), Some(None));
+    } else {
+        let mut b = vec![0u8; 50_000];
+        recv(e, &mut b, 0, 8);
+        assert!(b == pattern(50_000, 7));
+    }
+}
+
+fn probe(e: &Engine) {
+    let w = CommId(0);
+    if e.rank() == 0 {
+        send(e, &pattern(10, 1), 1, 3, SendMode::Standard);
+        send(e, &pattern(200_000, 2), 1, 4, SendMode::Standard);
+        send(e, b"done", 1, 9, SendMode::Sync);
+    } else {
+        // A receive cancelled before any message arrives.
+        let mut x = [0u8; 4];
+        // SAFETY: x outlives the request.
+        let r = unsafe { e.irecv(x.as_mut_ptr(), 4, 0, 1000, w) }.unwrap();
+        e.cancel(r);
+        let st = e.wait(r);
+        assert!(st.cancelled);
+        let st = e.probe(0, 4, w).unwrap();
+        assert_eq!((st.source, st.tag, st.count_bytes), (0, 4, 200_000));
+        // The tag-3 message is still there (arrived first).
+        let st = e.iprobe(ANY_SOURCE, ANY_TAG, w).unwrap().unwrap();
+        assert_eq!((st.tag, st.count_bytes), (3, 10));
+        let (m, st) = e.mprobe(0, 4, w).unwrap();
+        assert_eq!(st.count_bytes, 200_000);
+        // Once mprobed, it is no longer visible.
+        assert_eq!(e.iprobe(0, 4, w).unwrap(), None);
+        let mut big = vec![0u8; 200_000];
+        // SAFETY: big outlives the wait.
+        let r = unsafe { e.imrecv(big.as_mut_ptr(), big.len(), m) }.unwrap();
+        assert_eq!(e.wait(r).count_bytes, 200_000);
+        assert!(big == pattern(200_000, 2));
+        let (m, _) = e.improbe(ANY_SOURCE, 3, w).unwrap().unwrap();
+        let mut small = [0u8; 10];
+        // SAFETY: small outlives the wait.
+        let r = unsafe { e.imrecv(small.as_mut_ptr(), 10, m) }.unwrap();
+        assert_eq!(e.wait(r).tag, 3);
+        assert_eq!(small.to_vec(), pattern(10, 1));
+        let mut d = [0u8; 4];
+        recv(e, &mut d, 0, 9);
+        assert_eq!(&d, b"done");
+        assert_eq!(
+            e.iprobe(PROC_NULL, ANY_TAG, w).unwrap(),
+            Some(Status::PROC_NULL)
+        );
+    }
+}
+
+fn threads(e: &'static Engine) {
+    assert_eq!(e.thread_level(), ThreadLevel::Multiple);
+    assert!(e.yields_when_idle());
+    let peer = 1 - e.rank();
+    let hs: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..200u64 {
+                    let len = [0usize, 7, 5000, 40_000][(i % 4) as usize];
+                    let data = pattern(len, (e.rank() as u64) << 32 | t << 16 | i);
+                    let mut buf = vec![0u8; len];
+                    // SAFETY: buffers outlive the waits.
+                    let rr = unsafe { e.irecv(buf.as_mut_ptr(), len, peer, t as i32, CommId(0)) }
+                        .unwrap();
+                    let sr = unsafe {
+                        e.isend(
+                            data.as_ptr(),
+                            len,
+                            peer,
+                            t as i32,
+                            CommId(0),
+                            SendMode::Standard,
+                        )
+                    }
+                    .unwrap();
+                    assert_eq!(e.wait(sr).error, None);
+                    let st = e.wait(rr);
+                    assert_eq!((st.error, st.count_bytes), (None, len));
+                    assert!(buf == pattern(len, (peer as u64) << 32 | t << 16 | i));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+fn dead_peer(e: &Engine) {
+    if e.rank() == 1 {
+        // Die without finalize while rank 0 waits for us.
+        std::process::exit(0);
+    }
+    let mut buf = [0u8; 8];
+    let st = recv(e, &mut buf, 1, 0);
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    // A large send (rendezvous) to the dead peer fails too instead of hanging.
+    let data = vec![0u8; 1 << 20];
+    // SAFETY: data outlives the wait.
+    let r = unsafe {
+        e.isend(
+            data.as_ptr(),
+            data.len(),
+            1,
+            0,
+            CommId(0),
+            SendMode::Standard,
+        )
+    }
+    .unwrap();
+    assert_eq!(e.wait(r).error, Some(ErrorClass::ProcFailed));
+}
