@@ -1,4 +1,427 @@
-fn main() {
-    eprintln!("info: not built yet");
-    std::process::exit(1);
+//! `oxmpi-info`: version, frameworks, components and MCA parameters (Open MPI's `ompi_info`).
+//!
+//! Values are resolved by the same registry code a launched rank uses
+//! ([`oxmpi_base::params::Registry`]), from the same sources: the prefix's `etc/` files (the
+//! prefix is found from this executable's path), `$HOME/.oxmpi/mca-params.conf`, the
+//! environment, and `--mca` given to `oxmpi-info` itself.
+//!
+//! Exit status: 0 on success, 1 for a parameter error or an unknown framework/component,
+//! 2 for a usage error.
+
+use oxmpi_base::params::{level_name, Entry, ParamType, Provider, Registry, Sources};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+/// Every crate's MCA declarations. To add a crate's frameworks and parameters: give the crate
+/// a `pub static PROVIDER: oxmpi_base::params::Provider`, depend on it in
+/// `bin/info/Cargo.toml`, and add `&that_crate::PROVIDER` to this list.
+static PROVIDERS: &[&Provider] = &[&oxmpi_base::PROVIDER];
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const CENTER: usize = 24;
+const SEPARATOR: &str = "---------------------------------------------------";
+const BOOL_VALUES: &str = "0|f|false|disabled|no|n|off, 1|t|true|enabled|yes|y|on";
+
+const USAGE: &str = "\
+usage: oxmpi-info [--param <framework|all> <component|all>] [--level 1-9] [--all]
+                  [--parsable] [--mca <name> <value>]... [--version] [--help]
+
+  (no options)            version, build configuration, frameworks and components
+  --param FW COMP         parameters of a framework/component ('all' for every one)
+  --level N               only parameters of level <= N (1-9, default 1)
+  --all                   same as --param all all --level 9
+  --parsable              machine-readable lines (mca:<fw>:<comp>:param:<name>:...)
+  --mca NAME VALUE        set a parameter as on mpirun's command line
+";
+
+#[derive(Debug, Default)]
+struct Opts {
+    param: Option<(String, String)>,
+    level: u8,
+    parsable: bool,
+    mca: Vec<(String, String)>,
+    help: bool,
+    version: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        level: 1,
+        ..Opts::default()
+    };
+    let mut level_given = false;
+    let mut i = 0;
+    let need = |i: usize, n: usize, what: &str| -> Result<(), String> {
+        if i + n < args.len() {
+            Ok(())
+        } else {
+            Err(format!("{what} needs {n} argument(s)"))
+        }
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        let a = a.strip_prefix("--").or_else(|| a.strip_prefix('-'));
+        match a {
+            Some("param") => {
+                need(i, 2, "--param")?;
+                o.param = Some((args[i + 1].clone(), args[i + 2].clone()));
+                i += 2;
+            }
+            Some("level") => {
+                need(i, 1, "--level")?;
+                let v = &args[i + 1];
+                o.level = v
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|l| (1..=9).contains(l))
+                    .ok_or_else(|| format!("invalid --level \"{v}\": expected 1-9"))?;
+                level_given = true;
+                i += 1;
+            }
+            Some("all" | "a") => {
+                o.param = Some(("all".into(), "all".into()));
+                if !level_given {
+                    o.level = 9;
+                }
+            }
+            Some("parsable" | "parseable") => o.parsable = true,
+            Some("mca") => {
+                need(i, 2, "--mca")?;
+                o.mca.push((args[i + 1].clone(), args[i + 2].clone()));
+                i += 2;
+            }
+            Some("help" | "h") => o.help = true,
+            Some("version" | "V") => o.version = true,
+            _ => return Err(format!("unknown argument \"{}\"", args[i])),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("oxmpi-info: {e}");
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if opts.help {
+        print!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if opts.version {
+        println!("oxmpi-info (oxmpi) {VERSION}");
+        return ExitCode::SUCCESS;
+    }
+    match run(&opts) {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("oxmpi-info: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn build_registry(opts: &Opts) -> Result<Registry, String> {
+    let mut sources = Sources::from_process();
+    sources.command_line = opts.mca.clone();
+    let mut reg = Registry::new(sources).map_err(|e| e.to_string())?;
+    for p in PROVIDERS {
+        reg.register_provider(p).map_err(|e| e.to_string())?;
+    }
+    for w in reg.take_warnings() {
+        eprintln!("oxmpi-info: {w}");
+    }
+    for u in reg.check_environment().unknown {
+        eprintln!("oxmpi-info: {u}");
+    }
+    Ok(reg)
+}
+
+/// Framework → its groups (components, and `base`), from declared frameworks and parameters.
+fn catalog(reg: &Registry) -> BTreeMap<String, BTreeSet<String>> {
+    let mut cat: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for fw in reg.frameworks() {
+        let e = cat.entry(fw.name.to_string()).or_default();
+        for c in fw.components {
+            e.insert(c.name.to_string());
+        }
+    }
+    for e in reg.entries() {
+        cat.entry(e.decl.framework.to_string())
+            .or_default()
+            .insert(e.decl.group().to_string());
+    }
+    cat
+}
+
+/// Components to list for a framework: its declared components, or `base` alone when it has
+/// none (parameter-only frameworks such as `mca`).
+fn components(reg: &Registry, cat: &BTreeMap<String, BTreeSet<String>>, fw: &str) -> Vec<String> {
+    match reg.framework(fw) {
+        Some(f) if !f.components.is_empty() => {
+            f.components.iter().map(|c| c.name.to_string()).collect()
+        }
+        _ => cat
+            .get(fw)
+            .map(|g| g.iter().cloned().collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn label(text: &str) -> String {
+    format!("{text:>CENTER$}: ")
+}
+
+fn run(opts: &Opts) -> Result<String, String> {
+    let reg = build_registry(opts)?;
+    let cat = catalog(&reg);
+    let width = terminal_width();
+    let mut out = String::new();
+    let Some((fw_arg, comp_arg)) = &opts.param else {
+        summary(&reg, &cat, opts.parsable, &mut out);
+        return Ok(out);
+    };
+    let fws: Vec<String> = if fw_arg == "all" {
+        cat.keys().cloned().collect()
+    } else if cat.contains_key(fw_arg) {
+        vec![fw_arg.clone()]
+    } else {
+        return Err(format!(
+            "unknown framework \"{fw_arg}\"; known frameworks: {}",
+            cat.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    };
+    if comp_arg != "all" {
+        let known = fws.iter().any(|f| cat[f].contains(comp_arg));
+        if !known {
+            let mut all: BTreeSet<&String> = BTreeSet::new();
+            for f in &fws {
+                all.extend(cat[f].iter());
+            }
+            return Err(format!(
+                "unknown component \"{comp_arg}\" of framework {fw_arg}; known components: {}",
+                all.into_iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    for fw in &fws {
+        let comps = components(&reg, &cat, fw);
+        if !opts.parsable {
+            for c in comps.iter().filter(|c| comp_arg == "all" || *c == comp_arg) {
+                out.push_str(&label(&format!("MCA {fw}")));
+                out.push_str(&format!("{c} (oxmpi v{VERSION})\n"));
+            }
+        }
+        // Groups: base first, then components in order.
+        let mut groups: Vec<String> = vec!["base".to_string()];
+        groups.extend(cat[fw].iter().filter(|g| *g != "base").cloned());
+        for g in groups {
+            if comp_arg != "all" && g != *comp_arg {
+                continue;
+            }
+            let entries: Vec<&Entry> = reg
+                .entries()
+                .filter(|e| {
+                    e.decl.framework == fw
+                        && e.decl.group() == g
+                        && e.decl.level.clamp(1, 9) <= opts.level
+                })
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            if opts.parsable {
+                for e in entries {
+                    parsable_entry(e, &mut out);
+                }
+            } else {
+                let lab = label(&format!("MCA {fw} {g}"));
+                out.push_str(&format!("{lab}{SEPARATOR}\n"));
+                for e in entries {
+                    pretty_entry(e, &lab, width, &mut out);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn summary(
+    reg: &Registry,
+    cat: &BTreeMap<String, BTreeSet<String>>,
+    parsable: bool,
+    out: &mut String,
+) {
+    let prefix = reg
+        .sources()
+        .prefix
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "(unknown)".into());
+    let files = reg
+        .get_list("mca_base_param_files")
+        .unwrap_or_default()
+        .join(",");
+    let arch = format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS);
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let rows: [(&str, &str, String); 7] = [
+        ("Package", "package", format!("oxmpi {VERSION}")),
+        ("oxmpi", "version:full", VERSION.to_string()),
+        ("Prefix", "path:prefix", prefix),
+        ("Configured architecture", "config:arch", arch),
+        ("Build mode", "config:build", build.to_string()),
+        (
+            "C bindings",
+            "bindings:c",
+            "yes (libmpi.so.12, MPICH ABI)".to_string(),
+        ),
+        ("Parameter files", "config:param_files", files),
+    ];
+    for (lab, key, val) in rows {
+        if parsable {
+            out.push_str(&format!("{key}:{val}\n"));
+        } else {
+            out.push_str(&format!("{}{val}\n", label(lab)));
+        }
+    }
+    for fw in cat.keys() {
+        for c in components(reg, cat, fw) {
+            if parsable {
+                out.push_str(&format!("mca:{fw}:{c}:version:oxmpi:{VERSION}\n"));
+            } else {
+                out.push_str(&format!(
+                    "{}{c} (oxmpi v{VERSION})\n",
+                    label(&format!("MCA {fw}"))
+                ));
+            }
+        }
+    }
+}
+
+fn type_name(ty: &ParamType) -> &'static str {
+    ty.ompi_name()
+}
+
+fn valid_values(ty: &ParamType) -> Option<String> {
+    match ty {
+        ParamType::Bool => Some(BOOL_VALUES.to_string()),
+        ParamType::Enum { .. } => Some(ty.describe_valid()),
+        ParamType::Int { min, max } if !(*min == i64::MIN && *max == i64::MAX) => {
+            Some(format!("{min}-{max}"))
+        }
+        _ => None,
+    }
+}
+
+fn pretty_entry(e: &Entry, lab: &str, width: Option<usize>, out: &mut String) {
+    let d = &e.decl;
+    let mut head = format!(
+        "parameter \"{}\" (current value: \"{}\", data source: {}, level: {} {}, type: {}",
+        d.full_name(),
+        e.rendered(),
+        e.source,
+        d.level.clamp(1, 9),
+        level_name(d.level),
+        type_name(&d.ty)
+    );
+    if d.read_only {
+        head.push_str(", read-only");
+    }
+    head.push(')');
+    let indent = " ".repeat(CENTER + 2);
+    push_wrapped(out, lab, &head, width);
+    push_wrapped(out, &indent, &d.help_text(), width);
+    if let Some(v) = valid_values(&d.ty) {
+        push_wrapped(out, &indent, &format!("Valid values: {v}"), width);
+    }
+}
+
+/// Writes `first` + `text`, wrapped at `width` (continuation lines indented like the label)
+/// when writing to a terminal, unwrapped otherwise.
+fn push_wrapped(out: &mut String, first: &str, text: &str, width: Option<usize>) {
+    let Some(width) = width else {
+        out.push_str(first);
+        out.push_str(text);
+        out.push('\n');
+        return;
+    };
+    let room = width.saturating_sub(CENTER + 2).max(20);
+    let mut line = String::new();
+    let mut lead = first.to_string();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.len() + 1 + word.len() > room {
+            out.push_str(&lead);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+            lead = " ".repeat(CENTER + 2);
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&lead);
+    out.push_str(&line);
+    out.push('\n');
+}
+
+fn parsable_entry(e: &Entry, out: &mut String) {
+    let d = &e.decl;
+    let p = format!("mca:{}:{}:param:{}", d.framework, d.group(), d.full_name());
+    let mut line = |k: &str, v: &str| out.push_str(&format!("{p}:{k}:{v}\n"));
+    line("value", &e.rendered());
+    line("source", &e.source.to_string());
+    line(
+        "status",
+        if d.read_only {
+            "read-only"
+        } else {
+            "writeable"
+        },
+    );
+    line("level", &d.level.clamp(1, 9).to_string());
+    line("help", &d.help_text());
+    if let ParamType::Enum { values, .. } = d.ty {
+        for (n, s) in values {
+            line("enumerator", &format!("value:{n}:{s}"));
+        }
+    } else if let ParamType::Bool = d.ty {
+        line("enumerator", "value:0:false");
+        line("enumerator", "value:1:true");
+    }
+    line("deprecated", "no");
+    line("type", type_name(&d.ty));
+    line("disabled", "false");
+}
+
+/// The terminal width when stdout is a terminal (wrap), `None` otherwise (never wrap).
+fn terminal_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: winsize is plain data; TIOCGWINSZ only writes a winsize into the pointer we pass,
+    // which points at a live, properly aligned local.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: see above; fd 1 is checked to be a terminal.
+    let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) };
+    if rc == 0 && ws.ws_col > 0 {
+        Some(usize::from(ws.ws_col))
+    } else {
+        Some(78)
+    }
 }
