@@ -6,7 +6,7 @@ use oxmpi_engine::{CommId, Engine, ErrorClass, MessageId, SendMode};
 
 use crate::datatype::{self, Equivalence};
 use crate::error::{Error, Result};
-use crate::request::{OpDesc, Pending, Scope, ScopedRequest};
+use crate::request::{OpDesc, Pending, Request, Scope, ScopedRequest};
 use crate::status::Status;
 use crate::Universe;
 
@@ -305,6 +305,33 @@ impl<'u> Communicator<'u> {
     ) -> Result<ScopedRequest<'s>> {
         let p = self.start_recv(buf, source, tag)?;
         Ok(ScopedRequest::new(scope, p))
+    }
+
+    /// Starts a nonblocking send that owns its buffer (`MPI_Isend`); the vector comes back
+    /// from [`Request::wait`]. On error the vector is dropped.
+    pub fn isend<T: Equivalence>(
+        &self,
+        buf: Vec<T>,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'u, T>> {
+        let p = self.start_send(&buf, dest, tag, SendMode::Standard)?;
+        // The vector's heap block does not move when the vector is moved into the request.
+        Ok(Request::new(p, buf))
+    }
+
+    /// Starts a nonblocking receive into a vector it owns (`MPI_Irecv`); the vector (its
+    /// length unchanged, the received elements at the front) comes back from
+    /// [`Request::wait`]. On error the vector is dropped.
+    pub fn irecv<T: Equivalence>(
+        &self,
+        mut buf: Vec<T>,
+        source: i32,
+        tag: i32,
+    ) -> Result<Request<'u, T>> {
+        let p = self.start_recv(&mut buf, source, tag)?;
+        // The vector's heap block does not move when the vector is moved into the request.
+        Ok(Request::new(p, buf))
     }
 
     /// Blocks until a matching message is available and describes it, without receiving it

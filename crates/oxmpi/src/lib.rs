@@ -61,6 +61,7 @@ pub use error::{Error, ErrorClass, Result};
 /// Derive macro for [`Equivalence`] on `#[repr(C)]` structs (see the `oxmpi-derive` crate).
 pub use oxmpi_derive::Equivalence;
 pub use oxmpi_engine::ThreadLevel;
+pub use request::Request;
 pub use status::Status;
 
 /// Wildcard source for receives and probes (`MPI_ANY_SOURCE`).

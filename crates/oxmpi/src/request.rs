@@ -344,3 +344,86 @@ pub fn wait_all<'s>(requests: impl IntoIterator<Item = ScopedRequest<'s>>) -> Re
         None => Ok(out),
     }
 }
+
+/// A nonblocking operation that owns its buffer, so it needs no [`scope`]
+/// ([`Communicator::isend`](crate::Communicator::isend),
+/// [`Communicator::irecv`](crate::Communicator::irecv)).
+///
+/// The vector is handed back on completion. Dropping the request waits for the operation
+/// (cancelling a receive first while panicking); leaking it (`std::mem::forget`) leaks the
+/// vector too, so the engine never writes freed memory.
+///
+/// ```
+/// # fn main() -> oxmpi::Result<()> {
+/// let universe = oxmpi::init()?;
+/// let world = universe.world();
+/// let me = world.rank();
+/// let r = world.irecv(vec![0i32; 4], me, 9)?;
+/// let s = world.isend(vec![4, 3, 2, 1], me, 9)?;
+/// let (sent, st) = s.wait();
+/// st?;
+/// let (got, st) = r.wait();
+/// assert_eq!(got, sent);
+/// assert_eq!(st?.count::<i32>(), Some(4));
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "a request must be waited or tested to get its buffer back"]
+pub struct Request<'u, T: Equivalence> {
+    pending: Option<Pending>,
+    /// The user's buffer; the engine holds a pointer to its heap block until completion.
+    buf: std::mem::ManuallyDrop<Vec<T>>,
+    _universe: PhantomData<&'u crate::Universe>,
+}
+
+impl<'u, T: Equivalence> Request<'u, T> {
+    pub(crate) fn new(pending: Pending, buf: Vec<T>) -> Request<'u, T> {
+        Request {
+            pending: Some(pending),
+            buf: std::mem::ManuallyDrop::new(buf),
+            _universe: PhantomData,
+        }
+    }
+
+    fn take_buf(&mut self) -> Vec<T> {
+        // SAFETY: called once, after the operation completed; `pending` is `None` afterwards,
+        // so `Drop` does not touch `buf` again.
+        unsafe { std::mem::ManuallyDrop::take(&mut self.buf) }
+    }
+
+    /// Blocks until the operation completes (`MPI_Wait`); returns the buffer and the status.
+    pub fn wait(mut self) -> (Vec<T>, Result<Status>) {
+        let p = self.pending.take().expect("request already completed");
+        let r = p.wait();
+        (self.take_buf(), r)
+    }
+
+    /// Completes the operation if it is done (`MPI_Test`); gives the request back otherwise.
+    #[allow(clippy::type_complexity)]
+    pub fn test(mut self) -> std::result::Result<(Vec<T>, Result<Status>), Self> {
+        let p = self.pending.take().expect("request already completed");
+        match p.test() {
+            Ok(r) => Ok((self.take_buf(), r)),
+            Err(p) => {
+                self.pending = Some(p);
+                Err(self)
+            }
+        }
+    }
+
+    /// Asks to cancel the operation (`MPI_Cancel`; receives only); wait for it afterwards.
+    pub fn cancel(&self) {
+        if let Some(p) = &self.pending {
+            p.engine.cancel(p.id);
+        }
+    }
+}
+
+impl<T: Equivalence> Drop for Request<'_, T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.pending.take() {
+            p.wait_for_cleanup();
+            drop(self.take_buf());
+        }
+    }
+}

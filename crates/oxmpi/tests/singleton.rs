@@ -54,6 +54,7 @@ fn singleton_point_to_point() {
     bad_arguments(&world);
     dropped_and_leaked_requests(&world);
     cancel_and_test(&world);
+    owned_requests(&world);
     separate_communicators(&universe);
 
     universe.finalize().expect("finalize");
@@ -311,4 +312,55 @@ fn separate_communicators(universe: &oxmpi::Universe) {
     let mut b = [0u8];
     me.recv(&mut b[..], 0, 70).unwrap();
     assert_eq!(b, [1]);
+}
+
+fn owned_requests(world: &oxmpi::Communicator<'_>) {
+    // Packed type through owned requests; the receive vector comes back with the data.
+    let data: Vec<Sample> = (10..20).map(sample).collect();
+    let r = world.irecv(vec![sample(0); 12], 0, 80).unwrap();
+    let s = world.isend(data.clone(), 0, 80).unwrap();
+    let (sent, st) = s.wait();
+    st.unwrap();
+    assert_eq!(sent, data, "the send buffer comes back unchanged");
+    let (got, st) = r.wait();
+    let st = st.unwrap();
+    assert_eq!(st.count::<Sample>(), Some(10));
+    assert_eq!(&got[..10], &data[..]);
+    assert_eq!(
+        got[10],
+        sample(0),
+        "elements past the message are untouched"
+    );
+
+    // Requests can move to another thread.
+    let r = world.irecv(vec![0u16; 3], 0, 81).unwrap();
+    let (got, st) = std::thread::scope(|t| {
+        let handle = t.spawn(move || r.wait());
+        world.send(&[7u16, 8, 9][..], 0, 81).unwrap();
+        handle.join().unwrap()
+    });
+    assert_eq!((got, st.unwrap().tag()), (vec![7, 8, 9], 81));
+
+    // test() hands the request back until it completes; cancel works.
+    let r = world.irecv(vec![0u8; 1], 0, 82).unwrap();
+    let r = r.test().expect_err("nothing sent yet");
+    r.cancel();
+    let (_, st) = r.wait();
+    assert!(st.unwrap().cancelled());
+
+    // Truncation keeps the buffer.
+    world.send(&[1u32, 2, 3][..], 0, 83).unwrap();
+    let (got, st) = world.irecv(vec![0u32; 2], 0, 83).unwrap().wait();
+    assert_eq!(st.unwrap_err().class(), ErrorClass::Truncate);
+    assert_eq!(got, [1, 2]);
+
+    // Bad arguments fail at once.
+    let e = world.isend(vec![1u8], 9, 0).err().expect("bad rank");
+    assert_eq!(e.class(), ErrorClass::Rank);
+
+    // A dropped receive is waited before its vector is freed.
+    let r = world.irecv(vec![0u64; 2], 0, 84).unwrap();
+    world.send(&[1u64, 2][..], 0, 84).unwrap();
+    drop(r);
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
 }
