@@ -619,3 +619,45 @@ fn distributed_fence_exchanges_puts() {
         b"cmd=get_result rc=0 value=0\n",
     );
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, .. ProptestConfig::default() })]
+
+        /// Arbitrary bytes (random, or a valid request stream with one byte changed) on one
+        /// connection never panic the server and never disturb another connection's
+        /// exchange.
+        #[test]
+        fn arbitrary_input_is_contained(
+            data in proptest::collection::vec(any::<u8>(), 0..400),
+            pos in 0usize..200,
+            val in any::<u8>(),
+            split in 0usize..400,
+        ) {
+            let mut s = PmiServer::new(JobInfo::new("j", 3));
+            s.on_connect(ConnId(1), Some(0));
+            s.on_connect(ConnId(2), Some(1));
+            s.on_connect(ConnId(3), Some(2));
+            let k = split.min(data.len());
+            s.on_data(ConnId(2), &data[..k]);
+            s.on_data(ConnId(2), &data[k..]);
+            let mut valid = b"cmd=init pmi_version=2 pmi_subversion=0\n22    cmd=kvs-put;key=a;value=b;14    cmd=kvs-fence;".to_vec();
+            let p = pos % valid.len();
+            valid[p] = val;
+            s.on_data(ConnId(3), &valid);
+            s.on_closed(ConnId(2));
+            s.on_closed(ConnId(3));
+            drain(&mut s);
+            // Rank 0 still works and its fence completes (others are finalized or lost).
+            s.on_data(ConnId(1), b"cmd=get_my_kvsname\ncmd=barrier_in\n");
+            let out = sent_to(&drain(&mut s), ConnId(1));
+            prop_assert_eq!(
+                String::from_utf8(out).unwrap(),
+                "cmd=my_kvsname rc=0 kvsname=j\ncmd=barrier_out rc=0\n"
+            );
+        }
+    }
+}

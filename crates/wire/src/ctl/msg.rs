@@ -1,0 +1,348 @@
+//! Messages exchanged between the head (`mpirun`) and node daemons after authentication.
+
+use super::codec::{Dec, DecodeError, Enc};
+
+/// How a rank ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Normal exit with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+/// Which standard stream an IO chunk belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoStream {
+    /// Rank's stdin (head → daemon).
+    Stdin,
+    /// Rank's stdout (daemon → head).
+    Stdout,
+    /// Rank's stderr (daemon → head).
+    Stderr,
+}
+
+/// One process to start on a node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcSpec {
+    /// Global rank.
+    pub rank: u32,
+    /// Program and arguments (`argv[0]` is the program).
+    pub argv: Vec<String>,
+    /// Environment additions/overrides for this rank.
+    pub env: Vec<(String, String)>,
+    /// Working directory (empty: the daemon's).
+    pub cwd: String,
+    /// CPUs to bind to (empty: no binding).
+    pub cpus: Vec<u32>,
+}
+
+/// A job (or the part of it on one node) to launch.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaunchSpec {
+    /// Job id / PMI kvsname.
+    pub jobid: String,
+    /// Number of ranks in the whole job.
+    pub size: u32,
+    /// Universe size for PMI.
+    pub universe_size: u32,
+    /// `PMI_process_mapping` value.
+    pub process_mapping: String,
+    /// Environment common to every rank of the job.
+    pub env: Vec<(String, String)>,
+    /// Processes to start on the receiving node.
+    pub procs: Vec<ProcSpec>,
+}
+
+/// Control-channel messages (both directions; each variant says who sends it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Msg {
+    /// daemon → head: the daemon is ready (after authentication).
+    DaemonReady {
+        /// Node index.
+        node: u32,
+        /// Host name.
+        host: String,
+        /// Daemon pid.
+        pid: u32,
+        /// Usable CPU count.
+        cpus: u32,
+    },
+    /// head → daemon: start these processes.
+    Launch(LaunchSpec),
+    /// daemon → head: a rank was started.
+    RankStarted {
+        /// Rank.
+        rank: u32,
+        /// Its pid on the node.
+        pid: u32,
+    },
+    /// daemon → head: a rank ended.
+    RankExited {
+        /// Rank.
+        rank: u32,
+        /// Its pid.
+        pid: u32,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// IO forwarding chunk (stdout/stderr daemon → head, stdin head → daemon).
+    Io {
+        /// Rank.
+        rank: u32,
+        /// Stream.
+        stream: IoStream,
+        /// Bytes (may be empty with `eof`).
+        data: Vec<u8>,
+        /// No more data on this stream.
+        eof: bool,
+    },
+    /// daemon → head: all local ranks entered PMI fence `epoch`; pairs put locally.
+    FenceContribution {
+        /// Fence epoch.
+        epoch: u64,
+        /// Pairs.
+        puts: Vec<(String, String)>,
+    },
+    /// head → daemon: fence `epoch` complete; the union of all nodes' pairs.
+    FenceRelease {
+        /// Fence epoch.
+        epoch: u64,
+        /// Pairs.
+        puts: Vec<(String, String)>,
+    },
+    /// daemon → head: a rank asked to abort the job (PMI abort).
+    PmiAbort {
+        /// Rank.
+        rank: u32,
+        /// Exit code requested.
+        code: i32,
+        /// Message.
+        message: String,
+    },
+    /// head → daemon: deliver a signal to every local rank.
+    Signal {
+        /// Signal number.
+        signal: i32,
+    },
+    /// head → daemon: kill the job's local ranks (job is ending with `code`).
+    Abort {
+        /// Job exit code.
+        code: i32,
+        /// Why.
+        reason: String,
+    },
+    /// head → daemon: clean up and exit; daemon → head: acknowledged, exiting.
+    Shutdown,
+    /// Either direction: a fatal error the peer should report.
+    Error {
+        /// Text.
+        message: String,
+    },
+}
+
+const T_READY: u8 = 1;
+const T_LAUNCH: u8 = 2;
+const T_STARTED: u8 = 3;
+const T_EXITED: u8 = 4;
+const T_IO: u8 = 5;
+const T_FENCE_C: u8 = 6;
+const T_FENCE_R: u8 = 7;
+const T_PMI_ABORT: u8 = 8;
+const T_SIGNAL: u8 = 9;
+const T_ABORT: u8 = 10;
+const T_SHUTDOWN: u8 = 11;
+const T_ERROR: u8 = 12;
+
+impl Msg {
+    /// Encodes the message body (without frame header).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::default();
+        match self {
+            Msg::DaemonReady {
+                node,
+                host,
+                pid,
+                cpus,
+            } => {
+                e.u8(T_READY).u32(*node).str(host).u32(*pid).u32(*cpus);
+            }
+            Msg::Launch(l) => {
+                e.u8(T_LAUNCH)
+                    .str(&l.jobid)
+                    .u32(l.size)
+                    .u32(l.universe_size)
+                    .str(&l.process_mapping)
+                    .pairs(&l.env)
+                    .len(l.procs.len());
+                for p in &l.procs {
+                    e.u32(p.rank)
+                        .strs(&p.argv)
+                        .pairs(&p.env)
+                        .str(&p.cwd)
+                        .u32s(&p.cpus);
+                }
+            }
+            Msg::RankStarted { rank, pid } => {
+                e.u8(T_STARTED).u32(*rank).u32(*pid);
+            }
+            Msg::RankExited { rank, pid, status } => {
+                e.u8(T_EXITED).u32(*rank).u32(*pid);
+                match status {
+                    ExitStatus::Code(c) => e.u8(0).i32(*c),
+                    ExitStatus::Signal(s) => e.u8(1).i32(*s),
+                };
+            }
+            Msg::Io {
+                rank,
+                stream,
+                data,
+                eof,
+            } => {
+                let s = match stream {
+                    IoStream::Stdin => 0,
+                    IoStream::Stdout => 1,
+                    IoStream::Stderr => 2,
+                };
+                e.u8(T_IO).u32(*rank).u8(s).bytes(data).bool(*eof);
+            }
+            Msg::FenceContribution { epoch, puts } => {
+                e.u8(T_FENCE_C).u64(*epoch).pairs(puts);
+            }
+            Msg::FenceRelease { epoch, puts } => {
+                e.u8(T_FENCE_R).u64(*epoch).pairs(puts);
+            }
+            Msg::PmiAbort {
+                rank,
+                code,
+                message,
+            } => {
+                e.u8(T_PMI_ABORT).u32(*rank).i32(*code).str(message);
+            }
+            Msg::Signal { signal } => {
+                e.u8(T_SIGNAL).i32(*signal);
+            }
+            Msg::Abort { code, reason } => {
+                e.u8(T_ABORT).i32(*code).str(reason);
+            }
+            Msg::Shutdown => {
+                e.u8(T_SHUTDOWN);
+            }
+            Msg::Error { message } => {
+                e.u8(T_ERROR).str(message);
+            }
+        }
+        e.buf
+    }
+
+    /// Decodes a message body; the whole slice must be consumed.
+    pub fn decode(b: &[u8]) -> Result<Msg, DecodeError> {
+        let mut d = Dec::new(b);
+        let tag = d.u8("message tag")?;
+        let m = match tag {
+            T_READY => Msg::DaemonReady {
+                node: d.u32("node")?,
+                host: d.string("host")?,
+                pid: d.u32("pid")?,
+                cpus: d.u32("cpus")?,
+            },
+            T_LAUNCH => {
+                let jobid = d.string("jobid")?;
+                let size = d.u32("size")?;
+                let universe_size = d.u32("universe_size")?;
+                let process_mapping = d.string("process_mapping")?;
+                let env = d.pairs("env")?;
+                let n = d.count(4 + 4 + 4 + 4 + 4, "procs")?;
+                let mut procs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    procs.push(ProcSpec {
+                        rank: d.u32("rank")?,
+                        argv: d.strs("argv")?,
+                        env: d.pairs("proc env")?,
+                        cwd: d.string("cwd")?,
+                        cpus: d.u32s("cpus")?,
+                    });
+                }
+                Msg::Launch(LaunchSpec {
+                    jobid,
+                    size,
+                    universe_size,
+                    process_mapping,
+                    env,
+                    procs,
+                })
+            }
+            T_STARTED => Msg::RankStarted {
+                rank: d.u32("rank")?,
+                pid: d.u32("pid")?,
+            },
+            T_EXITED => {
+                let rank = d.u32("rank")?;
+                let pid = d.u32("pid")?;
+                let status = match d.u8("exit kind")? {
+                    0 => ExitStatus::Code(d.i32("code")?),
+                    1 => ExitStatus::Signal(d.i32("signal")?),
+                    tag => {
+                        return Err(DecodeError::BadTag {
+                            what: "exit kind",
+                            tag,
+                        })
+                    }
+                };
+                Msg::RankExited { rank, pid, status }
+            }
+            T_IO => {
+                let rank = d.u32("rank")?;
+                let stream = match d.u8("stream")? {
+                    0 => IoStream::Stdin,
+                    1 => IoStream::Stdout,
+                    2 => IoStream::Stderr,
+                    tag => {
+                        return Err(DecodeError::BadTag {
+                            what: "stream",
+                            tag,
+                        })
+                    }
+                };
+                Msg::Io {
+                    rank,
+                    stream,
+                    data: d.bytes("data")?.to_vec(),
+                    eof: d.bool("eof")?,
+                }
+            }
+            T_FENCE_C => Msg::FenceContribution {
+                epoch: d.u64("epoch")?,
+                puts: d.pairs("puts")?,
+            },
+            T_FENCE_R => Msg::FenceRelease {
+                epoch: d.u64("epoch")?,
+                puts: d.pairs("puts")?,
+            },
+            T_PMI_ABORT => Msg::PmiAbort {
+                rank: d.u32("rank")?,
+                code: d.i32("code")?,
+                message: d.string("message")?,
+            },
+            T_SIGNAL => Msg::Signal {
+                signal: d.i32("signal")?,
+            },
+            T_ABORT => Msg::Abort {
+                code: d.i32("code")?,
+                reason: d.string("reason")?,
+            },
+            T_SHUTDOWN => Msg::Shutdown,
+            T_ERROR => Msg::Error {
+                message: d.string("message")?,
+            },
+            tag => {
+                return Err(DecodeError::BadTag {
+                    what: "message",
+                    tag,
+                })
+            }
+        };
+        d.end()?;
+        Ok(m)
+    }
+}
