@@ -2,7 +2,7 @@
 //!
 //! [`Bootstrap`] is what the engine needs from PMI. Implementations: [`Singleton`] (one rank,
 //! no PMI), [`FileKvs`] (a directory shared by processes of one node, used by tests that
-//! spawn ranks themselves) and the PMI client.
+//! spawn ranks themselves) and [`PmiBootstrap`] over the `oxmpi-pmi` client.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -148,5 +148,64 @@ impl Bootstrap for FileKvs {
     }
     fn finalize(&mut self) -> Result<(), Error> {
         Ok(())
+    }
+}
+
+/// Bootstrap through the PMI-1/PMI-2 client of `oxmpi-pmi` (our `mpirun`, Hydra, Slurm).
+#[derive(Debug)]
+pub struct PmiBootstrap {
+    pmi: oxmpi_pmi::Pmi,
+}
+
+impl PmiBootstrap {
+    /// Connects to the process manager named by the environment; a singleton when there is
+    /// none.
+    pub fn init() -> Result<PmiBootstrap, Error> {
+        let pmi = oxmpi_pmi::Pmi::init().map_err(|e| Error::Bootstrap {
+            rank: -1,
+            msg: format!("PMI init: {e}"),
+        })?;
+        Ok(PmiBootstrap { pmi })
+    }
+
+    fn err(&self, what: &str, e: oxmpi_pmi::Error) -> Error {
+        Error::Bootstrap {
+            rank: self.rank(),
+            msg: format!("PMI {what}: {e}"),
+        }
+    }
+}
+
+impl Bootstrap for PmiBootstrap {
+    fn rank(&self) -> i32 {
+        self.pmi.rank() as i32
+    }
+    fn size(&self) -> i32 {
+        self.pmi.size() as i32
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        // Values may hold spaces and other characters PMI forbids: send them hex-encoded.
+        self.pmi
+            .put_bytes(key, value.as_bytes())
+            .map_err(|e| self.err("put", e))
+    }
+    fn fence(&mut self) -> Result<(), Error> {
+        self.pmi.fence().map_err(|e| self.err("fence", e))
+    }
+    fn get(&mut self, rank: i32, key: &str) -> Result<String, Error> {
+        let bytes = self
+            .pmi
+            .get_bytes(u32::try_from(rank).ok(), key)
+            .map_err(|e| self.err(&format!("get {key} of rank {rank}"), e))?;
+        String::from_utf8(bytes).map_err(|_| Error::Bootstrap {
+            rank: self.rank(),
+            msg: format!("PMI value {key} of rank {rank} is not UTF-8"),
+        })
+    }
+    fn abort(&mut self, code: i32, msg: &str) {
+        let _ = self.pmi.abort(code, msg);
+    }
+    fn finalize(&mut self) -> Result<(), Error> {
+        self.pmi.finalize().map_err(|e| self.err("finalize", e))
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use crate::bootstrap::{Bootstrap, FileKvs, Singleton};
+use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
 use crate::matching::{Envelope, Matcher};
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
 use crate::sys::{self, Mapping};
@@ -30,17 +30,7 @@ pub fn init(required: ThreadLevel) -> Result<&'static Engine, Error> {
 }
 
 fn pmi_bootstrap() -> Result<Box<dyn Bootstrap>, Error> {
-    let has_pmi = ["PMI_FD", "PMI_PORT", "PMI_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some());
-    if has_pmi && std::env::var("PMI_SIZE").ok().as_deref() != Some("1") {
-        return Err(Error::Bootstrap {
-            rank: -1,
-            msg: "launched under PMI with more than one rank, but this build has no PMI client yet"
-                .into(),
-        });
-    }
-    Ok(Box::new(Singleton::default()))
+    Ok(Box::new(PmiBootstrap::init()?))
 }
 
 /// Initialises the engine with an explicit bootstrap (tests, alternative launchers).
@@ -803,7 +793,7 @@ impl State {
         let pid = sys::getpid();
         boot.put(
             &format!("oxmpi-sm-{me}"),
-            &format!("{host} {pid} {} {seg_len} {cap}", sys::raw_fd(&fd)),
+            &format!("{host},{pid},{},{seg_len},{cap}", sys::raw_fd(&fd)),
         )?;
         boot.fence()?;
         let mut local = 1;
@@ -812,7 +802,7 @@ impl State {
                 continue;
             }
             let v = boot.get(p, &format!("oxmpi-sm-{p}"))?;
-            let f: Vec<&str> = v.split_whitespace().collect();
+            let f: Vec<&str> = v.trim().split(',').collect();
             let bad = || Error::Bootstrap {
                 rank: me,
                 msg: format!("bad sm record of rank {p}: {v:?}"),

@@ -164,6 +164,36 @@ fn dead_peer_fails_waits() {
     run(2, "dead_peer", &[]);
 }
 
+/// The same ranks launched by MPICH's Hydra (`mpiexec.hydra`), bootstrapping through PMI
+/// with the `oxmpi-pmi` client.
+#[test]
+fn under_mpiexec_hydra() {
+    let Some(hydra) = ["/usr/bin/mpiexec.hydra", "/usr/local/bin/mpiexec.hydra"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("SKIPPED: mpiexec.hydra is not installed (Debian package mpich)");
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    for (n, scenario) in [(2, "pingpong"), (4, "wildcards")] {
+        let out = Command::new(hydra)
+            .args(["-n", &n.to_string(), "-genv", SCENARIO, scenario])
+            .args(["-genv", "OXMPI_MCA_mpi_yield_when_idle", "1"])
+            .arg(&exe)
+            .args(["--ignored", "--exact", "rank_entry", "--test-threads=1"])
+            .env_remove("OXMPI_ENGINE_KVS_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hydra {scenario} on {n}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Rank side
 // ------------------------------------------------------------------------------------------
