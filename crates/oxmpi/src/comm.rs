@@ -277,7 +277,10 @@ impl<'u> Communicator<'u> {
         buf: &'s [T],
         dest: i32,
         tag: i32,
-    ) -> Result<ScopedRequest<'s>> {
+    ) -> Result<ScopedRequest<'s>>
+    where
+        'u: 's,
+    {
         let p = self.start_send(buf, dest, tag, SendMode::Standard)?;
         Ok(ScopedRequest::new(scope, p))
     }
@@ -289,7 +292,10 @@ impl<'u> Communicator<'u> {
         buf: &'s [T],
         dest: i32,
         tag: i32,
-    ) -> Result<ScopedRequest<'s>> {
+    ) -> Result<ScopedRequest<'s>>
+    where
+        'u: 's,
+    {
         let p = self.start_send(buf, dest, tag, SendMode::Sync)?;
         Ok(ScopedRequest::new(scope, p))
     }
@@ -302,7 +308,10 @@ impl<'u> Communicator<'u> {
         buf: &'s mut [T],
         source: i32,
         tag: i32,
-    ) -> Result<ScopedRequest<'s>> {
+    ) -> Result<ScopedRequest<'s>>
+    where
+        'u: 's,
+    {
         let p = self.start_recv(buf, source, tag)?;
         Ok(ScopedRequest::new(scope, p))
     }

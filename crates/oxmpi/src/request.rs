@@ -26,7 +26,9 @@
 //!
 //! Requests that are dropped without being waited are waited by their destructor; requests that
 //! are leaked (`std::mem::forget`) are waited when the scope ends, so the buffer stays borrowed
-//! until the operation is really over. While the thread is panicking, pending receives are
+//! until the operation is really over (a leaked receive of a packed, non-contiguous type leaves
+//! its data in the leaked staging buffer, not in the user's buffer). The universe, too, must
+//! outlive the scope, so MPI cannot be finalized under a pending request. While the thread is panicking, pending receives are
 //! cancelled before being waited, so a panic does not turn into a hang on a receive.
 //!
 //! ```compile_fail
