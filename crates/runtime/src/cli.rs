@@ -464,6 +464,15 @@ where
             Opt::AllowRoot => {}
         }
     }
+    if spec.timeout.is_none() {
+        // Open MPI 4.x also reads the limit from the environment.
+        if let Some(v) = std::env::var_os("MPIEXEC_TIMEOUT") {
+            let v = v.to_string_lossy();
+            if !v.trim().is_empty() {
+                spec.timeout = Some(parse_timeout("MPIEXEC_TIMEOUT", v.trim())?);
+            }
+        }
+    }
     if help {
         return Ok(Command::Help);
     }
@@ -518,7 +527,8 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --tag-output             prefix output lines with [jobid,rank]<stream>:
   --timestamp-output       prefix output lines with a timestamp
   --output-filename DIR    write rank output to DIR/1/rank.R/{stdout,stderr}
-  --timeout S              abort the job after S seconds (exit code 124)
+  --timeout S              abort the job after S seconds (exit code 124);
+                           MPIEXEC_TIMEOUT=S in the environment does the same
   --wdir DIR               working directory of the ranks
   --stdin R|all|none       which rank reads mpirun's stdin (default 0)
   -V, --version            print the version

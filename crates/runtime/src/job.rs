@@ -4,21 +4,18 @@
 
 use crate::alloc::{allocate, map_job, Allocation, JobMap};
 use crate::cli::{JobSpec, StdinTarget};
-use crate::env::{app_overlay, rank_vars, JobFacts};
+use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, RankExit};
+use crate::env::{app_overlay, JobFacts};
 use crate::error::{Result, RuntimeError};
-use crate::iof::{LineAssembler, Stream};
 use crate::launch::{LaunchAgent, LocalAgent};
 use crate::session::SessionDir;
 use crate::sys;
 use crate::topo::{format_cpus, hostname, LocalTopology};
 use oxmpi_base::params::{Registry, Sources};
-use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Exit code of `mpirun` when `--timeout` expires.
@@ -245,54 +242,22 @@ impl Ending {
     }
 }
 
-struct OutPipe {
-    fd: OwnedFd,
-    asm: LineAssembler,
-    sink: usize,
-}
-
-struct PmiConn {
-    fd: OwnedFd,
-    out: Vec<u8>,
-    close_after_flush: bool,
-}
-
-struct Proc {
-    rank: usize,
-    pid: i32,
-    outs: [Option<OutPipe>; 2],
-    pmi: Option<PmiConn>,
-    exited: bool,
-    finalized: bool,
-    /// The rank sent at least one PMI message.
-    spoke: bool,
-}
-
-struct Sink {
-    fd: RawFd,
-    _file: Option<std::fs::File>,
-    dead: bool,
-}
-
+/// The head's event-loop tokens.
 #[derive(Clone, Copy)]
 enum Token {
     Signal,
-    Out(usize, usize),
-    Pmi(usize),
+    Daemon(DaemonToken),
 }
 
-/// A running job: the head acting as the local node's daemon.
-struct Job<'a> {
+/// The head of a running job: decides when and how the job ends. On the local node it
+/// drives the daemon role in-process ([`LocalDaemon`]).
+struct Head<'a> {
     plan: &'a JobPlan,
-    procs: Vec<Proc>,
-    sinks: Vec<Sink>,
-    pmi: PmiServer,
+    daemon: LocalDaemon<'a>,
     ending: Option<Ending>,
     teardown_kill_at: Option<Instant>,
     deadline: Option<Instant>,
     groups_killed_at: Option<Instant>,
-    buf: Vec<u8>,
-    out: Vec<u8>,
 }
 
 fn msg(text: &str) {
@@ -300,71 +265,15 @@ fn msg(text: &str) {
     let _ = sys::write_all_fd(2, line.as_bytes());
 }
 
-fn open_rank_files(dir: &Path, rank: usize) -> Result<[std::fs::File; 2]> {
-    let d = dir.join(TAG_JOB.to_string()).join(format!("rank.{rank}"));
-    std::fs::create_dir_all(&d).map_err(|e| RuntimeError::Os {
-        what: format!("creating output directory {}", d.display()),
-        source: e,
-    })?;
-    let open = |name: &str| {
-        let p = d.join(name);
-        std::fs::File::create(&p).map_err(|e| RuntimeError::Os {
-            what: format!("creating output file {}", p.display()),
-            source: e,
-        })
-    };
-    Ok([open("stdout")?, open("stderr")?])
-}
-
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET stays in bounds for
-    // cpu numbers below CPU_SETSIZE (others are skipped).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c < libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut set);
-            }
-        }
-        set
-    }
-}
-
-impl<'a> Job<'a> {
+impl<'a> Head<'a> {
     fn new(plan: &'a JobPlan, jobid: &str) -> Self {
-        let map = &plan.map;
-        let node_of: Vec<u32> = map.procs.iter().map(|p| p.node as u32).collect();
-        let info = JobInfo {
-            kvsname: jobid.to_string(),
-            size: map.size() as u32,
-            universe_size: plan.alloc.total_slots().max(map.size()) as i64,
-            appnums: map.procs.iter().map(|p| p.app as i32).collect(),
-            process_mapping: oxmpi_wire::pmi::process_mapping(&node_of),
-            debug: false,
-            local_ranks: None,
-        };
-        Job {
+        Head {
             plan,
-            procs: Vec::new(),
-            sinks: vec![
-                Sink {
-                    fd: 1,
-                    _file: None,
-                    dead: false,
-                },
-                Sink {
-                    fd: 2,
-                    _file: None,
-                    dead: false,
-                },
-            ],
-            pmi: PmiServer::new(info),
+            daemon: LocalDaemon::new(plan, jobid),
             ending: None,
             teardown_kill_at: None,
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
             groups_killed_at: None,
-            buf: vec![0u8; 64 * 1024],
-            out: Vec::with_capacity(128 * 1024),
         }
     }
 
@@ -372,286 +281,51 @@ impl<'a> Job<'a> {
         &self.plan.host
     }
 
-    /// Start every rank. Returns the stdin pipes of the ranks that read mpirun's stdin.
-    fn launch(&mut self, facts: &JobFacts<'_>) -> Result<Vec<std::process::ChildStdin>> {
-        let plan = self.plan;
-        let spec = &plan.spec;
-        let user_has = |k: &str| std::env::var_os(k).is_some();
-        let mut stdins = Vec::new();
-        let parent_pid = std::process::id() as i32;
-        for p in &plan.map.procs {
-            let app = &plan.apps[p.app];
-            let (sinks_out, sinks_err) = match &spec.output_filename {
-                Some(dir) => {
-                    let [o, e] = open_rank_files(dir, p.rank)?;
-                    let i = self.sinks.len();
-                    for f in [o, e] {
-                        self.sinks.push(Sink {
-                            fd: f.as_raw_fd(),
-                            _file: Some(f),
-                            dead: false,
-                        });
-                    }
-                    (i, i + 1)
-                }
-                None => (0, 1),
-            };
-            let (pmi_parent, pmi_child) = sys::socketpair().map_err(|e| RuntimeError::Os {
-                what: format!("creating the PMI socket of rank {}", p.rank),
-                source: e,
-            })?;
-            let child_fd = pmi_child.as_raw_fd();
-            let user_has_any = |k: &str| user_has(k) || app.overlay.iter().any(|(n, _)| n == k);
-            let vars = rank_vars(facts, &plan.map, p, Some(child_fd), &user_has_any);
-            let mut cmd = std::process::Command::new(&app.program);
-            cmd.arg0(&app.argv[0]).args(&app.argv[1..]);
-            for (k, v) in app.overlay.iter().chain(vars.iter()) {
-                cmd.env(k, v);
-            }
-            if let Some(w) = &app.wdir {
-                cmd.current_dir(w);
-            }
-            let wants_stdin = match spec.stdin {
-                StdinTarget::All => true,
-                StdinTarget::Rank(r) => r == p.rank,
-                StdinTarget::None => false,
-            };
-            cmd.stdin(if wants_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            });
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-            cmd.process_group(0);
-            let set = p.cpus.as_ref().map(|c| cpu_set(c));
-            // SAFETY: the closure runs in the forked child before exec and only calls
-            // async-signal-safe functions (prctl, getppid, sched_setaffinity, fcntl) on data
-            // prepared before the fork.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if libc::getppid() != parent_pid {
-                        // mpirun died between fork and prctl.
-                        libc::_exit(1);
-                    }
-                    if let Some(set) = &set {
-                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set)
-                            != 0
-                        {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            let mut child = cmd.spawn().map_err(|e| RuntimeError::Spawn {
-                rank: p.rank,
-                program: app.program.display().to_string(),
-                host: plan.host.clone(),
-                source: e,
-            })?;
-            drop(pmi_child);
-            let pid = child.id() as i32;
-            if let Some(s) = child.stdin.take() {
-                stdins.push(s);
-            }
-            let to_fd = |o: Option<OwnedFd>| -> Option<OwnedFd> {
-                let fd = o?;
-                sys::set_nonblocking(fd.as_raw_fd()).ok()?;
-                Some(fd)
-            };
-            let tag = spec.tag_output.then_some((TAG_JOB, p.rank));
-            let so = to_fd(child.stdout.take().map(OwnedFd::from)).map(|fd| OutPipe {
-                fd,
-                asm: LineAssembler::new(Stream::Stdout, tag, spec.timestamp_output),
-                sink: sinks_out,
-            });
-            let se = to_fd(child.stderr.take().map(OwnedFd::from)).map(|fd| OutPipe {
-                fd,
-                asm: LineAssembler::new(Stream::Stderr, tag, spec.timestamp_output),
-                sink: sinks_err,
-            });
-            let _ = sys::set_nonblocking(pmi_parent.as_raw_fd());
-            self.pmi
-                .on_connect(ConnId(p.rank as u64), Some(p.rank as u32));
-            self.procs.push(Proc {
-                rank: p.rank,
-                pid,
-                outs: [so, se],
-                pmi: Some(PmiConn {
-                    fd: pmi_parent,
-                    out: Vec::new(),
-                    close_after_flush: false,
-                }),
-                exited: false,
-                finalized: false,
-                spoke: false,
-            });
-            // The Child handle is dropped without waiting: reaping is done by `reap`.
-            drop(child);
-        }
-        self.run_pmi_actions();
-        Ok(stdins)
-    }
-
+    /// Record the first reason to end the job and start tearing it down with `sig`.
     fn end(&mut self, ending: Ending, sig: libc::c_int) {
         if self.ending.is_some() {
             return;
         }
         self.ending = Some(ending);
-        for p in self.procs.iter().filter(|p| !p.exited) {
-            sys::kill_group(p.pid, sig);
-        }
+        self.daemon.signal_running(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
     }
 
-    fn write_sink(&mut self, sink: usize) {
-        let s = &mut self.sinks[sink];
-        if !s.dead && !self.out.is_empty() && sys::write_all_fd(s.fd, &self.out).is_err() {
-            // The reader went away (e.g. `mpirun ... | head`): discard further output.
-            s.dead = true;
-        }
-        self.out.clear();
-    }
-
-    /// Read one chunk from an output pipe (closing it at end of file).
-    fn read_out(&mut self, idx: usize, stream: usize) {
-        let Some(pipe) = self.procs[idx].outs[stream].as_mut() else {
-            return;
-        };
-        match sys::read_fd(pipe.fd.as_raw_fd(), &mut self.buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Ok(0) | Err(_) => {
-                if let Some(mut pipe) = self.procs[idx].outs[stream].take() {
-                    pipe.asm.finish(&mut self.out);
-                    self.write_sink(pipe.sink);
-                }
-            }
-            Ok(n) => {
-                let sink = pipe.sink;
-                pipe.asm.push(&self.buf[..n], &mut self.out);
-                self.write_sink(sink);
-            }
-        }
-    }
-
-    fn read_pmi(&mut self, idx: usize) {
-        loop {
-            let Some(conn) = self.procs[idx].pmi.as_mut() else {
-                return;
-            };
-            match sys::read_fd(conn.fd.as_raw_fd(), &mut self.buf) {
-                Ok(0) => {
-                    self.close_pmi(idx);
-                    return;
-                }
-                Ok(n) => {
-                    self.procs[idx].spoke = true;
-                    let rank = self.procs[idx].rank;
-                    self.pmi.on_data(ConnId(rank as u64), &self.buf[..n]);
-                    self.run_pmi_actions();
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.close_pmi(idx);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn close_pmi(&mut self, idx: usize) {
-        if self.procs[idx].pmi.take().is_some() {
-            let rank = self.procs[idx].rank;
-            self.pmi.on_closed(ConnId(rank as u64));
-            self.run_pmi_actions();
-        }
-    }
-
-    fn flush_pmi(&mut self, idx: usize) {
-        let Some(conn) = self.procs[idx].pmi.as_mut() else {
-            return;
-        };
-        while !conn.out.is_empty() {
-            // SAFETY: conn.out is valid for reads of its length; MSG_NOSIGNAL avoids SIGPIPE.
-            let n = unsafe {
-                libc::send(
-                    conn.fd.as_raw_fd(),
-                    conn.out.as_ptr().cast(),
-                    conn.out.len(),
-                    libc::MSG_NOSIGNAL,
-                )
-            };
-            if n >= 0 {
-                conn.out.drain(..n as usize);
-                continue;
-            }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                std::io::ErrorKind::WouldBlock => return,
-                _ => {
-                    self.close_pmi(idx);
-                    return;
-                }
-            }
-        }
-        if conn.close_after_flush {
-            self.close_pmi(idx);
-        }
-    }
-
-    fn proc_index(&self, rank: usize) -> Option<usize> {
-        // Procs are launched in rank order.
-        self.procs
-            .get(rank)
-            .filter(|p| p.rank == rank)
-            .map(|_| rank)
-    }
-
-    fn run_pmi_actions(&mut self) {
-        while let Some(a) = self.pmi.poll_action() {
-            match a {
-                Action::Send { conn, bytes } => {
-                    if let Some(i) = self.proc_index(conn.0 as usize) {
-                        if let Some(c) = self.procs[i].pmi.as_mut() {
-                            c.out.extend_from_slice(&bytes);
-                        }
-                        self.flush_pmi(i);
-                    }
-                }
-                Action::Close { conn } => {
-                    if let Some(i) = self.proc_index(conn.0 as usize) {
-                        if let Some(c) = self.procs[i].pmi.as_mut() {
-                            c.close_after_flush = true;
-                        }
-                        self.flush_pmi(i);
-                    }
-                }
-                Action::Finalized { rank } => {
-                    if let Some(i) = self.proc_index(rank as usize) {
-                        self.procs[i].finalized = true;
-                    }
-                }
-                Action::Abort {
+    /// Act on the daemon's events. Exits seen in one batch count as simultaneous: the lowest
+    /// failing rank decides the job's status.
+    fn handle_events(&mut self) {
+        let mut failure: Option<(usize, i32, Ending)> = None;
+        while let Some(ev) = self.daemon.poll_event() {
+            match ev {
+                DaemonEvent::RankExited {
                     rank,
+                    pid,
+                    exit,
+                    missing_finalize,
+                } => {
+                    let e = match exit {
+                        RankExit::Signal(sig) => Ending::Signal { rank, sig },
+                        RankExit::Code(code) if code != 0 => Ending::Exit { rank, code },
+                        RankExit::Code(_) if missing_finalize => Ending::NoFinalize { rank },
+                        RankExit::Code(_) => continue,
+                    };
+                    if failure.as_ref().is_none_or(|(r, _, _)| rank < *r) {
+                        failure = Some((rank, pid, e));
+                    }
+                }
+                DaemonEvent::Abort {
+                    rank,
+                    pid,
                     code,
                     message,
                 } => {
                     if self.ending.is_none() {
-                        let who = match rank.and_then(|r| self.proc_index(r as usize)) {
-                            Some(i) => format!(
-                                "rank {} (pid {}) on host {}",
-                                self.procs[i].rank,
-                                self.procs[i].pid,
-                                self.host()
-                            ),
-                            None => "a rank".into(),
+                        let who = match (rank, pid) {
+                            (Some(r), Some(p)) => {
+                                format!("rank {r} (pid {p}) on host {}", self.host())
+                            }
+                            (Some(r), None) => format!("rank {r} on host {}", self.host()),
+                            _ => "a rank".into(),
                         };
                         let text = if message.is_empty() {
                             String::new()
@@ -659,111 +333,54 @@ impl<'a> Job<'a> {
                             format!(": {message}")
                         };
                         msg(&format!("{who} called abort with exit code {code}{text}"));
-                        self.end(
-                            Ending::Abort {
-                                rank: rank.map(|r| r as usize),
-                                code,
-                            },
-                            libc::SIGTERM,
-                        );
+                        self.end(Ending::Abort { rank, code }, libc::SIGTERM);
                     }
                 }
-                Action::Error { rank, error, .. } => {
+                DaemonEvent::PmiError { rank, message } => {
                     let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
-                    msg(&format!("PMI protocol error from {who}: {error}"));
-                }
-                Action::RankLost { .. } | Action::FenceReady { .. } => {}
-            }
-        }
-    }
-
-    fn reap(&mut self) {
-        let mut failures: Vec<(usize, Ending)> = Vec::new();
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid with a valid status pointer; WNOHANG never blocks.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if pid <= 0 {
-                break;
-            }
-            let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
-                continue;
-            };
-            self.procs[i].exited = true;
-            // Whatever the rank sent on PMI before dying (e.g. finalize) counts first.
-            self.read_pmi(i);
-            let rank = self.procs[i].rank;
-            if libc::WIFSIGNALED(status) {
-                failures.push((
-                    i,
-                    Ending::Signal {
-                        rank,
-                        sig: libc::WTERMSIG(status),
-                    },
-                ));
-            } else {
-                let code = libc::WEXITSTATUS(status);
-                if code != 0 {
-                    failures.push((i, Ending::Exit { rank, code }));
-                } else if self.procs[i].spoke && !self.procs[i].finalized {
-                    failures.push((i, Ending::NoFinalize { rank }));
+                    msg(&format!("PMI protocol error from {who}: {message}"));
                 }
             }
-            self.close_pmi(i);
         }
+        let Some((rank, pid, e)) = failure else {
+            return;
+        };
         if self.ending.is_some() {
             return;
         }
-        if let Some((i, e)) = failures
-            .into_iter()
-            .min_by_key(|(i, _)| self.procs[*i].rank)
-        {
-            let (rank, pid) = (self.procs[i].rank, self.procs[i].pid);
-            let host = self.host().to_string();
-            match &e {
-                Ending::Signal { sig, .. } => msg(&format!(
-                    "rank {rank} (pid {pid}) on host {host} exited on signal {sig} ({})",
-                    sys::signal_name(*sig)
-                )),
-                Ending::Exit { code, .. } => msg(&format!(
-                    "rank {rank} (pid {pid}) on host {host} exited with status {code}; the job is aborted"
-                )),
-                Ending::NoFinalize { .. } => msg(&format!(
-                    "rank {rank} (pid {pid}) on host {host} exited after PMI init without calling finalize; the job is aborted"
-                )),
-                _ => {}
-            }
-            self.end(e, libc::SIGTERM);
+        let host = self.host().to_string();
+        match &e {
+            Ending::Signal { sig, .. } => msg(&format!(
+                "rank {rank} (pid {pid}) on host {host} exited on signal {sig} ({})",
+                sys::signal_name(*sig)
+            )),
+            Ending::Exit { code, .. } => msg(&format!(
+                "rank {rank} (pid {pid}) on host {host} exited with status {code}; the job is aborted"
+            )),
+            _ => msg(&format!(
+                "rank {rank} (pid {pid}) on host {host} exited after PMI init without calling finalize; the job is aborted"
+            )),
         }
-    }
-
-    fn all_exited(&self) -> bool {
-        self.procs.iter().all(|p| p.exited)
-    }
-
-    fn all_drained(&self) -> bool {
-        self.procs
-            .iter()
-            .all(|p| p.outs.iter().all(Option::is_none))
+        self.end(e, libc::SIGTERM);
     }
 
     fn event_loop(&mut self, sigfd: RawFd) {
         let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut dtoks: Vec<DaemonToken> = Vec::new();
         let mut toks: Vec<Token> = Vec::new();
         loop {
+            self.handle_events();
             let now = Instant::now();
-            if self.all_exited() {
+            if self.daemon.all_exited() {
                 if self.groups_killed_at.is_none() {
                     // Leave nothing of the job behind: descendants in the ranks' groups too.
-                    for p in &self.procs {
-                        sys::kill_group(p.pid, libc::SIGKILL);
-                    }
+                    self.daemon.kill_all_groups();
                     self.groups_killed_at = Some(now);
                 }
                 let drain_over = self
                     .groups_killed_at
                     .is_some_and(|t| now.duration_since(t) >= DRAIN_GRACE);
-                if self.all_drained() || drain_over {
+                if self.daemon.all_drained() || drain_over {
                     break;
                 }
             }
@@ -775,12 +392,11 @@ impl<'a> Job<'a> {
                 self.end(Ending::Timeout, libc::SIGTERM);
             }
             if self.teardown_kill_at.is_some_and(|t| now >= t) {
-                for p in self.procs.iter().filter(|p| !p.exited) {
-                    sys::kill_group(p.pid, libc::SIGKILL);
-                }
+                self.daemon.signal_running(libc::SIGKILL);
                 self.teardown_kill_at = None;
             }
             fds.clear();
+            dtoks.clear();
             toks.clear();
             fds.push(libc::pollfd {
                 fd: sigfd,
@@ -788,44 +404,19 @@ impl<'a> Job<'a> {
                 revents: 0,
             });
             toks.push(Token::Signal);
-            for (i, p) in self.procs.iter().enumerate() {
-                for (s, o) in p.outs.iter().enumerate() {
-                    if let Some(o) = o {
-                        fds.push(libc::pollfd {
-                            fd: o.fd.as_raw_fd(),
-                            events: libc::POLLIN,
-                            revents: 0,
-                        });
-                        toks.push(Token::Out(i, s));
-                    }
-                }
-                if let Some(c) = &p.pmi {
-                    let mut ev = libc::POLLIN;
-                    if !c.out.is_empty() {
-                        ev |= libc::POLLOUT;
-                    }
-                    fds.push(libc::pollfd {
-                        fd: c.fd.as_raw_fd(),
-                        events: ev,
-                        revents: 0,
-                    });
-                    toks.push(Token::Pmi(i));
-                }
-            }
-            let mut wake: Option<Instant> = None;
-            for t in [
+            self.daemon.poll_fds(&mut fds, &mut dtoks);
+            toks.extend(dtoks.iter().map(|&t| Token::Daemon(t)));
+            let wake = [
                 self.deadline.filter(|_| self.ending.is_none()),
                 self.teardown_kill_at,
                 self.groups_killed_at.map(|t| t + DRAIN_GRACE),
             ]
             .into_iter()
             .flatten()
-            {
-                wake = Some(wake.map_or(t, |w| w.min(t)));
-            }
+            .min();
             let timeout_ms = wake.map_or(-1, |w| {
                 let d = w.saturating_duration_since(Instant::now());
-                (d.as_millis() as i32).saturating_add(1)
+                i32::try_from(d.as_millis()).unwrap_or(i32::MAX - 1) + 1
             });
             if sys::poll(&mut fds, timeout_ms).is_err() {
                 continue;
@@ -836,15 +427,7 @@ impl<'a> Job<'a> {
                 }
                 match toks[k] {
                     Token::Signal => self.on_signals(sigfd),
-                    Token::Out(i, s) => self.read_out(i, s),
-                    Token::Pmi(i) => {
-                        if pfd.revents & libc::POLLOUT != 0 {
-                            self.flush_pmi(i);
-                        }
-                        if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                            self.read_pmi(i);
-                        }
-                    }
+                    Token::Daemon(t) => self.daemon.on_ready(t, pfd.revents),
                 }
             }
         }
@@ -869,14 +452,12 @@ impl<'a> Job<'a> {
                     self.end(Ending::Interrupted(sig), sig);
                 } else {
                     // A second signal: stop waiting politely.
-                    for p in self.procs.iter().filter(|p| !p.exited) {
-                        sys::kill_group(p.pid, libc::SIGKILL);
-                    }
+                    self.daemon.signal_running(libc::SIGKILL);
                 }
             }
         }
         if chld {
-            self.reap();
+            self.daemon.reap();
         }
     }
 }
@@ -919,11 +500,12 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
     for w in &plan.warnings {
         msg(w);
     }
-    let session = SessionDir::create()?;
+    // Signals first, so that an early Ctrl-C cannot leave the job directory behind.
     let sigfd = sys::install_signal_pipe().map_err(|e| RuntimeError::Os {
         what: "installing signal handlers".into(),
         source: e,
     })?;
+    let session = SessionDir::create()?;
     let jobid = format!("oxmpi-{}.0", std::process::id());
     let prefix = install_prefix();
     let facts = JobFacts {
@@ -951,8 +533,8 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             let _ = sys::write_all_fd(2, line.as_bytes());
         }
     }
-    let mut job = Job::new(plan, &jobid);
-    match job.launch(&facts) {
+    let mut job = Head::new(plan, &jobid);
+    match job.daemon.launch(&facts) {
         Ok(stdins) => forward_stdin(stdins),
         Err(e) => {
             msg(&e.to_string());

@@ -6,16 +6,19 @@
 //! * [`env`]: the environment each rank sees (`OMPI_*`, `PMI_*`, `OXMPI_*`, `-x`, `--mca`,
 //!   `--prefix`).
 //! * [`iof`]: sans-IO line assembly for IO forwarding (tags, timestamps).
+//! * [`daemon`]: the per-node daemon role (fork/exec, IO forwarding, PMI service, reaping),
+//!   played in-process by the head on the local node; reports [`daemon::DaemonEvent`]s.
 //! * [`launch`]: launch agents (the head is the local node's daemon; remote agents later).
 //! * [`session`]: the private job session directory.
-//! * [`job`]: planning (validation, nothing launched on bad input) and running a job:
-//!   fork/exec, event loop, PMI service through `oxmpi_wire::pmi::PmiServer`, lifecycle.
+//! * [`job`]: planning (validation, nothing launched on bad input) and the head: event loop,
+//!   signals, timeout, exit-status rules and teardown.
 //! * [`topo`], [`sys`]: local node facts and thin OS helpers.
 //!
 //! The entry point used by the `mpirun` binary is [`main_with_args`].
 
 pub mod alloc;
 pub mod cli;
+pub mod daemon;
 pub mod env;
 pub mod error;
 pub mod iof;

@@ -1,0 +1,565 @@
+//! The per-node daemon role (the seed's odls + iof + PMI server host). On the local node the
+//! head (`mpirun`) plays it in-process: [`LocalDaemon`] forks and execs the node's ranks,
+//! forwards their output line by line, serves PMI on each rank's inherited socket through
+//! `oxmpi_wire::pmi::PmiServer`, reaps them, and reports what happened to the head as
+//! [`DaemonEvent`]s. Decisions (when the job ends, with which status) belong to the head; a
+//! remote `oxmpid` will send the same events over the control channel.
+
+use crate::cli::StdinTarget;
+use crate::env::{rank_vars, JobFacts};
+use crate::error::{Result, RuntimeError};
+use crate::iof::{LineAssembler, Stream};
+use crate::job::{JobPlan, TAG_JOB};
+use crate::sys;
+use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+
+/// How a rank's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankExit {
+    /// Normal exit with this status.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+/// What a node daemon reports to the head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaemonEvent {
+    /// A rank's process ended (its PMI messages sent before have been processed).
+    RankExited {
+        /// Rank.
+        rank: usize,
+        /// Process id.
+        pid: i32,
+        /// How it ended.
+        exit: RankExit,
+        /// It initialized PMI but never called finalize.
+        missing_finalize: bool,
+    },
+    /// A rank asked for the job to be aborted (PMI abort / MPI_Abort).
+    Abort {
+        /// Rank, if known.
+        rank: Option<usize>,
+        /// Its pid, if known.
+        pid: Option<i32>,
+        /// Requested exit code.
+        code: i32,
+        /// Message given by the rank.
+        message: String,
+    },
+    /// A rank violated the PMI protocol (its connection is closed).
+    PmiError {
+        /// Rank, if known.
+        rank: Option<usize>,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Identifies one pollable descriptor of a daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonToken {
+    /// Output stream `1` (0 = stdout, 1 = stderr) of the proc at index `0`.
+    Out(usize, usize),
+    /// PMI connection of the proc at this index.
+    Pmi(usize),
+}
+
+struct OutPipe {
+    fd: OwnedFd,
+    asm: LineAssembler,
+    sink: usize,
+}
+
+struct PmiConn {
+    fd: OwnedFd,
+    out: Vec<u8>,
+    close_after_flush: bool,
+}
+
+struct Proc {
+    rank: usize,
+    pid: i32,
+    outs: [Option<OutPipe>; 2],
+    pmi: Option<PmiConn>,
+    exited: bool,
+    finalized: bool,
+    /// The rank sent at least one PMI message.
+    spoke: bool,
+}
+
+struct Sink {
+    fd: RawFd,
+    _file: Option<std::fs::File>,
+    dead: bool,
+}
+
+/// The daemon role for the ranks of one node (see the module documentation).
+pub struct LocalDaemon<'a> {
+    plan: &'a JobPlan,
+    procs: Vec<Proc>,
+    sinks: Vec<Sink>,
+    pmi: PmiServer,
+    events: VecDeque<DaemonEvent>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+fn open_rank_files(dir: &Path, rank: usize) -> Result<[std::fs::File; 2]> {
+    let d = dir.join(TAG_JOB.to_string()).join(format!("rank.{rank}"));
+    std::fs::create_dir_all(&d).map_err(|e| RuntimeError::Os {
+        what: format!("creating output directory {}", d.display()),
+        source: e,
+    })?;
+    let open = |name: &str| {
+        let p = d.join(name);
+        std::fs::File::create(&p).map_err(|e| RuntimeError::Os {
+            what: format!("creating output file {}", p.display()),
+            source: e,
+        })
+    };
+    Ok([open("stdout")?, open("stderr")?])
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET stays in bounds for
+    // cpu numbers below CPU_SETSIZE (others are skipped).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut set);
+            }
+        }
+        set
+    }
+}
+
+impl<'a> LocalDaemon<'a> {
+    /// A daemon for the local ranks of `plan`, serving PMI for job `jobid`.
+    pub fn new(plan: &'a JobPlan, jobid: &str) -> Self {
+        let map = &plan.map;
+        let node_of: Vec<u32> = map.procs.iter().map(|p| p.node as u32).collect();
+        let info = JobInfo {
+            kvsname: jobid.to_string(),
+            size: map.size() as u32,
+            universe_size: plan.alloc.total_slots().max(map.size()) as i64,
+            appnums: map.procs.iter().map(|p| p.app as i32).collect(),
+            process_mapping: oxmpi_wire::pmi::process_mapping(&node_of),
+            debug: false,
+            local_ranks: None,
+        };
+        LocalDaemon {
+            plan,
+            procs: Vec::new(),
+            sinks: vec![
+                Sink {
+                    fd: 1,
+                    _file: None,
+                    dead: false,
+                },
+                Sink {
+                    fd: 2,
+                    _file: None,
+                    dead: false,
+                },
+            ],
+            pmi: PmiServer::new(info),
+            events: VecDeque::new(),
+            buf: vec![0u8; 64 * 1024],
+            out: Vec::with_capacity(128 * 1024),
+        }
+    }
+
+    /// Start every rank. Returns the stdin pipes of the ranks that read mpirun's stdin.
+    pub fn launch(&mut self, facts: &JobFacts<'_>) -> Result<Vec<std::process::ChildStdin>> {
+        let plan = self.plan;
+        let spec = &plan.spec;
+        let user_has = |k: &str| std::env::var_os(k).is_some();
+        let mut stdins = Vec::new();
+        let parent_pid = std::process::id() as i32;
+        for p in &plan.map.procs {
+            let app = &plan.apps[p.app];
+            let (sinks_out, sinks_err) = match &spec.output_filename {
+                Some(dir) => {
+                    let [o, e] = open_rank_files(dir, p.rank)?;
+                    let i = self.sinks.len();
+                    for f in [o, e] {
+                        self.sinks.push(Sink {
+                            fd: f.as_raw_fd(),
+                            _file: Some(f),
+                            dead: false,
+                        });
+                    }
+                    (i, i + 1)
+                }
+                None => (0, 1),
+            };
+            let (pmi_parent, pmi_child) = sys::socketpair().map_err(|e| RuntimeError::Os {
+                what: format!("creating the PMI socket of rank {}", p.rank),
+                source: e,
+            })?;
+            let child_fd = pmi_child.as_raw_fd();
+            let user_has_any = |k: &str| user_has(k) || app.overlay.iter().any(|(n, _)| n == k);
+            let vars = rank_vars(facts, &plan.map, p, Some(child_fd), &user_has_any);
+            let mut cmd = std::process::Command::new(&app.program);
+            cmd.arg0(&app.argv[0]).args(&app.argv[1..]);
+            for (k, v) in app.overlay.iter().chain(vars.iter()) {
+                cmd.env(k, v);
+            }
+            if let Some(w) = &app.wdir {
+                cmd.current_dir(w);
+            }
+            let wants_stdin = match spec.stdin {
+                StdinTarget::All => true,
+                StdinTarget::Rank(r) => r == p.rank,
+                StdinTarget::None => false,
+            };
+            cmd.stdin(if wants_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            cmd.process_group(0);
+            let set = p.cpus.as_ref().map(|c| cpu_set(c));
+            // SAFETY: the closure runs in the forked child before exec and only calls
+            // async-signal-safe functions (prctl, getppid, sched_setaffinity, fcntl) on data
+            // prepared before the fork.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    if libc::getppid() != parent_pid {
+                        // mpirun died between fork and prctl.
+                        libc::_exit(1);
+                    }
+                    if let Some(set) = &set {
+                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set)
+                            != 0
+                        {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let mut child = cmd.spawn().map_err(|e| RuntimeError::Spawn {
+                rank: p.rank,
+                program: app.program.display().to_string(),
+                host: plan.host.clone(),
+                source: e,
+            })?;
+            drop(pmi_child);
+            let pid = child.id() as i32;
+            if let Some(s) = child.stdin.take() {
+                stdins.push(s);
+            }
+            let to_fd = |o: Option<OwnedFd>| -> Option<OwnedFd> {
+                let fd = o?;
+                sys::set_nonblocking(fd.as_raw_fd()).ok()?;
+                Some(fd)
+            };
+            let tag = spec.tag_output.then_some((TAG_JOB, p.rank));
+            let so = to_fd(child.stdout.take().map(OwnedFd::from)).map(|fd| OutPipe {
+                fd,
+                asm: LineAssembler::new(Stream::Stdout, tag, spec.timestamp_output),
+                sink: sinks_out,
+            });
+            let se = to_fd(child.stderr.take().map(OwnedFd::from)).map(|fd| OutPipe {
+                fd,
+                asm: LineAssembler::new(Stream::Stderr, tag, spec.timestamp_output),
+                sink: sinks_err,
+            });
+            let _ = sys::set_nonblocking(pmi_parent.as_raw_fd());
+            self.pmi
+                .on_connect(ConnId(p.rank as u64), Some(p.rank as u32));
+            self.procs.push(Proc {
+                rank: p.rank,
+                pid,
+                outs: [so, se],
+                pmi: Some(PmiConn {
+                    fd: pmi_parent,
+                    out: Vec::new(),
+                    close_after_flush: false,
+                }),
+                exited: false,
+                finalized: false,
+                spoke: false,
+            });
+            // The Child handle is dropped without waiting: reaping is done by `reap`.
+            drop(child);
+        }
+        self.run_pmi_actions();
+        Ok(stdins)
+    }
+
+    fn write_sink(&mut self, sink: usize) {
+        let s = &mut self.sinks[sink];
+        if !s.dead && !self.out.is_empty() && sys::write_all_fd(s.fd, &self.out).is_err() {
+            // The reader went away (e.g. `mpirun ... | head`): discard further output.
+            s.dead = true;
+        }
+        self.out.clear();
+    }
+
+    /// Read one chunk from an output pipe (closing it at end of file).
+    fn read_out(&mut self, idx: usize, stream: usize) {
+        let Some(pipe) = self.procs[idx].outs[stream].as_mut() else {
+            return;
+        };
+        match sys::read_fd(pipe.fd.as_raw_fd(), &mut self.buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Ok(0) | Err(_) => {
+                if let Some(mut pipe) = self.procs[idx].outs[stream].take() {
+                    pipe.asm.finish(&mut self.out);
+                    self.write_sink(pipe.sink);
+                }
+            }
+            Ok(n) => {
+                let sink = pipe.sink;
+                pipe.asm.push(&self.buf[..n], &mut self.out);
+                self.write_sink(sink);
+            }
+        }
+    }
+
+    fn read_pmi(&mut self, idx: usize) {
+        loop {
+            let Some(conn) = self.procs[idx].pmi.as_mut() else {
+                return;
+            };
+            match sys::read_fd(conn.fd.as_raw_fd(), &mut self.buf) {
+                Ok(0) => {
+                    self.close_pmi(idx);
+                    return;
+                }
+                Ok(n) => {
+                    self.procs[idx].spoke = true;
+                    let rank = self.procs[idx].rank;
+                    self.pmi.on_data(ConnId(rank as u64), &self.buf[..n]);
+                    self.run_pmi_actions();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.close_pmi(idx);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn close_pmi(&mut self, idx: usize) {
+        if self.procs[idx].pmi.take().is_some() {
+            let rank = self.procs[idx].rank;
+            self.pmi.on_closed(ConnId(rank as u64));
+            self.run_pmi_actions();
+        }
+    }
+
+    fn flush_pmi(&mut self, idx: usize) {
+        let Some(conn) = self.procs[idx].pmi.as_mut() else {
+            return;
+        };
+        while !conn.out.is_empty() {
+            // SAFETY: conn.out is valid for reads of its length; MSG_NOSIGNAL avoids SIGPIPE.
+            let n = unsafe {
+                libc::send(
+                    conn.fd.as_raw_fd(),
+                    conn.out.as_ptr().cast(),
+                    conn.out.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            if n >= 0 {
+                conn.out.drain(..n as usize);
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock => return,
+                _ => {
+                    self.close_pmi(idx);
+                    return;
+                }
+            }
+        }
+        if conn.close_after_flush {
+            self.close_pmi(idx);
+        }
+    }
+
+    fn proc_index(&self, rank: usize) -> Option<usize> {
+        // Procs are launched in rank order.
+        self.procs
+            .get(rank)
+            .filter(|p| p.rank == rank)
+            .map(|_| rank)
+    }
+
+    fn run_pmi_actions(&mut self) {
+        while let Some(a) = self.pmi.poll_action() {
+            match a {
+                Action::Send { conn, bytes } => {
+                    if let Some(i) = self.proc_index(conn.0 as usize) {
+                        if let Some(c) = self.procs[i].pmi.as_mut() {
+                            c.out.extend_from_slice(&bytes);
+                        }
+                        self.flush_pmi(i);
+                    }
+                }
+                Action::Close { conn } => {
+                    if let Some(i) = self.proc_index(conn.0 as usize) {
+                        if let Some(c) = self.procs[i].pmi.as_mut() {
+                            c.close_after_flush = true;
+                        }
+                        self.flush_pmi(i);
+                    }
+                }
+                Action::Finalized { rank } => {
+                    if let Some(i) = self.proc_index(rank as usize) {
+                        self.procs[i].finalized = true;
+                    }
+                }
+                Action::Abort {
+                    rank,
+                    code,
+                    message,
+                } => {
+                    let rank = rank.map(|r| r as usize);
+                    let pid = rank
+                        .and_then(|r| self.proc_index(r))
+                        .map(|i| self.procs[i].pid);
+                    self.events.push_back(DaemonEvent::Abort {
+                        rank,
+                        pid,
+                        code,
+                        message,
+                    });
+                }
+                Action::Error { rank, error, .. } => {
+                    self.events.push_back(DaemonEvent::PmiError {
+                        rank: rank.map(|r| r as usize),
+                        message: error.to_string(),
+                    });
+                }
+                Action::RankLost { .. } | Action::FenceReady { .. } => {}
+            }
+        }
+    }
+
+    /// Reap every exited rank (call on SIGCHLD); queues [`DaemonEvent::RankExited`].
+    pub fn reap(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a valid status pointer; WNOHANG never blocks.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
+                continue;
+            };
+            self.procs[i].exited = true;
+            // Whatever the rank sent on PMI before dying (e.g. finalize) counts first.
+            self.read_pmi(i);
+            let exit = if libc::WIFSIGNALED(status) {
+                RankExit::Signal(libc::WTERMSIG(status))
+            } else {
+                RankExit::Code(libc::WEXITSTATUS(status))
+            };
+            let p = &self.procs[i];
+            self.events.push_back(DaemonEvent::RankExited {
+                rank: p.rank,
+                pid: p.pid,
+                exit,
+                missing_finalize: p.spoke && !p.finalized,
+            });
+            self.close_pmi(i);
+        }
+    }
+
+    /// Next event for the head.
+    pub fn poll_event(&mut self) -> Option<DaemonEvent> {
+        self.events.pop_front()
+    }
+
+    /// Send `sig` to the process group of every rank still running.
+    pub fn signal_running(&self, sig: libc::c_int) {
+        for p in self.procs.iter().filter(|p| !p.exited) {
+            sys::kill_group(p.pid, sig);
+        }
+    }
+
+    /// SIGKILL every rank's process group (descendants included), exited or not.
+    pub fn kill_all_groups(&self) {
+        for p in &self.procs {
+            sys::kill_group(p.pid, libc::SIGKILL);
+        }
+    }
+
+    /// Every launched rank has been reaped.
+    pub fn all_exited(&self) -> bool {
+        self.procs.iter().all(|p| p.exited)
+    }
+
+    /// Every output stream reached end of file.
+    pub fn all_drained(&self) -> bool {
+        self.procs
+            .iter()
+            .all(|p| p.outs.iter().all(Option::is_none))
+    }
+
+    /// Add this daemon's descriptors to a poll set.
+    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>, toks: &mut Vec<DaemonToken>) {
+        for (i, p) in self.procs.iter().enumerate() {
+            for (s, o) in p.outs.iter().enumerate() {
+                if let Some(o) = o {
+                    fds.push(libc::pollfd {
+                        fd: o.fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                    toks.push(DaemonToken::Out(i, s));
+                }
+            }
+            if let Some(c) = &p.pmi {
+                let mut ev = libc::POLLIN;
+                if !c.out.is_empty() {
+                    ev |= libc::POLLOUT;
+                }
+                fds.push(libc::pollfd {
+                    fd: c.fd.as_raw_fd(),
+                    events: ev,
+                    revents: 0,
+                });
+                toks.push(DaemonToken::Pmi(i));
+            }
+        }
+    }
+
+    /// A descriptor from [`LocalDaemon::poll_fds`] is ready.
+    pub fn on_ready(&mut self, tok: DaemonToken, revents: i16) {
+        match tok {
+            DaemonToken::Out(i, s) => self.read_out(i, s),
+            DaemonToken::Pmi(i) => {
+                if revents & libc::POLLOUT != 0 {
+                    self.flush_pmi(i);
+                }
+                if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                    self.read_pmi(i);
+                }
+            }
+        }
+    }
+}
