@@ -163,7 +163,7 @@ static void bw(char *sbuf, char *rbuf, int sz, int S, double scale, int bidir) {
 static void coll(const char *test, char *sbuf, char *rbuf, size_t sz, int S, double scale) {
   int big = sz > 65536;
   int n = iters(big ? 20 : 500, scale, 3);
-  if (np > 2) n = iters(big ? 5 : 50, scale, 2); /* oversubscribed: keep it short */
+  if (np > 2) n = iters(big ? 5 : 20, scale, 2); /* oversubscribed: keep it short */
   double v[MAXS];
   for (int s = -1; s < S; s++) { /* s = -1 is the warm-up */
     MPI_Barrier(MPI_COMM_WORLD);

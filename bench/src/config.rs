@@ -61,6 +61,11 @@ pub struct Config {
     pub install_peers: bool,
     /// Timeout of one launch.
     pub timeout: Duration,
+    /// Arguments of `python -m mpi4py.bench pingpong` (empty: mpi4py not run).
+    pub mpi4py_args: Vec<String>,
+    /// Measurement time budget: no new repetition starts if it would likely
+    /// end past it (the first repetition always runs).
+    pub budget: Option<Duration>,
 }
 
 /// `0` followed by `base^k` for `k = 0..`, up to and including `max`.
@@ -74,13 +79,38 @@ pub fn sizes(base: u64, max: u64) -> Vec<u64> {
     v
 }
 
+/// `mpi4py.bench pingpong` arguments: max size, then loop/skip counts for
+/// small, large (> 8 KiB) and huge (> 1 MiB) messages.
+fn m4(max: &str, lp: &str, sk: &str, ll: &str, sl: &str, lh: &str, sh: &str) -> Vec<String> {
+    [
+        "-n",
+        max,
+        "-l",
+        lp,
+        "-s",
+        sk,
+        "--loop-large",
+        ll,
+        "--skip-large",
+        sl,
+        "--loop-huge",
+        lh,
+        "--skip-huge",
+        sh,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// Usage text.
 pub const USAGE: &str = "usage: cargo xtask bench [--quick | --full | --smoke] [options]
 
 Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
 (bench/c) and writes samples.csv, report.md and PNG plots.
 
-  --quick              3 repetitions, < 3 minutes (default); output docs/benchmarks
+  --quick              3 repetitions (fewer if a 150 s budget would be exceeded),
+                       < 3 minutes (default); output docs/benchmarks
   --full               7 repetitions, powers of 2, waits for a quiet machine
   --smoke              harness self-check, < 1 minute; output target/oxmpi-bench/smoke
   --reps N             override the number of repetitions
@@ -89,6 +119,8 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
   --no-install         do not apt-get install missing peers
   --timeout SECS       timeout of one launch (default 120)
+  --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
+                       mpi4py wheel is made under target/oxmpi-bench/venv)
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -99,6 +131,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut only = None;
     let mut prefix = root.join("target").join("oxmpi");
     let mut install = true;
+    let mut no_mpi4py = false;
     let mut timeout = 120u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -132,6 +165,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             }
             "--oxmpi-prefix" => prefix = PathBuf::from(val("--oxmpi-prefix")?),
             "--no-install" => install = false,
+            "--no-mpi4py" => no_mpi4py = true,
             "--timeout" => {
                 let v = val("--timeout")?;
                 timeout = v
@@ -161,12 +195,14 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
             timeout: Duration::ZERO,
+            mpi4py_args: m4("65536", "20", "5", "5", "1", "2", "1"),
+            budget: None,
         },
         Mode::Quick => Config {
             mode,
             reps: 3,
             samples: 5,
-            scale: 0.2,
+            scale: 0.1,
             pt2pt_sizes: sizes(4, 4 << 20),
             coll_sizes: vec![8, 1024, 65536, 1 << 20],
             coll4_sizes: vec![8, 65536],
@@ -179,6 +215,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
             timeout: Duration::ZERO,
+            mpi4py_args: m4("4194304", "300", "30", "30", "3", "5", "1"),
+            budget: Some(Duration::from_secs(150)),
         },
         Mode::Full => Config {
             mode,
@@ -197,6 +235,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
             timeout: Duration::ZERO,
+            mpi4py_args: m4("4194304", "10000", "100", "1000", "100", "10", "1"),
+            budget: None,
         },
     };
     if let Some(r) = reps {
@@ -208,6 +248,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.only = only;
     c.oxmpi_prefix = prefix;
     c.install_peers = install;
+    if no_mpi4py {
+        c.mpi4py_args.clear();
+    }
     c.timeout = Duration::from_secs(timeout);
     Ok(c)
 }
@@ -235,6 +278,7 @@ mod tests {
         assert_eq!(q.mode, Mode::Quick);
         assert_eq!(q.out, Path::new("/r/docs/benchmarks"));
         assert_eq!(q.oxmpi_prefix, Path::new("/r/target/oxmpi"));
+        assert!(q.budget.is_some_and(|b| b < Duration::from_secs(180)));
         let s = parse_args(
             &args(&["--smoke", "--impls", "ompi,mpich", "--reps", "2"]),
             root,
@@ -246,6 +290,12 @@ mod tests {
         assert!(s.out.starts_with("/r/target"));
         let f = parse_args(&args(&["--full", "--no-install", "--out", "x"]), root).unwrap();
         assert_eq!((f.mode, f.install_peers), (Mode::Full, false));
+        assert_eq!(
+            f.mpi4py_args[..2],
+            ["-n".to_string(), "4194304".to_string()]
+        );
+        let n = parse_args(&args(&["--no-mpi4py"]), root).unwrap();
+        assert!(n.mpi4py_args.is_empty());
         assert_eq!(f.out, Path::new("x"));
         assert!(f.coll_sizes.iter().all(|s| *s >= 4));
     }

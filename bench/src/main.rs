@@ -151,9 +151,33 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         return Err("no MPI implementation works; nothing to measure".into());
     }
     let mut runner = Runner::new(cfg, probes, res);
-    for rep in 0..cfg.reps {
-        runner.repetition(rep, &ready);
+    if !cfg.mpi4py_args.is_empty() {
+        match suite::setup_mpi4py(cfg) {
+            Ok(py) => runner.python = Some(py),
+            Err(e) => runner
+                .res
+                .notes
+                .push(format!("mpi4py ping-pong skipped: {e}")),
+        }
     }
+    let measure = Instant::now();
+    let mut done = 0;
+    for rep in 0..cfg.reps {
+        let t = Instant::now();
+        runner.repetition(rep, &ready);
+        done += 1;
+        if let Some(b) = cfg.budget {
+            if rep + 1 < cfg.reps && measure.elapsed() + t.elapsed() > b {
+                runner.res.notes.push(format!(
+                    "time budget of {} s: stopped after {done} of {} repetitions (the machine was slow: load is in the CSV)",
+                    b.as_secs(),
+                    cfg.reps
+                ));
+                break;
+            }
+        }
+    }
+    meta.reps = done;
     if let Some(ox) = ready.iter().find(|p| p.imp.name == "oxmpi") {
         runner.transport_report(ox);
     }

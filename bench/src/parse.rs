@@ -217,6 +217,37 @@ pub fn busy_percent(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
     Some(100.0 * busy as f64 / total as f64)
 }
 
+/// `python -m mpi4py.bench pingpong` output → (size, one-way mean seconds, samples).
+/// Data lines look like `      1024     39.35 | 2.6024082e-05 ± 5.5254e-04    10000`.
+pub fn parse_mpi4py_pingpong(text: &str) -> Vec<(u64, f64, u32)> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| {
+            let (left, right) = l.split_once('|')?;
+            let size = left.split_whitespace().next()?.parse().ok()?;
+            let mut r = right.split_whitespace();
+            let mean: f64 = r.next()?.parse().ok()?;
+            let _pm = r.next()?;
+            let _sd = r.next()?;
+            let n = r.next()?.parse().ok()?;
+            Some((size, mean, n))
+        })
+        .collect()
+}
+
+/// From `ldd` output, the resolved path of the MPI library (`libmpi*.so*` or
+/// `libmpich*.so*`), e.g. `libmpi.so.40 => /usr/lib/…/libmpi.so.40 (0x…)`.
+pub fn ldd_libmpi(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (name, rest) = l.trim().split_once(" => ")?;
+        if !(name.starts_with("libmpi.so") || name.starts_with("libmpich.so")) {
+            return None;
+        }
+        let path = rest.split_whitespace().next()?;
+        path.starts_with('/').then(|| path.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +321,26 @@ RSS prog=oxbench rank=0 kb=281936
         .unwrap();
         assert_eq!(v, (1048576, 8.52, 32.86));
         assert!(parse_vmreadv("WARN: data mismatch\n").is_none());
+    }
+
+    #[test]
+    fn mpi4py_and_ldd() {
+        let t = "# MPI PingPong Test\n# Size [B]  Bandwidth [MB/s] | Time Mean [s] \u{b1} StdDev [s]  Samples\n\
+                          1              0.04 | 2.3790011e-05 \u{b1} 4.8815e-04    10000\n\
+                    4194304            582.11 | 7.2053596e-03 \u{b1} 2.7232e-03       10\n\
+                 garbage | x\n";
+        assert_eq!(
+            parse_mpi4py_pingpong(t),
+            vec![(1, 2.3790011e-05, 10000), (4194304, 7.2053596e-03, 10)]
+        );
+        let ldd = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+                   \tlibmpich.so.12 => /usr/lib/x86_64-linux-gnu/libmpich.so.12 (0x00007f)\n\
+                   \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n";
+        assert_eq!(
+            ldd_libmpi(ldd).as_deref(),
+            Some("/usr/lib/x86_64-linux-gnu/libmpich.so.12")
+        );
+        assert_eq!(ldd_libmpi("\tlibmpi.so.12 => not found\n"), None);
     }
 
     #[test]

@@ -349,13 +349,22 @@ pub fn draw_all(dir: &Path, rows: &[Row], imps: &[String]) -> Result<Vec<String>
     let f = "latency.png";
     {
         let p = dir.join(f);
-        let root = BitMapBackend::new(&p, (1000, 700)).into_drawing_area();
+        let root = BitMapBackend::new(&p, (1800, 700)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(f)(e.to_string()))?;
+        let halves = root.split_evenly((1, 2));
         loglog(
-            &root,
-            "Ping-pong latency, one way, np=2 (median, min-max over repetitions)",
+            &halves[0],
+            "Ping-pong latency (C), one way, np=2 (median, min-max over repetitions)",
             "us",
             &series_for(rows, imps, "lat", 2, true),
+            SeriesLabelPosition::UpperLeft,
+        )
+        .map_err(err(f))?;
+        loglog(
+            &halves[1],
+            "mpi4py.bench pingpong, one way (mean), np=2",
+            "us",
+            &series_for(rows, imps, "mpi4py_lat", 2, true),
             SeriesLabelPosition::UpperLeft,
         )
         .map_err(err(f))?;

@@ -390,6 +390,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
             "allreduce" => [8, 1024, 65536, 1 << 20].contains(&s),
             "bcast" | "alltoall" => [8, 1 << 20].contains(&s) && r.np == 2,
             "barrier" | "startup" => true,
+            "mpi4py_lat" => [1, 1024, 1 << 20].contains(&s),
             "rss_hello" => true,
             _ => false,
         }
@@ -400,6 +401,10 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
 
     for (title, tests) in [
         ("Point-to-point latency (ping-pong, np=2)", &["lat"][..]),
+        (
+            "mpi4py ping-pong (`python -m mpi4py.bench pingpong`, np=2; mean one-way time as mpi4py prints it)",
+            &["mpi4py_lat"][..],
+        ),
         ("Bandwidth (np=2, window 64)", &["bw", "bibw"][..]),
         (
             "Collectives",
@@ -414,7 +419,9 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         let keys = keys_of(&rows, |r| {
             r.imp != "machine" && tests.contains(&r.test.as_str())
         });
-        let limit = tests.iter().any(|t| ["lat", "bw", "startup"].contains(t));
+        let limit = tests
+            .iter()
+            .any(|t| ["lat", "bw", "startup", "mpi4py_lat"].contains(t));
         metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
     }
 

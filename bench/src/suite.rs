@@ -326,6 +326,75 @@ pub fn limit_for(
     }
 }
 
+/// Make (once) a venv with the mpi4py binary wheel under the harness's
+/// target directory; returns its python.
+pub fn setup_mpi4py(cfg: &Config) -> Result<PathBuf, String> {
+    let base = cfg
+        .build_dir
+        .parent()
+        .unwrap_or(&cfg.build_dir)
+        .join("venv");
+    let py = base.join("bin").join("python");
+    let works = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import mpi4py.bench"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if py.is_file() && works(&py) {
+        return Ok(py);
+    }
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut c = Command::new(&python);
+    c.args(["-m", "venv"]).arg(&base);
+    let o = runner::run(&mut c, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+    if !o.ok() {
+        return Err(format!("{python} -m venv: {}", o.failure()));
+    }
+    let mut c = Command::new(base.join("bin").join("pip"));
+    c.args(["install", "--quiet", "--only-binary=:all:", "mpi4py==4.1.2"]);
+    let o = runner::run(&mut c, Duration::from_secs(300)).map_err(|e| e.to_string())?;
+    if !o.ok() || !works(&py) {
+        return Err(format!("pip install mpi4py: {}", o.failure()));
+    }
+    Ok(py)
+}
+
+/// Environment that makes the mpi4py wheel load the same libmpi as this
+/// implementation's C binary (found with `ldd`): `MPI4PY_LIBMPI`, and for
+/// MPICH-ABI libraries whose file is not called `libmpi.so.12` (Debian's
+/// `libmpich.so.12`) a directory with a `libmpi.so.12` link on `LD_LIBRARY_PATH`.
+fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, String)>, String> {
+    let o = Command::new("ldd")
+        .arg(&p.oxbench)
+        .envs(p.imp.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .map_err(|e| format!("ldd: {e}"))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lib = parse::ldd_libmpi(&text)
+        .ok_or_else(|| format!("ldd {} shows no libmpi", p.oxbench.display()))?;
+    let name = Path::new(&lib)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.starts_with("libmpi.so.40") || name.starts_with("libmpi.so.12") {
+        return Ok(vec![("MPI4PY_LIBMPI".into(), lib)]);
+    }
+    let dir = cfg.build_dir.join(format!("mpi4py-{}", p.imp.build));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let link = dir.join("libmpi.so.12");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+    let mut ld = dir.to_string_lossy().into_owned();
+    if let Some((_, v)) = p.imp.env.iter().find(|(k, _)| k == "LD_LIBRARY_PATH") {
+        ld = format!("{ld}:{v}");
+    }
+    Ok(vec![
+        ("MPI4PY_LIBMPI".into(), link.to_string_lossy().into_owned()),
+        ("LD_LIBRARY_PATH".into(), ld),
+    ])
+}
+
 /// Runs the repetitions.
 pub struct Runner<'a> {
     cfg: &'a Config,
@@ -335,6 +404,8 @@ pub struct Runner<'a> {
     pub res: Results,
     memcpy: Vec<(u64, f64)>,
     spawn_ms: Option<f64>,
+    /// Python of the mpi4py venv, if the mpi4py ping-pong is to run.
+    pub python: Option<PathBuf>,
 }
 
 impl<'a> Runner<'a> {
@@ -347,6 +418,7 @@ impl<'a> Runner<'a> {
             res,
             memcpy: Vec::new(),
             spawn_ms: None,
+            python: None,
         }
     }
 
@@ -599,6 +671,61 @@ impl<'a> Runner<'a> {
             for np in self.cfg.startup_np.clone() {
                 self.startup(rep, p, np);
             }
+            self.mpi4py(rep, p);
+        }
+    }
+
+    /// `python -m mpi4py.bench pingpong` on this implementation's libmpi.
+    pub fn mpi4py(&mut self, rep: u32, p: &Prepared) {
+        let Some(py) = self.python.clone() else {
+            return;
+        };
+        let env = match mpi4py_env(self.cfg, p) {
+            Ok(e) => e,
+            Err(e) => {
+                self.res
+                    .failures
+                    .push(format!("rep {rep} {} mpi4py: {e}", p.imp.name));
+                return;
+            }
+        };
+        let (load, busy) = machine_state(self.cfg.quiet_wait);
+        let probe = self.placement_probe();
+        let mut imp = p.imp.clone();
+        imp.env.retain(|(k, _)| !env.iter().any(|(k2, _)| k2 == k));
+        imp.env.extend(env);
+        let mut args: Vec<String> = ["-m", "mpi4py.bench", "pingpong"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(self.cfg.mpi4py_args.iter().cloned());
+        let tmp = Prepared {
+            imp,
+            oxbench: p.oxbench.clone(),
+            hello: p.hello.clone(),
+        };
+        let start = now_unix();
+        let Some(o) = self.launch(&tmp, 2, &py, &args, "mpi4py.bench pingpong", rep) else {
+            return;
+        };
+        let pts = parse::parse_mpi4py_pingpong(&o.stdout);
+        if pts.is_empty() {
+            self.res.failures.push(format!(
+                "rep {rep} {} mpi4py: no result lines ({})",
+                p.imp.name,
+                o.failure()
+            ));
+        }
+        for (size, mean_s, _n) in pts {
+            let us = mean_s * 1e6;
+            let mut r = self.row(rep, &p.imp.name, "mpi4py_lat", 2, size, "us");
+            (r.median, r.min, r.max) = (us, f64::NAN, f64::NAN);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
+            r.limit = limit_for("lat", size, probe.map(|x| x.one_way_ns), &self.memcpy, None);
+            r.unix_time = start;
+            r.values = vec![us];
+            self.res.rows.push(r);
         }
     }
 
