@@ -60,6 +60,9 @@ def main():
     for n in names:
         ret, args = protos[n]
         args = args.replace("\\ldots", "...")
+        # Pointers instead of `T a[]` parameters: gcc warns about array parameters
+        # when MPI_STATUSES_IGNORE ((MPI_Status*)1) is passed.
+        args = re.sub(r"(\w+\*?) (\w+)\[\](?!\[)", r"\1 *\2", args)
         w(f"{ret}{n}({args});")
         w(f"{ret}P{n}({args});")
     w(FOOTER)

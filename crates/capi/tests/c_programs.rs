@@ -1,0 +1,421 @@
+//! Integration tests of the installed `libmpi.so.12`: the C programs in `tests/c/` built
+//! with our `mpicc` and with Debian's `mpicc.mpich` (the MPICH build runs on our library
+//! through `LD_LIBRARY_PATH`), run on 1 or 2 ranks; plus checks of the exported symbols,
+//! the soname and the compiler wrapper.
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
+//!
+//! Launcher: by default the ranks are started by this harness over the engine's file
+//! key-value bootstrap (`OXMPI_ENGINE_KVS_DIR`/`_RANK`/`_SIZE`); with
+//! `OXMPI_CAPI_TEST_LAUNCHER=mpirun` they are started by `PREFIX/bin/mpirun -n N`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn prefix() -> PathBuf {
+    match std::env::var_os("OXMPI_TEST_PREFIX") {
+        Some(p) => PathBuf::from(p),
+        None => panic!(
+            "OXMPI_TEST_PREFIX is not set: these tests need an installed oxmpi prefix \
+             (run them with `cargo xtask test`, or set OXMPI_TEST_PREFIX=<prefix> after \
+             `cargo xtask install --prefix <prefix>`)"
+        ),
+    }
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "oxmpi-capi-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&d).expect("create scratch dir");
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
+}
+
+/// Which compiler builds a test program.
+#[derive(Clone, Copy, Debug)]
+enum Build {
+    /// Our `PREFIX/bin/mpicc`.
+    Ours,
+    /// Debian's MPICH wrapper; the binary runs on our library via LD_LIBRARY_PATH.
+    Mpich,
+}
+
+fn build(b: Build, name: &str, dir: &Path) -> PathBuf {
+    let stem = Path::new(name)
+        .file_stem()
+        .expect("source file name")
+        .to_string_lossy()
+        .into_owned();
+    let exe = dir.join(format!("{stem}-{b:?}"));
+    let mut cmd = match b {
+        Build::Ours => Command::new(prefix().join("bin/mpicc")),
+        Build::Mpich => Command::new("mpicc.mpich"),
+    };
+    cmd.arg("-Wall").arg(src(name)).arg("-o").arg(&exe);
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!("cannot run the {b:?} compiler wrapper for {name}: {e} (Debian's mpicc.mpich comes with `apt-get install libmpich-dev`)")
+    });
+    assert!(
+        out.status.success(),
+        "building {name} with {b:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Safety net so a broken build cannot hang the test suite (not a timing assertion).
+const JOB_LIMIT: Duration = Duration::from_secs(120);
+
+fn wait_all(mut children: Vec<Child>) -> Vec<Output> {
+    let start = Instant::now();
+    loop {
+        let done = children
+            .iter_mut()
+            .all(|c| matches!(c.try_wait(), Ok(Some(_))));
+        if done || start.elapsed() > JOB_LIMIT {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for c in children.iter_mut() {
+        let _ = c.kill();
+    }
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("collect rank output"))
+        .collect()
+}
+
+/// The combined result of a job: stdout of all ranks in rank order, stderr likewise, and
+/// the first non-zero exit code (0 if all succeeded).
+struct Job {
+    stdout: String,
+    stderr: String,
+    code: i32,
+    codes: Vec<i32>,
+}
+
+fn launch(n: usize, exe: &Path, b: Build) -> Job {
+    let pre = prefix();
+    let lib = pre.join("lib");
+    let ld = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(v) if !v.is_empty() => format!("{}:{v}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    let launcher = std::env::var("OXMPI_CAPI_TEST_LAUNCHER").unwrap_or_default();
+    let outputs = if launcher == "mpirun" {
+        let mut c = Command::new(pre.join("bin/mpirun"));
+        c.arg("-n").arg(n.to_string()).arg(exe);
+        if matches!(b, Build::Mpich) {
+            c.env("LD_LIBRARY_PATH", &ld);
+        }
+        let child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mpirun");
+        wait_all(vec![child])
+    } else {
+        let kvs = Scratch::new("kvs");
+        let children = (0..n)
+            .map(|r| {
+                let mut c = Command::new(exe);
+                c.env("OXMPI_ENGINE_KVS_DIR", &kvs.0)
+                    .env("OXMPI_ENGINE_RANK", r.to_string())
+                    .env("OXMPI_ENGINE_SIZE", n.to_string())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                if matches!(b, Build::Mpich) {
+                    c.env("LD_LIBRARY_PATH", &ld);
+                }
+                c.spawn().expect("start rank")
+            })
+            .collect();
+        wait_all(children)
+    };
+    Job {
+        stdout: outputs
+            .iter()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .collect(),
+        stderr: outputs
+            .iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect(),
+        code: outputs
+            .iter()
+            .map(|o| o.status.code().unwrap_or(-1))
+            .find(|&c| c != 0)
+            .unwrap_or(0),
+        codes: outputs
+            .iter()
+            .map(|o| o.status.code().unwrap_or(-1))
+            .collect(),
+    }
+}
+
+/// Build `name` with both compilers, run each on `n` ranks on our library, require
+/// success, the final line, and identical output.
+fn run_both(name: &str, n: usize, last_line: &str) -> String {
+    let dir = Scratch::new("build");
+    let mut outs = Vec::new();
+    for b in [Build::Ours, Build::Mpich] {
+        let exe = build(b, name, &dir.0);
+        let job = launch(n, &exe, b);
+        assert_eq!(
+            job.code, 0,
+            "{name} ({b:?} build, {n} ranks) failed with {}:\nstdout:\n{}\nstderr:\n{}",
+            job.code, job.stdout, job.stderr
+        );
+        assert!(
+            job.stdout.lines().any(|l| l == last_line),
+            "{name} ({b:?} build) did not print '{last_line}':\n{}\nstderr:\n{}",
+            job.stdout,
+            job.stderr
+        );
+        outs.push(job.stdout);
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: output differs between our build and the MPICH build"
+    );
+    outs.remove(0)
+}
+
+#[test]
+fn p2p_on_two_ranks_both_builds() {
+    let out = run_both("p2p.c", 2, "p2p: all checks passed");
+    assert!(out.contains("persistent requests: ok"));
+    assert!(out.contains("vector datatype: ok"));
+}
+
+#[test]
+fn probe_on_two_ranks_both_builds() {
+    let out = run_both("probe.c", 2, "probe: all checks passed");
+    assert!(out.contains("probe + recv: ok (18 chars)"));
+}
+
+#[test]
+fn truncation_on_two_ranks_both_builds() {
+    let out = run_both("truncate.c", 2, "truncate: all checks passed");
+    assert!(out.contains("recv truncated: MPI_ERR_TRUNCATE"));
+}
+
+#[test]
+fn error_handlers_and_bad_input_both_builds() {
+    let one = run_both("errhandler.c", 1, "errhandler: all checks passed");
+    let two = run_both("errhandler.c", 2, "errhandler: all checks passed");
+    assert_eq!(one, two);
+    assert!(one.contains("MPI_ERR_REQUEST"));
+}
+
+#[test]
+fn mpi_abort_ends_the_job_with_the_code() {
+    let dir = Scratch::new("abort");
+    for b in [Build::Ours, Build::Mpich] {
+        let exe = build(b, "abort.c", &dir.0);
+        let job = launch(2, &exe, b);
+        assert_ne!(job.code, 0, "abort ({b:?}) exited 0:\n{}", job.stdout);
+        assert!(
+            job.stdout.contains("rank 1 calling MPI_Abort(7)"),
+            "{}",
+            job.stdout
+        );
+        assert!(!job.stdout.contains("MPI_Abort returned"), "{}", job.stdout);
+        assert!(
+            !job.stdout.contains("receive completed unexpectedly"),
+            "{}",
+            job.stdout
+        );
+        assert!(job.stderr.contains("MPI_Abort"), "{}", job.stderr);
+        if std::env::var("OXMPI_CAPI_TEST_LAUNCHER").as_deref() != Ok("mpirun") {
+            // Without a launcher in between, the aborting rank's own status is seen.
+            assert_eq!(job.codes[1], 7, "stderr:\n{}", job.stderr);
+        }
+    }
+}
+
+#[test]
+fn errors_are_fatal_by_default() {
+    let dir = Scratch::new("fatal");
+    for b in [Build::Ours, Build::Mpich] {
+        let exe = build(b, "fatal.c", &dir.0);
+        let job = launch(1, &exe, b);
+        assert_ne!(job.code, 0, "fatal ({b:?}) exited 0");
+        assert!(!job.stdout.contains("returned"), "{}", job.stdout);
+        assert!(
+            job.stderr.contains("MPI_Send") && job.stderr.contains("MPI_ERR_RANK"),
+            "the fatal error message must name the call and the class:\n{}",
+            job.stderr
+        );
+    }
+}
+
+#[test]
+fn constants_and_layout_match_mpich() {
+    let dir = Scratch::new("consts");
+    let ours = build(Build::Ours, "constants.c", &dir.0);
+    let mpich = build(Build::Mpich, "constants.c", &dir.0);
+    let a = Command::new(&ours).output().expect("run constants (ours)");
+    // The MPICH build runs on MPICH's own library here: it calls no MPI function, it
+    // only prints the values compiled in from MPICH's mpi.h.
+    let b = Command::new(&mpich)
+        .output()
+        .expect("run constants (mpich)");
+    assert!(a.status.success() && b.status.success());
+    let (a, b) = (
+        String::from_utf8_lossy(&a.stdout).into_owned(),
+        String::from_utf8_lossy(&b.stdout).into_owned(),
+    );
+    assert!(a.contains("sizeof MPI_Status 20 "), "{a}");
+    assert!(a.lines().count() > 250, "{a}");
+    for (x, y) in a.lines().zip(b.lines()) {
+        assert_eq!(x, y, "constant differs between our mpi.h and MPICH's");
+    }
+    assert_eq!(a.lines().count(), b.lines().count());
+}
+
+fn dynamic_symbols() -> Vec<(String, String)> {
+    let lib = prefix().join("lib/libmpi.so.12");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("run nm (binutils)");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<_> = l.split_whitespace().collect();
+            (f.len() == 3).then(|| (f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn exports_every_symbol_the_mpi4py_wheel_needs() {
+    let syms = dynamic_symbols();
+    let has = |kind: &str, name: &str| syms.iter().any(|(k, n)| k == kind && n == name);
+    let required = include_str!("../abi/mpi4py-strong-symbols.txt");
+    let mut n = 0;
+    for name in required.lines().filter(|l| !l.is_empty()) {
+        n += 1;
+        if name == "MPI_UNWEIGHTED" || name == "MPI_WEIGHTS_EMPTY" {
+            assert!(
+                has("D", name) || has("R", name),
+                "data object {name} missing"
+            );
+        } else {
+            assert!(has("W", name), "weak {name} missing");
+            assert!(has("T", &format!("P{name}")), "strong P{name} missing");
+        }
+    }
+    assert_eq!(n, 339);
+    // Nothing but the MPI interface is exported.
+    for (_, name) in &syms {
+        assert!(
+            name.starts_with("MPI_") || name.starts_with("PMPI_") || name == "MPIR_Dup_fn",
+            "unexpected export {name}"
+        );
+    }
+    // Not the standard ABI, not Open MPI (mpi4py's library classification).
+    assert!(!syms.iter().any(|(_, n)| n == "MPI_Abi_get_version"));
+    assert!(!syms.iter().any(|(_, n)| n == "ompi_mpi_comm_self"));
+}
+
+#[test]
+fn soname_links_and_header_are_installed() {
+    let pre = prefix();
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(pre.join("lib/libmpi.so.12"))
+        .output()
+        .expect("run readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Library soname: [libmpi.so.12]"), "{text}");
+    for l in ["lib/libmpi.so", "lib/libmpich.so.12"] {
+        let t = std::fs::read_link(pre.join(l)).expect("symlink");
+        assert_eq!(t, Path::new("libmpi.so.12"));
+    }
+    assert!(pre.join("include/mpi.h").is_file());
+    assert!(pre.join("share/oxmpi/examples/ring.c").is_file());
+    let pc = std::fs::read_to_string(pre.join("lib/pkgconfig/mpich.pc")).expect("mpich.pc");
+    assert!(pc.contains("-lmpi"));
+}
+
+#[test]
+fn mpicc_show_and_runpath() {
+    let pre = prefix();
+    let out = Command::new(pre.join("bin/mpicc"))
+        .args(["-show", "x.c"])
+        .output()
+        .expect("run mpicc -show");
+    let show = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        show.contains(&format!("-I{}", pre.join("include").display())),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!("-L{}", pre.join("lib").display())),
+        "{show}"
+    );
+    assert!(show.trim_end().ends_with("-lmpi"), "{show}");
+    let out = Command::new(pre.join("bin/mpicxx"))
+        .arg("--showme:compile")
+        .output()
+        .expect("run mpicxx --showme:compile");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("-I{}", pre.join("include").display())
+    );
+    // A program built with our mpicc finds the library through its RUNPATH.
+    let dir = Scratch::new("ring");
+    let exe = build(Build::Ours, "../../examples/ring.c", &dir.0);
+    let dynamic = Command::new("readelf")
+        .arg("-d")
+        .arg(&exe)
+        .output()
+        .expect("readelf");
+    let dynamic = String::from_utf8_lossy(&dynamic.stdout);
+    assert!(dynamic.contains("RUNPATH"), "{dynamic}");
+    let run = Command::new(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run ring as a singleton");
+    assert!(run.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "ring: 1 rank, token 0 (expected 0)\n"
+    );
+}
+
+#[test]
+fn ring_example_on_three_ranks() {
+    let dir = Scratch::new("ring3");
+    let exe = build(Build::Ours, "../../examples/ring.c", &dir.0);
+    let job = launch(3, &exe, Build::Ours);
+    assert_eq!(job.code, 0, "{}", job.stderr);
+    assert_eq!(job.stdout, "ring: 3 ranks, token 3 (expected 3)\n");
+}
