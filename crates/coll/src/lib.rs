@@ -1,0 +1,1 @@
+//! Collective algorithms and communicator construction over the point-to-point engine.
