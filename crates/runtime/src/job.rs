@@ -242,6 +242,17 @@ impl Ending {
     }
 }
 
+/// The failure that a rank's exit represents, if any: a signal, a non-zero status, or a
+/// clean exit after PMI init without PMI finalize.
+pub fn exit_failure(rank: usize, exit: RankExit, missing_finalize: bool) -> Option<Ending> {
+    match exit {
+        RankExit::Signal(sig) => Some(Ending::Signal { rank, sig }),
+        RankExit::Code(code) if code != 0 => Some(Ending::Exit { rank, code }),
+        RankExit::Code(_) if missing_finalize => Some(Ending::NoFinalize { rank }),
+        RankExit::Code(_) => None,
+    }
+}
+
 /// The head's event-loop tokens.
 #[derive(Clone, Copy)]
 enum Token {
@@ -303,11 +314,8 @@ impl<'a> Head<'a> {
                     exit,
                     missing_finalize,
                 } => {
-                    let e = match exit {
-                        RankExit::Signal(sig) => Ending::Signal { rank, sig },
-                        RankExit::Code(code) if code != 0 => Ending::Exit { rank, code },
-                        RankExit::Code(_) if missing_finalize => Ending::NoFinalize { rank },
-                        RankExit::Code(_) => continue,
+                    let Some(e) = exit_failure(rank, exit, missing_finalize) else {
+                        continue;
                     };
                     if failure.as_ref().is_none_or(|(r, _, _)| rank < *r) {
                         failure = Some((rank, pid, e));
@@ -567,6 +575,23 @@ mod tests {
         );
         assert_eq!(Ending::Timeout.exit_code(), TIMEOUT_EXIT_CODE);
         assert_eq!(Ending::Interrupted(2).exit_code(), 130);
+    }
+
+    #[test]
+    fn which_exits_are_failures() {
+        assert_eq!(exit_failure(2, RankExit::Code(0), false), None);
+        assert_eq!(
+            exit_failure(2, RankExit::Code(0), true),
+            Some(Ending::NoFinalize { rank: 2 })
+        );
+        assert_eq!(
+            exit_failure(1, RankExit::Code(4), true),
+            Some(Ending::Exit { rank: 1, code: 4 })
+        );
+        assert_eq!(
+            exit_failure(0, RankExit::Signal(9), false),
+            Some(Ending::Signal { rank: 0, sig: 9 })
+        );
     }
 
     #[test]

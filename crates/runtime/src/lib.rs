@@ -16,6 +16,8 @@
 //!
 //! The entry point used by the `mpirun` binary is [`main_with_args`].
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 pub mod cli;
 pub mod daemon;
