@@ -1,0 +1,222 @@
+//! The safe API across processes: this test starts itself under the installed `mpirun` with 3
+//! ranks (needs `OXMPI_TEST_PREFIX`, set by `cargo xtask test`); each rank then runs
+//! [`rank_body`] (it knows it is a rank because the launcher gave it PMI variables).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oxmpi::{Equivalence, ErrorClass, ANY_SOURCE, ANY_TAG};
+
+const RANKS: i32 = 3;
+/// Safety net only: a hung job is killed after this long so the test fails instead of hanging.
+const HANG_LIMIT: Duration = Duration::from_secs(300);
+
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+struct Record {
+    from: i16,
+    index: u32,
+    weight: f64,
+    flag: bool,
+}
+
+fn record(from: i32, index: u32) -> Record {
+    Record {
+        from: from as i16,
+        index,
+        weight: f64::from(index) * 1.25 + f64::from(from),
+        flag: index % 3 == 0,
+    }
+}
+
+fn under_launcher() -> bool {
+    ["PMI_FD", "PMI_PORT", "PMI_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+#[test]
+fn three_ranks() {
+    if under_launcher() {
+        rank_body();
+        return;
+    }
+    let prefix = std::env::var_os("OXMPI_TEST_PREFIX").unwrap_or_else(|| {
+        panic!(
+            "OXMPI_TEST_PREFIX is not set: this test needs an installed oxmpi prefix \
+             (run `cargo xtask test`, or `cargo xtask install --prefix DIR` and set \
+             OXMPI_TEST_PREFIX=DIR)"
+        )
+    });
+    let mpirun = PathBuf::from(prefix).join("bin").join("mpirun");
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut child = Command::new(&mpirun)
+        .args(["-n", &RANKS.to_string()])
+        .arg(&exe)
+        .args(["three_ranks", "--exact", "--test-threads=1", "--nocapture"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", mpirun.display()));
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if start.elapsed() > HANG_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mpirun -n {RANKS} did not finish within {HANG_LIMIT:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = out_t.join().expect("stdout reader");
+    let stderr = err_t.join().expect("stderr reader");
+    assert!(
+        status.success(),
+        "mpirun -n {RANKS} failed: {status}\n--- stdout\n{stdout}--- stderr\n{stderr}"
+    );
+    for r in 0..RANKS {
+        assert!(
+            stdout.contains(&format!("rank {r}: all checks passed")),
+            "rank {r} did not finish its checks\n{stdout}"
+        );
+    }
+}
+
+/// What every rank does (3 ranks).
+fn rank_body() {
+    let universe = oxmpi::init().expect("init");
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size());
+    assert_eq!(size, RANKS);
+    let next = (rank + 1) % size;
+    let prev = (rank + size - 1) % size;
+
+    // 1. Gather of packed structs at rank 0 with ANY_SOURCE; large enough for rendezvous.
+    const N: u32 = 3000;
+    if rank == 0 {
+        let mut seen = Vec::new();
+        for _ in 1..size {
+            let (v, st) = world.recv_vec::<Record>(ANY_SOURCE, 10).expect("recv_vec");
+            assert_eq!(v.len(), N as usize);
+            assert_eq!(st.count::<Record>(), Some(N as usize));
+            for (i, r) in v.iter().enumerate() {
+                assert_eq!(*r, record(st.source(), i as u32));
+            }
+            seen.push(st.source());
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (1..size).collect::<Vec<_>>());
+    } else {
+        let mine: Vec<Record> = (0..N).map(|i| record(rank, i)).collect();
+        world.send(&mine[..], 0, 10).expect("send records");
+    }
+
+    // 2. Ring exchange with sendrecv (contiguous, large).
+    let out: Vec<u64> = (0..100_000).map(|i| i * 7 + rank as u64).collect();
+    let mut inc = vec![0u64; 100_000];
+    let st = world
+        .sendrecv(&out[..], next, 20, &mut inc[..], prev, 20)
+        .expect("sendrecv");
+    assert_eq!(st.source(), prev);
+    assert!(inc
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as u64 * 7 + prev as u64));
+
+    // 3. Non-overtaking: rank 1 sends a numbered series, rank 0 takes it with wildcards.
+    if rank == 1 {
+        for i in 0..50u32 {
+            world
+                .send(&[i][..], 0, 30 + (i % 2) as i32)
+                .expect("series");
+        }
+    } else if rank == 0 {
+        for i in 0..50u32 {
+            let mut b = [u32::MAX];
+            let st = world.recv(&mut b[..], 1, ANY_TAG).expect("series recv");
+            assert_eq!(b[0], i, "messages from one source arrive in order");
+            assert_eq!(st.tag(), 30 + (i % 2) as i32);
+        }
+    }
+
+    // 4. Truncation across processes; the stream stays usable afterwards.
+    if rank == 2 {
+        let big: Vec<u32> = (0..10_000).collect();
+        world.send(&big[..], 0, 40).expect("big");
+        world.send(&[99u32][..], 0, 41).expect("after");
+    } else if rank == 0 {
+        let mut small = [0u32; 10];
+        let e = world.recv(&mut small[..], 2, 40).expect_err("truncated");
+        assert_eq!(e.class(), ErrorClass::Truncate);
+        assert_eq!(small, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let st = world
+            .recv(&mut small[..1], 2, 41)
+            .expect("after truncation");
+        assert_eq!((small[0], st.count::<u32>()), (99, Some(1)));
+    }
+
+    // 5. Scoped nonblocking exchange with every other rank at once, plus a synchronous send.
+    let mine = [rank; 64];
+    let mut from: Vec<[i32; 64]> = vec![[-1; 64]; size as usize];
+    oxmpi::request::scope(|s| {
+        let mut reqs = Vec::new();
+        for (peer, slot) in from.iter_mut().enumerate() {
+            let peer = peer as i32;
+            if peer != rank {
+                reqs.push(
+                    world
+                        .irecv_scoped(s, &mut slot[..], peer, 50)
+                        .expect("irecv"),
+                );
+            }
+        }
+        for peer in 0..size {
+            if peer != rank {
+                reqs.push(world.issend_scoped(s, &mine[..], peer, 50).expect("issend"));
+            }
+        }
+        oxmpi::request::wait_all(reqs).expect("wait_all");
+    });
+    for (peer, got) in from.iter().enumerate() {
+        if peer as i32 != rank {
+            assert!(got.iter().all(|&v| v == peer as i32));
+        }
+    }
+
+    // 6. Matched probe across processes.
+    if rank == 1 {
+        world.send(&[1.5f32, 2.5][..], 2, 60).expect("mprobe send");
+    } else if rank == 2 {
+        let (msg, st) = world.mprobe(ANY_SOURCE, 60).expect("mprobe");
+        assert_eq!((st.source(), st.count::<f32>()), (1, Some(2)));
+        let mut b = [0f32; 2];
+        msg.recv_into(&mut b[..]).expect("mrecv");
+        assert_eq!(b, [1.5, 2.5]);
+    }
+
+    // Nothing left over anywhere.
+    let mut token = [0u8];
+    world
+        .sendrecv(&[1u8][..], next, 70, &mut token[..], prev, 70)
+        .expect("final ring");
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).expect("iprobe"), None);
+    println!("rank {rank}: all checks passed");
+    universe.finalize().expect("finalize");
+}
