@@ -106,6 +106,20 @@ impl Impl {
         }
     }
 
+    /// oxmpi with the single-copy (CMA) large-message path instead of the
+    /// default pipelined copy through shared memory.
+    pub fn oxmpi_cma(prefix: &Path) -> Impl {
+        let mut i = Impl::oxmpi(prefix);
+        i.name = "oxmpi-cma".into();
+        i.env.push((
+            "OXMPI_MCA_btl_sm_single_copy_mechanism".into(),
+            "cma".into(),
+        ));
+        i.pt2pt_only = true;
+        i.settings = "`OXMPI_MCA_btl_sm_single_copy_mechanism=cma`".into();
+        i
+    }
+
     /// The launcher argument vector (without the program) for `np` ranks.
     pub fn launch_args(&self, np: u32, cores: u32) -> Vec<String> {
         let mut a = vec![self.np_flag.clone(), np.to_string()];
@@ -159,6 +173,12 @@ mod tests {
 
     #[test]
     fn oxmpi_paths_come_from_the_prefix() {
+        let c = Impl::oxmpi_cma(Path::new("/p"));
+        assert_eq!((c.build.as_str(), c.pt2pt_only), ("oxmpi", true));
+        assert!(c
+            .env
+            .iter()
+            .any(|(k, v)| k.ends_with("single_copy_mechanism") && v == "cma"));
         let x = Impl::oxmpi(Path::new("/p"));
         assert_eq!(x.mpicc, Path::new("/p/bin/mpicc"));
         let c = x.command(2, 2, Path::new("/b/hello"), &["a".into()]);

@@ -117,6 +117,7 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     let ox_ok = prefix.join("bin/mpirun").is_file() && prefix.join("bin/mpicc").is_file();
     if ox_ok {
         v.push(Impl::oxmpi(prefix));
+        v.push(Impl::oxmpi_cma(prefix));
     } else {
         res.skipped.push((
             "oxmpi".into(),
@@ -129,6 +130,7 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     v.push(Impl::openmpi());
     v.push(Impl::openmpi_nocma());
     v.push(Impl::mpich());
+
     if let Some(only) = &cfg.only {
         res.skipped.retain(|(n, _)| only.contains(n));
         v.retain(|i| only.contains(&i.name));

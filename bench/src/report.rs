@@ -142,6 +142,9 @@ pub fn ratio_pairs(ran: &[String]) -> Vec<(String, String)> {
     if has("ompi-nocma") && has("ompi") {
         p.push(("ompi-nocma".into(), "ompi".into()));
     }
+    if has("oxmpi-cma") && has("oxmpi") {
+        p.push(("oxmpi-cma".into(), "oxmpi".into()));
+    }
     p
 }
 
