@@ -1,12 +1,12 @@
 //! The engine: communicators, requests, protocols (eager, rendezvous), transports (self, sm)
 //! and progress.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
-use crate::matching::{Envelope, Matcher};
+use crate::matching::{Envelope, HashMap, Matcher};
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
 use crate::sys::{self, Mapping};
 use crate::{
@@ -220,7 +220,7 @@ struct State {
     comms: Vec<Option<Comm>>,
     ctx_comm: HashMap<u32, u32>,
     matcher: Matcher<u64, Msg>,
-    reqs: HashMap<u64, Req>,
+    reqs: Slab,
     next_req: u64,
     messages: HashMap<u64, (Envelope, Msg)>,
     peers: Vec<Peer>,
@@ -303,7 +303,7 @@ impl Engine {
                 if st.cma { "cma" } else { "none" }
             )
         });
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = sys::online_cpus();
         let oversubscribed =
             std::env::var("OXMPI_OVERSUBSCRIBED").is_ok_and(|v| v == "1") || local_ranks > cpus;
         let yield_when_idle = params::flag("mpi_yield_when_idle") || oversubscribed;
@@ -519,7 +519,7 @@ impl Engine {
     pub fn request_status(&self, r: ReqId) -> Option<Status> {
         let mut st = self.lock();
         st.progress();
-        match st.reqs.get(&r.0) {
+        match st.reqs.get(r.0) {
             Some(q) if matches!(q.state, ReqState::Done) => Some(q.status),
             Some(_) => None,
             None => Some(bad_request()),
@@ -534,9 +534,9 @@ impl Engine {
     /// `MPI_Request_free`: the request completes in the background and is then released.
     pub fn request_free(&self, r: ReqId) {
         let mut st = self.lock();
-        if let Some(q) = st.reqs.get_mut(&r.0) {
+        if let Some(q) = st.reqs.get_mut(r.0) {
             if matches!(q.state, ReqState::Done) {
-                st.reqs.remove(&r.0);
+                st.reqs.remove(r.0);
             } else {
                 q.detached = true;
             }
@@ -642,10 +642,10 @@ impl Engine {
     /// and already-matched receives are not cancelled.
     pub fn cancel(&self, r: ReqId) {
         let mut st = self.lock();
-        let Some(q) = st.reqs.get(&r.0) else { return };
+        let Some(q) = st.reqs.get(r.0) else { return };
         if let ReqState::Posted { ctx, src, .. } = q.state {
             if st.matcher.cancel(ctx, src, &r.0) {
-                let q = st.reqs.get_mut(&r.0).expect("request exists");
+                let q = st.reqs.get_mut(r.0).expect("request exists");
                 q.status.cancelled = true;
                 st.finish(r.0);
             }
@@ -766,11 +766,11 @@ impl State {
         State {
             me,
             comms: vec![Some(world), Some(selfc)],
-            ctx_comm: HashMap::from([(0, 0), (1, 1)]),
+            ctx_comm: HashMap::from_iter([(0, 0), (1, 1)]),
             matcher: Matcher::new(),
-            reqs: HashMap::new(),
+            reqs: Slab::default(),
             next_req: 1,
-            messages: HashMap::new(),
+            messages: HashMap::default(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             eager_limit: 4096,
             frag: 32 * 1024,
@@ -902,48 +902,40 @@ impl State {
     }
 
     fn new_req(&mut self, state: ReqState) -> u64 {
-        let id = self.next_req;
-        self.next_req += 1;
-        self.reqs.insert(
-            id,
-            Req {
-                state,
-                status: empty_status(),
-                detached: false,
-                _owned: None,
-            },
-        );
-        id
+        self.reqs.insert(Req {
+            state,
+            status: empty_status(),
+            detached: false,
+            _owned: None,
+        })
     }
 
     fn new_done(&mut self, status: Status) -> ReqId {
         let id = self.new_req(ReqState::Done);
-        self.reqs.get_mut(&id).expect("just inserted").status = status;
+        self.reqs.get_mut(id).expect("just inserted").status = status;
         ReqId(id)
     }
 
     /// Marks a request complete (and drops it if detached).
     fn finish(&mut self, id: u64) {
-        if let Some(q) = self.reqs.get_mut(&id) {
+        if let Some(q) = self.reqs.get_mut(id) {
             q.state = ReqState::Done;
             if q.detached {
-                self.reqs.remove(&id);
+                self.reqs.remove(id);
             }
         }
     }
 
     fn fail(&mut self, id: u64, class: ErrorClass) {
-        if let Some(q) = self.reqs.get_mut(&id) {
+        if let Some(q) = self.reqs.get_mut(id) {
             q.status.error = Some(class);
         }
         self.finish(id);
     }
 
     fn take_done(&mut self, r: ReqId) -> Option<Status> {
-        match self.reqs.get(&r.0) {
-            Some(q) if matches!(q.state, ReqState::Done) => {
-                self.reqs.remove(&r.0).map(|q| q.status)
-            }
+        match self.reqs.get(r.0) {
+            Some(q) if matches!(q.state, ReqState::Done) => self.reqs.remove(r.0).map(|q| q.status),
             Some(_) => None,
             None => Some(bad_request()),
         }
@@ -968,7 +960,7 @@ impl State {
             };
             let ptr = owned.as_ptr();
             let id = self.new_req(ReqState::Done);
-            let q = self.reqs.get_mut(&id).expect("just inserted");
+            let q = self.reqs.get_mut(id).expect("just inserted");
             q.detached = true;
             q._owned = Some(owned);
             (self.new_done(empty_status()), id, ptr)
@@ -977,7 +969,7 @@ impl State {
             (ReqId(id), id, buf)
         };
         let sync = mode == SendMode::Sync;
-        self.reqs.get_mut(&id).expect("request exists").state = ReqState::Send {
+        self.reqs.get_mut(id).expect("request exists").state = ReqState::Send {
             peer: dest,
             ptr,
             len,
@@ -992,7 +984,7 @@ impl State {
             return Ok(user_id);
         }
         if peer.tx.is_none() {
-            self.reqs.remove(&id);
+            self.reqs.remove(id);
             return Err(Error::arg(
                 ErrorClass::Unsupported,
                 format!("no transport to world rank {dest} (not on this node)"),
@@ -1058,7 +1050,7 @@ impl State {
 
     /// Hands a matched message to receive request `rid`.
     fn deliver(&mut self, rid: u64, env: Envelope, msg: Msg) {
-        let Some(q) = self.reqs.get_mut(&rid) else {
+        let Some(q) = self.reqs.get_mut(rid) else {
             return;
         };
         let ReqState::Posted { buf, cap, .. } = q.state else {
@@ -1114,7 +1106,7 @@ impl State {
                 if n == 0 {
                     self.finish(rid);
                 } else {
-                    self.reqs.get_mut(&rid).expect("request exists").state = ReqState::Data {
+                    self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
                         buf,
                         want: n,
                         got: 0,
@@ -1320,7 +1312,7 @@ impl State {
             }
             K_CTS => {
                 let (sreq, want, rreq) = (hdr.b, hdr.a as usize, hdr.c);
-                let Some(q) = self.reqs.get(&sreq) else {
+                let Some(q) = self.reqs.get(sreq) else {
                     return;
                 };
                 let ReqState::Send { ptr, len, .. } = q.state else {
@@ -1341,7 +1333,7 @@ impl State {
             }
             K_DATA => {
                 let (rreq, off) = (hdr.c, hdr.a as usize);
-                let Some(q) = self.reqs.get_mut(&rreq) else {
+                let Some(q) = self.reqs.get_mut(rreq) else {
                     return;
                 };
                 let ReqState::Data { buf, want, got, .. } = &mut q.state else {
@@ -1368,7 +1360,7 @@ impl State {
         plen: usize,
         ack: Ack,
     ) {
-        let Some(q) = self.reqs.get_mut(&rid) else {
+        let Some(q) = self.reqs.get_mut(rid) else {
             return;
         };
         let ReqState::Posted { buf, cap, .. } = q.state else {
@@ -1426,10 +1418,10 @@ impl State {
         let pw = p as i32;
         let reqs = &self.reqs;
         let posted = self.matcher.remove_posted_where(|_, _, rid| {
-            matches!(reqs.get(rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.is_none_or(|w| w == pw))
+            matches!(reqs.get(*rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.is_none_or(|w| w == pw))
         });
         let mut failed: Vec<u64> = posted;
-        for (&id, q) in &self.reqs {
+        for (id, q) in self.reqs.iter() {
             match q.state {
                 ReqState::Send { peer, .. } | ReqState::Data { peer, .. } if peer == pw => {
                     failed.push(id)
@@ -1440,5 +1432,65 @@ impl State {
         for id in failed {
             self.fail(id, ErrorClass::ProcFailed);
         }
+    }
+}
+
+/// Request table: slots reused through a free list; an id is `generation << 32 | index`, so a
+/// stale id (request already freed) is recognised.
+#[derive(Debug, Default)]
+struct Slab {
+    slots: Vec<(u32, Option<Req>)>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn insert(&mut self, r: Req) -> u64 {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[i as usize];
+        slot.0 = slot.0.wrapping_add(1).max(1);
+        slot.1 = Some(r);
+        (slot.0 as u64) << 32 | i as u64
+    }
+
+    fn slot(&self, id: u64) -> Option<&(u32, Option<Req>)> {
+        self.slots
+            .get((id & 0xffff_ffff) as usize)
+            .filter(|s| s.0 as u64 == id >> 32)
+    }
+
+    fn get(&self, id: u64) -> Option<&Req> {
+        self.slot(id)?.1.as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Req> {
+        self.slot(id)?;
+        self.slots[(id & 0xffff_ffff) as usize].1.as_mut()
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Req> {
+        self.slot(id)?;
+        let i = (id & 0xffff_ffff) as u32;
+        let r = self.slots[i as usize].1.take();
+        if r.is_some() {
+            self.free.push(i);
+        }
+        r
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, &Req)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (g, r))| r.as_ref().map(|r| ((*g as u64) << 32 | i as u64, r)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Req> {
+        self.slots.iter().filter_map(|s| s.1.as_ref())
     }
 }

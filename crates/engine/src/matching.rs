@@ -16,9 +16,38 @@
 //! Internally, receives with a specific source and unexpected messages are binned per source;
 //! global sequence numbers decide between a source's bin and the wildcard list.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap as StdHashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::{ANY_SOURCE, ANY_TAG};
+
+/// A fast, non-cryptographic hasher for small integer keys (ranks, context ids, request
+/// ids); the engine's maps are keyed by values the local process or its job chose.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(n as u32 as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// `HashMap` with [`IntHasher`].
+pub type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// The matching-relevant part of a message: context id, source rank in the communicator, tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,9 +85,9 @@ struct CtxQueues<R, M> {
 impl<R, M> Default for CtxQueues<R, M> {
     fn default() -> Self {
         CtxQueues {
-            posted_src: HashMap::new(),
+            posted_src: HashMap::default(),
             posted_any: VecDeque::new(),
-            unexpected: HashMap::new(),
+            unexpected: HashMap::default(),
         }
     }
 }
@@ -81,7 +110,7 @@ pub struct Matcher<R, M> {
 impl<R, M> Default for Matcher<R, M> {
     fn default() -> Self {
         Matcher {
-            ctxs: HashMap::new(),
+            ctxs: HashMap::default(),
             seq: 0,
         }
     }

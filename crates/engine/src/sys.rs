@@ -152,3 +152,14 @@ pub fn hostname() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".to_string())
 }
+
+/// Number of online CPUs of the node (not the affinity mask: bound ranks see one CPU).
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
