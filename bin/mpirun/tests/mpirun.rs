@@ -265,6 +265,64 @@ fn failing_rank_tears_down_the_rest() {
     );
 }
 
+/// Ranks that ignore SIGTERM (inherited by their children) are killed after the grace period.
+#[test]
+fn teardown_escalates_to_sigkill() {
+    let s = Scratch::new("escalate");
+    let o = s.run(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "if [ $OMPI_COMM_WORLD_RANK = 0 ]; then \
+           while [ ! -e $OXMPI_JOB_DIR/ready ]; do sleep 0.05; done; exit 6; fi; \
+         trap '' TERM; touch $OXMPI_JOB_DIR/ready; while :; do sleep 1; done",
+    ]);
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+}
+
+/// A rank that cannot be exec'd ends the job; ranks already started are torn down.
+#[test]
+fn launch_failure_tears_down_started_ranks() {
+    let s = Scratch::new("launchfail");
+    let bad = s.dir.join("badinterp");
+    std::fs::write(&bad, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(&bad, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = s.run(&[
+        "-n",
+        "1",
+        "sleep",
+        "600",
+        ":",
+        "-n",
+        "1",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("failed to start rank 1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `mpiexec` (installed as a symlink to mpirun) is the same program.
+#[test]
+fn mpiexec_symlink_behaves_like_mpirun() {
+    let s = Scratch::new("mpiexec");
+    let link = s.dir.join("mpiexec");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mpirun"), &link).unwrap();
+    let o = Command::new(&link)
+        .env("TMPDIR", s.dir.join("tmp"))
+        .env("OXMPI_TEST_MARK", &s.mark)
+        .args(["-n", "2", "sh", "-c", "echo $OMPI_COMM_WORLD_SIZE"])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2\n2\n");
+}
+
 #[test]
 fn signal_death_is_reported_and_ends_the_job() {
     let s = Scratch::new("signal");
@@ -548,6 +606,15 @@ fn bad_input_launches_nothing() {
         (
             vec!["--host", "far-away-node", "sh", "-c", &touch],
             "far-away-node",
+        ),
+        (
+            vec!["--stdin", "5", "-n", "2", "sh", "-c", &touch],
+            "--stdin",
+        ),
+        (vec!["--map-by", "socket", "sh", "-c", &touch], "--map-by"),
+        (
+            vec!["--bind-to", "l3cache", "sh", "-c", &touch],
+            "--bind-to",
         ),
     ];
     for (args, needle) in cases {
