@@ -280,13 +280,13 @@ impl Engine {
                 msg: format!("invalid rank {rank} of size {size}"),
             });
         }
+        params::register();
         let mut st = State::new(rank, size);
-        let ring_cap = (params::size("btl_sm_ring_size", 256 * 1024).max(4096) / 64) * 64;
+        let ring_cap = (params::size(&params::SM_RING_SIZE, 256 * 1024).max(4096) / 64) * 64;
         let max_rec = crate::ring::max_record(ring_cap);
-        st.eager_limit = params::size("btl_sm_eager_limit", 4096).min(max_rec - HDR);
-        st.frag = params::size("btl_sm_fragment_size", 32 * 1024).clamp(64, max_rec - HDR);
-        let mech = params::raw("btl_sm_single_copy_mechanism").unwrap_or_default();
-        st.cma = mech.trim() == "cma";
+        st.eager_limit = params::size(&params::SM_EAGER_LIMIT, 4096).min(max_rec - HDR);
+        st.frag = params::size(&params::SM_FRAGMENT_SIZE, 32 * 1024).clamp(64, max_rec - HDR);
+        st.cma = params::single_copy_cma();
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -294,19 +294,19 @@ impl Engine {
         if size > 1 {
             local_ranks = st.connect_sm(&mut *boot, ring_cap)?;
         }
-        params::verbose("btl", 10, || {
-            format!(
-                "rank {rank}/{size}: sm eager_limit {} fragment {} ring {} single_copy {}",
-                st.eager_limit,
-                st.frag,
-                ring_cap,
-                if st.cma { "cma" } else { "none" }
-            )
-        });
+        oxmpi_base::verbose!(
+            params::BTL,
+            10,
+            "rank {rank}/{size}: sm eager_limit {} fragment {} ring {} single_copy {}",
+            st.eager_limit,
+            st.frag,
+            ring_cap,
+            if st.cma { "cma" } else { "none" }
+        );
         let cpus = sys::online_cpus();
         let oversubscribed =
             std::env::var("OXMPI_OVERSUBSCRIBED").is_ok_and(|v| v == "1") || local_ranks > cpus;
-        let yield_when_idle = params::flag("mpi_yield_when_idle") || oversubscribed;
+        let yield_when_idle = params::flag(&params::YIELD_WHEN_IDLE) || oversubscribed;
         Ok(Engine {
             rank,
             size,
@@ -1097,9 +1097,12 @@ impl State {
                         }
                         Err(e) => {
                             self.cma = false;
-                            params::verbose("btl", 1, || {
-                                format!("sm: single copy (CMA) from rank {peer} failed ({e}); using copy-in/copy-out")
-                            });
+                            oxmpi_base::verbose!(
+                                params::BTL,
+                                10,
+                                "sm: single copy (CMA) from rank {peer} failed ({e}); \
+                                 using copy-in/copy-out from now on"
+                            );
                         }
                     }
                 }
@@ -1249,7 +1252,7 @@ impl State {
                 Ok(Some(r)) => r,
                 Ok(None) => return,
                 Err(e) => {
-                    params::verbose("btl", 1, || format!("sm: ring from rank {p}: {e}"));
+                    oxmpi_base::output::error(format_args!("sm: ring from rank {p}: {e}"));
                     self.declare_dead(p);
                     return;
                 }
@@ -1407,12 +1410,12 @@ impl State {
         if self.peers[p].dead {
             return;
         }
-        params::verbose("pml", 1, || {
-            format!(
-                "peer rank {p} (pid {}) is gone; failing its operations",
-                self.peers[p].pid
-            )
-        });
+        oxmpi_base::verbose!(
+            params::PML,
+            10,
+            "peer rank {p} (pid {}) is gone; failing its operations",
+            self.peers[p].pid
+        );
         self.peers[p].dead = true;
         self.peers[p].outq.clear();
         let pw = p as i32;

@@ -50,16 +50,19 @@
 //!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
 //!   path, with a verbose note, when the kernel denies it).
 //!
-//! # Parameters (environment, until the MCA registry is wired in)
+//! # MCA parameters (declared in the `oxmpi-base` registry, see [`PROVIDER`])
 //!
-//! | variable | default | meaning |
+//! | parameter | default | meaning |
 //! |---|---|---|
-//! | `OXMPI_MCA_btl_sm_eager_limit` | 4096 | largest eager message (bytes) |
-//! | `OXMPI_MCA_btl_sm_fragment_size` | 32768 | rendezvous fragment size (bytes) |
-//! | `OXMPI_MCA_btl_sm_ring_size` | 262144 | bytes of each per-peer ring |
-//! | `OXMPI_MCA_btl_sm_single_copy_mechanism` | `none` | `cma` or `none` |
-//! | `OXMPI_MCA_mpi_yield_when_idle` | 0 | yield while waiting |
-//! | `OXMPI_MCA_btl_base_verbose` / `OXMPI_MCA_pml_base_verbose` | 0 | verbose level |
+//! | `btl_sm_eager_limit` | 4096 | largest eager message (bytes) |
+//! | `btl_sm_fragment_size` | 32k | rendezvous fragment size (bytes) |
+//! | `btl_sm_ring_size` | 256k | bytes of each per-peer ring |
+//! | `btl_sm_single_copy_mechanism` | `none` | `cma` or `none` |
+//! | `mpi_yield_when_idle` | false | yield while waiting |
+//! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |
+//!
+//! Waiting also yields when `OXMPI_OVERSUBSCRIBED=1` or when the node has more ranks than
+//! online CPUs.
 
 #![warn(missing_docs)]
 
@@ -80,6 +83,10 @@ mod sys;
 pub use bootstrap::Bootstrap;
 #[cfg(not(loom))]
 pub use engine::{engine, init, init_with, Engine};
+/// The engine's MCA frameworks (`btl`: self, sm; `pml`: ox) and parameters, for the
+/// registry and `oxmpi-info`.
+#[cfg(not(loom))]
+pub use params::PROVIDER;
 
 /// Wildcard source for receives and probes (MPICH's `MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -2;

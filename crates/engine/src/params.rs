@@ -1,72 +1,159 @@
-//! Engine parameters, read from the environment (`OXMPI_MCA_<name>`, then `OMPI_MCA_<name>`)
-//! until the MCA registry of `oxmpi-base` is wired in.
+//! Engine parameters, declared in the `oxmpi-base` MCA registry (so `oxmpi-info` lists them
+//! and values carry their source: `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`, files, defaults), and
+//! the engine's verbose streams.
 
-/// Raw value of parameter `name`.
-pub fn raw(name: &str) -> Option<String> {
-    std::env::var(format!("OXMPI_MCA_{name}"))
-        .or_else(|_| std::env::var(format!("OMPI_MCA_{name}")))
-        .ok()
-}
+use oxmpi_base::output::Stream;
+use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider, Value};
 
-/// Size/int parameter with default; accepts `k`/`m` suffixes (KiB, MiB).
-pub fn size(name: &str, default: usize) -> usize {
-    raw(name).and_then(|v| parse_size(&v)).unwrap_or(default)
-}
+/// `btl` verbose stream (`btl_base_verbose`).
+pub static BTL: Stream = Stream::new("btl");
+/// `pml` verbose stream (`pml_base_verbose`).
+pub static PML: Stream = Stream::new("pml");
 
-/// Boolean parameter (`1`, `true`, `yes`, `on`).
-pub fn flag(name: &str) -> bool {
-    raw(name).is_some_and(|v| parse_bool(&v))
-}
+/// `btl_sm_eager_limit`.
+pub static SM_EAGER_LIMIT: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "eager_limit",
+    ParamType::Size,
+    "4096",
+    "Largest message (bytes) the sm transport sends eagerly; larger ones use a rendezvous",
+)
+.level(4);
+/// `btl_sm_fragment_size`.
+pub static SM_FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "fragment_size",
+    ParamType::Size,
+    "32k",
+    "Fragment size (bytes) of the rendezvous copy pipeline through the shared ring",
+)
+.level(5);
+/// `btl_sm_ring_size`.
+pub static SM_RING_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "ring_size",
+    ParamType::Size,
+    "256k",
+    "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
+)
+.level(5);
+/// `btl_sm_single_copy_mechanism`.
+pub static SM_SINGLE_COPY: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "single_copy_mechanism",
+    ParamType::Enum {
+        values: &[(0, "none"), (1, "cma")],
+        range: None,
+    },
+    "none",
+    "Single-copy mechanism for large messages: none (pipelined copy through shared memory, \
+     the faster one on hosts where process_vm_readv is slower than memcpy) or cma \
+     (process_vm_readv; falls back to none if the kernel denies it)",
+)
+.level(4);
+/// `mpi_yield_when_idle`.
+pub static YIELD_WHEN_IDLE: ParamDecl = ParamDecl::new(
+    "mpi",
+    "",
+    "yield_when_idle",
+    ParamType::Bool,
+    "false",
+    "Yield the processor while waiting for communication (also automatic when the node has \
+     more ranks than CPUs)",
+)
+.level(4);
 
-fn parse_bool(v: &str) -> bool {
-    matches!(
-        v.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes" | "on"
-    )
-}
-
-fn parse_size(v: &str) -> Option<usize> {
-    let v = v.trim().to_ascii_lowercase();
-    let (num, mul) = match v.strip_suffix('k') {
-        Some(n) => (n, 1024),
-        None => match v.strip_suffix('m') {
-            Some(n) => (n, 1024 * 1024),
-            None => (v.as_str(), 1),
+/// What this crate declares for `oxmpi-info` and the registry.
+pub static PROVIDER: Provider = Provider {
+    name: "oxmpi-engine",
+    frameworks: &[
+        Framework {
+            name: "btl",
+            description: "Byte transfer layer: moves bytes between ranks",
+            components: &[
+                Component {
+                    name: "self",
+                    description: "messages to the own rank",
+                },
+                Component {
+                    name: "sm",
+                    description: "shared memory between ranks of one node (memfd rings)",
+                },
+            ],
         },
-    };
-    num.trim().parse::<usize>().ok()?.checked_mul(mul)
-}
+        Framework {
+            name: "pml",
+            description: "Point-to-point messaging layer: matching and protocols",
+            components: &[Component {
+                name: "ox",
+                description: "matching, eager and rendezvous protocols over the btls",
+            }],
+        },
+    ],
+    params: &[
+        SM_EAGER_LIMIT,
+        SM_FRAGMENT_SIZE,
+        SM_RING_SIZE,
+        SM_SINGLE_COPY,
+        YIELD_WHEN_IDLE,
+    ],
+};
 
-/// Verbose level of a framework (`<fw>_base_verbose`).
-pub fn verbose_level(framework: &str) -> i32 {
-    raw(&format!("{framework}_base_verbose"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Prints a verbose line `[host:pid] framework: msg` to stderr if the level is enabled.
-pub fn verbose(framework: &str, level: i32, msg: impl FnOnce() -> String) {
-    if verbose_level(framework) >= level {
-        eprintln!(
-            "[{}:{}] {}: {}",
-            crate::sys::hostname(),
-            crate::sys::getpid(),
-            framework,
-            msg()
-        );
+/// Registers the engine's parameters (idempotent). A bad value keeps the default and is
+/// reported on stderr.
+pub fn register() {
+    if let Err(e) = params::register_global(&PROVIDER) {
+        oxmpi_base::output::warn(format_args!("{e}"));
     }
+}
+
+fn value(decl: &ParamDecl) -> Option<Value> {
+    match params::resolve(decl) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            oxmpi_base::output::warn(format_args!("{e}"));
+            None
+        }
+    }
+}
+
+/// A size parameter (default if unreadable).
+pub fn size(decl: &ParamDecl, default: usize) -> usize {
+    value(decl)
+        .and_then(|v| v.as_size())
+        .map_or(default, |v| v as usize)
+}
+
+/// A boolean parameter (false if unreadable).
+pub fn flag(decl: &ParamDecl) -> bool {
+    value(decl).and_then(|v| v.as_bool()).unwrap_or(false)
+}
+
+/// `true` if `btl_sm_single_copy_mechanism` selects CMA.
+pub fn single_copy_cma() -> bool {
+    value(&SM_SINGLE_COPY).and_then(|v| v.as_int()) == Some(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxmpi_base::params::{Registry, Sources};
 
     #[test]
-    fn parses_sizes_and_bools() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("32k"), Some(32768));
-        assert_eq!(parse_size("2M"), Some(2 << 20));
-        assert_eq!(parse_size("x"), None);
-        assert!(parse_bool("1") && parse_bool("Yes") && !parse_bool("0") && !parse_bool(""));
+    fn declarations_register_and_parse() {
+        let mut r = Registry::new(Sources::default()).unwrap();
+        r.register_provider(&PROVIDER).unwrap();
+        assert_eq!(r.get_size("btl_sm_eager_limit"), Some(4096));
+        assert_eq!(r.get_size("btl_sm_ring_size"), Some(256 * 1024));
+        assert_eq!(r.get_bool("mpi_yield_when_idle"), Some(false));
+        assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(0));
+        r.set("btl_sm_single_copy_mechanism", "cma").unwrap();
+        assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(1));
+        assert!(r.set("btl_sm_single_copy_mechanism", "xpmem").is_err());
+        assert!(r.get("btl_base_verbose").is_some());
     }
 }
