@@ -180,7 +180,7 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         }
     }
     meta.reps = done;
-    if let Some(ox) = ready.iter().find(|p| p.imp.name == "oxmpi") {
+    for ox in ready.iter().filter(|p| p.imp.build == "oxmpi") {
         runner.transport_report(ox);
     }
     let res = runner.res;

@@ -429,20 +429,41 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     }
 
     let _ = writeln!(o, "## oxmpi transport path (verbose output)\n");
-    if res.transport_lines.is_empty() {
+    if res.transport.is_empty() {
+        let _ = writeln!(o, "oxmpi did not run.\n");
+    }
+    for (name, lines) in &res.transport {
         let _ = writeln!(
             o,
-            "oxmpi did not run or printed no verbose lines with `OXMPI_MCA_{{pml,btl,shm,engine,transport}}_base_verbose=100`.\n"
+            "`{name}` with `OXMPI_MCA_{{pml,btl,shm,engine,transport}}_base_verbose=100`, one ping-pong per size (distinct lines):\n\n```"
         );
-    } else {
-        let _ = writeln!(
-            o,
-            "Distinct lines of a ping-pong over 0 B .. 4 MiB with verbose output on:\n\n```"
-        );
-        for l in &res.transport_lines {
+        for l in lines {
             let _ = writeln!(o, "{l}");
         }
         let _ = writeln!(o, "```\n");
+        if let Some((eager, frag, mech)) = crate::suite::sm_settings(lines) {
+            let _ = writeln!(
+                o,
+                "Path per size implied by these settings (eager limit {eager} B, fragment {frag} B, single copy `{mech}`):\n\n| size | path |\n|---|---|"
+            );
+            let mut sizes: Vec<u64> = res
+                .rows
+                .iter()
+                .filter(|r| r.imp == *name && r.test == "lat")
+                .map(|r| r.size)
+                .collect();
+            sizes.sort();
+            sizes.dedup();
+            for s in sizes {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} |",
+                    size_label(s),
+                    crate::suite::sm_path(s, eager, frag, &mech)
+                );
+            }
+            o.push('\n');
+        }
     }
 
     if !res.failures.is_empty() || !res.notes.is_empty() {

@@ -57,8 +57,9 @@ pub struct Results {
     pub bindings: Vec<(String, String, bool)>,
     /// Free-form notes for the report.
     pub notes: Vec<String>,
-    /// oxmpi's verbose output about transport selection (deduplicated).
-    pub transport_lines: Vec<String>,
+    /// Per oxmpi variant, its verbose output about transport selection
+    /// (deduplicated lines).
+    pub transport: Vec<(String, Vec<String>)>,
 }
 
 fn now_unix() -> u64 {
@@ -745,21 +746,47 @@ impl<'a> Runner<'a> {
         .map(|s| s.to_string())
         .collect();
         let mut c = imp.command(2, self.cores, &p.oxbench, &args);
-        match runner::run(&mut c, self.cfg.timeout) {
+        let lines = match runner::run(&mut c, self.cfg.timeout) {
             Ok(o) => {
-                self.res.transport_lines =
-                    verbose_lines(&format!("{}\n{}", o.stderr, o.stdout), 80);
+                let mut l = verbose_lines(&format!("{}\n{}", o.stderr, o.stdout), 80);
                 if !o.ok() {
-                    self.res
-                        .transport_lines
-                        .push(format!("(verbose run failed: {})", o.failure()));
+                    l.push(format!("(verbose run failed: {})", o.failure()));
                 }
+                l
             }
-            Err(e) => self
-                .res
-                .transport_lines
-                .push(format!("(verbose run failed: {e})")),
-        }
+            Err(e) => vec![format!("(verbose run failed: {e})")],
+        };
+        self.res.transport.push((p.imp.name.clone(), lines));
+    }
+}
+
+/// oxmpi's shared-memory protocol settings as its `btl` verbose output
+/// reports them (`sm eager_limit N fragment F ring R single_copy M`):
+/// (eager limit, fragment size, single-copy mechanism).
+pub fn sm_settings(lines: &[String]) -> Option<(u64, u64, String)> {
+    lines.iter().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let after = |k: &str| w.iter().position(|x| *x == k).and_then(|i| w.get(i + 1));
+        Some((
+            after("eager_limit")?.parse().ok()?,
+            after("fragment")?.parse().ok()?,
+            after("single_copy")?.to_string(),
+        ))
+    })
+}
+
+/// The path a message of `size` bytes takes under those settings.
+pub fn sm_path(size: u64, eager: u64, frag: u64, single_copy: &str) -> String {
+    if size <= eager {
+        "eager (through the ring)".into()
+    } else if single_copy == "cma" {
+        "rendezvous, single copy (process_vm_readv)".into()
+    } else {
+        format!(
+            "rendezvous, pipelined copy through the ring ({} fragment(s) of {} B)",
+            size.div_ceil(frag),
+            frag
+        )
     }
 }
 
@@ -817,6 +844,21 @@ mod tests {
             limit_for("allreduce", 8, Some(50.0), &memcpy, Some(1.0)),
             None
         );
+    }
+
+    #[test]
+    fn sm_settings_and_paths() {
+        let l = vec![
+            "btl: something else".to_string(),
+            "btl: rank 0/2: sm eager_limit 4096 fragment 32768 ring 262144 single_copy none"
+                .to_string(),
+        ];
+        let (e, f, m) = sm_settings(&l).unwrap();
+        assert_eq!((e, f, m.as_str()), (4096, 32768, "none"));
+        assert!(sm_path(4096, e, f, &m).starts_with("eager"));
+        assert!(sm_path(65536, e, f, &m).contains("2 fragment(s)"));
+        assert!(sm_path(65536, e, f, "cma").contains("single copy"));
+        assert!(sm_settings(&l[..1]).is_none());
     }
 
     #[test]
