@@ -300,7 +300,9 @@ mpi_fn! {
         delete_all_attrs(h);
         let c = lock().comms.remove(h);
         if let Some(c) = c {
-            crate::backend::engine()?.comm_free(c.ecomm).map_err(crate::backend::err)?;
+            let eng = crate::backend::engine()?;
+            eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
+            eng.comm_free(c.coll).map_err(crate::backend::err)?;
         }
         out(comm, MPI_COMM_NULL, "comm")
     }

@@ -66,8 +66,15 @@ fn init(required: c_int) -> MpiResult<c_int> {
     let eng = backend::init(required)?;
     let (rank, size) = (eng.rank(), eng.size());
     let (errh, action) = st.pre_init_world_errh;
+    // Collective contexts of world and self: context ids 2 and 3 (0/1 are the engine's
+    // world and self).
+    let world_coll = eng
+        .comm_create(2, (0..size).collect())
+        .map_err(backend::err)?;
+    let self_coll = eng.comm_create(3, vec![rank]).map_err(backend::err)?;
     st.world = Some(Comm {
         ecomm: eng.comm_world(),
+        coll: world_coll,
         rank,
         size,
         group: (0..size).collect(),
@@ -78,6 +85,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
     });
     st.selfc = Some(Comm {
         ecomm: eng.comm_self(),
+        coll: self_coll,
         rank: 0,
         size: 1,
         group: vec![rank],

@@ -24,6 +24,7 @@
 #[macro_use]
 pub(crate) mod ffi;
 pub(crate) mod backend;
+pub mod coll;
 pub mod comm;
 pub mod consts;
 pub mod datatype;

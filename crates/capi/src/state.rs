@@ -99,6 +99,8 @@ impl<T> Table<T> {
 pub(crate) struct Comm {
     /// The engine's communicator.
     pub ecomm: crate::backend::EComm,
+    /// The engine communicator for collective traffic (same group, own context).
+    pub coll: crate::backend::EComm,
     pub rank: i32,
     pub size: i32,
     /// World ranks of the members, in communicator rank order.
@@ -160,6 +162,8 @@ pub(crate) struct State {
     pub bsend_buffer: Option<(usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
     pub orphans: Vec<crate::request::Pending>,
+    /// The next context id this process may propose for a new communicator.
+    pub next_ctx: u32,
 }
 
 impl State {
@@ -189,6 +193,7 @@ impl State {
             pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
             bsend_buffer: None,
             orphans: Vec::new(),
+            next_ctx: crate::coll::FIRST_FREE_CTX,
         }
     }
 

@@ -33,14 +33,6 @@ macro_rules! stubs {
 
 stubs! {
     PMPI_Accumulate "MPI_Accumulate";
-    PMPI_Allgather "MPI_Allgather";
-    PMPI_Allgatherv "MPI_Allgatherv";
-    PMPI_Allreduce "MPI_Allreduce";
-    PMPI_Alltoall "MPI_Alltoall";
-    PMPI_Alltoallv "MPI_Alltoallv";
-    PMPI_Alltoallw "MPI_Alltoallw";
-    PMPI_Barrier "MPI_Barrier";
-    PMPI_Bcast "MPI_Bcast";
     PMPI_Cart_coords "MPI_Cart_coords";
     PMPI_Cart_create "MPI_Cart_create";
     PMPI_Cart_get "MPI_Cart_get";
@@ -52,25 +44,16 @@ stubs! {
     PMPI_Close_port "MPI_Close_port";
     PMPI_Comm_accept "MPI_Comm_accept";
     PMPI_Comm_connect "MPI_Comm_connect";
-    PMPI_Comm_create "MPI_Comm_create";
     PMPI_Comm_create_group "MPI_Comm_create_group";
-    PMPI_Comm_disconnect "MPI_Comm_disconnect";
-    PMPI_Comm_dup "MPI_Comm_dup";
-    PMPI_Comm_dup_with_info "MPI_Comm_dup_with_info";
-    PMPI_Comm_get_info "MPI_Comm_get_info";
     PMPI_Comm_idup "MPI_Comm_idup";
     PMPI_Comm_join "MPI_Comm_join";
-    PMPI_Comm_set_info "MPI_Comm_set_info";
     PMPI_Comm_spawn "MPI_Comm_spawn";
     PMPI_Comm_spawn_multiple "MPI_Comm_spawn_multiple";
-    PMPI_Comm_split "MPI_Comm_split";
-    PMPI_Comm_split_type "MPI_Comm_split_type";
     PMPI_Compare_and_swap "MPI_Compare_and_swap";
     PMPI_Dist_graph_create "MPI_Dist_graph_create";
     PMPI_Dist_graph_create_adjacent "MPI_Dist_graph_create_adjacent";
     PMPI_Dist_graph_neighbors "MPI_Dist_graph_neighbors";
     PMPI_Dist_graph_neighbors_count "MPI_Dist_graph_neighbors_count";
-    PMPI_Exscan "MPI_Exscan";
     PMPI_Fetch_and_op "MPI_Fetch_and_op";
     PMPI_File_call_errhandler "MPI_File_call_errhandler";
     PMPI_File_close "MPI_File_close";
@@ -127,8 +110,6 @@ stubs! {
     PMPI_File_write_ordered_begin "MPI_File_write_ordered_begin";
     PMPI_File_write_ordered_end "MPI_File_write_ordered_end";
     PMPI_File_write_shared "MPI_File_write_shared";
-    PMPI_Gather "MPI_Gather";
-    PMPI_Gatherv "MPI_Gatherv";
     PMPI_Get "MPI_Get";
     PMPI_Get_accumulate "MPI_Get_accumulate";
     PMPI_Graph_create "MPI_Graph_create";
@@ -175,17 +156,10 @@ stubs! {
     PMPI_Publish_name "MPI_Publish_name";
     PMPI_Put "MPI_Put";
     PMPI_Raccumulate "MPI_Raccumulate";
-    PMPI_Reduce "MPI_Reduce";
-    PMPI_Reduce_scatter "MPI_Reduce_scatter";
-    PMPI_Reduce_scatter_block "MPI_Reduce_scatter_block";
     PMPI_Register_datarep "MPI_Register_datarep";
     PMPI_Rget "MPI_Rget";
     PMPI_Rget_accumulate "MPI_Rget_accumulate";
     PMPI_Rput "MPI_Rput";
-    PMPI_Scan "MPI_Scan";
-    PMPI_Scatter "MPI_Scatter";
-    PMPI_Scatterv "MPI_Scatterv";
-    PMPI_Topo_test "MPI_Topo_test";
     PMPI_Type_create_darray "MPI_Type_create_darray";
     PMPI_Type_create_keyval "MPI_Type_create_keyval";
     PMPI_Type_delete_attr "MPI_Type_delete_attr";

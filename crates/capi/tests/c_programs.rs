@@ -419,3 +419,11 @@ fn ring_example_on_three_ranks() {
     assert_eq!(job.code, 0, "{}", job.stderr);
     assert_eq!(job.stdout, "ring: 3 ranks, token 3 (expected 3)\n");
 }
+
+#[test]
+fn collectives_and_communicators_both_builds() {
+    let three = run_both("coll.c", 3, "coll: all checks passed");
+    let one = run_both("coll.c", 1, "coll: all checks passed");
+    assert_eq!(one, three);
+    assert!(three.contains("user op in rank order: ok"));
+}
