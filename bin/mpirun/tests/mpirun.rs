@@ -798,3 +798,21 @@ fn tune_files_and_mca_reach_the_ranks() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("tune.conf"), "{}", stderr(&o));
 }
+
+/// `--mca <framework>_base_verbose` turns on mpirun's own verbose streams.
+#[test]
+fn verbose_streams_follow_mca_parameters() {
+    let s = Scratch::new("verbose");
+    let o = s.run(&["--mca", "odls_base_verbose", "10", "-n", "2", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    for r in 0..2 {
+        assert!(
+            err.contains(&format!("odls: launched rank {r} pid ")),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("rmaps:"), "{err}");
+    let o = s.run(&["-n", "1", "true"]);
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}

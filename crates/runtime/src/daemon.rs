@@ -10,7 +10,9 @@ use crate::env::{rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::iof::{LineAssembler, Stream};
 use crate::job::{JobPlan, TAG_JOB};
+use crate::streams::{IOF, ODLS, PMI};
 use crate::sys;
+use oxmpi_base::verbose;
 use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -261,6 +263,14 @@ impl<'a> LocalDaemon<'a> {
             })?;
             drop(pmi_child);
             let pid = child.id() as i32;
+            verbose!(
+                ODLS,
+                10,
+                "odls: launched rank {} pid {}: {}",
+                p.rank,
+                pid,
+                app.program.display()
+            );
             if let Some(s) = child.stdin.take() {
                 stdins.push(s);
             }
@@ -320,6 +330,13 @@ impl<'a> LocalDaemon<'a> {
         match sys::read_fd(pipe.fd.as_raw_fd(), &mut self.buf) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Ok(0) | Err(_) => {
+                verbose!(
+                    IOF,
+                    20,
+                    "iof: rank {} {} closed",
+                    self.procs[idx].rank,
+                    if stream == 0 { "stdout" } else { "stderr" }
+                );
                 if let Some(mut pipe) = self.procs[idx].outs[stream].take() {
                     pipe.asm.finish(&mut self.out);
                     self.write_sink(pipe.sink);
@@ -346,6 +363,12 @@ impl<'a> LocalDaemon<'a> {
                 Ok(n) => {
                     self.procs[idx].spoke = true;
                     let rank = self.procs[idx].rank;
+                    verbose!(
+                        PMI,
+                        40,
+                        "pmi: rank {rank} -> {:?}",
+                        String::from_utf8_lossy(&self.buf[..n])
+                    );
                     self.pmi.on_data(ConnId(rank as u64), &self.buf[..n]);
                     self.run_pmi_actions();
                 }
@@ -427,6 +450,7 @@ impl<'a> LocalDaemon<'a> {
                     }
                 }
                 Action::Finalized { rank } => {
+                    verbose!(PMI, 10, "pmi: rank {rank} finalized");
                     if let Some(i) = self.proc_index(rank as usize) {
                         self.procs[i].finalized = true;
                     }
@@ -453,7 +477,14 @@ impl<'a> LocalDaemon<'a> {
                         message: error.to_string(),
                     });
                 }
-                Action::RankLost { .. } | Action::FenceReady { .. } => {}
+                Action::RankLost { rank } => {
+                    verbose!(
+                        PMI,
+                        10,
+                        "pmi: rank {rank} closed its PMI connection without finalize"
+                    );
+                }
+                Action::FenceReady { .. } => {}
             }
         }
     }
@@ -479,6 +510,14 @@ impl<'a> LocalDaemon<'a> {
                 RankExit::Code(libc::WEXITSTATUS(status))
             };
             let p = &self.procs[i];
+            verbose!(
+                ODLS,
+                10,
+                "odls: rank {} pid {} ended: {:?}",
+                p.rank,
+                p.pid,
+                exit
+            );
             self.events.push_back(DaemonEvent::RankExited {
                 rank: p.rank,
                 pid: p.pid,

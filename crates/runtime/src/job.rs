@@ -9,9 +9,11 @@ use crate::env::{app_overlay, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent};
 use crate::session::SessionDir;
+use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
 use crate::topo::{format_cpus, hostname, LocalTopology};
-use oxmpi_base::params::{Registry, Sources};
+use oxmpi_base::params::{self, Registry, Sources};
+use oxmpi_base::verbose;
 use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -114,17 +116,64 @@ fn resolve_program(program: &str, wdir: &Path, path_var: Option<&str>) -> Result
 /// Validate a parsed command line into a plan. Nothing is launched and nothing is created.
 pub fn plan(spec: JobSpec) -> Result<JobPlan> {
     // MCA parameters: `--mca` (conflicts are errors), `--tune` files, parameter files.
-    let registry = Registry::new(Sources {
+    // The process-global registry also configures mpirun's own verbose streams.
+    let sources = Sources {
         command_line: spec.mca.clone(),
         tune_files: spec.tune.clone(),
         ..Sources::from_process()
-    })?;
-    let mca_env = registry.child_env();
+    };
+    let mca_env = if params::init_global(sources.clone())? {
+        params::with_global(|r| r.child_env())?
+    } else {
+        Registry::new(sources)?.child_env()
+    };
     let topo = LocalTopology::detect();
     let host = hostname();
     let alloc = allocate(&spec, &host, &topo)?;
+    for n in &alloc.nodes {
+        verbose!(
+            RAS,
+            10,
+            "ras: node {} slots {}{} cores {}{}",
+            n.name,
+            n.slots,
+            n.max_slots
+                .map_or(String::new(), |m| format!(" max_slots {m}")),
+            n.cores,
+            if n.local { " (local)" } else { "" }
+        );
+    }
     let map = map_job(&spec, &alloc, &topo)?;
+    verbose!(
+        RMAPS,
+        10,
+        "rmaps: {} rank(s) mapped by {:?}; per node {:?}; oversubscribed {:?}",
+        map.size(),
+        spec.map_by,
+        map.per_node,
+        map.oversubscribed
+    );
+    for p in &map.procs {
+        verbose!(
+            RMAPS,
+            20,
+            "rmaps: rank {} app {} -> {} local rank {}{}",
+            p.rank,
+            p.app,
+            alloc.nodes[p.node].name,
+            p.local_rank,
+            p.cpus
+                .as_ref()
+                .map_or(String::new(), |c| format!(" cpus {}", format_cpus(c)))
+        );
+    }
     LocalAgent.check(&alloc, &map)?;
+    verbose!(
+        PLM,
+        10,
+        "plm: launch agent '{}' reaches every node with ranks",
+        LocalAgent.name()
+    );
     let cwd = std::env::current_dir().map_err(|e| RuntimeError::Os {
         what: "reading the current directory".into(),
         source: e,
@@ -297,6 +346,12 @@ impl<'a> Head<'a> {
         if self.ending.is_some() {
             return;
         }
+        verbose!(
+            ERRMGR,
+            10,
+            "errmgr: job ends ({ending:?}, exit status {}); sending signal {sig} to running ranks",
+            ending.exit_code()
+        );
         self.ending = Some(ending);
         self.daemon.signal_running(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
@@ -400,6 +455,11 @@ impl<'a> Head<'a> {
                 self.end(Ending::Timeout, libc::SIGTERM);
             }
             if self.teardown_kill_at.is_some_and(|t| now >= t) {
+                verbose!(
+                    ERRMGR,
+                    10,
+                    "errmgr: grace period over; SIGKILL to remaining ranks"
+                );
                 self.daemon.signal_running(libc::SIGKILL);
                 self.teardown_kill_at = None;
             }

@@ -32,6 +32,27 @@ pub mod topo;
 
 pub use error::{Result, RuntimeError};
 
+/// Verbose output streams of the runtime's frameworks (Open MPI's names). Each is enabled by
+/// `--mca <framework>_base_verbose N` (or `OXMPI_MCA_<framework>_base_verbose`); level 10
+/// prints the main steps, 20 per-rank details, 40 per-message traffic.
+pub mod streams {
+    use oxmpi_base::output::Stream;
+    /// Resource allocation (`--host`, `--hostfile`, local cores).
+    pub static RAS: Stream = Stream::new("ras");
+    /// Mapping of ranks to nodes and cores.
+    pub static RMAPS: Stream = Stream::new("rmaps");
+    /// Launch agents (process lifecycle management of daemons).
+    pub static PLM: Stream = Stream::new("plm");
+    /// Local launch and reaping of ranks by the node daemon.
+    pub static ODLS: Stream = Stream::new("odls");
+    /// IO forwarding.
+    pub static IOF: Stream = Stream::new("iof");
+    /// Error manager: why and how the job ends.
+    pub static ERRMGR: Stream = Stream::new("errmgr");
+    /// The PMI server plumbing.
+    pub static PMI: Stream = Stream::new("pmi");
+}
+
 /// Run `mpirun` with `args` (without the program name); returns the process exit status.
 /// Errors are printed as one line on stderr (`mpirun: ...`) and give status 1 (nothing
 /// launched).
