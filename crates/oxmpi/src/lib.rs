@@ -76,11 +76,14 @@ pub const TAG_UB: i32 = oxmpi_engine::TAG_UB;
 /// Set once the process has initialized MPI; MPI cannot be initialized twice, not even after
 /// finalization.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// Set once the universe is gone (finalized, or dropped while panicking).
+static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 /// The MPI environment of this process (`MPI_Init` … `MPI_Finalize`).
 ///
 /// There is at most one per process: a second [`init`] returns an error. Dropping it finalizes
-/// MPI (`MPI_Finalize`).
+/// MPI (`MPI_Finalize`), except while the thread is panicking: finalization waits for all ranks,
+/// so a panicking rank skips it and its exit makes the launcher end the job.
 pub struct Universe {
     engine: &'static Engine,
 }
@@ -156,12 +159,18 @@ impl Universe {
     }
 }
 
+/// Whether this process's universe is gone (`MPI_Finalized`).
+pub fn is_finalized() -> bool {
+    FINALIZED.load(Ordering::SeqCst)
+}
+
 impl Universe {
     /// Finalizes MPI now (`MPI_Finalize`) and reports whether that worked; dropping the
     /// universe does the same but ignores errors.
     pub fn finalize(self) -> Result<()> {
         let engine = self.engine;
         std::mem::forget(self);
+        FINALIZED.store(true, Ordering::SeqCst);
         engine.finalize()?;
         Ok(())
     }
@@ -169,6 +178,12 @@ impl Universe {
 
 impl Drop for Universe {
     fn drop(&mut self) {
-        let _ = self.engine.finalize();
+        FINALIZED.store(true, Ordering::SeqCst);
+        // Finalizing synchronizes with every rank; while this thread panics the other ranks may
+        // be blocked on us, so skip it: the process ends without finalizing and the launcher
+        // ends the job instead of every rank hanging.
+        if !std::thread::panicking() {
+            let _ = self.engine.finalize();
+        }
     }
 }

@@ -38,6 +38,7 @@ fn singleton_point_to_point() {
     }
     let universe = oxmpi::init().expect("init");
     assert!(oxmpi::is_initialized());
+    assert!(!oxmpi::is_finalized());
     let second = oxmpi::init().expect_err("second init must fail");
     assert_eq!(second.class(), ErrorClass::Other);
 
@@ -58,6 +59,7 @@ fn singleton_point_to_point() {
     separate_communicators(&universe);
 
     universe.finalize().expect("finalize");
+    assert!(oxmpi::is_finalized());
     let after = oxmpi::init().expect_err("no init after finalize");
     assert_eq!(after.class(), ErrorClass::Other);
 }
