@@ -1,0 +1,522 @@
+//! Multi-process tests: the test binary re-runs itself as N ranks (test `rank_entry`), which
+//! bootstrap through the engine's file key-value store in a temporary directory. Every
+//! collective is compared with a straightforward reference computed locally (each rank can
+//! regenerate every rank's contribution) for random sizes, roots and ops, with the
+//! automatic algorithm choice and with each alternative forced.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use oxmpi_coll::{comm_free, CollComm, Op};
+use oxmpi_engine::{init, Engine, SendMode, ThreadLevel};
+
+const SCENARIO: &str = "OXMPI_COLL_TEST_SCENARIO";
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+struct Job {
+    dir: std::path::PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
+    let dir = std::env::temp_dir().join(format!(
+        "oxmpi-coll-test-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut job = Job {
+        dir: dir.clone(),
+        children: Vec::new(),
+    };
+    let exe = std::env::current_exe().unwrap();
+    for r in 0..n {
+        let mut cmd = Command::new(&exe);
+        cmd.args([
+            "--ignored",
+            "--exact",
+            "rank_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SCENARIO, scenario)
+        .env("OXMPI_ENGINE_KVS_DIR", &dir)
+        .env("OXMPI_ENGINE_RANK", r.to_string())
+        .env("OXMPI_ENGINE_SIZE", n.to_string())
+        .env("OXMPI_MCA_mpi_yield_when_idle", "1")
+        .stdout(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // SAFETY: prctl is async-signal-safe; it makes the rank die with the test process.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        job.children.push(cmd.spawn().unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut codes = vec![None; n];
+    while codes.iter().any(Option::is_none) {
+        for (r, c) in job.children.iter_mut().enumerate() {
+            if codes[r].is_none() {
+                if let Some(st) = c.try_wait().unwrap() {
+                    codes[r] = Some(st);
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "scenario {scenario} on {n} ranks hung; exit states so far {codes:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for (r, c) in codes.iter().enumerate() {
+        let c = c.unwrap();
+        assert!(
+            c.success(),
+            "scenario {scenario}: rank {r} of {n} failed: {c:?}"
+        );
+    }
+}
+
+#[test]
+fn collectives_np1() {
+    run(1, "suite", &[]);
+}
+#[test]
+fn collectives_np2() {
+    run(2, "suite", &[]);
+}
+#[test]
+fn collectives_np3() {
+    run(3, "suite", &[]);
+}
+#[test]
+fn collectives_np4() {
+    run(4, "suite", &[]);
+}
+#[test]
+fn collectives_np5() {
+    run(5, "suite", &[]);
+}
+
+const FORCED_A: &[(&str, &str)] = &[
+    ("OXMPI_MCA_coll_tuned_barrier_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_bcast_algorithm", "8"),
+    ("OXMPI_MCA_coll_tuned_reduce_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_allreduce_algorithm", "4"),
+    ("OXMPI_MCA_coll_tuned_allgather_algorithm", "4"),
+    ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "3"),
+    ("OXMPI_MCA_coll_tuned_reduce_scatter_algorithm", "1"),
+];
+const FORCED_B: &[(&str, &str)] = &[
+    ("OXMPI_MCA_coll_tuned_bcast_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_reduce_algorithm", "5"),
+    ("OXMPI_MCA_coll_tuned_allreduce_algorithm", "2"),
+    ("OXMPI_MCA_coll_tuned_allgather_algorithm", "3"),
+    ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "2"),
+    ("OXMPI_MCA_coll_tuned_reduce_scatter_algorithm", "3"),
+];
+
+#[test]
+fn forced_algorithms_a_np3() {
+    run(3, "suite", FORCED_A);
+}
+#[test]
+fn forced_algorithms_a_np4() {
+    run(4, "suite", FORCED_A);
+}
+#[test]
+fn forced_algorithms_b_np4() {
+    run(4, "suite", FORCED_B);
+}
+#[test]
+fn forced_algorithms_b_np5() {
+    run(5, "suite", FORCED_B);
+}
+#[test]
+fn communicators_np4() {
+    run(4, "comms", &[]);
+}
+#[test]
+fn communicators_np5() {
+    run(5, "comms", &[]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Rank side
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "run by the multi-process harness"]
+fn rank_entry() {
+    let scenario = std::env::var(SCENARIO).expect("run by the multi-process harness only");
+    let e = init(ThreadLevel::Single).expect("init");
+    match scenario.as_str() {
+        "suite" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            suite(&w, 1);
+        }
+        "comms" => comms(e),
+        s => panic!("unknown scenario {s}"),
+    }
+    e.finalize().expect("finalize");
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+/// Contribution of `rank` in iteration `it`, tag `what`.
+fn contrib(len: usize, it: u64, rank: usize, what: u64) -> Vec<u8> {
+    pattern(len, (it << 24) ^ ((rank as u64) << 8) ^ what)
+}
+
+fn sum_u32(a: &[u8], io: &mut [u8]) {
+    for (x, y) in a.chunks_exact(4).zip(io.chunks_exact_mut(4)) {
+        let v = u32::from_le_bytes(x.try_into().unwrap())
+            .wrapping_add(u32::from_le_bytes((&*y).try_into().unwrap()));
+        y.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Affine maps t -> a*t + b composed left to right: (a1,b1)∘(a2,b2) = (a1*a2, b1*a2+b2).
+/// Associative, not commutative.
+fn affine(a: &[u8], io: &mut [u8]) {
+    for (x, y) in a.chunks_exact(8).zip(io.chunks_exact_mut(8)) {
+        let w = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
+        let (a1, b1, a2, b2) = (w(x, 0), w(x, 4), w(y, 0), w(y, 4));
+        y[..4].copy_from_slice(&a1.wrapping_mul(a2).to_le_bytes());
+        y[4..].copy_from_slice(&b1.wrapping_mul(a2).wrapping_add(b2).to_le_bytes());
+    }
+}
+
+/// `x_lo ∘ … ∘ x_(hi-1)` for the contributions of ranks lo..hi.
+fn fold(f: &dyn Fn(&[u8], &mut [u8]), xs: &[Vec<u8>]) -> Vec<u8> {
+    let mut acc = xs[0].clone();
+    for x in &xs[1..] {
+        let mut t = x.clone();
+        f(&acc, &mut t);
+        acc = t;
+    }
+    acc
+}
+
+fn suite(c: &CollComm, seed: u64) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let mut rng = Rng(0x1234_5678 ^ seed ^ ((p as u64) << 32));
+    let ops: [(&dyn Fn(&[u8], &mut [u8]), usize, bool); 2] =
+        [(&sum_u32, 4, true), (&affine, 8, false)];
+    for it in 0..14u64 {
+        c.barrier().unwrap();
+        // Sizes: empty, tiny, medium, large (crossing the algorithm thresholds).
+        let nelem = match it % 4 {
+            0 => rng.below(3),
+            1 => 1 + rng.below(40),
+            2 => 500 + rng.below(2000),
+            _ => 3000 + rng.below(6000),
+        };
+        let root = rng.below(p) as i32;
+
+        // bcast (odd byte lengths too)
+        let len = nelem * 4 + rng.below(4);
+        let data = contrib(len, it, root as usize, 1);
+        let mut buf = if r == root as usize {
+            data.clone()
+        } else {
+            vec![0u8; len]
+        };
+        c.bcast(&mut buf, root).unwrap();
+        assert_eq!(buf, data, "bcast it {it} len {len} root {root}");
+
+        for (oi, &(f, es, comm)) in ops.iter().enumerate() {
+            let op = Op {
+                f,
+                elem_size: es,
+                commutative: comm,
+            };
+            let len = nelem * es;
+            let xs: Vec<Vec<u8>> = (0..p)
+                .map(|i| contrib(len, it, i, 10 + oi as u64))
+                .collect();
+            let total = fold(f, &xs);
+
+            let mut b = xs[r].clone();
+            c.reduce(&mut b, root, &op).unwrap();
+            if r == root as usize {
+                assert_eq!(b, total, "reduce it {it} op {oi} root {root} len {len}");
+            }
+
+            let mut b = xs[r].clone();
+            c.allreduce(&mut b, &op).unwrap();
+            assert_eq!(b, total, "allreduce it {it} op {oi} len {len}");
+
+            let mut b = xs[r].clone();
+            c.scan(&mut b, &op).unwrap();
+            assert_eq!(b, fold(f, &xs[..=r]), "scan it {it} op {oi}");
+
+            let mut out = vec![0xa5u8; len];
+            c.exscan(&xs[r], &mut out, &op).unwrap();
+            if r > 0 {
+                assert_eq!(out, fold(f, &xs[..r]), "exscan it {it} op {oi}");
+            } else {
+                assert!(out.iter().all(|&x| x == 0xa5), "exscan touched rank 0");
+            }
+
+            // reduce_scatter with random per-rank element counts
+            let counts: Vec<usize> = (0..p).map(|_| rng.below(nelem + 2) * es).collect();
+            let tot: usize = counts.iter().sum();
+            let ys: Vec<Vec<u8>> = (0..p)
+                .map(|i| contrib(tot, it, i, 20 + oi as u64))
+                .collect();
+            let full = fold(f, &ys);
+            let off: usize = counts[..r].iter().sum();
+            let mut b = ys[r].clone();
+            let mut out = vec![0u8; counts[r]];
+            c.reduce_scatter(&mut b, &counts, &mut out, &op).unwrap();
+            assert_eq!(
+                out,
+                full[off..off + counts[r]],
+                "reduce_scatter it {it} op {oi}"
+            );
+        }
+
+        // gather / scatter / allgather / alltoall with a common block size
+        let block = match it % 4 {
+            0 => rng.below(2),
+            1 => 1 + rng.below(100),
+            _ => 1 + rng.below(9000),
+        };
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(block, it, i, 30)).collect();
+        let cat: Vec<u8> = xs.concat();
+        let mut g = vec![0u8; if r == root as usize { p * block } else { 0 }];
+        c.gather(&xs[r], &mut g, root).unwrap();
+        if r == root as usize {
+            assert_eq!(g, cat, "gather it {it}");
+        }
+        let mut s = vec![0u8; block];
+        let src = if r == root as usize {
+            cat.clone()
+        } else {
+            vec![]
+        };
+        c.scatter(&src, &mut s, root).unwrap();
+        assert_eq!(s, xs[r], "scatter it {it}");
+        let mut ag = vec![0u8; p * block];
+        ag[r * block..(r + 1) * block].copy_from_slice(&xs[r]);
+        c.allgather(&mut ag, block).unwrap();
+        assert_eq!(ag, cat, "allgather it {it} block {block}");
+
+        // alltoall: block j of rank i's send buffer is contrib(.., i*p + j)
+        let a2a = |i: usize, j: usize| contrib(block, it, i * p + j, 40);
+        let send: Vec<u8> = (0..p).flat_map(|j| a2a(r, j)).collect();
+        let mut recv = vec![0u8; p * block];
+        c.alltoall(&send, &mut recv, block).unwrap();
+        let want: Vec<u8> = (0..p).flat_map(|i| a2a(i, r)).collect();
+        assert_eq!(recv, want, "alltoall it {it} block {block}");
+
+        // v-variants with per-rank counts and gaps between blocks
+        let vc: Vec<usize> = (0..p).map(|_| rng.below(block + 3)).collect();
+        let gap = rng.below(5);
+        let mut vd = Vec::new();
+        let mut o = 0;
+        for &n in &vc {
+            vd.push(o);
+            o += n + gap;
+        }
+        let vlen = o;
+        let vx: Vec<Vec<u8>> = (0..p).map(|i| contrib(vc[i], it, i, 50)).collect();
+        let mut expect = vec![0u8; vlen];
+        for i in 0..p {
+            expect[vd[i]..vd[i] + vc[i]].copy_from_slice(&vx[i]);
+        }
+        let mut g = vec![0u8; if r == root as usize { vlen } else { 0 }];
+        c.gatherv(&vx[r], &mut g, &vc, &vd, root).unwrap();
+        if r == root as usize {
+            assert_eq!(g, expect, "gatherv it {it}");
+        }
+        let mut s = vec![0u8; vc[r]];
+        let src = if r == root as usize {
+            expect.clone()
+        } else {
+            vec![]
+        };
+        c.scatterv(&src, &vc, &vd, &mut s, root).unwrap();
+        assert_eq!(s, vx[r], "scatterv it {it}");
+        let mut ag = vec![0u8; vlen];
+        ag[vd[r]..vd[r] + vc[r]].copy_from_slice(&vx[r]);
+        c.allgatherv(&mut ag, &vc, &vd).unwrap();
+        assert_eq!(ag, expect, "allgatherv it {it}");
+
+        // alltoallv: rank i sends n(i, j) bytes to rank j
+        let n = |i: usize, j: usize| ((i * 7 + j * 13 + it as usize * 5) % 11) * (block % 97 + 1);
+        let blk = |i: usize, j: usize| contrib(n(i, j), it, i * p + j, 60);
+        let sc: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+        let sd: Vec<usize> = prefix(&sc, 1);
+        let send: Vec<u8> = {
+            let mut v = vec![0u8; sd[p - 1] + sc[p - 1] + 1];
+            for j in 0..p {
+                v[sd[j]..sd[j] + sc[j]].copy_from_slice(&blk(r, j));
+            }
+            v
+        };
+        let rc: Vec<usize> = (0..p).map(|i| n(i, r)).collect();
+        let rd: Vec<usize> = prefix(&rc, 2);
+        let mut recv = vec![0u8; rd[p - 1] + rc[p - 1]];
+        c.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd).unwrap();
+        for i in 0..p {
+            assert_eq!(
+                recv[rd[i]..rd[i] + rc[i]],
+                blk(i, r),
+                "alltoallv it {it} from {i}"
+            );
+        }
+    }
+    c.barrier().unwrap();
+}
+
+fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {
+    let mut o = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let d = o;
+            o += c + gap;
+            d
+        })
+        .collect()
+}
+
+fn comms(e: &'static Engine) {
+    let w = CollComm::new(e, e.comm_world()).unwrap();
+    let p = w.size;
+    let r = w.rank;
+
+    // Isolation: a user message with the tag the collectives use internally stays pending
+    // across collectives and is received intact afterwards.
+    let token = [r as u8; 3];
+    let dest = (r + 1) % p;
+    let src = (r + p - 1) % p;
+    // SAFETY: `token` outlives the wait at the end of this block.
+    let sreq = unsafe {
+        e.isend(
+            token.as_ptr(),
+            3,
+            dest,
+            2,
+            e.comm_world(),
+            SendMode::Standard,
+        )
+    }
+    .unwrap();
+    w.barrier().unwrap();
+    let mut b = vec![7u8; 100];
+    w.bcast(&mut b, 0).unwrap();
+    let mut got = [0u8; 3];
+    // SAFETY: `got` outlives the wait.
+    let rreq = unsafe { e.irecv(got.as_mut_ptr(), 3, src, 2, e.comm_world()) }.unwrap();
+    let st = e.wait(rreq);
+    assert_eq!(st.error, None);
+    assert_eq!(got, [src as u8; 3]);
+    assert_eq!(e.wait(sreq).error, None);
+
+    // dup: same group, new context; collectives work on it.
+    let d = w.dup().unwrap();
+    assert_ne!(e.comm_context(d).unwrap(), 0);
+    let dc = CollComm::new(e, d).unwrap();
+    assert_eq!((dc.rank, dc.size), (r, p));
+    suite(&dc, 2);
+
+    // split by parity, reverse order inside each half; odd ranks >= 3 opt out.
+    let color = if r % 2 == 1 && r >= 3 {
+        None
+    } else {
+        Some(r % 2)
+    };
+    let s = w.split(color, -r).unwrap();
+    match (color, s) {
+        (None, None) => {}
+        (Some(col), Some(s)) => {
+            let members: Vec<i32> = (0..p)
+                .filter(|&i| i % 2 == col && !(i % 2 == 1 && i >= 3))
+                .rev()
+                .collect();
+            assert_eq!(e.comm_group(s).unwrap(), members);
+            let sc = CollComm::new(e, s).unwrap();
+            assert_eq!(
+                sc.rank as usize,
+                members.iter().position(|&x| x == r).unwrap()
+            );
+            suite(&sc, 3);
+            comm_free(e, s).unwrap();
+        }
+        other => panic!("split returned {other:?} for color {color:?}"),
+    }
+
+    // create over the first three ranks; create_group over ranks {p-1, 0}.
+    let first: Vec<i32> = (0..p.min(3)).collect();
+    let c3 = w.create(&first).unwrap();
+    assert_eq!(c3.is_some(), r < 3);
+    if let Some(c3) = c3 {
+        let cc = CollComm::new(e, c3).unwrap();
+        let mut x = (r as u32 + 1).to_le_bytes();
+        cc.allreduce(
+            &mut x,
+            &Op {
+                f: &sum_u32,
+                elem_size: 4,
+                commutative: true,
+            },
+        )
+        .unwrap();
+        let n = p.min(3) as u32;
+        assert_eq!(u32::from_le_bytes(x), n * (n + 1) / 2);
+        comm_free(e, c3).unwrap();
+    }
+    let pair = [p - 1, 0];
+    if pair.contains(&r) {
+        let g = w.create_group(&pair, 77).unwrap();
+        let gc = CollComm::new(e, g).unwrap();
+        assert_eq!(gc.size, 2);
+        let mut v = if gc.rank == 0 {
+            vec![9u8; 5]
+        } else {
+            vec![0; 5]
+        };
+        gc.bcast(&mut v, 0).unwrap();
+        assert_eq!(v, vec![9u8; 5]);
+        comm_free(e, g).unwrap();
+    }
+    w.barrier().unwrap();
+    comm_free(e, d).unwrap();
+}
