@@ -231,12 +231,13 @@ fn fold(f: &dyn Fn(&[u8], &mut [u8]), xs: &[Vec<u8>]) -> Vec<u8> {
     acc
 }
 
+type ReduceFn = dyn Fn(&[u8], &mut [u8]);
+
 fn suite(c: &CollComm, seed: u64) {
     let p = c.size as usize;
     let r = c.rank as usize;
     let mut rng = Rng(0x1234_5678 ^ seed ^ ((p as u64) << 32));
-    let ops: [(&dyn Fn(&[u8], &mut [u8]), usize, bool); 2] =
-        [(&sum_u32, 4, true), (&affine, 8, false)];
+    let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
     for it in 0..14u64 {
         c.barrier().unwrap();
         // Sizes: empty, tiny, medium, large (crossing the algorithm thresholds).
