@@ -71,7 +71,11 @@ fn wait_bounded(mut child: Child, what: &str) -> ExitStatus {
     }
 }
 
+/// One job at a time: the machine may have fewer cores than the ranks of parallel tests.
+static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(np: u32, name: &str, args: &[&str]) -> Run {
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new(mpirun());
     cmd.arg("-n")
         .arg(np.to_string())
