@@ -1,7 +1,7 @@
 //! Lean blocking PMI-1 / PMI-2 client used by the MPI library (no async runtime).
 //!
 //! [`Pmi::init`] finds the process manager from the environment, following the rules MPICH
-//! and Slurm use (see the crate's README section in ARCHITECTURE.md):
+//! and Slurm use (the interop rules of the PMI reference notes):
 //!
 //! 1. `PMI_FD` set: an inherited, connected Unix socket (Hydra, Slurm `--mpi=pmi2`, oxmpi's
 //!    `mpirun`); rank and size come from `PMI_RANK`/`PMI_SIZE` (PMI-1) or from `fullinit`

@@ -825,3 +825,62 @@ mod tests {
         assert_eq!(f.msg, m);
     }
 }
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn message(value_chars: &'static str) -> impl Strategy<Value = Message> {
+        (
+            "[a-z_-]{1,12}",
+            proptest::collection::vec(("[a-zA-Z0-9_-]{1,10}", value_chars), 0..6),
+        )
+            .prop_map(|(cmd, pairs)| Message { cmd, pairs })
+    }
+
+    proptest! {
+        /// Encode → decode is the identity for PMI-1 and PMI-2, for any chunking.
+        #[test]
+        fn roundtrip_any_chunking(
+            m1 in message("[!-~&&[^ ]]{0,20}"),
+            m2 in message("[ -~]{0,20}"),
+            chunk in 1usize..40,
+        ) {
+            let mut stream = m1.encode_v1().unwrap();
+            stream.extend(m2.encode_v2().unwrap());
+            let mut d = Decoder::new();
+            let mut got = Vec::new();
+            for c in stream.chunks(chunk) {
+                d.feed(c);
+                while let Some(f) = d.next_frame().unwrap() {
+                    got.push(f);
+                }
+            }
+            d.finish().unwrap();
+            prop_assert_eq!(got.len(), 2);
+            prop_assert_eq!(&got[0].msg, &m1);
+            prop_assert_eq!(got[0].framing, Framing::V1);
+            prop_assert_eq!(&got[1].msg, &m2);
+            prop_assert_eq!(got[1].framing, Framing::V2);
+        }
+
+        /// Arbitrary bytes never panic the decoder; an error is sticky.
+        #[test]
+        fn arbitrary_bytes(data in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut d = Decoder::new();
+            d.feed(&data);
+            loop {
+                match d.next_frame() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => break,
+                    Err(e) => {
+                        prop_assert_eq!(d.next_frame(), Err(e));
+                        break;
+                    }
+                }
+            }
+            let _ = d.finish();
+        }
+    }
+}
