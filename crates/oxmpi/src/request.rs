@@ -429,3 +429,48 @@ impl<T: Equivalence> Drop for Request<'_, T> {
         }
     }
 }
+
+/// Waits until one of `requests` completes (`MPI_Waitany`), removes it from the vector and
+/// returns its index (in the vector as it was) and result; `None` if the vector is empty.
+///
+/// ```
+/// # fn main() -> oxmpi::Result<()> {
+/// let universe = oxmpi::init()?;
+/// let world = universe.world();
+/// let me = world.rank();
+/// let (mut a, mut b) = ([0u8; 1], [0u8; 1]);
+/// oxmpi::request::scope(|s| -> oxmpi::Result<()> {
+///     let mut reqs = vec![
+///         world.irecv_scoped(s, &mut a[..], me, 1)?,
+///         world.irecv_scoped(s, &mut b[..], me, 2)?,
+///     ];
+///     world.send(&[9u8][..], me, 2)?;
+///     let (index, status) = oxmpi::request::wait_any(&mut reqs).expect("two requests");
+///     assert_eq!((index, status?.tag()), (1, 2));
+///     assert_eq!(reqs.len(), 1);
+///     world.send(&[8u8][..], me, 1)?;
+///     oxmpi::request::wait_all(reqs)?;
+///     Ok(())
+/// })?;
+/// assert_eq!((a, b), ([8], [9]));
+/// # Ok(())
+/// # }
+/// ```
+pub fn wait_any(requests: &mut Vec<ScopedRequest<'_>>) -> Option<(usize, Result<Status>)> {
+    if requests.is_empty() {
+        return None;
+    }
+    loop {
+        for i in 0..requests.len() {
+            let done = requests[i]
+                .pending
+                .as_ref()
+                .is_none_or(|p| p.engine.request_status(p.id).is_some());
+            if done {
+                let r = requests.remove(i);
+                return Some((i, r.wait()));
+            }
+        }
+        std::hint::spin_loop();
+    }
+}
