@@ -38,8 +38,43 @@
 //! Errors are returned as [`Error`] values carrying the MPI [`ErrorClass`] (like
 //! `MPI_ERRORS_RETURN`); the API does not panic on bad input.
 //!
-//! Nonblocking operations live in a [`request::scope`], which keeps their buffers borrowed until
-//! they complete.
+//! # Overview
+//!
+//! * [`init`] / [`init_thread`] → [`Universe`]: [`Universe::world`], [`Universe::self_comm`],
+//!   [`Universe::thread_level`], [`Universe::finalize`] (or drop).
+//! * [`Communicator`]: [`rank`](Communicator::rank), [`size`](Communicator::size), blocking
+//!   [`send`](Communicator::send), [`ssend`](Communicator::ssend),
+//!   [`recv`](Communicator::recv), [`recv_vec`](Communicator::recv_vec),
+//!   [`sendrecv`](Communicator::sendrecv), [`probe`](Communicator::probe),
+//!   [`iprobe`](Communicator::iprobe), [`mprobe`](Communicator::mprobe) /
+//!   [`improbe`](Communicator::improbe) with [`Message::recv_into`].
+//! * Nonblocking operations on borrowed slices live in a [`request::scope`], which keeps their
+//!   buffers borrowed until they complete ([`Communicator::isend_scoped`],
+//!   [`Communicator::issend_scoped`], [`Communicator::irecv_scoped`], then
+//!   [`ScopedRequest::wait`](request::ScopedRequest::wait), [`request::wait_all`],
+//!   [`request::wait_any`]). [`Communicator::isend`] and [`Communicator::irecv`] take an owned
+//!   `Vec` instead and give it back on completion ([`Request`]).
+//! * [`Status`]: source, tag, [`count`](Status::count) of elements.
+//! * Wildcards and the null process: [`ANY_SOURCE`], [`ANY_TAG`], [`PROC_NULL`].
+//!
+//! # Running
+//!
+//! A program is an ordinary executable; start several copies with a launcher:
+//!
+//! ```text
+//! cargo build --release --example ring
+//! mpirun -n 4 target/release/examples/ring
+//! ```
+//!
+//! Under any launcher offering PMI (oxmpi's `mpirun`/`mpiexec`, MPICH's `mpiexec.hydra`, Slurm's
+//! `srun --mpi=pmi2`) the processes form one job; started alone, a program is a singleton
+//! (rank 0 of 1), which is how the examples in this documentation run.
+//!
+//! # Threads
+//!
+//! [`Communicator`] is `Send + Sync` and the engine serializes concurrent calls, so using it
+//! from several threads is memory-safe at any level; MPI semantics still ask for
+//! [`init_thread`]`(`[`ThreadLevel::Multiple`]`)` before doing so.
 
 #![warn(missing_docs)]
 
