@@ -296,3 +296,42 @@ pub fn compress<S: AsRef<str>>(hosts: &[S]) -> Result<String, HostlistError> {
     }
     Ok(out)
 }
+
+/// Why a `SLURM_TASKS_PER_NODE` value cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid SLURM_TASKS_PER_NODE \"{value}\": bad item \"{item}\" (expected N or N(xR), e.g. 2(x3),1)")]
+pub struct TasksPerNodeError {
+    /// The whole value.
+    pub value: String,
+    /// The offending item.
+    pub item: String,
+}
+
+/// Expands Slurm's `SLURM_TASKS_PER_NODE` (`2(x3),1` → `[2, 2, 2, 1]`), with at most `max`
+/// entries in total.
+pub fn expand_tasks_per_node(value: &str, max: usize) -> Result<Vec<u32>, TasksPerNodeError> {
+    let mut out = Vec::new();
+    for item in value.split(',') {
+        let item_t = item.trim();
+        let bad = || TasksPerNodeError {
+            value: value.to_string(),
+            item: item_t.to_string(),
+        };
+        let num = |s: &str| -> Result<u64, TasksPerNodeError> {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            s.parse().map_err(|_| bad())
+        };
+        let (n, reps) = match item_t.split_once("(x") {
+            Some((n, r)) => (num(n)?, num(r.strip_suffix(')').ok_or_else(bad)?)?),
+            None => (num(item_t)?, 1),
+        };
+        let n = u32::try_from(n).map_err(|_| bad())?;
+        if reps == 0 || reps > (max - out.len().min(max)) as u64 {
+            return Err(bad());
+        }
+        out.extend(std::iter::repeat_n(n, reps as usize));
+    }
+    Ok(out)
+}

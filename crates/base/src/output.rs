@@ -19,6 +19,7 @@
 //! users must see go through [`error`] and [`warn`] (or [`warn_once!`](crate::warn_once)),
 //! independent of any verbosity.
 
+use crate::params::registry::TryGlobal;
 use crate::params::{self, ParamDecl, Registry};
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
@@ -68,7 +69,13 @@ impl Stream {
     #[cold]
     #[inline(never)]
     fn init_slow(&self, level: i32) -> bool {
-        let v = params::with_global(|r| verbosity_from(r, self.framework)).unwrap_or(0);
+        let v = match params::registry::try_global() {
+            TryGlobal::Ready(mut r) => verbosity_from(&mut r, self.framework),
+            TryGlobal::Failed => 0,
+            // The registry is locked (possibly by this thread): decide with the default now
+            // and read the parameter on a later call.
+            TryGlobal::Busy => return level <= 0,
+        };
         // Keep a value set concurrently by set_verbosity.
         let _ = self
             .level
@@ -234,9 +241,39 @@ fn ensure_configured() {
     if !CONFIGURED.load(Ordering::Relaxed) {
         // Mark first so that a failure below cannot recurse.
         CONFIGURED.store(true, Ordering::Relaxed);
-        if let Ok(mut r) = params::global() {
-            configure(&mut r);
+        match params::registry::try_global() {
+            TryGlobal::Ready(mut r) => configure(&mut r),
+            TryGlobal::Failed => {}
+            // Locked right now: try again on the next line.
+            TryGlobal::Busy => CONFIGURED.store(false, Ordering::Relaxed),
         }
+    }
+}
+
+/// The stream of the `mca` framework itself (`mca_base_verbose`): parameter and component
+/// selection messages.
+pub static MCA: Stream = Stream::new("mca");
+
+/// Prints what users must know about the parameters of `registry`: its warnings (values
+/// ignored because locked or read-only, unreadable files) and `OXMPI_MCA_` variables naming
+/// unknown parameters (with the nearest names); `OMPI_MCA_` variables naming parameters we do
+/// not implement are listed at `mca_base_verbose` 40 (info). Call once every parameter of the
+/// process is registered.
+pub fn report_problems(registry: &mut Registry) {
+    MCA.configure(registry);
+    for w in registry.take_warnings() {
+        warn(format_args!("{w}"));
+    }
+    let report = registry.check_environment();
+    for u in &report.unknown {
+        warn(format_args!("{u}"));
+    }
+    for var in &report.ignored_compat {
+        crate::verbose!(
+            MCA,
+            40,
+            "mca: base: ignoring {var}: not a parameter of oxmpi"
+        );
     }
 }
 

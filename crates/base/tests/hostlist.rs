@@ -121,3 +121,19 @@ proptest! {
         let _ = expand_with_limit(&s, 10_000);
     }
 }
+
+#[test]
+fn tasks_per_node() {
+    use oxmpi_base::hostlist::expand_tasks_per_node as t;
+    assert_eq!(t("2(x3),1", 100).unwrap(), vec![2, 2, 2, 1]);
+    assert_eq!(t("4", 100).unwrap(), vec![4]);
+    assert_eq!(
+        t("2(x3,1", 100).unwrap_err().to_string(),
+        "invalid SLURM_TASKS_PER_NODE \"2(x3,1\": bad item \"2(x3\" (expected N or N(xR), e.g. 2(x3),1)"
+    );
+    assert!(t("", 100).is_err());
+    assert!(t("1(x0)", 100).is_err());
+    assert!(t("1(x99999999999999999999)", 100).is_err());
+    assert!(t("1(x101)", 100).is_err());
+    assert!(t("1(x50),1(x51)", 100).is_err());
+}

@@ -126,6 +126,42 @@ fn global_streams_sinks_and_warn_once() {
     );
     assert_eq!(output::suppressed_warnings(), 4);
 
+    // Messages while the registry is locked (even by this thread) do not deadlock: an
+    // unread stream decides with the default and reads its parameter later.
+    static COLL: Stream = Stream::new("coll");
+    {
+        let _held = params::global().unwrap();
+        verbose!(COLL, 0, "while locked");
+        verbose!(COLL, 1, "not shown");
+    }
+    assert_eq!(COLL.verbosity(), 0);
+    assert_eq!(
+        buf.lock().unwrap().last().unwrap(),
+        &format!("[{host}:{pid:05}] [17,2] while locked")
+    );
+
+    // Parameter problems users must see, and ignored OMPI_MCA_ names at mca_base_verbose 40.
+    buf.lock().unwrap().clear();
+    let mut reg = params::Registry::new(Sources {
+        env: vec![
+            ("OXMPI_MCA_mca_base_verbos".into(), "1".into()),
+            ("OXMPI_MCA_mca_base_verbose".into(), "info".into()),
+            ("OMPI_MCA_btl_openib_if_include".into(), "mlx5_0".into()),
+        ],
+        files: Files::Memory(Default::default()),
+        ..Sources::default()
+    })
+    .unwrap();
+    output::report_problems(&mut reg);
+    assert_eq!(
+        *buf.lock().unwrap(),
+        vec![
+            format!("[{host}:{pid:05}] [17,2] warning: environment variable OXMPI_MCA_mca_base_verbos names unknown MCA parameter \"mca_base_verbos\" (ignored); did you mean mca_base_verbose?"),
+            format!("[{host}:{pid:05}] [17,2] mca: base: ignoring OMPI_MCA_btl_openib_if_include: not a parameter of oxmpi"),
+        ]
+    );
+    output::MCA.set_verbosity(0);
+
     // File sink, configured through the parameters.
     let dir = std::env::temp_dir().join(format!("oxmpi-output-test-{pid}"));
     std::fs::create_dir_all(&dir).unwrap();

@@ -592,3 +592,37 @@ fn quoted_values_and_comments_in_files() {
         vec!["eth0", "ib0"]
     );
 }
+
+#[test]
+fn value_accessors() {
+    assert_eq!(Value::Bool(true).as_bool(), Some(true));
+    assert_eq!(Value::Enum(3).as_int(), Some(3));
+    assert_eq!(Value::Size(9).as_size(), Some(9));
+    assert_eq!(Value::String("x".into()).as_str(), Some("x"));
+    assert_eq!(Value::Int(1).as_str(), None);
+    let l = Value::List(vec!["a".into()]);
+    assert_eq!(l.as_list(), Some(&["a".to_string()][..]));
+    assert!(l.as_selection().is_none());
+}
+
+#[test]
+fn resolve_decl_registers_once() {
+    let mut s = sources();
+    env(&mut s, "OXMPI_MCA_btl_sm_fifo_size", "2m");
+    let mut r = Registry::new(s).unwrap();
+    let d = TEST_PARAMS[0];
+    assert_eq!(r.resolve_decl(&d).unwrap().as_size(), Some(2 << 20));
+    assert_eq!(r.resolve_decl(&d).unwrap().as_size(), Some(2 << 20));
+    let bad = ParamDecl::new(
+        "btl",
+        "sm",
+        "fifo_size",
+        ParamType::Int { min: 0, max: 1 },
+        "0",
+        "x",
+    );
+    assert!(matches!(
+        r.resolve_decl(&bad),
+        Err(ParamError::DuplicateRegistration { .. })
+    ));
+}

@@ -32,15 +32,17 @@
 //! Every resolved value carries its [`Source`]. All inputs come from a [`Sources`] value, so
 //! tests build one by hand instead of touching the process environment or the file system.
 
-mod registry;
+pub(crate) mod registry;
 mod sources;
 mod value;
 
 pub use registry::{
-    global, init_global, register_global, with_global, Entry, EnvReport, ParamWarning, Registry,
-    UnknownParam,
+    global, init_global, register_global, resolve, with_global, Entry, EnvReport, ParamWarning,
+    Registry, UnknownParam,
 };
-pub use sources::{Files, Sources, ENV_PREFIX, ENV_PREFIX_COMPAT, SOURCE_PREFIX};
+pub use sources::{
+    prefix_from_exe, Files, Sources, ENV_PREFIX, ENV_PREFIX_COMPAT, PREFIX_ENV, SOURCE_PREFIX,
+};
 pub use value::{
     level_name, parse_bool, parse_enum, parse_int, parse_list, parse_selection, parse_size,
     ParamType, Selection, Value, ValueError,

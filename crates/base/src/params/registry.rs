@@ -472,6 +472,16 @@ impl Registry {
         Ok(())
     }
 
+    /// Registers `decl` if needed and returns its effective value.
+    pub fn resolve_decl(&mut self, decl: &ParamDecl) -> Result<Value, ParamError> {
+        self.register(std::slice::from_ref(decl))?;
+        let name = decl.full_name();
+        self.params
+            .get(&name)
+            .map(|e| e.value.clone())
+            .ok_or(ParamError::Unknown { name })
+    }
+
     /// The entry of a registered parameter.
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.params.get(name)
@@ -685,6 +695,42 @@ pub fn global() -> Result<MutexGuard<'static, Registry>, ParamError> {
         Ok(m) => Ok(m.lock().unwrap_or_else(|p| p.into_inner())),
         Err(e) => Err(e.clone()),
     }
+}
+
+/// Result of [`try_global`].
+pub(crate) enum TryGlobal {
+    /// Locked.
+    Ready(MutexGuard<'static, Registry>),
+    /// Locked by someone else (possibly this thread) right now.
+    Busy,
+    /// Building the registry failed.
+    Failed,
+}
+
+/// The global registry if it can be locked right now without waiting (used by the output
+/// framework so that a message printed while the registry is locked cannot deadlock).
+pub(crate) fn try_global() -> TryGlobal {
+    let r = GLOBAL.get_or_init(|| Registry::new(Sources::from_process()).map(Mutex::new));
+    let Ok(m) = r.as_ref() else {
+        return TryGlobal::Failed;
+    };
+    match m.try_lock() {
+        Ok(g) => TryGlobal::Ready(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => TryGlobal::Ready(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => TryGlobal::Busy,
+    }
+}
+
+/// Registers `decl` in the global registry if needed and returns its effective value.
+///
+/// ```
+/// use oxmpi_base::params::{self, ParamDecl, ParamType};
+/// static FIFO: ParamDecl =
+///     ParamDecl::new("btl", "sm", "fifo_size", ParamType::Size, "64k", "FIFO size in bytes");
+/// assert_eq!(params::resolve(&FIFO).unwrap().as_size(), Some(65536));
+/// ```
+pub fn resolve(decl: &ParamDecl) -> Result<Value, ParamError> {
+    with_global(|r| r.resolve_decl(decl))?
 }
 
 /// Runs `f` with the global registry locked.

@@ -12,6 +12,9 @@ pub const ENV_PREFIX_COMPAT: &str = "OMPI_MCA_";
 /// `OXMPI_MCA_SOURCE_<name>=command` or `=tune:<path>:<line>`.
 pub const SOURCE_PREFIX: &str = "OXMPI_MCA_SOURCE_";
 
+/// Environment variable naming the install prefix for processes started by `mpirun`.
+pub const PREFIX_ENV: &str = "OXMPI_PREFIX";
+
 /// How files are read: from the real file system, or from an in-memory map (tests).
 #[derive(Debug, Clone, Default)]
 pub enum Files {
@@ -52,8 +55,10 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// Sources of the current process: its environment, `$HOME`, and the install prefix
-    /// derived from the executable path (`<prefix>/bin/x` → `<prefix>`); no command line.
+    /// Sources of the current process: its environment, `$HOME`, and the install prefix:
+    /// `$OXMPI_PREFIX` if set (`mpirun` sets it for the processes it starts, whose executable
+    /// is not in the prefix), else derived from the executable path (`<prefix>/bin/x` →
+    /// `<prefix>`); no command line.
     pub fn from_process() -> Self {
         let env: Vec<(String, String)> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -64,7 +69,10 @@ impl Sources {
             command_line: Vec::new(),
             tune_files: Vec::new(),
             home,
-            prefix: prefix_from_exe(),
+            prefix: std::env::var_os(PREFIX_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .or_else(prefix_from_exe),
             files: Files::Real,
         }
     }

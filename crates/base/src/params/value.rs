@@ -111,6 +111,54 @@ pub enum Value {
 }
 
 impl Value {
+    /// The boolean, if this is a [`Value::Bool`].
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The number, if this is a [`Value::Int`] or [`Value::Enum`].
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) | Value::Enum(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The byte count, if this is a [`Value::Size`].
+    pub fn as_size(&self) -> Option<u64> {
+        match self {
+            Value::Size(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a [`Value::String`].
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is a [`Value::List`].
+    pub fn as_list(&self) -> Option<&[String]> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The selection, if this is a [`Value::Selection`].
+    pub fn as_selection(&self) -> Option<&Selection> {
+        match self {
+            Value::Selection(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Renders the value the way `oxmpi-info` shows it and the way it is passed on in the
     /// environment; parsing the result with the same type yields the same value.
     pub fn render(&self, ty: &ParamType) -> String {
