@@ -158,7 +158,57 @@ pub fn parse_hosts(entries: &[String], local_name: &str, local_cores: usize) -> 
     Ok(alloc)
 }
 
-/// Build the allocation of a job from `--hostfile`, `--host` or the local cores.
+/// The allocation of the enclosing Slurm job (`salloc`/`sbatch`), if any: nodes from
+/// `SLURM_JOB_NODELIST` (full hostlist grammar), slots from `SLURM_TASKS_PER_NODE`.
+/// `env` looks up environment variables. `Ok(None)` outside a Slurm job.
+pub fn slurm_allocation(
+    env: &dyn Fn(&str) -> Option<String>,
+    local_name: &str,
+    local_cores: usize,
+) -> Result<Option<Allocation>> {
+    if env("SLURM_JOB_ID").or_else(|| env("SLURM_JOBID")).is_none() {
+        return Ok(None);
+    }
+    let bad = |var: &str, value: &str, reason: String| RuntimeError::BadValue {
+        option: var.to_string(),
+        value: value.to_string(),
+        reason,
+    };
+    let (var, list) = match env("SLURM_JOB_NODELIST").or_else(|| env("SLURM_NODELIST")) {
+        Some(l) => ("SLURM_JOB_NODELIST", l),
+        None => {
+            return Err(bad(
+                "SLURM_JOB_NODELIST",
+                "",
+                "SLURM_JOB_ID is set but the node list is missing from the environment".into(),
+            ))
+        }
+    };
+    let hosts = oxmpi_base::hostlist::expand(&list).map_err(|e| bad(var, &list, e.to_string()))?;
+    let tasks = env("SLURM_TASKS_PER_NODE").unwrap_or_default();
+    let counts = if tasks.is_empty() {
+        vec![1; hosts.len()]
+    } else {
+        oxmpi_base::hostlist::expand_tasks_per_node(&tasks, 1 << 20)
+            .map_err(|e| bad("SLURM_TASKS_PER_NODE", &tasks, e.to_string()))?
+    };
+    if counts.len() < hosts.len() {
+        return Err(bad(
+            "SLURM_TASKS_PER_NODE",
+            &tasks,
+            format!("{} counts for {} nodes", counts.len(), hosts.len()),
+        ));
+    }
+    let mut alloc = Allocation { nodes: Vec::new() };
+    // Extra counts beyond the node count are tolerated (as Open MPI does).
+    for (h, &c) in hosts.iter().zip(&counts) {
+        alloc.add(h, c as usize, None, local_name, local_cores);
+    }
+    Ok(Some(alloc))
+}
+
+/// Build the allocation of a job from `--hostfile`, `--host`, the enclosing Slurm job, or
+/// the local cores (in that order of preference).
 pub fn allocate(spec: &JobSpec, local_name: &str, topo: &LocalTopology) -> Result<Allocation> {
     let cores = topo.num_cores();
     let from_file = match &spec.hostfile {
@@ -188,15 +238,21 @@ pub fn allocate(spec: &JobSpec, local_name: &str, topo: &LocalTopology) -> Resul
             Ok(hosts)
         }
         (None, false) => parse_hosts(&spec.hosts, local_name, cores),
-        (None, true) => Ok(Allocation {
-            nodes: vec![Node {
-                name: local_name.to_string(),
-                slots: cores,
-                max_slots: None,
-                local: true,
-                cores,
-            }],
-        }),
+        (None, true) => {
+            let env = |k: &str| std::env::var(k).ok();
+            if let Some(a) = slurm_allocation(&env, local_name, cores)? {
+                return Ok(a);
+            }
+            Ok(Allocation {
+                nodes: vec![Node {
+                    name: local_name.to_string(),
+                    slots: cores,
+                    max_slots: None,
+                    local: true,
+                    cores,
+                }],
+            })
+        }
     }
 }
 
@@ -441,6 +497,58 @@ mod tests {
         assert!(e.to_string().starts_with("hf:1: "), "{e}");
         assert!(parse_hostfile(p, "a slots=3 max_slots=2", "vm", 2).is_err());
         assert!(parse_hostfile(p, "# only comments\n", "vm", 2).is_err());
+    }
+
+    #[test]
+    fn slurm_allocation_from_environment() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(slurm_allocation(&vars(&[]), "vm", 2).unwrap(), None);
+        let env = vars(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_JOB_NODELIST", "vm,n[01-03]"),
+            ("SLURM_TASKS_PER_NODE", "2,3(x2),1"),
+        ]);
+        let a = slurm_allocation(&env, "vm", 2).unwrap().unwrap();
+        let got: Vec<(&str, usize, bool)> = a
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.slots, n.local))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("vm", 2, true),
+                ("n01", 3, false),
+                ("n02", 3, false),
+                ("n03", 1, false)
+            ]
+        );
+        let env = vars(&[
+            ("SLURM_JOBID", "7"),
+            ("SLURM_NODELIST", "n[1-2"),
+            ("SLURM_TASKS_PER_NODE", "1"),
+        ]);
+        assert!(slurm_allocation(&env, "vm", 2).is_err());
+        let env = vars(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_JOB_NODELIST", "a,b"),
+            ("SLURM_TASKS_PER_NODE", "1"),
+        ]);
+        assert!(slurm_allocation(&env, "vm", 2).is_err());
+        let env = vars(&[
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_JOB_NODELIST", "a"),
+            ("SLURM_TASKS_PER_NODE", "x"),
+        ]);
+        assert!(slurm_allocation(&env, "vm", 2).is_err());
+        assert!(slurm_allocation(&vars(&[("SLURM_JOB_ID", "7")]), "vm", 2).is_err());
     }
 
     #[test]
