@@ -48,13 +48,20 @@ impl Outcome {
             None => "timed out".to_string(),
             Some(s) => format!("exited with {s}"),
         };
-        let tail: Vec<&str> = self
+        // First lines (an MPI error message) and last lines (a traceback's cause).
+        let lines: Vec<&str> = self
             .stderr
             .lines()
             .chain(self.stdout.lines())
-            .filter(|l| !l.trim().is_empty())
-            .take(3)
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
             .collect();
+        let mut tail: Vec<&str> = lines.iter().take(2).copied().collect();
+        for l in lines.iter().skip(2).rev().take(2).rev() {
+            if !tail.contains(l) {
+                tail.push(l);
+            }
+        }
         format!("{why}: {}", tail.join(" | "))
     }
 }
@@ -126,15 +133,22 @@ mod tests {
     #[test]
     fn captures_output_and_status() {
         let o = run(
-            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Command::new("sh").args([
+                "-c",
+                "echo out; echo err >&2; echo a; echo b; echo cause; exit 3",
+            ]),
             Duration::from_secs(20),
         )
         .unwrap();
-        assert_eq!(o.stdout, "out\n");
+        assert_eq!(o.stdout, "out\na\nb\ncause\n");
         assert_eq!(o.stderr, "err\n");
         assert_eq!(o.status.and_then(|s| s.code()), Some(3));
         assert!(!o.ok());
-        assert!(o.failure().contains("err"));
+        let f = o.failure();
+        assert!(
+            f.contains("err") && f.contains("cause") && !f.contains("a |"),
+            "{f}"
+        );
     }
 
     #[test]
