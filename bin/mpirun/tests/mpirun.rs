@@ -816,3 +816,39 @@ fn verbose_streams_follow_mca_parameters() {
     let o = s.run(&["-n", "1", "true"]);
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
 }
+
+/// Inside a Slurm allocation (simulated through its environment) the job's slots come from
+/// Slurm; nodes other than this one cannot be reached by the local launch agent.
+#[test]
+fn slurm_allocation_sets_the_slots() {
+    let s = Scratch::new("slurm");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    let o = s
+        .mpirun()
+        .env("SLURM_JOB_ID", "42")
+        .env("SLURM_JOB_NODELIST", host)
+        .env("SLURM_TASKS_PER_NODE", "3")
+        .args([
+            "--nooversubscribe",
+            "sh",
+            "-c",
+            "echo $OMPI_COMM_WORLD_SIZE",
+        ])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "3\n3\n3\n");
+    let o = s
+        .mpirun()
+        .env("SLURM_JOB_ID", "42")
+        .env("SLURM_JOB_NODELIST", format!("{host},oxnode[1-2]"))
+        .env("SLURM_TASKS_PER_NODE", "1(x3)")
+        .args(["-n", "3", "true"])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("'oxnode1'"), "{}", stderr(&o));
+}
