@@ -425,3 +425,25 @@ fn terminal_width() -> Option<usize> {
         Some(78)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_only_with_a_width() {
+        let lab = label("MCA x base");
+        let text = "one two three four five six seven eight nine ten eleven twelve";
+        let mut out = String::new();
+        push_wrapped(&mut out, &lab, text, None);
+        assert_eq!(out, format!("{lab}{text}\n"));
+        let mut out = String::new();
+        push_wrapped(&mut out, &lab, text, Some(CENTER + 2 + 20));
+        let indent = " ".repeat(CENTER + 2);
+        assert_eq!(
+            out,
+            format!("{lab}one two three four\n{indent}five six seven eight\n{indent}nine ten eleven\n{indent}twelve\n")
+        );
+        assert!(out.lines().all(|l| l.len() <= CENTER + 2 + 20));
+    }
+}

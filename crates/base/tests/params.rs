@@ -626,3 +626,56 @@ fn resolve_decl_registers_once() {
         Err(ParamError::DuplicateRegistration { .. })
     ));
 }
+
+proptest! {
+    /// For any subset of sources setting `btl_tcp_port`, the value and source are those of
+    /// the highest-precedence source present.
+    #[test]
+    fn precedence_property(mask in 0u8..128) {
+        let mut s = sources();
+        // (bit, value, expected source text), highest precedence first.
+        let layers = [
+            (0, 1, "override (/opt/ox/etc/oxmpi-mca-params-override.conf:1)"),
+            (1, 2, "command line"),
+            (2, 3, "environment (OXMPI_MCA_btl_tcp_port)"),
+            (3, 4, "environment (OMPI_MCA_btl_tcp_port)"),
+            (4, 5, "tune file (/t/a.conf:1)"),
+            (5, 6, "file (/home/u/.oxmpi/mca-params.conf:1)"),
+            (6, 7, "file (/opt/ox/etc/oxmpi-mca-params.conf:1)"),
+        ];
+        let on = |b: u8| mask & (1 << b) != 0;
+        if on(0) { with_file(&mut s, OVERRIDE_FILE, "btl_tcp_port = 1\n"); }
+        if on(1) { s.command_line.push(("btl_tcp_port".into(), "2".into())); }
+        if on(2) { env(&mut s, "OXMPI_MCA_btl_tcp_port", "3"); }
+        if on(3) { env(&mut s, "OMPI_MCA_btl_tcp_port", "4"); }
+        if on(4) {
+            with_file(&mut s, "/t/a.conf", "--mca btl_tcp_port 5\n");
+            s.tune_files.push("/t/a.conf".into());
+        }
+        if on(5) { with_file(&mut s, HOME_FILE, "btl_tcp_port = 6\n"); }
+        if on(6) { with_file(&mut s, SYS_FILE, "btl_tcp_port = 7\n"); }
+        let r = registry(s).unwrap();
+        let e = r.get("btl_tcp_port").unwrap();
+        let (v, src) = layers
+            .iter()
+            .find(|(b, _, _)| on(*b))
+            .map(|(_, v, s)| (*v, s.to_string()))
+            .unwrap_or((0, "default".to_string()));
+        prop_assert_eq!(&e.value, &Value::Int(v));
+        prop_assert_eq!(e.source.to_string(), src);
+    }
+
+    #[test]
+    fn list_roundtrip(items in proptest::collection::vec("[a-z0-9_./-]{1,8}", 0..8)) {
+        prop_assert_eq!(parse_list(&items.join(",")), items.clone());
+        prop_assert_eq!(parse_list(&items.join(" , ")), items);
+    }
+
+    #[test]
+    fn enum_names_and_numbers_agree(i in 0usize..8) {
+        let (n, name) = VERBOSE_LEVELS[i];
+        prop_assert_eq!(VERBOSE_TYPE.parse(name), Ok(Value::Enum(n)));
+        prop_assert_eq!(VERBOSE_TYPE.parse(&n.to_string()), Ok(Value::Enum(n)));
+        prop_assert_eq!(VERBOSE_TYPE.parse(&name.to_uppercase()), Ok(Value::Enum(n)));
+    }
+}

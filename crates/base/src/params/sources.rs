@@ -214,3 +214,83 @@ pub(crate) fn parse_tune_file(text: &str, path: &Path) -> Result<TuneFile, Param
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn src(line: u32) -> Source {
+        Source::File {
+            path: PathBuf::from("/f"),
+            line,
+        }
+    }
+
+    proptest! {
+        /// Any set of `name = value` lines, with random spacing, comments, blank lines and
+        /// optional quotes, parses back to the same names, values and line numbers.
+        #[test]
+        fn param_file_roundtrip(
+            entries in proptest::collection::vec(
+                ("[a-z][a-z0-9_]{0,12}", "[A-Za-z0-9_,./:^ -]{0,16}", 0usize..3, any::<bool>(), any::<bool>()),
+                0..12,
+            )
+        ) {
+            let mut text = String::new();
+            let mut expect = Vec::new();
+            let mut line = 0u32;
+            for (name, value, pad, quote, comment_before) in &entries {
+                if *comment_before {
+                    text.push_str("  # a comment = with equals\n\n");
+                    line += 2;
+                }
+                let sp = " ".repeat(*pad);
+                let shown = if *quote { format!("\"{value}\"") } else { value.clone() };
+                text.push_str(&format!("{sp}{name}{sp}={sp}{shown}{sp}\n"));
+                line += 1;
+                let v = if *quote { value.as_str() } else { value.trim() };
+                expect.push(FileEntry { name: name.clone(), value: v.to_string(), source: src(line) });
+            }
+            let got = parse_param_file(&text, Path::new("/f"), "parameter file", src).unwrap();
+            prop_assert_eq!(got, expect);
+        }
+
+        /// Lines without `=` (and not comments) are always rejected with their line number.
+        #[test]
+        fn param_file_rejects_lines_without_equals(good in 0u32..5, bad in "[a-z ]{1,10}[a-z]") {
+            let mut text = "a = 1\n".repeat(good as usize);
+            text.push_str(&bad);
+            let err = parse_param_file(&text, Path::new("/f"), "parameter file", src).unwrap_err();
+            let is_expected = matches!(err, ParamError::MalformedLine { line, .. } if line == good + 1);
+            prop_assert!(is_expected);
+        }
+
+        /// Tune files: any sequence of --mca and -x items parses to the same items.
+        #[test]
+        fn tune_file_roundtrip(
+            items in proptest::collection::vec(
+                (any::<bool>(), "[a-z][a-z_]{0,8}", "[a-z0-9]{1,6}"),
+                0..10,
+            )
+        ) {
+            let mut text = String::new();
+            let mut params = Vec::new();
+            let mut exports = Vec::new();
+            for (i, (is_mca, k, v)) in items.iter().enumerate() {
+                if *is_mca {
+                    text.push_str(&format!("--mca {k} {v}"));
+                    params.push((k.clone(), v.clone()));
+                } else {
+                    text.push_str(&format!("-x {k}={v}"));
+                    exports.push((k.clone(), Some(v.clone())));
+                }
+                text.push(if i % 3 == 2 { '\n' } else { ' ' });
+            }
+            let t = parse_tune_file(&text, Path::new("/t")).unwrap();
+            let got: Vec<(String, String)> = t.params.into_iter().map(|e| (e.name, e.value)).collect();
+            prop_assert_eq!(got, params);
+            prop_assert_eq!(t.exports, exports);
+        }
+    }
+}
