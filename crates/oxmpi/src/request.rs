@@ -46,8 +46,8 @@
 //! # }
 //! ```
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
+use std::sync::{Mutex, MutexGuard};
 
 use oxmpi_engine::{Engine, ErrorClass, ReqId};
 
@@ -199,7 +199,16 @@ impl Pending {
 }
 
 /// Slots of the requests started in a scope and not yet completed.
-type Slots = RefCell<Vec<Option<(&'static Engine, ReqId, bool)>>>;
+type Slots = Mutex<Vec<Option<Slot>>>;
+
+/// A request registered in a scope: its engine, id, and whether it is a receive.
+type Slot = (&'static Engine, ReqId, bool);
+
+/// Locks the slots (a panic elsewhere cannot leave them inconsistent: every update is a
+/// single push or store).
+fn lock(slots: &Slots) -> MutexGuard<'_, Vec<Option<Slot>>> {
+    slots.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The region in which scoped requests may live; see [`scope`].
 ///
@@ -215,12 +224,7 @@ struct WaitLeaked<'a>(&'a Slots);
 
 impl Drop for WaitLeaked<'_> {
     fn drop(&mut self) {
-        let leaked: Vec<_> = self
-            .0
-            .borrow_mut()
-            .iter_mut()
-            .filter_map(Option::take)
-            .collect();
+        let leaked: Vec<_> = lock(self.0).iter_mut().filter_map(Option::take).collect();
         for (engine, id, recv) in leaked {
             if std::thread::panicking() && recv {
                 engine.cancel(id);
@@ -240,7 +244,7 @@ where
     F: for<'s> FnOnce(&'s Scope<'s, 'e>) -> R,
 {
     let s = Scope {
-        pending: RefCell::new(Vec::new()),
+        pending: Mutex::new(Vec::new()),
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -265,7 +269,7 @@ impl<'s> ScopedRequest<'s> {
     pub(crate) fn new<'e>(scope: &'s Scope<'s, 'e>, pending: Pending) -> ScopedRequest<'s> {
         let slots = &scope.pending;
         let slot = {
-            let mut v = slots.borrow_mut();
+            let mut v = lock(slots);
             v.push(Some((pending.engine, pending.id, pending.what.recv)));
             v.len() - 1
         };
@@ -277,7 +281,7 @@ impl<'s> ScopedRequest<'s> {
     }
 
     fn complete(&self) {
-        if let Some(s) = self.slots.borrow_mut().get_mut(self.slot) {
+        if let Some(s) = lock(self.slots).get_mut(self.slot) {
             *s = None;
         }
     }
