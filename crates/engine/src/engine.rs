@@ -424,16 +424,22 @@ impl Engine {
     ) -> Result<ReqId, Error> {
         let mut st = self.lock();
         st.check_live()?;
-        let c = st.comm(comm)?.clone();
+        let (ctx, my, n, dest_world) = {
+            let c = st.comm(comm)?;
+            let w = usize::try_from(dest)
+                .ok()
+                .and_then(|d| c.group.get(d).copied());
+            (c.ctx, c.rank, c.group.len(), w)
+        };
         if dest == PROC_NULL {
             return Ok(st.new_done(Status::PROC_NULL));
         }
-        if dest < 0 || dest as usize >= c.group.len() {
+        let Some(dest_world) = dest_world else {
             return Err(Error::arg(
                 ErrorClass::Rank,
-                format!("destination rank {dest} not in 0..{}", c.group.len()),
+                format!("destination rank {dest} not in 0..{n}"),
             ));
-        }
+        };
         if !(0..=TAG_UB).contains(&tag) {
             return Err(Error::arg(
                 ErrorClass::Tag,
@@ -443,13 +449,9 @@ impl Engine {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
         }
-        let env = Envelope {
-            ctx: c.ctx,
-            src: c.rank,
-            tag,
-        };
+        let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
-        unsafe { st.send(env, c.group[dest as usize], buf, len, mode) }
+        unsafe { st.send(env, dest_world, buf, len, mode) }
     }
 
     /// Starts a receive of up to `len` bytes into `buf` from rank `src` (or [`ANY_SOURCE`],
@@ -468,14 +470,20 @@ impl Engine {
     ) -> Result<ReqId, Error> {
         let mut st = self.lock();
         st.check_live()?;
-        let c = st.comm(comm)?.clone();
+        let (ctx, n, src_world) = {
+            let c = st.comm(comm)?;
+            let w = usize::try_from(src)
+                .ok()
+                .and_then(|d| c.group.get(d).copied());
+            (c.ctx, c.group.len(), w)
+        };
         if src == PROC_NULL {
             return Ok(st.new_done(Status::PROC_NULL));
         }
-        if src != ANY_SOURCE && (src < 0 || src as usize >= c.group.len()) {
+        if src != ANY_SOURCE && src_world.is_none() {
             return Err(Error::arg(
                 ErrorClass::Rank,
-                format!("source rank {src} not in 0..{}", c.group.len()),
+                format!("source rank {src} not in 0..{n}"),
             ));
         }
         if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
@@ -487,11 +495,11 @@ impl Engine {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
         }
-        let peer = (src != ANY_SOURCE).then(|| c.group[src as usize]);
+        let peer = src_world;
         let id = st.new_req(ReqState::Posted {
             buf,
             cap: len,
-            ctx: c.ctx,
+            ctx,
             src,
             peer,
         });
@@ -501,7 +509,7 @@ impl Engine {
                 return Ok(ReqId(id));
             }
         }
-        if let Some((env, msg)) = st.matcher.post(c.ctx, src, tag, id) {
+        if let Some((env, msg)) = st.matcher.post(ctx, src, tag, id) {
             st.deliver(id, env, msg);
         }
         Ok(ReqId(id))

@@ -3,22 +3,27 @@
 //! Layout (all offsets from the ring's base, which must be 64-byte aligned):
 //!
 //! ```text
-//! 0    head: AtomicU64  (written by the producer only; its own cache line)
-//! 64   tail: AtomicU64  (written by the consumer only; its own cache line)
-//! 128  data[cap]        (cap a multiple of 64)
+//! 0    tail: AtomicU64  (written by the consumer only; its own cache line)
+//! 64   data[cap]        (cap a multiple of 64)
 //! ```
 //!
-//! `head` and `tail` count bytes ever written / consumed (they never wrap). A record is an
-//! 8-byte frame word (`len: u32`, `flags: u32`) followed by `len` bytes, padded to a multiple
-//! of 64 bytes so every record starts on a cache line: a record of up to 56 bytes moves in a
-//! single cache line. A record never wraps around the end of the data area; the producer fills
-//! the rest of the area with a pad record instead.
+//! A record is an 8-byte frame word followed by `len` bytes, padded to a multiple of 64 bytes
+//! so every record starts on a cache line. The frame word holds `len`, flags and a `VALID`
+//! bit. A record never wraps around the end of the data area; the producer fills the rest of
+//! the area with a pad record instead.
 //!
-//! Ordering: the producer writes the record and then publishes `head` with `Release`; the
-//! consumer loads `head` with `Acquire` before reading. The consumer publishes `tail` with
-//! `Release` after it has finished reading a record; the producer loads it with `Acquire`
-//! before reusing the space. Each side caches the other's index and only reloads it when the
-//! ring looks empty (consumer) or full (producer).
+//! **One cache line per small message.** The consumer does not read a producer index: it
+//! polls the frame word at its own position. This works because the first 8 bytes of every
+//! line the consumer has passed are zero: after consuming a record it clears the first word of
+//! each of the record's lines (they are in its cache already). So the word at the consumer's
+//! position is either zero or the frame of the next record, and a record of up to 56 bytes
+//! (frame included) moves from producer to consumer as one cache-line transfer.
+//!
+//! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
+//! consumer loads it with `Acquire` before reading the payload. The consumer clears the
+//! record's line words and then publishes `tail` (bytes consumed, never wraps) with
+//! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
+//! is full) before reusing the space.
 //!
 //! The model test in `tests/loom_ring.rs` (`RUSTFLAGS="--cfg loom" cargo test -p oxmpi-engine
 //! --test loom_ring --release`) checks these orderings with loom, including data races on the
@@ -32,29 +37,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Cache-line size assumed for alignment.
 pub const LINE: usize = 64;
 /// Bytes of the control block before the data area.
-pub const CTL_BYTES: usize = 2 * LINE;
+pub const CTL_BYTES: usize = LINE;
 /// Bytes of the frame word in front of each record.
 pub const FRAME: usize = 8;
-const PAD_FLAG: u32 = 1;
+const VALID: u64 = 1 << 63;
+const PAD: u64 = 1 << 62;
 
-/// The control block of a ring: producer and consumer indexes on separate cache lines.
+/// The control block of a ring: the consumer's index on its own cache line.
 #[repr(C, align(64))]
 #[derive(Debug)]
 pub struct RingCtl {
-    head: AtomicU64,
-    _pad0: [u8; LINE - 8],
     tail: AtomicU64,
-    _pad1: [u8; LINE - 8],
+    _pad: [u8; LINE - 8],
 }
 
 impl RingCtl {
-    /// A control block with both indexes at zero (zeroed shared memory is equivalent).
+    /// A control block at zero (zeroed shared memory is equivalent).
     pub fn new() -> RingCtl {
         RingCtl {
-            head: AtomicU64::new(0),
-            _pad0: [0; LINE - 8],
             tail: AtomicU64::new(0),
-            _pad1: [0; LINE - 8],
+            _pad: [0; LINE - 8],
         }
     }
 }
@@ -77,17 +79,18 @@ pub fn max_record(cap: usize) -> usize {
     cap / 2 - FRAME
 }
 
-#[cfg(loom)]
-type Cells = std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>;
-
 /// Where a ring lives.
 #[derive(Clone, Debug)]
 pub struct RingMem {
     ctl: *const RingCtl,
     data: *mut u8,
     cap: usize,
+    /// Loom: the frame words (first word of each line) as loom atomics, and one loom cell
+    /// per line to detect data races on the payload.
     #[cfg(loom)]
-    cells: Cells,
+    frames: std::sync::Arc<Vec<AtomicU64>>,
+    #[cfg(loom)]
+    cells: std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>,
 }
 
 // SAFETY: the pointers refer to shared memory whose concurrent use is coordinated by the
@@ -99,9 +102,9 @@ impl RingMem {
     ///
     /// # Safety
     /// `base` must be 64-byte aligned and valid for reads and writes of `CTL_BYTES + cap`
-    /// bytes for as long as the ring is used, its control block must be zero-initialised
-    /// (or a valid `RingCtl`), `cap` must be a non-zero multiple of 64, and at most one
-    /// [`Producer`] and one [`Consumer`] may use it.
+    /// bytes for as long as the ring is used, the whole ring must be zero-initialised (or
+    /// have been used only as a ring of the same size), `cap` must be a non-zero multiple of
+    /// 64, and at most one [`Producer`] and one [`Consumer`] may use it.
     #[cfg(not(loom))]
     pub unsafe fn from_raw(base: *mut u8, cap: usize) -> RingMem {
         debug_assert!(cap % LINE == 0 && cap > 0 && base as usize % LINE == 0);
@@ -119,20 +122,54 @@ impl RingMem {
     /// As for the non-loom `from_raw`; `ctl` and `data` must outlive the ring.
     #[cfg(loom)]
     pub unsafe fn from_parts(ctl: *const RingCtl, data: *mut u8, cap: usize) -> RingMem {
-        let cells = (0..cap / LINE)
-            .map(|_| loom::cell::UnsafeCell::new(()))
-            .collect();
+        let lines = cap / LINE;
         RingMem {
             ctl,
             data,
             cap,
-            cells: std::sync::Arc::new(cells),
+            frames: std::sync::Arc::new((0..lines).map(|_| AtomicU64::new(0)).collect()),
+            cells: std::sync::Arc::new(
+                (0..lines)
+                    .map(|_| loom::cell::UnsafeCell::new(()))
+                    .collect(),
+            ),
         }
     }
 
     fn ctl(&self) -> &RingCtl {
         // SAFETY: valid for the ring's lifetime by the constructor's contract.
         unsafe { &*self.ctl }
+    }
+
+    /// The frame word at byte `pos` (a line start) of the data area.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    fn frame(&self, pos: usize) -> &AtomicU64 {
+        // SAFETY: pos is a line start inside the data area (8-byte aligned, in bounds);
+        // AtomicU64 has the layout of u64 and the memory is shared only through this
+        // protocol.
+        unsafe { &*self.data.add(pos).cast::<AtomicU64>() }
+    }
+    #[cfg(loom)]
+    fn frame(&self, pos: usize) -> &AtomicU64 {
+        &self.frames[pos / LINE]
+    }
+
+    /// Clears the first word of every line in `[pos, pos + len)` except the frame line.
+    #[inline(always)]
+    fn clear_lines(&self, pos: usize, len: usize) {
+        let mut p = pos + LINE;
+        while p < pos + len {
+            #[cfg(not(loom))]
+            // SAFETY: p is a line start inside the consumed record, which the producer does
+            // not touch until `tail` moves past it.
+            unsafe {
+                self.data.add(p).cast::<u64>().write(0)
+            };
+            #[cfg(loom)]
+            self.frames[p / LINE].store(0, Ordering::Relaxed);
+            p += LINE;
+        }
     }
 
     #[cfg(loom)]
@@ -169,13 +206,12 @@ pub struct Producer {
 }
 
 impl Producer {
-    /// Producer for `mem` (reads the current head, so a ring can be resumed).
+    /// Producer for a fresh (zeroed) ring.
     pub fn new(mem: RingMem) -> Producer {
-        let head = mem.ctl().head.load(Ordering::Relaxed);
         let cached_tail = mem.ctl().tail.load(Ordering::Acquire);
         Producer {
             mem,
-            head,
+            head: cached_tail,
             cached_tail,
         }
     }
@@ -186,11 +222,12 @@ impl Producer {
     }
 
     /// Writes one record of `len` bytes: `fill` receives a pointer to `len` writable bytes
-    /// (64-byte aligned minus the 8-byte frame, i.e. 8 bytes past a line start) and must
-    /// initialise them. Returns `false` (and does not call `fill`) if the ring is full.
+    /// (8 bytes past a cache-line start) and must initialise them. Returns `false` (and does
+    /// not call `fill`) if the ring is full.
     ///
     /// # Panics
     /// If `len > self.max_record()`.
+    #[inline]
     pub fn push(&mut self, len: usize, fill: impl FnOnce(*mut u8)) -> bool {
         assert!(len <= self.max_record(), "ring record too large");
         let cap = self.mem.cap as u64;
@@ -210,26 +247,21 @@ impl Producer {
         }
         let mut at = pos as usize;
         if total > to_end {
-            self.mem.track_write(at, FRAME);
-            // SAFETY: `at + FRAME <= cap` (to_end >= 64) and the space is free (checked above).
-            unsafe {
-                write_frame(
-                    self.mem.data.add(at),
-                    (to_end as usize - FRAME) as u32,
-                    PAD_FLAG,
-                )
-            };
+            // The pad covers the rest of the area; its frame is published before the record's
+            // so the consumer meets them in order.
+            self.mem
+                .frame(at)
+                .store(VALID | PAD | (to_end - FRAME as u64), Ordering::Release);
             self.head += to_end;
             at = 0;
         }
         self.mem.track_write(at, FRAME + len);
-        // SAFETY: `[at, at + total)` lies inside the data area and is free.
-        unsafe {
-            write_frame(self.mem.data.add(at), len as u32, 0);
-            fill(self.mem.data.add(at + FRAME));
-        }
+        // SAFETY: `[at + FRAME, at + FRAME + len)` lies inside the data area and is free.
+        fill(unsafe { self.mem.data.add(at + FRAME) });
+        self.mem
+            .frame(at)
+            .store(VALID | len as u64, Ordering::Release);
         self.head += total;
-        self.mem.ctl().head.store(self.head, Ordering::Release);
         true
     }
 
@@ -245,18 +277,16 @@ impl Producer {
 pub struct Consumer {
     mem: RingMem,
     tail: u64,
-    cached_head: u64,
-    current: Option<u64>,
+    current: Option<(usize, usize)>,
 }
 
 impl Consumer {
-    /// Consumer for `mem` (resumes at its current tail).
+    /// Consumer for a fresh (zeroed) ring.
     pub fn new(mem: RingMem) -> Consumer {
         let tail = mem.ctl().tail.load(Ordering::Relaxed);
         Consumer {
             mem,
             tail,
-            cached_head: tail,
             current: None,
         }
     }
@@ -264,41 +294,45 @@ impl Consumer {
     /// The next record, as (pointer to its bytes, length), without consuming it. Returns
     /// `None` if the ring is empty. A corrupt frame (length out of bounds) is reported as
     /// `Err`.
+    #[inline]
     pub fn peek(&mut self) -> Result<Option<(*const u8, usize)>, RingCorrupt> {
-        let cap = self.mem.cap as u64;
+        if let Some((pos, len)) = self.current {
+            // SAFETY: as when it was first returned.
+            return Ok(Some((unsafe { self.mem.data.add(pos + FRAME) }, len)));
+        }
+        let cap = self.mem.cap;
         loop {
-            if self.tail == self.cached_head {
-                self.cached_head = self.mem.ctl().head.load(Ordering::Acquire);
-                if self.tail == self.cached_head {
-                    return Ok(None);
-                }
+            let pos = (self.tail % cap as u64) as usize;
+            let f = self.mem.frame(pos).load(Ordering::Acquire);
+            if f & VALID == 0 {
+                return Ok(None);
             }
-            let pos = (self.tail % cap) as usize;
-            self.mem.track_read(pos, FRAME);
-            // SAFETY: pos + FRAME <= cap; the frame was published by the producer (head >
-            // tail, acquired above).
-            let (len, flags) = unsafe { read_frame(self.mem.data.add(pos)) };
-            let len = len as usize;
-            if pos + FRAME + len > self.mem.cap
-                || self.tail + record_bytes(len) as u64 > self.cached_head && flags != PAD_FLAG
-            {
+            let len = (f & 0xffff_ffff) as usize;
+            if pos + FRAME + len > cap {
                 return Err(RingCorrupt { pos: self.tail });
             }
-            if flags == PAD_FLAG {
+            if f & PAD != 0 {
+                // The lines under the pad were cleared on the previous lap.
+                self.mem.frame(pos).store(0, Ordering::Relaxed);
                 self.tail += (FRAME + len) as u64;
                 continue;
             }
-            self.mem.track_read(pos + FRAME, len);
-            self.current = Some(record_bytes(len) as u64);
-            // SAFETY: in bounds (checked) and published.
+            self.mem.track_read(pos, FRAME + len);
+            self.current = Some((pos, len));
+            // SAFETY: in bounds (checked) and published (acquired above).
             return Ok(Some((unsafe { self.mem.data.add(pos + FRAME) }, len)));
         }
     }
 
     /// Consumes the record returned by the last [`Consumer::peek`] and frees its space.
+    #[inline]
     pub fn release(&mut self) {
-        if let Some(n) = self.current.take() {
-            self.tail += n;
+        if let Some((pos, len)) = self.current.take() {
+            let total = record_bytes(len);
+            self.mem.track_write(pos, total);
+            self.mem.clear_lines(pos, total);
+            self.mem.frame(pos).store(0, Ordering::Relaxed);
+            self.tail += total as u64;
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
         }
     }
@@ -310,22 +344,6 @@ impl Consumer {
 pub struct RingCorrupt {
     /// Ring position (bytes since start) of the bad frame.
     pub pos: u64,
-}
-
-/// # Safety
-/// `p` must be valid for an 8-byte write.
-unsafe fn write_frame(p: *mut u8, len: u32, flags: u32) {
-    let w = (len as u64) | ((flags as u64) << 32);
-    // SAFETY: the caller guarantees 8 writable bytes; records start 64-byte aligned.
-    unsafe { p.cast::<u64>().write(w) };
-}
-
-/// # Safety
-/// `p` must be valid for an 8-byte read.
-unsafe fn read_frame(p: *const u8) -> (u32, u32) {
-    // SAFETY: the caller guarantees 8 readable bytes, 8-byte aligned.
-    let w = unsafe { p.cast::<u64>().read() };
-    (w as u32, (w >> 32) as u32)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -384,13 +402,47 @@ mod tests {
         assert!(p.is_drained());
     }
 
+    /// Two threads, many laps, sizes crossing line boundaries: every record arrives intact
+    /// and in order (checks the line-clearing that makes single-line polling safe).
+    #[test]
+    fn threads_stream_records_intact() {
+        let mut buf = Box::new(Buf([0; CTL_BYTES + 1024]));
+        // SAFETY: buf outlives both threads (joined in scope).
+        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
+        let (mut p, mut c) = (Producer::new(mem.clone()), Consumer::new(mem));
+        let n = 20_000u32;
+        let len_of = |i: u32| ((i * 7919) % 300) as usize;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for i in 0..n {
+                    let msg: Vec<u8> = (0..len_of(i)).map(|k| (k as u32 ^ i) as u8).collect();
+                    while !push(&mut p, &msg) {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+            for i in 0..n {
+                let got = loop {
+                    match pop(&mut c) {
+                        Some(v) => break v,
+                        None => std::thread::yield_now(),
+                    }
+                };
+                let want: Vec<u8> = (0..len_of(i)).map(|k| (k as u32 ^ i) as u8).collect();
+                assert_eq!(got, want, "record {i}");
+            }
+        });
+        assert_eq!(pop(&mut c), None);
+        drop(buf);
+    }
+
     #[test]
     fn corrupt_frame_is_reported() {
         let mut buf = Buf([0; CTL_BYTES + 1024]);
         let (mut p, mut c) = ring(&mut buf);
         assert!(push(&mut p, &[1, 2, 3]));
         // Overwrite the frame with an impossible length.
-        buf.0[CTL_BYTES..CTL_BYTES + 4].copy_from_slice(&5000u32.to_le_bytes());
+        buf.0[CTL_BYTES..CTL_BYTES + 8].copy_from_slice(&(VALID | 5000).to_le_bytes());
         assert!(c.peek().is_err());
     }
 }
