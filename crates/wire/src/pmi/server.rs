@@ -171,7 +171,9 @@ pub enum Action {
         /// Connection.
         conn: ConnId,
     },
-    /// A protocol error on `conn`; it is followed by `Close` for the same connection.
+    /// A protocol error on `conn`. When raised while processing input it is followed by
+    /// `Close` for the same connection; when reported by [`PmiServer::on_closed`] (peer
+    /// closed mid-message) the connection is already gone.
     Error {
         /// Connection.
         conn: ConnId,
