@@ -285,7 +285,7 @@ fn reduce_impl(
 mpi_fn! {
     /// `MPI_Barrier`.
     fn PMPI_Barrier / "MPI_Barrier" (comm: c_int) {
-        coll(comm)?.barrier()
+        crate::coll_alg::barrier(coll(comm)?.ctx, comm)
     }
 }
 
@@ -296,12 +296,8 @@ mpi_fn! {
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
-        let mut data = if c.rank == root { pack(&dt, n, buffer) } else { Vec::new() };
-        c.bcast_vec(&mut data, root)?;
-        if c.rank != root {
-            unpack(&dt, n, buffer, &data);
-        }
-        Ok(())
+        // SAFETY: MPI contract: `buffer` holds/has room for `count` items of `datatype`.
+        unsafe { crate::coll_alg::bcast(c.ctx, comm, buffer, n, &dt, root) }
     }
 }
 
@@ -312,8 +308,8 @@ mpi_fn! {
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
-        let contrib = if is_in_place(sendbuf) && c.rank == root { recvbuf.cast_const() } else { sendbuf };
-        reduce_impl(&c, contrib, recvbuf, n, &dt, datatype, op, root)
+        // SAFETY: MPI contract of MPI_Reduce for the buffers.
+        unsafe { crate::coll_alg::reduce(c.ctx, comm, sendbuf, recvbuf, n, &dt, datatype, op, root) }
     }
 }
 
@@ -323,14 +319,8 @@ mpi_fn! {
         let c = coll(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
-        let contrib = if is_in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
-        reduce_impl(&c, contrib, recvbuf, n, &dt, datatype, op, 0)?;
-        let mut data = if c.rank == 0 { pack(&dt, n, recvbuf) } else { Vec::new() };
-        c.bcast_vec(&mut data, 0)?;
-        if c.rank != 0 {
-            unpack(&dt, n, recvbuf, &data);
-        }
-        Ok(())
+        // SAFETY: MPI contract of MPI_Allreduce for the buffers.
+        unsafe { crate::coll_alg::allreduce(c.ctx, comm, sendbuf, recvbuf, n, &dt, datatype, op) }
     }
 }
 

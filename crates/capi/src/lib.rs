@@ -25,6 +25,7 @@
 pub(crate) mod ffi;
 pub(crate) mod backend;
 pub mod coll;
+pub(crate) mod coll_alg;
 pub mod comm;
 pub mod consts;
 pub mod datatype;

@@ -106,7 +106,10 @@ pub(crate) fn check_rank(r: i32, size: i32, allow_any: bool) -> MpiResult {
     if r == MPI_PROC_NULL || (allow_any && r == MPI_ANY_SOURCE) || (0..size).contains(&r) {
         Ok(())
     } else {
-        mpi_bail!(MPI_ERR_RANK, "invalid rank {r} (communicator size {size})")
+        mpi_bail!(
+            MPI_ERR_RANK,
+            "rank {r} is not in the communicator (size {size})"
+        )
     }
 }
 
@@ -115,11 +118,7 @@ pub(crate) fn check_tag(t: i32, allow_any: bool) -> MpiResult {
     if (allow_any && t == MPI_ANY_TAG) || (0..=backend::TAG_UB).contains(&t) {
         Ok(())
     } else {
-        mpi_bail!(
-            MPI_ERR_TAG,
-            "invalid tag {t} (valid: 0..={})",
-            backend::TAG_UB
-        )
+        mpi_bail!(MPI_ERR_TAG, "tag {t} is outside 0..={}", backend::TAG_UB)
     }
 }
 

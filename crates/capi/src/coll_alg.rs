@@ -1,0 +1,350 @@
+//! The link from the C collectives (`coll.rs`) to the algorithm layer `oxmpi-coll`
+//! (tree, recursive-doubling, ring, Bruck algorithms over the communicator's collective
+//! context), and the typed reduction callback it needs.
+//!
+//! Data is handed to `oxmpi-coll` packed (the datatype's type map in order, no gaps); for a
+//! contiguous datatype the user's buffer is used directly. Reductions run the operation
+//! (`op.rs`) on whole items: directly on packed bytes when the packed form equals the
+//! type's memory layout, otherwise after unpacking into a scratch buffer in the type's
+//! layout (and packing the result back).
+
+use crate::backend::{self, EComm};
+use crate::consts::*;
+use crate::datatype::{pack_into, unpack_from, Datatype};
+use crate::ffi::{MpiError, MpiResult};
+use oxmpi_coll::CollComm;
+use std::ffi::{c_int, c_void};
+
+/// The algorithm layer over the collective context `ctx` of communicator `comm`.
+pub(crate) fn alg(ctx: EComm, comm: c_int) -> MpiResult<CollComm> {
+    let eng = backend::engine()?;
+    CollComm::on_context(eng, ctx, ctx).map_err(|e| backend::err(e).on(comm))
+}
+
+/// Map an `oxmpi-coll` error onto the communicator's error handler.
+pub(crate) fn err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
+    move |e| backend::err(e).on(comm)
+}
+
+/// `count` items of a contiguous datatype at `buf` as one byte slice, if the type is
+/// contiguous (`None` otherwise).
+///
+/// # Safety
+/// `buf` must hold `count` items of `dt` (MPI contract), valid for the returned lifetime.
+pub(crate) unsafe fn contig<'a>(
+    dt: &Datatype,
+    count: usize,
+    buf: *mut c_void,
+) -> Option<&'a mut [u8]> {
+    if !dt.is_contiguous() {
+        return None;
+    }
+    let n = dt.size * count;
+    if n == 0 {
+        return Some(&mut []);
+    }
+    if buf.is_null() {
+        return None;
+    }
+    // SAFETY: a contiguous type's `count` items occupy `size * count` bytes from
+    // `buf + lb` (caller contract).
+    Some(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>().offset(dt.lb), n) })
+}
+
+/// Pack `count` items of `dt` at `buf`.
+///
+/// # Safety
+/// `buf` must hold `count` items of `dt`.
+pub(crate) unsafe fn pack(dt: &Datatype, count: usize, buf: *const c_void) -> Vec<u8> {
+    let mut v = Vec::with_capacity(dt.size * count);
+    // SAFETY: caller contract.
+    unsafe { pack_into(dt, count, buf.cast(), &mut v) };
+    v
+}
+
+/// Unpack packed `data` into `count` items of `dt` at `buf`.
+///
+/// # Safety
+/// `buf` must have room for `count` items of `dt`.
+pub(crate) unsafe fn unpack(dt: &Datatype, count: usize, buf: *mut c_void, data: &[u8]) {
+    // SAFETY: caller contract.
+    unsafe { unpack_from(dt, count, buf.cast(), data) };
+}
+
+/// A scratch buffer holding items of a datatype in its memory layout.
+struct Layout {
+    v: Vec<u8>,
+    shift: isize,
+}
+
+impl Layout {
+    fn new(dt: &Datatype, count: usize) -> Layout {
+        let span = if count == 0 {
+            0
+        } else {
+            (dt.true_ub - dt.true_lb) as usize + (count - 1) * dt.extent().unsigned_abs()
+        };
+        Layout {
+            // u64 storage would be nicer for alignment; malloc'd blocks are 16-aligned.
+            v: vec![0u8; span.max(1)],
+            shift: -dt.true_lb,
+        }
+    }
+    fn ptr(&mut self) -> *mut c_void {
+        self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
+    }
+}
+
+/// A reduction (op on a datatype) usable as an `oxmpi_coll::Op` on packed items.
+pub(crate) struct Reducer {
+    dt: Datatype,
+    dth: c_int,
+    op: c_int,
+    /// Packed bytes equal the memory layout (contiguous, starting at offset 0).
+    direct: bool,
+    commutative: bool,
+}
+
+impl Reducer {
+    /// Validate `(op, datatype)` and build the reducer (run before any communication so
+    /// that an invalid pair fails on every rank alike, without a partial collective).
+    pub(crate) fn new(dt: &Datatype, dth: c_int, op: c_int) -> MpiResult<Reducer> {
+        let dt = dt.clone();
+        let commutative = match crate::op::op_kind(op)? {
+            crate::op::OpKind::Builtin(_) => true,
+            crate::op::OpKind::User(_, c) => c,
+        };
+        if dt.size == 0 {
+            return Ok(Reducer {
+                dt,
+                dth,
+                op,
+                direct: true,
+                commutative,
+            });
+        }
+        let direct = dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0;
+        let r = Reducer {
+            dt,
+            dth,
+            op,
+            direct,
+            commutative,
+        };
+        if matches!(crate::op::op_kind(op)?, crate::op::OpKind::Builtin(_)) {
+            // Try one zero item: fails for (op, type) pairs MPI does not define.
+            let mut a = Layout::new(&r.dt, 1);
+            let mut b = Layout::new(&r.dt, 1);
+            let (pa, pb) = (a.ptr(), b.ptr());
+            // SAFETY: both scratch buffers hold one item of the type.
+            unsafe { crate::op::reduce_local(pa, pb, 1, dth, op)? };
+        }
+        Ok(r)
+    }
+
+    /// Element size (bytes of one packed item).
+    pub(crate) fn elem(&self) -> usize {
+        self.dt.size.max(1)
+    }
+
+    pub(crate) fn commutative(&self) -> bool {
+        self.commutative
+    }
+
+    /// `inout = in ∘ inout` on packed items.
+    pub(crate) fn apply(&self, a: &[u8], b: &mut [u8]) {
+        if self.dt.size == 0 || a.is_empty() {
+            return;
+        }
+        let k = a.len() / self.dt.size;
+        let aligned = (a.as_ptr() as usize | b.as_ptr() as usize) % 16 == 0;
+        let res = if self.direct && aligned {
+            // SAFETY: packed == layout for this type; both slices hold `k` items.
+            unsafe {
+                crate::op::reduce_local(
+                    a.as_ptr().cast(),
+                    b.as_mut_ptr().cast(),
+                    k,
+                    self.dth,
+                    self.op,
+                )
+            }
+        } else {
+            let mut la = Layout::new(&self.dt, k);
+            let mut lb = Layout::new(&self.dt, k);
+            let (pa, pb) = (la.ptr(), lb.ptr());
+            // SAFETY: the scratch buffers span `k` items of the type; the packed data holds
+            // `k` items.
+            unsafe {
+                unpack_from(&self.dt, k, pa.cast(), a);
+                unpack_from(&self.dt, k, pb.cast(), b);
+            }
+            // SAFETY: both scratch buffers hold `k` items.
+            let r = unsafe { crate::op::reduce_local(pa, pb, k, self.dth, self.op) };
+            let mut out = Vec::with_capacity(b.len());
+            // SAFETY: `lb` holds `k` items.
+            unsafe { pack_into(&self.dt, k, pb.cast(), &mut out) };
+            b.copy_from_slice(&out);
+            r
+        };
+        // Validated in `new`; a failure here would leave the collective half done.
+        if let Err(e) = res {
+            panic!("reduction failed after validation: {}", e.detail);
+        }
+    }
+}
+
+/// Run `f` with an `oxmpi_coll::Op` view of the reducer.
+pub(crate) fn with_op<R>(r: &Reducer, f: impl FnOnce(&oxmpi_coll::Op) -> R) -> R {
+    let apply = |a: &[u8], b: &mut [u8]| r.apply(a, b);
+    let op = oxmpi_coll::Op {
+        f: &apply,
+        elem_size: r.elem(),
+        commutative: r.commutative(),
+    };
+    f(&op)
+}
+
+/// `MPI_IN_PLACE` (MPICH: `(void *) -1`).
+pub(crate) fn is_in_place(p: *const c_void) -> bool {
+    p as isize == -1
+}
+
+/// Fail with `MPI_ERR_BUFFER` for a NULL buffer that should hold data.
+pub(crate) fn check_buf(p: *const c_void, dt: &Datatype, count: usize, comm: c_int) -> MpiResult {
+    if p.is_null() && dt.size * count > 0 {
+        return Err(MpiError::new(MPI_ERR_BUFFER, "NULL buffer with a nonzero count").on(comm));
+    }
+    Ok(())
+}
+
+/// Check a root argument.
+pub(crate) fn check_root(root: c_int, size: i32, comm: c_int) -> MpiResult {
+    if !(0..size).contains(&root) {
+        return Err(
+            MpiError::new(MPI_ERR_ROOT, format!("invalid root {root} (size {size})")).on(comm),
+        );
+    }
+    Ok(())
+}
+
+/// `MPI_Barrier` on the collective context `ctx` of `comm`.
+pub(crate) fn barrier(ctx: EComm, comm: c_int) -> MpiResult {
+    alg(ctx, comm)?.barrier().map_err(err(comm))
+}
+
+/// `MPI_Bcast` of `count` items of `dt` at `buffer` from `root`.
+///
+/// # Safety
+/// `buffer` holds (at the root) or has room for `count` items of `dt`.
+pub(crate) unsafe fn bcast(
+    ctx: EComm,
+    comm: c_int,
+    buffer: *mut c_void,
+    count: usize,
+    dt: &Datatype,
+    root: c_int,
+) -> MpiResult {
+    let a = alg(ctx, comm)?;
+    check_root(root, a.size, comm)?;
+    check_buf(buffer, dt, count, comm)?;
+    // SAFETY: caller contract.
+    if let Some(s) = unsafe { contig(dt, count, buffer) } {
+        return a.bcast(s, root).map_err(err(comm));
+    }
+    let mut data = if a.rank == root {
+        // SAFETY: caller contract.
+        unsafe { pack(dt, count, buffer) }
+    } else {
+        vec![0u8; count * dt.size]
+    };
+    a.bcast(&mut data, root).map_err(err(comm))?;
+    if a.rank != root {
+        // SAFETY: caller contract.
+        unsafe { unpack(dt, count, buffer, &data) };
+    }
+    Ok(())
+}
+
+/// `MPI_Reduce` (`sendbuf` may be `MPI_IN_PLACE` at the root).
+///
+/// # Safety
+/// MPI contract of `MPI_Reduce` for the buffers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce(
+    ctx: EComm,
+    comm: c_int,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: usize,
+    dt: &Datatype,
+    dth: c_int,
+    op: c_int,
+    root: c_int,
+) -> MpiResult {
+    let a = alg(ctx, comm)?;
+    check_root(root, a.size, comm)?;
+    let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
+    let src = if is_in_place(sendbuf) && a.rank == root {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    check_buf(src, dt, count, comm)?;
+    if a.rank == root {
+        check_buf(recvbuf, dt, count, comm)?;
+    }
+    // SAFETY: caller contract.
+    let mut buf = unsafe { pack(dt, count, src) };
+    with_op(&red, |o| a.reduce(&mut buf, root, o)).map_err(err(comm))?;
+    if a.rank == root {
+        // SAFETY: caller contract.
+        unsafe { unpack(dt, count, recvbuf, &buf) };
+    }
+    Ok(())
+}
+
+/// `MPI_Allreduce` (`sendbuf` may be `MPI_IN_PLACE`).
+///
+/// # Safety
+/// MPI contract of `MPI_Allreduce` for the buffers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn allreduce(
+    ctx: EComm,
+    comm: c_int,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: usize,
+    dt: &Datatype,
+    dth: c_int,
+    op: c_int,
+) -> MpiResult {
+    let a = alg(ctx, comm)?;
+    let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
+    let in_place = is_in_place(sendbuf);
+    check_buf(sendbuf, dt, count, comm)?;
+    check_buf(recvbuf, dt, count, comm)?;
+    // SAFETY: caller contract (recvbuf has room for `count` items).
+    if let Some(r) = unsafe { contig(dt, count, recvbuf) } {
+        if !in_place {
+            // SAFETY: caller contract: sendbuf holds `count` items of the contiguous type,
+            // not overlapping recvbuf.
+            match unsafe { contig(dt, count, sendbuf.cast_mut()) } {
+                Some(s) => r.copy_from_slice(s),
+                None => mpi_bail!(MPI_ERR_BUFFER, "NULL send buffer"),
+            }
+        }
+        return with_op(&red, |o| a.allreduce(r, o)).map_err(err(comm));
+    }
+    let src = if in_place {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    // SAFETY: caller contract.
+    let mut buf = unsafe { pack(dt, count, src) };
+    with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?;
+    // SAFETY: caller contract.
+    unsafe { unpack(dt, count, recvbuf, &buf) };
+    Ok(())
+}
