@@ -852,3 +852,24 @@ fn slurm_allocation_sets_the_slots() {
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("'oxnode1'"), "{}", stderr(&o));
 }
+
+/// A job needs about three descriptors per rank: mpirun raises its own soft limit and
+/// gives the ranks the original one back.
+#[test]
+fn many_ranks_under_a_low_descriptor_limit() {
+    let s = Scratch::new("nofile");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 64 && exec '{}' -n 40 sh -c 'ulimit -Sn'",
+            env!("CARGO_BIN_EXE_mpirun")
+        ))
+        .env("TMPDIR", s.dir.join("tmp"))
+        .env("OXMPI_TEST_MARK", &s.mark)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "64\n".repeat(40));
+}

@@ -185,6 +185,7 @@ impl<'a> LocalDaemon<'a> {
         let user_has = |k: &str| std::env::var_os(k).is_some();
         let mut stdins = Vec::new();
         let parent_pid = std::process::id() as i32;
+        let nofile = sys::raise_nofile_limit();
         for p in &plan.map.procs {
             let app = &plan.apps[p.app];
             let (sinks_out, sinks_err) = match &spec.output_filename {
@@ -231,8 +232,8 @@ impl<'a> LocalDaemon<'a> {
             cmd.process_group(0);
             let set = p.cpus.as_ref().map(|c| cpu_set(c));
             // SAFETY: the closure runs in the forked child before exec and only calls
-            // async-signal-safe functions (prctl, getppid, sched_setaffinity, fcntl) on data
-            // prepared before the fork.
+            // async-signal-safe functions (prctl, getppid, sched_setaffinity, setrlimit,
+            // fcntl) on data prepared before the fork.
             unsafe {
                 cmd.pre_exec(move || {
                     if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
@@ -248,6 +249,10 @@ impl<'a> LocalDaemon<'a> {
                         {
                             return Err(std::io::Error::last_os_error());
                         }
+                    }
+                    if let Some(lim) = &nofile {
+                        // Ranks get the limit mpirun was started with.
+                        libc::setrlimit(libc::RLIMIT_NOFILE, lim);
                     }
                     if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
                         return Err(std::io::Error::last_os_error());

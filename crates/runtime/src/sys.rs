@@ -164,6 +164,26 @@ pub fn kill_group(pgid: i32, sig: libc::c_int) {
     }
 }
 
+/// Raise the soft limit of open files to the hard limit (a job needs about three
+/// descriptors per local rank). Returns the original limit, to be restored in the ranks.
+pub fn raise_nofile_limit() -> Option<libc::rlimit> {
+    // SAFETY: getrlimit/setrlimit with valid pointers to a local rlimit.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        let orig = lim;
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return None;
+            }
+        }
+        Some(orig)
+    }
+}
+
 /// 8 random bytes from the kernel (falls back to time and pid).
 pub fn random_u64() -> u64 {
     let mut v = [0u8; 8];
