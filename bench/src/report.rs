@@ -468,7 +468,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
 
     if !res.failures.is_empty() || !res.notes.is_empty() {
         let _ = writeln!(o, "## Failures and notes\n");
-        for n in res.notes.iter().chain(res.failures.iter()) {
+        for n in res.notes.iter().chain(dedup_failures(&res.failures).iter()) {
             let _ = writeln!(o, "* {}", n.replace('\n', " "));
         }
         o.push('\n');
@@ -479,6 +479,37 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         let _ = writeln!(o, "* `{p}`\n\n  ![{p}]({p})");
     }
     o
+}
+
+/// Collapse failures that repeat in every repetition: messages equal up to
+/// their `rep N ` prefix and numbers (pids) are listed once, with their reps.
+pub fn dedup_failures(failures: &[String]) -> Vec<String> {
+    let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
+    for f in failures {
+        let (rep, rest) = match f.strip_prefix("rep ").and_then(|r| r.split_once(' ')) {
+            Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => (n.to_string(), rest),
+            _ => (String::new(), f.as_str()),
+        };
+        let key: String = rest
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.2.push(rep),
+            None => groups.push((key, rest.to_string(), vec![rep])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, text, reps)| {
+            let reps: Vec<String> = reps.into_iter().filter(|r| !r.is_empty()).collect();
+            if reps.is_empty() {
+                text
+            } else {
+                format!("{text} (repetition {})", reps.join(", "))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -531,6 +562,24 @@ mod tests {
         assert_eq!(num(0.23456), "0.235");
         let s = summary(&[1.0, 2.0, 3.0]).unwrap();
         assert_eq!(cell(&s), "2.00 [1.00–3.00]");
+    }
+
+    #[test]
+    fn failures_are_grouped_across_repetitions() {
+        let f = vec![
+            "rep 0 oxmpi coll np=2: [vm:100] MPI_Barrier unsupported".to_string(),
+            "rep 1 oxmpi coll np=2: [vm:207] MPI_Barrier unsupported".to_string(),
+            "rep 1 mpich lat np=2: timed out".to_string(),
+            "memcpy failed".to_string(),
+        ];
+        assert_eq!(
+            dedup_failures(&f),
+            vec![
+                "oxmpi coll np=2: [vm:100] MPI_Barrier unsupported (repetition 0, 1)".to_string(),
+                "mpich lat np=2: timed out (repetition 1)".to_string(),
+                "memcpy failed".to_string(),
+            ]
+        );
     }
 
     #[test]
