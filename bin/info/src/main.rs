@@ -184,11 +184,26 @@ fn label(text: &str) -> String {
 
 fn run(opts: &Opts) -> Result<String, String> {
     let reg = build_registry(opts)?;
-    let cat = catalog(&reg);
-    let width = terminal_width();
+    render(&reg, opts, terminal_width())
+}
+
+/// `MCA <fw> <group>`, or `MCA (-) <fw> <group>` when the framework's selection list excludes
+/// that component (as `ompi_info` marks it).
+fn group_label(reg: &Registry, fw: &str, group: &str) -> String {
+    let excluded = group != "base" && reg.get_selection(fw).is_some_and(|sel| !sel.allows(group));
+    if excluded {
+        label(&format!("MCA (-) {fw} {group}"))
+    } else {
+        label(&format!("MCA {fw} {group}"))
+    }
+}
+
+/// Renders the requested report from a built registry (`width`: wrap at this terminal width).
+fn render(reg: &Registry, opts: &Opts, width: Option<usize>) -> Result<String, String> {
+    let cat = catalog(reg);
     let mut out = String::new();
     let Some((fw_arg, comp_arg)) = &opts.param else {
-        summary(&reg, &cat, opts.parsable, &mut out);
+        summary(reg, &cat, opts.parsable, &mut out);
         return Ok(out);
     };
     let fws: Vec<String> = if fw_arg == "all" {
@@ -215,7 +230,7 @@ fn run(opts: &Opts) -> Result<String, String> {
         }
     }
     for fw in &fws {
-        let comps = components(&reg, &cat, fw);
+        let comps = components(reg, &cat, fw);
         if !opts.parsable {
             for c in comps.iter().filter(|c| comp_arg == "all" || *c == comp_arg) {
                 out.push_str(&label(&format!("MCA {fw}")));
@@ -245,7 +260,7 @@ fn run(opts: &Opts) -> Result<String, String> {
                     parsable_entry(e, &mut out);
                 }
             } else {
-                let lab = label(&format!("MCA {fw} {g}"));
+                let lab = group_label(reg, fw, &g);
                 out.push_str(&format!("{lab}{SEPARATOR}\n"));
                 for e in entries {
                     pretty_entry(e, &lab, width, &mut out);
@@ -429,6 +444,116 @@ fn terminal_width() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxmpi_base::params::{Component, Files, Framework, ParamDecl, Sources};
+
+    static BTL: Provider = Provider {
+        name: "test",
+        frameworks: &[Framework {
+            name: "btl",
+            description: "byte transfer layer",
+            components: &[
+                Component {
+                    name: "sm",
+                    description: "shared memory",
+                },
+                Component {
+                    name: "tcp",
+                    description: "TCP",
+                },
+            ],
+        }],
+        params: &[
+            ParamDecl::new(
+                "btl",
+                "sm",
+                "fifo_size",
+                ParamType::Size,
+                "64k",
+                "Size of each FIFO",
+            )
+            .level(4),
+            ParamDecl::new(
+                "btl",
+                "tcp",
+                "if_include",
+                ParamType::List,
+                "",
+                "Interfaces to use",
+            ),
+        ],
+    };
+
+    fn reg(env: &[(&str, &str)]) -> Registry {
+        let mut r = Registry::new(Sources {
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            files: Files::Memory(Default::default()),
+            ..Sources::default()
+        })
+        .unwrap();
+        r.register_provider(&BTL).unwrap();
+        r
+    }
+
+    fn opts(args: &[&str]) -> Opts {
+        parse_args(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn framework_with_components_and_exclusion() {
+        let r = reg(&[
+            ("OXMPI_MCA_btl", "^tcp"),
+            ("OXMPI_MCA_btl_sm_fifo_size", "1m"),
+        ]);
+        let out = render(&r, &opts(&["--param", "btl", "all", "--level", "9"]), None).unwrap();
+        assert_eq!(
+            out,
+            r#"                 MCA btl: sm (oxmpi v@V@)
+                 MCA btl: tcp (oxmpi v@V@)
+            MCA btl base: ---------------------------------------------------
+            MCA btl base: parameter "btl" (current value: "^tcp", data source: environment (OXMPI_MCA_btl), level: 2 user/detail, type: string)
+                          Default selection set of components for the btl framework (<none> means use all components that can be found)
+            MCA btl base: parameter "btl_base_verbose" (current value: "error", data source: default, level: 8 dev/detail, type: int)
+                          Verbosity level for the btl framework (default: 0)
+                          Valid values: -1|none, 0|error, 10|component, 20|warn, 40|info, 60|trace, 80|debug, 100|max, 0-100
+              MCA btl sm: ---------------------------------------------------
+              MCA btl sm: parameter "btl_sm_fifo_size" (current value: "1048576", data source: environment (OXMPI_MCA_btl_sm_fifo_size), level: 4 tuner/basic, type: size_t)
+                          Size of each FIFO
+         MCA (-) btl tcp: ---------------------------------------------------
+         MCA (-) btl tcp: parameter "btl_tcp_if_include" (current value: "", data source: default, level: 1 user/basic, type: string)
+                          Interfaces to use
+"#
+            .replace("@V@", VERSION)
+        );
+        let out = render(&r, &opts(&["--param", "btl", "tcp", "--parsable"]), None).unwrap();
+        assert_eq!(
+            out,
+            "mca:btl:tcp:param:btl_tcp_if_include:value:
+mca:btl:tcp:param:btl_tcp_if_include:source:default
+mca:btl:tcp:param:btl_tcp_if_include:status:writeable
+mca:btl:tcp:param:btl_tcp_if_include:level:1
+mca:btl:tcp:param:btl_tcp_if_include:help:Interfaces to use
+mca:btl:tcp:param:btl_tcp_if_include:deprecated:no
+mca:btl:tcp:param:btl_tcp_if_include:type:string
+mca:btl:tcp:param:btl_tcp_if_include:disabled:false
+"
+        );
+        let summary = render(&r, &opts(&["--parsable"]), None).unwrap();
+        assert!(summary.ends_with(
+            &"mca:btl:sm:version:oxmpi:@V@\nmca:btl:tcp:version:oxmpi:@V@\nmca:mca:base:version:oxmpi:@V@\n"
+                .replace("@V@", VERSION)
+        ));
+        assert_eq!(
+            render(&r, &opts(&["--param", "btl", "openib"]), None).unwrap_err(),
+            "unknown component \"openib\" of framework btl; known components: base, sm, tcp"
+        );
+        assert_eq!(
+            render(&r, &opts(&["--param", "pml", "all"]), None).unwrap_err(),
+            "unknown framework \"pml\"; known frameworks: btl, mca"
+        );
+    }
 
     #[test]
     fn wraps_only_with_a_width() {

@@ -6,6 +6,12 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// Copying an executable while another thread forks can hand the child the open write
+/// descriptor, and exec then fails with ETXTBSY: copies take this lock for writing, spawns
+/// for reading.
+static EXEC_LOCK: RwLock<()> = RwLock::new(());
 
 struct Prefix {
     root: PathBuf,
@@ -22,11 +28,14 @@ impl Prefix {
         for d in ["bin", "etc", "home/.oxmpi"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
-        std::fs::copy(
-            env!("CARGO_BIN_EXE_oxmpi-info"),
-            root.join("bin/oxmpi-info"),
-        )
-        .unwrap();
+        {
+            let _w = EXEC_LOCK.write().unwrap_or_else(|p| p.into_inner());
+            std::fs::copy(
+                env!("CARGO_BIN_EXE_oxmpi-info"),
+                root.join("bin/oxmpi-info"),
+            )
+            .unwrap();
+        }
         let root = root.canonicalize().unwrap();
         Prefix { root }
     }
@@ -59,7 +68,10 @@ struct Out {
 }
 
 fn run(c: &mut Command, args: &[&str]) -> Out {
-    let o = c.args(args).output().unwrap();
+    let o = {
+        let _r = EXEC_LOCK.read().unwrap_or_else(|p| p.into_inner());
+        c.args(args).output().unwrap()
+    };
     Out {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8(o.stdout).unwrap(),
