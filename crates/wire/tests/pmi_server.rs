@@ -661,3 +661,35 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn pmi2_value_with_spaces_read_through_pmi1_is_an_error_reply() {
+    let mut s = PmiServer::new(JobInfo::new("j", 2));
+    s.on_connect(ConnId(1), Some(0));
+    s.on_connect(ConnId(2), Some(1));
+    s.on_data(
+        ConnId(1),
+        b"cmd=init pmi_version=2 pmi_subversion=0\n28    cmd=kvs-put;key=k;value=a b;14    cmd=kvs-fence;",
+    );
+    s.on_data(ConnId(2), b"cmd=barrier_in\n");
+    drain(&mut s);
+    exchange(
+        &mut s,
+        ConnId(2),
+        b"cmd=get kvsname=j key=k\n",
+        b"cmd=get_result rc=1 msg=value_not_representable_in_PMI-1\n",
+    );
+    // The connection stays usable and the PMI-2 side reads the value intact.
+    exchange(
+        &mut s,
+        ConnId(2),
+        b"cmd=get_my_kvsname\n",
+        b"cmd=my_kvsname rc=0 kvsname=j\n",
+    );
+    exchange(
+        &mut s,
+        ConnId(1),
+        b"18    cmd=kvs-get;key=k;",
+        b"47    cmd=kvs-get-response;rc=0;found=TRUE;value=a b;",
+    );
+}

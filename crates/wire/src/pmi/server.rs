@@ -124,9 +124,6 @@ pub enum ServerError {
         /// The rank.
         rank: u32,
     },
-    /// A message arrived after `finalize`.
-    #[error("PMI message after finalize")]
-    AfterFinalize,
 }
 
 /// Errors of owner-side calls.
@@ -460,12 +457,9 @@ impl PmiServer {
         }
     }
 
+    /// Handles one message. (Input after `finalize` never gets here: the connection is
+    /// marked dead by `finalize` and [`PmiServer::on_data`] ignores dead connections.)
     fn handle(&mut self, conn: ConnId, frame: Frame) -> Result<(), ServerError> {
-        if let Some(r) = self.conns.get(&conn).and_then(|c| c.rank) {
-            if self.state[r as usize] == RankState::Finalized {
-                return Err(ServerError::AfterFinalize);
-            }
-        }
         let Frame { framing, msg } = frame;
         match framing {
             Framing::V1 | Framing::V1Multi => self.handle_v1(conn, framing, msg),
@@ -559,7 +553,13 @@ impl PmiServer {
             }
             (_, "get") => {
                 let key = Self::arg(&msg, "key")?;
-                let m = reply::get_result(key, self.lookup(key));
+                let m = match self.lookup(key) {
+                    // A PMI-2 client may have stored spaces, which PMI-1 cannot carry.
+                    Some(v) if v.contains([' ', '\n']) => Message::new("get_result")
+                        .with("rc", 1)
+                        .with("msg", "value_not_representable_in_PMI-1"),
+                    v => reply::get_result(key, v),
+                };
                 self.send(conn, &m, f);
             }
             (_, "finalize") => {
