@@ -27,6 +27,8 @@ pub const KILL_GRACE: Duration = Duration::from_millis(500);
 /// How long output of already-exited ranks is still drained (pipes held by escaped
 /// descendants are abandoned after this).
 pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Longest sleep of the event loop between checks for exited ranks (milliseconds).
+const REAP_INTERVAL_MS: i32 = 1000;
 /// Job number shown in `--tag-output` prefixes (`[1,rank]`), as Open MPI does.
 pub const TAG_JOB: u32 = 1;
 
@@ -482,12 +484,18 @@ impl<'a> Head<'a> {
             .into_iter()
             .flatten()
             .min();
-            let timeout_ms = wake.map_or(-1, |w| {
+            // Wake at least once a second: reaping does not depend on SIGCHLD delivery alone.
+            let timeout_ms = wake.map_or(REAP_INTERVAL_MS, |w| {
                 let d = w.saturating_duration_since(Instant::now());
-                i32::try_from(d.as_millis()).unwrap_or(i32::MAX - 1) + 1
+                i32::try_from(d.as_millis())
+                    .unwrap_or(i32::MAX - 1)
+                    .saturating_add(1)
+                    .min(REAP_INTERVAL_MS)
             });
-            if sys::poll(&mut fds, timeout_ms).is_err() {
-                continue;
+            match sys::poll(&mut fds, timeout_ms) {
+                Err(_) => continue,
+                Ok(0) => self.daemon.reap(),
+                Ok(_) => {}
             }
             for (k, pfd) in fds.iter().enumerate() {
                 if pfd.revents == 0 {

@@ -37,6 +37,16 @@ pub fn install_signal_pipe() -> io::Result<OwnedFd> {
     // The write end lives for the whole process (the handler may run at any time).
     let wfd = std::mem::ManuallyDrop::new(w).as_raw_fd();
     SIGNAL_PIPE_WRITE.store(wfd, Ordering::Relaxed);
+    // SAFETY: sigset operations on a local, initialized set; pthread_sigmask only reads it.
+    unsafe {
+        // An inherited blocked mask must not hide SIGCHLD or the forwarded signals.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &sig in &HANDLED_SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
     for &sig in &HANDLED_SIGNALS {
         // SAFETY: sigaction with a zeroed struct, an empty mask and a handler that only does
         // async-signal-safe work.
