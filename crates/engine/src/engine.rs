@@ -6,6 +6,7 @@ use std::os::fd::OwnedFd;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
+use crate::btl::{Hdr, Link, SmLink, F_CMA, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
 use crate::matching::{Envelope, HashMap, Matcher};
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
 use crate::sys::{self, Mapping};
@@ -63,39 +64,6 @@ pub fn init_with(
 pub fn engine() -> Option<&'static Engine> {
     ENGINE.get().filter(|e| e.size > 0)
 }
-
-// ---------------------------------------------------------------------------------------
-// Wire header of a ring record
-// ---------------------------------------------------------------------------------------
-
-const K_EAGER: u8 = 1;
-const K_RTS: u8 = 2;
-const K_CTS: u8 = 3;
-const K_DATA: u8 = 4;
-const K_FIN: u8 = 5;
-
-const F_SYNC: u8 = 1;
-const F_CMA: u8 = 2;
-
-/// Header in front of every record (40 bytes; with the 8-byte frame word, up to 16 payload
-/// bytes fit in the first cache line).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct Hdr {
-    kind: u8,
-    flags: u8,
-    _r: u16,
-    ctx: u32,
-    src: i32,
-    tag: i32,
-    /// EAGER: -, RTS: total bytes, CTS: bytes wanted, DATA: offset.
-    a: u64,
-    /// Sender request id (EAGER sync, RTS, CTS, FIN).
-    b: u64,
-    /// RTS: sender buffer address; CTS/DATA: receiver request id.
-    c: u64,
-}
-const HDR: usize = std::mem::size_of::<Hdr>();
 
 // ---------------------------------------------------------------------------------------
 // State
@@ -208,11 +176,9 @@ enum Out {
 struct Peer {
     pid: i32,
     pidfd: Option<OwnedFd>,
-    tx: Option<Producer>,
-    rx: Option<Consumer>,
+    link: Option<Box<dyn Link>>,
     outq: VecDeque<Out>,
     dead: bool,
-    _map: Option<Mapping>,
 }
 
 struct State {
@@ -284,15 +250,21 @@ impl Engine {
         let mut st = State::new(rank, size);
         let ring_cap = (params::size(&params::SM_RING_SIZE, 256 * 1024).max(4096) / 64) * 64;
         let max_rec = crate::ring::max_record(ring_cap);
+        // Every sm link has ring_cap bytes, so records up to max_rec fit any link.
         st.eager_limit = params::size(&params::SM_EAGER_LIMIT, 4096).min(max_rec - HDR);
         st.frag = params::size(&params::SM_FRAGMENT_SIZE, 32 * 1024).clamp(64, max_rec - HDR);
         st.cma = params::single_copy_cma();
         if st.cma {
             sys::allow_ptracer_any();
         }
+        let sel = oxmpi_base::params::with_global(|r| r.get_selection("btl"))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let use_sm = sel.allows("sm");
         let mut local_ranks = 1;
         if size > 1 {
-            local_ranks = st.connect_sm(&mut *boot, ring_cap)?;
+            local_ranks = st.connect(&mut *boot, ring_cap, use_sm)?;
         }
         oxmpi_base::verbose!(
             params::BTL,
@@ -788,20 +760,31 @@ impl State {
         }
     }
 
-    /// Creates our segment, publishes it, maps every same-node peer's segment. Returns the
-    /// number of ranks on this node.
-    fn connect_sm(&mut self, boot: &mut dyn Bootstrap, cap: usize) -> Result<usize, Error> {
+    /// Publishes our host and pid (and, with `use_sm`, our shared-memory segment), then
+    /// learns every peer's and maps the segments of same-node peers. Returns the number of
+    /// ranks on this node.
+    fn connect(
+        &mut self,
+        boot: &mut dyn Bootstrap,
+        cap: usize,
+        use_sm: bool,
+    ) -> Result<usize, Error> {
         let n = self.peers.len();
         let me = self.me;
         let stride = CTL_BYTES + cap;
         let seg_len = n * stride;
-        let fd = sys::memfd("oxmpi-sm", seg_len).map_err(sys_err(me, "memfd_create"))?;
-        let seg = Mapping::map(&fd, seg_len).map_err(sys_err(me, "mmap of own segment"))?;
+        let mut own = None;
+        if use_sm {
+            let fd = sys::memfd("oxmpi-sm", seg_len).map_err(sys_err(me, "memfd_create"))?;
+            let seg = Mapping::map(&fd, seg_len).map_err(sys_err(me, "mmap of own segment"))?;
+            own = Some((fd, seg));
+        }
         let host = sys::hostname();
         let pid = sys::getpid();
+        let fdnum = own.as_ref().map_or(-1, |(fd, _)| sys::raw_fd(fd));
         boot.put(
             &format!("oxmpi-sm-{me}"),
-            &format!("{host},{pid},{},{seg_len},{cap}", sys::raw_fd(&fd)),
+            &format!("{host},{pid},{fdnum},{seg_len},{cap}"),
         )?;
         boot.fence()?;
         let mut local = 1;
@@ -828,6 +811,13 @@ impl State {
                 continue;
             }
             local += 1;
+            peer.pidfd = sys::pidfd_open(ppid).ok();
+            let Some((_, seg)) = own.as_ref() else {
+                continue;
+            };
+            if pfd < 0 {
+                continue;
+            }
             if plen != n * (CTL_BYTES + pcap) || pcap % 64 != 0 || pcap == 0 {
                 return Err(bad());
             }
@@ -844,15 +834,15 @@ impl State {
                 unsafe { RingMem::from_raw(map.ptr().add(me as usize * (CTL_BYTES + pcap)), pcap) };
             // SAFETY: ring `p` of our own segment, same reasoning; we are its only consumer.
             let rx = unsafe { RingMem::from_raw(seg.ptr().add(p as usize * stride), cap) };
-            peer.tx = Some(Producer::new(tx));
-            peer.rx = Some(Consumer::new(rx));
-            peer.pidfd = sys::pidfd_open(ppid).ok();
-            peer._map = Some(map);
+            peer.link = Some(Box::new(SmLink {
+                tx: Producer::new(tx),
+                rx: Consumer::new(rx),
+                _map: map,
+            }));
         }
-        // Everyone has opened every segment: our fd can go.
+        // Everyone has opened every segment: our fd can go (the mappings keep the memory).
         boot.fence()?;
-        drop(fd);
-        self._segment = Some(seg);
+        self._segment = own.map(|(_, seg)| seg);
         Ok(local)
     }
 
@@ -991,13 +981,16 @@ impl State {
             self.fail(id, ErrorClass::ProcFailed);
             return Ok(user_id);
         }
-        if peer.tx.is_none() {
+        let Some(max_payload) = peer.link.as_ref().map(|l| l.max_payload()) else {
             self.reqs.remove(id);
             return Err(Error::arg(
                 ErrorClass::Unsupported,
-                format!("no transport to world rank {dest} (not on this node)"),
+                format!(
+                    "no btl reaches world rank {dest} (another node, or sm excluded by the \
+                     btl selection)"
+                ),
             ));
-        }
+        };
         let mut hdr = Hdr {
             ctx: env.ctx,
             src: env.src,
@@ -1005,7 +998,7 @@ impl State {
             b: id,
             ..Hdr::default()
         };
-        let item = if len <= self.eager_limit {
+        let item = if len <= self.eager_limit.min(max_payload) {
             hdr.kind = K_EAGER;
             if sync {
                 hdr.flags = F_SYNC;
@@ -1160,37 +1153,29 @@ impl State {
         self.flush(p);
     }
 
-    /// Writes queued records to `peer`'s ring while there is room.
+    /// Writes queued records to `peer`'s link while there is room.
     fn flush(&mut self, p: usize) {
         let frag = self.frag;
         loop {
             let peer = &mut self.peers[p];
-            let Some(tx) = peer.tx.as_mut() else { return };
+            let Some(link) = peer.link.as_mut() else {
+                return;
+            };
             let Some(item) = peer.outq.front_mut() else {
                 return;
             };
             let mut done_req = None;
             let consumed = match item {
-                Out::Ctrl(hdr) => {
-                    let hdr = *hdr;
-                    // SAFETY: the record has HDR writable bytes, 8-byte aligned.
-                    tx.push(HDR, |d| unsafe { d.cast::<Hdr>().write(hdr) })
-                }
+                // SAFETY: no payload.
+                Out::Ctrl(hdr) => unsafe { link.try_send(hdr, std::ptr::null(), 0) },
                 Out::Eager {
                     hdr,
                     ptr,
                     len,
                     complete,
                 } => {
-                    let (hdr, ptr, len) = (*hdr, *ptr, *len);
-                    let ok = tx.push(HDR + len, |d| {
-                        // SAFETY: HDR + len writable bytes at d; the send buffer is valid
-                        // until its request completes.
-                        unsafe {
-                            d.cast::<Hdr>().write(hdr);
-                            copy(ptr, d.add(HDR), len);
-                        }
-                    });
+                    // SAFETY: the send buffer is valid until its request completes.
+                    let ok = unsafe { link.try_send(hdr, *ptr, *len) };
                     if ok {
                         done_req = *complete;
                     }
@@ -1203,22 +1188,16 @@ impl State {
                     off,
                     len,
                 } => {
-                    let k = frag.min(*len - *off);
+                    let k = frag.min(link.max_payload()).min(*len - *off);
                     let hdr = Hdr {
                         kind: K_DATA,
                         a: *off as u64,
                         c: *rreq,
                         ..Hdr::default()
                     };
-                    let src = ptr.wrapping_add(*off);
-                    let ok = tx.push(HDR + k, |d| {
-                        // SAFETY: as for eager; `off + k <= len`.
-                        unsafe {
-                            d.cast::<Hdr>().write(hdr);
-                            copy(src, d.add(HDR), k);
-                        }
-                    });
-                    if !ok {
+                    // SAFETY: `off + k <= len` bytes of the send buffer, valid until the
+                    // send request completes.
+                    if !unsafe { link.try_send(&hdr, ptr.wrapping_add(*off), k) } {
                         return;
                     }
                     *off += k;
@@ -1239,43 +1218,38 @@ impl State {
         }
     }
 
-    /// One progress pass: drain inbound rings, flush outbound queues.
+    /// One progress pass: drain inbound links, flush outbound queues.
     fn progress(&mut self) {
         for p in 0..self.peers.len() {
-            if self.peers[p].rx.is_some() {
+            if self.peers[p].link.is_some() {
                 self.drain(p);
-            }
-            if !self.peers[p].outq.is_empty() {
-                self.flush(p);
+                if !self.peers[p].outq.is_empty() {
+                    self.flush(p);
+                }
             }
         }
     }
 
     fn drain(&mut self, p: usize) {
         for _ in 0..64 {
-            let Some(rx) = self.peers[p].rx.as_mut() else {
+            let Some(link) = self.peers[p].link.as_mut() else {
                 return;
             };
-            let (ptr, len) = match rx.peek() {
+            let (hdr, payload, len) = match link.poll() {
                 Ok(Some(r)) => r,
                 Ok(None) => return,
                 Err(e) => {
-                    oxmpi_base::output::error(format_args!("sm: ring from rank {p}: {e}"));
+                    oxmpi_base::output::error(format_args!(
+                        "{} link from rank {p}: {e}; treating the peer as failed",
+                        link.name()
+                    ));
                     self.declare_dead(p);
                     return;
                 }
             };
-            if len < HDR {
-                self.declare_dead(p);
-                return;
-            }
-            // SAFETY: the record holds at least HDR bytes, 8-byte aligned.
-            let hdr = unsafe { ptr.cast::<Hdr>().read() };
-            // SAFETY: payload follows the header within the record.
-            let payload = unsafe { ptr.add(HDR) };
-            self.handle(p as i32, hdr, payload, len - HDR);
-            if let Some(rx) = self.peers[p].rx.as_mut() {
-                rx.release();
+            self.handle(p as i32, hdr, payload, len);
+            if let Some(link) = self.peers[p].link.as_mut() {
+                link.release();
             }
         }
     }
@@ -1406,7 +1380,7 @@ impl State {
             };
             if gone {
                 // Take what it sent before dying.
-                if self.peers[p].rx.is_some() {
+                if self.peers[p].link.is_some() {
                     self.drain(p);
                 }
                 self.declare_dead(p);

@@ -71,6 +71,8 @@
 #[cfg(not(loom))]
 pub mod bootstrap;
 #[cfg(not(loom))]
+mod btl;
+#[cfg(not(loom))]
 mod engine;
 pub mod matching;
 #[cfg(not(loom))]

@@ -160,6 +160,11 @@ fn thread_multiple() {
 }
 
 #[test]
+fn btl_selection_without_sm() {
+    run(2, "no_sm", &[("OXMPI_MCA_btl", "self")]);
+}
+
+#[test]
 fn dead_peer_fails_waits() {
     run(2, "dead_peer", &[]);
 }
@@ -210,6 +215,7 @@ fn rank_entry() {
         "ssend" => ssend(e),
         "probe" => probe(e),
         "threads" => threads(e),
+        "no_sm" => no_sm(e),
         "dead_peer" => {
             dead_peer(e);
             return; // no finalize: the peer is gone
@@ -527,6 +533,20 @@ fn threads(e: &'static Engine) {
     for h in hs {
         h.join().unwrap();
     }
+}
+
+/// With `btl=self` the other rank is unreachable: sends fail with `Unsupported`, self works.
+fn no_sm(e: &Engine) {
+    let peer = 1 - e.rank();
+    let d = [1u8; 8];
+    // SAFETY: d outlives the calls.
+    let err =
+        unsafe { e.isend(d.as_ptr(), 8, peer, 0, CommId(0), SendMode::Standard) }.unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Unsupported);
+    let r = unsafe { e.isend(d.as_ptr(), 8, e.rank(), 0, CommId(0), SendMode::Standard) }.unwrap();
+    assert_eq!(e.wait(r).error, None);
+    let mut b = [0u8; 8];
+    assert_eq!(recv(e, &mut b, e.rank(), 0).count_bytes, 8);
 }
 
 fn dead_peer(e: &Engine) {
