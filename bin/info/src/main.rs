@@ -141,8 +141,14 @@ fn build_registry(opts: &Opts) -> Result<Registry, String> {
     for w in reg.take_warnings() {
         eprintln!("oxmpi-info: {w}");
     }
-    for u in reg.check_environment().unknown {
+    let report = reg.check_environment();
+    for u in &report.unknown {
         eprintln!("oxmpi-info: {u}");
+    }
+    if reg.get_int("mca_base_verbose").unwrap_or(0) >= 40 {
+        for var in &report.ignored_compat {
+            eprintln!("oxmpi-info: ignoring {var}: not a parameter of oxmpi");
+        }
     }
     Ok(reg)
 }

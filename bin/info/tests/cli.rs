@@ -366,6 +366,22 @@ fn unknown_env_names_warn_with_suggestions_and_compat_names_are_ignored() {
 }
 
 #[test]
+fn ignored_compat_names_are_listed_at_info_verbosity() {
+    let p = Prefix::new();
+    let o = run(
+        p.cmd()
+            .env("OMPI_MCA_mca_base_verbose", "info")
+            .env("OMPI_MCA_btl_openib_warn_no_device_params_found", "0"),
+        &[],
+    );
+    assert_eq!(o.code, 0);
+    assert_eq!(
+        o.stderr,
+        "oxmpi-info: ignoring OMPI_MCA_btl_openib_warn_no_device_params_found: not a parameter of oxmpi\n"
+    );
+}
+
+#[test]
 fn usage_errors() {
     let p = Prefix::new();
     let o = run(&mut p.cmd(), &["--level", "10"]);

@@ -1,6 +1,40 @@
-//! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]) and the
+//! Base layer of oxmpi: the typed MCA parameter registry with provenance ([`params`]), the
 //! verbose output framework ([`output`]), component selection ([`select`]) and Slurm-style
-//! hostlists ([`hostlist`]).
+//! hostlists ([`hostlist`]). It depends only on `std`, `libc` and `thiserror`, so it can be
+//! linked into `libmpi`.
+//!
+//! # Using it from another crate
+//!
+//! Declare parameters (and frameworks) statically and expose them as one [`params::Provider`]:
+//!
+//! ```
+//! use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider};
+//! use oxmpi_base::{output::Stream, verbose};
+//!
+//! pub static FIFO_SIZE: ParamDecl =
+//!     ParamDecl::new("btl", "sm", "fifo_size", ParamType::Size, "64k", "Bytes per FIFO").level(4);
+//! pub static PROVIDER: Provider = Provider {
+//!     name: "oxmpi-engine",
+//!     frameworks: &[Framework {
+//!         name: "btl",
+//!         description: "byte transfer layer",
+//!         components: &[Component { name: "sm", description: "shared memory" }],
+//!     }],
+//!     params: &[FIFO_SIZE],
+//! };
+//! static BTL: Stream = Stream::new("btl"); // reads btl_base_verbose on first use
+//!
+//! params::register_global(&PROVIDER).expect("bad MCA parameter"); // one-line error to show
+//! let fifo = params::resolve(&FIFO_SIZE).unwrap().as_size().unwrap();
+//! verbose!(BTL, 40, "sm: FIFO size {fifo}");
+//! ```
+//!
+//! `mpirun` builds the global registry itself with its `--mca` pairs and `--tune` files
+//! ([`params::init_global`] with a [`params::Sources`]), then gives its children
+//! [`params::Registry::child_env`] (plus `OXMPI_PREFIX`), so ranks resolve the same values and
+//! know they came from the command line. Processes call [`output::report_problems`] once all
+//! their parameters are registered, and [`output::set_process_name`] once they know their
+//! job id and rank.
 #![warn(missing_docs)]
 
 pub mod hostlist;
