@@ -3,7 +3,7 @@
 //! * [`cli`]: the command-line personality (Open MPI and Hydra habits) → [`cli::JobSpec`].
 //! * [`alloc`]: allocation (`--host`, `--hostfile`, local cores) and mapping (`--map-by`,
 //!   `-N`, `--bind-to`), oversubscription rules, `PMI_process_mapping`.
-//! * [`env`]: the environment each rank sees (`OMPI_*`, `PMI_*`, `OXMPI_*`, `-x`, `--mca`,
+//! * [`env`](mod@env): the environment each rank sees (`OMPI_*`, `PMI_*`, `OXMPI_*`, `-x`, `--mca`,
 //!   `--prefix`).
 //! * [`iof`]: sans-IO line assembly for IO forwarding (tags, timestamps).
 //! * [`daemon`]: the per-node daemon role (fork/exec, IO forwarding, PMI service, reaping),
@@ -15,6 +15,41 @@
 //! * [`topo`], [`sys`]: local node facts and thin OS helpers.
 //!
 //! The entry point used by the `mpirun` binary is [`main_with_args`].
+//!
+//! # How a job starts
+//!
+//! 1. **Parse** ([`cli::parse`]): argv becomes a [`cli::JobSpec`] (application contexts,
+//!    placement options, `-x`, `--mca`, output options). Unknown options, missing programs,
+//!    `-n 0`, bad `--timeout` or conflicting `--mca` values stop here.
+//! 2. **Plan** ([`job::plan`]), still without side effects: the global MCA registry is built
+//!    from `--mca`, `--tune`, the environment and parameter files; the allocation comes from
+//!    `--hostfile`, `--host`, the enclosing Slurm job or the local cores ([`alloc::allocate`]);
+//!    ranks are mapped onto it ([`alloc::map_job`], oversubscription rules, `--bind-to`); the
+//!    launch agent checks that it reaches every node with ranks; each program is resolved in
+//!    the rank's `PATH` and working directory. Any error is one line and nothing is launched.
+//! 3. **Session** ([`job::run`]): signal handlers (a self-pipe) are installed, then the private
+//!    job directory ([`session::SessionDir`], mode 0700, given to ranks as `OXMPI_JOB_DIR`).
+//! 4. **Launch** ([`daemon::LocalDaemon::launch`]): the head plays the local node's daemon.
+//!    For each rank: a socketpair for PMI (the child end is inherited as `PMI_FD`), pipes for
+//!    stdout/stderr (and stdin for the `--stdin` target), the environment of [`env`](mod@env), then
+//!    fork/exec with `setpgid`, `PR_SET_PDEATHSIG(SIGKILL)`, CPU affinity and the original
+//!    descriptor limit. A `oxmpi_wire::pmi::PmiServer` serves every rank's PMI-1 or PMI-2.
+//! 5. **Run** (the head's event loop, one `poll` over the signal pipe, output pipes and PMI
+//!    sockets): output is reassembled into whole lines per rank and stream ([`iof`]) and
+//!    written with one `write` per batch; PMI bytes go to the server and its actions are
+//!    executed (replies, abort); exited ranks are reaped and reported to the head as
+//!    [`daemon::DaemonEvent`]s.
+//! 6. **End**: the first failure decides (non-zero exit of the lowest rank in a batch, death
+//!    by signal → `128+N` with a `rank R (pid P) on host H exited on signal N (Name)` line,
+//!    PMI abort → its code, exit after PMI init without finalize → 1, `--timeout` → 124,
+//!    SIGINT/SIGTERM/SIGHUP/SIGQUIT to mpirun → forwarded, then `128+N`). Remaining ranks get
+//!    SIGTERM to their process groups, SIGKILL after [`job::KILL_GRACE`]; once every rank is
+//!    reaped, every rank's process group is killed, output is drained to end of file, and the
+//!    job directory is removed.
+//!
+//! Remote nodes will get an `oxmpid` started by an ssh-style or `srun` launch agent
+//! ([`launch::LaunchAgent`]); it will play [`daemon::LocalDaemon`]'s role there and send the
+//! same events to the head over the authenticated control channel.
 
 #![warn(missing_docs)]
 
