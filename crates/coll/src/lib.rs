@@ -165,6 +165,21 @@ impl CollComm {
         })
     }
 
+    /// The collective view of `comm` whose collective traffic travels on `traffic`, an
+    /// engine communicator over the same group that the caller dedicates to collectives
+    /// (e.g. the C ABI's per-communicator collective context). No shadow is created.
+    pub fn on_context(e: &'static Engine, comm: CommId, traffic: CommId) -> Result<CollComm> {
+        let rank = e.comm_rank(traffic)?;
+        let size = e.comm_size(traffic)?;
+        Ok(CollComm {
+            e,
+            comm,
+            shadow: traffic,
+            rank,
+            size,
+        })
+    }
+
     // ---- point-to-point helpers on the shadow ----
 
     /// # Safety
