@@ -392,6 +392,39 @@ fn sigterm_and_sigint_are_forwarded_and_the_job_torn_down() {
     }
 }
 
+/// SIGUSR1/SIGUSR2 are forwarded to every rank without ending the job.
+#[test]
+fn sigusr1_is_forwarded_without_ending_the_job() {
+    let s = Scratch::new("usr1");
+    let mut child = s
+        .mpirun()
+        .args([
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "trap 'echo usr1; exit 0' USR1; echo ready; while :; do sleep 0.1; done",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for _ in 0..2 {
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    }
+    let rc = Command::new("kill")
+        .args(["-USR1", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let o = child.wait_with_output().unwrap();
+    s.assert_clean();
+    assert_eq!(rest, ["usr1", "usr1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 fn libc_sigterm() -> i32 {
     15
 }

@@ -520,6 +520,9 @@ impl<'a> Head<'a> {
                 let sig = i32::from(s);
                 if sig == libc::SIGCHLD {
                     chld = true;
+                } else if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
+                    verbose!(ERRMGR, 10, "errmgr: forwarding signal {sig} to the ranks");
+                    self.daemon.signal_running(sig);
                 } else if self.ending.is_none() {
                     msg(&format!(
                         "received signal {sig} ({}); forwarding it to the job and tearing it down",

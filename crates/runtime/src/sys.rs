@@ -19,13 +19,16 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Signals `mpirun` handles: SIGCHLD (reaping) and the ones it forwards to the job.
-pub const HANDLED_SIGNALS: [libc::c_int; 5] = [
+/// Signals `mpirun` handles: SIGCHLD (reaping), the ones that end the job after being
+/// forwarded (INT, TERM, HUP, QUIT) and the ones only forwarded (USR1, USR2).
+pub const HANDLED_SIGNALS: [libc::c_int; 7] = [
     libc::SIGCHLD,
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
     libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
 ];
 
 /// Route the handled signals into a nonblocking pipe; returns its read end.
