@@ -16,7 +16,7 @@ use std::process::ExitCode;
 /// Every crate's MCA declarations. To add a crate's frameworks and parameters: give the crate
 /// a `pub static PROVIDER: oxmpi_base::params::Provider`, depend on it in
 /// `bin/info/Cargo.toml`, and add `&that_crate::PROVIDER` to this list.
-static PROVIDERS: &[&Provider] = &[&oxmpi_base::PROVIDER];
+static PROVIDERS: &[&Provider] = &[&oxmpi_base::PROVIDER, &oxmpi_engine::PROVIDER];
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const CENTER: usize = 24;

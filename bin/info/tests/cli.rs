@@ -93,20 +93,28 @@ fn summary_without_arguments() {
         "release"
     };
     let arch = format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS);
-    assert_eq!(
-        o.stdout,
-        format!(
-            "                 Package: oxmpi {V}
+    let header = format!(
+        "                 Package: oxmpi {V}
                    oxmpi: {V}
                   Prefix: {pre}
  Configured architecture: {arch}
               Build mode: {build}
               C bindings: yes (libmpi.so.12, MPICH ABI)
          Parameter files: {pre}/home/.oxmpi/mca-params.conf,{pre}/etc/oxmpi-mca-params.conf
-                 MCA mca: base (oxmpi v{V})
 "
-        )
     );
+    assert!(o.stdout.starts_with(&header), "{}", o.stdout);
+    // Then one line per framework component (from every crate oxmpi-info links), sorted by
+    // framework, ours among them.
+    let rest: Vec<&str> = o.stdout[header.len()..].lines().collect();
+    assert!(rest.contains(&format!("                 MCA mca: base (oxmpi v{V})").as_str()));
+    assert!(rest
+        .iter()
+        .all(|l| l.len() > 26 && l[..24].trim_start().starts_with("MCA ") && &l[24..26] == ": "));
+    let fws: Vec<&str> = rest.iter().map(|l| l[..24].trim_start()).collect();
+    let mut sorted = fws.clone();
+    sorted.sort();
+    assert_eq!(fws, sorted);
     assert_eq!(o.stderr, "");
 }
 
@@ -158,7 +166,7 @@ fn parsable_lines() {
     let p = Prefix::new();
     let o = run(
         p.cmd().env("OMPI_MCA_mca_base_verbose", "trace"),
-        &["--param", "all", "all", "--level", "9", "--parsable"],
+        &["--param", "mca", "all", "--level", "9", "--parsable"],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let lines: Vec<&str> = o
@@ -278,13 +286,17 @@ fn override_file_locks_and_warns() {
 #[test]
 fn unknown_framework() {
     let p = Prefix::new();
-    let o = run(&mut p.cmd(), &["--param", "btl", "all"]);
+    let o = run(&mut p.cmd(), &["--param", "nosuch", "all"]);
     assert_eq!(o.code, 1);
     assert_eq!(o.stdout, "");
-    assert_eq!(
-        o.stderr,
-        "oxmpi-info: unknown framework \"btl\"; known frameworks: mca\n"
+    assert!(
+        o.stderr
+            .starts_with("oxmpi-info: unknown framework \"nosuch\"; known frameworks: "),
+        "{}",
+        o.stderr
     );
+    assert!(o.stderr.ends_with("\n") && o.stderr.lines().count() == 1);
+    assert!(o.stderr.contains(" mca"));
 }
 
 #[test]
@@ -401,4 +413,56 @@ fn usage_errors() {
         .starts_with("oxmpi-info: --param needs 2 argument(s)\n"));
     let o = run(&mut p.cmd(), &["--version"]);
     assert_eq!((o.code, o.stdout), (0, format!("oxmpi-info (oxmpi) {V}\n")));
+}
+
+// These use the btl framework declared by oxmpi-engine.
+
+#[test]
+fn negation_not_at_start_of_selection_list() {
+    let p = Prefix::new();
+    let o = run(&mut p.cmd(), &["--mca", "btl", "self,^sm"]);
+    assert_eq!(o.code, 1);
+    assert_eq!(o.stderr, "oxmpi-info: invalid value \"self,^sm\" for MCA parameter btl from command line: '^' may only appear once, at the start of the list (e.g. ^tcp,openib)\n");
+}
+
+#[test]
+fn open_mpi_spellings_of_framework_verbosity() {
+    let p = Prefix::new();
+    let args = ["--param", "btl", "base", "--level", "9"];
+    let o = run(p.cmd().env("OMPI_MCA_btl_base_verbose", "debug"), &args);
+    assert!(value_line(&o.stdout, "btl_base_verbose").contains(
+        "(current value: \"debug\", data source: environment (OMPI_MCA_btl_base_verbose)"
+    ));
+    let mut c = p.cmd();
+    let o = run(
+        &mut c,
+        &[
+            "--mca",
+            "btl_base_verbose",
+            "100",
+            "--param",
+            "btl",
+            "base",
+            "--level",
+            "9",
+        ],
+    );
+    assert!(value_line(&o.stdout, "btl_base_verbose")
+        .contains("(current value: \"max\", data source: command line"));
+    let o = run(
+        &mut p.cmd(),
+        &[
+            "--mca", "btl", "^sm", "--param", "btl", "sm", "--level", "9",
+        ],
+    );
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("          MCA (-) btl sm: ")
+                || l.starts_with("                          ")),
+        "{}",
+        o.stdout
+    );
 }
