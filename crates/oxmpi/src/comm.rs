@@ -24,6 +24,8 @@ use crate::Universe;
 pub struct Communicator<'u> {
     engine: &'static Engine,
     id: CommId,
+    /// The collective context: same ranks, separate message space for collectives.
+    coll: CommId,
     rank: i32,
     size: i32,
     _universe: PhantomData<&'u Universe>,
@@ -51,14 +53,27 @@ fn byte_len<T: Equivalence>(len: usize) -> Result<usize> {
 
 impl<'u> Communicator<'u> {
     /// Wraps a communicator of the engine's table.
-    pub(crate) fn new(engine: &'static Engine, id: CommId) -> Result<Communicator<'u>> {
+    pub(crate) fn new(
+        engine: &'static Engine,
+        id: CommId,
+        coll: CommId,
+    ) -> Result<Communicator<'u>> {
         Ok(Communicator {
             engine,
             id,
+            coll,
             rank: engine.comm_rank(id)?,
             size: engine.comm_size(id)?,
             _universe: PhantomData,
         })
+    }
+
+    /// The communicator of this one's collective context (same ranks, same group).
+    pub(crate) fn collective(&self) -> Communicator<'u> {
+        Communicator {
+            id: self.coll,
+            ..*self
+        }
     }
 
     /// The engine's handle of this communicator.

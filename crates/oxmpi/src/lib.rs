@@ -54,6 +54,10 @@
 //!   [`ScopedRequest::wait`](request::ScopedRequest::wait), [`request::wait_all`],
 //!   [`request::wait_any`]). [`Communicator::isend`] and [`Communicator::irecv`] take an owned
 //!   `Vec` instead and give it back on completion ([`Request`]).
+//! * Collectives over point-to-point (in a separate message space):
+//!   [`barrier`](Communicator::barrier), [`broadcast`](Communicator::broadcast),
+//!   [`reduce`](Communicator::reduce) and [`all_reduce`](Communicator::all_reduce) with any
+//!   associative closure.
 //! * [`Status`]: source, tag, [`count`](Status::count) of elements.
 //! * Wildcards and the null process: [`ANY_SOURCE`], [`ANY_TAG`], [`PROC_NULL`].
 //!
@@ -80,6 +84,7 @@
 
 extern crate self as oxmpi;
 
+mod coll;
 mod comm;
 pub mod datatype;
 mod error;
@@ -88,7 +93,7 @@ mod status;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use oxmpi_engine::Engine;
+use oxmpi_engine::{CommId, Engine};
 
 pub use comm::{Communicator, Message};
 pub use datatype::Equivalence;
@@ -121,6 +126,9 @@ static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// so a panicking rank skips it and its exit makes the launcher end the job.
 pub struct Universe {
     engine: &'static Engine,
+    /// Collective contexts of world and self.
+    world_coll: CommId,
+    self_coll: CommId,
 }
 
 impl std::fmt::Debug for Universe {
@@ -162,7 +170,14 @@ pub fn init_thread(required: ThreadLevel) -> Result<Universe> {
         ));
     }
     let engine = oxmpi_engine::init(required)?;
-    Ok(Universe { engine })
+    let world_group = engine.comm_group(engine.comm_world())?;
+    let world_coll = engine.comm_create(coll::WORLD_COLL_CTX, world_group)?;
+    let self_coll = engine.comm_create(coll::SELF_COLL_CTX, vec![engine.rank()])?;
+    Ok(Universe {
+        engine,
+        world_coll,
+        self_coll,
+    })
 }
 
 /// Whether this process has initialized MPI (`MPI_Initialized`), even if it has finalized since.
@@ -173,13 +188,13 @@ pub fn is_initialized() -> bool {
 impl Universe {
     /// The communicator of all processes of the job (`MPI_COMM_WORLD`).
     pub fn world(&self) -> Communicator<'_> {
-        Communicator::new(self.engine, self.engine.comm_world())
+        Communicator::new(self.engine, self.engine.comm_world(), self.world_coll)
             .expect("the engine always knows MPI_COMM_WORLD")
     }
 
     /// The communicator holding only this process (`MPI_COMM_SELF`).
     pub fn self_comm(&self) -> Communicator<'_> {
-        Communicator::new(self.engine, self.engine.comm_self())
+        Communicator::new(self.engine, self.engine.comm_self(), self.self_coll)
             .expect("the engine always knows MPI_COMM_SELF")
     }
 

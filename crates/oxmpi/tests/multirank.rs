@@ -22,6 +22,23 @@ struct Record {
     flag: bool,
 }
 
+/// A decimal number as (value, 10^digits): concatenation is associative, not commutative.
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+struct Digits {
+    value: u64,
+    scale: u64,
+}
+
+impl Digits {
+    fn concat(a: Digits, b: Digits) -> Digits {
+        Digits {
+            value: a.value * b.scale + b.value,
+            scale: a.scale * b.scale,
+        }
+    }
+}
+
 fn record(from: i32, index: u32) -> Record {
     Record {
         from: from as i16,
@@ -210,6 +227,50 @@ fn rank_body() {
         msg.recv_into(&mut b[..]).expect("mrecv");
         assert_eq!(b, [1.5, 2.5]);
     }
+
+    // 7. Collectives: barrier, broadcast of packed structs from a non-zero root, reductions
+    //    (a non-commutative one must combine in rank order), user tags do not interfere.
+    world
+        .send(&[5u8][..], next, 0)
+        .expect("pending user message");
+    world.barrier().expect("barrier");
+    let mut recs: Vec<Record> = if rank == 1 {
+        (0..500).map(|i| record(1, i)).collect()
+    } else {
+        vec![record(-1, 0); 500]
+    };
+    world.broadcast(1, &mut recs[..]).expect("broadcast");
+    assert!(recs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| *r == record(1, i as u32)));
+    let mut sum = [0i64; 3];
+    world
+        .all_reduce(
+            &[1, i64::from(rank), i64::from(rank) * 100][..],
+            &mut sum[..],
+            |a, b| a + b,
+        )
+        .expect("all_reduce");
+    assert_eq!(sum, [3, 3, 300]);
+    let digit = Digits {
+        value: rank as u64 + 1,
+        scale: 10,
+    };
+    let mut out = [Digits { value: 0, scale: 0 }];
+    world
+        .reduce(2, &[digit][..], &mut out[..], Digits::concat)
+        .expect("reduce");
+    if rank == 2 {
+        assert_eq!(out[0].value, 123, "combined in rank order");
+    } else {
+        assert_eq!(out[0].value, 0, "only the root receives the result");
+    }
+    let mut five = [0u8];
+    world
+        .recv(&mut five[..], prev, 0)
+        .expect("user message after collectives");
+    assert_eq!(five, [5]);
 
     // Nothing left over anywhere.
     let mut token = [0u8];

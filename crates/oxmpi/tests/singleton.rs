@@ -57,6 +57,7 @@ fn singleton_point_to_point() {
     cancel_and_test(&world);
     owned_requests(&world);
     separate_communicators(&universe);
+    collectives(&world);
 
     universe.finalize().expect("finalize");
     assert!(oxmpi::is_finalized());
@@ -364,5 +365,42 @@ fn owned_requests(world: &oxmpi::Communicator<'_>) {
     let r = world.irecv(vec![0u64; 2], 0, 84).unwrap();
     world.send(&[1u64, 2][..], 0, 84).unwrap();
     drop(r);
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+}
+
+fn collectives(world: &oxmpi::Communicator<'_>) {
+    world.barrier().unwrap();
+    let mut v = [sample(3), sample(4)];
+    world.broadcast(0, &mut v[..]).unwrap();
+    assert_eq!(v, [sample(3), sample(4)]);
+    let mut out = [0u32; 2];
+    world
+        .all_reduce(&[3u32, 4][..], &mut out[..], u32::max)
+        .unwrap();
+    assert_eq!(out, [3, 4]);
+    world
+        .reduce(0, &[5u32, 6][..], &mut out[..], |a, b| a + b)
+        .unwrap();
+    assert_eq!(out, [5, 6]);
+    // Bad input: a root outside the communicator, mismatched lengths.
+    assert_eq!(
+        world.broadcast(1, &mut out[..]).unwrap_err().class(),
+        ErrorClass::Rank
+    );
+    assert_eq!(
+        world
+            .reduce(-1, &[1u32][..], &mut out[..1], |a, b| a + b)
+            .unwrap_err()
+            .class(),
+        ErrorClass::Rank
+    );
+    assert_eq!(
+        world
+            .all_reduce(&[1u32][..], &mut out[..], |a, b| a + b)
+            .unwrap_err()
+            .class(),
+        ErrorClass::Count
+    );
+    // Collective traffic never matches a user's wildcard receive.
     assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
 }
