@@ -874,6 +874,7 @@ mpi_fn! {
         let group = lock().comm(comm)?.group.clone();
         let h = make_comm(comm, ctx, group)?;
         copy_attrs(comm, h)?;
+        crate::topo::copy(comm, h);
         out(newcomm, h, "newcomm")
     }
 }
@@ -889,6 +890,7 @@ mpi_fn! {
         let group = lock().comm(comm)?.group.clone();
         let h = make_comm(comm, ctx, group)?;
         copy_attrs(comm, h)?;
+        crate::topo::copy(comm, h);
         out(newcomm, h, "newcomm")
     }
 }
@@ -1000,9 +1002,9 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Topo_test`: no process topologies, so `MPI_UNDEFINED`.
+    /// `MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH`, `MPI_DIST_GRAPH` or `MPI_UNDEFINED`.
     fn PMPI_Topo_test / "MPI_Topo_test" (comm: c_int, status: *mut c_int) {
         lock().comm(comm)?;
-        out(status, MPI_UNDEFINED, "status")
+        out(status, crate::topo::kind(comm), "status")
     }
 }

@@ -298,6 +298,7 @@ mpi_fn! {
         }
         lock().comm(h)?;
         delete_all_attrs(h);
+        crate::topo::forget(h);
         let c = lock().comms.remove(h);
         if let Some(c) = c {
             let eng = crate::backend::engine()?;

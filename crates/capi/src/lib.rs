@@ -37,3 +37,4 @@ pub mod p2p;
 pub mod request;
 pub mod state;
 pub mod stubs;
+pub mod topo;

@@ -33,14 +33,6 @@ macro_rules! stubs {
 
 stubs! {
     PMPI_Accumulate "MPI_Accumulate";
-    PMPI_Cart_coords "MPI_Cart_coords";
-    PMPI_Cart_create "MPI_Cart_create";
-    PMPI_Cart_get "MPI_Cart_get";
-    PMPI_Cart_map "MPI_Cart_map";
-    PMPI_Cart_rank "MPI_Cart_rank";
-    PMPI_Cart_shift "MPI_Cart_shift";
-    PMPI_Cart_sub "MPI_Cart_sub";
-    PMPI_Cartdim_get "MPI_Cartdim_get";
     PMPI_Close_port "MPI_Close_port";
     PMPI_Comm_accept "MPI_Comm_accept";
     PMPI_Comm_connect "MPI_Comm_connect";
@@ -50,10 +42,6 @@ stubs! {
     PMPI_Comm_spawn "MPI_Comm_spawn";
     PMPI_Comm_spawn_multiple "MPI_Comm_spawn_multiple";
     PMPI_Compare_and_swap "MPI_Compare_and_swap";
-    PMPI_Dist_graph_create "MPI_Dist_graph_create";
-    PMPI_Dist_graph_create_adjacent "MPI_Dist_graph_create_adjacent";
-    PMPI_Dist_graph_neighbors "MPI_Dist_graph_neighbors";
-    PMPI_Dist_graph_neighbors_count "MPI_Dist_graph_neighbors_count";
     PMPI_Fetch_and_op "MPI_Fetch_and_op";
     PMPI_File_call_errhandler "MPI_File_call_errhandler";
     PMPI_File_close "MPI_File_close";
@@ -112,12 +100,6 @@ stubs! {
     PMPI_File_write_shared "MPI_File_write_shared";
     PMPI_Get "MPI_Get";
     PMPI_Get_accumulate "MPI_Get_accumulate";
-    PMPI_Graph_create "MPI_Graph_create";
-    PMPI_Graph_get "MPI_Graph_get";
-    PMPI_Graph_map "MPI_Graph_map";
-    PMPI_Graph_neighbors "MPI_Graph_neighbors";
-    PMPI_Graph_neighbors_count "MPI_Graph_neighbors_count";
-    PMPI_Graphdims_get "MPI_Graphdims_get";
     PMPI_Grequest_complete "MPI_Grequest_complete";
     PMPI_Grequest_start "MPI_Grequest_start";
     PMPI_Iallgather "MPI_Iallgather";
