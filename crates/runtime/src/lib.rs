@@ -92,6 +92,7 @@ pub mod streams {
 /// Errors are printed as one line on stderr (`mpirun: ...`) and give status 1 (nothing
 /// launched).
 pub fn main_with_args(args: Vec<String>) -> i32 {
+    sys::ensure_std_fds();
     let cmd = match cli::parse(args) {
         Ok(c) => c,
         Err(e) => return fail(&e),

@@ -197,6 +197,24 @@ pub fn raise_nofile_limit() -> Option<libc::rlimit> {
     }
 }
 
+/// Make sure descriptors 0, 1 and 2 are open (on `/dev/null` if they were closed), so that
+/// pipes and sockets created later never take their numbers.
+pub fn ensure_std_fds() {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only queries the descriptor.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            let flags = if fd == 0 {
+                libc::O_RDONLY
+            } else {
+                libc::O_WRONLY
+            };
+            // SAFETY: a NUL-terminated literal path; the new descriptor is the lowest free
+            // one, i.e. `fd`, and is intentionally kept open for the process lifetime.
+            unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
+        }
+    }
+}
+
 /// 8 random bytes from the kernel (falls back to time and pid).
 pub fn random_u64() -> u64 {
     let mut v = [0u8; 8];
