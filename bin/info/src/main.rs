@@ -333,10 +333,6 @@ fn summary(
     }
 }
 
-fn type_name(ty: &ParamType) -> &'static str {
-    ty.ompi_name()
-}
-
 fn valid_values(ty: &ParamType) -> Option<String> {
     match ty {
         ParamType::Bool => Some(BOOL_VALUES.to_string()),
@@ -357,7 +353,7 @@ fn pretty_entry(e: &Entry, lab: &str, width: Option<usize>, out: &mut String) {
         e.source,
         d.level.clamp(1, 9),
         level_name(d.level),
-        type_name(&d.ty)
+        d.ty.ompi_name()
     );
     if d.read_only {
         head.push_str(", read-only");
@@ -426,7 +422,7 @@ fn parsable_entry(e: &Entry, out: &mut String) {
         line("enumerator", "value:1:true");
     }
     line("deprecated", "no");
-    line("type", type_name(&d.ty));
+    line("type", d.ty.ompi_name());
     line("disabled", "false");
 }
 

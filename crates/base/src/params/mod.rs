@@ -369,18 +369,22 @@ pub enum ParamError {
     },
 }
 
+/// `mca_base_param_files`: the parameter files to read (resolved before every other
+/// parameter, since the files are sources).
+pub const PARAM_FILES: ParamDecl = ParamDecl::new(
+    "mca",
+    "base",
+    "param_files",
+    ParamType::List,
+    "${HOME}/.oxmpi/mca-params.conf,${PREFIX}/etc/oxmpi-mca-params.conf",
+    "Path(s) of parameter files to read, comma-separated; the left-most file wins",
+)
+.level(2);
+
 /// The parameters of the MCA base itself (`mca_base_*`, including the output sink and format),
 /// registered by every [`Registry`].
 pub static BASE_PARAMS: &[ParamDecl] = &[
-    ParamDecl::new(
-        "mca",
-        "base",
-        "param_files",
-        ParamType::List,
-        "${HOME}/.oxmpi/mca-params.conf,${PREFIX}/etc/oxmpi-mca-params.conf",
-        "Path(s) of parameter files to read, comma-separated; the left-most file wins",
-    )
-    .level(2),
+    PARAM_FILES,
     ParamDecl::new(
         "mca",
         "base",

@@ -3,7 +3,7 @@
 use super::sources::{parse_param_file, parse_tune_file, FileEntry};
 use super::{
     Framework, ParamDecl, ParamError, ParamType, Provider, Source, Sources, Value, BASE_PARAMS,
-    ENV_PREFIX, ENV_PREFIX_COMPAT, SOURCE_PREFIX,
+    ENV_PREFIX, ENV_PREFIX_COMPAT, PARAM_FILES, SOURCE_PREFIX,
 };
 use std::collections::BTreeMap;
 use std::fmt;
@@ -231,11 +231,7 @@ impl Registry {
 
     fn read_param_files(&mut self) -> Result<(), ParamError> {
         const NAME: &str = "mca_base_param_files";
-        let decl = BASE_PARAMS
-            .iter()
-            .find(|d| d.full_name() == NAME)
-            .copied()
-            .unwrap_or(BASE_PARAMS[0]);
+        let decl = PARAM_FILES;
         let (text, source) = [&self.overrides, &self.command_line, &self.env, &self.tune]
             .into_iter()
             .find_map(|l| l.get(NAME).cloned())
