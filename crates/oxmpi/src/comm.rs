@@ -161,16 +161,16 @@ impl<'u> Communicator<'u> {
     }
 
     fn context(&self, e: oxmpi_engine::Error, recv: bool, peer: i32, tag: i32) -> Error {
-        let class = e.class();
-        let op = self.desc(recv, peer, tag, 0);
         let what = if recv { "receive" } else { "send" };
-        Error::new(
-            class,
-            format!(
-                "{what} on rank {} (peer {}, tag {}): {e}",
-                op.my_rank, op.peer, op.tag
-            ),
-        )
+        // The engine's message without its own class prefix (ours prints the class).
+        let detail = match &e {
+            oxmpi_engine::Error::Arg { msg, .. } => msg.clone(),
+            other => other.to_string(),
+        };
+        Error::from(e).with_message(format!(
+            "{what} on rank {} (peer {peer}, tag {tag}): {detail}",
+            self.rank
+        ))
     }
 
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`); returns when `buf` may be reused.

@@ -32,6 +32,11 @@ impl Error {
         }
     }
 
+    pub(crate) fn with_message(mut self, message: String) -> Error {
+        self.message = message;
+        self
+    }
+
     pub(crate) fn with_status(mut self, status: Status) -> Error {
         self.status = Some(status);
         self

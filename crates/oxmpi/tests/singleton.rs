@@ -235,7 +235,16 @@ fn bad_arguments(world: &oxmpi::Communicator<'_>) {
     );
     // The error message names the operation and the rank.
     let e = world.send(&[1u8][..], 4, 0).unwrap_err();
-    assert!(e.to_string().contains("peer 4"), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("Rank: send on rank 0 (peer 4, tag 0): "),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("Rank:").count(),
+        1,
+        "class printed once: {text}"
+    );
     // Nothing was left behind by the failed calls.
     assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
 }
