@@ -269,7 +269,8 @@ impl Engine {
         oxmpi_base::verbose!(
             params::BTL,
             10,
-            "rank {rank}/{size}: sm eager_limit {} fragment {} ring {} single_copy {}",
+            "rank {rank}/{size}: btl self{}; sm eager_limit {} fragment {} ring {} single_copy {}",
+            if use_sm { ",sm" } else { "" },
             st.eager_limit,
             st.frag,
             ring_cap,

@@ -33,7 +33,18 @@ impl Drop for Job {
 }
 
 /// Runs `scenario` on `n` ranks and asserts every rank exits successfully.
-fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
+fn run(n: usize, scenario: &str, env: &[(&str, &str)]) -> Vec<String> {
+    run_with(n, scenario, env, |_, _| {})
+}
+
+/// [`run`] with a hook to adjust each rank's command (e.g. a seccomp filter). Returns each
+/// rank's stderr.
+fn run_with(
+    n: usize,
+    scenario: &str,
+    env: &[(&str, &str)],
+    adjust: impl Fn(usize, &mut Command),
+) -> Vec<String> {
     let dir = std::env::temp_dir().join(format!(
         "oxmpi-engine-test-{}-{}",
         std::process::id(),
@@ -60,10 +71,12 @@ fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
         .env("OXMPI_ENGINE_SIZE", n.to_string())
         // Tests run in parallel on few cores: do not spin.
         .env("OXMPI_MCA_mpi_yield_when_idle", "1")
-        .stdout(std::process::Stdio::null());
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("stderr.{r}"))).unwrap());
         for (k, v) in env {
             cmd.env(k, v);
         }
+        adjust(r, &mut cmd);
         // SAFETY: prctl is async-signal-safe; it makes the rank die with the test process.
         unsafe {
             cmd.pre_exec(|| {
@@ -93,13 +106,18 @@ fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    let stderr: Vec<String> = (0..n)
+        .map(|r| std::fs::read_to_string(dir.join(format!("stderr.{r}"))).unwrap_or_default())
+        .collect();
     for (r, c) in codes.iter().enumerate() {
         let c = c.unwrap();
         assert!(
             c.success(),
-            "scenario {scenario}: rank {r} of {n} failed: {c:?}"
+            "scenario {scenario}: rank {r} of {n} failed: {c:?}\n{}",
+            stderr[r]
         );
     }
+    stderr
 }
 
 #[test]
@@ -119,6 +137,90 @@ fn pingpong_cma() {
         "pingpong",
         &[("OXMPI_MCA_btl_sm_single_copy_mechanism", "cma")],
     );
+}
+
+/// CMA denied (as in containers with the default seccomp profile): the transfer falls back
+/// to the copy pipeline, says so at verbose level, and never fails.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn pingpong_cma_denied_falls_back() {
+    let stderr = run_with(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl_sm_single_copy_mechanism", "cma"),
+            ("OXMPI_MCA_btl_base_verbose", "10"),
+        ],
+        |_, cmd| {
+            // SAFETY: only prctl calls with a filter that outlives them (static data).
+            unsafe {
+                cmd.pre_exec(|| {
+                    deny_process_vm_readv();
+                    Ok(())
+                });
+            }
+        },
+    );
+    // The first receiver to be denied stops using CMA and stops offering it, so the other
+    // rank may never try: at least one rank reports the fallback.
+    assert!(
+        stderr
+            .iter()
+            .any(|e| e.contains("single copy (CMA)") && e.contains("using copy-in/copy-out")),
+        "no rank reported the CMA fallback:\n{}",
+        stderr.join("\n")
+    );
+}
+
+/// Installs a seccomp filter making `process_vm_readv` fail with EPERM.
+#[cfg(target_arch = "x86_64")]
+fn deny_process_vm_readv() {
+    // Classic BPF over struct seccomp_data (nr at offset 0).
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    static FILTER: [libc::sock_filter; 4] = [
+        libc::sock_filter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_process_vm_readv as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: FILTER.len() as u16,
+        filter: FILTER.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: prog points to a valid static filter; these prctls only restrict this process.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &prog as *const libc::sock_fprog
+            ),
+            0
+        );
+    }
 }
 
 #[test]
