@@ -105,6 +105,11 @@ mpi_fn! {
     }
 }
 
+/// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
+/// `MPI_Add_error_class`/`_code`).
+pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(MPI_ERR_ABI);
+
 /// The predefined attributes of MPI_COMM_WORLD (values live in static storage because
 /// MPI returns a pointer to them).
 fn predefined_attr(keyval: c_int) -> Option<*mut c_void> {
@@ -156,7 +161,14 @@ mpi_fn! {
             }
             return out(flag, 0, "flag");
         }
-        if matches!(keyval, MPI_APPNUM | MPI_LASTUSEDCODE) {
+        if keyval == MPI_LASTUSEDCODE {
+            if is_world {
+                out(attribute_val, LAST_USED_CODE.as_ptr().cast(), "attribute_val")?;
+                return out(flag, 1, "flag");
+            }
+            return out(flag, 0, "flag");
+        }
+        if keyval == MPI_APPNUM {
             return out(flag, 0, "flag");
         }
         if !known_user {

@@ -281,8 +281,14 @@ pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: 
     for i in 0..count {
         let base = (i as isize) * t.extent();
         for b in &t.blocks {
+            if b.len == 0 {
+                continue;
+            }
+            // `src` may be MPI_BOTTOM (NULL) with absolute displacements, hence the
+            // wrapping arithmetic.
+            let p = src.wrapping_offset(base + b.disp);
             // SAFETY: the caller guarantees the type map of `count` items is readable.
-            let s = unsafe { std::slice::from_raw_parts(src.offset(base + b.disp), b.len) };
+            let s = unsafe { std::slice::from_raw_parts(p, b.len) };
             out.extend_from_slice(s);
         }
     }
@@ -302,11 +308,14 @@ pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data:
                 break 'outer;
             }
             let n = b.len.min(data.len() - pos);
+            if n == 0 {
+                continue;
+            }
+            // `dst` may be MPI_BOTTOM (NULL) with absolute displacements.
+            let p = dst.wrapping_offset(base + b.disp);
             // SAFETY: the caller guarantees the type map of `count` items is writable;
             // `data[pos..pos + n]` is in bounds.
-            unsafe {
-                std::ptr::copy_nonoverlapping(data.as_ptr().add(pos), dst.offset(base + b.disp), n)
-            };
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(pos), p, n) };
             pos += n;
         }
     }

@@ -193,6 +193,32 @@ int main(int argc, char **argv)
     }
     if (rank == 0) printf("cancel: ok\n");
 
+    /* 11. MPI_BOTTOM with absolute addresses (a struct type built from MPI_Get_address) */
+    {
+        int a = -1;
+        double b = -1;
+        MPI_Aint disp[2];
+        int bl[2] = {1, 1};
+        MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE}, abs_t;
+        CHECK_RC(MPI_Get_address(&a, &disp[0]));
+        CHECK_RC(MPI_Get_address(&b, &disp[1]));
+        CHECK_RC(MPI_Type_create_struct(2, bl, disp, ty, &abs_t));
+        CHECK_RC(MPI_Type_commit(&abs_t));
+        if (rank == 0) {
+            a = 17;
+            b = 2.5;
+            CHECK_RC(MPI_Send(MPI_BOTTOM, 1, abs_t, 1, 100, MPI_COMM_WORLD));
+        } else {
+            CHECK_RC(MPI_Recv(MPI_BOTTOM, 1, abs_t, 0, 100, MPI_COMM_WORLD, &st));
+            CHECK(a == 17 && b == 2.5);
+            int n;
+            CHECK_RC(MPI_Get_elements(&st, abs_t, &n));
+            CHECK(n == 2);
+        }
+        CHECK_RC(MPI_Type_free(&abs_t));
+    }
+    if (rank == 0) printf("mpi_bottom with absolute addresses: ok\n");
+
     /* final handshake so nobody finalizes with traffic in flight */
     CHECK_RC(MPI_Sendrecv(&v, 1, MPI_INT, peer, 90, &v, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_Finalize());
