@@ -118,7 +118,7 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
   --no-install         do not apt-get install missing peers
-  --timeout SECS       timeout of one launch (default 120)
+  --timeout SECS       timeout of one launch (default 120, full mode 900)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
 ";
@@ -132,7 +132,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut prefix = root.join("target").join("oxmpi");
     let mut install = true;
     let mut no_mpi4py = false;
-    let mut timeout = 120u64;
+    let mut timeout = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -168,9 +168,10 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--no-mpi4py" => no_mpi4py = true,
             "--timeout" => {
                 let v = val("--timeout")?;
-                timeout = v
-                    .parse()
-                    .map_err(|_| format!("--timeout: '{v}' is not a number of seconds"))?
+                timeout = Some(
+                    v.parse()
+                        .map_err(|_| format!("--timeout: '{v}' is not a number of seconds"))?,
+                )
             }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
@@ -221,7 +222,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
         Mode::Full => Config {
             mode,
             reps: 7,
-            samples: 15,
+            samples: 11,
             scale: 1.0,
             pt2pt_sizes: sizes(2, 4 << 20),
             coll_sizes: sizes(4, 1 << 20).into_iter().filter(|s| *s >= 4).collect(),
@@ -251,7 +252,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     if no_mpi4py {
         c.mpi4py_args.clear();
     }
-    c.timeout = Duration::from_secs(timeout);
+    // a full point-to-point run on a busy 2-vCPU machine can take minutes
+    let default_timeout = if mode == Mode::Full { 900 } else { 120 };
+    c.timeout = Duration::from_secs(timeout.unwrap_or(default_timeout));
     Ok(c)
 }
 
@@ -298,6 +301,9 @@ mod tests {
         assert!(n.mpi4py_args.is_empty());
         assert_eq!(f.out, Path::new("x"));
         assert!(f.coll_sizes.iter().all(|s| *s >= 4));
+        assert_eq!(f.timeout, Duration::from_secs(900));
+        let t = parse_args(&args(&["--timeout", "5"]), root).unwrap();
+        assert_eq!(t.timeout, Duration::from_secs(5));
     }
 
     #[test]

@@ -523,6 +523,9 @@ impl<'a> Runner<'a> {
         self.res.rows.extend(rows);
     }
 
+    /// Launch; a failure is recorded, and the outcome (with any partial
+    /// output) is still returned so that results printed before a crash or
+    /// timeout are kept. `None` only if the launcher could not be started.
     fn launch(
         &mut self,
         p: &Prepared,
@@ -541,7 +544,7 @@ impl<'a> Runner<'a> {
                     p.imp.name,
                     o.failure()
                 ));
-                None
+                Some(o)
             }
             Err(e) => {
                 self.res
@@ -640,7 +643,10 @@ impl<'a> Runner<'a> {
         let mut walls = Vec::new();
         let mut rss = Vec::new();
         for _ in 0..self.cfg.startup_runs {
-            if let Some(o) = self.launch(p, np, &p.hello, &[], "hello", rep) {
+            if let Some(o) = self
+                .launch(p, np, &p.hello, &[], "hello", rep)
+                .filter(Outcome::ok)
+            {
                 walls.push(o.wall.as_secs_f64() * 1e3);
                 if rss.is_empty() {
                     rss = parse::parse_bench_output(&o.stdout).rss;
