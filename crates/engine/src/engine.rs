@@ -207,6 +207,8 @@ pub struct Engine {
     size: i32,
     thread_level: ThreadLevel,
     yield_when_idle: bool,
+    /// Non-blocking polls (test, iprobe), to check peer liveness now and then.
+    polls: std::sync::atomic::AtomicU32,
     state: Mutex<State>,
     boot: Mutex<Option<Box<dyn Bootstrap>>>,
 }
@@ -232,6 +234,7 @@ impl Engine {
             size: 0,
             thread_level: ThreadLevel::Single,
             yield_when_idle: false,
+            polls: Default::default(),
             state: Mutex::new(State::new(-1, 0)),
             boot: Mutex::new(None),
         }
@@ -285,6 +288,7 @@ impl Engine {
             size,
             thread_level: required,
             yield_when_idle,
+            polls: Default::default(),
             state: Mutex::new(st),
             boot: Mutex::new(Some(boot)),
         })
@@ -492,14 +496,26 @@ impl Engine {
     /// yields a status with [`ErrorClass::Request`].
     pub fn test(&self, r: ReqId) -> Option<Status> {
         let mut st = self.lock();
-        st.progress();
+        self.poll(&mut st);
         st.take_done(r)
+    }
+
+    /// Progress for non-blocking calls; every 1024th call also checks peer liveness, so a
+    /// loop of `test` calls on a request from a dead peer ends.
+    fn poll(&self, st: &mut State) {
+        st.progress();
+        let n = self
+            .polls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % 1024 == 1023 {
+            st.check_peers();
+        }
     }
 
     /// Like [`Engine::test`] but does not free the request (`MPI_Request_get_status`).
     pub fn request_status(&self, r: ReqId) -> Option<Status> {
         let mut st = self.lock();
-        st.progress();
+        self.poll(&mut st);
         match st.reqs.get(r.0) {
             Some(q) if matches!(q.state, ReqState::Done) => Some(q.status),
             Some(_) => None,
@@ -526,7 +542,8 @@ impl Engine {
 
     /// Polls every transport once.
     pub fn progress(&self) {
-        self.lock().progress();
+        let mut st = self.lock();
+        self.poll(&mut st);
     }
 
     /// `MPI_Iprobe`: the status of a message a receive `(src, tag)` on `comm` would match.
@@ -536,7 +553,7 @@ impl Engine {
         if src == PROC_NULL {
             return Ok(Some(Status::PROC_NULL));
         }
-        st.progress();
+        self.poll(&mut st);
         let ctx = st.comm(comm)?.ctx;
         Ok(st
             .matcher
@@ -575,7 +592,7 @@ impl Engine {
         if src == PROC_NULL {
             return Ok(Some((MessageId::NO_PROC, Status::PROC_NULL)));
         }
-        st.progress();
+        self.poll(&mut st);
         Ok(st.take_message(comm, src, tag))
     }
 

@@ -653,12 +653,34 @@ fn no_sm(e: &Engine) {
 
 fn dead_peer(e: &Engine) {
     if e.rank() == 1 {
-        // Die without finalize while rank 0 waits for us.
+        // Announce a large message (rendezvous) and die before its data moves, without
+        // finalize, while rank 0 waits for us.
+        let big = vec![7u8; 1 << 20];
+        // SAFETY: the process exits before `big` is dropped.
+        unsafe { e.isend(big.as_ptr(), big.len(), 0, 5, CommId(0), SendMode::Standard) }.unwrap();
         std::process::exit(0);
     }
-    let mut buf = [0u8; 8];
-    let st = recv(e, &mut buf, 1, 0);
+    // Mid-transfer: the request-to-send arrived (probe sees it), the data never comes.
+    let st = e.probe(1, 5, CommId(0)).unwrap();
+    assert_eq!(st.count_bytes, 1 << 20);
+    let mut big = vec![0u8; 1 << 20];
+    let st = recv(e, &mut big, 1, 5);
     assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    // A receive posted after the death, polled with test(), fails too.
+    let mut buf = [0u8; 8];
+    // SAFETY: buf outlives the polling loop.
+    let r = unsafe { e.irecv(buf.as_mut_ptr(), 8, 1, 0, CommId(0)) }.unwrap();
+    let st = loop {
+        if let Some(st) = e.test(r) {
+            break st;
+        }
+    };
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    // Blocking probes of a dead source fail instead of hanging.
+    assert_eq!(
+        e.probe(1, 0, CommId(0)).unwrap_err().class(),
+        ErrorClass::ProcFailed
+    );
     // A large send (rendezvous) to the dead peer fails too instead of hanging.
     let data = vec![0u8; 1 << 20];
     // SAFETY: data outlives the wait.
