@@ -10,15 +10,15 @@ use crate::env::{rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::iof::{LineAssembler, Stream};
 use crate::job::{JobPlan, TAG_JOB};
+use crate::spawn::{exec_error, spawn, SpawnSpec};
 use crate::streams::{IOF, ODLS, PMI};
 use crate::sys;
 use oxmpi_base::verbose;
 use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Stdio;
 
 /// How a rank's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,13 @@ pub enum DaemonEvent {
         /// Message given by the rank.
         message: String,
     },
+    /// A rank's program could not be executed (it exits with status 127 next).
+    LaunchFailed {
+        /// Rank.
+        rank: usize,
+        /// Why `exec` failed.
+        message: String,
+    },
     /// A rank violated the PMI protocol (its connection is closed).
     PmiError {
         /// Rank, if known.
@@ -70,6 +77,8 @@ pub enum DaemonToken {
     Out(usize, usize),
     /// PMI connection of the proc at this index.
     Pmi(usize),
+    /// Exec status pipe of the proc at this index.
+    Exec(usize),
 }
 
 struct OutPipe {
@@ -89,6 +98,8 @@ struct Proc {
     pid: i32,
     outs: [Option<OutPipe>; 2],
     pmi: Option<PmiConn>,
+    /// Exec status pipe until `exec` is known to have worked (EOF) or failed.
+    exec_status: Option<OwnedFd>,
     exited: bool,
     finalized: bool,
     /// The rank sent at least one PMI message.
@@ -179,13 +190,13 @@ impl<'a> LocalDaemon<'a> {
     }
 
     /// Start every rank. Returns the stdin pipes of the ranks that read mpirun's stdin.
-    pub fn launch(&mut self, facts: &JobFacts<'_>) -> Result<Vec<std::process::ChildStdin>> {
+    pub fn launch(&mut self, facts: &JobFacts<'_>) -> Result<Vec<std::fs::File>> {
         let plan = self.plan;
         let spec = &plan.spec;
         let user_has = |k: &str| std::env::var_os(k).is_some();
         let mut stdins = Vec::new();
-        let parent_pid = std::process::id() as i32;
         let nofile = sys::raise_nofile_limit();
+        let base_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         for p in &plan.map.procs {
             let app = &plan.apps[p.app];
             let (sinks_out, sinks_err) = match &spec.output_filename {
@@ -210,64 +221,37 @@ impl<'a> LocalDaemon<'a> {
             let child_fd = pmi_child.as_raw_fd();
             let user_has_any = |k: &str| user_has(k) || app.overlay.iter().any(|(n, _)| n == k);
             let vars = rank_vars(facts, &plan.map, p, Some(child_fd), &user_has_any);
-            let mut cmd = std::process::Command::new(&app.program);
-            cmd.arg0(&app.argv[0]).args(&app.argv[1..]);
+            let mut env = base_env.clone();
             for (k, v) in app.overlay.iter().chain(vars.iter()) {
-                cmd.env(k, v);
-            }
-            if let Some(w) = &app.wdir {
-                cmd.current_dir(w);
+                let (k, v) = (OsString::from(k), OsString::from(v));
+                match env.iter_mut().find(|(n, _)| *n == k) {
+                    Some(slot) => slot.1 = v,
+                    None => env.push((k, v)),
+                }
             }
             let wants_stdin = match spec.stdin {
                 StdinTarget::All => true,
                 StdinTarget::Rank(r) => r == p.rank,
                 StdinTarget::None => false,
             };
-            cmd.stdin(if wants_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            });
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-            cmd.process_group(0);
-            let set = p.cpus.as_ref().map(|c| cpu_set(c));
-            // SAFETY: the closure runs in the forked child before exec and only calls
-            // async-signal-safe functions (prctl, getppid, sched_setaffinity, setrlimit,
-            // fcntl) on data prepared before the fork.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if libc::getppid() != parent_pid {
-                        // mpirun died between fork and prctl.
-                        libc::_exit(1);
-                    }
-                    if let Some(set) = &set {
-                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set)
-                            != 0
-                        {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    if let Some(lim) = &nofile {
-                        // Ranks get the limit mpirun was started with.
-                        libc::setrlimit(libc::RLIMIT_NOFILE, lim);
-                    }
-                    if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            let mut child = cmd.spawn().map_err(|e| RuntimeError::Spawn {
+            let child = spawn(&SpawnSpec {
+                program: &app.program,
+                argv: &app.argv,
+                env,
+                cwd: app.wdir.as_deref(),
+                stdin_pipe: wants_stdin,
+                cpus: p.cpus.as_ref().map(|c| cpu_set(c)),
+                keep_fd: Some(child_fd),
+                nofile,
+            })
+            .map_err(|e| RuntimeError::Spawn {
                 rank: p.rank,
                 program: app.program.display().to_string(),
                 host: plan.host.clone(),
                 source: e,
             })?;
             drop(pmi_child);
-            let pid = child.id() as i32;
+            let pid = child.pid;
             verbose!(
                 ODLS,
                 10,
@@ -276,25 +260,25 @@ impl<'a> LocalDaemon<'a> {
                 pid,
                 app.program.display()
             );
-            if let Some(s) = child.stdin.take() {
-                stdins.push(s);
+            if let Some(s) = child.stdin {
+                stdins.push(std::fs::File::from(s));
             }
-            let to_fd = |o: Option<OwnedFd>| -> Option<OwnedFd> {
-                let fd = o?;
+            let to_fd = |fd: OwnedFd| -> Option<OwnedFd> {
                 sys::set_nonblocking(fd.as_raw_fd()).ok()?;
                 Some(fd)
             };
             let tag = spec.tag_output.then_some((TAG_JOB, p.rank));
-            let so = to_fd(child.stdout.take().map(OwnedFd::from)).map(|fd| OutPipe {
+            let so = to_fd(child.stdout).map(|fd| OutPipe {
                 fd,
                 asm: LineAssembler::new(Stream::Stdout, tag, spec.timestamp_output),
                 sink: sinks_out,
             });
-            let se = to_fd(child.stderr.take().map(OwnedFd::from)).map(|fd| OutPipe {
+            let se = to_fd(child.stderr).map(|fd| OutPipe {
                 fd,
                 asm: LineAssembler::new(Stream::Stderr, tag, spec.timestamp_output),
                 sink: sinks_err,
             });
+            let exec_status = to_fd(child.exec_status);
             let _ = sys::set_nonblocking(pmi_parent.as_raw_fd());
             self.pmi
                 .on_connect(ConnId(p.rank as u64), Some(p.rank as u32));
@@ -307,12 +291,11 @@ impl<'a> LocalDaemon<'a> {
                     out: Vec::new(),
                     close_after_flush: false,
                 }),
+                exec_status,
                 exited: false,
                 finalized: false,
                 spoke: false,
             });
-            // The Child handle is dropped without waiting: reaping is done by `reap`.
-            drop(child);
         }
         self.run_pmi_actions();
         Ok(stdins)
@@ -507,7 +490,9 @@ impl<'a> LocalDaemon<'a> {
                 continue;
             };
             self.procs[i].exited = true;
-            // Whatever the rank sent on PMI before dying (e.g. finalize) counts first.
+            // A failed exec and whatever the rank sent on PMI before dying (e.g. finalize)
+            // count first.
+            self.read_exec_status(i);
             self.read_pmi(i);
             let exit = if libc::WIFSIGNALED(status) {
                 RankExit::Signal(libc::WTERMSIG(status))
@@ -530,6 +515,34 @@ impl<'a> LocalDaemon<'a> {
                 missing_finalize: p.spoke && !p.finalized,
             });
             self.close_pmi(i);
+        }
+    }
+
+    fn read_exec_status(&mut self, idx: usize) {
+        let Some(fd) = self.procs[idx].exec_status.take() else {
+            return;
+        };
+        let mut b = [0u8; 8];
+        match sys::read_fd(fd.as_raw_fd(), &mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.procs[idx].exec_status = Some(fd);
+            }
+            Ok(n) => {
+                if let Some(e) = exec_error(&b[..n]) {
+                    let rank = self.procs[idx].rank;
+                    let program = self.plan.apps[self.plan.map.procs[rank].app]
+                        .program
+                        .display();
+                    self.events.push_back(DaemonEvent::LaunchFailed {
+                        rank,
+                        message: format!(
+                            "failed to start rank {rank} ('{program}') on host {}: {e}",
+                            self.plan.host
+                        ),
+                    });
+                }
+            }
+            Err(_) => {}
         }
     }
 
@@ -577,6 +590,14 @@ impl<'a> LocalDaemon<'a> {
                     toks.push(DaemonToken::Out(i, s));
                 }
             }
+            if let Some(fd) = &p.exec_status {
+                fds.push(libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                toks.push(DaemonToken::Exec(i));
+            }
             if let Some(c) = &p.pmi {
                 let mut ev = libc::POLLIN;
                 if !c.out.is_empty() {
@@ -596,6 +617,7 @@ impl<'a> LocalDaemon<'a> {
     pub fn on_ready(&mut self, tok: DaemonToken, revents: i16) {
         match tok {
             DaemonToken::Out(i, s) => self.read_out(i, s),
+            DaemonToken::Exec(i) => self.read_exec_status(i),
             DaemonToken::Pmi(i) => {
                 if revents & libc::POLLOUT != 0 {
                     self.flush_pmi(i);

@@ -401,6 +401,12 @@ impl<'a> Head<'a> {
                         self.end(Ending::Abort { rank, code }, libc::SIGTERM);
                     }
                 }
+                DaemonEvent::LaunchFailed { message, .. } => {
+                    if self.ending.is_none() {
+                        msg(&message);
+                        self.end(Ending::LaunchFailed, libc::SIGTERM);
+                    }
+                }
                 DaemonEvent::PmiError { rank, message } => {
                     let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
                     msg(&format!("PMI protocol error from {who}: {message}"));
@@ -541,7 +547,7 @@ impl<'a> Head<'a> {
     }
 }
 
-fn forward_stdin(mut targets: Vec<std::process::ChildStdin>) {
+fn forward_stdin(mut targets: Vec<std::fs::File>) {
     use std::io::Write;
     if targets.is_empty() {
         return;

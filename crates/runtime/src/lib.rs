@@ -12,6 +12,7 @@
 //! * [`session`]: the private job session directory.
 //! * [`job`]: planning (validation, nothing launched on bad input) and the head: event loop,
 //!   signals, timeout, exit-status rules and teardown.
+//! * [`spawn`]: fork/exec of one rank without waiting for its `exec`.
 //! * [`topo`], [`sys`]: local node facts and thin OS helpers.
 //!
 //! The entry point used by the `mpirun` binary is [`main_with_args`].
@@ -62,6 +63,7 @@ pub mod iof;
 pub mod job;
 pub mod launch;
 pub mod session;
+pub mod spawn;
 pub mod sys;
 pub mod topo;
 
