@@ -1036,7 +1036,20 @@ impl State {
             }
             Out::Ctrl(hdr)
         };
-        self.peers[dest as usize].outq.push_back(item);
+        let peer = &mut self.peers[dest as usize];
+        // Fast path: nothing queued before it, so it may go straight into the link.
+        if peer.outq.is_empty() {
+            if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {
+                // SAFETY: the send buffer holds `len` readable bytes until completion.
+                if unsafe { link.try_send(hdr, *ptr, *len) } {
+                    if !sync {
+                        self.finish(id);
+                    }
+                    return Ok(user_id);
+                }
+            }
+        }
+        peer.outq.push_back(item);
         self.flush(dest as usize);
         Ok(user_id)
     }
