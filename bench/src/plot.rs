@@ -416,7 +416,7 @@ pub fn draw_all(dir: &Path, rows: &[Row], imps: &[String]) -> Result<Vec<String>
                     &cells[i],
                     &title,
                     "us per call",
-                    &series_for(rows, imps, t, np, false),
+                    &series_for(rows, imps, t, np, np == 2),
                     SeriesLabelPosition::UpperLeft,
                 )
                 .map_err(err(f))?;

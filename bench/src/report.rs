@@ -312,8 +312,9 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
          summarised. `ompi-best` is, per repetition and metric, the better of Open MPI's default \
          and its single-copy-off setting. \"% of limit\" compares with the physical limit measured \
          in the same repetition: latency limit = cache-line one-way + size / memcpy bandwidth; \
-         bandwidth limit = memcpy bandwidth (x2 bidirectional); start-up limit = fork+exec of \
-         `/bin/true`. Latencies are one-way (half the round trip) in us; bandwidth in MB/s \
+         bandwidth limit = memcpy bandwidth (x2 bidirectional); collective limit at np=2 = one \
+         one-way transfer of the data (none when oversubscribed); start-up limit = fork+exec of \
+         `/bin/true`; memory has none. Latencies are one-way (half the round trip) in us; bandwidth in MB/s \
          (1e6 B/s), window of 64; collectives: slowest rank's time per call.\n\n",
     );
 
@@ -424,7 +425,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         });
         let limit = tests
             .iter()
-            .any(|t| ["lat", "bw", "startup", "mpi4py_lat"].contains(t));
+            .any(|t| ["lat", "bw", "allreduce", "startup", "mpi4py_lat"].contains(t));
         metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
     }
 

@@ -304,9 +304,13 @@ pub fn machine_state(wait: Duration) -> (f64, f64) {
 /// The physical limit of a metric, in the metric's unit, from the same
 /// repetition's probes: one-way latency = cache-line one-way + size / memcpy
 /// bandwidth (us); bandwidth = memcpy bandwidth (MB/s), twice that for
-/// bidirectional; start-up = fork+exec+wait of `/bin/true` (ms).
+/// bidirectional; start-up = fork+exec+wait of `/bin/true` (ms); a
+/// collective on 2 ranks = one one-way transfer of its data (a lower bound:
+/// each rank must hear from the other at least once). Oversubscribed
+/// collectives (np > 2 on 2 cores) have no meaningful limit.
 pub fn limit_for(
     test: &str,
+    np: u32,
     size: u64,
     one_way_ns: Option<f64>,
     memcpy: &[(u64, f64)],
@@ -323,6 +327,9 @@ pub fn limit_for(
         "bw" => Some(bw()? * 1000.0),
         "bibw" => Some(2.0 * bw()? * 1000.0),
         "startup" => spawn_ms,
+        "allreduce" | "bcast" | "alltoall" | "barrier" if np == 2 => {
+            Some(one_way_ns? / 1000.0 + size as f64 / (bw()? * 1e3))
+        }
         _ => None,
     }
 }
@@ -595,7 +602,7 @@ impl<'a> Runner<'a> {
         }
         for r in out.results {
             let one_way = probe.map(|x| x.one_way_ns);
-            let limit = limit_for(&r.test, r.size, one_way, &self.memcpy, self.spawn_ms);
+            let limit = limit_for(&r.test, r.np, r.size, one_way, &self.memcpy, self.spawn_ms);
             self.res.rows.push(Row {
                 rep,
                 imp: p.imp.name.clone(),
@@ -734,7 +741,14 @@ impl<'a> Runner<'a> {
             (r.median, r.min, r.max) = (us, f64::NAN, f64::NAN);
             (r.load1, r.busy_pct) = (load, busy);
             r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
-            r.limit = limit_for("lat", size, probe.map(|x| x.one_way_ns), &self.memcpy, None);
+            r.limit = limit_for(
+                "lat",
+                2,
+                size,
+                probe.map(|x| x.one_way_ns),
+                &self.memcpy,
+                None,
+            );
             r.unix_time = start;
             r.values = vec![us];
             self.res.rows.push(r);
@@ -836,24 +850,38 @@ mod tests {
     fn limits() {
         let memcpy = [(67108864, 5.0), (1048576, 30.0), (4194304, 25.0)];
         // 1 KiB: 50 ns line + 1024 B at 30 GB/s = 0.05 + 0.034133 us
-        let l = limit_for("lat", 1024, Some(50.0), &memcpy, None).unwrap();
+        let l = limit_for("lat", 2, 1024, Some(50.0), &memcpy, None).unwrap();
         assert!((l - (0.05 + 1024.0 / 30e3)).abs() < 1e-9);
-        assert_eq!(limit_for("bw", 4194304, None, &memcpy, None), Some(25000.0));
         assert_eq!(
-            limit_for("bibw", 2 << 20, None, &memcpy, None),
+            limit_for("bw", 2, 4194304, None, &memcpy, None),
+            Some(25000.0)
+        );
+        assert_eq!(
+            limit_for("bibw", 2, 2 << 20, None, &memcpy, None),
             Some(50000.0)
         );
         // bigger than any probe: the largest probe (DRAM-bound)
-        assert_eq!(limit_for("bw", 1 << 30, None, &memcpy, None), Some(5000.0));
         assert_eq!(
-            limit_for("lat", 8, None, &memcpy, None),
+            limit_for("bw", 2, 1 << 30, None, &memcpy, None),
+            Some(5000.0)
+        );
+        assert_eq!(
+            limit_for("lat", 2, 8, None, &memcpy, None),
             None,
             "needs the probe"
         );
-        assert_eq!(limit_for("startup", 0, None, &memcpy, Some(0.8)), Some(0.8));
         assert_eq!(
-            limit_for("allreduce", 8, Some(50.0), &memcpy, Some(1.0)),
-            None
+            limit_for("startup", 2, 0, None, &memcpy, Some(0.8)),
+            Some(0.8)
+        );
+        assert_eq!(
+            limit_for("allreduce", 4, 8, Some(50.0), &memcpy, Some(1.0)),
+            None,
+            "oversubscribed"
+        );
+        assert_eq!(
+            limit_for("barrier", 2, 0, Some(50.0), &memcpy, None),
+            Some(0.05)
         );
     }
 
