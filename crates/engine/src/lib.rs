@@ -11,14 +11,29 @@
 //! init(required: ThreadLevel) -> Result<&'static Engine, Error>
 //! init_with(bootstrap: Box<dyn Bootstrap>, required) -> Result<&'static Engine, Error>
 //! engine() -> Option<&'static Engine>
-//! Engine::{rank, size, thread_level, comm_world, comm_self, comm_rank, comm_size,
-//!          comm_create, comm_free, comm_context}
+//! Engine::{rank, size, thread_level, yields_when_idle, comm_world, comm_self} -> plain values
+//! Engine::{comm_rank, comm_size, comm_context, comm_group}(CommId) -> Result<_, Error>
+//! Engine::comm_create(ctx: u32, group: Vec<i32 /*world ranks*/>) -> Result<CommId, Error>
+//! Engine::comm_free(CommId) -> Result<(), Error>
 //! unsafe Engine::isend(buf, len, dest, tag, comm, SendMode) -> Result<ReqId, Error>
 //! unsafe Engine::irecv(buf, len, src, tag, comm) -> Result<ReqId, Error>
-//! Engine::{test, wait} -> Status        (a completed request is freed)
-//! Engine::{progress, iprobe, probe, improbe, mprobe, cancel, abort, finalize}
+//! Engine::test(ReqId) -> Option<Status>     (a completed request is freed)
+//! Engine::wait(ReqId) -> Status             (unknown request: Status.error = Request)
+//! Engine::request_status(ReqId) -> Option<Status>   (does not free: MPI_Request_get_status)
+//! Engine::request_free(ReqId)               (completes in the background)
+//! Engine::iprobe(src, tag, comm) -> Result<Option<Status>, Error>
+//! Engine::probe(src, tag, comm) -> Result<Status, Error>
+//! Engine::improbe(src, tag, comm) -> Result<Option<(MessageId, Status)>, Error>
+//! Engine::mprobe(src, tag, comm) -> Result<(MessageId, Status), Error>
 //! unsafe Engine::imrecv(buf, len, MessageId) -> Result<ReqId, Error>
+//! Engine::{progress, cancel(ReqId), abort(code) -> !, finalize() -> Result<(), Error>}
+//! PROVIDER: oxmpi_base::params::Provider    (btl self/sm, pml ox and their parameters)
 //! ```
+//!
+//! Differences from the first contract sketch: the communicator queries and probes return
+//! `Result` (an invalid communicator, rank or tag is an error with its class), `finalize`
+//! returns `Result`, and `comm_create`/`comm_free`/`request_status`/`request_free` were
+//! added.
 //!
 //! Wildcards and the null process use MPICH's values: [`ANY_SOURCE`] = -2, [`ANY_TAG`] = -1,
 //! [`PROC_NULL`] = -1 (source/destination argument). Operations on [`PROC_NULL`] complete at
@@ -49,6 +64,41 @@
 //!   fragments (both sides copying), or, with `btl_sm_single_copy_mechanism=cma`, the
 //!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
 //!   path, with a verbose note, when the kernel denies it).
+//!
+//! # How a send travels
+//!
+//! 1. `isend(buf, len, dest, tag, comm, mode)` checks the arguments, turns `dest` into a
+//!    world rank through the communicator's group and builds the envelope
+//!    `(context id, my rank in comm, tag)`.
+//! 2. **To oneself** (`self` path): the envelope goes straight to the [`matching`] engine. A
+//!    posted receive takes the bytes at once; otherwise small non-synchronous data is copied
+//!    into the unexpected queue (the send completes), and large or synchronous sends leave a
+//!    reference to the sender's buffer that the matching receive copies from.
+//! 3. **To a peer on the node** (`sm` btl): if `len <= btl_sm_eager_limit`, one record
+//!    (8-byte frame word + 40-byte header + payload, padded to 64-byte lines) is written into
+//!    the peer's ring for us, which lives in the *receiver's* memfd segment; a standard send
+//!    then completes. Larger messages send a request-to-send record (RTS: envelope, length,
+//!    sender request id, buffer address). Records that do not fit wait in a per-peer FIFO, so
+//!    order is kept.
+//! 4. The receiver's progress loop polls the frame word at the head of each inbound ring (one
+//!    cache line per small message). An eager record is matched against the posted receives
+//!    (earliest posted wins, wildcards included) and copied directly into the user buffer, or
+//!    copied into the unexpected queue. A synchronous eager send is acknowledged (FIN) when
+//!    it matches.
+//! 5. A matched RTS is answered with a clear-to-send (CTS: the receiver request id and the
+//!    number of bytes wanted, i.e. at most the buffer size, so truncation moves no excess
+//!    data). The sender then streams DATA fragments (`btl_sm_fragment_size`) through the
+//!    same ring while the receiver copies them out: both cores copy, pipelined. With
+//!    `btl_sm_single_copy_mechanism=cma` the receiver instead reads the sender's buffer with
+//!    `process_vm_readv` and sends FIN; if the kernel refuses, it falls back to CTS.
+//! 6. The send request completes when its last fragment is in the ring (or on FIN); the
+//!    receive request completes when all wanted bytes arrived, with [`ErrorClass::Truncate`]
+//!    if the message was longer than the buffer. Because RTS and eager records share one
+//!    ordered ring per peer and are matched in arrival order, non-overtaking holds across the
+//!    eager/rendezvous boundary.
+//! 7. Waiting (`wait`, `probe`, `finalize`) polls all links; every 1024 polls it checks the
+//!    peers' pidfds, and operations that depend on a dead peer complete with
+//!    [`ErrorClass::ProcFailed`].
 //!
 //! # MCA parameters (declared in the `oxmpi-base` registry, see [`PROVIDER`])
 //!
