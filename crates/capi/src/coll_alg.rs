@@ -95,13 +95,24 @@ impl Layout {
     }
 }
 
+/// How a reduction runs on packed items.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Packed bytes equal the memory layout (contiguous, starting at offset 0).
+    Direct,
+    /// Builtin op on a derived type of one unpadded basic type: packed data is an array of
+    /// that type (handle, size).
+    Basic(c_int, usize),
+    /// Unpack into the type's layout, reduce, pack back.
+    Layout,
+}
+
 /// A reduction (op on a datatype) usable as an `oxmpi_coll::Op` on packed items.
 pub(crate) struct Reducer {
     dt: Datatype,
     dth: c_int,
     op: c_int,
-    /// Packed bytes equal the memory layout (contiguous, starting at offset 0).
-    direct: bool,
+    mode: Mode,
     commutative: bool,
 }
 
@@ -110,34 +121,36 @@ impl Reducer {
     /// that an invalid pair fails on every rank alike, without a partial collective).
     pub(crate) fn new(dt: &Datatype, dth: c_int, op: c_int) -> MpiResult<Reducer> {
         let dt = dt.clone();
-        let commutative = match crate::op::op_kind(op)? {
+        let kind = crate::op::op_kind(op)?;
+        let commutative = match kind {
             crate::op::OpKind::Builtin(_) => true,
             crate::op::OpKind::User(_, c) => c,
         };
-        if dt.size == 0 {
-            return Ok(Reducer {
-                dt,
-                dth,
-                op,
-                direct: true,
-                commutative,
-            });
+        let mut mode = if dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0 {
+            Mode::Direct
+        } else {
+            Mode::Layout
+        };
+        if let (crate::op::OpKind::Builtin(_), false, Some(b)) = (kind, dt.predefined, dt.basic) {
+            // Packed data of a derived type made of one basic type is a dense array of that
+            // type: reduce it as such (when the basic type has no padding).
+            let bt = crate::state::lock().dtype(b)?;
+            if bt.size > 0 && bt.size as isize == bt.extent() {
+                mode = Mode::Basic(b, bt.size);
+            }
         }
-        let direct = dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0;
         let r = Reducer {
             dt,
             dth,
             op,
-            direct,
+            mode,
             commutative,
         };
-        if matches!(crate::op::op_kind(op)?, crate::op::OpKind::Builtin(_)) {
+        if r.dt.size > 0 && matches!(kind, crate::op::OpKind::Builtin(_)) {
             // Try one zero item: fails for (op, type) pairs MPI does not define.
-            let mut a = Layout::new(&r.dt, 1);
-            let mut b = Layout::new(&r.dt, 1);
-            let (pa, pb) = (a.ptr(), b.ptr());
-            // SAFETY: both scratch buffers hold one item of the type.
-            unsafe { crate::op::reduce_local(pa, pb, 1, dth, op)? };
+            let zero = vec![0u8; r.dt.size];
+            let mut b = zero.clone();
+            r.try_apply(&zero, &mut b)?;
         }
         Ok(r)
     }
@@ -153,14 +166,21 @@ impl Reducer {
 
     /// `inout = in ∘ inout` on packed items.
     pub(crate) fn apply(&self, a: &[u8], b: &mut [u8]) {
+        // Validated in `new`; a failure here would leave the collective half done.
+        if let Err(e) = self.try_apply(a, b) {
+            panic!("reduction failed after validation: {}", e.detail);
+        }
+    }
+
+    fn try_apply(&self, a: &[u8], b: &mut [u8]) -> MpiResult {
         if self.dt.size == 0 || a.is_empty() {
-            return;
+            return Ok(());
         }
         let k = a.len() / self.dt.size;
         let aligned = (a.as_ptr() as usize | b.as_ptr() as usize) % 16 == 0;
-        let res = if self.direct && aligned {
+        match self.mode {
             // SAFETY: packed == layout for this type; both slices hold `k` items.
-            unsafe {
+            Mode::Direct if aligned => unsafe {
                 crate::op::reduce_local(
                     a.as_ptr().cast(),
                     b.as_mut_ptr().cast(),
@@ -168,28 +188,56 @@ impl Reducer {
                     self.dth,
                     self.op,
                 )
+            },
+            // SAFETY: both slices hold `len / size` items of the predefined basic type.
+            Mode::Basic(h, size) if aligned => unsafe {
+                crate::op::reduce_local(
+                    a.as_ptr().cast(),
+                    b.as_mut_ptr().cast(),
+                    a.len() / size,
+                    h,
+                    self.op,
+                )
+            },
+            Mode::Basic(..) | Mode::Direct => {
+                // Misaligned views: reduce aligned copies.
+                let mut x = a.to_vec();
+                let mut y = b.to_vec();
+                debug_assert!((x.as_ptr() as usize | y.as_ptr() as usize) % 8 == 0);
+                let r = self.try_apply_aligned(&mut x, &mut y);
+                b.copy_from_slice(&y);
+                r
             }
-        } else {
-            let mut la = Layout::new(&self.dt, k);
-            let mut lb = Layout::new(&self.dt, k);
-            let (pa, pb) = (la.ptr(), lb.ptr());
-            // SAFETY: the scratch buffers span `k` items of the type; the packed data holds
-            // `k` items.
-            unsafe {
-                unpack_from(&self.dt, k, pa.cast(), a);
-                unpack_from(&self.dt, k, pb.cast(), b);
+            Mode::Layout => {
+                let mut la = Layout::new(&self.dt, k);
+                let mut lb = Layout::new(&self.dt, k);
+                let (pa, pb) = (la.ptr(), lb.ptr());
+                // SAFETY: the scratch buffers span `k` items of the type; the packed data
+                // holds `k` items.
+                unsafe {
+                    unpack_from(&self.dt, k, pa.cast(), a);
+                    unpack_from(&self.dt, k, pb.cast(), b);
+                }
+                // SAFETY: both scratch buffers hold `k` items.
+                unsafe { crate::op::reduce_local(pa, pb, k, self.dth, self.op)? };
+                let mut out = Vec::with_capacity(b.len());
+                // SAFETY: `lb` holds `k` items.
+                unsafe { pack_into(&self.dt, k, pb.cast(), &mut out) };
+                b.copy_from_slice(&out);
+                Ok(())
             }
-            // SAFETY: both scratch buffers hold `k` items.
-            let r = unsafe { crate::op::reduce_local(pa, pb, k, self.dth, self.op) };
-            let mut out = Vec::with_capacity(b.len());
-            // SAFETY: `lb` holds `k` items.
-            unsafe { pack_into(&self.dt, k, pb.cast(), &mut out) };
-            b.copy_from_slice(&out);
-            r
+        }
+    }
+
+    /// Like `try_apply` on freshly allocated (malloc-aligned) buffers.
+    fn try_apply_aligned(&self, a: &mut [u8], b: &mut [u8]) -> MpiResult {
+        let n = match self.mode {
+            Mode::Basic(h, size) => (h, a.len() / size),
+            _ => (self.dth, a.len() / self.dt.size),
         };
-        // Validated in `new`; a failure here would leave the collective half done.
-        if let Err(e) = res {
-            panic!("reduction failed after validation: {}", e.detail);
+        // SAFETY: both buffers hold `n.1` items of type `n.0` (see `try_apply`).
+        unsafe {
+            crate::op::reduce_local(a.as_ptr().cast(), b.as_mut_ptr().cast(), n.1, n.0, self.op)
         }
     }
 }
