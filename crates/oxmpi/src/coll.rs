@@ -194,3 +194,68 @@ impl<'u> Communicator<'u> {
         self.broadcast(0, recv)
     }
 }
+
+const TAG_GATHER: i32 = 5;
+
+impl<'u> Communicator<'u> {
+    /// Collects `send` of every rank, in rank order, into `recv` of rank `root`
+    /// (`MPI_Gather`). All ranks send the same number of elements; on the root, `recv` holds
+    /// `size * send.len()` elements (it is not used elsewhere).
+    pub fn gather<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.check_root(root)?;
+        let c = self.collective();
+        let n = send.len();
+        if c.rank() != root {
+            return c.send(send, root, TAG_GATHER);
+        }
+        let want = n.checked_mul(c.size() as usize);
+        if want != Some(recv.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "gather: receive buffer of {} elements for {} ranks of {n}",
+                    recv.len(),
+                    c.size()
+                ),
+            ));
+        }
+        for r in 0..c.size() {
+            let at = r as usize * n;
+            let chunk = &mut recv[at..at + n];
+            if r == root {
+                chunk.copy_from_slice(send);
+            } else {
+                c.recv(chunk, r, TAG_GATHER)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`gather`](Self::gather), with the result on every rank (`MPI_Allgather`).
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let mut ranks = vec![-1i32; world.size() as usize];
+    /// world.all_gather(&[world.rank()][..], &mut ranks[..])?;
+    /// assert_eq!(ranks, (0..world.size()).collect::<Vec<_>>());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn all_gather<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        if send.len().checked_mul(self.size() as usize) != Some(recv.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "all_gather: receive buffer of {} elements for {} ranks of {}",
+                    recv.len(),
+                    self.size(),
+                    send.len()
+                ),
+            ));
+        }
+        self.gather(0, send, recv)?;
+        self.broadcast(0, recv)
+    }
+}

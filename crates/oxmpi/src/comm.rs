@@ -76,6 +76,14 @@ impl<'u> Communicator<'u> {
         }
     }
 
+    pub(crate) fn engine_ref(&self) -> &'static Engine {
+        self.engine
+    }
+
+    pub(crate) fn coll_id(&self) -> CommId {
+        self.coll
+    }
+
     /// The engine's handle of this communicator.
     pub fn id(&self) -> CommId {
         self.id

@@ -57,7 +57,10 @@
 //! * Collectives over point-to-point (in a separate message space):
 //!   [`barrier`](Communicator::barrier), [`broadcast`](Communicator::broadcast),
 //!   [`reduce`](Communicator::reduce) and [`all_reduce`](Communicator::all_reduce) with any
-//!   associative closure.
+//!   associative closure, [`gather`](Communicator::gather),
+//!   [`all_gather`](Communicator::all_gather).
+//! * New communicators: [`dup`](Communicator::dup) and [`split`](Communicator::split) give an
+//!   [`OwnedCommunicator`], freed on drop.
 //! * [`Status`]: source, tag, [`count`](Status::count) of elements.
 //! * Wildcards and the null process: [`ANY_SOURCE`], [`ANY_TAG`], [`PROC_NULL`].
 //!
@@ -89,6 +92,7 @@ mod comm;
 pub mod datatype;
 mod error;
 pub mod request;
+mod split;
 mod status;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +106,7 @@ pub use error::{Error, ErrorClass, Result};
 pub use oxmpi_derive::Equivalence;
 pub use oxmpi_engine::ThreadLevel;
 pub use request::Request;
+pub use split::OwnedCommunicator;
 pub use status::Status;
 
 /// Wildcard source for receives and probes (`MPI_ANY_SOURCE`).

@@ -272,6 +272,40 @@ fn rank_body() {
         .expect("user message after collectives");
     assert_eq!(five, [5]);
 
+    // 8. New communicators: split by parity with reversed order, dup isolation, gather.
+    let half = world
+        .split(rank % 2, -rank)
+        .expect("split")
+        .expect("non-negative color");
+    let evens = (size + 1) / 2;
+    let (want_size, want_rank) = if rank % 2 == 0 {
+        (evens, (evens - 1) - rank / 2)
+    } else {
+        (size - evens, (size - evens - 1) - rank / 2)
+    };
+    assert_eq!((half.size(), half.rank()), (want_size, want_rank));
+    let mut members = vec![-1i32; half.size() as usize];
+    half.all_gather(&[rank][..], &mut members[..])
+        .expect("all_gather");
+    let mut expected: Vec<i32> = (0..size).filter(|r| r % 2 == rank % 2).collect();
+    expected.reverse();
+    assert_eq!(members, expected);
+    let dup = world.dup().expect("dup");
+    dup.send(&[rank][..], next, 3).expect("dup send");
+    assert_eq!(world.iprobe(ANY_SOURCE, 3).expect("iprobe"), None);
+    let mut from = [-1i32];
+    dup.recv(&mut from[..], prev, 3).expect("dup recv");
+    assert_eq!(from, [prev]);
+    let mut gathered = vec![record(-1, 0); if rank == 2 { 3 } else { 0 }];
+    world
+        .gather(2, &[record(rank, 7)][..], &mut gathered[..])
+        .expect("gather");
+    if rank == 2 {
+        assert_eq!(gathered, [record(0, 7), record(1, 7), record(2, 7)]);
+    }
+    drop(dup);
+    drop(half);
+
     // Nothing left over anywhere.
     let mut token = [0u8];
     world

@@ -58,6 +58,7 @@ fn singleton_point_to_point() {
     owned_requests(&world);
     separate_communicators(&universe);
     collectives(&world);
+    new_communicators(&world);
 
     universe.finalize().expect("finalize");
     assert!(oxmpi::is_finalized());
@@ -412,4 +413,45 @@ fn collectives(world: &oxmpi::Communicator<'_>) {
     );
     // Collective traffic never matches a user's wildcard receive.
     assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+}
+
+fn new_communicators(world: &oxmpi::Communicator<'_>) {
+    let mut all = [0u16; 2];
+    world.all_gather(&[7u16, 8][..], &mut all[..]).unwrap();
+    assert_eq!(all, [7, 8]);
+    let empty: [u8; 0] = [];
+    let mut none: [u8; 0] = [];
+    world.gather(0, &empty[..], &mut none[..]).unwrap();
+    assert_eq!(
+        world
+            .gather(0, &[1u8][..], &mut all.map(|_| 0u8)[..])
+            .unwrap_err()
+            .class(),
+        ErrorClass::Count
+    );
+
+    let dup = world.dup().unwrap();
+    assert_eq!((dup.rank(), dup.size()), (0, 1));
+    assert_ne!(dup.id(), world.id());
+    dup.send(&[3u32][..], 0, 1).unwrap();
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+    let dup2 = dup.dup().unwrap();
+    assert_ne!(dup2.id(), dup.id());
+    assert_eq!(dup2.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+    let mut b = [0u32];
+    dup.recv(&mut b[..], 0, 1).unwrap();
+    assert_eq!(b, [3]);
+    dup2.barrier().unwrap();
+
+    let split = world.split(5, 0).unwrap().expect("color 5");
+    assert_eq!((split.rank(), split.size()), (0, 1));
+    assert!(world.split(-1, 0).unwrap().is_none());
+
+    // A copy of a freed communicator fails cleanly.
+    let copy: oxmpi::Communicator<'_> = *dup;
+    drop(dup);
+    assert_eq!(
+        copy.send(&[1u8][..], 0, 0).unwrap_err().class(),
+        ErrorClass::Comm
+    );
 }
