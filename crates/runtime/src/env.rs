@@ -133,6 +133,13 @@ pub fn rank_vars(
     }
     if let Some(prefix) = facts.install_prefix {
         v.push(("OXMPI_PREFIX".into(), prefix.display().to_string()));
+        // The mpi4py binary wheel dlopens the name `libmpi.so` first, which finds a system
+        // Open MPI's development link before ours: point it at our MPICH-ABI library
+        // (only when it is installed, and unless the user chose a library).
+        let libmpi = prefix.join("lib").join("libmpi.so.12");
+        if !user_has("MPI4PY_LIBMPI") && libmpi.is_file() {
+            v.push(("MPI4PY_LIBMPI".into(), libmpi.display().to_string()));
+        }
     }
     // Oversubscribed ranks yield when idle, unless the user chose a value.
     if oversubscribed
@@ -228,5 +235,36 @@ mod tests {
         let v = rank_vars(&f, &m, &m.procs[0], None, &|_| false);
         assert_eq!(get(&v, "OXMPI_OVERSUBSCRIBED"), Some("0"));
         assert_eq!(get(&v, "OXMPI_MCA_mpi_yield_when_idle"), None);
+    }
+
+    #[test]
+    fn mpi4py_is_pointed_at_the_installed_libmpi() {
+        let t = LocalTopology::from_groups(vec![vec![0]]);
+        let s = spec(&["-n", "1", "a"]);
+        let a = allocate(&s, "vm", &t).unwrap();
+        let m = map_job(&s, &a, &t).unwrap();
+        let prefix = std::env::temp_dir().join(format!("oxmpi-env-prefix-{}", std::process::id()));
+        let lib = prefix.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        let facts = |p| JobFacts {
+            jobid: "j1",
+            job_dir: Path::new("/tmp/x"),
+            install_prefix: Some(p),
+            universe_size: 1,
+            num_nodes: 1,
+        };
+        // No library installed under the prefix: nothing to point at.
+        let v = rank_vars(&facts(&prefix), &m, &m.procs[0], None, &|_| false);
+        assert_eq!(get(&v, "MPI4PY_LIBMPI"), None);
+        std::fs::write(lib.join("libmpi.so.12"), b"").unwrap();
+        let v = rank_vars(&facts(&prefix), &m, &m.procs[0], None, &|_| false);
+        let want = lib.join("libmpi.so.12").display().to_string();
+        assert_eq!(get(&v, "MPI4PY_LIBMPI"), Some(want.as_str()));
+        // The user's own choice wins.
+        let v = rank_vars(&facts(&prefix), &m, &m.procs[0], None, &|k| {
+            k == "MPI4PY_LIBMPI"
+        });
+        assert_eq!(get(&v, "MPI4PY_LIBMPI"), None);
+        std::fs::remove_dir_all(&prefix).unwrap();
     }
 }
