@@ -50,14 +50,19 @@ impl Allocation {
         local_name: &str,
         cores: usize,
     ) {
-        if let Some(n) = self.nodes.iter_mut().find(|n| n.name == name) {
+        let local = is_local_host(name, local_name);
+        // `localhost`, the short and the full name of this machine are one node.
+        if let Some(n) = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == name || (local && n.local))
+        {
             n.slots += slots;
             if max.is_some() {
                 n.max_slots = max;
             }
             return;
         }
-        let local = is_local_host(name, local_name);
         self.nodes.push(Node {
             name: name.to_string(),
             slots,
@@ -227,7 +232,11 @@ pub fn allocate(spec: &JobSpec, local_name: &str, topo: &LocalTopology) -> Resul
         (Some(file), false) => {
             let hosts = parse_hosts(&spec.hosts, local_name, cores)?;
             for h in &hosts.nodes {
-                if !file.nodes.iter().any(|n| n.name == h.name) {
+                if !file
+                    .nodes
+                    .iter()
+                    .any(|n| n.name == h.name || (n.local && h.local))
+                {
                     return Err(RuntimeError::BadValue {
                         option: "--host".into(),
                         value: h.name.clone(),
@@ -549,6 +558,26 @@ mod tests {
         ]);
         assert!(slurm_allocation(&env, "vm", 2).is_err());
         assert!(slurm_allocation(&vars(&[("SLURM_JOB_ID", "7")]), "vm", 2).is_err());
+    }
+
+    #[test]
+    fn aliases_of_this_machine_are_one_node() {
+        let p = Path::new("hf");
+        let a = parse_hostfile(
+            p,
+            "localhost slots=2\nvm slots=1\nvm.example.org\n",
+            "vm",
+            4,
+        )
+        .unwrap();
+        assert_eq!(a.nodes.len(), 1);
+        assert_eq!(
+            (a.nodes[0].name.as_str(), a.nodes[0].slots),
+            ("localhost", 7)
+        );
+        let a = parse_hosts(&["127.0.0.1".into(), "vm:2".into(), "far".into()], "vm", 2).unwrap();
+        assert_eq!(a.nodes.len(), 2);
+        assert_eq!(a.nodes[0].slots, 3);
     }
 
     #[test]
