@@ -261,6 +261,13 @@ fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
 
+/// Without `mpi_yield_when_idle`, waiting yields exactly when the node has more ranks than
+/// online CPUs.
+#[test]
+fn yield_when_oversubscribed() {
+    run(4, "yield_auto", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+}
+
 #[test]
 fn btl_selection_without_sm() {
     run(2, "no_sm", &[("OXMPI_MCA_btl", "self")]);
@@ -318,6 +325,12 @@ fn rank_entry() {
         "probe" => probe(e),
         "threads" => threads(e),
         "no_sm" => no_sm(e),
+        "yield_auto" => {
+            // SAFETY: sysconf has no preconditions.
+            let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            assert_eq!(e.yields_when_idle(), e.size() as i64 > cpus);
+            pingpong(e);
+        }
         "dead_peer" => {
             dead_peer(e);
             return; // no finalize: the peer is gone
@@ -552,6 +565,27 @@ fn ssend(e: &Engine) {
         let mut b = vec![0u8; 50_000];
         recv(e, &mut b, 0, 8);
         assert!(b == pattern(50_000, 7));
+    }
+    // A freed (MPI_Request_free) large send still gets delivered before finalize returns.
+    static FREED: [u8; 70_000] = [42; 70_000];
+    if e.rank() == 0 {
+        // SAFETY: static data.
+        let r = unsafe {
+            e.isend(
+                FREED.as_ptr(),
+                FREED.len(),
+                1,
+                9,
+                CommId(0),
+                SendMode::Standard,
+            )
+        }
+        .unwrap();
+        e.request_free(r);
+    } else {
+        let mut b = vec![0u8; 70_000];
+        assert_eq!(recv(e, &mut b, 0, 9).count_bytes, 70_000);
+        assert!(b[..] == FREED[..]);
     }
 }
 
