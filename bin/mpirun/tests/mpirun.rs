@@ -352,6 +352,23 @@ fn timeout_has_its_own_exit_code() {
     let o = s.run(&["--timeout", "1", "-n", "2", "sleep", "600"]);
     assert_eq!(o.status.code(), Some(124));
     assert!(stderr(&o).contains("time limit"), "{}", stderr(&o));
+    // Open MPI 4.x's environment variable does the same.
+    let o = s
+        .mpirun()
+        .env("MPIEXEC_TIMEOUT", "1")
+        .args(["-n", "1", "sleep", "600"])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(124));
+    let o = s
+        .mpirun()
+        .env("MPIEXEC_TIMEOUT", "later")
+        .args(["-n", "1", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("MPIEXEC_TIMEOUT"), "{}", stderr(&o));
 }
 
 #[test]
