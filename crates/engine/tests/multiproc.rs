@@ -241,6 +241,12 @@ fn wildcards_and_order_4_ranks() {
     run(4, "wildcards", &[]);
 }
 
+/// More ranks than cores (on small machines), relying on the automatic yield.
+#[test]
+fn wildcards_and_order_8_ranks() {
+    run(8, "wildcards", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+}
+
 #[test]
 fn truncation() {
     run(2, "truncate", &[]);
