@@ -226,6 +226,58 @@ fn metric_table(
     out.push('\n');
 }
 
+/// Small-message latency split by the vCPU placement seen by the probe run
+/// just before each latency run (anchors: compare only within a placement).
+fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
+    let small: Vec<u64> = {
+        let mut v: Vec<u64> = rows
+            .iter()
+            .filter(|r| r.test == "lat" && r.size <= 1024)
+            .map(|r| r.size)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    if small.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Small-message latency by vCPU placement\n\nOne-way us, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.\n",
+        crate::parse::NEAR_RTT_NS
+    );
+    let mut head = String::from("| size |");
+    let mut sep = String::from("|---|");
+    for i in imps {
+        let _ = write!(head, " {i} near | {i} far |");
+        sep.push_str("---|---|");
+    }
+    let _ = writeln!(o, "{head}\n{sep}");
+    for s in small {
+        let _ = write!(o, "| {} |", size_label(s));
+        for i in imps {
+            for near in [true, false] {
+                let v: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.imp == *i && r.test == "lat" && r.size == s)
+                    .filter(|r| {
+                        r.probe_rtt_ns
+                            .is_some_and(|x| (x < crate::parse::NEAR_RTT_NS) == near)
+                    })
+                    .map(|r| r.median)
+                    .collect();
+                let c = summary(&v)
+                    .map(|m| format!("{} ({})", num(m.median), m.n))
+                    .unwrap_or_else(|| "-".into());
+                let _ = write!(o, " {c} |");
+            }
+        }
+        o.push('\n');
+    }
+    o.push('\n');
+}
+
 fn keys_of(rows: &[Row], pred: impl Fn(&Row) -> bool) -> Vec<Key> {
     let mut k: Vec<Key> = rows.iter().filter(|r| pred(r)).map(Row::key).collect();
     k.sort_by(|a, b| (a.0.as_str(), a.1, a.2).cmp(&(b.0.as_str(), b.1, b.2)));
@@ -429,6 +481,8 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
     }
 
+    placement_table(&mut o, &res.rows, &ran);
+
     let _ = writeln!(o, "## oxmpi transport path (verbose output)\n");
     if res.transport.is_empty() {
         let _ = writeln!(o, "oxmpi did not run.\n");
@@ -612,5 +666,7 @@ mod tests {
         assert!(md.contains("0.750 [0.500–1.00]x"), "{md}");
         assert!(md.contains("**skipped**: no prefix"));
         assert!(md.contains("![latency.png](latency.png)"));
+        // all test rows have a near probe (100 ns): ompi near median of 0.2, 0.3
+        assert!(md.contains("| 8 B | 0.250 (2) | - |"), "{md}");
     }
 }
