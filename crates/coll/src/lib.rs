@@ -74,6 +74,7 @@ const TAG_REDSCAT: i32 = 9;
 const TAG_SCAN: i32 = 10;
 const TAG_EXSCAN: i32 = 11;
 const TAG_CREATE_GROUP: i32 = 1 << 20;
+const TAG_NEIGHBOR: i32 = 1 << 19;
 
 /// A reduction operation on bytes.
 #[derive(Clone, Copy)]
@@ -1056,6 +1057,59 @@ impl CollComm {
             mask <<= 1;
         }
         Ok(())
+    }
+
+    // ---- sparse exchange (neighbourhood collectives) ----
+
+    /// Sparse exchange on the collective context (neighbourhood collectives): posts every
+    /// receive `(source, tag, buffer)`, then every send `(destination, tag, data)`, and waits
+    /// for all. Tags are in `0..2^16` and are offset into a range no other collective uses;
+    /// peers may be `PROC_NULL` (skipped). Messages between one pair with one tag match in
+    /// posting order. Returns the bytes received per receive.
+    pub fn exchange(
+        &self,
+        sends: &[(i32, i32, &[u8])],
+        recvs: &mut [(i32, i32, &mut [u8])],
+    ) -> Result<Vec<usize>> {
+        let mut reqs = Vec::with_capacity(sends.len() + recvs.len());
+        for (peer, tag, buf) in recvs.iter_mut() {
+            let t = TAG_NEIGHBOR | (*tag & 0xffff);
+            // SAFETY: `recvs` is borrowed until every request is waited for below.
+            match unsafe { self.irecv_raw(buf.as_mut_ptr(), buf.len(), *peer, t) } {
+                Ok(q) => reqs.push((q, *peer)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        let nrecv = reqs.len();
+        for &(peer, tag, buf) in sends {
+            let t = TAG_NEIGHBOR | (tag & 0xffff);
+            // SAFETY: `sends` is borrowed until every request is waited for below.
+            match unsafe { self.isend_raw(buf.as_ptr(), buf.len(), peer, t) } {
+                Ok(q) => reqs.push((q, peer)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        let mut got = Vec::with_capacity(nrecv);
+        let mut res = Ok(());
+        for (i, &(r, peer)) in reqs.iter().enumerate() {
+            let st = self.e.wait(r);
+            match self.check(st, "neighbour exchange", peer) {
+                Ok(n) if i < nrecv => got.push(n),
+                Ok(_) => {}
+                Err(e) => {
+                    if res.is_ok() {
+                        res = Err(e);
+                    }
+                }
+            }
+        }
+        res.map(|_| got)
     }
 
     // ---- communicator construction ----

@@ -154,6 +154,10 @@ fn communicators_np4() {
     run(4, "comms", &[]);
 }
 #[test]
+fn communicators_np2() {
+    run(2, "comms", &[]);
+}
+#[test]
 fn communicators_np5() {
     run(5, "comms", &[]);
 }
@@ -450,6 +454,35 @@ fn comms(e: &'static Engine) {
     assert_eq!(st.error, None);
     assert_eq!(got, [src as u8; 3]);
     assert_eq!(e.wait(sreq).error, None);
+
+    // Sparse exchange: to the right with tag 1, to the left with tag 2 (left and right are
+    // the same rank on 2 ranks: the tags keep them apart), plus PROC_NULL peers.
+    {
+        let right = (r + 1) % p;
+        let left = (r + p - 1) % p;
+        let to_r = vec![r as u8; 10];
+        let to_l = vec![100 + r as u8; 3];
+        let mut from_l = vec![0u8; 10];
+        let mut from_r = vec![0u8; 3];
+        let mut none = [0u8; 1];
+        let got = w
+            .exchange(
+                &[
+                    (right, 1, &to_r),
+                    (left, 2, &to_l),
+                    (oxmpi_engine::PROC_NULL, 1, &[]),
+                ],
+                &mut [
+                    (left, 1, &mut from_l),
+                    (right, 2, &mut from_r),
+                    (oxmpi_engine::PROC_NULL, 1, &mut none),
+                ],
+            )
+            .unwrap();
+        assert_eq!(got, vec![10, 3, 0]);
+        assert_eq!(from_l, vec![left as u8; 10]);
+        assert_eq!(from_r, vec![100 + right as u8; 3]);
+    }
 
     // dup: same group, new context; collectives work on it.
     let d = w.dup().unwrap();
