@@ -179,6 +179,8 @@ struct Peer {
     link: Option<Box<dyn Link>>,
     outq: VecDeque<Out>,
     dead: bool,
+    /// On our node (its pid is meaningful here).
+    local: bool,
 }
 
 struct State {
@@ -481,6 +483,13 @@ impl Engine {
             peer,
         });
         if let Some(p) = peer {
+            if p != st.me && st.peers[p as usize].link.is_none() && !st.peers[p as usize].dead {
+                st.reqs.remove(id);
+                return Err(Error::arg(
+                    ErrorClass::Unsupported,
+                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
+                ));
+            }
             if st.peers[p as usize].dead {
                 st.fail(id, ErrorClass::ProcFailed);
                 return Ok(ReqId(id));
@@ -829,6 +838,7 @@ impl State {
                 continue;
             }
             local += 1;
+            peer.local = true;
             peer.pidfd = sys::pidfd_open(ppid).ok();
             let Some((_, seg)) = own.as_ref() else {
                 continue;
@@ -1356,8 +1366,9 @@ impl State {
                     return;
                 };
                 let n = plen.min(want.saturating_sub(off));
-                // SAFETY: off + n <= want <= the receive buffer's capacity.
-                unsafe { copy(payload, buf.add(off), n) };
+                // SAFETY: off + n <= want <= the receive buffer's capacity (n == 0, and nothing
+                // is written, for an out-of-range offset).
+                unsafe { copy(payload, buf.wrapping_add(off), n) };
                 *got += n;
                 if *got >= *want {
                     self.finish(rreq);
@@ -1402,7 +1413,7 @@ impl State {
     fn check_peers(&mut self) {
         for p in 0..self.peers.len() {
             let peer = &self.peers[p];
-            if peer.dead || p as i32 == self.me || peer.pid == 0 {
+            if peer.dead || p as i32 == self.me || !peer.local {
                 continue;
             }
             let gone = match &peer.pidfd {

@@ -689,6 +689,10 @@ fn no_sm(e: &Engine) {
     assert_eq!(e.wait(r).error, None);
     let mut b = [0u8; 8];
     assert_eq!(recv(e, &mut b, e.rank(), 0).count_bytes, 8);
+    // A receive from the unreachable rank fails at once instead of hanging.
+    // SAFETY: b outlives the call.
+    let err = unsafe { e.irecv(b.as_mut_ptr(), 8, peer, 0, CommId(0)) }.unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Unsupported);
 }
 
 fn dead_peer(e: &Engine) {
