@@ -923,3 +923,29 @@ fn many_ranks_under_a_low_descriptor_limit() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "64\n".repeat(40));
 }
+
+/// MPICH users' habits: `-f`, `-ppn`, `-genv`, `-l`.
+#[test]
+fn hydra_spellings_work() {
+    let s = Scratch::new("hydra");
+    let hostfile = s.dir.join("hosts");
+    std::fs::write(&hostfile, "localhost slots=4\n").unwrap();
+    let o = s.run(&[
+        "-f",
+        hostfile.to_str().unwrap(),
+        "-ppn",
+        "3",
+        "-genv",
+        "GREETING",
+        "hi",
+        "-l",
+        "sh",
+        "-c",
+        "echo $GREETING $OMPI_COMM_WORLD_SIZE",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        sorted_lines(&stdout(&o)),
+        ["[0] hi 3", "[1] hi 3", "[2] hi 3"]
+    );
+}

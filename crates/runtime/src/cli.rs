@@ -88,6 +88,8 @@ pub struct JobSpec {
     pub tune: Vec<PathBuf>,
     /// `--tag-output`.
     pub tag_output: bool,
+    /// Hydra's `-l` / `-prepend-rank`: lines start with `[rank] `.
+    pub prepend_rank: bool,
     /// `--timestamp-output`.
     pub timestamp_output: bool,
     /// `--output-filename DIR`.
@@ -133,6 +135,9 @@ enum Opt {
     Version,
     Help,
     AllowRoot,
+    PrependRank,
+    SetEnv,
+    EnvList,
 }
 
 /// (spelling without leading dashes, option, number of arguments)
@@ -164,10 +169,21 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("version", Opt::Version, 0),
     ("help", Opt::Help, 0),
     ("allow-run-as-root", Opt::AllowRoot, 0),
+    // Hydra (MPICH mpiexec) spellings.
+    ("f", Opt::Hostfile, 1),
+    ("ppn", Opt::PerNode, 1),
+    ("genv", Opt::SetEnv, 2),
+    ("env", Opt::SetEnv, 2),
+    ("genvlist", Opt::EnvList, 1),
+    ("envlist", Opt::EnvList, 1),
+    ("prepend-rank", Opt::PrependRank, 0),
+    ("l", Opt::PrependRank, 0),
 ];
 
 /// Single-letter options (`-n 4`, `-N 2`, `-H h`, `-x V`, `-c 4`, `-h`, `-V`).
 const SHORT: &[(char, Opt, usize)] = &[
+    ('f', Opt::Hostfile, 1),
+    ('l', Opt::PrependRank, 0),
     ('n', Opt::Np, 1),
     ('c', Opt::Np, 1),
     ('N', Opt::PerNode, 1),
@@ -297,6 +313,7 @@ where
         mca: Vec::new(),
         tune: Vec::new(),
         tag_output: false,
+        prepend_rank: false,
         timestamp_output: false,
         output_filename: None,
         timeout: None,
@@ -440,6 +457,24 @@ where
                 }
                 cur.env.push(d);
             }
+            Opt::SetEnv | Opt::EnvList => {
+                let ds = if opt == Opt::SetEnv {
+                    vec![parse_export(name, &format!("{}={}", vals[0], vals[1]))?]
+                } else {
+                    vals[0]
+                        .split(',')
+                        .filter(|v| !v.is_empty())
+                        .map(|v| parse_export(name, v))
+                        .collect::<Result<Vec<_>>>()?
+                };
+                for d in ds {
+                    if spec.apps.is_empty() {
+                        global_env.push(d.clone());
+                    }
+                    cur.env.push(d);
+                }
+            }
+            Opt::PrependRank => spec.prepend_rank = true,
             Opt::Prefix => spec.prefix = Some(PathBuf::from(&vals[0])),
             Opt::Mca => add_mca(&mut spec.mca, &vals[0], &vals[1])?,
             Opt::Tune => spec.tune.push(PathBuf::from(&vals[0])),
@@ -534,7 +569,9 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   -V, --version            print the version
   -h, --help               print this help
 
-Open MPI's single-dash long forms (-np, -mca, -host, ...) are accepted.
+Open MPI's single-dash long forms (-np, -mca, -host, ...) are accepted, and so are
+Hydra's: -f FILE, -ppn N, -genv VAR VALUE, -env VAR VALUE, -genvlist A,B, -l
+(-prepend-rank: lines start with [rank]).
 ";
 
 #[cfg(test)]
@@ -643,6 +680,34 @@ mod tests {
             e(&["-n", "1", "a", ":", "b"]),
             RuntimeError::BadValue { .. }
         ));
+    }
+
+    #[test]
+    fn hydra_spellings() {
+        let s = run(&[
+            "-f",
+            "hosts",
+            "-ppn",
+            "2",
+            "-genv",
+            "A",
+            "1",
+            "-genvlist",
+            "B,C",
+            "-l",
+            "p",
+        ]);
+        assert_eq!(s.hostfile, Some(PathBuf::from("hosts")));
+        assert_eq!(s.per_node, Some(2));
+        assert!(s.prepend_rank);
+        assert_eq!(
+            s.apps[0].env,
+            [
+                EnvDirective::Set("A".into(), "1".into()),
+                EnvDirective::Forward("B".into()),
+                EnvDirective::Forward("C".into())
+            ]
+        );
     }
 
     #[test]

@@ -268,14 +268,21 @@ impl<'a> LocalDaemon<'a> {
                 Some(fd)
             };
             let tag = spec.tag_output.then_some((TAG_JOB, p.rank));
+            let asm = |stream| {
+                if spec.prepend_rank && !spec.tag_output {
+                    LineAssembler::with_rank_prefix(p.rank, spec.timestamp_output)
+                } else {
+                    LineAssembler::new(stream, tag, spec.timestamp_output)
+                }
+            };
             let so = to_fd(child.stdout).map(|fd| OutPipe {
                 fd,
-                asm: LineAssembler::new(Stream::Stdout, tag, spec.timestamp_output),
+                asm: asm(Stream::Stdout),
                 sink: sinks_out,
             });
             let se = to_fd(child.stderr).map(|fd| OutPipe {
                 fd,
-                asm: LineAssembler::new(Stream::Stderr, tag, spec.timestamp_output),
+                asm: asm(Stream::Stderr),
                 sink: sinks_err,
             });
             let exec_status = to_fd(child.exec_status);

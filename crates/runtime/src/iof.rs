@@ -57,6 +57,15 @@ impl LineAssembler {
         out.extend_from_slice(&self.tag);
     }
 
+    /// Hydra's `-l` / `-prepend-rank` style: every line starts with `[rank] `.
+    pub fn with_rank_prefix(rank: usize, timestamp: bool) -> Self {
+        LineAssembler {
+            partial: Vec::new(),
+            tag: format!("[{rank}] ").into_bytes(),
+            timestamp,
+        }
+    }
+
     /// Feed bytes read from the rank; complete lines are appended to `out`.
     pub fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
         if self.tag.is_empty() && !self.timestamp {
@@ -164,6 +173,15 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "[1,3]<stderr>:x\n[1,3]<stderr>:yz\n[1,3]<stderr>:\n"
         );
+    }
+
+    #[test]
+    fn hydra_rank_prefix() {
+        let mut a = LineAssembler::with_rank_prefix(12, false);
+        let mut out = Vec::new();
+        a.push(b"a\nb", &mut out);
+        a.finish(&mut out);
+        assert_eq!(out, b"[12] a\n[12] b\n");
     }
 
     #[test]
