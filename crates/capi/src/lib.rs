@@ -31,6 +31,7 @@ pub mod consts;
 pub mod datatype;
 pub mod env;
 pub mod errors;
+pub mod icoll;
 pub mod misc;
 pub mod op;
 pub mod p2p;
