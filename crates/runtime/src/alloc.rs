@@ -460,6 +460,59 @@ pub fn map_job(spec: &JobSpec, alloc: &Allocation, topo: &LocalTopology) -> Resu
     })
 }
 
+/// Text of `--display-allocation`.
+pub fn display_allocation(alloc: &Allocation) -> String {
+    let mut s = String::from("======================   ALLOCATED NODES   ======================\n");
+    for n in &alloc.nodes {
+        s.push_str(&format!(
+            "\t{}: slots={} max_slots={} cores={}{}\n",
+            n.name,
+            n.slots,
+            n.max_slots.unwrap_or(0),
+            n.cores,
+            if n.local { " (local)" } else { "" }
+        ));
+    }
+    s.push_str("=================================================================\n");
+    s
+}
+
+/// Text of `--display-map`.
+pub fn display_map(alloc: &Allocation, map: &JobMap) -> String {
+    let mut s = String::from("========================   JOB MAP   ========================\n");
+    for (i, n) in alloc.nodes.iter().enumerate() {
+        if map.per_node[i] == 0 {
+            continue;
+        }
+        s.push_str(&format!(
+            "Data for node: {}\tNum slots: {}\tMax slots: {}\tNum procs: {}{}\n",
+            n.name,
+            n.slots,
+            n.max_slots.unwrap_or(0),
+            map.per_node[i],
+            if map.oversubscribed[i] {
+                "\t(oversubscribed)"
+            } else {
+                ""
+            }
+        ));
+        for p in map.procs.iter().filter(|p| p.node == i) {
+            s.push_str(&format!(
+                "\tProcess rank: {} App: {} Local rank: {} Bound: {}\n",
+                p.rank,
+                p.app,
+                p.local_rank,
+                p.cpus.as_ref().map_or_else(
+                    || "N/A".to_string(),
+                    |c| format!("cores {}", crate::topo::format_cpus(c))
+                )
+            ));
+        }
+    }
+    s.push_str("=============================================================\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,6 +689,33 @@ mod tests {
         assert_eq!(nodes, [0, 0, 1]);
         assert_eq!(m.procs[2].local_rank, 0);
         assert_eq!(m.pmi_process_mapping(), "(vector,(0,1,2),(1,1,1))");
+    }
+
+    #[test]
+    fn display_texts() {
+        let t = topo2();
+        let s = spec(&["--bind-to", "core", "--host", "vm:2,far:1", "-n", "3", "p"]);
+        let a = allocate(&s, "vm", &t).unwrap();
+        let m = map_job(&s, &a, &t).unwrap();
+        let al = display_allocation(&a);
+        assert!(
+            al.contains("\tvm: slots=2 max_slots=0 cores=2 (local)\n"),
+            "{al}"
+        );
+        assert!(al.contains("\tfar: slots=1 max_slots=0 cores=1\n"), "{al}");
+        let mp = display_map(&a, &m);
+        assert!(
+            mp.contains("Data for node: vm\tNum slots: 2\tMax slots: 0\tNum procs: 2\n"),
+            "{mp}"
+        );
+        assert!(
+            mp.contains("\tProcess rank: 1 App: 0 Local rank: 1 Bound: cores 1\n"),
+            "{mp}"
+        );
+        assert!(
+            mp.contains("\tProcess rank: 2 App: 0 Local rank: 0 Bound: N/A\n"),
+            "{mp}"
+        );
     }
 
     #[test]

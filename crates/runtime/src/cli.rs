@@ -88,6 +88,10 @@ pub struct JobSpec {
     pub tune: Vec<PathBuf>,
     /// `--tag-output`.
     pub tag_output: bool,
+    /// `--display-allocation` (also `--display allocation`).
+    pub display_allocation: bool,
+    /// `--display-map` (also `--display map`).
+    pub display_map: bool,
     /// Hydra's `-l` / `-prepend-rank`: lines start with `[rank] `.
     pub prepend_rank: bool,
     /// `--timestamp-output`.
@@ -136,6 +140,9 @@ enum Opt {
     Help,
     AllowRoot,
     PrependRank,
+    DisplayAllocation,
+    DisplayMap,
+    Display,
     SetEnv,
     EnvList,
 }
@@ -169,6 +176,9 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("version", Opt::Version, 0),
     ("help", Opt::Help, 0),
     ("allow-run-as-root", Opt::AllowRoot, 0),
+    ("display-allocation", Opt::DisplayAllocation, 0),
+    ("display-map", Opt::DisplayMap, 0),
+    ("display", Opt::Display, 1),
     // Hydra (MPICH mpiexec) spellings.
     ("f", Opt::Hostfile, 1),
     ("ppn", Opt::PerNode, 1),
@@ -314,6 +324,8 @@ where
         tune: Vec::new(),
         tag_output: false,
         prepend_rank: false,
+        display_allocation: false,
+        display_map: false,
         timestamp_output: false,
         output_filename: None,
         timeout: None,
@@ -475,6 +487,24 @@ where
                 }
             }
             Opt::PrependRank => spec.prepend_rank = true,
+            Opt::DisplayAllocation => spec.display_allocation = true,
+            Opt::DisplayMap => spec.display_map = true,
+            Opt::Display => {
+                for item in vals[0].split(',') {
+                    match item {
+                        "allocation" | "alloc" => spec.display_allocation = true,
+                        "map" => spec.display_map = true,
+                        "bind" | "bindings" => spec.report_bindings = true,
+                        _ => {
+                            return Err(RuntimeError::BadValue {
+                                option: name.into(),
+                                value: vals[0].clone(),
+                                reason: "supported items are allocation, map and bind".into(),
+                            })
+                        }
+                    }
+                }
+            }
             Opt::Prefix => spec.prefix = Some(PathBuf::from(&vals[0])),
             Opt::Mca => add_mca(&mut spec.mca, &vals[0], &vals[1])?,
             Opt::Tune => spec.tune.push(PathBuf::from(&vals[0])),
@@ -555,6 +585,9 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --map-by slot|node|core  rank placement policy (default slot)
   --bind-to none|core      processor binding (default none)
   --report-bindings        print each rank's binding
+  --display-allocation     print the nodes and slots of the allocation
+  --display-map            print where each rank runs
+  --display LIST           any of allocation,map,bind
   -x VAR | -x VAR=value    export an environment variable to the ranks
   --prefix DIR             prepend DIR/bin and DIR/lib to PATH and LD_LIBRARY_PATH
   --mca KEY VALUE          set MCA parameter KEY (delivered as OXMPI_MCA_KEY)

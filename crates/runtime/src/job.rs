@@ -2,7 +2,7 @@
 //! local ranks by the head acting as the local node's daemon, the event loop (IO forwarding,
 //! PMI service, reaping, signals, timeout) and teardown.
 
-use crate::alloc::{allocate, map_job, Allocation, JobMap};
+use crate::alloc::{allocate, display_allocation, display_map, map_job, Allocation, JobMap};
 use crate::cli::{JobSpec, StdinTarget};
 use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, RankExit};
 use crate::env::{app_overlay, JobFacts};
@@ -600,6 +600,12 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
         universe_size: plan.alloc.total_slots().max(plan.map.size()),
         num_nodes: plan.alloc.nodes.len(),
     };
+    if plan.spec.display_allocation {
+        let _ = sys::write_all_fd(1, display_allocation(&plan.alloc).as_bytes());
+    }
+    if plan.spec.display_map {
+        let _ = sys::write_all_fd(1, display_map(&plan.alloc, &plan.map).as_bytes());
+    }
     if plan.spec.report_bindings {
         let pid = std::process::id();
         for p in &plan.map.procs {
