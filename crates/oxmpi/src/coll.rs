@@ -133,29 +133,33 @@ impl<'u> Communicator<'u> {
         let (rank, size) = (c.rank(), c.size());
         // Binomial tree rooted at rank 0: each rank combines its subtree, which holds only
         // higher ranks, as op(own, subtree), so the result is in rank order.
-        let mut acc: Vec<T> = send.to_vec();
-        let mut incoming: Vec<T> = send.to_vec();
+        // `acc` is `None` while it still equals `send` (leaves never copy their data).
+        let mut acc: Option<Vec<T>> = None;
+        let mut incoming: Option<Vec<T>> = None;
         let mut mask = 1;
         while mask < size {
             if rank & mask != 0 {
-                c.send(&acc[..], rank - mask, TAG_REDUCE)?;
+                c.send(acc.as_deref().unwrap_or(send), rank - mask, TAG_REDUCE)?;
                 break;
             }
             let child = rank | mask;
             if child < size {
-                c.recv(&mut incoming[..], child, TAG_REDUCE)?;
-                for (a, b) in acc.iter_mut().zip(&incoming) {
+                let inc = incoming.get_or_insert_with(|| send.to_vec());
+                c.recv(&mut inc[..], child, TAG_REDUCE)?;
+                let a = acc.get_or_insert_with(|| send.to_vec());
+                for (a, b) in a.iter_mut().zip(inc.iter()) {
                     *a = op(*a, *b);
                 }
             }
             mask <<= 1;
         }
+        let acc = acc.as_deref().unwrap_or(send);
         if root == 0 {
             if rank == 0 {
-                recv.copy_from_slice(&acc);
+                recv.copy_from_slice(acc);
             }
         } else if rank == 0 {
-            c.send(&acc[..], root, TAG_REDUCE_RESULT)?;
+            c.send(acc, root, TAG_REDUCE_RESULT)?;
         } else if rank == root {
             c.recv(recv, 0, TAG_REDUCE_RESULT)?;
         }

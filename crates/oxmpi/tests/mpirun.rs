@@ -171,3 +171,74 @@ fn pingpong_alone_fails_cleanly() {
         r.stderr
     );
 }
+
+#[test]
+fn oxbench_reports_every_test() {
+    let tests = [
+        "lat",
+        "bw",
+        "bibw",
+        "allreduce",
+        "bcast",
+        "alltoall",
+        "barrier",
+    ];
+    let r = run(
+        2,
+        "oxbench",
+        &[&tests.join(","), "2", "0.01", "0", "8", "65536"],
+    );
+    check_ok(&r, "mpirun -n 2 oxbench");
+    let results: Vec<(String, usize, usize)> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("RESULT "))
+        .map(|l| {
+            let field = |k: &str| {
+                l.split_whitespace()
+                    .find_map(|f| f.strip_prefix(&format!("{k}=")))
+                    .unwrap_or_else(|| panic!("no {k} in {l}"))
+                    .to_string()
+            };
+            let values = field("values");
+            assert_eq!(values.split(';').count(), 2, "two samples: {l}");
+            assert!(
+                values
+                    .split(';')
+                    .all(|v| v.parse::<f64>().is_ok_and(|x| x >= 0.0)),
+                "{l}"
+            );
+            (
+                field("test"),
+                field("size").parse().expect("size"),
+                field("np").parse().expect("np"),
+            )
+        })
+        .collect();
+    let expect: Vec<(String, usize, usize)> = [
+        ("lat", vec![0, 8, 65536]),
+        ("bw", vec![8, 65536]),
+        ("bibw", vec![8, 65536]),
+        ("allreduce", vec![8, 65536]),
+        ("bcast", vec![8, 65536]),
+        ("alltoall", vec![8, 65536]),
+        ("barrier", vec![0]),
+    ]
+    .into_iter()
+    .flat_map(|(t, sizes)| sizes.into_iter().map(move |s| (t.to_string(), s, 2)))
+    .collect();
+    assert_eq!(results, expect, "{}", r.stdout);
+    for rank in 0..2 {
+        assert!(
+            r.stdout.contains(&format!("BIND rank={rank} cpus=")),
+            "{}",
+            r.stdout
+        );
+        assert!(
+            r.stdout
+                .contains(&format!("RSS prog=oxbench-rs rank={rank} kb=")),
+            "{}",
+            r.stdout
+        );
+    }
+}
