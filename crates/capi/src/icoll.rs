@@ -115,4 +115,19 @@ icoll! {
     /// `MPI_Ialltoallw` (blocking at start).
     fn PMPI_Ialltoallw / "MPI_Ialltoallw" = crate::coll::PMPI_Alltoallw;
         (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) comm = comm;
+    /// `MPI_Ineighbor_allgather` (blocking at start).
+    fn PMPI_Ineighbor_allgather / "MPI_Ineighbor_allgather" = crate::neighbor::PMPI_Neighbor_allgather;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) comm = comm;
+    /// `MPI_Ineighbor_allgatherv` (blocking at start).
+    fn PMPI_Ineighbor_allgatherv / "MPI_Ineighbor_allgatherv" = crate::neighbor::PMPI_Neighbor_allgatherv;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
+    /// `MPI_Ineighbor_alltoall` (blocking at start).
+    fn PMPI_Ineighbor_alltoall / "MPI_Ineighbor_alltoall" = crate::neighbor::PMPI_Neighbor_alltoall;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) comm = comm;
+    /// `MPI_Ineighbor_alltoallv` (blocking at start).
+    fn PMPI_Ineighbor_alltoallv / "MPI_Ineighbor_alltoallv" = crate::neighbor::PMPI_Neighbor_alltoallv;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
+    /// `MPI_Ineighbor_alltoallw` (blocking at start).
+    fn PMPI_Ineighbor_alltoallw / "MPI_Ineighbor_alltoallw" = crate::neighbor::PMPI_Neighbor_alltoallw;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) comm = comm;
 }

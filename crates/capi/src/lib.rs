@@ -33,6 +33,7 @@ pub mod env;
 pub mod errors;
 pub mod icoll;
 pub mod misc;
+pub mod neighbor;
 pub mod op;
 pub mod p2p;
 pub mod request;

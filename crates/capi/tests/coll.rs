@@ -119,6 +119,7 @@ fn collective_algorithms_np1_to_4() {
             "minloc/maxloc on double_int: ok",
             "strided vector type: ok",
             "split/dup communicators: ok",
+            "nonblocking collectives: ok",
         ],
     );
 }
@@ -128,6 +129,11 @@ fn topologies_np1_to_4() {
     check_program(
         "coll_topo.c",
         "coll_topo: all checks passed",
-        &["cartesian: ok", "graph: ok", "distributed graph: ok"],
+        &[
+            "neighbourhood collectives on a grid: ok",
+            "cartesian: ok",
+            "graph: ok",
+            "distributed graph: ok",
+        ],
     );
 }

@@ -169,6 +169,27 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) printf("split/dup communicators: ok\n");
 
+    /* Nonblocking collectives (complete at start here, but used as the standard says). */
+    {
+        MPI_Request rq[4];
+        MPI_Status st[4];
+        int v = rank + 1, s1 = 0, b = rank == 0 ? 42 : 0, sc = 0;
+        CHECK_RC(MPI_Iallreduce(&v, &s1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]));
+        CHECK_RC(MPI_Ibcast(&b, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[1]));
+        CHECK_RC(MPI_Ibarrier(MPI_COMM_WORLD, &rq[2]));
+        CHECK_RC(MPI_Iscan(&v, &sc, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[3]));
+        CHECK_RC(MPI_Waitall(4, rq, st));
+        for (int k = 0; k < 4; k++) CHECK(rq[k] == MPI_REQUEST_NULL);
+        CHECK(s1 == size * (size + 1) / 2 && b == 42 && sc == (rank + 1) * (rank + 2) / 2);
+        int *all = malloc(size * sizeof(int));
+        CHECK_RC(MPI_Iallgather(&rank, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD, &rq[0]));
+        int flag = 0;
+        while (!flag) CHECK_RC(MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE));
+        for (int k = 0; k < size; k++) CHECK(all[k] == k);
+        free(all);
+    }
+    if (rank == 0) printf("nonblocking collectives: ok\n");
+
     MPI_Op_free(&mop);
     MPI_Type_free(&mt);
     if (rank == 0) printf("coll_algos: all checks passed\n");

@@ -41,6 +41,23 @@ int main(int argc, char **argv) {
     CHECK(dst == (gc[0] + 1 < dims[0] ? rank + dims[1] : MPI_PROC_NULL));
     CHECK(src == (gc[0] > 0 ? rank - dims[1] : MPI_PROC_NULL));
 
+    /* Neighbourhood collectives on the grid: slots (d0-, d0+, d1-, d1+). */
+    {
+        int nbr[4], got[4] = {-1, -1, -1, -1}, sendb[4], recvb[4] = {-1, -1, -1, -1};
+        CHECK_RC(MPI_Cart_shift(cart, 0, 1, &nbr[0], &nbr[1]));
+        CHECK_RC(MPI_Cart_shift(cart, 1, 1, &nbr[2], &nbr[3]));
+        CHECK_RC(MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, cart));
+        for (int k = 0; k < 4; k++) CHECK(got[k] == (nbr[k] == MPI_PROC_NULL ? -1 : nbr[k]));
+        for (int k = 0; k < 4; k++) sendb[k] = rank * 10 + k;
+        MPI_Request rq;
+        CHECK_RC(MPI_Ineighbor_alltoall(sendb, 1, MPI_INT, recvb, 1, MPI_INT, cart, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        /* the negative neighbour sent us its positive-direction block and vice versa */
+        for (int k = 0; k < 4; k++)
+            CHECK(recvb[k] == (nbr[k] == MPI_PROC_NULL ? -1 : nbr[k] * 10 + (k ^ 1)));
+    }
+    if (rank == 0) printf("neighbourhood collectives on a grid: ok\n");
+
     /* Rows: keep dimension 1. */
     int remain[2] = {0, 1};
     MPI_Comm row;
@@ -115,6 +132,11 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Dist_graph_neighbors(dg, 1, &s1, &sw1, 1, &d1, &dw1));
     CHECK(s1 == (rank + size - 1) % size && sw1 == (rank + size - 1) % size);
     CHECK(d1 == next && dw1 == rank);
+    {
+        int from = -1;
+        CHECK_RC(MPI_Neighbor_allgather(&rank, 1, MPI_INT, &from, 1, MPI_INT, dg));
+        CHECK(from == (rank + size - 1) % size);
+    }
     MPI_Comm_free(&dg);
 
     int srcs[1] = {(rank + size - 1) % size}, dsts[1] = {next};

@@ -1,0 +1,229 @@
+//! Neighbourhood collectives (`MPI_Neighbor_*`) on Cartesian, graph and distributed graph
+//! communicators ([`crate::topo`]).
+//!
+//! Every block travels as one message on the communicator's collective context
+//! (`oxmpi_coll::CollComm::exchange`). Neighbour order follows MPI: for a Cartesian grid,
+//! per dimension the neighbour in the negative then the positive direction (`MPI_PROC_NULL`
+//! at non-periodic borders: nothing is sent or received there); for a graph, the
+//! neighbours as listed; for a distributed graph, sources (incoming) and destinations
+//! (outgoing). On a Cartesian grid the messages carry the direction in their tag, so that a
+//! rank that is both the negative and the positive neighbour (periodic dimension of size 1
+//! or 2) still gets each block into the right slot.
+
+use crate::consts::*;
+use crate::datatype::Datatype;
+use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
+use crate::state::lock;
+use crate::topo::{cart_coords_of, cart_rank_of, Topo};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// (incoming, outgoing) neighbours of `comm` as (rank, tag) pairs.
+type Neighbours = (Vec<(i32, i32)>, Vec<(i32, i32)>);
+
+fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
+    match crate::topo::get(comm) {
+        Some(Topo::Cart { dims, periods }) => {
+            let c = cart_coords_of(&dims, rank);
+            let (mut ins, mut outs) = (Vec::new(), Vec::new());
+            for d in 0..dims.len() {
+                let at = |delta: c_int| {
+                    let mut x = c.clone();
+                    x[d] += delta;
+                    cart_rank_of(&dims, &periods, &x).unwrap_or(MPI_PROC_NULL)
+                };
+                let (minus, plus) = (at(-1), at(1));
+                let t = 2 * d as i32;
+                // What the negative neighbour sent to its positive side, and vice versa.
+                ins.push((minus, t + 1));
+                ins.push((plus, t));
+                outs.push((minus, t));
+                outs.push((plus, t + 1));
+            }
+            Ok((ins, outs))
+        }
+        Some(Topo::Graph { index, edges }) => {
+            let r = rank as usize;
+            let lo = if r == 0 { 0 } else { index[r - 1] as usize };
+            let n: Vec<(i32, i32)> = edges[lo..index[r] as usize]
+                .iter()
+                .map(|&e| (e, 0))
+                .collect();
+            Ok((n.clone(), n))
+        }
+        Some(Topo::Dist { sources, dests, .. }) => Ok((
+            sources.iter().map(|&s| (s, 0)).collect(),
+            dests.iter().map(|&d| (d, 0)).collect(),
+        )),
+        None => Err(MpiError::new(
+            MPI_ERR_TOPOLOGY,
+            "neighbourhood collective on a communicator without a topology",
+        )
+        .on(comm)),
+    }
+}
+
+/// One outgoing block: (datatype, count, address).
+type Block = (Arc<Datatype>, usize, *const u8);
+/// One incoming block: (datatype, count, address).
+type RBlock = (Arc<Datatype>, usize, *mut u8);
+
+/// Exchange packed blocks with the neighbours and unpack them.
+///
+/// # Safety
+/// Every block address holds (send) or has room for (receive) its items.
+unsafe fn run(
+    comm: c_int,
+    send: impl Fn(usize) -> MpiResult<Block>,
+    recv: impl Fn(usize) -> MpiResult<RBlock>,
+) -> MpiResult {
+    let (ctx, rank) = {
+        let st = lock();
+        st.check_active()?;
+        let c = st.comm(comm)?;
+        (c.coll, c.rank)
+    };
+    let (ins, outs) = neighbours(comm, rank)?;
+    let mut sbufs = Vec::with_capacity(outs.len());
+    for j in 0..outs.len() {
+        let (dt, n, p) = send(j)?;
+        let mut v = Vec::with_capacity(dt.size * n);
+        if dt.size * n > 0 {
+            if p.is_null() {
+                return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
+            }
+            // SAFETY: caller contract: the block holds `n` items of `dt`.
+            unsafe { crate::datatype::pack_into(&dt, n, p, &mut v) };
+        }
+        sbufs.push(v);
+    }
+    let mut rblocks = Vec::with_capacity(ins.len());
+    for i in 0..ins.len() {
+        let b = recv(i)?;
+        if b.0.size * b.1 > 0 && b.2.is_null() {
+            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
+        }
+        rblocks.push(b);
+    }
+    let mut rbufs: Vec<Vec<u8>> = rblocks.iter().map(|b| vec![0u8; b.0.size * b.1]).collect();
+    let a = crate::coll_alg::alg(ctx, comm)?;
+    let sends: Vec<(i32, i32, &[u8])> = outs
+        .iter()
+        .zip(&sbufs)
+        .map(|(&(p, t), b)| (p, t, &b[..]))
+        .collect();
+    let got = {
+        let mut recvs: Vec<(i32, i32, &mut [u8])> = ins
+            .iter()
+            .zip(rbufs.iter_mut())
+            .map(|(&(p, t), b)| (p, t, &mut b[..]))
+            .collect();
+        a.exchange(&sends, &mut recvs)
+            .map_err(crate::coll_alg::err(comm))?
+    };
+    for (i, (dt, n, p)) in rblocks.iter().enumerate() {
+        if ins[i].0 == MPI_PROC_NULL {
+            continue;
+        }
+        // SAFETY: caller contract: the block has room for `n` items of `dt`.
+        unsafe { crate::datatype::unpack_from(dt, *n, *p, &rbufs[i][..got[i]]) };
+    }
+    Ok(())
+}
+
+fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
+    lock().dtype_committed(h).map_err(|e| e.on(comm))
+}
+
+fn degrees(comm: c_int) -> MpiResult<(usize, usize)> {
+    let rank = lock().comm(comm)?.rank;
+    let (i, o) = neighbours(comm, rank)?;
+    Ok((i.len(), o.len()))
+}
+
+/// Address `base + items * extent` (items may be 0 with a NULL base).
+fn at(base: *const c_void, items: isize, dt: &Datatype) -> *const u8 {
+    base.cast::<u8>().wrapping_offset(items * dt.extent())
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgather`.
+    fn PMPI_Neighbor_allgather / "MPI_Neighbor_allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        // SAFETY: MPI contract of the call for the buffers.
+        unsafe {
+            run(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
+            })
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgatherv`.
+    fn PMPI_Neighbor_allgatherv / "MPI_Neighbor_allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
+        let sn = check_count(sendcount)?;
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        let (indeg, _) = degrees(comm)?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(displs, indeg, "displs")?;
+        // SAFETY: MPI contract of the call for the buffers.
+        unsafe {
+            run(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+            })
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoall`.
+    fn PMPI_Neighbor_alltoall / "MPI_Neighbor_alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        // SAFETY: MPI contract of the call for the buffers.
+        unsafe {
+            run(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
+                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
+            })
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoallv`.
+    fn PMPI_Neighbor_alltoallv / "MPI_Neighbor_alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        let (indeg, outdeg) = degrees(comm)?;
+        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
+        let sd = slice_in(sdispls, outdeg, "sdispls")?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(rdispls, indeg, "rdispls")?;
+        // SAFETY: MPI contract of the call for the buffers.
+        unsafe {
+            run(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+            })
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoallw` (displacements in bytes).
+    fn PMPI_Neighbor_alltoallw / "MPI_Neighbor_alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) {
+        let (indeg, outdeg) = degrees(comm)?;
+        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
+        let sd = slice_in(sdispls, outdeg, "sdispls")?;
+        let stt = slice_in(sendtypes, outdeg, "sendtypes")?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(rdispls, indeg, "rdispls")?;
+        let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
+        // SAFETY: MPI contract of the call for the buffers.
+        unsafe {
+            run(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
+                Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
+            })
+        }
+    }
+}
