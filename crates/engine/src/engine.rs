@@ -490,13 +490,13 @@ impl Engine {
                     format!("no btl reaches world rank {p} (another node, or sm excluded)"),
                 ));
             }
-            if st.peers[p as usize].dead {
-                st.fail(id, ErrorClass::ProcFailed);
-                return Ok(ReqId(id));
-            }
         }
         if let Some((env, msg)) = st.matcher.post(ctx, src, tag, id) {
+            // Messages that arrived before a peer died are still delivered.
             st.deliver(id, env, msg);
+        } else if peer.is_some_and(|p| st.peers[p as usize].dead) {
+            st.matcher.cancel(ctx, src, &id);
+            st.fail(id, ErrorClass::ProcFailed);
         }
         Ok(ReqId(id))
     }
@@ -1130,6 +1130,11 @@ impl State {
                 cma,
                 ..
             } => {
+                if self.peers[peer as usize].dead {
+                    // The data can no longer come.
+                    self.fail(rid, ErrorClass::ProcFailed);
+                    return;
+                }
                 if cma && self.cma && n > 0 {
                     match self.cma_read(peer, buf, addr, n) {
                         Ok(()) => {

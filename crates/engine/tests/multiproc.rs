@@ -700,8 +700,32 @@ fn dead_peer(e: &Engine) {
         // Announce a large message (rendezvous) and die before its data moves, without
         // finalize, while rank 0 waits for us.
         let big = vec![7u8; 1 << 20];
-        // SAFETY: the process exits before `big` is dropped.
-        unsafe { e.isend(big.as_ptr(), big.len(), 0, 5, CommId(0), SendMode::Standard) }.unwrap();
+        // SAFETY: static data.
+        unsafe {
+            e.isend(
+                b"last words".as_ptr(),
+                10,
+                0,
+                7,
+                CommId(0),
+                SendMode::Standard,
+            )
+        }
+        .unwrap();
+        for tag in [5, 6] {
+            // SAFETY: the process exits before `big` is dropped.
+            unsafe {
+                e.isend(
+                    big.as_ptr(),
+                    big.len(),
+                    0,
+                    tag,
+                    CommId(0),
+                    SendMode::Standard,
+                )
+            }
+            .unwrap();
+        }
         std::process::exit(0);
     }
     // Mid-transfer: the request-to-send arrived (probe sees it), the data never comes.
@@ -710,6 +734,16 @@ fn dead_peer(e: &Engine) {
     let mut big = vec![0u8; 1 << 20];
     let st = recv(e, &mut big, 1, 5);
     assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    // The second request-to-send arrived before the death, which is known by now: its
+    // receive fails at once.
+    let st = e.probe(1, 6, CommId(0)).unwrap();
+    assert_eq!(st.count_bytes, 1 << 20);
+    let st = recv(e, &mut big, ANY_SOURCE, 6);
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    // A complete (eager) message that arrived before the death is still delivered.
+    let mut words = [0u8; 10];
+    let st = recv(e, &mut words, 1, 7);
+    assert_eq!((st.error, &words), (None, b"last words"));
     // A receive posted after the death, polled with test(), fails too.
     let mut buf = [0u8; 8];
     // SAFETY: buf outlives the polling loop.
