@@ -59,6 +59,8 @@ pub struct Config {
     pub oxmpi_prefix: PathBuf,
     /// Install missing peers with apt-get.
     pub install_peers: bool,
+    /// Run `cargo xtask install --prefix <oxmpi_prefix>` first.
+    pub install_oxmpi: bool,
     /// Timeout of one launch.
     pub timeout: Duration,
     /// Arguments of `python -m mpi4py.bench pingpong` (empty: mpi4py not run).
@@ -117,6 +119,7 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --out DIR            output directory
   --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
+  --install-oxmpi      first run `cargo xtask install --prefix` into that prefix
   --no-install         do not apt-get install missing peers
   --timeout SECS       timeout of one launch (default 120, full mode 900)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
@@ -132,6 +135,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut prefix = root.join("target").join("oxmpi");
     let mut install = true;
     let mut no_mpi4py = false;
+    let mut install_oxmpi = false;
     let mut timeout = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -166,6 +170,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--oxmpi-prefix" => prefix = PathBuf::from(val("--oxmpi-prefix")?),
             "--no-install" => install = false,
             "--no-mpi4py" => no_mpi4py = true,
+            "--install-oxmpi" => install_oxmpi = true,
             "--timeout" => {
                 let v = val("--timeout")?;
                 timeout = Some(
@@ -195,6 +200,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             only: None,
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
+            install_oxmpi: false,
             timeout: Duration::ZERO,
             mpi4py_args: m4("65536", "20", "5", "5", "1", "2", "1"),
             budget: None,
@@ -215,6 +221,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             only: None,
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
+            install_oxmpi: false,
             timeout: Duration::ZERO,
             mpi4py_args: m4("4194304", "300", "30", "30", "3", "5", "1"),
             budget: Some(Duration::from_secs(150)),
@@ -235,6 +242,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             only: None,
             oxmpi_prefix: PathBuf::new(),
             install_peers: true,
+            install_oxmpi: false,
             timeout: Duration::ZERO,
             mpi4py_args: m4("4194304", "10000", "100", "1000", "100", "10", "1"),
             budget: None,
@@ -249,6 +257,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.only = only;
     c.oxmpi_prefix = prefix;
     c.install_peers = install;
+    c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
         c.mpi4py_args.clear();
     }
@@ -297,8 +306,9 @@ mod tests {
             f.mpi4py_args[..2],
             ["-n".to_string(), "4194304".to_string()]
         );
-        let n = parse_args(&args(&["--no-mpi4py"]), root).unwrap();
+        let n = parse_args(&args(&["--no-mpi4py", "--install-oxmpi"]), root).unwrap();
         assert!(n.mpi4py_args.is_empty());
+        assert!(n.install_oxmpi && !q.install_oxmpi);
         assert_eq!(f.out, Path::new("x"));
         assert!(f.coll_sizes.iter().all(|s| *s >= 4));
         assert_eq!(f.timeout, Duration::from_secs(900));

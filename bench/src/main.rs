@@ -111,6 +111,36 @@ fn meta(cfg: &Config, root: &Path) -> report::Meta {
     }
 }
 
+/// `cargo xtask install --prefix <prefix>` (release build of oxmpi).
+fn install_oxmpi(cfg: &Config, root: &Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!(
+        "bench: installing oxmpi into {}",
+        cfg.oxmpi_prefix.display()
+    );
+    let st = Command::new(cargo)
+        .current_dir(root)
+        .args(["run", "--quiet", "-p", "xtask", "--", "install", "--prefix"])
+        .arg(&cfg.oxmpi_prefix)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo xtask install failed: {st}"))
+    }
+}
+
+/// When the oxmpi install's library was last written (UTC), for the report.
+fn oxmpi_build_time(prefix: &Path, root: &Path) -> Option<String> {
+    let lib = prefix.join("lib").join("libmpi.so.12");
+    sh(
+        "date",
+        &["-u", "-r", &lib.to_string_lossy(), "+%Y-%m-%d %H:%M:%S"],
+        root,
+    )
+}
+
 fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     let prefix = &cfg.oxmpi_prefix;
     let mut v = Vec::new();
@@ -139,10 +169,27 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
 }
 
 fn run(cfg: &Config, root: &Path) -> Result<(), String> {
-    let t0 = Instant::now();
     let mut meta = meta(cfg, root);
     let mut res = Results::default();
     suite::ensure_peers(cfg, &mut res.notes);
+    let mut installed = false;
+    if cfg.install_oxmpi {
+        match install_oxmpi(cfg, root) {
+            Ok(()) => installed = true,
+            Err(e) => res.notes.push(format!("oxmpi install: {e}")),
+        }
+    }
+    if let Some(t) = oxmpi_build_time(&cfg.oxmpi_prefix, root) {
+        res.notes.push(if installed {
+            format!("oxmpi: installed by this run (release build of the work tree) at {t} UTC")
+        } else {
+            format!(
+                "oxmpi: the library in the install prefix was built at {t} UTC (it may be older than the commit above; use --install-oxmpi)"
+            )
+        });
+    }
+    // the reported duration covers the measurements, not the installs above
+    let t0 = Instant::now();
     let probes = suite::build_probes(cfg)?;
     let want = wanted(cfg, &mut res);
     let ready = suite::prepare(cfg, want, &mut res);
