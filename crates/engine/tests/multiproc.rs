@@ -247,6 +247,20 @@ fn wildcards_and_order_8_ranks() {
     run(8, "wildcards", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
 }
 
+/// Both directions at once through tiny rings: flow control, interleaved rendezvous.
+#[test]
+fn bidirectional_flood_small_ring() {
+    run(
+        2,
+        "bidir",
+        &[
+            ("OXMPI_MCA_btl_sm_ring_size", "4096"),
+            ("OXMPI_MCA_btl_sm_fragment_size", "512"),
+            ("OXMPI_MCA_btl_sm_eager_limit", "700"),
+        ],
+    );
+}
+
 #[test]
 fn truncation() {
     run(2, "truncate", &[]);
@@ -331,6 +345,7 @@ fn rank_entry() {
         "probe" => probe(e),
         "threads" => threads(e),
         "no_sm" => no_sm(e),
+        "bidir" => bidir(e),
         "yield_auto" => {
             // SAFETY: sysconf has no preconditions.
             let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
@@ -674,6 +689,57 @@ fn threads(e: &'static Engine) {
         .collect();
     for h in hs {
         h.join().unwrap();
+    }
+}
+
+fn bidir(e: &Engine) {
+    let me = e.rank();
+    let peer = 1 - me;
+    let lens: Vec<usize> = (0..300)
+        .map(|i| [0, 9, 700, 701, 5000, 33_333][i % 6])
+        .collect();
+    let out: Vec<Vec<u8>> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| pattern(l, (me as u64) << 32 | i as u64))
+        .collect();
+    let mut inb: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+    // Receives on alternating specific/any tags, posted before the sends.
+    let rr: Vec<_> = inb
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| {
+            let tag = if i % 2 == 0 { (i % 4) as i32 } else { ANY_TAG };
+            // SAFETY: the buffers outlive the waits below.
+            unsafe { e.irecv(b.as_mut_ptr(), b.len(), peer, tag, CommId(0)) }.unwrap()
+        })
+        .collect();
+    let sr: Vec<_> = out
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let mode = if i % 5 == 0 {
+                SendMode::Sync
+            } else {
+                SendMode::Standard
+            };
+            // SAFETY: the buffers outlive the waits below.
+            unsafe { e.isend(d.as_ptr(), d.len(), peer, (i % 4) as i32, CommId(0), mode) }.unwrap()
+        })
+        .collect();
+    for r in sr {
+        assert_eq!(e.wait(r).error, None);
+    }
+    for (i, r) in rr.into_iter().enumerate() {
+        let st = e.wait(r);
+        assert_eq!(
+            (st.error, st.tag, st.count_bytes),
+            (None, (i % 4) as i32, lens[i])
+        );
+        assert!(
+            inb[i] == pattern(lens[i], (peer as u64) << 32 | i as u64),
+            "message {i}"
+        );
     }
 }
 
