@@ -949,3 +949,23 @@ fn hydra_spellings_work() {
         ["[0] hi 3", "[1] hi 3", "[2] hi 3"]
     );
 }
+
+/// `mpirun ... | head`: when the reader of mpirun's stdout goes away, the job ends (exit
+/// status 128+SIGPIPE) instead of running forever.
+#[test]
+fn closed_stdout_ends_the_job() {
+    let s = Scratch::new("epipe");
+    let mut child = s
+        .mpirun()
+        .args(["-n", "2", "yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "y");
+    drop(lines);
+    let o = child.wait_with_output().unwrap();
+    s.assert_clean();
+    assert_eq!(o.status.code(), Some(128 + 13), "{}", stderr(&o));
+}

@@ -61,6 +61,11 @@ pub enum DaemonEvent {
         /// Why `exec` failed.
         message: String,
     },
+    /// The reader of mpirun's stdout (fd 1) or stderr (fd 2) went away.
+    OutputClosed {
+        /// The descriptor.
+        fd: RawFd,
+    },
     /// A rank violated the PMI protocol (its connection is closed).
     PmiError {
         /// Rank, if known.
@@ -310,9 +315,17 @@ impl<'a> LocalDaemon<'a> {
 
     fn write_sink(&mut self, sink: usize) {
         let s = &mut self.sinks[sink];
-        if !s.dead && !self.out.is_empty() && sys::write_all_fd(s.fd, &self.out).is_err() {
-            // The reader went away (e.g. `mpirun ... | head`): discard further output.
-            s.dead = true;
+        if !s.dead && !self.out.is_empty() {
+            if let Err(e) = sys::write_all_fd(s.fd, &self.out) {
+                // Discard further output to this sink.
+                s.dead = true;
+                if e.kind() == std::io::ErrorKind::BrokenPipe && s._file.is_none() {
+                    // The reader of mpirun's own stdout/stderr went away
+                    // (`mpirun ... | head`): the job ends as a pipeline would.
+                    self.events
+                        .push_back(DaemonEvent::OutputClosed { fd: s.fd });
+                }
+            }
         }
         self.out.clear();
     }

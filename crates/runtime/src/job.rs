@@ -1,6 +1,6 @@
-//! Planning and running one job: validation (nothing launched on bad input), launch of the
-//! local ranks by the head acting as the local node's daemon, the event loop (IO forwarding,
-//! PMI service, reaping, signals, timeout) and teardown.
+//! Planning and running one job: validation (nothing launched on bad input), then the head:
+//! the event loop over the signal pipe and the local daemon's descriptors, the exit-status
+//! rules, `--timeout`, signal forwarding and teardown.
 
 use crate::alloc::{allocate, display_allocation, display_map, map_job, Allocation, JobMap};
 use crate::cli::{JobSpec, StdinTarget};
@@ -278,6 +278,9 @@ pub enum Ending {
     Interrupted(i32),
     /// A rank could not be started.
     LaunchFailed,
+    /// The reader of mpirun's stdout or stderr went away (exit status 128+SIGPIPE, as for a
+    /// process of a shell pipeline).
+    OutputClosed,
 }
 
 impl Ending {
@@ -289,6 +292,7 @@ impl Ending {
             Ending::Signal { sig, .. } | Ending::Interrupted(sig) => 128 + sig,
             Ending::Abort { code, .. } => code,
             Ending::Timeout => TIMEOUT_EXIT_CODE,
+            Ending::OutputClosed => 128 + libc::SIGPIPE,
         }
     }
 }
@@ -399,6 +403,14 @@ impl<'a> Head<'a> {
                         };
                         msg(&format!("{who} called abort with exit code {code}{text}"));
                         self.end(Ending::Abort { rank, code }, libc::SIGTERM);
+                    }
+                }
+                DaemonEvent::OutputClosed { fd } => {
+                    if self.ending.is_none() {
+                        if fd != 2 {
+                            msg("the reader of mpirun's standard output went away; the job is aborted");
+                        }
+                        self.end(Ending::OutputClosed, libc::SIGTERM);
                     }
                 }
                 DaemonEvent::LaunchFailed { message, .. } => {
