@@ -87,6 +87,9 @@ pub(crate) struct Pending {
     unpack: Option<Unpack>,
     /// Context for error messages ("receive from 3 tag 7 on rank 0").
     pub(crate) what: OpDesc,
+    /// Still pending in the engine: dropping the value then waits for it (a safety net for
+    /// error paths; owners complete it explicitly).
+    armed: bool,
 }
 
 // SAFETY: the raw pointer in `unpack` targets a buffer borrowed mutably (`&mut [T]` with
@@ -136,6 +139,7 @@ impl Pending {
             staging,
             unpack: None,
             what,
+            armed: true,
         }
     }
 
@@ -177,14 +181,18 @@ impl Pending {
         }
     }
 
-    pub(crate) fn wait(self) -> Result<Status> {
+    pub(crate) fn wait(mut self) -> Result<Status> {
         let st = self.engine.wait(self.id);
+        self.armed = false;
         self.finish(st)
     }
 
-    pub(crate) fn test(self) -> std::result::Result<Result<Status>, Pending> {
+    pub(crate) fn test(mut self) -> std::result::Result<Result<Status>, Pending> {
         match self.engine.test(self.id) {
-            Some(st) => Ok(self.finish(st)),
+            Some(st) => {
+                self.armed = false;
+                Ok(self.finish(st))
+            }
             None => Err(self),
         }
     }
@@ -195,6 +203,19 @@ impl Pending {
             self.engine.cancel(self.id);
         }
         let _ = self.wait();
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.armed {
+            // Never free `staging` (or give the user's buffer back) under a pending operation.
+            self.armed = false;
+            if std::thread::panicking() && self.what.recv {
+                self.engine.cancel(self.id);
+            }
+            let _ = self.engine.wait(self.id);
+        }
     }
 }
 
