@@ -56,6 +56,7 @@ fn singleton_point_to_point() {
     dropped_and_leaked_requests(&world);
     cancel_and_test(&world);
     owned_requests(&world);
+    panic_in_scope(&world);
     separate_communicators(&universe);
     collectives(&world);
     new_communicators(&world);
@@ -454,4 +455,29 @@ fn new_communicators(world: &oxmpi::Communicator<'_>) {
         copy.send(&[1u8][..], 0, 0).unwrap_err().class(),
         ErrorClass::Comm
     );
+}
+
+fn panic_in_scope(world: &oxmpi::Communicator<'_>) {
+    // A panic inside a scope with pending receives (one held, one leaked) unwinds instead of
+    // hanging: the receives are cancelled, then waited, before the buffers are released.
+    let mut held = [0u8; 4];
+    let mut leaked = [0u8; 4];
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        oxmpi::request::scope(|s| {
+            let _r = world.irecv_scoped(s, &mut held[..], 0, 90).unwrap();
+            let l = world.irecv_scoped(s, &mut leaked[..], 0, 91).unwrap();
+            std::mem::forget(l);
+            panic!("deliberate panic in a scope");
+        })
+    }));
+    assert!(caught.is_err());
+    // Both receives were cancelled: messages sent now stay unmatched.
+    world.send(&[1u8, 2, 3, 4][..], 0, 90).unwrap();
+    world.send(&[5u8, 6, 7, 8][..], 0, 91).unwrap();
+    assert_eq!((held, leaked), ([0; 4], [0; 4]));
+    let mut b = [0u8; 4];
+    assert_eq!(world.recv(&mut b[..], 0, 90).unwrap().tag(), 90);
+    assert_eq!(b, [1, 2, 3, 4]);
+    assert_eq!(world.recv(&mut b[..], 0, 91).unwrap().tag(), 91);
+    assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
 }
