@@ -789,7 +789,7 @@ fn agree_ctx(c: &Coll) -> MpiResult<u32> {
 
 /// Create a communicator over `group` (world ranks) with context ids `ctx`/`ctx + 1`,
 /// inheriting the error handler of `parent`.
-fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c_int> {
+pub(crate) fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c_int> {
     let eng = backend::engine()?;
     let ecomm = eng.comm_create(ctx, group.clone()).map_err(backend::err)?;
     let collc = eng
@@ -817,7 +817,7 @@ fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c_int> {
 }
 
 /// Copy the attributes of `from` to `to` through the keyvals' copy callbacks.
-fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
+pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
     type CopyFn = unsafe extern "C" fn(
         c_int,
         c_int,

@@ -14,6 +14,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, OnceLock};
 
 const BUILTINS: &[(c_int, &str)] = &[
+    // MPICH extension type (2-byte float) used by mpi4py.
+    (0x4c00_0246, "MPIX_C_FLOAT16"),
     (MPI_AINT, "MPI_AINT"),
     (MPI_COUNT, "MPI_COUNT"),
     (MPI_OFFSET, "MPI_OFFSET"),
@@ -110,6 +112,8 @@ pub(crate) struct Datatype {
     pub ints: Vec<c_int>,
     pub aints: Vec<isize>,
     pub types: Vec<c_int>,
+    /// The constituent datatypes (kept alive even if their handles are freed).
+    pub type_objs: Vec<Arc<Datatype>>,
     /// The predefined type all basic elements have, if there is exactly one (reductions).
     pub basic: Option<c_int>,
 }
@@ -182,6 +186,7 @@ impl Datatype {
             ints: vec![],
             aints: vec![],
             types: vec![],
+            type_objs: vec![],
             basic: Some(handle),
         }
     }
@@ -215,6 +220,7 @@ impl Datatype {
             ints: vec![],
             aints: vec![],
             types: vec![],
+            type_objs: vec![],
             basic: Some(handle),
         }
     }
@@ -348,6 +354,24 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
             Some(b) if b == old.basic => b,
             Some(_) => None,
         });
+        // A contiguous old type repeated back to back is one block: O(1) instead of one
+        // step per repetition (matters for huge counts).
+        if let [b] = old.blocks.as_slice() {
+            if old.is_contiguous() {
+                let nb = Block {
+                    disp: disp + b.disp,
+                    len: b.len * reps,
+                    elem: b.elem,
+                };
+                match blocks.last_mut() {
+                    Some(p) if p.elem == nb.elem && p.disp + p.len as isize == nb.disp => {
+                        p.len += nb.len
+                    }
+                    _ => blocks.push(nb),
+                }
+                continue;
+            }
+        }
         for r in 0..reps {
             let off = disp + r as isize * ext;
             for b in &old.blocks {
@@ -386,6 +410,7 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
         ints: vec![],
         aints: vec![],
         types: vec![],
+        type_objs: vec![],
         basic: basic.flatten(),
     }
 }
@@ -403,6 +428,10 @@ fn register(
     t.combiner = combiner;
     t.ints = ints;
     t.aints = aints;
+    t.type_objs = types
+        .iter()
+        .map(|&h| st.dtype(h))
+        .collect::<MpiResult<Vec<_>>>()?;
     t.types = types;
     let h = st.types.insert(Arc::new(t));
     out(newtype, h, "newtype")
@@ -624,7 +653,10 @@ mpi_fn! {
         let mut t = (*old).clone();
         t.predefined = false;
         t.committed = old.committed;
-        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], newtype)
+        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], newtype)?;
+        drop(st);
+        let h = inp(newtype.cast_const(), "newtype")?;
+        crate::attrs::type_copy_attrs(oldtype, h)
     }
 }
 
@@ -658,6 +690,7 @@ mpi_fn! {
             mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
         }
         drop(st);
+        crate::attrs::type_free_attrs(h);
         out(datatype, MPI_DATATYPE_NULL, "datatype")
     }
 }
@@ -765,13 +798,12 @@ mpi_fn! {
         slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
         slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
         let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
-        for (o, &h) in dts.iter_mut().zip(&t.types) {
+        for ((o, &h), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
             // Derived types are returned as new handles the caller frees.
             *o = if builtins().contains_key(&h) {
                 h
             } else {
-                let d = st.dtype(h)?;
-                st.types.insert(Arc::new((*d).clone()))
+                st.types.insert(Arc::new((**d).clone()))
             };
         }
         Ok(())

@@ -25,8 +25,9 @@ pub(crate) struct UserErrhandler {
     pub func: CommErrFn,
 }
 
-/// The first class handed out by `MPI_Add_error_class`.
-pub(crate) const FIRST_USER_CLASS: c_int = 100;
+/// The first class handed out by `MPI_Add_error_class` (above `MPI_ERR_LASTCODE`, like
+/// MPICH).
+pub(crate) const FIRST_USER_CLASS: c_int = MPI_ERR_LASTCODE + 1;
 
 /// Registry of user-defined error classes and codes and their strings.
 #[derive(Default)]
@@ -318,8 +319,9 @@ mpi_fn! {
     /// `MPI_Add_error_code`.
     fn PMPI_Add_error_code / "MPI_Add_error_code" (errorclass: c_int, errorcode: *mut c_int) {
         let mut st = lock();
-        if st.user_errors.class_of(errorclass) != Some(errorclass) {
-            mpi_bail!(MPI_ERR_ARG, "{errorclass} is not a user-defined error class");
+        let user_class = st.user_errors.class_of(errorclass) == Some(errorclass);
+        if !user_class && (predefined(errorclass).is_none() || errorclass == MPI_SUCCESS) {
+            mpi_bail!(MPI_ERR_ARG, "{errorclass} is not an error class");
         }
         let c = st.user_errors.alloc();
         st.user_errors.codes.push((c, errorclass));

@@ -23,10 +23,12 @@
 
 #[macro_use]
 pub(crate) mod ffi;
+pub(crate) mod attrs;
 pub(crate) mod backend;
 pub mod coll;
 pub(crate) mod coll_alg;
 pub mod comm;
+pub(crate) mod comm_create;
 pub mod consts;
 pub mod datatype;
 pub mod env;

@@ -195,6 +195,9 @@ pub(crate) fn dims_split(n: c_int, k: usize) -> Vec<c_int> {
 
 impl crate::state::State {
     fn info(&self, h: c_int) -> MpiResult<&Info> {
+        if h == MPI_INFO_ENV {
+            return Ok(env_info());
+        }
         match self.infos.get(h) {
             Some(i) => Ok(i),
             None => mpi_bail!(MPI_ERR_INFO, "invalid info handle {h:#x}"),
@@ -206,6 +209,26 @@ impl crate::state::State {
             None => mpi_bail!(MPI_ERR_INFO, "invalid info handle {h:#x}"),
         }
     }
+}
+
+/// `MPI_INFO_ENV`: how the process was started (read-only).
+fn env_info() -> &'static Info {
+    static ENV: std::sync::OnceLock<Info> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut entries = Vec::new();
+        let mut args = std::env::args();
+        if let Some(cmd) = args.next() {
+            entries.push(("command".to_string(), cmd));
+        }
+        let rest: Vec<String> = args.collect();
+        if !rest.is_empty() {
+            entries.push(("argv".to_string(), rest.join(" ")));
+        }
+        if let Ok(wd) = std::env::current_dir() {
+            entries.push(("wdir".to_string(), wd.display().to_string()));
+        }
+        Info { entries }
+    })
 }
 
 fn info_key(key: *const c_char) -> MpiResult<String> {

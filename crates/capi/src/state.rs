@@ -164,6 +164,8 @@ pub(crate) struct State {
     pub orphans: Vec<crate::request::Pending>,
     /// The next context id this process may propose for a new communicator.
     pub next_ctx: u32,
+    /// Datatype attributes: datatype handle -> keyval -> value.
+    pub type_attrs: std::collections::BTreeMap<c_int, std::collections::BTreeMap<c_int, usize>>,
 }
 
 impl State {
@@ -194,6 +196,7 @@ impl State {
             bsend_buffer: None,
             orphans: Vec::new(),
             next_ctx: crate::coll::FIRST_FREE_CTX,
+            type_attrs: std::collections::BTreeMap::new(),
         }
     }
 

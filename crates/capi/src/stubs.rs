@@ -36,8 +36,6 @@ stubs! {
     PMPI_Close_port "MPI_Close_port";
     PMPI_Comm_accept "MPI_Comm_accept";
     PMPI_Comm_connect "MPI_Comm_connect";
-    PMPI_Comm_create_group "MPI_Comm_create_group";
-    PMPI_Comm_idup "MPI_Comm_idup";
     PMPI_Comm_join "MPI_Comm_join";
     PMPI_Comm_spawn "MPI_Comm_spawn";
     PMPI_Comm_spawn_multiple "MPI_Comm_spawn_multiple";
@@ -103,7 +101,6 @@ stubs! {
     PMPI_Grequest_complete "MPI_Grequest_complete";
     PMPI_Grequest_start "MPI_Grequest_start";
     PMPI_Intercomm_create "MPI_Intercomm_create";
-    PMPI_Intercomm_merge "MPI_Intercomm_merge";
     PMPI_Lookup_name "MPI_Lookup_name";
     PMPI_Open_port "MPI_Open_port";
     PMPI_Pack_external "MPI_Pack_external";
@@ -116,11 +113,6 @@ stubs! {
     PMPI_Rget_accumulate "MPI_Rget_accumulate";
     PMPI_Rput "MPI_Rput";
     PMPI_Type_create_darray "MPI_Type_create_darray";
-    PMPI_Type_create_keyval "MPI_Type_create_keyval";
-    PMPI_Type_delete_attr "MPI_Type_delete_attr";
-    PMPI_Type_free_keyval "MPI_Type_free_keyval";
-    PMPI_Type_get_attr "MPI_Type_get_attr";
-    PMPI_Type_set_attr "MPI_Type_set_attr";
     PMPI_Unpack_external "MPI_Unpack_external";
     PMPI_Unpublish_name "MPI_Unpublish_name";
     PMPI_Win_allocate "MPI_Win_allocate";
@@ -131,7 +123,6 @@ stubs! {
     PMPI_Win_create "MPI_Win_create";
     PMPI_Win_create_dynamic "MPI_Win_create_dynamic";
     PMPI_Win_create_errhandler "MPI_Win_create_errhandler";
-    PMPI_Win_create_keyval "MPI_Win_create_keyval";
     PMPI_Win_delete_attr "MPI_Win_delete_attr";
     PMPI_Win_detach "MPI_Win_detach";
     PMPI_Win_fence "MPI_Win_fence";
@@ -140,7 +131,6 @@ stubs! {
     PMPI_Win_flush_local "MPI_Win_flush_local";
     PMPI_Win_flush_local_all "MPI_Win_flush_local_all";
     PMPI_Win_free "MPI_Win_free";
-    PMPI_Win_free_keyval "MPI_Win_free_keyval";
     PMPI_Win_get_attr "MPI_Win_get_attr";
     PMPI_Win_get_errhandler "MPI_Win_get_errhandler";
     PMPI_Win_get_group "MPI_Win_get_group";

@@ -1,0 +1,195 @@
+//! Datatype attributes and keyvals (`MPI_Type_*_attr`, `MPI_Type_*_keyval`) and window
+//! keyvals. Communicator attributes live in `comm.rs`.
+
+use crate::consts::*;
+use crate::ffi::{inp, out, MpiResult};
+use crate::state::{lock, Keyval};
+use std::ffi::{c_int, c_void};
+
+type CopyFn =
+    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+
+fn new_keyval(copy: Option<CopyFn>, delete: Option<DeleteFn>, extra: *mut c_void) -> c_int {
+    lock().keyvals.insert(Keyval {
+        copy: copy.map_or(0, |f| f as usize),
+        delete: delete.map_or(0, |f| f as usize),
+        extra: extra as usize,
+    })
+}
+
+fn free_keyval(keyval: *mut c_int) -> MpiResult {
+    let k = inp(keyval, "keyval")?;
+    if lock().keyvals.remove(k).is_none() {
+        mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {k:#x}");
+    }
+    out(keyval, MPI_KEYVAL_INVALID, "keyval")
+}
+
+/// Call a delete callback (no lock held).
+fn call_delete(obj: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
+    if kv.delete == 0 {
+        return MPI_SUCCESS;
+    }
+    // SAFETY: a non-NULL delete callback registered by the user with a create_keyval call.
+    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+    // SAFETY: calling the user's callback with the arguments the standard prescribes.
+    unsafe { f(obj, keyval, value as *mut c_void, kv.extra as *mut c_void) }
+}
+
+/// Delete all attributes of datatype `h` (MPI_Type_free).
+pub(crate) fn type_free_attrs(h: c_int) {
+    let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
+        let mut st = lock();
+        let a = st.type_attrs.remove(&h).unwrap_or_default();
+        a.into_iter()
+            .map(|(k, v)| (k, v, st.keyvals.get(k).copied()))
+            .collect()
+    };
+    for (k, v, kv) in attrs {
+        if let Some(kv) = kv {
+            call_delete(h, k, kv, v);
+        }
+    }
+}
+
+/// Copy the attributes of datatype `from` to `to` through the copy callbacks
+/// (MPI_Type_dup).
+pub(crate) fn type_copy_attrs(from: c_int, to: c_int) -> MpiResult {
+    let attrs: Vec<(c_int, usize, Keyval)> = {
+        let st = lock();
+        st.type_attrs
+            .get(&from)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for (k, v, kv) in attrs {
+        if kv.copy == 0 {
+            continue;
+        }
+        // SAFETY: a non-NULL copy callback registered with MPI_Type_create_keyval.
+        let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy) };
+        let mut newv: *mut c_void = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: calling the user's copy callback with valid output pointers.
+        let rc = unsafe {
+            f(
+                from,
+                k,
+                kv.extra as *mut c_void,
+                v as *mut c_void,
+                (&mut newv as *mut *mut c_void).cast(),
+                &mut flag,
+            )
+        };
+        if rc != MPI_SUCCESS {
+            mpi_bail!(rc, "attribute copy callback failed");
+        }
+        if flag != 0 {
+            lock()
+                .type_attrs
+                .entry(to)
+                .or_default()
+                .insert(k, newv as usize);
+        }
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_keyval`.
+    fn PMPI_Type_create_keyval / "MPI_Type_create_keyval" (copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
+        if keyval.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL keyval");
+        }
+        out(keyval, new_keyval(copy_fn, delete_fn, extra_state), "keyval")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_free_keyval`.
+    fn PMPI_Type_free_keyval / "MPI_Type_free_keyval" (keyval: *mut c_int) {
+        free_keyval(keyval)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_create_keyval` (windows themselves are not implemented yet).
+    fn PMPI_Win_create_keyval / "MPI_Win_create_keyval" (copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
+        if keyval.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL keyval");
+        }
+        out(keyval, new_keyval(copy_fn, delete_fn, extra_state), "keyval")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_free_keyval`.
+    fn PMPI_Win_free_keyval / "MPI_Win_free_keyval" (keyval: *mut c_int) {
+        free_keyval(keyval)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_set_attr`.
+    fn PMPI_Type_set_attr / "MPI_Type_set_attr" (datatype: c_int, keyval: c_int, attribute_val: *mut c_void) {
+        let mut st = lock();
+        st.dtype(datatype)?;
+        let Some(kv) = st.keyvals.get(keyval).copied() else {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        };
+        let old = st.type_attrs.entry(datatype).or_default().insert(keyval, attribute_val as usize);
+        drop(st);
+        if let Some(old) = old {
+            let rc = call_delete(datatype, keyval, kv, old);
+            if rc != MPI_SUCCESS {
+                mpi_bail!(rc, "attribute delete callback failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_attr`.
+    fn PMPI_Type_get_attr / "MPI_Type_get_attr" (datatype: c_int, keyval: c_int, attribute_val: *mut *mut c_void, flag: *mut c_int) {
+        let st = lock();
+        st.dtype(datatype)?;
+        if st.keyvals.get(keyval).is_none() {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        }
+        let v = st.type_attrs.get(&datatype).and_then(|a| a.get(&keyval)).copied();
+        drop(st);
+        match v {
+            Some(v) => {
+                out(attribute_val, v as *mut c_void, "attribute_val")?;
+                out(flag, 1, "flag")
+            }
+            None => out(flag, 0, "flag"),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_delete_attr`.
+    fn PMPI_Type_delete_attr / "MPI_Type_delete_attr" (datatype: c_int, keyval: c_int) {
+        let mut st = lock();
+        st.dtype(datatype)?;
+        let Some(kv) = st.keyvals.get(keyval).copied() else {
+            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
+        };
+        let Some(old) = st.type_attrs.get_mut(&datatype).and_then(|a| a.remove(&keyval)) else {
+            mpi_bail!(MPI_ERR_KEYVAL, "attribute {keyval:#x} is not set on this datatype");
+        };
+        drop(st);
+        let rc = call_delete(datatype, keyval, kv, old);
+        if rc != MPI_SUCCESS {
+            mpi_bail!(rc, "attribute delete callback failed");
+        }
+        Ok(())
+    }
+}
