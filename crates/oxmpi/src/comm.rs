@@ -292,6 +292,20 @@ impl<'u> Communicator<'u> {
         got
     }
 
+    /// Sends `buf` to `dest` and replaces its contents with a message from `source`
+    /// (`MPI_Sendrecv_replace`; the outgoing data is copied first).
+    pub fn sendrecv_replace<T: Equivalence>(
+        &self,
+        buf: &mut [T],
+        dest: i32,
+        send_tag: i32,
+        source: i32,
+        recv_tag: i32,
+    ) -> Result<Status> {
+        let out = buf.to_vec();
+        self.sendrecv(&out[..], dest, send_tag, buf, source, recv_tag)
+    }
+
     /// Starts a nonblocking send of `buf` (`MPI_Isend`) inside a [`crate::request::scope`];
     /// `buf` stays borrowed until the scope ends.
     pub fn isend_scoped<'s, 'e, T: Equivalence>(

@@ -45,7 +45,8 @@
 //! * [`Communicator`]: [`rank`](Communicator::rank), [`size`](Communicator::size), blocking
 //!   [`send`](Communicator::send), [`ssend`](Communicator::ssend),
 //!   [`recv`](Communicator::recv), [`recv_vec`](Communicator::recv_vec),
-//!   [`sendrecv`](Communicator::sendrecv), [`probe`](Communicator::probe),
+//!   [`sendrecv`](Communicator::sendrecv), [`sendrecv_replace`](Communicator::sendrecv_replace),
+//!   [`probe`](Communicator::probe),
 //!   [`iprobe`](Communicator::iprobe), [`mprobe`](Communicator::mprobe) /
 //!   [`improbe`](Communicator::improbe) with [`Message::recv_into`].
 //! * Nonblocking operations on borrowed slices live in a [`request::scope`], which keeps their

@@ -157,6 +157,12 @@ fn rank_body() {
         .enumerate()
         .all(|(i, &v)| v == i as u64 * 7 + prev as u64));
 
+    let mut token = [record(rank, 1), record(rank, 2)];
+    world
+        .sendrecv_replace(&mut token[..], next, 21, prev, 21)
+        .expect("sendrecv_replace");
+    assert_eq!(token, [record(prev, 1), record(prev, 2)]);
+
     // 3. Non-overtaking: rank 1 sends a numbered series, rank 0 takes it with wildcards.
     if rank == 1 {
         for i in 0..50u32 {
