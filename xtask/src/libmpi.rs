@@ -15,9 +15,18 @@ use std::process::Command;
 const SONAME: &str = "libmpi.so.12";
 
 /// Native libraries the Rust standard library needs when linked from a staticlib.
-const NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"];
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
 
-const VERSION_SCRIPT: &str = "{\n  global:\n    MPI_*;\n    PMPI_*;\n    MPIR_Dup_fn;\n  local:\n    *;\n};\n";
+const VERSION_SCRIPT: &str =
+    "{\n  global:\n    MPI_*;\n    PMPI_*;\n    MPIR_Dup_fn;\n  local:\n    *;\n};\n";
 
 /// Build the MPI library and install it with its headers into `prefix`.
 pub fn install(root: &Path, prefix: &Path, release: bool) -> Result<(), String> {
