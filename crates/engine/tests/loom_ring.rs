@@ -18,8 +18,9 @@ fn spsc_ring_orders_and_wraps() {
         let mem = unsafe { RingMem::from_parts(Arc::as_ptr(&ctl), data_ptr, CAP) };
         let mut prod = Producer::new(mem.clone());
         let mut cons = Consumer::new(mem);
-        // 64 + 128 + 128 record bytes > CAP: forces a wait for space and a pad at the end.
-        let lens = [10usize, 60, 100];
+        // 64 + 128 + 128 + 64 record bytes > CAP: forces waits for space, a pad at the end,
+        // and frames on lines that held other records before.
+        let lens = [10usize, 60, 100, 30];
         let t = loom::thread::spawn(move || {
             for (k, &len) in lens.iter().enumerate() {
                 loop {
