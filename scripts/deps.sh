@@ -8,6 +8,8 @@ apt_pkgs=(
   gcc g++ make pkg-config
   # Peers: the MPICH-ABI interop tests and the benchmark harness build with them.
   mpich libmpich-dev openmpi-bin libopenmpi-dev
+  # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
+  libclang-dev
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
