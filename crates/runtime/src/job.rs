@@ -559,6 +559,13 @@ impl<'a> Head<'a> {
     }
 }
 
+/// Whether stdin is a terminal whose foreground process group is not ours.
+fn in_background_of_terminal() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only query the state of descriptor 0 / this
+    // process.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) != libc::getpgrp() }
+}
+
 fn forward_stdin(mut targets: Vec<std::fs::File>) {
     use std::io::Write;
     if targets.is_empty() {
@@ -570,6 +577,11 @@ fn forward_stdin(mut targets: Vec<std::fs::File>) {
             let mut stdin = std::io::stdin().lock();
             let mut buf = vec![0u8; 64 * 1024];
             while !targets.is_empty() {
+                if in_background_of_terminal() {
+                    // Reading now would stop mpirun with SIGTTIN; wait for `fg`.
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
                 match stdin.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => targets.retain_mut(|t| t.write_all(&buf[..n]).is_ok()),
