@@ -255,7 +255,14 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
         c.out = o;
     }
     c.only = only;
-    c.oxmpi_prefix = prefix;
+    // absolute, so that LD_LIBRARY_PATH and ldd output do not depend on the cwd
+    c.oxmpi_prefix = if prefix.is_relative() {
+        std::env::current_dir()
+            .map(|d| d.join(&prefix))
+            .unwrap_or(prefix)
+    } else {
+        prefix
+    };
     c.install_peers = install;
     c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
@@ -309,6 +316,8 @@ mod tests {
         let n = parse_args(&args(&["--no-mpi4py", "--install-oxmpi"]), root).unwrap();
         assert!(n.mpi4py_args.is_empty());
         assert!(n.install_oxmpi && !q.install_oxmpi);
+        let r = parse_args(&args(&["--oxmpi-prefix", "rel/p"]), root).unwrap();
+        assert!(r.oxmpi_prefix.is_absolute() && r.oxmpi_prefix.ends_with("rel/p"));
         assert_eq!(f.out, Path::new("x"));
         assert!(f.coll_sizes.iter().all(|s| *s >= 4));
         assert_eq!(f.timeout, Duration::from_secs(900));
