@@ -188,12 +188,10 @@ impl<R: PartialEq, M> Matcher<R, M> {
             (Some(i), Some(j)) => q.posted_src[&env.src][i].seq < q.posted_any[j].seq,
         };
         if take_specific {
+            // Empty bins are kept (one per source at most) so that the next post does not
+            // allocate again.
             let bin = q.posted_src.get_mut(&env.src)?;
-            let p = bin.remove(specific?)?;
-            if bin.is_empty() {
-                q.posted_src.remove(&env.src);
-            }
-            Some(p.req)
+            bin.remove(specific?).map(|p| p.req)
         } else {
             q.posted_any.remove(wild?).map(|p| p.req)
         }
@@ -236,9 +234,6 @@ impl<R: PartialEq, M> Matcher<R, M> {
         let q = self.ctxs.get_mut(&ctx)?;
         let bin = q.unexpected.get_mut(&s)?;
         let u = bin.remove(i)?;
-        if bin.is_empty() {
-            q.unexpected.remove(&s);
-        }
         Some((
             Envelope {
                 ctx,
@@ -293,7 +288,6 @@ impl<R: PartialEq, M> Matcher<R, M> {
                 }
                 *bin = keep;
             }
-            q.posted_src.retain(|_, b| !b.is_empty());
             taken.sort_by_key(|p| p.seq);
             out.extend(taken.into_iter().map(|p| p.req));
         }
