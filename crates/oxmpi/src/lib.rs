@@ -74,9 +74,9 @@
 //! mpirun -n 4 target/release/examples/ring
 //! ```
 //!
-//! Under any launcher offering PMI (oxmpi's `mpirun`/`mpiexec`, MPICH's `mpiexec.hydra`, Slurm's
-//! `srun --mpi=pmi2`) the processes form one job; started alone, a program is a singleton
-//! (rank 0 of 1), which is how the examples in this documentation run.
+//! Under a launcher offering PMI (oxmpi's `mpirun`/`mpiexec`; MPICH's `mpiexec.hydra` works
+//! too) the processes form one job; started alone, a program is a singleton (rank 0 of 1),
+//! which is how the examples in this documentation run.
 //!
 //! # Threads
 //!
