@@ -82,7 +82,11 @@ pub(crate) use mpi_alias;
 
 /// Run an entry-point body: catch panics, route errors to the error handler.
 pub(crate) fn enter(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
-    let err = match catch_unwind(AssertUnwindSafe(f)) {
+    let r = catch_unwind(AssertUnwindSafe(f));
+    // Callbacks deferred by the body (generalized request free functions) run now,
+    // outside the library lock.
+    let _ = catch_unwind(crate::grequest::run_deferred);
+    let err = match r {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,
         Err(payload) => {

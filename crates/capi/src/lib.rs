@@ -33,6 +33,7 @@ pub mod consts;
 pub mod datatype;
 pub mod env;
 pub mod errors;
+pub(crate) mod grequest;
 pub mod icoll;
 pub mod misc;
 pub mod neighbor;

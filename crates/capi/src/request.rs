@@ -348,6 +348,11 @@ fn test_one(st: &mut State, h: c_int) -> MpiResult<Tested> {
     if h == MPI_REQUEST_NULL {
         return Ok(Tested::Empty);
     }
+    match crate::grequest::test(st, h) {
+        Some(None) => return Ok(Tested::NotDone),
+        Some(Some(s)) => return Ok(Tested::Done(s, s.error)),
+        None => {}
+    }
     let Some(req) = st.reqs.get_mut(h) else {
         mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
     };
@@ -412,6 +417,9 @@ pub(crate) fn wait_one(h: c_int) -> MpiResult<(Option<MpiStatus>, c_int, bool)> 
                     }
                     return Ok((Some(status), code, freed));
                 }
+                // A generalized request: completed by another thread; keep polling.
+                backend::engine()?.progress();
+                std::thread::yield_now();
             }
         }
     }
@@ -766,6 +774,9 @@ mpi_fn! {
     /// `MPI_Cancel`.
     fn PMPI_Cancel / "MPI_Cancel" (request: *mut c_int) {
         let h = inp(request, "request")?;
+        if crate::grequest::cancel(h) {
+            return Ok(());
+        }
         let st = lock();
         let Some(req) = st.reqs.get(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
@@ -782,6 +793,11 @@ mpi_fn! {
     fn PMPI_Request_free / "MPI_Request_free" (request: *mut c_int) {
         let h = inp(request, "request")?;
         let mut st = lock();
+        if crate::grequest::request_free(&mut st, h) {
+            st.reqs.remove(h);
+            drop(st);
+            return out(request, MPI_REQUEST_NULL, "request");
+        }
         let Some(req) = st.reqs.remove(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
         };

@@ -98,8 +98,6 @@ stubs! {
     PMPI_File_write_shared "MPI_File_write_shared";
     PMPI_Get "MPI_Get";
     PMPI_Get_accumulate "MPI_Get_accumulate";
-    PMPI_Grequest_complete "MPI_Grequest_complete";
-    PMPI_Grequest_start "MPI_Grequest_start";
     PMPI_Intercomm_create "MPI_Intercomm_create";
     PMPI_Lookup_name "MPI_Lookup_name";
     PMPI_Open_port "MPI_Open_port";

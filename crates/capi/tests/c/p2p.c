@@ -4,6 +4,29 @@
 #include "check.h"
 #include <string.h>
 
+static int greq_freed = 0;
+static int greq_query(void *extra, MPI_Status *st)
+{
+    st->MPI_SOURCE = *(int *)extra;
+    st->MPI_TAG = 77;
+    st->MPI_ERROR = MPI_SUCCESS;
+    MPI_Status_set_elements(st, MPI_INT, 3);
+    MPI_Status_set_cancelled(st, 0);
+    return MPI_SUCCESS;
+}
+static int greq_free(void *extra)
+{
+    (void)extra;
+    greq_freed++;
+    return MPI_SUCCESS;
+}
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, i;
@@ -218,6 +241,22 @@ int main(int argc, char **argv)
         CHECK_RC(MPI_Type_free(&abs_t));
     }
     if (rank == 0) printf("mpi_bottom with absolute addresses: ok\n");
+
+    /* 12. generalized requests */
+    {
+        MPI_Request g;
+        int who = 5, flag = -1, n = 0;
+        CHECK_RC(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &who, &g));
+        CHECK_RC(MPI_Test(&g, &flag, &st));
+        CHECK(flag == 0 && g != MPI_REQUEST_NULL);
+        CHECK_RC(MPI_Grequest_complete(g));
+        CHECK_RC(MPI_Wait(&g, &st));
+        CHECK(g == MPI_REQUEST_NULL && greq_freed == 1);
+        CHECK(st.MPI_SOURCE == 5 && st.MPI_TAG == 77);
+        CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(n == 3);
+    }
+    if (rank == 0) printf("generalized requests: ok\n");
 
     /* final handshake so nobody finalizes with traffic in flight */
     CHECK_RC(MPI_Sendrecv(&v, 1, MPI_INT, peer, 90, &v, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
