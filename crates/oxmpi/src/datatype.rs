@@ -206,6 +206,30 @@ mod tests {
     #[repr(transparent)]
     struct Meters(f64);
 
+    #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+    #[repr(C, align(16))]
+    struct Aligned {
+        a: u32,
+        b: u32,
+    }
+
+    #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    struct Unit;
+
+    #[test]
+    fn alignment_padding_and_empty_structs() {
+        // align(16): 8 bytes of fields, 8 bytes of trailing padding that are never sent.
+        assert_eq!(size_of::<Aligned>(), 16);
+        assert_eq!(packed::<Aligned>(), 8);
+        assert!(!contiguous::<Aligned>());
+        assert_eq!(roundtrip(Aligned { a: 1, b: 2 }).len(), 8);
+        assert_eq!(packed::<Unit>(), 0);
+        assert!(contiguous::<Unit>());
+        assert!(roundtrip(Unit).is_empty());
+        assert!(pack_slice(&[Unit, Unit]).is_empty());
+    }
+
     fn contiguous<T: Equivalence>() -> bool {
         T::CONTIGUOUS
     }
