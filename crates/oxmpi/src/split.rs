@@ -78,7 +78,8 @@ impl<'u> Communicator<'u> {
     }
 
     /// A new communicator with the same ranks and a separate message space (`MPI_Comm_dup`).
-    /// Collective: every rank of `self` must call it.
+    /// Collective: every rank of `self` must call it. As in MPI, threads must not create
+    /// communicators concurrently (a clash is reported as an [`ErrorClass::Comm`] error).
     ///
     /// ```
     /// # fn main() -> oxmpi::Result<()> {
