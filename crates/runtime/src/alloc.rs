@@ -301,29 +301,14 @@ impl JobMap {
         self.procs.len()
     }
 
+    /// Node index of every rank, in rank order.
+    pub fn node_of_ranks(&self) -> Vec<u32> {
+        self.procs.iter().map(|p| p.node as u32).collect()
+    }
+
     /// `PMI_process_mapping` value: `(vector,(S,N,P),...)` (see the PMI reference, §4).
     pub fn pmi_process_mapping(&self) -> String {
-        // Blocks of consecutive ranks on the same node.
-        let mut blocks: Vec<(usize, usize)> = Vec::new();
-        for p in &self.procs {
-            match blocks.last_mut() {
-                Some((n, c)) if *n == p.node => *c += 1,
-                _ => blocks.push((p.node, 1)),
-            }
-        }
-        // Merge consecutive nodes with equal block sizes into (start, nodes, per-node).
-        let mut triples: Vec<(usize, usize, usize)> = Vec::new();
-        for (node, count) in blocks {
-            match triples.last_mut() {
-                Some((s, n, c)) if *c == count && *s + *n == node => *n += 1,
-                _ => triples.push((node, 1, count)),
-            }
-        }
-        let body: Vec<String> = triples
-            .iter()
-            .map(|(s, n, c)| format!("({s},{n},{c})"))
-            .collect();
-        format!("(vector,{})", body.join(","))
+        oxmpi_wire::pmi::process_mapping(&self.node_of_ranks())
     }
 }
 
@@ -682,7 +667,8 @@ mod tests {
         let m = map_job(&s, &a, &t).unwrap();
         let nodes: Vec<usize> = m.procs.iter().map(|p| p.node).collect();
         assert_eq!(nodes, [0, 1, 0, 1]);
-        assert_eq!(m.pmi_process_mapping(), "(vector,(0,2,1),(0,2,1))");
+        // The block list repeats cyclically, so one (0,2,1) covers all four ranks.
+        assert_eq!(m.pmi_process_mapping(), "(vector,(0,2,1))");
         let s = spec(&["--host", "a:2,b:2", "-n", "3", "p"]);
         let m = map_job(&s, &a, &t).unwrap();
         let nodes: Vec<usize> = m.procs.iter().map(|p| p.node).collect();

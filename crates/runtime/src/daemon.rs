@@ -162,13 +162,12 @@ impl<'a> LocalDaemon<'a> {
     /// A daemon for the local ranks of `plan`, serving PMI for job `jobid`.
     pub fn new(plan: &'a JobPlan, jobid: &str) -> Self {
         let map = &plan.map;
-        let node_of: Vec<u32> = map.procs.iter().map(|p| p.node as u32).collect();
         let info = JobInfo {
             kvsname: jobid.to_string(),
             size: map.size() as u32,
             universe_size: plan.alloc.total_slots().max(map.size()) as i64,
             appnums: map.procs.iter().map(|p| p.app as i32).collect(),
-            process_mapping: oxmpi_wire::pmi::process_mapping(&node_of),
+            process_mapping: map.pmi_process_mapping(),
             debug: false,
             local_ranks: None,
         };

@@ -13,7 +13,7 @@ pub struct JobFacts<'a> {
     pub jobid: &'a str,
     /// Session directory.
     pub job_dir: &'a Path,
-    /// oxmpi install prefix (`<prefix>/bin/mpirun`), if known.
+    /// oxmpi install prefix used for parameter files (given to ranks as `OXMPI_PREFIX`).
     pub install_prefix: Option<&'a Path>,
     /// Universe size (slots in the allocation, at least the job size).
     pub universe_size: usize,

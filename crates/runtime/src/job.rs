@@ -11,7 +11,7 @@ use crate::launch::{LaunchAgent, LocalAgent};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
-use crate::topo::{format_cpus, hostname, LocalTopology};
+use crate::topo::{format_cpus, LocalTopology};
 use oxmpi_base::params::{self, Registry, Sources};
 use oxmpi_base::verbose;
 use std::io::Read;
@@ -62,6 +62,9 @@ pub struct JobPlan {
     pub apps: Vec<ResolvedApp>,
     /// Non-fatal warnings to print before launching.
     pub warnings: Vec<String>,
+    /// The install prefix the parameter registry used (`OXMPI_PREFIX`, else derived from
+    /// mpirun's path); ranks get the same one so that they read the same parameter files.
+    pub prefix: Option<PathBuf>,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -124,13 +127,14 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
         tune_files: spec.tune.clone(),
         ..Sources::from_process()
     };
+    let prefix = sources.prefix.clone();
     let mca_env = if params::init_global(sources.clone())? {
         params::with_global(|r| r.child_env())?
     } else {
         Registry::new(sources)?.child_env()
     };
     let topo = LocalTopology::detect();
-    let host = hostname();
+    let host = oxmpi_base::output::hostname().to_string();
     let alloc = allocate(&spec, &host, &topo)?;
     for n in &alloc.nodes {
         verbose!(
@@ -240,6 +244,7 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
         host,
         apps,
         warnings,
+        prefix,
     })
 }
 
@@ -594,16 +599,6 @@ fn forward_stdin(mut targets: Vec<std::fs::File>) {
     }
 }
 
-/// `<prefix>` of this installation, from the running executable (`<prefix>/bin/mpirun`).
-pub fn install_prefix() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?;
-    if bin.file_name()? != "bin" {
-        return None;
-    }
-    bin.parent().map(Path::to_path_buf)
-}
-
 /// Run a planned job to completion. Returns `mpirun`'s exit status.
 pub fn run(plan: &JobPlan) -> Result<i32> {
     for w in &plan.warnings {
@@ -616,11 +611,10 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
     })?;
     let session = SessionDir::create()?;
     let jobid = format!("oxmpi-{}.0", std::process::id());
-    let prefix = install_prefix();
     let facts = JobFacts {
         jobid: &jobid,
         job_dir: session.path(),
-        install_prefix: prefix.as_deref(),
+        install_prefix: plan.prefix.as_deref(),
         universe_size: plan.alloc.total_slots().max(plan.map.size()),
         num_nodes: plan.alloc.nodes.len(),
     };

@@ -71,19 +71,6 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..n).collect()
 }
 
-/// This machine's host name.
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is valid for buf.len() bytes; gethostname NUL-terminates within it when
-    // the name fits (we leave one byte spare and search for NUL).
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
-    if rc != 0 {
-        return "localhost".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len() - 1);
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
 /// Whether `name` designates the local node.
 pub fn is_local_host(name: &str, local: &str) -> bool {
     let short = |s: &str| s.split('.').next().unwrap_or(s).to_string();
