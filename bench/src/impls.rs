@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Largest eager message of Open MPI's vader and of oxmpi's sm (4 KiB): the
+/// single-copy settings only change the path of larger messages.
+pub const EAGER_MAX: u64 = 4096;
+
 /// One implementation (or a tuned variant of one).
 #[derive(Debug, Clone)]
 pub struct Impl {
@@ -26,7 +30,9 @@ pub struct Impl {
     pub extra: Vec<String>,
     /// Extra environment of the launcher.
     pub env: Vec<(String, String)>,
-    /// Whether this variant runs the whole suite or only point-to-point.
+    /// A variant that differs from its base only in the large-message path:
+    /// it runs only the point-to-point tests, and only for sizes above
+    /// [`EAGER_MAX`] (smaller messages take the same eager path in both).
     pub pt2pt_only: bool,
     /// Human description of the settings, for the report.
     pub settings: String,

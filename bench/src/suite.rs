@@ -678,7 +678,13 @@ impl<'a> Runner<'a> {
         self.physical(rep);
         for p in impls {
             eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
-            let sizes = self.cfg.pt2pt_sizes.clone();
+            let sizes: Vec<u64> = self
+                .cfg
+                .pt2pt_sizes
+                .iter()
+                .copied()
+                .filter(|s| !p.imp.pt2pt_only || *s > crate::impls::EAGER_MAX)
+                .collect();
             self.oxbench(rep, p, 2, "lat,bw,bibw", &sizes);
             if p.imp.pt2pt_only {
                 continue;
