@@ -282,9 +282,11 @@ impl Engine {
             if st.cma { "cma" } else { "none" }
         );
         let cpus = sys::online_cpus();
+        // An explicit mpi_yield_when_idle wins (as in Open MPI); otherwise yield when the
+        // launcher says the node is oversubscribed or it has more ranks than CPUs.
         let oversubscribed =
             std::env::var("OXMPI_OVERSUBSCRIBED").is_ok_and(|v| v == "1") || local_ranks > cpus;
-        let yield_when_idle = params::flag(&params::YIELD_WHEN_IDLE) || oversubscribed;
+        let yield_when_idle = params::yield_when_idle_explicit().unwrap_or(oversubscribed);
         Ok(Engine {
             rank,
             size,

@@ -49,8 +49,8 @@
 //!
 //! [`Engine`] is `Sync`: its state sits behind one lock, so `MPI_THREAD_MULTIPLE` is provided
 //! for point-to-point. Blocking calls poll the transports; they call `sched_yield` between
-//! polls when `OXMPI_MCA_mpi_yield_when_idle=1` or when the launcher marks the node as
-//! oversubscribed (`OXMPI_OVERSUBSCRIBED=1`). There is no progress thread.
+//! polls when `mpi_yield_when_idle` is true, or (when it is not set) when the node is
+//! oversubscribed (see the parameter table). There is no progress thread.
 //!
 //! # Transports
 //!
@@ -111,8 +111,9 @@
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |
 //!
-//! Waiting also yields when `OXMPI_OVERSUBSCRIBED=1` or when the node has more ranks than
-//! online CPUs.
+//! When `mpi_yield_when_idle` is not set explicitly, waiting yields if the launcher marks the
+//! node as oversubscribed (`OXMPI_OVERSUBSCRIBED=1`) or the node has more ranks than online
+//! CPUs; an explicit value (any source but the default) always wins.
 
 #![warn(missing_docs)]
 

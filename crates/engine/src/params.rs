@@ -128,9 +128,16 @@ pub fn size(decl: &ParamDecl, default: usize) -> usize {
         .map_or(default, |v| v as usize)
 }
 
-/// A boolean parameter (false if unreadable).
-pub fn flag(decl: &ParamDecl) -> bool {
-    value(decl).and_then(|v| v.as_bool()).unwrap_or(false)
+/// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
+pub fn yield_when_idle_explicit() -> Option<bool> {
+    params::register_global(&PROVIDER).ok()?;
+    params::with_global(|r| {
+        r.get("mpi_yield_when_idle")
+            .filter(|e| e.source != oxmpi_base::params::Source::Default)
+            .and_then(|e| e.value.as_bool())
+    })
+    .ok()
+    .flatten()
 }
 
 /// `true` if `btl_sm_single_copy_mechanism` selects CMA.

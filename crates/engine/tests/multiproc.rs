@@ -250,7 +250,9 @@ fn wildcards_and_order_4_ranks() {
 /// More ranks than cores (on small machines), relying on the automatic yield.
 #[test]
 fn wildcards_and_order_8_ranks() {
-    run(8, "wildcards", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+    run_with(8, "wildcards", &[], |_, cmd| {
+        cmd.env_remove("OXMPI_MCA_mpi_yield_when_idle");
+    });
 }
 
 /// Both directions at once through tiny rings: flow control, interleaved rendezvous.
@@ -291,7 +293,22 @@ fn thread_multiple() {
 /// online CPUs.
 #[test]
 fn yield_when_oversubscribed() {
-    run(4, "yield_auto", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+    run_with(4, "yield_auto", &[], |_, cmd| {
+        cmd.env_remove("OXMPI_MCA_mpi_yield_when_idle");
+    });
+}
+
+/// An explicit `mpi_yield_when_idle=0` wins over the launcher's oversubscription flag.
+#[test]
+fn yield_explicitly_off() {
+    run(
+        2,
+        "yield_off",
+        &[
+            ("OXMPI_MCA_mpi_yield_when_idle", "0"),
+            ("OXMPI_OVERSUBSCRIBED", "1"),
+        ],
+    );
 }
 
 #[test]
@@ -352,6 +369,10 @@ fn rank_entry() {
         "threads" => threads(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
+        "yield_off" => {
+            assert!(!e.yields_when_idle());
+            pingpong(e);
+        }
         "yield_auto" => {
             // SAFETY: sysconf has no preconditions.
             let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
