@@ -101,8 +101,6 @@ stubs! {
     PMPI_Intercomm_create "MPI_Intercomm_create";
     PMPI_Lookup_name "MPI_Lookup_name";
     PMPI_Open_port "MPI_Open_port";
-    PMPI_Pack_external "MPI_Pack_external";
-    PMPI_Pack_external_size "MPI_Pack_external_size";
     PMPI_Publish_name "MPI_Publish_name";
     PMPI_Put "MPI_Put";
     PMPI_Raccumulate "MPI_Raccumulate";
@@ -111,7 +109,6 @@ stubs! {
     PMPI_Rget_accumulate "MPI_Rget_accumulate";
     PMPI_Rput "MPI_Rput";
     PMPI_Type_create_darray "MPI_Type_create_darray";
-    PMPI_Unpack_external "MPI_Unpack_external";
     PMPI_Unpublish_name "MPI_Unpublish_name";
     PMPI_Win_allocate "MPI_Win_allocate";
     PMPI_Win_allocate_shared "MPI_Win_allocate_shared";
