@@ -334,19 +334,39 @@ fn under_mpiexec_hydra() {
     };
     let exe = std::env::current_exe().unwrap();
     for (n, scenario) in [(2, "pingpong"), (4, "wildcards")] {
-        let out = Command::new(hydra)
+        let errfile =
+            std::env::temp_dir().join(format!("oxmpi-engine-hydra-{}-{n}.err", std::process::id()));
+        let mut child = Command::new(hydra)
             .args(["-n", &n.to_string(), "-genv", SCENARIO, scenario])
             .args(["-genv", "OXMPI_MCA_mpi_yield_when_idle", "1"])
             .arg(&exe)
             .args(["--ignored", "--exact", "rank_entry", "--test-threads=1"])
             .env_remove("OXMPI_ENGINE_KVS_DIR")
-            .output()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&errfile).unwrap())
+            .spawn()
             .unwrap();
+        // Safety net only: stop Hydra (which stops its ranks) if the job hangs.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if Instant::now() > deadline {
+                // SAFETY: signalling our own child process.
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                std::thread::sleep(Duration::from_secs(2));
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let err = std::fs::read_to_string(&errfile).unwrap_or_default();
+        let _ = std::fs::remove_file(&errfile);
         assert!(
-            out.status.success(),
-            "hydra {scenario} on {n}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
+            status.is_some_and(|s| s.success()),
+            "hydra {scenario} on {n}: {status:?}\n{err}"
         );
     }
 }
