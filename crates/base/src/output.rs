@@ -283,6 +283,36 @@ pub fn set_process_name(jobid: &str, rank: i64) {
     let _ = NAME.set((jobid.to_string(), rank));
 }
 
+/// The process name of this process: the one given to [`set_process_name`], else the one a
+/// launcher put in the environment (see [`name_from_env`]), else none.
+fn process_name() -> Option<(&'static str, i64)> {
+    static FROM_ENV: OnceLock<Option<(String, i64)>> = OnceLock::new();
+    NAME.get()
+        .or_else(|| {
+            FROM_ENV
+                .get_or_init(|| name_from_env(|v| std::env::var(v).ok()))
+                .as_ref()
+        })
+        .map(|(j, r)| (j.as_str(), *r))
+}
+
+/// The `[jobid,rank]` name a launcher gives a rank through its environment, read with `get`:
+/// `OXMPI_JOBID` (from `mpirun`) or `PMI_JOBID`, with `OMPI_COMM_WORLD_RANK` or `PMI_RANK`.
+/// Used until the process calls [`set_process_name`], so verbose output of a launched rank
+/// carries its name from the first line. `None` if either part is missing or the rank is not
+/// a number.
+pub fn name_from_env(get: impl Fn(&str) -> Option<String>) -> Option<(String, i64)> {
+    let jobid = get("OXMPI_JOBID")
+        .or_else(|| get("PMI_JOBID"))
+        .filter(|j| !j.is_empty())?;
+    let rank = get("OMPI_COMM_WORLD_RANK")
+        .or_else(|| get("PMI_RANK"))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((jobid, rank))
+}
+
 /// This host's name (cached).
 pub fn hostname() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
@@ -398,7 +428,7 @@ fn write_record(framework: Option<&str>, level: i32, args: fmt::Arguments<'_>) {
         None => args.to_string(),
     };
     let msg = msg.strip_suffix('\n').unwrap_or(&msg);
-    let name = NAME.get().map(|(j, r)| (j.as_str(), *r));
+    let name = process_name();
     let pid = std::process::id();
     let host = hostname();
     let mut st = state();

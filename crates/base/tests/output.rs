@@ -34,6 +34,43 @@ fn sink_parsing() {
     assert!(Sink::parse("printer").is_none());
 }
 
+#[test]
+fn process_name_from_launcher_environment() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert_eq!(
+        output::name_from_env(env(&[
+            ("OXMPI_JOBID", "4711"),
+            ("OMPI_COMM_WORLD_RANK", "3"),
+            ("PMI_JOBID", "other"),
+            ("PMI_RANK", "9"),
+        ])),
+        Some(("4711".to_string(), 3))
+    );
+    // PMI spellings (another launcher).
+    assert_eq!(
+        output::name_from_env(env(&[("PMI_JOBID", "17.0"), ("PMI_RANK", "1")])),
+        Some(("17.0".to_string(), 1))
+    );
+    // Incomplete or malformed: no name.
+    assert_eq!(output::name_from_env(env(&[("OXMPI_JOBID", "1")])), None);
+    assert_eq!(output::name_from_env(env(&[("PMI_RANK", "1")])), None);
+    assert_eq!(
+        output::name_from_env(env(&[("OXMPI_JOBID", "1"), ("PMI_RANK", "x")])),
+        None
+    );
+    assert_eq!(
+        output::name_from_env(env(&[("OXMPI_JOBID", ""), ("PMI_RANK", "0")])),
+        None
+    );
+}
+
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 fn side_effect() -> usize {
     COUNT.fetch_add(1, Ordering::Relaxed)
