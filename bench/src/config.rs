@@ -115,7 +115,8 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
                        < 3 minutes (default); output docs/benchmarks
   --full               7 repetitions, powers of 2, waits for a quiet machine
   --smoke              harness self-check, < 1 minute; output target/oxmpi-bench/smoke
-  --reps N             override the number of repetitions
+  --reps N             override the number of repetitions (and lift the quick
+                       mode's time budget)
   --out DIR            output directory
   --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
@@ -249,7 +250,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
         },
     };
     if let Some(r) = reps {
+        // an explicit repetition count is honoured even past the time budget
         c.reps = r;
+        c.budget = None;
     }
     if let Some(o) = out {
         c.out = o;
@@ -305,6 +308,8 @@ mod tests {
         .unwrap();
         assert_eq!(s.mode, Mode::Smoke);
         assert_eq!(s.reps, 2);
+        let r = parse_args(&args(&["--reps", "3"]), root).unwrap();
+        assert!(r.budget.is_none(), "explicit --reps lifts the budget");
         assert_eq!(s.only, Some(vec!["ompi".to_string(), "mpich".to_string()]));
         assert!(s.out.starts_with("/r/target"));
         let f = parse_args(&args(&["--full", "--no-install", "--out", "x"]), root).unwrap();
