@@ -138,5 +138,5 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     run(cargo()
         .current_dir(&root)
         .env("OXMPI_TEST_PREFIX", &prefix)
-        .args(["test", "--workspace"]))
+        .args(["test", "--workspace", "--no-fail-fast"]))
 }
