@@ -70,7 +70,16 @@ impl Stream {
     #[inline(never)]
     fn init_slow(&self, level: i32) -> bool {
         let v = match params::registry::try_global() {
-            TryGlobal::Ready(mut r) => verbosity_from(&mut r, self.framework),
+            TryGlobal::Ready(mut r) => {
+                let problems = verbosity_problems(&mut r, self.framework);
+                let v = verbosity_from(&mut r, self.framework);
+                drop(r);
+                // Unlocked: printing may consult the registry.
+                for p in problems {
+                    warn(format_args!("{p}"));
+                }
+                v
+            }
             TryGlobal::Failed => 0,
             // The registry is locked (possibly by this thread): decide with the default now
             // and read the parameter on a later call.
@@ -106,6 +115,23 @@ impl Stream {
     pub fn emit(&self, level: i32, args: fmt::Arguments<'_>) {
         write_record(Some(self.framework), level, args);
     }
+}
+
+/// What the user must hear about `<framework>_base_verbose` once it is registered: an
+/// invalid value (kept at the default) and warnings such as a value ignored because the
+/// override file locks it.
+/// Registers it (so call this first; registering again is a no-op that reports nothing).
+fn verbosity_problems(registry: &mut Registry, framework: &'static str) -> Vec<String> {
+    let invalid = registry.register(&[ParamDecl::verbose(framework)]).err();
+    let mut out: Vec<String> = registry
+        .take_warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if let Some(e) = invalid {
+        out.push(format!("warning: {e}; using the default"));
+    }
+    out
 }
 
 /// Registers `<framework>_base_verbose` if needed and returns its value (0 on error).

@@ -2,7 +2,7 @@
 //! state (sink, process name, registry) so that nothing races.
 
 use oxmpi_base::output::{self, format_json, format_text, Format, Sink, Stream};
-use oxmpi_base::params::{self, Files, Sources};
+use oxmpi_base::params::{self, Files, ParamDecl, ParamType, Provider, Sources};
 use oxmpi_base::{verbose, warn_once};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -91,8 +91,17 @@ fn global_streams_sinks_and_warn_once() {
         env: vec![
             ("OMPI_MCA_btl_base_verbose".into(), "debug".into()),
             ("OXMPI_MCA_pml_base_verbose".into(), "100".into()),
+            ("OXMPI_MCA_ras_base_verbose".into(), "loud".into()),
         ],
-        files: Files::Memory(Default::default()),
+        command_line: vec![("oob_tcp_timeout".into(), "false".into())],
+        prefix: Some("/opt/ox".into()),
+        files: Files::Memory(
+            [(
+                "/opt/ox/etc/oxmpi-mca-params-override.conf".into(),
+                "oob_tcp_timeout = true\n".to_string(),
+            )]
+            .into(),
+        ),
         ..Sources::default()
     };
     assert!(params::init_global(sources).unwrap());
@@ -198,6 +207,39 @@ fn global_streams_sinks_and_warn_once() {
         ]
     );
     output::MCA.set_verbosity(0);
+
+    // Registering in the global registry prints what was ignored because the override file
+    // locks it; a stream whose verbosity value is invalid says so once and uses the default.
+    buf.lock().unwrap().clear();
+    static OOB: Provider = Provider {
+        name: "test",
+        frameworks: &[],
+        params: &[ParamDecl::new(
+            "oob",
+            "tcp",
+            "timeout",
+            ParamType::Bool,
+            "false",
+            "secs",
+        )],
+    };
+    params::register_global(&OOB).unwrap();
+    static RAS: Stream = Stream::new("ras");
+    verbose!(RAS, 0, "ras at error level");
+    verbose!(RAS, 0, "ras again");
+    assert_eq!(
+        *buf.lock().unwrap(),
+        vec![
+            format!("[{host}:{pid:05}] [17,2] warning: MCA parameter oob_tcp_timeout is locked by override (/opt/ox/etc/oxmpi-mca-params-override.conf:1); value \"false\" from command line ignored"),
+            format!("[{host}:{pid:05}] [17,2] warning: invalid value \"loud\" for MCA parameter ras_base_verbose from environment (OXMPI_MCA_ras_base_verbose): unknown name, expected one of -1|none, 0|error, 10|component, 20|warn, 40|info, 60|trace, 80|debug, 100|max, 0-100; using the default"),
+            format!("[{host}:{pid:05}] [17,2] ras at error level"),
+            format!("[{host}:{pid:05}] [17,2] ras again"),
+        ]
+    );
+    assert_eq!(
+        params::global().unwrap().get_bool("oob_tcp_timeout"),
+        Some(true)
+    );
 
     // File sink, configured through the parameters.
     let dir = std::env::temp_dir().join(format!("oxmpi-output-test-{pid}"));
