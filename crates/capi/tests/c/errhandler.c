@@ -83,6 +83,29 @@ int main(int argc, char **argv)
         EXPECT(MPI_Request_free(&junk), MPI_ERR_REQUEST);
     }
     EXPECT(MPI_Comm_set_errhandler(MPI_COMM_WORLD, (MPI_Errhandler)0x1234), MPI_ERR_ARG);
+    {
+        /* random and freed handles of every kind, NULL outputs */
+        MPI_Op op = (MPI_Op)0x98000042;
+        EXPECT(MPI_Op_free(&op), MPI_ERR_OP);
+        int y = 0;
+        EXPECT(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD), MPI_ERR_OP);
+        EXPECT(MPI_Group_size((MPI_Group)0x88001234, &y), MPI_ERR_GROUP);
+        EXPECT(MPI_Info_set((MPI_Info)0x9c000777, "k", "v"), MPI_ERR_INFO);
+        MPI_Datatype bogus = (MPI_Datatype)0x8c0000ff;
+        EXPECT(MPI_Type_commit(&bogus), MPI_ERR_TYPE);
+        EXPECT(MPI_Type_contiguous(-3, MPI_INT, &bogus), MPI_ERR_COUNT);
+        EXPECT(MPI_Irecv(&y, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+        EXPECT(MPI_Get_count(NULL, MPI_INT, &y), MPI_ERR_ARG);
+        EXPECT(MPI_Comm_size(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+        EXPECT(MPI_Bcast(&y, 1, MPI_INT, size + 5, MPI_COMM_WORLD), MPI_ERR_ROOT);
+        MPI_Request reqs[2];
+        CHECK_RC(MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &reqs[0]));
+        reqs[1] = reqs[0];
+        CHECK_RC(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+        reqs[0] = MPI_REQUEST_NULL;
+        EXPECT(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE), MPI_ERR_REQUEST);
+        EXPECT(MPI_Error_class(-77, &y), MPI_ERR_ARG);
+    }
     EXPECT(MPI_Error_string(123456, (char[MPI_MAX_ERROR_STRING]){0}, &x), MPI_ERR_ARG);
 
     /* error strings are ours and non-empty for every class we return */
