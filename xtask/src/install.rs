@@ -138,5 +138,19 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     run(cargo()
         .current_dir(&root)
         .env("OXMPI_TEST_PREFIX", &prefix)
-        .args(["test", "--workspace", "--no-fail-fast"]))
+        .args(["test", "--workspace", "--no-fail-fast"]))?;
+    // The shared-memory ring under the loom model checker (its own target dir: --cfg loom
+    // changes every crate's build).
+    run(cargo()
+        .current_dir(&root)
+        .env("RUSTFLAGS", "--cfg loom")
+        .env("CARGO_TARGET_DIR", root.join("target").join("loom"))
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "oxmpi-engine",
+            "--test",
+            "loom_ring",
+        ]))
 }
