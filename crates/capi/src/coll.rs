@@ -272,6 +272,8 @@ fn reduce_impl(
     root: i32,
 ) -> MpiResult {
     crate::op::op_kind(op).map_err(|e| e.on(c.comm))?;
+    // Reject undefined (op, type) pairs on every rank before any message moves.
+    crate::coll_alg::Reducer::new(dt, dth, op).map_err(|e| e.on(c.comm))?;
     let mine = pack(dt, count, contrib);
     if let Some(parts) = gather_packed(c, mine, root, count * dt.size)? {
         let mut acc = fold(&parts, dt, count, dth, op).map_err(|e| e.on(c.comm))?;
@@ -338,6 +340,8 @@ fn scan(
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
     crate::op::op_kind(op).map_err(|e| e.on(comm))?;
+    // Reject undefined (op, type) pairs on every rank before any message moves.
+    crate::coll_alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
     let contrib = if is_in_place(sendbuf) {
         recvbuf.cast_const()
     } else {

@@ -39,6 +39,7 @@ pub mod icoll;
 pub mod misc;
 pub mod neighbor;
 pub mod op;
+pub(crate) mod op_ext;
 pub mod p2p;
 pub mod request;
 pub mod state;

@@ -112,7 +112,8 @@ pub(crate) unsafe fn apply_builtin(
         MPI_DOUBLE_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<f64>(op, a, b, n, 16, 8),
         MPI_LONG_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<i64>(op, a, b, n, 16, 8),
         MPI_SHORT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<i16>(op, a, b, n, 8, 4),
-        _ => false,
+        // Complex and long double (SAFETY: forwarded caller contract).
+        _ => unsafe { crate::op_ext::apply(op, dt, a, b, n) },
     }
 }
 

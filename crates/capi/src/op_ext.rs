@@ -1,0 +1,289 @@
+//! Predefined reductions on the types `op.rs` does not cover: complex numbers (`SUM`,
+//! `PROD`, `REPLACE`, `NO_OP`) and, on x86-64, `long double` (80-bit x87 extended precision
+//! in 16 bytes: `SUM`, `PROD`, `MAX`, `MIN`, `REPLACE`, `NO_OP`, and complex `long double`
+//! `SUM`/`PROD`), computed exactly in x87 arithmetic.
+
+use crate::consts::*;
+use std::ffi::c_int;
+
+/// Apply `op` elementwise (`b[i] = a[i] op b[i]`) for the types of this module; false if
+/// the pair is not defined here.
+///
+/// # Safety
+/// Both pointers must hold `n` elements of type `dt`.
+pub(crate) unsafe fn apply(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+    match dt {
+        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => {
+            // SAFETY: forwarded caller contract.
+            unsafe { complex::<f32>(op, a, b, n) }
+        }
+        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => {
+            // SAFETY: forwarded caller contract.
+            unsafe { complex::<f64>(op, a, b, n) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        MPI_LONG_DOUBLE => {
+            // SAFETY: forwarded caller contract.
+            unsafe { x87::real(op, a, b, n) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => {
+            // SAFETY: forwarded caller contract.
+            unsafe { x87::complex(op, a, b, n) }
+        }
+        _ => false,
+    }
+}
+
+/// Arithmetic of the complex component types.
+trait Real:
+    Copy + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self>
+{
+}
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// Complex `{re, im}` pairs of `T`.
+///
+/// # Safety
+/// Both pointers must hold `n` pairs.
+unsafe fn complex<T: Real>(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+    if !matches!(op, MPI_SUM | MPI_PROD | MPI_REPLACE | MPI_NO_OP) {
+        return false;
+    }
+    let sz = std::mem::size_of::<T>();
+    for i in 0..n {
+        // SAFETY: pair i of both arrays is in bounds (caller contract); unaligned access.
+        unsafe {
+            let pa = a.add(2 * i * sz).cast::<T>();
+            let pb = b.add(2 * i * sz).cast::<T>();
+            let (ar, ai) = (pa.read_unaligned(), pa.add(1).read_unaligned());
+            let (br, bi) = (pb.read_unaligned(), pb.add(1).read_unaligned());
+            let (r, im) = match op {
+                MPI_SUM => (ar + br, ai + bi),
+                MPI_PROD => (ar * br - ai * bi, ar * bi + ai * br),
+                MPI_REPLACE => (ar, ai),
+                _ => (br, bi),
+            };
+            pb.write_unaligned(r);
+            pb.add(1).write_unaligned(im);
+        }
+    }
+    true
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    //! 80-bit extended precision through the x87 unit (each value: 10 significant bytes
+    //! in a 16-byte slot).
+    use super::*;
+    use std::arch::asm;
+
+    type Ld = [u8; 16];
+
+    /// `z = x + y` (`sub`: `x - y`, `mul`: `x * y`) in extended precision.
+    fn arith(kind: u8, x: &Ld, y: &Ld) -> Ld {
+        let mut z: Ld = *y;
+        // SAFETY: the x87 stack is empty on entry (Rust ABI); every sequence pushes two
+        // values and pops both (the second by `fstp`), leaving it empty. The pointers refer
+        // to 16-byte buffers of which 10 bytes are read/written.
+        unsafe {
+            match kind {
+                0 => asm!(
+                    "fld tbyte ptr [{x}]", "fld tbyte ptr [{y}]", "faddp st(1), st",
+                    "fstp tbyte ptr [{z}]",
+                    x = in(reg) x.as_ptr(), y = in(reg) y.as_ptr(), z = in(reg) z.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, options(nostack),
+                ),
+                1 => asm!(
+                    "fld tbyte ptr [{x}]", "fld tbyte ptr [{y}]", "fsubp st(1), st",
+                    "fstp tbyte ptr [{z}]",
+                    x = in(reg) x.as_ptr(), y = in(reg) y.as_ptr(), z = in(reg) z.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, options(nostack),
+                ),
+                _ => asm!(
+                    "fld tbyte ptr [{x}]", "fld tbyte ptr [{y}]", "fmulp st(1), st",
+                    "fstp tbyte ptr [{z}]",
+                    x = in(reg) x.as_ptr(), y = in(reg) y.as_ptr(), z = in(reg) z.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, options(nostack),
+                ),
+            }
+        }
+        z
+    }
+
+    /// `x > y` (false when unordered).
+    fn gt(x: &Ld, y: &Ld) -> bool {
+        let r: u8;
+        // SAFETY: pushes y then x, compares and pops both; reads 10 bytes of each buffer.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{y}]", "fld tbyte ptr [{x}]", "fucomip st, st(1)",
+                "fstp st(0)", "seta {r}",
+                x = in(reg) x.as_ptr(), y = in(reg) y.as_ptr(), r = out(reg_byte) r,
+                out("st(0)") _, out("st(1)") _, options(nostack),
+            );
+        }
+        r != 0
+    }
+
+    fn load(p: *const u8) -> Ld {
+        let mut v = [0u8; 16];
+        // SAFETY: the caller passes a pointer to a 16-byte element.
+        unsafe { std::ptr::copy_nonoverlapping(p, v.as_mut_ptr(), 16) };
+        v
+    }
+
+    fn store(p: *mut u8, v: &Ld) {
+        // SAFETY: the caller passes a pointer to a writable 16-byte element.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p, 16) };
+    }
+
+    /// `long double`.
+    ///
+    /// # Safety
+    /// Both pointers must hold `n` 16-byte elements.
+    pub(super) unsafe fn real(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+        if !matches!(
+            op,
+            MPI_SUM | MPI_PROD | MPI_MAX | MPI_MIN | MPI_REPLACE | MPI_NO_OP
+        ) {
+            return false;
+        }
+        for i in 0..n {
+            // SAFETY: element i is in bounds (caller contract).
+            let (pa, pb) = unsafe { (a.add(16 * i), b.add(16 * i)) };
+            let (x, y) = (load(pa), load(pb));
+            let z = match op {
+                MPI_SUM => arith(0, &x, &y),
+                MPI_PROD => arith(2, &x, &y),
+                MPI_MAX if gt(&x, &y) => x,
+                MPI_MIN if gt(&y, &x) => x,
+                MPI_REPLACE => x,
+                _ => y,
+            };
+            store(pb, &z);
+        }
+        true
+    }
+
+    /// Complex `long double` (`{re, im}`, 32 bytes).
+    ///
+    /// # Safety
+    /// Both pointers must hold `n` 32-byte elements.
+    pub(super) unsafe fn complex(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+        if !matches!(op, MPI_SUM | MPI_PROD | MPI_REPLACE | MPI_NO_OP) {
+            return false;
+        }
+        for i in 0..n {
+            // SAFETY: element i is in bounds (caller contract).
+            let (pa, pb) = unsafe { (a.add(32 * i), b.add(32 * i)) };
+            // SAFETY: as above, the imaginary parts at +16.
+            let (ar, ai, br, bi) =
+                unsafe { (load(pa), load(pa.add(16)), load(pb), load(pb.add(16))) };
+            let (r, im) = match op {
+                MPI_SUM => (arith(0, &ar, &br), arith(0, &ai, &bi)),
+                MPI_PROD => (
+                    arith(1, &arith(2, &ar, &br), &arith(2, &ai, &bi)),
+                    arith(0, &arith(2, &ar, &bi), &arith(2, &ai, &br)),
+                ),
+                MPI_REPLACE => (ar, ai),
+                _ => (br, bi),
+            };
+            store(pb, &r);
+            // SAFETY: as above.
+            store(unsafe { pb.add(16) }, &im);
+        }
+        true
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// 80-bit encoding of a small integer (sign 0, exponent 16383 + e, explicit 1).
+        fn ld(v: u64) -> Ld {
+            let mut out = [0u8; 16];
+            if v == 0 {
+                return out;
+            }
+            let e = 63 - v.leading_zeros();
+            let mant = v << (63 - e);
+            out[..8].copy_from_slice(&mant.to_le_bytes());
+            out[8..10].copy_from_slice(&((16383 + e) as u16).to_le_bytes());
+            out
+        }
+
+        #[test]
+        fn extended_arithmetic_is_exact_on_integers() {
+            assert_eq!(arith(0, &ld(3), &ld(4))[..10], ld(7)[..10]);
+            assert_eq!(arith(2, &ld(6), &ld(7))[..10], ld(42)[..10]);
+            assert_eq!(arith(1, &ld(10), &ld(4))[..10], ld(6)[..10]);
+            assert!(gt(&ld(5), &ld(2)));
+            assert!(!gt(&ld(2), &ld(5)));
+            assert!(!gt(&ld(2), &ld(2)));
+            // 2^64 - 1 needs 64 significant bits: exact in extended precision.
+            let big = ld(u64::MAX);
+            assert_eq!(arith(1, &arith(0, &big, &ld(1)), &ld(1))[..10], big[..10]);
+        }
+
+        #[test]
+        fn complex_product() {
+            // (1 + 2i)(3 + 4i) = -5 + 10i; use (2 + 1i)(3 + 4i) = 2 + 11i to stay positive.
+            let mut a = [0u8; 32];
+            let mut b = [0u8; 32];
+            a[..16].copy_from_slice(&ld(2));
+            a[16..].copy_from_slice(&ld(1));
+            b[..16].copy_from_slice(&ld(3));
+            b[16..].copy_from_slice(&ld(4));
+            // SAFETY: one 32-byte element each.
+            assert!(unsafe { complex(MPI_PROD, a.as_ptr(), b.as_mut_ptr(), 1) });
+            assert_eq!(b[..10], ld(2)[..10]);
+            assert_eq!(b[16..26], ld(11)[..10]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_double_sum_and_product() {
+        let a = [1.0f64, 2.0, 0.5, -1.0];
+        let mut b = [3.0f64, 4.0, 2.0, 2.0];
+        // SAFETY: two complex doubles each.
+        assert!(unsafe {
+            apply(
+                MPI_PROD,
+                MPI_C_DOUBLE_COMPLEX,
+                a.as_ptr().cast(),
+                b.as_mut_ptr().cast(),
+                2,
+            )
+        });
+        assert_eq!(b, [-5.0, 10.0, 3.0, -1.0]);
+        // SAFETY: as above.
+        assert!(unsafe {
+            apply(
+                MPI_SUM,
+                MPI_DOUBLE_COMPLEX,
+                a.as_ptr().cast(),
+                b.as_mut_ptr().cast(),
+                2,
+            )
+        });
+        assert_eq!(b, [-4.0, 12.0, 3.5, -2.0]);
+        // MAX is not defined on complex numbers.
+        // SAFETY: as above.
+        assert!(!unsafe {
+            apply(
+                MPI_MAX,
+                MPI_C_FLOAT_COMPLEX,
+                a.as_ptr().cast(),
+                b.as_mut_ptr().cast(),
+                1,
+            )
+        });
+    }
+}
