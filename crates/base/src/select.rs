@@ -149,3 +149,24 @@ pub fn select<'a>(
     }
     Ok(Selected { components })
 }
+
+/// [`select`] for `framework` with the selection list of the process-global registry (the
+/// parameter named like the framework, e.g. `btl=self,sm`, registered here if needed) and this
+/// host's name. This is the one call a framework makes at start-up; an error is meant to stop
+/// the process with its one-line message (`A requested component was not found…`).
+///
+/// A selection value that does not parse has already been reported when it was registered;
+/// it counts as empty (every available component).
+pub fn select_global<'a>(
+    framework: &'static str,
+    candidates: &[Candidate<'a>],
+) -> Result<Selected<'a>, SelectError> {
+    let selection = crate::params::with_global(|r| {
+        let _ = r.register(&[crate::params::ParamDecl::selection(framework)]);
+        r.get_selection(framework)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    select(crate::output::hostname(), framework, candidates, &selection)
+}

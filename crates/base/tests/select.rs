@@ -52,3 +52,41 @@ fn nothing_left_is_an_error() {
         "No component of framework btl is usable on host n1 with selection \"^self,sm,tcp\"; available components: self, sm, tcp"
     );
 }
+
+/// The only test of this file that touches the process-global registry.
+#[test]
+fn select_global_reads_the_selection_list_of_the_global_registry() {
+    use oxmpi_base::params::{self, Files, Sources};
+    use oxmpi_base::select::select_global;
+    let sources = Sources {
+        command_line: vec![
+            ("btl".into(), "foo,sm".into()),
+            ("pml".into(), "^ob1".into()),
+        ],
+        files: Files::Memory(Default::default()),
+        ..Sources::default()
+    };
+    assert!(params::init_global(sources).unwrap());
+    let err = select_global("btl", &cands()).unwrap_err();
+    let host = oxmpi_base::output::hostname();
+    assert_eq!(
+        err.to_string(),
+        format!("A requested component was not found, or was unable to be opened: host {host}, framework btl, component foo (not compiled in); available components: self, sm, tcp")
+    );
+    assert_eq!(
+        select_global(
+            "pml",
+            &[Candidate::available("ob1"), Candidate::available("ox")]
+        )
+        .unwrap()
+        .components,
+        vec!["ox"]
+    );
+    // A framework nobody configured: everything available.
+    assert_eq!(
+        select_global("osc", &[Candidate::available("rdma")])
+            .unwrap()
+            .components,
+        vec!["rdma"]
+    );
+}
