@@ -5,11 +5,9 @@
 //! [`DaemonEvent`]s. Decisions (when the job ends, with which status) belong to the head; a
 //! remote `oxmpid` will send the same events over the control channel.
 
-use crate::cli::StdinTarget;
-use crate::env::{rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::iof::{LineAssembler, Stream};
-use crate::job::{JobPlan, TAG_JOB};
+use crate::job::TAG_JOB;
 use crate::spawn::{exec_error, spawn, SpawnSpec};
 use crate::streams::{IOF, ODLS, PMI};
 use crate::sys;
@@ -18,7 +16,154 @@ use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// One rank to start on a node (planned by the head).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeProc {
+    /// Global rank.
+    pub rank: usize,
+    /// Executable (resolved by the head).
+    pub program: PathBuf,
+    /// argv (`argv[0]` as typed).
+    pub argv: Vec<String>,
+    /// Variables added to (or replacing in) the daemon's environment, later entries win.
+    /// `PMI_FD` is added by the daemon.
+    pub env: Vec<(String, String)>,
+    /// Working directory (`None`: the daemon's).
+    pub cwd: Option<PathBuf>,
+    /// CPUs to bind to.
+    pub cpus: Option<Vec<usize>>,
+    /// The rank reads stdin.
+    pub stdin: bool,
+}
+
+/// What one node's daemon needs to run its part of a job: the head builds it from the
+/// job plan; a remote `oxmpid` receives it as a control-channel `Launch`
+/// ([`NodeLaunch::to_ctl`], [`NodeLaunch::from_ctl`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLaunch {
+    /// Job id (PMI kvsname).
+    pub jobid: String,
+    /// Name of this node (in messages).
+    pub host: String,
+    /// Ranks in the job.
+    pub size: usize,
+    /// PMI universe size.
+    pub universe_size: usize,
+    /// Application context of every rank of the job.
+    pub appnums: Vec<i32>,
+    /// `PMI_process_mapping`.
+    pub process_mapping: String,
+    /// The job spans several daemons: PMI fences are completed through the head
+    /// ([`DaemonEvent::FenceReady`], [`LocalDaemon::fence_complete`]).
+    pub distributed: bool,
+    /// `--tag-output`.
+    pub tag_output: bool,
+    /// `--prepend-rank`.
+    pub prepend_rank: bool,
+    /// `--timestamp-output`.
+    pub timestamp_output: bool,
+    /// `--output-filename` directory.
+    pub output_dir: Option<PathBuf>,
+    /// This node's ranks, in rank order.
+    pub procs: Vec<NodeProc>,
+}
+
+impl NodeLaunch {
+    /// The control-channel form of this launch.
+    pub fn to_ctl(&self) -> oxmpi_wire::ctl::LaunchSpec {
+        use oxmpi_wire::ctl::{
+            LaunchSpec, ProcSpec, LAUNCH_PREPEND_RANK, LAUNCH_TAG_OUTPUT, LAUNCH_TIMESTAMP_OUTPUT,
+        };
+        let mut flags = 0;
+        for (on, bit) in [
+            (self.tag_output, LAUNCH_TAG_OUTPUT),
+            (self.prepend_rank, LAUNCH_PREPEND_RANK),
+            (self.timestamp_output, LAUNCH_TIMESTAMP_OUTPUT),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        LaunchSpec {
+            jobid: self.jobid.clone(),
+            size: self.size as u32,
+            universe_size: self.universe_size as u32,
+            process_mapping: self.process_mapping.clone(),
+            env: Vec::new(),
+            procs: self
+                .procs
+                .iter()
+                .map(|p| ProcSpec {
+                    rank: p.rank as u32,
+                    argv: p.argv.clone(),
+                    env: p.env.clone(),
+                    cwd: p
+                        .cwd
+                        .as_ref()
+                        .map_or(String::new(), |c| c.display().to_string()),
+                    cpus: p
+                        .cpus
+                        .as_ref()
+                        .map_or(Vec::new(), |c| c.iter().map(|&c| c as u32).collect()),
+                    program: p.program.display().to_string(),
+                    stdin: p.stdin,
+                })
+                .collect(),
+            appnums: self.appnums.iter().map(|&a| a as u32).collect(),
+            flags,
+            output_dir: self
+                .output_dir
+                .as_ref()
+                .map_or(String::new(), |d| d.display().to_string()),
+            host: self.host.clone(),
+        }
+    }
+
+    /// A launch received over the control channel (always distributed). Job-wide variables
+    /// of `l.env` come before each rank's own.
+    pub fn from_ctl(l: oxmpi_wire::ctl::LaunchSpec) -> NodeLaunch {
+        use oxmpi_wire::ctl::{LAUNCH_PREPEND_RANK, LAUNCH_TAG_OUTPUT, LAUNCH_TIMESTAMP_OUTPUT};
+        let nonempty = |s: String| (!s.is_empty()).then(|| PathBuf::from(s));
+        NodeLaunch {
+            jobid: l.jobid,
+            host: l.host,
+            size: l.size as usize,
+            universe_size: l.universe_size as usize,
+            appnums: l.appnums.iter().map(|&a| a as i32).collect(),
+            process_mapping: l.process_mapping,
+            distributed: true,
+            tag_output: l.flags & LAUNCH_TAG_OUTPUT != 0,
+            prepend_rank: l.flags & LAUNCH_PREPEND_RANK != 0,
+            timestamp_output: l.flags & LAUNCH_TIMESTAMP_OUTPUT != 0,
+            output_dir: nonempty(l.output_dir),
+            procs: l
+                .procs
+                .into_iter()
+                .map(|p| {
+                    let program = if p.program.is_empty() {
+                        PathBuf::from(p.argv.first().cloned().unwrap_or_default())
+                    } else {
+                        PathBuf::from(p.program)
+                    };
+                    let mut env = l.env.clone();
+                    env.extend(p.env);
+                    NodeProc {
+                        rank: p.rank as usize,
+                        program,
+                        argv: p.argv,
+                        env,
+                        cwd: nonempty(p.cwd),
+                        cpus: (!p.cpus.is_empty())
+                            .then(|| p.cpus.iter().map(|&c| c as usize).collect()),
+                        stdin: p.stdin,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
 
 /// How a rank's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +218,30 @@ pub enum DaemonEvent {
         /// What went wrong.
         message: String,
     },
+    /// Forwarding mode only: whole output lines of a rank (already tagged as asked).
+    Output {
+        /// Rank.
+        rank: usize,
+        /// 0 = stdout, 1 = stderr.
+        stream: usize,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// Distributed mode only: every live local rank entered PMI fence `epoch`; the head
+    /// gathers every node's `puts` and completes it ([`LocalDaemon::fence_complete`]).
+    FenceReady {
+        /// Fence epoch.
+        epoch: u64,
+        /// Pairs put by local ranks since the previous fence.
+        puts: Vec<(String, String)>,
+    },
+    /// A child that is not one of the ranks was reaped (e.g. a launch agent of the head).
+    OtherChildExited {
+        /// Its pid.
+        pid: i32,
+        /// How it ended.
+        exit: RankExit,
+    },
 }
 
 /// Identifies one pollable descriptor of a daemon.
@@ -118,8 +287,10 @@ struct Sink {
 }
 
 /// The daemon role for the ranks of one node (see the module documentation).
-pub struct LocalDaemon<'a> {
-    plan: &'a JobPlan,
+pub struct LocalDaemon {
+    launch: NodeLaunch,
+    /// Output for mpirun's stdout/stderr becomes [`DaemonEvent::Output`] (remote daemon).
+    forward: bool,
     procs: Vec<Proc>,
     sinks: Vec<Sink>,
     pmi: PmiServer,
@@ -158,21 +329,24 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     }
 }
 
-impl<'a> LocalDaemon<'a> {
-    /// A daemon for the local ranks of `plan`, serving PMI for job `jobid`.
-    pub fn new(plan: &'a JobPlan, jobid: &str) -> Self {
-        let map = &plan.map;
+impl LocalDaemon {
+    /// A daemon for the ranks of `launch`. With `forward`, output meant for mpirun's own
+    /// stdout/stderr is queued as [`DaemonEvent::Output`] instead of written (remote node).
+    pub fn new(launch: NodeLaunch, forward: bool) -> Self {
         let info = JobInfo {
-            kvsname: jobid.to_string(),
-            size: map.size() as u32,
-            universe_size: plan.alloc.total_slots().max(map.size()) as i64,
-            appnums: map.procs.iter().map(|p| p.app as i32).collect(),
-            process_mapping: map.pmi_process_mapping(),
+            kvsname: launch.jobid.clone(),
+            size: launch.size as u32,
+            universe_size: launch.universe_size as i64,
+            appnums: launch.appnums.clone(),
+            process_mapping: launch.process_mapping.clone(),
             debug: false,
-            local_ranks: None,
+            local_ranks: launch
+                .distributed
+                .then(|| launch.procs.iter().map(|p| p.rank as u32).collect()),
         };
         LocalDaemon {
-            plan,
+            launch,
+            forward,
             procs: Vec::new(),
             sinks: vec![
                 Sink {
@@ -193,17 +367,34 @@ impl<'a> LocalDaemon<'a> {
         }
     }
 
-    /// Start every rank. Returns the stdin pipes of the ranks that read mpirun's stdin.
-    pub fn launch(&mut self, facts: &JobFacts<'_>) -> Result<Vec<std::fs::File>> {
-        let plan = self.plan;
-        let spec = &plan.spec;
-        let user_has = |k: &str| std::env::var_os(k).is_some();
+    /// The launch this daemon runs.
+    pub fn node_launch(&self) -> &NodeLaunch {
+        &self.launch
+    }
+
+    /// Start every rank. Returns the stdin pipes of the ranks that read stdin, with their
+    /// ranks.
+    pub fn launch(&mut self) -> Result<Vec<(usize, std::fs::File)>> {
         let mut stdins = Vec::new();
         let nofile = sys::raise_nofile_limit();
         let base_env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-        for p in &plan.map.procs {
-            let app = &plan.apps[p.app];
-            let (sinks_out, sinks_err) = match &spec.output_filename {
+        let launch = std::mem::take(&mut self.launch.procs);
+        let r = self.launch_procs(&launch, &base_env, nofile, &mut stdins);
+        self.launch.procs = launch;
+        r?;
+        self.run_pmi_actions();
+        Ok(stdins)
+    }
+
+    fn launch_procs(
+        &mut self,
+        procs: &[NodeProc],
+        base_env: &[(OsString, OsString)],
+        nofile: Option<libc::rlimit>,
+        stdins: &mut Vec<(usize, std::fs::File)>,
+    ) -> Result<()> {
+        for p in procs {
+            let (sinks_out, sinks_err) = match &self.launch.output_dir {
                 Some(dir) => {
                     let [o, e] = open_rank_files(dir, p.rank)?;
                     let i = self.sinks.len();
@@ -223,35 +414,29 @@ impl<'a> LocalDaemon<'a> {
                 source: e,
             })?;
             let child_fd = pmi_child.as_raw_fd();
-            let user_has_any = |k: &str| user_has(k) || app.overlay.iter().any(|(n, _)| n == k);
-            let vars = rank_vars(facts, &plan.map, p, Some(child_fd), &user_has_any);
-            let mut env = base_env.clone();
-            for (k, v) in app.overlay.iter().chain(vars.iter()) {
+            let pmi_fd = ("PMI_FD".to_string(), child_fd.to_string());
+            let mut env = base_env.to_vec();
+            for (k, v) in p.env.iter().chain(std::iter::once(&pmi_fd)) {
                 let (k, v) = (OsString::from(k), OsString::from(v));
                 match env.iter_mut().find(|(n, _)| *n == k) {
                     Some(slot) => slot.1 = v,
                     None => env.push((k, v)),
                 }
             }
-            let wants_stdin = match spec.stdin {
-                StdinTarget::All => true,
-                StdinTarget::Rank(r) => r == p.rank,
-                StdinTarget::None => false,
-            };
             let child = spawn(&SpawnSpec {
-                program: &app.program,
-                argv: &app.argv,
+                program: &p.program,
+                argv: &p.argv,
                 env,
-                cwd: app.wdir.as_deref(),
-                stdin_pipe: wants_stdin,
+                cwd: p.cwd.as_deref(),
+                stdin_pipe: p.stdin,
                 cpus: p.cpus.as_ref().map(|c| cpu_set(c)),
                 keep_fd: Some(child_fd),
                 nofile,
             })
             .map_err(|e| RuntimeError::Spawn {
                 rank: p.rank,
-                program: app.program.display().to_string(),
-                host: plan.host.clone(),
+                program: p.program.display().to_string(),
+                host: self.launch.host.clone(),
                 source: e,
             })?;
             drop(pmi_child);
@@ -262,21 +447,22 @@ impl<'a> LocalDaemon<'a> {
                 "odls: launched rank {} pid {}: {}",
                 p.rank,
                 pid,
-                app.program.display()
+                p.program.display()
             );
             if let Some(s) = child.stdin {
-                stdins.push(std::fs::File::from(s));
+                stdins.push((p.rank, std::fs::File::from(s)));
             }
             let to_fd = |fd: OwnedFd| -> Option<OwnedFd> {
                 sys::set_nonblocking(fd.as_raw_fd()).ok()?;
                 Some(fd)
             };
-            let tag = spec.tag_output.then_some((TAG_JOB, p.rank));
+            let l = &self.launch;
+            let tag = l.tag_output.then_some((TAG_JOB, p.rank));
             let asm = |stream| {
-                if spec.prepend_rank && !spec.tag_output {
-                    LineAssembler::with_rank_prefix(p.rank, spec.timestamp_output)
+                if l.prepend_rank && !l.tag_output {
+                    LineAssembler::with_rank_prefix(p.rank, l.timestamp_output)
                 } else {
-                    LineAssembler::new(stream, tag, spec.timestamp_output)
+                    LineAssembler::new(stream, tag, l.timestamp_output)
                 }
             };
             let so = to_fd(child.stdout).map(|fd| OutPipe {
@@ -308,11 +494,20 @@ impl<'a> LocalDaemon<'a> {
                 spoke: false,
             });
         }
-        self.run_pmi_actions();
-        Ok(stdins)
+        Ok(())
     }
 
-    fn write_sink(&mut self, sink: usize) {
+    fn write_sink(&mut self, sink: usize, rank: usize) {
+        if self.forward && sink < 2 {
+            if !self.out.is_empty() {
+                self.events.push_back(DaemonEvent::Output {
+                    rank,
+                    stream: sink,
+                    data: std::mem::take(&mut self.out),
+                });
+            }
+            return;
+        }
         let s = &mut self.sinks[sink];
         if !s.dead && !self.out.is_empty() {
             if let Err(e) = sys::write_all_fd(s.fd, &self.out) {
@@ -344,15 +539,17 @@ impl<'a> LocalDaemon<'a> {
                     self.procs[idx].rank,
                     if stream == 0 { "stdout" } else { "stderr" }
                 );
+                let rank = self.procs[idx].rank;
                 if let Some(mut pipe) = self.procs[idx].outs[stream].take() {
                     pipe.asm.finish(&mut self.out);
-                    self.write_sink(pipe.sink);
+                    self.write_sink(pipe.sink, rank);
                 }
             }
             Ok(n) => {
                 let sink = pipe.sink;
                 pipe.asm.push(&self.buf[..n], &mut self.out);
-                self.write_sink(sink);
+                let rank = self.procs[idx].rank;
+                self.write_sink(sink, rank);
             }
         }
     }
@@ -431,10 +628,15 @@ impl<'a> LocalDaemon<'a> {
 
     fn proc_index(&self, rank: usize) -> Option<usize> {
         // Procs are launched in rank order.
-        self.procs
-            .get(rank)
-            .filter(|p| p.rank == rank)
-            .map(|_| rank)
+        self.procs.binary_search_by_key(&rank, |p| p.rank).ok()
+    }
+
+    /// Distributed mode: the head gathered every node's pairs for fence `epoch`.
+    pub fn fence_complete(&mut self, epoch: u64, puts: Vec<(String, String)>) {
+        if let Err(e) = self.pmi.fence_complete(epoch, puts) {
+            verbose!(PMI, 10, "pmi: unexpected fence release {epoch}: {e}");
+        }
+        self.run_pmi_actions();
     }
 
     fn run_pmi_actions(&mut self) {
@@ -491,7 +693,11 @@ impl<'a> LocalDaemon<'a> {
                         "pmi: rank {rank} closed its PMI connection without finalize"
                     );
                 }
-                Action::FenceReady { .. } => {}
+                Action::FenceReady { epoch, puts } => {
+                    verbose!(PMI, 20, "pmi: local ranks entered fence {epoch}");
+                    self.events
+                        .push_back(DaemonEvent::FenceReady { epoch, puts });
+                }
             }
         }
     }
@@ -505,7 +711,14 @@ impl<'a> LocalDaemon<'a> {
             if pid <= 0 {
                 break;
             }
+            let exit = if libc::WIFSIGNALED(status) {
+                RankExit::Signal(libc::WTERMSIG(status))
+            } else {
+                RankExit::Code(libc::WEXITSTATUS(status))
+            };
             let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
+                self.events
+                    .push_back(DaemonEvent::OtherChildExited { pid, exit });
                 continue;
             };
             self.procs[i].exited = true;
@@ -513,11 +726,6 @@ impl<'a> LocalDaemon<'a> {
             // count first.
             self.read_exec_status(i);
             self.read_pmi(i);
-            let exit = if libc::WIFSIGNALED(status) {
-                RankExit::Signal(libc::WTERMSIG(status))
-            } else {
-                RankExit::Code(libc::WEXITSTATUS(status))
-            };
             let p = &self.procs[i];
             verbose!(
                 ODLS,
@@ -549,14 +757,17 @@ impl<'a> LocalDaemon<'a> {
             Ok(n) => {
                 if let Some(e) = exec_error(&b[..n]) {
                     let rank = self.procs[idx].rank;
-                    let program = self.plan.apps[self.plan.map.procs[rank].app]
-                        .program
-                        .display();
+                    let program = self
+                        .launch
+                        .procs
+                        .iter()
+                        .find(|p| p.rank == rank)
+                        .map_or(String::new(), |p| p.program.display().to_string());
                     self.events.push_back(DaemonEvent::LaunchFailed {
                         rank,
                         message: format!(
                             "failed to start rank {rank} ('{program}') on host {}: {e}",
-                            self.plan.host
+                            self.launch.host
                         ),
                     });
                 }

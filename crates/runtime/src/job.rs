@@ -4,10 +4,11 @@
 
 use crate::alloc::{allocate, display_allocation, display_map, map_job, Allocation, JobMap};
 use crate::cli::{JobSpec, StdinTarget};
-use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, RankExit};
-use crate::env::{app_overlay, JobFacts};
+use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, NodeLaunch, NodeProc, RankExit};
+use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
-use crate::launch::{LaunchAgent, LocalAgent};
+use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
+use crate::remote::{mca_value, RemoteEvent, RemoteToken, Remotes};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
@@ -65,6 +66,12 @@ pub struct JobPlan {
     /// The install prefix the parameter registry used (`OXMPI_PREFIX`, else derived from
     /// mpirun's path); ranks get the same one so that they read the same parameter files.
     pub prefix: Option<PathBuf>,
+    /// The agent that starts daemons on the other nodes with ranks (`None`: every rank is
+    /// on this node).
+    pub agent: Option<RshAgent>,
+    /// Address remote daemons connect back to (MCA `plm_head_address`; default: this
+    /// host's name).
+    pub head_address: Option<String>,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -173,13 +180,54 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
                 .map_or(String::new(), |c| format!(" cpus {}", format_cpus(c)))
         );
     }
-    LocalAgent.check(&alloc, &map)?;
-    verbose!(
-        PLM,
-        10,
-        "plm: launch agent '{}' reaches every node with ranks",
-        LocalAgent.name()
-    );
+    let first_remote = alloc
+        .nodes
+        .iter()
+        .zip(&map.per_node)
+        .find(|(n, &k)| k > 0 && !n.local)
+        .map(|(n, _)| n.name.clone());
+    let agent = if let Some(far) = first_remote {
+        let in_slurm = parent_env("SLURM_JOB_ID")
+            .or_else(|| parent_env("SLURM_JOBID"))
+            .is_some();
+        let text = match mca_value(&spec.mca, "plm_rsh_agent") {
+            Some(t) => t,
+            None if in_slurm => SLURM_AGENT.to_string(),
+            None => "ssh".to_string(),
+        };
+        let daemon = daemon_command(prefix.as_deref());
+        let a = RshAgent::new(&text, daemon)?;
+        // The agent must exist here (one-line error, nothing launched).
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        resolve_program(a.program(), &cwd, parent_env("PATH").as_deref()).map_err(|_| {
+            RuntimeError::BadValue {
+                option: "plm_rsh_agent".into(),
+                value: text.clone(),
+                reason: format!(
+                    "launch agent '{}' (needed to reach host '{far}') was not found",
+                    a.program()
+                ),
+            }
+        })?;
+        a.check(&alloc, &map)?;
+        verbose!(
+            PLM,
+            10,
+            "plm: launch agent '{}' reaches the other nodes with ranks",
+            text
+        );
+        Some(a)
+    } else {
+        LocalAgent.check(&alloc, &map)?;
+        verbose!(
+            PLM,
+            10,
+            "plm: launch agent '{}' reaches every node with ranks",
+            LocalAgent.name()
+        );
+        None
+    };
+    let head_address = mca_value(&spec.mca, "plm_head_address");
     let cwd = std::env::current_dir().map_err(|e| RuntimeError::Os {
         what: "reading the current directory".into(),
         source: e,
@@ -245,7 +293,88 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
         apps,
         warnings,
         prefix,
+        agent,
+        head_address,
     })
+}
+
+/// The command that runs the node daemon: `<prefix>/bin/oxmpid`, else `oxmpid` next to
+/// this program, else this program itself in daemon mode (`mpirun --oxmpid`, for
+/// uninstalled builds).
+fn daemon_command(prefix: Option<&Path>) -> Vec<String> {
+    let exe = std::env::current_exe().ok();
+    let candidates = [
+        prefix.map(|p| p.join("bin").join("oxmpid")),
+        exe.as_ref()
+            .and_then(|e| e.parent().map(|d| d.join("oxmpid"))),
+    ];
+    for c in candidates.into_iter().flatten() {
+        if is_executable(&c) {
+            return vec![c.display().to_string()];
+        }
+    }
+    match exe {
+        Some(e) => vec![e.display().to_string(), DAEMON_FLAG.to_string()],
+        None => vec!["oxmpid".to_string()],
+    }
+}
+
+/// The launch agent inside a Slurm allocation (unless `plm_rsh_agent` is set): one
+/// single-task step per node, `srun ... --nodelist <host> <oxmpid...>`.
+pub const SLURM_AGENT: &str =
+    "srun --nodes=1 --ntasks=1 --kill-on-bad-exit --cpu-bind=none --nodelist";
+
+/// First argument that makes `mpirun` act as `oxmpid` (see [`daemon_command`]).
+pub const DAEMON_FLAG: &str = "--oxmpid";
+
+/// The launch of node `node` of `plan`: its ranks with their environment (`PMI_FD` is added
+/// by the daemon).
+pub fn node_launch(plan: &JobPlan, facts: &JobFacts<'_>, node: usize) -> NodeLaunch {
+    let spec = &plan.spec;
+    let map = &plan.map;
+    let user_has = |k: &str| std::env::var_os(k).is_some();
+    let procs = map
+        .procs
+        .iter()
+        .filter(|p| p.node == node)
+        .map(|p| {
+            let app = &plan.apps[p.app];
+            let user_has_any = |k: &str| user_has(k) || app.overlay.iter().any(|(n, _)| n == k);
+            let vars = rank_vars(facts, map, p, None, &user_has_any);
+            let env = app.overlay.iter().chain(vars.iter()).cloned().collect();
+            NodeProc {
+                rank: p.rank,
+                program: app.program.clone(),
+                argv: app.argv.clone(),
+                env,
+                cwd: app.wdir.clone(),
+                cpus: p.cpus.clone(),
+                stdin: match spec.stdin {
+                    StdinTarget::All => true,
+                    StdinTarget::Rank(r) => r == p.rank,
+                    StdinTarget::None => false,
+                },
+            }
+        })
+        .collect();
+    NodeLaunch {
+        jobid: facts.jobid.to_string(),
+        host: plan
+            .alloc
+            .nodes
+            .get(node)
+            .map_or_else(|| plan.host.clone(), |n| n.name.clone()),
+        size: map.size(),
+        universe_size: facts.universe_size,
+        appnums: map.procs.iter().map(|p| p.app as i32).collect(),
+        process_mapping: map.pmi_process_mapping(),
+        distributed: plan.agent.is_some(),
+        tag_output: spec.tag_output,
+        prepend_rank: spec.prepend_rank,
+        timestamp_output: spec.timestamp_output,
+        output_dir: spec.output_filename.clone(),
+        procs,
+    }
 }
 
 /// Why a job ended (the first reason wins).
@@ -318,13 +447,16 @@ pub fn exit_failure(rank: usize, exit: RankExit, missing_finalize: bool) -> Opti
 enum Token {
     Signal,
     Daemon(DaemonToken),
+    Remote(RemoteToken),
 }
 
 /// The head of a running job: decides when and how the job ends. On the local node it
-/// drives the daemon role in-process ([`LocalDaemon`]).
+/// drives the daemon role in-process ([`LocalDaemon`]); other nodes' daemons are reached
+/// through [`Remotes`].
 struct Head<'a> {
     plan: &'a JobPlan,
-    daemon: LocalDaemon<'a>,
+    daemon: LocalDaemon,
+    remotes: Option<Remotes>,
     ending: Option<Ending>,
     teardown_kill_at: Option<Instant>,
     deadline: Option<Instant>,
@@ -337,10 +469,11 @@ fn msg(text: &str) {
 }
 
 impl<'a> Head<'a> {
-    fn new(plan: &'a JobPlan, jobid: &str) -> Self {
+    fn new(plan: &'a JobPlan, daemon: LocalDaemon) -> Self {
         Head {
             plan,
-            daemon: LocalDaemon::new(plan, jobid),
+            daemon,
+            remotes: None,
             ending: None,
             teardown_kill_at: None,
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
@@ -348,8 +481,11 @@ impl<'a> Head<'a> {
         }
     }
 
-    fn host(&self) -> &str {
-        &self.plan.host
+    fn signal_all(&mut self, sig: libc::c_int) {
+        self.daemon.signal_running(sig);
+        if let Some(r) = self.remotes.as_mut() {
+            r.signal(sig);
+        }
     }
 
     /// Record the first reason to end the job and start tearing it down with `sig`.
@@ -364,15 +500,55 @@ impl<'a> Head<'a> {
             ending.exit_code()
         );
         self.ending = Some(ending);
-        self.daemon.signal_running(sig);
+        self.signal_all(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
     }
 
     /// Act on the daemon's events. Exits seen in one batch count as simultaneous: the lowest
     /// failing rank decides the job's status.
     fn handle_events(&mut self) {
-        let mut failure: Option<(usize, i32, Ending)> = None;
-        while let Some(ev) = self.daemon.poll_event() {
+        let mut failure: Option<(usize, i32, String, Ending)> = None;
+        let mut batch: Vec<(String, DaemonEvent)> = Vec::new();
+        loop {
+            while let Some(ev) = self.daemon.poll_event() {
+                match ev {
+                    DaemonEvent::FenceReady { epoch, puts } => {
+                        if let Some(r) = self.remotes.as_mut() {
+                            r.contribute(epoch, puts);
+                        }
+                    }
+                    DaemonEvent::OtherChildExited { pid, exit } => {
+                        if let Some(r) = self.remotes.as_mut() {
+                            r.on_child_exit(pid, exit);
+                        }
+                    }
+                    ev => batch.push((self.plan.host.clone(), ev)),
+                }
+            }
+            let Some(r) = self.remotes.as_mut() else {
+                break;
+            };
+            let released = r.take_released();
+            for ev in r.take_events() {
+                match ev {
+                    RemoteEvent::Daemon { host, event } => batch.push((host, event)),
+                    RemoteEvent::DaemonLost { host, message } => {
+                        if self.ending.is_none() {
+                            msg(&message);
+                            let _ = host;
+                            self.end(Ending::LaunchFailed, libc::SIGTERM);
+                        }
+                    }
+                }
+            }
+            if released.is_empty() {
+                break;
+            }
+            for (epoch, puts) in released {
+                self.daemon.fence_complete(epoch, puts);
+            }
+        }
+        for (host, ev) in batch {
             match ev {
                 DaemonEvent::RankExited {
                     rank,
@@ -383,8 +559,8 @@ impl<'a> Head<'a> {
                     let Some(e) = exit_failure(rank, exit, missing_finalize) else {
                         continue;
                     };
-                    if failure.as_ref().is_none_or(|(r, _, _)| rank < *r) {
-                        failure = Some((rank, pid, e));
+                    if failure.as_ref().is_none_or(|(r, _, _, _)| rank < *r) {
+                        failure = Some((rank, pid, host, e));
                     }
                 }
                 DaemonEvent::Abort {
@@ -396,9 +572,9 @@ impl<'a> Head<'a> {
                     if self.ending.is_none() {
                         let who = match (rank, pid) {
                             (Some(r), Some(p)) => {
-                                format!("rank {r} (pid {p}) on host {}", self.host())
+                                format!("rank {r} (pid {p}) on host {host}")
                             }
-                            (Some(r), None) => format!("rank {r} on host {}", self.host()),
+                            (Some(r), None) => format!("rank {r} on host {host}"),
                             _ => "a rank".into(),
                         };
                         let text = if message.is_empty() {
@@ -428,15 +604,17 @@ impl<'a> Head<'a> {
                     let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
                     msg(&format!("PMI protocol error from {who}: {message}"));
                 }
+                DaemonEvent::Output { .. }
+                | DaemonEvent::FenceReady { .. }
+                | DaemonEvent::OtherChildExited { .. } => {}
             }
         }
-        let Some((rank, pid, e)) = failure else {
+        let Some((rank, pid, host, e)) = failure else {
             return;
         };
         if self.ending.is_some() {
             return;
         }
-        let host = self.host().to_string();
         match &e {
             Ending::Signal { sig, .. } => msg(&format!(
                 "rank {rank} (pid {pid}) on host {host} exited on signal {sig} ({})",
@@ -459,7 +637,8 @@ impl<'a> Head<'a> {
         loop {
             self.handle_events();
             let now = Instant::now();
-            if self.daemon.all_exited() {
+            let remotes_done = self.remotes.as_ref().is_none_or(Remotes::all_done);
+            if self.daemon.all_exited() && remotes_done {
                 if self.groups_killed_at.is_none() {
                     // Leave nothing of the job behind: descendants in the ranks' groups too.
                     self.daemon.kill_all_groups();
@@ -485,7 +664,7 @@ impl<'a> Head<'a> {
                     10,
                     "errmgr: grace period over; SIGKILL to remaining ranks"
                 );
-                self.daemon.signal_running(libc::SIGKILL);
+                self.signal_all(libc::SIGKILL);
                 self.teardown_kill_at = None;
             }
             fds.clear();
@@ -499,6 +678,11 @@ impl<'a> Head<'a> {
             toks.push(Token::Signal);
             self.daemon.poll_fds(&mut fds, &mut dtoks);
             toks.extend(dtoks.iter().map(|&t| Token::Daemon(t)));
+            if let Some(r) = &self.remotes {
+                let mut rtoks = Vec::new();
+                r.poll_fds(&mut fds, &mut rtoks);
+                toks.extend(rtoks.into_iter().map(Token::Remote));
+            }
             let wake = [
                 self.deadline.filter(|_| self.ending.is_none()),
                 self.teardown_kill_at,
@@ -527,7 +711,15 @@ impl<'a> Head<'a> {
                 match toks[k] {
                     Token::Signal => self.on_signals(sigfd),
                     Token::Daemon(t) => self.daemon.on_ready(t, pfd.revents),
+                    Token::Remote(t) => {
+                        if let Some(r) = self.remotes.as_mut() {
+                            r.on_ready(t, pfd.revents);
+                        }
+                    }
                 }
+            }
+            if let Some(r) = self.remotes.as_mut() {
+                r.after_ready();
             }
         }
     }
@@ -545,7 +737,7 @@ impl<'a> Head<'a> {
                     chld = true;
                 } else if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
                     verbose!(ERRMGR, 10, "errmgr: forwarding signal {sig} to the ranks");
-                    self.daemon.signal_running(sig);
+                    self.signal_all(sig);
                 } else if self.ending.is_none() {
                     msg(&format!(
                         "received signal {sig} ({}); forwarding it to the job and tearing it down",
@@ -554,7 +746,7 @@ impl<'a> Head<'a> {
                     self.end(Ending::Interrupted(sig), sig);
                 } else {
                     // A second signal: stop waiting politely.
-                    self.daemon.signal_running(libc::SIGKILL);
+                    self.signal_all(libc::SIGKILL);
                 }
             }
         }
@@ -571,7 +763,8 @@ fn in_background_of_terminal() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) != libc::getpgrp() }
 }
 
-fn forward_stdin(mut targets: Vec<std::fs::File>) {
+fn forward_stdin(targets: Vec<(usize, std::fs::File)>) {
+    let mut targets: Vec<std::fs::File> = targets.into_iter().map(|(_, f)| f).collect();
     use std::io::Write;
     if targets.is_empty() {
         return;
@@ -642,15 +835,54 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             let _ = sys::write_all_fd(2, line.as_bytes());
         }
     }
-    let mut job = Head::new(plan, &jobid);
-    match job.daemon.launch(&facts) {
-        Ok(stdins) => forward_stdin(stdins),
-        Err(e) => {
-            msg(&e.to_string());
-            job.end(Ending::LaunchFailed, libc::SIGTERM);
+    let local = plan.alloc.nodes.iter().position(|n| n.local);
+    let local_launch = match local {
+        Some(i) => node_launch(plan, &facts, i),
+        None => NodeLaunch {
+            procs: Vec::new(),
+            ..node_launch(plan, &facts, usize::MAX)
+        },
+    };
+    let local_has_ranks = !local_launch.procs.is_empty();
+    let mut job = Head::new(plan, LocalDaemon::new(local_launch, false));
+    let mut launched = true;
+    if let Some(agent) = &plan.agent {
+        let launches = plan
+            .alloc
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, n)| !n.local && plan.map.per_node[*i] > 0)
+            .map(|(i, n)| (i, n.name.clone(), node_launch(plan, &facts, i)))
+            .collect();
+        match Remotes::start(
+            agent,
+            &jobid,
+            launches,
+            local_has_ranks,
+            plan.head_address.clone(),
+        ) {
+            Ok(r) => job.remotes = Some(r),
+            Err(e) => {
+                msg(&e.to_string());
+                job.end(Ending::LaunchFailed, libc::SIGTERM);
+                launched = false;
+            }
+        }
+    }
+    if launched {
+        match job.daemon.launch() {
+            Ok(stdins) => forward_stdin(stdins),
+            Err(e) => {
+                msg(&e.to_string());
+                job.end(Ending::LaunchFailed, libc::SIGTERM);
+            }
         }
     }
     job.event_loop(sigfd.as_raw_fd());
+    if let Some(r) = job.remotes.as_mut() {
+        r.shutdown();
+    }
     // Reap anything still around (defensive; the loop exits only when all exited).
     let code = job.ending.as_ref().map_or(0, Ending::exit_code);
     drop(job);

@@ -8,7 +8,9 @@
 //! * [`iof`]: sans-IO line assembly for IO forwarding (tags, timestamps).
 //! * [`daemon`]: the per-node daemon role (fork/exec, IO forwarding, PMI service, reaping),
 //!   played in-process by the head on the local node; reports [`daemon::DaemonEvent`]s.
-//! * [`launch`]: launch agents (the head is the local node's daemon; remote agents later).
+//! * [`launch`]: launch agents (the head is the local node's daemon; `plm_rsh_agent` for the
+//!   other nodes).
+//! * [`remote`]: the head's side of remote daemons and the `oxmpid` daemon itself.
 //! * [`session`]: the private job session directory.
 //! * [`job`]: planning (validation, nothing launched on bad input) and the head: event loop,
 //!   signals, timeout, exit-status rules and teardown.
@@ -62,6 +64,7 @@ pub mod error;
 pub mod iof;
 pub mod job;
 pub mod launch;
+pub mod remote;
 pub mod session;
 pub mod spawn;
 pub mod sys;
@@ -93,7 +96,13 @@ pub mod streams {
 /// Run `mpirun` with `args` (without the program name); returns the process exit status.
 /// Errors are printed as one line on stderr (`mpirun: ...`) and give status 1 (nothing
 /// launched).
+///
+/// With [`job::DAEMON_FLAG`] as first argument, it runs as the node daemon `oxmpid`
+/// instead ([`remote::oxmpid_main`]), for builds where `oxmpid` is not installed.
 pub fn main_with_args(args: Vec<String>) -> i32 {
+    if args.first().map(String::as_str) == Some(job::DAEMON_FLAG) {
+        return remote::oxmpid_main(args[1..].to_vec());
+    }
     sys::ensure_std_fds();
     let cmd = match cli::parse(args) {
         Ok(c) => c,

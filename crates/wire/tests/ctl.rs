@@ -83,23 +83,31 @@ fn sample_messages() -> Vec<Msg> {
                     env: vec![("OMPI_COMM_WORLD_RANK".into(), "2".into())],
                     cwd: "/tmp".into(),
                     cpus: vec![0],
+                    program: "/tmp/a.out".into(),
+                    stdin: true,
                 },
                 ProcSpec {
                     rank: 3,
                     ..Default::default()
                 },
             ],
+            appnums: vec![0, 0, 1, 1],
+            flags: 5,
+            output_dir: "out".into(),
+            host: "node3".into(),
         }),
         Msg::RankStarted { rank: 2, pid: 99 },
         Msg::RankExited {
             rank: 2,
             pid: 99,
             status: ExitStatus::Code(-3),
+            missing_finalize: true,
         },
         Msg::RankExited {
             rank: 3,
             pid: 100,
             status: ExitStatus::Signal(9),
+            missing_finalize: false,
         },
         Msg::Io {
             rank: 1,

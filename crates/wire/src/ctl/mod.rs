@@ -30,4 +30,7 @@ pub use conn::{
     random_nonce, ClosePhase, Config, Connection, CtlError, DropReason, Event, Secret, State,
     DEFAULT_MAX_FRAME, HANDSHAKE_MAX_FRAME, MAC_LEN, MAGIC, NONCE_LEN, PROTOCOL_VERSION,
 };
-pub use msg::{ExitStatus, IoStream, LaunchSpec, Msg, ProcSpec};
+pub use msg::{
+    ExitStatus, IoStream, LaunchSpec, Msg, ProcSpec, LAUNCH_PREPEND_RANK, LAUNCH_TAG_OUTPUT,
+    LAUNCH_TIMESTAMP_OUTPUT,
+};

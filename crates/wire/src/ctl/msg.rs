@@ -35,6 +35,11 @@ pub struct ProcSpec {
     pub cwd: String,
     /// CPUs to bind to (empty: no binding).
     pub cpus: Vec<u32>,
+    /// Executable to run (absolute path resolved by the head; `argv[0]` stays as typed).
+    /// Empty: `argv[0]`.
+    pub program: String,
+    /// The rank reads stdin (forwarded by the head as [`Msg::Io`] with [`IoStream::Stdin`]).
+    pub stdin: bool,
 }
 
 /// A job (or the part of it on one node) to launch.
@@ -52,7 +57,22 @@ pub struct LaunchSpec {
     pub env: Vec<(String, String)>,
     /// Processes to start on the receiving node.
     pub procs: Vec<ProcSpec>,
+    /// Application context number of every rank of the job (PMI `appnum`), indexed by rank.
+    pub appnums: Vec<u32>,
+    /// Output options, a set of `LAUNCH_*` flag bits (e.g. [`LAUNCH_TAG_OUTPUT`]).
+    pub flags: u32,
+    /// `--output-filename` directory (empty: output is forwarded to the head).
+    pub output_dir: String,
+    /// Name of the receiving node as the head knows it (used in messages).
+    pub host: String,
 }
+
+/// [`LaunchSpec::flags`]: prefix output lines with `[job,rank]<stream>:`.
+pub const LAUNCH_TAG_OUTPUT: u32 = 1;
+/// [`LaunchSpec::flags`]: prefix output lines with the rank (`--prepend-rank`).
+pub const LAUNCH_PREPEND_RANK: u32 = 2;
+/// [`LaunchSpec::flags`]: prefix output lines with a timestamp.
+pub const LAUNCH_TIMESTAMP_OUTPUT: u32 = 4;
 
 /// Control-channel messages (both directions; each variant says who sends it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +105,8 @@ pub enum Msg {
         pid: u32,
         /// How it ended.
         status: ExitStatus,
+        /// It initialized PMI but never called finalize.
+        missing_finalize: bool,
     },
     /// IO forwarding chunk (stdout/stderr daemon → head, stdin head → daemon).
     Io {
@@ -180,18 +202,30 @@ impl Msg {
                         .strs(&p.argv)
                         .pairs(&p.env)
                         .str(&p.cwd)
-                        .u32s(&p.cpus);
+                        .u32s(&p.cpus)
+                        .str(&p.program)
+                        .bool(p.stdin);
                 }
+                e.u32s(&l.appnums)
+                    .u32(l.flags)
+                    .str(&l.output_dir)
+                    .str(&l.host);
             }
             Msg::RankStarted { rank, pid } => {
                 e.u8(T_STARTED).u32(*rank).u32(*pid);
             }
-            Msg::RankExited { rank, pid, status } => {
+            Msg::RankExited {
+                rank,
+                pid,
+                status,
+                missing_finalize,
+            } => {
                 e.u8(T_EXITED).u32(*rank).u32(*pid);
                 match status {
                     ExitStatus::Code(c) => e.u8(0).i32(*c),
                     ExitStatus::Signal(s) => e.u8(1).i32(*s),
                 };
+                e.bool(*missing_finalize);
             }
             Msg::Io {
                 rank,
@@ -252,7 +286,7 @@ impl Msg {
                 let universe_size = d.u32("universe_size")?;
                 let process_mapping = d.string("process_mapping")?;
                 let env = d.pairs("env")?;
-                let n = d.count(4 + 4 + 4 + 4 + 4, "procs")?;
+                let n = d.count(4 + 4 + 4 + 4 + 4 + 4 + 1, "procs")?;
                 let mut procs = Vec::with_capacity(n);
                 for _ in 0..n {
                     procs.push(ProcSpec {
@@ -261,6 +295,8 @@ impl Msg {
                         env: d.pairs("proc env")?,
                         cwd: d.string("cwd")?,
                         cpus: d.u32s("cpus")?,
+                        program: d.string("program")?,
+                        stdin: d.bool("stdin")?,
                     });
                 }
                 Msg::Launch(LaunchSpec {
@@ -270,6 +306,10 @@ impl Msg {
                     process_mapping,
                     env,
                     procs,
+                    appnums: d.u32s("appnums")?,
+                    flags: d.u32("flags")?,
+                    output_dir: d.string("output_dir")?,
+                    host: d.string("host")?,
                 })
             }
             T_STARTED => Msg::RankStarted {
@@ -289,7 +329,12 @@ impl Msg {
                         })
                     }
                 };
-                Msg::RankExited { rank, pid, status }
+                Msg::RankExited {
+                    rank,
+                    pid,
+                    status,
+                    missing_finalize: d.bool("missing_finalize")?,
+                }
             }
             T_IO => {
                 let rank = d.u32("rank")?;

@@ -1,0 +1,1026 @@
+//! Nodes beyond the local one: the head's side of the control channel ([`Remotes`]) and the
+//! remote daemon `oxmpid` ([`oxmpid_main`]).
+//!
+//! The head listens on a TCP port, generates a per-job [`Secret`] and starts one `oxmpid` per
+//! remote node through a launch agent ([`crate::launch::RshAgent`]): `<agent> <host> <oxmpid>
+//! --head <addr> --node <i> --jobid <id>`. The secret never appears in argv: the head writes
+//! it as one hex line on the agent's stdin (ssh and the agent scripts pass stdin through), or
+//! `oxmpid` takes it from `OXMPI_CTL_SECRET` when that is set. The daemon connects back,
+//! authenticates (mutual HMAC challenge–response, `oxmpi_wire::ctl`), gets its `Launch`, runs
+//! its ranks with [`LocalDaemon`] in forwarding and distributed mode, and reports output, exits,
+//! aborts and fence contributions. The head gathers fence contributions of every node (its own
+//! in-process daemon included) and releases each fence with the union of the pairs.
+//! A peer that fails authentication or sends garbage is logged and dropped.
+
+use crate::daemon::{DaemonEvent, LocalDaemon, NodeLaunch, RankExit};
+use crate::error::{Result, RuntimeError};
+use crate::session::SessionDir;
+use crate::streams::{ERRMGR, PLM};
+use crate::sys;
+use oxmpi_base::verbose;
+use oxmpi_wire::ctl::{
+    random_nonce, Config, Connection, Event, ExitStatus, IoStream, Msg, Secret, State,
+};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Environment variable from which `oxmpid` takes the job secret (hex) when it is set;
+/// otherwise the secret is the first line of its stdin.
+pub const SECRET_ENV: &str = "OXMPI_CTL_SECRET";
+
+/// How long the head waits for remote daemons to say goodbye at the end of a job.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// One authenticated-or-not control connection over a nonblocking TCP stream.
+struct Peer {
+    stream: TcpStream,
+    conn: Connection,
+    closed: bool,
+}
+
+impl Peer {
+    fn new(stream: TcpStream, conn: Connection) -> std::io::Result<Peer> {
+        stream.set_nonblocking(true)?;
+        let _ = stream.set_nodelay(true);
+        Ok(Peer {
+            stream,
+            conn,
+            closed: false,
+        })
+    }
+
+    /// Write as much pending output as the socket takes.
+    fn flush(&mut self) {
+        while !self.closed && !self.conn.pending_output().is_empty() {
+            match self.stream.write(self.conn.pending_output()) {
+                Ok(0) => self.closed = true,
+                Ok(n) => self.conn.advance_output(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => self.closed = true,
+            }
+        }
+    }
+
+    /// Read what is available into the connection; `false` at end of stream or error.
+    fn read(&mut self, buf: &mut [u8]) {
+        loop {
+            match self.stream.read(buf) {
+                Ok(0) => {
+                    self.conn.on_eof();
+                    self.closed = true;
+                    return;
+                }
+                Ok(n) => self.conn.on_data(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.conn.on_eof();
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, m: &Msg) {
+        if self.closed {
+            return;
+        }
+        if self.conn.send(m).is_ok() {
+            self.flush();
+        }
+    }
+
+    fn pollfd(&self) -> libc::pollfd {
+        let mut events = libc::POLLIN;
+        if !self.conn.pending_output().is_empty() {
+            events |= libc::POLLOUT;
+        }
+        libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events,
+            revents: 0,
+        }
+    }
+}
+
+/// The value of MCA parameter `name` as the command line (`--mca`, last wins) or the
+/// environment (`OXMPI_MCA_<name>`, then `OMPI_MCA_<name>`) gives it.
+pub fn mca_value(cmdline: &[(String, String)], name: &str) -> Option<String> {
+    cmdline
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(format!("OXMPI_MCA_{name}")).ok())
+        .or_else(|| std::env::var(format!("OMPI_MCA_{name}")).ok())
+}
+
+/// A remote node as the head sees it.
+struct RemoteNode {
+    /// Node index in the allocation (the id the daemon announces).
+    node: u32,
+    host: String,
+    launch: NodeLaunch,
+    agent_pid: i32,
+    peer: Option<Peer>,
+    /// The daemon said all its ranks are done (or it is gone).
+    done: bool,
+    /// Ranks not yet reported exited.
+    running: Vec<usize>,
+    /// The daemon authenticated at some point.
+    connected: bool,
+}
+
+/// What the head learns from remote nodes.
+#[derive(Debug)]
+pub enum RemoteEvent {
+    /// A daemon event of host `host`.
+    Daemon {
+        /// The node's name.
+        host: String,
+        /// The event.
+        event: DaemonEvent,
+    },
+    /// A node's daemon failed or went away while its ranks ran.
+    DaemonLost {
+        /// The node's name.
+        host: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The head's side of the remote daemons of one job.
+pub struct Remotes {
+    listener: TcpListener,
+    cfg: Config,
+    nodes: Vec<RemoteNode>,
+    pending: Vec<Peer>,
+    /// Fence epoch → (contributions, union of pairs).
+    fences: BTreeMap<u64, (usize, Vec<(String, String)>)>,
+    /// Daemons taking part in fences (remote nodes plus the head's own, if it has ranks).
+    participants: usize,
+    events: Vec<RemoteEvent>,
+    released: Vec<(u64, Vec<(String, String)>)>,
+    buf: Vec<u8>,
+}
+
+/// A token of a descriptor of [`Remotes`] in the head's poll set.
+#[derive(Debug, Clone, Copy)]
+pub enum RemoteToken {
+    /// The listening socket.
+    Listener,
+    /// A connection not yet assigned to a node.
+    Pending(usize),
+    /// A node's daemon connection.
+    Node(usize),
+}
+
+impl Remotes {
+    /// Listen, then start a daemon on each remote node through `agent` (the per-node
+    /// launches are given by `launches`: (node index, host name, launch)). `local_has_ranks`
+    /// says whether the head's own daemon takes part in fences.
+    pub fn start(
+        agent: &crate::launch::RshAgent,
+        jobid: &str,
+        launches: Vec<(usize, String, NodeLaunch)>,
+        local_has_ranks: bool,
+        head_addr: Option<String>,
+    ) -> Result<Remotes> {
+        let os = |what: &str| {
+            let what = what.to_string();
+            move |e: std::io::Error| RuntimeError::Os { what, source: e }
+        };
+        let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(os("listening for daemons"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(os("listening for daemons"))?;
+        let port = listener
+            .local_addr()
+            .map_err(os("listening for daemons"))?
+            .port();
+        let addr = format!(
+            "{}:{port}",
+            head_addr.unwrap_or_else(|| oxmpi_base::output::hostname().to_string())
+        );
+        let secret = Secret::generate().map_err(|e| RuntimeError::Os {
+            what: format!("generating the job secret: {e}"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let secret_hex = secret.to_hex();
+        let cfg = Config::new(secret, jobid);
+        let participants = launches.len() + usize::from(local_has_ranks);
+        let mut nodes = Vec::new();
+        let mut me = Remotes {
+            listener,
+            cfg,
+            nodes: Vec::new(),
+            pending: Vec::new(),
+            fences: BTreeMap::new(),
+            participants,
+            events: Vec::new(),
+            released: Vec::new(),
+            buf: vec![0u8; 64 * 1024],
+        };
+        for (node, host, launch) in launches {
+            let pid = agent.start(&host, node, &addr, jobid, &secret_hex)?;
+            verbose!(
+                PLM,
+                10,
+                "plm: started daemon for node {node} ({host}) through '{}' (pid {pid}); head at {addr}",
+                agent.program()
+            );
+            nodes.push(RemoteNode {
+                node: node as u32,
+                host,
+                running: launch.procs.iter().map(|p| p.rank).collect(),
+                launch,
+                agent_pid: pid,
+                peer: None,
+                done: false,
+                connected: false,
+            });
+        }
+        me.nodes = nodes;
+        Ok(me)
+    }
+
+    /// Add the descriptors to poll.
+    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>, toks: &mut Vec<RemoteToken>) {
+        fds.push(libc::pollfd {
+            fd: self.listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        toks.push(RemoteToken::Listener);
+        for (i, p) in self.pending.iter().enumerate() {
+            fds.push(p.pollfd());
+            toks.push(RemoteToken::Pending(i));
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(p) = &n.peer {
+                fds.push(p.pollfd());
+                toks.push(RemoteToken::Node(i));
+            }
+        }
+    }
+
+    /// A descriptor from [`Remotes::poll_fds`] is ready. Call [`Remotes::after_ready`] once
+    /// all ready descriptors were handled.
+    pub fn on_ready(&mut self, tok: RemoteToken, revents: i16) {
+        match tok {
+            RemoteToken::Listener => self.accept(),
+            RemoteToken::Pending(i) => {
+                let p = &mut self.pending[i];
+                if revents & libc::POLLOUT != 0 {
+                    p.flush();
+                }
+                p.read(&mut self.buf);
+                p.flush();
+            }
+            RemoteToken::Node(i) => {
+                if let Some(p) = self.nodes[i].peer.as_mut() {
+                    if revents & libc::POLLOUT != 0 {
+                        p.flush();
+                    }
+                    if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                        p.read(&mut self.buf);
+                    }
+                }
+                self.node_events(i);
+            }
+        }
+    }
+
+    /// Process handshakes of new connections (assigning authenticated ones to their node).
+    pub fn after_ready(&mut self) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let mut assign = None;
+            let mut drop = None;
+            while let Some(ev) = self.pending[i].conn.poll_event() {
+                match ev {
+                    Event::Authenticated { peer_node } => assign = peer_node,
+                    Event::Dropped { reason } => drop = Some(reason.to_string()),
+                    Event::PeerClosed { phase, state } => {
+                        drop = Some(format!("closed during handshake ({phase:?}, {state:?})"))
+                    }
+                    Event::Message(_) => {}
+                }
+            }
+            self.pending[i].flush();
+            let peer_addr = self.pending[i]
+                .stream
+                .peer_addr()
+                .map_or_else(|_| "?".to_string(), |a| a.to_string());
+            if let Some(why) = drop {
+                msg(&format!(
+                    "dropped a control connection from {peer_addr}: {why}"
+                ));
+                self.pending.swap_remove(i);
+                continue;
+            }
+            if let Some(node) = assign {
+                let p = self.pending.swap_remove(i);
+                match self
+                    .nodes
+                    .iter()
+                    .position(|n| n.node == node && n.peer.is_none() && !n.done)
+                {
+                    Some(k) => {
+                        verbose!(
+                            PLM,
+                            10,
+                            "plm: daemon of node {node} ({}) connected from {peer_addr}",
+                            self.nodes[k].host
+                        );
+                        let n = &mut self.nodes[k];
+                        let launch = n.launch.to_ctl();
+                        n.peer = Some(p);
+                        n.connected = true;
+                        if let Some(p) = n.peer.as_mut() {
+                            p.send(&Msg::Launch(launch));
+                        }
+                        self.node_events(k);
+                    }
+                    None => msg(&format!(
+                        "dropped a control connection from {peer_addr}: unexpected node {node}"
+                    )),
+                }
+                continue;
+            }
+            if self.pending[i].closed {
+                self.pending.swap_remove(i);
+                continue;
+            }
+            i += 1;
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    let Ok(nonce) = random_nonce() else { continue };
+                    let mut conn = Connection::server(self.cfg.clone(), nonce);
+                    conn.on_connected();
+                    if let Ok(p) = Peer::new(s, conn) {
+                        self.pending.push(p);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn node_events(&mut self, i: usize) {
+        let Some(p) = self.nodes[i].peer.as_mut() else {
+            return;
+        };
+        let mut lost = None;
+        let mut msgs = Vec::new();
+        while let Some(ev) = p.conn.poll_event() {
+            match ev {
+                Event::Message(m) => msgs.push(m),
+                Event::Dropped { reason } => lost = Some(format!("protocol error: {reason}")),
+                Event::PeerClosed { .. } => lost = Some("connection closed".into()),
+                Event::Authenticated { .. } => {}
+            }
+        }
+        if p.closed && lost.is_none() {
+            lost = Some("connection closed".into());
+        }
+        for m in msgs {
+            self.on_msg(i, m);
+        }
+        if let Some(why) = lost {
+            self.nodes[i].peer = None;
+            self.node_gone(i, &why);
+        }
+    }
+
+    fn node_gone(&mut self, i: usize, why: &str) {
+        let n = &mut self.nodes[i];
+        if n.done {
+            return;
+        }
+        n.done = true;
+        if !n.running.is_empty() {
+            let message = if n.connected {
+                format!(
+                    "the daemon on host {} went away ({why}) while rank(s) {:?} ran",
+                    n.host, n.running
+                )
+            } else {
+                format!(
+                    "the daemon on host {} was not started or never connected back ({why})",
+                    n.host
+                )
+            };
+            self.events.push(RemoteEvent::DaemonLost {
+                host: n.host.clone(),
+                message,
+            });
+            n.running.clear();
+        }
+        // A lost node no longer takes part in fences.
+        self.participants = self.participants.saturating_sub(1);
+        self.try_release_fences();
+    }
+
+    fn on_msg(&mut self, i: usize, m: Msg) {
+        let host = self.nodes[i].host.clone();
+        let ev = |event| RemoteEvent::Daemon {
+            host: host.clone(),
+            event,
+        };
+        match m {
+            Msg::RankExited {
+                rank,
+                pid,
+                status,
+                missing_finalize,
+            } => {
+                self.nodes[i].running.retain(|&r| r != rank as usize);
+                let exit = match status {
+                    ExitStatus::Code(c) => RankExit::Code(c),
+                    ExitStatus::Signal(s) => RankExit::Signal(s),
+                };
+                self.events.push(ev(DaemonEvent::RankExited {
+                    rank: rank as usize,
+                    pid: pid as i32,
+                    exit,
+                    missing_finalize,
+                }));
+            }
+            Msg::Io {
+                stream: stream @ (IoStream::Stdout | IoStream::Stderr),
+                data,
+                ..
+            } => {
+                let fd = if stream == IoStream::Stdout { 1 } else { 2 };
+                if let Err(e) = sys::write_all_fd(fd, &data) {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        self.events
+                            .push(ev(DaemonEvent::OutputClosed { fd: fd as RawFd }));
+                    }
+                }
+            }
+            Msg::PmiAbort {
+                rank,
+                code,
+                message,
+            } => {
+                self.events.push(ev(DaemonEvent::Abort {
+                    rank: Some(rank as usize),
+                    pid: None,
+                    code,
+                    message,
+                }));
+            }
+            Msg::FenceContribution { epoch, puts } => self.contribute(epoch, puts),
+            Msg::Error { message } => {
+                self.events.push(RemoteEvent::DaemonLost {
+                    host: host.clone(),
+                    message,
+                });
+            }
+            Msg::Shutdown => {
+                verbose!(ERRMGR, 10, "errmgr: daemon on {host} is done");
+                self.nodes[i].done = true;
+            }
+            Msg::DaemonReady { .. } | Msg::RankStarted { .. } => {}
+            other => msg(&format!(
+                "ignored an unexpected control message from the daemon on {host}: {other:?}"
+            )),
+        }
+    }
+
+    /// A fence contribution of the head's own daemon or of a remote one; released fences
+    /// are sent to the remote daemons and kept for [`Remotes::take_released`].
+    pub fn contribute(&mut self, epoch: u64, puts: Vec<(String, String)>) {
+        let e = self.fences.entry(epoch).or_default();
+        e.0 += 1;
+        e.1.extend(puts);
+        self.try_release_fences();
+    }
+
+    fn try_release_fences(&mut self) {
+        while let Some((&epoch, (count, _))) = self.fences.iter().next() {
+            if *count < self.participants {
+                return;
+            }
+            let (_, puts) = self.fences.remove(&epoch).unwrap_or_default();
+            verbose!(
+                crate::streams::PMI,
+                20,
+                "pmi: fence {epoch} complete across {} daemon(s), {} pair(s)",
+                self.participants,
+                puts.len()
+            );
+            for n in &mut self.nodes {
+                if let Some(p) = n.peer.as_mut() {
+                    p.send(&Msg::FenceRelease {
+                        epoch,
+                        puts: puts.clone(),
+                    });
+                }
+            }
+            self.released.push((epoch, puts));
+        }
+    }
+
+    /// Fences released since the last call, for the head's own daemon.
+    pub fn take_released(&mut self) -> Vec<(u64, Vec<(String, String)>)> {
+        std::mem::take(&mut self.released)
+    }
+
+    /// Events since the last call.
+    pub fn take_events(&mut self) -> Vec<RemoteEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Send `sig` to every remote rank still running.
+    pub fn signal(&mut self, sig: i32) {
+        for n in &mut self.nodes {
+            if let Some(p) = n.peer.as_mut() {
+                p.send(&Msg::Signal { signal: sig });
+            }
+        }
+    }
+
+    /// Whether every remote daemon finished (its ranks exited, output drained) or is gone.
+    pub fn all_done(&self) -> bool {
+        self.nodes.iter().all(|n| n.done)
+    }
+
+    /// A child of the head ended: if it is a launch agent whose daemon is not done, the node
+    /// is lost.
+    pub fn on_child_exit(&mut self, pid: i32, exit: RankExit) {
+        let Some(i) = self.nodes.iter().position(|n| n.agent_pid == pid) else {
+            return;
+        };
+        self.nodes[i].agent_pid = 0;
+        if !self.nodes[i].done {
+            // Give its connection the chance to deliver what it sent before.
+            if let Some(p) = self.nodes[i].peer.as_mut() {
+                p.read(&mut self.buf);
+                self.node_events(i);
+            }
+            if !self.nodes[i].done {
+                let why = match exit {
+                    RankExit::Code(c) => format!("launch agent exited with status {c}"),
+                    RankExit::Signal(s) => format!("launch agent killed by signal {s}"),
+                };
+                self.nodes[i].peer = None;
+                self.node_gone(i, &why);
+            }
+        }
+    }
+
+    /// End of job: tell every daemon to exit, wait (bounded) for them and their agents.
+    pub fn shutdown(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(p) = n.peer.as_mut() {
+                p.send(&Msg::Shutdown);
+            }
+        }
+        let until = Instant::now() + SHUTDOWN_GRACE;
+        loop {
+            for n in &mut self.nodes {
+                if let Some(p) = n.peer.as_mut() {
+                    p.flush();
+                    p.read(&mut self.buf);
+                    while p.conn.poll_event().is_some() {}
+                    if p.closed || p.conn.state() == State::Closed {
+                        n.peer = None;
+                    }
+                }
+                if n.agent_pid > 0 {
+                    let mut st = 0;
+                    // SAFETY: waitpid on our own child with a valid status pointer.
+                    let r = unsafe { libc::waitpid(n.agent_pid, &mut st, libc::WNOHANG) };
+                    if r == n.agent_pid || r < 0 {
+                        n.agent_pid = 0;
+                    }
+                }
+            }
+            if self
+                .nodes
+                .iter()
+                .all(|n| n.peer.is_none() && n.agent_pid == 0)
+                || Instant::now() >= until
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for n in &mut self.nodes {
+            n.peer = None;
+            if n.agent_pid > 0 {
+                verbose!(PLM, 10, "plm: killing launch agent pid {}", n.agent_pid);
+                sys::kill_group(n.agent_pid, libc::SIGKILL);
+                let mut st = 0;
+                // SAFETY: waitpid on our own child with a valid status pointer.
+                unsafe { libc::waitpid(n.agent_pid, &mut st, 0) };
+                n.agent_pid = 0;
+            }
+        }
+    }
+}
+
+fn msg(text: &str) {
+    let line = format!("mpirun: {text}\n");
+    let _ = sys::write_all_fd(2, line.as_bytes());
+}
+
+/// Arguments of `oxmpid` (see [`oxmpid_main`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonArgs {
+    /// `host:port` of the head.
+    pub head: String,
+    /// Node index announced to the head.
+    pub node: u32,
+    /// Job id (must match the head's).
+    pub jobid: String,
+}
+
+/// Usage line of `oxmpid`.
+pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
+
+/// Parse `oxmpid`'s arguments.
+pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, String> {
+    let (mut head, mut node, mut jobid) = (None, None, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("option {a} needs a value"))
+        };
+        match a.as_str() {
+            "--head" => head = Some(val()?),
+            "--node" => {
+                let v = val()?;
+                node = Some(
+                    v.parse::<u32>()
+                        .map_err(|_| format!("bad node index '{v}'"))?,
+                );
+            }
+            "--jobid" => jobid = Some(val()?),
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    match (head, node, jobid) {
+        (Some(head), Some(node), Some(jobid)) => Ok(DaemonArgs { head, node, jobid }),
+        _ => Err("--head, --node and --jobid are required".into()),
+    }
+}
+
+/// Read the job secret: `OXMPI_CTL_SECRET`, else the first line of stdin (read byte by byte
+/// so that nothing after it is consumed).
+fn read_secret() -> std::result::Result<Secret, String> {
+    if let Ok(hex) = std::env::var(SECRET_ENV) {
+        // Ranks must not inherit it.
+        std::env::remove_var(SECRET_ENV);
+        return Secret::from_hex(hex.trim()).map_err(|e| format!("bad {SECRET_ENV}: {e}"));
+    }
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    loop {
+        match sys::read_fd(0, &mut b) {
+            Ok(1) if b[0] != b'\n' && line.len() < 1024 => line.push(b[0]),
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("reading the job secret from stdin: {e}")),
+        }
+    }
+    let text = String::from_utf8_lossy(&line);
+    Secret::from_hex(text.trim()).map_err(|e| format!("bad job secret on stdin: {e}"))
+}
+
+fn dlog(text: &str) {
+    let line = format!(
+        "oxmpid[{}:{}]: {text}\n",
+        oxmpi_base::output::hostname(),
+        std::process::id()
+    );
+    let _ = sys::write_all_fd(2, line.as_bytes());
+}
+
+/// Connect and authenticate; returns the peer once the head accepted us.
+fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, String> {
+    let stream = TcpStream::connect(&args.head)
+        .map_err(|e| format!("connecting to the head at {}: {e}", args.head))?;
+    let nonce = random_nonce().map_err(|e| e.to_string())?;
+    let mut conn = Connection::client(Config::new(secret, args.jobid.clone()), args.node, nonce);
+    conn.on_connected();
+    let mut peer = Peer::new(stream, conn).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        peer.flush();
+        while let Some(ev) = peer.conn.poll_event() {
+            match ev {
+                Event::Authenticated { .. } => return Ok(peer),
+                Event::Dropped { reason } => {
+                    return Err(format!("the head at {} was rejected: {reason}", args.head))
+                }
+                Event::PeerClosed { .. } => {
+                    return Err(format!(
+                        "the head at {} closed the connection during authentication (wrong secret or job?)",
+                        args.head
+                    ))
+                }
+                Event::Message(_) => {}
+            }
+        }
+        if peer.closed {
+            return Err(format!("lost the connection to the head at {}", args.head));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("authentication with {} timed out", args.head));
+        }
+        let mut fds = [peer.pollfd()];
+        let _ = sys::poll(&mut fds, 1000);
+        if fds[0].revents != 0 {
+            peer.read(&mut buf);
+        }
+    }
+}
+
+/// The `oxmpid` program: a node daemon started by a launch agent (see the module
+/// documentation). Returns its exit status.
+pub fn oxmpid_main(args: Vec<String>) -> i32 {
+    sys::ensure_std_fds();
+    let args = match parse_daemon_args(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            dlog(&format!("{e}\n{OXMPID_USAGE}"));
+            return 2;
+        }
+    };
+    let secret = match read_secret() {
+        Ok(s) => s,
+        Err(e) => {
+            dlog(&e);
+            return 1;
+        }
+    };
+    let peer = match connect(&args, secret) {
+        Ok(p) => p,
+        Err(e) => {
+            dlog(&e);
+            return 1;
+        }
+    };
+    match run_daemon(peer, &args) {
+        Ok(code) => code,
+        Err(e) => {
+            dlog(&e.to_string());
+            1
+        }
+    }
+}
+
+fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
+    let sigfd = sys::install_signal_pipe().map_err(|e| RuntimeError::Os {
+        what: "installing signal handlers".into(),
+        source: e,
+    })?;
+    peer.send(&Msg::DaemonReady {
+        node: args.node,
+        host: oxmpi_base::output::hostname().to_string(),
+        pid: std::process::id(),
+        cpus: crate::topo::LocalTopology::detect().num_cores() as u32,
+    });
+    let mut buf = vec![0u8; 64 * 1024];
+    // Wait for the launch.
+    let spec = loop {
+        let mut got = None;
+        while let Some(ev) = peer.conn.poll_event() {
+            match ev {
+                Event::Message(Msg::Launch(l)) => got = Some(l),
+                Event::Message(Msg::Shutdown) => return Ok(0),
+                Event::Message(_) | Event::Authenticated { .. } => {}
+                Event::Dropped { .. } | Event::PeerClosed { .. } => {
+                    dlog("the head went away before the launch");
+                    return Ok(1);
+                }
+            }
+        }
+        if let Some(l) = got {
+            break l;
+        }
+        if peer.closed {
+            dlog("the head went away before the launch");
+            return Ok(1);
+        }
+        let mut fds = [peer.pollfd()];
+        let _ = sys::poll(&mut fds, 1000);
+        if fds[0].revents != 0 {
+            peer.read(&mut buf);
+        }
+        peer.flush();
+    };
+    let session = SessionDir::create()?;
+    let mut launch = NodeLaunch::from_ctl(spec);
+    let dir = session.path().display().to_string();
+    for p in &mut launch.procs {
+        // This node's own session directory (shared-memory files of its ranks).
+        p.env.push(("OXMPI_JOB_DIR".into(), dir.clone()));
+    }
+    let mut daemon = LocalDaemon::new(launch, true);
+    let mut code = 0;
+    if let Err(e) = daemon.launch() {
+        peer.send(&Msg::Error {
+            message: e.to_string(),
+        });
+        daemon.signal_running(libc::SIGKILL);
+    }
+    let mut kill_at: Option<Instant> = None;
+    let mut groups_killed_at: Option<Instant> = None;
+    let mut said_done = false;
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut dtoks = Vec::new();
+    loop {
+        while let Some(ev) = daemon.poll_event() {
+            let m = match ev {
+                DaemonEvent::RankExited {
+                    rank,
+                    pid,
+                    exit,
+                    missing_finalize,
+                } => Msg::RankExited {
+                    rank: rank as u32,
+                    pid: pid as u32,
+                    status: match exit {
+                        RankExit::Code(c) => ExitStatus::Code(c),
+                        RankExit::Signal(s) => ExitStatus::Signal(s),
+                    },
+                    missing_finalize,
+                },
+                DaemonEvent::Abort {
+                    rank,
+                    code,
+                    message,
+                    ..
+                } => Msg::PmiAbort {
+                    rank: rank.map_or(u32::MAX, |r| r as u32),
+                    code,
+                    message,
+                },
+                DaemonEvent::LaunchFailed { message, .. } => Msg::Error { message },
+                DaemonEvent::Output { rank, stream, data } => Msg::Io {
+                    rank: rank as u32,
+                    stream: if stream == 0 {
+                        IoStream::Stdout
+                    } else {
+                        IoStream::Stderr
+                    },
+                    data,
+                    eof: false,
+                },
+                DaemonEvent::FenceReady { epoch, puts } => Msg::FenceContribution { epoch, puts },
+                DaemonEvent::PmiError { rank, message } => {
+                    let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
+                    dlog(&format!("PMI protocol error from {who}: {message}"));
+                    continue;
+                }
+                DaemonEvent::OutputClosed { .. } | DaemonEvent::OtherChildExited { .. } => continue,
+            };
+            peer.send(&m);
+        }
+        let now = Instant::now();
+        if daemon.all_exited() {
+            if groups_killed_at.is_none() {
+                daemon.kill_all_groups();
+                groups_killed_at = Some(now);
+            }
+            let drain_over =
+                groups_killed_at.is_some_and(|t| now.duration_since(t) >= crate::job::DRAIN_GRACE);
+            if !said_done && (daemon.all_drained() || drain_over) {
+                peer.send(&Msg::Shutdown);
+                said_done = true;
+            }
+        }
+        if kill_at.is_some_and(|t| now >= t) {
+            daemon.signal_running(libc::SIGKILL);
+            kill_at = None;
+        }
+        // Control messages.
+        let mut head_gone = peer.closed;
+        while let Some(ev) = peer.conn.poll_event() {
+            match ev {
+                Event::Message(Msg::FenceRelease { epoch, puts }) => {
+                    daemon.fence_complete(epoch, puts)
+                }
+                Event::Message(Msg::Signal { signal }) => {
+                    verbose!(ERRMGR, 10, "errmgr: head asks for signal {signal}");
+                    daemon.signal_running(signal);
+                    if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 && kill_at.is_none() {
+                        kill_at = Some(Instant::now() + crate::job::KILL_GRACE);
+                    }
+                }
+                Event::Message(Msg::Abort { code: c, reason }) => {
+                    verbose!(ERRMGR, 10, "errmgr: head aborts the job ({c}): {reason}");
+                    daemon.signal_running(libc::SIGTERM);
+                    kill_at = Some(Instant::now() + crate::job::KILL_GRACE);
+                }
+                Event::Message(Msg::Shutdown) => {
+                    daemon.kill_all_groups();
+                    if !daemon.all_exited() {
+                        code = 1;
+                    }
+                    peer.flush();
+                    return Ok(code);
+                }
+                Event::Message(_) | Event::Authenticated { .. } => {}
+                Event::Dropped { .. } | Event::PeerClosed { .. } => head_gone = true,
+            }
+        }
+        if head_gone {
+            // The head died: leave nothing behind.
+            dlog("lost the connection to the head; killing this node's ranks");
+            daemon.kill_all_groups();
+            drop(session);
+            return Ok(1);
+        }
+        fds.clear();
+        dtoks.clear();
+        fds.push(libc::pollfd {
+            fd: sigfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        fds.push(peer.pollfd());
+        daemon.poll_fds(&mut fds, &mut dtoks);
+        let wake = [
+            kill_at,
+            groups_killed_at.map(|t| t + crate::job::DRAIN_GRACE),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let timeout_ms = wake.map_or(1000, |w| {
+            let d = w.saturating_duration_since(Instant::now());
+            (d.as_millis().min(1000) as i32).saturating_add(1)
+        });
+        match sys::poll(&mut fds, timeout_ms) {
+            Err(_) => continue,
+            Ok(0) => daemon.reap(),
+            Ok(_) => {}
+        }
+        for (k, pfd) in fds.iter().enumerate() {
+            if pfd.revents == 0 {
+                continue;
+            }
+            match k {
+                0 => {
+                    let mut b = [0u8; 64];
+                    let mut chld = false;
+                    while let Ok(n) = sys::read_fd(sigfd.as_raw_fd(), &mut b) {
+                        if n == 0 {
+                            break;
+                        }
+                        for &s in &b[..n] {
+                            let sig = i32::from(s);
+                            if sig == libc::SIGCHLD {
+                                chld = true;
+                            } else if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
+                                daemon.signal_running(sig);
+                            } else {
+                                // SIGHUP from a dying ssh, SIGTERM from srun, ...
+                                dlog(&format!(
+                                    "received signal {sig} ({}); killing this node's ranks",
+                                    sys::signal_name(sig)
+                                ));
+                                daemon.kill_all_groups();
+                                code = 128 + sig;
+                                kill_at = None;
+                            }
+                        }
+                    }
+                    if chld {
+                        daemon.reap();
+                    }
+                }
+                1 => {
+                    if pfd.revents & libc::POLLOUT != 0 {
+                        peer.flush();
+                    }
+                    if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                        peer.read(&mut buf);
+                    }
+                }
+                _ => daemon.on_ready(dtoks[k - 2], pfd.revents),
+            }
+        }
+    }
+}
