@@ -1,6 +1,8 @@
 //! Ping-pong latency/bandwidth through the engine API (run with 2 ranks, e.g.
 //! `mpiexec.hydra -n 2 target/release/examples/engine_pingpong`). Prints one-way latency per
-//! size on rank 0.
+//! size on rank 0. Optional arguments: `MAX_BYTES` (default 4 MiB) and `ROUND_TRIPS` per sample
+//! for small sizes (default 100), e.g. `engine_pingpong 8 1000` for a short run under
+//! `valgrind --tool=callgrind`.
 
 use oxmpi_engine::{init, CommId, SendMode, ThreadLevel};
 use std::time::Instant;
@@ -11,13 +13,21 @@ fn main() {
     let me = e.rank();
     let peer = 1 - me;
     let w = CommId(0);
-    let max = 4 << 20;
+    let mut args = std::env::args().skip(1);
+    let max: usize = args
+        .next()
+        .map_or(4 << 20, |a| a.parse().expect("MAX_BYTES"));
+    let small_per: usize = args.next().map_or(100, |a| a.parse().expect("ROUND_TRIPS"));
     let sbuf = vec![1u8; max];
     let mut rbuf = vec![0u8; max];
     let mut len = 0usize;
     while len <= max {
         // Samples of `per` round trips; the median sample resists descheduling spikes.
-        let (samples, per) = if len < 65536 { (200, 100) } else { (21, 4) };
+        let (samples, per) = if len < 65536 {
+            (200, small_per)
+        } else {
+            (21, 4)
+        };
         let mut one_way = Vec::with_capacity(samples);
         for s in 0..samples + 2 {
             let t0 = Instant::now();

@@ -80,6 +80,9 @@ struct CtxQueues<R, M> {
     posted_src: HashMap<i32, VecDeque<Posted<R>>>,
     posted_any: VecDeque<Posted<R>>,
     unexpected: HashMap<i32, VecDeque<Unexpected<M>>>,
+    /// Number of queued unexpected messages (all bins), so a post skips the search when
+    /// there are none (the common case).
+    n_unexpected: usize,
 }
 
 impl<R, M> Default for CtxQueues<R, M> {
@@ -88,7 +91,41 @@ impl<R, M> Default for CtxQueues<R, M> {
             posted_src: HashMap::default(),
             posted_any: VecDeque::new(),
             unexpected: HashMap::default(),
+            n_unexpected: 0,
         }
+    }
+}
+
+impl<R, M> CtxQueues<R, M> {
+    /// The earliest unexpected message matching `(src, tag)`: its source bin and index.
+    fn find_unexpected(&self, src: i32, tag: i32) -> Option<(i32, usize)> {
+        if self.n_unexpected == 0 {
+            return None;
+        }
+        if src == ANY_SOURCE {
+            let mut best: Option<(u64, i32, usize)> = None;
+            for (&s, bin) in &self.unexpected {
+                if let Some(i) = bin.iter().position(|u| tag_matches(tag, u.tag)) {
+                    let seq = bin[i].seq;
+                    if best.is_none_or(|(b, _, _)| seq < b) {
+                        best = Some((seq, s, i));
+                    }
+                }
+            }
+            best.map(|(_, s, i)| (s, i))
+        } else {
+            let bin = self.unexpected.get(&src)?;
+            bin.iter()
+                .position(|u| tag_matches(tag, u.tag))
+                .map(|i| (src, i))
+        }
+    }
+
+    /// Removes the unexpected message at `(s, i)` (as found by `find_unexpected`).
+    fn remove_unexpected(&mut self, s: i32, i: usize) -> Option<Unexpected<M>> {
+        let u = self.unexpected.get_mut(&s)?.remove(i)?;
+        self.n_unexpected -= 1;
+        Some(u)
     }
 }
 
@@ -130,35 +167,27 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Finds the earliest unexpected message on `ctx` matching `(src, tag)`; returns its source
     /// bin and index in that bin.
     fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<(i32, usize)> {
-        let q = self.ctxs.get(&ctx)?;
-        if src == ANY_SOURCE {
-            let mut best: Option<(u64, i32, usize)> = None;
-            for (&s, bin) in &q.unexpected {
-                if let Some(i) = bin.iter().position(|u| tag_matches(tag, u.tag)) {
-                    let seq = bin[i].seq;
-                    if best.is_none_or(|(b, _, _)| seq < b) {
-                        best = Some((seq, s, i));
-                    }
-                }
-            }
-            best.map(|(_, s, i)| (s, i))
-        } else {
-            let bin = q.unexpected.get(&src)?;
-            bin.iter()
-                .position(|u| tag_matches(tag, u.tag))
-                .map(|i| (src, i))
-        }
+        self.ctxs.get(&ctx)?.find_unexpected(src, tag)
     }
 
     /// Posts a receive. If an unexpected message matches, it is removed and returned with its
     /// envelope (the receive is then *not* queued); otherwise the receive is queued and `None`
     /// is returned.
     pub fn post(&mut self, ctx: u32, src: i32, tag: i32, req: R) -> Option<(Envelope, M)> {
-        if let Some(found) = self.take_unexpected(ctx, src, tag) {
-            return Some(found);
-        }
-        let seq = self.next_seq();
+        self.seq += 1;
+        let seq = self.seq;
         let q = self.ctxs.entry(ctx).or_default();
+        if let Some((s, i)) = q.find_unexpected(src, tag) {
+            let u = q.remove_unexpected(s, i)?;
+            return Some((
+                Envelope {
+                    ctx,
+                    src: s,
+                    tag: u.tag,
+                },
+                u.msg,
+            ));
+        }
         let p = Posted { seq, src, tag, req };
         if src == ANY_SOURCE {
             q.posted_any.push_back(p);
@@ -173,37 +202,32 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// [`Matcher::push_unexpected`] before handling any other arrival or post on this context.
     pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
         let q = self.ctxs.get_mut(&env.ctx)?;
-        let specific = q
-            .posted_src
-            .get(&env.src)
-            .and_then(|bin| bin.iter().position(|p| tag_matches(p.tag, env.tag)));
-        let wild = q
-            .posted_any
-            .iter()
-            .position(|p| tag_matches(p.tag, env.tag));
-        let take_specific = match (specific, wild) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(i), Some(j)) => q.posted_src[&env.src][i].seq < q.posted_any[j].seq,
-        };
-        if take_specific {
-            // Empty bins are kept (one per source at most) so that the next post does not
-            // allocate again.
-            let bin = q.posted_src.get_mut(&env.src)?;
-            bin.remove(specific?).map(|p| p.req)
+        let wild = if q.posted_any.is_empty() {
+            None
         } else {
-            q.posted_any.remove(wild?).map(|p| p.req)
+            q.posted_any
+                .iter()
+                .position(|p| tag_matches(p.tag, env.tag))
+        };
+        // Empty bins are kept (one per source at most) so that the next post does not
+        // allocate again.
+        if let Some(bin) = q.posted_src.get_mut(&env.src) {
+            if let Some(i) = bin.iter().position(|p| tag_matches(p.tag, env.tag)) {
+                let take_specific = wild.is_none_or(|j| bin[i].seq < q.posted_any[j].seq);
+                if take_specific {
+                    return bin.remove(i).map(|p| p.req);
+                }
+            }
         }
+        q.posted_any.remove(wild?).map(|p| p.req)
     }
 
     /// Queues a message that matched no posted receive.
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();
-        self.ctxs
-            .entry(env.ctx)
-            .or_default()
-            .unexpected
+        let q = self.ctxs.entry(env.ctx).or_default();
+        q.n_unexpected += 1;
+        q.unexpected
             .entry(env.src)
             .or_default()
             .push_back(Unexpected {
@@ -230,10 +254,9 @@ impl<R: PartialEq, M> Matcher<R, M> {
 
     /// Like `MPI_Improbe`: removes and returns the message a receive `(src, tag)` would take.
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, M)> {
-        let (s, i) = self.find_unexpected(ctx, src, tag)?;
         let q = self.ctxs.get_mut(&ctx)?;
-        let bin = q.unexpected.get_mut(&s)?;
-        let u = bin.remove(i)?;
+        let (s, i) = q.find_unexpected(src, tag)?;
+        let u = q.remove_unexpected(s, i)?;
         Some((
             Envelope {
                 ctx,
