@@ -730,7 +730,7 @@ fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, Strin
             match ev {
                 Event::Authenticated { .. } => return Ok(peer),
                 Event::Dropped { reason } => {
-                    return Err(format!("the head at {} was rejected: {reason}", args.head))
+                    return Err(format!("authentication with the head at {} failed, connection dropped: {reason}", args.head))
                 }
                 Event::PeerClosed { .. } => {
                     return Err(format!(

@@ -1,0 +1,345 @@
+//! Jobs over several nodes, simulated on one machine: `--host a:2,b:2` with
+//! `--mca plm_rsh_agent <script>` where the script ignores the host and runs the daemon
+//! command here, so each "node" is one `oxmpid` (or `mpirun --oxmpid`) process connected to
+//! the head over the authenticated control channel. Checks MPI jobs (PMI fences across
+//! daemons), IO forwarding, failures on a remote node, rejection of wrong secrets and
+//! garbage peers, and that nothing is left behind (processes through /proc, job directories
+//! through a private TMPDIR).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Scratch {
+    dir: PathBuf,
+    mark: String,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The fake agent: drop the host argument, run the rest here.
+const LOCAL_AGENT: &str = "#!/bin/sh\nshift\nexec \"$@\"\n";
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let mark = format!("oxmpimn{}x{n}x{name}", std::process::id());
+        let dir = std::env::temp_dir().join(&mark);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        Scratch { dir, mark }
+    }
+
+    /// Write an executable agent script; returns its path.
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn mpirun_at(&self, exe: &Path) -> Command {
+        let mut c = Command::new(exe);
+        c.env("TMPDIR", self.dir.join("tmp"))
+            .env("OXMPI_TEST_MARK", &self.mark)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `mpirun` (this build) with `agent` as launch agent; checks nothing is left.
+    fn run_with(&self, exe: &Path, agent: &Path, args: &[&str]) -> Output {
+        let out = self
+            .mpirun_at(exe)
+            .arg("--mca")
+            .arg("plm_rsh_agent")
+            .arg(agent)
+            .args(args)
+            .output()
+            .unwrap();
+        self.assert_clean();
+        out
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let agent = self.script("agent.sh", LOCAL_AGENT);
+        self.run_with(Path::new(env!("CARGO_BIN_EXE_mpirun")), &agent, args)
+    }
+
+    fn leftovers(&self) -> Vec<String> {
+        let needle = format!("OXMPI_TEST_MARK={}", self.mark);
+        let me = std::process::id().to_string();
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
+                continue;
+            }
+            let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+                found.push(format!("{name}: {}", cmd.replace('\0', " ")));
+            }
+        }
+        found
+    }
+
+    fn assert_clean(&self) {
+        let left = self.leftovers();
+        assert!(
+            left.is_empty(),
+            "processes of the job left behind: {left:?}"
+        );
+        let dirs: Vec<_> = std::fs::read_dir(self.dir.join("tmp"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(dirs.is_empty(), "job directory left behind: {dirs:?}");
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn build(compiler: &Path, dir: &Path, progs: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let out = dir.join("bin");
+    std::fs::create_dir_all(&out).unwrap();
+    for p in progs {
+        let st = Command::new(compiler)
+            .arg("-o")
+            .arg(out.join(p))
+            .arg(src.join(format!("{p}.c")))
+            .status()
+            .unwrap_or_else(|e| panic!("{} could not be run: {e}", compiler.display()));
+        assert!(st.success(), "{} failed for {p}.c", compiler.display());
+    }
+    out
+}
+
+fn hello_lines(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|r| format!("hello from rank {r} of {n}"))
+        .collect()
+}
+
+/// Check hello, ring and allreduce over two daemon-only nodes and over the head's node plus
+/// one remote node.
+fn check_mpi_programs(run: &dyn Fn(&[&str]) -> Output, bin: &Path, with_allreduce: bool) {
+    let local = format!("{}:2,b:2", hostname());
+    for hosts in ["a:2,b:2", local.as_str()] {
+        let hello = bin.join("hello");
+        let o = run(&["--host", hosts, "-n", "4", hello.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{hosts}: {}", stderr(&o));
+        assert_eq!(sorted_lines(&stdout(&o)), hello_lines(4), "{hosts}");
+        let ring = bin.join("ring");
+        let o = run(&["--host", hosts, "-n", "4", ring.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{hosts}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "ring total 18\n", "{hosts}");
+        if with_allreduce {
+            let ar = bin.join("allreduce");
+            let o = run(&["--host", hosts, "-n", "4", ar.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(0), "{hosts}: {}", stderr(&o));
+            let want: Vec<String> = (0..4).map(|r| format!("rank {r} sum 10")).collect();
+            assert_eq!(sorted_lines(&stdout(&o)), want, "{hosts}");
+        }
+    }
+}
+
+/// Debian's MPICH (PMI-1 over PMI_FD; its nemesis transports between the "nodes") across
+/// two daemons: the fences of MPI_Init go through the head.
+#[test]
+fn mpich_programs_across_two_nodes() {
+    let s = Scratch::new("mpich");
+    let bin = build(
+        Path::new("mpicc.mpich"),
+        &s.dir,
+        &["hello", "ring", "allreduce", "abort"],
+    );
+    check_mpi_programs(&|a| s.run(a), &bin, true);
+    // MPI_Abort on a remote node (rank 1 is on node a) ends the job with its code.
+    let abort = bin.join("abort");
+    let o = s.run(&["--host", "a:2,b:2", "-n", "4", abort.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rank 1 on host a called abort with exit code 7"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Our own MPI library (built with our mpicc from the installed prefix) across two daemons.
+/// The fake nodes share this host, so the engine's shared-memory transport connects them.
+#[test]
+fn oxmpi_programs_across_two_nodes() {
+    let prefix = std::env::var_os("OXMPI_TEST_PREFIX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "OXMPI_TEST_PREFIX is not set: this test needs an installed oxmpi prefix \
+             (run `cargo xtask test`, or `cargo xtask install --debug --prefix DIR` and set \
+             OXMPI_TEST_PREFIX=DIR)"
+            )
+        });
+    let s = Scratch::new("oxmpi");
+    let bin = build(&prefix.join("bin/mpicc"), &s.dir, &["hello", "ring"]);
+    let agent = s.script("agent.sh", LOCAL_AGENT);
+    let mpirun = prefix.join("bin/mpirun");
+    check_mpi_programs(&|a| s.run_with(&mpirun, &agent, a), &bin, false);
+}
+
+/// Every line of every rank arrives exactly once and whole, with the tag of its rank.
+#[test]
+fn output_is_forwarded_exactly_once() {
+    let s = Scratch::new("iof");
+    let script = "i=0; while [ $i -lt 3000 ]; do echo \"line $OMPI_COMM_WORLD_RANK $i\"; \
+                  echo \"err $OMPI_COMM_WORLD_RANK $i\" >&2; i=$((i+1)); done";
+    let o = s.run(&[
+        "--host",
+        "a:2,b:2",
+        "-n",
+        "4",
+        "--tag-output",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut want = Vec::new();
+    for r in 0..4 {
+        for i in 0..3000 {
+            want.push(format!("[1,{r}]<stdout>:line {r} {i}"));
+        }
+    }
+    want.sort();
+    assert_eq!(sorted_lines(&stdout(&o)), want);
+    let errs: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.contains("<stderr>:"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(errs.len(), 4 * 3000);
+    // Per-rank order is kept.
+    for r in 0..4 {
+        let seq: Vec<&String> = errs
+            .iter()
+            .filter(|l| l.starts_with(&format!("[1,{r}]")))
+            .collect();
+        for (i, l) in seq.iter().enumerate() {
+            assert_eq!(**l, format!("[1,{r}]<stderr>:err {r} {i}"));
+        }
+    }
+}
+
+/// A rank killed on a remote node ends the job with 128+9 and names rank, pid and host;
+/// a non-zero exit gives that status.
+#[test]
+fn remote_rank_failure_ends_the_job() {
+    let s = Scratch::new("fail");
+    let o = s.run(&[
+        "--host",
+        "a:2,b:2",
+        "-n",
+        "4",
+        "sh",
+        "-c",
+        "if [ $OMPI_COMM_WORLD_RANK = 3 ]; then kill -9 $$; fi; sleep 60",
+    ]);
+    assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("rank 3 (pid "), "{err}");
+    assert!(
+        err.contains("on host b exited on signal 9 (Killed)"),
+        "{err}"
+    );
+    let o = s.run(&[
+        "--host",
+        "a:2,b:2",
+        "-n",
+        "4",
+        "sh",
+        "-c",
+        "if [ $OMPI_COMM_WORLD_RANK = 2 ]; then exit 5; fi; sleep 60",
+    ]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("on host b exited with status 5"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A daemon that presents the wrong secret is rejected by the head (logged), never gets a
+/// launch, and the job fails cleanly.
+#[test]
+fn wrong_secret_is_rejected() {
+    let s = Scratch::new("secret");
+    let bad = "ab".repeat(32);
+    let agent = s.script(
+        "bad-agent.sh",
+        &format!("#!/bin/sh\nshift\nread secret\necho {bad} | exec \"$@\"\n"),
+    );
+    let o = s.run_with(
+        Path::new(env!("CARGO_BIN_EXE_mpirun")),
+        &agent,
+        &["--host", "a:1,b:1", "-n", "2", "sh", "-c", "echo ran"],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "", "a rank ran: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("dropped a control connection"), "{err}");
+    assert!(err.contains("authentication failed"), "{err}");
+    assert!(err.contains("never connected back"), "{err}");
+}
+
+/// Garbage sent to the head's control port is dropped and logged; the job still runs.
+#[test]
+fn garbage_peer_is_dropped() {
+    let s = Scratch::new("garbage");
+    // The agent first sends junk to the head's address (`--head HOST:PORT` argument).
+    let agent = s.script(
+        "junk-agent.sh",
+        "#!/bin/bash\nshift\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --head ] && head=$a; \
+         prev=$a; done\nexec 3<>/dev/tcp/${head%:*}/${head##*:} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
+         && sleep 0.2; exec 3>&-\nexec \"$@\"\n",
+    );
+    let o = s.run_with(
+        Path::new(env!("CARGO_BIN_EXE_mpirun")),
+        &agent,
+        &["--host", "a:1,b:1", "-n", "2", "sh", "-c", "echo ran"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "ran\nran\n");
+    assert!(
+        stderr(&o).contains("dropped a control connection"),
+        "{}",
+        stderr(&o)
+    );
+}
