@@ -262,11 +262,19 @@ impl Engine {
         if st.cma {
             sys::allow_ptracer_any();
         }
-        let sel = oxmpi_base::params::with_global(|r| r.get_selection("btl"))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let use_sm = sel.allows("sm");
+        // The btl selection list (`btl=self,sm`, `btl=^sm`): a requested component that is
+        // not compiled in stops every rank here, before any exchange, with Open MPI's
+        // "A requested component was not found" naming host, framework and what exists.
+        use oxmpi_base::select::{select_global, Candidate};
+        let btls = select_global(
+            "btl",
+            &[Candidate::available("self"), Candidate::available("sm")],
+        )
+        .map_err(|e| Error::Bootstrap {
+            rank,
+            msg: e.to_string(),
+        })?;
+        let use_sm = btls.components.contains(&"sm");
         let mut local_ranks = 1;
         if size > 1 {
             local_ranks = st.connect(&mut *boot, ring_cap, use_sm)?;
@@ -695,24 +703,44 @@ impl Engine {
 
     /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,
     /// and checks peers for liveness now and then.
+    ///
+    /// `f` is tried once before the first poll (a request that is already complete, such as
+    /// an eager send, returns without touching the transports). Below
+    /// [`ThreadLevel::Multiple`] no other thread may call in concurrently, so the lock is held
+    /// across up to [`HOLD_SPINS`] polls instead of being taken for each; with
+    /// `MPI_THREAD_MULTIPLE` it is released after every poll so other threads get in.
     fn wait_until<T>(&self, mut f: impl FnMut(&mut State) -> Option<T>) -> T {
+        let hold = if self.thread_level == ThreadLevel::Multiple {
+            1
+        } else {
+            HOLD_SPINS
+        };
         let mut spins: u32 = 0;
+        let mut st = self.lock();
+        if let Some(v) = f(&mut st) {
+            return v;
+        }
         loop {
-            {
-                let mut st = self.lock();
-                st.progress();
+            st.progress();
+            if let Some(v) = f(&mut st) {
+                return v;
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 1024 == 0 {
+                st.check_peers();
                 if let Some(v) = f(&mut st) {
                     return v;
                 }
-                spins = spins.wrapping_add(1);
-                if spins % 1024 == 0 {
-                    st.check_peers();
-                    if let Some(v) = f(&mut st) {
-                        return v;
-                    }
-                }
             }
-            if self.yield_when_idle {
+            if spins % hold == 0 {
+                drop(st);
+                if self.yield_when_idle {
+                    sys::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                st = self.lock();
+            } else if self.yield_when_idle {
                 sys::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -720,6 +748,9 @@ impl Engine {
         }
     }
 }
+
+/// Polls a blocking call makes under one lock acquisition below `MPI_THREAD_MULTIPLE`.
+const HOLD_SPINS: u32 = 1024;
 
 fn bad_request() -> Status {
     Status {
