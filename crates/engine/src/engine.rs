@@ -992,6 +992,7 @@ impl State {
         self.finish(id);
     }
 
+    #[inline]
     fn take_done(&mut self, r: ReqId) -> Option<Status> {
         match self.reqs.get(r.0) {
             Some(q) if matches!(q.state, ReqState::Done) => self.reqs.remove(r.0).map(|q| q.status),
@@ -1300,11 +1301,14 @@ impl State {
     /// One progress pass: drain inbound links, flush outbound queues.
     fn progress(&mut self) {
         for p in 0..self.peers.len() {
-            if self.peers[p].link.is_some() {
+            let Some(link) = self.peers[p].link.as_ref() else {
+                continue;
+            };
+            if link.ready() {
                 self.drain(p);
-                if !self.peers[p].outq.is_empty() {
-                    self.flush(p);
-                }
+            }
+            if !self.peers[p].outq.is_empty() {
+                self.flush(p);
             }
         }
     }
