@@ -504,11 +504,11 @@ fn bad_values_stop_the_launch() {
 }
 
 #[test]
-#[ignore = "gap: the engine does not call oxmpi_base::select::select for the btl framework"]
 fn unknown_component_is_reported() {
     let s = Scratch::new(false);
     let run = s.mpirun(&["--mca", "btl", "foo"], &[]);
     assert_ne!(run.code, 0);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert!(
         run.stderr.contains("A requested component was not found")
             && run.stderr.contains("framework btl, component foo")
