@@ -32,9 +32,13 @@
 //! `mpirun` builds the global registry itself with its `--mca` pairs and `--tune` files
 //! ([`params::init_global`] with a [`params::Sources`]), then gives its children
 //! [`params::Registry::child_env`] (plus `OXMPI_PREFIX`), so ranks resolve the same values and
-//! know they came from the command line. Processes call [`output::report_problems`] once all
-//! their parameters are registered, and [`output::set_process_name`] once they know their
-//! job id and rank.
+//! know they came from the command line. [`params::register_global`] prints the values it had
+//! to ignore (locked by the override file, read-only). Processes call
+//! [`output::report_problems`] once all their parameters are registered (it warns about
+//! `OXMPI_MCA_` names nobody registered, so only a process that registers every parameter it
+//! may be given should call it). A framework picks its components with
+//! [`select::select_global`]. Verbose lines of a rank started by `mpirun` carry `[jobid,rank]`
+//! from its environment; [`output::set_process_name`] sets it explicitly.
 #![warn(missing_docs)]
 
 pub mod hostlist;
