@@ -139,6 +139,22 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .current_dir(&root)
         .env("OXMPI_TEST_PREFIX", &prefix)
         .args(["test", "--workspace", "--no-fail-fast"]))?;
+    // The benchmark harness end to end in smoke mode: it checks that the harness works,
+    // never that a number is reached.
+    run(cargo()
+        .current_dir(&root)
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "oxmpi-bench",
+            "--",
+            "--smoke",
+            "--no-mpi4py",
+            "--oxmpi-prefix",
+        ])
+        .arg(&prefix))?;
     // The shared-memory ring under the loom model checker (its own target dir: --cfg loom
     // changes every crate's build).
     run(cargo()
