@@ -343,3 +343,84 @@ fn garbage_peer_is_dropped() {
         stderr(&o)
     );
 }
+
+/// Start `mpirun` over two fake nodes with ranks that print `up` then sleep; returns the
+/// child once every rank is up.
+fn start_sleepers(
+    s: &Scratch,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let agent = s.script("agent.sh", LOCAL_AGENT);
+    let mut child = s
+        .mpirun_at(Path::new(env!("CARGO_BIN_EXE_mpirun")))
+        .arg("--mca")
+        .arg("plm_rsh_agent")
+        .arg(&agent)
+        .args([
+            "--host",
+            "a:2,b:2",
+            "-n",
+            "4",
+            "sh",
+            "-c",
+            "echo up; exec sleep 60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..4 {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "up\n");
+    }
+    (child, out)
+}
+
+/// SIGINT to mpirun is forwarded to the remote ranks; the job ends with 128+2 and nothing
+/// is left on any node.
+#[test]
+fn sigint_tears_down_remote_ranks() {
+    let s = Scratch::new("sigint");
+    let (mut child, _out) = start_sleepers(&s);
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    s.assert_clean();
+}
+
+/// If the head dies without a word (SIGKILL), each daemon notices the closed control
+/// connection, kills its ranks and removes its job directory.
+#[test]
+fn daemons_clean_up_when_the_head_dies() {
+    let s = Scratch::new("headdeath");
+    let (mut child, _out) = start_sleepers(&s);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The daemons react to end of stream on their connection; wait for them (bounded).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !s.leftovers().is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(s.leftovers().is_empty(), "left behind: {:?}", s.leftovers());
+    // Only the head's own job directory may remain (it was killed); the daemons' are gone.
+    let dirs: Vec<_> = std::fs::read_dir(s.dir.join("tmp"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let head = format!("-{}-", child.id());
+    assert!(
+        dirs.iter().all(|d| d.contains(&head)),
+        "daemon job directories left: {dirs:?}"
+    );
+}

@@ -859,3 +859,51 @@ impl LocalDaemon {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_launch_survives_the_control_channel() {
+        let l = NodeLaunch {
+            jobid: "oxmpi-1.0".into(),
+            host: "n1".into(),
+            size: 4,
+            universe_size: 8,
+            appnums: vec![0, 0, 1, 1],
+            process_mapping: "(vector,(0,2,2))".into(),
+            distributed: true,
+            tag_output: true,
+            prepend_rank: false,
+            timestamp_output: true,
+            output_dir: Some(PathBuf::from("out")),
+            procs: vec![
+                NodeProc {
+                    rank: 2,
+                    program: PathBuf::from("/bin/b"),
+                    argv: vec!["b".into(), "-x".into()],
+                    env: vec![("K".into(), "V".into())],
+                    cwd: Some(PathBuf::from("/tmp")),
+                    cpus: Some(vec![1, 3]),
+                    stdin: true,
+                },
+                NodeProc {
+                    rank: 3,
+                    program: PathBuf::from("/bin/b"),
+                    argv: vec!["b".into()],
+                    env: vec![],
+                    cwd: None,
+                    cpus: None,
+                    stdin: false,
+                },
+            ],
+        };
+        let bytes = oxmpi_wire::ctl::Msg::Launch(l.to_ctl()).encode();
+        let oxmpi_wire::ctl::Msg::Launch(back) = oxmpi_wire::ctl::Msg::decode(&bytes).unwrap()
+        else {
+            panic!("not a launch")
+        };
+        assert_eq!(NodeLaunch::from_ctl(back), l);
+    }
+}

@@ -120,6 +120,62 @@ pub fn mca_value(cmdline: &[(String, String)], name: &str) -> Option<String> {
         .or_else(|| std::env::var(format!("OMPI_MCA_{name}")).ok())
 }
 
+/// Sans-IO gathering of PMI fence contributions across daemons: each fence epoch is
+/// released once every participating daemon contributed, with the union of their pairs (in
+/// contribution order). Daemons that go away stop counting.
+#[derive(Debug, Default)]
+pub struct FenceGather {
+    participants: usize,
+    /// Epoch → (contributions, pairs).
+    pending: BTreeMap<u64, (usize, Vec<(String, String)>)>,
+}
+
+impl FenceGather {
+    /// Gathering over `participants` daemons.
+    pub fn new(participants: usize) -> Self {
+        FenceGather {
+            participants,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// One daemon's contribution to `epoch`; returns the fences released by it (in epoch
+    /// order).
+    pub fn contribute(
+        &mut self,
+        epoch: u64,
+        puts: Vec<(String, String)>,
+    ) -> Vec<(u64, Vec<(String, String)>)> {
+        let e = self.pending.entry(epoch).or_default();
+        e.0 += 1;
+        e.1.extend(puts);
+        self.released()
+    }
+
+    /// A daemon left (it will not contribute any more); returns fences released by that.
+    pub fn leave(&mut self) -> Vec<(u64, Vec<(String, String)>)> {
+        self.participants = self.participants.saturating_sub(1);
+        self.released()
+    }
+
+    /// Daemons still taking part.
+    pub fn participants(&self) -> usize {
+        self.participants
+    }
+
+    fn released(&mut self) -> Vec<(u64, Vec<(String, String)>)> {
+        let mut out = Vec::new();
+        while let Some(e) = self.pending.first_entry() {
+            if e.get().0 < self.participants {
+                break;
+            }
+            let (epoch, (_, puts)) = e.remove_entry();
+            out.push((epoch, puts));
+        }
+        out
+    }
+}
+
 /// A remote node as the head sees it.
 struct RemoteNode {
     /// Node index in the allocation (the id the daemon announces).
@@ -161,10 +217,8 @@ pub struct Remotes {
     cfg: Config,
     nodes: Vec<RemoteNode>,
     pending: Vec<Peer>,
-    /// Fence epoch → (contributions, union of pairs).
-    fences: BTreeMap<u64, (usize, Vec<(String, String)>)>,
-    /// Daemons taking part in fences (remote nodes plus the head's own, if it has ranks).
-    participants: usize,
+    /// Fences across the remote daemons and the head's own (if it has ranks).
+    fences: FenceGather,
     events: Vec<RemoteEvent>,
     released: Vec<(u64, Vec<(String, String)>)>,
     buf: Vec<u8>,
@@ -221,8 +275,7 @@ impl Remotes {
             cfg,
             nodes: Vec::new(),
             pending: Vec::new(),
-            fences: BTreeMap::new(),
-            participants,
+            fences: FenceGather::new(participants),
             events: Vec::new(),
             released: Vec::new(),
             buf: vec![0u8; 64 * 1024],
@@ -430,8 +483,8 @@ impl Remotes {
             n.running.clear();
         }
         // A lost node no longer takes part in fences.
-        self.participants = self.participants.saturating_sub(1);
-        self.try_release_fences();
+        let released = self.fences.leave();
+        self.release(released);
     }
 
     fn on_msg(&mut self, i: usize, m: Msg) {
@@ -505,23 +558,17 @@ impl Remotes {
     /// A fence contribution of the head's own daemon or of a remote one; released fences
     /// are sent to the remote daemons and kept for [`Remotes::take_released`].
     pub fn contribute(&mut self, epoch: u64, puts: Vec<(String, String)>) {
-        let e = self.fences.entry(epoch).or_default();
-        e.0 += 1;
-        e.1.extend(puts);
-        self.try_release_fences();
+        let released = self.fences.contribute(epoch, puts);
+        self.release(released);
     }
 
-    fn try_release_fences(&mut self) {
-        while let Some((&epoch, (count, _))) = self.fences.iter().next() {
-            if *count < self.participants {
-                return;
-            }
-            let (_, puts) = self.fences.remove(&epoch).unwrap_or_default();
+    fn release(&mut self, released: Vec<(u64, Vec<(String, String)>)>) {
+        for (epoch, puts) in released {
             verbose!(
                 crate::streams::PMI,
                 20,
                 "pmi: fence {epoch} complete across {} daemon(s), {} pair(s)",
-                self.participants,
+                self.fences.participants(),
                 puts.len()
             );
             for n in &mut self.nodes {
@@ -1022,5 +1069,56 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 _ => daemon.on_ready(dtoks[k - 2], pfd.revents),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn fences_release_when_every_daemon_contributed() {
+        let mut g = FenceGather::new(3);
+        assert!(g.contribute(0, vec![kv("a", "1")]).is_empty());
+        assert!(g.contribute(0, vec![]).is_empty());
+        let r = g.contribute(0, vec![kv("c", "3")]);
+        assert_eq!(r, vec![(0, vec![kv("a", "1"), kv("c", "3")])]);
+        // A daemon ahead on the next epoch waits for the others.
+        assert!(g.contribute(1, vec![kv("x", "9")]).is_empty());
+        assert!(g.contribute(1, vec![]).is_empty());
+        // The third daemon goes away: the fence completes without it.
+        assert_eq!(g.leave(), vec![(1, vec![kv("x", "9")])]);
+        assert_eq!(g.participants(), 2);
+        assert!(g.contribute(2, vec![]).is_empty());
+        assert_eq!(g.contribute(2, vec![]).len(), 1);
+    }
+
+    #[test]
+    fn daemon_arguments() {
+        let args =
+            |v: &[&str]| parse_daemon_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            args(&["--head", "h:1", "--node", "2", "--jobid", "j"]).unwrap(),
+            DaemonArgs {
+                head: "h:1".into(),
+                node: 2,
+                jobid: "j".into()
+            }
+        );
+        assert!(args(&["--head", "h:1", "--node", "x", "--jobid", "j"]).is_err());
+        assert!(args(&["--head", "h:1", "--jobid", "j"]).is_err());
+        assert!(args(&["--head"]).is_err());
+        assert!(args(&["--secret", "s"]).is_err());
+    }
+
+    #[test]
+    fn mca_values_from_the_command_line_win() {
+        let cl = vec![kv("plm_rsh_agent", "a"), kv("plm_rsh_agent", "b")];
+        assert_eq!(mca_value(&cl, "plm_rsh_agent").as_deref(), Some("b"));
+        assert_eq!(mca_value(&cl, "oxmpi_surely_unset_param"), None);
     }
 }
