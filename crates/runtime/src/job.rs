@@ -324,7 +324,7 @@ fn daemon_command(prefix: Option<&Path>) -> Vec<String> {
 pub const SLURM_AGENT: &str =
     "srun --nodes=1 --ntasks=1 --kill-on-bad-exit --cpu-bind=none --nodelist";
 
-/// First argument that makes `mpirun` act as `oxmpid` (see [`daemon_command`]).
+/// First argument that makes `mpirun` act as `oxmpid` (used when `oxmpid` is not installed).
 pub const DAEMON_FLAG: &str = "--oxmpid";
 
 /// The launch of node `node` of `plan`: its ranks with their environment (`PMI_FD` is added

@@ -50,9 +50,25 @@
 //!    reaped, every rank's process group is killed, output is drained to end of file, and the
 //!    job directory is removed.
 //!
-//! Remote nodes will get an `oxmpid` started by an ssh-style or `srun` launch agent
-//! ([`launch::LaunchAgent`]); it will play [`daemon::LocalDaemon`]'s role there and send the
-//! same events to the head over the authenticated control channel.
+//! # Across machines
+//!
+//! When ranks are mapped onto nodes other than the one `mpirun` runs on, [`job::plan`]
+//! picks a launch agent ([`launch::RshAgent`]): `plm_rsh_agent` (default `ssh`), or inside a
+//! Slurm allocation `srun --nodes=1 --ntasks=1 ... --nodelist` ([`job::SLURM_AGENT`]). The
+//! head listens on a TCP port, generates a per-job secret and runs
+//! `<agent> <host> <prefix>/bin/oxmpid --head <addr> --node <i> --jobid <id>` per remote
+//! node (`mpirun --oxmpid` when `oxmpid` is not installed next to it), writing the secret as
+//! one line on the agent's stdin. Each daemon ([`remote::oxmpid_main`]) connects back,
+//! authenticates with HMAC-SHA256 challenge–response (`oxmpi_wire::ctl`), receives its
+//! `Launch` ([`daemon::NodeLaunch`]) and plays [`daemon::LocalDaemon`] in forwarding and
+//! distributed mode: whole output lines travel as `Io` messages, exits as `RankExited`,
+//! aborts as `PmiAbort`, and its PMI server's fences as `FenceContribution`s that the head
+//! gathers from every daemon (its own in-process one included, [`remote::FenceGather`])
+//! before sending `FenceRelease` with the union of the pairs. Ending the job sends `Signal`
+//! messages (polite signal, then SIGKILL after the grace period); when every node reported
+//! its ranks done, the head sends `Shutdown` and reaps the agents. A daemon that loses its
+//! head kills its ranks and removes its job directory. Peers that fail authentication or
+//! send garbage are logged and dropped.
 
 #![warn(missing_docs)]
 
