@@ -645,6 +645,122 @@ mpi_fn! {
     }
 }
 
+/// Indices of one dimension of a distributed array owned by process coordinate `c`.
+fn darray_owned(
+    g: usize,
+    distrib: c_int,
+    darg: c_int,
+    p: usize,
+    c: usize,
+) -> MpiResult<Vec<usize>> {
+    match distrib {
+        MPI_DISTRIBUTE_NONE => {
+            if p != 1 {
+                mpi_bail!(
+                    MPI_ERR_ARG,
+                    "MPI_DISTRIBUTE_NONE needs a process grid size of 1, got {p}"
+                );
+            }
+            Ok((0..g).collect())
+        }
+        MPI_DISTRIBUTE_BLOCK => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                g.div_ceil(p)
+            } else {
+                darg.max(0) as usize
+            };
+            if b == 0 || b * p < g {
+                mpi_bail!(
+                    MPI_ERR_ARG,
+                    "block size {b} too small for {g} elements on {p} processes"
+                );
+            }
+            Ok((c * b..((c + 1) * b).min(g)).collect())
+        }
+        MPI_DISTRIBUTE_CYCLIC => {
+            let b = if darg == MPI_DISTRIBUTE_DFLT_DARG {
+                1
+            } else {
+                darg.max(0) as usize
+            };
+            if b == 0 {
+                mpi_bail!(MPI_ERR_ARG, "cyclic block size must be positive");
+            }
+            Ok((0..g).filter(|j| (j / b) % p == c).collect())
+        }
+        _ => mpi_bail!(MPI_ERR_ARG, "invalid distribution {distrib}"),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_darray`.
+    fn PMPI_Type_create_darray / "MPI_Type_create_darray" (size: c_int, rank: c_int, ndims: c_int, gsizes: *const c_int, distribs: *const c_int, dargs: *const c_int, psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let nd = check_count(ndims)?;
+        if size <= 0 || rank < 0 || rank >= size {
+            mpi_bail!(MPI_ERR_ARG, "invalid size {size} / rank {rank}");
+        }
+        if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
+            mpi_bail!(MPI_ERR_ARG, "invalid order {order}");
+        }
+        let gs = ints_of(gsizes, nd, "array_of_gsizes")?;
+        let ds = ints_of(distribs, nd, "array_of_distribs")?;
+        let da = ints_of(dargs, nd, "array_of_dargs")?;
+        let ps = ints_of(psizes, nd, "array_of_psizes")?;
+        if gs.iter().any(|&x| x <= 0) || ps.iter().any(|&x| x <= 0) {
+            mpi_bail!(MPI_ERR_ARG, "sizes must be positive");
+        }
+        if ps.iter().map(|&x| x as i64).product::<i64>() != size as i64 {
+            mpi_bail!(MPI_ERR_ARG, "the process grid does not have {size} processes");
+        }
+        // Process coordinates: row-major in the process grid.
+        let mut coords = vec![0usize; nd];
+        let mut r = rank as usize;
+        for d in (0..nd).rev() {
+            coords[d] = r % ps[d] as usize;
+            r /= ps[d] as usize;
+        }
+        let owned = (0..nd)
+            .map(|d| darray_owned(gs[d] as usize, ds[d], da[d], ps[d] as usize, coords[d]))
+            .collect::<MpiResult<Vec<_>>>()?;
+        // Dimensions from slowest to fastest varying in memory.
+        let dims: Vec<usize> = if order == MPI_ORDER_C { (0..nd).collect() } else { (0..nd).rev().collect() };
+        let mut stride = vec![1isize; nd];
+        for w in (0..nd.saturating_sub(1)).rev() {
+            stride[dims[w]] = stride[dims[w + 1]] * gs[dims[w + 1]] as isize;
+        }
+        let mut st = lock();
+        let old = st.dtype(oldtype)?;
+        let ext = old.extent();
+        let mut entries = Vec::new();
+        if nd > 0 && owned.iter().all(|o| !o.is_empty()) {
+            let mut idx = vec![0usize; nd];
+            'outer: loop {
+                let off: isize = (0..nd).map(|d| owned[d][idx[d]] as isize * stride[d]).sum();
+                entries.push((off * ext, 1usize, &*old));
+                for w in (0..nd).rev() {
+                    let d = dims[w];
+                    idx[d] += 1;
+                    if idx[d] < owned[d].len() {
+                        continue 'outer;
+                    }
+                    idx[d] = 0;
+                }
+                break;
+            }
+        }
+        let mut t = build(&entries);
+        t.lb = 0;
+        t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
+        let mut ints = vec![size, rank, ndims];
+        ints.extend(&gs);
+        ints.extend(&ds);
+        ints.extend(&da);
+        ints.extend(&ps);
+        ints.push(order);
+        register(&mut st, t, MPI_COMBINER_DARRAY, ints, vec![], vec![oldtype], newtype)
+    }
+}
+
 mpi_fn! {
     /// `MPI_Type_dup`.
     fn PMPI_Type_dup / "MPI_Type_dup" (oldtype: c_int, newtype: *mut c_int) {
@@ -1043,6 +1159,107 @@ mod tests {
         assert_eq!(s.elements_of(8), 1);
         assert_eq!(s.elements_of(24), 4);
         assert_eq!(s.basic, None);
+    }
+
+    #[test]
+    fn darray_block_and_cyclic_layouts() {
+        let get = |h: c_int| lock().dtype(h).unwrap();
+        // 10 ints in blocks over 3 processes: rank 1 owns 4..8.
+        let (g, d, a, p) = (
+            [10],
+            [MPI_DISTRIBUTE_BLOCK],
+            [MPI_DISTRIBUTE_DFLT_DARG],
+            [3],
+        );
+        let mut h = 0;
+        // SAFETY: valid argument arrays of length 1 and an output handle.
+        let rc = unsafe {
+            PMPI_Type_create_darray(
+                3,
+                1,
+                1,
+                g.as_ptr(),
+                d.as_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                MPI_ORDER_C,
+                MPI_INT,
+                &mut h,
+            )
+        };
+        assert_eq!(rc, MPI_SUCCESS);
+        let t = get(h);
+        assert_eq!(t.size, 16);
+        assert_eq!(t.extent(), 40);
+        assert_eq!(
+            t.blocks,
+            vec![Block {
+                disp: 16,
+                len: 16,
+                elem: 4
+            }]
+        );
+        // 2x4 array, rows NONE, columns CYCLIC(1) over 2 processes: rank 1 owns columns
+        // 1 and 3 of both rows.
+        let (g, d, a, p) = (
+            [2, 4],
+            [MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC],
+            [MPI_DISTRIBUTE_DFLT_DARG; 2],
+            [1, 2],
+        );
+        // SAFETY: valid argument arrays of length 2 and an output handle.
+        let rc = unsafe {
+            PMPI_Type_create_darray(
+                2,
+                1,
+                2,
+                g.as_ptr(),
+                d.as_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                MPI_ORDER_C,
+                MPI_INT,
+                &mut h,
+            )
+        };
+        assert_eq!(rc, MPI_SUCCESS);
+        let t = get(h);
+        let disps: Vec<isize> = t.blocks.iter().map(|b| b.disp).collect();
+        assert_eq!(disps, vec![4, 12, 20, 28]);
+        assert_eq!(t.extent(), 32);
+        // Fortran order: the first index varies fastest; rank 1 owns columns 1 and 3.
+        // SAFETY: as above.
+        let rc = unsafe {
+            PMPI_Type_create_darray(
+                2,
+                1,
+                2,
+                g.as_ptr(),
+                d.as_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                MPI_ORDER_FORTRAN,
+                MPI_INT,
+                &mut h,
+            )
+        };
+        assert_eq!(rc, MPI_SUCCESS);
+        let t = get(h);
+        assert_eq!(
+            t.blocks,
+            vec![
+                Block {
+                    disp: 8,
+                    len: 8,
+                    elem: 4
+                },
+                Block {
+                    disp: 24,
+                    len: 8,
+                    elem: 4
+                }
+            ]
+        );
     }
 
     #[test]

@@ -108,7 +108,6 @@ stubs! {
     PMPI_Rget "MPI_Rget";
     PMPI_Rget_accumulate "MPI_Rget_accumulate";
     PMPI_Rput "MPI_Rput";
-    PMPI_Type_create_darray "MPI_Type_create_darray";
     PMPI_Unpublish_name "MPI_Unpublish_name";
     PMPI_Win_allocate "MPI_Win_allocate";
     PMPI_Win_allocate_shared "MPI_Win_allocate_shared";
