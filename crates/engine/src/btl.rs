@@ -58,6 +58,9 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError>;
     /// Frees the record returned by the last [`Link::poll`].
     fn release(&mut self);
+    /// `true` if [`Link::poll`] may return a record; a cheap check for idle polling (a
+    /// `false` here means there is nothing to read now).
+    fn ready(&self) -> bool;
 }
 
 /// A broken link (corrupt data from the peer).
@@ -121,5 +124,10 @@ impl Link for SmLink {
     #[inline]
     fn release(&mut self) {
         self.rx.release();
+    }
+
+    #[inline]
+    fn ready(&self) -> bool {
+        self.rx.ready()
     }
 }

@@ -202,6 +202,8 @@ impl RingMem {
 pub struct Producer {
     mem: RingMem,
     head: u64,
+    /// `head % cap`, kept incrementally (no division on the fast path).
+    pos: usize,
     cached_tail: u64,
 }
 
@@ -210,6 +212,7 @@ impl Producer {
     pub fn new(mem: RingMem) -> Producer {
         let cached_tail = mem.ctl().tail.load(Ordering::Acquire);
         Producer {
+            pos: (cached_tail % mem.cap as u64) as usize,
             mem,
             head: cached_tail,
             cached_tail,
@@ -232,7 +235,7 @@ impl Producer {
         assert!(len <= self.max_record(), "ring record too large");
         let cap = self.mem.cap as u64;
         let total = record_bytes(len) as u64;
-        let pos = self.head % cap;
+        let pos = self.pos as u64;
         let to_end = cap - pos;
         let need = if total > to_end {
             to_end + total
@@ -262,6 +265,11 @@ impl Producer {
             .frame(at)
             .store(VALID | len as u64, Ordering::Release);
         self.head += total;
+        // Records never wrap, so the new position is at most the end of the area.
+        self.pos = at + total as usize;
+        if self.pos == self.mem.cap {
+            self.pos = 0;
+        }
         true
     }
 
@@ -277,6 +285,8 @@ impl Producer {
 pub struct Consumer {
     mem: RingMem,
     tail: u64,
+    /// `tail % cap`, kept incrementally (no division on the polling path).
+    pos: usize,
     current: Option<(usize, usize)>,
 }
 
@@ -285,10 +295,18 @@ impl Consumer {
     pub fn new(mem: RingMem) -> Consumer {
         let tail = mem.ctl().tail.load(Ordering::Relaxed);
         Consumer {
+            pos: (tail % mem.cap as u64) as usize,
             mem,
             tail,
             current: None,
         }
+    }
+
+    /// `true` if [`Consumer::peek`] may return a record (one `Acquire` load of the frame word
+    /// at the consumer's position; no record is consumed). Cheap enough for idle polling.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        self.current.is_some() || self.mem.frame(self.pos).load(Ordering::Acquire) & VALID != 0
     }
 
     /// The next record, as (pointer to its bytes, length), without consuming it. Returns
@@ -302,7 +320,7 @@ impl Consumer {
         }
         let cap = self.mem.cap;
         loop {
-            let pos = (self.tail % cap as u64) as usize;
+            let pos = self.pos;
             let f = self.mem.frame(pos).load(Ordering::Acquire);
             if f & VALID == 0 {
                 return Ok(None);
@@ -315,6 +333,7 @@ impl Consumer {
                 // The lines under the pad were cleared on the previous lap.
                 self.mem.frame(pos).store(0, Ordering::Relaxed);
                 self.tail += (FRAME + len) as u64;
+                self.advance(pos, FRAME + len);
                 continue;
             }
             self.mem.track_read(pos, FRAME + len);
@@ -333,7 +352,18 @@ impl Consumer {
             self.mem.clear_lines(pos, total);
             self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
+            self.advance(pos, total);
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// Moves the position past `n` bytes at `pos` (records and pads end at most at the end
+    /// of the area; reaching it wraps to 0).
+    #[inline(always)]
+    fn advance(&mut self, pos: usize, n: usize) {
+        self.pos = pos + n;
+        if self.pos >= self.mem.cap {
+            self.pos = 0;
         }
     }
 }
@@ -379,6 +409,7 @@ mod tests {
         let mut buf = Buf([0; CTL_BYTES + 1024]);
         let (mut p, mut c) = ring(&mut buf);
         assert_eq!(p.max_record(), 504);
+        assert!(!c.ready());
         assert_eq!(pop(&mut c), None);
         let mut sent = std::collections::VecDeque::new();
         let mut n = 0u8;
@@ -391,6 +422,7 @@ mod tests {
                 assert_eq!(pop(&mut c), sent.pop_front());
             }
             sent.push_back(msg);
+            assert!(c.ready(), "a pushed record must be visible");
             if round % 3 == 0 {
                 assert_eq!(pop(&mut c), sent.pop_front());
             }
@@ -399,6 +431,7 @@ mod tests {
             assert_eq!(pop(&mut c).as_ref(), Some(&m));
         }
         assert_eq!(pop(&mut c), None);
+        assert!(!c.ready());
         assert!(p.is_drained());
     }
 
