@@ -360,6 +360,11 @@ mpi_fn! {
     fn PMPI_Comm_set_errhandler / "MPI_Comm_set_errhandler" (comm: c_int, errhandler: c_int) {
         let mut st = lock();
         let action = st.errhandler_action(errhandler).map_err(|e| e.on(comm))?;
+        if comm == MPI_COMM_WORLD && !st.initialized {
+            // Before MPI_Init: remembered and applied to MPI_COMM_WORLD by MPI_Init.
+            st.pre_init_world_errh = (errhandler, action);
+            return Ok(());
+        }
         let c = st.comm_mut(comm)?;
         c.errh = errhandler;
         c.err_action = action;
