@@ -44,10 +44,16 @@ static RUNTIME_PROVIDER: Provider = Provider {
         Framework {
             name: "plm",
             description: "Process lifecycle management: launch agents that start daemons",
-            components: &[Component {
-                name: "local",
-                description: "mpirun itself is the daemon of the node it runs on",
-            }],
+            components: &[
+                Component {
+                    name: "local",
+                    description: "mpirun itself is the daemon of the node it runs on",
+                },
+                Component {
+                    name: "rsh",
+                    description: "daemons on other nodes started through plm_rsh_agent (ssh; srun inside a Slurm allocation)",
+                },
+            ],
         },
         Framework {
             name: "odls",
