@@ -123,9 +123,20 @@ impl<R, M> CtxQueues<R, M> {
 
     /// Removes the unexpected message at `(s, i)` (as found by `find_unexpected`).
     fn remove_unexpected(&mut self, s: i32, i: usize) -> Option<Unexpected<M>> {
-        let u = self.unexpected.get_mut(&s)?.remove(i)?;
+        let u = take_at(self.unexpected.get_mut(&s)?, i)?;
         self.n_unexpected -= 1;
         Some(u)
+    }
+}
+
+/// Removes element `i`; the front (the usual case: the oldest entry matches) without the
+/// general `VecDeque::remove` shuffling.
+#[inline]
+fn take_at<T>(q: &mut VecDeque<T>, i: usize) -> Option<T> {
+    if i == 0 {
+        q.pop_front()
+    } else {
+        q.remove(i)
     }
 }
 
@@ -215,11 +226,11 @@ impl<R: PartialEq, M> Matcher<R, M> {
             if let Some(i) = bin.iter().position(|p| tag_matches(p.tag, env.tag)) {
                 let take_specific = wild.is_none_or(|j| bin[i].seq < q.posted_any[j].seq);
                 if take_specific {
-                    return bin.remove(i).map(|p| p.req);
+                    return take_at(bin, i).map(|p| p.req);
                 }
             }
         }
-        q.posted_any.remove(wild?).map(|p| p.req)
+        take_at(&mut q.posted_any, wild?).map(|p| p.req)
     }
 
     /// Queues a message that matched no posted receive.
