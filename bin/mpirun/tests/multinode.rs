@@ -424,3 +424,42 @@ fn daemons_clean_up_when_the_head_dies() {
         "daemon job directories left: {dirs:?}"
     );
 }
+
+/// mpirun's stdin reaches ranks on remote nodes (rank 0 by default, every rank with
+/// `--stdin all`), completely and with end of file.
+#[test]
+fn stdin_reaches_remote_ranks() {
+    let s = Scratch::new("stdin");
+    let input = s.dir.join("input.txt");
+    let text: String = (0..50_000).map(|i| format!("{i}\n")).collect();
+    std::fs::write(&input, &text).unwrap();
+    let agent = s.script("agent.sh", LOCAL_AGENT);
+    let run = |extra: &[&str]| {
+        let o = s
+            .mpirun_at(Path::new(env!("CARGO_BIN_EXE_mpirun")))
+            .arg("--mca")
+            .arg("plm_rsh_agent")
+            .arg(&agent)
+            .args(["--host", "a:1,b:1", "-n", "2"])
+            .args(extra)
+            .args(["sh", "-c", "echo \"$OMPI_COMM_WORLD_RANK $(cksum)\""])
+            .stdin(std::fs::File::open(&input).unwrap())
+            .output()
+            .unwrap();
+        s.assert_clean();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        sorted_lines(&stdout(&o))
+    };
+    let sum = Command::new("cksum")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let sum = String::from_utf8_lossy(&sum.stdout).trim().to_string();
+    let empty = Command::new("cksum").stdin(Stdio::null()).output().unwrap();
+    let empty = String::from_utf8_lossy(&empty.stdout).trim().to_string();
+    assert_eq!(run(&[]), [format!("0 {sum}"), format!("1 {empty}")]);
+    assert_eq!(
+        run(&["--stdin", "all"]),
+        [format!("0 {sum}"), format!("1 {sum}")]
+    );
+}

@@ -298,24 +298,18 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
     })
 }
 
-/// The command that runs the node daemon: `<prefix>/bin/oxmpid`, else `oxmpid` next to
-/// this program, else this program itself in daemon mode (`mpirun --oxmpid`, for
-/// uninstalled builds).
+/// The command that runs the node daemon: `<prefix>/bin/oxmpid` when installed there,
+/// else this program itself in daemon mode (`mpirun --oxmpid`; never a possibly stale
+/// `oxmpid` of a build directory).
 fn daemon_command(prefix: Option<&Path>) -> Vec<String> {
-    let exe = std::env::current_exe().ok();
-    let candidates = [
-        prefix.map(|p| p.join("bin").join("oxmpid")),
-        exe.as_ref()
-            .and_then(|e| e.parent().map(|d| d.join("oxmpid"))),
-    ];
-    for c in candidates.into_iter().flatten() {
+    if let Some(c) = prefix.map(|p| p.join("bin").join("oxmpid")) {
         if is_executable(&c) {
             return vec![c.display().to_string()];
         }
     }
-    match exe {
-        Some(e) => vec![e.display().to_string(), DAEMON_FLAG.to_string()],
-        None => vec!["oxmpid".to_string()],
+    match std::env::current_exe() {
+        Ok(e) => vec![e.display().to_string(), DAEMON_FLAG.to_string()],
+        Err(_) => vec!["oxmpid".to_string()],
     }
 }
 
@@ -871,8 +865,18 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
         }
     }
     if launched {
+        let mut remote_stdins = Vec::new();
+        if let Some(r) = job.remotes.as_mut() {
+            match r.stdin_targets() {
+                Ok(v) => remote_stdins = v,
+                Err(e) => msg(&format!("warning: {e}; remote ranks get no stdin")),
+            }
+        }
         match job.daemon.launch() {
-            Ok(stdins) => forward_stdin(stdins),
+            Ok(mut stdins) => {
+                stdins.extend(remote_stdins);
+                forward_stdin(stdins)
+            }
             Err(e) => {
                 msg(&e.to_string());
                 job.end(Ending::LaunchFailed, libc::SIGTERM);

@@ -24,7 +24,7 @@ use oxmpi_wire::ctl::{
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// Environment variable from which `oxmpid` takes the job secret (hex) when it is set;
@@ -221,6 +221,9 @@ pub struct Remotes {
     fences: FenceGather,
     events: Vec<RemoteEvent>,
     released: Vec<(u64, Vec<(String, String)>)>,
+    /// Pipes carrying mpirun's stdin for remote ranks: (node index in `nodes`, rank, read
+    /// end until end of file).
+    stdin: Vec<(usize, usize, Option<OwnedFd>)>,
     buf: Vec<u8>,
 }
 
@@ -233,6 +236,8 @@ pub enum RemoteToken {
     Pending(usize),
     /// A node's daemon connection.
     Node(usize),
+    /// A stdin pipe of a remote rank.
+    Stdin(usize),
 }
 
 impl Remotes {
@@ -278,6 +283,7 @@ impl Remotes {
             fences: FenceGather::new(participants),
             events: Vec::new(),
             released: Vec::new(),
+            stdin: Vec::new(),
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
@@ -303,6 +309,54 @@ impl Remotes {
         Ok(me)
     }
 
+    /// Pipes whose bytes are forwarded to the remote ranks that read stdin (as `Io`
+    /// messages), with those ranks; the head writes mpirun's stdin into them.
+    pub fn stdin_targets(&mut self) -> Result<Vec<(usize, std::fs::File)>> {
+        let mut out = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for p in n.launch.procs.iter().filter(|p| p.stdin) {
+                let (r, w) = sys::pipe().map_err(|e| RuntimeError::Os {
+                    what: format!("creating the stdin pipe of rank {}", p.rank),
+                    source: e,
+                })?;
+                let _ = sys::set_nonblocking(r.as_raw_fd());
+                self.stdin.push((i, p.rank, Some(r)));
+                out.push((p.rank, std::fs::File::from(w)));
+            }
+        }
+        Ok(out)
+    }
+
+    fn forward_stdin(&mut self, k: usize) {
+        let (i, rank, Some(fd)) = &self.stdin[k] else {
+            return;
+        };
+        let (i, rank) = (*i, *rank as u32);
+        let (data, eof) = match sys::read_fd(fd.as_raw_fd(), &mut self.buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Ok(0) | Err(_) => (Vec::new(), true),
+            Ok(n) => (self.buf[..n].to_vec(), false),
+        };
+        if eof {
+            self.stdin[k].2 = None;
+        }
+        verbose!(
+            crate::streams::IOF,
+            20,
+            "iof: stdin for rank {rank}: {} byte(s){}",
+            data.len(),
+            if eof { ", end of file" } else { "" }
+        );
+        if let Some(p) = self.nodes[i].peer.as_mut() {
+            p.send(&Msg::Io {
+                rank,
+                stream: IoStream::Stdin,
+                data,
+                eof,
+            });
+        }
+    }
+
     /// Add the descriptors to poll.
     pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>, toks: &mut Vec<RemoteToken>) {
         fds.push(libc::pollfd {
@@ -319,6 +373,21 @@ impl Remotes {
             if let Some(p) = &n.peer {
                 fds.push(p.pollfd());
                 toks.push(RemoteToken::Node(i));
+            }
+        }
+        for (k, (i, _, fd)) in self.stdin.iter().enumerate() {
+            // Forward only to connected daemons, and not faster than they take it.
+            let ready = self.nodes[*i]
+                .peer
+                .as_ref()
+                .is_some_and(|p| p.conn.pending_output().len() < (1 << 20));
+            if let (Some(fd), true) = (fd, ready) {
+                fds.push(libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                toks.push(RemoteToken::Stdin(k));
             }
         }
     }
@@ -347,6 +416,7 @@ impl Remotes {
                 }
                 self.node_events(i);
             }
+            RemoteToken::Stdin(k) => self.forward_stdin(k),
         }
     }
 
@@ -853,7 +923,11 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
         let mut got = None;
         while let Some(ev) = peer.conn.poll_event() {
             match ev {
-                Event::Message(Msg::Launch(l)) => got = Some(l),
+                Event::Message(Msg::Launch(l)) => {
+                    // Later messages (stdin, fences) stay queued for the main loop.
+                    got = Some(l);
+                    break;
+                }
                 Event::Message(Msg::Shutdown) => return Ok(0),
                 Event::Message(_) | Event::Authenticated { .. } => {}
                 Event::Dropped { .. } | Event::PeerClosed { .. } => {
@@ -885,11 +959,21 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
     }
     let mut daemon = LocalDaemon::new(launch, true);
     let mut code = 0;
-    if let Err(e) = daemon.launch() {
-        peer.send(&Msg::Error {
-            message: e.to_string(),
-        });
-        daemon.signal_running(libc::SIGKILL);
+    // Ranks reading stdin: (rank, pipe, bytes not yet written, end of file received).
+    let mut stdins: Vec<StdinSink> = Vec::new();
+    match daemon.launch() {
+        Ok(v) => {
+            for (rank, f) in v {
+                let _ = sys::set_nonblocking(f.as_raw_fd());
+                stdins.push((rank, Some(f), Vec::new(), false));
+            }
+        }
+        Err(e) => {
+            peer.send(&Msg::Error {
+                message: e.to_string(),
+            });
+            daemon.signal_running(libc::SIGKILL);
+        }
     }
     let mut kill_at: Option<Instant> = None;
     let mut groups_killed_at: Option<Instant> = None;
@@ -968,6 +1052,25 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 Event::Message(Msg::FenceRelease { epoch, puts }) => {
                     daemon.fence_complete(epoch, puts)
                 }
+                Event::Message(Msg::Io {
+                    rank,
+                    stream: IoStream::Stdin,
+                    data,
+                    eof,
+                }) => {
+                    verbose!(
+                        crate::streams::IOF,
+                        20,
+                        "iof: stdin for rank {rank}: {} byte(s){}",
+                        data.len(),
+                        if eof { ", end of file" } else { "" }
+                    );
+                    if let Some(s) = stdins.iter_mut().find(|s| s.0 == rank as usize) {
+                        s.2.extend_from_slice(&data);
+                        s.3 |= eof;
+                        flush_stdin(s);
+                    }
+                }
                 Event::Message(Msg::Signal { signal }) => {
                     verbose!(ERRMGR, 10, "errmgr: head asks for signal {signal}");
                     daemon.signal_running(signal);
@@ -1008,6 +1111,18 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
         });
         fds.push(peer.pollfd());
         daemon.poll_fds(&mut fds, &mut dtoks);
+        let first_stdin = fds.len();
+        let mut stdin_idx = Vec::new();
+        for (k, s) in stdins.iter().enumerate() {
+            if let (Some(f), false) = (&s.1, s.2.is_empty()) {
+                fds.push(libc::pollfd {
+                    fd: f.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                });
+                stdin_idx.push(k);
+            }
+        }
         let wake = [
             kill_at,
             groups_killed_at.map(|t| t + crate::job::DRAIN_GRACE),
@@ -1066,9 +1181,39 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                         peer.read(&mut buf);
                     }
                 }
+                k if k >= first_stdin => flush_stdin(&mut stdins[stdin_idx[k - first_stdin]]),
                 _ => daemon.on_ready(dtoks[k - 2], pfd.revents),
             }
         }
+    }
+}
+
+/// A remote rank's stdin: (rank, pipe, bytes not yet written, end of file received).
+type StdinSink = (usize, Option<std::fs::File>, Vec<u8>, bool);
+
+/// Write what a rank's stdin pipe takes; close it after end of file (or when the rank
+/// stopped reading).
+fn flush_stdin(s: &mut StdinSink) {
+    let Some(f) = s.1.as_mut() else {
+        s.2.clear();
+        return;
+    };
+    while !s.2.is_empty() {
+        match f.write(&s.2) {
+            Ok(n) => {
+                s.2.drain(..n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                s.1 = None;
+                s.2.clear();
+                return;
+            }
+        }
+    }
+    if s.3 {
+        s.1 = None;
     }
 }
 
