@@ -1011,6 +1011,30 @@ impl State {
         len: usize,
         mode: SendMode,
     ) -> Result<ReqId, Error> {
+        // Fast path: a standard or ready send that fits eagerly to a live peer with nothing
+        // queued goes straight into the link and completes; its request is born done (the
+        // receiver ignores the sender request id of a non-synchronous eager record).
+        if matches!(mode, SendMode::Standard | SendMode::Ready)
+            && dest != self.me
+            && len <= self.eager_limit
+        {
+            let peer = &mut self.peers[dest as usize];
+            if let (false, true, Some(link)) = (peer.dead, peer.outq.is_empty(), peer.link.as_mut())
+            {
+                let hdr = Hdr {
+                    kind: K_EAGER,
+                    ctx: env.ctx,
+                    src: env.src,
+                    tag: env.tag,
+                    ..Hdr::default()
+                };
+                // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
+                // copied into the ring before try_send returns.
+                if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
+                    return Ok(self.new_done(empty_status()));
+                }
+            }
+        }
         let (user_id, id, ptr) = if mode == SendMode::Buffered {
             // SAFETY: caller guarantees `len` readable bytes at `buf` (or len == 0).
             let owned = if len > 0 {
