@@ -77,7 +77,8 @@
 //! 3. **To a peer on the node** (`sm` btl): if `len <= btl_sm_eager_limit`, one record
 //!    (8-byte frame word + 40-byte header + payload, padded to 64-byte lines) is written into
 //!    the peer's ring for us, which lives in the *receiver's* memfd segment; a standard send
-//!    then completes. Larger messages send a request-to-send record (RTS: envelope, length,
+//!    then completes (when nothing is queued for that peer, straight from `isend`, with no
+//!    queue item). Larger messages send a request-to-send record (RTS: envelope, length,
 //!    sender request id, buffer address). Records that do not fit wait in a per-peer FIFO, so
 //!    order is kept.
 //! 4. The receiver's progress loop polls the frame word at the head of each inbound ring (one
@@ -96,9 +97,13 @@
 //!    if the message was longer than the buffer. Because RTS and eager records share one
 //!    ordered ring per peer and are matched in arrival order, non-overtaking holds across the
 //!    eager/rendezvous boundary.
-//! 7. Waiting (`wait`, `probe`, `finalize`) polls all links; every 1024 polls it checks the
-//!    peers' pidfds, and operations that depend on a dead peer complete with
-//!    [`ErrorClass::ProcFailed`].
+//! 7. Waiting (`wait`, `probe`, `finalize`) first checks the request (an eager send is
+//!    already complete), then polls the links: an idle poll reads only the frame word at the
+//!    head of each inbound ring and drains a ring only when a record is there. Below
+//!    `MPI_THREAD_MULTIPLE` the engine lock is held across up to 1024 polls (no other
+//!    thread may call in); with `MPI_THREAD_MULTIPLE` it is released after every poll. Every
+//!    1024 polls it checks the peers' pidfds, and operations that depend on a dead peer
+//!    complete with [`ErrorClass::ProcFailed`].
 //!
 //! # MCA parameters (declared in the `oxmpi-base` registry, see [`PROVIDER`])
 //!
