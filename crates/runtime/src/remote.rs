@@ -952,6 +952,7 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
     };
     let session = SessionDir::create()?;
     let mut launch = NodeLaunch::from_ctl(spec);
+    apply_verbosity(&launch);
     let dir = session.path().display().to_string();
     for p in &mut launch.procs {
         // This node's own session directory (shared-memory files of its ranks).
@@ -1184,6 +1185,27 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 k if k >= first_stdin => flush_stdin(&mut stdins[stdin_idx[k - first_stdin]]),
                 _ => daemon.on_ready(dtoks[k - 2], pfd.revents),
             }
+        }
+    }
+}
+
+/// `--mca <framework>_base_verbose N` given to mpirun reaches the ranks as `OXMPI_MCA_*`
+/// variables; the daemon takes its own verbosity from them too.
+fn apply_verbosity(launch: &NodeLaunch) {
+    use crate::streams::{IOF, ODLS, PLM, PMI};
+    let Some(p) = launch.procs.first() else {
+        return;
+    };
+    for stream in [&ERRMGR, &IOF, &ODLS, &PLM, &PMI] {
+        let key = format!("OXMPI_MCA_{}_base_verbose", stream.framework());
+        if let Some(v) = p
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.trim().parse::<i32>().ok())
+        {
+            stream.set_verbosity(v);
         }
     }
 }
