@@ -192,6 +192,8 @@ struct State {
     next_req: u64,
     messages: HashMap<u64, (Envelope, Msg)>,
     peers: Vec<Peer>,
+    /// Indices of the peers that have a link (the ones progress polls).
+    linked: Vec<usize>,
     eager_limit: usize,
     frag: usize,
     cma: bool,
@@ -812,6 +814,7 @@ impl State {
             next_req: 1,
             messages: HashMap::default(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
+            linked: Vec::new(),
             eager_limit: 4096,
             frag: 32 * 1024,
             cma: false,
@@ -904,6 +907,9 @@ impl State {
         // Everyone has opened every segment: our fd can go (the mappings keep the memory).
         boot.fence()?;
         self._segment = own.map(|(_, seg)| seg);
+        self.linked = (0..self.peers.len())
+            .filter(|&p| self.peers[p].link.is_some())
+            .collect();
         Ok(local)
     }
 
@@ -1324,7 +1330,8 @@ impl State {
 
     /// One progress pass: drain inbound links, flush outbound queues.
     fn progress(&mut self) {
-        for p in 0..self.peers.len() {
+        for k in 0..self.linked.len() {
+            let p = self.linked[k];
             let Some(link) = self.peers[p].link.as_ref() else {
                 continue;
             };
