@@ -463,3 +463,41 @@ fn stdin_reaches_remote_ranks() {
         [format!("0 {sum}"), format!("1 {sum}")]
     );
 }
+
+/// A daemon that never connects back (e.g. an agent waiting for a password) is given up
+/// after `plm_daemon_timeout` seconds; its agent is killed and the job fails cleanly.
+#[test]
+fn daemon_that_never_connects_is_given_up() {
+    let s = Scratch::new("noconnect");
+    let agent = s.script("hang-agent.sh", "#!/bin/sh\nexec sleep 120\n");
+    let o = s.run_with(
+        Path::new(env!("CARGO_BIN_EXE_mpirun")),
+        &agent,
+        &[
+            "--mca",
+            "plm_daemon_timeout",
+            "0.5",
+            "--host",
+            "a:1",
+            "-n",
+            "1",
+            "true",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("on host a was not started or never connected back"),
+        "{}",
+        stderr(&o)
+    );
+    let o = s.run(&[
+        "--mca",
+        "plm_daemon_timeout",
+        "soon",
+        "--host",
+        "a:1",
+        "true",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("plm_daemon_timeout"), "{}", stderr(&o));
+}

@@ -72,6 +72,8 @@ pub struct JobPlan {
     /// Address remote daemons connect back to (MCA `plm_head_address`; default: this
     /// host's name).
     pub head_address: Option<String>,
+    /// How long remote daemons have to connect back (MCA `plm_daemon_timeout`, seconds).
+    pub daemon_timeout: Duration,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -228,6 +230,19 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
         None
     };
     let head_address = mca_value(&spec.mca, "plm_head_address");
+    let daemon_timeout = match mca_value(&spec.mca, "plm_daemon_timeout") {
+        None => crate::remote::DAEMON_CONNECT_TIMEOUT,
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
+            _ => {
+                return Err(RuntimeError::BadValue {
+                    option: "plm_daemon_timeout".into(),
+                    value: v,
+                    reason: "expected a positive number of seconds".into(),
+                })
+            }
+        },
+    };
     let cwd = std::env::current_dir().map_err(|e| RuntimeError::Os {
         what: "reading the current directory".into(),
         source: e,
@@ -295,6 +310,7 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
         prefix,
         agent,
         head_address,
+        daemon_timeout,
     })
 }
 
@@ -652,6 +668,9 @@ impl<'a> Head<'a> {
                 ));
                 self.end(Ending::Timeout, libc::SIGTERM);
             }
+            if let Some(r) = self.remotes.as_mut() {
+                r.check_connect_timeout(now);
+            }
             if self.teardown_kill_at.is_some_and(|t| now >= t) {
                 verbose!(
                     ERRMGR,
@@ -681,6 +700,7 @@ impl<'a> Head<'a> {
                 self.deadline.filter(|_| self.ending.is_none()),
                 self.teardown_kill_at,
                 self.groups_killed_at.map(|t| t + DRAIN_GRACE),
+                self.remotes.as_ref().and_then(Remotes::connect_deadline),
             ]
             .into_iter()
             .flatten()
@@ -855,6 +875,7 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             launches,
             local_has_ranks,
             plan.head_address.clone(),
+            plan.daemon_timeout,
         ) {
             Ok(r) => job.remotes = Some(r),
             Err(e) => {

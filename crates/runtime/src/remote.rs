@@ -224,8 +224,13 @@ pub struct Remotes {
     /// Pipes carrying mpirun's stdin for remote ranks: (node index in `nodes`, rank, read
     /// end until end of file).
     stdin: Vec<(usize, usize, Option<OwnedFd>)>,
+    /// Daemons that have not connected back by then are given up.
+    connect_deadline: Instant,
     buf: Vec<u8>,
 }
+
+/// Default of `plm_daemon_timeout`: seconds a daemon has to connect back to the head.
+pub const DAEMON_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A token of a descriptor of [`Remotes`] in the head's poll set.
 #[derive(Debug, Clone, Copy)]
@@ -250,6 +255,7 @@ impl Remotes {
         launches: Vec<(usize, String, NodeLaunch)>,
         local_has_ranks: bool,
         head_addr: Option<String>,
+        connect_timeout: Duration,
     ) -> Result<Remotes> {
         let os = |what: &str| {
             let what = what.to_string();
@@ -284,6 +290,7 @@ impl Remotes {
             events: Vec::new(),
             released: Vec::new(),
             stdin: Vec::new(),
+            connect_deadline: Instant::now() + connect_timeout,
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
@@ -669,6 +676,31 @@ impl Remotes {
             if let Some(p) = n.peer.as_mut() {
                 p.send(&Msg::Signal { signal: sig });
             }
+        }
+    }
+
+    /// When [`Remotes::check_connect_timeout`] must run next (`None`: all connected).
+    pub fn connect_deadline(&self) -> Option<Instant> {
+        self.nodes
+            .iter()
+            .any(|n| !n.connected && !n.done)
+            .then_some(self.connect_deadline)
+    }
+
+    /// Give up daemons that did not connect back in time (their agent is killed).
+    pub fn check_connect_timeout(&mut self, now: Instant) {
+        if now < self.connect_deadline {
+            return;
+        }
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            if n.connected || n.done {
+                continue;
+            }
+            if n.agent_pid > 0 {
+                sys::kill_group(n.agent_pid, libc::SIGKILL);
+            }
+            self.node_gone(i, "it did not connect back in time; see plm_daemon_timeout");
         }
     }
 
