@@ -8,6 +8,7 @@ use std::process::Command;
 /// Binaries installed into `PREFIX/bin`, with the package that builds each.
 const BINARIES: &[(&str, &str)] = &[
     ("oxmpi-mpirun", "mpirun"),
+    ("oxmpi-oxmpid", "oxmpid"),
     ("oxmpi-info", "oxmpi-info"),
     ("oxmpi-mpicc", "mpicc"),
 ];
