@@ -486,10 +486,9 @@ fn bad_values_are_named_with_source_and_valid_values() {
     );
 }
 
-/// The issue asks for a non-zero exit when a bad value stops a launch. Today the ranks warn
-/// and keep the default (mpirun does not know the engine's parameters).
+/// A bad value for one of the MPI library's parameters stops the launch (mpirun registers
+/// the engine's parameters before launching): non-zero exit, nothing runs.
 #[test]
-#[ignore = "gap: mpirun does not validate the engine's parameters before launching"]
 fn bad_values_stop_the_launch() {
     let s = Scratch::new(false);
     for args in [

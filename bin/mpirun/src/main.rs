@@ -5,6 +5,7 @@ fn main() {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let code = oxmpi_runtime::main_with_args(args);
+    // The MPI library's parameters are validated here too, so a bad value stops the launch.
+    let code = oxmpi_runtime::main_with_providers(args, &[&oxmpi_engine::PROVIDER]);
     std::process::exit(code);
 }

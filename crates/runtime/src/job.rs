@@ -129,6 +129,12 @@ fn resolve_program(program: &str, wdir: &Path, path_var: Option<&str>) -> Result
 
 /// Validate a parsed command line into a plan. Nothing is launched and nothing is created.
 pub fn plan(spec: JobSpec) -> Result<JobPlan> {
+    plan_with(spec, &[])
+}
+
+/// [`plan`], also registering `rank_providers` (parameters the ranks will read) so that a
+/// bad value for one of them is an error here, before anything is launched.
+pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) -> Result<JobPlan> {
     // MCA parameters: `--mca` (conflicts are errors), `--tune` files, parameter files.
     // The process-global registry also configures mpirun's own verbose streams.
     let sources = Sources {
@@ -142,6 +148,9 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
     } else {
         Registry::new(sources)?.child_env()
     };
+    for p in rank_providers {
+        params::register_global(p)?;
+    }
     let topo = LocalTopology::detect();
     let host = oxmpi_base::output::hostname().to_string();
     let alloc = allocate(&spec, &host, &topo)?;

@@ -116,6 +116,16 @@ pub mod streams {
 /// With [`job::DAEMON_FLAG`] as first argument, it runs as the node daemon `oxmpid`
 /// instead ([`remote::oxmpid_main`]), for builds where `oxmpid` is not installed.
 pub fn main_with_args(args: Vec<String>) -> i32 {
+    main_with_providers(args, &[])
+}
+
+/// [`main_with_args`], also validating the parameters of `rank_providers` (the MPI
+/// library's crates, which the ranks will read) before anything is launched: a bad value
+/// for one of them (`--mca btl_sm_eager_limit abc`) stops the launch with one line.
+pub fn main_with_providers(
+    args: Vec<String>,
+    rank_providers: &[&'static oxmpi_base::params::Provider],
+) -> i32 {
     if args.first().map(String::as_str) == Some(job::DAEMON_FLAG) {
         return remote::oxmpid_main(args[1..].to_vec());
     }
@@ -134,7 +144,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             0
         }
         cli::Command::Run(spec) => {
-            let plan = match job::plan(*spec) {
+            let plan = match job::plan_with(*spec, rank_providers) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };
