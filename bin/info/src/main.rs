@@ -8,9 +8,7 @@
 //! Exit status: 0 on success, 1 for a parameter error or an unknown framework/component,
 //! 2 for a usage error.
 
-use oxmpi_base::params::{
-    level_name, Component, Entry, Framework, ParamType, Provider, Registry, Sources,
-};
+use oxmpi_base::params::{level_name, Entry, ParamType, Provider, Registry, Sources};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -21,63 +19,9 @@ use std::process::ExitCode;
 static PROVIDERS: &[&Provider] = &[
     &oxmpi_base::PROVIDER,
     &oxmpi_engine::PROVIDER,
-    &RUNTIME_PROVIDER,
+    &oxmpi_coll::PROVIDER,
+    &oxmpi_runtime::PROVIDER,
 ];
-
-/// The frameworks of `mpirun` and its daemons (one per verbose stream in
-/// `oxmpi_runtime::streams`: keep the two lists equal). Declared here until `oxmpi-runtime` exports its own `PROVIDER`
-/// (then replace this by `&oxmpi_runtime::PROVIDER`). Registering them gives each its
-/// `<framework>_base_verbose` and selection list, as in every process.
-static RUNTIME_PROVIDER: Provider = Provider {
-    name: "oxmpi-runtime",
-    frameworks: &[
-        Framework {
-            name: "ras",
-            description: "Resource allocation: --host, --hostfile, Slurm allocations, local cores",
-            components: &[],
-        },
-        Framework {
-            name: "rmaps",
-            description: "Mapping of ranks to nodes and cores",
-            components: &[],
-        },
-        Framework {
-            name: "plm",
-            description: "Process lifecycle management: launch agents that start daemons",
-            components: &[
-                Component {
-                    name: "local",
-                    description: "mpirun itself is the daemon of the node it runs on",
-                },
-                Component {
-                    name: "rsh",
-                    description: "daemons on other nodes started through plm_rsh_agent (ssh; srun inside a Slurm allocation)",
-                },
-            ],
-        },
-        Framework {
-            name: "odls",
-            description: "Local launch and reaping of ranks by the node daemon",
-            components: &[],
-        },
-        Framework {
-            name: "iof",
-            description: "Forwarding of the ranks' stdin, stdout and stderr",
-            components: &[],
-        },
-        Framework {
-            name: "errmgr",
-            description: "Error manager: why and how a job ends",
-            components: &[],
-        },
-        Framework {
-            name: "pmi",
-            description: "The PMI-1/PMI-2 server that ranks bootstrap through",
-            components: &[],
-        },
-    ],
-    params: &[],
-};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const CENTER: usize = 24;
@@ -507,7 +451,7 @@ fn terminal_width() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxmpi_base::params::{Files, ParamDecl, Sources};
+    use oxmpi_base::params::{Component, Files, Framework, ParamDecl, Sources};
 
     static BTL: Provider = Provider {
         name: "test",

@@ -6,6 +6,7 @@ fn main() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     // The MPI library's parameters are validated here too, so a bad value stops the launch.
-    let code = oxmpi_runtime::main_with_providers(args, &[&oxmpi_engine::PROVIDER]);
+    let code =
+        oxmpi_runtime::main_with_providers(args, &[&oxmpi_engine::PROVIDER, &oxmpi_coll::PROVIDER]);
     std::process::exit(code);
 }

@@ -53,6 +53,8 @@
 
 pub mod tune;
 
+pub use tune::PROVIDER;
+
 use oxmpi_engine::{CommId, Engine, Error, ErrorClass, ReqId, SendMode, Status};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

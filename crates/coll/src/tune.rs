@@ -1,12 +1,12 @@
 //! Algorithm selection parameters (`coll_tuned_<coll>_algorithm`).
 //!
-//! Until the MCA registry of `oxmpi-base` is wired into the MPI library, the values are read
-//! from the environment: `OXMPI_MCA_coll_tuned_<coll>_algorithm`, then
-//! `OMPI_MCA_coll_tuned_<coll>_algorithm` (launchers deliver `--mca` values this way). The
-//! value is read once per process. `0` (or an unknown number) selects automatically by
-//! message and communicator size. The numbers follow Open MPI's `coll_tuned` numbering for
-//! the algorithms implemented here.
+//! They are MCA parameters of the `coll` framework's `tuned` component, resolved once per
+//! process through the `oxmpi-base` registry (so `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`,
+//! `--tune` and parameter files all apply, and `oxmpi-info` lists them). `0` (or an unknown
+//! number) selects automatically by message and communicator size. The numbers follow Open
+//! MPI's `coll_tuned` numbering for the algorithms implemented here.
 
+use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider};
 use std::sync::OnceLock;
 
 /// The collectives with a selectable algorithm.
@@ -28,30 +28,74 @@ pub enum Coll {
     ReduceScatter = 6,
 }
 
-impl Coll {
-    fn name(self) -> &'static str {
-        match self {
-            Coll::Barrier => "barrier",
-            Coll::Bcast => "bcast",
-            Coll::Reduce => "reduce",
-            Coll::Allreduce => "allreduce",
-            Coll::Allgather => "allgather",
-            Coll::Alltoall => "alltoall",
-            Coll::ReduceScatter => "reduce_scatter",
-        }
-    }
+const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
+    ParamDecl::new(
+        "coll",
+        "tuned",
+        param,
+        ParamType::Int { min: 0, max: 100 },
+        "0",
+        help,
+    )
+    .level(5)
 }
+
+/// One declaration per [`Coll`], in its order.
+pub static ALGORITHM_PARAMS: [ParamDecl; 7] = [
+    algorithm_param(
+        "barrier_algorithm",
+        "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
+    ),
+    algorithm_param(
+        "bcast_algorithm",
+        "Broadcast algorithm: 0 automatic, 1 linear, 6 binomial, 8 scatter + ring allgather",
+    ),
+    algorithm_param(
+        "reduce_algorithm",
+        "Reduce algorithm: 0 automatic, 1 linear (rank order), 5 binomial",
+    ),
+    algorithm_param(
+        "allreduce_algorithm",
+        "Allreduce algorithm: 0 automatic, 2 reduce + bcast, 3 recursive doubling, 4 ring (commutative ops)",
+    ),
+    algorithm_param(
+        "allgather_algorithm",
+        "Allgather algorithm: 0 automatic, 3 recursive doubling (power-of-two sizes), 4 ring",
+    ),
+    algorithm_param(
+        "alltoall_algorithm",
+        "Alltoall algorithm: 0 automatic, 2 pairwise, 3 Bruck",
+    ),
+    algorithm_param(
+        "reduce_scatter_algorithm",
+        "Reduce-scatter algorithm: 0 automatic, 1 reduce + scatterv, 3 ring (commutative ops)",
+    ),
+];
+
+/// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.
+pub static PROVIDER: Provider = Provider {
+    name: "oxmpi-coll",
+    frameworks: &[Framework {
+        name: "coll",
+        description: "Collective operations",
+        components: &[Component {
+            name: "tuned",
+            description:
+                "Algorithms chosen by message and communicator size, each forcible by parameter",
+        }],
+    }],
+    params: &ALGORITHM_PARAMS,
+};
 
 static CACHE: [OnceLock<u32>; 7] = [const { OnceLock::new() }; 7];
 
 /// The forced algorithm number of `coll` (0 = automatic selection).
 pub fn algorithm(coll: Coll) -> u32 {
     *CACHE[coll as usize].get_or_init(|| {
-        let var = format!("coll_tuned_{}_algorithm", coll.name());
-        ["OXMPI_MCA_", "OMPI_MCA_"]
-            .iter()
-            .find_map(|p| std::env::var(format!("{p}{var}")).ok())
-            .and_then(|v| v.trim().parse().ok())
+        params::resolve(&ALGORITHM_PARAMS[coll as usize])
+            .ok()
+            .and_then(|v| v.as_int())
+            .and_then(|i| u32::try_from(i).ok())
             .unwrap_or(0)
     })
 }

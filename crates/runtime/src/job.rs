@@ -8,7 +8,7 @@ use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, NodeLaunch, NodeProc,
 use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
-use crate::remote::{mca_value, RemoteEvent, RemoteToken, Remotes};
+use crate::remote::{RemoteEvent, RemoteToken, Remotes};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
@@ -148,8 +148,14 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
     } else {
         Registry::new(sources)?.child_env()
     };
+    // Our own parameters and those the ranks will read: a bad value is an error here, and
+    // an unknown OXMPI_MCA_ name gets a warning naming the nearest known ones.
+    params::register_global(&crate::PROVIDER)?;
     for p in rank_providers {
         params::register_global(p)?;
+    }
+    if !rank_providers.is_empty() {
+        params::with_global(oxmpi_base::output::report_problems)?;
     }
     let topo = LocalTopology::detect();
     let host = oxmpi_base::output::hostname().to_string();
@@ -201,7 +207,7 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         let in_slurm = parent_env("SLURM_JOB_ID")
             .or_else(|| parent_env("SLURM_JOBID"))
             .is_some();
-        let text = match mca_value(&spec.mca, "plm_rsh_agent") {
+        let text = match crate::params::explicit_value(&crate::params::RSH_AGENT) {
             Some(t) => t,
             None if in_slurm => SLURM_AGENT.to_string(),
             None => "ssh".to_string(),
@@ -238,8 +244,8 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         );
         None
     };
-    let head_address = mca_value(&spec.mca, "plm_head_address");
-    let daemon_timeout = match mca_value(&spec.mca, "plm_daemon_timeout") {
+    let head_address = crate::params::explicit_value(&crate::params::HEAD_ADDRESS);
+    let daemon_timeout = match crate::params::explicit_value(&crate::params::DAEMON_TIMEOUT) {
         None => crate::remote::DAEMON_CONNECT_TIMEOUT,
         Some(v) => match v.trim().parse::<f64>() {
             Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),

@@ -80,6 +80,7 @@ pub mod error;
 pub mod iof;
 pub mod job;
 pub mod launch;
+pub mod params;
 pub mod remote;
 pub mod session;
 pub mod spawn;
@@ -87,6 +88,7 @@ pub mod sys;
 pub mod topo;
 
 pub use error::{Result, RuntimeError};
+pub use params::PROVIDER;
 
 /// Verbose output streams of the runtime's frameworks (Open MPI's names). Each is enabled by
 /// `--mca <framework>_base_verbose N` (or `OXMPI_MCA_<framework>_base_verbose`); level 10

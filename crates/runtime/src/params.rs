@@ -1,0 +1,102 @@
+//! The runtime's MCA frameworks and parameters (listed by `oxmpi-info`, validated by
+//! `mpirun` before anything is launched).
+
+use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider, Source};
+
+/// `plm_rsh_agent`: the launch agent that starts `oxmpid` on other nodes.
+pub const RSH_AGENT: ParamDecl = ParamDecl::new(
+    "plm",
+    "rsh",
+    "agent",
+    ParamType::String,
+    "",
+    "Launch agent for daemons on other nodes, run as '<agent> <host> <oxmpid command>' (empty: ssh, or srun inside a Slurm allocation)",
+);
+
+/// `plm_head_address`: the address daemons connect back to.
+pub const HEAD_ADDRESS: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "head_address",
+    ParamType::String,
+    "",
+    "Address (host or IP) daemons on other nodes connect back to (empty: this host's name)",
+)
+.level(4);
+
+/// `plm_daemon_timeout`: seconds a daemon has to connect back.
+pub const DAEMON_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "daemon_timeout",
+    ParamType::String,
+    "60",
+    "Seconds (a positive number, fractions allowed) a daemon on another node has to connect back before the job is given up",
+)
+.level(4);
+
+/// The frameworks of `mpirun` and its daemons (one per verbose stream in
+/// [`crate::streams`]: keep the two lists equal), with the runtime's own parameters.
+pub static PROVIDER: Provider = Provider {
+    name: "oxmpi-runtime",
+    frameworks: &[
+        Framework {
+            name: "ras",
+            description: "Resource allocation: --host, --hostfile, Slurm allocations, local cores",
+            components: &[],
+        },
+        Framework {
+            name: "rmaps",
+            description: "Mapping of ranks to nodes and cores",
+            components: &[],
+        },
+        Framework {
+            name: "plm",
+            description: "Process lifecycle management: launch agents that start daemons",
+            components: &[
+                Component {
+                    name: "local",
+                    description: "mpirun itself is the daemon of the node it runs on",
+                },
+                Component {
+                    name: "rsh",
+                    description: "daemons on other nodes started through plm_rsh_agent (ssh; srun inside a Slurm allocation)",
+                },
+            ],
+        },
+        Framework {
+            name: "odls",
+            description: "Local launch and reaping of ranks by the node daemon",
+            components: &[],
+        },
+        Framework {
+            name: "iof",
+            description: "Forwarding of the ranks' stdin, stdout and stderr",
+            components: &[],
+        },
+        Framework {
+            name: "errmgr",
+            description: "Error manager: why and how a job ends",
+            components: &[],
+        },
+        Framework {
+            name: "pmi",
+            description: "The PMI-1/PMI-2 server that ranks bootstrap through",
+            components: &[],
+        },
+    ],
+    params: &[RSH_AGENT, HEAD_ADDRESS, DAEMON_TIMEOUT],
+};
+
+/// The value of one of the runtime's parameters when something other than its default set
+/// it (command line, environment, files), from the process-wide registry.
+pub fn explicit_value(decl: &ParamDecl) -> Option<String> {
+    let name = decl.full_name();
+    params::with_global(|r| {
+        r.get(&name)
+            .filter(|e| !matches!(e.source, Source::Default))
+            .map(|e| e.rendered())
+    })
+    .ok()
+    .flatten()
+}
