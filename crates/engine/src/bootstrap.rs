@@ -151,6 +151,9 @@ impl Bootstrap for FileKvs {
     }
 }
 
+/// How long an aborting rank waits for the launcher to end the job before exiting itself.
+const ABORT_GRACE: Duration = Duration::from_secs(3);
+
 /// Bootstrap through the PMI-1/PMI-2 client of `oxmpi-pmi` (our `mpirun`, Hydra, Slurm).
 #[derive(Debug)]
 pub struct PmiBootstrap {
@@ -203,7 +206,13 @@ impl Bootstrap for PmiBootstrap {
         })
     }
     fn abort(&mut self, code: i32, msg: &str) {
-        let _ = self.pmi.abort(code, msg);
+        if self.pmi.abort(code, msg).is_ok() && self.pmi.size() > 1 {
+            // The launcher ends the whole job on an abort and reports its code. Exiting at
+            // once could let a peer notice our death and report a failure of its own before
+            // the launcher has read the abort; wait to be killed instead (bounded, in case
+            // the launcher ignores aborts).
+            std::thread::sleep(ABORT_GRACE);
+        }
     }
     fn finalize(&mut self) -> Result<(), Error> {
         self.pmi.finalize().map_err(|e| self.err("finalize", e))
