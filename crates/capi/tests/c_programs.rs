@@ -259,14 +259,13 @@ fn mpi_abort_ends_the_job_with_the_code() {
             // Without a launcher in between, the aborting rank's own status is seen.
             assert_eq!(job.codes[1], 7, "stderr:\n{}", job.stderr);
         } else {
-            // The exit status of mpirun is not checked for 7: the waiting rank may
-            // notice its dead peer and abort (code 1) before mpirun handles the abort
-            // request of the aborting rank (reported to the runtime/engine owners).
+            // The aborting rank waits for mpirun to end the job, so its code is the job's.
             assert!(
                 job.stderr.contains("MPI_Abort called with error code 7"),
                 "{}",
                 job.stderr
             );
+            assert_eq!(job.code, 7, "stderr:\n{}", job.stderr);
         }
     }
 }
