@@ -13,20 +13,17 @@
 //! the area with a pad record instead.
 //!
 //! **One cache line per small message.** The consumer does not read a producer index: it
-//! polls the frame word at its own position. This works because the producer, before it
-//! publishes a record (or pad), zeroes the frame word of the line right after it, where the
-//! next record will start: so the word at the consumer's position is either zero or the frame
-//! of the next record, whatever an earlier lap left there. A record of up to 56 bytes (frame
-//! included) moves from producer to consumer as one cache-line transfer, and the consumer
-//! never writes the data area (bulk data lines are only read by it, so the producer takes
-//! them back without a transfer of dirty lines). To make that zeroing safe the producer keeps
-//! one line of free space beyond every record it writes.
+//! polls the frame word at its own position. This works because the first 8 bytes of every
+//! line the consumer has passed are zero: after consuming a record it clears the first word of
+//! each of the record's lines (they are in its cache already). So the word at the consumer's
+//! position is either zero or the frame of the next record, and a record of up to 56 bytes
+//! (frame included) moves from producer to consumer as one cache-line transfer.
 //!
-//! Ordering: the producer writes the payload and zeroes the next frame word, then stores the
-//! frame word with `Release`; the consumer loads it with `Acquire` before reading the payload
-//! (and, after it, the next frame word). The consumer publishes `tail` (bytes consumed, never
-//! wraps) with `Release`; the producer loads `tail` with `Acquire` (only when its cached copy
-//! says the ring is full) before reusing the space.
+//! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
+//! consumer loads it with `Acquire` before reading the payload. The consumer clears the
+//! record's line words and then publishes `tail` (bytes consumed, never wraps) with
+//! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
+//! is full) before reusing the space.
 //!
 //! The model test in `tests/loom_ring.rs` (`RUSTFLAGS="--cfg loom" cargo test -p oxmpi-engine
 //! --test loom_ring --release`) checks these orderings with loom, including data races on the
@@ -76,11 +73,10 @@ pub fn record_bytes(len: usize) -> usize {
     (FRAME + len).div_ceil(LINE) * LINE
 }
 
-/// Largest record payload a ring of `cap` bytes accepts: a record of at most half the ring
-/// (in whole lines), so it always fits once the consumer catches up, even after a pad and
-/// with the one free line the producer keeps beyond it. `cap` must be at least 128.
+/// Largest record payload a ring of `cap` bytes accepts (half the ring, so a record always
+/// fits once the consumer catches up, even after a pad).
 pub fn max_record(cap: usize) -> usize {
-    cap / 2 / LINE * LINE - FRAME
+    cap / 2 - FRAME
 }
 
 /// Where a ring lives.
@@ -159,6 +155,23 @@ impl RingMem {
         &self.frames[pos / LINE]
     }
 
+    /// Clears the first word of every line in `[pos, pos + len)` except the frame line.
+    #[inline(always)]
+    fn clear_lines(&self, pos: usize, len: usize) {
+        let mut p = pos + LINE;
+        while p < pos + len {
+            #[cfg(not(loom))]
+            // SAFETY: p is a line start inside the consumed record, which the producer does
+            // not touch until `tail` moves past it.
+            unsafe {
+                self.data.add(p).cast::<u64>().write(0)
+            };
+            #[cfg(loom)]
+            self.frames[p / LINE].store(0, Ordering::Relaxed);
+            p += LINE;
+        }
+    }
+
     #[cfg(loom)]
     fn track_write(&self, pos: usize, len: usize) {
         for i in pos / LINE..(pos + len).div_ceil(LINE) {
@@ -224,11 +237,10 @@ impl Producer {
         let total = record_bytes(len) as u64;
         let pos = self.pos as u64;
         let to_end = cap - pos;
-        // One line beyond the record stays free: its frame word is zeroed below.
         let need = if total > to_end {
-            to_end + total + LINE as u64
+            to_end + total
         } else {
-            total + LINE as u64
+            total
         };
         if self.head + need - self.cached_tail > cap {
             self.cached_tail = self.mem.ctl().tail.load(Ordering::Acquire);
@@ -238,11 +250,8 @@ impl Producer {
         }
         let mut at = pos as usize;
         if total > to_end {
-            // The pad covers the rest of the area; its frame is published (after zeroing the
-            // frame word at 0, where the consumer goes next) before the record's, so the
-            // consumer meets them in order.
-            self.mem.track_write(0, FRAME);
-            self.mem.frame(0).store(0, Ordering::Relaxed);
+            // The pad covers the rest of the area; its frame is published before the record's
+            // so the consumer meets them in order.
             self.mem
                 .frame(at)
                 .store(VALID | PAD | (to_end - FRAME as u64), Ordering::Release);
@@ -252,20 +261,15 @@ impl Producer {
         self.mem.track_write(at, FRAME + len);
         // SAFETY: `[at + FRAME, at + FRAME + len)` lies inside the data area and is free.
         fill(unsafe { self.mem.data.add(at + FRAME) });
-        // Records never wrap, so the next position is at most the end of the area.
-        let mut next = at + total as usize;
-        if next == self.mem.cap {
-            next = 0;
-        }
-        // The line at `next` is free (reserved above): whatever an earlier lap left in its
-        // first word must not look like a frame when the consumer gets there.
-        self.mem.track_write(next, FRAME);
-        self.mem.frame(next).store(0, Ordering::Relaxed);
         self.mem
             .frame(at)
             .store(VALID | len as u64, Ordering::Release);
         self.head += total;
-        self.pos = next;
+        // Records never wrap, so the new position is at most the end of the area.
+        self.pos = at + total as usize;
+        if self.pos == self.mem.cap {
+            self.pos = 0;
+        }
         true
     }
 
@@ -326,6 +330,8 @@ impl Consumer {
                 return Err(RingCorrupt { pos: self.tail });
             }
             if f & PAD != 0 {
+                // The lines under the pad were cleared on the previous lap.
+                self.mem.frame(pos).store(0, Ordering::Relaxed);
                 self.tail += (FRAME + len) as u64;
                 self.advance(pos, FRAME + len);
                 continue;
@@ -342,6 +348,9 @@ impl Consumer {
     pub fn release(&mut self) {
         if let Some((pos, len)) = self.current.take() {
             let total = record_bytes(len);
+            self.mem.track_write(pos, total);
+            self.mem.clear_lines(pos, total);
+            self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
             self.advance(pos, total);
             self.mem.ctl().tail.store(self.tail, Ordering::Release);
