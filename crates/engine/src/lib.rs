@@ -267,6 +267,8 @@ impl Error {
         }
     }
 
+    // Unused only in the loom model build, which compiles the ring alone.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn arg(class: ErrorClass, msg: impl Into<String>) -> Error {
         Error::Arg {
             class,
