@@ -1110,6 +1110,17 @@ impl State {
             }
             Out::Ctrl(hdr)
         };
+        // The path each message takes (trace level: one atomic load when disabled).
+        oxmpi_base::verbose!(
+            params::BTL,
+            60,
+            "sm: send {len} B to rank {dest}: {}",
+            match &item {
+                Out::Eager { .. } => "eager",
+                _ if self.cma => "rendezvous, single copy (cma)",
+                _ => "rendezvous, pipelined copy",
+            }
+        );
         let peer = &mut self.peers[dest as usize];
         // Fast path: nothing queued before it, so it may go straight into the link.
         if peer.outq.is_empty() {
