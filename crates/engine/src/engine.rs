@@ -1037,6 +1037,7 @@ impl State {
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
+                    oxmpi_base::verbose!(params::BTL, 60, "sm: send {len} B to rank {dest}: eager");
                     return Ok(self.new_done(empty_status()));
                 }
             }
