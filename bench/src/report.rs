@@ -491,7 +491,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     for (name, lines) in &res.transport {
         let _ = writeln!(
             o,
-            "`{name}` with `OXMPI_MCA_{{pml,btl,shm,engine,transport}}_base_verbose=100`, one ping-pong per size (distinct lines):\n\n```"
+            "`{name}` with `OXMPI_MCA_{{pml,btl}}_base_verbose=100`, one ping-pong per size (distinct lines):\n\n```"
         );
         for l in lines {
             let _ = writeln!(o, "{l}");

@@ -766,7 +766,7 @@ impl<'a> Runner<'a> {
     /// path each message size took.
     pub fn transport_report(&mut self, p: &Prepared) {
         let mut imp = p.imp.clone();
-        for fw in ["pml", "btl", "shm", "engine", "transport"] {
+        for fw in ["pml", "btl"] {
             imp.env
                 .push((format!("OXMPI_MCA_{fw}_base_verbose"), "100".into()));
         }
