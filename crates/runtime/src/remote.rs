@@ -108,18 +108,6 @@ impl Peer {
     }
 }
 
-/// The value of MCA parameter `name` as the command line (`--mca`, last wins) or the
-/// environment (`OXMPI_MCA_<name>`, then `OMPI_MCA_<name>`) gives it.
-pub fn mca_value(cmdline: &[(String, String)], name: &str) -> Option<String> {
-    cmdline
-        .iter()
-        .rev()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var(format!("OXMPI_MCA_{name}")).ok())
-        .or_else(|| std::env::var(format!("OMPI_MCA_{name}")).ok())
-}
-
 /// Sans-IO gathering of PMI fence contributions across daemons: each fence epoch is
 /// released once every participating daemon contributed, with the union of their pairs (in
 /// contribution order). Daemons that go away stop counting.
@@ -1312,12 +1300,5 @@ mod tests {
         assert!(args(&["--head", "h:1", "--jobid", "j"]).is_err());
         assert!(args(&["--head"]).is_err());
         assert!(args(&["--secret", "s"]).is_err());
-    }
-
-    #[test]
-    fn mca_values_from_the_command_line_win() {
-        let cl = vec![kv("plm_rsh_agent", "a"), kv("plm_rsh_agent", "b")];
-        assert_eq!(mca_value(&cl, "plm_rsh_agent").as_deref(), Some("b"));
-        assert_eq!(mca_value(&cl, "oxmpi_surely_unset_param"), None);
     }
 }
