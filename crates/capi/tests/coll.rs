@@ -6,41 +6,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-fn prefix() -> PathBuf {
-    match std::env::var_os("OXMPI_TEST_PREFIX") {
-        Some(p) => PathBuf::from(p),
-        None => panic!(
-            "OXMPI_TEST_PREFIX is not set: these tests need an installed oxmpi prefix \
-             (run them with `cargo xtask test`, or set OXMPI_TEST_PREFIX=<prefix> after \
-             `cargo xtask install --prefix <prefix>`)"
-        ),
-    }
-}
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "oxmpi-capi-coll-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).expect("create scratch dir");
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::{prefix, Scratch};
 
 fn build(name: &str, dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -94,7 +63,7 @@ fn run(exe: &Path, n: usize) -> String {
 }
 
 fn check_program(name: &str, done: &str, lines: &[&str]) {
-    let dir = Scratch::new("build");
+    let dir = Scratch::new("coll-build");
     let exe = build(name, &dir.0);
     for n in 1..=4 {
         let out = run(&exe, n);
