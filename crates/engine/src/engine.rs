@@ -72,8 +72,11 @@ pub fn engine() -> Option<&'static Engine> {
 #[derive(Clone, Debug)]
 struct Comm {
     ctx: u32,
-    /// World rank of each communicator rank.
+    /// World rank of each communicator rank (the local group).
     group: Vec<i32>,
+    /// World rank of each peer rank: the group that destination and source ranks index.
+    /// Equal to `group` for an intracommunicator; the remote group of an intercommunicator.
+    remote: Vec<i32>,
     rank: i32,
 }
 
@@ -349,9 +352,15 @@ impl Engine {
     pub fn comm_context(&self, comm: CommId) -> Result<u32, Error> {
         Ok(self.lock().comm(comm)?.ctx)
     }
-    /// World ranks of the members of `comm`, in communicator rank order.
+    /// World ranks of the members of `comm`, in communicator rank order (the local group
+    /// of an intercommunicator).
     pub fn comm_group(&self, comm: CommId) -> Result<Vec<i32>, Error> {
         Ok(self.lock().comm(comm)?.group.clone())
+    }
+    /// World ranks of the peers of `comm`: the remote group of an intercommunicator, the
+    /// group itself otherwise.
+    pub fn comm_remote_group(&self, comm: CommId) -> Result<Vec<i32>, Error> {
+        Ok(self.lock().comm(comm)?.remote.clone())
     }
 
     /// Adds a communicator with context id `ctx` over the world ranks `group` (our rank must
@@ -359,6 +368,21 @@ impl Engine {
     /// for `MPI_Comm_dup`/`split`) is the caller's job; ids 0 and 1 are taken by world and
     /// self, and a context id may be used by one live communicator only.
     pub fn comm_create(&self, ctx: u32, group: Vec<i32>) -> Result<CommId, Error> {
+        self.comm_create_inter(ctx, group, None)
+    }
+
+    /// Adds a communicator with context id `ctx` whose local group is `group` (world ranks;
+    /// our rank must be a member) and whose peers are `remote`: with `Some(remote)` this is
+    /// an intercommunicator, where destination and source ranks index `remote` and a
+    /// message carries the sender's rank in its own local group; `None` gives an
+    /// intracommunicator (peers = `group`). Context-id agreement is the caller's job, as for
+    /// [`Engine::comm_create`].
+    pub fn comm_create_inter(
+        &self,
+        ctx: u32,
+        group: Vec<i32>,
+        remote: Option<Vec<i32>>,
+    ) -> Result<CommId, Error> {
         let mut st = self.lock();
         if st.ctx_comm.contains_key(&ctx) {
             return Err(Error::arg(
@@ -372,14 +396,24 @@ impl Engine {
                 "calling rank is not in the group".to_string(),
             )
         })? as i32;
-        if let Some(&bad) = group.iter().find(|&&w| w < 0 || w >= self.size) {
+        let remote = remote.unwrap_or_else(|| group.clone());
+        if let Some(&bad) = group
+            .iter()
+            .chain(remote.iter())
+            .find(|&&w| w < 0 || w >= self.size)
+        {
             return Err(Error::arg(
                 ErrorClass::Rank,
                 format!("world rank {bad} in group"),
             ));
         }
         let id = st.comms.len() as u32;
-        st.comms.push(Some(Comm { ctx, group, rank }));
+        st.comms.push(Some(Comm {
+            ctx,
+            group,
+            remote,
+            rank,
+        }));
         st.ctx_comm.insert(ctx, id);
         Ok(CommId(id))
     }
@@ -419,8 +453,8 @@ impl Engine {
             let c = st.comm(comm)?;
             let w = usize::try_from(dest)
                 .ok()
-                .and_then(|d| c.group.get(d).copied());
-            (c.ctx, c.rank, c.group.len(), w)
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.rank, c.remote.len(), w)
         };
         if dest == PROC_NULL {
             return Ok(st.new_done(Status::PROC_NULL));
@@ -465,8 +499,8 @@ impl Engine {
             let c = st.comm(comm)?;
             let w = usize::try_from(src)
                 .ok()
-                .and_then(|d| c.group.get(d).copied());
-            (c.ctx, c.group.len(), w)
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.remote.len(), w)
         };
         if src == PROC_NULL {
             return Ok(st.new_done(Status::PROC_NULL));
@@ -798,11 +832,13 @@ impl State {
         let world = Comm {
             ctx: 0,
             group: (0..size).collect(),
+            remote: (0..size).collect(),
             rank: me,
         };
         let selfc = Comm {
             ctx: 1,
             group: vec![me],
+            remote: vec![me],
             rank: 0,
         };
         State {
@@ -928,7 +964,7 @@ impl State {
     }
 
     fn check_probe_args(&self, src: i32, tag: i32, comm: CommId) -> Result<(), Error> {
-        let n = self.comm(comm)?.group.len() as i32;
+        let n = self.comm(comm)?.remote.len() as i32;
         if src != ANY_SOURCE && src != PROC_NULL && !(0..n).contains(&src) {
             return Err(Error::arg(
                 ErrorClass::Rank,
@@ -946,9 +982,9 @@ impl State {
         let c = self.comm(comm).ok()?;
         let dead = |w: i32| self.peers[w as usize].dead;
         let failed = if src == ANY_SOURCE {
-            c.group.iter().find(|&&w| dead(w)).copied()
+            c.remote.iter().find(|&&w| dead(w)).copied()
         } else {
-            Some(c.group[src as usize]).filter(|&w| dead(w))
+            Some(c.remote[src as usize]).filter(|&w| dead(w))
         };
         failed.map(|w| Error::PeerFailed {
             peer: w,
