@@ -26,6 +26,10 @@ pub enum Coll {
     Alltoall = 5,
     /// `reduce_scatter`: 1 reduce + scatterv, 3 ring (commutative ops only).
     ReduceScatter = 6,
+    /// `gather`: 1 linear (the root posts every receive), 2 binomial tree.
+    Gather = 7,
+    /// `scatter`: 1 linear (the root posts every send), 2 binomial tree.
+    Scatter = 8,
 }
 
 const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
@@ -41,7 +45,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 }
 
 /// One declaration per [`Coll`], in its order.
-pub static ALGORITHM_PARAMS: [ParamDecl; 7] = [
+pub static ALGORITHM_PARAMS: [ParamDecl; 9] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -70,6 +74,14 @@ pub static ALGORITHM_PARAMS: [ParamDecl; 7] = [
         "reduce_scatter_algorithm",
         "Reduce-scatter algorithm: 0 automatic, 1 reduce + scatterv, 3 ring (commutative ops)",
     ),
+    algorithm_param(
+        "gather_algorithm",
+        "Gather algorithm: 0 automatic, 1 linear, 2 binomial",
+    ),
+    algorithm_param(
+        "scatter_algorithm",
+        "Scatter algorithm: 0 automatic, 1 linear, 2 binomial",
+    ),
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.
@@ -87,7 +99,7 @@ pub static PROVIDER: Provider = Provider {
     params: &ALGORITHM_PARAMS,
 };
 
-static CACHE: [OnceLock<u32>; 7] = [const { OnceLock::new() }; 7];
+static CACHE: [OnceLock<u32>; 9] = [const { OnceLock::new() }; 9];
 
 /// The forced algorithm number of `coll` (0 = automatic selection).
 pub fn algorithm(coll: Coll) -> u32 {
@@ -106,3 +118,5 @@ pub const BCAST_SMALL: usize = 12 * 1024;
 pub const ALLREDUCE_SMALL: usize = 16 * 1024;
 /// Blocks up to this many bytes use the Bruck alltoall (larger: pairwise).
 pub const ALLTOALL_SMALL: usize = 256;
+/// Gather/scatter blocks up to this many bytes use the binomial tree (larger: linear).
+pub const GATHER_SMALL: usize = 8 * 1024;

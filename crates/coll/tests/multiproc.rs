@@ -123,6 +123,8 @@ const FORCED_A: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_allgather_algorithm", "4"),
     ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "3"),
     ("OXMPI_MCA_coll_tuned_reduce_scatter_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_gather_algorithm", "2"),
+    ("OXMPI_MCA_coll_tuned_scatter_algorithm", "2"),
 ];
 const FORCED_B: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_bcast_algorithm", "1"),
@@ -131,6 +133,8 @@ const FORCED_B: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_allgather_algorithm", "3"),
     ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "2"),
     ("OXMPI_MCA_coll_tuned_reduce_scatter_algorithm", "3"),
+    ("OXMPI_MCA_coll_tuned_gather_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_scatter_algorithm", "1"),
 ];
 
 #[test]
