@@ -35,6 +35,7 @@ pub mod env;
 pub mod errors;
 pub(crate) mod external;
 pub(crate) mod grequest;
+pub mod io;
 pub mod icoll;
 pub mod misc;
 pub mod neighbor;
