@@ -4,10 +4,13 @@
 //! Every communicator has a second engine communicator (its *collective context*) over
 //! the same group, so collective traffic never matches user point-to-point messages.
 //! Context ids are agreed on by a MAX-allreduce of each member's next free id over the
-//! parent's collective context. Algorithms are simple linear/pairwise ones (correct for
-//! any op, including non-commutative ones: reductions fold in rank order).
+//! parent's collective context. The collectives themselves run `oxmpi-coll`'s algorithms
+//! (chosen by message and communicator size, see `coll_alg.rs`) on the collective context;
+//! typed buffers are seen as bytes directly when the datatype is contiguous and packed
+//! otherwise.
 
 use crate::backend::{self, EComm, SendMode};
+use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_in, MpiError, MpiResult};
@@ -19,12 +22,7 @@ use std::sync::Arc;
 mod tag {
     pub const BARRIER: i32 = 1;
     pub const BCAST: i32 = 2;
-    pub const REDUCE: i32 = 3;
-    pub const GATHER: i32 = 4;
-    pub const SCATTER: i32 = 5;
     pub const ALLGATHER: i32 = 6;
-    pub const ALLTOALL: i32 = 7;
-    pub const SCAN: i32 = 8;
 }
 
 /// First context id handed out for user communicators (0/1: world/self, 2/3: their
@@ -173,115 +171,12 @@ impl Coll {
     }
 }
 
-/// A buffer holding `count` items of a datatype in its own layout (for reductions).
-struct Typed {
-    v: Vec<u8>,
-    shift: isize,
-}
-
-impl Typed {
-    fn new(dt: &Datatype, count: usize) -> Typed {
-        let span = if count == 0 {
-            0
-        } else {
-            (dt.true_ub - dt.true_lb) as usize + (count - 1) * dt.extent().unsigned_abs()
-        };
-        Typed {
-            v: vec![0u8; span.max(1)],
-            shift: -dt.true_lb,
-        }
-    }
-    fn ptr(&mut self) -> *mut c_void {
-        self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
-    }
-    fn from_packed(dt: &Datatype, count: usize, data: &[u8]) -> Typed {
-        let mut t = Typed::new(dt, count);
-        let p = t.ptr();
-        // SAFETY: `t` spans the type map of `count` items (true extent and strides).
-        unsafe { unpack_from(dt, count, p.cast(), data) };
-        t
-    }
-}
-
-fn pack(dt: &Datatype, count: usize, buf: *const c_void) -> Vec<u8> {
-    let mut v = Vec::new();
-    // SAFETY: the MPI contract of the collective: `buf` holds `count` items of `dt`.
-    unsafe { pack_into(dt, count, buf.cast(), &mut v) };
-    v
-}
-
-fn unpack(dt: &Datatype, count: usize, buf: *mut c_void, data: &[u8]) {
-    // SAFETY: the MPI contract of the collective: `buf` has room for `count` items.
-    unsafe { unpack_from(dt, count, buf.cast(), data) };
-}
-
 fn is_in_place(p: *const c_void) -> bool {
     p as isize == -1
 }
 
 fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
-}
-
-/// Reduce packed contributions (in rank order) into one typed buffer.
-fn fold(parts: &[Vec<u8>], dt: &Datatype, count: usize, dth: c_int, op: c_int) -> MpiResult<Typed> {
-    let mut acc = Typed::from_packed(dt, count, &parts[parts.len() - 1]);
-    for p in parts[..parts.len() - 1].iter().rev() {
-        let mut x = Typed::from_packed(dt, count, p);
-        let (xin, accp) = (x.ptr(), acc.ptr());
-        // SAFETY: both typed buffers hold `count` items of `dt`.
-        unsafe { crate::op::reduce_local(xin, accp, count, dth, op)? };
-    }
-    Ok(acc)
-}
-
-/// Gather packed contributions at `root` (`None` elsewhere).
-fn gather_packed(
-    c: &Coll,
-    mine: Vec<u8>,
-    root: i32,
-    expect: usize,
-) -> MpiResult<Option<Vec<Vec<u8>>>> {
-    if c.rank != root {
-        c.send(&mine, root, tag::REDUCE)?;
-        return Ok(None);
-    }
-    let mut parts = vec![Vec::new(); c.size as usize];
-    for r in 0..c.size {
-        if r == root {
-            continue;
-        }
-        let mut v = vec![0u8; expect];
-        let n = c.recv(&mut v, r, tag::REDUCE)?;
-        v.truncate(n);
-        parts[r as usize] = v;
-    }
-    parts[root as usize] = mine;
-    Ok(Some(parts))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn reduce_impl(
-    c: &Coll,
-    contrib: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    dt: &Datatype,
-    dth: c_int,
-    op: c_int,
-    root: i32,
-) -> MpiResult {
-    crate::op::op_kind(op).map_err(|e| e.on(c.comm))?;
-    // Reject undefined (op, type) pairs on every rank before any message moves.
-    crate::coll_alg::Reducer::new(dt, dth, op).map_err(|e| e.on(c.comm))?;
-    let mine = pack(dt, count, contrib);
-    if let Some(parts) = gather_packed(c, mine, root, count * dt.size)? {
-        let mut acc = fold(&parts, dt, count, dth, op).map_err(|e| e.on(c.comm))?;
-        let p = acc.ptr();
-        let bytes = pack(dt, count, p);
-        unpack(dt, count, recvbuf, &bytes);
-    }
-    Ok(())
 }
 
 mpi_fn! {
@@ -326,7 +221,8 @@ mpi_fn! {
     }
 }
 
-/// Shared body of Scan (`exclusive = false`) and Exscan.
+/// Shared body of Scan (`exclusive = false`) and Exscan: recursive doubling in
+/// `oxmpi-coll` on packed items.
 fn scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -339,42 +235,35 @@ fn scan(
     let c = coll(comm)?;
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
-    crate::op::op_kind(op).map_err(|e| e.on(comm))?;
     // Reject undefined (op, type) pairs on every rank before any message moves.
-    crate::coll_alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
-    let contrib = if is_in_place(sendbuf) {
-        recvbuf.cast_const()
-    } else {
-        sendbuf
-    };
-    let mine = pack(&dt, n, contrib);
-    // prefix of ranks 0..rank-1 (None on rank 0)
-    let before = if c.rank > 0 {
-        let mut v = vec![0u8; n * dt.size];
-        let k = c.recv(&mut v, c.rank - 1, tag::SCAN)?;
-        v.truncate(k);
-        Some(v)
-    } else {
-        None
-    };
-    let upto = match &before {
-        Some(b) => {
-            let mut acc =
-                fold(&[b.clone(), mine.clone()], &dt, n, datatype, op).map_err(|e| e.on(comm))?;
-            let p = acc.ptr();
-            pack(&dt, n, p)
-        }
-        None => mine.clone(),
-    };
-    if c.rank + 1 < c.size {
-        c.send(&upto, c.rank + 1, tag::SCAN)?;
+    let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
+    let a = alg::alg(c.ctx, comm)?;
+    let in_place = is_in_place(sendbuf);
+    alg::check_buf(recvbuf, &dt, n, comm)?;
+    if !in_place {
+        alg::check_buf(sendbuf, &dt, n, comm)?;
     }
+    // SAFETY: MPI contract: recvbuf has room for `n` items; in place it holds our input.
+    let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(n, 0)], |_| in_place) };
     if exclusive {
-        if let Some(b) = before {
-            unpack(&dt, n, recvbuf, &b);
+        let send = if in_place {
+            alg::SendBytes::Packed(out.bytes().to_vec())
+        } else {
+            // SAFETY: MPI contract: sendbuf holds `n` items.
+            unsafe { alg::SendBytes::new(&dt, n, sendbuf) }
+        };
+        alg::with_op(&red, |o| a.exscan(send.bytes(), out.bytes(), o)).map_err(alg::err(comm))?;
+        if c.rank > 0 {
+            out.store(|_| true);
         }
     } else {
-        unpack(&dt, n, recvbuf, &upto);
+        if !in_place {
+            // SAFETY: MPI contract: sendbuf holds `n` items.
+            let send = unsafe { alg::SendBytes::new(&dt, n, sendbuf) };
+            out.bytes().copy_from_slice(send.bytes());
+        }
+        alg::with_op(&red, |o| a.scan(out.bytes(), o)).map_err(alg::err(comm))?;
+        out.store(|_| true);
     }
     Ok(())
 }
@@ -405,7 +294,8 @@ fn layout(c: &Coll, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec
         .map_err(|e| e.on(c.comm))
 }
 
-/// Gather(v) body: `slots[i]` = (count, displacement in items) of rank i at the root.
+/// Gather(v) body: `slots[i]` = (count, displacement in items) of rank i at the root;
+/// `regular` selects `oxmpi-coll`'s gather (binomial tree for small blocks) over gatherv.
 #[allow(clippy::too_many_arguments)]
 fn gatherv(
     c: &Coll,
@@ -414,69 +304,106 @@ fn gatherv(
     sdt: Option<Arc<Datatype>>,
     recvbuf: *mut c_void,
     rdt: Option<&Datatype>,
-    slots: &[(usize, isize)],
+    slots: Vec<(usize, isize)>,
     root: i32,
+    regular: bool,
 ) -> MpiResult {
+    let a = alg::alg(c.ctx, c.comm)?;
     if c.rank != root {
         let sdt = sdt.expect("send type checked");
-        return c.send(&pack(&sdt, scount, sendbuf), root, tag::GATHER);
+        // SAFETY: MPI contract: sendbuf holds `scount` items.
+        let send = unsafe { alg::SendBytes::new(&sdt, scount, sendbuf) };
+        let r = if regular {
+            a.gather(send.bytes(), &mut [], root)
+        } else {
+            a.gatherv(send.bytes(), &mut [], &[], &[], root)
+        };
+        return r.map_err(alg::err(c.comm));
     }
     let rdt = rdt.expect("receive type checked");
-    for r in 0..c.size {
-        let (k, d) = slots[r as usize];
-        let dst = recvbuf
-            .cast::<u8>()
-            .wrapping_offset(d * rdt.extent())
-            .cast::<c_void>();
-        if r == root {
-            if !is_in_place(sendbuf) {
-                let sdt = sdt.as_ref().expect("send type checked");
-                unpack(rdt, k, dst, &pack(sdt, scount, sendbuf));
-            }
-            continue;
-        }
-        let mut v = vec![0u8; k * rdt.size];
-        let n = c.recv(&mut v, r, tag::GATHER)?;
-        unpack(rdt, k, dst, &v[..n]);
-    }
+    let me = root as usize;
+    let in_place = is_in_place(sendbuf);
+    // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
+    let mut area = unsafe { alg::Blocks::new(rdt, recvbuf, slots, |i| in_place && i == me) };
+    let send = match &sdt {
+        // SAFETY: MPI contract: sendbuf holds `scount` items.
+        Some(sdt) if !in_place => unsafe { alg::SendBytes::new(sdt, scount, sendbuf) },
+        _ => alg::SendBytes::Packed(area.block(me).to_vec()),
+    };
+    let r = if regular {
+        a.gather(send.bytes(), area.bytes(), root)
+    } else {
+        let (counts, displs) = (area.counts.clone(), area.displs.clone());
+        a.gatherv(send.bytes(), area.bytes(), &counts, &displs, root)
+    };
+    r.map_err(alg::err(c.comm))?;
+    area.store(|i| !(in_place && i == me));
     Ok(())
 }
 
-/// Scatter(v) body.
+/// Scatter(v) body (`regular`: `oxmpi-coll`'s scatter, binomial for small blocks).
 #[allow(clippy::too_many_arguments)]
 fn scatterv(
     c: &Coll,
     sendbuf: *const c_void,
     sdt: Option<&Datatype>,
-    slots: &[(usize, isize)],
+    slots: Vec<(usize, isize)>,
     recvbuf: *mut c_void,
     rcount: usize,
     rdt: Option<Arc<Datatype>>,
     root: i32,
+    regular: bool,
 ) -> MpiResult {
+    let a = alg::alg(c.ctx, c.comm)?;
     if c.rank != root {
         let rdt = rdt.expect("receive type checked");
-        let mut v = vec![0u8; rcount * rdt.size];
-        let n = c.recv(&mut v, root, tag::SCATTER)?;
-        unpack(&rdt, rcount, recvbuf, &v[..n]);
+        // SAFETY: MPI contract: recvbuf has room for `rcount` items.
+        let mut out = unsafe { alg::Blocks::new(&rdt, recvbuf, vec![(rcount, 0)], |_| false) };
+        let r = if regular {
+            a.scatter(&[], out.bytes(), root)
+        } else {
+            a.scatterv(&[], &[], &[], out.bytes(), root)
+        };
+        r.map_err(alg::err(c.comm))?;
+        out.store(|_| true);
         return Ok(());
     }
     let sdt = sdt.expect("send type checked");
-    for r in 0..c.size {
-        let (k, d) = slots[r as usize];
-        let src = sendbuf
-            .cast::<u8>()
-            .wrapping_offset(d * sdt.extent())
-            .cast::<c_void>();
-        let data = pack(sdt, k, src);
-        if r == root {
-            if !is_in_place(recvbuf) {
-                let rdt = rdt.as_ref().expect("receive type checked");
-                unpack(rdt, rcount, recvbuf, &data);
-            }
-        } else {
-            c.send(&data, r, tag::SCATTER)?;
+    let me = root as usize;
+    // SAFETY: MPI contract: sendbuf holds every block (read only: `store` is never called).
+    let mut src = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), slots, |_| true) };
+    let (counts, displs) = (src.counts.clone(), src.displs.clone());
+    let mine = counts[me];
+    let in_place = is_in_place(recvbuf);
+    let mut scratch;
+    let mut out = if in_place {
+        scratch = vec![0u8; mine];
+        None
+    } else {
+        scratch = Vec::new();
+        let rdt = rdt.as_ref().expect("receive type checked");
+        // SAFETY: MPI contract: recvbuf has room for `rcount` items.
+        Some(unsafe { alg::Blocks::new(rdt, recvbuf, vec![(rcount, 0)], |_| false) })
+    };
+    let rbytes: &mut [u8] = match &mut out {
+        Some(o) => o.bytes(),
+        None => &mut scratch,
+    };
+    let r = if regular {
+        if rbytes.len() != mine {
+            return Err(MpiError::new(
+                MPI_ERR_TRUNCATE,
+                "scatter: the root's receive size differs from its send block",
+            )
+            .on(c.comm));
         }
+        a.scatter(src.bytes(), rbytes, root)
+    } else {
+        a.scatterv(src.bytes(), &counts, &displs, rbytes, root)
+    };
+    r.map_err(alg::err(c.comm))?;
+    if let Some(o) = out {
+        o.store(|_| true);
     }
     Ok(())
 }
@@ -491,8 +418,8 @@ mpi_fn! {
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
         let rdt = if c.rank == root { Some(dtype(recvtype, comm)?) } else { None };
         let rc = if c.rank == root { check_count(recvcount).map_err(|e| e.on(comm))? } else { 0 };
-        let slots: Vec<_> = (0..c.size as usize).map(|i| (rc, (i * rc) as isize)).collect();
-        gatherv(&c, sendbuf, sc, sdt, recvbuf, rdt.as_deref(), &slots, root)
+        let slots = if c.rank == root { alg::regular(c.size as usize, rc) } else { vec![] };
+        gatherv(&c, sendbuf, sc, sdt, recvbuf, rdt.as_deref(), slots, root, true)
     }
 }
 
@@ -505,7 +432,7 @@ mpi_fn! {
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
         let (rdt, slots) = if c.rank == root { (Some(dtype(recvtype, comm)?), layout(&c, recvcounts, displs)?) } else { (None, vec![]) };
-        gatherv(&c, sendbuf, sc, sdt, recvbuf, rdt.as_deref(), &slots, root)
+        gatherv(&c, sendbuf, sc, sdt, recvbuf, rdt.as_deref(), slots, root, false)
     }
 }
 
@@ -519,8 +446,8 @@ mpi_fn! {
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
         let sdt = if c.rank == root { Some(dtype(sendtype, comm)?) } else { None };
         let sc = if c.rank == root { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
-        let slots: Vec<_> = (0..c.size as usize).map(|i| (sc, (i * sc) as isize)).collect();
-        scatterv(&c, sendbuf, sdt.as_deref(), &slots, recvbuf, rc, rdt, root)
+        let slots = if c.rank == root { alg::regular(c.size as usize, sc) } else { vec![] };
+        scatterv(&c, sendbuf, sdt.as_deref(), slots, recvbuf, rc, rdt, root, true)
     }
 }
 
@@ -533,11 +460,13 @@ mpi_fn! {
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
         let (sdt, slots) = if c.rank == root { (Some(dtype(sendtype, comm)?), layout(&c, sendcounts, displs)?) } else { (None, vec![]) };
-        scatterv(&c, sendbuf, sdt.as_deref(), &slots, recvbuf, rc, rdt, root)
+        scatterv(&c, sendbuf, sdt.as_deref(), slots, recvbuf, rc, rdt, root, false)
     }
 }
 
-/// Allgather(v) body: pairwise exchange of every rank's piece.
+/// Allgather(v) body: our block goes into its slot, then `oxmpi-coll` fills the others
+/// (recursive doubling or ring for regular blocks, ring for v).
+#[allow(clippy::too_many_arguments)]
 fn allgatherv(
     c: &Coll,
     sendbuf: *const c_void,
@@ -545,48 +474,37 @@ fn allgatherv(
     sdt: Option<Arc<Datatype>>,
     recvbuf: *mut c_void,
     rdt: &Datatype,
-    slots: &[(usize, isize)],
+    slots: Vec<(usize, isize)>,
+    regular: bool,
 ) -> MpiResult {
-    let slot = |r: usize| {
-        recvbuf
-            .cast::<u8>()
-            .wrapping_offset(slots[r].1 * rdt.extent())
-            .cast::<c_void>()
-    };
+    let a = alg::alg(c.ctx, c.comm)?;
     let me = c.rank as usize;
-    let mine = match &sdt {
-        Some(sdt) => pack(sdt, scount, sendbuf),
-        None => pack(rdt, slots[me].0, slot(me)),
+    let in_place = sdt.is_none();
+    // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
+    let mut area = unsafe { alg::Blocks::new(rdt, recvbuf, slots, |i| in_place && i == me) };
+    if let Some(sdt) = &sdt {
+        // SAFETY: MPI contract: sendbuf holds `scount` items.
+        let send = unsafe { alg::SendBytes::new(sdt, scount, sendbuf) };
+        let dst = area.block(me);
+        if dst.len() != send.bytes().len() {
+            return Err(MpiError::new(
+                MPI_ERR_TRUNCATE,
+                "allgather: send size differs from the receive block",
+            )
+            .on(c.comm));
+        }
+        dst.copy_from_slice(send.bytes());
+    }
+    let (counts, displs) = (area.counts.clone(), area.displs.clone());
+    let r = if regular {
+        let b = counts.first().copied().unwrap_or(0);
+        let len = b * counts.len();
+        a.allgather(&mut area.bytes()[..len], b)
+    } else {
+        a.allgatherv(area.bytes(), &counts, &displs)
     };
-    let mut bufs: Vec<Vec<u8>> = slots.iter().map(|(k, _)| vec![0u8; k * rdt.size]).collect();
-    let mut reqs = Vec::new();
-    for (r, b) in bufs.iter_mut().enumerate() {
-        if r != me {
-            reqs.push((r, c.irecv(b, r as i32, tag::ALLGATHER)?));
-        }
-    }
-    let mut sends = Vec::new();
-    for r in 0..c.size {
-        if r != c.rank {
-            sends.push(c.isend(&mine, r, tag::ALLGATHER)?);
-        }
-    }
-    let mut lens = vec![0usize; slots.len()];
-    for (r, q) in reqs {
-        lens[r] = c.wait(q)?;
-    }
-    for q in sends {
-        c.wait(q)?;
-    }
-    for (r, b) in bufs.iter().enumerate() {
-        if r == me {
-            if sdt.is_some() {
-                unpack(rdt, slots[r].0, slot(r), &mine);
-            }
-        } else {
-            unpack(rdt, slots[r].0, slot(r), &b[..lens[r]]);
-        }
-    }
+    r.map_err(alg::err(c.comm))?;
+    area.store(|_| true);
     Ok(())
 }
 
@@ -598,8 +516,8 @@ mpi_fn! {
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        let slots: Vec<_> = (0..c.size as usize).map(|i| (rc, (i * rc) as isize)).collect();
-        allgatherv(&c, sendbuf, sc, sdt, recvbuf, &rdt, &slots)
+        let slots = alg::regular(c.size as usize, rc);
+        allgatherv(&c, sendbuf, sc, sdt, recvbuf, &rdt, slots, true)
     }
 }
 
@@ -611,60 +529,65 @@ mpi_fn! {
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
         let slots = layout(&c, recvcounts, displs)?;
-        allgatherv(&c, sendbuf, sc, sdt, recvbuf, &rdt, &slots)
+        allgatherv(&c, sendbuf, sc, sdt, recvbuf, &rdt, slots, false)
     }
 }
 
-/// Alltoall(v/w) body: `send[r]`/`recv[r]` = (type, count, byte offset) for rank r.
-type Piece = (Arc<Datatype>, usize, isize);
+/// A send side of alltoall(v): the datatype and per-peer (count, displacement) slots.
+type SendSide = (Arc<Datatype>, Vec<(usize, isize)>);
 
-fn alltoallw(
+/// Alltoall(v) body over `oxmpi-coll` (Bruck or pairwise for regular blocks, pairwise for
+/// v). `send = None`: in place (the data to send is in the receive buffer).
+fn alltoallv(
     c: &Coll,
     sendbuf: *const c_void,
-    send: Option<Vec<Piece>>,
+    send: Option<SendSide>,
     recvbuf: *mut c_void,
-    recv: &[Piece],
+    rdt: &Datatype,
+    rslots: Vec<(usize, isize)>,
+    regular: bool,
 ) -> MpiResult {
-    let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();
-    // In place: the data to send is in the receive buffer; copy it out first.
-    let out: Vec<Vec<u8>> = match &send {
-        Some(s) => s
-            .iter()
-            .map(|(t, k, o)| pack(t, *k, off(sendbuf, *o)))
-            .collect(),
-        None => recv
-            .iter()
-            .map(|(t, k, o)| pack(t, *k, off(recvbuf, *o)))
-            .collect(),
+    let a = alg::alg(c.ctx, c.comm)?;
+    let in_place = send.is_none();
+    // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
+    let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
+    let copy;
+    let mut src = None;
+    let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
+        Some((sdt, sslots)) => {
+            // SAFETY: MPI contract: sendbuf holds every block (read only).
+            let b = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), sslots.clone(), |_| true) };
+            let (sc, sd) = (b.counts.clone(), b.displs.clone());
+            let b = src.insert(b);
+            (&*b.bytes(), sc, sd)
+        }
+        None => {
+            copy = out.bytes().to_vec();
+            (&copy, out.counts.clone(), out.displs.clone())
+        }
     };
-    let mut bufs: Vec<Vec<u8>> = recv.iter().map(|(t, k, _)| vec![0u8; k * t.size]).collect();
-    let mut reqs = Vec::new();
-    for (r, b) in bufs.iter_mut().enumerate() {
-        if r as i32 != c.rank {
-            reqs.push((r, c.irecv(b, r as i32, tag::ALLTOALL)?));
-        }
-    }
-    let mut sends = Vec::new();
-    for (r, o) in out.iter().enumerate() {
-        if r as i32 != c.rank {
-            sends.push(c.isend(o, r as i32, tag::ALLTOALL)?);
-        }
-    }
-    let mut lens = vec![0usize; recv.len()];
-    for (r, q) in reqs {
-        lens[r] = c.wait(q)?;
-    }
-    for q in sends {
-        c.wait(q)?;
-    }
-    for (r, (t, k, o)) in recv.iter().enumerate() {
-        let data = if r as i32 == c.rank {
-            &out[r][..]
-        } else {
-            &bufs[r][..lens[r]]
-        };
-        unpack(t, *k, off(recvbuf, *o).cast_mut(), data);
-    }
+    let (rcounts, rdispls) = (out.counts.clone(), out.displs.clone());
+    let uniform = |v: &[usize]| v.iter().all(|&x| x == v[0]);
+    let r = if regular
+        && !rcounts.is_empty()
+        && uniform(&rcounts)
+        && scounts == rcounts
+        && sdispls
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d == i * scounts[0])
+        && rdispls
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d == i * rcounts[0])
+    {
+        let len = rcounts[0] * rcounts.len();
+        a.alltoall(&sbytes[..len], &mut out.bytes()[..len], rcounts[0])
+    } else {
+        a.alltoallv(sbytes, &scounts, &sdispls, out.bytes(), &rcounts, &rdispls)
+    };
+    r.map_err(alg::err(c.comm))?;
+    out.store(|_| true);
     Ok(())
 }
 
@@ -675,15 +598,14 @@ mpi_fn! {
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        let recv: Vec<Piece> = (0..n).map(|i| (rdt.clone(), rc, (i * rc) as isize * rdt.extent())).collect();
         let send = if is_in_place(sendbuf) {
             None
         } else {
             let sdt = dtype(sendtype, comm)?;
             let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            Some((0..n).map(|i| (sdt.clone(), sc, (i * sc) as isize * sdt.extent())).collect())
+            Some((sdt, alg::regular(n, sc)))
         };
-        alltoallw(&c, sendbuf, send, recvbuf, &recv)
+        alltoallv(&c, sendbuf, send, recvbuf, &rdt, alg::regular(n, rc), true)
     }
 }
 
@@ -692,15 +614,57 @@ mpi_fn! {
     fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
-        let recv: Vec<Piece> = layout(&c, recvcounts, rdispls)?.into_iter().map(|(k, d)| (rdt.clone(), k, d * rdt.extent())).collect();
+        let rslots = layout(&c, recvcounts, rdispls)?;
         let send = if is_in_place(sendbuf) {
             None
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            Some(layout(&c, sendcounts, sdispls)?.into_iter().map(|(k, d)| (sdt.clone(), k, d * sdt.extent())).collect())
+            Some((dtype(sendtype, comm)?, layout(&c, sendcounts, sdispls)?))
         };
-        alltoallw(&c, sendbuf, send, recvbuf, &recv)
+        alltoallv(&c, sendbuf, send, recvbuf, &rdt, rslots, false)
     }
+}
+
+/// Alltoallw piece: (type, count, byte offset).
+type Piece = (Arc<Datatype>, usize, isize);
+
+fn alltoallw(
+    c: &Coll,
+    sendbuf: *const c_void,
+    send: Option<Vec<Piece>>,
+    recvbuf: *mut c_void,
+    recv: &[Piece],
+) -> MpiResult {
+    let a = alg::alg(c.ctx, c.comm)?;
+    let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();
+    // Pieces packed back to back; in place the data to send is in the receive buffer.
+    let (sbase, spieces) = match &send {
+        Some(s) => (sendbuf, s.as_slice()),
+        None => (recvbuf.cast_const(), recv),
+    };
+    let mut sbytes = Vec::new();
+    let (mut scounts, mut sdispls) = (Vec::new(), Vec::new());
+    for (t, k, o) in spieces {
+        sdispls.push(sbytes.len());
+        // SAFETY: MPI contract: each piece holds `k` items of its type.
+        unsafe { pack_into(t, *k, off(sbase, *o).cast(), &mut sbytes) };
+        scounts.push(sbytes.len() - sdispls[sdispls.len() - 1]);
+    }
+    let (mut rcounts, mut rdispls) = (Vec::new(), Vec::new());
+    let mut total = 0;
+    for (t, k, _) in recv {
+        rdispls.push(total);
+        rcounts.push(t.size * k);
+        total += t.size * k;
+    }
+    let mut rbytes = vec![0u8; total];
+    a.alltoallv(&sbytes, &scounts, &sdispls, &mut rbytes, &rcounts, &rdispls)
+        .map_err(alg::err(c.comm))?;
+    for (i, (t, k, o)) in recv.iter().enumerate() {
+        let data = &rbytes[rdispls[i]..rdispls[i] + rcounts[i]];
+        // SAFETY: MPI contract: each receive piece has room for `k` items of its type.
+        unsafe { unpack_from(t, *k, off(recvbuf, *o).cast_mut().cast(), data) };
+    }
+    Ok(())
 }
 
 mpi_fn! {
@@ -719,7 +683,8 @@ mpi_fn! {
     }
 }
 
-/// Reduce-scatter body: reduce everything at rank 0, then scatter `counts`.
+/// Reduce-scatter body: `oxmpi-coll`'s ring reduce-scatter (commutative ops) or reduce +
+/// scatterv, on packed items.
 fn reduce_scatter(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -730,32 +695,27 @@ fn reduce_scatter(
 ) -> MpiResult {
     let c = coll(comm)?;
     let dt = dtype(datatype, comm)?;
+    let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
+    let a = alg::alg(c.ctx, comm)?;
     let total: usize = counts.iter().sum();
     let contrib = if is_in_place(sendbuf) {
         recvbuf.cast_const()
     } else {
         sendbuf
     };
-    let mut full = Typed::new(&dt, total);
-    let fp = full.ptr();
-    reduce_impl(&c, contrib, fp, total, &dt, datatype, op, 0)?;
-    let mut slots = Vec::new();
-    let mut d = 0isize;
-    for &k in counts {
-        slots.push((k, d));
-        d += k as isize;
-    }
+    alg::check_buf(contrib, &dt, total, comm)?;
+    // SAFETY: MPI contract: the contribution holds `total` items (a copy: used as scratch).
+    let mut full = unsafe { alg::pack(&dt, total, contrib) };
     let me = c.rank as usize;
-    scatterv(
-        &c,
-        fp,
-        Some(&dt),
-        &slots,
-        recvbuf,
-        counts[me],
-        Some(dt.clone()),
-        0,
-    )
+    let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
+    // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
+    let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(counts[me], 0)], |_| false) };
+    alg::with_op(&red, |o| {
+        a.reduce_scatter(&mut full, &bytes, out.bytes(), o)
+    })
+    .map_err(alg::err(comm))?;
+    out.store(|_| true);
+    Ok(())
 }
 
 mpi_fn! {

@@ -396,3 +396,149 @@ pub(crate) unsafe fn allreduce(
     unsafe { unpack(dt, count, recvbuf, &buf) };
     Ok(())
 }
+
+// ---- byte views of typed buffers ----
+
+/// Bytes to send: `count` items of `dt` at `buf`, borrowed when the type is contiguous,
+/// packed otherwise.
+pub(crate) enum SendBytes<'a> {
+    Borrowed(&'a [u8]),
+    Packed(Vec<u8>),
+}
+
+impl SendBytes<'_> {
+    /// # Safety
+    /// `buf` holds `count` items of `dt`, readable for the returned lifetime.
+    pub(crate) unsafe fn new(dt: &Datatype, count: usize, buf: *const c_void) -> Self {
+        if dt.is_contiguous() && dt.size > 0 && !buf.is_null() {
+            // SAFETY: a contiguous type's `count` items occupy `size * count` bytes from
+            // `buf + lb` (caller contract).
+            let s = unsafe {
+                std::slice::from_raw_parts(buf.cast::<u8>().offset(dt.lb), dt.size * count)
+            };
+            return SendBytes::Borrowed(s);
+        }
+        // SAFETY: caller contract.
+        SendBytes::Packed(unsafe { pack(dt, count, buf) })
+    }
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            SendBytes::Borrowed(s) => s,
+            SendBytes::Packed(v) => v,
+        }
+    }
+}
+
+/// Blocks of items of one datatype in a user buffer, block `i` being `slots[i] = (count,
+/// displacement in extents)`, seen as one byte buffer with byte `counts`/`displs` for
+/// `oxmpi-coll`: the user's memory itself when the type is contiguous and no displacement is
+/// negative, otherwise a packed scratch buffer (blocks back to back) that [`Blocks::store`]
+/// unpacks.
+pub(crate) struct Blocks<'a> {
+    pub counts: Vec<usize>,
+    pub displs: Vec<usize>,
+    direct: Option<&'a mut [u8]>,
+    scratch: Vec<u8>,
+    dt: &'a Datatype,
+    buf: *mut c_void,
+    slots: Vec<(usize, isize)>,
+}
+
+impl<'a> Blocks<'a> {
+    /// The view; with `fill`, a scratch buffer gets the blocks' current contents (blocks
+    /// for which `fill` returns true).
+    ///
+    /// # Safety
+    /// `buf` holds (or has room for) every block, valid for the lifetime `'a`.
+    pub(crate) unsafe fn new(
+        dt: &'a Datatype,
+        buf: *mut c_void,
+        slots: Vec<(usize, isize)>,
+        fill: impl Fn(usize) -> bool,
+    ) -> Self {
+        let size = dt.size;
+        let ext = dt.extent();
+        let direct_ok = dt.is_contiguous()
+            && size > 0
+            && !buf.is_null()
+            && slots.iter().all(|&(c, d)| c == 0 || d >= 0);
+        let mut counts = Vec::with_capacity(slots.len());
+        let mut displs = Vec::with_capacity(slots.len());
+        if direct_ok {
+            let mut end = 0usize;
+            for &(c, d) in &slots {
+                let off = if c == 0 { 0 } else { (d * ext) as usize };
+                counts.push(c * size);
+                displs.push(off);
+                end = end.max(off + c * size);
+            }
+            // SAFETY: every block lies in `buf + lb .. + end` (caller contract).
+            let s = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>().offset(dt.lb), end) };
+            return Blocks {
+                counts,
+                displs,
+                direct: Some(s),
+                scratch: Vec::new(),
+                dt,
+                buf,
+                slots,
+            };
+        }
+        let mut scratch = Vec::new();
+        for (i, &(c, d)) in slots.iter().enumerate() {
+            counts.push(c * size);
+            displs.push(scratch.len());
+            if fill(i) {
+                let p = buf.cast::<u8>().wrapping_offset(d * ext).cast::<c_void>();
+                // SAFETY: block `i` holds `c` items (caller contract).
+                unsafe { pack_into(dt, c, p.cast(), &mut scratch) };
+            } else {
+                scratch.resize(scratch.len() + c * size, 0);
+            }
+        }
+        Blocks {
+            counts,
+            displs,
+            direct: None,
+            scratch,
+            dt,
+            buf,
+            slots,
+        }
+    }
+
+    /// The byte buffer handed to `oxmpi-coll`.
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
+        match &mut self.direct {
+            Some(s) => s,
+            None => &mut self.scratch,
+        }
+    }
+
+    /// Block `i` as bytes.
+    pub(crate) fn block(&mut self, i: usize) -> &mut [u8] {
+        let (d, c) = (self.displs[i], self.counts[i]);
+        &mut self.bytes()[d..d + c]
+    }
+
+    /// Unpack the scratch buffer's blocks for which `which` is true into the user buffer
+    /// (nothing to do for a direct view).
+    pub(crate) fn store(&self, which: impl Fn(usize) -> bool) {
+        if self.direct.is_some() {
+            return;
+        }
+        for (i, &(c, d)) in self.slots.iter().enumerate() {
+            if which(i) {
+                let p = self.buf.cast::<u8>().wrapping_offset(d * self.dt.extent());
+                let data = &self.scratch[self.displs[i]..self.displs[i] + self.counts[i]];
+                // SAFETY: block `i` has room for `c` items (contract of `new`).
+                unsafe { unpack_from(self.dt, c, p, data) };
+            }
+        }
+    }
+}
+
+/// `(count, i * count)` for `n` blocks.
+pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
+    (0..n).map(|i| (count, (i * count) as isize)).collect()
+}
