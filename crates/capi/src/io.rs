@@ -8,7 +8,8 @@
 //!   open everywhere.
 //! * Data moves with `pread`/`pwrite` through the file view ([`view::ViewMap`]): user
 //!   buffers are packed/unpacked with the datatype engine, view positions become file
-//!   segments. Only the `"native"` data representation exists.
+//!   segments. Only the `"native"` data representation is supported in views
+//!   (`MPI_Register_datarep` records names, so duplicates fail as the standard says).
 //! * The shared file pointer is an `AtomicI64` in a shared memory file mapped by every
 //!   rank (created by rank 0, unlinked as soon as all ranks mapped it); a file opened by
 //!   one process keeps it in local memory.
@@ -972,6 +973,30 @@ file_fn! {
         let b = s.view.map.byte_offset(offset as u64 * s.view.esize);
         drop(s);
         out(disp, b as i64, "disp")
+    }
+}
+
+/// Names registered with `MPI_Register_datarep`.
+static DATAREPS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+file_fn! {
+    /// `MPI_Register_datarep`: the name is recorded (a second registration fails with
+    /// `MPI_ERR_DUP_DATAREP`); views accept only `"native"`, so a file view using the new
+    /// representation fails with `MPI_ERR_UNSUPPORTED_DATAREP`.
+    fn PMPI_Register_datarep / "MPI_Register_datarep" (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) errfh = 0; {
+        let name = crate::ffi::read_cstr(datarep, "datarep")?;
+        if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
+            mpi_bail!(MPI_ERR_ARG, "data representation name of {} bytes", name.len());
+        }
+        if dtype_file_extent_fn.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL dtype_file_extent_fn");
+        }
+        let mut reps = DATAREPS.lock().unwrap_or_else(|p| p.into_inner());
+        if ["native", "internal", "external32"].contains(&name.as_str()) || reps.contains(&name) {
+            mpi_bail!(MPI_ERR_DUP_DATAREP, "data representation \"{name}\" is already defined");
+        }
+        reps.push(name);
+        Ok(())
     }
 }
 

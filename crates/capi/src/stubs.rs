@@ -49,7 +49,6 @@ stubs! {
     PMPI_Publish_name "MPI_Publish_name";
     PMPI_Put "MPI_Put";
     PMPI_Raccumulate "MPI_Raccumulate";
-    PMPI_Register_datarep "MPI_Register_datarep";
     PMPI_Rget "MPI_Rget";
     PMPI_Rget_accumulate "MPI_Rget_accumulate";
     PMPI_Rput "MPI_Rput";
