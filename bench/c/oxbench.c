@@ -5,10 +5,13 @@
  * point-to-point tests (lat, bw, bibw) need only Send/Recv/Isend/Irecv/Waitall;
  * the collective tests add Barrier, Allreduce, Bcast and Alltoall.
  *
- * usage: oxbench TESTS SAMPLES SCALE SIZE...
+ * usage: oxbench TESTS SAMPLES SCALE [budget=SECONDS] SIZE...
  *   TESTS    comma list of: lat, bw, bibw, allreduce, bcast, alltoall, barrier
  *   SAMPLES  samples per (test, size); each sample times `n` iterations
  *   SCALE    multiplier of the default iteration counts (e.g. 0.2 for quick runs)
+ *   budget=  time budget of one (test, size) in seconds: fewer iterations per
+ *            sample and fewer samples (at least 3) when iterations are slow;
+ *            the reported iters/samples say what was done (default: none)
  *   SIZE     message sizes in bytes (0 allowed; barrier ignores sizes)
  *
  * Output (all printed by rank 0, one line per test and size, BIND/RSS per rank):
@@ -88,6 +91,23 @@ static int iters(double base, double scale, int lo) {
   return n < lo ? lo : n;
 }
 
+/* Per-(test, size) time budget in seconds (option budget=S; 0 = none). The
+ * iteration counts above are maxima: when one iteration is slow (a loaded
+ * machine, a slow implementation), fewer are timed per sample, and once the
+ * budget is spent no further sample starts (at least MIN_SAMPLES are taken).
+ * Rank 0 decides and tells the other ranks (ctl), so all ranks agree. */
+static double budget = 0;
+#define MIN_SAMPLES 3
+
+/* Rank 0 sends *v to every other rank, which receives it into *v. */
+static void ctl(int *v) {
+  if (rank == 0) {
+    for (int r = 1; r < np; r++) MPI_Send(v, 1, MPI_INT, r, 96, MPI_COMM_WORLD);
+  } else {
+    MPI_Recv(v, 1, MPI_INT, 0, 96, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+}
+
 /* Slowest rank's elapsed time, gathered on rank 0 with point-to-point only. */
 static double max_over_ranks(double t) {
   if (rank == 0) {
@@ -125,19 +145,6 @@ static void pingpong(char *buf, int sz) {
   }
 }
 
-static void lat(char *buf, int sz, int S, double scale) {
-  int n = iters(sz <= 8192 ? 2000 : sz <= (1 << 20) ? 100 : 20, scale, 5);
-  double v[MAXS];
-  for (int i = 0; i < n / 4 + 2; i++) pingpong(buf, sz); /* warm-up */
-  for (int s = 0; s < S; s++) {
-    sync2();
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < n; i++) pingpong(buf, sz);
-    v[s] = (MPI_Wtime() - t0) / n / 2 * 1e6;
-  }
-  if (rank == 0) report("lat", sz, n, v, S, "us");
-}
-
 /* One window: rank 0 posts WINDOW sends, rank 1 WINDOW receives into one
  * buffer (bidir: both post both), then rank 1 acknowledges with a small message. */
 static void window(char *sbuf, char *rbuf, int sz, int bidir) {
@@ -145,6 +152,7 @@ static void window(char *sbuf, char *rbuf, int sz, int bidir) {
   MPI_Status st[2 * WINDOW];
   int k = 0;
   char ack = 0;
+  if (rank > 1) return;
   if (rank == 0 || bidir) {
     if (bidir)
       for (int w = 0; w < WINDOW; w++)
@@ -160,42 +168,112 @@ static void window(char *sbuf, char *rbuf, int sz, int bidir) {
   else MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
 }
 
-static void bw(char *sbuf, char *rbuf, int sz, int S, double scale, int bidir) {
-  int n = iters(sz <= 8192 ? 100 : sz <= (1 << 20) ? 10 : 3, scale, 2);
-  double v[MAXS];
-  window(sbuf, rbuf, sz, bidir); /* warm-up */
-  for (int s = 0; s < S; s++) {
-    sync2();
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < n; i++) window(sbuf, rbuf, sz, bidir);
-    double dt = MPI_Wtime() - t0;
-    v[s] = (double)sz * WINDOW * n * (bidir ? 2 : 1) / dt / 1e6;
-  }
-  if (rank == 0) report(bidir ? "bibw" : "bw", sz, n, v, S, "MB/s");
+/* What one measurement runs. */
+struct op {
+  const char *test; /* lat, bw, bibw, allreduce, bcast, alltoall, barrier */
+  char *sbuf, *rbuf;
+  size_t sz;
+};
+
+static int is_p2p(const struct op *o) {
+  return !strcmp(o->test, "lat") || !strcmp(o->test, "bw") || !strcmp(o->test, "bibw");
 }
 
-static void coll(const char *test, char *sbuf, char *rbuf, size_t sz, int S, double scale) {
-  int big = sz > 65536;
-  int n = iters(big ? 20 : 500, scale, 3);
-  if (np > 2) n = iters(big ? 5 : 20, scale, 2); /* oversubscribed: keep it short */
-  double v[MAXS];
-  for (int s = -1; s < S; s++) { /* s = -1 is the warm-up */
-    MPI_Barrier(MPI_COMM_WORLD);
+/* Synchronise, run n iterations, return the elapsed seconds as rank 0 should
+ * see them (point-to-point: rank 0's time; collectives: the slowest rank's). */
+static double timed(const struct op *o, int n) {
+  int sz = (int)o->sz;
+  if (is_p2p(o)) {
+    sync2();
     double t0 = MPI_Wtime();
-    for (int i = 0; i < n; i++) {
-      if (!strcmp(test, "allreduce"))
-        MPI_Allreduce(sbuf, rbuf, (int)(sz / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      else if (!strcmp(test, "bcast"))
-        MPI_Bcast(sbuf, (int)sz, MPI_CHAR, 0, MPI_COMM_WORLD);
-      else if (!strcmp(test, "alltoall"))
-        MPI_Alltoall(sbuf, (int)sz, MPI_CHAR, rbuf, (int)sz, MPI_CHAR, MPI_COMM_WORLD);
-      else
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
-    double t = max_over_ranks((MPI_Wtime() - t0) / n * 1e6);
-    if (s >= 0) v[s] = t;
+    if (!strcmp(o->test, "lat"))
+      for (int i = 0; i < n; i++) pingpong(o->sbuf, sz);
+    else
+      for (int i = 0; i < n; i++) window(o->sbuf, o->rbuf, sz, !strcmp(o->test, "bibw"));
+    return MPI_Wtime() - t0;
   }
-  if (rank == 0) report(test, sz, n, v, S, "us");
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(o->test, "allreduce"))
+      MPI_Allreduce(o->sbuf, o->rbuf, (int)(o->sz / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    else if (!strcmp(o->test, "bcast"))
+      MPI_Bcast(o->sbuf, sz, MPI_CHAR, 0, MPI_COMM_WORLD);
+    else if (!strcmp(o->test, "alltoall"))
+      MPI_Alltoall(o->sbuf, sz, MPI_CHAR, o->rbuf, sz, MPI_CHAR, MPI_COMM_WORLD);
+    else
+      MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return max_over_ranks(MPI_Wtime() - t0);
+}
+
+/* The value of one sample from its elapsed time over n iterations. */
+static double value(const struct op *o, int n, double dt) {
+  if (dt <= 0) dt = 1e-9;
+  if (!strcmp(o->test, "lat")) return dt / n / 2 * 1e6;
+  if (!strcmp(o->test, "bw")) return (double)o->sz * WINDOW * n / dt / 1e6;
+  if (!strcmp(o->test, "bibw")) return (double)o->sz * WINDOW * n * 2 / dt / 1e6;
+  return dt / n * 1e6;
+}
+
+/* Warm up (doubling batches, at most nmax/4 + 1 iterations or a tenth of the
+ * budget) and choose the iteration count from the fastest warm-up batch's
+ * time per iteration (a descheduled batch must not shrink a quiet run), then
+ * time up to S samples. Under a budget, a sample slower than twice its share
+ * shrinks the next samples' iteration count, and no sample starts once the
+ * budget is spent (after MIN_SAMPLES). Rank 0 decides and reports; `iters`
+ * in the report is the smallest count used. */
+static void measure(const struct op *o, int nmax, int S) {
+  double start = MPI_Wtime(), per_iter = 0;
+  int done = 0, cmd = 1;
+  for (;;) {
+    ctl(&cmd);
+    if (cmd == 0) break;
+    double dt = timed(o, cmd);
+    if (rank == 0) {
+      done += cmd;
+      if (per_iter == 0 || dt / cmd < per_iter) per_iter = dt / cmd;
+      int enough = done >= nmax / 4 + 1 || (budget > 0 && MPI_Wtime() - start > budget / 10);
+      cmd = enough ? 0 : 2 * cmd;
+    }
+  }
+  double share = budget / (S + 1); /* target time of one sample */
+  int n = nmax;
+  if (budget > 0 && per_iter > 0 && share / per_iter < n) n = share / per_iter < 1 ? 1 : (int)(share / per_iter);
+  int nmin = n;
+  double v[MAXS];
+  int taken = 0;
+  for (int s = 0; s < S; s++) {
+    int go = n;
+    if (rank == 0 && budget > 0 && s >= MIN_SAMPLES && MPI_Wtime() - start > budget) go = 0;
+    ctl(&go);
+    if (!go) break;
+    double dt = timed(o, go);
+    if (rank == 0) {
+      v[taken] = value(o, go, dt);
+      if (go < nmin) nmin = go;
+      if (budget > 0 && dt > 2 * share && go > 1) {
+        double k = go * share / dt;
+        n = k < 1 ? 1 : (int)k;
+      }
+    }
+    taken++;
+  }
+  if (rank == 0) report(o->test, o->sz, nmin, v, taken, is_p2p(o) && strcmp(o->test, "lat") ? "MB/s" : "us");
+}
+
+static void run_test(const char *test, char *sbuf, char *rbuf, size_t sz, int S, double scale) {
+  struct op o = {test, sbuf, rbuf, sz};
+  int nmax;
+  if (!strcmp(test, "lat"))
+    nmax = iters(sz <= 8192 ? 2000 : sz <= (1 << 20) ? 100 : 20, scale, 5);
+  else if (!strcmp(test, "bw") || !strcmp(test, "bibw"))
+    nmax = iters(sz <= 8192 ? 100 : sz <= (1 << 20) ? 10 : 3, scale, 2);
+  else if (np > 2) /* oversubscribed: keep it short */
+    nmax = iters(sz > 65536 ? 5 : 20, scale, 2);
+  else
+    nmax = iters(sz > 65536 ? 20 : 500, scale, 3);
+  measure(&o, nmax, S);
 }
 
 int main(int argc, char **argv) {
@@ -212,6 +290,10 @@ int main(int argc, char **argv) {
   if (S > MAXS) S = MAXS;
   size_t maxsz = 1;
   for (int a = 4; a < argc; a++) {
+    if (!strncmp(argv[a], "budget=", 7)) {
+      budget = atof(argv[a] + 7);
+      continue;
+    }
     size_t v = strtoull(argv[a], 0, 0);
     if (v > maxsz) maxsz = v;
   }
@@ -226,20 +308,20 @@ int main(int argc, char **argv) {
   snprintf(tests, sizeof tests, "%s", argv[1]);
   for (char *t = strtok(tests, ","); t; t = strtok(NULL, ",")) {
     if (!strcmp(t, "barrier")) {
-      coll(t, sbuf, rbuf, 0, S, scale);
+      run_test(t, sbuf, rbuf, 0, S, scale);
       continue;
     }
     for (int a = 4; a < argc; a++) {
-      int sz = (int)strtoull(argv[a], 0, 0);
+      if (strchr(argv[a], '=')) continue;
+      size_t sz = strtoull(argv[a], 0, 0);
       if (!strcmp(t, "lat") || !strcmp(t, "bw") || !strcmp(t, "bibw")) {
-        if (np < 2) continue;
-        if (!strcmp(t, "lat")) lat(sbuf, sz, S, scale);
-        else if (sz > 0) bw(sbuf, rbuf, sz, S, scale, !strcmp(t, "bibw"));
+        if (np < 2 || (sz == 0 && strcmp(t, "lat"))) continue;
       } else if (!strcmp(t, "allreduce")) {
-        if (sz >= (int)sizeof(float)) coll(t, sbuf, rbuf, sz, S, scale);
-      } else if (sz > 0) {
-        coll(t, sbuf, rbuf, sz, S, scale);
+        if (sz < sizeof(float)) continue;
+      } else if (sz == 0) {
+        continue;
       }
+      run_test(t, sbuf, rbuf, sz, S, scale);
     }
   }
   struct rusage ru;

@@ -61,13 +61,40 @@ pub struct Config {
     pub install_peers: bool,
     /// Run `cargo xtask install --prefix <oxmpi_prefix>` first.
     pub install_oxmpi: bool,
-    /// Timeout of one launch.
+    /// Timeout of one launch (hello checks, start-up, mpi4py, verbose run).
     pub timeout: Duration,
+    /// `--timeout` was given: it also replaces the per-launch timeouts that
+    /// are otherwise computed from the number of measurements of an
+    /// `oxbench` launch (see [`oxbench_timeout`]).
+    pub timeout_explicit: bool,
+    /// Time budget of one measurement (one test at one size) inside
+    /// `oxbench`, seconds: slow iterations mean fewer iterations per sample
+    /// and fewer samples (at least 3), never an unbounded run. 0 = none.
+    pub op_budget: f64,
+    /// Longest total time spent waiting for a quiet machine over the run.
+    pub quiet_wait_total: Duration,
     /// Arguments of `python -m mpi4py.bench pingpong` (empty: mpi4py not run).
     pub mpi4py_args: Vec<String>,
     /// Measurement time budget: no new repetition starts if it would likely
     /// end past it (the first repetition always runs).
     pub budget: Option<Duration>,
+    /// samples.csv of an earlier run whose oxmpi rows are compared with
+    /// this run's (`--compare`).
+    pub compare: Option<PathBuf>,
+    /// With `--compare`: compare with this run's samples.csv instead of
+    /// measuring (`--against`).
+    pub compare_with: Option<PathBuf>,
+}
+
+/// Timeout of one `oxbench` launch doing `measurements` (test, size) pairs
+/// under a per-measurement budget of `op_budget` seconds: each measurement
+/// may overrun its budget (warm-up, three slow samples) by a factor of a few,
+/// plus start-up slack. With no budget, `fallback`.
+pub fn oxbench_timeout(measurements: usize, op_budget: f64, fallback: Duration) -> Duration {
+    if op_budget <= 0.0 {
+        return fallback;
+    }
+    Duration::from_secs_f64(60.0 + 4.0 * op_budget * measurements as f64)
 }
 
 /// `0` followed by `base^k` for `k = 0..`, up to and including `max`.
@@ -113,16 +140,26 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
 
   --quick              3 repetitions (fewer if a 150 s budget would be exceeded),
                        < 3 minutes (default); output docs/benchmarks
-  --full               7 repetitions, powers of 2, waits for a quiet machine
+  --full               7 repetitions (fewer if a 20-minute budget would be
+                       exceeded), powers of 2, waits (boundedly) for a quiet
+                       machine; about 15-25 minutes on 2 cores
   --smoke              harness self-check, < 1 minute; output target/oxmpi-bench/smoke
-  --reps N             override the number of repetitions (and lift the quick
+  --reps N             override the number of repetitions (and lift the
                        mode's time budget)
+  --budget SECS        measurement time budget of the run (0: none)
+  --compare FILE       also compare oxmpi with the oxmpi rows of an earlier
+                       run's samples.csv (before/after across commits): a
+                       section of report.md
+  --against FILE       with --compare: measure nothing, print the comparison
+                       of FILE (now) with the --compare file (before)
   --out DIR            output directory
   --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
   --install-oxmpi      first run `cargo xtask install --prefix` into that prefix
   --no-install         do not apt-get install missing peers
-  --timeout SECS       timeout of one launch (default 120, full mode 900)
+  --timeout SECS       timeout of every launch (default: 120 s, and for the
+                       benchmark launches 60 s + 4 x the per-measurement
+                       budget x the measurements of the launch)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
 ";
@@ -138,6 +175,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut no_mpi4py = false;
     let mut install_oxmpi = false;
     let mut timeout = None;
+    let mut budget: Option<u64> = None;
+    let mut compare = None;
+    let mut against = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -179,6 +219,15 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
                         .map_err(|_| format!("--timeout: '{v}' is not a number of seconds"))?,
                 )
             }
+            "--budget" => {
+                let v = val("--budget")?;
+                budget = Some(
+                    v.parse()
+                        .map_err(|_| format!("--budget: '{v}' is not a number of seconds"))?,
+                )
+            }
+            "--compare" => compare = Some(PathBuf::from(val("--compare")?)),
+            "--against" => against = Some(PathBuf::from(val("--against")?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -203,8 +252,13 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             install_peers: true,
             install_oxmpi: false,
             timeout: Duration::ZERO,
+            timeout_explicit: false,
+            op_budget: 0.2,
+            quiet_wait_total: Duration::ZERO,
             mpi4py_args: m4("65536", "20", "5", "5", "1", "2", "1"),
             budget: None,
+            compare: None,
+            compare_with: None,
         },
         Mode::Quick => Config {
             mode,
@@ -224,8 +278,13 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             install_peers: true,
             install_oxmpi: false,
             timeout: Duration::ZERO,
+            timeout_explicit: false,
+            op_budget: 0.5,
+            quiet_wait_total: Duration::ZERO,
             mpi4py_args: m4("4194304", "300", "30", "30", "3", "5", "1"),
             budget: Some(Duration::from_secs(150)),
+            compare: None,
+            compare_with: None,
         },
         Mode::Full => Config {
             mode,
@@ -245,8 +304,13 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             install_peers: true,
             install_oxmpi: false,
             timeout: Duration::ZERO,
-            mpi4py_args: m4("4194304", "10000", "100", "1000", "100", "10", "1"),
-            budget: None,
+            timeout_explicit: false,
+            op_budget: 0.6,
+            quiet_wait_total: Duration::from_secs(180),
+            mpi4py_args: m4("4194304", "2000", "100", "200", "20", "20", "2"),
+            budget: Some(Duration::from_secs(20 * 60)),
+            compare: None,
+            compare_with: None,
         },
     };
     if let Some(r) = reps {
@@ -254,6 +318,14 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
         c.reps = r;
         c.budget = None;
     }
+    if let Some(b) = budget {
+        c.budget = (b > 0).then(|| Duration::from_secs(b));
+    }
+    if against.is_some() && compare.is_none() {
+        return Err(format!("--against needs --compare\n{USAGE}"));
+    }
+    c.compare = compare;
+    c.compare_with = against;
     if let Some(o) = out {
         c.out = o;
     }
@@ -271,9 +343,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     if no_mpi4py {
         c.mpi4py_args.clear();
     }
-    // a full point-to-point run on a busy 2-vCPU machine can take minutes
-    let default_timeout = if mode == Mode::Full { 900 } else { 120 };
-    c.timeout = Duration::from_secs(timeout.unwrap_or(default_timeout));
+    c.timeout_explicit = timeout.is_some();
+    c.timeout = Duration::from_secs(timeout.unwrap_or(120));
     Ok(c)
 }
 
@@ -325,9 +396,28 @@ mod tests {
         assert!(r.oxmpi_prefix.is_absolute() && r.oxmpi_prefix.ends_with("rel/p"));
         assert_eq!(f.out, Path::new("x"));
         assert!(f.coll_sizes.iter().all(|s| *s >= 4));
-        assert_eq!(f.timeout, Duration::from_secs(900));
+        assert_eq!(f.timeout, Duration::from_secs(120));
+        assert!(!f.timeout_explicit && f.op_budget > 0.0);
+        assert!(f.budget.is_some_and(|b| b <= Duration::from_secs(25 * 60)));
         let t = parse_args(&args(&["--timeout", "5"]), root).unwrap();
         assert_eq!(t.timeout, Duration::from_secs(5));
+        assert!(t.timeout_explicit);
+        let b = parse_args(&args(&["--full", "--budget", "0"]), root).unwrap();
+        assert!(b.budget.is_none());
+        let b = parse_args(&args(&["--budget", "60", "--compare", "old.csv"]), root).unwrap();
+        assert_eq!(b.budget, Some(Duration::from_secs(60)));
+        assert_eq!(b.compare.as_deref(), Some(Path::new("old.csv")));
+        assert!(b.compare_with.is_none());
+    }
+
+    #[test]
+    fn launch_timeouts_grow_with_the_work() {
+        let fb = Duration::from_secs(7);
+        assert_eq!(oxbench_timeout(10, 0.0, fb), fb);
+        let a = oxbench_timeout(10, 0.5, fb);
+        let b = oxbench_timeout(70, 0.5, fb);
+        assert_eq!(a, Duration::from_secs(80));
+        assert!(b > a && b < Duration::from_secs(300), "{b:?}");
     }
 
     #[test]
@@ -335,6 +425,10 @@ mod tests {
         let root = Path::new("/r");
         assert!(parse_args(&args(&["--reps", "0"]), root).is_err());
         assert!(parse_args(&args(&["--reps"]), root).is_err());
+        assert!(parse_args(&args(&["--budget", "x"]), root).is_err());
+        assert!(parse_args(&args(&["--against", "new.csv"]), root)
+            .unwrap_err()
+            .contains("needs --compare"));
         assert!(parse_args(&args(&["--frobnicate"]), root)
             .unwrap_err()
             .contains("unknown argument"));

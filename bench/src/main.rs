@@ -10,6 +10,7 @@
 //! placement probe with each measurement. Writes `samples.csv`, `report.md`
 //! and PNG plots into the output directory.
 
+mod compare;
 mod config;
 mod impls;
 mod parse;
@@ -249,7 +250,15 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     let csv_path = cfg.out.join("samples.csv");
     std::fs::write(&csv_path, scrub(report::csv(&res.rows)))
         .map_err(|e| format!("cannot write {}: {e}", csv_path.display()))?;
-    let md = scrub(report::markdown(&meta, &res, &plots));
+    let mut md = scrub(report::markdown(&meta, &res, &plots));
+    if let Some(old) = &cfg.compare {
+        let section = compare_section(old, &res.rows)?;
+        // before the list of files, which ends the report
+        match md.find("## Files\n") {
+            Some(i) => md.insert_str(i, &section),
+            None => md.push_str(&section),
+        }
+    }
     let md_path = cfg.out.join("report.md");
     std::fs::write(&md_path, &md)
         .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
@@ -270,6 +279,19 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         eprintln!("bench: smoke check passed");
     }
     Ok(())
+}
+
+/// The before/after section for `--compare OLD`.
+fn compare_section(old: &Path, now: &[stats::Row]) -> Result<String, String> {
+    let text = std::fs::read_to_string(old)
+        .map_err(|e| format!("--compare: cannot read {}: {e}", old.display()))?;
+    let name = old
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let before =
+        compare::parse_csv(&text, &old.display().to_string()).map_err(|e| e.to_string())?;
+    Ok(compare::table(&before, now, "oxmpi", &name))
 }
 
 /// Smoke mode: the harness worked end to end (something ran, was parsed and
@@ -314,6 +336,25 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let (Some(old), Some(new)) = (&cfg.compare, &cfg.compare_with) {
+        // offline: compare two earlier runs, measure nothing
+        let now = std::fs::read_to_string(new)
+            .map_err(|e| format!("--against: cannot read {}: {e}", new.display()))
+            .and_then(|t| {
+                compare::parse_csv(&t, &new.display().to_string()).map_err(|e| e.to_string())
+            })
+            .and_then(|rows| compare_section(old, &rows));
+        return match now {
+            Ok(md) => {
+                print!("{md}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench: error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(&cfg, &root) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

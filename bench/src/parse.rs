@@ -248,6 +248,36 @@ pub fn ldd_libmpi(text: &str) -> Option<String> {
     })
 }
 
+/// One oxmpi `btl` trace line about a sent message, e.g.
+/// `[oxmpi-27811.0,0] sm: send 65536 B to rank 1: rendezvous, pipelined copy`
+/// → (size, destination rank, path).
+pub fn parse_sm_send(line: &str) -> Option<(u64, u32, String)> {
+    let rest = &line[line.find("sm: send ")? + "sm: send ".len()..];
+    let (size, rest) = rest.split_once(" B to rank ")?;
+    let (dest, path) = rest.split_once(':')?;
+    let path = path.trim();
+    if path.is_empty() {
+        return None;
+    }
+    Some((
+        size.trim().parse().ok()?,
+        dest.trim().parse().ok()?,
+        path.to_string(),
+    ))
+}
+
+/// The transport paths oxmpi's verbose output shows for messages of `size`
+/// bytes (distinct, in order of appearance, any direction).
+pub fn observed_paths(lines: &[String], size: u64) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for (s, _, p) in lines.iter().filter_map(|l| parse_sm_send(l)) {
+        if s == size && !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +382,33 @@ RSS prog=oxbench rank=0 kb=281936
         assert_eq!(busy_percent(a, b), Some(100.0 * 150.0 / 200.0));
         assert_eq!(busy_percent(a, a), None);
         assert!(parse_proc_stat("intr 1 2 3\n").is_none());
+    }
+
+    #[test]
+    fn sm_send_trace_lines() {
+        let l = "[oxmpi-27811.0,0] sm: send 65536 B to rank 1: rendezvous, pipelined copy";
+        assert_eq!(
+            parse_sm_send(l),
+            Some((65536, 1, "rendezvous, pipelined copy".to_string()))
+        );
+        assert_eq!(
+            parse_sm_send("sm: send 0 B to rank 0: eager"),
+            Some((0, 0, "eager".to_string()))
+        );
+        assert_eq!(parse_sm_send("sm: send x B to rank 0: eager"), None);
+        assert_eq!(parse_sm_send("sm: send 8 B to rank 1:"), None);
+        assert_eq!(parse_sm_send("btl: rank 0/2: sm eager_limit 4096"), None);
+        let lines: Vec<String> = [
+            "sm: send 8 B to rank 1: eager",
+            "sm: send 8 B to rank 0: eager",
+            "sm: send 4194304 B to rank 1: rendezvous, single copy (cma)",
+            "sm: send 4194304 B to rank 0: rendezvous, pipelined copy",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(observed_paths(&lines, 8), vec!["eager".to_string()]);
+        assert_eq!(observed_paths(&lines, 4194304).len(), 2);
+        assert!(observed_paths(&lines, 16).is_empty());
     }
 }

@@ -491,35 +491,58 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     for (name, lines) in &res.transport {
         let _ = writeln!(
             o,
-            "`{name}` with `OXMPI_MCA_{{pml,btl}}_base_verbose=100`, one ping-pong per size (distinct lines):\n\n```"
+            "`{name}` with `OXMPI_MCA_{{pml,btl}}_base_verbose=100`, a few ping-pongs at every measured size; distinct lines other than the per-message `sm: send` lines:\n\n```"
         );
-        for l in lines {
+        for l in lines
+            .iter()
+            .filter(|l| crate::parse::parse_sm_send(l).is_none())
+        {
             let _ = writeln!(o, "{l}");
         }
         let _ = writeln!(o, "```\n");
-        if let Some((eager, frag, mech)) = crate::suite::sm_settings(lines) {
-            let _ = writeln!(
-                o,
-                "Path per size implied by these settings (eager limit {eager} B, fragment {frag} B, single copy `{mech}`):\n\n| size | path |\n|---|---|"
-            );
-            let mut sizes: Vec<u64> = res
-                .rows
-                .iter()
-                .filter(|r| r.imp == *name && r.test == "lat")
-                .map(|r| r.size)
-                .collect();
-            sizes.sort();
-            sizes.dedup();
-            for s in sizes {
-                let _ = writeln!(
-                    o,
-                    "| {} | {} |",
-                    size_label(s),
-                    crate::suite::sm_path(s, eager, frag, &mech)
-                );
+        let settings = crate::suite::sm_settings(lines);
+        let _ = write!(
+            o,
+            "Path per size, as the `sm: send N B to rank R: PATH` lines of the same output report it"
+        );
+        match &settings {
+            Some((eager, frag, mech)) => {
+                let _ = writeln!(o, " (and as the settings imply: eager limit {eager} B, fragment {frag} B, single copy `{mech}`):\n\n| size | path observed | implied by the settings |\n|---|---|---|");
             }
-            o.push('\n');
+            None => {
+                let _ = writeln!(o, ":\n\n| size | path observed |\n|---|---|");
+            }
         }
+        let mut sizes: Vec<u64> = res
+            .rows
+            .iter()
+            .filter(|r| r.imp == *name && r.test == "lat")
+            .map(|r| r.size)
+            .collect();
+        sizes.sort();
+        sizes.dedup();
+        for s in sizes {
+            let seen = crate::parse::observed_paths(lines, s);
+            let seen = if seen.is_empty() {
+                "(no trace line)".to_string()
+            } else {
+                seen.join(" / ")
+            };
+            match &settings {
+                Some((eager, frag, mech)) => {
+                    let _ = writeln!(
+                        o,
+                        "| {} | {seen} | {} |",
+                        size_label(s),
+                        crate::suite::sm_path(s, *eager, *frag, mech)
+                    );
+                }
+                None => {
+                    let _ = writeln!(o, "| {} | {seen} |", size_label(s));
+                }
+            }
+        }
+        o.push('\n');
     }
 
     if !res.failures.is_empty() || !res.notes.is_empty() {

@@ -23,6 +23,78 @@ const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
 /// Busy % below which the machine counts as quiet (anchors.md §7).
 pub const QUIET_BUSY_PCT: f64 = 30.0;
 
+/// The collective tests of `oxbench`, in the order they run.
+const COLLECTIVES: [&str; 4] = ["allreduce", "bcast", "alltoall", "barrier"];
+
+/// Most `oxbench` launches for one group of measurements (the first plus
+/// relaunches after failures).
+const MAX_LAUNCHES: usize = 4;
+
+/// The (test, size) measurements `oxbench TESTS … SIZES` makes at `np`
+/// ranks, in its order (mirrors the size rules of `oxbench.c`: barrier once
+/// with size 0; point-to-point only with 2+ ranks and bw/bibw not at 0 B;
+/// allreduce from one float up; other collectives not at 0 B).
+pub fn expected_measurements(tests: &[&str], sizes: &[u64], np: u32) -> Vec<(String, u64)> {
+    let mut v = Vec::new();
+    for &t in tests {
+        if t == "barrier" {
+            v.push((t.to_string(), 0));
+            continue;
+        }
+        for &s in sizes {
+            let ok = match t {
+                "lat" => np >= 2,
+                "bw" | "bibw" => np >= 2 && s > 0,
+                "allreduce" => s >= 4,
+                _ => s > 0,
+            };
+            if ok {
+                v.push((t.to_string(), s));
+            }
+        }
+    }
+    v
+}
+
+/// One `oxbench` launch to make: (tests, sizes).
+pub type Job = (Vec<String>, Vec<u64>);
+
+/// What one `oxbench` launch did: the (test, size) pairs it reported, and
+/// its failure, if any.
+type LaunchResult = (Vec<(String, u64)>, Option<String>);
+
+/// A launch that should have made `expected` stopped after `reported`: the
+/// index of the measurement it was in (the first expected one not
+/// reported), and the launches (tests, sizes) that make the measurements
+/// after it. `None` if nothing is missing.
+pub fn resume_plan(
+    expected: &[(String, u64)],
+    reported: &[(String, u64)],
+    sizes: &[u64],
+) -> Option<(usize, Vec<Job>)> {
+    let i = expected.iter().position(|e| !reported.contains(e))?;
+    let test = &expected[i].0;
+    let mut jobs = Vec::new();
+    let same: Vec<u64> = expected[i + 1..]
+        .iter()
+        .filter(|(t, _)| t == test)
+        .map(|x| x.1)
+        .collect();
+    if !same.is_empty() {
+        jobs.push((vec![test.clone()], same));
+    }
+    let mut later: Vec<String> = Vec::new();
+    for (t, _) in &expected[i + 1..] {
+        if t != test && !later.contains(t) {
+            later.push(t.clone());
+        }
+    }
+    if !later.is_empty() {
+        jobs.push((later, sizes.to_vec()));
+    }
+    Some((i, jobs))
+}
+
 /// An implementation whose binaries are built and that passed the check.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -414,6 +486,8 @@ pub struct Runner<'a> {
     spawn_ms: Option<f64>,
     /// Python of the mpi4py venv, if the mpi4py ping-pong is to run.
     pub python: Option<PathBuf>,
+    /// Time spent so far waiting for a quiet machine.
+    waited: Duration,
 }
 
 impl<'a> Runner<'a> {
@@ -427,7 +501,27 @@ impl<'a> Runner<'a> {
             memcpy: Vec::new(),
             spawn_ms: None,
             python: None,
+            waited: Duration::ZERO,
         }
+    }
+
+    /// Load and busy % now, waiting up to `wait` for a quiet machine, but
+    /// never more than the run's total allowance for such waits.
+    fn settle(&mut self, wait: Duration) -> (f64, f64) {
+        let left = self.cfg.quiet_wait_total.saturating_sub(self.waited);
+        let t = Instant::now();
+        let r = machine_state(wait.min(left));
+        if !wait.is_zero() {
+            let before = self.waited;
+            self.waited += t.elapsed();
+            if before < self.cfg.quiet_wait_total && self.waited >= self.cfg.quiet_wait_total {
+                self.res.notes.push(format!(
+                    "the machine stayed busy: the run's {} s allowance for waiting for a quiet machine was used up, later measurements started without waiting",
+                    self.cfg.quiet_wait_total.as_secs()
+                ));
+            }
+        }
+        r
     }
 
     fn row(&self, rep: u32, imp: &str, test: &str, np: u32, size: u64, unit: &str) -> Row {
@@ -462,7 +556,7 @@ impl<'a> Runner<'a> {
 
     /// Physical limits of this repetition (`imp = "machine"` rows).
     pub fn physical(&mut self, rep: u32) {
-        let (load, busy) = machine_state(self.cfg.quiet_wait);
+        let (load, busy) = self.settle(self.cfg.quiet_wait);
         let sizes: &[&str] = &["1048576", "4194304", "67108864"];
         let mut c = Command::new(&self.probes.memcpy);
         c.args(sizes);
@@ -562,32 +656,117 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Run `oxbench` with `tests` at `np` ranks and record the results.
-    pub fn oxbench(&mut self, rep: u32, p: &Prepared, np: u32, tests: &str, sizes: &[u64]) {
-        let (load, busy) = machine_state(if tests.starts_with("lat") {
-            // waits for a quiet machine once per implementation block (full mode)
+    /// Run `oxbench` with `tests` at `np` ranks and record the results. A
+    /// launch that fails or times out part-way is recorded as a failure of
+    /// the measurement it was in, and the measurements after that one are
+    /// run in fresh launches (a hang at one size costs that size only).
+    pub fn oxbench(&mut self, rep: u32, p: &Prepared, np: u32, tests: &[&str], sizes: &[u64]) {
+        let mut jobs: std::collections::VecDeque<Job> = [(
+            tests.iter().map(|t| t.to_string()).collect(),
+            sizes.to_vec(),
+        )]
+        .into();
+        let mut launches = 0;
+        while let Some((t, s)) = jobs.pop_front() {
+            launches += 1;
+            let t_ref: Vec<&str> = t.iter().map(String::as_str).collect();
+            let expected = expected_measurements(&t_ref, &s, np);
+            if launches > MAX_LAUNCHES {
+                self.res.failures.push(format!(
+                    "rep {rep} {} np={np}: {} measurement(s) not run ({}…): too many failed launches",
+                    p.imp.name,
+                    expected.len(),
+                    t.join(",")
+                ));
+                break;
+            }
+            let Some((reported, failure)) = self.oxbench_launch(rep, p, np, &t, &s, &expected)
+            else {
+                break;
+            };
+            let Some(why) = failure else { continue };
+            match resume_plan(&expected, &reported, &s) {
+                Some((i, more)) => {
+                    let (test, size) = &expected[i];
+                    self.res.failures.push(format!(
+                        "rep {rep} {} {test} np={np} size={size}: {why}{}",
+                        p.imp.name,
+                        if more.is_empty() {
+                            String::new()
+                        } else if reported.is_empty() {
+                            "; nothing was measured, the rest of this launch is not retried".into()
+                        } else {
+                            "; the measurements after it ran in a new launch".into()
+                        }
+                    ));
+                    if !reported.is_empty() {
+                        jobs.extend(more);
+                    }
+                }
+                None => self.res.failures.push(format!(
+                    "rep {rep} {} {} np={np}: {why} (after all its results)",
+                    p.imp.name,
+                    t.join(",")
+                )),
+            }
+        }
+    }
+
+    /// One `oxbench` launch: records its results and returns the (test,
+    /// size) pairs it reported with the failure, if any (`None` if the
+    /// launcher could not be started).
+    fn oxbench_launch(
+        &mut self,
+        rep: u32,
+        p: &Prepared,
+        np: u32,
+        tests: &[String],
+        sizes: &[u64],
+        expected: &[(String, u64)],
+    ) -> Option<LaunchResult> {
+        let latency = tests.first().is_some_and(|t| t == "lat");
+        // waits for a quiet machine once per implementation block (full mode)
+        let (load, busy) = self.settle(if latency {
             self.cfg.quiet_wait
         } else {
             Duration::ZERO
         });
         let probe = self.placement_probe();
         let mut args = vec![
-            tests.to_string(),
+            tests.join(","),
             self.cfg.samples.to_string(),
             self.cfg.scale.to_string(),
         ];
-        args.extend(sizes.iter().map(|s| s.to_string()));
-        let start = now_unix();
-        let Some(o) = self.launch(p, np, &p.oxbench, &args, tests, rep) else {
-            return;
-        };
-        let out = parse::parse_bench_output(&o.stdout);
-        if out.results.is_empty() {
-            self.res.failures.push(format!(
-                "rep {rep} {} {tests} np={np}: no RESULT lines",
-                p.imp.name
-            ));
+        if self.cfg.op_budget > 0.0 {
+            args.push(format!("budget={}", self.cfg.op_budget));
         }
+        args.extend(sizes.iter().map(|s| s.to_string()));
+        let timeout = if self.cfg.timeout_explicit {
+            self.cfg.timeout
+        } else {
+            crate::config::oxbench_timeout(expected.len(), self.cfg.op_budget, self.cfg.timeout)
+        };
+        let start = now_unix();
+        let mut c = p.imp.command(np, self.cores, &p.oxbench, &args);
+        let o = match runner::run(&mut c, timeout) {
+            Ok(o) => o,
+            Err(e) => {
+                self.res.failures.push(format!(
+                    "rep {rep} {} {} np={np}: {e}",
+                    p.imp.name,
+                    tests.join(",")
+                ));
+                return None;
+            }
+        };
+        let failure = (!o.ok()).then(|| {
+            if o.status.is_none() {
+                format!("timed out after {} s", timeout.as_secs())
+            } else {
+                o.failure()
+            }
+        });
+        let out = parse::parse_bench_output(&o.stdout);
         if np <= self.cores && !self.res.bindings.iter().any(|b| b.0 == p.imp.name) {
             let desc: Vec<String> = out
                 .bindings
@@ -600,7 +779,9 @@ impl<'a> Runner<'a> {
                 parse::one_rank_per_core(&out.bindings),
             ));
         }
+        let mut reported = Vec::new();
         for r in out.results {
+            reported.push((r.test.clone(), r.size));
             let one_way = probe.map(|x| x.one_way_ns);
             let limit = limit_for(&r.test, r.np, r.size, one_way, &self.memcpy, self.spawn_ms);
             self.res.rows.push(Row {
@@ -621,9 +802,13 @@ impl<'a> Runner<'a> {
                 values: r.values,
             });
         }
-        if tests.starts_with("lat") {
+        if latency {
             self.rss_rows(rep, p, "rss_oxbench", &out.rss, load, busy);
         }
+        let failure = failure.or_else(|| {
+            (reported.is_empty() && !expected.is_empty()).then(|| "no RESULT lines".to_string())
+        });
+        Some((reported, failure))
     }
 
     fn rss_rows(
@@ -685,14 +870,14 @@ impl<'a> Runner<'a> {
                 .copied()
                 .filter(|s| !p.imp.pt2pt_only || *s > crate::impls::EAGER_MAX)
                 .collect();
-            self.oxbench(rep, p, 2, "lat,bw,bibw", &sizes);
+            self.oxbench(rep, p, 2, &["lat", "bw", "bibw"], &sizes);
             if p.imp.pt2pt_only {
                 continue;
             }
             let cs = self.cfg.coll_sizes.clone();
-            self.oxbench(rep, p, 2, "allreduce,bcast,alltoall,barrier", &cs);
+            self.oxbench(rep, p, 2, &COLLECTIVES, &cs);
             let cs4 = self.cfg.coll4_sizes.clone();
-            self.oxbench(rep, p, 4, "allreduce,bcast,alltoall,barrier", &cs4);
+            self.oxbench(rep, p, 4, &COLLECTIVES, &cs4);
             for np in self.cfg.startup_np.clone() {
                 self.startup(rep, p, np);
             }
@@ -719,6 +904,9 @@ impl<'a> Runner<'a> {
         let mut imp = p.imp.clone();
         imp.env.retain(|(k, _)| !env.iter().any(|(k2, _)| k2 == k));
         imp.env.extend(env);
+        // each size's line reaches the pipe as soon as it is printed, so
+        // that a timeout keeps the sizes already measured
+        imp.env.push(("PYTHONUNBUFFERED".into(), "1".into()));
         let mut args: Vec<String> = ["-m", "mpi4py.bench", "pingpong"]
             .iter()
             .map(|s| s.to_string())
@@ -770,16 +958,16 @@ impl<'a> Runner<'a> {
             imp.env
                 .push((format!("OXMPI_MCA_{fw}_base_verbose"), "100".into()));
         }
-        let args: Vec<String> = [
-            "lat", "1", "0.01", "0", "8", "4096", "65536", "1048576", "4194304",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        // one sample of a few ping-pongs at every measured size
+        let mut args: Vec<String> = ["lat", "1", "0.01", "budget=0.2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(self.cfg.pt2pt_sizes.iter().map(|s| s.to_string()));
         let mut c = imp.command(2, self.cores, &p.oxbench, &args);
         let lines = match runner::run(&mut c, self.cfg.timeout) {
             Ok(o) => {
-                let mut l = verbose_lines(&format!("{}\n{}", o.stderr, o.stdout), 80);
+                let mut l = verbose_lines(&format!("{}\n{}", o.stderr, o.stdout), 400);
                 if !o.ok() {
                     l.push(format!("(verbose run failed: {})", o.failure()));
                 }
@@ -919,5 +1107,63 @@ mod tests {
             ]
         );
         assert_eq!(verbose_lines(t, 1).len(), 1);
+    }
+
+    fn pairs(v: &[(&str, u64)]) -> Vec<(String, u64)> {
+        v.iter().map(|(t, s)| (t.to_string(), *s)).collect()
+    }
+
+    #[test]
+    fn expected_measurements_follow_oxbench_rules() {
+        assert_eq!(
+            expected_measurements(&["lat", "bw"], &[0, 8], 2),
+            pairs(&[("lat", 0), ("lat", 8), ("bw", 8)])
+        );
+        assert_eq!(
+            expected_measurements(&COLLECTIVES, &[0, 2, 8], 4),
+            pairs(&[
+                ("allreduce", 8),
+                ("bcast", 2),
+                ("bcast", 8),
+                ("alltoall", 2),
+                ("alltoall", 8),
+                ("barrier", 0)
+            ])
+        );
+        assert!(expected_measurements(&["lat", "bibw"], &[8], 1).is_empty());
+    }
+
+    #[test]
+    fn resume_after_a_hang_skips_only_the_culprit() {
+        let sizes = [8, 64, 1024];
+        let exp = expected_measurements(&["lat", "bw", "bibw"], &sizes, 2);
+        // hung in lat 64: the rest of lat, then bw and bibw at every size
+        let (i, jobs) = resume_plan(&exp, &pairs(&[("lat", 8)]), &sizes).unwrap();
+        assert_eq!(exp[i], ("lat".to_string(), 64));
+        assert_eq!(
+            jobs,
+            vec![
+                (vec!["lat".to_string()], vec![1024]),
+                (vec!["bw".to_string(), "bibw".to_string()], sizes.to_vec())
+            ]
+        );
+        // hung in the last size of a test: no same-test job
+        let done = pairs(&[
+            ("lat", 8),
+            ("lat", 64),
+            ("lat", 1024),
+            ("bw", 8),
+            ("bw", 64),
+        ]);
+        let (i, jobs) = resume_plan(&exp, &done, &sizes).unwrap();
+        assert_eq!(exp[i], ("bw".to_string(), 1024));
+        assert_eq!(jobs, vec![(vec!["bibw".to_string()], sizes.to_vec())]);
+        // hung in the very last measurement: nothing to resume
+        let all_but_last = &exp[..exp.len() - 1];
+        let (i, jobs) = resume_plan(&exp, all_but_last, &sizes).unwrap();
+        assert_eq!(i, exp.len() - 1);
+        assert!(jobs.is_empty());
+        // everything reported (failed in MPI_Finalize): nothing missing
+        assert!(resume_plan(&exp, &exp, &sizes).is_none());
     }
 }
