@@ -759,7 +759,7 @@ file_fn! {
 }
 
 file_fn! {
-    /// `MPI_File_set_size` (collective: every rank truncates/extends, then a barrier).
+    /// `MPI_File_set_size` (collective: rank 0 truncates/extends and broadcasts the result).
     fn PMPI_File_set_size / "MPI_File_set_size" (fh: FileH, size: i64) errfh = fh as usize; {
         let f = get(fh)?;
         if size < 0 {
@@ -768,10 +768,20 @@ file_fn! {
         if f.amode & MPI_MODE_RDONLY != 0 {
             mpi_bail!(MPI_ERR_READ_ONLY, "{}: file opened read-only", f.path.display());
         }
-        barrier(f.comm)?;
-        let r = f.file.set_len(size as u64).map_err(|e| os_err(e, f.path.display()));
-        barrier(f.comm)?;
-        r
+        // Rank 0 resizes; the broadcast of its result tells the others it is done.
+        let mut code = MPI_SUCCESS;
+        let mut why = String::new();
+        if f.rank == 0 {
+            if let Err(e) = f.file.set_len(size as u64) {
+                code = os_class(&e);
+                why = format!(": {e}");
+            }
+        }
+        let code = bcast_i64(code as i64, 0, f.comm)? as c_int;
+        if code != MPI_SUCCESS {
+            mpi_bail!(code, "{}: setting the size to {size} failed{why}", f.path.display());
+        }
+        Ok(())
     }
 }
 
@@ -851,8 +861,9 @@ file_fn! {
 file_fn! {
     /// `MPI_File_set_atomicity` (collective).
     fn PMPI_File_set_atomicity / "MPI_File_set_atomicity" (fh: FileH, flag: c_int) errfh = fh as usize; {
+        // Collective by the standard, but nothing needs synchronising: atomic mode only
+        // makes this process lock the byte ranges it accesses.
         let f = get(fh)?;
-        barrier(f.comm)?;
         f.state().atomic = flag != 0;
         Ok(())
     }

@@ -306,6 +306,7 @@ static void queries(void) {
     int v = rank;
     CHECK_RC(MPI_File_write_at(fh, rank * sizeof(int), &v, 1, MPI_INT, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_File_set_atomicity(fh, 0));
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has written */
     CHECK_RC(MPI_File_get_size(fh, &sz));
     CHECK(sz == (MPI_Offset)(size * sizeof(int)));
     MPI_Barrier(MPI_COMM_WORLD); /* checked before anyone resizes */
@@ -315,6 +316,7 @@ static void queries(void) {
     CHECK_RC(MPI_File_preallocate(fh, 10));
     CHECK_RC(MPI_File_get_size(fh, &sz));
     CHECK(sz == 1000);
+    MPI_Barrier(MPI_COMM_WORLD); /* set_size need not wait for the others */
     CHECK_RC(MPI_File_set_size(fh, 12));
     CHECK_RC(MPI_File_get_size(fh, &sz));
     CHECK(sz == 12);
