@@ -338,6 +338,42 @@ static void queries(void) {
         printf("io: queries ok\n");
 }
 
+static void bad_input(void) {
+    MPI_File fh;
+    MPI_Offset sz;
+    int x[4] = {0};
+    CHECK(err_class(MPI_File_open(MPI_COMM_WORLD, NULL, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh)) ==
+          MPI_ERR_BAD_FILE);
+    CHECK(err_class(MPI_File_open(MPI_COMM_NULL, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh)) ==
+          MPI_ERR_COMM);
+    CHECK(err_class(MPI_File_get_size(MPI_FILE_NULL, &sz)) == MPI_ERR_FILE);
+    CHECK(err_class(MPI_File_get_size((MPI_File)(size_t)0x12345, &sz)) == MPI_ERR_FILE);
+    CHECK(err_class(MPI_File_close(NULL)) == MPI_ERR_ARG);
+    CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path,
+                           MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                           MPI_INFO_NULL, &fh));
+    CHECK(err_class(MPI_File_get_size(fh, NULL)) == MPI_ERR_ARG);
+    CHECK(err_class(MPI_File_write_at(fh, 0, x, -1, MPI_INT, MPI_STATUS_IGNORE)) ==
+          MPI_ERR_COUNT);
+    CHECK(err_class(MPI_File_write_at(fh, 0, NULL, 4, MPI_INT, MPI_STATUS_IGNORE)) ==
+          MPI_ERR_BUFFER);
+    CHECK(err_class(MPI_File_read_at(fh, 0, x, 1, MPI_DATATYPE_NULL, MPI_STATUS_IGNORE)) ==
+          MPI_ERR_TYPE);
+    CHECK(err_class(MPI_File_seek(fh, 0, 12345)) == MPI_ERR_ARG);
+    CHECK(err_class(MPI_File_seek(fh, -1, MPI_SEEK_SET)) == MPI_ERR_ARG);
+    MPI_Datatype loose;
+    CHECK_RC(MPI_Type_contiguous(2, MPI_INT, &loose));
+    CHECK(err_class(MPI_File_set_view(fh, 0, MPI_INT, loose, "native", MPI_INFO_NULL)) ==
+          MPI_ERR_TYPE);
+    CHECK_RC(MPI_Type_free(&loose));
+    CHECK(err_class(MPI_File_iwrite(fh, x, 1, MPI_INT, NULL)) == MPI_ERR_ARG);
+    CHECK_RC(MPI_File_close(&fh));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(access(path, F_OK) != 0);
+    if (rank == 0)
+        printf("io: bad input ok\n");
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -350,6 +386,7 @@ int main(int argc, char **argv) {
     views();
     shared_pointer();
     queries();
+    bad_input();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         printf("io: done\n");
