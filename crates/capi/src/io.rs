@@ -1020,6 +1020,21 @@ enum At {
     Offset(i64),
     Individual,
     Shared,
+    /// An offset already reserved on the shared file pointer (ordered access).
+    Reserved(i64),
+}
+
+/// Fail for individual file pointers and explicit offsets on a file opened with
+/// `MPI_MODE_SEQUENTIAL` (only the shared file pointer exists there).
+fn not_sequential(f: &FileObj) -> MpiResult {
+    if f.amode & MPI_MODE_SEQUENTIAL != 0 {
+        mpi_bail!(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "{}: opened with MPI_MODE_SEQUENTIAL: only shared file pointer access is allowed",
+            f.path.display()
+        );
+    }
+    Ok(())
 }
 
 /// One data access: read into or write from `buf`.
@@ -1050,12 +1065,15 @@ fn access(
             f.path.display()
         );
     }
+    if matches!(at, At::Offset(_) | At::Individual) {
+        not_sequential(f)?;
+    }
     let nbytes = n * dt.size;
     let mut s = f.state();
     let esize = s.view.esize;
     let netypes = (nbytes as u64 / esize) as i64;
     let start = match at {
-        At::Offset(o) => {
+        At::Offset(o) | At::Reserved(o) => {
             if o < 0 {
                 mpi_bail!(MPI_ERR_ARG, "negative offset {o}");
             }
@@ -1181,7 +1199,7 @@ fn ordered(
         0
     };
     let base = bcast_i64(base, 0, f.comm)?;
-    access(f, At::Offset(base + before), write, buf, count, datatype)
+    access(f, At::Reserved(base + before), write, buf, count, datatype)
 }
 
 fn write_st(status: *mut MpiStatus, s: &MpiStatus) {
@@ -1433,6 +1451,7 @@ file_fn! {
     /// `MPI_File_seek`.
     fn PMPI_File_seek / "MPI_File_seek" (fh: FileH, offset: i64, whence: c_int) errfh = fh as usize; {
         let f = get(fh)?;
+        not_sequential(&f)?;
         let mut s = f.state();
         let cur = s.pos;
         s.pos = seek_target(&f, &s, cur, offset, whence)?;
@@ -1444,6 +1463,7 @@ file_fn! {
     /// `MPI_File_get_position`.
     fn PMPI_File_get_position / "MPI_File_get_position" (fh: FileH, offset: *mut i64) errfh = fh as usize; {
         let f = get(fh)?;
+        not_sequential(&f)?;
         let p = f.state().pos;
         out(offset, p, "offset")
     }

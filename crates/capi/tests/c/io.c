@@ -368,6 +368,22 @@ static void bad_input(void) {
     CHECK_RC(MPI_Type_free(&loose));
     CHECK(err_class(MPI_File_iwrite(fh, x, 1, MPI_INT, NULL)) == MPI_ERR_ARG);
     CHECK_RC(MPI_File_close(&fh));
+    /* Sequential files only have the shared file pointer. */
+    CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path,
+                           MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_SEQUENTIAL |
+                               MPI_MODE_DELETE_ON_CLOSE,
+                           MPI_INFO_NULL, &fh));
+    CHECK_RC(MPI_File_write_shared(fh, x, 1, MPI_INT, MPI_STATUS_IGNORE));
+    CHECK_RC(MPI_File_write_ordered(fh, x, 1, MPI_INT, MPI_STATUS_IGNORE));
+    CHECK(err_class(MPI_File_write_at(fh, 0, x, 1, MPI_INT, MPI_STATUS_IGNORE)) ==
+          MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(err_class(MPI_File_write(fh, x, 1, MPI_INT, MPI_STATUS_IGNORE)) ==
+          MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(err_class(MPI_File_seek(fh, 0, MPI_SEEK_SET)) == MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Offset sp;
+    CHECK_RC(MPI_File_get_position_shared(fh, &sp));
+    CHECK(sp >= 4 * size + 4 && sp <= 8 * size);
+    CHECK_RC(MPI_File_close(&fh));
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(access(path, F_OK) != 0);
     if (rank == 0)
