@@ -14,9 +14,9 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_size`.
+    /// `MPI_Comm_size` (the local group's size on an intercommunicator).
     fn PMPI_Comm_size / "MPI_Comm_size" (comm: c_int, size: *mut c_int) {
-        let s = lock().comm(comm)?.size;
+        let s = lock().comm(comm)?.group.len() as c_int;
         out(size, s, "size").map_err(|e| e.on(comm))
     }
 }
@@ -24,6 +24,10 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_compare`.
     fn PMPI_Comm_compare / "MPI_Comm_compare" (comm1: c_int, comm2: c_int, result: *mut c_int) {
+        if crate::intercomm::is_inter(comm1) || crate::intercomm::is_inter(comm2) {
+            let r = crate::intercomm::compare(comm1, comm2)?;
+            return out(result, r, "result");
+        }
         let st = lock();
         let a = st.comm(comm1)?;
         let b = st.comm(comm2)?;
@@ -40,30 +44,6 @@ mpi_fn! {
         };
         drop(st);
         out(result, r, "result")
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_test_inter`: every communicator here is an intracommunicator.
-    fn PMPI_Comm_test_inter / "MPI_Comm_test_inter" (comm: c_int, flag: *mut c_int) {
-        lock().comm(comm)?;
-        out(flag, 0, "flag")
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_remote_size`: only defined for intercommunicators.
-    fn PMPI_Comm_remote_size / "MPI_Comm_remote_size" (comm: c_int, _size: *mut c_int) {
-        lock().comm(comm)?;
-        mpi_bail!(MPI_ERR_COMM, "MPI_Comm_remote_size on an intracommunicator");
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_remote_group`: only defined for intercommunicators.
-    fn PMPI_Comm_remote_group / "MPI_Comm_remote_group" (comm: c_int, _group: *mut c_int) {
-        lock().comm(comm)?;
-        mpi_bail!(MPI_ERR_COMM, "MPI_Comm_remote_group on an intracommunicator");
     }
 }
 
@@ -311,6 +291,7 @@ mpi_fn! {
         lock().comm(h)?;
         delete_all_attrs(h);
         crate::topo::forget(h);
+        crate::intercomm::forget(h)?;
         let c = lock().comms.remove(h);
         if let Some(c) = c {
             let eng = crate::backend::engine()?;

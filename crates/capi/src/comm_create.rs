@@ -1,5 +1,5 @@
 //! Communicator creation calls beyond `coll.rs`: `MPI_Comm_idup` and
-//! `MPI_Comm_create_group` (collective over the group only).
+//! `MPI_Comm_create_group` (collective over the group only; intracommunicators only).
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
@@ -43,15 +43,6 @@ fn idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> MpiResult {
         return Err(MpiError::new(rc, "MPI_Comm_dup failed").on(comm));
     }
     out(request, completed_request(comm), "request")
-}
-
-mpi_fn! {
-    /// `MPI_Intercomm_merge`: there are no intercommunicators, so any valid communicator
-    /// is the wrong kind (`MPI_ERR_COMM`).
-    fn PMPI_Intercomm_merge / "MPI_Intercomm_merge" (intercomm: c_int, _high: c_int, _newintracomm: *mut c_int) {
-        lock().comm(intercomm)?;
-        Err(MpiError::new(MPI_ERR_COMM, "MPI_Intercomm_merge needs an intercommunicator; this one is an intracommunicator").on(intercomm))
-    }
 }
 
 mpi_fn! {
@@ -104,6 +95,7 @@ mpi_fn! {
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
         }
+        crate::intercomm::require_intra(comm, "MPI_Comm_create_group")?;
         let (ctx, members, parent_ranks, me, mine) = {
             let st = lock();
             st.check_active()?;

@@ -149,6 +149,7 @@ fn at(base: *const c_void, items: isize, dt: &Datatype) -> *const u8 {
 mpi_fn! {
     /// `MPI_Neighbor_allgather`.
     fn PMPI_Neighbor_allgather / "MPI_Neighbor_allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Neighbor_allgather")?;
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers.
@@ -163,6 +164,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Neighbor_allgatherv`.
     fn PMPI_Neighbor_allgatherv / "MPI_Neighbor_allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Neighbor_allgatherv")?;
         let sn = check_count(sendcount)?;
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, _) = degrees(comm)?;
@@ -180,6 +182,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Neighbor_alltoall`.
     fn PMPI_Neighbor_alltoall / "MPI_Neighbor_alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoall")?;
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers.
@@ -194,6 +197,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Neighbor_alltoallv`.
     fn PMPI_Neighbor_alltoallv / "MPI_Neighbor_alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoallv")?;
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
@@ -212,6 +216,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Neighbor_alltoallw` (displacements in bytes).
     fn PMPI_Neighbor_alltoallw / "MPI_Neighbor_alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoallw")?;
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
         let sd = slice_in(sdispls, outdeg, "sdispls")?;

@@ -101,9 +101,14 @@ pub(crate) struct Comm {
     pub ecomm: crate::backend::EComm,
     /// The engine communicator for collective traffic (same group, own context).
     pub coll: crate::backend::EComm,
+    /// Our rank in the group (the local group of an intercommunicator).
     pub rank: i32,
+    /// Number of ranks that point-to-point calls address: the group's size, or the remote
+    /// group's size on an intercommunicator ([`crate::intercomm`]); `MPI_Comm_size` reports
+    /// `group.len()`.
     pub size: i32,
-    /// World ranks of the members, in communicator rank order.
+    /// World ranks of the members (the local group of an intercommunicator), in
+    /// communicator rank order.
     pub group: Vec<i32>,
     pub errh: c_int,
     pub err_action: ErrAction,

@@ -43,7 +43,6 @@ stubs! {
     PMPI_Fetch_and_op "MPI_Fetch_and_op";
     PMPI_Get "MPI_Get";
     PMPI_Get_accumulate "MPI_Get_accumulate";
-    PMPI_Intercomm_create "MPI_Intercomm_create";
     PMPI_Lookup_name "MPI_Lookup_name";
     PMPI_Open_port "MPI_Open_port";
     PMPI_Publish_name "MPI_Publish_name";
