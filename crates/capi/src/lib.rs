@@ -45,6 +45,7 @@ pub mod op;
 pub(crate) mod op_ext;
 pub mod p2p;
 pub mod request;
+pub mod rma;
 pub mod state;
 pub mod stubs;
 pub mod topo;
