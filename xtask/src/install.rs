@@ -14,7 +14,12 @@ const BINARIES: &[(&str, &str)] = &[
 ];
 
 /// Second names of installed binaries (the program looks at its `argv[0]`).
-const ALIASES: &[(&str, &str)] = &[("mpiexec", "mpirun"), ("mpicxx", "mpicc")];
+const ALIASES: &[(&str, &str)] = &[
+    ("mpiexec", "mpirun"),
+    ("mpicxx", "mpicc"),
+    ("mpicc_abi", "mpicc"),
+    ("mpicxx_abi", "mpicc"),
+];
 
 struct InstallOpts {
     prefix: PathBuf,

@@ -8,7 +8,10 @@
 //! * `--showme:compile` / `-compile_info`: compile flags (`-compile_info` prints the
 //!   whole compile command, like MPICH);
 //! * `--showme:link` / `-link_info`: link flags (`-link_info`: the whole link command);
-//! * `--showme:incdirs`, `--showme:libdirs`, `--showme:libs`, `--showme:version`.
+//! * `--showme:incdirs`, `--showme:libdirs`, `--showme:libs`, `--showme:version`;
+//! * `-mpi-abi` (MPICH's spelling): compile against the MPI-5 standard-ABI header
+//!   (`<prefix>/include/abi/mpi.h`) and link `libmpi_abi.so.1` instead of the MPICH ABI.
+//!   Invoked as `mpicc_abi` / `mpicxx_abi` the wrapper is in this mode by default.
 //!
 //! Environment: `OXMPI_CC` / `OXMPI_CXX` choose the compiler (also `MPICH_CC`/`OMPI_CC`
 //! and the CXX forms); default `cc` / `c++`.
@@ -51,6 +54,15 @@ enum Mode {
     LinkInfo,
 }
 
+/// Which MPI ABI a program is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Abi {
+    /// MPICH's ABI: `include/mpi.h`, `libmpi.so.12`.
+    Mpich,
+    /// The MPI-5 standard ABI: `include/abi/mpi.h`, `libmpi_abi.so.1`.
+    Standard,
+}
+
 /// The planned compiler invocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Plan {
@@ -58,6 +70,19 @@ struct Plan {
     compiler: String,
     args: Vec<String>,
     link: bool,
+    abi: Abi,
+}
+
+fn abi_of(argv0: &str) -> Abi {
+    let base = Path::new(argv0)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if base.ends_with("_abi") {
+        Abi::Standard
+    } else {
+        Abi::Mpich
+    }
 }
 
 fn lang_of(argv0: &str) -> Lang {
@@ -85,27 +110,48 @@ fn compiler(lang: Lang, env: &dyn Fn(&str) -> Option<String>) -> String {
         })
 }
 
+/// The include directory of `abi` under `prefix`.
+fn include_dir(prefix: &Path, abi: Abi) -> PathBuf {
+    match abi {
+        Abi::Mpich => prefix.join("include"),
+        Abi::Standard => prefix.join("include").join("abi"),
+    }
+}
+
+/// The library name of `abi` (`-l<name>`).
+fn lib_name(abi: Abi) -> &'static str {
+    match abi {
+        Abi::Mpich => "mpi",
+        Abi::Standard => "mpi_abi",
+    }
+}
+
 /// Compile flags for `prefix`.
-fn compile_flags(prefix: &Path) -> Vec<String> {
-    vec![format!("-I{}", prefix.join("include").display())]
+fn compile_flags(prefix: &Path, abi: Abi) -> Vec<String> {
+    vec![format!("-I{}", include_dir(prefix, abi).display())]
 }
 
 /// Link flags for `prefix`.
-fn link_flags(prefix: &Path) -> Vec<String> {
+fn link_flags(prefix: &Path, abi: Abi) -> Vec<String> {
     let lib = prefix.join("lib");
     vec![
         format!("-L{}", lib.display()),
         format!("-Wl,-rpath,{}", lib.display()),
         "-Wl,--enable-new-dtags".into(),
-        "-lmpi".into(),
+        format!("-l{}", lib_name(abi)),
     ]
 }
 
 /// Parse the wrapper's own options out of the argument list.
 fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Plan {
     let mut mode = Mode::Run;
+    let mut abi = abi_of(argv0);
     let mut rest = Vec::new();
     for a in args {
+        if a == "-mpi-abi" || a == "--mpi-abi" {
+            abi = Abi::Standard;
+            continue;
+        }
         let m = match a.as_str() {
             "-show" | "-showme" | "--showme" => Some(Mode::Show),
             "--showme:compile" | "-showme:compile" => Some(Mode::ShowCompile),
@@ -136,16 +182,17 @@ fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> P
         compiler: compiler(lang_of(argv0), env),
         args: rest,
         link,
+        abi,
     }
 }
 
 /// The full command line: compiler, compile flags, user arguments, link flags.
 fn command_line(p: &Plan, prefix: &Path) -> Vec<String> {
     let mut v = vec![p.compiler.clone()];
-    v.extend(compile_flags(prefix));
+    v.extend(compile_flags(prefix, p.abi));
     v.extend(p.args.iter().cloned());
     if p.link {
-        v.extend(link_flags(prefix));
+        v.extend(link_flags(prefix, p.abi));
     }
     v
 }
@@ -178,11 +225,11 @@ fn main() -> ExitCode {
     let line = |v: Vec<String>| println!("{}", v.join(" "));
     match p.mode {
         Mode::Show | Mode::CompileInfo | Mode::LinkInfo => line(command_line(&p, &prefix)),
-        Mode::ShowCompile => line(compile_flags(&prefix)),
-        Mode::ShowLink => line(link_flags(&prefix)),
-        Mode::ShowIncdirs => println!("{}", prefix.join("include").display()),
+        Mode::ShowCompile => line(compile_flags(&prefix, p.abi)),
+        Mode::ShowLink => line(link_flags(&prefix, p.abi)),
+        Mode::ShowIncdirs => println!("{}", include_dir(&prefix, p.abi).display()),
         Mode::ShowLibdirs => println!("{}", prefix.join("lib").display()),
-        Mode::ShowLibs => println!("mpi"),
+        Mode::ShowLibs => println!("{}", lib_name(p.abi)),
         Mode::ShowVersion => println!("{name}: oxmpi {}", env!("CARGO_PKG_VERSION")),
         Mode::Run => {
             if p.args.is_empty() {
@@ -275,7 +322,36 @@ mod tests {
             Mode::ShowLink
         );
         assert_eq!(plan("mpicc", &s(&["-showme"]), &no_env).mode, Mode::Show);
-        assert_eq!(compile_flags(Path::new("/q")), s(&["-I/q/include"]));
-        assert_eq!(link_flags(Path::new("/q"))[0], "-L/q/lib");
+        assert_eq!(
+            compile_flags(Path::new("/q"), Abi::Mpich),
+            s(&["-I/q/include"])
+        );
+        assert_eq!(link_flags(Path::new("/q"), Abi::Mpich)[0], "-L/q/lib");
+    }
+
+    #[test]
+    fn mpi_abi_option_and_abi_names_select_the_standard_abi() {
+        let p = plan("mpicc", &s(&["-mpi-abi", "-show", "a.c"]), &no_env);
+        assert_eq!(p.abi, Abi::Standard);
+        let v = command_line(&p, Path::new("/opt/x"));
+        assert_eq!(
+            v,
+            s(&[
+                "cc",
+                "-I/opt/x/include/abi",
+                "a.c",
+                "-L/opt/x/lib",
+                "-Wl,-rpath,/opt/x/lib",
+                "-Wl,--enable-new-dtags",
+                "-lmpi_abi"
+            ])
+        );
+        assert_eq!(plan("/p/bin/mpicc_abi", &[], &no_env).abi, Abi::Standard);
+        let p = plan("/p/bin/mpicxx_abi", &[], &no_env);
+        assert_eq!((p.abi, p.compiler.as_str()), (Abi::Standard, "c++"));
+        assert_eq!(plan("/p/bin/mpicc", &[], &no_env).abi, Abi::Mpich);
+        assert!(!plan("mpicc", &s(&["-mpi-abi", "x.c"]), &no_env)
+            .args
+            .contains(&"-mpi-abi".to_string()));
     }
 }

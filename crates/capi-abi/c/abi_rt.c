@@ -1,0 +1,605 @@
+/* Hand-written part of oxmpi's standard-ABI translation layer: value conversions that
+ * need more than a table, and the functions whose conversion needs state (user callbacks
+ * through trampolines, MPI_*_toint/fromint, MPI_Abi_*). Every `PMPI_<name>` defined here
+ * is skipped by the generator (tools/gen_abi.py), which generates all the others. */
+#include "abi_rt.h"
+#include "abi_mpich.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int *const OXI_MPI_UNWEIGHTED;
+extern int *const OXI_MPI_WEIGHTS_EMPTY;
+int OXI_MPIR_Dup_fn(int oldcomm, int keyval, void *extra_state, void *in, void *out, int *flag);
+
+#define WEAK(name) _Pragma(#name)
+#define ALIAS(f) WEAK(weak MPI_##f = PMPI_##f)
+
+/* An int no MPICH-ABI rank or tag argument accepts. */
+#define OXA_INVALID_INT (-999999)
+
+/* ---------------------------------------------------------------- value conversions */
+
+int oxa_rank_a2i(int v)
+{
+    switch (v) {
+    case MPI_ANY_SOURCE: return -2;
+    case MPI_PROC_NULL: return -1;
+    case MPI_ROOT: return -3;
+    case MPI_UNDEFINED: return v;
+    default: return v < 0 ? OXA_INVALID_INT : v;
+    }
+}
+
+int oxa_rank_i2a(int v)
+{
+    switch (v) {
+    case -2: return MPI_ANY_SOURCE;
+    case -1: return MPI_PROC_NULL;
+    case -3: return MPI_ROOT;
+    default: return v;
+    }
+}
+
+int oxa_tag_a2i(int v)
+{
+    if (v == MPI_ANY_TAG)
+        return -1;
+    return v < 0 ? OXA_INVALID_INT : v;
+}
+
+int oxa_tag_i2a(int v) { return v == -1 ? MPI_ANY_TAG : v; }
+
+/* User-defined error classes and codes: MPICH hands them out above its MPI_ERR_LASTCODE
+ * (0x3fffffff); in the standard ABI they follow MPI_ERR_LASTCODE (16383). */
+#define OXI_FIRST_USER_CODE 0x40000000
+int oxa_err_i2a_other(int v)
+{
+    if (v >= OXI_FIRST_USER_CODE)
+        return v - OXI_FIRST_USER_CODE + MPI_ERR_LASTCODE + 1;
+    return v;
+}
+
+int oxa_err_a2i_other(int v)
+{
+    if (v > MPI_ERR_LASTCODE && v <= MPI_ERR_LASTCODE + 1 + (0x7fffffff - OXI_FIRST_USER_CODE))
+        return v - (MPI_ERR_LASTCODE + 1) + OXI_FIRST_USER_CODE;
+    return v;
+}
+
+/* MPI_File: the MPICH side uses pointers; MPI_FILE_NULL is NULL there. A pointer that
+ * happens to be below 4096 is tagged so it cannot look like a predefined handle. */
+#define OXA_FILE_TAG ((uintptr_t)1 << 62)
+void *oxa_file_a2i(uintptr_t h)
+{
+    if (h == (uintptr_t)MPI_FILE_NULL)
+        return NULL;
+    if (h < 4096)
+        return (void *)(intptr_t)-1;
+    return (void *)(h & ~OXA_FILE_TAG);
+}
+
+uintptr_t oxa_file_i2a(void *f)
+{
+    uintptr_t v = (uintptr_t)f;
+    if (v == 0)
+        return (uintptr_t)MPI_FILE_NULL;
+    return v < 4096 ? v | OXA_FILE_TAG : v;
+}
+
+void *oxa_buf_a2i(const void *p)
+{
+    if (p == MPI_IN_PLACE)
+        return OXI_IN_PLACE;
+    if (p == MPI_BUFFER_AUTOMATIC)
+        return OXI_BUFFER_AUTOMATIC;
+    return (void *)p;
+}
+
+int *oxa_weights_a2i(const int *p)
+{
+    if (p == MPI_UNWEIGHTED)
+        return OXI_MPI_UNWEIGHTED;
+    if (p == MPI_WEIGHTS_EMPTY)
+        return OXI_MPI_WEIGHTS_EMPTY;
+    return (int *)p;
+}
+
+/* The count and cancelled bit travel in MPI_internal[0..1] of the standard status. */
+void oxa_status_a2i(const MPI_Status *a, oxi_status *i)
+{
+    i->count_lo = a->MPI_internal[0];
+    i->count_hi_and_cancelled = a->MPI_internal[1];
+    i->MPI_SOURCE = oxa_rank_a2i(a->MPI_SOURCE);
+    i->MPI_TAG = a->MPI_TAG == MPI_ANY_TAG ? -1 : a->MPI_TAG;
+    i->MPI_ERROR = oxa_err_a2i(a->MPI_ERROR);
+}
+
+void oxa_status_i2a(const oxi_status *i, MPI_Status *a)
+{
+    a->MPI_SOURCE = oxa_rank_i2a(i->MPI_SOURCE);
+    a->MPI_TAG = oxa_tag_i2a(i->MPI_TAG);
+    a->MPI_ERROR = oxa_err_i2a(i->MPI_ERROR);
+    a->MPI_internal[0] = i->count_lo;
+    a->MPI_internal[1] = i->count_hi_and_cancelled;
+    a->MPI_internal[2] = 0;
+    a->MPI_internal[3] = 0;
+    a->MPI_internal[4] = 0;
+}
+
+int *oxa_ints(int *stack, int n)
+{
+    if (n <= OXA_STACK)
+        return stack;
+    return malloc(sizeof(int) * (size_t)n);
+}
+
+oxi_status *oxa_statuses(oxi_status *stack, int n)
+{
+    if (n <= OXA_STACK / 4)
+        return stack;
+    return malloc(sizeof(oxi_status) * (size_t)n);
+}
+
+int oxa_nomem(void) { return MPI_ERR_NO_MEM; }
+
+/* A function the layer cannot convert: MPI_ERR_UNSUPPORTED_OPERATION through the error
+ * handler of MPI_COMM_WORLD (named on stderr first unless that handler returns). */
+int oxa_unsupported(const char *name)
+{
+    int eh = 0;
+    if (OXI_PMPI_Comm_get_errhandler(OXI_COMM_WORLD, &eh) != 0 || eh != OXI_ERRORS_RETURN) {
+        fprintf(stderr, "oxmpi: %s is not supported by the standard-ABI library "
+                        "libmpi_abi.so.1 (MPI_ERR_UNSUPPORTED_OPERATION)\n", name);
+        fflush(stderr);
+        OXI_PMPI_Comm_call_errhandler(OXI_COMM_WORLD, OXI_ERR_UNSUPPORTED_OPERATION);
+    }
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+/* Length of the datatype arrays of MPI_Alltoallw & co. */
+int oxa_comm_peers(MPI_Comm comm)
+{
+    int c = oxa_h2i((uintptr_t)comm), inter = 0, n = 0;
+    if (OXI_PMPI_Comm_test_inter(c, &inter) != 0)
+        return 0;
+    if ((inter ? OXI_PMPI_Comm_remote_size(c, &n) : OXI_PMPI_Comm_size(c, &n)) != 0)
+        return 0;
+    return n;
+}
+
+/* Number of neighbours of a process topology (send = 1: out-degree). */
+int oxa_neighbors(MPI_Comm comm, int send)
+{
+    int c = oxa_h2i((uintptr_t)comm), kind = 0, n = 0, in = 0, out = 0, w = 0, rank = 0;
+    if (OXI_PMPI_Topo_test(c, &kind) != 0)
+        return 0;
+    switch (oxa_topo_i2a(kind)) {
+    case MPI_CART:
+        if (OXI_PMPI_Cartdim_get(c, &n) != 0)
+            return 0;
+        return 2 * n;
+    case MPI_GRAPH:
+        if (OXI_PMPI_Comm_rank(c, &rank) != 0 || OXI_PMPI_Graph_neighbors_count(c, rank, &n) != 0)
+            return 0;
+        return n;
+    case MPI_DIST_GRAPH:
+        if (OXI_PMPI_Dist_graph_neighbors_count(c, &in, &out, &w) != 0)
+            return 0;
+        return send ? out : in;
+    default:
+        return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- MPI_Abi_* */
+
+int PMPI_Abi_get_version(int *abi_major, int *abi_minor)
+{
+    if (!abi_major || !abi_minor)
+        return MPI_ERR_ARG;
+    *abi_major = MPI_ABI_VERSION;
+    *abi_minor = MPI_ABI_SUBVERSION;
+    return MPI_SUCCESS;
+}
+ALIAS(Abi_get_version)
+
+int PMPI_Abi_get_info(MPI_Info *info)
+{
+    static const char *const kv[][2] = {
+        {"mpi_aint_size", "8"}, {"mpi_count_size", "8"}, {"mpi_offset_size", "8"}};
+    int h = 0, rc;
+    if (!info)
+        return MPI_ERR_ARG;
+    rc = OXI_PMPI_Info_create(&h);
+    for (size_t k = 0; rc == 0 && k < sizeof kv / sizeof kv[0]; k++)
+        rc = OXI_PMPI_Info_set(h, kv[k][0], kv[k][1]);
+    if (rc == 0)
+        *info = (MPI_Info)oxa_i2h_info(h);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Abi_get_info)
+
+/* ---------------------------------------------------------------- toint / fromint */
+
+static int oxa_toint(uintptr_t h) { return h < 4096 ? (int)h : (int)(uint32_t)h; }
+static uintptr_t oxa_fromint(int i) { return i >= 0 && i < 4096 ? (uintptr_t)i : (uint32_t)i; }
+
+#define TOINT(N, T)                                                                        \
+    int PMPI_##N##_toint(MPI_##T h) { return oxa_toint((uintptr_t)h); }                    \
+    MPI_##T PMPI_##N##_fromint(int i) { return (MPI_##T)oxa_fromint(i); }
+TOINT(Comm, Comm)
+ALIAS(Comm_toint)
+ALIAS(Comm_fromint)
+TOINT(Type, Datatype)
+ALIAS(Type_toint)
+ALIAS(Type_fromint)
+TOINT(Errhandler, Errhandler)
+ALIAS(Errhandler_toint)
+ALIAS(Errhandler_fromint)
+TOINT(Group, Group)
+ALIAS(Group_toint)
+ALIAS(Group_fromint)
+TOINT(Info, Info)
+ALIAS(Info_toint)
+ALIAS(Info_fromint)
+TOINT(Message, Message)
+ALIAS(Message_toint)
+ALIAS(Message_fromint)
+TOINT(Op, Op)
+ALIAS(Op_toint)
+ALIAS(Op_fromint)
+TOINT(Request, Request)
+ALIAS(Request_toint)
+ALIAS(Request_fromint)
+TOINT(Session, Session)
+ALIAS(Session_toint)
+ALIAS(Session_fromint)
+TOINT(Win, Win)
+ALIAS(Win_toint)
+ALIAS(Win_fromint)
+
+/* Files are pointers: integers are indices of a registry (4096 + index). */
+#define OXA_MAX_FILES 1024
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t file_ids[OXA_MAX_FILES];
+static int file_count;
+
+int PMPI_File_toint(MPI_File file)
+{
+    uintptr_t h = (uintptr_t)file;
+    int r = -1;
+    if (h < 4096)
+        return (int)h;
+    pthread_mutex_lock(&file_lock);
+    for (int k = 0; k < file_count; k++)
+        if (file_ids[k] == h)
+            r = 4096 + k;
+    if (r < 0 && file_count < OXA_MAX_FILES) {
+        file_ids[file_count] = h;
+        r = 4096 + file_count++;
+    }
+    pthread_mutex_unlock(&file_lock);
+    return r;
+}
+ALIAS(File_toint)
+
+MPI_File PMPI_File_fromint(int file)
+{
+    uintptr_t h = 0;
+    if (file >= 0 && file < 4096)
+        return (MPI_File)(uintptr_t)file;
+    pthread_mutex_lock(&file_lock);
+    if (file >= 4096 && file - 4096 < file_count)
+        h = file_ids[file - 4096];
+    pthread_mutex_unlock(&file_lock);
+    return h ? (MPI_File)h : MPI_FILE_NULL;
+}
+ALIAS(File_fromint)
+
+/* ---------------------------------------------------------------- status accessors */
+
+int PMPI_Status_get_source(const MPI_Status *status, int *source)
+{
+    if (!status || !source)
+        return MPI_ERR_ARG;
+    *source = status->MPI_SOURCE;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_get_source)
+
+int PMPI_Status_get_tag(const MPI_Status *status, int *tag)
+{
+    if (!status || !tag)
+        return MPI_ERR_ARG;
+    *tag = status->MPI_TAG;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_get_tag)
+
+int PMPI_Status_get_error(const MPI_Status *status, int *err)
+{
+    if (!status || !err)
+        return MPI_ERR_ARG;
+    *err = status->MPI_ERROR;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_get_error)
+
+int PMPI_Status_set_source(MPI_Status *status, int source)
+{
+    if (!status)
+        return MPI_ERR_ARG;
+    status->MPI_SOURCE = source;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_set_source)
+
+int PMPI_Status_set_tag(MPI_Status *status, int tag)
+{
+    if (!status)
+        return MPI_ERR_ARG;
+    status->MPI_TAG = tag;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_set_tag)
+
+int PMPI_Status_set_error(MPI_Status *status, int err)
+{
+    if (!status)
+        return MPI_ERR_ARG;
+    status->MPI_ERROR = err;
+    return MPI_SUCCESS;
+}
+ALIAS(Status_set_error)
+
+int PMPI_Pcontrol(const int level, ...)
+{
+    return oxa_err_i2a(OXI_PMPI_Pcontrol(level));
+}
+ALIAS(Pcontrol)
+
+/* ---------------------------------------------------------------- trampolines
+ *
+ * User operations and error handlers get no extra-state argument, so each user function
+ * is bound to one of a fixed pool of trampolines (one slot per distinct function, kept
+ * for the life of the process: handles may outlive MPI_Op_free/MPI_Errhandler_free while
+ * objects still use them). */
+#define OXA_SLOTS 64
+#define REP64(X)                                                                           \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)  \
+    X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29)    \
+    X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43)    \
+    X(44) X(45) X(46) X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56) X(57)    \
+    X(58) X(59) X(60) X(61) X(62) X(63)
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Index of the slot holding fn in table (claiming a free one), or -1 if all are taken. */
+static int slot_for(void **table, void *fn)
+{
+    int k = -1;
+    pthread_mutex_lock(&slot_lock);
+    for (int i = 0; i < OXA_SLOTS && k < 0; i++)
+        if (table[i] == fn)
+            k = i;
+    for (int i = 0; i < OXA_SLOTS && k < 0; i++)
+        if (!table[i]) {
+            table[i] = fn;
+            k = i;
+        }
+    pthread_mutex_unlock(&slot_lock);
+    return k;
+}
+
+static int slots_full(const char *what)
+{
+    fprintf(stderr, "oxmpi: libmpi_abi.so.1 supports at most %d distinct %s functions\n",
+            OXA_SLOTS, what);
+    return MPI_ERR_INTERN;
+}
+
+/* user operations */
+static void *op_fns[OXA_SLOTS];
+#define OP_TRAMP(k)                                                                        \
+    static void op_tramp_##k(void *in, void *inout, int *len, int *dt)                     \
+    {                                                                                      \
+        MPI_Datatype d = (MPI_Datatype)oxa_i2h_datatype(*dt);                              \
+        ((MPI_User_function *)op_fns[k])(in, inout, len, &d);                              \
+    }
+REP64(OP_TRAMP)
+#define OP_ENTRY(k) (void *)op_tramp_##k,
+static void *const op_tramps[OXA_SLOTS] = {REP64(OP_ENTRY)};
+
+int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+    int h = OXA_INVALID_HANDLE, rc, k;
+    if (!user_fn || !op)
+        return oxa_err_i2a(OXI_PMPI_Op_create(NULL, commute, op ? &h : NULL));
+    k = slot_for(op_fns, (void *)user_fn);
+    if (k < 0)
+        return slots_full("user operation");
+    rc = OXI_PMPI_Op_create(op_tramps[k], commute, &h);
+    if (rc == 0)
+        *op = (MPI_Op)oxa_i2h_op(h);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Op_create)
+
+/* error handlers: comm, win, file */
+#define EH_KIND(kind, Kind, mtype, conv)                                                   \
+    static void *kind##_eh_fns[OXA_SLOTS];                                                 \
+    static void kind##_eh_call(int k, mtype *h, int *code)                                 \
+    {                                                                                      \
+        MPI_##Kind a = (MPI_##Kind)conv(*h);                                               \
+        int e = oxa_err_i2a(*code);                                                        \
+        ((MPI_##Kind##_errhandler_function *)kind##_eh_fns[k])(&a, &e);                    \
+    }
+EH_KIND(comm, Comm, int, oxa_i2h_comm)
+EH_KIND(win, Win, int, oxa_i2h_win)
+EH_KIND(file, File, void *, oxa_file_i2a)
+
+#define COMM_EH(k)                                                                         \
+    static void comm_eh_##k(int *h, int *code, ...) { comm_eh_call(k, h, code); }
+#define WIN_EH(k)                                                                          \
+    static void win_eh_##k(int *h, int *code, ...) { win_eh_call(k, h, code); }
+#define FILE_EH(k)                                                                         \
+    static void file_eh_##k(void **h, int *code, ...) { file_eh_call(k, h, code); }
+REP64(COMM_EH)
+REP64(WIN_EH)
+REP64(FILE_EH)
+#define COMM_EH_ENTRY(k) (void *)comm_eh_##k,
+#define WIN_EH_ENTRY(k) (void *)win_eh_##k,
+#define FILE_EH_ENTRY(k) (void *)file_eh_##k,
+static void *const comm_eh_tramps[OXA_SLOTS] = {REP64(COMM_EH_ENTRY)};
+static void *const win_eh_tramps[OXA_SLOTS] = {REP64(WIN_EH_ENTRY)};
+static void *const file_eh_tramps[OXA_SLOTS] = {REP64(FILE_EH_ENTRY)};
+
+#define CREATE_EH(kind, Kind)                                                              \
+    int PMPI_##Kind##_create_errhandler(MPI_##Kind##_errhandler_function *fn,              \
+                                        MPI_Errhandler *errhandler)                        \
+    {                                                                                      \
+        int h = OXA_INVALID_HANDLE, rc, k;                                                 \
+        if (!fn || !errhandler)                                                            \
+            return oxa_err_i2a(                                                            \
+                OXI_PMPI_##Kind##_create_errhandler(NULL, errhandler ? &h : NULL));        \
+        k = slot_for(kind##_eh_fns, (void *)fn);                                           \
+        if (k < 0)                                                                         \
+            return slots_full(#kind " error handler");                                     \
+        rc = OXI_PMPI_##Kind##_create_errhandler(kind##_eh_tramps[k], &h);                 \
+        if (rc == 0)                                                                       \
+            *errhandler = (MPI_Errhandler)oxa_i2h_errhandler(h);                           \
+        return oxa_err_i2a(rc);                                                            \
+    }
+CREATE_EH(comm, Comm)
+ALIAS(Comm_create_errhandler)
+CREATE_EH(win, Win)
+ALIAS(Win_create_errhandler)
+CREATE_EH(file, File)
+ALIAS(File_create_errhandler)
+
+/* ---------------------------------------------------------------- attribute keyvals
+ *
+ * Copy and delete callbacks receive the extra state: the MPICH side gets a trampoline and
+ * a small record with the user's functions and extra state (kept for the process life,
+ * since attributes may outlive MPI_*_free_keyval). */
+struct oxa_keyval {
+    void *copy; /* user function, or (void*)0 = NULL_COPY_FN, (void*)1 = DUP_FN */
+    void *del;  /* user function or NULL */
+    void *extra;
+};
+
+#define KEYVAL_KIND(kind, Kind, HT, conv)                                                      \
+    static int kind##_copy_tramp(int old, int keyval, void *extra, void *in, void *out,    \
+                                 int *flag)                                                \
+    {                                                                                      \
+        struct oxa_keyval *kv = extra;                                                     \
+        if (kv->copy == NULL) {                                                            \
+            *flag = 0;                                                                     \
+            return 0;                                                                      \
+        }                                                                                  \
+        if (kv->copy == (void *)1) {                                                       \
+            *(void **)out = in;                                                            \
+            *flag = 1;                                                                     \
+            return 0;                                                                      \
+        }                                                                                  \
+        return oxa_err_a2i(((MPI_##Kind##_copy_attr_function *)kv->copy)(                  \
+            (HT)conv(old), oxa_keyval_i2a(keyval), kv->extra, in, out, flag));     \
+    }                                                                                      \
+    static int kind##_delete_tramp(int h, int keyval, void *val, void *extra)              \
+    {                                                                                      \
+        struct oxa_keyval *kv = extra;                                                     \
+        if (!kv->del)                                                                      \
+            return 0;                                                                      \
+        return oxa_err_a2i(((MPI_##Kind##_delete_attr_function *)kv->del)(                 \
+            (HT)conv(h), oxa_keyval_i2a(keyval), val, kv->extra));                 \
+    }                                                                                      \
+    int PMPI_##Kind##_create_keyval(MPI_##Kind##_copy_attr_function *copy_fn,              \
+                                    MPI_##Kind##_delete_attr_function *delete_fn,          \
+                                    int *keyval, void *extra_state)                        \
+    {                                                                                      \
+        int k = 0, rc;                                                                     \
+        struct oxa_keyval *kv = malloc(sizeof *kv);                                        \
+        if (!kv)                                                                           \
+            return MPI_ERR_NO_MEM;                                                         \
+        kv->copy = (void *)copy_fn;                                                        \
+        kv->del = (void *)delete_fn;                                                       \
+        kv->extra = extra_state;                                                           \
+        rc = OXI_PMPI_##Kind##_create_keyval((void *)kind##_copy_tramp,                    \
+                                             (void *)kind##_delete_tramp,                  \
+                                             keyval ? &k : NULL, kv);                      \
+        if (rc == 0)                                                                       \
+            *keyval = oxa_keyval_i2a(k);                                                   \
+        else                                                                               \
+            free(kv);                                                                      \
+        return oxa_err_i2a(rc);                                                            \
+    }
+
+KEYVAL_KIND(comm, Comm, MPI_Comm, oxa_i2h_comm)
+ALIAS(Comm_create_keyval)
+KEYVAL_KIND(type, Type, MPI_Datatype, oxa_i2h_datatype)
+ALIAS(Type_create_keyval)
+KEYVAL_KIND(win, Win, MPI_Win, oxa_i2h_win)
+ALIAS(Win_create_keyval)
+
+/* ---------------------------------------------------------------- generalized requests */
+
+struct oxa_greq {
+    MPI_Grequest_query_function *query;
+    MPI_Grequest_free_function *free_fn;
+    MPI_Grequest_cancel_function *cancel;
+    void *extra;
+};
+
+static int greq_query(void *extra, oxi_status *st)
+{
+    struct oxa_greq *g = extra;
+    MPI_Status a;
+    int rc;
+    oxa_status_i2a(st, &a);
+    rc = g->query(g->extra, &a);
+    oxa_status_a2i(&a, st);
+    return oxa_err_a2i(rc);
+}
+
+static int greq_free(void *extra)
+{
+    struct oxa_greq *g = extra;
+    int rc = g->free_fn(g->extra);
+    free(g);
+    return oxa_err_a2i(rc);
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    struct oxa_greq *g = extra;
+    return oxa_err_a2i(g->cancel(g->extra, complete));
+}
+
+int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+                        MPI_Grequest_free_function *free_fn,
+                        MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                        MPI_Request *request)
+{
+    int h = OXA_INVALID_HANDLE, rc;
+    struct oxa_greq *g;
+    if (!query_fn || !free_fn || !cancel_fn || !request)
+        return oxa_err_i2a(OXI_PMPI_Grequest_start(NULL, NULL, NULL, extra_state, NULL));
+    g = malloc(sizeof *g);
+    if (!g)
+        return MPI_ERR_NO_MEM;
+    g->query = query_fn;
+    g->free_fn = free_fn;
+    g->cancel = cancel_fn;
+    g->extra = extra_state;
+    rc = OXI_PMPI_Grequest_start((void *)greq_query, (void *)greq_free, (void *)greq_cancel,
+                                 g, &h);
+    if (rc == 0)
+        *request = (MPI_Request)oxa_i2h_request(h);
+    else
+        free(g);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Grequest_start)

@@ -1,0 +1,322 @@
+//! Integration tests of the installed standard-ABI library `libmpi_abi.so.1`: C programs
+//! built with our `mpicc -mpi-abi` (and `mpicc_abi`) run under our `mpirun`; the C test
+//! programs of `oxmpi-capi` give the same output built for either ABI; exports, soname
+//! and header; the generated files are up to date.
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`), except
+//! for the generator check.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The installed prefix under test.
+fn prefix() -> PathBuf {
+    match std::env::var_os("OXMPI_TEST_PREFIX") {
+        Some(p) => PathBuf::from(p),
+        None => panic!(
+            "OXMPI_TEST_PREFIX is not set: these tests need an installed oxmpi prefix \
+             (run them with `cargo xtask test`, or set OXMPI_TEST_PREFIX=<prefix> after \
+             `cargo xtask install --prefix <prefix>`)"
+        ),
+    }
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "oxmpi-capi-abi-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&d).expect("create scratch dir");
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A C test program: ours (`tests/c`) or one of `oxmpi-capi`'s ABI-neutral ones.
+fn src(name: &str) -> PathBuf {
+    let own = crate_dir().join("tests/c").join(name);
+    if own.exists() {
+        own
+    } else {
+        crate_dir().join("../capi/tests/c").join(name)
+    }
+}
+
+/// How a program is built.
+#[derive(Clone, Copy, Debug)]
+enum Build {
+    /// `mpicc` (MPICH ABI, libmpi.so.12).
+    Mpich,
+    /// `mpicc -mpi-abi` (standard ABI, libmpi_abi.so.1).
+    Abi,
+    /// The `mpicc_abi` name of the wrapper.
+    AbiName,
+}
+
+fn build(b: Build, name: &str, dir: &Path) -> PathBuf {
+    let stem = Path::new(name).file_stem().expect("file name");
+    let exe = dir.join(format!("{}-{b:?}", stem.to_string_lossy()));
+    let mut cmd = match b {
+        Build::Mpich => Command::new(prefix().join("bin/mpicc")),
+        Build::Abi => {
+            let mut c = Command::new(prefix().join("bin/mpicc"));
+            c.arg("-mpi-abi");
+            c
+        }
+        Build::AbiName => Command::new(prefix().join("bin/mpicc_abi")),
+    };
+    let out = cmd
+        .arg(src(name))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the compiler wrapper ({b:?}) for {name}: {e}"));
+    assert!(
+        out.status.success(),
+        "building {name} ({b:?}) failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Safety net so a broken library cannot hang the suite (not a timing assertion).
+const JOB_LIMIT: Duration = Duration::from_secs(120);
+
+/// Run `exe` on `n` ranks under our mpirun; stdout, stderr, exit code.
+fn mpirun(n: usize, exe: &Path) -> (String, String, i32) {
+    let mut child = Command::new(prefix().join("bin/mpirun"))
+        .arg("-n")
+        .arg(n.to_string())
+        .arg(exe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let start = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) && start.elapsed() < JOB_LIMIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out: Output = child.wait_with_output().expect("collect mpirun output");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Build `name` for both ABIs, run each on `n` ranks, require success, the final line
+/// and identical output; returns the output.
+fn same_in_both_abis(name: &str, n: usize, last_line: &str) -> String {
+    let dir = Scratch::new("both");
+    let mut outs = Vec::new();
+    for b in [Build::Mpich, Build::Abi] {
+        let exe = build(b, name, &dir.0);
+        let (out, err, code) = mpirun(n, &exe);
+        assert_eq!(
+            code, 0,
+            "{name} ({b:?} build, {n} ranks) failed with {code}:\n{out}\n{err}"
+        );
+        assert!(
+            out.lines().any(|l| l == last_line),
+            "{name} ({b:?} build) did not print '{last_line}':\n{out}\n{err}"
+        );
+        outs.push(out);
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: output differs between the MPICH-ABI and the standard-ABI build"
+    );
+    outs.remove(0)
+}
+
+#[test]
+fn abi_basics_on_one_and_two_ranks() {
+    let dir = Scratch::new("basics");
+    let exe = build(Build::Abi, "abi_basics.c", &dir.0);
+    for n in [1, 2] {
+        let (out, err, code) = mpirun(n, &exe);
+        assert_eq!(code, 0, "abi_basics on {n} ranks:\n{out}\n{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.first(), Some(&"abi version 1.0"), "{out}");
+        assert!(
+            lines.contains(&"sizeof MPI_Status 32 MPI_Comm 8 MPI_Aint 8 MPI_Count 8 MPI_Offset 8"),
+            "{out}"
+        );
+        assert!(
+            lines.contains(
+                &"handles world 0x101 self 0x102 int 0x209 sum 0x21 request_null 0x180 \
+                  errors_return 0x143"
+            ),
+            "{out}"
+        );
+        for l in [
+            "toint/fromint: ok",
+            "error classes: ok",
+            "status: ok",
+            "constants: ok",
+            "abi info: ok",
+            "abi_basics: all checks passed",
+        ] {
+            assert!(
+                lines.contains(&l),
+                "missing '{l}' on {n} ranks:\n{out}\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn p2p_same_in_both_abis() {
+    let out = same_in_both_abis("p2p.c", 2, "p2p: all checks passed");
+    assert!(out.contains("persistent requests: ok"), "{out}");
+}
+
+#[test]
+fn probe_same_in_both_abis() {
+    same_in_both_abis("probe.c", 2, "probe: all checks passed");
+}
+
+#[test]
+fn truncate_same_in_both_abis() {
+    let out = same_in_both_abis("truncate.c", 2, "truncate: all checks passed");
+    assert!(out.contains("recv truncated: MPI_ERR_TRUNCATE"), "{out}");
+}
+
+#[test]
+fn errhandler_same_in_both_abis() {
+    let out = same_in_both_abis("errhandler.c", 2, "errhandler: all checks passed");
+    assert!(out.contains("MPI_ERR_REQUEST"), "{out}");
+}
+
+#[test]
+fn collectives_same_in_both_abis() {
+    same_in_both_abis("coll.c", 2, "coll: all checks passed");
+    same_in_both_abis("coll_topo.c", 2, "coll_topo: all checks passed");
+}
+
+#[test]
+fn abort_and_fatal_errors_in_the_standard_abi() {
+    let dir = Scratch::new("abort");
+    let exe = build(Build::Abi, "abort.c", &dir.0);
+    let (out, err, code) = mpirun(2, &exe);
+    assert_eq!(
+        code, 7,
+        "MPI_Abort(7) must end the job with 7:\n{out}\n{err}"
+    );
+    assert!(out.contains("rank 1 calling MPI_Abort(7)"), "{out}");
+    assert!(!out.contains("MPI_Abort returned"), "{out}");
+    let exe = build(Build::Abi, "fatal.c", &dir.0);
+    let (out, err, code) = mpirun(2, &exe);
+    assert_ne!(code, 0, "fatal.c exited 0:\n{out}");
+    assert!(
+        err.contains("MPI_Send") && err.contains("MPI_ERR_RANK"),
+        "the fatal error message must name the call and the class:\n{err}"
+    );
+}
+
+#[test]
+fn library_soname_exports_and_wrapper() {
+    let pre = prefix();
+    let so = pre.join("lib/libmpi_abi.so.1");
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(&so)
+        .output()
+        .expect("run readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Library soname: [libmpi_abi.so.1]"), "{text}");
+    assert_eq!(
+        std::fs::read_link(pre.join("lib/libmpi_abi.so")).expect("libmpi_abi.so link"),
+        Path::new("libmpi_abi.so.1")
+    );
+    assert!(pre.join("include/abi/mpi.h").is_file());
+
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm");
+    let syms: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<_> = l.split_whitespace().collect();
+            (f.len() == 3).then(|| (f[1].to_string(), f[2].to_string()))
+        })
+        .collect();
+    let has = |k: &str, n: &str| syms.iter().any(|(a, b)| a == k && b == n);
+    for f in [
+        "Abi_get_version",
+        "Send",
+        "Comm_toint",
+        "Type_fromint",
+        "Waitall",
+    ] {
+        assert!(has("T", &format!("PMPI_{f}")), "PMPI_{f} missing");
+        assert!(has("W", &format!("MPI_{f}")), "weak MPI_{f} missing");
+    }
+    for (_, n) in &syms {
+        assert!(
+            n.starts_with("MPI_") || n.starts_with("PMPI_"),
+            "unexpected export {n}"
+        );
+    }
+    // No Fortran-interop functions in the standard C ABI.
+    assert!(!syms.iter().any(|(_, n)| n == "MPI_Comm_c2f"));
+
+    let show = Command::new(pre.join("bin/mpicc_abi"))
+        .args(["-show", "x.c"])
+        .output()
+        .expect("run mpicc_abi -show");
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains(&format!("-I{}", pre.join("include/abi").display())),
+        "{show}"
+    );
+    assert!(show.trim_end().ends_with("-lmpi_abi"), "{show}");
+
+    // A program built through the mpicc_abi name needs libmpi_abi.so.1 only.
+    let dir = Scratch::new("needed");
+    let exe = build(Build::AbiName, "abi_basics.c", &dir.0);
+    let d = Command::new("readelf")
+        .arg("-d")
+        .arg(&exe)
+        .output()
+        .expect("readelf");
+    let d = String::from_utf8_lossy(&d.stdout);
+    assert!(d.contains("[libmpi_abi.so.1]"), "{d}");
+    assert!(!d.contains("[libmpi.so.12]"), "{d}");
+}
+
+#[test]
+fn generated_header_and_unimplemented_list_are_up_to_date() {
+    for what in ["header", "unimplemented"] {
+        let out = Command::new("python3")
+            .arg(crate_dir().join("tools/gen_abi.py"))
+            .args([what, "--check"])
+            .output()
+            .expect("run python3 tools/gen_abi.py");
+        assert!(
+            out.status.success(),
+            "{what} is out of date:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
