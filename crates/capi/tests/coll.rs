@@ -127,3 +127,14 @@ fn collectives_match_reference_np2_to_5() {
         );
     }
 }
+
+/// Nonblocking collectives progress without blocking at start (the program deadlocks on a
+/// blocking-at-start implementation) and match a local reference, at np 1-4.
+#[test]
+fn nonblocking_collectives_progress_np1_to_4() {
+    check_program(
+        "coll_nb.c",
+        "coll_nb: all checks passed",
+        &["coll_nb: random outstanding nonblocking collectives: ok"],
+    );
+}
