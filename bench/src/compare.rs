@@ -7,7 +7,7 @@
 //! faster while the machine did not, both move; if only the machine changed,
 //! the peer ratios stay put.
 
-use crate::report::{cell, num, size_label, with_best, CSV_HEADER};
+use crate::report::{cell, num, size_label, with_best, CSV_HEADER, CSV_HEADER_V1};
 use crate::stats::{aggregate, pairwise, speed_ratio, Key, Row};
 use std::fmt::Write as _;
 
@@ -42,14 +42,15 @@ fn opt(s: &str) -> Option<&str> {
 /// (`file` only names it in errors).
 pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
     let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, h)) if h.trim() == CSV_HEADER => {}
+    let fields = match lines.next() {
+        Some((_, h)) if h.trim() == CSV_HEADER => 18,
+        Some((_, h)) if h.trim() == CSV_HEADER_V1 => 17,
         _ => {
             return Err(CsvError::Header {
                 file: file.to_string(),
             })
         }
-    }
+    };
     let mut rows = Vec::new();
     for (i, l) in lines {
         if l.trim().is_empty() {
@@ -62,8 +63,15 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
             field: field.to_string(),
             what,
         };
-        if f.len() != 17 {
-            return Err(bad(l, "expected 17 fields"));
+        if f.len() != fields {
+            return Err(bad(
+                l,
+                if fields == 18 {
+                    "expected 18 fields"
+                } else {
+                    "expected 17 fields"
+                },
+            ));
         }
         let float = |s: &str, what: &'static str| -> Result<f64, CsvError> {
             match opt(s) {
@@ -100,6 +108,10 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
             probe_rtt_ns: maybe(f[13], "probe_rtt_ns")?,
             unix_time: f[15].parse().map_err(|_| bad(f[15], "unix_time"))?,
             values,
+            iters: match f.get(17) {
+                Some(v) => v.parse().map_err(|_| bad(v, "iters"))?,
+                None => 0,
+            },
         });
     }
     Ok(rows)
@@ -194,6 +206,7 @@ mod tests {
             limit: Some(0.25),
             unix_time: 1_700_000_000,
             values: vec![median, median * 0.9],
+            iters: 40,
         }
     }
 
@@ -218,8 +231,24 @@ mod tests {
             assert_eq!(a.limit.is_some(), b.limit.is_some());
             assert_eq!(a.probe_rtt_ns, b.probe_rtt_ns);
             assert_eq!(a.values.len(), b.values.len());
-            assert_eq!(a.unix_time, b.unix_time);
+            assert_eq!((a.unix_time, a.iters), (b.unix_time, b.iters));
         }
+        // a CSV from before the iters column
+        let old: String = csv(&rows)
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == 0 {
+                    format!("{CSV_HEADER_V1}\n")
+                } else {
+                    format!("{}\n", &l[..l.rfind(',').unwrap()])
+                }
+            })
+            .collect();
+        let back = parse_csv(&old, "old.csv").unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].iters, 0);
+        assert_eq!(back[1].size, 65536);
     }
 
     #[test]
@@ -229,7 +258,7 @@ mod tests {
             Err(CsvError::Header { .. })
         ));
         let mut text = csv(&[row(0, "oxmpi", "lat", 8, 0.5, "us")]);
-        text.push_str("0,oxmpi,lat,2,notasize,1,1,1,us,,,,,,,1,1\n");
+        text.push_str("0,oxmpi,lat,2,notasize,1,1,1,us,,,,,,,1,1,5\n");
         let e = parse_csv(&text, "f.csv").unwrap_err().to_string();
         assert!(e.contains("f.csv:3") && e.contains("notasize"), "{e}");
     }

@@ -103,6 +103,7 @@ fn meta(cfg: &Config, root: &Path) -> report::Meta {
         reps: cfg.reps,
         samples: cfg.samples,
         scale: cfg.scale,
+        op_budget: cfg.op_budget,
         machine: format!(
             "{cpu}, {} CPUs, {mem_gib:.0} GiB RAM, Linux {kernel}",
             suite::cores()

@@ -492,6 +492,7 @@ mod tests {
             limit: Some(v / 4.0),
             unix_time: 0,
             values: vec![v],
+            iters: 0,
         };
         let rows = vec![mk("ompi", 0, 0.2), mk("ompi", 8, 0.25), mk("mpich", 8, 0.3)];
         let s = series_for(

@@ -7,6 +7,12 @@ use std::fmt::Write as _;
 
 /// CSV header (one line per [`Row`]).
 pub const CSV_HEADER: &str = "rep,impl,test,np,size,median,min,max,unit,limit,fraction_of_limit,\
+load1,busy_pct,probe_rtt_ns,placement,unix_time,values,iters";
+
+/// The header of CSVs written before the `iters` column was added (still
+/// readable by `--compare`).
+pub const CSV_HEADER_V1: &str =
+    "rep,impl,test,np,size,median,min,max,unit,limit,fraction_of_limit,\
 load1,busy_pct,probe_rtt_ns,placement,unix_time,values";
 
 fn f(x: f64) -> String {
@@ -25,7 +31,7 @@ fn fo(x: Option<f64>) -> String {
 pub fn csv_line(r: &Row) -> String {
     let values: Vec<String> = r.values.iter().map(|v| f(*v)).collect();
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.rep,
         r.imp,
         r.test,
@@ -42,7 +48,8 @@ pub fn csv_line(r: &Row) -> String {
         fo(r.probe_rtt_ns),
         r.probe_rtt_ns.map(crate::parse::placement).unwrap_or(""),
         r.unix_time,
-        values.join(";")
+        values.join(";"),
+        r.iters
     )
 }
 
@@ -108,6 +115,8 @@ pub struct Meta {
     pub samples: u32,
     /// Iteration scale.
     pub scale: f64,
+    /// Time budget of one measurement in seconds (0: none).
+    pub op_budget: f64,
     /// CPU model, cores, memory, kernel.
     pub machine: String,
     /// Peer package versions.
@@ -311,8 +320,19 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     let _ = writeln!(o, "* peers: {}", meta.versions);
     let _ = writeln!(
         o,
-        "* repetitions: {} (implementations interleaved in each), {} samples per run, iteration scale {}; run took {:.0} s",
-        meta.reps, meta.samples, meta.scale, meta.duration_s
+        "* repetitions: {} (implementations interleaved in each), {} samples per run, iteration scale {}{}; run took {:.0} s",
+        meta.reps,
+        meta.samples,
+        meta.scale,
+        if meta.op_budget > 0.0 {
+            format!(
+                ", time budget {} s per measurement (when iterations are slow, fewer iterations per sample and fewer samples, at least 3: see the CSV's iters and values)",
+                meta.op_budget
+            )
+        } else {
+            String::new()
+        },
+        meta.duration_s
     );
     let loads: Vec<f64> = res
         .rows
@@ -612,6 +632,7 @@ mod tests {
             limit: Some(median / 2.0),
             unix_time: 7,
             values: vec![median, f64::NAN],
+            iters: 0,
         }
     }
 
@@ -628,6 +649,7 @@ mod tests {
         assert_eq!(get("fraction_of_limit"), "0.5000");
         assert_eq!(get("placement"), "near");
         assert_eq!(get("values"), "0.2500;", "NaN samples are empty");
+        assert_eq!(get("iters"), "0");
         assert!(csv(&[r]).starts_with(CSV_HEADER));
     }
 

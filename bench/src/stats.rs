@@ -42,6 +42,9 @@ pub struct Row {
     pub unix_time: u64,
     /// Raw sample values in time order.
     pub values: Vec<f64>,
+    /// Iterations timed per sample (the smallest count used); 0 where it
+    /// does not apply (probes, start-up, memory, mpi4py).
+    pub iters: u32,
 }
 
 /// Metric identity across implementations and repetitions: (test, np, size).
@@ -211,6 +214,7 @@ mod tests {
             limit: None,
             unix_time: 0,
             values: vec![median],
+            iters: 0,
         }
     }
 

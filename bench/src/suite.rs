@@ -541,6 +541,7 @@ impl<'a> Runner<'a> {
             limit: None,
             unix_time: now_unix(),
             values: Vec::new(),
+            iters: 0,
         }
     }
 
@@ -800,6 +801,7 @@ impl<'a> Runner<'a> {
                 limit,
                 unix_time: start,
                 values: r.values,
+                iters: r.iters,
             });
         }
         if latency {
@@ -929,7 +931,7 @@ impl<'a> Runner<'a> {
                 o.failure()
             ));
         }
-        for (size, mean_s, _n) in pts {
+        for (size, mean_s, n) in pts {
             let us = mean_s * 1e6;
             let mut r = self.row(rep, &p.imp.name, "mpi4py_lat", 2, size, "us");
             (r.median, r.min, r.max) = (us, f64::NAN, f64::NAN);
@@ -945,6 +947,7 @@ impl<'a> Runner<'a> {
             );
             r.unix_time = start;
             r.values = vec![us];
+            r.iters = n;
             self.res.rows.push(r);
         }
     }
@@ -1165,5 +1168,92 @@ mod tests {
         assert!(jobs.is_empty());
         // everything reported (failed in MPI_Finalize): nothing missing
         assert!(resume_plan(&exp, &exp, &sizes).is_none());
+    }
+
+    /// A fake launcher that prints a RESULT line per measurement it is asked
+    /// for and hangs in `lat` at 64 B: the hang is recorded as that
+    /// measurement's failure, and every other measurement still runs.
+    #[test]
+    fn a_hung_measurement_costs_only_itself() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("oxmpi-bench-hang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let launcher = dir.join("fake-mpirun");
+        std::fs::write(
+            &launcher,
+            r#"#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+shift 2
+tests=$1; shift 3
+for t in $(echo "$tests" | tr , ' '); do
+  for s in "$@"; do
+    case "$s" in budget=*) continue;; esac
+    if [ "$t" = lat ] && [ "$s" = 64 ]; then exec sleep 60; fi
+    echo "RESULT test=$t np=2 size=$s iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
+  done
+done
+"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cfg = crate::config::parse_args(
+            &[
+                "--smoke".to_string(),
+                "--timeout".to_string(),
+                "3".to_string(),
+            ],
+            &dir,
+        )
+        .unwrap();
+        cfg.samples = 1;
+        let imp = Impl {
+            name: "fake".into(),
+            build: "fake".into(),
+            mpicc: "true".into(),
+            launcher: launcher.clone(),
+            np_flag: "-n".into(),
+            pinned: vec![],
+            oversubscribed: vec![],
+            extra: vec!["--".into()],
+            env: vec![],
+            pt2pt_only: false,
+            settings: String::new(),
+        };
+        let missing = dir.join("no-such-probe");
+        let probes = Probes {
+            memcpy: missing.clone(),
+            pingpong: missing.clone(),
+            vmreadv: missing,
+        };
+        let mut r = Runner::new(&cfg, probes, Results::default());
+        let p = Prepared {
+            imp,
+            oxbench: dir.join("oxbench"),
+            hello: dir.join("hello"),
+        };
+        r.oxbench(0, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let got: Vec<(String, u64)> = r
+            .res
+            .rows
+            .iter()
+            .map(|x| (x.test.clone(), x.size))
+            .collect();
+        assert_eq!(
+            got,
+            pairs(&[
+                ("lat", 8),
+                ("lat", 1024),
+                ("bw", 8),
+                ("bw", 64),
+                ("bw", 1024)
+            ])
+        );
+        assert_eq!(r.res.failures.len(), 1, "{:?}", r.res.failures);
+        let f = &r.res.failures[0];
+        assert!(
+            f.contains("fake lat np=2 size=64: timed out") && f.contains("new launch"),
+            "{f}"
+        );
     }
 }
