@@ -52,6 +52,9 @@ int oxa_tag_a2i(int v)
 
 int oxa_tag_i2a(int v) { return v == -1 ? MPI_ANY_TAG : v; }
 
+/* Distribution arguments of MPI_Type_create_darray: only the default is a constant. */
+int oxa_darg_a2i(int v) { return v == MPI_DISTRIBUTE_DFLT_DARG ? oxa_distrib_a2i(v) : v; }
+
 /* User-defined error classes and codes: MPICH hands them out above its MPI_ERR_LASTCODE
  * (0x3fffffff); in the standard ABI they follow MPI_ERR_LASTCODE (16383). */
 #define OXI_FIRST_USER_CODE 0x40000000

@@ -74,6 +74,7 @@ int oxa_rank_a2i(int v);
 int oxa_rank_i2a(int v);
 int oxa_tag_a2i(int v);
 int oxa_tag_i2a(int v);
+int oxa_darg_a2i(int v);
 int oxa_err_a2i_other(int v);
 int oxa_err_i2a_other(int v);
 void *oxa_file_a2i(uintptr_t h);

@@ -101,7 +101,16 @@ const JOB_LIMIT: Duration = Duration::from_secs(120);
 
 /// Run `exe` on `n` ranks under our mpirun; stdout, stderr, exit code.
 fn mpirun(n: usize, exe: &Path) -> (String, String, i32) {
-    let mut child = Command::new(prefix().join("bin/mpirun"))
+    mpirun_with_libs(n, exe, None)
+}
+
+/// `mpirun`, optionally with `LD_LIBRARY_PATH` set to `libs` for the ranks.
+fn mpirun_with_libs(n: usize, exe: &Path, libs: Option<&Path>) -> (String, String, i32) {
+    let mut cmd = Command::new(prefix().join("bin/mpirun"));
+    if let Some(l) = libs {
+        cmd.env("LD_LIBRARY_PATH", l);
+    }
+    let mut child = cmd
         .arg("-n")
         .arg(n.to_string())
         .arg(exe)
@@ -210,6 +219,92 @@ fn errhandler_same_in_both_abis() {
 fn collectives_same_in_both_abis() {
     same_in_both_abis("coll.c", 2, "coll: all checks passed");
     same_in_both_abis("coll_topo.c", 2, "coll_topo: all checks passed");
+}
+
+#[test]
+fn conversions_same_in_both_abis() {
+    let out = same_in_both_abis("abi_conv.c", 2, "abi_conv: all checks passed");
+    for l in [
+        "alltoallw: ok",
+        "datatype envelope/contents: ok",
+        "attribute callbacks: ok",
+        "status arrays: ok",
+        "user error handler: ok",
+        "generalized request: ok",
+    ] {
+        assert!(out.lines().any(|x| x == l), "missing '{l}':\n{out}");
+    }
+}
+
+/// The PyPI `mpich` wheel's venv (`python3 -m venv target/venv-mpich &&
+/// target/venv-mpich/bin/pip install mpich`), or `OXMPI_MPICH_WHEEL_VENV`.
+fn mpich_wheel_venv() -> PathBuf {
+    std::env::var_os("OXMPI_MPICH_WHEEL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_dir().join("../../target/venv-mpich"))
+}
+
+#[test]
+fn programs_built_by_the_mpich_wheels_mpicc_abi_run_on_our_library() {
+    let venv = mpich_wheel_venv();
+    let wrapper = venv.join("bin/mpicc_abi");
+    if !wrapper.exists() {
+        eprintln!(
+            "SKIPPED: the PyPI mpich wheel is not installed ({} is missing); create it with \
+             `python3 -m venv target/venv-mpich && target/venv-mpich/bin/pip install mpich` \
+             or point OXMPI_MPICH_WHEEL_VENV at such a venv",
+            wrapper.display()
+        );
+        return;
+    }
+    let dir = Scratch::new("wheel");
+    let lib = prefix().join("lib");
+    for (name, last) in [
+        ("abi_basics.c", "abi_basics: all checks passed"),
+        ("p2p.c", "p2p: all checks passed"),
+        ("coll.c", "coll: all checks passed"),
+    ] {
+        let stem = Path::new(name).file_stem().expect("name").to_string_lossy();
+        let exe = dir.0.join(format!("{stem}-wheel"));
+        let out = Command::new(&wrapper)
+            .arg(src(name))
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("run the wheel's mpicc_abi");
+        assert!(
+            out.status.success(),
+            "mpicc_abi {name}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The wheel links with a RUNPATH to its own library; LD_LIBRARY_PATH wins.
+        let ldd = Command::new("ldd")
+            .arg(&exe)
+            .env("LD_LIBRARY_PATH", &lib)
+            .output()
+            .expect("run ldd");
+        let ldd = String::from_utf8_lossy(&ldd.stdout);
+        assert!(
+            ldd.contains(&format!(
+                "libmpi_abi.so.1 => {}",
+                lib.join("libmpi_abi.so.1").display()
+            )),
+            "{ldd}"
+        );
+        let (text, err, code) = mpirun_with_libs(2, &exe, Some(&lib));
+        assert!(
+            code == 0 && text.lines().any(|l| l == last),
+            "{name} built by the wheel's mpicc_abi on our library:\n{text}\n{err}"
+        );
+        // Same output as the build with our own header.
+        let ours = build(Build::Abi, name, &dir.0);
+        let (o, e, code) = mpirun(2, &ours);
+        assert_eq!(code, 0, "{o}\n{e}");
+        assert_eq!(
+            o, text,
+            "{name}: wheel build and our build print different lines"
+        );
+    }
 }
 
 #[test]

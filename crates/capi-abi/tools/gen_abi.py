@@ -368,7 +368,7 @@ ARRAY_LEN = {
     ("Request_get_status_some", "*"): "incount",
     ("Type_create_struct", "*"): "count",
     ("Type_get_contents", "*"): "max_datatypes",
-    ("Group_translate_ranks", "ranks2"): "n",
+    ("Group_translate_ranks", "*"): "n",
     ("Type_create_darray", "*"): "ndims",
 }
 # Alltoallw-like: datatype arrays sized by the communicator.
@@ -518,8 +518,8 @@ def convert(fn, p, pre, args, post):
             post.append(f"if ({v}) for (int i = 0; i < ({array_len(fn, p)}); i++) "
                         f"{v}[i] = oxa_rank_i2a({v}[i]);")
             args.append(v)
-        elif n == "array_of_distribs" or n == "array_of_dargs":
-            g = "distrib"
+        elif n in ("array_of_distribs", "array_of_dargs", "ranks1"):
+            g = {"array_of_distribs": "distrib", "array_of_dargs": "darg", "ranks1": "rank"}[n]
             ln = array_len(fn, p)
             pre.append(f"int n_{n} = {v} ? ({ln}) : 0;")
             pre.append(f"int s_{n}[OXA_STACK], *t_{n} = oxa_ints(s_{n}, n_{n});")
