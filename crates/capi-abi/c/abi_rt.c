@@ -364,6 +364,104 @@ int PMPI_Pcontrol(const int level, ...)
 }
 ALIAS(Pcontrol)
 
+/* ---------------------------------------------------------------- attribute values
+ *
+ * Predefined attributes whose values are constants (MPI_HOST may be MPI_PROC_NULL,
+ * MPI_LASTUSEDCODE is an error code, the window flavor and model) are returned through
+ * per-thread copies holding the standard-ABI value. */
+static __thread int attr_host, attr_lastused, attr_flavor, attr_model;
+
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
+{
+    int rc = OXI_PMPI_Comm_get_attr(oxa_h2i((uintptr_t)comm), oxa_keyval_a2i(comm_keyval),
+                                    attribute_val, flag);
+    if (rc == 0 && flag && *flag && attribute_val) {
+        int **val = attribute_val;
+        if (comm_keyval == MPI_HOST && *val) {
+            attr_host = oxa_rank_i2a(**val);
+            *val = &attr_host;
+        } else if (comm_keyval == MPI_LASTUSEDCODE && *val) {
+            attr_lastused = oxa_err_i2a(**val);
+            *val = &attr_lastused;
+        }
+    }
+    return oxa_err_i2a(rc);
+}
+ALIAS(Comm_get_attr)
+
+int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
+{
+    int rc = OXI_PMPI_Win_get_attr(oxa_h2i((uintptr_t)win), oxa_keyval_a2i(win_keyval),
+                                   attribute_val, flag);
+    if (rc == 0 && flag && *flag && attribute_val) {
+        int **val = attribute_val;
+        if (win_keyval == MPI_WIN_CREATE_FLAVOR && *val) {
+            attr_flavor = oxa_flavor_i2a(**val);
+            *val = &attr_flavor;
+        } else if (win_keyval == MPI_WIN_MODEL && *val) {
+            attr_model = oxa_model_i2a(**val);
+            *val = &attr_model;
+        }
+    }
+    return oxa_err_i2a(rc);
+}
+ALIAS(Win_get_attr)
+
+/* ---------------------------------------------------------------- datatype contents
+ *
+ * Besides the datatype handles, the integers of subarray and darray types hold constants
+ * (order, distributions, the default distribution argument). */
+#define OXI_COMBINER_SUBARRAY 13
+#define OXI_COMBINER_DARRAY 14
+#define OXI_DISTRIBUTE_DFLT_DARG (-49767)
+
+static void contents_ints_i2a(int dt, int max_integers, int *ints)
+{
+    int ni = 0, na = 0, nd = 0, comb = 0;
+    if (!ints || OXI_PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != 0 || ni > max_integers)
+        return;
+    if (comb == OXI_COMBINER_SUBARRAY && ni >= 2) {
+        int n = ints[0];
+        if (n >= 0 && 3 * n + 2 == ni)
+            ints[3 * n + 1] = oxa_order_i2a(ints[3 * n + 1]);
+    } else if (comb == OXI_COMBINER_DARRAY && ni >= 4) {
+        int n = ints[2];
+        if (n < 0 || 4 * n + 4 != ni)
+            return;
+        for (int k = 0; k < n; k++) {
+            ints[3 + n + k] = oxa_distrib_i2a(ints[3 + n + k]);
+            if (ints[3 + 2 * n + k] == OXI_DISTRIBUTE_DFLT_DARG)
+                ints[3 + 2 * n + k] = MPI_DISTRIBUTE_DFLT_DARG;
+        }
+        ints[4 * n + 3] = oxa_order_i2a(ints[4 * n + 3]);
+    }
+}
+
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                           int max_datatypes, int array_of_integers[],
+                           MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])
+{
+    int dt = oxa_h2i((uintptr_t)datatype);
+    int n = array_of_datatypes && max_datatypes > 0 ? max_datatypes : 0;
+    int s[OXA_STACK], *t = oxa_ints(s, n);
+    if (n > 0 && !t)
+        return oxa_nomem();
+    for (int k = 0; k < n; k++)
+        t[k] = OXA_INVALID_HANDLE;
+    int rc = OXI_PMPI_Type_get_contents(dt, max_integers, max_addresses, max_datatypes,
+                                        array_of_integers, array_of_addresses,
+                                        array_of_datatypes ? t : NULL);
+    if (rc == 0) {
+        for (int k = 0; k < n; k++)
+            array_of_datatypes[k] = (MPI_Datatype)oxa_i2h_datatype(t[k]);
+        contents_ints_i2a(dt, max_integers, array_of_integers);
+    }
+    if (t != s)
+        free(t);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Type_get_contents)
+
 /* ---------------------------------------------------------------- trampolines
  *
  * User operations and error handlers get no extra-state argument, so each user function

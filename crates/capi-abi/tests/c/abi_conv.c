@@ -120,6 +120,11 @@ int main(int argc, char **argv)
         CHECK_RC(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &sub));
         CHECK_RC(MPI_Type_size(sub, &sz));
         CHECK(sz == 4 * (int)sizeof(int));
+        int sints[8];
+        CHECK_RC(MPI_Type_get_envelope(sub, &ni, &na, &nd, &nc));
+        CHECK(nc == MPI_COMBINER_SUBARRAY && ni == 8 && nd == 1);
+        CHECK_RC(MPI_Type_get_contents(sub, 8, 0, 1, sints, addrs, got));
+        CHECK(sints[0] == 2 && sints[7] == MPI_ORDER_C && got[0] == MPI_INT);
         CHECK_RC(MPI_Type_free(&sub));
         say("datatype envelope/contents: ok");
     }
@@ -231,6 +236,11 @@ int main(int argc, char **argv)
         CHECK_RC(MPI_Add_error_code(cls, &code));
         CHECK_RC(MPI_Comm_call_errhandler(d, code));
         CHECK(eh_code == code);
+        int *last = NULL, *host = NULL, flag = 0;
+        CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag));
+        CHECK(flag && *last >= code);
+        CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_HOST, &host, &flag));
+        CHECK(flag && (*host == MPI_PROC_NULL || (*host >= 0 && *host < size)));
         CHECK_RC(MPI_Comm_free(&d));
         say("user error handler: ok");
     }
