@@ -80,12 +80,49 @@ macro_rules! mpi_alias {
 }
 pub(crate) use mpi_alias;
 
+/// Like [`mpi_fn!`] for entry points that never defer generalized-request callbacks
+/// (blocking point-to-point): the body skips [`enter`]'s check for deferred callbacks, an
+/// atomic read-modify-write on every call.
+macro_rules! mpi_fn_nodefer {
+    ($(#[$meta:meta])* fn $pname:ident / $name:literal ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
+            $crate::ffi::enter_nodefer($name, || -> $crate::ffi::MpiResult { $body })
+        }
+        ::core::arch::global_asm!(concat!(
+            ".weak ", $name, "\n.set ", $name, ", ", stringify!($pname)
+        ));
+    };
+}
+
 /// Run an entry-point body: catch panics, route errors to the error handler.
 pub(crate) fn enter(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(f));
     // Callbacks deferred by the body (generalized request free functions) run now,
     // outside the library lock.
     let _ = catch_unwind(crate::grequest::run_deferred);
+    match r {
+        Ok(Ok(())) => MPI_SUCCESS,
+        r => conclude(name, r),
+    }
+}
+
+/// [`enter`] without running deferred generalized-request callbacks: only for bodies
+/// that cannot defer any (they never test or free a generalized request).
+#[inline]
+pub(crate) fn enter_nodefer(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        r => conclude(name, r),
+    }
+}
+
+/// The return code of an entry point whose body ended with `r`: success, or the error
+/// (a caught panic becomes `MPI_ERR_INTERN`) passed through the error handler.
+#[cold]
+#[inline(never)]
+fn conclude(name: &'static str, r: std::thread::Result<MpiResult>) -> c_int {
     let err = match r {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,

@@ -11,6 +11,7 @@ use crate::request::{
 };
 use crate::state::lock;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Blocking send in `mode`.
 #[allow(clippy::too_many_arguments)]
@@ -23,6 +24,9 @@ fn send(
     comm: c_int,
     mode: SendMode,
 ) -> MpiResult {
+    if let Some(r) = fast_send(buf, count, datatype, dest, tag, comm, mode) {
+        return r;
+    }
     let p = {
         let mut st = lock();
         st.check_active()?;
@@ -80,7 +84,7 @@ fn isend(
 
 macro_rules! sends {
     ($($pname:ident $name:literal $ipname:ident $iname:literal $mode:expr;)*) => {$(
-        mpi_fn! {
+        mpi_fn_nodefer! {
             /// Blocking send.
             fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
                 send(buf, count, datatype, dest, tag, comm, $mode)
@@ -102,9 +106,12 @@ sends! {
     PMPI_Bsend "MPI_Bsend" PMPI_Ibsend "MPI_Ibsend" SendMode::Buffered;
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Recv`.
     fn PMPI_Recv / "MPI_Recv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+        if let Some(r) = fast_recv(buf, count, datatype, source, tag, comm, status) {
+            return r;
+        }
         let p = {
             let mut st = lock();
             st.check_active()?;
@@ -414,4 +421,120 @@ mpi_fn! {
             backend::engine()?.progress();
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fast path of blocking MPI_Send/MPI_Recv
+// ---------------------------------------------------------------------------------------
+//
+// For `MPI_COMM_WORLD` and a predefined contiguous datatype, a blocking send or receive
+// goes straight to the engine's blocking call: no library lock, no `Pending`, no datatype
+// `Arc`. Everything it relies on is immutable after `MPI_Init` (world is the engine's
+// communicator 0 with the same ranks; predefined datatypes never change). Whenever a
+// condition does not hold, or the engine rejects the arguments before doing anything, it
+// returns `None` and the general path runs (and reports the error with its context).
+
+/// Cache of predefined datatype sizes: slot `handle % 64` holds `handle << 32 | size + 1`
+/// (0 = empty). Predefined handles are constants, so an entry never goes stale.
+static DT_SIZES: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// MPICH's predefined datatype handles: kind bits `01` (builtin), object type 3.
+const BUILTIN_DATATYPE: u32 = 0x4c00_0000;
+
+/// The byte size of predefined datatype `h` if it is contiguous with no lower-bound
+/// offset (every basic type); `None` for anything else.
+#[inline]
+fn predefined_size(h: c_int) -> Option<usize> {
+    let hu = h as u32;
+    if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
+        return None;
+    }
+    let slot = &DT_SIZES[(hu % 64) as usize];
+    let v = slot.load(Ordering::Relaxed);
+    if v >> 32 == hu as u64 {
+        return Some((v & 0xffff_ffff) as usize - 1);
+    }
+    let dt = lock().dtype(h).ok()?;
+    let eligible = dt.predefined
+        && dt.committed
+        && dt.is_contiguous()
+        && dt.blocks.first().map_or(0, |b| b.disp) == 0
+        && dt.size < u32::MAX as usize;
+    if !eligible {
+        return None;
+    }
+    slot.store((hu as u64) << 32 | (dt.size as u64 + 1), Ordering::Relaxed);
+    Some(dt.size)
+}
+
+/// The MPI status of a completed engine operation and its error code.
+fn mpi_status(s: &EStatus) -> (MpiStatus, c_int) {
+    let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
+    let mut m = MpiStatus {
+        source: s.source,
+        tag: s.tag,
+        error: code,
+        ..Default::default()
+    };
+    status_set_bytes(&mut m, s.count_bytes, s.cancelled);
+    (m, code)
+}
+
+/// Blocking send on the fast path; `None`: take the general path.
+#[inline]
+fn fast_send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: SendMode,
+) -> Option<MpiResult> {
+    if comm != MPI_COMM_WORLD || count < 0 || mode == SendMode::Buffered {
+        return None;
+    }
+    let len = count as usize * predefined_size(datatype)?;
+    let eng = oxmpi_engine::engine()?;
+    // SAFETY: the MPI contract for a blocking send: `buf` holds `len` readable bytes for
+    // the duration of the call. The engine checks rank, tag and buffer and fails (without
+    // doing anything) on bad ones, which sends us to the general path.
+    let s = unsafe { eng.send(buf.cast(), len, dest, tag, eng.comm_world(), mode) }.ok()?;
+    let (_, code) = mpi_status(&s);
+    Some(complete_single(
+        std::ptr::null_mut(),
+        None,
+        code,
+        comm,
+        "send failed",
+    ))
+}
+
+/// Blocking receive on the fast path; `None`: take the general path.
+#[inline]
+fn fast_recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    status: *mut MpiStatus,
+) -> Option<MpiResult> {
+    if comm != MPI_COMM_WORLD || count < 0 {
+        return None;
+    }
+    let len = count as usize * predefined_size(datatype)?;
+    let eng = oxmpi_engine::engine()?;
+    // SAFETY: the MPI contract for a blocking receive: `buf` holds `len` writable bytes
+    // for the duration of the call. Bad arguments fail before anything is posted.
+    let s = unsafe { eng.recv(buf.cast(), len, source, tag, eng.comm_world()) }.ok()?;
+    let (m, code) = mpi_status(&s);
+    Some(complete_single(
+        status,
+        Some(m),
+        code,
+        comm,
+        "receive failed",
+    ))
 }

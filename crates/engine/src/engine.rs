@@ -146,6 +146,13 @@ enum ReqState {
     },
 }
 
+/// How a send started: complete at once (no request needed) or as a request.
+#[derive(Debug)]
+enum Started {
+    Done(Status),
+    Req(ReqId),
+}
+
 #[derive(Debug)]
 struct Req {
     state: ReqState,
@@ -448,35 +455,54 @@ impl Engine {
         mode: SendMode,
     ) -> Result<ReqId, Error> {
         let mut st = self.lock();
-        st.check_live()?;
-        let (ctx, my, n, dest_world) = {
-            let c = st.comm(comm)?;
-            let w = usize::try_from(dest)
-                .ok()
-                .and_then(|d| c.remote.get(d).copied());
-            (c.ctx, c.rank, c.remote.len(), w)
-        };
-        if dest == PROC_NULL {
-            return Ok(st.new_done(Status::PROC_NULL));
-        }
-        let Some(dest_world) = dest_world else {
-            return Err(Error::arg(
-                ErrorClass::Rank,
-                format!("destination rank {dest} not in 0..{n}"),
-            ));
-        };
-        if !(0..=TAG_UB).contains(&tag) {
-            return Err(Error::arg(
-                ErrorClass::Tag,
-                format!("invalid send tag {tag}"),
-            ));
-        }
-        if buf.is_null() && len > 0 {
-            return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
-        }
-        let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
-        unsafe { st.send(env, dest_world, buf, len, mode) }
+        match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+            Started::Done(s) => Ok(st.new_done(s)),
+            Started::Req(r) => Ok(r),
+        }
+    }
+
+    /// Blocking send (`MPI_Send` and its modes): [`Engine::isend`] followed by
+    /// [`Engine::wait`] under one lock acquisition. A message that goes eagerly into the
+    /// link completes without a request. Returns the send's status (its `error` is set if
+    /// the peer failed).
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes for the duration of the call.
+    pub unsafe fn send(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    ) -> Result<Status, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee (the buffer outlives this blocking call).
+        match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+            Started::Done(s) => Ok(s),
+            Started::Req(r) => Ok(self.wait_locked(st, |st| st.take_done(r))),
+        }
+    }
+
+    /// Blocking receive (`MPI_Recv`): [`Engine::irecv`] followed by [`Engine::wait`] under
+    /// one lock acquisition.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes for the duration of the call.
+    pub unsafe fn recv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Status, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee.
+        let r = unsafe { st.start_recv(buf, len, src, tag, comm) }?;
+        Ok(self.wait_locked(st, |st| st.take_done(r)))
     }
 
     /// Starts a receive of up to `len` bytes into `buf` from rank `src` (or [`ANY_SOURCE`],
@@ -494,57 +520,8 @@ impl Engine {
         comm: CommId,
     ) -> Result<ReqId, Error> {
         let mut st = self.lock();
-        st.check_live()?;
-        let (ctx, n, src_world) = {
-            let c = st.comm(comm)?;
-            let w = usize::try_from(src)
-                .ok()
-                .and_then(|d| c.remote.get(d).copied());
-            (c.ctx, c.remote.len(), w)
-        };
-        if src == PROC_NULL {
-            return Ok(st.new_done(Status::PROC_NULL));
-        }
-        if src != ANY_SOURCE && src_world.is_none() {
-            return Err(Error::arg(
-                ErrorClass::Rank,
-                format!("source rank {src} not in 0..{n}"),
-            ));
-        }
-        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
-            return Err(Error::arg(
-                ErrorClass::Tag,
-                format!("invalid receive tag {tag}"),
-            ));
-        }
-        if buf.is_null() && len > 0 {
-            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
-        }
-        let peer = src_world;
-        let id = st.new_req(ReqState::Posted {
-            buf,
-            cap: len,
-            ctx,
-            src,
-            peer,
-        });
-        if let Some(p) = peer {
-            if p != st.me && st.peers[p as usize].link.is_none() && !st.peers[p as usize].dead {
-                st.reqs.remove(id);
-                return Err(Error::arg(
-                    ErrorClass::Unsupported,
-                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
-                ));
-            }
-        }
-        if let Some((env, msg)) = st.matcher.post(ctx, src, tag, id) {
-            // Messages that arrived before a peer died are still delivered.
-            st.deliver(id, env, msg);
-        } else if peer.is_some_and(|p| st.peers[p as usize].dead) {
-            st.matcher.cancel(ctx, src, &id);
-            st.fail(id, ErrorClass::ProcFailed);
-        }
-        Ok(ReqId(id))
+        // SAFETY: forwarded caller guarantee.
+        unsafe { st.start_recv(buf, len, src, tag, comm) }
     }
 
     /// Tests a request: on completion returns its status and frees it. An unknown request
@@ -745,14 +722,24 @@ impl Engine {
     /// [`ThreadLevel::Multiple`] no other thread may call in concurrently, so the lock is held
     /// across up to [`HOLD_SPINS`] polls instead of being taken for each; with
     /// `MPI_THREAD_MULTIPLE` it is released after every poll so other threads get in.
-    fn wait_until<T>(&self, mut f: impl FnMut(&mut State) -> Option<T>) -> T {
-        let hold = if self.thread_level == ThreadLevel::Multiple {
-            1
+    fn wait_until<T>(&self, f: impl FnMut(&mut State) -> Option<T>) -> T {
+        self.wait_locked(self.lock(), f)
+    }
+
+    /// [`Engine::wait_until`] for a caller that already holds the lock (`st`).
+    #[inline]
+    fn wait_locked<'a, T>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        mut f: impl FnMut(&mut State) -> Option<T>,
+    ) -> T {
+        // A mask (HOLD_SPINS is a power of two): no division in the polling loop.
+        let hold_mask = if self.thread_level == ThreadLevel::Multiple {
+            0
         } else {
-            HOLD_SPINS
+            HOLD_SPINS - 1
         };
         let mut spins: u32 = 0;
-        let mut st = self.lock();
         if let Some(v) = f(&mut st) {
             return v;
         }
@@ -768,7 +755,7 @@ impl Engine {
                     return v;
                 }
             }
-            if spins % hold == 0 {
+            if spins & hold_mask == 0 {
                 drop(st);
                 if self.yield_when_idle {
                     sys::yield_now();
@@ -786,7 +773,9 @@ impl Engine {
 }
 
 /// Polls a blocking call makes under one lock acquisition below `MPI_THREAD_MULTIPLE`.
+/// A power of two.
 const HOLD_SPINS: u32 = 1024;
+const _: () = assert!(HOLD_SPINS.is_power_of_two());
 
 fn bad_request() -> Status {
     Status {
@@ -949,6 +938,118 @@ impl State {
         Ok(local)
     }
 
+    /// Checks the arguments of a send and starts it.
+    ///
+    /// # Safety
+    /// As for [`Engine::isend`].
+    #[inline]
+    unsafe fn start_send(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    ) -> Result<Started, Error> {
+        self.check_live()?;
+        let (ctx, my, n, dest_world) = {
+            let c = self.comm(comm)?;
+            let w = usize::try_from(dest)
+                .ok()
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.rank, c.remote.len(), w)
+        };
+        if dest == PROC_NULL {
+            return Ok(Started::Done(Status::PROC_NULL));
+        }
+        let Some(dest_world) = dest_world else {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("destination rank {dest} not in 0..{n}"),
+            ));
+        };
+        if !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid send tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
+        }
+        let env = Envelope { ctx, src: my, tag };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.post_send(env, dest_world, buf, len, mode) }
+    }
+
+    /// Checks the arguments of a receive and posts it.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    #[inline]
+    unsafe fn start_recv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<ReqId, Error> {
+        self.check_live()?;
+        let (ctx, n, src_world) = {
+            let c = self.comm(comm)?;
+            let w = usize::try_from(src)
+                .ok()
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.remote.len(), w)
+        };
+        if src == PROC_NULL {
+            return Ok(ReqId(self.new_done(Status::PROC_NULL).0));
+        }
+        if src != ANY_SOURCE && src_world.is_none() {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("source rank {src} not in 0..{n}"),
+            ));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid receive tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
+        }
+        let peer = src_world;
+        let id = self.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx,
+            src,
+            peer,
+        });
+        if let Some(p) = peer {
+            if p != self.me && self.peers[p as usize].link.is_none() && !self.peers[p as usize].dead
+            {
+                self.reqs.remove(id);
+                return Err(Error::arg(
+                    ErrorClass::Unsupported,
+                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
+                ));
+            }
+        }
+        if let Some((env, msg)) = self.matcher.post(ctx, src, tag, id) {
+            // Messages that arrived before a peer died are still delivered.
+            self.deliver(id, env, msg);
+        } else if peer.is_some_and(|p| self.peers[p as usize].dead) {
+            self.matcher.cancel(ctx, src, &id);
+            self.fail(id, ErrorClass::ProcFailed);
+        }
+        Ok(ReqId(id))
+    }
+
     fn check_live(&self) -> Result<(), Error> {
         if self.finalized {
             return Err(Error::State("engine finalized".into()));
@@ -1045,14 +1146,14 @@ impl State {
 
     /// # Safety
     /// `buf` valid for `len` reads until completion (copied at once for Buffered).
-    unsafe fn send(
+    unsafe fn post_send(
         &mut self,
         env: Envelope,
         dest: i32,
         buf: *const u8,
         len: usize,
         mode: SendMode,
-    ) -> Result<ReqId, Error> {
+    ) -> Result<Started, Error> {
         // Fast path: a standard or ready send that fits eagerly to a live peer with nothing
         // queued goes straight into the link and completes; its request is born done (the
         // receiver ignores the sender request id of a non-synchronous eager record).
@@ -1074,7 +1175,7 @@ impl State {
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
                     oxmpi_base::verbose!(params::BTL, 60, "sm: send {len} B to rank {dest}: eager");
-                    return Ok(self.new_done(empty_status()));
+                    return Ok(Started::Done(empty_status()));
                 }
             }
         }
@@ -1090,10 +1191,10 @@ impl State {
             let q = self.reqs.get_mut(id).expect("just inserted");
             q.detached = true;
             q._owned = Some(owned);
-            (self.new_done(empty_status()), id, ptr)
+            (Started::Done(empty_status()), id, ptr)
         } else {
             let id = self.new_req(ReqState::Done);
-            (ReqId(id), id, buf)
+            (Started::Req(ReqId(id)), id, buf)
         };
         let sync = mode == SendMode::Sync;
         self.reqs.get_mut(id).expect("request exists").state = ReqState::Send {

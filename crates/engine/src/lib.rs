@@ -17,6 +17,8 @@
 //! Engine::comm_free(CommId) -> Result<(), Error>
 //! unsafe Engine::isend(buf, len, dest, tag, comm, SendMode) -> Result<ReqId, Error>
 //! unsafe Engine::irecv(buf, len, src, tag, comm) -> Result<ReqId, Error>
+//! unsafe Engine::send(buf, len, dest, tag, comm, SendMode) -> Result<Status, Error>  (blocking)
+//! unsafe Engine::recv(buf, len, src, tag, comm) -> Result<Status, Error>             (blocking)
 //! Engine::test(ReqId) -> Option<Status>     (a completed request is freed)
 //! Engine::wait(ReqId) -> Status             (unknown request: Status.error = Request)
 //! Engine::request_status(ReqId) -> Option<Status>   (does not free: MPI_Request_get_status)
@@ -32,8 +34,8 @@
 //!
 //! Differences from the first contract sketch: the communicator queries and probes return
 //! `Result` (an invalid communicator, rank or tag is an error with its class), `finalize`
-//! returns `Result`, and `comm_create`/`comm_free`/`request_status`/`request_free` were
-//! added.
+//! returns `Result`, and `comm_create`/`comm_free`/`request_status`/`request_free` and the
+//! blocking `send`/`recv` (one lock acquisition, no request for an eager send) were added.
 //!
 //! Wildcards and the null process use MPICH's values: [`ANY_SOURCE`] = -2, [`ANY_TAG`] = -1,
 //! [`PROC_NULL`] = -1 (source/destination argument). Operations on [`PROC_NULL`] complete at
