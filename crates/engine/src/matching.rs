@@ -75,11 +75,56 @@ struct Unexpected<M> {
     msg: M,
 }
 
+/// Per-source queues, indexed directly by the source rank (ranks are small and dense; a
+/// queue that never held anything costs no allocation).
+#[derive(Debug)]
+struct Bins<T>(Vec<VecDeque<T>>);
+
+impl<T> Default for Bins<T> {
+    fn default() -> Self {
+        Bins(Vec::new())
+    }
+}
+
+impl<T> Bins<T> {
+    #[inline]
+    fn get(&self, src: i32) -> Option<&VecDeque<T>> {
+        self.0.get(usize::try_from(src).ok()?)
+    }
+    #[inline]
+    fn get_mut(&mut self, src: i32) -> Option<&mut VecDeque<T>> {
+        self.0.get_mut(usize::try_from(src).ok()?)
+    }
+    /// The queue of `src` (>= 0), created if needed.
+    #[inline]
+    fn entry(&mut self, src: i32) -> &mut VecDeque<T> {
+        let i = usize::try_from(src).expect("source rank of a bin is never negative");
+        if i >= self.0.len() {
+            self.0.resize_with(i + 1, VecDeque::new);
+        }
+        &mut self.0[i]
+    }
+    /// Non-empty queues with their source.
+    fn iter(&self) -> impl Iterator<Item = (i32, &VecDeque<T>)> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(i, q)| (i as i32, q))
+    }
+    fn values(&self) -> impl Iterator<Item = &VecDeque<T>> {
+        self.0.iter()
+    }
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut VecDeque<T>> {
+        self.0.iter_mut()
+    }
+}
+
 #[derive(Debug)]
 struct CtxQueues<R, M> {
-    posted_src: HashMap<i32, VecDeque<Posted<R>>>,
+    posted_src: Bins<Posted<R>>,
     posted_any: VecDeque<Posted<R>>,
-    unexpected: HashMap<i32, VecDeque<Unexpected<M>>>,
+    unexpected: Bins<Unexpected<M>>,
     /// Number of queued unexpected messages (all bins), so a post skips the search when
     /// there are none (the common case).
     n_unexpected: usize,
@@ -88,9 +133,9 @@ struct CtxQueues<R, M> {
 impl<R, M> Default for CtxQueues<R, M> {
     fn default() -> Self {
         CtxQueues {
-            posted_src: HashMap::default(),
+            posted_src: Bins::default(),
             posted_any: VecDeque::new(),
-            unexpected: HashMap::default(),
+            unexpected: Bins::default(),
             n_unexpected: 0,
         }
     }
@@ -104,7 +149,7 @@ impl<R, M> CtxQueues<R, M> {
         }
         if src == ANY_SOURCE {
             let mut best: Option<(u64, i32, usize)> = None;
-            for (&s, bin) in &self.unexpected {
+            for (s, bin) in self.unexpected.iter() {
                 if let Some(i) = bin.iter().position(|u| tag_matches(tag, u.tag)) {
                     let seq = bin[i].seq;
                     if best.is_none_or(|(b, _, _)| seq < b) {
@@ -114,7 +159,7 @@ impl<R, M> CtxQueues<R, M> {
             }
             best.map(|(_, s, i)| (s, i))
         } else {
-            let bin = self.unexpected.get(&src)?;
+            let bin = self.unexpected.get(src)?;
             bin.iter()
                 .position(|u| tag_matches(tag, u.tag))
                 .map(|i| (src, i))
@@ -123,7 +168,7 @@ impl<R, M> CtxQueues<R, M> {
 
     /// Removes the unexpected message at `(s, i)` (as found by `find_unexpected`).
     fn remove_unexpected(&mut self, s: i32, i: usize) -> Option<Unexpected<M>> {
-        let u = take_at(self.unexpected.get_mut(&s)?, i)?;
+        let u = take_at(self.unexpected.get_mut(s)?, i)?;
         self.n_unexpected -= 1;
         Some(u)
     }
@@ -145,20 +190,83 @@ fn tag_matches(want: i32, have: i32) -> bool {
     want == ANY_TAG || want == have
 }
 
+/// Context ids below this are kept in a vector indexed by the id (world, self and the
+/// first communicators: the common case, without hashing); larger ones in a hash map.
+const DENSE_CTX: u32 = 256;
+
+/// Per-context values: dense ids in a vector, the rest in a hash map.
+#[derive(Debug)]
+struct Ctxs<Q> {
+    dense: Vec<Option<Q>>,
+    sparse: HashMap<u32, Q>,
+}
+
+impl<Q> Default for Ctxs<Q> {
+    fn default() -> Self {
+        Ctxs {
+            dense: Vec::new(),
+            sparse: HashMap::default(),
+        }
+    }
+}
+
+impl<Q: Default> Ctxs<Q> {
+    #[inline]
+    fn get(&self, ctx: u32) -> Option<&Q> {
+        if ctx < DENSE_CTX {
+            self.dense.get(ctx as usize)?.as_ref()
+        } else {
+            self.sparse.get(&ctx)
+        }
+    }
+    #[inline]
+    fn get_mut(&mut self, ctx: u32) -> Option<&mut Q> {
+        if ctx < DENSE_CTX {
+            self.dense.get_mut(ctx as usize)?.as_mut()
+        } else {
+            self.sparse.get_mut(&ctx)
+        }
+    }
+    /// The value of `ctx`, created if needed.
+    #[inline]
+    fn entry(&mut self, ctx: u32) -> &mut Q {
+        if ctx < DENSE_CTX {
+            let i = ctx as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i].get_or_insert_with(Q::default)
+        } else {
+            self.sparse.entry(ctx).or_default()
+        }
+    }
+    fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut Q)> {
+        let dense = self
+            .dense
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, q)| q.as_mut().map(|q| (i as u32, q)));
+        dense.chain(self.sparse.iter_mut().map(|(&c, q)| (c, q)))
+    }
+    fn values(&self) -> impl Iterator<Item = &Q> {
+        self.dense.iter().flatten().chain(self.sparse.values())
+    }
+}
+
 /// Posted-receive and unexpected-message queues for all contexts.
 ///
 /// `R` identifies a posted receive (the engine uses its request id), `M` is the engine's
 /// handle for an unexpected message (buffered eager data, a rendezvous request, ...).
 #[derive(Debug)]
 pub struct Matcher<R, M> {
-    ctxs: HashMap<u32, CtxQueues<R, M>>,
+    ctxs: Ctxs<CtxQueues<R, M>>,
     seq: u64,
 }
 
 impl<R, M> Default for Matcher<R, M> {
     fn default() -> Self {
         Matcher {
-            ctxs: HashMap::default(),
+            ctxs: Ctxs::default(),
             seq: 0,
         }
     }
@@ -178,7 +286,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Finds the earliest unexpected message on `ctx` matching `(src, tag)`; returns its source
     /// bin and index in that bin.
     fn find_unexpected(&self, ctx: u32, src: i32, tag: i32) -> Option<(i32, usize)> {
-        self.ctxs.get(&ctx)?.find_unexpected(src, tag)
+        self.ctxs.get(ctx)?.find_unexpected(src, tag)
     }
 
     /// Posts a receive. If an unexpected message matches, it is removed and returned with its
@@ -187,7 +295,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     pub fn post(&mut self, ctx: u32, src: i32, tag: i32, req: R) -> Option<(Envelope, M)> {
         self.seq += 1;
         let seq = self.seq;
-        let q = self.ctxs.entry(ctx).or_default();
+        let q = self.ctxs.entry(ctx);
         if let Some((s, i)) = q.find_unexpected(src, tag) {
             let u = q.remove_unexpected(s, i)?;
             return Some((
@@ -203,7 +311,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
         if src == ANY_SOURCE {
             q.posted_any.push_back(p);
         } else {
-            q.posted_src.entry(src).or_default().push_back(p);
+            q.posted_src.entry(src).push_back(p);
         }
         None
     }
@@ -212,7 +320,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// matches, if any. When `None` is returned the caller must store the message with
     /// [`Matcher::push_unexpected`] before handling any other arrival or post on this context.
     pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
-        let q = self.ctxs.get_mut(&env.ctx)?;
+        let q = self.ctxs.get_mut(env.ctx)?;
         let wild = if q.posted_any.is_empty() {
             None
         } else {
@@ -222,7 +330,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
         };
         // Empty bins are kept (one per source at most) so that the next post does not
         // allocate again.
-        if let Some(bin) = q.posted_src.get_mut(&env.src) {
+        if let Some(bin) = q.posted_src.get_mut(env.src) {
             if let Some(i) = bin.iter().position(|p| tag_matches(p.tag, env.tag)) {
                 let take_specific = wild.is_none_or(|j| bin[i].seq < q.posted_any[j].seq);
                 if take_specific {
@@ -236,23 +344,20 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Queues a message that matched no posted receive.
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();
-        let q = self.ctxs.entry(env.ctx).or_default();
+        let q = self.ctxs.entry(env.ctx);
         q.n_unexpected += 1;
-        q.unexpected
-            .entry(env.src)
-            .or_default()
-            .push_back(Unexpected {
-                seq,
-                tag: env.tag,
-                msg,
-            });
+        q.unexpected.entry(env.src).push_back(Unexpected {
+            seq,
+            tag: env.tag,
+            msg,
+        });
     }
 
     /// Like `MPI_Iprobe`: the envelope and message that a receive `(src, tag)` on `ctx` would
     /// take now, without removing it.
     pub fn probe(&self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, &M)> {
         let (s, i) = self.find_unexpected(ctx, src, tag)?;
-        let u = &self.ctxs[&ctx].unexpected[&s][i];
+        let u = &self.ctxs.get(ctx)?.unexpected.get(s)?[i];
         Some((
             Envelope {
                 ctx,
@@ -265,7 +370,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
 
     /// Like `MPI_Improbe`: removes and returns the message a receive `(src, tag)` would take.
     pub fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(Envelope, M)> {
-        let q = self.ctxs.get_mut(&ctx)?;
+        let q = self.ctxs.get_mut(ctx)?;
         let (s, i) = q.find_unexpected(src, tag)?;
         let u = q.remove_unexpected(s, i)?;
         Some((
@@ -281,13 +386,13 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Cancels a posted receive (`src` as it was posted). Returns `true` if it was still
     /// queued (it is then removed), `false` if it had already matched or is unknown.
     pub fn cancel(&mut self, ctx: u32, src: i32, req: &R) -> bool {
-        let Some(q) = self.ctxs.get_mut(&ctx) else {
+        let Some(q) = self.ctxs.get_mut(ctx) else {
             return false;
         };
         let bin = if src == ANY_SOURCE {
             &mut q.posted_any
         } else {
-            match q.posted_src.get_mut(&src) {
+            match q.posted_src.get_mut(src) {
                 Some(b) => b,
                 None => return false,
             }
@@ -305,7 +410,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// returns them (used to fail receives from a dead peer).
     pub fn remove_posted_where(&mut self, mut pred: impl FnMut(u32, i32, &R) -> bool) -> Vec<R> {
         let mut out = Vec::new();
-        for (&ctx, q) in self.ctxs.iter_mut() {
+        for (ctx, q) in self.ctxs.iter_mut() {
             let mut taken: Vec<Posted<R>> = Vec::new();
             for bin in q
                 .posted_src
