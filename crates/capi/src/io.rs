@@ -812,12 +812,12 @@ file_fn! {
 }
 
 file_fn! {
-    /// `MPI_File_sync` (collective: fsync, then a barrier).
+    /// `MPI_File_sync`: flushes this process's writes to the storage device. Collective
+    /// by the standard, but it synchronises nothing between processes (the standard's
+    /// consistency recipe is sync, barrier, sync with the barrier in the program).
     fn PMPI_File_sync / "MPI_File_sync" (fh: FileH) errfh = fh as usize; {
         let f = get(fh)?;
-        let r = f.file.sync_data().map_err(|e| os_err(e, f.path.display()));
-        barrier(f.comm)?;
-        r
+        f.file.sync_data().map_err(|e| os_err(e, f.path.display()))
     }
 }
 

@@ -221,6 +221,9 @@ static void shared_pointer(void) {
     /* Independent shared writes: 3 ints each, every block lands once, whole. */
     int three[3] = {1000 + rank, 1000 + rank, 1000 + rank};
     CHECK_RC(MPI_File_write_shared(fh, three, 3, MPI_INT, &st));
+    /* The standard's consistency recipe: sync, barrier, sync. */
+    CHECK_RC(MPI_File_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
     CHECK_RC(MPI_File_sync(fh));
     CHECK_RC(MPI_File_get_position_shared(fh, &sp));
     CHECK(sp == total + 3 * size);
@@ -259,6 +262,8 @@ static void shared_pointer(void) {
     CHECK_RC(MPI_Wait(&req, &st));
     CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
     CHECK(n == 1);
+    CHECK_RC(MPI_File_sync(fh));
+    MPI_Barrier(MPI_COMM_WORLD);
     CHECK_RC(MPI_File_sync(fh));
     int w = -1;
     CHECK_RC(MPI_File_read_at_all_begin(fh, total + 3 * size + (rank + 1) % size, &w, 1, MPI_INT));
