@@ -441,24 +441,25 @@ fn shared_ptr(comm: c_int, rank: i32, size: usize, init: i64) -> MpiResult<Share
             .open(&path)
             .and_then(|f| map_shared_counter(&f)),
     };
-    let mut ok = [mapped.is_ok() as u8];
-    // Everyone has mapped (or failed) before rank 0 removes the name.
-    let all = allgather_i64(ok[0] as i64, size, comm)?;
+    let ptr = mapped.map(SharedPtr::Mapped);
+    if let (0, Ok(p)) = (rank, &ptr) {
+        p.get().store(init, Ordering::SeqCst);
+    }
+    // Everyone has mapped (or failed) before rank 0 removes the name; the allgather also
+    // orders rank 0's initial value before any use.
+    let all = allgather_i64(ptr.is_ok() as i64, size, comm)?;
     if let Some((_, p)) = &created {
         let _ = std::fs::remove_file(p);
     }
-    ok[0] = all.iter().all(|&v| v == 1) as u8;
-    let ptr = match mapped {
-        Ok(p) => SharedPtr::Mapped(p),
-        Err(e) => mpi_bail!(MPI_ERR_IO, "cannot map the shared file pointer: {e}"),
-    };
-    if ok[0] == 0 {
+    let ptr = ptr.map_err(|e| {
+        MpiError::new(
+            MPI_ERR_IO,
+            format!("cannot map the shared file pointer {}: {e}", path.display()),
+        )
+    })?;
+    if all.iter().any(|&v| v != 1) {
         mpi_bail!(MPI_ERR_IO, "a rank could not map the shared file pointer");
     }
-    if rank == 0 {
-        ptr.get().store(init, Ordering::SeqCst);
-    }
-    barrier(comm)?;
     Ok(ptr)
 }
 
