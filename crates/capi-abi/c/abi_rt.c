@@ -52,6 +52,11 @@ int oxa_tag_a2i(int v)
 
 int oxa_tag_i2a(int v) { return v == -1 ? MPI_ANY_TAG : v; }
 
+/* MPI_DISPLACEMENT_CURRENT (MPI_File_set_view/get_view). */
+#define OXI_DISPLACEMENT_CURRENT (-54278278LL)
+MPI_Offset oxa_disp_a2i(MPI_Offset v) { return v == MPI_DISPLACEMENT_CURRENT ? OXI_DISPLACEMENT_CURRENT : v; }
+MPI_Offset oxa_disp_i2a(MPI_Offset v) { return v == OXI_DISPLACEMENT_CURRENT ? MPI_DISPLACEMENT_CURRENT : v; }
+
 /* Distribution arguments of MPI_Type_create_darray: only the default is a constant. */
 int oxa_darg_a2i(int v) { return v == MPI_DISTRIBUTE_DFLT_DARG ? oxa_distrib_a2i(v) : v; }
 

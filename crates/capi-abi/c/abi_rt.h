@@ -75,6 +75,8 @@ int oxa_rank_i2a(int v);
 int oxa_tag_a2i(int v);
 int oxa_tag_i2a(int v);
 int oxa_darg_a2i(int v);
+MPI_Offset oxa_disp_a2i(MPI_Offset v);
+MPI_Offset oxa_disp_i2a(MPI_Offset v);
 int oxa_err_a2i_other(int v);
 int oxa_err_i2a_other(int v);
 void *oxa_file_a2i(uintptr_t h);

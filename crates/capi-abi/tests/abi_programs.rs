@@ -106,6 +106,11 @@ fn mpirun(n: usize, exe: &Path) -> (String, String, i32) {
 
 /// `mpirun`, optionally with `LD_LIBRARY_PATH` set to `libs` for the ranks.
 fn mpirun_with_libs(n: usize, exe: &Path, libs: Option<&Path>) -> (String, String, i32) {
+    mpirun_full(n, exe, libs, &[])
+}
+
+/// `mpirun` with program arguments.
+fn mpirun_full(n: usize, exe: &Path, libs: Option<&Path>, args: &[&Path]) -> (String, String, i32) {
     let mut cmd = Command::new(prefix().join("bin/mpirun"));
     if let Some(l) = libs {
         cmd.env("LD_LIBRARY_PATH", l);
@@ -114,6 +119,7 @@ fn mpirun_with_libs(n: usize, exe: &Path, libs: Option<&Path>) -> (String, Strin
         .arg("-n")
         .arg(n.to_string())
         .arg(exe)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -134,11 +140,24 @@ fn mpirun_with_libs(n: usize, exe: &Path, libs: Option<&Path>) -> (String, Strin
 /// Build `name` for both ABIs, run each on `n` ranks, require success, the final line
 /// and identical output; returns the output.
 fn same_in_both_abis(name: &str, n: usize, last_line: &str) -> String {
+    same_in_both_abis_with_scratch_arg(name, n, last_line, false)
+}
+
+/// As [`same_in_both_abis`]; with `scratch_arg` each run gets a fresh scratch directory
+/// as its argument (io.c writes its files there).
+fn same_in_both_abis_with_scratch_arg(
+    name: &str,
+    n: usize,
+    last_line: &str,
+    scratch_arg: bool,
+) -> String {
     let dir = Scratch::new("both");
     let mut outs = Vec::new();
     for b in [Build::Mpich, Build::Abi] {
         let exe = build(b, name, &dir.0);
-        let (out, err, code) = mpirun(n, &exe);
+        let data = Scratch::new("data");
+        let args: Vec<&Path> = if scratch_arg { vec![&data.0] } else { vec![] };
+        let (out, err, code) = mpirun_full(n, &exe, None, &args);
         assert_eq!(
             code, 0,
             "{name} ({b:?} build, {n} ranks) failed with {code}:\n{out}\n{err}"
@@ -219,6 +238,22 @@ fn errhandler_same_in_both_abis() {
 fn collectives_same_in_both_abis() {
     same_in_both_abis("coll.c", 2, "coll: all checks passed");
     same_in_both_abis("coll_topo.c", 2, "coll_topo: all checks passed");
+}
+
+#[test]
+fn nonblocking_and_property_collectives_same_in_both_abis() {
+    same_in_both_abis("coll_nb.c", 2, "coll_nb: all checks passed");
+    same_in_both_abis("coll_prop.c", 2, "coll_prop: all checks passed");
+}
+
+#[test]
+fn intercommunicators_same_in_both_abis() {
+    same_in_both_abis("inter.c", 2, "inter: all ok on 2 ranks");
+}
+
+#[test]
+fn mpi_io_same_in_both_abis() {
+    same_in_both_abis_with_scratch_arg("io.c", 2, "io: done", true);
 }
 
 #[test]

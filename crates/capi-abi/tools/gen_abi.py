@@ -534,6 +534,11 @@ def convert(fn, p, pre, args, post):
     elif c in ("void*",) and not p.arr and (
             "buf" in n or n in ("origin_addr", "result_addr", "compare_addr", "buffer")):
         args.append(f"oxa_buf_a2i({v})")
+    elif c == "MPI_Offset" and n == "disp" and not p.arr:
+        args.append(f"oxa_disp_a2i({v})")  # MPI_DISPLACEMENT_CURRENT
+    elif c == "MPI_Offset*" and n == "disp" and not p.arr:
+        args.append(v)
+        post.append(f"if ({v}) *{v} = oxa_disp_i2a(*{v});")
     elif c.startswith("MPI_Info") and p.arr:
         raise Unsupported(f"array of info handles {n}")
     else:
