@@ -284,6 +284,14 @@ fn probe_mprobe_cancel() {
     run(2, "probe", &[]);
 }
 
+/// The blocking `Engine::send`/`Engine::recv` from several threads at once (eager,
+/// rendezvous, synchronous and ready modes), plus their null-process, truncation and
+/// bad-argument behaviour.
+#[test]
+fn blocking_send_recv() {
+    run(2, "blocking", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
+
 #[test]
 fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -387,6 +395,7 @@ fn rank_entry() {
         "ssend" => ssend(e),
         "probe" => probe(e),
         "threads" => threads(e),
+        "blocking" => blocking(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
         "yield_off" => {
@@ -729,6 +738,92 @@ fn threads(e: &'static Engine) {
                     assert_eq!(e.wait(sr).error, None);
                     let st = e.wait(rr);
                     assert_eq!((st.error, st.count_bytes), (None, len));
+                    assert!(buf == pattern(len, (peer as u64) << 32 | t << 16 | i));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+fn blocking(e: &'static Engine) {
+    let me = e.rank();
+    let peer = 1 - me;
+    let w = CommId(0);
+    // Null process: complete at once with the null status.
+    // SAFETY: empty buffers.
+    unsafe {
+        let s = e.send(std::ptr::null(), 0, PROC_NULL, 0, w, SendMode::Standard);
+        assert_eq!(s.unwrap().error, None);
+        let s = e.recv(std::ptr::null_mut(), 0, PROC_NULL, 0, w).unwrap();
+        assert_eq!(s, oxmpi_engine::Status::PROC_NULL);
+    }
+    // Bad arguments fail with their class (and leave nothing behind).
+    let mut one = [0u8; 1];
+    // SAFETY: a 1-byte buffer.
+    unsafe {
+        let err = e
+            .send(one.as_ptr(), 1, 2, 0, w, SendMode::Standard)
+            .unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Rank);
+        let err = e.recv(one.as_mut_ptr(), 1, peer, -5, w).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Tag);
+        let err = e
+            .recv(one.as_mut_ptr(), 1, peer, 0, CommId(99))
+            .unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Comm);
+    }
+    // Truncation: 10 bytes into a 4-byte buffer; the stream stays usable.
+    let ten = pattern(10, 77);
+    let mut four = [0u8; 4];
+    // SAFETY: buffers live across the blocking calls.
+    unsafe {
+        if me == 0 {
+            e.send(ten.as_ptr(), 10, peer, 3, w, SendMode::Standard)
+                .unwrap();
+            e.send(ten.as_ptr(), 1, peer, 3, w, SendMode::Standard)
+                .unwrap();
+        } else {
+            let s = e.recv(four.as_mut_ptr(), 4, peer, 3, w).unwrap();
+            assert_eq!((s.error, s.count_bytes), (Some(ErrorClass::Truncate), 4));
+            assert_eq!(four, ten[..4]);
+            let s = e.recv(one.as_mut_ptr(), 1, ANY_SOURCE, ANY_TAG, w).unwrap();
+            assert_eq!((s.error, s.count_bytes, s.source, s.tag), (None, 1, 0, 3));
+            assert_eq!(one[0], ten[0]);
+        }
+    }
+    // Several threads ping-ponging with blocking calls, each on its own tag.
+    let hs: Vec<_> = (0..3u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..150u64 {
+                    let len = [0usize, 7, 5000, 40_000, 64][(i % 5) as usize];
+                    let mode =
+                        [SendMode::Standard, SendMode::Sync, SendMode::Ready][(i % 3) as usize];
+                    let data = pattern(len, (me as u64) << 32 | t << 16 | i);
+                    let mut buf = vec![0u8; len];
+                    let tag = t as i32;
+                    // SAFETY: the buffers outlive the blocking calls.
+                    unsafe {
+                        let recv = |buf: &mut Vec<u8>| {
+                            let s = e.recv(buf.as_mut_ptr(), len, peer, tag, w).unwrap();
+                            assert_eq!(
+                                (s.error, s.count_bytes, s.source, s.tag),
+                                (None, len, peer, tag)
+                            );
+                        };
+                        if me == 0 {
+                            let s = e.send(data.as_ptr(), len, peer, tag, w, mode).unwrap();
+                            assert_eq!(s.error, None);
+                            recv(&mut buf);
+                        } else {
+                            recv(&mut buf);
+                            let s = e.send(data.as_ptr(), len, peer, tag, w, mode).unwrap();
+                            assert_eq!(s.error, None);
+                        }
+                    }
                     assert!(buf == pattern(len, (peer as u64) << 32 | t << 16 | i));
                 }
             })
