@@ -38,6 +38,29 @@ struct Coll {
     comm: c_int,
 }
 
+impl Coll {
+    /// The `oxmpi-coll` view (no engine call: rank and size are ours already).
+    fn alg(&self) -> oxmpi_coll::CollComm {
+        oxmpi_coll::CollComm::on_context_known(self.eng, self.ctx, self.ctx, self.rank, self.size)
+    }
+}
+
+/// [`coll`] and a committed datatype under one lock acquisition.
+fn coll_dt(comm: c_int, datatype: c_int) -> MpiResult<(Coll, Arc<Datatype>)> {
+    let st = lock();
+    st.check_active()?;
+    let c = st.comm(comm)?;
+    let coll = Coll {
+        eng: backend::engine()?,
+        ctx: c.coll,
+        rank: c.rank,
+        size: c.size,
+        comm,
+    };
+    let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
+    Ok((coll, dt))
+}
+
 fn coll(comm: c_int) -> MpiResult<Coll> {
     let st = lock();
     st.check_active()?;
@@ -182,46 +205,39 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 mpi_fn! {
     /// `MPI_Barrier`.
     fn PMPI_Barrier / "MPI_Barrier" (comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::barrier(&l); }
-        crate::coll_alg::barrier(coll(comm)?.ctx, comm)
+        crate::coll_alg::barrier(&coll(comm)?.alg(), comm)
     }
 }
 
 mpi_fn! {
     /// `MPI_Bcast`.
     fn PMPI_Bcast / "MPI_Bcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, count, datatype, root); }
-        let c = coll(comm)?;
+        let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
-        let dt = dtype(datatype, comm)?;
         // SAFETY: MPI contract: `buffer` holds/has room for `count` items of `datatype`.
-        unsafe { crate::coll_alg::bcast(c.ctx, comm, buffer, n, &dt, root) }
+        unsafe { crate::coll_alg::bcast(&c.alg(), comm, buffer, n, &dt, root) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Reduce`.
     fn PMPI_Reduce / "MPI_Reduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root); }
-        let c = coll(comm)?;
+        let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
-        let dt = dtype(datatype, comm)?;
         // SAFETY: MPI contract of MPI_Reduce for the buffers.
-        unsafe { crate::coll_alg::reduce(c.ctx, comm, sendbuf, recvbuf, n, &dt, datatype, op, root) }
+        unsafe { crate::coll_alg::reduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op, root) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Allreduce`.
     fn PMPI_Allreduce / "MPI_Allreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op); }
-        let c = coll(comm)?;
+        let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
-        let dt = dtype(datatype, comm)?;
         // SAFETY: MPI contract of MPI_Allreduce for the buffers.
-        unsafe { crate::coll_alg::allreduce(c.ctx, comm, sendbuf, recvbuf, n, &dt, datatype, op) }
+        unsafe { crate::coll_alg::allreduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op) }
     }
 }
 
@@ -241,7 +257,7 @@ fn scan(
     let dt = dtype(datatype, comm)?;
     // Reject undefined (op, type) pairs on every rank before any message moves.
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
-    let a = alg::alg(c.ctx, comm)?;
+    let a = c.alg();
     let in_place = is_in_place(sendbuf);
     alg::check_buf(recvbuf, &dt, n, comm)?;
     if !in_place {
@@ -275,7 +291,6 @@ fn scan(
 mpi_fn! {
     /// `MPI_Scan`.
     fn PMPI_Scan / "MPI_Scan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Scan")?;
         scan(sendbuf, recvbuf, count, datatype, op, comm, false)
     }
 }
@@ -283,7 +298,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Exscan` (the result on rank 0 is undefined and left untouched).
     fn PMPI_Exscan / "MPI_Exscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Exscan")?;
         scan(sendbuf, recvbuf, count, datatype, op, comm, true)
     }
 }
@@ -314,7 +328,7 @@ fn gatherv(
     root: i32,
     regular: bool,
 ) -> MpiResult {
-    let a = alg::alg(c.ctx, c.comm)?;
+    let a = c.alg();
     if c.rank != root {
         let sdt = sdt.expect("send type checked");
         // SAFETY: MPI contract: sendbuf holds `scount` items.
@@ -360,7 +374,7 @@ fn scatterv(
     root: i32,
     regular: bool,
 ) -> MpiResult {
-    let a = alg::alg(c.ctx, c.comm)?;
+    let a = c.alg();
     if c.rank != root {
         let rdt = rdt.expect("receive type checked");
         // SAFETY: MPI contract: recvbuf has room for `rcount` items.
@@ -417,7 +431,6 @@ fn scatterv(
 mpi_fn! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -433,7 +446,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -447,7 +459,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -463,7 +474,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -487,7 +497,7 @@ fn allgatherv(
     slots: Vec<(usize, isize)>,
     regular: bool,
 ) -> MpiResult {
-    let a = alg::alg(c.ctx, c.comm)?;
+    let a = c.alg();
     let me = c.rank as usize;
     let in_place = sdt.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
@@ -521,7 +531,6 @@ fn allgatherv(
 mpi_fn! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -535,7 +544,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allgatherv`.
     fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -559,7 +567,7 @@ fn alltoallv(
     rslots: Vec<(usize, isize)>,
     regular: bool,
 ) -> MpiResult {
-    let a = alg::alg(c.ctx, c.comm)?;
+    let a = c.alg();
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
@@ -606,7 +614,6 @@ fn alltoallv(
 mpi_fn! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -625,7 +632,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -648,7 +654,7 @@ fn alltoallw(
     recvbuf: *mut c_void,
     recv: &[Piece],
 ) -> MpiResult {
-    let a = alg::alg(c.ctx, c.comm)?;
+    let a = c.alg();
     let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();
     // Pieces packed back to back; in place the data to send is in the receive buffer.
     let (sbase, spieces) = match &send {
@@ -684,7 +690,6 @@ fn alltoallw(
 mpi_fn! {
     /// `MPI_Alltoallw` (displacements in bytes).
     fn PMPI_Alltoallw / "MPI_Alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
@@ -711,7 +716,7 @@ fn reduce_scatter(
     let c = coll(comm)?;
     let dt = dtype(datatype, comm)?;
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
-    let a = alg::alg(c.ctx, comm)?;
+    let a = c.alg();
     let total: usize = counts.iter().sum();
     let contrib = if is_in_place(sendbuf) {
         recvbuf.cast_const()
@@ -736,7 +741,6 @@ fn reduce_scatter(
 mpi_fn! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         reduce_scatter(sendbuf, recvbuf, &vec![k; n], datatype, op, comm)
@@ -746,7 +750,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm)
@@ -847,7 +850,6 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -864,7 +866,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_dup_with_info` (the info is accepted and ignored).
     fn PMPI_Comm_dup_with_info / "MPI_Comm_dup_with_info" (comm: c_int, _info: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -881,7 +882,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_split`.
     fn PMPI_Comm_split / "MPI_Comm_split" (comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::split(comm, color, key, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -936,7 +936,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_create`.
     fn PMPI_Comm_create / "MPI_Comm_create" (comm: c_int, group: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::create(comm, group, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -957,7 +956,7 @@ mpi_fn! {
     /// dynamic process support, so every communicator is local).
     fn PMPI_Comm_disconnect / "MPI_Comm_disconnect" (comm: *mut c_int) {
         let h = inp(comm, "comm")?;
-        if let Some(l) = crate::intercomm::Link::of(h)? { crate::intercoll::barrier(&l)?; } else { coll(h)?.barrier()?; }
+        coll(h)?.barrier()?;
         // SAFETY: forwarding our own argument.
         let rc = unsafe { crate::comm::PMPI_Comm_free(comm) };
         if rc != MPI_SUCCESS {

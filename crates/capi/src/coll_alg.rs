@@ -14,6 +14,7 @@ use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{MpiError, MpiResult};
 use oxmpi_coll::CollComm;
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 /// The algorithm layer over the collective context `ctx` of communicator `comm`.
 pub(crate) fn alg(ctx: EComm, comm: c_int) -> MpiResult<CollComm> {
@@ -109,34 +110,47 @@ enum Mode {
 
 /// A reduction (op on a datatype) usable as an `oxmpi_coll::Op` on packed items.
 pub(crate) struct Reducer {
-    dt: Datatype,
+    dt: Arc<Datatype>,
     dth: c_int,
     op: c_int,
     mode: Mode,
     commutative: bool,
+    /// Predefined op on data that is a dense array of one basic type (handle, size): run
+    /// directly by `op::apply_builtin` (no lock, no allocation).
+    fast: Option<(c_int, usize)>,
 }
 
 impl Reducer {
     /// Validate `(op, datatype)` and build the reducer (run before any communication so
     /// that an invalid pair fails on every rank alike, without a partial collective).
-    pub(crate) fn new(dt: &Datatype, dth: c_int, op: c_int) -> MpiResult<Reducer> {
+    pub(crate) fn new(dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Reducer> {
         let dt = dt.clone();
         let kind = crate::op::op_kind(op)?;
-        let commutative = match kind {
-            crate::op::OpKind::Builtin(_) => true,
-            crate::op::OpKind::User(_, c) => c,
+        let (builtin, commutative) = match kind {
+            crate::op::OpKind::Builtin(_) => (true, true),
+            crate::op::OpKind::User(_, c) => (false, c),
         };
         let mut mode = if dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0 {
             Mode::Direct
         } else {
             Mode::Layout
         };
-        if let (crate::op::OpKind::Builtin(_), false, Some(b)) = (kind, dt.predefined, dt.basic) {
-            // Packed data of a derived type made of one basic type is a dense array of that
-            // type: reduce it as such (when the basic type has no padding).
-            let bt = crate::state::lock().dtype(b)?;
-            if bt.size > 0 && bt.size as isize == bt.extent() {
-                mode = Mode::Basic(b, bt.size);
+        let mut fast = None;
+        if builtin {
+            match (dt.predefined, dt.basic) {
+                (true, _) if matches!(mode, Mode::Direct) && dt.size > 0 => {
+                    fast = Some((dth, dt.size));
+                }
+                (false, Some(b)) => {
+                    // Packed data of a derived type made of one basic type is a dense array
+                    // of that type: reduce it as such (when the basic type has no padding).
+                    let bt = crate::state::lock().dtype(b)?;
+                    if bt.size > 0 && bt.size as isize == bt.extent() {
+                        mode = Mode::Basic(b, bt.size);
+                        fast = Some((b, bt.size));
+                    }
+                }
+                _ => {}
             }
         }
         let r = Reducer {
@@ -145,8 +159,25 @@ impl Reducer {
             op,
             mode,
             commutative,
+            fast,
         };
-        if r.dt.size > 0 && matches!(kind, crate::op::OpKind::Builtin(_)) {
+        if let Some((b, size)) = r.fast {
+            // One zero item (on the stack): fails for (op, type) pairs MPI does not define.
+            let mut x = [0u128; 4];
+            let y = [0u128; 4];
+            if size <= std::mem::size_of_val(&x) {
+                // SAFETY: both buffers hold one (zero) item of the basic type, 16-aligned.
+                let ok = unsafe {
+                    crate::op::apply_builtin(op, b, y.as_ptr().cast(), x.as_mut_ptr().cast(), 1)
+                };
+                if !ok {
+                    mpi_bail!(
+                        MPI_ERR_OP,
+                        "operation {op:#x} is not defined for datatype {dth:#x}"
+                    );
+                }
+            }
+        } else if r.dt.size > 0 && builtin {
             // Try one zero item: fails for (op, type) pairs MPI does not define.
             let zero = vec![0u8; r.dt.size];
             let mut b = zero.clone();
@@ -166,6 +197,19 @@ impl Reducer {
 
     /// `inout = in ∘ inout` on packed items.
     pub(crate) fn apply(&self, a: &[u8], b: &mut [u8]) {
+        if let Some((h, size)) = self.fast {
+            let align = size.min(16);
+            if (a.as_ptr() as usize | b.as_ptr() as usize) % align == 0 && a.len() == b.len() {
+                // SAFETY: both slices hold `len / size` items of the basic type `h`, aligned
+                // for it; the pair was validated in `new`.
+                let ok = unsafe {
+                    crate::op::apply_builtin(self.op, h, a.as_ptr(), b.as_mut_ptr(), a.len() / size)
+                };
+                if ok {
+                    return;
+                }
+            }
+        }
         // Validated in `new`; a failure here would leave the collective half done.
         if let Err(e) = self.try_apply(a, b) {
             panic!("reduction failed after validation: {}", e.detail);
@@ -276,9 +320,9 @@ pub(crate) fn check_root(root: c_int, size: i32, comm: c_int) -> MpiResult {
     Ok(())
 }
 
-/// `MPI_Barrier` on the collective context `ctx` of `comm`.
-pub(crate) fn barrier(ctx: EComm, comm: c_int) -> MpiResult {
-    alg(ctx, comm)?.barrier().map_err(err(comm))
+/// `MPI_Barrier` over `a` (the collective view of `comm`).
+pub(crate) fn barrier(a: &CollComm, comm: c_int) -> MpiResult {
+    a.barrier().map_err(err(comm))
 }
 
 /// `MPI_Bcast` of `count` items of `dt` at `buffer` from `root`.
@@ -286,14 +330,13 @@ pub(crate) fn barrier(ctx: EComm, comm: c_int) -> MpiResult {
 /// # Safety
 /// `buffer` holds (at the root) or has room for `count` items of `dt`.
 pub(crate) unsafe fn bcast(
-    ctx: EComm,
+    a: &CollComm,
     comm: c_int,
     buffer: *mut c_void,
     count: usize,
     dt: &Datatype,
     root: c_int,
 ) -> MpiResult {
-    let a = alg(ctx, comm)?;
     check_root(root, a.size, comm)?;
     check_buf(buffer, dt, count, comm)?;
     // SAFETY: caller contract.
@@ -320,17 +363,16 @@ pub(crate) unsafe fn bcast(
 /// MPI contract of `MPI_Reduce` for the buffers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce(
-    ctx: EComm,
+    a: &CollComm,
     comm: c_int,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: usize,
-    dt: &Datatype,
+    dt: &Arc<Datatype>,
     dth: c_int,
     op: c_int,
     root: c_int,
 ) -> MpiResult {
-    let a = alg(ctx, comm)?;
     check_root(root, a.size, comm)?;
     let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
     let src = if is_in_place(sendbuf) && a.rank == root {
@@ -358,16 +400,15 @@ pub(crate) unsafe fn reduce(
 /// MPI contract of `MPI_Allreduce` for the buffers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn allreduce(
-    ctx: EComm,
+    a: &CollComm,
     comm: c_int,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: usize,
-    dt: &Datatype,
+    dt: &Arc<Datatype>,
     dth: c_int,
     op: c_int,
 ) -> MpiResult {
-    let a = alg(ctx, comm)?;
     let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
     let in_place = is_in_place(sendbuf);
     check_buf(sendbuf, dt, count, comm)?;

@@ -275,13 +275,18 @@ fn start(comm: c_int, sched: Schedule, unpack: Vec<Unpack>, request: *mut c_int)
 
 /// The collective context, rank and size of intracommunicator `comm`.
 fn comm_info(comm: c_int) -> MpiResult<(oxmpi_coll::CollComm, i32, i32)> {
-    let ctx = {
+    let (ctx, rank, size) = {
         let st = lock();
         st.check_active()?;
-        st.comm(comm)?.coll
+        let c = st.comm(comm)?;
+        (c.coll, c.rank, c.size)
     };
-    let a = alg::alg(ctx, comm)?;
-    Ok((a, a.rank, a.size))
+    let e = crate::backend::engine()?;
+    Ok((
+        oxmpi_coll::CollComm::on_context_known(e, ctx, ctx, rank, size),
+        rank,
+        size,
+    ))
 }
 
 fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
@@ -331,7 +336,7 @@ fn region_bytes(r: &mut Region) -> &mut [u8] {
 
 /// The reduction of `(datatype, op)` as an owned op, or `None` for a user-defined op (run
 /// blocking at start instead).
-fn owned_op(dt: &Datatype, dth: c_int, op: c_int, comm: c_int) -> MpiResult<Option<OwnedOp>> {
+fn owned_op(dt: &Arc<Datatype>, dth: c_int, op: c_int, comm: c_int) -> MpiResult<Option<OwnedOp>> {
     let red = alg::Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
     if !matches!(crate::op::op_kind(op)?, crate::op::OpKind::Builtin(_)) {
         return Ok(None);

@@ -63,6 +63,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use tune::Coll;
 
+/// A 16-byte aligned scratch block (reductions on it need the element type's alignment).
+#[repr(align(16))]
+struct Aligned([u8; 256]);
+
 /// Bit set in the context id of the hidden collective communicator.
 pub const COLL_BIT: u32 = 1 << 31;
 
@@ -183,6 +187,24 @@ impl CollComm {
             rank,
             size,
         })
+    }
+
+    /// Like [`CollComm::on_context`] with our `rank` in `traffic` and its `size` already
+    /// known by the caller (no engine call: the small-message fast path).
+    pub fn on_context_known(
+        e: &'static Engine,
+        comm: CommId,
+        traffic: CommId,
+        rank: i32,
+        size: i32,
+    ) -> CollComm {
+        CollComm {
+            e,
+            comm,
+            shadow: traffic,
+            rank,
+            size,
+        }
     }
 
     // ---- point-to-point helpers on the shadow ----
@@ -994,7 +1016,15 @@ impl CollComm {
     fn allreduce_recdbl(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         let p = self.size;
         let r = self.rank;
-        let mut tmp = vec![0u8; buf.len()];
+        // Small vectors use a stack buffer (no allocation on the latency path).
+        let mut small = Aligned([0u8; 256]);
+        let mut heap = Vec::new();
+        let tmp: &mut [u8] = if buf.len() <= small.0.len() {
+            &mut small.0[..buf.len()]
+        } else {
+            heap.resize(buf.len(), 0);
+            &mut heap
+        };
         let pof2 = 1 << (31 - (p as u32).leading_zeros());
         let rem = p - pof2;
         // Fold the first 2*rem ranks pairwise (even into odd) so that pof2 ranks remain.
@@ -1003,8 +1033,8 @@ impl CollComm {
                 self.send(buf, r + 1, TAG_ALLREDUCE)?;
                 -1
             } else {
-                self.recv(&mut tmp, r - 1, TAG_ALLREDUCE)?;
-                (op.f)(&tmp, buf); // lower rank first
+                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
+                (op.f)(tmp, buf); // lower rank first
                 r / 2
             }
         } else {
@@ -1015,12 +1045,12 @@ impl CollComm {
             while mask < pof2 {
                 let nd = newrank ^ mask;
                 let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-                self.sendrecv(buf, dst, &mut tmp, dst, TAG_ALLREDUCE)?;
+                self.sendrecv(buf, dst, tmp, dst, TAG_ALLREDUCE)?;
                 if op.commutative || dst < r {
-                    (op.f)(&tmp, buf);
+                    (op.f)(tmp, buf);
                 } else {
-                    (op.f)(buf, &mut tmp);
-                    buf.copy_from_slice(&tmp);
+                    (op.f)(buf, tmp);
+                    buf.copy_from_slice(tmp);
                 }
                 mask <<= 1;
             }
