@@ -415,6 +415,73 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
     }
 }
 
+/// Alignment of a predefined type (MPICH's): the natural alignment of the C type, the
+/// component's for complex types, the largest member's for the pair types.
+fn named_alignment(h: c_int, size: usize) -> usize {
+    match h {
+        MPI_FLOAT_INT | MPI_SHORT_INT | MPI_2INT | MPI_2REAL | MPI_2INTEGER => 4,
+        MPI_DOUBLE_INT | MPI_LONG_INT | MPI_2DOUBLE_PRECISION => 8,
+        MPI_LONG_DOUBLE_INT => 16,
+        MPI_C_FLOAT_COMPLEX
+        | MPI_CXX_FLOAT_COMPLEX
+        | MPI_C_DOUBLE_COMPLEX
+        | MPI_CXX_DOUBLE_COMPLEX
+        | MPI_C_LONG_DOUBLE_COMPLEX
+        | MPI_CXX_LONG_DOUBLE_COMPLEX
+        | MPI_COMPLEX
+        | MPI_DOUBLE_COMPLEX
+        | MPI_COMPLEX4
+        | MPI_COMPLEX8
+        | MPI_COMPLEX16
+        | MPI_COMPLEX32 => (size / 2).max(1),
+        _ => size.max(1),
+    }
+}
+
+/// Alignment of a datatype: its predefined type's for a named type, else the largest
+/// alignment among the constituents that occur in its type map.
+pub(crate) fn alignment(t: &Datatype) -> usize {
+    if t.combiner == MPI_COMBINER_NAMED || t.combiner == 0 {
+        return t.basic.map_or(1, |h| named_alignment(h, t.size));
+    }
+    if t.combiner == MPI_COMBINER_STRUCT {
+        return t
+            .type_objs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| t.ints.get(i + 1).is_some_and(|&n| n > 0))
+            .map(|(_, o)| alignment(o))
+            .max()
+            .unwrap_or(1);
+    }
+    t.type_objs.first().map_or(1, |o| alignment(o))
+}
+
+/// MPI_Type_create_struct's padding (MPI-3.1 §4.1.6, as MPICH does it): the extent is
+/// rounded up to a multiple of the largest member alignment, unless the upper bound is set
+/// by a member with an explicit extent (`MPI_Type_create_resized`).
+fn pad_struct(t: &mut Datatype, entries: &[(isize, usize, &Datatype)]) {
+    let mut align = 1;
+    let mut top: Option<(isize, bool)> = None;
+    for &(disp, reps, old) in entries {
+        if reps == 0 {
+            continue;
+        }
+        align = align.max(alignment(old));
+        let ext = old.extent();
+        let ub = disp.max(disp + (reps as isize - 1) * ext) + old.ub;
+        let explicit = old.combiner == MPI_COMBINER_RESIZED;
+        top = match top {
+            Some((u, e)) if u > ub || (u == ub && !e) => Some((u, e)),
+            _ => Some((ub, explicit)),
+        };
+    }
+    let ext = t.extent();
+    if let (Some((_, false)), true) = (top, ext > 0) {
+        t.ub = t.lb + (ext as usize).next_multiple_of(align) as isize;
+    }
+}
+
 /// Insert a new derived type and write its handle.
 fn register(
     st: &mut State,
@@ -560,7 +627,8 @@ mpi_fn! {
         for i in 0..n {
             e.push((d[i], check_count(bl[i])?, &*olds[i]));
         }
-        let t = build(&e);
+        let mut t = build(&e);
+        pad_struct(&mut t, &e);
         let mut ints = vec![count];
         ints.extend(&bl);
         register(&mut st, t, MPI_COMBINER_STRUCT, ints, d, ty, newtype)
@@ -1259,6 +1327,77 @@ mod tests {
                     elem: 4
                 }
             ]
+        );
+    }
+
+    /// `MPI_Type_create_struct` from Rust arrays; returns the new type.
+    fn mk_struct(bl: &[c_int], disp: &[isize], ty: &[c_int]) -> Arc<Datatype> {
+        let mut h = 0;
+        // SAFETY: the three arrays have the same length; `h` is a valid output slot.
+        let rc = unsafe {
+            PMPI_Type_create_struct(
+                bl.len() as c_int,
+                bl.as_ptr(),
+                disp.as_ptr(),
+                ty.as_ptr(),
+                &mut h,
+            )
+        };
+        assert_eq!(rc, MPI_SUCCESS);
+        lock().dtype(h).unwrap()
+    }
+
+    fn handle_of(f: impl FnOnce(*mut c_int) -> c_int) -> c_int {
+        let mut h = 0;
+        assert_eq!(f(&mut h), MPI_SUCCESS);
+        h
+    }
+
+    #[test]
+    fn struct_extent_is_padded_to_the_member_alignment() {
+        // Expected values: MPICH 4.0.2 on x86-64 for the same constructors.
+        let lx = |t: &Datatype| (t.lb, t.extent(), t.true_lb, t.true_ub - t.true_lb);
+        let t = mk_struct(&[1, 1], &[0, 8], &[MPI_DOUBLE, MPI_CHAR]);
+        assert_eq!(lx(&t), (0, 16, 0, 9));
+        let t = mk_struct(&[1, 1], &[0, 4], &[MPI_INT, MPI_CHAR]);
+        assert_eq!(lx(&t), (0, 8, 0, 5));
+        let s3 = mk_struct(&[1, 2, 3], &[1, 27, 71], &[MPI_INT, MPI_DOUBLE, MPI_INT]);
+        assert_eq!(lx(&s3), (1, 88, 1, 82));
+        let h3 = lock().types.insert(s3.clone());
+        assert_eq!(lx(&mk_struct(&[1], &[0], &[h3])), (1, 88, 1, 82));
+        let t = mk_struct(
+            &[1, 1, 1],
+            &[0, 32, 64],
+            &[MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, MPI_SHORT_INT],
+        );
+        assert_eq!(lx(&t), (0, 80, 0, 72));
+        let t = mk_struct(&[1, 1], &[-3, 0], &[MPI_CHAR, MPI_INT]);
+        assert_eq!(lx(&t), (-3, 8, -3, 7));
+        // A member with blocklength 0 does not count.
+        let t = mk_struct(&[1, 0], &[0, 8], &[MPI_CHAR, MPI_DOUBLE]);
+        assert_eq!(lx(&t), (0, 1, 0, 1));
+        // Alignment is inherited through other constructors.
+        // SAFETY: valid output handles.
+        let v = handle_of(|h| unsafe { PMPI_Type_vector(2, 1, 2, MPI_DOUBLE, h) });
+        assert_eq!(
+            lx(&mk_struct(&[1, 1], &[0, 24], &[v, MPI_CHAR])),
+            (0, 32, 0, 25)
+        );
+        // SAFETY: as above.
+        let c = handle_of(|h| unsafe { PMPI_Type_contiguous(3, MPI_CHAR, h) });
+        assert_eq!(
+            lx(&mk_struct(&[1, 1], &[0, 3], &[c, MPI_SHORT])),
+            (0, 6, 0, 5)
+        );
+        // An explicit extent setting the upper bound is kept; otherwise padding applies.
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(MPI_INT, 0, 3, h) });
+        assert_eq!(lx(&mk_struct(&[1], &[0], &[r])), (0, 3, 0, 4));
+        // SAFETY: as above.
+        let r = handle_of(|h| unsafe { PMPI_Type_create_resized(MPI_DOUBLE, 0, 12, h) });
+        assert_eq!(
+            lx(&mk_struct(&[1, 1], &[0, 12], &[r, MPI_CHAR])),
+            (0, 16, 0, 13)
         );
     }
 
