@@ -193,6 +193,51 @@ static void collectives(MPI_Comm ic, int lo, int lsize, int rsize, int lrank, MP
         CHECK_RC(MPI_Ibarrier(ic, &q));
         CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
     }
+    {
+        MPI_Request q;
+        MPI_Comm d2;
+        int *r = malloc(sizeof(int) * rsize), *s = malloc(sizeof(int) * rsize);
+        int x = 10 + lrank, y = -1, sum = 10 * rsize + rsize * (rsize - 1) / 2;
+        if (lo) {
+            int rt = lrank == 0 ? MPI_ROOT : MPI_PROC_NULL;
+            CHECK_RC(MPI_Igather(NULL, 0, MPI_INT, r, 1, MPI_INT, rt, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            if (lrank == 0)
+                for (j = 0; j < rsize; j++) CHECK(r[j] == 10 + j);
+            CHECK_RC(MPI_Ireduce(NULL, &y, 1, MPI_INT, MPI_SUM, rt, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            if (lrank == 0) CHECK(y == sum);
+            for (j = 0; j < rsize; j++) r[j] = 20 + j;
+            CHECK_RC(MPI_Iscatter(r, 1, MPI_INT, NULL, 0, MPI_INT, rt, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        } else {
+            CHECK_RC(MPI_Igather(&x, 1, MPI_INT, NULL, 0, MPI_INT, 0, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Ireduce(&x, NULL, 1, MPI_INT, MPI_SUM, 0, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Iscatter(NULL, 0, MPI_INT, &y, 1, MPI_INT, 0, ic, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            CHECK(y == 20 + lrank);
+        }
+        CHECK_RC(MPI_Iallgather(&x, 1, MPI_INT, r, 1, MPI_INT, ic, &q));
+        CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        for (j = 0; j < rsize; j++) CHECK(r[j] == 10 + j);
+        for (j = 0; j < rsize; j++) s[j] = 100 * lrank + j;
+        CHECK_RC(MPI_Ialltoall(s, 1, MPI_INT, r, 1, MPI_INT, ic, &q));
+        CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        for (j = 0; j < rsize; j++) CHECK(r[j] == 100 * j + lrank);
+        CHECK_RC(MPI_Comm_idup(ic, &d2, &q));
+        CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Comm_test_inter(d2, &i));
+        CHECK(i == 1);
+        CHECK_RC(MPI_Comm_remote_size(d2, &i));
+        CHECK(i == rsize);
+        CHECK_RC(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, d2));
+        CHECK(y == sum);
+        CHECK_RC(MPI_Comm_free(&d2));
+        free(r);
+        free(s);
+    }
 }
 
 /* Point-to-point and probe: everybody sends its world rank to every remote rank. */
@@ -279,6 +324,12 @@ static void one(int halves) {
         CHECK(MPI_Scan(&x, &y, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
         CHECK(MPI_Comm_create_group(ic, wg, 0, &none) == MPI_ERR_COMM);
         CHECK(MPI_Bcast(&x, 1, MPI_INT, rsize, ic) == MPI_ERR_ROOT);
+        CHECK(MPI_Exscan(&x, &y, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
+        CHECK(MPI_Neighbor_allgather(&x, 1, MPI_INT, &y, 1, MPI_INT, ic) == MPI_ERR_COMM);
+        CHECK(MPI_Intercomm_create(ic, 0, MPI_COMM_WORLD, 0, 0, &none) == MPI_ERR_COMM);
+        CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        CHECK(MPI_Intercomm_merge(MPI_COMM_WORLD, 0, &none) == MPI_ERR_COMM);
+        CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     }
 
     /* Names and attributes; dup copies attributes and keeps the groups. */
