@@ -210,6 +210,9 @@ fn install_abi(root: &Path, prefix: &Path, target: &Path, archive: &Path) -> Res
         fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     copy(&abi.join("include/mpi_abi/mpi.h"), &inc.join("mpi.h"))?;
+    let pc = lib.join("pkgconfig/oxmpi-abi.pc");
+    fs::write(&pc, pkg_config_abi(prefix))
+        .map_err(|e| format!("cannot write {}: {e}", pc.display()))?;
     copy(
         &work.join("abi-unsupported.txt"),
         &share.join("abi-unsupported.txt"),
@@ -223,6 +226,23 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
     fs::copy(from, to)
         .map(|_| ())
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+/// The pkg-config file of the standard-ABI library (`oxmpi-abi.pc`).
+fn pkg_config_abi(prefix: &Path) -> String {
+    format!(
+        "prefix={}\n\
+         libdir=${{prefix}}/lib\n\
+         includedir=${{prefix}}/include/abi\n\
+         \n\
+         Name: oxmpi-abi\n\
+         Description: oxmpi MPI library (MPI-5 standard ABI, libmpi_abi.so.1)\n\
+         Version: {}\n\
+         Cflags: -I${{includedir}}\n\
+         Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -lmpi_abi\n",
+        prefix.display(),
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// The pkg-config file (installed as `oxmpi.pc` and `mpich.pc`, which rsmpi's build

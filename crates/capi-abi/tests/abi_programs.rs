@@ -378,6 +378,11 @@ fn library_soname_exports_and_wrapper() {
         Path::new("libmpi_abi.so.1")
     );
     assert!(pre.join("include/abi/mpi.h").is_file());
+    let pc = std::fs::read_to_string(pre.join("lib/pkgconfig/oxmpi-abi.pc")).expect("oxmpi-abi.pc");
+    assert!(
+        pc.contains("-lmpi_abi") && pc.contains("include/abi"),
+        "{pc}"
+    );
 
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
