@@ -205,6 +205,7 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 mpi_fn! {
     /// `MPI_Barrier`.
     fn PMPI_Barrier / "MPI_Barrier" (comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::barrier(&l); }
         crate::coll_alg::barrier(&coll(comm)?.alg(), comm)
     }
 }
@@ -212,6 +213,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Bcast`.
     fn PMPI_Bcast / "MPI_Bcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, count, datatype, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -223,6 +225,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce`.
     fn PMPI_Reduce / "MPI_Reduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -234,6 +237,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allreduce`.
     fn PMPI_Allreduce / "MPI_Allreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         // SAFETY: MPI contract of MPI_Allreduce for the buffers.
@@ -291,6 +295,7 @@ fn scan(
 mpi_fn! {
     /// `MPI_Scan`.
     fn PMPI_Scan / "MPI_Scan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Scan")?;
         scan(sendbuf, recvbuf, count, datatype, op, comm, false)
     }
 }
@@ -298,6 +303,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Exscan` (the result on rank 0 is undefined and left untouched).
     fn PMPI_Exscan / "MPI_Exscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Exscan")?;
         scan(sendbuf, recvbuf, count, datatype, op, comm, true)
     }
 }
@@ -431,6 +437,7 @@ fn scatterv(
 mpi_fn! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -446,6 +453,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -459,6 +467,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -474,6 +483,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -531,6 +541,7 @@ fn allgatherv(
 mpi_fn! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -544,6 +555,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allgatherv`.
     fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -614,6 +626,7 @@ fn alltoallv(
 mpi_fn! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -632,6 +645,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -690,6 +704,7 @@ fn alltoallw(
 mpi_fn! {
     /// `MPI_Alltoallw` (displacements in bytes).
     fn PMPI_Alltoallw / "MPI_Alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
@@ -741,6 +756,7 @@ fn reduce_scatter(
 mpi_fn! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         reduce_scatter(sendbuf, recvbuf, &vec![k; n], datatype, op, comm)
@@ -750,6 +766,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm)
@@ -850,6 +867,7 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
+        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -866,6 +884,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_dup_with_info` (the info is accepted and ignored).
     fn PMPI_Comm_dup_with_info / "MPI_Comm_dup_with_info" (comm: c_int, _info: c_int, newcomm: *mut c_int) {
+        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -882,6 +901,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_split`.
     fn PMPI_Comm_split / "MPI_Comm_split" (comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
+        if crate::intercomm::is_inter(comm) { return crate::intercomm::split(comm, color, key, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -936,6 +956,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_create`.
     fn PMPI_Comm_create / "MPI_Comm_create" (comm: c_int, group: c_int, newcomm: *mut c_int) {
+        if crate::intercomm::is_inter(comm) { return crate::intercomm::create(comm, group, newcomm); }
         let c = coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
@@ -956,7 +977,7 @@ mpi_fn! {
     /// dynamic process support, so every communicator is local).
     fn PMPI_Comm_disconnect / "MPI_Comm_disconnect" (comm: *mut c_int) {
         let h = inp(comm, "comm")?;
-        coll(h)?.barrier()?;
+        if let Some(l) = crate::intercomm::Link::of(h)? { crate::intercoll::barrier(&l)?; } else { coll(h)?.barrier()?; }
         // SAFETY: forwarding our own argument.
         let rc = unsafe { crate::comm::PMPI_Comm_free(comm) };
         if rc != MPI_SUCCESS {

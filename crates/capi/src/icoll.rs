@@ -356,6 +356,7 @@ fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
 mpi_fn! {
     /// `MPI_Ibarrier` (progresses in the background).
     fn PMPI_Ibarrier / "MPI_Ibarrier" (comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::barrier(&l)?; return completed(request, comm); }
         let (a, _, _) = comm_info(comm)?;
         let s = a.ibarrier().map_err(sched_err(comm))?;
         start(comm, s, Vec::new(), request)
@@ -365,6 +366,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ibcast` (progresses in the background).
     fn PMPI_Ibcast / "MPI_Ibcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::bcast(&l, buffer, count, datatype, root)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -383,6 +385,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallreduce` (in the background for predefined ops).
     fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op)?; return completed(request, comm); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -415,6 +418,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce` (in the background for predefined ops).
     fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -450,6 +454,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -486,6 +491,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -519,6 +525,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgather` (ring, progresses in the background).
     fn PMPI_Iallgather / "MPI_Iallgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -550,6 +557,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoall` (progresses in the background).
     fn PMPI_Ialltoall / "MPI_Ialltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?; return completed(request, comm); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
