@@ -86,6 +86,14 @@ pub struct Config {
     pub compare_with: Option<PathBuf>,
 }
 
+/// Longest silence of an `oxbench` launch (which prints each measurement as
+/// it ends) before it counts as hung: a measurement under a budget of
+/// `op_budget` seconds overruns it by a few times at most on a loaded
+/// machine (warm-up, three slow samples), plus MPI start-up.
+pub fn measurement_timeout(op_budget: f64) -> Duration {
+    Duration::from_secs_f64(30.0 + 10.0 * op_budget)
+}
+
 /// Timeout of one `oxbench` launch doing `measurements` (test, size) pairs
 /// under a per-measurement budget of `op_budget` seconds: each measurement
 /// may overrun its budget (warm-up, three slow samples) by a factor of a few,
@@ -418,6 +426,9 @@ mod tests {
         let b = oxbench_timeout(70, 0.5, fb);
         assert_eq!(a, Duration::from_secs(80));
         assert!(b > a && b < Duration::from_secs(300), "{b:?}");
+        let m = measurement_timeout(0.5);
+        assert_eq!(m, Duration::from_secs(35));
+        assert!(m < a, "one measurement's silence is shorter than a launch");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct Outcome {
     pub stderr: String,
     /// Wall time from spawn to exit.
     pub wall: Duration,
+    /// Killed because it printed nothing for the idle timeout (a hang),
+    /// rather than for exceeding its total timeout.
+    pub idle: bool,
 }
 
 impl Outcome {
@@ -45,6 +48,7 @@ impl Outcome {
     /// A one-line description of a failure, with the tail of stderr.
     pub fn failure(&self) -> String {
         let why = match self.status {
+            None if self.idle => "timed out (no output)".to_string(),
             None => "timed out".to_string(),
             Some(s) => format!("exited with {s}"),
         };
@@ -75,18 +79,47 @@ fn kill_group(pgid: u32) {
     }
 }
 
-fn reader<R: Read + Send + 'static>(mut r: R) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
+/// What the helper threads report to [`run_idle`].
+enum Event {
+    /// A chunk of standard output (`true`) or standard error (`false`).
+    Data(bool, Vec<u8>),
+    /// One of the two streams reached end of file.
+    Eof,
+    /// The child exited.
+    Exit(Option<ExitStatus>, Duration),
+}
+
+fn reader<R: Read + Send + 'static>(mut r: R, out: bool, tx: mpsc::Sender<Event>) {
     thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+        let mut buf = vec![0u8; 16384];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(Event::Data(out, buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Event::Eof);
     });
-    rx
 }
 
 /// Run `cmd` (stdin closed, output captured) for at most `timeout`.
 pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Outcome, RunError> {
+    run_idle(cmd, timeout, None)
+}
+
+/// Run `cmd` (stdin closed, output captured) for at most `timeout`, and kill
+/// it early if it prints nothing (on either stream) for `idle`: a program
+/// that reports each measurement as it ends thus gets a per-measurement
+/// timeout. The whole process group is killed at the end either way.
+pub fn run_idle(
+    cmd: &mut Command,
+    timeout: Duration,
+    idle: Option<Duration>,
+) -> Result<Outcome, RunError> {
     use std::os::unix::process::CommandExt;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -98,31 +131,74 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Outcome, RunError> {
         source,
     })?;
     let pid = child.id();
-    let out = reader(child.stdout.take().expect("stdout is piped"));
-    let err = reader(child.stderr.take().expect("stderr is piped"));
     let (tx, rx) = mpsc::channel();
+    reader(
+        child.stdout.take().expect("stdout is piped"),
+        true,
+        tx.clone(),
+    );
+    reader(
+        child.stderr.take().expect("stderr is piped"),
+        false,
+        tx.clone(),
+    );
     thread::spawn(move || {
         let st = child.wait();
-        let _ = tx.send((st, start.elapsed()));
+        let _ = tx.send(Event::Exit(st.ok(), start.elapsed()));
     });
-    let (status, wall) = match rx.recv_timeout(timeout) {
-        Ok((st, wall)) => (st.ok(), wall),
-        Err(_) => {
-            kill_group(pid);
-            let _ = rx.recv();
-            (None, start.elapsed())
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let mut last_output = Instant::now();
+    let mut exited: Option<(Option<ExitStatus>, Duration)> = None;
+    let mut killed_idle = false;
+    let mut eofs = 0;
+    let mut grace_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let limit = match grace_until {
+            // after exit or kill: collect what is left of the output
+            Some(g) => g,
+            None => {
+                let total = start + timeout;
+                match idle {
+                    Some(i) => total.min(last_output + i),
+                    None => total,
+                }
+            }
+        };
+        let ev = rx.recv_timeout(limit.saturating_duration_since(now));
+        match ev {
+            Ok(Event::Data(out, d)) => {
+                if out { &mut stdout } else { &mut stderr }.extend_from_slice(&d);
+                last_output = Instant::now();
+            }
+            Ok(Event::Eof) => eofs += 1,
+            Ok(Event::Exit(st, wall)) => {
+                // (after a kill on timeout, the status stays "timed out")
+                exited.get_or_insert((st, wall));
+                // clean up anything the command left behind in its group
+                kill_group(pid);
+                grace_until.get_or_insert(Instant::now() + Duration::from_secs(5));
+            }
+            Err(_) if grace_until.is_none() => {
+                killed_idle = Instant::now() < start + timeout;
+                kill_group(pid);
+                grace_until = Some(Instant::now() + Duration::from_secs(5));
+                exited = Some((None, start.elapsed()));
+            }
+            Err(_) => break,
         }
-    };
-    // Clean up anything the command left behind in its group.
-    kill_group(pid);
-    let grace = Duration::from_secs(5);
-    let stdout = out.recv_timeout(grace).unwrap_or_default();
-    let stderr = err.recv_timeout(grace).unwrap_or_default();
+        if eofs == 2 && exited.is_some() {
+            break;
+        }
+    }
+    let (status, wall) = exited.unwrap_or((None, start.elapsed()));
+    let killed = status.is_none();
     Ok(Outcome {
         status,
-        stdout,
-        stderr,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
         wall,
+        idle: killed && killed_idle,
     })
 }
 
@@ -160,9 +236,35 @@ mod tests {
             Duration::from_millis(200),
         )
         .unwrap();
-        assert!(o.status.is_none());
+        assert!(o.status.is_none() && !o.idle);
         assert!(!o.stdout.contains("never"));
         assert!(o.failure().starts_with("timed out"));
+    }
+
+    #[test]
+    fn idle_timeout_kills_a_silent_command_early() {
+        // prints once, then hangs silently: killed after the idle timeout,
+        // long before the total timeout, with the output so far kept
+        let t = Instant::now();
+        let o = run_idle(
+            Command::new("sh").args(["-c", "echo first; sleep 30; echo never"]),
+            Duration::from_secs(60),
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap();
+        assert!(o.status.is_none() && o.idle);
+        assert_eq!(o.stdout, "first\n");
+        assert!(o.failure().starts_with("timed out (no output)"));
+        assert!(t.elapsed() < Duration::from_secs(30));
+        // a command that keeps talking is not idle
+        let o = run_idle(
+            Command::new("sh").args(["-c", "for i in 1 2 3 4; do echo $i; sleep 0.1; done"]),
+            Duration::from_secs(60),
+            Some(Duration::from_secs(20)),
+        )
+        .unwrap();
+        assert!(o.ok() && !o.idle);
+        assert_eq!(o.stdout, "1\n2\n3\n4\n");
     }
 
     #[test]

@@ -23,6 +23,10 @@ const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
 /// Busy % below which the machine counts as quiet (anchors.md §7).
 pub const QUIET_BUSY_PCT: f64 = 30.0;
 
+/// The mpi4py ping-pong prints a line per size as it ends (unbuffered): a
+/// run silent for this long is hung.
+const MPI4PY_IDLE: Duration = Duration::from_secs(60);
+
 /// The collective tests of `oxbench`, in the order they run.
 const COLLECTIVES: [&str; 4] = ["allreduce", "bcast", "alltoall", "barrier"];
 
@@ -61,7 +65,20 @@ pub type Job = (Vec<String>, Vec<u64>);
 
 /// What one `oxbench` launch did: the (test, size) pairs it reported, and
 /// its failure, if any.
-type LaunchResult = (Vec<(String, u64)>, Option<String>);
+type LaunchResult = (Vec<(String, u64)>, Option<(String, bool)>);
+
+/// Launches (one per test, in order) that make the `expected`
+/// measurements except `skip`.
+pub fn jobs_without(expected: &[(String, u64)], skip: &[(String, u64)]) -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    for e in expected.iter().filter(|e| !skip.contains(e)) {
+        match jobs.last_mut() {
+            Some((t, s)) if t[0] == e.0 => s.push(e.1),
+            _ => jobs.push((vec![e.0.clone()], vec![e.1])),
+        }
+    }
+    jobs
+}
 
 /// A launch that should have made `expected` stopped after `reported`: the
 /// index of the measurement it was in (the first expected one not
@@ -488,6 +505,9 @@ pub struct Runner<'a> {
     pub python: Option<PathBuf>,
     /// Time spent so far waiting for a quiet machine.
     waited: Duration,
+    /// Launches that hung (timed out): (implementation, what, np, size,
+    /// repetition). Later repetitions skip them instead of waiting again.
+    hung: Vec<(String, String, u32, u64, u32)>,
 }
 
 impl<'a> Runner<'a> {
@@ -502,7 +522,17 @@ impl<'a> Runner<'a> {
             spawn_ms: None,
             python: None,
             waited: Duration::ZERO,
+            hung: Vec::new(),
         }
+    }
+
+    /// The repetition in which `what` (a test, `hello`, `mpi4py`) of this
+    /// implementation at `np` ranks and `size` hung, if it did.
+    fn hung_in(&self, imp: &str, what: &str, np: u32, size: u64) -> Option<u32> {
+        self.hung
+            .iter()
+            .find(|h| h.0 == imp && h.1 == what && h.2 == np && h.3 == size)
+            .map(|h| h.4)
     }
 
     /// Load and busy % now, waiting up to `wait` for a quiet machine, but
@@ -628,17 +658,19 @@ impl<'a> Runner<'a> {
     /// Launch; a failure is recorded, and the outcome (with any partial
     /// output) is still returned so that results printed before a crash or
     /// timeout are kept. `None` only if the launcher could not be started.
+    /// `(rep, what)` names the launch in failures; `idle` is its
+    /// longest silence (see [`runner::run_idle`]).
     fn launch(
         &mut self,
         p: &Prepared,
         np: u32,
         prog: &Path,
         args: &[String],
-        what: &str,
-        rep: u32,
+        (rep, what): (u32, &str),
+        idle: Option<Duration>,
     ) -> Option<Outcome> {
         let mut c = p.imp.command(np, self.cores, prog, args);
-        match runner::run(&mut c, self.cfg.timeout) {
+        match runner::run_idle(&mut c, self.cfg.timeout, idle) {
             Ok(o) if o.ok() => Some(o),
             Ok(o) => {
                 self.res.failures.push(format!(
@@ -662,11 +694,27 @@ impl<'a> Runner<'a> {
     /// the measurement it was in, and the measurements after that one are
     /// run in fresh launches (a hang at one size costs that size only).
     pub fn oxbench(&mut self, rep: u32, p: &Prepared, np: u32, tests: &[&str], sizes: &[u64]) {
-        let mut jobs: std::collections::VecDeque<Job> = [(
-            tests.iter().map(|t| t.to_string()).collect(),
-            sizes.to_vec(),
-        )]
-        .into();
+        let all = expected_measurements(tests, sizes, np);
+        let skip: Vec<(String, u64)> = all
+            .iter()
+            .filter_map(|(t, s)| {
+                let r = self.hung_in(&p.imp.name, t, np, *s)?;
+                self.res.failures.push(format!(
+                    "rep {rep} {} {t} np={np} size={s}: skipped (hung in repetition {r})",
+                    p.imp.name
+                ));
+                Some((t.clone(), *s))
+            })
+            .collect();
+        let mut jobs: std::collections::VecDeque<Job> = if skip.is_empty() {
+            [(
+                tests.iter().map(|t| t.to_string()).collect(),
+                sizes.to_vec(),
+            )]
+            .into()
+        } else {
+            jobs_without(&all, &skip).into()
+        };
         let mut launches = 0;
         while let Some((t, s)) = jobs.pop_front() {
             launches += 1;
@@ -685,10 +733,16 @@ impl<'a> Runner<'a> {
             else {
                 break;
             };
-            let Some(why) = failure else { continue };
+            let Some((why, hung)) = failure else {
+                continue;
+            };
             match resume_plan(&expected, &reported, &s) {
                 Some((i, more)) => {
                     let (test, size) = &expected[i];
+                    if hung {
+                        self.hung
+                            .push((p.imp.name.clone(), test.clone(), np, *size, rep));
+                    }
                     self.res.failures.push(format!(
                         "rep {rep} {} {test} np={np} size={size}: {why}{}",
                         p.imp.name,
@@ -714,8 +768,10 @@ impl<'a> Runner<'a> {
     }
 
     /// One `oxbench` launch: records its results and returns the (test,
-    /// size) pairs it reported with the failure, if any (`None` if the
-    /// launcher could not be started).
+    /// size) pairs it reported with the failure, if any, and whether it hung
+    /// (`None` if the launcher could not be started). Besides its total
+    /// timeout, the launch is killed when it prints nothing for longer than
+    /// one measurement can take ([`crate::config::measurement_timeout`]).
     fn oxbench_launch(
         &mut self,
         rep: u32,
@@ -747,9 +803,11 @@ impl<'a> Runner<'a> {
         } else {
             crate::config::oxbench_timeout(expected.len(), self.cfg.op_budget, self.cfg.timeout)
         };
+        let idle = (!self.cfg.timeout_explicit && self.cfg.op_budget > 0.0)
+            .then(|| crate::config::measurement_timeout(self.cfg.op_budget));
         let start = now_unix();
         let mut c = p.imp.command(np, self.cores, &p.oxbench, &args);
-        let o = match runner::run(&mut c, timeout) {
+        let o = match runner::run_idle(&mut c, timeout, idle) {
             Ok(o) => o,
             Err(e) => {
                 self.res.failures.push(format!(
@@ -760,12 +818,10 @@ impl<'a> Runner<'a> {
                 return None;
             }
         };
-        let failure = (!o.ok()).then(|| {
-            if o.status.is_none() {
-                format!("timed out after {} s", timeout.as_secs())
-            } else {
-                o.failure()
-            }
+        let failure = (!o.ok()).then(|| match (o.status, idle) {
+            (None, Some(i)) if o.idle => (format!("hung (no output for {} s)", i.as_secs()), true),
+            (None, _) => (format!("timed out after {} s", timeout.as_secs()), true),
+            _ => (o.failure(), false),
         });
         let out = parse::parse_bench_output(&o.stdout);
         if np <= self.cores && !self.res.bindings.iter().any(|b| b.0 == p.imp.name) {
@@ -808,7 +864,8 @@ impl<'a> Runner<'a> {
             self.rss_rows(rep, p, "rss_oxbench", &out.rss, load, busy);
         }
         let failure = failure.or_else(|| {
-            (reported.is_empty() && !expected.is_empty()).then(|| "no RESULT lines".to_string())
+            (reported.is_empty() && !expected.is_empty())
+                .then(|| ("no RESULT lines".to_string(), false))
         });
         Some((reported, failure))
     }
@@ -836,11 +893,21 @@ impl<'a> Runner<'a> {
         let (load, busy) = machine_state(Duration::ZERO);
         let mut walls = Vec::new();
         let mut rss = Vec::new();
+        if let Some(r) = self.hung_in(&p.imp.name, "hello", np, 0) {
+            self.res.failures.push(format!(
+                "rep {rep} {} hello np={np}: skipped (hung in repetition {r})",
+                p.imp.name
+            ));
+            return;
+        }
         for _ in 0..self.cfg.startup_runs {
-            if let Some(o) = self
-                .launch(p, np, &p.hello, &[], "hello", rep)
-                .filter(Outcome::ok)
-            {
+            let o = self.launch(p, np, &p.hello, &[], (rep, "hello"), None);
+            if o.as_ref().is_some_and(|o| o.status.is_none()) {
+                self.hung
+                    .push((p.imp.name.clone(), "hello".into(), np, 0, rep));
+                break;
+            }
+            if let Some(o) = o.filter(Outcome::ok) {
                 walls.push(o.wall.as_secs_f64() * 1e3);
                 if rss.is_empty() {
                     rss = parse::parse_bench_output(&o.stdout).rss;
@@ -892,6 +959,13 @@ impl<'a> Runner<'a> {
         let Some(py) = self.python.clone() else {
             return;
         };
+        if let Some(r) = self.hung_in(&p.imp.name, "mpi4py", 2, 0) {
+            self.res.failures.push(format!(
+                "rep {rep} {} mpi4py: skipped (hung in repetition {r})",
+                p.imp.name
+            ));
+            return;
+        }
         let env = match mpi4py_env(self.cfg, p) {
             Ok(e) => e,
             Err(e) => {
@@ -920,9 +994,20 @@ impl<'a> Runner<'a> {
             hello: p.hello.clone(),
         };
         let start = now_unix();
-        let Some(o) = self.launch(&tmp, 2, &py, &args, "mpi4py.bench pingpong", rep) else {
+        let Some(o) = self.launch(
+            &tmp,
+            2,
+            &py,
+            &args,
+            (rep, "mpi4py.bench pingpong"),
+            Some(MPI4PY_IDLE),
+        ) else {
             return;
         };
+        if o.status.is_none() {
+            self.hung
+                .push((p.imp.name.clone(), "mpi4py".into(), 2, 0, rep));
+        }
         let pts = parse::parse_mpi4py_pingpong(&o.stdout);
         if pts.is_empty() {
             self.res.failures.push(format!(
@@ -1137,6 +1222,19 @@ mod tests {
     }
 
     #[test]
+    fn jobs_without_known_hangs() {
+        let exp = expected_measurements(&["lat", "bw"], &[8, 64], 2);
+        assert_eq!(
+            jobs_without(&exp, &pairs(&[("lat", 64)])),
+            vec![
+                (vec!["lat".to_string()], vec![8]),
+                (vec!["bw".to_string()], vec![8, 64])
+            ]
+        );
+        assert!(jobs_without(&exp, &exp).is_empty());
+    }
+
+    #[test]
     fn resume_after_a_hang_skips_only_the_culprit() {
         let sizes = [8, 64, 1024];
         let exp = expected_measurements(&["lat", "bw", "bibw"], &sizes, 2);
@@ -1232,7 +1330,31 @@ done
             hello: dir.join("hello"),
         };
         r.oxbench(0, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
+        // the next repetition skips the hung measurement instead of waiting
+        r.oxbench(1, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
         let _ = std::fs::remove_dir_all(&dir);
+        let rep1: Vec<(String, u64)> = r
+            .res
+            .rows
+            .iter()
+            .filter(|x| x.rep == 1)
+            .map(|x| (x.test.clone(), x.size))
+            .collect();
+        assert_eq!(
+            rep1,
+            pairs(&[
+                ("lat", 8),
+                ("lat", 1024),
+                ("bw", 8),
+                ("bw", 64),
+                ("bw", 1024)
+            ])
+        );
+        assert_eq!(
+            r.res.failures.pop().as_deref(),
+            Some("rep 1 fake lat np=2 size=64: skipped (hung in repetition 0)")
+        );
+        r.res.rows.retain(|x| x.rep == 0);
         let got: Vec<(String, u64)> = r
             .res
             .rows
