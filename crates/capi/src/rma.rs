@@ -677,14 +677,33 @@ fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8])
             Ok(())
         }
         _ => {
-            // SAFETY: both buffers hold cur.len() / bsize elements of `basic`.
+            let len = cur.len();
+            if len == 0 {
+                return Ok(());
+            }
+            // The reduction functions need buffers aligned for the element type: copy
+            // into 16-byte aligned storage.
+            let words = len.div_ceil(16);
+            let mut a = vec![0u128; words];
+            let mut b = vec![0u128; words];
+            // SAFETY: `a` and `b` hold at least `len` bytes; the sources hold `len` bytes
+            // (origin.len() == cur.len() is checked by the callers).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    origin.as_ptr(),
+                    a.as_mut_ptr().cast::<u8>(),
+                    len.min(origin.len()),
+                );
+                std::ptr::copy_nonoverlapping(cur.as_ptr(), b.as_mut_ptr().cast::<u8>(), len);
+            }
+            // SAFETY: both buffers hold len / bsize aligned elements of `basic`.
             let ok = unsafe {
                 crate::op::apply_builtin(
                     op,
                     basic,
-                    origin.as_ptr(),
-                    cur.as_mut_ptr(),
-                    cur.len() / bsize,
+                    a.as_ptr().cast(),
+                    b.as_mut_ptr().cast(),
+                    len / bsize,
                 )
             };
             if !ok {
@@ -693,6 +712,10 @@ fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8])
                     "operation {op:#x} is not defined for datatype {basic:#x}"
                 );
             }
+            // SAFETY: `b` holds `len` initialized bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.as_ptr().cast::<u8>(), cur.as_mut_ptr(), len)
+            };
             Ok(())
         }
     }
