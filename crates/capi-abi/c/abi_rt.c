@@ -153,18 +153,23 @@ oxi_status *oxa_statuses(oxi_status *stack, int n)
 
 int oxa_nomem(void) { return MPI_ERR_NO_MEM; }
 
-/* A function the layer cannot convert: MPI_ERR_UNSUPPORTED_OPERATION through the error
- * handler of MPI_COMM_WORLD (named on stderr first unless that handler returns). */
-int oxa_unsupported(const char *name)
+/* A function the layer cannot convert: MPI_ERR_UNSUPPORTED_OPERATION. */
+int oxa_unsupported(const char *name) { return oxa_fail(name, MPI_ERR_UNSUPPORTED_OPERATION); }
+
+/* An error detected by the layer itself (error class `cls`, standard-ABI number): through
+ * the error handler of MPI_COMM_WORLD, named on stderr first unless that handler returns. */
+int oxa_fail(const char *name, int cls)
 {
     int eh = 0;
     if (OXI_PMPI_Comm_get_errhandler(OXI_COMM_WORLD, &eh) != 0 || eh != OXI_ERRORS_RETURN) {
-        fprintf(stderr, "oxmpi: %s is not supported by the standard-ABI library "
-                        "libmpi_abi.so.1 (MPI_ERR_UNSUPPORTED_OPERATION)\n", name);
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        OXI_PMPI_Error_string(oxa_err_a2i(cls), msg, &len);
+        fprintf(stderr, "oxmpi: %s: %s (standard-ABI library libmpi_abi.so.1)\n", name, msg);
         fflush(stderr);
-        OXI_PMPI_Comm_call_errhandler(OXI_COMM_WORLD, OXI_ERR_UNSUPPORTED_OPERATION);
+        OXI_PMPI_Comm_call_errhandler(OXI_COMM_WORLD, oxa_err_a2i(cls));
     }
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    return cls;
 }
 
 /* Length of the datatype arrays of MPI_Alltoallw & co. */

@@ -89,6 +89,7 @@ int *oxa_ints(int *stack, int n);
 oxi_status *oxa_statuses(oxi_status *stack, int n);
 int oxa_nomem(void);
 int oxa_unsupported(const char *name);
+int oxa_fail(const char *name, int cls);
 int oxa_comm_peers(MPI_Comm comm);
 int oxa_neighbors(MPI_Comm comm, int send);
 

@@ -28,7 +28,10 @@
 //!   `MPI_ANY_SOURCE`/`MPI_PROC_NULL`/`MPI_ROOT`, `MPI_ANY_TAG`, thread levels, comparison
 //!   results, topology kinds, combiners, split types, orders, distributions, type classes,
 //!   lock types, RMA assertions, file modes, seek whence, predefined attribute keys;
-//! * `MPI_IN_PLACE`, `MPI_BUFFER_AUTOMATIC`, `MPI_UNWEIGHTED`, `MPI_WEIGHTS_EMPTY`.
+//! * `MPI_IN_PLACE`, `MPI_BUFFER_AUTOMATIC`, `MPI_UNWEIGHTED`, `MPI_WEIGHTS_EMPTY`,
+//!   `MPI_DISPLACEMENT_CURRENT`;
+//! * large-count `X_c` functions that `libmpi.so.12` lacks are served by `X` when their
+//!   counts are scalars that fit in an `int` (else `MPI_ERR_VALUE_TOO_LARGE`).
 //!
 //! Functions without a conversion are listed in `UNIMPLEMENTED.md` (checked by a test);
 //! they, and the functions `libmpi.so.12` does not implement, return

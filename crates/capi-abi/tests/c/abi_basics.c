@@ -142,6 +142,13 @@ int main(int argc, char **argv)
     int flag = -1;
     CHECK_RC(MPI_Test_cancelled(&st, &flag));
     CHECK(flag == 0);
+    /* Large-count variants. */
+    MPI_Count ccount = -1, clb = -1, cext = -1;
+    CHECK_RC(MPI_Get_count_c(&st, MPI_INT, &ccount));
+    CHECK(ccount == 3);
+    CHECK_RC(MPI_Type_get_extent_c(MPI_INT, &clb, &cext));
+    CHECK(clb == 0 && cext == (MPI_Count)sizeof(int));
+    CHECK_RC(MPI_Send_c(out, 3, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
     CHECK_RC(MPI_Recv(in, 3, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     say("status: ok");
 
