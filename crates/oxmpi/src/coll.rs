@@ -1,14 +1,21 @@
-//! Collective operations (barrier, broadcast, reduce) built on point-to-point messages.
+//! Collective operations (barrier, broadcast, reduce, gather) on the algorithm layer
+//! `oxmpi-coll`.
 //!
 //! Every communicator has a second engine communicator over the same ranks, its *collective
 //! context*, so collective traffic never matches a user's receive (same convention as the C
-//! ABI: context ids 2 and 3 for world and self). Algorithms: dissemination barrier, binomial
-//! broadcast and binomial reduction (combining in rank order), allreduce = reduce + broadcast.
+//! ABI: context ids 2 and 3 for world and self); `oxmpi-coll` runs its algorithms on it
+//! (dissemination barrier, binomial or scatter-allgather broadcast, binomial reduce,
+//! recursive-doubling or ring allreduce, binomial or linear gather, recursive-doubling or
+//! ring allgather), chosen by message and communicator size and forcible with the
+//! `coll_tuned_<coll>_algorithm` parameters. Reductions combine in rank order
+//! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
+//! form; contiguous element types are used in place.
 
+use oxmpi_coll::{CollComm, Op};
 use oxmpi_engine::ErrorClass;
 
 use crate::comm::Communicator;
-use crate::datatype::Equivalence;
+use crate::datatype::{pack_slice, unpack_into, Equivalence};
 use crate::error::{Error, Result};
 
 /// Context id of `MPI_COMM_WORLD`'s collective context.
@@ -16,10 +23,48 @@ pub(crate) const WORLD_COLL_CTX: u32 = 2;
 /// Context id of `MPI_COMM_SELF`'s collective context.
 pub(crate) const SELF_COLL_CTX: u32 = 3;
 
-const TAG_BARRIER: i32 = 1;
-const TAG_BCAST: i32 = 2;
-const TAG_REDUCE: i32 = 3;
-const TAG_REDUCE_RESULT: i32 = 4;
+/// The raw bytes of a slice of a contiguous element type (every bit pattern is a valid
+/// value, no padding), for receiving in place.
+fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
+    assert!(T::CONTIGUOUS, "bytes_mut on a non-contiguous type");
+    // SAFETY: T::CONTIGUOUS guarantees no padding and that any bytes form valid values; the
+    // view covers exactly the slice and borrows it mutably.
+    unsafe {
+        std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buf))
+    }
+}
+
+/// Runs `f` on the packed bytes of `buf` (in place when contiguous; otherwise packed first
+/// if `fill`, and unpacked back afterwards).
+fn with_bytes<T: Equivalence, R>(
+    buf: &mut [T],
+    fill: bool,
+    f: impl FnOnce(&mut [u8]) -> Result<R>,
+) -> Result<R> {
+    if T::CONTIGUOUS {
+        return f(bytes_mut(buf));
+    }
+    let mut v = if fill {
+        pack_slice(buf)
+    } else {
+        vec![0u8; buf.len() * T::PACKED_SIZE]
+    };
+    let r = f(&mut v)?;
+    unpack_into(&v, buf);
+    Ok(r)
+}
+
+/// The element operation `op(lower, higher)` as an `oxmpi-coll` byte operation
+/// (`inout = in ∘ inout`, `in` from the lower ranks).
+fn byte_op<T: Equivalence>(op: &(impl Fn(T, T) -> T + ?Sized), a: &[u8], io: &mut [u8]) {
+    let n = T::PACKED_SIZE;
+    if n == 0 {
+        return;
+    }
+    for (x, y) in a.chunks_exact(n).zip(io.chunks_exact_mut(n)) {
+        op(T::unpack(x), T::unpack(y)).pack(y);
+    }
+}
 
 impl<'u> Communicator<'u> {
     fn check_root(&self, root: i32) -> Result<()> {
@@ -47,24 +92,7 @@ impl<'u> Communicator<'u> {
     /// # }
     /// ```
     pub fn barrier(&self) -> Result<()> {
-        let c = self.collective();
-        let (rank, size) = (c.rank(), c.size());
-        let mut dist = 1;
-        while dist < size {
-            let to = (rank + dist) % size;
-            let from = (rank - dist).rem_euclid(size);
-            let mut none = [0u8; 0];
-            c.sendrecv(
-                &[0u8; 0][..],
-                to,
-                TAG_BARRIER,
-                &mut none[..],
-                from,
-                TAG_BARRIER,
-            )?;
-            dist *= 2;
-        }
-        Ok(())
+        Ok(self.alg().barrier()?)
     }
 
     /// Copies `buf` of rank `root` into `buf` of every other rank (`MPI_Bcast`). All ranks must
@@ -85,27 +113,8 @@ impl<'u> Communicator<'u> {
     /// ```
     pub fn broadcast<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
         self.check_root(root)?;
-        let c = self.collective();
-        let (rank, size) = (c.rank(), c.size());
-        let vrank = (rank - root).rem_euclid(size);
-        let mut mask = 1;
-        while mask < size {
-            if vrank & mask != 0 {
-                let parent = (vrank - mask + root).rem_euclid(size);
-                c.recv(buf, parent, TAG_BCAST)?;
-                break;
-            }
-            mask <<= 1;
-        }
-        mask >>= 1;
-        while mask > 0 {
-            if vrank + mask < size {
-                let child = (vrank + mask + root).rem_euclid(size);
-                c.send(buf, child, TAG_BCAST)?;
-            }
-            mask >>= 1;
-        }
-        Ok(())
+        let a = self.alg();
+        with_bytes(buf, self.rank() == root, |b| Ok(a.bcast(b, root)?))
     }
 
     /// Combines `send` of all ranks element by element with `op` and stores the result in
@@ -129,39 +138,16 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        let c = self.collective();
-        let (rank, size) = (c.rank(), c.size());
-        // Binomial tree rooted at rank 0: each rank combines its subtree, which holds only
-        // higher ranks, as op(own, subtree), so the result is in rank order.
-        // `acc` is `None` while it still equals `send` (leaves never copy their data).
-        let mut acc: Option<Vec<T>> = None;
-        let mut incoming: Option<Vec<T>> = None;
-        let mut mask = 1;
-        while mask < size {
-            if rank & mask != 0 {
-                c.send(acc.as_deref().unwrap_or(send), rank - mask, TAG_REDUCE)?;
-                break;
-            }
-            let child = rank | mask;
-            if child < size {
-                let inc = incoming.get_or_insert_with(|| send.to_vec());
-                c.recv(&mut inc[..], child, TAG_REDUCE)?;
-                let a = acc.get_or_insert_with(|| send.to_vec());
-                for (a, b) in a.iter_mut().zip(inc.iter()) {
-                    *a = op(*a, *b);
-                }
-            }
-            mask <<= 1;
-        }
-        let acc = acc.as_deref().unwrap_or(send);
-        if root == 0 {
-            if rank == 0 {
-                recv.copy_from_slice(acc);
-            }
-        } else if rank == 0 {
-            c.send(acc, root, TAG_REDUCE_RESULT)?;
-        } else if rank == root {
-            c.recv(recv, 0, TAG_REDUCE_RESULT)?;
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let o = Op {
+            f: &f,
+            elem_size: T::PACKED_SIZE.max(1),
+            commutative: false,
+        };
+        self.alg().reduce(&mut data, root, &o)?;
+        if self.rank() == root {
+            unpack_into(&data, recv);
         }
         Ok(())
     }
@@ -194,12 +180,18 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        self.reduce(0, send, recv, op)?;
-        self.broadcast(0, recv)
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let o = Op {
+            f: &f,
+            elem_size: T::PACKED_SIZE.max(1),
+            commutative: false,
+        };
+        self.alg().allreduce(&mut data, &o)?;
+        unpack_into(&data, recv);
+        Ok(())
     }
 }
-
-const TAG_GATHER: i32 = 5;
 
 impl<'u> Communicator<'u> {
     /// Collects `send` of every rank, in rank order, into `recv` of rank `root`
@@ -207,32 +199,29 @@ impl<'u> Communicator<'u> {
     /// `size * send.len()` elements (it is not used elsewhere).
     pub fn gather<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
         self.check_root(root)?;
-        let c = self.collective();
-        let n = send.len();
-        if c.rank() != root {
-            return c.send(send, root, TAG_GATHER);
+        let a = self.alg();
+        let sbytes;
+        let send_b: &[u8] = if T::CONTIGUOUS {
+            crate::datatype::contiguous_bytes(send)
+        } else {
+            sbytes = pack_slice(send);
+            &sbytes
+        };
+        if self.rank() != root {
+            return Ok(a.gather(send_b, &mut [], root)?);
         }
-        let want = n.checked_mul(c.size() as usize);
-        if want != Some(recv.len()) {
+        let n = send.len();
+        if n.checked_mul(self.size() as usize) != Some(recv.len()) {
             return Err(Error::new(
                 ErrorClass::Count,
                 format!(
                     "gather: receive buffer of {} elements for {} ranks of {n}",
                     recv.len(),
-                    c.size()
+                    self.size()
                 ),
             ));
         }
-        for r in 0..c.size() {
-            let at = r as usize * n;
-            let chunk = &mut recv[at..at + n];
-            if r == root {
-                chunk.copy_from_slice(send);
-            } else {
-                c.recv(chunk, r, TAG_GATHER)?;
-            }
-        }
-        Ok(())
+        with_bytes(recv, false, |r| Ok(a.gather(send_b, r, root)?))
     }
 
     /// Like [`gather`](Self::gather), with the result on every rank (`MPI_Allgather`).
@@ -259,7 +248,24 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        self.gather(0, send, recv)?;
-        self.broadcast(0, recv)
+        let a = self.alg();
+        let block = send.len() * T::PACKED_SIZE;
+        let me = self.rank() as usize;
+        let own = pack_slice(send);
+        with_bytes(recv, false, |r| {
+            r[me * block..(me + 1) * block].copy_from_slice(&own);
+            Ok(a.allgather(r, block)?)
+        })
+    }
+
+    /// The `oxmpi-coll` view of this communicator (traffic on its collective context).
+    fn alg(&self) -> CollComm {
+        CollComm::on_context_known(
+            self.engine_ref(),
+            self.id(),
+            self.coll_id(),
+            self.rank(),
+            self.size(),
+        )
     }
 }

@@ -68,14 +68,6 @@ impl<'u> Communicator<'u> {
         })
     }
 
-    /// The communicator of this one's collective context (same ranks, same group).
-    pub(crate) fn collective(&self) -> Communicator<'u> {
-        Communicator {
-            id: self.coll,
-            ..*self
-        }
-    }
-
     pub(crate) fn engine_ref(&self) -> &'static Engine {
         self.engine
     }
