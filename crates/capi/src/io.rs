@@ -670,7 +670,7 @@ file_fn! {
 
 file_fn! {
     /// `MPI_File_close`.
-    fn PMPI_File_close / "MPI_File_close" (fh: *mut FileH) errfh = if fh.is_null() { 0 } else { (unsafe { *fh }) as usize }; {
+    fn PMPI_File_close / "MPI_File_close" (fh: *mut FileH) errfh = handle_behind(fh); {
         let h = crate::ffi::inp(fh, "fh")?;
         let f = get(h)?;
         if f.state().split.is_some() {
@@ -678,13 +678,22 @@ file_fn! {
         }
         barrier(f.comm)?;
         files().open.remove(&(h as usize));
+        free_comm(f.comm);
+        out(fh, std::ptr::null_mut(), "fh")?;
         if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 && f.rank == 0 {
             std::fs::remove_file(&f.path).map_err(|e| os_err(e, f.path.display()))?;
         }
-        free_comm(f.comm);
-        drop(f);
-        out(fh, std::ptr::null_mut(), "fh")
+        Ok(())
     }
+}
+
+/// The file handle `*fh` (0 if `fh` is NULL), for routing the errors of `MPI_File_close`.
+fn handle_behind(fh: *mut FileH) -> usize {
+    if fh.is_null() {
+        return 0;
+    }
+    // SAFETY: a non-NULL `MPI_File*` from the caller points to a readable handle.
+    (unsafe { fh.read_unaligned() }) as usize
 }
 
 file_fn! {
