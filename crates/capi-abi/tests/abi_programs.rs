@@ -8,42 +8,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The installed prefix under test.
-fn prefix() -> PathBuf {
-    match std::env::var_os("OXMPI_TEST_PREFIX") {
-        Some(p) => PathBuf::from(p),
-        None => panic!(
-            "OXMPI_TEST_PREFIX is not set: these tests need an installed oxmpi prefix \
-             (run them with `cargo xtask test`, or set OXMPI_TEST_PREFIX=<prefix> after \
-             `cargo xtask install --prefix <prefix>`)"
-        ),
-    }
-}
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "oxmpi-capi-abi-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).expect("create scratch dir");
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+// The installed-prefix helpers (`prefix()`, `Scratch`) of oxmpi-capi's tests.
+#[path = "../../capi/tests/common/mod.rs"]
+mod common;
+use common::{prefix, Scratch};
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
