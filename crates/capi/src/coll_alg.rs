@@ -322,6 +322,12 @@ pub(crate) fn check_root(root: c_int, size: i32, comm: c_int) -> MpiResult {
 
 /// `MPI_Barrier` over `a` (the collective view of `comm`).
 pub(crate) fn barrier(a: &CollComm, comm: c_int) -> MpiResult {
+    if comm == MPI_COMM_WORLD {
+        if let Some(seg) = shm::world(a)? {
+            seg.barrier();
+            return Ok(());
+        }
+    }
     a.barrier().map_err(err(comm))
 }
 
@@ -413,6 +419,11 @@ pub(crate) unsafe fn allreduce(
     let in_place = is_in_place(sendbuf);
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;
+    let seg = if comm == MPI_COMM_WORLD && a.size > 1 && count * dt.size <= shm::DATA {
+        shm::world(a)?
+    } else {
+        None
+    };
     // SAFETY: caller contract (recvbuf has room for `count` items).
     if let Some(r) = unsafe { contig(dt, count, recvbuf) } {
         if !in_place {
@@ -423,6 +434,10 @@ pub(crate) unsafe fn allreduce(
                 None => mpi_bail!(MPI_ERR_BUFFER, "NULL send buffer"),
             }
         }
+        if let Some(seg) = seg {
+            seg.allreduce(r, &red);
+            return Ok(());
+        }
         return with_op(&red, |o| a.allreduce(r, o)).map_err(err(comm));
     }
     let src = if in_place {
@@ -432,7 +447,10 @@ pub(crate) unsafe fn allreduce(
     };
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?;
+    match seg {
+        Some(seg) => seg.allreduce(&mut buf, &red),
+        None => with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?,
+    }
     // SAFETY: caller contract.
     unsafe { unpack(dt, count, recvbuf, &buf) };
     Ok(())
@@ -582,4 +600,215 @@ impl<'a> Blocks<'a> {
 /// `(count, i * count)` for `n` blocks.
 pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
     (0..n).map(|i| (count, (i * count) as isize)).collect()
+}
+
+/// Shared-memory fast path for barrier and small allreduce on `MPI_COMM_WORLD` when every
+/// rank runs on this host: one segment with a slot per rank (a sequence word on its own
+/// cache line, then two data buffers used alternately). A collective bumps our sequence
+/// number (after writing our data for an allreduce), waits until every rank's sequence has
+/// reached it, then (allreduce) folds all slots in rank order — the same result on every
+/// rank, any operation order respected. Two alternating buffers suffice: a rank that
+/// writes buffer `k mod 2` for collective `k + 2` has seen every rank enter collective
+/// `k + 1`, which each does only after reading the buffers of collective `k`.
+///
+/// The segment is created on the first eligible collective (a POSIX shm object made by
+/// rank 0, opened by the others, and unlinked as soon as every rank has mapped it, so no
+/// file remains). It is used for every later barrier and for allreduce of at most
+/// `DATA` bytes; every rank takes the same decision (same arguments by the MPI
+/// rules).
+pub(crate) mod shm {
+    use super::{CollComm, Reducer};
+    use crate::consts::*;
+    use crate::ffi::{MpiError, MpiResult};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    const LINE: usize = 64;
+    /// Bytes of one data buffer (allreduce vectors up to this size take the fast path).
+    pub(crate) const DATA: usize = 256;
+    const SLOT: usize = LINE + 2 * DATA;
+
+    /// The mapped segment of `MPI_COMM_WORLD`.
+    pub(crate) struct Seg {
+        base: *mut u8,
+        rank: usize,
+        size: usize,
+        /// Our next sequence number (only touched by collectives on world, which MPI
+        /// serializes).
+        seq: AtomicU64,
+        yield_idle: bool,
+    }
+
+    // SAFETY: the mapping lives for the whole process; concurrent access goes through the
+    // atomic sequence words with release/acquire ordering (see the module comment).
+    unsafe impl Send for Seg {}
+    // SAFETY: as above.
+    unsafe impl Sync for Seg {}
+
+    static WORLD: OnceLock<Option<Seg>> = OnceLock::new();
+
+    impl Seg {
+        fn seq_word(&self, r: usize) -> &AtomicU64 {
+            // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
+            // mapping is page-aligned, SLOT a multiple of 64) and only accessed atomically.
+            unsafe { &*(self.base.add(r * SLOT).cast::<AtomicU64>()) }
+        }
+        fn data(&self, r: usize, k: u64) -> *mut u8 {
+            // SAFETY: inside slot `r` of the mapping.
+            unsafe { self.base.add(r * SLOT + LINE + (k % 2) as usize * DATA) }
+        }
+        /// Enter collective number `k` and wait for every rank to enter it.
+        fn sync(&self) -> u64 {
+            let k = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+            self.seq_word(self.rank).store(k, Ordering::Release);
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                let w = self.seq_word(r);
+                let mut spins = 0u32;
+                while w.load(Ordering::Acquire) < k {
+                    spins = spins.wrapping_add(1);
+                    if self.yield_idle || spins % 4096 == 0 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            k
+        }
+        /// Barrier.
+        pub(crate) fn barrier(&self) {
+            self.sync();
+        }
+        /// Allreduce of `buf` (at most `DATA` bytes) in place.
+        pub(crate) fn allreduce(&self, buf: &mut [u8], red: &Reducer) {
+            let n = buf.len();
+            let k = self.seq.load(Ordering::Relaxed) + 1;
+            // SAFETY: our own buffer for collective `k`, not read by anybody until we
+            // publish `k` (and no longer read for collective `k - 2`, see the module doc).
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.data(self.rank, k), n) };
+            let k2 = self.sync();
+            debug_assert_eq!(k, k2);
+            #[repr(align(16))]
+            struct A([u8; DATA]);
+            let (mut acc, mut x) = (A([0; DATA]), A([0; DATA]));
+            // SAFETY: every rank's buffer `k` holds its `n` bytes (published before its
+            // sequence word, which we acquired).
+            unsafe { std::ptr::copy_nonoverlapping(self.data(0, k), acc.0.as_mut_ptr(), n) };
+            for r in 1..self.size {
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(self.data(r, k), x.0.as_mut_ptr(), n) };
+                red.apply(&acc.0[..n], &mut x.0[..n]); // x = acc ∘ x_r (rank order)
+                std::mem::swap(&mut acc, &mut x);
+            }
+            buf.copy_from_slice(&acc.0[..n]);
+        }
+    }
+
+    /// The world segment, creating it on first use (collective over world: every rank
+    /// calls this at the same collective). `None` when the ranks span several hosts or the
+    /// segment cannot be made.
+    pub(crate) fn world(a: &CollComm) -> MpiResult<Option<&'static Seg>> {
+        if let Some(s) = WORLD.get() {
+            return Ok(s.as_ref());
+        }
+        let s = setup(a)?;
+        Ok(WORLD.get_or_init(|| s).as_ref())
+    }
+
+    fn fail(e: oxmpi_engine::Error) -> MpiError {
+        crate::backend::err(e).on(MPI_COMM_WORLD)
+    }
+
+    fn setup(a: &CollComm) -> MpiResult<Option<Seg>> {
+        let (rank, size) = (a.rank as usize, a.size as usize);
+        if !(2..=64).contains(&size) {
+            return Ok(None);
+        }
+        // Same host everywhere? (hash of the host name, MIN and MAX agree)
+        let h = crate::env::hostname()
+            .bytes()
+            .fold(5381u64, |x, b| x.wrapping_mul(33) ^ u64::from(b));
+        let mut hs = vec![0u8; 8 * size];
+        hs[8 * rank..8 * rank + 8].copy_from_slice(&h.to_ne_bytes());
+        a.allgather(&mut hs, 8).map_err(fail)?;
+        if hs.chunks_exact(8).any(|c| c != h.to_ne_bytes()) {
+            return Ok(None);
+        }
+        let len = size * SLOT;
+        let mut name = [0u8; 64];
+        let text = format!("/oxmpi-coll-{}-{:x}", std::process::id(), h & 0xffff_ffff);
+        name[..text.len()].copy_from_slice(text.as_bytes());
+        let cname = std::ffi::CString::new(text).expect("no NUL in the name");
+        let mut fd = -1;
+        if rank == 0 {
+            // SAFETY: plain libc calls on a NUL-terminated name.
+            unsafe {
+                fd = libc::shm_open(
+                    cname.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                    0o600,
+                );
+                if fd >= 0 && libc::ftruncate(fd, len as libc::off_t) != 0 {
+                    libc::close(fd);
+                    libc::shm_unlink(cname.as_ptr());
+                    fd = -1;
+                }
+            }
+            if fd < 0 {
+                name = [0u8; 64];
+            }
+        }
+        a.bcast(&mut name, 0).map_err(fail)?;
+        if name[0] == 0 {
+            return Ok(None);
+        }
+        if rank != 0 {
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            let cn = std::ffi::CString::new(&name[..end]).expect("no NUL");
+            // SAFETY: plain libc call on a NUL-terminated name.
+            fd = unsafe { libc::shm_open(cn.as_ptr(), libc::O_RDWR, 0) };
+        }
+        let mut base = libc::MAP_FAILED;
+        if fd >= 0 {
+            // SAFETY: mapping `len` bytes of the shm object (rank 0 sized it).
+            base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            // SAFETY: the mapping keeps the object alive; the descriptor is no longer needed.
+            unsafe { libc::close(fd) };
+        }
+        // Everybody mapped it (or failed)? Agree with a MIN over the ok flags.
+        let ok = u8::from(base != libc::MAP_FAILED);
+        let mut flags = vec![0u8; size];
+        flags[rank] = ok;
+        a.allgather(&mut flags, 1).map_err(fail)?;
+        if rank == 0 {
+            // SAFETY: removing the name; mappings stay valid.
+            unsafe { libc::shm_unlink(cname.as_ptr()) };
+        }
+        if flags.contains(&0) {
+            if base != libc::MAP_FAILED {
+                // SAFETY: our own mapping of `len` bytes, unused.
+                unsafe { libc::munmap(base, len) };
+            }
+            return Ok(None);
+        }
+        let yield_idle = crate::backend::engine()
+            .map(|e| e.yields_when_idle())
+            .unwrap_or(true);
+        Ok(Some(Seg {
+            base: base.cast(),
+            rank,
+            size,
+            seq: AtomicU64::new(0),
+            yield_idle,
+        }))
+    }
 }
