@@ -743,10 +743,14 @@ impl Engine {
         if let Some(v) = f(&mut st) {
             return v;
         }
+        // Whether the state may have changed since `f` was last tried: after a progress
+        // pass that did something, or after the lock was released (another thread may
+        // have completed what we wait for).
         loop {
-            st.progress();
-            if let Some(v) = f(&mut st) {
-                return v;
+            if st.progress() || hold_mask == 0 || spins & hold_mask == 0 {
+                if let Some(v) = f(&mut st) {
+                    return v;
+                }
             }
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
@@ -1477,20 +1481,30 @@ impl State {
         }
     }
 
-    /// One progress pass: drain inbound links, flush outbound queues.
-    fn progress(&mut self) {
+    /// One progress pass: drain inbound links, flush outbound queues. Returns `false` if
+    /// there was nothing to do (no record arrived, nothing queued): then no request
+    /// changed state.
+    #[inline]
+    fn progress(&mut self) -> bool {
+        let mut busy = false;
         for k in 0..self.linked.len() {
             let p = self.linked[k];
-            let Some(link) = self.peers[p].link.as_ref() else {
+            let peer = &self.peers[p];
+            let Some(link) = peer.link.as_ref() else {
                 continue;
             };
-            if link.ready() {
-                self.drain(p);
-            }
-            if !self.peers[p].outq.is_empty() {
-                self.flush(p);
+            let (ready, queued) = (link.ready(), !peer.outq.is_empty());
+            if ready | queued {
+                busy = true;
+                if ready {
+                    self.drain(p);
+                }
+                if queued {
+                    self.flush(p);
+                }
             }
         }
+        busy
     }
 
     fn drain(&mut self, p: usize) {
