@@ -1400,6 +1400,35 @@ fn acquire(inner: &Inner, t: usize, kind: Held) {
     }
 }
 
+/// Take a shared lock on every rank, all or nothing: if one target is held exclusively,
+/// drop the ones taken so far and start over, so that `lock_all` never holds shared locks
+/// while waiting (a process holding an exclusive lock and waiting for another target
+/// cannot deadlock with it).
+fn acquire_all_shared(inner: &Inner) {
+    spin_until(|| {
+        for t in 0..inner.nranks {
+            let w = inner.lock_word(t);
+            let mut v = w.load(Ordering::Relaxed);
+            let got = loop {
+                if v & WRITER != 0 {
+                    break false;
+                }
+                match w.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => break true,
+                    Err(cur) => v = cur,
+                }
+            };
+            if !got {
+                for u in 0..t {
+                    release(inner, u, Held::Shared);
+                }
+                return false;
+            }
+        }
+        true
+    });
+}
+
 fn release(inner: &Inner, t: usize, kind: Held) {
     let w = inner.lock_word(t);
     match kind {
@@ -1474,9 +1503,7 @@ win_fn! {
             w.lock_all = true;
             Ok(())
         })?;
-        for t in 0..inner.nranks {
-            acquire(&inner, t, Held::Shared);
-        }
+        acquire_all_shared(&inner);
         Ok(())
     }
 }
