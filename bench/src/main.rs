@@ -320,6 +320,20 @@ fn smoke_check(res: &Results, csv: &Path, md: &Path) -> Result<(), String> {
     if !m.contains("## Summary") {
         return Err("smoke: report.md lacks its summary".into());
     }
+    // oxmpi's transport path per size comes from its verbose output: when
+    // oxmpi ran, at least one size must have a path its trace lines name
+    if res.ran.iter().any(|i| i.name == "oxmpi") {
+        let traced = res
+            .transport
+            .iter()
+            .any(|(_, lines)| lines.iter().any(|l| parse::parse_sm_send(l).is_some()));
+        if !traced {
+            return Err(
+                "smoke: oxmpi ran but its verbose output named no transport path (sm: send lines)"
+                    .into(),
+            );
+        }
+    }
     Ok(())
 }
 
