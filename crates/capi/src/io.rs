@@ -639,6 +639,7 @@ file_fn! {
     /// `MPI_File_open`.
     fn PMPI_File_open / "MPI_File_open" (comm: c_int, filename: *const c_char, amode: c_int, info: c_int, fh: *mut FileH) errfh = 0; {
         lock().comm(comm)?;
+        crate::intercomm::require_intra(comm, "MPI_File_open")?;
         if fh.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for fh");
         }
