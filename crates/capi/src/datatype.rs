@@ -1401,6 +1401,145 @@ mod tests {
         );
     }
 
+    /// Element offsets (in units of the old type) of one item of `t`, in type-map order.
+    fn element_offsets(t: &Datatype, elem: usize) -> Vec<isize> {
+        t.blocks
+            .iter()
+            .flat_map(|b| (0..b.len / elem).map(move |k| b.disp / elem as isize + k as isize))
+            .collect()
+    }
+
+    #[test]
+    fn darray_matches_the_hpf_definition_for_random_cases() {
+        // Reference: the owner of global index j of a dimension (MPI-3.1 §4.1.4):
+        // BLOCK(b) -> j / b, CYCLIC(b) -> (j / b) mod p, NONE -> 0; ranks are row-major in
+        // the process grid whatever the array order.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as usize
+        };
+        for case in 0..200 {
+            let nd = 1 + rnd(3);
+            let order = if rnd(2) == 0 {
+                MPI_ORDER_C
+            } else {
+                MPI_ORDER_FORTRAN
+            };
+            let mut gs = vec![0 as c_int; nd];
+            let mut ds = vec![0 as c_int; nd];
+            let mut da = vec![MPI_DISTRIBUTE_DFLT_DARG; nd];
+            let mut ps = vec![1 as c_int; nd];
+            for d in 0..nd {
+                gs[d] = 1 + rnd(7) as c_int;
+                ds[d] = [
+                    MPI_DISTRIBUTE_NONE,
+                    MPI_DISTRIBUTE_BLOCK,
+                    MPI_DISTRIBUTE_CYCLIC,
+                ][rnd(3)];
+                if ds[d] != MPI_DISTRIBUTE_NONE {
+                    ps[d] = 1 + rnd(3) as c_int;
+                }
+                if ds[d] == MPI_DISTRIBUTE_CYCLIC && rnd(2) == 0 {
+                    da[d] = 1 + rnd(3) as c_int;
+                }
+                if ds[d] == MPI_DISTRIBUTE_BLOCK && rnd(2) == 0 {
+                    // A block size large enough to cover the dimension.
+                    da[d] = (gs[d] + ps[d] - 1) / ps[d] + rnd(2) as c_int;
+                }
+            }
+            let size: c_int = ps.iter().product();
+            let total: usize = gs.iter().map(|&g| g as usize).product();
+            let mut owner_count = vec![0usize; total];
+            for rank in 0..size {
+                let mut h = 0;
+                // SAFETY: argument arrays of length nd and a valid output handle.
+                let rc = unsafe {
+                    PMPI_Type_create_darray(
+                        size,
+                        rank,
+                        nd as c_int,
+                        gs.as_ptr(),
+                        ds.as_ptr(),
+                        da.as_ptr(),
+                        ps.as_ptr(),
+                        order,
+                        MPI_INT,
+                        &mut h,
+                    )
+                };
+                assert_eq!(rc, MPI_SUCCESS, "case {case}");
+                let t = lock().dtype(h).unwrap();
+                // Coordinates of `rank` in the row-major process grid.
+                let mut coords = vec![0usize; nd];
+                let mut r = rank as usize;
+                for d in (0..nd).rev() {
+                    coords[d] = r % ps[d] as usize;
+                    r /= ps[d] as usize;
+                }
+                // Every global index tuple, in memory order of the array.
+                let mut expected = Vec::new();
+                for (lin, count) in owner_count.iter_mut().enumerate() {
+                    // Decompose the memory offset `lin` into indices.
+                    let mut idx = vec![0usize; nd];
+                    let mut rem = lin;
+                    let dims: Vec<usize> = if order == MPI_ORDER_C {
+                        (0..nd).rev().collect()
+                    } else {
+                        (0..nd).collect()
+                    };
+                    for &d in &dims {
+                        idx[d] = rem % gs[d] as usize;
+                        rem /= gs[d] as usize;
+                    }
+                    let mine = (0..nd).all(|d| {
+                        let (j, p) = (idx[d], ps[d] as usize);
+                        let owner = match ds[d] {
+                            MPI_DISTRIBUTE_NONE => 0,
+                            MPI_DISTRIBUTE_BLOCK => {
+                                let b = if da[d] == MPI_DISTRIBUTE_DFLT_DARG {
+                                    (gs[d] as usize).div_ceil(p)
+                                } else {
+                                    da[d] as usize
+                                };
+                                j / b
+                            }
+                            _ => {
+                                let b = if da[d] == MPI_DISTRIBUTE_DFLT_DARG {
+                                    1
+                                } else {
+                                    da[d] as usize
+                                };
+                                (j / b) % p
+                            }
+                        };
+                        owner == coords[d]
+                    });
+                    if mine {
+                        expected.push(lin as isize);
+                        *count += 1;
+                    }
+                }
+                assert_eq!(
+                    element_offsets(&t, 4),
+                    expected,
+                    "case {case} rank {rank}: {gs:?} {ds:?} {da:?} {ps:?} order {order}"
+                );
+                assert_eq!(t.size, expected.len() * 4);
+                assert_eq!((t.lb, t.extent()), (0, total as isize * 4));
+                // SAFETY: `h` is a derived type handle.
+                assert_eq!(unsafe { PMPI_Type_free(&mut h) }, MPI_SUCCESS);
+            }
+            // The distribution is a partition: every element has exactly one owner.
+            assert!(
+                owner_count.iter().all(|&c| c == 1),
+                "case {case}: {owner_count:?}"
+            );
+        }
+    }
+
     #[test]
     fn status_count_roundtrip() {
         let mut s = crate::request::MpiStatus::default();
