@@ -8,7 +8,11 @@
 # OXMPI_MPI4PY_MODULE_TIMEOUT seconds each, default 300), so that a crash or hang in one
 # module does not hide the others. Counts are rank 0's unittest summary of each module
 # (failures/errors include failing subTests, as unittest reports them).
-# Prints one line per module and a total; logs go to <repo>/target/mpi4py-suite/npNP/.
+# Prints one line per module and a total; logs go to <repo>/target/mpi4py-suite/npNP/ (or
+# $OXMPI_MPI4PY_LOGS/npNP/).
+# test_dynproc is excluded from the whole-suite run at NP >= 2 (as abi.md recommends): oxmpi
+# has no MPI_Open_port, and the module's testAcceptConnect then blocks rank 1 forever in a
+# recv of the port name that rank 0 never sends. Name it explicitly to run it anyway.
 # Exit status: 0 if every module passed, 1 otherwise.
 set -uo pipefail
 # shellcheck source=tests/clients/mpi4py-env.sh
@@ -17,7 +21,7 @@ set -uo pipefail
 np=$2
 shift 2
 tests=$(mpi4py_sdist_tests) || exit 2
-logs=$REPO/target/mpi4py-suite/np$np
+logs=${OXMPI_MPI4PY_LOGS:-$REPO/target/mpi4py-suite}/np$np
 mkdir -p "$logs"
 if [ $# -gt 0 ]; then
     modules=("$@")
@@ -25,6 +29,10 @@ else
     modules=()
     for f in "$tests"/test_*.py; do
         m=$(basename "$f" .py)
+        if [ "$m" = test_dynproc ] && [ "$np" -ge 2 ]; then
+            echo "test_dynproc           excluded (no MPI_Open_port: the module would hang at np>=2)"
+            continue
+        fi
         modules+=("${m#test_}")
     done
 fi
