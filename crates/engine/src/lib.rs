@@ -100,12 +100,16 @@
 //!    ordered ring per peer and are matched in arrival order, non-overtaking holds across the
 //!    eager/rendezvous boundary.
 //! 7. Waiting (`wait`, `probe`, `finalize`) first checks the request (an eager send is
-//!    already complete), then polls the links: an idle poll reads only the frame word at the
+//!    already complete), then polls the links (re-checking the request only after a poll
+//!    that found work, or after the lock was released): an idle poll reads only the frame word at the
 //!    head of each inbound ring and drains a ring only when a record is there. Below
 //!    `MPI_THREAD_MULTIPLE` the engine lock is held across up to 1024 polls (no other
 //!    thread may call in); with `MPI_THREAD_MULTIPLE` it is released after every poll. Every
 //!    1024 polls it checks the peers' pidfds, and operations that depend on a dead peer
 //!    complete with [`ErrorClass::ProcFailed`].
+//! 8. The blocking [`Engine::send`]/[`Engine::recv`] (what the C library's `MPI_Send`/
+//!    `MPI_Recv` use) do the above under one lock acquisition; an eager send that goes
+//!    straight into the ring returns without ever creating a request.
 //!
 //! # MCA parameters (declared in the `oxmpi-base` registry, see [`PROVIDER`])
 //!
