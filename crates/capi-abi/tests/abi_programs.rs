@@ -263,6 +263,56 @@ fn programs_built_by_the_mpich_wheels_mpicc_abi_run_on_our_library() {
         return;
     }
     let dir = Scratch::new("wheel");
+    // Our header declares exactly the functions, with the same types, as MPICH's.
+    let protos = |flags: &[String], tag: &str| -> Vec<String> {
+        let c = dir.0.join(format!("inc-{tag}.c"));
+        let aux = dir.0.join(format!("{tag}.aux"));
+        std::fs::write(&c, "#include <mpi.h>\n").expect("write inc.c");
+        let st = Command::new("cc")
+            .args(flags)
+            .arg("-aux-info")
+            .arg(&aux)
+            .args(["-S", "-o", "/dev/null"])
+            .arg(&c)
+            .status()
+            .expect("run cc -aux-info");
+        assert!(st.success());
+        let mut v: Vec<String> = std::fs::read_to_string(&aux)
+            .expect("read aux-info")
+            .lines()
+            .filter_map(|l| l.split("*/").nth(1))
+            .map(|l| l.trim().trim_start_matches("extern ").to_string())
+            .filter(|l| {
+                // standard functions only (MPICH's header adds MPIX_ extensions)
+                l.split(" (")
+                    .next()
+                    .and_then(|d| d.split(' ').next_back())
+                    .is_some_and(|name| name.starts_with("MPI_") || name.starts_with("PMPI_"))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let theirs = protos(
+        &[
+            "-DMPI_ABI".into(),
+            format!("-I{}", venv.join("include").display()),
+        ],
+        "mpich",
+    );
+    let ours = protos(
+        &[format!("-I{}", prefix().join("include/abi").display())],
+        "ours",
+    );
+    assert!(ours.len() > 1000, "{}", ours.len());
+    let only_ours: Vec<_> = ours.iter().filter(|p| !theirs.contains(p)).collect();
+    let only_theirs: Vec<_> = theirs.iter().filter(|p| !ours.contains(p)).collect();
+    assert!(
+        only_ours.is_empty() && only_theirs.is_empty(),
+        "prototypes differ from MPICH's mpi_abi.h:\nonly ours: {only_ours:#?}\nonly MPICH's: {only_theirs:#?}"
+    );
+
     let lib = prefix().join("lib");
     for (name, last) in [
         ("abi_basics.c", "abi_basics: all checks passed"),
