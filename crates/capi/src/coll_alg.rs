@@ -625,7 +625,7 @@ pub(crate) mod shm {
 
     const LINE: usize = 64;
     /// Bytes of one data buffer (allreduce vectors up to this size take the fast path).
-    pub(crate) const DATA: usize = 256;
+    pub(crate) const DATA: usize = 4096;
     const SLOT: usize = LINE + 2 * DATA;
 
     /// The mapped segment of `MPI_COMM_WORLD`.

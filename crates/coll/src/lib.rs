@@ -35,14 +35,14 @@
 //! | collective | algorithms (automatic choice first) |
 //! |---|---|
 //! | barrier | dissemination; linear |
-//! | bcast | binomial tree (≤ [`tune::BCAST_SMALL`] bytes); scatter + ring allgather; linear |
+//! | bcast | binomial tree (≤ [`tune::BCAST_SMALL`] bytes, or 2 ranks); scatter + ring allgather; linear |
 //! | reduce | binomial (commutative: rooted tree; non-commutative: tree at rank 0 in rank order, result forwarded to the root); linear in rank order |
 //! | allreduce | recursive doubling (small or non-commutative); ring reduce-scatter + ring allgather (large, commutative); reduce + bcast |
 //! | gather, scatter | binomial tree (blocks ≤ [`tune::GATHER_SMALL`] bytes, more than 2 ranks); linear |
 //! | gatherv, scatterv | linear (the root posts all transfers at once) |
 //! | allgather | recursive doubling (power-of-two sizes); ring |
 //! | allgatherv | ring |
-//! | alltoall | Bruck (blocks ≤ [`tune::ALLTOALL_SMALL`] bytes); pairwise exchange |
+//! | alltoall | linear, all transfers posted at once (≤ [`tune::ALLTOALL_LINEAR_MAX`] ranks); Bruck (blocks ≤ [`tune::ALLTOALL_SMALL`] bytes); pairwise exchange |
 //! | alltoallv | pairwise exchange |
 //! | reduce_scatter | ring (commutative); reduce + scatterv (non-commutative) |
 //! | scan, exscan | recursive doubling (MPICH's order-preserving scheme) |
@@ -364,7 +364,10 @@ impl CollComm {
             1 => self.bcast_linear(buf, root),
             6 => self.bcast_binomial(buf, root),
             8 | 9 => self.bcast_scatter_allgather(buf, root),
-            _ if buf.len() <= tune::BCAST_SMALL || buf.len() < self.size as usize => {
+            _ if buf.len() <= tune::BCAST_SMALL
+                || buf.len() < self.size as usize
+                || self.size <= 2 =>
+            {
                 self.bcast_binomial(buf, root)
             }
             _ => self.bcast_scatter_allgather(buf, root),
@@ -812,11 +815,55 @@ impl CollComm {
             ));
         }
         match tune::algorithm(Coll::Alltoall) {
+            1 => self.alltoall_linear(send, recv, block),
             2 => self.alltoall_pairwise(send, recv, block),
             3 => self.alltoall_bruck(send, recv, block),
-            _ if block <= tune::ALLTOALL_SMALL && p > 2 => self.alltoall_bruck(send, recv, block),
+            _ if p <= tune::ALLTOALL_LINEAR_MAX => self.alltoall_linear(send, recv, block),
+            _ if block <= tune::ALLTOALL_SMALL => self.alltoall_bruck(send, recv, block),
             _ => self.alltoall_pairwise(send, recv, block),
         }
+    }
+
+    /// Linear alltoall: every receive and send posted at once, then all waited for (one
+    /// round of waiting: best for few ranks, especially when they share cores).
+    fn alltoall_linear(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
+        let p = self.size as usize;
+        let r = self.rank as usize;
+        recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
+        let base = recv.as_mut_ptr();
+        let mut reqs = Vec::with_capacity(2 * p);
+        for k in 1..p {
+            let src = (r + p - k) % p;
+            // SAFETY: block `src` is inside `recv` (length checked by the caller), distinct
+            // per request; `recv` outlives the waitall.
+            match unsafe { self.irecv_raw(base.add(src * block), block, src as i32, TAG_ALLTOALL) }
+            {
+                Ok(q) => reqs.push((q, src as i32)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        for k in 1..p {
+            let dst = (r + k) % p;
+            // SAFETY: block `dst` is inside `send`, which outlives the waitall.
+            match unsafe {
+                self.isend_raw(
+                    send.as_ptr().add(dst * block),
+                    block,
+                    dst as i32,
+                    TAG_ALLTOALL,
+                )
+            } {
+                Ok(q) => reqs.push((q, dst as i32)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        self.waitall(&reqs, "alltoall")
     }
 
     fn alltoall_pairwise(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {

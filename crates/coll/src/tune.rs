@@ -22,7 +22,7 @@ pub enum Coll {
     Allreduce = 3,
     /// `allgather`: 3 recursive doubling (power-of-two sizes only), 4 ring.
     Allgather = 4,
-    /// `alltoall`: 2 pairwise, 3 Bruck.
+    /// `alltoall`: 1 linear (all posted at once), 2 pairwise, 3 Bruck.
     Alltoall = 5,
     /// `reduce_scatter`: 1 reduce + scatterv, 3 ring (commutative ops only).
     ReduceScatter = 6,
@@ -68,7 +68,7 @@ pub static ALGORITHM_PARAMS: [ParamDecl; 9] = [
     ),
     algorithm_param(
         "alltoall_algorithm",
-        "Alltoall algorithm: 0 automatic, 2 pairwise, 3 Bruck",
+        "Alltoall algorithm: 0 automatic, 1 linear, 2 pairwise, 3 Bruck",
     ),
     algorithm_param(
         "reduce_scatter_algorithm",
@@ -113,10 +113,13 @@ pub fn algorithm(coll: Coll) -> u32 {
 }
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).
-pub const BCAST_SMALL: usize = 12 * 1024;
+pub const BCAST_SMALL: usize = 512 * 1024;
 /// Vectors up to this many bytes use recursive doubling allreduce (larger: ring).
 pub const ALLREDUCE_SMALL: usize = 16 * 1024;
-/// Blocks up to this many bytes use the Bruck alltoall (larger: pairwise).
+/// Communicators up to this size use the linear alltoall (all transfers posted at once).
+pub const ALLTOALL_LINEAR_MAX: usize = 8;
+/// Blocks up to this many bytes use the Bruck alltoall (larger: pairwise), above
+/// [`ALLTOALL_LINEAR_MAX`] ranks.
 pub const ALLTOALL_SMALL: usize = 256;
 /// Gather/scatter blocks up to this many bytes use the binomial tree (larger: linear).
 pub const GATHER_SMALL: usize = 8 * 1024;

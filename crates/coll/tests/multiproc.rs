@@ -136,6 +136,10 @@ const FORCED_B: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_gather_algorithm", "1"),
     ("OXMPI_MCA_coll_tuned_scatter_algorithm", "1"),
 ];
+const FORCED_C: &[(&str, &str)] = &[
+    ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "1"),
+    ("OXMPI_MCA_coll_tuned_bcast_algorithm", "8"),
+];
 
 #[test]
 fn forced_algorithms_a_np3() {
@@ -152,6 +156,10 @@ fn forced_algorithms_b_np4() {
 #[test]
 fn forced_algorithms_b_np5() {
     run(5, "suite", FORCED_B);
+}
+#[test]
+fn forced_algorithms_c_np3() {
+    run(3, "suite", FORCED_C);
 }
 #[test]
 fn communicators_np4() {
