@@ -1050,12 +1050,15 @@ fn create_on(
                     pid: row(r)[0] as i32,
                     local: r == rank,
                 },
+                // Dynamic windows go through CMA even for our own rank: the kernel
+                // checks the address (EFAULT -> MPI_ERR_RMA_RANGE) where a plain copy
+                // from a bad displacement would crash.
                 _ => Target {
                     base: 0,
                     size: None,
                     disp_unit: 1,
                     pid: row(r)[0] as i32,
-                    local: r == rank,
+                    local: false,
                 },
             }
         })

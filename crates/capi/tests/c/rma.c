@@ -301,6 +301,13 @@ int main(int argc, char **argv) {
         CHECK_RC(MPI_Put(&rank, 1, MPI_INT, t, addrs[t] + rank * sizeof(int), 1, MPI_INT, win));
     MPI_Win_fence(0, win);
     for (int i = 0; i < size; i++) CHECK(dmem[i] == i);
+    /* An address that is not mapped, on ourselves and on a peer: an error, not a crash. */
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (int t = 0; t < 2; t++) {
+        int cls, rc = MPI_Put(&rank, 1, MPI_INT, (rank + t) % size, 16, 1, MPI_INT, win);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RMA_RANGE);
+    }
     CHECK_RC(MPI_Win_detach(win, dmem));
     CHECK_RC(MPI_Win_free(&win));
     free(addrs);
