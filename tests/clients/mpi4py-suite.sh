@@ -13,6 +13,11 @@
 # test_dynproc is excluded from the whole-suite run at NP >= 2 (as abi.md recommends): oxmpi
 # has no MPI_Open_port, and the module's testAcceptConnect then blocks rank 1 forever in a
 # recv of the port name that rank 0 never sends. Name it explicitly to run it anyway.
+# Ranks yield the CPU while they wait (OXMPI_MCA_mpi_yield_when_idle=1 unless set): on a
+# machine shared with other jobs, busy-polling ranks that are not oversubscribed among
+# themselves still compete for the cores, and each message then costs a scheduler timeslice
+# (test_cco_ngh_buf at np=2 under a load of ~15 on 2 cores: 174 s wall / 47 s CPU polling,
+# 84 s / 13 s yielding).
 # Exit status: 0 if every module passed, 1 otherwise.
 set -uo pipefail
 # shellcheck source=tests/clients/mpi4py-env.sh
@@ -21,6 +26,7 @@ set -uo pipefail
 np=$2
 shift 2
 tests=$(mpi4py_sdist_tests) || exit 2
+export OXMPI_MCA_mpi_yield_when_idle=${OXMPI_MCA_mpi_yield_when_idle:-1}
 logs=${OXMPI_MPI4PY_LOGS:-$REPO/target/mpi4py-suite}/np$np
 mkdir -p "$logs"
 if [ $# -gt 0 ]; then
