@@ -854,6 +854,7 @@ fn create(
     user_base: usize,
 ) -> MpiResult<(c_int, usize)> {
     lock().comm(comm)?;
+    crate::intercomm::require_intra(comm, "an RMA window")?;
     if size < 0 {
         mpi_bail!(MPI_ERR_SIZE, "negative window size {size}");
     }
