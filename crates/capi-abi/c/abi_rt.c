@@ -183,6 +183,13 @@ int oxa_comm_peers(MPI_Comm comm)
     return n;
 }
 
+/* Size of the local group (MPI_Reduce_scatter's recvcounts). */
+int oxa_comm_local_size(MPI_Comm comm)
+{
+    int n = 0;
+    return OXI_PMPI_Comm_size(oxa_h2i((uintptr_t)comm), &n) == 0 ? n : 0;
+}
+
 /* Number of neighbours of a process topology (send = 1: out-degree). */
 int oxa_neighbors(MPI_Comm comm, int send)
 {
@@ -376,10 +383,10 @@ ALIAS(Pcontrol)
 
 /* ---------------------------------------------------------------- attribute values
  *
- * Predefined attributes whose values are constants (MPI_HOST may be MPI_PROC_NULL,
- * MPI_LASTUSEDCODE is an error code, the window flavor and model) are returned through
- * per-thread copies holding the standard-ABI value. */
-static __thread int attr_host, attr_lastused, attr_flavor, attr_model;
+ * Predefined attributes whose values are constants (MPI_HOST may be MPI_PROC_NULL, MPI_IO
+ * MPI_ANY_SOURCE, MPI_LASTUSEDCODE is an error code, the window flavor and model) are
+ * returned through per-thread copies holding the standard-ABI value. */
+static __thread int attr_host, attr_io, attr_lastused, attr_flavor, attr_model;
 
 int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
 {
@@ -387,9 +394,10 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int 
                                     attribute_val, flag);
     if (rc == 0 && flag && *flag && attribute_val) {
         int **val = attribute_val;
-        if (comm_keyval == MPI_HOST && *val) {
-            attr_host = oxa_rank_i2a(**val);
-            *val = &attr_host;
+        if ((comm_keyval == MPI_HOST || comm_keyval == MPI_IO) && *val) {
+            int *copy = comm_keyval == MPI_HOST ? &attr_host : &attr_io;
+            *copy = oxa_rank_i2a(**val);
+            *val = copy;
         } else if (comm_keyval == MPI_LASTUSEDCODE && *val) {
             attr_lastused = oxa_err_i2a(**val);
             *val = &attr_lastused;

@@ -91,6 +91,7 @@ int oxa_nomem(void);
 int oxa_unsupported(const char *name);
 int oxa_fail(const char *name, int cls);
 int oxa_comm_peers(MPI_Comm comm);
+int oxa_comm_local_size(MPI_Comm comm);
 int oxa_neighbors(MPI_Comm comm, int send);
 
 #endif

@@ -549,10 +549,24 @@ def convert(fn, p, pre, args, post):
         args.append(v)
 
 
+# Collectives whose count/displacement arrays have one entry per peer on every process:
+# base function -> length expression.
+PEER_SIZED_COUNTS = {
+    "Allgatherv": "oxa_comm_peers(comm)", "Iallgatherv": "oxa_comm_peers(comm)",
+    "Allgatherv_init": "oxa_comm_peers(comm)",
+    "Alltoallv": "oxa_comm_peers(comm)", "Ialltoallv": "oxa_comm_peers(comm)",
+    "Alltoallv_init": "oxa_comm_peers(comm)",
+    "Alltoallw": "oxa_comm_peers(comm)", "Ialltoallw": "oxa_comm_peers(comm)",
+    "Alltoallw_init": "oxa_comm_peers(comm)",
+    "Reduce_scatter": "oxa_comm_local_size(comm)", "Ireduce_scatter": "oxa_comm_local_size(comm)",
+    "Reduce_scatter_init": "oxa_comm_local_size(comm)",
+}
+
+
 def large_count_fallback(fn, base):
     """Body of a large-count `X_c` that libmpi.so.12 lacks, over its `X`: counts must fit
     in an int (else MPI_ERR_VALUE_TOO_LARGE); MPI_Count and MPI_Aint outputs are the same
-    size. Arrays of large counts are not converted."""
+    size. Arrays of counts are converted for the collectives of PEER_SIZED_COUNTS."""
     if len(fn.params) != len(base.params) or fn.variadic:
         raise Unsupported("no large-count fallback (signatures differ)")
     pre, args, post = [], [], []
@@ -580,6 +594,19 @@ def large_count_fallback(fn, base):
         elif pc.core in ("MPI_Count*", "MPI_Aint*") and pb.core in ("MPI_Count*", "MPI_Aint*") \
                 and not pc.arr and not pb.arr:
             args.append(f"({pb.core}){v}")
+        elif (pc.core in ("MPI_Count", "MPI_Aint") and pb.core == "int" and pc.arr == "[]"
+              and pb.arr == "[]" and pc.const and base.short in PEER_SIZED_COUNTS):
+            # arrays with one entry per peer, significant on every process
+            ln = PEER_SIZED_COUNTS[base.short]
+            pre.append(f"int n_{v} = {v} ? ({ln}) : 0;")
+            pre.append(f"int s_{v}[OXA_STACK], *t_{v} = oxa_ints(s_{v}, n_{v});")
+            pre.append(f"if (n_{v} > 0 && !t_{v}) return oxa_nomem();")
+            pre.append(f"for (int i = 0; i < n_{v}; i++) {{ if ({v}[i] > INT_MAX || {v}[i] < INT_MIN) "
+                       f"{{ if (t_{v} != s_{v}) free(t_{v}); "
+                       f"return oxa_fail(\"{fn.name}\", MPI_ERR_VALUE_TOO_LARGE); }} "
+                       f"t_{v}[i] = (int){v}[i]; }}")
+            args.append(f"{v} ? t_{v} : NULL")
+            post.append(f"if (t_{v} != s_{v}) free(t_{v});")
         else:
             raise Unsupported(f"no large-count fallback for {pc.ctype} {v}")
     lines = ["    " + x for x in pre]
