@@ -149,6 +149,24 @@ int main(int argc, char **argv)
     CHECK_RC(MPI_Type_get_extent_c(MPI_INT, &clb, &cext));
     CHECK(clb == 0 && cext == (MPI_Count)sizeof(int));
     CHECK_RC(MPI_Send_c(out, 3, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+    {
+        MPI_Count *cnt = malloc(sizeof(MPI_Count) * size);
+        MPI_Aint *dsp = malloc(sizeof(MPI_Aint) * size);
+        int *sb = malloc(sizeof(int) * size), *rb = malloc(sizeof(int) * size);
+        for (int i = 0; i < size; i++) {
+            cnt[i] = 1;
+            dsp[i] = i;
+            sb[i] = rank * 1000 + i;
+            rb[i] = -1;
+        }
+        CHECK_RC(MPI_Alltoallv_c(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            CHECK(rb[i] == i * 1000 + rank);
+        CHECK_RC(MPI_Allgatherv_c(&rank, 1, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            CHECK(rb[i] == i);
+        free(cnt), free(dsp), free(sb), free(rb);
+    }
     CHECK_RC(MPI_Recv(in, 3, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     say("status: ok");
 
