@@ -425,6 +425,26 @@ int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *fla
 }
 ALIAS(Win_get_attr)
 
+/* ---------------------------------------------------------------- info */
+
+/* MPI_Info_get_string (MPI-4) over MPI_Info_get_valuelen and MPI_Info_get. */
+int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)
+{
+    int h = oxa_h2i((uintptr_t)info), len = 0, f = 0, rc;
+    if (!buflen || !flag || (*buflen > 0 && !value))
+        return oxa_fail("MPI_Info_get_string", MPI_ERR_ARG);
+    rc = OXI_PMPI_Info_get_valuelen(h, key, &len, &f);
+    if (rc == 0 && f && *buflen > 0)
+        rc = OXI_PMPI_Info_get(h, key, *buflen - 1 < len ? *buflen - 1 : len, value, &f);
+    if (rc == 0) {
+        *flag = f;
+        if (f)
+            *buflen = len + 1;
+    }
+    return oxa_err_i2a(rc);
+}
+ALIAS(Info_get_string)
+
 /* ---------------------------------------------------------------- datatype contents
  *
  * Besides the datatype handles, the integers of subarray and darray types hold constants
@@ -546,6 +566,34 @@ int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
     return oxa_err_i2a(rc);
 }
 ALIAS(Op_create)
+
+/* large-count user operations, run through MPICH-ABI operations with an int length */
+static void *op_c_fns[OXA_SLOTS];
+#define OP_C_TRAMP(k)                                                                      \
+    static void op_c_tramp_##k(void *in, void *inout, int *len, int *dt)                   \
+    {                                                                                      \
+        MPI_Datatype d = (MPI_Datatype)oxa_i2h_datatype(*dt);                              \
+        MPI_Count n = *len;                                                                \
+        ((MPI_User_function_c *)op_c_fns[k])(in, inout, &n, &d);                           \
+    }
+REP64(OP_C_TRAMP)
+#define OP_C_ENTRY(k) (void *)op_c_tramp_##k,
+static void *const op_c_tramps[OXA_SLOTS] = {REP64(OP_C_ENTRY)};
+
+int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
+{
+    int h = OXA_INVALID_HANDLE, rc, k;
+    if (!user_fn || !op)
+        return oxa_err_i2a(OXI_PMPI_Op_create(NULL, commute, op ? &h : NULL));
+    k = slot_for(op_c_fns, (void *)user_fn);
+    if (k < 0)
+        return slots_full("large-count user operation");
+    rc = OXI_PMPI_Op_create(op_c_tramps[k], commute, &h);
+    if (rc == 0)
+        *op = (MPI_Op)oxa_i2h_op(h);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Op_create_c)
 
 /* error handlers: comm, win, file */
 #define EH_KIND(kind, Kind, mtype, conv)                                                   \

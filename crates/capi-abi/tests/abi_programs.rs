@@ -169,6 +169,7 @@ fn abi_basics_on_one_and_two_ranks() {
             "toint/fromint: ok",
             "error classes: ok",
             "status: ok",
+            "user op (large count): ok",
             "constants: ok",
             "abi info: ok",
             "abi_basics: all checks passed",

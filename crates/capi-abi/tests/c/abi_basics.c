@@ -24,6 +24,16 @@ static int rank = -1;
 #error "not the standard-ABI header"
 #endif
 
+static void maxabs_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt)
+{
+    if (*dt != MPI_INT)
+        return;
+    for (MPI_Count i = 0; i < *len; i++) {
+        int a = abs(((int *)in)[i]), b = abs(((int *)inout)[i]);
+        ((int *)inout)[i] = a > b ? a : b;
+    }
+}
+
 static void say(const char *s)
 {
     if (rank == 0)
@@ -193,6 +203,16 @@ int main(int argc, char **argv)
     CHECK_RC(MPI_Comm_free(&cart));
     say("constants: ok");
 
+    /* Large-count user operation (datatype handle converted in the callback). */
+    MPI_Op maxabs;
+    int neg[2] = {-(rank + 1), rank}, res[2] = {0, 0};
+    CHECK_RC(MPI_Op_create_c(maxabs_c, 1, &maxabs));
+    CHECK_RC(MPI_Allreduce(neg, res, 2, MPI_INT, maxabs, MPI_COMM_WORLD));
+    CHECK(res[0] == size && res[1] == size - 1);
+    CHECK_RC(MPI_Op_free(&maxabs));
+    CHECK(maxabs == MPI_OP_NULL);
+    say("user op (large count): ok");
+
     /* Attributes: the predefined key MPI_TAG_UB. */
     int *tag_ub = NULL;
     CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
@@ -205,6 +225,14 @@ int main(int argc, char **argv)
     CHECK_RC(MPI_Abi_get_info(&info));
     CHECK_RC(MPI_Info_get(info, "mpi_aint_size", MPI_MAX_INFO_VAL - 1, val, &flag));
     CHECK(flag && strcmp(val, "8") == 0);
+    int buflen = 0;
+    CHECK_RC(MPI_Info_get_string(info, "mpi_count_size", &buflen, val, &flag));
+    CHECK(flag && buflen == 2);
+    memset(val, 0, sizeof val);
+    CHECK_RC(MPI_Info_get_string(info, "mpi_offset_size", &buflen, val, &flag));
+    CHECK(flag && strcmp(val, "8") == 0);
+    CHECK_RC(MPI_Info_get_string(info, "no_such_key", &buflen, val, &flag));
+    CHECK(!flag);
     CHECK_RC(MPI_Info_free(&info));
     CHECK(info == MPI_INFO_NULL);
     say("abi info: ok");
