@@ -606,8 +606,8 @@ pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
 /// rank runs on this host: one segment with a slot per rank (a sequence word on its own
 /// cache line, then two data buffers used alternately). A collective bumps our sequence
 /// number (after writing our data for an allreduce), waits until every rank's sequence has
-/// reached it, then (allreduce) folds all slots in rank order — the same result on every
-/// rank, any operation order respected. Two alternating buffers suffice: a rank that
+/// reached it, then (allreduce) folds all slots in rank order (`x0 ∘ (x1 ∘ …)`) — the same
+/// result on every rank, any operation order respected. Two alternating buffers suffice: a rank that
 /// writes buffer `k mod 2` for collective `k + 2` has seen every rank enter collective
 /// `k + 1`, which each does only after reading the buffers of collective `k`.
 ///
@@ -688,19 +688,18 @@ pub(crate) mod shm {
             unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.data(self.rank, k), n) };
             let k2 = self.sync();
             debug_assert_eq!(k, k2);
-            #[repr(align(16))]
-            struct A([u8; DATA]);
-            let (mut acc, mut x) = (A([0; DATA]), A([0; DATA]));
+            // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
+            // rank-order result; every rank computes exactly the same).
+            let last = self.size - 1;
             // SAFETY: every rank's buffer `k` holds its `n` bytes (published before its
-            // sequence word, which we acquired).
-            unsafe { std::ptr::copy_nonoverlapping(self.data(0, k), acc.0.as_mut_ptr(), n) };
-            for r in 1..self.size {
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(self.data(r, k), x.0.as_mut_ptr(), n) };
-                red.apply(&acc.0[..n], &mut x.0[..n]); // x = acc ∘ x_r (rank order)
-                std::mem::swap(&mut acc, &mut x);
+            // sequence word, which we acquired) and stays unchanged until we enter
+            // collective `k + 1` (module doc).
+            unsafe { std::ptr::copy_nonoverlapping(self.data(last, k), buf.as_mut_ptr(), n) };
+            for r in (0..last).rev() {
+                // SAFETY: as above; the view is read only and does not overlap `buf`.
+                let x = unsafe { std::slice::from_raw_parts(self.data(r, k).cast_const(), n) };
+                red.apply(x, buf); // buf = x_r ∘ buf
             }
-            buf.copy_from_slice(&acc.0[..n]);
         }
     }
 
