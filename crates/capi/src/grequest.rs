@@ -43,7 +43,10 @@ pub(crate) fn defer_free(st: &mut State, g: &Greq) {
 
 /// Run the deferred free callbacks (called at the end of every MPI call, no lock held).
 pub(crate) fn run_deferred() {
-    if !DEFERRED_PENDING.swap(false, Ordering::AcqRel) {
+    // A plain load first: almost always false, and then no read-modify-write (which
+    // takes the cache line exclusively) on every MPI call.
+    if !DEFERRED_PENDING.load(Ordering::Relaxed) || !DEFERRED_PENDING.swap(false, Ordering::AcqRel)
+    {
         return;
     }
     let list = std::mem::take(&mut lock().deferred_frees);
