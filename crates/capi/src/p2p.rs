@@ -427,12 +427,50 @@ mpi_fn! {
 // Fast path of blocking MPI_Send/MPI_Recv
 // ---------------------------------------------------------------------------------------
 //
-// For `MPI_COMM_WORLD` and a predefined contiguous datatype, a blocking send or receive
-// goes straight to the engine's blocking call: no library lock, no `Pending`, no datatype
-// `Arc`. Everything it relies on is immutable after `MPI_Init` (world is the engine's
-// communicator 0 with the same ranks; predefined datatypes never change). Whenever a
+// For a predefined contiguous datatype, a blocking send or receive goes straight to the
+// engine's blocking call: no library lock, no `Pending`, no datatype `Arc`. What it relies
+// on is immutable after `MPI_Init` (world is the engine's communicator 0 with the same
+// ranks; predefined datatypes never change) or cached safely (other communicators: see
+// `COMMS`). Whenever a
 // condition does not hold, or the engine rejects the arguments before doing anything, it
 // returns `None` and the general path runs (and reports the error with its context).
+
+/// Cache of the engine communicators of communicator handles other than
+/// `MPI_COMM_WORLD`: slot `handle % 64` holds `handle << 32 | engine id` (0 = empty).
+///
+/// Invalidation-safe without a hook in `MPI_Comm_free`: the engine never reuses a
+/// communicator id, and freeing a communicator frees its engine communicator, so a stale
+/// entry (handle freed, maybe reused for a new communicator) names a dead engine
+/// communicator. The engine rejects it before doing anything; the fast path then clears
+/// the slot and the general path runs with the handle's current communicator. Using a
+/// communicator while another thread frees it is erroneous in MPI.
+static COMMS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// The engine communicator of `comm` for the fast path (`None`: unknown handle).
+#[inline]
+fn fast_comm(eng: &oxmpi_engine::Engine, comm: c_int) -> Option<backend::EComm> {
+    if comm == MPI_COMM_WORLD {
+        return Some(eng.comm_world());
+    }
+    let hu = comm as u32;
+    let slot = &COMMS[(hu % 64) as usize];
+    let v = slot.load(Ordering::Relaxed);
+    if v >> 32 == hu as u64 && v != 0 {
+        return Some(backend::EComm(v as u32));
+    }
+    let ec = lock().comms.get(comm)?.ecomm;
+    slot.store((hu as u64) << 32 | ec.0 as u64, Ordering::Relaxed);
+    Some(ec)
+}
+
+/// Forget the cached engine communicator of `comm` (the engine rejected it).
+#[cold]
+fn forget_comm(comm: c_int) {
+    let slot = &COMMS[(comm as u32 % 64) as usize];
+    if slot.load(Ordering::Relaxed) >> 32 == comm as u32 as u64 {
+        slot.store(0, Ordering::Relaxed);
+    }
+}
 
 /// Cache of predefined datatype sizes: slot `handle % 64` holds `handle << 32 | size + 1`
 /// (0 = empty). Predefined handles are constants, so an entry never goes stale.
@@ -491,15 +529,22 @@ fn fast_send(
     comm: c_int,
     mode: SendMode,
 ) -> Option<MpiResult> {
-    if comm != MPI_COMM_WORLD || count < 0 || mode == SendMode::Buffered {
+    if count < 0 || mode == SendMode::Buffered {
         return None;
     }
     let len = count as usize * predefined_size(datatype)?;
     let eng = oxmpi_engine::engine()?;
+    let ec = fast_comm(eng, comm)?;
     // SAFETY: the MPI contract for a blocking send: `buf` holds `len` readable bytes for
-    // the duration of the call. The engine checks rank, tag and buffer and fails (without
-    // doing anything) on bad ones, which sends us to the general path.
-    let s = unsafe { eng.send(buf.cast(), len, dest, tag, eng.comm_world(), mode) }.ok()?;
+    // the duration of the call. The engine checks communicator, rank, tag and buffer and
+    // fails (without doing anything) on bad ones, which sends us to the general path.
+    let s = match unsafe { eng.send(buf.cast(), len, dest, tag, ec, mode) } {
+        Ok(s) => s,
+        Err(_) => {
+            forget_comm(comm);
+            return None;
+        }
+    };
     if s.error.is_none() {
         return Some(Ok(()));
     }
@@ -524,14 +569,21 @@ fn fast_recv(
     comm: c_int,
     status: *mut MpiStatus,
 ) -> Option<MpiResult> {
-    if comm != MPI_COMM_WORLD || count < 0 {
+    if count < 0 {
         return None;
     }
     let len = count as usize * predefined_size(datatype)?;
     let eng = oxmpi_engine::engine()?;
+    let ec = fast_comm(eng, comm)?;
     // SAFETY: the MPI contract for a blocking receive: `buf` holds `len` writable bytes
     // for the duration of the call. Bad arguments fail before anything is posted.
-    let s = unsafe { eng.recv(buf.cast(), len, source, tag, eng.comm_world()) }.ok()?;
+    let s = match unsafe { eng.recv(buf.cast(), len, source, tag, ec) } {
+        Ok(s) => s,
+        Err(_) => {
+            forget_comm(comm);
+            return None;
+        }
+    };
     if s.error.is_none() && ignored(status) {
         return Some(Ok(()));
     }

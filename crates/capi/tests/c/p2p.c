@@ -258,6 +258,57 @@ int main(int argc, char **argv)
     }
     if (rank == 0) printf("generalized requests: ok\n");
 
+    /* blocking send/recv on duplicated communicators (the library's fast path caches
+       the communicator of a handle): contexts stay apart, errors go to the duplicate's
+       handler, and a freed handle that is reused names the new communicator */
+    {
+        MPI_Comm a, b;
+        int x = -1, y = -1, k, cls;
+        CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+        CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+        if (rank == 0) {
+            x = 1; CHECK_RC(MPI_Send(&x, 1, MPI_INT, 1, 7, a));
+            x = 2; CHECK_RC(MPI_Send(&x, 1, MPI_INT, 1, 7, b));
+            x = 3; CHECK_RC(MPI_Send(&x, 1, MPI_INT, 1, 7, MPI_COMM_WORLD));
+        } else {
+            CHECK_RC(MPI_Recv(&x, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(x == 3);
+            CHECK_RC(MPI_Recv(&x, 1, MPI_INT, 0, 7, b, &st));
+            CHECK(x == 2 && st.MPI_SOURCE == 0 && st.MPI_TAG == 7);
+            CHECK_RC(MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, a, &st));
+            CHECK(x == 1 && st.MPI_SOURCE == 0 && st.MPI_TAG == 7);
+        }
+        CHECK_RC(MPI_Comm_set_errhandler(a, MPI_ERRORS_RETURN));
+        k = MPI_Send(&x, 1, MPI_INT, 5, 7, a);
+        CHECK(k != MPI_SUCCESS);
+        MPI_Error_class(k, &cls);
+        CHECK(cls == MPI_ERR_RANK);
+        k = MPI_Recv(&x, 1, MPI_INT, 0, -5, a, MPI_STATUS_IGNORE);
+        MPI_Error_class(k, &cls);
+        CHECK(cls == MPI_ERR_TAG);
+        for (k = 0; k < 3; k++) {
+            /* free and re-create: the new communicator may get the same handle */
+            CHECK_RC(MPI_Comm_free(&a));
+            CHECK(a == MPI_COMM_NULL);
+            CHECK_RC(MPI_Comm_split(MPI_COMM_WORLD, 0, 1 - rank, &a));
+            CHECK_RC(MPI_Comm_rank(a, &y));
+            CHECK(y == 1 - rank);
+            /* in `a` the ranks are swapped: world rank 0 is rank 1 */
+            x = 10 * rank + k;
+            CHECK_RC(MPI_Sendrecv(&x, 1, MPI_INT, 1 - y, k, &y, 1, MPI_INT, MPI_ANY_SOURCE, k, a, &st));
+            CHECK(y == 10 * peer + k);
+            if (rank == 0) CHECK_RC(MPI_Send(&x, 1, MPI_INT, 0, 40 + k, a));
+            else {
+                CHECK_RC(MPI_Recv(&y, 1, MPI_INT, 1, 40 + k, a, &st));
+                CHECK(y == k && st.MPI_SOURCE == 1);
+            }
+        }
+        CHECK_RC(MPI_Comm_free(&a));
+        CHECK_RC(MPI_Comm_free(&b));
+        CHECK(b == MPI_COMM_NULL);
+    }
+    if (rank == 0) printf("duplicated communicators: ok\n");
+
     /* final handshake so nobody finalizes with traffic in flight */
     CHECK_RC(MPI_Sendrecv(&v, 1, MPI_INT, peer, 90, &v, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_Finalize());
