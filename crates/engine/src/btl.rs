@@ -1,6 +1,6 @@
 //! Byte transfer layer: the per-peer links the protocols run over, and the record header
 //! they carry. Today one link type exists, [`SmLink`] (a pair of shared-memory rings); a TCP
-//! link implements the same [`Link`] trait. Messages to oneself never reach a link (the
+//! link (`crate::tcp::TcpLink`) implements the same [`Link`] trait. Messages to oneself never reach a link (the
 //! `self` path is handled by the engine directly).
 
 use crate::ring::{Consumer, Producer, RingCorrupt};
@@ -44,7 +44,7 @@ pub(crate) const HDR: usize = std::mem::size_of::<Hdr>();
 
 /// A bidirectional, ordered, reliable record link to one peer.
 pub(crate) trait Link: Send + std::fmt::Debug {
-    /// Component name (`sm`, later `tcp`).
+    /// Component name (`sm`, `tcp`).
     fn name(&self) -> &'static str;
     /// Largest payload one record may carry.
     fn max_payload(&self) -> usize;
@@ -61,6 +61,11 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     /// `true` if [`Link::poll`] may return a record; a cheap check for idle polling (a
     /// `false` here means there is nothing to read now).
     fn ready(&self) -> bool;
+    /// `true` while records accepted by [`Link::try_send`] still wait in the link's own
+    /// buffers for the peer to take them (only progress moves them on; finalize waits).
+    fn sending(&self) -> bool {
+        false
+    }
 }
 
 /// A broken link (corrupt data from the peer).
@@ -72,6 +77,23 @@ pub(crate) enum LinkError {
     /// A record too short to hold a header.
     #[error("record of {0} bytes is shorter than a header")]
     Short(usize),
+    /// A record length beyond what the link allows (corrupt or foreign stream).
+    #[error("record of {len} bytes exceeds the link's maximum of {max}")]
+    TooLong {
+        /// The announced length.
+        len: usize,
+        /// The largest allowed.
+        max: usize,
+    },
+    /// The peer closed the connection (`partial` bytes of an unfinished record were left).
+    #[error("connection closed by the peer ({partial} bytes of an unfinished record)")]
+    Closed {
+        /// Bytes of a record cut short.
+        partial: usize,
+    },
+    /// A socket error.
+    #[error("socket error: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Shared-memory link: we produce into our ring in the peer's segment and consume the

@@ -3,13 +3,16 @@
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
-use crate::btl::{Hdr, Link, SmLink, F_CMA, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::btl::{
+    Hdr, Link, LinkError, SmLink, F_CMA, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS,
+};
 use crate::matching::{Envelope, HashMap, Matcher};
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
 use crate::sys::{self, Mapping};
+use crate::tcp;
 use crate::{
     params, CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ThreadLevel, ANY_SOURCE,
     ANY_TAG, PROC_NULL, TAG_UB,
@@ -223,7 +226,7 @@ pub struct Engine {
     yield_when_idle: bool,
     /// Non-blocking polls (test, iprobe), to check peer liveness now and then.
     polls: std::sync::atomic::AtomicU32,
-    state: Mutex<State>,
+    state: StateLock,
     boot: Mutex<Option<Box<dyn Bootstrap>>>,
 }
 
@@ -249,7 +252,7 @@ impl Engine {
             thread_level: ThreadLevel::Single,
             yield_when_idle: false,
             polls: Default::default(),
-            state: Mutex::new(State::new(-1, 0)),
+            state: StateLock::new(State::new(-1, 0)),
             boot: Mutex::new(None),
         }
     }
@@ -280,22 +283,28 @@ impl Engine {
         use oxmpi_base::select::{select_global, Candidate};
         let btls = select_global(
             "btl",
-            &[Candidate::available("self"), Candidate::available("sm")],
+            &[
+                Candidate::available("self"),
+                Candidate::available("sm"),
+                Candidate::available("tcp"),
+            ],
         )
         .map_err(|e| Error::Bootstrap {
             rank,
             msg: e.to_string(),
         })?;
         let use_sm = btls.components.contains(&"sm");
+        let use_tcp = btls.components.contains(&"tcp");
         let mut local_ranks = 1;
         if size > 1 {
-            local_ranks = st.connect(&mut *boot, ring_cap, use_sm)?;
+            local_ranks = st.connect(&mut *boot, ring_cap, use_sm, use_tcp)?;
         }
         oxmpi_base::verbose!(
             params::BTL,
             10,
-            "rank {rank}/{size}: btl self{}; sm eager_limit {} fragment {} ring {} single_copy {}",
+            "rank {rank}/{size}: btl self{}{}; sm eager_limit {} fragment {} ring {} single_copy {}",
             if use_sm { ",sm" } else { "" },
+            if use_tcp { ",tcp" } else { "" },
             st.eager_limit,
             st.frag,
             ring_cap,
@@ -313,13 +322,14 @@ impl Engine {
             thread_level: required,
             yield_when_idle,
             polls: Default::default(),
-            state: Mutex::new(st),
+            state: StateLock::new(st),
             boot: Mutex::new(Some(boot)),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    #[inline]
+    fn lock(&self) -> StateGuard<'_> {
+        self.state.lock()
     }
 
     /// Our rank in `MPI_COMM_WORLD`.
@@ -698,7 +708,10 @@ impl Engine {
         // Deliver what is still queued, including buffered sends (detached requests) that
         // wait for the receiver's clear-to-send; the bootstrap fence below does not progress.
         self.wait_until(|st| {
-            let queued = st.peers.iter().any(|p| !p.outq.is_empty() && !p.dead);
+            // Also what a link still buffers (tcp: bytes the socket did not take yet).
+            let queued = st.peers.iter().any(|p| {
+                !p.dead && (!p.outq.is_empty() || p.link.as_ref().is_some_and(|l| l.sending()))
+            });
             let detached = st
                 .reqs
                 .values()
@@ -730,7 +743,7 @@ impl Engine {
     #[inline]
     fn wait_locked<'a, T>(
         &'a self,
-        mut st: MutexGuard<'a, State>,
+        mut st: StateGuard<'a>,
         mut f: impl FnMut(&mut State) -> Option<T>,
     ) -> T {
         // A mask (HOLD_SPINS is a power of two): no division in the polling loop.
@@ -773,6 +786,101 @@ impl Engine {
                 std::hint::spin_loop();
             }
         }
+    }
+}
+
+/// The lock around the engine state: a test-and-test-and-set spinlock whose release is a
+/// plain store (`std::sync::Mutex` releases with an atomic swap and tracks poisoning; both
+/// show up on every call of the latency path). Waiters spin briefly, then yield the CPU,
+/// so a preempted holder (oversubscription, `MPI_THREAD_MULTIPLE`) gets to run. Critical
+/// sections are short: every blocking call releases the lock between polls (at
+/// `MPI_THREAD_MULTIPLE` after each one). A panic while holding the lock releases it
+/// (the guard's drop), as the old poison-ignoring `Mutex` use did.
+struct StateLock {
+    locked: std::sync::atomic::AtomicBool,
+    state: std::cell::UnsafeCell<State>,
+}
+
+// SAFETY: the state is only reached through a `StateGuard`, and at most one guard exists at
+// a time (the `locked` flag, acquired with Acquire and released with Release ordering), so
+// the lock hands out exclusive access like a mutex; `State` itself is `Send`.
+unsafe impl Sync for StateLock {}
+
+impl StateLock {
+    fn new(st: State) -> Self {
+        StateLock {
+            locked: std::sync::atomic::AtomicBool::new(false),
+            state: std::cell::UnsafeCell::new(st),
+        }
+    }
+
+    #[inline]
+    fn lock(&self) -> StateGuard<'_> {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        if self
+            .locked
+            .compare_exchange_weak(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            self.lock_contended();
+        }
+        StateGuard { lock: self }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        let mut spins = 0u32;
+        loop {
+            // Wait with plain loads (no cache-line ping-pong), then try again.
+            while self.locked.load(Relaxed) {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    sys::yield_now();
+                }
+            }
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Acquire, Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Exclusive access to the engine state while it lives (see [`StateLock`]).
+struct StateGuard<'a> {
+    lock: &'a StateLock,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    #[inline]
+    fn deref(&self) -> &State {
+        // SAFETY: this guard holds the lock: no other reference to the state exists.
+        unsafe { &*self.lock.state.get() }
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only use of the guard.
+        unsafe { &mut *self.lock.state.get() }
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.lock
+            .locked
+            .store(false, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -852,14 +960,16 @@ impl State {
         }
     }
 
-    /// Publishes our host and pid (and, with `use_sm`, our shared-memory segment), then
-    /// learns every peer's and maps the segments of same-node peers. Returns the number of
-    /// ranks on this node.
+    /// Publishes our host and pid (and, with `use_sm`, our shared-memory segment; with
+    /// `use_tcp`, our listening address), then learns every peer's, maps the segments of
+    /// same-node peers and connects a TCP link to every peer without an sm link. Returns the
+    /// number of ranks on this node.
     fn connect(
         &mut self,
         boot: &mut dyn Bootstrap,
         cap: usize,
         use_sm: bool,
+        use_tcp: bool,
     ) -> Result<usize, Error> {
         let n = self.peers.len();
         let me = self.me;
@@ -871,14 +981,22 @@ impl State {
             let seg = Mapping::map(&fd, seg_len).map_err(sys_err(me, "mmap of own segment"))?;
             own = Some((fd, seg));
         }
-        let host = sys::hostname();
+        // OXMPI_ENGINE_NODE names the node instead of the host name: tests simulate ranks
+        // on several hosts with it (sm within a simulated node, tcp between them).
+        let host = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| sys::hostname());
         let pid = sys::getpid();
         let fdnum = own.as_ref().map_or(-1, |(fd, _)| sys::raw_fd(fd));
         boot.put(
             &format!("oxmpi-sm-{me}"),
             &format!("{host},{pid},{fdnum},{seg_len},{cap}"),
         )?;
+        let listener = if use_tcp {
+            Some(TcpSetup::listen(boot, me)?)
+        } else {
+            None
+        };
         boot.fence()?;
+        let mut hosts = vec![String::new(); n];
         let mut local = 1;
         for p in 0..n as i32 {
             if p == me {
@@ -899,6 +1017,7 @@ impl State {
             let pcap: usize = f[4].parse().map_err(|_| bad())?;
             let peer = &mut self.peers[p as usize];
             peer.pid = ppid;
+            hosts[p as usize] = f[0].to_string();
             if f[0] != host {
                 continue;
             }
@@ -933,7 +1052,21 @@ impl State {
                 _map: map,
             }));
         }
-        // Everyone has opened every segment: our fd can go (the mappings keep the memory).
+        if let Some(l) = listener {
+            l.wire(self, boot, &hosts, &host)?;
+        }
+        for (p, h) in hosts.iter().enumerate() {
+            if p as i32 != me {
+                oxmpi_base::verbose!(
+                    params::BTL,
+                    20,
+                    "rank {me}: rank {p} on {h} reached by {}",
+                    self.peers[p].link.as_ref().map_or("no btl", |l| l.name())
+                );
+            }
+        }
+        // Everyone has opened every segment (and accepted every connection): our fd can go
+        // (the mappings keep the memory).
         boot.fence()?;
         self._segment = own.map(|(_, seg)| seg);
         self.linked = (0..self.peers.len())
@@ -1178,7 +1311,12 @@ impl State {
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
-                    oxmpi_base::verbose!(params::BTL, 60, "sm: send {len} B to rank {dest}: eager");
+                    oxmpi_base::verbose!(
+                        params::BTL,
+                        60,
+                        "{}: send {len} B to rank {dest}: eager",
+                        link.name()
+                    );
                     return Ok(Started::Done(empty_status()));
                 }
             }
@@ -1215,13 +1353,14 @@ impl State {
             self.fail(id, ErrorClass::ProcFailed);
             return Ok(user_id);
         }
+        let link_sm = peer.link.as_ref().is_some_and(|l| l.name() == "sm");
         let Some(max_payload) = peer.link.as_ref().map(|l| l.max_payload()) else {
             self.reqs.remove(id);
             return Err(Error::arg(
                 ErrorClass::Unsupported,
                 format!(
-                    "no btl reaches world rank {dest} (another node, or sm excluded by the \
-                     btl selection)"
+                    "no btl reaches world rank {dest} (another node without tcp, or sm \
+                     excluded by the btl selection)"
                 ),
             ));
         };
@@ -1247,7 +1386,7 @@ impl State {
             hdr.kind = K_RTS;
             hdr.a = len as u64;
             hdr.c = ptr as u64;
-            if self.cma {
+            if self.cma && link_sm {
                 hdr.flags = F_CMA;
             }
             Out::Ctrl(hdr)
@@ -1256,10 +1395,11 @@ impl State {
         oxmpi_base::verbose!(
             params::BTL,
             60,
-            "sm: send {len} B to rank {dest}: {}",
+            "{}: send {len} B to rank {dest}: {}",
+            if link_sm { "sm" } else { "tcp" },
             match &item {
                 Out::Eager { .. } => "eager",
-                _ if self.cma => "rendezvous, single copy (cma)",
+                _ if self.cma && link_sm => "rendezvous, single copy (cma)",
                 _ => "rendezvous, pipelined copy",
             }
         );
@@ -1515,6 +1655,18 @@ impl State {
             let (hdr, payload, len) = match link.poll() {
                 Ok(Some(r)) => r,
                 Ok(None) => return,
+                Err(e @ LinkError::Closed { .. }) => {
+                    // A peer process that ends closes its sockets: the same event as the sm
+                    // peers' pidfd reporting an exit.
+                    oxmpi_base::verbose!(
+                        params::BTL,
+                        10,
+                        "{} link from rank {p}: {e}; treating the peer as failed",
+                        link.name()
+                    );
+                    self.declare_dead(p);
+                    return;
+                }
                 Err(e) => {
                     oxmpi_base::output::error(format_args!(
                         "{} link from rank {p}: {e}; treating the peer as failed",
@@ -1695,6 +1847,121 @@ impl State {
         for id in failed {
             self.fail(id, ErrorClass::ProcFailed);
         }
+    }
+}
+
+/// The tcp transport's listening socket between publishing and wiring up.
+struct TcpSetup {
+    listener: std::net::TcpListener,
+    nonce: u64,
+}
+
+impl TcpSetup {
+    /// Listens and publishes `address,port,nonce` (`address` empty: use our host name).
+    fn listen(boot: &mut dyn Bootstrap, me: i32) -> Result<TcpSetup, Error> {
+        let port_min = params::int(&params::TCP_PORT_MIN, 0).clamp(0, 65535) as u16;
+        let range = params::int(&params::TCP_PORT_RANGE, 64511).clamp(1, 65535) as u16;
+        let listener = tcp::listen(port_min, range)
+            .map_err(sys_err(me, format!("tcp listen (port_min_v4 {port_min})")))?;
+        let port = listener
+            .local_addr()
+            .map_err(sys_err(me, "tcp listener address"))?
+            .port();
+        let include = params::list(&params::TCP_IF_INCLUDE);
+        let addr = if include.is_empty() {
+            String::new()
+        } else {
+            tcp::interface_addr(&include)
+                .ok_or_else(|| Error::Bootstrap {
+                    rank: me,
+                    msg: format!(
+                        "btl_tcp_if_include={}: no such IPv4 interface on host {}",
+                        include.join(","),
+                        sys::hostname()
+                    ),
+                })?
+                .to_string()
+        };
+        let nonce = tcp::nonce();
+        boot.put(
+            &format!("oxmpi-tcp-{me}"),
+            &format!("{addr},{port},{nonce}"),
+        )?;
+        oxmpi_base::verbose!(
+            params::BTL,
+            20,
+            "tcp: rank {me} listening on port {port} (published address {})",
+            if addr.is_empty() {
+                "of the host name"
+            } else {
+                &addr
+            }
+        );
+        Ok(TcpSetup { listener, nonce })
+    }
+
+    /// Connects a tcp link to every peer that has no link yet: to higher ranks we connect,
+    /// from lower ranks we accept.
+    fn wire(
+        self,
+        st: &mut State,
+        boot: &mut dyn Bootstrap,
+        hosts: &[String],
+        host: &str,
+    ) -> Result<(), Error> {
+        let me = st.me;
+        let mut targets = Vec::new();
+        let mut expect = Vec::new();
+        for p in 0..st.peers.len() as i32 {
+            if p == me || st.peers[p as usize].link.is_some() {
+                continue;
+            }
+            if p < me {
+                expect.push(p);
+                continue;
+            }
+            let v = boot.get(p, &format!("oxmpi-tcp-{p}"))?;
+            let bad = || Error::Bootstrap {
+                rank: me,
+                msg: format!("bad tcp record of rank {p}: {v:?}"),
+            };
+            let f: Vec<&str> = v.trim().split(',').collect();
+            if f.len() != 3 {
+                return Err(bad());
+            }
+            let port: u16 = f[1].parse().map_err(|_| bad())?;
+            let nonce: u64 = f[2].parse().map_err(|_| bad())?;
+            let h = &hosts[p as usize];
+            let addr = tcp::peer_addr(f[0], h, h == host, port).map_err(sys_err(
+                me,
+                format!("address of rank {p} (host {h}, published {:?})", f[0]),
+            ))?;
+            targets.push((p, addr, nonce));
+        }
+        for (p, addr, nonce) in targets {
+            let link = tcp::connect(
+                addr,
+                tcp::Hello {
+                    nonce,
+                    from: me,
+                    to: p,
+                },
+            )
+            .map_err(sys_err(me, format!("tcp connect to rank {p} at {addr}")))?;
+            oxmpi_base::verbose!(
+                params::BTL,
+                20,
+                "tcp: rank {me} connected to rank {p} at {addr}"
+            );
+            st.peers[p as usize].link = Some(Box::new(link));
+        }
+        let accepted = tcp::accept_all(&self.listener, self.nonce, me, &expect)
+            .map_err(sys_err(me, format!("tcp accept from ranks {expect:?}")))?;
+        for (p, link) in accepted {
+            oxmpi_base::verbose!(params::BTL, 20, "tcp: rank {me} accepted rank {p}");
+            st.peers[p as usize].link = Some(Box::new(link));
+        }
+        Ok(())
     }
 }
 

@@ -142,6 +142,8 @@ mod params;
 pub mod ring;
 #[cfg(not(loom))]
 mod sys;
+#[cfg(not(loom))]
+mod tcp;
 
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;

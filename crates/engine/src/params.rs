@@ -55,6 +55,37 @@ pub static SM_SINGLE_COPY: ParamDecl = ParamDecl::new(
      (process_vm_readv; falls back to none if the kernel denies it)",
 )
 .level(4);
+/// `btl_tcp_if_include`.
+pub static TCP_IF_INCLUDE: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "if_include",
+    ParamType::List,
+    "",
+    "Interfaces (names or IPv4 addresses) whose address the tcp transport publishes for \
+     other hosts to connect to; empty: the address of the host name",
+)
+.level(4);
+/// `btl_tcp_port_min_v4`.
+pub static TCP_PORT_MIN: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "port_min_v4",
+    ParamType::Int { min: 0, max: 65535 },
+    "0",
+    "Lowest TCP port the tcp transport listens on (0: any free port)",
+)
+.level(5);
+/// `btl_tcp_port_range_v4`.
+pub static TCP_PORT_RANGE: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "port_range_v4",
+    ParamType::Int { min: 1, max: 65535 },
+    "64511",
+    "Number of ports tried from btl_tcp_port_min_v4 upwards",
+)
+.level(5);
 /// `mpi_yield_when_idle`.
 pub static YIELD_WHEN_IDLE: ParamDecl = ParamDecl::new(
     "mpi",
@@ -83,6 +114,10 @@ pub static PROVIDER: Provider = Provider {
                     name: "sm",
                     description: "shared memory between ranks of one node (memfd rings)",
                 },
+                Component {
+                    name: "tcp",
+                    description: "TCP sockets between ranks on different hosts (or without sm)",
+                },
             ],
         },
         Framework {
@@ -99,6 +134,9 @@ pub static PROVIDER: Provider = Provider {
         SM_FRAGMENT_SIZE,
         SM_RING_SIZE,
         SM_SINGLE_COPY,
+        TCP_IF_INCLUDE,
+        TCP_PORT_MIN,
+        TCP_PORT_RANGE,
         YIELD_WHEN_IDLE,
     ],
 };
@@ -140,6 +178,18 @@ pub fn yield_when_idle_explicit() -> Option<bool> {
     .flatten()
 }
 
+/// An integer parameter (default if unreadable).
+pub fn int(decl: &ParamDecl, default: i64) -> i64 {
+    value(decl).and_then(|v| v.as_int()).unwrap_or(default)
+}
+
+/// A list parameter (empty if unreadable).
+pub fn list(decl: &ParamDecl) -> Vec<String> {
+    value(decl)
+        .and_then(|v| v.as_list().map(<[String]>::to_vec))
+        .unwrap_or_default()
+}
+
 /// `true` if `btl_sm_single_copy_mechanism` selects CMA.
 pub fn single_copy_cma() -> bool {
     value(&SM_SINGLE_COPY).and_then(|v| v.as_int()) == Some(1)
@@ -162,5 +212,8 @@ mod tests {
         assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(1));
         assert!(r.set("btl_sm_single_copy_mechanism", "xpmem").is_err());
         assert!(r.get("btl_base_verbose").is_some());
+        assert_eq!(r.get_int("btl_tcp_port_min_v4"), Some(0));
+        r.set("btl_tcp_if_include", "eth0,10.0.0.1").unwrap();
+        assert!(r.set("btl_tcp_port_min_v4", "70000").is_err());
     }
 }

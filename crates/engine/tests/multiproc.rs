@@ -329,6 +329,116 @@ fn dead_peer_fails_waits() {
     run(2, "dead_peer", &[]);
 }
 
+/// The tcp transport alone (`btl=self,tcp`): the same scenarios as over sm.
+const TCP_ONLY: &[(&str, &str)] = &[("OXMPI_MCA_btl", "self,tcp")];
+
+#[test]
+fn tcp_pingpong_3_ranks() {
+    let err = run(
+        3,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl", "self,tcp"),
+            ("OXMPI_MCA_btl_base_verbose", "20"),
+        ],
+    );
+    // Every rank reaches every other one over tcp.
+    for (r, e) in err.iter().enumerate() {
+        for p in (0..3).filter(|&p| p != r) {
+            assert!(
+                e.contains(&format!("rank {r}: rank {p} on ")) && e.contains("reached by tcp"),
+                "rank {r}: {e}"
+            );
+        }
+        assert!(!e.contains("reached by sm"), "rank {r}: {e}");
+    }
+}
+
+#[test]
+fn tcp_wildcards_and_order_4_ranks() {
+    run(4, "wildcards", TCP_ONLY);
+}
+
+#[test]
+fn tcp_sync_sends_probes_truncation() {
+    run(2, "ssend", TCP_ONLY);
+    run(2, "probe", TCP_ONLY);
+    run(2, "truncate", TCP_ONLY);
+}
+
+#[test]
+fn tcp_blocking_and_threads() {
+    run(2, "blocking", TCP_ONLY);
+    run(2, "threads", TCP_ONLY);
+}
+
+#[test]
+fn tcp_bidirectional_flood() {
+    run(2, "bidir", TCP_ONLY);
+    run(2, "big_bidir", TCP_ONLY);
+}
+
+/// Ranks on two simulated nodes: sm within a node, tcp between the nodes (the simulated
+/// node names do not resolve: the loopback interface's address is published).
+#[test]
+fn two_simulated_nodes_sm_and_tcp() {
+    let err = run_with(
+        4,
+        "wildcards",
+        &[
+            ("OXMPI_MCA_btl_base_verbose", "20"),
+            ("OXMPI_MCA_btl_tcp_if_include", "lo"),
+        ],
+        |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{}", r / 2));
+        },
+    );
+    assert!(
+        err[0].contains("rank 0: rank 1 on node0 reached by sm"),
+        "{}",
+        err[0]
+    );
+    assert!(
+        err[0].contains("rank 0: rank 2 on node1 reached by tcp"),
+        "{}",
+        err[0]
+    );
+    assert!(
+        err[3].contains("rank 3: rank 2 on node1 reached by sm"),
+        "{}",
+        err[3]
+    );
+    run_with(
+        4,
+        "big_bidir",
+        &[("OXMPI_MCA_btl_tcp_if_include", "lo")],
+        |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{}", r % 2));
+        },
+    );
+}
+
+/// A peer on another (simulated) node dies: its closed connection fails the waits (no pid
+/// check is possible across nodes).
+#[test]
+fn tcp_dead_peer_on_another_node_fails_waits() {
+    let env = [
+        ("OXMPI_MCA_btl", "self,tcp"),
+        ("OXMPI_MCA_btl_tcp_if_include", "127.0.0.1"),
+    ];
+    run_with(2, "dead_peer", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+}
+
+/// Without tcp, a rank on another node is unreachable (the error names the cause).
+#[test]
+fn other_node_without_tcp_is_unreachable() {
+    run_with(2, "no_sm", &[("OXMPI_MCA_btl", "self,sm")], |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+}
+
 /// The same ranks launched by MPICH's Hydra (`mpiexec.hydra`), bootstrapping through PMI
 /// with the `oxmpi-pmi` client.
 #[test]
@@ -398,6 +508,7 @@ fn rank_entry() {
         "blocking" => blocking(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
+        "big_bidir" => big_bidir(e),
         "yield_off" => {
             assert!(!e.yields_when_idle());
             pingpong(e);
@@ -882,6 +993,65 @@ fn bidir(e: &Engine) {
             inb[i] == pattern(lens[i], (peer as u64) << 32 | i as u64),
             "message {i}"
         );
+    }
+}
+
+/// Both ranks send large messages (rendezvous) to each other at once, with more eager ones
+/// in between: neither side may block the other.
+fn big_bidir(e: &Engine) {
+    let me = e.rank();
+    let n = e.size();
+    let peer = me ^ 1;
+    if peer >= n {
+        return;
+    }
+    let lens = [4 << 20, 1 << 20, 100, 3 << 20, 5000, 1];
+    let out: Vec<Vec<u8>> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| pattern(l, (me as u64) << 32 | i as u64))
+        .collect();
+    let mut inb: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+    for round in 0..3 {
+        // Sends first on both sides, receives posted afterwards.
+        let sr: Vec<_> = out
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                // SAFETY: the buffers outlive the waits below.
+                unsafe {
+                    e.isend(
+                        d.as_ptr(),
+                        d.len(),
+                        peer,
+                        i as i32,
+                        CommId(0),
+                        SendMode::Standard,
+                    )
+                }
+                .unwrap()
+            })
+            .collect();
+        let rr: Vec<_> = inb
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| {
+                let src = if round == 1 { ANY_SOURCE } else { peer };
+                // SAFETY: the buffers outlive the waits below.
+                unsafe { e.irecv(b.as_mut_ptr(), b.len(), src, i as i32, CommId(0)) }.unwrap()
+            })
+            .collect();
+        for (i, r) in rr.into_iter().enumerate() {
+            let st = e.wait(r);
+            assert_eq!((st.error, st.source, st.count_bytes), (None, peer, lens[i]));
+            assert!(
+                inb[i] == pattern(lens[i], (peer as u64) << 32 | i as u64),
+                "message {i}"
+            );
+        }
+        for r in sr {
+            assert_eq!(e.wait(r).error, None);
+        }
     }
 }
 

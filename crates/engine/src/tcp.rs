@@ -1,0 +1,800 @@
+//! The `tcp` transport: a [`TcpLink`] per peer over a non-blocking TCP connection, for ranks
+//! on different hosts (or any ranks when `sm` is excluded).
+//!
+//! The byte stream carries records framed as a little-endian `u32` length (header plus
+//! payload bytes), the 40-byte [`Hdr`] and the payload. Both directions buffer in user
+//! space: [`TxBuf`] keeps what the socket did not take yet (a full buffer makes
+//! [`Link::try_send`] return `false`, so the engine retries), [`RxFramer`] reassembles
+//! records from reads of any size. Both are sans-IO and tested byte by byte; [`TcpLink`]
+//! only moves bytes between them and the socket.
+//!
+//! Wire-up (see `State::connect`): every rank that selected `tcp` listens, publishes
+//! `address,port,nonce` in the bootstrap key-value store in the same fence as `sm`, then the
+//! lower rank of each pair that has no `sm` link connects to the higher one and sends a
+//! [`Hello`] naming both ranks and the listener's nonce; a connection with a wrong hello is
+//! closed (a stray connection to our port cannot pose as a rank).
+
+use std::cell::Cell;
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+
+use crate::btl::{Hdr, Link, LinkError, HDR};
+
+/// Bytes of a frame's length word.
+const LEN: usize = 4;
+
+/// Largest payload of one tcp record (rendezvous data moves in fragments of at most this).
+pub(crate) const TCP_MAX_PAYLOAD: usize = 256 * 1024;
+
+/// Bytes the send buffer may hold before [`Link::try_send`] refuses more.
+const TX_LIMIT: usize = 1024 * 1024;
+
+/// Poll the socket on every this many [`Link::ready`] calls (a power of two): an idle
+/// socket costs a system call, so it is checked less often than a shared-memory ring.
+const PEEK_EVERY: u32 = 8;
+
+/// Encodes one record into `out`.
+pub(crate) fn encode(out: &mut Vec<u8>, hdr: &Hdr, payload: &[u8]) {
+    let len = (HDR + payload.len()) as u32;
+    out.extend_from_slice(&len.to_le_bytes());
+    // SAFETY: Hdr is repr(C) plain data without padding (1+1+2+4+4+4+3*8 = 40 bytes).
+    let hb = unsafe { std::slice::from_raw_parts((hdr as *const Hdr).cast::<u8>(), HDR) };
+    out.extend_from_slice(hb);
+    out.extend_from_slice(payload);
+}
+
+/// Outbound bytes not yet taken by the socket.
+#[derive(Debug, Default)]
+pub(crate) struct TxBuf {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl TxBuf {
+    /// Bytes waiting.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Appends a record if the buffer holds less than `limit` bytes; `false` otherwise.
+    pub fn push(&mut self, hdr: &Hdr, payload: &[u8], limit: usize) -> bool {
+        if self.pending() >= limit {
+            return false;
+        }
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        encode(&mut self.buf, hdr, payload);
+        true
+    }
+
+    /// The bytes to write next.
+    pub fn front(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// `n` bytes of [`TxBuf::front`] were written.
+    pub fn consume(&mut self, n: usize) {
+        self.pos += n;
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 1 << 20 && self.pos * 2 > self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+/// Reassembles records from a byte stream.
+#[derive(Debug)]
+pub(crate) struct RxFramer {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    max_payload: usize,
+    /// Bytes of the record handed out by [`RxFramer::next`] and not yet released.
+    held: usize,
+}
+
+impl RxFramer {
+    /// A framer accepting payloads up to `max_payload` bytes.
+    pub fn new(max_payload: usize) -> RxFramer {
+        RxFramer {
+            buf: vec![0; 2 * (LEN + HDR + max_payload)],
+            start: 0,
+            end: 0,
+            max_payload,
+            held: 0,
+        }
+    }
+
+    /// Free space to read into (compacts first). Must not be called while a record is held.
+    pub fn space(&mut self) -> &mut [u8] {
+        debug_assert_eq!(self.held, 0);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.buf.len() - self.end < LEN + HDR + self.max_payload {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// `n` bytes were read into [`RxFramer::space`].
+    pub fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+
+    /// Bytes buffered (including a partial record).
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// `true` if a whole record is buffered (or the stream is corrupt, which `next` reports).
+    pub fn complete(&self) -> bool {
+        let avail = self.end - self.start;
+        if avail < LEN {
+            return false;
+        }
+        let len = self.frame_len();
+        len < HDR || len > HDR + self.max_payload || avail >= LEN + len
+    }
+
+    fn frame_len(&self) -> usize {
+        let b = &self.buf[self.start..self.start + LEN];
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+    }
+
+    /// The next whole record: header, payload offset into the buffer and payload length.
+    /// Releases the previously returned record first.
+    pub fn next(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
+        self.release();
+        let avail = self.end - self.start;
+        if avail < LEN {
+            return Ok(None);
+        }
+        let len = self.frame_len();
+        if len < HDR {
+            return Err(LinkError::Short(len));
+        }
+        if len > HDR + self.max_payload {
+            return Err(LinkError::TooLong {
+                len,
+                max: HDR + self.max_payload,
+            });
+        }
+        if avail < LEN + len {
+            return Ok(None);
+        }
+        let h = self.start + LEN;
+        // SAFETY: HDR bytes at h are in bounds; Hdr is plain data, any bit pattern is valid.
+        let hdr = unsafe { self.buf.as_ptr().add(h).cast::<Hdr>().read_unaligned() };
+        self.held = LEN + len;
+        // SAFETY: h + HDR + (len - HDR) <= end <= buf.len().
+        let p = unsafe { self.buf.as_ptr().add(h + HDR) };
+        Ok(Some((hdr, p, len - HDR)))
+    }
+
+    /// Frees the record returned by the last [`RxFramer::next`].
+    pub fn release(&mut self) {
+        self.start += self.held;
+        self.held = 0;
+    }
+}
+
+/// A per-peer link over a connected, non-blocking TCP socket.
+#[derive(Debug)]
+pub(crate) struct TcpLink {
+    sock: TcpStream,
+    tx: TxBuf,
+    rx: RxFramer,
+    /// A send failure, reported by the next poll.
+    broken: Option<io::Error>,
+    /// The peer closed its end.
+    eof: bool,
+    peeks: Cell<u32>,
+}
+
+impl TcpLink {
+    /// Wraps a connected socket (made non-blocking, `TCP_NODELAY`).
+    pub fn new(sock: TcpStream) -> io::Result<TcpLink> {
+        sock.set_nonblocking(true)?;
+        sock.set_nodelay(true)?;
+        Ok(TcpLink {
+            sock,
+            tx: TxBuf::default(),
+            rx: RxFramer::new(TCP_MAX_PAYLOAD),
+            broken: None,
+            eof: false,
+            peeks: Cell::new(0),
+        })
+    }
+
+    /// Writes buffered bytes until the socket would block.
+    fn flush_tx(&mut self) {
+        while self.broken.is_none() && self.tx.pending() > 0 {
+            let b = self.tx.front();
+            // SAFETY: b is a valid readable slice; MSG_NOSIGNAL: a closed peer gives EPIPE
+            // instead of killing the process with SIGPIPE.
+            let n = unsafe {
+                libc::send(
+                    self.sock.as_raw_fd(),
+                    b.as_ptr().cast(),
+                    b.len(),
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                self.tx.consume(n as usize);
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return,
+                io::ErrorKind::Interrupted => continue,
+                _ => self.broken = Some(e),
+            }
+        }
+    }
+
+    /// One non-blocking read into the framer; `Ok(false)` if nothing was there.
+    fn read_some(&mut self) -> Result<bool, LinkError> {
+        let fd = self.sock.as_raw_fd();
+        let space = self.rx.space();
+        loop {
+            // SAFETY: space is a valid writable slice.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    space.as_mut_ptr().cast(),
+                    space.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                self.rx.filled(n as usize);
+                return Ok(true);
+            }
+            if n == 0 {
+                self.eof = true;
+                return Ok(false);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(false),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(LinkError::Io(e)),
+            }
+        }
+    }
+}
+
+impl Link for TcpLink {
+    fn name(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn max_payload(&self) -> usize {
+        TCP_MAX_PAYLOAD
+    }
+
+    unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
+        if self.broken.is_some() {
+            // The peer is gone; the next poll reports it. Drop the record.
+            return true;
+        }
+        self.flush_tx();
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller guarantees len readable bytes.
+            unsafe { std::slice::from_raw_parts(payload, len) }
+        };
+        if !self.tx.push(hdr, data, TX_LIMIT) {
+            return false;
+        }
+        self.flush_tx();
+        true
+    }
+
+    fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
+        self.rx.release();
+        self.flush_tx();
+        if !self.rx.complete() && !self.eof {
+            self.read_some()?;
+        }
+        if let Some(r) = self.rx.next()? {
+            return Ok(Some(r));
+        }
+        if let Some(e) = self.broken.take() {
+            return Err(LinkError::Io(e));
+        }
+        if self.eof {
+            return Err(LinkError::Closed {
+                partial: self.rx.buffered(),
+            });
+        }
+        Ok(None)
+    }
+
+    fn release(&mut self) {
+        self.rx.release();
+    }
+
+    fn sending(&self) -> bool {
+        self.tx.pending() > 0 && self.broken.is_none()
+    }
+
+    fn ready(&self) -> bool {
+        if self.tx.pending() > 0 || self.rx.complete() || self.eof || self.broken.is_some() {
+            return true;
+        }
+        let k = self.peeks.get().wrapping_add(1);
+        self.peeks.set(k);
+        if k % PEEK_EVERY != 0 {
+            return false;
+        }
+        let mut b = 0u8;
+        // SAFETY: one writable byte; MSG_PEEK leaves the data in the socket.
+        let n = unsafe {
+            libc::recv(
+                self.sock.as_raw_fd(),
+                (&mut b as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        // Data (n > 0), end of stream (0) or an error other than "nothing there".
+        n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+    }
+}
+
+/// The handshake the connecting (lower) rank sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hello {
+    /// The listener's nonce, as published in the key-value store.
+    pub nonce: u64,
+    /// The connecting rank.
+    pub from: i32,
+    /// The rank it wants to reach.
+    pub to: i32,
+}
+
+const HELLO_MAGIC: u32 = u32::from_le_bytes(*b"OXTC");
+/// Bytes of an encoded [`Hello`].
+pub(crate) const HELLO_LEN: usize = 20;
+
+impl Hello {
+    /// Wire form: magic, nonce, from, to (little-endian).
+    pub fn encode(&self) -> [u8; HELLO_LEN] {
+        let mut b = [0u8; HELLO_LEN];
+        b[0..4].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
+        b[4..12].copy_from_slice(&self.nonce.to_le_bytes());
+        b[12..16].copy_from_slice(&self.from.to_le_bytes());
+        b[16..20].copy_from_slice(&self.to.to_le_bytes());
+        b
+    }
+
+    /// Parses a hello; `None` if the magic is wrong.
+    pub fn decode(b: &[u8; HELLO_LEN]) -> Option<Hello> {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        if u32_at(0) != HELLO_MAGIC {
+            return None;
+        }
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&b[4..12]);
+        Some(Hello {
+            nonce: u64::from_le_bytes(n),
+            from: u32_at(12) as i32,
+            to: u32_at(16) as i32,
+        })
+    }
+}
+
+/// A random nonce (from the standard library's randomly seeded hasher).
+pub(crate) fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// Binds a listener on all addresses: on `port_min..port_min+range` if `port_min > 0`,
+/// else on an ephemeral port.
+pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
+    if port_min == 0 {
+        return TcpListener::bind(("0.0.0.0", 0));
+    }
+    let mut last = io::Error::new(io::ErrorKind::AddrInUse, "empty port range");
+    for p in port_min..=port_min.saturating_add(range.max(1) - 1) {
+        match TcpListener::bind(("0.0.0.0", p)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// The IPv4 address of the first interface named in `names` (or whose address is listed
+/// there), in the order of the system's interface list.
+pub(crate) fn interface_addr(names: &[String]) -> Option<std::net::Ipv4Addr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` on success; freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut p = list;
+    while !p.is_null() && found.is_none() {
+        // SAFETY: p is a node of the list returned by getifaddrs.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr; checked family before the cast.
+        let fam = unsafe { (*ifa.ifa_addr).sa_family } as i32;
+        if fam != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: AF_INET addresses are sockaddr_in.
+        let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+        let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+        // SAFETY: ifa_name is a NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
+        if names.iter().any(|n| *n == name || *n == ip.to_string()) {
+            found = Some(ip);
+        }
+    }
+    // SAFETY: list came from getifaddrs.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+/// Resolves a peer's published address: an IP literal, or (when empty) its host name, or
+/// the loopback address for a peer on our host.
+pub(crate) fn peer_addr(
+    addr: &str,
+    host: &str,
+    same_host: bool,
+    port: u16,
+) -> io::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    if same_host {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if !addr.is_empty() {
+        let ip: std::net::IpAddr = addr
+            .parse()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad address"))?;
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let all: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+    all.iter()
+        .find(|a| a.is_ipv4() && !a.ip().is_loopback())
+        .or_else(|| all.first())
+        .copied()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host has no address"))
+}
+
+/// How long wire-up waits for a connection or a hello before giving up.
+const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Connects to a peer's listener and sends the hello.
+pub(crate) fn connect(addr: SocketAddr, hello: Hello) -> io::Result<TcpLink> {
+    use std::io::Write;
+    let mut s = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT)?;
+    s.set_nodelay(true)?;
+    s.write_all(&hello.encode())?;
+    TcpLink::new(s)
+}
+
+/// Accepts one connection from each rank in `expect` (connections whose hello does not
+/// carry our nonce, our rank and an expected, not yet connected rank are closed). Fails
+/// after [`SETUP_TIMEOUT`] without a new connection.
+pub(crate) fn accept_all(
+    l: &TcpListener,
+    nonce: u64,
+    me: i32,
+    expect: &[i32],
+) -> io::Result<Vec<(i32, TcpLink)>> {
+    use std::io::Read;
+    let mut out: Vec<(i32, TcpLink)> = Vec::new();
+    while out.len() < expect.len() {
+        let mut pfd = libc::pollfd {
+            fd: l.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, SETUP_TIMEOUT.as_millis() as i32) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            let missing: Vec<i32> = expect
+                .iter()
+                .copied()
+                .filter(|p| !out.iter().any(|(q, _)| q == p))
+                .collect();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no connection from ranks {missing:?}"),
+            ));
+        }
+        let (mut s, from) = l.accept()?;
+        s.set_read_timeout(Some(SETUP_TIMEOUT))?;
+        let mut b = [0u8; HELLO_LEN];
+        let ok = s
+            .read_exact(&mut b)
+            .ok()
+            .and_then(|()| Hello::decode(&b))
+            .filter(|h| {
+                h.nonce == nonce
+                    && h.to == me
+                    && expect.contains(&h.from)
+                    && !out.iter().any(|(q, _)| *q == h.from)
+            })
+            .map(|h| h.from);
+        match ok {
+            Some(p) => {
+                s.set_read_timeout(None)?;
+                out.push((p, TcpLink::new(s)?));
+            }
+            None => {
+                oxmpi_base::verbose!(
+                    crate::params::BTL,
+                    10,
+                    "tcp: rank {me} rejected a connection from {from} (not a rank of this job)"
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(kind: u8, tag: i32, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        let h = Hdr {
+            kind,
+            tag,
+            a: payload.len() as u64,
+            ..Hdr::default()
+        };
+        encode(&mut v, &h, payload);
+        v
+    }
+
+    /// Feeds `bytes` in chunks of the given sizes and collects the records.
+    fn feed(f: &mut RxFramer, bytes: &[u8], cut: usize) -> Vec<(u8, i32, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let chunk = if pos == 0 {
+                cut.max(1)
+            } else {
+                bytes.len() - pos
+            };
+            let chunk = chunk.min(bytes.len() - pos);
+            let sp = f.space();
+            let k = chunk.min(sp.len());
+            sp[..k].copy_from_slice(&bytes[pos..pos + k]);
+            f.filled(k);
+            pos += k;
+            while let Some((h, p, n)) = f.next().unwrap() {
+                // SAFETY: valid until the next call of next/release.
+                let d = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
+                out.push((h.kind, h.tag, d));
+            }
+        }
+        f.release();
+        out
+    }
+
+    #[test]
+    fn reassembles_at_every_split_point() {
+        let mut stream = rec(1, 10, b"");
+        stream.extend(rec(4, 11, &[7u8; 100]));
+        stream.extend(rec(2, 12, b"x"));
+        for cut in 0..=stream.len() {
+            let mut f = RxFramer::new(200);
+            let got = feed(&mut f, &stream, cut);
+            assert_eq!(
+                got,
+                vec![
+                    (1, 10, vec![]),
+                    (4, 11, vec![7u8; 100]),
+                    (2, 12, b"x".to_vec())
+                ],
+                "split at {cut}"
+            );
+            assert_eq!(f.buffered(), 0);
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time_and_buffer_reuse() {
+        let mut f = RxFramer::new(64);
+        let mut n = 0;
+        for i in 0..500u32 {
+            let payload: Vec<u8> = (0..(i % 65) as u8).collect();
+            let r = rec(4, i as i32, &payload);
+            for (j, b) in r.iter().enumerate() {
+                f.space()[0] = *b;
+                f.filled(1);
+                let got = f.next().unwrap();
+                if j + 1 < r.len() {
+                    assert!(got.is_none() && !f.complete());
+                } else {
+                    let (h, p, len) = got.expect("record complete");
+                    assert_eq!((h.tag, len), (i as i32, payload.len()));
+                    // SAFETY: held record.
+                    assert_eq!(unsafe { std::slice::from_raw_parts(p, len) }, &payload[..]);
+                    n += 1;
+                }
+            }
+            f.release();
+        }
+        assert_eq!(n, 500);
+    }
+
+    #[test]
+    fn oversized_and_short_lengths_are_errors() {
+        let mut f = RxFramer::new(16);
+        let r = rec(4, 0, &[0u8; 17]);
+        f.space()[..r.len()].copy_from_slice(&r);
+        f.filled(r.len());
+        assert!(f.complete());
+        assert!(matches!(f.next(), Err(LinkError::TooLong { len: 57, .. })));
+
+        let mut f = RxFramer::new(16);
+        f.space()[..4].copy_from_slice(&3u32.to_le_bytes());
+        f.filled(4);
+        assert!(matches!(f.next(), Err(LinkError::Short(3))));
+    }
+
+    #[test]
+    fn tx_buffer_limits_and_partial_writes() {
+        let mut t = TxBuf::default();
+        let h = Hdr::default();
+        assert!(t.push(&h, &[1; 10], 100));
+        assert_eq!(t.pending(), LEN + HDR + 10);
+        assert!(t.push(&h, &[2; 10], 100));
+        assert!(!t.push(&h, &[3; 10], 100), "over the limit");
+        // Drain byte by byte through a framer: the records come out intact.
+        let mut f = RxFramer::new(16);
+        let mut got = Vec::new();
+        while t.pending() > 0 {
+            let b = t.front()[0];
+            t.consume(1);
+            f.space()[0] = b;
+            f.filled(1);
+            if let Some((_, p, n)) = f.next().unwrap() {
+                // SAFETY: held record.
+                got.push(unsafe { std::slice::from_raw_parts(p, n) }.to_vec());
+                f.release();
+            }
+        }
+        assert_eq!(got, vec![vec![1; 10], vec![2; 10]]);
+        assert!(t.push(&h, &[3; 10], 100));
+    }
+
+    #[test]
+    fn hello_roundtrip_and_bad_magic() {
+        let h = Hello {
+            nonce: 0x0123_4567_89ab_cdef,
+            from: 3,
+            to: 9,
+        };
+        assert_eq!(Hello::decode(&h.encode()), Some(h));
+        let mut b = h.encode();
+        b[0] ^= 1;
+        assert_eq!(Hello::decode(&b), None);
+    }
+
+    #[test]
+    fn accept_rejects_strangers() {
+        use std::io::Write;
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        // Wrong nonce, wrong target, garbage: all closed; then the right one is accepted.
+        let mut bad1 = TcpStream::connect(addr).unwrap();
+        bad1.write_all(
+            &Hello {
+                nonce: 1,
+                from: 0,
+                to: 2,
+            }
+            .encode(),
+        )
+        .unwrap();
+        let mut bad2 = TcpStream::connect(addr).unwrap();
+        bad2.write_all(
+            &Hello {
+                nonce: 7,
+                from: 0,
+                to: 3,
+            }
+            .encode(),
+        )
+        .unwrap();
+        let mut bad3 = TcpStream::connect(addr).unwrap();
+        bad3.write_all(&[0u8; HELLO_LEN]).unwrap();
+        let good = connect(
+            addr,
+            Hello {
+                nonce: 7,
+                from: 0,
+                to: 2,
+            },
+        )
+        .unwrap();
+        let got = accept_all(&l, 7, 2, &[0]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, 0);
+        // The rejected ones see end of stream.
+        use std::io::Read;
+        let mut b = [0u8; 1];
+        assert_eq!(bad1.read(&mut b).unwrap(), 0);
+        drop(good);
+    }
+
+    /// A real socket pair: records both ways, then the peer closes mid-record.
+    #[test]
+    fn link_over_loopback_and_peer_closed_mid_record() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let mut la = TcpLink::new(a).unwrap();
+        let mut raw_b = b.try_clone().unwrap();
+        let mut lb = TcpLink::new(b).unwrap();
+        let big = vec![5u8; TCP_MAX_PAYLOAD];
+        let h = Hdr {
+            kind: 4,
+            ..Hdr::default()
+        };
+        // Send until the buffers fill, receiving on the other side meanwhile.
+        let (mut sent, mut recvd) = (0, 0);
+        while recvd < 40 {
+            // SAFETY: big is valid.
+            if sent < 40 && unsafe { la.try_send(&h, big.as_ptr(), big.len()) } {
+                sent += 1;
+            }
+            la.poll().unwrap();
+            if let Some((hh, p, n)) = lb.poll().unwrap() {
+                assert_eq!((hh.kind, n), (4, big.len()));
+                // SAFETY: held record.
+                assert!(unsafe { std::slice::from_raw_parts(p, n) } == &big[..]);
+                lb.release();
+                recvd += 1;
+            }
+        }
+        // Half a record, then close: the reader reports the peer closed.
+        use std::io::Write;
+        let r = rec(1, 0, &[1; 30]);
+        raw_b.write_all(&r[..20]).unwrap();
+        drop(raw_b);
+        drop(lb);
+        let err = loop {
+            match la.poll() {
+                Ok(None) => std::thread::yield_now(),
+                Ok(Some(_)) => panic!("no whole record was sent"),
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, LinkError::Closed { partial: 20 }), "{err:?}");
+    }
+}
