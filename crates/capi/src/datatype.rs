@@ -253,9 +253,37 @@ fn builtins() -> &'static HashMap<c_int, Arc<Datatype>> {
     })
 }
 
+/// Direct table of the predefined datatypes with MPICH's builtin encoding
+/// (`0x4c00_SSII`: size `SS`, index `II`), indexed by the low byte: slot `II` holds the
+/// handle and its type, so a lookup is a compare instead of hashing. A handle whose slot
+/// is taken by another one stays in [`builtins`] only.
+type BuiltinTable = [Option<(c_int, Arc<Datatype>)>; 256];
+
+/// The [`BuiltinTable`], built once.
+fn builtin_table() -> &'static BuiltinTable {
+    static T: OnceLock<BuiltinTable> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [const { None }; 256];
+        for (&h, d) in builtins() {
+            let slot = &mut t[(h as u32 & 0xff) as usize];
+            if (h as u32) >> 16 == 0x4c00 && slot.is_none() {
+                *slot = Some((h, d.clone()));
+            }
+        }
+        t
+    })
+}
+
 impl State {
     /// The datatype of handle `h` (predefined or derived).
     pub fn dtype(&self, h: c_int) -> MpiResult<Arc<Datatype>> {
+        if (h as u32) >> 16 == 0x4c00 {
+            if let Some((bh, t)) = &builtin_table()[(h as u32 & 0xff) as usize] {
+                if *bh == h {
+                    return Ok(t.clone());
+                }
+            }
+        }
         if let Some(t) = builtins().get(&h) {
             return Ok(t.clone());
         }
