@@ -604,8 +604,17 @@ fn report_bindings_and_core_binding() {
         .expect(&err);
     let cores = line.rsplit(' ').next().unwrap();
     assert_eq!(stdout(&o), format!("Cpus_allowed_list:{cores}\n"));
-    let o = s.run(&["--report-bindings", "-n", "1", "true"]);
+    let o = s.run(&["--report-bindings", "--bind-to", "none", "-n", "1", "true"]);
     assert!(stderr(&o).contains("Rank 0 is not bound"), "{}", stderr(&o));
+    // Open MPI's default: jobs of at most 2 ranks are bound to cores, larger ones are not.
+    let o = s.run(&["--report-bindings", "-n", "2", "true"]);
+    assert!(
+        stderr(&o).contains("Rank 1 bound to cores "),
+        "{}",
+        stderr(&o)
+    );
+    let o = s.run(&["--report-bindings", "--oversubscribe", "-n", "3", "true"]);
+    assert!(stderr(&o).contains("Rank 2 is not bound"), "{}", stderr(&o));
 }
 
 /// Each case: one line on stderr, exit status ≠ 0, and the program never ran.

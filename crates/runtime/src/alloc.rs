@@ -406,6 +406,23 @@ pub fn map_job(spec: &JobSpec, alloc: &Allocation, topo: &LocalTopology) -> Resu
         }
     }
 
+    // Open MPI's default binding: cores for jobs of at most 2 ranks that fit the cores of
+    // their nodes, nothing otherwise.
+    let bind = match spec.bind_to {
+        BindTo::Default => {
+            let fits = alloc
+                .nodes
+                .iter()
+                .zip(&count)
+                .all(|(n, &c)| c <= n.cores && (!n.local || c <= topo.num_cores()));
+            if total <= 2 && fits {
+                BindTo::Core
+            } else {
+                BindTo::None
+            }
+        }
+        b => b,
+    };
     let mut seen = vec![0usize; nnodes];
     let mut procs = Vec::with_capacity(total);
     let mut app = 0;
@@ -418,7 +435,7 @@ pub fn map_job(spec: &JobSpec, alloc: &Allocation, topo: &LocalTopology) -> Resu
         app_left -= 1;
         let local_rank = seen[node];
         seen[node] += 1;
-        let cpus = match (spec.bind_to, alloc.nodes[node].local) {
+        let cpus = match (bind, alloc.nodes[node].local) {
             (BindTo::Core, true) => Some(topo.cores[local_rank % topo.num_cores()].clone()),
             _ => None,
         };

@@ -22,7 +22,11 @@ pub enum MapBy {
 /// Whether each rank is bound to a processor set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindTo {
-    /// No binding (the default).
+    /// Open MPI's default: bind each rank to a core when the job has at most 2 ranks and
+    /// no node is oversubscribed (two ranks spinning on one core cost whole timeslices),
+    /// otherwise no binding.
+    Default,
+    /// No binding.
     None,
     /// Bind each rank to one core (round-robin over the node's cores by local rank).
     Core,
@@ -317,7 +321,7 @@ where
         hostfile: None,
         oversubscribe: None,
         map_by: MapBy::Slot,
-        bind_to: BindTo::None,
+        bind_to: BindTo::Default,
         report_bindings: false,
         prefix: None,
         mca: Vec::new(),
@@ -583,7 +587,7 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --oversubscribe          allow more ranks than slots (default)
   --nooversubscribe        refuse to run more ranks than slots
   --map-by slot|node|core  rank placement policy (default slot)
-  --bind-to none|core      processor binding (default none)
+  --bind-to none|core      processor binding (default: core for 1-2 ranks, else none)
   --report-bindings        print each rank's binding
   --display-allocation     print the nodes and slots of the allocation
   --display-map            print where each rank runs
