@@ -991,7 +991,7 @@ impl State {
             &format!("{host},{pid},{fdnum},{seg_len},{cap}"),
         )?;
         let listener = if use_tcp {
-            Some(TcpSetup::listen(boot, me)?)
+            TcpSetup::listen(boot, me)?
         } else {
             None
         };
@@ -1830,6 +1830,10 @@ impl State {
         );
         self.peers[p].dead = true;
         self.peers[p].outq.clear();
+        // Nothing more comes from it: stop polling its link (a closed socket would report
+        // its end again on every pass).
+        self.peers[p].link = None;
+        self.linked.retain(|&q| q != p);
         let pw = p as i32;
         let reqs = &self.reqs;
         let posted = self.matcher.remove_posted_where(|_, _, rid| {
@@ -1858,11 +1862,23 @@ struct TcpSetup {
 
 impl TcpSetup {
     /// Listens and publishes `address,port,nonce` (`address` empty: use our host name).
-    fn listen(boot: &mut dyn Bootstrap, me: i32) -> Result<TcpSetup, Error> {
+    /// If no socket can be opened, publishes `none` (peers then have no tcp link to us) and
+    /// returns `None`.
+    fn listen(boot: &mut dyn Bootstrap, me: i32) -> Result<Option<TcpSetup>, Error> {
         let port_min = params::int(&params::TCP_PORT_MIN, 0).clamp(0, 65535) as u16;
         let range = params::int(&params::TCP_PORT_RANGE, 64511).clamp(1, 65535) as u16;
-        let listener = tcp::listen(port_min, range)
-            .map_err(sys_err(me, format!("tcp listen (port_min_v4 {port_min})")))?;
+        let listener = match tcp::listen(port_min, range) {
+            Ok(l) => l,
+            Err(e) => {
+                oxmpi_base::verbose!(
+                    params::BTL,
+                    10,
+                    "tcp: rank {me} cannot listen (port_min_v4 {port_min}): {e}; tcp disabled"
+                );
+                boot.put(&format!("oxmpi-tcp-{me}"), "none")?;
+                return Ok(None);
+            }
+        };
         let port = listener
             .local_addr()
             .map_err(sys_err(me, "tcp listener address"))?
@@ -1897,7 +1913,7 @@ impl TcpSetup {
                 &addr
             }
         );
-        Ok(TcpSetup { listener, nonce })
+        Ok(Some(TcpSetup { listener, nonce }))
     }
 
     /// Connects a tcp link to every peer that has no link yet: to higher ranks we connect,
@@ -1916,11 +1932,14 @@ impl TcpSetup {
             if p == me || st.peers[p as usize].link.is_some() {
                 continue;
             }
+            let v = boot.get(p, &format!("oxmpi-tcp-{p}"))?;
+            if v.trim() == "none" {
+                continue;
+            }
             if p < me {
                 expect.push(p);
                 continue;
             }
-            let v = boot.get(p, &format!("oxmpi-tcp-{p}"))?;
             let bad = || Error::Bootstrap {
                 rank: me,
                 msg: format!("bad tcp record of rank {p}: {v:?}"),
