@@ -141,6 +141,13 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         prefix: prefix.clone(),
         release: false,
     })?;
+    // The PyPI `mpich` wheel: its `mpicc_abi` builds the standard-ABI programs that
+    // crates/capi-abi's tests run on our libmpi_abi.so.1.
+    run(Command::new("bash").arg(
+        root.join("tests")
+            .join("clients")
+            .join("mpich-wheel-env.sh"),
+    ))?;
     run(cargo()
         .current_dir(&root)
         .env("OXMPI_TEST_PREFIX", &prefix)
