@@ -29,7 +29,7 @@
 //! Engine::mprobe(src, tag, comm) -> Result<(MessageId, Status), Error>
 //! unsafe Engine::imrecv(buf, len, MessageId) -> Result<ReqId, Error>
 //! Engine::{progress, cancel(ReqId), abort(code) -> !, finalize() -> Result<(), Error>}
-//! PROVIDER: oxmpi_base::params::Provider    (btl self/sm, pml ox and their parameters)
+//! PROVIDER: oxmpi_base::params::Provider    (btl self/sm/tcp, pml ox and their parameters)
 //! ```
 //!
 //! Differences from the first contract sketch: the communicator queries and probes return
@@ -66,6 +66,16 @@
 //!   fragments (both sides copying), or, with `btl_sm_single_copy_mechanism=cma`, the
 //!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
 //!   path, with a verbose note, when the kernel denies it).
+//! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
+//!   `btl=self,tcp` / `btl=^sm`). Each rank listens on a TCP port and publishes
+//!   `address,port,nonce` in the same fence as `sm` (address: the one of
+//!   `btl_tcp_if_include`, else the peer's host name resolves; peers on the same node use
+//!   127.0.0.1); the lower rank of a pair connects and sends a hello with both ranks and the
+//!   listener's nonce, anything else is refused. Records (u32 length, header, payload) move
+//!   over non-blocking `TCP_NODELAY` sockets with user-space send/receive buffers; the same
+//!   eager limit and rendezvous (data in DATA records, never CMA) as `sm`. A closed socket
+//!   marks the peer failed, like an `sm` peer's exit seen through its pidfd.
+//!   `OXMPI_ENGINE_NODE` overrides the node name (tests simulate several nodes with it).
 //!
 //! # How a send travels
 //!
