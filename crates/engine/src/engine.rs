@@ -194,6 +194,10 @@ struct Peer {
     dead: bool,
     /// On our node (its pid is meaningful here).
     local: bool,
+    /// Sends whose records the link accepted but still holds in its own buffer (tcp): they
+    /// complete once the link has handed every byte on, so a receiver never waits for data
+    /// that only the sender's progress could move (the sender may be outside the engine).
+    unflushed: Vec<u64>,
 }
 
 struct State {
@@ -1317,7 +1321,17 @@ impl State {
                         "{}: send {len} B to rank {dest}: eager",
                         link.name()
                     );
-                    return Ok(Started::Done(empty_status()));
+                    if !link.sending() {
+                        return Ok(Started::Done(empty_status()));
+                    }
+                    // Part of it still sits in the link's buffer: complete once it is out.
+                    let id = self.new_req(ReqState::Send {
+                        peer: dest,
+                        ptr: buf,
+                        len,
+                    });
+                    self.peers[dest as usize].unflushed.push(id);
+                    return Ok(Started::Req(ReqId(id)));
                 }
             }
         }
@@ -1410,7 +1424,7 @@ impl State {
                 // SAFETY: the send buffer holds `len` readable bytes until completion.
                 if unsafe { link.try_send(hdr, *ptr, *len) } {
                     if !sync {
-                        self.finish(id);
+                        self.complete_send(dest as usize, id);
                     }
                     return Ok(user_id);
                 }
@@ -1616,7 +1630,7 @@ impl State {
             }
             peer.outq.pop_front();
             if let Some(id) = done_req {
-                self.finish(id);
+                self.complete_send(p, id);
             }
         }
     }
@@ -1642,9 +1656,32 @@ impl State {
                 if queued {
                     self.flush(p);
                 }
+                if !self.peers[p].unflushed.is_empty() {
+                    self.settle(p);
+                }
             }
         }
         busy
+    }
+
+    /// A send whose last record `peer`'s link accepted: complete now, or once the link's
+    /// own buffer is empty.
+    fn complete_send(&mut self, p: usize, id: u64) {
+        if self.peers[p].link.as_ref().is_some_and(|l| l.sending()) {
+            self.peers[p].unflushed.push(id);
+        } else {
+            self.finish(id);
+        }
+    }
+
+    /// Completes the sends waiting for `p`'s link buffer, if it is empty now.
+    fn settle(&mut self, p: usize) {
+        if self.peers[p].link.as_ref().is_some_and(|l| l.sending()) {
+            return;
+        }
+        for id in std::mem::take(&mut self.peers[p].unflushed) {
+            self.finish(id);
+        }
     }
 
     fn drain(&mut self, p: usize) {
@@ -1830,6 +1867,7 @@ impl State {
         );
         self.peers[p].dead = true;
         self.peers[p].outq.clear();
+        self.peers[p].unflushed.clear();
         // Nothing more comes from it: stop polling its link (a closed socket would report
         // its end again on every pass).
         self.peers[p].link = None;

@@ -378,6 +378,14 @@ fn tcp_bidirectional_flood() {
     run(2, "big_bidir", TCP_ONLY);
 }
 
+/// A completed send must not need the sender's further progress: rank 1 sends 64 MiB
+/// (more than socket buffers hold) and then waits outside the engine until rank 0 has
+/// received it all.
+#[test]
+fn tcp_completed_send_needs_no_sender_progress() {
+    run(2, "send_then_leave", TCP_ONLY);
+}
+
 /// Ranks on two simulated nodes: sm within a node, tcp between the nodes (the simulated
 /// node names do not resolve: the loopback interface's address is published).
 #[test]
@@ -509,6 +517,7 @@ fn rank_entry() {
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
         "big_bidir" => big_bidir(e),
+        "send_then_leave" => send_then_leave(e),
         "yield_off" => {
             assert!(!e.yields_when_idle());
             pingpong(e);
@@ -1052,6 +1061,26 @@ fn big_bidir(e: &Engine) {
         for r in sr {
             assert_eq!(e.wait(r).error, None);
         }
+    }
+}
+
+fn send_then_leave(e: &Engine) {
+    let flag =
+        std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap()).join("received");
+    let len = 64 << 20;
+    if e.rank() == 1 {
+        let data = pattern(len, 99);
+        send(e, &data, 0, 3, SendMode::Standard);
+        // Outside the engine (like a collective on another channel, or computation).
+        while !flag.exists() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    } else {
+        let mut buf = vec![0u8; len];
+        let st = recv(e, &mut buf, 1, 3);
+        assert_eq!((st.error, st.count_bytes), (None, len));
+        assert!(buf == pattern(len, 99));
+        std::fs::write(&flag, b"1").unwrap();
     }
 }
 
