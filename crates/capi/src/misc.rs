@@ -49,17 +49,17 @@ c2f! {
     PMPI_Win_c2f "MPI_Win_c2f" PMPI_Win_f2c "MPI_Win_f2c";
 }
 
-/// `MPI_File_c2f`: files are not supported, every file maps to 0.
+/// `MPI_File_c2f`: the integer naming an open file (0 for `MPI_FILE_NULL` or a closed file).
 #[no_mangle]
-pub extern "C" fn PMPI_File_c2f(_f: *mut c_void) -> c_int {
-    0
+pub extern "C" fn PMPI_File_c2f(f: *mut c_void) -> c_int {
+    crate::io::file_c2f(f)
 }
 crate::ffi::mpi_alias!(PMPI_File_c2f / "MPI_File_c2f");
 
-/// `MPI_File_f2c`: files are not supported, every integer maps to `MPI_FILE_NULL`.
+/// `MPI_File_f2c`: the file an integer from `MPI_File_c2f` names (`MPI_FILE_NULL` if none).
 #[no_mangle]
-pub extern "C" fn PMPI_File_f2c(_f: c_int) -> *mut c_void {
-    std::ptr::null_mut()
+pub extern "C" fn PMPI_File_f2c(f: c_int) -> *mut c_void {
+    crate::io::file_f2c(f)
 }
 crate::ffi::mpi_alias!(PMPI_File_f2c / "MPI_File_f2c");
 
