@@ -198,6 +198,9 @@ struct Peer {
     /// complete once the link has handed every byte on, so a receiver never waits for data
     /// that only the sender's progress could move (the sender may be outside the engine).
     unflushed: Vec<u64>,
+    /// The link buffers in user space (tcp), so `unflushed` applies; spares the sm fast
+    /// path a call.
+    buffered: bool,
 }
 
 struct State {
@@ -1321,7 +1324,7 @@ impl State {
                         "{}: send {len} B to rank {dest}: eager",
                         link.name()
                     );
-                    if !link.sending() {
+                    if !peer.buffered || !link.sending() {
                         return Ok(Started::Done(empty_status()));
                     }
                     // Part of it still sits in the link's buffer: complete once it is out.
@@ -1667,7 +1670,8 @@ impl State {
     /// A send whose last record `peer`'s link accepted: complete now, or once the link's
     /// own buffer is empty.
     fn complete_send(&mut self, p: usize, id: u64) {
-        if self.peers[p].link.as_ref().is_some_and(|l| l.sending()) {
+        let peer = &self.peers[p];
+        if peer.buffered && peer.link.as_ref().is_some_and(|l| l.sending()) {
             self.peers[p].unflushed.push(id);
         } else {
             self.finish(id);
@@ -2011,12 +2015,14 @@ impl TcpSetup {
                 "tcp: rank {me} connected to rank {p} at {addr}"
             );
             st.peers[p as usize].link = Some(Box::new(link));
+            st.peers[p as usize].buffered = true;
         }
         let accepted = tcp::accept_all(&self.listener, self.nonce, me, &expect)
             .map_err(sys_err(me, format!("tcp accept from ranks {expect:?}")))?;
         for (p, link) in accepted {
             oxmpi_base::verbose!(params::BTL, 20, "tcp: rank {me} accepted rank {p}");
             st.peers[p as usize].link = Some(Box::new(link));
+            st.peers[p as usize].buffered = true;
         }
         Ok(())
     }
