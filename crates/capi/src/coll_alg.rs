@@ -658,13 +658,21 @@ pub(crate) mod shm {
             unsafe { self.base.add(r * SLOT + LINE + (k % 2) as usize * DATA) }
         }
         /// Enter collective number `k` and wait for every rank to enter it.
+        ///
+        /// While waiting it polls the engine's transports: a rank in a collective must
+        /// keep its pending point-to-point operations going (a peer may be waiting for the
+        /// data of our earlier `MPI_Isend` before it enters this collective).
         fn sync(&self) -> u64 {
             let k = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
             self.seq_word(self.rank).store(k, Ordering::Release);
+            let eng = oxmpi_engine::engine();
             for r in (0..self.size).filter(|&r| r != self.rank) {
                 let w = self.seq_word(r);
                 let mut spins = 0u32;
                 while w.load(Ordering::Acquire) < k {
+                    if let Some(e) = eng {
+                        e.progress();
+                    }
                     spins = spins.wrapping_add(1);
                     if self.yield_idle || spins % 4096 == 0 {
                         std::thread::yield_now();
