@@ -760,6 +760,9 @@ impl Engine {
             HOLD_SPINS - 1
         };
         let mut spins: u32 = 0;
+        // Polls in a row that found nothing to do: past IDLE_POLLS_BEFORE_YIELD the wait
+        // yields the CPU on every pass, even on a node that is not oversubscribed.
+        let mut idle: u32 = 0;
         if let Some(v) = f(&mut st) {
             return v;
         }
@@ -767,7 +770,13 @@ impl Engine {
         // pass that did something, or after the lock was released (another thread may
         // have completed what we wait for).
         loop {
-            if st.progress() || hold_mask == 0 || spins & hold_mask == 0 {
+            let busy = st.progress();
+            if busy {
+                idle = 0;
+            } else {
+                idle = idle.saturating_add(1);
+            }
+            if busy || hold_mask == 0 || spins & hold_mask == 0 {
                 if let Some(v) = f(&mut st) {
                     return v;
                 }
@@ -779,15 +788,16 @@ impl Engine {
                     return v;
                 }
             }
+            let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
             if spins & hold_mask == 0 {
                 drop(st);
-                if self.yield_when_idle {
+                if yield_now {
                     sys::yield_now();
                 } else {
                     std::hint::spin_loop();
                 }
                 st = self.lock();
-            } else if self.yield_when_idle {
+            } else if yield_now {
                 sys::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -890,6 +900,13 @@ impl Drop for StateGuard<'_> {
             .store(false, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// Polls in a row without any progress after which a waiting rank yields the CPU on every
+/// further pass (`sched_yield`), even when the node is not oversubscribed and
+/// `mpi_yield_when_idle` is off. About a millisecond of spinning: a message that arrives
+/// sooner is seen at full speed, while a long wait (a peer that is computing, or descheduled
+/// on a shared machine) stops burning the time slice its peer or other work could use.
+const IDLE_POLLS_BEFORE_YIELD: u32 = 1 << 14;
 
 /// Polls a blocking call makes under one lock acquisition below `MPI_THREAD_MULTIPLE`.
 /// A power of two.
