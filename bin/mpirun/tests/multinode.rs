@@ -215,6 +215,54 @@ fn oxmpi_programs_across_two_nodes() {
     check_mpi_programs(&|a| s.run_with(&mpirun, &agent, a), &bin, false);
 }
 
+/// Our own MPI library across two nodes that do not share memory: the agent gives each fake
+/// node its own name for the engine (`OXMPI_ENGINE_NODE`), so ranks on different "nodes"
+/// cannot use the shared-memory transport and must reach each other with the `tcp` btl
+/// (over loopback, `btl_tcp_if_include lo`), while ranks of one node still use `sm`.
+#[test]
+fn oxmpi_programs_across_two_nodes_over_tcp() {
+    let prefix = std::env::var_os("OXMPI_TEST_PREFIX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "OXMPI_TEST_PREFIX is not set: this test needs an installed oxmpi prefix \
+             (run `cargo xtask test`, or `cargo xtask install --debug --prefix DIR` and set \
+             OXMPI_TEST_PREFIX=DIR)"
+            )
+        });
+    let s = Scratch::new("oxmpitcp");
+    let bin = build(
+        &prefix.join("bin/mpicc"),
+        &s.dir,
+        &["hello", "ring", "allreduce"],
+    );
+    let agent = s.script(
+        "node-agent.sh",
+        "#!/bin/sh\nnode=$1\nshift\nOXMPI_ENGINE_NODE=$node exec \"$@\"\n",
+    );
+    let mpirun = prefix.join("bin/mpirun");
+    let run = |a: &[&str]| {
+        let mut args = vec![
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+            "--mca",
+            "btl_base_verbose",
+            "20",
+        ];
+        args.extend_from_slice(a);
+        s.run_with(&mpirun, &agent, &args)
+    };
+    check_mpi_programs(&run, &bin, true);
+    // The engine says which transport reaches each peer: tcp across the two nodes.
+    let ring = bin.join("ring");
+    let o = run(&["--host", "a:2,b:2", "-n", "4", ring.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("reached by tcp"), "{err}");
+    assert!(err.contains("reached by sm"), "{err}");
+}
+
 /// Every line of every rank arrives exactly once and whole, with the tag of its rank.
 #[test]
 fn output_is_forwarded_exactly_once() {
