@@ -486,8 +486,10 @@ fn write_record(framework: Option<&str>, level: i32, args: fmt::Arguments<'_>) {
                     .open(&path)
                     .ok();
             }
+            // One write(2) per line: with O_APPEND, lines of several processes sharing the
+            // file never interleave (`writeln!` on a File may split the text and the newline).
             let ok = match st.file.as_mut() {
-                Some(f) => writeln!(f, "{line}").is_ok(),
+                Some(f) => f.write_all(format!("{line}\n").as_bytes()).is_ok(),
                 None => false,
             };
             if user_facing || !ok {
