@@ -4,32 +4,11 @@
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::ffi::OsStr;
+use std::path::Path;
 
 mod common;
-use common::{prefix, Scratch};
-
-fn build(name: &str, dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(name);
-    let exe = dir.join(name.trim_end_matches(".c"));
-    let out = Command::new(prefix().join("bin/mpicc"))
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("run mpicc");
-    assert!(
-        out.status.success(),
-        "building {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
+use common::{build, mpirun, success, Scratch};
 
 /// Runs `exe` on `n` ranks under our mpirun; returns stdout. Panics on failure.
 fn run(exe: &Path, n: usize) -> String {
@@ -38,35 +17,14 @@ fn run(exe: &Path, n: usize) -> String {
 
 /// [`run`] with program arguments and extra mpirun options.
 fn run_args(exe: &Path, n: usize, args: &[&str], mpirun_opts: &[&str]) -> String {
-    let mut child = Command::new(prefix().join("bin/mpirun"))
-        .args(mpirun_opts)
-        .arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    // Safety net against a hang (not a timing assertion).
-    let start = Instant::now();
-    while child.try_wait().expect("poll mpirun").is_none() {
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect mpirun output");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{} on {n} ranks failed ({:?}):\nstdout:\n{stdout}\nstderr:\n{}",
-        exe.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    let mut all: Vec<&OsStr> = mpirun_opts.iter().map(OsStr::new).collect();
+    let n_s = n.to_string();
+    all.extend([OsStr::new("-n"), OsStr::new(&n_s), exe.as_os_str()]);
+    all.extend(args.iter().map(OsStr::new));
+    success(
+        &mpirun(&all, &[]),
+        &format!("{} on {n} ranks", exe.display()),
+    )
 }
 
 fn check_program(name: &str, done: &str, lines: &[&str]) {

@@ -4,48 +4,26 @@
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
-use common::{prefix, Scratch};
+use common::{c_source, compile, mpirun, our_libs_first, prefix, success, Scratch};
 
 fn build(cc: &Path, dir: &Path, tag: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/datatypes.c");
     let exe = dir.join(format!("datatypes-{tag}"));
-    let out = Command::new(cc)
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("run the C compiler driver");
-    assert!(
-        out.status.success(),
-        "building datatypes.c with {} failed:\n{}",
-        cc.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile(cc, &c_source("datatypes.c"), &exe);
     exe
 }
 
 fn run(exe: &Path) -> String {
-    let out = Command::new(prefix().join("bin/mpirun"))
-        .args(["-n", "1"])
-        .arg(exe)
-        // An MPICH-built binary must load our libmpi.so.12.
-        .env("LD_LIBRARY_PATH", prefix().join("lib"))
-        .output()
-        .expect("start mpirun");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{} failed ({:?}):\nstdout:\n{stdout}\nstderr:\n{}",
-        exe.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    // An MPICH-built binary must load our libmpi.so.12.
+    let libs = our_libs_first();
+    let out = mpirun(
+        &[OsStr::new("-n"), OsStr::new("1"), exe.as_os_str()],
+        &[("LD_LIBRARY_PATH", libs.as_os_str())],
     );
-    stdout
+    success(&out, &exe.display().to_string())
 }
 
 #[test]

@@ -6,12 +6,11 @@
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
-use common::{prefix, Scratch};
+use common::{c_source, compile, mpirun, our_libs_first, prefix, success, Scratch};
 
 /// The lines rank 0 prints when every section passed.
 const EXPECTED: [&str; 6] = [
@@ -24,62 +23,31 @@ const EXPECTED: [&str; 6] = [
 ];
 
 fn build(compiler: &Path, dir: &Path, tag: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/io.c");
     let exe = dir.join(format!("io-{tag}"));
-    let out = Command::new(compiler)
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run {} (Debian's mpicc.mpich comes with `apt-get install libmpich-dev`): {e}",
-                compiler.display()
-            )
-        });
-    assert!(
-        out.status.success(),
-        "building io.c with {} failed:\n{}",
-        compiler.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile(compiler, &c_source("io.c"), &exe);
     exe
 }
 
 fn run(exe: &Path, n: usize, mpich: bool) {
     let data = Scratch::new("io-data");
-    let mut cmd = Command::new(prefix().join("bin/mpirun"));
-    if mpich {
-        cmd.env("LD_LIBRARY_PATH", prefix().join("lib"));
-    }
-    let mut child = cmd
-        .arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
-        .arg(&data.0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    // Safety net against a hang (not a timing assertion).
-    let start = Instant::now();
-    while child.try_wait().expect("poll mpirun").is_none() {
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect mpirun output");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let what = format!("{} on {n} ranks", exe.display());
-    assert!(
-        out.status.success(),
-        "{what} failed ({:?}):\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    let libs = our_libs_first();
+    let env: &[(&str, &OsStr)] = if mpich {
+        &[("LD_LIBRARY_PATH", libs.as_os_str())]
+    } else {
+        &[]
+    };
+    let n_s = n.to_string();
+    let out = mpirun(
+        &[
+            OsStr::new("-n"),
+            OsStr::new(&n_s),
+            exe.as_os_str(),
+            data.0.as_os_str(),
+        ],
+        env,
     );
+    let what = format!("{} on {n} ranks", exe.display());
+    let stdout = success(&out, &what);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines, EXPECTED, "{what}");
     let left: Vec<_> = std::fs::read_dir(&data.0)

@@ -8,41 +8,34 @@
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a regression fails the test instead of hanging it.
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
 mod common;
-use common::{prefix, Scratch};
+use common::{build, mpirun, Scratch};
 
 /// Safety net for a hanging job (not a timing assertion): mpirun aborts it with exit code
 /// 124 after this many seconds.
 const TIMEOUT_S: &str = "120";
 
 fn run(np: usize, exe: &Path) -> std::process::Output {
-    Command::new(prefix().join("bin/mpirun"))
-        .args(["--timeout", TIMEOUT_S, "-n", &np.to_string()])
-        .arg(exe)
-        .output()
-        .expect("start mpirun")
+    let np_s = np.to_string();
+    mpirun(
+        &[
+            OsStr::new("--timeout"),
+            OsStr::new(TIMEOUT_S),
+            OsStr::new("-n"),
+            OsStr::new(&np_s),
+            exe.as_os_str(),
+        ],
+        &[],
+    )
 }
 
 #[test]
 fn sends_progress_inside_barrier_and_allreduce() {
     let dir = Scratch::new("progress");
-    let exe = dir.0.join("coll_progress");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/coll_progress.c");
-    let out = Command::new(prefix().join("bin/mpicc"))
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("run mpicc");
-    assert!(
-        out.status.success(),
-        "building coll_progress.c failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = build("coll_progress.c", &dir.0);
     for np in [2, 3] {
         let out = run(np, &exe);
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -5,64 +5,33 @@
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 mod common;
-use common::{prefix, Scratch};
+use common::{c_source, compile, mpirun, our_libs_first, prefix, Scratch};
 
 fn build(mpich: bool, name: &str, dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(name);
     let exe = dir.join(format!("{name}-{}", if mpich { "mpich" } else { "ours" }));
-    let mut cmd = if mpich {
-        Command::new("mpicc.mpich")
+    let cc = if mpich {
+        PathBuf::from("mpicc.mpich")
     } else {
-        Command::new(prefix().join("bin/mpicc"))
+        prefix().join("bin/mpicc")
     };
-    let out = cmd
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run the compiler wrapper for {name}: {e}"));
-    assert!(
-        out.status.success(),
-        "building {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile(&cc, &c_source(name), &exe);
     exe
 }
 
-/// Safety net so a broken build cannot hang the test suite (not a timing assertion).
-const JOB_LIMIT: Duration = Duration::from_secs(180);
-
 fn run(n: usize, exe: &Path, mpich: bool) -> Output {
-    let pre = prefix();
-    let mut c = Command::new(pre.join("bin/mpirun"));
-    c.arg("-n").arg(n.to_string()).arg(exe);
-    if mpich {
-        let lib = pre.join("lib");
-        let ld = match std::env::var("LD_LIBRARY_PATH") {
-            Ok(v) if !v.is_empty() => format!("{}:{v}", lib.display()),
-            _ => lib.display().to_string(),
-        };
-        c.env("LD_LIBRARY_PATH", ld);
-    }
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    let start = Instant::now();
-    while matches!(child.try_wait(), Ok(None)) && start.elapsed() < JOB_LIMIT {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    child.wait_with_output().expect("collect mpirun output")
+    let libs = our_libs_first();
+    let env: &[(&str, &OsStr)] = if mpich {
+        &[("LD_LIBRARY_PATH", libs.as_os_str())]
+    } else {
+        &[]
+    };
+    let n_s = n.to_string();
+    mpirun(&[OsStr::new("-n"), OsStr::new(&n_s), exe.as_os_str()], env)
 }
 
 fn check_rma(n: usize, mpich: bool) {

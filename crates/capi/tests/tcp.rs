@@ -4,12 +4,12 @@
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 mod common;
-use common::{prefix, Scratch};
+use common::{compile, mpirun, prefix, success, Scratch};
 
 /// A ring of messages of growing size (eager to several MiB, so rendezvous fragments
 /// cross the sockets), then both neighbours exchanging large messages at once.
@@ -73,58 +73,28 @@ int main(int argc, char **argv) {
 
 fn build(src: &Path, dir: &Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
-    let out = Command::new(prefix().join("bin/mpicc"))
-        .arg("-Wall")
-        .arg(src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("run mpicc");
-    assert!(
-        out.status.success(),
-        "building {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile(&prefix().join("bin/mpicc"), src, &exe);
     exe
 }
 
 /// Runs `exe` on `n` ranks with `btl=self,tcp` and btl verbose level 20.
 fn run_tcp(exe: &Path, n: usize) -> Output {
-    let mut child = Command::new(prefix().join("bin/mpirun"))
-        .args([
-            "--mca",
-            "btl",
-            "self,tcp",
-            "--mca",
-            "btl_base_verbose",
-            "20",
-        ])
-        .arg("-n")
-        .arg(n.to_string())
-        .arg(exe)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    // Safety net against a hang (not a timing assertion).
-    let start = Instant::now();
-    while child.try_wait().expect("poll mpirun").is_none() {
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect mpirun output");
-    assert!(
-        out.status.success(),
-        "{} on {n} ranks failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
-        exe.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let n_s = n.to_string();
+    let mut args: Vec<&OsStr> = [
+        "--mca",
+        "btl",
+        "self,tcp",
+        "--mca",
+        "btl_base_verbose",
+        "20",
+        "-n",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .collect();
+    args.extend([OsStr::new(&n_s), exe.as_os_str()]);
+    let out = mpirun(&args, &[]);
+    success(&out, &format!("{} on {n} ranks", exe.display()));
     out
 }
 
