@@ -408,19 +408,15 @@ pub fn map_job(spec: &JobSpec, alloc: &Allocation, topo: &LocalTopology) -> Resu
 
     // Open MPI's default binding: cores for jobs of at most 2 ranks that fit the cores of
     // their nodes, nothing otherwise.
+    let oversubscribed: Vec<bool> = alloc
+        .nodes
+        .iter()
+        .zip(&count)
+        .map(|(n, &c)| c > n.cores)
+        .collect();
     let bind = match spec.bind_to {
-        BindTo::Default => {
-            let fits = alloc
-                .nodes
-                .iter()
-                .zip(&count)
-                .all(|(n, &c)| c <= n.cores && (!n.local || c <= topo.num_cores()));
-            if total <= 2 && fits {
-                BindTo::Core
-            } else {
-                BindTo::None
-            }
-        }
+        BindTo::Default if total <= 2 && !oversubscribed.contains(&true) => BindTo::Core,
+        BindTo::Default => BindTo::None,
         b => b,
     };
     let mut seen = vec![0usize; nnodes];
@@ -448,12 +444,6 @@ pub fn map_job(spec: &JobSpec, alloc: &Allocation, topo: &LocalTopology) -> Resu
             cpus,
         });
     }
-    let oversubscribed = alloc
-        .nodes
-        .iter()
-        .zip(&count)
-        .map(|(n, &c)| c > n.cores)
-        .collect();
     Ok(JobMap {
         procs,
         per_node: count,
