@@ -5,25 +5,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+mod common;
+use common::{sorted_lines, stderr, stdout, Scratch};
 use std::time::{Duration, Instant};
-
-/// A private scratch directory per test, also used as the job's TMPDIR.
-struct Scratch {
-    dir: PathBuf,
-    mark: String,
-}
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 impl Scratch {
     fn new(name: &str) -> Self {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let mark = format!("oxmpitest{}x{n}x{name}", std::process::id());
-        let dir = std::env::temp_dir().join(&mark);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("tmp")).unwrap();
-        Scratch { dir, mark }
+        Scratch::with_tag("oxmpitest", name)
     }
 
     /// `mpirun` with TMPDIR pointing into the scratch dir and a marker variable that lets
@@ -41,62 +30,6 @@ impl Scratch {
         self.assert_clean();
         out
     }
-
-    /// Processes whose environment carries this test's marker.
-    fn leftovers(&self) -> Vec<String> {
-        let needle = format!("OXMPI_TEST_MARK={}", self.mark);
-        let me = std::process::id().to_string();
-        let mut found = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
-                continue;
-            }
-            let Ok(env) = std::fs::read(e.path().join("environ")) else {
-                continue;
-            };
-            // Zombies of already-reaped processes have an empty environ.
-            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
-                found.push(format!("{name}: {}", cmd.replace('\0', " ")));
-            }
-        }
-        found
-    }
-
-    fn assert_clean(&self) {
-        let left = self.leftovers();
-        assert!(
-            left.is_empty(),
-            "processes of the job left behind: {left:?}"
-        );
-        let dirs: Vec<_> = std::fs::read_dir(self.dir.join("tmp"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert!(dirs.is_empty(), "job directory left behind: {dirs:?}");
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn sorted_lines(s: &str) -> Vec<String> {
-    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
-    v.sort();
-    v
 }
 
 #[test]
