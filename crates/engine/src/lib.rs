@@ -52,7 +52,8 @@
 //! [`Engine`] is `Sync`: its state sits behind one lock, so `MPI_THREAD_MULTIPLE` is provided
 //! for point-to-point. Blocking calls poll the transports; they call `sched_yield` between
 //! polls when `mpi_yield_when_idle` is true, or (when it is not set) when the node is
-//! oversubscribed (see the parameter table). There is no progress thread.
+//! oversubscribed (see the parameter table), and in any case after about a millisecond of
+//! polls that found nothing to do. The engine has no progress thread.
 //!
 //! # Transports
 //!
