@@ -7,7 +7,8 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
 use crate::btl::{
-    Hdr, Link, LinkError, SmLink, F_CMA, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS,
+    BulkMem, BulkRx, BulkTx, Hdr, Link, LinkError, SmLink, BULK_CTL, F_CMA, F_SYNC, HDR, K_CTS,
+    K_DATA, K_EAGER, K_FIN, K_RTS,
 };
 use crate::matching::{Envelope, HashMap, Matcher};
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
@@ -279,7 +280,10 @@ impl Engine {
         let max_rec = crate::ring::max_record(ring_cap);
         // Every sm link has ring_cap bytes, so records up to max_rec fit any link.
         st.eager_limit = params::size(&params::SM_EAGER_LIMIT, 4096).min(max_rec - HDR);
-        st.frag = params::size(&params::SM_FRAGMENT_SIZE, 32 * 1024).clamp(64, max_rec - HDR);
+        let bulk_cap = params::size(&params::SM_BULK_SIZE, DEFAULT_BULK) / 64 * 64;
+        // Each link caps DATA records further (Link::max_data: half its bulk buffer, or
+        // what fits its ring).
+        st.frag = params::size(&params::SM_FRAGMENT_SIZE, DEFAULT_FRAG).clamp(64, 1 << 30);
         st.cma = params::single_copy_cma();
         if st.cma {
             sys::allow_ptracer_any();
@@ -304,17 +308,19 @@ impl Engine {
         let use_tcp = btls.components.contains(&"tcp");
         let mut local_ranks = 1;
         if size > 1 {
-            local_ranks = st.connect(&mut *boot, ring_cap, use_sm, use_tcp)?;
+            local_ranks = st.connect(&mut *boot, ring_cap, bulk_cap, use_sm, use_tcp)?;
         }
         oxmpi_base::verbose!(
             params::BTL,
             10,
-            "rank {rank}/{size}: btl self{}{}; sm eager_limit {} fragment {} ring {} single_copy {}",
+            "rank {rank}/{size}: btl self{}{}; sm eager_limit {} fragment {} ring {} bulk {} \
+             single_copy {}",
             if use_sm { ",sm" } else { "" },
             if use_tcp { ",tcp" } else { "" },
             st.eager_limit,
             st.frag,
             ring_cap,
+            bulk_cap,
             if st.cma { "cma" } else { "none" }
         );
         let cpus = sys::online_cpus();
@@ -901,6 +907,11 @@ impl Drop for StateGuard<'_> {
     }
 }
 
+/// Default `btl_sm_bulk_size` (keep in sync with the parameter declaration).
+const DEFAULT_BULK: usize = 1 << 20;
+/// Default `btl_sm_fragment_size` (keep in sync with the parameter declaration).
+const DEFAULT_FRAG: usize = 128 << 10;
+
 /// Polls in a row without any progress after which a waiting rank yields the CPU on every
 /// further pass (`sched_yield`), even when the node is not oversubscribed and
 /// `mpi_yield_when_idle` is off. About a millisecond of spinning: a message that arrives
@@ -977,7 +988,7 @@ impl State {
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
             eager_limit: 4096,
-            frag: 32 * 1024,
+            frag: DEFAULT_FRAG,
             cma: false,
             finalized: false,
             _segment: None,
@@ -992,12 +1003,16 @@ impl State {
         &mut self,
         boot: &mut dyn Bootstrap,
         cap: usize,
+        bulk: usize,
         use_sm: bool,
         use_tcp: bool,
     ) -> Result<usize, Error> {
         let n = self.peers.len();
         let me = self.me;
-        let stride = CTL_BYTES + cap;
+        // One slot per sending peer: its ring, then (if any) its bulk buffer.
+        let slot =
+            |cap: usize, bulk: usize| CTL_BYTES + cap + if bulk > 0 { BULK_CTL + bulk } else { 0 };
+        let stride = slot(cap, bulk);
         let seg_len = n * stride;
         let mut own = None;
         if use_sm {
@@ -1012,7 +1027,7 @@ impl State {
         let fdnum = own.as_ref().map_or(-1, |(fd, _)| sys::raw_fd(fd));
         boot.put(
             &format!("oxmpi-sm-{me}"),
-            &format!("{host},{pid},{fdnum},{seg_len},{cap}"),
+            &format!("{host},{pid},{fdnum},{seg_len},{cap},{bulk}"),
         )?;
         let listener = if use_tcp {
             TcpSetup::listen(boot, me)?
@@ -1032,13 +1047,14 @@ impl State {
                 rank: me,
                 msg: format!("bad sm record of rank {p}: {v:?}"),
             };
-            if f.len() != 5 {
+            if f.len() != 6 {
                 return Err(bad());
             }
             let ppid: i32 = f[1].parse().map_err(|_| bad())?;
             let pfd: i32 = f[2].parse().map_err(|_| bad())?;
             let plen: usize = f[3].parse().map_err(|_| bad())?;
             let pcap: usize = f[4].parse().map_err(|_| bad())?;
+            let pbulk: usize = f[5].parse().map_err(|_| bad())?;
             let peer = &mut self.peers[p as usize];
             peer.pid = ppid;
             hosts[p as usize] = f[0].to_string();
@@ -1054,7 +1070,8 @@ impl State {
             if pfd < 0 {
                 continue;
             }
-            if plen != n * (CTL_BYTES + pcap) || pcap % 64 != 0 || pcap == 0 {
+            let pstride = slot(pcap, pbulk);
+            if plen != n * pstride || pcap % 64 != 0 || pcap == 0 || pbulk % 64 != 0 {
                 return Err(bad());
             }
             let file = sys::open_peer_fd(ppid, pfd).map_err(sys_err(
@@ -1063,16 +1080,28 @@ impl State {
             ))?;
             let map = Mapping::map(&file, plen)
                 .map_err(sys_err(me, format!("mmap of rank {p}'s segment")))?;
+            let tx_base = map.ptr().wrapping_add(me as usize * pstride);
+            let rx_base = seg.ptr().wrapping_add(p as usize * stride);
             // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte
             // aligned (page-aligned base, stride multiple of 64) and zero-initialised by
             // ftruncate; we are its only producer.
-            let tx =
-                unsafe { RingMem::from_raw(map.ptr().add(me as usize * (CTL_BYTES + pcap)), pcap) };
+            let tx = unsafe { RingMem::from_raw(tx_base, pcap) };
             // SAFETY: ring `p` of our own segment, same reasoning; we are its only consumer.
-            let rx = unsafe { RingMem::from_raw(seg.ptr().add(p as usize * stride), cap) };
+            let rx = unsafe { RingMem::from_raw(rx_base, cap) };
+            // SAFETY: the bulk buffers follow the rings inside the same slots (same
+            // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
+            let bulk_tx = (pbulk > 0).then(|| {
+                BulkTx::new(unsafe { BulkMem::from_raw(tx_base.add(CTL_BYTES + pcap), pbulk) })
+            });
+            // SAFETY: as above, in our own segment.
+            let bulk_rx = (bulk > 0).then(|| {
+                BulkRx::new(unsafe { BulkMem::from_raw(rx_base.add(CTL_BYTES + cap), bulk) })
+            });
             peer.link = Some(Box::new(SmLink {
                 tx: Producer::new(tx),
                 rx: Consumer::new(rx),
+                bulk_tx,
+                bulk_rx,
                 _map: map,
             }));
         }
@@ -1625,7 +1654,7 @@ impl State {
                     off,
                     len,
                 } => {
-                    let k = frag.min(link.max_payload()).min(*len - *off);
+                    let k = frag.min(link.max_data()).min(*len - *off);
                     let hdr = Hdr {
                         kind: K_DATA,
                         a: *off as u64,

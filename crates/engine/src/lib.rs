@@ -59,12 +59,13 @@
 //!
 //! * `self`: messages to one's own rank are matched in-process.
 //! * `sm`: every rank creates one `memfd` segment that holds one single-producer /
-//!   single-consumer ring per sending peer; peers map it through `/proc/<pid>/fd/<fd>`
+//!   single-consumer ring (and bulk buffer) per sending peer; peers map it through `/proc/<pid>/fd/<fd>`
 //!   (published through the bootstrap key-value store). Messages up to
 //!   `btl_sm_eager_limit` bytes (default 4096) travel eagerly (header and payload in the ring;
 //!   up to 16 bytes in one cache line). Larger ones use a rendezvous: the receiver answers a
-//!   request-to-send after the match and the sender pipelines the data through the ring in
-//!   fragments (both sides copying), or, with `btl_sm_single_copy_mechanism=cma`, the
+//!   request-to-send after the match and the sender pipelines the data in fragments through
+//!   a per-peer bulk buffer next to the ring (both sides copying; the ring carries one
+//!   header line per fragment), or, with `btl_sm_single_copy_mechanism=cma`, the
 //!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
 //!   path, with a verbose note, when the kernel denies it).
 //! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
@@ -101,8 +102,13 @@
 //!    it matches.
 //! 5. A matched RTS is answered with a clear-to-send (CTS: the receiver request id and the
 //!    number of bytes wanted, i.e. at most the buffer size, so truncation moves no excess
-//!    data). The sender then streams DATA fragments (`btl_sm_fragment_size`) through the
-//!    same ring while the receiver copies them out: both cores copy, pipelined. With
+//!    data). The sender then streams DATA fragments (`btl_sm_fragment_size`, at most half of
+//!    `btl_sm_bulk_size`) into the bulk buffer that sits next to the peer's ring for us,
+//!    each announced by a one-line DATA record in the same ring (so it stays ordered with
+//!    everything else), while the receiver copies them out and frees the space: both cores
+//!    copy, pipelined. The bulk buffer is a plain byte FIFO (no frame words, nothing to
+//!    clear per cache line), so large copies do not pay the ring's per-line protocol. With
+//!    `btl_sm_bulk_size=0` the fragments travel inside the ring as before. With
 //!    `btl_sm_single_copy_mechanism=cma` the receiver instead reads the sender's buffer with
 //!    `process_vm_readv` and sends FIN; if the kernel refuses, it falls back to CTS.
 //! 6. The send request completes when its last fragment is in the ring (or on FIN); the
@@ -127,8 +133,9 @@
 //! | parameter | default | meaning |
 //! |---|---|---|
 //! | `btl_sm_eager_limit` | 4096 | largest eager message (bytes) |
-//! | `btl_sm_fragment_size` | 32k | rendezvous fragment size (bytes) |
+//! | `btl_sm_fragment_size` | 128k | rendezvous fragment size (bytes) |
 //! | `btl_sm_ring_size` | 256k | bytes of each per-peer ring |
+//! | `btl_sm_bulk_size` | 1m | bytes of each per-peer bulk buffer for fragments (0: none) |
 //! | `btl_sm_single_copy_mechanism` | `none` | `cma` or `none` |
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |

@@ -26,8 +26,9 @@ pub static SM_FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
     "sm",
     "fragment_size",
     ParamType::Size,
-    "32k",
-    "Fragment size (bytes) of the rendezvous copy pipeline through the shared ring",
+    "128k",
+    "Fragment size (bytes) of the rendezvous copy pipeline: at most half of \
+     btl_sm_bulk_size (of the ring when the bulk buffer is 0)",
 )
 .level(5);
 /// `btl_sm_ring_size`.
@@ -38,6 +39,18 @@ pub static SM_RING_SIZE: ParamDecl = ParamDecl::new(
     ParamType::Size,
     "256k",
     "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
+)
+.level(5);
+/// `btl_sm_bulk_size`.
+pub static SM_BULK_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "bulk_size",
+    ParamType::Size,
+    "1m",
+    "Bytes of each per-peer shared buffer that carries the rendezvous fragments of the \
+     pipelined copy next to the ring (rounded down to 64 bytes; fragments are at most half \
+     of it); 0: fragments travel inside the ring",
 )
 .level(5);
 /// `btl_sm_single_copy_mechanism`.
@@ -133,6 +146,7 @@ pub static PROVIDER: Provider = Provider {
         SM_EAGER_LIMIT,
         SM_FRAGMENT_SIZE,
         SM_RING_SIZE,
+        SM_BULK_SIZE,
         SM_SINGLE_COPY,
         TCP_IF_INCLUDE,
         TCP_PORT_MIN,
@@ -206,6 +220,10 @@ mod tests {
         r.register_provider(&PROVIDER).unwrap();
         assert_eq!(r.get_size("btl_sm_eager_limit"), Some(4096));
         assert_eq!(r.get_size("btl_sm_ring_size"), Some(256 * 1024));
+        assert_eq!(r.get_size("btl_sm_bulk_size"), Some(1 << 20));
+        assert_eq!(r.get_size("btl_sm_fragment_size"), Some(128 << 10));
+        r.set("btl_sm_bulk_size", "0").unwrap();
+        assert_eq!(r.get_size("btl_sm_bulk_size"), Some(0));
         assert_eq!(r.get_bool("mpi_yield_when_idle"), Some(false));
         assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(0));
         r.set("btl_sm_single_copy_mechanism", "cma").unwrap();

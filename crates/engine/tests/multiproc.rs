@@ -242,6 +242,34 @@ fn pingpong_small_ring_and_eager_limit() {
     );
 }
 
+/// Rendezvous fragments inside the ring (no bulk buffer), the layout before bulk buffers.
+#[test]
+fn pingpong_fragments_in_ring() {
+    run(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl_sm_ring_size", "8192"),
+            ("OXMPI_MCA_btl_sm_bulk_size", "0"),
+            ("OXMPI_MCA_btl_sm_fragment_size", "1000"),
+        ],
+    );
+}
+
+/// A bulk buffer so small that fragments skip its end and wait for space all the time;
+/// fragments larger than half of it are cut to half.
+#[test]
+fn pingpong_tiny_bulk_buffer() {
+    run(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl_sm_bulk_size", "4160"),
+            ("OXMPI_MCA_btl_sm_fragment_size", "3000"),
+        ],
+    );
+}
+
 #[test]
 fn wildcards_and_order_4_ranks() {
     run(4, "wildcards", &[]);
@@ -264,6 +292,22 @@ fn bidirectional_flood_small_ring() {
         &[
             ("OXMPI_MCA_btl_sm_ring_size", "4096"),
             ("OXMPI_MCA_btl_sm_fragment_size", "512"),
+            ("OXMPI_MCA_btl_sm_eager_limit", "700"),
+        ],
+    );
+}
+
+/// The same through tiny bulk buffers (fragments 1000 bytes in 2496-byte buffers: a skip
+/// to the start on almost every lap).
+#[test]
+fn bidirectional_flood_small_bulk() {
+    run(
+        2,
+        "bidir",
+        &[
+            ("OXMPI_MCA_btl_sm_ring_size", "4096"),
+            ("OXMPI_MCA_btl_sm_bulk_size", "2496"),
+            ("OXMPI_MCA_btl_sm_fragment_size", "1000"),
             ("OXMPI_MCA_btl_sm_eager_limit", "700"),
         ],
     );
