@@ -1,14 +1,16 @@
 //! Generalized requests (`MPI_Grequest_start`/`MPI_Grequest_complete`).
 //!
 //! A generalized request is an ordinary request handle whose completion is driven by
-//! the user. Its callbacks are never called with the library lock held: `query_fn` runs
-//! inside `MPI_Grequest_complete` (its status is kept for the completing call), and
-//! `free_fn` is deferred to the end of the MPI call that completes or frees the request
-//! (see [`run_deferred`]).
+//! the user. As the MPI standard prescribes, `query_fn` runs in the call that completes
+//! the request (`MPI_{Wait,Test}{,any,some,all}`) or reports its status
+//! (`MPI_Request_get_status`), and `free_fn` runs after it in the completing call, or in
+//! `MPI_Request_free`/`MPI_Grequest_complete`, whichever of the two comes last. The
+//! error codes the callbacks return are the error codes of those calls. Callbacks are
+//! never called with the library lock held (they may call MPI functions).
 
 use crate::consts::*;
-use crate::ffi::out;
-use crate::request::{MpiStatus, Pending, Request};
+use crate::ffi::{out, MpiError, MpiResult};
+use crate::request::{empty_status, MpiStatus, Pending, Request};
 use crate::state::{lock, State};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,24 +26,18 @@ pub(crate) struct Greq {
     free: Option<FreeFn>,
     cancel: Option<CancelFn>,
     extra: usize,
-    /// Set by MPI_Grequest_complete, with the status query_fn produced.
-    pub status: Option<MpiStatus>,
-    /// MPI_Request_free was called before completion.
+    /// `MPI_Grequest_complete` was called.
+    complete: bool,
+    /// `MPI_Request_free` was called before completion.
     freed: bool,
 }
 
-/// Free callbacks waiting to run outside the lock: (function, extra_state).
+/// Set when `State::deferred_frees` holds free callbacks to run at the end of an MPI call
+/// ([`run_deferred`]). Nothing defers callbacks any more (they run in the calls that the
+/// standard names); kept for the entry-point wrappers that still call [`run_deferred`].
 static DEFERRED_PENDING: AtomicBool = AtomicBool::new(false);
 
-/// Queue `free_fn` of a completed generalized request (lock held by the caller).
-pub(crate) fn defer_free(st: &mut State, g: &Greq) {
-    if let Some(f) = g.free {
-        st.deferred_frees.push((f as usize, g.extra));
-        DEFERRED_PENDING.store(true, Ordering::Release);
-    }
-}
-
-/// Run the deferred free callbacks (called at the end of every MPI call, no lock held).
+/// Run the deferred free callbacks (called at the end of MPI calls, no lock held).
 pub(crate) fn run_deferred() {
     // A plain load first: almost always false, and then no read-modify-write (which
     // takes the cache line exclusively) on every MPI call.
@@ -51,7 +47,7 @@ pub(crate) fn run_deferred() {
     }
     let list = std::mem::take(&mut lock().deferred_frees);
     for (f, extra) in list {
-        // SAFETY: `f` is the non-NULL MPI_Grequest_free_function given to
+        // SAFETY: `f` is a non-NULL MPI_Grequest_free_function given to
         // MPI_Grequest_start.
         let f: FreeFn = unsafe { std::mem::transmute::<usize, FreeFn>(f) };
         // SAFETY: calling the user's callback with its extra_state.
@@ -59,29 +55,104 @@ pub(crate) fn run_deferred() {
     }
 }
 
-/// Call the cancel callback of generalized request `h`, if it is one (no lock held).
-pub(crate) fn cancel(h: c_int) -> bool {
-    let g = lock().greqs.get(&h).copied();
-    let Some(g) = g else { return false };
-    if let Some(f) = g.cancel {
-        // SAFETY: the user's MPI_Grequest_cancel_function with its extra_state.
-        unsafe { f(g.extra as *mut c_void, g.status.is_some() as c_int) };
+/// Call `free_fn` (no lock held); its return code.
+fn call_free(g: &Greq) -> c_int {
+    match g.free {
+        // SAFETY: the user's MPI_Grequest_free_function with its extra_state.
+        Some(f) => unsafe { f(g.extra as *mut c_void) },
+        None => MPI_SUCCESS,
     }
-    true
 }
 
-/// MPI_Request_free on a generalized request (lock held): returns true if handled.
-pub(crate) fn request_free(st: &mut State, h: c_int) -> bool {
-    let Some(g) = st.greqs.get_mut(&h) else {
-        return false;
-    };
-    if g.status.is_some() {
-        let g = st.greqs.remove(&h).expect("present");
-        defer_free(st, &g);
-    } else {
-        g.freed = true;
+/// Call `query_fn` (no lock held): the status and the error code of the request. The code
+/// is what `query_fn` returned, or, if that is `MPI_SUCCESS`, the `MPI_ERROR` field it
+/// wrote into the status.
+fn call_query(g: &Greq) -> (MpiStatus, c_int) {
+    let mut s = empty_status();
+    if let Some(q) = g.query {
+        // SAFETY: the user's MPI_Grequest_query_function with a valid status pointer.
+        let rc = unsafe { q(g.extra as *mut c_void, &mut s) };
+        if rc != MPI_SUCCESS {
+            s.error = rc;
+        }
     }
-    true
+    let code = s.error;
+    (s, code)
+}
+
+/// Finish a completed generalized request that the caller removed from the tables
+/// ([`take_if_complete`]; no lock held): `query_fn`, then `free_fn`. Returns the status
+/// and the error code (the query's, else the free callback's).
+pub(crate) fn finish(g: &Greq) -> (MpiStatus, c_int) {
+    let (mut s, mut code) = call_query(g);
+    let rc = call_free(g);
+    if code == MPI_SUCCESS && rc != MPI_SUCCESS {
+        code = rc;
+        s.error = rc;
+    }
+    (s, code)
+}
+
+/// Whether `h` is a generalized request that was not yet completed by `MPI_Grequest_complete`.
+pub(crate) fn is_incomplete(st: &State, h: c_int) -> bool {
+    st.greqs.get(&h).is_some_and(|g| !g.complete)
+}
+
+/// Outcome of [`take_if_complete`].
+pub(crate) enum GreqTest {
+    /// `MPI_Grequest_complete` was not called yet.
+    NotDone,
+    /// Completed: removed from the tables; run [`finish`] without the lock.
+    Done(Greq),
+}
+
+/// Test generalized request `h` (lock held): `None` if `h` is not one.
+pub(crate) fn take_if_complete(st: &mut State, h: c_int) -> Option<GreqTest> {
+    let g = *st.greqs.get(&h)?;
+    if !g.complete {
+        return Some(GreqTest::NotDone);
+    }
+    st.greqs.remove(&h);
+    st.reqs.remove(h);
+    Some(GreqTest::Done(g))
+}
+
+/// `MPI_Request_get_status` on a generalized request (no lock held): `None` if `h` is not
+/// one, `Some(None)` if not complete, else the status `query_fn` produced and its code.
+pub(crate) fn peek(h: c_int) -> Option<Option<(MpiStatus, c_int)>> {
+    let g = lock().greqs.get(&h).copied()?;
+    if !g.complete {
+        return Some(None);
+    }
+    Some(Some(call_query(&g)))
+}
+
+/// `MPI_Cancel` on a generalized request (no lock held): `None` if `h` is not one, else
+/// the code `cancel_fn` returned.
+pub(crate) fn cancel(h: c_int) -> Option<c_int> {
+    let g = lock().greqs.get(&h).copied()?;
+    Some(match g.cancel {
+        // SAFETY: the user's MPI_Grequest_cancel_function with its extra_state.
+        Some(f) => unsafe { f(g.extra as *mut c_void, g.complete as c_int) },
+        None => MPI_SUCCESS,
+    })
+}
+
+/// `MPI_Request_free` on a generalized request (no lock held): `None` if `h` is not one,
+/// else the code of `free_fn` (called now if the request is complete, otherwise later by
+/// `MPI_Grequest_complete`).
+pub(crate) fn request_free(h: c_int) -> Option<c_int> {
+    let mut st = lock();
+    let g = st.greqs.get_mut(&h)?;
+    if !g.complete {
+        g.freed = true;
+        st.reqs.remove(h);
+        return Some(MPI_SUCCESS);
+    }
+    let g = st.greqs.remove(&h).expect("present");
+    st.reqs.remove(h);
+    drop(st);
+    Some(call_free(&g))
 }
 
 mpi_fn! {
@@ -96,51 +167,46 @@ mpi_fn! {
             persistent: None,
             active: Some(Pending { ereq: None, done: None, stage: None, unpack: None, bsend_bytes: 0 }),
         });
-        st.greqs.insert(h, Greq { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize, status: None, freed: false });
+        st.greqs.insert(h, Greq { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize, complete: false, freed: false });
         drop(st);
         out(request, h, "request")
     }
 }
 
 mpi_fn! {
-    /// `MPI_Grequest_complete`.
+    /// `MPI_Grequest_complete`: marks the request complete; `query_fn` runs in the call
+    /// that completes it. A request already freed with `MPI_Request_free` is released now
+    /// (`free_fn` runs here and its error code is returned).
     fn PMPI_Grequest_complete / "MPI_Grequest_complete" (request: c_int) {
-        let g = lock().greqs.get(&request).copied();
-        let Some(g) = g else {
+        let mut st = lock();
+        let Some(g) = st.greqs.get_mut(&request) else {
             mpi_bail!(MPI_ERR_REQUEST, "{request:#x} is not an active generalized request");
         };
-        if g.status.is_some() {
+        if g.complete {
             mpi_bail!(MPI_ERR_REQUEST, "generalized request completed twice");
         }
-        let mut s = crate::request::empty_status();
-        if let Some(q) = g.query {
-            // SAFETY: the user's MPI_Grequest_query_function with a valid status pointer.
-            let rc = unsafe { q(g.extra as *mut c_void, &mut s) };
-            if rc != MPI_SUCCESS {
-                s.error = rc;
-            }
+        g.complete = true;
+        if !g.freed {
+            return Ok(());
         }
-        let mut st = lock();
-        if g.freed {
-            let g = st.greqs.remove(&request).expect("present");
-            defer_free(&mut st, &g);
-        } else if let Some(e) = st.greqs.get_mut(&request) {
-            e.status = Some(s);
+        let g = st.greqs.remove(&request).expect("present");
+        drop(st);
+        match call_free(&g) {
+            MPI_SUCCESS => Ok(()),
+            rc => Err(MpiError::new(rc, "the free function of the generalized request failed").on(MPI_COMM_SELF)),
         }
-        Ok(())
     }
 }
 
-/// Test a generalized request (lock held): `None` if `h` is not one, `Some(None)` if not
-/// complete yet, `Some(Some(status))` when complete (the request is then released and its
-/// free callback deferred).
-pub(crate) fn test(st: &mut State, h: c_int) -> Option<Option<MpiStatus>> {
-    let g = *st.greqs.get(&h)?;
-    let Some(s) = g.status else {
-        return Some(None);
-    };
-    st.greqs.remove(&h);
-    st.reqs.remove(h);
-    defer_free(st, &g);
-    Some(Some(s))
+/// Map a callback's return code to the result of the calling MPI function.
+pub(crate) fn callback_result(rc: c_int, comm: c_int, what: &str) -> MpiResult {
+    if rc == MPI_SUCCESS {
+        Ok(())
+    } else {
+        Err(MpiError::new(
+            rc,
+            format!("the {what} function of the generalized request failed"),
+        )
+        .on(comm))
+    }
 }

@@ -6,8 +6,8 @@ use crate::consts::*;
 use crate::datatype::status_set_bytes;
 use crate::ffi::{check_count, inp, out, MpiResult};
 use crate::request::{
-    check_rank, check_tag, complete_single, ignored, recv_target, start_recv, start_send,
-    wait_pending, write_status, Message, MpiStatus, Pending, Request,
+    check_rank, check_tag, complete_single, ignored, new_engine_request, recv_target, start_recv,
+    start_send, status_of, wait_pending, write_status, Message, MpiStatus, Pending, Request,
 };
 use crate::state::lock;
 use std::ffi::{c_int, c_void};
@@ -56,6 +56,11 @@ fn isend(
     if request.is_null() {
         mpi_bail!(MPI_ERR_ARG, "NULL request");
     }
+    if let Some(r) = fast_isend(buf, count, datatype, dest, tag, comm, mode) {
+        // SAFETY: `request` is a non-NULL pointer to the caller's MPI_Request.
+        unsafe { request.write_unaligned(r) };
+        return Ok(());
+    }
     let mut st = lock();
     st.check_active()?;
     let mut p = start_send(&mut st, buf, count, datatype, dest, tag, comm, mode)?;
@@ -90,7 +95,7 @@ macro_rules! sends {
                 send(buf, count, datatype, dest, tag, comm, $mode)
             }
         }
-        mpi_fn! {
+        mpi_fn_nodefer! {
             /// Nonblocking send.
             fn $ipname / $iname (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
                 isend(buf, count, datatype, dest, tag, comm, $mode, request)
@@ -122,11 +127,16 @@ mpi_fn_nodefer! {
     }
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Irecv`.
     fn PMPI_Irecv / "MPI_Irecv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
         if request.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL request");
+        }
+        if let Some(r) = fast_irecv(buf, count, datatype, source, tag, comm) {
+            // SAFETY: `request` is a non-NULL pointer to the caller's MPI_Request.
+            unsafe { request.write_unaligned(r) };
+            return Ok(());
         }
         let mut st = lock();
         st.check_active()?;
@@ -505,19 +515,6 @@ fn predefined_size(h: c_int) -> Option<usize> {
     Some(dt.size)
 }
 
-/// The MPI status of a completed engine operation and its error code.
-fn mpi_status(s: &EStatus) -> (MpiStatus, c_int) {
-    let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
-    let mut m = MpiStatus {
-        source: s.source,
-        tag: s.tag,
-        error: code,
-        ..Default::default()
-    };
-    status_set_bytes(&mut m, s.count_bytes, s.cancelled);
-    (m, code)
-}
-
 /// Blocking send on the fast path; `None`: take the general path.
 #[inline]
 fn fast_send(
@@ -548,7 +545,7 @@ fn fast_send(
     if s.error.is_none() {
         return Some(Ok(()));
     }
-    let (_, code) = mpi_status(&s);
+    let (_, code) = status_of(&s);
     Some(complete_single(
         std::ptr::null_mut(),
         None,
@@ -587,7 +584,7 @@ fn fast_recv(
     if s.error.is_none() && ignored(status) {
         return Some(Ok(()));
     }
-    let (m, code) = mpi_status(&s);
+    let (m, code) = status_of(&s);
     Some(complete_single(
         status,
         Some(m),
@@ -595,4 +592,71 @@ fn fast_recv(
         comm,
         "receive failed",
     ))
+}
+
+// ---------------------------------------------------------------------------------------
+// Fast path of MPI_Isend/MPI_Irecv
+// ---------------------------------------------------------------------------------------
+//
+// The same conditions as the blocking fast path; the started engine request gets a fast
+// request handle (`request::new_engine_request`), which MPI_Wait and its family complete
+// without the library lock.
+
+/// Nonblocking send on the fast path: the new request handle, or `None` to take the
+/// general path.
+#[inline]
+fn fast_isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: SendMode,
+) -> Option<c_int> {
+    if count < 0 || mode == SendMode::Buffered {
+        return None;
+    }
+    let len = count as usize * predefined_size(datatype)?;
+    let eng = oxmpi_engine::engine()?;
+    let ec = fast_comm(eng, comm)?;
+    // SAFETY: the MPI contract for a nonblocking send: `buf` holds `len` readable bytes
+    // until the request completes. Bad arguments fail before anything is started, which
+    // sends us to the general path.
+    match unsafe { eng.isend(buf.cast(), len, dest, tag, ec, mode) } {
+        Ok(r) => Some(new_engine_request(r, comm)),
+        Err(_) => {
+            forget_comm(comm);
+            None
+        }
+    }
+}
+
+/// Nonblocking receive on the fast path: the new request handle, or `None` to take the
+/// general path.
+#[inline]
+fn fast_irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Option<c_int> {
+    if count < 0 {
+        return None;
+    }
+    let len = count as usize * predefined_size(datatype)?;
+    let eng = oxmpi_engine::engine()?;
+    let ec = fast_comm(eng, comm)?;
+    // SAFETY: the MPI contract for a nonblocking receive: `buf` holds `len` writable bytes
+    // that are not accessed until the request completes. Bad arguments fail before
+    // anything is posted.
+    match unsafe { eng.irecv(buf.cast(), len, source, tag, ec) } {
+        Ok(r) => Some(new_engine_request(r, comm)),
+        Err(_) => {
+            forget_comm(comm);
+            None
+        }
+    }
 }

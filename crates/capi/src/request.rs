@@ -6,8 +6,10 @@ use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
 use crate::consts::*;
 use crate::datatype::{pack_into, status_set_bytes, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
+use crate::grequest::GreqTest;
 use crate::state::{lock, State};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// `MPI_Status` of the MPICH ABI (20 bytes).
@@ -334,65 +336,276 @@ pub(crate) fn reap_orphans(st: &mut State) {
     });
 }
 
+// ---------------------------------------------------------------------------------------
+// Fast request handles
+// ---------------------------------------------------------------------------------------
+//
+// Most nonblocking operations (a contiguous predefined datatype on an ordinary
+// communicator, not persistent, not buffered) are one engine request with nothing to do at
+// completion but converting its status. Such a request gets a "fast" handle: slot `i` of
+// `FAST`, which holds the engine request id and the communicator (for its error handler).
+// Starting, testing, waiting for and freeing it take no library lock: the slot is claimed
+// with a compare-and-swap and released by the call that completes or frees the request.
+// Concurrent use of one request by two threads is erroneous in MPI, so the slot needs no
+// other synchronisation (the engine's own lock orders the engine request's life).
+//
+// The slot index is the low bits of the engine request id (the engine's slab index: small
+// and unique among live requests). If the slot is taken anyway (more live requests than
+// slots, or another id layout), the request goes into the locked request table instead:
+// still correct, only slower.
+
+/// Number of fast request slots.
+const FAST_SLOTS: usize = 1 << 16;
+
+/// The handle bits of fast requests: direct request handles with index bit 24 set, between
+/// the request table's indices (from 0) and the messages' (from `0x0200_0000`).
+const FAST_BASE: u32 = crate::state::direct_base(crate::state::kind::REQUEST) | 0x0100_0000;
+
+/// One fast request slot.
+struct FastSlot {
+    /// The engine request id; 0 = free.
+    ereq: AtomicU64,
+    /// The communicator handle of the operation.
+    comm: AtomicI32,
+}
+
+static FAST: [FastSlot; FAST_SLOTS] = [const {
+    FastSlot {
+        ereq: AtomicU64::new(0),
+        comm: AtomicI32::new(0),
+    }
+}; FAST_SLOTS];
+
+/// The request handle of a started engine request `r` of communicator `comm`: a fast
+/// handle if its slot is free, else an entry of the request table.
+#[inline]
+pub(crate) fn new_engine_request(r: EReq, comm: c_int) -> c_int {
+    let i = r.0 as usize & (FAST_SLOTS - 1);
+    let slot = &FAST[i];
+    if r.0 != 0
+        && slot
+            .ereq
+            .compare_exchange(0, r.0, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    {
+        slot.comm.store(comm, Ordering::Relaxed);
+        return (FAST_BASE | i as u32) as c_int;
+    }
+    table_request(r, comm)
+}
+
+/// [`new_engine_request`] when the fast slot is taken.
+#[cold]
+fn table_request(r: EReq, comm: c_int) -> c_int {
+    lock().reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(Pending {
+            ereq: Some(r),
+            done: None,
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }),
+    })
+}
+
+/// The slot of fast handle `h` (`None`: not a fast handle).
+#[inline]
+fn fast_slot(h: c_int) -> Option<&'static FastSlot> {
+    let hu = h as u32;
+    if hu & 0xff00_0000 != FAST_BASE {
+        return None;
+    }
+    FAST.get((hu & 0x00ff_ffff) as usize)
+}
+
+/// The engine request and communicator of the live fast request in `slot` (handle `h`).
+#[inline]
+fn fast_get(slot: &FastSlot, h: c_int) -> MpiResult<(EReq, c_int)> {
+    match slot.ereq.load(Ordering::Relaxed) {
+        0 => mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}"),
+        r => Ok((EReq(r), slot.comm.load(Ordering::Relaxed))),
+    }
+}
+
+/// Free a fast slot (its request completed or was freed).
+#[inline]
+fn fast_release(slot: &FastSlot) {
+    slot.ereq.store(0, Ordering::Release);
+}
+
+/// The MPI status of a completed engine operation and its error code.
+#[inline]
+pub(crate) fn status_of(s: &EStatus) -> (MpiStatus, c_int) {
+    let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
+    let mut m = MpiStatus {
+        source: s.source,
+        tag: s.tag,
+        error: code,
+        ..Default::default()
+    };
+    status_set_bytes(&mut m, s.count_bytes, s.cancelled);
+    (m, code)
+}
+
+// ---------------------------------------------------------------------------------------
+// Completion: wait/test and their any/some/all forms
+// ---------------------------------------------------------------------------------------
+
+/// A completed request.
+struct Completed {
+    status: MpiStatus,
+    code: c_int,
+    /// The handle was released (not persistent): the caller sets it to `MPI_REQUEST_NULL`.
+    freed: bool,
+    /// The request's communicator (its error handler reports a failure).
+    comm: c_int,
+}
+
 /// Outcome of testing one request handle.
 enum Tested {
     /// Null or inactive: an empty status.
     Empty,
     NotDone,
-    Done(MpiStatus, c_int),
+    Done(Completed),
 }
 
-/// Test the request `h` (lock held); completes and frees it (or deactivates a persistent
-/// one) when done.
-fn test_one(st: &mut State, h: c_int) -> MpiResult<Tested> {
-    if h == MPI_REQUEST_NULL {
-        return Ok(Tested::Empty);
-    }
-    match crate::grequest::test(st, h) {
-        Some(None) => return Ok(Tested::NotDone),
-        Some(Some(s)) => return Ok(Tested::Done(s, s.error)),
+/// Outcome of testing a request of the table (lock held).
+enum Locked {
+    Empty,
+    NotDone,
+    Done(MpiStatus, c_int, bool),
+    /// A completed generalized request, removed from the tables: its callbacks run once
+    /// the lock is released ([`crate::grequest::finish`]).
+    Greq(crate::grequest::Greq),
+}
+
+/// Test request `h` of the table (lock held); completes and frees it (or deactivates a
+/// persistent one) when done.
+fn test_locked(st: &mut State, h: c_int) -> MpiResult<Locked> {
+    match crate::grequest::take_if_complete(st, h) {
+        Some(GreqTest::NotDone) => return Ok(Locked::NotDone),
+        Some(GreqTest::Done(g)) => return Ok(Locked::Greq(g)),
         None => {}
     }
     let Some(req) = st.reqs.get_mut(h) else {
         mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
     };
     let Some(p) = req.active.as_mut() else {
-        return Ok(Tested::Empty);
+        return Ok(Locked::Empty);
     };
     let s = match (p.ereq, p.done) {
         (Some(r), _) => match backend::engine()?.test(r) {
             Some(s) => s,
-            None => return Ok(Tested::NotDone),
+            None => return Ok(Locked::NotDone),
         },
         (None, Some(s)) => s,
         (None, None) => EStatus::PROC_NULL,
     };
     let p = req.active.take().expect("checked above");
     let (status, code) = finish(p, s);
-    if req.persistent.is_none() {
+    let freed = req.persistent.is_none();
+    if freed {
         st.reqs.remove(h);
     }
-    Ok(Tested::Done(status, code))
+    Ok(Locked::Done(status, code, freed))
 }
 
-/// The communicator a request belongs to (for error handling).
+/// Turn a table outcome into a [`Tested`] (no lock held: runs generalized request
+/// callbacks).
+fn unlocked(t: Locked, comm: c_int) -> Tested {
+    match t {
+        Locked::Empty => Tested::Empty,
+        Locked::NotDone => Tested::NotDone,
+        Locked::Done(status, code, freed) => Tested::Done(Completed {
+            status,
+            code,
+            freed,
+            comm,
+        }),
+        Locked::Greq(g) => {
+            let (status, code) = crate::grequest::finish(&g);
+            Tested::Done(Completed {
+                status,
+                code,
+                freed: true,
+                comm,
+            })
+        }
+    }
+}
+
+/// The communicator a table request belongs to (for error handling).
 fn req_comm(st: &State, h: c_int) -> c_int {
     st.reqs.get(h).map_or(MPI_COMM_WORLD, |r| r.comm)
 }
 
-/// Wait for one request handle; returns the status and the error code.
-pub(crate) fn wait_one(h: c_int) -> MpiResult<(Option<MpiStatus>, c_int, bool)> {
-    // Returns (status or None for an empty one, code, was_freed).
+/// The communicator of any request handle (for error handling).
+fn handle_comm(h: c_int) -> c_int {
+    match fast_slot(h) {
+        Some(slot) => slot.comm.load(Ordering::Relaxed),
+        None => req_comm(&lock(), h),
+    }
+}
+
+/// Test request handle `h` once (no lock held).
+#[inline]
+fn test_handle(h: c_int) -> MpiResult<Tested> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(Tested::Empty);
+    }
+    if let Some(slot) = fast_slot(h) {
+        let (r, comm) = fast_get(slot, h)?;
+        return Ok(match backend::engine()?.test(r) {
+            None => Tested::NotDone,
+            Some(s) => {
+                fast_release(slot);
+                let (status, code) = status_of(&s);
+                Tested::Done(Completed {
+                    status,
+                    code,
+                    freed: true,
+                    comm,
+                })
+            }
+        });
+    }
+    let mut st = lock();
+    let comm = req_comm(&st, h);
+    let t = test_locked(&mut st, h).map_err(|e| e.on(comm))?;
+    drop(st);
+    Ok(unlocked(t, comm))
+}
+
+/// Wait for request handle `h` (no lock held while blocking): `Empty` or `Done`.
+#[inline]
+fn wait_handle(h: c_int) -> MpiResult<Tested> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(Tested::Empty);
+    }
+    if let Some(slot) = fast_slot(h) {
+        let (r, comm) = fast_get(slot, h)?;
+        let s = backend::engine()?.wait(r);
+        fast_release(slot);
+        let (status, code) = status_of(&s);
+        return Ok(Tested::Done(Completed {
+            status,
+            code,
+            freed: true,
+            comm,
+        }));
+    }
+    wait_table(h)
+}
+
+/// [`wait_handle`] for a request of the table.
+fn wait_table(h: c_int) -> MpiResult<Tested> {
     loop {
         let mut st = lock();
         let comm = req_comm(&st, h);
-        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
-            Tested::Empty => return Ok((None, MPI_SUCCESS, false)),
-            Tested::Done(s, c) => {
-                let freed = st.reqs.get(h).is_none();
-                return Ok((Some(s), c, freed));
-            }
-            Tested::NotDone => {
+        match test_locked(&mut st, h).map_err(|e| e.on(comm))? {
+            Locked::NotDone => {
                 // Block in the engine without holding our lock.
                 let ereq = st
                     .reqs
@@ -407,7 +620,7 @@ pub(crate) fn wait_one(h: c_int) -> MpiResult<(Option<MpiStatus>, c_int, bool)> 
                         mpi_bail!(MPI_ERR_REQUEST, "request {h:#x} was freed while waiting");
                     };
                     let Some(mut p) = req.active.take() else {
-                        return Ok((None, MPI_SUCCESS, false));
+                        return Ok(Tested::Empty);
                     };
                     p.ereq = None;
                     let (status, code) = finish(p, s);
@@ -415,11 +628,20 @@ pub(crate) fn wait_one(h: c_int) -> MpiResult<(Option<MpiStatus>, c_int, bool)> 
                     if freed {
                         st.reqs.remove(h);
                     }
-                    return Ok((Some(status), code, freed));
+                    return Ok(Tested::Done(Completed {
+                        status,
+                        code,
+                        freed,
+                        comm,
+                    }));
                 }
                 // A generalized request: completed by another thread; keep polling.
                 backend::engine()?.progress();
                 std::thread::yield_now();
+            }
+            t => {
+                drop(st);
+                return Ok(unlocked(t, comm));
             }
         }
     }
@@ -450,49 +672,112 @@ pub(crate) fn complete_single(
     Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Wait`.
-    fn PMPI_Wait / "MPI_Wait" (request: *mut c_int, status: *mut MpiStatus) {
-        let h = inp(request, "request")?;
-        let comm = req_comm(&lock(), h);
-        let (s, code, freed) = wait_one(h)?;
-        if freed {
-            out(request, MPI_REQUEST_NULL, "request")?;
-        }
-        complete_single(status, s, code, comm, "request completed with an error")
+/// The error of a multiple-completion call some of whose requests failed (the first
+/// failed request's communicator handles it).
+fn in_status(comm: c_int) -> MpiError {
+    MpiError::new(
+        MPI_ERR_IN_STATUS,
+        "a request completed with an error (see the statuses)",
+    )
+    .on(comm)
+}
+
+/// Status `i` of an array of statuses (or the ignore marker itself).
+#[inline]
+fn nth_status(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
+    if ignored(statuses) {
+        statuses
+    } else {
+        statuses.wrapping_add(i)
     }
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
+    /// `MPI_Wait`.
+    fn PMPI_Wait / "MPI_Wait" (request: *mut c_int, status: *mut MpiStatus) {
+        let h = inp(request, "request")?;
+        match wait_handle(h)? {
+            Tested::Done(c) => {
+                if c.freed {
+                    out(request, MPI_REQUEST_NULL, "request")?;
+                }
+                if c.code == MPI_SUCCESS && ignored(status) {
+                    return Ok(());
+                }
+                complete_single(status, Some(c.status), c.code, c.comm, "request completed with an error")
+            }
+            _ => complete_single(status, None, MPI_SUCCESS, MPI_COMM_WORLD, ""),
+        }
+    }
+}
+
+mpi_fn_nodefer! {
     /// `MPI_Test`.
     fn PMPI_Test / "MPI_Test" (request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let h = inp(request, "request")?;
         if flag.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL flag");
         }
-        let mut st = lock();
-        let comm = req_comm(&st, h);
-        let r = test_one(&mut st, h).map_err(|e| e.on(comm))?;
-        let freed = h != MPI_REQUEST_NULL && st.reqs.get(h).is_none();
-        drop(st);
-        match r {
+        match test_handle(h)? {
             Tested::NotDone => {
-                backend::engine()?.progress();
+                if fast_slot(h).is_none() {
+                    // (The engine's test of a fast request progressed already.)
+                    backend::engine()?.progress();
+                }
                 out(flag, 0, "flag")
             }
             Tested::Empty => {
                 out(flag, 1, "flag")?;
-                complete_single(status, None, MPI_SUCCESS, comm, "")
+                complete_single(status, None, MPI_SUCCESS, MPI_COMM_WORLD, "")
             }
-            Tested::Done(s, code) => {
-                if freed {
+            Tested::Done(c) => {
+                if c.freed {
                     out(request, MPI_REQUEST_NULL, "request")?;
                 }
                 out(flag, 1, "flag")?;
-                complete_single(status, Some(s), code, comm, "request completed with an error")
+                complete_single(status, Some(c.status), c.code, c.comm, "request completed with an error")
             }
         }
     }
+}
+
+/// Testall's check: whether every request in `reqs` is complete, without completing any
+/// (table requests that are done keep their status for the completion that follows).
+fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
+    for &h in reqs {
+        if h == MPI_REQUEST_NULL {
+            continue;
+        }
+        if let Some(slot) = fast_slot(h) {
+            let (r, _) = fast_get(slot, h)?;
+            if backend::engine()?.request_status(r).is_none() {
+                return Ok(false);
+            }
+            continue;
+        }
+        let mut st = lock();
+        if crate::grequest::is_incomplete(&st, h) {
+            drop(st);
+            backend::engine()?.progress();
+            return Ok(false);
+        }
+        let Some(r) = st.reqs.get_mut(h) else {
+            mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+        };
+        if let Some(p) = r.active.as_mut() {
+            if let Some(e) = p.ereq {
+                // Testing frees the engine request: keep its status for the completion.
+                match backend::engine()?.test(e) {
+                    Some(s) => {
+                        p.ereq = None;
+                        p.done = Some(s);
+                    }
+                    None => return Ok(false),
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Shared body of Waitall (blocking) and Testall.
@@ -504,73 +789,43 @@ fn all(
 ) -> MpiResult {
     let n = check_count(count)?;
     let reqs = slice_out(requests, n, "array_of_requests")?;
-    let stat = |i: usize| -> *mut MpiStatus {
-        if ignored(statuses) {
-            statuses
-        } else {
-            statuses.wrapping_add(i)
-        }
-    };
     if let Some(flag) = flag {
         // Testall: complete all or none.
-        let mut st = lock();
-        for &h in reqs.iter() {
-            if h == MPI_REQUEST_NULL {
-                continue;
-            }
-            let Some(r) = st.reqs.get(h) else {
-                mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
-            };
-            if let Some(p) = &r.active {
-                if let Some(e) = p.ereq {
-                    // Peek without completing: test would free the engine request, so we
-                    // only test when every request is done; probe completion by testing
-                    // and stashing the status.
-                    if let Some(s) = backend::engine()?.test(e) {
-                        let rr = st.reqs.get_mut(h).expect("checked");
-                        let p = rr.active.as_mut().expect("checked");
-                        p.ereq = None;
-                        p.done = Some(s);
-                    } else {
-                        drop(st);
-                        return out(flag, 0, "flag");
-                    }
-                }
-            }
+        if !all_done(reqs)? {
+            return out(flag, 0, "flag");
         }
-        drop(st);
         out(flag, 1, "flag")?;
     }
-    let mut first_err = None;
-    let mut codes = vec![MPI_SUCCESS; n];
-    for i in 0..n {
-        let (s, code, freed) = wait_one(reqs[i])?;
-        if freed {
-            reqs[i] = MPI_REQUEST_NULL;
-        }
-        codes[i] = code;
-        write_status(stat(i), &s.unwrap_or_else(empty_status), true);
-        if code != MPI_SUCCESS && first_err.is_none() {
-            first_err = Some(i);
+    let mut failed = None;
+    for (i, h) in reqs.iter_mut().enumerate() {
+        let sp = nth_status(statuses, i);
+        match wait_handle(*h)? {
+            Tested::Done(c) => {
+                if c.freed {
+                    *h = MPI_REQUEST_NULL;
+                }
+                write_status(sp, &c.status, true);
+                if c.code != MPI_SUCCESS && failed.is_none() {
+                    failed = Some(c.comm);
+                }
+            }
+            _ => write_status(sp, &empty_status(), true),
         }
     }
-    if first_err.is_some() {
-        return Err(MpiError::new(
-            MPI_ERR_IN_STATUS,
-            "a request completed with an error (see the statuses)",
-        ));
+    match failed {
+        Some(comm) => Err(in_status(comm)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Waitall`.
     fn PMPI_Waitall / "MPI_Waitall" (count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
         all(count, requests, None, statuses)
     }
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Testall`.
     fn PMPI_Testall / "MPI_Testall" (count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
         if flag.is_null() {
@@ -582,27 +837,22 @@ mpi_fn! {
 
 /// Shared body of Waitany/Testany: one pass over the array; returns true if something
 /// completed (or everything is null).
-#[allow(clippy::needless_range_loop)]
 fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> MpiResult<bool> {
-    let mut st = lock();
     let mut all_empty = true;
-    for i in 0..reqs.len() {
-        let h = reqs[i];
-        let comm = req_comm(&st, h);
-        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
+    for (i, h) in reqs.iter_mut().enumerate() {
+        match test_handle(*h)? {
             Tested::Empty => {}
             Tested::NotDone => all_empty = false,
-            Tested::Done(s, code) => {
-                if st.reqs.get(h).is_none() {
-                    reqs[i] = MPI_REQUEST_NULL;
+            Tested::Done(c) => {
+                if c.freed {
+                    *h = MPI_REQUEST_NULL;
                 }
-                drop(st);
                 out(index, i as c_int, "index")?;
                 return complete_single(
                     status,
-                    Some(s),
-                    code,
-                    comm,
+                    Some(c.status),
+                    c.code,
+                    c.comm,
                     "request completed with an error",
                 )
                 .map(|_| true);
@@ -610,7 +860,6 @@ fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> Mp
         }
     }
     if all_empty {
-        drop(st);
         out(index, MPI_UNDEFINED, "index")?;
         write_status(status, &empty_status(), false);
         return Ok(true);
@@ -618,7 +867,7 @@ fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> Mp
     Ok(false)
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Waitany`.
     fn PMPI_Waitany / "MPI_Waitany" (count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
         let n = check_count(count)?;
@@ -632,7 +881,7 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Testany`.
     fn PMPI_Testany / "MPI_Testany" (count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let n = check_count(count)?;
@@ -652,45 +901,35 @@ mpi_fn! {
 
 /// Shared body of Waitsome/Testsome: one pass; returns the number completed, or
 /// `MPI_UNDEFINED` when every request is null/inactive.
-#[allow(clippy::needless_range_loop)]
 fn some_pass(
     reqs: &mut [c_int],
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> MpiResult<c_int> {
-    let mut st = lock();
     let mut all_empty = true;
     let mut done = 0usize;
-    let mut err = false;
+    let mut failed = None;
     let idx = slice_out(indices, reqs.len(), "array_of_indices")?;
-    for i in 0..reqs.len() {
-        let h = reqs[i];
-        let comm = req_comm(&st, h);
-        match test_one(&mut st, h).map_err(|e| e.on(comm))? {
+    for (i, h) in reqs.iter_mut().enumerate() {
+        match test_handle(*h)? {
             Tested::Empty => {}
             Tested::NotDone => all_empty = false,
-            Tested::Done(s, code) => {
+            Tested::Done(c) => {
                 all_empty = false;
-                if st.reqs.get(h).is_none() {
-                    reqs[i] = MPI_REQUEST_NULL;
+                if c.freed {
+                    *h = MPI_REQUEST_NULL;
                 }
                 idx[done] = i as c_int;
-                let sp = if ignored(statuses) {
-                    statuses
-                } else {
-                    statuses.wrapping_add(done)
-                };
-                write_status(sp, &s, true);
-                err |= code != MPI_SUCCESS;
+                write_status(nth_status(statuses, done), &c.status, true);
+                if c.code != MPI_SUCCESS && failed.is_none() {
+                    failed = Some(c.comm);
+                }
                 done += 1;
             }
         }
     }
-    if err {
-        return Err(MpiError::new(
-            MPI_ERR_IN_STATUS,
-            "a request completed with an error (see the statuses)",
-        ));
+    if let Some(comm) = failed {
+        return Err(in_status(comm));
     }
     Ok(if all_empty {
         MPI_UNDEFINED
@@ -699,7 +938,7 @@ fn some_pass(
     })
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Waitsome`.
     fn PMPI_Waitsome / "MPI_Waitsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         let n = check_count(incount)?;
@@ -714,7 +953,7 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_nodefer! {
     /// `MPI_Testsome`.
     fn PMPI_Testsome / "MPI_Testsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         let n = check_count(incount)?;
@@ -730,17 +969,42 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Request_get_status`: like MPI_Test but does not free the request.
     fn PMPI_Request_get_status / "MPI_Request_get_status" (request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        let mut st = lock();
+        if flag.is_null() {
+            mpi_bail!(MPI_ERR_ARG, "NULL flag");
+        }
         if request == MPI_REQUEST_NULL {
-            drop(st);
             out(flag, 1, "flag")?;
             write_status(status, &empty_status(), false);
             return Ok(());
         }
+        if let Some(slot) = fast_slot(request) {
+            let (r, comm) = fast_get(slot, request)?;
+            return match backend::engine()?.request_status(r) {
+                None => out(flag, 0, "flag"),
+                Some(s) => {
+                    out(flag, 1, "flag")?;
+                    let (m, code) = status_of(&s);
+                    complete_single(status, Some(m), code, comm, "request completed with an error")
+                }
+            };
+        }
+        let comm = handle_comm(request);
+        if let Some(q) = crate::grequest::peek(request) {
+            return match q {
+                None => {
+                    backend::engine()?.progress();
+                    out(flag, 0, "flag")
+                }
+                Some((s, code)) => {
+                    out(flag, 1, "flag")?;
+                    complete_single(status, Some(s), code, comm, "the query function of the generalized request failed")
+                }
+            };
+        }
+        let mut st = lock();
         let Some(req) = st.reqs.get_mut(request) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {request:#x}");
         };
-        let comm = req.comm;
         let Some(p) = req.active.as_mut() else {
             drop(st);
             out(flag, 1, "flag")?;
@@ -755,16 +1019,13 @@ mpi_fn! {
                 }
                 None => {
                     drop(st);
-                    backend::engine()?.progress();
                     return out(flag, 0, "flag");
                 }
             }
         }
         let s = p.done.unwrap_or(EStatus::PROC_NULL);
-        let code = s.error.map_or(MPI_SUCCESS, backend::class_code);
-        let mut ms = MpiStatus { source: s.source, tag: s.tag, error: code, ..Default::default() };
-        status_set_bytes(&mut ms, s.count_bytes, s.cancelled);
         drop(st);
+        let (ms, code) = status_of(&s);
         out(flag, 1, "flag")?;
         complete_single(status, Some(ms), code, comm, "request completed with an error")
     }
@@ -774,8 +1035,14 @@ mpi_fn! {
     /// `MPI_Cancel`.
     fn PMPI_Cancel / "MPI_Cancel" (request: *mut c_int) {
         let h = inp(request, "request")?;
-        if crate::grequest::cancel(h) {
+        if let Some(slot) = fast_slot(h) {
+            let (r, _) = fast_get(slot, h)?;
+            backend::engine()?.cancel(r);
             return Ok(());
+        }
+        let comm = handle_comm(h);
+        if let Some(rc) = crate::grequest::cancel(h) {
+            return crate::grequest::callback_result(rc, comm, "cancel");
         }
         let st = lock();
         let Some(req) = st.reqs.get(h) else {
@@ -792,12 +1059,18 @@ mpi_fn! {
     /// `MPI_Request_free`: an active operation completes in the background.
     fn PMPI_Request_free / "MPI_Request_free" (request: *mut c_int) {
         let h = inp(request, "request")?;
-        let mut st = lock();
-        if crate::grequest::request_free(&mut st, h) {
-            st.reqs.remove(h);
-            drop(st);
+        if let Some(slot) = fast_slot(h) {
+            let (r, _) = fast_get(slot, h)?;
+            backend::engine()?.request_free(r);
+            fast_release(slot);
             return out(request, MPI_REQUEST_NULL, "request");
         }
+        let comm = handle_comm(h);
+        if let Some(rc) = crate::grequest::request_free(h) {
+            out(request, MPI_REQUEST_NULL, "request")?;
+            return crate::grequest::callback_result(rc, comm, "free");
+        }
+        let mut st = lock();
         let Some(req) = st.reqs.remove(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
         };
@@ -875,6 +1148,12 @@ mpi_fn! {
 
 /// Start one persistent request (lock held).
 fn start_one(st: &mut State, h: c_int) -> MpiResult {
+    if fast_slot(h).is_some() {
+        mpi_bail!(
+            MPI_ERR_REQUEST,
+            "MPI_Start on a request that is not persistent"
+        );
+    }
     let Some(req) = st.reqs.get(h) else {
         mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
     };

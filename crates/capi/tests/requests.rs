@@ -1,0 +1,48 @@
+//! Nonblocking point-to-point requests and generalized requests: `tests/c/requests.c` at 1
+//! rank (generalized requests only) and 2 ranks (also Isend/Irecv completed by every
+//! wait/test form, cancel, free, Request_get_status, truncation errors in statuses and
+//! through the request's communicator's error handler, persistent requests, and four
+//! threads using requests at once under `MPI_THREAD_MULTIPLE`).
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
+//! `mpirun --timeout`, so a hang fails the test instead of blocking it.
+
+use std::ffi::OsStr;
+
+mod common;
+use common::{build, mpirun, Scratch};
+
+/// Safety net for a hanging job (not a timing assertion).
+const TIMEOUT_S: &str = "120";
+
+#[test]
+fn requests_and_generalized_requests_on_one_and_two_ranks() {
+    let dir = Scratch::new("requests");
+    let exe = build("requests.c", &dir.0);
+    for np in [1, 2] {
+        let np_s = np.to_string();
+        let out = mpirun(
+            &[
+                OsStr::new("--timeout"),
+                OsStr::new(TIMEOUT_S),
+                OsStr::new("-n"),
+                OsStr::new(&np_s),
+                exe.as_os_str(),
+            ],
+            &[],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "requests.c on {np} ranks failed (124 = hung until mpirun's timeout):\n\
+             stdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        assert_eq!(
+            stdout,
+            format!("requests: all checks passed ({np} ranks)\n"),
+            "np={np}, stderr:\n{stderr}"
+        );
+    }
+}
