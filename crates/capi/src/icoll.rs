@@ -1,33 +1,34 @@
 //! Nonblocking collectives (`MPI_I*`).
 //!
-//! `MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Ireduce`, `MPI_Iallreduce`, `MPI_Igather`,
-//! `MPI_Iscatter`, `MPI_Iallgather` and `MPI_Ialltoall` on intracommunicators **progress in
-//! the background**: the call builds an `oxmpi_coll::sched::Schedule` (rounds of
-//! sends/receives on the communicator's collective context, then local reductions/copies),
-//! starts it without blocking and returns a request. A progress thread of the library
-//! (started on the first such call, asleep while no schedule is active) advances every
-//! active schedule whatever the application does meanwhile (computation, point-to-point,
-//! other collectives) and completes the request when its schedule ends; `MPI_Test`/
-//! `MPI_Wait` then see it complete. The request is internally a generalized request; its
-//! status is empty (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0) with the collective's error
-//! code. Non-contiguous datatypes are packed at the call and unpacked at completion.
+//! Every nonblocking collective on an intracommunicator **progresses in the background**:
+//! the call builds an `oxmpi_coll::sched::Schedule` (rounds of sends/receives on the
+//! communicator's collective context, then local reductions/copies), starts it without
+//! blocking and returns a request — barrier, bcast, reduce, allreduce, gather(v),
+//! scatter(v), allgather(v), alltoall(v,w), reduce_scatter(_block), scan, exscan, and the
+//! neighbourhood forms (`neighbor.rs`). `MPI_IN_PLACE` is accepted wherever the standard
+//! allows it. A progress thread of the library (started on the first such call, asleep
+//! while no schedule is active) advances every active schedule whatever the application
+//! does meanwhile (computation, point-to-point, other collectives) and completes the
+//! request when its schedule ends; `MPI_Test`/`MPI_Wait` then see it complete. The request
+//! is internally a generalized request; its status is empty (`MPI_ANY_SOURCE`,
+//! `MPI_ANY_TAG`, count 0) with the collective's error code. Non-contiguous datatypes are
+//! packed at the call and unpacked at completion.
 //!
-//! Reductions with a user-defined operation are not run on the progress thread (the user
-//! function may depend on the calling thread, e.g. an interpreter lock), so
-//! `MPI_Ireduce`/`MPI_Iallreduce` with a user op, and every other nonblocking collective
-//! (v/w variants, scans, reduce-scatter, neighbourhood) are still **blocking at start**:
-//! they run the blocking collective and return an already completed request. That is
-//! correct for every program that does not need progress of such a collective while it
-//! does something the other members depend on before waiting.
+//! Reductions with a user-defined operation run on the thread that advances the schedule
+//! (usually the progress thread), in the order the standard requires for non-commutative
+//! operations; the user function pointer is captured at the call, so the op and datatype
+//! may be freed before completion.
+//!
+//! The intercommunicator forms still run the blocking intercommunicator algorithm
+//! (`intercoll.rs`) and return a completed request.
 use crate::backend::EStatus;
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
-use crate::ffi::check_count;
-use crate::ffi::{enter, out, MpiError, MpiResult};
+use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
 use crate::request::{Pending, Request};
 use crate::state::lock;
-use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
+use oxmpi_coll::sched::{Lane, OwnedOp, Region, Schedule};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -59,77 +60,11 @@ fn completed(request: *mut c_int, comm: c_int) -> MpiResult {
     out(request, h, "request")
 }
 
-/// Define `PMPI_I<x>` (+ weak `MPI_I<x>`) as the blocking `$blocking` plus a completed
-/// request.
-macro_rules! icoll {
-    ($($(#[$m:meta])* fn $pname:ident / $name:literal = $blocking:path; ($($arg:ident : $ty:ty),*) comm = $comm:ident;)*) => {$(
-        $(#[$m])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty,)* request: *mut c_int) -> c_int {
-            if request.is_null() {
-                return enter($name, || Err(MpiError::new(MPI_ERR_ARG, "NULL request").on($comm)));
-            }
-            // SAFETY: forwarding the caller's arguments (same MPI contract).
-            let rc = unsafe { $blocking($($arg),*) };
-            if rc != MPI_SUCCESS {
-                return rc;
-            }
-            enter($name, || completed(request, $comm))
-        }
-        crate::ffi::mpi_alias!($pname / $name);
-    )*};
-}
-
-icoll! {
-    /// `MPI_Iscan` (blocking at start).
-    fn PMPI_Iscan / "MPI_Iscan" = crate::coll::PMPI_Scan;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) comm = comm;
-    /// `MPI_Iexscan` (blocking at start).
-    fn PMPI_Iexscan / "MPI_Iexscan" = crate::coll::PMPI_Exscan;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ireduce_scatter_block` (blocking at start).
-    fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" = crate::coll::PMPI_Reduce_scatter_block;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ireduce_scatter` (blocking at start).
-    fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" = crate::coll::PMPI_Reduce_scatter;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) comm = comm;
-    /// `MPI_Igatherv` (blocking at start).
-    fn PMPI_Igatherv / "MPI_Igatherv" = crate::coll::PMPI_Gatherv;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) comm = comm;
-    /// `MPI_Iscatterv` (blocking at start).
-    fn PMPI_Iscatterv / "MPI_Iscatterv" = crate::coll::PMPI_Scatterv;
-        (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) comm = comm;
-    /// `MPI_Iallgatherv` (blocking at start).
-    fn PMPI_Iallgatherv / "MPI_Iallgatherv" = crate::coll::PMPI_Allgatherv;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ialltoallv` (blocking at start).
-    fn PMPI_Ialltoallv / "MPI_Ialltoallv" = crate::coll::PMPI_Alltoallv;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ialltoallw` (blocking at start).
-    fn PMPI_Ialltoallw / "MPI_Ialltoallw" = crate::coll::PMPI_Alltoallw;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) comm = comm;
-    /// `MPI_Ineighbor_allgather` (blocking at start).
-    fn PMPI_Ineighbor_allgather / "MPI_Ineighbor_allgather" = crate::neighbor::PMPI_Neighbor_allgather;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ineighbor_allgatherv` (blocking at start).
-    fn PMPI_Ineighbor_allgatherv / "MPI_Ineighbor_allgatherv" = crate::neighbor::PMPI_Neighbor_allgatherv;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ineighbor_alltoall` (blocking at start).
-    fn PMPI_Ineighbor_alltoall / "MPI_Ineighbor_alltoall" = crate::neighbor::PMPI_Neighbor_alltoall;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ineighbor_alltoallv` (blocking at start).
-    fn PMPI_Ineighbor_alltoallv / "MPI_Ineighbor_alltoallv" = crate::neighbor::PMPI_Neighbor_alltoallv;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) comm = comm;
-    /// `MPI_Ineighbor_alltoallw` (blocking at start).
-    fn PMPI_Ineighbor_alltoallw / "MPI_Ineighbor_alltoallw" = crate::neighbor::PMPI_Neighbor_alltoallw;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) comm = comm;
-}
-
 // ---- schedules progressed in the background ----
 
 /// Packed bytes to unpack into the user's memory when a schedule completes: datatype,
-/// item count, address, and the schedule region holding the bytes.
-struct Unpack(Arc<Datatype>, usize, usize, usize);
+/// item count, address, the schedule region holding the bytes and the byte offset in it.
+pub(crate) struct Unpack(Arc<Datatype>, usize, usize, usize, usize);
 
 /// A started schedule and its request.
 struct Active {
@@ -168,14 +103,15 @@ unsafe extern "C" fn free_state(extra: *mut c_void) -> c_int {
 }
 
 /// Finish a schedule: unpack received data, record the outcome, complete the request.
-fn complete(mut a: Active, r: oxmpi_coll::Result<()>) {
+fn complete(a: Active, r: oxmpi_coll::Result<()>) {
     let code = match r {
         Ok(()) => {
             for u in &a.unpack {
-                if let Some(v) = a.sched.take_owned(u.3) {
+                if let Some(v) = a.sched.owned_bytes(u.3) {
+                    let end = (u.4 + u.0.size * u.1).min(v.len());
                     // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
                     // contract, valid until completion, which is now).
-                    unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v) };
+                    unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
                 }
             }
             MPI_SUCCESS
@@ -227,7 +163,12 @@ fn progress_thread() {
 
 /// Start `sched` for `comm` and store its request in `*request`: one progress step now,
 /// the rest in the background.
-fn start(comm: c_int, sched: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> MpiResult {
+pub(crate) fn start(
+    comm: c_int,
+    sched: Schedule,
+    unpack: Vec<Unpack>,
+    request: *mut c_int,
+) -> MpiResult {
     if request.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
     }
@@ -274,7 +215,7 @@ fn start(comm: c_int, sched: Schedule, unpack: Vec<Unpack>, request: *mut c_int)
 }
 
 /// The collective context, rank and size of intracommunicator `comm`.
-fn comm_info(comm: c_int) -> MpiResult<(oxmpi_coll::CollComm, i32, i32)> {
+pub(crate) fn comm_info(comm: c_int) -> MpiResult<(oxmpi_coll::CollComm, i32, i32)> {
     let (ctx, rank, size) = {
         let st = lock();
         st.check_active()?;
@@ -320,7 +261,7 @@ unsafe fn region(
     }
     v.resize(n, 0);
     if store && n > 0 {
-        unpack.push(Unpack(dt.clone(), count, buf as usize, index));
+        unpack.push(Unpack(dt.clone(), count, buf as usize, index, 0));
     }
     Region::Owned(v)
 }
@@ -334,19 +275,202 @@ fn region_bytes(r: &mut Region) -> &mut [u8] {
     }
 }
 
-/// The reduction of `(datatype, op)` as an owned op, or `None` for a user-defined op (run
-/// blocking at start instead).
-fn owned_op(dt: &Arc<Datatype>, dth: c_int, op: c_int, comm: c_int) -> MpiResult<Option<OwnedOp>> {
+/// The reduction of `(datatype, op)` as an owned op (validated first, so that an
+/// undefined pair fails at the call on every rank).
+///
+/// A user-defined operation is called with its function pointer captured here (the op
+/// and datatype handles may be freed before completion) from whichever thread advances
+/// the schedule, on items in the datatype's memory layout.
+fn owned_op(dt: &Arc<Datatype>, dth: c_int, op: c_int, comm: c_int) -> MpiResult<OwnedOp> {
     let red = alg::Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
-    if !matches!(crate::op::op_kind(op)?, crate::op::OpKind::Builtin(_)) {
-        return Ok(None);
-    }
     let (elem_size, commutative) = (red.elem(), red.commutative());
-    Ok(Some(OwnedOp {
-        f: Box::new(move |a: &[u8], b: &mut [u8]| red.apply(a, b)),
+    let f: Box<oxmpi_coll::sched::ReduceFn> = match crate::op::op_kind(op)
+        .map_err(|e| e.on(comm))?
+    {
+        crate::op::OpKind::Builtin(_) => Box::new(move |a: &[u8], b: &mut [u8]| red.apply(a, b)),
+        crate::op::OpKind::User(uf, _) => {
+            let dt = dt.clone();
+            Box::new(move |a: &[u8], b: &mut [u8]| user_apply(uf, &dt, dth, a, b))
+        }
+    };
+    Ok(OwnedOp {
+        f,
         elem_size,
         commutative,
-    }))
+    })
+}
+
+/// A 16-byte aligned scratch buffer of at least `n` bytes.
+fn aligned(n: usize) -> Vec<u128> {
+    vec![0u128; n.div_ceil(16).max(1)]
+}
+
+/// `b = a ∘ b` on packed items of `dt` with the user function `uf`.
+fn user_apply(uf: crate::op::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mut [u8]) {
+    if dt.size == 0 || a.is_empty() {
+        return;
+    }
+    let k = a.len() / dt.size;
+    let call = |x: *mut c_void, y: *mut c_void| {
+        let (mut c, mut d) = (k as c_int, dth);
+        // SAFETY: the user's MPI_User_function on two buffers of `k` items of the type in
+        // its memory layout.
+        unsafe { uf(x, y, &mut c, &mut d) };
+    };
+    if dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0 {
+        // Packed bytes are the memory layout: reduce in place when aligned.
+        if (a.as_ptr() as usize | b.as_ptr() as usize) % 16 == 0 {
+            call(a.as_ptr().cast_mut().cast(), b.as_mut_ptr().cast());
+            return;
+        }
+        let (mut x, mut y) = (aligned(a.len()), aligned(b.len()));
+        let (px, py) = (x.as_mut_ptr().cast::<u8>(), y.as_mut_ptr().cast::<u8>());
+        // SAFETY: the scratch buffers hold at least `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(a.as_ptr(), px, a.len());
+            std::ptr::copy_nonoverlapping(b.as_ptr(), py, b.len());
+        }
+        call(px.cast(), py.cast());
+        // SAFETY: as above.
+        b.copy_from_slice(unsafe { std::slice::from_raw_parts(py, b.len()) });
+        return;
+    }
+    // Unpack into the type's layout, reduce, pack back.
+    let span = (dt.true_ub - dt.true_lb) as usize + (k - 1) * dt.extent().unsigned_abs();
+    let (mut x, mut y) = (aligned(span), aligned(span));
+    let shift = -dt.true_lb;
+    let px = x.as_mut_ptr().cast::<u8>().wrapping_offset(shift);
+    let py = y.as_mut_ptr().cast::<u8>().wrapping_offset(shift);
+    // SAFETY: the scratch buffers span `k` items of the type from `px`/`py`; the packed
+    // slices hold `k` items.
+    unsafe {
+        unpack_from(dt, k, px, a);
+        unpack_from(dt, k, py, b);
+    }
+    call(px.cast(), py.cast());
+    let mut out = Vec::with_capacity(b.len());
+    // SAFETY: `py` holds `k` items.
+    unsafe { pack_into(dt, k, py, &mut out) };
+    b.copy_from_slice(&out);
+}
+
+/// Per-rank (count, displacement in items) of a v-collective from C arrays of `n`.
+fn layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    comm: c_int,
+) -> MpiResult<Vec<(usize, isize)>> {
+    let cs = slice_in(counts, n, "counts").map_err(|e| e.on(comm))?;
+    let ds = slice_in(displs, n, "displs").map_err(|e| e.on(comm))?;
+    cs.iter()
+        .zip(ds)
+        .map(|(&k, &d)| Ok((check_count(k).map_err(|e| e.on(comm))?, d as isize)))
+        .collect()
+}
+
+/// Blocks of items of one datatype in a user buffer as one schedule region with byte
+/// counts and displacements per block.
+struct Laid {
+    region: Region,
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+}
+
+/// Block `i` = `slots[i]` (count, displacement in extents) of `dt` at `buf` as region
+/// `index`: the user's memory itself when the type is contiguous and no displacement is
+/// negative, otherwise packed blocks back to back (block `i` packed from the buffer if
+/// `fill(i)`, unpacked into it at completion if `store(i)`).
+///
+/// # Safety
+/// `buf` holds (where `fill`) or has room for (where `store`) every block until the
+/// schedule completes.
+unsafe fn laid(
+    dt: &Arc<Datatype>,
+    buf: *mut c_void,
+    slots: &[(usize, isize)],
+    fill: impl Fn(usize) -> bool,
+    store: impl Fn(usize) -> bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> Laid {
+    let (size, ext) = (dt.size, dt.extent());
+    let mut counts = Vec::with_capacity(slots.len());
+    let mut displs = Vec::with_capacity(slots.len());
+    if dt.is_contiguous()
+        && size > 0
+        && !buf.is_null()
+        && slots.iter().all(|&(c, d)| c == 0 || d >= 0)
+    {
+        let mut end = 0usize;
+        for &(c, d) in slots {
+            let off = if c == 0 { 0 } else { (d * ext) as usize };
+            counts.push(c * size);
+            displs.push(off);
+            end = end.max(off + c * size);
+        }
+        if end > 0 {
+            let region = Region::Raw(buf.cast::<u8>().wrapping_offset(dt.lb), end);
+            return Laid {
+                region,
+                counts,
+                displs,
+            };
+        }
+    }
+    counts.clear();
+    displs.clear();
+    let mut v = Vec::new();
+    for (i, &(c, d)) in slots.iter().enumerate() {
+        counts.push(c * size);
+        displs.push(v.len());
+        let p = buf.cast::<u8>().wrapping_offset(d * ext);
+        if fill(i) && c * size > 0 {
+            // SAFETY: block `i` holds `c` items (caller contract).
+            unsafe { pack_into(dt, c, p, &mut v) };
+        } else {
+            v.resize(v.len() + c * size, 0);
+        }
+        if store(i) && c * size > 0 {
+            unpack.push(Unpack(dt.clone(), c, p as usize, index, displs[i]));
+        }
+    }
+    Laid {
+        region: Region::Owned(v),
+        counts,
+        displs,
+    }
+}
+
+/// Pieces `(datatype, count, address)` packed back to back into one region (offsets
+/// returned) — `store`: unpacked back at completion as region `index`, otherwise packed
+/// from the addresses now.
+///
+/// # Safety
+/// Every address holds (`!store`) or has room for (`store`) its items until completion.
+unsafe fn pieces(
+    list: &[(Arc<Datatype>, usize, *mut u8)],
+    store: bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> (Region, Vec<usize>, Vec<usize>) {
+    let mut v = Vec::new();
+    let (mut counts, mut displs) = (Vec::new(), Vec::new());
+    for (dt, c, p) in list {
+        let n = dt.size * c;
+        displs.push(v.len());
+        counts.push(n);
+        if store {
+            if n > 0 {
+                unpack.push(Unpack(dt.clone(), *c, *p as usize, index, v.len()));
+            }
+            v.resize(v.len() + n, 0);
+        } else if n > 0 {
+            // SAFETY: caller contract.
+            unsafe { pack_into(dt, *c, *p, &mut v) };
+        }
+    }
+    (Region::Owned(v), counts, displs)
 }
 
 fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
@@ -383,20 +507,13 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Iallreduce` (in the background for predefined ops).
+    /// `MPI_Iallreduce` (progresses in the background).
     fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op)?; return completed(request, comm); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
-        let Some(o) = owned_op(&dt, datatype, op, comm)? else {
-            // SAFETY: forwarding the caller's arguments.
-            let rc = unsafe { crate::coll::PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) };
-            if rc != MPI_SUCCESS {
-                return Err(MpiError::new(rc, "MPI_Allreduce failed").on(comm));
-            }
-            return completed(request, comm);
-        };
+        let o = owned_op(&dt, datatype, op, comm)?;
         let in_place = alg::is_in_place(sendbuf);
         alg::check_buf(recvbuf, &dt, n, comm)?;
         if !in_place {
@@ -416,21 +533,14 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Ireduce` (in the background for predefined ops).
+    /// `MPI_Ireduce` (progresses in the background).
     fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root)?; return completed(request, comm); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
-        let Some(o) = owned_op(&dt, datatype, op, comm)? else {
-            // SAFETY: forwarding the caller's arguments.
-            let rc = unsafe { crate::coll::PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) };
-            if rc != MPI_SUCCESS {
-                return Err(MpiError::new(rc, "MPI_Reduce failed").on(comm));
-            }
-            return completed(request, comm);
-        };
+        let o = owned_op(&dt, datatype, op, comm)?;
         let me = rank == root;
         let src = if alg::is_in_place(sendbuf) && me { recvbuf.cast_const() } else { sendbuf };
         alg::check_buf(src, &dt, n, comm)?;
@@ -584,4 +694,305 @@ mpi_fn! {
         let s = a.ialltoallv(send, &counts, &displs, recv, &counts, &displs).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }
+}
+
+mpi_fn! {
+    /// `MPI_Igatherv` (progresses in the background).
+    fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root)?; return completed(request, comm); }
+        let (a, rank, size) = comm_info(comm)?;
+        alg::check_root(root, size, comm)?;
+        let me = rank == root;
+        let in_place = alg::is_in_place(sendbuf) && me;
+        let mut unpack = Vec::new();
+        let (mut recv, counts, displs) = if me {
+            let rdt = dtype(recvtype, comm)?;
+            let slots = layout(recvcounts, displs, size as usize, comm)?;
+            let r = rank as usize;
+            // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
+            let l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == r, |i| !(in_place && i == r), 1, &mut unpack) };
+            (l.region, l.counts, l.displs)
+        } else {
+            (Region::Owned(Vec::new()), Vec::new(), Vec::new())
+        };
+        let send = if in_place {
+            let own = rank as usize;
+            Region::Owned(region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]].to_vec())
+        } else {
+            let sdt = dtype(sendtype, comm)?;
+            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
+            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
+            unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
+        };
+        let s = a.igatherv(send, recv, &counts, &displs, root).map_err(sched_err(comm))?;
+        start(comm, s, unpack, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iscatterv` (progresses in the background).
+    fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
+        let (a, rank, size) = comm_info(comm)?;
+        alg::check_root(root, size, comm)?;
+        let me = rank == root;
+        let in_place = alg::is_in_place(recvbuf) && me;
+        let mut unpack = Vec::new();
+        let (send, counts, displs) = if me {
+            let sdt = dtype(sendtype, comm)?;
+            let slots = layout(sendcounts, displs, size as usize, comm)?;
+            // SAFETY: MPI contract: sendbuf holds every block until completion.
+            let l = unsafe { laid(&sdt, sendbuf.cast_mut(), &slots, |_| true, |_| false, 0, &mut unpack) };
+            (l.region, l.counts, l.displs)
+        } else {
+            (Region::Owned(Vec::new()), Vec::new(), Vec::new())
+        };
+        let recv = if in_place {
+            Region::Owned(vec![0u8; counts[rank as usize]])
+        } else {
+            let rdt = dtype(recvtype, comm)?;
+            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
+            alg::check_buf(recvbuf, &rdt, rc, comm)?;
+            // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
+            unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
+        };
+        let s = a.iscatterv(send, &counts, &displs, recv, root).map_err(sched_err(comm))?;
+        start(comm, s, unpack, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iallgatherv` (ring, progresses in the background).
+    fn PMPI_Iallgatherv / "MPI_Iallgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)?; return completed(request, comm); }
+        let (a, rank, size) = comm_info(comm)?;
+        let in_place = alg::is_in_place(sendbuf);
+        let rdt = dtype(recvtype, comm)?;
+        let slots = layout(recvcounts, displs, size as usize, comm)?;
+        let me = rank as usize;
+        let mut unpack = Vec::new();
+        // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
+        let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
+        if !in_place {
+            let sdt = dtype(sendtype, comm)?;
+            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
+            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            // SAFETY: MPI contract: sendbuf holds `sc` items.
+            let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
+            if send.bytes().len() != l.counts[me] {
+                return Err(MpiError::new(MPI_ERR_TRUNCATE, "allgatherv: send size differs from the receive block").on(comm));
+            }
+            let own = l.displs[me];
+            region_bytes(&mut l.region)[own..own + l.counts[me]].copy_from_slice(send.bytes());
+        }
+        let s = a.iallgatherv(l.region, &l.counts, &l.displs).map_err(sched_err(comm))?;
+        start(comm, s, unpack, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ialltoallv` (progresses in the background).
+    fn PMPI_Ialltoallv / "MPI_Ialltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?; return completed(request, comm); }
+        let (a, _, size) = comm_info(comm)?;
+        let p = size as usize;
+        let in_place = alg::is_in_place(sendbuf);
+        let rdt = dtype(recvtype, comm)?;
+        let rslots = layout(recvcounts, rdispls, p, comm)?;
+        let mut unpack = Vec::new();
+        // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
+        let mut r = unsafe { laid(&rdt, recvbuf, &rslots, |_| in_place, |_| true, 1, &mut unpack) };
+        let (send, sc, sd) = if in_place {
+            (Region::Owned(region_bytes(&mut r.region).to_vec()), r.counts.clone(), r.displs.clone())
+        } else {
+            let sdt = dtype(sendtype, comm)?;
+            let sslots = layout(sendcounts, sdispls, p, comm)?;
+            // SAFETY: MPI contract: sendbuf holds every block until completion.
+            let l = unsafe { laid(&sdt, sendbuf.cast_mut(), &sslots, |_| true, |_| false, 0, &mut unpack) };
+            (l.region, l.counts, l.displs)
+        };
+        let s = a.ialltoallv(send, &sc, &sd, r.region, &r.counts, &r.displs).map_err(sched_err(comm))?;
+        start(comm, s, unpack, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
+    fn PMPI_Ialltoallw / "MPI_Ialltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?; return completed(request, comm); }
+        let (a, _, size) = comm_info(comm)?;
+        let p = size as usize;
+        let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
+            let l = layout(counts, displs, p, comm)?;
+            let t = slice_in(types, p, "types").map_err(|e| e.on(comm))?;
+            l.into_iter().zip(t).map(|((k, d), &h)| {
+                let dt = dtype(h, comm)?;
+                let at = base.cast::<u8>().wrapping_offset(d).cast_mut();
+                alg::check_buf(at.cast(), &dt, k, comm)?;
+                Ok((dt, k, at))
+            }).collect()
+        };
+        let recv = typed(recvbuf, recvcounts, rdispls, recvtypes)?;
+        let mut unpack = Vec::new();
+        let in_place = alg::is_in_place(sendbuf);
+        let send = if in_place { recv.clone() } else { typed(sendbuf, sendcounts, sdispls, sendtypes)? };
+        // SAFETY: MPI contract: every send piece holds its items (in place: the receive
+        // pieces hold the data), every receive piece has room for its items until
+        // completion.
+        let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe { (pieces(&send, false, 0, &mut unpack), pieces(&recv, true, 1, &mut unpack)) };
+        let s = a.ialltoallv(sreg, &sc, &sd, rreg, &rc, &rd).map_err(sched_err(comm))?;
+        start(comm, s, unpack, request)
+    }
+}
+
+/// Shared body of Ireduce_scatter(_block): `counts` items per rank.
+#[allow(clippy::too_many_arguments)]
+fn ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[usize],
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    a: oxmpi_coll::CollComm,
+    request: *mut c_int,
+) -> MpiResult {
+    let dt = dtype(datatype, comm)?;
+    let o = owned_op(&dt, datatype, op, comm)?;
+    let total: usize = counts.iter().sum();
+    let contrib = if alg::is_in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    alg::check_buf(contrib, &dt, total, comm)?;
+    let me = a.rank as usize;
+    alg::check_buf(recvbuf, &dt, counts[me], comm)?;
+    // SAFETY: MPI contract: the contribution holds `total` items (copied now).
+    let data = unsafe { alg::pack(&dt, total, contrib) };
+    let mut unpack = Vec::new();
+    // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items until completion.
+    let out = unsafe { region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack) };
+    let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
+    let s = a
+        .ireduce_scatter(data, out, &bytes, o)
+        .map_err(sched_err(comm))?;
+    start(comm, s, unpack, request)
+}
+
+mpi_fn! {
+    /// `MPI_Ireduce_scatter_block` (progresses in the background).
+    fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op)?; return completed(request, comm); }
+        let (a, _, size) = comm_info(comm)?;
+        let k = check_count(recvcount).map_err(|e| e.on(comm))?;
+        ireduce_scatter(sendbuf, recvbuf, &vec![k; size as usize], datatype, op, comm, a, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ireduce_scatter` (progresses in the background).
+    fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op)?; return completed(request, comm); }
+        let (a, _, size) = comm_info(comm)?;
+        let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
+            .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;
+        ireduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm, a, request)
+    }
+}
+
+/// Shared body of Iscan and Iexscan.
+#[allow(clippy::too_many_arguments)]
+fn iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    exclusive: bool,
+    request: *mut c_int,
+) -> MpiResult {
+    let (a, rank, _) = comm_info(comm)?;
+    let n = check_count(count).map_err(|e| e.on(comm))?;
+    let dt = dtype(datatype, comm)?;
+    let o = owned_op(&dt, datatype, op, comm)?;
+    let src = if alg::is_in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    alg::check_buf(src, &dt, n, comm)?;
+    alg::check_buf(recvbuf, &dt, n, comm)?;
+    // SAFETY: MPI contract: the contribution holds `n` items (copied now).
+    let input = unsafe { alg::pack(&dt, n, src) };
+    let mut unpack = Vec::new();
+    let store = !(exclusive && rank == 0);
+    // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
+    let out = unsafe { region(&dt, n, recvbuf, false, store, 0, &mut unpack) };
+    let s = a.iscan(out, input, o, exclusive).map_err(sched_err(comm))?;
+    start(comm, s, unpack, request)
+}
+
+mpi_fn! {
+    /// `MPI_Iscan` (recursive doubling, progresses in the background).
+    fn PMPI_Iscan / "MPI_Iscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Iscan")?;
+        iscan(sendbuf, recvbuf, count, datatype, op, comm, false, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iexscan` (recursive doubling, progresses in the background; the result on rank
+    /// 0 is undefined and left untouched).
+    fn PMPI_Iexscan / "MPI_Iexscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Iexscan")?;
+        iscan(sendbuf, recvbuf, count, datatype, op, comm, true, request)
+    }
+}
+
+/// A neighbourhood exchange as a schedule: `sends[j]` (datatype, count, address) goes to
+/// outgoing neighbour `j`, `recvs[i]` is received from incoming neighbour `i`; both lists
+/// of `(rank, tag)` come from the topology (`MPI_PROC_NULL` neighbours are skipped, their
+/// receive blocks left untouched). One round; the tag separates the directions of a
+/// Cartesian grid.
+///
+/// # Safety
+/// Every send block holds its items; every receive block has room for its items until
+/// the schedule completes.
+pub(crate) unsafe fn ineighbor(
+    comm: c_int,
+    ins: &[(i32, i32)],
+    outs: &[(i32, i32)],
+    sends: Vec<(Arc<Datatype>, usize, *mut u8)>,
+    mut recvs: Vec<(Arc<Datatype>, usize, *mut u8)>,
+    request: *mut c_int,
+) -> MpiResult {
+    let (a, _, _) = comm_info(comm)?;
+    for (i, r) in recvs.iter_mut().enumerate() {
+        if ins[i].0 == MPI_PROC_NULL {
+            r.1 = 0;
+        }
+    }
+    let mut unpack = Vec::new();
+    // SAFETY: caller contract.
+    let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe {
+        (
+            pieces(&sends, false, 0, &mut unpack),
+            pieces(&recvs, true, 1, &mut unpack),
+        )
+    };
+    let mut s = Schedule::new(&a, vec![sreg, rreg], None).map_err(sched_err(comm))?;
+    let lane = |t: i32| Lane {
+        link: 0,
+        sub: t as u16,
+    };
+    for (i, &(peer, t)) in ins.iter().enumerate() {
+        s.recv(lane(t), (1, rd[i]), rc[i], peer);
+    }
+    for (j, &(peer, t)) in outs.iter().enumerate() {
+        s.send(lane(t), (0, sd[j]), sc[j], peer);
+    }
+    start(comm, s, unpack, request)
 }

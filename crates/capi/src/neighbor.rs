@@ -9,6 +9,9 @@
 //! (outgoing). On a Cartesian grid the messages carry the direction in their tag, so that a
 //! rank that is both the negative and the positive neighbour (periodic dimension of size 1
 //! or 2) still gets each block into the right slot.
+//!
+//! The nonblocking forms (`MPI_Ineighbor_*`) build the same exchange as a schedule
+//! ([`crate::icoll::ineighbor`]) that progresses in the background.
 
 use crate::consts::*;
 use crate::datatype::Datatype;
@@ -21,7 +24,7 @@ use std::sync::Arc;
 /// (incoming, outgoing) neighbours of `comm` as (rank, tag) pairs.
 type Neighbours = (Vec<(i32, i32)>, Vec<(i32, i32)>);
 
-fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
+pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
     match crate::topo::get(comm) {
         Some(Topo::Cart { dims, periods }) => {
             let c = cart_coords_of(&dims, rank);
@@ -229,6 +232,129 @@ mpi_fn! {
             run(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
                 Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
             })
+        }
+    }
+}
+
+/// Collect the blocks of a nonblocking neighbourhood collective and start it.
+///
+/// # Safety
+/// Every block address holds (send) or has room for (receive) its items until completion.
+unsafe fn start_nb(
+    comm: c_int,
+    send: impl Fn(usize) -> MpiResult<Block>,
+    recv: impl Fn(usize) -> MpiResult<RBlock>,
+    request: *mut c_int,
+) -> MpiResult {
+    let rank = {
+        let st = lock();
+        st.check_active()?;
+        st.comm(comm)?.rank
+    };
+    let (ins, outs) = neighbours(comm, rank)?;
+    let mut sends = Vec::with_capacity(outs.len());
+    for j in 0..outs.len() {
+        let (dt, n, p) = send(j)?;
+        if dt.size * n > 0 && p.is_null() {
+            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
+        }
+        sends.push((dt, n, p.cast_mut()));
+    }
+    let mut recvs = Vec::with_capacity(ins.len());
+    for i in 0..ins.len() {
+        let b = recv(i)?;
+        if b.0.size * b.1 > 0 && b.2.is_null() {
+            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
+        }
+        recvs.push(b);
+    }
+    // SAFETY: caller contract.
+    unsafe { crate::icoll::ineighbor(comm, &ins, &outs, sends, recvs, request) }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_allgather` (progresses in the background).
+    fn PMPI_Ineighbor_allgather / "MPI_Ineighbor_allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Ineighbor_allgather")?;
+        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        // SAFETY: MPI contract of the call for the buffers (valid until completion).
+        unsafe {
+            start_nb(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
+            }, request)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_allgatherv` (progresses in the background).
+    fn PMPI_Ineighbor_allgatherv / "MPI_Ineighbor_allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Ineighbor_allgatherv")?;
+        let sn = check_count(sendcount)?;
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        let (indeg, _) = degrees(comm)?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(displs, indeg, "displs")?;
+        // SAFETY: MPI contract of the call for the buffers (valid until completion).
+        unsafe {
+            start_nb(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+            }, request)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoall` (progresses in the background).
+    fn PMPI_Ineighbor_alltoall / "MPI_Ineighbor_alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoall")?;
+        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        // SAFETY: MPI contract of the call for the buffers (valid until completion).
+        unsafe {
+            start_nb(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
+                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
+            }, request)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoallv` (progresses in the background).
+    fn PMPI_Ineighbor_alltoallv / "MPI_Ineighbor_alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoallv")?;
+        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
+        let (indeg, outdeg) = degrees(comm)?;
+        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
+        let sd = slice_in(sdispls, outdeg, "sdispls")?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(rdispls, indeg, "rdispls")?;
+        // SAFETY: MPI contract of the call for the buffers (valid until completion).
+        unsafe {
+            start_nb(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+            }, request)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoallw` (displacements in bytes; progresses in the background).
+    fn PMPI_Ineighbor_alltoallw / "MPI_Ineighbor_alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
+        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoallw")?;
+        let (indeg, outdeg) = degrees(comm)?;
+        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
+        let sd = slice_in(sdispls, outdeg, "sdispls")?;
+        let stt = slice_in(sendtypes, outdeg, "sendtypes")?;
+        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
+        let rd = slice_in(rdispls, indeg, "rdispls")?;
+        let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
+        // SAFETY: MPI contract of the call for the buffers (valid until completion).
+        unsafe {
+            start_nb(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
+                Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
+            }, request)
         }
     }
 }

@@ -3,23 +3,34 @@
 //! [`Schedule::progress`] without ever blocking.
 //!
 //! A round posts all its receives, then all its sends; when every transfer of the round
-//! has completed its local steps run, and the next round is posted. Each schedule uses its
-//! own tag (`TAG_ICOLL_BASE` plus a per-communicator sequence number that every member
-//! advances in the same order, as MPI orders collectives on a communicator), so several
-//! nonblocking collectives on one communicator — and blocking ones started meanwhile —
-//! never match each other's messages.
+//! has completed its local steps run (in the order they were added), and the next round is
+//! posted. Each schedule uses its own tag (`TAG_ICOLL_BASE` plus a per-communicator
+//! sequence number that every member advances in the same order, as MPI orders collectives
+//! on a communicator), so several nonblocking collectives on one communicator — and
+//! blocking ones started meanwhile — never match each other's messages. A transfer may add
+//! a *sub-tag* ([`Lane::sub`]) when one pair of ranks exchanges several messages whose
+//! order alone does not say which is which (neighbourhood collectives on periodic grids).
 //!
 //! Buffers are [`Region`]s: the caller's memory (raw, valid until completion by the MPI
 //! contract) or byte vectors owned by the schedule (scratch, packed data), which the
 //! caller can take back after completion with [`Schedule::take_owned`].
+//!
+//! The builders on [`CollComm`] below make the schedules of the intracommunicator
+//! collectives; callers with other needs (neighbourhood and intercommunicator collectives,
+//! per-peer datatypes) compose a schedule step by step with [`Schedule::new`],
+//! [`Schedule::next_round`], [`Schedule::send`], [`Schedule::recv`], [`Schedule::reduce`]
+//! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
+//! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::{arg_err, CollComm, Result};
-use oxmpi_engine::{ErrorClass, ReqId};
+use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// First tag of nonblocking collective schedules (then `+ seq mod 2^16`).
+/// First tag of nonblocking collective schedules (then `+ seq mod 2^16 + sub * 2^16`).
 const TAG_ICOLL_BASE: i32 = 1 << 21;
+/// Sub-tags must stay below this (the tag stays below the engine's `TAG_UB`).
+const SUB_LIMIT: u16 = 1 << 13;
 
 /// Next schedule sequence number per collective context id.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
@@ -54,32 +65,55 @@ impl Region {
     }
 }
 
-/// A place in a region: (region index, byte offset).
-type At = (usize, usize);
+/// A place in a schedule: (region index, byte offset).
+pub type At = (usize, usize);
+
+/// Where a transfer travels: `link` selects the engine communicator (0: the collective's
+/// own context, others added with [`Schedule::add_link`]) and `sub` is added to the
+/// schedule's tag (in units of 2^16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lane {
+    /// Index of the communicator (0: the one the schedule was made for).
+    pub link: u8,
+    /// Sub-tag (below 8192).
+    pub sub: u16,
+}
 
 enum Step {
     Send {
         at: At,
         len: usize,
         peer: i32,
+        lane: Lane,
     },
     Recv {
         at: At,
         len: usize,
         peer: i32,
+        lane: Lane,
     },
     /// `dst = src ∘ dst` over `len` bytes.
-    Reduce {
-        src: At,
-        dst: At,
-        len: usize,
-    },
+    Reduce { src: At, dst: At, len: usize },
     /// `dst = src` over `len` bytes.
-    Copy {
-        src: At,
-        dst: At,
-        len: usize,
-    },
+    Copy { src: At, dst: At, len: usize },
+}
+
+fn snd(at: At, len: usize, peer: i32) -> Step {
+    Step::Send {
+        at,
+        len,
+        peer,
+        lane: Lane::default(),
+    }
+}
+
+fn rcv(at: At, len: usize, peer: i32) -> Step {
+    Step::Recv {
+        at,
+        len,
+        peer,
+        lane: Lane::default(),
+    }
 }
 
 #[derive(Default)]
@@ -88,6 +122,8 @@ struct Round(Vec<Step>);
 /// A nonblocking collective in progress.
 pub struct Schedule {
     cc: CollComm,
+    /// Communicators transfers travel on (`links[0]` is `cc`).
+    links: Vec<CollComm>,
     tag: i32,
     regions: Vec<Region>,
     rounds: std::collections::VecDeque<Round>,
@@ -103,7 +139,10 @@ pub struct Schedule {
 unsafe impl Send for Schedule {}
 
 impl Schedule {
-    fn new(cc: &CollComm, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
+    /// An empty schedule for a collective on `cc` over `regions`, with the reduction `op`
+    /// (if any). Takes the communicator's next schedule sequence number: every member
+    /// must create its schedules on `cc` in the same order (MPI's collective order).
+    pub fn new(cc: &CollComm, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
         let ctx = cc.e.comm_context(cc.shadow)?;
         let seq = {
             let mut g = SEQ.lock().unwrap_or_else(|p| p.into_inner());
@@ -115,6 +154,7 @@ impl Schedule {
         };
         Ok(Schedule {
             cc: *cc,
+            links: vec![*cc],
             tag: TAG_ICOLL_BASE + (seq & 0xffff) as i32,
             regions,
             rounds: Default::default(),
@@ -126,9 +166,70 @@ impl Schedule {
         })
     }
 
-    fn add_region(&mut self, r: Region) -> usize {
+    /// Add a region; returns its index.
+    pub fn add_region(&mut self, r: Region) -> usize {
         self.regions.push(r);
         self.regions.len() - 1
+    }
+
+    /// Length in bytes of region `i`.
+    pub fn region_len(&mut self, i: usize) -> usize {
+        self.regions[i].ptr_len().1
+    }
+
+    /// Add another engine communicator transfers may use (same engine); returns its
+    /// [`Lane::link`] index.
+    pub fn add_link(&mut self, cc: CollComm) -> u8 {
+        self.links.push(cc);
+        (self.links.len() - 1) as u8
+    }
+
+    /// Start a new round: the steps added next run after every step added so far.
+    pub fn next_round(&mut self) {
+        self.rounds.push_back(Round::default());
+    }
+
+    fn last(&mut self) -> &mut Vec<Step> {
+        if self.rounds.is_empty() {
+            self.rounds.push_back(Round::default());
+        }
+        &mut self.rounds.back_mut().expect("non-empty").0
+    }
+
+    /// Send `len` bytes at `at` to `peer` (nothing for `PROC_NULL`) in the current round.
+    pub fn send(&mut self, lane: Lane, at: At, len: usize, peer: i32) {
+        if peer != PROC_NULL {
+            self.last().push(Step::Send {
+                at,
+                len,
+                peer,
+                lane,
+            });
+        }
+    }
+
+    /// Receive at most `len` bytes at `at` from `peer` (nothing for `PROC_NULL`) in the
+    /// current round.
+    pub fn recv(&mut self, lane: Lane, at: At, len: usize, peer: i32) {
+        if peer != PROC_NULL {
+            self.last().push(Step::Recv {
+                at,
+                len,
+                peer,
+                lane,
+            });
+        }
+    }
+
+    /// `dst = src ∘ dst` over `len` bytes (the schedule's operation) once the current
+    /// round's transfers are done.
+    pub fn reduce(&mut self, src: At, dst: At, len: usize) {
+        self.last().push(Step::Reduce { src, dst, len });
+    }
+
+    /// `dst = src` over `len` bytes once the current round's transfers are done.
+    pub fn copy(&mut self, src: At, dst: At, len: usize) {
+        self.last().push(Step::Copy { src, dst, len });
     }
 
     fn round(&mut self) -> &mut Vec<Step> {
@@ -137,7 +238,13 @@ impl Schedule {
     }
 
     fn check(&mut self, at: At, len: usize) -> Result<()> {
-        let n = self.regions[at.0].ptr_len().1;
+        let Some(r) = self.regions.get_mut(at.0) else {
+            return Err(arg_err(
+                ErrorClass::Intern,
+                format!("schedule step names region {} that does not exist", at.0),
+            ));
+        };
+        let n = r.ptr_len().1;
         if at.1.checked_add(len).is_none_or(|e| e > n) {
             return Err(arg_err(
                 ErrorClass::Count,
@@ -155,10 +262,28 @@ impl Schedule {
         for r in &self.rounds {
             for s in &r.0 {
                 match *s {
-                    Step::Send { at, len, .. } | Step::Recv { at, len, .. } => {
+                    Step::Send { at, len, lane, .. } | Step::Recv { at, len, lane, .. } => {
+                        if usize::from(lane.link) >= self.links.len() || lane.sub >= SUB_LIMIT {
+                            return Err(arg_err(
+                                ErrorClass::Intern,
+                                format!("schedule transfer on an invalid lane {lane:?}"),
+                            ));
+                        }
                         checks.push((at, len))
                     }
-                    Step::Reduce { src, dst, len } | Step::Copy { src, dst, len } => {
+                    Step::Reduce { src, dst, len } => {
+                        if self.op.is_none()
+                            || (src.0 == dst.0 && src.1 < dst.1 + len && dst.1 < src.1 + len)
+                        {
+                            return Err(arg_err(
+                                ErrorClass::Intern,
+                                "schedule reduction without an operation or onto its own input",
+                            ));
+                        }
+                        checks.push((src, len));
+                        checks.push((dst, len));
+                    }
+                    Step::Copy { src, dst, len } => {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
@@ -175,6 +300,14 @@ impl Schedule {
     pub fn take_owned(&mut self, i: usize) -> Option<Vec<u8>> {
         match self.regions.get_mut(i)? {
             Region::Owned(v) => Some(std::mem::take(v)),
+            Region::Raw(..) => None,
+        }
+    }
+
+    /// The bytes of region `i` if the schedule owns them.
+    pub fn owned_bytes(&self, i: usize) -> Option<&[u8]> {
+        match self.regions.get(i)? {
+            Region::Owned(v) => Some(v),
             Region::Raw(..) => None,
         }
     }
@@ -235,19 +368,47 @@ impl Schedule {
 
     fn post(&mut self, round: &Round) -> Result<()> {
         for s in &round.0 {
-            if let Step::Recv { at, len, peer } = *s {
+            if let Step::Recv {
+                at,
+                len,
+                peer,
+                lane,
+            } = *s
+            {
                 let p = self.regions[at.0].ptr_len().0;
+                let tag = self.tag + (i32::from(lane.sub) << 16);
                 // SAFETY: the step is within its region (validated); regions stay valid
                 // until completion (owned, or the MPI caller's contract).
-                let r = unsafe { self.cc.irecv_raw(p.wrapping_add(at.1), len, peer, self.tag) }?;
+                let r = unsafe {
+                    self.links[usize::from(lane.link)].irecv_raw(
+                        p.wrapping_add(at.1),
+                        len,
+                        peer,
+                        tag,
+                    )
+                }?;
                 self.pending.push((r, peer));
             }
         }
         for s in &round.0 {
-            if let Step::Send { at, len, peer } = *s {
+            if let Step::Send {
+                at,
+                len,
+                peer,
+                lane,
+            } = *s
+            {
                 let p = self.regions[at.0].ptr_len().0;
+                let tag = self.tag + (i32::from(lane.sub) << 16);
                 // SAFETY: as above.
-                let r = unsafe { self.cc.isend_raw(p.wrapping_add(at.1), len, peer, self.tag) }?;
+                let r = unsafe {
+                    self.links[usize::from(lane.link)].isend_raw(
+                        p.wrapping_add(at.1),
+                        len,
+                        peer,
+                        tag,
+                    )
+                }?;
                 self.pending.push((r, peer));
             }
         }
@@ -260,8 +421,8 @@ impl Schedule {
                 Step::Reduce { src, dst, len } => {
                     let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
                     let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
-                    // SAFETY: validated ranges of distinct regions (builders never reduce a
-                    // region into itself), no transfer in flight on them.
+                    // SAFETY: validated, non-overlapping ranges; no transfer in flight on
+                    // them.
                     let (a, b) = unsafe {
                         (
                             std::slice::from_raw_parts(sp.cast_const(), len),
@@ -297,16 +458,8 @@ impl CollComm {
         while k < self.size {
             let (to, from) = (self.modp(self.rank + k), self.modp(self.rank - k));
             let r = s.round();
-            r.push(Step::Recv {
-                at: (0, 0),
-                len: 0,
-                peer: from,
-            });
-            r.push(Step::Send {
-                at: (0, 0),
-                len: 0,
-                peer: to,
-            });
+            r.push(rcv((0, 0), 0, from));
+            r.push(snd((0, 0), 0, to));
             k <<= 1;
         }
         Ok(s)
@@ -323,11 +476,7 @@ impl CollComm {
         while mask < p {
             if rel & mask != 0 {
                 let parent = self.abs(rel - mask, root);
-                s.round().push(Step::Recv {
-                    at: (0, 0),
-                    len: n,
-                    peer: parent,
-                });
+                s.round().push(rcv((0, 0), n, parent));
                 break;
             }
             mask <<= 1;
@@ -336,11 +485,7 @@ impl CollComm {
         mask >>= 1;
         while mask > 0 {
             if rel + mask < p {
-                sends.push(Step::Send {
-                    at: (0, 0),
-                    len: n,
-                    peer: self.abs(rel + mask, root),
-                });
+                sends.push(snd((0, 0), n, self.abs(rel + mask, root)));
             }
             mask >>= 1;
         }
@@ -371,19 +516,11 @@ impl CollComm {
         let (b, t) = ((0, 0), (tmp, 0));
         let newrank = if r < 2 * rem {
             if r % 2 == 0 {
-                s.round().push(Step::Send {
-                    at: b,
-                    len: n,
-                    peer: r + 1,
-                });
+                s.round().push(snd(b, n, r + 1));
                 -1
             } else {
                 let rd = s.round();
-                rd.push(Step::Recv {
-                    at: t,
-                    len: n,
-                    peer: r - 1,
-                });
+                rd.push(rcv(t, n, r - 1));
                 rd.push(Step::Reduce {
                     src: t,
                     dst: b,
@@ -400,16 +537,8 @@ impl CollComm {
                 let nd = newrank ^ mask;
                 let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
                 let rd = s.round();
-                rd.push(Step::Send {
-                    at: b,
-                    len: n,
-                    peer: dst,
-                });
-                rd.push(Step::Recv {
-                    at: t,
-                    len: n,
-                    peer: dst,
-                });
+                rd.push(snd(b, n, dst));
+                rd.push(rcv(t, n, dst));
                 if commutative || dst < r {
                     rd.push(Step::Reduce {
                         src: t,
@@ -433,17 +562,9 @@ impl CollComm {
         }
         if r < 2 * rem {
             let step = if r % 2 == 1 {
-                Step::Send {
-                    at: b,
-                    len: n,
-                    peer: r - 1,
-                }
+                snd(b, n, r - 1)
             } else {
-                Step::Recv {
-                    at: b,
-                    len: n,
-                    peer: r + 1,
-                }
+                rcv(b, n, r + 1)
             };
             s.round().push(step);
         }
@@ -470,63 +591,14 @@ impl CollComm {
         regions.push(out.unwrap_or(Region::Owned(Vec::new())));
         let mut s = Schedule::new(self, regions, Some(op))?;
         let tmp = s.add_region(Region::Owned(vec![0u8; n]));
-        let p = self.size;
         let (b, t) = ((0, 0), (tmp, 0));
         let troot = if commutative { root } else { 0 };
-        let rel = self.modp(self.rank - troot);
-        let mut mask = 1;
-        while mask < p {
-            if rel & mask == 0 {
-                let src = rel | mask;
-                if src < p {
-                    let rd = s.round();
-                    rd.push(Step::Recv {
-                        at: t,
-                        len: n,
-                        peer: self.modp(src + troot),
-                    });
-                    if commutative {
-                        rd.push(Step::Reduce {
-                            src: t,
-                            dst: b,
-                            len: n,
-                        });
-                    } else {
-                        rd.push(Step::Reduce {
-                            src: b,
-                            dst: t,
-                            len: n,
-                        });
-                        rd.push(Step::Copy {
-                            src: t,
-                            dst: b,
-                            len: n,
-                        });
-                    }
-                }
-            } else {
-                s.round().push(Step::Send {
-                    at: b,
-                    len: n,
-                    peer: self.modp(rel - mask + troot),
-                });
-                break;
-            }
-            mask <<= 1;
-        }
+        self.reduce_tree(&mut s, b, t, n, troot, commutative);
         if troot != root {
             if self.rank == troot {
-                s.round().push(Step::Send {
-                    at: b,
-                    len: n,
-                    peer: root,
-                });
+                s.round().push(snd(b, n, root));
             } else if self.rank == root {
-                s.round().push(Step::Recv {
-                    at: b,
-                    len: n,
-                    peer: troot,
-                });
+                s.round().push(rcv(b, n, troot));
             }
         }
         if self.rank == root {
@@ -551,16 +623,8 @@ impl CollComm {
             let sb = (self.rank - k).rem_euclid(p) as usize;
             let rb = (self.rank - k - 1).rem_euclid(p) as usize;
             let rd = s.round();
-            rd.push(Step::Recv {
-                at: (0, displs[rb]),
-                len: counts[rb],
-                peer: left,
-            });
-            rd.push(Step::Send {
-                at: (0, displs[sb]),
-                len: counts[sb],
-                peer: right,
-            });
+            rd.push(rcv((0, displs[rb]), counts[rb], left));
+            rd.push(snd((0, displs[sb]), counts[sb], right));
         }
         Ok(s)
     }
@@ -594,19 +658,11 @@ impl CollComm {
         let rd = s.round();
         for k in 1..p {
             let src = (me + p - k) % p;
-            rd.push(Step::Recv {
-                at: (1, rdispls[src]),
-                len: rcounts[src],
-                peer: src as i32,
-            });
+            rd.push(rcv((1, rdispls[src]), rcounts[src], src as i32));
         }
         for k in 1..p {
             let dst = (me + k) % p;
-            rd.push(Step::Send {
-                at: (0, sdispls[dst]),
-                len: scounts[dst],
-                peer: dst as i32,
-            });
+            rd.push(snd((0, sdispls[dst]), scounts[dst], dst as i32));
         }
         rd.push(Step::Copy {
             src: (0, sdispls[me]),
@@ -630,11 +686,7 @@ impl CollComm {
         let mut s = Schedule::new(self, vec![send, recv], None)?;
         let n = s.regions[0].ptr_len().1;
         if self.rank != root {
-            s.round().push(Step::Send {
-                at: (0, 0),
-                len: n,
-                peer: root,
-            });
+            s.round().push(snd((0, 0), n, root));
             return Ok(s);
         }
         self.check_vec_len(counts, displs)?;
@@ -647,11 +699,7 @@ impl CollComm {
         }
         let rd = s.round();
         for i in (0..self.size as usize).filter(|&i| i != me) {
-            rd.push(Step::Recv {
-                at: (1, displs[i]),
-                len: counts[i],
-                peer: i as i32,
-            });
+            rd.push(rcv((1, displs[i]), counts[i], i as i32));
         }
         rd.push(Step::Copy {
             src: (0, 0),
@@ -675,28 +723,159 @@ impl CollComm {
         let mut s = Schedule::new(self, vec![send, recv], None)?;
         let n = s.regions[1].ptr_len().1;
         if self.rank != root {
-            s.round().push(Step::Recv {
-                at: (1, 0),
-                len: n,
-                peer: root,
-            });
+            s.round().push(rcv((1, 0), n, root));
             return Ok(s);
         }
         self.check_vec_len(counts, displs)?;
         let me = root as usize;
         let rd = s.round();
         for i in (0..self.size as usize).filter(|&i| i != me) {
-            rd.push(Step::Send {
-                at: (0, displs[i]),
-                len: counts[i],
-                peer: i as i32,
-            });
+            rd.push(snd((0, displs[i]), counts[i], i as i32));
         }
         rd.push(Step::Copy {
             src: (0, displs[me]),
             dst: (1, 0),
             len: counts[me].min(n),
         });
+        Ok(s)
+    }
+
+    /// Binomial-tree reduction rounds of the `n` bytes at `b` towards `troot` (rank 0 for
+    /// non-commutative operations, which then combine in rank order), `t` being `n` bytes
+    /// of scratch. The result ends at `b` on `troot`.
+    fn reduce_tree(&self, s: &mut Schedule, b: At, t: At, n: usize, troot: i32, commutative: bool) {
+        let p = self.size;
+        let rel = self.modp(self.rank - troot);
+        let mut mask = 1;
+        while mask < p {
+            if rel & mask == 0 {
+                let src = rel | mask;
+                if src < p {
+                    s.next_round();
+                    s.recv(Lane::default(), t, n, self.modp(src + troot));
+                    if commutative {
+                        s.reduce(t, b, n);
+                    } else {
+                        // Ours covers lower ranks: b ∘ t.
+                        s.reduce(b, t, n);
+                        s.copy(t, b, n);
+                    }
+                }
+            } else {
+                s.next_round();
+                s.send(Lane::default(), b, n, self.modp(rel - mask + troot));
+                break;
+            }
+            mask <<= 1;
+        }
+    }
+
+    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`) of `input` (our contribution): the result
+    /// lands in region 0 (`out`; untouched on rank 0 for exscan). Recursive doubling in
+    /// MPICH's order-preserving scheme (`log2(size)` rounds).
+    pub fn iscan(
+        &self,
+        out: Region,
+        input: Vec<u8>,
+        op: OwnedOp,
+        exclusive: bool,
+    ) -> Result<Schedule> {
+        let n = input.len();
+        if n % op.elem_size.max(1) != 0 {
+            return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
+        }
+        let commutative = op.commutative;
+        let mut s = Schedule::new(self, vec![out], Some(op))?;
+        if s.region_len(0) < n && !(exclusive && self.rank == 0) {
+            return Err(arg_err(
+                ErrorClass::Count,
+                "scan: the receive buffer is smaller than the contribution",
+            ));
+        }
+        let partial = s.add_region(Region::Owned(input));
+        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
+        let (res, part, t) = ((0, 0), (partial, 0), (tmp, 0));
+        if !exclusive {
+            s.copy(part, res, n);
+        }
+        let mut have = !exclusive;
+        let (r, p) = (self.rank, self.size);
+        let mut mask = 1;
+        while mask < p {
+            let dst = r ^ mask;
+            if dst < p {
+                s.next_round();
+                s.send(Lane::default(), part, n, dst);
+                s.recv(Lane::default(), t, n, dst);
+                if dst < r {
+                    // `t` covers ranks below ours.
+                    s.reduce(t, part, n);
+                    if have {
+                        s.reduce(t, res, n);
+                    } else {
+                        s.copy(t, res, n);
+                        have = true;
+                    }
+                } else if commutative {
+                    s.reduce(t, part, n);
+                } else {
+                    s.reduce(part, t, n);
+                    s.copy(t, part, n);
+                }
+            }
+            mask <<= 1;
+        }
+        Ok(s)
+    }
+
+    /// `MPI_Ireduce_scatter`: `data` (our contribution, `counts` bytes per rank back to
+    /// back) is reduced at rank 0 (binomial tree, rank order) and block `i` scattered to
+    /// region 0 (`out`) of rank `i`.
+    pub fn ireduce_scatter(
+        &self,
+        data: Vec<u8>,
+        out: Region,
+        counts: &[usize],
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        if counts.len() != self.size as usize {
+            return Err(arg_err(
+                ErrorClass::Count,
+                format!(
+                    "reduce_scatter needs {} counts, got {}",
+                    self.size,
+                    counts.len()
+                ),
+            ));
+        }
+        let n = data.len();
+        let total: usize = counts.iter().sum();
+        if n != total || counts.iter().any(|&c| c % op.elem_size.max(1) != 0) {
+            return Err(arg_err(
+                ErrorClass::Count,
+                "reduce_scatter: the contribution is not the sum of whole-element blocks",
+            ));
+        }
+        let commutative = op.commutative;
+        let mut s = Schedule::new(self, vec![out], Some(op))?;
+        let d = s.add_region(Region::Owned(data));
+        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
+        self.reduce_tree(&mut s, (d, 0), (tmp, 0), n, 0, commutative);
+        let me = self.rank as usize;
+        s.next_round();
+        if me == 0 {
+            let mut off = 0;
+            for (i, &c) in counts.iter().enumerate() {
+                if i == 0 {
+                    s.copy((d, 0), (0, 0), c);
+                } else {
+                    s.send(Lane::default(), (d, off), c, i as i32);
+                }
+                off += c;
+            }
+        } else {
+            s.recv(Lane::default(), (0, 0), counts[me], 0);
+        }
         Ok(s)
     }
 }
