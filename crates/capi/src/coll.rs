@@ -623,6 +623,53 @@ fn alltoallv(
     Ok(())
 }
 
+/// Alltoall of at most `shm::DATA` bytes per rank through the communicator's
+/// shared-memory segment (`rc` items of `rdt` per block; `sendbuf` may be `MPI_IN_PLACE`).
+#[allow(clippy::too_many_arguments)]
+fn alltoall_shm(
+    seg: &alg::shm::Seg,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    rc: usize,
+    rdt: &Datatype,
+    comm: c_int,
+) -> MpiResult {
+    let n = seg.size();
+    let block = rc * rdt.size;
+    let total = n * rc;
+    alg::check_buf(recvbuf, rdt, total, comm)?;
+    let send = if is_in_place(sendbuf) {
+        // SAFETY: MPI contract: in place, recvbuf holds the data to send.
+        alg::SendBytes::Packed(unsafe { alg::pack(rdt, total, recvbuf) })
+    } else {
+        let sdt = dtype(sendtype, comm)?;
+        let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
+        alg::check_buf(sendbuf, &sdt, sc * n, comm)?;
+        if sc * sdt.size != block {
+            mpi_bail!(
+                MPI_ERR_TRUNCATE,
+                "alltoall: send and receive blocks differ in size ({} and {block} bytes)",
+                sc * sdt.size
+            );
+        }
+        // SAFETY: MPI contract: sendbuf holds `n * sc` items of the send type.
+        unsafe { alg::SendBytes::new(&sdt, sc * n, sendbuf) }
+    };
+    // SAFETY: MPI contract: recvbuf has room for `n * rc` items of the receive type.
+    match unsafe { alg::contig(rdt, total, recvbuf) } {
+        Some(r) if !is_in_place(sendbuf) => seg.alltoall(send.bytes(), r, block),
+        _ => {
+            let mut r = vec![0u8; n * block];
+            seg.alltoall(send.bytes(), &mut r, block);
+            // SAFETY: as above.
+            unsafe { alg::unpack(rdt, total, recvbuf, &r) };
+        }
+    }
+    Ok(())
+}
+
 mpi_fn! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
@@ -631,6 +678,12 @@ mpi_fn! {
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
+        let block = rc * rdt.size;
+        if n > 1 && block > 0 && n * block <= alg::shm::DATA {
+            if let Some(seg) = alg::shm::get(&c.alg(), comm, oxmpi_coll::tune::Coll::Alltoall)? {
+                return alltoall_shm(&seg, sendbuf, sendcount, sendtype, recvbuf, rc, &rdt, comm);
+            }
+        }
         let send = if is_in_place(sendbuf) {
             None
         } else {

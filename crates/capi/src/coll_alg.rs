@@ -203,7 +203,14 @@ impl Reducer {
                 // SAFETY: both slices hold `len / size` items of the basic type `h`, aligned
                 // for it; the pair was validated in `new`.
                 let ok = unsafe {
-                    crate::op::apply_builtin(self.op, h, a.as_ptr(), b.as_mut_ptr(), a.len() / size)
+                    kernels::apply(self.op, h, a.as_ptr(), b.as_mut_ptr(), a.len() / size)
+                        || crate::op::apply_builtin(
+                            self.op,
+                            h,
+                            a.as_ptr(),
+                            b.as_mut_ptr(),
+                            a.len() / size,
+                        )
                 };
                 if ok {
                     return;
@@ -286,6 +293,105 @@ impl Reducer {
     }
 }
 
+/// Vectorisable loops for the common predefined reductions (`op.rs` decides the operation
+/// per element, which keeps the compiler from vectorising). Each computes exactly what
+/// `op::apply_builtin` computes for the pair (same expression per element), so results are
+/// bit-identical; on x86-64 an AVX2 build of the loops is chosen at run time when the CPU
+/// has it.
+mod kernels {
+    use crate::consts::*;
+    use std::ffi::c_int;
+
+    #[inline(always)]
+    fn zip<T: Copy>(a: &[T], b: &mut [T], f: impl Fn(T, T) -> T) {
+        for (x, y) in a.iter().zip(b.iter_mut()) {
+            *y = f(*x, *y);
+        }
+    }
+
+    macro_rules! int_ops {
+        ($op:expr, $a:expr, $b:expr) => {
+            match $op {
+                MPI_SUM => zip($a, $b, |x, y| y.wrapping_add(x)),
+                MPI_PROD => zip($a, $b, |x, y| y.wrapping_mul(x)),
+                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
+                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
+                MPI_BAND => zip($a, $b, |x, y| y & x),
+                MPI_BOR => zip($a, $b, |x, y| y | x),
+                MPI_BXOR => zip($a, $b, |x, y| y ^ x),
+                _ => return false,
+            }
+        };
+    }
+
+    macro_rules! float_ops {
+        ($op:expr, $a:expr, $b:expr) => {
+            match $op {
+                MPI_SUM => zip($a, $b, |x, y| y + x),
+                MPI_PROD => zip($a, $b, |x, y| y * x),
+                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
+                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
+                _ => return false,
+            }
+        };
+    }
+
+    /// # Safety
+    /// As [`apply`].
+    #[inline(always)]
+    unsafe fn run(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+        macro_rules! typed {
+            ($t:ty, $ops:ident) => {{
+                // SAFETY: caller contract: `n` aligned values of the type at both pointers,
+                // not overlapping.
+                let (x, y) = unsafe {
+                    (
+                        std::slice::from_raw_parts(a.cast::<$t>(), n),
+                        std::slice::from_raw_parts_mut(b.cast::<$t>(), n),
+                    )
+                };
+                $ops!(op, x, y)
+            }};
+        }
+        match dt {
+            MPI_FLOAT | MPI_REAL | MPI_REAL4 => typed!(f32, float_ops),
+            MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => typed!(f64, float_ops),
+            MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 => typed!(i32, int_ops),
+            MPI_UNSIGNED | MPI_UINT32_T => typed!(u32, int_ops),
+            MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 => typed!(i64, int_ops),
+            MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => typed!(u64, int_ops),
+            _ => return false,
+        }
+        true
+    }
+
+    /// # Safety
+    /// As [`apply`]; the CPU supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_avx2(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+        // SAFETY: forwarded caller contract.
+        unsafe { run(op, dt, a, b, n) }
+    }
+
+    /// `b[i] = a[i] op b[i]` for `n` items of the predefined type `dt`, if the pair is one
+    /// of the common ones handled here (false: not handled, nothing done).
+    ///
+    /// # Safety
+    /// `a` and `b` hold `n` values of `dt`, aligned for it, and do not overlap.
+    pub(super) unsafe fn apply(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if n >= 16 && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: forwarded caller contract; AVX2 is present.
+                return unsafe { run_avx2(op, dt, a, b, n) };
+            }
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { run(op, dt, a, b, n) }
+    }
+}
+
 /// Run `f` with an `oxmpi_coll::Op` view of the reducer.
 pub(crate) fn with_op<R>(r: &Reducer, f: impl FnOnce(&oxmpi_coll::Op) -> R) -> R {
     let apply = |a: &[u8], b: &mut [u8]| r.apply(a, b);
@@ -322,11 +428,9 @@ pub(crate) fn check_root(root: c_int, size: i32, comm: c_int) -> MpiResult {
 
 /// `MPI_Barrier` over `a` (the collective view of `comm`).
 pub(crate) fn barrier(a: &CollComm, comm: c_int) -> MpiResult {
-    if comm == MPI_COMM_WORLD {
-        if let Some(seg) = shm::world(a)? {
-            seg.barrier();
-            return Ok(());
-        }
+    if let Some(seg) = shm::get(a, comm, oxmpi_coll::tune::Coll::Barrier)? {
+        seg.barrier();
+        return Ok(());
     }
     a.barrier().map_err(err(comm))
 }
@@ -345,9 +449,21 @@ pub(crate) unsafe fn bcast(
 ) -> MpiResult {
     check_root(root, a.size, comm)?;
     check_buf(buffer, dt, count, comm)?;
+    let bytes = count * dt.size;
+    let seg = if bytes > 0 && bytes <= shm::DATA {
+        shm::get(a, comm, oxmpi_coll::tune::Coll::Bcast)?
+    } else {
+        None
+    };
     // SAFETY: caller contract.
     if let Some(s) = unsafe { contig(dt, count, buffer) } {
-        return a.bcast(s, root).map_err(err(comm));
+        return match seg {
+            Some(seg) => {
+                seg.bcast(s, root as usize);
+                Ok(())
+            }
+            None => a.bcast(s, root).map_err(err(comm)),
+        };
     }
     let mut data = if a.rank == root {
         // SAFETY: caller contract.
@@ -355,7 +471,10 @@ pub(crate) unsafe fn bcast(
     } else {
         vec![0u8; count * dt.size]
     };
-    a.bcast(&mut data, root).map_err(err(comm))?;
+    match seg {
+        Some(seg) => seg.bcast(&mut data, root as usize),
+        None => a.bcast(&mut data, root).map_err(err(comm))?,
+    }
     if a.rank != root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, buffer, &data) };
@@ -419,8 +538,9 @@ pub(crate) unsafe fn allreduce(
     let in_place = is_in_place(sendbuf);
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;
-    let seg = if comm == MPI_COMM_WORLD && a.size > 1 && count * dt.size <= shm::DATA {
-        shm::world(a)?
+    let bytes = count * dt.size;
+    let seg = if bytes > 0 && bytes <= shm::DATA {
+        shm::get(a, comm, oxmpi_coll::tune::Coll::Allreduce)?
     } else {
         None
     };
@@ -602,50 +722,80 @@ pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
     (0..n).map(|i| (count, (i * count) as isize)).collect()
 }
 
-/// Shared-memory fast path for barrier and small allreduce on `MPI_COMM_WORLD` when every
-/// rank runs on this host: one segment with a slot per rank (a sequence word on its own
-/// cache line, then two data buffers used alternately). A collective bumps our sequence
-/// number (after writing our data for an allreduce), waits until every rank's sequence has
-/// reached it, then (allreduce) folds all slots in rank order (`x0 ∘ (x1 ∘ …)`) — the same
-/// result on every rank, any operation order respected. Two alternating buffers suffice: a rank that
-/// writes buffer `k mod 2` for collective `k + 2` has seen every rank enter collective
-/// `k + 1`, which each does only after reading the buffers of collective `k`.
+/// Shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors on any
+/// intracommunicator whose ranks all run on one node.
 ///
-/// The segment is created on the first eligible collective (a POSIX shm object made by
-/// rank 0, opened by the others, and unlinked as soon as every rank has mapped it, so no
-/// file remains). It is used for every later barrier and for allreduce of at most
-/// `DATA` bytes; every rank takes the same decision (same arguments by the MPI
-/// rules).
+/// Each such communicator gets, lazily at its first eligible collective, one segment
+/// (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no
+/// file name ever exists) with a slot per rank: a sequence word on its own cache line, then
+/// [`NBUF`] data buffers of [`DATA`] bytes used round robin. Collective number `k` on the
+/// communicator uses buffer `k mod NBUF` of the ranks that contribute data.
+///
+/// Protocol. A rank's sequence word `s_r` only grows; `s_r >= j` means that `r` has
+/// finished reading every buffer of the collectives before `j`:
+/// * barrier, allreduce, alltoall: write our data (if any), publish `k`, wait until every
+///   rank has published `k`, then read the others' buffers of `k`;
+/// * bcast: the root writes its buffer and publishes `k` without waiting for anybody; the
+///   others wait for the root's `k`, copy, then publish `k`.
+///
+/// Before writing buffer `k mod NBUF` a rank waits until every rank has published
+/// `k + 1 - NBUF` (all readers of collective `k - NBUF` are done with that buffer); with
+/// synchronising collectives this holds already, a run of broadcasts may pipeline up to
+/// `NBUF - 1` ahead. Allreduce folds all ranks' buffers in rank order
+/// (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for any operation.
+///
+/// Every rank takes the same decision at every collective (it depends only on the
+/// communicator and on arguments MPI requires to match). Segments of freed communicators are
+/// unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
+/// forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
 pub(crate) mod shm {
     use super::{CollComm, Reducer};
-    use crate::consts::*;
     use crate::ffi::{MpiError, MpiResult};
+    use oxmpi_coll::tune::{self, Coll};
+    use oxmpi_engine::CommId;
+    use std::collections::HashMap;
+    use std::ffi::c_int;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
+    use std::sync::{Arc, Mutex};
 
     const LINE: usize = 64;
-    /// Bytes of one data buffer (allreduce vectors up to this size take the fast path).
+    /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
     pub(crate) const DATA: usize = 4096;
-    const SLOT: usize = LINE + 2 * DATA;
+    /// Data buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
+    pub(crate) const NBUF: u64 = 4;
+    const SLOT: usize = LINE + NBUF as usize * DATA;
+    /// Largest communicator with a segment.
+    const MAX_RANKS: i32 = 64;
 
-    /// The mapped segment of `MPI_COMM_WORLD`.
+    /// A communicator's mapped segment.
     pub(crate) struct Seg {
         base: *mut u8,
+        len: usize,
         rank: usize,
         size: usize,
-        /// Our next sequence number (only touched by collectives on world, which MPI
-        /// serializes).
+        /// Our next sequence number (collectives on one communicator are serialized by the
+        /// MPI rules).
         seq: AtomicU64,
         yield_idle: bool,
     }
 
-    // SAFETY: the mapping lives for the whole process; concurrent access goes through the
+    // SAFETY: the mapping lives as long as the `Seg`; concurrent access goes through the
     // atomic sequence words with release/acquire ordering (see the module comment).
     unsafe impl Send for Seg {}
     // SAFETY: as above.
     unsafe impl Sync for Seg {}
 
-    static WORLD: OnceLock<Option<Seg>> = OnceLock::new();
+    impl Drop for Seg {
+        fn drop(&mut self) {
+            // SAFETY: our own mapping of `len` bytes; no reference into it outlives `self`.
+            unsafe { libc::munmap(self.base.cast(), self.len) };
+        }
+    }
+
+    /// Segments by collective-context engine communicator (`None`: no segment possible).
+    /// Engine communicator ids are never reused.
+    type Segs = HashMap<u32, Option<Arc<Seg>>>;
+    static SEGS: Mutex<Option<Segs>> = Mutex::new(None);
 
     impl Seg {
         fn seq_word(&self, r: usize) -> &AtomicU64 {
@@ -655,129 +805,228 @@ pub(crate) mod shm {
         }
         fn data(&self, r: usize, k: u64) -> *mut u8 {
             // SAFETY: inside slot `r` of the mapping.
-            unsafe { self.base.add(r * SLOT + LINE + (k % 2) as usize * DATA) }
+            unsafe { self.base.add(r * SLOT + LINE + (k % NBUF) as usize * DATA) }
         }
-        /// Enter collective number `k` and wait for every rank to enter it.
+        fn next(&self) -> u64 {
+            self.seq.fetch_add(1, Ordering::Relaxed) + 1
+        }
+        fn publish(&self, k: u64) {
+            self.seq_word(self.rank).store(k, Ordering::Release);
+        }
+        /// Wait until rank `r` has published `k`.
         ///
         /// While waiting it polls the engine's transports: a rank in a collective must
         /// keep its pending point-to-point operations going (a peer may be waiting for the
         /// data of our earlier `MPI_Isend` before it enters this collective).
-        fn sync(&self) -> u64 {
-            let k = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-            self.seq_word(self.rank).store(k, Ordering::Release);
+        fn wait_for(&self, r: usize, k: u64) {
+            let w = self.seq_word(r);
+            if w.load(Ordering::Acquire) >= k {
+                return;
+            }
             let eng = oxmpi_engine::engine();
-            for r in (0..self.size).filter(|&r| r != self.rank) {
-                let w = self.seq_word(r);
-                let mut spins = 0u32;
-                while w.load(Ordering::Acquire) < k {
+            let mut spins = 0u32;
+            while w.load(Ordering::Acquire) < k {
+                // A progress call costs far more than a look at the word: poll the
+                // transports every 32nd turn (and at every yield) only.
+                if spins % 32 == 31 || self.yield_idle {
                     if let Some(e) = eng {
                         e.progress();
                     }
-                    spins = spins.wrapping_add(1);
-                    if self.yield_idle || spins % 4096 == 0 {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                }
+                spins = spins.wrapping_add(1);
+                if self.yield_idle || spins % 4096 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
                 }
             }
-            k
         }
+        fn wait_all(&self, k: u64) {
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                self.wait_for(r, k);
+            }
+        }
+        /// Wait until our buffer for collective `k` is free (its readers of `k - NBUF` are
+        /// done), then copy `src` into it.
+        fn write(&self, k: u64, src: &[u8]) {
+            debug_assert!(src.len() <= DATA);
+            self.wait_all((k + 1).saturating_sub(NBUF));
+            // SAFETY: our own buffer of collective `k`, read by nobody until we publish `k`
+            // and no longer by anybody for collective `k - NBUF` (waited for above).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len())
+            };
+        }
+        /// Rank `r`'s buffer of collective `k`, `n` bytes from `off` (unchanged while we
+        /// have not published past `k`: see the module comment).
+        ///
+        /// # Safety
+        /// `r` has published `k` (acquired by us) and we have not published anything past
+        /// `k`; `off + n <= DATA`.
+        unsafe fn peer(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
+            // SAFETY: caller contract; the view is read only.
+            unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
+        }
+
+        /// Number of ranks.
+        pub(crate) fn size(&self) -> usize {
+            self.size
+        }
+
         /// Barrier.
         pub(crate) fn barrier(&self) {
-            self.sync();
+            let k = self.next();
+            self.publish(k);
+            self.wait_all(k);
         }
+
+        /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
+        pub(crate) fn bcast(&self, buf: &mut [u8], root: usize) {
+            let k = self.next();
+            if self.rank == root {
+                self.write(k, buf);
+                self.publish(k);
+            } else {
+                self.wait_for(root, k);
+                // SAFETY: the root published `k`; we publish `k` only after the copy.
+                let src = unsafe { self.peer(root, k, 0, buf.len()) };
+                buf.copy_from_slice(src);
+                self.publish(k);
+            }
+        }
+
+        /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
+        /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
+        pub(crate) fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
+            let k = self.next();
+            self.write(k, send);
+            self.publish(k);
+            self.wait_all(k);
+            for j in 0..self.size {
+                // SAFETY: every rank published `k` (waited above); block `rank` of its
+                // buffer is within `DATA`.
+                let src = unsafe { self.peer(j, k, self.rank * block, block) };
+                recv[j * block..(j + 1) * block].copy_from_slice(src);
+            }
+        }
+
         /// Allreduce of `buf` (at most `DATA` bytes) in place.
         pub(crate) fn allreduce(&self, buf: &mut [u8], red: &Reducer) {
             let n = buf.len();
-            let k = self.seq.load(Ordering::Relaxed) + 1;
-            // SAFETY: our own buffer for collective `k`, not read by anybody until we
-            // publish `k` (and no longer read for collective `k - 2`, see the module doc).
-            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.data(self.rank, k), n) };
-            let k2 = self.sync();
-            debug_assert_eq!(k, k2);
+            let k = self.next();
+            self.write(k, buf);
+            self.publish(k);
+            self.wait_all(k);
             // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
             // rank-order result; every rank computes exactly the same).
             let last = self.size - 1;
-            // SAFETY: every rank's buffer `k` holds its `n` bytes (published before its
-            // sequence word, which we acquired) and stays unchanged until we enter
-            // collective `k + 1` (module doc).
-            unsafe { std::ptr::copy_nonoverlapping(self.data(last, k), buf.as_mut_ptr(), n) };
+            // SAFETY: every rank published `k` (waited above).
+            buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
             for r in (0..last).rev() {
-                // SAFETY: as above; the view is read only and does not overlap `buf`.
-                let x = unsafe { std::slice::from_raw_parts(self.data(r, k).cast_const(), n) };
+                // SAFETY: as above; the view does not overlap `buf`.
+                let x = unsafe { self.peer(r, k, 0, n) };
                 red.apply(x, buf); // buf = x_r ∘ buf
             }
         }
     }
 
-    /// The world segment, creating it on first use (collective over world: every rank
-    /// calls this at the same collective). `None` when the ranks span several hosts or the
-    /// segment cannot be made.
-    pub(crate) fn world(a: &CollComm) -> MpiResult<Option<&'static Seg>> {
-        if let Some(s) = WORLD.get() {
-            return Ok(s.as_ref());
+    /// Whether the shared-memory path may run `coll`: `coll_sm_enable` is on and no
+    /// algorithm is forced for it (`coll_tuned_<coll>_algorithm` other than 0 runs that
+    /// algorithm at every size).
+    pub(crate) fn allowed(coll: Coll) -> bool {
+        tune::sm_enabled() && tune::algorithm(coll) == 0
+    }
+
+    /// The segment of the communicator `comm` whose collective view is `a`, creating it on
+    /// first use (collective over the communicator: every rank calls this at the same
+    /// collective). `None` when the ranks span several nodes, the communicator is too small
+    /// or too large, the paths are disabled, or the segment cannot be made.
+    pub(crate) fn get(a: &CollComm, comm: c_int, coll: Coll) -> MpiResult<Option<Arc<Seg>>> {
+        if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
+            return Ok(None);
         }
-        let s = setup(a)?;
-        Ok(WORLD.get_or_init(|| s).as_ref())
+        let key = a.comm.0;
+        if let Some(s) = SEGS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|m| m.get(&key))
+        {
+            return Ok(s.clone());
+        }
+        let s = setup(a, comm)?.map(Arc::new);
+        let mut g = SEGS.lock().unwrap_or_else(|p| p.into_inner());
+        let m = g.get_or_insert_with(HashMap::new);
+        // Forget the segments of freed communicators (their engine communicator is gone).
+        if let Some(e) = oxmpi_engine::engine() {
+            m.retain(|&c, _| e.comm_size(CommId(c)).is_ok());
+        }
+        m.insert(key, s.clone());
+        Ok(s)
     }
 
-    fn fail(e: oxmpi_engine::Error) -> MpiError {
-        crate::backend::err(e).on(MPI_COMM_WORLD)
+    /// Hash of the node name (`OXMPI_ENGINE_NODE` when set, as the engine's `sm` transport
+    /// uses it to simulate several nodes, else the host name).
+    fn node_hash() -> u64 {
+        let node = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| crate::env::hostname());
+        node.bytes()
+            .fold(5381u64, |x, b| x.wrapping_mul(33) ^ u64::from(b))
     }
 
-    fn setup(a: &CollComm) -> MpiResult<Option<Seg>> {
+    fn setup(a: &CollComm, comm: c_int) -> MpiResult<Option<Seg>> {
+        let fail = |e: oxmpi_engine::Error| -> MpiError { crate::backend::err(e).on(comm) };
         let (rank, size) = (a.rank as usize, a.size as usize);
-        if !(2..=64).contains(&size) {
-            return Ok(None);
-        }
-        // Same host everywhere? (hash of the host name, MIN and MAX agree)
-        let h = crate::env::hostname()
-            .bytes()
-            .fold(5381u64, |x, b| x.wrapping_mul(33) ^ u64::from(b));
-        let mut hs = vec![0u8; 8 * size];
-        hs[8 * rank..8 * rank + 8].copy_from_slice(&h.to_ne_bytes());
-        a.allgather(&mut hs, 8).map_err(fail)?;
-        if hs.chunks_exact(8).any(|c| c != h.to_ne_bytes()) {
-            return Ok(None);
-        }
         let len = size * SLOT;
-        let mut name = [0u8; 64];
-        let text = format!("/oxmpi-coll-{}-{:x}", std::process::id(), h & 0xffff_ffff);
-        name[..text.len()].copy_from_slice(text.as_bytes());
-        let cname = std::ffi::CString::new(text).expect("no NUL in the name");
-        let mut fd = -1;
+        let mut fd: c_int = -1;
         if rank == 0 {
-            // SAFETY: plain libc calls on a NUL-terminated name.
+            // SAFETY: plain libc calls; the name is a NUL-terminated literal.
             unsafe {
-                fd = libc::shm_open(
-                    cname.as_ptr(),
-                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                    0o600,
-                );
+                fd = libc::memfd_create(c"oxmpi-coll".as_ptr(), libc::MFD_CLOEXEC);
                 if fd >= 0 && libc::ftruncate(fd, len as libc::off_t) != 0 {
                     libc::close(fd);
-                    libc::shm_unlink(cname.as_ptr());
                     fd = -1;
                 }
             }
-            if fd < 0 {
-                name = [0u8; 64];
-            }
         }
-        a.bcast(&mut name, 0).map_err(fail)?;
-        if name[0] == 0 {
+        // (node hash, pid, fd) of every rank; rank 0's pid and fd name the segment.
+        let mut info = vec![0u8; 16 * size];
+        let me = &mut info[16 * rank..16 * rank + 16];
+        me[..8].copy_from_slice(&node_hash().to_ne_bytes());
+        me[8..12].copy_from_slice(&(std::process::id() as i32).to_ne_bytes());
+        me[12..].copy_from_slice(&fd.to_ne_bytes());
+        let gathered = a.allgather(&mut info, 16).map_err(fail);
+        let close_own = |fd: c_int| {
+            if fd >= 0 {
+                // SAFETY: our own descriptor.
+                unsafe { libc::close(fd) };
+            }
+        };
+        if let Err(e) = gathered {
+            close_own(fd);
+            return Err(e);
+        }
+        let word = |r: usize, at: usize| {
+            i32::from_ne_bytes(
+                info[16 * r + at..16 * r + at + 4]
+                    .try_into()
+                    .expect("4 bytes"),
+            )
+        };
+        let (pid0, fd0) = (word(0, 8), word(0, 12));
+        let one_node = info.chunks_exact(16).all(|c| c[..8] == info[..8]);
+        if !one_node || fd0 < 0 {
+            close_own(fd);
             return Ok(None);
         }
         if rank != 0 {
-            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            let cn = std::ffi::CString::new(&name[..end]).expect("no NUL");
-            // SAFETY: plain libc call on a NUL-terminated name.
-            fd = unsafe { libc::shm_open(cn.as_ptr(), libc::O_RDWR, 0) };
+            let path = std::ffi::CString::new(format!("/proc/{pid0}/fd/{fd0}"))
+                .expect("no NUL in the path");
+            // SAFETY: plain libc call on a NUL-terminated path.
+            fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         }
         let mut base = libc::MAP_FAILED;
         if fd >= 0 {
-            // SAFETY: mapping `len` bytes of the shm object (rank 0 sized it).
+            // SAFETY: mapping `len` bytes of the memfd (rank 0 sized it).
             base = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
@@ -788,34 +1037,33 @@ pub(crate) mod shm {
                     0,
                 )
             };
-            // SAFETY: the mapping keeps the object alive; the descriptor is no longer needed.
-            unsafe { libc::close(fd) };
         }
-        // Everybody mapped it (or failed)? Agree with a MIN over the ok flags.
-        let ok = u8::from(base != libc::MAP_FAILED);
+        if rank != 0 {
+            // The mapping keeps the memory; our descriptor is no longer needed.
+            close_own(fd);
+        }
+        // Everybody mapped it (or failed)?
         let mut flags = vec![0u8; size];
-        flags[rank] = ok;
-        a.allgather(&mut flags, 1).map_err(fail)?;
+        flags[rank] = u8::from(base != libc::MAP_FAILED);
+        let agreed = a.allgather(&mut flags, 1).map_err(fail);
         if rank == 0 {
-            // SAFETY: removing the name; mappings stay valid.
-            unsafe { libc::shm_unlink(cname.as_ptr()) };
+            // Every rank has opened it: the mappings keep the memory alive.
+            close_own(fd);
         }
-        if flags.contains(&0) {
-            if base != libc::MAP_FAILED {
-                // SAFETY: our own mapping of `len` bytes, unused.
-                unsafe { libc::munmap(base, len) };
-            }
-            return Ok(None);
-        }
-        let yield_idle = crate::backend::engine()
-            .map(|e| e.yields_when_idle())
-            .unwrap_or(true);
-        Ok(Some(Seg {
+        let seg = (base != libc::MAP_FAILED).then(|| Seg {
             base: base.cast(),
+            len,
             rank,
             size,
             seq: AtomicU64::new(0),
-            yield_idle,
-        }))
+            yield_idle: crate::backend::engine()
+                .map(|e| e.yields_when_idle())
+                .unwrap_or(true),
+        });
+        agreed?;
+        if flags.contains(&0) {
+            return Ok(None); // dropping `seg` unmaps
+        }
+        Ok(seg)
     }
 }

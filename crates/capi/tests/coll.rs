@@ -87,6 +87,55 @@ fn collectives_match_reference_np2_to_5() {
     }
 }
 
+/// The property test on a duplicate of world and on a split with the ranks reversed (the
+/// shared-memory paths are made per communicator), at np 2 and 5.
+#[test]
+fn collectives_match_reference_on_derived_communicators() {
+    let dir = Scratch::new("coll-prop-comms");
+    let exe = build("coll_prop.c", &dir.0);
+    for (n, on) in [(2, "dup"), (2, "rsplit"), (5, "dup"), (5, "rsplit")] {
+        let out = run_args(&exe, n, &["16", on], &[]);
+        assert!(
+            out.lines().any(|l| l == "coll_prop: all checks passed"),
+            "coll_prop on {n} ranks ({on}) did not finish:\n{out}"
+        );
+    }
+}
+
+/// The property test with each algorithm forced through its `coll_tuned_*_algorithm`
+/// parameter (which also bypasses the shared-memory paths for that collective), and with
+/// the shared-memory paths off, at np 3 (not a power of two) and 4, on world, a duplicate
+/// and a reversed split in turn.
+#[test]
+fn forced_algorithms_match_reference_np3_and_4() {
+    let dir = Scratch::new("coll-prop-forced");
+    let exe = build("coll_prop.c", &dir.0);
+    let cases = [
+        ("coll_tuned_allreduce_algorithm", "2"),
+        ("coll_tuned_allreduce_algorithm", "3"),
+        ("coll_tuned_allreduce_algorithm", "4"),
+        ("coll_tuned_allreduce_algorithm", "6"),
+        ("coll_tuned_bcast_algorithm", "1"),
+        ("coll_tuned_bcast_algorithm", "6"),
+        ("coll_tuned_bcast_algorithm", "8"),
+        ("coll_tuned_alltoall_algorithm", "1"),
+        ("coll_tuned_alltoall_algorithm", "2"),
+        ("coll_tuned_alltoall_algorithm", "3"),
+        ("coll_tuned_barrier_algorithm", "1"),
+        ("coll_sm_enable", "0"),
+    ];
+    for (i, (name, value)) in cases.iter().enumerate() {
+        let on = ["world", "dup", "rsplit"][i % 3];
+        for n in [3, 4] {
+            let out = run_args(&exe, n, &["10", on], &["--mca", name, value]);
+            assert!(
+                out.lines().any(|l| l == "coll_prop: all checks passed"),
+                "coll_prop on {n} ranks ({on}) with {name}={value} did not finish:\n{out}"
+            );
+        }
+    }
+}
+
 /// mpi4py's testGatherv3 / testScatterv3 loop (every root, counts 0..size, predefined
 /// types of 1-32 bytes and a strided vector, Barrier between the calls, NULL receive
 /// arguments on non-roots, blocking and nonblocking) on 5 oversubscribed ranks; mpirun's

@@ -37,7 +37,7 @@
 //! | barrier | dissemination; linear |
 //! | bcast | binomial tree (≤ [`tune::BCAST_SMALL`] bytes, or 2 ranks); scatter + ring allgather; linear |
 //! | reduce | binomial (commutative: rooted tree; non-commutative: tree at rank 0 in rank order, result forwarded to the root); linear in rank order |
-//! | allreduce | recursive doubling (small or non-commutative); ring reduce-scatter + ring allgather (large, commutative); reduce + bcast |
+//! | allreduce | recursive doubling (small or non-commutative); Rabenseifner (large, commutative, more than 2 ranks); ring reduce-scatter + ring allgather (large, commutative, 2 ranks); reduce + bcast |
 //! | gather, scatter | binomial tree (blocks ≤ [`tune::GATHER_SMALL`] bytes, more than 2 ranks); linear |
 //! | gatherv, scatterv | linear (the root posts all transfers at once) |
 //! | allgather | recursive doubling (power-of-two sizes); ring |
@@ -1055,6 +1055,10 @@ impl CollComm {
             }
             3 => self.allreduce_recdbl(buf, op),
             4 if ring_ok => self.allreduce_ring(buf, op),
+            6 if ring_ok => self.allreduce_rabenseifner(buf, op),
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL && self.size > 2 => {
+                self.allreduce_rabenseifner(buf, op)
+            }
             _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => self.allreduce_ring(buf, op),
             _ => self.allreduce_recdbl(buf, op),
         }
@@ -1065,12 +1069,10 @@ impl CollComm {
         let r = self.rank;
         // Small vectors use a stack buffer (no allocation on the latency path).
         let mut small = Aligned([0u8; 256]);
-        let mut heap = Vec::new();
-        let tmp: &mut [u8] = if buf.len() <= small.0.len() {
-            &mut small.0[..buf.len()]
-        } else {
-            heap.resize(buf.len(), 0);
-            &mut heap
+        let mut heap = (buf.len() > small.0.len()).then(|| Scratch::new(buf.len()));
+        let tmp: &mut [u8] = match heap.as_mut() {
+            Some(h) => &mut h[..buf.len()],
+            None => &mut small.0[..buf.len()],
         };
         let pof2 = 1 << (31 - (p as u32).leading_zeros());
         let rem = p - pof2;
@@ -1112,6 +1114,91 @@ impl CollComm {
         Ok(())
     }
 
+    /// Rabenseifner's allreduce (commutative ops): the first `2 * rem` ranks fold pairwise
+    /// so that a power of two `pof2` remain; those run a recursive-halving reduce-scatter
+    /// (each step exchanges half of the range still owned with the partner at distance
+    /// `mask`, keeping and reducing the other half) and then a recursive-doubling allgather
+    /// of the reduced blocks; the folded ranks finally get the result from their partner.
+    /// Each block of the result is reduced on exactly one rank, so every rank ends with the
+    /// same bytes.
+    fn allreduce_rabenseifner(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let p = self.size;
+        let r = self.rank;
+        let pof2 = 1 << (31 - (p as u32).leading_zeros());
+        let rem = p - pof2;
+        let mut tmp = Scratch::new(buf.len());
+        let tmp = &mut tmp[..buf.len()];
+        let newrank = if r < 2 * rem {
+            if r % 2 == 0 {
+                self.send(buf, r + 1, TAG_ALLREDUCE)?;
+                -1
+            } else {
+                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
+                (op.f)(tmp, buf);
+                r / 2
+            }
+        } else {
+            r - rem
+        };
+        if newrank >= 0 {
+            let real = |nd: i32| if nd < rem { nd * 2 + 1 } else { nd + rem };
+            let (counts, displs) = split_even(buf.len(), op.elem_size, pof2 as usize);
+            // Byte range of blocks [lo, hi).
+            let span = |lo: usize, hi: usize| displs[lo]..displs[hi - 1] + counts[hi - 1];
+            let (mut lo, mut hi) = (0usize, pof2 as usize);
+            let mut mask = pof2 >> 1;
+            while mask > 0 {
+                let dst = real(newrank ^ mask);
+                let mid = lo + (hi - lo) / 2;
+                let (keep, give) = if newrank & mask == 0 {
+                    ((lo, mid), (mid, hi))
+                } else {
+                    ((mid, hi), (lo, mid))
+                };
+                let (k, g) = (span(keep.0, keep.1), span(give.0, give.1));
+                self.sendrecv(&buf[g], dst, &mut tmp[k.clone()], dst, TAG_ALLREDUCE)?;
+                (op.f)(&tmp[k.clone()], &mut buf[k]);
+                (lo, hi) = keep;
+                mask >>= 1;
+            }
+            let mut mask = 1;
+            while mask < pof2 {
+                let dst = real(newrank ^ mask);
+                let w = hi - lo;
+                let other = if newrank & mask == 0 {
+                    (hi, hi + w)
+                } else {
+                    (lo - w, lo)
+                };
+                let (mine, theirs) = (span(lo, hi), span(other.0, other.1));
+                let base = buf.as_mut_ptr();
+                // SAFETY: `mine` and `theirs` are disjoint ranges of `buf` (sibling blocks);
+                // both requests complete before `sendrecv_raw` returns.
+                unsafe {
+                    self.sendrecv_raw(
+                        base.add(mine.start),
+                        mine.len(),
+                        dst,
+                        base.add(theirs.start),
+                        theirs.len(),
+                        dst,
+                        TAG_ALLREDUCE,
+                    )?;
+                }
+                (lo, hi) = (lo.min(other.0), hi.max(other.1));
+                mask <<= 1;
+            }
+        }
+        if r < 2 * rem {
+            if r % 2 == 1 {
+                self.send(buf, r - 1, TAG_ALLREDUCE)?;
+            } else {
+                self.recv(buf, r + 1, TAG_ALLREDUCE)?;
+            }
+        }
+        Ok(())
+    }
+
     fn allreduce_ring(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         let (counts, displs) = split_even(buf.len(), op.elem_size, self.size as usize);
         self.ring_reduce_scatter(buf, &counts, &displs, op, TAG_ALLREDUCE)?;
@@ -1136,7 +1223,7 @@ impl CollComm {
         let r = self.rank;
         let right = self.modp(r + 1);
         let left = self.modp(r - 1);
-        let mut tmp = vec![0u8; counts.iter().copied().max().unwrap_or(0)];
+        let mut tmp = Scratch::new(counts.iter().copied().max().unwrap_or(0));
         for s in 0..p - 1 {
             let sb = (r - s - 1).rem_euclid(p) as usize;
             let rb = (r - s - 2).rem_euclid(p) as usize;
@@ -1492,6 +1579,55 @@ fn check_blocks_ro(len: usize, counts: &[usize], displs: &[usize]) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// Scratch buffers kept per thread: large reductions would otherwise allocate (and the
+/// kernel zero-fill) a fresh mapping on every call.
+struct Scratch(Vec<u8>);
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Buffers up to this size are kept for the next call.
+const SCRATCH_KEEP: usize = 16 << 20;
+
+impl Scratch {
+    /// A buffer of `n` bytes (contents unspecified: callers overwrite before reading).
+    fn new(n: usize) -> Scratch {
+        let mut v = SCRATCH.with(|c| c.take());
+        if v.len() < n {
+            v = vec![0u8; n];
+        }
+        Scratch(v)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Scratch {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.0.len() <= SCRATCH_KEEP {
+            let v = std::mem::take(&mut self.0);
+            // A nested collective (from a user operation) may have left a buffer there;
+            // keep the larger one.
+            SCRATCH.with(|c| {
+                let old = c.take();
+                c.set(if old.len() > v.len() { old } else { v });
+            });
+        }
+    }
 }
 
 /// Splits `len` bytes into `p` consecutive blocks of whole `elem`-byte elements, as even as

@@ -18,7 +18,9 @@ pub enum Coll {
     Bcast = 1,
     /// `reduce`: 1 linear (rank order), 5 binomial.
     Reduce = 2,
-    /// `allreduce`: 2 reduce + bcast, 3 recursive doubling, 4 ring (commutative ops only).
+    /// `allreduce`: 2 reduce + bcast, 3 recursive doubling, 4 ring, 6 Rabenseifner
+    /// (reduce-scatter by recursive halving + allgather by recursive doubling); 4 and 6 for
+    /// commutative ops only.
     Allreduce = 3,
     /// `allgather`: 3 recursive doubling (power-of-two sizes only), 4 ring.
     Allgather = 4,
@@ -44,8 +46,12 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
     .level(5)
 }
 
-/// One declaration per [`Coll`], in its order.
-pub static ALGORITHM_PARAMS: [ParamDecl; 9] = [
+/// Index of `coll_sm_enable` in [`PARAMS`].
+const SM_ENABLE: usize = 9;
+
+/// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
+/// `sm` component's switch.
+pub static PARAMS: [ParamDecl; 10] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -60,7 +66,7 @@ pub static ALGORITHM_PARAMS: [ParamDecl; 9] = [
     ),
     algorithm_param(
         "allreduce_algorithm",
-        "Allreduce algorithm: 0 automatic, 2 reduce + bcast, 3 recursive doubling, 4 ring (commutative ops)",
+        "Allreduce algorithm: 0 automatic, 2 reduce + bcast, 3 recursive doubling, 4 ring, 6 Rabenseifner (4 and 6: commutative ops only)",
     ),
     algorithm_param(
         "allgather_algorithm",
@@ -82,6 +88,17 @@ pub static ALGORITHM_PARAMS: [ParamDecl; 9] = [
         "scatter_algorithm",
         "Scatter algorithm: 0 automatic, 1 linear, 2 binomial",
     ),
+    ParamDecl::new(
+        "coll",
+        "sm",
+        "enable",
+        ParamType::Bool,
+        "true",
+        "Shared-memory barrier, and bcast, alltoall and allreduce of at most 4 KiB, on \
+         communicators whose ranks all run on one node (one memfd segment per communicator, \
+         made at its first such collective)",
+    )
+    .level(5),
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.
@@ -90,13 +107,19 @@ pub static PROVIDER: Provider = Provider {
     frameworks: &[Framework {
         name: "coll",
         description: "Collective operations",
-        components: &[Component {
-            name: "tuned",
-            description:
-                "Algorithms chosen by message and communicator size, each forcible by parameter",
-        }],
+        components: &[
+            Component {
+                name: "tuned",
+                description:
+                    "Algorithms chosen by message and communicator size, each forcible by parameter",
+            },
+            Component {
+                name: "sm",
+                description: "Shared-memory collectives among the ranks of one node",
+            },
+        ],
     }],
-    params: &ALGORITHM_PARAMS,
+    params: &PARAMS,
 };
 
 static CACHE: [OnceLock<u32>; 9] = [const { OnceLock::new() }; 9];
@@ -104,11 +127,22 @@ static CACHE: [OnceLock<u32>; 9] = [const { OnceLock::new() }; 9];
 /// The forced algorithm number of `coll` (0 = automatic selection).
 pub fn algorithm(coll: Coll) -> u32 {
     *CACHE[coll as usize].get_or_init(|| {
-        params::resolve(&ALGORITHM_PARAMS[coll as usize])
+        params::resolve(&PARAMS[coll as usize])
             .ok()
             .and_then(|v| v.as_int())
             .and_then(|i| u32::try_from(i).ok())
             .unwrap_or(0)
+    })
+}
+
+/// `coll_sm_enable`: whether the C library may use its shared-memory collectives.
+pub fn sm_enabled() -> bool {
+    static SM: OnceLock<bool> = OnceLock::new();
+    *SM.get_or_init(|| {
+        params::resolve(&PARAMS[SM_ENABLE])
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true)
     })
 }
 

@@ -139,6 +139,7 @@ const FORCED_B: &[(&str, &str)] = &[
 const FORCED_C: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "1"),
     ("OXMPI_MCA_coll_tuned_bcast_algorithm", "8"),
+    ("OXMPI_MCA_coll_tuned_allreduce_algorithm", "6"),
 ];
 
 #[test]
@@ -160,6 +161,14 @@ fn forced_algorithms_b_np5() {
 #[test]
 fn forced_algorithms_c_np3() {
     run(3, "suite", FORCED_C);
+}
+#[test]
+fn forced_algorithms_c_np4() {
+    run(4, "suite", FORCED_C);
+}
+#[test]
+fn forced_algorithms_c_np5() {
+    run(5, "suite", FORCED_C);
 }
 #[test]
 fn communicators_np4() {

@@ -104,7 +104,13 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     int iters = argc > 1 ? atoi(argv[1]) : 30;
+    /* Optional second argument: run on a duplicate of world ("dup") or on a split of it
+     * with the ranks in reverse order ("rsplit") instead of on world itself. */
+    const char *on = argc > 2 ? argv[2] : "world";
     MPI_Comm comm = MPI_COMM_WORLD;
+    if (!strcmp(on, "dup")) CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    if (!strcmp(on, "rsplit")) CHECK_RC(MPI_Comm_split(MPI_COMM_WORLD, 7, size - rank, &comm));
+    MPI_Comm_rank(comm, &rank);
 
     ty types[2];
     types[0] = (ty){MPI_INT, 1, 1, {0, 0}, "int"};
@@ -178,6 +184,37 @@ int main(int argc, char **argv) {
         }
         free(r);
         free(s);
+
+        /* allreduce on other predefined types: sums of small integers are exact in float
+         * and double whatever the order of combination, max and min always */
+        {
+            MPI_Op fops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
+            MPI_Op fo = fops[rnd(3)];
+            int ti = rnd(4);
+#define TYPED_ALLREDUCE(T, MT)                                                               \
+    do {                                                                                     \
+        T *x = malloc((count + 1) * sizeof(T)), *y = malloc((count + 1) * sizeof(T));       \
+        for (int k = 0; k < count; k++) x[k] = (T)val(rank, k, it, 8);                     \
+        y[count] = (T)SENT;                                                                  \
+        CHECK_RC(MPI_Allreduce(x, y, count, MT, fo, comm));                                  \
+        for (int k = 0; k < count; k++) {                                                    \
+            T e = (T)val(0, k, it, 8);                                                       \
+            for (int q = 1; q < size; q++) {                                                 \
+                T v = (T)val(q, k, it, 8);                                                   \
+                e = fo == MPI_SUM ? (T)(e + v) : fo == MPI_MAX ? (v > e ? v : e) : (v < e ? v : e); \
+            }                                                                                \
+            CHECK(y[k] == e);                                                                \
+        }                                                                                    \
+        CHECK(y[count] == (T)SENT);                                                          \
+        free(x);                                                                             \
+        free(y);                                                                             \
+    } while (0)
+            if (ti == 0) TYPED_ALLREDUCE(float, MPI_FLOAT);
+            if (ti == 1) TYPED_ALLREDUCE(double, MPI_DOUBLE);
+            if (ti == 2) TYPED_ALLREDUCE(long long, MPI_LONG_LONG);
+            if (ti == 3) TYPED_ALLREDUCE(unsigned, MPI_UNSIGNED);
+#undef TYPED_ALLREDUCE
+        }
 
         /* non-commutative user op in rank order */
         {
@@ -367,10 +404,11 @@ int main(int argc, char **argv) {
             free(cnt); free(dis); free(cm);
         }
     }
+    if (comm != MPI_COMM_WORLD) CHECK_RC(MPI_Comm_free(&comm));
     CHECK_RC(MPI_Op_free(&aff));
     CHECK_RC(MPI_Type_free(&pair));
     CHECK_RC(MPI_Type_free(&vec));
-    if (rank == 0) printf("coll_prop: %d random rounds on %d ranks: ok\ncoll_prop: all checks passed\n", iters, size);
+    if (rank == 0) printf("coll_prop: %d random rounds on %d ranks (%s): ok\ncoll_prop: all checks passed\n", iters, size, on);
     MPI_Finalize();
     return 0;
 }
