@@ -468,7 +468,7 @@ fn fast_comm(eng: &oxmpi_engine::Engine, comm: c_int) -> Option<backend::EComm> 
     if v >> 32 == hu as u64 && v != 0 {
         return Some(backend::EComm(v as u32));
     }
-    let ec = lock().comms.get(comm)?.ecomm;
+    let ec = lock().comm(comm).ok()?.ecomm;
     slot.store((hu as u64) << 32 | ec.0 as u64, Ordering::Relaxed);
     Some(ec)
 }
