@@ -19,46 +19,19 @@
 //! operations; the user function pointer is captured at the call, so the op and datatype
 //! may be freed before completion.
 //!
-//! The intercommunicator forms still run the blocking intercommunicator algorithm
-//! (`intercoll.rs`) and return a completed request.
-use crate::backend::EStatus;
+//! The intercommunicator forms are schedules too (`intercoll.rs`: the intercommunicator
+//! algorithms with remote and local phases on their two contexts); `MPI_Iscan`/`MPI_Iexscan`
+//! and the neighbourhood forms are not defined on intercommunicators (`MPI_ERR_COMM`).
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
-use crate::request::{Pending, Request};
 use crate::state::lock;
 use oxmpi_coll::sched::{Lane, OwnedOp, Region, Schedule};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-
-/// Store an already completed request for `comm` in `*request`.
-fn completed(request: *mut c_int, comm: c_int) -> MpiResult {
-    if request.is_null() {
-        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
-    }
-    let status = EStatus {
-        source: MPI_ANY_SOURCE,
-        tag: MPI_ANY_TAG,
-        error: None,
-        count_bytes: 0,
-        cancelled: false,
-    };
-    let h = lock().reqs.insert(Request {
-        comm,
-        persistent: None,
-        active: Some(Pending {
-            ereq: None,
-            done: Some(status),
-            stage: None,
-            unpack: None,
-            bsend_bytes: 0,
-        }),
-    });
-    out(request, h, "request")
-}
 
 // ---- schedules progressed in the background ----
 
@@ -241,7 +214,7 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 /// # Safety
 /// `buf` holds (if `fill`) or has room for (if `store`) `count` items of `dt`, valid until
 /// the schedule completes.
-unsafe fn region(
+pub(crate) unsafe fn region(
     dt: &Arc<Datatype>,
     count: usize,
     buf: *mut c_void,
@@ -267,7 +240,7 @@ unsafe fn region(
 }
 
 /// Bytes of a region (for copying our own block).
-fn region_bytes(r: &mut Region) -> &mut [u8] {
+pub(crate) fn region_bytes(r: &mut Region) -> &mut [u8] {
     match r {
         // SAFETY: a raw region is `n` bytes of the caller's memory (see `region`).
         Region::Raw(p, n) => unsafe { std::slice::from_raw_parts_mut(*p, *n) },
@@ -281,7 +254,12 @@ fn region_bytes(r: &mut Region) -> &mut [u8] {
 /// A user-defined operation is called with its function pointer captured here (the op
 /// and datatype handles may be freed before completion) from whichever thread advances
 /// the schedule, on items in the datatype's memory layout.
-fn owned_op(dt: &Arc<Datatype>, dth: c_int, op: c_int, comm: c_int) -> MpiResult<OwnedOp> {
+pub(crate) fn owned_op(
+    dt: &Arc<Datatype>,
+    dth: c_int,
+    op: c_int,
+    comm: c_int,
+) -> MpiResult<OwnedOp> {
     let red = alg::Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
     let (elem_size, commutative) = (red.elem(), red.commutative());
     let f: Box<oxmpi_coll::sched::ReduceFn> = match crate::op::op_kind(op)
@@ -355,7 +333,7 @@ fn user_apply(uf: crate::op::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mu
 }
 
 /// Per-rank (count, displacement in items) of a v-collective from C arrays of `n`.
-fn layout(
+pub(crate) fn layout(
     counts: *const c_int,
     displs: *const c_int,
     n: usize,
@@ -371,10 +349,10 @@ fn layout(
 
 /// Blocks of items of one datatype in a user buffer as one schedule region with byte
 /// counts and displacements per block.
-struct Laid {
-    region: Region,
-    counts: Vec<usize>,
-    displs: Vec<usize>,
+pub(crate) struct Laid {
+    pub region: Region,
+    pub counts: Vec<usize>,
+    pub displs: Vec<usize>,
 }
 
 /// Block `i` = `slots[i]` (count, displacement in extents) of `dt` at `buf` as region
@@ -385,7 +363,7 @@ struct Laid {
 /// # Safety
 /// `buf` holds (where `fill`) or has room for (where `store`) every block until the
 /// schedule completes.
-unsafe fn laid(
+pub(crate) unsafe fn laid(
     dt: &Arc<Datatype>,
     buf: *mut c_void,
     slots: &[(usize, isize)],
@@ -448,7 +426,7 @@ unsafe fn laid(
 ///
 /// # Safety
 /// Every address holds (`!store`) or has room for (`store`) its items until completion.
-unsafe fn pieces(
+pub(crate) unsafe fn pieces(
     list: &[(Arc<Datatype>, usize, *mut u8)],
     store: bool,
     index: usize,
@@ -473,14 +451,14 @@ unsafe fn pieces(
     (Region::Owned(v), counts, displs)
 }
 
-fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
+pub(crate) fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
     alg::err(comm)
 }
 
 mpi_fn! {
     /// `MPI_Ibarrier` (progresses in the background).
     fn PMPI_Ibarrier / "MPI_Ibarrier" (comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::barrier(&l)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibarrier(&l, request); }
         let (a, _, _) = comm_info(comm)?;
         let s = a.ibarrier().map_err(sched_err(comm))?;
         start(comm, s, Vec::new(), request)
@@ -490,7 +468,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ibcast` (progresses in the background).
     fn PMPI_Ibcast / "MPI_Ibcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::bcast(&l, buffer, count, datatype, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibcast(&l, buffer, count, datatype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -509,7 +487,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallreduce` (progresses in the background).
     fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, sendbuf, recvbuf, count, datatype, op, request); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -535,7 +513,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce` (progresses in the background).
     fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, sendbuf, recvbuf, count, datatype, op, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -564,7 +542,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -601,7 +579,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -635,7 +613,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgather` (ring, progresses in the background).
     fn PMPI_Iallgather / "MPI_Iallgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -667,7 +645,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoall` (progresses in the background).
     fn PMPI_Ialltoall / "MPI_Ialltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -699,7 +677,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igatherv` (progresses in the background).
     fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -733,7 +711,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -765,7 +743,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgatherv` (ring, progresses in the background).
     fn PMPI_Iallgatherv / "MPI_Iallgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, request); }
         let (a, rank, size) = comm_info(comm)?;
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
@@ -794,7 +772,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallv` (progresses in the background).
     fn PMPI_Ialltoallv / "MPI_Ialltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -820,7 +798,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
     fn PMPI_Ialltoallw / "MPI_Ialltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
@@ -884,7 +862,7 @@ fn ireduce_scatter(
 mpi_fn! {
     /// `MPI_Ireduce_scatter_block` (progresses in the background).
     fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         ireduce_scatter(sendbuf, recvbuf, &vec![k; size as usize], datatype, op, comm, a, request)
@@ -894,7 +872,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce_scatter` (progresses in the background).
     fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op)?; return completed(request, comm); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op, request); }
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;

@@ -12,8 +12,9 @@
 //!
 //! Algorithms are linear: intercommunicator collectives are not on any latency-critical
 //! path. Every entry point here is reached through a one-line dispatch at the top of the
-//! corresponding `MPI_*` function in `coll.rs` (whose nonblocking forms in `icoll.rs` run
-//! the blocking function, so they complete before returning).
+//! corresponding `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file,
+//! reached from `icoll.rs`) run the same algorithms as schedules progressed in the
+//! background.
 
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
@@ -717,4 +718,653 @@ pub(crate) fn reduce_scatter_block(
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
     reduce_scatter(l, sendbuf, recvbuf, &counts, dth, op)
+}
+
+// ---- nonblocking forms: schedules progressed in the background ----
+//
+// The same algorithms as above as `oxmpi_coll::sched` schedules: transfers with the remote
+// group travel on the intercommunicator's collective context (lane `IC`), the local
+// phases (gather at the leader, release) on the local group's context (lane `LOCAL`). The
+// schedule's tag comes from the intercommunicator's collective context, which both
+// groups advance in the same order. Idle members of rooted collectives run an empty
+// schedule (to keep that order).
+
+use crate::icoll::{self, Unpack};
+use oxmpi_coll::sched::{Lane, Region, Schedule};
+
+const IC: Lane = Lane { link: 0, sub: 0 };
+const LOCAL: Lane = Lane { link: 1, sub: 0 };
+
+/// An empty schedule over `l` (remote transfers on lane `IC`, local ones on `LOCAL`).
+fn sched(
+    l: &Link,
+    regions: Vec<Region>,
+    op: Option<oxmpi_coll::sched::OwnedOp>,
+) -> MpiResult<Schedule> {
+    let e = crate::backend::engine()?;
+    let ic = oxmpi_coll::CollComm::on_context_known(e, l.ic, l.ic, l.rank(), l.rsize);
+    let local =
+        oxmpi_coll::CollComm::on_context_known(e, l.star.ctx, l.star.ctx, l.star.rank, l.star.size);
+    let mut s = Schedule::new(&ic, regions, op).map_err(crate::coll_alg::err(l.net.comm))?;
+    s.add_link(local);
+    Ok(s)
+}
+
+fn start(l: &Link, s: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> MpiResult {
+    icoll::start(l.net.comm, s, unpack, request)
+}
+
+/// Our `count` items of `dt` at `buf` packed (the data to send).
+fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
+    Region::Owned(pack(dt, n, buf))
+}
+
+/// `MPI_Ibarrier`: gather at the local leader, leaders swap, release.
+pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
+    let mut s = sched(l, vec![Region::Owned(Vec::new())], None)?;
+    let (me, leader) = (l.star.rank, l.star.leader);
+    if me == leader {
+        for r in (0..l.star.size).filter(|&r| r != me) {
+            s.recv(LOCAL, (0, 0), 0, r);
+        }
+        s.next_round();
+        s.send(IC, (0, 0), 0, 0);
+        s.recv(IC, (0, 0), 0, 0);
+        s.next_round();
+        for r in (0..l.star.size).filter(|&r| r != me) {
+            s.send(LOCAL, (0, 0), 0, r);
+        }
+    } else {
+        s.send(LOCAL, (0, 0), 0, leader);
+        s.next_round();
+        s.recv(LOCAL, (0, 0), 0, leader);
+    }
+    start(l, s, Vec::new(), request)
+}
+
+/// `MPI_Ibcast`.
+pub(crate) fn ibcast(
+    l: &Link,
+    buf: *mut c_void,
+    n: c_int,
+    dth: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    let role = role(l, root)?;
+    let mut unpack = Vec::new();
+    let s = match role {
+        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Root => {
+            let dt = dtype(dth, comm)?;
+            let n = count(n, comm)?;
+            let data = send_region(&dt, n, buf);
+            let len = dt.size * n;
+            let mut s = sched(l, vec![data], None)?;
+            for r in 0..l.rsize {
+                s.send(IC, (0, 0), len, r);
+            }
+            s
+        }
+        Role::Leaf(r) => {
+            let dt = dtype(dth, comm)?;
+            let n = count(n, comm)?;
+            // SAFETY: MPI contract: `buf` has room for `n` items until completion.
+            let reg = unsafe { icoll::region(&dt, n, buf, false, true, 0, &mut unpack) };
+            let mut s = sched(l, vec![reg], None)?;
+            s.recv(IC, (0, 0), dt.size * n, r);
+            s
+        }
+    };
+    start(l, s, unpack, request)
+}
+
+/// `MPI_Igather(v)`: `slots` (per remote rank) only matter at the root.
+#[allow(clippy::too_many_arguments)]
+fn igatherv(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    let mut unpack = Vec::new();
+    let s = match role(l, root)? {
+        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Root => {
+            let rdt = dtype(recvtype, comm)?;
+            // SAFETY: MPI contract: recvbuf has room for every block until completion.
+            let b = unsafe {
+                icoll::laid(
+                    &rdt,
+                    recvbuf,
+                    &slots()?,
+                    |_| false,
+                    |_| true,
+                    0,
+                    &mut unpack,
+                )
+            };
+            let mut s = sched(l, vec![b.region], None)?;
+            for r in 0..l.rsize as usize {
+                s.recv(IC, (0, b.displs[r]), b.counts[r], r as i32);
+            }
+            s
+        }
+        Role::Leaf(r) => {
+            no_in_place(sendbuf, comm)?;
+            let sdt = dtype(sendtype, comm)?;
+            let n = count(sendcount, comm)?;
+            let mut s = sched(l, vec![send_region(&sdt, n, sendbuf)], None)?;
+            s.send(IC, (0, 0), sdt.size * n, r);
+            s
+        }
+    };
+    start(l, s, unpack, request)
+}
+
+/// `MPI_Igather`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn igather(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = || Ok(uniform(l, count(recvcount, l.net.comm)?));
+    igatherv(
+        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
+    )
+}
+
+/// `MPI_Igatherv`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn igatherv_c(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = || layout(l, recvcounts, displs);
+    igatherv(
+        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
+    )
+}
+
+/// `MPI_Iscatter(v)`: `slots` (per remote rank) only matter at the root.
+#[allow(clippy::too_many_arguments)]
+fn iscatterv(
+    l: &Link,
+    sendbuf: *const c_void,
+    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    let mut unpack = Vec::new();
+    let s = match role(l, root)? {
+        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Root => {
+            let sdt = dtype(sendtype, comm)?;
+            // SAFETY: MPI contract: sendbuf holds every block until completion.
+            let b = unsafe {
+                icoll::laid(
+                    &sdt,
+                    sendbuf.cast_mut(),
+                    &slots()?,
+                    |_| true,
+                    |_| false,
+                    0,
+                    &mut unpack,
+                )
+            };
+            let mut s = sched(l, vec![b.region], None)?;
+            for r in 0..l.rsize as usize {
+                s.send(IC, (0, b.displs[r]), b.counts[r], r as i32);
+            }
+            s
+        }
+        Role::Leaf(r) => {
+            no_in_place(recvbuf, comm)?;
+            let rdt = dtype(recvtype, comm)?;
+            let n = count(recvcount, comm)?;
+            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
+            let reg = unsafe { icoll::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
+            let mut s = sched(l, vec![reg], None)?;
+            s.recv(IC, (0, 0), rdt.size * n, r);
+            s
+        }
+    };
+    start(l, s, unpack, request)
+}
+
+/// `MPI_Iscatter`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn iscatter(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = || Ok(uniform(l, count(sendcount, l.net.comm)?));
+    iscatterv(
+        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
+    )
+}
+
+/// `MPI_Iscatterv`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn iscatterv_c(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = || layout(l, sendcounts, displs);
+    iscatterv(
+        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
+    )
+}
+
+/// Exchange with every remote rank: `send` pieces `(type, count, address)` go to remote
+/// rank r, `recv` pieces come from it (one round).
+fn iexchange(
+    l: &Link,
+    send: &[(Arc<Datatype>, usize, *mut u8)],
+    recv: &[(Arc<Datatype>, usize, *mut u8)],
+    request: *mut c_int,
+) -> MpiResult {
+    let mut unpack = Vec::new();
+    // SAFETY: MPI contract: every send piece holds its items, every receive piece has room
+    // for its items until completion.
+    let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe {
+        (
+            icoll::pieces(send, false, 0, &mut unpack),
+            icoll::pieces(recv, true, 1, &mut unpack),
+        )
+    };
+    let mut s = sched(l, vec![sreg, rreg], None)?;
+    for r in 0..l.rsize as usize {
+        s.recv(IC, (1, rd[r]), rc[r], r as i32);
+    }
+    for r in 0..l.rsize as usize {
+        s.send(IC, (0, sd[r]), sc[r], r as i32);
+    }
+    start(l, s, unpack, request)
+}
+
+/// Pieces of one datatype at `buf + displacement * extent`.
+fn typed_pieces(
+    dt: &Arc<Datatype>,
+    buf: *const c_void,
+    slots: &[(usize, isize)],
+) -> Vec<(Arc<Datatype>, usize, *mut u8)> {
+    slots
+        .iter()
+        .map(|&(k, d)| (dt.clone(), k, at(buf, d * dt.extent()).cast()))
+        .collect()
+}
+
+/// `MPI_Iallgather` / `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)]
+fn iallgatherv(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    slots: MpiResult<Vec<(usize, isize)>>,
+    recvtype: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    no_in_place(sendbuf, comm)?;
+    let sdt = dtype(sendtype, comm)?;
+    let rdt = dtype(recvtype, comm)?;
+    let send = typed_pieces(
+        &sdt,
+        sendbuf,
+        &vec![(count(sendcount, comm)?, 0); l.rsize as usize],
+    );
+    iexchange(l, &send, &typed_pieces(&rdt, recvbuf, &slots?), request)
+}
+
+/// `MPI_Iallgather`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn iallgather(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = count(recvcount, l.net.comm).map(|k| uniform(l, k));
+    iallgatherv(
+        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
+    )
+}
+
+/// `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn iallgatherv_c(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let slots = layout(l, recvcounts, displs);
+    iallgatherv(
+        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
+    )
+}
+
+/// `MPI_Ialltoall`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ialltoall(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    no_in_place(sendbuf, comm)?;
+    let send = typed_pieces(
+        &dtype(sendtype, comm)?,
+        sendbuf,
+        &uniform(l, count(sendcount, comm)?),
+    );
+    let recv = typed_pieces(
+        &dtype(recvtype, comm)?,
+        recvbuf,
+        &uniform(l, count(recvcount, comm)?),
+    );
+    iexchange(l, &send, &recv, request)
+}
+
+/// `MPI_Ialltoallv`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ialltoallv(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    no_in_place(sendbuf, comm)?;
+    let send = typed_pieces(
+        &dtype(sendtype, comm)?,
+        sendbuf,
+        &layout(l, sendcounts, sdispls)?,
+    );
+    let recv = typed_pieces(
+        &dtype(recvtype, comm)?,
+        recvbuf,
+        &layout(l, recvcounts, rdispls)?,
+    );
+    iexchange(l, &send, &recv, request)
+}
+
+/// `MPI_Ialltoallw` (byte displacements, one type per remote rank).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ialltoallw(
+    l: &Link,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    no_in_place(sendbuf, comm)?;
+    let n = l.rsize as usize;
+    let typed = |base: *const c_void,
+                 counts,
+                 displs,
+                 types: *const c_int|
+     -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
+        let slots = layout(l, counts, displs)?;
+        let ts = slice_in(types, n, "types").map_err(|e| e.on(comm))?;
+        slots
+            .into_iter()
+            .zip(ts)
+            .map(|((k, d), &t)| Ok((dtype(t, comm)?, k, at(base, d).cast())))
+            .collect()
+    };
+    let send = typed(sendbuf, sendcounts, sdispls, sendtypes)?;
+    let recv = typed(recvbuf, recvcounts, rdispls, recvtypes)?;
+    iexchange(l, &send, &recv, request)
+}
+
+/// Add to `s` the rounds folding `parts` (region `parts`, `k` blocks of `len` bytes, in
+/// group rank order) into region `acc`: `acc = p0 ∘ (p1 ∘ (… ∘ p(k-1)))`.
+fn fold_steps(s: &mut Schedule, parts: usize, k: usize, len: usize, acc: usize) {
+    if k == 0 {
+        return;
+    }
+    s.next_round();
+    s.copy((parts, (k - 1) * len), (acc, 0), len);
+    for r in (0..k - 1).rev() {
+        s.reduce((parts, r * len), (acc, 0), len);
+    }
+}
+
+/// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ireduce(
+    l: &Link,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dth: c_int,
+    op: c_int,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    let mut unpack = Vec::new();
+    let s = match role(l, root)? {
+        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Root => {
+            let dt = dtype(dth, comm)?;
+            let o = icoll::owned_op(&dt, dth, op, comm)?;
+            let n = count(n, comm)?;
+            let len = dt.size * n;
+            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
+            let out = unsafe { icoll::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
+            let k = l.rsize as usize;
+            let mut s = sched(l, vec![out, Region::Owned(vec![0u8; k * len])], Some(o))?;
+            for r in 0..k {
+                s.recv(IC, (1, r * len), len, r as i32);
+            }
+            fold_steps(&mut s, 1, k, len, 0);
+            s
+        }
+        Role::Leaf(r) => {
+            no_in_place(sendbuf, comm)?;
+            let dt = dtype(dth, comm)?;
+            let o = icoll::owned_op(&dt, dth, op, comm)?;
+            let n = count(n, comm)?;
+            let mut s = sched(l, vec![send_region(&dt, n, sendbuf)], Some(o))?;
+            s.send(IC, (0, 0), dt.size * n, r);
+            s
+        }
+    };
+    start(l, s, unpack, request)
+}
+
+/// Shared body of Iallreduce (`counts` = None) and Ireduce_scatter (local `counts`):
+/// local contributions folded at the leader, leaders swap, the remote group's result is
+/// sent to every local member (whole, or its block of `counts`).
+#[allow(clippy::too_many_arguments)]
+fn ireduce_swap(
+    l: &Link,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    total: usize,
+    counts: Option<&[usize]>,
+    dth: c_int,
+    op: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    no_in_place(sendbuf, comm)?;
+    let dt = dtype(dth, comm)?;
+    let o = icoll::owned_op(&dt, dth, op, comm)?;
+    let len = dt.size * total;
+    let (me, leader, k) = (l.star.rank, l.star.leader, l.star.size as usize);
+    let mine = pack(&dt, total, sendbuf);
+    let ours = counts.map_or(total, |c| c[me as usize]);
+    let mut unpack = Vec::new();
+    // SAFETY: MPI contract: recvbuf has room for our `ours` items until completion.
+    let out = unsafe { icoll::region(&dt, ours, recvbuf, false, true, 0, &mut unpack) };
+    // Regions: 0 our result, 1 our contribution, 2 all local parts (leader), 3 the local
+    // reduction (leader), 4 the remote group's reduction (leader).
+    let leads = me == leader;
+    let regions = vec![
+        out,
+        Region::Owned(mine),
+        Region::Owned(vec![0u8; if leads { k * len } else { 0 }]),
+        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
+        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
+    ];
+    let mut s = sched(l, regions, Some(o))?;
+    if !leads {
+        s.send(LOCAL, (1, 0), len, leader);
+        s.next_round();
+        s.recv(LOCAL, (0, 0), dt.size * ours, leader);
+        return start(l, s, unpack, request);
+    }
+    for r in (0..k).filter(|&r| r != me as usize) {
+        s.recv(LOCAL, (2, r * len), len, r as i32);
+    }
+    s.copy((1, 0), (2, me as usize * len), len);
+    fold_steps(&mut s, 2, k, len, 3);
+    s.next_round();
+    s.send(IC, (3, 0), len, 0);
+    s.recv(IC, (4, 0), len, 0);
+    s.next_round();
+    let mut off = 0;
+    for r in 0..k {
+        let c = counts.map_or(total, |c| c[r]) * dt.size;
+        let at = if counts.is_some() { off } else { 0 };
+        if r == me as usize {
+            s.copy((4, at), (0, 0), c);
+        } else {
+            s.send(LOCAL, (4, at), c, r as i32);
+        }
+        off += c;
+    }
+    start(l, s, unpack, request)
+}
+
+/// `MPI_Iallreduce`: each group gets the reduction of the other group's contributions.
+pub(crate) fn iallreduce(
+    l: &Link,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dth: c_int,
+    op: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let n = count(n, l.net.comm)?;
+    ireduce_swap(l, sendbuf, recvbuf, n, None, dth, op, request)
+}
+
+/// `MPI_Ireduce_scatter` with C arguments (`recvcounts` has the local group's size).
+pub(crate) fn ireduce_scatter_c(
+    l: &Link,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dth: c_int,
+    op: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let comm = l.net.comm;
+    let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
+        .map_err(|e| e.on(comm))?
+        .iter()
+        .map(|&k| count(k, comm))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let total = counts.iter().sum();
+    ireduce_swap(l, sendbuf, recvbuf, total, Some(&counts), dth, op, request)
+}
+
+/// `MPI_Ireduce_scatter_block`.
+pub(crate) fn ireduce_scatter_block(
+    l: &Link,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dth: c_int,
+    op: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    let k = count(recvcount, l.net.comm)?;
+    let counts = vec![k; l.star.size as usize];
+    ireduce_swap(
+        l,
+        sendbuf,
+        recvbuf,
+        k * counts.len(),
+        Some(&counts),
+        dth,
+        op,
+        request,
+    )
 }

@@ -5,7 +5,8 @@
 //! one, or `MPI_Comm_dup` for distributed graphs) plus a topology record kept in a table of
 //! this module, keyed by the communicator handle. `reorder` is accepted and ignored (ranks
 //! are never reordered). `MPI_Comm_free` drops the record ([`forget`]) and `MPI_Comm_dup`
-//! copies it ([`copy`]).
+//! copies it ([`copy`]). Topology constructors and maps are only defined on
+//! intracommunicators: on an intercommunicator they fail with `MPI_ERR_COMM`.
 
 use crate::consts::*;
 use crate::ffi::{check_count, out, slice_in, slice_out, MpiError, MpiResult};
@@ -122,7 +123,10 @@ pub(crate) fn cart_coords_of(dims: &[c_int], mut rank: c_int) -> Vec<c_int> {
     c
 }
 
-fn comm_size_rank(comm: c_int) -> MpiResult<(c_int, c_int)> {
+/// Size and our rank of intracommunicator `comm`; `MPI_ERR_COMM` (through `comm`'s error
+/// handler) for an intercommunicator, on which `what` is not defined.
+fn comm_size_rank(comm: c_int, what: &str) -> MpiResult<(c_int, c_int)> {
+    crate::intercomm::require_intra(comm, what)?;
     let st = lock();
     st.check_active()?;
     let c = st.comm(comm)?;
@@ -144,7 +148,7 @@ fn first_n(comm: c_int, n: c_int, rank: c_int) -> MpiResult<c_int> {
 mpi_fn! {
     /// `MPI_Cart_create` (no reordering).
     fn PMPI_Cart_create / "MPI_Cart_create" (comm_old: c_int, ndims: c_int, dims: *const c_int, periods: *const c_int, _reorder: c_int, comm_cart: *mut c_int) {
-        let (size, rank) = comm_size_rank(comm_old)?;
+        let (size, rank) = comm_size_rank(comm_old, "MPI_Cart_create")?;
         let nd = check_count(ndims).map_err(|e| e.on(comm_old))?;
         let d = slice_in(dims, nd, "dims")?.to_vec();
         let p: Vec<bool> = slice_in(periods, nd, "periods")?.iter().map(|&x| x != 0).collect();
@@ -274,7 +278,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Cart_map`: the identity placement.
     fn PMPI_Cart_map / "MPI_Cart_map" (comm: c_int, ndims: c_int, dims: *const c_int, _periods: *const c_int, newrank: *mut c_int) {
-        let (size, rank) = comm_size_rank(comm)?;
+        let (size, rank) = comm_size_rank(comm, "MPI_Cart_map")?;
         let nd = check_count(ndims)?;
         let d = slice_in(dims, nd, "dims")?;
         let n = d.iter().try_fold(1 as c_int, |a, &x| if x > 0 { a.checked_mul(x) } else { None });
@@ -303,7 +307,7 @@ fn check_graph(nnodes: usize, index: &[c_int], edges: &[c_int]) -> MpiResult {
 mpi_fn! {
     /// `MPI_Graph_create` (no reordering).
     fn PMPI_Graph_create / "MPI_Graph_create" (comm_old: c_int, nnodes: c_int, index: *const c_int, edges: *const c_int, _reorder: c_int, comm_graph: *mut c_int) {
-        let (size, rank) = comm_size_rank(comm_old)?;
+        let (size, rank) = comm_size_rank(comm_old, "MPI_Graph_create")?;
         let n = check_count(nnodes).map_err(|e| e.on(comm_old))?;
         if n as c_int > size {
             return Err(MpiError::new(MPI_ERR_ARG, format!("{n} graph nodes > {size} processes")).on(comm_old));
@@ -378,7 +382,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Graph_map`: the identity placement.
     fn PMPI_Graph_map / "MPI_Graph_map" (comm: c_int, nnodes: c_int, _index: *const c_int, _edges: *const c_int, newrank: *mut c_int) {
-        let (size, rank) = comm_size_rank(comm)?;
+        let (size, rank) = comm_size_rank(comm, "MPI_Graph_map")?;
         if nnodes < 1 || nnodes > size {
             return Err(MpiError::new(MPI_ERR_ARG, format!("{nnodes} graph nodes for {size} processes")).on(comm));
         }
@@ -429,7 +433,7 @@ fn check_ranks(v: &[c_int], size: c_int, comm: c_int) -> MpiResult {
 mpi_fn! {
     /// `MPI_Dist_graph_create_adjacent` (no reordering; info ignored).
     fn PMPI_Dist_graph_create_adjacent / "MPI_Dist_graph_create_adjacent" (comm_old: c_int, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, _info: c_int, _reorder: c_int, comm_dist_graph: *mut c_int) {
-        let (size, _) = comm_size_rank(comm_old)?;
+        let (size, _) = comm_size_rank(comm_old, "MPI_Dist_graph_create_adjacent")?;
         let ni = check_count(indegree).map_err(|e| e.on(comm_old))?;
         let no = check_count(outdegree).map_err(|e| e.on(comm_old))?;
         let s = slice_in(sources, ni, "sources")?.to_vec();
@@ -451,7 +455,7 @@ mpi_fn! {
     /// `MPI_Dist_graph_create` (no reordering; info ignored): the edges given by every
     /// process are redistributed to their endpoints with an alltoall(v).
     fn PMPI_Dist_graph_create / "MPI_Dist_graph_create" (comm_old: c_int, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights_in: *const c_int, _info: c_int, _reorder: c_int, comm_dist_graph: *mut c_int) {
-        let (size, _) = comm_size_rank(comm_old)?;
+        let (size, _) = comm_size_rank(comm_old, "MPI_Dist_graph_create")?;
         let n = check_count(n).map_err(|e| e.on(comm_old))?;
         let src = slice_in(sources, n, "sources")?;
         let deg = slice_in(degrees, n, "degrees")?;

@@ -1,9 +1,13 @@
-//! Nonblocking collectives of the installed `libmpi.so.12` beyond `coll.rs`'s `coll_nb.c`:
+//! Nonblocking collectives of the installed `libmpi.so.12` beyond `coll.rs`'s `coll_nb.c`.
+//!
 //! `tests/c/coll_nb_more.c` posts every v/w variant, reduce-scatter, scan, exscan, user-op
 //! reduction and neighbourhood `MPI_I*` call with one rank posting last (after the others
 //! sent it a token), so an implementation that completes any of them at start deadlocks;
 //! results are checked against a local reference (random sizes, roots, ops, strided types,
-//! `MPI_IN_PLACE`). Runs at np 2, 3 and 5 (3 and 5 oversubscribe the machine); mpirun's
+//! `MPI_IN_PLACE`). `tests/c/coll_nb_inter.c` does the same for every intercommunicator
+//! `MPI_I*` form and checks that scans, neighbourhood collectives and topology
+//! constructors on an intercommunicator fail with `MPI_ERR_COMM` through its error
+//! handler. Both run at np 2, 3 and 5 (3 and 5 oversubscribe the machine); mpirun's
 //! `--timeout` turns a hang into a failure.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
@@ -13,10 +17,10 @@ use std::ffi::OsStr;
 mod common;
 use common::{build, mpirun, success, Scratch};
 
-#[test]
-fn nonblocking_collectives_progress_and_match_reference_np2_3_5() {
-    let dir = Scratch::new("icoll-more");
-    let exe = build("coll_nb_more.c", &dir.0);
+/// Build `name`, run it with `iters` at np 2, 3 and 5 and require every line of `lines`.
+fn run_np_2_3_5(name: &str, iters: &str, lines: &[&str]) {
+    let dir = Scratch::new("icoll");
+    let exe = build(name, &dir.0);
     for n in [2, 3, 5] {
         let n_s = n.to_string();
         let args: Vec<&OsStr> = vec![
@@ -25,20 +29,43 @@ fn nonblocking_collectives_progress_and_match_reference_np2_3_5() {
             OsStr::new("-n"),
             OsStr::new(&n_s),
             exe.as_os_str(),
-            OsStr::new("10"),
+            OsStr::new(iters),
         ];
-        let out = success(&mpirun(&args, &[]), &format!("coll_nb_more on {n} ranks"));
-        for line in [
+        let out = success(&mpirun(&args, &[]), &format!("{name} on {n} ranks"));
+        for line in lines {
+            assert!(
+                out.lines().any(|l| l == *line),
+                "{name} on {n} ranks: missing '{line}':\n{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn nonblocking_collectives_progress_and_match_reference_np2_3_5() {
+    run_np_2_3_5(
+        "coll_nb_more.c",
+        "10",
+        &[
             "ireduce/iallreduce/iscan/iexscan/ireduce_scatter with user and predefined ops: ok",
             "igatherv/iscatterv/iallgatherv/ialltoallv/ialltoallw: ok",
             "ineighbor_* on a periodic ring and a 2-d grid: ok",
             "several outstanding, completed in reverse order: ok",
             "coll_nb_more: all checks passed",
-        ] {
-            assert!(
-                out.lines().any(|l| l == line),
-                "coll_nb_more on {n} ranks: missing '{line}':\n{out}"
-            );
-        }
-    }
+        ],
+    );
+}
+
+#[test]
+fn intercommunicator_nonblocking_collectives_and_undefined_calls_np2_3_5() {
+    run_np_2_3_5(
+        "coll_nb_inter.c",
+        "8",
+        &[
+            "rooted nonblocking intercommunicator collectives: ok",
+            "all-to-all nonblocking intercommunicator collectives: ok",
+            "undefined on intercommunicators: MPI_ERR_COMM: ok",
+            "coll_nb_inter: all checks passed",
+        ],
+    );
 }
