@@ -523,6 +523,42 @@ impl Engine {
         comm: CommId,
     ) -> Result<Status, Error> {
         let mut st = self.lock();
+        // Direct path: while nothing else is going on, take a matching eager record straight
+        // from the source's link into `buf` (no request, no matcher entry). Below
+        // MPI_THREAD_MULTIPLE only (it keeps the lock for HOLD_SPINS polls at a time).
+        if self.thread_level != ThreadLevel::Multiple {
+            let null = buf.is_null() && len > 0;
+            let mut target = st.direct_recv_target(null, src, tag, comm);
+            let (mut spins, mut idle) = (0u32, 0u32);
+            while let Some(d) = &target {
+                // SAFETY: forwarded caller guarantee.
+                match unsafe { st.recv_direct(d, buf, len, tag) } {
+                    Direct::Done(s) => return Ok(s),
+                    Direct::Busy => break,
+                    Direct::Idle => {}
+                }
+                // The same pacing as `wait_locked`: peer liveness and a lock release every
+                // HOLD_SPINS polls, yielding when idle for long or when configured.
+                spins = spins.wrapping_add(1);
+                idle = idle.saturating_add(1);
+                let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
+                if spins % HOLD_SPINS == 0 {
+                    st.check_peers();
+                    drop(st);
+                    if yield_now {
+                        sys::yield_now();
+                    }
+                    st = self.lock();
+                    // Another thread (e.g. a library progress thread) may have changed the
+                    // queues meanwhile; a dead peer ends the direct path too.
+                    target = st.direct_recv_target(null, src, tag, comm);
+                } else if yield_now {
+                    sys::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
         // SAFETY: forwarded caller guarantee.
         let r = unsafe { st.start_recv(buf, len, src, tag, comm) }?;
         Ok(self.wait_locked(st, |st| st.take_done(r)))
@@ -907,6 +943,25 @@ impl Drop for StateGuard<'_> {
     }
 }
 
+/// Where a blocking receive may take its message directly from (see [`State::recv_direct`]).
+struct DirectRecv {
+    /// World rank of the source.
+    peer: usize,
+    ctx: u32,
+    /// Source rank in the communicator.
+    src: i32,
+}
+
+/// Outcome of one direct-receive poll.
+enum Direct {
+    /// The message was delivered.
+    Done(Status),
+    /// Nothing arrived and nothing else needs attention.
+    Idle,
+    /// Something else needs the general path (another record, queued output, another link).
+    Busy,
+}
+
 /// Default `btl_sm_bulk_size` (keep in sync with the parameter declaration).
 const DEFAULT_BULK: usize = 1 << 20;
 /// Default `btl_sm_fragment_size` (keep in sync with the parameter declaration).
@@ -1238,6 +1293,88 @@ impl State {
             self.fail(id, ErrorClass::ProcFailed);
         }
         Ok(ReqId(id))
+    }
+
+    /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
+    /// arguments (anything invalid goes to the general path, which reports it), a specific
+    /// source on another rank with a live link, and nothing queued in the matcher that
+    /// involves that source on the communicator (so the receive would be the earliest posted
+    /// one for whatever arrives from it, and nothing from it waits unexpected).
+    #[inline]
+    fn direct_recv_target(
+        &self,
+        null_buf: bool,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<DirectRecv> {
+        if self.finalized || null_buf || src < 0 || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+        {
+            return None;
+        }
+        let c = self.comms.get(comm.0 as usize)?.as_ref()?;
+        let peer = *c.remote.get(src as usize)? as usize;
+        let p = &self.peers[peer];
+        if peer as i32 == self.me || p.dead || p.link.is_none() {
+            return None;
+        }
+        self.matcher.quiet_for(c.ctx, src).then_some(DirectRecv {
+            peer,
+            ctx: c.ctx,
+            src,
+        })
+    }
+
+    /// One poll of the direct receive path: if the only thing to do is the next record from
+    /// `d.peer` and it is an eager message for this receive, copy it into `buf` and consume
+    /// it (acknowledging a synchronous send). Changes no state otherwise.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes (or `len == 0`).
+    #[inline]
+    unsafe fn recv_direct(&mut self, d: &DirectRecv, buf: *mut u8, len: usize, tag: i32) -> Direct {
+        for &q in &self.linked {
+            let peer = &self.peers[q];
+            if !peer.outq.is_empty()
+                || (q != d.peer && peer.link.as_ref().is_some_and(|l| l.ready()))
+            {
+                return Direct::Busy;
+            }
+        }
+        let Some(link) = self.peers[d.peer].link.as_mut() else {
+            return Direct::Busy;
+        };
+        if !link.ready() {
+            return Direct::Idle;
+        }
+        let (hdr, payload, plen) = match link.poll() {
+            Ok(Some(r)) => r,
+            Ok(None) => return Direct::Idle,
+            Err(_) => return Direct::Busy,
+        };
+        if hdr.kind != K_EAGER
+            || hdr.ctx != d.ctx
+            || hdr.src != d.src
+            || (tag != ANY_TAG && hdr.tag != tag)
+        {
+            // Left in the link (not released): the general path handles it next.
+            return Direct::Busy;
+        }
+        let n = plen.min(len);
+        // SAFETY: buf has len >= n writable bytes (caller); payload has plen >= n readable
+        // bytes until the release below.
+        unsafe { copy(payload, buf, n) };
+        link.release();
+        if hdr.flags & F_SYNC != 0 {
+            self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
+        }
+        Direct::Done(Status {
+            source: d.src,
+            tag: hdr.tag,
+            error: (plen > len).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        })
     }
 
     fn check_live(&self) -> Result<(), Error> {

@@ -341,6 +341,20 @@ impl<R: PartialEq, M> Matcher<R, M> {
         take_at(&mut q.posted_any, wild?).map(|p| p.req)
     }
 
+    /// `true` if nothing queued on `ctx` involves source `src` (>= 0): no unexpected message
+    /// from it, no posted receive for it and no posted `ANY_SOURCE` receive. Then a receive
+    /// `(src, tag)` posted now would be the earliest posted receive for every message from
+    /// `src` it matches, and no queued message from `src` precedes them.
+    #[inline]
+    pub fn quiet_for(&self, ctx: u32, src: i32) -> bool {
+        let Some(q) = self.ctxs.get(ctx) else {
+            return true;
+        };
+        q.posted_any.is_empty()
+            && q.posted_src.get(src).is_none_or(VecDeque::is_empty)
+            && (q.n_unexpected == 0 || q.unexpected.get(src).is_none_or(VecDeque::is_empty))
+    }
+
     /// Queues a message that matched no posted receive.
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();
@@ -451,6 +465,26 @@ mod tests {
 
     fn env(ctx: u32, src: i32, tag: i32) -> Envelope {
         Envelope { ctx, src, tag }
+    }
+
+    #[test]
+    fn quiet_for_sees_everything_queued_for_a_source() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        assert!(m.quiet_for(0, 1));
+        // An unexpected message from 1 (not from 2), on context 0 only.
+        assert_eq!(arrive(&mut m, env(0, 1, 5), 10), None);
+        assert!(!m.quiet_for(0, 1));
+        assert!(m.quiet_for(0, 2) && m.quiet_for(3, 1));
+        assert_eq!(m.post(0, 1, ANY_TAG, 1), Some((env(0, 1, 5), 10)));
+        assert!(m.quiet_for(0, 1));
+        // A posted receive for 1; then an ANY_SOURCE one concerns every source.
+        assert_eq!(m.post(0, 1, 7, 2), None);
+        assert!(!m.quiet_for(0, 1) && m.quiet_for(0, 2));
+        assert!(m.cancel(0, 1, &2));
+        assert_eq!(m.post(0, ANY_SOURCE, 7, 3), None);
+        assert!(!m.quiet_for(0, 1) && !m.quiet_for(0, 2) && m.quiet_for(1, 2));
+        assert_eq!(m.match_arrival(env(0, 2, 7)), Some(3));
+        assert!(m.quiet_for(0, 1) && m.quiet_for(0, 2));
     }
 
     /// Arrival helper: match or queue.

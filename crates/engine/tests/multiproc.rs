@@ -336,6 +336,15 @@ fn blocking_send_recv() {
     run(2, "blocking", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
 
+/// Blocking receives below `MPI_THREAD_MULTIPLE`, where they take eager messages straight
+/// from the link when nothing else is queued: every mode, truncation, wildcard tags, and the
+/// cases that must go the general way (a message with another tag first, an earlier posted
+/// `ANY_SOURCE` receive, rendezvous sizes).
+#[test]
+fn blocking_direct_receive() {
+    run(2, "direct", &[]);
+}
+
 #[test]
 fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -549,7 +558,13 @@ fn under_mpiexec_hydra() {
 #[ignore = "entry point of ranks spawned by the other tests"]
 fn rank_entry() {
     let scenario = std::env::var(SCENARIO).expect("run by the multi-process harness only");
-    let e = init(ThreadLevel::Multiple).expect("init");
+    // The blocking receive's direct path is taken below MPI_THREAD_MULTIPLE only.
+    let level = if scenario == "direct" {
+        ThreadLevel::Single
+    } else {
+        ThreadLevel::Multiple
+    };
+    let e = init(level).expect("init");
     match scenario.as_str() {
         "pingpong" => pingpong(e),
         "wildcards" => wildcards(e),
@@ -558,6 +573,7 @@ fn rank_entry() {
         "probe" => probe(e),
         "threads" => threads(e),
         "blocking" => blocking(e),
+        "direct" => direct(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
         "big_bidir" => big_bidir(e),
@@ -995,6 +1011,96 @@ fn blocking(e: &'static Engine) {
         .collect();
     for h in hs {
         h.join().unwrap();
+    }
+}
+
+fn direct(e: &Engine) {
+    assert_eq!(e.thread_level(), ThreadLevel::Single);
+    let me = e.rank();
+    let peer = 1 - me;
+    let w = CommId(0);
+    let bsend = |data: &[u8], tag: i32, mode: SendMode| {
+        // SAFETY: data outlives the blocking call.
+        let s = unsafe { e.send(data.as_ptr(), data.len(), peer, tag, w, mode) }.unwrap();
+        assert_eq!(s.error, None);
+    };
+    let brecv = |buf: &mut [u8], tag: i32| -> Status {
+        // SAFETY: buf outlives the blocking call.
+        unsafe { e.recv(buf.as_mut_ptr(), buf.len(), peer, tag, w) }.unwrap()
+    };
+    // Ping-pong over eager and rendezvous sizes in every mode (a synchronous eager send
+    // completes only when the direct receive acknowledges it).
+    for (i, &len) in [0usize, 1, 8, 16, 17, 100, 4096, 5000, 100_000]
+        .iter()
+        .enumerate()
+    {
+        for (k, mode) in [SendMode::Standard, SendMode::Sync, SendMode::Ready]
+            .into_iter()
+            .enumerate()
+        {
+            let tag = (i * 3 + k) as i32;
+            let mine = pattern(len, (me as u64) << 32 | tag as u64);
+            let theirs = pattern(len, (peer as u64) << 32 | tag as u64);
+            let mut buf = vec![0u8; len];
+            let check = |s: Status| {
+                assert_eq!(
+                    (s.source, s.tag, s.count_bytes, s.error),
+                    (peer, tag, len, None)
+                );
+            };
+            if me == 0 {
+                bsend(&mine, tag, mode);
+                check(brecv(&mut buf, tag));
+            } else {
+                check(brecv(&mut buf, tag));
+                bsend(&mine, tag, mode);
+            }
+            assert!(buf == theirs, "size {len} mode {mode:?}");
+        }
+    }
+    let m = |tag: u8| -> Vec<u8> { vec![tag; 10] };
+    if me == 0 {
+        // Truncation, then the stream goes on; a wildcard tag.
+        bsend(&m(1), 100, SendMode::Standard);
+        bsend(&m(2), 101, SendMode::Standard);
+        // Tag 103 before 102: the receive for 102 meets 103 first.
+        bsend(&m(3), 103, SendMode::Standard);
+        bsend(&m(4), 102, SendMode::Standard);
+        // Two messages with one tag, sent once the peer has posted an ANY_SOURCE receive:
+        // that earlier receive takes the first.
+        let mut go = [0u8; 1];
+        assert_eq!(brecv(&mut go, 106).count_bytes, 1);
+        bsend(&m(5), 104, SendMode::Standard);
+        bsend(&m(6), 104, SendMode::Standard);
+        let mut done = [0u8; 1];
+        assert_eq!(brecv(&mut done, 105).count_bytes, 1);
+    } else {
+        let mut four = [0u8; 4];
+        let s = brecv(&mut four, 100);
+        assert_eq!(
+            (s.error, s.count_bytes, s.tag),
+            (Some(ErrorClass::Truncate), 4, 100)
+        );
+        assert_eq!(four, [1; 4]);
+        let mut buf = [0u8; 10];
+        let s = brecv(&mut buf, ANY_TAG);
+        assert_eq!(
+            (s.error, s.count_bytes, s.tag, buf),
+            (None, 10, 101, [2; 10])
+        );
+        let s = brecv(&mut buf, 102);
+        assert_eq!((s.count_bytes, s.tag, buf), (10, 102, [4; 10]));
+        let s = brecv(&mut buf, 103);
+        assert_eq!((s.count_bytes, s.tag, buf), (10, 103, [3; 10]));
+        let mut first = [0u8; 10];
+        // SAFETY: `first` outlives the wait below.
+        let r = unsafe { e.irecv(first.as_mut_ptr(), 10, ANY_SOURCE, 104, w) }.unwrap();
+        bsend(&[0], 106, SendMode::Standard);
+        let s = brecv(&mut buf, 104);
+        assert_eq!((s.count_bytes, buf), (10, [6; 10]));
+        let s = e.wait(r);
+        assert_eq!((s.source, s.count_bytes, first), (peer, 10, [5; 10]));
+        bsend(&[0], 105, SendMode::Standard);
     }
 }
 
