@@ -1,6 +1,13 @@
 //! Requests, messages and statuses: starting point-to-point operations on the engine
 //! (packing non-contiguous data), completing them (unpacking), and the
 //! wait/test/cancel/free family.
+//!
+//! Two kinds of request handles exist. Table requests (persistent, buffered, derived
+//! datatypes, generalized requests, nonblocking collectives, RMA and I/O requests) live in
+//! `State::reqs` behind the library lock. Fast requests (`MPI_Isend`/`MPI_Irecv` of a
+//! predefined contiguous datatype) are one engine request each and live in a lock-free
+//! slot table (see "Fast request handles" below); the wait/test family completes them
+//! without the library lock and writes their statuses directly.
 
 use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
 use crate::consts::*;
