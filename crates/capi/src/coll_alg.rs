@@ -539,22 +539,33 @@ pub(crate) unsafe fn allreduce(
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;
     let bytes = count * dt.size;
-    let seg = if bytes > 0 && bytes <= shm::DATA {
+    let seg = if bytes > 0 && bytes <= shm::BIG_MAX {
         shm::get(a, comm, oxmpi_coll::tune::Coll::Allreduce)?
     } else {
         None
     };
+    let small = bytes <= shm::DATA;
     // SAFETY: caller contract (recvbuf has room for `count` items).
     if let Some(r) = unsafe { contig(dt, count, recvbuf) } {
-        if !in_place {
+        let s = if in_place {
+            None
+        } else {
             // SAFETY: caller contract: sendbuf holds `count` items of the contiguous type,
             // not overlapping recvbuf.
             match unsafe { contig(dt, count, sendbuf.cast_mut()) } {
-                Some(s) => r.copy_from_slice(s),
+                Some(s) => Some(&*s),
                 None => mpi_bail!(MPI_ERR_BUFFER, "NULL send buffer"),
             }
+        };
+        if let Some(seg) = &seg {
+            if !small && seg.allreduce_big(a, comm, s, r, &red)? {
+                return Ok(());
+            }
         }
-        if let Some(seg) = seg {
+        if let Some(s) = s {
+            r.copy_from_slice(s);
+        }
+        if let (Some(seg), true) = (&seg, small) {
             seg.allreduce(r, &red);
             return Ok(());
         }
@@ -567,9 +578,16 @@ pub(crate) unsafe fn allreduce(
     };
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    match seg {
-        Some(seg) => seg.allreduce(&mut buf, &red),
-        None => with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?,
+    let done = match &seg {
+        Some(seg) if small => {
+            seg.allreduce(&mut buf, &red);
+            true
+        }
+        Some(seg) => seg.allreduce_big(a, comm, None, &mut buf, &red)?,
+        None => false,
+    };
+    if !done {
+        with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?;
     }
     // SAFETY: caller contract.
     unsafe { unpack(dt, count, recvbuf, &buf) };
@@ -761,6 +779,8 @@ pub(crate) mod shm {
     const LINE: usize = 64;
     /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
     pub(crate) const DATA: usize = 4096;
+    /// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
+    pub(crate) const BIG_MAX: usize = 8 << 20;
     /// Data buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
     pub(crate) const NBUF: u64 = 4;
     const SLOT: usize = LINE + NBUF as usize * DATA;
@@ -776,8 +796,31 @@ pub(crate) mod shm {
         /// Our next sequence number (collectives on one communicator are serialized by the
         /// MPI rules).
         seq: AtomicU64,
+        /// Second sequence number of the last large allreduce.
+        last_big: AtomicU64,
+        /// The region of large allreduces, made at the first one (remade larger on demand),
+        /// and whether making it failed (then large allreduces stay point-to-point).
+        big: Mutex<(Option<Big>, bool)>,
         yield_idle: bool,
     }
+
+    /// A region of `size` slots of `cap` bytes for large allreduces.
+    pub(crate) struct Big {
+        base: *mut u8,
+        cap: usize,
+        len: usize,
+    }
+
+    impl Drop for Big {
+        fn drop(&mut self) {
+            // SAFETY: our own mapping of `len` bytes; no reference into it outlives `self`.
+            unsafe { libc::munmap(self.base.cast(), self.len) };
+        }
+    }
+
+    // SAFETY: the mapping lives as long as the `Big`; access is ordered by the segment's
+    // sequence words (see `Seg::allreduce_big`).
+    unsafe impl Send for Big {}
 
     // SAFETY: the mapping lives as long as the `Seg`; concurrent access goes through the
     // atomic sequence words with release/acquire ordering (see the module comment).
@@ -819,7 +862,15 @@ pub(crate) mod shm {
         /// keep its pending point-to-point operations going (a peer may be waiting for the
         /// data of our earlier `MPI_Isend` before it enters this collective).
         fn wait_for(&self, r: usize, k: u64) {
-            let w = self.seq_word(r);
+            self.wait_word(self.seq_word(r), k);
+        }
+        /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
+        fn done_word(&self, r: usize) -> &AtomicU64 {
+            // SAFETY: bytes 8..16 of slot `r`'s first line: inside the mapping, 8-aligned,
+            // only accessed atomically.
+            unsafe { &*(self.base.add(r * SLOT + 8).cast::<AtomicU64>()) }
+        }
+        fn wait_word(&self, w: &AtomicU64, k: u64) {
             if w.load(Ordering::Acquire) >= k {
                 return;
             }
@@ -910,6 +961,90 @@ pub(crate) mod shm {
             }
         }
 
+        /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
+        /// copies its vector into its slot; rank `r` folds slice `r` (elements split evenly)
+        /// of all slots in rank order (`x0 ∘ (x1 ∘ …)`) into `dst` and publishes it in its
+        /// slot; every rank then copies the other slices. Collective; false (nothing done,
+        /// on every rank alike) when the region cannot be made.
+        ///
+        /// `src` is our contribution (`None`: it is in `dst`), as long as `dst`.
+        pub(crate) fn allreduce_big(
+            &self,
+            a: &CollComm,
+            comm: c_int,
+            src: Option<&[u8]>,
+            dst: &mut [u8],
+            red: &Reducer,
+        ) -> MpiResult<bool> {
+            let n = dst.len();
+            let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
+            if g.1 {
+                return Ok(false);
+            }
+            if g.0.as_ref().is_none_or(|b| b.cap < n) {
+                // Every rank has the same history, so all remake it at the same call.
+                g.0 = None;
+                let cap = n.next_power_of_two().max(64 * 1024);
+                match share(a, comm, cap * self.size)? {
+                    Some(base) => {
+                        g.0 = Some(Big {
+                            base,
+                            cap,
+                            len: cap * self.size,
+                        })
+                    }
+                    None => {
+                        g.1 = true;
+                        return Ok(false);
+                    }
+                }
+            }
+            let big = g.0.as_ref().expect("made above");
+            // SAFETY: slot `r` of the region (`cap >= n` bytes).
+            let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
+            // Everybody has copied the results of the previous large allreduce out of the
+            // slots (ours included) before we overwrite ours.
+            let last = self.last_big.load(Ordering::Relaxed);
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                self.wait_word(self.done_word(r), last);
+            }
+            let src = src.unwrap_or(dst);
+            debug_assert_eq!(src.len(), n);
+            // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
+            let k1 = self.next();
+            self.publish(k1);
+            self.wait_all(k1);
+            let (counts, displs) = oxmpi_coll::split_even(n, red.elem(), self.size);
+            let (off, m) = (displs[self.rank], counts[self.rank]);
+            let view = |r: usize| {
+                // SAFETY: every rank published `k1` after filling its slot, which stays
+                // unchanged until it has seen our `done` word reach this collective.
+                unsafe { std::slice::from_raw_parts(slot(r).add(off).cast_const(), m) }
+            };
+            let mine = &mut dst[off..off + m];
+            let last_rank = self.size - 1;
+            mine.copy_from_slice(view(last_rank));
+            for r in (0..last_rank).rev() {
+                red.apply(view(r), mine); // mine = x_r ∘ mine
+            }
+            // SAFETY: slice `rank` of our own slot, read by the others only after `k2`.
+            unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
+            let k2 = self.next();
+            self.publish(k2);
+            self.wait_all(k2);
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                let (o, c) = (displs[r], counts[r]);
+                // SAFETY: rank `r` published `k2` after writing its slice `r`, unchanged
+                // until our `done` word reaches `k2`.
+                let from = unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), c) };
+                dst[o..o + c].copy_from_slice(from);
+            }
+            self.done_word(self.rank).store(k2, Ordering::Release);
+            self.last_big.store(k2, Ordering::Relaxed);
+            Ok(true)
+        }
+
         /// Allreduce of `buf` (at most `DATA` bytes) in place.
         pub(crate) fn allreduce(&self, buf: &mut [u8], red: &Reducer) {
             let n = buf.len();
@@ -974,9 +1109,30 @@ pub(crate) mod shm {
     }
 
     fn setup(a: &CollComm, comm: c_int) -> MpiResult<Option<Seg>> {
+        let len = a.size as usize * SLOT;
+        let Some(base) = share(a, comm, len)? else {
+            return Ok(None);
+        };
+        Ok(Some(Seg {
+            base,
+            len,
+            rank: a.rank as usize,
+            size: a.size as usize,
+            seq: AtomicU64::new(0),
+            last_big: AtomicU64::new(0),
+            big: Mutex::new((None, false)),
+            yield_idle: crate::backend::engine()
+                .map(|e| e.yields_when_idle())
+                .unwrap_or(true),
+        }))
+    }
+
+    /// Map one `len`-byte memfd made by rank 0 on every rank of the communicator
+    /// (collective). `None` (nothing mapped anywhere) when the ranks are not all on this
+    /// node or some rank could not map it.
+    fn share(a: &CollComm, comm: c_int, len: usize) -> MpiResult<Option<*mut u8>> {
         let fail = |e: oxmpi_engine::Error| -> MpiError { crate::backend::err(e).on(comm) };
         let (rank, size) = (a.rank as usize, a.size as usize);
-        let len = size * SLOT;
         let mut fd: c_int = -1;
         if rank == 0 {
             // SAFETY: plain libc calls; the name is a NUL-terminated literal.
@@ -1050,20 +1206,20 @@ pub(crate) mod shm {
             // Every rank has opened it: the mappings keep the memory alive.
             close_own(fd);
         }
-        let seg = (base != libc::MAP_FAILED).then(|| Seg {
-            base: base.cast(),
-            len,
-            rank,
-            size,
-            seq: AtomicU64::new(0),
-            yield_idle: crate::backend::engine()
-                .map(|e| e.yields_when_idle())
-                .unwrap_or(true),
-        });
-        agreed?;
-        if flags.contains(&0) {
-            return Ok(None); // dropping `seg` unmaps
+        let unmap = || {
+            if base != libc::MAP_FAILED {
+                // SAFETY: our own mapping of `len` bytes, not used by anybody.
+                unsafe { libc::munmap(base, len) };
+            }
+        };
+        if let Err(e) = agreed {
+            unmap();
+            return Err(e);
         }
-        Ok(seg)
+        if flags.contains(&0) {
+            unmap();
+            return Ok(None);
+        }
+        Ok(Some(base.cast()))
     }
 }

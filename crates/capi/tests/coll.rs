@@ -116,6 +116,7 @@ fn forced_algorithms_match_reference_np3_and_4() {
         ("coll_tuned_allreduce_algorithm", "4"),
         ("coll_tuned_allreduce_algorithm", "6"),
         ("coll_tuned_bcast_algorithm", "1"),
+        ("coll_tuned_bcast_algorithm", "3"),
         ("coll_tuned_bcast_algorithm", "6"),
         ("coll_tuned_bcast_algorithm", "8"),
         ("coll_tuned_alltoall_algorithm", "1"),

@@ -35,7 +35,7 @@
 //! | collective | algorithms (automatic choice first) |
 //! |---|---|
 //! | barrier | dissemination; linear |
-//! | bcast | binomial tree (≤ [`tune::BCAST_SMALL`] bytes, or 2 ranks); scatter + ring allgather; linear |
+//! | bcast | binomial tree (≤ [`tune::BCAST_SMALL`] bytes, or 2 ranks); scatter + ring allgather; linear; pipelined chain ([`tune::BCAST_SEGMENT`]-byte segments) |
 //! | reduce | binomial (commutative: rooted tree; non-commutative: tree at rank 0 in rank order, result forwarded to the root); linear in rank order |
 //! | allreduce | recursive doubling (small or non-commutative); Rabenseifner (large, commutative, more than 2 ranks); ring reduce-scatter + ring allgather (large, commutative, 2 ranks); reduce + bcast |
 //! | gather, scatter | binomial tree (blocks ≤ [`tune::GATHER_SMALL`] bytes, more than 2 ranks); linear |
@@ -362,6 +362,7 @@ impl CollComm {
         }
         match tune::algorithm(Coll::Bcast) {
             1 => self.bcast_linear(buf, root),
+            3 => self.bcast_pipeline(buf, root, tune::BCAST_SEGMENT),
             6 => self.bcast_binomial(buf, root),
             8 | 9 => self.bcast_scatter_allgather(buf, root),
             _ if buf.len() <= tune::BCAST_SMALL
@@ -401,6 +402,44 @@ impl CollComm {
         } else {
             self.recv(buf, root, TAG_BCAST).map(|_| ())
         }
+    }
+
+    /// Pipelined broadcast along the chain `root, root + 1, …` (mod size): the message
+    /// moves in `seg`-byte segments, each rank forwarding segment `i` while it receives
+    /// segment `i + 1`.
+    fn bcast_pipeline(&self, buf: &mut [u8], root: i32, seg: usize) -> Result<()> {
+        let rel = self.modp(self.rank - root);
+        let prev = self.modp(self.rank - 1);
+        let next = (rel + 1 < self.size).then(|| self.modp(self.rank + 1));
+        let seg = seg.max(1);
+        let base = buf.as_mut_ptr();
+        let len = buf.len();
+        let mut sends = Vec::new();
+        let mut res = Ok(());
+        for off in (0..len).step_by(seg) {
+            let n = seg.min(len - off);
+            if rel != 0 {
+                // SAFETY: segment `off..off + n` of `buf`; no send of it is pending yet.
+                let r = unsafe { self.irecv_raw(base.add(off), n, prev, TAG_BCAST) }
+                    .and_then(|q| self.check(self.e.wait(q), "bcast receive", prev));
+                if let Err(e) = r {
+                    res = Err(e);
+                    break;
+                }
+            }
+            if let Some(next) = next {
+                // SAFETY: the segment stays untouched until the waitall below.
+                match unsafe { self.isend_raw(base.add(off), n, next, TAG_BCAST) } {
+                    Ok(q) => sends.push((q, next)),
+                    Err(e) => {
+                        res = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let done = self.waitall(&sends, "bcast send");
+        res.and(done)
     }
 
     fn bcast_binomial(&self, buf: &mut [u8], root: i32) -> Result<()> {

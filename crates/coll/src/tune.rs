@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 pub enum Coll {
     /// `barrier`: 1 linear (fan-in/fan-out through rank 0), 4 dissemination (Bruck).
     Barrier = 0,
-    /// `bcast`: 1 linear, 6 binomial, 8 scatter (linear) + ring allgather.
+    /// `bcast`: 1 linear, 3 pipelined chain, 6 binomial, 8 scatter (linear) + ring allgather.
     Bcast = 1,
     /// `reduce`: 1 linear (rank order), 5 binomial.
     Reduce = 2,
@@ -58,7 +58,7 @@ pub static PARAMS: [ParamDecl; 10] = [
     ),
     algorithm_param(
         "bcast_algorithm",
-        "Broadcast algorithm: 0 automatic, 1 linear, 6 binomial, 8 scatter + ring allgather",
+        "Broadcast algorithm: 0 automatic, 1 linear, 3 pipelined chain, 6 binomial, 8 scatter + ring allgather",
     ),
     algorithm_param(
         "reduce_algorithm",
@@ -148,6 +148,8 @@ pub fn sm_enabled() -> bool {
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).
 pub const BCAST_SMALL: usize = 512 * 1024;
+/// Segment size of the pipelined broadcast.
+pub const BCAST_SEGMENT: usize = 64 * 1024;
 /// Vectors up to this many bytes use recursive doubling allreduce (larger: ring).
 pub const ALLREDUCE_SMALL: usize = 16 * 1024;
 /// Communicators up to this size use the linear alltoall (all transfers posted at once).

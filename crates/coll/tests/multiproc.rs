@@ -138,7 +138,7 @@ const FORCED_B: &[(&str, &str)] = &[
 ];
 const FORCED_C: &[(&str, &str)] = &[
     ("OXMPI_MCA_coll_tuned_alltoall_algorithm", "1"),
-    ("OXMPI_MCA_coll_tuned_bcast_algorithm", "8"),
+    ("OXMPI_MCA_coll_tuned_bcast_algorithm", "3"),
     ("OXMPI_MCA_coll_tuned_allreduce_algorithm", "6"),
 ];
 
