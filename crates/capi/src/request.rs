@@ -1237,3 +1237,42 @@ mpi_fn! {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_handles_sit_between_table_requests_and_messages() {
+        // Slot 0xfff0 is used by this test only (the engine never runs in unit tests).
+        let id = 0x0000_0007_0000_fff0_u64;
+        let h = new_engine_request(EReq(id), MPI_COMM_WORLD);
+        assert_eq!(h as u32, 0xad00_fff0);
+        let slot = fast_slot(h).expect("a fast handle");
+        assert_eq!(fast_get(slot, h).unwrap(), (EReq(id), MPI_COMM_WORLD));
+        // Another engine request with the same low bits while the slot is taken goes into
+        // the locked table, with an ordinary handle that still finds its engine request.
+        let other = EReq(0x0000_0008_0000_fff0);
+        let t = new_engine_request(other, MPI_COMM_SELF);
+        assert!(fast_slot(t).is_none());
+        {
+            let mut st = lock();
+            let r = st.reqs.remove(t).expect("a table request");
+            assert_eq!(r.comm, MPI_COMM_SELF);
+            assert_eq!(r.active.and_then(|p| p.ereq), Some(other));
+        }
+        // Released, the slot no longer names a request: a stale handle is an error.
+        fast_release(slot);
+        assert_eq!(fast_get(slot, h).unwrap_err().code, MPI_ERR_REQUEST);
+        // ... and the slot is free for the next request.
+        let h2 = new_engine_request(other, MPI_COMM_SELF);
+        assert_eq!(h2, h);
+        fast_release(slot);
+        // Table requests (index 0..) and messages (0x0200_0000..) are never fast handles.
+        assert!(
+            fast_slot(crate::state::direct_base(crate::state::kind::REQUEST) as c_int).is_none()
+        );
+        assert!(fast_slot((0xae00_0000_u32) as c_int).is_none());
+        assert!(fast_slot(MPI_REQUEST_NULL).is_none());
+    }
+}
