@@ -485,6 +485,61 @@ impl Engine {
         }
     }
 
+    /// [`Engine::isend`] for callers that keep their own request objects: a send that
+    /// completes at once (an eager message written straight into the link, a send to
+    /// [`PROC_NULL`], a buffered send, a small send to ourselves) returns [`crate::Started::Complete`] and creates no engine
+    /// request (nothing to wait for or free); otherwise [`crate::Started::Pending`] with the
+    /// request, as `isend` would return it.
+    ///
+    /// # Safety
+    /// As for [`Engine::isend`].
+    pub unsafe fn isend_started(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    ) -> Result<crate::Started, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee.
+        Ok(
+            match unsafe { st.start_send(buf, len, dest, tag, comm, mode) }? {
+                Started::Done(s) => crate::Started::Complete(s),
+                // Also complete at once: e.g. a small send to ourselves.
+                Started::Req(r) => match st.take_done(r) {
+                    Some(s) => crate::Started::Complete(s),
+                    None => crate::Started::Pending(r),
+                },
+            },
+        )
+    }
+
+    /// [`Engine::irecv`] for callers that keep their own request objects: a receive that
+    /// completes at once (a matching eager message was already waiting, [`PROC_NULL`])
+    /// returns [`crate::Started::Complete`] with its status and leaves no engine request behind;
+    /// otherwise [`crate::Started::Pending`].
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    pub unsafe fn irecv_started(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<crate::Started, Error> {
+        let mut st = self.lock();
+        // SAFETY: forwarded caller guarantee.
+        let r = unsafe { st.start_recv(buf, len, src, tag, comm) }?;
+        Ok(match st.take_done(r) {
+            Some(s) => crate::Started::Complete(s),
+            None => crate::Started::Pending(r),
+        })
+    }
+
     /// Blocking send (`MPI_Send` and its modes): [`Engine::isend`] followed by
     /// [`Engine::wait`] under one lock acquisition. A message that goes eagerly into the
     /// link completes without a request. Returns the send's status (its `error` is set if
@@ -1464,11 +1519,7 @@ impl State {
 
     #[inline]
     fn take_done(&mut self, r: ReqId) -> Option<Status> {
-        match self.reqs.get(r.0) {
-            Some(q) if matches!(q.state, ReqState::Done) => self.reqs.remove(r.0).map(|q| q.status),
-            Some(_) => None,
-            None => Some(bad_request()),
-        }
+        self.reqs.take_if_done(r.0)
     }
 
     /// # Safety
@@ -2257,6 +2308,27 @@ impl Slab {
             self.free.push(i);
         }
         r
+    }
+
+    /// The status of request `id` if it is complete (the request is then freed), `None` if
+    /// it is still in progress, a [`bad_request`] status if there is no such request; one
+    /// slot lookup.
+    #[inline]
+    fn take_if_done(&mut self, id: u64) -> Option<Status> {
+        let i = (id & 0xffff_ffff) as usize;
+        let Some((_, slot)) = self.slots.get_mut(i).filter(|s| s.0 as u64 == id >> 32) else {
+            return Some(bad_request());
+        };
+        match slot {
+            Some(q) if matches!(q.state, ReqState::Done) => {
+                let st = q.status;
+                *slot = None;
+                self.free.push(i as u32);
+                Some(st)
+            }
+            Some(_) => None,
+            None => Some(bad_request()),
+        }
     }
 
     fn iter(&self) -> impl Iterator<Item = (u64, &Req)> {

@@ -17,6 +17,8 @@
 //! Engine::comm_free(CommId) -> Result<(), Error>
 //! unsafe Engine::isend(buf, len, dest, tag, comm, SendMode) -> Result<ReqId, Error>
 //! unsafe Engine::irecv(buf, len, src, tag, comm) -> Result<ReqId, Error>
+//! unsafe Engine::isend_started(..same..) -> Result<Started, Error>  (no request if done at once)
+//! unsafe Engine::irecv_started(..same..) -> Result<Started, Error>
 //! unsafe Engine::send(buf, len, dest, tag, comm, SendMode) -> Result<Status, Error>  (blocking)
 //! unsafe Engine::recv(buf, len, src, tag, comm) -> Result<Status, Error>             (blocking)
 //! Engine::test(ReqId) -> Option<Status>     (a completed request is freed)
@@ -342,6 +344,17 @@ pub struct CommId(pub u32);
 /// A request handle (nonblocking operation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ReqId(pub u64);
+
+/// How a nonblocking operation started ([`Engine::isend_started`],
+/// [`Engine::irecv_started`]): finished at once, with no request to test, wait for or free,
+/// or pending as a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Started {
+    /// Complete; the status of the finished operation.
+    Complete(Status),
+    /// In progress: test or wait for this request.
+    Pending(ReqId),
+}
 
 /// A matched-probe message handle (`MPI_Message`), consumed by [`Engine::imrecv`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

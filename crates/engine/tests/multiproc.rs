@@ -345,6 +345,13 @@ fn blocking_direct_receive() {
     run(2, "direct", &[]);
 }
 
+/// `isend_started`/`irecv_started`: what completes at once comes back complete (and leaves
+/// no request), the rest as requests.
+#[test]
+fn started_operations() {
+    run(2, "started", &[]);
+}
+
 #[test]
 fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -574,6 +581,7 @@ fn rank_entry() {
         "threads" => threads(e),
         "blocking" => blocking(e),
         "direct" => direct(e),
+        "started" => started(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
         "big_bidir" => big_bidir(e),
@@ -1101,6 +1109,77 @@ fn direct(e: &Engine) {
         let s = e.wait(r);
         assert_eq!((s.source, s.count_bytes, first), (peer, 10, [5; 10]));
         bsend(&[0], 105, SendMode::Standard);
+    }
+}
+
+fn started(e: &Engine) {
+    use oxmpi_engine::Started;
+    let me = e.rank();
+    let peer = 1 - me;
+    let w = CommId(0);
+    let small = pattern(100, 1);
+    let big = pattern(100_000, 2);
+    if me == 0 {
+        // SAFETY: the buffers outlive the operations (waited for below).
+        unsafe {
+            let s = e.isend_started(small.as_ptr(), 100, peer, 1, w, SendMode::Standard);
+            assert!(
+                matches!(s, Ok(Started::Complete(st)) if st.error.is_none()),
+                "{s:?}"
+            );
+            let s = e.isend_started(big.as_ptr(), big.len(), peer, 2, w, SendMode::Standard);
+            let Ok(Started::Pending(r)) = s else {
+                panic!("rendezvous send done at once: {s:?}")
+            };
+            assert_eq!(e.wait(r).error, None);
+            let s = e.isend_started(small.as_ptr(), 100, peer, 3, w, SendMode::Sync);
+            let Ok(Started::Pending(r)) = s else {
+                panic!("synchronous send done before its match: {s:?}")
+            };
+            assert_eq!(e.wait(r).error, None);
+            let s = e.isend_started(small.as_ptr(), 100, PROC_NULL, 1, w, SendMode::Standard);
+            assert_eq!(s.unwrap(), Started::Complete(Status::PROC_NULL));
+            let err = e.isend_started(small.as_ptr(), 100, 5, 1, w, SendMode::Standard);
+            assert_eq!(err.unwrap_err().class(), ErrorClass::Rank);
+            // To ourselves: small, so complete at once.
+            let s = e.isend_started(small.as_ptr(), 100, me, 4, w, SendMode::Standard);
+            assert!(matches!(s, Ok(Started::Complete(_))), "{s:?}");
+        }
+        let mut own = vec![0u8; 100];
+        assert_eq!(recv(e, &mut own, me, 4).count_bytes, 100);
+        assert!(own == small);
+    } else {
+        let mut buf = vec![0u8; 100_000];
+        // Wait until the first message is queued here, so the receive finds it.
+        while e.iprobe(peer, 1, w).unwrap().is_none() {}
+        // SAFETY: buf outlives the operations (waited for below).
+        unsafe {
+            let s = e.irecv_started(buf.as_mut_ptr(), 100, peer, 1, w).unwrap();
+            let Started::Complete(st) = s else {
+                panic!("queued message not taken at once: {s:?}")
+            };
+            assert_eq!((st.source, st.tag, st.count_bytes), (peer, 1, 100));
+            assert!(buf[..100] == small[..]);
+            let s = e
+                .irecv_started(buf.as_mut_ptr(), buf.len(), peer, 2, w)
+                .unwrap();
+            let st = match s {
+                Started::Complete(st) => st,
+                Started::Pending(r) => e.wait(r),
+            };
+            assert_eq!(st.count_bytes, big.len());
+            assert!(buf == big);
+            let s = e.irecv_started(buf.as_mut_ptr(), 100, peer, 3, w).unwrap();
+            let st = match s {
+                Started::Complete(st) => st,
+                Started::Pending(r) => e.wait(r),
+            };
+            assert_eq!(st.count_bytes, 100);
+            let s = e
+                .irecv_started(buf.as_mut_ptr(), 100, PROC_NULL, 1, w)
+                .unwrap();
+            assert_eq!(s, Started::Complete(Status::PROC_NULL));
+        }
     }
 }
 
