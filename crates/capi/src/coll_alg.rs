@@ -539,12 +539,17 @@ pub(crate) unsafe fn allreduce(
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;
     let bytes = count * dt.size;
-    let seg = if bytes > 0 && bytes <= shm::BIG_MAX {
+    let small = bytes <= shm::DATA;
+    // Between `DATA` and `coll_sm_allreduce_large_min`, point-to-point algorithms (measured
+    // faster there on a loaded 2-core machine: the large region's three synchronisations
+    // cost more than they save).
+    let large =
+        (oxmpi_coll::tune::sm_large_min().max(shm::DATA + 1)..=shm::BIG_MAX).contains(&bytes);
+    let seg = if bytes > 0 && (small || large) {
         shm::get(a, comm, oxmpi_coll::tune::Coll::Allreduce)?
     } else {
         None
     };
-    let small = bytes <= shm::DATA;
     // SAFETY: caller contract (recvbuf has room for `count` items).
     if let Some(r) = unsafe { contig(dt, count, recvbuf) } {
         let s = if in_place {
@@ -740,8 +745,10 @@ pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
     (0..n).map(|i| (count, (i * count) as isize)).collect()
 }
 
-/// Shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors on any
-/// intracommunicator whose ranks all run on one node.
+/// Shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors, and for
+/// allreduce of large vectors ([`shm::Seg::allreduce_big`], from
+/// `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
+/// node.
 ///
 /// Each such communicator gets, lazily at its first eligible collective, one segment
 /// (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no

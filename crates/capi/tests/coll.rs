@@ -88,13 +88,20 @@ fn collectives_match_reference_np2_to_5() {
 }
 
 /// The property test on a duplicate of world and on a split with the ranks reversed (the
-/// shared-memory paths are made per communicator), at np 2 and 5.
+/// shared-memory paths are made per communicator), at np 2 and 5, also with every
+/// allreduce above 4 KiB through the large-vector shared-memory region.
 #[test]
 fn collectives_match_reference_on_derived_communicators() {
     let dir = Scratch::new("coll-prop-comms");
     let exe = build("coll_prop.c", &dir.0);
-    for (n, on) in [(2, "dup"), (2, "rsplit"), (5, "dup"), (5, "rsplit")] {
-        let out = run_args(&exe, n, &["16", on], &[]);
+    for (n, on, opts) in [
+        (2, "dup", &[][..]),
+        (2, "rsplit", &[]),
+        (2, "dup", &["--mca", "coll_sm_allreduce_large_min", "0"]),
+        (5, "dup", &[]),
+        (5, "rsplit", &["--mca", "coll_sm_allreduce_large_min", "0"]),
+    ] {
+        let out = run_args(&exe, n, &["16", on], opts);
         assert!(
             out.lines().any(|l| l == "coll_prop: all checks passed"),
             "coll_prop on {n} ranks ({on}) did not finish:\n{out}"
@@ -124,6 +131,7 @@ fn forced_algorithms_match_reference_np3_and_4() {
         ("coll_tuned_alltoall_algorithm", "3"),
         ("coll_tuned_barrier_algorithm", "1"),
         ("coll_sm_enable", "0"),
+        ("coll_sm_allreduce_large_min", "0"),
     ];
     for (i, (name, value)) in cases.iter().enumerate() {
         let on = ["world", "dup", "rsplit"][i % 3];

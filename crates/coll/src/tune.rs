@@ -48,10 +48,12 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// Index of `coll_sm_enable` in [`PARAMS`].
 const SM_ENABLE: usize = 9;
+/// Index of `coll_sm_allreduce_large_min` in [`PARAMS`].
+const SM_LARGE_MIN: usize = 10;
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
-/// `sm` component's switch.
-pub static PARAMS: [ParamDecl; 10] = [
+/// `sm` component's.
+pub static PARAMS: [ParamDecl; 11] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -94,11 +96,26 @@ pub static PARAMS: [ParamDecl; 10] = [
         "enable",
         ParamType::Bool,
         "true",
-        "Shared-memory barrier, and bcast, alltoall and allreduce of at most 4 KiB, on \
-         communicators whose ranks all run on one node (one memfd segment per communicator, \
-         made at its first such collective)",
+        "Shared-memory barrier, bcast, alltoall and allreduce of at most 4 KiB, and \
+         allreduce of large vectors (see coll_sm_allreduce_large_min), on communicators \
+         whose ranks all run on one node (memfd segments per communicator, made at its \
+         first such collective)",
     )
     .level(5),
+    ParamDecl::new(
+        "coll",
+        "sm",
+        "allreduce_large_min",
+        ParamType::Int {
+            min: 0,
+            max: 8 << 20,
+        },
+        "262144",
+        "Allreduce vectors from this many bytes up to 8 MiB go through a per-communicator \
+         shared-memory region (each rank reduces its slice of every rank's copy); smaller \
+         ones above 4 KiB use the point-to-point algorithms",
+    )
+    .level(6),
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.
@@ -143,6 +160,19 @@ pub fn sm_enabled() -> bool {
             .ok()
             .and_then(|v| v.as_bool())
             .unwrap_or(true)
+    })
+}
+
+/// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the C library's
+/// shared-memory large-vector path.
+pub fn sm_large_min() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| {
+        params::resolve(&PARAMS[SM_LARGE_MIN])
+            .ok()
+            .and_then(|v| v.as_int())
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(256 << 10)
     })
 }
 
