@@ -847,6 +847,9 @@ mpi_fn_nodefer! {
 fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> MpiResult<bool> {
     let mut all_empty = true;
     for (i, h) in reqs.iter_mut().enumerate() {
+        if *h == MPI_REQUEST_NULL {
+            continue;
+        }
         match test_handle(*h)? {
             Tested::Empty => {}
             Tested::NotDone => all_empty = false,
@@ -918,6 +921,9 @@ fn some_pass(
     let mut failed = None;
     let idx = slice_out(indices, reqs.len(), "array_of_indices")?;
     for (i, h) in reqs.iter_mut().enumerate() {
+        if *h == MPI_REQUEST_NULL {
+            continue;
+        }
         match test_handle(*h)? {
             Tested::Empty => {}
             Tested::NotDone => all_empty = false,
