@@ -9,7 +9,8 @@
 //! allows it. A progress thread of the library (started on the first such call, asleep
 //! while no schedule is active) advances every active schedule whatever the application
 //! does meanwhile (computation, point-to-point, other collectives) and completes the
-//! request when its schedule ends; `MPI_Test`/`MPI_Wait` then see it complete. The request
+//! request when its schedule ends; `MPI_Test`/`MPI_Wait` then see it complete
+//! ([`progress_pending`] lets a waiting thread advance the schedules itself). The request
 //! is internally a generalized request; its status is empty (`MPI_ANY_SOURCE`,
 //! `MPI_ANY_TAG`, count 0) with the collective's error code. Non-contiguous datatypes are
 //! packed at the call and unpacked at completion.
@@ -29,7 +30,7 @@ use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
 use crate::state::lock;
 use oxmpi_coll::sched::{Lane, OwnedOp, Region, Schedule};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -54,6 +55,11 @@ struct Active {
 unsafe impl Send for Active {}
 
 static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
+/// Number of schedules in `ACTIVE` (lets [`progress_pending`] return at once when none).
+static NACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Calls of [`progress_pending`] that found active schedules: while this moves, a waiting
+/// thread drives them and the progress thread keeps out of its way.
+static POLLS: AtomicUsize = AtomicUsize::new(0);
 static WAKE: Condvar = Condvar::new();
 static THREAD: std::sync::Once = std::sync::Once::new();
 
@@ -97,32 +103,72 @@ fn complete(a: Active, r: oxmpi_coll::Result<()>) {
     unsafe { crate::grequest::PMPI_Grequest_complete(a.h) };
 }
 
-/// The progress thread: advances every active schedule; sleeps while there is none and
-/// backs off (yield, then short sleeps) while they wait for other ranks.
+/// Advance every schedule of `g` as far as possible; removes and returns the finished ones
+/// with their outcome (to complete once the lock is released).
+fn advance(g: &mut Vec<Active>) -> Vec<(Active, oxmpi_coll::Result<()>)> {
+    let mut done = Vec::new();
+    let mut i = 0;
+    while i < g.len() {
+        match g[i].sched.progress() {
+            Some(r) => done.push((g.swap_remove(i), r)),
+            None => i += 1,
+        }
+    }
+    NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
+    done
+}
+
+/// Advance the active nonblocking collectives on the calling thread and complete those
+/// that end; returns whether any was active. Never blocks (if another thread is advancing
+/// them right now, returns at once) and costs one atomic load when none is active: meant
+/// for the loops of `MPI_Wait`/`MPI_Test` and friends on incomplete generalized requests,
+/// so that a waiting thread completes its collective itself instead of handing over to
+/// the progress thread (which is then only a fallback for threads that do not wait).
+pub(crate) fn progress_pending() -> bool {
+    if NACTIVE.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    POLLS.fetch_add(1, Ordering::Relaxed);
+    let done = match ACTIVE.try_lock() {
+        Ok(mut g) => advance(&mut g),
+        Err(std::sync::TryLockError::WouldBlock) => return true,
+        Err(std::sync::TryLockError::Poisoned(p)) => advance(&mut p.into_inner()),
+    };
+    for (a, r) in done {
+        complete(a, r);
+    }
+    true
+}
+
+/// The progress thread: advances every active schedule; sleeps on a condition variable
+/// while there is none, and backs off (yield, then sleeps of at most 50 µs) while they
+/// wait for other ranks. While threads waiting for requests advance the schedules
+/// themselves ([`progress_pending`]) it only checks every 50 µs (a fallback that does not
+/// compete with them for the core).
 fn progress_thread() {
     let mut idle: u32 = 0;
+    let mut polls = POLLS.load(Ordering::Relaxed);
     loop {
-        let mut done = Vec::new();
-        {
+        let now = POLLS.load(Ordering::Relaxed);
+        if now != polls {
+            polls = now;
+            std::thread::sleep(Duration::from_micros(50));
+            continue;
+        }
+        let done = {
             let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
             while g.is_empty() {
                 idle = 0;
                 g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
             }
-            let mut i = 0;
-            while i < g.len() {
-                match g[i].sched.progress() {
-                    Some(r) => done.push((g.swap_remove(i), r)),
-                    None => i += 1,
-                }
-            }
-        }
+            advance(&mut g)
+        };
         if done.is_empty() {
             idle = idle.saturating_add(1);
             if idle < 256 {
                 std::thread::yield_now();
             } else {
-                let us = (u64::from(idle - 256) / 16).min(200) + 2;
+                let us = (u64::from(idle - 256) / 16).min(48) + 2;
                 std::thread::sleep(Duration::from_micros(us));
             }
         } else {
@@ -171,6 +217,8 @@ pub(crate) fn start(
         unpack,
         code,
     };
+    // Posting a collective also advances the ones already outstanding.
+    progress_pending();
     match a.sched.progress() {
         Some(r) => complete(a, r),
         None => {
@@ -180,7 +228,10 @@ pub(crate) fn start(
                     .spawn(progress_thread)
                     .expect("spawn the nonblocking-collective progress thread");
             });
-            ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).push(a);
+            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+            g.push(a);
+            NACTIVE.fetch_add(1, Ordering::AcqRel);
+            drop(g);
             WAKE.notify_one();
         }
     }
