@@ -752,22 +752,25 @@ pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
 ///
 /// Each such communicator gets, lazily at its first eligible collective, one segment
 /// (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no
-/// file name ever exists) with a slot per rank: a sequence word on its own cache line, then
-/// [`NBUF`] data buffers of [`DATA`] bytes used round robin. Collective number `k` on the
-/// communicator uses buffer `k mod NBUF` of the ranks that contribute data.
+/// file name ever exists) with a slot per rank: a *done* word on its own cache line, then
+/// [`NBUF`] buffers used round robin, each a *stamp* word followed by up to [`DATA`] bytes
+/// of data (the stamp and the first 56 data bytes share a cache line, so a small message
+/// costs the reader one line transfer). Collective number `k` on the communicator uses
+/// buffer `k mod NBUF`.
 ///
-/// Protocol. A rank's sequence word `s_r` only grows; `s_r >= j` means that `r` has
-/// finished reading every buffer of the collectives before `j`:
-/// * barrier, allreduce, alltoall: write our data (if any), publish `k`, wait until every
-///   rank has published `k`, then read the others' buffers of `k`;
-/// * bcast: the root writes its buffer and publishes `k` without waiting for anybody; the
-///   others wait for the root's `k`, copy, then publish `k`.
+/// Protocol. A contributing rank writes its data, then stores `k` in the buffer's stamp
+/// (release); a reader waits for the stamp to reach `k` (acquire) and reads. A rank stores
+/// `k` in its done word once it has finished reading everything of collective `k`:
+/// * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
+///   every other rank's stamp, then reads;
+/// * bcast: only the root writes and does not wait; the others wait for its stamp.
 ///
-/// Before writing buffer `k mod NBUF` a rank waits until every rank has published
-/// `k + 1 - NBUF` (all readers of collective `k - NBUF` are done with that buffer); with
-/// synchronising collectives this holds already, a run of broadcasts may pipeline up to
-/// `NBUF - 1` ahead. Allreduce folds all ranks' buffers in rank order
-/// (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for any operation.
+/// Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
+/// `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more); the lowest done
+/// word seen is cached, so this costs no cache-line transfer in the common case and a run of
+/// broadcasts may pipeline up to `NBUF - 1` ahead. Allreduce folds all ranks' buffers in
+/// rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
+/// any operation.
 ///
 /// Every rank takes the same decision at every collective (it depends only on the
 /// communicator and on arguments MPI requires to match). Segments of freed communicators are
@@ -788,9 +791,11 @@ pub(crate) mod shm {
     pub(crate) const DATA: usize = 4096;
     /// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
     pub(crate) const BIG_MAX: usize = 8 << 20;
-    /// Data buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
-    pub(crate) const NBUF: u64 = 4;
-    const SLOT: usize = LINE + NBUF as usize * DATA;
+    /// Buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
+    pub(crate) const NBUF: u64 = 8;
+    /// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
+    const BUF: usize = LINE + DATA;
+    const SLOT: usize = LINE + NBUF as usize * BUF;
     /// Largest communicator with a segment.
     const MAX_RANKS: i32 = 64;
 
@@ -803,8 +808,10 @@ pub(crate) mod shm {
         /// Our next sequence number (collectives on one communicator are serialized by the
         /// MPI rules).
         seq: AtomicU64,
-        /// Second sequence number of the last large allreduce.
+        /// Number of large allreduces done.
         last_big: AtomicU64,
+        /// A lower bound of every other rank's done word (cached, see the module doc).
+        min_done: AtomicU64,
         /// The region of large allreduces, made at the first one (remade larger on demand),
         /// and whether making it failed (then large allreduces stay point-to-point).
         big: Mutex<(Option<Big>, bool)>,
@@ -848,28 +855,36 @@ pub(crate) mod shm {
     static SEGS: Mutex<Option<Segs>> = Mutex::new(None);
 
     impl Seg {
+        /// Rank `r`'s done word: it has read everything of the collectives up to this one.
         fn seq_word(&self, r: usize) -> &AtomicU64 {
             // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
             // mapping is page-aligned, SLOT a multiple of 64) and only accessed atomically.
             unsafe { &*(self.base.add(r * SLOT).cast::<AtomicU64>()) }
         }
+        /// Rank `r`'s stamp of buffer `k mod NBUF`.
+        fn stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+            // SAFETY: the first 8 bytes of a buffer inside slot `r` (64-aligned), only
+            // accessed atomically.
+            unsafe {
+                &*(self
+                    .base
+                    .add(r * SLOT + LINE + (k % NBUF) as usize * BUF)
+                    .cast::<AtomicU64>())
+            }
+        }
         fn data(&self, r: usize, k: u64) -> *mut u8 {
-            // SAFETY: inside slot `r` of the mapping.
-            unsafe { self.base.add(r * SLOT + LINE + (k % NBUF) as usize * DATA) }
+            // SAFETY: inside slot `r` of the mapping, after the buffer's stamp.
+            unsafe {
+                self.base
+                    .add(r * SLOT + LINE + (k % NBUF) as usize * BUF + 8)
+            }
         }
         fn next(&self) -> u64 {
             self.seq.fetch_add(1, Ordering::Relaxed) + 1
         }
-        fn publish(&self, k: u64) {
+        /// We have read everything of collective `k`.
+        fn finish(&self, k: u64) {
             self.seq_word(self.rank).store(k, Ordering::Release);
-        }
-        /// Wait until rank `r` has published `k`.
-        ///
-        /// While waiting it polls the engine's transports: a rank in a collective must
-        /// keep its pending point-to-point operations going (a peer may be waiting for the
-        /// data of our earlier `MPI_Isend` before it enters this collective).
-        fn wait_for(&self, r: usize, k: u64) {
-            self.wait_word(self.seq_word(r), k);
         }
         /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
         fn done_word(&self, r: usize) -> &AtomicU64 {
@@ -877,13 +892,23 @@ pub(crate) mod shm {
             // only accessed atomically.
             unsafe { &*(self.base.add(r * SLOT + 8).cast::<AtomicU64>()) }
         }
-        fn wait_word(&self, w: &AtomicU64, k: u64) {
-            if w.load(Ordering::Acquire) >= k {
-                return;
+        /// Wait until `w` reaches `k`; returns its value.
+        ///
+        /// While waiting it polls the engine's transports: a rank in a collective must
+        /// keep its pending point-to-point operations going (a peer may be waiting for the
+        /// data of our earlier `MPI_Isend` before it enters this collective).
+        fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
+            let v = w.load(Ordering::Acquire);
+            if v >= k {
+                return v;
             }
             let eng = oxmpi_engine::engine();
             let mut spins = 0u32;
-            while w.load(Ordering::Acquire) < k {
+            loop {
+                let v = w.load(Ordering::Acquire);
+                if v >= k {
+                    return v;
+                }
                 // A progress call costs far more than a look at the word: poll the
                 // transports every 32nd turn (and at every yield) only.
                 if spins % 32 == 31 || self.yield_idle {
@@ -899,28 +924,36 @@ pub(crate) mod shm {
                 }
             }
         }
+        /// Wait for every other rank's stamp of collective `k`.
         fn wait_all(&self, k: u64) {
             for r in (0..self.size).filter(|&r| r != self.rank) {
-                self.wait_for(r, k);
+                self.wait_word(self.stamp(r, k), k);
             }
         }
-        /// Wait until our buffer for collective `k` is free (its readers of `k - NBUF` are
-        /// done), then copy `src` into it.
-        fn write(&self, k: u64, src: &[u8]) {
+        /// Wait until our buffer for collective `k` is free (every rank is done with
+        /// collective `k - NBUF`), copy `src` into it and stamp it.
+        fn post(&self, k: u64, src: &[u8]) {
             debug_assert!(src.len() <= DATA);
-            self.wait_all((k + 1).saturating_sub(NBUF));
-            // SAFETY: our own buffer of collective `k`, read by nobody until we publish `k`
+            let need = k.saturating_sub(NBUF);
+            if self.min_done.load(Ordering::Relaxed) < need {
+                let mut low = u64::MAX;
+                for r in (0..self.size).filter(|&r| r != self.rank) {
+                    low = low.min(self.wait_word(self.seq_word(r), need));
+                }
+                self.min_done.store(low, Ordering::Relaxed);
+            }
+            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
             // and no longer by anybody for collective `k - NBUF` (waited for above).
             unsafe {
                 std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len())
             };
+            self.stamp(self.rank, k).store(k, Ordering::Release);
         }
-        /// Rank `r`'s buffer of collective `k`, `n` bytes from `off` (unchanged while we
-        /// have not published past `k`: see the module comment).
+        /// Rank `r`'s buffer of collective `k`, `n` bytes from `off`.
         ///
         /// # Safety
-        /// `r` has published `k` (acquired by us) and we have not published anything past
-        /// `k`; `off + n <= DATA`.
+        /// `r`'s stamp of `k` was acquired by us and we have not finished `k` (the buffer
+        /// is then unchanged); `off + n <= DATA`.
         unsafe fn peer(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
             // SAFETY: caller contract; the view is read only.
             unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
@@ -934,38 +967,38 @@ pub(crate) mod shm {
         /// Barrier.
         pub(crate) fn barrier(&self) {
             let k = self.next();
-            self.publish(k);
+            self.post(k, &[]);
             self.wait_all(k);
+            self.finish(k);
         }
 
         /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
         pub(crate) fn bcast(&self, buf: &mut [u8], root: usize) {
             let k = self.next();
             if self.rank == root {
-                self.write(k, buf);
-                self.publish(k);
+                self.post(k, buf);
             } else {
-                self.wait_for(root, k);
-                // SAFETY: the root published `k`; we publish `k` only after the copy.
+                self.wait_word(self.stamp(root, k), k);
+                // SAFETY: the root stamped `k`; we finish `k` only after the copy.
                 let src = unsafe { self.peer(root, k, 0, buf.len()) };
                 buf.copy_from_slice(src);
-                self.publish(k);
             }
+            self.finish(k);
         }
 
         /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
         /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
         pub(crate) fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
             let k = self.next();
-            self.write(k, send);
-            self.publish(k);
+            self.post(k, send);
             self.wait_all(k);
             for j in 0..self.size {
-                // SAFETY: every rank published `k` (waited above); block `rank` of its
+                // SAFETY: every rank stamped `k` (waited above); block `rank` of its
                 // buffer is within `DATA`.
                 let src = unsafe { self.peer(j, k, self.rank * block, block) };
                 recv[j * block..(j + 1) * block].copy_from_slice(src);
             }
+            self.finish(k);
         }
 
         /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
@@ -1015,18 +1048,17 @@ pub(crate) mod shm {
             for r in (0..self.size).filter(|&r| r != self.rank) {
                 self.wait_word(self.done_word(r), last);
             }
+            let this = last + 1;
             let src = src.unwrap_or(dst);
             debug_assert_eq!(src.len(), n);
             // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
-            let k1 = self.next();
-            self.publish(k1);
-            self.wait_all(k1);
+            self.barrier();
             let (counts, displs) = oxmpi_coll::split_even(n, red.elem(), self.size);
             let (off, m) = (displs[self.rank], counts[self.rank]);
             let view = |r: usize| {
-                // SAFETY: every rank published `k1` after filling its slot, which stays
-                // unchanged until it has seen our `done` word reach this collective.
+                // SAFETY: every rank passed the barrier after filling its slot, which stays
+                // unchanged until it has seen our done word reach this allreduce.
                 unsafe { std::slice::from_raw_parts(slot(r).add(off).cast_const(), m) }
             };
             let mine = &mut dst[off..off + m];
@@ -1035,20 +1067,19 @@ pub(crate) mod shm {
             for r in (0..last_rank).rev() {
                 red.apply(view(r), mine); // mine = x_r ∘ mine
             }
-            // SAFETY: slice `rank` of our own slot, read by the others only after `k2`.
+            // SAFETY: slice `rank` of our own slot, read by the others only after the next
+            // barrier.
             unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
-            let k2 = self.next();
-            self.publish(k2);
-            self.wait_all(k2);
+            self.barrier();
             for r in (0..self.size).filter(|&r| r != self.rank) {
                 let (o, c) = (displs[r], counts[r]);
-                // SAFETY: rank `r` published `k2` after writing its slice `r`, unchanged
-                // until our `done` word reaches `k2`.
+                // SAFETY: rank `r` passed the barrier after writing its slice `r`, unchanged
+                // until our done word reaches this allreduce.
                 let from = unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), c) };
                 dst[o..o + c].copy_from_slice(from);
             }
-            self.done_word(self.rank).store(k2, Ordering::Release);
-            self.last_big.store(k2, Ordering::Relaxed);
+            self.done_word(self.rank).store(this, Ordering::Release);
+            self.last_big.store(this, Ordering::Relaxed);
             Ok(true)
         }
 
@@ -1056,19 +1087,19 @@ pub(crate) mod shm {
         pub(crate) fn allreduce(&self, buf: &mut [u8], red: &Reducer) {
             let n = buf.len();
             let k = self.next();
-            self.write(k, buf);
-            self.publish(k);
+            self.post(k, buf);
             self.wait_all(k);
             // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
             // rank-order result; every rank computes exactly the same).
             let last = self.size - 1;
-            // SAFETY: every rank published `k` (waited above).
+            // SAFETY: every rank stamped `k` (waited above).
             buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
             for r in (0..last).rev() {
                 // SAFETY: as above; the view does not overlap `buf`.
                 let x = unsafe { self.peer(r, k, 0, n) };
                 red.apply(x, buf); // buf = x_r ∘ buf
             }
+            self.finish(k);
         }
     }
 
@@ -1127,6 +1158,7 @@ pub(crate) mod shm {
             size: a.size as usize,
             seq: AtomicU64::new(0),
             last_big: AtomicU64::new(0),
+            min_done: AtomicU64::new(0),
             big: Mutex::new((None, false)),
             yield_idle: crate::backend::engine()
                 .map(|e| e.yields_when_idle())
