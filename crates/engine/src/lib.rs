@@ -129,7 +129,8 @@
 //! 8. The blocking [`Engine::send`]/[`Engine::recv`] (what the C library's `MPI_Send`/
 //!    `MPI_Recv` use) do the above under one lock acquisition; an eager send that goes
 //!    straight into the ring returns without ever creating a request. Below
-//!    `MPI_THREAD_MULTIPLE`, a blocking receive from a specific source on another rank,
+//!    `MPI_THREAD_MULTIPLE` and without tcp links, a blocking receive from a specific
+//!    source on another rank,
 //!    while the matcher holds nothing that concerns that source (no unexpected message from
 //!    it, no posted receive for it or for `ANY_SOURCE`), polls that source's link itself and
 //!    copies a matching eager record straight into the buffer, with no request and no

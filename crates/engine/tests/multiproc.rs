@@ -430,6 +430,8 @@ fn tcp_sync_sends_probes_truncation() {
 fn tcp_blocking_and_threads() {
     run(2, "blocking", TCP_ONLY);
     run(2, "threads", TCP_ONLY);
+    // Below MPI_THREAD_MULTIPLE over tcp (where blocking receives take the general path).
+    run(2, "direct", TCP_ONLY);
 }
 
 #[test]
@@ -1109,6 +1111,22 @@ fn direct(e: &Engine) {
         let s = e.wait(r);
         assert_eq!((s.source, s.count_bytes, first), (peer, 10, [5; 10]));
         bsend(&[0], 105, SendMode::Standard);
+    }
+    // A large nonblocking send still in flight while its sender blocks in a receive: the
+    // receive must keep the send moving (over tcp, flush the link's buffered bytes).
+    let big = pattern(4 << 20, 99);
+    if me == 0 {
+        // SAFETY: `big` outlives the wait below.
+        let r =
+            unsafe { e.isend(big.as_ptr(), big.len(), peer, 107, w, SendMode::Standard) }.unwrap();
+        let mut ack = [0u8; 1];
+        assert_eq!(brecv(&mut ack, 108).count_bytes, 1);
+        assert_eq!(e.wait(r).error, None);
+    } else {
+        let mut buf = vec![0u8; big.len()];
+        assert_eq!(brecv(&mut buf, 107).count_bytes, big.len());
+        assert!(buf == big);
+        bsend(&[1], 108, SendMode::Standard);
     }
 }
 
