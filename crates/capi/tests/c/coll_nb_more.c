@@ -474,6 +474,36 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) printf("several outstanding, completed in reverse order: ok\n");
 
+    /* Ialltoallw from and to MPI_BOTTOM: the types carry absolute addresses. */
+    {
+        int *sv = malloc(size * sizeof(int)), *rv = malloc(size * sizeof(int));
+        int *ones = malloc(size * sizeof(int)), *zeros = calloc(size, sizeof(int));
+        MPI_Datatype *st = malloc(size * sizeof(MPI_Datatype)), *rt = malloc(size * sizeof(MPI_Datatype));
+        for (int j = 0; j < size; j++) {
+            MPI_Aint a;
+            int one = 1;
+            sv[j] = 1000 * rank + j;
+            rv[j] = -1;
+            ones[j] = 1;
+            CHECK_RC(MPI_Get_address(&sv[j], &a));
+            CHECK_RC(MPI_Type_create_hindexed(1, &one, &a, MPI_INT, &st[j]));
+            CHECK_RC(MPI_Type_commit(&st[j]));
+            CHECK_RC(MPI_Get_address(&rv[j], &a));
+            CHECK_RC(MPI_Type_create_hindexed(1, &one, &a, MPI_INT, &rt[j]));
+            CHECK_RC(MPI_Type_commit(&rt[j]));
+        }
+        MPI_Request q;
+        POST(0, MPI_Ialltoallw(MPI_BOTTOM, ones, zeros, st, MPI_BOTTOM, ones, zeros, rt, MPI_COMM_WORLD, &q));
+        WAIT(q);
+        for (int j = 0; j < size; j++) {
+            CHECK(rv[j] == 1000 * j + rank);
+            CHECK_RC(MPI_Type_free(&st[j]));
+            CHECK_RC(MPI_Type_free(&rt[j]));
+        }
+        free(sv); free(rv); free(ones); free(zeros); free(st); free(rt);
+    }
+    if (rank == 0) printf("ialltoallw with MPI_BOTTOM and absolute addresses: ok\n");
+
     CHECK_RC(MPI_Comm_free(&ring));
     CHECK_RC(MPI_Comm_free(&grid));
     CHECK_RC(MPI_Comm_free(&dup));
