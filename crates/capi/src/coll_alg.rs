@@ -763,10 +763,13 @@ pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
 /// `k` in its done word once it has finished reading everything of collective `k`:
 /// * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
 ///   every other rank's stamp, then reads;
-/// * bcast: only the root writes and does not wait; the others wait for its stamp.
+/// * bcast: only the root writes and does not wait; the others wait for its stamp. A
+///   broadcast of at most 56 bytes goes through the root's *lane* instead, [`LANE`] lines
+///   each holding a stamp and the payload, so a root may run up to `LANE - 1` ahead.
 ///
 /// Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
-/// `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more); the lowest done
+/// `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:
+/// `k - LANE`); the lowest done
 /// word seen is cached, so this costs no cache-line transfer in the common case and a run of
 /// broadcasts may pipeline up to `NBUF - 1` ahead. Allreduce folds all ranks' buffers in
 /// rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
@@ -795,7 +798,12 @@ pub(crate) mod shm {
     pub(crate) const NBUF: u64 = 8;
     /// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
     const BUF: usize = LINE + DATA;
-    const SLOT: usize = LINE + NBUF as usize * BUF;
+    /// Lines of a rank's lane for broadcasts of at most [`LANE_DATA`] bytes (a root may run
+    /// `LANE - 1` of them ahead: oversubscribed ranks then switch far less often).
+    const LANE: u64 = 64;
+    /// Payload of one lane line (after its stamp).
+    const LANE_DATA: usize = LINE - 8;
+    const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
     /// Largest communicator with a segment.
     const MAX_RANKS: i32 = 64;
 
@@ -934,7 +942,28 @@ pub(crate) mod shm {
         /// collective `k - NBUF`), copy `src` into it and stamp it.
         fn post(&self, k: u64, src: &[u8]) {
             debug_assert!(src.len() <= DATA);
-            let need = k.saturating_sub(NBUF);
+            self.reusable(k.saturating_sub(NBUF));
+            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
+            // and no longer by anybody for collective `k - NBUF` (waited for above).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len())
+            };
+            self.stamp(self.rank, k).store(k, Ordering::Release);
+        }
+        /// Rank `r`'s lane line of collective `k`: stamp word, then `LANE_DATA` bytes.
+        fn lane(&self, r: usize, k: u64) -> *mut u8 {
+            // SAFETY: inside slot `r` of the mapping (the lane follows the buffers).
+            unsafe {
+                self.base
+                    .add(r * SLOT + LINE + NBUF as usize * BUF + (k % LANE) as usize * LINE)
+            }
+        }
+        fn lane_stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+            // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
+            unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
+        }
+        /// Wait until every other rank's done word has reached `need`.
+        fn reusable(&self, need: u64) {
             if self.min_done.load(Ordering::Relaxed) < need {
                 let mut low = u64::MAX;
                 for r in (0..self.size).filter(|&r| r != self.rank) {
@@ -942,12 +971,6 @@ pub(crate) mod shm {
                 }
                 self.min_done.store(low, Ordering::Relaxed);
             }
-            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
-            // and no longer by anybody for collective `k - NBUF` (waited for above).
-            unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len())
-            };
-            self.stamp(self.rank, k).store(k, Ordering::Release);
         }
         /// Rank `r`'s buffer of collective `k`, `n` bytes from `off`.
         ///
@@ -975,6 +998,27 @@ pub(crate) mod shm {
         /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
         pub(crate) fn bcast(&self, buf: &mut [u8], root: usize) {
             let k = self.next();
+            let n = buf.len();
+            if n <= LANE_DATA {
+                // Through the root's lane (one line per broadcast).
+                if self.rank == root {
+                    self.reusable(k.saturating_sub(LANE));
+                    // SAFETY: the payload of our lane line of `k`: nobody reads it until we
+                    // stamp it, nor for collective `k - LANE` any more (waited above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(buf.as_ptr(), self.lane(root, k).add(8), n)
+                    };
+                    self.lane_stamp(root, k).store(k, Ordering::Release);
+                } else {
+                    self.wait_word(self.lane_stamp(root, k), k);
+                    // SAFETY: the root stamped the line for `k`; it is not rewritten before
+                    // we finish `k`.
+                    let src = unsafe { std::slice::from_raw_parts(self.lane(root, k).add(8), n) };
+                    buf.copy_from_slice(src);
+                }
+                self.finish(k);
+                return;
+            }
             if self.rank == root {
                 self.post(k, buf);
             } else {

@@ -125,6 +125,15 @@ int main(int argc, char **argv) {
     MPI_Op aff;
     CHECK_RC(MPI_Op_create(affine, 0, &aff));
 
+    /* Runs of small broadcasts from one root, then the next, with no other collective in
+     * between (a shared-memory root may run ahead of its readers). */
+    for (int i = 0; i < 400; i++) {
+        int root = (i / 50) % size, n = 1 + i % 14, v[14];
+        for (int k = 0; k < n; k++) v[k] = rank == root ? val(root, k, i, 9) : SENT;
+        CHECK_RC(MPI_Bcast(v, n, MPI_INT, root, comm));
+        for (int k = 0; k < n; k++) CHECK(v[k] == val(root, k, i, 9));
+    }
+
     for (int it = 0; it < iters; it++) {
         int big = rnd(4);
         int count = big == 0 ? (int)rnd(3) : big == 1 ? 1 + (int)rnd(50) : big == 2 ? 200 + (int)rnd(3000) : 5000 + (int)rnd(20000);
