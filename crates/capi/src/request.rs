@@ -642,9 +642,12 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
                         comm,
                     }));
                 }
-                // A generalized request: completed by another thread; keep polling.
-                backend::engine()?.progress();
-                std::thread::yield_now();
+                // A generalized request, completed by another thread (or, for a
+                // nonblocking collective, by advancing its schedule here): keep polling.
+                if !crate::icoll::progress_pending() {
+                    backend::engine()?.progress();
+                    std::thread::yield_now();
+                }
             }
             t => {
                 drop(st);
@@ -652,6 +655,15 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
             }
         }
     }
+}
+
+/// One progress step of a wait/test call that found nothing complete: the active
+/// nonblocking collectives (their requests are generalized requests completed when their
+/// schedules end) and the engine's transports.
+fn poll() -> MpiResult {
+    crate::icoll::progress_pending();
+    backend::engine()?.progress();
+    Ok(())
 }
 
 /// Raise an error code obtained from a completed operation on `comm`.
@@ -729,7 +741,7 @@ mpi_fn_nodefer! {
             Tested::NotDone => {
                 if fast_slot(h).is_none() {
                     // (The engine's test of a fast request progressed already.)
-                    backend::engine()?.progress();
+                    poll()?;
                 }
                 out(flag, 0, "flag")
             }
@@ -765,7 +777,7 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
         let mut st = lock();
         if crate::grequest::is_incomplete(&st, h) {
             drop(st);
-            backend::engine()?.progress();
+            poll()?;
             return Ok(false);
         }
         let Some(r) = st.reqs.get_mut(h) else {
@@ -886,7 +898,7 @@ mpi_fn_nodefer! {
             if any_pass(reqs, index, status)? {
                 return Ok(());
             }
-            backend::engine()?.progress();
+            poll()?;
         }
     }
 }
@@ -902,7 +914,7 @@ mpi_fn_nodefer! {
         if any_pass(reqs, index, status)? {
             out(flag, 1, "flag")
         } else {
-            backend::engine()?.progress();
+            poll()?;
             out(index, MPI_UNDEFINED, "index")?;
             out(flag, 0, "flag")
         }
@@ -961,7 +973,7 @@ mpi_fn_nodefer! {
             if k != 0 {
                 return out(outcount, k, "outcount");
             }
-            backend::engine()?.progress();
+            poll()?;
         }
     }
 }
@@ -973,7 +985,7 @@ mpi_fn_nodefer! {
         let reqs = slice_out(requests, n, "array_of_requests")?;
         let k = some_pass(reqs, indices, statuses)?;
         if k == 0 {
-            backend::engine()?.progress();
+            poll()?;
         }
         out(outcount, k, "outcount")
     }
@@ -1005,7 +1017,7 @@ mpi_fn! {
         if let Some(q) = crate::grequest::peek(request) {
             return match q {
                 None => {
-                    backend::engine()?.progress();
+                    poll()?;
                     out(flag, 0, "flag")
                 }
                 Some((s, code)) => {
