@@ -918,17 +918,14 @@ pub(crate) mod shm {
                     return v;
                 }
                 // A progress call costs far more than a look at the word: poll the
-                // transports every 32nd turn (and at every yield) only. Oversubscribed, we
-                // still spin a little first: the rank we wait for may be running on the
-                // other core right now, and a yield costs a context switch.
-                let yielding = self.yield_idle && spins >= 64;
-                if spins % 32 == 31 || yielding {
+                // transports every 32nd turn (and at every yield) only.
+                if spins % 32 == 31 || self.yield_idle {
                     if let Some(e) = eng {
                         e.progress();
                     }
                 }
                 spins = spins.wrapping_add(1);
-                if yielding || spins % 4096 == 0 {
+                if self.yield_idle || spins % 4096 == 0 {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
