@@ -105,13 +105,30 @@ fn complete(a: Active, r: oxmpi_coll::Result<()>) {
 
 /// Advance every schedule of `g` as far as possible; removes and returns the finished ones
 /// with their outcome (to complete once the lock is released).
+///
+/// A panic while advancing one (a reduction that cannot run, e.g. on a datatype freed
+/// meanwhile) fails that collective with `MPI_ERR_INTERN` instead of ending the progress
+/// thread (which would leave every other collective hanging).
 fn advance(g: &mut Vec<Active>) -> Vec<(Active, oxmpi_coll::Result<()>)> {
     let mut done = Vec::new();
     let mut i = 0;
     while i < g.len() {
-        match g[i].sched.progress() {
-            Some(r) => done.push((g.swap_remove(i), r)),
-            None => i += 1,
+        let sched = &mut g[i].sched;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sched.progress())) {
+            Ok(Some(r)) => done.push((g.swap_remove(i), r)),
+            Ok(None) => i += 1,
+            Err(p) => {
+                let what = p
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| p.downcast_ref::<&str>().copied())
+                    .unwrap_or("panic");
+                let e = oxmpi_engine::Error::Arg {
+                    class: oxmpi_engine::ErrorClass::Intern,
+                    msg: format!("nonblocking collective failed: {what}"),
+                };
+                done.push((g.swap_remove(i), Err(e)));
+            }
         }
     }
     NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
