@@ -6,10 +6,12 @@ use crate::consts::*;
 use crate::datatype::status_set_bytes;
 use crate::ffi::{check_count, inp, out, MpiResult};
 use crate::request::{
-    check_rank, check_tag, complete_single, ignored, new_engine_request, recv_target, start_recv,
-    start_send, status_of, wait_pending, write_status, Message, MpiStatus, Pending, Request,
+    check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
+    recv_target, start_recv, start_send, status_of, wait_pending, write_status, Message, MpiStatus,
+    Pending, Request,
 };
 use crate::state::lock;
+use oxmpi_engine::Started;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -623,8 +625,9 @@ fn fast_isend(
     // SAFETY: the MPI contract for a nonblocking send: `buf` holds `len` readable bytes
     // until the request completes. Bad arguments fail before anything is started, which
     // sends us to the general path.
-    match unsafe { eng.isend(buf.cast(), len, dest, tag, ec, mode) } {
-        Ok(r) => Some(new_engine_request(r, comm)),
+    match unsafe { eng.isend_started(buf.cast(), len, dest, tag, ec, mode) } {
+        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm)),
+        Ok(Started::Complete(s)) => Some(completed_request(s, comm)),
         Err(_) => {
             forget_comm(comm);
             None

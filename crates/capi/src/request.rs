@@ -401,6 +401,61 @@ pub(crate) fn new_engine_request(r: EReq, comm: c_int) -> c_int {
     table_request(r, comm)
 }
 
+/// The handle of every nonblocking send that completed inside its start call (an eager send
+/// written straight into the link, [`oxmpi_engine::Engine::isend_started`]): it has no state
+/// (its status is the empty one of a completed send), so all such requests share it. Wait and
+/// test complete it at once, `MPI_Request_free` and `MPI_Cancel` do nothing, `MPI_Start`
+/// rejects it. Outside the slot range, so never a slot's handle.
+pub(crate) const SEND_DONE: c_int = (FAST_BASE | 0x00ff_ff00) as c_int;
+
+/// The handle of an operation that finished when it started, with status `s`: the shared
+/// [`SEND_DONE`] for a plain completed send, else a completed request of the table.
+pub(crate) fn completed_request(s: EStatus, comm: c_int) -> c_int {
+    if is_plain_send_status(&s) {
+        return SEND_DONE;
+    }
+    lock().reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(Pending {
+            ereq: None,
+            done: Some(s),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }),
+    })
+}
+
+/// Whether `s` is the status the engine gives a completed send (what [`SEND_DONE`] stands
+/// for).
+#[inline]
+fn is_plain_send_status(s: &EStatus) -> bool {
+    s.source == MPI_ANY_SOURCE
+        && s.tag == MPI_ANY_TAG
+        && s.error.is_none()
+        && s.count_bytes == 0
+        && !s.cancelled
+}
+
+/// The completion of a [`SEND_DONE`] request.
+#[inline]
+fn send_done() -> Completed {
+    let (status, code) = status_of(&EStatus {
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: None,
+        count_bytes: 0,
+        cancelled: false,
+    });
+    Completed {
+        status,
+        code,
+        freed: true,
+        comm: MPI_COMM_WORLD,
+    }
+}
+
 /// [`new_engine_request`] when the fast slot is taken.
 #[cold]
 fn table_request(r: EReq, comm: c_int) -> c_int {
@@ -550,6 +605,9 @@ fn req_comm(st: &State, h: c_int) -> c_int {
 
 /// The communicator of any request handle (for error handling).
 fn handle_comm(h: c_int) -> c_int {
+    if h == SEND_DONE {
+        return MPI_COMM_WORLD;
+    }
     match fast_slot(h) {
         Some(slot) => slot.comm.load(Ordering::Relaxed),
         None => req_comm(&lock(), h),
@@ -561,6 +619,9 @@ fn handle_comm(h: c_int) -> c_int {
 fn test_handle(h: c_int) -> MpiResult<Tested> {
     if h == MPI_REQUEST_NULL {
         return Ok(Tested::Empty);
+    }
+    if h == SEND_DONE {
+        return Ok(Tested::Done(send_done()));
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -590,6 +651,9 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
 fn wait_handle(h: c_int) -> MpiResult<Tested> {
     if h == MPI_REQUEST_NULL {
         return Ok(Tested::Empty);
+    }
+    if h == SEND_DONE {
+        return Ok(Tested::Done(send_done()));
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -764,7 +828,7 @@ mpi_fn_nodefer! {
 /// (table requests that are done keep their status for the completion that follows).
 fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
     for &h in reqs {
-        if h == MPI_REQUEST_NULL {
+        if h == MPI_REQUEST_NULL || h == SEND_DONE {
             continue;
         }
         if let Some(slot) = fast_slot(h) {
@@ -1002,6 +1066,11 @@ mpi_fn! {
             write_status(status, &empty_status(), false);
             return Ok(());
         }
+        if request == SEND_DONE {
+            out(flag, 1, "flag")?;
+            let c = send_done();
+            return complete_single(status, Some(c.status), c.code, c.comm, "");
+        }
         if let Some(slot) = fast_slot(request) {
             let (r, comm) = fast_get(slot, request)?;
             return match backend::engine()?.request_status(r) {
@@ -1060,6 +1129,10 @@ mpi_fn! {
     /// `MPI_Cancel`.
     fn PMPI_Cancel / "MPI_Cancel" (request: *mut c_int) {
         let h = inp(request, "request")?;
+        if h == SEND_DONE {
+            // Complete already: cancelling fails (MPI_Test_cancelled says false).
+            return Ok(());
+        }
         if let Some(slot) = fast_slot(h) {
             let (r, _) = fast_get(slot, h)?;
             backend::engine()?.cancel(r);
@@ -1084,6 +1157,9 @@ mpi_fn! {
     /// `MPI_Request_free`: an active operation completes in the background.
     fn PMPI_Request_free / "MPI_Request_free" (request: *mut c_int) {
         let h = inp(request, "request")?;
+        if h == SEND_DONE {
+            return out(request, MPI_REQUEST_NULL, "request");
+        }
         if let Some(slot) = fast_slot(h) {
             let (r, _) = fast_get(slot, h)?;
             backend::engine()?.request_free(r);
@@ -1173,7 +1249,7 @@ mpi_fn! {
 
 /// Start one persistent request (lock held).
 fn start_one(st: &mut State, h: c_int) -> MpiResult {
-    if fast_slot(h).is_some() {
+    if fast_slot(h).is_some() || h == SEND_DONE {
         mpi_bail!(
             MPI_ERR_REQUEST,
             "MPI_Start on a request that is not persistent"

@@ -425,6 +425,39 @@ static void *exchange(void *arg) {
     return NULL;
 }
 
+/* ---------- sends that complete inside their start call ----------
+ * A small eager send (here to ourselves) may finish in MPI_Isend; its request must still
+ * behave as a request: wait/test/get_status complete it, cancel does not cancel it, free
+ * nulls it, MPI_Start rejects it, and several of them in one Waitall are fine. */
+static void early_sends(void) {
+    int out[4] = {11, 12, 13, 14}, in[4] = {0, 0, 0, 0}, flag = 0, cancelled = 1;
+    MPI_Request s[4], r;
+    MPI_Status st;
+    for (int i = 0; i < 4; i++) CHECK_RC(MPI_Isend(&out[i], 1, MPI_INT, rank, 40 + i, MPI_COMM_WORLD, &s[i]));
+    CHECK_RC(MPI_Request_get_status(s[0], &flag, &st));
+    CHECK(flag);
+    CHECK(s[0] != MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Test(&s[0], &flag, &st));
+    CHECK(flag && s[0] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Test_cancelled(&st, &cancelled));
+    CHECK(!cancelled);
+    CHECK_RC(MPI_Cancel(&s[1]));
+    CHECK_RC(MPI_Wait(&s[1], &st));
+    CHECK(s[1] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Test_cancelled(&st, &cancelled));
+    CHECK(!cancelled);
+    CHECK(err_class(MPI_Start(&s[2])) == MPI_ERR_REQUEST);
+    CHECK_RC(MPI_Request_free(&s[3]));
+    CHECK(s[3] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Waitall(4, s, MPI_STATUSES_IGNORE));
+    CHECK(s[2] == MPI_REQUEST_NULL);
+    for (int i = 3; i >= 0; i--) {
+        CHECK_RC(MPI_Irecv(&in[i], 1, MPI_INT, rank, 40 + i, MPI_COMM_WORLD, &r));
+        CHECK_RC(MPI_Wait(&r, &st));
+        CHECK(st.MPI_SOURCE == rank && st.MPI_TAG == 40 + i && in[i] == out[i]);
+    }
+}
+
 int main(int argc, char **argv) {
     int provided;
     CHECK_RC(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
@@ -434,6 +467,7 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     grequests();
+    early_sends();
     if (size == 2) {
         p2p();
         if (provided == MPI_THREAD_MULTIPLE) {
