@@ -862,6 +862,14 @@ pub(crate) mod shm {
     type Segs = HashMap<u32, Option<Arc<Seg>>>;
     static SEGS: Mutex<Option<Segs>> = Mutex::new(None);
 
+    thread_local! {
+        /// This thread's last entry of [`SEGS`] (programs mostly run their collectives on
+        /// one communicator: no lock, no hashing then). Ids are never reused, so a stale
+        /// entry is never hit.
+        static LAST: std::cell::RefCell<Option<(u32, Option<Arc<Seg>>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
     impl Seg {
         /// Rank `r`'s done word: it has read everything of the collectives up to this one.
         fn seq_word(&self, r: usize) -> &AtomicU64 {
@@ -1163,15 +1171,24 @@ pub(crate) mod shm {
             return Ok(None);
         }
         let key = a.comm.0;
-        if let Some(s) = SEGS
+        let cached = LAST.with(|l| match &*l.borrow() {
+            Some((k, s)) if *k == key => Some(s.clone()),
+            _ => None,
+        });
+        if let Some(s) = cached {
+            return Ok(s);
+        }
+        let known = SEGS
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .and_then(|m| m.get(&key))
-        {
-            return Ok(s.clone());
+            .and_then(|m| m.get(&key).cloned());
+        if let Some(s) = known {
+            LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
+            return Ok(s);
         }
         let s = setup(a, comm)?.map(Arc::new);
+        LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
         let mut g = SEGS.lock().unwrap_or_else(|p| p.into_inner());
         let m = g.get_or_insert_with(HashMap::new);
         // Forget the segments of freed communicators (their engine communicator is gone).
