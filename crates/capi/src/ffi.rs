@@ -99,9 +99,6 @@ macro_rules! mpi_fn_nodefer {
 /// Run an entry-point body: catch panics, route errors to the error handler.
 pub(crate) fn enter(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(f));
-    // Callbacks deferred by the body (generalized request free functions) run now,
-    // outside the library lock.
-    let _ = catch_unwind(crate::grequest::run_deferred);
     match r {
         Ok(Ok(())) => MPI_SUCCESS,
         r => conclude(name, r),

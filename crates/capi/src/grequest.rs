@@ -13,7 +13,6 @@ use crate::ffi::{out, MpiError, MpiResult};
 use crate::request::{empty_status, MpiStatus, Pending, Request};
 use crate::state::{lock, State};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
@@ -30,29 +29,6 @@ pub(crate) struct Greq {
     complete: bool,
     /// `MPI_Request_free` was called before completion.
     freed: bool,
-}
-
-/// Set when `State::deferred_frees` holds free callbacks to run at the end of an MPI call
-/// ([`run_deferred`]). Nothing defers callbacks any more (they run in the calls that the
-/// standard names); kept for the entry-point wrappers that still call [`run_deferred`].
-static DEFERRED_PENDING: AtomicBool = AtomicBool::new(false);
-
-/// Run the deferred free callbacks (called at the end of MPI calls, no lock held).
-pub(crate) fn run_deferred() {
-    // A plain load first: almost always false, and then no read-modify-write (which
-    // takes the cache line exclusively) on every MPI call.
-    if !DEFERRED_PENDING.load(Ordering::Relaxed) || !DEFERRED_PENDING.swap(false, Ordering::AcqRel)
-    {
-        return;
-    }
-    let list = std::mem::take(&mut lock().deferred_frees);
-    for (f, extra) in list {
-        // SAFETY: `f` is a non-NULL MPI_Grequest_free_function given to
-        // MPI_Grequest_start.
-        let f: FreeFn = unsafe { std::mem::transmute::<usize, FreeFn>(f) };
-        // SAFETY: calling the user's callback with its extra_state.
-        unsafe { f(extra as *mut c_void) };
-    }
 }
 
 /// Call `free_fn` (no lock held); its return code.

@@ -203,7 +203,6 @@ fn inner(h: c_int) -> MpiResult<Arc<Inner>> {
 /// Run the body of a window call: catch panics, route errors to the window's handler.
 fn win_enter(name: &'static str, win: c_int, f: impl FnOnce() -> MpiResult) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(f));
-    let _ = catch_unwind(crate::grequest::run_deferred);
     let err = match r {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,

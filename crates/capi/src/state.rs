@@ -169,11 +169,9 @@ pub(crate) struct State {
     pub orphans: Vec<crate::request::Pending>,
     /// The next context id this process may propose for a new communicator.
     pub next_ctx: u32,
-    /// Datatype attributes: datatype handle -> keyval -> value.
     /// Generalized requests by request handle.
     pub greqs: std::collections::BTreeMap<c_int, crate::grequest::Greq>,
-    /// Free callbacks of generalized requests to run outside the lock.
-    pub deferred_frees: Vec<(usize, usize)>,
+    /// Datatype attributes: datatype handle -> keyval -> value.
     pub type_attrs: std::collections::BTreeMap<c_int, std::collections::BTreeMap<c_int, usize>>,
 }
 
@@ -207,7 +205,6 @@ impl State {
             next_ctx: crate::coll::FIRST_FREE_CTX,
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
-            deferred_frees: Vec::new(),
         }
     }
 
