@@ -821,7 +821,8 @@ pub(crate) mod shm {
         /// A lower bound of every other rank's done word (cached, see the module doc).
         min_done: AtomicU64,
         /// The region of large allreduces, made at the first one (remade larger on demand),
-        /// and whether making it failed (then large allreduces stay point-to-point).
+        /// and whether it is not to be used (making it failed, or some rank yields when
+        /// idle): large allreduces then stay point-to-point.
         big: Mutex<(Option<Big>, bool)>,
         yield_idle: bool,
     }
@@ -1208,6 +1209,17 @@ pub(crate) mod shm {
     }
 
     fn setup(a: &CollComm, comm: c_int) -> MpiResult<Option<Seg>> {
+        let yield_idle = crate::backend::engine()
+            .map(|e| e.yields_when_idle())
+            .unwrap_or(true);
+        // Does any rank yield when idle (more ranks than cores)? Then the large-vector
+        // region stays unused: its synchronisations cost a context switch each, and the
+        // point-to-point algorithms were measured twice as fast there (np=4 on 2 cores).
+        let mut flags = vec![0u8; a.size as usize];
+        flags[a.rank as usize] = u8::from(yield_idle);
+        a.allgather(&mut flags, 1)
+            .map_err(|e| crate::backend::err(e).on(comm))?;
+        let big_ok = !flags.contains(&1);
         let len = a.size as usize * SLOT;
         let Some(base) = share(a, comm, len)? else {
             return Ok(None);
@@ -1220,10 +1232,8 @@ pub(crate) mod shm {
             seq: AtomicU64::new(0),
             last_big: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
-            big: Mutex::new((None, false)),
-            yield_idle: crate::backend::engine()
-                .map(|e| e.yields_when_idle())
-                .unwrap_or(true),
+            big: Mutex::new((None, !big_ok)),
+            yield_idle,
         }))
     }
 

@@ -110,10 +110,11 @@ pub static PARAMS: [ParamDecl; 11] = [
             min: 0,
             max: 8 << 20,
         },
-        "262144",
+        "524288",
         "Allreduce vectors from this many bytes up to 8 MiB go through a per-communicator \
-         shared-memory region (each rank reduces its slice of every rank's copy); smaller \
-         ones above 4 KiB use the point-to-point algorithms",
+         shared-memory region (each rank reduces its slice of every rank's copy) unless a \
+         rank yields when idle (oversubscribed); smaller ones above 4 KiB use the \
+         point-to-point algorithms",
     )
     .level(6),
 ];
@@ -172,7 +173,7 @@ pub fn sm_large_min() -> usize {
             .ok()
             .and_then(|v| v.as_int())
             .and_then(|i| usize::try_from(i).ok())
-            .unwrap_or(256 << 10)
+            .unwrap_or(512 << 10)
     })
 }
 
