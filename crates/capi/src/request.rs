@@ -708,8 +708,13 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
                 }
                 // A generalized request, completed by another thread (or, for a
                 // nonblocking collective, by advancing its schedule here): keep polling.
+                let eng = backend::engine()?;
                 if !crate::icoll::progress_pending() {
-                    backend::engine()?.progress();
+                    eng.progress();
+                    std::thread::yield_now();
+                } else if eng.yields_when_idle() {
+                    // Oversubscribed (or mpi_yield_when_idle): the ranks this schedule
+                    // waits for need the CPU.
                     std::thread::yield_now();
                 }
             }
@@ -724,9 +729,17 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
 /// One progress step of a wait/test call that found nothing complete: the active
 /// nonblocking collectives (their requests are generalized requests completed when their
 /// schedules end) and the engine's transports.
+///
+/// When the engine yields while idle (oversubscribed node or `mpi_yield_when_idle`), so
+/// does this: the wait loops that call it would otherwise spin through their time slice
+/// while the ranks they wait for are descheduled.
 fn poll() -> MpiResult {
     crate::icoll::progress_pending();
-    backend::engine()?.progress();
+    let eng = backend::engine()?;
+    eng.progress();
+    if eng.yields_when_idle() {
+        std::thread::yield_now();
+    }
     Ok(())
 }
 
