@@ -517,6 +517,23 @@ fn predefined_size(h: c_int) -> Option<usize> {
     Some(dt.size)
 }
 
+/// The arguments every fast path needs: the engine, the byte length of `count` items of a
+/// predefined `datatype`, and the engine communicator of `comm`; `None` (take the general
+/// path) for a negative count, another datatype or a communicator the cache does not know.
+#[inline]
+fn fast_args(
+    count: c_int,
+    datatype: c_int,
+    comm: c_int,
+) -> Option<(&'static oxmpi_engine::Engine, usize, backend::EComm)> {
+    if count < 0 {
+        return None;
+    }
+    let len = count as usize * predefined_size(datatype)?;
+    let eng = oxmpi_engine::engine()?;
+    Some((eng, len, fast_comm(eng, comm)?))
+}
+
 /// Blocking send on the fast path; `None`: take the general path.
 #[inline]
 fn fast_send(
@@ -528,12 +545,10 @@ fn fast_send(
     comm: c_int,
     mode: SendMode,
 ) -> Option<MpiResult> {
-    if count < 0 || mode == SendMode::Buffered {
+    if mode == SendMode::Buffered {
         return None;
     }
-    let len = count as usize * predefined_size(datatype)?;
-    let eng = oxmpi_engine::engine()?;
-    let ec = fast_comm(eng, comm)?;
+    let (eng, len, ec) = fast_args(count, datatype, comm)?;
     // SAFETY: the MPI contract for a blocking send: `buf` holds `len` readable bytes for
     // the duration of the call. The engine checks communicator, rank, tag and buffer and
     // fails (without doing anything) on bad ones, which sends us to the general path.
@@ -568,12 +583,7 @@ fn fast_recv(
     comm: c_int,
     status: *mut MpiStatus,
 ) -> Option<MpiResult> {
-    if count < 0 {
-        return None;
-    }
-    let len = count as usize * predefined_size(datatype)?;
-    let eng = oxmpi_engine::engine()?;
-    let ec = fast_comm(eng, comm)?;
+    let (eng, len, ec) = fast_args(count, datatype, comm)?;
     // SAFETY: the MPI contract for a blocking receive: `buf` holds `len` writable bytes
     // for the duration of the call. Bad arguments fail before anything is posted.
     let s = match unsafe { eng.recv(buf.cast(), len, source, tag, ec) } {
@@ -616,12 +626,10 @@ fn fast_isend(
     comm: c_int,
     mode: SendMode,
 ) -> Option<c_int> {
-    if count < 0 || mode == SendMode::Buffered {
+    if mode == SendMode::Buffered {
         return None;
     }
-    let len = count as usize * predefined_size(datatype)?;
-    let eng = oxmpi_engine::engine()?;
-    let ec = fast_comm(eng, comm)?;
+    let (eng, len, ec) = fast_args(count, datatype, comm)?;
     // SAFETY: the MPI contract for a nonblocking send: `buf` holds `len` readable bytes
     // until the request completes. Bad arguments fail before anything is started, which
     // sends us to the general path.
@@ -646,12 +654,7 @@ fn fast_irecv(
     tag: c_int,
     comm: c_int,
 ) -> Option<c_int> {
-    if count < 0 {
-        return None;
-    }
-    let len = count as usize * predefined_size(datatype)?;
-    let eng = oxmpi_engine::engine()?;
-    let ec = fast_comm(eng, comm)?;
+    let (eng, len, ec) = fast_args(count, datatype, comm)?;
     // SAFETY: the MPI contract for a nonblocking receive: `buf` holds `len` writable bytes
     // that are not accessed until the request completes. Bad arguments fail before
     // anything is posted.
