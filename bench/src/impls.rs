@@ -112,17 +112,17 @@ impl Impl {
         }
     }
 
-    /// oxmpi with the single-copy (CMA) large-message path instead of the
-    /// default pipelined copy through shared memory.
-    pub fn oxmpi_cma(prefix: &Path) -> Impl {
+    /// oxmpi with the pipelined copy through shared memory only (no single copy), instead
+    /// of the default per-peer choice between it and the cooperative single copy.
+    pub fn oxmpi_pipe(prefix: &Path) -> Impl {
         let mut i = Impl::oxmpi(prefix);
-        i.name = "oxmpi-cma".into();
+        i.name = "oxmpi-pipe".into();
         i.env.push((
             "OXMPI_MCA_btl_sm_single_copy_mechanism".into(),
-            "cma".into(),
+            "none".into(),
         ));
         i.pt2pt_only = true;
-        i.settings = "`OXMPI_MCA_btl_sm_single_copy_mechanism=cma`".into();
+        i.settings = "`OXMPI_MCA_btl_sm_single_copy_mechanism=none` (pipelined copy only)".into();
         i
     }
 
@@ -179,12 +179,12 @@ mod tests {
 
     #[test]
     fn oxmpi_paths_come_from_the_prefix() {
-        let c = Impl::oxmpi_cma(Path::new("/p"));
+        let c = Impl::oxmpi_pipe(Path::new("/p"));
         assert_eq!((c.build.as_str(), c.pt2pt_only), ("oxmpi", true));
         assert!(c
             .env
             .iter()
-            .any(|(k, v)| k.ends_with("single_copy_mechanism") && v == "cma"));
+            .any(|(k, v)| k.ends_with("single_copy_mechanism") && v == "none"));
         let x = Impl::oxmpi(Path::new("/p"));
         assert_eq!(x.mpicc, Path::new("/p/bin/mpicc"));
         let c = x.command(2, 2, Path::new("/b/hello"), &["a".into()]);

@@ -149,7 +149,7 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     let ox_ok = prefix.join("bin/mpirun").is_file() && prefix.join("bin/mpicc").is_file();
     if ox_ok {
         v.push(Impl::oxmpi(prefix));
-        v.push(Impl::oxmpi_cma(prefix));
+        v.push(Impl::oxmpi_pipe(prefix));
     } else {
         res.skipped.push((
             "oxmpi".into(),

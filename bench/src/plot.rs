@@ -75,7 +75,7 @@ fn ensure_font() -> Result<(), PlotError> {
 pub fn color(imp: &str) -> RGBColor {
     match imp {
         "oxmpi" => RGBColor(0, 140, 60),
-        "oxmpi-cma" => RGBColor(110, 200, 60),
+        "oxmpi-pipe" => RGBColor(110, 200, 60),
         "ompi" => RGBColor(210, 40, 40),
         "ompi-nocma" => RGBColor(240, 140, 20),
         "mpich" => RGBColor(40, 80, 210),

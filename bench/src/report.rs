@@ -151,8 +151,8 @@ pub fn ratio_pairs(ran: &[String]) -> Vec<(String, String)> {
     if has("ompi-nocma") && has("ompi") {
         p.push(("ompi-nocma".into(), "ompi".into()));
     }
-    if has("oxmpi-cma") && has("oxmpi") {
-        p.push(("oxmpi-cma".into(), "oxmpi".into()));
+    if has("oxmpi-pipe") && has("oxmpi") {
+        p.push(("oxmpi-pipe".into(), "oxmpi".into()));
     }
     p
 }
@@ -382,7 +382,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
          [min–max over repetitions]. Ratios are *speed* ratios (> 1 means the first is better: faster, \
          or less memory; time and memory metrics are inverted), computed pairwise within the same repetition and then \
          summarised. `ompi-best` is, per repetition and metric, the better of Open MPI's default \
-         and its single-copy-off setting. The single-copy variants (`ompi-nocma`, `oxmpi-cma`) run \
+         and its single-copy-off setting. The single-copy variants (`ompi-nocma`, `oxmpi-pipe`) run \
          only point-to-point sizes above 4 KiB, the only ones whose path they change. \"% of limit\" compares with the physical limit measured \
          in the same repetition: latency limit = cache-line one-way + size / memcpy bandwidth; \
          bandwidth limit = memcpy bandwidth (x2 bidirectional); collective limit at np=2 = one \

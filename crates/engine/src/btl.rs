@@ -19,6 +19,8 @@ pub(crate) const F_CMA: u8 = 2;
 /// A DATA record whose payload lies in the link's bulk buffer (see [`SmLink`]); set and
 /// cleared by the sm link itself, never seen by the engine.
 pub(crate) const F_BULK: u8 = 4;
+/// A CTS that opens a cooperative single copy (see `crate::coop`).
+pub(crate) const F_COOP: u8 = 8;
 
 /// Header in front of every record (40 bytes; with the sm ring's 8-byte frame word, up to 16
 /// payload bytes fit in the first cache line).
@@ -28,6 +30,7 @@ pub(crate) const F_BULK: u8 = 4;
 /// | EAGER | envelope | - | sender request (sync) | - |
 /// | RTS | envelope | total bytes | sender request | sender buffer address (CMA) |
 /// | CTS | - | bytes wanted | sender request | receiver request |
+/// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |
 /// | FIN | - | - | sender request | - |
 ///

@@ -7,10 +7,12 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
 use crate::btl::{
-    BulkMem, BulkRx, BulkTx, Hdr, Link, LinkError, SmLink, BULK_CTL, F_CMA, F_SYNC, HDR, K_CTS,
-    K_DATA, K_EAGER, K_FIN, K_RTS,
+    BulkMem, BulkRx, BulkTx, Hdr, Link, LinkError, SmLink, BULK_CTL, F_CMA, F_COOP, F_SYNC, HDR,
+    K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS,
 };
+use crate::coop::{self, Chooser, CoopMem, Mech, COOP_CTL};
 use crate::matching::{Envelope, HashMap, Matcher};
+use crate::params::SingleCopy;
 use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
 use crate::sys::{self, Mapping};
 use crate::tcp;
@@ -147,6 +149,9 @@ enum ReqState {
         want: usize,
         got: usize,
         peer: i32,
+        /// When the clear-to-send went out (nanoseconds since start), if the transfer's
+        /// throughput feeds the peer's [`Chooser`]; 0 otherwise.
+        since: u64,
     },
 }
 
@@ -202,6 +207,16 @@ struct Peer {
     /// The link buffers in user space (tcp), so `unflushed` applies; spares the sm fast
     /// path a call.
     buffered: bool,
+    /// Cooperative-copy control area for its transfers to us (in our segment).
+    coop_rx: Option<CoopMem>,
+    /// Cooperative-copy control area for our transfers to it (in its segment).
+    coop_tx: Option<CoopMem>,
+    /// Sequence number of the last cooperative transfer from it.
+    coop_seq: u32,
+    /// Pipelined or cooperative copy for its large messages to us.
+    chooser: Chooser,
+    /// When the last measured large transfer from it ended (nanoseconds since start).
+    last_end: u64,
 }
 
 struct State {
@@ -221,7 +236,16 @@ struct State {
     any_buffered: bool,
     eager_limit: usize,
     frag: usize,
+    /// Single-copy (CMA) reads from peers are allowed and have not failed.
     cma: bool,
+    /// Single-copy (CMA) writes into peers have not failed.
+    cma_push: bool,
+    /// The configured large-message mechanism.
+    single_copy: SingleCopy,
+    /// Smallest message for the cooperative copy.
+    coop_min: usize,
+    /// Time base of the transfer measurements.
+    clock: std::time::Instant,
     finalized: bool,
     _segment: Option<Mapping>,
 }
@@ -288,7 +312,10 @@ impl Engine {
         // Each link caps DATA records further (Link::max_data: half its bulk buffer, or
         // what fits its ring).
         st.frag = params::size(&params::SM_FRAGMENT_SIZE, DEFAULT_FRAG).clamp(64, 1 << 30);
-        st.cma = params::single_copy_cma();
+        st.single_copy = params::single_copy();
+        st.cma = st.single_copy != SingleCopy::None;
+        st.cma_push = st.cma;
+        st.coop_min = params::size(&params::SM_COOP_MIN, 128 << 10).max(1);
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -325,7 +352,12 @@ impl Engine {
             st.frag,
             ring_cap,
             bulk_cap,
-            if st.cma { "cma" } else { "none" }
+            match (st.cma, st.single_copy) {
+                (false, _) | (_, SingleCopy::None) => "none",
+                (_, SingleCopy::Cma) => "cma",
+                (_, SingleCopy::Coop) => "coop",
+                (_, SingleCopy::Auto) => "auto",
+            }
         );
         let cpus = sys::online_cpus();
         // An explicit mpi_yield_when_idle wins (as in Open MPI); otherwise yield when the
@@ -1105,6 +1137,10 @@ impl State {
             eager_limit: 4096,
             frag: DEFAULT_FRAG,
             cma: false,
+            cma_push: false,
+            single_copy: SingleCopy::None,
+            coop_min: usize::MAX,
+            clock: std::time::Instant::now(),
             finalized: false,
             _segment: None,
         }
@@ -1124,9 +1160,11 @@ impl State {
     ) -> Result<usize, Error> {
         let n = self.peers.len();
         let me = self.me;
-        // One slot per sending peer: its ring, then (if any) its bulk buffer.
-        let slot =
+        // One slot per sending peer: its ring, then (if any) its bulk buffer, then the
+        // cooperative-copy control area.
+        let coop_at =
             |cap: usize, bulk: usize| CTL_BYTES + cap + if bulk > 0 { BULK_CTL + bulk } else { 0 };
+        let slot = |cap: usize, bulk: usize| coop_at(cap, bulk) + COOP_CTL;
         let stride = slot(cap, bulk);
         let seg_len = n * stride;
         let mut own = None;
@@ -1212,6 +1250,11 @@ impl State {
             let bulk_rx = (bulk > 0).then(|| {
                 BulkRx::new(unsafe { BulkMem::from_raw(rx_base.add(CTL_BYTES + cap), bulk) })
             });
+            // SAFETY: the control areas end the same slots (in bounds, 64-byte aligned,
+            // zeroed; one sender and one receiver each).
+            peer.coop_tx = Some(unsafe { CoopMem::from_raw(tx_base.add(coop_at(pcap, pbulk))) });
+            // SAFETY: as above, in our own segment.
+            peer.coop_rx = Some(unsafe { CoopMem::from_raw(rx_base.add(coop_at(cap, bulk))) });
             peer.link = Some(Box::new(SmLink {
                 tx: Producer::new(tx),
                 rx: Consumer::new(rx),
@@ -1661,7 +1704,7 @@ impl State {
             if link_sm { "sm" } else { "tcp" },
             match &item {
                 Out::Eager { .. } => "eager",
-                _ if self.cma && link_sm => "rendezvous, single copy (cma)",
+                _ if self.cma && link_sm => "rendezvous, single copy offered",
                 _ => "rendezvous, pipelined copy",
             }
         );
@@ -1754,22 +1797,42 @@ impl State {
                     self.fail(rid, ErrorClass::ProcFailed);
                     return;
                 }
+                let mut since = 0;
                 if cma && self.cma && n > 0 {
-                    match self.cma_read(peer, buf, addr, n) {
-                        Ok(()) => {
-                            self.finish(rid);
-                            self.ctrl(peer, K_FIN, 0, sreq, 0);
-                            return;
+                    let p = peer as usize;
+                    let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
+                    let mech = match self.single_copy {
+                        SingleCopy::Cma => Some(Mech::Pipe),
+                        SingleCopy::Coop if coop_ok => Some(Mech::Coop),
+                        SingleCopy::Auto if coop_ok => {
+                            let now = self.now_ns();
+                            match self.peers[p].chooser.choose(now) {
+                                Mech::Coop => Some(Mech::Coop),
+                                Mech::Pipe => {
+                                    since = now;
+                                    None
+                                }
+                            }
                         }
-                        Err(e) => {
-                            self.cma = false;
-                            oxmpi_base::verbose!(
-                                params::BTL,
-                                10,
-                                "sm: single copy (CMA) from rank {peer} failed ({e}); \
-                                 using copy-in/copy-out from now on"
-                            );
+                        _ => None,
+                    };
+                    match mech {
+                        // Single copy by the receiver alone.
+                        Some(Mech::Pipe) => match self.cma_read(peer, buf, addr, n) {
+                            Ok(()) => {
+                                self.finish(rid);
+                                self.ctrl(peer, K_FIN, 0, sreq, 0);
+                                return;
+                            }
+                            Err(e) => self.cma_failed(peer, &e),
+                        },
+                        Some(Mech::Coop) => {
+                            if self.coop_recv(peer, sreq, addr, buf, n, rid) {
+                                return;
+                            }
+                            since = 0;
                         }
+                        None => {}
                     }
                 }
                 if n == 0 {
@@ -1780,10 +1843,180 @@ impl State {
                         want: n,
                         got: 0,
                         peer,
+                        since,
                     };
                 }
                 self.ctrl(peer, K_CTS, n as u64, sreq, rid);
             }
+        }
+    }
+
+    /// Nanoseconds since the engine started (at least 1).
+    fn now_ns(&self) -> u64 {
+        (self.clock.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// A CMA read from `peer` failed: no more single copies (we stop offering them too).
+    fn cma_failed(&mut self, peer: i32, e: &std::io::Error) {
+        self.cma = false;
+        oxmpi_base::verbose!(
+            params::BTL,
+            10,
+            "sm: single copy (CMA) from rank {peer} failed ({e}); using copy-in/copy-out \
+             from now on"
+        );
+    }
+
+    /// Receives a matched rendezvous message of `n` bytes by the cooperative single copy
+    /// (see [`coop`]): opens a transfer in `peer`'s control area, sends it a cooperative
+    /// clear-to-send, copies chunks from the front of the sender's buffer at `addr` while the
+    /// sender copies from the back, then waits for the sender's chunks. Returns `true` when
+    /// request `rid` is settled (complete, FIN sent; or failed because the peer died), `false`
+    /// if our CMA read failed: the caller then asks for the pipelined copy of the whole
+    /// message (the sender has stopped claiming chunks by then, and what it still writes is
+    /// the same data).
+    fn coop_recv(
+        &mut self,
+        peer: i32,
+        sreq: u64,
+        addr: u64,
+        buf: *mut u8,
+        n: usize,
+        rid: u64,
+    ) -> bool {
+        let p = peer as usize;
+        let Some(cm) = self.peers[p].coop_rx else {
+            return false;
+        };
+        let t0 = self.now_ns();
+        let seq = coop::next_seq(self.peers[p].coop_seq);
+        self.peers[p].coop_seq = seq;
+        let csize = coop::chunk_size(n);
+        let chunks = n.div_ceil(csize);
+        cm.open(seq, chunks);
+        self.ctrl_hdr(
+            peer,
+            Hdr {
+                kind: K_CTS,
+                flags: F_COOP,
+                ctx: seq,
+                tag: csize as i32,
+                a: n as u64,
+                b: sreq,
+                c: buf as u64,
+                ..Hdr::default()
+            },
+        );
+        let mut mine = 0;
+        while let Some(k) = cm.claim_front(seq) {
+            mine += 1;
+            let off = k * csize;
+            let len = csize.min(n - off);
+            if let Err(e) = self.cma_read(peer, buf.wrapping_add(off), addr + off as u64, len) {
+                cm.close(seq);
+                self.cma_failed(peer, &e);
+                return false;
+            }
+        }
+        // The sender finishes every chunk it claimed before it does anything else.
+        let theirs = chunks - mine;
+        let mut spins = 0u32;
+        let failed = loop {
+            if let Some((done, failed)) = cm.sender_report(seq) {
+                if done + usize::from(failed.is_some()) >= theirs {
+                    break failed;
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 128 == 0 {
+                std::thread::yield_now();
+            }
+            if spins % 4096 == 0 && self.peer_exited(p) {
+                self.fail(rid, ErrorClass::ProcFailed);
+                self.declare_dead(p);
+                return true;
+            }
+            std::hint::spin_loop();
+        };
+        if let Some(k) = failed {
+            let off = k * csize;
+            let len = csize.min(n - off);
+            if let Err(e) = self.cma_read(peer, buf.wrapping_add(off), addr + off as u64, len) {
+                self.cma_failed(peer, &e);
+                return false;
+            }
+        }
+        self.finish(rid);
+        self.ctrl(peer, K_FIN, 0, sreq, 0);
+        oxmpi_base::verbose!(
+            params::BTL,
+            60,
+            "sm: received {n} B from rank {peer}: cooperative single copy, {theirs} of \
+             {chunks} chunks copied by the sender"
+        );
+        let now = self.now_ns();
+        let peer = &mut self.peers[p];
+        peer.chooser.record(Mech::Coop, n, now - t0, now);
+        peer.last_end = now;
+        true
+    }
+
+    /// The sender's part of a cooperative single copy (a CTS with [`F_COOP`] from `peer`):
+    /// claims chunks from the back of the transfer and writes them into the receiver's
+    /// buffer, until none is left. The send completes on the receiver's FIN.
+    fn coop_send(&mut self, peer: i32, hdr: Hdr) {
+        let (seq, csize, sreq, raddr) = (hdr.ctx, hdr.tag as usize, hdr.b, hdr.c);
+        let p = peer as usize;
+        let Some(cm) = self.peers[p].coop_tx else {
+            return;
+        };
+        let Some(Req {
+            state: ReqState::Send { ptr, len, .. },
+            ..
+        }) = self.reqs.get(sreq)
+        else {
+            return;
+        };
+        let (ptr, n) = (*ptr, (hdr.a as usize).min(*len));
+        if !self.cma_push || csize == 0 {
+            // The receiver copies everything.
+            return;
+        }
+        let pid = self.peers[p].pid;
+        while let Some(k) = cm.claim_back(seq) {
+            let off = k.saturating_mul(csize);
+            if off >= n {
+                // Not a chunk of this message (corrupt request): nothing to copy.
+                cm.report_done();
+                continue;
+            }
+            let len = csize.min(n - off);
+            // SAFETY: `[off, off + len)` lies inside the send buffer, valid until the send
+            // completes (on the receiver's FIN, which comes after this chunk is reported).
+            let r = unsafe { cma_write(pid, ptr.add(off), raddr + off as u64, len) };
+            match r {
+                Ok(()) => cm.report_done(),
+                Err(e) => {
+                    cm.report_failed(k);
+                    self.cma_push = false;
+                    oxmpi_base::verbose!(
+                        params::BTL,
+                        10,
+                        "sm: single-copy write (CMA) to rank {peer} failed ({e}); the \
+                         receivers copy alone from now on"
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `true` if local peer `p`'s process has ended.
+    fn peer_exited(&self, p: usize) -> bool {
+        let peer = &self.peers[p];
+        match &peer.pidfd {
+            Some(fd) => sys::pidfd_exited(fd),
+            None => !sys::pid_alive(peer.pid),
         }
     }
 
@@ -1810,6 +2043,10 @@ impl State {
             c,
             ..Hdr::default()
         };
+        self.ctrl_hdr(peer, hdr);
+    }
+
+    fn ctrl_hdr(&mut self, peer: i32, hdr: Hdr) {
         let p = peer as usize;
         if self.peers[p].dead {
             return;
@@ -2010,6 +2247,7 @@ impl State {
                 };
                 self.matcher.push_unexpected(env, msg);
             }
+            K_CTS if hdr.flags & F_COOP != 0 => self.coop_send(peer, hdr),
             K_CTS => {
                 let (sreq, want, rreq) = (hdr.b, hdr.a as usize, hdr.c);
                 let Some(q) = self.reqs.get(sreq) else {
@@ -2036,7 +2274,14 @@ impl State {
                 let Some(q) = self.reqs.get_mut(rreq) else {
                     return;
                 };
-                let ReqState::Data { buf, want, got, .. } = &mut q.state else {
+                let ReqState::Data {
+                    buf,
+                    want,
+                    got,
+                    since,
+                    ..
+                } = &mut q.state
+                else {
                     return;
                 };
                 let n = plen.min(want.saturating_sub(off));
@@ -2045,7 +2290,17 @@ impl State {
                 unsafe { copy(payload, buf.wrapping_add(off), n) };
                 *got += n;
                 if *got >= *want {
+                    let (since, want) = (*since, *want);
                     self.finish(rreq);
+                    if since != 0 {
+                        // Throughput of the pipelined copy, from the later of its
+                        // clear-to-send and the previous large transfer's end.
+                        let now = self.now_ns();
+                        let peer = &mut self.peers[peer as usize];
+                        let start = since.max(peer.last_end);
+                        peer.chooser.record(Mech::Pipe, want, now - start, now);
+                        peer.last_end = now;
+                    }
                 }
             }
             K_FIN => self.finish(hdr.b),
@@ -2090,11 +2345,7 @@ impl State {
             if peer.dead || p as i32 == self.me || !peer.local {
                 continue;
             }
-            let gone = match &peer.pidfd {
-                Some(fd) => sys::pidfd_exited(fd),
-                None => !sys::pid_alive(peer.pid),
-            };
-            if gone {
+            if self.peer_exited(p) {
                 // Take what it sent before dying.
                 if self.peers[p].link.is_some() {
                     self.drain(p);
@@ -2352,4 +2603,22 @@ impl Slab {
     fn values(&self) -> impl Iterator<Item = &Req> {
         self.slots.iter().filter_map(|s| s.1.as_ref())
     }
+}
+
+/// Writes `n` bytes from `src` to address `addr` of process `pid` (CMA), looping over short
+/// writes.
+///
+/// # Safety
+/// `src` must be valid for reads of `n` bytes.
+unsafe fn cma_write(pid: i32, src: *const u8, addr: u64, n: usize) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < n {
+        // SAFETY: src has n readable bytes; offsets stay below n.
+        let k = unsafe { sys::process_vm_write(pid, src.add(done), addr + done as u64, n - done)? };
+        if k == 0 {
+            return Err(std::io::Error::other("process_vm_writev wrote nothing"));
+        }
+        done += k;
+    }
+    Ok(())
 }

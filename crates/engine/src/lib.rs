@@ -67,9 +67,11 @@
 //!   up to 16 bytes in one cache line). Larger ones use a rendezvous: the receiver answers a
 //!   request-to-send after the match and the sender pipelines the data in fragments through
 //!   a per-peer bulk buffer next to the ring (both sides copying; the ring carries one
-//!   header line per fragment), or, with `btl_sm_single_copy_mechanism=cma`, the
-//!   receiver reads the sender's buffer with `process_vm_readv` (falling back to the copy
-//!   path, with a verbose note, when the kernel denies it).
+//!   header line per fragment), or by a cooperative single copy (`coop` module: the receiver
+//!   reads chunks of the sender's buffer from the front with `process_vm_readv` while the
+//!   sender writes chunks from the back with `process_vm_writev`), chosen per peer by
+//!   measured throughput (`btl_sm_single_copy_mechanism=auto`); with `cma` the receiver
+//!   reads the whole message alone. CMA denied: back to the copy path, with a verbose note.
 //! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
 //!   `btl=self,tcp` / `btl=^sm`). Each rank listens on a TCP port and publishes
 //!   `address,port,nonce` in the same fence as `sm` (address: the one of
@@ -110,9 +112,17 @@
 //!    everything else), while the receiver copies them out and frees the space: both cores
 //!    copy, pipelined. The bulk buffer is a plain byte FIFO (no frame words, nothing to
 //!    clear per cache line), so large copies do not pay the ring's per-line protocol. With
-//!    `btl_sm_bulk_size=0` the fragments travel inside the ring as before. With
-//!    `btl_sm_single_copy_mechanism=cma` the receiver instead reads the sender's buffer with
-//!    `process_vm_readv` and sends FIN; if the kernel refuses, it falls back to CTS.
+//!    `btl_sm_bulk_size=0` the fragments travel inside the ring as before. For messages of
+//!    at least `btl_sm_coop_min_size`, the receiver may instead send a cooperative CTS
+//!    (flag `F_COOP`, its buffer address): both sides then claim 64 KiB chunks through a
+//!    control word in the receiver's segment and copy them with CMA (receiver from the
+//!    front, sender from the back), and the receiver sends FIN when the sender has
+//!    reported its chunks. Which protocol a peer's messages take is chosen per peer from
+//!    the throughput each last measured (`auto`, the default); `coop` and `none` force
+//!    one. With `btl_sm_single_copy_mechanism=cma` the receiver reads the whole sender's
+//!    buffer with `process_vm_readv` and sends FIN. If the kernel refuses a CMA read, the
+//!    receiver falls back to CTS (a refused write: the sender leaves its chunk to the
+//!    receiver).
 //! 6. The send request completes when its last fragment is in the ring (or on FIN); the
 //!    receive request completes when all wanted bytes arrived, with [`ErrorClass::Truncate`]
 //!    if the message was longer than the buffer. Because RTS and eager records share one
@@ -145,7 +155,8 @@
 //! | `btl_sm_fragment_size` | 128k | rendezvous fragment size (bytes) |
 //! | `btl_sm_ring_size` | 256k | bytes of each per-peer ring |
 //! | `btl_sm_bulk_size` | 1m | bytes of each per-peer bulk buffer for fragments (0: none) |
-//! | `btl_sm_single_copy_mechanism` | `none` | `cma` or `none` |
+//! | `btl_sm_single_copy_mechanism` | `auto` | `auto`, `coop`, `cma` or `none` |
+//! | `btl_sm_coop_min_size` | 128k | smallest message for the cooperative copy |
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |
 //!
@@ -161,6 +172,8 @@
 pub mod bootstrap;
 #[cfg(not(loom))]
 mod btl;
+#[cfg(not(loom))]
+mod coop;
 #[cfg(not(loom))]
 mod engine;
 pub mod matching;

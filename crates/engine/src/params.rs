@@ -59,15 +59,29 @@ pub static SM_SINGLE_COPY: ParamDecl = ParamDecl::new(
     "sm",
     "single_copy_mechanism",
     ParamType::Enum {
-        values: &[(0, "none"), (1, "cma")],
+        values: &[(0, "none"), (1, "cma"), (2, "coop"), (3, "auto")],
         range: None,
     },
-    "none",
-    "Single-copy mechanism for large messages: none (pipelined copy through shared memory, \
-     the faster one on hosts where process_vm_readv is slower than memcpy) or cma \
-     (process_vm_readv; falls back to none if the kernel denies it)",
+    "auto",
+    "How large messages move between ranks on a node: none (pipelined copy through shared \
+     memory, both sides copying), cma (the receiver reads the sender's buffer with \
+     process_vm_readv), coop (cooperative single copy: the receiver reads from the front \
+     while the sender writes from the back, both with CMA), auto (per peer, whichever of \
+     none and coop measured faster lately; the placement of the two CPUs decides). CMA \
+     modes fall back to none if the kernel denies it",
 )
 .level(4);
+/// `btl_sm_coop_min_size`.
+pub static SM_COOP_MIN: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "coop_min_size",
+    ParamType::Size,
+    "128k",
+    "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
+     or auto); smaller rendezvous messages use the pipelined copy",
+)
+.level(5);
 /// `btl_tcp_if_include`.
 pub static TCP_IF_INCLUDE: ParamDecl = ParamDecl::new(
     "btl",
@@ -148,6 +162,7 @@ pub static PROVIDER: Provider = Provider {
         SM_RING_SIZE,
         SM_BULK_SIZE,
         SM_SINGLE_COPY,
+        SM_COOP_MIN,
         TCP_IF_INCLUDE,
         TCP_PORT_MIN,
         TCP_PORT_RANGE,
@@ -204,9 +219,27 @@ pub fn list(decl: &ParamDecl) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `true` if `btl_sm_single_copy_mechanism` selects CMA.
-pub fn single_copy_cma() -> bool {
-    value(&SM_SINGLE_COPY).and_then(|v| v.as_int()) == Some(1)
+/// The large-message mechanism `btl_sm_single_copy_mechanism` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SingleCopy {
+    /// Pipelined copy only.
+    None,
+    /// The receiver reads the whole message with CMA.
+    Cma,
+    /// Cooperative single copy for messages of at least `btl_sm_coop_min_size`.
+    Coop,
+    /// Per peer, pipelined or cooperative by measured throughput.
+    Auto,
+}
+
+/// `btl_sm_single_copy_mechanism`.
+pub fn single_copy() -> SingleCopy {
+    match value(&SM_SINGLE_COPY).and_then(|v| v.as_int()) {
+        Some(0) => SingleCopy::None,
+        Some(1) => SingleCopy::Cma,
+        Some(2) => SingleCopy::Coop,
+        _ => SingleCopy::Auto,
+    }
 }
 
 #[cfg(test)]
@@ -225,9 +258,12 @@ mod tests {
         r.set("btl_sm_bulk_size", "0").unwrap();
         assert_eq!(r.get_size("btl_sm_bulk_size"), Some(0));
         assert_eq!(r.get_bool("mpi_yield_when_idle"), Some(false));
-        assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(0));
+        assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(3));
+        assert_eq!(r.get_size("btl_sm_coop_min_size"), Some(128 << 10));
         r.set("btl_sm_single_copy_mechanism", "cma").unwrap();
         assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(1));
+        r.set("btl_sm_single_copy_mechanism", "coop").unwrap();
+        assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(2));
         assert!(r.set("btl_sm_single_copy_mechanism", "xpmem").is_err());
         assert!(r.get("btl_base_verbose").is_some());
         assert_eq!(r.get_int("btl_tcp_port_min_v4"), Some(0));

@@ -132,6 +132,35 @@ pub unsafe fn process_vm_read(
     }
 }
 
+/// Writes `len` bytes from `local` to address `remote` of process `pid` (CMA). Returns the
+/// number of bytes written (may be short).
+///
+/// # Safety
+/// `local` must be valid for reads of `len` bytes; the caller must own the right to
+/// change `remote` in `pid` (the peer handed out that address for this purpose).
+pub unsafe fn process_vm_write(
+    pid: i32,
+    local: *const u8,
+    remote: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let l = libc::iovec {
+        iov_base: local.cast_mut().cast::<c_void>(),
+        iov_len: len,
+    };
+    let r = libc::iovec {
+        iov_base: remote as usize as *mut c_void,
+        iov_len: len,
+    };
+    // SAFETY: the caller guarantees `local`; the remote side is checked by the kernel.
+    let n = unsafe { libc::process_vm_writev(pid, &l, 1, &r, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Allows any process of ours to ptrace-read us (CMA under Yama `ptrace_scope=1`).
 pub fn allow_ptracer_any() {
     // SAFETY: prctl(PR_SET_PTRACER) only changes a per-process attribute; failure (no Yama)

@@ -181,11 +181,17 @@ fn pingpong_cma_denied_falls_back() {
 /// Installs a seccomp filter making `process_vm_readv` fail with EPERM.
 #[cfg(target_arch = "x86_64")]
 fn deny_process_vm_readv() {
+    deny_syscall(libc::SYS_process_vm_readv);
+}
+
+/// Installs a seccomp filter making system call `nr` fail with EPERM.
+#[cfg(target_arch = "x86_64")]
+fn deny_syscall(nr: libc::c_long) {
     // Classic BPF over struct seccomp_data (nr at offset 0).
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const RET_K: u16 = 0x06; // BPF_RET | BPF_K
-    static FILTER: [libc::sock_filter; 4] = [
+    let filter: [libc::sock_filter; 4] = [
         libc::sock_filter {
             code: LD_W_ABS,
             jt: 0,
@@ -196,7 +202,7 @@ fn deny_process_vm_readv() {
             code: JEQ_K,
             jt: 0,
             jf: 1,
-            k: libc::SYS_process_vm_readv as u32,
+            k: nr as u32,
         },
         libc::sock_filter {
             code: RET_K,
@@ -212,10 +218,11 @@ fn deny_process_vm_readv() {
         },
     ];
     let prog = libc::sock_fprog {
-        len: FILTER.len() as u16,
-        filter: FILTER.as_ptr() as *mut libc::sock_filter,
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: prog points to a valid static filter; these prctls only restrict this process.
+    // SAFETY: prog points to a valid filter that the kernel copies during the call; these
+    // prctls only restrict this process.
     unsafe {
         assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
         assert_eq!(
@@ -226,6 +233,67 @@ fn deny_process_vm_readv() {
             ),
             0
         );
+    }
+}
+
+/// Every rendezvous message by the cooperative single copy (receiver reads chunks from the
+/// front, sender writes chunks from the back): sizes around the 64 KiB chunk, truncation
+/// (the receiver asks for what fits), both directions at once, wildcards on 4 ranks.
+#[test]
+fn coop_single_copy() {
+    let env = [
+        ("OXMPI_MCA_btl_sm_single_copy_mechanism", "coop"),
+        ("OXMPI_MCA_btl_sm_coop_min_size", "1"),
+        ("OXMPI_MCA_btl_base_verbose", "60"),
+    ];
+    let err = run(2, "pingpong", &env);
+    assert!(
+        err.iter().any(|e| e.contains("cooperative single copy")),
+        "no rank reported a cooperative copy:\n{}",
+        err.join("\n")
+    );
+    run(2, "truncate", &env);
+    run(2, "big_bidir", &env);
+    run(4, "wildcards", &env[..2]);
+}
+
+/// The cooperative copy where the kernel denies one side's CMA call: a receiver that cannot
+/// read falls back to the pipelined copy for the message (and from then on); a sender that
+/// cannot write hands its chunk back and stops claiming. The data arrives intact either way.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn coop_single_copy_denied() {
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    if !seccomp {
+        eprintln!("SKIPPED: the kernel has no seccomp filters to deny CMA calls");
+        return;
+    }
+    for nr in [libc::SYS_process_vm_readv, libc::SYS_process_vm_writev] {
+        let stderr = run_with(
+            2,
+            "big_bidir",
+            &[
+                ("OXMPI_MCA_btl_sm_single_copy_mechanism", "coop"),
+                ("OXMPI_MCA_btl_base_verbose", "10"),
+            ],
+            |_, cmd| {
+                // SAFETY: only prctl calls (async-signal-safe) in the child.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        deny_syscall(nr);
+                        Ok(())
+                    });
+                }
+            },
+        );
+        if nr == libc::SYS_process_vm_readv {
+            assert!(
+                stderr.iter().any(|e| e.contains("using copy-in/copy-out")),
+                "no rank reported the CMA fallback:\n{}",
+                stderr.join("\n")
+            );
+        }
     }
 }
 
@@ -753,6 +821,7 @@ fn truncate(e: &Engine) {
         (100_000, 1000),
         (100_000, 0),
         (5000, 4999),
+        (300_000, 200_001),
     ];
     if e.rank() == 0 {
         for (k, &(len, _)) in cases.iter().enumerate() {

@@ -1,0 +1,378 @@
+//! Cooperative single copy: both processes of a rendezvous copy the message, in parallel,
+//! straight from the sender's buffer into the receiver's, with the kernel's cross-process
+//! copy (CMA): the receiver pulls chunks from the front with `process_vm_readv`, the
+//! sender pushes chunks from the back with `process_vm_writev`, until they meet.
+//!
+//! On this project's test host one CMA copy is bounded by the kernel's copy routine
+//! (about 9 GB/s, a third of memcpy) whatever the placement of the two processes, while the
+//! pipelined copy through shared buffers runs at memcpy speed when the two CPUs share a
+//! cache and collapses (about 5 GB/s) when they do not. Splitting one CMA copy between both
+//! CPUs doubles it (about 16 GB/s) in both placements; [`Chooser`] picks between the two
+//! by measured throughput.
+//!
+//! The chunks are handed out through one control word per sender→receiver pair, in the
+//! receiver's shared segment ([`CoopMem`]): `seq | lo | hi`, where `[lo, hi)` are the
+//! chunks nobody has claimed yet. The receiver opens a transfer (new `seq`, `lo = 0`,
+//! `hi = chunks`) before it tells the sender; each side claims with a compare-and-swap
+//! (receiver `lo += 1`, sender `hi -= 1`), so every chunk is copied exactly once, and a
+//! sender that arrives late, or with the clear-to-send of an older transfer, claims
+//! nothing. The sender counts the chunks it finished (or the one it could not copy) in a
+//! second word; the receiver's request completes when its own chunks are in and the sender
+//! has reported every chunk it claimed. A claim is always finished before its claimer does
+//! anything else, so the receiver's wait is bounded by one chunk copy of the sender.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes of the control area (claim word and done word, a cache line each) at the end of
+/// every sender's slot in a receiver's segment.
+pub(crate) const COOP_CTL: usize = 128;
+
+const IDX_BITS: u32 = 20;
+const IDX_MASK: u64 = (1 << IDX_BITS) - 1;
+const SEQ_MASK: u32 = (1 << 24) - 1;
+
+/// Most chunks one transfer may have.
+pub(crate) const MAX_CHUNKS: usize = IDX_MASK as usize;
+
+/// Smallest chunk (one CMA call each).
+pub(crate) const MIN_CHUNK: usize = 64 << 10;
+
+fn pack(seq: u32, x: u64, y: u64) -> u64 {
+    ((seq & SEQ_MASK) as u64) << (2 * IDX_BITS) | (x & IDX_MASK) << IDX_BITS | (y & IDX_MASK)
+}
+
+fn unpack(w: u64) -> (u32, u64, u64) {
+    (
+        (w >> (2 * IDX_BITS)) as u32,
+        (w >> IDX_BITS) & IDX_MASK,
+        w & IDX_MASK,
+    )
+}
+
+/// The next transfer sequence number after `seq` (24 bits, never 0, so a zeroed word
+/// belongs to no transfer).
+pub(crate) fn next_seq(seq: u32) -> u32 {
+    let s = (seq + 1) & SEQ_MASK;
+    if s == 0 {
+        1
+    } else {
+        s
+    }
+}
+
+/// Chunk size for an `n`-byte transfer: [`MIN_CHUNK`], larger for messages that would
+/// need more than [`MAX_CHUNKS`] chunks; a multiple of 4096.
+pub(crate) fn chunk_size(n: usize) -> usize {
+    let c = n.div_ceil(MAX_CHUNKS).max(MIN_CHUNK);
+    c.div_ceil(4096) * 4096
+}
+
+/// The control area of one sender→receiver pair, in shared memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoopMem {
+    claim: *const AtomicU64,
+    done: *const AtomicU64,
+}
+
+// SAFETY: the pointers refer to shared memory that is only accessed atomically; the
+// mapping outlives the engine state that holds a CoopMem.
+unsafe impl Send for CoopMem {}
+// SAFETY: every access through a CoopMem is atomic.
+unsafe impl Sync for CoopMem {}
+
+impl CoopMem {
+    /// Describes the control area at `base`.
+    ///
+    /// # Safety
+    /// `base` must be 64-byte aligned and valid for reads and writes of [`COOP_CTL`] bytes
+    /// (zero-initialised) for as long as the CoopMem is used; one receiver and one sender
+    /// use it.
+    pub(crate) unsafe fn from_raw(base: *mut u8) -> CoopMem {
+        debug_assert!(base as usize % 64 == 0);
+        CoopMem {
+            claim: base.cast::<AtomicU64>(),
+            // SAFETY: within the COOP_CTL bytes by the caller's guarantee.
+            done: unsafe { base.add(64) }.cast::<AtomicU64>(),
+        }
+    }
+
+    fn claim(&self) -> &AtomicU64 {
+        // SAFETY: valid and aligned for the area's lifetime (constructor contract).
+        unsafe { &*self.claim }
+    }
+
+    fn done(&self) -> &AtomicU64 {
+        // SAFETY: as above.
+        unsafe { &*self.done }
+    }
+
+    /// Receiver: opens transfer `seq` of `chunks` chunks (1..=[`MAX_CHUNKS`]). The previous
+    /// transfer must be finished (every chunk the sender claimed reported).
+    pub(crate) fn open(&self, seq: u32, chunks: usize) {
+        debug_assert!((1..=MAX_CHUNKS).contains(&chunks));
+        self.done().store(pack(seq, 0, 0), Ordering::Relaxed);
+        // Release: a sender whose claim reads this word also sees the reset done word.
+        self.claim()
+            .store(pack(seq, 0, chunks as u64), Ordering::Release);
+    }
+
+    /// Receiver: stops handing out chunks of transfer `seq` (the sender claims nothing
+    /// more; chunks it already claimed are still reported).
+    pub(crate) fn close(&self, seq: u32) {
+        self.claim().store(pack(seq, 0, 0), Ordering::Release);
+    }
+
+    fn take(&self, seq: u32, front: bool) -> Option<usize> {
+        let c = self.claim();
+        let mut w = c.load(Ordering::Acquire);
+        loop {
+            let (s, lo, hi) = unpack(w);
+            if s != seq & SEQ_MASK || lo >= hi {
+                return None;
+            }
+            let (nw, got) = if front {
+                (pack(s, lo + 1, hi), lo)
+            } else {
+                (pack(s, lo, hi - 1), hi - 1)
+            };
+            match c.compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(got as usize),
+                Err(x) => w = x,
+            }
+        }
+    }
+
+    /// Receiver: claims the lowest unclaimed chunk of transfer `seq`.
+    pub(crate) fn claim_front(&self, seq: u32) -> Option<usize> {
+        self.take(seq, true)
+    }
+
+    /// Sender: claims the highest unclaimed chunk of transfer `seq`.
+    pub(crate) fn claim_back(&self, seq: u32) -> Option<usize> {
+        self.take(seq, false)
+    }
+
+    /// Sender: one claimed chunk is copied (Release: the copy happened before).
+    pub(crate) fn report_done(&self) {
+        self.done().fetch_add(1 << IDX_BITS, Ordering::Release);
+    }
+
+    /// Sender: claimed chunk `k` could not be copied (the receiver copies it); the sender
+    /// claims nothing more in this transfer.
+    pub(crate) fn report_failed(&self, k: usize) {
+        self.done()
+            .fetch_or((k as u64 + 1) & IDX_MASK, Ordering::Release);
+    }
+
+    /// Receiver: the sender's account of transfer `seq`: chunks copied, and the chunk it
+    /// failed to copy, if any (`None` for a word of another transfer).
+    pub(crate) fn sender_report(&self, seq: u32) -> Option<(usize, Option<usize>)> {
+        let (s, n, f) = unpack(self.done().load(Ordering::Acquire));
+        (s == seq & SEQ_MASK).then_some((n as usize, f.checked_sub(1).map(|k| k as usize)))
+    }
+}
+
+/// Which large-message mechanism a transfer uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mech {
+    /// Pipelined copy through the shared bulk buffer (both sides copy every byte).
+    Pipe = 0,
+    /// Cooperative single copy (CMA, both sides copy half).
+    Coop = 1,
+}
+
+impl Mech {
+    fn other(self) -> Mech {
+        match self {
+            Mech::Pipe => Mech::Coop,
+            Mech::Coop => Mech::Pipe,
+        }
+    }
+}
+
+/// How long a mechanism's measurement stays good before the chooser tries it again.
+pub(crate) const EXPLORE_NS: u64 = 20_000_000;
+
+/// Per-peer choice between [`Mech::Pipe`] and [`Mech::Coop`] by measured throughput (the
+/// placement of the two processes' CPUs decides which is faster, and it can change while
+/// a job runs). It keeps using the current mechanism; when the other one's last
+/// measurement is older than [`EXPLORE_NS`], or the current one just measured slower than
+/// the other's last rate, it switches and keeps the new one for two measurements before
+/// comparing again. Sans-IO: times come in as nanoseconds.
+#[derive(Clone, Debug)]
+pub(crate) struct Chooser {
+    cur: Mech,
+    /// Last measured bytes per nanosecond of each mechanism (0: never measured).
+    rate: [f64; 2],
+    /// When each was last measured, or tried (nanoseconds).
+    at: [u64; 2],
+    /// Measurements still to take before comparing again.
+    settle: u32,
+}
+
+impl Default for Chooser {
+    fn default() -> Self {
+        Chooser {
+            cur: Mech::Pipe,
+            rate: [0.0; 2],
+            at: [0; 2],
+            settle: 2,
+        }
+    }
+}
+
+impl Chooser {
+    /// The mechanism for a transfer starting at `now`.
+    pub(crate) fn choose(&mut self, now: u64) -> Mech {
+        let other = self.cur.other();
+        let (rate, at) = (self.rate[other as usize], self.at[other as usize]);
+        if self.settle == 0 && (rate == 0.0 || now.saturating_sub(at) > EXPLORE_NS) {
+            self.switch(now);
+        }
+        self.cur
+    }
+
+    fn switch(&mut self, now: u64) {
+        self.cur = self.cur.other();
+        self.at[self.cur as usize] = now;
+        self.settle = 2;
+    }
+
+    /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`.
+    pub(crate) fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) {
+        if m != self.cur || ns == 0 {
+            // Begun before the last switch: its time overlaps the other mechanism's.
+            return;
+        }
+        let r = bytes as f64 / ns as f64;
+        self.rate[m as usize] = r;
+        self.at[m as usize] = now;
+        if self.settle > 0 {
+            self.settle -= 1;
+            if self.settle == 0 && self.rate[m.other() as usize] > r {
+                self.switch(now);
+            }
+        } else if self.rate[m.other() as usize] > r {
+            self.switch(now);
+        }
+    }
+
+    /// The mechanism in use.
+    #[cfg(test)]
+    pub(crate) fn current(&self) -> Mech {
+        self.cur
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(64))]
+    struct Area([u8; COOP_CTL]);
+
+    fn area() -> Box<Area> {
+        Box::new(Area([0; COOP_CTL]))
+    }
+
+    #[test]
+    fn chunk_sizes_cover_any_length() {
+        assert_eq!(chunk_size(1), MIN_CHUNK);
+        assert_eq!(chunk_size(1 << 20), MIN_CHUNK);
+        let big = MIN_CHUNK * MAX_CHUNKS * 3;
+        let c = chunk_size(big);
+        assert!(big.div_ceil(c) <= MAX_CHUNKS && c % 4096 == 0);
+        assert_eq!(next_seq(SEQ_MASK), 1);
+        assert_eq!(next_seq(7), 8);
+    }
+
+    #[test]
+    fn both_ends_claim_every_chunk_once() {
+        let mut a = area();
+        // SAFETY: a zeroed, aligned COOP_CTL-byte area that outlives `m`.
+        let m = unsafe { CoopMem::from_raw(a.0.as_mut_ptr()) };
+        assert_eq!(m.claim_front(1), None, "nothing open yet");
+        m.open(1, 5);
+        assert_eq!(m.claim_front(1), Some(0));
+        assert_eq!(m.claim_back(1), Some(4));
+        assert_eq!(m.claim_back(2), None, "another transfer's clear-to-send");
+        assert_eq!(m.claim_back(1), Some(3));
+        assert_eq!(m.claim_front(1), Some(1));
+        assert_eq!(m.claim_front(1), Some(2));
+        assert_eq!(m.claim_front(1), None);
+        assert_eq!(m.claim_back(1), None);
+        assert_eq!(m.sender_report(1), Some((0, None)));
+        m.report_done();
+        m.report_done();
+        assert_eq!(m.sender_report(1), Some((2, None)));
+        assert_eq!(m.sender_report(2), None);
+        // The next transfer resets the sender's account.
+        m.open(2, 3);
+        assert_eq!(m.sender_report(2), Some((0, None)));
+        assert_eq!(m.claim_back(2), Some(2));
+        m.report_failed(2);
+        assert_eq!(m.sender_report(2), Some((0, Some(2))));
+        m.close(2);
+        assert_eq!(m.claim_front(2), None);
+        assert_eq!(m.claim_back(2), None);
+    }
+
+    #[test]
+    fn concurrent_claims_partition_the_chunks() {
+        let mut a = area();
+        // SAFETY: as above; the area outlives both threads (scoped).
+        let m = unsafe { CoopMem::from_raw(a.0.as_mut_ptr()) };
+        for seq in 1..200u32 {
+            let chunks = 1 + (seq as usize * 37) % 300;
+            m.open(seq, chunks);
+            let (front, back) = std::thread::scope(|s| {
+                let h = s.spawn(|| {
+                    let mut got = Vec::new();
+                    while let Some(k) = m.claim_back(seq) {
+                        got.push(k);
+                        m.report_done();
+                    }
+                    got
+                });
+                let mut got = Vec::new();
+                while let Some(k) = m.claim_front(seq) {
+                    got.push(k);
+                }
+                (got, h.join().unwrap())
+            });
+            // The receiver's chunks are a prefix, the sender's the rest, descending.
+            assert!(front.iter().enumerate().all(|(i, &k)| i == k));
+            assert!(back.windows(2).all(|w| w[0] == w[1] + 1));
+            assert_eq!(front.len() + back.len(), chunks);
+            assert_eq!(m.sender_report(seq), Some((back.len(), None)));
+        }
+    }
+
+    #[test]
+    fn chooser_explores_and_follows_the_faster() {
+        let mut c = Chooser::default();
+        let ms = 1_000_000u64;
+        // Starts with the pipeline; two measurements, then the unmeasured coop is tried.
+        assert_eq!(c.choose(ms), Mech::Pipe);
+        c.record(Mech::Pipe, 1 << 20, 40_000, ms); // 26 B/ns
+        c.record(Mech::Pipe, 1 << 20, 40_000, 2 * ms);
+        assert_eq!(c.choose(3 * ms), Mech::Coop);
+        c.record(Mech::Coop, 1 << 20, 65_000, 3 * ms); // 16 B/ns
+        c.record(Mech::Pipe, 1 << 20, 10, 3 * ms); // stale: ignored
+        c.record(Mech::Coop, 1 << 20, 65_000, 4 * ms);
+        // The pipeline measured faster: back to it.
+        assert_eq!(c.current(), Mech::Pipe);
+        assert_eq!(c.choose(5 * ms), Mech::Pipe);
+        // The placement changes: the pipeline collapses below coop's last rate (compared
+        // once its two settling measurements are in).
+        c.record(Mech::Pipe, 1 << 20, 200_000, 6 * ms);
+        c.record(Mech::Pipe, 1 << 20, 200_000, 7 * ms);
+        assert_eq!(c.choose(8 * ms), Mech::Coop);
+        c.record(Mech::Coop, 1 << 20, 65_000, 9 * ms);
+        c.record(Mech::Coop, 1 << 20, 65_000, 10 * ms);
+        assert_eq!(c.choose(11 * ms), Mech::Coop);
+        // Long after the pipeline's last measurement (7 ms), it is tried again.
+        assert_eq!(c.choose(7 * ms + EXPLORE_NS), Mech::Coop);
+        assert_eq!(c.choose(7 * ms + EXPLORE_NS + 1), Mech::Pipe);
+    }
+}
