@@ -230,10 +230,6 @@ struct State {
     peers: Vec<Peer>,
     /// Indices of the peers that have a link (the ones progress polls).
     linked: Vec<usize>,
-    /// Some link buffers in user space (tcp). The blocking receive's direct path is then
-    /// off: it leaves a record it does not want in the link for the general path, which only
-    /// the sm link keeps across polls (the tcp link's poll releases the previous record).
-    any_buffered: bool,
     eager_limit: usize,
     frag: usize,
     /// Single-copy (CMA) reads from peers are allowed and have not failed.
@@ -1133,7 +1129,6 @@ impl State {
             messages: HashMap::default(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
-            any_buffered: false,
             eager_limit: 4096,
             frag: DEFAULT_FRAG,
             cma: false,
@@ -1283,7 +1278,6 @@ impl State {
         self.linked = (0..self.peers.len())
             .filter(|&p| self.peers[p].link.is_some())
             .collect();
-        self.any_buffered = self.peers.iter().any(|p| p.buffered);
         Ok(local)
     }
 
@@ -1399,8 +1393,8 @@ impl State {
         Ok(ReqId(id))
     }
 
-    /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: no link
-    /// that buffers in user space (tcp), valid arguments (anything invalid goes to the
+    /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
+    /// arguments (anything invalid goes to the
     /// general path, which reports it), a specific source on another rank with a live link,
     /// and nothing queued in the matcher that
     /// involves that source on the communicator (so the receive would be the earliest posted
@@ -1413,11 +1407,7 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<DirectRecv> {
-        if self.finalized
-            || self.any_buffered
-            || null_buf
-            || src < 0
-            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+        if self.finalized || null_buf || src < 0 || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
         {
             return None;
         }

@@ -139,7 +139,7 @@
 //! 8. The blocking [`Engine::send`]/[`Engine::recv`] (what the C library's `MPI_Send`/
 //!    `MPI_Recv` use) do the above under one lock acquisition; an eager send that goes
 //!    straight into the ring returns without ever creating a request. Below
-//!    `MPI_THREAD_MULTIPLE` and without tcp links, a blocking receive from a specific
+//!    `MPI_THREAD_MULTIPLE`, a blocking receive from a specific
 //!    source on another rank,
 //!    while the matcher holds nothing that concerns that source (no unexpected message from
 //!    it, no posted receive for it or for `ANY_SOURCE`), polls that source's link itself and

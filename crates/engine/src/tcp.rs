@@ -113,7 +113,9 @@ impl RxFramer {
 
     /// Free space to read into (compacts first). Must not be called while a record is held.
     pub fn space(&mut self) -> &mut [u8] {
-        debug_assert_eq!(self.held, 0);
+        // A record handed out and not released stays at `start` (and comes back from the
+        // next `next`); its pointer is void from here on, as the compaction below may move it.
+        self.held = 0;
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -150,10 +152,9 @@ impl RxFramer {
         u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
     }
 
-    /// The next whole record: header, payload offset into the buffer and payload length.
-    /// Releases the previously returned record first.
+    /// The next whole record: header, payload pointer and payload length. A record returned
+    /// before and not [`RxFramer::release`]d is returned again.
     pub fn next(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
-        self.release();
         let avail = self.end - self.start;
         if avail < LEN {
             return Ok(None);
@@ -303,7 +304,9 @@ impl Link for TcpLink {
     }
 
     fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
-        self.rx.release();
+        // A record not released since the last poll is returned again (as on the sm link):
+        // the blocking receive's direct path leaves records it does not want for the
+        // general path.
         self.flush_tx();
         if !self.rx.complete() && !self.eof {
             self.read_some()?;
@@ -595,9 +598,10 @@ mod tests {
             f.filled(k);
             pos += k;
             while let Some((h, p, n)) = f.next().unwrap() {
-                // SAFETY: valid until the next call of next/release.
+                // SAFETY: valid until the next call of release/space.
                 let d = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
                 out.push((h.kind, h.tag, d));
+                f.release();
             }
         }
         f.release();
@@ -644,6 +648,9 @@ mod tests {
                     // SAFETY: held record.
                     assert_eq!(unsafe { std::slice::from_raw_parts(p, len) }, &payload[..]);
                     n += 1;
+                    // Not released: the same record comes back.
+                    let (h2, _, len2) = f.next().unwrap().expect("held record again");
+                    assert_eq!((h2.tag, len2), (i as i32, payload.len()));
                 }
             }
             f.release();
