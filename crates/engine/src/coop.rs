@@ -34,8 +34,8 @@ const SEQ_MASK: u32 = (1 << 24) - 1;
 /// Most chunks one transfer may have.
 pub(crate) const MAX_CHUNKS: usize = IDX_MASK as usize;
 
-/// Smallest chunk (one CMA call each).
-pub(crate) const MIN_CHUNK: usize = 64 << 10;
+/// Default chunk (one CMA call each; `btl_sm_coop_chunk_size`).
+pub(crate) const DEFAULT_CHUNK: usize = 64 << 10;
 
 fn pack(seq: u32, x: u64, y: u64) -> u64 {
     ((seq & SEQ_MASK) as u64) << (2 * IDX_BITS) | (x & IDX_MASK) << IDX_BITS | (y & IDX_MASK)
@@ -60,10 +60,10 @@ pub(crate) fn next_seq(seq: u32) -> u32 {
     }
 }
 
-/// Chunk size for an `n`-byte transfer: [`MIN_CHUNK`], larger for messages that would
-/// need more than [`MAX_CHUNKS`] chunks; a multiple of 4096.
-pub(crate) fn chunk_size(n: usize) -> usize {
-    let c = n.div_ceil(MAX_CHUNKS).max(MIN_CHUNK);
+/// Chunk size for an `n`-byte transfer: `chunk` (rounded up to a multiple of 4096), larger
+/// for messages that would need more than [`MAX_CHUNKS`] chunks.
+pub(crate) fn chunk_size(n: usize, chunk: usize) -> usize {
+    let c = n.div_ceil(MAX_CHUNKS).max(chunk).max(1);
     c.div_ceil(4096) * 4096
 }
 
@@ -277,10 +277,11 @@ mod tests {
 
     #[test]
     fn chunk_sizes_cover_any_length() {
-        assert_eq!(chunk_size(1), MIN_CHUNK);
-        assert_eq!(chunk_size(1 << 20), MIN_CHUNK);
-        let big = MIN_CHUNK * MAX_CHUNKS * 3;
-        let c = chunk_size(big);
+        assert_eq!(chunk_size(1, DEFAULT_CHUNK), DEFAULT_CHUNK);
+        assert_eq!(chunk_size(1 << 20, DEFAULT_CHUNK), DEFAULT_CHUNK);
+        assert_eq!(chunk_size(1 << 20, 5000), 8192);
+        let big = DEFAULT_CHUNK * MAX_CHUNKS * 3;
+        let c = chunk_size(big, DEFAULT_CHUNK);
         assert!(big.div_ceil(c) <= MAX_CHUNKS && c % 4096 == 0);
         assert_eq!(next_seq(SEQ_MASK), 1);
         assert_eq!(next_seq(7), 8);

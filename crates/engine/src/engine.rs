@@ -240,6 +240,8 @@ struct State {
     single_copy: SingleCopy,
     /// Smallest message for the cooperative copy.
     coop_min: usize,
+    /// Bytes per chunk of the cooperative copy.
+    coop_chunk: usize,
     /// Time base of the transfer measurements.
     clock: std::time::Instant,
     finalized: bool,
@@ -312,6 +314,7 @@ impl Engine {
         st.cma = st.single_copy != SingleCopy::None;
         st.cma_push = st.cma;
         st.coop_min = params::size(&params::SM_COOP_MIN, 128 << 10).max(1);
+        st.coop_chunk = params::size(&params::SM_COOP_CHUNK, coop::DEFAULT_CHUNK).max(4096);
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -1135,6 +1138,7 @@ impl State {
             cma_push: false,
             single_copy: SingleCopy::None,
             coop_min: usize::MAX,
+            coop_chunk: coop::DEFAULT_CHUNK,
             clock: std::time::Instant::now(),
             finalized: false,
             _segment: None,
@@ -1881,7 +1885,7 @@ impl State {
         let t0 = self.now_ns();
         let seq = coop::next_seq(self.peers[p].coop_seq);
         self.peers[p].coop_seq = seq;
-        let csize = coop::chunk_size(n);
+        let csize = coop::chunk_size(n, self.coop_chunk);
         let chunks = n.div_ceil(csize);
         cm.open(seq, chunks);
         self.ctrl_hdr(
@@ -1988,12 +1992,21 @@ impl State {
                 Ok(()) => cm.report_done(),
                 Err(e) => {
                     cm.report_failed(k);
-                    self.cma_push = false;
+                    // Refused by the kernel: no more writes (a vanished peer is not that).
+                    let refused = matches!(
+                        e.raw_os_error(),
+                        Some(libc::EPERM | libc::EACCES | libc::ENOSYS)
+                    );
+                    self.cma_push &= !refused;
                     oxmpi_base::verbose!(
                         params::BTL,
                         10,
-                        "sm: single-copy write (CMA) to rank {peer} failed ({e}); the \
-                         receivers copy alone from now on"
+                        "sm: single-copy write (CMA) to rank {peer} failed ({e}); {}",
+                        if refused {
+                            "the receivers copy alone from now on"
+                        } else {
+                            "the receiver copies the rest"
+                        }
                     );
                     return;
                 }

@@ -71,6 +71,17 @@ pub static SM_SINGLE_COPY: ParamDecl = ParamDecl::new(
      modes fall back to none if the kernel denies it",
 )
 .level(4);
+/// `btl_sm_coop_chunk_size`.
+pub static SM_COOP_CHUNK: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "coop_chunk_size",
+    ParamType::Size,
+    "64k",
+    "Bytes of each chunk of the cooperative single copy (one process_vm_readv/writev call \
+     each; rounded up to 4 KiB)",
+)
+.level(6);
 /// `btl_sm_coop_min_size`.
 pub static SM_COOP_MIN: ParamDecl = ParamDecl::new(
     "btl",
@@ -163,6 +174,7 @@ pub static PROVIDER: Provider = Provider {
         SM_BULK_SIZE,
         SM_SINGLE_COPY,
         SM_COOP_MIN,
+        SM_COOP_CHUNK,
         TCP_IF_INCLUDE,
         TCP_PORT_MIN,
         TCP_PORT_RANGE,
