@@ -612,7 +612,10 @@ fn fast_recv(
 //
 // The same conditions as the blocking fast path; the started engine request gets a fast
 // request handle (`request::new_engine_request`), which MPI_Wait and its family complete
-// without the library lock.
+// without the library lock. An operation that completes at start (an eager send written
+// into the link, a receive whose message had arrived) leaves no engine request: it gets
+// the shared completed-send handle or a completed-request slot holding its status
+// (`request::completed_request`).
 
 /// Nonblocking send on the fast path: the new request handle, or `None` to take the
 /// general path.
@@ -658,8 +661,11 @@ fn fast_irecv(
     // SAFETY: the MPI contract for a nonblocking receive: `buf` holds `len` writable bytes
     // that are not accessed until the request completes. Bad arguments fail before
     // anything is posted.
-    match unsafe { eng.irecv(buf.cast(), len, source, tag, ec) } {
-        Ok(r) => Some(new_engine_request(r, comm)),
+    match unsafe { eng.irecv_started(buf.cast(), len, source, tag, ec) } {
+        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm)),
+        // Matched a message that had arrived already: complete, with its status kept
+        // in a completed-request slot.
+        Ok(Started::Complete(s)) => Some(completed_request(s, comm)),
         Err(_) => {
             forget_comm(comm);
             None

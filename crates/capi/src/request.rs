@@ -7,7 +7,10 @@
 //! `State::reqs` behind the library lock. Fast requests (`MPI_Isend`/`MPI_Irecv` of a
 //! predefined contiguous datatype) are one engine request each and live in a lock-free
 //! slot table (see "Fast request handles" below); the wait/test family completes them
-//! without the library lock and writes their statuses directly.
+//! without the library lock and writes their statuses directly. Such operations that
+//! complete inside their start call have no engine request: a send shares the stateless
+//! [`SEND_DONE`] handle, a receive (its message had arrived) gets a lock-free
+//! completed-request slot that holds its status (see "Requests completed at start").
 
 use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
 use crate::consts::*;
@@ -16,7 +19,7 @@ use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
 use crate::grequest::GreqTest;
 use crate::state::{lock, State};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// `MPI_Status` of the MPICH ABI (20 bytes).
@@ -409,11 +412,19 @@ pub(crate) fn new_engine_request(r: EReq, comm: c_int) -> c_int {
 pub(crate) const SEND_DONE: c_int = (FAST_BASE | 0x00ff_ff00) as c_int;
 
 /// The handle of an operation that finished when it started, with status `s`: the shared
-/// [`SEND_DONE`] for a plain completed send, else a completed request of the table.
+/// [`SEND_DONE`] for a plain completed send, else a completed-request slot (see "Requests
+/// completed at start" below), or a completed request of the table when no slot is free.
+#[inline]
 pub(crate) fn completed_request(s: EStatus, comm: c_int) -> c_int {
     if is_plain_send_status(&s) {
         return SEND_DONE;
     }
+    done_insert(&s, comm).unwrap_or_else(|| completed_table(s, comm))
+}
+
+/// [`completed_request`] when every probed completed-request slot is taken.
+#[cold]
+fn completed_table(s: EStatus, comm: c_int) -> c_int {
     lock().reqs.insert(Request {
         comm,
         persistent: None,
@@ -438,23 +449,26 @@ fn is_plain_send_status(s: &EStatus) -> bool {
         && !s.cancelled
 }
 
-/// The completion of a [`SEND_DONE`] request.
+/// The completion of a [`SEND_DONE`] request: the empty status of a completed send.
 #[inline]
 fn send_done() -> Completed {
-    let (status, code) = status_of(&EStatus {
-        source: MPI_ANY_SOURCE,
-        tag: MPI_ANY_TAG,
-        error: None,
-        count_bytes: 0,
-        cancelled: false,
-    });
     Completed {
-        status,
-        code,
+        status: SEND_DONE_STATUS,
+        code: MPI_SUCCESS,
         freed: true,
         comm: MPI_COMM_WORLD,
     }
 }
+
+/// The status of a [`SEND_DONE`] request (what [`status_of`] makes of the engine's status
+/// of a completed send: any source, any tag, no bytes, not cancelled).
+const SEND_DONE_STATUS: MpiStatus = MpiStatus {
+    count_lo: 0,
+    count_hi_and_cancelled: 0,
+    source: MPI_ANY_SOURCE,
+    tag: MPI_ANY_TAG,
+    error: MPI_SUCCESS,
+};
 
 /// [`new_engine_request`] when the fast slot is taken.
 #[cold]
@@ -495,6 +509,166 @@ fn fast_get(slot: &FastSlot, h: c_int) -> MpiResult<(EReq, c_int)> {
 #[inline]
 fn fast_release(slot: &FastSlot) {
     slot.ereq.store(0, Ordering::Release);
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests completed at start
+// ---------------------------------------------------------------------------------------
+//
+// A nonblocking receive whose message had already arrived (an unexpected eager message, a
+// receive from `MPI_PROC_NULL`, a small message to ourselves) completes inside `MPI_Irecv`
+// ([`oxmpi_engine::Engine::irecv_started`]) and leaves no engine request behind. Unlike a
+// completed send (the shared [`SEND_DONE`]) it has a status to keep until its completion
+// call: it gets a slot of `DONE`, which holds the MPI status and the communicator. Claiming
+// a slot is one compare-and-swap at a moving cursor (a few probes, then the locked table);
+// the completion call (wait/test family, `MPI_Request_free`) reads the status and releases
+// the slot with one store. As with the fast slots, concurrent use of one request by two
+// threads is erroneous in MPI; the user's own synchronisation that hands a request to
+// another thread orders the slot's contents for it.
+
+/// Number of completed-request slots.
+const DONE_SLOTS: usize = 1 << 12;
+
+/// The handle bits of completed-request slot 0: fast handles with index bit 16 set (above
+/// every fast slot index, below [`SEND_DONE`]'s); slot `i` is `DONE_BASE | i`.
+const DONE_BASE: u32 = FAST_BASE | 0x0001_0000;
+
+/// Slots probed from the cursor before falling back to the locked table.
+const DONE_PROBES: usize = 8;
+
+/// `DoneSlot::state` of a free slot.
+const DONE_FREE: u64 = 0;
+/// `DoneSlot::state` while the claiming thread writes the status.
+const DONE_FILLING: u64 = 1;
+/// `DoneSlot::state` bit of a live request (the low 32 bits hold its communicator).
+const DONE_LIVE: u64 = 1 << 63;
+
+/// One completed-request slot: the MPI status of a finished operation.
+#[repr(align(32))]
+struct DoneSlot {
+    /// [`DONE_FREE`], [`DONE_FILLING`], or [`DONE_LIVE`] | communicator handle.
+    state: AtomicU64,
+    /// `source | tag << 32`.
+    src_tag: AtomicU64,
+    /// `count_lo | count_hi_and_cancelled << 32`.
+    count: AtomicU64,
+    /// `MPI_ERROR` (the completion's error code).
+    error: AtomicI32,
+}
+
+static DONE: [DoneSlot; DONE_SLOTS] = [const {
+    DoneSlot {
+        state: AtomicU64::new(DONE_FREE),
+        src_tag: AtomicU64::new(0),
+        count: AtomicU64::new(0),
+        error: AtomicI32::new(0),
+    }
+}; DONE_SLOTS];
+
+/// Where the next claim starts probing (a hint: threads racing on it only probe the same
+/// slots, and the compare-and-swap gives each slot to one of them).
+static DONE_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Store the completion `s` of an operation on `comm` in a free slot; its handle, or `None`
+/// if the probed slots are all taken.
+#[inline]
+fn done_insert(s: &EStatus, comm: c_int) -> Option<c_int> {
+    let (m, code) = status_of(s);
+    let start = DONE_NEXT.load(Ordering::Relaxed);
+    for k in 0..DONE_PROBES {
+        let i = start.wrapping_add(k) & (DONE_SLOTS - 1);
+        let slot = &DONE[i];
+        if slot.state.load(Ordering::Relaxed) != DONE_FREE
+            || slot
+                .state
+                .compare_exchange(
+                    DONE_FREE,
+                    DONE_FILLING,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            continue;
+        }
+        slot.src_tag.store(
+            m.source as u32 as u64 | (m.tag as u32 as u64) << 32,
+            Ordering::Relaxed,
+        );
+        slot.count.store(
+            m.count_lo as u32 as u64 | (m.count_hi_and_cancelled as u32 as u64) << 32,
+            Ordering::Relaxed,
+        );
+        slot.error.store(code, Ordering::Relaxed);
+        slot.state
+            .store(DONE_LIVE | comm as u32 as u64, Ordering::Release);
+        DONE_NEXT.store(i + 1, Ordering::Relaxed);
+        return Some((DONE_BASE | i as u32) as c_int);
+    }
+    None
+}
+
+/// The slot of completed-request handle `h` (`None`: not such a handle).
+#[inline]
+fn done_slot(h: c_int) -> Option<&'static DoneSlot> {
+    let hu = h as u32;
+    if hu & !(DONE_SLOTS as u32 - 1) != DONE_BASE {
+        return None;
+    }
+    Some(&DONE[(hu as usize) & (DONE_SLOTS - 1)])
+}
+
+/// The status (its `error` is the completion's error code) and communicator held by
+/// `slot`; `None` if the slot is not live (a stale or invalid handle).
+#[inline]
+fn done_read(slot: &DoneSlot) -> Option<(MpiStatus, c_int)> {
+    let state = slot.state.load(Ordering::Acquire);
+    if state & DONE_LIVE == 0 {
+        return None;
+    }
+    let st = slot.src_tag.load(Ordering::Relaxed);
+    let count = slot.count.load(Ordering::Relaxed);
+    let status = MpiStatus {
+        count_lo: count as u32 as c_int,
+        count_hi_and_cancelled: (count >> 32) as u32 as c_int,
+        source: st as u32 as c_int,
+        tag: (st >> 32) as u32 as c_int,
+        error: slot.error.load(Ordering::Relaxed),
+    };
+    Some((status, state as u32 as c_int))
+}
+
+/// The error for a completed-request handle `h` whose slot is not live.
+#[cold]
+fn done_invalid(h: c_int) -> MpiError {
+    MpiError::new(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))
+}
+
+/// The completion held by live slot `slot` (handle `h`); the slot stays live.
+#[inline]
+fn done_get(slot: &DoneSlot, h: c_int) -> MpiResult<Completed> {
+    let (status, comm) = done_read(slot).ok_or_else(|| done_invalid(h))?;
+    Ok(Completed {
+        status,
+        code: status.error,
+        freed: true,
+        comm,
+    })
+}
+
+/// Free live slot `slot` (its request completed or was freed).
+#[inline]
+fn done_release(slot: &DoneSlot) {
+    slot.state.store(DONE_FREE, Ordering::Release);
+}
+
+/// Complete the request of live slot `slot` (handle `h`): its completion; the slot is free
+/// again.
+#[inline]
+fn done_take(slot: &DoneSlot, h: c_int) -> MpiResult<Completed> {
+    let c = done_get(slot, h)?;
+    done_release(slot);
+    Ok(c)
 }
 
 /// The MPI status of a completed engine operation and its error code.
@@ -608,6 +782,9 @@ fn handle_comm(h: c_int) -> c_int {
     if h == SEND_DONE {
         return MPI_COMM_WORLD;
     }
+    if let Some(slot) = done_slot(h) {
+        return done_get(slot, h).map_or(MPI_COMM_WORLD, |c| c.comm);
+    }
     match fast_slot(h) {
         Some(slot) => slot.comm.load(Ordering::Relaxed),
         None => req_comm(&lock(), h),
@@ -622,6 +799,9 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
     }
     if h == SEND_DONE {
         return Ok(Tested::Done(send_done()));
+    }
+    if let Some(slot) = done_slot(h) {
+        return done_take(slot, h).map(Tested::Done);
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -654,6 +834,9 @@ fn wait_handle(h: c_int) -> MpiResult<Tested> {
     }
     if h == SEND_DONE {
         return Ok(Tested::Done(send_done()));
+    }
+    if let Some(slot) = done_slot(h) {
+        return done_take(slot, h).map(Tested::Done);
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -844,6 +1027,10 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
         if h == MPI_REQUEST_NULL || h == SEND_DONE {
             continue;
         }
+        if let Some(slot) = done_slot(h) {
+            done_get(slot, h)?;
+            continue;
+        }
         if let Some(slot) = fast_slot(h) {
             let (r, _) = fast_get(slot, h)?;
             if backend::engine()?.request_status(r).is_none() {
@@ -895,6 +1082,23 @@ fn all(
     let mut failed = None;
     for (i, h) in reqs.iter_mut().enumerate() {
         let sp = nth_status(statuses, i);
+        // Requests that completed at start (the bulk of a window of small messages): no
+        // `Completed` to build.
+        if *h == SEND_DONE {
+            *h = MPI_REQUEST_NULL;
+            write_status(sp, &SEND_DONE_STATUS, true);
+            continue;
+        }
+        if let Some(slot) = done_slot(*h) {
+            let (m, comm) = done_read(slot).ok_or_else(|| done_invalid(*h))?;
+            done_release(slot);
+            *h = MPI_REQUEST_NULL;
+            write_status(sp, &m, true);
+            if m.error != MPI_SUCCESS && failed.is_none() {
+                failed = Some(comm);
+            }
+            continue;
+        }
         match wait_handle(*h)? {
             Tested::Done(c) => {
                 if c.freed {
@@ -1084,6 +1288,11 @@ mpi_fn! {
             let c = send_done();
             return complete_single(status, Some(c.status), c.code, c.comm, "");
         }
+        if let Some(slot) = done_slot(request) {
+            let c = done_get(slot, request)?;
+            out(flag, 1, "flag")?;
+            return complete_single(status, Some(c.status), c.code, c.comm, "request completed with an error");
+        }
         if let Some(slot) = fast_slot(request) {
             let (r, comm) = fast_get(slot, request)?;
             return match backend::engine()?.request_status(r) {
@@ -1146,6 +1355,10 @@ mpi_fn! {
             // Complete already: cancelling fails (MPI_Test_cancelled says false).
             return Ok(());
         }
+        if let Some(slot) = done_slot(h) {
+            // Complete already (matched at start): cancelling fails.
+            return done_get(slot, h).map(|_| ());
+        }
         if let Some(slot) = fast_slot(h) {
             let (r, _) = fast_get(slot, h)?;
             backend::engine()?.cancel(r);
@@ -1171,6 +1384,10 @@ mpi_fn! {
     fn PMPI_Request_free / "MPI_Request_free" (request: *mut c_int) {
         let h = inp(request, "request")?;
         if h == SEND_DONE {
+            return out(request, MPI_REQUEST_NULL, "request");
+        }
+        if let Some(slot) = done_slot(h) {
+            done_take(slot, h)?;
             return out(request, MPI_REQUEST_NULL, "request");
         }
         if let Some(slot) = fast_slot(h) {
@@ -1262,7 +1479,7 @@ mpi_fn! {
 
 /// Start one persistent request (lock held).
 fn start_one(st: &mut State, h: c_int) -> MpiResult {
-    if fast_slot(h).is_some() || h == SEND_DONE {
+    if fast_slot(h).is_some() || done_slot(h).is_some() || h == SEND_DONE {
         mpi_bail!(
             MPI_ERR_REQUEST,
             "MPI_Start on a request that is not persistent"
@@ -1381,5 +1598,63 @@ mod tests {
         );
         assert!(fast_slot((0xae00_0000_u32) as c_int).is_none());
         assert!(fast_slot(MPI_REQUEST_NULL).is_none());
+    }
+
+    #[test]
+    fn completed_receives_keep_their_status_until_completion() {
+        let s = EStatus {
+            source: 3,
+            tag: 77,
+            error: Some(backend::ErrorClass::Truncate),
+            count_bytes: (5u64 << 32 | 9) as usize,
+            cancelled: false,
+        };
+        let comm = 0x8400_0007_u32 as c_int;
+        let h = completed_request(s, comm);
+        assert_eq!(h as u32 & !(DONE_SLOTS as u32 - 1), DONE_BASE);
+        assert!(fast_slot(h).is_none() && h != SEND_DONE);
+        let slot = done_slot(h).expect("a completed-request handle");
+        let (want, code) = status_of(&s);
+        assert_eq!(code, MPI_ERR_TRUNCATE);
+        // Reading (MPI_Request_get_status) keeps it; taking (wait/test/free) releases it.
+        for _ in 0..2 {
+            let c = done_get(slot, h)
+                .ok()
+                .map(|c| (c.status, c.code, c.comm, c.freed));
+            assert_eq!(c, Some((want, code, comm, true)));
+        }
+        assert_eq!(handle_comm(h), comm);
+        assert_eq!(done_take(slot, h).ok().map(|c| c.status), Some(want));
+        assert!(done_get(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
+        assert!(done_take(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
+        // A plain completed send is the shared stateless handle, never a slot.
+        let send = EStatus {
+            source: MPI_ANY_SOURCE,
+            tag: MPI_ANY_TAG,
+            ..EStatus::PROC_NULL
+        };
+        assert_eq!(completed_request(send, MPI_COMM_WORLD), SEND_DONE);
+        // With every slot taken, completions go into the locked table, still correct.
+        let live: Vec<c_int> = (0..DONE_SLOTS)
+            .map(|_| completed_request(s, comm))
+            .collect();
+        assert!(live.iter().all(|&h| done_slot(h).is_some()));
+        let extra = completed_request(s, comm);
+        assert!(done_slot(extra).is_none() && fast_slot(extra).is_none());
+        {
+            let mut st = lock();
+            let r = st.reqs.remove(extra).expect("a table request");
+            assert_eq!(r.comm, comm);
+            let p = r.active.expect("active");
+            assert!(p.ereq.is_none());
+            assert_eq!(
+                p.done.map(|d| (d.tag, d.count_bytes)),
+                Some((77, s.count_bytes))
+            );
+        }
+        for h in live {
+            let slot = done_slot(h).unwrap();
+            assert_eq!(done_take(slot, h).ok().map(|c| c.status), Some(want));
+        }
     }
 }
