@@ -190,6 +190,18 @@ impl Mech {
     }
 }
 
+/// Size classes with a [`Chooser`] each (the two mechanisms' speeds depend on the size).
+pub(crate) const SIZE_CLASSES: usize = 3;
+
+/// The size class of an `n`-byte transfer: below 256 KiB, below 1 MiB, from 1 MiB.
+pub(crate) fn size_class(n: usize) -> usize {
+    match n {
+        0..0x4_0000 => 0,
+        0x4_0000..0x10_0000 => 1,
+        _ => 2,
+    }
+}
+
 /// How long a mechanism's measurement stays good before the chooser tries it again.
 pub(crate) const EXPLORE_NS: u64 = 20_000_000;
 
@@ -284,6 +296,10 @@ mod tests {
         let c = chunk_size(big, DEFAULT_CHUNK);
         assert!(big.div_ceil(c) <= MAX_CHUNKS && c % 4096 == 0);
         assert_eq!(next_seq(SEQ_MASK), 1);
+        assert_eq!(
+            [64 << 10, 256 << 10, (1 << 20) - 1, 1 << 20, 1 << 30].map(size_class),
+            [0, 1, 1, 2, 2]
+        );
         assert_eq!(next_seq(7), 8);
     }
 

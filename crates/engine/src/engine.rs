@@ -213,8 +213,9 @@ struct Peer {
     coop_tx: Option<CoopMem>,
     /// Sequence number of the last cooperative transfer from it.
     coop_seq: u32,
-    /// Pipelined or cooperative copy for its large messages to us.
-    chooser: Chooser,
+    /// Pipelined or cooperative copy for its large messages to us, per size class
+    /// ([`coop::size_class`]).
+    chooser: [Chooser; coop::SIZE_CLASSES],
     /// When the last measured large transfer from it ended (nanoseconds since start).
     last_end: u64,
 }
@@ -1800,7 +1801,7 @@ impl State {
                         SingleCopy::Coop if coop_ok => Some(Mech::Coop),
                         SingleCopy::Auto if coop_ok => {
                             let now = self.now_ns();
-                            match self.peers[p].chooser.choose(now) {
+                            match self.peers[p].chooser[coop::size_class(n)].choose(now) {
                                 Mech::Coop => Some(Mech::Coop),
                                 Mech::Pipe => {
                                     since = now;
@@ -1950,7 +1951,7 @@ impl State {
         );
         let now = self.now_ns();
         let peer = &mut self.peers[p];
-        peer.chooser.record(Mech::Coop, n, now - t0, now);
+        peer.chooser[coop::size_class(n)].record(Mech::Coop, n, now - t0, now);
         peer.last_end = now;
         true
     }
@@ -2301,7 +2302,8 @@ impl State {
                         let now = self.now_ns();
                         let peer = &mut self.peers[peer as usize];
                         let start = since.max(peer.last_end);
-                        peer.chooser.record(Mech::Pipe, want, now - start, now);
+                        let class = coop::size_class(want);
+                        peer.chooser[class].record(Mech::Pipe, want, now - start, now);
                         peer.last_end = now;
                     }
                 }
