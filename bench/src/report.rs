@@ -235,41 +235,70 @@ fn metric_table(
     out.push('\n');
 }
 
-/// Small-message latency split by the vCPU placement seen by the probe run
-/// just before each latency run (anchors: compare only within a placement).
+/// Small-message latency and large-message bandwidth split by the vCPU placement seen by
+/// the probe run just before each benchmark run (anchors: compare only within a placement).
 fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
-    let small: Vec<u64> = {
-        let mut v: Vec<u64> = rows
+    placement_section(
+        o,
+        rows,
+        imps,
+        &["lat"],
+        |s| s <= 1024,
+        "Small-message latency by vCPU placement",
+        "One-way us",
+    );
+    placement_section(
+        o,
+        rows,
+        imps,
+        &["bw", "bibw"],
+        |s| s >= 64 << 10,
+        "Large-message bandwidth by vCPU placement",
+        "MB/s (the placement can change during a run: the probe is taken before it)",
+    );
+}
+
+fn placement_section(
+    o: &mut String,
+    rows: &[Row],
+    imps: &[String],
+    tests: &[&str],
+    size_ok: impl Fn(u64) -> bool,
+    title: &str,
+    unit: &str,
+) {
+    let keys: Vec<(String, u64)> = {
+        let mut v: Vec<(String, u64)> = rows
             .iter()
-            .filter(|r| r.test == "lat" && r.size <= 1024)
-            .map(|r| r.size)
+            .filter(|r| tests.contains(&r.test.as_str()) && r.np == 2 && size_ok(r.size))
+            .map(|r| (r.test.clone(), r.size))
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    if small.is_empty() {
+    if keys.is_empty() {
         return;
     }
     let _ = writeln!(
         o,
-        "## Small-message latency by vCPU placement\n\nOne-way us, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.\n",
+        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.\n",
         crate::parse::NEAR_RTT_NS
     );
-    let mut head = String::from("| size |");
-    let mut sep = String::from("|---|");
+    let mut head = String::from("| test | size |");
+    let mut sep = String::from("|---|---|");
     for i in imps {
         let _ = write!(head, " {i} near | {i} far |");
         sep.push_str("---|---|");
     }
     let _ = writeln!(o, "{head}\n{sep}");
-    for s in small {
-        let _ = write!(o, "| {} |", size_label(s));
+    for (t, s) in keys {
+        let _ = write!(o, "| {t} | {} |", size_label(s));
         for i in imps {
             for near in [true, false] {
                 let v: Vec<f64> = rows
                     .iter()
-                    .filter(|r| r.imp == *i && r.test == "lat" && r.size == s)
+                    .filter(|r| r.imp == *i && r.test == t && r.np == 2 && r.size == s)
                     .filter(|r| {
                         r.probe_rtt_ns
                             .is_some_and(|x| (x < crate::parse::NEAR_RTT_NS) == near)
@@ -702,6 +731,11 @@ mod tests {
                 row(0, "mpich", "lat", 8, 0.4, "us"),
                 row(1, "ompi", "lat", 8, 0.3, "us"),
                 row(1, "mpich", "lat", 8, 0.3, "us"),
+                row(0, "ompi", "bw", 1 << 20, 9000.0, "MB/s"),
+                Row {
+                    probe_rtt_ns: Some(400.0),
+                    ..row(1, "ompi", "bw", 1 << 20, 7000.0, "MB/s")
+                },
             ],
             ran: vec![crate::impls::Impl::openmpi(), crate::impls::Impl::mpich()],
             skipped: vec![("oxmpi".into(), "no prefix".into())],
@@ -713,6 +747,9 @@ mod tests {
         assert!(md.contains("**skipped**: no prefix"));
         assert!(md.contains("![latency.png](latency.png)"));
         // all test rows have a near probe (100 ns): ompi near median of 0.2, 0.3
-        assert!(md.contains("| 8 B | 0.250 (2) | - |"), "{md}");
+        assert!(md.contains("| lat | 8 B | 0.250 (2) | - |"), "{md}");
+        // bandwidth by placement: one near run, one far run (400 ns probe)
+        assert!(md.contains("## Large-message bandwidth by vCPU placement"), "{md}");
+        assert!(md.contains("| bw | 1 MiB | 9000 (1) | 7000 (1) | - | - |"), "{md}");
     }
 }
