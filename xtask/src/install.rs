@@ -184,8 +184,8 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "--oxmpi-prefix",
         ])
         .arg(&prefix))?;
-    // The shared-memory ring under the loom model checker (its own target dir: --cfg loom
-    // changes every crate's build).
+    // The shared-memory ring and the cooperative copy's chunk hand-out under the loom model
+    // checker (its own target dir: --cfg loom changes every crate's build).
     run(cargo()
         .current_dir(&root)
         .env("RUSTFLAGS", "--cfg loom")
@@ -197,5 +197,7 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "oxmpi-engine",
             "--test",
             "loom_ring",
+            "--test",
+            "loom_coop",
         ]))
 }

@@ -21,21 +21,24 @@
 //! has reported every chunk it claimed. A claim is always finished before its claimer does
 //! anything else, so the receiver's wait is bounded by one chunk copy of the sender.
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes of the control area (claim word and done word, a cache line each) at the end of
-/// every sender's slot in a receiver's segment.
-pub(crate) const COOP_CTL: usize = 128;
+/// Bytes of the control area ([`CoopCtl`]: claim word and done word, a cache line each) at
+/// the end of every sender's slot in a receiver's segment.
+pub const COOP_CTL: usize = 128;
 
 const IDX_BITS: u32 = 20;
 const IDX_MASK: u64 = (1 << IDX_BITS) - 1;
 const SEQ_MASK: u32 = (1 << 24) - 1;
 
 /// Most chunks one transfer may have.
-pub(crate) const MAX_CHUNKS: usize = IDX_MASK as usize;
+pub const MAX_CHUNKS: usize = IDX_MASK as usize;
 
 /// Default chunk (one CMA call each; `btl_sm_coop_chunk_size`).
-pub(crate) const DEFAULT_CHUNK: usize = 64 << 10;
+pub const DEFAULT_CHUNK: usize = 64 << 10;
 
 fn pack(seq: u32, x: u64, y: u64) -> u64 {
     ((seq & SEQ_MASK) as u64) << (2 * IDX_BITS) | (x & IDX_MASK) << IDX_BITS | (y & IDX_MASK)
@@ -51,7 +54,7 @@ fn unpack(w: u64) -> (u32, u64, u64) {
 
 /// The next transfer sequence number after `seq` (24 bits, never 0, so a zeroed word
 /// belongs to no transfer).
-pub(crate) fn next_seq(seq: u32) -> u32 {
+pub fn next_seq(seq: u32) -> u32 {
     let s = (seq + 1) & SEQ_MASK;
     if s == 0 {
         1
@@ -62,16 +65,28 @@ pub(crate) fn next_seq(seq: u32) -> u32 {
 
 /// Chunk size for an `n`-byte transfer: `chunk` (rounded up to a multiple of 4096), larger
 /// for messages that would need more than [`MAX_CHUNKS`] chunks.
-pub(crate) fn chunk_size(n: usize, chunk: usize) -> usize {
+pub fn chunk_size(n: usize, chunk: usize) -> usize {
     let c = n.div_ceil(MAX_CHUNKS).max(chunk).max(1);
     c.div_ceil(4096) * 4096
 }
 
-/// The control area of one sender→receiver pair, in shared memory.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+struct Line(AtomicU64);
+
+/// The control area of one sender→receiver pair: the claim word and the sender's done word,
+/// each on its own cache line ([`COOP_CTL`] bytes; all zero is a valid, idle area).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct CoopCtl {
+    claim: Line,
+    done: Line,
+}
+
+/// A handle on a [`CoopCtl`] in shared memory.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CoopMem {
-    claim: *const AtomicU64,
-    done: *const AtomicU64,
+pub struct CoopMem {
+    ctl: *const CoopCtl,
 }
 
 // SAFETY: the pointers refer to shared memory that is only accessed atomically; the
@@ -87,28 +102,37 @@ impl CoopMem {
     /// `base` must be 64-byte aligned and valid for reads and writes of [`COOP_CTL`] bytes
     /// (zero-initialised) for as long as the CoopMem is used; one receiver and one sender
     /// use it.
-    pub(crate) unsafe fn from_raw(base: *mut u8) -> CoopMem {
+    #[cfg(not(loom))]
+    pub unsafe fn from_raw(base: *mut u8) -> CoopMem {
         debug_assert!(base as usize % 64 == 0);
+        const _: () = assert!(std::mem::size_of::<CoopCtl>() == COOP_CTL);
         CoopMem {
-            claim: base.cast::<AtomicU64>(),
-            // SAFETY: within the COOP_CTL bytes by the caller's guarantee.
-            done: unsafe { base.add(64) }.cast::<AtomicU64>(),
+            ctl: base.cast::<CoopCtl>(),
         }
+    }
+
+    /// A handle on `ctl`.
+    ///
+    /// # Safety
+    /// `ctl` must stay valid for as long as the CoopMem is used; one receiver and one
+    /// sender use it.
+    pub unsafe fn from_ctl(ctl: *const CoopCtl) -> CoopMem {
+        CoopMem { ctl }
     }
 
     fn claim(&self) -> &AtomicU64 {
         // SAFETY: valid and aligned for the area's lifetime (constructor contract).
-        unsafe { &*self.claim }
+        unsafe { &(*self.ctl).claim.0 }
     }
 
     fn done(&self) -> &AtomicU64 {
         // SAFETY: as above.
-        unsafe { &*self.done }
+        unsafe { &(*self.ctl).done.0 }
     }
 
     /// Receiver: opens transfer `seq` of `chunks` chunks (1..=[`MAX_CHUNKS`]). The previous
     /// transfer must be finished (every chunk the sender claimed reported).
-    pub(crate) fn open(&self, seq: u32, chunks: usize) {
+    pub fn open(&self, seq: u32, chunks: usize) {
         debug_assert!((1..=MAX_CHUNKS).contains(&chunks));
         self.done().store(pack(seq, 0, 0), Ordering::Relaxed);
         // Release: a sender whose claim reads this word also sees the reset done word.
@@ -118,7 +142,7 @@ impl CoopMem {
 
     /// Receiver: stops handing out chunks of transfer `seq` (the sender claims nothing
     /// more; chunks it already claimed are still reported).
-    pub(crate) fn close(&self, seq: u32) {
+    pub fn close(&self, seq: u32) {
         self.claim().store(pack(seq, 0, 0), Ordering::Release);
     }
 
@@ -143,30 +167,30 @@ impl CoopMem {
     }
 
     /// Receiver: claims the lowest unclaimed chunk of transfer `seq`.
-    pub(crate) fn claim_front(&self, seq: u32) -> Option<usize> {
+    pub fn claim_front(&self, seq: u32) -> Option<usize> {
         self.take(seq, true)
     }
 
     /// Sender: claims the highest unclaimed chunk of transfer `seq`.
-    pub(crate) fn claim_back(&self, seq: u32) -> Option<usize> {
+    pub fn claim_back(&self, seq: u32) -> Option<usize> {
         self.take(seq, false)
     }
 
     /// Sender: one claimed chunk is copied (Release: the copy happened before).
-    pub(crate) fn report_done(&self) {
+    pub fn report_done(&self) {
         self.done().fetch_add(1 << IDX_BITS, Ordering::Release);
     }
 
     /// Sender: claimed chunk `k` could not be copied (the receiver copies it); the sender
     /// claims nothing more in this transfer.
-    pub(crate) fn report_failed(&self, k: usize) {
+    pub fn report_failed(&self, k: usize) {
         self.done()
             .fetch_or((k as u64 + 1) & IDX_MASK, Ordering::Release);
     }
 
     /// Receiver: the sender's account of transfer `seq`: chunks copied, and the chunk it
     /// failed to copy, if any (`None` for a word of another transfer).
-    pub(crate) fn sender_report(&self, seq: u32) -> Option<(usize, Option<usize>)> {
+    pub fn sender_report(&self, seq: u32) -> Option<(usize, Option<usize>)> {
         let (s, n, f) = unpack(self.done().load(Ordering::Acquire));
         (s == seq & SEQ_MASK).then_some((n as usize, f.checked_sub(1).map(|k| k as usize)))
     }
@@ -174,7 +198,7 @@ impl CoopMem {
 
 /// Which large-message mechanism a transfer uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mech {
+pub enum Mech {
     /// Pipelined copy through the shared bulk buffer (both sides copy every byte).
     Pipe = 0,
     /// Cooperative single copy (CMA, both sides copy half).
@@ -191,10 +215,10 @@ impl Mech {
 }
 
 /// Size classes with a [`Chooser`] each (the two mechanisms' speeds depend on the size).
-pub(crate) const SIZE_CLASSES: usize = 3;
+pub const SIZE_CLASSES: usize = 3;
 
 /// The size class of an `n`-byte transfer: below 256 KiB, below 1 MiB, from 1 MiB.
-pub(crate) fn size_class(n: usize) -> usize {
+pub fn size_class(n: usize) -> usize {
     match n {
         0..0x4_0000 => 0,
         0x4_0000..0x10_0000 => 1,
@@ -203,7 +227,7 @@ pub(crate) fn size_class(n: usize) -> usize {
 }
 
 /// How long a mechanism's measurement stays good before the chooser tries it again.
-pub(crate) const EXPLORE_NS: u64 = 20_000_000;
+pub const EXPLORE_NS: u64 = 20_000_000;
 
 /// Per-peer choice between [`Mech::Pipe`] and [`Mech::Coop`] by measured throughput (the
 /// placement of the two processes' CPUs decides which is faster, and it can change while
@@ -212,7 +236,7 @@ pub(crate) const EXPLORE_NS: u64 = 20_000_000;
 /// the other's last rate, it switches and keeps the new one for two measurements before
 /// comparing again. Sans-IO: times come in as nanoseconds.
 #[derive(Clone, Debug)]
-pub(crate) struct Chooser {
+pub struct Chooser {
     cur: Mech,
     /// Last measured bytes per nanosecond of each mechanism (0: never measured).
     rate: [f64; 2],
@@ -235,7 +259,7 @@ impl Default for Chooser {
 
 impl Chooser {
     /// The mechanism for a transfer starting at `now`.
-    pub(crate) fn choose(&mut self, now: u64) -> Mech {
+    pub fn choose(&mut self, now: u64) -> Mech {
         let other = self.cur.other();
         let (rate, at) = (self.rate[other as usize], self.at[other as usize]);
         if self.settle == 0 && (rate == 0.0 || now.saturating_sub(at) > EXPLORE_NS) {
@@ -251,7 +275,7 @@ impl Chooser {
     }
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`.
-    pub(crate) fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) {
+    pub fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) {
         if m != self.cur || ns == 0 {
             // Begun before the last switch: its time overlaps the other mechanism's.
             return;
@@ -271,12 +295,12 @@ impl Chooser {
 
     /// The mechanism in use.
     #[cfg(test)]
-    pub(crate) fn current(&self) -> Mech {
+    pub fn current(&self) -> Mech {
         self.cur
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

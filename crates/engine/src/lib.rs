@@ -173,8 +173,7 @@
 pub mod bootstrap;
 #[cfg(not(loom))]
 mod btl;
-#[cfg(not(loom))]
-mod coop;
+pub mod coop;
 #[cfg(not(loom))]
 mod engine;
 pub mod matching;
