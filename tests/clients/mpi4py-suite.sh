@@ -10,9 +10,6 @@
 # (failures/errors include failing subTests, as unittest reports them).
 # Prints one line per module and a total; logs go to <repo>/target/mpi4py-suite/npNP/ (or
 # $OXMPI_MPI4PY_LOGS/npNP/).
-# test_dynproc is excluded from the whole-suite run at NP >= 2 (as abi.md recommends): oxmpi
-# has no MPI_Open_port, and the module's testAcceptConnect then blocks rank 1 forever in a
-# recv of the port name that rank 0 never sends. Name it explicitly to run it anyway.
 # Ranks yield the CPU while they wait (OXMPI_MCA_mpi_yield_when_idle=1 unless set): on a
 # machine shared with other jobs, busy-polling ranks that are not oversubscribed among
 # themselves still compete for the cores, and each message then costs a scheduler timeslice
@@ -35,10 +32,6 @@ else
     modules=()
     for f in "$tests"/test_*.py; do
         m=$(basename "$f" .py)
-        if [ "$m" = test_dynproc ] && [ "$np" -ge 2 ]; then
-            echo "test_dynproc           excluded (no MPI_Open_port: the module would hang at np>=2)"
-            continue
-        fi
         modules+=("${m#test_}")
     done
 fi

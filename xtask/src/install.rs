@@ -155,7 +155,8 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     // Real clients, unmodified: the rsmpi crate from crates.io and the mpi4py wheel from
     // PyPI, with the eight mpi4py test modules issue 5 names and the quick ones of
     // communicators, groups, topologies, windows, files, info, attributes, ops and
-    // nonblocking collectives (the whole suite: tests/clients/mpi4py-suite.sh).
+    // nonblocking collectives, and dynamic processes (ports, accept/connect, join; the whole
+    // suite: tests/clients/mpi4py-suite.sh).
     let clients = root.join("tests").join("clients");
     run(Command::new("bash")
         .arg(clients.join("rsmpi.sh"))
@@ -166,7 +167,7 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .env(
             "OXMPI_MPI4PY_MODULES",
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
-             comm group comm_inter comm_topo win file info attributes op cco_nb_buf",
+             comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
         ))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.

@@ -251,13 +251,13 @@ pub(crate) fn dec_list(b: &[u8], pos: &mut usize) -> Option<Vec<Vec<u8>>> {
 }
 
 /// The i32 at word `i` of a contribution.
-fn word(b: &[u8], i: usize) -> i32 {
+pub(crate) fn word(b: &[u8], i: usize) -> i32 {
     b.get(4 * i..4 * i + 4)
         .map_or(0, |w| i32::from_le_bytes(w.try_into().expect("4 bytes")))
 }
 
 /// A contribution: our next free context id followed by `words`.
-fn contribution(words: &[i32]) -> Vec<u8> {
+pub(crate) fn contribution(words: &[i32]) -> Vec<u8> {
     let next = lock().next_ctx as i32;
     std::iter::once(next)
         .chain(words.iter().copied())
@@ -274,7 +274,7 @@ pub(crate) struct Exchanged {
 impl Exchanged {
     /// The agreed context id (the maximum proposal of both groups); reserves it and the
     /// next three ids locally.
-    fn agree_ctx(&self) -> u32 {
+    pub(crate) fn agree_ctx(&self) -> u32 {
         let ctx = self
             .local
             .iter()

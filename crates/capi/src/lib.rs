@@ -31,6 +31,7 @@ pub mod comm;
 pub(crate) mod comm_create;
 pub mod consts;
 pub mod datatype;
+pub mod dpm;
 pub mod env;
 pub mod errors;
 pub(crate) mod external;
