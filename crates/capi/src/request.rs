@@ -566,7 +566,8 @@ static DONE: [DoneSlot; DONE_SLOTS] = [const {
 }; DONE_SLOTS];
 
 /// Where the next claim starts probing (a hint: threads racing on it only probe the same
-/// slots, and the compare-and-swap gives each slot to one of them).
+/// slots, and the compare-and-swap gives each slot to one of them). It only moves forward
+/// (modulo the table), so a sliding window of live requests never blocks it.
 static DONE_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Store the completion `s` of an operation on `comm` in a free slot; its handle, or `None`
@@ -605,6 +606,9 @@ fn done_insert(s: &EStatus, comm: c_int) -> Option<c_int> {
         DONE_NEXT.store(i + 1, Ordering::Relaxed);
         return Some((DONE_BASE | i as u32) as c_int);
     }
+    // A run of live slots (requests kept a long time): the next claim starts past it
+    // instead of failing on it again.
+    DONE_NEXT.store(start.wrapping_add(DONE_PROBES), Ordering::Relaxed);
     None
 }
 
@@ -1655,6 +1659,24 @@ mod tests {
         for h in live {
             let slot = done_slot(h).unwrap();
             assert_eq!(done_take(slot, h).ok().map(|c| c.status), Some(want));
+        }
+        // The cursor comes round to a run of requests that stay live: one claim falls back
+        // to the table, the next ones use slots past the run again.
+        let c = DONE_NEXT.load(Ordering::Relaxed);
+        let run: Vec<c_int> = (0..DONE_PROBES)
+            .map(|_| completed_request(s, comm))
+            .collect();
+        assert!(run.iter().all(|&h| done_slot(h).is_some()));
+        DONE_NEXT.store(c, Ordering::Relaxed);
+        let fallback = completed_request(s, comm);
+        assert!(done_slot(fallback).is_none());
+        assert!(lock().reqs.remove(fallback).is_some());
+        let next = completed_request(s, comm);
+        let slot = done_slot(next).expect("a slot past the live run");
+        assert!(!run.contains(&next));
+        assert!(done_take(slot, next).is_ok());
+        for h in run {
+            assert!(done_take(done_slot(h).unwrap(), h).is_ok());
         }
     }
 }
