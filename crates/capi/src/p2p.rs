@@ -459,7 +459,7 @@ mpi_fn! {
 static COMMS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 
 /// The engine communicator of `comm` for the fast path (`None`: unknown handle).
-#[inline]
+#[inline(always)]
 fn fast_comm(eng: &oxmpi_engine::Engine, comm: c_int) -> Option<backend::EComm> {
     if comm == MPI_COMM_WORLD {
         return Some(eng.comm_world());
@@ -493,7 +493,7 @@ const BUILTIN_DATATYPE: u32 = 0x4c00_0000;
 
 /// The byte size of predefined datatype `h` if it is contiguous with no lower-bound
 /// offset (every basic type); `None` for anything else.
-#[inline]
+#[inline(always)]
 fn predefined_size(h: c_int) -> Option<usize> {
     let hu = h as u32;
     if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
@@ -520,7 +520,7 @@ fn predefined_size(h: c_int) -> Option<usize> {
 /// The arguments every fast path needs: the engine, the byte length of `count` items of a
 /// predefined `datatype`, and the engine communicator of `comm`; `None` (take the general
 /// path) for a negative count, another datatype or a communicator the cache does not know.
-#[inline]
+#[inline(always)]
 fn fast_args(
     count: c_int,
     datatype: c_int,
