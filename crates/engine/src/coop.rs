@@ -229,21 +229,29 @@ pub fn size_class(n: usize) -> usize {
 /// How long a mechanism's measurement stays good before the chooser tries it again.
 pub const EXPLORE_NS: u64 = 20_000_000;
 
+/// Measurements of the current mechanism after a switch before the chooser compares.
+pub const SETTLE: u32 = 4;
+
+/// How much faster (as a factor) the other mechanism's rate must be to switch to it.
+pub const HYSTERESIS: f64 = 1.1;
+
 /// Per-peer choice between [`Mech::Pipe`] and [`Mech::Coop`] by measured throughput (the
 /// placement of the two processes' CPUs decides which is faster, and it can change while
-/// a job runs). It keeps using the current mechanism; when the other one's last
-/// measurement is older than [`EXPLORE_NS`], or the current one just measured slower than
-/// the other's last rate, it switches and keeps the new one for two measurements before
-/// comparing again. Sans-IO: times come in as nanoseconds.
+/// a job runs). It keeps using the current mechanism and keeps a moving average of its
+/// rate (the first measurement after a switch replaces the old average); after [`SETTLE`]
+/// measurements it compares: it switches when the other mechanism's last average is
+/// [`HYSTERESIS`] times higher, or when the other one has not been measured for
+/// [`EXPLORE_NS`] (to notice a change of placement). Sans-IO: times come in as
+/// nanoseconds.
 #[derive(Clone, Debug)]
 pub struct Chooser {
     cur: Mech,
-    /// Last measured bytes per nanosecond of each mechanism (0: never measured).
+    /// Average bytes per nanosecond of each mechanism (0: never measured).
     rate: [f64; 2],
-    /// When each was last measured, or tried (nanoseconds).
+    /// When each was last measured, or switched to (nanoseconds).
     at: [u64; 2],
-    /// Measurements still to take before comparing again.
-    settle: u32,
+    /// Measurements of the current mechanism since the last switch.
+    taken: u32,
 }
 
 impl Default for Chooser {
@@ -252,7 +260,7 @@ impl Default for Chooser {
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
-            settle: 2,
+            taken: 0,
         }
     }
 }
@@ -260,9 +268,10 @@ impl Default for Chooser {
 impl Chooser {
     /// The mechanism for a transfer starting at `now`.
     pub fn choose(&mut self, now: u64) -> Mech {
-        let other = self.cur.other();
-        let (rate, at) = (self.rate[other as usize], self.at[other as usize]);
-        if self.settle == 0 && (rate == 0.0 || now.saturating_sub(at) > EXPLORE_NS) {
+        let other = self.cur.other() as usize;
+        if self.taken >= SETTLE
+            && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > EXPLORE_NS)
+        {
             self.switch(now);
         }
         self.cur
@@ -271,32 +280,42 @@ impl Chooser {
     fn switch(&mut self, now: u64) {
         self.cur = self.cur.other();
         self.at[self.cur as usize] = now;
-        self.settle = 2;
+        self.taken = 0;
     }
 
-    /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`.
+    /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of
+    /// the mechanism not in use are ignored (begun before the last switch, their time
+    /// overlaps the other mechanism's).
     pub fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) {
         if m != self.cur || ns == 0 {
-            // Begun before the last switch: its time overlaps the other mechanism's.
             return;
         }
         let r = bytes as f64 / ns as f64;
-        self.rate[m as usize] = r;
-        self.at[m as usize] = now;
-        if self.settle > 0 {
-            self.settle -= 1;
-            if self.settle == 0 && self.rate[m.other() as usize] > r {
-                self.switch(now);
-            }
-        } else if self.rate[m.other() as usize] > r {
+        let k = m as usize;
+        self.rate[k] = if self.taken == 0 {
+            r
+        } else {
+            0.75 * self.rate[k] + 0.25 * r
+        };
+        self.at[k] = now;
+        self.taken = self.taken.saturating_add(1);
+        if self.taken >= SETTLE && self.rate[m.other() as usize] > HYSTERESIS * self.rate[k] {
             self.switch(now);
         }
     }
 
     /// The mechanism in use.
-    #[cfg(test)]
     pub fn current(&self) -> Mech {
         self.cur
+    }
+
+    /// The average rates (bytes per nanosecond = GB/s) of the pipelined and the
+    /// cooperative copy (0: never measured).
+    pub fn rates(&self) -> (f64, f64) {
+        (
+            self.rate[Mech::Pipe as usize],
+            self.rate[Mech::Coop as usize],
+        )
     }
 }
 
@@ -393,27 +412,39 @@ mod tests {
     fn chooser_explores_and_follows_the_faster() {
         let mut c = Chooser::default();
         let ms = 1_000_000u64;
-        // Starts with the pipeline; two measurements, then the unmeasured coop is tried.
+        let mib = 1 << 20;
+        // SETTLE measurements of mechanism m taking ns each, ending at t, t+1, ...
+        let feed = |c: &mut Chooser, m: Mech, ns: u64, t: u64| {
+            for i in 0..SETTLE as u64 {
+                assert_eq!(c.current(), m);
+                c.record(m, mib, ns, t + i);
+            }
+        };
+        // Starts with the pipeline; after SETTLE measurements the unmeasured coop is tried.
         assert_eq!(c.choose(ms), Mech::Pipe);
-        c.record(Mech::Pipe, 1 << 20, 40_000, ms); // 26 B/ns
-        c.record(Mech::Pipe, 1 << 20, 40_000, 2 * ms);
-        assert_eq!(c.choose(3 * ms), Mech::Coop);
-        c.record(Mech::Coop, 1 << 20, 65_000, 3 * ms); // 16 B/ns
-        c.record(Mech::Pipe, 1 << 20, 10, 3 * ms); // stale: ignored
-        c.record(Mech::Coop, 1 << 20, 65_000, 4 * ms);
-        // The pipeline measured faster: back to it.
+        feed(&mut c, Mech::Pipe, 40_000, ms); // 26 B/ns
+        assert_eq!(c.choose(2 * ms), Mech::Coop);
+        c.record(Mech::Pipe, mib, 10, 2 * ms); // begun before the switch: ignored
+        feed(&mut c, Mech::Coop, 65_000, 3 * ms); // 16 B/ns
+                                                  // The pipeline measured faster: back to it.
         assert_eq!(c.current(), Mech::Pipe);
-        assert_eq!(c.choose(5 * ms), Mech::Pipe);
-        // The placement changes: the pipeline collapses below coop's last rate (compared
-        // once its two settling measurements are in).
-        c.record(Mech::Pipe, 1 << 20, 200_000, 6 * ms);
-        c.record(Mech::Pipe, 1 << 20, 200_000, 7 * ms);
+        assert_eq!(c.choose(4 * ms), Mech::Pipe);
+        // One slow measurement among fast ones does not switch (moving average).
+        feed(&mut c, Mech::Pipe, 40_000, 5 * ms);
+        c.record(Mech::Pipe, mib, 120_000, 6 * ms);
+        assert_eq!(c.current(), Mech::Pipe);
+        // The placement changes: the pipeline collapses well below coop's rate.
+        for i in 0..6 {
+            c.record(Mech::Pipe, mib, 200_000, 7 * ms + i);
+        }
+        assert_eq!(c.current(), Mech::Coop);
         assert_eq!(c.choose(8 * ms), Mech::Coop);
-        c.record(Mech::Coop, 1 << 20, 65_000, 9 * ms);
-        c.record(Mech::Coop, 1 << 20, 65_000, 10 * ms);
-        assert_eq!(c.choose(11 * ms), Mech::Coop);
-        // Long after the pipeline's last measurement (7 ms), it is tried again.
-        assert_eq!(c.choose(7 * ms + EXPLORE_NS), Mech::Coop);
-        assert_eq!(c.choose(7 * ms + EXPLORE_NS + 1), Mech::Pipe);
+        feed(&mut c, Mech::Coop, 65_000, 9 * ms);
+        assert_eq!(c.choose(10 * ms), Mech::Coop);
+        // Coop stays until EXPLORE_NS after the pipeline's last measurement.
+        let at = c.at[Mech::Pipe as usize];
+        assert_eq!(c.choose(at + EXPLORE_NS), Mech::Coop);
+        // Long after the pipeline's last measurement, it is tried again.
+        assert_eq!(c.choose(at + EXPLORE_NS + 1), Mech::Pipe);
     }
 }

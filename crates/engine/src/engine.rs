@@ -218,6 +218,8 @@ struct Peer {
     chooser: [Chooser; coop::SIZE_CLASSES],
     /// When the last measured large transfer from it ended (nanoseconds since start).
     last_end: u64,
+    /// When the last cooperative transfer from it ended.
+    last_coop_end: u64,
 }
 
 struct State {
@@ -1953,6 +1955,8 @@ impl State {
         let peer = &mut self.peers[p];
         peer.chooser[coop::size_class(n)].record(Mech::Coop, n, now - t0, now);
         peer.last_end = now;
+        peer.last_coop_end = now;
+        log_switch(&peer.chooser[coop::size_class(n)], Mech::Coop, p, n);
         true
     }
 
@@ -2296,15 +2300,19 @@ impl State {
                 if *got >= *want {
                     let (since, want) = (*since, *want);
                     self.finish(rreq);
-                    if since != 0 {
+                    let p = peer as usize;
+                    let peer = &mut self.peers[p];
+                    if since != 0 && since >= peer.last_coop_end {
                         // Throughput of the pipelined copy, from the later of its
-                        // clear-to-send and the previous large transfer's end.
-                        let now = self.now_ns();
-                        let peer = &mut self.peers[peer as usize];
+                        // clear-to-send and the previous large transfer's end (not
+                        // measured when a cooperative copy ran meanwhile: it held up
+                        // this one).
+                        let now = (self.clock.elapsed().as_nanos() as u64).max(1);
                         let start = since.max(peer.last_end);
                         let class = coop::size_class(want);
                         peer.chooser[class].record(Mech::Pipe, want, now - start, now);
                         peer.last_end = now;
+                        log_switch(&peer.chooser[class], Mech::Pipe, p, want);
                     }
                 }
             }
@@ -2626,4 +2634,22 @@ unsafe fn cma_write(pid: i32, src: *const u8, addr: u64, n: usize) -> std::io::R
         done += k;
     }
     Ok(())
+}
+
+/// Says at verbose level 20 when a measurement made `c` leave mechanism `was` for messages
+/// of `n` bytes' size class from `peer`.
+fn log_switch(c: &Chooser, was: Mech, peer: usize, n: usize) {
+    if c.current() != was {
+        let (pipe, coop) = c.rates();
+        oxmpi_base::verbose!(
+            params::BTL,
+            20,
+            "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined \
+             {pipe:.1} GB/s, cooperative {coop:.1} GB/s)",
+            match c.current() {
+                Mech::Pipe => "pipelined copy",
+                Mech::Coop => "cooperative single copy",
+            }
+        );
+    }
 }
