@@ -285,10 +285,10 @@ impl Chooser {
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of
     /// the mechanism not in use are ignored (begun before the last switch, their time
-    /// overlaps the other mechanism's).
-    pub fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) {
+    /// overlaps the other mechanism's). Returns `true` if it made the chooser switch.
+    pub fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) -> bool {
         if m != self.cur || ns == 0 {
-            return;
+            return false;
         }
         let r = bytes as f64 / ns as f64;
         let k = m as usize;
@@ -299,9 +299,12 @@ impl Chooser {
         };
         self.at[k] = now;
         self.taken = self.taken.saturating_add(1);
-        if self.taken >= SETTLE && self.rate[m.other() as usize] > HYSTERESIS * self.rate[k] {
+        let switch =
+            self.taken >= SETTLE && self.rate[m.other() as usize] > HYSTERESIS * self.rate[k];
+        if switch {
             self.switch(now);
         }
+        switch
     }
 
     /// The mechanism in use.

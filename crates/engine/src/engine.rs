@@ -1953,10 +1953,12 @@ impl State {
         );
         let now = self.now_ns();
         let peer = &mut self.peers[p];
-        peer.chooser[coop::size_class(n)].record(Mech::Coop, n, now - t0, now);
+        let c = &mut peer.chooser[coop::size_class(n)];
+        if c.record(Mech::Coop, n, now - t0, now) {
+            log_switch(c, p, n);
+        }
         peer.last_end = now;
         peer.last_coop_end = now;
-        log_switch(&peer.chooser[coop::size_class(n)], Mech::Coop, p, n);
         true
     }
 
@@ -2310,9 +2312,11 @@ impl State {
                         let now = (self.clock.elapsed().as_nanos() as u64).max(1);
                         let start = since.max(peer.last_end);
                         let class = coop::size_class(want);
-                        peer.chooser[class].record(Mech::Pipe, want, now - start, now);
+                        let c = &mut peer.chooser[class];
+                        if c.record(Mech::Pipe, want, now - start, now) {
+                            log_switch(c, p, want);
+                        }
                         peer.last_end = now;
-                        log_switch(&peer.chooser[class], Mech::Pipe, p, want);
                     }
                 }
             }
@@ -2636,20 +2640,18 @@ unsafe fn cma_write(pid: i32, src: *const u8, addr: u64, n: usize) -> std::io::R
     Ok(())
 }
 
-/// Says at verbose level 20 when a measurement made `c` leave mechanism `was` for messages
-/// of `n` bytes' size class from `peer`.
-fn log_switch(c: &Chooser, was: Mech, peer: usize, n: usize) {
-    if c.current() != was {
-        let (pipe, coop) = c.rates();
-        oxmpi_base::verbose!(
-            params::BTL,
-            20,
-            "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined \
-             {pipe:.1} GB/s, cooperative {coop:.1} GB/s)",
-            match c.current() {
-                Mech::Pipe => "pipelined copy",
-                Mech::Coop => "cooperative single copy",
-            }
-        );
-    }
+/// Says at verbose level 20 that a measurement made `c` switch for messages of `n` bytes'
+/// size class from `peer`.
+fn log_switch(c: &Chooser, peer: usize, n: usize) {
+    let (pipe, coop) = c.rates();
+    oxmpi_base::verbose!(
+        params::BTL,
+        20,
+        "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined {pipe:.1} GB/s, \
+         cooperative {coop:.1} GB/s)",
+        match c.current() {
+            Mech::Pipe => "pipelined copy",
+            Mech::Coop => "cooperative single copy",
+        }
+    );
 }
