@@ -2439,17 +2439,35 @@ impl TcpSetup {
             .map_err(sys_err(me, "tcp listener address"))?
             .port();
         let include = params::list(&params::TCP_IF_INCLUDE);
-        let addr = if include.is_empty() {
+        let exclude = params::list(&params::TCP_IF_EXCLUDE);
+        let fail = |msg: String| Error::Bootstrap { rank: me, msg };
+        if !include.is_empty() && !exclude.is_empty() {
+            return Err(fail(format!(
+                "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
+                include.join(","),
+                exclude.join(",")
+            )));
+        }
+        let addr = if include.is_empty() && exclude.is_empty() {
             String::new()
         } else {
-            tcp::interface_addr(&include)
-                .ok_or_else(|| Error::Bootstrap {
-                    rank: me,
-                    msg: format!(
-                        "btl_tcp_if_include={}: no such IPv4 interface on host {}",
-                        include.join(","),
-                        sys::hostname()
-                    ),
+            let ifaces = tcp::interfaces();
+            let names: Vec<String> = ifaces.iter().map(|(n, ip)| format!("{n} {ip}")).collect();
+            tcp::select_addr(&ifaces, &include, &exclude)
+                .ok_or_else(|| {
+                    fail(format!(
+                        "{}: no such IPv4 interface on host {} (it has: {})",
+                        if include.is_empty() {
+                            format!(
+                                "btl_tcp_if_exclude={} leaves no interface",
+                                exclude.join(",")
+                            )
+                        } else {
+                            format!("btl_tcp_if_include={}", include.join(","))
+                        },
+                        sys::hostname(),
+                        names.join(", ")
+                    ))
                 })?
                 .to_string()
         };

@@ -75,7 +75,8 @@
 //! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
 //!   `btl=self,tcp` / `btl=^sm`). Each rank listens on a TCP port and publishes
 //!   `address,port,nonce` in the same fence as `sm` (address: the one of
-//!   `btl_tcp_if_include`, else the peer's host name resolves; peers on the same node use
+//!   `btl_tcp_if_include` (name, address or subnet) or the first interface `btl_tcp_if_exclude`
+//!   leaves, else the peer's host name resolves; peers on the same node use
 //!   127.0.0.1); the lower rank of a pair connects and sends a hello with both ranks and the
 //!   listener's nonce, anything else is refused. Records (u32 length, header, payload) move
 //!   over non-blocking `TCP_NODELAY` sockets with user-space send/receive buffers; the same

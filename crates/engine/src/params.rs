@@ -100,8 +100,21 @@ pub static TCP_IF_INCLUDE: ParamDecl = ParamDecl::new(
     "if_include",
     ParamType::List,
     "",
-    "Interfaces (names or IPv4 addresses) whose address the tcp transport publishes for \
-     other hosts to connect to; empty: the address of the host name",
+    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) whose address the tcp \
+     transport publishes for other hosts to connect to (the first in the system's order); \
+     empty: the address of the host name",
+)
+.level(4);
+/// `btl_tcp_if_exclude`.
+pub static TCP_IF_EXCLUDE: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "if_exclude",
+    ParamType::List,
+    "",
+    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) the tcp transport must not \
+     publish: it publishes the address of the first other non-loopback interface; exclusive \
+     with btl_tcp_if_include",
 )
 .level(4);
 /// `btl_tcp_port_min_v4`.
@@ -176,6 +189,7 @@ pub static PROVIDER: Provider = Provider {
         SM_COOP_MIN,
         SM_COOP_CHUNK,
         TCP_IF_INCLUDE,
+        TCP_IF_EXCLUDE,
         TCP_PORT_MIN,
         TCP_PORT_RANGE,
         YIELD_WHEN_IDLE,

@@ -423,17 +423,16 @@ pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
     Err(last)
 }
 
-/// The IPv4 address of the first interface named in `names` (or whose address is listed
-/// there), in the order of the system's interface list.
-pub(crate) fn interface_addr(names: &[String]) -> Option<std::net::Ipv4Addr> {
+/// The IPv4 interfaces of this host (name, address), in the system's order.
+pub(crate) fn interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` on success; freed below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
+        return Vec::new();
     }
-    let mut found = None;
+    let mut out = Vec::new();
     let mut p = list;
-    while !p.is_null() && found.is_none() {
+    while !p.is_null() {
         // SAFETY: p is a node of the list returned by getifaddrs.
         let ifa = unsafe { &*p };
         p = ifa.ifa_next;
@@ -450,13 +449,58 @@ pub(crate) fn interface_addr(names: &[String]) -> Option<std::net::Ipv4Addr> {
         let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
         // SAFETY: ifa_name is a NUL-terminated string.
         let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
-        if names.iter().any(|n| *n == name || *n == ip.to_string()) {
-            found = Some(ip);
-        }
+        out.push((name.into_owned(), ip));
     }
     // SAFETY: list came from getifaddrs.
     unsafe { libc::freeifaddrs(list) };
-    found
+    out
+}
+
+/// Whether interface `(name, ip)` matches `spec`: its name, its address, or a subnet
+/// `a.b.c.d/n` that holds its address (as in Open MPI's `btl_tcp_if_include`).
+pub(crate) fn iface_matches(spec: &str, name: &str, ip: std::net::Ipv4Addr) -> bool {
+    if spec == name || spec == ip.to_string() {
+        return true;
+    }
+    let Some((net, bits)) = spec.split_once('/') else {
+        return false;
+    };
+    let (Ok(net), Ok(bits)) = (net.parse::<std::net::Ipv4Addr>(), bits.parse::<u32>()) else {
+        return false;
+    };
+    if bits > 32 {
+        return false;
+    }
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits)
+    };
+    u32::from(net) & mask == u32::from(ip) & mask
+}
+
+/// The address to publish from interfaces `ifaces`: the first one matching `include`, or,
+/// with `exclude`, the first one that matches none of it and is not a loopback address;
+/// `None` if nothing qualifies (or neither list is set).
+pub(crate) fn select_addr(
+    ifaces: &[(String, std::net::Ipv4Addr)],
+    include: &[String],
+    exclude: &[String],
+) -> Option<std::net::Ipv4Addr> {
+    let any = |specs: &[String], n: &str, ip| specs.iter().any(|s| iface_matches(s, n, ip));
+    if !include.is_empty() {
+        return ifaces
+            .iter()
+            .find(|(n, ip)| any(include, n, *ip))
+            .map(|(_, ip)| *ip);
+    }
+    if exclude.is_empty() {
+        return None;
+    }
+    ifaces
+        .iter()
+        .find(|(n, ip)| !ip.is_loopback() && !any(exclude, n, *ip))
+        .map(|(_, ip)| *ip)
 }
 
 /// Resolves a peer's published address: an IP literal, or (when empty) its host name, or
@@ -697,6 +741,43 @@ mod tests {
         }
         assert_eq!(got, vec![vec![1; 10], vec![2; 10]]);
         assert!(t.push(&h, &[3; 10], 100));
+    }
+
+    #[test]
+    fn interface_selection_by_name_address_subnet_and_exclusion() {
+        let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ifs = vec![
+            ("lo".to_string(), ip("127.0.0.1")),
+            ("eth0".to_string(), ip("10.1.2.3")),
+            ("ib0".to_string(), ip("192.168.7.9")),
+        ];
+        assert!(iface_matches("10.0.0.0/8", "x", ip("10.200.0.1")));
+        assert!(!iface_matches("10.0.0.0/16", "x", ip("10.200.0.1")));
+        assert!(iface_matches("0.0.0.0/0", "x", ip("1.2.3.4")));
+        assert!(!iface_matches("10.0.0.0/33", "x", ip("10.0.0.1")));
+        assert!(!iface_matches("eth", "eth0", ip("10.0.0.1")));
+        assert_eq!(
+            select_addr(&ifs, &v(&["ib0"]), &[]),
+            Some(ip("192.168.7.9"))
+        );
+        assert_eq!(
+            select_addr(&ifs, &v(&["10.1.2.3"]), &[]),
+            Some(ip("10.1.2.3"))
+        );
+        assert_eq!(
+            select_addr(&ifs, &v(&["192.168.0.0/16", "eth0"]), &[]),
+            Some(ip("10.1.2.3")),
+            "the system's order decides, not the list's"
+        );
+        assert_eq!(select_addr(&ifs, &v(&["wlan0"]), &[]), None);
+        // Exclusion skips loopback and the excluded ones.
+        assert_eq!(
+            select_addr(&ifs, &[], &v(&["eth0"])),
+            Some(ip("192.168.7.9"))
+        );
+        assert_eq!(select_addr(&ifs, &[], &v(&["10.0.0.0/8", "ib0"])), None);
+        assert_eq!(select_addr(&ifs, &[], &[]), None);
     }
 
     #[test]

@@ -570,6 +570,24 @@ fn tcp_dead_peer_on_another_node_fails_waits() {
     });
 }
 
+/// `btl_tcp_if_include` by subnet: the loopback interface's address is published.
+#[test]
+fn tcp_interface_by_subnet() {
+    let err = run_with(
+        2,
+        "pingpong",
+        &[
+            ("OXMPI_MCA_btl", "self,tcp"),
+            ("OXMPI_MCA_btl_tcp_if_include", "127.0.0.0/8"),
+            ("OXMPI_MCA_btl_base_verbose", "20"),
+        ],
+        |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+        },
+    );
+    assert!(err[0].contains("published address 127."), "{}", err[0]);
+}
+
 /// Without tcp, a rank on another node is unreachable (the error names the cause).
 #[test]
 fn other_node_without_tcp_is_unreachable() {
