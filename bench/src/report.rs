@@ -749,7 +749,13 @@ mod tests {
         // all test rows have a near probe (100 ns): ompi near median of 0.2, 0.3
         assert!(md.contains("| lat | 8 B | 0.250 (2) | - |"), "{md}");
         // bandwidth by placement: one near run, one far run (400 ns probe)
-        assert!(md.contains("## Large-message bandwidth by vCPU placement"), "{md}");
-        assert!(md.contains("| bw | 1 MiB | 9000 (1) | 7000 (1) | - | - |"), "{md}");
+        assert!(
+            md.contains("## Large-message bandwidth by vCPU placement"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| bw | 1 MiB | 9000 (1) | 7000 (1) | - | - |"),
+            "{md}"
+        );
     }
 }
