@@ -230,6 +230,9 @@ struct State {
     reqs: Slab,
     next_req: u64,
     messages: HashMap<u64, (Envelope, Msg)>,
+    /// Buffers of consumed unexpected eager messages, reused for the next ones (no
+    /// allocation per unexpected message).
+    eager_pool: Vec<Vec<u8>>,
     peers: Vec<Peer>,
     /// Indices of the peers that have a link (the ones progress polls).
     linked: Vec<usize>,
@@ -254,6 +257,9 @@ struct State {
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
 // their request completes) and shared-memory rings; all access happens under the Engine lock.
 unsafe impl Send for State {}
+
+/// Most buffers of consumed unexpected eager messages kept for reuse.
+const EAGER_POOL: usize = 256;
 
 /// The per-process MPI engine. See the crate documentation for the API overview.
 pub struct Engine {
@@ -571,11 +577,12 @@ impl Engine {
     ) -> Result<crate::Started, Error> {
         let mut st = self.lock();
         // SAFETY: forwarded caller guarantee.
-        let r = unsafe { st.start_recv(buf, len, src, tag, comm) }?;
-        Ok(match st.take_done(r) {
-            Some(s) => crate::Started::Complete(s),
-            None => crate::Started::Pending(r),
-        })
+        Ok(
+            match unsafe { st.start_recv_as(buf, len, src, tag, comm, true) }? {
+                Started::Done(s) => crate::Started::Complete(s),
+                Started::Req(r) => crate::Started::Pending(r),
+            },
+        )
     }
 
     /// Blocking send (`MPI_Send` and its modes): [`Engine::isend`] followed by
@@ -1133,6 +1140,7 @@ impl State {
             reqs: Slab::default(),
             next_req: 1,
             messages: HashMap::default(),
+            eager_pool: Vec::new(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
             eager_limit: 4096,
@@ -1346,6 +1354,31 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Result<ReqId, Error> {
+        // SAFETY: forwarded caller guarantee.
+        match unsafe { self.start_recv_as(buf, len, src, tag, comm, false) }? {
+            Started::Req(r) => Ok(r),
+            Started::Done(s) => Ok(self.new_done(s)),
+        }
+    }
+
+    /// [`State::start_recv`]; with `started`, a receive whose message arrived already as
+    /// unexpected eager data takes it at once and returns [`Started::Done`] without
+    /// creating a request (the caller keeps its status), and a receive that completed
+    /// otherwise while starting (a message to ourselves, a failed peer) returns
+    /// [`Started::Done`] with its request freed.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    #[inline(always)]
+    unsafe fn start_recv_as(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        started: bool,
+    ) -> Result<Started, Error> {
         self.check_live()?;
         let (ctx, n, src_world) = {
             let c = self.comm(comm)?;
@@ -1355,7 +1388,10 @@ impl State {
             (c.ctx, c.remote.len(), w)
         };
         if src == PROC_NULL {
-            return Ok(ReqId(self.new_done(Status::PROC_NULL).0));
+            if started {
+                return Ok(Started::Done(Status::PROC_NULL));
+            }
+            return Ok(Started::Req(self.new_done(Status::PROC_NULL)));
         }
         if src != ANY_SOURCE && src_world.is_none() {
             return Err(Error::arg(
@@ -1373,6 +1409,53 @@ impl State {
             return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
         }
         let peer = src_world;
+        if let Some(p) = peer {
+            if p != self.me && self.peers[p as usize].link.is_none() && !self.peers[p as usize].dead
+            {
+                return Err(Error::arg(
+                    ErrorClass::Unsupported,
+                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
+                ));
+            }
+        }
+        if started && self.matcher.has_unexpected() {
+            if let Some((env, msg)) = self.matcher.take_unexpected(ctx, src, tag) {
+                // Arrived already (also from a peer that died since).
+                let msg = match msg {
+                    Msg::Eager { data, ack } => {
+                        let n = data.len().min(len);
+                        // SAFETY: buf has len >= n writable bytes (caller); data has n
+                        // readable bytes.
+                        unsafe { copy(data.as_ptr(), buf, n) };
+                        let status = Status {
+                            source: env.src,
+                            tag: env.tag,
+                            error: (data.len() > len).then_some(ErrorClass::Truncate),
+                            count_bytes: n,
+                            cancelled: false,
+                        };
+                        self.eager_recycle(data);
+                        if let Ack::Remote { peer, sreq } = ack {
+                            self.ctrl(peer, K_FIN, 0, sreq, 0);
+                        }
+                        return Ok(Started::Done(status));
+                    }
+                    other => other,
+                };
+                let id = self.new_req(ReqState::Posted {
+                    buf,
+                    cap: len,
+                    ctx,
+                    src,
+                    peer,
+                });
+                self.deliver(id, env, msg);
+                if let Some(s) = self.take_done(ReqId(id)) {
+                    return Ok(Started::Done(s));
+                }
+                return Ok(Started::Req(ReqId(id)));
+            }
+        }
         let id = self.new_req(ReqState::Posted {
             buf,
             cap: len,
@@ -1380,24 +1463,24 @@ impl State {
             src,
             peer,
         });
-        if let Some(p) = peer {
-            if p != self.me && self.peers[p as usize].link.is_none() && !self.peers[p as usize].dead
-            {
-                self.reqs.remove(id);
-                return Err(Error::arg(
-                    ErrorClass::Unsupported,
-                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
-                ));
-            }
-        }
-        if let Some((env, msg)) = self.matcher.post(ctx, src, tag, id) {
+        let settled = if let Some((env, msg)) = self.matcher.post(ctx, src, tag, id) {
             // Messages that arrived before a peer died are still delivered.
             self.deliver(id, env, msg);
+            true
         } else if peer.is_some_and(|p| self.peers[p as usize].dead) {
             self.matcher.cancel(ctx, src, &id);
             self.fail(id, ErrorClass::ProcFailed);
+            true
+        } else {
+            false
+        };
+        // (A receive that was queued cannot have completed yet.)
+        if started && settled {
+            if let Some(s) = self.take_done(ReqId(id)) {
+                return Ok(Started::Done(s));
+            }
         }
-        Ok(ReqId(id))
+        Ok(Started::Req(ReqId(id)))
     }
 
     /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
@@ -1730,11 +1813,7 @@ impl State {
         }
         if len <= self.eager_limit && !sync {
             // SAFETY: the send buffer holds `len` readable bytes.
-            let data = if len > 0 {
-                unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
-            } else {
-                Vec::new()
-            };
+            let data = unsafe { self.eager_copy(ptr, len) };
             self.matcher.push_unexpected(
                 env,
                 Msg::Eager {
@@ -1746,6 +1825,35 @@ impl State {
         } else {
             self.matcher
                 .push_unexpected(env, Msg::Local { ptr, len, sreq });
+        }
+    }
+
+    /// Copies `len` bytes at `ptr` into a buffer for an unexpected eager message (a pooled
+    /// one when there is one).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `len` bytes.
+    #[inline]
+    unsafe fn eager_copy(&mut self, ptr: *const u8, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        let mut v = self.eager_pool.pop().unwrap_or_default();
+        // SAFETY: caller guarantee.
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, len) });
+        v
+    }
+
+    /// Returns the buffer of a consumed unexpected eager message to the pool (at most
+    /// [`EAGER_POOL`] buffers of at most the eager limit are kept).
+    #[inline]
+    fn eager_recycle(&mut self, mut v: Vec<u8>) {
+        if v.capacity() != 0
+            && v.capacity() <= self.eager_limit
+            && self.eager_pool.len() < EAGER_POOL
+        {
+            v.clear();
+            self.eager_pool.push(v);
         }
     }
 
@@ -1770,6 +1878,7 @@ impl State {
             Msg::Eager { data, ack } => {
                 // SAFETY: buf has cap >= n writable bytes; data has n readable bytes.
                 unsafe { copy(data.as_ptr(), buf, n) };
+                self.eager_recycle(data);
                 self.finish(rid);
                 match ack {
                     Ack::None => {}
@@ -2235,11 +2344,7 @@ impl State {
                         return;
                     }
                     // SAFETY: payload has plen readable bytes in the ring record.
-                    let data = if plen > 0 {
-                        unsafe { std::slice::from_raw_parts(payload, plen) }.to_vec()
-                    } else {
-                        Vec::new()
-                    };
+                    let data = unsafe { self.eager_copy(payload, plen) };
                     Msg::Eager { data, ack }
                 } else {
                     let msg = Msg::Rts {

@@ -160,6 +160,10 @@ impl<R, M> CtxQueues<R, M> {
             best.map(|(_, s, i)| (s, i))
         } else {
             let bin = self.unexpected.get(src)?;
+            // The oldest message usually matches.
+            if tag_matches(tag, bin.front()?.tag) {
+                return Some((src, 0));
+            }
             bin.iter()
                 .position(|u| tag_matches(tag, u.tag))
                 .map(|i| (src, i))
@@ -261,6 +265,8 @@ impl<Q: Default> Ctxs<Q> {
 pub struct Matcher<R, M> {
     ctxs: Ctxs<CtxQueues<R, M>>,
     seq: u64,
+    /// Unexpected messages queued on all contexts.
+    n_unexpected: usize,
 }
 
 impl<R, M> Default for Matcher<R, M> {
@@ -268,6 +274,7 @@ impl<R, M> Default for Matcher<R, M> {
         Matcher {
             ctxs: Ctxs::default(),
             seq: 0,
+            n_unexpected: 0,
         }
     }
 }
@@ -296,8 +303,14 @@ impl<R: PartialEq, M> Matcher<R, M> {
         self.seq += 1;
         let seq = self.seq;
         let q = self.ctxs.entry(ctx);
-        if let Some((s, i)) = q.find_unexpected(src, tag) {
+        let found = if self.n_unexpected == 0 {
+            None
+        } else {
+            q.find_unexpected(src, tag)
+        };
+        if let Some((s, i)) = found {
             let u = q.remove_unexpected(s, i)?;
+            self.n_unexpected -= 1;
             return Some((
                 Envelope {
                     ctx,
@@ -330,8 +343,14 @@ impl<R: PartialEq, M> Matcher<R, M> {
         };
         // Empty bins are kept (one per source at most) so that the next post does not
         // allocate again.
-        if let Some(bin) = q.posted_src.get_mut(env.src) {
-            if let Some(i) = bin.iter().position(|p| tag_matches(p.tag, env.tag)) {
+        if let Some(bin) = q.posted_src.get_mut(env.src).filter(|b| !b.is_empty()) {
+            let first = tag_matches(bin[0].tag, env.tag);
+            let found = if first {
+                Some(0)
+            } else {
+                bin.iter().position(|p| tag_matches(p.tag, env.tag))
+            };
+            if let Some(i) = found {
                 let take_specific = wild.is_none_or(|j| bin[i].seq < q.posted_any[j].seq);
                 if take_specific {
                     return take_at(bin, i).map(|p| p.req);
@@ -358,6 +377,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Queues a message that matched no posted receive.
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();
+        self.n_unexpected += 1;
         let q = self.ctxs.entry(env.ctx);
         q.n_unexpected += 1;
         q.unexpected.entry(env.src).push_back(Unexpected {
@@ -387,6 +407,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
         let q = self.ctxs.get_mut(ctx)?;
         let (s, i) = q.find_unexpected(src, tag)?;
         let u = q.remove_unexpected(s, i)?;
+        self.n_unexpected -= 1;
         Some((
             Envelope {
                 ctx,
@@ -445,6 +466,13 @@ impl<R: PartialEq, M> Matcher<R, M> {
             out.extend(taken.into_iter().map(|p| p.req));
         }
         out
+    }
+
+    /// Whether any unexpected message is queued (on any context): when not, a receive
+    /// posted now cannot match at once.
+    #[inline]
+    pub fn has_unexpected(&self) -> bool {
+        self.n_unexpected != 0
     }
 
     /// Number of queued posted receives and unexpected messages (for diagnostics and tests).
@@ -669,6 +697,7 @@ mod tests {
                 }
                 prop_assert!(model.check_no_stuck_pair());
                 prop_assert_eq!(m.queued(), (model.posted.len(), model.unexpected.len()));
+                prop_assert_eq!(m.has_unexpected(), !model.unexpected.is_empty());
             }
         }
     }

@@ -1250,6 +1250,15 @@ fn started(e: &Engine) {
             // To ourselves: small, so complete at once.
             let s = e.isend_started(small.as_ptr(), 100, me, 4, w, SendMode::Standard);
             assert!(matches!(s, Ok(Started::Complete(_))), "{s:?}");
+            // Taken by receives that find them queued: one truncated, one synchronous
+            // (its acknowledgement must still come).
+            let s = e.isend_started(small.as_ptr(), 100, peer, 5, w, SendMode::Standard);
+            assert!(matches!(s, Ok(Started::Complete(_))), "{s:?}");
+            let s = e.isend_started(small.as_ptr(), 100, peer, 6, w, SendMode::Sync);
+            let Ok(Started::Pending(r)) = s else {
+                panic!("synchronous send done before its match: {s:?}")
+            };
+            assert_eq!(e.wait(r).error, None);
         }
         let mut own = vec![0u8; 100];
         assert_eq!(recv(e, &mut own, me, 4).count_bytes, 100);
@@ -1285,6 +1294,28 @@ fn started(e: &Engine) {
                 .irecv_started(buf.as_mut_ptr(), 100, PROC_NULL, 1, w)
                 .unwrap();
             assert_eq!(s, Started::Complete(Status::PROC_NULL));
+            while e.iprobe(peer, 6, w).unwrap().is_none() {}
+            buf.fill(0);
+            let s = e.irecv_started(buf.as_mut_ptr(), 50, peer, 5, w).unwrap();
+            let Started::Complete(st) = s else {
+                panic!("queued message not taken at once: {s:?}")
+            };
+            assert_eq!(
+                (st.source, st.tag, st.count_bytes, st.error),
+                (peer, 5, 50, Some(ErrorClass::Truncate))
+            );
+            assert!(buf[..50] == small[..50] && buf[50..100].iter().all(|&b| b == 0));
+            let s = e
+                .irecv_started(buf.as_mut_ptr(), 100, ANY_SOURCE, ANY_TAG, w)
+                .unwrap();
+            let Started::Complete(st) = s else {
+                panic!("queued synchronous message not taken at once: {s:?}")
+            };
+            assert_eq!(
+                (st.source, st.tag, st.count_bytes, st.error),
+                (peer, 6, 100, None)
+            );
+            assert!(buf[..100] == small[..]);
         }
     }
 }
