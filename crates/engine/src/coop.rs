@@ -13,13 +13,16 @@
 //! The chunks are handed out through one control word per sender→receiver pair, in the
 //! receiver's shared segment ([`CoopMem`]): `seq | lo | hi`, where `[lo, hi)` are the
 //! chunks nobody has claimed yet. The receiver opens a transfer (new `seq`, `lo = 0`,
-//! `hi = chunks`) before it tells the sender; each side claims with a compare-and-swap
-//! (receiver `lo += 1`, sender `hi -= 1`), so every chunk is copied exactly once, and a
-//! sender that arrives late, or with the clear-to-send of an older transfer, claims
-//! nothing. The sender counts the chunks it finished (or the one it could not copy) in a
-//! second word; the receiver's request completes when its own chunks are in and the sender
-//! has reported every chunk it claimed. A claim is always finished before its claimer does
-//! anything else, so the receiver's wait is bounded by one chunk copy of the sender.
+//! `hi = chunks`) before it tells the sender; each side claims a run of a quarter of what
+//! is left (at least one chunk) with a compare-and-swap (receiver `lo += k`, sender
+//! `hi -= k`): few large copies while much is left (each CMA call costs about a
+//! microsecond), single chunks at the end, so the two finish within a chunk of each other.
+//! Every chunk is copied exactly once, and a sender that arrives late, or with the
+//! clear-to-send of an older transfer, claims nothing. The sender counts the chunks it
+//! finished in a second word, with a flag if it could not copy its last run (the receiver
+//! copies that run); the receiver's request completes when its own chunks are in and the
+//! sender has reported every chunk it claimed. A claim is always finished before its
+//! claimer does anything else, so the receiver's wait is bounded by one run of the sender.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
@@ -37,8 +40,11 @@ const SEQ_MASK: u32 = (1 << 24) - 1;
 /// Most chunks one transfer may have.
 pub const MAX_CHUNKS: usize = IDX_MASK as usize;
 
-/// Default chunk (one CMA call each; `btl_sm_coop_chunk_size`).
-pub const DEFAULT_CHUNK: usize = 64 << 10;
+/// Default chunk (the unit of claims; `btl_sm_coop_chunk_size`).
+pub const DEFAULT_CHUNK: usize = 32 << 10;
+
+/// A claim takes this fraction (1/CLAIM_DIVISOR) of the unclaimed chunks, at least one.
+pub const CLAIM_DIVISOR: u64 = 4;
 
 fn pack(seq: u32, x: u64, y: u64) -> u64 {
     ((seq & SEQ_MASK) as u64) << (2 * IDX_BITS) | (x & IDX_MASK) << IDX_BITS | (y & IDX_MASK)
@@ -146,7 +152,7 @@ impl CoopMem {
         self.claim().store(pack(seq, 0, 0), Ordering::Release);
     }
 
-    fn take(&self, seq: u32, front: bool) -> Option<usize> {
+    fn take(&self, seq: u32, front: bool) -> Option<(usize, usize)> {
         let c = self.claim();
         let mut w = c.load(Ordering::Acquire);
         loop {
@@ -154,45 +160,48 @@ impl CoopMem {
             if s != seq & SEQ_MASK || lo >= hi {
                 return None;
             }
-            let (nw, got) = if front {
-                (pack(s, lo + 1, hi), lo)
+            let k = ((hi - lo) / CLAIM_DIVISOR).max(1);
+            let (nw, first) = if front {
+                (pack(s, lo + k, hi), lo)
             } else {
-                (pack(s, lo, hi - 1), hi - 1)
+                (pack(s, lo, hi - k), hi - k)
             };
             match c.compare_exchange_weak(w, nw, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some(got as usize),
+                Ok(_) => return Some((first as usize, k as usize)),
                 Err(x) => w = x,
             }
         }
     }
 
-    /// Receiver: claims the lowest unclaimed chunk of transfer `seq`.
-    pub fn claim_front(&self, seq: u32) -> Option<usize> {
+    /// Receiver: claims a run at the front of the unclaimed chunks of transfer `seq`:
+    /// `(first chunk, chunks)`.
+    pub fn claim_front(&self, seq: u32) -> Option<(usize, usize)> {
         self.take(seq, true)
     }
 
-    /// Sender: claims the highest unclaimed chunk of transfer `seq`.
-    pub fn claim_back(&self, seq: u32) -> Option<usize> {
+    /// Sender: claims a run at the back of the unclaimed chunks of transfer `seq`.
+    pub fn claim_back(&self, seq: u32) -> Option<(usize, usize)> {
         self.take(seq, false)
     }
 
-    /// Sender: one claimed chunk is copied (Release: the copy happened before).
-    pub fn report_done(&self) {
-        self.done().fetch_add(1 << IDX_BITS, Ordering::Release);
-    }
-
-    /// Sender: claimed chunk `k` could not be copied (the receiver copies it); the sender
-    /// claims nothing more in this transfer.
-    pub fn report_failed(&self, k: usize) {
+    /// Sender: a claimed run of `k` chunks is copied (Release: the copy happened before).
+    pub fn report_done(&self, k: usize) {
         self.done()
-            .fetch_or((k as u64 + 1) & IDX_MASK, Ordering::Release);
+            .fetch_add((k as u64 & IDX_MASK) << IDX_BITS, Ordering::Release);
     }
 
-    /// Receiver: the sender's account of transfer `seq`: chunks copied, and the chunk it
-    /// failed to copy, if any (`None` for a word of another transfer).
-    pub fn sender_report(&self, seq: u32) -> Option<(usize, Option<usize>)> {
+    /// Sender: its last claimed run could not be copied (the receiver copies it); the
+    /// sender claims nothing more in this transfer.
+    pub fn report_failed(&self) {
+        self.done().fetch_or(1, Ordering::Release);
+    }
+
+    /// Receiver: the sender's account of transfer `seq`: chunks copied, and whether its
+    /// last run failed (`None` for a word of another transfer). After a failure the failed
+    /// run is the lowest of the sender's: it starts where the receiver's runs end.
+    pub fn sender_report(&self, seq: u32) -> Option<(usize, bool)> {
         let (s, n, f) = unpack(self.done().load(Ordering::Acquire));
-        (s == seq & SEQ_MASK).then_some((n as usize, f.checked_sub(1).map(|k| k as usize)))
+        (s == seq & SEQ_MASK).then_some((n as usize, f != 0))
     }
 }
 
@@ -226,8 +235,13 @@ pub fn size_class(n: usize) -> usize {
     }
 }
 
-/// How long a mechanism's measurement stays good before the chooser tries it again.
+/// How long a mechanism's measurement stays good before the chooser tries it again (the
+/// shortest interval: each try that confirms the mechanism in use doubles it, up to
+/// [`EXPLORE_MAX_NS`]; a switch resets it).
 pub const EXPLORE_NS: u64 = 20_000_000;
+
+/// The longest interval between tries of the mechanism not in use.
+pub const EXPLORE_MAX_NS: u64 = 640_000_000;
 
 /// Measurements of the current mechanism after a switch before the chooser compares.
 pub const SETTLE: u32 = 4;
@@ -240,9 +254,11 @@ pub const HYSTERESIS: f64 = 1.1;
 /// a job runs). It keeps using the current mechanism and keeps a moving average of its
 /// rate (the first measurement after a switch replaces the old average); after [`SETTLE`]
 /// measurements it compares: it switches when the other mechanism's last average is
-/// [`HYSTERESIS`] times higher, or when the other one has not been measured for
-/// [`EXPLORE_NS`] (to notice a change of placement). Sans-IO: times come in as
-/// nanoseconds.
+/// [`HYSTERESIS`] times higher, or, to notice a change of placement, tries the other one
+/// when it has not been measured for an interval ([`EXPLORE_NS`], doubled by every try that
+/// confirms the mechanism in use, up to [`EXPLORE_MAX_NS`]: a try of the pipelined copy
+/// costs all the messages matched before its measurements come back). Sans-IO: times come
+/// in as nanoseconds.
 #[derive(Clone, Debug)]
 pub struct Chooser {
     cur: Mech,
@@ -252,6 +268,10 @@ pub struct Chooser {
     at: [u64; 2],
     /// Measurements of the current mechanism since the last switch.
     taken: u32,
+    /// The current mechanism is being tried (a switch by `choose`, not by a measurement).
+    trying: bool,
+    /// Interval between tries.
+    interval: u64,
 }
 
 impl Default for Chooser {
@@ -261,6 +281,8 @@ impl Default for Chooser {
             rate: [0.0; 2],
             at: [0; 2],
             taken: 0,
+            trying: false,
+            interval: EXPLORE_NS,
         }
     }
 }
@@ -270,9 +292,10 @@ impl Chooser {
     pub fn choose(&mut self, now: u64) -> Mech {
         let other = self.cur.other() as usize;
         if self.taken >= SETTLE
-            && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > EXPLORE_NS)
+            && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > self.interval)
         {
             self.switch(now);
+            self.trying = true;
         }
         self.cur
     }
@@ -281,6 +304,7 @@ impl Chooser {
         self.cur = self.cur.other();
         self.at[self.cur as usize] = now;
         self.taken = 0;
+        self.trying = false;
     }
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of
@@ -301,6 +325,17 @@ impl Chooser {
         self.taken = self.taken.saturating_add(1);
         let switch =
             self.taken >= SETTLE && self.rate[m.other() as usize] > HYSTERESIS * self.rate[k];
+        if self.taken == SETTLE && self.trying {
+            // A try ends: back off when it confirmed the mechanism in use before it.
+            self.interval = if switch {
+                (self.interval * 2).min(EXPLORE_MAX_NS)
+            } else {
+                EXPLORE_NS
+            };
+            self.trying = false;
+        } else if switch {
+            self.interval = EXPLORE_NS;
+        }
         if switch {
             self.switch(now);
         }
@@ -355,26 +390,33 @@ mod tests {
         // SAFETY: a zeroed, aligned COOP_CTL-byte area that outlives `m`.
         let m = unsafe { CoopMem::from_raw(a.0.as_mut_ptr()) };
         assert_eq!(m.claim_front(1), None, "nothing open yet");
-        m.open(1, 5);
-        assert_eq!(m.claim_front(1), Some(0));
-        assert_eq!(m.claim_back(1), Some(4));
+        m.open(1, 20);
+        // A quarter of what is left, at least one chunk.
+        assert_eq!(m.claim_front(1), Some((0, 5)));
+        assert_eq!(m.claim_back(1), Some((17, 3)));
         assert_eq!(m.claim_back(2), None, "another transfer's clear-to-send");
-        assert_eq!(m.claim_back(1), Some(3));
-        assert_eq!(m.claim_front(1), Some(1));
-        assert_eq!(m.claim_front(1), Some(2));
-        assert_eq!(m.claim_front(1), None);
+        assert_eq!(m.claim_back(1), Some((14, 3)));
+        assert_eq!(m.claim_front(1), Some((5, 2)));
+        let mut rest = Vec::new();
+        while let Some(r) = m.claim_front(1) {
+            rest.push(r);
+        }
+        assert_eq!(
+            rest,
+            vec![(7, 1), (8, 1), (9, 1), (10, 1), (11, 1), (12, 1), (13, 1)]
+        );
         assert_eq!(m.claim_back(1), None);
-        assert_eq!(m.sender_report(1), Some((0, None)));
-        m.report_done();
-        m.report_done();
-        assert_eq!(m.sender_report(1), Some((2, None)));
+        assert_eq!(m.sender_report(1), Some((0, false)));
+        m.report_done(3);
+        m.report_done(3);
+        assert_eq!(m.sender_report(1), Some((6, false)));
         assert_eq!(m.sender_report(2), None);
         // The next transfer resets the sender's account.
         m.open(2, 3);
-        assert_eq!(m.sender_report(2), Some((0, None)));
-        assert_eq!(m.claim_back(2), Some(2));
-        m.report_failed(2);
-        assert_eq!(m.sender_report(2), Some((0, Some(2))));
+        assert_eq!(m.sender_report(2), Some((0, false)));
+        assert_eq!(m.claim_back(2), Some((2, 1)));
+        m.report_failed();
+        assert_eq!(m.sender_report(2), Some((0, true)));
         m.close(2);
         assert_eq!(m.claim_front(2), None);
         assert_eq!(m.claim_back(2), None);
@@ -391,24 +433,71 @@ mod tests {
             let (front, back) = std::thread::scope(|s| {
                 let h = s.spawn(|| {
                     let mut got = Vec::new();
-                    while let Some(k) = m.claim_back(seq) {
-                        got.push(k);
-                        m.report_done();
+                    while let Some((k, n)) = m.claim_back(seq) {
+                        got.push((k, n));
+                        m.report_done(n);
                     }
                     got
                 });
                 let mut got = Vec::new();
-                while let Some(k) = m.claim_front(seq) {
-                    got.push(k);
+                while let Some(r) = m.claim_front(seq) {
+                    got.push(r);
                 }
                 (got, h.join().unwrap())
             });
-            // The receiver's chunks are a prefix, the sender's the rest, descending.
-            assert!(front.iter().enumerate().all(|(i, &k)| i == k));
-            assert!(back.windows(2).all(|w| w[0] == w[1] + 1));
-            assert_eq!(front.len() + back.len(), chunks);
-            assert_eq!(m.sender_report(seq), Some((back.len(), None)));
+            // The receiver's runs are a prefix in order, the sender's the rest, descending.
+            let mut next = 0;
+            for &(k, n) in &front {
+                assert_eq!(k, next);
+                next += n;
+            }
+            let mut end = chunks;
+            for &(k, n) in &back {
+                assert_eq!(k + n, end);
+                end = k;
+            }
+            assert_eq!(next, end, "runs meet without gap or overlap");
+            let theirs: usize = back.iter().map(|r| r.1).sum();
+            assert_eq!(m.sender_report(seq), Some((theirs, false)));
         }
+    }
+
+    #[test]
+    fn chooser_backs_off_while_tries_confirm() {
+        let mut c = Chooser::default();
+        let mib = 1 << 20;
+        let mut t = 1_000_000u64;
+        let run = |c: &mut Chooser, m: Mech, ns: u64, t: &mut u64| {
+            for _ in 0..SETTLE {
+                assert_eq!(c.choose(*t), m);
+                c.record(m, mib, ns, *t);
+                *t += 1000;
+            }
+        };
+        // Coop is faster; each try of the pipeline that confirms coop doubles the interval.
+        run(&mut c, Mech::Pipe, 200_000, &mut t);
+        run(&mut c, Mech::Coop, 65_000, &mut t);
+        let mut expect = EXPLORE_NS;
+        for _ in 0..8 {
+            assert_eq!(c.current(), Mech::Coop);
+            let last = c.at[Mech::Pipe as usize];
+            assert_eq!(
+                c.choose(last + expect),
+                Mech::Coop,
+                "not before the interval"
+            );
+            t = last + expect + 1;
+            run(&mut c, Mech::Pipe, 200_000, &mut t);
+            expect = (expect * 2).min(EXPLORE_MAX_NS);
+            assert_eq!(c.interval, expect);
+            run(&mut c, Mech::Coop, 65_000, &mut t);
+        }
+        assert_eq!(c.interval, EXPLORE_MAX_NS);
+        // A try that finds the pipeline faster switches and resets the interval.
+        let last = c.at[Mech::Pipe as usize];
+        t = last + EXPLORE_MAX_NS + 1;
+        run(&mut c, Mech::Pipe, 40_000, &mut t);
+        assert_eq!((c.current(), c.interval), (Mech::Pipe, EXPLORE_NS));
     }
 
     #[test]

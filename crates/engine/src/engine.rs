@@ -2014,10 +2014,10 @@ impl State {
             },
         );
         let mut mine = 0;
-        while let Some(k) = cm.claim_front(seq) {
-            mine += 1;
+        while let Some((k, m)) = cm.claim_front(seq) {
+            mine += m;
             let off = k * csize;
-            let len = csize.min(n - off);
+            let len = (m * csize).min(n - off);
             if let Err(e) = self.cma_read(peer, buf.wrapping_add(off), addr + off as u64, len) {
                 cm.close(seq);
                 self.cma_failed(peer, &e);
@@ -2029,8 +2029,12 @@ impl State {
         let mut spins = 0u32;
         let failed = loop {
             if let Some((done, failed)) = cm.sender_report(seq) {
-                if done + usize::from(failed.is_some()) >= theirs {
-                    break failed;
+                if done >= theirs {
+                    break None;
+                }
+                if failed {
+                    // Its failed run is its lowest, right after ours.
+                    break Some(theirs - done);
                 }
             }
             spins = spins.wrapping_add(1);
@@ -2045,8 +2049,8 @@ impl State {
             std::hint::spin_loop();
         };
         if let Some(k) = failed {
-            let off = k * csize;
-            let len = csize.min(n - off);
+            let off = mine * csize;
+            let len = (k * csize).min(n - off);
             if let Err(e) = self.cma_read(peer, buf.wrapping_add(off), addr + off as u64, len) {
                 self.cma_failed(peer, &e);
                 return false;
@@ -2063,6 +2067,12 @@ impl State {
         let now = self.now_ns();
         let peer = &mut self.peers[p];
         let c = &mut peer.chooser[coop::size_class(n)];
+        oxmpi_base::verbose!(
+            params::BTL,
+            90,
+            "sm: sample coop {n} B {} ns at {now}",
+            now - t0
+        );
         if c.record(Mech::Coop, n, now - t0, now) {
             log_switch(c, p, n);
         }
@@ -2093,21 +2103,21 @@ impl State {
             return;
         }
         let pid = self.peers[p].pid;
-        while let Some(k) = cm.claim_back(seq) {
+        while let Some((k, m)) = cm.claim_back(seq) {
             let off = k.saturating_mul(csize);
             if off >= n {
                 // Not a chunk of this message (corrupt request): nothing to copy.
-                cm.report_done();
+                cm.report_done(m);
                 continue;
             }
-            let len = csize.min(n - off);
+            let len = m.saturating_mul(csize).min(n - off);
             // SAFETY: `[off, off + len)` lies inside the send buffer, valid until the send
             // completes (on the receiver's FIN, which comes after this chunk is reported).
             let r = unsafe { cma_write(pid, ptr.add(off), raddr + off as u64, len) };
             match r {
-                Ok(()) => cm.report_done(),
+                Ok(()) => cm.report_done(m),
                 Err(e) => {
-                    cm.report_failed(k);
+                    cm.report_failed();
                     // Refused by the kernel: no more writes (a vanished peer is not that).
                     let refused = matches!(
                         e.raw_os_error(),
@@ -2418,6 +2428,12 @@ impl State {
                         let start = since.max(peer.last_end);
                         let class = coop::size_class(want);
                         let c = &mut peer.chooser[class];
+                        oxmpi_base::verbose!(
+                            params::BTL,
+                            90,
+                            "sm: sample pipe {want} B {} ns at {now} (since {since})",
+                            now - start
+                        );
                         if c.record(Mech::Pipe, want, now - start, now) {
                             log_switch(c, p, want);
                         }

@@ -115,7 +115,8 @@
 //!    clear per cache line), so large copies do not pay the ring's per-line protocol. With
 //!    `btl_sm_bulk_size=0` the fragments travel inside the ring as before. For messages of
 //!    at least `btl_sm_coop_min_size`, the receiver may instead send a cooperative CTS
-//!    (flag `F_COOP`, its buffer address): both sides then claim 64 KiB chunks through a
+//!    (flag `F_COOP`, its buffer address): both sides then claim runs of 32 KiB chunks (a
+//!    quarter of what is left each time) through a
 //!    control word in the receiver's segment and copy them with CMA (receiver from the
 //!    front, sender from the back), and the receiver sends FIN when the sender has
 //!    reported its chunks. Which protocol a peer's messages take is chosen per peer from
@@ -158,7 +159,7 @@
 //! | `btl_sm_bulk_size` | 1m | bytes of each per-peer bulk buffer for fragments (0: none) |
 //! | `btl_sm_single_copy_mechanism` | `auto` | `auto`, `coop`, `cma` or `none` |
 //! | `btl_sm_coop_min_size` | 128k | smallest message for the cooperative copy |
-//! | `btl_sm_coop_chunk_size` | 64k | bytes per chunk (one CMA call) of the cooperative copy |
+//! | `btl_sm_coop_chunk_size` | 32k | unit of the cooperative copy's claims |
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |
 //!

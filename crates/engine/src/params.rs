@@ -77,9 +77,9 @@ pub static SM_COOP_CHUNK: ParamDecl = ParamDecl::new(
     "sm",
     "coop_chunk_size",
     ParamType::Size,
-    "64k",
-    "Bytes of each chunk of the cooperative single copy (one process_vm_readv/writev call \
-     each; rounded up to 4 KiB)",
+    "32k",
+    "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
+     left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
 )
 .level(6);
 /// `btl_sm_coop_min_size`.
