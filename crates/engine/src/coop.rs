@@ -241,7 +241,12 @@ pub fn size_class(n: usize) -> usize {
 pub const EXPLORE_NS: u64 = 20_000_000;
 
 /// The longest interval between tries of the mechanism not in use.
-pub const EXPLORE_MAX_NS: u64 = 640_000_000;
+pub const EXPLORE_MAX_NS: u64 = 320_000_000;
+
+/// A change of the mechanism in use's average rate by this fraction since its last
+/// comparison resets the interval between tries (the workload or the placement changed:
+/// a ping-pong measures the cooperative copy faster than a stream of messages does).
+pub const RATE_CHANGE: f64 = 0.3;
 
 /// Measurements of the current mechanism after a switch before the chooser compares.
 pub const SETTLE: u32 = 4;
@@ -280,6 +285,8 @@ pub struct Chooser {
     trying: bool,
     /// Interval between tries.
     interval: u64,
+    /// The current mechanism's average rate when it was last compared.
+    baseline: f64,
 }
 
 impl Default for Chooser {
@@ -291,6 +298,7 @@ impl Default for Chooser {
             taken: 0,
             trying: false,
             interval: EXPLORE_NS,
+            baseline: 0.0,
         }
     }
 }
@@ -335,6 +343,14 @@ impl Chooser {
         let o = m.other();
         let switch = self.taken >= SETTLE
             && weight(o) * self.rate[o as usize] > HYSTERESIS * weight(m) * self.rate[k];
+        if self.taken == SETTLE {
+            self.baseline = self.rate[k];
+        } else if self.taken > SETTLE
+            && (self.rate[k] - self.baseline).abs() > RATE_CHANGE * self.baseline
+        {
+            self.interval = EXPLORE_NS;
+            self.baseline = self.rate[k];
+        }
         if self.taken == SETTLE && self.trying {
             // A try ends: back off when it confirmed the mechanism in use before it.
             self.interval = if switch {
@@ -470,6 +486,34 @@ mod tests {
             let theirs: usize = back.iter().map(|r| r.1).sum();
             assert_eq!(m.sender_report(seq), Some((theirs, false)));
         }
+    }
+
+    #[test]
+    fn chooser_retries_soon_when_the_rate_in_use_changes() {
+        let mut c = Chooser::default();
+        let mib = 1 << 20;
+        let mut t = 1_000u64;
+        for (m, ns) in [(Mech::Pipe, 200_000), (Mech::Coop, 45_000)] {
+            for _ in 0..SETTLE {
+                assert_eq!(c.choose(t), m);
+                c.record(m, mib, ns, t);
+                t += 1000;
+            }
+        }
+        assert_eq!(c.current(), Mech::Coop);
+        c.interval = EXPLORE_MAX_NS;
+        // Steady: the interval stays.
+        for _ in 0..10 {
+            c.record(Mech::Coop, mib, 46_000, t);
+            t += 1000;
+        }
+        assert_eq!(c.interval, EXPLORE_MAX_NS);
+        // From ping-pong to streaming: the coop rate drops by a third; tries come soon.
+        for _ in 0..8 {
+            c.record(Mech::Coop, mib, 75_000, t);
+            t += 1000;
+        }
+        assert_eq!(c.interval, EXPLORE_NS);
     }
 
     #[test]
