@@ -172,37 +172,84 @@ fn finish(
     out(newcomm, h, "newcomm")
 }
 
+/// `MPI_Comm_accept` (`accept`) or `MPI_Comm_connect`: the root waits for one connect
+/// request on its open port, or sends one to the port's owner; then both groups agree.
+fn rendezvous(
+    port_name: *const c_char,
+    root: c_int,
+    comm: c_int,
+    newcomm: *mut c_int,
+    accept: bool,
+) -> MpiResult {
+    if newcomm.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+    }
+    let (me, world, star) = setup(comm, root)?;
+    // The port matters at the root only.
+    let swap = (star.rank == root).then(|| -> MpiResult<(crate::backend::EComm, i32)> {
+        let name = read_cstr(port_name, "port_name")?;
+        let (owner, id) = parse_port(&name)?;
+        let open = OPEN_PORTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id);
+        if accept && (owner != me || !open) {
+            return Err(MpiError::new(
+                MPI_ERR_PORT,
+                format!("port {name:?} is not open in this process (world rank {me})"),
+            ));
+        }
+        if !accept && owner == me {
+            let why = if open {
+                "it is this process's own port (accept and connect would wait for each other)"
+            } else {
+                "it is not open"
+            };
+            return Err(MpiError::new(
+                MPI_ERR_PORT,
+                format!("cannot connect to port {name:?}: {why}"),
+            ));
+        }
+        let tag = CONNECT_TAG | id as i32;
+        let eng = crate::backend::engine()?;
+        let mut b = [0u8; 4];
+        // SAFETY: `b` lives until the wait below.
+        let r = unsafe {
+            if accept {
+                // The first connect request on this port, from anyone.
+                eng.irecv(b.as_mut_ptr(), 4, MPI_ANY_SOURCE, tag, world)
+            } else {
+                eng.isend(
+                    b.as_ptr(),
+                    4,
+                    owner,
+                    tag,
+                    world,
+                    crate::backend::SendMode::Standard,
+                )
+            }
+        }
+        .map_err(crate::backend::err)?;
+        let s = eng.wait(r);
+        if let Some(e) = s.error {
+            let what = if accept {
+                "waiting for a connect request failed".to_string()
+            } else {
+                format!("the connect request to world rank {owner} failed")
+            };
+            return Err(MpiError::new(crate::backend::class_code(e), what));
+        }
+        Ok((world, if accept { s.source } else { owner }))
+    });
+    finish(comm, me, star, swap, CONNECT_TAG, newcomm)
+}
+
 mpi_fn! {
     /// `MPI_Comm_accept`: collective over `comm`; the root waits for one connect request
     /// on its open port.
     fn PMPI_Comm_accept / "MPI_Comm_accept" (port_name: *const c_char, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_int) {
         let _ = info;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let (me, world, star) = setup(comm, root)?;
-        // The port matters at the root only.
-        let swap = (star.rank == root).then(|| -> MpiResult<(crate::backend::EComm, i32)> {
-            let name = read_cstr(port_name, "port_name")?;
-            let (owner, id) = parse_port(&name)?;
-            let open = OPEN_PORTS.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
-            if owner != me || !open {
-                return Err(MpiError::new(MPI_ERR_PORT, format!("port {name:?} is not open in this process (world rank {me})")));
-            }
-            let tag = CONNECT_TAG | id as i32;
-            // The first connect request on this port.
-            let eng = crate::backend::engine()?;
-            let mut b = [0u8; 4];
-            // SAFETY: `b` lives until the wait below.
-            let r = unsafe { eng.irecv(b.as_mut_ptr(), 4, MPI_ANY_SOURCE, tag, world) }
-                .map_err(crate::backend::err)?;
-            let s = eng.wait(r);
-            if let Some(e) = s.error {
-                return Err(MpiError::new(crate::backend::class_code(e), "waiting for a connect request failed"));
-            }
-            Ok((world, s.source))
-        });
-        finish(comm, me, star, swap, CONNECT_TAG, newcomm)
+        rendezvous(port_name, root, comm, newcomm, true)
     }
 }
 
@@ -210,30 +257,7 @@ mpi_fn! {
     /// `MPI_Comm_connect`: collective over `comm`; the root asks the port's owner.
     fn PMPI_Comm_connect / "MPI_Comm_connect" (port_name: *const c_char, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_int) {
         let _ = info;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let (me, world, star) = setup(comm, root)?;
-        let swap = (star.rank == root).then(|| -> MpiResult<(crate::backend::EComm, i32)> {
-            let name = read_cstr(port_name, "port_name")?;
-            let (owner, id) = parse_port(&name)?;
-            if owner == me {
-                let open = OPEN_PORTS.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
-                let why = if open { "it is this process's own port (accept and connect would wait for each other)" } else { "it is not open" };
-                return Err(MpiError::new(MPI_ERR_PORT, format!("cannot connect to port {name:?}: {why}")));
-            }
-            let tag = CONNECT_TAG | id as i32;
-            let eng = crate::backend::engine()?;
-            let b = [0u8; 4];
-            // SAFETY: `b` lives until the wait below.
-            let r = unsafe { eng.isend(b.as_ptr(), 4, owner, tag, world, crate::backend::SendMode::Standard) }
-                .map_err(crate::backend::err)?;
-            if let Some(e) = eng.wait(r).error {
-                return Err(MpiError::new(crate::backend::class_code(e), format!("the connect request to world rank {owner} failed")));
-            }
-            Ok((world, owner))
-        });
-        finish(comm, me, star, swap, CONNECT_TAG, newcomm)
+        rendezvous(port_name, root, comm, newcomm, false)
     }
 }
 

@@ -5,10 +5,8 @@
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a hang fails the test instead of blocking it.
 
-use std::ffi::OsStr;
-
 mod common;
-use common::{build, mpirun, Scratch};
+use common::{build, run_ok, Scratch};
 
 /// Safety net for a hanging job (not a timing assertion).
 const TIMEOUT_S: &str = "120";
@@ -18,25 +16,7 @@ fn ports_accept_connect_join_and_names() {
     let dir = Scratch::new("dpm");
     let exe = build("dpm.c", &dir.0);
     for np in [2, 4] {
-        let np_s = np.to_string();
-        let out = mpirun(
-            &[
-                OsStr::new("--timeout"),
-                OsStr::new(TIMEOUT_S),
-                OsStr::new("-n"),
-                OsStr::new(&np_s),
-                exe.as_os_str(),
-            ],
-            &[],
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "dpm.c on {np} ranks failed (124 = hung until mpirun's timeout):\n\
-             stdout:\n{stdout}\nstderr:\n{stderr}"
-        );
+        let (stdout, stderr) = run_ok(&exe, np, TIMEOUT_S);
         let parts = [
             "accept/connect",
             "connect/accept twice on one port",

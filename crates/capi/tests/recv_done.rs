@@ -8,10 +8,8 @@
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a hang fails the test instead of blocking it.
 
-use std::ffi::OsStr;
-
 mod common;
-use common::{build, mpirun, Scratch};
+use common::{build, run_ok, Scratch};
 
 /// Safety net for a hanging job (not a timing assertion).
 const TIMEOUT_S: &str = "120";
@@ -20,23 +18,7 @@ const TIMEOUT_S: &str = "120";
 fn receives_completed_at_start_behave_like_requests() {
     let dir = Scratch::new("recv-done");
     let exe = build("recv_done.c", &dir.0);
-    let out = mpirun(
-        &[
-            OsStr::new("--timeout"),
-            OsStr::new(TIMEOUT_S),
-            OsStr::new("-n"),
-            OsStr::new("2"),
-            exe.as_os_str(),
-        ],
-        &[],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "recv_done.c failed (124 = hung until mpirun's timeout):\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = run_ok(&exe, 2, TIMEOUT_S);
     assert_eq!(
         stdout, "recv_done: all checks passed\n",
         "stderr:\n{stderr}"

@@ -7,10 +7,8 @@
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a hang fails the test instead of blocking it.
 
-use std::ffi::OsStr;
-
 mod common;
-use common::{build, mpirun, Scratch};
+use common::{build, run_ok, Scratch};
 
 /// Safety net for a hanging job (not a timing assertion).
 const TIMEOUT_S: &str = "120";
@@ -20,25 +18,7 @@ fn requests_and_generalized_requests_on_one_and_two_ranks() {
     let dir = Scratch::new("requests");
     let exe = build("requests.c", &dir.0);
     for np in [1, 2] {
-        let np_s = np.to_string();
-        let out = mpirun(
-            &[
-                OsStr::new("--timeout"),
-                OsStr::new(TIMEOUT_S),
-                OsStr::new("-n"),
-                OsStr::new(&np_s),
-                exe.as_os_str(),
-            ],
-            &[],
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "requests.c on {np} ranks failed (124 = hung until mpirun's timeout):\n\
-             stdout:\n{stdout}\nstderr:\n{stderr}"
-        );
+        let (stdout, stderr) = run_ok(&exe, np, TIMEOUT_S);
         assert_eq!(
             stdout,
             format!("requests: all checks passed ({np} ranks)\n"),

@@ -222,6 +222,32 @@ struct Peer {
     last_coop_end: u64,
 }
 
+impl Peer {
+    /// A large transfer from this peer (world rank `p`) by `m` moved `n` bytes from `start`
+    /// to `now` (nanoseconds): feeds its size class's chooser (a switch is said at verbose
+    /// level 20, every sample at 90).
+    fn measured(&mut self, p: usize, m: Mech, n: usize, start: u64, now: u64) {
+        let ns = now.saturating_sub(start);
+        oxmpi_base::verbose!(
+            params::BTL,
+            90,
+            "sm: sample {} {n} B {ns} ns at {now}",
+            match m {
+                Mech::Pipe => "pipe",
+                Mech::Coop => "coop",
+            }
+        );
+        let c = &mut self.chooser[coop::size_class(n)];
+        if c.record(m, n, ns, now) {
+            log_switch(c, p, n);
+        }
+        self.last_end = now;
+        if m == Mech::Coop {
+            self.last_coop_end = now;
+        }
+    }
+}
+
 struct State {
     me: i32,
     comms: Vec<Option<Comm>>,
@@ -2065,19 +2091,7 @@ impl State {
              {chunks} chunks copied by the sender"
         );
         let now = self.now_ns();
-        let peer = &mut self.peers[p];
-        let c = &mut peer.chooser[coop::size_class(n)];
-        oxmpi_base::verbose!(
-            params::BTL,
-            90,
-            "sm: sample coop {n} B {} ns at {now}",
-            now - t0
-        );
-        if c.record(Mech::Coop, n, now - t0, now) {
-            log_switch(c, p, n);
-        }
-        peer.last_end = now;
-        peer.last_coop_end = now;
+        self.peers[p].measured(p, Mech::Coop, n, t0, now);
         true
     }
 
@@ -2418,26 +2432,14 @@ impl State {
                     let (since, want) = (*since, *want);
                     self.finish(rreq);
                     let p = peer as usize;
-                    let peer = &mut self.peers[p];
-                    if since != 0 && since >= peer.last_coop_end {
+                    if since != 0 && since >= self.peers[p].last_coop_end {
                         // Throughput of the pipelined copy, from the later of its
                         // clear-to-send and the previous large transfer's end (not
                         // measured when a cooperative copy ran meanwhile: it held up
                         // this one).
-                        let now = (self.clock.elapsed().as_nanos() as u64).max(1);
-                        let start = since.max(peer.last_end);
-                        let class = coop::size_class(want);
-                        let c = &mut peer.chooser[class];
-                        oxmpi_base::verbose!(
-                            params::BTL,
-                            90,
-                            "sm: sample pipe {want} B {} ns at {now} (since {since})",
-                            now - start
-                        );
-                        if c.record(Mech::Pipe, want, now - start, now) {
-                            log_switch(c, p, want);
-                        }
-                        peer.last_end = now;
+                        let now = self.now_ns();
+                        let start = since.max(self.peers[p].last_end);
+                        self.peers[p].measured(p, Mech::Pipe, want, start, now);
                     }
                 }
             }

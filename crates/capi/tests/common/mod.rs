@@ -129,3 +129,29 @@ pub fn success(out: &Output, what: &str) -> String {
     );
     stdout
 }
+
+/// Runs `exe` on `np` ranks under `mpirun --timeout timeout_s` (a hang ends the job with
+/// status 124 instead of blocking the test) and asserts that it exits 0; returns its
+/// standard output and standard error.
+pub fn run_ok(exe: &Path, np: usize, timeout_s: &str) -> (String, String) {
+    let np_s = np.to_string();
+    let out = mpirun(
+        &[
+            OsStr::new("--timeout"),
+            OsStr::new(timeout_s),
+            OsStr::new("-n"),
+            OsStr::new(&np_s),
+            exe.as_os_str(),
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{} on {np} ranks failed (124 = hung until mpirun's timeout):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        exe.display()
+    );
+    (stdout, stderr)
+}
