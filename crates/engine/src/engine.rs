@@ -1444,42 +1444,27 @@ impl State {
                 ));
             }
         }
+        // With `started`, a message that arrived already is taken before any request exists;
+        // an eager one completes the receive right here.
+        let mut early = None;
         if started && self.matcher.has_unexpected() {
-            if let Some((env, msg)) = self.matcher.take_unexpected(ctx, src, tag) {
-                // Arrived already (also from a peer that died since).
-                let msg = match msg {
-                    Msg::Eager { data, ack } => {
-                        let n = data.len().min(len);
-                        // SAFETY: buf has len >= n writable bytes (caller); data has n
-                        // readable bytes.
-                        unsafe { copy(data.as_ptr(), buf, n) };
-                        let status = Status {
-                            source: env.src,
-                            tag: env.tag,
-                            error: (data.len() > len).then_some(ErrorClass::Truncate),
-                            count_bytes: n,
-                            cancelled: false,
-                        };
-                        self.eager_recycle(data);
-                        if let Ack::Remote { peer, sreq } = ack {
-                            self.ctrl(peer, K_FIN, 0, sreq, 0);
-                        }
-                        return Ok(Started::Done(status));
+            match self.matcher.take_unexpected(ctx, src, tag) {
+                Some((env, Msg::Eager { data, ack })) => {
+                    let n = data.len().min(len);
+                    // SAFETY: buf has len >= n writable bytes (caller); data has n readable
+                    // bytes.
+                    unsafe { copy(data.as_ptr(), buf, n) };
+                    let status = Status {
+                        error: (data.len() > len).then_some(ErrorClass::Truncate),
+                        ..msg_status(env, n)
+                    };
+                    self.eager_recycle(data);
+                    if let Ack::Remote { peer, sreq } = ack {
+                        self.ctrl(peer, K_FIN, 0, sreq, 0);
                     }
-                    other => other,
-                };
-                let id = self.new_req(ReqState::Posted {
-                    buf,
-                    cap: len,
-                    ctx,
-                    src,
-                    peer,
-                });
-                self.deliver(id, env, msg);
-                if let Some(s) = self.take_done(ReqId(id)) {
-                    return Ok(Started::Done(s));
+                    return Ok(Started::Done(status));
                 }
-                return Ok(Started::Req(ReqId(id)));
+                other => early = other,
             }
         }
         let id = self.new_req(ReqState::Posted {
@@ -1489,7 +1474,12 @@ impl State {
             src,
             peer,
         });
-        let settled = if let Some((env, msg)) = self.matcher.post(ctx, src, tag, id) {
+        let found = match early {
+            // Arrived already (also from a peer that died since).
+            Some(m) => Some(m),
+            None => self.matcher.post(ctx, src, tag, id),
+        };
+        let settled = if let Some((env, msg)) = found {
             // Messages that arrived before a peer died are still delivered.
             self.deliver(id, env, msg);
             true
@@ -1930,42 +1920,28 @@ impl State {
                     return;
                 }
                 let mut since = 0;
-                if cma && self.cma && n > 0 {
-                    let p = peer as usize;
-                    let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
-                    let mech = match self.single_copy {
-                        SingleCopy::Cma => Some(Mech::Pipe),
-                        SingleCopy::Coop if coop_ok => Some(Mech::Coop),
-                        SingleCopy::Auto if coop_ok => {
-                            let now = self.now_ns();
-                            match self.peers[p].chooser[coop::size_class(n)].choose(now) {
-                                Mech::Coop => Some(Mech::Coop),
-                                Mech::Pipe => {
-                                    since = now;
-                                    None
-                                }
-                            }
+                let p = peer as usize;
+                let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
+                let single_copy = self.single_copy;
+                let how = match single_copy {
+                    _ if !(cma && self.cma && n > 0) => Mech::Pipe,
+                    SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n) => return,
+                    SingleCopy::Coop if coop_ok => Mech::Coop,
+                    SingleCopy::Auto if coop_ok => {
+                        let now = self.now_ns();
+                        let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
+                        if m == Mech::Pipe {
+                            since = now;
                         }
-                        _ => None,
-                    };
-                    match mech {
-                        // Single copy by the receiver alone.
-                        Some(Mech::Pipe) => match self.cma_read(peer, buf, addr, n) {
-                            Ok(()) => {
-                                self.finish(rid);
-                                self.ctrl(peer, K_FIN, 0, sreq, 0);
-                                return;
-                            }
-                            Err(e) => self.cma_failed(peer, &e),
-                        },
-                        Some(Mech::Coop) => {
-                            if self.coop_recv(peer, sreq, addr, buf, n, rid) {
-                                return;
-                            }
-                            since = 0;
-                        }
-                        None => {}
+                        m
                     }
+                    _ => Mech::Pipe,
+                };
+                if how == Mech::Coop {
+                    if self.coop_recv(peer, sreq, addr, buf, n, rid) {
+                        return;
+                    }
+                    since = 0;
                 }
                 if n == 0 {
                     self.finish(rid);
@@ -1979,6 +1955,23 @@ impl State {
                     };
                 }
                 self.ctrl(peer, K_CTS, n as u64, sreq, rid);
+            }
+        }
+    }
+
+    /// `btl_sm_single_copy_mechanism=cma`: the receiver reads the whole matched message
+    /// alone and sends FIN (`true`); `false` if the kernel refused (the caller asks for the
+    /// pipelined copy).
+    fn pull(&mut self, rid: u64, peer: i32, sreq: u64, buf: *mut u8, addr: u64, n: usize) -> bool {
+        match self.cma_read(peer, buf, addr, n) {
+            Ok(()) => {
+                self.finish(rid);
+                self.ctrl(peer, K_FIN, 0, sreq, 0);
+                true
+            }
+            Err(e) => {
+                self.cma_failed(peer, &e);
+                false
             }
         }
     }
@@ -2127,7 +2120,16 @@ impl State {
             let len = m.saturating_mul(csize).min(n - off);
             // SAFETY: `[off, off + len)` lies inside the send buffer, valid until the send
             // completes (on the receiver's FIN, which comes after this chunk is reported).
-            let r = unsafe { cma_write(pid, ptr.add(off), raddr + off as u64, len) };
+            // The kernel only reads `local` for a write.
+            let r = unsafe {
+                sys::cma_copy(
+                    pid,
+                    ptr.add(off).cast_mut(),
+                    raddr + off as u64,
+                    len,
+                    sys::Cma::Write,
+                )
+            };
             match r {
                 Ok(()) => cm.report_done(m),
                 Err(e) => {
@@ -2163,19 +2165,10 @@ impl State {
         }
     }
 
+    /// Reads `n` bytes at `addr` of `peer`'s memory into `buf` (CMA).
     fn cma_read(&self, peer: i32, buf: *mut u8, addr: u64, n: usize) -> std::io::Result<()> {
-        let pid = self.peers[peer as usize].pid;
-        let mut done = 0;
-        while done < n {
-            // SAFETY: buf has n writable bytes; offsets stay below n.
-            let k =
-                unsafe { sys::process_vm_read(pid, buf.add(done), addr + done as u64, n - done)? };
-            if k == 0 {
-                return Err(std::io::Error::other("process_vm_readv read nothing"));
-            }
-            done += k;
-        }
-        Ok(())
+        // SAFETY: buf has n writable bytes (the receive buffer or a part of it).
+        unsafe { sys::cma_copy(self.peers[peer as usize].pid, buf, addr, n, sys::Cma::Read) }
     }
 
     fn ctrl(&mut self, peer: i32, kind: u8, a: u64, b: u64, c: u64) {
@@ -2761,24 +2754,6 @@ impl Slab {
     fn values(&self) -> impl Iterator<Item = &Req> {
         self.slots.iter().filter_map(|s| s.1.as_ref())
     }
-}
-
-/// Writes `n` bytes from `src` to address `addr` of process `pid` (CMA), looping over short
-/// writes.
-///
-/// # Safety
-/// `src` must be valid for reads of `n` bytes.
-unsafe fn cma_write(pid: i32, src: *const u8, addr: u64, n: usize) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < n {
-        // SAFETY: src has n readable bytes; offsets stay below n.
-        let k = unsafe { sys::process_vm_write(pid, src.add(done), addr + done as u64, n - done)? };
-        if k == 0 {
-            return Err(std::io::Error::other("process_vm_writev wrote nothing"));
-        }
-        done += k;
-    }
-    Ok(())
 }
 
 /// Says at verbose level 20 that a measurement made `c` switch for messages of `n` bytes'

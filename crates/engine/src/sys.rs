@@ -104,61 +104,54 @@ pub fn pid_alive(pid: i32) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Reads `len` bytes at address `remote` of process `pid` into `local` (CMA). Returns the
-/// number of bytes read (may be short).
+/// Direction of a cross-memory-attach copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cma {
+    /// From the remote process into `local` (`process_vm_readv`).
+    Read,
+    /// From `local` into the remote process (`process_vm_writev`).
+    Write,
+}
+
+/// Copies `len` bytes between `local` and address `remote` of process `pid` (CMA), in
+/// direction `dir`, looping over short transfers.
 ///
 /// # Safety
-/// `local` must be valid for writes of `len` bytes.
-pub unsafe fn process_vm_read(
+/// `local` must be valid for `len` bytes: writable for [`Cma::Read`], readable for
+/// [`Cma::Write`]; for a write, the caller must own the right to change `remote` in `pid`
+/// (the peer handed out that address for this purpose).
+pub unsafe fn cma_copy(
     pid: i32,
     local: *mut u8,
     remote: u64,
     len: usize,
-) -> io::Result<usize> {
-    let l = libc::iovec {
-        iov_base: local.cast::<c_void>(),
-        iov_len: len,
-    };
-    let r = libc::iovec {
-        iov_base: remote as usize as *mut c_void,
-        iov_len: len,
-    };
-    // SAFETY: the caller guarantees `local`; the remote side is checked by the kernel.
-    let n = unsafe { libc::process_vm_readv(pid, &l, 1, &r, 1, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
+    dir: Cma,
+) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let l = libc::iovec {
+            // SAFETY: done < len, inside the caller's buffer.
+            iov_base: unsafe { local.add(done) }.cast::<c_void>(),
+            iov_len: len - done,
+        };
+        let r = libc::iovec {
+            iov_base: (remote + done as u64) as usize as *mut c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: the caller guarantees `local`; the remote side is checked by the kernel.
+        let n = unsafe {
+            match dir {
+                Cma::Read => libc::process_vm_readv(pid, &l, 1, &r, 1, 0),
+                Cma::Write => libc::process_vm_writev(pid, &l, 1, &r, 1, 0),
+            }
+        };
+        match n {
+            n if n < 0 => return Err(io::Error::last_os_error()),
+            0 => return Err(io::Error::other("process_vm_readv/writev copied nothing")),
+            n => done += n as usize,
+        }
     }
-}
-
-/// Writes `len` bytes from `local` to address `remote` of process `pid` (CMA). Returns the
-/// number of bytes written (may be short).
-///
-/// # Safety
-/// `local` must be valid for reads of `len` bytes; the caller must own the right to
-/// change `remote` in `pid` (the peer handed out that address for this purpose).
-pub unsafe fn process_vm_write(
-    pid: i32,
-    local: *const u8,
-    remote: u64,
-    len: usize,
-) -> io::Result<usize> {
-    let l = libc::iovec {
-        iov_base: local.cast_mut().cast::<c_void>(),
-        iov_len: len,
-    };
-    let r = libc::iovec {
-        iov_base: remote as usize as *mut c_void,
-        iov_len: len,
-    };
-    // SAFETY: the caller guarantees `local`; the remote side is checked by the kernel.
-    let n = unsafe { libc::process_vm_writev(pid, &l, 1, &r, 1, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    Ok(())
 }
 
 /// Allows any process of ours to ptrace-read us (CMA under Yama `ptrace_scope=1`).
