@@ -111,7 +111,7 @@ impl RxFramer {
         }
     }
 
-    /// Free space to read into (compacts first). Must not be called while a record is held.
+    /// Free space to read into (compacts first; a held record stays unreleased).
     pub fn space(&mut self) -> &mut [u8] {
         // A record handed out and not released stays at `start` (and comes back from the
         // next `next`); its pointer is void from here on, as the compaction below may move it.
