@@ -269,6 +269,18 @@ mod tests {
         assert_eq!(read_fd(r.as_raw_fd(), &mut buf).unwrap(), 3);
         assert_eq!(&buf[..3], b"abc");
         drop(w);
+        // A test running concurrently may fork between our pipe2 and its exec; its child then
+        // holds the write end until exec closes it (close-on-exec), so wait for end of file.
+        let mut p = [libc::pollfd {
+            fd: r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        assert_eq!(
+            poll(&mut p, 10_000).unwrap(),
+            1,
+            "no end of file within 10 s"
+        );
         assert_eq!(read_fd(r.as_raw_fd(), &mut buf).unwrap(), 0);
     }
 
