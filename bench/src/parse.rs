@@ -266,6 +266,41 @@ pub fn parse_sm_send(line: &str) -> Option<(u64, u32, String)> {
     ))
 }
 
+/// One oxmpi `btl` trace line measuring a large receive (verbose level 90), e.g.
+/// `[oxmpi-1.0,1] sm: sample coop 1048576 B 158055 ns at 45987652` → (size, mechanism:
+/// `pipe` or `coop`).
+pub fn parse_sm_sample(line: &str) -> Option<(u64, String)> {
+    let rest = &line[line.find("sm: sample ")? + "sm: sample ".len()..];
+    let mut w = rest.split_whitespace();
+    let mech = w.next()?;
+    let size = w.next()?.parse().ok()?;
+    (w.next()? == "B").then(|| (size, mech.to_string()))
+}
+
+/// Whether `line` is one of oxmpi's per-message trace lines (a send's path, a receive's
+/// measurement, a cooperative receive), which the report counts instead of listing.
+pub fn is_per_message(line: &str) -> bool {
+    parse_sm_send(line).is_some()
+        || parse_sm_sample(line).is_some()
+        || (line.contains("sm: received ") && line.contains(": cooperative single copy"))
+}
+
+/// How the receivers copied the large messages of `size` bytes, as their measurement
+/// lines count them: (pipelined, cooperative).
+pub fn receiver_copies(lines: &[String], size: u64) -> (usize, usize) {
+    let mut n = (0, 0);
+    for (s, m) in lines.iter().filter_map(|l| parse_sm_sample(l)) {
+        if s == size {
+            match m.as_str() {
+                "pipe" => n.0 += 1,
+                "coop" => n.1 += 1,
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
 /// The transport paths oxmpi's verbose output shows for messages of `size`
 /// bytes (distinct, in order of appearance, any direction).
 pub fn observed_paths(lines: &[String], size: u64) -> Vec<String> {
@@ -292,6 +327,32 @@ some launcher warning
 RSS prog=oxbench rank=1 kb=281720
 RSS prog=oxbench rank=0 kb=281936
 ";
+
+    #[test]
+    fn receiver_samples_are_counted_and_per_message_lines_told_apart() {
+        let l: Vec<String> = [
+            "[oxmpi-1.0,1] sm: sample pipe 131072 B 26850 ns at 40730564 (since 40703714)",
+            "[oxmpi-1.0,0] sm: sample coop 131072 B 68889 ns at 41261747",
+            "[oxmpi-1.0,0] sm: sample coop 131072 B 51205 ns at 41561347",
+            "[oxmpi-1.0,0] sm: sample coop 262144 B 51205 ns at 41561347",
+            "[oxmpi-1.0,0] sm: sample coop x B 1 ns at 2",
+            "[oxmpi-1.0,1] sm: received 131072 B from rank 0: cooperative single copy, 2 of 4 \
+             chunks copied by the sender",
+            "[oxmpi-1.0,1] sm: messages of 131072 B from rank 0: now pipelined copy (measured: \
+             pipelined 6.7 GB/s, cooperative 2.5 GB/s)",
+            "[oxmpi-1.0,0] sm: send 8 B to rank 1: eager",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(parse_sm_sample(&l[0]), Some((131072, "pipe".to_string())));
+        assert_eq!(parse_sm_sample(&l[4]), None);
+        assert_eq!(receiver_copies(&l, 131072), (1, 2));
+        assert_eq!(receiver_copies(&l, 262144), (0, 1));
+        assert_eq!(receiver_copies(&l, 8), (0, 0));
+        let listed: Vec<bool> = l.iter().map(|x| is_per_message(x)).collect();
+        assert_eq!(listed, [true, true, true, true, false, true, false, true]);
+    }
 
     #[test]
     fn bench_output_is_parsed_and_junk_ignored() {

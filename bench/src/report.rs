@@ -540,26 +540,35 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     for (name, lines) in &res.transport {
         let _ = writeln!(
             o,
-            "`{name}` with `OXMPI_MCA_{{pml,btl}}_base_verbose=100`, a few ping-pongs at every measured size; distinct lines other than the per-message `sm: send` lines:\n\n```"
+            "`{name}` with `OXMPI_MCA_{{pml,btl}}_base_verbose=100`, a few ping-pongs at every measured size; distinct lines other than the per-message ones (a send's path, a large receive's measurement), which the table below counts:\n\n```"
         );
-        for l in lines
-            .iter()
-            .filter(|l| crate::parse::parse_sm_send(l).is_none())
-        {
+        for l in lines.iter().filter(|l| !crate::parse::is_per_message(l)) {
             let _ = writeln!(o, "{l}");
         }
         let _ = writeln!(o, "```\n");
         let settings = crate::suite::sm_settings(lines);
         let _ = write!(
             o,
-            "Path per size, as the `sm: send N B to rank R: PATH` lines of the same output report it"
+            "Path per size, as the `sm: send N B to rank R: PATH` lines of the same output report it; for large messages, how the receivers copied them (their `sm: sample pipe|coop` measurement lines, counted)"
         );
         match &settings {
-            Some((eager, frag, mech)) => {
-                let _ = writeln!(o, " (and as the settings imply: eager limit {eager} B, fragment {frag} B, single copy `{mech}`):\n\n| size | path observed | implied by the settings |\n|---|---|---|");
+            Some(st) => {
+                let _ = writeln!(
+                    o,
+                    " (and as the settings imply: eager limit {} B, fragment {} B, single copy `{}`{}):\n\n| size | path observed | receivers' copies | implied by the settings |\n|---|---|---|---|",
+                    st.eager,
+                    st.frag,
+                    st.single_copy,
+                    st.coop_min
+                        .map(|m| format!(", cooperative copy from {m} B"))
+                        .unwrap_or_default()
+                );
             }
             None => {
-                let _ = writeln!(o, ":\n\n| size | path observed |\n|---|---|");
+                let _ = writeln!(
+                    o,
+                    ":\n\n| size | path observed | receivers' copies |\n|---|---|---|"
+                );
             }
         }
         let mut sizes: Vec<u64> = res
@@ -577,17 +586,21 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
             } else {
                 seen.join(" / ")
             };
+            let copies = match crate::parse::receiver_copies(lines, s) {
+                (0, 0) => "-".to_string(),
+                (p, c) => format!("pipelined {p}, cooperative {c}"),
+            };
             match &settings {
-                Some((eager, frag, mech)) => {
+                Some(st) => {
                     let _ = writeln!(
                         o,
-                        "| {} | {seen} | {} |",
+                        "| {} | {seen} | {copies} | {} |",
                         size_label(s),
-                        crate::suite::sm_path(s, *eager, *frag, mech)
+                        st.path(s)
                     );
                 }
                 None => {
-                    let _ = writeln!(o, "| {} | {seen} |", size_label(s));
+                    let _ = writeln!(o, "| {} | {seen} | {copies} |", size_label(s));
                 }
             }
         }

@@ -1067,33 +1067,56 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// oxmpi's shared-memory protocol settings as its `btl` verbose output
-/// reports them (`sm eager_limit N fragment F ring R single_copy M`):
-/// (eager limit, fragment size, single-copy mechanism).
-pub fn sm_settings(lines: &[String]) -> Option<(u64, u64, String)> {
+/// oxmpi's shared-memory protocol settings, as its `btl` verbose output reports them
+/// (`sm eager_limit N fragment F ring R bulk B single_copy M coop_min C`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmSettings {
+    /// Largest eager message.
+    pub eager: u64,
+    /// Pipelined-copy fragment size.
+    pub frag: u64,
+    /// `btl_sm_single_copy_mechanism` in effect (`none` when CMA is unavailable).
+    pub single_copy: String,
+    /// Smallest message for the cooperative copy (absent from older output).
+    pub coop_min: Option<u64>,
+}
+
+/// The settings line among `lines`, if there is one.
+pub fn sm_settings(lines: &[String]) -> Option<SmSettings> {
     lines.iter().find_map(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
         let after = |k: &str| w.iter().position(|x| *x == k).and_then(|i| w.get(i + 1));
-        Some((
-            after("eager_limit")?.parse().ok()?,
-            after("fragment")?.parse().ok()?,
-            after("single_copy")?.to_string(),
-        ))
+        Some(SmSettings {
+            eager: after("eager_limit")?.parse().ok()?,
+            frag: after("fragment")?.parse().ok()?,
+            single_copy: after("single_copy")?.to_string(),
+            coop_min: after("coop_min").and_then(|v| v.parse().ok()),
+        })
     })
 }
 
-/// The path a message of `size` bytes takes under those settings.
-pub fn sm_path(size: u64, eager: u64, frag: u64, single_copy: &str) -> String {
-    if size <= eager {
-        "eager (through the ring)".into()
-    } else if single_copy == "cma" {
-        "rendezvous, single copy (process_vm_readv)".into()
-    } else {
-        format!(
-            "rendezvous, pipelined copy through the ring ({} fragment(s) of {} B)",
-            size.div_ceil(frag),
-            frag
-        )
+impl SmSettings {
+    /// The path a message of `size` bytes takes under these settings.
+    pub fn path(&self, size: u64) -> String {
+        let pipelined = format!(
+            "pipelined copy through the ring ({} fragment(s) of {} B)",
+            size.div_ceil(self.frag),
+            self.frag
+        );
+        let coop = self.coop_min.is_some_and(|m| size >= m);
+        if size <= self.eager {
+            "eager (through the ring)".into()
+        } else {
+            match self.single_copy.as_str() {
+                "cma" => "rendezvous, single copy (process_vm_readv)".into(),
+                "coop" if coop => "rendezvous, cooperative single copy (both sides, CMA)".into(),
+                "auto" if coop => format!(
+                    "rendezvous, {pipelined} or cooperative single copy, whichever the \
+                     receiver measures faster"
+                ),
+                _ => format!("rendezvous, {pipelined}"),
+            }
+        }
     }
 }
 
@@ -1174,12 +1197,30 @@ mod tests {
             "btl: rank 0/2: sm eager_limit 4096 fragment 32768 ring 262144 single_copy none"
                 .to_string(),
         ];
-        let (e, f, m) = sm_settings(&l).unwrap();
-        assert_eq!((e, f, m.as_str()), (4096, 32768, "none"));
-        assert!(sm_path(4096, e, f, &m).starts_with("eager"));
-        assert!(sm_path(65536, e, f, &m).contains("2 fragment(s)"));
-        assert!(sm_path(65536, e, f, "cma").contains("single copy"));
+        let mut st = sm_settings(&l).unwrap();
+        assert_eq!(
+            (st.eager, st.frag, st.single_copy.as_str()),
+            (4096, 32768, "none")
+        );
+        assert_eq!(st.coop_min, None);
+        assert!(st.path(4096).starts_with("eager"));
+        assert!(st.path(65536).contains("2 fragment(s)"));
+        st.single_copy = "cma".into();
+        assert!(st.path(65536).contains("single copy"));
         assert!(sm_settings(&l[..1]).is_none());
+
+        let l = vec![
+            "rank 0/2: btl self,sm; sm eager_limit 4096 fragment 131072 ring 262144 bulk \
+             1048576 single_copy auto coop_min 131072"
+                .to_string(),
+        ];
+        let mut st = sm_settings(&l).unwrap();
+        assert_eq!(st.coop_min, Some(131072));
+        assert!(st.path(65536).contains("pipelined") && !st.path(65536).contains("cooperative"));
+        assert!(st.path(131072).contains("or cooperative"));
+        st.single_copy = "coop".into();
+        assert!(st.path(131072).contains("cooperative") && !st.path(131072).contains("pipelined"));
+        assert!(st.path(65536).contains("pipelined"));
     }
 
     #[test]

@@ -379,7 +379,7 @@ impl Engine {
             params::BTL,
             10,
             "rank {rank}/{size}: btl self{}{}; sm eager_limit {} fragment {} ring {} bulk {} \
-             single_copy {}",
+             single_copy {} coop_min {}",
             if use_sm { ",sm" } else { "" },
             if use_tcp { ",tcp" } else { "" },
             st.eager_limit,
@@ -391,7 +391,8 @@ impl Engine {
                 (_, SingleCopy::Cma) => "cma",
                 (_, SingleCopy::Coop) => "coop",
                 (_, SingleCopy::Auto) => "auto",
-            }
+            },
+            st.coop_min
         );
         let cpus = sys::online_cpus();
         // An explicit mpi_yield_when_idle wins (as in Open MPI); otherwise yield when the
