@@ -408,9 +408,10 @@ pub(crate) fn is_in_place(p: *const c_void) -> bool {
     p as isize == -1
 }
 
-/// Fail with `MPI_ERR_BUFFER` for a NULL buffer that should hold data.
+/// Fail with `MPI_ERR_BUFFER` for a NULL buffer that should hold data of a predefined type
+/// (with a derived type, NULL is `MPI_BOTTOM` and the type holds absolute addresses).
 pub(crate) fn check_buf(p: *const c_void, dt: &Datatype, count: usize, comm: c_int) -> MpiResult {
-    if p.is_null() && dt.size * count > 0 {
+    if p.is_null() && dt.size * count > 0 && dt.predefined {
         return Err(MpiError::new(MPI_ERR_BUFFER, "NULL buffer with a nonzero count").on(comm));
     }
     Ok(())

@@ -92,7 +92,7 @@ unsafe fn run(
         let (dt, n, p) = send(j)?;
         let mut v = Vec::with_capacity(dt.size * n);
         if dt.size * n > 0 {
-            if p.is_null() {
+            if p.is_null() && dt.predefined {
                 return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
             }
             // SAFETY: caller contract: the block holds `n` items of `dt`.
@@ -103,7 +103,7 @@ unsafe fn run(
     let mut rblocks = Vec::with_capacity(ins.len());
     for i in 0..ins.len() {
         let b = recv(i)?;
-        if b.0.size * b.1 > 0 && b.2.is_null() {
+        if b.0.size * b.1 > 0 && b.2.is_null() && b.0.predefined {
             return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
         }
         rblocks.push(b);
@@ -255,7 +255,7 @@ unsafe fn start_nb(
     let mut sends = Vec::with_capacity(outs.len());
     for j in 0..outs.len() {
         let (dt, n, p) = send(j)?;
-        if dt.size * n > 0 && p.is_null() {
+        if dt.size * n > 0 && p.is_null() && dt.predefined {
             return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
         }
         sends.push((dt, n, p.cast_mut()));
@@ -263,7 +263,7 @@ unsafe fn start_nb(
     let mut recvs = Vec::with_capacity(ins.len());
     for i in 0..ins.len() {
         let b = recv(i)?;
-        if b.0.size * b.1 > 0 && b.2.is_null() {
+        if b.0.size * b.1 > 0 && b.2.is_null() && b.0.predefined {
             return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
         }
         recvs.push(b);

@@ -411,3 +411,20 @@ fn collectives_and_communicators_both_builds() {
     assert_eq!(one, three);
     assert!(three.contains("user op in rank order: ok"));
 }
+
+#[test]
+fn collectives_accept_mpi_bottom_with_absolute_types_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("bottom.c", n, "bottom: all checks passed");
+        for l in [
+            "bcast from MPI_BOTTOM: ok",
+            "gather and scatter with MPI_BOTTOM: ok",
+            "allreduce in place at MPI_BOTTOM: ok",
+            "allgather into MPI_BOTTOM: ok",
+            "ibcast and iallgather with MPI_BOTTOM: ok",
+            "neighbor_allgather with MPI_BOTTOM: ok",
+        ] {
+            assert!(out.lines().any(|x| x == l), "{n} ranks: no '{l}' in\n{out}");
+        }
+    }
+}
