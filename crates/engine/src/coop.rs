@@ -248,6 +248,22 @@ pub const EXPLORE_MAX_NS: u64 = 320_000_000;
 /// a ping-pong measures the cooperative copy faster than a stream of messages does).
 pub const RATE_CHANGE: f64 = 0.3;
 
+/// Weight of a measurement above the average in the moving average.
+pub const RISE: f64 = 0.5;
+
+/// Weight of a measurement below the average. A transfer is slowed down by what else the
+/// two processes do (the other direction's copies, a late peer) but never sped up, so a
+/// mechanism's capacity shows in its faster measurements: slow ones pull the average down
+/// slowly (a bidirectional stream measured its cooperative copies at 4–15 GB/s in turn, and
+/// a symmetric average made the chooser flip between the two mechanisms), a lasting change
+/// still moves it within about 20 measurements.
+pub const FALL: f64 = 0.1;
+
+/// Measurements ignored after a switch: the first transfers by the new mechanism overlap
+/// the tail of the old one's (a window of messages matched before the switch) and measure
+/// slow (a stream at 4 MiB: cooperative copies at 5, 7, 9, 12, then 15 GB/s).
+pub const WARMUP: u32 = 2;
+
 /// Measurements of the current mechanism after a switch before the chooser compares.
 pub const SETTLE: u32 = 4;
 
@@ -265,7 +281,8 @@ pub const PIPE_WEIGHT: f64 = 1.4;
 /// Per-peer choice between [`Mech::Pipe`] and [`Mech::Coop`] by measured throughput (the
 /// placement of the two processes' CPUs decides which is faster, and it can change while
 /// a job runs). It keeps using the current mechanism and keeps a moving average of its
-/// rate (the first measurement after a switch replaces the old average); after [`SETTLE`]
+/// rate (the first measurement after a switch replaces the old average; faster
+/// measurements weigh [`RISE`], slower ones [`FALL`]); after [`SETTLE`]
 /// measurements it compares: it switches when the other mechanism's last average is
 /// [`HYSTERESIS`] times higher, or, to notice a change of placement, tries the other one
 /// when it has not been measured for an interval ([`EXPLORE_NS`], doubled by every try that
@@ -281,6 +298,8 @@ pub struct Chooser {
     at: [u64; 2],
     /// Measurements of the current mechanism since the last switch.
     taken: u32,
+    /// Measurements still to ignore after the last switch ([`WARMUP`]).
+    skip: u32,
     /// The current mechanism is being tried (a switch by `choose`, not by a measurement).
     trying: bool,
     /// Interval between tries.
@@ -296,6 +315,7 @@ impl Default for Chooser {
             rate: [0.0; 2],
             at: [0; 2],
             taken: 0,
+            skip: 0,
             trying: false,
             interval: EXPLORE_NS,
             baseline: 0.0,
@@ -320,6 +340,7 @@ impl Chooser {
         self.cur = self.cur.other();
         self.at[self.cur as usize] = now;
         self.taken = 0;
+        self.skip = WARMUP;
         self.trying = false;
     }
 
@@ -330,13 +351,19 @@ impl Chooser {
         if m != self.cur || ns == 0 {
             return false;
         }
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.at[m as usize] = now;
+            return false;
+        }
         let r = bytes as f64 / ns as f64;
         let k = m as usize;
         let weight = |m: Mech| if m == Mech::Pipe { PIPE_WEIGHT } else { 1.0 };
         self.rate[k] = if self.taken == 0 {
             r
         } else {
-            0.75 * self.rate[k] + 0.25 * r
+            let w = if r > self.rate[k] { RISE } else { FALL };
+            (1.0 - w) * self.rate[k] + w * r
         };
         self.at[k] = now;
         self.taken = self.taken.saturating_add(1);
@@ -494,7 +521,8 @@ mod tests {
         let mib = 1 << 20;
         let mut t = 1_000u64;
         for (m, ns) in [(Mech::Pipe, 200_000), (Mech::Coop, 45_000)] {
-            for _ in 0..SETTLE {
+            assert_eq!(c.choose(t), m);
+            for _ in 0..SETTLE + c.skip {
                 assert_eq!(c.choose(t), m);
                 c.record(m, mib, ns, t);
                 t += 1000;
@@ -508,8 +536,14 @@ mod tests {
             t += 1000;
         }
         assert_eq!(c.interval, EXPLORE_MAX_NS);
-        // From ping-pong to streaming: the coop rate drops by a third; tries come soon.
-        for _ in 0..8 {
+        // From ping-pong to streaming: the coop rate drops by a third; tries come soon (the
+        // average falls slowly: a few slow transfers are not a change).
+        for _ in 0..3 {
+            c.record(Mech::Coop, mib, 75_000, t);
+            t += 1000;
+        }
+        assert_eq!(c.interval, EXPLORE_MAX_NS);
+        for _ in 0..17 {
             c.record(Mech::Coop, mib, 75_000, t);
             t += 1000;
         }
@@ -522,7 +556,8 @@ mod tests {
         let mib = 1 << 20;
         let mut t = 1_000u64;
         let mut feed = |c: &mut Chooser, m: Mech, ns: u64| {
-            for _ in 0..SETTLE {
+            assert_eq!(c.choose(t), m);
+            for _ in 0..SETTLE + c.skip {
                 assert_eq!(c.choose(t), m);
                 c.record(m, mib, ns, t);
                 t += 1000;
@@ -536,7 +571,8 @@ mod tests {
         let mut c = Chooser::default();
         let mut t = 1_000u64;
         for (m, ns) in [(Mech::Pipe, 210_000), (Mech::Coop, 75_000)] {
-            for _ in 0..SETTLE {
+            assert_eq!(c.choose(t), m);
+            for _ in 0..SETTLE + c.skip {
                 assert_eq!(c.choose(t), m);
                 c.record(m, mib, ns, t);
                 t += 1000;
@@ -546,12 +582,61 @@ mod tests {
     }
 
     #[test]
+    fn chooser_keeps_coop_through_a_run_of_slow_transfers() {
+        // Bidirectional stream, CPUs far apart: pipelined 4 GB/s, cooperative 13 GB/s, then
+        // ten cooperative transfers at 4.2 GB/s (both sides inside their own receive). With a
+        // symmetric average (weight 0.25) it would switch to the pipeline (4.7 * 1.1 < 4 * 1.4).
+        let mut c = Chooser::default();
+        let mib = 1 << 20;
+        let mut t = 1_000u64;
+        for (m, ns) in [(Mech::Pipe, 262_000), (Mech::Coop, 80_700)] {
+            assert_eq!(c.choose(t), m);
+            for _ in 0..SETTLE + c.skip {
+                assert_eq!(c.choose(t), m);
+                c.record(m, mib, ns, t);
+                t += 1000;
+            }
+        }
+        assert_eq!(c.current(), Mech::Coop);
+        for _ in 0..10 {
+            c.record(Mech::Coop, mib, 250_000, t);
+            t += 1000;
+        }
+        assert_eq!(c.current(), Mech::Coop);
+    }
+
+    #[test]
+    fn chooser_ignores_the_first_transfers_after_a_switch() {
+        let mut c = Chooser::default();
+        let mib = 1 << 20;
+        let mut t = 1_000u64;
+        for _ in 0..SETTLE {
+            c.record(Mech::Pipe, mib, 210_000, t); // 5 GB/s
+            t += 1000;
+        }
+        assert_eq!(c.choose(t), Mech::Coop);
+        // The first cooperative copies overlap the pipelined tail: slow, ignored.
+        for _ in 0..WARMUP {
+            c.record(Mech::Coop, mib, 500_000, t);
+            t += 1000;
+        }
+        assert_eq!(c.rate[Mech::Coop as usize], 0.0);
+        for _ in 0..SETTLE {
+            c.record(Mech::Coop, mib, 70_000, t); // 15 GB/s
+            t += 1000;
+        }
+        assert_eq!(c.current(), Mech::Coop);
+        assert!((c.rate[Mech::Coop as usize] - mib as f64 / 70_000.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn chooser_backs_off_while_tries_confirm() {
         let mut c = Chooser::default();
         let mib = 1 << 20;
         let mut t = 1_000_000u64;
         let run = |c: &mut Chooser, m: Mech, ns: u64, t: &mut u64| {
-            for _ in 0..SETTLE {
+            assert_eq!(c.choose(*t), m);
+            for _ in 0..SETTLE + c.skip {
                 assert_eq!(c.choose(*t), m);
                 c.record(m, mib, ns, *t);
                 *t += 1000;
@@ -590,7 +675,7 @@ mod tests {
         let mib = 1 << 20;
         // SETTLE measurements of mechanism m taking ns each, ending at t, t+1, ...
         let feed = |c: &mut Chooser, m: Mech, ns: u64, t: u64| {
-            for i in 0..SETTLE as u64 {
+            for i in 0..(SETTLE + c.skip) as u64 {
                 assert_eq!(c.current(), m);
                 c.record(m, mib, ns, t + i);
             }
@@ -608,9 +693,19 @@ mod tests {
         feed(&mut c, Mech::Pipe, 40_000, 5 * ms);
         c.record(Mech::Pipe, mib, 120_000, 6 * ms);
         assert_eq!(c.current(), Mech::Pipe);
-        // The placement changes: the pipeline collapses well below coop's rate.
-        for i in 0..6 {
+        // A short burst of slow pipelined transfers (the other direction busy) does not
+        // switch...
+        for i in 0..3 {
             c.record(Mech::Pipe, mib, 200_000, 7 * ms + i);
+        }
+        assert_eq!(c.current(), Mech::Pipe);
+        // ...a lasting collapse well below coop's rate (the placement changed) does, within
+        // 20 measurements.
+        let mut n = 3;
+        while c.current() == Mech::Pipe {
+            c.record(Mech::Pipe, mib, 200_000, 7 * ms + n);
+            n += 1;
+            assert!(n <= 20, "still the pipeline after {n} slow measurements");
         }
         assert_eq!(c.current(), Mech::Coop);
         assert_eq!(c.choose(8 * ms), Mech::Coop);
