@@ -260,9 +260,11 @@ pub const RISE: f64 = 0.5;
 pub const FALL: f64 = 0.1;
 
 /// Measurements ignored after a switch: the first transfers by the new mechanism overlap
-/// the tail of the old one's (a window of messages matched before the switch) and measure
-/// slow (a stream at 4 MiB: cooperative copies at 5, 7, 9, 12, then 15 GB/s).
-pub const WARMUP: u32 = 2;
+/// the tail of the old one's (a window of messages matched before the switch, and in a
+/// bidirectional stream the peer's own transfers) and measure slow (cooperative copies in
+/// a stream at 4 MiB: 5, 7, 9, 12, then 15 GB/s; in a bidirectional one at 1 MiB: 4, 7, 9,
+/// 10, then 12).
+pub const WARMUP: u32 = 4;
 
 /// Measurements of the current mechanism after a switch before the chooser compares.
 pub const SETTLE: u32 = 4;

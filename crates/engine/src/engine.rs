@@ -1931,10 +1931,28 @@ impl State {
                     SingleCopy::Auto if coop_ok => {
                         let now = self.now_ns();
                         let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
-                        if m == Mech::Pipe {
-                            since = now;
+                        if m == Mech::Coop && self.sending_large_to(peer) {
+                            // Both directions busy: each side's CPU reads its own receives
+                            // (the sender's help would take its CPU from its own receive),
+                            // measured as the single copy.
+                            if self.pull(rid, peer, sreq, buf, addr, n) {
+                                oxmpi_base::verbose!(
+                                    params::BTL,
+                                    60,
+                                    "sm: received {n} B from rank {peer}: single copy by the \
+                                     receiver alone (both directions busy)"
+                                );
+                                let end = self.now_ns();
+                                self.peers[p].measured(p, Mech::Coop, n, now, end);
+                                return;
+                            }
+                            Mech::Pipe
+                        } else {
+                            if m == Mech::Pipe {
+                                since = now;
+                            }
+                            m
                         }
-                        m
                     }
                     _ => Mech::Pipe,
                 };
@@ -1975,6 +1993,15 @@ impl State {
                 false
             }
         }
+    }
+
+    /// Whether a send to `peer` large enough for the single copy is under way (the peer
+    /// is then busy receiving from us too).
+    fn sending_large_to(&self, peer: i32) -> bool {
+        let min = self.coop_min;
+        self.reqs.values().any(
+            |q| matches!(q.state, ReqState::Send { peer: d, len, .. } if d == peer && len >= min),
+        )
     }
 
     /// Nanoseconds since the engine started (at least 1).

@@ -257,6 +257,24 @@ fn coop_single_copy() {
     run(4, "wildcards", &env[..2]);
 }
 
+/// The default `auto` mechanism in both directions at once: after four pipelined transfers
+/// of a size class the chooser tries the single copy, which the receiver does alone while it
+/// is sending to the same peer too. The data arrives intact whichever mechanism ran.
+#[test]
+fn auto_single_copy_both_directions() {
+    let env = [
+        ("OXMPI_MCA_btl_sm_single_copy_mechanism", "auto"),
+        ("OXMPI_MCA_btl_base_verbose", "60"),
+    ];
+    let err = run(2, "big_bidir", &env);
+    assert!(
+        err.iter()
+            .any(|e| e.contains("receiver alone (both directions busy)")),
+        "no rank took the single copy while sending to its peer:\n{}",
+        err.join("\n")
+    );
+}
+
 /// The cooperative copy where the kernel denies one side's CMA call: a receiver that cannot
 /// read falls back to the pipelined copy for the message (and from then on); a sender that
 /// cannot write hands its chunk back and stops claiming. The data arrives intact either way.
