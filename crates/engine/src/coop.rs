@@ -517,19 +517,24 @@ mod tests {
         }
     }
 
+    /// Feeds 1 MiB transfers of `ns` nanoseconds by `m`, which the chooser must be using,
+    /// until it compares them with the other mechanism (its warm-up and [`SETTLE`]).
+    fn settle(c: &mut Chooser, m: Mech, ns: u64, t: &mut u64) {
+        assert_eq!(c.choose(*t), m);
+        for _ in 0..SETTLE + c.skip {
+            assert_eq!(c.choose(*t), m);
+            c.record(m, 1 << 20, ns, *t);
+            *t += 1000;
+        }
+    }
+
     #[test]
     fn chooser_retries_soon_when_the_rate_in_use_changes() {
         let mut c = Chooser::default();
         let mib = 1 << 20;
         let mut t = 1_000u64;
-        for (m, ns) in [(Mech::Pipe, 200_000), (Mech::Coop, 45_000)] {
-            assert_eq!(c.choose(t), m);
-            for _ in 0..SETTLE + c.skip {
-                assert_eq!(c.choose(t), m);
-                c.record(m, mib, ns, t);
-                t += 1000;
-            }
-        }
+        settle(&mut c, Mech::Pipe, 200_000, &mut t);
+        settle(&mut c, Mech::Coop, 45_000, &mut t);
         assert_eq!(c.current(), Mech::Coop);
         c.interval = EXPLORE_MAX_NS;
         // Steady: the interval stays.
@@ -555,31 +560,16 @@ mod tests {
     #[test]
     fn chooser_prefers_the_pipeline_unless_coop_is_clearly_faster() {
         let mut c = Chooser::default();
-        let mib = 1 << 20;
         let mut t = 1_000u64;
-        let mut feed = |c: &mut Chooser, m: Mech, ns: u64| {
-            assert_eq!(c.choose(t), m);
-            for _ in 0..SETTLE + c.skip {
-                assert_eq!(c.choose(t), m);
-                c.record(m, mib, ns, t);
-                t += 1000;
-            }
-        };
         // Per-direction rates of a bidirectional run: pipelined 12, cooperative 14 GB/s.
-        feed(&mut c, Mech::Pipe, 87_000);
-        feed(&mut c, Mech::Coop, 75_000);
+        settle(&mut c, Mech::Pipe, 87_000, &mut t);
+        settle(&mut c, Mech::Coop, 75_000, &mut t);
         assert_eq!(c.current(), Mech::Pipe, "14 is not 1.54 x 12");
         // One-directional, CPUs far apart: pipelined 5, cooperative 14.
         let mut c = Chooser::default();
         let mut t = 1_000u64;
-        for (m, ns) in [(Mech::Pipe, 210_000), (Mech::Coop, 75_000)] {
-            assert_eq!(c.choose(t), m);
-            for _ in 0..SETTLE + c.skip {
-                assert_eq!(c.choose(t), m);
-                c.record(m, mib, ns, t);
-                t += 1000;
-            }
-        }
+        settle(&mut c, Mech::Pipe, 210_000, &mut t);
+        settle(&mut c, Mech::Coop, 75_000, &mut t);
         assert_eq!(c.current(), Mech::Coop);
     }
 
@@ -591,14 +581,8 @@ mod tests {
         let mut c = Chooser::default();
         let mib = 1 << 20;
         let mut t = 1_000u64;
-        for (m, ns) in [(Mech::Pipe, 262_000), (Mech::Coop, 80_700)] {
-            assert_eq!(c.choose(t), m);
-            for _ in 0..SETTLE + c.skip {
-                assert_eq!(c.choose(t), m);
-                c.record(m, mib, ns, t);
-                t += 1000;
-            }
-        }
+        settle(&mut c, Mech::Pipe, 262_000, &mut t);
+        settle(&mut c, Mech::Coop, 80_700, &mut t);
         assert_eq!(c.current(), Mech::Coop);
         for _ in 0..10 {
             c.record(Mech::Coop, mib, 250_000, t);
@@ -634,19 +618,10 @@ mod tests {
     #[test]
     fn chooser_backs_off_while_tries_confirm() {
         let mut c = Chooser::default();
-        let mib = 1 << 20;
         let mut t = 1_000_000u64;
-        let run = |c: &mut Chooser, m: Mech, ns: u64, t: &mut u64| {
-            assert_eq!(c.choose(*t), m);
-            for _ in 0..SETTLE + c.skip {
-                assert_eq!(c.choose(*t), m);
-                c.record(m, mib, ns, *t);
-                *t += 1000;
-            }
-        };
         // Coop is faster; each try of the pipeline that confirms coop doubles the interval.
-        run(&mut c, Mech::Pipe, 200_000, &mut t);
-        run(&mut c, Mech::Coop, 65_000, &mut t);
+        settle(&mut c, Mech::Pipe, 200_000, &mut t);
+        settle(&mut c, Mech::Coop, 65_000, &mut t);
         let mut expect = EXPLORE_NS;
         for _ in 0..8 {
             assert_eq!(c.current(), Mech::Coop);
@@ -657,16 +632,16 @@ mod tests {
                 "not before the interval"
             );
             t = last + expect + 1;
-            run(&mut c, Mech::Pipe, 200_000, &mut t);
+            settle(&mut c, Mech::Pipe, 200_000, &mut t);
             expect = (expect * 2).min(EXPLORE_MAX_NS);
             assert_eq!(c.interval, expect);
-            run(&mut c, Mech::Coop, 65_000, &mut t);
+            settle(&mut c, Mech::Coop, 65_000, &mut t);
         }
         assert_eq!(c.interval, EXPLORE_MAX_NS);
         // A try that finds the pipeline faster switches and resets the interval.
         let last = c.at[Mech::Pipe as usize];
         t = last + EXPLORE_MAX_NS + 1;
-        run(&mut c, Mech::Pipe, 40_000, &mut t);
+        settle(&mut c, Mech::Pipe, 40_000, &mut t);
         assert_eq!((c.current(), c.interval), (Mech::Pipe, EXPLORE_NS));
     }
 
