@@ -242,31 +242,46 @@ fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
         o,
         rows,
         imps,
-        &["lat"],
-        |s| s <= 1024,
-        "Small-message latency by vCPU placement",
-        "One-way us",
+        &Placed {
+            tests: &["lat"],
+            size_ok: |s| s <= 1024,
+            title: "Small-message latency by vCPU placement",
+            unit: "One-way us",
+            higher_better: false,
+        },
     );
     placement_section(
         o,
         rows,
         imps,
-        &["bw", "bibw"],
-        |s| s >= 64 << 10,
-        "Large-message bandwidth by vCPU placement",
-        "MB/s (the placement can change during a run: the probe is taken before it)",
+        &Placed {
+            tests: &["bw", "bibw"],
+            size_ok: |s| s >= 64 << 10,
+            title: "Large-message bandwidth by vCPU placement",
+            unit: "MB/s (the placement can change during a run: the probe is taken before it)",
+            higher_better: true,
+        },
     );
 }
 
-fn placement_section(
-    o: &mut String,
-    rows: &[Row],
-    imps: &[String],
-    tests: &[&str],
-    size_ok: impl Fn(u64) -> bool,
-    title: &str,
-    unit: &str,
-) {
+/// One table of [`placement_table`]: which measurements, and how they read.
+struct Placed<'a> {
+    tests: &'a [&'a str],
+    size_ok: fn(u64) -> bool,
+    title: &'a str,
+    unit: &'a str,
+    /// Bandwidth (more is better) rather than time.
+    higher_better: bool,
+}
+
+fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) {
+    let Placed {
+        tests,
+        size_ok,
+        title,
+        unit,
+        higher_better,
+    } = *p;
     let keys: Vec<(String, u64)> = {
         let mut v: Vec<(String, u64)> = rows
             .iter()
@@ -280,10 +295,21 @@ fn placement_section(
     if keys.is_empty() {
         return;
     }
+    // oxmpi against the better Open MPI setting within each placement, when both ran.
+    let ompis: Vec<&str> = ["ompi", "ompi-nocma"]
+        .into_iter()
+        .filter(|i| imps.iter().any(|x| x == i))
+        .collect();
+    let vs = imps.iter().any(|x| x == "oxmpi") && !ompis.is_empty();
     let _ = writeln!(
         o,
-        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.\n",
-        crate::parse::NEAR_RTT_NS
+        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.{}\n",
+        crate::parse::NEAR_RTT_NS,
+        if vs {
+            " The last two columns compare oxmpi with the better Open MPI setting within the same placement (speed ratio of those medians: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ."
+        } else {
+            ""
+        }
     );
     let mut head = String::from("| test | size |");
     let mut sep = String::from("|---|---|");
@@ -291,23 +317,50 @@ fn placement_section(
         let _ = write!(head, " {i} near | {i} far |");
         sep.push_str("---|---|");
     }
+    if vs {
+        head.push_str(" oxmpi vs ompi-best near | oxmpi vs ompi-best far |");
+        sep.push_str("---|---|");
+    }
     let _ = writeln!(o, "{head}\n{sep}");
     for (t, s) in keys {
         let _ = write!(o, "| {t} | {} |", size_label(s));
+        let med = |i: &str, near: bool| {
+            let v: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.imp == i && r.test == t && r.np == 2 && r.size == s)
+                .filter(|r| {
+                    r.probe_rtt_ns
+                        .is_some_and(|x| (x < crate::parse::NEAR_RTT_NS) == near)
+                })
+                .map(|r| r.median)
+                .collect();
+            summary(&v)
+        };
         for i in imps {
             for near in [true, false] {
-                let v: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| r.imp == *i && r.test == t && r.np == 2 && r.size == s)
-                    .filter(|r| {
-                        r.probe_rtt_ns
-                            .is_some_and(|x| (x < crate::parse::NEAR_RTT_NS) == near)
-                    })
-                    .map(|r| r.median)
-                    .collect();
-                let c = summary(&v)
+                let c = med(i, near)
                     .map(|m| format!("{} ({})", num(m.median), m.n))
                     .unwrap_or_else(|| "-".into());
+                let _ = write!(o, " {c} |");
+            }
+        }
+        if vs {
+            for near in [true, false] {
+                let best = ompis
+                    .iter()
+                    .filter_map(|i| med(i, near).map(|m| m.median))
+                    .reduce(|a, b| if higher_better { a.max(b) } else { a.min(b) });
+                let c = match (med("oxmpi", near), best) {
+                    (Some(x), Some(b)) if x.median > 0.0 && b > 0.0 => {
+                        let r = if higher_better {
+                            x.median / b
+                        } else {
+                            b / x.median
+                        };
+                        format!("{}x", num(r))
+                    }
+                    _ => "-".into(),
+                };
                 let _ = write!(o, " {c} |");
             }
         }
@@ -734,6 +787,48 @@ mod tests {
         let p = ratio_pairs(&names(&["ompi", "mpich", "oxmpi"]));
         assert_eq!(p[0], ("oxmpi".into(), "ompi-best".into()));
         assert_eq!(p[1], ("oxmpi".into(), "mpich".into()));
+    }
+
+    #[test]
+    fn placement_tables_compare_oxmpi_within_each_placement() {
+        let far = |r: Row| Row {
+            probe_rtt_ns: Some(400.0),
+            ..r
+        };
+        let res = Results {
+            rows: vec![
+                row(0, "oxmpi", "bw", 1 << 20, 24000.0, "MB/s"),
+                row(0, "ompi", "bw", 1 << 20, 9000.0, "MB/s"),
+                row(0, "ompi-nocma", "bw", 1 << 20, 12000.0, "MB/s"),
+                far(row(1, "oxmpi", "bw", 1 << 20, 13000.0, "MB/s")),
+                far(row(1, "ompi", "bw", 1 << 20, 10000.0, "MB/s")),
+                far(row(1, "ompi-nocma", "bw", 1 << 20, 5000.0, "MB/s")),
+                row(0, "oxmpi", "lat", 8, 0.13, "us"),
+                row(0, "ompi", "lat", 8, 0.26, "us"),
+                row(0, "ompi-nocma", "lat", 8, 0.20, "us"),
+            ],
+            ran: vec![
+                crate::impls::Impl::oxmpi(std::path::Path::new("/x")),
+                crate::impls::Impl::openmpi(),
+                crate::impls::Impl::openmpi_nocma(),
+            ],
+            ..Results::default()
+        };
+        let md = markdown(&Meta::default(), &res, &[]);
+        // Near: 24000 / max(9000, 12000); far: 13000 / max(10000, 5000).
+        assert!(
+            md.contains(
+                "| bw | 1 MiB | 24000 (1) | 13000 (1) | 9000 (1) | 10000 (1) | 12000 (1) | 5000 (1) | 2.00x | 1.30x |"
+            ),
+            "{md}"
+        );
+        // Latency: the faster Open MPI time over oxmpi's; no far runs.
+        assert!(
+            md.contains(
+                "| lat | 8 B | 0.130 (1) | - | 0.260 (1) | - | 0.200 (1) | - | 1.54x | - |"
+            ),
+            "{md}"
+        );
     }
 
     #[test]
