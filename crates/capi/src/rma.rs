@@ -32,6 +32,7 @@ use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::errors::ErrAction;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, MpiError, MpiResult};
 use crate::state::{lock, Table};
+use oxmpi_engine::{cma_copy, Cma};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -384,47 +385,6 @@ fn os_err(e: std::io::Error, rank: usize, pid: i32, what: &str) -> MpiError {
     )
 }
 
-/// Copy between our buffer and another process's memory (CMA), all of it.
-///
-/// # Safety
-/// `local` must be valid for reads (write) or writes (read) of `len` bytes.
-unsafe fn cma(
-    pid: i32,
-    local: *mut u8,
-    remote: usize,
-    len: usize,
-    write: bool,
-) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < len {
-        let l = libc::iovec {
-            // SAFETY: within the caller's buffer.
-            iov_base: unsafe { local.add(done) }.cast::<c_void>(),
-            iov_len: len - done,
-        };
-        let r = libc::iovec {
-            iov_base: (remote + done) as *mut c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: the local iovec is valid per the caller; the kernel checks the remote.
-        let n = unsafe {
-            if write {
-                libc::process_vm_writev(pid, &l, 1, &r, 1, 0)
-            } else {
-                libc::process_vm_readv(pid, &l, 1, &r, 1, 0)
-            }
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if n == 0 {
-            return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
-
 // ---- data movement ----
 
 /// Byte ranges (offset from a target's base, length).
@@ -484,7 +444,7 @@ impl Inner {
                 unsafe { std::ptr::copy(a as *const u8, buf.as_mut_ptr().add(pos), len) };
             } else {
                 // SAFETY: `buf[pos..pos + len]` is ours and writable.
-                unsafe { cma(tg.pid, buf.as_mut_ptr().add(pos), a, len, false) }
+                unsafe { cma_copy(tg.pid, buf.as_mut_ptr().add(pos), a as u64, len, Cma::Read) }
                     .map_err(|e| os_err(e, t, tg.pid, "reading the window memory"))?;
             }
             pos += len;
@@ -505,8 +465,16 @@ impl Inner {
             } else {
                 // SAFETY: `data[pos..pos + len]` is readable (cma only reads it when
                 // writing to the remote).
-                unsafe { cma(tg.pid, data.as_ptr().add(pos).cast_mut(), a, len, true) }
-                    .map_err(|e| os_err(e, t, tg.pid, "writing the window memory"))?;
+                unsafe {
+                    cma_copy(
+                        tg.pid,
+                        data.as_ptr().add(pos).cast_mut(),
+                        a as u64,
+                        len,
+                        Cma::Write,
+                    )
+                }
+                .map_err(|e| os_err(e, t, tg.pid, "writing the window memory"))?;
             }
             pos += len;
         }
@@ -993,7 +961,15 @@ fn create_on(
             let mut v = 0u64;
             let (ppid, paddr) = (row(r)[0] as i32, row(r)[4] as usize);
             // SAFETY: `v` is a writable local of 8 bytes.
-            let res = unsafe { cma(ppid, (&mut v as *mut u64).cast(), paddr, 8, false) };
+            let res = unsafe {
+                cma_copy(
+                    ppid,
+                    (&mut v as *mut u64).cast(),
+                    paddr as u64,
+                    8,
+                    Cma::Read,
+                )
+            };
             match res {
                 Ok(()) if v == PROBE_MAGIC => {}
                 Ok(()) => {

@@ -195,6 +195,9 @@ pub use engine::{engine, init, init_with, Engine};
 /// registry and `oxmpi-info`.
 #[cfg(not(loom))]
 pub use params::PROVIDER;
+/// Cross-memory-attach copies, for one-sided communication over user memory.
+#[cfg(not(loom))]
+pub use sys::{cma_copy, Cma};
 
 /// Wildcard source for receives and probes (MPICH's `MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -2;

@@ -114,7 +114,8 @@ pub enum Cma {
 }
 
 /// Copies `len` bytes between `local` and address `remote` of process `pid` (CMA), in
-/// direction `dir`, looping over short transfers.
+/// direction `dir`, looping over short transfers. A remote range that is not mapped fails
+/// with `EFAULT`, a refusal by the kernel with `EPERM` (Yama, seccomp) or `ENOSYS`.
 ///
 /// # Safety
 /// `local` must be valid for `len` bytes: writable for [`Cma::Read`], readable for
@@ -147,7 +148,8 @@ pub unsafe fn cma_copy(
         };
         match n {
             n if n < 0 => return Err(io::Error::last_os_error()),
-            0 => return Err(io::Error::other("process_vm_readv/writev copied nothing")),
+            // Nothing copied of a non-empty range: the remote address is not mapped.
+            0 => return Err(io::Error::from_raw_os_error(libc::EFAULT)),
             n => done += n as usize,
         }
     }
