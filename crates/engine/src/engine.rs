@@ -432,6 +432,19 @@ impl Engine {
     pub fn yields_when_idle(&self) -> bool {
         self.yield_when_idle
     }
+    /// The process id of world rank `r` if it runs on this node (the node the `sm`
+    /// transport shares memory within: `OXMPI_ENGINE_NODE` when set, else the host name),
+    /// this process's own id for `r == rank()`, `None` for a rank on another node or out of
+    /// range. The one place that knows which ranks share a node; collectives and one-sided
+    /// communication ask it instead of comparing host names again.
+    pub fn node_pid(&self, r: i32) -> Option<i32> {
+        if r == self.rank {
+            return Some(sys::getpid());
+        }
+        let st = self.lock();
+        let p = st.peers.get(usize::try_from(r).ok()?)?;
+        p.local.then_some(p.pid)
+    }
     /// `MPI_COMM_WORLD` (context id 0).
     pub fn comm_world(&self) -> CommId {
         CommId(0)

@@ -182,8 +182,10 @@ pub mod matching;
 #[cfg(not(loom))]
 mod params;
 pub mod ring;
+/// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA),
+/// also used by the library crates above it (shared-memory collectives, RMA, MPI-IO).
 #[cfg(not(loom))]
-mod sys;
+pub mod sys;
 #[cfg(not(loom))]
 mod tcp;
 
