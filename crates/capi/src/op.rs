@@ -107,11 +107,26 @@ pub(crate) unsafe fn apply_builtin(
         MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => arith!(op, u64, a, b, n, int),
         MPI_FLOAT | MPI_REAL | MPI_REAL4 => arith!(op, f32, a, b, n, float),
         MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => arith!(op, f64, a, b, n, float),
-        MPI_2INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<i32>(op, a, b, n, 8, 4),
-        MPI_FLOAT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<f32>(op, a, b, n, 8, 4),
-        MPI_DOUBLE_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<f64>(op, a, b, n, 16, 8),
-        MPI_LONG_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<i64>(op, a, b, n, 16, 8),
-        MPI_SHORT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => loc::<i16>(op, a, b, n, 8, 4),
+        MPI_2INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
+            // SAFETY: forwarded caller contract (n elements of dt at a and b).
+            unsafe { loc::<i32>(op, a, b, n, 8, 4) }
+        }
+        MPI_FLOAT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
+            // SAFETY: forwarded caller contract (n elements of dt at a and b).
+            unsafe { loc::<f32>(op, a, b, n, 8, 4) }
+        }
+        MPI_DOUBLE_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
+            // SAFETY: forwarded caller contract (n elements of dt at a and b).
+            unsafe { loc::<f64>(op, a, b, n, 16, 8) }
+        }
+        MPI_LONG_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
+            // SAFETY: forwarded caller contract (n elements of dt at a and b).
+            unsafe { loc::<i64>(op, a, b, n, 16, 8) }
+        }
+        MPI_SHORT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
+            // SAFETY: forwarded caller contract (n elements of dt at a and b).
+            unsafe { loc::<i16>(op, a, b, n, 8, 4) }
+        }
         // Complex and long double (SAFETY: forwarded caller contract).
         _ => unsafe { crate::op_ext::apply(op, dt, a, b, n) },
     }

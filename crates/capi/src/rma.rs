@@ -269,7 +269,10 @@ macro_rules! win_fn {
         $(#[$meta])*
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> c_int {
-            let w: c_int = $win;
+            // SAFETY: the expression reads the window handle through the caller's pointer
+            // (checked for NULL there), under the function's own contract.
+            #[allow(unused_unsafe)]
+            let w: c_int = unsafe { $win };
             win_enter($name, w, || -> MpiResult { $body })
         }
         ::core::arch::global_asm!(concat!(
@@ -299,8 +302,8 @@ fn barrier(comm: c_int) -> MpiResult {
 fn allgather_i64(comm: c_int, mine: &[i64], n: usize) -> MpiResult<Vec<i64>> {
     let k = mine.len();
     let mut all = vec![0i64; k * n];
-    // SAFETY: `mine` holds k values, `all` k * n, of MPI_INT64_T.
     rc(
+        // SAFETY: `mine` holds k values, `all` k * n, of MPI_INT64_T.
         unsafe {
             crate::coll::PMPI_Allgather(
                 mine.as_ptr().cast(),
@@ -318,8 +321,8 @@ fn allgather_i64(comm: c_int, mine: &[i64], n: usize) -> MpiResult<Vec<i64>> {
 }
 
 fn bcast_i64(comm: c_int, v: &mut [i64]) -> MpiResult {
-    // SAFETY: `v` holds v.len() values of MPI_INT64_T.
     rc(
+        // SAFETY: `v` holds v.len() values of MPI_INT64_T.
         unsafe {
             crate::coll::PMPI_Bcast(
                 v.as_mut_ptr().cast(),
@@ -335,8 +338,8 @@ fn bcast_i64(comm: c_int, v: &mut [i64]) -> MpiResult {
 
 fn allreduce_max(comm: c_int, v: i64) -> MpiResult<i64> {
     let mut r = 0i64;
-    // SAFETY: one MPI_INT64_T in and out.
     rc(
+        // SAFETY: one MPI_INT64_T in and out.
         unsafe {
             crate::coll::PMPI_Allreduce(
                 (&v as *const i64).cast(),
@@ -833,8 +836,8 @@ fn create(
     }
     let info = read_info(info)?;
     let mut wcomm = MPI_COMM_NULL;
-    // SAFETY: duplicating a valid communicator into a local.
     rc(
+        // SAFETY: duplicating a valid communicator into a local.
         unsafe { crate::coll::PMPI_Comm_dup(comm, &mut wcomm) },
         "MPI_Comm_dup",
     )?;

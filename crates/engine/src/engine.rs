@@ -1294,10 +1294,12 @@ impl State {
             // SAFETY: the bulk buffers follow the rings inside the same slots (same
             // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
             let bulk_tx = (pbulk > 0).then(|| {
+                // SAFETY: as said above.
                 BulkTx::new(unsafe { BulkMem::from_raw(tx_base.add(CTL_BYTES + pcap), pbulk) })
             });
             // SAFETY: as above, in our own segment.
             let bulk_rx = (bulk > 0).then(|| {
+                // SAFETY: as said above.
                 BulkRx::new(unsafe { BulkMem::from_raw(rx_base.add(CTL_BYTES + cap), bulk) })
             });
             // SAFETY: the control areas end the same slots (in bounds, 64-byte aligned,
@@ -1739,6 +1741,7 @@ impl State {
         let (user_id, id, ptr) = if mode == SendMode::Buffered {
             // SAFETY: caller guarantees `len` readable bytes at `buf` (or len == 0).
             let owned = if len > 0 {
+                // SAFETY: as said above.
                 unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
             } else {
                 Vec::new()

@@ -1020,6 +1020,7 @@ fn threads(e: &'static Engine) {
                     // SAFETY: buffers outlive the waits.
                     let rr = unsafe { e.irecv(buf.as_mut_ptr(), len, peer, t as i32, CommId(0)) }
                         .unwrap();
+                    // SAFETY: the buffers outlive the calls and hold the lengths given.
                     let sr = unsafe {
                         e.isend(
                             data.as_ptr(),
@@ -1476,6 +1477,7 @@ fn no_sm(e: &Engine) {
     let err =
         unsafe { e.isend(d.as_ptr(), 8, peer, 0, CommId(0), SendMode::Standard) }.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Unsupported);
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let r = unsafe { e.isend(d.as_ptr(), 8, e.rank(), 0, CommId(0), SendMode::Standard) }.unwrap();
     assert_eq!(e.wait(r).error, None);
     let mut b = [0u8; 8];

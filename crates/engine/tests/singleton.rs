@@ -34,6 +34,7 @@ fn singleton_self_transport_and_errors() {
             let mut buf = vec![0u8; len];
             // SAFETY: buffers outlive the waits.
             let sr = unsafe { e.isend(data.as_ptr(), len, 0, i as i32, w, mode) }.unwrap();
+            // SAFETY: the buffers outlive the calls and hold the lengths given.
             let rr = unsafe { e.irecv(buf.as_mut_ptr(), len, ANY_SOURCE, ANY_TAG, w) }.unwrap();
             let st = e.wait(rr);
             assert_eq!(
@@ -43,8 +44,10 @@ fn singleton_self_transport_and_errors() {
             assert_eq!(e.wait(sr).error, None);
             assert!(buf == data);
             buf.fill(0);
+            // SAFETY: the buffers outlive the calls and hold the lengths given.
             let rr = unsafe { e.irecv(buf.as_mut_ptr(), len, 0, i as i32, s) }.unwrap();
             assert_eq!(e.test(rr), None);
+            // SAFETY: the buffers outlive the calls and hold the lengths given.
             let sr = unsafe { e.isend(data.as_ptr(), len, 0, i as i32, s, mode) }.unwrap();
             assert_eq!(e.wait(rr).count_bytes, len);
             assert_eq!(e.wait(sr).error, None);
@@ -62,6 +65,7 @@ fn singleton_self_transport_and_errors() {
         Some((1, 10))
     );
     let mut small = [0u8; 4];
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let rr = unsafe { e.irecv(small.as_mut_ptr(), 4, 0, 1, w) }.unwrap();
     let st = e.wait(rr);
     assert_eq!((st.error, st.count_bytes), (Some(ErrorClass::Truncate), 4));
@@ -69,16 +73,19 @@ fn singleton_self_transport_and_errors() {
     assert_eq!(e.wait(sr).error, None);
 
     // mprobe / imrecv on self.
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let sr = unsafe { e.isend(data.as_ptr(), 10, 0, 2, w, SendMode::Standard) }.unwrap();
     assert_eq!(e.wait(sr).error, None);
     let (m, st) = e.improbe(ANY_SOURCE, 2, w).unwrap().unwrap();
     assert_eq!(st.count_bytes, 10);
     assert_eq!(e.iprobe(ANY_SOURCE, ANY_TAG, w).unwrap(), None);
     let mut b = [0u8; 10];
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let rr = unsafe { e.imrecv(b.as_mut_ptr(), 10, m) }.unwrap();
     assert_eq!(e.wait(rr).count_bytes, 10);
     assert_eq!(b, data);
     assert_eq!(
+        // SAFETY: the buffers outlive the calls and hold the lengths given.
         unsafe { e.imrecv(b.as_mut_ptr(), 10, m) }
             .unwrap_err()
             .class(),
@@ -86,19 +93,23 @@ fn singleton_self_transport_and_errors() {
     );
 
     // PROC_NULL.
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let r = unsafe { e.isend(data.as_ptr(), 10, PROC_NULL, 0, w, SendMode::Standard) }.unwrap();
     assert_eq!(e.wait(r), Status::PROC_NULL);
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let r = unsafe { e.irecv(b.as_mut_ptr(), 10, PROC_NULL, 0, w) }.unwrap();
     assert_eq!(e.wait(r), Status::PROC_NULL);
     assert_eq!(e.mprobe(PROC_NULL, 0, w).unwrap().0, MessageId::NO_PROC);
 
     // Cancel.
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let r = unsafe { e.irecv(b.as_mut_ptr(), 10, 0, 3, w) }.unwrap();
     e.cancel(r);
     assert!(e.wait(r).cancelled);
 
     // Bad arguments.
     let class = |r: Result<ReqId, oxmpi_engine::Error>| r.unwrap_err().class();
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     unsafe {
         assert_eq!(
             class(e.isend(data.as_ptr(), 1, 1, 0, w, SendMode::Standard)),
@@ -134,10 +145,12 @@ fn singleton_self_transport_and_errors() {
         ErrorClass::Group
     );
     // Messages on different contexts do not match each other.
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let sr = unsafe { e.isend(data.as_ptr(), 10, 0, 4, c, SendMode::Standard) }.unwrap();
     e.wait(sr);
     assert_eq!(e.iprobe(0, 4, w).unwrap(), None);
     assert!(e.iprobe(0, 4, c).unwrap().is_some());
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     let rr = unsafe { e.irecv(b.as_mut_ptr(), 10, 0, 4, c) }.unwrap();
     assert_eq!(e.wait(rr).error, None);
     e.comm_free(c).unwrap();
@@ -145,5 +158,6 @@ fn singleton_self_transport_and_errors() {
     assert_eq!(e.comm_free(w).unwrap_err().class(), ErrorClass::Comm);
 
     e.finalize().unwrap();
+    // SAFETY: the buffers outlive the calls and hold the lengths given.
     assert!(unsafe { e.isend(data.as_ptr(), 1, 0, 0, w, SendMode::Standard) }.is_err());
 }
