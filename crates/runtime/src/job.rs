@@ -4,10 +4,11 @@
 
 use crate::alloc::{allocate, display_allocation, display_map, map_job, Allocation, JobMap};
 use crate::cli::{JobSpec, StdinTarget};
-use crate::daemon::{DaemonEvent, DaemonToken, LocalDaemon, NodeLaunch, NodeProc, RankExit};
+use crate::daemon::{DaemonToken, LocalDaemon};
 use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
+use crate::proto::{DaemonEvent, NodeLaunch, NodeProc, RankExit, DRAIN_GRACE, KILL_GRACE};
 use crate::remote::{RemoteEvent, RemoteToken, Remotes};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
@@ -23,15 +24,8 @@ use std::time::{Duration, Instant};
 
 /// Exit code of `mpirun` when `--timeout` expires.
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
-/// Grace period between the polite signal and SIGKILL when tearing a job down.
-pub const KILL_GRACE: Duration = Duration::from_millis(500);
-/// How long output of already-exited ranks is still drained (pipes held by escaped
-/// descendants are abandoned after this).
-pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Longest sleep of the event loop between checks for exited ranks (milliseconds).
 const REAP_INTERVAL_MS: i32 = 1000;
-/// Job number shown in `--tag-output` prefixes (`[1,rank]`), as Open MPI does.
-pub const TAG_JOB: u32 = 1;
 
 /// One application context, resolved and validated.
 #[derive(Debug, Clone)]

@@ -6,8 +6,10 @@
 //! * [`env`](mod@env): the environment each rank sees (`OMPI_*`, `PMI_*`, `OXMPI_*`, `-x`, `--mca`,
 //!   `--prefix`).
 //! * [`iof`]: sans-IO line assembly for IO forwarding (tags, timestamps).
+//! * [`proto`]: what the head, the local daemon and the remote daemons share (a node's
+//!   launch, [`proto::DaemonEvent`], the job's grace periods); it imports none of them.
 //! * [`daemon`]: the per-node daemon role (fork/exec, IO forwarding, PMI service, reaping),
-//!   played in-process by the head on the local node; reports [`daemon::DaemonEvent`]s.
+//!   played in-process by the head on the local node; reports [`proto::DaemonEvent`]s.
 //! * [`launch`]: launch agents (the head is the local node's daemon; `plm_rsh_agent` for the
 //!   other nodes).
 //! * [`remote`]: the head's side of remote daemons and the `oxmpid` daemon itself.
@@ -41,12 +43,12 @@
 //!    sockets): output is reassembled into whole lines per rank and stream ([`iof`]) and
 //!    written with one `write` per batch; PMI bytes go to the server and its actions are
 //!    executed (replies, abort); exited ranks are reaped and reported to the head as
-//!    [`daemon::DaemonEvent`]s.
+//!    [`proto::DaemonEvent`]s.
 //! 6. **End**: the first failure decides (non-zero exit of the lowest rank in a batch, death
 //!    by signal → `128+N` with a `rank R (pid P) on host H exited on signal N (Name)` line,
 //!    PMI abort → its code, exit after PMI init without finalize → 1, `--timeout` → 124,
 //!    SIGINT/SIGTERM/SIGHUP/SIGQUIT to mpirun → forwarded, then `128+N`). Remaining ranks get
-//!    SIGTERM to their process groups, SIGKILL after [`job::KILL_GRACE`]; once every rank is
+//!    SIGTERM to their process groups, SIGKILL after [`proto::KILL_GRACE`]; once every rank is
 //!    reaped, every rank's process group is killed, output is drained to end of file, and the
 //!    job directory is removed.
 //!
@@ -60,7 +62,7 @@
 //! node (`mpirun --oxmpid` when `oxmpid` is not installed next to it), writing the secret as
 //! one line on the agent's stdin. Each daemon ([`remote::oxmpid_main`]) connects back,
 //! authenticates with HMAC-SHA256 challenge–response (`oxmpi_wire::ctl`), receives its
-//! `Launch` ([`daemon::NodeLaunch`]) and plays [`daemon::LocalDaemon`] in forwarding and
+//! `Launch` ([`proto::NodeLaunch`]) and plays [`daemon::LocalDaemon`] in forwarding and
 //! distributed mode: whole output lines travel as `Io` messages, exits as `RankExited`,
 //! aborts as `PmiAbort`, and its PMI server's fences as `FenceContribution`s that the head
 //! gathers from every daemon (its own in-process one included, [`remote::FenceGather`])
@@ -81,6 +83,7 @@ pub mod iof;
 pub mod job;
 pub mod launch;
 pub mod params;
+pub mod proto;
 pub mod remote;
 pub mod session;
 pub mod spawn;

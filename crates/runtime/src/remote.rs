@@ -12,8 +12,9 @@
 //! in-process daemon included) and releases each fence with the union of the pairs.
 //! A peer that fails authentication or sends garbage is logged and dropped.
 
-use crate::daemon::{DaemonEvent, LocalDaemon, NodeLaunch, RankExit};
+use crate::daemon::LocalDaemon;
 use crate::error::{Result, RuntimeError};
+use crate::proto::{DaemonEvent, NodeLaunch, RankExit, DRAIN_GRACE, KILL_GRACE};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM};
 use crate::sys;
@@ -1055,8 +1056,7 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 daemon.kill_all_groups();
                 groups_killed_at = Some(now);
             }
-            let drain_over =
-                groups_killed_at.is_some_and(|t| now.duration_since(t) >= crate::job::DRAIN_GRACE);
+            let drain_over = groups_killed_at.is_some_and(|t| now.duration_since(t) >= DRAIN_GRACE);
             if !said_done && (daemon.all_drained() || drain_over) {
                 peer.send(&Msg::Shutdown);
                 said_done = true;
@@ -1096,13 +1096,13 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     verbose!(ERRMGR, 10, "errmgr: head asks for signal {signal}");
                     daemon.signal_running(signal);
                     if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 && kill_at.is_none() {
-                        kill_at = Some(Instant::now() + crate::job::KILL_GRACE);
+                        kill_at = Some(Instant::now() + KILL_GRACE);
                     }
                 }
                 Event::Message(Msg::Abort { code: c, reason }) => {
                     verbose!(ERRMGR, 10, "errmgr: head aborts the job ({c}): {reason}");
                     daemon.signal_running(libc::SIGTERM);
-                    kill_at = Some(Instant::now() + crate::job::KILL_GRACE);
+                    kill_at = Some(Instant::now() + KILL_GRACE);
                 }
                 Event::Message(Msg::Shutdown) => {
                     daemon.kill_all_groups();
@@ -1144,13 +1144,10 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 stdin_idx.push(k);
             }
         }
-        let wake = [
-            kill_at,
-            groups_killed_at.map(|t| t + crate::job::DRAIN_GRACE),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let wake = [kill_at, groups_killed_at.map(|t| t + DRAIN_GRACE)]
+            .into_iter()
+            .flatten()
+            .min();
         let timeout_ms = wake.map_or(1000, |w| {
             let d = w.saturating_duration_since(Instant::now());
             (d.as_millis().min(1000) as i32).saturating_add(1)
