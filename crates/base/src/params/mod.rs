@@ -33,13 +33,15 @@
 //! tests build one by hand instead of touching the process environment or the file system.
 
 pub(crate) mod registry;
+mod report;
 mod sources;
 mod value;
 
 pub use registry::{
-    global, init_global, register_global, resolve, with_global, Entry, EnvReport, ParamWarning,
-    Registry, UnknownParam,
+    global, init_global, resolve, with_global, Entry, EnvReport, ParamWarning, Registry,
+    UnknownParam,
 };
+pub use report::register_global;
 pub use sources::{
     prefix_from_exe, Files, Sources, ENV_PREFIX, ENV_PREFIX_COMPAT, PREFIX_ENV, SOURCE_PREFIX,
 };

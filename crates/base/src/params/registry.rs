@@ -734,19 +734,3 @@ pub fn with_global<R>(f: impl FnOnce(&mut Registry) -> R) -> Result<R, ParamErro
     let mut g = global()?;
     Ok(f(&mut g))
 }
-
-/// Registers a provider in the global registry, then prints (on the output framework's error
-/// channel, independent of verbosity) the warnings this produced: values ignored because the
-/// override file locks the parameter (unless `mca_base_suppress_override_warning`) or because
-/// it is read-only. Each warning is printed once per process.
-pub fn register_global(provider: &Provider) -> Result<(), ParamError> {
-    let (result, warnings) = with_global(|r| {
-        let result = r.register_provider(provider);
-        (result, r.take_warnings())
-    })?;
-    // The registry is unlocked here: printing may consult it (output sink parameters).
-    for w in warnings {
-        crate::output::warn(format_args!("{w}"));
-    }
-    result
-}
