@@ -128,6 +128,7 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     }
     let root = workspace_root();
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
+    crate::arch::cmd_check_arch(&[])?;
     run(cargo().current_dir(&root).args([
         "clippy",
         "--workspace",

@@ -1,7 +1,8 @@
-//! Project automation: `cargo xtask <install|demo|test|bench>`.
+//! Project automation: `cargo xtask <install|demo|check-arch|test|bench>`.
 //!
 //! Plain std only, so that it builds in seconds on a fresh machine.
 
+mod arch;
 mod install;
 mod libmpi;
 
@@ -41,7 +42,10 @@ fn usage() -> String {
      \x20 install [--prefix DIR] [--debug]   build and install bin/, lib/, include/, etc/ into DIR\n\
      \x20                                    (default: target/oxmpi)\n\
      \x20 demo                               install, then run the ring demo with mpirun -n 4\n\
-     \x20 test                               fmt, clippy, unit tests and the integration suite\n\
+     \x20 check-arch                         the crate graph equals ARCHITECTURE.md's; no new import\n\
+     \x20                                    circle between the files of a library crate\n\
+     \x20 test                               fmt, check-arch, clippy, unit tests and the integration\n\
+     \x20                                    suite\n\
      \x20 bench [ARGS]                       benchmark harness (oxmpi vs Open MPI vs MPICH)\n"
         .to_string()
 }
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Some("install") => install::cmd_install(&args[1..]),
         Some("demo") => install::cmd_demo(&args[1..]),
         Some("test") => install::cmd_test(&args[1..]),
+        Some("check-arch") => arch::cmd_check_arch(&args[1..]),
         Some("bench") => run(Command::new(
             std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
         )
