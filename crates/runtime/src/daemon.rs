@@ -8,9 +8,11 @@
 use crate::error::{Result, RuntimeError};
 use crate::iof::{LineAssembler, Stream};
 use crate::proto::{DaemonEvent, NodeLaunch, NodeProc, RankExit, TAG_JOB};
-use crate::spawn::{exec_error, spawn, SpawnSpec};
 use crate::streams::{IOF, ODLS, PMI};
-use crate::sys;
+use crate::sys::{
+    self,
+    spawn::{exec_error, spawn, SpawnSpec},
+};
 use oxmpi_base::verbose;
 use oxmpi_wire::pmi::{Action, ConnId, JobInfo, PmiServer};
 use std::collections::VecDeque;
@@ -89,20 +91,6 @@ fn open_rank_files(dir: &Path, rank: usize) -> Result<[std::fs::File; 2]> {
     Ok([open("stdout")?, open("stderr")?])
 }
 
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET stays in bounds for
-    // cpu numbers below CPU_SETSIZE (others are skipped).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c < libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut set);
-            }
-        }
-        set
-    }
-}
-
 impl LocalDaemon {
     /// A daemon for the ranks of `launch`. With `forward`, output meant for mpirun's own
     /// stdout/stderr is queued as [`DaemonEvent::Output`] instead of written (remote node).
@@ -164,7 +152,7 @@ impl LocalDaemon {
         &mut self,
         procs: &[NodeProc],
         base_env: &[(OsString, OsString)],
-        nofile: Option<libc::rlimit>,
+        nofile: Option<sys::rlimit>,
         stdins: &mut Vec<(usize, std::fs::File)>,
     ) -> Result<()> {
         for p in procs {
@@ -203,7 +191,7 @@ impl LocalDaemon {
                 env,
                 cwd: p.cwd.as_deref(),
                 stdin_pipe: p.stdin,
-                cpus: p.cpus.as_ref().map(|c| cpu_set(c)),
+                cpus: p.cpus.as_ref().map(|c| sys::cpu_set(c)),
                 keep_fd: Some(child_fd),
                 nofile,
             })
@@ -372,20 +360,13 @@ impl LocalDaemon {
             return;
         };
         while !conn.out.is_empty() {
-            // SAFETY: conn.out is valid for reads of its length; MSG_NOSIGNAL avoids SIGPIPE.
-            let n = unsafe {
-                libc::send(
-                    conn.fd.as_raw_fd(),
-                    conn.out.as_ptr().cast(),
-                    conn.out.len(),
-                    libc::MSG_NOSIGNAL,
-                )
+            let e = match sys::send_nosignal(conn.fd.as_raw_fd(), &conn.out) {
+                Ok(n) => {
+                    conn.out.drain(..n);
+                    continue;
+                }
+                Err(e) => e,
             };
-            if n >= 0 {
-                conn.out.drain(..n as usize);
-                continue;
-            }
-            let e = std::io::Error::last_os_error();
             match e.kind() {
                 std::io::ErrorKind::Interrupted => continue,
                 std::io::ErrorKind::WouldBlock => return,
@@ -478,17 +459,10 @@ impl LocalDaemon {
 
     /// Reap every exited rank (call on SIGCHLD); queues [`DaemonEvent::RankExited`].
     pub fn reap(&mut self) {
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid with a valid status pointer; WNOHANG never blocks.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if pid <= 0 {
-                break;
-            }
-            let exit = if libc::WIFSIGNALED(status) {
-                RankExit::Signal(libc::WTERMSIG(status))
-            } else {
-                RankExit::Code(libc::WEXITSTATUS(status))
+        while let Some((pid, status)) = sys::try_wait_any() {
+            let exit = match status {
+                sys::ChildStatus::Signaled(sig) => RankExit::Signal(sig),
+                sys::ChildStatus::Exited(code) => RankExit::Code(code),
             };
             let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
                 self.events
@@ -556,7 +530,7 @@ impl LocalDaemon {
     }
 
     /// Send `sig` to the process group of every rank still running.
-    pub fn signal_running(&self, sig: libc::c_int) {
+    pub fn signal_running(&self, sig: sys::c_int) {
         for p in self.procs.iter().filter(|p| !p.exited) {
             sys::kill_group(p.pid, sig);
         }
@@ -565,7 +539,7 @@ impl LocalDaemon {
     /// SIGKILL every rank's process group (descendants included), exited or not.
     pub fn kill_all_groups(&self) {
         for p in &self.procs {
-            sys::kill_group(p.pid, libc::SIGKILL);
+            sys::kill_group(p.pid, sys::SIGKILL);
         }
     }
 
@@ -582,32 +556,32 @@ impl LocalDaemon {
     }
 
     /// Add this daemon's descriptors to a poll set.
-    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>, toks: &mut Vec<DaemonToken>) {
+    pub fn poll_fds(&self, fds: &mut Vec<sys::pollfd>, toks: &mut Vec<DaemonToken>) {
         for (i, p) in self.procs.iter().enumerate() {
             for (s, o) in p.outs.iter().enumerate() {
                 if let Some(o) = o {
-                    fds.push(libc::pollfd {
+                    fds.push(sys::pollfd {
                         fd: o.fd.as_raw_fd(),
-                        events: libc::POLLIN,
+                        events: sys::POLLIN,
                         revents: 0,
                     });
                     toks.push(DaemonToken::Out(i, s));
                 }
             }
             if let Some(fd) = &p.exec_status {
-                fds.push(libc::pollfd {
+                fds.push(sys::pollfd {
                     fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
+                    events: sys::POLLIN,
                     revents: 0,
                 });
                 toks.push(DaemonToken::Exec(i));
             }
             if let Some(c) = &p.pmi {
-                let mut ev = libc::POLLIN;
+                let mut ev = sys::POLLIN;
                 if !c.out.is_empty() {
-                    ev |= libc::POLLOUT;
+                    ev |= sys::POLLOUT;
                 }
-                fds.push(libc::pollfd {
+                fds.push(sys::pollfd {
                     fd: c.fd.as_raw_fd(),
                     events: ev,
                     revents: 0,
@@ -623,10 +597,10 @@ impl LocalDaemon {
             DaemonToken::Out(i, s) => self.read_out(i, s),
             DaemonToken::Exec(i) => self.read_exec_status(i),
             DaemonToken::Pmi(i) => {
-                if revents & libc::POLLOUT != 0 {
+                if revents & sys::POLLOUT != 0 {
                     self.flush_pmi(i);
                 }
-                if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                if revents & (sys::POLLIN | sys::POLLHUP | sys::POLLERR) != 0 {
                     self.read_pmi(i);
                 }
             }

@@ -18,7 +18,6 @@ use oxmpi_base::params::{self, Registry, Sources};
 use oxmpi_base::verbose;
 use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -75,11 +74,7 @@ fn parent_env(name: &str) -> Option<String> {
 }
 
 fn is_executable(p: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: c is a valid NUL-terminated path.
-    let ok = unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0;
+    let ok = sys::access_executable(p);
     use std::os::unix::fs::PermissionsExt;
     ok && std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -445,7 +440,7 @@ impl Ending {
             Ending::Signal { sig, .. } | Ending::Interrupted(sig) => 128 + sig,
             Ending::Abort { code, .. } => code,
             Ending::Timeout => TIMEOUT_EXIT_CODE,
-            Ending::OutputClosed => 128 + libc::SIGPIPE,
+            Ending::OutputClosed => 128 + sys::SIGPIPE,
         }
     }
 }
@@ -500,7 +495,7 @@ impl<'a> Head<'a> {
         }
     }
 
-    fn signal_all(&mut self, sig: libc::c_int) {
+    fn signal_all(&mut self, sig: sys::c_int) {
         self.daemon.signal_running(sig);
         if let Some(r) = self.remotes.as_mut() {
             r.signal(sig);
@@ -508,7 +503,7 @@ impl<'a> Head<'a> {
     }
 
     /// Record the first reason to end the job and start tearing it down with `sig`.
-    fn end(&mut self, ending: Ending, sig: libc::c_int) {
+    fn end(&mut self, ending: Ending, sig: sys::c_int) {
         if self.ending.is_some() {
             return;
         }
@@ -555,7 +550,7 @@ impl<'a> Head<'a> {
                         if self.ending.is_none() {
                             msg(&message);
                             let _ = host;
-                            self.end(Ending::LaunchFailed, libc::SIGTERM);
+                            self.end(Ending::LaunchFailed, sys::SIGTERM);
                         }
                     }
                 }
@@ -602,7 +597,7 @@ impl<'a> Head<'a> {
                             format!(": {message}")
                         };
                         msg(&format!("{who} called abort with exit code {code}{text}"));
-                        self.end(Ending::Abort { rank, code }, libc::SIGTERM);
+                        self.end(Ending::Abort { rank, code }, sys::SIGTERM);
                     }
                 }
                 DaemonEvent::OutputClosed { fd } => {
@@ -610,13 +605,13 @@ impl<'a> Head<'a> {
                         if fd != 2 {
                             msg("the reader of mpirun's standard output went away; the job is aborted");
                         }
-                        self.end(Ending::OutputClosed, libc::SIGTERM);
+                        self.end(Ending::OutputClosed, sys::SIGTERM);
                     }
                 }
                 DaemonEvent::LaunchFailed { message, .. } => {
                     if self.ending.is_none() {
                         msg(&message);
-                        self.end(Ending::LaunchFailed, libc::SIGTERM);
+                        self.end(Ending::LaunchFailed, sys::SIGTERM);
                     }
                 }
                 DaemonEvent::PmiError { rank, message } => {
@@ -646,11 +641,11 @@ impl<'a> Head<'a> {
                 "rank {rank} (pid {pid}) on host {host} exited after PMI init without calling finalize; the job is aborted"
             )),
         }
-        self.end(e, libc::SIGTERM);
+        self.end(e, sys::SIGTERM);
     }
 
     fn event_loop(&mut self, sigfd: RawFd) {
-        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut fds: Vec<sys::pollfd> = Vec::new();
         let mut dtoks: Vec<DaemonToken> = Vec::new();
         let mut toks: Vec<Token> = Vec::new();
         loop {
@@ -675,7 +670,7 @@ impl<'a> Head<'a> {
                 msg(&format!(
                     "the user-provided time limit for job execution ({secs} s) has been reached; the job is aborted"
                 ));
-                self.end(Ending::Timeout, libc::SIGTERM);
+                self.end(Ending::Timeout, sys::SIGTERM);
             }
             if let Some(r) = self.remotes.as_mut() {
                 r.check_connect_timeout(now);
@@ -686,15 +681,15 @@ impl<'a> Head<'a> {
                     10,
                     "errmgr: grace period over; SIGKILL to remaining ranks"
                 );
-                self.signal_all(libc::SIGKILL);
+                self.signal_all(sys::SIGKILL);
                 self.teardown_kill_at = None;
             }
             fds.clear();
             dtoks.clear();
             toks.clear();
-            fds.push(libc::pollfd {
+            fds.push(sys::pollfd {
                 fd: sigfd,
-                events: libc::POLLIN,
+                events: sys::POLLIN,
                 revents: 0,
             });
             toks.push(Token::Signal);
@@ -756,9 +751,9 @@ impl<'a> Head<'a> {
             }
             for &s in &b[..n] {
                 let sig = i32::from(s);
-                if sig == libc::SIGCHLD {
+                if sig == sys::SIGCHLD {
                     chld = true;
-                } else if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
+                } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
                     verbose!(ERRMGR, 10, "errmgr: forwarding signal {sig} to the ranks");
                     self.signal_all(sig);
                 } else if self.ending.is_none() {
@@ -769,7 +764,7 @@ impl<'a> Head<'a> {
                     self.end(Ending::Interrupted(sig), sig);
                 } else {
                     // A second signal: stop waiting politely.
-                    self.signal_all(libc::SIGKILL);
+                    self.signal_all(sys::SIGKILL);
                 }
             }
         }
@@ -777,13 +772,6 @@ impl<'a> Head<'a> {
             self.daemon.reap();
         }
     }
-}
-
-/// Whether stdin is a terminal whose foreground process group is not ours.
-fn in_background_of_terminal() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only query the state of descriptor 0 / this
-    // process.
-    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) != libc::getpgrp() }
 }
 
 fn forward_stdin(targets: Vec<(usize, std::fs::File)>) {
@@ -798,7 +786,7 @@ fn forward_stdin(targets: Vec<(usize, std::fs::File)>) {
             let mut stdin = std::io::stdin().lock();
             let mut buf = vec![0u8; 64 * 1024];
             while !targets.is_empty() {
-                if in_background_of_terminal() {
+                if sys::in_background_of_terminal() {
                     // Reading now would stop mpirun with SIGTTIN; wait for `fg`.
                     std::thread::sleep(Duration::from_millis(200));
                     continue;
@@ -889,7 +877,7 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             Ok(r) => job.remotes = Some(r),
             Err(e) => {
                 msg(&e.to_string());
-                job.end(Ending::LaunchFailed, libc::SIGTERM);
+                job.end(Ending::LaunchFailed, sys::SIGTERM);
                 launched = false;
             }
         }
@@ -909,7 +897,7 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             }
             Err(e) => {
                 msg(&e.to_string());
-                job.end(Ending::LaunchFailed, libc::SIGTERM);
+                job.end(Ending::LaunchFailed, sys::SIGTERM);
             }
         }
     }

@@ -16,8 +16,9 @@
 //! * [`session`]: the private job session directory.
 //! * [`job`]: planning (validation, nothing launched on bad input) and the head: event loop,
 //!   signals, timeout, exit-status rules and teardown.
-//! * [`spawn`]: fork/exec of one rank without waiting for its `exec`.
-//! * [`topo`], [`sys`]: local node facts and thin OS helpers.
+//! * [`topo`]: local node facts.
+//! * [`sys`]: the OS layer, every system call of the runtime; [`sys::spawn`]: fork/exec of one
+//!   rank without waiting for its `exec`.
 //!
 //! The entry point used by the `mpirun` binary is [`main_with_args`].
 //!
@@ -86,7 +87,6 @@ pub mod params;
 pub mod proto;
 pub mod remote;
 pub mod session;
-pub mod spawn;
 pub mod sys;
 pub mod topo;
 

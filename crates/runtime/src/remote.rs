@@ -96,12 +96,12 @@ impl Peer {
         }
     }
 
-    fn pollfd(&self) -> libc::pollfd {
-        let mut events = libc::POLLIN;
+    fn pollfd(&self) -> sys::pollfd {
+        let mut events = sys::POLLIN;
         if !self.conn.pending_output().is_empty() {
-            events |= libc::POLLOUT;
+            events |= sys::POLLOUT;
         }
-        libc::pollfd {
+        sys::pollfd {
             fd: self.stream.as_raw_fd(),
             events,
             revents: 0,
@@ -354,10 +354,10 @@ impl Remotes {
     }
 
     /// Add the descriptors to poll.
-    pub fn poll_fds(&self, fds: &mut Vec<libc::pollfd>, toks: &mut Vec<RemoteToken>) {
-        fds.push(libc::pollfd {
+    pub fn poll_fds(&self, fds: &mut Vec<sys::pollfd>, toks: &mut Vec<RemoteToken>) {
+        fds.push(sys::pollfd {
             fd: self.listener.as_raw_fd(),
-            events: libc::POLLIN,
+            events: sys::POLLIN,
             revents: 0,
         });
         toks.push(RemoteToken::Listener);
@@ -378,9 +378,9 @@ impl Remotes {
                 .as_ref()
                 .is_some_and(|p| p.conn.pending_output().len() < (1 << 20));
             if let (Some(fd), true) = (fd, ready) {
-                fds.push(libc::pollfd {
+                fds.push(sys::pollfd {
                     fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
+                    events: sys::POLLIN,
                     revents: 0,
                 });
                 toks.push(RemoteToken::Stdin(k));
@@ -395,7 +395,7 @@ impl Remotes {
             RemoteToken::Listener => self.accept(),
             RemoteToken::Pending(i) => {
                 let p = &mut self.pending[i];
-                if revents & libc::POLLOUT != 0 {
+                if revents & sys::POLLOUT != 0 {
                     p.flush();
                 }
                 p.read(&mut self.buf);
@@ -403,10 +403,10 @@ impl Remotes {
             }
             RemoteToken::Node(i) => {
                 if let Some(p) = self.nodes[i].peer.as_mut() {
-                    if revents & libc::POLLOUT != 0 {
+                    if revents & sys::POLLOUT != 0 {
                         p.flush();
                     }
-                    if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                    if revents & (sys::POLLIN | sys::POLLHUP | sys::POLLERR) != 0 {
                         p.read(&mut self.buf);
                     }
                 }
@@ -687,7 +687,7 @@ impl Remotes {
                 continue;
             }
             if n.agent_pid > 0 {
-                sys::kill_group(n.agent_pid, libc::SIGKILL);
+                sys::kill_group(n.agent_pid, sys::SIGKILL);
             }
             self.node_gone(i, "it did not connect back in time; see plm_daemon_timeout");
         }
@@ -740,13 +740,8 @@ impl Remotes {
                         n.peer = None;
                     }
                 }
-                if n.agent_pid > 0 {
-                    let mut st = 0;
-                    // SAFETY: waitpid on our own child with a valid status pointer.
-                    let r = unsafe { libc::waitpid(n.agent_pid, &mut st, libc::WNOHANG) };
-                    if r == n.agent_pid || r < 0 {
-                        n.agent_pid = 0;
-                    }
+                if n.agent_pid > 0 && sys::try_reap(n.agent_pid) {
+                    n.agent_pid = 0;
                 }
             }
             if self
@@ -763,10 +758,8 @@ impl Remotes {
             n.peer = None;
             if n.agent_pid > 0 {
                 verbose!(PLM, 10, "plm: killing launch agent pid {}", n.agent_pid);
-                sys::kill_group(n.agent_pid, libc::SIGKILL);
-                let mut st = 0;
-                // SAFETY: waitpid on our own child with a valid status pointer.
-                unsafe { libc::waitpid(n.agent_pid, &mut st, 0) };
+                sys::kill_group(n.agent_pid, sys::SIGKILL);
+                let _ = sys::wait(n.agent_pid);
                 n.agent_pid = 0;
             }
         }
@@ -994,13 +987,13 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             peer.send(&Msg::Error {
                 message: e.to_string(),
             });
-            daemon.signal_running(libc::SIGKILL);
+            daemon.signal_running(sys::SIGKILL);
         }
     }
     let mut kill_at: Option<Instant> = None;
     let mut groups_killed_at: Option<Instant> = None;
     let mut said_done = false;
-    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut fds: Vec<sys::pollfd> = Vec::new();
     let mut dtoks = Vec::new();
     loop {
         while let Some(ev) = daemon.poll_event() {
@@ -1063,7 +1056,7 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             }
         }
         if kill_at.is_some_and(|t| now >= t) {
-            daemon.signal_running(libc::SIGKILL);
+            daemon.signal_running(sys::SIGKILL);
             kill_at = None;
         }
         // Control messages.
@@ -1095,13 +1088,13 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 Event::Message(Msg::Signal { signal }) => {
                     verbose!(ERRMGR, 10, "errmgr: head asks for signal {signal}");
                     daemon.signal_running(signal);
-                    if signal != libc::SIGUSR1 && signal != libc::SIGUSR2 && kill_at.is_none() {
+                    if signal != sys::SIGUSR1 && signal != sys::SIGUSR2 && kill_at.is_none() {
                         kill_at = Some(Instant::now() + KILL_GRACE);
                     }
                 }
                 Event::Message(Msg::Abort { code: c, reason }) => {
                     verbose!(ERRMGR, 10, "errmgr: head aborts the job ({c}): {reason}");
-                    daemon.signal_running(libc::SIGTERM);
+                    daemon.signal_running(sys::SIGTERM);
                     kill_at = Some(Instant::now() + KILL_GRACE);
                 }
                 Event::Message(Msg::Shutdown) => {
@@ -1125,9 +1118,9 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
         }
         fds.clear();
         dtoks.clear();
-        fds.push(libc::pollfd {
+        fds.push(sys::pollfd {
             fd: sigfd.as_raw_fd(),
-            events: libc::POLLIN,
+            events: sys::POLLIN,
             revents: 0,
         });
         fds.push(peer.pollfd());
@@ -1136,9 +1129,9 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
         let mut stdin_idx = Vec::new();
         for (k, s) in stdins.iter().enumerate() {
             if let (Some(f), false) = (&s.1, s.2.is_empty()) {
-                fds.push(libc::pollfd {
+                fds.push(sys::pollfd {
                     fd: f.as_raw_fd(),
-                    events: libc::POLLOUT,
+                    events: sys::POLLOUT,
                     revents: 0,
                 });
                 stdin_idx.push(k);
@@ -1171,9 +1164,9 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                         }
                         for &s in &b[..n] {
                             let sig = i32::from(s);
-                            if sig == libc::SIGCHLD {
+                            if sig == sys::SIGCHLD {
                                 chld = true;
-                            } else if sig == libc::SIGUSR1 || sig == libc::SIGUSR2 {
+                            } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
                                 daemon.signal_running(sig);
                             } else {
                                 // SIGHUP from a dying ssh, SIGTERM from srun, ...
@@ -1192,10 +1185,10 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     }
                 }
                 1 => {
-                    if pfd.revents & libc::POLLOUT != 0 {
+                    if pfd.revents & sys::POLLOUT != 0 {
                         peer.flush();
                     }
-                    if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                    if pfd.revents & (sys::POLLIN | sys::POLLHUP | sys::POLLERR) != 0 {
                         peer.read(&mut buf);
                     }
                 }

@@ -17,8 +17,7 @@ impl SessionDir {
         let base = std::env::var_os("TMPDIR")
             .filter(|v| !v.is_empty())
             .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-        // SAFETY: getuid has no failure mode.
-        let uid = unsafe { libc::getuid() };
+        let uid = crate::sys::uid();
         let pid = std::process::id();
         let mut last = None;
         for _ in 0..16 {

@@ -54,18 +54,8 @@ impl LocalTopology {
 
 /// CPUs in this process's affinity mask (falls back to `available_parallelism`).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set, and sched_getaffinity
-    // writes at most size_of::<cpu_set_t>() bytes into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-            if !v.is_empty() {
-                return v;
-            }
-        }
+    if let Some(v) = crate::sys::affinity().filter(|v| !v.is_empty()) {
+        return v;
     }
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     (0..n).collect()

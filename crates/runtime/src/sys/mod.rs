@@ -1,8 +1,21 @@
-//! Thin OS helpers over libc: signal self-pipe, nonblocking fds, poll, full writes.
+//! The runtime's OS layer: every system call of the runtime goes through this module (signal
+//! self-pipe, pipes and sockets, poll, reaping, CPU affinity, and fork/exec in [`spawn`]);
+//! the rest of the crate names no `libc` function and has no `unsafe`. The C types and
+//! constants the other modules need (poll events, signal numbers) are re-exported from here.
 
+pub mod spawn;
+
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+pub use libc::{
+    c_int, cpu_set_t, pollfd, rlimit, POLLERR, POLLHUP, POLLIN, POLLOUT, SIGCHLD, SIGKILL, SIGPIPE,
+    SIGTERM, SIGUSR1, SIGUSR2,
+};
 
 static SIGNAL_PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 
@@ -227,6 +240,119 @@ pub fn random_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
+}
+
+/// `send(2)` with `MSG_NOSIGNAL` (a closed peer is `EPIPE`, not SIGPIPE): one call, no retry;
+/// `Interrupted` and `WouldBlock` are passed to the caller.
+pub fn send_nosignal(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of buf.len() bytes; MSG_NOSIGNAL avoids SIGPIPE.
+    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    if n >= 0 {
+        Ok(n as usize)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// How a child process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildStatus {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled(i32),
+}
+
+impl ChildStatus {
+    fn from_wait(status: c_int) -> Self {
+        if libc::WIFSIGNALED(status) {
+            ChildStatus::Signaled(libc::WTERMSIG(status))
+        } else {
+            ChildStatus::Exited(libc::WEXITSTATUS(status))
+        }
+    }
+}
+
+/// Reaps one exited child, any of them, without blocking: `None` when none has exited (or
+/// there is no child).
+pub fn try_wait_any() -> Option<(i32, ChildStatus)> {
+    let mut status = 0;
+    // SAFETY: waitpid with a valid status pointer; WNOHANG never blocks.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    (pid > 0).then(|| (pid, ChildStatus::from_wait(status)))
+}
+
+/// Reaps the child `pid` if it has exited, without blocking. True when it is gone: reaped
+/// now, or not waitable any more (already reaped, not our child).
+pub fn try_reap(pid: i32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with a valid status pointer; WNOHANG never blocks.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    r == pid || r < 0
+}
+
+/// Waits for the child `pid` to end and reaps it.
+pub fn wait(pid: i32) -> io::Result<ChildStatus> {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with a valid status pointer.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ChildStatus::from_wait(status))
+}
+
+/// The CPU set holding `cpus` (numbers from `CPU_SETSIZE` on are left out).
+pub fn cpu_set(cpus: &[usize]) -> cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET stays in bounds for
+    // cpu numbers below CPU_SETSIZE (others are skipped).
+    unsafe {
+        let mut set: cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut set);
+            }
+        }
+        set
+    }
+}
+
+/// The CPUs of this process's affinity mask (`None` if the kernel does not say).
+pub fn affinity() -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set, and sched_getaffinity
+    // writes at most size_of::<cpu_set_t>() bytes into it.
+    unsafe {
+        let mut set: cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<cpu_set_t>(), &mut set) == 0 {
+            return Some(
+                (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect(),
+            );
+        }
+    }
+    None
+}
+
+/// Whether this process may execute `path` (`access(X_OK)`; false for a path with a NUL).
+pub fn access_executable(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: c is a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// Whether stdin is a terminal whose foreground process group is not ours.
+pub fn in_background_of_terminal() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only query the state of descriptor 0 / this
+    // process.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) != libc::getpgrp() }
+}
+
+/// The real user id of this process.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no failure mode.
+    unsafe { libc::getuid() }
 }
 
 /// Conventional description of a signal (as `strsignal` prints it).

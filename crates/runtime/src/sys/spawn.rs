@@ -93,11 +93,11 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let sh_argv_p = null_terminated(&sh_argv);
     let env_p = null_terminated(&env);
 
-    let (out_r, out_w) = crate::sys::pipe()?;
-    let (err_r, err_w) = crate::sys::pipe()?;
-    let (stat_r, stat_w) = crate::sys::pipe()?;
+    let (out_r, out_w) = super::pipe()?;
+    let (err_r, err_w) = super::pipe()?;
+    let (stat_r, stat_w) = super::pipe()?;
     let (in_r, in_w) = if spec.stdin_pipe {
-        let (r, w) = crate::sys::pipe()?;
+        let (r, w) = super::pipe()?;
         (r, Some(w))
     } else {
         // SAFETY: a NUL-terminated literal path; the result is checked below.
@@ -189,13 +189,7 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn wait(pid: i32) -> i32 {
-        let mut st = 0;
-        // SAFETY: waitpid on our own child with a valid status pointer.
-        unsafe { libc::waitpid(pid, &mut st, 0) };
-        st
-    }
+    use crate::sys::{wait, ChildStatus};
 
     fn read_all(fd: &OwnedFd) -> Vec<u8> {
         let mut out = Vec::new();
@@ -229,7 +223,7 @@ mod tests {
         assert!(read_all(&s.exec_status).is_empty());
         assert_eq!(read_all(&s.stdout), b"bar\n/\n");
         assert_eq!(read_all(&s.stderr), b"e\n");
-        assert_eq!(wait(s.pid), 0);
+        assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(0));
     }
 
     #[test]
@@ -248,7 +242,6 @@ mod tests {
         .unwrap();
         let e = exec_error(&read_all(&s.exec_status)).expect("an errno");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
-        let st = wait(s.pid);
-        assert!(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 127);
+        assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(127));
     }
 }
