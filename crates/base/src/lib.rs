@@ -45,6 +45,7 @@ pub mod hostlist;
 pub mod output;
 pub mod params;
 pub mod select;
+mod sys;
 
 /// What this crate declares for `oxmpi-info`: the `mca_base_*` parameters (parameter files,
 /// override warnings, output sink and format, `mca_base_verbose`).

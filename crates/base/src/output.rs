@@ -21,6 +21,7 @@
 
 use crate::params::registry::TryGlobal;
 use crate::params::{self, ParamDecl, Registry};
+use crate::sys::SyslogPriority;
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
@@ -342,17 +343,7 @@ pub fn name_from_env(get: impl Fn(&str) -> Option<String>) -> Option<(String, i6
 /// This host's name (cached).
 pub fn hostname() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
-    HOST.get_or_init(|| {
-        let mut buf = [0u8; 256];
-        // SAFETY: buf is a valid, writable buffer of buf.len() bytes; gethostname writes at
-        // most that many bytes and we only read up to the first NUL below.
-        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        if rc != 0 {
-            return "localhost".to_string();
-        }
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    })
+    HOST.get_or_init(|| crate::sys::hostname().unwrap_or_else(|| "localhost".to_string()))
 }
 
 /// Formats a text line: `[host:pid] ` + `[jobid,rank] ` (if known) + message.
@@ -507,20 +498,13 @@ fn write_record(framework: Option<&str>, level: i32, args: fmt::Arguments<'_>) {
 
 fn syslog_line(st: &mut State, level: i32, line: &str) {
     if !st.syslog_open {
-        // SAFETY: the ident is a 'static NUL-terminated string, as openlog requires (it keeps
-        // the pointer).
-        unsafe { libc::openlog(c"oxmpi".as_ptr(), libc::LOG_PID, libc::LOG_USER) };
+        crate::sys::syslog_open();
         st.syslog_open = true;
     }
-    let pri = match level {
-        LEVEL_ERROR => libc::LOG_ERR,
-        l if l <= LEVEL_WARN => libc::LOG_WARNING,
-        _ => libc::LOG_INFO,
+    let priority = match level {
+        LEVEL_ERROR => SyslogPriority::Error,
+        l if l <= LEVEL_WARN => SyslogPriority::Warning,
+        _ => SyslogPriority::Info,
     };
-    let Ok(c) = std::ffi::CString::new(line.replace('\0', " ")) else {
-        return;
-    };
-    // SAFETY: both the "%s" format and `c` are valid NUL-terminated strings; the format
-    // consumes exactly one string argument.
-    unsafe { libc::syslog(pri, c"%s".as_ptr(), c.as_ptr()) };
+    crate::sys::syslog(priority, line);
 }
