@@ -508,14 +508,7 @@ pub fn display_map(alloc: &Allocation, map: &JobMap) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{parse, Command};
-
-    fn spec(args: &[&str]) -> JobSpec {
-        match parse(args.iter().copied()).unwrap() {
-            Command::Run(s) => *s,
-            _ => unreachable!(),
-        }
-    }
+    use crate::cli::test_spec as spec;
 
     fn topo2() -> LocalTopology {
         LocalTopology::from_groups(vec![vec![0], vec![1]])

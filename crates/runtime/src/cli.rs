@@ -611,6 +611,16 @@ Hydra's: -f FILE, -ppn N, -genv VAR VALUE, -env VAR VALUE, -genvlist A,B, -l
 (-prepend-rank: lines start with [rank]).
 ";
 
+/// The job spec of an `mpirun` command line that must parse (for the tests of the modules
+/// that take a spec).
+#[cfg(test)]
+pub(crate) fn test_spec(args: &[&str]) -> JobSpec {
+    match parse(args.iter().copied()).unwrap() {
+        Command::Run(s) => *s,
+        _ => unreachable!("{args:?} is not a job"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

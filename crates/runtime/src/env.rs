@@ -155,15 +155,8 @@ pub fn rank_vars(
 mod tests {
     use super::*;
     use crate::alloc::{allocate, map_job};
-    use crate::cli::{parse, Command};
+    use crate::cli::test_spec as spec;
     use crate::topo::LocalTopology;
-
-    fn spec(args: &[&str]) -> JobSpec {
-        match parse(args.iter().copied()).unwrap() {
-            Command::Run(s) => *s,
-            _ => unreachable!(),
-        }
-    }
 
     fn get<'a>(v: &'a [(String, String)], k: &str) -> Option<&'a str> {
         v.iter()

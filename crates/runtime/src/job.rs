@@ -743,31 +743,24 @@ impl<'a> Head<'a> {
     }
 
     fn on_signals(&mut self, sigfd: RawFd) {
-        let mut b = [0u8; 64];
         let mut chld = false;
-        while let Ok(n) = sys::read_fd(sigfd, &mut b) {
-            if n == 0 {
-                break;
+        sys::read_signals(sigfd, |sig| {
+            if sig == sys::SIGCHLD {
+                chld = true;
+            } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
+                verbose!(ERRMGR, 10, "errmgr: forwarding signal {sig} to the ranks");
+                self.signal_all(sig);
+            } else if self.ending.is_none() {
+                msg(&format!(
+                    "received signal {sig} ({}); forwarding it to the job and tearing it down",
+                    sys::signal_name(sig)
+                ));
+                self.end(Ending::Interrupted(sig), sig);
+            } else {
+                // A second signal: stop waiting politely.
+                self.signal_all(sys::SIGKILL);
             }
-            for &s in &b[..n] {
-                let sig = i32::from(s);
-                if sig == sys::SIGCHLD {
-                    chld = true;
-                } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
-                    verbose!(ERRMGR, 10, "errmgr: forwarding signal {sig} to the ranks");
-                    self.signal_all(sig);
-                } else if self.ending.is_none() {
-                    msg(&format!(
-                        "received signal {sig} ({}); forwarding it to the job and tearing it down",
-                        sys::signal_name(sig)
-                    ));
-                    self.end(Ending::Interrupted(sig), sig);
-                } else {
-                    // A second signal: stop waiting politely.
-                    self.signal_all(sys::SIGKILL);
-                }
-            }
-        }
+        });
         if chld {
             self.daemon.reap();
         }

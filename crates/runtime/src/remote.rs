@@ -336,13 +336,7 @@ impl Remotes {
         if eof {
             self.stdin[k].2 = None;
         }
-        verbose!(
-            crate::streams::IOF,
-            20,
-            "iof: stdin for rank {rank}: {} byte(s){}",
-            data.len(),
-            if eof { ", end of file" } else { "" }
-        );
+        trace_stdin(rank, data.len(), eof);
         if let Some(p) = self.nodes[i].peer.as_mut() {
             p.send(&Msg::Io {
                 rank,
@@ -766,6 +760,16 @@ impl Remotes {
     }
 }
 
+/// The `iof` trace of stdin bytes forwarded to `rank` (on the head and on the daemon).
+fn trace_stdin(rank: u32, len: usize, eof: bool) {
+    verbose!(
+        crate::streams::IOF,
+        20,
+        "iof: stdin for rank {rank}: {len} byte(s){}",
+        if eof { ", end of file" } else { "" }
+    );
+}
+
 fn msg(text: &str) {
     let line = format!("mpirun: {text}\n");
     let _ = sys::write_all_fd(2, line.as_bytes());
@@ -1072,13 +1076,7 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     data,
                     eof,
                 }) => {
-                    verbose!(
-                        crate::streams::IOF,
-                        20,
-                        "iof: stdin for rank {rank}: {} byte(s){}",
-                        data.len(),
-                        if eof { ", end of file" } else { "" }
-                    );
+                    trace_stdin(rank, data.len(), eof);
                     if let Some(s) = stdins.iter_mut().find(|s| s.0 == rank as usize) {
                         s.2.extend_from_slice(&data);
                         s.3 |= eof;
@@ -1156,30 +1154,23 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             }
             match k {
                 0 => {
-                    let mut b = [0u8; 64];
                     let mut chld = false;
-                    while let Ok(n) = sys::read_fd(sigfd.as_raw_fd(), &mut b) {
-                        if n == 0 {
-                            break;
+                    sys::read_signals(sigfd.as_raw_fd(), |sig| {
+                        if sig == sys::SIGCHLD {
+                            chld = true;
+                        } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
+                            daemon.signal_running(sig);
+                        } else {
+                            // SIGHUP from a dying ssh, SIGTERM from srun, ...
+                            dlog(&format!(
+                                "received signal {sig} ({}); killing this node's ranks",
+                                sys::signal_name(sig)
+                            ));
+                            daemon.kill_all_groups();
+                            code = 128 + sig;
+                            kill_at = None;
                         }
-                        for &s in &b[..n] {
-                            let sig = i32::from(s);
-                            if sig == sys::SIGCHLD {
-                                chld = true;
-                            } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
-                                daemon.signal_running(sig);
-                            } else {
-                                // SIGHUP from a dying ssh, SIGTERM from srun, ...
-                                dlog(&format!(
-                                    "received signal {sig} ({}); killing this node's ranks",
-                                    sys::signal_name(sig)
-                                ));
-                                daemon.kill_all_groups();
-                                code = 128 + sig;
-                                kill_at = None;
-                            }
-                        }
-                    }
+                    });
                     if chld {
                         daemon.reap();
                     }

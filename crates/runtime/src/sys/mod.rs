@@ -84,6 +84,20 @@ pub fn install_signal_pipe() -> io::Result<OwnedFd> {
     Ok(r)
 }
 
+/// Reads every signal waiting in the pipe of [`install_signal_pipe`] (until it is empty) and
+/// calls `f` with each signal number, in arrival order.
+pub fn read_signals(fd: RawFd, mut f: impl FnMut(c_int)) {
+    let mut b = [0u8; 64];
+    while let Ok(n) = read_fd(fd, &mut b) {
+        if n == 0 {
+            break;
+        }
+        for &s in &b[..n] {
+            f(c_int::from(s));
+        }
+    }
+}
+
 /// A close-on-exec pipe `(read, write)`.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -408,6 +422,23 @@ mod tests {
             "no end of file within 10 s"
         );
         assert_eq!(read_fd(r.as_raw_fd(), &mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn read_signals_yields_each_signal_in_order_until_empty() {
+        let (r, w) = pipe().unwrap();
+        set_nonblocking(r.as_raw_fd()).unwrap();
+        write_all_fd(
+            w.as_raw_fd(),
+            &[SIGCHLD as u8, SIGUSR1 as u8, SIGTERM as u8],
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        read_signals(r.as_raw_fd(), |sig| got.push(sig));
+        assert_eq!(got, [SIGCHLD, SIGUSR1, SIGTERM]);
+        got.clear();
+        read_signals(r.as_raw_fd(), |sig| got.push(sig));
+        assert!(got.is_empty());
     }
 
     #[test]
