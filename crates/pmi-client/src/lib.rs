@@ -31,6 +31,8 @@
 //! ```
 #![warn(missing_docs)]
 
+mod sys;
+
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -865,31 +867,14 @@ pub fn from_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 fn unix_from_fd(fd: i32) -> Result<UnixStream> {
-    let bad = |reason: String| Error::BadEnv {
+    sys::adopt_inherited_socket(fd).map_err(|e| Error::BadEnv {
         var: "PMI_FD",
         value: fd.to_string(),
-        reason,
-    };
-    // SAFETY: fstat only writes into the zeroed stat buffer we pass; an invalid fd yields -1.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer for the duration of the call.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(bad(format!(
-            "not an open file descriptor ({})",
-            io::Error::last_os_error()
-        )));
-    }
-    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-        return Err(bad("not a socket".into()));
-    }
-    // Keep the PMI socket out of processes this rank may exec.
-    // SAFETY: F_SETFD on a descriptor we verified is open; no memory is involved.
-    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    use std::os::fd::FromRawFd;
-    // SAFETY: PMI_FD names a socket inherited from the launcher for this process's exclusive
-    // use (the launcher gives each rank its own socketpair end); we verified it is an open
-    // socket and take ownership of it exactly once (Pmi::init is called once per process).
-    Ok(unsafe { UnixStream::from_raw_fd(fd) })
+        reason: match e {
+            sys::InheritedFdError::NotOpen(e) => format!("not an open file descriptor ({e})"),
+            sys::InheritedFdError::NotASocket => "not a socket".into(),
+        },
+    })
 }
 
 #[cfg(test)]
