@@ -6,16 +6,16 @@ use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
-use crate::btl::{
-    BulkMem, BulkRx, BulkTx, Hdr, Link, LinkError, SmLink, BULK_CTL, F_CMA, F_COOP, F_SYNC, HDR,
-    K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS,
-};
-use crate::coop::{self, Chooser, CoopMem, Mech, COOP_CTL};
-use crate::matching::{Envelope, HashMap, Matcher};
+use crate::btl::sm::bulk::{BulkMem, BulkRx, BulkTx, BULK_CTL};
+use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech, COOP_CTL};
+use crate::btl::sm::link::SmLink;
+use crate::btl::sm::ring::{Consumer, Producer, RingMem, CTL_BYTES};
+use crate::btl::tcp::setup as tcp;
+use crate::btl::{Link, LinkError};
 use crate::params::SingleCopy;
-use crate::ring::{Consumer, Producer, RingMem, CTL_BYTES};
+use crate::pml::hdr::{Hdr, F_CMA, F_COOP, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::sys::{self, Mapping};
-use crate::tcp;
 use crate::{
     params, CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ThreadLevel, ANY_SOURCE,
     ANY_TAG, PROC_NULL, TAG_UB,

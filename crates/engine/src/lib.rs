@@ -169,25 +169,27 @@
 
 #![warn(missing_docs)]
 
-// Under `--cfg loom` only the ring (with loom atomics) and the matcher are built, for the
-// model test in tests/loom_ring.rs.
+// Under `--cfg loom` only the ring and the cooperative copy's control words (with loom
+// atomics) and the matcher are built, for the model tests in tests/loom_*.rs.
 #[cfg(not(loom))]
 pub mod bootstrap;
-#[cfg(not(loom))]
 mod btl;
-pub mod coop;
 #[cfg(not(loom))]
 mod engine;
-pub mod matching;
 #[cfg(not(loom))]
 mod params;
-pub mod ring;
+mod pml;
 /// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA),
 /// also used by the library crates above it (shared-memory collectives, RMA, MPI-IO).
 #[cfg(not(loom))]
 pub mod sys;
-#[cfg(not(loom))]
-mod tcp;
+
+/// The `sm` transport's cooperative single copy (public for its loom model test).
+pub use btl::sm::coop;
+/// The `sm` transport's shared-memory ring (public for its loom model test).
+pub use btl::sm::ring;
+/// Message matching (sans-IO), public for tests and benchmarks.
+pub use pml::matching;
 
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;
