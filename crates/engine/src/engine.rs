@@ -2611,7 +2611,7 @@ impl TcpSetup {
         let addr = if include.is_empty() && exclude.is_empty() {
             String::new()
         } else {
-            let ifaces = tcp::interfaces();
+            let ifaces = sys::ipv4_interfaces();
             let names: Vec<String> = ifaces.iter().map(|(n, ip)| format!("{n} {ip}")).collect();
             tcp::select_addr(&ifaces, &include, &exclude)
                 .ok_or_else(|| {

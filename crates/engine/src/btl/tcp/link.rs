@@ -16,10 +16,10 @@
 use std::cell::Cell;
 use std::io;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 
 use crate::btl::{Link, LinkError};
 use crate::pml::hdr::{Hdr, HDR};
+use crate::sys;
 
 /// Bytes of a frame's length word.
 const LEN: usize = 4;
@@ -219,57 +219,35 @@ impl TcpLink {
     /// Writes buffered bytes until the socket would block.
     fn flush_tx(&mut self) {
         while self.broken.is_none() && self.tx.pending() > 0 {
-            let b = self.tx.front();
-            // SAFETY: b is a valid readable slice; MSG_NOSIGNAL: a closed peer gives EPIPE
-            // instead of killing the process with SIGPIPE.
-            let n = unsafe {
-                libc::send(
-                    self.sock.as_raw_fd(),
-                    b.as_ptr().cast(),
-                    b.len(),
-                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-                )
-            };
-            if n >= 0 {
-                self.tx.consume(n as usize);
-                continue;
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return,
-                io::ErrorKind::Interrupted => continue,
-                _ => self.broken = Some(e),
+            match sys::send_nonblocking(&self.sock, self.tx.front()) {
+                Ok(n) => self.tx.consume(n),
+                Err(e) => match e.kind() {
+                    io::ErrorKind::WouldBlock => return,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => self.broken = Some(e),
+                },
             }
         }
     }
 
     /// One non-blocking read into the framer; `Ok(false)` if nothing was there.
     fn read_some(&mut self) -> Result<bool, LinkError> {
-        let fd = self.sock.as_raw_fd();
         let space = self.rx.space();
         loop {
-            // SAFETY: space is a valid writable slice.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    space.as_mut_ptr().cast(),
-                    space.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n > 0 {
-                self.rx.filled(n as usize);
-                return Ok(true);
-            }
-            if n == 0 {
-                self.eof = true;
-                return Ok(false);
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(false),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(LinkError::Io(e)),
+            match sys::recv_nonblocking(&self.sock, space) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.rx.filled(n);
+                    return Ok(true);
+                }
+                Err(e) => match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(false),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(LinkError::Io(e)),
+                },
             }
         }
     }
@@ -342,18 +320,8 @@ impl Link for TcpLink {
         if k % PEEK_EVERY != 0 {
             return false;
         }
-        let mut b = 0u8;
-        // SAFETY: one writable byte; MSG_PEEK leaves the data in the socket.
-        let n = unsafe {
-            libc::recv(
-                self.sock.as_raw_fd(),
-                (&mut b as *mut u8).cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        // Data (n > 0), end of stream (0) or an error other than "nothing there".
-        n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
+        // Data, end of stream or an error other than "nothing there".
+        sys::socket_readable(&self.sock)
     }
 }
 

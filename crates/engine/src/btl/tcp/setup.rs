@@ -3,9 +3,9 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 
 use super::link::TcpLink;
+use crate::sys;
 
 /// The handshake the connecting (lower) rank sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,39 +71,6 @@ pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
         }
     }
     Err(last)
-}
-
-/// The IPv4 interfaces of this host (name, address), in the system's order.
-pub(crate) fn interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list` on success; freed below.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut p = list;
-    while !p.is_null() {
-        // SAFETY: p is a node of the list returned by getifaddrs.
-        let ifa = unsafe { &*p };
-        p = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_addr points to a sockaddr; checked family before the cast.
-        let fam = unsafe { (*ifa.ifa_addr).sa_family } as i32;
-        if fam != libc::AF_INET {
-            continue;
-        }
-        // SAFETY: AF_INET addresses are sockaddr_in.
-        let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
-        let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-        // SAFETY: ifa_name is a NUL-terminated string.
-        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
-        out.push((name.into_owned(), ip));
-    }
-    // SAFETY: list came from getifaddrs.
-    unsafe { libc::freeifaddrs(list) };
-    out
 }
 
 /// Whether interface `(name, ip)` matches `spec`: its name, its address, or a subnet
@@ -203,21 +170,12 @@ pub(crate) fn accept_all(
     use std::io::Read;
     let mut out: Vec<(i32, TcpLink)> = Vec::new();
     while out.len() < expect.len() {
-        let mut pfd = libc::pollfd {
-            fd: l.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let ready = match sys::wait_readable(l, SETUP_TIMEOUT) {
+            Ok(r) => r,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, SETUP_TIMEOUT.as_millis() as i32) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if r == 0 {
+        if !ready {
             let missing: Vec<i32> = expect
                 .iter()
                 .copied()
