@@ -6,16 +6,13 @@ use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 
 use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
-use crate::btl::sm::bulk::{BulkMem, BulkRx, BulkTx, BULK_CTL};
-use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech, COOP_CTL};
-use crate::btl::sm::link::SmLink;
-use crate::btl::sm::ring::{Consumer, Producer, RingMem, CTL_BYTES};
-use crate::btl::tcp::setup as tcp;
-use crate::btl::{Link, LinkError};
-use crate::params::SingleCopy;
+use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech};
+use crate::btl::sm::params::{Settings, SingleCopy};
+use crate::btl::{Link, LinkError, PeerInfo, BTL};
 use crate::pml::hdr::{Hdr, F_CMA, F_COOP, F_SYNC, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
 use crate::pml::matching::{Envelope, HashMap, Matcher};
-use crate::sys::{self, Mapping};
+use crate::pml::params::{yield_when_idle_explicit, PML};
+use crate::sys;
 use crate::{
     params, CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ThreadLevel, ANY_SOURCE,
     ANY_TAG, PROC_NULL, TAG_UB,
@@ -205,8 +202,10 @@ struct Peer {
     /// that only the sender's progress could move (the sender may be outside the engine).
     unflushed: Vec<u64>,
     /// The link buffers in user space (tcp), so `unflushed` applies; spares the sm fast
-    /// path a call.
+    /// path a call ([`crate::btl::Caps::buffered`]).
     buffered: bool,
+    /// A rendezvous may offer it a single copy ([`crate::btl::Caps::single_copy`]).
+    single_copy: bool,
     /// Cooperative-copy control area for its transfers to us (in our segment).
     coop_rx: Option<CoopMem>,
     /// Cooperative-copy control area for our transfers to it (in its segment).
@@ -229,7 +228,7 @@ impl Peer {
     fn measured(&mut self, p: usize, m: Mech, n: usize, start: u64, now: u64) {
         let ns = now.saturating_sub(start);
         oxmpi_base::verbose!(
-            params::BTL,
+            BTL,
             90,
             "sm: sample {} {n} B {ns} ns at {now}",
             match m {
@@ -277,7 +276,6 @@ struct State {
     /// Time base of the transfer measurements.
     clock: std::time::Instant,
     finalized: bool,
-    _segment: Option<Mapping>,
 }
 
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
@@ -308,11 +306,6 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn sys_err(rank: i32, what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
-    let what = what.into();
-    move |source| Error::Sys { rank, what, source }
-}
-
 impl Engine {
     fn failed() -> Engine {
         Engine {
@@ -321,7 +314,7 @@ impl Engine {
             thread_level: ThreadLevel::Single,
             yield_when_idle: false,
             polls: Default::default(),
-            state: StateLock::new(State::new(-1, 0)),
+            state: StateLock::new(State::new(-1, 0, &Settings::declared())),
             boot: Mutex::new(None),
         }
     }
@@ -336,20 +329,8 @@ impl Engine {
             });
         }
         params::register();
-        let mut st = State::new(rank, size);
-        let ring_cap = (params::size(&params::SM_RING_SIZE, 256 * 1024).max(4096) / 64) * 64;
-        let max_rec = crate::ring::max_record(ring_cap);
-        // Every sm link has ring_cap bytes, so records up to max_rec fit any link.
-        st.eager_limit = params::size(&params::SM_EAGER_LIMIT, 4096).min(max_rec - HDR);
-        let bulk_cap = params::size(&params::SM_BULK_SIZE, DEFAULT_BULK) / 64 * 64;
-        // Each link caps DATA records further (Link::max_data: half its bulk buffer, or
-        // what fits its ring).
-        st.frag = params::size(&params::SM_FRAGMENT_SIZE, DEFAULT_FRAG).clamp(64, 1 << 30);
-        st.single_copy = params::single_copy();
-        st.cma = st.single_copy != SingleCopy::None;
-        st.cma_push = st.cma;
-        st.coop_min = params::size(&params::SM_COOP_MIN, 128 << 10).max(1);
-        st.coop_chunk = params::size(&params::SM_COOP_CHUNK, coop::DEFAULT_CHUNK).max(4096);
+        let sm = Settings::read();
+        let mut st = State::new(rank, size, &sm);
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -357,35 +338,34 @@ impl Engine {
         // not compiled in stops every rank here, before any exchange, with Open MPI's
         // "A requested component was not found" naming host, framework and what exists.
         use oxmpi_base::select::{select_global, Candidate};
-        let btls = select_global(
-            "btl",
-            &[
-                Candidate::available("self"),
-                Candidate::available("sm"),
-                Candidate::available("tcp"),
-            ],
-        )
-        .map_err(|e| Error::Bootstrap {
+        let candidates: Vec<Candidate> = crate::btl::REGISTRY
+            .iter()
+            .map(|c| Candidate::available(c.info.name))
+            .collect();
+        let btls = select_global("btl", &candidates).map_err(|e| Error::Bootstrap {
             rank,
             msg: e.to_string(),
         })?;
-        let use_sm = btls.components.contains(&"sm");
-        let use_tcp = btls.components.contains(&"tcp");
         let mut local_ranks = 1;
         if size > 1 {
-            local_ranks = st.connect(&mut *boot, ring_cap, bulk_cap, use_sm, use_tcp)?;
+            let peers = crate::btl::wire_up(&mut *boot, rank, size as usize, &btls.components)?;
+            local_ranks += peers.iter().filter(|p| p.local).count();
+            st.attach(peers);
         }
         oxmpi_base::verbose!(
-            params::BTL,
+            BTL,
             10,
-            "rank {rank}/{size}: btl self{}{}; sm eager_limit {} fragment {} ring {} bulk {} \
+            "rank {rank}/{size}: btl self{}; sm eager_limit {} fragment {} ring {} bulk {} \
              single_copy {} coop_min {}",
-            if use_sm { ",sm" } else { "" },
-            if use_tcp { ",tcp" } else { "" },
+            btls.components
+                .iter()
+                .filter(|&&c| c != "self")
+                .map(|c| format!(",{c}"))
+                .collect::<String>(),
             st.eager_limit,
             st.frag,
-            ring_cap,
-            bulk_cap,
+            sm.ring,
+            sm.bulk,
             match (st.cma, st.single_copy) {
                 (false, _) | (_, SingleCopy::None) => "none",
                 (_, SingleCopy::Cma) => "cma",
@@ -399,7 +379,7 @@ impl Engine {
         // launcher says the node is oversubscribed or it has more ranks than CPUs.
         let oversubscribed =
             std::env::var("OXMPI_OVERSUBSCRIBED").is_ok_and(|v| v == "1") || local_ranks > cpus;
-        let yield_when_idle = params::yield_when_idle_explicit().unwrap_or(oversubscribed);
+        let yield_when_idle = yield_when_idle_explicit().unwrap_or(oversubscribed);
         Ok(Engine {
             rank,
             size,
@@ -1102,11 +1082,6 @@ enum Direct {
     Busy,
 }
 
-/// Default `btl_sm_bulk_size` (keep in sync with the parameter declaration).
-const DEFAULT_BULK: usize = 1 << 20;
-/// Default `btl_sm_fragment_size` (keep in sync with the parameter declaration).
-const DEFAULT_FRAG: usize = 128 << 10;
-
 /// Polls in a row without any progress after which a waiting rank yields the CPU on every
 /// further pass (`sched_yield`), even when the node is not oversubscribed and
 /// `mpi_yield_when_idle` is off. About a millisecond of spinning: a message that arrives
@@ -1159,7 +1134,9 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
 }
 
 impl State {
-    fn new(me: i32, size: i32) -> State {
+    /// The state of rank `me` of `size`, with no links yet, under the `sm` settings `sm`
+    /// (eager limit, fragments, single copy).
+    fn new(me: i32, size: i32, sm: &Settings) -> State {
         let world = Comm {
             ctx: 0,
             group: (0..size).collect(),
@@ -1183,159 +1160,45 @@ impl State {
             eager_pool: Vec::new(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
-            eager_limit: 4096,
-            frag: DEFAULT_FRAG,
-            cma: false,
-            cma_push: false,
-            single_copy: SingleCopy::None,
-            coop_min: usize::MAX,
-            coop_chunk: coop::DEFAULT_CHUNK,
+            // Every sm link has a ring of `sm.ring` bytes, so records up to its largest fit
+            // any link.
+            eager_limit: sm
+                .eager_limit
+                .min(crate::btl::sm::ring::max_record(sm.ring) - HDR),
+            frag: sm.frag,
+            cma: sm.single_copy != SingleCopy::None,
+            cma_push: sm.single_copy != SingleCopy::None,
+            single_copy: sm.single_copy,
+            coop_min: sm.coop_min,
+            coop_chunk: sm.coop_chunk,
             clock: std::time::Instant::now(),
             finalized: false,
-            _segment: None,
         }
     }
 
-    /// Publishes our host and pid (and, with `use_sm`, our shared-memory segment; with
-    /// `use_tcp`, our listening address), then learns every peer's, maps the segments of
-    /// same-node peers and connects a TCP link to every peer without an sm link. Returns the
-    /// number of ranks on this node.
-    fn connect(
-        &mut self,
-        boot: &mut dyn Bootstrap,
-        cap: usize,
-        bulk: usize,
-        use_sm: bool,
-        use_tcp: bool,
-    ) -> Result<usize, Error> {
-        let n = self.peers.len();
-        let me = self.me;
-        // One slot per sending peer: its ring, then (if any) its bulk buffer, then the
-        // cooperative-copy control area.
-        let coop_at =
-            |cap: usize, bulk: usize| CTL_BYTES + cap + if bulk > 0 { BULK_CTL + bulk } else { 0 };
-        let slot = |cap: usize, bulk: usize| coop_at(cap, bulk) + COOP_CTL;
-        let stride = slot(cap, bulk);
-        let seg_len = n * stride;
-        let mut own = None;
-        if use_sm {
-            let fd = sys::memfd("oxmpi-sm", seg_len).map_err(sys_err(me, "memfd_create"))?;
-            let seg = Mapping::map(&fd, seg_len).map_err(sys_err(me, "mmap of own segment"))?;
-            own = Some((fd, seg));
-        }
-        // OXMPI_ENGINE_NODE names the node instead of the host name: tests simulate ranks
-        // on several hosts with it (sm within a simulated node, tcp between them).
-        let host = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| sys::hostname());
-        let pid = sys::getpid();
-        let fdnum = own.as_ref().map_or(-1, |(fd, _)| sys::raw_fd(fd));
-        boot.put(
-            &format!("oxmpi-sm-{me}"),
-            &format!("{host},{pid},{fdnum},{seg_len},{cap},{bulk}"),
-        )?;
-        let listener = if use_tcp {
-            TcpSetup::listen(boot, me)?
-        } else {
-            None
-        };
-        boot.fence()?;
-        let mut hosts = vec![String::new(); n];
-        let mut local = 1;
-        for p in 0..n as i32 {
-            if p == me {
-                continue;
+    /// Takes the peers' links (and what they can do) from the wire-up.
+    fn attach(&mut self, peers: Vec<PeerInfo>) {
+        for (p, info) in peers.into_iter().enumerate() {
+            let peer = &mut self.peers[p];
+            peer.pid = info.pid;
+            peer.local = info.local;
+            if info.local {
+                peer.pidfd = sys::pidfd_open(info.pid).ok();
             }
-            let v = boot.get(p, &format!("oxmpi-sm-{p}"))?;
-            let f: Vec<&str> = v.trim().split(',').collect();
-            let bad = || Error::Bootstrap {
-                rank: me,
-                msg: format!("bad sm record of rank {p}: {v:?}"),
-            };
-            if f.len() != 6 {
-                return Err(bad());
-            }
-            let ppid: i32 = f[1].parse().map_err(|_| bad())?;
-            let pfd: i32 = f[2].parse().map_err(|_| bad())?;
-            let plen: usize = f[3].parse().map_err(|_| bad())?;
-            let pcap: usize = f[4].parse().map_err(|_| bad())?;
-            let pbulk: usize = f[5].parse().map_err(|_| bad())?;
-            let peer = &mut self.peers[p as usize];
-            peer.pid = ppid;
-            hosts[p as usize] = f[0].to_string();
-            if f[0] != host {
-                continue;
-            }
-            local += 1;
-            peer.local = true;
-            peer.pidfd = sys::pidfd_open(ppid).ok();
-            let Some((_, seg)) = own.as_ref() else {
-                continue;
-            };
-            if pfd < 0 {
-                continue;
-            }
-            let pstride = slot(pcap, pbulk);
-            if plen != n * pstride || pcap % 64 != 0 || pcap == 0 || pbulk % 64 != 0 {
-                return Err(bad());
-            }
-            let file = sys::open_peer_fd(ppid, pfd).map_err(sys_err(
-                me,
-                format!("open of rank {p}'s segment (pid {ppid})"),
-            ))?;
-            let map = Mapping::map(&file, plen)
-                .map_err(sys_err(me, format!("mmap of rank {p}'s segment")))?;
-            let tx_base = map.ptr().wrapping_add(me as usize * pstride);
-            let rx_base = seg.ptr().wrapping_add(p as usize * stride);
-            // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte
-            // aligned (page-aligned base, stride multiple of 64) and zero-initialised by
-            // ftruncate; we are its only producer.
-            let tx = unsafe { RingMem::from_raw(tx_base, pcap) };
-            // SAFETY: ring `p` of our own segment, same reasoning; we are its only consumer.
-            let rx = unsafe { RingMem::from_raw(rx_base, cap) };
-            // SAFETY: the bulk buffers follow the rings inside the same slots (same
-            // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
-            let bulk_tx = (pbulk > 0).then(|| {
-                // SAFETY: as said above.
-                BulkTx::new(unsafe { BulkMem::from_raw(tx_base.add(CTL_BYTES + pcap), pbulk) })
-            });
-            // SAFETY: as above, in our own segment.
-            let bulk_rx = (bulk > 0).then(|| {
-                // SAFETY: as said above.
-                BulkRx::new(unsafe { BulkMem::from_raw(rx_base.add(CTL_BYTES + cap), bulk) })
-            });
-            // SAFETY: the control areas end the same slots (in bounds, 64-byte aligned,
-            // zeroed; one sender and one receiver each).
-            peer.coop_tx = Some(unsafe { CoopMem::from_raw(tx_base.add(coop_at(pcap, pbulk))) });
-            // SAFETY: as above, in our own segment.
-            peer.coop_rx = Some(unsafe { CoopMem::from_raw(rx_base.add(coop_at(cap, bulk))) });
-            peer.link = Some(Box::new(SmLink {
-                tx: Producer::new(tx),
-                rx: Consumer::new(rx),
-                bulk_tx,
-                bulk_rx,
-                _map: map,
-            }));
-        }
-        if let Some(l) = listener {
-            l.wire(self, boot, &hosts, &host)?;
-        }
-        for (p, h) in hosts.iter().enumerate() {
-            if p as i32 != me {
-                oxmpi_base::verbose!(
-                    params::BTL,
-                    20,
-                    "rank {me}: rank {p} on {h} reached by {}",
-                    self.peers[p].link.as_ref().map_or("no btl", |l| l.name())
-                );
+            if let Some(link) = info.link {
+                let caps = link.caps();
+                peer.single_copy = caps.single_copy;
+                peer.buffered = caps.buffered;
+                if let Some((rx, tx)) = caps.coop {
+                    peer.coop_rx = Some(rx);
+                    peer.coop_tx = Some(tx);
+                }
+                peer.link = Some(link);
             }
         }
-        // Everyone has opened every segment (and accepted every connection): our fd can go
-        // (the mappings keep the memory).
-        boot.fence()?;
-        self._segment = own.map(|(_, seg)| seg);
         self.linked = (0..self.peers.len())
             .filter(|&p| self.peers[p].link.is_some())
             .collect();
-        Ok(local)
     }
 
     /// Checks the arguments of a send and starts it.
@@ -1719,7 +1582,7 @@ impl State {
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
                     oxmpi_base::verbose!(
-                        params::BTL,
+                        BTL,
                         60,
                         "{}: send {len} B to rank {dest}: eager",
                         link.name()
@@ -1771,7 +1634,7 @@ impl State {
             self.fail(id, ErrorClass::ProcFailed);
             return Ok(user_id);
         }
-        let link_sm = peer.link.as_ref().is_some_and(|l| l.name() == "sm");
+        let single_copy = self.cma && peer.single_copy;
         let Some(max_payload) = peer.link.as_ref().map(|l| l.max_payload()) else {
             self.reqs.remove(id);
             return Err(Error::arg(
@@ -1804,20 +1667,20 @@ impl State {
             hdr.kind = K_RTS;
             hdr.a = len as u64;
             hdr.c = ptr as u64;
-            if self.cma && link_sm {
+            if single_copy {
                 hdr.flags = F_CMA;
             }
             Out::Ctrl(hdr)
         };
         // The path each message takes (trace level: one atomic load when disabled).
         oxmpi_base::verbose!(
-            params::BTL,
+            BTL,
             60,
             "{}: send {len} B to rank {dest}: {}",
-            if link_sm { "sm" } else { "tcp" },
+            peer.link.as_ref().map_or("?", |l| l.name()),
             match &item {
                 Out::Eager { .. } => "eager",
-                _ if self.cma && link_sm => "rendezvous, single copy offered",
+                _ if single_copy => "rendezvous, single copy offered",
                 _ => "rendezvous, pipelined copy",
             }
         );
@@ -1953,7 +1816,7 @@ impl State {
                             // measured as the single copy.
                             if self.pull(rid, peer, sreq, buf, addr, n) {
                                 oxmpi_base::verbose!(
-                                    params::BTL,
+                                    BTL,
                                     60,
                                     "sm: received {n} B from rank {peer}: single copy by the \
                                      receiver alone (both directions busy)"
@@ -2029,7 +1892,7 @@ impl State {
     fn cma_failed(&mut self, peer: i32, e: &std::io::Error) {
         self.cma = false;
         oxmpi_base::verbose!(
-            params::BTL,
+            BTL,
             10,
             "sm: single copy (CMA) from rank {peer} failed ({e}); using copy-in/copy-out \
              from now on"
@@ -2122,7 +1985,7 @@ impl State {
         self.finish(rid);
         self.ctrl(peer, K_FIN, 0, sreq, 0);
         oxmpi_base::verbose!(
-            params::BTL,
+            BTL,
             60,
             "sm: received {n} B from rank {peer}: cooperative single copy, {theirs} of \
              {chunks} chunks copied by the sender"
@@ -2185,7 +2048,7 @@ impl State {
                     );
                     self.cma_push &= !refused;
                     oxmpi_base::verbose!(
-                        params::BTL,
+                        BTL,
                         10,
                         "sm: single-copy write (CMA) to rank {peer} failed ({e}); {}",
                         if refused {
@@ -2362,7 +2225,7 @@ impl State {
                     // A peer process that ends closes its sockets: the same event as the sm
                     // peers' pidfd reporting an exit.
                     oxmpi_base::verbose!(
-                        params::BTL,
+                        BTL,
                         10,
                         "{} link from rank {p}: {e}; treating the peer as failed",
                         link.name()
@@ -2537,7 +2400,7 @@ impl State {
             return;
         }
         oxmpi_base::verbose!(
-            params::PML,
+            PML,
             10,
             "peer rank {p} (pid {}) is gone; failing its operations",
             self.peers[p].pid
@@ -2548,6 +2411,9 @@ impl State {
         // Nothing more comes from it: stop polling its link (a closed socket would report
         // its end again on every pass).
         self.peers[p].link = None;
+        // Its control areas lived in the link's mappings.
+        self.peers[p].coop_rx = None;
+        self.peers[p].coop_tx = None;
         self.linked.retain(|&q| q != p);
         let pw = p as i32;
         let reqs = &self.reqs;
@@ -2566,156 +2432,6 @@ impl State {
         for id in failed {
             self.fail(id, ErrorClass::ProcFailed);
         }
-    }
-}
-
-/// The tcp transport's listening socket between publishing and wiring up.
-struct TcpSetup {
-    listener: std::net::TcpListener,
-    nonce: u64,
-}
-
-impl TcpSetup {
-    /// Listens and publishes `address,port,nonce` (`address` empty: use our host name).
-    /// If no socket can be opened, publishes `none` (peers then have no tcp link to us) and
-    /// returns `None`.
-    fn listen(boot: &mut dyn Bootstrap, me: i32) -> Result<Option<TcpSetup>, Error> {
-        let port_min = params::int(&params::TCP_PORT_MIN, 0).clamp(0, 65535) as u16;
-        let range = params::int(&params::TCP_PORT_RANGE, 64511).clamp(1, 65535) as u16;
-        let listener = match tcp::listen(port_min, range) {
-            Ok(l) => l,
-            Err(e) => {
-                oxmpi_base::verbose!(
-                    params::BTL,
-                    10,
-                    "tcp: rank {me} cannot listen (port_min_v4 {port_min}): {e}; tcp disabled"
-                );
-                boot.put(&format!("oxmpi-tcp-{me}"), "none")?;
-                return Ok(None);
-            }
-        };
-        let port = listener
-            .local_addr()
-            .map_err(sys_err(me, "tcp listener address"))?
-            .port();
-        let include = params::list(&params::TCP_IF_INCLUDE);
-        let exclude = params::list(&params::TCP_IF_EXCLUDE);
-        let fail = |msg: String| Error::Bootstrap { rank: me, msg };
-        if !include.is_empty() && !exclude.is_empty() {
-            return Err(fail(format!(
-                "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
-                include.join(","),
-                exclude.join(",")
-            )));
-        }
-        let addr = if include.is_empty() && exclude.is_empty() {
-            String::new()
-        } else {
-            let ifaces = sys::ipv4_interfaces();
-            let names: Vec<String> = ifaces.iter().map(|(n, ip)| format!("{n} {ip}")).collect();
-            tcp::select_addr(&ifaces, &include, &exclude)
-                .ok_or_else(|| {
-                    fail(format!(
-                        "{}: no such IPv4 interface on host {} (it has: {})",
-                        if include.is_empty() {
-                            format!(
-                                "btl_tcp_if_exclude={} leaves no interface",
-                                exclude.join(",")
-                            )
-                        } else {
-                            format!("btl_tcp_if_include={}", include.join(","))
-                        },
-                        sys::hostname(),
-                        names.join(", ")
-                    ))
-                })?
-                .to_string()
-        };
-        let nonce = tcp::nonce();
-        boot.put(
-            &format!("oxmpi-tcp-{me}"),
-            &format!("{addr},{port},{nonce}"),
-        )?;
-        oxmpi_base::verbose!(
-            params::BTL,
-            20,
-            "tcp: rank {me} listening on port {port} (published address {})",
-            if addr.is_empty() {
-                "of the host name"
-            } else {
-                &addr
-            }
-        );
-        Ok(Some(TcpSetup { listener, nonce }))
-    }
-
-    /// Connects a tcp link to every peer that has no link yet: to higher ranks we connect,
-    /// from lower ranks we accept.
-    fn wire(
-        self,
-        st: &mut State,
-        boot: &mut dyn Bootstrap,
-        hosts: &[String],
-        host: &str,
-    ) -> Result<(), Error> {
-        let me = st.me;
-        let mut targets = Vec::new();
-        let mut expect = Vec::new();
-        for p in 0..st.peers.len() as i32 {
-            if p == me || st.peers[p as usize].link.is_some() {
-                continue;
-            }
-            let v = boot.get(p, &format!("oxmpi-tcp-{p}"))?;
-            if v.trim() == "none" {
-                continue;
-            }
-            if p < me {
-                expect.push(p);
-                continue;
-            }
-            let bad = || Error::Bootstrap {
-                rank: me,
-                msg: format!("bad tcp record of rank {p}: {v:?}"),
-            };
-            let f: Vec<&str> = v.trim().split(',').collect();
-            if f.len() != 3 {
-                return Err(bad());
-            }
-            let port: u16 = f[1].parse().map_err(|_| bad())?;
-            let nonce: u64 = f[2].parse().map_err(|_| bad())?;
-            let h = &hosts[p as usize];
-            let addr = tcp::peer_addr(f[0], h, h == host, port).map_err(sys_err(
-                me,
-                format!("address of rank {p} (host {h}, published {:?})", f[0]),
-            ))?;
-            targets.push((p, addr, nonce));
-        }
-        for (p, addr, nonce) in targets {
-            let link = tcp::connect(
-                addr,
-                tcp::Hello {
-                    nonce,
-                    from: me,
-                    to: p,
-                },
-            )
-            .map_err(sys_err(me, format!("tcp connect to rank {p} at {addr}")))?;
-            oxmpi_base::verbose!(
-                params::BTL,
-                20,
-                "tcp: rank {me} connected to rank {p} at {addr}"
-            );
-            st.peers[p as usize].link = Some(Box::new(link));
-            st.peers[p as usize].buffered = true;
-        }
-        let accepted = tcp::accept_all(&self.listener, self.nonce, me, &expect)
-            .map_err(sys_err(me, format!("tcp accept from ranks {expect:?}")))?;
-        for (p, link) in accepted {
-            oxmpi_base::verbose!(params::BTL, 20, "tcp: rank {me} accepted rank {p}");
-            st.peers[p as usize].link = Some(Box::new(link));
-            st.peers[p as usize].buffered = true;
-        }
-        Ok(())
     }
 }
 
@@ -2805,7 +2521,7 @@ impl Slab {
 fn log_switch(c: &Chooser, peer: usize, n: usize) {
     let (pipe, coop) = c.rates();
     oxmpi_base::verbose!(
-        params::BTL,
+        BTL,
         20,
         "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined {pipe:.1} GB/s, \
          cooperative {coop:.1} GB/s)",

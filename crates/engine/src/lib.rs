@@ -169,27 +169,43 @@
 
 #![warn(missing_docs)]
 
-// Under `--cfg loom` only the ring and the cooperative copy's control words (with loom
-// atomics) and the matcher are built, for the model tests in tests/loom_*.rs.
 #[cfg(not(loom))]
 pub mod bootstrap;
+#[cfg(not(loom))]
 mod btl;
 #[cfg(not(loom))]
 mod engine;
 #[cfg(not(loom))]
 mod params;
+#[cfg(not(loom))]
 mod pml;
-/// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA),
-/// also used by the library crates above it (shared-memory collectives, RMA, MPI-IO).
+/// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
+/// sockets), also used by the library crates above it (shared-memory collectives, RMA,
+/// MPI-IO).
 #[cfg(not(loom))]
 pub mod sys;
 
 /// The `sm` transport's cooperative single copy (public for its loom model test).
+#[cfg(not(loom))]
 pub use btl::sm::coop;
 /// The `sm` transport's shared-memory ring (public for its loom model test).
+#[cfg(not(loom))]
 pub use btl::sm::ring;
 /// Message matching (sans-IO), public for tests and benchmarks.
+#[cfg(not(loom))]
 pub use pml::matching;
+
+// The loom model build (`--cfg loom`, tests/loom_*.rs) compiles only these three, with
+// loom's atomics, at the same public paths.
+#[cfg(loom)]
+#[path = "btl/sm/coop.rs"]
+pub mod coop;
+#[cfg(loom)]
+#[path = "pml/matching.rs"]
+pub mod matching;
+#[cfg(loom)]
+#[path = "btl/sm/ring.rs"]
+pub mod ring;
 
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;

@@ -3,20 +3,205 @@
 //! rings, bulk buffers, cooperative single copy) and `tcp` (sockets). Messages to oneself
 //! never reach a link (the `self` path is handled by the protocol directly).
 
-#[cfg(not(loom))]
+use oxmpi_base::output::Stream;
+use oxmpi_base::params::{Component, ParamDecl};
+
+use crate::bootstrap::Bootstrap;
+use crate::btl::sm::coop::CoopMem;
 use crate::btl::sm::ring::RingCorrupt;
-#[cfg(not(loom))]
 use crate::pml::hdr::Hdr;
+use crate::{sys, Error};
 
 pub(crate) mod sm;
-#[cfg(not(loom))]
 pub(crate) mod tcp;
 
+/// `btl` verbose stream (`btl_base_verbose`).
+pub(crate) static BTL: Stream = Stream::new("btl");
+
+/// A transport component: its name and description (for `oxmpi-info` and the `btl`
+/// selection list), its parameters and its set-up hook.
+pub(crate) struct Btl {
+    /// Name and one-line description.
+    pub info: Component,
+    /// The parameters it declares (`btl_<name>_*`).
+    pub params: &'static [ParamDecl],
+    /// Starts the component's wire-up before the bootstrap fence: creates and publishes
+    /// what peers need to reach us. `None` for `self`, which needs no link; `Ok(None)` if
+    /// the component cannot run here (peers then have no link to us through it).
+    pub open: Option<Open>,
+}
+
+/// A component's set-up hook (see [`Btl::open`]).
+pub(crate) type Open = fn(&mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error>;
+
+/// The links a [`Setup`] made: world rank and link.
+pub(crate) type Links = Vec<(usize, Box<dyn Link>)>;
+
+/// The transport components, in order of preference: a peer gets its link from the first
+/// one that reaches it. A new transport is a folder beside `sm` and `tcp` and one line here.
+pub(crate) static REGISTRY: [Btl; 3] = [
+    Btl {
+        info: Component {
+            name: "self",
+            description: "messages to the own rank",
+        },
+        params: &[],
+        open: None,
+    },
+    sm::COMPONENT,
+    tcp::COMPONENT,
+];
+
+/// What a component's set-up knows of the job.
+pub(crate) struct Job<'a> {
+    /// Our world rank.
+    pub me: i32,
+    /// The bootstrap key-value store.
+    pub boot: &'a mut dyn Bootstrap,
+    /// The node of every rank (ours from the start, the others' after the fence).
+    pub hosts: Vec<String>,
+    /// The process id of every rank (ours from the start, the others' after the fence).
+    pub pids: Vec<i32>,
+}
+
+impl Job<'_> {
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.hosts.len()
+    }
+    /// Whether rank `p` runs on our node.
+    pub fn same_node(&self, p: usize) -> bool {
+        self.hosts[p] == self.hosts[self.me as usize]
+    }
+    /// An [`Error::Sys`] maker for a failed `what` on our rank.
+    pub fn sys_err(&self, what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        sys_err(self.me, what)
+    }
+}
+
+/// An [`Error::Sys`] maker for a failed `what` on `rank`.
+pub(crate) fn sys_err(rank: i32, what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Sys { rank, what, source }
+}
+
+/// A component's wire-up after the fence. It is dropped after the final fence of the
+/// wire-up (so what peers open through it, like a segment's file descriptor or a listening
+/// socket, lives until every rank is connected).
+pub(crate) trait Setup {
+    /// Links to the peers it reaches among those that have no link yet (`linked[p]` false;
+    /// never ourselves).
+    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error>;
+}
+
+/// What the protocol may ask of a link instead of its name.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Caps {
+    /// The peer's memory can be read and written directly (cross-memory attach): a
+    /// rendezvous may offer a single copy.
+    pub single_copy: bool,
+    /// Records the link accepted may still wait in its own user-space buffer
+    /// ([`Link::sending`]); a send completes only when they are out.
+    pub buffered: bool,
+    /// The cooperative-copy control areas (its transfers to us, ours to it), if the link
+    /// has them.
+    pub coop: Option<(CoopMem, CoopMem)>,
+}
+
+/// A rank's view of one peer after the wire-up.
+#[derive(Debug, Default)]
+pub(crate) struct PeerInfo {
+    /// Its process id (meaningful when `local`).
+    pub pid: i32,
+    /// It runs on our node.
+    pub local: bool,
+    /// The link that reaches it, if any component does.
+    pub link: Option<Box<dyn Link>>,
+}
+
+/// Wires this rank to its peers with the `selected` components (registry order): publishes
+/// our node and pid, opens every selected component, fences, learns every peer's node and
+/// pid, lets each component connect the peers that have no link yet, fences again. Returns
+/// one [`PeerInfo`] per world rank (ours included, without a link).
+pub(crate) fn wire_up(
+    boot: &mut dyn Bootstrap,
+    me: i32,
+    size: usize,
+    selected: &[&str],
+) -> Result<Vec<PeerInfo>, Error> {
+    // OXMPI_ENGINE_NODE names the node instead of the host name: tests simulate ranks on
+    // several hosts with it (sm within a simulated node, tcp between them).
+    let host = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| sys::hostname());
+    let pid = sys::getpid();
+    let mut job = Job {
+        me,
+        boot,
+        hosts: vec![String::new(); size],
+        pids: vec![0; size],
+    };
+    job.hosts[me as usize] = host.clone();
+    job.pids[me as usize] = pid;
+    job.boot
+        .put(&format!("oxmpi-node-{me}"), &format!("{host},{pid}"))?;
+    let mut setups = Vec::new();
+    for c in REGISTRY.iter().filter(|c| selected.contains(&c.info.name)) {
+        if let Some(open) = c.open {
+            if let Some(s) = open(&mut job)? {
+                setups.push(s);
+            }
+        }
+    }
+    job.boot.fence()?;
+    for p in (0..size).filter(|&p| p != me as usize) {
+        let v = job.boot.get(p as i32, &format!("oxmpi-node-{p}"))?;
+        let bad = || Error::Bootstrap {
+            rank: me,
+            msg: format!("bad node record of rank {p}: {v:?}"),
+        };
+        let (h, ppid) = v.trim().rsplit_once(',').ok_or_else(bad)?;
+        job.pids[p] = ppid.parse().map_err(|_| bad())?;
+        job.hosts[p] = h.to_string();
+    }
+    let mut peers: Vec<PeerInfo> = (0..size)
+        .map(|p| PeerInfo {
+            pid: job.pids[p],
+            local: p != me as usize && job.same_node(p),
+            link: None,
+        })
+        .collect();
+    for s in &mut setups {
+        let linked: Vec<bool> = peers
+            .iter()
+            .enumerate()
+            .map(|(p, i)| p == me as usize || i.link.is_some())
+            .collect();
+        for (p, link) in s.connect(&mut job, &linked)? {
+            peers[p].link = Some(link);
+        }
+    }
+    for (p, h) in job.hosts.iter().enumerate() {
+        if p as i32 != me {
+            oxmpi_base::verbose!(
+                BTL,
+                20,
+                "rank {me}: rank {p} on {h} reached by {}",
+                peers[p].link.as_ref().map_or("no btl", |l| l.name())
+            );
+        }
+    }
+    // Everyone has opened every segment (and accepted every connection): what the set-ups
+    // hold for that can go (the mappings keep the memory).
+    job.boot.fence()?;
+    drop(setups);
+    Ok(peers)
+}
+
 /// A bidirectional, ordered, reliable record link to one peer.
-#[cfg(not(loom))]
 pub(crate) trait Link: Send + std::fmt::Debug {
-    /// Component name (`sm`, `tcp`).
+    /// Component name (`sm`, `tcp`), for messages only: the protocol asks [`Link::caps`].
     fn name(&self) -> &'static str;
+    /// What the link can do.
+    fn caps(&self) -> Caps;
     /// Largest payload one record may carry.
     fn max_payload(&self) -> usize;
     /// Largest payload of one DATA record (rendezvous fragment); by default
@@ -45,7 +230,6 @@ pub(crate) trait Link: Send + std::fmt::Debug {
 }
 
 /// A broken link (corrupt data from the peer).
-#[cfg(not(loom))]
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LinkError {
     /// The shared ring held an impossible frame.

@@ -1,5 +1,6 @@
-//! The point-to-point messaging layer: the record header and kinds, and matching.
+//! The point-to-point messaging layer: the record header and kinds, matching, and the
+//! protocol's parameters.
 
-#[cfg(not(loom))]
 pub(crate) mod hdr;
 pub mod matching;
+pub(crate) mod params;

@@ -1,10 +1,12 @@
 //! The shared-memory link ([`SmLink`]): a pair of rings, optionally with bulk buffers.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::bulk::{BulkRx, BulkTx};
+use super::coop::CoopMem;
 use super::ring::{Consumer, Producer};
-use crate::btl::{Link, LinkError};
+use crate::btl::{Caps, Link, LinkError};
 use crate::pml::hdr::{Hdr, F_BULK, HDR, K_DATA};
 use crate::sys::Mapping;
 
@@ -19,8 +21,13 @@ pub(crate) struct SmLink {
     pub bulk_tx: Option<BulkTx>,
     /// Inbound bulk buffer (in our segment), if we have bulk buffers.
     pub bulk_rx: Option<BulkRx>,
+    /// The cooperative-copy control areas: its transfers to us (in our segment), ours to
+    /// it (in its segment).
+    pub coop: Option<(CoopMem, CoopMem)>,
     /// Keeps the peer's segment mapped.
     pub _map: Mapping,
+    /// Keeps our own segment mapped (our inbound ring from it lives there).
+    pub _own: Option<Arc<Mapping>>,
 }
 
 impl SmLink {
@@ -66,6 +73,14 @@ impl SmLink {
 impl Link for SmLink {
     fn name(&self) -> &'static str {
         "sm"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            single_copy: true,
+            buffered: false,
+            coop: self.coop,
+        }
     }
 
     fn max_payload(&self) -> usize {
@@ -180,7 +195,9 @@ mod tests {
                         .then(|| BulkTx::new(BulkMem::from_raw(txb.add(CTL_BYTES + RING), bulk))),
                     bulk_rx: (bulk > 0)
                         .then(|| BulkRx::new(BulkMem::from_raw(rxb.add(CTL_BYTES + RING), bulk))),
+                    coop: None,
                     _map: map,
+                    _own: None,
                 }
             }
         };

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use std::io;
 use std::net::TcpStream;
 
-use crate::btl::{Link, LinkError};
+use crate::btl::{Caps, Link, LinkError};
 use crate::pml::hdr::{Hdr, HDR};
 use crate::sys;
 
@@ -256,6 +256,14 @@ impl TcpLink {
 impl Link for TcpLink {
     fn name(&self) -> &'static str {
         "tcp"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            single_copy: false,
+            buffered: true,
+            coop: None,
+        }
     }
 
     fn max_payload(&self) -> usize {

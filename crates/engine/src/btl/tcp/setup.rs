@@ -1,11 +1,17 @@
-//! Connecting the `tcp` transport: the handshake, listening, interface selection, peer
-//! addresses, connecting and accepting.
+//! Wiring up the `tcp` transport ([`TcpSetup`]): every rank that selected `tcp` listens
+//! and publishes `address,port,nonce` under `oxmpi-tcp-<rank>` before the bootstrap fence;
+//! after it, the lower rank of each pair without a link connects to the higher one and
+//! sends a [`Hello`] naming both ranks and the listener's nonce (a connection with a wrong
+//! hello is closed). Also: interface selection and peer addresses.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use super::link::TcpLink;
-use crate::sys;
+use super::params;
+use crate::btl::{Job, Links, Setup, BTL};
+use crate::params::{int, list};
+use crate::{sys, Error};
 
 /// The handshake the connecting (lower) rank sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +213,7 @@ pub(crate) fn accept_all(
             }
             None => {
                 oxmpi_base::verbose!(
-                    crate::params::BTL,
+                    BTL,
                     10,
                     "tcp: rank {me} rejected a connection from {from} (not a rank of this job)"
                 );
@@ -215,6 +221,152 @@ pub(crate) fn accept_all(
         }
     }
     Ok(out)
+}
+
+/// The tcp transport's listening socket between publishing and wiring up.
+pub(crate) struct TcpSetup {
+    listener: std::net::TcpListener,
+    nonce: u64,
+}
+
+impl TcpSetup {
+    /// Listens and publishes `address,port,nonce` (`address` empty: use our host name).
+    /// If no socket can be opened, publishes `none` (peers then have no tcp link to us) and
+    /// returns `None`.
+    fn listen(job: &mut Job<'_>) -> Result<Option<TcpSetup>, Error> {
+        let me = job.me;
+        let port_min = int(&params::PORT_MIN).clamp(0, 65535) as u16;
+        let range = int(&params::PORT_RANGE).clamp(1, 65535) as u16;
+        let listener = match listen(port_min, range) {
+            Ok(l) => l,
+            Err(e) => {
+                oxmpi_base::verbose!(
+                    BTL,
+                    10,
+                    "tcp: rank {me} cannot listen (port_min_v4 {port_min}): {e}; tcp disabled"
+                );
+                job.boot.put(&format!("oxmpi-tcp-{me}"), "none")?;
+                return Ok(None);
+            }
+        };
+        let port = listener
+            .local_addr()
+            .map_err(job.sys_err("tcp listener address"))?
+            .port();
+        let include = list(&params::IF_INCLUDE);
+        let exclude = list(&params::IF_EXCLUDE);
+        let fail = |msg: String| Error::Bootstrap { rank: me, msg };
+        if !include.is_empty() && !exclude.is_empty() {
+            return Err(fail(format!(
+                "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
+                include.join(","),
+                exclude.join(",")
+            )));
+        }
+        let addr = if include.is_empty() && exclude.is_empty() {
+            String::new()
+        } else {
+            let ifaces = sys::ipv4_interfaces();
+            let names: Vec<String> = ifaces.iter().map(|(n, ip)| format!("{n} {ip}")).collect();
+            select_addr(&ifaces, &include, &exclude)
+                .ok_or_else(|| {
+                    fail(format!(
+                        "{}: no such IPv4 interface on host {} (it has: {})",
+                        if include.is_empty() {
+                            format!(
+                                "btl_tcp_if_exclude={} leaves no interface",
+                                exclude.join(",")
+                            )
+                        } else {
+                            format!("btl_tcp_if_include={}", include.join(","))
+                        },
+                        sys::hostname(),
+                        names.join(", ")
+                    ))
+                })?
+                .to_string()
+        };
+        let nonce = nonce();
+        job.boot.put(
+            &format!("oxmpi-tcp-{me}"),
+            &format!("{addr},{port},{nonce}"),
+        )?;
+        oxmpi_base::verbose!(
+            BTL,
+            20,
+            "tcp: rank {me} listening on port {port} (published address {})",
+            if addr.is_empty() {
+                "of the host name"
+            } else {
+                &addr
+            }
+        );
+        Ok(Some(TcpSetup { listener, nonce }))
+    }
+}
+
+/// Opens the `tcp` component: listens and publishes the address.
+pub(crate) fn open(job: &mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error> {
+    Ok(TcpSetup::listen(job)?.map(|s| Box::new(s) as Box<dyn Setup>))
+}
+
+impl Setup for TcpSetup {
+    /// Connects a tcp link to every peer that has no link yet: to higher ranks we connect,
+    /// from lower ranks we accept.
+    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error> {
+        let me = job.me;
+        let mut targets = Vec::new();
+        let mut expect = Vec::new();
+        for p in 0..job.size() as i32 {
+            if linked[p as usize] {
+                continue;
+            }
+            let v = job.boot.get(p, &format!("oxmpi-tcp-{p}"))?;
+            if v.trim() == "none" {
+                continue;
+            }
+            if p < me {
+                expect.push(p);
+                continue;
+            }
+            let bad = || Error::Bootstrap {
+                rank: me,
+                msg: format!("bad tcp record of rank {p}: {v:?}"),
+            };
+            let f: Vec<&str> = v.trim().split(',').collect();
+            if f.len() != 3 {
+                return Err(bad());
+            }
+            let port: u16 = f[1].parse().map_err(|_| bad())?;
+            let nonce: u64 = f[2].parse().map_err(|_| bad())?;
+            let h = &job.hosts[p as usize];
+            let addr = peer_addr(f[0], h, job.same_node(p as usize), port).map_err(job.sys_err(
+                format!("address of rank {p} (host {h}, published {:?})", f[0]),
+            ))?;
+            targets.push((p, addr, nonce));
+        }
+        let mut out: Links = Vec::new();
+        for (p, addr, nonce) in targets {
+            let link = connect(
+                addr,
+                Hello {
+                    nonce,
+                    from: me,
+                    to: p,
+                },
+            )
+            .map_err(job.sys_err(format!("tcp connect to rank {p} at {addr}")))?;
+            oxmpi_base::verbose!(BTL, 20, "tcp: rank {me} connected to rank {p} at {addr}");
+            out.push((p as usize, Box::new(link)));
+        }
+        let accepted = accept_all(&self.listener, self.nonce, me, &expect)
+            .map_err(job.sys_err(format!("tcp accept from ranks {expect:?}")))?;
+        for (p, link) in accepted {
+            oxmpi_base::verbose!(BTL, 20, "tcp: rank {me} accepted rank {p}");
+            out.push((p as usize, Box::new(link)));
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
