@@ -319,6 +319,38 @@ impl Engine {
         }
     }
 
+    /// An engine of rank `rank` (of `links.len()` ranks) over the given links (none for
+    /// ourselves), not the process's global one: the protocol tests run several in one
+    /// process over in-memory links (`crate::btl::fake`).
+    #[cfg(test)]
+    pub(crate) fn with_links(
+        rank: i32,
+        links: Vec<Option<Box<dyn Link>>>,
+        sm: &Settings,
+    ) -> Engine {
+        let size = links.len() as i32;
+        let mut st = State::new(rank, size, sm);
+        st.attach(
+            links
+                .into_iter()
+                .map(|link| PeerInfo {
+                    pid: 0,
+                    local: false,
+                    link,
+                })
+                .collect(),
+        );
+        Engine {
+            rank,
+            size,
+            thread_level: ThreadLevel::Single,
+            yield_when_idle: false,
+            polls: Default::default(),
+            state: StateLock::new(st),
+            boot: Mutex::new(None),
+        }
+    }
+
     fn new(mut boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
         let rank = boot.rank();
         let size = boot.size();

@@ -12,6 +12,8 @@ use crate::btl::sm::ring::RingCorrupt;
 use crate::pml::hdr::Hdr;
 use crate::{sys, Error};
 
+#[cfg(test)]
+pub(crate) mod fake;
 pub(crate) mod sm;
 pub(crate) mod tcp;
 

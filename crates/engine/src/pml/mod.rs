@@ -4,3 +4,5 @@
 pub(crate) mod hdr;
 pub mod matching;
 pub(crate) mod params;
+#[cfg(test)]
+mod tests;
