@@ -260,15 +260,24 @@ fn order_holds_across_eager_and_rendezvous() {
     net.done(0, s2);
 }
 
-/// A full link: records wait in the sender's queue and still arrive in order.
+/// A full link: records wait in the sender's queue and still arrive in order, also when
+/// the link has room again before the queue was flushed.
 #[test]
 fn a_full_link_queues_in_order() {
     let net = Net::new(2, 2);
     let msgs: Vec<Vec<u8>> = (0..20).map(|i| data(10 + i * 20, i as u8)).collect();
-    let sends: Vec<ReqId> = msgs
+    let mut sends: Vec<ReqId> = msgs[..10]
         .iter()
         .map(|m| net.isend(0, 1, 9, m, SendMode::Standard))
         .collect();
+    // The receiver empties the link while the sender still has records queued: the next
+    // sends must queue behind them, not take the free link.
+    net.e[1].progress();
+    sends.extend(
+        msgs[10..]
+            .iter()
+            .map(|m| net.isend(0, 1, 9, m, SendMode::Standard)),
+    );
     for m in &msgs {
         let mut b = vec![0u8; 1000];
         let r = net.irecv(1, 0, 9, &mut b);
