@@ -3,7 +3,7 @@
 //! The engine moves **contiguous bytes** between ranks; datatypes are the caller's business
 //! (the C ABI packs non-contiguous data before calling). One process has one [`Engine`],
 //! created by [`init`] (bootstrap through PMI, or a singleton of one rank) and reached
-//! afterwards through [`engine`].
+//! afterwards through [`engine()`].
 //!
 //! # API summary
 //!

@@ -12,7 +12,7 @@ use crate::sys::Mapping;
 
 /// Shared-memory link: we produce into our ring in the peer's segment and consume the
 /// peer's ring in our own segment; with bulk buffers (`btl_sm_bulk_size` > 0), DATA
-/// payloads go through the bulk buffer next to each ring (see [`BulkMem`]).
+/// payloads go through the bulk buffer next to each ring (see [`BulkMem`](super::bulk::BulkMem)).
 #[derive(Debug)]
 pub(crate) struct SmLink {
     pub tx: Producer,

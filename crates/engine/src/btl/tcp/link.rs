@@ -10,7 +10,7 @@
 //! Wire-up (see `super::setup`): every rank that selected `tcp` listens, publishes
 //! `address,port,nonce` in the bootstrap key-value store in the same fence as `sm`, then the
 //! lower rank of each pair that has no `sm` link connects to the higher one and sends a
-//! [`Hello`] naming both ranks and the listener's nonce; a connection with a wrong hello is
+//! [`Hello`](super::setup::Hello) naming both ranks and the listener's nonce; a connection with a wrong hello is
 //! closed (a stray connection to our port cannot pose as a rank).
 
 use std::cell::Cell;
