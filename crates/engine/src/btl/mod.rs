@@ -87,6 +87,62 @@ pub(crate) fn sys_err(rank: i32, what: impl Into<String>) -> impl FnOnce(std::io
     move |source| Error::Sys { rank, what, source }
 }
 
+/// A record a rank published in the key-value store: comma-separated fields. A field that
+/// is missing or does not parse is an [`Error::Bootstrap`] naming the record.
+pub(crate) struct Record {
+    /// Our rank (for the error).
+    me: i32,
+    /// What the record is (`sm`, `tcp`, `node`).
+    what: &'static str,
+    /// The rank that published it.
+    rank: usize,
+    /// The text as published.
+    text: String,
+}
+
+impl Record {
+    /// The record `text` of `what` published by `rank`, which must have `n` fields.
+    pub fn parse(
+        me: i32,
+        what: &'static str,
+        rank: usize,
+        text: String,
+        n: usize,
+    ) -> Result<Record, Error> {
+        let r = Record {
+            me,
+            what,
+            rank,
+            text,
+        };
+        if r.text.trim().split(',').count() != n {
+            return Err(r.bad());
+        }
+        Ok(r)
+    }
+
+    /// Field `i` as text.
+    pub fn str(&self, i: usize) -> &str {
+        self.text.trim().split(',').nth(i).unwrap_or("")
+    }
+
+    /// Field `i`, parsed.
+    pub fn get<T: std::str::FromStr>(&self, i: usize) -> Result<T, Error> {
+        self.str(i).parse().map_err(|_| self.bad())
+    }
+
+    /// The error for this record (well-formed fields with impossible values).
+    pub fn bad(&self) -> Error {
+        Error::Bootstrap {
+            rank: self.me,
+            msg: format!(
+                "bad {} record of rank {}: {:?}",
+                self.what, self.rank, self.text
+            ),
+        }
+    }
+}
+
 /// A component's wire-up after the fence. It is dropped after the final fence of the
 /// wire-up (so what peers open through it, like a segment's file descriptor or a listening
 /// socket, lives until every rank is connected).
@@ -156,13 +212,9 @@ pub(crate) fn wire_up(
     job.boot.fence()?;
     for p in (0..size).filter(|&p| p != me as usize) {
         let v = job.boot.get(p as i32, &format!("oxmpi-node-{p}"))?;
-        let bad = || Error::Bootstrap {
-            rank: me,
-            msg: format!("bad node record of rank {p}: {v:?}"),
-        };
-        let (h, ppid) = v.trim().rsplit_once(',').ok_or_else(bad)?;
-        job.pids[p] = ppid.parse().map_err(|_| bad())?;
-        job.hosts[p] = h.to_string();
+        let r = Record::parse(me, "node", p, v, 2)?;
+        job.pids[p] = r.get(1)?;
+        job.hosts[p] = r.str(0).to_string();
     }
     let mut peers: Vec<PeerInfo> = (0..size)
         .map(|p| PeerInfo {

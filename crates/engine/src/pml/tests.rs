@@ -229,35 +229,31 @@ fn order_holds_across_eager_and_rendezvous() {
     let net = Net::new(2, 64);
     let big = data(2000, 1);
     let small = data(10, 2);
-    // Both arrive unexpected.
-    let s1 = net.isend(0, 1, 5, &big, SendMode::Standard);
-    let s2 = net.isend(0, 1, 5, &small, SendMode::Standard);
-    for _ in 0..10 {
-        net.step();
+    for (tag, receives_first) in [(5, false), (6, true)] {
+        let mut b1 = vec![0u8; 4000];
+        let mut b2 = vec![0u8; 4000];
+        let mut recvs = Vec::new();
+        if receives_first {
+            recvs.push(net.irecv(1, 0, tag, &mut b1));
+            recvs.push(net.irecv(1, 0, tag, &mut b2));
+        }
+        let s1 = net.isend(0, 1, tag, &big, SendMode::Standard);
+        let s2 = net.isend(0, 1, tag, &small, SendMode::Standard);
+        if !receives_first {
+            // Both arrive unexpected.
+            for _ in 0..10 {
+                net.step();
+            }
+            recvs.push(net.irecv(1, 0, tag, &mut b1));
+            recvs.push(net.irecv(1, 0, ANY_TAG, &mut b2));
+        }
+        assert_eq!(net.done(1, recvs[0]).count_bytes, 2000, "tag {tag}");
+        assert_eq!(net.done(1, recvs[1]).count_bytes, 10, "tag {tag}");
+        assert_eq!(&b1[..2000], &big[..]);
+        assert_eq!(&b2[..10], &small[..]);
+        net.done(0, s1);
+        net.done(0, s2);
     }
-    let mut b1 = vec![0u8; 4000];
-    let mut b2 = vec![0u8; 4000];
-    let r1 = net.irecv(1, 0, 5, &mut b1);
-    let r2 = net.irecv(1, 0, ANY_TAG, &mut b2);
-    assert_eq!(net.done(1, r1).count_bytes, 2000);
-    assert_eq!(net.done(1, r2).count_bytes, 10);
-    assert_eq!(&b1[..2000], &big[..]);
-    assert_eq!(&b2[..10], &small[..]);
-    net.done(0, s1);
-    net.done(0, s2);
-    // Receives posted first.
-    let mut b1 = vec![0u8; 4000];
-    let mut b2 = vec![0u8; 4000];
-    let r1 = net.irecv(1, 0, 6, &mut b1);
-    let r2 = net.irecv(1, 0, 6, &mut b2);
-    let s1 = net.isend(0, 1, 6, &big, SendMode::Standard);
-    let s2 = net.isend(0, 1, 6, &small, SendMode::Standard);
-    assert_eq!(net.done(1, r1).count_bytes, 2000);
-    assert_eq!(net.done(1, r2).count_bytes, 10);
-    assert_eq!(&b1[..2000], &big[..]);
-    assert_eq!(&b2[..10], &small[..]);
-    net.done(0, s1);
-    net.done(0, s2);
 }
 
 /// A full link: records wait in the sender's queue and still arrive in order, also when

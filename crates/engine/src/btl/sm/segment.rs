@@ -16,7 +16,7 @@ use super::coop::{CoopMem, COOP_CTL};
 use super::link::SmLink;
 use super::params::Settings;
 use super::ring::{Consumer, Producer, RingMem, CTL_BYTES};
-use crate::btl::{Job, Links, Setup};
+use crate::btl::{Job, Links, Record, Setup};
 use crate::sys::{self, Mapping};
 use crate::Error;
 
@@ -99,25 +99,18 @@ impl SmSetup {
         let me = job.me;
         let n = job.size();
         let v = job.boot.get(p as i32, &format!("oxmpi-sm-{p}"))?;
-        let bad = || Error::Bootstrap {
-            rank: me,
-            msg: format!("bad sm record of rank {p}: {v:?}"),
-        };
-        let f: Vec<&str> = v.trim().split(',').collect();
-        if f.len() != 4 {
-            return Err(bad());
-        }
-        let pfd: i32 = f[0].parse().map_err(|_| bad())?;
-        let plen: usize = f[1].parse().map_err(|_| bad())?;
+        let r = Record::parse(me, "sm", p, v, 4)?;
+        let pfd: i32 = r.get(0)?;
+        let plen: usize = r.get(1)?;
         let theirs = Layout {
-            ring: f[2].parse().map_err(|_| bad())?,
-            bulk: f[3].parse().map_err(|_| bad())?,
+            ring: r.get(2)?,
+            bulk: r.get(3)?,
         };
         let ours = self.layout;
         let pstride = theirs.slot();
         if plen != n * pstride || theirs.ring % 64 != 0 || theirs.ring == 0 || theirs.bulk % 64 != 0
         {
-            return Err(bad());
+            return Err(r.bad());
         }
         let ppid = job.pids[p];
         let file = sys::open_peer_fd(ppid, pfd)

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use super::link::TcpLink;
 use super::params;
-use crate::btl::{Job, Links, Setup, BTL};
+use crate::btl::{Job, Links, Record, Setup, BTL};
 use crate::params::{int, list};
 use crate::{sys, Error};
 
@@ -329,20 +329,14 @@ impl Setup for TcpSetup {
                 expect.push(p);
                 continue;
             }
-            let bad = || Error::Bootstrap {
-                rank: me,
-                msg: format!("bad tcp record of rank {p}: {v:?}"),
-            };
-            let f: Vec<&str> = v.trim().split(',').collect();
-            if f.len() != 3 {
-                return Err(bad());
-            }
-            let port: u16 = f[1].parse().map_err(|_| bad())?;
-            let nonce: u64 = f[2].parse().map_err(|_| bad())?;
+            let r = Record::parse(me, "tcp", p as usize, v, 3)?;
+            let port: u16 = r.get(1)?;
+            let nonce: u64 = r.get(2)?;
             let h = &job.hosts[p as usize];
-            let addr = peer_addr(f[0], h, job.same_node(p as usize), port).map_err(job.sys_err(
-                format!("address of rank {p} (host {h}, published {:?})", f[0]),
-            ))?;
+            let addr =
+                peer_addr(r.str(0), h, job.same_node(p as usize), port).map_err(job.sys_err(
+                    format!("address of rank {p} (host {h}, published {:?})", r.str(0)),
+                ))?;
             targets.push((p, addr, nonce));
         }
         let mut out: Links = Vec::new();
