@@ -17,6 +17,7 @@ pub(crate) struct Comm {
 }
 
 impl State {
+    #[inline]
     pub(crate) fn comm(&self, c: CommId) -> Result<&Comm, Error> {
         self.comms
             .get(c.0 as usize)

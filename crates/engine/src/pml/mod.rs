@@ -143,6 +143,7 @@ impl State {
             .collect();
     }
 
+    #[inline]
     pub(crate) fn check_live(&self) -> Result<(), Error> {
         if self.finalized {
             return Err(Error::State("engine finalized".into()));

@@ -60,6 +60,7 @@ pub(crate) struct Slab {
 }
 
 impl Slab {
+    #[inline]
     pub(crate) fn insert(&mut self, r: Req) -> u64 {
         let i = match self.free.pop() {
             Some(i) => i,
@@ -74,21 +75,25 @@ impl Slab {
         (slot.0 as u64) << 32 | i as u64
     }
 
+    #[inline]
     pub(crate) fn slot(&self, id: u64) -> Option<&(u32, Option<Req>)> {
         self.slots
             .get((id & 0xffff_ffff) as usize)
             .filter(|s| s.0 as u64 == id >> 32)
     }
 
+    #[inline]
     pub(crate) fn get(&self, id: u64) -> Option<&Req> {
         self.slot(id)?.1.as_ref()
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut Req> {
         self.slot(id)?;
         self.slots[(id & 0xffff_ffff) as usize].1.as_mut()
     }
 
+    #[inline]
     pub(crate) fn remove(&mut self, id: u64) -> Option<Req> {
         self.slot(id)?;
         let i = (id & 0xffff_ffff) as u32;

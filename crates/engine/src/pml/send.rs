@@ -249,6 +249,7 @@ impl State {
     }
 
     /// Completes the sends waiting for `p`'s link buffer, if it is empty now.
+    #[inline]
     pub(crate) fn settle(&mut self, p: usize) {
         if self.peers[p].link.as_ref().is_some_and(|l| l.sending()) {
             return;
