@@ -427,11 +427,18 @@ fn corrupt_and_short_records_are_reported() {
         (st, b)
     };
     assert_eq!((st.count_bytes, st.error), (20, None));
+    // A real record cut short on the wire.
     let mut b = vec![0u8; 20];
     let r = net.irecv(0, 1, 9, &mut b);
-    w.inject(side, vec![0u8; HDR - 1]);
+    let msg = data(100, 2);
+    w.hold(side, true);
+    let s = net.isend(1, 0, 9, &msg, SendMode::Standard);
+    net.done(1, s);
+    w.truncate_last(side, HDR - 1);
+    w.hold(side, false);
     let st = net.wait(0, r).expect("reported instead of hanging");
     assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    assert_eq!(b, [0u8; 20], "nothing delivered from the broken record");
 }
 
 /// The blocking receive's direct path takes an eager record waiting in the link, and

@@ -60,6 +60,14 @@ impl WireHandle {
         self.lock().cut = true;
     }
 
+    /// Cuts the newest record in flight from side `from` down to `len` bytes (a record
+    /// shorter than a header is what a corrupt transport would deliver).
+    pub fn truncate_last(&self, from: usize, len: usize) {
+        if let Some(r) = self.lock().dirs[from].records.back_mut() {
+            r.truncate(len);
+        }
+    }
+
     /// Puts raw bytes on the wire from side `from`, as if the peer had sent them.
     pub fn inject(&self, from: usize, bytes: Vec<u8>) {
         self.lock().dirs[from].records.push_back(bytes);
