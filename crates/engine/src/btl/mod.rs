@@ -322,3 +322,153 @@ pub(crate) enum LinkError {
         cap: usize,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Barrier, Mutex};
+
+    use super::*;
+    use crate::pml::hdr::K_EAGER;
+
+    /// A key-value store shared by threads that play the ranks of one job.
+    struct MemBoot {
+        rank: i32,
+        size: i32,
+        kv: Arc<Mutex<HashMap<(i32, String), String>>>,
+        fence: Arc<Barrier>,
+    }
+
+    impl Bootstrap for MemBoot {
+        fn rank(&self) -> i32 {
+            self.rank
+        }
+        fn size(&self) -> i32 {
+            self.size
+        }
+        fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+            let mut kv = self.kv.lock().unwrap();
+            kv.insert((self.rank, key.to_string()), value.to_string());
+            Ok(())
+        }
+        fn fence(&mut self) -> Result<(), Error> {
+            self.fence.wait();
+            Ok(())
+        }
+        fn get(&mut self, rank: i32, key: &str) -> Result<String, Error> {
+            let kv = self.kv.lock().unwrap();
+            kv.get(&(rank, key.to_string()))
+                .cloned()
+                .ok_or_else(|| Error::Bootstrap {
+                    rank: self.rank,
+                    msg: format!("no {key} of rank {rank}"),
+                })
+        }
+        fn abort(&mut self, _code: i32, _msg: &str) {}
+        fn finalize(&mut self) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+
+    /// Wires up `n` ranks (threads of this process) with the `selected` components.
+    fn wire(n: usize, selected: &'static [&'static str]) -> Vec<Vec<PeerInfo>> {
+        crate::params::register();
+        let kv = Arc::new(Mutex::new(HashMap::new()));
+        let fence = Arc::new(Barrier::new(n));
+        let threads: Vec<_> = (0..n)
+            .map(|r| {
+                let mut boot = MemBoot {
+                    rank: r as i32,
+                    size: n as i32,
+                    kv: kv.clone(),
+                    fence: fence.clone(),
+                };
+                std::thread::spawn(move || wire_up(&mut boot, r as i32, n, selected))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap().expect("wire-up"))
+            .collect()
+    }
+
+    /// One record from `a` arrives at `b`, intact.
+    fn exchange(a: &mut dyn Link, b: &mut dyn Link, tag: i32) {
+        let hdr = Hdr {
+            kind: K_EAGER,
+            tag,
+            ..Hdr::default()
+        };
+        let payload = [tag as u8; 100];
+        // SAFETY: payload holds 100 readable bytes.
+        assert!(unsafe { a.try_send(&hdr, payload.as_ptr(), payload.len()) });
+        for _ in 0..100_000 {
+            if let Some((h, p, n)) = b.poll().expect("poll") {
+                assert_eq!((h.kind, h.tag, n), (K_EAGER, tag, 100));
+                // SAFETY: the record's payload is readable until the release.
+                assert_eq!(unsafe { std::slice::from_raw_parts(p, n) }, &payload[..]);
+                b.release();
+                return;
+            }
+            // Moves what a buffering link still holds.
+            let _ = a.poll();
+            std::thread::yield_now();
+        }
+        panic!("record {tag} did not arrive");
+    }
+
+    /// The registry's components wire ranks up in-process: with sm selected the ranks of one
+    /// node get sm links (single copy, cooperative areas), with sm excluded tcp links
+    /// (buffered); every pair exchanges records both ways; the node and pid records are
+    /// read back.
+    #[test]
+    fn wire_up_links_every_pair_by_the_first_component_that_reaches_it() {
+        for (selected, name) in [
+            (&["self", "sm", "tcp"][..], "sm"),
+            (&["self", "tcp"][..], "tcp"),
+        ] {
+            let mut ranks = wire(3, selected);
+            for (r, peers) in ranks.iter().enumerate() {
+                assert_eq!(peers.len(), 3);
+                assert!(peers[r].link.is_none(), "no link to oneself");
+                for (p, info) in peers.iter().enumerate().filter(|&(p, _)| p != r) {
+                    assert!(info.local, "rank {p} shares our node");
+                    assert_eq!(info.pid, sys::getpid());
+                    let link = info.link.as_ref().expect("linked");
+                    assert_eq!(link.name(), name);
+                    let caps = link.caps();
+                    assert_eq!(caps.single_copy, name == "sm");
+                    assert_eq!(caps.buffered, name == "tcp");
+                    assert_eq!(caps.coop.is_some(), name == "sm");
+                }
+            }
+            for (a, b) in [(0, 1), (1, 0), (0, 2), (2, 1)] {
+                let mut la = ranks[a][b].link.take().unwrap();
+                let mut lb = ranks[b][a].link.take().unwrap();
+                exchange(&mut *la, &mut *lb, (10 * a + b) as i32);
+                ranks[a][b].link = Some(la);
+                ranks[b][a].link = Some(lb);
+            }
+        }
+    }
+
+    /// A published record with a wrong field count or a field that does not parse is an
+    /// error naming the record, not a panic.
+    #[test]
+    fn records_are_checked() {
+        let r = Record::parse(0, "sm", 3, "5,4096,262144,0".into(), 4).unwrap();
+        assert_eq!(r.get::<i32>(0).unwrap(), 5);
+        assert_eq!(r.str(2), "262144");
+        assert!(r.get::<u16>(2).is_err(), "out of range for u16");
+        let e = Record::parse(0, "tcp", 2, "1,2".into(), 3).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "bootstrap failed on rank 0: bad tcp record of rank 2: \"1,2\""
+        );
+        let r = Record::parse(1, "node", 0, "host,x".into(), 2).unwrap();
+        assert!(matches!(
+            r.get::<i32>(1),
+            Err(Error::Bootstrap { rank: 1, .. })
+        ));
+    }
+}
