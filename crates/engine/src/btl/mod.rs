@@ -64,12 +64,19 @@ pub(crate) struct Job<'a> {
     pub hosts: Vec<String>,
     /// The process id of every rank (ours from the start, the others' after the fence).
     pub pids: Vec<i32>,
+    /// The components every rank selected, `+`-separated (ours from the start, the
+    /// others' after the fence).
+    pub btls: Vec<String>,
 }
 
 impl Job<'_> {
     /// Number of ranks.
     pub fn size(&self) -> usize {
         self.hosts.len()
+    }
+    /// Whether rank `p` selected component `name` (and so published what it needs).
+    pub fn uses(&self, p: usize, name: &str) -> bool {
+        self.btls[p].split('+').any(|c| c == name)
     }
     /// Whether rank `p` runs on our node.
     pub fn same_node(&self, p: usize) -> bool {
@@ -178,8 +185,9 @@ pub(crate) struct PeerInfo {
 }
 
 /// Wires this rank to its peers with the `selected` components (registry order): publishes
-/// our node and pid, opens every selected component, fences, learns every peer's node and
-/// pid, lets each component connect the peers that have no link yet, fences again. Returns
+/// our node, pid and selection (`oxmpi-node-<rank>` = `host,pid,self+sm+tcp`), opens every
+/// selected component, fences, learns every peer's, lets each component connect the peers
+/// that have no link yet and selected it too, fences again. Returns
 /// one [`PeerInfo`] per world rank (ours included, without a link).
 pub(crate) fn wire_up(
     boot: &mut dyn Bootstrap,
@@ -196,11 +204,14 @@ pub(crate) fn wire_up(
         boot,
         hosts: vec![String::new(); size],
         pids: vec![0; size],
+        btls: vec![String::new(); size],
     };
-    job.hosts[me as usize] = host.clone();
-    job.pids[me as usize] = pid;
+    let btls = selected.join("+");
     job.boot
-        .put(&format!("oxmpi-node-{me}"), &format!("{host},{pid}"))?;
+        .put(&format!("oxmpi-node-{me}"), &format!("{host},{pid},{btls}"))?;
+    job.hosts[me as usize] = host;
+    job.pids[me as usize] = pid;
+    job.btls[me as usize] = btls;
     let mut setups = Vec::new();
     for c in REGISTRY.iter().filter(|c| selected.contains(&c.info.name)) {
         if let Some(open) = c.open {
@@ -212,9 +223,10 @@ pub(crate) fn wire_up(
     job.boot.fence()?;
     for p in (0..size).filter(|&p| p != me as usize) {
         let v = job.boot.get(p as i32, &format!("oxmpi-node-{p}"))?;
-        let r = Record::parse(me, "node", p, v, 2)?;
+        let r = Record::parse(me, "node", p, v, 3)?;
         job.pids[p] = r.get(1)?;
         job.hosts[p] = r.str(0).to_string();
+        job.btls[p] = r.str(2).to_string();
     }
     let mut peers: Vec<PeerInfo> = (0..size)
         .map(|p| PeerInfo {
@@ -370,8 +382,10 @@ mod tests {
         }
     }
 
-    /// Wires up `n` ranks (threads of this process) with the `selected` components.
-    fn wire(n: usize, selected: &'static [&'static str]) -> Vec<Vec<PeerInfo>> {
+    /// Wires up ranks (threads of this process), rank `r` with the components
+    /// `selected[r]`.
+    fn wire(selected: &[&'static [&'static str]]) -> Vec<Vec<PeerInfo>> {
+        let n = selected.len();
         crate::params::register();
         let kv = Arc::new(Mutex::new(HashMap::new()));
         let fence = Arc::new(Barrier::new(n));
@@ -383,7 +397,8 @@ mod tests {
                     kv: kv.clone(),
                     fence: fence.clone(),
                 };
-                std::thread::spawn(move || wire_up(&mut boot, r as i32, n, selected))
+                let sel = selected[r];
+                std::thread::spawn(move || wire_up(&mut boot, r as i32, n, sel))
             })
             .collect();
         threads
@@ -419,15 +434,20 @@ mod tests {
 
     /// The registry's components wire ranks up in-process: with sm selected the ranks of one
     /// node get sm links (single copy, cooperative areas), with sm excluded tcp links
-    /// (buffered); every pair exchanges records both ways; the node and pid records are
-    /// read back.
+    /// (buffered), and a rank that excluded sm reaches the others by tcp while they use sm
+    /// between themselves; every pair exchanges records; the node records are read back.
     #[test]
     fn wire_up_links_every_pair_by_the_first_component_that_reaches_it() {
-        for (selected, name) in [
-            (&["self", "sm", "tcp"][..], "sm"),
-            (&["self", "tcp"][..], "tcp"),
+        const ALL: &[&str] = &["self", "sm", "tcp"];
+        const TCP: &[&str] = &["self", "tcp"];
+        for (selected, names) in [
+            ([ALL, ALL, ALL], ["sm", "sm", "sm"]),
+            ([TCP, TCP, TCP], ["tcp", "tcp", "tcp"]),
+            // Links 0-1, 0-2, 1-2.
+            ([TCP, ALL, ALL], ["tcp", "tcp", "sm"]),
         ] {
-            let mut ranks = wire(3, selected);
+            let name_of = |a: usize, b: usize| names[a + b - 1];
+            let mut ranks = wire(&selected);
             for (r, peers) in ranks.iter().enumerate() {
                 assert_eq!(peers.len(), 3);
                 assert!(peers[r].link.is_none(), "no link to oneself");
@@ -435,7 +455,8 @@ mod tests {
                     assert!(info.local, "rank {p} shares our node");
                     assert_eq!(info.pid, sys::getpid());
                     let link = info.link.as_ref().expect("linked");
-                    assert_eq!(link.name(), name);
+                    let name = name_of(r, p);
+                    assert_eq!(link.name(), name, "rank {r} to {p}");
                     let caps = link.caps();
                     assert_eq!(caps.single_copy, name == "sm");
                     assert_eq!(caps.buffered, name == "tcp");
@@ -465,7 +486,7 @@ mod tests {
             e.to_string(),
             "bootstrap failed on rank 0: bad tcp record of rank 2: \"1,2\""
         );
-        let r = Record::parse(1, "node", 0, "host,x".into(), 2).unwrap();
+        let r = Record::parse(1, "node", 0, "host,x,self+sm".into(), 3).unwrap();
         assert!(matches!(
             r.get::<i32>(1),
             Err(Error::Bootstrap { rank: 1, .. })

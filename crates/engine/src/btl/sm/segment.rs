@@ -84,7 +84,7 @@ impl Setup for SmSetup {
     fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error> {
         let mut out: Links = Vec::new();
         for (p, &has) in linked.iter().enumerate() {
-            if !has && job.same_node(p) {
+            if !has && job.same_node(p) && job.uses(p, "sm") {
                 out.push((p, Box::new(self.attach(job, p)?)));
             }
         }

@@ -318,7 +318,7 @@ impl Setup for TcpSetup {
         let mut targets = Vec::new();
         let mut expect = Vec::new();
         for p in 0..job.size() as i32 {
-            if linked[p as usize] {
+            if linked[p as usize] || !job.uses(p as usize, "tcp") {
                 continue;
             }
             let v = job.boot.get(p, &format!("oxmpi-tcp-{p}"))?;
