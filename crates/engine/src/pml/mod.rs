@@ -41,20 +41,30 @@ use crate::{CommId, Error, ErrorClass, MessageId, ReqId, Status, ANY_SOURCE};
 
 /// The protocol state of one engine (behind the engine's lock).
 pub(crate) struct State {
+    /// Our world rank.
     pub(crate) me: i32,
+    /// The communicator table (`CommId` indexes it; freed slots are `None`).
     pub(crate) comms: Vec<Option<Comm>>,
+    /// Communicator of each live context id.
     pub(crate) ctx_comm: HashMap<u32, u32>,
+    /// Posted receives (request ids) and unexpected messages.
     pub(crate) matcher: Matcher<u64, Msg>,
+    /// The requests.
     pub(crate) reqs: Slab,
+    /// Next matched-probe message id.
     pub(crate) next_req: u64,
+    /// Messages taken by `improbe`/`mprobe`, waiting for `imrecv`.
     pub(crate) messages: HashMap<u64, (Envelope, Msg)>,
     /// Buffers of consumed unexpected eager messages, reused for the next ones (no
     /// allocation per unexpected message).
     pub(crate) eager_pool: Vec<Vec<u8>>,
+    /// Every world rank's peer state (ours included, without a link).
     pub(crate) peers: Vec<Peer>,
     /// Indices of the peers that have a link (the ones progress polls).
     pub(crate) linked: Vec<usize>,
+    /// Largest eager message.
     pub(crate) eager_limit: usize,
+    /// Rendezvous fragment size (each link may cap it further).
     pub(crate) frag: usize,
     /// Single-copy (CMA) reads from peers are allowed and have not failed.
     pub(crate) cma: bool,
@@ -68,6 +78,7 @@ pub(crate) struct State {
     pub(crate) coop_chunk: usize,
     /// Time base of the transfer measurements.
     pub(crate) clock: std::time::Instant,
+    /// `finalize` ran: communication calls fail.
     pub(crate) finalized: bool,
 }
 
