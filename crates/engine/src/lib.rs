@@ -1,9 +1,10 @@
-//! MPI engine: matching, protocols, shared-memory/self transports, progress.
+//! MPI engine: matching and protocols (`pml`) over transport components (`btl`: self,
+//! shared memory, TCP), and progress.
 //!
 //! The engine moves **contiguous bytes** between ranks; datatypes are the caller's business
 //! (the C ABI packs non-contiguous data before calling). One process has one [`Engine`],
 //! created by [`init`] (bootstrap through PMI, or a singleton of one rank) and reached
-//! afterwards through [`engine`].
+//! afterwards through [`engine()`].
 //!
 //! # API summary
 //!
@@ -49,6 +50,42 @@
 //! and the stream stays usable. A peer process that dies makes operations that depend on it
 //! complete with [`ErrorClass::ProcFailed`] instead of hanging.
 //!
+//! # Layout
+//!
+//! ```text
+//! lib.rs          this API: types, errors, constants, re-exports
+//! engine.rs       Engine: init (bootstrap, btl selection, wire-up), the state lock,
+//!                 blocking waits, the API methods (each locks and calls into pml)
+//! bootstrap.rs    Bootstrap: key-value store and fence (PMI, file store, singleton)
+//! sys.rs          every system call of the crate (memfd/mmap, /proc fds, pidfd, CMA,
+//!                 sockets, interfaces), public for the library crates above
+//! params.rs       PROVIDER: the components' parameters gathered; typed accessors that
+//!                 fall back to the declared default
+//! pml/            the protocol (pml ox)
+//!   mod.rs          State: progress, record dispatch, peer liveness
+//!   hdr.rs          record header (Hdr), kinds K_* and flags F_*
+//!   matching.rs     the sans-IO Matcher (public as `matching`)
+//!   request.rs      requests and the request table
+//!   comm.rs         communicators
+//!   peer.rs         per-peer state (link, outbound queue, single-copy choice)
+//!   send.rs         sends: eager fast path, RTS, sends to oneself, CTS
+//!   recv.rs         receives: posting, direct path, delivery, EAGER/RTS/DATA
+//!   single_copy.rs  CMA read and cooperative copy
+//!   params.rs       mpi_yield_when_idle
+//! btl/            transports
+//!   mod.rs          Link, LinkError, Caps (what the protocol may ask of a link),
+//!                   REGISTRY (self, sm, tcp), Setup, wire_up
+//!   sm/             shared memory: segment.rs (layout, publish, attach), ring.rs
+//!                   (public as `ring`), bulk.rs, coop.rs (public as `coop`), link.rs
+//!                   (SmLink), params.rs (btl_sm_*)
+//!   tcp/            sockets: setup.rs (listen, publish, connect/accept), link.rs
+//!                   (TcpLink, framer), params.rs (btl_tcp_*)
+//!   fake/           in-process links for the protocol's unit tests (pml/tests.rs)
+//! ```
+//!
+//! A new transport is a folder under `btl/` with a `COMPONENT` (name, parameters, set-up
+//! hook) and one line in `btl::REGISTRY`; its links implement `Link` and report `Caps`.
+//!
 //! # Thread safety
 //!
 //! [`Engine`] is `Sync`: its state sits behind one lock, so `MPI_THREAD_MULTIPLE` is provided
@@ -61,13 +98,14 @@
 //!
 //! * `self`: messages to one's own rank are matched in-process.
 //! * `sm`: every rank creates one `memfd` segment that holds one single-producer /
-//!   single-consumer ring (and bulk buffer) per sending peer; peers map it through `/proc/<pid>/fd/<fd>`
-//!   (published through the bootstrap key-value store). Messages up to
+//!   single-consumer ring (and bulk buffer) per sending peer; peers map it through
+//!   `/proc/<pid>/fd/<fd>` (published through the bootstrap key-value store next to every
+//!   rank's node and pid, `btl::wire_up`). Messages up to
 //!   `btl_sm_eager_limit` bytes (default 4096) travel eagerly (header and payload in the ring;
 //!   up to 16 bytes in one cache line). Larger ones use a rendezvous: the receiver answers a
 //!   request-to-send after the match and the sender pipelines the data in fragments through
 //!   a per-peer bulk buffer next to the ring (both sides copying; the ring carries one
-//!   header line per fragment), or by a cooperative single copy (`coop` module: the receiver
+//!   header line per fragment), or by a cooperative single copy ([`coop`] module: the receiver
 //!   reads chunks of the sender's buffer from the front with `process_vm_readv` while the
 //!   sender writes chunks from the back with `process_vm_writev`), chosen per peer by
 //!   measured throughput (`btl_sm_single_copy_mechanism=auto`); with `cma` the receiver
@@ -85,6 +123,9 @@
 //!   `OXMPI_ENGINE_NODE` overrides the node name (tests simulate several nodes with it).
 //!
 //! # How a send travels
+//!
+//! (Files: `engine.rs` → `pml/send.rs` → `btl/sm/link.rs` and `btl/sm/ring.rs`; on the
+//! receiving side `pml/mod.rs` (progress) → `pml/recv.rs`.)
 //!
 //! 1. `isend(buf, len, dest, tag, comm, mode)` checks the arguments, turns `dest` into a
 //!    world rank through the communicator's group and builds the envelope
@@ -169,25 +210,43 @@
 
 #![warn(missing_docs)]
 
-// Under `--cfg loom` only the ring (with loom atomics) and the matcher are built, for the
-// model test in tests/loom_ring.rs.
 #[cfg(not(loom))]
 pub mod bootstrap;
 #[cfg(not(loom))]
 mod btl;
-pub mod coop;
 #[cfg(not(loom))]
 mod engine;
-pub mod matching;
 #[cfg(not(loom))]
 mod params;
-pub mod ring;
-/// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA),
-/// also used by the library crates above it (shared-memory collectives, RMA, MPI-IO).
+#[cfg(not(loom))]
+mod pml;
+/// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
+/// sockets), also used by the library crates above it (shared-memory collectives, RMA,
+/// MPI-IO).
 #[cfg(not(loom))]
 pub mod sys;
+
+/// The `sm` transport's cooperative single copy (public for its loom model test).
 #[cfg(not(loom))]
-mod tcp;
+pub use btl::sm::coop;
+/// The `sm` transport's shared-memory ring (public for its loom model test).
+#[cfg(not(loom))]
+pub use btl::sm::ring;
+/// Message matching (sans-IO), public for tests and benchmarks.
+#[cfg(not(loom))]
+pub use pml::matching;
+
+// The loom model build (`--cfg loom`, tests/loom_*.rs) compiles only these three, with
+// loom's atomics, at the same public paths.
+#[cfg(loom)]
+#[path = "btl/sm/coop.rs"]
+pub mod coop;
+#[cfg(loom)]
+#[path = "pml/matching.rs"]
+pub mod matching;
+#[cfg(loom)]
+#[path = "btl/sm/ring.rs"]
+pub mod ring;
 
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;

@@ -1,153 +1,63 @@
-//! Engine parameters, declared in the `oxmpi-base` MCA registry (so `oxmpi-info` lists them
-//! and values carry their source: `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`, files, defaults), and
-//! the engine's verbose streams.
+//! The engine's MCA declarations, gathered into the one [`PROVIDER`] (so `oxmpi-info` lists
+//! them and values carry their source: `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`, files,
+//! defaults), and typed accessors that fall back to the declared default.
+//!
+//! Each component declares its own parameters (`btl/sm/params.rs`, `btl/tcp/params.rs`,
+//! `pml/params.rs`); the `btl` components are listed once, in the transport registry
+//! ([`crate::btl::REGISTRY`]). A default is written only in its declaration: the accessors
+//! here parse it when a value cannot be read.
 
-use oxmpi_base::output::Stream;
 use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider, Value};
 
-/// `btl` verbose stream (`btl_base_verbose`).
-pub static BTL: Stream = Stream::new("btl");
-/// `pml` verbose stream (`pml_base_verbose`).
-pub static PML: Stream = Stream::new("pml");
+use crate::btl::REGISTRY;
+use crate::pml;
 
-/// `btl_sm_eager_limit`.
-pub static SM_EAGER_LIMIT: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "eager_limit",
-    ParamType::Size,
-    "4096",
-    "Largest message (bytes) the sm transport sends eagerly; larger ones use a rendezvous",
-)
-.level(4);
-/// `btl_sm_fragment_size`.
-pub static SM_FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "fragment_size",
-    ParamType::Size,
-    "128k",
-    "Fragment size (bytes) of the rendezvous copy pipeline: at most half of \
-     btl_sm_bulk_size (of the ring when the bulk buffer is 0)",
-)
-.level(5);
-/// `btl_sm_ring_size`.
-pub static SM_RING_SIZE: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "ring_size",
-    ParamType::Size,
-    "256k",
-    "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
-)
-.level(5);
-/// `btl_sm_bulk_size`.
-pub static SM_BULK_SIZE: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "bulk_size",
-    ParamType::Size,
-    "1m",
-    "Bytes of each per-peer shared buffer that carries the rendezvous fragments of the \
-     pipelined copy next to the ring (rounded down to 64 bytes; fragments are at most half \
-     of it); 0: fragments travel inside the ring",
-)
-.level(5);
-/// `btl_sm_single_copy_mechanism`.
-pub static SM_SINGLE_COPY: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "single_copy_mechanism",
-    ParamType::Enum {
-        values: &[(0, "none"), (1, "cma"), (2, "coop"), (3, "auto")],
-        range: None,
-    },
-    "auto",
-    "How large messages move between ranks on a node: none (pipelined copy through shared \
-     memory, both sides copying), cma (the receiver reads the sender's buffer with \
-     process_vm_readv), coop (cooperative single copy: the receiver reads from the front \
-     while the sender writes from the back, both with CMA), auto (per peer, whichever of \
-     none and coop measured faster lately; the placement of the two CPUs decides). CMA \
-     modes fall back to none if the kernel denies it",
-)
-.level(4);
-/// `btl_sm_coop_chunk_size`.
-pub static SM_COOP_CHUNK: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "coop_chunk_size",
-    ParamType::Size,
-    "32k",
-    "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
-     left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
-)
-.level(6);
-/// `btl_sm_coop_min_size`.
-pub static SM_COOP_MIN: ParamDecl = ParamDecl::new(
-    "btl",
-    "sm",
-    "coop_min_size",
-    ParamType::Size,
-    "128k",
-    "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
-     or auto); smaller rendezvous messages use the pipelined copy",
-)
-.level(5);
-/// `btl_tcp_if_include`.
-pub static TCP_IF_INCLUDE: ParamDecl = ParamDecl::new(
-    "btl",
-    "tcp",
-    "if_include",
-    ParamType::List,
-    "",
-    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) whose address the tcp \
-     transport publishes for other hosts to connect to (the first in the system's order); \
-     empty: the address of the host name",
-)
-.level(4);
-/// `btl_tcp_if_exclude`.
-pub static TCP_IF_EXCLUDE: ParamDecl = ParamDecl::new(
-    "btl",
-    "tcp",
-    "if_exclude",
-    ParamType::List,
-    "",
-    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) the tcp transport must not \
-     publish: it publishes the address of the first other non-loopback interface; exclusive \
-     with btl_tcp_if_include",
-)
-.level(4);
-/// `btl_tcp_port_min_v4`.
-pub static TCP_PORT_MIN: ParamDecl = ParamDecl::new(
-    "btl",
-    "tcp",
-    "port_min_v4",
-    ParamType::Int { min: 0, max: 65535 },
-    "0",
-    "Lowest TCP port the tcp transport listens on (0: any free port)",
-)
-.level(5);
-/// `btl_tcp_port_range_v4`.
-pub static TCP_PORT_RANGE: ParamDecl = ParamDecl::new(
-    "btl",
-    "tcp",
-    "port_range_v4",
-    ParamType::Int { min: 1, max: 65535 },
-    "64511",
-    "Number of ports tried from btl_tcp_port_min_v4 upwards",
-)
-.level(5);
-/// `mpi_yield_when_idle`.
-pub static YIELD_WHEN_IDLE: ParamDecl = ParamDecl::new(
-    "mpi",
-    "",
-    "yield_when_idle",
-    ParamType::Bool,
-    "false",
-    "Yield the processor while waiting for communication (also automatic when the node has \
-     more ranks than CPUs)",
-)
-.level(4);
+/// Every parameter of the engine: the transports' in registry order, then the protocol's.
+static PARAMS: [ParamDecl; N_PARAMS] = {
+    let mut out = [ParamDecl::new("", "", "", ParamType::Bool, "", ""); N_PARAMS];
+    let mut k = 0;
+    let mut i = 0;
+    while i <= REGISTRY.len() {
+        let part = if i < REGISTRY.len() {
+            REGISTRY[i].params
+        } else {
+            &pml::params::PARAMS
+        };
+        let mut j = 0;
+        while j < part.len() {
+            out[k] = part[j];
+            k += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// Number of parameters of the engine.
+const N_PARAMS: usize = {
+    let mut n = pml::params::PARAMS.len();
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        n += REGISTRY[i].params.len();
+        i += 1;
+    }
+    n
+};
+
+/// The `btl` components, as the registry lists them.
+static BTL_COMPONENTS: [Component; REGISTRY.len()] = {
+    let mut out = [Component {
+        name: "",
+        description: "",
+    }; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        out[i] = REGISTRY[i].info;
+        i += 1;
+    }
+    out
+};
 
 /// What this crate declares for `oxmpi-info` and the registry.
 pub static PROVIDER: Provider = Provider {
@@ -156,20 +66,7 @@ pub static PROVIDER: Provider = Provider {
         Framework {
             name: "btl",
             description: "Byte transfer layer: moves bytes between ranks",
-            components: &[
-                Component {
-                    name: "self",
-                    description: "messages to the own rank",
-                },
-                Component {
-                    name: "sm",
-                    description: "shared memory between ranks of one node (memfd rings)",
-                },
-                Component {
-                    name: "tcp",
-                    description: "TCP sockets between ranks on different hosts (or without sm)",
-                },
-            ],
+            components: &BTL_COMPONENTS,
         },
         Framework {
             name: "pml",
@@ -180,20 +77,7 @@ pub static PROVIDER: Provider = Provider {
             }],
         },
     ],
-    params: &[
-        SM_EAGER_LIMIT,
-        SM_FRAGMENT_SIZE,
-        SM_RING_SIZE,
-        SM_BULK_SIZE,
-        SM_SINGLE_COPY,
-        SM_COOP_MIN,
-        SM_COOP_CHUNK,
-        TCP_IF_INCLUDE,
-        TCP_IF_EXCLUDE,
-        TCP_PORT_MIN,
-        TCP_PORT_RANGE,
-        YIELD_WHEN_IDLE,
-    ],
+    params: &PARAMS,
 };
 
 /// Registers the engine's parameters (idempotent). A bad value keeps the default and is
@@ -204,68 +88,46 @@ pub fn register() {
     }
 }
 
-fn value(decl: &ParamDecl) -> Option<Value> {
+/// The value of `decl`: as resolved by the registry, or (unreadable, reported on stderr)
+/// its declared default.
+fn value(decl: &ParamDecl) -> Value {
     match params::resolve(decl) {
-        Ok(v) => Some(v),
+        Ok(v) => v,
         Err(e) => {
             oxmpi_base::output::warn(format_args!("{e}"));
-            None
+            declared(decl)
         }
     }
 }
 
-/// A size parameter (default if unreadable).
-pub fn size(decl: &ParamDecl, default: usize) -> usize {
+/// The declared default of `decl` (a declaration whose default does not parse is a bug that
+/// the tests catch; it reads as `false`).
+pub fn declared(decl: &ParamDecl) -> Value {
+    decl.ty.parse(decl.default).unwrap_or(Value::Bool(false))
+}
+
+/// A size parameter.
+pub fn size(decl: &ParamDecl) -> usize {
     value(decl)
-        .and_then(|v| v.as_size())
-        .map_or(default, |v| v as usize)
+        .as_size()
+        .or_else(|| declared(decl).as_size())
+        .unwrap_or(0) as usize
 }
 
-/// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
-pub fn yield_when_idle_explicit() -> Option<bool> {
-    params::register_global(&PROVIDER).ok()?;
-    params::with_global(|r| {
-        r.get("mpi_yield_when_idle")
-            .filter(|e| e.source != oxmpi_base::params::Source::Default)
-            .and_then(|e| e.value.as_bool())
-    })
-    .ok()
-    .flatten()
+/// An integer (or enumeration) parameter.
+pub fn int(decl: &ParamDecl) -> i64 {
+    value(decl)
+        .as_int()
+        .or_else(|| declared(decl).as_int())
+        .unwrap_or(0)
 }
 
-/// An integer parameter (default if unreadable).
-pub fn int(decl: &ParamDecl, default: i64) -> i64 {
-    value(decl).and_then(|v| v.as_int()).unwrap_or(default)
-}
-
-/// A list parameter (empty if unreadable).
+/// A list parameter.
 pub fn list(decl: &ParamDecl) -> Vec<String> {
     value(decl)
-        .and_then(|v| v.as_list().map(<[String]>::to_vec))
+        .as_list()
+        .map(<[String]>::to_vec)
         .unwrap_or_default()
-}
-
-/// The large-message mechanism `btl_sm_single_copy_mechanism` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SingleCopy {
-    /// Pipelined copy only.
-    None,
-    /// The receiver reads the whole message with CMA.
-    Cma,
-    /// Cooperative single copy for messages of at least `btl_sm_coop_min_size`.
-    Coop,
-    /// Per peer, pipelined or cooperative by measured throughput.
-    Auto,
-}
-
-/// `btl_sm_single_copy_mechanism`.
-pub fn single_copy() -> SingleCopy {
-    match value(&SM_SINGLE_COPY).and_then(|v| v.as_int()) {
-        Some(0) => SingleCopy::None,
-        Some(1) => SingleCopy::Cma,
-        Some(2) => SingleCopy::Coop,
-        _ => SingleCopy::Auto,
-    }
 }
 
 #[cfg(test)]
@@ -295,5 +157,38 @@ mod tests {
         assert_eq!(r.get_int("btl_tcp_port_min_v4"), Some(0));
         r.set("btl_tcp_if_include", "eth0,10.0.0.1").unwrap();
         assert!(r.set("btl_tcp_port_min_v4", "70000").is_err());
+    }
+
+    /// The parameter list, in the order `oxmpi-info` shows it, and every declared default
+    /// parses with its own type (the accessors' fallback).
+    #[test]
+    fn every_parameter_once_with_a_parsable_default() {
+        let names: Vec<String> = PROVIDER.params.iter().map(|d| d.full_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "btl_sm_eager_limit",
+                "btl_sm_fragment_size",
+                "btl_sm_ring_size",
+                "btl_sm_bulk_size",
+                "btl_sm_single_copy_mechanism",
+                "btl_sm_coop_min_size",
+                "btl_sm_coop_chunk_size",
+                "btl_tcp_if_include",
+                "btl_tcp_if_exclude",
+                "btl_tcp_port_min_v4",
+                "btl_tcp_port_range_v4",
+                "mpi_yield_when_idle",
+            ]
+        );
+        for d in PROVIDER.params {
+            assert!(d.ty.parse(d.default).is_ok(), "{}", d.full_name());
+        }
+        let btls: Vec<&str> = PROVIDER.frameworks[0]
+            .components
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(btls, ["self", "sm", "tcp"]);
     }
 }

@@ -1,4 +1,7 @@
-//! All system calls of the engine go through this module.
+//! All system calls of the engine go through this module: shared memory (memfd, mappings,
+//! peers' file descriptors), processes (pidfds, liveness, CMA copies, ptrace permission),
+//! scheduling, and the sockets of the `tcp` transport (non-blocking send/receive, polls,
+//! the host's interfaces).
 
 use std::ffi::c_void;
 use std::fs::OpenOptions;
@@ -9,6 +12,7 @@ use std::ptr::NonNull;
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::MemfdFlags;
 use rustix::mm::{MapFlags, ProtFlags};
+use rustix::net::{RecvFlags, SendFlags};
 use rustix::process::{Pid, PidfdFlags};
 
 /// A shared read-write memory mapping, unmapped on drop.
@@ -186,4 +190,79 @@ pub fn online_cpus() -> usize {
     } else {
         1
     }
+}
+
+/// Sends what the socket takes now of `buf` without blocking (`MSG_DONTWAIT`), and without
+/// `SIGPIPE` when the peer closed (`MSG_NOSIGNAL`: `EPIPE` instead). Returns the bytes sent;
+/// a full socket is [`io::ErrorKind::WouldBlock`].
+#[inline]
+pub fn send_nonblocking(sock: impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    Ok(rustix::net::send(
+        sock,
+        buf,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+    )?)
+}
+
+/// Receives what is there into `buf` without blocking (`MSG_DONTWAIT`): `Ok(0)` at the end
+/// of the stream, [`io::ErrorKind::WouldBlock`] if nothing is there.
+#[inline]
+pub fn recv_nonblocking(sock: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::net::recv(sock, buf, RecvFlags::DONTWAIT)?.0)
+}
+
+/// Whether a non-blocking read of `sock` would not block now: data, end of stream or an
+/// error is there (one byte peeked with `MSG_PEEK`, left in the socket).
+#[inline]
+pub fn socket_readable(sock: impl AsFd) -> bool {
+    let mut b = [0u8; 1];
+    match rustix::net::recv(sock, &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok(_) => true,
+        Err(e) => io::Error::from(e).kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
+/// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
+/// `Ok(false)` on timeout; an interrupted wait is [`io::ErrorKind::Interrupted`].
+pub fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let t = Timespec {
+        tv_sec: timeout.as_secs() as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    Ok(rustix::event::poll(&mut fds, Some(&t))? > 0)
+}
+
+/// The IPv4 interfaces of this host (name, address), in the system's order (empty if they
+/// cannot be listed).
+pub fn ipv4_interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` on success; freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut p = list;
+    while !p.is_null() {
+        // SAFETY: p is a node of the list returned by getifaddrs.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr; checked family before the cast.
+        let fam = unsafe { (*ifa.ifa_addr).sa_family } as i32;
+        if fam != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: AF_INET addresses are sockaddr_in.
+        let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+        let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+        // SAFETY: ifa_name is a NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
+        out.push((name.into_owned(), ip));
+    }
+    // SAFETY: list came from getifaddrs.
+    unsafe { libc::freeifaddrs(list) };
+    out
 }

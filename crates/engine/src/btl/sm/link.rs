@@ -1,235 +1,18 @@
-//! Byte transfer layer: the per-peer links the protocols run over, and the record header
-//! they carry: [`SmLink`] (a pair of shared-memory rings, optionally with bulk buffers for
-//! rendezvous fragments) and the TCP link (`crate::tcp::TcpLink`) implement the [`Link`] trait. Messages to oneself never reach a link (the
-//! `self` path is handled by the engine directly).
+//! The shared-memory link ([`SmLink`]): a pair of rings, optionally with bulk buffers.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use crate::ring::{Consumer, Producer, RingCorrupt};
+use super::bulk::{BulkRx, BulkTx};
+use super::coop::CoopMem;
+use super::ring::{Consumer, Producer};
+use crate::btl::{Caps, Link, LinkError};
+use crate::pml::hdr::{Hdr, F_BULK, HDR, K_DATA};
 use crate::sys::Mapping;
-
-pub(crate) const K_EAGER: u8 = 1;
-pub(crate) const K_RTS: u8 = 2;
-pub(crate) const K_CTS: u8 = 3;
-pub(crate) const K_DATA: u8 = 4;
-pub(crate) const K_FIN: u8 = 5;
-
-pub(crate) const F_SYNC: u8 = 1;
-pub(crate) const F_CMA: u8 = 2;
-/// A DATA record whose payload lies in the link's bulk buffer (see [`SmLink`]); set and
-/// cleared by the sm link itself, never seen by the engine.
-pub(crate) const F_BULK: u8 = 4;
-/// A CTS that opens a cooperative single copy (see `crate::coop`).
-pub(crate) const F_COOP: u8 = 8;
-
-/// Header in front of every record (40 bytes; with the sm ring's 8-byte frame word, up to 16
-/// payload bytes fit in the first cache line).
-///
-/// | kind | ctx/src/tag | a | b | c |
-/// |---|---|---|---|---|
-/// | EAGER | envelope | - | sender request (sync) | - |
-/// | RTS | envelope | total bytes | sender request | sender buffer address (CMA) |
-/// | CTS | - | bytes wanted | sender request | receiver request |
-/// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
-/// | DATA | - | offset | - | receiver request |
-/// | FIN | - | - | sender request | - |
-///
-/// On an sm link with a bulk buffer, a DATA record travels as a header-only ring record
-/// with [`F_BULK`], `b` = the payload's position in the bulk buffer (bytes since its start,
-/// never wrapping) and `ctx` = the payload length; the link turns it back into a plain DATA
-/// record before the engine sees it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Hdr {
-    pub kind: u8,
-    pub flags: u8,
-    pub _r: u16,
-    pub ctx: u32,
-    pub src: i32,
-    pub tag: i32,
-    pub a: u64,
-    pub b: u64,
-    pub c: u64,
-}
-
-/// Bytes of [`Hdr`].
-pub(crate) const HDR: usize = std::mem::size_of::<Hdr>();
-
-/// A bidirectional, ordered, reliable record link to one peer.
-pub(crate) trait Link: Send + std::fmt::Debug {
-    /// Component name (`sm`, `tcp`).
-    fn name(&self) -> &'static str;
-    /// Largest payload one record may carry.
-    fn max_payload(&self) -> usize;
-    /// Largest payload of one DATA record (rendezvous fragment); by default
-    /// [`Link::max_payload`].
-    fn max_data(&self) -> usize {
-        self.max_payload()
-    }
-    /// Sends one record (header + `len` payload bytes) if there is room; `false` otherwise.
-    ///
-    /// # Safety
-    /// `payload` must be valid for reads of `len` bytes (or `len == 0`).
-    unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool;
-    /// The next inbound record: header, payload pointer and length. The payload stays valid
-    /// until [`Link::release`].
-    fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError>;
-    /// Frees the record returned by the last [`Link::poll`].
-    fn release(&mut self);
-    /// `true` if [`Link::poll`] may return a record; a cheap check for idle polling (a
-    /// `false` here means there is nothing to read now).
-    fn ready(&self) -> bool;
-    /// `true` while records accepted by [`Link::try_send`] still wait in the link's own
-    /// buffers for the peer to take them (only progress moves them on; finalize waits).
-    fn sending(&self) -> bool {
-        false
-    }
-}
-
-/// A broken link (corrupt data from the peer).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum LinkError {
-    /// The shared ring held an impossible frame.
-    #[error(transparent)]
-    Ring(#[from] RingCorrupt),
-    /// A record too short to hold a header.
-    #[error("record of {0} bytes is shorter than a header")]
-    Short(usize),
-    /// A record length beyond what the link allows (corrupt or foreign stream).
-    #[error("record of {len} bytes exceeds the link's maximum of {max}")]
-    TooLong {
-        /// The announced length.
-        len: usize,
-        /// The largest allowed.
-        max: usize,
-    },
-    /// The peer closed the connection (`partial` bytes of an unfinished record were left).
-    #[error("connection closed by the peer ({partial} bytes of an unfinished record)")]
-    Closed {
-        /// Bytes of a record cut short.
-        partial: usize,
-    },
-    /// A socket error.
-    #[error("socket error: {0}")]
-    Io(#[from] std::io::Error),
-    /// A bulk-buffer reference outside the buffer (corrupt shared memory).
-    #[error(
-        "fragment of {len} bytes at bulk position {pos} lies outside the {cap}-byte bulk buffer"
-    )]
-    Bulk {
-        /// The announced position.
-        pos: u64,
-        /// The announced length.
-        len: usize,
-        /// The bulk buffer's size.
-        cap: usize,
-    },
-}
-
-/// Bytes in front of a bulk buffer: its consumer index on its own cache line.
-pub(crate) const BULK_CTL: usize = 64;
-
-/// Where a bulk buffer lives: a consumer index (`AtomicU64`, bytes consumed since the start,
-/// on its own cache line) followed by `cap` data bytes.
-///
-/// A bulk buffer carries the payload of rendezvous DATA fragments next to a ring, so large
-/// copies do not pass through the ring's frame/line-clearing protocol (the ring keeps one
-/// header line per fragment) and fragments may be larger than half a ring. The producer
-/// writes a fragment at its head (skipping to the start when it would not fit before the
-/// end), then publishes the ring record that names it (the ring's `Release` frame store
-/// orders the copy before it); the consumer copies it out, then stores the new index with
-/// `Release`; the producer loads the index with `Acquire` before reusing the space.
-/// Fragments are consumed in ring order, so the space is freed in the order it was used.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BulkMem {
-    tail: *const AtomicU64,
-    data: *mut u8,
-    cap: usize,
-}
-
-// SAFETY: the pointers refer to shared memory whose concurrent use is coordinated by the
-// SPSC protocol described above; a BulkMem is used by exactly one producer or one consumer.
-unsafe impl Send for BulkMem {}
-
-impl BulkMem {
-    /// Describes the bulk buffer at `base`.
-    ///
-    /// # Safety
-    /// `base` must be 64-byte aligned, valid for reads and writes of `BULK_CTL + cap` bytes
-    /// for as long as the buffer is used and zero-initialised; at most one producer and one
-    /// consumer may use it.
-    pub(crate) unsafe fn from_raw(base: *mut u8, cap: usize) -> BulkMem {
-        debug_assert!(base as usize % 64 == 0 && cap > 0);
-        BulkMem {
-            tail: base.cast::<AtomicU64>(),
-            // SAFETY: in bounds by the caller's guarantee.
-            data: unsafe { base.add(BULK_CTL) },
-            cap,
-        }
-    }
-
-    fn tail(&self) -> &AtomicU64 {
-        // SAFETY: valid and 8-byte aligned for the buffer's lifetime (constructor contract).
-        unsafe { &*self.tail }
-    }
-}
-
-/// The producing side of a bulk buffer.
-#[derive(Debug)]
-pub(crate) struct BulkTx {
-    mem: BulkMem,
-    head: u64,
-    cached_tail: u64,
-}
-
-impl BulkTx {
-    pub(crate) fn new(mem: BulkMem) -> BulkTx {
-        let t = mem.tail().load(Ordering::Acquire);
-        BulkTx {
-            mem,
-            head: t,
-            cached_tail: t,
-        }
-    }
-
-    /// Where a fragment of `len` bytes would go (absolute position), if there is room.
-    #[inline]
-    fn reserve(&mut self, len: usize) -> Option<u64> {
-        let cap = self.mem.cap as u64;
-        let off = self.head % cap;
-        let start = if off + len as u64 > cap {
-            self.head + (cap - off)
-        } else {
-            self.head
-        };
-        let end = start + len as u64;
-        if end - self.cached_tail > cap {
-            self.cached_tail = self.mem.tail().load(Ordering::Acquire);
-            if end - self.cached_tail > cap {
-                return None;
-            }
-        }
-        Some(start)
-    }
-}
-
-/// The consuming side of a bulk buffer.
-#[derive(Debug)]
-pub(crate) struct BulkRx {
-    mem: BulkMem,
-    /// End of the fragment handed out by the last poll, freed by the next release.
-    pending: Option<u64>,
-}
-
-impl BulkRx {
-    pub(crate) fn new(mem: BulkMem) -> BulkRx {
-        BulkRx { mem, pending: None }
-    }
-}
 
 /// Shared-memory link: we produce into our ring in the peer's segment and consume the
 /// peer's ring in our own segment; with bulk buffers (`btl_sm_bulk_size` > 0), DATA
-/// payloads go through the bulk buffer next to each ring (see [`BulkMem`]).
+/// payloads go through the bulk buffer next to each ring (see [`BulkMem`](super::bulk::BulkMem)).
 #[derive(Debug)]
 pub(crate) struct SmLink {
     pub tx: Producer,
@@ -238,8 +21,13 @@ pub(crate) struct SmLink {
     pub bulk_tx: Option<BulkTx>,
     /// Inbound bulk buffer (in our segment), if we have bulk buffers.
     pub bulk_rx: Option<BulkRx>,
+    /// The cooperative-copy control areas: its transfers to us (in our segment), ours to
+    /// it (in its segment).
+    pub coop: Option<(CoopMem, CoopMem)>,
     /// Keeps the peer's segment mapped.
     pub _map: Mapping,
+    /// Keeps our own segment mapped (our inbound ring from it lives there).
+    pub _own: Option<Arc<Mapping>>,
 }
 
 impl SmLink {
@@ -285,6 +73,14 @@ impl SmLink {
 impl Link for SmLink {
     fn name(&self) -> &'static str {
         "sm"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            single_copy: true,
+            buffered: false,
+            coop: self.coop,
+        }
     }
 
     fn max_payload(&self) -> usize {
@@ -371,7 +167,9 @@ impl Link for SmLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ring::{RingMem, CTL_BYTES};
+    use crate::btl::sm::bulk::{BulkMem, BULK_CTL};
+    use crate::btl::sm::ring::{RingMem, CTL_BYTES};
+    use crate::pml::hdr::K_EAGER;
     use crate::sys;
 
     const RING: usize = 4096;
@@ -397,7 +195,9 @@ mod tests {
                         .then(|| BulkTx::new(BulkMem::from_raw(txb.add(CTL_BYTES + RING), bulk))),
                     bulk_rx: (bulk > 0)
                         .then(|| BulkRx::new(BulkMem::from_raw(rxb.add(CTL_BYTES + RING), bulk))),
+                    coop: None,
                     _map: map,
+                    _own: None,
                 }
             }
         };

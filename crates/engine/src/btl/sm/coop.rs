@@ -40,9 +40,6 @@ const SEQ_MASK: u32 = (1 << 24) - 1;
 /// Most chunks one transfer may have.
 pub const MAX_CHUNKS: usize = IDX_MASK as usize;
 
-/// Default chunk (the unit of claims; `btl_sm_coop_chunk_size`).
-pub const DEFAULT_CHUNK: usize = 32 << 10;
-
 /// A claim takes this fraction (1/CLAIM_DIVISOR) of the unclaimed chunks, at least one.
 pub const CLAIM_DIVISOR: u64 = 4;
 
@@ -425,6 +422,8 @@ mod tests {
 
     #[test]
     fn chunk_sizes_cover_any_length() {
+        // The default of btl_sm_coop_chunk_size.
+        const DEFAULT_CHUNK: usize = 32 << 10;
         assert_eq!(chunk_size(1, DEFAULT_CHUNK), DEFAULT_CHUNK);
         assert_eq!(chunk_size(1 << 20, DEFAULT_CHUNK), DEFAULT_CHUNK);
         assert_eq!(chunk_size(1 << 20, 5000), 8192);

@@ -1,0 +1,178 @@
+//! The `sm` transport's parameters (`btl_sm_*`) and the settings read from them.
+
+use oxmpi_base::params::{ParamDecl, ParamType};
+
+use crate::params::{declared, int, size};
+
+/// `btl_sm_eager_limit`.
+pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "eager_limit",
+    ParamType::Size,
+    "4096",
+    "Largest message (bytes) the sm transport sends eagerly; larger ones use a rendezvous",
+)
+.level(4);
+
+/// `btl_sm_fragment_size`.
+pub(crate) static FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "fragment_size",
+    ParamType::Size,
+    "128k",
+    "Fragment size (bytes) of the rendezvous copy pipeline: at most half of \
+     btl_sm_bulk_size (of the ring when the bulk buffer is 0)",
+)
+.level(5);
+
+/// `btl_sm_ring_size`.
+pub(crate) static RING_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "ring_size",
+    ParamType::Size,
+    "256k",
+    "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
+)
+.level(5);
+
+/// `btl_sm_bulk_size`.
+pub(crate) static BULK_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "bulk_size",
+    ParamType::Size,
+    "1m",
+    "Bytes of each per-peer shared buffer that carries the rendezvous fragments of the \
+     pipelined copy next to the ring (rounded down to 64 bytes; fragments are at most half \
+     of it); 0: fragments travel inside the ring",
+)
+.level(5);
+
+/// `btl_sm_single_copy_mechanism`.
+pub(crate) static SINGLE_COPY: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "single_copy_mechanism",
+    ParamType::Enum {
+        values: &[(0, "none"), (1, "cma"), (2, "coop"), (3, "auto")],
+        range: None,
+    },
+    "auto",
+    "How large messages move between ranks on a node: none (pipelined copy through shared \
+     memory, both sides copying), cma (the receiver reads the sender's buffer with \
+     process_vm_readv), coop (cooperative single copy: the receiver reads from the front \
+     while the sender writes from the back, both with CMA), auto (per peer, whichever of \
+     none and coop measured faster lately; the placement of the two CPUs decides). CMA \
+     modes fall back to none if the kernel denies it",
+)
+.level(4);
+
+/// `btl_sm_coop_chunk_size`.
+pub(crate) static COOP_CHUNK: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "coop_chunk_size",
+    ParamType::Size,
+    "32k",
+    "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
+     left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
+)
+.level(6);
+
+/// `btl_sm_coop_min_size`.
+pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "coop_min_size",
+    ParamType::Size,
+    "128k",
+    "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
+     or auto); smaller rendezvous messages use the pipelined copy",
+)
+.level(5);
+
+/// Every `btl_sm_*` parameter, in `oxmpi-info` order.
+pub(crate) static PARAMS: [ParamDecl; 7] = [
+    EAGER_LIMIT,
+    FRAGMENT_SIZE,
+    RING_SIZE,
+    BULK_SIZE,
+    SINGLE_COPY,
+    COOP_MIN,
+    COOP_CHUNK,
+];
+
+/// The large-message mechanism `btl_sm_single_copy_mechanism` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SingleCopy {
+    /// Pipelined copy only.
+    None,
+    /// The receiver reads the whole message with CMA.
+    Cma,
+    /// Cooperative single copy for messages of at least `btl_sm_coop_min_size`.
+    Coop,
+    /// Per peer, pipelined or cooperative by measured throughput.
+    Auto,
+}
+
+impl SingleCopy {
+    /// The mechanism of `btl_sm_single_copy_mechanism`'s number.
+    fn from_int(v: i64) -> SingleCopy {
+        match v {
+            0 => SingleCopy::None,
+            1 => SingleCopy::Cma,
+            2 => SingleCopy::Coop,
+            _ => SingleCopy::Auto,
+        }
+    }
+}
+
+/// The `sm` settings, as the parameters give them (values clamped to what works).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Settings {
+    /// Bytes of each per-peer ring (a multiple of 64, at least 4096).
+    pub ring: usize,
+    /// Bytes of each per-peer bulk buffer (a multiple of 64; 0: none).
+    pub bulk: usize,
+    /// Largest eager message (before the ring's own limit).
+    pub eager_limit: usize,
+    /// Rendezvous fragment size (each link caps it further: `Link::max_data`).
+    pub frag: usize,
+    /// The large-message mechanism.
+    pub single_copy: SingleCopy,
+    /// Smallest message for the cooperative copy.
+    pub coop_min: usize,
+    /// Unit of the cooperative copy's claims.
+    pub coop_chunk: usize,
+}
+
+impl Settings {
+    /// The settings of the current parameter values.
+    pub fn read() -> Settings {
+        Settings::with(size, int)
+    }
+
+    /// The settings of the declared defaults.
+    pub fn declared() -> Settings {
+        Settings::with(
+            |d| declared(d).as_size().unwrap_or(0) as usize,
+            |d| declared(d).as_int().unwrap_or(0),
+        )
+    }
+
+    /// The settings of the values `size` and `int` give.
+    fn with(size: impl Fn(&ParamDecl) -> usize, int: impl Fn(&ParamDecl) -> i64) -> Settings {
+        Settings {
+            ring: size(&RING_SIZE).max(4096) / 64 * 64,
+            bulk: size(&BULK_SIZE) / 64 * 64,
+            eager_limit: size(&EAGER_LIMIT),
+            frag: size(&FRAGMENT_SIZE).clamp(64, 1 << 30),
+            single_copy: SingleCopy::from_int(int(&SINGLE_COPY)),
+            coop_min: size(&COOP_MIN).max(1),
+            coop_chunk: size(&COOP_CHUNK).max(4096),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The `sm` segment: its layout, creation and publication, and attaching to the segments
+//! of the peers on our node.
+//!
+//! Every rank creates one `memfd` segment with one slot per sending peer: its ring
+//! ([`CTL_BYTES`] + ring bytes), then (if any) its bulk buffer ([`BULK_CTL`] + bulk bytes),
+//! then the cooperative-copy control area ([`COOP_CTL`]). The rank publishes
+//! `fd,length,ring,bulk` under `oxmpi-sm-<rank>`; a peer on the same node opens the segment
+//! through `/proc/<pid>/fd/<fd>` and maps it: it produces into its slot of our segment and
+//! consumes its own segment's slot for us.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use super::bulk::{BulkMem, BulkRx, BulkTx, BULK_CTL};
+use super::coop::{CoopMem, COOP_CTL};
+use super::link::SmLink;
+use super::params::Settings;
+use super::ring::{Consumer, Producer, RingMem, CTL_BYTES};
+use crate::btl::{Job, Links, Record, Setup};
+use crate::sys::{self, Mapping};
+use crate::Error;
+
+/// The slot layout of a segment with rings of `ring` bytes and bulk buffers of `bulk`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Ring bytes (a multiple of 64).
+    pub ring: usize,
+    /// Bulk buffer bytes (a multiple of 64; 0: none).
+    pub bulk: usize,
+}
+
+impl Layout {
+    /// Offset of the bulk buffer in a slot.
+    pub fn bulk_at(&self) -> usize {
+        CTL_BYTES + self.ring
+    }
+    /// Offset of the cooperative-copy control area in a slot.
+    pub fn coop_at(&self) -> usize {
+        self.bulk_at()
+            + if self.bulk > 0 {
+                BULK_CTL + self.bulk
+            } else {
+                0
+            }
+    }
+    /// Bytes of one slot (a multiple of 64).
+    pub fn slot(&self) -> usize {
+        self.coop_at() + COOP_CTL
+    }
+}
+
+/// Our segment between publication and attaching.
+pub(crate) struct SmSetup {
+    /// Kept open until the wire-up's last fence (peers open it through /proc).
+    _fd: OwnedFd,
+    own: Arc<Mapping>,
+    layout: Layout,
+}
+
+/// Opens the `sm` component: creates and maps our segment (one slot per rank) and
+/// publishes it.
+pub(crate) fn open(job: &mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error> {
+    let s = Settings::read();
+    let layout = Layout {
+        ring: s.ring,
+        bulk: s.bulk,
+    };
+    let len = job.size() * layout.slot();
+    let fd = sys::memfd("oxmpi-sm", len).map_err(job.sys_err("memfd_create"))?;
+    let own = Mapping::map(&fd, len).map_err(job.sys_err("mmap of own segment"))?;
+    job.boot.put(
+        &format!("oxmpi-sm-{}", job.me),
+        &format!("{},{len},{},{}", sys::raw_fd(&fd), layout.ring, layout.bulk),
+    )?;
+    Ok(Some(Box::new(SmSetup {
+        _fd: fd,
+        own: Arc::new(own),
+        layout,
+    })))
+}
+
+impl Setup for SmSetup {
+    /// Maps the segment of every peer on our node and links to it.
+    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error> {
+        let mut out: Links = Vec::new();
+        for (p, &has) in linked.iter().enumerate() {
+            if !has && job.same_node(p) && job.uses(p, "sm") {
+                out.push((p, Box::new(self.attach(job, p)?)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl SmSetup {
+    /// Maps peer `p`'s published segment and builds the link: we produce into slot `me` of
+    /// its segment and consume slot `p` of ours.
+    fn attach(&self, job: &mut Job<'_>, p: usize) -> Result<SmLink, Error> {
+        let me = job.me;
+        let n = job.size();
+        let v = job.boot.get(p as i32, &format!("oxmpi-sm-{p}"))?;
+        let r = Record::parse(me, "sm", p, v, 4)?;
+        let pfd: i32 = r.get(0)?;
+        let plen: usize = r.get(1)?;
+        let theirs = Layout {
+            ring: r.get(2)?,
+            bulk: r.get(3)?,
+        };
+        let ours = self.layout;
+        let pstride = theirs.slot();
+        if plen != n * pstride || theirs.ring % 64 != 0 || theirs.ring == 0 || theirs.bulk % 64 != 0
+        {
+            return Err(r.bad());
+        }
+        let ppid = job.pids[p];
+        let file = sys::open_peer_fd(ppid, pfd)
+            .map_err(job.sys_err(format!("open of rank {p}'s segment (pid {ppid})")))?;
+        let map = Mapping::map(&file, plen)
+            .map_err(job.sys_err(format!("mmap of rank {p}'s segment")))?;
+        let tx_base = map.ptr().wrapping_add(me as usize * pstride);
+        let rx_base = self.own.ptr().wrapping_add(p * ours.slot());
+        // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte aligned
+        // (page-aligned base, stride multiple of 64) and zero-initialised by ftruncate; we
+        // are its only producer.
+        let tx = unsafe { RingMem::from_raw(tx_base, theirs.ring) };
+        // SAFETY: ring `p` of our own segment, same reasoning; we are its only consumer.
+        let rx = unsafe { RingMem::from_raw(rx_base, ours.ring) };
+        let bulk_tx = (theirs.bulk > 0).then(|| {
+            // SAFETY: the bulk buffers follow the rings inside the same slots (same
+            // reasoning: in bounds, 64-byte aligned, zeroed, one producer and one consumer).
+            BulkTx::new(unsafe { BulkMem::from_raw(tx_base.add(theirs.bulk_at()), theirs.bulk) })
+        });
+        let bulk_rx = (ours.bulk > 0).then(|| {
+            // SAFETY: as above, in our own segment.
+            BulkRx::new(unsafe { BulkMem::from_raw(rx_base.add(ours.bulk_at()), ours.bulk) })
+        });
+        // SAFETY: the control areas end the same slots (in bounds, 64-byte aligned, zeroed;
+        // one sender and one receiver each).
+        let coop_tx = unsafe { CoopMem::from_raw(tx_base.add(theirs.coop_at())) };
+        // SAFETY: as above, in our own segment.
+        let coop_rx = unsafe { CoopMem::from_raw(rx_base.add(ours.coop_at())) };
+        Ok(SmLink {
+            tx: Producer::new(tx),
+            rx: Consumer::new(rx),
+            bulk_tx,
+            bulk_rx,
+            coop: Some((coop_rx, coop_tx)),
+            _map: map,
+            _own: Some(self.own.clone()),
+        })
+    }
+}

@@ -1,0 +1,97 @@
+//! Communicators: the table of the engine's communicators (context id, local and remote
+//! groups as world ranks, our rank) and the argument checks that use it.
+
+use super::State;
+use crate::{CommId, Error, ErrorClass, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+
+/// One communicator.
+#[derive(Clone, Debug)]
+pub(crate) struct Comm {
+    pub(crate) ctx: u32,
+    /// World rank of each communicator rank (the local group).
+    pub(crate) group: Vec<i32>,
+    /// World rank of each peer rank: the group that destination and source ranks index.
+    /// Equal to `group` for an intracommunicator; the remote group of an intercommunicator.
+    pub(crate) remote: Vec<i32>,
+    pub(crate) rank: i32,
+}
+
+impl State {
+    #[inline]
+    pub(crate) fn comm(&self, c: CommId) -> Result<&Comm, Error> {
+        self.comms
+            .get(c.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::arg(ErrorClass::Comm, format!("invalid communicator {}", c.0)))
+    }
+
+    pub(crate) fn check_probe_args(&self, src: i32, tag: i32, comm: CommId) -> Result<(), Error> {
+        let n = self.comm(comm)?.remote.len() as i32;
+        if src != ANY_SOURCE && src != PROC_NULL && !(0..n).contains(&src) {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("source rank {src} not in 0..{n}"),
+            ));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(ErrorClass::Tag, format!("invalid tag {tag}")));
+        }
+        Ok(())
+    }
+
+    /// Adds a communicator (see `Engine::comm_create_inter`).
+    pub(crate) fn comm_create(
+        &mut self,
+        ctx: u32,
+        group: Vec<i32>,
+        remote: Option<Vec<i32>>,
+    ) -> Result<CommId, Error> {
+        if self.ctx_comm.contains_key(&ctx) {
+            return Err(Error::arg(
+                ErrorClass::Comm,
+                format!("context id {ctx} already in use"),
+            ));
+        }
+        let rank = group.iter().position(|&w| w == self.me).ok_or_else(|| {
+            Error::arg(
+                ErrorClass::Group,
+                "calling rank is not in the group".to_string(),
+            )
+        })? as i32;
+        let remote = remote.unwrap_or_else(|| group.clone());
+        let size = self.peers.len() as i32;
+        if let Some(&bad) = group
+            .iter()
+            .chain(remote.iter())
+            .find(|&&w| w < 0 || w >= size)
+        {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("world rank {bad} in group"),
+            ));
+        }
+        let id = self.comms.len() as u32;
+        self.comms.push(Some(Comm {
+            ctx,
+            group,
+            remote,
+            rank,
+        }));
+        self.ctx_comm.insert(ctx, id);
+        Ok(CommId(id))
+    }
+
+    /// Removes a communicator added by [`State::comm_create`].
+    pub(crate) fn comm_free(&mut self, comm: CommId) -> Result<(), Error> {
+        if comm.0 < 2 {
+            return Err(Error::arg(
+                ErrorClass::Comm,
+                "cannot free a predefined communicator",
+            ));
+        }
+        let c = self.comm(comm)?.ctx;
+        self.comms[comm.0 as usize] = None;
+        self.ctx_comm.remove(&c);
+        Ok(())
+    }
+}

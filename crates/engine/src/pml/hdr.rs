@@ -1,0 +1,48 @@
+//! The record header every link carries, and the record kinds and flags of the protocol.
+
+pub(crate) const K_EAGER: u8 = 1;
+pub(crate) const K_RTS: u8 = 2;
+pub(crate) const K_CTS: u8 = 3;
+pub(crate) const K_DATA: u8 = 4;
+pub(crate) const K_FIN: u8 = 5;
+
+pub(crate) const F_SYNC: u8 = 1;
+pub(crate) const F_CMA: u8 = 2;
+/// A DATA record whose payload lies in the link's bulk buffer (see `crate::btl::sm::link::SmLink`); set and
+/// cleared by the sm link itself, never seen by the engine.
+pub(crate) const F_BULK: u8 = 4;
+/// A CTS that opens a cooperative single copy (see `crate::btl::sm::coop`).
+pub(crate) const F_COOP: u8 = 8;
+
+/// Header in front of every record (40 bytes; with the sm ring's 8-byte frame word, up to 16
+/// payload bytes fit in the first cache line).
+///
+/// | kind | ctx/src/tag | a | b | c |
+/// |---|---|---|---|---|
+/// | EAGER | envelope | - | sender request (sync) | - |
+/// | RTS | envelope | total bytes | sender request | sender buffer address (CMA) |
+/// | CTS | - | bytes wanted | sender request | receiver request |
+/// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
+/// | DATA | - | offset | - | receiver request |
+/// | FIN | - | - | sender request | - |
+///
+/// On an sm link with a bulk buffer, a DATA record travels as a header-only ring record
+/// with [`F_BULK`], `b` = the payload's position in the bulk buffer (bytes since its start,
+/// never wrapping) and `ctx` = the payload length; the link turns it back into a plain DATA
+/// record before the engine sees it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Hdr {
+    pub kind: u8,
+    pub flags: u8,
+    pub _r: u16,
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+}
+
+/// Bytes of [`Hdr`].
+pub(crate) const HDR: usize = std::mem::size_of::<Hdr>();

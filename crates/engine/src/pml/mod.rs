@@ -1,0 +1,501 @@
+//! The point-to-point messaging layer (`pml ox`): the protocol over the transports' links.
+//!
+//! [`State`] (here) holds the communicators, requests, matching queues and peers, and runs
+//! progress: draining each link's inbound records ([`State::handle`] dispatches them by
+//! kind) and flushing each peer's queue of outbound records. The rest, by concern:
+//!
+//! * `hdr`: the record header and the record kinds and flags.
+//! * `matching`: the sans-IO matcher (posted receives, unexpected messages).
+//! * `request`: request states, the request table, completion.
+//! * `comm`: the communicator table and argument checks.
+//! * `peer`: per-peer state (link, outbound queue, liveness, single-copy choice).
+//! * `send`: sends (the eager fast path into the link, RTS, sends to oneself, CTS handling).
+//! * `recv`: receives (posting, the blocking receive's direct path, delivery, inbound
+//!   EAGER/RTS/DATA).
+//! * `single_copy`: CMA reads and the cooperative copy of `sm` peers.
+//! * `params`: `mpi_yield_when_idle` and the `pml` verbose stream.
+
+pub(crate) mod comm;
+pub(crate) mod hdr;
+pub mod matching;
+pub(crate) mod params;
+pub(crate) mod peer;
+pub(crate) mod recv;
+pub(crate) mod request;
+pub(crate) mod send;
+pub(crate) mod single_copy;
+#[cfg(test)]
+mod tests;
+
+use self::comm::Comm;
+use self::peer::{Out, Peer};
+use self::recv::Msg;
+use self::request::{msg_status, Req, ReqState, Slab};
+use crate::btl::sm::params::{Settings, SingleCopy};
+use crate::btl::{LinkError, PeerInfo, BTL};
+use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::pml::matching::{Envelope, HashMap, Matcher};
+use crate::pml::params::PML;
+use crate::sys;
+use crate::{CommId, Error, ErrorClass, MessageId, ReqId, Status, ANY_SOURCE};
+
+/// The protocol state of one engine (behind the engine's lock).
+pub(crate) struct State {
+    /// Our world rank.
+    pub(crate) me: i32,
+    /// The communicator table (`CommId` indexes it; freed slots are `None`).
+    pub(crate) comms: Vec<Option<Comm>>,
+    /// Communicator of each live context id.
+    pub(crate) ctx_comm: HashMap<u32, u32>,
+    /// Posted receives (request ids) and unexpected messages.
+    pub(crate) matcher: Matcher<u64, Msg>,
+    /// The requests.
+    pub(crate) reqs: Slab,
+    /// Next matched-probe message id.
+    pub(crate) next_req: u64,
+    /// Messages taken by `improbe`/`mprobe`, waiting for `imrecv`.
+    pub(crate) messages: HashMap<u64, (Envelope, Msg)>,
+    /// Buffers of consumed unexpected eager messages, reused for the next ones (no
+    /// allocation per unexpected message).
+    pub(crate) eager_pool: Vec<Vec<u8>>,
+    /// Every world rank's peer state (ours included, without a link).
+    pub(crate) peers: Vec<Peer>,
+    /// Indices of the peers that have a link (the ones progress polls).
+    pub(crate) linked: Vec<usize>,
+    /// Largest eager message.
+    pub(crate) eager_limit: usize,
+    /// Rendezvous fragment size (each link may cap it further).
+    pub(crate) frag: usize,
+    /// Single-copy (CMA) reads from peers are allowed and have not failed.
+    pub(crate) cma: bool,
+    /// Single-copy (CMA) writes into peers have not failed.
+    pub(crate) cma_push: bool,
+    /// The configured large-message mechanism.
+    pub(crate) single_copy: SingleCopy,
+    /// Smallest message for the cooperative copy.
+    pub(crate) coop_min: usize,
+    /// Bytes per chunk of the cooperative copy.
+    pub(crate) coop_chunk: usize,
+    /// Time base of the transfer measurements.
+    pub(crate) clock: std::time::Instant,
+    /// `finalize` ran: communication calls fail.
+    pub(crate) finalized: bool,
+}
+
+// SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
+// their request completes) and shared-memory rings; all access happens under the Engine lock.
+unsafe impl Send for State {}
+
+impl State {
+    /// The state of rank `me` of `size`, with no links yet, under the `sm` settings `sm`
+    /// (eager limit, fragments, single copy).
+    pub(crate) fn new(me: i32, size: i32, sm: &Settings) -> State {
+        let world = Comm {
+            ctx: 0,
+            group: (0..size).collect(),
+            remote: (0..size).collect(),
+            rank: me,
+        };
+        let selfc = Comm {
+            ctx: 1,
+            group: vec![me],
+            remote: vec![me],
+            rank: 0,
+        };
+        State {
+            me,
+            comms: vec![Some(world), Some(selfc)],
+            ctx_comm: HashMap::from_iter([(0, 0), (1, 1)]),
+            matcher: Matcher::new(),
+            reqs: Slab::default(),
+            next_req: 1,
+            messages: HashMap::default(),
+            eager_pool: Vec::new(),
+            peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
+            linked: Vec::new(),
+            // Every sm link has a ring of `sm.ring` bytes, so records up to its largest fit
+            // any link.
+            eager_limit: sm
+                .eager_limit
+                .min(crate::btl::sm::ring::max_record(sm.ring) - HDR),
+            frag: sm.frag,
+            cma: sm.single_copy != SingleCopy::None,
+            cma_push: sm.single_copy != SingleCopy::None,
+            single_copy: sm.single_copy,
+            coop_min: sm.coop_min,
+            coop_chunk: sm.coop_chunk,
+            clock: std::time::Instant::now(),
+            finalized: false,
+        }
+    }
+
+    /// Takes the peers' links (and what they can do) from the wire-up.
+    pub(crate) fn attach(&mut self, peers: Vec<PeerInfo>) {
+        for (p, info) in peers.into_iter().enumerate() {
+            let peer = &mut self.peers[p];
+            peer.pid = info.pid;
+            peer.local = info.local;
+            if info.local {
+                peer.pidfd = sys::pidfd_open(info.pid).ok();
+            }
+            if let Some(link) = info.link {
+                let caps = link.caps();
+                peer.single_copy = caps.single_copy;
+                peer.buffered = caps.buffered;
+                if let Some((rx, tx)) = caps.coop {
+                    peer.coop_rx = Some(rx);
+                    peer.coop_tx = Some(tx);
+                }
+                peer.link = Some(link);
+            }
+        }
+        self.linked = (0..self.peers.len())
+            .filter(|&p| self.peers[p].link.is_some())
+            .collect();
+    }
+
+    #[inline]
+    pub(crate) fn check_live(&self) -> Result<(), Error> {
+        if self.finalized {
+            return Err(Error::State("engine finalized".into()));
+        }
+        Ok(())
+    }
+
+    /// Error for a blocking probe whose source died.
+    pub(crate) fn probe_failure(&self, comm: CommId, src: i32) -> Option<Error> {
+        let c = self.comm(comm).ok()?;
+        let dead = |w: i32| self.peers[w as usize].dead;
+        let failed = if src == ANY_SOURCE {
+            c.remote.iter().find(|&&w| dead(w)).copied()
+        } else {
+            Some(c.remote[src as usize]).filter(|&w| dead(w))
+        };
+        failed.map(|w| Error::PeerFailed {
+            peer: w,
+            pid: self.peers[w as usize].pid,
+        })
+    }
+
+    pub(crate) fn take_message(
+        &mut self,
+        comm: CommId,
+        src: i32,
+        tag: i32,
+    ) -> Option<(MessageId, Status)> {
+        let ctx = self.comm(comm).ok()?.ctx;
+        let (env, msg) = self.matcher.take_unexpected(ctx, src, tag)?;
+        let status = msg_status(env, msg.len());
+        let id = self.next_req;
+        self.next_req += 1;
+        self.messages.insert(id, (env, msg));
+        Some((MessageId(id), status))
+    }
+
+    /// Nanoseconds since the engine started (at least 1).
+    pub(crate) fn now_ns(&self) -> u64 {
+        (self.clock.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// `true` if local peer `p`'s process has ended.
+    pub(crate) fn peer_exited(&self, p: usize) -> bool {
+        let peer = &self.peers[p];
+        match &peer.pidfd {
+            Some(fd) => sys::pidfd_exited(fd),
+            None => !sys::pid_alive(peer.pid),
+        }
+    }
+
+    pub(crate) fn ctrl(&mut self, peer: i32, kind: u8, a: u64, b: u64, c: u64) {
+        let hdr = Hdr {
+            kind,
+            a,
+            b,
+            c,
+            ..Hdr::default()
+        };
+        self.ctrl_hdr(peer, hdr);
+    }
+
+    pub(crate) fn ctrl_hdr(&mut self, peer: i32, hdr: Hdr) {
+        let p = peer as usize;
+        if self.peers[p].dead {
+            return;
+        }
+        self.peers[p].outq.push_back(Out::Ctrl(hdr));
+        self.flush(p);
+    }
+
+    /// Writes queued records to `peer`'s link while there is room.
+    pub(crate) fn flush(&mut self, p: usize) {
+        let frag = self.frag;
+        loop {
+            let peer = &mut self.peers[p];
+            let Some(link) = peer.link.as_mut() else {
+                return;
+            };
+            let Some(item) = peer.outq.front_mut() else {
+                return;
+            };
+            let mut done_req = None;
+            let consumed = match item {
+                // SAFETY: no payload.
+                Out::Ctrl(hdr) => unsafe { link.try_send(hdr, std::ptr::null(), 0) },
+                Out::Eager {
+                    hdr,
+                    ptr,
+                    len,
+                    complete,
+                } => {
+                    // SAFETY: the send buffer is valid until its request completes.
+                    let ok = unsafe { link.try_send(hdr, *ptr, *len) };
+                    if ok {
+                        done_req = *complete;
+                    }
+                    ok
+                }
+                Out::Data {
+                    sreq,
+                    rreq,
+                    ptr,
+                    off,
+                    len,
+                } => {
+                    let k = frag.min(link.max_data()).min(*len - *off);
+                    let hdr = Hdr {
+                        kind: K_DATA,
+                        a: *off as u64,
+                        c: *rreq,
+                        ..Hdr::default()
+                    };
+                    // SAFETY: `off + k <= len` bytes of the send buffer, valid until the
+                    // send request completes.
+                    if !unsafe { link.try_send(&hdr, ptr.wrapping_add(*off), k) } {
+                        return;
+                    }
+                    *off += k;
+                    if *off < *len {
+                        continue;
+                    }
+                    done_req = Some(*sreq);
+                    true
+                }
+            };
+            if !consumed {
+                return;
+            }
+            peer.outq.pop_front();
+            if let Some(id) = done_req {
+                self.complete_send(p, id);
+            }
+        }
+    }
+
+    /// One progress pass: drain inbound links, flush outbound queues. Returns `false` if
+    /// there was nothing to do (no record arrived, nothing queued): then no request
+    /// changed state.
+    #[inline]
+    pub(crate) fn progress(&mut self) -> bool {
+        let mut busy = false;
+        for k in 0..self.linked.len() {
+            let p = self.linked[k];
+            let peer = &self.peers[p];
+            let Some(link) = peer.link.as_ref() else {
+                continue;
+            };
+            let (ready, queued) = (link.ready(), !peer.outq.is_empty());
+            if ready | queued {
+                busy = true;
+                if ready {
+                    self.drain(p);
+                }
+                if queued {
+                    self.flush(p);
+                }
+                if !self.peers[p].unflushed.is_empty() {
+                    self.settle(p);
+                }
+            }
+        }
+        busy
+    }
+
+    pub(crate) fn drain(&mut self, p: usize) {
+        for _ in 0..64 {
+            let Some(link) = self.peers[p].link.as_mut() else {
+                return;
+            };
+            let (hdr, payload, len) = match link.poll() {
+                Ok(Some(r)) => r,
+                Ok(None) => return,
+                Err(e @ LinkError::Closed { .. }) => {
+                    // A peer process that ends closes its sockets: the same event as the sm
+                    // peers' pidfd reporting an exit.
+                    oxmpi_base::verbose!(
+                        BTL,
+                        10,
+                        "{} link from rank {p}: {e}; treating the peer as failed",
+                        link.name()
+                    );
+                    self.declare_dead(p);
+                    return;
+                }
+                Err(e) => {
+                    oxmpi_base::output::error(format_args!(
+                        "{} link from rank {p}: {e}; treating the peer as failed",
+                        link.name()
+                    ));
+                    self.declare_dead(p);
+                    return;
+                }
+            };
+            self.handle(p as i32, hdr, payload, len);
+            if let Some(link) = self.peers[p].link.as_mut() {
+                link.release();
+            }
+        }
+    }
+
+    /// Acts on one record from `peer` (its payload: `plen` bytes at `payload`, readable
+    /// until the record is released): unknown kinds and records for no request are ignored.
+    pub(crate) fn handle(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
+        match hdr.kind {
+            K_EAGER | K_RTS => self.on_envelope(peer, hdr, payload, plen),
+            K_CTS if hdr.flags & F_COOP != 0 => self.coop_send(peer, hdr),
+            K_CTS => self.on_cts(peer, hdr),
+            // SAFETY: the link keeps the payload readable until the record is released.
+            K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
+            K_FIN => self.finish(hdr.b),
+            _ => {}
+        }
+    }
+
+    /// Checks whether peers are still alive; fails everything that depends on a dead one.
+    pub(crate) fn check_peers(&mut self) {
+        for p in 0..self.peers.len() {
+            let peer = &self.peers[p];
+            if peer.dead || p as i32 == self.me || !peer.local {
+                continue;
+            }
+            if self.peer_exited(p) {
+                // Take what it sent before dying.
+                if self.peers[p].link.is_some() {
+                    self.drain(p);
+                }
+                self.declare_dead(p);
+            }
+        }
+    }
+
+    pub(crate) fn declare_dead(&mut self, p: usize) {
+        if self.peers[p].dead {
+            return;
+        }
+        oxmpi_base::verbose!(
+            PML,
+            10,
+            "peer rank {p} (pid {}) is gone; failing its operations",
+            self.peers[p].pid
+        );
+        self.peers[p].dead = true;
+        self.peers[p].outq.clear();
+        self.peers[p].unflushed.clear();
+        // Nothing more comes from it: stop polling its link (a closed socket would report
+        // its end again on every pass).
+        self.peers[p].link = None;
+        // Its control areas lived in the link's mappings.
+        self.peers[p].coop_rx = None;
+        self.peers[p].coop_tx = None;
+        self.linked.retain(|&q| q != p);
+        let pw = p as i32;
+        let reqs = &self.reqs;
+        let posted = self.matcher.remove_posted_where(|_, _, rid| {
+            matches!(reqs.get(*rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.is_none_or(|w| w == pw))
+        });
+        let mut failed: Vec<u64> = posted;
+        for (id, q) in self.reqs.iter() {
+            match q.state {
+                ReqState::Send { peer, .. } | ReqState::Data { peer, .. } if peer == pw => {
+                    failed.push(id)
+                }
+                _ => {}
+            }
+        }
+        for id in failed {
+            self.fail(id, ErrorClass::ProcFailed);
+        }
+    }
+
+    /// The process id of world rank `r` if it runs on our node (see `Engine::node_pid`).
+    pub(crate) fn node_pid(&self, r: i32) -> Option<i32> {
+        let p = self.peers.get(usize::try_from(r).ok()?)?;
+        p.local.then_some(p.pid)
+    }
+
+    /// The status of a message a receive `(src, tag)` on `comm` would match now.
+    pub(crate) fn probe(&self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>, Error> {
+        let ctx = self.comm(comm)?.ctx;
+        Ok(self
+            .matcher
+            .probe(ctx, src, tag)
+            .map(|(env, m)| msg_status(env, m.len())))
+    }
+
+    /// `MPI_Imrecv` (see `Engine::imrecv`).
+    ///
+    /// # Safety
+    /// As for `Engine::irecv`.
+    pub(crate) unsafe fn imrecv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        m: MessageId,
+    ) -> Result<ReqId, Error> {
+        if m == MessageId::NO_PROC {
+            return Ok(self.new_done(Status::PROC_NULL));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
+        }
+        let (env, msg) = self
+            .messages
+            .remove(&m.0)
+            .ok_or_else(|| Error::arg(ErrorClass::Request, format!("unknown message {}", m.0)))?;
+        let id = self.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx: env.ctx,
+            src: env.src,
+            peer: None,
+        });
+        self.deliver(id, env, msg);
+        Ok(ReqId(id))
+    }
+
+    /// Cancels a receive that has not matched yet (see `Engine::cancel`).
+    pub(crate) fn cancel(&mut self, r: ReqId) {
+        let Some(q) = self.reqs.get(r.0) else { return };
+        if let ReqState::Posted { ctx, src, .. } = q.state {
+            if self.matcher.cancel(ctx, src, &r.0) {
+                let q = self.reqs.get_mut(r.0).expect("request exists");
+                q.status.cancelled = true;
+                self.finish(r.0);
+            }
+        }
+    }
+
+    /// Whether nothing waits to go out any more: no queued record or byte a link still
+    /// buffers (to a live peer), no detached request in progress (buffered sends waiting
+    /// for their clear-to-send).
+    pub(crate) fn flushed(&self) -> bool {
+        // Also what a link still buffers (tcp: bytes the socket did not take yet).
+        let queued = self.peers.iter().any(|p| {
+            !p.dead && (!p.outq.is_empty() || p.link.as_ref().is_some_and(|l| l.sending()))
+        });
+        let detached = self
+            .reqs
+            .values()
+            .any(|q| q.detached && !matches!(q.state, ReqState::Done));
+        !queued && !detached
+    }
+}

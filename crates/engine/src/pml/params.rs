@@ -1,0 +1,36 @@
+//! The protocol layer's parameters and its verbose stream.
+
+use oxmpi_base::output::Stream;
+use oxmpi_base::params::{self, ParamDecl, ParamType};
+
+use crate::params::PROVIDER;
+
+/// `pml` verbose stream (`pml_base_verbose`).
+pub(crate) static PML: Stream = Stream::new("pml");
+
+/// `mpi_yield_when_idle`.
+pub(crate) static YIELD_WHEN_IDLE: ParamDecl = ParamDecl::new(
+    "mpi",
+    "",
+    "yield_when_idle",
+    ParamType::Bool,
+    "false",
+    "Yield the processor while waiting for communication (also automatic when the node has \
+     more ranks than CPUs)",
+)
+.level(4);
+
+/// The protocol layer's parameters.
+pub(crate) static PARAMS: [ParamDecl; 1] = [YIELD_WHEN_IDLE];
+
+/// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
+pub(crate) fn yield_when_idle_explicit() -> Option<bool> {
+    params::register_global(&PROVIDER).ok()?;
+    params::with_global(|r| {
+        r.get("mpi_yield_when_idle")
+            .filter(|e| e.source != oxmpi_base::params::Source::Default)
+            .and_then(|e| e.value.as_bool())
+    })
+    .ok()
+    .flatten()
+}

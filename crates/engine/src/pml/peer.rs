@@ -1,0 +1,103 @@
+//! What the protocol keeps per peer: its link, the queue of records waiting for room in
+//! it, liveness, and the single-copy state.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+
+use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech};
+use crate::btl::{Link, BTL};
+use crate::pml::hdr::Hdr;
+
+#[derive(Debug)]
+pub(crate) enum Out {
+    Eager {
+        hdr: Hdr,
+        ptr: *const u8,
+        len: usize,
+        /// Complete this send request once written.
+        complete: Option<u64>,
+    },
+    Ctrl(Hdr),
+    Data {
+        sreq: u64,
+        rreq: u64,
+        ptr: *const u8,
+        off: usize,
+        len: usize,
+    },
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Peer {
+    pub(crate) pid: i32,
+    pub(crate) pidfd: Option<OwnedFd>,
+    pub(crate) link: Option<Box<dyn Link>>,
+    pub(crate) outq: VecDeque<Out>,
+    pub(crate) dead: bool,
+    /// On our node (its pid is meaningful here).
+    pub(crate) local: bool,
+    /// Sends whose records the link accepted but still holds in its own buffer (tcp): they
+    /// complete once the link has handed every byte on, so a receiver never waits for data
+    /// that only the sender's progress could move (the sender may be outside the engine).
+    pub(crate) unflushed: Vec<u64>,
+    /// The link buffers in user space (tcp), so `unflushed` applies; spares the sm fast
+    /// path a call ([`crate::btl::Caps::buffered`]).
+    pub(crate) buffered: bool,
+    /// A rendezvous may offer it a single copy ([`crate::btl::Caps::single_copy`]).
+    pub(crate) single_copy: bool,
+    /// Cooperative-copy control area for its transfers to us (in our segment).
+    pub(crate) coop_rx: Option<CoopMem>,
+    /// Cooperative-copy control area for our transfers to it (in its segment).
+    pub(crate) coop_tx: Option<CoopMem>,
+    /// Sequence number of the last cooperative transfer from it.
+    pub(crate) coop_seq: u32,
+    /// Pipelined or cooperative copy for its large messages to us, per size class
+    /// ([`coop::size_class`]).
+    pub(crate) chooser: [Chooser; coop::SIZE_CLASSES],
+    /// When the last measured large transfer from it ended (nanoseconds since start).
+    pub(crate) last_end: u64,
+    /// When the last cooperative transfer from it ended.
+    pub(crate) last_coop_end: u64,
+}
+
+impl Peer {
+    /// A large transfer from this peer (world rank `p`) by `m` moved `n` bytes from `start`
+    /// to `now` (nanoseconds): feeds its size class's chooser (a switch is said at verbose
+    /// level 20, every sample at 90).
+    pub(crate) fn measured(&mut self, p: usize, m: Mech, n: usize, start: u64, now: u64) {
+        let ns = now.saturating_sub(start);
+        oxmpi_base::verbose!(
+            BTL,
+            90,
+            "sm: sample {} {n} B {ns} ns at {now}",
+            match m {
+                Mech::Pipe => "pipe",
+                Mech::Coop => "coop",
+            }
+        );
+        let c = &mut self.chooser[coop::size_class(n)];
+        if c.record(m, n, ns, now) {
+            log_switch(c, p, n);
+        }
+        self.last_end = now;
+        if m == Mech::Coop {
+            self.last_coop_end = now;
+        }
+    }
+}
+
+/// Says at verbose level 20 that a measurement made `c` switch for messages of `n` bytes'
+/// size class from `peer`.
+pub(crate) fn log_switch(c: &Chooser, peer: usize, n: usize) {
+    let (pipe, coop) = c.rates();
+    oxmpi_base::verbose!(
+        BTL,
+        20,
+        "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined {pipe:.1} GB/s, \
+         cooperative {coop:.1} GB/s)",
+        match c.current() {
+            Mech::Pipe => "pipelined copy",
+            Mech::Coop => "cooperative single copy",
+        }
+    );
+}

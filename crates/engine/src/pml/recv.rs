@@ -1,0 +1,548 @@
+//! Receiving: posting (and the early take of unexpected data), the blocking receive's
+//! direct path, delivering matched messages (eager copy, rendezvous clear-to-send), and
+//! the inbound EAGER/RTS/DATA records.
+
+use super::request::{msg_status, ReqState, Started};
+use super::State;
+use crate::btl::sm::coop::{self, Mech};
+use crate::btl::sm::params::SingleCopy;
+use crate::btl::BTL;
+use crate::pml::hdr::{Hdr, F_CMA, F_SYNC, K_CTS, K_EAGER, K_FIN};
+use crate::pml::matching::Envelope;
+use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+
+/// Who to notify when a buffered eager message is matched.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ack {
+    None,
+    Remote { peer: i32, sreq: u64 },
+}
+
+/// An unexpected (or matched-probed) message.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Eager {
+        data: Vec<u8>,
+        ack: Ack,
+    },
+    Rts {
+        peer: i32,
+        total: u64,
+        sreq: u64,
+        addr: u64,
+        cma: bool,
+    },
+    /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
+    Local {
+        ptr: *const u8,
+        len: usize,
+        sreq: u64,
+    },
+}
+
+impl Msg {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Msg::Eager { data, .. } => data.len(),
+            Msg::Rts { total, .. } => *total as usize,
+            Msg::Local { len, .. } => *len,
+        }
+    }
+}
+
+/// Where a blocking receive may take its message directly from (see [`State::recv_direct`]).
+pub(crate) struct DirectRecv {
+    /// World rank of the source.
+    pub(crate) peer: usize,
+    pub(crate) ctx: u32,
+    /// Source rank in the communicator.
+    pub(crate) src: i32,
+}
+
+/// Outcome of one direct-receive poll.
+pub(crate) enum Direct {
+    /// The message was delivered.
+    Done(Status),
+    /// Nothing arrived and nothing else needs attention.
+    Idle,
+    /// Something else needs the general path (another record, queued output, another link).
+    Busy,
+}
+
+/// Most buffers of consumed unexpected eager messages kept for reuse.
+pub(crate) const EAGER_POOL: usize = 256;
+
+/// # Safety
+/// `dst` valid for `n` writes and `src` for `n` reads when `n > 0`; no overlap.
+pub(crate) unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    if n > 0 {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+    }
+}
+
+impl State {
+    /// Checks the arguments of a receive and posts it.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`](crate::Engine::irecv).
+    #[inline]
+    pub(crate) unsafe fn start_recv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<ReqId, Error> {
+        // SAFETY: forwarded caller guarantee.
+        match unsafe { self.start_recv_as(buf, len, src, tag, comm, false) }? {
+            Started::Req(r) => Ok(r),
+            Started::Done(s) => Ok(self.new_done(s)),
+        }
+    }
+
+    /// [`State::start_recv`]; with `started`, a receive whose message arrived already as
+    /// unexpected eager data takes it at once and returns [`Started::Done`] without
+    /// creating a request (the caller keeps its status), and a receive that completed
+    /// otherwise while starting (a message to ourselves, a failed peer) returns
+    /// [`Started::Done`] with its request freed.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`](crate::Engine::irecv).
+    #[inline(always)]
+    pub(crate) unsafe fn start_recv_as(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        started: bool,
+    ) -> Result<Started, Error> {
+        self.check_live()?;
+        let (ctx, n, src_world) = {
+            let c = self.comm(comm)?;
+            let w = usize::try_from(src)
+                .ok()
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.remote.len(), w)
+        };
+        if src == PROC_NULL {
+            if started {
+                return Ok(Started::Done(Status::PROC_NULL));
+            }
+            return Ok(Started::Req(self.new_done(Status::PROC_NULL)));
+        }
+        if src != ANY_SOURCE && src_world.is_none() {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("source rank {src} not in 0..{n}"),
+            ));
+        }
+        if tag != ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid receive tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
+        }
+        let peer = src_world;
+        if let Some(p) = peer {
+            if p != self.me && self.peers[p as usize].link.is_none() && !self.peers[p as usize].dead
+            {
+                return Err(Error::arg(
+                    ErrorClass::Unsupported,
+                    format!("no btl reaches world rank {p} (another node, or sm excluded)"),
+                ));
+            }
+        }
+        // With `started`, a message that arrived already is taken before any request exists;
+        // an eager one completes the receive right here.
+        let mut early = None;
+        if started && self.matcher.has_unexpected() {
+            match self.matcher.take_unexpected(ctx, src, tag) {
+                Some((env, Msg::Eager { data, ack })) => {
+                    let n = data.len().min(len);
+                    // SAFETY: buf has len >= n writable bytes (caller); data has n readable
+                    // bytes.
+                    unsafe { copy(data.as_ptr(), buf, n) };
+                    let status = Status {
+                        error: (data.len() > len).then_some(ErrorClass::Truncate),
+                        ..msg_status(env, n)
+                    };
+                    self.eager_recycle(data);
+                    if let Ack::Remote { peer, sreq } = ack {
+                        self.ctrl(peer, K_FIN, 0, sreq, 0);
+                    }
+                    return Ok(Started::Done(status));
+                }
+                other => early = other,
+            }
+        }
+        let id = self.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx,
+            src,
+            peer,
+        });
+        let found = match early {
+            // Arrived already (also from a peer that died since).
+            Some(m) => Some(m),
+            None => self.matcher.post(ctx, src, tag, id),
+        };
+        let settled = if let Some((env, msg)) = found {
+            // Messages that arrived before a peer died are still delivered.
+            self.deliver(id, env, msg);
+            true
+        } else if peer.is_some_and(|p| self.peers[p as usize].dead) {
+            self.matcher.cancel(ctx, src, &id);
+            self.fail(id, ErrorClass::ProcFailed);
+            true
+        } else {
+            false
+        };
+        // (A receive that was queued cannot have completed yet.)
+        if started && settled {
+            if let Some(s) = self.take_done(ReqId(id)) {
+                return Ok(Started::Done(s));
+            }
+        }
+        Ok(Started::Req(ReqId(id)))
+    }
+
+    /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
+    /// arguments (anything invalid goes to the
+    /// general path, which reports it), a specific source on another rank with a live link,
+    /// and nothing queued in the matcher that
+    /// involves that source on the communicator (so the receive would be the earliest posted
+    /// one for whatever arrives from it, and nothing from it waits unexpected).
+    #[inline]
+    pub(crate) fn direct_recv_target(
+        &self,
+        null_buf: bool,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<DirectRecv> {
+        if self.finalized || null_buf || src < 0 || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+        {
+            return None;
+        }
+        let c = self.comms.get(comm.0 as usize)?.as_ref()?;
+        let peer = *c.remote.get(src as usize)? as usize;
+        let p = &self.peers[peer];
+        if peer as i32 == self.me || p.dead || p.link.is_none() {
+            return None;
+        }
+        self.matcher.quiet_for(c.ctx, src).then_some(DirectRecv {
+            peer,
+            ctx: c.ctx,
+            src,
+        })
+    }
+
+    /// One poll of the direct receive path: if the only thing to do is the next record from
+    /// `d.peer` and it is an eager message for this receive, copy it into `buf` and consume
+    /// it (acknowledging a synchronous send). Changes no state otherwise.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes (or `len == 0`).
+    #[inline]
+    pub(crate) unsafe fn recv_direct(
+        &mut self,
+        d: &DirectRecv,
+        buf: *mut u8,
+        len: usize,
+        tag: i32,
+    ) -> Direct {
+        for &q in &self.linked {
+            let peer = &self.peers[q];
+            if !peer.outq.is_empty()
+                || (q != d.peer && peer.link.as_ref().is_some_and(|l| l.ready()))
+            {
+                return Direct::Busy;
+            }
+        }
+        let Some(link) = self.peers[d.peer].link.as_mut() else {
+            return Direct::Busy;
+        };
+        if !link.ready() {
+            return Direct::Idle;
+        }
+        let (hdr, payload, plen) = match link.poll() {
+            Ok(Some(r)) => r,
+            Ok(None) => return Direct::Idle,
+            Err(_) => return Direct::Busy,
+        };
+        if hdr.kind != K_EAGER
+            || hdr.ctx != d.ctx
+            || hdr.src != d.src
+            || (tag != ANY_TAG && hdr.tag != tag)
+        {
+            // Left in the link (not released): the general path handles it next.
+            return Direct::Busy;
+        }
+        let n = plen.min(len);
+        // SAFETY: buf has len >= n writable bytes (caller); payload has plen >= n readable
+        // bytes until the release below.
+        unsafe { copy(payload, buf, n) };
+        link.release();
+        if hdr.flags & F_SYNC != 0 {
+            self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
+        }
+        Direct::Done(Status {
+            source: d.src,
+            tag: hdr.tag,
+            error: (plen > len).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        })
+    }
+
+    /// Copies `len` bytes at `ptr` into a buffer for an unexpected eager message (a pooled
+    /// one when there is one).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `len` bytes.
+    #[inline]
+    pub(crate) unsafe fn eager_copy(&mut self, ptr: *const u8, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        let mut v = self.eager_pool.pop().unwrap_or_default();
+        // SAFETY: caller guarantee.
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, len) });
+        v
+    }
+
+    /// Returns the buffer of a consumed unexpected eager message to the pool (at most
+    /// [`EAGER_POOL`] buffers of at most the eager limit are kept).
+    #[inline]
+    pub(crate) fn eager_recycle(&mut self, mut v: Vec<u8>) {
+        if v.capacity() != 0
+            && v.capacity() <= self.eager_limit
+            && self.eager_pool.len() < EAGER_POOL
+        {
+            v.clear();
+            self.eager_pool.push(v);
+        }
+    }
+
+    /// Hands a matched message to receive request `rid`.
+    pub(crate) fn deliver(&mut self, rid: u64, env: Envelope, msg: Msg) {
+        let Some(q) = self.reqs.get_mut(rid) else {
+            return;
+        };
+        let ReqState::Posted { buf, cap, .. } = q.state else {
+            return;
+        };
+        let total = msg.len();
+        let n = total.min(cap);
+        q.status = Status {
+            source: env.src,
+            tag: env.tag,
+            error: (total > cap).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        };
+        match msg {
+            Msg::Eager { data, ack } => {
+                // SAFETY: buf has cap >= n writable bytes; data has n readable bytes.
+                unsafe { copy(data.as_ptr(), buf, n) };
+                self.eager_recycle(data);
+                self.finish(rid);
+                match ack {
+                    Ack::None => {}
+                    Ack::Remote { peer, sreq } => self.ctrl(peer, K_FIN, 0, sreq, 0),
+                }
+            }
+            Msg::Local { ptr, sreq, .. } => {
+                // SAFETY: the (local) sender's buffer is valid until its request completes.
+                unsafe { copy(ptr, buf, n) };
+                self.finish(rid);
+                self.finish(sreq);
+            }
+            Msg::Rts {
+                peer,
+                sreq,
+                addr,
+                cma,
+                ..
+            } => {
+                if self.peers[peer as usize].dead {
+                    // The data can no longer come.
+                    self.fail(rid, ErrorClass::ProcFailed);
+                    return;
+                }
+                let mut since = 0;
+                let p = peer as usize;
+                let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
+                let single_copy = self.single_copy;
+                let how = match single_copy {
+                    _ if !(cma && self.cma && n > 0) => Mech::Pipe,
+                    SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n) => return,
+                    SingleCopy::Coop if coop_ok => Mech::Coop,
+                    SingleCopy::Auto if coop_ok => {
+                        let now = self.now_ns();
+                        let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
+                        if m == Mech::Coop && self.sending_large_to(peer) {
+                            // Both directions busy: each side's CPU reads its own receives
+                            // (the sender's help would take its CPU from its own receive),
+                            // measured as the single copy.
+                            if self.pull(rid, peer, sreq, buf, addr, n) {
+                                oxmpi_base::verbose!(
+                                    BTL,
+                                    60,
+                                    "sm: received {n} B from rank {peer}: single copy by the \
+                                     receiver alone (both directions busy)"
+                                );
+                                let end = self.now_ns();
+                                self.peers[p].measured(p, Mech::Coop, n, now, end);
+                                return;
+                            }
+                            Mech::Pipe
+                        } else {
+                            if m == Mech::Pipe {
+                                since = now;
+                            }
+                            m
+                        }
+                    }
+                    _ => Mech::Pipe,
+                };
+                if how == Mech::Coop {
+                    if self.coop_recv(peer, sreq, addr, buf, n, rid) {
+                        return;
+                    }
+                    since = 0;
+                }
+                if n == 0 {
+                    self.finish(rid);
+                } else {
+                    self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
+                        buf,
+                        want: n,
+                        got: 0,
+                        peer,
+                        since,
+                    };
+                }
+                self.ctrl(peer, K_CTS, n as u64, sreq, rid);
+            }
+        }
+    }
+
+    pub(crate) fn deliver_eager_direct(
+        &mut self,
+        rid: u64,
+        env: Envelope,
+        payload: *const u8,
+        plen: usize,
+        ack: Ack,
+    ) {
+        let Some(q) = self.reqs.get_mut(rid) else {
+            return;
+        };
+        let ReqState::Posted { buf, cap, .. } = q.state else {
+            return;
+        };
+        let n = plen.min(cap);
+        // SAFETY: buf has cap >= n writable bytes; payload has plen >= n readable bytes.
+        unsafe { copy(payload, buf, n) };
+        q.status = Status {
+            source: env.src,
+            tag: env.tag,
+            error: (plen > cap).then_some(ErrorClass::Truncate),
+            count_bytes: n,
+            cancelled: false,
+        };
+        self.finish(rid);
+        if let Ack::Remote { peer, sreq } = ack {
+            self.ctrl(peer, K_FIN, 0, sreq, 0);
+        }
+    }
+
+    /// An EAGER or RTS record from `peer`: matched against the posted receives (an eager
+    /// payload copied straight into the matching buffer), or queued as unexpected.
+    #[inline]
+    pub(crate) fn on_envelope(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
+        let env = Envelope {
+            ctx: hdr.ctx,
+            src: hdr.src,
+            tag: hdr.tag,
+        };
+        let msg = if hdr.kind == K_EAGER {
+            let ack = if hdr.flags & F_SYNC != 0 {
+                Ack::Remote { peer, sreq: hdr.b }
+            } else {
+                Ack::None
+            };
+            if let Some(rid) = self.matcher.match_arrival(env) {
+                self.deliver_eager_direct(rid, env, payload, plen, ack);
+                return;
+            }
+            // SAFETY: payload has plen readable bytes in the ring record.
+            let data = unsafe { self.eager_copy(payload, plen) };
+            Msg::Eager { data, ack }
+        } else {
+            let msg = Msg::Rts {
+                peer,
+                total: hdr.a,
+                sreq: hdr.b,
+                addr: hdr.c,
+                cma: hdr.flags & F_CMA != 0,
+            };
+            if let Some(rid) = self.matcher.match_arrival(env) {
+                self.deliver(rid, env, msg);
+                return;
+            }
+            msg
+        };
+        self.matcher.push_unexpected(env, msg);
+    }
+
+    /// A DATA record: `plen` bytes at offset `hdr.a` of receive request `hdr.c`.
+    ///
+    /// # Safety
+    /// `payload` must be readable for `plen` bytes.
+    #[inline]
+    pub(crate) unsafe fn on_data(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
+        let (rreq, off) = (hdr.c, hdr.a as usize);
+        let Some(q) = self.reqs.get_mut(rreq) else {
+            return;
+        };
+        let ReqState::Data {
+            buf,
+            want,
+            got,
+            since,
+            ..
+        } = &mut q.state
+        else {
+            return;
+        };
+        let n = plen.min(want.saturating_sub(off));
+        // SAFETY: off + n <= want <= the receive buffer's capacity (n == 0, and nothing
+        // is written, for an out-of-range offset).
+        unsafe { copy(payload, buf.wrapping_add(off), n) };
+        *got += n;
+        if *got >= *want {
+            let (since, want) = (*since, *want);
+            self.finish(rreq);
+            let p = peer as usize;
+            if since != 0 && since >= self.peers[p].last_coop_end {
+                // Throughput of the pipelined copy, from the later of its
+                // clear-to-send and the previous large transfer's end (not
+                // measured when a cooperative copy ran meanwhile: it held up
+                // this one).
+                let now = self.now_ns();
+                let start = since.max(self.peers[p].last_end);
+                self.peers[p].measured(p, Mech::Pipe, want, start, now);
+            }
+        }
+    }
+}

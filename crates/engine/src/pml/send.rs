@@ -1,0 +1,294 @@
+//! Sending: argument checks, the eager fast path straight into the link, queued eager
+//! records and request-to-send, sends to oneself, and the clear-to-send that starts the
+//! DATA fragments.
+
+use super::peer::Out;
+use super::recv::{Ack, Msg};
+use super::request::{empty_status, ReqState, Started};
+use super::State;
+use crate::btl::BTL;
+use crate::pml::hdr::{Hdr, F_CMA, F_SYNC, K_EAGER, K_RTS};
+use crate::pml::matching::Envelope;
+use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
+
+impl State {
+    /// Checks the arguments of a send and starts it.
+    ///
+    /// # Safety
+    /// As for [`Engine::isend`](crate::Engine::isend).
+    #[inline]
+    pub(crate) unsafe fn start_send(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        dest: i32,
+        tag: i32,
+        comm: CommId,
+        mode: SendMode,
+    ) -> Result<Started, Error> {
+        self.check_live()?;
+        let (ctx, my, n, dest_world) = {
+            let c = self.comm(comm)?;
+            let w = usize::try_from(dest)
+                .ok()
+                .and_then(|d| c.remote.get(d).copied());
+            (c.ctx, c.rank, c.remote.len(), w)
+        };
+        if dest == PROC_NULL {
+            return Ok(Started::Done(Status::PROC_NULL));
+        }
+        let Some(dest_world) = dest_world else {
+            return Err(Error::arg(
+                ErrorClass::Rank,
+                format!("destination rank {dest} not in 0..{n}"),
+            ));
+        };
+        if !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::arg(
+                ErrorClass::Tag,
+                format!("invalid send tag {tag}"),
+            ));
+        }
+        if buf.is_null() && len > 0 {
+            return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
+        }
+        let env = Envelope { ctx, src: my, tag };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.post_send(env, dest_world, buf, len, mode) }
+    }
+
+    /// # Safety
+    /// `buf` valid for `len` reads until completion (copied at once for Buffered).
+    pub(crate) unsafe fn post_send(
+        &mut self,
+        env: Envelope,
+        dest: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<Started, Error> {
+        // Fast path: a standard or ready send that fits eagerly to a live peer with nothing
+        // queued goes straight into the link and completes; its request is born done (the
+        // receiver ignores the sender request id of a non-synchronous eager record).
+        if matches!(mode, SendMode::Standard | SendMode::Ready)
+            && dest != self.me
+            && len <= self.eager_limit
+        {
+            let peer = &mut self.peers[dest as usize];
+            if let (false, true, Some(link)) = (peer.dead, peer.outq.is_empty(), peer.link.as_mut())
+            {
+                let hdr = Hdr {
+                    kind: K_EAGER,
+                    ctx: env.ctx,
+                    src: env.src,
+                    tag: env.tag,
+                    ..Hdr::default()
+                };
+                // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
+                // copied into the ring before try_send returns.
+                if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
+                    oxmpi_base::verbose!(
+                        BTL,
+                        60,
+                        "{}: send {len} B to rank {dest}: eager",
+                        link.name()
+                    );
+                    if !peer.buffered || !link.sending() {
+                        return Ok(Started::Done(empty_status()));
+                    }
+                    // Part of it still sits in the link's buffer: complete once it is out.
+                    let id = self.new_req(ReqState::Send {
+                        peer: dest,
+                        ptr: buf,
+                        len,
+                    });
+                    self.peers[dest as usize].unflushed.push(id);
+                    return Ok(Started::Req(ReqId(id)));
+                }
+            }
+        }
+        let (user_id, id, ptr) = if mode == SendMode::Buffered {
+            // SAFETY: caller guarantees `len` readable bytes at `buf` (or len == 0).
+            let owned = if len > 0 {
+                // SAFETY: as said above.
+                unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
+            } else {
+                Vec::new()
+            };
+            let ptr = owned.as_ptr();
+            let id = self.new_req(ReqState::Done);
+            let q = self.reqs.get_mut(id).expect("just inserted");
+            q.detached = true;
+            q._owned = Some(owned);
+            (Started::Done(empty_status()), id, ptr)
+        } else {
+            let id = self.new_req(ReqState::Done);
+            (Started::Req(ReqId(id)), id, buf)
+        };
+        let sync = mode == SendMode::Sync;
+        self.reqs.get_mut(id).expect("request exists").state = ReqState::Send {
+            peer: dest,
+            ptr,
+            len,
+        };
+        if dest == self.me {
+            self.send_self(env, id, ptr, len, sync);
+            return Ok(user_id);
+        }
+        let peer = &self.peers[dest as usize];
+        if peer.dead {
+            self.fail(id, ErrorClass::ProcFailed);
+            return Ok(user_id);
+        }
+        let single_copy = self.cma && peer.single_copy;
+        let Some(max_payload) = peer.link.as_ref().map(|l| l.max_payload()) else {
+            self.reqs.remove(id);
+            return Err(Error::arg(
+                ErrorClass::Unsupported,
+                format!(
+                    "no btl reaches world rank {dest} (another node without tcp, or sm \
+                     excluded by the btl selection)"
+                ),
+            ));
+        };
+        let mut hdr = Hdr {
+            ctx: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            b: id,
+            ..Hdr::default()
+        };
+        let item = if len <= self.eager_limit.min(max_payload) {
+            hdr.kind = K_EAGER;
+            if sync {
+                hdr.flags = F_SYNC;
+            }
+            Out::Eager {
+                hdr,
+                ptr,
+                len,
+                complete: (!sync).then_some(id),
+            }
+        } else {
+            hdr.kind = K_RTS;
+            hdr.a = len as u64;
+            hdr.c = ptr as u64;
+            if single_copy {
+                hdr.flags = F_CMA;
+            }
+            Out::Ctrl(hdr)
+        };
+        // The path each message takes (trace level: one atomic load when disabled).
+        oxmpi_base::verbose!(
+            BTL,
+            60,
+            "{}: send {len} B to rank {dest}: {}",
+            peer.link.as_ref().map_or("?", |l| l.name()),
+            match &item {
+                Out::Eager { .. } => "eager",
+                _ if single_copy => "rendezvous, single copy offered",
+                _ => "rendezvous, pipelined copy",
+            }
+        );
+        let peer = &mut self.peers[dest as usize];
+        // Fast path: nothing queued before it, so it may go straight into the link.
+        if peer.outq.is_empty() {
+            if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {
+                // SAFETY: the send buffer holds `len` readable bytes until completion.
+                if unsafe { link.try_send(hdr, *ptr, *len) } {
+                    if !sync {
+                        self.complete_send(dest as usize, id);
+                    }
+                    return Ok(user_id);
+                }
+            }
+        }
+        peer.outq.push_back(item);
+        self.flush(dest as usize);
+        Ok(user_id)
+    }
+
+    pub(crate) fn send_self(
+        &mut self,
+        env: Envelope,
+        sreq: u64,
+        ptr: *const u8,
+        len: usize,
+        sync: bool,
+    ) {
+        if let Some(rid) = self.matcher.match_arrival(env) {
+            self.deliver(rid, env, Msg::Local { ptr, len, sreq });
+            return;
+        }
+        if len <= self.eager_limit && !sync {
+            // SAFETY: the send buffer holds `len` readable bytes.
+            let data = unsafe { self.eager_copy(ptr, len) };
+            self.matcher.push_unexpected(
+                env,
+                Msg::Eager {
+                    data,
+                    ack: Ack::None,
+                },
+            );
+            self.finish(sreq);
+        } else {
+            self.matcher
+                .push_unexpected(env, Msg::Local { ptr, len, sreq });
+        }
+    }
+
+    /// A send whose last record `peer`'s link accepted: complete now, or once the link's
+    /// own buffer is empty.
+    pub(crate) fn complete_send(&mut self, p: usize, id: u64) {
+        let peer = &self.peers[p];
+        if peer.buffered && peer.link.as_ref().is_some_and(|l| l.sending()) {
+            self.peers[p].unflushed.push(id);
+        } else {
+            self.finish(id);
+        }
+    }
+
+    /// Completes the sends waiting for `p`'s link buffer, if it is empty now.
+    #[inline]
+    pub(crate) fn settle(&mut self, p: usize) {
+        if self.peers[p].link.as_ref().is_some_and(|l| l.sending()) {
+            return;
+        }
+        for id in std::mem::take(&mut self.peers[p].unflushed) {
+            self.finish(id);
+        }
+    }
+
+    /// Whether a send to `peer` large enough for the single copy is under way (the peer
+    /// is then busy receiving from us too).
+    pub(crate) fn sending_large_to(&self, peer: i32) -> bool {
+        let min = self.coop_min;
+        self.reqs.values().any(
+            |q| matches!(q.state, ReqState::Send { peer: d, len, .. } if d == peer && len >= min),
+        )
+    }
+
+    /// A clear-to-send for our send request `hdr.b`: queue the `hdr.a` bytes the receiver
+    /// wants as DATA fragments for its request `hdr.c`.
+    pub(crate) fn on_cts(&mut self, peer: i32, hdr: Hdr) {
+        let (sreq, want, rreq) = (hdr.b, hdr.a as usize, hdr.c);
+        let Some(q) = self.reqs.get(sreq) else {
+            return;
+        };
+        let ReqState::Send { ptr, len, .. } = q.state else {
+            return;
+        };
+        let want = want.min(len);
+        if want == 0 {
+            self.finish(sreq);
+        } else {
+            self.peers[peer as usize].outq.push_back(Out::Data {
+                sreq,
+                rreq,
+                ptr,
+                off: 0,
+                len: want,
+            });
+        }
+    }
+}

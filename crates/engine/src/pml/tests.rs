@@ -1,0 +1,457 @@
+//! The protocol in one process: two or three engines joined by fake links
+//! (`crate::btl::fake`), driven by nonblocking calls and progress in a loop, with the wires
+//! inspected, held back, cut or fed forged records.
+
+use std::collections::HashMap;
+
+use crate::btl::fake::{self, WireHandle};
+use crate::btl::sm::params::{Settings, SingleCopy};
+use crate::btl::Link;
+use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
+
+/// Largest eager message of the test engines.
+const EAGER: usize = 256;
+/// Rendezvous fragment size of the test engines.
+const FRAG: usize = 1000;
+/// Passes of progress after which a test calls its operation hung.
+const PATIENCE: usize = 10_000;
+
+const WORLD: CommId = CommId(0);
+
+/// Engines `0..n`, every pair joined by a fake wire.
+struct Net {
+    e: Vec<Engine>,
+    /// The wire of each pair `(a, b)`, `a < b`; `a` sends on side 0.
+    wires: HashMap<(usize, usize), WireHandle>,
+}
+
+impl Net {
+    /// `n` engines whose links carry up to `capacity` records in flight each way.
+    fn new(n: usize, capacity: usize) -> Net {
+        let settings = Settings {
+            ring: 64 << 10,
+            bulk: 0,
+            eager_limit: EAGER,
+            frag: FRAG,
+            single_copy: SingleCopy::None,
+            coop_min: usize::MAX,
+            coop_chunk: 4096,
+        };
+        let mut links: Vec<Vec<Option<Box<dyn Link>>>> =
+            (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+        let mut wires = HashMap::new();
+        for (a, b) in (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))) {
+            let (la, lb, w) = fake::pair(4096, 4096, capacity);
+            links[a][b] = Some(Box::new(la));
+            links[b][a] = Some(Box::new(lb));
+            wires.insert((a, b), w);
+        }
+        let e = links
+            .into_iter()
+            .enumerate()
+            .map(|(r, l)| Engine::with_links(r as i32, l, &settings))
+            .collect();
+        Net { e, wires }
+    }
+
+    /// The wire between `a` and `b`, and the side `from` sends on.
+    fn wire(&self, from: usize, to: usize) -> (&WireHandle, usize) {
+        let key = (from.min(to), from.max(to));
+        (&self.wires[&key], usize::from(from > to))
+    }
+
+    /// Record kinds (and payload lengths) sent so far from `from` to `to`.
+    fn log(&self, from: usize, to: usize) -> Vec<(u8, usize)> {
+        let (w, side) = self.wire(from, to);
+        w.log(side)
+    }
+
+    /// One progress pass of every engine.
+    fn step(&self) {
+        for e in &self.e {
+            e.progress();
+        }
+    }
+
+    /// Progress until `r` of engine `rank` completes; `None` if it does not within
+    /// [`PATIENCE`] passes.
+    fn wait(&self, rank: usize, r: ReqId) -> Option<Status> {
+        for _ in 0..PATIENCE {
+            if let Some(s) = self.e[rank].test(r) {
+                return Some(s);
+            }
+            self.step();
+        }
+        None
+    }
+
+    /// Like [`Net::wait`], panicking on a hang.
+    fn done(&self, rank: usize, r: ReqId) -> Status {
+        self.wait(rank, r)
+            .unwrap_or_else(|| panic!("request {r:?} of rank {rank} hangs"))
+    }
+
+    /// Starts a send of `buf` (which the caller keeps alive until it completes).
+    fn isend(&self, from: usize, to: usize, tag: i32, buf: &[u8], mode: SendMode) -> ReqId {
+        // SAFETY: the tests keep `buf` alive and unchanged until the request completes.
+        unsafe { self.e[from].isend(buf.as_ptr(), buf.len(), to as i32, tag, WORLD, mode) }
+            .expect("isend")
+    }
+
+    /// Starts a receive into `buf` (which the caller keeps alive until it completes).
+    fn irecv(&self, at: usize, src: i32, tag: i32, buf: &mut [u8]) -> ReqId {
+        // SAFETY: the tests keep `buf` alive and untouched until the request completes.
+        unsafe { self.e[at].irecv(buf.as_mut_ptr(), buf.len(), src, tag, WORLD) }.expect("irecv")
+    }
+}
+
+/// `n` bytes that differ from message to message (`seed`).
+fn data(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+}
+
+/// Sends `n` bytes from 0 to 1 and receives them into a buffer of `cap` bytes; returns the
+/// receive's status and buffer (after checking the send completed without error).
+fn transfer(net: &Net, n: usize, cap: usize, tag: i32) -> (Status, Vec<u8>) {
+    let msg = data(n, tag as u8);
+    let mut buf = vec![0xEEu8; cap];
+    let s = net.isend(0, 1, tag, &msg, SendMode::Standard);
+    let r = net.irecv(1, 0, tag, &mut buf);
+    let rs = net.done(1, r);
+    let ss = net.done(0, s);
+    assert_eq!(ss.error, None, "send of {n} bytes");
+    let k = n.min(cap);
+    assert_eq!(&buf[..k], &msg[..k], "payload of {n} bytes into {cap}");
+    assert!(
+        buf[k..].iter().all(|&b| b == 0xEE),
+        "nothing beyond what fits"
+    );
+    (rs, buf)
+}
+
+/// Messages up to the eager limit travel as one EAGER record and complete the send at once.
+#[test]
+fn eager_messages_are_one_record_each() {
+    let net = Net::new(2, 64);
+    for (i, n) in [0, 1, 16, 100, EAGER - 1, EAGER].into_iter().enumerate() {
+        let msg = data(n, i as u8);
+        let s = net.isend(0, 1, i as i32, &msg, SendMode::Standard);
+        // Written straight into the link: complete before the receiver did anything.
+        assert!(
+            net.e[0].test(s).is_some(),
+            "eager send of {n} bytes completes at once"
+        );
+        let mut buf = vec![0u8; EAGER];
+        let r = net.irecv(1, 0, i as i32, &mut buf);
+        let st = net.done(1, r);
+        assert_eq!(
+            (st.source, st.tag, st.count_bytes, st.error),
+            (0, i as i32, n, None)
+        );
+        assert_eq!(&buf[..n], &msg[..]);
+    }
+    let log = net.log(0, 1);
+    assert!(log.iter().all(|&(k, _)| k == K_EAGER), "{log:?}");
+    assert_eq!(log.len(), 6);
+    assert!(
+        net.log(1, 0).is_empty(),
+        "no acknowledgement of standard sends"
+    );
+}
+
+/// Beyond the eager limit: RTS, CTS, then the data in fragments of at most the fragment
+/// size, for sizes around the eager limit and around multiples of the fragment size.
+#[test]
+fn rendezvous_pipelines_fragments() {
+    let net = Net::new(2, 64);
+    for (i, n) in [EAGER + 1, FRAG - 1, FRAG, FRAG + 1, 2 * FRAG, 3 * FRAG + 7]
+        .into_iter()
+        .enumerate()
+    {
+        let before = net.log(0, 1).len();
+        let (st, _) = transfer(&net, n, n, 100 + i as i32);
+        assert_eq!((st.count_bytes, st.error, st.source), (n, None, 0));
+        let sent = &net.log(0, 1)[before..];
+        assert_eq!(sent[0], (K_RTS, 0), "{n} bytes: RTS first");
+        let frags: Vec<usize> = sent[1..]
+            .iter()
+            .map(|&(k, len)| {
+                assert_eq!(k, K_DATA, "{n} bytes: only DATA after the RTS");
+                len
+            })
+            .collect();
+        let want: Vec<usize> = (0..n.div_ceil(FRAG))
+            .map(|k| FRAG.min(n - k * FRAG))
+            .collect();
+        assert_eq!(frags, want, "{n} bytes");
+    }
+    let back = net.log(1, 0);
+    assert!(back.iter().all(|&(k, _)| k == K_CTS), "{back:?}");
+    assert_eq!(back.len(), 6, "one CTS per message");
+}
+
+/// A receive buffer shorter than the message: Truncate, the bytes that fit delivered, and
+/// the next message arrives normally, for both protocols.
+#[test]
+fn truncation_delivers_what_fits_and_keeps_the_stream() {
+    let net = Net::new(2, 64);
+    // Eager.
+    let (st, _) = transfer(&net, 200, 50, 1);
+    assert_eq!((st.count_bytes, st.error), (50, Some(ErrorClass::Truncate)));
+    let (st, _) = transfer(&net, 100, 100, 2);
+    assert_eq!((st.count_bytes, st.error), (100, None));
+    // Rendezvous: the CTS asks only for what fits, so only that much moves.
+    let before = net.log(0, 1).len();
+    let (st, _) = transfer(&net, 2500, 1500, 3);
+    assert_eq!(
+        (st.count_bytes, st.error),
+        (1500, Some(ErrorClass::Truncate))
+    );
+    let moved: usize = net.log(0, 1)[before..]
+        .iter()
+        .filter(|r| r.0 == K_DATA)
+        .map(|r| r.1)
+        .sum();
+    assert_eq!(moved, 1500);
+    // A rendezvous message into a buffer below the eager limit.
+    let (st, _) = transfer(&net, 3000, 10, 4);
+    assert_eq!((st.count_bytes, st.error), (10, Some(ErrorClass::Truncate)));
+    let (st, _) = transfer(&net, 2000, 2000, 5);
+    assert_eq!((st.count_bytes, st.error), (2000, None));
+}
+
+/// Non-overtaking across protocols: a rendezvous message and an eager one sent after it to
+/// the same peer and tag are matched in send order, whether the receives come later or
+/// were posted first.
+#[test]
+fn order_holds_across_eager_and_rendezvous() {
+    let net = Net::new(2, 64);
+    let big = data(2000, 1);
+    let small = data(10, 2);
+    for (tag, receives_first) in [(5, false), (6, true)] {
+        let mut b1 = vec![0u8; 4000];
+        let mut b2 = vec![0u8; 4000];
+        let mut recvs = Vec::new();
+        if receives_first {
+            recvs.push(net.irecv(1, 0, tag, &mut b1));
+            recvs.push(net.irecv(1, 0, tag, &mut b2));
+        }
+        let s1 = net.isend(0, 1, tag, &big, SendMode::Standard);
+        let s2 = net.isend(0, 1, tag, &small, SendMode::Standard);
+        if !receives_first {
+            // Both arrive unexpected.
+            for _ in 0..10 {
+                net.step();
+            }
+            recvs.push(net.irecv(1, 0, tag, &mut b1));
+            recvs.push(net.irecv(1, 0, ANY_TAG, &mut b2));
+        }
+        assert_eq!(net.done(1, recvs[0]).count_bytes, 2000, "tag {tag}");
+        assert_eq!(net.done(1, recvs[1]).count_bytes, 10, "tag {tag}");
+        assert_eq!(&b1[..2000], &big[..]);
+        assert_eq!(&b2[..10], &small[..]);
+        net.done(0, s1);
+        net.done(0, s2);
+    }
+}
+
+/// A full link: records wait in the sender's queue and still arrive in order, also when
+/// the link has room again before the queue was flushed.
+#[test]
+fn a_full_link_queues_in_order() {
+    let net = Net::new(2, 2);
+    let msgs: Vec<Vec<u8>> = (0..20).map(|i| data(10 + i * 20, i as u8)).collect();
+    let mut sends: Vec<ReqId> = msgs[..10]
+        .iter()
+        .map(|m| net.isend(0, 1, 9, m, SendMode::Standard))
+        .collect();
+    // The receiver empties the link while the sender still has records queued: the next
+    // sends must queue behind them, not take the free link.
+    net.e[1].progress();
+    sends.extend(
+        msgs[10..]
+            .iter()
+            .map(|m| net.isend(0, 1, 9, m, SendMode::Standard)),
+    );
+    for m in &msgs {
+        let mut b = vec![0u8; 1000];
+        let r = net.irecv(1, 0, 9, &mut b);
+        assert_eq!(net.done(1, r).count_bytes, m.len());
+        assert_eq!(&b[..m.len()], &m[..]);
+    }
+    for s in sends {
+        assert_eq!(net.done(0, s).error, None);
+    }
+}
+
+/// Wildcard receives take messages from either peer; a specific-source receive posted
+/// first is not taken by the other peer's message.
+#[test]
+fn wildcard_receives_from_two_peers() {
+    let net = Net::new(3, 64);
+    let (m1, m2) = (data(30, 1), data(3000, 2));
+    let mut specific = vec![0u8; 4000];
+    let rs = net.irecv(0, 2, ANY_TAG, &mut specific);
+    let s1 = net.isend(1, 0, 11, &m1, SendMode::Standard);
+    let s2 = net.isend(2, 0, 22, &m2, SendMode::Standard);
+    let mut any = vec![0u8; 4000];
+    let ra = net.irecv(0, ANY_SOURCE, ANY_TAG, &mut any);
+    let st = net.done(0, rs);
+    assert_eq!((st.source, st.tag, st.count_bytes), (2, 22, 3000));
+    assert_eq!(&specific[..3000], &m2[..]);
+    let st = net.done(0, ra);
+    assert_eq!((st.source, st.tag, st.count_bytes), (1, 11, 30));
+    assert_eq!(&any[..30], &m1[..]);
+    net.done(1, s1);
+    net.done(2, s2);
+    // Two wildcard receives, one message from each peer: each taken once.
+    let (m1, m2) = (data(40, 3), data(50, 4));
+    let s1 = net.isend(1, 0, 1, &m1, SendMode::Standard);
+    let s2 = net.isend(2, 0, 2, &m2, SendMode::Standard);
+    let mut b1 = vec![0u8; 100];
+    let mut b2 = vec![0u8; 100];
+    let r1 = net.irecv(0, ANY_SOURCE, ANY_TAG, &mut b1);
+    let r2 = net.irecv(0, ANY_SOURCE, ANY_TAG, &mut b2);
+    let (st1, st2) = (net.done(0, r1), net.done(0, r2));
+    let mut got = [(st1.source, st1.count_bytes), (st2.source, st2.count_bytes)];
+    got.sort();
+    assert_eq!(got, [(1, 40), (2, 50)]);
+    for (st, b) in [(st1, &b1), (st2, &b2)] {
+        let want = if st.source == 1 { &m1 } else { &m2 };
+        assert_eq!(&b[..want.len()], &want[..]);
+    }
+    net.done(1, s1);
+    net.done(2, s2);
+}
+
+/// A synchronous send completes only after the receiver matched it: not while the message
+/// waits unexpected, not while the acknowledgement is held back on the wire.
+#[test]
+fn synchronous_send_completes_after_the_match() {
+    let net = Net::new(2, 64);
+    let msg = data(20, 7);
+    let s = net.isend(0, 1, 3, &msg, SendMode::Sync);
+    let (w, back) = net.wire(1, 0);
+    w.hold(back, true);
+    for _ in 0..100 {
+        net.step();
+    }
+    assert_eq!(net.e[0].test(s), None, "no receive posted yet");
+    let mut b = vec![0u8; 20];
+    let r = net.irecv(1, 0, 3, &mut b);
+    assert_eq!(net.done(1, r).count_bytes, 20);
+    for _ in 0..100 {
+        net.step();
+    }
+    assert_eq!(net.e[0].test(s), None, "acknowledgement held back");
+    assert_eq!(net.log(1, 0), [(K_FIN, 0)]);
+    w.hold(back, false);
+    assert_eq!(net.done(0, s).error, None);
+}
+
+/// A peer that dies (its link cut) fails the receive posted for it and the send waiting
+/// for its clear-to-send with ProcFailed; later operations on it fail at once.
+#[test]
+fn dead_peer_fails_pending_operations() {
+    let net = Net::new(2, 64);
+    let mut b = vec![0u8; 100];
+    let r = net.irecv(0, 1, 1, &mut b);
+    let big = data(5000, 1);
+    let s = net.isend(0, 1, 2, &big, SendMode::Standard);
+    for _ in 0..10 {
+        net.e[0].progress();
+    }
+    assert_eq!(net.e[0].test(r), None);
+    assert_eq!(net.e[0].test(s), None, "waiting for the CTS");
+    net.wire(0, 1).0.cut();
+    let rs = net.wait(0, r).expect("receive fails instead of hanging");
+    let ss = net.wait(0, s).expect("send fails instead of hanging");
+    assert_eq!(rs.error, Some(ErrorClass::ProcFailed));
+    assert_eq!(ss.error, Some(ErrorClass::ProcFailed));
+    let s = net.isend(0, 1, 3, &big, SendMode::Standard);
+    assert_eq!(net.done(0, s).error, Some(ErrorClass::ProcFailed));
+    let r = net.irecv(0, 1, 3, &mut b);
+    assert_eq!(net.done(0, r).error, Some(ErrorClass::ProcFailed));
+}
+
+/// A cancelled receive completes as cancelled and does not take the message sent later.
+#[test]
+fn cancel_of_a_posted_receive() {
+    let net = Net::new(2, 64);
+    let mut b1 = vec![0u8; 10];
+    let r1 = net.irecv(1, 0, 4, &mut b1);
+    net.e[1].cancel(r1);
+    let st = net.e[1].test(r1).expect("cancelled at once");
+    assert!(st.cancelled);
+    assert_eq!(st.count_bytes, 0);
+    let msg = data(10, 9);
+    let s = net.isend(0, 1, 4, &msg, SendMode::Standard);
+    let mut b2 = vec![0u8; 10];
+    let r2 = net.irecv(1, 0, 4, &mut b2);
+    let st = net.done(1, r2);
+    assert!(!st.cancelled);
+    assert_eq!(st.count_bytes, 10);
+    assert_eq!(b2, msg);
+    assert_eq!(b1, [0u8; 10], "the cancelled receive got nothing");
+    net.done(0, s);
+}
+
+/// Records a peer could not have sent correctly: unknown kinds and DATA for no request are
+/// ignored (the stream goes on); a record shorter than a header is reported and the peer
+/// treated as failed, without a panic.
+#[test]
+fn corrupt_and_short_records_are_reported() {
+    let net = Net::new(2, 64);
+    let (w, side) = net.wire(1, 0);
+    let junk = Hdr {
+        kind: 99,
+        ..Hdr::default()
+    };
+    w.inject(side, fake::encode(&junk, &[1, 2, 3]));
+    let stray = Hdr {
+        kind: K_DATA,
+        a: 1 << 40,
+        c: 12345,
+        ..Hdr::default()
+    };
+    w.inject(side, fake::encode(&stray, &[0; 64]));
+    let (st, _) = {
+        let msg = data(20, 1);
+        let s = net.isend(1, 0, 8, &msg, SendMode::Standard);
+        let mut b = vec![0u8; 20];
+        let r = net.irecv(0, 1, 8, &mut b);
+        let st = net.done(0, r);
+        net.done(1, s);
+        assert_eq!(b, msg);
+        (st, b)
+    };
+    assert_eq!((st.count_bytes, st.error), (20, None));
+    // A real record cut short on the wire.
+    let mut b = vec![0u8; 20];
+    let r = net.irecv(0, 1, 9, &mut b);
+    let msg = data(100, 2);
+    w.hold(side, true);
+    let s = net.isend(1, 0, 9, &msg, SendMode::Standard);
+    net.done(1, s);
+    w.truncate_last(side, HDR - 1);
+    w.hold(side, false);
+    let st = net.wait(0, r).expect("reported instead of hanging");
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    assert_eq!(b, [0u8; 20], "nothing delivered from the broken record");
+}
+
+/// The blocking receive's direct path takes an eager record waiting in the link, and
+/// leaves a rendezvous one to the general path.
+#[test]
+fn blocking_receive_direct_and_general() {
+    let net = Net::new(2, 64);
+    let msg = data(100, 5);
+    let s = net.isend(0, 1, 1, &msg, SendMode::Standard);
+    let mut b = vec![0u8; 100];
+    // SAFETY: b is valid for 100 bytes for the duration of the call.
+    let st = unsafe { net.e[1].recv(b.as_mut_ptr(), 100, 0, 1, WORLD) }.expect("recv");
+    assert_eq!((st.source, st.tag, st.count_bytes), (0, 1, 100));
+    assert_eq!(b, msg);
+    net.done(0, s);
+}
