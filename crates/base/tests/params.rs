@@ -679,3 +679,48 @@ proptest! {
         prop_assert_eq!(VERBOSE_TYPE.parse(&name.to_uppercase()), Ok(Value::Enum(n)));
     }
 }
+
+/// The typed readers return the declared default when nothing sets a parameter, and
+/// `explicit` tells that nothing did; the default is written once, in the declaration.
+#[test]
+fn typed_readers_fall_back_to_the_declared_default() {
+    use oxmpi_base::params::{self, ParamDecl, ParamType};
+    static SZ: ParamDecl = ParamDecl::new(
+        "xtest",
+        "reader",
+        "size_only_declared",
+        ParamType::Size,
+        "64k",
+        "test",
+    );
+    static N: ParamDecl = ParamDecl::new(
+        "xtest",
+        "reader",
+        "int_only_declared",
+        ParamType::Int { min: -10, max: 10 },
+        "-7",
+        "test",
+    );
+    static B: ParamDecl = ParamDecl::new(
+        "xtest",
+        "reader",
+        "bool_only_declared",
+        ParamType::Bool,
+        "true",
+        "test",
+    );
+    static L: ParamDecl = ParamDecl::new(
+        "xtest",
+        "reader",
+        "list_only_declared",
+        ParamType::List,
+        "a,b",
+        "test",
+    );
+    assert_eq!(params::size(&SZ), 64 << 10);
+    assert_eq!(params::int(&N), -7);
+    assert!(params::flag(&B));
+    assert_eq!(params::list(&L), ["a", "b"]);
+    assert_eq!(params::explicit(&SZ), None);
+    assert_eq!(params::declared(&SZ).as_size(), Some(64 << 10));
+}

@@ -1,13 +1,13 @@
 //! The engine's MCA declarations, gathered into the one [`PROVIDER`] (so `oxmpi-info` lists
 //! them and values carry their source: `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`, files,
-//! defaults), and typed accessors that fall back to the declared default.
+//! defaults). Components read their values with `oxmpi_base::params::{size, int, flag, list}`,
+//! which fall back to the declared default.
 //!
 //! Each component declares its own parameters (`btl/sm/params.rs`, `btl/tcp/params.rs`,
 //! `pml/params.rs`); the `btl` components are listed once, in the transport registry
-//! ([`crate::btl::REGISTRY`]). A default is written only in its declaration: the accessors
-//! here parse it when a value cannot be read.
+//! ([`crate::btl::REGISTRY`]). A default is written only in its declaration.
 
-use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider, Value};
+use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider};
 
 use crate::btl::REGISTRY;
 use crate::pml;
@@ -86,48 +86,6 @@ pub fn register() {
     if let Err(e) = params::register_global(&PROVIDER) {
         oxmpi_base::output::warn(format_args!("{e}"));
     }
-}
-
-/// The value of `decl`: as resolved by the registry, or (unreadable, reported on stderr)
-/// its declared default.
-fn value(decl: &ParamDecl) -> Value {
-    match params::resolve(decl) {
-        Ok(v) => v,
-        Err(e) => {
-            oxmpi_base::output::warn(format_args!("{e}"));
-            declared(decl)
-        }
-    }
-}
-
-/// The declared default of `decl` (a declaration whose default does not parse is a bug that
-/// the tests catch; it reads as `false`).
-pub fn declared(decl: &ParamDecl) -> Value {
-    decl.ty.parse(decl.default).unwrap_or(Value::Bool(false))
-}
-
-/// A size parameter.
-pub fn size(decl: &ParamDecl) -> usize {
-    value(decl)
-        .as_size()
-        .or_else(|| declared(decl).as_size())
-        .unwrap_or(0) as usize
-}
-
-/// An integer (or enumeration) parameter.
-pub fn int(decl: &ParamDecl) -> i64 {
-    value(decl)
-        .as_int()
-        .or_else(|| declared(decl).as_int())
-        .unwrap_or(0)
-}
-
-/// A list parameter.
-pub fn list(decl: &ParamDecl) -> Vec<String> {
-    value(decl)
-        .as_list()
-        .map(<[String]>::to_vec)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub use registry::{
     global, init_global, resolve, with_global, Entry, EnvReport, ParamWarning, Registry,
     UnknownParam,
 };
-pub use report::register_global;
+pub use report::{declared, explicit, flag, int, list, register_global, size, value};
 pub use sources::{
     prefix_from_exe, Files, Sources, ENV_PREFIX, ENV_PREFIX_COMPAT, PREFIX_ENV, SOURCE_PREFIX,
 };

@@ -386,7 +386,7 @@ mod tests {
     /// `selected[r]`.
     fn wire(selected: &[&'static [&'static str]]) -> Vec<Vec<PeerInfo>> {
         let n = selected.len();
-        crate::params::register();
+        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
         let kv = Arc::new(Mutex::new(HashMap::new()));
         let fence = Arc::new(Barrier::new(n));
         let threads: Vec<_> = (0..n)

@@ -3,8 +3,6 @@
 use oxmpi_base::output::Stream;
 use oxmpi_base::params::{self, ParamDecl, ParamType};
 
-use crate::params::PROVIDER;
-
 /// `pml` verbose stream (`pml_base_verbose`).
 pub(crate) static PML: Stream = Stream::new("pml");
 
@@ -25,12 +23,5 @@ pub(crate) static PARAMS: [ParamDecl; 1] = [YIELD_WHEN_IDLE];
 
 /// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
 pub(crate) fn yield_when_idle_explicit() -> Option<bool> {
-    params::register_global(&PROVIDER).ok()?;
-    params::with_global(|r| {
-        r.get("mpi_yield_when_idle")
-            .filter(|e| e.source != oxmpi_base::params::Source::Default)
-            .and_then(|e| e.value.as_bool())
-    })
-    .ok()
-    .flatten()
+    params::explicit(&YIELD_WHEN_IDLE).and_then(|v| v.as_bool())
 }

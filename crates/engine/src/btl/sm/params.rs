@@ -2,7 +2,7 @@
 
 use oxmpi_base::params::{ParamDecl, ParamType};
 
-use crate::params::{declared, int, size};
+use oxmpi_base::params::{declared, int, size};
 
 /// `btl_sm_eager_limit`.
 pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(

@@ -10,8 +10,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use super::link::TcpLink;
 use super::params;
 use crate::btl::{Job, Links, Record, Setup, BTL};
-use crate::params::{int, list};
 use crate::{sys, Error};
+use oxmpi_base::params::{int, list};
 
 /// The handshake the connecting (lower) rank sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
