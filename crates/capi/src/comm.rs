@@ -288,17 +288,123 @@ mpi_fn! {
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
             mpi_bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
         }
-        lock().comm(h)?;
-        delete_all_attrs(h);
-        crate::topo::forget(h);
-        crate::intercomm::forget(h)?;
-        let c = lock().comms.remove(h);
-        if let Some(c) = c {
-            let eng = crate::backend::engine()?;
-            eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
-            eng.comm_free(c.coll).map_err(crate::backend::err)?;
-        }
+        free(h)?;
         out(comm, MPI_COMM_NULL, "comm")
+    }
+}
+
+/// Free communicator `h` (not a predefined one): delete its attributes, forget its
+/// topology and intercommunicator link, release its engine communicators.
+pub(crate) fn free(h: c_int) -> MpiResult {
+    lock().comm(h)?;
+    delete_all_attrs(h);
+    crate::topo::forget(h);
+    crate::intercomm::forget(h)?;
+    let c = lock().comms.remove(h);
+    if let Some(c) = c {
+        let eng = crate::backend::engine()?;
+        eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
+        eng.comm_free(c.coll).map_err(crate::backend::err)?;
+    }
+    Ok(())
+}
+
+// ---- communicators the library uses itself (windows, files) ----
+
+/// Duplicate intracommunicator `comm`: agree on a fresh context id pair over its collective
+/// context and create the communicator over the same group, with `comm`'s error handler.
+/// This is the part of `MPI_Comm_dup` that involves no user callback (attributes and
+/// topology are the caller's business); windows and files use it directly for their
+/// private communicators. Collective over `comm`.
+pub(crate) fn dup_context(comm: c_int) -> MpiResult<c_int> {
+    let c = Internal::of(comm)?;
+    let mine = lock().next_ctx;
+    let ctx = c
+        .allgather_i64(&[i64::from(mine)])?
+        .into_iter()
+        .max()
+        .map_or(mine, |m| m as u32);
+    lock().next_ctx = ctx + 2;
+    let group = lock().comm(comm)?.group.clone();
+    crate::coll::make_comm(comm, ctx, group)
+}
+
+/// A resolved intracommunicator for the library's own collectives (window and file
+/// set-up, fences, file synchronisation): runs the collective framework on the
+/// communicator's collective context directly, never the exported `MPI_*` entry points
+/// (so a tool's profiling wrappers see no internal call and no error handler runs here).
+/// Errors name the communicator (`MpiError::on`).
+pub(crate) struct Internal {
+    a: oxmpi_coll::CollComm,
+    comm: c_int,
+}
+
+impl Internal {
+    /// Resolve communicator `comm` (an intracommunicator).
+    pub fn of(comm: c_int) -> MpiResult<Internal> {
+        let st = lock();
+        st.check_active()?;
+        let c = st.comm(comm)?;
+        let eng = crate::backend::engine()?;
+        Ok(Internal {
+            a: oxmpi_coll::CollComm::on_context_known(eng, c.coll, c.coll, c.rank, c.size),
+            comm,
+        })
+    }
+
+    /// Our rank.
+    pub fn rank(&self) -> usize {
+        self.a.rank as usize
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.a.size as usize
+    }
+
+    fn err(&self) -> impl Fn(oxmpi_engine::Error) -> crate::ffi::MpiError + '_ {
+        move |e| crate::backend::err(e).on(self.comm)
+    }
+
+    /// Barrier (the algorithm `MPI_Barrier` selects, e.g. the shared-memory one).
+    pub fn barrier(&self) -> MpiResult {
+        crate::coll_alg::barrier(&self.a, self.comm)
+    }
+
+    /// Broadcast `buf` from `root`.
+    pub fn bcast(&self, buf: &mut [u8], root: i32) -> MpiResult {
+        self.a.bcast(buf, root).map_err(self.err())
+    }
+
+    /// Broadcast `v` from rank 0.
+    pub fn bcast_i64(&self, v: &mut [i64]) -> MpiResult {
+        let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        self.bcast(&mut b, 0)?;
+        for (x, c) in v.iter_mut().zip(b.chunks_exact(8)) {
+            *x = i64::from_ne_bytes(c.try_into().expect("8 bytes"));
+        }
+        Ok(())
+    }
+
+    /// Every rank's `mine` (the same length everywhere), in rank order, at every rank.
+    pub fn allgather_i64(&self, mine: &[i64]) -> MpiResult<Vec<i64>> {
+        let k = 8 * mine.len();
+        let mut b = vec![0u8; k * self.size()];
+        for (d, x) in b[k * self.rank()..k * (self.rank() + 1)]
+            .chunks_exact_mut(8)
+            .zip(mine)
+        {
+            d.copy_from_slice(&x.to_ne_bytes());
+        }
+        self.a.allgather(&mut b, k).map_err(self.err())?;
+        Ok(b.chunks_exact(8)
+            .map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    /// The maximum of every rank's `v`, at every rank.
+    pub fn allreduce_max(&self, v: i64) -> MpiResult<i64> {
+        Ok(self.allgather_i64(&[v])?.into_iter().max().unwrap_or(v))
     }
 }
 

@@ -243,36 +243,41 @@ pub(crate) fn error_class(st: &State, code: c_int) -> Option<c_int> {
 /// not return (fatal handler).
 pub(crate) fn raise(func: &str, err: &MpiError) -> c_int {
     let comm = err.comm.unwrap_or(MPI_COMM_WORLD);
-    let (action, text) = {
-        let st = lock();
-        let action = st.comm_errhandler(comm);
-        let text =
-            error_string(&st, err.code).unwrap_or_else(|| format!("error code {}", err.code));
-        (action, text)
-    };
+    let action = lock().comm_errhandler(comm);
+    let mut c = comm;
+    act(func, err, action, &mut c, "the error handler")
+}
+
+/// Carry out an error handler's `action` for `err`, raised by `func`, on the object whose
+/// handle `handle` points to (passed to a user handler as its first argument); `whose`
+/// names the handler in the fatal report. Returns the code to return, or does not return
+/// (fatal handler).
+pub(crate) fn act(
+    func: &str,
+    err: &MpiError,
+    action: ErrAction,
+    handle: *mut c_int,
+    whose: &str,
+) -> c_int {
     match action {
         ErrAction::Return => err.code,
         ErrAction::User(f) => {
-            let mut c = comm;
             let mut code = err.code;
             // SAFETY: `f` is a user error handler registered through
-            // MPI_Comm_create_errhandler; it is called with pointers to valid locals, as
-            // the standard prescribes. No lock is held across the call.
-            unsafe { f(&mut c, &mut code) };
+            // MPI_{Comm,Win,File}_create_errhandler; it is called with a pointer to the
+            // object's handle and to a valid local, as the standard prescribes. No lock is
+            // held across the call.
+            unsafe { f(handle, &mut code) };
             err.code
         }
         ErrAction::Fatal => {
+            let text = error_string(&lock(), err.code)
+                .unwrap_or_else(|| format!("error code {}", err.code));
             let host = crate::env::hostname();
-            eprintln!(
-                "[{host}:{pid}] oxmpi: {func}: {text}{sep}{detail}",
-                pid = std::process::id(),
-                sep = if err.detail.is_empty() { "" } else { ": " },
-                detail = err.detail
-            );
-            eprintln!(
-                "[{host}:{pid}] oxmpi: the error handler is MPI_ERRORS_ARE_FATAL: aborting the job",
-                pid = std::process::id()
-            );
+            let pid = std::process::id();
+            let sep = if err.detail.is_empty() { "" } else { ": " };
+            eprintln!("[{host}:{pid}] oxmpi: {func}: {text}{sep}{}", err.detail);
+            eprintln!("[{host}:{pid}] oxmpi: {whose} is MPI_ERRORS_ARE_FATAL: aborting the job");
             crate::env::abort_job(1)
         }
     }

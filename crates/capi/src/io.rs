@@ -23,21 +23,21 @@
 pub(crate) mod view;
 
 use crate::backend::EStatus;
+use crate::comm::Internal;
 use crate::consts::*;
 use crate::datatype::{pack_into, status_set_bytes, unpack_from, Datatype};
 use crate::errors::{CommErrFn, ErrAction, UserErrhandler};
-use crate::ffi::{check_count, out, MpiError, MpiResult};
+use crate::ffi::{check_count, out, ErrorOwner, MpiError, MpiResult};
 use crate::request::{write_status, MpiStatus, Pending, Request};
 use crate::state::{lock, Group, Info};
+use oxmpi_engine::sys::Mapping;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use view::ViewMap;
@@ -52,33 +52,17 @@ type FileH = *mut c_void;
 enum SharedPtr {
     /// A file opened by a single process.
     Local(AtomicI64),
-    /// A counter in shared memory, mapped by every rank of the file's group.
-    Mapped(NonNull<AtomicI64>),
+    /// A counter in shared memory (8 bytes), mapped by every rank of the file's group.
+    Mapped(Mapping),
 }
-
-// SAFETY: the mapped counter is an atomic in a MAP_SHARED mapping that lives as long as
-// the `SharedPtr` (unmapped in `Drop`); atomics may be used from any thread.
-unsafe impl Send for SharedPtr {}
-// SAFETY: as above; all access goes through `&AtomicI64`.
-unsafe impl Sync for SharedPtr {}
 
 impl SharedPtr {
     fn get(&self) -> &AtomicI64 {
         match self {
             SharedPtr::Local(a) => a,
-            // SAFETY: the pointer is the start of a live, page-aligned shared mapping of
-            // at least 8 bytes (see `map_shared_counter`), valid until `drop`.
-            SharedPtr::Mapped(p) => unsafe { p.as_ref() },
-        }
-    }
-}
-
-impl Drop for SharedPtr {
-    fn drop(&mut self) {
-        if let SharedPtr::Mapped(p) = self {
-            // SAFETY: unmapping exactly the 8-byte mapping created in `map_shared_counter`;
-            // no reference to it outlives `self`.
-            unsafe { libc::munmap(p.as_ptr().cast(), 8) };
+            // SAFETY: the mapping is page aligned, at least 8 bytes long and lives as long
+            // as `self`; the counter is only accessed through atomics.
+            SharedPtr::Mapped(m) => unsafe { &*m.ptr().cast::<AtomicI64>() },
         }
     }
 }
@@ -179,30 +163,6 @@ pub fn file_f2c(f: c_int) -> *mut c_void {
     }
 }
 
-/// Run an entry-point body for file `fh`: catch panics and route errors to the file's
-/// error handler (the handler of `MPI_FILE_NULL` when `fh` is not an open file).
-fn file_enter(name: &'static str, fh: usize, f: impl FnOnce() -> MpiResult) -> c_int {
-    let err = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(e)) => e,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            MpiError::new(MPI_ERR_INTERN, format!("internal error: {msg}"))
-        }
-    };
-    match catch_unwind(AssertUnwindSafe(|| raise_file(name, fh, &err))) {
-        Ok(code) => code,
-        Err(_) => {
-            eprintln!("oxmpi: {name}: internal error while handling an error; aborting");
-            std::process::abort()
-        }
-    }
-}
-
 /// The error action of file `fh` (of `MPI_FILE_NULL` if it is not open).
 fn action_of(fh: usize) -> ErrAction {
     let f = {
@@ -216,47 +176,26 @@ fn action_of(fh: usize) -> ErrAction {
     a
 }
 
-/// Invoke the error handler of file `fh` for `err`; returns the code to return.
-fn raise_file(func: &str, fh: usize, err: &MpiError) -> c_int {
-    match action_of(fh) {
-        ErrAction::Return => err.code,
-        ErrAction::User(f) => {
-            let mut h = fh as FileH;
-            let mut code = err.code;
-            // SAFETY: `f` is a user `MPI_File_errhandler_function`, called with a pointer to
-            // an `MPI_File` and a pointer to the code, as the standard prescribes (the
-            // stored type names the first parameter `int*`; it is passed as a pointer,
-            // which is all the C calling convention sees). No lock is held.
-            unsafe { f((&mut h as *mut FileH).cast(), &mut code) };
-            err.code
-        }
-        ErrAction::Fatal => {
-            let text = crate::errors::error_string(&lock(), err.code)
-                .unwrap_or_else(|| format!("error code {}", err.code));
-            let host = crate::env::hostname();
-            let pid = std::process::id();
-            let sep = if err.detail.is_empty() { "" } else { ": " };
-            eprintln!("[{host}:{pid}] oxmpi: {func}: {text}{sep}{}", err.detail);
-            eprintln!(
-                "[{host}:{pid}] oxmpi: the file error handler is MPI_ERRORS_ARE_FATAL: aborting the job"
-            );
-            crate::env::abort_job(1)
-        }
-    }
-}
+/// Errors of file calls go to the file's error handler (of `MPI_FILE_NULL` when the
+/// handle, a `usize`, is not an open file).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OnFile(pub usize);
 
-/// Define an exported `PMPI_File_*` function (+ weak `MPI_File_*` alias) whose errors go
-/// to the error handler of the file named by `errfh`.
-macro_rules! file_fn {
-    ($(#[$meta:meta])* fn $pname:ident / $name:literal ($($arg:ident : $ty:ty),* $(,)?) errfh = $errfh:expr; $body:block) => {
-        $(#[$meta])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> c_int {
-            let errfh: usize = $errfh;
-            file_enter($name, errfh, || -> MpiResult { $body })
-        }
-        crate::ffi::mpi_alias!($pname / $name);
-    };
+impl ErrorOwner for OnFile {
+    fn raise(&self, func: &str, err: &MpiError) -> c_int {
+        let mut h = self.0 as FileH;
+        // A user `MPI_File_errhandler_function` gets a pointer to an `MPI_File`; the
+        // stored type names the first parameter `int*`, which is all the C calling
+        // convention sees of it.
+        let handle = (&mut h as *mut FileH).cast::<c_int>();
+        crate::errors::act(
+            func,
+            err,
+            action_of(self.0),
+            handle,
+            "the file error handler",
+        )
+    }
 }
 
 // ---- helpers: errors, collectives ----
@@ -284,25 +223,24 @@ fn os_err(e: std::io::Error, what: impl std::fmt::Display) -> MpiError {
     MpiError::new(os_class(&e), format!("{what}: {e}"))
 }
 
-fn rc(code: c_int, what: &str) -> MpiResult {
-    if code == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(MpiError::new(code, format!("{what} failed")))
-    }
+/// An error of the library's own collective `what` on the file's communicator, for the
+/// file's error handler.
+fn internal(what: &'static str) -> impl Fn(MpiError) -> MpiError {
+    move |e| MpiError::new(e.code, format!("{what} failed: {}", e.detail))
 }
 
+/// Barrier on the file's private communicator.
 fn barrier(comm: c_int) -> MpiResult {
-    // SAFETY: calling our own MPI_Barrier on a valid communicator handle.
-    rc(unsafe { crate::coll::PMPI_Barrier(comm) }, "barrier")
+    Internal::of(comm)
+        .and_then(|c| c.barrier())
+        .map_err(internal("barrier"))
 }
 
 /// Broadcast `buf` from `root`.
 fn bcast(buf: &mut [u8], root: i32, comm: c_int) -> MpiResult {
-    let n = c_int::try_from(buf.len()).map_err(|_| MpiError::new(MPI_ERR_COUNT, "bcast"))?;
-    // SAFETY: `buf` is a valid buffer of `n` bytes on every rank.
-    let code = unsafe { crate::coll::PMPI_Bcast(buf.as_mut_ptr().cast(), n, MPI_BYTE, root, comm) };
-    rc(code, "broadcast")
+    Internal::of(comm)
+        .and_then(|c| c.bcast(buf, root))
+        .map_err(internal("broadcast"))
 }
 
 fn bcast_i64(v: i64, root: i32, comm: c_int) -> MpiResult<i64> {
@@ -312,26 +250,10 @@ fn bcast_i64(v: i64, root: i32, comm: c_int) -> MpiResult<i64> {
 }
 
 /// Gather one `i64` from every rank (in rank order) on every rank.
-fn allgather_i64(v: i64, n: usize, comm: c_int) -> MpiResult<Vec<i64>> {
-    let send = v.to_ne_bytes();
-    let mut recv = vec![0u8; 8 * n];
-    // SAFETY: 8 bytes sent, 8 * n bytes of receive buffer for the n ranks.
-    let code = unsafe {
-        crate::coll::PMPI_Allgather(
-            send.as_ptr().cast(),
-            8,
-            MPI_BYTE,
-            recv.as_mut_ptr().cast(),
-            8,
-            MPI_BYTE,
-            comm,
-        )
-    };
-    rc(code, "allgather")?;
-    Ok(recv
-        .chunks_exact(8)
-        .map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes")))
-        .collect())
+fn allgather_i64(v: i64, comm: c_int) -> MpiResult<Vec<i64>> {
+    Internal::of(comm)
+        .and_then(|c| c.allgather_i64(&[v]))
+        .map_err(internal("allgather"))
 }
 
 /// The entries of an info handle (`MPI_INFO_NULL` and `MPI_INFO_ENV` add none).
@@ -355,26 +277,6 @@ fn merge_info(into: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
 }
 
 // ---- the shared file pointer ----
-
-/// Map an 8-byte shared counter file.
-fn map_shared_counter(file: &File) -> std::io::Result<NonNull<AtomicI64>> {
-    // SAFETY: mapping 8 bytes of a file we hold open (sized to 8 bytes by its creator);
-    // the kernel picks the address.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            8,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    NonNull::new(p.cast::<AtomicI64>()).ok_or_else(|| std::io::Error::other("mmap returned NULL"))
-}
 
 /// Where rank 0 creates the shared pointer's counter file.
 fn shm_dir() -> PathBuf {
@@ -434,12 +336,12 @@ fn shared_ptr(comm: c_int, rank: i32, size: usize, init: i64) -> MpiResult<Share
     }
     let path = PathBuf::from(std::ffi::OsStr::from_bytes(&name[..len]));
     let mapped = match &created {
-        Some((f, _)) => map_shared_counter(f),
+        Some((f, _)) => Mapping::map(f, 8),
         None => std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
-            .and_then(|f| map_shared_counter(&f)),
+            .and_then(|f| Mapping::map(&f, 8)),
     };
     let ptr = mapped.map(SharedPtr::Mapped);
     if let (0, Ok(p)) = (rank, &ptr) {
@@ -447,7 +349,7 @@ fn shared_ptr(comm: c_int, rank: i32, size: usize, init: i64) -> MpiResult<Share
     }
     // Everyone has mapped (or failed) before rank 0 removes the name; the allgather also
     // orders rank 0's initial value before any use.
-    let all = allgather_i64(ptr.is_ok() as i64, size, comm)?;
+    let all = allgather_i64(ptr.is_ok() as i64, comm)?;
     if let Some((_, p)) = &created {
         let _ = std::fs::remove_file(p);
     }
@@ -589,11 +491,7 @@ fn open_on(
     } else {
         open_posix(&path, amode, false)
     };
-    let codes = allgather_i64(
-        mine.as_ref().map_or_else(|e| e.code, |_| 0) as i64,
-        size,
-        comm,
-    )?;
+    let codes = allgather_i64(mine.as_ref().map_or_else(|e| e.code, |_| 0) as i64, comm)?;
     let file = mine?;
     if let Some((r, &c)) = codes.iter().enumerate().find(|(_, &c)| c != 0) {
         return Err(MpiError::new(
@@ -630,14 +528,14 @@ fn open_on(
     })
 }
 
-fn free_comm(mut c: c_int) {
-    // SAFETY: freeing our private duplicate communicator.
-    unsafe { crate::comm::PMPI_Comm_free(&mut c) };
+/// Free the file's private communicator.
+fn free_comm(c: c_int) {
+    let _ = crate::comm::free(c);
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_open`.
-    fn PMPI_File_open / "MPI_File_open" (comm: c_int, filename: *const c_char, amode: c_int, info: c_int, fh: *mut FileH) errfh = 0; {
+    fn PMPI_File_open / "MPI_File_open" [OnFile(0)] (comm: c_int, filename: *const c_char, amode: c_int, info: c_int, fh: *mut FileH) {
         lock().comm(comm)?;
         crate::intercomm::require_intra(comm, "MPI_File_open")?;
         if fh.is_null() {
@@ -646,11 +544,7 @@ file_fn! {
         let path = path_arg(filename)?;
         check_amode(amode)?;
         let info = info_entries(info)?;
-        let mut dup = MPI_COMM_NULL;
-        // SAFETY: duplicating a valid communicator into a local.
-        rc(unsafe { crate::coll::PMPI_Comm_dup(comm, &mut dup) }, "MPI_Comm_dup")?;
-        // SAFETY: our private communicator returns error codes instead of aborting.
-        unsafe { crate::errors::PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) };
+        let dup = crate::comm::dup_context(comm).map_err(internal("MPI_Comm_dup"))?;
         let obj = match open_on(dup, path, amode, info) {
             Ok(o) => o,
             Err(e) => {
@@ -669,9 +563,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_close`.
-    fn PMPI_File_close / "MPI_File_close" (fh: *mut FileH) errfh = handle_behind(fh); {
+    fn PMPI_File_close / "MPI_File_close" [OnFile(handle_behind(fh))] (fh: *mut FileH) {
         let h = crate::ffi::inp(fh, "fh")?;
         let f = get(h)?;
         if f.state().split.is_some() {
@@ -697,9 +591,9 @@ fn handle_behind(fh: *mut FileH) -> usize {
     (unsafe { fh.read_unaligned() }) as usize
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_delete`.
-    fn PMPI_File_delete / "MPI_File_delete" (filename: *const c_char, info: c_int) errfh = 0; {
+    fn PMPI_File_delete / "MPI_File_delete" [OnFile(0)] (filename: *const c_char, info: c_int) {
         let path = path_arg(filename)?;
         info_entries(info)?;
         std::fs::remove_file(&path).map_err(|e| os_err(e, path.display()))
@@ -708,18 +602,18 @@ file_fn! {
 
 // ---- error handlers ----
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_create_errhandler`.
-    fn PMPI_File_create_errhandler / "MPI_File_create_errhandler" (func: Option<CommErrFn>, errhandler: *mut c_int) errfh = 0; {
+    fn PMPI_File_create_errhandler / "MPI_File_create_errhandler" [OnFile(0)] (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };
         let h = lock().errhandlers.insert(UserErrhandler { func });
         out(errhandler, h, "errhandler")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_set_errhandler` (`MPI_FILE_NULL`: the handler of failing opens/deletes).
-    fn PMPI_File_set_errhandler / "MPI_File_set_errhandler" (file: FileH, errhandler: c_int) errfh = file as usize; {
+    fn PMPI_File_set_errhandler / "MPI_File_set_errhandler" [OnFile(file as usize)] (file: FileH, errhandler: c_int) {
         let action = lock().errhandler_action(errhandler)?;
         if file.is_null() {
             let mut t = files();
@@ -735,24 +629,24 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_errhandler`.
-    fn PMPI_File_get_errhandler / "MPI_File_get_errhandler" (file: FileH, errhandler: *mut c_int) errfh = file as usize; {
+    fn PMPI_File_get_errhandler / "MPI_File_get_errhandler" [OnFile(file as usize)] (file: FileH, errhandler: *mut c_int) {
         let h = if file.is_null() { files().null_errh } else { get(file)?.state().errh };
         out(errhandler, h, "errhandler")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_call_errhandler`.
-    fn PMPI_File_call_errhandler / "MPI_File_call_errhandler" (fh: FileH, errorcode: c_int) errfh = fh as usize; {
+    fn PMPI_File_call_errhandler / "MPI_File_call_errhandler" [OnFile(fh as usize)] (fh: FileH, errorcode: c_int) {
         if !fh.is_null() {
             get(fh)?;
         }
         let fatal = matches!(action_of(fh as usize), ErrAction::Fatal);
         if !(fatal && errorcode == MPI_SUCCESS) {
             let e = MpiError::new(errorcode, "raised by MPI_File_call_errhandler");
-            raise_file("MPI_File_call_errhandler", fh as usize, &e);
+            OnFile(fh as usize).raise("MPI_File_call_errhandler", &e);
         }
         Ok(())
     }
@@ -760,18 +654,18 @@ file_fn! {
 
 // ---- file manipulation and queries ----
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_size`.
-    fn PMPI_File_get_size / "MPI_File_get_size" (fh: FileH, size: *mut i64) errfh = fh as usize; {
+    fn PMPI_File_get_size / "MPI_File_get_size" [OnFile(fh as usize)] (fh: FileH, size: *mut i64) {
         let f = get(fh)?;
         let n = f.file.metadata().map_err(|e| os_err(e, f.path.display()))?.len();
         out(size, n as i64, "size")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_set_size` (collective: rank 0 truncates/extends and broadcasts the result).
-    fn PMPI_File_set_size / "MPI_File_set_size" (fh: FileH, size: i64) errfh = fh as usize; {
+    fn PMPI_File_set_size / "MPI_File_set_size" [OnFile(fh as usize)] (fh: FileH, size: i64) {
         let f = get(fh)?;
         if size < 0 {
             mpi_bail!(MPI_ERR_ARG, "negative file size {size}");
@@ -796,9 +690,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_preallocate` (collective; rank 0 allocates).
-    fn PMPI_File_preallocate / "MPI_File_preallocate" (fh: FileH, size: i64) errfh = fh as usize; {
+    fn PMPI_File_preallocate / "MPI_File_preallocate" [OnFile(fh as usize)] (fh: FileH, size: i64) {
         let f = get(fh)?;
         if size < 0 {
             mpi_bail!(MPI_ERR_ARG, "negative size {size}");
@@ -822,36 +716,36 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_sync`: flushes this process's writes to the storage device. Collective
     /// by the standard, but it synchronises nothing between processes (the standard's
     /// consistency recipe is sync, barrier, sync with the barrier in the program).
-    fn PMPI_File_sync / "MPI_File_sync" (fh: FileH) errfh = fh as usize; {
+    fn PMPI_File_sync / "MPI_File_sync" [OnFile(fh as usize)] (fh: FileH) {
         let f = get(fh)?;
         f.file.sync_data().map_err(|e| os_err(e, f.path.display()))
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_group`.
-    fn PMPI_File_get_group / "MPI_File_get_group" (fh: FileH, group: *mut c_int) errfh = fh as usize; {
+    fn PMPI_File_get_group / "MPI_File_get_group" [OnFile(fh as usize)] (fh: FileH, group: *mut c_int) {
         let f = get(fh)?;
         let h = lock().groups.insert(Group { members: f.group.clone() });
         out(group, h, "group")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_amode`.
-    fn PMPI_File_get_amode / "MPI_File_get_amode" (fh: FileH, amode: *mut c_int) errfh = fh as usize; {
+    fn PMPI_File_get_amode / "MPI_File_get_amode" [OnFile(fh as usize)] (fh: FileH, amode: *mut c_int) {
         let f = get(fh)?;
         out(amode, f.amode, "amode")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_set_info`.
-    fn PMPI_File_set_info / "MPI_File_set_info" (fh: FileH, info: c_int) errfh = fh as usize; {
+    fn PMPI_File_set_info / "MPI_File_set_info" [OnFile(fh as usize)] (fh: FileH, info: c_int) {
         let f = get(fh)?;
         let new = info_entries(info)?;
         merge_info(&mut f.state().info, new);
@@ -859,9 +753,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_info`: a new info object with the hints in use.
-    fn PMPI_File_get_info / "MPI_File_get_info" (fh: FileH, info_used: *mut c_int) errfh = fh as usize; {
+    fn PMPI_File_get_info / "MPI_File_get_info" [OnFile(fh as usize)] (fh: FileH, info_used: *mut c_int) {
         let f = get(fh)?;
         let entries = f.state().info.clone();
         let h = lock().infos.insert(Info { entries });
@@ -869,9 +763,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_set_atomicity` (collective).
-    fn PMPI_File_set_atomicity / "MPI_File_set_atomicity" (fh: FileH, flag: c_int) errfh = fh as usize; {
+    fn PMPI_File_set_atomicity / "MPI_File_set_atomicity" [OnFile(fh as usize)] (fh: FileH, flag: c_int) {
         // Collective by the standard, but nothing needs synchronising: atomic mode only
         // makes this process lock the byte ranges it accesses.
         let f = get(fh)?;
@@ -880,18 +774,18 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_atomicity`.
-    fn PMPI_File_get_atomicity / "MPI_File_get_atomicity" (fh: FileH, flag: *mut c_int) errfh = fh as usize; {
+    fn PMPI_File_get_atomicity / "MPI_File_get_atomicity" [OnFile(fh as usize)] (fh: FileH, flag: *mut c_int) {
         let f = get(fh)?;
         let a = f.state().atomic;
         out(flag, a as c_int, "flag")
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_type_extent` (the `"native"` representation: the datatype's extent).
-    fn PMPI_File_get_type_extent / "MPI_File_get_type_extent" (fh: FileH, datatype: c_int, extent: *mut isize) errfh = fh as usize; {
+    fn PMPI_File_get_type_extent / "MPI_File_get_type_extent" [OnFile(fh as usize)] (fh: FileH, datatype: c_int, extent: *mut isize) {
         get(fh)?;
         let t = lock().dtype(datatype)?;
         out(extent, t.extent(), "extent")
@@ -900,9 +794,9 @@ file_fn! {
 
 // ---- views ----
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_set_view` (collective; resets the individual and shared file pointers).
-    fn PMPI_File_set_view / "MPI_File_set_view" (fh: FileH, disp: i64, etype: c_int, filetype: c_int, datarep: *const c_char, info: c_int) errfh = fh as usize; {
+    fn PMPI_File_set_view / "MPI_File_set_view" [OnFile(fh as usize)] (fh: FileH, disp: i64, etype: c_int, filetype: c_int, datarep: *const c_char, info: c_int) {
         let f = get(fh)?;
         let rep = crate::ffi::read_cstr(datarep, "datarep")?;
         if rep != "native" {
@@ -964,9 +858,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_view`: derived etype/filetype come back as new handles.
-    fn PMPI_File_get_view / "MPI_File_get_view" (fh: FileH, disp: *mut i64, etype: *mut c_int, filetype: *mut c_int, datarep: *mut c_char) errfh = fh as usize; {
+    fn PMPI_File_get_view / "MPI_File_get_view" [OnFile(fh as usize)] (fh: FileH, disp: *mut i64, etype: *mut c_int, filetype: *mut c_int, datarep: *mut c_char) {
         let f = get(fh)?;
         let v = f.state().view.clone();
         let handle = |t: &Arc<Datatype>, h: c_int| {
@@ -984,9 +878,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_byte_offset`: absolute byte offset of a view position.
-    fn PMPI_File_get_byte_offset / "MPI_File_get_byte_offset" (fh: FileH, offset: i64, disp: *mut i64) errfh = fh as usize; {
+    fn PMPI_File_get_byte_offset / "MPI_File_get_byte_offset" [OnFile(fh as usize)] (fh: FileH, offset: i64, disp: *mut i64) {
         let f = get(fh)?;
         if offset < 0 {
             mpi_bail!(MPI_ERR_ARG, "negative offset {offset}");
@@ -1001,11 +895,11 @@ file_fn! {
 /// Names registered with `MPI_Register_datarep`.
 static DATAREPS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-file_fn! {
+mpi_fn! {
     /// `MPI_Register_datarep`: the name is recorded (a second registration fails with
     /// `MPI_ERR_DUP_DATAREP`); views accept only `"native"`, so a file view using the new
     /// representation fails with `MPI_ERR_UNSUPPORTED_DATAREP`.
-    fn PMPI_Register_datarep / "MPI_Register_datarep" (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) errfh = 0; {
+    fn PMPI_Register_datarep / "MPI_Register_datarep" [OnFile(0)] (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) {
         let name = crate::ffi::read_cstr(datarep, "datarep")?;
         if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
             mpi_bail!(MPI_ERR_ARG, "data representation name of {} bytes", name.len());
@@ -1200,8 +1094,7 @@ fn ordered(
     let dt = lock().dtype_committed(datatype)?;
     let esize = f.state().view.esize;
     let mine = ((n * dt.size) as u64 / esize) as i64;
-    let size = f.group.len();
-    let all = allgather_i64(mine, size, f.comm)?;
+    let all = allgather_i64(mine, f.comm)?;
     let before: i64 = all[..f.rank as usize].iter().sum();
     let total: i64 = all.iter().sum();
     let base = if f.rank == 0 {
@@ -1273,9 +1166,9 @@ fn split_end(f: &FileObj, status: *mut MpiStatus) -> MpiResult {
 /// Blocking accesses that take an explicit offset.
 macro_rules! access_at {
     ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "`.")]
-            fn $pname / $name (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
                 let s = access(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
                 write_st(status, &s);
@@ -1296,9 +1189,9 @@ access_at! {
 /// collective shared-pointer forms).
 macro_rules! access_ptr {
     ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "`.")]
-            fn $pname / $name (fh: FileH, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
                 let s = access_ptr!(@go $at, &f, $write, buf as *mut c_void, count, datatype)?;
                 write_st(status, &s);
@@ -1324,9 +1217,9 @@ access_ptr! {
 /// Nonblocking accesses with an explicit offset (complete at once).
 macro_rules! iaccess_at {
     ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "` (completes at once).")]
-            fn $pname / $name (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
                 let f = get(fh)?;
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
@@ -1348,9 +1241,9 @@ iaccess_at! {
 /// Nonblocking accesses through a file pointer (complete at once).
 macro_rules! iaccess_ptr {
     ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "` (completes at once).")]
-            fn $pname / $name (fh: FileH, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
                 let f = get(fh)?;
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
@@ -1374,9 +1267,9 @@ iaccess_ptr! {
 /// Split collectives with an explicit offset: `_begin` runs the access.
 macro_rules! split_at {
     ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
-            fn $pname / $name (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
                 split_begin(&f, access(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype))
@@ -1393,9 +1286,9 @@ split_at! {
 /// Split collectives through a file pointer.
 macro_rules! split_ptr {
     ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
-            fn $pname / $name (fh: FileH, buf: $bt, count: c_int, datatype: c_int) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
                 let r = access_ptr!(@go $at, &f, $write, buf as *mut c_void, count, datatype);
@@ -1415,9 +1308,9 @@ split_ptr! {
 /// The `_end` halves of the split collectives.
 macro_rules! split_end {
     ($($pname:ident $name:literal $bt:ty;)*) => {$(
-        file_fn! {
+        mpi_fn! {
             #[doc = concat!("`", $name, "`.")]
-            fn $pname / $name (fh: FileH, _buf: $bt, status: *mut MpiStatus) errfh = fh as usize; {
+            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, _buf: $bt, status: *mut MpiStatus) {
                 let f = get(fh)?;
                 split_end(&f, status)
             }
@@ -1458,9 +1351,9 @@ fn seek_target(f: &FileObj, s: &FileState, cur: i64, offset: i64, whence: c_int)
     Ok(new)
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_seek`.
-    fn PMPI_File_seek / "MPI_File_seek" (fh: FileH, offset: i64, whence: c_int) errfh = fh as usize; {
+    fn PMPI_File_seek / "MPI_File_seek" [OnFile(fh as usize)] (fh: FileH, offset: i64, whence: c_int) {
         let f = get(fh)?;
         not_sequential(&f)?;
         let mut s = f.state();
@@ -1470,9 +1363,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_position`.
-    fn PMPI_File_get_position / "MPI_File_get_position" (fh: FileH, offset: *mut i64) errfh = fh as usize; {
+    fn PMPI_File_get_position / "MPI_File_get_position" [OnFile(fh as usize)] (fh: FileH, offset: *mut i64) {
         let f = get(fh)?;
         not_sequential(&f)?;
         let p = f.state().pos;
@@ -1480,9 +1373,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_seek_shared` (collective; rank 0 moves the shared pointer).
-    fn PMPI_File_seek_shared / "MPI_File_seek_shared" (fh: FileH, offset: i64, whence: c_int) errfh = fh as usize; {
+    fn PMPI_File_seek_shared / "MPI_File_seek_shared" [OnFile(fh as usize)] (fh: FileH, offset: i64, whence: c_int) {
         let f = get(fh)?;
         if !matches!(whence, MPI_SEEK_SET | MPI_SEEK_CUR | MPI_SEEK_END) {
             mpi_bail!(MPI_ERR_ARG, "invalid whence {whence}");
@@ -1505,9 +1398,9 @@ file_fn! {
     }
 }
 
-file_fn! {
+mpi_fn! {
     /// `MPI_File_get_position_shared`.
-    fn PMPI_File_get_position_shared / "MPI_File_get_position_shared" (fh: FileH, offset: *mut i64) errfh = fh as usize; {
+    fn PMPI_File_get_position_shared / "MPI_File_get_position_shared" [OnFile(fh as usize)] (fh: FileH, offset: *mut i64) {
         let f = get(fh)?;
         out(offset, f.shared.get().load(Ordering::SeqCst), "offset")
     }

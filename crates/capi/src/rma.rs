@@ -27,15 +27,16 @@
 //! Errors of window calls go through the window's error handler (default
 //! `MPI_ERRORS_ARE_FATAL`); errors of creation calls through the communicator's.
 
+use crate::comm::Internal;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::errors::ErrAction;
-use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, MpiError, MpiResult};
+use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError, MpiResult};
 use crate::state::{lock, Table};
-use oxmpi_engine::{cma_copy, Cma};
+use oxmpi_engine::sys::{cma_copy, memfd, open_peer_fd, Cma, Mapping};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -50,47 +51,6 @@ const CTRL_HEAD: usize = 64;
 
 /// Value the CMA probe word holds.
 const PROBE_MAGIC: u64 = 0x6f78_6d70_6957_696e;
-
-/// A shared read-write mapping, unmapped on drop.
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: plain shared memory; concurrent access goes through atomics or is the user's
-// responsibility (MPI's RMA rules); the pointer is only unmapped on drop.
-unsafe impl Send for Mapping {}
-// SAFETY: see Send.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn map(fd: c_int, len: usize) -> std::io::Result<Mapping> {
-        // SAFETY: a fresh shared mapping at a kernel-chosen address; it aliases no Rust
-        // object.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Mapping { ptr: p.cast(), len })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len describe a mapping made by `Mapping::map`; its owner (the
-        // window) is gone, so nobody uses it any more.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
 
 /// How the memory of one target rank is reached.
 #[derive(Clone, Copy, Debug)]
@@ -123,7 +83,7 @@ impl Inner {
         // SAFETY: the control blocks lie at the start of the segment, `ctrl_stride` bytes
         // each, 8-byte aligned (the mapping is page aligned); the mapping lives as long
         // as `self`. Shared memory is only accessed through atomics here.
-        unsafe { &*(self.seg.ptr.add(r * self.ctrl_stride + off) as *const AtomicU64) }
+        unsafe { &*(self.seg.ptr().add(r * self.ctrl_stride + off) as *const AtomicU64) }
     }
     fn lock_word(&self, r: usize) -> &AtomicU64 {
         self.word(r, 0)
@@ -201,163 +161,51 @@ fn inner(h: c_int) -> MpiResult<Arc<Inner>> {
 
 // ---- entry points with window error handling ----
 
-/// Run the body of a window call: catch panics, route errors to the window's handler.
-fn win_enter(name: &'static str, win: c_int, f: impl FnOnce() -> MpiResult) -> c_int {
-    let r = catch_unwind(AssertUnwindSafe(f));
-    let err = match r {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(e)) => e,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            MpiError::new(MPI_ERR_INTERN, format!("internal error: {msg}"))
-        }
-    };
-    match catch_unwind(AssertUnwindSafe(|| raise_on_win(name, win, &err))) {
-        Ok(code) => code,
-        Err(_) => {
-            eprintln!("oxmpi: {name}: internal error while handling an error; aborting");
-            std::process::abort()
+/// Errors of window calls go to the window's error handler; to the communicator's (or
+/// `MPI_COMM_WORLD`'s) when the error names a communicator or the window is invalid.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OnWin(pub c_int);
+
+impl ErrorOwner for OnWin {
+    fn raise(&self, func: &str, err: &MpiError) -> c_int {
+        let action = if err.comm.is_some() {
+            None
+        } else {
+            wins().get(self.0).map(|w| w.err_action)
+        };
+        match action {
+            None => crate::errors::raise(func, err),
+            Some(a) => {
+                let mut w = self.0;
+                crate::errors::act(func, err, a, &mut w, "the window's error handler")
+            }
         }
     }
-}
-
-/// Invoke the error handler of window `win` (or the communicator's / the world's if the
-/// error names a communicator or the window is invalid).
-fn raise_on_win(name: &str, win: c_int, err: &MpiError) -> c_int {
-    let action = if err.comm.is_some() {
-        None
-    } else {
-        wins().get(win).map(|w| w.err_action)
-    };
-    match action {
-        None => crate::errors::raise(name, err),
-        Some(ErrAction::Return) => err.code,
-        Some(ErrAction::User(f)) => {
-            let mut w = win;
-            let mut code = err.code;
-            // SAFETY: a user error handler registered with MPI_Win_create_errhandler,
-            // called with pointers to valid locals; no lock is held.
-            unsafe { f(&mut w, &mut code) };
-            err.code
-        }
-        Some(ErrAction::Fatal) => {
-            let text = crate::errors::error_string(&lock(), err.code)
-                .unwrap_or_else(|| format!("error code {}", err.code));
-            let host = crate::env::hostname();
-            let pid = std::process::id();
-            eprintln!(
-                "[{host}:{pid}] oxmpi: {name}: {text}{sep}{detail}",
-                sep = if err.detail.is_empty() { "" } else { ": " },
-                detail = err.detail
-            );
-            eprintln!(
-                "[{host}:{pid}] oxmpi: the window's error handler is MPI_ERRORS_ARE_FATAL: aborting the job"
-            );
-            crate::env::abort_job(1)
-        }
-    }
-}
-
-/// Define `PMPI_<name>` (plus the weak `MPI_<name>`) whose errors go to the handler of
-/// the window given by the expression in brackets.
-macro_rules! win_fn {
-    ($(#[$meta:meta])* fn $pname:ident / $name:literal [$win:expr] ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> c_int {
-            // SAFETY: the expression reads the window handle through the caller's pointer
-            // (checked for NULL there), under the function's own contract.
-            #[allow(unused_unsafe)]
-            let w: c_int = unsafe { $win };
-            win_enter($name, w, || -> MpiResult { $body })
-        }
-        ::core::arch::global_asm!(concat!(
-            ".weak ", $name, "\n.set ", $name, ", ", stringify!($pname)
-        ));
-    };
 }
 
 // ---- helpers: internal collectives, system calls ----
 
-fn rc(code: c_int, what: &str) -> MpiResult {
-    if code == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(MpiError::new(
-            code,
-            format!("{what} failed inside a window call"),
-        ))
+/// An error of the library's own collective `what` on the window's communicator: its class,
+/// for the window's error handler (not the communicator's).
+fn internal(what: &'static str) -> impl Fn(MpiError) -> MpiError {
+    move |e| {
+        MpiError::new(
+            e.code,
+            format!("{what} failed inside a window call: {}", e.detail),
+        )
     }
 }
 
+/// Barrier on the window's private communicator.
 fn barrier(comm: c_int) -> MpiResult {
-    // SAFETY: a collective on a valid communicator handle.
-    rc(unsafe { crate::coll::PMPI_Barrier(comm) }, "MPI_Barrier")
+    Internal::of(comm)
+        .and_then(|c| c.barrier())
+        .map_err(internal("MPI_Barrier"))
 }
 
-fn allgather_i64(comm: c_int, mine: &[i64], n: usize) -> MpiResult<Vec<i64>> {
-    let k = mine.len();
-    let mut all = vec![0i64; k * n];
-    rc(
-        // SAFETY: `mine` holds k values, `all` k * n, of MPI_INT64_T.
-        unsafe {
-            crate::coll::PMPI_Allgather(
-                mine.as_ptr().cast(),
-                k as c_int,
-                MPI_INT64_T,
-                all.as_mut_ptr().cast(),
-                k as c_int,
-                MPI_INT64_T,
-                comm,
-            )
-        },
-        "MPI_Allgather",
-    )?;
-    Ok(all)
-}
-
-fn bcast_i64(comm: c_int, v: &mut [i64]) -> MpiResult {
-    rc(
-        // SAFETY: `v` holds v.len() values of MPI_INT64_T.
-        unsafe {
-            crate::coll::PMPI_Bcast(
-                v.as_mut_ptr().cast(),
-                v.len() as c_int,
-                MPI_INT64_T,
-                0,
-                comm,
-            )
-        },
-        "MPI_Bcast",
-    )
-}
-
-fn allreduce_max(comm: c_int, v: i64) -> MpiResult<i64> {
-    let mut r = 0i64;
-    rc(
-        // SAFETY: one MPI_INT64_T in and out.
-        unsafe {
-            crate::coll::PMPI_Allreduce(
-                (&v as *const i64).cast(),
-                (&mut r as *mut i64).cast(),
-                1,
-                MPI_INT64_T,
-                MPI_MAX,
-                comm,
-            )
-        },
-        "MPI_Allreduce",
-    )?;
-    Ok(r)
-}
-
-fn free_comm(mut comm: c_int) {
-    // SAFETY: freeing the window's private communicator, a valid handle.
-    unsafe { crate::comm::PMPI_Comm_free(&mut comm) };
+/// Free the window's private communicator.
+fn free_comm(comm: c_int) {
+    let _ = crate::comm::free(comm);
 }
 
 /// Wait (spinning, then yielding and driving the engine) until `cond` holds.
@@ -835,12 +683,7 @@ fn create(
         );
     }
     let info = read_info(info)?;
-    let mut wcomm = MPI_COMM_NULL;
-    rc(
-        // SAFETY: duplicating a valid communicator into a local.
-        unsafe { crate::coll::PMPI_Comm_dup(comm, &mut wcomm) },
-        "MPI_Comm_dup",
-    )?;
+    let wcomm = crate::comm::dup_context(comm).map_err(internal("MPI_Comm_dup"))?;
     match create_on(wcomm, flavor, size as usize, disp_unit, info, user_base) {
         Ok(r) => Ok(r),
         Err(e) => {
@@ -858,11 +701,8 @@ fn create_on(
     info: Vec<(String, String)>,
     user_base: usize,
 ) -> MpiResult<(c_int, usize)> {
-    let (rank, n) = {
-        let st = lock();
-        let c = st.comm(wcomm)?;
-        (c.rank as usize, c.size as usize)
-    };
+    let coll = Internal::of(wcomm)?;
+    let (rank, n) = (coll.rank(), coll.size());
     let probe: Box<u64> = Box::new(PROBE_MAGIC);
     let pid = std::process::id() as i64;
     let mine = [
@@ -872,7 +712,9 @@ fn create_on(
         user_base as i64,
         &*probe as *const u64 as i64,
     ];
-    let all = allgather_i64(wcomm, &mine, n)?;
+    let all = coll
+        .allgather_i64(&mine)
+        .map_err(internal("MPI_Allgather"))?;
     let row = |r: usize| &all[r * 5..r * 5 + 5];
 
     // Layout of the shared segment.
@@ -896,35 +738,29 @@ fn create_on(
     let total = total.max(data_start).max(page);
 
     // Rank 0 creates the segment, everyone maps it.
-    let mut fd: c_int = -1;
+    let mut fd = None;
     let mut failure = 0i64;
     let mut detail = String::new();
     let mut hdr = [0i64; 2];
     if rank == 0 {
-        // SAFETY: memfd_create with a NUL-terminated name.
-        fd = unsafe { libc::memfd_create(c"oxmpi-win".as_ptr(), libc::MFD_CLOEXEC) };
-        // SAFETY: ftruncate on the fd we just created.
-        if fd < 0 || unsafe { libc::ftruncate(fd, total as libc::off_t) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if fd >= 0 {
-                // SAFETY: closing our own fd.
-                unsafe { libc::close(fd) };
-                fd = -1;
+        match memfd("oxmpi-win", total) {
+            Ok(f) => fd = Some(f),
+            Err(e) => {
+                detail = format!("cannot create the window segment ({total} bytes): {e}");
+                failure = 1;
             }
-            detail = format!("cannot create the window segment ({total} bytes): {e}");
-            failure = 1;
         }
-        hdr = [pid, fd as i64];
+        hdr = [pid, fd.as_ref().map_or(-1, |f| i64::from(f.as_raw_fd()))];
     }
-    bcast_i64(wcomm, &mut hdr)?;
+    coll.bcast_i64(&mut hdr).map_err(internal("MPI_Bcast"))?;
     let seg = if hdr[1] < 0 {
         if detail.is_empty() {
             detail = "rank 0 could not create the window segment".into();
         }
         failure = failure.max(1);
         None
-    } else if rank == 0 {
-        match Mapping::map(fd, total) {
+    } else if let Some(f) = &fd {
+        match Mapping::map(f, total) {
             Ok(m) => Some(m),
             Err(e) => {
                 failure = 1;
@@ -933,26 +769,21 @@ fn create_on(
             }
         }
     } else {
-        let path = format!("/proc/{}/fd/{}", hdr[0], hdr[1]);
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-        {
-            Ok(f) => {
-                use std::os::fd::AsRawFd;
-                match Mapping::map(f.as_raw_fd(), total) {
-                    Ok(m) => Some(m),
-                    Err(e) => {
-                        failure = 1;
-                        detail = format!("cannot map rank 0's window segment: {e}");
-                        None
-                    }
+        match open_peer_fd(hdr[0] as i32, hdr[1] as i32) {
+            Ok(f) => match Mapping::map(&f, total) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    failure = 1;
+                    detail = format!("cannot map rank 0's window segment: {e}");
+                    None
                 }
-            }
+            },
             Err(e) => {
                 failure = 1;
-                detail = format!("cannot open rank 0's window segment {path}: {e}");
+                detail = format!(
+                    "cannot open rank 0's window segment /proc/{}/fd/{}: {e}",
+                    hdr[0], hdr[1]
+                );
                 None
             }
         }
@@ -990,12 +821,12 @@ fn create_on(
             }
         }
     }
-    let worst = allreduce_max(wcomm, failure)?;
-    if fd >= 0 {
-        // SAFETY: every rank opened (or failed to open) the segment by now: close ours;
-        // the mappings keep the memory alive.
-        unsafe { libc::close(fd) };
-    }
+    let worst = coll
+        .allreduce_max(failure)
+        .map_err(internal("MPI_Allreduce"))?;
+    // Every rank opened (or failed to open) the segment by now: close ours; the mappings
+    // keep the memory alive.
+    drop(fd);
     drop(probe);
     if worst != 0 {
         let class = if worst == 2 {
@@ -1016,7 +847,7 @@ fn create_on(
             let du = row(r)[2] as isize;
             match flavor {
                 MPI_WIN_FLAVOR_ALLOCATE | MPI_WIN_FLAVOR_SHARED => Target {
-                    base: seg.ptr as usize + data_off[r],
+                    base: seg.ptr() as usize + data_off[r],
                     size: Some(rsize),
                     disp_unit: du,
                     pid: row(r)[0] as i32,
@@ -1161,9 +992,9 @@ fn delete_attr_value(h: c_int, k: c_int, v: usize) -> MpiResult {
     Ok(())
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_free`: collective; releases the segment and the private communicator.
-    fn PMPI_Win_free / "MPI_Win_free" [if win.is_null() { MPI_WIN_NULL } else { win.read_unaligned() }] (win: *mut c_int) {
+    fn PMPI_Win_free / "MPI_Win_free" [OnWin(if win.is_null() { MPI_WIN_NULL } else { win.read_unaligned() })] (win: *mut c_int) {
         let h = inp(win, "win")?;
         let (comm, attrs) = with_win(h, |w| Ok((w.inner.comm, std::mem::take(&mut w.attrs))))?;
         delete_attrs(h, attrs)?;
@@ -1177,9 +1008,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_attach`.
-    fn PMPI_Win_attach / "MPI_Win_attach" [win] (win: c_int, base: *mut c_void, size: isize) {
+    fn PMPI_Win_attach / "MPI_Win_attach" [OnWin(win)] (win: c_int, base: *mut c_void, size: isize) {
         with_win(win, |w| {
             if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
                 mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_attach needs a window made by MPI_Win_create_dynamic");
@@ -1193,9 +1024,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_detach`.
-    fn PMPI_Win_detach / "MPI_Win_detach" [win] (win: c_int, base: *const c_void) {
+    fn PMPI_Win_detach / "MPI_Win_detach" [OnWin(win)] (win: c_int, base: *const c_void) {
         with_win(win, |w| {
             if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
                 mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_detach needs a window made by MPI_Win_create_dynamic");
@@ -1211,10 +1042,10 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_shared_query`: the memory of `rank` in our mapping (shared windows only,
     /// as in MPI-3.1).
-    fn PMPI_Win_shared_query / "MPI_Win_shared_query" [win] (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) {
+    fn PMPI_Win_shared_query / "MPI_Win_shared_query" [OnWin(win)] (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) {
         let inner = inner(win)?;
         if inner.flavor != MPI_WIN_FLAVOR_SHARED {
             mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window with shared memory (MPI_Win_allocate_shared)");
@@ -1235,44 +1066,44 @@ win_fn! {
 
 // ---- communication ----
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Put`.
-    fn PMPI_Put / "MPI_Put" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
+    fn PMPI_Put / "MPI_Put" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
         do_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Get`.
-    fn PMPI_Get / "MPI_Get" [win] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
+    fn PMPI_Get / "MPI_Get" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
         do_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Accumulate`.
-    fn PMPI_Accumulate / "MPI_Accumulate" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
+    fn PMPI_Accumulate / "MPI_Accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
         do_accumulate(origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Get_accumulate`.
-    fn PMPI_Get_accumulate / "MPI_Get_accumulate" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
+    fn PMPI_Get_accumulate / "MPI_Get_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
         do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), target_rank, target_disp, target_count, target_datatype, op, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Fetch_and_op`.
-    fn PMPI_Fetch_and_op / "MPI_Fetch_and_op" [win] (origin_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, op: c_int, win: c_int) {
+    fn PMPI_Fetch_and_op / "MPI_Fetch_and_op" [OnWin(win)] (origin_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, op: c_int, win: c_int) {
         do_accumulate(origin_addr, 1, datatype, Some((result_addr, 1, datatype)), target_rank, target_disp, 1, datatype, op, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Compare_and_swap`.
-    fn PMPI_Compare_and_swap / "MPI_Compare_and_swap" [win] (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, win: c_int) {
+    fn PMPI_Compare_and_swap / "MPI_Compare_and_swap" [OnWin(win)] (origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, win: c_int) {
         let a = access(win, target_rank, target_disp)?;
         let dt = dtype(datatype)?;
         if !dt.predefined || dt.basic.is_none() {
@@ -1308,33 +1139,33 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Rput`: completes at once.
-    fn PMPI_Rput / "MPI_Rput" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+    fn PMPI_Rput / "MPI_Rput" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
         do_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
         done_request(request, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Rget`: completes at once.
-    fn PMPI_Rget / "MPI_Rget" [win] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+    fn PMPI_Rget / "MPI_Rget" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
         do_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
         done_request(request, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Raccumulate`: completes at once.
-    fn PMPI_Raccumulate / "MPI_Raccumulate" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+    fn PMPI_Raccumulate / "MPI_Raccumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
         do_accumulate(origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, win)?;
         done_request(request, win)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Rget_accumulate`: completes at once.
-    fn PMPI_Rget_accumulate / "MPI_Rget_accumulate" [win] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+    fn PMPI_Rget_accumulate / "MPI_Rget_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
         do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), target_rank, target_disp, target_count, target_datatype, op, win)?;
         done_request(request, win)
     }
@@ -1354,9 +1185,9 @@ fn check_assert(assert: c_int) -> MpiResult {
     Ok(())
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_fence`: memory fence, barrier, memory fence.
-    fn PMPI_Win_fence / "MPI_Win_fence" [win] (assert: c_int, win: c_int) {
+    fn PMPI_Win_fence / "MPI_Win_fence" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
         let comm = inner(win)?.comm;
         fence(Ordering::SeqCst);
@@ -1433,9 +1264,9 @@ fn check_target(inner: &Inner, rank: c_int) -> MpiResult<Option<usize>> {
     Ok(Some(rank as usize))
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_lock`.
-    fn PMPI_Win_lock / "MPI_Win_lock" [win] (lock_type: c_int, rank: c_int, assert: c_int, win: c_int) {
+    fn PMPI_Win_lock / "MPI_Win_lock" [OnWin(win)] (lock_type: c_int, rank: c_int, assert: c_int, win: c_int) {
         let kind = match lock_type {
             MPI_LOCK_EXCLUSIVE => Held::Exclusive,
             MPI_LOCK_SHARED => Held::Shared,
@@ -1458,9 +1289,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_unlock`.
-    fn PMPI_Win_unlock / "MPI_Win_unlock" [win] (rank: c_int, win: c_int) {
+    fn PMPI_Win_unlock / "MPI_Win_unlock" [OnWin(win)] (rank: c_int, win: c_int) {
         let inner = inner(win)?;
         let Some(t) = check_target(&inner, rank)? else { return Ok(()) };
         let kind = with_win(win, |w| match w.held.remove(&t) {
@@ -1473,9 +1304,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_lock_all`: a shared lock on every rank.
-    fn PMPI_Win_lock_all / "MPI_Win_lock_all" [win] (assert: c_int, win: c_int) {
+    fn PMPI_Win_lock_all / "MPI_Win_lock_all" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
         let inner = inner(win)?;
         with_win(win, |w| {
@@ -1490,9 +1321,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_unlock_all`.
-    fn PMPI_Win_unlock_all / "MPI_Win_unlock_all" [win] (win: c_int) {
+    fn PMPI_Win_unlock_all / "MPI_Win_unlock_all" [OnWin(win)] (win: c_int) {
         let inner = inner(win)?;
         with_win(win, |w| {
             if !w.lock_all {
@@ -1531,37 +1362,37 @@ fn flush(win: c_int, rank: Option<c_int>) -> MpiResult {
     Ok(())
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_flush`.
-    fn PMPI_Win_flush / "MPI_Win_flush" [win] (rank: c_int, win: c_int) {
+    fn PMPI_Win_flush / "MPI_Win_flush" [OnWin(win)] (rank: c_int, win: c_int) {
         flush(win, Some(rank))
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_flush_local`.
-    fn PMPI_Win_flush_local / "MPI_Win_flush_local" [win] (rank: c_int, win: c_int) {
+    fn PMPI_Win_flush_local / "MPI_Win_flush_local" [OnWin(win)] (rank: c_int, win: c_int) {
         flush(win, Some(rank))
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_flush_all`.
-    fn PMPI_Win_flush_all / "MPI_Win_flush_all" [win] (win: c_int) {
+    fn PMPI_Win_flush_all / "MPI_Win_flush_all" [OnWin(win)] (win: c_int) {
         flush(win, None)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_flush_local_all`.
-    fn PMPI_Win_flush_local_all / "MPI_Win_flush_local_all" [win] (win: c_int) {
+    fn PMPI_Win_flush_local_all / "MPI_Win_flush_local_all" [OnWin(win)] (win: c_int) {
         flush(win, None)
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_sync`: a memory fence (the memory model is unified).
-    fn PMPI_Win_sync / "MPI_Win_sync" [win] (win: c_int) {
+    fn PMPI_Win_sync / "MPI_Win_sync" [OnWin(win)] (win: c_int) {
         inner(win)?;
         fence(Ordering::SeqCst);
         Ok(())
@@ -1587,9 +1418,9 @@ fn group_ranks(win: c_int, g: c_int) -> MpiResult<Vec<usize>> {
         .collect()
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_post`: open an exposure epoch to the origins of `group`.
-    fn PMPI_Win_post / "MPI_Win_post" [win] (group: c_int, assert: c_int, win: c_int) {
+    fn PMPI_Win_post / "MPI_Win_post" [OnWin(win)] (group: c_int, assert: c_int, win: c_int) {
         check_assert(assert)?;
         let ranks = group_ranks(win, group)?;
         let inner = inner(win)?;
@@ -1609,9 +1440,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_start`: open an access epoch to the targets of `group` once they posted.
-    fn PMPI_Win_start / "MPI_Win_start" [win] (group: c_int, assert: c_int, win: c_int) {
+    fn PMPI_Win_start / "MPI_Win_start" [OnWin(win)] (group: c_int, assert: c_int, win: c_int) {
         check_assert(assert)?;
         let ranks = group_ranks(win, group)?;
         let inner = inner(win)?;
@@ -1635,9 +1466,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_complete`: close the access epoch; tell each target.
-    fn PMPI_Win_complete / "MPI_Win_complete" [win] (win: c_int) {
+    fn PMPI_Win_complete / "MPI_Win_complete" [OnWin(win)] (win: c_int) {
         let inner = inner(win)?;
         let ranks = with_win(win, |w| match w.access.take() {
             Some(r) => Ok(r),
@@ -1674,16 +1505,16 @@ fn exposure_done(win: c_int, block: bool) -> MpiResult<bool> {
     })
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_wait`.
-    fn PMPI_Win_wait / "MPI_Win_wait" [win] (win: c_int) {
+    fn PMPI_Win_wait / "MPI_Win_wait" [OnWin(win)] (win: c_int) {
         exposure_done(win, true).map(|_| ())
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_test`.
-    fn PMPI_Win_test / "MPI_Win_test" [win] (win: c_int, flag: *mut c_int) {
+    fn PMPI_Win_test / "MPI_Win_test" [OnWin(win)] (win: c_int, flag: *mut c_int) {
         if flag.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL flag");
         }
@@ -1694,9 +1525,9 @@ win_fn! {
 
 // ---- attributes, group, name, info, error handlers ----
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_get_attr`: the predefined attributes and user keyvals.
-    fn PMPI_Win_get_attr / "MPI_Win_get_attr" [win] (win: c_int, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
+    fn PMPI_Win_get_attr / "MPI_Win_get_attr" [OnWin(win)] (win: c_int, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
         let v: Option<usize> = with_win(win, |w| {
             Ok(match keyval {
                 MPI_WIN_BASE => Some(w.base),
@@ -1729,9 +1560,9 @@ fn predefined_key(k: c_int) -> bool {
     )
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_set_attr`.
-    fn PMPI_Win_set_attr / "MPI_Win_set_attr" [win] (win: c_int, keyval: c_int, attribute_val: *mut c_void) {
+    fn PMPI_Win_set_attr / "MPI_Win_set_attr" [OnWin(win)] (win: c_int, keyval: c_int, attribute_val: *mut c_void) {
         if predefined_key(keyval) {
             mpi_bail!(MPI_ERR_KEYVAL, "predefined window attributes cannot be set");
         }
@@ -1746,9 +1577,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_delete_attr`.
-    fn PMPI_Win_delete_attr / "MPI_Win_delete_attr" [win] (win: c_int, keyval: c_int) {
+    fn PMPI_Win_delete_attr / "MPI_Win_delete_attr" [OnWin(win)] (win: c_int, keyval: c_int) {
         if predefined_key(keyval) {
             mpi_bail!(MPI_ERR_KEYVAL, "predefined window attributes cannot be deleted");
         }
@@ -1763,9 +1594,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_get_group`.
-    fn PMPI_Win_get_group / "MPI_Win_get_group" [win] (win: c_int, group: *mut c_int) {
+    fn PMPI_Win_get_group / "MPI_Win_get_group" [OnWin(win)] (win: c_int, group: *mut c_int) {
         let comm = inner(win)?.comm;
         let mut st = lock();
         let members = st.comm(comm)?.group.clone();
@@ -1775,9 +1606,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_set_name`.
-    fn PMPI_Win_set_name / "MPI_Win_set_name" [win] (win: c_int, win_name: *const c_char) {
+    fn PMPI_Win_set_name / "MPI_Win_set_name" [OnWin(win)] (win: c_int, win_name: *const c_char) {
         let mut s = read_cstr(win_name, "win_name")?;
         s.truncate(MPI_MAX_OBJECT_NAME as usize - 1);
         with_win(win, |w| {
@@ -1787,9 +1618,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_get_name` (`MPI_WIN_NULL` is named too).
-    fn PMPI_Win_get_name / "MPI_Win_get_name" [win] (win: c_int, win_name: *mut c_char, resultlen: *mut c_int) {
+    fn PMPI_Win_get_name / "MPI_Win_get_name" [OnWin(win)] (win: c_int, win_name: *mut c_char, resultlen: *mut c_int) {
         let name = if win == MPI_WIN_NULL {
             "MPI_WIN_NULL".to_string()
         } else {
@@ -1800,9 +1631,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_set_info`.
-    fn PMPI_Win_set_info / "MPI_Win_set_info" [win] (win: c_int, info: c_int) {
+    fn PMPI_Win_set_info / "MPI_Win_set_info" [OnWin(win)] (win: c_int, info: c_int) {
         let entries = read_info(info)?;
         with_win(win, |w| {
             for (k, v) in entries {
@@ -1816,9 +1647,9 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_get_info`: a new info object with the window's hints.
-    fn PMPI_Win_get_info / "MPI_Win_get_info" [win] (win: c_int, info_used: *mut c_int) {
+    fn PMPI_Win_get_info / "MPI_Win_get_info" [OnWin(win)] (win: c_int, info_used: *mut c_int) {
         if info_used.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL info_used");
         }
@@ -1840,9 +1671,9 @@ mpi_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_set_errhandler`.
-    fn PMPI_Win_set_errhandler / "MPI_Win_set_errhandler" [win] (win: c_int, errhandler: c_int) {
+    fn PMPI_Win_set_errhandler / "MPI_Win_set_errhandler" [OnWin(win)] (win: c_int, errhandler: c_int) {
         let action = lock().errhandler_action(errhandler)?;
         with_win(win, |w| {
             w.errh = errhandler;
@@ -1852,20 +1683,20 @@ win_fn! {
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_get_errhandler`.
-    fn PMPI_Win_get_errhandler / "MPI_Win_get_errhandler" [win] (win: c_int, errhandler: *mut c_int) {
+    fn PMPI_Win_get_errhandler / "MPI_Win_get_errhandler" [OnWin(win)] (win: c_int, errhandler: *mut c_int) {
         let h = with_win(win, |w| Ok(w.errh))?;
         out(errhandler, h, "errhandler")
     }
 }
 
-win_fn! {
+mpi_fn! {
     /// `MPI_Win_call_errhandler`: invoke the window's error handler with `errorcode`.
-    fn PMPI_Win_call_errhandler / "MPI_Win_call_errhandler" [win] (win: c_int, errorcode: c_int) {
+    fn PMPI_Win_call_errhandler / "MPI_Win_call_errhandler" [OnWin(win)] (win: c_int, errorcode: c_int) {
         with_win(win, |_| Ok(()))?;
         let e = MpiError::new(errorcode, "raised by MPI_Win_call_errhandler");
-        raise_on_win("MPI_Win_call_errhandler", win, &e);
+        OnWin(win).raise("MPI_Win_call_errhandler", &e);
         Ok(())
     }
 }
