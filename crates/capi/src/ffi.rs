@@ -93,7 +93,7 @@ macro_rules! mpi_alias {
 }
 pub(crate) use mpi_alias;
 
-/// [`mpi_fn!`] for the entry points of blocking point-to-point (kept as a marker: these
+/// `mpi_fn!` for the entry points of blocking point-to-point (kept as a marker: these
 /// bodies never defer generalized-request callbacks).
 macro_rules! mpi_fn_nodefer {
     ($($t:tt)*) => { mpi_fn! { $($t)* } };
