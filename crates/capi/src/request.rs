@@ -89,6 +89,29 @@ pub(crate) struct Pending {
     pub bsend_bytes: usize,
 }
 
+impl Pending {
+    /// An operation that is complete already, with status `s` (no engine request,
+    /// nothing staged or to unpack).
+    #[inline]
+    pub fn done(s: EStatus) -> Pending {
+        Pending {
+            ereq: None,
+            done: Some(s),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }
+    }
+}
+
+/// The status of an operation completed without a message of its own (a buffered send,
+/// a request completed at once): any source, any tag, no data.
+pub(crate) const NO_MESSAGE: EStatus = EStatus {
+    source: MPI_ANY_SOURCE,
+    tag: MPI_ANY_TAG,
+    ..EStatus::PROC_NULL
+};
+
 /// What a persistent request does at each `MPI_Start`.
 #[derive(Clone)]
 pub(crate) struct Persist {
@@ -166,13 +189,7 @@ pub(crate) fn start_send(
         check_tag(tag, false)?;
         check_buf(buf, n, &dt)?;
         if dest == MPI_PROC_NULL {
-            return Ok(Pending {
-                ereq: None,
-                done: Some(EStatus::PROC_NULL),
-                stage: None,
-                unpack: None,
-                bsend_bytes: 0,
-            });
+            return Ok(Pending::done(EStatus::PROC_NULL));
         }
         let eng = backend::engine()?;
         let len = n * dt.size;
@@ -254,13 +271,7 @@ pub(crate) fn start_recv(
         check_tag(tag, true)?;
         check_buf(buf, n, &dt)?;
         if source == MPI_PROC_NULL {
-            return Ok(Pending {
-                ereq: None,
-                done: Some(EStatus::PROC_NULL),
-                stage: None,
-                unpack: None,
-                bsend_bytes: 0,
-            });
+            return Ok(Pending::done(EStatus::PROC_NULL));
         }
         let eng = backend::engine()?;
         let (ptr, len, stage, unpack) = recv_target(buf, n, &dt);
@@ -1526,17 +1537,7 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
     let pending = if p.send == Some(SendMode::Buffered) {
         // A buffered send is complete for the user at once; the data travels on.
         st.orphans.push(pending);
-        Pending {
-            ereq: None,
-            done: Some(EStatus {
-                source: MPI_ANY_SOURCE,
-                tag: MPI_ANY_TAG,
-                ..EStatus::PROC_NULL
-            }),
-            stage: None,
-            unpack: None,
-            bsend_bytes: 0,
-        }
+        Pending::done(NO_MESSAGE)
     } else {
         pending
     };
@@ -1632,12 +1633,7 @@ mod tests {
         assert!(done_get(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         assert!(done_take(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         // A plain completed send is the shared stateless handle, never a slot.
-        let send = EStatus {
-            source: MPI_ANY_SOURCE,
-            tag: MPI_ANY_TAG,
-            ..EStatus::PROC_NULL
-        };
-        assert_eq!(completed_request(send, MPI_COMM_WORLD), SEND_DONE);
+        assert_eq!(completed_request(NO_MESSAGE, MPI_COMM_WORLD), SEND_DONE);
         // With every slot taken, completions go into the locked table, still correct.
         let live: Vec<c_int> = (0..DONE_SLOTS)
             .map(|_| completed_request(s, comm))
