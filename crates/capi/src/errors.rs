@@ -2,7 +2,7 @@
 //! class/code/string registry.
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, out, read_cstr, MpiError};
+use crate::ffi::{copy_cstr, out, read_cstr, ErrorOwner, MpiError, OnComm};
 use crate::state::{lock, State};
 use std::ffi::{c_char, c_int};
 
@@ -237,6 +237,12 @@ pub(crate) fn error_class(st: &State, code: c_int) -> Option<c_int> {
         return Some(code);
     }
     st.user_errors.class_of(code)
+}
+
+impl ErrorOwner for OnComm {
+    fn raise(&self, func: &str, err: &MpiError) -> c_int {
+        raise(func, err)
+    }
 }
 
 /// Decide what to do with an error raised by `func`: returns the code to return, or does

@@ -107,15 +107,10 @@ pub(crate) trait ErrorOwner {
     fn raise(&self, func: &str, err: &MpiError) -> c_int;
 }
 
-/// Errors go to the communicator they name (`MpiError::on`), else to `MPI_COMM_WORLD`.
+/// Errors go to the communicator they name (`MpiError::on`), else to `MPI_COMM_WORLD`
+/// (implemented in `errors`, which knows the communicators' handlers).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OnComm;
-
-impl ErrorOwner for OnComm {
-    fn raise(&self, func: &str, err: &MpiError) -> c_int {
-        crate::errors::raise(func, err)
-    }
-}
 
 /// Run an entry-point body: catch panics, route errors to `owner`'s error handler.
 #[inline]

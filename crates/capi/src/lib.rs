@@ -9,7 +9,8 @@
 //! Layout:
 //! * [`ffi`]: the entry-point macro (`catch_unwind`, error handlers, weak aliases) and
 //!   checked pointer helpers;
-//! * [`state`]: handle tables with MPICH's 32-bit handle encoding;
+//! * `handles`: handle tables with MPICH's 32-bit handle encoding (below every object
+//!   module); [`state`]: the library's tables behind one lock;
 //! * [`datatype`]: predefined and derived datatypes, pack/unpack;
 //! * [`request`], [`p2p`]: point-to-point over the engine's byte interface;
 //! * [`errors`]: error classes, strings and handlers;
@@ -36,6 +37,7 @@ pub mod env;
 pub mod errors;
 pub(crate) mod external;
 pub(crate) mod grequest;
+pub(crate) mod handles;
 pub mod icoll;
 pub(crate) mod intercoll;
 pub(crate) mod intercomm;

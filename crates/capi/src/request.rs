@@ -380,7 +380,7 @@ const FAST_SLOTS: usize = 1 << 16;
 
 /// The handle bits of fast requests: direct request handles with index bit 24 set, between
 /// the request table's indices (from 0) and the messages' (from `0x0200_0000`).
-const FAST_BASE: u32 = crate::state::direct_base(crate::state::kind::REQUEST) | 0x0100_0000;
+const FAST_BASE: u32 = crate::handles::direct_base(crate::handles::kind::REQUEST) | 0x0100_0000;
 
 /// One fast request slot.
 struct FastSlot {
@@ -1599,7 +1599,8 @@ mod tests {
         fast_release(slot);
         // Table requests (index 0..) and messages (0x0200_0000..) are never fast handles.
         assert!(
-            fast_slot(crate::state::direct_base(crate::state::kind::REQUEST) as c_int).is_none()
+            fast_slot(crate::handles::direct_base(crate::handles::kind::REQUEST) as c_int)
+                .is_none()
         );
         assert!(fast_slot((0xae00_0000_u32) as c_int).is_none());
         assert!(fast_slot(MPI_REQUEST_NULL).is_none());

@@ -6,16 +6,14 @@ use crate::comm::Internal;
 use crate::consts::*;
 use crate::errors::ErrAction;
 use crate::ffi::{MpiError, MpiResult};
-use crate::state::{lock, Table};
+use crate::handles::{kind, Table};
+use crate::state::lock;
 use oxmpi_engine::sys::{cma_copy, memfd, open_peer_fd, Cma, Mapping};
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// MPICH object type of windows (bits 26-29 of a handle).
-const KIND_WIN: u32 = 8;
 
 /// Bytes of the fixed part of a control block (lock word, accumulate mutex, completions).
 const CTRL_HEAD: usize = 64;
@@ -106,7 +104,7 @@ pub(super) struct Win {
 }
 
 /// The table of windows.
-static WINS: Mutex<Table<Box<Win>>> = Mutex::new(Table::new(KIND_WIN, 0));
+static WINS: Mutex<Table<Box<Win>>> = Mutex::new(Table::new(kind::WIN, 0));
 
 /// The table of windows, locked (a poisoned lock is taken over).
 pub(super) fn wins() -> MutexGuard<'static, Table<Box<Win>>> {
