@@ -50,5 +50,6 @@ pub mod p2p;
 pub mod request;
 pub mod rma;
 pub mod state;
+pub(crate) mod status;
 pub mod stubs;
 pub mod topo;

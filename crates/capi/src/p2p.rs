@@ -3,7 +3,6 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::status_set_bytes;
 use crate::ffi::{check_count, inp, out, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
@@ -11,6 +10,7 @@ use crate::request::{
     Pending, Request, NO_MESSAGE,
 };
 use crate::state::lock;
+use crate::status::status_set_bytes;
 use oxmpi_engine::Started;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};

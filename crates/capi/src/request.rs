@@ -14,29 +14,16 @@
 
 use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::{pack_into, status_set_bytes, unpack_from, Datatype};
+use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
 use crate::grequest::GreqTest;
 use crate::state::{lock, State};
+use crate::status::status_set_bytes;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// `MPI_Status` of the MPICH ABI (20 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MpiStatus {
-    /// Low 32 bits of the byte count.
-    pub count_lo: c_int,
-    /// High bits of the byte count shifted left by one; bit 0 = cancelled.
-    pub count_hi_and_cancelled: c_int,
-    /// `MPI_SOURCE`.
-    pub source: c_int,
-    /// `MPI_TAG`.
-    pub tag: c_int,
-    /// `MPI_ERROR`.
-    pub error: c_int,
-}
+pub use crate::status::MpiStatus;
 
 /// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
 pub(crate) fn empty_status() -> MpiStatus {

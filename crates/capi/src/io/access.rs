@@ -6,10 +6,11 @@ use super::collective::{allgather_i64, bcast_i64};
 use super::file::{os_err, FileObj, FileState};
 use crate::backend::EStatus;
 use crate::consts::*;
-use crate::datatype::{pack_into, status_set_bytes, unpack_from};
+use crate::datatype::{pack_into, unpack_from};
 use crate::ffi::{check_count, out, MpiResult};
 use crate::request::{write_status, MpiStatus, Pending, Request};
 use crate::state::lock;
+use crate::status::status_set_bytes;
 use std::ffi::{c_int, c_void};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -217,7 +218,7 @@ pub(super) fn completed_request(request: *mut c_int, s: &MpiStatus) -> MpiResult
         source: MPI_ANY_SOURCE,
         tag: MPI_ANY_TAG,
         error: None,
-        count_bytes: crate::datatype::status_bytes(s),
+        count_bytes: crate::status::status_bytes(s),
         cancelled: false,
     };
     let h = lock().reqs.insert(Request {
