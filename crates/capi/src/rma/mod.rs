@@ -127,13 +127,15 @@ mpi_fn! {
     /// `MPI_Win_free`: collective; releases the segment and the private communicator.
     fn PMPI_Win_free / "MPI_Win_free" [OnWin(if win.is_null() { MPI_WIN_NULL } else { win.read_unaligned() })] (win: *mut c_int) {
         let h = inp(win, "win")?;
-        let (comm, attrs) = with_win(h, |w| Ok((w.inner.comm, std::mem::take(&mut w.attrs))))?;
+        let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
         delete_attrs(h, attrs)?;
         fence(Ordering::SeqCst);
         // Nobody may still access our memory when it goes away.
-        barrier(comm)?;
+        barrier(&inner)?;
         let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
         drop(w);
+        let comm = inner.comm;
+        drop(inner);
         free_comm(comm);
         out(win, MPI_WIN_NULL, "win")
     }
@@ -308,9 +310,9 @@ mpi_fn! {
     /// `MPI_Win_fence`: memory fence, barrier, memory fence.
     fn PMPI_Win_fence / "MPI_Win_fence" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
-        let comm = inner(win)?.comm;
+        let inner = inner(win)?;
         fence(Ordering::SeqCst);
-        barrier(comm)?;
+        barrier(&inner)?;
         fence(Ordering::SeqCst);
         Ok(())
     }

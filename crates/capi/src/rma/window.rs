@@ -36,7 +36,10 @@ pub(super) struct Target {
 
 /// The immutable part of a window, shared with operations running without the table lock.
 pub(super) struct Inner {
+    /// The window's private communicator.
     pub(super) comm: c_int,
+    /// The same, resolved for the collectives the window runs (fence, free).
+    pub(super) coll: Internal,
     pub(super) rank: usize,
     pub(super) nranks: usize,
     pub(super) flavor: c_int,
@@ -144,10 +147,8 @@ fn internal(what: &'static str) -> impl Fn(MpiError) -> MpiError {
 }
 
 /// Barrier on the window's private communicator.
-pub(super) fn barrier(comm: c_int) -> MpiResult {
-    Internal::of(comm)
-        .and_then(|c| c.barrier())
-        .map_err(internal("MPI_Barrier"))
+pub(super) fn barrier(inner: &Inner) -> MpiResult {
+    inner.coll.barrier().map_err(internal("MPI_Barrier"))
 }
 
 /// Free the window's private communicator.
@@ -409,6 +410,7 @@ fn create_on(
     };
     let inner = Arc::new(Inner {
         comm: wcomm,
+        coll,
         rank,
         nranks: n,
         flavor,
