@@ -920,30 +920,14 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let h = crate::comm::dup_context(comm)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        crate::comm::dup(comm, newcomm)
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_dup_with_info` (the info is accepted and ignored).
     fn PMPI_Comm_dup_with_info / "MPI_Comm_dup_with_info" (comm: c_int, _info: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let h = crate::comm::dup_context(comm)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        crate::comm::dup(comm, newcomm)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Communicators (rank, size, names, comparison, attributes, free) and groups.
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
 use crate::state::{lock, Group, Keyval};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -310,6 +310,22 @@ pub(crate) fn free(h: c_int) -> MpiResult {
 }
 
 // ---- communicators the library uses itself (windows, files) ----
+
+/// The body of `MPI_Comm_dup` (and `_with_info`, `MPI_Comm_idup`): duplicate `comm` with
+/// its attributes (through their copy callbacks) and topology into `*newcomm`.
+pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
+    if crate::intercomm::is_inter(comm) {
+        return crate::intercomm::dup(comm, newcomm);
+    }
+    Internal::of(comm)?;
+    if newcomm.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+    }
+    let h = dup_context(comm)?;
+    crate::coll::copy_attrs(comm, h)?;
+    crate::topo::copy(comm, h);
+    out(newcomm, h, "newcomm")
+}
 
 /// Duplicate intracommunicator `comm`: agree on a fresh context id pair over its collective
 /// context and create the communicator over the same group, with `comm`'s error handler.

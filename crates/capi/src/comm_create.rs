@@ -27,11 +27,7 @@ fn idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> MpiResult {
     if request.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
     }
-    // SAFETY: forwarding our own arguments.
-    let rc = unsafe { crate::coll::PMPI_Comm_dup(comm, newcomm) };
-    if rc != MPI_SUCCESS {
-        return Err(MpiError::new(rc, "MPI_Comm_dup failed").on(comm));
-    }
+    crate::comm::dup(comm, newcomm)?;
     out(request, completed_request(comm), "request")
 }
 
