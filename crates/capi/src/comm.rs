@@ -1,5 +1,6 @@
 //! Communicators (rank, size, names, comparison, attributes, free) and groups.
 
+use crate::attrs::{call_copy, call_delete, CopyFn, DeleteFn};
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
 use crate::state::{lock, Group, Keyval};
@@ -158,22 +159,6 @@ mpi_fn! {
     }
 }
 
-type CopyFn =
-    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
-
-/// Call the delete callback of `keyval` for an attribute value (no lock held).
-fn call_delete(comm: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
-    if kv.delete == 0 {
-        return MPI_SUCCESS;
-    }
-    // SAFETY: `kv.delete` is a non-NULL MPI_Comm_delete_attr_function pointer registered
-    // by the user with MPI_Comm_create_keyval.
-    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-    // SAFETY: calling the user's callback with the arguments the standard prescribes.
-    unsafe { f(comm, keyval, value as *mut c_void, kv.extra as *mut c_void) }
-}
-
 /// Delete every attribute of `comm`, calling the delete callbacks (used by MPI_Finalize
 /// for MPI_COMM_SELF and by MPI_Comm_free).
 pub(crate) fn delete_all_attrs(comm: c_int) {
@@ -322,9 +307,28 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
     }
     let h = dup_context(comm)?;
-    crate::coll::copy_attrs(comm, h)?;
+    copy_attrs(comm, h)?;
     crate::topo::copy(comm, h);
     out(newcomm, h, "newcomm")
+}
+
+/// Copy the attributes of communicator `from` to `to` through the keyvals' copy
+/// callbacks.
+pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
+    let attrs: Vec<(c_int, usize, Keyval)> = {
+        let st = lock();
+        let c = st.comm(from)?;
+        c.attrs
+            .iter()
+            .filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
+            .collect()
+    };
+    for (k, v, kv) in attrs {
+        if let Some(newv) = call_copy(from, k, kv, v).map_err(|e| e.on(from))? {
+            lock().comm_mut(to)?.attrs.insert(k, newv);
+        }
+    }
+    Ok(())
 }
 
 /// Duplicate intracommunicator `comm`: agree on a fresh context id pair over its collective

@@ -10,7 +10,7 @@ use crate::handles::{kind, Table};
 use crate::state::lock;
 use oxmpi_engine::sys::{cma_copy, memfd, open_peer_fd, Cma, Mapping};
 use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -458,21 +458,13 @@ pub(super) fn delete_attrs(h: c_int, attrs: BTreeMap<c_int, usize>) -> MpiResult
     Ok(())
 }
 
-/// An attribute delete callback (`MPI_Win_delete_attr_function`).
-type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
-
 /// Call the delete callback of keyval `k` for value `v` of window `h` (no lock held).
 pub(super) fn delete_attr_value(h: c_int, k: c_int, v: usize) -> MpiResult {
     let kv = lock().keyvals.get(k).copied();
     if let Some(kv) = kv {
-        if kv.delete != 0 {
-            // SAFETY: a non-NULL delete callback registered with MPI_Win_create_keyval.
-            let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-            // SAFETY: the standard's arguments; no lock is held.
-            let r = unsafe { f(h, k, v as *mut c_void, kv.extra as *mut c_void) };
-            if r != MPI_SUCCESS {
-                mpi_bail!(r, "attribute delete callback failed");
-            }
+        let r = crate::attrs::call_delete(h, k, kv, v);
+        if r != MPI_SUCCESS {
+            mpi_bail!(r, "attribute delete callback failed");
         }
     }
     Ok(())
