@@ -7,14 +7,20 @@
 //! values and 20-byte `MPI_Status`).
 //!
 //! Layout:
-//! * [`ffi`]: the entry-point macro (`catch_unwind`, error handlers, weak aliases) and
+//! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
+//!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
 //! * `handles`: handle tables with MPICH's 32-bit handle encoding (below every object
 //!   module); [`state`]: the library's tables behind one lock;
-//! * [`datatype`]: predefined and derived datatypes, pack/unpack;
+//! * [`datatype`]: predefined and derived datatypes, pack/unpack; `status`: `MPI_Status`;
 //! * [`request`], [`p2p`]: point-to-point over the engine's byte interface;
 //! * [`errors`]: error classes, strings and handlers;
-//! * [`env`], [`comm`], [`op`], [`misc`]: the rest of the implemented API;
+//! * [`comm`]: communicators, groups and the library's own use of communicators
+//!   (`comm::Internal`, `comm::dup_context`: collectives and duplication for windows and
+//!   files without the exported `MPI_*` functions);
+//! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
+//! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
+//! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
 //! * [`stubs`]: exported functions that are not implemented yet (they raise
 //!   `MPI_ERR_UNSUPPORTED_OPERATION`; the list is in `UNIMPLEMENTED.md`).
 //!
