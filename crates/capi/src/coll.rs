@@ -25,10 +25,6 @@ mod tag {
     pub const ALLGATHER: i32 = 6;
 }
 
-/// First context id handed out for user communicators (0/1: world/self, 2/3: their
-/// collective contexts).
-pub(crate) const FIRST_FREE_CTX: u32 = 4;
-
 /// The collective view of a communicator.
 struct Coll {
     eng: &'static oxmpi_engine::Engine,

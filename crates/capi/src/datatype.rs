@@ -8,6 +8,7 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+pub(crate) use crate::objects::{Block, Datatype};
 use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
 use std::collections::HashMap;
@@ -88,36 +89,6 @@ const BUILTINS: &[(c_int, &str)] = &[
     (MPI_COMPLEX16, "MPI_COMPLEX16"),
     (MPI_COMPLEX32, "MPI_COMPLEX32"),
 ];
-
-/// A byte range of one element, holding basic elements of `elem` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Block {
-    pub disp: isize,
-    pub len: usize,
-    pub elem: u32,
-}
-
-/// A datatype (predefined or derived).
-#[derive(Clone, Debug)]
-pub(crate) struct Datatype {
-    pub size: usize,
-    pub lb: isize,
-    pub ub: isize,
-    pub true_lb: isize,
-    pub true_ub: isize,
-    pub blocks: Vec<Block>,
-    pub committed: bool,
-    pub predefined: bool,
-    pub name: String,
-    pub combiner: c_int,
-    pub ints: Vec<c_int>,
-    pub aints: Vec<isize>,
-    pub types: Vec<c_int>,
-    /// The constituent datatypes (kept alive even if their handles are freed).
-    pub type_objs: Vec<Arc<Datatype>>,
-    /// The predefined type all basic elements have, if there is exactly one (reductions).
-    pub basic: Option<c_int>,
-}
 
 impl Datatype {
     /// Extent (`ub - lb`).

@@ -3,40 +3,13 @@
 
 use crate::consts::*;
 use crate::ffi::{copy_cstr, out, read_cstr, ErrorOwner, MpiError, OnComm};
+pub(crate) use crate::objects::{CommErrFn, ErrAction, UserErrhandler, UserErrors};
 use crate::state::{lock, State};
 use std::ffi::{c_char, c_int};
-
-/// A communicator error handler callback (`MPI_Comm_errhandler_function`).
-pub(crate) type CommErrFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
-
-/// What an error handler does.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ErrAction {
-    /// `MPI_ERRORS_ARE_FATAL` and `MPI_ERRORS_ABORT`: report and abort the job.
-    Fatal,
-    /// `MPI_ERRORS_RETURN`: return the code.
-    Return,
-    /// A user function, called with the communicator and the code.
-    User(CommErrFn),
-}
-
-/// A user-created error handler object.
-pub(crate) struct UserErrhandler {
-    pub func: CommErrFn,
-}
 
 /// The first class handed out by `MPI_Add_error_class` (above `MPI_ERR_LASTCODE`, like
 /// MPICH).
 pub(crate) const FIRST_USER_CLASS: c_int = MPI_ERR_LASTCODE + 1;
-
-/// Registry of user-defined error classes and codes and their strings.
-#[derive(Default)]
-pub(crate) struct UserErrors {
-    /// (code, class) for every user class (code == class) and code.
-    pub codes: Vec<(c_int, c_int)>,
-    pub strings: std::collections::BTreeMap<c_int, String>,
-    pub next: c_int,
-}
 
 impl UserErrors {
     fn alloc(&mut self) -> c_int {

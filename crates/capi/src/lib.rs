@@ -10,8 +10,10 @@
 //! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
 //!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
-//! * `handles`: handle tables with MPICH's 32-bit handle encoding (below every object
-//!   module); [`state`]: the library's tables behind one lock;
+//! * `handles`: handle tables with MPICH's 32-bit handle encoding; `objects`: the MPI
+//!   objects' data (communicators, groups, datatypes, requests, error handlers, ...);
+//!   [`state`]: their tables behind one lock. The three sit below the modules that
+//!   implement the objects' calls;
 //! * [`datatype`]: predefined and derived datatypes, pack/unpack; `status`: `MPI_Status`;
 //! * [`request`], [`p2p`]: point-to-point over the engine's byte interface;
 //! * [`errors`]: error classes, strings and handlers;
@@ -50,6 +52,7 @@ pub(crate) mod intercomm;
 pub mod io;
 pub mod misc;
 pub mod neighbor;
+pub(crate) mod objects;
 pub mod op;
 pub(crate) mod op_ext;
 pub mod p2p;

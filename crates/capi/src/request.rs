@@ -12,7 +12,7 @@
 //! [`SEND_DONE`] handle, a receive (its message had arrived) gets a lock-free
 //! completed-request slot that holds its status (see "Requests completed at start").
 
-use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
+use crate::backend::{self, EReq, EStatus, SendMode};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
@@ -23,6 +23,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+pub(crate) use crate::objects::{Message, Pending, Persist, Request, Unpack};
 pub use crate::status::MpiStatus;
 
 /// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
@@ -57,25 +58,6 @@ pub(crate) fn write_status(p: *mut MpiStatus, s: &MpiStatus, set_error: bool) {
     }
 }
 
-/// Where received data goes when the user buffer is not contiguous.
-pub(crate) struct Unpack {
-    pub dt: Arc<Datatype>,
-    pub count: usize,
-    pub buf: usize,
-}
-
-/// An operation started on the engine (or completed at once).
-pub(crate) struct Pending {
-    /// The engine request; `None` if the operation completed already (`done`).
-    pub ereq: Option<EReq>,
-    pub done: Option<EStatus>,
-    /// Packed send data or the receive staging buffer (kept alive until completion).
-    pub stage: Option<Vec<u8>>,
-    pub unpack: Option<Unpack>,
-    /// Bytes of the attached buffer this (buffered) send accounts for.
-    pub bsend_bytes: usize,
-}
-
 impl Pending {
     /// An operation that is complete already, with status `s` (no engine request,
     /// nothing staged or to unpack).
@@ -98,30 +80,6 @@ pub(crate) const NO_MESSAGE: EStatus = EStatus {
     tag: MPI_ANY_TAG,
     ..EStatus::PROC_NULL
 };
-
-/// What a persistent request does at each `MPI_Start`.
-#[derive(Clone)]
-pub(crate) struct Persist {
-    pub send: Option<SendMode>,
-    pub buf: usize,
-    pub count: c_int,
-    pub datatype: c_int,
-    pub peer: i32,
-    pub tag: i32,
-}
-
-/// A request object.
-pub(crate) struct Request {
-    pub comm: c_int,
-    pub persistent: Option<Persist>,
-    pub active: Option<Pending>,
-}
-
-/// A matched message (`MPI_Mprobe`).
-pub(crate) struct Message {
-    pub emsg: EMsg,
-    pub comm: c_int,
-}
 
 /// Validate a rank argument (`allow_any`: `MPI_ANY_SOURCE` allowed).
 pub(crate) fn check_rank(r: i32, size: i32, allow_any: bool) -> MpiResult {

@@ -1,48 +1,15 @@
-//! Library state: the handle tables of the MPI objects ([`crate::handles`]) behind one
-//! lock.
+//! Library state: the handle tables (`handles`) of the MPI objects
+//! (`objects`) behind one lock.
 
 use crate::consts::*;
-use crate::datatype::Datatype;
-use crate::errors::{ErrAction, UserErrhandler, UserErrors};
 use crate::ffi::MpiResult;
 use crate::handles::{kind, Table};
-use crate::request::{Message, Request};
-use std::collections::HashMap;
+pub(crate) use crate::objects::{Comm, Group, Info, Keyval};
+use crate::objects::{
+    Datatype, ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors,
+};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
-
-/// A communicator as the C layer sees it.
-pub(crate) struct Comm {
-    /// The engine's communicator.
-    pub ecomm: crate::backend::EComm,
-    /// The engine communicator for collective traffic (same group, own context).
-    pub coll: crate::backend::EComm,
-    /// Our rank in the group (the local group of an intercommunicator).
-    pub rank: i32,
-    /// Number of ranks that point-to-point calls address: the group's size, or the remote
-    /// group's size on an intercommunicator ([`crate::intercomm`]); `MPI_Comm_size` reports
-    /// `group.len()`.
-    pub size: i32,
-    /// World ranks of the members (the local group of an intercommunicator), in
-    /// communicator rank order.
-    pub group: Vec<i32>,
-    pub errh: c_int,
-    pub err_action: ErrAction,
-    pub name: String,
-    pub attrs: HashMap<c_int, usize>,
-}
-
-/// A process group: world ranks in group order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Group {
-    pub members: Vec<i32>,
-}
-
-/// An info object: ordered key/value pairs.
-#[derive(Clone, Default, Debug)]
-pub(crate) struct Info {
-    pub entries: Vec<(String, String)>,
-}
 
 /// A user reduction operation.
 pub(crate) struct UserOp {
@@ -50,15 +17,9 @@ pub(crate) struct UserOp {
     pub commute: bool,
 }
 
-/// An attribute key.
-#[derive(Clone, Copy)]
-pub(crate) struct Keyval {
-    /// The copy callback (used when communicators are duplicated).
-    #[allow(dead_code)]
-    pub copy: usize,
-    pub delete: usize,
-    pub extra: usize,
-}
+/// First context id handed out for user communicators (0/1: world/self, 2/3: their
+/// collective contexts).
+pub(crate) const FIRST_FREE_CTX: u32 = 4;
 
 /// Everything behind the library lock.
 pub(crate) struct State {
@@ -82,11 +43,11 @@ pub(crate) struct State {
     /// The buffer attached with MPI_Buffer_attach (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
-    pub orphans: Vec<crate::request::Pending>,
+    pub orphans: Vec<Pending>,
     /// The next context id this process may propose for a new communicator.
     pub next_ctx: u32,
     /// Generalized requests by request handle.
-    pub greqs: std::collections::BTreeMap<c_int, crate::grequest::Greq>,
+    pub greqs: std::collections::BTreeMap<c_int, Greq>,
     /// Datatype attributes: datatype handle -> keyval -> value.
     pub type_attrs: std::collections::BTreeMap<c_int, std::collections::BTreeMap<c_int, usize>>,
 }
@@ -118,7 +79,7 @@ impl State {
             pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
             bsend_buffer: None,
             orphans: Vec::new(),
-            next_ctx: crate::coll::FIRST_FREE_CTX,
+            next_ctx: FIRST_FREE_CTX,
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
         }
