@@ -86,11 +86,6 @@ mpi_fn! {
     }
 }
 
-/// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
-/// `MPI_Add_error_class`/`_code`).
-pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
-    std::sync::atomic::AtomicI32::new(MPI_ERR_ABI);
-
 /// The predefined attributes of MPI_COMM_WORLD (values live in static storage because
 /// MPI returns a pointer to them).
 fn predefined_attr(keyval: c_int) -> Option<*mut c_void> {
@@ -144,7 +139,7 @@ mpi_fn! {
         }
         if keyval == MPI_LASTUSEDCODE {
             if is_world {
-                out(attribute_val, LAST_USED_CODE.as_ptr().cast(), "attribute_val")?;
+                out(attribute_val, crate::objects::LAST_USED_CODE.as_ptr().cast(), "attribute_val")?;
                 return out(flag, 1, "flag");
             }
             return out(flag, 0, "flag");

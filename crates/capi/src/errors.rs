@@ -18,7 +18,7 @@ impl UserErrors {
         }
         let c = self.next;
         self.next += 1;
-        crate::comm::LAST_USED_CODE.fetch_max(c, std::sync::atomic::Ordering::Relaxed);
+        crate::objects::LAST_USED_CODE.fetch_max(c, std::sync::atomic::Ordering::Relaxed);
         c
     }
     fn class_of(&self, code: c_int) -> Option<c_int> {

@@ -12,8 +12,9 @@ use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
 pub(crate) use crate::objects::Greq;
 use crate::objects::{CancelFn, FreeFn, QueryFn};
-use crate::request::{empty_status, MpiStatus, Pending, Request};
+use crate::objects::{Pending, Request};
 use crate::state::{lock, State};
+use crate::status::{empty_status, MpiStatus};
 use std::ffi::{c_int, c_void};
 
 /// Call `free_fn` (no lock held); its return code.

@@ -73,6 +73,11 @@ pub(crate) struct UserErrhandler {
 }
 
 /// Registry of user-defined error classes and codes and their strings.
+/// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
+/// `MPI_Add_error_class`/`_code`).
+pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_ABI);
+
 #[derive(Default)]
 pub(crate) struct UserErrors {
     /// (code, class) for every user class (code == class) and code.

@@ -24,18 +24,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub(crate) use crate::objects::{Message, Pending, Persist, Request, Unpack};
+pub(crate) use crate::status::empty_status;
 pub use crate::status::MpiStatus;
-
-/// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
-pub(crate) fn empty_status() -> MpiStatus {
-    MpiStatus {
-        count_lo: 0,
-        count_hi_and_cancelled: 0,
-        source: MPI_ANY_SOURCE,
-        tag: MPI_ANY_TAG,
-        error: MPI_SUCCESS,
-    }
-}
 
 /// True for `MPI_STATUS_IGNORE`/`MPI_STATUSES_IGNORE` (`(MPI_Status*)1`) and NULL.
 pub(crate) fn ignored(p: *mut MpiStatus) -> bool {

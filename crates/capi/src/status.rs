@@ -1,6 +1,7 @@
 //! `MPI_Status` of the MPICH ABI and its byte count, below the request and datatype
 //! modules that fill and read it.
 
+use crate::consts::{MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS};
 use std::ffi::c_int;
 
 /// `MPI_Status` of the MPICH ABI (20 bytes).
@@ -29,4 +30,15 @@ pub(crate) fn status_set_bytes(s: &mut MpiStatus, bytes: usize, cancelled: bool)
 /// The byte count stored in a status.
 pub(crate) fn status_bytes(s: &MpiStatus) -> usize {
     (s.count_lo as u32 as u64 | (((s.count_hi_and_cancelled as u32 as u64) >> 1) << 32)) as usize
+}
+
+/// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
+pub(crate) fn empty_status() -> MpiStatus {
+    MpiStatus {
+        count_lo: 0,
+        count_hi_and_cancelled: 0,
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: MPI_SUCCESS,
+    }
 }

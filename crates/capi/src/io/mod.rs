@@ -677,3 +677,17 @@ mpi_fn! {
         out(offset, f.shared.get().load(Ordering::SeqCst), "offset")
     }
 }
+
+/// `MPI_File_c2f`: the integer naming an open file (0 for `MPI_FILE_NULL` or a closed file).
+#[no_mangle]
+pub extern "C" fn PMPI_File_c2f(f: *mut c_void) -> c_int {
+    file_c2f(f)
+}
+crate::ffi::mpi_alias!(PMPI_File_c2f / "MPI_File_c2f");
+
+/// `MPI_File_f2c`: the file an integer from `MPI_File_c2f` names (`MPI_FILE_NULL` if none).
+#[no_mangle]
+pub extern "C" fn PMPI_File_f2c(f: c_int) -> *mut c_void {
+    file_f2c(f)
+}
+crate::ffi::mpi_alias!(PMPI_File_f2c / "MPI_File_f2c");
