@@ -1,14 +1,18 @@
-//! Datatype attributes and keyvals (`MPI_Type_*_attr`, `MPI_Type_*_keyval`) and window
-//! keyvals. Communicator attributes live in `comm.rs`.
+//! Attribute keyvals and the calls of their copy/delete callbacks (shared by
+//! communicators, datatypes and windows), datatype attributes and keyvals
+//! (`MPI_Type_*_attr`, `MPI_Type_*_keyval`) and window keyvals. Communicator attributes
+//! live in `comm.rs`, window attributes in `rma`.
 
 use crate::consts::*;
 use crate::ffi::{inp, out, MpiResult};
 use crate::state::{lock, Keyval};
 use std::ffi::{c_int, c_void};
 
-type CopyFn =
+/// An attribute copy callback (`MPI_{Comm,Type,Win}_copy_attr_function`).
+pub(crate) type CopyFn =
     unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+/// An attribute delete callback (`MPI_{Comm,Type,Win}_delete_attr_function`).
+pub(crate) type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
 
 fn new_keyval(copy: Option<CopyFn>, delete: Option<DeleteFn>, extra: *mut c_void) -> c_int {
     lock().keyvals.insert(Keyval {
@@ -26,8 +30,9 @@ fn free_keyval(keyval: *mut c_int) -> MpiResult {
     out(keyval, MPI_KEYVAL_INVALID, "keyval")
 }
 
-/// Call a delete callback (no lock held).
-fn call_delete(obj: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
+/// Call the delete callback of `keyval` for the attribute `value` of object `obj` (no
+/// lock held); its return code (`MPI_SUCCESS` without a callback).
+pub(crate) fn call_delete(obj: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
     if kv.delete == 0 {
         return MPI_SUCCESS;
     }
@@ -35,6 +40,39 @@ fn call_delete(obj: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
     let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
     // SAFETY: calling the user's callback with the arguments the standard prescribes.
     unsafe { f(obj, keyval, value as *mut c_void, kv.extra as *mut c_void) }
+}
+
+/// Call the copy callback of `keyval` for the attribute `value` of object `from` (no lock
+/// held): the value for the copy, or `None` when the callback does not copy it (or there
+/// is no callback).
+pub(crate) fn call_copy(
+    from: c_int,
+    keyval: c_int,
+    kv: Keyval,
+    value: usize,
+) -> MpiResult<Option<usize>> {
+    if kv.copy == 0 {
+        return Ok(None);
+    }
+    // SAFETY: a non-NULL copy callback registered by the user with a create_keyval call.
+    let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy) };
+    let mut newv: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: calling the user's copy callback with valid output pointers.
+    let rc = unsafe {
+        f(
+            from,
+            keyval,
+            kv.extra as *mut c_void,
+            value as *mut c_void,
+            (&mut newv as *mut *mut c_void).cast(),
+            &mut flag,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        mpi_bail!(rc, "attribute copy callback failed");
+    }
+    Ok((flag != 0).then_some(newv as usize))
 }
 
 /// Delete all attributes of datatype `h` (MPI_Type_free).
@@ -68,33 +106,8 @@ pub(crate) fn type_copy_attrs(from: c_int, to: c_int) -> MpiResult {
             .unwrap_or_default()
     };
     for (k, v, kv) in attrs {
-        if kv.copy == 0 {
-            continue;
-        }
-        // SAFETY: a non-NULL copy callback registered with MPI_Type_create_keyval.
-        let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy) };
-        let mut newv: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: calling the user's copy callback with valid output pointers.
-        let rc = unsafe {
-            f(
-                from,
-                k,
-                kv.extra as *mut c_void,
-                v as *mut c_void,
-                (&mut newv as *mut *mut c_void).cast(),
-                &mut flag,
-            )
-        };
-        if rc != MPI_SUCCESS {
-            mpi_bail!(rc, "attribute copy callback failed");
-        }
-        if flag != 0 {
-            lock()
-                .type_attrs
-                .entry(to)
-                .or_default()
-                .insert(k, newv as usize);
+        if let Some(newv) = call_copy(from, k, kv, v)? {
+            lock().type_attrs.entry(to).or_default().insert(k, newv);
         }
     }
     Ok(())

@@ -25,10 +25,6 @@ mod tag {
     pub const ALLGATHER: i32 = 6;
 }
 
-/// First context id handed out for user communicators (0/1: world/self, 2/3: their
-/// collective contexts).
-pub(crate) const FIRST_FREE_CTX: u32 = 4;
-
 /// The collective view of a communicator.
 struct Coll {
     eng: &'static oxmpi_engine::Engine,
@@ -870,84 +866,17 @@ pub(crate) fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c
     }))
 }
 
-/// Copy the attributes of `from` to `to` through the keyvals' copy callbacks.
-pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
-    type CopyFn = unsafe extern "C" fn(
-        c_int,
-        c_int,
-        *mut c_void,
-        *mut c_void,
-        *mut c_void,
-        *mut c_int,
-    ) -> c_int;
-    let attrs: Vec<(c_int, usize, crate::state::Keyval)> = {
-        let st = lock();
-        let c = st.comm(from)?;
-        c.attrs
-            .iter()
-            .filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
-            .collect()
-    };
-    for (k, v, kv) in attrs {
-        if kv.copy == 0 {
-            continue;
-        }
-        // SAFETY: a non-NULL copy callback registered with MPI_Comm_create_keyval.
-        let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(kv.copy) };
-        let mut newv: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: calling the user's copy callback with valid output pointers.
-        let rc = unsafe {
-            f(
-                from,
-                k,
-                kv.extra as *mut c_void,
-                v as *mut c_void,
-                (&mut newv as *mut *mut c_void).cast(),
-                &mut flag,
-            )
-        };
-        if rc != MPI_SUCCESS {
-            return Err(MpiError::new(rc, "attribute copy callback failed").on(from));
-        }
-        if flag != 0 {
-            lock().comm_mut(to)?.attrs.insert(k, newv as usize);
-        }
-    }
-    Ok(())
-}
-
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        let c = coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let ctx = agree_ctx(&c)?;
-        let group = lock().comm(comm)?.group.clone();
-        let h = make_comm(comm, ctx, group)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        crate::comm::dup(comm, newcomm)
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_dup_with_info` (the info is accepted and ignored).
     fn PMPI_Comm_dup_with_info / "MPI_Comm_dup_with_info" (comm: c_int, _info: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        let c = coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let ctx = agree_ctx(&c)?;
-        let group = lock().comm(comm)?.group.clone();
-        let h = make_comm(comm, ctx, group)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        crate::comm::dup(comm, newcomm)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Communicators (rank, size, names, comparison, attributes, free) and groups.
 
+use crate::attrs::{call_copy, call_delete, CopyFn, DeleteFn};
 use crate::consts::*;
-use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
 use crate::state::{lock, Group, Keyval};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -85,11 +86,6 @@ mpi_fn! {
     }
 }
 
-/// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
-/// `MPI_Add_error_class`/`_code`).
-pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
-    std::sync::atomic::AtomicI32::new(MPI_ERR_ABI);
-
 /// The predefined attributes of MPI_COMM_WORLD (values live in static storage because
 /// MPI returns a pointer to them).
 fn predefined_attr(keyval: c_int) -> Option<*mut c_void> {
@@ -143,7 +139,7 @@ mpi_fn! {
         }
         if keyval == MPI_LASTUSEDCODE {
             if is_world {
-                out(attribute_val, LAST_USED_CODE.as_ptr().cast(), "attribute_val")?;
+                out(attribute_val, crate::objects::LAST_USED_CODE.as_ptr().cast(), "attribute_val")?;
                 return out(flag, 1, "flag");
             }
             return out(flag, 0, "flag");
@@ -156,22 +152,6 @@ mpi_fn! {
         }
         out(flag, 0, "flag")
     }
-}
-
-type CopyFn =
-    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
-
-/// Call the delete callback of `keyval` for an attribute value (no lock held).
-fn call_delete(comm: c_int, keyval: c_int, kv: Keyval, value: usize) -> c_int {
-    if kv.delete == 0 {
-        return MPI_SUCCESS;
-    }
-    // SAFETY: `kv.delete` is a non-NULL MPI_Comm_delete_attr_function pointer registered
-    // by the user with MPI_Comm_create_keyval.
-    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-    // SAFETY: calling the user's callback with the arguments the standard prescribes.
-    unsafe { f(comm, keyval, value as *mut c_void, kv.extra as *mut c_void) }
 }
 
 /// Delete every attribute of `comm`, calling the delete callbacks (used by MPI_Finalize
@@ -288,17 +268,158 @@ mpi_fn! {
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
             mpi_bail!(MPI_ERR_COMM, "predefined communicators cannot be freed");
         }
-        lock().comm(h)?;
-        delete_all_attrs(h);
-        crate::topo::forget(h);
-        crate::intercomm::forget(h)?;
-        let c = lock().comms.remove(h);
-        if let Some(c) = c {
-            let eng = crate::backend::engine()?;
-            eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
-            eng.comm_free(c.coll).map_err(crate::backend::err)?;
-        }
+        free(h)?;
         out(comm, MPI_COMM_NULL, "comm")
+    }
+}
+
+/// Free communicator `h` (not a predefined one): delete its attributes, forget its
+/// topology and intercommunicator link, release its engine communicators.
+pub(crate) fn free(h: c_int) -> MpiResult {
+    lock().comm(h)?;
+    delete_all_attrs(h);
+    crate::topo::forget(h);
+    crate::intercomm::forget(h)?;
+    let c = lock().comms.remove(h);
+    if let Some(c) = c {
+        let eng = crate::backend::engine()?;
+        eng.comm_free(c.ecomm).map_err(crate::backend::err)?;
+        eng.comm_free(c.coll).map_err(crate::backend::err)?;
+    }
+    Ok(())
+}
+
+// ---- communicators the library uses itself (windows, files) ----
+
+/// The body of `MPI_Comm_dup` (and `_with_info`, `MPI_Comm_idup`): duplicate `comm` with
+/// its attributes (through their copy callbacks) and topology into `*newcomm`.
+pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
+    if crate::intercomm::is_inter(comm) {
+        return crate::intercomm::dup(comm, newcomm);
+    }
+    Internal::of(comm)?;
+    if newcomm.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+    }
+    let h = dup_context(comm)?;
+    copy_attrs(comm, h)?;
+    crate::topo::copy(comm, h);
+    out(newcomm, h, "newcomm")
+}
+
+/// Copy the attributes of communicator `from` to `to` through the keyvals' copy
+/// callbacks.
+pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
+    let attrs: Vec<(c_int, usize, Keyval)> = {
+        let st = lock();
+        let c = st.comm(from)?;
+        c.attrs
+            .iter()
+            .filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
+            .collect()
+    };
+    for (k, v, kv) in attrs {
+        if let Some(newv) = call_copy(from, k, kv, v).map_err(|e| e.on(from))? {
+            lock().comm_mut(to)?.attrs.insert(k, newv);
+        }
+    }
+    Ok(())
+}
+
+/// Duplicate intracommunicator `comm`: agree on a fresh context id pair over its collective
+/// context and create the communicator over the same group, with `comm`'s error handler.
+/// This is the part of `MPI_Comm_dup` that involves no user callback (attributes and
+/// topology are the caller's business); windows and files use it directly for their
+/// private communicators. Collective over `comm`.
+pub(crate) fn dup_context(comm: c_int) -> MpiResult<c_int> {
+    let c = Internal::of(comm)?;
+    let mine = lock().next_ctx;
+    let ctx = c
+        .allgather_i64(&[i64::from(mine)])?
+        .into_iter()
+        .max()
+        .map_or(mine, |m| m as u32);
+    lock().next_ctx = ctx + 2;
+    let group = lock().comm(comm)?.group.clone();
+    crate::coll::make_comm(comm, ctx, group)
+}
+
+/// A resolved intracommunicator for the library's own collectives (window and file
+/// set-up, fences, file synchronisation): runs the collective framework on the
+/// communicator's collective context directly, never the exported `MPI_*` entry points
+/// (so a tool's profiling wrappers see no internal call and no error handler runs here).
+/// Errors name the communicator (`MpiError::on`).
+pub(crate) struct Internal {
+    a: oxmpi_coll::CollComm,
+    comm: c_int,
+}
+
+impl Internal {
+    /// Resolve communicator `comm` (an intracommunicator).
+    pub fn of(comm: c_int) -> MpiResult<Internal> {
+        let st = lock();
+        st.check_active()?;
+        let c = st.comm(comm)?;
+        let eng = crate::backend::engine()?;
+        Ok(Internal {
+            a: oxmpi_coll::CollComm::on_context_known(eng, c.coll, c.coll, c.rank, c.size),
+            comm,
+        })
+    }
+
+    /// Our rank.
+    pub fn rank(&self) -> usize {
+        self.a.rank as usize
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.a.size as usize
+    }
+
+    fn err(&self) -> impl Fn(oxmpi_engine::Error) -> crate::ffi::MpiError + '_ {
+        move |e| crate::backend::err(e).on(self.comm)
+    }
+
+    /// Barrier (the algorithm `MPI_Barrier` selects, e.g. the shared-memory one).
+    pub fn barrier(&self) -> MpiResult {
+        crate::coll_alg::barrier(&self.a, self.comm)
+    }
+
+    /// Broadcast `buf` from `root`.
+    pub fn bcast(&self, buf: &mut [u8], root: i32) -> MpiResult {
+        self.a.bcast(buf, root).map_err(self.err())
+    }
+
+    /// Broadcast `v` from rank 0.
+    pub fn bcast_i64(&self, v: &mut [i64]) -> MpiResult {
+        let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        self.bcast(&mut b, 0)?;
+        for (x, c) in v.iter_mut().zip(b.chunks_exact(8)) {
+            *x = i64::from_ne_bytes(c.try_into().expect("8 bytes"));
+        }
+        Ok(())
+    }
+
+    /// Every rank's `mine` (the same length everywhere), in rank order, at every rank.
+    pub fn allgather_i64(&self, mine: &[i64]) -> MpiResult<Vec<i64>> {
+        let k = 8 * mine.len();
+        let mut b = vec![0u8; k * self.size()];
+        for (d, x) in b[k * self.rank()..k * (self.rank() + 1)]
+            .chunks_exact_mut(8)
+            .zip(mine)
+        {
+            d.copy_from_slice(&x.to_ne_bytes());
+        }
+        self.a.allgather(&mut b, k).map_err(self.err())?;
+        Ok(b.chunks_exact(8)
+            .map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    /// The maximum of every rank's `v`, at every rank.
+    pub fn allreduce_max(&self, v: i64) -> MpiResult<i64> {
+        Ok(self.allgather_i64(&[v])?.into_iter().max().unwrap_or(v))
     }
 }
 

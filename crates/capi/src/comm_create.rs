@@ -1,10 +1,10 @@
 //! Communicator creation calls beyond `coll.rs`: `MPI_Comm_idup` and
 //! `MPI_Comm_create_group` (collective over the group only; intracommunicators only).
 
-use crate::backend::{self, EStatus, SendMode};
+use crate::backend::{self, SendMode};
 use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
-use crate::request::{Pending, Request};
+use crate::request::{Pending, Request, NO_MESSAGE};
 use crate::state::lock;
 use std::ffi::c_int;
 
@@ -17,17 +17,7 @@ fn completed_request(comm: c_int) -> c_int {
     lock().reqs.insert(Request {
         comm,
         persistent: None,
-        active: Some(Pending {
-            ereq: None,
-            done: Some(EStatus {
-                source: MPI_ANY_SOURCE,
-                tag: MPI_ANY_TAG,
-                ..EStatus::PROC_NULL
-            }),
-            stage: None,
-            unpack: None,
-            bsend_bytes: 0,
-        }),
+        active: Some(Pending::done(NO_MESSAGE)),
     })
 }
 
@@ -37,11 +27,7 @@ fn idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> MpiResult {
     if request.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
     }
-    // SAFETY: forwarding our own arguments.
-    let rc = unsafe { crate::coll::PMPI_Comm_dup(comm, newcomm) };
-    if rc != MPI_SUCCESS {
-        return Err(MpiError::new(rc, "MPI_Comm_dup failed").on(comm));
-    }
+    crate::comm::dup(comm, newcomm)?;
     out(request, completed_request(comm), "request")
 }
 

@@ -8,7 +8,9 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+pub(crate) use crate::objects::{Block, Datatype};
 use crate::state::{lock, State};
+use crate::status::{status_bytes, status_set_bytes, MpiStatus};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, OnceLock};
@@ -87,36 +89,6 @@ const BUILTINS: &[(c_int, &str)] = &[
     (MPI_COMPLEX16, "MPI_COMPLEX16"),
     (MPI_COMPLEX32, "MPI_COMPLEX32"),
 ];
-
-/// A byte range of one element, holding basic elements of `elem` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Block {
-    pub disp: isize,
-    pub len: usize,
-    pub elem: u32,
-}
-
-/// A datatype (predefined or derived).
-#[derive(Clone, Debug)]
-pub(crate) struct Datatype {
-    pub size: usize,
-    pub lb: isize,
-    pub ub: isize,
-    pub true_lb: isize,
-    pub true_ub: isize,
-    pub blocks: Vec<Block>,
-    pub committed: bool,
-    pub predefined: bool,
-    pub name: String,
-    pub combiner: c_int,
-    pub ints: Vec<c_int>,
-    pub aints: Vec<isize>,
-    pub types: Vec<c_int>,
-    /// The constituent datatypes (kept alive even if their handles are freed).
-    pub type_objs: Vec<Arc<Datatype>>,
-    /// The predefined type all basic elements have, if there is exactly one (reductions).
-    pub basic: Option<c_int>,
-}
 
 impl Datatype {
     /// Extent (`ub - lb`).
@@ -1106,21 +1078,9 @@ mpi_fn! {
     }
 }
 
-/// Write the status fields (MPICH layout: count_lo, count_hi_and_cancelled, SOURCE, TAG,
-/// ERROR). The count is kept in bytes; bit 0 of the second word is "cancelled".
-pub(crate) fn status_set_bytes(s: &mut crate::request::MpiStatus, bytes: usize, cancelled: bool) {
-    s.count_lo = bytes as u32 as c_int;
-    s.count_hi_and_cancelled = (((bytes as u64 >> 32) << 1) as c_int) | cancelled as c_int;
-}
-
-/// The byte count stored in a status.
-pub(crate) fn status_bytes(s: &crate::request::MpiStatus) -> usize {
-    (s.count_lo as u32 as u64 | (((s.count_hi_and_cancelled as u32 as u64) >> 1) << 32)) as usize
-}
-
 mpi_fn! {
     /// `MPI_Get_count`.
-    fn PMPI_Get_count / "MPI_Get_count" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut c_int) {
+    fn PMPI_Get_count / "MPI_Get_count" (status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
         let s = inp(status, "status")?;
         let t = lock().dtype(datatype)?;
         let c = t.count_of(status_bytes(&s)).and_then(|c| c_int::try_from(c).ok()).unwrap_or(MPI_UNDEFINED);
@@ -1130,7 +1090,7 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Get_elements`.
-    fn PMPI_Get_elements / "MPI_Get_elements" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut c_int) {
+    fn PMPI_Get_elements / "MPI_Get_elements" (status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
         let s = inp(status, "status")?;
         let t = lock().dtype(datatype)?;
         let c = c_int::try_from(t.elements_of(status_bytes(&s))).unwrap_or(MPI_UNDEFINED);
@@ -1140,7 +1100,7 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Get_elements_x`.
-    fn PMPI_Get_elements_x / "MPI_Get_elements_x" (status: *const crate::request::MpiStatus, datatype: c_int, count: *mut i64) {
+    fn PMPI_Get_elements_x / "MPI_Get_elements_x" (status: *const MpiStatus, datatype: c_int, count: *mut i64) {
         let s = inp(status, "status")?;
         let t = lock().dtype(datatype)?;
         out(count, t.elements_of(status_bytes(&s)) as i64, "count")
@@ -1148,7 +1108,7 @@ mpi_fn! {
 }
 
 /// Shared body of `MPI_Status_set_elements(_x)`.
-fn set_elements(status: *mut crate::request::MpiStatus, datatype: c_int, count: i64) -> MpiResult {
+fn set_elements(status: *mut MpiStatus, datatype: c_int, count: i64) -> MpiResult {
     if count < 0 {
         mpi_bail!(MPI_ERR_COUNT, "negative count {count}");
     }
@@ -1167,14 +1127,14 @@ fn set_elements(status: *mut crate::request::MpiStatus, datatype: c_int, count: 
 
 mpi_fn! {
     /// `MPI_Status_set_elements`.
-    fn PMPI_Status_set_elements / "MPI_Status_set_elements" (status: *mut crate::request::MpiStatus, datatype: c_int, count: c_int) {
+    fn PMPI_Status_set_elements / "MPI_Status_set_elements" (status: *mut MpiStatus, datatype: c_int, count: c_int) {
         set_elements(status, datatype, count as i64)
     }
 }
 
 mpi_fn! {
     /// `MPI_Status_set_elements_x`.
-    fn PMPI_Status_set_elements_x / "MPI_Status_set_elements_x" (status: *mut crate::request::MpiStatus, datatype: c_int, count: i64) {
+    fn PMPI_Status_set_elements_x / "MPI_Status_set_elements_x" (status: *mut MpiStatus, datatype: c_int, count: i64) {
         set_elements(status, datatype, count)
     }
 }
@@ -1570,7 +1530,7 @@ mod tests {
 
     #[test]
     fn status_count_roundtrip() {
-        let mut s = crate::request::MpiStatus::default();
+        let mut s = MpiStatus::default();
         status_set_bytes(&mut s, (5u64 << 32) as usize + 17, true);
         assert_eq!(status_bytes(&s), (5u64 << 32) as usize + 17);
         assert_eq!(s.count_hi_and_cancelled & 1, 1);

@@ -3,8 +3,8 @@
 
 use crate::backend;
 use crate::consts::*;
-use crate::errors::ErrAction;
 use crate::ffi::{copy_cstr, out, MpiResult};
+use crate::objects::ErrAction;
 use crate::state::{lock, Comm};
 use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;

@@ -2,41 +2,14 @@
 //! class/code/string registry.
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, out, read_cstr, MpiError};
+use crate::ffi::{copy_cstr, out, read_cstr, ErrorOwner, MpiError, OnComm};
+pub(crate) use crate::objects::{CommErrFn, ErrAction, UserErrhandler, UserErrors};
 use crate::state::{lock, State};
 use std::ffi::{c_char, c_int};
-
-/// A communicator error handler callback (`MPI_Comm_errhandler_function`).
-pub(crate) type CommErrFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
-
-/// What an error handler does.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ErrAction {
-    /// `MPI_ERRORS_ARE_FATAL` and `MPI_ERRORS_ABORT`: report and abort the job.
-    Fatal,
-    /// `MPI_ERRORS_RETURN`: return the code.
-    Return,
-    /// A user function, called with the communicator and the code.
-    User(CommErrFn),
-}
-
-/// A user-created error handler object.
-pub(crate) struct UserErrhandler {
-    pub func: CommErrFn,
-}
 
 /// The first class handed out by `MPI_Add_error_class` (above `MPI_ERR_LASTCODE`, like
 /// MPICH).
 pub(crate) const FIRST_USER_CLASS: c_int = MPI_ERR_LASTCODE + 1;
-
-/// Registry of user-defined error classes and codes and their strings.
-#[derive(Default)]
-pub(crate) struct UserErrors {
-    /// (code, class) for every user class (code == class) and code.
-    pub codes: Vec<(c_int, c_int)>,
-    pub strings: std::collections::BTreeMap<c_int, String>,
-    pub next: c_int,
-}
 
 impl UserErrors {
     fn alloc(&mut self) -> c_int {
@@ -45,7 +18,7 @@ impl UserErrors {
         }
         let c = self.next;
         self.next += 1;
-        crate::comm::LAST_USED_CODE.fetch_max(c, std::sync::atomic::Ordering::Relaxed);
+        crate::objects::LAST_USED_CODE.fetch_max(c, std::sync::atomic::Ordering::Relaxed);
         c
     }
     fn class_of(&self, code: c_int) -> Option<c_int> {
@@ -239,40 +212,51 @@ pub(crate) fn error_class(st: &State, code: c_int) -> Option<c_int> {
     st.user_errors.class_of(code)
 }
 
+impl ErrorOwner for OnComm {
+    fn raise(&self, func: &str, err: &MpiError) -> c_int {
+        raise(func, err)
+    }
+}
+
 /// Decide what to do with an error raised by `func`: returns the code to return, or does
 /// not return (fatal handler).
 pub(crate) fn raise(func: &str, err: &MpiError) -> c_int {
     let comm = err.comm.unwrap_or(MPI_COMM_WORLD);
-    let (action, text) = {
-        let st = lock();
-        let action = st.comm_errhandler(comm);
-        let text =
-            error_string(&st, err.code).unwrap_or_else(|| format!("error code {}", err.code));
-        (action, text)
-    };
+    let action = lock().comm_errhandler(comm);
+    let mut c = comm;
+    act(func, err, action, &mut c, "the error handler")
+}
+
+/// Carry out an error handler's `action` for `err`, raised by `func`, on the object whose
+/// handle `handle` points to (passed to a user handler as its first argument); `whose`
+/// names the handler in the fatal report. Returns the code to return, or does not return
+/// (fatal handler).
+pub(crate) fn act(
+    func: &str,
+    err: &MpiError,
+    action: ErrAction,
+    handle: *mut c_int,
+    whose: &str,
+) -> c_int {
     match action {
         ErrAction::Return => err.code,
         ErrAction::User(f) => {
-            let mut c = comm;
             let mut code = err.code;
             // SAFETY: `f` is a user error handler registered through
-            // MPI_Comm_create_errhandler; it is called with pointers to valid locals, as
-            // the standard prescribes. No lock is held across the call.
-            unsafe { f(&mut c, &mut code) };
+            // MPI_{Comm,Win,File}_create_errhandler; it is called with a pointer to the
+            // object's handle and to a valid local, as the standard prescribes. No lock is
+            // held across the call.
+            unsafe { f(handle, &mut code) };
             err.code
         }
         ErrAction::Fatal => {
+            let text = error_string(&lock(), err.code)
+                .unwrap_or_else(|| format!("error code {}", err.code));
             let host = crate::env::hostname();
-            eprintln!(
-                "[{host}:{pid}] oxmpi: {func}: {text}{sep}{detail}",
-                pid = std::process::id(),
-                sep = if err.detail.is_empty() { "" } else { ": " },
-                detail = err.detail
-            );
-            eprintln!(
-                "[{host}:{pid}] oxmpi: the error handler is MPI_ERRORS_ARE_FATAL: aborting the job",
-                pid = std::process::id()
-            );
+            let pid = std::process::id();
+            let sep = if err.detail.is_empty() { "" } else { ": " };
+            eprintln!("[{host}:{pid}] oxmpi: {func}: {text}{sep}{}", err.detail);
+            eprintln!("[{host}:{pid}] oxmpi: {whose} is MPI_ERRORS_ARE_FATAL: aborting the job");
             crate::env::abort_job(1)
         }
     }

@@ -50,17 +50,30 @@ macro_rules! mpi_bail {
 
 /// Define an exported MPI function `PMPI_<name>` plus its weak alias `MPI_<name>`.
 ///
-/// The body evaluates to `MpiResult<()>`; it runs under `catch_unwind`.
+/// The body evaluates to `MpiResult<()>`; it runs under [`enter`]. Errors go to the
+/// handler of the communicator they name (`MpiError::on`), else of `MPI_COMM_WORLD`; an
+/// owner in brackets after the name (an [`ErrorOwner`] expression, which may read the
+/// arguments, e.g. `[OnWin(win)]`) routes them to that object's handler instead.
 macro_rules! mpi_fn {
     ($(#[$meta:meta])* fn $pname:ident / $name:literal ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$meta])*
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
-            $crate::ffi::enter($name, || -> $crate::ffi::MpiResult { $body })
+            $crate::ffi::enter($name, $crate::ffi::OnComm, || -> $crate::ffi::MpiResult { $body })
         }
-        ::core::arch::global_asm!(concat!(
-            ".weak ", $name, "\n.set ", $name, ", ", stringify!($pname)
-        ));
+        $crate::ffi::mpi_alias!($pname / $name);
+    };
+    ($(#[$meta:meta])* fn $pname:ident / $name:literal [$owner:expr] ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
+            // SAFETY: the owner expression reads at most the handle argument (through the
+            // caller's pointer, checked for NULL there), under the function's own contract.
+            #[allow(unused_unsafe)]
+            let owner = unsafe { $owner };
+            $crate::ffi::enter($name, owner, || -> $crate::ffi::MpiResult { $body })
+        }
+        $crate::ffi::mpi_alias!($pname / $name);
     };
 }
 
@@ -80,46 +93,47 @@ macro_rules! mpi_alias {
 }
 pub(crate) use mpi_alias;
 
-/// Like [`mpi_fn!`] for entry points that never defer generalized-request callbacks
-/// (blocking point-to-point): the body skips [`enter`]'s check for deferred callbacks, an
-/// atomic read-modify-write on every call.
+/// `mpi_fn!` for the entry points of blocking point-to-point (kept as a marker: these
+/// bodies never defer generalized-request callbacks).
 macro_rules! mpi_fn_nodefer {
-    ($(#[$meta:meta])* fn $pname:ident / $name:literal ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
-            $crate::ffi::enter_nodefer($name, || -> $crate::ffi::MpiResult { $body })
-        }
-        ::core::arch::global_asm!(concat!(
-            ".weak ", $name, "\n.set ", $name, ", ", stringify!($pname)
-        ));
-    };
+    ($($t:tt)*) => { mpi_fn! { $($t)* } };
 }
 
-/// Run an entry-point body: catch panics, route errors to the error handler.
-pub(crate) fn enter(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
-    let r = catch_unwind(AssertUnwindSafe(f));
-    match r {
-        Ok(Ok(())) => MPI_SUCCESS,
-        r => conclude(name, r),
-    }
+/// The object whose error handler receives the errors of an entry point: a communicator
+/// ([`OnComm`]), a window or a file.
+pub(crate) trait ErrorOwner {
+    /// Invoke the handler for `err`, raised by `func`; returns the code the entry point
+    /// returns (or does not return: fatal handler).
+    fn raise(&self, func: &str, err: &MpiError) -> c_int;
 }
 
-/// [`enter`] without running deferred generalized-request callbacks: only for bodies
-/// that cannot defer any (they never test or free a generalized request).
+/// Errors go to the communicator they name (`MpiError::on`), else to `MPI_COMM_WORLD`
+/// (implemented in `errors`, which knows the communicators' handlers).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OnComm;
+
+/// Run an entry-point body: catch panics, route errors to `owner`'s error handler.
 #[inline]
-pub(crate) fn enter_nodefer(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
+pub(crate) fn enter<O: ErrorOwner>(
+    name: &'static str,
+    owner: O,
+    f: impl FnOnce() -> MpiResult,
+) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => MPI_SUCCESS,
-        r => conclude(name, r),
+        r => conclude(name, &owner, r),
     }
 }
 
 /// The return code of an entry point whose body ended with `r`: success, or the error
-/// (a caught panic becomes `MPI_ERR_INTERN`) passed through the error handler.
+/// (a caught panic becomes `MPI_ERR_INTERN`) passed through `owner`'s error handler.
 #[cold]
 #[inline(never)]
-fn conclude(name: &'static str, r: std::thread::Result<MpiResult>) -> c_int {
+fn conclude(
+    name: &'static str,
+    owner: &dyn ErrorOwner,
+    r: std::thread::Result<MpiResult>,
+) -> c_int {
     let err = match r {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,
@@ -132,7 +146,7 @@ fn conclude(name: &'static str, r: std::thread::Result<MpiResult>) -> c_int {
             MpiError::new(MPI_ERR_INTERN, format!("internal error: {msg}"))
         }
     };
-    match catch_unwind(AssertUnwindSafe(|| crate::errors::raise(name, &err))) {
+    match catch_unwind(AssertUnwindSafe(|| owner.raise(name, &err))) {
         Ok(code) => code,
         Err(_) => {
             // The error path itself failed: nothing sane is left to do.

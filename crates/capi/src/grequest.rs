@@ -10,26 +10,12 @@
 
 use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
-use crate::request::{empty_status, MpiStatus, Pending, Request};
+pub(crate) use crate::objects::Greq;
+use crate::objects::{CancelFn, FreeFn, QueryFn};
+use crate::objects::{Pending, Request};
 use crate::state::{lock, State};
+use crate::status::{empty_status, MpiStatus};
 use std::ffi::{c_int, c_void};
-
-type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
-type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
-type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
-
-/// State of one generalized request.
-#[derive(Clone, Copy)]
-pub(crate) struct Greq {
-    query: Option<QueryFn>,
-    free: Option<FreeFn>,
-    cancel: Option<CancelFn>,
-    extra: usize,
-    /// `MPI_Grequest_complete` was called.
-    complete: bool,
-    /// `MPI_Request_free` was called before completion.
-    freed: bool,
-}
 
 /// Call `free_fn` (no lock held); its return code.
 fn call_free(g: &Greq) -> c_int {

@@ -532,7 +532,7 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
     }
     let ctx = l.exchange(&[])?.agree_ctx();
     let h = make_inter(comm, ctx, l.local_group, l.remote_group)?;
-    crate::coll::copy_attrs(comm, h)?;
+    crate::comm::copy_attrs(comm, h)?;
     out(newcomm, h, "newcomm")
 }
 

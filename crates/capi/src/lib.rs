@@ -7,13 +7,22 @@
 //! values and 20-byte `MPI_Status`).
 //!
 //! Layout:
-//! * [`ffi`]: the entry-point macro (`catch_unwind`, error handlers, weak aliases) and
+//! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
+//!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
-//! * [`state`]: handle tables with MPICH's 32-bit handle encoding;
-//! * [`datatype`]: predefined and derived datatypes, pack/unpack;
+//! * `handles`: handle tables with MPICH's 32-bit handle encoding; `objects`: the MPI
+//!   objects' data (communicators, groups, datatypes, requests, error handlers, ...);
+//!   [`state`]: their tables behind one lock. The three sit below the modules that
+//!   implement the objects' calls;
+//! * [`datatype`]: predefined and derived datatypes, pack/unpack; `status`: `MPI_Status`;
 //! * [`request`], [`p2p`]: point-to-point over the engine's byte interface;
 //! * [`errors`]: error classes, strings and handlers;
-//! * [`env`], [`comm`], [`op`], [`misc`]: the rest of the implemented API;
+//! * [`comm`]: communicators, groups and the library's own use of communicators
+//!   (`comm::Internal`, `comm::dup_context`: collectives and duplication for windows and
+//!   files without the exported `MPI_*` functions);
+//! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
+//! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
+//! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
 //! * [`stubs`]: exported functions that are not implemented yet (they raise
 //!   `MPI_ERR_UNSUPPORTED_OPERATION`; the list is in `UNIMPLEMENTED.md`).
 //!
@@ -36,17 +45,20 @@ pub mod env;
 pub mod errors;
 pub(crate) mod external;
 pub(crate) mod grequest;
+pub(crate) mod handles;
 pub mod icoll;
 pub(crate) mod intercoll;
 pub(crate) mod intercomm;
 pub mod io;
 pub mod misc;
 pub mod neighbor;
+pub(crate) mod objects;
 pub mod op;
 pub(crate) mod op_ext;
 pub mod p2p;
 pub mod request;
 pub mod rma;
 pub mod state;
+pub(crate) mod status;
 pub mod stubs;
 pub mod topo;

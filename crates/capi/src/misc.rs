@@ -49,20 +49,6 @@ c2f! {
     PMPI_Win_c2f "MPI_Win_c2f" PMPI_Win_f2c "MPI_Win_f2c";
 }
 
-/// `MPI_File_c2f`: the integer naming an open file (0 for `MPI_FILE_NULL` or a closed file).
-#[no_mangle]
-pub extern "C" fn PMPI_File_c2f(f: *mut c_void) -> c_int {
-    crate::io::file_c2f(f)
-}
-crate::ffi::mpi_alias!(PMPI_File_c2f / "MPI_File_c2f");
-
-/// `MPI_File_f2c`: the file an integer from `MPI_File_c2f` names (`MPI_FILE_NULL` if none).
-#[no_mangle]
-pub extern "C" fn PMPI_File_f2c(f: c_int) -> *mut c_void {
-    crate::io::file_f2c(f)
-}
-crate::ffi::mpi_alias!(PMPI_File_f2c / "MPI_File_f2c");
-
 mpi_fn! {
     /// `MPI_Status_c2f`: the five status words.
     fn PMPI_Status_c2f / "MPI_Status_c2f" (c_status: *const MpiStatus, f_status: *mut c_int) {

@@ -3,14 +3,14 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::status_set_bytes;
 use crate::ffi::{check_count, inp, out, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
     recv_target, start_recv, start_send, status_of, wait_pending, write_status, Message, MpiStatus,
-    Pending, Request,
+    Pending, Request, NO_MESSAGE,
 };
 use crate::state::lock;
+use crate::status::status_set_bytes;
 use oxmpi_engine::Started;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,17 +68,7 @@ fn isend(
     let mut p = start_send(&mut st, buf, count, datatype, dest, tag, comm, mode)?;
     if mode == SendMode::Buffered {
         st.orphans.push(p);
-        p = Pending {
-            ereq: None,
-            done: Some(EStatus {
-                source: MPI_ANY_SOURCE,
-                tag: MPI_ANY_TAG,
-                ..EStatus::PROC_NULL
-            }),
-            stage: None,
-            unpack: None,
-            bsend_bytes: 0,
-        };
+        p = Pending::done(NO_MESSAGE);
     }
     let h = st.reqs.insert(Request {
         comm,
@@ -344,16 +334,7 @@ fn start_mrecv(
     if h == MPI_MESSAGE_NO_PROC {
         drop(st);
         out(message, MPI_MESSAGE_NULL, "message")?;
-        return Ok((
-            Pending {
-                ereq: None,
-                done: Some(EStatus::PROC_NULL),
-                stage: None,
-                unpack: None,
-                bsend_bytes: 0,
-            },
-            MPI_COMM_WORLD,
-        ));
+        return Ok((Pending::done(EStatus::PROC_NULL), MPI_COMM_WORLD));
     }
     let Some(m) = st.msgs.remove(h) else {
         mpi_bail!(MPI_ERR_REQUEST, "invalid message handle {h:#x}");

@@ -12,42 +12,20 @@
 //! [`SEND_DONE`] handle, a receive (its message had arrived) gets a lock-free
 //! completed-request slot that holds its status (see "Requests completed at start").
 
-use crate::backend::{self, EMsg, EReq, EStatus, SendMode};
+use crate::backend::{self, EReq, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::{pack_into, status_set_bytes, unpack_from, Datatype};
+use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
 use crate::grequest::GreqTest;
 use crate::state::{lock, State};
+use crate::status::status_set_bytes;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// `MPI_Status` of the MPICH ABI (20 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MpiStatus {
-    /// Low 32 bits of the byte count.
-    pub count_lo: c_int,
-    /// High bits of the byte count shifted left by one; bit 0 = cancelled.
-    pub count_hi_and_cancelled: c_int,
-    /// `MPI_SOURCE`.
-    pub source: c_int,
-    /// `MPI_TAG`.
-    pub tag: c_int,
-    /// `MPI_ERROR`.
-    pub error: c_int,
-}
-
-/// The status of an empty/null request (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0).
-pub(crate) fn empty_status() -> MpiStatus {
-    MpiStatus {
-        count_lo: 0,
-        count_hi_and_cancelled: 0,
-        source: MPI_ANY_SOURCE,
-        tag: MPI_ANY_TAG,
-        error: MPI_SUCCESS,
-    }
-}
+pub(crate) use crate::objects::{Message, Pending, Persist, Request, Unpack};
+pub(crate) use crate::status::empty_status;
+pub use crate::status::MpiStatus;
 
 /// True for `MPI_STATUS_IGNORE`/`MPI_STATUSES_IGNORE` (`(MPI_Status*)1`) and NULL.
 pub(crate) fn ignored(p: *mut MpiStatus) -> bool {
@@ -70,48 +48,28 @@ pub(crate) fn write_status(p: *mut MpiStatus, s: &MpiStatus, set_error: bool) {
     }
 }
 
-/// Where received data goes when the user buffer is not contiguous.
-pub(crate) struct Unpack {
-    pub dt: Arc<Datatype>,
-    pub count: usize,
-    pub buf: usize,
+impl Pending {
+    /// An operation that is complete already, with status `s` (no engine request,
+    /// nothing staged or to unpack).
+    #[inline]
+    pub fn done(s: EStatus) -> Pending {
+        Pending {
+            ereq: None,
+            done: Some(s),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }
+    }
 }
 
-/// An operation started on the engine (or completed at once).
-pub(crate) struct Pending {
-    /// The engine request; `None` if the operation completed already (`done`).
-    pub ereq: Option<EReq>,
-    pub done: Option<EStatus>,
-    /// Packed send data or the receive staging buffer (kept alive until completion).
-    pub stage: Option<Vec<u8>>,
-    pub unpack: Option<Unpack>,
-    /// Bytes of the attached buffer this (buffered) send accounts for.
-    pub bsend_bytes: usize,
-}
-
-/// What a persistent request does at each `MPI_Start`.
-#[derive(Clone)]
-pub(crate) struct Persist {
-    pub send: Option<SendMode>,
-    pub buf: usize,
-    pub count: c_int,
-    pub datatype: c_int,
-    pub peer: i32,
-    pub tag: i32,
-}
-
-/// A request object.
-pub(crate) struct Request {
-    pub comm: c_int,
-    pub persistent: Option<Persist>,
-    pub active: Option<Pending>,
-}
-
-/// A matched message (`MPI_Mprobe`).
-pub(crate) struct Message {
-    pub emsg: EMsg,
-    pub comm: c_int,
-}
+/// The status of an operation completed without a message of its own (a buffered send,
+/// a request completed at once): any source, any tag, no data.
+pub(crate) const NO_MESSAGE: EStatus = EStatus {
+    source: MPI_ANY_SOURCE,
+    tag: MPI_ANY_TAG,
+    ..EStatus::PROC_NULL
+};
 
 /// Validate a rank argument (`allow_any`: `MPI_ANY_SOURCE` allowed).
 pub(crate) fn check_rank(r: i32, size: i32, allow_any: bool) -> MpiResult {
@@ -166,13 +124,7 @@ pub(crate) fn start_send(
         check_tag(tag, false)?;
         check_buf(buf, n, &dt)?;
         if dest == MPI_PROC_NULL {
-            return Ok(Pending {
-                ereq: None,
-                done: Some(EStatus::PROC_NULL),
-                stage: None,
-                unpack: None,
-                bsend_bytes: 0,
-            });
+            return Ok(Pending::done(EStatus::PROC_NULL));
         }
         let eng = backend::engine()?;
         let len = n * dt.size;
@@ -254,13 +206,7 @@ pub(crate) fn start_recv(
         check_tag(tag, true)?;
         check_buf(buf, n, &dt)?;
         if source == MPI_PROC_NULL {
-            return Ok(Pending {
-                ereq: None,
-                done: Some(EStatus::PROC_NULL),
-                stage: None,
-                unpack: None,
-                bsend_bytes: 0,
-            });
+            return Ok(Pending::done(EStatus::PROC_NULL));
         }
         let eng = backend::engine()?;
         let (ptr, len, stage, unpack) = recv_target(buf, n, &dt);
@@ -369,7 +315,7 @@ const FAST_SLOTS: usize = 1 << 16;
 
 /// The handle bits of fast requests: direct request handles with index bit 24 set, between
 /// the request table's indices (from 0) and the messages' (from `0x0200_0000`).
-const FAST_BASE: u32 = crate::state::direct_base(crate::state::kind::REQUEST) | 0x0100_0000;
+const FAST_BASE: u32 = crate::handles::direct_base(crate::handles::kind::REQUEST) | 0x0100_0000;
 
 /// One fast request slot.
 struct FastSlot {
@@ -1526,17 +1472,7 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
     let pending = if p.send == Some(SendMode::Buffered) {
         // A buffered send is complete for the user at once; the data travels on.
         st.orphans.push(pending);
-        Pending {
-            ereq: None,
-            done: Some(EStatus {
-                source: MPI_ANY_SOURCE,
-                tag: MPI_ANY_TAG,
-                ..EStatus::PROC_NULL
-            }),
-            stage: None,
-            unpack: None,
-            bsend_bytes: 0,
-        }
+        Pending::done(NO_MESSAGE)
     } else {
         pending
     };
@@ -1598,7 +1534,8 @@ mod tests {
         fast_release(slot);
         // Table requests (index 0..) and messages (0x0200_0000..) are never fast handles.
         assert!(
-            fast_slot(crate::state::direct_base(crate::state::kind::REQUEST) as c_int).is_none()
+            fast_slot(crate::handles::direct_base(crate::handles::kind::REQUEST) as c_int)
+                .is_none()
         );
         assert!(fast_slot((0xae00_0000_u32) as c_int).is_none());
         assert!(fast_slot(MPI_REQUEST_NULL).is_none());
@@ -1632,12 +1569,7 @@ mod tests {
         assert!(done_get(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         assert!(done_take(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         // A plain completed send is the shared stateless handle, never a slot.
-        let send = EStatus {
-            source: MPI_ANY_SOURCE,
-            tag: MPI_ANY_TAG,
-            ..EStatus::PROC_NULL
-        };
-        assert_eq!(completed_request(send, MPI_COMM_WORLD), SEND_DONE);
+        assert_eq!(completed_request(NO_MESSAGE, MPI_COMM_WORLD), SEND_DONE);
         // With every slot taken, completions go into the locked table, still correct.
         let live: Vec<c_int> = (0..DONE_SLOTS)
             .map(|_| completed_request(s, comm))

@@ -1,132 +1,15 @@
-//! Library state: handle tables (MPICH 32-bit handle encoding) behind one lock.
-//!
-//! MPICH handles carry the handle kind in bits 30-31 (`01` builtin, `10` direct, `00`
-//! null) and the object type in bits 26-29. Predefined objects keep the exact MPICH
-//! values (they are compiled into clients); objects we create are "direct" handles
-//! `0x80000000 | type << 26 | index`.
+//! Library state: the handle tables (`handles`) of the MPI objects
+//! (`objects`) behind one lock.
 
 use crate::consts::*;
-use crate::datatype::Datatype;
-use crate::errors::{ErrAction, UserErrhandler, UserErrors};
 use crate::ffi::MpiResult;
-use crate::request::{Message, Request};
-use std::collections::HashMap;
+use crate::handles::{kind, Table};
+pub(crate) use crate::objects::{Comm, Group, Info, Keyval};
+use crate::objects::{
+    Datatype, ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors,
+};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
-
-/// Object types (bits 26-29 of a handle).
-pub(crate) mod kind {
-    pub const COMM: u32 = 1;
-    pub const GROUP: u32 = 2;
-    pub const DATATYPE: u32 = 3;
-    pub const ERRHANDLER: u32 = 5;
-    pub const OP: u32 = 6;
-    pub const INFO: u32 = 7;
-    pub const KEYVAL: u32 = 9;
-    pub const REQUEST: u32 = 11;
-}
-
-/// Base value of direct handles of object type `t`.
-pub(crate) const fn direct_base(t: u32) -> u32 {
-    0x8000_0000 | (t << 26)
-}
-
-/// A slab of objects addressed by direct handles.
-pub(crate) struct Table<T> {
-    slots: Vec<Option<T>>,
-    free: Vec<usize>,
-    base: u32,
-    first: u32,
-}
-
-impl<T> Table<T> {
-    /// A table for object type `t` whose first index is `first`.
-    pub const fn new(t: u32, first: u32) -> Self {
-        Table {
-            slots: Vec::new(),
-            free: Vec::new(),
-            base: direct_base(t),
-            first,
-        }
-    }
-    /// Store an object; returns its handle.
-    pub fn insert(&mut self, v: T) -> c_int {
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(v);
-                i
-            }
-            None => {
-                self.slots.push(Some(v));
-                self.slots.len() - 1
-            }
-        };
-        (self.base | (self.first + i as u32)) as c_int
-    }
-    fn index(&self, h: c_int) -> Option<usize> {
-        let h = h as u32;
-        if h & 0xfc00_0000 != self.base {
-            return None;
-        }
-        let i = (h & 0x03ff_ffff).checked_sub(self.first)? as usize;
-        (i < self.slots.len()).then_some(i)
-    }
-    /// The object of handle `h`, if it is live.
-    pub fn get(&self, h: c_int) -> Option<&T> {
-        self.index(h).and_then(|i| self.slots[i].as_ref())
-    }
-    /// The object of handle `h`, mutably.
-    pub fn get_mut(&mut self, h: c_int) -> Option<&mut T> {
-        self.index(h).and_then(|i| self.slots[i].as_mut())
-    }
-    /// Remove and return the object of handle `h`.
-    pub fn remove(&mut self, h: c_int) -> Option<T> {
-        let i = self.index(h)?;
-        let v = self.slots[i].take();
-        if v.is_some() {
-            self.free.push(i);
-        }
-        v
-    }
-    /// Number of live objects.
-    #[cfg(test)]
-    pub fn live(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
-    }
-}
-
-/// A communicator as the C layer sees it.
-pub(crate) struct Comm {
-    /// The engine's communicator.
-    pub ecomm: crate::backend::EComm,
-    /// The engine communicator for collective traffic (same group, own context).
-    pub coll: crate::backend::EComm,
-    /// Our rank in the group (the local group of an intercommunicator).
-    pub rank: i32,
-    /// Number of ranks that point-to-point calls address: the group's size, or the remote
-    /// group's size on an intercommunicator ([`crate::intercomm`]); `MPI_Comm_size` reports
-    /// `group.len()`.
-    pub size: i32,
-    /// World ranks of the members (the local group of an intercommunicator), in
-    /// communicator rank order.
-    pub group: Vec<i32>,
-    pub errh: c_int,
-    pub err_action: ErrAction,
-    pub name: String,
-    pub attrs: HashMap<c_int, usize>,
-}
-
-/// A process group: world ranks in group order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Group {
-    pub members: Vec<i32>,
-}
-
-/// An info object: ordered key/value pairs.
-#[derive(Clone, Default, Debug)]
-pub(crate) struct Info {
-    pub entries: Vec<(String, String)>,
-}
 
 /// A user reduction operation.
 pub(crate) struct UserOp {
@@ -134,15 +17,9 @@ pub(crate) struct UserOp {
     pub commute: bool,
 }
 
-/// An attribute key.
-#[derive(Clone, Copy)]
-pub(crate) struct Keyval {
-    /// The copy callback (used when communicators are duplicated).
-    #[allow(dead_code)]
-    pub copy: usize,
-    pub delete: usize,
-    pub extra: usize,
-}
+/// First context id handed out for user communicators (0/1: world/self, 2/3: their
+/// collective contexts).
+pub(crate) const FIRST_FREE_CTX: u32 = 4;
 
 /// Everything behind the library lock.
 pub(crate) struct State {
@@ -166,11 +43,11 @@ pub(crate) struct State {
     /// The buffer attached with MPI_Buffer_attach (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
-    pub orphans: Vec<crate::request::Pending>,
+    pub orphans: Vec<Pending>,
     /// The next context id this process may propose for a new communicator.
     pub next_ctx: u32,
     /// Generalized requests by request handle.
-    pub greqs: std::collections::BTreeMap<c_int, crate::grequest::Greq>,
+    pub greqs: std::collections::BTreeMap<c_int, Greq>,
     /// Datatype attributes: datatype handle -> keyval -> value.
     pub type_attrs: std::collections::BTreeMap<c_int, std::collections::BTreeMap<c_int, usize>>,
 }
@@ -202,7 +79,7 @@ impl State {
             pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
             bsend_buffer: None,
             orphans: Vec::new(),
-            next_ctx: crate::coll::FIRST_FREE_CTX,
+            next_ctx: FIRST_FREE_CTX,
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
         }
@@ -279,36 +156,4 @@ static STATE: Mutex<State> = Mutex::new(State::new());
 /// does not make the state unusable.
 pub(crate) fn lock() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_handles_use_the_mpich_direct_encoding() {
-        let mut t: Table<u32> = Table::new(kind::COMM, 0);
-        let a = t.insert(7);
-        let b = t.insert(8);
-        assert_eq!(a as u32, 0x8400_0000);
-        assert_eq!(b as u32, 0x8400_0001);
-        assert_eq!(t.get(b), Some(&8));
-        assert_eq!(t.remove(a), Some(7));
-        assert_eq!(t.get(a), None);
-        assert_eq!(t.remove(a), None);
-        // A freed slot is reused.
-        assert_eq!(t.insert(9), a);
-        // Handles of another object type or random values are rejected.
-        assert_eq!(t.get(0x8c00_0000_u32 as c_int), None);
-        assert_eq!(t.get(0x1234), None);
-        assert_eq!(t.get(-1), None);
-        assert_eq!(t.live(), 2);
-    }
-
-    #[test]
-    fn datatype_table_skips_the_pair_type_indices() {
-        let mut t: Table<u8> = Table::new(kind::DATATYPE, 16);
-        assert_eq!(t.insert(1) as u32, 0x8c00_0010);
-        assert_eq!(t.get(MPI_FLOAT_INT), None);
-    }
 }

@@ -3,12 +3,12 @@
 //! (`crates/capi/UNIMPLEMENTED.md` lists them).
 
 use crate::consts::MPI_ERR_UNSUPPORTED_OPERATION;
-use crate::ffi::{enter, MpiError};
+use crate::ffi::{enter, MpiError, OnComm};
 use std::ffi::c_int;
 
 /// The body of every stub.
 fn unsupported(name: &'static str) -> c_int {
-    enter(name, || {
+    enter(name, OnComm, || {
         Err(MpiError::new(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("{name} is not implemented in oxmpi yet"),

@@ -186,6 +186,14 @@ fn p2p_on_two_ranks_both_builds() {
 }
 
 #[test]
+fn windows_and_files_run_no_user_attribute_callbacks() {
+    let out = run_both("internal_comm.c", 2, "internal_comm: all checks passed");
+    assert!(out.contains("window: 0 copy, 0 delete callbacks"));
+    assert!(out.contains("file: 0 copy, 0 delete callbacks"));
+    assert!(out.contains("user dup and free: 1 copy, 1 delete callbacks"));
+}
+
+#[test]
 fn probe_on_two_ranks_both_builds() {
     let out = run_both("probe.c", 2, "probe: all checks passed");
     assert!(out.contains("probe + recv: ok (18 chars)"));

@@ -1,0 +1,293 @@
+//! Data access: reads and writes through the view (individual, explicit-offset, shared
+//! and ordered), byte-range locks for atomic mode, completed requests for nonblocking
+//! calls, split collectives and seeks.
+
+use super::collective::{allgather_i64, bcast_i64};
+use super::file::{os_err, FileObj, FileState};
+use crate::backend::EStatus;
+use crate::consts::*;
+use crate::datatype::{pack_into, unpack_from};
+use crate::ffi::{check_count, out, MpiResult};
+use crate::request::{write_status, MpiStatus, Pending, Request};
+use crate::state::lock;
+use crate::status::status_set_bytes;
+use std::ffi::{c_int, c_void};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::Ordering;
+
+/// Which file pointer a data access uses.
+#[derive(Clone, Copy)]
+pub(super) enum At {
+    /// An explicit offset (etypes of the view).
+    Offset(i64),
+    Individual,
+    Shared,
+    /// An offset already reserved on the shared file pointer (ordered access).
+    Reserved(i64),
+}
+
+/// Fail for individual file pointers and explicit offsets on a file opened with
+/// `MPI_MODE_SEQUENTIAL` (only the shared file pointer exists there).
+pub(super) fn not_sequential(f: &FileObj) -> MpiResult {
+    if f.amode & MPI_MODE_SEQUENTIAL != 0 {
+        mpi_bail!(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "{}: opened with MPI_MODE_SEQUENTIAL: only shared file pointer access is allowed",
+            f.path.display()
+        );
+    }
+    Ok(())
+}
+
+/// One data access: read into or write from `buf`.
+pub(super) fn access(
+    f: &FileObj,
+    at: At,
+    write: bool,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<MpiStatus> {
+    let n = check_count(count)?;
+    let dt = lock().dtype_committed(datatype)?;
+    if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
+        mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
+    }
+    if write && f.amode & MPI_MODE_RDONLY != 0 {
+        mpi_bail!(
+            MPI_ERR_READ_ONLY,
+            "{}: file opened read-only",
+            f.path.display()
+        );
+    }
+    if !write && f.amode & MPI_MODE_WRONLY != 0 {
+        mpi_bail!(
+            MPI_ERR_ACCESS,
+            "{}: file opened write-only",
+            f.path.display()
+        );
+    }
+    if matches!(at, At::Offset(_) | At::Individual) {
+        not_sequential(f)?;
+    }
+    let nbytes = n * dt.size;
+    let mut s = f.state();
+    let esize = s.view.esize;
+    let netypes = (nbytes as u64 / esize) as i64;
+    let start = match at {
+        At::Offset(o) | At::Reserved(o) => {
+            if o < 0 {
+                mpi_bail!(MPI_ERR_ARG, "negative offset {o}");
+            }
+            o
+        }
+        At::Individual => s.pos,
+        At::Shared => f.shared.get().fetch_add(netypes, Ordering::SeqCst),
+    };
+    let segs = s.view.map.segments(start as u64 * esize, nbytes as u64);
+    let atomic = s.atomic;
+    let done = if write {
+        let mut data = Vec::with_capacity(nbytes);
+        // SAFETY: `buf` holds `n` items of `dt` (MPI contract of the write calls).
+        unsafe { pack_into(&dt, n, buf as *const u8, &mut data) };
+        let _lock = atomic.then(|| RangeLock::new(f, &segs, true));
+        let mut pos = 0usize;
+        for &(off, len) in &segs {
+            let len = len as usize;
+            f.file
+                .write_all_at(&data[pos..pos + len], off)
+                .map_err(|e| os_err(e, f.path.display()))?;
+            pos += len;
+        }
+        pos
+    } else {
+        let mut data = vec![0u8; nbytes];
+        let _lock = atomic.then(|| RangeLock::new(f, &segs, false));
+        let mut pos = 0usize;
+        'segs: for &(off, len) in &segs {
+            let end = pos + len as usize;
+            let mut o = off;
+            while pos < end {
+                match f.file.read_at(&mut data[pos..end], o) {
+                    Ok(0) => break 'segs,
+                    Ok(k) => {
+                        pos += k;
+                        o += k as u64;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(os_err(e, f.path.display())),
+                }
+            }
+        }
+        // SAFETY: `buf` has room for `n` items of `dt` (MPI contract of the read calls).
+        unsafe { unpack_from(&dt, n, buf as *mut u8, &data[..pos]) };
+        pos
+    };
+    if let At::Individual = at {
+        s.pos = start + (done as u64 / esize) as i64;
+    }
+    drop(s);
+    let mut st = MpiStatus {
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: MPI_SUCCESS,
+        ..Default::default()
+    };
+    status_set_bytes(&mut st, done, false);
+    Ok(st)
+}
+
+/// A POSIX record lock over the byte range an atomic-mode access touches.
+pub(super) struct RangeLock<'a> {
+    pub(super) f: &'a FileObj,
+    pub(super) start: u64,
+    pub(super) len: u64,
+}
+
+impl<'a> RangeLock<'a> {
+    pub(super) fn new(f: &'a FileObj, segs: &[(u64, u64)], write: bool) -> Option<Self> {
+        let start = segs.iter().map(|s| s.0).min()?;
+        let end = segs.iter().map(|s| s.0 + s.1).max()?;
+        let l = RangeLock {
+            f,
+            start,
+            len: end - start,
+        };
+        l.fcntl(if write { libc::F_WRLCK } else { libc::F_RDLCK });
+        Some(l)
+    }
+    pub(super) fn fcntl(&self, ty: c_int) {
+        // SAFETY: `flock` is a plain C struct; zero is a valid initial value.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = ty as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = self.start as libc::off_t;
+        fl.l_len = self.len as libc::off_t;
+        loop {
+            // SAFETY: F_SETLKW with a valid flock struct on our open descriptor.
+            let r = unsafe { libc::fcntl(self.f.file.as_raw_fd(), libc::F_SETLKW, &fl) };
+            if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+    }
+}
+
+impl Drop for RangeLock<'_> {
+    fn drop(&mut self) {
+        self.fcntl(libc::F_UNLCK);
+    }
+}
+
+/// Ordered access (`MPI_File_read/write_ordered`): rank order on the shared pointer.
+pub(super) fn ordered(
+    f: &FileObj,
+    write: bool,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<MpiStatus> {
+    let n = check_count(count)?;
+    let dt = lock().dtype_committed(datatype)?;
+    let esize = f.state().view.esize;
+    let mine = ((n * dt.size) as u64 / esize) as i64;
+    let all = allgather_i64(mine, f.comm)?;
+    let before: i64 = all[..f.rank as usize].iter().sum();
+    let total: i64 = all.iter().sum();
+    let base = if f.rank == 0 {
+        f.shared.get().fetch_add(total, Ordering::SeqCst)
+    } else {
+        0
+    };
+    let base = bcast_i64(base, 0, f.comm)?;
+    access(f, At::Reserved(base + before), write, buf, count, datatype)
+}
+
+/// Write the status `s` of a file access to the caller's `status`.
+pub(super) fn write_st(status: *mut MpiStatus, s: &MpiStatus) {
+    write_status(status, s, false);
+}
+
+/// Store an already completed request for a nonblocking file access.
+pub(super) fn completed_request(request: *mut c_int, s: &MpiStatus) -> MpiResult {
+    if request.is_null() {
+        mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
+    }
+    let es = EStatus {
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        error: None,
+        count_bytes: crate::status::status_bytes(s),
+        cancelled: false,
+    };
+    let h = lock().reqs.insert(Request {
+        comm: MPI_COMM_SELF,
+        persistent: None,
+        active: Some(Pending {
+            ereq: None,
+            done: Some(es),
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }),
+    });
+    out(request, h, "request")
+}
+
+/// Begin a split collective: run it and keep its status for `_end`.
+pub(super) fn split_begin(f: &FileObj, r: MpiResult<MpiStatus>) -> MpiResult {
+    let s = r?;
+    f.state().split = Some(s);
+    Ok(())
+}
+
+/// Fail if a split collective is active on `f` (one at a time per file handle).
+pub(super) fn check_no_split(f: &FileObj) -> MpiResult {
+    if f.state().split.is_some() {
+        mpi_bail!(
+            MPI_ERR_OTHER,
+            "a split collective is already active on this file"
+        );
+    }
+    Ok(())
+}
+
+/// End the split collective active on `f`: hand its status over.
+pub(super) fn split_end(f: &FileObj, status: *mut MpiStatus) -> MpiResult {
+    match f.state().split.take() {
+        Some(s) => {
+            write_st(status, &s);
+            Ok(())
+        }
+        None => mpi_bail!(MPI_ERR_OTHER, "no split collective is active on this file"),
+    }
+}
+
+/// The new position of a seek (etypes of the view).
+pub(super) fn seek_target(
+    f: &FileObj,
+    s: &FileState,
+    cur: i64,
+    offset: i64,
+    whence: c_int,
+) -> MpiResult<i64> {
+    let new = match whence {
+        MPI_SEEK_SET => offset,
+        MPI_SEEK_CUR => cur + offset,
+        MPI_SEEK_END => {
+            let size = f
+                .file
+                .metadata()
+                .map_err(|e| os_err(e, f.path.display()))?
+                .len();
+            let data = s.view.map.data_before(size);
+            data.div_ceil(s.view.esize) as i64 + offset
+        }
+        _ => mpi_bail!(MPI_ERR_ARG, "invalid whence {whence}"),
+    };
+    if new < 0 {
+        mpi_bail!(MPI_ERR_ARG, "seek to a negative position {new}");
+    }
+    Ok(new)
+}

@@ -1,0 +1,177 @@
+//! The MPI objects' data: communicators, groups, infos, keyvals, error handlers,
+//! datatypes, requests (point-to-point, persistent, generalized) and messages, as the
+//! library's tables hold them. Below the modules that implement each object's calls
+//! (`comm`, `errors`, `datatype`, `request`, `grequest`) and below `state`, which
+//! holds their tables: this module imports only the engine link, `status` and constants.
+
+use crate::backend::{EComm, EMsg, EReq, EStatus, SendMode};
+use crate::status::MpiStatus;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// A communicator as the C layer sees it.
+pub(crate) struct Comm {
+    /// The engine's communicator.
+    pub ecomm: EComm,
+    /// The engine communicator for collective traffic (same group, own context).
+    pub coll: EComm,
+    /// Our rank in the group (the local group of an intercommunicator).
+    pub rank: i32,
+    /// Number of ranks that point-to-point calls address: the group's size, or the remote
+    /// group's size on an intercommunicator ([`crate::intercomm`]); `MPI_Comm_size` reports
+    /// `group.len()`.
+    pub size: i32,
+    /// World ranks of the members (the local group of an intercommunicator), in
+    /// communicator rank order.
+    pub group: Vec<i32>,
+    pub errh: c_int,
+    pub err_action: ErrAction,
+    pub name: String,
+    pub attrs: HashMap<c_int, usize>,
+}
+
+/// A process group: world ranks in group order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub members: Vec<i32>,
+}
+
+/// An info object: ordered key/value pairs.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Info {
+    pub entries: Vec<(String, String)>,
+}
+
+/// An attribute key.
+#[derive(Clone, Copy)]
+pub(crate) struct Keyval {
+    /// The copy callback (used when communicators are duplicated).
+    #[allow(dead_code)]
+    pub copy: usize,
+    pub delete: usize,
+    pub extra: usize,
+}
+
+/// A communicator error handler callback (`MPI_Comm_errhandler_function`).
+pub(crate) type CommErrFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
+
+/// What an error handler does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ErrAction {
+    /// `MPI_ERRORS_ARE_FATAL` and `MPI_ERRORS_ABORT`: report and abort the job.
+    Fatal,
+    /// `MPI_ERRORS_RETURN`: return the code.
+    Return,
+    /// A user function, called with the communicator and the code.
+    User(CommErrFn),
+}
+
+/// A user-created error handler object.
+pub(crate) struct UserErrhandler {
+    pub func: CommErrFn,
+}
+
+/// Registry of user-defined error classes and codes and their strings.
+/// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
+/// `MPI_Add_error_class`/`_code`).
+pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_ABI);
+
+#[derive(Default)]
+pub(crate) struct UserErrors {
+    /// (code, class) for every user class (code == class) and code.
+    pub codes: Vec<(c_int, c_int)>,
+    pub strings: std::collections::BTreeMap<c_int, String>,
+    pub next: c_int,
+}
+
+/// A byte range of one element, holding basic elements of `elem` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub disp: isize,
+    pub len: usize,
+    pub elem: u32,
+}
+
+/// A datatype (predefined or derived).
+#[derive(Clone, Debug)]
+pub(crate) struct Datatype {
+    pub size: usize,
+    pub lb: isize,
+    pub ub: isize,
+    pub true_lb: isize,
+    pub true_ub: isize,
+    pub blocks: Vec<Block>,
+    pub committed: bool,
+    pub predefined: bool,
+    pub name: String,
+    pub combiner: c_int,
+    pub ints: Vec<c_int>,
+    pub aints: Vec<isize>,
+    pub types: Vec<c_int>,
+    /// The constituent datatypes (kept alive even if their handles are freed).
+    pub type_objs: Vec<Arc<Datatype>>,
+    /// The predefined type all basic elements have, if there is exactly one (reductions).
+    pub basic: Option<c_int>,
+}
+
+/// Where received data goes when the user buffer is not contiguous.
+pub(crate) struct Unpack {
+    pub dt: Arc<Datatype>,
+    pub count: usize,
+    pub buf: usize,
+}
+
+/// An operation started on the engine (or completed at once).
+pub(crate) struct Pending {
+    /// The engine request; `None` if the operation completed already (`done`).
+    pub ereq: Option<EReq>,
+    pub done: Option<EStatus>,
+    /// Packed send data or the receive staging buffer (kept alive until completion).
+    pub stage: Option<Vec<u8>>,
+    pub unpack: Option<Unpack>,
+    /// Bytes of the attached buffer this (buffered) send accounts for.
+    pub bsend_bytes: usize,
+}
+
+/// What a persistent request does at each `MPI_Start`.
+#[derive(Clone)]
+pub(crate) struct Persist {
+    pub send: Option<SendMode>,
+    pub buf: usize,
+    pub count: c_int,
+    pub datatype: c_int,
+    pub peer: i32,
+    pub tag: i32,
+}
+
+/// A request object.
+pub(crate) struct Request {
+    pub comm: c_int,
+    pub persistent: Option<Persist>,
+    pub active: Option<Pending>,
+}
+
+/// A matched message (`MPI_Mprobe`).
+pub(crate) struct Message {
+    pub emsg: EMsg,
+    pub comm: c_int,
+}
+
+pub(crate) type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
+pub(crate) type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+pub(crate) type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+/// State of one generalized request.
+#[derive(Clone, Copy)]
+pub(crate) struct Greq {
+    pub query: Option<QueryFn>,
+    pub free: Option<FreeFn>,
+    pub cancel: Option<CancelFn>,
+    pub extra: usize,
+    /// `MPI_Grequest_complete` was called.
+    pub complete: bool,
+    /// `MPI_Request_free` was called before completion.
+    pub freed: bool,
+}

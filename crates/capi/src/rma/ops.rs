@@ -1,0 +1,465 @@
+//! Data movement: put, get and the accumulate family on a target's memory (through the
+//! shared segment or cross-memory attach), under the target's accumulate mutex.
+
+use super::sync::spin_until;
+use super::window::{inner, Inner, Target};
+use crate::consts::*;
+use crate::datatype::{pack_into, unpack_from, Datatype};
+use crate::ffi::{check_count, out, MpiError, MpiResult};
+use crate::state::lock;
+use oxmpi_engine::sys::{cma_copy, Cma};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The MPI error of a failed cross-memory-attach `what` on rank `rank` (pid `pid`):
+/// `EFAULT` is an out-of-range access, `EPERM` a denied attach.
+fn os_err(e: std::io::Error, rank: usize, pid: i32, what: &str) -> MpiError {
+    let class = match e.raw_os_error() {
+        Some(libc::EFAULT) => MPI_ERR_RMA_RANGE,
+        Some(libc::EPERM) => MPI_ERR_RMA_ATTACH,
+        _ => MPI_ERR_OTHER,
+    };
+    MpiError::new(
+        class,
+        format!("{what} of rank {rank} (pid {pid}) failed: {e}"),
+    )
+}
+
+/// Byte ranges (offset from a target's base, length).
+type Ranges = Vec<(isize, usize)>;
+
+/// Byte ranges (offset from the target's base, length) of `count` items of `dt` starting
+/// at byte `start`, in type-map order, adjacent ranges merged.
+fn ranges(dt: &Datatype, count: usize, start: isize) -> Ranges {
+    let mut v: Ranges = Vec::new();
+    for i in 0..count {
+        let base = start + i as isize * dt.extent();
+        for b in &dt.blocks {
+            if b.len == 0 {
+                continue;
+            }
+            let off = base + b.disp;
+            match v.last_mut() {
+                Some(last) if last.0 + last.1 as isize == off => last.1 += b.len,
+                _ => v.push((off, b.len)),
+            }
+        }
+    }
+    v
+}
+
+impl Inner {
+    pub(super) fn target(&self, t: usize) -> Target {
+        self.targets[t]
+    }
+
+    /// Check a range against the target's window and return its address.
+    pub(super) fn addr(&self, t: usize, off: isize, len: usize) -> MpiResult<usize> {
+        let tg = self.target(t);
+        if let Some(size) = tg.size {
+            if off < 0 || off as usize + len > size {
+                mpi_bail!(
+                    MPI_ERR_RMA_RANGE,
+                    "bytes {off}..{} are outside the {size}-byte window of rank {t}",
+                    off + len as isize
+                );
+            }
+        }
+        Ok((tg.base as isize).wrapping_add(off) as usize)
+    }
+
+    /// Read the ranges of target `t` into one packed buffer.
+    pub(super) fn read(&self, t: usize, rs: &[(isize, usize)]) -> MpiResult<Vec<u8>> {
+        let total: usize = rs.iter().map(|r| r.1).sum();
+        let mut buf = vec![0u8; total];
+        let tg = self.target(t);
+        let mut pos = 0;
+        for &(off, len) in rs {
+            let a = self.addr(t, off, len)?;
+            if tg.local {
+                // SAFETY: `a` is in our address space: the shared segment (range checked
+                // above) or our own window memory / attached region (the MPI contract).
+                unsafe { std::ptr::copy(a as *const u8, buf.as_mut_ptr().add(pos), len) };
+            } else {
+                // SAFETY: `buf[pos..pos + len]` is ours and writable.
+                unsafe { cma_copy(tg.pid, buf.as_mut_ptr().add(pos), a as u64, len, Cma::Read) }
+                    .map_err(|e| os_err(e, t, tg.pid, "reading the window memory"))?;
+            }
+            pos += len;
+        }
+        Ok(buf)
+    }
+
+    /// Write one packed buffer over the ranges of target `t`.
+    pub(super) fn write(&self, t: usize, rs: &[(isize, usize)], data: &[u8]) -> MpiResult {
+        let tg = self.target(t);
+        let mut pos = 0;
+        for &(off, len) in rs {
+            let a = self.addr(t, off, len)?;
+            let len = len.min(data.len() - pos);
+            if tg.local {
+                // SAFETY: as in `read`, for writing; `data[pos..pos + len]` is in bounds.
+                unsafe { std::ptr::copy(data.as_ptr().add(pos), a as *mut u8, len) };
+            } else {
+                // SAFETY: `data[pos..pos + len]` is readable (cma only reads it when
+                // writing to the remote).
+                unsafe {
+                    cma_copy(
+                        tg.pid,
+                        data.as_ptr().add(pos).cast_mut(),
+                        a as u64,
+                        len,
+                        Cma::Write,
+                    )
+                }
+                .map_err(|e| os_err(e, t, tg.pid, "writing the window memory"))?;
+            }
+            pos += len;
+        }
+        Ok(())
+    }
+
+    pub(super) fn acc_lock(&self, t: usize) {
+        let m = self.acc_mutex(t);
+        spin_until(|| {
+            m.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        });
+    }
+    pub(super) fn acc_unlock(&self, t: usize) {
+        self.acc_mutex(t).store(0, Ordering::Release);
+    }
+}
+
+/// Validated arguments of one operation on a target.
+pub(super) struct Access {
+    pub(super) inner: Arc<Inner>,
+    /// `None` for `MPI_PROC_NULL`.
+    pub(super) target: Option<usize>,
+    pub(super) start: isize,
+}
+
+/// Resolve an access to `target_rank` at `target_disp` of window `win` (a valid rank, a
+/// non-negative displacement except on dynamic windows); `target` is `None` for
+/// `MPI_PROC_NULL`.
+pub(super) fn access(win: c_int, target_rank: c_int, target_disp: isize) -> MpiResult<Access> {
+    let inner = inner(win)?;
+    if target_rank == MPI_PROC_NULL {
+        return Ok(Access {
+            inner,
+            target: None,
+            start: 0,
+        });
+    }
+    if target_rank < 0 || target_rank as usize >= inner.nranks {
+        mpi_bail!(
+            MPI_ERR_RANK,
+            "target rank {target_rank} is not in the window's group of {} ranks",
+            inner.nranks
+        );
+    }
+    let t = target_rank as usize;
+    if target_disp < 0 && inner.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+        mpi_bail!(MPI_ERR_DISP, "negative target displacement {target_disp}");
+    }
+    let start = target_disp.wrapping_mul(inner.targets[t].disp_unit);
+    Ok(Access {
+        inner,
+        target: Some(t),
+        start,
+    })
+}
+
+/// The committed datatype of handle `h`.
+pub(super) fn dtype(h: c_int) -> MpiResult<Arc<Datatype>> {
+    lock().dtype_committed(h)
+}
+
+/// Pack `count` items of `h` at `buf`.
+fn pack(buf: *const c_void, count: c_int, h: c_int) -> MpiResult<(Arc<Datatype>, Vec<u8>)> {
+    let n = check_count(count)?;
+    let dt = dtype(h)?;
+    let mut v = Vec::new();
+    if n > 0 && dt.size > 0 {
+        if buf.is_null() && dt.true_lb >= 0 && dt.predefined {
+            mpi_bail!(MPI_ERR_BUFFER, "NULL origin buffer");
+        }
+        // SAFETY: the caller's buffer holds `count` items of the datatype (MPI contract).
+        unsafe { pack_into(&dt, n, buf.cast(), &mut v) };
+    }
+    Ok((dt, v))
+}
+
+/// The target ranges of `count` items of `h`, checked against the origin's byte count.
+fn target_ranges(
+    a: &Access,
+    count: c_int,
+    h: c_int,
+    origin_bytes: usize,
+) -> MpiResult<(Arc<Datatype>, Ranges)> {
+    let n = check_count(count)?;
+    let dt = dtype(h)?;
+    if n * dt.size != origin_bytes {
+        mpi_bail!(
+            MPI_ERR_TYPE,
+            "origin data ({origin_bytes} bytes) and target data ({} bytes) differ in size",
+            n * dt.size
+        );
+    }
+    let rs = ranges(&dt, n, a.start);
+    Ok((dt, rs))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn do_put(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: c_int,
+    trank: c_int,
+    tdisp: isize,
+    tcount: c_int,
+    ttype: c_int,
+    win: c_int,
+) -> MpiResult {
+    let a = access(win, trank, tdisp)?;
+    let (_, data) = pack(origin, ocount, otype)?;
+    let (_, rs) = target_ranges(&a, tcount, ttype, data.len())?;
+    let Some(t) = a.target else { return Ok(()) };
+    a.inner.write(t, &rs, &data)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn do_get(
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: c_int,
+    trank: c_int,
+    tdisp: isize,
+    tcount: c_int,
+    ttype: c_int,
+    win: c_int,
+) -> MpiResult {
+    let a = access(win, trank, tdisp)?;
+    let n = check_count(ocount)?;
+    let odt = dtype(otype)?;
+    let (_, rs) = target_ranges(&a, tcount, ttype, n * odt.size)?;
+    let Some(t) = a.target else { return Ok(()) };
+    let data = a.inner.read(t, &rs)?;
+    // SAFETY: the origin buffer holds `ocount` items of the origin datatype.
+    unsafe { unpack_from(&odt, n, origin.cast(), &data) };
+    Ok(())
+}
+
+/// The predefined basic type an accumulate works on, and its size.
+fn acc_basic(op: c_int, odt: &Datatype, tdt: &Datatype) -> MpiResult<(c_int, usize)> {
+    if !(MPI_MAX..=MPI_NO_OP).contains(&op) {
+        if op == MPI_OP_NULL {
+            mpi_bail!(MPI_ERR_OP, "MPI_OP_NULL passed");
+        }
+        mpi_bail!(
+            MPI_ERR_OP,
+            "operation {op:#x} cannot be used in RMA (only predefined operations can)"
+        );
+    }
+    let (Some(tb), ob) = (tdt.basic, odt.basic) else {
+        mpi_bail!(
+            MPI_ERR_TYPE,
+            "accumulate target datatype mixes different basic types"
+        );
+    };
+    if op != MPI_NO_OP && odt.size > 0 && ob != Some(tb) {
+        mpi_bail!(
+            MPI_ERR_TYPE,
+            "accumulate origin and target datatypes have different basic types"
+        );
+    }
+    let sz = lock().dtype(tb)?.size.max(1);
+    Ok((tb, sz))
+}
+
+/// Combine `origin` into `cur` (`cur = origin op cur`).
+fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8]) -> MpiResult {
+    match op {
+        MPI_NO_OP => Ok(()),
+        MPI_REPLACE => {
+            cur.copy_from_slice(origin);
+            Ok(())
+        }
+        _ => {
+            let len = cur.len();
+            if len == 0 {
+                return Ok(());
+            }
+            // The reduction functions need buffers aligned for the element type: copy
+            // into 16-byte aligned storage.
+            let words = len.div_ceil(16);
+            let mut a = vec![0u128; words];
+            let mut b = vec![0u128; words];
+            // SAFETY: `a` and `b` hold at least `len` bytes; the sources hold `len` bytes
+            // (origin.len() == cur.len() is checked by the callers).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    origin.as_ptr(),
+                    a.as_mut_ptr().cast::<u8>(),
+                    len.min(origin.len()),
+                );
+                std::ptr::copy_nonoverlapping(cur.as_ptr(), b.as_mut_ptr().cast::<u8>(), len);
+            }
+            // SAFETY: both buffers hold len / bsize aligned elements of `basic`.
+            let ok = unsafe {
+                crate::op::apply_builtin(
+                    op,
+                    basic,
+                    a.as_ptr().cast(),
+                    b.as_mut_ptr().cast(),
+                    len / bsize,
+                )
+            };
+            if !ok {
+                mpi_bail!(
+                    MPI_ERR_OP,
+                    "operation {op:#x} is not defined for datatype {basic:#x}"
+                );
+            }
+            // SAFETY: `b` holds `len` initialized bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.as_ptr().cast::<u8>(), cur.as_mut_ptr(), len)
+            };
+            Ok(())
+        }
+    }
+}
+
+/// Accumulate (and fetch the previous contents into `result`, if given).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn do_accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: c_int,
+    result: Option<(*mut c_void, c_int, c_int)>,
+    trank: c_int,
+    tdisp: isize,
+    tcount: c_int,
+    ttype: c_int,
+    op: c_int,
+    win: c_int,
+) -> MpiResult {
+    let a = access(win, trank, tdisp)?;
+    let (odt, data) = if op == MPI_NO_OP {
+        (dtype(otype)?, Vec::new())
+    } else {
+        pack(origin, ocount, otype)?
+    };
+    let n = check_count(tcount)?;
+    let tdt = dtype(ttype)?;
+    let tbytes = n * tdt.size;
+    if op != MPI_NO_OP && data.len() != tbytes {
+        mpi_bail!(
+            MPI_ERR_TYPE,
+            "origin data ({} bytes) and target data ({tbytes} bytes) differ in size",
+            data.len()
+        );
+    }
+    let (basic, bsize) = acc_basic(op, &odt, &tdt)?;
+    let res = match result {
+        Some((buf, count, h)) => {
+            let rn = check_count(count)?;
+            let rdt = dtype(h)?;
+            if rn * rdt.size != tbytes {
+                mpi_bail!(
+                    MPI_ERR_TYPE,
+                    "result data ({} bytes) and target data ({tbytes} bytes) differ in size",
+                    rn * rdt.size
+                );
+            }
+            Some((buf, rn, rdt))
+        }
+        None => None,
+    };
+    let Some(t) = a.target else { return Ok(()) };
+    let rs = ranges(&tdt, n, a.start);
+    let inner = &a.inner;
+    inner.acc_lock(t);
+    let r = (|| {
+        let mut cur = if op == MPI_REPLACE && res.is_none() {
+            vec![0u8; tbytes]
+        } else {
+            inner.read(t, &rs)?
+        };
+        let old = res.as_ref().map(|_| cur.clone());
+        if op != MPI_NO_OP {
+            combine(op, basic, bsize, &data, &mut cur)?;
+            inner.write(t, &rs, &cur)?;
+        }
+        Ok::<_, MpiError>(old)
+    })();
+    inner.acc_unlock(t);
+    if let (Some(old), Some((buf, rn, rdt))) = (r?, res) {
+        // SAFETY: the result buffer holds `rn` items of its datatype.
+        unsafe { unpack_from(&rdt, rn, buf.cast(), &old) };
+    }
+    Ok(())
+}
+
+/// A request that is already complete (the operation finished at the origin).
+pub(super) fn done_request(request: *mut c_int, win: c_int) -> MpiResult {
+    if request.is_null() {
+        mpi_bail!(MPI_ERR_ARG, "NULL request pointer");
+    }
+    let comm = inner(win)?.comm;
+    let h = lock().reqs.insert(crate::request::Request {
+        comm,
+        persistent: None,
+        active: Some(crate::request::Pending {
+            ereq: None,
+            done: None,
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }),
+    });
+    out(request, h, "request")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dt(blocks: &[(isize, usize)], lb: isize, ub: isize) -> Datatype {
+        let mut d = lock().dtype(MPI_BYTE).expect("MPI_BYTE").as_ref().clone();
+        d.blocks = blocks
+            .iter()
+            .map(|&(disp, len)| crate::datatype::Block { disp, len, elem: 1 })
+            .collect();
+        d.size = blocks.iter().map(|b| b.1).sum();
+        d.lb = lb;
+        d.ub = ub;
+        d
+    }
+
+    #[test]
+    fn ranges_follow_the_type_map_and_merge_adjacent_blocks() {
+        // Two bytes at 0 and 4 in an extent of 8.
+        let v = dt(&[(0, 2), (4, 2)], 0, 8);
+        assert_eq!(ranges(&v, 2, 16), vec![(16, 2), (20, 2), (24, 2), (28, 2)]);
+        // A contiguous type merges into one range across items.
+        let c = dt(&[(0, 4)], 0, 4);
+        assert_eq!(ranges(&c, 3, 8), vec![(8, 12)]);
+        assert!(ranges(&c, 0, 8).is_empty());
+    }
+
+    #[test]
+    fn combine_applies_predefined_ops() {
+        let o = 5i32.to_ne_bytes();
+        let mut cur = 7i32.to_ne_bytes();
+        combine(MPI_SUM, MPI_INT, 4, &o, &mut cur).expect("sum");
+        assert_eq!(i32::from_ne_bytes(cur), 12);
+        combine(MPI_REPLACE, MPI_INT, 4, &o, &mut cur).expect("replace");
+        assert_eq!(i32::from_ne_bytes(cur), 5);
+        combine(MPI_NO_OP, MPI_INT, 4, &9i32.to_ne_bytes(), &mut cur).expect("no_op");
+        assert_eq!(i32::from_ne_bytes(cur), 5);
+        let e = combine(MPI_BAND, MPI_DOUBLE, 8, &[0; 8], &mut [0; 8]).unwrap_err();
+        assert_eq!(e.code, MPI_ERR_OP);
+    }
+}
