@@ -12,6 +12,7 @@ use crate::backend::{self, EComm};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{MpiError, MpiResult};
+use oxmpi_coll::op::{ElemType, OpKind as Kernel};
 use oxmpi_coll::CollComm;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -115,9 +116,11 @@ pub(crate) struct Reducer {
     op: c_int,
     mode: Mode,
     commutative: bool,
-    /// Predefined op on data that is a dense array of one basic type (handle, size): run
-    /// directly by `op::apply_builtin` (no lock, no allocation).
-    fast: Option<(c_int, usize)>,
+    /// Predefined op on data that is a dense array of one basic type (its kernel element
+    /// type, size): run directly by the `oxmpi_coll::op` kernels (no lock, no allocation).
+    fast: Option<(Option<ElemType>, usize)>,
+    /// The kernel operation of a predefined op.
+    kernel: Option<Kernel>,
 }
 
 impl Reducer {
@@ -159,9 +162,10 @@ impl Reducer {
             op,
             mode,
             commutative,
-            fast,
+            fast: fast.map(|(b, size)| (crate::op::elem_type(b), size)),
+            kernel: crate::op::builtin_op(op),
         };
-        if let Some((b, size)) = r.fast {
+        if let Some((b, size)) = fast {
             // One zero item (on the stack): fails for (op, type) pairs MPI does not define.
             let mut x = [0u128; 4];
             let y = [0u128; 4];
@@ -203,14 +207,14 @@ impl Reducer {
                 // SAFETY: both slices hold `len / size` items of the basic type `h`, aligned
                 // for it; the pair was validated in `new`.
                 let ok = unsafe {
-                    kernels::apply(self.op, h, a.as_ptr(), b.as_mut_ptr(), a.len() / size)
-                        || crate::op::apply_builtin(
-                            self.op,
-                            h,
-                            a.as_ptr(),
-                            b.as_mut_ptr(),
-                            a.len() / size,
-                        )
+                    let n = a.len() / size;
+                    match (self.kernel, h) {
+                        (Some(o), Some(t)) => {
+                            oxmpi_coll::op::apply_fast(o, t, a.as_ptr(), b.as_mut_ptr(), n)
+                                || oxmpi_coll::op::apply(o, t, a.as_ptr(), b.as_mut_ptr(), n)
+                        }
+                        _ => false,
+                    }
                 };
                 if ok {
                     return;
@@ -290,105 +294,6 @@ impl Reducer {
         unsafe {
             crate::op::reduce_local(a.as_ptr().cast(), b.as_mut_ptr().cast(), n.1, n.0, self.op)
         }
-    }
-}
-
-/// Vectorisable loops for the common predefined reductions (`op.rs` decides the operation
-/// per element, which keeps the compiler from vectorising). Each computes exactly what
-/// `op::apply_builtin` computes for the pair (same expression per element), so results are
-/// bit-identical; on x86-64 an AVX2 build of the loops is chosen at run time when the CPU
-/// has it.
-mod kernels {
-    use crate::consts::*;
-    use std::ffi::c_int;
-
-    #[inline(always)]
-    fn zip<T: Copy>(a: &[T], b: &mut [T], f: impl Fn(T, T) -> T) {
-        for (x, y) in a.iter().zip(b.iter_mut()) {
-            *y = f(*x, *y);
-        }
-    }
-
-    macro_rules! int_ops {
-        ($op:expr, $a:expr, $b:expr) => {
-            match $op {
-                MPI_SUM => zip($a, $b, |x, y| y.wrapping_add(x)),
-                MPI_PROD => zip($a, $b, |x, y| y.wrapping_mul(x)),
-                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
-                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
-                MPI_BAND => zip($a, $b, |x, y| y & x),
-                MPI_BOR => zip($a, $b, |x, y| y | x),
-                MPI_BXOR => zip($a, $b, |x, y| y ^ x),
-                _ => return false,
-            }
-        };
-    }
-
-    macro_rules! float_ops {
-        ($op:expr, $a:expr, $b:expr) => {
-            match $op {
-                MPI_SUM => zip($a, $b, |x, y| y + x),
-                MPI_PROD => zip($a, $b, |x, y| y * x),
-                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
-                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
-                _ => return false,
-            }
-        };
-    }
-
-    /// # Safety
-    /// As [`apply`].
-    #[inline(always)]
-    unsafe fn run(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        macro_rules! typed {
-            ($t:ty, $ops:ident) => {{
-                // SAFETY: caller contract: `n` aligned values of the type at both pointers,
-                // not overlapping.
-                let (x, y) = unsafe {
-                    (
-                        std::slice::from_raw_parts(a.cast::<$t>(), n),
-                        std::slice::from_raw_parts_mut(b.cast::<$t>(), n),
-                    )
-                };
-                $ops!(op, x, y)
-            }};
-        }
-        match dt {
-            MPI_FLOAT | MPI_REAL | MPI_REAL4 => typed!(f32, float_ops),
-            MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => typed!(f64, float_ops),
-            MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 => typed!(i32, int_ops),
-            MPI_UNSIGNED | MPI_UINT32_T => typed!(u32, int_ops),
-            MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 => typed!(i64, int_ops),
-            MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => typed!(u64, int_ops),
-            _ => return false,
-        }
-        true
-    }
-
-    /// # Safety
-    /// As [`apply`]; the CPU supports AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        // SAFETY: forwarded caller contract.
-        unsafe { run(op, dt, a, b, n) }
-    }
-
-    /// `b[i] = a[i] op b[i]` for `n` items of the predefined type `dt`, if the pair is one
-    /// of the common ones handled here (false: not handled, nothing done).
-    ///
-    /// # Safety
-    /// `a` and `b` hold `n` values of `dt`, aligned for it, and do not overlap.
-    pub(super) unsafe fn apply(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if n >= 16 && std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: forwarded caller contract; AVX2 is present.
-                return unsafe { run_avx2(op, dt, a, b, n) };
-            }
-        }
-        // SAFETY: forwarded caller contract.
-        unsafe { run(op, dt, a, b, n) }
     }
 }
 

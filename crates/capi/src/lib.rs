@@ -43,7 +43,6 @@ pub mod io;
 pub mod misc;
 pub mod neighbor;
 pub mod op;
-pub(crate) mod op_ext;
 pub mod p2p;
 pub mod request;
 pub mod rma;

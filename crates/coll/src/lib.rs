@@ -52,6 +52,7 @@
 
 #![warn(missing_docs)]
 
+pub mod op;
 pub mod sched;
 pub mod tune;
 
