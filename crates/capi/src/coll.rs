@@ -623,11 +623,11 @@ fn alltoallv(
     Ok(())
 }
 
-/// Alltoall of at most `shm::DATA` bytes per rank through the communicator's
+/// Alltoall of at most `oxmpi_coll::sm::DATA` bytes per rank through the communicator's
 /// shared-memory segment (`rc` items of `rdt` per block; `sendbuf` may be `MPI_IN_PLACE`).
 #[allow(clippy::too_many_arguments)]
 fn alltoall_shm(
-    seg: &alg::shm::Seg,
+    seg: &oxmpi_coll::sm::Seg,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: c_int,
@@ -679,8 +679,8 @@ mpi_fn! {
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
         let block = rc * rdt.size;
-        if n > 1 && block > 0 && n * block <= alg::shm::DATA {
-            if let Some(seg) = alg::shm::get(&c.alg(), comm, oxmpi_coll::tune::Coll::Alltoall)? {
+        if n > 1 && block > 0 && n * block <= oxmpi_coll::sm::DATA {
+            if let Some(seg) = oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall).map_err(alg::err(comm))? {
                 return alltoall_shm(&seg, sendbuf, sendcount, sendtype, recvbuf, rc, &rdt, comm);
             }
         }

@@ -52,8 +52,10 @@
 
 #![warn(missing_docs)]
 
+pub mod base;
 pub mod op;
 pub mod sched;
+pub mod sm;
 pub mod tune;
 
 pub use tune::PROVIDER;

@@ -9,6 +9,8 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use oxmpi_coll::base::select;
+use oxmpi_coll::tune::Coll;
 use oxmpi_coll::{comm_free, CollComm, Op};
 use oxmpi_engine::{init, Engine, SendMode, ThreadLevel};
 
@@ -170,6 +172,26 @@ fn forced_algorithms_c_np4() {
 fn forced_algorithms_c_np5() {
     run(5, "suite", FORCED_C);
 }
+/// The `sm` component through the framework's selection (`base::select`), with the large
+/// allreduce region enabled from 16 KiB (ranks busy-poll so that it is used).
+const SM: &[(&str, &str)] = &[
+    ("OXMPI_MCA_mpi_yield_when_idle", "0"),
+    ("OXMPI_MCA_coll_sm_allreduce_large_min", "16384"),
+];
+
+#[test]
+fn shared_memory_component_np2() {
+    run(2, "sm", SM);
+}
+#[test]
+fn shared_memory_component_np3() {
+    run(3, "sm", SM);
+}
+#[test]
+fn shared_memory_component_disabled_np3() {
+    run(3, "sm-off", &[("OXMPI_MCA_coll_sm_enable", "0")]);
+}
+
 #[test]
 fn communicators_np4() {
     run(4, "comms", &[]);
@@ -198,6 +220,13 @@ fn rank_entry() {
             suite(&w, 1);
         }
         "comms" => comms(e),
+        "sm" | "sm-off" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            let seg = oxmpi_coll::sm::get(&w, Coll::Allreduce).unwrap();
+            // Every rank of the job runs on this node: the segment exists unless disabled.
+            assert_eq!(seg.is_some(), scenario == "sm", "segment of {scenario}");
+            sm_suite(&w);
+        }
         s => panic!("unknown scenario {s}"),
     }
     e.finalize().expect("finalize");
@@ -429,6 +458,54 @@ fn suite(c: &CollComm, seed: u64) {
         }
     }
     c.barrier().unwrap();
+}
+
+/// Barrier, bcast, allreduce (both ops, both argument forms) and alltoall through
+/// `base::select` at sizes on both sides of the `sm` limits (4 KiB; 16 KiB for the large
+/// region, see [`SM`]), against the local reference.
+fn sm_suite(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
+    let sizes = [0usize, 1, 7, 56, 57, 512, 4096, 4097, 16 * 1024, 100_000];
+    for (it, &bytes) in sizes.iter().enumerate() {
+        let it = it as u64;
+        select::barrier(c).unwrap();
+        let root = (it as usize) % p;
+        let data = contrib(bytes, it, root, 1);
+        let mut buf = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; bytes]
+        };
+        select::bcast(c, &mut buf, root as i32).unwrap();
+        assert_eq!(buf, data, "bcast of {bytes} bytes from {root}");
+        for (oi, &(f, es, comm)) in ops.iter().enumerate() {
+            let len = bytes / es * es;
+            let xs: Vec<Vec<u8>> = (0..p)
+                .map(|i| contrib(len, it, i, 10 + oi as u64))
+                .collect();
+            let total = fold(f, &xs);
+            let mut b = xs[r].clone();
+            select::allreduce(c, None, &mut b, &f, es, comm).unwrap();
+            assert_eq!(b, total, "allreduce in place, {len} bytes, op {oi}");
+            let mut out = vec![0u8; len];
+            select::allreduce(c, Some(&xs[r]), &mut out, &f, es, comm).unwrap();
+            assert_eq!(out, total, "allreduce, {len} bytes, op {oi}");
+        }
+        let block = bytes / p / 2;
+        let send = contrib(block * p, it, r, 30);
+        let mut recv = vec![0u8; block * p];
+        select::alltoall(c, &send, &mut recv, block).unwrap();
+        for j in 0..p {
+            let theirs = contrib(block * p, it, j, 30);
+            assert_eq!(
+                recv[j * block..(j + 1) * block],
+                theirs[r * block..(r + 1) * block],
+                "alltoall block {block} from {j}"
+            );
+        }
+    }
 }
 
 fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {

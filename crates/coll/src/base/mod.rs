@@ -1,0 +1,3 @@
+//! The framework's base: which component runs a collective ([`select`]).
+
+pub mod select;
