@@ -1,5 +1,7 @@
-//! Collective operations (barrier, broadcast, reduce, gather) on the algorithm layer
-//! `oxmpi-coll`.
+//! Collective operations (barrier, broadcast, reduce, gather) on the collective framework
+//! `oxmpi-coll`, with the C library's component selection (`oxmpi_coll::base::select`):
+//! barrier, broadcast and allreduce take the shared-memory component when every rank runs
+//! on one node, the point-to-point algorithms otherwise.
 //!
 //! Every communicator has a second engine communicator over the same ranks, its *collective
 //! context*, so collective traffic never matches a user's receive (same convention as the C
@@ -11,6 +13,7 @@
 //! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
 //! form; contiguous element types are used in place.
 
+use oxmpi_coll::base::select;
 use oxmpi_coll::{CollComm, Op};
 use oxmpi_engine::ErrorClass;
 
@@ -92,7 +95,7 @@ impl<'u> Communicator<'u> {
     /// # }
     /// ```
     pub fn barrier(&self) -> Result<()> {
-        Ok(self.alg().barrier()?)
+        Ok(select::barrier(&self.alg())?)
     }
 
     /// Copies `buf` of rank `root` into `buf` of every other rank (`MPI_Bcast`). All ranks must
@@ -114,7 +117,9 @@ impl<'u> Communicator<'u> {
     pub fn broadcast<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
         self.check_root(root)?;
         let a = self.alg();
-        with_bytes(buf, self.rank() == root, |b| Ok(a.bcast(b, root)?))
+        with_bytes(buf, self.rank() == root, |b| {
+            Ok(select::bcast(&a, b, root)?)
+        })
     }
 
     /// Combines `send` of all ranks element by element with `op` and stores the result in
@@ -182,12 +187,14 @@ impl<'u> Communicator<'u> {
         }
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let o = Op {
-            f: &f,
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        self.alg().allreduce(&mut data, &o)?;
+        select::allreduce(
+            &self.alg(),
+            None,
+            &mut data,
+            &f,
+            T::PACKED_SIZE.max(1),
+            false,
+        )?;
         unpack_into(&data, recv);
         Ok(())
     }

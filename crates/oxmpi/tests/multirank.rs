@@ -272,6 +272,19 @@ fn rank_body() {
     } else {
         assert_eq!(out[0].value, 0, "only the root receives the result");
     }
+    // The same non-commutative op through all_reduce (the shared-memory component on one
+    // node: it folds in rank order too), and a vector past coll_sm_allreduce_large_min.
+    let mut all = [Digits { value: 0, scale: 0 }];
+    world
+        .all_reduce(&[digit][..], &mut all[..], Digits::concat)
+        .expect("all_reduce non-commutative");
+    assert_eq!(all[0].value, 123, "all_reduce combined in rank order");
+    let long: Vec<i64> = (0..70_000).map(|i| i * (i64::from(rank) + 1)).collect();
+    let mut total = vec![0i64; long.len()];
+    world
+        .all_reduce(&long[..], &mut total[..], |a, b| a + b)
+        .expect("large all_reduce");
+    assert!(total.iter().enumerate().all(|(i, &t)| t == 6 * i as i64));
     let mut five = [0u8];
     world
         .recv(&mut five[..], prev, 0)
