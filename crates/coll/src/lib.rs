@@ -53,8 +53,9 @@
 #![warn(missing_docs)]
 
 pub mod base;
+pub mod nbc;
 pub mod op;
-pub mod sched;
+pub use nbc::sched;
 pub mod sm;
 pub mod tune;
 

@@ -193,6 +193,11 @@ fn shared_memory_component_disabled_np3() {
 }
 
 #[test]
+fn nonblocking_progress_np3() {
+    run(3, "nbc", &[]);
+}
+
+#[test]
 fn communicators_np4() {
     run(4, "comms", &[]);
 }
@@ -220,6 +225,10 @@ fn rank_entry() {
             suite(&w, 1);
         }
         "comms" => comms(e),
+        "nbc" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            nbc_suite(&w);
+        }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             let seg = oxmpi_coll::sm::get(&w, Coll::Allreduce).unwrap();
@@ -506,6 +515,79 @@ fn sm_suite(c: &CollComm) {
             );
         }
     }
+}
+
+/// Schedules started through `nbc::progress`: completed by the progress thread while the
+/// rank only waits on a channel, and by the rank's own `progress_pending` calls; blocking
+/// collectives may run while they are outstanding.
+fn nbc_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::progress;
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use std::sync::mpsc;
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    for it in 0..6u64 {
+        let (tx, rx) = mpsc::channel::<(&str, Vec<u8>)>();
+        let len = [0usize, 4, 4096, 40_000][it as usize % 4];
+        let root = (it as usize) % p;
+        let data = contrib(len, it, root, 1);
+        let buf = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; len]
+        };
+        let s = c.ibcast(Region::Owned(buf), root as i32).unwrap();
+        let t = tx.clone();
+        progress::start(
+            s,
+            Box::new(move |s, res| {
+                res.unwrap();
+                t.send(("bcast", s.owned_bytes(0).unwrap().to_vec()))
+                    .unwrap();
+            }),
+        );
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 10)).collect();
+        let op = OwnedOp {
+            f: Box::new(sum_u32),
+            elem_size: 4,
+            commutative: true,
+        };
+        let s = c.iallreduce(Region::Owned(xs[r].clone()), op).unwrap();
+        let t = tx.clone();
+        progress::start(
+            s,
+            Box::new(move |s, res| {
+                res.unwrap();
+                t.send(("allreduce", s.owned_bytes(0).unwrap().to_vec()))
+                    .unwrap();
+            }),
+        );
+        let s = c.ibarrier().unwrap();
+        progress::start(
+            s,
+            Box::new(move |_, res| {
+                res.unwrap();
+                tx.send(("barrier", Vec::new())).unwrap();
+            }),
+        );
+        // A blocking collective while the schedules are outstanding (its own tags).
+        let mut b = vec![r as u8; 3];
+        c.bcast(&mut b, 0).unwrap();
+        assert_eq!(b, [0, 0, 0]);
+        let mut got = std::collections::HashMap::new();
+        while got.len() < 3 {
+            // Odd iterations leave everything to the progress thread.
+            if it % 2 == 0 {
+                progress::progress_pending();
+            }
+            if let Ok((what, v)) = rx.recv_timeout(Duration::from_millis(1)) {
+                got.insert(what, v);
+            }
+        }
+        assert_eq!(got["bcast"], data, "ibcast it {it}");
+        assert_eq!(got["allreduce"], fold(&sum_u32, &xs), "iallreduce it {it}");
+    }
+    assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
 }
 
 fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {

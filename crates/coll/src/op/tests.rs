@@ -10,6 +10,15 @@ trait Prim: Copy + PartialEq + std::fmt::Debug {
     fn reference(op: OpKind, x: Self, y: Self) -> Option<Self>;
 }
 
+/// `x` if `first`, else `y` (MAX and MIN written apart from the kernels' `max`/`min`).
+fn pick<T>(first: bool, x: T, y: T) -> T {
+    if first {
+        x
+    } else {
+        y
+    }
+}
+
 macro_rules! prim_int {
     ($t:ty, $e:ident) => {
         impl Prim for $t {
@@ -22,20 +31,8 @@ macro_rules! prim_int {
                 Some(match op {
                     OpKind::Sum => y.wrapping_add(x),
                     OpKind::Prod => y.wrapping_mul(x),
-                    OpKind::Max => {
-                        if x > y {
-                            x
-                        } else {
-                            y
-                        }
-                    }
-                    OpKind::Min => {
-                        if x < y {
-                            x
-                        } else {
-                            y
-                        }
-                    }
+                    OpKind::Max => pick(x > y, x, y),
+                    OpKind::Min => pick(x < y, x, y),
                     OpKind::Land => t(x != 0 && y != 0),
                     OpKind::Lor => t(x != 0 || y != 0),
                     OpKind::Lxor => t((x != 0) ^ (y != 0)),
@@ -62,20 +59,8 @@ macro_rules! prim_float {
                 Some(match op {
                     OpKind::Sum => y + x,
                     OpKind::Prod => y * x,
-                    OpKind::Max => {
-                        if x > y {
-                            x
-                        } else {
-                            y
-                        }
-                    }
-                    OpKind::Min => {
-                        if x < y {
-                            x
-                        } else {
-                            y
-                        }
-                    }
+                    OpKind::Max => pick(x > y, x, y),
+                    OpKind::Min => pick(x < y, x, y),
                     OpKind::Replace => x,
                     OpKind::NoOp => y,
                     _ => return None,
