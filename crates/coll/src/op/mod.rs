@@ -6,7 +6,7 @@
 //!
 //! * [`apply`] is the reference: every defined (op, type) pair, one element at a time
 //!   (`b[i] = a[i] op b[i]`, MPI's user-function order), false for pairs MPI does not
-//!   define. Complex numbers and `long double` are in [`ext`].
+//!   define. Complex numbers and `long double` are in `ext.rs`.
 //! * [`apply_fast`] runs the common pairs as vectorisable loops (an AVX2 build is chosen at
 //!   run time when the CPU has it) and computes bit-identical results; callers try it first
 //!   and fall back to [`apply`].

@@ -17,7 +17,7 @@
 //! * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
 //!   every other rank's stamp, then reads;
 //! * bcast: only the root writes and does not wait; the others wait for its stamp. A
-//!   broadcast of at most 56 bytes goes through the root's *lane* instead, [`LANE`] lines
+//!   broadcast of at most 56 bytes goes through the root's *lane* instead, `LANE` lines
 //!   each holding a stamp and the payload, so a root may run up to `LANE - 1` ahead.
 //!
 //! Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
