@@ -285,6 +285,34 @@ fn rank_body() {
         .all_reduce(&long[..], &mut total[..], |a, b| a + b)
         .expect("large all_reduce");
     assert!(total.iter().enumerate().all(|(i, &t)| t == 6 * i as i64));
+    // Nonblocking collectives (oxmpi-coll's nbc schedules), with a blocking collective
+    // while they are outstanding; one completed by test() alone.
+    let bar = world.ibarrier().expect("ibarrier");
+    let init = if rank == 2 {
+        vec![7u32, 8, 9]
+    } else {
+        vec![0; 3]
+    };
+    let bc = world.ibroadcast(2, init).expect("ibroadcast");
+    let red = world
+        .iall_reduce(&[digit][..], Digits::concat)
+        .expect("iall_reduce");
+    world
+        .barrier()
+        .expect("barrier among nonblocking collectives");
+    assert!(bar.wait().expect("ibarrier wait").is_empty());
+    assert_eq!(bc.wait().expect("ibroadcast wait"), [7, 8, 9]);
+    assert_eq!(red.wait().expect("iall_reduce wait")[0].value, 123);
+    let mut pending = world
+        .iall_reduce(&[i64::from(rank)][..], |a, b| a + b)
+        .expect("iall_reduce");
+    let summed = loop {
+        match pending.test() {
+            Ok(r) => break r.expect("iall_reduce test"),
+            Err(back) => pending = back,
+        }
+    };
+    assert_eq!(summed, [3]);
     let mut five = [0u8];
     world
         .recv(&mut five[..], prev, 0)
