@@ -10,32 +10,33 @@
 //! group's leader, swap the results between the leaders and distribute them locally over
 //! the intercommunicator's local context. Barrier is gather / leader swap / release.
 //!
-//! Algorithms are linear: intercommunicator collectives are not on any latency-critical
-//! path. Every entry point here is reached through a one-line dispatch at the top of the
-//! corresponding `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file,
-//! reached from `icoll.rs`) run the same algorithms as schedules progressed in the
-//! background.
+//! The blocking algorithms are `oxmpi_coll::inter`'s (on bytes); this file resolves the
+//! MPI arguments (roots, counts, datatypes, operations), packs and unpacks. Every entry
+//! point here is reached through a one-line dispatch at the top of the corresponding
+//! `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file, reached from
+//! `icoll.rs`) run the same algorithms as schedules progressed in the background.
 
+use crate::coll_alg::{err, with_op, Reducer};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use crate::intercomm::Link;
 use crate::state::lock;
+use oxmpi_coll::inter::{Exchange, InterComm};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-/// Tags of intercommunicator collectives (the intercommunicator's own contexts carry no
-/// other traffic).
-mod tag {
-    pub const BARRIER: i32 = 1;
-    pub const BCAST: i32 = 2;
-    pub const GATHER: i32 = 3;
-    pub const SCATTER: i32 = 4;
-    pub const ALLGATHER: i32 = 5;
-    pub const ALLTOALL: i32 = 6;
-    pub const REDUCE: i32 = 7;
-    pub const ALLREDUCE: i32 = 8;
-    pub const REDUCE_SCATTER: i32 = 9;
+/// The `oxmpi-coll` view of intercommunicator `l`.
+fn inter(l: &Link) -> MpiResult<InterComm> {
+    let e = crate::backend::engine()?;
+    Ok(InterComm::new(
+        e,
+        l.ic,
+        l.star.ctx,
+        l.star.rank,
+        l.star.size,
+        l.rsize,
+    ))
 }
 
 fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
@@ -119,11 +120,7 @@ fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
 
 /// `MPI_Barrier`.
 pub(crate) fn barrier(l: &Link) -> MpiResult {
-    let t = tag::BARRIER;
-    if l.star.gather(&l.net, Vec::new(), t)?.is_some() {
-        l.net.swap(l.ic, 0, &[], t)?;
-    }
-    l.star.bcast(&l.net, &mut Vec::new(), t)
+    inter(l)?.barrier().map_err(err(l.net.comm))
 }
 
 /// `MPI_Bcast`.
@@ -134,60 +131,40 @@ pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: c_int, dth: c_int, root: c_in
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let data = pack(&dt, count(n, comm)?, buf);
-            let reqs = (0..l.rsize)
-                .map(|r| l.net.isend(l.ic, &data, r, tag::BCAST))
-                .collect::<MpiResult<Vec<_>>>()?;
-            for q in reqs {
-                l.net.wait(q)?;
-            }
-            Ok(())
+            inter(l)?.bcast_root(&data).map_err(err(comm))
         }
         Role::Leaf(r) => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             let mut v = vec![0u8; n * dt.size];
-            let got = l.net.recv(l.ic, &mut v, r, tag::BCAST)?;
+            let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
             unpack(&dt, n, buf, &v[..got]);
             Ok(())
         }
     }
 }
 
-/// Receive one piece from every remote rank: `pieces[r]` = (type, count, byte offset).
-fn recv_all(l: &Link, recvbuf: *mut c_void, pieces: &[Piece], t: i32) -> MpiResult {
+/// Receive one piece from every remote rank (`pieces[r]` = type, count, byte offset) of
+/// a gather at its root.
+fn gather_root(l: &Link, recvbuf: *mut c_void, pieces: &[Piece]) -> MpiResult {
     let mut bufs: Vec<Vec<u8>> = pieces
         .iter()
         .map(|(d, k, _)| vec![0u8; k * d.size])
         .collect();
-    let mut reqs = Vec::with_capacity(bufs.len());
-    for (r, b) in bufs.iter_mut().enumerate() {
-        reqs.push(l.net.irecv(l.ic, b, r as i32, t)?);
-    }
-    let mut lens = Vec::with_capacity(reqs.len());
-    for q in reqs {
-        lens.push(l.net.wait(q)?);
-    }
-    for ((d, k, o), (b, n)) in pieces.iter().zip(bufs.iter().zip(lens)) {
-        unpack(d, *k, at(recvbuf, *o), &b[..n]);
+    inter(l)?.gather_root(&mut bufs).map_err(err(l.net.comm))?;
+    for ((d, k, o), b) in pieces.iter().zip(&bufs) {
+        unpack(d, *k, at(recvbuf, *o), b);
     }
     Ok(())
 }
 
-/// Send one piece to every remote rank.
-fn send_all(l: &Link, sendbuf: *const c_void, pieces: &[Piece], t: i32) -> MpiResult {
+/// Send one piece to every remote rank (the root of a scatter).
+fn scatter_root(l: &Link, sendbuf: *const c_void, pieces: &[Piece]) -> MpiResult {
     let data: Vec<Vec<u8>> = pieces
         .iter()
         .map(|(d, k, o)| pack(d, *k, at(sendbuf, *o)))
         .collect();
-    let reqs = data
-        .iter()
-        .enumerate()
-        .map(|(r, v)| l.net.isend(l.ic, v, r as i32, t))
-        .collect::<MpiResult<Vec<_>>>()?;
-    for q in reqs {
-        l.net.wait(q)?;
-    }
-    Ok(())
+    inter(l)?.scatter_root(&data).map_err(err(l.net.comm))
 }
 
 /// (type, count, byte offset) of the block of one remote rank.
@@ -217,13 +194,13 @@ fn gatherv(
         Role::Idle => Ok(()),
         Role::Root => {
             let rdt = dtype(recvtype, comm)?;
-            recv_all(l, recvbuf, &pieces(&rdt, &slots()?), tag::GATHER)
+            gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let sdt = dtype(sendtype, comm)?;
             let data = pack(&sdt, count(sendcount, comm)?, sendbuf);
-            l.net.send(l.ic, &data, r, tag::GATHER)
+            inter(l)?.gather_send(&data, r).map_err(err(comm))
         }
     }
 }
@@ -282,14 +259,14 @@ fn scatterv(
         Role::Idle => Ok(()),
         Role::Root => {
             let sdt = dtype(sendtype, comm)?;
-            send_all(l, sendbuf, &pieces(&sdt, &slots()?), tag::SCATTER)
+            scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
         }
         Role::Leaf(r) => {
             no_in_place(recvbuf, comm)?;
             let rdt = dtype(recvtype, comm)?;
             let n = count(recvcount, comm)?;
             let mut v = vec![0u8; n * rdt.size];
-            let got = l.net.recv(l.ic, &mut v, r, tag::SCATTER)?;
+            let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
             unpack(&rdt, n, recvbuf, &v[..got]);
             Ok(())
         }
@@ -341,31 +318,18 @@ fn exchange_all(
     send: &[Piece],
     recvbuf: *mut c_void,
     recv: &[Piece],
-    t: i32,
+    kind: Exchange,
 ) -> MpiResult {
     let data: Vec<Vec<u8>> = send
         .iter()
         .map(|(d, k, o)| pack(d, *k, at(sendbuf, *o)))
         .collect();
     let mut bufs: Vec<Vec<u8>> = recv.iter().map(|(d, k, _)| vec![0u8; k * d.size]).collect();
-    let mut rq = Vec::with_capacity(bufs.len());
-    for (r, b) in bufs.iter_mut().enumerate() {
-        rq.push(l.net.irecv(l.ic, b, r as i32, t)?);
-    }
-    let sq = data
-        .iter()
-        .enumerate()
-        .map(|(r, v)| l.net.isend(l.ic, v, r as i32, t))
-        .collect::<MpiResult<Vec<_>>>()?;
-    let mut lens = Vec::with_capacity(rq.len());
-    for q in rq {
-        lens.push(l.net.wait(q)?);
-    }
-    for q in sq {
-        l.net.wait(q)?;
-    }
-    for ((d, k, o), (b, n)) in recv.iter().zip(bufs.iter().zip(lens)) {
-        unpack(d, *k, at(recvbuf, *o), &b[..n]);
+    inter(l)?
+        .exchange(kind, &data, &mut bufs)
+        .map_err(err(l.net.comm))?;
+    for ((d, k, o), b) in recv.iter().zip(&bufs) {
+        unpack(d, *k, at(recvbuf, *o), b);
     }
     Ok(())
 }
@@ -392,7 +356,7 @@ pub(crate) fn allgatherv(
         &send,
         recvbuf,
         &pieces(&rdt, &slots?),
-        tag::ALLGATHER,
+        Exchange::Allgather,
     )
 }
 
@@ -446,7 +410,7 @@ pub(crate) fn alltoall(
         &dtype(recvtype, comm)?,
         &uniform(l, count(recvcount, comm)?),
     );
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallv`.
@@ -466,7 +430,7 @@ pub(crate) fn alltoallv(
     no_in_place(sendbuf, comm)?;
     let send = pieces(&dtype(sendtype, comm)?, &layout(l, sendcounts, sdispls)?);
     let recv = pieces(&dtype(recvtype, comm)?, &layout(l, recvcounts, rdispls)?);
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallw` (byte displacements, one type per remote rank).
@@ -496,55 +460,14 @@ pub(crate) fn alltoallw(
     };
     let send = typed(sendcounts, sdispls, sendtypes)?;
     let recv = typed(recvcounts, rdispls, recvtypes)?;
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 // ---- reductions ----
 
-/// A buffer holding `count` items of a datatype in its own layout.
-struct Typed {
-    v: Vec<u8>,
-    shift: isize,
-}
-
-impl Typed {
-    fn from_packed(dt: &Datatype, count: usize, data: &[u8]) -> Typed {
-        let span = if count == 0 {
-            0
-        } else {
-            (dt.true_ub - dt.true_lb) as usize + (count - 1) * dt.extent().unsigned_abs()
-        };
-        let mut t = Typed {
-            v: vec![0u8; span.max(1)],
-            shift: -dt.true_lb,
-        };
-        unpack(dt, count, t.ptr(), data);
-        t
-    }
-    fn ptr(&mut self) -> *mut c_void {
-        self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
-    }
-}
-
-/// Reduce packed contributions (in rank order: `parts[0] op parts[1] op ...`) into one
-/// packed result.
-fn fold(parts: &[Vec<u8>], dt: &Datatype, n: usize, dth: c_int, op: c_int) -> MpiResult<Vec<u8>> {
-    let Some(last) = parts.last() else {
-        return Ok(Vec::new());
-    };
-    let mut acc = Typed::from_packed(dt, n, last);
-    for p in parts[..parts.len() - 1].iter().rev() {
-        let mut x = Typed::from_packed(dt, n, p);
-        let (xin, accp) = (x.ptr(), acc.ptr());
-        // SAFETY: both typed buffers hold `n` items of `dt`.
-        unsafe { crate::op::reduce_local(xin, accp, n, dth, op)? };
-    }
-    Ok(pack(dt, n, acc.ptr()))
-}
-
-/// Check the operation before any message moves.
-fn check_op(op: c_int, comm: c_int) -> MpiResult {
-    crate::op::op_kind(op).map(|_| ()).map_err(|e| e.on(comm))
+/// The reduction of `(op, datatype)` on packed items, validated before any message moves.
+fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Reducer> {
+    Reducer::new(dt, dth, op).map_err(|e| e.on(l.net.comm))
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
@@ -562,48 +485,22 @@ pub(crate) fn reduce(
     match role(l, root)? {
         Role::Idle => Ok(()),
         Role::Root => {
-            check_op(op, comm)?;
             let dt = dtype(dth, comm)?;
+            let red = reducer(l, &dt, dth, op)?;
             let n = count(n, comm)?;
-            let mut parts: Vec<Vec<u8>> = (0..l.rsize).map(|_| vec![0u8; n * dt.size]).collect();
-            let mut reqs = Vec::with_capacity(parts.len());
-            for (r, b) in parts.iter_mut().enumerate() {
-                reqs.push(l.net.irecv(l.ic, b, r as i32, tag::REDUCE)?);
-            }
-            for (q, b) in reqs.into_iter().zip(parts.iter_mut()) {
-                let got = l.net.wait(q)?;
-                b.truncate(got);
-            }
-            let res = fold(&parts, &dt, n, dth, op).map_err(|e| e.on(comm))?;
+            let ic = inter(l)?;
+            let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
             unpack(&dt, n, recvbuf, &res);
             Ok(())
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
-            check_op(op, comm)?;
             let dt = dtype(dth, comm)?;
+            reducer(l, &dt, dth, op)?;
             let data = pack(&dt, count(n, comm)?, sendbuf);
-            l.net.send(l.ic, &data, r, tag::REDUCE)
+            inter(l)?.reduce_send(&data, r).map_err(err(comm))
         }
     }
-}
-
-/// Reduce the local group's contributions at the local leader and swap the result with
-/// the remote leader: the remote group's reduction at the local leader, `None` elsewhere.
-fn reduce_and_swap(
-    l: &Link,
-    mine: Vec<u8>,
-    dt: &Datatype,
-    n: usize,
-    dth: c_int,
-    op: c_int,
-    t: i32,
-) -> MpiResult<Option<Vec<u8>>> {
-    let Some(parts) = l.star.gather(&l.net, mine, t)? else {
-        return Ok(None);
-    };
-    let local = fold(&parts, dt, n, dth, op).map_err(|e| e.on(l.net.comm))?;
-    l.net.swap(l.ic, 0, &local, t).map(Some)
 }
 
 /// `MPI_Allreduce`: each group gets the reduction of the other group's contributions.
@@ -617,12 +514,12 @@ pub(crate) fn allreduce(
 ) -> MpiResult {
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
-    check_op(op, comm)?;
     let dt = dtype(dth, comm)?;
+    let red = reducer(l, &dt, dth, op)?;
     let n = count(n, comm)?;
     let mine = pack(&dt, n, sendbuf);
-    let mut res = reduce_and_swap(l, mine, &dt, n, dth, op, tag::ALLREDUCE)?.unwrap_or_default();
-    l.star.bcast(&l.net, &mut res, tag::ALLREDUCE)?;
+    let ic = inter(l)?;
+    let res = with_op(&red, |o| ic.allreduce(mine, o)).map_err(err(comm))?;
     unpack(&dt, n, recvbuf, &res);
     Ok(())
 }
@@ -639,52 +536,14 @@ pub(crate) fn reduce_scatter(
 ) -> MpiResult {
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
-    check_op(op, comm)?;
     let dt = dtype(dth, comm)?;
+    let red = reducer(l, &dt, dth, op)?;
     let total: usize = counts.iter().sum();
     let mine = pack(&dt, total, sendbuf);
-    let t = tag::REDUCE_SCATTER;
-    let me = l.rank() as usize;
-    let piece = match reduce_and_swap(l, mine, &dt, total, dth, op, t)? {
-        Some(theirs) => {
-            let mut pos = 0;
-            let mut reqs = Vec::new();
-            let mut own = Vec::new();
-            let short = theirs.len() != total * dt.size;
-            for (r, &k) in counts.iter().enumerate() {
-                let end = (pos + k * dt.size).min(theirs.len());
-                let slice = &theirs[pos.min(end)..end];
-                pos = end;
-                if r == me {
-                    own = slice.to_vec();
-                } else {
-                    reqs.push(l.net.isend(l.star.ctx, slice, r as i32, t)?);
-                }
-            }
-            for q in reqs {
-                l.net.wait(q)?;
-            }
-            if short {
-                return Err(MpiError::new(
-                    MPI_ERR_COUNT,
-                    format!(
-                        "reduce-scatter: the remote group reduced {} bytes, the local counts need {}",
-                        theirs.len(),
-                        total * dt.size
-                    ),
-                )
-                .on(comm));
-            }
-            own
-        }
-        None => {
-            let mut v = vec![0u8; counts[me] * dt.size];
-            let got = l.net.recv(l.star.ctx, &mut v, 0, t)?;
-            v.truncate(got);
-            v
-        }
-    };
-    unpack(&dt, counts[me], recvbuf, &piece);
+    let bytes: Vec<usize> = counts.iter().map(|k| k * dt.size).collect();
+    let ic = inter(l)?;
+    let piece = with_op(&red, |o| ic.reduce_scatter(mine, &bytes, o)).map_err(err(comm))?;
+    unpack(&dt, counts[l.rank() as usize], recvbuf, &piece);
     Ok(())
 }
 

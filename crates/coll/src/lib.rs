@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 pub mod base;
+pub mod inter;
 pub mod nbc;
 pub mod op;
 pub mod sm;
