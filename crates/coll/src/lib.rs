@@ -1,4 +1,15 @@
-//! Collective algorithms and communicator construction over the point-to-point engine.
+//! The collective framework: every collective algorithm of oxmpi, in Open MPI-style
+//! components, and communicator construction, over the point-to-point engine. The C ABI
+//! (`oxmpi-capi`) and the safe Rust API (`oxmpi`) both call it; neither holds an algorithm.
+//!
+//! | folder | what |
+//! |---|---|
+//! | [`base`] | the collective context of a communicator ([`CollComm`], its hidden shadow, context ids of new communicators), point-to-point helpers, the parameters and decision constants ([`tune`]), and per-call component selection ([`base::select`]) |
+//! | [`tuned`] | point-to-point algorithms of every intracommunicator collective (the table below), as methods of [`CollComm`] |
+//! | [`sm`] | shared-memory barrier, bcast, alltoall, allreduce among the ranks of one node (a memfd segment per communicator); `coll_sm_*` parameters |
+//! | [`inter`] | intercommunicator algorithms ([`inter::InterComm`]) |
+//! | [`nbc`] | nonblocking collectives: schedules ([`sched`]) and their background progress |
+//! | [`op`] | reduction kernels of the predefined operations on the predefined element types (AVX2 chosen at run time) |
 //!
 //! Everything here moves **contiguous bytes**; datatypes are the caller's business (the C ABI
 //! packs non-contiguous data first). Reductions are given as an [`Op`]: a callback
