@@ -581,32 +581,25 @@ pub(crate) fn reduce_scatter_block(
 
 // ---- nonblocking forms: schedules progressed in the background ----
 //
-// The same algorithms as above as `oxmpi_coll::sched` schedules: transfers with the remote
-// group travel on the intercommunicator's collective context (lane `IC`), the local
-// phases (gather at the leader, release) on the local group's context (lane `LOCAL`). The
-// schedule's tag comes from the intercommunicator's collective context, which both
-// groups advance in the same order. Idle members of rooted collectives run an empty
-// schedule (to keep that order).
+// The schedules are `oxmpi_coll::inter::nbc`'s (the algorithms above as rounds of
+// transfers); here the MPI arguments become regions (packed data to send, room to unpack
+// into at completion). Idle members of rooted collectives run an empty schedule (to keep
+// the collective context's order).
 
 use crate::icoll::{self, Unpack};
-use oxmpi_coll::sched::{Lane, Region, Schedule};
+use oxmpi_coll::sched::{Region, Schedule};
 
-const IC: Lane = Lane { link: 0, sub: 0 };
-const LOCAL: Lane = Lane { link: 1, sub: 0 };
+/// The empty schedule of an idle member.
+fn idle(l: &Link) -> MpiResult<Schedule> {
+    built(l, |ic| ic.schedule(Vec::new(), None))
+}
 
-/// An empty schedule over `l` (remote transfers on lane `IC`, local ones on `LOCAL`).
-fn sched(
+/// A schedule made by `f` on the `oxmpi-coll` view of `l`.
+fn built(
     l: &Link,
-    regions: Vec<Region>,
-    op: Option<oxmpi_coll::sched::OwnedOp>,
+    f: impl FnOnce(&InterComm) -> oxmpi_coll::Result<Schedule>,
 ) -> MpiResult<Schedule> {
-    let e = crate::backend::engine()?;
-    let ic = oxmpi_coll::CollComm::on_context_known(e, l.ic, l.ic, l.rank(), l.rsize);
-    let local =
-        oxmpi_coll::CollComm::on_context_known(e, l.star.ctx, l.star.ctx, l.star.rank, l.star.size);
-    let mut s = Schedule::new(&ic, regions, op).map_err(crate::coll_alg::err(l.net.comm))?;
-    s.add_link(local);
-    Ok(s)
+    f(&inter(l)?).map_err(err(l.net.comm))
 }
 
 fn start(l: &Link, s: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> MpiResult {
@@ -620,24 +613,7 @@ fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
 
 /// `MPI_Ibarrier`: gather at the local leader, leaders swap, release.
 pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
-    let mut s = sched(l, vec![Region::Owned(Vec::new())], None)?;
-    let (me, leader) = (l.star.rank, l.star.leader);
-    if me == leader {
-        for r in (0..l.star.size).filter(|&r| r != me) {
-            s.recv(LOCAL, (0, 0), 0, r);
-        }
-        s.next_round();
-        s.send(IC, (0, 0), 0, 0);
-        s.recv(IC, (0, 0), 0, 0);
-        s.next_round();
-        for r in (0..l.star.size).filter(|&r| r != me) {
-            s.send(LOCAL, (0, 0), 0, r);
-        }
-    } else {
-        s.send(LOCAL, (0, 0), 0, leader);
-        s.next_round();
-        s.recv(LOCAL, (0, 0), 0, leader);
-    }
+    let s = built(l, InterComm::ibarrier)?;
     start(l, s, Vec::new(), request)
 }
 
@@ -654,26 +630,19 @@ pub(crate) fn ibcast(
     let role = role(l, root)?;
     let mut unpack = Vec::new();
     let s = match role {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             let data = send_region(&dt, n, buf);
-            let len = dt.size * n;
-            let mut s = sched(l, vec![data], None)?;
-            for r in 0..l.rsize {
-                s.send(IC, (0, 0), len, r);
-            }
-            s
+            built(l, |ic| ic.ibcast_root(data, dt.size * n))?
         }
         Role::Leaf(r) => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             // SAFETY: MPI contract: `buf` has room for `n` items until completion.
             let reg = unsafe { icoll::region(&dt, n, buf, false, true, 0, &mut unpack) };
-            let mut s = sched(l, vec![reg], None)?;
-            s.recv(IC, (0, 0), dt.size * n, r);
-            s
+            built(l, |ic| ic.ione(reg, dt.size * n, r, false))?
         }
     };
     start(l, s, unpack, request)
@@ -695,7 +664,7 @@ fn igatherv(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let rdt = dtype(recvtype, comm)?;
             // SAFETY: MPI contract: recvbuf has room for every block until completion.
@@ -710,19 +679,14 @@ fn igatherv(
                     &mut unpack,
                 )
             };
-            let mut s = sched(l, vec![b.region], None)?;
-            for r in 0..l.rsize as usize {
-                s.recv(IC, (0, b.displs[r]), b.counts[r], r as i32);
-            }
-            s
+            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))?
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let sdt = dtype(sendtype, comm)?;
             let n = count(sendcount, comm)?;
-            let mut s = sched(l, vec![send_region(&sdt, n, sendbuf)], None)?;
-            s.send(IC, (0, 0), sdt.size * n, r);
-            s
+            let data = send_region(&sdt, n, sendbuf);
+            built(l, |ic| ic.ione(data, sdt.size * n, r, true))?
         }
     };
     start(l, s, unpack, request)
@@ -783,7 +747,7 @@ fn iscatterv(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let sdt = dtype(sendtype, comm)?;
             // SAFETY: MPI contract: sendbuf holds every block until completion.
@@ -798,11 +762,7 @@ fn iscatterv(
                     &mut unpack,
                 )
             };
-            let mut s = sched(l, vec![b.region], None)?;
-            for r in 0..l.rsize as usize {
-                s.send(IC, (0, b.displs[r]), b.counts[r], r as i32);
-            }
-            s
+            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))?
         }
         Role::Leaf(r) => {
             no_in_place(recvbuf, comm)?;
@@ -810,9 +770,7 @@ fn iscatterv(
             let n = count(recvcount, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
             let reg = unsafe { icoll::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
-            let mut s = sched(l, vec![reg], None)?;
-            s.recv(IC, (0, 0), rdt.size * n, r);
-            s
+            built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
         }
     };
     start(l, s, unpack, request)
@@ -874,13 +832,7 @@ fn iexchange(
             icoll::pieces(recv, true, 1, &mut unpack),
         )
     };
-    let mut s = sched(l, vec![sreg, rreg], None)?;
-    for r in 0..l.rsize as usize {
-        s.recv(IC, (1, rd[r]), rc[r], r as i32);
-    }
-    for r in 0..l.rsize as usize {
-        s.send(IC, (0, sd[r]), sc[r], r as i32);
-    }
+    let s = built(l, |ic| ic.iexchange((sreg, &sc, &sd), (rreg, &rc, &rd)))?;
     start(l, s, unpack, request)
 }
 
@@ -1048,19 +1000,6 @@ pub(crate) fn ialltoallw(
     iexchange(l, &send, &recv, request)
 }
 
-/// Add to `s` the rounds folding `parts` (region `parts`, `k` blocks of `len` bytes, in
-/// group rank order) into region `acc`: `acc = p0 ∘ (p1 ∘ (… ∘ p(k-1)))`.
-fn fold_steps(s: &mut Schedule, parts: usize, k: usize, len: usize, acc: usize) {
-    if k == 0 {
-        return;
-    }
-    s.next_round();
-    s.copy((parts, (k - 1) * len), (acc, 0), len);
-    for r in (0..k - 1).rev() {
-        s.reduce((parts, r * len), (acc, 0), len);
-    }
-}
-
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ireduce(
@@ -1076,7 +1015,7 @@ pub(crate) fn ireduce(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let o = icoll::owned_op(&dt, dth, op, comm)?;
@@ -1084,22 +1023,15 @@ pub(crate) fn ireduce(
             let len = dt.size * n;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
             let out = unsafe { icoll::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
-            let k = l.rsize as usize;
-            let mut s = sched(l, vec![out, Region::Owned(vec![0u8; k * len])], Some(o))?;
-            for r in 0..k {
-                s.recv(IC, (1, r * len), len, r as i32);
-            }
-            fold_steps(&mut s, 1, k, len, 0);
-            s
+            built(l, |ic| ic.ireduce_root(out, len, o))?
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let dt = dtype(dth, comm)?;
             let o = icoll::owned_op(&dt, dth, op, comm)?;
             let n = count(n, comm)?;
-            let mut s = sched(l, vec![send_region(&dt, n, sendbuf)], Some(o))?;
-            s.send(IC, (0, 0), dt.size * n, r);
-            s
+            let data = send_region(&dt, n, sendbuf);
+            built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))?
         }
     };
     start(l, s, unpack, request)
@@ -1123,50 +1055,13 @@ fn ireduce_swap(
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
     let o = icoll::owned_op(&dt, dth, op, comm)?;
-    let len = dt.size * total;
-    let (me, leader, k) = (l.star.rank, l.star.leader, l.star.size as usize);
     let mine = pack(&dt, total, sendbuf);
-    let ours = counts.map_or(total, |c| c[me as usize]);
+    let ours = counts.map_or(total, |c| c[l.rank() as usize]);
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `ours` items until completion.
     let out = unsafe { icoll::region(&dt, ours, recvbuf, false, true, 0, &mut unpack) };
-    // Regions: 0 our result, 1 our contribution, 2 all local parts (leader), 3 the local
-    // reduction (leader), 4 the remote group's reduction (leader).
-    let leads = me == leader;
-    let regions = vec![
-        out,
-        Region::Owned(mine),
-        Region::Owned(vec![0u8; if leads { k * len } else { 0 }]),
-        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
-        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
-    ];
-    let mut s = sched(l, regions, Some(o))?;
-    if !leads {
-        s.send(LOCAL, (1, 0), len, leader);
-        s.next_round();
-        s.recv(LOCAL, (0, 0), dt.size * ours, leader);
-        return start(l, s, unpack, request);
-    }
-    for r in (0..k).filter(|&r| r != me as usize) {
-        s.recv(LOCAL, (2, r * len), len, r as i32);
-    }
-    s.copy((1, 0), (2, me as usize * len), len);
-    fold_steps(&mut s, 2, k, len, 3);
-    s.next_round();
-    s.send(IC, (3, 0), len, 0);
-    s.recv(IC, (4, 0), len, 0);
-    s.next_round();
-    let mut off = 0;
-    for r in 0..k {
-        let c = counts.map_or(total, |c| c[r]) * dt.size;
-        let at = if counts.is_some() { off } else { 0 };
-        if r == me as usize {
-            s.copy((4, at), (0, 0), c);
-        } else {
-            s.send(LOCAL, (4, at), c, r as i32);
-        }
-        off += c;
-    }
+    let bytes: Option<Vec<usize>> = counts.map(|c| c.iter().map(|k| k * dt.size).collect());
+    let s = built(l, |ic| ic.ireduce_swap(out, mine, bytes.as_deref(), o))?;
     start(l, s, unpack, request)
 }
 

@@ -15,6 +15,8 @@
 //! path). Data is bytes; the caller packs datatypes. Messages of unknown length (local
 //! gathers, leader swaps) travel as a length, then the bytes.
 
+pub mod nbc;
+
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::{CommId, Engine, ErrorClass, ReqId};
 
