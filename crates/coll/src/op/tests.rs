@@ -184,73 +184,43 @@ fn fast_kernels_cover_the_common_pairs_and_nothing_else() {
     }
 }
 
+/// `apply` on whole arrays of the element's memory layout `T` (its size: the element's).
+fn apply_on<T: Copy>(op: OpKind, ty: ElemType, a: &[T], b: &mut [T]) -> bool {
+    assert_eq!((a.len(), std::mem::size_of::<T>()), (b.len(), ty.size()));
+    // SAFETY: both arrays hold `a.len()` elements of `ty`'s layout, aligned for it.
+    unsafe { apply(op, ty, a.as_ptr().cast(), b.as_mut_ptr().cast(), a.len()) }
+}
+
 #[test]
 fn minloc_maxloc_on_value_index_pairs() {
     // {i32, i32}: the lower index wins a tie.
-    let p = [3i32, 7];
-    let mut q = [3i32, 2];
-    // SAFETY: one 2INT pair each.
-    assert!(unsafe {
-        apply(
-            OpKind::MinLoc,
-            ElemType::TwoInt,
-            p.as_ptr().cast(),
-            q.as_mut_ptr().cast(),
-            1,
-        )
-    });
-    assert_eq!(q, [3, 2]);
-    let p = [1i32, 7];
-    // SAFETY: as above.
-    assert!(unsafe {
-        apply(
-            OpKind::MinLoc,
-            ElemType::TwoInt,
-            p.as_ptr().cast(),
-            q.as_mut_ptr().cast(),
-            1,
-        )
-    });
-    assert_eq!(q, [1, 7]);
+    let mut q = [[3i32, 2]];
+    assert!(apply_on(
+        OpKind::MinLoc,
+        ElemType::TwoInt,
+        &[[3i32, 7]],
+        &mut q
+    ));
+    assert_eq!(q, [[3, 2]]);
+    assert!(apply_on(
+        OpKind::MinLoc,
+        ElemType::TwoInt,
+        &[[1i32, 7]],
+        &mut q
+    ));
+    assert_eq!(q, [[1, 7]]);
     // {f64, i32} padded to 16 bytes: MAXLOC.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, PartialEq)]
     struct Di(f64, i32);
     let a = [Di(2.0, 5), Di(1.0, 1), Di(4.0, 3)];
     let mut b = [Di(1.0, 0), Di(1.0, 9), Di(4.0, 8)];
-    // SAFETY: three DOUBLE_INT pairs each.
-    assert!(unsafe {
-        apply(
-            OpKind::MaxLoc,
-            ElemType::DoubleInt,
-            a.as_ptr().cast(),
-            b.as_mut_ptr().cast(),
-            3,
-        )
-    });
+    assert!(apply_on(OpKind::MaxLoc, ElemType::DoubleInt, &a, &mut b));
     assert_eq!(b, [Di(2.0, 5), Di(1.0, 1), Di(4.0, 3)]);
     // Value-index pairs take only MINLOC and MAXLOC; the primitive types never do.
-    // SAFETY: as above (nothing is written).
-    assert!(!unsafe {
-        apply(
-            OpKind::Sum,
-            ElemType::DoubleInt,
-            a.as_ptr().cast(),
-            b.as_mut_ptr().cast(),
-            3,
-        )
-    });
-    let (x, mut y) = ([1i32; 2], [2i32; 2]);
-    // SAFETY: two ints each (nothing is written).
-    assert!(!unsafe {
-        apply(
-            OpKind::MinLoc,
-            ElemType::I32,
-            x.as_ptr().cast(),
-            y.as_mut_ptr().cast(),
-            2,
-        )
-    });
+    assert!(!apply_on(OpKind::Sum, ElemType::DoubleInt, &a, &mut b));
+    let mut y = [2i32; 2];
+    assert!(!apply_on(OpKind::MinLoc, ElemType::I32, &[1i32; 2], &mut y));
     assert_eq!(y, [2, 2]);
 }
 
