@@ -11,6 +11,7 @@ use crate::tune::{self, Coll};
 use crate::{CollComm, Op, Result};
 
 /// Barrier.
+#[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
         seg.barrier();
@@ -20,6 +21,7 @@ pub fn barrier(a: &CollComm) -> Result<()> {
 }
 
 /// Broadcast of `buf` from `root` (every rank passes the same length).
+#[inline]
 pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     let n = buf.len();
     if n > 0 && n <= sm::DATA {
@@ -79,6 +81,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
 
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
 /// comes from rank `j`.
+#[inline]
 pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
     let n = a.size as usize;
     if n > 1 && block > 0 && n * block <= sm::DATA {

@@ -83,6 +83,7 @@ unsafe fn run_avx2(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize)
 ///
 /// # Safety
 /// `a` and `b` hold `n` values of `ty`, aligned for it, and do not overlap.
+#[inline]
 pub unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -65,6 +65,7 @@ thread_local! {
 /// Whether the shared-memory path may run `coll`: `coll_sm_enable` is on and no
 /// algorithm is forced for it (`coll_tuned_<coll>_algorithm` other than 0 runs that
 /// algorithm at every size).
+#[inline]
 pub fn allowed(coll: Coll) -> bool {
     params::enabled() && tune::algorithm(coll) == 0
 }
@@ -74,6 +75,7 @@ pub fn allowed(coll: Coll) -> bool {
 /// over the communicator: every rank calls this at the same collective). `None` when the
 /// ranks span several nodes, the communicator is too small or too large, the paths are
 /// disabled, or the segment cannot be made.
+#[inline]
 pub fn get(a: &CollComm, coll: Coll) -> Result<Option<Arc<Seg>>> {
     if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
         return Ok(None);

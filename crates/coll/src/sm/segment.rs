@@ -211,11 +211,13 @@ impl Seg {
     }
 
     /// Number of ranks.
+    #[inline]
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// Barrier.
+    #[inline]
     pub fn barrier(&self) {
         let k = self.next();
         self.post(k, &[]);
@@ -224,6 +226,7 @@ impl Seg {
     }
 
     /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
+    #[inline]
     pub fn bcast(&self, buf: &mut [u8], root: usize) {
         let k = self.next();
         let n = buf.len();
@@ -260,6 +263,7 @@ impl Seg {
 
     /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
     /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
+    #[inline]
     pub fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
         let k = self.next();
         self.post(k, send);
