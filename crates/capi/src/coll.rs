@@ -987,13 +987,14 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks of one host.
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks of one node (as the
+    /// engine sees nodes: `Engine::node_pid`; the color is the lowest world rank there).
     fn PMPI_Comm_split_type / "MPI_Comm_split_type" (comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
         let color = if split_type == MPI_UNDEFINED {
             MPI_UNDEFINED
         } else if split_type == MPI_COMM_TYPE_SHARED {
-            let h = crate::env::hostname();
-            (h.bytes().fold(5381u32, |a, b| a.wrapping_mul(33) ^ b as u32) & 0x7fff_ffff) as c_int
+            let e = backend::engine().map_err(|e| e.on(comm))?;
+            (0..e.size()).find(|&r| e.node_pid(r).is_some()).unwrap_or(e.rank())
         } else {
             return Err(MpiError::new(MPI_ERR_ARG, format!("unsupported split type {split_type}")).on(comm));
         };
