@@ -271,6 +271,40 @@ impl<'u> Communicator<'u> {
         })
     }
 
+    /// Sends block `j` of `send` to rank `j` and receives rank `j`'s block for us into block
+    /// `j` of `recv` (`MPI_Alltoall`); both hold `size` blocks of equal length. Small
+    /// exchanges among the ranks of one node go through the shared-memory component.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let n = world.size() as usize;
+    /// let send: Vec<i32> = (0..n as i32).map(|j| world.rank() * 100 + j).collect();
+    /// let mut recv = vec![0i32; n];
+    /// world.all_to_all(&send[..], &mut recv[..])?;
+    /// assert_eq!(recv[0], world.rank()); // rank 0 sent us 0 * 100 + our rank
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn all_to_all<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let n = self.size() as usize;
+        if send.len() != recv.len() || send.len() % n != 0 {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "all_to_all: {} elements to send and room for {} on {n} ranks",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let a = self.alg();
+        let block = send.len() / n * T::PACKED_SIZE;
+        let own = pack_slice(send);
+        with_bytes(recv, false, |r| Ok(select::alltoall(&a, &own, r, block)?))
+    }
+
     /// The `oxmpi-coll` view of this communicator (traffic on its collective context).
     fn alg(&self) -> CollComm {
         CollComm::on_context_known(

@@ -313,6 +313,24 @@ fn rank_body() {
         }
     };
     assert_eq!(summed, [3]);
+    // all_to_all: block j of rank i holds (i, j) pairs; small blocks take the shared-memory
+    // segment, 400-element ones the point-to-point algorithms.
+    for per in [2usize, 400] {
+        let send: Vec<Record> = (0..size as usize * per)
+            .map(|k| record(rank, (k / per) as u32))
+            .collect();
+        let mut got = vec![record(-1, 0); send.len()];
+        world
+            .all_to_all(&send[..], &mut got[..])
+            .expect("all_to_all");
+        for (k, r) in got.iter().enumerate() {
+            assert_eq!(
+                *r,
+                record((k / per) as i32, rank as u32),
+                "all_to_all {per}"
+            );
+        }
+    }
     let mut five = [0u8];
     world
         .recv(&mut five[..], prev, 0)
