@@ -1,7 +1,7 @@
 //! Allgather(v): recursive doubling, ring.
 
-use super::*;
-use crate::base::helpers::*;
+use super::TAG_ALLGATHER;
+use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;

@@ -1,7 +1,7 @@
 //! Alltoall(v): linear, pairwise exchange, Bruck.
 
-use super::*;
-use crate::base::helpers::*;
+use super::TAG_ALLTOALL;
+use crate::base::helpers::{check_blocks, check_blocks_ro};
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;

@@ -1,6 +1,6 @@
 //! Barrier: dissemination, linear.
 
-use super::*;
+use super::TAG_BARRIER;
 use crate::base::params::{self as tune, Coll};
 use crate::{CollComm, Result};
 

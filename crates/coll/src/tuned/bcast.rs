@@ -1,7 +1,7 @@
 //! Broadcast: binomial tree, scatter + ring allgather, linear, pipelined chain.
 
-use super::*;
-use crate::base::helpers::*;
+use super::TAG_BCAST;
+use crate::base::helpers::split_even;
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;

@@ -1,7 +1,7 @@
 //! Gather(v) and scatter(v): binomial tree, linear.
 
-use super::*;
-use crate::base::helpers::*;
+use super::{TAG_GATHER, TAG_SCATTER};
+use crate::base::helpers::{check_blocks, check_blocks_ro};
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;

@@ -1,6 +1,6 @@
 //! Sparse exchange (the neighbourhood collectives).
 
-use super::*;
+use super::TAG_NEIGHBOR;
 use crate::{CollComm, Result};
 use oxmpi_engine::ReqId;
 

@@ -1,7 +1,7 @@
 //! Reductions: reduce, allreduce, reduce_scatter, scan, exscan.
 
-use super::*;
-use crate::base::helpers::*;
+use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
+use crate::base::helpers::{check_blocks, check_op, split_even, Aligned, Scratch};
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::ErrorClass;
