@@ -75,6 +75,16 @@ fn byte_op<T: Equivalence>(op: &(impl Fn(T, T) -> T + ?Sized), a: &[u8], io: &mu
     }
 }
 
+/// The byte operation `f` on packed elements of `T`, combined in rank order (not taken
+/// as commutative).
+fn rank_order_op<T: Equivalence>(f: &dyn Fn(&[u8], &mut [u8])) -> Op<'_> {
+    Op {
+        f,
+        elem_size: T::PACKED_SIZE.max(1),
+        commutative: false,
+    }
+}
+
 impl<'u> Communicator<'u> {
     fn check_root(&self, root: i32) -> Result<()> {
         if (0..self.size()).contains(&root) {
@@ -139,24 +149,13 @@ impl<'u> Communicator<'u> {
         F: Fn(T, T) -> T,
     {
         self.check_root(root)?;
-        if self.rank() == root && recv.len() != send.len() {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "reduce: receive buffer of {} elements for {} elements",
-                    recv.len(),
-                    send.len()
-                ),
-            ));
+        if self.rank() == root {
+            self.check_len("reduce", send.len(), recv.len())?;
         }
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let o = Op {
-            f: &f,
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        self.alg().reduce(&mut data, root, &o)?;
+        self.alg()
+            .reduce(&mut data, root, &rank_order_op::<T>(&f))?;
         if self.rank() == root {
             unpack_into(&data, recv);
         }
@@ -181,16 +180,7 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T,
     {
-        if recv.len() != send.len() {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "all_reduce: receive buffer of {} elements for {} elements",
-                    recv.len(),
-                    send.len()
-                ),
-            ));
-        }
+        self.check_len("all_reduce", send.len(), recv.len())?;
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
         select::allreduce(
@@ -303,6 +293,75 @@ impl<'u> Communicator<'u> {
         let block = send.len() / n * T::PACKED_SIZE;
         let own = pack_slice(send);
         with_bytes(recv, false, |r| Ok(select::alltoall(&a, &own, r, block)?))
+    }
+
+    /// Sends block `j` of `send` (on rank `root`, which holds `size` blocks of `recv.len()`
+    /// elements) to rank `j`'s `recv` (`MPI_Scatter`); `send` is not used elsewhere.
+    pub fn scatter<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.check_root(root)?;
+        let n = recv.len();
+        if self.rank() == root && n.checked_mul(self.size() as usize) != Some(send.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "scatter: {} elements to send for {} ranks of {n}",
+                    send.len(),
+                    self.size()
+                ),
+            ));
+        }
+        let a = self.alg();
+        let own = if self.rank() == root {
+            pack_slice(send)
+        } else {
+            Vec::new()
+        };
+        with_bytes(recv, false, |r| Ok(a.scatter(&own, r, root)?))
+    }
+
+    /// Inclusive prefix reduction (`MPI_Scan`): `recv` of rank `i` gets
+    /// `op(… op(send_0, send_1) …, send_i)` element by element (rank order; `op` must be
+    /// associative).
+    pub fn scan<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        self.check_len("scan", send.len(), recv.len())?;
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        self.alg().scan(&mut data, &rank_order_op::<T>(&f))?;
+        unpack_into(&data, recv);
+        Ok(())
+    }
+
+    /// Exclusive prefix reduction (`MPI_Exscan`): `recv` of rank `i > 0` gets the
+    /// reduction of `send` of ranks `0..i` (rank order); rank 0's `recv` is left as it is.
+    pub fn exclusive_scan<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        self.check_len("exclusive_scan", send.len(), recv.len())?;
+        let data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let mut out = vec![0u8; data.len()];
+        self.alg()
+            .exscan(&data, &mut out, &rank_order_op::<T>(&f))?;
+        if self.rank() > 0 {
+            unpack_into(&out, recv);
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, what: &str, send: usize, recv: usize) -> Result<()> {
+        if send == recv {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorClass::Count,
+            format!("{what}: receive buffer of {recv} elements for {send} elements"),
+        ))
     }
 
     /// The `oxmpi-coll` view of this communicator (traffic on its collective context).

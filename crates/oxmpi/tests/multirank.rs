@@ -331,6 +331,31 @@ fn rank_body() {
             );
         }
     }
+    // scatter of packed structs from rank 1; inclusive and exclusive scans of the
+    // non-commutative Digits (rank order: 1, 12, 123).
+    let blocks: Vec<Record> = (0..size as u32 * 2).map(|k| record(1, k)).collect();
+    let mut mine = [record(-1, 0); 2];
+    world
+        .scatter(1, if rank == 1 { &blocks[..] } else { &[] }, &mut mine[..])
+        .expect("scatter");
+    assert_eq!(
+        mine,
+        [record(1, 2 * rank as u32), record(1, 2 * rank as u32 + 1)]
+    );
+    let mut pre = [Digits { value: 0, scale: 0 }];
+    world
+        .scan(&[digit][..], &mut pre[..], Digits::concat)
+        .expect("scan");
+    assert_eq!(pre[0].value, [1, 12, 123][rank as usize]);
+    let mut ex = [Digits { value: 9, scale: 9 }];
+    world
+        .exclusive_scan(&[digit][..], &mut ex[..], Digits::concat)
+        .expect("exclusive_scan");
+    assert_eq!(
+        ex[0].value,
+        [9, 1, 12][rank as usize],
+        "rank 0's left as it was"
+    );
     let mut five = [0u8];
     world
         .recv(&mut five[..], prev, 0)
