@@ -211,80 +211,32 @@ mod tests {
         }
     }
 
+    /// `apply_builtin` on arrays of the handle's element layout `T`.
+    fn apply_on<T: Copy>(op: c_int, dt: c_int, a: &[T], b: &mut [T]) -> bool {
+        assert_eq!(a.len(), b.len());
+        // SAFETY: both arrays hold `a.len()` elements of `dt`'s layout (the callers pair
+        // each handle with its Rust type), aligned for it.
+        unsafe { apply_builtin(op, dt, a.as_ptr().cast(), b.as_mut_ptr().cast(), a.len()) }
+    }
+
     #[test]
     fn builtin_sum_max_and_minloc() {
         let a = [1i32, 5, -3];
         let mut b = [10i32, 2, -4];
-        // SAFETY: 3 ints each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_SUM,
-                MPI_INT,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                3,
-            )
-        });
+        assert!(apply_on(MPI_SUM, MPI_INT, &a, &mut b));
         assert_eq!(b, [11, 7, -7]);
-        // SAFETY: 3 ints each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MAX,
-                MPI_INT,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                3,
-            )
-        });
+        assert!(apply_on(MPI_MAX, MPI_INT, &a, &mut b));
         assert_eq!(b, [11, 7, -3]);
         let x = [2.5f64, 1.0];
         let mut y = [1.0f64, 4.0];
-        // SAFETY: 2 doubles each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_PROD,
-                MPI_DOUBLE,
-                x.as_ptr().cast(),
-                y.as_mut_ptr().cast(),
-                2,
-            )
-        });
+        assert!(apply_on(MPI_PROD, MPI_DOUBLE, &x, &mut y));
         assert_eq!(y, [2.5, 4.0]);
         // Bitwise ops are not defined on floating point.
-        // SAFETY: 2 doubles each.
-        assert!(!unsafe {
-            apply_builtin(
-                MPI_BAND,
-                MPI_DOUBLE,
-                x.as_ptr().cast(),
-                y.as_mut_ptr().cast(),
-                2,
-            )
-        });
-        let p = [3i32, 7];
-        let mut q = [3i32, 2];
-        // SAFETY: one 2INT pair each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MINLOC,
-                MPI_2INT,
-                p.as_ptr().cast(),
-                q.as_mut_ptr().cast(),
-                1,
-            )
-        });
-        assert_eq!(q, [3, 2]);
-        let p = [1i32, 7];
-        // SAFETY: one 2INT pair each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MINLOC,
-                MPI_2INT,
-                p.as_ptr().cast(),
-                q.as_mut_ptr().cast(),
-                1,
-            )
-        });
-        assert_eq!(q, [1, 7]);
+        assert!(!apply_on(MPI_BAND, MPI_DOUBLE, &x, &mut y));
+        let mut q = [[3i32, 2]];
+        assert!(apply_on(MPI_MINLOC, MPI_2INT, &[[3i32, 7]], &mut q));
+        assert_eq!(q, [[3, 2]]);
+        assert!(apply_on(MPI_MINLOC, MPI_2INT, &[[1i32, 7]], &mut q));
+        assert_eq!(q, [[1, 7]]);
     }
 }
