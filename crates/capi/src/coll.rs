@@ -917,37 +917,35 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
     Ok(())
 }
 
+/// Shared body of `MPI_Comm_dup` and `MPI_Comm_dup_with_info`: same group, new context,
+/// attributes copied through their callbacks, topology copied.
+fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
+    if crate::intercomm::is_inter(comm) {
+        return crate::intercomm::dup(comm, newcomm);
+    }
+    let c = coll(comm)?;
+    if newcomm.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+    }
+    let ctx = agree_ctx(&c)?;
+    let group = lock().comm(comm)?.group.clone();
+    let h = make_comm(comm, ctx, group)?;
+    copy_attrs(comm, h)?;
+    crate::topo::copy(comm, h);
+    out(newcomm, h, "newcomm")
+}
+
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        let c = coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let ctx = agree_ctx(&c)?;
-        let group = lock().comm(comm)?.group.clone();
-        let h = make_comm(comm, ctx, group)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        dup(comm, newcomm)
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_dup_with_info` (the info is accepted and ignored).
     fn PMPI_Comm_dup_with_info / "MPI_Comm_dup_with_info" (comm: c_int, _info: c_int, newcomm: *mut c_int) {
-        if crate::intercomm::is_inter(comm) { return crate::intercomm::dup(comm, newcomm); }
-        let c = coll(comm)?;
-        if newcomm.is_null() {
-            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
-        }
-        let ctx = agree_ctx(&c)?;
-        let group = lock().comm(comm)?.group.clone();
-        let h = make_comm(comm, ctx, group)?;
-        copy_attrs(comm, h)?;
-        crate::topo::copy(comm, h);
-        out(newcomm, h, "newcomm")
+        dup(comm, newcomm)
     }
 }
 
