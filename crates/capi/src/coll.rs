@@ -619,11 +619,11 @@ fn alltoallv(
     Ok(())
 }
 
-/// Alltoall of at most `shm::DATA` bytes per rank through the communicator's
+/// Alltoall of at most `oxmpi_coll::sm::DATA` bytes per rank through the communicator's
 /// shared-memory segment (`rc` items of `rdt` per block; `sendbuf` may be `MPI_IN_PLACE`).
 #[allow(clippy::too_many_arguments)]
 fn alltoall_shm(
-    seg: &alg::shm::Seg,
+    seg: &oxmpi_coll::sm::Seg,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: c_int,
@@ -675,8 +675,8 @@ mpi_fn! {
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
         let block = rc * rdt.size;
-        if n > 1 && block > 0 && n * block <= alg::shm::DATA {
-            if let Some(seg) = alg::shm::get(&c.alg(), comm, oxmpi_coll::tune::Coll::Alltoall)? {
+        if n > 1 && block > 0 && n * block <= oxmpi_coll::sm::DATA {
+            if let Some(seg) = oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall).map_err(alg::err(comm))? {
                 return alltoall_shm(&seg, sendbuf, sendcount, sendtype, recvbuf, rc, &rdt, comm);
             }
         }
@@ -916,13 +916,14 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks of one host.
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks of one node (as the
+    /// engine sees nodes: `Engine::node_pid`; the color is the lowest world rank there).
     fn PMPI_Comm_split_type / "MPI_Comm_split_type" (comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
         let color = if split_type == MPI_UNDEFINED {
             MPI_UNDEFINED
         } else if split_type == MPI_COMM_TYPE_SHARED {
-            let h = crate::env::hostname();
-            (h.bytes().fold(5381u32, |a, b| a.wrapping_mul(33) ^ b as u32) & 0x7fff_ffff) as c_int
+            let e = backend::engine().map_err(|e| e.on(comm))?;
+            (0..e.size()).find(|&r| e.node_pid(r).is_some()).unwrap_or(e.rank())
         } else {
             return Err(MpiError::new(MPI_ERR_ARG, format!("unsupported split type {split_type}")).on(comm));
         };

@@ -12,6 +12,8 @@ use crate::backend::{self, EComm};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{MpiError, MpiResult};
+use oxmpi_coll::base::select;
+use oxmpi_coll::op::{ElemType, OpKind as Kernel};
 use oxmpi_coll::CollComm;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -115,9 +117,11 @@ pub(crate) struct Reducer {
     op: c_int,
     mode: Mode,
     commutative: bool,
-    /// Predefined op on data that is a dense array of one basic type (handle, size): run
-    /// directly by `op::apply_builtin` (no lock, no allocation).
-    fast: Option<(c_int, usize)>,
+    /// Predefined op on data that is a dense array of one basic type (its kernel element
+    /// type, size): run directly by the `oxmpi_coll::op` kernels (no lock, no allocation).
+    fast: Option<(Option<ElemType>, usize)>,
+    /// The kernel operation of a predefined op.
+    kernel: Option<Kernel>,
 }
 
 impl Reducer {
@@ -159,9 +163,10 @@ impl Reducer {
             op,
             mode,
             commutative,
-            fast,
+            fast: fast.map(|(b, size)| (crate::op::elem_type(b), size)),
+            kernel: crate::op::builtin_op(op),
         };
-        if let Some((b, size)) = r.fast {
+        if let Some((b, size)) = fast {
             // One zero item (on the stack): fails for (op, type) pairs MPI does not define.
             let mut x = [0u128; 4];
             let y = [0u128; 4];
@@ -203,14 +208,14 @@ impl Reducer {
                 // SAFETY: both slices hold `len / size` items of the basic type `h`, aligned
                 // for it; the pair was validated in `new`.
                 let ok = unsafe {
-                    kernels::apply(self.op, h, a.as_ptr(), b.as_mut_ptr(), a.len() / size)
-                        || crate::op::apply_builtin(
-                            self.op,
-                            h,
-                            a.as_ptr(),
-                            b.as_mut_ptr(),
-                            a.len() / size,
-                        )
+                    let n = a.len() / size;
+                    match (self.kernel, h) {
+                        (Some(o), Some(t)) => {
+                            oxmpi_coll::op::apply_fast(o, t, a.as_ptr(), b.as_mut_ptr(), n)
+                                || oxmpi_coll::op::apply(o, t, a.as_ptr(), b.as_mut_ptr(), n)
+                        }
+                        _ => false,
+                    }
                 };
                 if ok {
                     return;
@@ -293,105 +298,6 @@ impl Reducer {
     }
 }
 
-/// Vectorisable loops for the common predefined reductions (`op.rs` decides the operation
-/// per element, which keeps the compiler from vectorising). Each computes exactly what
-/// `op::apply_builtin` computes for the pair (same expression per element), so results are
-/// bit-identical; on x86-64 an AVX2 build of the loops is chosen at run time when the CPU
-/// has it.
-mod kernels {
-    use crate::consts::*;
-    use std::ffi::c_int;
-
-    #[inline(always)]
-    fn zip<T: Copy>(a: &[T], b: &mut [T], f: impl Fn(T, T) -> T) {
-        for (x, y) in a.iter().zip(b.iter_mut()) {
-            *y = f(*x, *y);
-        }
-    }
-
-    macro_rules! int_ops {
-        ($op:expr, $a:expr, $b:expr) => {
-            match $op {
-                MPI_SUM => zip($a, $b, |x, y| y.wrapping_add(x)),
-                MPI_PROD => zip($a, $b, |x, y| y.wrapping_mul(x)),
-                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
-                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
-                MPI_BAND => zip($a, $b, |x, y| y & x),
-                MPI_BOR => zip($a, $b, |x, y| y | x),
-                MPI_BXOR => zip($a, $b, |x, y| y ^ x),
-                _ => return false,
-            }
-        };
-    }
-
-    macro_rules! float_ops {
-        ($op:expr, $a:expr, $b:expr) => {
-            match $op {
-                MPI_SUM => zip($a, $b, |x, y| y + x),
-                MPI_PROD => zip($a, $b, |x, y| y * x),
-                MPI_MAX => zip($a, $b, |x, y| y.max(x)),
-                MPI_MIN => zip($a, $b, |x, y| y.min(x)),
-                _ => return false,
-            }
-        };
-    }
-
-    /// # Safety
-    /// As [`apply`].
-    #[inline(always)]
-    unsafe fn run(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        macro_rules! typed {
-            ($t:ty, $ops:ident) => {{
-                // SAFETY: caller contract: `n` aligned values of the type at both pointers,
-                // not overlapping.
-                let (x, y) = unsafe {
-                    (
-                        std::slice::from_raw_parts(a.cast::<$t>(), n),
-                        std::slice::from_raw_parts_mut(b.cast::<$t>(), n),
-                    )
-                };
-                $ops!(op, x, y)
-            }};
-        }
-        match dt {
-            MPI_FLOAT | MPI_REAL | MPI_REAL4 => typed!(f32, float_ops),
-            MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => typed!(f64, float_ops),
-            MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 => typed!(i32, int_ops),
-            MPI_UNSIGNED | MPI_UINT32_T => typed!(u32, int_ops),
-            MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 => typed!(i64, int_ops),
-            MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => typed!(u64, int_ops),
-            _ => return false,
-        }
-        true
-    }
-
-    /// # Safety
-    /// As [`apply`]; the CPU supports AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        // SAFETY: forwarded caller contract.
-        unsafe { run(op, dt, a, b, n) }
-    }
-
-    /// `b[i] = a[i] op b[i]` for `n` items of the predefined type `dt`, if the pair is one
-    /// of the common ones handled here (false: not handled, nothing done).
-    ///
-    /// # Safety
-    /// `a` and `b` hold `n` values of `dt`, aligned for it, and do not overlap.
-    pub(super) unsafe fn apply(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if n >= 16 && std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: forwarded caller contract; AVX2 is present.
-                return unsafe { run_avx2(op, dt, a, b, n) };
-            }
-        }
-        // SAFETY: forwarded caller contract.
-        unsafe { run(op, dt, a, b, n) }
-    }
-}
-
 /// Run `f` with an `oxmpi_coll::Op` view of the reducer.
 pub(crate) fn with_op<R>(r: &Reducer, f: impl FnOnce(&oxmpi_coll::Op) -> R) -> R {
     let apply = |a: &[u8], b: &mut [u8]| r.apply(a, b);
@@ -429,11 +335,7 @@ pub(crate) fn check_root(root: c_int, size: i32, comm: c_int) -> MpiResult {
 
 /// `MPI_Barrier` over `a` (the collective view of `comm`).
 pub(crate) fn barrier(a: &CollComm, comm: c_int) -> MpiResult {
-    if let Some(seg) = shm::get(a, comm, oxmpi_coll::tune::Coll::Barrier)? {
-        seg.barrier();
-        return Ok(());
-    }
-    a.barrier().map_err(err(comm))
+    select::barrier(a).map_err(err(comm))
 }
 
 /// `MPI_Bcast` of `count` items of `dt` at `buffer` from `root`.
@@ -450,21 +352,9 @@ pub(crate) unsafe fn bcast(
 ) -> MpiResult {
     check_root(root, a.size, comm)?;
     check_buf(buffer, dt, count, comm)?;
-    let bytes = count * dt.size;
-    let seg = if bytes > 0 && bytes <= shm::DATA {
-        shm::get(a, comm, oxmpi_coll::tune::Coll::Bcast)?
-    } else {
-        None
-    };
     // SAFETY: caller contract.
     if let Some(s) = unsafe { contig(dt, count, buffer) } {
-        return match seg {
-            Some(seg) => {
-                seg.bcast(s, root as usize);
-                Ok(())
-            }
-            None => a.bcast(s, root).map_err(err(comm)),
-        };
+        return select::bcast(a, s, root).map_err(err(comm));
     }
     let mut data = if a.rank == root {
         // SAFETY: caller contract.
@@ -472,10 +362,7 @@ pub(crate) unsafe fn bcast(
     } else {
         vec![0u8; count * dt.size]
     };
-    match seg {
-        Some(seg) => seg.bcast(&mut data, root as usize),
-        None => a.bcast(&mut data, root).map_err(err(comm))?,
-    }
+    select::bcast(a, &mut data, root).map_err(err(comm))?;
     if a.rank != root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, buffer, &data) };
@@ -539,18 +426,8 @@ pub(crate) unsafe fn allreduce(
     let in_place = is_in_place(sendbuf);
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;
-    let bytes = count * dt.size;
-    let small = bytes <= shm::DATA;
-    // Between `DATA` and `coll_sm_allreduce_large_min`, point-to-point algorithms (measured
-    // faster there on a loaded 2-core machine: the large region's three synchronisations
-    // cost more than they save).
-    let large =
-        (oxmpi_coll::tune::sm_large_min().max(shm::DATA + 1)..=shm::BIG_MAX).contains(&bytes);
-    let seg = if bytes > 0 && (small || large) {
-        shm::get(a, comm, oxmpi_coll::tune::Coll::Allreduce)?
-    } else {
-        None
-    };
+    let f = |a: &[u8], b: &mut [u8]| red.apply(a, b);
+    let (elem, commutative) = (red.elem(), red.commutative());
     // SAFETY: caller contract (recvbuf has room for `count` items).
     if let Some(r) = unsafe { contig(dt, count, recvbuf) } {
         let s = if in_place {
@@ -563,19 +440,7 @@ pub(crate) unsafe fn allreduce(
                 None => mpi_bail!(MPI_ERR_BUFFER, "NULL send buffer"),
             }
         };
-        if let Some(seg) = &seg {
-            if !small && seg.allreduce_big(a, comm, s, r, &red)? {
-                return Ok(());
-            }
-        }
-        if let Some(s) = s {
-            r.copy_from_slice(s);
-        }
-        if let (Some(seg), true) = (&seg, small) {
-            seg.allreduce(r, &red);
-            return Ok(());
-        }
-        return with_op(&red, |o| a.allreduce(r, o)).map_err(err(comm));
+        return select::allreduce(a, s, r, &f, elem, commutative).map_err(err(comm));
     }
     let src = if in_place {
         recvbuf.cast_const()
@@ -584,17 +449,7 @@ pub(crate) unsafe fn allreduce(
     };
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    let done = match &seg {
-        Some(seg) if small => {
-            seg.allreduce(&mut buf, &red);
-            true
-        }
-        Some(seg) => seg.allreduce_big(a, comm, None, &mut buf, &red)?,
-        None => false,
-    };
-    if !done {
-        with_op(&red, |o| a.allreduce(&mut buf, o)).map_err(err(comm))?;
-    }
+    select::allreduce(a, None, &mut buf, &f, elem, commutative).map_err(err(comm))?;
     // SAFETY: caller contract.
     unsafe { unpack(dt, count, recvbuf, &buf) };
     Ok(())
@@ -744,593 +599,4 @@ impl<'a> Blocks<'a> {
 /// `(count, i * count)` for `n` blocks.
 pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
     (0..n).map(|i| (count, (i * count) as isize)).collect()
-}
-
-/// Shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors, and for
-/// allreduce of large vectors ([`shm::Seg::allreduce_big`], from
-/// `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
-/// node.
-///
-/// Each such communicator gets, lazily at its first eligible collective, one segment
-/// (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no
-/// file name ever exists) with a slot per rank: a *done* word on its own cache line, then
-/// [`NBUF`] buffers used round robin, each a *stamp* word followed by up to [`DATA`] bytes
-/// of data (the stamp and the first 56 data bytes share a cache line, so a small message
-/// costs the reader one line transfer). Collective number `k` on the communicator uses
-/// buffer `k mod NBUF`.
-///
-/// Protocol. A contributing rank writes its data, then stores `k` in the buffer's stamp
-/// (release); a reader waits for the stamp to reach `k` (acquire) and reads. A rank stores
-/// `k` in its done word once it has finished reading everything of collective `k`:
-/// * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
-///   every other rank's stamp, then reads;
-/// * bcast: only the root writes and does not wait; the others wait for its stamp. A
-///   broadcast of at most 56 bytes goes through the root's *lane* instead, [`LANE`] lines
-///   each holding a stamp and the payload, so a root may run up to `LANE - 1` ahead.
-///
-/// Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
-/// `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:
-/// `k - LANE`); the lowest done
-/// word seen is cached, so this costs no cache-line transfer in the common case and a run of
-/// broadcasts may pipeline up to `NBUF - 1` ahead. Allreduce folds all ranks' buffers in
-/// rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
-/// any operation.
-///
-/// Every rank takes the same decision at every collective (it depends only on the
-/// communicator and on arguments MPI requires to match). Segments of freed communicators are
-/// unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
-/// forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
-pub(crate) mod shm {
-    use super::{CollComm, Reducer};
-    use crate::ffi::{MpiError, MpiResult};
-    use oxmpi_coll::tune::{self, Coll};
-    use oxmpi_engine::CommId;
-    use std::collections::HashMap;
-    use std::ffi::c_int;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    const LINE: usize = 64;
-    /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
-    pub(crate) const DATA: usize = 4096;
-    /// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
-    pub(crate) const BIG_MAX: usize = 8 << 20;
-    /// Buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
-    pub(crate) const NBUF: u64 = 8;
-    /// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
-    const BUF: usize = LINE + DATA;
-    /// Lines of a rank's lane for broadcasts of at most [`LANE_DATA`] bytes (a root may run
-    /// `LANE - 1` of them ahead: oversubscribed ranks then switch far less often).
-    const LANE: u64 = 64;
-    /// Payload of one lane line (after its stamp).
-    const LANE_DATA: usize = LINE - 8;
-    const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
-    /// Largest communicator with a segment.
-    const MAX_RANKS: i32 = 64;
-
-    /// A communicator's mapped segment.
-    pub(crate) struct Seg {
-        base: *mut u8,
-        len: usize,
-        rank: usize,
-        size: usize,
-        /// Our next sequence number (collectives on one communicator are serialized by the
-        /// MPI rules).
-        seq: AtomicU64,
-        /// Number of large allreduces done.
-        last_big: AtomicU64,
-        /// A lower bound of every other rank's done word (cached, see the module doc).
-        min_done: AtomicU64,
-        /// The region of large allreduces, made at the first one (remade larger on demand),
-        /// and whether it is not to be used (making it failed, or some rank yields when
-        /// idle): large allreduces then stay point-to-point.
-        big: Mutex<(Option<Big>, bool)>,
-        yield_idle: bool,
-    }
-
-    /// A region of `size` slots of `cap` bytes for large allreduces.
-    pub(crate) struct Big {
-        base: *mut u8,
-        cap: usize,
-        len: usize,
-    }
-
-    impl Drop for Big {
-        fn drop(&mut self) {
-            // SAFETY: our own mapping of `len` bytes; no reference into it outlives `self`.
-            unsafe { libc::munmap(self.base.cast(), self.len) };
-        }
-    }
-
-    // SAFETY: the mapping lives as long as the `Big`; access is ordered by the segment's
-    // sequence words (see `Seg::allreduce_big`).
-    unsafe impl Send for Big {}
-
-    // SAFETY: the mapping lives as long as the `Seg`; concurrent access goes through the
-    // atomic sequence words with release/acquire ordering (see the module comment).
-    unsafe impl Send for Seg {}
-    // SAFETY: as above.
-    unsafe impl Sync for Seg {}
-
-    impl Drop for Seg {
-        fn drop(&mut self) {
-            // SAFETY: our own mapping of `len` bytes; no reference into it outlives `self`.
-            unsafe { libc::munmap(self.base.cast(), self.len) };
-        }
-    }
-
-    /// Segments by collective-context engine communicator (`None`: no segment possible).
-    /// Engine communicator ids are never reused.
-    type Segs = HashMap<u32, Option<Arc<Seg>>>;
-    static SEGS: Mutex<Option<Segs>> = Mutex::new(None);
-
-    thread_local! {
-        /// This thread's last entry of [`SEGS`] (programs mostly run their collectives on
-        /// one communicator: no lock, no hashing then). Ids are never reused, so a stale
-        /// entry is never hit.
-        static LAST: std::cell::RefCell<Option<(u32, Option<Arc<Seg>>)>> =
-            const { std::cell::RefCell::new(None) };
-    }
-
-    impl Seg {
-        /// Rank `r`'s done word: it has read everything of the collectives up to this one.
-        fn seq_word(&self, r: usize) -> &AtomicU64 {
-            // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
-            // mapping is page-aligned, SLOT a multiple of 64) and only accessed atomically.
-            unsafe { &*(self.base.add(r * SLOT).cast::<AtomicU64>()) }
-        }
-        /// Rank `r`'s stamp of buffer `k mod NBUF`.
-        fn stamp(&self, r: usize, k: u64) -> &AtomicU64 {
-            // SAFETY: the first 8 bytes of a buffer inside slot `r` (64-aligned), only
-            // accessed atomically.
-            unsafe {
-                &*(self
-                    .base
-                    .add(r * SLOT + LINE + (k % NBUF) as usize * BUF)
-                    .cast::<AtomicU64>())
-            }
-        }
-        fn data(&self, r: usize, k: u64) -> *mut u8 {
-            // SAFETY: inside slot `r` of the mapping, after the buffer's stamp.
-            unsafe {
-                self.base
-                    .add(r * SLOT + LINE + (k % NBUF) as usize * BUF + 8)
-            }
-        }
-        fn next(&self) -> u64 {
-            self.seq.fetch_add(1, Ordering::Relaxed) + 1
-        }
-        /// We have read everything of collective `k`.
-        fn finish(&self, k: u64) {
-            self.seq_word(self.rank).store(k, Ordering::Release);
-        }
-        /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
-        fn done_word(&self, r: usize) -> &AtomicU64 {
-            // SAFETY: bytes 8..16 of slot `r`'s first line: inside the mapping, 8-aligned,
-            // only accessed atomically.
-            unsafe { &*(self.base.add(r * SLOT + 8).cast::<AtomicU64>()) }
-        }
-        /// Wait until `w` reaches `k`; returns its value.
-        ///
-        /// While waiting it polls the engine's transports: a rank in a collective must
-        /// keep its pending point-to-point operations going (a peer may be waiting for the
-        /// data of our earlier `MPI_Isend` before it enters this collective).
-        fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
-            let v = w.load(Ordering::Acquire);
-            if v >= k {
-                return v;
-            }
-            let eng = oxmpi_engine::engine();
-            let mut spins = 0u32;
-            loop {
-                let v = w.load(Ordering::Acquire);
-                if v >= k {
-                    return v;
-                }
-                // A progress call costs far more than a look at the word: poll the
-                // transports every 32nd turn (and at every yield) only.
-                if spins % 32 == 31 || self.yield_idle {
-                    if let Some(e) = eng {
-                        e.progress();
-                    }
-                }
-                spins = spins.wrapping_add(1);
-                if self.yield_idle || spins % 4096 == 0 {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-        }
-        /// Wait for every other rank's stamp of collective `k`.
-        fn wait_all(&self, k: u64) {
-            for r in (0..self.size).filter(|&r| r != self.rank) {
-                self.wait_word(self.stamp(r, k), k);
-            }
-        }
-        /// Wait until our buffer for collective `k` is free (every rank is done with
-        /// collective `k - NBUF`), copy `src` into it and stamp it.
-        fn post(&self, k: u64, src: &[u8]) {
-            debug_assert!(src.len() <= DATA);
-            self.reusable(k.saturating_sub(NBUF));
-            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
-            // and no longer by anybody for collective `k - NBUF` (waited for above).
-            unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len())
-            };
-            self.stamp(self.rank, k).store(k, Ordering::Release);
-        }
-        /// Rank `r`'s lane line of collective `k`: stamp word, then `LANE_DATA` bytes.
-        fn lane(&self, r: usize, k: u64) -> *mut u8 {
-            // SAFETY: inside slot `r` of the mapping (the lane follows the buffers).
-            unsafe {
-                self.base
-                    .add(r * SLOT + LINE + NBUF as usize * BUF + (k % LANE) as usize * LINE)
-            }
-        }
-        fn lane_stamp(&self, r: usize, k: u64) -> &AtomicU64 {
-            // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
-            unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
-        }
-        /// Wait until every other rank's done word has reached `need`.
-        fn reusable(&self, need: u64) {
-            if self.min_done.load(Ordering::Relaxed) < need {
-                let mut low = u64::MAX;
-                for r in (0..self.size).filter(|&r| r != self.rank) {
-                    low = low.min(self.wait_word(self.seq_word(r), need));
-                }
-                self.min_done.store(low, Ordering::Relaxed);
-            }
-        }
-        /// Rank `r`'s buffer of collective `k`, `n` bytes from `off`.
-        ///
-        /// # Safety
-        /// `r`'s stamp of `k` was acquired by us and we have not finished `k` (the buffer
-        /// is then unchanged); `off + n <= DATA`.
-        unsafe fn peer(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
-            // SAFETY: caller contract; the view is read only.
-            unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
-        }
-
-        /// Number of ranks.
-        pub(crate) fn size(&self) -> usize {
-            self.size
-        }
-
-        /// Barrier.
-        pub(crate) fn barrier(&self) {
-            let k = self.next();
-            self.post(k, &[]);
-            self.wait_all(k);
-            self.finish(k);
-        }
-
-        /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
-        pub(crate) fn bcast(&self, buf: &mut [u8], root: usize) {
-            let k = self.next();
-            let n = buf.len();
-            if n <= LANE_DATA {
-                // Through the root's lane (one line per broadcast).
-                if self.rank == root {
-                    self.reusable(k.saturating_sub(LANE));
-                    // SAFETY: the payload of our lane line of `k`: nobody reads it until we
-                    // stamp it, nor for collective `k - LANE` any more (waited above).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(buf.as_ptr(), self.lane(root, k).add(8), n)
-                    };
-                    self.lane_stamp(root, k).store(k, Ordering::Release);
-                } else {
-                    self.wait_word(self.lane_stamp(root, k), k);
-                    // SAFETY: the root stamped the line for `k`; it is not rewritten before
-                    // we finish `k`.
-                    let src = unsafe { std::slice::from_raw_parts(self.lane(root, k).add(8), n) };
-                    buf.copy_from_slice(src);
-                }
-                self.finish(k);
-                return;
-            }
-            if self.rank == root {
-                self.post(k, buf);
-            } else {
-                self.wait_word(self.stamp(root, k), k);
-                // SAFETY: the root stamped `k`; we finish `k` only after the copy.
-                let src = unsafe { self.peer(root, k, 0, buf.len()) };
-                buf.copy_from_slice(src);
-            }
-            self.finish(k);
-        }
-
-        /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
-        /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
-        pub(crate) fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
-            let k = self.next();
-            self.post(k, send);
-            self.wait_all(k);
-            for j in 0..self.size {
-                // SAFETY: every rank stamped `k` (waited above); block `rank` of its
-                // buffer is within `DATA`.
-                let src = unsafe { self.peer(j, k, self.rank * block, block) };
-                recv[j * block..(j + 1) * block].copy_from_slice(src);
-            }
-            self.finish(k);
-        }
-
-        /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
-        /// copies its vector into its slot; rank `r` folds slice `r` (elements split evenly)
-        /// of all slots in rank order (`x0 ∘ (x1 ∘ …)`) into `dst` and publishes it in its
-        /// slot; every rank then copies the other slices. Collective; false (nothing done,
-        /// on every rank alike) when the region cannot be made.
-        ///
-        /// `src` is our contribution (`None`: it is in `dst`), as long as `dst`.
-        pub(crate) fn allreduce_big(
-            &self,
-            a: &CollComm,
-            comm: c_int,
-            src: Option<&[u8]>,
-            dst: &mut [u8],
-            red: &Reducer,
-        ) -> MpiResult<bool> {
-            let n = dst.len();
-            let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
-            if g.1 {
-                return Ok(false);
-            }
-            if g.0.as_ref().is_none_or(|b| b.cap < n) {
-                // Every rank has the same history, so all remake it at the same call.
-                g.0 = None;
-                let cap = n.next_power_of_two().max(64 * 1024);
-                match share(a, comm, cap * self.size)? {
-                    Some(base) => {
-                        g.0 = Some(Big {
-                            base,
-                            cap,
-                            len: cap * self.size,
-                        })
-                    }
-                    None => {
-                        g.1 = true;
-                        return Ok(false);
-                    }
-                }
-            }
-            let big = g.0.as_ref().expect("made above");
-            // SAFETY: slot `r` of the region (`cap >= n` bytes).
-            let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
-            // Everybody has copied the results of the previous large allreduce out of the
-            // slots (ours included) before we overwrite ours.
-            let last = self.last_big.load(Ordering::Relaxed);
-            for r in (0..self.size).filter(|&r| r != self.rank) {
-                self.wait_word(self.done_word(r), last);
-            }
-            let this = last + 1;
-            let src = src.unwrap_or(dst);
-            debug_assert_eq!(src.len(), n);
-            // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
-            self.barrier();
-            let (counts, displs) = oxmpi_coll::split_even(n, red.elem(), self.size);
-            let (off, m) = (displs[self.rank], counts[self.rank]);
-            let view = |r: usize| {
-                // SAFETY: every rank passed the barrier after filling its slot, which stays
-                // unchanged until it has seen our done word reach this allreduce.
-                unsafe { std::slice::from_raw_parts(slot(r).add(off).cast_const(), m) }
-            };
-            let mine = &mut dst[off..off + m];
-            let last_rank = self.size - 1;
-            mine.copy_from_slice(view(last_rank));
-            for r in (0..last_rank).rev() {
-                red.apply(view(r), mine); // mine = x_r ∘ mine
-            }
-            // SAFETY: slice `rank` of our own slot, read by the others only after the next
-            // barrier.
-            unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
-            self.barrier();
-            for r in (0..self.size).filter(|&r| r != self.rank) {
-                let (o, c) = (displs[r], counts[r]);
-                // SAFETY: rank `r` passed the barrier after writing its slice `r`, unchanged
-                // until our done word reaches this allreduce.
-                let from = unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), c) };
-                dst[o..o + c].copy_from_slice(from);
-            }
-            self.done_word(self.rank).store(this, Ordering::Release);
-            self.last_big.store(this, Ordering::Relaxed);
-            Ok(true)
-        }
-
-        /// Allreduce of `buf` (at most `DATA` bytes) in place.
-        pub(crate) fn allreduce(&self, buf: &mut [u8], red: &Reducer) {
-            let n = buf.len();
-            let k = self.next();
-            self.post(k, buf);
-            self.wait_all(k);
-            // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
-            // rank-order result; every rank computes exactly the same).
-            let last = self.size - 1;
-            // SAFETY: every rank stamped `k` (waited above).
-            buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
-            for r in (0..last).rev() {
-                // SAFETY: as above; the view does not overlap `buf`.
-                let x = unsafe { self.peer(r, k, 0, n) };
-                red.apply(x, buf); // buf = x_r ∘ buf
-            }
-            self.finish(k);
-        }
-    }
-
-    /// Whether the shared-memory path may run `coll`: `coll_sm_enable` is on and no
-    /// algorithm is forced for it (`coll_tuned_<coll>_algorithm` other than 0 runs that
-    /// algorithm at every size).
-    pub(crate) fn allowed(coll: Coll) -> bool {
-        tune::sm_enabled() && tune::algorithm(coll) == 0
-    }
-
-    /// The segment of the communicator `comm` whose collective view is `a`, creating it on
-    /// first use (collective over the communicator: every rank calls this at the same
-    /// collective). `None` when the ranks span several nodes, the communicator is too small
-    /// or too large, the paths are disabled, or the segment cannot be made.
-    pub(crate) fn get(a: &CollComm, comm: c_int, coll: Coll) -> MpiResult<Option<Arc<Seg>>> {
-        if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
-            return Ok(None);
-        }
-        let key = a.comm.0;
-        let cached = LAST.with(|l| match &*l.borrow() {
-            Some((k, s)) if *k == key => Some(s.clone()),
-            _ => None,
-        });
-        if let Some(s) = cached {
-            return Ok(s);
-        }
-        let known = SEGS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .and_then(|m| m.get(&key).cloned());
-        if let Some(s) = known {
-            LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
-            return Ok(s);
-        }
-        let s = setup(a, comm)?.map(Arc::new);
-        LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
-        let mut g = SEGS.lock().unwrap_or_else(|p| p.into_inner());
-        let m = g.get_or_insert_with(HashMap::new);
-        // Forget the segments of freed communicators (their engine communicator is gone).
-        if let Some(e) = oxmpi_engine::engine() {
-            m.retain(|&c, _| e.comm_size(CommId(c)).is_ok());
-        }
-        m.insert(key, s.clone());
-        Ok(s)
-    }
-
-    /// Hash of the node name (`OXMPI_ENGINE_NODE` when set, as the engine's `sm` transport
-    /// uses it to simulate several nodes, else the host name).
-    fn node_hash() -> u64 {
-        let node = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| crate::env::hostname());
-        node.bytes()
-            .fold(5381u64, |x, b| x.wrapping_mul(33) ^ u64::from(b))
-    }
-
-    fn setup(a: &CollComm, comm: c_int) -> MpiResult<Option<Seg>> {
-        let yield_idle = crate::backend::engine()
-            .map(|e| e.yields_when_idle())
-            .unwrap_or(true);
-        // Does any rank yield when idle (more ranks than cores)? Then the large-vector
-        // region stays unused: its synchronisations cost a context switch each, and the
-        // point-to-point algorithms were measured twice as fast there (np=4 on 2 cores).
-        let mut flags = vec![0u8; a.size as usize];
-        flags[a.rank as usize] = u8::from(yield_idle);
-        a.allgather(&mut flags, 1)
-            .map_err(|e| crate::backend::err(e).on(comm))?;
-        let big_ok = !flags.contains(&1);
-        let len = a.size as usize * SLOT;
-        let Some(base) = share(a, comm, len)? else {
-            return Ok(None);
-        };
-        Ok(Some(Seg {
-            base,
-            len,
-            rank: a.rank as usize,
-            size: a.size as usize,
-            seq: AtomicU64::new(0),
-            last_big: AtomicU64::new(0),
-            min_done: AtomicU64::new(0),
-            big: Mutex::new((None, !big_ok)),
-            yield_idle,
-        }))
-    }
-
-    /// Map one `len`-byte memfd made by rank 0 on every rank of the communicator
-    /// (collective). `None` (nothing mapped anywhere) when the ranks are not all on this
-    /// node or some rank could not map it.
-    fn share(a: &CollComm, comm: c_int, len: usize) -> MpiResult<Option<*mut u8>> {
-        let fail = |e: oxmpi_engine::Error| -> MpiError { crate::backend::err(e).on(comm) };
-        let (rank, size) = (a.rank as usize, a.size as usize);
-        let mut fd: c_int = -1;
-        if rank == 0 {
-            // SAFETY: plain libc calls; the name is a NUL-terminated literal.
-            unsafe {
-                fd = libc::memfd_create(c"oxmpi-coll".as_ptr(), libc::MFD_CLOEXEC);
-                if fd >= 0 && libc::ftruncate(fd, len as libc::off_t) != 0 {
-                    libc::close(fd);
-                    fd = -1;
-                }
-            }
-        }
-        // (node hash, pid, fd) of every rank; rank 0's pid and fd name the segment.
-        let mut info = vec![0u8; 16 * size];
-        let me = &mut info[16 * rank..16 * rank + 16];
-        me[..8].copy_from_slice(&node_hash().to_ne_bytes());
-        me[8..12].copy_from_slice(&(std::process::id() as i32).to_ne_bytes());
-        me[12..].copy_from_slice(&fd.to_ne_bytes());
-        let gathered = a.allgather(&mut info, 16).map_err(fail);
-        let close_own = |fd: c_int| {
-            if fd >= 0 {
-                // SAFETY: our own descriptor.
-                unsafe { libc::close(fd) };
-            }
-        };
-        if let Err(e) = gathered {
-            close_own(fd);
-            return Err(e);
-        }
-        let word = |r: usize, at: usize| {
-            i32::from_ne_bytes(
-                info[16 * r + at..16 * r + at + 4]
-                    .try_into()
-                    .expect("4 bytes"),
-            )
-        };
-        let (pid0, fd0) = (word(0, 8), word(0, 12));
-        let one_node = info.chunks_exact(16).all(|c| c[..8] == info[..8]);
-        if !one_node || fd0 < 0 {
-            close_own(fd);
-            return Ok(None);
-        }
-        if rank != 0 {
-            let path = std::ffi::CString::new(format!("/proc/{pid0}/fd/{fd0}"))
-                .expect("no NUL in the path");
-            // SAFETY: plain libc call on a NUL-terminated path.
-            fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-        }
-        let mut base = libc::MAP_FAILED;
-        if fd >= 0 {
-            // SAFETY: mapping `len` bytes of the memfd (rank 0 sized it).
-            base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                )
-            };
-        }
-        if rank != 0 {
-            // The mapping keeps the memory; our descriptor is no longer needed.
-            close_own(fd);
-        }
-        // Everybody mapped it (or failed)?
-        let mut flags = vec![0u8; size];
-        flags[rank] = u8::from(base != libc::MAP_FAILED);
-        let agreed = a.allgather(&mut flags, 1).map_err(fail);
-        if rank == 0 {
-            // Every rank has opened it: the mappings keep the memory alive.
-            close_own(fd);
-        }
-        let unmap = || {
-            if base != libc::MAP_FAILED {
-                // SAFETY: our own mapping of `len` bytes, not used by anybody.
-                unsafe { libc::munmap(base, len) };
-            }
-        };
-        if let Err(e) = agreed {
-            unmap();
-            return Err(e);
-        }
-        if flags.contains(&0) {
-            unmap();
-            return Ok(None);
-        }
-        Ok(Some(base.cast()))
-    }
 }

@@ -10,7 +10,9 @@
 //! while no schedule is active) advances every active schedule whatever the application
 //! does meanwhile (computation, point-to-point, other collectives) and completes the
 //! request when its schedule ends; `MPI_Test`/`MPI_Wait` then see it complete
-//! ([`progress_pending`] lets a waiting thread advance the schedules itself). The request
+//! ([`progress_pending`] lets a waiting thread advance the schedules itself). The thread
+//! and the list of active schedules are `oxmpi_coll::nbc::progress`; this file builds the
+//! schedules from MPI arguments and completes the generalized requests. The request
 //! is internally a generalized request; its status is empty (`MPI_ANY_SOURCE`,
 //! `MPI_ANY_TAG`, count 0) with the collective's error code. Non-contiguous datatypes are
 //! packed at the call and unpacked at completion.
@@ -28,11 +30,11 @@ use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
 use crate::state::lock;
+use oxmpi_coll::nbc::progress;
 use oxmpi_coll::sched::{Lane, OwnedOp, Region, Schedule};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 // ---- schedules progressed in the background ----
 
@@ -40,28 +42,18 @@ use std::time::Duration;
 /// item count, address, the schedule region holding the bytes and the byte offset in it.
 pub(crate) struct Unpack(Arc<Datatype>, usize, usize, usize, usize);
 
-/// A started schedule and its request.
-struct Active {
+/// What completes a schedule's request: the generalized request, the data to unpack and
+/// the request's extra state (the collective's error code).
+struct Finish {
     h: c_int,
-    sched: Schedule,
     unpack: Vec<Unpack>,
-    /// The generalized request's extra state: the collective's error code.
     code: *const AtomicI32,
 }
 
 // SAFETY: `code` is a leaked box freed only by the request's free callback, which runs
-// after the completion (the last use here); the schedule is `Send`; the unpack addresses
-// are the user's buffers, valid until completion by the MPI contract.
-unsafe impl Send for Active {}
-
-static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
-/// Number of schedules in `ACTIVE` (lets [`progress_pending`] return at once when none).
-static NACTIVE: AtomicUsize = AtomicUsize::new(0);
-/// Calls of [`progress_pending`] that found active schedules: while this moves, a waiting
-/// thread drives them and the progress thread keeps out of its way.
-static POLLS: AtomicUsize = AtomicUsize::new(0);
-static WAKE: Condvar = Condvar::new();
-static THREAD: std::sync::Once = std::sync::Once::new();
+// after the completion (the last use here); the unpack addresses are the user's buffers,
+// valid until completion by the MPI contract.
+unsafe impl Send for Finish {}
 
 /// `MPI_Grequest_query_function`: an empty status with the collective's error code.
 unsafe extern "C" fn query(extra: *mut c_void, status: *mut crate::request::MpiStatus) -> c_int {
@@ -81,120 +73,34 @@ unsafe extern "C" fn free_state(extra: *mut c_void) -> c_int {
     MPI_SUCCESS
 }
 
-/// Finish a schedule: unpack received data, record the outcome, complete the request.
-fn complete(a: Active, r: oxmpi_coll::Result<()>) {
-    let code = match r {
-        Ok(()) => {
-            for u in &a.unpack {
-                if let Some(v) = a.sched.owned_bytes(u.3) {
-                    let end = (u.4 + u.0.size * u.1).min(v.len());
-                    // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
-                    // contract, valid until completion, which is now).
-                    unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
+impl Finish {
+    /// Unpack received data, record the outcome, complete the request.
+    fn run(self, sched: &Schedule, r: oxmpi_coll::Result<()>) {
+        let code = match r {
+            Ok(()) => {
+                for u in &self.unpack {
+                    if let Some(v) = sched.owned_bytes(u.3) {
+                        let end = (u.4 + u.0.size * u.1).min(v.len());
+                        // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
+                        // contract, valid until completion, which is now).
+                        unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
+                    }
                 }
+                MPI_SUCCESS
             }
-            MPI_SUCCESS
-        }
-        Err(e) => crate::backend::err(e).code,
-    };
-    // SAFETY: see `Active::code`.
-    unsafe { &*a.code }.store(code, Ordering::Release);
-    // SAFETY: `a.h` is the generalized request created in `start`, completed once.
-    unsafe { crate::grequest::PMPI_Grequest_complete(a.h) };
-}
-
-/// Advance every schedule of `g` as far as possible; removes and returns the finished ones
-/// with their outcome (to complete once the lock is released).
-///
-/// A panic while advancing one (a reduction that cannot run, e.g. on a datatype freed
-/// meanwhile) fails that collective with `MPI_ERR_INTERN` instead of ending the progress
-/// thread (which would leave every other collective hanging).
-fn advance(g: &mut Vec<Active>) -> Vec<(Active, oxmpi_coll::Result<()>)> {
-    let mut done = Vec::new();
-    let mut i = 0;
-    while i < g.len() {
-        let sched = &mut g[i].sched;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sched.progress())) {
-            Ok(Some(r)) => done.push((g.swap_remove(i), r)),
-            Ok(None) => i += 1,
-            Err(p) => {
-                let what = p
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| p.downcast_ref::<&str>().copied())
-                    .unwrap_or("panic");
-                let e = oxmpi_engine::Error::Arg {
-                    class: oxmpi_engine::ErrorClass::Intern,
-                    msg: format!("nonblocking collective failed: {what}"),
-                };
-                done.push((g.swap_remove(i), Err(e)));
-            }
-        }
-    }
-    NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
-    done
-}
-
-/// Advance the active nonblocking collectives on the calling thread and complete those
-/// that end; returns whether any was active. Never blocks (if another thread is advancing
-/// them right now, returns at once) and costs one atomic load when none is active: meant
-/// for the loops of `MPI_Wait`/`MPI_Test` and friends on incomplete generalized requests,
-/// so that a waiting thread completes its collective itself instead of handing over to
-/// the progress thread (which is then only a fallback for threads that do not wait).
-pub(crate) fn progress_pending() -> bool {
-    if NACTIVE.load(Ordering::Acquire) == 0 {
-        return false;
-    }
-    POLLS.fetch_add(1, Ordering::Relaxed);
-    let done = match ACTIVE.try_lock() {
-        Ok(mut g) => advance(&mut g),
-        Err(std::sync::TryLockError::WouldBlock) => return true,
-        Err(std::sync::TryLockError::Poisoned(p)) => advance(&mut p.into_inner()),
-    };
-    for (a, r) in done {
-        complete(a, r);
-    }
-    true
-}
-
-/// The progress thread: advances every active schedule; sleeps on a condition variable
-/// while there is none, and backs off (yield, then sleeps of at most 50 µs) while they
-/// wait for other ranks. While threads waiting for requests advance the schedules
-/// themselves ([`progress_pending`]) it only checks every 50 µs (a fallback that does not
-/// compete with them for the core).
-fn progress_thread() {
-    let mut idle: u32 = 0;
-    let mut polls = POLLS.load(Ordering::Relaxed);
-    loop {
-        let now = POLLS.load(Ordering::Relaxed);
-        if now != polls {
-            polls = now;
-            std::thread::sleep(Duration::from_micros(50));
-            continue;
-        }
-        let done = {
-            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-            while g.is_empty() {
-                idle = 0;
-                g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
-            }
-            advance(&mut g)
+            Err(e) => crate::backend::err(e).code,
         };
-        if done.is_empty() {
-            idle = idle.saturating_add(1);
-            if idle < 256 {
-                std::thread::yield_now();
-            } else {
-                let us = (u64::from(idle - 256) / 16).min(48) + 2;
-                std::thread::sleep(Duration::from_micros(us));
-            }
-        } else {
-            idle = 0;
-        }
-        for (a, r) in done {
-            complete(a, r);
-        }
+        // SAFETY: see `Finish::code`.
+        unsafe { &*self.code }.store(code, Ordering::Release);
+        // SAFETY: `h` is the generalized request created in `start`, completed once.
+        unsafe { crate::grequest::PMPI_Grequest_complete(self.h) };
     }
+}
+
+/// Advance the active nonblocking collectives on the calling thread (see
+/// `oxmpi_coll::nbc::progress::progress_pending`); returns whether any was active.
+pub(crate) fn progress_pending() -> bool {
+    progress::progress_pending()
 }
 
 /// Start `sched` for `comm` and store its request in `*request`: one progress step now,
@@ -228,30 +134,8 @@ pub(crate) fn start(
     if let Some(r) = lock().reqs.get_mut(h) {
         r.comm = comm;
     }
-    let mut a = Active {
-        h,
-        sched,
-        unpack,
-        code,
-    };
-    // Posting a collective also advances the ones already outstanding.
-    progress_pending();
-    match a.sched.progress() {
-        Some(r) => complete(a, r),
-        None => {
-            THREAD.call_once(|| {
-                std::thread::Builder::new()
-                    .name("oxmpi-icoll".into())
-                    .spawn(progress_thread)
-                    .expect("spawn the nonblocking-collective progress thread");
-            });
-            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-            g.push(a);
-            NACTIVE.fetch_add(1, Ordering::AcqRel);
-            drop(g);
-            WAKE.notify_one();
-        }
-    }
+    let fin = Finish { h, unpack, code };
+    progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
     out(request, h, "request")
 }
 

@@ -10,32 +10,33 @@
 //! group's leader, swap the results between the leaders and distribute them locally over
 //! the intercommunicator's local context. Barrier is gather / leader swap / release.
 //!
-//! Algorithms are linear: intercommunicator collectives are not on any latency-critical
-//! path. Every entry point here is reached through a one-line dispatch at the top of the
-//! corresponding `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file,
-//! reached from `icoll.rs`) run the same algorithms as schedules progressed in the
-//! background.
+//! The blocking algorithms are `oxmpi_coll::inter`'s (on bytes); this file resolves the
+//! MPI arguments (roots, counts, datatypes, operations), packs and unpacks. Every entry
+//! point here is reached through a one-line dispatch at the top of the corresponding
+//! `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file, reached from
+//! `icoll.rs`) run the same algorithms as schedules progressed in the background.
 
+use crate::coll_alg::{err, with_op, Reducer};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use crate::intercomm::Link;
 use crate::state::lock;
+use oxmpi_coll::inter::{Exchange, InterComm};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-/// Tags of intercommunicator collectives (the intercommunicator's own contexts carry no
-/// other traffic).
-mod tag {
-    pub const BARRIER: i32 = 1;
-    pub const BCAST: i32 = 2;
-    pub const GATHER: i32 = 3;
-    pub const SCATTER: i32 = 4;
-    pub const ALLGATHER: i32 = 5;
-    pub const ALLTOALL: i32 = 6;
-    pub const REDUCE: i32 = 7;
-    pub const ALLREDUCE: i32 = 8;
-    pub const REDUCE_SCATTER: i32 = 9;
+/// The `oxmpi-coll` view of intercommunicator `l`.
+fn inter(l: &Link) -> MpiResult<InterComm> {
+    let e = crate::backend::engine()?;
+    Ok(InterComm::new(
+        e,
+        l.ic,
+        l.star.ctx,
+        l.star.rank,
+        l.star.size,
+        l.rsize,
+    ))
 }
 
 fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
@@ -119,11 +120,7 @@ fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
 
 /// `MPI_Barrier`.
 pub(crate) fn barrier(l: &Link) -> MpiResult {
-    let t = tag::BARRIER;
-    if l.star.gather(&l.net, Vec::new(), t)?.is_some() {
-        l.net.swap(l.ic, 0, &[], t)?;
-    }
-    l.star.bcast(&l.net, &mut Vec::new(), t)
+    inter(l)?.barrier().map_err(err(l.net.comm))
 }
 
 /// `MPI_Bcast`.
@@ -134,60 +131,40 @@ pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: c_int, dth: c_int, root: c_in
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let data = pack(&dt, count(n, comm)?, buf);
-            let reqs = (0..l.rsize)
-                .map(|r| l.net.isend(l.ic, &data, r, tag::BCAST))
-                .collect::<MpiResult<Vec<_>>>()?;
-            for q in reqs {
-                l.net.wait(q)?;
-            }
-            Ok(())
+            inter(l)?.bcast_root(&data).map_err(err(comm))
         }
         Role::Leaf(r) => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             let mut v = vec![0u8; n * dt.size];
-            let got = l.net.recv(l.ic, &mut v, r, tag::BCAST)?;
+            let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
             unpack(&dt, n, buf, &v[..got]);
             Ok(())
         }
     }
 }
 
-/// Receive one piece from every remote rank: `pieces[r]` = (type, count, byte offset).
-fn recv_all(l: &Link, recvbuf: *mut c_void, pieces: &[Piece], t: i32) -> MpiResult {
+/// Receive one piece from every remote rank (`pieces[r]` = type, count, byte offset) of
+/// a gather at its root.
+fn gather_root(l: &Link, recvbuf: *mut c_void, pieces: &[Piece]) -> MpiResult {
     let mut bufs: Vec<Vec<u8>> = pieces
         .iter()
         .map(|(d, k, _)| vec![0u8; k * d.size])
         .collect();
-    let mut reqs = Vec::with_capacity(bufs.len());
-    for (r, b) in bufs.iter_mut().enumerate() {
-        reqs.push(l.net.irecv(l.ic, b, r as i32, t)?);
-    }
-    let mut lens = Vec::with_capacity(reqs.len());
-    for q in reqs {
-        lens.push(l.net.wait(q)?);
-    }
-    for ((d, k, o), (b, n)) in pieces.iter().zip(bufs.iter().zip(lens)) {
-        unpack(d, *k, at(recvbuf, *o), &b[..n]);
+    inter(l)?.gather_root(&mut bufs).map_err(err(l.net.comm))?;
+    for ((d, k, o), b) in pieces.iter().zip(&bufs) {
+        unpack(d, *k, at(recvbuf, *o), b);
     }
     Ok(())
 }
 
-/// Send one piece to every remote rank.
-fn send_all(l: &Link, sendbuf: *const c_void, pieces: &[Piece], t: i32) -> MpiResult {
+/// Send one piece to every remote rank (the root of a scatter).
+fn scatter_root(l: &Link, sendbuf: *const c_void, pieces: &[Piece]) -> MpiResult {
     let data: Vec<Vec<u8>> = pieces
         .iter()
         .map(|(d, k, o)| pack(d, *k, at(sendbuf, *o)))
         .collect();
-    let reqs = data
-        .iter()
-        .enumerate()
-        .map(|(r, v)| l.net.isend(l.ic, v, r as i32, t))
-        .collect::<MpiResult<Vec<_>>>()?;
-    for q in reqs {
-        l.net.wait(q)?;
-    }
-    Ok(())
+    inter(l)?.scatter_root(&data).map_err(err(l.net.comm))
 }
 
 /// (type, count, byte offset) of the block of one remote rank.
@@ -217,13 +194,13 @@ fn gatherv(
         Role::Idle => Ok(()),
         Role::Root => {
             let rdt = dtype(recvtype, comm)?;
-            recv_all(l, recvbuf, &pieces(&rdt, &slots()?), tag::GATHER)
+            gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let sdt = dtype(sendtype, comm)?;
             let data = pack(&sdt, count(sendcount, comm)?, sendbuf);
-            l.net.send(l.ic, &data, r, tag::GATHER)
+            inter(l)?.gather_send(&data, r).map_err(err(comm))
         }
     }
 }
@@ -282,14 +259,14 @@ fn scatterv(
         Role::Idle => Ok(()),
         Role::Root => {
             let sdt = dtype(sendtype, comm)?;
-            send_all(l, sendbuf, &pieces(&sdt, &slots()?), tag::SCATTER)
+            scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
         }
         Role::Leaf(r) => {
             no_in_place(recvbuf, comm)?;
             let rdt = dtype(recvtype, comm)?;
             let n = count(recvcount, comm)?;
             let mut v = vec![0u8; n * rdt.size];
-            let got = l.net.recv(l.ic, &mut v, r, tag::SCATTER)?;
+            let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
             unpack(&rdt, n, recvbuf, &v[..got]);
             Ok(())
         }
@@ -341,31 +318,18 @@ fn exchange_all(
     send: &[Piece],
     recvbuf: *mut c_void,
     recv: &[Piece],
-    t: i32,
+    kind: Exchange,
 ) -> MpiResult {
     let data: Vec<Vec<u8>> = send
         .iter()
         .map(|(d, k, o)| pack(d, *k, at(sendbuf, *o)))
         .collect();
     let mut bufs: Vec<Vec<u8>> = recv.iter().map(|(d, k, _)| vec![0u8; k * d.size]).collect();
-    let mut rq = Vec::with_capacity(bufs.len());
-    for (r, b) in bufs.iter_mut().enumerate() {
-        rq.push(l.net.irecv(l.ic, b, r as i32, t)?);
-    }
-    let sq = data
-        .iter()
-        .enumerate()
-        .map(|(r, v)| l.net.isend(l.ic, v, r as i32, t))
-        .collect::<MpiResult<Vec<_>>>()?;
-    let mut lens = Vec::with_capacity(rq.len());
-    for q in rq {
-        lens.push(l.net.wait(q)?);
-    }
-    for q in sq {
-        l.net.wait(q)?;
-    }
-    for ((d, k, o), (b, n)) in recv.iter().zip(bufs.iter().zip(lens)) {
-        unpack(d, *k, at(recvbuf, *o), &b[..n]);
+    inter(l)?
+        .exchange(kind, &data, &mut bufs)
+        .map_err(err(l.net.comm))?;
+    for ((d, k, o), b) in recv.iter().zip(&bufs) {
+        unpack(d, *k, at(recvbuf, *o), b);
     }
     Ok(())
 }
@@ -392,7 +356,7 @@ pub(crate) fn allgatherv(
         &send,
         recvbuf,
         &pieces(&rdt, &slots?),
-        tag::ALLGATHER,
+        Exchange::Allgather,
     )
 }
 
@@ -446,7 +410,7 @@ pub(crate) fn alltoall(
         &dtype(recvtype, comm)?,
         &uniform(l, count(recvcount, comm)?),
     );
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallv`.
@@ -466,7 +430,7 @@ pub(crate) fn alltoallv(
     no_in_place(sendbuf, comm)?;
     let send = pieces(&dtype(sendtype, comm)?, &layout(l, sendcounts, sdispls)?);
     let recv = pieces(&dtype(recvtype, comm)?, &layout(l, recvcounts, rdispls)?);
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallw` (byte displacements, one type per remote rank).
@@ -496,55 +460,14 @@ pub(crate) fn alltoallw(
     };
     let send = typed(sendcounts, sdispls, sendtypes)?;
     let recv = typed(recvcounts, rdispls, recvtypes)?;
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, tag::ALLTOALL)
+    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
 }
 
 // ---- reductions ----
 
-/// A buffer holding `count` items of a datatype in its own layout.
-struct Typed {
-    v: Vec<u8>,
-    shift: isize,
-}
-
-impl Typed {
-    fn from_packed(dt: &Datatype, count: usize, data: &[u8]) -> Typed {
-        let span = if count == 0 {
-            0
-        } else {
-            (dt.true_ub - dt.true_lb) as usize + (count - 1) * dt.extent().unsigned_abs()
-        };
-        let mut t = Typed {
-            v: vec![0u8; span.max(1)],
-            shift: -dt.true_lb,
-        };
-        unpack(dt, count, t.ptr(), data);
-        t
-    }
-    fn ptr(&mut self) -> *mut c_void {
-        self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
-    }
-}
-
-/// Reduce packed contributions (in rank order: `parts[0] op parts[1] op ...`) into one
-/// packed result.
-fn fold(parts: &[Vec<u8>], dt: &Datatype, n: usize, dth: c_int, op: c_int) -> MpiResult<Vec<u8>> {
-    let Some(last) = parts.last() else {
-        return Ok(Vec::new());
-    };
-    let mut acc = Typed::from_packed(dt, n, last);
-    for p in parts[..parts.len() - 1].iter().rev() {
-        let mut x = Typed::from_packed(dt, n, p);
-        let (xin, accp) = (x.ptr(), acc.ptr());
-        // SAFETY: both typed buffers hold `n` items of `dt`.
-        unsafe { crate::op::reduce_local(xin, accp, n, dth, op)? };
-    }
-    Ok(pack(dt, n, acc.ptr()))
-}
-
-/// Check the operation before any message moves.
-fn check_op(op: c_int, comm: c_int) -> MpiResult {
-    crate::op::op_kind(op).map(|_| ()).map_err(|e| e.on(comm))
+/// The reduction of `(op, datatype)` on packed items, validated before any message moves.
+fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Reducer> {
+    Reducer::new(dt, dth, op).map_err(|e| e.on(l.net.comm))
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
@@ -562,48 +485,22 @@ pub(crate) fn reduce(
     match role(l, root)? {
         Role::Idle => Ok(()),
         Role::Root => {
-            check_op(op, comm)?;
             let dt = dtype(dth, comm)?;
+            let red = reducer(l, &dt, dth, op)?;
             let n = count(n, comm)?;
-            let mut parts: Vec<Vec<u8>> = (0..l.rsize).map(|_| vec![0u8; n * dt.size]).collect();
-            let mut reqs = Vec::with_capacity(parts.len());
-            for (r, b) in parts.iter_mut().enumerate() {
-                reqs.push(l.net.irecv(l.ic, b, r as i32, tag::REDUCE)?);
-            }
-            for (q, b) in reqs.into_iter().zip(parts.iter_mut()) {
-                let got = l.net.wait(q)?;
-                b.truncate(got);
-            }
-            let res = fold(&parts, &dt, n, dth, op).map_err(|e| e.on(comm))?;
+            let ic = inter(l)?;
+            let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
             unpack(&dt, n, recvbuf, &res);
             Ok(())
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
-            check_op(op, comm)?;
             let dt = dtype(dth, comm)?;
+            reducer(l, &dt, dth, op)?;
             let data = pack(&dt, count(n, comm)?, sendbuf);
-            l.net.send(l.ic, &data, r, tag::REDUCE)
+            inter(l)?.reduce_send(&data, r).map_err(err(comm))
         }
     }
-}
-
-/// Reduce the local group's contributions at the local leader and swap the result with
-/// the remote leader: the remote group's reduction at the local leader, `None` elsewhere.
-fn reduce_and_swap(
-    l: &Link,
-    mine: Vec<u8>,
-    dt: &Datatype,
-    n: usize,
-    dth: c_int,
-    op: c_int,
-    t: i32,
-) -> MpiResult<Option<Vec<u8>>> {
-    let Some(parts) = l.star.gather(&l.net, mine, t)? else {
-        return Ok(None);
-    };
-    let local = fold(&parts, dt, n, dth, op).map_err(|e| e.on(l.net.comm))?;
-    l.net.swap(l.ic, 0, &local, t).map(Some)
 }
 
 /// `MPI_Allreduce`: each group gets the reduction of the other group's contributions.
@@ -617,12 +514,12 @@ pub(crate) fn allreduce(
 ) -> MpiResult {
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
-    check_op(op, comm)?;
     let dt = dtype(dth, comm)?;
+    let red = reducer(l, &dt, dth, op)?;
     let n = count(n, comm)?;
     let mine = pack(&dt, n, sendbuf);
-    let mut res = reduce_and_swap(l, mine, &dt, n, dth, op, tag::ALLREDUCE)?.unwrap_or_default();
-    l.star.bcast(&l.net, &mut res, tag::ALLREDUCE)?;
+    let ic = inter(l)?;
+    let res = with_op(&red, |o| ic.allreduce(mine, o)).map_err(err(comm))?;
     unpack(&dt, n, recvbuf, &res);
     Ok(())
 }
@@ -639,52 +536,14 @@ pub(crate) fn reduce_scatter(
 ) -> MpiResult {
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
-    check_op(op, comm)?;
     let dt = dtype(dth, comm)?;
+    let red = reducer(l, &dt, dth, op)?;
     let total: usize = counts.iter().sum();
     let mine = pack(&dt, total, sendbuf);
-    let t = tag::REDUCE_SCATTER;
-    let me = l.rank() as usize;
-    let piece = match reduce_and_swap(l, mine, &dt, total, dth, op, t)? {
-        Some(theirs) => {
-            let mut pos = 0;
-            let mut reqs = Vec::new();
-            let mut own = Vec::new();
-            let short = theirs.len() != total * dt.size;
-            for (r, &k) in counts.iter().enumerate() {
-                let end = (pos + k * dt.size).min(theirs.len());
-                let slice = &theirs[pos.min(end)..end];
-                pos = end;
-                if r == me {
-                    own = slice.to_vec();
-                } else {
-                    reqs.push(l.net.isend(l.star.ctx, slice, r as i32, t)?);
-                }
-            }
-            for q in reqs {
-                l.net.wait(q)?;
-            }
-            if short {
-                return Err(MpiError::new(
-                    MPI_ERR_COUNT,
-                    format!(
-                        "reduce-scatter: the remote group reduced {} bytes, the local counts need {}",
-                        theirs.len(),
-                        total * dt.size
-                    ),
-                )
-                .on(comm));
-            }
-            own
-        }
-        None => {
-            let mut v = vec![0u8; counts[me] * dt.size];
-            let got = l.net.recv(l.star.ctx, &mut v, 0, t)?;
-            v.truncate(got);
-            v
-        }
-    };
-    unpack(&dt, counts[me], recvbuf, &piece);
+    let bytes: Vec<usize> = counts.iter().map(|k| k * dt.size).collect();
+    let ic = inter(l)?;
+    let piece = with_op(&red, |o| ic.reduce_scatter(mine, &bytes, o)).map_err(err(comm))?;
+    unpack(&dt, counts[l.rank() as usize], recvbuf, &piece);
     Ok(())
 }
 
@@ -722,32 +581,25 @@ pub(crate) fn reduce_scatter_block(
 
 // ---- nonblocking forms: schedules progressed in the background ----
 //
-// The same algorithms as above as `oxmpi_coll::sched` schedules: transfers with the remote
-// group travel on the intercommunicator's collective context (lane `IC`), the local
-// phases (gather at the leader, release) on the local group's context (lane `LOCAL`). The
-// schedule's tag comes from the intercommunicator's collective context, which both
-// groups advance in the same order. Idle members of rooted collectives run an empty
-// schedule (to keep that order).
+// The schedules are `oxmpi_coll::inter::nbc`'s (the algorithms above as rounds of
+// transfers); here the MPI arguments become regions (packed data to send, room to unpack
+// into at completion). Idle members of rooted collectives run an empty schedule (to keep
+// the collective context's order).
 
 use crate::icoll::{self, Unpack};
-use oxmpi_coll::sched::{Lane, Region, Schedule};
+use oxmpi_coll::sched::{Region, Schedule};
 
-const IC: Lane = Lane { link: 0, sub: 0 };
-const LOCAL: Lane = Lane { link: 1, sub: 0 };
+/// The empty schedule of an idle member.
+fn idle(l: &Link) -> MpiResult<Schedule> {
+    built(l, |ic| ic.schedule(Vec::new(), None))
+}
 
-/// An empty schedule over `l` (remote transfers on lane `IC`, local ones on `LOCAL`).
-fn sched(
+/// A schedule made by `f` on the `oxmpi-coll` view of `l`.
+fn built(
     l: &Link,
-    regions: Vec<Region>,
-    op: Option<oxmpi_coll::sched::OwnedOp>,
+    f: impl FnOnce(&InterComm) -> oxmpi_coll::Result<Schedule>,
 ) -> MpiResult<Schedule> {
-    let e = crate::backend::engine()?;
-    let ic = oxmpi_coll::CollComm::on_context_known(e, l.ic, l.ic, l.rank(), l.rsize);
-    let local =
-        oxmpi_coll::CollComm::on_context_known(e, l.star.ctx, l.star.ctx, l.star.rank, l.star.size);
-    let mut s = Schedule::new(&ic, regions, op).map_err(crate::coll_alg::err(l.net.comm))?;
-    s.add_link(local);
-    Ok(s)
+    f(&inter(l)?).map_err(err(l.net.comm))
 }
 
 fn start(l: &Link, s: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> MpiResult {
@@ -761,24 +613,7 @@ fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
 
 /// `MPI_Ibarrier`: gather at the local leader, leaders swap, release.
 pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
-    let mut s = sched(l, vec![Region::Owned(Vec::new())], None)?;
-    let (me, leader) = (l.star.rank, l.star.leader);
-    if me == leader {
-        for r in (0..l.star.size).filter(|&r| r != me) {
-            s.recv(LOCAL, (0, 0), 0, r);
-        }
-        s.next_round();
-        s.send(IC, (0, 0), 0, 0);
-        s.recv(IC, (0, 0), 0, 0);
-        s.next_round();
-        for r in (0..l.star.size).filter(|&r| r != me) {
-            s.send(LOCAL, (0, 0), 0, r);
-        }
-    } else {
-        s.send(LOCAL, (0, 0), 0, leader);
-        s.next_round();
-        s.recv(LOCAL, (0, 0), 0, leader);
-    }
+    let s = built(l, InterComm::ibarrier)?;
     start(l, s, Vec::new(), request)
 }
 
@@ -795,26 +630,19 @@ pub(crate) fn ibcast(
     let role = role(l, root)?;
     let mut unpack = Vec::new();
     let s = match role {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             let data = send_region(&dt, n, buf);
-            let len = dt.size * n;
-            let mut s = sched(l, vec![data], None)?;
-            for r in 0..l.rsize {
-                s.send(IC, (0, 0), len, r);
-            }
-            s
+            built(l, |ic| ic.ibcast_root(data, dt.size * n))?
         }
         Role::Leaf(r) => {
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             // SAFETY: MPI contract: `buf` has room for `n` items until completion.
             let reg = unsafe { icoll::region(&dt, n, buf, false, true, 0, &mut unpack) };
-            let mut s = sched(l, vec![reg], None)?;
-            s.recv(IC, (0, 0), dt.size * n, r);
-            s
+            built(l, |ic| ic.ione(reg, dt.size * n, r, false))?
         }
     };
     start(l, s, unpack, request)
@@ -836,7 +664,7 @@ fn igatherv(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let rdt = dtype(recvtype, comm)?;
             // SAFETY: MPI contract: recvbuf has room for every block until completion.
@@ -851,19 +679,14 @@ fn igatherv(
                     &mut unpack,
                 )
             };
-            let mut s = sched(l, vec![b.region], None)?;
-            for r in 0..l.rsize as usize {
-                s.recv(IC, (0, b.displs[r]), b.counts[r], r as i32);
-            }
-            s
+            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))?
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let sdt = dtype(sendtype, comm)?;
             let n = count(sendcount, comm)?;
-            let mut s = sched(l, vec![send_region(&sdt, n, sendbuf)], None)?;
-            s.send(IC, (0, 0), sdt.size * n, r);
-            s
+            let data = send_region(&sdt, n, sendbuf);
+            built(l, |ic| ic.ione(data, sdt.size * n, r, true))?
         }
     };
     start(l, s, unpack, request)
@@ -924,7 +747,7 @@ fn iscatterv(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let sdt = dtype(sendtype, comm)?;
             // SAFETY: MPI contract: sendbuf holds every block until completion.
@@ -939,11 +762,7 @@ fn iscatterv(
                     &mut unpack,
                 )
             };
-            let mut s = sched(l, vec![b.region], None)?;
-            for r in 0..l.rsize as usize {
-                s.send(IC, (0, b.displs[r]), b.counts[r], r as i32);
-            }
-            s
+            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))?
         }
         Role::Leaf(r) => {
             no_in_place(recvbuf, comm)?;
@@ -951,9 +770,7 @@ fn iscatterv(
             let n = count(recvcount, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
             let reg = unsafe { icoll::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
-            let mut s = sched(l, vec![reg], None)?;
-            s.recv(IC, (0, 0), rdt.size * n, r);
-            s
+            built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
         }
     };
     start(l, s, unpack, request)
@@ -1015,13 +832,7 @@ fn iexchange(
             icoll::pieces(recv, true, 1, &mut unpack),
         )
     };
-    let mut s = sched(l, vec![sreg, rreg], None)?;
-    for r in 0..l.rsize as usize {
-        s.recv(IC, (1, rd[r]), rc[r], r as i32);
-    }
-    for r in 0..l.rsize as usize {
-        s.send(IC, (0, sd[r]), sc[r], r as i32);
-    }
+    let s = built(l, |ic| ic.iexchange((sreg, &sc, &sd), (rreg, &rc, &rd)))?;
     start(l, s, unpack, request)
 }
 
@@ -1189,19 +1000,6 @@ pub(crate) fn ialltoallw(
     iexchange(l, &send, &recv, request)
 }
 
-/// Add to `s` the rounds folding `parts` (region `parts`, `k` blocks of `len` bytes, in
-/// group rank order) into region `acc`: `acc = p0 ∘ (p1 ∘ (… ∘ p(k-1)))`.
-fn fold_steps(s: &mut Schedule, parts: usize, k: usize, len: usize, acc: usize) {
-    if k == 0 {
-        return;
-    }
-    s.next_round();
-    s.copy((parts, (k - 1) * len), (acc, 0), len);
-    for r in (0..k - 1).rev() {
-        s.reduce((parts, r * len), (acc, 0), len);
-    }
-}
-
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ireduce(
@@ -1217,7 +1015,7 @@ pub(crate) fn ireduce(
     let comm = l.net.comm;
     let mut unpack = Vec::new();
     let s = match role(l, root)? {
-        Role::Idle => sched(l, Vec::new(), None)?,
+        Role::Idle => idle(l)?,
         Role::Root => {
             let dt = dtype(dth, comm)?;
             let o = icoll::owned_op(&dt, dth, op, comm)?;
@@ -1225,22 +1023,15 @@ pub(crate) fn ireduce(
             let len = dt.size * n;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
             let out = unsafe { icoll::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
-            let k = l.rsize as usize;
-            let mut s = sched(l, vec![out, Region::Owned(vec![0u8; k * len])], Some(o))?;
-            for r in 0..k {
-                s.recv(IC, (1, r * len), len, r as i32);
-            }
-            fold_steps(&mut s, 1, k, len, 0);
-            s
+            built(l, |ic| ic.ireduce_root(out, len, o))?
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let dt = dtype(dth, comm)?;
             let o = icoll::owned_op(&dt, dth, op, comm)?;
             let n = count(n, comm)?;
-            let mut s = sched(l, vec![send_region(&dt, n, sendbuf)], Some(o))?;
-            s.send(IC, (0, 0), dt.size * n, r);
-            s
+            let data = send_region(&dt, n, sendbuf);
+            built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))?
         }
     };
     start(l, s, unpack, request)
@@ -1264,50 +1055,13 @@ fn ireduce_swap(
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
     let o = icoll::owned_op(&dt, dth, op, comm)?;
-    let len = dt.size * total;
-    let (me, leader, k) = (l.star.rank, l.star.leader, l.star.size as usize);
     let mine = pack(&dt, total, sendbuf);
-    let ours = counts.map_or(total, |c| c[me as usize]);
+    let ours = counts.map_or(total, |c| c[l.rank() as usize]);
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `ours` items until completion.
     let out = unsafe { icoll::region(&dt, ours, recvbuf, false, true, 0, &mut unpack) };
-    // Regions: 0 our result, 1 our contribution, 2 all local parts (leader), 3 the local
-    // reduction (leader), 4 the remote group's reduction (leader).
-    let leads = me == leader;
-    let regions = vec![
-        out,
-        Region::Owned(mine),
-        Region::Owned(vec![0u8; if leads { k * len } else { 0 }]),
-        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
-        Region::Owned(vec![0u8; if leads { len } else { 0 }]),
-    ];
-    let mut s = sched(l, regions, Some(o))?;
-    if !leads {
-        s.send(LOCAL, (1, 0), len, leader);
-        s.next_round();
-        s.recv(LOCAL, (0, 0), dt.size * ours, leader);
-        return start(l, s, unpack, request);
-    }
-    for r in (0..k).filter(|&r| r != me as usize) {
-        s.recv(LOCAL, (2, r * len), len, r as i32);
-    }
-    s.copy((1, 0), (2, me as usize * len), len);
-    fold_steps(&mut s, 2, k, len, 3);
-    s.next_round();
-    s.send(IC, (3, 0), len, 0);
-    s.recv(IC, (4, 0), len, 0);
-    s.next_round();
-    let mut off = 0;
-    for r in 0..k {
-        let c = counts.map_or(total, |c| c[r]) * dt.size;
-        let at = if counts.is_some() { off } else { 0 };
-        if r == me as usize {
-            s.copy((4, at), (0, 0), c);
-        } else {
-            s.send(LOCAL, (4, at), c, r as i32);
-        }
-        off += c;
-    }
+    let bytes: Option<Vec<usize>> = counts.map(|c| c.iter().map(|k| k * dt.size).collect());
+    let s = built(l, |ic| ic.ireduce_swap(out, mine, bytes.as_deref(), o))?;
     start(l, s, unpack, request)
 }
 

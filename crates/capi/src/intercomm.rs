@@ -141,10 +141,6 @@ impl Net {
             .on(self.comm)),
         }
     }
-    pub fn send(&self, ctx: EComm, data: &[u8], dest: i32, tag: i32) -> MpiResult {
-        let r = self.isend(ctx, data, dest, tag)?;
-        self.wait(r).map(|_| ())
-    }
     pub fn recv(&self, ctx: EComm, buf: &mut [u8], src: i32, tag: i32) -> MpiResult<usize> {
         let r = self.irecv(ctx, buf, src, tag)?;
         self.wait(r)

@@ -54,7 +54,6 @@ pub mod misc;
 pub mod neighbor;
 pub(crate) mod objects;
 pub mod op;
-pub(crate) mod op_ext;
 pub mod p2p;
 pub mod request;
 pub mod rma;

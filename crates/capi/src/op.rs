@@ -4,6 +4,7 @@
 use crate::consts::*;
 use crate::ffi::{check_count, inp, out, MpiResult};
 use crate::state::{lock, UserOp};
+use oxmpi_coll::op::{ElemType, OpKind as Kernel};
 use std::ffi::{c_int, c_void};
 
 /// A user reduction function (`MPI_User_function`).
@@ -28,59 +29,48 @@ pub(crate) fn op_kind(op: c_int) -> MpiResult<OpKind> {
     }
 }
 
-macro_rules! arith {
-    ($op:expr, $t:ty, $a:expr, $b:expr, $n:expr, int) => {{
-        // SAFETY: the caller guarantees `n` values of this type at both pointers.
-        let (a, b) = unsafe {
-            (
-                std::slice::from_raw_parts($a as *const $t, $n),
-                std::slice::from_raw_parts_mut($b as *mut $t, $n),
-            )
-        };
-        for (x, y) in a.iter().zip(b.iter_mut()) {
-            *y = match $op {
-                MPI_SUM => y.wrapping_add(*x),
-                MPI_PROD => y.wrapping_mul(*x),
-                MPI_MAX => (*y).max(*x),
-                MPI_MIN => (*y).min(*x),
-                MPI_LAND => ((*y != 0) && (*x != 0)) as $t,
-                MPI_LOR => ((*y != 0) || (*x != 0)) as $t,
-                MPI_LXOR => ((*y != 0) != (*x != 0)) as $t,
-                MPI_BAND => *y & *x,
-                MPI_BOR => *y | *x,
-                MPI_BXOR => *y ^ *x,
-                MPI_REPLACE => *x,
-                MPI_NO_OP => *y,
-                _ => return false,
-            };
+/// The reduction-kernel operation of a predefined op handle (`None`: not predefined).
+pub(crate) fn builtin_op(op: c_int) -> Option<Kernel> {
+    let i = op.wrapping_sub(MPI_MAX);
+    Kernel::ALL.get(usize::try_from(i).ok()?).copied()
+}
+
+/// How a predefined reduction reads the predefined datatype `dt` (`None`: no predefined
+/// reduction is defined on it).
+pub(crate) fn elem_type(dt: c_int) -> Option<ElemType> {
+    Some(match dt {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => ElemType::I8,
+        MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_UINT8_T | MPI_C_BOOL | MPI_CXX_BOOL => ElemType::U8,
+        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => ElemType::I16,
+        MPI_UNSIGNED_SHORT | MPI_UINT16_T => ElemType::U16,
+        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL | MPI_WCHAR => {
+            ElemType::I32
         }
-        true
-    }};
-    ($op:expr, $t:ty, $a:expr, $b:expr, $n:expr, float) => {{
-        // SAFETY: the caller guarantees `n` values of this type at both pointers.
-        let (a, b) = unsafe {
-            (
-                std::slice::from_raw_parts($a as *const $t, $n),
-                std::slice::from_raw_parts_mut($b as *mut $t, $n),
-            )
-        };
-        for (x, y) in a.iter().zip(b.iter_mut()) {
-            *y = match $op {
-                MPI_SUM => *y + *x,
-                MPI_PROD => *y * *x,
-                MPI_MAX => y.max(*x),
-                MPI_MIN => y.min(*x),
-                MPI_REPLACE => *x,
-                MPI_NO_OP => *y,
-                _ => return false,
-            };
+        MPI_UNSIGNED | MPI_UINT32_T => ElemType::U32,
+        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET
+        | MPI_COUNT => ElemType::I64,
+        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => ElemType::U64,
+        MPI_FLOAT | MPI_REAL | MPI_REAL4 => ElemType::F32,
+        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => ElemType::F64,
+        MPI_2INT => ElemType::TwoInt,
+        MPI_FLOAT_INT => ElemType::FloatInt,
+        MPI_DOUBLE_INT => ElemType::DoubleInt,
+        MPI_LONG_INT => ElemType::LongInt,
+        MPI_SHORT_INT => ElemType::ShortInt,
+        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => {
+            ElemType::ComplexF32
         }
-        true
-    }};
+        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => {
+            ElemType::ComplexF64
+        }
+        MPI_LONG_DOUBLE => ElemType::LongDouble,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => ElemType::ComplexLongDouble,
+        _ => return None,
+    })
 }
 
 /// Apply a predefined op elementwise: `inout[i] = in[i] op inout[i]`. Returns false if the
-/// (op, type) pair is not supported.
+/// (op, type) pair is not supported. The kernels are `oxmpi_coll::op`'s.
 ///
 /// # Safety
 /// Both pointers must hold `n` elements of the predefined type `dt`.
@@ -91,76 +81,11 @@ pub(crate) unsafe fn apply_builtin(
     b: *mut u8,
     n: usize,
 ) -> bool {
-    match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => arith!(op, i8, a, b, n, int),
-        MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_UINT8_T | MPI_C_BOOL | MPI_CXX_BOOL => {
-            arith!(op, u8, a, b, n, int)
-        }
-        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => arith!(op, i16, a, b, n, int),
-        MPI_UNSIGNED_SHORT | MPI_UINT16_T => arith!(op, u16, a, b, n, int),
-        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL | MPI_WCHAR => {
-            arith!(op, i32, a, b, n, int)
-        }
-        MPI_UNSIGNED | MPI_UINT32_T => arith!(op, u32, a, b, n, int),
-        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET
-        | MPI_COUNT => arith!(op, i64, a, b, n, int),
-        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => arith!(op, u64, a, b, n, int),
-        MPI_FLOAT | MPI_REAL | MPI_REAL4 => arith!(op, f32, a, b, n, float),
-        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => arith!(op, f64, a, b, n, float),
-        MPI_2INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
-            // SAFETY: forwarded caller contract (n elements of dt at a and b).
-            unsafe { loc::<i32>(op, a, b, n, 8, 4) }
-        }
-        MPI_FLOAT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
-            // SAFETY: forwarded caller contract (n elements of dt at a and b).
-            unsafe { loc::<f32>(op, a, b, n, 8, 4) }
-        }
-        MPI_DOUBLE_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
-            // SAFETY: forwarded caller contract (n elements of dt at a and b).
-            unsafe { loc::<f64>(op, a, b, n, 16, 8) }
-        }
-        MPI_LONG_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
-            // SAFETY: forwarded caller contract (n elements of dt at a and b).
-            unsafe { loc::<i64>(op, a, b, n, 16, 8) }
-        }
-        MPI_SHORT_INT if op == MPI_MINLOC || op == MPI_MAXLOC => {
-            // SAFETY: forwarded caller contract (n elements of dt at a and b).
-            unsafe { loc::<i16>(op, a, b, n, 8, 4) }
-        }
-        // Complex and long double (SAFETY: forwarded caller contract).
-        _ => unsafe { crate::op_ext::apply(op, dt, a, b, n) },
+    match (builtin_op(op), elem_type(dt)) {
+        // SAFETY: forwarded caller contract (n elements of dt at a and b).
+        (Some(o), Some(t)) => unsafe { oxmpi_coll::op::apply(o, t, a, b, n) },
+        _ => false,
     }
-}
-
-/// MINLOC/MAXLOC over `{value, int}` pairs of `stride` bytes, the int at `ioff`.
-///
-/// # Safety
-/// Both pointers must hold `n` pairs.
-unsafe fn loc<T: PartialOrd + Copy>(
-    op: c_int,
-    a: *const u8,
-    b: *mut u8,
-    n: usize,
-    stride: usize,
-    ioff: usize,
-) -> bool {
-    for i in 0..n {
-        // SAFETY: element i of both arrays is in bounds (caller contract).
-        unsafe {
-            let pa = a.add(i * stride);
-            let pb = b.add(i * stride);
-            let va = pa.cast::<T>().read_unaligned();
-            let vb = pb.cast::<T>().read_unaligned();
-            let ia = pa.add(ioff).cast::<i32>().read_unaligned();
-            let ib = pb.add(ioff).cast::<i32>().read_unaligned();
-            let better = if op == MPI_MINLOC { va < vb } else { va > vb };
-            if better || (va == vb && ia < ib) {
-                pb.cast::<T>().write_unaligned(va);
-                pb.add(ioff).cast::<i32>().write_unaligned(ia);
-            }
-        }
-    }
-    true
 }
 
 /// Reduce `count` items of `datatype` from `inbuf` into `inoutbuf` with `op`.
@@ -262,79 +187,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn handles_map_onto_the_kernel_descriptors() {
+        assert_eq!(builtin_op(MPI_MAX), Some(Kernel::Max));
+        assert_eq!(builtin_op(MPI_LXOR), Some(Kernel::Lxor));
+        assert_eq!(builtin_op(MPI_BXOR), Some(Kernel::Bxor));
+        assert_eq!(builtin_op(MPI_MAXLOC), Some(Kernel::MaxLoc));
+        assert_eq!(builtin_op(MPI_NO_OP), Some(Kernel::NoOp));
+        assert_eq!(builtin_op(MPI_OP_NULL), None);
+        assert_eq!(builtin_op(MPI_NO_OP + 1), None);
+        assert_eq!(elem_type(MPI_LOGICAL), Some(ElemType::I32));
+        assert_eq!(elem_type(MPI_COUNT), Some(ElemType::I64));
+        assert_eq!(elem_type(MPI_COMPLEX16), Some(ElemType::ComplexF64));
+        assert_eq!(elem_type(MPI_SHORT_INT), Some(ElemType::ShortInt));
+        assert_eq!(elem_type(MPI_DATATYPE_NULL), None);
+        for (dt, ty) in [
+            (MPI_INT, ElemType::I32),
+            (MPI_DOUBLE_INT, ElemType::DoubleInt),
+        ] {
+            assert_eq!(
+                lock().dtype(dt).expect("predefined").extent(),
+                ty.size() as isize
+            );
+        }
+    }
+
+    /// `apply_builtin` on arrays of the handle's element layout `T`.
+    fn apply_on<T: Copy>(op: c_int, dt: c_int, a: &[T], b: &mut [T]) -> bool {
+        assert_eq!(a.len(), b.len());
+        // SAFETY: both arrays hold `a.len()` elements of `dt`'s layout (the callers pair
+        // each handle with its Rust type), aligned for it.
+        unsafe { apply_builtin(op, dt, a.as_ptr().cast(), b.as_mut_ptr().cast(), a.len()) }
+    }
+
+    #[test]
     fn builtin_sum_max_and_minloc() {
         let a = [1i32, 5, -3];
         let mut b = [10i32, 2, -4];
-        // SAFETY: 3 ints each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_SUM,
-                MPI_INT,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                3,
-            )
-        });
+        assert!(apply_on(MPI_SUM, MPI_INT, &a, &mut b));
         assert_eq!(b, [11, 7, -7]);
-        // SAFETY: 3 ints each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MAX,
-                MPI_INT,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                3,
-            )
-        });
+        assert!(apply_on(MPI_MAX, MPI_INT, &a, &mut b));
         assert_eq!(b, [11, 7, -3]);
         let x = [2.5f64, 1.0];
         let mut y = [1.0f64, 4.0];
-        // SAFETY: 2 doubles each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_PROD,
-                MPI_DOUBLE,
-                x.as_ptr().cast(),
-                y.as_mut_ptr().cast(),
-                2,
-            )
-        });
+        assert!(apply_on(MPI_PROD, MPI_DOUBLE, &x, &mut y));
         assert_eq!(y, [2.5, 4.0]);
         // Bitwise ops are not defined on floating point.
-        // SAFETY: 2 doubles each.
-        assert!(!unsafe {
-            apply_builtin(
-                MPI_BAND,
-                MPI_DOUBLE,
-                x.as_ptr().cast(),
-                y.as_mut_ptr().cast(),
-                2,
-            )
-        });
-        let p = [3i32, 7];
-        let mut q = [3i32, 2];
-        // SAFETY: one 2INT pair each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MINLOC,
-                MPI_2INT,
-                p.as_ptr().cast(),
-                q.as_mut_ptr().cast(),
-                1,
-            )
-        });
-        assert_eq!(q, [3, 2]);
-        let p = [1i32, 7];
-        // SAFETY: one 2INT pair each.
-        assert!(unsafe {
-            apply_builtin(
-                MPI_MINLOC,
-                MPI_2INT,
-                p.as_ptr().cast(),
-                q.as_mut_ptr().cast(),
-                1,
-            )
-        });
-        assert_eq!(q, [1, 7]);
+        assert!(!apply_on(MPI_BAND, MPI_DOUBLE, &x, &mut y));
+        let mut q = [[3i32, 2]];
+        assert!(apply_on(MPI_MINLOC, MPI_2INT, &[[3i32, 7]], &mut q));
+        assert_eq!(q, [[3, 2]]);
+        assert!(apply_on(MPI_MINLOC, MPI_2INT, &[[1i32, 7]], &mut q));
+        assert_eq!(q, [[1, 7]]);
     }
 }

@@ -53,6 +53,7 @@ fn collective_algorithms_np1_to_4() {
             "minloc/maxloc on double_int: ok",
             "strided vector type: ok",
             "split/dup communicators: ok",
+            "split_type shared: ok",
             "nonblocking collectives: ok",
         ],
     );

@@ -9,6 +9,8 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use oxmpi_coll::base::select;
+use oxmpi_coll::tune::Coll;
 use oxmpi_coll::{comm_free, CollComm, Op};
 use oxmpi_engine::{init, Engine, SendMode, ThreadLevel};
 
@@ -170,6 +172,31 @@ fn forced_algorithms_c_np4() {
 fn forced_algorithms_c_np5() {
     run(5, "suite", FORCED_C);
 }
+/// The `sm` component through the framework's selection (`base::select`), with the large
+/// allreduce region enabled from 16 KiB (ranks busy-poll so that it is used).
+const SM: &[(&str, &str)] = &[
+    ("OXMPI_MCA_mpi_yield_when_idle", "0"),
+    ("OXMPI_MCA_coll_sm_allreduce_large_min", "16384"),
+];
+
+#[test]
+fn shared_memory_component_np2() {
+    run(2, "sm", SM);
+}
+#[test]
+fn shared_memory_component_np3() {
+    run(3, "sm", SM);
+}
+#[test]
+fn shared_memory_component_disabled_np3() {
+    run(3, "sm-off", &[("OXMPI_MCA_coll_sm_enable", "0")]);
+}
+
+#[test]
+fn nonblocking_progress_np3() {
+    run(3, "nbc", &[]);
+}
+
 #[test]
 fn communicators_np4() {
     run(4, "comms", &[]);
@@ -198,6 +225,17 @@ fn rank_entry() {
             suite(&w, 1);
         }
         "comms" => comms(e),
+        "nbc" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            nbc_suite(&w);
+        }
+        "sm" | "sm-off" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            let seg = oxmpi_coll::sm::get(&w, Coll::Allreduce).unwrap();
+            // Every rank of the job runs on this node: the segment exists unless disabled.
+            assert_eq!(seg.is_some(), scenario == "sm", "segment of {scenario}");
+            sm_suite(&w);
+        }
         s => panic!("unknown scenario {s}"),
     }
     e.finalize().expect("finalize");
@@ -429,6 +467,127 @@ fn suite(c: &CollComm, seed: u64) {
         }
     }
     c.barrier().unwrap();
+}
+
+/// Barrier, bcast, allreduce (both ops, both argument forms) and alltoall through
+/// `base::select` at sizes on both sides of the `sm` limits (4 KiB; 16 KiB for the large
+/// region, see [`SM`]), against the local reference.
+fn sm_suite(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
+    let sizes = [0usize, 1, 7, 56, 57, 512, 4096, 4097, 16 * 1024, 100_000];
+    for (it, &bytes) in sizes.iter().enumerate() {
+        let it = it as u64;
+        select::barrier(c).unwrap();
+        let root = (it as usize) % p;
+        let data = contrib(bytes, it, root, 1);
+        let mut buf = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; bytes]
+        };
+        select::bcast(c, &mut buf, root as i32).unwrap();
+        assert_eq!(buf, data, "bcast of {bytes} bytes from {root}");
+        for (oi, &(f, es, comm)) in ops.iter().enumerate() {
+            let len = bytes / es * es;
+            let xs: Vec<Vec<u8>> = (0..p)
+                .map(|i| contrib(len, it, i, 10 + oi as u64))
+                .collect();
+            let total = fold(f, &xs);
+            let mut b = xs[r].clone();
+            select::allreduce(c, None, &mut b, &f, es, comm).unwrap();
+            assert_eq!(b, total, "allreduce in place, {len} bytes, op {oi}");
+            let mut out = vec![0u8; len];
+            select::allreduce(c, Some(&xs[r]), &mut out, &f, es, comm).unwrap();
+            assert_eq!(out, total, "allreduce, {len} bytes, op {oi}");
+        }
+        let block = bytes / p / 2;
+        let send = contrib(block * p, it, r, 30);
+        let mut recv = vec![0u8; block * p];
+        select::alltoall(c, &send, &mut recv, block).unwrap();
+        for j in 0..p {
+            let theirs = contrib(block * p, it, j, 30);
+            assert_eq!(
+                recv[j * block..(j + 1) * block],
+                theirs[r * block..(r + 1) * block],
+                "alltoall block {block} from {j}"
+            );
+        }
+    }
+}
+
+/// Schedules started through `nbc::progress`: completed by the progress thread while the
+/// rank only waits on a channel, and by the rank's own `progress_pending` calls; blocking
+/// collectives may run while they are outstanding.
+fn nbc_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::progress;
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use std::sync::mpsc;
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    for it in 0..6u64 {
+        let (tx, rx) = mpsc::channel::<(&str, Vec<u8>)>();
+        let len = [0usize, 4, 4096, 40_000][it as usize % 4];
+        let root = (it as usize) % p;
+        let data = contrib(len, it, root, 1);
+        let buf = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; len]
+        };
+        let s = c.ibcast(Region::Owned(buf), root as i32).unwrap();
+        let t = tx.clone();
+        progress::start(
+            s,
+            Box::new(move |s, res| {
+                res.unwrap();
+                t.send(("bcast", s.owned_bytes(0).unwrap().to_vec()))
+                    .unwrap();
+            }),
+        );
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 10)).collect();
+        let op = OwnedOp {
+            f: Box::new(sum_u32),
+            elem_size: 4,
+            commutative: true,
+        };
+        let s = c.iallreduce(Region::Owned(xs[r].clone()), op).unwrap();
+        let t = tx.clone();
+        progress::start(
+            s,
+            Box::new(move |s, res| {
+                res.unwrap();
+                t.send(("allreduce", s.owned_bytes(0).unwrap().to_vec()))
+                    .unwrap();
+            }),
+        );
+        let s = c.ibarrier().unwrap();
+        progress::start(
+            s,
+            Box::new(move |_, res| {
+                res.unwrap();
+                tx.send(("barrier", Vec::new())).unwrap();
+            }),
+        );
+        // A blocking collective while the schedules are outstanding (its own tags).
+        let mut b = vec![r as u8; 3];
+        c.bcast(&mut b, 0).unwrap();
+        assert_eq!(b, [0, 0, 0]);
+        let mut got = std::collections::HashMap::new();
+        while got.len() < 3 {
+            // Odd iterations leave everything to the progress thread.
+            if it % 2 == 0 {
+                progress::progress_pending();
+            }
+            if let Ok((what, v)) = rx.recv_timeout(Duration::from_millis(1)) {
+                got.insert(what, v);
+            }
+        }
+        assert_eq!(got["bcast"], data, "ibcast it {it}");
+        assert_eq!(got["allreduce"], fold(&sum_u32, &xs), "iallreduce it {it}");
+    }
+    assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
 }
 
 fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {

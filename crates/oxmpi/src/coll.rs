@@ -1,5 +1,7 @@
-//! Collective operations (barrier, broadcast, reduce, gather) on the algorithm layer
-//! `oxmpi-coll`.
+//! Collective operations (barrier, broadcast, reduce, gather) on the collective framework
+//! `oxmpi-coll`, with the C library's component selection (`oxmpi_coll::base::select`):
+//! barrier, broadcast and allreduce take the shared-memory component when every rank runs
+//! on one node, the point-to-point algorithms otherwise.
 //!
 //! Every communicator has a second engine communicator over the same ranks, its *collective
 //! context*, so collective traffic never matches a user's receive (same convention as the C
@@ -11,6 +13,13 @@
 //! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
 //! form; contiguous element types are used in place.
 
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use oxmpi_coll::base::select;
+use oxmpi_coll::nbc::progress;
+use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
 use oxmpi_coll::{CollComm, Op};
 use oxmpi_engine::ErrorClass;
 
@@ -66,6 +75,16 @@ fn byte_op<T: Equivalence>(op: &(impl Fn(T, T) -> T + ?Sized), a: &[u8], io: &mu
     }
 }
 
+/// The byte operation `f` on packed elements of `T`, combined in rank order (not taken
+/// as commutative).
+fn rank_order_op<T: Equivalence>(f: &dyn Fn(&[u8], &mut [u8])) -> Op<'_> {
+    Op {
+        f,
+        elem_size: T::PACKED_SIZE.max(1),
+        commutative: false,
+    }
+}
+
 impl<'u> Communicator<'u> {
     fn check_root(&self, root: i32) -> Result<()> {
         if (0..self.size()).contains(&root) {
@@ -92,7 +111,7 @@ impl<'u> Communicator<'u> {
     /// # }
     /// ```
     pub fn barrier(&self) -> Result<()> {
-        Ok(self.alg().barrier()?)
+        Ok(select::barrier(&self.alg())?)
     }
 
     /// Copies `buf` of rank `root` into `buf` of every other rank (`MPI_Bcast`). All ranks must
@@ -114,7 +133,9 @@ impl<'u> Communicator<'u> {
     pub fn broadcast<T: Equivalence>(&self, root: i32, buf: &mut [T]) -> Result<()> {
         self.check_root(root)?;
         let a = self.alg();
-        with_bytes(buf, self.rank() == root, |b| Ok(a.bcast(b, root)?))
+        with_bytes(buf, self.rank() == root, |b| {
+            Ok(select::bcast(&a, b, root)?)
+        })
     }
 
     /// Combines `send` of all ranks element by element with `op` and stores the result in
@@ -128,24 +149,13 @@ impl<'u> Communicator<'u> {
         F: Fn(T, T) -> T,
     {
         self.check_root(root)?;
-        if self.rank() == root && recv.len() != send.len() {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "reduce: receive buffer of {} elements for {} elements",
-                    recv.len(),
-                    send.len()
-                ),
-            ));
+        if self.rank() == root {
+            self.check_len("reduce", send.len(), recv.len())?;
         }
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let o = Op {
-            f: &f,
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        self.alg().reduce(&mut data, root, &o)?;
+        self.alg()
+            .reduce(&mut data, root, &rank_order_op::<T>(&f))?;
         if self.rank() == root {
             unpack_into(&data, recv);
         }
@@ -170,24 +180,17 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T,
     {
-        if recv.len() != send.len() {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "all_reduce: receive buffer of {} elements for {} elements",
-                    recv.len(),
-                    send.len()
-                ),
-            ));
-        }
+        self.check_len("all_reduce", send.len(), recv.len())?;
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let o = Op {
-            f: &f,
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        self.alg().allreduce(&mut data, &o)?;
+        select::allreduce(
+            &self.alg(),
+            None,
+            &mut data,
+            &f,
+            T::PACKED_SIZE.max(1),
+            false,
+        )?;
         unpack_into(&data, recv);
         Ok(())
     }
@@ -258,6 +261,109 @@ impl<'u> Communicator<'u> {
         })
     }
 
+    /// Sends block `j` of `send` to rank `j` and receives rank `j`'s block for us into block
+    /// `j` of `recv` (`MPI_Alltoall`); both hold `size` blocks of equal length. Small
+    /// exchanges among the ranks of one node go through the shared-memory component.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let n = world.size() as usize;
+    /// let send: Vec<i32> = (0..n as i32).map(|j| world.rank() * 100 + j).collect();
+    /// let mut recv = vec![0i32; n];
+    /// world.all_to_all(&send[..], &mut recv[..])?;
+    /// assert_eq!(recv[0], world.rank()); // rank 0 sent us 0 * 100 + our rank
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn all_to_all<T: Equivalence>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let n = self.size() as usize;
+        if send.len() != recv.len() || send.len() % n != 0 {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "all_to_all: {} elements to send and room for {} on {n} ranks",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let a = self.alg();
+        let block = send.len() / n * T::PACKED_SIZE;
+        let own = pack_slice(send);
+        with_bytes(recv, false, |r| Ok(select::alltoall(&a, &own, r, block)?))
+    }
+
+    /// Sends block `j` of `send` (on rank `root`, which holds `size` blocks of `recv.len()`
+    /// elements) to rank `j`'s `recv` (`MPI_Scatter`); `send` is not used elsewhere.
+    pub fn scatter<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.check_root(root)?;
+        let n = recv.len();
+        if self.rank() == root && n.checked_mul(self.size() as usize) != Some(send.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "scatter: {} elements to send for {} ranks of {n}",
+                    send.len(),
+                    self.size()
+                ),
+            ));
+        }
+        let a = self.alg();
+        let own = if self.rank() == root {
+            pack_slice(send)
+        } else {
+            Vec::new()
+        };
+        with_bytes(recv, false, |r| Ok(a.scatter(&own, r, root)?))
+    }
+
+    /// Inclusive prefix reduction (`MPI_Scan`): `recv` of rank `i` gets
+    /// `op(… op(send_0, send_1) …, send_i)` element by element (rank order; `op` must be
+    /// associative).
+    pub fn scan<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        self.check_len("scan", send.len(), recv.len())?;
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        self.alg().scan(&mut data, &rank_order_op::<T>(&f))?;
+        unpack_into(&data, recv);
+        Ok(())
+    }
+
+    /// Exclusive prefix reduction (`MPI_Exscan`): `recv` of rank `i > 0` gets the
+    /// reduction of `send` of ranks `0..i` (rank order); rank 0's `recv` is left as it is.
+    pub fn exclusive_scan<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        self.check_len("exclusive_scan", send.len(), recv.len())?;
+        let data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let mut out = vec![0u8; data.len()];
+        self.alg()
+            .exscan(&data, &mut out, &rank_order_op::<T>(&f))?;
+        if self.rank() > 0 {
+            unpack_into(&out, recv);
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, what: &str, send: usize, recv: usize) -> Result<()> {
+        if send == recv {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorClass::Count,
+            format!("{what}: receive buffer of {recv} elements for {send} elements"),
+        ))
+    }
+
     /// The `oxmpi-coll` view of this communicator (traffic on its collective context).
     fn alg(&self) -> CollComm {
         CollComm::on_context_known(
@@ -267,5 +373,157 @@ impl<'u> Communicator<'u> {
             self.rank(),
             self.size(),
         )
+    }
+}
+
+/// A started nonblocking collective ([`ibarrier`](Communicator::ibarrier),
+/// [`ibroadcast`](Communicator::ibroadcast), [`iall_reduce`](Communicator::iall_reduce)):
+/// its schedule runs in the background (the `oxmpi-coll` progress thread, and the waiting
+/// thread itself in [`wait`](Self::wait)/[`test`](Self::test)), whatever the program does
+/// meanwhile. [`wait`](Self::wait) gives the collective's result (empty for a barrier).
+/// Dropping the request waits for the collective to end.
+#[must_use = "a nonblocking collective must be waited or tested to get its result"]
+pub struct CollRequest<'u, T: Equivalence> {
+    slot: Option<Arc<Slot>>,
+    /// The values the result is unpacked into (as many as the result has).
+    out: Vec<T>,
+    _universe: PhantomData<&'u crate::Universe>,
+}
+
+/// Where a schedule's completion leaves its outcome (the packed result).
+#[derive(Default)]
+struct Slot {
+    done: Mutex<Option<Result<Vec<u8>>>>,
+    cv: Condvar,
+}
+
+impl Slot {
+    fn take(&self) -> Option<Result<Vec<u8>>> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Until the outcome is there: advance the active schedules on this thread, or sleep
+    /// briefly while another thread (the progress thread) completes ours.
+    fn wait(&self) -> Result<Vec<u8>> {
+        loop {
+            if let Some(r) = self.take() {
+                return r;
+            }
+            if progress::progress_pending() {
+                std::thread::yield_now();
+                continue;
+            }
+            let g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            if g.is_none() {
+                let _ = self.cv.wait_timeout(g, Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+impl<'u, T: Equivalence> CollRequest<'u, T> {
+    /// Starts `sched` (its region 0 holds the packed result at the end); the result is
+    /// unpacked into `out`.
+    fn start(sched: Schedule, out: Vec<T>) -> CollRequest<'u, T> {
+        let slot = Arc::new(Slot::default());
+        let s2 = slot.clone();
+        progress::start(
+            sched,
+            Box::new(move |s, r| {
+                let v = r
+                    .map(|()| s.owned_bytes(0).map(<[u8]>::to_vec).unwrap_or_default())
+                    .map_err(Error::from);
+                *s2.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
+                s2.cv.notify_all();
+            }),
+        );
+        CollRequest {
+            slot: Some(slot),
+            out,
+            _universe: PhantomData,
+        }
+    }
+
+    fn finish(mut self, r: Result<Vec<u8>>) -> Result<Vec<T>> {
+        let bytes = r?;
+        let mut out = std::mem::take(&mut self.out);
+        unpack_into(&bytes, &mut out);
+        Ok(out)
+    }
+
+    /// Blocks until the collective completes (`MPI_Wait`); its result.
+    pub fn wait(mut self) -> Result<Vec<T>> {
+        let r = self.slot.take().expect("request already completed").wait();
+        self.finish(r)
+    }
+
+    /// The result if the collective has completed (`MPI_Test`); the request back otherwise.
+    pub fn test(mut self) -> std::result::Result<Result<Vec<T>>, Self> {
+        progress::progress_pending();
+        let slot = self.slot.take().expect("request already completed");
+        match slot.take() {
+            Some(r) => Ok(self.finish(r)),
+            None => {
+                self.slot = Some(slot);
+                Err(self)
+            }
+        }
+    }
+}
+
+impl<T: Equivalence> Drop for CollRequest<'_, T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let _ = slot.wait();
+        }
+    }
+}
+
+impl<'u> Communicator<'u> {
+    /// Starts a barrier (`MPI_Ibarrier`); waiting for it returns once every rank has
+    /// started it. Its result is empty.
+    pub fn ibarrier(&self) -> Result<CollRequest<'u, u8>> {
+        Ok(CollRequest::start(self.alg().ibarrier()?, Vec::new()))
+    }
+
+    /// Starts a broadcast of `buf` from `root` (`MPI_Ibcast`); waiting gives `buf` with the
+    /// root's values. All ranks pass vectors of the same length.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let mine = if world.rank() == 0 { vec![3u16, 1, 4] } else { vec![0; 3] };
+    /// let request = world.ibroadcast(0, mine)?;
+    /// // ... other work while the broadcast proceeds ...
+    /// assert_eq!(request.wait()?, [3, 1, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ibroadcast<T: Equivalence>(&self, root: i32, buf: Vec<T>) -> Result<CollRequest<'u, T>> {
+        self.check_root(root)?;
+        let bytes = pack_slice(&buf);
+        let sched = self.alg().ibcast(Region::Owned(bytes), root)?;
+        Ok(CollRequest::start(sched, buf))
+    }
+
+    /// Starts combining `send` of all ranks element by element with `op`
+    /// (`MPI_Iallreduce`); waiting gives the result on every rank. As in
+    /// [`all_reduce`](Self::all_reduce), `op` must be associative and values combine in
+    /// rank order (`op(lower, higher)`). `op` runs on the thread that advances the
+    /// collective (possibly the progress thread).
+    pub fn iall_reduce<T, F>(&self, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        let f = move |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let op = OwnedOp {
+            f: Box::new(f),
+            elem_size: T::PACKED_SIZE.max(1),
+            commutative: false,
+        };
+        let sched = self.alg().iallreduce(Region::Owned(pack_slice(send)), op)?;
+        Ok(CollRequest::start(sched, send.to_vec()))
     }
 }

@@ -100,6 +100,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use oxmpi_engine::{CommId, Engine};
 
+pub use coll::CollRequest;
 pub use comm::{Communicator, Message};
 pub use datatype::Equivalence;
 pub use error::{Error, ErrorClass, Result};

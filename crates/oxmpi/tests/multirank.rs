@@ -272,6 +272,90 @@ fn rank_body() {
     } else {
         assert_eq!(out[0].value, 0, "only the root receives the result");
     }
+    // The same non-commutative op through all_reduce (the shared-memory component on one
+    // node: it folds in rank order too), and a vector past coll_sm_allreduce_large_min.
+    let mut all = [Digits { value: 0, scale: 0 }];
+    world
+        .all_reduce(&[digit][..], &mut all[..], Digits::concat)
+        .expect("all_reduce non-commutative");
+    assert_eq!(all[0].value, 123, "all_reduce combined in rank order");
+    let long: Vec<i64> = (0..70_000).map(|i| i * (i64::from(rank) + 1)).collect();
+    let mut total = vec![0i64; long.len()];
+    world
+        .all_reduce(&long[..], &mut total[..], |a, b| a + b)
+        .expect("large all_reduce");
+    assert!(total.iter().enumerate().all(|(i, &t)| t == 6 * i as i64));
+    // Nonblocking collectives (oxmpi-coll's nbc schedules), with a blocking collective
+    // while they are outstanding; one completed by test() alone.
+    let bar = world.ibarrier().expect("ibarrier");
+    let init = if rank == 2 {
+        vec![7u32, 8, 9]
+    } else {
+        vec![0; 3]
+    };
+    let bc = world.ibroadcast(2, init).expect("ibroadcast");
+    let red = world
+        .iall_reduce(&[digit][..], Digits::concat)
+        .expect("iall_reduce");
+    world
+        .barrier()
+        .expect("barrier among nonblocking collectives");
+    assert!(bar.wait().expect("ibarrier wait").is_empty());
+    assert_eq!(bc.wait().expect("ibroadcast wait"), [7, 8, 9]);
+    assert_eq!(red.wait().expect("iall_reduce wait")[0].value, 123);
+    let mut pending = world
+        .iall_reduce(&[i64::from(rank)][..], |a, b| a + b)
+        .expect("iall_reduce");
+    let summed = loop {
+        match pending.test() {
+            Ok(r) => break r.expect("iall_reduce test"),
+            Err(back) => pending = back,
+        }
+    };
+    assert_eq!(summed, [3]);
+    // all_to_all: block j of rank i holds (i, j) pairs; small blocks take the shared-memory
+    // segment, 400-element ones the point-to-point algorithms.
+    for per in [2usize, 400] {
+        let send: Vec<Record> = (0..size as usize * per)
+            .map(|k| record(rank, (k / per) as u32))
+            .collect();
+        let mut got = vec![record(-1, 0); send.len()];
+        world
+            .all_to_all(&send[..], &mut got[..])
+            .expect("all_to_all");
+        for (k, r) in got.iter().enumerate() {
+            assert_eq!(
+                *r,
+                record((k / per) as i32, rank as u32),
+                "all_to_all {per}"
+            );
+        }
+    }
+    // scatter of packed structs from rank 1; inclusive and exclusive scans of the
+    // non-commutative Digits (rank order: 1, 12, 123).
+    let blocks: Vec<Record> = (0..size as u32 * 2).map(|k| record(1, k)).collect();
+    let mut mine = [record(-1, 0); 2];
+    world
+        .scatter(1, if rank == 1 { &blocks[..] } else { &[] }, &mut mine[..])
+        .expect("scatter");
+    assert_eq!(
+        mine,
+        [record(1, 2 * rank as u32), record(1, 2 * rank as u32 + 1)]
+    );
+    let mut pre = [Digits { value: 0, scale: 0 }];
+    world
+        .scan(&[digit][..], &mut pre[..], Digits::concat)
+        .expect("scan");
+    assert_eq!(pre[0].value, [1, 12, 123][rank as usize]);
+    let mut ex = [Digits { value: 9, scale: 9 }];
+    world
+        .exclusive_scan(&[digit][..], &mut ex[..], Digits::concat)
+        .expect("exclusive_scan");
+    assert_eq!(
+        ex[0].value,
+        [9, 1, 12][rank as usize],
+        "rank 0's left as it was"
+    );
     let mut five = [0u8];
     world
         .recv(&mut five[..], prev, 0)

@@ -169,6 +169,21 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) printf("split/dup communicators: ok\n");
 
+    /* MPI_COMM_TYPE_SHARED: every rank of this job runs on this node; the key orders them. */
+    {
+        MPI_Comm node;
+        int nr, ns;
+        CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, size - rank,
+                                     MPI_INFO_NULL, &node));
+        MPI_Comm_rank(node, &nr);
+        MPI_Comm_size(node, &ns);
+        CHECK(ns == size && nr == size - 1 - rank);
+        MPI_Comm_free(&node);
+        CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_UNDEFINED, 0, MPI_INFO_NULL, &node));
+        CHECK(node == MPI_COMM_NULL);
+    }
+    if (rank == 0) printf("split_type shared: ok\n");
+
     /* Nonblocking collectives (complete at start here, but used as the standard says). */
     {
         MPI_Request rq[4];

@@ -1,33 +1,32 @@
-//! Predefined reductions on the types `op.rs` does not cover: complex numbers (`SUM`,
+//! Predefined reductions on the types [`super::apply`] does not cover: complex numbers (`SUM`,
 //! `PROD`, `REPLACE`, `NO_OP`) and, on x86-64, `long double` (80-bit x87 extended precision
 //! in 16 bytes: `SUM`, `PROD`, `MAX`, `MIN`, `REPLACE`, `NO_OP`, and complex `long double`
 //! `SUM`/`PROD`), computed exactly in x87 arithmetic.
 
-use crate::consts::*;
-use std::ffi::c_int;
+use super::{ElemType, OpKind};
 
 /// Apply `op` elementwise (`b[i] = a[i] op b[i]`) for the types of this module; false if
 /// the pair is not defined here.
 ///
 /// # Safety
-/// Both pointers must hold `n` elements of type `dt`.
-pub(crate) unsafe fn apply(op: c_int, dt: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-    match dt {
-        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => {
+/// Both pointers must hold `n` elements of type `ty`.
+pub(super) unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    match ty {
+        ElemType::ComplexF32 => {
             // SAFETY: forwarded caller contract.
             unsafe { complex::<f32>(op, a, b, n) }
         }
-        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX | MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => {
+        ElemType::ComplexF64 => {
             // SAFETY: forwarded caller contract.
             unsafe { complex::<f64>(op, a, b, n) }
         }
         #[cfg(target_arch = "x86_64")]
-        MPI_LONG_DOUBLE => {
+        ElemType::LongDouble => {
             // SAFETY: forwarded caller contract.
             unsafe { x87::real(op, a, b, n) }
         }
         #[cfg(target_arch = "x86_64")]
-        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => {
+        ElemType::ComplexLongDouble => {
             // SAFETY: forwarded caller contract.
             unsafe { x87::complex(op, a, b, n) }
         }
@@ -47,8 +46,11 @@ impl Real for f64 {}
 ///
 /// # Safety
 /// Both pointers must hold `n` pairs.
-unsafe fn complex<T: Real>(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-    if !matches!(op, MPI_SUM | MPI_PROD | MPI_REPLACE | MPI_NO_OP) {
+unsafe fn complex<T: Real>(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
+    if !matches!(
+        op,
+        OpKind::Sum | OpKind::Prod | OpKind::Replace | OpKind::NoOp
+    ) {
         return false;
     }
     let sz = std::mem::size_of::<T>();
@@ -60,9 +62,9 @@ unsafe fn complex<T: Real>(op: c_int, a: *const u8, b: *mut u8, n: usize) -> boo
             let (ar, ai) = (pa.read_unaligned(), pa.add(1).read_unaligned());
             let (br, bi) = (pb.read_unaligned(), pb.add(1).read_unaligned());
             let (r, im) = match op {
-                MPI_SUM => (ar + br, ai + bi),
-                MPI_PROD => (ar * br - ai * bi, ar * bi + ai * br),
-                MPI_REPLACE => (ar, ai),
+                OpKind::Sum => (ar + br, ai + bi),
+                OpKind::Prod => (ar * br - ai * bi, ar * bi + ai * br),
+                OpKind::Replace => (ar, ai),
                 _ => (br, bi),
             };
             pb.write_unaligned(r);
@@ -143,10 +145,10 @@ mod x87 {
     ///
     /// # Safety
     /// Both pointers must hold `n` 16-byte elements.
-    pub(super) unsafe fn real(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
+    pub(super) unsafe fn real(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
         if !matches!(
             op,
-            MPI_SUM | MPI_PROD | MPI_MAX | MPI_MIN | MPI_REPLACE | MPI_NO_OP
+            OpKind::Sum | OpKind::Prod | OpKind::Max | OpKind::Min | OpKind::Replace | OpKind::NoOp
         ) {
             return false;
         }
@@ -155,11 +157,11 @@ mod x87 {
             let (pa, pb) = unsafe { (a.add(16 * i), b.add(16 * i)) };
             let (x, y) = (load(pa), load(pb));
             let z = match op {
-                MPI_SUM => arith(0, &x, &y),
-                MPI_PROD => arith(2, &x, &y),
-                MPI_MAX if gt(&x, &y) => x,
-                MPI_MIN if gt(&y, &x) => x,
-                MPI_REPLACE => x,
+                OpKind::Sum => arith(0, &x, &y),
+                OpKind::Prod => arith(2, &x, &y),
+                OpKind::Max if gt(&x, &y) => x,
+                OpKind::Min if gt(&y, &x) => x,
+                OpKind::Replace => x,
                 _ => y,
             };
             store(pb, &z);
@@ -171,8 +173,11 @@ mod x87 {
     ///
     /// # Safety
     /// Both pointers must hold `n` 32-byte elements.
-    pub(super) unsafe fn complex(op: c_int, a: *const u8, b: *mut u8, n: usize) -> bool {
-        if !matches!(op, MPI_SUM | MPI_PROD | MPI_REPLACE | MPI_NO_OP) {
+    pub(super) unsafe fn complex(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
+        if !matches!(
+            op,
+            OpKind::Sum | OpKind::Prod | OpKind::Replace | OpKind::NoOp
+        ) {
             return false;
         }
         for i in 0..n {
@@ -182,12 +187,12 @@ mod x87 {
             let (ar, ai, br, bi) =
                 unsafe { (load(pa), load(pa.add(16)), load(pb), load(pb.add(16))) };
             let (r, im) = match op {
-                MPI_SUM => (arith(0, &ar, &br), arith(0, &ai, &bi)),
-                MPI_PROD => (
+                OpKind::Sum => (arith(0, &ar, &br), arith(0, &ai, &bi)),
+                OpKind::Prod => (
                     arith(1, &arith(2, &ar, &br), &arith(2, &ai, &bi)),
                     arith(0, &arith(2, &ar, &bi), &arith(2, &ai, &br)),
                 ),
-                MPI_REPLACE => (ar, ai),
+                OpKind::Replace => (ar, ai),
                 _ => (br, bi),
             };
             store(pb, &r);
@@ -237,7 +242,7 @@ mod x87 {
             b[..16].copy_from_slice(&ld(3));
             b[16..].copy_from_slice(&ld(4));
             // SAFETY: one 32-byte element each.
-            assert!(unsafe { complex(MPI_PROD, a.as_ptr(), b.as_mut_ptr(), 1) });
+            assert!(unsafe { complex(OpKind::Prod, a.as_ptr(), b.as_mut_ptr(), 1) });
             assert_eq!(b[..10], ld(2)[..10]);
             assert_eq!(b[16..26], ld(11)[..10]);
         }
@@ -255,8 +260,8 @@ mod tests {
         // SAFETY: two complex doubles each.
         assert!(unsafe {
             apply(
-                MPI_PROD,
-                MPI_C_DOUBLE_COMPLEX,
+                OpKind::Prod,
+                ElemType::ComplexF64,
                 a.as_ptr().cast(),
                 b.as_mut_ptr().cast(),
                 2,
@@ -266,8 +271,8 @@ mod tests {
         // SAFETY: as above.
         assert!(unsafe {
             apply(
-                MPI_SUM,
-                MPI_DOUBLE_COMPLEX,
+                OpKind::Sum,
+                ElemType::ComplexF64,
                 a.as_ptr().cast(),
                 b.as_mut_ptr().cast(),
                 2,
@@ -278,8 +283,8 @@ mod tests {
         // SAFETY: as above.
         assert!(!unsafe {
             apply(
-                MPI_MAX,
-                MPI_C_FLOAT_COMPLEX,
+                OpKind::Max,
+                ElemType::ComplexF32,
                 a.as_ptr().cast(),
                 b.as_mut_ptr().cast(),
                 1,

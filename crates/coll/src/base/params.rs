@@ -46,11 +46,6 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
     .level(5)
 }
 
-/// Index of `coll_sm_enable` in [`PARAMS`].
-const SM_ENABLE: usize = 9;
-/// Index of `coll_sm_allreduce_large_min` in [`PARAMS`].
-const SM_LARGE_MIN: usize = 10;
-
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
 pub static PARAMS: [ParamDecl; 11] = [
@@ -90,33 +85,8 @@ pub static PARAMS: [ParamDecl; 11] = [
         "scatter_algorithm",
         "Scatter algorithm: 0 automatic, 1 linear, 2 binomial",
     ),
-    ParamDecl::new(
-        "coll",
-        "sm",
-        "enable",
-        ParamType::Bool,
-        "true",
-        "Shared-memory barrier, bcast, alltoall and allreduce of at most 4 KiB, and \
-         allreduce of large vectors (see coll_sm_allreduce_large_min), on communicators \
-         whose ranks all run on one node (memfd segments per communicator, made at its \
-         first such collective)",
-    )
-    .level(5),
-    ParamDecl::new(
-        "coll",
-        "sm",
-        "allreduce_large_min",
-        ParamType::Int {
-            min: 0,
-            max: 8 << 20,
-        },
-        "524288",
-        "Allreduce vectors from this many bytes up to 8 MiB go through a per-communicator \
-         shared-memory region (each rank reduces its slice of every rank's copy) unless a \
-         rank yields when idle (oversubscribed); smaller ones above 4 KiB use the \
-         point-to-point algorithms",
-    )
-    .level(6),
+    crate::sm::params::ENABLE,
+    crate::sm::params::ALLREDUCE_LARGE_MIN,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.
@@ -153,29 +123,7 @@ pub fn algorithm(coll: Coll) -> u32 {
     })
 }
 
-/// `coll_sm_enable`: whether the C library may use its shared-memory collectives.
-pub fn sm_enabled() -> bool {
-    static SM: OnceLock<bool> = OnceLock::new();
-    *SM.get_or_init(|| {
-        params::resolve(&PARAMS[SM_ENABLE])
-            .ok()
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true)
-    })
-}
-
-/// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the C library's
-/// shared-memory large-vector path.
-pub fn sm_large_min() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    *MIN.get_or_init(|| {
-        params::resolve(&PARAMS[SM_LARGE_MIN])
-            .ok()
-            .and_then(|v| v.as_int())
-            .and_then(|i| usize::try_from(i).ok())
-            .unwrap_or(512 << 10)
-    })
-}
+pub use crate::sm::params::{allreduce_large_min as sm_large_min, enabled as sm_enabled};
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).
 pub const BCAST_SMALL: usize = 512 * 1024;

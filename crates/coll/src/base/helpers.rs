@@ -1,0 +1,148 @@
+//! Shared helpers: the byte reduction [`Op`], argument checks, per-thread scratch buffers
+//! and the even split of a vector between ranks.
+
+use super::comm::{arg_err, Result};
+use oxmpi_engine::ErrorClass;
+
+/// A 16-byte aligned scratch block (reductions on it need the element type's alignment).
+#[repr(align(16))]
+pub(crate) struct Aligned(pub(crate) [u8; 256]);
+
+/// A reduction operation on bytes.
+#[derive(Clone, Copy)]
+pub struct Op<'a> {
+    /// `f(in, inout)`: `inout[i] = in[i] ∘ inout[i]` for every element of the slices (both
+    /// have the same length, a multiple of `elem_size`).
+    pub f: &'a dyn Fn(&[u8], &mut [u8]),
+    /// Size of one element in bytes (at least 1); vectors are split only between elements.
+    pub elem_size: usize,
+    /// `∘` is commutative (algorithms may then combine in any order).
+    pub commutative: bool,
+}
+
+pub(crate) fn check_op(len: usize, op: &Op) -> Result<()> {
+    if op.elem_size == 0 || len % op.elem_size != 0 {
+        return Err(arg_err(
+            ErrorClass::Count,
+            format!(
+                "{len} bytes is not a whole number of {}-byte elements",
+                op.elem_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_blocks(len: usize, counts: &[usize], displs: &[usize]) -> Result<()> {
+    check_blocks_ro(len, counts, displs)
+}
+
+pub(crate) fn check_blocks_ro(len: usize, counts: &[usize], displs: &[usize]) -> Result<()> {
+    for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+        if d.checked_add(c).is_none_or(|end| end > len) {
+            return Err(arg_err(
+                ErrorClass::Count,
+                format!("block {i} ({c} bytes at {d}) exceeds the {len}-byte buffer"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Scratch buffers kept per thread: large reductions would otherwise allocate (and the
+/// kernel zero-fill) a fresh mapping on every call.
+pub(crate) struct Scratch(Vec<u8>);
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Buffers up to this size are kept for the next call.
+const SCRATCH_KEEP: usize = 16 << 20;
+
+impl Scratch {
+    /// A buffer of `n` bytes (contents unspecified: callers overwrite before reading).
+    pub(crate) fn new(n: usize) -> Scratch {
+        let mut v = SCRATCH.with(|c| c.take());
+        if v.len() < n {
+            v = vec![0u8; n];
+        }
+        Scratch(v)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Scratch {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.0.len() <= SCRATCH_KEEP {
+            let v = std::mem::take(&mut self.0);
+            // A nested collective (from a user operation) may have left a buffer there;
+            // keep the larger one.
+            SCRATCH.with(|c| {
+                let old = c.take();
+                c.set(if old.len() > v.len() { old } else { v });
+            });
+        }
+    }
+}
+
+/// Splits `len` bytes into `p` consecutive blocks of whole `elem`-byte elements, as even as
+/// possible: (counts, displacements).
+pub fn split_even(len: usize, elem: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
+    let n = len / elem;
+    let (q, rem) = (n / p, n % p);
+    let counts: Vec<usize> = (0..p).map(|i| (q + usize::from(i < rem)) * elem).collect();
+    let mut displs = Vec::with_capacity(p);
+    let mut off = 0;
+    for &c in &counts {
+        displs.push(off);
+        off += c;
+    }
+    (counts, displs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_even_covers_the_vector_at_element_boundaries() {
+        let (c, d) = split_even(40, 4, 3);
+        assert_eq!(c, vec![16, 12, 12]);
+        assert_eq!(d, vec![0, 16, 28]);
+        let (c, d) = split_even(4, 4, 3);
+        assert_eq!(c, vec![4, 0, 0]);
+        assert_eq!(d, vec![0, 4, 4]);
+    }
+
+    #[test]
+    fn block_checks_reject_out_of_range_blocks() {
+        assert!(check_blocks(10, &[5, 5], &[0, 5]).is_ok());
+        assert!(check_blocks(10, &[5, 6], &[0, 5]).is_err());
+        assert!(check_blocks(10, &[1], &[usize::MAX]).is_err());
+    }
+
+    #[test]
+    fn op_length_must_be_whole_elements() {
+        let f = |_: &[u8], _: &mut [u8]| {};
+        let op = Op {
+            f: &f,
+            elem_size: 4,
+            commutative: true,
+        };
+        assert!(check_op(8, &op).is_ok());
+        assert!(check_op(6, &op).is_err());
+    }
+}

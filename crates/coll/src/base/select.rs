@@ -1,0 +1,94 @@
+//! Component selection per call: the `sm` component where it applies (every rank of an
+//! intracommunicator on this node, data within its limits, `coll_sm_enable` on, no
+//! algorithm forced), the `tuned` point-to-point algorithms otherwise.
+//!
+//! Every rank takes the same decision at every collective: it depends only on the
+//! communicator and on arguments MPI requires to match. Data is bytes; the caller packs
+//! non-contiguous datatypes first.
+
+use crate::sm;
+use crate::tune::{self, Coll};
+use crate::{CollComm, Op, Result};
+
+/// Barrier.
+#[inline]
+pub fn barrier(a: &CollComm) -> Result<()> {
+    if let Some(seg) = sm::get(a, Coll::Barrier)? {
+        seg.barrier();
+        return Ok(());
+    }
+    a.barrier()
+}
+
+/// Broadcast of `buf` from `root` (every rank passes the same length).
+#[inline]
+pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
+    let n = buf.len();
+    if n > 0 && n <= sm::DATA {
+        if let Some(seg) = sm::get(a, Coll::Bcast)? {
+            seg.bcast(buf, root as usize);
+            return Ok(());
+        }
+    }
+    a.bcast(buf, root)
+}
+
+/// Allreduce into `dst`: our contribution is `src` (`None`: it is in `dst`; otherwise as
+/// long as `dst`). `f` computes `inout = in ∘ inout` on whole elements of `elem_size`
+/// bytes; every component combines in rank order, so `∘` need only be associative
+/// (`commutative` lets the tuned component pick algorithms that reorder).
+///
+/// At most [`sm::DATA`] bytes go through the `sm` segment; from
+/// `coll_sm_allreduce_large_min` up to [`sm::BIG_MAX`] bytes through its large region
+/// (when it can be used); everything else through the tuned algorithms (measured faster
+/// in between on a loaded 2-core machine: the large region's three synchronisations cost
+/// more than they save).
+pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    src: Option<&[u8]>,
+    dst: &mut [u8],
+    f: &F,
+    elem_size: usize,
+    commutative: bool,
+) -> Result<()> {
+    let bytes = dst.len();
+    let small = bytes <= sm::DATA;
+    let large = (tune::sm_large_min().max(sm::DATA + 1)..=sm::BIG_MAX).contains(&bytes);
+    let seg = if bytes > 0 && (small || large) {
+        sm::get(a, Coll::Allreduce)?
+    } else {
+        None
+    };
+    if let Some(seg) = &seg {
+        if !small && seg.allreduce_big(a, src, dst, elem_size, f)? {
+            return Ok(());
+        }
+    }
+    if let Some(s) = src {
+        dst.copy_from_slice(s);
+    }
+    if let (Some(seg), true) = (&seg, small) {
+        seg.allreduce(dst, f);
+        return Ok(());
+    }
+    let op = Op {
+        f,
+        elem_size,
+        commutative,
+    };
+    a.allreduce(dst, &op)
+}
+
+/// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
+/// comes from rank `j`.
+#[inline]
+pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
+    let n = a.size as usize;
+    if n > 1 && block > 0 && n * block <= sm::DATA {
+        if let Some(seg) = sm::get(a, Coll::Alltoall)? {
+            seg.alltoall(send, recv, block);
+            return Ok(());
+        }
+    }
+    a.alltoall(send, recv, block)
+}

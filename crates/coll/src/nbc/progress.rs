@@ -1,0 +1,155 @@
+//! Progress of started schedules, whatever the application does meanwhile.
+//!
+//! [`start`] advances a new schedule once and, unless it has already ended, puts it on a
+//! process-wide list of active schedules. A progress thread (started at the first such
+//! schedule, asleep while the list is empty) advances every active schedule and runs its
+//! completion callback when it ends; [`progress_pending`] lets a waiting thread advance
+//! them itself (the thread then keeps out of its way). Callers attach what completion
+//! means to them (unpack packed data, complete a request) as the callback; nothing here
+//! knows MPI handles.
+
+use super::sched::Schedule;
+use crate::Result;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// What to do when a schedule ends: gets the schedule (its owned regions hold received
+/// data) and its outcome. Runs on the thread that advanced the schedule last, with no lock
+/// of this module held.
+pub type Done = Box<dyn FnOnce(&Schedule, Result<()>) + Send>;
+
+/// A started schedule and its completion.
+struct Active {
+    sched: Schedule,
+    done: Done,
+}
+
+static ACTIVE: Mutex<Vec<Active>> = Mutex::new(Vec::new());
+/// Number of schedules in `ACTIVE` (lets [`progress_pending`] return at once when none).
+static NACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Calls of [`progress_pending`] that found active schedules: while this moves, a waiting
+/// thread drives them and the progress thread keeps out of its way.
+static POLLS: AtomicUsize = AtomicUsize::new(0);
+static WAKE: Condvar = Condvar::new();
+static THREAD: std::sync::Once = std::sync::Once::new();
+
+/// Advance every schedule of `g` as far as possible; removes and returns the finished ones
+/// with their outcome (to complete once the lock is released).
+///
+/// A panic while advancing one (a reduction that cannot run, e.g. on a datatype freed
+/// meanwhile) fails that collective with an internal error instead of ending the progress
+/// thread (which would leave every other collective hanging).
+fn advance(g: &mut Vec<Active>) -> Vec<(Active, Result<()>)> {
+    let mut done = Vec::new();
+    let mut i = 0;
+    while i < g.len() {
+        let sched = &mut g[i].sched;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sched.progress())) {
+            Ok(Some(r)) => done.push((g.swap_remove(i), r)),
+            Ok(None) => i += 1,
+            Err(p) => {
+                let what = p
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| p.downcast_ref::<&str>().copied())
+                    .unwrap_or("panic");
+                let e = oxmpi_engine::Error::Arg {
+                    class: oxmpi_engine::ErrorClass::Intern,
+                    msg: format!("nonblocking collective failed: {what}"),
+                };
+                done.push((g.swap_remove(i), Err(e)));
+            }
+        }
+    }
+    NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
+    done
+}
+
+/// Run the completions of finished schedules.
+fn complete(done: Vec<(Active, Result<()>)>) {
+    for (a, r) in done {
+        (a.done)(&a.sched, r);
+    }
+}
+
+/// Advance the active schedules on the calling thread and complete those that end;
+/// returns whether any was active. Never blocks (if another thread is advancing them right
+/// now, returns at once) and costs one atomic load when none is active: meant for the
+/// loops of request waits and tests, so that a waiting thread completes its collective
+/// itself instead of handing over to the progress thread (which is then only a fallback
+/// for threads that do not wait).
+pub fn progress_pending() -> bool {
+    if NACTIVE.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    POLLS.fetch_add(1, Ordering::Relaxed);
+    let done = match ACTIVE.try_lock() {
+        Ok(mut g) => advance(&mut g),
+        Err(std::sync::TryLockError::WouldBlock) => return true,
+        Err(std::sync::TryLockError::Poisoned(p)) => advance(&mut p.into_inner()),
+    };
+    complete(done);
+    true
+}
+
+/// The progress thread: advances every active schedule; sleeps on a condition variable
+/// while there is none, and backs off (yield, then sleeps of at most 50 µs) while they
+/// wait for other ranks. While threads waiting for requests advance the schedules
+/// themselves ([`progress_pending`]) it only checks every 50 µs (a fallback that does not
+/// compete with them for the core).
+fn progress_thread() {
+    let mut idle: u32 = 0;
+    let mut polls = POLLS.load(Ordering::Relaxed);
+    loop {
+        let now = POLLS.load(Ordering::Relaxed);
+        if now != polls {
+            polls = now;
+            std::thread::sleep(Duration::from_micros(50));
+            continue;
+        }
+        let done = {
+            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+            while g.is_empty() {
+                idle = 0;
+                g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
+            }
+            advance(&mut g)
+        };
+        if done.is_empty() {
+            idle = idle.saturating_add(1);
+            if idle < 256 {
+                std::thread::yield_now();
+            } else {
+                let us = (u64::from(idle - 256) / 16).min(48) + 2;
+                std::thread::sleep(Duration::from_micros(us));
+            }
+        } else {
+            idle = 0;
+        }
+        complete(done);
+    }
+}
+
+/// Start `sched`: advance the schedules already outstanding and this one once now, the
+/// rest in the background; `done` runs when it ends (here, if it ends at once).
+pub fn start(mut sched: Schedule, done: Done) {
+    // Posting a collective also advances the ones already outstanding.
+    progress_pending();
+    match sched.progress() {
+        Some(r) => done(&sched, r),
+        None => {
+            THREAD.call_once(|| {
+                std::thread::Builder::new()
+                    .name("oxmpi-icoll".into())
+                    .spawn(progress_thread)
+                    .expect("spawn the nonblocking-collective progress thread");
+            });
+            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+            g.push(Active { sched, done });
+            NACTIVE.fetch_add(1, Ordering::AcqRel);
+            drop(g);
+            WAKE.notify_one();
+        }
+    }
+}

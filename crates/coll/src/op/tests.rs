@@ -1,0 +1,236 @@
+//! The kernels against a scalar reference written independently here, for every
+//! (op, element type) pair.
+
+use super::*;
+
+/// Values of a primitive element type for the reference.
+trait Prim: Copy + PartialEq + std::fmt::Debug {
+    const TY: ElemType;
+    fn from_i(i: i64) -> Self;
+    fn reference(op: OpKind, x: Self, y: Self) -> Option<Self>;
+}
+
+/// `x` if `first`, else `y` (MAX and MIN written apart from the kernels' `max`/`min`).
+fn pick<T>(first: bool, x: T, y: T) -> T {
+    if first {
+        x
+    } else {
+        y
+    }
+}
+
+macro_rules! prim_int {
+    ($t:ty, $e:ident) => {
+        impl Prim for $t {
+            const TY: ElemType = ElemType::$e;
+            fn from_i(i: i64) -> Self {
+                i as $t
+            }
+            fn reference(op: OpKind, x: Self, y: Self) -> Option<Self> {
+                let t = |b: bool| if b { 1 } else { 0 };
+                Some(match op {
+                    OpKind::Sum => y.wrapping_add(x),
+                    OpKind::Prod => y.wrapping_mul(x),
+                    OpKind::Max => pick(x > y, x, y),
+                    OpKind::Min => pick(x < y, x, y),
+                    OpKind::Land => t(x != 0 && y != 0),
+                    OpKind::Lor => t(x != 0 || y != 0),
+                    OpKind::Lxor => t((x != 0) ^ (y != 0)),
+                    OpKind::Band => x & y,
+                    OpKind::Bor => x | y,
+                    OpKind::Bxor => x ^ y,
+                    OpKind::Replace => x,
+                    OpKind::NoOp => y,
+                    OpKind::MinLoc | OpKind::MaxLoc => return None,
+                })
+            }
+        }
+    };
+}
+
+macro_rules! prim_float {
+    ($t:ty, $e:ident) => {
+        impl Prim for $t {
+            const TY: ElemType = ElemType::$e;
+            fn from_i(i: i64) -> Self {
+                i as $t * 0.75
+            }
+            fn reference(op: OpKind, x: Self, y: Self) -> Option<Self> {
+                Some(match op {
+                    OpKind::Sum => y + x,
+                    OpKind::Prod => y * x,
+                    OpKind::Max => pick(x > y, x, y),
+                    OpKind::Min => pick(x < y, x, y),
+                    OpKind::Replace => x,
+                    OpKind::NoOp => y,
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+prim_int!(i8, I8);
+prim_int!(u8, U8);
+prim_int!(i16, I16);
+prim_int!(u16, U16);
+prim_int!(i32, I32);
+prim_int!(u32, U32);
+prim_int!(i64, I64);
+prim_int!(u64, U64);
+prim_float!(f32, F32);
+prim_float!(f64, F64);
+
+/// Inputs covering zero, negatives, large magnitudes (integer wrap-around) and ties.
+fn inputs<T: Prim>(n: usize, salt: i64) -> Vec<T> {
+    (0..n as i64)
+        .map(|i| {
+            let v = match i % 5 {
+                0 => 0,
+                1 => -(i * 7 + salt),
+                2 => i * 1_000_003 + salt,
+                3 => 3,
+                _ => i - salt,
+            };
+            T::from_i(v)
+        })
+        .collect()
+}
+
+/// Every op on `T` through `apply` and (where it handles the pair) `apply_fast`, against the
+/// reference; returns how many pairs were defined.
+fn check_prim<T: Prim>() -> usize {
+    let mut defined = 0;
+    // 37 elements: the AVX2 build runs from 16 on, with a remainder loop after it.
+    for n in [1usize, 37] {
+        let a = inputs::<T>(n, 11);
+        let b0 = inputs::<T>(n, 4);
+        for op in OpKind::ALL {
+            let want: Option<Vec<T>> = a
+                .iter()
+                .zip(&b0)
+                .map(|(&x, &y)| T::reference(op, x, y))
+                .collect();
+            let mut b = b0.clone();
+            // SAFETY: `n` aligned values of T each.
+            let ok = unsafe { apply(op, T::TY, a.as_ptr().cast(), b.as_mut_ptr().cast(), n) };
+            assert_eq!(ok, want.is_some(), "{op:?} on {:?} defined", T::TY);
+            let Some(want) = want else {
+                assert_eq!(b, b0, "{op:?} on {:?}: undefined pair wrote", T::TY);
+                continue;
+            };
+            defined += 1;
+            assert_eq!(b, want, "{op:?} on {:?} (n = {n})", T::TY);
+            let mut c = b0.clone();
+            // SAFETY: as above.
+            if unsafe { apply_fast(op, T::TY, a.as_ptr().cast(), c.as_mut_ptr().cast(), n) } {
+                // Bit-identical to the reference (compare the bytes: floats too).
+                assert_eq!(
+                    format!("{c:?}"),
+                    format!("{want:?}"),
+                    "fast {op:?} on {:?}",
+                    T::TY
+                );
+            }
+        }
+    }
+    defined
+}
+
+#[test]
+fn primitive_types_match_the_scalar_reference() {
+    // Integers: 12 ops defined (all but MINLOC/MAXLOC); floats: 6. Two lengths each.
+    let ints = check_prim::<i8>()
+        + check_prim::<u8>()
+        + check_prim::<i16>()
+        + check_prim::<u16>()
+        + check_prim::<i32>()
+        + check_prim::<u32>()
+        + check_prim::<i64>()
+        + check_prim::<u64>();
+    assert_eq!(ints, 8 * 12 * 2);
+    assert_eq!(check_prim::<f32>(), 6 * 2);
+    assert_eq!(check_prim::<f64>(), 6 * 2);
+}
+
+#[test]
+fn fast_kernels_cover_the_common_pairs_and_nothing_else() {
+    let (a, mut b) = ([0u64; 32], [0u64; 32]);
+    for ty in ElemType::ALL {
+        for op in OpKind::ALL {
+            let n = 256 / ty.size();
+            // SAFETY: 256 zero bytes each, 8-aligned: at least 16 elements of every type up
+            // to 16 bytes, and the kernels only handle types of at most 8 bytes.
+            let handled =
+                unsafe { apply_fast(op, ty, a.as_ptr().cast(), b.as_mut_ptr().cast(), n) };
+            let common_ty = matches!(
+                ty,
+                ElemType::I32
+                    | ElemType::U32
+                    | ElemType::I64
+                    | ElemType::U64
+                    | ElemType::F32
+                    | ElemType::F64
+            );
+            let common_op = match op {
+                OpKind::Sum | OpKind::Prod | OpKind::Max | OpKind::Min => true,
+                OpKind::Band | OpKind::Bor | OpKind::Bxor => {
+                    !matches!(ty, ElemType::F32 | ElemType::F64)
+                }
+                _ => false,
+            };
+            assert_eq!(handled, common_ty && common_op, "{op:?} on {ty:?}");
+        }
+    }
+}
+
+/// `apply` on whole arrays of the element's memory layout `T` (its size: the element's).
+fn apply_on<T: Copy>(op: OpKind, ty: ElemType, a: &[T], b: &mut [T]) -> bool {
+    assert_eq!((a.len(), std::mem::size_of::<T>()), (b.len(), ty.size()));
+    // SAFETY: both arrays hold `a.len()` elements of `ty`'s layout, aligned for it.
+    unsafe { apply(op, ty, a.as_ptr().cast(), b.as_mut_ptr().cast(), a.len()) }
+}
+
+#[test]
+fn minloc_maxloc_on_value_index_pairs() {
+    // {i32, i32}: the lower index wins a tie.
+    let mut q = [[3i32, 2]];
+    assert!(apply_on(
+        OpKind::MinLoc,
+        ElemType::TwoInt,
+        &[[3i32, 7]],
+        &mut q
+    ));
+    assert_eq!(q, [[3, 2]]);
+    assert!(apply_on(
+        OpKind::MinLoc,
+        ElemType::TwoInt,
+        &[[1i32, 7]],
+        &mut q
+    ));
+    assert_eq!(q, [[1, 7]]);
+    // {f64, i32} padded to 16 bytes: MAXLOC.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Di(f64, i32);
+    let a = [Di(2.0, 5), Di(1.0, 1), Di(4.0, 3)];
+    let mut b = [Di(1.0, 0), Di(1.0, 9), Di(4.0, 8)];
+    assert!(apply_on(OpKind::MaxLoc, ElemType::DoubleInt, &a, &mut b));
+    assert_eq!(b, [Di(2.0, 5), Di(1.0, 1), Di(4.0, 3)]);
+    // Value-index pairs take only MINLOC and MAXLOC; the primitive types never do.
+    assert!(!apply_on(OpKind::Sum, ElemType::DoubleInt, &a, &mut b));
+    let mut y = [2i32; 2];
+    assert!(!apply_on(OpKind::MinLoc, ElemType::I32, &[1i32; 2], &mut y));
+    assert_eq!(y, [2, 2]);
+}
+
+#[test]
+fn element_sizes() {
+    assert_eq!(ElemType::ShortInt.size(), 8);
+    assert_eq!(ElemType::LongInt.size(), 16);
+    assert_eq!(ElemType::ComplexLongDouble.size(), 32);
+    assert_eq!(
+        ElemType::ALL.iter().map(|t| t.size()).sum::<usize>(),
+        1 + 1 + 2 + 2 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 16 + 16 + 32 + 8 + 8 + 8 + 16 + 16
+    );
+}

@@ -1,0 +1,174 @@
+//! The `sm` component: shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors, and for
+//! allreduce of large vectors ([`Seg::allreduce_big`], from
+//! `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
+//! node.
+//!
+//! Each such communicator gets, lazily at its first eligible collective, one segment
+//! (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no
+//! file name ever exists) with a slot per rank: a *done* word on its own cache line, then
+//! [`NBUF`] buffers used round robin, each a *stamp* word followed by up to [`DATA`] bytes
+//! of data (the stamp and the first 56 data bytes share a cache line, so a small message
+//! costs the reader one line transfer). Collective number `k` on the communicator uses
+//! buffer `k mod NBUF`.
+//!
+//! Protocol. A contributing rank writes its data, then stores `k` in the buffer's stamp
+//! (release); a reader waits for the stamp to reach `k` (acquire) and reads. A rank stores
+//! `k` in its done word once it has finished reading everything of collective `k`:
+//! * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
+//!   every other rank's stamp, then reads;
+//! * bcast: only the root writes and does not wait; the others wait for its stamp. A
+//!   broadcast of at most 56 bytes goes through the root's *lane* instead, `LANE` lines
+//!   each holding a stamp and the payload, so a root may run up to `LANE - 1` ahead.
+//!
+//! Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
+//! `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:
+//! `k - LANE`); the lowest done
+//! word seen is cached, so this costs no cache-line transfer in the common case and a run of
+//! broadcasts may pipeline up to `NBUF - 1` ahead. Allreduce folds all ranks' buffers in
+//! rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
+//! any operation.
+//!
+//! Every rank takes the same decision at every collective (it depends only on the
+//! communicator and on arguments MPI requires to match). Segments of freed communicators are
+//! unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
+//! forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
+
+pub mod params;
+mod segment;
+
+pub use segment::{Seg, BIG_MAX, DATA, NBUF};
+
+use crate::tune::{self, Coll};
+use crate::{CollComm, Result};
+use oxmpi_engine::sys::{self, Mapping};
+use oxmpi_engine::CommId;
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+
+/// Largest communicator with a segment.
+const MAX_RANKS: i32 = 64;
+
+/// Segments by collective-context engine communicator (`None`: no segment possible).
+/// Engine communicator ids are never reused.
+type Segs = HashMap<u32, Option<Arc<Seg>>>;
+static SEGS: Mutex<Option<Segs>> = Mutex::new(None);
+
+thread_local! {
+    /// This thread's last entry of [`SEGS`] (programs mostly run their collectives on
+    /// one communicator: no lock, no hashing then). Ids are never reused, so a stale
+    /// entry is never hit.
+    static LAST: std::cell::RefCell<Option<(u32, Option<Arc<Seg>>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the shared-memory path may run `coll`: `coll_sm_enable` is on and no
+/// algorithm is forced for it (`coll_tuned_<coll>_algorithm` other than 0 runs that
+/// algorithm at every size).
+#[inline]
+pub fn allowed(coll: Coll) -> bool {
+    params::enabled() && tune::algorithm(coll) == 0
+}
+
+/// The segment of the communicator whose collective view is `a` (keyed by the engine
+/// communicator its collective traffic travels on), creating it on first use (collective
+/// over the communicator: every rank calls this at the same collective). `None` when the
+/// ranks span several nodes, the communicator is too small or too large, the paths are
+/// disabled, or the segment cannot be made.
+#[inline]
+pub fn get(a: &CollComm, coll: Coll) -> Result<Option<Arc<Seg>>> {
+    if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
+        return Ok(None);
+    }
+    let key = a.shadow.0;
+    let cached = LAST.with(|l| match &*l.borrow() {
+        Some((k, s)) if *k == key => Some(s.clone()),
+        _ => None,
+    });
+    if let Some(s) = cached {
+        return Ok(s);
+    }
+    let known = SEGS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&key).cloned());
+    if let Some(s) = known {
+        LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
+        return Ok(s);
+    }
+    let s = setup(a)?.map(Arc::new);
+    LAST.with(|l| *l.borrow_mut() = Some((key, s.clone())));
+    let mut g = SEGS.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    // Forget the segments of freed communicators (their engine communicator is gone).
+    m.retain(|&c, _| a.e.comm_size(CommId(c)).is_ok());
+    m.insert(key, s.clone());
+    Ok(s)
+}
+
+fn setup(a: &CollComm) -> Result<Option<Seg>> {
+    let yield_idle = a.e.yields_when_idle();
+    // Does any rank yield when idle (more ranks than cores)? Then the large-vector
+    // region stays unused: its synchronisations cost a context switch each, and the
+    // point-to-point algorithms were measured twice as fast there (np=4 on 2 cores).
+    let mut flags = vec![0u8; a.size as usize];
+    flags[a.rank as usize] = u8::from(yield_idle);
+    a.allgather(&mut flags, 1)?;
+    let big_ok = !flags.contains(&1);
+    let (rank, size) = (a.rank as usize, a.size as usize);
+    let Some(map) = share(a, segment::seg_len(size))? else {
+        return Ok(None);
+    };
+    Ok(Some(Seg::new(map, rank, size, yield_idle, big_ok, a.e)))
+}
+
+/// Process id of communicator rank 0 when every rank of the communicator runs on this
+/// node (the engine says which world ranks do), else `None`. Every rank gets the same
+/// answer: sharing a node is symmetric.
+fn node_root_pid(a: &CollComm) -> Result<Option<i32>> {
+    let group = a.e.comm_group(a.shadow)?;
+    let mut pids = group.iter().map(|&w| a.e.node_pid(w));
+    let Some(Some(pid0)) = pids.next() else {
+        return Ok(None);
+    };
+    Ok(pids.all(|p| p.is_some()).then_some(pid0))
+}
+
+/// Map one `len`-byte memfd made by rank 0 on every rank of the communicator
+/// (collective). `None` (nothing mapped anywhere) when the ranks are not all on this
+/// node or some rank could not map it.
+fn share(a: &CollComm, len: usize) -> Result<Option<Mapping>> {
+    let (rank, size) = (a.rank as usize, a.size as usize);
+    let Some(pid0) = node_root_pid(a)? else {
+        return Ok(None);
+    };
+    // Rank 0 makes the file and names it by its descriptor number (-1: it could not).
+    let own: Option<OwnedFd> = if rank == 0 {
+        sys::memfd("oxmpi-coll", len).ok()
+    } else {
+        None
+    };
+    let mut fd0 = own.as_ref().map_or(-1, sys::raw_fd).to_ne_bytes();
+    a.bcast(&mut fd0, 0)?;
+    let fd0 = i32::from_ne_bytes(fd0);
+    if fd0 < 0 {
+        return Ok(None);
+    }
+    let map = match &own {
+        Some(fd) => Mapping::map(fd, len).ok(),
+        // The mapping keeps the memory; the opened file is closed right after.
+        None => sys::open_peer_fd(pid0, fd0)
+            .and_then(|f| Mapping::map(&f, len))
+            .ok(),
+    };
+    // Everybody mapped it (or failed)? Rank 0's descriptor stays open until every rank has
+    // opened it: `own` lives until the return, after this exchange.
+    let mut flags = vec![0u8; size];
+    flags[rank] = u8::from(map.is_some());
+    a.allgather(&mut flags, 1)?;
+    if flags.contains(&0) {
+        return Ok(None);
+    }
+    Ok(map)
+}

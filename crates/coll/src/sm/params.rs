@@ -1,0 +1,61 @@
+//! The `sm` component's parameters (`coll_sm_*`), resolved once per process through the
+//! `oxmpi-base` registry. They are listed with the framework's other parameters in
+//! [`crate::PROVIDER`].
+
+use oxmpi_base::params::{self, ParamDecl, ParamType};
+use std::sync::OnceLock;
+
+/// `coll_sm_enable`.
+pub const ENABLE: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "enable",
+    ParamType::Bool,
+    "true",
+    "Shared-memory barrier, bcast, alltoall and allreduce of at most 4 KiB, and \
+     allreduce of large vectors (see coll_sm_allreduce_large_min), on communicators \
+     whose ranks all run on one node (memfd segments per communicator, made at its \
+     first such collective)",
+)
+.level(5);
+
+/// `coll_sm_allreduce_large_min`.
+pub const ALLREDUCE_LARGE_MIN: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "allreduce_large_min",
+    ParamType::Int {
+        min: 0,
+        max: 8 << 20,
+    },
+    "524288",
+    "Allreduce vectors from this many bytes up to 8 MiB go through a per-communicator \
+     shared-memory region (each rank reduces its slice of every rank's copy) unless a \
+     rank yields when idle (oversubscribed); smaller ones above 4 KiB use the \
+     point-to-point algorithms",
+)
+.level(6);
+
+/// `coll_sm_enable`: whether the shared-memory collectives may run.
+pub fn enabled() -> bool {
+    static SM: OnceLock<bool> = OnceLock::new();
+    *SM.get_or_init(|| {
+        params::resolve(&ENABLE)
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true)
+    })
+}
+
+/// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the shared-memory
+/// large-vector path.
+pub fn allreduce_large_min() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| {
+        params::resolve(&ALLREDUCE_LARGE_MIN)
+            .ok()
+            .and_then(|v| v.as_int())
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(512 << 10)
+    })
+}

@@ -1,0 +1,382 @@
+//! One communicator's segment: its layout and the protocol of each collective on it (see
+//! the [component documentation](super)).
+
+use crate::{CollComm, Result};
+use oxmpi_engine::sys::Mapping;
+use oxmpi_engine::Engine;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+const LINE: usize = 64;
+/// Bytes of one data buffer (vectors up to this size take the shared-memory path).
+pub const DATA: usize = 4096;
+/// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
+pub const BIG_MAX: usize = 8 << 20;
+/// Buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
+pub const NBUF: u64 = 8;
+/// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
+const BUF: usize = LINE + DATA;
+/// Lines of a rank's lane for broadcasts of at most [`LANE_DATA`] bytes (a root may run
+/// `LANE - 1` of them ahead: oversubscribed ranks then switch far less often).
+const LANE: u64 = 64;
+/// Payload of one lane line (after its stamp).
+const LANE_DATA: usize = LINE - 8;
+const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
+
+/// A communicator's mapped segment.
+pub struct Seg {
+    /// Start of the mapping (cached out of `_map`).
+    base: *mut u8,
+    /// The mapping, unmapped when the segment is dropped.
+    _map: Mapping,
+    rank: usize,
+    size: usize,
+    /// Our next sequence number (collectives on one communicator are serialized by the
+    /// MPI rules).
+    seq: AtomicU64,
+    /// Number of large allreduces done.
+    last_big: AtomicU64,
+    /// A lower bound of every other rank's done word (cached, see the module doc).
+    min_done: AtomicU64,
+    /// The region of large allreduces, made at the first one (remade larger on demand),
+    /// and whether it is not to be used (making it failed, or some rank yields when
+    /// idle): large allreduces then stay point-to-point.
+    big: Mutex<(Option<Big>, bool)>,
+    yield_idle: bool,
+    /// The engine whose transports a waiting rank keeps polling.
+    eng: &'static Engine,
+}
+
+/// A region of `size` slots of `cap` bytes for large allreduces.
+struct Big {
+    /// Start of the mapping (cached out of `_map`).
+    base: *mut u8,
+    cap: usize,
+    /// The mapping, unmapped when the region is dropped.
+    _map: Mapping,
+}
+
+// SAFETY: the mapping lives as long as the `Big`; access is ordered by the segment's
+// sequence words (see `Seg::allreduce_big`).
+unsafe impl Send for Big {}
+
+// SAFETY: the mapping lives as long as the `Seg`; concurrent access goes through the
+// atomic sequence words with release/acquire ordering (see the module comment).
+unsafe impl Send for Seg {}
+// SAFETY: as above.
+unsafe impl Sync for Seg {}
+
+/// Bytes of the segment of a communicator of `size` ranks.
+pub(super) fn seg_len(size: usize) -> usize {
+    size * SLOT
+}
+
+impl Seg {
+    /// The segment over `map` (made by [`super::share`], [`seg_len`] bytes, zeroed) as seen
+    /// by `rank` of `size`; `big_ok`: the large-allreduce region may be used.
+    pub(super) fn new(
+        map: Mapping,
+        rank: usize,
+        size: usize,
+        yield_idle: bool,
+        big_ok: bool,
+        eng: &'static Engine,
+    ) -> Seg {
+        Seg {
+            base: map.ptr(),
+            _map: map,
+            rank,
+            size,
+            seq: AtomicU64::new(0),
+            last_big: AtomicU64::new(0),
+            min_done: AtomicU64::new(0),
+            big: Mutex::new((None, !big_ok)),
+            yield_idle,
+            eng,
+        }
+    }
+
+    /// Rank `r`'s done word: it has read everything of the collectives up to this one.
+    fn seq_word(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
+        // mapping is page-aligned, SLOT a multiple of 64) and only accessed atomically.
+        unsafe { &*(self.base.add(r * SLOT).cast::<AtomicU64>()) }
+    }
+    /// Rank `r`'s stamp of buffer `k mod NBUF`.
+    fn stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of a buffer inside slot `r` (64-aligned), only
+        // accessed atomically.
+        unsafe {
+            &*(self
+                .base
+                .add(r * SLOT + LINE + (k % NBUF) as usize * BUF)
+                .cast::<AtomicU64>())
+        }
+    }
+    fn data(&self, r: usize, k: u64) -> *mut u8 {
+        // SAFETY: inside slot `r` of the mapping, after the buffer's stamp.
+        unsafe {
+            self.base
+                .add(r * SLOT + LINE + (k % NBUF) as usize * BUF + 8)
+        }
+    }
+    fn next(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed) + 1
+    }
+    /// We have read everything of collective `k`.
+    fn finish(&self, k: u64) {
+        self.seq_word(self.rank).store(k, Ordering::Release);
+    }
+    /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
+    fn done_word(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: bytes 8..16 of slot `r`'s first line: inside the mapping, 8-aligned,
+        // only accessed atomically.
+        unsafe { &*(self.base.add(r * SLOT + 8).cast::<AtomicU64>()) }
+    }
+    /// Wait until `w` reaches `k`; returns its value.
+    ///
+    /// While waiting it polls the engine's transports: a rank in a collective must
+    /// keep its pending point-to-point operations going (a peer may be waiting for the
+    /// data of our earlier `MPI_Isend` before it enters this collective).
+    fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
+        let v = w.load(Ordering::Acquire);
+        if v >= k {
+            return v;
+        }
+        let mut spins = 0u32;
+        loop {
+            let v = w.load(Ordering::Acquire);
+            if v >= k {
+                return v;
+            }
+            // A progress call costs far more than a look at the word: poll the
+            // transports every 32nd turn (and at every yield) only.
+            if spins % 32 == 31 || self.yield_idle {
+                self.eng.progress();
+            }
+            spins = spins.wrapping_add(1);
+            if self.yield_idle || spins % 4096 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    /// Wait for every other rank's stamp of collective `k`.
+    fn wait_all(&self, k: u64) {
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            self.wait_word(self.stamp(r, k), k);
+        }
+    }
+    /// Wait until our buffer for collective `k` is free (every rank is done with
+    /// collective `k - NBUF`), copy `src` into it and stamp it.
+    fn post(&self, k: u64, src: &[u8]) {
+        debug_assert!(src.len() <= DATA);
+        self.reusable(k.saturating_sub(NBUF));
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
+        // and no longer by anybody for collective `k - NBUF` (waited for above).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
+        self.stamp(self.rank, k).store(k, Ordering::Release);
+    }
+    /// Rank `r`'s lane line of collective `k`: stamp word, then `LANE_DATA` bytes.
+    fn lane(&self, r: usize, k: u64) -> *mut u8 {
+        // SAFETY: inside slot `r` of the mapping (the lane follows the buffers).
+        unsafe {
+            self.base
+                .add(r * SLOT + LINE + NBUF as usize * BUF + (k % LANE) as usize * LINE)
+        }
+    }
+    fn lane_stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
+        unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
+    }
+    /// Wait until every other rank's done word has reached `need`.
+    fn reusable(&self, need: u64) {
+        if self.min_done.load(Ordering::Relaxed) < need {
+            let mut low = u64::MAX;
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                low = low.min(self.wait_word(self.seq_word(r), need));
+            }
+            self.min_done.store(low, Ordering::Relaxed);
+        }
+    }
+    /// Rank `r`'s buffer of collective `k`, `n` bytes from `off`.
+    ///
+    /// # Safety
+    /// `r`'s stamp of `k` was acquired by us and we have not finished `k` (the buffer
+    /// is then unchanged); `off + n <= DATA`.
+    unsafe fn peer(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
+        // SAFETY: caller contract; the view is read only.
+        unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
+    }
+
+    /// Number of ranks.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Barrier.
+    #[inline]
+    pub fn barrier(&self) {
+        let k = self.next();
+        self.post(k, &[]);
+        self.wait_all(k);
+        self.finish(k);
+    }
+
+    /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
+    #[inline]
+    pub fn bcast(&self, buf: &mut [u8], root: usize) {
+        let k = self.next();
+        let n = buf.len();
+        if n <= LANE_DATA {
+            // Through the root's lane (one line per broadcast).
+            if self.rank == root {
+                self.reusable(k.saturating_sub(LANE));
+                // SAFETY: the payload of our lane line of `k`: nobody reads it until we
+                // stamp it, nor for collective `k - LANE` any more (waited above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), self.lane(root, k).add(8), n)
+                };
+                self.lane_stamp(root, k).store(k, Ordering::Release);
+            } else {
+                self.wait_word(self.lane_stamp(root, k), k);
+                // SAFETY: the root stamped the line for `k`; it is not rewritten before
+                // we finish `k`.
+                let src = unsafe { std::slice::from_raw_parts(self.lane(root, k).add(8), n) };
+                buf.copy_from_slice(src);
+            }
+            self.finish(k);
+            return;
+        }
+        if self.rank == root {
+            self.post(k, buf);
+        } else {
+            self.wait_word(self.stamp(root, k), k);
+            // SAFETY: the root stamped `k`; we finish `k` only after the copy.
+            let src = unsafe { self.peer(root, k, 0, buf.len()) };
+            buf.copy_from_slice(src);
+        }
+        self.finish(k);
+    }
+
+    /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
+    /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
+    #[inline]
+    pub fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
+        let k = self.next();
+        self.post(k, send);
+        self.wait_all(k);
+        for j in 0..self.size {
+            // SAFETY: every rank stamped `k` (waited above); block `rank` of its
+            // buffer is within `DATA`.
+            let src = unsafe { self.peer(j, k, self.rank * block, block) };
+            recv[j * block..(j + 1) * block].copy_from_slice(src);
+        }
+        self.finish(k);
+    }
+
+    /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
+    /// copies its vector into its slot; rank `r` folds slice `r` (elements split evenly)
+    /// of all slots in rank order (`x0 ∘ (x1 ∘ …)`) into `dst` and publishes it in its
+    /// slot; every rank then copies the other slices. Collective; false (nothing done,
+    /// on every rank alike) when the region cannot be made.
+    ///
+    /// `src` is our contribution (`None`: it is in `dst`), as long as `dst`; `red` computes
+    /// `inout = in ∘ inout` on whole elements of `elem` bytes (slices are split between
+    /// elements). `a` is the communicator's collective view (to make the region).
+    pub fn allreduce_big<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        a: &CollComm,
+        src: Option<&[u8]>,
+        dst: &mut [u8],
+        elem: usize,
+        red: &F,
+    ) -> Result<bool> {
+        let n = dst.len();
+        let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
+        if g.1 {
+            return Ok(false);
+        }
+        if g.0.as_ref().is_none_or(|b| b.cap < n) {
+            // Every rank has the same history, so all remake it at the same call.
+            g.0 = None;
+            let cap = n.next_power_of_two().max(64 * 1024);
+            match super::share(a, cap * self.size)? {
+                Some(map) => {
+                    g.0 = Some(Big {
+                        base: map.ptr(),
+                        cap,
+                        _map: map,
+                    })
+                }
+                None => {
+                    g.1 = true;
+                    return Ok(false);
+                }
+            }
+        }
+        let big = g.0.as_ref().expect("made above");
+        // SAFETY: slot `r` of the region (`cap >= n` bytes).
+        let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
+        // Everybody has copied the results of the previous large allreduce out of the
+        // slots (ours included) before we overwrite ours.
+        let last = self.last_big.load(Ordering::Relaxed);
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            self.wait_word(self.done_word(r), last);
+        }
+        let this = last + 1;
+        let src = src.unwrap_or(dst);
+        debug_assert_eq!(src.len(), n);
+        // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
+        self.barrier();
+        let (counts, displs) = crate::split_even(n, elem, self.size);
+        let (off, m) = (displs[self.rank], counts[self.rank]);
+        let view = |r: usize| {
+            // SAFETY: every rank passed the barrier after filling its slot, which stays
+            // unchanged until it has seen our done word reach this allreduce.
+            unsafe { std::slice::from_raw_parts(slot(r).add(off).cast_const(), m) }
+        };
+        let mine = &mut dst[off..off + m];
+        let last_rank = self.size - 1;
+        mine.copy_from_slice(view(last_rank));
+        for r in (0..last_rank).rev() {
+            red(view(r), mine); // mine = x_r ∘ mine
+        }
+        // SAFETY: slice `rank` of our own slot, read by the others only after the next
+        // barrier.
+        unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
+        self.barrier();
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            let (o, c) = (displs[r], counts[r]);
+            // SAFETY: rank `r` passed the barrier after writing its slice `r`, unchanged
+            // until our done word reaches this allreduce.
+            let from = unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), c) };
+            dst[o..o + c].copy_from_slice(from);
+        }
+        self.done_word(self.rank).store(this, Ordering::Release);
+        self.last_big.store(this, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Allreduce of `buf` (at most `DATA` bytes) in place; `red` computes `inout = in ∘ inout`.
+    pub fn allreduce<F: Fn(&[u8], &mut [u8])>(&self, buf: &mut [u8], red: &F) {
+        let n = buf.len();
+        let k = self.next();
+        self.post(k, buf);
+        self.wait_all(k);
+        // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
+        // rank-order result; every rank computes exactly the same).
+        let last = self.size - 1;
+        // SAFETY: every rank stamped `k` (waited above).
+        buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
+        for r in (0..last).rev() {
+            // SAFETY: as above; the view does not overlap `buf`.
+            let x = unsafe { self.peer(r, k, 0, n) };
+            red(x, buf); // buf = x_r ∘ buf
+        }
+        self.finish(k);
+    }
+}

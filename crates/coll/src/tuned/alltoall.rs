@@ -1,0 +1,172 @@
+//! Alltoall(v): linear, pairwise exchange, Bruck.
+
+use super::TAG_ALLTOALL;
+use crate::base::helpers::{check_blocks, check_blocks_ro};
+use crate::base::params::{self as tune, Coll};
+use crate::{arg_err, CollComm, Result};
+use oxmpi_engine::ErrorClass;
+
+impl CollComm {
+    /// `MPI_Alltoall`: block `i` (`block` bytes) of `send` goes to rank `i`, block `j` of
+    /// `recv` comes from rank `j`.
+    pub fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
+        let p = self.size as usize;
+        if send.len() != p * block || recv.len() != p * block {
+            return Err(arg_err(
+                ErrorClass::Count,
+                "alltoall buffers are not size * block bytes",
+            ));
+        }
+        match tune::algorithm(Coll::Alltoall) {
+            1 => self.alltoall_linear(send, recv, block),
+            2 => self.alltoall_pairwise(send, recv, block),
+            3 => self.alltoall_bruck(send, recv, block),
+            _ if p <= tune::ALLTOALL_LINEAR_MAX => self.alltoall_linear(send, recv, block),
+            _ if block <= tune::ALLTOALL_SMALL => self.alltoall_bruck(send, recv, block),
+            _ => self.alltoall_pairwise(send, recv, block),
+        }
+    }
+
+    /// Linear alltoall: every receive and send posted at once, then all waited for (one
+    /// round of waiting: best for few ranks, especially when they share cores).
+    pub(crate) fn alltoall_linear(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
+        let p = self.size as usize;
+        let r = self.rank as usize;
+        recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
+        let base = recv.as_mut_ptr();
+        let mut reqs = Vec::with_capacity(2 * p);
+        for k in 1..p {
+            let src = (r + p - k) % p;
+            // SAFETY: block `src` is inside `recv` (length checked by the caller), distinct
+            // per request; `recv` outlives the waitall.
+            match unsafe { self.irecv_raw(base.add(src * block), block, src as i32, TAG_ALLTOALL) }
+            {
+                Ok(q) => reqs.push((q, src as i32)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        for k in 1..p {
+            let dst = (r + k) % p;
+            // SAFETY: block `dst` is inside `send`, which outlives the waitall.
+            match unsafe {
+                self.isend_raw(
+                    send.as_ptr().add(dst * block),
+                    block,
+                    dst as i32,
+                    TAG_ALLTOALL,
+                )
+            } {
+                Ok(q) => reqs.push((q, dst as i32)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        self.waitall(&reqs, "alltoall")
+    }
+
+    pub(crate) fn alltoall_pairwise(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        block: usize,
+    ) -> Result<()> {
+        let p = self.size as usize;
+        let counts = vec![block; p];
+        let displs: Vec<usize> = (0..p).map(|i| i * block).collect();
+        self.alltoallv(send, &counts, &displs, recv, &counts, &displs)
+    }
+
+    pub(crate) fn alltoall_bruck(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
+        let p = self.size as usize;
+        let r = self.rank as usize;
+        // tmp[i] = the block for rank (r + i) mod p.
+        let mut tmp = vec![0u8; p * block];
+        for i in 0..p {
+            let src = ((r + i) % p) * block;
+            tmp[i * block..(i + 1) * block].copy_from_slice(&send[src..src + block]);
+        }
+        let mut sbuf = Vec::with_capacity(p * block);
+        let mut rbuf = vec![0u8; p * block];
+        let mut k = 1;
+        while k < p {
+            sbuf.clear();
+            let idx: Vec<usize> = (0..p).filter(|i| i & k != 0).collect();
+            for &i in &idx {
+                sbuf.extend_from_slice(&tmp[i * block..(i + 1) * block]);
+            }
+            let n = sbuf.len();
+            self.sendrecv(
+                &sbuf,
+                self.modp((r + k) as i32),
+                &mut rbuf[..n],
+                self.modp(r as i32 - k as i32),
+                TAG_ALLTOALL,
+            )?;
+            for (j, &i) in idx.iter().enumerate() {
+                tmp[i * block..(i + 1) * block].copy_from_slice(&rbuf[j * block..(j + 1) * block]);
+            }
+            k <<= 1;
+        }
+        // tmp[i] now holds the block from rank (r - i) mod p.
+        for i in 0..p {
+            let from = (r + p - i) % p;
+            recv[from * block..(from + 1) * block]
+                .copy_from_slice(&tmp[i * block..(i + 1) * block]);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Alltoallv` (bytes): `scounts[i]` bytes at `sdispls[i]` of `send` go to rank `i`;
+    /// `rcounts[j]` bytes from rank `j` land at `rdispls[j]` of `recv`. Pairwise exchange.
+    pub fn alltoallv(
+        &self,
+        send: &[u8],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [u8],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        self.check_vec_len(scounts, sdispls)?;
+        self.check_vec_len(rcounts, rdispls)?;
+        check_blocks_ro(send.len(), scounts, sdispls)?;
+        check_blocks(recv.len(), rcounts, rdispls)?;
+        let p = self.size;
+        let r = self.rank;
+        let ru = r as usize;
+        if scounts[ru] > rcounts[ru] {
+            return Err(arg_err(
+                ErrorClass::Truncate,
+                format!(
+                    "alltoallv: rank {r} sends itself {} bytes into {}",
+                    scounts[ru], rcounts[ru]
+                ),
+            ));
+        }
+        recv[rdispls[ru]..rdispls[ru] + scounts[ru]]
+            .copy_from_slice(&send[sdispls[ru]..sdispls[ru] + scounts[ru]]);
+        let base = recv.as_mut_ptr();
+        for k in 1..p {
+            let dst = self.modp(r + k) as usize;
+            let src = self.modp(r - k) as usize;
+            // SAFETY: blocks are in bounds (checked); `send` and `recv` are distinct borrows.
+            unsafe {
+                self.sendrecv_raw(
+                    send.as_ptr().add(sdispls[dst]),
+                    scounts[dst],
+                    dst as i32,
+                    base.add(rdispls[src]),
+                    rcounts[src],
+                    src as i32,
+                    TAG_ALLTOALL,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

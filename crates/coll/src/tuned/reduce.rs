@@ -1,0 +1,408 @@
+//! Reductions: reduce, allreduce, reduce_scatter, scan, exscan.
+
+use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
+use crate::base::helpers::{check_blocks, check_op, split_even, Aligned, Scratch};
+use crate::base::params::{self as tune, Coll};
+use crate::{arg_err, CollComm, Op, Result};
+use oxmpi_engine::ErrorClass;
+
+impl CollComm {
+    /// `MPI_Reduce` in place: `buf` holds our contribution; at `root` it receives the result.
+    /// On other ranks `buf` is used as scratch (its content afterwards is unspecified).
+    pub fn reduce(&self, buf: &mut [u8], root: i32, op: &Op) -> Result<()> {
+        self.check_root(root)?;
+        check_op(buf.len(), op)?;
+        if self.size == 1 {
+            return Ok(());
+        }
+        match tune::algorithm(Coll::Reduce) {
+            1 => self.reduce_linear(buf, root, op, TAG_REDUCE),
+            _ => self.reduce_binomial(buf, root, op, TAG_REDUCE),
+        }
+    }
+
+    pub(crate) fn reduce_linear(&self, buf: &mut [u8], root: i32, op: &Op, tag: i32) -> Result<()> {
+        if self.rank != root {
+            return self.send(buf, root, tag);
+        }
+        let n = buf.len();
+        let mut acc = vec![0u8; n];
+        let mut tmp = vec![0u8; n];
+        if root == 0 {
+            acc.copy_from_slice(buf);
+        } else {
+            self.recv(&mut acc, 0, tag)?;
+        }
+        for i in 1..self.size {
+            if i == root {
+                tmp.copy_from_slice(buf);
+            } else {
+                self.recv(&mut tmp, i, tag)?;
+            }
+            (op.f)(&acc, &mut tmp); // tmp = acc ∘ x_i
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        buf.copy_from_slice(&acc);
+        Ok(())
+    }
+
+    pub(crate) fn reduce_binomial(
+        &self,
+        buf: &mut [u8],
+        root: i32,
+        op: &Op,
+        tag: i32,
+    ) -> Result<()> {
+        let p = self.size;
+        // Non-commutative: the tree is rooted at 0 so that every combination joins
+        // adjacent rank ranges in order; the result then moves to the root.
+        let troot = if op.commutative { root } else { 0 };
+        let rel = self.modp(self.rank - troot);
+        let mut tmp = vec![0u8; buf.len()];
+        let mut mask = 1;
+        while mask < p {
+            if rel & mask == 0 {
+                let src = rel | mask;
+                if src < p {
+                    self.recv(&mut tmp, self.modp(src + troot), tag)?;
+                    if op.commutative {
+                        (op.f)(&tmp, buf);
+                    } else {
+                        // buf holds ranks [rel, src), tmp holds [src, ...): buf ∘ tmp.
+                        (op.f)(buf, &mut tmp);
+                        buf.copy_from_slice(&tmp);
+                    }
+                }
+            } else {
+                self.send(buf, self.modp(rel - mask + troot), tag)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        if troot != root {
+            if self.rank == troot {
+                self.send(buf, root, tag)?;
+            } else if self.rank == root {
+                self.recv(buf, troot, tag)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Allreduce` in place: `buf` holds our contribution and receives the result.
+    pub fn allreduce(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        check_op(buf.len(), op)?;
+        if self.size == 1 || buf.is_empty() {
+            return Ok(());
+        }
+        let nelem = buf.len() / op.elem_size;
+        let ring_ok = op.commutative && nelem >= self.size as usize;
+        match tune::algorithm(Coll::Allreduce) {
+            2 => {
+                self.reduce_binomial(buf, 0, op, TAG_ALLREDUCE)?;
+                self.bcast_binomial(buf, 0)
+            }
+            3 => self.allreduce_recdbl(buf, op),
+            4 if ring_ok => self.allreduce_ring(buf, op),
+            6 if ring_ok => self.allreduce_rabenseifner(buf, op),
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL && self.size > 2 => {
+                self.allreduce_rabenseifner(buf, op)
+            }
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => self.allreduce_ring(buf, op),
+            _ => self.allreduce_recdbl(buf, op),
+        }
+    }
+
+    pub(crate) fn allreduce_recdbl(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let p = self.size;
+        let r = self.rank;
+        // Small vectors use a stack buffer (no allocation on the latency path).
+        let mut small = Aligned([0u8; 256]);
+        let mut heap = (buf.len() > small.0.len()).then(|| Scratch::new(buf.len()));
+        let tmp: &mut [u8] = match heap.as_mut() {
+            Some(h) => &mut h[..buf.len()],
+            None => &mut small.0[..buf.len()],
+        };
+        let pof2 = 1 << (31 - (p as u32).leading_zeros());
+        let rem = p - pof2;
+        // Fold the first 2*rem ranks pairwise (even into odd) so that pof2 ranks remain.
+        let newrank = if r < 2 * rem {
+            if r % 2 == 0 {
+                self.send(buf, r + 1, TAG_ALLREDUCE)?;
+                -1
+            } else {
+                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
+                (op.f)(tmp, buf); // lower rank first
+                r / 2
+            }
+        } else {
+            r - rem
+        };
+        if newrank >= 0 {
+            let mut mask = 1;
+            while mask < pof2 {
+                let nd = newrank ^ mask;
+                let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+                self.sendrecv(buf, dst, tmp, dst, TAG_ALLREDUCE)?;
+                if op.commutative || dst < r {
+                    (op.f)(tmp, buf);
+                } else {
+                    (op.f)(buf, tmp);
+                    buf.copy_from_slice(tmp);
+                }
+                mask <<= 1;
+            }
+        }
+        if r < 2 * rem {
+            if r % 2 == 1 {
+                self.send(buf, r - 1, TAG_ALLREDUCE)?;
+            } else {
+                self.recv(buf, r + 1, TAG_ALLREDUCE)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rabenseifner's allreduce (commutative ops): the first `2 * rem` ranks fold pairwise
+    /// so that a power of two `pof2` remain; those run a recursive-halving reduce-scatter
+    /// (each step exchanges half of the range still owned with the partner at distance
+    /// `mask`, keeping and reducing the other half) and then a recursive-doubling allgather
+    /// of the reduced blocks; the folded ranks finally get the result from their partner.
+    /// Each block of the result is reduced on exactly one rank, so every rank ends with the
+    /// same bytes.
+    pub(crate) fn allreduce_rabenseifner(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let p = self.size;
+        let r = self.rank;
+        let pof2 = 1 << (31 - (p as u32).leading_zeros());
+        let rem = p - pof2;
+        let mut tmp = Scratch::new(buf.len());
+        let tmp = &mut tmp[..buf.len()];
+        let newrank = if r < 2 * rem {
+            if r % 2 == 0 {
+                self.send(buf, r + 1, TAG_ALLREDUCE)?;
+                -1
+            } else {
+                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
+                (op.f)(tmp, buf);
+                r / 2
+            }
+        } else {
+            r - rem
+        };
+        if newrank >= 0 {
+            let real = |nd: i32| if nd < rem { nd * 2 + 1 } else { nd + rem };
+            let (counts, displs) = split_even(buf.len(), op.elem_size, pof2 as usize);
+            // Byte range of blocks [lo, hi).
+            let span = |lo: usize, hi: usize| displs[lo]..displs[hi - 1] + counts[hi - 1];
+            let (mut lo, mut hi) = (0usize, pof2 as usize);
+            let mut mask = pof2 >> 1;
+            while mask > 0 {
+                let dst = real(newrank ^ mask);
+                let mid = lo + (hi - lo) / 2;
+                let (keep, give) = if newrank & mask == 0 {
+                    ((lo, mid), (mid, hi))
+                } else {
+                    ((mid, hi), (lo, mid))
+                };
+                let (k, g) = (span(keep.0, keep.1), span(give.0, give.1));
+                self.sendrecv(&buf[g], dst, &mut tmp[k.clone()], dst, TAG_ALLREDUCE)?;
+                (op.f)(&tmp[k.clone()], &mut buf[k]);
+                (lo, hi) = keep;
+                mask >>= 1;
+            }
+            let mut mask = 1;
+            while mask < pof2 {
+                let dst = real(newrank ^ mask);
+                let w = hi - lo;
+                let other = if newrank & mask == 0 {
+                    (hi, hi + w)
+                } else {
+                    (lo - w, lo)
+                };
+                let (mine, theirs) = (span(lo, hi), span(other.0, other.1));
+                let base = buf.as_mut_ptr();
+                // SAFETY: `mine` and `theirs` are disjoint ranges of `buf` (sibling blocks);
+                // both requests complete before `sendrecv_raw` returns.
+                unsafe {
+                    self.sendrecv_raw(
+                        base.add(mine.start),
+                        mine.len(),
+                        dst,
+                        base.add(theirs.start),
+                        theirs.len(),
+                        dst,
+                        TAG_ALLREDUCE,
+                    )?;
+                }
+                (lo, hi) = (lo.min(other.0), hi.max(other.1));
+                mask <<= 1;
+            }
+        }
+        if r < 2 * rem {
+            if r % 2 == 1 {
+                self.send(buf, r - 1, TAG_ALLREDUCE)?;
+            } else {
+                self.recv(buf, r + 1, TAG_ALLREDUCE)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn allreduce_ring(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let (counts, displs) = split_even(buf.len(), op.elem_size, self.size as usize);
+        self.ring_reduce_scatter(buf, &counts, &displs, op, TAG_ALLREDUCE)?;
+        self.ring_allgatherv(buf, &counts, &displs, 0, TAG_ALLREDUCE)
+    }
+
+    /// Ring reduce-scatter in place on the full vector `buf` (commutative ops): afterwards
+    /// block `rank` of `buf` holds the reduction of everybody's block `rank`.
+    pub(crate) fn ring_reduce_scatter(
+        &self,
+        buf: &mut [u8],
+        counts: &[usize],
+        displs: &[usize],
+        op: &Op,
+        tag: i32,
+    ) -> Result<()> {
+        let p = self.size;
+        if p == 1 {
+            return Ok(());
+        }
+        check_blocks(buf.len(), counts, displs)?;
+        let r = self.rank;
+        let right = self.modp(r + 1);
+        let left = self.modp(r - 1);
+        let mut tmp = Scratch::new(counts.iter().copied().max().unwrap_or(0));
+        for s in 0..p - 1 {
+            let sb = (r - s - 1).rem_euclid(p) as usize;
+            let rb = (r - s - 2).rem_euclid(p) as usize;
+            let sblk = &buf[displs[sb]..displs[sb] + counts[sb]];
+            self.sendrecv(sblk, right, &mut tmp[..counts[rb]], left, tag)?;
+            (op.f)(
+                &tmp[..counts[rb]],
+                &mut buf[displs[rb]..displs[rb] + counts[rb]],
+            );
+        }
+        Ok(())
+    }
+
+    /// `MPI_Reduce_scatter`: `buf` holds our full contribution (the sum of `counts` bytes;
+    /// used as scratch); block `rank` of the reduction (`counts[rank]` bytes) lands in
+    /// `recv`. Counts are multiples of the element size.
+    pub fn reduce_scatter(
+        &self,
+        buf: &mut [u8],
+        counts: &[usize],
+        recv: &mut [u8],
+        op: &Op,
+    ) -> Result<()> {
+        let p = self.size as usize;
+        if counts.len() != p {
+            return Err(arg_err(
+                ErrorClass::Count,
+                format!("reduce_scatter needs {p} counts"),
+            ));
+        }
+        let mut displs = Vec::with_capacity(p);
+        let mut total = 0;
+        for &c in counts {
+            if c % op.elem_size.max(1) != 0 {
+                return Err(arg_err(
+                    ErrorClass::Count,
+                    "reduce_scatter count not a multiple of the element size",
+                ));
+            }
+            displs.push(total);
+            total += c;
+        }
+        if buf.len() != total {
+            return Err(arg_err(
+                ErrorClass::Count,
+                format!(
+                    "reduce_scatter vector is {} bytes, counts sum to {total}",
+                    buf.len()
+                ),
+            ));
+        }
+        check_op(total, op)?;
+        let me = self.rank as usize;
+        if recv.len() < counts[me] {
+            return Err(arg_err(
+                ErrorClass::Truncate,
+                "reduce_scatter receive buffer too small",
+            ));
+        }
+        let ring = match tune::algorithm(Coll::ReduceScatter) {
+            1 => false,
+            _ => op.commutative,
+        };
+        if ring {
+            self.ring_reduce_scatter(buf, counts, &displs, op, TAG_REDSCAT)?;
+            recv[..counts[me]].copy_from_slice(&buf[displs[me]..displs[me] + counts[me]]);
+            Ok(())
+        } else {
+            self.reduce_binomial(buf, 0, op, TAG_REDSCAT)?;
+            self.scatterv(buf, counts, &displs, &mut recv[..counts[me]], 0)
+        }
+    }
+
+    /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.
+    pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        check_op(buf.len(), op)?;
+        let mut partial = buf.to_vec();
+        let mut tmp = vec![0u8; buf.len()];
+        let mut mask = 1;
+        while mask < self.size {
+            let partner = self.rank ^ mask;
+            if partner < self.size {
+                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_SCAN)?;
+                if self.rank > partner {
+                    (op.f)(&tmp, &mut partial);
+                    (op.f)(&tmp, buf);
+                } else if op.commutative {
+                    (op.f)(&tmp, &mut partial);
+                } else {
+                    (op.f)(&partial, &mut tmp);
+                    std::mem::swap(&mut partial, &mut tmp);
+                }
+            }
+            mask <<= 1;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
+    /// ranks > 0 (rank 0's `recv` is left untouched).
+    pub fn exscan(&self, send: &[u8], recv: &mut [u8], op: &Op) -> Result<()> {
+        check_op(send.len(), op)?;
+        if recv.len() != send.len() {
+            return Err(arg_err(ErrorClass::Count, "exscan buffers differ in size"));
+        }
+        let mut partial = send.to_vec();
+        let mut tmp = vec![0u8; send.len()];
+        let mut have = false;
+        let mut mask = 1;
+        while mask < self.size {
+            let partner = self.rank ^ mask;
+            if partner < self.size {
+                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_EXSCAN)?;
+                if self.rank > partner {
+                    if have {
+                        (op.f)(&tmp, recv);
+                    } else {
+                        recv.copy_from_slice(&tmp);
+                        have = true;
+                    }
+                    (op.f)(&tmp, &mut partial);
+                } else if op.commutative {
+                    (op.f)(&tmp, &mut partial);
+                } else {
+                    (op.f)(&partial, &mut tmp);
+                    std::mem::swap(&mut partial, &mut tmp);
+                }
+            }
+            mask <<= 1;
+        }
+        Ok(())
+    }
+}
