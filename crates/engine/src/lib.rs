@@ -59,8 +59,9 @@
 //! bootstrap.rs    Bootstrap: key-value store and fence (PMI, file store, singleton)
 //! sys.rs          every system call of the crate (memfd/mmap, /proc fds, pidfd, CMA,
 //!                 sockets, interfaces), public for the library crates above
-//! params.rs       PROVIDER: the components' parameters gathered; typed accessors that
-//!                 fall back to the declared default
+//! params.rs       PROVIDER: the components' parameters gathered (each component reads
+//!                 its own with oxmpi_base::params::{size, int, list}, which fall back to
+//!                 the declared default)
 //! pml/            the protocol (pml ox)
 //!   mod.rs          State: progress, record dispatch, peer liveness
 //!   hdr.rs          record header (Hdr), kinds K_* and flags F_*
