@@ -5,9 +5,8 @@
 //! ([`CTL_BYTES`] + ring bytes), then (if any) its bulk buffer ([`BULK_CTL`] + bulk bytes),
 //! then the cooperative-copy control area ([`COOP_CTL`]). The rank publishes
 //! `fd,length,ring,bulk` as the `sm` section of its endpoint record (`crate::btl::Endpoint`);
-//! a peer on the same node opens the segment
-//! through `/proc/<pid>/fd/<fd>` and maps it: it produces into its slot of our segment and
-//! consumes its own segment's slot for us.
+//! a peer on the same node opens the segment through `/proc/<pid>/fd/<fd>` and maps it: it
+//! produces into its slot of our segment and consumes its own segment's slot for us.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
