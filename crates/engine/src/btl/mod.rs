@@ -27,14 +27,15 @@ pub(crate) struct Btl {
     pub info: Component,
     /// The parameters it declares (`btl_<name>_*`).
     pub params: &'static [ParamDecl],
-    /// Starts the component's wire-up before the bootstrap fence: creates and publishes
-    /// what peers need to reach us. `None` for `self`, which needs no link; `Ok(None)` if
-    /// the component cannot run here (peers then have no link to us through it).
+    /// Starts the component's wire-up before the bootstrap fence: creates what peers need
+    /// to reach us (its [`Setup::section`] of our endpoint record says how). `None` for
+    /// `self`, which needs no link; `Ok(None)` if the component cannot run here (it then
+    /// publishes nothing and peers have no link to us through it).
     pub open: Option<Open>,
 }
 
 /// A component's set-up hook (see [`Btl::open`]).
-pub(crate) type Open = fn(&mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error>;
+pub(crate) type Open = fn(&Job) -> Result<Option<Box<dyn Setup>>, Error>;
 
 /// The links a [`Setup`] made: world rank and link.
 pub(crate) type Links = Vec<(usize, Box<dyn Link>)>;
@@ -55,32 +56,36 @@ pub(crate) static REGISTRY: [Btl; 3] = [
 ];
 
 /// What a component's set-up knows of the job.
-pub(crate) struct Job<'a> {
+pub(crate) struct Job {
     /// Our world rank.
     pub me: i32,
-    /// The bootstrap key-value store.
-    pub boot: &'a mut dyn Bootstrap,
-    /// The node of every rank (ours from the start, the others' after the fence).
-    pub hosts: Vec<String>,
-    /// The process id of every rank (ours from the start, the others' after the fence).
-    pub pids: Vec<i32>,
-    /// The components every rank selected, `+`-separated (ours from the start, the
-    /// others' after the fence).
-    pub btls: Vec<String>,
+    /// The endpoint of every rank (ours from the start, the others' after the fence).
+    pub eps: Vec<Endpoint>,
 }
 
-impl Job<'_> {
+impl Job {
     /// Number of ranks.
     pub fn size(&self) -> usize {
-        self.hosts.len()
+        self.eps.len()
     }
-    /// Whether rank `p` selected component `name` (and so published what it needs).
+    /// Whether rank `p` selected component `name`.
     pub fn uses(&self, p: usize, name: &str) -> bool {
-        self.btls[p].split('+').any(|c| c == name)
+        self.eps[p].btls.split('+').any(|c| c == name)
     }
     /// Whether rank `p` runs on our node.
     pub fn same_node(&self, p: usize) -> bool {
-        self.hosts[p] == self.hosts[self.me as usize]
+        self.eps[p].host == self.eps[self.me as usize].host
+    }
+    /// The section component `name` published in rank `p`'s endpoint record, which must
+    /// have `n` fields; `None` if it published none (it did not select or could not open
+    /// the component: we have no link to it through `name`).
+    pub fn section(&self, p: usize, name: &'static str, n: usize) -> Result<Option<Record>, Error> {
+        self.eps[p]
+            .sections
+            .iter()
+            .find(|(c, _)| c == name)
+            .map(|(_, fields)| Record::parse(self.me, name, p, fields.clone(), n))
+            .transpose()
     }
     /// An [`Error::Sys`] maker for a failed `what` on our rank.
     pub fn sys_err(&self, what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
@@ -94,12 +99,82 @@ pub(crate) fn sys_err(rank: i32, what: impl Into<String>) -> impl FnOnce(std::io
     move |source| Error::Sys { rank, what, source }
 }
 
+/// Separates the sections of an endpoint record (PMI values may not hold `;` or spaces).
+const SECTION_SEP: char = '|';
+/// Separates a section's component name from its fields.
+const NAME_SEP: char = ':';
+
+/// What a rank publishes for its peers, in one key-value pair (`oxmpi-ep-<rank>`), so a
+/// peer reads it with one bootstrap `get`: `host,pid,btls` (`btls` the selected
+/// components, `+`-separated), then one `|name:fields` section per component that
+/// published something, e.g. `n1,4242,self+sm+tcp|sm:5,4194304,262144,0|tcp:,40123,77`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// The rank's node.
+    pub host: String,
+    /// Its process id.
+    pub pid: i32,
+    /// The components it selected, `+`-separated.
+    pub btls: String,
+    /// Component name and the fields of its section (comma-separated), in registry order.
+    pub sections: Vec<(String, String)>,
+}
+
+impl Endpoint {
+    /// The published form (see [`Endpoint`]).
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{},{},{}", self.host, self.pid, self.btls);
+        for (name, fields) in &self.sections {
+            s.push(SECTION_SEP);
+            s.push_str(name);
+            s.push(NAME_SEP);
+            s.push_str(fields);
+        }
+        s
+    }
+
+    /// Parses the record `text` published by `rank`: three header fields with a numeric
+    /// pid, then sections with a name, each component at most once. Anything else is an
+    /// [`Error::Bootstrap`] naming the rank; a section's own fields are checked by its
+    /// component ([`Job::section`]).
+    pub fn parse(me: i32, rank: usize, text: String) -> Result<Endpoint, Error> {
+        let whole = Record {
+            me,
+            what: "endpoint",
+            rank,
+            text,
+        };
+        let mut parts = whole.text.trim().split(SECTION_SEP);
+        let head: Vec<&str> = parts.next().unwrap_or("").split(',').collect();
+        let [host, pid, btls] = head[..] else {
+            return Err(whole.bad());
+        };
+        let mut ep = Endpoint {
+            host: host.to_string(),
+            pid: pid.parse().map_err(|_| whole.bad())?,
+            btls: btls.to_string(),
+            sections: Vec::new(),
+        };
+        for part in parts {
+            match part.split_once(NAME_SEP) {
+                Some((name, fields))
+                    if !name.is_empty() && !ep.sections.iter().any(|(c, _)| c == name) =>
+                {
+                    ep.sections.push((name.to_string(), fields.to_string()));
+                }
+                _ => return Err(whole.bad()),
+            }
+        }
+        Ok(ep)
+    }
+}
+
 /// A record a rank published in the key-value store: comma-separated fields. A field that
 /// is missing or does not parse is an [`Error::Bootstrap`] naming the record.
 pub(crate) struct Record {
     /// Our rank (for the error).
     me: i32,
-    /// What the record is (`sm`, `tcp`, `node`).
+    /// What the record is (`endpoint`, or a component's section: `sm`, `tcp`).
     what: &'static str,
     /// The rank that published it.
     rank: usize,
@@ -154,9 +229,15 @@ impl Record {
 /// wire-up (so what peers open through it, like a segment's file descriptor or a listening
 /// socket, lives until every rank is connected).
 pub(crate) trait Setup {
+    /// The fields of the component's section of our endpoint record (comma-separated,
+    /// without `|` or `:`): what a peer needs to reach us through it. `None` (the
+    /// default): the component publishes nothing.
+    fn section(&self) -> Option<String> {
+        None
+    }
     /// Links to the peers it reaches among those that have no link yet (`linked[p]` false;
     /// never ourselves).
-    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error>;
+    fn connect(&mut self, job: &Job, linked: &[bool]) -> Result<Links, Error>;
 }
 
 /// What the protocol may ask of a link instead of its name.
@@ -184,53 +265,59 @@ pub(crate) struct PeerInfo {
     pub link: Option<Box<dyn Link>>,
 }
 
-/// Wires this rank to its peers with the `selected` components (registry order): publishes
-/// our node, pid and selection (`oxmpi-node-<rank>` = `host,pid,self+sm+tcp`), opens every
-/// selected component, fences, learns every peer's, lets each component connect the peers
-/// that have no link yet and selected it too, fences again. Returns
-/// one [`PeerInfo`] per world rank (ours included, without a link).
+/// The bootstrap key of `rank`'s [`Endpoint`] record.
+fn endpoint_key(rank: usize) -> String {
+    format!("oxmpi-ep-{rank}")
+}
+
+/// Our node's name: `OXMPI_ENGINE_NODE`, else the host name. Tests simulate ranks on
+/// several hosts with the variable (sm within a simulated node, tcp between them).
+fn node_name() -> String {
+    std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| sys::hostname())
+}
+
+/// Wires this rank to its peers with the `selected` components (registry order): opens
+/// every selected component, publishes our [`Endpoint`] (node, pid, selection and each
+/// component's section) under `oxmpi-ep-<rank>`, fences, reads every peer's with one
+/// `get` each, lets each component connect the peers that have no link yet, fences again.
+/// Returns one [`PeerInfo`] per world rank (ours included, without a link).
 pub(crate) fn wire_up(
     boot: &mut dyn Bootstrap,
     me: i32,
     size: usize,
     selected: &[&str],
 ) -> Result<Vec<PeerInfo>, Error> {
-    // OXMPI_ENGINE_NODE names the node instead of the host name: tests simulate ranks on
-    // several hosts with it (sm within a simulated node, tcp between them).
-    let host = std::env::var("OXMPI_ENGINE_NODE").unwrap_or_else(|_| sys::hostname());
-    let pid = sys::getpid();
     let mut job = Job {
         me,
-        boot,
-        hosts: vec![String::new(); size],
-        pids: vec![0; size],
-        btls: vec![String::new(); size],
+        eps: vec![Endpoint::default(); size],
     };
-    let btls = selected.join("+");
-    job.boot
-        .put(&format!("oxmpi-node-{me}"), &format!("{host},{pid},{btls}"))?;
-    job.hosts[me as usize] = host;
-    job.pids[me as usize] = pid;
-    job.btls[me as usize] = btls;
+    job.eps[me as usize] = Endpoint {
+        host: node_name(),
+        pid: sys::getpid(),
+        btls: selected.join("+"),
+        sections: Vec::new(),
+    };
     let mut setups = Vec::new();
     for c in REGISTRY.iter().filter(|c| selected.contains(&c.info.name)) {
         if let Some(open) = c.open {
-            if let Some(s) = open(&mut job)? {
+            if let Some(s) = open(&job)? {
+                if let Some(fields) = s.section() {
+                    let own = &mut job.eps[me as usize];
+                    own.sections.push((c.info.name.to_string(), fields));
+                }
                 setups.push(s);
             }
         }
     }
-    job.boot.fence()?;
+    boot.put(&endpoint_key(me as usize), &job.eps[me as usize].to_text())?;
+    boot.fence()?;
     for p in (0..size).filter(|&p| p != me as usize) {
-        let v = job.boot.get(p as i32, &format!("oxmpi-node-{p}"))?;
-        let r = Record::parse(me, "node", p, v, 3)?;
-        job.pids[p] = r.get(1)?;
-        job.hosts[p] = r.str(0).to_string();
-        job.btls[p] = r.str(2).to_string();
+        let v = boot.get(p as i32, &endpoint_key(p))?;
+        job.eps[p] = Endpoint::parse(me, p, v)?;
     }
     let mut peers: Vec<PeerInfo> = (0..size)
         .map(|p| PeerInfo {
-            pid: job.pids[p],
+            pid: job.eps[p].pid,
             local: p != me as usize && job.same_node(p),
             link: None,
         })
@@ -241,23 +328,24 @@ pub(crate) fn wire_up(
             .enumerate()
             .map(|(p, i)| p == me as usize || i.link.is_some())
             .collect();
-        for (p, link) in s.connect(&mut job, &linked)? {
+        for (p, link) in s.connect(&job, &linked)? {
             peers[p].link = Some(link);
         }
     }
-    for (p, h) in job.hosts.iter().enumerate() {
+    for (p, ep) in job.eps.iter().enumerate() {
         if p as i32 != me {
             oxmpi_base::verbose!(
                 BTL,
                 20,
-                "rank {me}: rank {p} on {h} reached by {}",
+                "rank {me}: rank {p} on {} reached by {}",
+                ep.host,
                 peers[p].link.as_ref().map_or("no btl", |l| l.name())
             );
         }
     }
     // Everyone has opened every segment (and accepted every connection): what the set-ups
     // hold for that can go (the mappings keep the memory).
-    job.boot.fence()?;
+    boot.fence()?;
     drop(setups);
     Ok(peers)
 }
@@ -343,12 +431,32 @@ mod tests {
     use super::*;
     use crate::pml::hdr::K_EAGER;
 
-    /// A key-value store shared by threads that play the ranks of one job.
+    /// The store of an in-memory job: `(publisher, key)` to value.
+    type Kv = Arc<Mutex<HashMap<(i32, String), String>>>;
+    /// Bootstrap `get`s made: `(reader, publisher)` to count.
+    type Gets = Arc<Mutex<HashMap<(i32, i32), usize>>>;
+
+    /// A key-value store shared by threads that play the ranks of one job; it counts the
+    /// `get`s (each one a round trip to the PMI server in a real job).
     struct MemBoot {
         rank: i32,
         size: i32,
-        kv: Arc<Mutex<HashMap<(i32, String), String>>>,
+        kv: Kv,
+        gets: Gets,
         fence: Arc<Barrier>,
+    }
+
+    impl MemBoot {
+        /// Rank `rank` of `size` over `kv`, fencing with `fence`.
+        fn new(rank: i32, size: i32, kv: &Kv, gets: &Gets, fence: &Arc<Barrier>) -> MemBoot {
+            MemBoot {
+                rank,
+                size,
+                kv: kv.clone(),
+                gets: gets.clone(),
+                fence: fence.clone(),
+            }
+        }
     }
 
     impl Bootstrap for MemBoot {
@@ -368,6 +476,12 @@ mod tests {
             Ok(())
         }
         fn get(&mut self, rank: i32, key: &str) -> Result<String, Error> {
+            *self
+                .gets
+                .lock()
+                .unwrap()
+                .entry((self.rank, rank))
+                .or_default() += 1;
             let kv = self.kv.lock().unwrap();
             kv.get(&(rank, key.to_string()))
                 .cloned()
@@ -382,29 +496,35 @@ mod tests {
         }
     }
 
+    /// A wired-up in-memory job: every rank's peers, what was published, the gets made.
+    struct Wired {
+        ranks: Vec<Vec<PeerInfo>>,
+        kv: HashMap<(i32, String), String>,
+        gets: HashMap<(i32, i32), usize>,
+    }
+
     /// Wires up ranks (threads of this process), rank `r` with the components
     /// `selected[r]`.
-    fn wire(selected: &[&'static [&'static str]]) -> Vec<Vec<PeerInfo>> {
+    fn wire(selected: &[&'static [&'static str]]) -> Wired {
         let n = selected.len();
         oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
-        let kv = Arc::new(Mutex::new(HashMap::new()));
+        let kv = Kv::default();
+        let gets = Gets::default();
         let fence = Arc::new(Barrier::new(n));
         let threads: Vec<_> = (0..n)
             .map(|r| {
-                let mut boot = MemBoot {
-                    rank: r as i32,
-                    size: n as i32,
-                    kv: kv.clone(),
-                    fence: fence.clone(),
-                };
+                let mut boot = MemBoot::new(r as i32, n as i32, &kv, &gets, &fence);
                 let sel = selected[r];
                 std::thread::spawn(move || wire_up(&mut boot, r as i32, n, sel))
             })
             .collect();
-        threads
+        let ranks = threads
             .into_iter()
             .map(|t| t.join().unwrap().expect("wire-up"))
-            .collect()
+            .collect();
+        let kv = kv.lock().unwrap().clone();
+        let gets = gets.lock().unwrap().clone();
+        Wired { ranks, kv, gets }
     }
 
     /// One record from `a` arrives at `b`, intact.
@@ -432,10 +552,53 @@ mod tests {
         panic!("record {tag} did not arrive");
     }
 
+    /// Checks rank `r`'s published endpoint record field by field: node, pid, selection,
+    /// and a section for each component that publishes one (sm: its segment's layout; tcp:
+    /// its port and nonce), nothing else.
+    fn check_published(kv: &HashMap<(i32, String), String>, r: usize, selected: &[&str]) {
+        let mine: Vec<&String> = kv
+            .keys()
+            .filter(|(p, _)| *p == r as i32)
+            .map(|(_, k)| k)
+            .collect();
+        assert_eq!(mine, [&endpoint_key(r)], "rank {r} publishes one key");
+        let text = kv[&(r as i32, endpoint_key(r))].clone();
+        let ep = Endpoint::parse(0, r, text.clone()).unwrap();
+        assert_eq!(ep.to_text(), text, "round trip");
+        assert_eq!(ep.host, node_name());
+        assert_eq!(ep.pid, sys::getpid());
+        assert_eq!(ep.btls, selected.join("+"));
+        let names: Vec<&str> = ep.sections.iter().map(|(c, _)| c.as_str()).collect();
+        let expect: Vec<&str> = selected.iter().copied().filter(|&c| c != "self").collect();
+        assert_eq!(names, expect, "rank {r}: {text}");
+        let job = Job {
+            me: 0,
+            eps: vec![ep; r + 1],
+        };
+        if let Some(sm) = job.section(r, "sm", 4).unwrap() {
+            let set = crate::btl::sm::params::Settings::read();
+            assert!(sm.get::<i32>(0).unwrap() >= 0, "fd");
+            let stride = sm::segment::Layout {
+                ring: set.ring,
+                bulk: set.bulk,
+            }
+            .slot();
+            assert_eq!(sm.get::<usize>(1).unwrap(), 3 * stride, "length");
+            assert_eq!(sm.get::<usize>(2).unwrap(), set.ring);
+            assert_eq!(sm.get::<usize>(3).unwrap(), set.bulk);
+        }
+        if let Some(tcp) = job.section(r, "tcp", 3).unwrap() {
+            assert_eq!(tcp.str(0), "", "no interface selected: the host name");
+            assert_ne!(tcp.get::<u16>(1).unwrap(), 0, "port");
+            tcp.get::<u64>(2).unwrap();
+        }
+    }
+
     /// The registry's components wire ranks up in-process: with sm selected the ranks of one
     /// node get sm links (single copy, cooperative areas), with sm excluded tcp links
     /// (buffered), and a rank that excluded sm reaches the others by tcp while they use sm
-    /// between themselves; every pair exchanges records; the node records are read back.
+    /// between themselves; every pair exchanges records. Each rank publishes one endpoint
+    /// record and reads each peer's with exactly one `get`.
     #[test]
     fn wire_up_links_every_pair_by_the_first_component_that_reaches_it() {
         const ALL: &[&str] = &["self", "sm", "tcp"];
@@ -447,11 +610,17 @@ mod tests {
             ([TCP, ALL, ALL], ["tcp", "tcp", "sm"]),
         ] {
             let name_of = |a: usize, b: usize| names[a + b - 1];
-            let mut ranks = wire(&selected);
+            let Wired {
+                mut ranks,
+                kv,
+                gets,
+            } = wire(&selected);
             for (r, peers) in ranks.iter().enumerate() {
+                check_published(&kv, r, selected[r]);
                 assert_eq!(peers.len(), 3);
                 assert!(peers[r].link.is_none(), "no link to oneself");
                 for (p, info) in peers.iter().enumerate().filter(|&(p, _)| p != r) {
+                    assert_eq!(gets.get(&(r as i32, p as i32)), Some(&1), "{r} reads {p}");
                     assert!(info.local, "rank {p} shares our node");
                     assert_eq!(info.pid, sys::getpid());
                     let link = info.link.as_ref().expect("linked");
@@ -463,6 +632,7 @@ mod tests {
                     assert_eq!(caps.coop.is_some(), name == "sm");
                 }
             }
+            assert_eq!(gets.len(), 6, "no get of one's own record: {gets:?}");
             for (a, b) in [(0, 1), (1, 0), (0, 2), (2, 1)] {
                 let mut la = ranks[a][b].link.take().unwrap();
                 let mut lb = ranks[b][a].link.take().unwrap();
@@ -471,6 +641,80 @@ mod tests {
                 ranks[b][a].link = Some(lb);
             }
         }
+    }
+
+    /// Rank 0 of 2 wires up with `selected` against rank 1's record `theirs` (published
+    /// beforehand); the error it ends with, as text.
+    fn wire_against(selected: &'static [&'static str], theirs: String) -> String {
+        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
+        let kv = Kv::default();
+        kv.lock().unwrap().insert((1, endpoint_key(1)), theirs);
+        let gets = Gets::default();
+        let mut boot = MemBoot::new(0, 2, &kv, &gets, &Arc::new(Barrier::new(1)));
+        let e = wire_up(&mut boot, 0, 2, selected).expect_err("a bad record");
+        assert_eq!(gets.lock().unwrap()[&(0, 1)], 1, "one get");
+        e.to_string()
+    }
+
+    /// A malformed endpoint record (header or a section) stops the wire-up with a one-line
+    /// error naming the rank that published it and what it published.
+    #[test]
+    fn wire_up_rejects_a_malformed_record_naming_the_rank() {
+        const ALL: &[&str] = &["self", "sm", "tcp"];
+        const TCP: &[&str] = &["self", "tcp"];
+        let pid = sys::getpid();
+        let head = format!("{},{pid},self+sm+tcp", node_name());
+        let fail = |what: &str, text: &str| {
+            format!("bootstrap failed on rank 0: bad {what} record of rank 1: {text:?}")
+        };
+        // A section with a field missing: sm on one node, tcp without sm.
+        let bad_sm = format!("{head}|sm:5,4096|tcp:,4000,1");
+        assert_eq!(wire_against(ALL, bad_sm), fail("sm", "5,4096"));
+        let bad_tcp = format!("{head}|sm:5,4096|tcp:,port,1");
+        assert_eq!(wire_against(TCP, bad_tcp), fail("tcp", ",port,1"));
+        // The header, a section without a name, a component twice.
+        for text in [
+            format!("{},x,self+sm", node_name()),
+            format!("{},{pid}", node_name()),
+            format!("{head}|5,4096,262144,0"),
+            format!("{head}|:1,2,3"),
+            format!("{head}|tcp:,4000,1|tcp:,4001,1"),
+        ] {
+            assert_eq!(wire_against(ALL, text.clone()), fail("endpoint", &text));
+        }
+    }
+
+    /// A record round trip: the sections come back in order and a component without one
+    /// (not selected, or it could not open) has none.
+    #[test]
+    fn endpoint_record_round_trip() {
+        let ep = Endpoint {
+            host: "n1".into(),
+            pid: 4242,
+            btls: "self+sm+tcp".into(),
+            sections: vec![
+                ("sm".into(), "5,4096,262144,0".into()),
+                ("tcp".into(), "10.0.0.1,40123,77".into()),
+            ],
+        };
+        let text = ep.to_text();
+        assert_eq!(
+            text,
+            "n1,4242,self+sm+tcp|sm:5,4096,262144,0|tcp:10.0.0.1,40123,77"
+        );
+        assert_eq!(Endpoint::parse(0, 1, text).unwrap(), ep);
+        let bare = Endpoint::parse(0, 1, "n1,7,self+tcp\n".into()).unwrap();
+        assert_eq!((bare.pid, bare.sections.len()), (7, 0));
+        let job = Job {
+            me: 0,
+            eps: vec![ep, bare],
+        };
+        assert_eq!(
+            job.section(0, "tcp", 3).unwrap().unwrap().str(0),
+            "10.0.0.1"
+        );
+        assert!(job.section(1, "tcp", 3).unwrap().is_none());
+        assert!(job.uses(1, "tcp") && !job.uses(1, "sm"));
     }
 
     /// A published record with a wrong field count or a field that does not parse is an
@@ -486,7 +730,7 @@ mod tests {
             e.to_string(),
             "bootstrap failed on rank 0: bad tcp record of rank 2: \"1,2\""
         );
-        let r = Record::parse(1, "node", 0, "host,x,self+sm".into(), 3).unwrap();
+        let r = Record::parse(1, "endpoint", 0, "host,x,self+sm".into(), 3).unwrap();
         assert!(matches!(
             r.get::<i32>(1),
             Err(Error::Bootstrap { rank: 1, .. })

@@ -4,9 +4,9 @@
 //! Every rank creates one `memfd` segment with one slot per sending peer: its ring
 //! ([`CTL_BYTES`] + ring bytes), then (if any) its bulk buffer ([`BULK_CTL`] + bulk bytes),
 //! then the cooperative-copy control area ([`COOP_CTL`]). The rank publishes
-//! `fd,length,ring,bulk` under `oxmpi-sm-<rank>`; a peer on the same node opens the segment
-//! through `/proc/<pid>/fd/<fd>` and maps it: it produces into its slot of our segment and
-//! consumes its own segment's slot for us.
+//! `fd,length,ring,bulk` as the `sm` section of its endpoint record (`crate::btl::Endpoint`);
+//! a peer on the same node opens the segment through `/proc/<pid>/fd/<fd>` and maps it: it
+//! produces into its slot of our segment and consumes its own segment's slot for us.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -52,14 +52,16 @@ impl Layout {
 /// Our segment between publication and attaching.
 pub(crate) struct SmSetup {
     /// Kept open until the wire-up's last fence (peers open it through /proc).
-    _fd: OwnedFd,
+    fd: OwnedFd,
+    /// Bytes of the segment.
+    len: usize,
     own: Arc<Mapping>,
     layout: Layout,
 }
 
-/// Opens the `sm` component: creates and maps our segment (one slot per rank) and
-/// publishes it.
-pub(crate) fn open(job: &mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error> {
+/// Opens the `sm` component: creates and maps our segment (one slot per rank), which its
+/// section then publishes.
+pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
     let s = Settings::read();
     let layout = Layout {
         ring: s.ring,
@@ -68,24 +70,36 @@ pub(crate) fn open(job: &mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error> {
     let len = job.size() * layout.slot();
     let fd = sys::memfd("oxmpi-sm", len).map_err(job.sys_err("memfd_create"))?;
     let own = Mapping::map(&fd, len).map_err(job.sys_err("mmap of own segment"))?;
-    job.boot.put(
-        &format!("oxmpi-sm-{}", job.me),
-        &format!("{},{len},{},{}", sys::raw_fd(&fd), layout.ring, layout.bulk),
-    )?;
     Ok(Some(Box::new(SmSetup {
-        _fd: fd,
+        fd,
+        len,
         own: Arc::new(own),
         layout,
     })))
 }
 
 impl Setup for SmSetup {
-    /// Maps the segment of every peer on our node and links to it.
-    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error> {
+    /// `fd,length,ring,bulk`.
+    fn section(&self) -> Option<String> {
+        Some(format!(
+            "{},{},{},{}",
+            sys::raw_fd(&self.fd),
+            self.len,
+            self.layout.ring,
+            self.layout.bulk
+        ))
+    }
+
+    /// Maps the segment of every peer on our node that published one and links to it.
+    fn connect(&mut self, job: &Job, linked: &[bool]) -> Result<Links, Error> {
         let mut out: Links = Vec::new();
         for (p, &has) in linked.iter().enumerate() {
-            if !has && job.same_node(p) && job.uses(p, "sm") {
-                out.push((p, Box::new(self.attach(job, p)?)));
+            if has || !job.same_node(p) || !job.uses(p, "sm") {
+                continue;
+            }
+            // A rank whose sm did not open published no segment: it links to nobody by sm.
+            if let Some(r) = job.section(p, "sm", 4)? {
+                out.push((p, Box::new(self.attach(job, p, &r)?)));
             }
         }
         Ok(out)
@@ -93,13 +107,11 @@ impl Setup for SmSetup {
 }
 
 impl SmSetup {
-    /// Maps peer `p`'s published segment and builds the link: we produce into slot `me` of
-    /// its segment and consume slot `p` of ours.
-    fn attach(&self, job: &mut Job<'_>, p: usize) -> Result<SmLink, Error> {
+    /// Maps peer `p`'s segment (published as `r`, its `sm` section) and builds the link: we
+    /// produce into slot `me` of its segment and consume slot `p` of ours.
+    fn attach(&self, job: &Job, p: usize, r: &Record) -> Result<SmLink, Error> {
         let me = job.me;
         let n = job.size();
-        let v = job.boot.get(p as i32, &format!("oxmpi-sm-{p}"))?;
-        let r = Record::parse(me, "sm", p, v, 4)?;
         let pfd: i32 = r.get(0)?;
         let plen: usize = r.get(1)?;
         let theirs = Layout {
@@ -112,7 +124,7 @@ impl SmSetup {
         {
             return Err(r.bad());
         }
-        let ppid = job.pids[p];
+        let ppid = job.eps[p].pid;
         let file = sys::open_peer_fd(ppid, pfd)
             .map_err(job.sys_err(format!("open of rank {p}'s segment (pid {ppid})")))?;
         let map = Mapping::map(&file, plen)

@@ -1,5 +1,6 @@
 //! Wiring up the `tcp` transport ([`TcpSetup`]): every rank that selected `tcp` listens
-//! and publishes `address,port,nonce` under `oxmpi-tcp-<rank>` before the bootstrap fence;
+//! and publishes `address,port,nonce` as the `tcp` section of its endpoint record
+//! (`crate::btl::Endpoint`) before the bootstrap fence;
 //! after it, the lower rank of each pair without a link connects to the higher one and
 //! sends a [`Hello`] naming both ranks and the listener's nonce (a connection with a wrong
 //! hello is closed). Also: interface selection and peer addresses.
@@ -9,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use super::link::TcpLink;
 use super::params;
-use crate::btl::{Job, Links, Record, Setup, BTL};
+use crate::btl::{Job, Links, Setup, BTL};
 use crate::{sys, Error};
 use oxmpi_base::params::{int, list};
 
@@ -227,13 +228,16 @@ pub(crate) fn accept_all(
 pub(crate) struct TcpSetup {
     listener: std::net::TcpListener,
     nonce: u64,
+    /// The address to publish (empty: use our host name).
+    addr: String,
+    /// The port we listen on.
+    port: u16,
 }
 
 impl TcpSetup {
-    /// Listens and publishes `address,port,nonce` (`address` empty: use our host name).
-    /// If no socket can be opened, publishes `none` (peers then have no tcp link to us) and
-    /// returns `None`.
-    fn listen(job: &mut Job<'_>) -> Result<Option<TcpSetup>, Error> {
+    /// Listens and chooses the address to publish. If no socket can be opened, returns
+    /// `None` (we publish no tcp section: peers then have no tcp link to us).
+    fn listen(job: &Job) -> Result<Option<TcpSetup>, Error> {
         let me = job.me;
         let port_min = int(&params::PORT_MIN).clamp(0, 65535) as u16;
         let range = int(&params::PORT_RANGE).clamp(1, 65535) as u16;
@@ -245,7 +249,6 @@ impl TcpSetup {
                     10,
                     "tcp: rank {me} cannot listen (port_min_v4 {port_min}): {e}; tcp disabled"
                 );
-                job.boot.put(&format!("oxmpi-tcp-{me}"), "none")?;
                 return Ok(None);
             }
         };
@@ -286,11 +289,6 @@ impl TcpSetup {
                 })?
                 .to_string()
         };
-        let nonce = nonce();
-        job.boot.put(
-            &format!("oxmpi-tcp-{me}"),
-            &format!("{addr},{port},{nonce}"),
-        )?;
         oxmpi_base::verbose!(
             BTL,
             20,
@@ -301,19 +299,29 @@ impl TcpSetup {
                 &addr
             }
         );
-        Ok(Some(TcpSetup { listener, nonce }))
+        Ok(Some(TcpSetup {
+            listener,
+            nonce: nonce(),
+            addr,
+            port,
+        }))
     }
 }
 
-/// Opens the `tcp` component: listens and publishes the address.
-pub(crate) fn open(job: &mut Job<'_>) -> Result<Option<Box<dyn Setup>>, Error> {
+/// Opens the `tcp` component: listens (its section then publishes the address).
+pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
     Ok(TcpSetup::listen(job)?.map(|s| Box::new(s) as Box<dyn Setup>))
 }
 
 impl Setup for TcpSetup {
-    /// Connects a tcp link to every peer that has no link yet: to higher ranks we connect,
-    /// from lower ranks we accept.
-    fn connect(&mut self, job: &mut Job<'_>, linked: &[bool]) -> Result<Links, Error> {
+    /// `address,port,nonce` (`address` empty: use our host name).
+    fn section(&self) -> Option<String> {
+        Some(format!("{},{},{}", self.addr, self.port, self.nonce))
+    }
+
+    /// Connects a tcp link to every peer that has no link yet and listens: to higher ranks
+    /// we connect, from lower ranks we accept.
+    fn connect(&mut self, job: &Job, linked: &[bool]) -> Result<Links, Error> {
         let me = job.me;
         let mut targets = Vec::new();
         let mut expect = Vec::new();
@@ -321,18 +329,17 @@ impl Setup for TcpSetup {
             if linked[p as usize] || !job.uses(p as usize, "tcp") {
                 continue;
             }
-            let v = job.boot.get(p, &format!("oxmpi-tcp-{p}"))?;
-            if v.trim() == "none" {
+            // No section: that rank could not listen (no tcp link to it).
+            let Some(r) = job.section(p as usize, "tcp", 3)? else {
                 continue;
-            }
+            };
             if p < me {
                 expect.push(p);
                 continue;
             }
-            let r = Record::parse(me, "tcp", p as usize, v, 3)?;
             let port: u16 = r.get(1)?;
             let nonce: u64 = r.get(2)?;
-            let h = &job.hosts[p as usize];
+            let h = &job.eps[p as usize].host;
             let addr =
                 peer_addr(r.str(0), h, job.same_node(p as usize), port).map_err(job.sys_err(
                     format!("address of rank {p} (host {h}, published {:?})", r.str(0)),
