@@ -1,5 +1,5 @@
-//! Blocking collective operations (barrier, broadcast, reductions, gather, scatter,
-//! all-to-all, scans) on the collective framework
+//! Blocking collective operations (barrier, broadcast, reductions, gather/scatter and their
+//! v-variants, all-to-all, scans) on the collective framework
 //! `oxmpi-coll`, with the C library's component selection (`oxmpi_coll::base::select`):
 //! barrier, broadcast and allreduce take the shared-memory component when every rank runs
 //! on one node, the point-to-point algorithms otherwise.
@@ -13,6 +13,8 @@
 //! `coll_tuned_<coll>_algorithm` parameters. Reductions combine in rank order
 //! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
 //! form; contiguous element types are used in place.
+
+use std::borrow::Cow;
 
 use oxmpi_coll::base::select;
 use oxmpi_coll::{CollComm, Op};
@@ -35,6 +37,15 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
     // view covers exactly the slice and borrows it mutably.
     unsafe {
         std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buf))
+    }
+}
+
+/// The packed bytes of `buf` (borrowed in place when its type is contiguous).
+fn wire_bytes<T: Equivalence>(buf: &[T]) -> Cow<'_, [u8]> {
+    if T::CONTIGUOUS {
+        Cow::Borrowed(crate::datatype::contiguous_bytes(buf))
+    } else {
+        Cow::Owned(pack_slice(buf))
     }
 }
 
@@ -198,13 +209,7 @@ impl<'u> Communicator<'u> {
     pub fn gather<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
         self.check_root(root)?;
         let a = self.alg();
-        let sbytes;
-        let send_b: &[u8] = if T::CONTIGUOUS {
-            crate::datatype::contiguous_bytes(send)
-        } else {
-            sbytes = pack_slice(send);
-            &sbytes
-        };
+        let send_b = &*wire_bytes(send);
         if self.rank() != root {
             return Ok(a.gather(send_b, &mut [], root)?);
         }
@@ -347,6 +352,194 @@ impl<'u> Communicator<'u> {
             unpack_into(&out, recv);
         }
         Ok(())
+    }
+
+    /// Combines `send` of all ranks element by element with `op` and scatters the result
+    /// in blocks of `recv.len()` elements: rank `i` gets block `i` (`MPI_Reduce_scatter_block`).
+    /// `send` holds `size * recv.len()` elements on every rank. As in
+    /// [`reduce`](Self::reduce), `op` must be associative and values combine in rank order.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let send: Vec<u64> = (0..world.size() as u64).map(|j| j + 1).collect();
+    /// let mut mine = [0u64];
+    /// world.reduce_scatter_block(&send[..], &mut mine[..], |a, b| a + b)?;
+    /// assert_eq!(mine[0], (world.rank() as u64 + 1) * world.size() as u64);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn reduce_scatter_block<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        let p = self.size() as usize;
+        if recv.len().checked_mul(p) != Some(send.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "reduce_scatter_block: {} elements to reduce for {p} blocks of {}",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let counts = vec![recv.len() * T::PACKED_SIZE; p];
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let a = self.alg();
+        with_bytes(recv, false, |r| {
+            Ok(a.reduce_scatter(&mut data, &counts, r, &rank_order_op::<T>(&f))?)
+        })
+    }
+
+    /// Collects `send` of every rank into `recv` of rank `root`: rank `i`'s elements land at
+    /// `recv[displs[i]..displs[i] + counts[i]]` (`MPI_Gatherv`; counts and displacements in
+    /// elements, `size` entries each). Rank `i` sends `counts[i]` elements. `recv`, `counts`
+    /// and `displs` are only used on the root; elements of `recv` outside every block are
+    /// left as they are.
+    pub fn gatherv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        self.check_root(root)?;
+        let a = self.alg();
+        let send_b = &*wire_bytes(send);
+        if self.rank() != root {
+            return Ok(a.gatherv(send_b, &mut [], &[], &[], root)?);
+        }
+        let (c, d) = self.byte_blocks::<T>("gatherv", counts, displs, recv.len())?;
+        with_bytes(recv, true, |r| Ok(a.gatherv(send_b, r, &c, &d, root)?))
+    }
+
+    /// Sends `send[displs[i]..displs[i] + counts[i]]` of rank `root` to rank `i`'s `recv`
+    /// (`MPI_Scatterv`; counts and displacements in elements, `size` entries each). `send`,
+    /// `counts` and `displs` are only used on the root; rank `i`'s `recv` holds
+    /// `counts[i]` elements.
+    pub fn scatterv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &mut [T],
+    ) -> Result<()> {
+        self.check_root(root)?;
+        let a = self.alg();
+        if self.rank() != root {
+            return with_bytes(recv, false, |r| Ok(a.scatterv(&[], &[], &[], r, root)?));
+        }
+        let (c, d) = self.byte_blocks::<T>("scatterv", counts, displs, send.len())?;
+        let own = wire_bytes(send);
+        with_bytes(recv, false, |r| Ok(a.scatterv(&own, &c, &d, r, root)?))
+    }
+
+    /// Like [`gatherv`](Self::gatherv), with the result on every rank (`MPI_Allgatherv`):
+    /// rank `i`'s `send` (`counts[i]` elements) lands at `recv[displs[i]..]` of every rank.
+    /// Blocks must not overlap; elements of `recv` outside every block are left as they are.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// // Rank i contributes i + 1 copies of i.
+    /// let counts: Vec<usize> = (1..=world.size() as usize).collect();
+    /// let displs: Vec<usize> = counts.iter().scan(0, |s, c| { *s += c; Some(*s - c) }).collect();
+    /// let mine = vec![world.rank(); world.rank() as usize + 1];
+    /// let mut all = vec![-1i32; counts.iter().sum()];
+    /// world.all_gatherv(&mine[..], &mut all[..], &counts, &displs)?;
+    /// assert_eq!(all[0], 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn all_gatherv<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (c, d) = self.byte_blocks::<T>("all_gatherv", counts, displs, recv.len())?;
+        let me = self.rank() as usize;
+        if send.len() != counts[me] {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "all_gatherv: rank {me} sends {} elements, its count is {}",
+                    send.len(),
+                    counts[me]
+                ),
+            ));
+        }
+        let a = self.alg();
+        let own = pack_slice(send);
+        with_bytes(recv, true, |r| {
+            r[d[me]..d[me] + c[me]].copy_from_slice(&own);
+            Ok(a.allgatherv(r, &c, &d)?)
+        })
+    }
+
+    /// Sends `send[sdispls[j]..sdispls[j] + scounts[j]]` to rank `j`, and receives rank
+    /// `j`'s block for us (`rcounts[j]` elements) at `recv[rdispls[j]..]`
+    /// (`MPI_Alltoallv`; counts and displacements in elements, `size` entries each).
+    /// Elements of `recv` outside every block are left as they are.
+    pub fn all_to_allv<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let (sc, sd) = self.byte_blocks::<T>("all_to_allv", scounts, sdispls, send.len())?;
+        let (rc, rd) = self.byte_blocks::<T>("all_to_allv", rcounts, rdispls, recv.len())?;
+        let a = self.alg();
+        let own = wire_bytes(send);
+        with_bytes(
+            recv,
+            true,
+            |r| Ok(a.alltoallv(&own, &sc, &sd, r, &rc, &rd)?),
+        )
+    }
+
+    /// Counts and displacements in elements of `T` as bytes, checked: `size` entries each,
+    /// every block inside a buffer of `len` elements.
+    pub(crate) fn byte_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        counts: &[usize],
+        displs: &[usize],
+        len: usize,
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
+        let p = self.size() as usize;
+        if counts.len() != p || displs.len() != p {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{what}: {} counts and {} displacements for {p} ranks",
+                    counts.len(),
+                    displs.len()
+                ),
+            ));
+        }
+        for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+            if d.checked_add(c).is_none_or(|end| end > len) {
+                return Err(Error::new(
+                    ErrorClass::Count,
+                    format!("{what}: block {i} ({c} elements at {d}) exceeds the buffer of {len}"),
+                ));
+            }
+        }
+        // In bounds of a slice of `len` elements, so no product overflows.
+        let bytes = |v: &[usize]| v.iter().map(|&x| x * T::PACKED_SIZE).collect();
+        Ok((bytes(counts), bytes(displs)))
     }
 
     fn check_len(&self, what: &str, send: usize, recv: usize) -> Result<()> {

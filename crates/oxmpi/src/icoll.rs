@@ -14,9 +14,11 @@ use crate::coll::byte_op;
 use crate::comm::Communicator;
 use crate::datatype::{pack_slice, unpack_into, Equivalence};
 use crate::error::{Error, Result};
+use oxmpi_engine::ErrorClass;
 
 /// A started nonblocking collective ([`ibarrier`](Communicator::ibarrier),
-/// [`ibroadcast`](Communicator::ibroadcast), [`iall_reduce`](Communicator::iall_reduce)):
+/// [`ibroadcast`](Communicator::ibroadcast), [`iall_reduce`](Communicator::iall_reduce),
+/// [`igather`](Communicator::igather), [`iall_to_all`](Communicator::iall_to_all), ...):
 /// its schedule runs in the background (the `oxmpi-coll` progress thread, and the waiting
 /// thread itself in [`wait`](Self::wait)/[`test`](Self::test)), whatever the program does
 /// meanwhile. [`wait`](Self::wait) gives the collective's result (empty for a barrier).
@@ -61,16 +63,20 @@ impl Slot {
 }
 
 impl<'u, T: Equivalence> CollRequest<'u, T> {
-    /// Starts `sched` (its region 0 holds the packed result at the end); the result is
-    /// unpacked into `out`.
-    fn start(sched: Schedule, out: Vec<T>) -> CollRequest<'u, T> {
+    /// Starts `sched` (its region `result` holds the packed result at the end); the result
+    /// is unpacked into `out`.
+    fn start(sched: Schedule, result: usize, out: Vec<T>) -> CollRequest<'u, T> {
         let slot = Arc::new(Slot::default());
         let s2 = slot.clone();
         progress::start(
             sched,
             Box::new(move |s, r| {
                 let v = r
-                    .map(|()| s.owned_bytes(0).map(<[u8]>::to_vec).unwrap_or_default())
+                    .map(|()| {
+                        s.owned_bytes(result)
+                            .map(<[u8]>::to_vec)
+                            .unwrap_or_default()
+                    })
                     .map_err(Error::from);
                 *s2.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
                 s2.cv.notify_all();
@@ -122,7 +128,7 @@ impl<'u> Communicator<'u> {
     /// Starts a barrier (`MPI_Ibarrier`); waiting for it returns once every rank has
     /// started it. Its result is empty.
     pub fn ibarrier(&self) -> Result<CollRequest<'u, u8>> {
-        Ok(CollRequest::start(self.alg().ibarrier()?, Vec::new()))
+        Ok(CollRequest::start(self.alg().ibarrier()?, 0, Vec::new()))
     }
 
     /// Starts a broadcast of `buf` from `root` (`MPI_Ibcast`); waiting gives `buf` with the
@@ -143,7 +149,7 @@ impl<'u> Communicator<'u> {
         self.check_root(root)?;
         let bytes = pack_slice(&buf);
         let sched = self.alg().ibcast(Region::Owned(bytes), root)?;
-        Ok(CollRequest::start(sched, buf))
+        Ok(CollRequest::start(sched, 0, buf))
     }
 
     /// Starts combining `send` of all ranks element by element with `op`
@@ -156,13 +162,236 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
     {
-        let f = move |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let op = OwnedOp {
-            f: Box::new(f),
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        let sched = self.alg().iallreduce(Region::Owned(pack_slice(send)), op)?;
-        Ok(CollRequest::start(sched, send.to_vec()))
+        let sched = self
+            .alg()
+            .iallreduce(Region::Owned(pack_slice(send)), owned_op(op))?;
+        Ok(CollRequest::start(sched, 0, send.to_vec()))
     }
+
+    /// Starts combining `send` of all ranks element by element with `op`, the result on
+    /// rank `root` (`MPI_Ireduce`); waiting gives the result on the root and an empty
+    /// vector elsewhere. Order and threading of `op` as in
+    /// [`iall_reduce`](Self::iall_reduce).
+    pub fn ireduce<T, F>(&self, root: i32, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        self.check_root(root)?;
+        let (out, template) = if self.rank() == root {
+            (vec![0u8; send.len() * T::PACKED_SIZE], send.to_vec())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let sched = self.alg().ireduce(
+            pack_slice(send),
+            Some(Region::Owned(out)),
+            root,
+            owned_op(op),
+        )?;
+        Ok(CollRequest::start(sched, 1, template))
+    }
+
+    /// Starts collecting `send` of every rank, in rank order, at rank `root`
+    /// (`MPI_Igather`); waiting gives the `size * send.len()` elements on the root and an
+    /// empty vector elsewhere. All ranks send the same number of elements.
+    pub fn igather<T: Equivalence>(&self, root: i32, send: &[T]) -> Result<CollRequest<'u, T>> {
+        self.check_root(root)?;
+        let p = self.size() as usize;
+        let block = send.len() * T::PACKED_SIZE;
+        let (recv, template) = if self.rank() == root {
+            (vec![0u8; p * block], send.repeat(p))
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let (counts, displs) = uniform(p, block);
+        let sched = self.alg().igatherv(
+            Region::Owned(pack_slice(send)),
+            Region::Owned(recv),
+            &counts,
+            &displs,
+            root,
+        )?;
+        Ok(CollRequest::start(sched, 1, template))
+    }
+
+    /// Starts sending block `j` of `send` (on rank `root`: `size` blocks of `recv.len()`
+    /// elements; not used elsewhere) to rank `j` (`MPI_Iscatter`); waiting gives `recv`
+    /// holding our block.
+    pub fn iscatter<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: Vec<T>,
+    ) -> Result<CollRequest<'u, T>> {
+        self.check_root(root)?;
+        let p = self.size() as usize;
+        if self.rank() == root && recv.len().checked_mul(p) != Some(send.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "iscatter: {} elements to send for {p} ranks of {}",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let block = recv.len() * T::PACKED_SIZE;
+        let own = if self.rank() == root {
+            pack_slice(send)
+        } else {
+            Vec::new()
+        };
+        let (counts, displs) = uniform(p, block);
+        let sched = self.alg().iscatterv(
+            Region::Owned(own),
+            &counts,
+            &displs,
+            Region::Owned(vec![0u8; block]),
+            root,
+        )?;
+        Ok(CollRequest::start(sched, 1, recv))
+    }
+
+    /// Starts collecting `send` of every rank, in rank order, on every rank
+    /// (`MPI_Iallgather`); waiting gives the `size * send.len()` elements. All ranks send
+    /// the same number of elements.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let request = world.iall_gather(&[world.rank()][..])?;
+    /// assert_eq!(request.wait()?, (0..world.size()).collect::<Vec<_>>());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn iall_gather<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
+        let p = self.size() as usize;
+        let block = send.len() * T::PACKED_SIZE;
+        let me = self.rank() as usize;
+        let mut buf = vec![0u8; p * block];
+        buf[me * block..(me + 1) * block].copy_from_slice(&pack_slice(send));
+        let (counts, displs) = uniform(p, block);
+        let sched = self
+            .alg()
+            .iallgatherv(Region::Owned(buf), &counts, &displs)?;
+        Ok(CollRequest::start(sched, 0, send.repeat(p)))
+    }
+
+    /// Starts sending block `j` of `send` (`size` blocks of equal length) to rank `j`
+    /// (`MPI_Ialltoall`); waiting gives the blocks received, block `j` from rank `j`.
+    pub fn iall_to_all<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
+        let p = self.size() as usize;
+        if send.len() % p != 0 {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "iall_to_all: {} elements are not {p} equal blocks",
+                    send.len()
+                ),
+            ));
+        }
+        let block = send.len() / p * T::PACKED_SIZE;
+        let (counts, displs) = uniform(p, block);
+        let sched = self.alg().ialltoallv(
+            Region::Owned(pack_slice(send)),
+            &counts,
+            &displs,
+            Region::Owned(vec![0u8; p * block]),
+            &counts,
+            &displs,
+        )?;
+        Ok(CollRequest::start(sched, 1, send.to_vec()))
+    }
+
+    /// Starts combining `send` (`size` blocks of equal length) of all ranks element by
+    /// element with `op` and scattering the result: rank `i` gets block `i`
+    /// (`MPI_Ireduce_scatter_block`). Order and threading of `op` as in
+    /// [`iall_reduce`](Self::iall_reduce).
+    pub fn ireduce_scatter_block<T, F>(&self, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        let p = self.size() as usize;
+        if send.len() % p != 0 {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "ireduce_scatter_block: {} elements are not {p} equal blocks",
+                    send.len()
+                ),
+            ));
+        }
+        let n = send.len() / p;
+        let counts = vec![n * T::PACKED_SIZE; p];
+        let sched = self.alg().ireduce_scatter(
+            pack_slice(send),
+            Region::Owned(vec![0u8; n * T::PACKED_SIZE]),
+            &counts,
+            owned_op(op),
+        )?;
+        Ok(CollRequest::start(sched, 0, send[..n].to_vec()))
+    }
+
+    /// Starts an inclusive prefix reduction (`MPI_Iscan`); waiting gives, on rank `i`,
+    /// `op(… op(send_0, send_1) …, send_i)` element by element. Order and threading of
+    /// `op` as in [`iall_reduce`](Self::iall_reduce).
+    pub fn iscan<T, F>(&self, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        self.iscan_any(send, op, false)
+    }
+
+    /// Starts an exclusive prefix reduction (`MPI_Iexscan`); waiting gives, on rank
+    /// `i > 0`, the reduction of `send` of ranks `0..i`, and an empty vector on rank 0.
+    /// Order and threading of `op` as in [`iall_reduce`](Self::iall_reduce).
+    pub fn iexclusive_scan<T, F>(&self, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        self.iscan_any(send, op, true)
+    }
+
+    fn iscan_any<T, F>(&self, send: &[T], op: F, exclusive: bool) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        let (out, template) = if exclusive && self.rank() == 0 {
+            (Vec::new(), Vec::new())
+        } else {
+            (vec![0u8; send.len() * T::PACKED_SIZE], send.to_vec())
+        };
+        let sched = self.alg().iscan(
+            Region::Owned(out),
+            pack_slice(send),
+            owned_op(op),
+            exclusive,
+        )?;
+        Ok(CollRequest::start(sched, 0, template))
+    }
+}
+
+/// The element operation `op(lower, higher)` as a byte operation a schedule owns,
+/// combined in rank order (not taken as commutative).
+fn owned_op<T, F>(op: F) -> OwnedOp
+where
+    T: Equivalence,
+    F: Fn(T, T) -> T + Send + 'static,
+{
+    OwnedOp {
+        f: Box::new(move |x: &[u8], io: &mut [u8]| byte_op(&op, x, io)),
+        elem_size: T::PACKED_SIZE.max(1),
+        commutative: false,
+    }
+}
+
+/// Byte counts and displacements of `p` consecutive blocks of `block` bytes.
+fn uniform(p: usize, block: usize) -> (Vec<usize>, Vec<usize>) {
+    (vec![block; p], (0..p).map(|i| i * block).collect())
 }
