@@ -465,18 +465,9 @@ impl<'u> Communicator<'u> {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
-        let (c, d) = self.byte_blocks::<T>("all_gatherv", counts, displs, recv.len())?;
+        let (c, d) =
+            self.allgatherv_blocks::<T>("all_gatherv", send.len(), counts, displs, recv.len())?;
         let me = self.rank() as usize;
-        if send.len() != counts[me] {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "all_gatherv: rank {me} sends {} elements, its count is {}",
-                    send.len(),
-                    counts[me]
-                ),
-            ));
-        }
         let a = self.alg();
         let own = pack_slice(send);
         with_bytes(recv, true, |r| {
@@ -507,6 +498,30 @@ impl<'u> Communicator<'u> {
             true,
             |r| Ok(a.alltoallv(&own, &sc, &sd, r, &rc, &rd)?),
         )
+    }
+
+    /// [`byte_blocks`](Self::byte_blocks) of an allgatherv, also checking that we send
+    /// our count (`send` elements).
+    pub(crate) fn allgatherv_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        send: usize,
+        counts: &[usize],
+        displs: &[usize],
+        len: usize,
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
+        let blocks = self.byte_blocks::<T>(what, counts, displs, len)?;
+        let me = self.rank() as usize;
+        if send != counts[me] {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{what}: rank {me} sends {send} elements, its count is {}",
+                    counts[me]
+                ),
+            ));
+        }
+        Ok(blocks)
     }
 
     /// Counts and displacements in elements of `T` as bytes, checked: `size` entries each,

@@ -198,21 +198,13 @@ impl<'u> Communicator<'u> {
     pub fn igather<T: Equivalence>(&self, root: i32, send: &[T]) -> Result<CollRequest<'u, T>> {
         self.check_root(root)?;
         let p = self.size() as usize;
-        let block = send.len() * T::PACKED_SIZE;
-        let (recv, template) = if self.rank() == root {
-            (vec![0u8; p * block], send.repeat(p))
+        let recv = if self.rank() == root {
+            send.repeat(p)
         } else {
-            (Vec::new(), Vec::new())
+            Vec::new()
         };
-        let (counts, displs) = uniform(p, block);
-        let sched = self.alg().igatherv(
-            Region::Owned(pack_slice(send)),
-            Region::Owned(recv),
-            &counts,
-            &displs,
-            root,
-        )?;
-        Ok(CollRequest::start(sched, 1, template))
+        let (counts, displs) = uniform(p, send.len());
+        self.igatherv(root, send, recv, &counts, &displs)
     }
 
     /// Starts sending block `j` of `send` (on rank `root`: `size` blocks of `recv.len()`
@@ -236,21 +228,8 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        let block = recv.len() * T::PACKED_SIZE;
-        let own = if self.rank() == root {
-            pack_slice(send)
-        } else {
-            Vec::new()
-        };
-        let (counts, displs) = uniform(p, block);
-        let sched = self.alg().iscatterv(
-            Region::Owned(own),
-            &counts,
-            &displs,
-            Region::Owned(vec![0u8; block]),
-            root,
-        )?;
-        Ok(CollRequest::start(sched, 1, recv))
+        let (counts, displs) = uniform(p, recv.len());
+        self.iscatterv(root, send, &counts, &displs, recv)
     }
 
     /// Starts collecting `send` of every rank, in rank order, on every rank
@@ -268,41 +247,121 @@ impl<'u> Communicator<'u> {
     /// ```
     pub fn iall_gather<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
         let p = self.size() as usize;
-        let block = send.len() * T::PACKED_SIZE;
-        let me = self.rank() as usize;
-        let mut buf = vec![0u8; p * block];
-        buf[me * block..(me + 1) * block].copy_from_slice(&pack_slice(send));
-        let (counts, displs) = uniform(p, block);
-        let sched = self
-            .alg()
-            .iallgatherv(Region::Owned(buf), &counts, &displs)?;
-        Ok(CollRequest::start(sched, 0, send.repeat(p)))
+        let (counts, displs) = uniform(p, send.len());
+        self.iall_gatherv(send, send.repeat(p), &counts, &displs)
     }
 
     /// Starts sending block `j` of `send` (`size` blocks of equal length) to rank `j`
     /// (`MPI_Ialltoall`); waiting gives the blocks received, block `j` from rank `j`.
     pub fn iall_to_all<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
         let p = self.size() as usize;
-        if send.len() % p != 0 {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "iall_to_all: {} elements are not {p} equal blocks",
-                    send.len()
-                ),
-            ));
-        }
-        let block = send.len() / p * T::PACKED_SIZE;
-        let (counts, displs) = uniform(p, block);
+        let n = self.equal_blocks("iall_to_all", send.len())?;
+        let (counts, displs) = uniform(p, n);
+        self.iall_to_allv(send, &counts, &displs, send.to_vec(), &counts, &displs)
+    }
+
+    /// Starts collecting `send` of every rank at rank `root` (`MPI_Igatherv`): rank `i`'s
+    /// elements (`counts[i]` of them) land at `recv[displs[i]..]`. Waiting gives `recv` back
+    /// with the blocks in place (elements outside every block as they were). `recv`,
+    /// `counts` and `displs` are only used on the root (counts and displacements in
+    /// elements, `size` entries each).
+    pub fn igatherv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: Vec<T>,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<CollRequest<'u, T>> {
+        self.check_root(root)?;
+        let (c, d, area) = if self.rank() == root {
+            let (c, d) = self.byte_blocks::<T>("igatherv", counts, displs, recv.len())?;
+            (c, d, pack_slice(&recv))
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        let sched = self.alg().igatherv(
+            Region::Owned(pack_slice(send)),
+            Region::Owned(area),
+            &c,
+            &d,
+            root,
+        )?;
+        Ok(CollRequest::start(sched, 1, recv))
+    }
+
+    /// Starts sending `send[displs[i]..][..counts[i]]` of rank `root` to rank `i`
+    /// (`MPI_Iscatterv`; counts and displacements in elements, `size` entries each, used on
+    /// the root only). Rank `i`'s `recv` holds `counts[i]` elements; waiting gives it back
+    /// with our block.
+    pub fn iscatterv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: Vec<T>,
+    ) -> Result<CollRequest<'u, T>> {
+        self.check_root(root)?;
+        let (c, d, own) = if self.rank() == root {
+            let (c, d) = self.byte_blocks::<T>("iscatterv", counts, displs, send.len())?;
+            (c, d, pack_slice(send))
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        let sched = self.alg().iscatterv(
+            Region::Owned(own),
+            &c,
+            &d,
+            Region::Owned(vec![0u8; recv.len() * T::PACKED_SIZE]),
+            root,
+        )?;
+        Ok(CollRequest::start(sched, 1, recv))
+    }
+
+    /// Like [`igatherv`](Self::igatherv), with the result on every rank
+    /// (`MPI_Iallgatherv`): rank `i`'s `send` (`counts[i]` elements) lands at
+    /// `recv[displs[i]..]` of every rank. Blocks must not overlap.
+    pub fn iall_gatherv<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: Vec<T>,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<CollRequest<'u, T>> {
+        let (c, d) =
+            self.allgatherv_blocks::<T>("iall_gatherv", send.len(), counts, displs, recv.len())?;
+        let me = self.rank() as usize;
+        let mut area = pack_slice(&recv);
+        area[d[me]..d[me] + c[me]].copy_from_slice(&pack_slice(send));
+        let sched = self.alg().iallgatherv(Region::Owned(area), &c, &d)?;
+        Ok(CollRequest::start(sched, 0, recv))
+    }
+
+    /// Starts sending `send[sdispls[j]..][..scounts[j]]` to rank `j` and receiving rank
+    /// `j`'s block for us (`rcounts[j]` elements) at `recv[rdispls[j]..]`
+    /// (`MPI_Ialltoallv`; counts and displacements in elements, `size` entries each).
+    /// Waiting gives `recv` back with the blocks in place.
+    pub fn iall_to_allv<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: Vec<T>,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<CollRequest<'u, T>> {
+        let (sc, sd) = self.byte_blocks::<T>("iall_to_allv", scounts, sdispls, send.len())?;
+        let (rc, rd) = self.byte_blocks::<T>("iall_to_allv", rcounts, rdispls, recv.len())?;
         let sched = self.alg().ialltoallv(
             Region::Owned(pack_slice(send)),
-            &counts,
-            &displs,
-            Region::Owned(vec![0u8; p * block]),
-            &counts,
-            &displs,
+            &sc,
+            &sd,
+            Region::Owned(pack_slice(&recv)),
+            &rc,
+            &rd,
         )?;
-        Ok(CollRequest::start(sched, 1, send.to_vec()))
+        Ok(CollRequest::start(sched, 1, recv))
     }
 
     /// Starts combining `send` (`size` blocks of equal length) of all ranks element by
@@ -315,16 +374,7 @@ impl<'u> Communicator<'u> {
         F: Fn(T, T) -> T + Send + 'static,
     {
         let p = self.size() as usize;
-        if send.len() % p != 0 {
-            return Err(Error::new(
-                ErrorClass::Count,
-                format!(
-                    "ireduce_scatter_block: {} elements are not {p} equal blocks",
-                    send.len()
-                ),
-            ));
-        }
-        let n = send.len() / p;
+        let n = self.equal_blocks("ireduce_scatter_block", send.len())?;
         let counts = vec![n * T::PACKED_SIZE; p];
         let sched = self.alg().ireduce_scatter(
             pack_slice(send),
@@ -355,6 +405,18 @@ impl<'u> Communicator<'u> {
         F: Fn(T, T) -> T + Send + 'static,
     {
         self.iscan_any(send, op, true)
+    }
+
+    /// The length of each of `size` equal blocks of `len` elements.
+    fn equal_blocks(&self, what: &str, len: usize) -> Result<usize> {
+        let p = self.size() as usize;
+        if len % p != 0 {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!("{what}: {len} elements are not {p} equal blocks"),
+            ));
+        }
+        Ok(len / p)
     }
 
     fn iscan_any<T, F>(&self, send: &[T], op: F, exclusive: bool) -> Result<CollRequest<'u, T>>
@@ -391,7 +453,7 @@ where
     }
 }
 
-/// Byte counts and displacements of `p` consecutive blocks of `block` bytes.
+/// Counts and displacements of `p` consecutive blocks of `block` elements.
 fn uniform(p: usize, block: usize) -> (Vec<usize>, Vec<usize>) {
     (vec![block; p], (0..p).map(|i| i * block).collect())
 }

@@ -465,19 +465,31 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
     world
         .gatherv(1, &send[..], &mut recv[..], &counts, &displs)
         .expect("gatherv");
+    let want = [
+        record(2, 0),
+        record(2, 1),
+        record(2, 2),
+        unset,
+        record(1, 0),
+        record(1, 1),
+        unset,
+        record(0, 0),
+    ];
     if rank == 1 {
-        let want = [
-            record(2, 0),
-            record(2, 1),
-            record(2, 2),
-            unset,
-            record(1, 0),
-            record(1, 1),
-            unset,
-            record(0, 0),
-        ];
         assert_eq!(recv, want, "gatherv");
     }
+    let got = world
+        .igatherv(
+            1,
+            &send[..],
+            recv.iter().map(|_| unset).collect(),
+            &counts,
+            &displs,
+        )
+        .expect("igatherv")
+        .wait()
+        .expect("igatherv wait");
+    assert_eq!(got[..], want[..recv.len()], "igatherv");
     let mut ints = [-1i32; 8];
     world
         .gatherv(0, &vec![rank; me + 1][..], &mut ints[..], &counts, &displs)
@@ -506,6 +518,18 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
         .map(|k| record(2, k as u32))
         .collect();
     assert_eq!(got, want, "scatterv");
+    let got = world
+        .iscatterv(
+            2,
+            if rank == 2 { &pool[..] } else { &[] },
+            &counts,
+            &displs,
+            vec![unset; counts[me]],
+        )
+        .expect("iscatterv")
+        .wait()
+        .expect("iscatterv wait");
+    assert_eq!(got, want, "iscatterv");
 
     // all_gatherv: packed structs and contiguous integers, blocks out of rank order.
     let counts = [2usize, 1, 3];
@@ -522,6 +546,12 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
         }
     }
     assert_eq!(all, want, "all_gatherv");
+    let all = world
+        .iall_gatherv(&send[..], vec![unset; 6], &counts, &displs)
+        .expect("iall_gatherv")
+        .wait()
+        .expect("iall_gatherv wait");
+    assert_eq!(all, want, "iall_gatherv");
     let mut all = vec![0u16; 7];
     let mine: Vec<u16> = vec![rank as u16 + 10; counts[me]];
     world
@@ -563,6 +593,26 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
             );
         }
     }
+    let again = world
+        .iall_to_allv(
+            &send[..],
+            &scounts,
+            &sdispls,
+            vec![unset; got.len()],
+            &rcounts,
+            &rdispls,
+        )
+        .expect("iall_to_allv")
+        .wait()
+        .expect("iall_to_allv wait");
+    assert_eq!(again, got, "iall_to_allv");
+
+    // all_gather on all three ranks (section 8 runs it on the halves of a split).
+    let mut pairs = vec![u64::MAX; 2 * p];
+    world
+        .all_gather(&[rank as u64, rank as u64 * 7][..], &mut pairs[..])
+        .expect("all_gather");
+    assert_eq!(pairs, [0, 0, 1, 7, 2, 14], "all_gather");
 
     // Nonblocking forms, several outstanding at once, completed in reverse order.
     let red = world
