@@ -386,13 +386,61 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        let counts = vec![recv.len() * T::PACKED_SIZE; p];
+        let counts = vec![recv.len(); p];
+        self.reduce_scatter(send, recv, &counts, op)
+    }
+
+    /// Combines `send` of all ranks element by element with `op` and scatters the result:
+    /// rank `i` gets the `counts[i]` elements after the blocks of ranks `0..i`
+    /// (`MPI_Reduce_scatter`). `send` holds the sum of `counts` elements on every rank,
+    /// `recv` holds `counts[rank]`. As in [`reduce`](Self::reduce), `op` must be
+    /// associative and values combine in rank order.
+    pub fn reduce_scatter<T, F>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: F,
+    ) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        let (bytes, _) = self.scatter_blocks::<T>("reduce_scatter", send.len(), counts)?;
+        self.check_len("reduce_scatter", counts[self.rank() as usize], recv.len())?;
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
         let a = self.alg();
         with_bytes(recv, false, |r| {
-            Ok(a.reduce_scatter(&mut data, &counts, r, &rank_order_op::<T>(&f))?)
+            Ok(a.reduce_scatter(&mut data, &bytes, r, &rank_order_op::<T>(&f))?)
         })
+    }
+
+    /// `counts` (elements, `size` entries, summing to `len`) as bytes; also the element
+    /// offset of our block.
+    pub(crate) fn scatter_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        len: usize,
+        counts: &[usize],
+    ) -> Result<(Vec<usize>, usize)> {
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0usize, |at, &c| {
+                let d = *at;
+                *at = at.saturating_add(c);
+                Some(d)
+            })
+            .collect();
+        let total = counts.iter().try_fold(0usize, |s, &c| s.checked_add(c));
+        if total != Some(len) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!("{what}: counts {counts:?} do not sum to the {len} elements sent"),
+            ));
+        }
+        let (c, _) = self.byte_blocks::<T>(what, counts, &displs, len)?;
+        Ok((c, displs[self.rank() as usize]))
     }
 
     /// Collects `send` of every rank into `recv` of rank `root`: rank `i`'s elements land at

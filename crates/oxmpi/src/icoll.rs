@@ -373,16 +373,33 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
     {
-        let p = self.size() as usize;
         let n = self.equal_blocks("ireduce_scatter_block", send.len())?;
-        let counts = vec![n * T::PACKED_SIZE; p];
+        self.ireduce_scatter(send, &vec![n; self.size() as usize], op)
+    }
+
+    /// Starts combining `send` of all ranks element by element with `op` and scattering
+    /// the result (`MPI_Ireduce_scatter`): waiting gives, on rank `i`, the `counts[i]`
+    /// elements after the blocks of ranks `0..i`. `send` holds the sum of `counts`
+    /// elements. Order and threading of `op` as in [`iall_reduce`](Self::iall_reduce).
+    pub fn ireduce_scatter<T, F>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        op: F,
+    ) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        let (bytes, at) = self.scatter_blocks::<T>("ireduce_scatter", send.len(), counts)?;
+        let n = counts[self.rank() as usize];
         let sched = self.alg().ireduce_scatter(
             pack_slice(send),
             Region::Owned(vec![0u8; n * T::PACKED_SIZE]),
-            &counts,
+            &bytes,
             owned_op(op),
         )?;
-        Ok(CollRequest::start(sched, 0, send[..n].to_vec()))
+        Ok(CollRequest::start(sched, 0, send[at..at + n].to_vec()))
     }
 
     /// Starts an inclusive prefix reduction (`MPI_Iscan`); waiting gives, on rank `i`,

@@ -451,6 +451,28 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
         .reduce_scatter_block(&vec![digit_of(rank); p][..], &mut cat[..], Digits::concat)
         .expect("reduce_scatter_block non-commutative");
     assert_eq!(cat[0].value, 123, "reduce_scatter_block in rank order");
+    // reduce_scatter with uneven blocks (1, 3, 2 elements), blocking and nonblocking.
+    let counts = [1usize, 3, 2];
+    let at: usize = counts[..me].iter().sum();
+    let send: Vec<i64> = (0..6).map(|k| i64::from(rank) * 1000 + k).collect();
+    let want: Vec<i64> = (at..at + counts[me])
+        .map(|k| (0..size).map(|r| i64::from(r) * 1000 + k as i64).sum())
+        .collect();
+    let mut part = vec![0i64; counts[me]];
+    world
+        .reduce_scatter(&send[..], &mut part[..], &counts, |a, b| a + b)
+        .expect("reduce_scatter");
+    assert_eq!(part, want, "reduce_scatter");
+    let part = world
+        .ireduce_scatter(&send[..], &counts, |a, b| a + b)
+        .expect("ireduce_scatter")
+        .wait()
+        .expect("ireduce_scatter wait");
+    assert_eq!(part, want, "ireduce_scatter");
+    let e = world
+        .reduce_scatter(&send[..5], &mut [0i64; 3][..], &counts, |a, b| a + b)
+        .expect_err("counts sum to 6, not 5");
+    assert_eq!(e.class(), ErrorClass::Count);
     let e = world
         .reduce_scatter_block(&[1i64, 2][..], &mut mine[..], |a, b| a + b)
         .expect_err("2 elements are not 3 blocks of 2");
