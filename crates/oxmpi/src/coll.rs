@@ -1,4 +1,5 @@
-//! Collective operations (barrier, broadcast, reduce, gather) on the collective framework
+//! Blocking collective operations (barrier, broadcast, reductions, gather/scatter and their
+//! v-variants, all-to-all, scans) on the collective framework
 //! `oxmpi-coll`, with the C library's component selection (`oxmpi_coll::base::select`):
 //! barrier, broadcast and allreduce take the shared-memory component when every rank runs
 //! on one node, the point-to-point algorithms otherwise.
@@ -13,13 +14,9 @@
 //! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
 //! form; contiguous element types are used in place.
 
-use std::marker::PhantomData;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::borrow::Cow;
 
 use oxmpi_coll::base::select;
-use oxmpi_coll::nbc::progress;
-use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
 use oxmpi_coll::{CollComm, Op};
 use oxmpi_engine::ErrorClass;
 
@@ -40,6 +37,15 @@ fn bytes_mut<T: Equivalence>(buf: &mut [T]) -> &mut [u8] {
     // view covers exactly the slice and borrows it mutably.
     unsafe {
         std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buf))
+    }
+}
+
+/// The packed bytes of `buf` (borrowed in place when its type is contiguous).
+fn wire_bytes<T: Equivalence>(buf: &[T]) -> Cow<'_, [u8]> {
+    if T::CONTIGUOUS {
+        Cow::Borrowed(crate::datatype::contiguous_bytes(buf))
+    } else {
+        Cow::Owned(pack_slice(buf))
     }
 }
 
@@ -65,7 +71,7 @@ fn with_bytes<T: Equivalence, R>(
 
 /// The element operation `op(lower, higher)` as an `oxmpi-coll` byte operation
 /// (`inout = in ∘ inout`, `in` from the lower ranks).
-fn byte_op<T: Equivalence>(op: &(impl Fn(T, T) -> T + ?Sized), a: &[u8], io: &mut [u8]) {
+pub(crate) fn byte_op<T: Equivalence>(op: &(impl Fn(T, T) -> T + ?Sized), a: &[u8], io: &mut [u8]) {
     let n = T::PACKED_SIZE;
     if n == 0 {
         return;
@@ -86,7 +92,7 @@ fn rank_order_op<T: Equivalence>(f: &dyn Fn(&[u8], &mut [u8])) -> Op<'_> {
 }
 
 impl<'u> Communicator<'u> {
-    fn check_root(&self, root: i32) -> Result<()> {
+    pub(crate) fn check_root(&self, root: i32) -> Result<()> {
         if (0..self.size()).contains(&root) {
             Ok(())
         } else {
@@ -203,13 +209,7 @@ impl<'u> Communicator<'u> {
     pub fn gather<T: Equivalence>(&self, root: i32, send: &[T], recv: &mut [T]) -> Result<()> {
         self.check_root(root)?;
         let a = self.alg();
-        let sbytes;
-        let send_b: &[u8] = if T::CONTIGUOUS {
-            crate::datatype::contiguous_bytes(send)
-        } else {
-            sbytes = pack_slice(send);
-            &sbytes
-        };
+        let send_b = &*wire_bytes(send);
         if self.rank() != root {
             return Ok(a.gather(send_b, &mut [], root)?);
         }
@@ -354,6 +354,257 @@ impl<'u> Communicator<'u> {
         Ok(())
     }
 
+    /// Combines `send` of all ranks element by element with `op` and scatters the result
+    /// in blocks of `recv.len()` elements: rank `i` gets block `i` (`MPI_Reduce_scatter_block`).
+    /// `send` holds `size * recv.len()` elements on every rank. As in
+    /// [`reduce`](Self::reduce), `op` must be associative and values combine in rank order.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// let send: Vec<u64> = (0..world.size() as u64).map(|j| j + 1).collect();
+    /// let mut mine = [0u64];
+    /// world.reduce_scatter_block(&send[..], &mut mine[..], |a, b| a + b)?;
+    /// assert_eq!(mine[0], (world.rank() as u64 + 1) * world.size() as u64);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn reduce_scatter_block<T, F>(&self, send: &[T], recv: &mut [T], op: F) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        let p = self.size() as usize;
+        if recv.len().checked_mul(p) != Some(send.len()) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "reduce_scatter_block: {} elements to reduce for {p} blocks of {}",
+                    send.len(),
+                    recv.len()
+                ),
+            ));
+        }
+        let counts = vec![recv.len(); p];
+        self.reduce_scatter(send, recv, &counts, op)
+    }
+
+    /// Combines `send` of all ranks element by element with `op` and scatters the result:
+    /// rank `i` gets the `counts[i]` elements after the blocks of ranks `0..i`
+    /// (`MPI_Reduce_scatter`). `send` holds the sum of `counts` elements on every rank,
+    /// `recv` holds `counts[rank]`. As in [`reduce`](Self::reduce), `op` must be
+    /// associative and values combine in rank order.
+    pub fn reduce_scatter<T, F>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: F,
+    ) -> Result<()>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T,
+    {
+        let (bytes, _) = self.scatter_blocks::<T>("reduce_scatter", send.len(), counts)?;
+        self.check_len("reduce_scatter", counts[self.rank() as usize], recv.len())?;
+        let mut data = pack_slice(send);
+        let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
+        let a = self.alg();
+        with_bytes(recv, false, |r| {
+            Ok(a.reduce_scatter(&mut data, &bytes, r, &rank_order_op::<T>(&f))?)
+        })
+    }
+
+    /// `counts` (elements, `size` entries, summing to `len`) as bytes; also the element
+    /// offset of our block.
+    pub(crate) fn scatter_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        len: usize,
+        counts: &[usize],
+    ) -> Result<(Vec<usize>, usize)> {
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0usize, |at, &c| {
+                let d = *at;
+                *at = at.saturating_add(c);
+                Some(d)
+            })
+            .collect();
+        let total = counts.iter().try_fold(0usize, |s, &c| s.checked_add(c));
+        if total != Some(len) {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!("{what}: counts {counts:?} do not sum to the {len} elements sent"),
+            ));
+        }
+        let (c, _) = self.byte_blocks::<T>(what, counts, &displs, len)?;
+        Ok((c, displs[self.rank() as usize]))
+    }
+
+    /// Collects `send` of every rank into `recv` of rank `root`: rank `i`'s elements land at
+    /// `recv[displs[i]..displs[i] + counts[i]]` (`MPI_Gatherv`; counts and displacements in
+    /// elements, `size` entries each). Rank `i` sends `counts[i]` elements. `recv`, `counts`
+    /// and `displs` are only used on the root; elements of `recv` outside every block are
+    /// left as they are.
+    pub fn gatherv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        self.check_root(root)?;
+        let a = self.alg();
+        let send_b = &*wire_bytes(send);
+        if self.rank() != root {
+            return Ok(a.gatherv(send_b, &mut [], &[], &[], root)?);
+        }
+        let (c, d) = self.byte_blocks::<T>("gatherv", counts, displs, recv.len())?;
+        with_bytes(recv, true, |r| Ok(a.gatherv(send_b, r, &c, &d, root)?))
+    }
+
+    /// Sends `send[displs[i]..displs[i] + counts[i]]` of rank `root` to rank `i`'s `recv`
+    /// (`MPI_Scatterv`; counts and displacements in elements, `size` entries each). `send`,
+    /// `counts` and `displs` are only used on the root; rank `i`'s `recv` holds
+    /// `counts[i]` elements.
+    pub fn scatterv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &mut [T],
+    ) -> Result<()> {
+        self.check_root(root)?;
+        let a = self.alg();
+        if self.rank() != root {
+            return with_bytes(recv, false, |r| Ok(a.scatterv(&[], &[], &[], r, root)?));
+        }
+        let (c, d) = self.byte_blocks::<T>("scatterv", counts, displs, send.len())?;
+        let own = wire_bytes(send);
+        with_bytes(recv, false, |r| Ok(a.scatterv(&own, &c, &d, r, root)?))
+    }
+
+    /// Like [`gatherv`](Self::gatherv), with the result on every rank (`MPI_Allgatherv`):
+    /// rank `i`'s `send` (`counts[i]` elements) lands at `recv[displs[i]..]` of every rank.
+    /// Blocks must not overlap; elements of `recv` outside every block are left as they are.
+    ///
+    /// ```
+    /// # fn main() -> oxmpi::Result<()> {
+    /// let universe = oxmpi::init()?;
+    /// let world = universe.world();
+    /// // Rank i contributes i + 1 copies of i.
+    /// let counts: Vec<usize> = (1..=world.size() as usize).collect();
+    /// let displs: Vec<usize> = counts.iter().scan(0, |s, c| { *s += c; Some(*s - c) }).collect();
+    /// let mine = vec![world.rank(); world.rank() as usize + 1];
+    /// let mut all = vec![-1i32; counts.iter().sum()];
+    /// world.all_gatherv(&mine[..], &mut all[..], &counts, &displs)?;
+    /// assert_eq!(all[0], 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn all_gatherv<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()> {
+        let (c, d) =
+            self.allgatherv_blocks::<T>("all_gatherv", send.len(), counts, displs, recv.len())?;
+        let me = self.rank() as usize;
+        let a = self.alg();
+        let own = pack_slice(send);
+        with_bytes(recv, true, |r| {
+            r[d[me]..d[me] + c[me]].copy_from_slice(&own);
+            Ok(a.allgatherv(r, &c, &d)?)
+        })
+    }
+
+    /// Sends `send[sdispls[j]..sdispls[j] + scounts[j]]` to rank `j`, and receives rank
+    /// `j`'s block for us (`rcounts[j]` elements) at `recv[rdispls[j]..]`
+    /// (`MPI_Alltoallv`; counts and displacements in elements, `size` entries each).
+    /// Elements of `recv` outside every block are left as they are.
+    pub fn all_to_allv<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: &mut [T],
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<()> {
+        let (sc, sd) = self.byte_blocks::<T>("all_to_allv", scounts, sdispls, send.len())?;
+        let (rc, rd) = self.byte_blocks::<T>("all_to_allv", rcounts, rdispls, recv.len())?;
+        let a = self.alg();
+        let own = wire_bytes(send);
+        with_bytes(
+            recv,
+            true,
+            |r| Ok(a.alltoallv(&own, &sc, &sd, r, &rc, &rd)?),
+        )
+    }
+
+    /// [`byte_blocks`](Self::byte_blocks) of an allgatherv, also checking that we send
+    /// our count (`send` elements).
+    pub(crate) fn allgatherv_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        send: usize,
+        counts: &[usize],
+        displs: &[usize],
+        len: usize,
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
+        let blocks = self.byte_blocks::<T>(what, counts, displs, len)?;
+        let me = self.rank() as usize;
+        if send != counts[me] {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{what}: rank {me} sends {send} elements, its count is {}",
+                    counts[me]
+                ),
+            ));
+        }
+        Ok(blocks)
+    }
+
+    /// Counts and displacements in elements of `T` as bytes, checked: `size` entries each,
+    /// every block inside a buffer of `len` elements.
+    pub(crate) fn byte_blocks<T: Equivalence>(
+        &self,
+        what: &str,
+        counts: &[usize],
+        displs: &[usize],
+        len: usize,
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
+        let p = self.size() as usize;
+        if counts.len() != p || displs.len() != p {
+            return Err(Error::new(
+                ErrorClass::Count,
+                format!(
+                    "{what}: {} counts and {} displacements for {p} ranks",
+                    counts.len(),
+                    displs.len()
+                ),
+            ));
+        }
+        for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+            if d.checked_add(c).is_none_or(|end| end > len) {
+                return Err(Error::new(
+                    ErrorClass::Count,
+                    format!("{what}: block {i} ({c} elements at {d}) exceeds the buffer of {len}"),
+                ));
+            }
+        }
+        // In bounds of a slice of `len` elements, so no product overflows.
+        let bytes = |v: &[usize]| v.iter().map(|&x| x * T::PACKED_SIZE).collect();
+        Ok((bytes(counts), bytes(displs)))
+    }
+
     fn check_len(&self, what: &str, send: usize, recv: usize) -> Result<()> {
         if send == recv {
             return Ok(());
@@ -365,7 +616,7 @@ impl<'u> Communicator<'u> {
     }
 
     /// The `oxmpi-coll` view of this communicator (traffic on its collective context).
-    fn alg(&self) -> CollComm {
+    pub(crate) fn alg(&self) -> CollComm {
         CollComm::on_context_known(
             self.engine_ref(),
             self.id(),
@@ -373,157 +624,5 @@ impl<'u> Communicator<'u> {
             self.rank(),
             self.size(),
         )
-    }
-}
-
-/// A started nonblocking collective ([`ibarrier`](Communicator::ibarrier),
-/// [`ibroadcast`](Communicator::ibroadcast), [`iall_reduce`](Communicator::iall_reduce)):
-/// its schedule runs in the background (the `oxmpi-coll` progress thread, and the waiting
-/// thread itself in [`wait`](Self::wait)/[`test`](Self::test)), whatever the program does
-/// meanwhile. [`wait`](Self::wait) gives the collective's result (empty for a barrier).
-/// Dropping the request waits for the collective to end.
-#[must_use = "a nonblocking collective must be waited or tested to get its result"]
-pub struct CollRequest<'u, T: Equivalence> {
-    slot: Option<Arc<Slot>>,
-    /// The values the result is unpacked into (as many as the result has).
-    out: Vec<T>,
-    _universe: PhantomData<&'u crate::Universe>,
-}
-
-/// Where a schedule's completion leaves its outcome (the packed result).
-#[derive(Default)]
-struct Slot {
-    done: Mutex<Option<Result<Vec<u8>>>>,
-    cv: Condvar,
-}
-
-impl Slot {
-    fn take(&self) -> Option<Result<Vec<u8>>> {
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// Until the outcome is there: advance the active schedules on this thread, or sleep
-    /// briefly while another thread (the progress thread) completes ours.
-    fn wait(&self) -> Result<Vec<u8>> {
-        loop {
-            if let Some(r) = self.take() {
-                return r;
-            }
-            if progress::progress_pending() {
-                std::thread::yield_now();
-                continue;
-            }
-            let g = self.done.lock().unwrap_or_else(|p| p.into_inner());
-            if g.is_none() {
-                let _ = self.cv.wait_timeout(g, Duration::from_millis(1));
-            }
-        }
-    }
-}
-
-impl<'u, T: Equivalence> CollRequest<'u, T> {
-    /// Starts `sched` (its region 0 holds the packed result at the end); the result is
-    /// unpacked into `out`.
-    fn start(sched: Schedule, out: Vec<T>) -> CollRequest<'u, T> {
-        let slot = Arc::new(Slot::default());
-        let s2 = slot.clone();
-        progress::start(
-            sched,
-            Box::new(move |s, r| {
-                let v = r
-                    .map(|()| s.owned_bytes(0).map(<[u8]>::to_vec).unwrap_or_default())
-                    .map_err(Error::from);
-                *s2.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
-                s2.cv.notify_all();
-            }),
-        );
-        CollRequest {
-            slot: Some(slot),
-            out,
-            _universe: PhantomData,
-        }
-    }
-
-    fn finish(mut self, r: Result<Vec<u8>>) -> Result<Vec<T>> {
-        let bytes = r?;
-        let mut out = std::mem::take(&mut self.out);
-        unpack_into(&bytes, &mut out);
-        Ok(out)
-    }
-
-    /// Blocks until the collective completes (`MPI_Wait`); its result.
-    pub fn wait(mut self) -> Result<Vec<T>> {
-        let r = self.slot.take().expect("request already completed").wait();
-        self.finish(r)
-    }
-
-    /// The result if the collective has completed (`MPI_Test`); the request back otherwise.
-    pub fn test(mut self) -> std::result::Result<Result<Vec<T>>, Self> {
-        progress::progress_pending();
-        let slot = self.slot.take().expect("request already completed");
-        match slot.take() {
-            Some(r) => Ok(self.finish(r)),
-            None => {
-                self.slot = Some(slot);
-                Err(self)
-            }
-        }
-    }
-}
-
-impl<T: Equivalence> Drop for CollRequest<'_, T> {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            let _ = slot.wait();
-        }
-    }
-}
-
-impl<'u> Communicator<'u> {
-    /// Starts a barrier (`MPI_Ibarrier`); waiting for it returns once every rank has
-    /// started it. Its result is empty.
-    pub fn ibarrier(&self) -> Result<CollRequest<'u, u8>> {
-        Ok(CollRequest::start(self.alg().ibarrier()?, Vec::new()))
-    }
-
-    /// Starts a broadcast of `buf` from `root` (`MPI_Ibcast`); waiting gives `buf` with the
-    /// root's values. All ranks pass vectors of the same length.
-    ///
-    /// ```
-    /// # fn main() -> oxmpi::Result<()> {
-    /// let universe = oxmpi::init()?;
-    /// let world = universe.world();
-    /// let mine = if world.rank() == 0 { vec![3u16, 1, 4] } else { vec![0; 3] };
-    /// let request = world.ibroadcast(0, mine)?;
-    /// // ... other work while the broadcast proceeds ...
-    /// assert_eq!(request.wait()?, [3, 1, 4]);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn ibroadcast<T: Equivalence>(&self, root: i32, buf: Vec<T>) -> Result<CollRequest<'u, T>> {
-        self.check_root(root)?;
-        let bytes = pack_slice(&buf);
-        let sched = self.alg().ibcast(Region::Owned(bytes), root)?;
-        Ok(CollRequest::start(sched, buf))
-    }
-
-    /// Starts combining `send` of all ranks element by element with `op`
-    /// (`MPI_Iallreduce`); waiting gives the result on every rank. As in
-    /// [`all_reduce`](Self::all_reduce), `op` must be associative and values combine in
-    /// rank order (`op(lower, higher)`). `op` runs on the thread that advances the
-    /// collective (possibly the progress thread).
-    pub fn iall_reduce<T, F>(&self, send: &[T], op: F) -> Result<CollRequest<'u, T>>
-    where
-        T: Equivalence,
-        F: Fn(T, T) -> T + Send + 'static,
-    {
-        let f = move |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        let op = OwnedOp {
-            f: Box::new(f),
-            elem_size: T::PACKED_SIZE.max(1),
-            commutative: false,
-        };
-        let sched = self.alg().iallreduce(Region::Owned(pack_slice(send)), op)?;
-        Ok(CollRequest::start(sched, send.to_vec()))
     }
 }

@@ -92,6 +92,7 @@ mod coll;
 mod comm;
 pub mod datatype;
 mod error;
+mod icoll;
 pub mod request;
 mod split;
 mod status;
@@ -100,10 +101,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use oxmpi_engine::{CommId, Engine};
 
-pub use coll::CollRequest;
 pub use comm::{Communicator, Message};
 pub use datatype::Equivalence;
 pub use error::{Error, ErrorClass, Result};
+pub use icoll::CollRequest;
 /// Derive macro for [`Equivalence`] on `#[repr(C)]` structs (see the `oxmpi-derive` crate).
 pub use oxmpi_derive::Equivalence;
 pub use oxmpi_engine::ThreadLevel;

@@ -396,6 +396,9 @@ fn rank_body() {
     drop(dup);
     drop(half);
 
+    // 9. The remaining collectives of the C library, each against values computed here.
+    other_collectives(&world);
+
     // Nothing left over anywhere.
     let mut token = [0u8];
     world
@@ -404,4 +407,303 @@ fn rank_body() {
     assert_eq!(world.iprobe(ANY_SOURCE, ANY_TAG).expect("iprobe"), None);
     println!("rank {rank}: all checks passed");
     universe.finalize().expect("finalize");
+}
+
+/// Prefix sums of `counts`: the displacements of blocks laid out back to back.
+fn packed_displs(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            *at += c;
+            Some(*at - c)
+        })
+        .collect()
+}
+
+fn digit_of(rank: i32) -> Digits {
+    Digits {
+        value: rank as u64 + 1,
+        scale: 10,
+    }
+}
+
+/// reduce_scatter_block, the v-variants and the nonblocking collectives (3 ranks).
+fn other_collectives(world: &oxmpi::Communicator<'_>) {
+    let (rank, size) = (world.rank(), world.size());
+    let p = size as usize;
+    let me = rank as usize;
+    let unset = record(-1, 0);
+
+    // reduce_scatter_block: a sum (block 2 elements) and a non-commutative concatenation.
+    let send: Vec<i64> = (0..2 * p as i64)
+        .map(|k| i64::from(rank) * 1000 + k)
+        .collect();
+    let mut mine = [0i64; 2];
+    world
+        .reduce_scatter_block(&send[..], &mut mine[..], |a, b| a + b)
+        .expect("reduce_scatter_block");
+    let want: Vec<i64> = (2 * me..2 * me + 2)
+        .map(|k| (0..size).map(|r| i64::from(r) * 1000 + k as i64).sum())
+        .collect();
+    assert_eq!(mine[..], want[..], "reduce_scatter_block sum");
+    let mut cat = [Digits { value: 0, scale: 0 }];
+    world
+        .reduce_scatter_block(&vec![digit_of(rank); p][..], &mut cat[..], Digits::concat)
+        .expect("reduce_scatter_block non-commutative");
+    assert_eq!(cat[0].value, 123, "reduce_scatter_block in rank order");
+    // reduce_scatter with uneven blocks (1, 3, 2 elements), blocking and nonblocking.
+    let counts = [1usize, 3, 2];
+    let at: usize = counts[..me].iter().sum();
+    let send: Vec<i64> = (0..6).map(|k| i64::from(rank) * 1000 + k).collect();
+    let want: Vec<i64> = (at..at + counts[me])
+        .map(|k| (0..size).map(|r| i64::from(r) * 1000 + k as i64).sum())
+        .collect();
+    let mut part = vec![0i64; counts[me]];
+    world
+        .reduce_scatter(&send[..], &mut part[..], &counts, |a, b| a + b)
+        .expect("reduce_scatter");
+    assert_eq!(part, want, "reduce_scatter");
+    let part = world
+        .ireduce_scatter(&send[..], &counts, |a, b| a + b)
+        .expect("ireduce_scatter")
+        .wait()
+        .expect("ireduce_scatter wait");
+    assert_eq!(part, want, "ireduce_scatter");
+    let e = world
+        .reduce_scatter(&send[..5], &mut [0i64; 3][..], &counts, |a, b| a + b)
+        .expect_err("counts sum to 6, not 5");
+    assert_eq!(e.class(), ErrorClass::Count);
+    let e = world
+        .reduce_scatter_block(&[1i64, 2][..], &mut mine[..], |a, b| a + b)
+        .expect_err("2 elements are not 3 blocks of 2");
+    assert_eq!(e.class(), ErrorClass::Count);
+
+    // gatherv at rank 1: rank r sends r + 1 records; blocks in reverse order with a gap
+    // (element 3) that must keep its value.
+    let counts = [1usize, 2, 3];
+    let displs = [7usize, 4, 0];
+    let send: Vec<Record> = (0..=me as u32).map(|j| record(rank, j)).collect();
+    let mut recv = vec![unset; if rank == 1 { 8 } else { 0 }];
+    world
+        .gatherv(1, &send[..], &mut recv[..], &counts, &displs)
+        .expect("gatherv");
+    let want = [
+        record(2, 0),
+        record(2, 1),
+        record(2, 2),
+        unset,
+        record(1, 0),
+        record(1, 1),
+        unset,
+        record(0, 0),
+    ];
+    if rank == 1 {
+        assert_eq!(recv, want, "gatherv");
+    }
+    let got = world
+        .igatherv(
+            1,
+            &send[..],
+            recv.iter().map(|_| unset).collect(),
+            &counts,
+            &displs,
+        )
+        .expect("igatherv")
+        .wait()
+        .expect("igatherv wait");
+    assert_eq!(got[..], want[..recv.len()], "igatherv");
+    let mut ints = [-1i32; 8];
+    world
+        .gatherv(0, &vec![rank; me + 1][..], &mut ints[..], &counts, &displs)
+        .expect("gatherv contiguous");
+    if rank == 0 {
+        assert_eq!(ints, [2, 2, 2, -1, 1, 1, -1, 0], "gatherv contiguous");
+    } else {
+        assert_eq!(ints, [-1; 8], "gatherv leaves non-roots' buffers alone");
+    }
+
+    // scatterv from rank 2: rank i gets send[displs[i]..][..counts[i]].
+    let counts = [3usize, 1, 2];
+    let displs = [5usize, 0, 2];
+    let pool: Vec<Record> = (0..8).map(|k| record(2, k)).collect();
+    let mut got = vec![unset; counts[me]];
+    world
+        .scatterv(
+            2,
+            if rank == 2 { &pool[..] } else { &[] },
+            &counts,
+            &displs,
+            &mut got[..],
+        )
+        .expect("scatterv");
+    let want: Vec<Record> = (displs[me]..displs[me] + counts[me])
+        .map(|k| record(2, k as u32))
+        .collect();
+    assert_eq!(got, want, "scatterv");
+    let got = world
+        .iscatterv(
+            2,
+            if rank == 2 { &pool[..] } else { &[] },
+            &counts,
+            &displs,
+            vec![unset; counts[me]],
+        )
+        .expect("iscatterv")
+        .wait()
+        .expect("iscatterv wait");
+    assert_eq!(got, want, "iscatterv");
+
+    // all_gatherv: packed structs and contiguous integers, blocks out of rank order.
+    let counts = [2usize, 1, 3];
+    let displs = [4usize, 0, 1];
+    let send: Vec<Record> = (0..counts[me] as u32).map(|j| record(rank, j)).collect();
+    let mut all = vec![unset; 6];
+    world
+        .all_gatherv(&send[..], &mut all[..], &counts, &displs)
+        .expect("all_gatherv");
+    let mut want = vec![unset; 6];
+    for r in 0..p {
+        for j in 0..counts[r] {
+            want[displs[r] + j] = record(r as i32, j as u32);
+        }
+    }
+    assert_eq!(all, want, "all_gatherv");
+    let all = world
+        .iall_gatherv(&send[..], vec![unset; 6], &counts, &displs)
+        .expect("iall_gatherv")
+        .wait()
+        .expect("iall_gatherv wait");
+    assert_eq!(all, want, "iall_gatherv");
+    let mut all = vec![0u16; 7];
+    let mine: Vec<u16> = vec![rank as u16 + 10; counts[me]];
+    world
+        .all_gatherv(&mine[..], &mut all[..], &counts, &displs)
+        .expect("all_gatherv contiguous");
+    assert_eq!(all, [11, 12, 12, 12, 10, 10, 0], "all_gatherv contiguous");
+    let e = world
+        .all_gatherv(&mine[..], &mut all[..], &counts[..2], &displs[..2])
+        .expect_err("two counts for three ranks");
+    assert_eq!(e.class(), ErrorClass::Count);
+
+    // all_to_allv: rank r sends r + j + 1 records to rank j (packed back to back); the
+    // blocks received land in reverse rank order.
+    let scounts: Vec<usize> = (0..p).map(|j| me + j + 1).collect();
+    let sdispls = packed_displs(&scounts);
+    let send: Vec<Record> = (0..p)
+        .flat_map(|j| (0..scounts[j] as u32).map(move |e| record(rank, 10 * j as u32 + e)))
+        .collect();
+    let rcounts: Vec<usize> = (0..p).map(|j| j + me + 1).collect();
+    let mut rdispls = packed_displs(&rcounts.iter().rev().copied().collect::<Vec<_>>());
+    rdispls.reverse();
+    let mut got = vec![unset; rcounts.iter().sum()];
+    world
+        .all_to_allv(
+            &send[..],
+            &scounts,
+            &sdispls,
+            &mut got[..],
+            &rcounts,
+            &rdispls,
+        )
+        .expect("all_to_allv");
+    for j in 0..p {
+        for e in 0..rcounts[j] {
+            assert_eq!(
+                got[rdispls[j] + e],
+                record(j as i32, 10 * me as u32 + e as u32),
+                "all_to_allv block from {j}"
+            );
+        }
+    }
+    let again = world
+        .iall_to_allv(
+            &send[..],
+            &scounts,
+            &sdispls,
+            vec![unset; got.len()],
+            &rcounts,
+            &rdispls,
+        )
+        .expect("iall_to_allv")
+        .wait()
+        .expect("iall_to_allv wait");
+    assert_eq!(again, got, "iall_to_allv");
+
+    // all_gather on all three ranks (section 8 runs it on the halves of a split).
+    let mut pairs = vec![u64::MAX; 2 * p];
+    world
+        .all_gather(&[rank as u64, rank as u64 * 7][..], &mut pairs[..])
+        .expect("all_gather");
+    assert_eq!(pairs, [0, 0, 1, 7, 2, 14], "all_gather");
+
+    // Nonblocking forms, several outstanding at once, completed in reverse order.
+    let red = world
+        .ireduce(2, &[digit_of(rank), digit_of(2 - rank)][..], Digits::concat)
+        .expect("ireduce");
+    let gat = world
+        .igather(0, &[record(rank, 5), record(rank, 6)][..])
+        .expect("igather");
+    let blocks: Vec<Record> = (0..2 * p as u32).map(|k| record(2, k)).collect();
+    let sca = world
+        .iscatter(2, if rank == 2 { &blocks[..] } else { &[] }, vec![unset; 2])
+        .expect("iscatter");
+    let allg = world
+        .iall_gather(&[rank as u32, rank as u32 * 10][..])
+        .expect("iall_gather");
+    let a2a_send: Vec<Record> = (0..p as u32).map(|j| record(rank, j)).collect();
+    let a2a = world.iall_to_all(&a2a_send[..]).expect("iall_to_all");
+    let rsb = world
+        .ireduce_scatter_block(
+            &(0..p as i64)
+                .map(|k| i64::from(rank) * 1000 + k)
+                .collect::<Vec<_>>()[..],
+            |a, b| a + b,
+        )
+        .expect("ireduce_scatter_block");
+    let scan = world
+        .iscan(&[digit_of(rank)][..], Digits::concat)
+        .expect("iscan");
+    let exscan = world
+        .iexclusive_scan(&[digit_of(rank)][..], Digits::concat)
+        .expect("iexclusive_scan");
+
+    let ex = exscan.wait().expect("iexclusive_scan wait");
+    let want: &[u64] = [&[][..], &[1][..], &[12][..]][me];
+    assert_eq!(
+        ex.iter().map(|d| d.value).collect::<Vec<_>>(),
+        want,
+        "iexclusive_scan"
+    );
+    let sc = scan.wait().expect("iscan wait");
+    assert_eq!(
+        sc.iter().map(|d| d.value).collect::<Vec<_>>(),
+        [[1, 12, 123][me]]
+    );
+    let sum: i64 = (0..size).map(|r| i64::from(r) * 1000 + me as i64).sum();
+    assert_eq!(rsb.wait().expect("ireduce_scatter_block wait"), [sum]);
+    let want: Vec<Record> = (0..size).map(|j| record(j, me as u32)).collect();
+    assert_eq!(a2a.wait().expect("iall_to_all wait"), want, "iall_to_all");
+    let want: Vec<u32> = (0..size as u32).flat_map(|r| [r, r * 10]).collect();
+    assert_eq!(allg.wait().expect("iall_gather wait"), want, "iall_gather");
+    assert_eq!(
+        sca.wait().expect("iscatter wait"),
+        [record(2, 2 * me as u32), record(2, 2 * me as u32 + 1)],
+        "iscatter"
+    );
+    let g = gat.wait().expect("igather wait");
+    if rank == 0 {
+        let want: Vec<Record> = (0..size)
+            .flat_map(|r| [record(r, 5), record(r, 6)])
+            .collect();
+        assert_eq!(g, want, "igather");
+    } else {
+        assert!(g.is_empty(), "igather: only the root gets the result");
+    }
+    let r = red.wait().expect("ireduce wait");
+    if rank == 2 {
+        let values: Vec<u64> = r.iter().map(|d| d.value).collect();
+        assert_eq!(values, [123, 321], "ireduce in rank order");
+    } else {
+        assert!(r.is_empty(), "ireduce: only the root gets the result");
+    }
 }
