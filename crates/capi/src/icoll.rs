@@ -236,7 +236,7 @@ fn aligned(n: usize) -> Vec<u128> {
 }
 
 /// `b = a ∘ b` on packed items of `dt` with the user function `uf`.
-fn user_apply(uf: crate::op::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mut [u8]) {
+fn user_apply(uf: crate::objects::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mut [u8]) {
     if dt.size == 0 || a.is_empty() {
         return;
     }

@@ -23,6 +23,9 @@
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
+//! * `sys`: the crate's OS layer (the few system calls that are not the engine's
+//!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
+//!   `malloc`/`free`, page size);
 //! * [`stubs`]: exported functions that are not implemented yet (they raise
 //!   `MPI_ERR_UNSUPPORTED_OPERATION`; the list is in `UNIMPLEMENTED.md`).
 //!
@@ -60,4 +63,5 @@ pub mod rma;
 pub mod state;
 pub(crate) mod status;
 pub mod stubs;
+pub(crate) mod sys;
 pub mod topo;
