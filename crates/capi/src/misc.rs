@@ -3,8 +3,8 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_out, MpiResult};
-use crate::request::MpiStatus;
 use crate::state::{lock, Info};
+use crate::status::MpiStatus;
 use std::ffi::{c_char, c_int, c_void};
 
 /// A pointer constant that can live in a `static` (the exported data objects).
