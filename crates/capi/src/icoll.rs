@@ -10,10 +10,10 @@
 //! while no schedule is active) advances every active schedule whatever the application
 //! does meanwhile (computation, point-to-point, other collectives) and completes the
 //! request when its schedule ends; `MPI_Test`/`MPI_Wait` then see it complete
-//! ([`sched::progress_pending`] lets a waiting thread advance the schedules itself). The thread
-//! and the list of active schedules are `oxmpi_coll::nbc::progress`; this file holds the entry
-//! points, which build the schedules from MPI arguments with the helpers of [`sched`]
-//! (regions, starting a schedule, completing its generalized request). The request
+//! (`sched::progress_pending` lets a waiting thread advance the schedules itself). The
+//! thread and the list of active schedules are `oxmpi_coll::nbc::progress`; this file holds
+//! the entry points, which build the schedules from MPI arguments with the helpers of
+//! `sched` (regions, starting a schedule, completing its generalized request). The request
 //! is internally a generalized request; its status is empty (`MPI_ANY_SOURCE`,
 //! `MPI_ANY_TAG`, count 0) with the collective's error code. Non-contiguous datatypes are
 //! packed at the call and unpacked at completion.

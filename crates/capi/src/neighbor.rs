@@ -17,7 +17,8 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use crate::state::lock;
-use crate::topo::{cart_coords_of, cart_rank_of, Topo};
+use crate::topo::table::Topo;
+use crate::topo::{cart_coords_of, cart_rank_of};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use std::sync::Arc;
 type Neighbours = (Vec<(i32, i32)>, Vec<(i32, i32)>);
 
 pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
-    match crate::topo::get(comm) {
+    match crate::topo::table::get(comm) {
         Some(Topo::Cart { dims, periods }) => {
             let c = cart_coords_of(&dims, rank);
             let (mut ins, mut outs) = (Vec::new(), Vec::new());
