@@ -11,7 +11,7 @@
 //! or 2) still gets each block into the right slot.
 //!
 //! The nonblocking forms (`MPI_Ineighbor_*`) build the same exchange as a schedule
-//! ([`crate::icoll::ineighbor`]) that progresses in the background.
+//! (`crate::icoll::ineighbor`) that progresses in the background.
 
 use crate::backend::EComm;
 use crate::consts::*;

@@ -9,7 +9,7 @@
 //! slot table (see "Fast request handles" below); the wait/test family completes them
 //! without the library lock and writes their statuses directly. Such operations that
 //! complete inside their start call have no engine request: a send shares the stateless
-//! [`SEND_DONE`] handle, a receive (its message had arrived) gets a lock-free
+//! `SEND_DONE` handle, a receive (its message had arrived) gets a lock-free
 //! completed-request slot that holds its status (see "Requests completed at start").
 
 use crate::backend::{self, EReq, EStatus, SendMode};
