@@ -14,7 +14,7 @@ use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_in, MpiError, MpiResult};
-use crate::state::{lock, Comm};
+use crate::state::lock;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -837,35 +837,6 @@ fn agree_ctx(c: &Coll) -> MpiResult<u32> {
     Ok(ctx)
 }
 
-/// Create a communicator over `group` (world ranks) with context ids `ctx`/`ctx + 1`,
-/// inheriting the error handler of `parent`.
-pub(crate) fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c_int> {
-    let eng = backend::engine()?;
-    let ecomm = eng.comm_create(ctx, group.clone()).map_err(backend::err)?;
-    let collc = eng
-        .comm_create(ctx + 1, group.clone())
-        .map_err(backend::err)?;
-    let mut st = lock();
-    let me = st.world_rank();
-    let (errh, err_action) = {
-        let p = st.comm(parent)?;
-        (p.errh, p.err_action)
-    };
-    let rank = group.iter().position(|&w| w == me).expect("member") as i32;
-    let size = group.len() as i32;
-    Ok(st.comms.insert(Comm {
-        ecomm,
-        coll: collc,
-        rank,
-        size,
-        group,
-        errh,
-        err_action,
-        name: String::new(),
-        attrs: Default::default(),
-    }))
-}
-
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
@@ -910,7 +881,7 @@ mpi_fn! {
             .collect();
         members.sort();
         let group = members.iter().map(|&(_, r)| parent_group[r]).collect();
-        let h = make_comm(comm, ctx, group)?;
+        let h = crate::comm::make::make_comm(comm, ctx, group)?;
         out(newcomm, h, "newcomm")
     }
 }
@@ -950,7 +921,7 @@ mpi_fn! {
         if !members.contains(&me) {
             return out(newcomm, MPI_COMM_NULL, "newcomm");
         }
-        let h = make_comm(comm, ctx, members)?;
+        let h = crate::comm::make::make_comm(comm, ctx, members)?;
         out(newcomm, h, "newcomm")
     }
 }
@@ -993,6 +964,6 @@ mpi_fn! {
     /// `MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH`, `MPI_DIST_GRAPH` or `MPI_UNDEFINED`.
     fn PMPI_Topo_test / "MPI_Topo_test" (comm: c_int, status: *mut c_int) {
         lock().comm(comm)?;
-        out(status, crate::topo::kind(comm), "status")
+        out(status, crate::topo::table::kind(comm), "status")
     }
 }

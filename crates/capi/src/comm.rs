@@ -1,5 +1,7 @@
 //! Communicators (rank, size, names, comparison, attributes, free) and groups.
 
+pub(crate) mod make;
+
 use crate::attrs::{call_copy, call_delete, CopyFn, DeleteFn};
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
@@ -278,7 +280,7 @@ mpi_fn! {
 pub(crate) fn free(h: c_int) -> MpiResult {
     lock().comm(h)?;
     delete_all_attrs(h);
-    crate::topo::forget(h);
+    crate::topo::table::forget(h);
     crate::intercomm::forget(h)?;
     let c = lock().comms.remove(h);
     if let Some(c) = c {
@@ -295,7 +297,9 @@ pub(crate) fn free(h: c_int) -> MpiResult {
 /// its attributes (through their copy callbacks) and topology into `*newcomm`.
 pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
     if crate::intercomm::is_inter(comm) {
-        return crate::intercomm::dup(comm, newcomm);
+        let h = crate::intercomm::dup(comm, newcomm)?;
+        copy_attrs(comm, h)?;
+        return out(newcomm, h, "newcomm");
     }
     Internal::of(comm)?;
     if newcomm.is_null() {
@@ -303,7 +307,7 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
     }
     let h = dup_context(comm)?;
     copy_attrs(comm, h)?;
-    crate::topo::copy(comm, h);
+    crate::topo::table::copy(comm, h);
     out(newcomm, h, "newcomm")
 }
 
@@ -341,7 +345,7 @@ pub(crate) fn dup_context(comm: c_int) -> MpiResult<c_int> {
         .map_or(mine, |m| m as u32);
     lock().next_ctx = ctx + 2;
     let group = lock().comm(comm)?.group.clone();
-    crate::coll::make_comm(comm, ctx, group)
+    make::make_comm(comm, ctx, group)
 }
 
 /// A resolved intracommunicator for the library's own collectives (window and file

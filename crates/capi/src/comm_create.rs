@@ -126,7 +126,7 @@ mpi_fn! {
             let mut st = lock();
             st.next_ctx = st.next_ctx.max(agreed + 2);
         }
-        let h = crate::coll::make_comm(comm, agreed, members)?;
+        let h = crate::comm::make::make_comm(comm, agreed, members)?;
         out(newcomm, h, "newcomm")
     }
 }

@@ -27,14 +27,7 @@ pub(crate) const MPI_VERSION_MINOR: c_int = 1;
 
 /// This host's name.
 pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".into();
-    }
-    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    crate::sys::gethostname().unwrap_or_else(|| "localhost".into())
 }
 
 /// Abort the whole job with `code` (through the engine when it is up).
@@ -171,8 +164,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Is_thread_main`.
     fn PMPI_Is_thread_main / "MPI_Is_thread_main" (flag: *mut c_int) {
-        // SAFETY: getpid/gettid have no preconditions.
-        let main = unsafe { libc::getpid() == libc::gettid() };
+        let main = crate::sys::is_main_thread();
         out(flag, main as c_int, "flag")
     }
 }

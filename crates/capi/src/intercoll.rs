@@ -586,7 +586,7 @@ pub(crate) fn reduce_scatter_block(
 // into at completion). Idle members of rooted collectives run an empty schedule (to keep
 // the collective context's order).
 
-use crate::icoll::{self, Unpack};
+use crate::icoll::sched::{self, Unpack};
 use oxmpi_coll::sched::{Region, Schedule};
 
 /// The empty schedule of an idle member.
@@ -603,7 +603,7 @@ fn built(
 }
 
 fn start(l: &Link, s: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> MpiResult {
-    icoll::start(l.net.comm, s, unpack, request)
+    sched::start(l.net.comm, s, unpack, request)
 }
 
 /// Our `count` items of `dt` at `buf` packed (the data to send).
@@ -641,7 +641,7 @@ pub(crate) fn ibcast(
             let dt = dtype(dth, comm)?;
             let n = count(n, comm)?;
             // SAFETY: MPI contract: `buf` has room for `n` items until completion.
-            let reg = unsafe { icoll::region(&dt, n, buf, false, true, 0, &mut unpack) };
+            let reg = unsafe { sched::region(&dt, n, buf, false, true, 0, &mut unpack) };
             built(l, |ic| ic.ione(reg, dt.size * n, r, false))?
         }
     };
@@ -669,7 +669,7 @@ fn igatherv(
             let rdt = dtype(recvtype, comm)?;
             // SAFETY: MPI contract: recvbuf has room for every block until completion.
             let b = unsafe {
-                icoll::laid(
+                sched::laid(
                     &rdt,
                     recvbuf,
                     &slots()?,
@@ -752,7 +752,7 @@ fn iscatterv(
             let sdt = dtype(sendtype, comm)?;
             // SAFETY: MPI contract: sendbuf holds every block until completion.
             let b = unsafe {
-                icoll::laid(
+                sched::laid(
                     &sdt,
                     sendbuf.cast_mut(),
                     &slots()?,
@@ -769,7 +769,7 @@ fn iscatterv(
             let rdt = dtype(recvtype, comm)?;
             let n = count(recvcount, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let reg = unsafe { icoll::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
+            let reg = unsafe { sched::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
             built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
         }
     };
@@ -828,8 +828,8 @@ fn iexchange(
     // for its items until completion.
     let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe {
         (
-            icoll::pieces(send, false, 0, &mut unpack),
-            icoll::pieces(recv, true, 1, &mut unpack),
+            sched::pieces(send, false, 0, &mut unpack),
+            sched::pieces(recv, true, 1, &mut unpack),
         )
     };
     let s = built(l, |ic| ic.iexchange((sreg, &sc, &sd), (rreg, &rc, &rd)))?;
@@ -1018,17 +1018,17 @@ pub(crate) fn ireduce(
         Role::Idle => idle(l)?,
         Role::Root => {
             let dt = dtype(dth, comm)?;
-            let o = icoll::owned_op(&dt, dth, op, comm)?;
+            let o = sched::owned_op(&dt, dth, op, comm)?;
             let n = count(n, comm)?;
             let len = dt.size * n;
             // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let out = unsafe { icoll::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
+            let out = unsafe { sched::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
             built(l, |ic| ic.ireduce_root(out, len, o))?
         }
         Role::Leaf(r) => {
             no_in_place(sendbuf, comm)?;
             let dt = dtype(dth, comm)?;
-            let o = icoll::owned_op(&dt, dth, op, comm)?;
+            let o = sched::owned_op(&dt, dth, op, comm)?;
             let n = count(n, comm)?;
             let data = send_region(&dt, n, sendbuf);
             built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))?
@@ -1054,12 +1054,12 @@ fn ireduce_swap(
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
-    let o = icoll::owned_op(&dt, dth, op, comm)?;
+    let o = sched::owned_op(&dt, dth, op, comm)?;
     let mine = pack(&dt, total, sendbuf);
     let ours = counts.map_or(total, |c| c[l.rank() as usize]);
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `ours` items until completion.
-    let out = unsafe { icoll::region(&dt, ours, recvbuf, false, true, 0, &mut unpack) };
+    let out = unsafe { sched::region(&dt, ours, recvbuf, false, true, 0, &mut unpack) };
     let bytes: Option<Vec<usize>> = counts.map(|c| c.iter().map(|k| k * dt.size).collect());
     let s = built(l, |ic| ic.ireduce_swap(out, mine, bytes.as_deref(), o))?;
     start(l, s, unpack, request)

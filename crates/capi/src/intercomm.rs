@@ -515,21 +515,21 @@ mpi_fn! {
             l.remote_group.iter().chain(&l.local_group).copied().collect()
         };
         let ctx = x.agree_ctx();
-        let h = crate::coll::make_comm(intercomm, ctx, group)?;
+        let h = crate::comm::make::make_comm(intercomm, ctx, group)?;
         out(newintracomm, h, "newintracomm")
     }
 }
 
-/// `MPI_Comm_dup` of an intercommunicator (attributes copied by the caller's rules).
-pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
+/// The new intercommunicator of `MPI_Comm_dup` of intercommunicator `comm` (the caller,
+/// `comm::dup`, copies the attributes and stores the handle in `*newcomm`, checked for
+/// NULL here before any communication).
+pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult<c_int> {
     let l = link(comm)?;
     if newcomm.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
     }
     let ctx = l.exchange(&[])?.agree_ctx();
-    let h = make_inter(comm, ctx, l.local_group, l.remote_group)?;
-    crate::comm::copy_attrs(comm, h)?;
-    out(newcomm, h, "newcomm")
+    make_inter(comm, ctx, l.local_group, l.remote_group)
 }
 
 /// Members of `contribs` (words `[ctx, color, key]` by rank) with `color`, ordered by key

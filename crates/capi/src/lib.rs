@@ -6,7 +6,7 @@
 //! version script exports nothing else. The header is `include/mpi.h` (MPICH's handle
 //! values and 20-byte `MPI_Status`).
 //!
-//! Layout:
+//! Layout (files import one another only downwards, `cargo xtask check-arch`):
 //! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
 //!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
@@ -19,10 +19,20 @@
 //! * [`errors`]: error classes, strings and handlers;
 //! * [`comm`]: communicators, groups and the library's own use of communicators
 //!   (`comm::Internal`, `comm::dup_context`: collectives and duplication for windows and
-//!   files without the exported `MPI_*` functions);
+//!   files without the exported `MPI_*` functions); `comm::make` makes the communicator
+//!   object once its creator (`coll`, `comm`, `comm_create`, `intercomm`) agreed on the
+//!   context ids;
+//! * [`coll`], [`icoll`], [`neighbor`], [`topo`]: collectives, nonblocking collectives
+//!   (their schedules in `icoll::sched`, below the entry points and `request`), neighbourhood
+//!   collectives and process topologies (their table in `topo::table`, below the entry
+//!   points and `comm`); `intercomm`, `intercoll`: intercommunicators and their
+//!   collectives;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
+//! * `sys`: the crate's OS layer (the few system calls that are not the engine's
+//!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
+//!   `malloc`/`free`, page size);
 //! * [`stubs`]: exported functions that are not implemented yet (they raise
 //!   `MPI_ERR_UNSUPPORTED_OPERATION`; the list is in `UNIMPLEMENTED.md`).
 //!
@@ -60,4 +70,5 @@ pub mod rma;
 pub mod state;
 pub(crate) mod status;
 pub mod stubs;
+pub(crate) mod sys;
 pub mod topo;

@@ -3,8 +3,8 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_out, MpiResult};
-use crate::request::MpiStatus;
 use crate::state::{lock, Info};
+use crate::status::MpiStatus;
 use std::ffi::{c_char, c_int, c_void};
 
 /// A pointer constant that can live in a `static` (the exported data objects).
@@ -94,9 +94,7 @@ mpi_fn! {
         if size < 0 {
             mpi_bail!(MPI_ERR_SIZE, "negative size {size}");
         }
-        // SAFETY: malloc with a non-negative size; a zero size gets one byte so the
-        // pointer is unique and freeable.
-        let p = unsafe { libc::malloc((size as usize).max(1)) };
+        let p = crate::sys::malloc(size as usize);
         if p.is_null() {
             mpi_bail!(MPI_ERR_NO_MEM, "cannot allocate {size} bytes");
         }
@@ -108,7 +106,7 @@ mpi_fn! {
     /// `MPI_Free_mem`.
     fn PMPI_Free_mem / "MPI_Free_mem" (base: *mut c_void) {
         // SAFETY: `base` was returned by MPI_Alloc_mem (malloc) or is NULL.
-        unsafe { libc::free(base) };
+        unsafe { crate::sys::free(base) };
         Ok(())
     }
 }

@@ -11,13 +11,15 @@
 //! or 2) still gets each block into the right slot.
 //!
 //! The nonblocking forms (`MPI_Ineighbor_*`) build the same exchange as a schedule
-//! ([`crate::icoll::ineighbor`]) that progresses in the background.
+//! (`crate::icoll::ineighbor`) that progresses in the background.
 
+use crate::backend::EComm;
 use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use crate::state::lock;
-use crate::topo::{cart_coords_of, cart_rank_of, Topo};
+use crate::topo::table::Topo;
+use crate::topo::{cart_coords_of, cart_rank_of};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -25,7 +27,7 @@ use std::sync::Arc;
 type Neighbours = (Vec<(i32, i32)>, Vec<(i32, i32)>);
 
 pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
-    match crate::topo::get(comm) {
+    match crate::topo::table::get(comm) {
         Some(Topo::Cart { dims, periods }) => {
             let c = cart_coords_of(&dims, rank);
             let (mut ins, mut outs) = (Vec::new(), Vec::new());
@@ -68,17 +70,21 @@ pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
 
 /// One outgoing block: (datatype, count, address).
 type Block = (Arc<Datatype>, usize, *const u8);
-/// One incoming block: (datatype, count, address).
+/// One incoming block (and an outgoing one once collected): (datatype, count, address).
 type RBlock = (Arc<Datatype>, usize, *mut u8);
 
-/// Exchange packed blocks with the neighbours and unpack them.
+/// Collect and check the blocks of a neighbourhood collective on `comm` (`send(j)` for
+/// outgoing neighbour `j`, `recv(i)` for incoming neighbour `i`), then run it: at once
+/// (`request` is `None`) or as a schedule that completes `*request` in the background.
 ///
 /// # Safety
-/// Every block address holds (send) or has room for (receive) its items.
-unsafe fn run(
+/// Every block address holds (send) or has room for (receive) its items, until completion
+/// for the nonblocking forms.
+unsafe fn neighbor(
     comm: c_int,
     send: impl Fn(usize) -> MpiResult<Block>,
     recv: impl Fn(usize) -> MpiResult<RBlock>,
+    request: Option<*mut c_int>,
 ) -> MpiResult {
     let (ctx, rank) = {
         let st = lock();
@@ -87,26 +93,53 @@ unsafe fn run(
         (c.coll, c.rank)
     };
     let (ins, outs) = neighbours(comm, rank)?;
-    let mut sbufs = Vec::with_capacity(outs.len());
+    let mut sends = Vec::with_capacity(outs.len());
     for j in 0..outs.len() {
-        let (dt, n, p) = send(j)?;
-        let mut v = Vec::with_capacity(dt.size * n);
-        if dt.size * n > 0 {
-            if p.is_null() && dt.predefined {
-                return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
-            }
-            // SAFETY: caller contract: the block holds `n` items of `dt`.
-            unsafe { crate::datatype::pack_into(&dt, n, p, &mut v) };
+        let b = send(j)?;
+        if b.0.size * b.1 > 0 && b.2.is_null() && b.0.predefined {
+            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
         }
-        sbufs.push(v);
+        sends.push((b.0, b.1, b.2.cast_mut()));
     }
-    let mut rblocks = Vec::with_capacity(ins.len());
+    let mut recvs = Vec::with_capacity(ins.len());
     for i in 0..ins.len() {
         let b = recv(i)?;
         if b.0.size * b.1 > 0 && b.2.is_null() && b.0.predefined {
             return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
         }
-        rblocks.push(b);
+        recvs.push(b);
+    }
+    match request {
+        // SAFETY: caller contract.
+        Some(request) => unsafe {
+            crate::icoll::ineighbor(comm, &ins, &outs, sends, recvs, request)
+        },
+        // SAFETY: caller contract.
+        None => unsafe { exchange(comm, ctx, &ins, &outs, &sends, &recvs) },
+    }
+}
+
+/// The blocking exchange: pack the outgoing blocks, exchange them with the neighbours on
+/// the collective context `ctx` and unpack the incoming ones.
+///
+/// # Safety
+/// Every block address holds (send) or has room for (receive) its items.
+unsafe fn exchange(
+    comm: c_int,
+    ctx: EComm,
+    ins: &[(i32, i32)],
+    outs: &[(i32, i32)],
+    sblocks: &[RBlock],
+    rblocks: &[RBlock],
+) -> MpiResult {
+    let mut sbufs = Vec::with_capacity(sblocks.len());
+    for (dt, n, p) in sblocks {
+        let mut v = Vec::with_capacity(dt.size * n);
+        if dt.size * n > 0 {
+            // SAFETY: caller contract: the block holds `n` items of `dt`.
+            unsafe { crate::datatype::pack_into(dt, *n, p.cast_const(), &mut v) };
+        }
+        sbufs.push(v);
     }
     let mut rbufs: Vec<Vec<u8>> = rblocks.iter().map(|b| vec![0u8; b.0.size * b.1]).collect();
     let a = crate::coll_alg::alg(ctx, comm)?;
@@ -157,9 +190,9 @@ mpi_fn! {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers.
         unsafe {
-            run(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            })
+            }, None)
         }
     }
 }
@@ -175,9 +208,9 @@ mpi_fn! {
         let rd = slice_in(displs, indeg, "displs")?;
         // SAFETY: MPI contract of the call for the buffers.
         unsafe {
-            run(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            })
+            }, None)
         }
     }
 }
@@ -190,9 +223,9 @@ mpi_fn! {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers.
         unsafe {
-            run(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
+            neighbor(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            })
+            }, None)
         }
     }
 }
@@ -209,9 +242,9 @@ mpi_fn! {
         let rd = slice_in(rdispls, indeg, "rdispls")?;
         // SAFETY: MPI contract of the call for the buffers.
         unsafe {
-            run(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
+            neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            })
+            }, None)
         }
     }
 }
@@ -229,47 +262,11 @@ mpi_fn! {
         let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
         // SAFETY: MPI contract of the call for the buffers.
         unsafe {
-            run(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
+            neighbor(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
                 Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
-            })
+            }, None)
         }
     }
-}
-
-/// Collect the blocks of a nonblocking neighbourhood collective and start it.
-///
-/// # Safety
-/// Every block address holds (send) or has room for (receive) its items until completion.
-unsafe fn start_nb(
-    comm: c_int,
-    send: impl Fn(usize) -> MpiResult<Block>,
-    recv: impl Fn(usize) -> MpiResult<RBlock>,
-    request: *mut c_int,
-) -> MpiResult {
-    let rank = {
-        let st = lock();
-        st.check_active()?;
-        st.comm(comm)?.rank
-    };
-    let (ins, outs) = neighbours(comm, rank)?;
-    let mut sends = Vec::with_capacity(outs.len());
-    for j in 0..outs.len() {
-        let (dt, n, p) = send(j)?;
-        if dt.size * n > 0 && p.is_null() && dt.predefined {
-            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL send buffer").on(comm));
-        }
-        sends.push((dt, n, p.cast_mut()));
-    }
-    let mut recvs = Vec::with_capacity(ins.len());
-    for i in 0..ins.len() {
-        let b = recv(i)?;
-        if b.0.size * b.1 > 0 && b.2.is_null() && b.0.predefined {
-            return Err(MpiError::new(MPI_ERR_BUFFER, "NULL receive buffer").on(comm));
-        }
-        recvs.push(b);
-    }
-    // SAFETY: caller contract.
-    unsafe { crate::icoll::ineighbor(comm, &ins, &outs, sends, recvs, request) }
 }
 
 mpi_fn! {
@@ -280,9 +277,9 @@ mpi_fn! {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers (valid until completion).
         unsafe {
-            start_nb(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, request)
+            }, Some(request))
         }
     }
 }
@@ -298,9 +295,9 @@ mpi_fn! {
         let rd = slice_in(displs, indeg, "displs")?;
         // SAFETY: MPI contract of the call for the buffers (valid until completion).
         unsafe {
-            start_nb(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
+            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, request)
+            }, Some(request))
         }
     }
 }
@@ -313,9 +310,9 @@ mpi_fn! {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers (valid until completion).
         unsafe {
-            start_nb(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
+            neighbor(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, request)
+            }, Some(request))
         }
     }
 }
@@ -332,9 +329,9 @@ mpi_fn! {
         let rd = slice_in(rdispls, indeg, "rdispls")?;
         // SAFETY: MPI contract of the call for the buffers (valid until completion).
         unsafe {
-            start_nb(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
+            neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, request)
+            }, Some(request))
         }
     }
 }
@@ -352,9 +349,9 @@ mpi_fn! {
         let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
         // SAFETY: MPI contract of the call for the buffers (valid until completion).
         unsafe {
-            start_nb(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
+            neighbor(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
                 Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
-            }, request)
+            }, Some(request))
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The MPI objects' data: communicators, groups, infos, keyvals, error handlers,
-//! datatypes, requests (point-to-point, persistent, generalized) and messages, as the
-//! library's tables hold them. Below the modules that implement each object's calls
+//! datatypes, requests (point-to-point, persistent, generalized), messages and user
+//! reduction functions, as the library's tables hold them. Below the modules that implement each object's calls
 //! (`comm`, `errors`, `datatype`, `request`, `grequest`) and below `state`, which
 //! holds their tables: this module imports only the engine link, `status` and constants.
 
@@ -9,6 +9,9 @@ use crate::status::MpiStatus;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+
+/// A user reduction function (`MPI_User_function`).
+pub(crate) type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
 
 /// A communicator as the C layer sees it.
 pub(crate) struct Comm {

@@ -3,12 +3,10 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, inp, out, MpiResult};
+use crate::objects::UserFn;
 use crate::state::{lock, UserOp};
 use oxmpi_coll::op::{ElemType, OpKind as Kernel};
 use std::ffi::{c_int, c_void};
-
-/// A user reduction function (`MPI_User_function`).
-pub(crate) type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
 
 /// How a reduction is carried out.
 #[derive(Clone, Copy)]

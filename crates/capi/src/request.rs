@@ -9,7 +9,7 @@
 //! slot table (see "Fast request handles" below); the wait/test family completes them
 //! without the library lock and writes their statuses directly. Such operations that
 //! complete inside their start call have no engine request: a send shares the stateless
-//! [`SEND_DONE`] handle, a receive (its message had arrived) gets a lock-free
+//! `SEND_DONE` handle, a receive (its message had arrived) gets a lock-free
 //! completed-request slot that holds its status (see "Requests completed at start").
 
 use crate::backend::{self, EReq, EStatus, SendMode};
@@ -842,7 +842,7 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
                 // A generalized request, completed by another thread (or, for a
                 // nonblocking collective, by advancing its schedule here): keep polling.
                 let eng = backend::engine()?;
-                if !crate::icoll::progress_pending() {
+                if !crate::icoll::sched::progress_pending() {
                     eng.progress();
                     std::thread::yield_now();
                 } else if eng.yields_when_idle() {
@@ -867,7 +867,7 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
 /// does this: the wait loops that call it would otherwise spin through their time slice
 /// while the ranks they wait for are descheduled.
 fn poll() -> MpiResult {
-    crate::icoll::progress_pending();
+    crate::icoll::sched::progress_pending();
     let eng = backend::engine()?;
     eng.progress();
     if eng.yields_when_idle() {

@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 
 /// A user reduction operation.
 pub(crate) struct UserOp {
-    pub func: crate::op::UserFn,
+    pub func: crate::objects::UserFn,
     pub commute: bool,
 }
 

@@ -2,82 +2,20 @@
 //! graph (`MPI_Dist_graph_*`) communicators.
 //!
 //! A topology communicator is an ordinary communicator (made by `MPI_Comm_split` of the old
-//! one, or `MPI_Comm_dup` for distributed graphs) plus a topology record kept in a table of
-//! this module, keyed by the communicator handle. `reorder` is accepted and ignored (ranks
-//! are never reordered). `MPI_Comm_free` drops the record ([`forget`]) and `MPI_Comm_dup`
-//! copies it ([`copy`]). Topology constructors and maps are only defined on
-//! intracommunicators: on an intercommunicator they fail with `MPI_ERR_COMM`.
+//! one, or `MPI_Comm_dup` for distributed graphs) plus a topology record kept in the table of
+//! `table`, keyed by the communicator handle. `reorder` is accepted and ignored (ranks
+//! are never reordered). `MPI_Comm_free` drops the record (`table::forget`) and
+//! `MPI_Comm_dup` copies it (`table::copy`). Topology constructors and maps are only
+//! defined on intracommunicators: on an intercommunicator they fail with `MPI_ERR_COMM`.
+
+pub(crate) mod table;
 
 use crate::consts::*;
 use crate::ffi::{check_count, out, slice_in, slice_out, MpiError, MpiResult};
 use crate::misc::{MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY};
 use crate::state::lock;
-use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::Mutex;
-
-/// The topology attached to a communicator.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Topo {
-    /// Cartesian grid (row-major rank order).
-    Cart {
-        dims: Vec<c_int>,
-        periods: Vec<bool>,
-    },
-    /// General graph (`index`/`edges` as given to `MPI_Graph_create`).
-    Graph {
-        index: Vec<c_int>,
-        edges: Vec<c_int>,
-    },
-    /// Distributed graph: this process's in and out neighbours.
-    Dist {
-        sources: Vec<c_int>,
-        sweights: Vec<c_int>,
-        dests: Vec<c_int>,
-        dweights: Vec<c_int>,
-        weighted: bool,
-    },
-}
-
-static TOPOS: Mutex<Option<HashMap<c_int, Topo>>> = Mutex::new(None);
-
-fn with_topos<R>(f: impl FnOnce(&mut HashMap<c_int, Topo>) -> R) -> R {
-    let mut g = TOPOS.lock().unwrap_or_else(|p| p.into_inner());
-    f(g.get_or_insert_with(HashMap::new))
-}
-
-/// The topology of `comm`, if any.
-pub(crate) fn get(comm: c_int) -> Option<Topo> {
-    with_topos(|t| t.get(&comm).cloned())
-}
-
-/// Drop the topology of a communicator being freed.
-pub(crate) fn forget(comm: c_int) {
-    with_topos(|t| t.remove(&comm));
-}
-
-/// Give `to` (a duplicate of `from`) the same topology.
-pub(crate) fn copy(from: c_int, to: c_int) {
-    with_topos(|t| {
-        if let Some(x) = t.get(&from).cloned() {
-            t.insert(to, x);
-        }
-    });
-}
-
-fn set(comm: c_int, topo: Topo) {
-    with_topos(|t| t.insert(comm, topo));
-}
-
-/// `MPI_Topo_test` status of `comm` (`MPI_UNDEFINED` without a topology).
-pub(crate) fn kind(comm: c_int) -> c_int {
-    match get(comm) {
-        Some(Topo::Cart { .. }) => MPI_CART,
-        Some(Topo::Graph { .. }) => MPI_GRAPH,
-        Some(Topo::Dist { .. }) => MPI_DIST_GRAPH,
-        None => MPI_UNDEFINED,
-    }
-}
+use table::{forget, get, set, Topo};
 
 fn cart(comm: c_int) -> MpiResult<(Vec<c_int>, Vec<bool>)> {
     lock().comm(comm)?;

@@ -12,8 +12,8 @@ use crate::request::{write_status, MpiStatus, Pending, Request};
 use crate::state::lock;
 use crate::status::status_set_bytes;
 use std::ffi::{c_int, c_void};
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::sync::atomic::Ordering;
 
 /// Which file pointer a data access uses.
@@ -158,19 +158,7 @@ impl<'a> RangeLock<'a> {
         Some(l)
     }
     pub(super) fn fcntl(&self, ty: c_int) {
-        // SAFETY: `flock` is a plain C struct; zero is a valid initial value.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = ty as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = self.start as libc::off_t;
-        fl.l_len = self.len as libc::off_t;
-        loop {
-            // SAFETY: F_SETLKW with a valid flock struct on our open descriptor.
-            let r = unsafe { libc::fcntl(self.f.file.as_raw_fd(), libc::F_SETLKW, &fl) };
-            if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break;
-            }
-        }
+        crate::sys::set_record_lock(self.f.file.as_fd(), ty, self.start, self.len);
     }
 }
 

@@ -49,7 +49,7 @@ use file::{
 };
 pub use file::{file_c2f, file_f2c};
 use std::ffi::{c_char, c_int, c_void};
-use std::os::unix::io::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use view::ViewMap;
@@ -241,10 +241,8 @@ mpi_fn! {
         }
         let mut code = MPI_SUCCESS;
         if f.rank == 0 && size > 0 {
-            // SAFETY: posix_fallocate on our open file descriptor.
-            let e = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), 0, size) };
-            if e != 0 {
-                code = os_class(&std::io::Error::from_raw_os_error(e));
+            if let Err(e) = crate::sys::fallocate(f.file.as_fd(), size) {
+                code = os_class(&e);
             }
         }
         let code = bcast_i64(code as i64, 0, f.comm)? as c_int;

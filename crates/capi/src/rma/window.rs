@@ -177,17 +177,6 @@ fn info_true(info: &[(String, String)], key: &str) -> bool {
     info.iter().any(|(k, v)| k == key && v == "true")
 }
 
-/// The page size (4096 if the system does not say).
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
-
 /// Create a window of `flavor` over the user's communicator `comm`. `size` is this
 /// rank's size; `user_base` is the user memory (create) or 0. Returns the handle and the
 /// base address of this rank's memory.
@@ -249,7 +238,7 @@ fn create_on(
 
     // Layout of the shared segment.
     let ctrl_stride = round_up(CTRL_HEAD + 8 * n, 64);
-    let page = page_size();
+    let page = crate::sys::page_size();
     let data_start = round_up(ctrl_stride * n, page);
     let with_data = flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED;
     let pad = if flavor == MPI_WIN_FLAVOR_SHARED && !info_true(&info, "alloc_shared_noncontig") {

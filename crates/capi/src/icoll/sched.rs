@@ -1,0 +1,386 @@
+//! The schedules of the nonblocking collectives, below their entry points (`icoll.rs`,
+//! `intercoll.rs`, `neighbor.rs`): MPI arguments become `oxmpi_coll::sched` regions (packed
+//! data to send, room to unpack into at completion), a started schedule is a generalized
+//! request completed when `oxmpi_coll::nbc::progress` finishes it, and [`progress_pending`]
+//! lets a waiting thread (`MPI_Wait`/`MPI_Test` in `request.rs`) advance the schedules
+//! itself.
+
+use crate::coll_alg as alg;
+use crate::consts::*;
+use crate::datatype::{pack_into, unpack_from, Datatype};
+use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
+use crate::state::lock;
+use oxmpi_coll::nbc::progress;
+use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// Packed bytes to unpack into the user's memory when a schedule completes: datatype,
+/// item count, address, the schedule region holding the bytes and the byte offset in it.
+pub(crate) struct Unpack(Arc<Datatype>, usize, usize, usize, usize);
+
+/// What completes a schedule's request: the generalized request, the data to unpack and
+/// the request's extra state (the collective's error code).
+struct Finish {
+    h: c_int,
+    unpack: Vec<Unpack>,
+    code: *const AtomicI32,
+}
+
+// SAFETY: `code` is a leaked box freed only by the request's free callback, which runs
+// after the completion (the last use here); the unpack addresses are the user's buffers,
+// valid until completion by the MPI contract.
+unsafe impl Send for Finish {}
+
+/// `MPI_Grequest_query_function`: an empty status with the collective's error code.
+unsafe extern "C" fn query(extra: *mut c_void, status: *mut crate::status::MpiStatus) -> c_int {
+    // SAFETY: `extra` is the AtomicI32 box of `start`, alive until `free_state`.
+    let code = unsafe { &*(extra as *const AtomicI32) }.load(Ordering::Acquire);
+    let mut s = crate::status::empty_status();
+    s.error = code;
+    // SAFETY: the generalized request machinery passes a valid status.
+    unsafe { *status = s };
+    MPI_SUCCESS
+}
+
+/// `MPI_Grequest_free_function`: release the error code box.
+unsafe extern "C" fn free_state(extra: *mut c_void) -> c_int {
+    // SAFETY: the box leaked in `start`; freed once, after completion.
+    drop(unsafe { Box::from_raw(extra.cast::<AtomicI32>()) });
+    MPI_SUCCESS
+}
+
+impl Finish {
+    /// Unpack received data, record the outcome, complete the request.
+    fn run(self, sched: &Schedule, r: oxmpi_coll::Result<()>) {
+        let code = match r {
+            Ok(()) => {
+                for u in &self.unpack {
+                    if let Some(v) = sched.owned_bytes(u.3) {
+                        let end = (u.4 + u.0.size * u.1).min(v.len());
+                        // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
+                        // contract, valid until completion, which is now).
+                        unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
+                    }
+                }
+                MPI_SUCCESS
+            }
+            Err(e) => crate::backend::err(e).code,
+        };
+        // SAFETY: see `Finish::code`.
+        unsafe { &*self.code }.store(code, Ordering::Release);
+        // SAFETY: `h` is the generalized request created in `start`, completed once.
+        unsafe { crate::grequest::PMPI_Grequest_complete(self.h) };
+    }
+}
+
+/// Advance the active nonblocking collectives on the calling thread (see
+/// `oxmpi_coll::nbc::progress::progress_pending`); returns whether any was active.
+pub(crate) fn progress_pending() -> bool {
+    progress::progress_pending()
+}
+
+/// Start `sched` for `comm` and store its request in `*request`: one progress step now,
+/// the rest in the background.
+pub(crate) fn start(
+    comm: c_int,
+    sched: Schedule,
+    unpack: Vec<Unpack>,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let code = Box::into_raw(Box::new(AtomicI32::new(MPI_SUCCESS)));
+    let mut h: c_int = MPI_REQUEST_NULL;
+    // SAFETY: valid callbacks and output pointer; `code` is released by `free_state`.
+    let rc = unsafe {
+        crate::grequest::PMPI_Grequest_start(
+            Some(query),
+            Some(free_state),
+            None,
+            code.cast(),
+            &mut h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        // SAFETY: not handed over to a request.
+        drop(unsafe { Box::from_raw(code) });
+        return Err(MpiError::new(rc, "cannot create the request").on(comm));
+    }
+    if let Some(r) = lock().reqs.get_mut(h) {
+        r.comm = comm;
+    }
+    let fin = Finish { h, unpack, code };
+    progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
+    out(request, h, "request")
+}
+
+/// The collective context, rank and size of intracommunicator `comm`.
+pub(crate) fn comm_info(comm: c_int) -> MpiResult<(oxmpi_coll::CollComm, i32, i32)> {
+    let (ctx, rank, size) = {
+        let st = lock();
+        st.check_active()?;
+        let c = st.comm(comm)?;
+        (c.coll, c.rank, c.size)
+    };
+    let e = crate::backend::engine()?;
+    Ok((
+        oxmpi_coll::CollComm::on_context_known(e, ctx, ctx, rank, size),
+        rank,
+        size,
+    ))
+}
+
+pub(super) fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
+    lock().dtype_committed(h).map_err(|e| e.on(comm))
+}
+
+/// `count` items of `dt` at `buf` as a schedule region: the memory itself when the type is
+/// contiguous, otherwise owned bytes (packed from `buf` if `fill`) that are unpacked back
+/// into `buf` at completion if `store` (then pushed to `unpack` as region `index`).
+///
+/// # Safety
+/// `buf` holds (if `fill`) or has room for (if `store`) `count` items of `dt`, valid until
+/// the schedule completes.
+pub(crate) unsafe fn region(
+    dt: &Arc<Datatype>,
+    count: usize,
+    buf: *mut c_void,
+    fill: bool,
+    store: bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> Region {
+    let n = dt.size * count;
+    if dt.is_contiguous() && !buf.is_null() && n > 0 {
+        return Region::Raw(buf.cast::<u8>().wrapping_offset(dt.lb), n);
+    }
+    let mut v = Vec::with_capacity(n);
+    if fill && n > 0 {
+        // SAFETY: caller contract.
+        unsafe { pack_into(dt, count, buf.cast(), &mut v) };
+    }
+    v.resize(n, 0);
+    if store && n > 0 {
+        unpack.push(Unpack(dt.clone(), count, buf as usize, index, 0));
+    }
+    Region::Owned(v)
+}
+
+/// Bytes of a region (for copying our own block).
+pub(crate) fn region_bytes(r: &mut Region) -> &mut [u8] {
+    match r {
+        // SAFETY: a raw region is `n` bytes of the caller's memory (see `region`).
+        Region::Raw(p, n) => unsafe { std::slice::from_raw_parts_mut(*p, *n) },
+        Region::Owned(v) => v,
+    }
+}
+
+/// The reduction of `(datatype, op)` as an owned op (validated first, so that an
+/// undefined pair fails at the call on every rank).
+///
+/// A user-defined operation is called with its function pointer captured here (the op
+/// and datatype handles may be freed before completion) from whichever thread advances
+/// the schedule, on items in the datatype's memory layout.
+pub(crate) fn owned_op(
+    dt: &Arc<Datatype>,
+    dth: c_int,
+    op: c_int,
+    comm: c_int,
+) -> MpiResult<OwnedOp> {
+    let red = alg::Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
+    let (elem_size, commutative) = (red.elem(), red.commutative());
+    let f: Box<oxmpi_coll::sched::ReduceFn> = match crate::op::op_kind(op)
+        .map_err(|e| e.on(comm))?
+    {
+        crate::op::OpKind::Builtin(_) => Box::new(move |a: &[u8], b: &mut [u8]| red.apply(a, b)),
+        crate::op::OpKind::User(uf, _) => {
+            let dt = dt.clone();
+            Box::new(move |a: &[u8], b: &mut [u8]| user_apply(uf, &dt, dth, a, b))
+        }
+    };
+    Ok(OwnedOp {
+        f,
+        elem_size,
+        commutative,
+    })
+}
+
+/// A 16-byte aligned scratch buffer of at least `n` bytes.
+fn aligned(n: usize) -> Vec<u128> {
+    vec![0u128; n.div_ceil(16).max(1)]
+}
+
+/// `b = a ∘ b` on packed items of `dt` with the user function `uf`.
+fn user_apply(uf: crate::objects::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mut [u8]) {
+    if dt.size == 0 || a.is_empty() {
+        return;
+    }
+    let k = a.len() / dt.size;
+    let call = |x: *mut c_void, y: *mut c_void| {
+        let (mut c, mut d) = (k as c_int, dth);
+        // SAFETY: the user's MPI_User_function on two buffers of `k` items of the type in
+        // its memory layout.
+        unsafe { uf(x, y, &mut c, &mut d) };
+    };
+    if dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0 {
+        // Packed bytes are the memory layout: reduce in place when aligned.
+        if (a.as_ptr() as usize | b.as_ptr() as usize) % 16 == 0 {
+            call(a.as_ptr().cast_mut().cast(), b.as_mut_ptr().cast());
+            return;
+        }
+        let (mut x, mut y) = (aligned(a.len()), aligned(b.len()));
+        let (px, py) = (x.as_mut_ptr().cast::<u8>(), y.as_mut_ptr().cast::<u8>());
+        // SAFETY: the scratch buffers hold at least `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(a.as_ptr(), px, a.len());
+            std::ptr::copy_nonoverlapping(b.as_ptr(), py, b.len());
+        }
+        call(px.cast(), py.cast());
+        // SAFETY: as above.
+        b.copy_from_slice(unsafe { std::slice::from_raw_parts(py, b.len()) });
+        return;
+    }
+    // Unpack into the type's layout, reduce, pack back.
+    let span = (dt.true_ub - dt.true_lb) as usize + (k - 1) * dt.extent().unsigned_abs();
+    let (mut x, mut y) = (aligned(span), aligned(span));
+    let shift = -dt.true_lb;
+    let px = x.as_mut_ptr().cast::<u8>().wrapping_offset(shift);
+    let py = y.as_mut_ptr().cast::<u8>().wrapping_offset(shift);
+    // SAFETY: the scratch buffers span `k` items of the type from `px`/`py`; the packed
+    // slices hold `k` items.
+    unsafe {
+        unpack_from(dt, k, px, a);
+        unpack_from(dt, k, py, b);
+    }
+    call(px.cast(), py.cast());
+    let mut out = Vec::with_capacity(b.len());
+    // SAFETY: `py` holds `k` items.
+    unsafe { pack_into(dt, k, py, &mut out) };
+    b.copy_from_slice(&out);
+}
+
+/// Per-rank (count, displacement in items) of a v-collective from C arrays of `n`.
+pub(crate) fn layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    comm: c_int,
+) -> MpiResult<Vec<(usize, isize)>> {
+    let cs = slice_in(counts, n, "counts").map_err(|e| e.on(comm))?;
+    let ds = slice_in(displs, n, "displs").map_err(|e| e.on(comm))?;
+    cs.iter()
+        .zip(ds)
+        .map(|(&k, &d)| Ok((check_count(k).map_err(|e| e.on(comm))?, d as isize)))
+        .collect()
+}
+
+/// Blocks of items of one datatype in a user buffer as one schedule region with byte
+/// counts and displacements per block.
+pub(crate) struct Laid {
+    pub region: Region,
+    pub counts: Vec<usize>,
+    pub displs: Vec<usize>,
+}
+
+/// Block `i` = `slots[i]` (count, displacement in extents) of `dt` at `buf` as region
+/// `index`: the user's memory itself when the type is contiguous and no displacement is
+/// negative, otherwise packed blocks back to back (block `i` packed from the buffer if
+/// `fill(i)`, unpacked into it at completion if `store(i)`).
+///
+/// # Safety
+/// `buf` holds (where `fill`) or has room for (where `store`) every block until the
+/// schedule completes.
+pub(crate) unsafe fn laid(
+    dt: &Arc<Datatype>,
+    buf: *mut c_void,
+    slots: &[(usize, isize)],
+    fill: impl Fn(usize) -> bool,
+    store: impl Fn(usize) -> bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> Laid {
+    let (size, ext) = (dt.size, dt.extent());
+    let mut counts = Vec::with_capacity(slots.len());
+    let mut displs = Vec::with_capacity(slots.len());
+    if dt.is_contiguous()
+        && size > 0
+        && !buf.is_null()
+        && slots.iter().all(|&(c, d)| c == 0 || d >= 0)
+    {
+        let mut end = 0usize;
+        for &(c, d) in slots {
+            let off = if c == 0 { 0 } else { (d * ext) as usize };
+            counts.push(c * size);
+            displs.push(off);
+            end = end.max(off + c * size);
+        }
+        if end > 0 {
+            let region = Region::Raw(buf.cast::<u8>().wrapping_offset(dt.lb), end);
+            return Laid {
+                region,
+                counts,
+                displs,
+            };
+        }
+    }
+    counts.clear();
+    displs.clear();
+    let mut v = Vec::new();
+    for (i, &(c, d)) in slots.iter().enumerate() {
+        counts.push(c * size);
+        displs.push(v.len());
+        let p = buf.cast::<u8>().wrapping_offset(d * ext);
+        if fill(i) && c * size > 0 {
+            // SAFETY: block `i` holds `c` items (caller contract).
+            unsafe { pack_into(dt, c, p, &mut v) };
+        } else {
+            v.resize(v.len() + c * size, 0);
+        }
+        if store(i) && c * size > 0 {
+            unpack.push(Unpack(dt.clone(), c, p as usize, index, displs[i]));
+        }
+    }
+    Laid {
+        region: Region::Owned(v),
+        counts,
+        displs,
+    }
+}
+
+/// Pieces `(datatype, count, address)` packed back to back into one region (offsets
+/// returned) — `store`: unpacked back at completion as region `index`, otherwise packed
+/// from the addresses now.
+///
+/// # Safety
+/// Every address holds (`!store`) or has room for (`store`) its items until completion.
+pub(crate) unsafe fn pieces(
+    list: &[(Arc<Datatype>, usize, *mut u8)],
+    store: bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> (Region, Vec<usize>, Vec<usize>) {
+    let mut v = Vec::new();
+    let (mut counts, mut displs) = (Vec::new(), Vec::new());
+    for (dt, c, p) in list {
+        let n = dt.size * c;
+        displs.push(v.len());
+        counts.push(n);
+        if store {
+            if n > 0 {
+                unpack.push(Unpack(dt.clone(), *c, *p as usize, index, v.len()));
+            }
+            v.resize(v.len() + n, 0);
+        } else if n > 0 {
+            // SAFETY: caller contract.
+            unsafe { pack_into(dt, *c, *p, &mut v) };
+        }
+    }
+    (Region::Owned(v), counts, displs)
+}
+
+pub(crate) fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
+    alg::err(comm)
+}

@@ -1,0 +1,81 @@
+//! The C ABI's OS layer: every system call of this crate that is not the engine's
+//! (`oxmpi_engine::sys`) goes through here, each `unsafe` with its safety argument.
+//! Callers keep their MPI semantics (error classes, fallbacks); these functions only wrap
+//! the calls.
+
+use std::ffi::{c_int, c_void};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// This host's name by `gethostname(2)` (`None` if the call fails).
+pub(crate) fn gethostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// Whether the calling thread is the process's main thread (its thread id is the pid).
+pub(crate) fn is_main_thread() -> bool {
+    // SAFETY: getpid/gettid have no preconditions.
+    unsafe { libc::getpid() == libc::gettid() }
+}
+
+/// `fcntl(F_SETLKW)`: sets the POSIX record lock `ty` (`F_RDLCK`, `F_WRLCK` or `F_UNLCK`)
+/// on bytes `start..start + len` of `fd`, waiting for it; retried on `EINTR`, other
+/// errors are ignored (the caller's access then goes unlocked, as before).
+pub(crate) fn set_record_lock(fd: BorrowedFd<'_>, ty: c_int, start: u64, len: u64) {
+    // SAFETY: `flock` is a plain C struct; zero is a valid initial value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start as libc::off_t;
+    fl.l_len = len as libc::off_t;
+    loop {
+        // SAFETY: F_SETLKW with a valid flock struct on an open descriptor.
+        let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLKW, &fl) };
+        if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+}
+
+/// `posix_fallocate(fd, 0, size)`: reserves the first `size` bytes of the file.
+pub(crate) fn fallocate(fd: BorrowedFd<'_>, size: i64) -> std::io::Result<()> {
+    // SAFETY: posix_fallocate on an open file descriptor.
+    let e = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, size) };
+    if e != 0 {
+        return Err(std::io::Error::from_raw_os_error(e));
+    }
+    Ok(())
+}
+
+/// `malloc(size)` (one byte for a zero size, so the pointer is unique and freeable);
+/// NULL when out of memory.
+pub(crate) fn malloc(size: usize) -> *mut c_void {
+    // SAFETY: malloc has no preconditions; the size is at least one.
+    unsafe { libc::malloc(size.max(1)) }
+}
+
+/// `free(p)`.
+///
+/// # Safety
+/// `p` is NULL or was returned by [`malloc`] and not freed since.
+pub(crate) unsafe fn free(p: *mut c_void) {
+    // SAFETY: the caller's contract: `p` is NULL or a live malloc'd pointer.
+    unsafe { libc::free(p) }
+}
+
+/// The page size (4096 if the system does not say).
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
