@@ -76,6 +76,8 @@
 //! btl/            transports
 //!   mod.rs          Link, LinkError, Caps (what the protocol may ask of a link),
 //!                   REGISTRY (self, sm, tcp), Setup, wire_up
+//!   self/           messages to oneself: the registry entry (the path itself is
+//!                   pml/send.rs's send_self: it needs no link)
 //!   sm/             shared memory: segment.rs (layout, publish, attach), ring.rs
 //!                   (public as `ring`), bulk.rs, coop.rs (public as `coop`), link.rs
 //!                   (SmLink), params.rs (btl_sm_*)

@@ -14,6 +14,9 @@ use crate::{sys, Error};
 
 #[cfg(test)]
 pub(crate) mod fake;
+/// `self` is a keyword, so the folder `btl/self` is the module `self_`.
+#[path = "self/mod.rs"]
+pub(crate) mod self_;
 pub(crate) mod sm;
 pub(crate) mod tcp;
 
@@ -41,19 +44,8 @@ pub(crate) type Open = fn(&Job) -> Result<Option<Box<dyn Setup>>, Error>;
 pub(crate) type Links = Vec<(usize, Box<dyn Link>)>;
 
 /// The transport components, in order of preference: a peer gets its link from the first
-/// one that reaches it. A new transport is a folder beside `sm` and `tcp` and one line here.
-pub(crate) static REGISTRY: [Btl; 3] = [
-    Btl {
-        info: Component {
-            name: "self",
-            description: "messages to the own rank",
-        },
-        params: &[],
-        open: None,
-    },
-    sm::COMPONENT,
-    tcp::COMPONENT,
-];
+/// one that reaches it. A new transport is a folder beside `sm` and `tcp` and one entry here.
+pub(crate) static REGISTRY: [Btl; 3] = [self_::COMPONENT, sm::COMPONENT, tcp::COMPONENT];
 
 /// What a component's set-up knows of the job.
 pub(crate) struct Job {
