@@ -345,26 +345,8 @@ impl CollComm {
     /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.
     pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
-        let mut partial = buf.to_vec();
-        let mut tmp = vec![0u8; buf.len()];
-        let mut mask = 1;
-        while mask < self.size {
-            let partner = self.rank ^ mask;
-            if partner < self.size {
-                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_SCAN)?;
-                if self.rank > partner {
-                    (op.f)(&tmp, &mut partial);
-                    (op.f)(&tmp, buf);
-                } else if op.commutative {
-                    (op.f)(&tmp, &mut partial);
-                } else {
-                    (op.f)(&partial, &mut tmp);
-                    std::mem::swap(&mut partial, &mut tmp);
-                }
-            }
-            mask <<= 1;
-        }
-        Ok(())
+        let partial = buf.to_vec();
+        self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
     }
 
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
@@ -374,21 +356,37 @@ impl CollComm {
         if recv.len() != send.len() {
             return Err(arg_err(ErrorClass::Count, "exscan buffers differ in size"));
         }
-        let mut partial = send.to_vec();
-        let mut tmp = vec![0u8; send.len()];
         let mut have = false;
+        self.scan_recdbl(send.to_vec(), op, TAG_EXSCAN, |tmp| {
+            if have {
+                (op.f)(tmp, recv);
+            } else {
+                recv.copy_from_slice(tmp);
+                have = true;
+            }
+        })
+    }
+
+    /// The recursive-doubling exchange of [`CollComm::scan`] and [`CollComm::exscan`]:
+    /// `partial` starts as our contribution and is exchanged with the partner at each
+    /// distance `mask`, growing into the reduction of the whole block of ranks covered so
+    /// far (kept in rank order for non-commutative ops). `from_lower` gets each partial
+    /// received from a lower rank, in increasing distance, before it joins `partial`.
+    fn scan_recdbl(
+        &self,
+        mut partial: Vec<u8>,
+        op: &Op,
+        tag: i32,
+        mut from_lower: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        let mut tmp = vec![0u8; partial.len()];
         let mut mask = 1;
         while mask < self.size {
             let partner = self.rank ^ mask;
             if partner < self.size {
-                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_EXSCAN)?;
+                self.sendrecv(&partial, partner, &mut tmp, partner, tag)?;
                 if self.rank > partner {
-                    if have {
-                        (op.f)(&tmp, recv);
-                    } else {
-                        recv.copy_from_slice(&tmp);
-                        have = true;
-                    }
+                    from_lower(&tmp);
                     (op.f)(&tmp, &mut partial);
                 } else if op.commutative {
                     (op.f)(&tmp, &mut partial);
