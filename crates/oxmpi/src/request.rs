@@ -197,6 +197,31 @@ impl Pending {
         }
     }
 
+    /// Tests the request an owner keeps in `slot` (`MPI_Test`): on completion the slot is
+    /// left empty and the result returned; otherwise the request goes back into the slot and
+    /// `None` is returned.
+    ///
+    /// # Panics
+    /// If `slot` is empty (the operation already completed).
+    fn test_slot(slot: &mut Option<Pending>) -> Option<Result<Status>> {
+        let p = slot.take().expect("request already completed");
+        match p.test() {
+            Ok(r) => Some(r),
+            Err(p) => {
+                *slot = Some(p);
+                None
+            }
+        }
+    }
+
+    /// Asks the engine to cancel the request an owner keeps in `slot`, if there is one
+    /// (`MPI_Cancel`).
+    fn cancel_slot(slot: &Option<Pending>) {
+        if let Some(p) = slot {
+            p.engine.cancel(p.id);
+        }
+    }
+
     /// Waits during cleanup (drop, scope end); cancels receives first while panicking.
     fn wait_for_cleanup(self) {
         if std::thread::panicking() && self.what.recv {
@@ -320,25 +345,19 @@ impl<'s> ScopedRequest<'s> {
 
     /// Completes the operation if it is done (`MPI_Test`); gives the request back otherwise.
     pub fn test(mut self) -> std::result::Result<Result<Status>, Self> {
-        let p = self.pending.take().expect("request already completed");
-        match p.test() {
-            Ok(r) => {
+        match Pending::test_slot(&mut self.pending) {
+            Some(r) => {
                 self.complete();
                 Ok(r)
             }
-            Err(p) => {
-                self.pending = Some(p);
-                Err(self)
-            }
+            None => Err(self),
         }
     }
 
     /// Asks to cancel the operation (`MPI_Cancel`; receives only). Wait for it afterwards:
     /// its status tells whether it was cancelled.
     pub fn cancel(&self) {
-        if let Some(p) = &self.pending {
-            p.engine.cancel(p.id);
-        }
+        Pending::cancel_slot(&self.pending);
     }
 }
 
@@ -428,21 +447,15 @@ impl<'u, T: Equivalence> Request<'u, T> {
     /// Completes the operation if it is done (`MPI_Test`); gives the request back otherwise.
     #[allow(clippy::type_complexity)]
     pub fn test(mut self) -> std::result::Result<(Vec<T>, Result<Status>), Self> {
-        let p = self.pending.take().expect("request already completed");
-        match p.test() {
-            Ok(r) => Ok((self.take_buf(), r)),
-            Err(p) => {
-                self.pending = Some(p);
-                Err(self)
-            }
+        match Pending::test_slot(&mut self.pending) {
+            Some(r) => Ok((self.take_buf(), r)),
+            None => Err(self),
         }
     }
 
     /// Asks to cancel the operation (`MPI_Cancel`; receives only); wait for it afterwards.
     pub fn cancel(&self) {
-        if let Some(p) = &self.pending {
-            p.engine.cancel(p.id);
-        }
+        Pending::cancel_slot(&self.pending);
     }
 }
 

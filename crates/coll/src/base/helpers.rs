@@ -113,9 +113,41 @@ pub fn split_even(len: usize, elem: usize, p: usize) -> (Vec<usize>, Vec<usize>)
     (counts, displs)
 }
 
+/// The sizes of the fold that the recursive-doubling reductions start with on `p` ranks:
+/// `(pof2, rem)`, the largest power of two `pof2 <= p` and the `rem = p - pof2` ranks too
+/// many. The first `2 * rem` ranks fold pairwise (even into odd) so that `pof2` remain.
+pub(crate) fn fold_sizes(p: i32) -> (i32, i32) {
+    let pof2 = 1 << (31 - (p as u32).leading_zeros());
+    (pof2, p - pof2)
+}
+
+/// The real rank of rank `nd` among the `pof2` ranks left after the fold of
+/// [`fold_sizes`]: the odd one of each of the first `rem` pairs, then the ranks above them.
+pub(crate) fn fold_real_rank(nd: i32, rem: i32) -> i32 {
+    if nd < rem {
+        nd * 2 + 1
+    } else {
+        nd + rem
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_keeps_a_power_of_two_and_maps_back_to_real_ranks() {
+        assert_eq!(fold_sizes(1), (1, 0));
+        assert_eq!(fold_sizes(4), (4, 0));
+        assert_eq!(fold_sizes(6), (4, 2));
+        assert_eq!(fold_sizes(7), (4, 3));
+        // p = 6: ranks 1 and 3 keep the folded pairs, then 4 and 5.
+        let real: Vec<i32> = (0..4).map(|nd| fold_real_rank(nd, 2)).collect();
+        assert_eq!(real, vec![1, 3, 4, 5]);
+        // No fold: the identity.
+        let real: Vec<i32> = (0..4).map(|nd| fold_real_rank(nd, 0)).collect();
+        assert_eq!(real, vec![0, 1, 2, 3]);
+    }
 
     #[test]
     fn split_even_covers_the_vector_at_element_boundaries() {

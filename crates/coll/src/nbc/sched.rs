@@ -22,6 +22,7 @@
 //! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
+use crate::base::helpers::{fold_real_rank, fold_sizes};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
@@ -366,48 +367,35 @@ impl Schedule {
         }
     }
 
+    /// Posts the transfers of `round`: its receives first, then its sends.
     fn post(&mut self, round: &Round) -> Result<()> {
-        for s in &round.0 {
-            if let Step::Recv {
-                at,
-                len,
-                peer,
-                lane,
-            } = *s
-            {
-                let p = self.regions[at.0].ptr_len().0;
-                let tag = self.tag + (i32::from(lane.sub) << 16);
-                // SAFETY: the step is within its region (validated); regions stay valid
-                // until completion (owned, or the MPI caller's contract).
-                let r = unsafe {
-                    self.links[usize::from(lane.link)].irecv_raw(
-                        p.wrapping_add(at.1),
+        for recv in [true, false] {
+            for s in &round.0 {
+                let (at, len, peer, lane) = match *s {
+                    Step::Recv {
+                        at,
                         len,
                         peer,
-                        tag,
-                    )
-                }?;
-                self.pending.push((r, peer));
-            }
-        }
-        for s in &round.0 {
-            if let Step::Send {
-                at,
-                len,
-                peer,
-                lane,
-            } = *s
-            {
-                let p = self.regions[at.0].ptr_len().0;
-                let tag = self.tag + (i32::from(lane.sub) << 16);
-                // SAFETY: as above.
-                let r = unsafe {
-                    self.links[usize::from(lane.link)].isend_raw(
-                        p.wrapping_add(at.1),
+                        lane,
+                    } if recv => (at, len, peer, lane),
+                    Step::Send {
+                        at,
                         len,
                         peer,
-                        tag,
-                    )
+                        lane,
+                    } if !recv => (at, len, peer, lane),
+                    _ => continue,
+                };
+                let link = self.links[usize::from(lane.link)];
+                let p = self.regions[at.0].ptr_len().0.wrapping_add(at.1);
+                let tag = self.tag + (i32::from(lane.sub) << 16);
+                let r = if recv {
+                    // SAFETY: the step is within its region (validated); regions stay valid
+                    // until completion (owned, or the MPI caller's contract).
+                    unsafe { link.irecv_raw(p, len, peer, tag) }
+                } else {
+                    // SAFETY: as above.
+                    unsafe { link.isend_raw(p, len, peer, tag) }
                 }?;
                 self.pending.push((r, peer));
             }
@@ -511,8 +499,7 @@ impl CollComm {
         if p == 1 || n == 0 {
             return Ok(s);
         }
-        let pof2 = 1 << (31 - (p as u32).leading_zeros());
-        let rem = p - pof2;
+        let (pof2, rem) = fold_sizes(p);
         let (b, t) = ((0, 0), (tmp, 0));
         let newrank = if r < 2 * rem {
             if r % 2 == 0 {
@@ -534,8 +521,7 @@ impl CollComm {
         if newrank >= 0 {
             let mut mask = 1;
             while mask < pof2 {
-                let nd = newrank ^ mask;
-                let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+                let dst = fold_real_rank(newrank ^ mask, rem);
                 let rd = s.round();
                 rd.push(snd(b, n, dst));
                 rd.push(rcv(t, n, dst));

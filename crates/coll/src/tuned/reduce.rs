@@ -1,7 +1,9 @@
 //! Reductions: reduce, allreduce, reduce_scatter, scan, exscan.
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
-use crate::base::helpers::{check_blocks, check_op, split_even, Aligned, Scratch};
+use crate::base::helpers::{
+    check_blocks, check_op, fold_real_rank, fold_sizes, split_even, Aligned, Scratch,
+};
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::ErrorClass;
@@ -123,26 +125,12 @@ impl CollComm {
             Some(h) => &mut h[..buf.len()],
             None => &mut small.0[..buf.len()],
         };
-        let pof2 = 1 << (31 - (p as u32).leading_zeros());
-        let rem = p - pof2;
-        // Fold the first 2*rem ranks pairwise (even into odd) so that pof2 ranks remain.
-        let newrank = if r < 2 * rem {
-            if r % 2 == 0 {
-                self.send(buf, r + 1, TAG_ALLREDUCE)?;
-                -1
-            } else {
-                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
-                (op.f)(tmp, buf); // lower rank first
-                r / 2
-            }
-        } else {
-            r - rem
-        };
+        let (pof2, rem) = fold_sizes(p);
+        let newrank = self.allreduce_fold_in(buf, tmp, op, rem)?;
         if newrank >= 0 {
             let mut mask = 1;
             while mask < pof2 {
-                let nd = newrank ^ mask;
-                let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+                let dst = fold_real_rank(newrank ^ mask, rem);
                 self.sendrecv(buf, dst, tmp, dst, TAG_ALLREDUCE)?;
                 if op.commutative || dst < r {
                     (op.f)(tmp, buf);
@@ -153,14 +141,7 @@ impl CollComm {
                 mask <<= 1;
             }
         }
-        if r < 2 * rem {
-            if r % 2 == 1 {
-                self.send(buf, r - 1, TAG_ALLREDUCE)?;
-            } else {
-                self.recv(buf, r + 1, TAG_ALLREDUCE)?;
-            }
-        }
-        Ok(())
+        self.allreduce_fold_out(buf, rem)
     }
 
     /// Rabenseifner's allreduce (commutative ops): the first `2 * rem` ranks fold pairwise
@@ -171,26 +152,12 @@ impl CollComm {
     /// Each block of the result is reduced on exactly one rank, so every rank ends with the
     /// same bytes.
     pub(crate) fn allreduce_rabenseifner(&self, buf: &mut [u8], op: &Op) -> Result<()> {
-        let p = self.size;
-        let r = self.rank;
-        let pof2 = 1 << (31 - (p as u32).leading_zeros());
-        let rem = p - pof2;
+        let (pof2, rem) = fold_sizes(self.size);
         let mut tmp = Scratch::new(buf.len());
         let tmp = &mut tmp[..buf.len()];
-        let newrank = if r < 2 * rem {
-            if r % 2 == 0 {
-                self.send(buf, r + 1, TAG_ALLREDUCE)?;
-                -1
-            } else {
-                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
-                (op.f)(tmp, buf);
-                r / 2
-            }
-        } else {
-            r - rem
-        };
+        let newrank = self.allreduce_fold_in(buf, tmp, op, rem)?;
         if newrank >= 0 {
-            let real = |nd: i32| if nd < rem { nd * 2 + 1 } else { nd + rem };
+            let real = |nd: i32| fold_real_rank(nd, rem);
             let (counts, displs) = split_even(buf.len(), op.elem_size, pof2 as usize);
             // Byte range of blocks [lo, hi).
             let span = |lo: usize, hi: usize| displs[lo]..displs[hi - 1] + counts[hi - 1];
@@ -238,6 +205,35 @@ impl CollComm {
                 mask <<= 1;
             }
         }
+        self.allreduce_fold_out(buf, rem)
+    }
+
+    /// The fold that [`CollComm::allreduce_recdbl`] and
+    /// [`CollComm::allreduce_rabenseifner`] start with (`rem` from [`fold_sizes`]): of the
+    /// first `2 * rem` ranks, each even one sends `buf` to the odd one above it, which
+    /// reduces it into its own `buf` (lower rank first, received into `tmp`, as long as
+    /// `buf`). Returns this rank's number among the ranks that remain, `-1` if it was
+    /// folded away.
+    fn allreduce_fold_in(&self, buf: &mut [u8], tmp: &mut [u8], op: &Op, rem: i32) -> Result<i32> {
+        let r = self.rank;
+        Ok(if r < 2 * rem {
+            if r % 2 == 0 {
+                self.send(buf, r + 1, TAG_ALLREDUCE)?;
+                -1
+            } else {
+                self.recv(tmp, r - 1, TAG_ALLREDUCE)?;
+                (op.f)(tmp, buf); // lower rank first
+                r / 2
+            }
+        } else {
+            r - rem
+        })
+    }
+
+    /// Undoes [`CollComm::allreduce_fold_in`]: each odd rank of the first `2 * rem` sends
+    /// the result in `buf` to the even rank below it.
+    fn allreduce_fold_out(&self, buf: &mut [u8], rem: i32) -> Result<()> {
+        let r = self.rank;
         if r < 2 * rem {
             if r % 2 == 1 {
                 self.send(buf, r - 1, TAG_ALLREDUCE)?;
@@ -349,26 +345,8 @@ impl CollComm {
     /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.
     pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
-        let mut partial = buf.to_vec();
-        let mut tmp = vec![0u8; buf.len()];
-        let mut mask = 1;
-        while mask < self.size {
-            let partner = self.rank ^ mask;
-            if partner < self.size {
-                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_SCAN)?;
-                if self.rank > partner {
-                    (op.f)(&tmp, &mut partial);
-                    (op.f)(&tmp, buf);
-                } else if op.commutative {
-                    (op.f)(&tmp, &mut partial);
-                } else {
-                    (op.f)(&partial, &mut tmp);
-                    std::mem::swap(&mut partial, &mut tmp);
-                }
-            }
-            mask <<= 1;
-        }
-        Ok(())
+        let partial = buf.to_vec();
+        self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
     }
 
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
@@ -378,21 +356,37 @@ impl CollComm {
         if recv.len() != send.len() {
             return Err(arg_err(ErrorClass::Count, "exscan buffers differ in size"));
         }
-        let mut partial = send.to_vec();
-        let mut tmp = vec![0u8; send.len()];
         let mut have = false;
+        self.scan_recdbl(send.to_vec(), op, TAG_EXSCAN, |tmp| {
+            if have {
+                (op.f)(tmp, recv);
+            } else {
+                recv.copy_from_slice(tmp);
+                have = true;
+            }
+        })
+    }
+
+    /// The recursive-doubling exchange of [`CollComm::scan`] and [`CollComm::exscan`]:
+    /// `partial` starts as our contribution and is exchanged with the partner at each
+    /// distance `mask`, growing into the reduction of the whole block of ranks covered so
+    /// far (kept in rank order for non-commutative ops). `from_lower` gets each partial
+    /// received from a lower rank, in increasing distance, before it joins `partial`.
+    fn scan_recdbl(
+        &self,
+        mut partial: Vec<u8>,
+        op: &Op,
+        tag: i32,
+        mut from_lower: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        let mut tmp = vec![0u8; partial.len()];
         let mut mask = 1;
         while mask < self.size {
             let partner = self.rank ^ mask;
             if partner < self.size {
-                self.sendrecv(&partial, partner, &mut tmp, partner, TAG_EXSCAN)?;
+                self.sendrecv(&partial, partner, &mut tmp, partner, tag)?;
                 if self.rank > partner {
-                    if have {
-                        (op.f)(&tmp, recv);
-                    } else {
-                        recv.copy_from_slice(&tmp);
-                        have = true;
-                    }
+                    from_lower(&tmp);
                     (op.f)(&tmp, &mut partial);
                 } else if op.commutative {
                     (op.f)(&tmp, &mut partial);
