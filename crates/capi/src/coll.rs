@@ -9,7 +9,7 @@
 //! typed buffers are seen as bytes directly when the datatype is contiguous and packed
 //! otherwise.
 
-use crate::backend::{self, EComm, SendMode};
+use crate::backend::{self, EComm};
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
@@ -35,6 +35,13 @@ struct Coll {
 }
 
 impl Coll {
+    fn wire(&self) -> backend::Wire {
+        backend::Wire {
+            eng: self.eng,
+            ctx: self.ctx,
+            comm: self.comm,
+        }
+    }
     /// The `oxmpi-coll` view (no engine call: rank and size are ours already).
     fn alg(&self) -> oxmpi_coll::CollComm {
         oxmpi_coll::CollComm::on_context_known(self.eng, self.ctx, self.ctx, self.rank, self.size)
@@ -80,27 +87,10 @@ impl Coll {
         }
     }
     fn isend(&self, data: &[u8], dest: i32, tag: i32) -> MpiResult<backend::EReq> {
-        // SAFETY: `data` stays alive until the caller waits for the request (every
-        // caller waits before dropping the buffer).
-        unsafe {
-            self.eng.isend(
-                data.as_ptr(),
-                data.len(),
-                dest,
-                tag,
-                self.ctx,
-                SendMode::Standard,
-            )
-        }
-        .map_err(|e| backend::err(e).on(self.comm))
+        self.wire().isend(data, dest, tag)
     }
     fn irecv(&self, buf: &mut [u8], src: i32, tag: i32) -> MpiResult<backend::EReq> {
-        // SAFETY: `buf` stays alive until the caller waits for the request.
-        unsafe {
-            self.eng
-                .irecv(buf.as_mut_ptr(), buf.len(), src, tag, self.ctx)
-        }
-        .map_err(|e| backend::err(e).on(self.comm))
+        self.wire().irecv(buf, src, tag)
     }
     fn wait(&self, r: backend::EReq) -> MpiResult<usize> {
         let s = self.eng.wait(r);
@@ -225,8 +215,9 @@ mpi_fn! {
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
+        let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
         // SAFETY: MPI contract of MPI_Reduce for the buffers.
-        unsafe { crate::coll_alg::reduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op, root) }
+        unsafe { alg::reduce(&c.alg(), comm, &r, root) }
     }
 }
 
@@ -236,22 +227,17 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
+        let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
         // SAFETY: MPI contract of MPI_Allreduce for the buffers.
-        unsafe { crate::coll_alg::allreduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op) }
+        unsafe { alg::allreduce(&c.alg(), comm, &r) }
     }
 }
 
 /// Shared body of Scan (`exclusive = false`) and Exscan: recursive doubling in
 /// `oxmpi-coll` on packed items.
-fn scan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-    exclusive: bool,
-) -> MpiResult {
+fn scan(r: alg::ReduceArgs, exclusive: bool) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (count, datatype, op) = (r.count, r.datatype, r.op);
     let c = coll(comm)?;
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
@@ -292,7 +278,7 @@ mpi_fn! {
     /// `MPI_Scan`.
     fn PMPI_Scan / "MPI_Scan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Scan")?;
-        scan(sendbuf, recvbuf, count, datatype, op, comm, false)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false)
     }
 }
 
@@ -300,7 +286,7 @@ mpi_fn! {
     /// `MPI_Exscan` (the result on rank 0 is undefined and left untouched).
     fn PMPI_Exscan / "MPI_Exscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Exscan")?;
-        scan(sendbuf, recvbuf, count, datatype, op, comm, true)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true)
     }
 }
 

@@ -34,7 +34,8 @@ use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
-    comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err, start,
+    checked, comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err,
+    start,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -134,9 +135,7 @@ mpi_fn! {
         let in_place = alg::is_in_place(sendbuf) && me;
         let mut unpack = Vec::new();
         let (recv, b) = if me {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `size` blocks of `rc` items (in
             // place: holds ours).
             (unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) }, rc * rdt.size)
@@ -148,9 +147,7 @@ mpi_fn! {
             let own = root as usize * b;
             Region::Owned(region_bytes(&mut recv)[own..own + b].to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
             unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
         };
@@ -171,9 +168,7 @@ mpi_fn! {
         let in_place = alg::is_in_place(recvbuf) && me;
         let mut unpack = Vec::new();
         let (send, b) = if me {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc * p, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             // SAFETY: MPI contract: sendbuf holds `size` blocks of `sc` items.
             (unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, sc * sdt.size)
         } else {
@@ -182,9 +177,7 @@ mpi_fn! {
         let recv = if in_place {
             Region::Owned(vec![0u8; b])
         } else {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
             unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
         };
@@ -201,17 +194,13 @@ mpi_fn! {
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
-        let rdt = dtype(recvtype, comm)?;
-        let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+        let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds ours).
         let mut r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items.
             let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
             if send.bytes().len() != b {
@@ -233,9 +222,7 @@ mpi_fn! {
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
-        let rdt = dtype(recvtype, comm)?;
-        let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+        let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
@@ -243,9 +230,7 @@ mpi_fn! {
         let send = if in_place {
             Region::Owned(region_bytes(&mut recv).to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc * p, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             if sc * sdt.size != b {
                 return Err(MpiError::new(MPI_ERR_TRUNCATE, "alltoall: send and receive blocks differ in size").on(comm));
             }
@@ -281,9 +266,7 @@ mpi_fn! {
             let own = rank as usize;
             Region::Owned(region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]].to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
             unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
         };
@@ -313,9 +296,7 @@ mpi_fn! {
         let recv = if in_place {
             Region::Owned(vec![0u8; counts[rank as usize]])
         } else {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
             unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
         };
@@ -337,9 +318,7 @@ mpi_fn! {
         // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
         let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
         if !in_place {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items.
             let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
             if send.bytes().len() != l.counts[me] {
@@ -465,17 +444,9 @@ mpi_fn! {
 }
 
 /// Shared body of Iscan and Iexscan.
-#[allow(clippy::too_many_arguments)]
-fn iscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-    exclusive: bool,
-    request: *mut c_int,
-) -> MpiResult {
+fn iscan(r: alg::ReduceArgs, exclusive: bool, request: *mut c_int) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (count, datatype, op) = (r.count, r.datatype, r.op);
     let (a, rank, _) = comm_info(comm)?;
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
@@ -501,7 +472,7 @@ mpi_fn! {
     /// `MPI_Iscan` (recursive doubling, progresses in the background).
     fn PMPI_Iscan / "MPI_Iscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iscan")?;
-        iscan(sendbuf, recvbuf, count, datatype, op, comm, false, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false, request)
     }
 }
 
@@ -510,7 +481,7 @@ mpi_fn! {
     /// 0 is undefined and left untouched).
     fn PMPI_Iexscan / "MPI_Iexscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iexscan")?;
-        iscan(sendbuf, recvbuf, count, datatype, op, comm, true, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true, request)
     }
 }
 
