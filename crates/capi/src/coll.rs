@@ -755,14 +755,9 @@ mpi_fn! {
 
 /// Reduce-scatter body: `oxmpi-coll`'s ring reduce-scatter (commutative ops) or reduce +
 /// scatterv, on packed items.
-fn reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-) -> MpiResult {
+fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (counts, datatype, op) = (r.count, r.datatype, r.op);
     let c = coll(comm)?;
     let dt = dtype(datatype, comm)?;
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
@@ -794,7 +789,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        reduce_scatter(sendbuf, recvbuf, &vec![k; n], datatype, op, comm)
+        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
     }
 }
 
@@ -804,7 +799,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
-        reduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm)
+        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })
     }
 }
 

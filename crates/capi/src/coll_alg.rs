@@ -370,16 +370,17 @@ pub(crate) unsafe fn bcast(
     Ok(())
 }
 
-/// The arguments of a reduction call (`MPI_Scan`, `MPI_Exscan` and their nonblocking
+/// The arguments of a reduction call (scan, exscan, reduce-scatter and their nonblocking
 /// forms) as the caller passed them; the shared bodies resolve and check them in MPI order.
+/// `C` is the item count: one `c_int` as passed, or the checked counts per rank.
 #[derive(Clone, Copy)]
-pub(crate) struct ReduceArgs {
+pub(crate) struct ReduceArgs<C = c_int> {
     /// The input (or `MPI_IN_PLACE`).
     pub sendbuf: *const c_void,
     /// The output.
     pub recvbuf: *mut c_void,
-    /// Items per buffer, unchecked.
-    pub count: c_int,
+    /// Items per buffer (unchecked), or per rank.
+    pub count: C,
     /// The datatype handle.
     pub datatype: c_int,
     /// The reduction operation's handle.

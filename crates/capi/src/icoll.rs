@@ -388,17 +388,13 @@ mpi_fn! {
 }
 
 /// Shared body of Ireduce_scatter(_block): `counts` items per rank.
-#[allow(clippy::too_many_arguments)]
 fn ireduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
+    r: alg::ReduceArgs<&[usize]>,
     a: oxmpi_coll::CollComm,
     request: *mut c_int,
 ) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (counts, datatype, op) = (r.count, r.datatype, r.op);
     let dt = dtype(datatype, comm)?;
     let o = owned_op(&dt, datatype, op, comm)?;
     let total: usize = counts.iter().sum();
@@ -428,7 +424,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        ireduce_scatter(sendbuf, recvbuf, &vec![k; size as usize], datatype, op, comm, a, request)
+        ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; size as usize], datatype, op, comm }, a, request)
     }
 }
 
@@ -439,7 +435,7 @@ mpi_fn! {
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;
-        ireduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm, a, request)
+        ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm }, a, request)
     }
 }
 
