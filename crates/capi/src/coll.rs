@@ -419,7 +419,7 @@ fn scatterv(
 mpi_fn! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -435,7 +435,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -449,7 +449,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -465,7 +465,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -523,7 +523,7 @@ fn allgatherv(
 mpi_fn! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -537,7 +537,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allgatherv`.
     fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -655,7 +655,7 @@ fn alltoall_shm(
 mpi_fn! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -680,7 +680,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -739,7 +739,7 @@ fn alltoallw(
 mpi_fn! {
     /// `MPI_Alltoallw` (displacements in bytes).
     fn PMPI_Alltoallw / "MPI_Alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {

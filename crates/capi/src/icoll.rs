@@ -127,7 +127,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -160,7 +160,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatter(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -190,7 +190,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgather` (ring, progresses in the background).
     fn PMPI_Iallgather / "MPI_Iallgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -218,7 +218,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoall` (progresses in the background).
     fn PMPI_Ialltoall / "MPI_Ialltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -246,7 +246,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igatherv` (progresses in the background).
     fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -278,7 +278,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv_c(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -308,7 +308,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgatherv` (ring, progresses in the background).
     fn PMPI_Iallgatherv / "MPI_Iallgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
@@ -335,7 +335,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallv` (progresses in the background).
     fn PMPI_Ialltoallv / "MPI_Ialltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -361,7 +361,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
     fn PMPI_Ialltoallw / "MPI_Ialltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {

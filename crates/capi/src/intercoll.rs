@@ -26,6 +26,46 @@ use oxmpi_coll::inter::{Exchange, InterComm};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+/// One side of a collective as the caller passed it: `count` items of `datatype` at
+/// `buf`, resolved and checked by the algorithm where MPI's checking order puts it.
+#[derive(Clone, Copy)]
+pub(crate) struct Spec<P> {
+    /// The buffer (may be `MPI_IN_PLACE` where the collective allows it).
+    pub buf: P,
+    /// Items (unchecked).
+    pub count: c_int,
+    /// Datatype handle (unchecked).
+    pub datatype: c_int,
+}
+
+/// The send side of a collective.
+pub(crate) type SendSpec = Spec<*const c_void>;
+/// The receive side of a collective.
+pub(crate) type RecvSpec = Spec<*mut c_void>;
+
+/// One side of a v/w collective as the caller passed it: per remote rank a count and a
+/// displacement; `T` is one datatype handle (v) or an array of per-rank handles (w).
+#[derive(Clone, Copy)]
+pub(crate) struct Blocks<P, T> {
+    /// The buffer.
+    pub buf: P,
+    /// Per-rank item counts (array of the remote group's size).
+    pub counts: *const c_int,
+    /// Per-rank displacements (items of the datatype for v, bytes for w).
+    pub displs: *const c_int,
+    /// The datatype handle (v) or per-rank handles (w).
+    pub datatype: T,
+}
+
+/// The send side of a v collective.
+pub(crate) type SendV = Blocks<*const c_void, c_int>;
+/// The receive side of a v collective.
+pub(crate) type RecvV = Blocks<*mut c_void, c_int>;
+/// The send side of a w collective.
+pub(crate) type SendW = Blocks<*const c_void, *const c_int>;
+/// The receive side of a w collective.
+pub(crate) type RecvW = Blocks<*mut c_void, *const c_int>;
+
 /// The `oxmpi-coll` view of intercommunicator `l`.
 fn inter(l: &Link) -> MpiResult<InterComm> {
     let e = crate::backend::engine()?;
@@ -178,12 +218,9 @@ fn pieces(dt: &Arc<Datatype>, slots: &[(usize, isize)]) -> Vec<Piece> {
 }
 
 /// Gather(v): `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
 fn gatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
@@ -197,61 +234,33 @@ fn gatherv(
             gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
         }
         Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let sdt = dtype(sendtype, comm)?;
-            let data = pack(&sdt, count(sendcount, comm)?, sendbuf);
+            no_in_place(snd.buf, comm)?;
+            let sdt = dtype(snd.datatype, comm)?;
+            let data = pack(&sdt, count(snd.count, comm)?, snd.buf);
             inter(l)?.gather_send(&data, r).map_err(err(comm))
         }
     }
 }
 
 /// `MPI_Gather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(recvcount, l.net.comm)?));
-    gatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root,
-    )
+pub(crate) fn gather(l: &Link, snd: SendSpec, rcv: RecvSpec, root: c_int) -> MpiResult {
+    let slots = || Ok(uniform(l, count(rcv.count, l.net.comm)?));
+    gatherv(l, snd, rcv.buf, slots, rcv.datatype, root)
 }
 
 /// `MPI_Gatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || layout(l, recvcounts, displs);
-    gatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root,
-    )
+pub(crate) fn gatherv_c(l: &Link, snd: SendSpec, rcv: RecvV, root: c_int) -> MpiResult {
+    let slots = || layout(l, rcv.counts, rcv.displs);
+    gatherv(l, snd, rcv.buf, slots, rcv.datatype, root)
 }
 
 /// Scatter(v): `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
 fn scatterv(
     l: &Link,
     sendbuf: *const c_void,
     slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
     sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    rcv: RecvSpec,
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
@@ -262,52 +271,27 @@ fn scatterv(
             scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
         }
         Role::Leaf(r) => {
-            no_in_place(recvbuf, comm)?;
-            let rdt = dtype(recvtype, comm)?;
-            let n = count(recvcount, comm)?;
+            no_in_place(rcv.buf, comm)?;
+            let rdt = dtype(rcv.datatype, comm)?;
+            let n = count(rcv.count, comm)?;
             let mut v = vec![0u8; n * rdt.size];
             let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
-            unpack(&rdt, n, recvbuf, &v[..got]);
+            unpack(&rdt, n, rcv.buf, &v[..got]);
             Ok(())
         }
     }
 }
 
 /// `MPI_Scatter`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatter(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(sendcount, l.net.comm)?));
-    scatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root,
-    )
+pub(crate) fn scatter(l: &Link, snd: SendSpec, rcv: RecvSpec, root: c_int) -> MpiResult {
+    let slots = || Ok(uniform(l, count(snd.count, l.net.comm)?));
+    scatterv(l, snd.buf, slots, snd.datatype, rcv, root)
 }
 
 /// `MPI_Scatterv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatterv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || layout(l, sendcounts, displs);
-    scatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root,
-    )
+pub(crate) fn scatterv_c(l: &Link, snd: SendV, rcv: RecvSpec, root: c_int) -> MpiResult {
+    let slots = || layout(l, snd.counts, snd.displs);
+    scatterv(l, snd.buf, slots, snd.datatype, rcv, root)
 }
 
 /// Exchange with every remote rank: `send[r]` goes to remote rank r, `recv[r]` comes from
@@ -335,24 +319,21 @@ fn exchange_all(
 }
 
 /// `MPI_Allgather` / `MPI_Allgatherv` (`displs` NULL: uniform blocks of `recvcounts[0]`).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn allgatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let sdt = dtype(sendtype, comm)?;
+    no_in_place(snd.buf, comm)?;
+    let sdt = dtype(snd.datatype, comm)?;
     let rdt = dtype(recvtype, comm)?;
-    let send = pieces(&sdt, &vec![(count(sendcount, comm)?, 0); l.rsize as usize]);
+    let send = pieces(&sdt, &vec![(count(snd.count, comm)?, 0); l.rsize as usize]);
     exchange_all(
         l,
-        sendbuf,
+        snd.buf,
         &send,
         recvbuf,
         &pieces(&rdt, &slots?),
@@ -361,93 +342,51 @@ pub(crate) fn allgatherv(
 }
 
 /// `MPI_Allgather`.
-pub(crate) fn allgather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> MpiResult {
-    let slots = count(recvcount, l.net.comm).map(|k| uniform(l, k));
-    allgatherv(l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype)
+pub(crate) fn allgather(l: &Link, snd: SendSpec, rcv: RecvSpec) -> MpiResult {
+    let slots = count(rcv.count, l.net.comm).map(|k| uniform(l, k));
+    allgatherv(l, snd, rcv.buf, slots, rcv.datatype)
 }
 
 /// `MPI_Allgatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn allgatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-) -> MpiResult {
-    let slots = layout(l, recvcounts, displs);
-    allgatherv(l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype)
+pub(crate) fn allgatherv_c(l: &Link, snd: SendSpec, rcv: RecvV) -> MpiResult {
+    let slots = layout(l, rcv.counts, rcv.displs);
+    allgatherv(l, snd, rcv.buf, slots, rcv.datatype)
 }
 
 /// `MPI_Alltoall`.
-pub(crate) fn alltoall(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> MpiResult {
+pub(crate) fn alltoall(l: &Link, snd: SendSpec, rcv: RecvSpec) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = pieces(
-        &dtype(sendtype, comm)?,
-        &uniform(l, count(sendcount, comm)?),
+        &dtype(snd.datatype, comm)?,
+        &uniform(l, count(snd.count, comm)?),
     );
     let recv = pieces(
-        &dtype(recvtype, comm)?,
-        &uniform(l, count(recvcount, comm)?),
+        &dtype(rcv.datatype, comm)?,
+        &uniform(l, count(rcv.count, comm)?),
     );
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn alltoallv(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: c_int,
-) -> MpiResult {
+pub(crate) fn alltoallv(l: &Link, snd: SendV, rcv: RecvV) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let send = pieces(&dtype(sendtype, comm)?, &layout(l, sendcounts, sdispls)?);
-    let recv = pieces(&dtype(recvtype, comm)?, &layout(l, recvcounts, rdispls)?);
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    no_in_place(snd.buf, comm)?;
+    let send = pieces(
+        &dtype(snd.datatype, comm)?,
+        &layout(l, snd.counts, snd.displs)?,
+    );
+    let recv = pieces(
+        &dtype(rcv.datatype, comm)?,
+        &layout(l, rcv.counts, rcv.displs)?,
+    );
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallw` (byte displacements, one type per remote rank).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn alltoallw(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const c_int,
-) -> MpiResult {
+pub(crate) fn alltoallw(l: &Link, snd: SendW, rcv: RecvW) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let n = l.rsize as usize;
     let typed = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
         let slots = layout(l, counts, displs)?;
@@ -458,9 +397,9 @@ pub(crate) fn alltoallw(
             .map(|((k, d), &t)| Ok((dtype(t, comm)?, k, d)))
             .collect()
     };
-    let send = typed(sendcounts, sdispls, sendtypes)?;
-    let recv = typed(recvcounts, rdispls, recvtypes)?;
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    let send = typed(snd.counts, snd.displs, snd.datatype)?;
+    let recv = typed(rcv.counts, rcv.displs, rcv.datatype)?;
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 // ---- reductions ----
@@ -471,7 +410,6 @@ fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Red
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce(
     l: &Link,
     sendbuf: *const c_void,
@@ -649,12 +587,9 @@ pub(crate) fn ibcast(
 }
 
 /// `MPI_Igather(v)`: `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
 fn igatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
@@ -682,10 +617,10 @@ fn igatherv(
             built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))?
         }
         Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let sdt = dtype(sendtype, comm)?;
-            let n = count(sendcount, comm)?;
-            let data = send_region(&sdt, n, sendbuf);
+            no_in_place(snd.buf, comm)?;
+            let sdt = dtype(snd.datatype, comm)?;
+            let n = count(snd.count, comm)?;
+            let data = send_region(&sdt, n, snd.buf);
             built(l, |ic| ic.ione(data, sdt.size * n, r, true))?
         }
     };
@@ -693,54 +628,36 @@ fn igatherv(
 }
 
 /// `MPI_Igather`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn igather(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    snd: SendSpec,
+    rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
-    let slots = || Ok(uniform(l, count(recvcount, l.net.comm)?));
-    igatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
-    )
+    let slots = || Ok(uniform(l, count(rcv.count, l.net.comm)?));
+    igatherv(l, snd, rcv.buf, slots, rcv.datatype, root, request)
 }
 
 /// `MPI_Igatherv`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn igatherv_c(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
+    snd: SendSpec,
+    rcv: RecvV,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
-    let slots = || layout(l, recvcounts, displs);
-    igatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
-    )
+    let slots = || layout(l, rcv.counts, rcv.displs);
+    igatherv(l, snd, rcv.buf, slots, rcv.datatype, root, request)
 }
 
 /// `MPI_Iscatter(v)`: `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
 fn iscatterv(
     l: &Link,
     sendbuf: *const c_void,
     slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
     sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
@@ -765,11 +682,11 @@ fn iscatterv(
             built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))?
         }
         Role::Leaf(r) => {
-            no_in_place(recvbuf, comm)?;
-            let rdt = dtype(recvtype, comm)?;
-            let n = count(recvcount, comm)?;
-            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let reg = unsafe { sched::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
+            no_in_place(rcv.buf, comm)?;
+            let rdt = dtype(rcv.datatype, comm)?;
+            let n = count(rcv.count, comm)?;
+            // SAFETY: MPI contract: rcv.buf has room for `n` items until completion.
+            let reg = unsafe { sched::region(&rdt, n, rcv.buf, false, true, 0, &mut unpack) };
             built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
         }
     };
@@ -777,42 +694,27 @@ fn iscatterv(
 }
 
 /// `MPI_Iscatter`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn iscatter(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    snd: SendSpec,
+    rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
-    let slots = || Ok(uniform(l, count(sendcount, l.net.comm)?));
-    iscatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
-    )
+    let slots = || Ok(uniform(l, count(snd.count, l.net.comm)?));
+    iscatterv(l, snd.buf, slots, snd.datatype, rcv, root, request)
 }
 
 /// `MPI_Iscatterv`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn iscatterv_c(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    snd: SendV,
+    rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
-    let slots = || layout(l, sendcounts, displs);
-    iscatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
-    )
+    let slots = || layout(l, snd.counts, snd.displs);
+    iscatterv(l, snd.buf, slots, snd.datatype, rcv, root, request)
 }
 
 /// Exchange with every remote rank: `send` pieces `(type, count, address)` go to remote
@@ -849,138 +751,76 @@ fn typed_pieces(
 }
 
 /// `MPI_Iallgather` / `MPI_Iallgatherv`.
-#[allow(clippy::too_many_arguments)]
 fn iallgatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let sdt = dtype(sendtype, comm)?;
+    no_in_place(snd.buf, comm)?;
+    let sdt = dtype(snd.datatype, comm)?;
     let rdt = dtype(recvtype, comm)?;
     let send = typed_pieces(
         &sdt,
-        sendbuf,
-        &vec![(count(sendcount, comm)?, 0); l.rsize as usize],
+        snd.buf,
+        &vec![(count(snd.count, comm)?, 0); l.rsize as usize],
     );
     iexchange(l, &send, &typed_pieces(&rdt, recvbuf, &slots?), request)
 }
 
 /// `MPI_Iallgather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iallgather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = count(recvcount, l.net.comm).map(|k| uniform(l, k));
-    iallgatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
-    )
+pub(crate) fn iallgather(l: &Link, snd: SendSpec, rcv: RecvSpec, request: *mut c_int) -> MpiResult {
+    let slots = count(rcv.count, l.net.comm).map(|k| uniform(l, k));
+    iallgatherv(l, snd, rcv.buf, slots, rcv.datatype, request)
 }
 
 /// `MPI_Iallgatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iallgatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = layout(l, recvcounts, displs);
-    iallgatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
-    )
+pub(crate) fn iallgatherv_c(l: &Link, snd: SendSpec, rcv: RecvV, request: *mut c_int) -> MpiResult {
+    let slots = layout(l, rcv.counts, rcv.displs);
+    iallgatherv(l, snd, rcv.buf, slots, rcv.datatype, request)
 }
 
 /// `MPI_Ialltoall`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoall(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoall(l: &Link, snd: SendSpec, rcv: RecvSpec, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = typed_pieces(
-        &dtype(sendtype, comm)?,
-        sendbuf,
-        &uniform(l, count(sendcount, comm)?),
+        &dtype(snd.datatype, comm)?,
+        snd.buf,
+        &uniform(l, count(snd.count, comm)?),
     );
     let recv = typed_pieces(
-        &dtype(recvtype, comm)?,
-        recvbuf,
-        &uniform(l, count(recvcount, comm)?),
+        &dtype(rcv.datatype, comm)?,
+        rcv.buf,
+        &uniform(l, count(rcv.count, comm)?),
     );
     iexchange(l, &send, &recv, request)
 }
 
 /// `MPI_Ialltoallv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoallv(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoallv(l: &Link, snd: SendV, rcv: RecvV, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = typed_pieces(
-        &dtype(sendtype, comm)?,
-        sendbuf,
-        &layout(l, sendcounts, sdispls)?,
+        &dtype(snd.datatype, comm)?,
+        snd.buf,
+        &layout(l, snd.counts, snd.displs)?,
     );
     let recv = typed_pieces(
-        &dtype(recvtype, comm)?,
-        recvbuf,
-        &layout(l, recvcounts, rdispls)?,
+        &dtype(rcv.datatype, comm)?,
+        rcv.buf,
+        &layout(l, rcv.counts, rcv.displs)?,
     );
     iexchange(l, &send, &recv, request)
 }
 
 /// `MPI_Ialltoallw` (byte displacements, one type per remote rank).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoallw(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoallw(l: &Link, snd: SendW, rcv: RecvW, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let n = l.rsize as usize;
     let typed = |base: *const c_void,
                  counts,
@@ -995,8 +835,8 @@ pub(crate) fn ialltoallw(
             .map(|((k, d), &t)| Ok((dtype(t, comm)?, k, at(base, d).cast())))
             .collect()
     };
-    let send = typed(sendbuf, sendcounts, sdispls, sendtypes)?;
-    let recv = typed(recvbuf, recvcounts, rdispls, recvtypes)?;
+    let send = typed(snd.buf, snd.counts, snd.displs, snd.datatype)?;
+    let recv = typed(rcv.buf, rcv.counts, rcv.displs, rcv.datatype)?;
     iexchange(l, &send, &recv, request)
 }
 
