@@ -549,6 +549,25 @@ fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
     Region::Owned(pack(dt, n, buf))
 }
 
+/// Build and start a rooted schedule: an empty one for the idle members of the root's
+/// group, `at_root`'s at the root, `at_leaf(root's remote rank)`'s in the other group;
+/// either may register regions to unpack at completion.
+fn rooted(
+    l: &Link,
+    root: c_int,
+    request: *mut c_int,
+    at_root: impl FnOnce(&mut Vec<Unpack>) -> MpiResult<Schedule>,
+    at_leaf: impl FnOnce(i32, &mut Vec<Unpack>) -> MpiResult<Schedule>,
+) -> MpiResult {
+    let mut unpack = Vec::new();
+    let s = match role(l, root)? {
+        Role::Idle => idle(l)?,
+        Role::Root => at_root(&mut unpack)?,
+        Role::Leaf(r) => at_leaf(r, &mut unpack)?,
+    };
+    start(l, s, unpack, request)
+}
+
 /// `MPI_Ibarrier`: gather at the local leader, leaders swap, release.
 pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
     let s = built(l, InterComm::ibarrier)?;
@@ -565,25 +584,19 @@ pub(crate) fn ibcast(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let role = role(l, root)?;
-    let mut unpack = Vec::new();
-    let s = match role {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            let data = send_region(&dt, n, buf);
-            built(l, |ic| ic.ibcast_root(data, dt.size * n))?
-        }
-        Role::Leaf(r) => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            // SAFETY: MPI contract: `buf` has room for `n` items until completion.
-            let reg = unsafe { sched::region(&dt, n, buf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ione(reg, dt.size * n, r, false))?
-        }
+    let at_root = |_: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        let data = send_region(&dt, n, buf);
+        built(l, |ic| ic.ibcast_root(data, dt.size * n))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, unpack| {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        // SAFETY: MPI contract: `buf` has room for `n` items until completion.
+        let reg = unsafe { sched::region(&dt, n, buf, false, true, 0, unpack) };
+        built(l, |ic| ic.ione(reg, dt.size * n, r, false))
+    })
 }
 
 /// `MPI_Igather(v)`: `slots` (per remote rank) only matter at the root.
@@ -597,34 +610,19 @@ fn igatherv(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let rdt = dtype(recvtype, comm)?;
-            // SAFETY: MPI contract: recvbuf has room for every block until completion.
-            let b = unsafe {
-                sched::laid(
-                    &rdt,
-                    recvbuf,
-                    &slots()?,
-                    |_| false,
-                    |_| true,
-                    0,
-                    &mut unpack,
-                )
-            };
-            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(snd.buf, comm)?;
-            let sdt = dtype(snd.datatype, comm)?;
-            let n = count(snd.count, comm)?;
-            let data = send_region(&sdt, n, snd.buf);
-            built(l, |ic| ic.ione(data, sdt.size * n, r, true))?
-        }
+    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let rdt = dtype(recvtype, comm)?;
+        // SAFETY: MPI contract: recvbuf has room for every block until completion.
+        let b = unsafe { sched::laid(&rdt, recvbuf, &slots()?, |_| false, |_| true, 0, unpack) };
+        built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, _| {
+        no_in_place(snd.buf, comm)?;
+        let sdt = dtype(snd.datatype, comm)?;
+        let n = count(snd.count, comm)?;
+        let data = send_region(&sdt, n, snd.buf);
+        built(l, |ic| ic.ione(data, sdt.size * n, r, true))
+    })
 }
 
 /// `MPI_Igather`.
@@ -662,35 +660,30 @@ fn iscatterv(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let sdt = dtype(sendtype, comm)?;
-            // SAFETY: MPI contract: sendbuf holds every block until completion.
-            let b = unsafe {
-                sched::laid(
-                    &sdt,
-                    sendbuf.cast_mut(),
-                    &slots()?,
-                    |_| true,
-                    |_| false,
-                    0,
-                    &mut unpack,
-                )
-            };
-            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(rcv.buf, comm)?;
-            let rdt = dtype(rcv.datatype, comm)?;
-            let n = count(rcv.count, comm)?;
-            // SAFETY: MPI contract: rcv.buf has room for `n` items until completion.
-            let reg = unsafe { sched::region(&rdt, n, rcv.buf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
-        }
+    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let sdt = dtype(sendtype, comm)?;
+        // SAFETY: MPI contract: sendbuf holds every block until completion.
+        let b = unsafe {
+            sched::laid(
+                &sdt,
+                sendbuf.cast_mut(),
+                &slots()?,
+                |_| true,
+                |_| false,
+                0,
+                unpack,
+            )
+        };
+        built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, unpack| {
+        no_in_place(rcv.buf, comm)?;
+        let rdt = dtype(rcv.datatype, comm)?;
+        let n = count(rcv.count, comm)?;
+        // SAFETY: MPI contract: rcv.buf has room for `n` items until completion.
+        let reg = unsafe { sched::region(&rdt, n, rcv.buf, false, true, 0, unpack) };
+        built(l, |ic| ic.ione(reg, rdt.size * n, r, false))
+    })
 }
 
 /// `MPI_Iscatter`.
@@ -853,28 +846,23 @@ pub(crate) fn ireduce(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let o = sched::owned_op(&dt, dth, op, comm)?;
-            let n = count(n, comm)?;
-            let len = dt.size * n;
-            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let out = unsafe { sched::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ireduce_root(out, len, o))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let dt = dtype(dth, comm)?;
-            let o = sched::owned_op(&dt, dth, op, comm)?;
-            let n = count(n, comm)?;
-            let data = send_region(&dt, n, sendbuf);
-            built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))?
-        }
+    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let dt = dtype(dth, comm)?;
+        let o = sched::owned_op(&dt, dth, op, comm)?;
+        let n = count(n, comm)?;
+        let len = dt.size * n;
+        // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
+        let out = unsafe { sched::region(&dt, n, recvbuf, false, true, 0, unpack) };
+        built(l, |ic| ic.ireduce_root(out, len, o))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, _| {
+        no_in_place(sendbuf, comm)?;
+        let dt = dtype(dth, comm)?;
+        let o = sched::owned_op(&dt, dth, op, comm)?;
+        let n = count(n, comm)?;
+        let data = send_region(&dt, n, sendbuf);
+        built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))
+    })
 }
 
 /// Shared body of Iallreduce (`counts` = None) and Ireduce_scatter (local `counts`):
