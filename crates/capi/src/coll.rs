@@ -211,7 +211,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce`.
     fn PMPI_Reduce / "MPI_Reduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -224,7 +224,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allreduce`.
     fn PMPI_Allreduce / "MPI_Allreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
@@ -786,7 +786,7 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
 mpi_fn! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
@@ -796,7 +796,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })

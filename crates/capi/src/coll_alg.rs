@@ -389,6 +389,20 @@ pub(crate) struct ReduceArgs<C = c_int> {
     pub comm: c_int,
 }
 
+impl<C> ReduceArgs<C> {
+    /// The same arguments with another item count (e.g. counts per rank once checked).
+    pub(crate) fn with_count<D>(self, count: D) -> ReduceArgs<D> {
+        ReduceArgs {
+            sendbuf: self.sendbuf,
+            recvbuf: self.recvbuf,
+            count,
+            datatype: self.datatype,
+            op: self.op,
+            comm: self.comm,
+        }
+    }
+}
+
 /// The arguments of a reduction (`MPI_Reduce`, `MPI_Allreduce`), resolved once at the
 /// entry point: the buffers, the checked item count and the datatype (object and handle).
 #[derive(Clone, Copy)]

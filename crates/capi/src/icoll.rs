@@ -72,7 +72,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallreduce` (progresses in the background).
     fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, sendbuf, recvbuf, count, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, request); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -98,7 +98,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce` (progresses in the background).
     fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, sendbuf, recvbuf, count, datatype, op, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -421,7 +421,7 @@ fn ireduce_scatter(
 mpi_fn! {
     /// `MPI_Ireduce_scatter_block` (progresses in the background).
     fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; size as usize], datatype, op, comm }, a, request)
@@ -431,7 +431,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce_scatter` (progresses in the background).
     fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;

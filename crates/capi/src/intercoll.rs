@@ -16,7 +16,7 @@
 //! `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file, reached from
 //! `icoll.rs`) run the same algorithms as schedules progressed in the background.
 
-use crate::coll_alg::{err, with_op, Reducer};
+use crate::coll_alg::{err, with_op, ReduceArgs, Reducer};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
@@ -158,6 +158,22 @@ fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
         .collect()
 }
 
+/// Run a blocking rooted collective's part for this member: nothing for the idle members
+/// of the root's group, `at_root` at the root, `at_leaf(root's remote rank)` in the other
+/// group.
+fn by_role(
+    l: &Link,
+    root: c_int,
+    at_root: impl FnOnce() -> MpiResult,
+    at_leaf: impl FnOnce(i32) -> MpiResult,
+) -> MpiResult {
+    match role(l, root)? {
+        Role::Idle => Ok(()),
+        Role::Root => at_root(),
+        Role::Leaf(r) => at_leaf(r),
+    }
+}
+
 /// `MPI_Barrier`.
 pub(crate) fn barrier(l: &Link) -> MpiResult {
     inter(l)?.barrier().map_err(err(l.net.comm))
@@ -166,22 +182,19 @@ pub(crate) fn barrier(l: &Link) -> MpiResult {
 /// `MPI_Bcast`.
 pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: c_int, dth: c_int, root: c_int) -> MpiResult {
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let data = pack(&dt, count(n, comm)?, buf);
-            inter(l)?.bcast_root(&data).map_err(err(comm))
-        }
-        Role::Leaf(r) => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            let mut v = vec![0u8; n * dt.size];
-            let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
-            unpack(&dt, n, buf, &v[..got]);
-            Ok(())
-        }
-    }
+    let at_root = || -> MpiResult {
+        let dt = dtype(dth, comm)?;
+        let data = pack(&dt, count(n, comm)?, buf);
+        inter(l)?.bcast_root(&data).map_err(err(comm))
+    };
+    by_role(l, root, at_root, |r| {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        let mut v = vec![0u8; n * dt.size];
+        let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
+        unpack(&dt, n, buf, &v[..got]);
+        Ok(())
+    })
 }
 
 /// Receive one piece from every remote rank (`pieces[r]` = type, count, byte offset) of
@@ -227,19 +240,16 @@ fn gatherv(
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let rdt = dtype(recvtype, comm)?;
-            gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
-        }
-        Role::Leaf(r) => {
-            no_in_place(snd.buf, comm)?;
-            let sdt = dtype(snd.datatype, comm)?;
-            let data = pack(&sdt, count(snd.count, comm)?, snd.buf);
-            inter(l)?.gather_send(&data, r).map_err(err(comm))
-        }
-    }
+    let at_root = || -> MpiResult {
+        let rdt = dtype(recvtype, comm)?;
+        gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
+    };
+    by_role(l, root, at_root, |r| {
+        no_in_place(snd.buf, comm)?;
+        let sdt = dtype(snd.datatype, comm)?;
+        let data = pack(&sdt, count(snd.count, comm)?, snd.buf);
+        inter(l)?.gather_send(&data, r).map_err(err(comm))
+    })
 }
 
 /// `MPI_Gather`.
@@ -264,22 +274,19 @@ fn scatterv(
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let sdt = dtype(sendtype, comm)?;
-            scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
-        }
-        Role::Leaf(r) => {
-            no_in_place(rcv.buf, comm)?;
-            let rdt = dtype(rcv.datatype, comm)?;
-            let n = count(rcv.count, comm)?;
-            let mut v = vec![0u8; n * rdt.size];
-            let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
-            unpack(&rdt, n, rcv.buf, &v[..got]);
-            Ok(())
-        }
-    }
+    let at_root = || -> MpiResult {
+        let sdt = dtype(sendtype, comm)?;
+        scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
+    };
+    by_role(l, root, at_root, |r| {
+        no_in_place(rcv.buf, comm)?;
+        let rdt = dtype(rcv.datatype, comm)?;
+        let n = count(rcv.count, comm)?;
+        let mut v = vec![0u8; n * rdt.size];
+        let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
+        unpack(&rdt, n, rcv.buf, &v[..got]);
+        Ok(())
+    })
 }
 
 /// `MPI_Scatter`.
@@ -410,46 +417,32 @@ fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Red
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
-pub(crate) fn reduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    root: c_int,
-) -> MpiResult {
+pub(crate) fn reduce(l: &Link, args: ReduceArgs, root: c_int) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let red = reducer(l, &dt, dth, op)?;
-            let n = count(n, comm)?;
-            let ic = inter(l)?;
-            let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
-            unpack(&dt, n, recvbuf, &res);
-            Ok(())
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let dt = dtype(dth, comm)?;
-            reducer(l, &dt, dth, op)?;
-            let data = pack(&dt, count(n, comm)?, sendbuf);
-            inter(l)?.reduce_send(&data, r).map_err(err(comm))
-        }
-    }
+    let at_root = || -> MpiResult {
+        let dt = dtype(dth, comm)?;
+        let red = reducer(l, &dt, dth, op)?;
+        let n = count(n, comm)?;
+        let ic = inter(l)?;
+        let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
+        unpack(&dt, n, recvbuf, &res);
+        Ok(())
+    };
+    by_role(l, root, at_root, |r| {
+        no_in_place(sendbuf, comm)?;
+        let dt = dtype(dth, comm)?;
+        reducer(l, &dt, dth, op)?;
+        let data = pack(&dt, count(n, comm)?, sendbuf);
+        inter(l)?.reduce_send(&data, r).map_err(err(comm))
+    })
 }
 
 /// `MPI_Allreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn allreduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn allreduce(l: &Link, args: ReduceArgs) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -464,14 +457,9 @@ pub(crate) fn allreduce(
 
 /// `MPI_Reduce_scatter` / `_block`: the reduction of the other group's vectors (of
 /// `sum(counts)` items) is scattered over the local group by `counts` (local size).
-pub(crate) fn reduce_scatter(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn reduce_scatter(l: &Link, args: ReduceArgs<&[usize]>) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (counts, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -486,35 +474,23 @@ pub(crate) fn reduce_scatter(
 }
 
 /// `MPI_Reduce_scatter` with C arguments (`recvcounts` has the local group's size).
-pub(crate) fn reduce_scatter_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn reduce_scatter_c(l: &Link, args: ReduceArgs<*const c_int>) -> MpiResult {
+    let recvcounts = args.count;
     let comm = l.net.comm;
     let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
         .map_err(|e| e.on(comm))?
         .iter()
         .map(|&k| count(k, comm))
         .collect::<MpiResult<Vec<_>>>()?;
-    reduce_scatter(l, sendbuf, recvbuf, &counts, dth, op)
+    reduce_scatter(l, args.with_count(&counts))
 }
 
 /// `MPI_Reduce_scatter_block`.
-pub(crate) fn reduce_scatter_block(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn reduce_scatter_block(l: &Link, args: ReduceArgs) -> MpiResult {
+    let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
-    reduce_scatter(l, sendbuf, recvbuf, &counts, dth, op)
+    reduce_scatter(l, args.with_count(&counts))
 }
 
 // ---- nonblocking forms: schedules progressed in the background ----
@@ -835,16 +811,9 @@ pub(crate) fn ialltoallw(l: &Link, snd: SendW, rcv: RecvW, request: *mut c_int) 
 
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn ireduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ireduce(l: &Link, args: ReduceArgs, root: c_int, request: *mut c_int) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
         let dt = dtype(dth, comm)?;
@@ -871,14 +840,12 @@ pub(crate) fn ireduce(
 #[allow(clippy::too_many_arguments)]
 fn ireduce_swap(
     l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    total: usize,
+    args: ReduceArgs<usize>,
     counts: Option<&[usize]>,
-    dth: c_int,
-    op: c_int,
     request: *mut c_int,
 ) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (total, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -894,29 +861,18 @@ fn ireduce_swap(
 }
 
 /// `MPI_Iallreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn iallreduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let n = count(n, l.net.comm)?;
-    ireduce_swap(l, sendbuf, recvbuf, n, None, dth, op, request)
+pub(crate) fn iallreduce(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+    let n = count(args.count, l.net.comm)?;
+    ireduce_swap(l, args.with_count(n), None, request)
 }
 
 /// `MPI_Ireduce_scatter` with C arguments (`recvcounts` has the local group's size).
 pub(crate) fn ireduce_scatter_c(
     l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    dth: c_int,
-    op: c_int,
+    args: ReduceArgs<*const c_int>,
     request: *mut c_int,
 ) -> MpiResult {
+    let recvcounts = args.count;
     let comm = l.net.comm;
     let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
         .map_err(|e| e.on(comm))?
@@ -924,29 +880,13 @@ pub(crate) fn ireduce_scatter_c(
         .map(|&k| count(k, comm))
         .collect::<MpiResult<Vec<_>>>()?;
     let total = counts.iter().sum();
-    ireduce_swap(l, sendbuf, recvbuf, total, Some(&counts), dth, op, request)
+    ireduce_swap(l, args.with_count(total), Some(&counts), request)
 }
 
 /// `MPI_Ireduce_scatter_block`.
-pub(crate) fn ireduce_scatter_block(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    dth: c_int,
-    op: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ireduce_scatter_block(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+    let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
-    ireduce_swap(
-        l,
-        sendbuf,
-        recvbuf,
-        k * counts.len(),
-        Some(&counts),
-        dth,
-        op,
-        request,
-    )
+    ireduce_swap(l, args.with_count(k * counts.len()), Some(&counts), request)
 }
