@@ -419,7 +419,7 @@ fn scatterv(
 mpi_fn! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -435,7 +435,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -449,7 +449,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -465,7 +465,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;

@@ -127,7 +127,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -160,7 +160,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatter(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -246,7 +246,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igatherv` (progresses in the background).
     fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -278,7 +278,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv_c(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;

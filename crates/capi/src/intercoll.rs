@@ -66,6 +66,27 @@ pub(crate) type SendW = Blocks<*const c_void, *const c_int>;
 /// The receive side of a w collective.
 pub(crate) type RecvW = Blocks<*mut c_void, *const c_int>;
 
+/// How the root's blocks of a gather(v)/scatter(v) lie in its buffer, one per remote rank.
+#[derive(Clone, Copy)]
+pub(crate) enum Layout {
+    /// `count` items per rank, one after the other (gather, scatter).
+    Uniform(c_int),
+    /// Per-rank counts and displacements in items (gatherv, scatterv).
+    Listed(*const c_int, *const c_int),
+}
+
+/// The root's side of a gather(v)/scatter(v) as the caller passed it: blocks of
+/// `datatype` at `buf` laid out by `layout`, resolved at the root only.
+#[derive(Clone, Copy)]
+pub(crate) struct Laid<P> {
+    /// The buffer.
+    pub buf: P,
+    /// Where the blocks lie.
+    pub layout: Layout,
+    /// Datatype handle (unchecked).
+    pub datatype: c_int,
+}
+
 /// The `oxmpi-coll` view of intercommunicator `l`.
 fn inter(l: &Link) -> MpiResult<InterComm> {
     let e = crate::backend::engine()?;
@@ -152,6 +173,24 @@ fn layout(l: &Link, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec
         .collect()
 }
 
+/// The (count, displacement) pairs of `lay`, checked.
+fn slots_of(l: &Link, lay: Layout) -> MpiResult<Vec<(usize, isize)>> {
+    match lay {
+        Layout::Uniform(k) => Ok(uniform(l, count(k, l.net.comm)?)),
+        Layout::Listed(counts, displs) => layout(l, counts, displs),
+    }
+}
+
+/// The checked `recvcounts` of a reduce-scatter (one per local rank).
+fn local_counts(l: &Link, recvcounts: *const c_int) -> MpiResult<Vec<usize>> {
+    let comm = l.net.comm;
+    slice_in(recvcounts, l.star.size as usize, "recvcounts")
+        .map_err(|e| e.on(comm))?
+        .iter()
+        .map(|&k| count(k, comm))
+        .collect()
+}
+
 fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
     (0..l.rsize as usize)
         .map(|i| (k, (i * k) as isize))
@@ -230,19 +269,12 @@ fn pieces(dt: &Arc<Datatype>, slots: &[(usize, isize)]) -> Vec<Piece> {
         .collect()
 }
 
-/// Gather(v): `slots` (per remote rank) only matter at the root.
-fn gatherv(
-    l: &Link,
-    snd: SendSpec,
-    recvbuf: *mut c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
+/// `MPI_Gather(v)`: the receive layout only matters at the root.
+pub(crate) fn gatherv(l: &Link, snd: SendSpec, rcv: Laid<*mut c_void>, root: c_int) -> MpiResult {
     let comm = l.net.comm;
     let at_root = || -> MpiResult {
-        let rdt = dtype(recvtype, comm)?;
-        gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
+        let rdt = dtype(rcv.datatype, comm)?;
+        gather_root(l, rcv.buf, &pieces(&rdt, &slots_of(l, rcv.layout)?))
     };
     by_role(l, root, at_root, |r| {
         no_in_place(snd.buf, comm)?;
@@ -252,31 +284,17 @@ fn gatherv(
     })
 }
 
-/// `MPI_Gather`.
-pub(crate) fn gather(l: &Link, snd: SendSpec, rcv: RecvSpec, root: c_int) -> MpiResult {
-    let slots = || Ok(uniform(l, count(rcv.count, l.net.comm)?));
-    gatherv(l, snd, rcv.buf, slots, rcv.datatype, root)
-}
-
-/// `MPI_Gatherv`.
-pub(crate) fn gatherv_c(l: &Link, snd: SendSpec, rcv: RecvV, root: c_int) -> MpiResult {
-    let slots = || layout(l, rcv.counts, rcv.displs);
-    gatherv(l, snd, rcv.buf, slots, rcv.datatype, root)
-}
-
-/// Scatter(v): `slots` (per remote rank) only matter at the root.
-fn scatterv(
+/// `MPI_Scatter(v)`: the send layout only matters at the root.
+pub(crate) fn scatterv(
     l: &Link,
-    sendbuf: *const c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    sendtype: c_int,
+    snd: Laid<*const c_void>,
     rcv: RecvSpec,
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
     let at_root = || -> MpiResult {
-        let sdt = dtype(sendtype, comm)?;
-        scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
+        let sdt = dtype(snd.datatype, comm)?;
+        scatter_root(l, snd.buf, &pieces(&sdt, &slots_of(l, snd.layout)?))
     };
     by_role(l, root, at_root, |r| {
         no_in_place(rcv.buf, comm)?;
@@ -287,18 +305,6 @@ fn scatterv(
         unpack(&rdt, n, rcv.buf, &v[..got]);
         Ok(())
     })
-}
-
-/// `MPI_Scatter`.
-pub(crate) fn scatter(l: &Link, snd: SendSpec, rcv: RecvSpec, root: c_int) -> MpiResult {
-    let slots = || Ok(uniform(l, count(snd.count, l.net.comm)?));
-    scatterv(l, snd.buf, slots, snd.datatype, rcv, root)
-}
-
-/// `MPI_Scatterv`.
-pub(crate) fn scatterv_c(l: &Link, snd: SendV, rcv: RecvSpec, root: c_int) -> MpiResult {
-    let slots = || layout(l, snd.counts, snd.displs);
-    scatterv(l, snd.buf, slots, snd.datatype, rcv, root)
 }
 
 /// Exchange with every remote rank: `send[r]` goes to remote rank r, `recv[r]` comes from
@@ -475,13 +481,7 @@ pub(crate) fn reduce_scatter(l: &Link, args: ReduceArgs<&[usize]>) -> MpiResult 
 
 /// `MPI_Reduce_scatter` with C arguments (`recvcounts` has the local group's size).
 pub(crate) fn reduce_scatter_c(l: &Link, args: ReduceArgs<*const c_int>) -> MpiResult {
-    let recvcounts = args.count;
-    let comm = l.net.comm;
-    let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
-        .map_err(|e| e.on(comm))?
-        .iter()
-        .map(|&k| count(k, comm))
-        .collect::<MpiResult<Vec<_>>>()?;
+    let counts = local_counts(l, args.count)?;
     reduce_scatter(l, args.with_count(&counts))
 }
 
@@ -575,21 +575,29 @@ pub(crate) fn ibcast(
     })
 }
 
-/// `MPI_Igather(v)`: `slots` (per remote rank) only matter at the root.
-fn igatherv(
+/// `MPI_Igather(v)`: the receive layout only matters at the root.
+pub(crate) fn igatherv(
     l: &Link,
     snd: SendSpec,
-    recvbuf: *mut c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    recvtype: c_int,
+    rcv: Laid<*mut c_void>,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
     let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
-        let rdt = dtype(recvtype, comm)?;
-        // SAFETY: MPI contract: recvbuf has room for every block until completion.
-        let b = unsafe { sched::laid(&rdt, recvbuf, &slots()?, |_| false, |_| true, 0, unpack) };
+        let rdt = dtype(rcv.datatype, comm)?;
+        // SAFETY: MPI contract: rcv.buf has room for every block until completion.
+        let b = unsafe {
+            sched::laid(
+                &rdt,
+                rcv.buf,
+                &slots_of(l, rcv.layout)?,
+                |_| false,
+                |_| true,
+                0,
+                unpack,
+            )
+        };
         built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))
     };
     rooted(l, root, request, at_root, |r, _| {
@@ -601,49 +609,23 @@ fn igatherv(
     })
 }
 
-/// `MPI_Igather`.
-pub(crate) fn igather(
+/// `MPI_Iscatter(v)`: the send layout only matters at the root.
+pub(crate) fn iscatterv(
     l: &Link,
-    snd: SendSpec,
-    rcv: RecvSpec,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(rcv.count, l.net.comm)?));
-    igatherv(l, snd, rcv.buf, slots, rcv.datatype, root, request)
-}
-
-/// `MPI_Igatherv`.
-pub(crate) fn igatherv_c(
-    l: &Link,
-    snd: SendSpec,
-    rcv: RecvV,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || layout(l, rcv.counts, rcv.displs);
-    igatherv(l, snd, rcv.buf, slots, rcv.datatype, root, request)
-}
-
-/// `MPI_Iscatter(v)`: `slots` (per remote rank) only matter at the root.
-fn iscatterv(
-    l: &Link,
-    sendbuf: *const c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    sendtype: c_int,
+    snd: Laid<*const c_void>,
     rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
     let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
-        let sdt = dtype(sendtype, comm)?;
-        // SAFETY: MPI contract: sendbuf holds every block until completion.
+        let sdt = dtype(snd.datatype, comm)?;
+        // SAFETY: MPI contract: snd.buf holds every block until completion.
         let b = unsafe {
             sched::laid(
                 &sdt,
-                sendbuf.cast_mut(),
-                &slots()?,
+                snd.buf.cast_mut(),
+                &slots_of(l, snd.layout)?,
                 |_| true,
                 |_| false,
                 0,
@@ -660,30 +642,6 @@ fn iscatterv(
         let reg = unsafe { sched::region(&rdt, n, rcv.buf, false, true, 0, unpack) };
         built(l, |ic| ic.ione(reg, rdt.size * n, r, false))
     })
-}
-
-/// `MPI_Iscatter`.
-pub(crate) fn iscatter(
-    l: &Link,
-    snd: SendSpec,
-    rcv: RecvSpec,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(snd.count, l.net.comm)?));
-    iscatterv(l, snd.buf, slots, snd.datatype, rcv, root, request)
-}
-
-/// `MPI_Iscatterv`.
-pub(crate) fn iscatterv_c(
-    l: &Link,
-    snd: SendV,
-    rcv: RecvSpec,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || layout(l, snd.counts, snd.displs);
-    iscatterv(l, snd.buf, slots, snd.datatype, rcv, root, request)
 }
 
 /// Exchange with every remote rank: `send` pieces `(type, count, address)` go to remote
@@ -872,13 +830,7 @@ pub(crate) fn ireduce_scatter_c(
     args: ReduceArgs<*const c_int>,
     request: *mut c_int,
 ) -> MpiResult {
-    let recvcounts = args.count;
-    let comm = l.net.comm;
-    let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
-        .map_err(|e| e.on(comm))?
-        .iter()
-        .map(|&k| count(k, comm))
-        .collect::<MpiResult<Vec<_>>>()?;
+    let counts = local_counts(l, args.count)?;
     let total = counts.iter().sum();
     ireduce_swap(l, args.with_count(total), Some(&counts), request)
 }
