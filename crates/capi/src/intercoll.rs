@@ -66,6 +66,18 @@ pub(crate) type SendW = Blocks<*const c_void, *const c_int>;
 /// The receive side of a w collective.
 pub(crate) type RecvW = Blocks<*mut c_void, *const c_int>;
 
+impl Laid<*const c_void> {
+    /// The same side with a mutable pointer (for code shared with the receive side; the
+    /// buffer is only read).
+    fn cast_mut(self) -> Laid<*mut c_void> {
+        Laid {
+            buf: self.buf.cast_mut(),
+            layout: self.layout,
+            datatype: self.datatype,
+        }
+    }
+}
+
 /// How the root's blocks of a gather(v)/scatter(v) lie in its buffer, one per remote rank.
 #[derive(Clone, Copy)]
 pub(crate) enum Layout {
@@ -269,13 +281,16 @@ fn pieces(dt: &Arc<Datatype>, slots: &[(usize, isize)]) -> Vec<Piece> {
         .collect()
 }
 
+/// The root's blocks of a gather(v)/scatter(v): datatype checked, then the layout.
+fn root_pieces<P>(l: &Link, side: Laid<P>) -> MpiResult<Vec<Piece>> {
+    let dt = dtype(side.datatype, l.net.comm)?;
+    Ok(pieces(&dt, &slots_of(l, side.layout)?))
+}
+
 /// `MPI_Gather(v)`: the receive layout only matters at the root.
 pub(crate) fn gatherv(l: &Link, snd: SendSpec, rcv: Laid<*mut c_void>, root: c_int) -> MpiResult {
     let comm = l.net.comm;
-    let at_root = || -> MpiResult {
-        let rdt = dtype(rcv.datatype, comm)?;
-        gather_root(l, rcv.buf, &pieces(&rdt, &slots_of(l, rcv.layout)?))
-    };
+    let at_root = || gather_root(l, rcv.buf, &root_pieces(l, rcv)?);
     by_role(l, root, at_root, |r| {
         no_in_place(snd.buf, comm)?;
         let sdt = dtype(snd.datatype, comm)?;
@@ -292,10 +307,7 @@ pub(crate) fn scatterv(
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let at_root = || -> MpiResult {
-        let sdt = dtype(snd.datatype, comm)?;
-        scatter_root(l, snd.buf, &pieces(&sdt, &slots_of(l, snd.layout)?))
-    };
+    let at_root = || scatter_root(l, snd.buf, &root_pieces(l, snd)?);
     by_role(l, root, at_root, |r| {
         no_in_place(rcv.buf, comm)?;
         let rdt = dtype(rcv.datatype, comm)?;
@@ -575,6 +587,22 @@ pub(crate) fn ibcast(
     })
 }
 
+/// The root's schedule of an `MPI_Igather(v)` (`gather`: its blocks are received) or
+/// `MPI_Iscatter(v)` (its blocks are sent).
+fn root_blocks(
+    l: &Link,
+    side: Laid<*mut c_void>,
+    gather: bool,
+    unpack: &mut Vec<Unpack>,
+) -> MpiResult<Schedule> {
+    let dt = dtype(side.datatype, l.net.comm)?;
+    let slots = slots_of(l, side.layout)?;
+    // SAFETY: MPI contract: the root's buffer holds (scatter) or has room for (gather)
+    // every block until completion.
+    let b = unsafe { sched::laid(&dt, side.buf, &slots, |_| !gather, |_| gather, 0, unpack) };
+    built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, gather))
+}
+
 /// `MPI_Igather(v)`: the receive layout only matters at the root.
 pub(crate) fn igatherv(
     l: &Link,
@@ -584,22 +612,7 @@ pub(crate) fn igatherv(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
-        let rdt = dtype(rcv.datatype, comm)?;
-        // SAFETY: MPI contract: rcv.buf has room for every block until completion.
-        let b = unsafe {
-            sched::laid(
-                &rdt,
-                rcv.buf,
-                &slots_of(l, rcv.layout)?,
-                |_| false,
-                |_| true,
-                0,
-                unpack,
-            )
-        };
-        built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))
-    };
+    let at_root = |unpack: &mut Vec<Unpack>| root_blocks(l, rcv, true, unpack);
     rooted(l, root, request, at_root, |r, _| {
         no_in_place(snd.buf, comm)?;
         let sdt = dtype(snd.datatype, comm)?;
@@ -618,22 +631,7 @@ pub(crate) fn iscatterv(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
-        let sdt = dtype(snd.datatype, comm)?;
-        // SAFETY: MPI contract: snd.buf holds every block until completion.
-        let b = unsafe {
-            sched::laid(
-                &sdt,
-                snd.buf.cast_mut(),
-                &slots_of(l, snd.layout)?,
-                |_| true,
-                |_| false,
-                0,
-                unpack,
-            )
-        };
-        built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))
-    };
+    let at_root = |unpack: &mut Vec<Unpack>| root_blocks(l, snd.cast_mut(), false, unpack);
     rooted(l, root, request, at_root, |r, unpack| {
         no_in_place(rcv.buf, comm)?;
         let rdt = dtype(rcv.datatype, comm)?;
