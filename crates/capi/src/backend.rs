@@ -70,6 +70,47 @@ pub(crate) fn init(required: c_int) -> MpiResult<&'static eng::Engine> {
     eng::init(thread_level(required)).map_err(err)
 }
 
+/// Byte messaging on one engine context, errors attributed to the MPI communicator
+/// `comm`: the link that the blocking collectives (`coll::Coll`, `intercomm::Net`) send
+/// and receive their packed bytes through.
+#[derive(Clone, Copy)]
+pub(crate) struct Wire {
+    /// The engine.
+    pub eng: &'static eng::Engine,
+    /// The engine context the messages travel on.
+    pub ctx: EComm,
+    /// The communicator handle errors are attributed to.
+    pub comm: c_int,
+}
+
+impl Wire {
+    /// Start a standard-mode send of `data`; the caller keeps `data` alive until it waits.
+    pub(crate) fn isend(self, data: &[u8], dest: i32, tag: i32) -> MpiResult<EReq> {
+        // SAFETY: every caller waits for the request before `data` is dropped.
+        unsafe {
+            self.eng.isend(
+                data.as_ptr(),
+                data.len(),
+                dest,
+                tag,
+                self.ctx,
+                SendMode::Standard,
+            )
+        }
+        .map_err(|x| err(x).on(self.comm))
+    }
+
+    /// Start receiving into `buf`; the caller keeps `buf` alive until it waits.
+    pub(crate) fn irecv(self, buf: &mut [u8], src: i32, tag: i32) -> MpiResult<EReq> {
+        // SAFETY: every caller waits for the request before `buf` is dropped or read.
+        unsafe {
+            self.eng
+                .irecv(buf.as_mut_ptr(), buf.len(), src, tag, self.ctx)
+        }
+        .map_err(|x| err(x).on(self.comm))
+    }
+}
+
 /// Largest tag.
 pub(crate) const TAG_UB: c_int = eng::TAG_UB;
 

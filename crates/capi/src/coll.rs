@@ -9,7 +9,7 @@
 //! typed buffers are seen as bytes directly when the datatype is contiguous and packed
 //! otherwise.
 
-use crate::backend::{self, EComm, SendMode};
+use crate::backend::{self, EComm};
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
@@ -35,6 +35,13 @@ struct Coll {
 }
 
 impl Coll {
+    fn wire(&self) -> backend::Wire {
+        backend::Wire {
+            eng: self.eng,
+            ctx: self.ctx,
+            comm: self.comm,
+        }
+    }
     /// The `oxmpi-coll` view (no engine call: rank and size are ours already).
     fn alg(&self) -> oxmpi_coll::CollComm {
         oxmpi_coll::CollComm::on_context_known(self.eng, self.ctx, self.ctx, self.rank, self.size)
@@ -80,27 +87,10 @@ impl Coll {
         }
     }
     fn isend(&self, data: &[u8], dest: i32, tag: i32) -> MpiResult<backend::EReq> {
-        // SAFETY: `data` stays alive until the caller waits for the request (every
-        // caller waits before dropping the buffer).
-        unsafe {
-            self.eng.isend(
-                data.as_ptr(),
-                data.len(),
-                dest,
-                tag,
-                self.ctx,
-                SendMode::Standard,
-            )
-        }
-        .map_err(|e| backend::err(e).on(self.comm))
+        self.wire().isend(data, dest, tag)
     }
     fn irecv(&self, buf: &mut [u8], src: i32, tag: i32) -> MpiResult<backend::EReq> {
-        // SAFETY: `buf` stays alive until the caller waits for the request.
-        unsafe {
-            self.eng
-                .irecv(buf.as_mut_ptr(), buf.len(), src, tag, self.ctx)
-        }
-        .map_err(|e| backend::err(e).on(self.comm))
+        self.wire().irecv(buf, src, tag)
     }
     fn wait(&self, r: backend::EReq) -> MpiResult<usize> {
         let s = self.eng.wait(r);
@@ -221,37 +211,33 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Reduce`.
     fn PMPI_Reduce / "MPI_Reduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, sendbuf, recvbuf, count, datatype, op, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
+        let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
         // SAFETY: MPI contract of MPI_Reduce for the buffers.
-        unsafe { crate::coll_alg::reduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op, root) }
+        unsafe { alg::reduce(&c.alg(), comm, &r, root) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Allreduce`.
     fn PMPI_Allreduce / "MPI_Allreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, sendbuf, recvbuf, count, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
+        let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
         // SAFETY: MPI contract of MPI_Allreduce for the buffers.
-        unsafe { crate::coll_alg::allreduce(&c.alg(), comm, sendbuf, recvbuf, n, &dt, datatype, op) }
+        unsafe { alg::allreduce(&c.alg(), comm, &r) }
     }
 }
 
 /// Shared body of Scan (`exclusive = false`) and Exscan: recursive doubling in
 /// `oxmpi-coll` on packed items.
-fn scan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-    exclusive: bool,
-) -> MpiResult {
+fn scan(r: alg::ReduceArgs, exclusive: bool) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (count, datatype, op) = (r.count, r.datatype, r.op);
     let c = coll(comm)?;
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
@@ -292,7 +278,7 @@ mpi_fn! {
     /// `MPI_Scan`.
     fn PMPI_Scan / "MPI_Scan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Scan")?;
-        scan(sendbuf, recvbuf, count, datatype, op, comm, false)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false)
     }
 }
 
@@ -300,7 +286,7 @@ mpi_fn! {
     /// `MPI_Exscan` (the result on rank 0 is undefined and left untouched).
     fn PMPI_Exscan / "MPI_Exscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Exscan")?;
-        scan(sendbuf, recvbuf, count, datatype, op, comm, true)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true)
     }
 }
 
@@ -433,7 +419,7 @@ fn scatterv(
 mpi_fn! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -449,7 +435,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(sendbuf) && c.rank == root;
@@ -463,7 +449,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -479,7 +465,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = is_in_place(recvbuf) && c.rank == root;
@@ -537,7 +523,7 @@ fn allgatherv(
 mpi_fn! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -551,7 +537,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Allgatherv`.
     fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -669,7 +655,7 @@ fn alltoall_shm(
 mpi_fn! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -694,7 +680,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -753,7 +739,7 @@ fn alltoallw(
 mpi_fn! {
     /// `MPI_Alltoallw` (displacements in bytes).
     fn PMPI_Alltoallw / "MPI_Alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
@@ -769,14 +755,9 @@ mpi_fn! {
 
 /// Reduce-scatter body: `oxmpi-coll`'s ring reduce-scatter (commutative ops) or reduce +
 /// scatterv, on packed items.
-fn reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-) -> MpiResult {
+fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (counts, datatype, op) = (r.count, r.datatype, r.op);
     let c = coll(comm)?;
     let dt = dtype(datatype, comm)?;
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
@@ -805,20 +786,20 @@ fn reduce_scatter(
 mpi_fn! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        reduce_scatter(sendbuf, recvbuf, &vec![k; n], datatype, op, comm)
+        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
     }
 }
 
 mpi_fn! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
-        reduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm)
+        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })
     }
 }
 

@@ -370,24 +370,70 @@ pub(crate) unsafe fn bcast(
     Ok(())
 }
 
+/// The arguments of a reduction call (scan, exscan, reduce-scatter and their nonblocking
+/// forms) as the caller passed them; the shared bodies resolve and check them in MPI order.
+/// `C` is the item count: one `c_int` as passed, or the checked counts per rank.
+#[derive(Clone, Copy)]
+pub(crate) struct ReduceArgs<C = c_int> {
+    /// The input (or `MPI_IN_PLACE`).
+    pub sendbuf: *const c_void,
+    /// The output.
+    pub recvbuf: *mut c_void,
+    /// Items per buffer (unchecked), or per rank.
+    pub count: C,
+    /// The datatype handle.
+    pub datatype: c_int,
+    /// The reduction operation's handle.
+    pub op: c_int,
+    /// The communicator handle.
+    pub comm: c_int,
+}
+
+impl<C> ReduceArgs<C> {
+    /// The same arguments with another item count (e.g. counts per rank once checked).
+    pub(crate) fn with_count<D>(self, count: D) -> ReduceArgs<D> {
+        ReduceArgs {
+            sendbuf: self.sendbuf,
+            recvbuf: self.recvbuf,
+            count,
+            datatype: self.datatype,
+            op: self.op,
+            comm: self.comm,
+        }
+    }
+}
+
+/// The arguments of a reduction (`MPI_Reduce`, `MPI_Allreduce`), resolved once at the
+/// entry point: the buffers, the checked item count and the datatype (object and handle).
+#[derive(Clone, Copy)]
+pub(crate) struct Reduction<'a> {
+    /// The input (`MPI_IN_PLACE` allowed where the operation allows it).
+    pub sendbuf: *const c_void,
+    /// The output.
+    pub recvbuf: *mut c_void,
+    /// Items per buffer.
+    pub count: usize,
+    /// The item datatype.
+    pub dt: &'a Arc<Datatype>,
+    /// The datatype's handle (for the (op, type) check).
+    pub dth: c_int,
+    /// The reduction operation's handle.
+    pub op: c_int,
+}
+
 /// `MPI_Reduce` (`sendbuf` may be `MPI_IN_PLACE` at the root).
 ///
 /// # Safety
 /// MPI contract of `MPI_Reduce` for the buffers.
-#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce(
     a: &CollComm,
     comm: c_int,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    dt: &Arc<Datatype>,
-    dth: c_int,
-    op: c_int,
+    r: &Reduction<'_>,
     root: c_int,
 ) -> MpiResult {
+    let (sendbuf, recvbuf, count, dt) = (r.sendbuf, r.recvbuf, r.count, r.dt);
     check_root(root, a.size, comm)?;
-    let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
+    let red = Reducer::new(dt, r.dth, r.op).map_err(|e| e.on(comm))?;
     let src = if is_in_place(sendbuf) && a.rank == root {
         recvbuf.cast_const()
     } else {
@@ -411,18 +457,9 @@ pub(crate) unsafe fn reduce(
 ///
 /// # Safety
 /// MPI contract of `MPI_Allreduce` for the buffers.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allreduce(
-    a: &CollComm,
-    comm: c_int,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: usize,
-    dt: &Arc<Datatype>,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
-    let red = Reducer::new(dt, dth, op).map_err(|e| e.on(comm))?;
+pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> MpiResult {
+    let (sendbuf, recvbuf, count, dt) = (r.sendbuf, r.recvbuf, r.count, r.dt);
+    let red = Reducer::new(dt, r.dth, r.op).map_err(|e| e.on(comm))?;
     let in_place = is_in_place(sendbuf);
     check_buf(sendbuf, dt, count, comm)?;
     check_buf(recvbuf, dt, count, comm)?;

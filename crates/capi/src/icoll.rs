@@ -34,7 +34,8 @@ use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
-    comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err, start,
+    checked, comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err,
+    start,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -71,7 +72,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallreduce` (progresses in the background).
     fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, sendbuf, recvbuf, count, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, request); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -97,7 +98,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ireduce` (progresses in the background).
     fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, sendbuf, recvbuf, count, datatype, op, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -126,7 +127,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -134,9 +135,7 @@ mpi_fn! {
         let in_place = alg::is_in_place(sendbuf) && me;
         let mut unpack = Vec::new();
         let (recv, b) = if me {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `size` blocks of `rc` items (in
             // place: holds ours).
             (unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) }, rc * rdt.size)
@@ -148,9 +147,7 @@ mpi_fn! {
             let own = root as usize * b;
             Region::Owned(region_bytes(&mut recv)[own..own + b].to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
             unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
         };
@@ -163,7 +160,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatter(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -171,9 +168,7 @@ mpi_fn! {
         let in_place = alg::is_in_place(recvbuf) && me;
         let mut unpack = Vec::new();
         let (send, b) = if me {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc * p, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             // SAFETY: MPI contract: sendbuf holds `size` blocks of `sc` items.
             (unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, sc * sdt.size)
         } else {
@@ -182,9 +177,7 @@ mpi_fn! {
         let recv = if in_place {
             Region::Owned(vec![0u8; b])
         } else {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
             unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
         };
@@ -197,21 +190,17 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgather` (ring, progresses in the background).
     fn PMPI_Iallgather / "MPI_Iallgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
-        let rdt = dtype(recvtype, comm)?;
-        let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+        let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds ours).
         let mut r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items.
             let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
             if send.bytes().len() != b {
@@ -229,13 +218,11 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoall` (progresses in the background).
     fn PMPI_Ialltoall / "MPI_Ialltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
-        let rdt = dtype(recvtype, comm)?;
-        let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-        alg::check_buf(recvbuf, &rdt, rc * p, comm)?;
+        let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
@@ -243,9 +230,7 @@ mpi_fn! {
         let send = if in_place {
             Region::Owned(region_bytes(&mut recv).to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc * p, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             if sc * sdt.size != b {
                 return Err(MpiError::new(MPI_ERR_TRUNCATE, "alltoall: send and receive blocks differ in size").on(comm));
             }
@@ -261,7 +246,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Igatherv` (progresses in the background).
     fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -281,9 +266,7 @@ mpi_fn! {
             let own = rank as usize;
             Region::Owned(region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]].to_vec())
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
             unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
         };
@@ -295,7 +278,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv_c(&l, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -313,9 +296,7 @@ mpi_fn! {
         let recv = if in_place {
             Region::Owned(vec![0u8; counts[rank as usize]])
         } else {
-            let rdt = dtype(recvtype, comm)?;
-            let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(recvbuf, &rdt, rc, comm)?;
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
             unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
         };
@@ -327,7 +308,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Iallgatherv` (ring, progresses in the background).
     fn PMPI_Iallgatherv / "MPI_Iallgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
@@ -337,9 +318,7 @@ mpi_fn! {
         // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
         let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
         if !in_place {
-            let sdt = dtype(sendtype, comm)?;
-            let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
-            alg::check_buf(sendbuf, &sdt, sc, comm)?;
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items.
             let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
             if send.bytes().len() != l.counts[me] {
@@ -356,7 +335,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallv` (progresses in the background).
     fn PMPI_Ialltoallv / "MPI_Ialltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -382,7 +361,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
     fn PMPI_Ialltoallw / "MPI_Ialltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
@@ -409,17 +388,13 @@ mpi_fn! {
 }
 
 /// Shared body of Ireduce_scatter(_block): `counts` items per rank.
-#[allow(clippy::too_many_arguments)]
 fn ireduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
+    r: alg::ReduceArgs<&[usize]>,
     a: oxmpi_coll::CollComm,
     request: *mut c_int,
 ) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (counts, datatype, op) = (r.count, r.datatype, r.op);
     let dt = dtype(datatype, comm)?;
     let o = owned_op(&dt, datatype, op, comm)?;
     let total: usize = counts.iter().sum();
@@ -446,36 +421,28 @@ fn ireduce_scatter(
 mpi_fn! {
     /// `MPI_Ireduce_scatter_block` (progresses in the background).
     fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, sendbuf, recvbuf, recvcount, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        ireduce_scatter(sendbuf, recvbuf, &vec![k; size as usize], datatype, op, comm, a, request)
+        ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; size as usize], datatype, op, comm }, a, request)
     }
 }
 
 mpi_fn! {
     /// `MPI_Ireduce_scatter` (progresses in the background).
     fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, sendbuf, recvbuf, recvcounts, datatype, op, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;
-        ireduce_scatter(sendbuf, recvbuf, &counts, datatype, op, comm, a, request)
+        ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm }, a, request)
     }
 }
 
 /// Shared body of Iscan and Iexscan.
-#[allow(clippy::too_many_arguments)]
-fn iscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: c_int,
-    op: c_int,
-    comm: c_int,
-    exclusive: bool,
-    request: *mut c_int,
-) -> MpiResult {
+fn iscan(r: alg::ReduceArgs, exclusive: bool, request: *mut c_int) -> MpiResult {
+    let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
+    let (count, datatype, op) = (r.count, r.datatype, r.op);
     let (a, rank, _) = comm_info(comm)?;
     let n = check_count(count).map_err(|e| e.on(comm))?;
     let dt = dtype(datatype, comm)?;
@@ -501,7 +468,7 @@ mpi_fn! {
     /// `MPI_Iscan` (recursive doubling, progresses in the background).
     fn PMPI_Iscan / "MPI_Iscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iscan")?;
-        iscan(sendbuf, recvbuf, count, datatype, op, comm, false, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false, request)
     }
 }
 
@@ -510,7 +477,7 @@ mpi_fn! {
     /// 0 is undefined and left untouched).
     fn PMPI_Iexscan / "MPI_Iexscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iexscan")?;
-        iscan(sendbuf, recvbuf, count, datatype, op, comm, true, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true, request)
     }
 }
 

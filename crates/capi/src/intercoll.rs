@@ -16,7 +16,7 @@
 //! `MPI_*` function in `coll.rs`. The nonblocking forms (end of this file, reached from
 //! `icoll.rs`) run the same algorithms as schedules progressed in the background.
 
-use crate::coll_alg::{err, with_op, Reducer};
+use crate::coll_alg::{err, with_op, ReduceArgs, Reducer};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
@@ -25,6 +25,79 @@ use crate::state::lock;
 use oxmpi_coll::inter::{Exchange, InterComm};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+
+/// One side of a collective as the caller passed it: `count` items of `datatype` at
+/// `buf`, resolved and checked by the algorithm where MPI's checking order puts it.
+#[derive(Clone, Copy)]
+pub(crate) struct Spec<P> {
+    /// The buffer (may be `MPI_IN_PLACE` where the collective allows it).
+    pub buf: P,
+    /// Items (unchecked).
+    pub count: c_int,
+    /// Datatype handle (unchecked).
+    pub datatype: c_int,
+}
+
+/// The send side of a collective.
+pub(crate) type SendSpec = Spec<*const c_void>;
+/// The receive side of a collective.
+pub(crate) type RecvSpec = Spec<*mut c_void>;
+
+/// One side of a v/w collective as the caller passed it: per remote rank a count and a
+/// displacement; `T` is one datatype handle (v) or an array of per-rank handles (w).
+#[derive(Clone, Copy)]
+pub(crate) struct Blocks<P, T> {
+    /// The buffer.
+    pub buf: P,
+    /// Per-rank item counts (array of the remote group's size).
+    pub counts: *const c_int,
+    /// Per-rank displacements (items of the datatype for v, bytes for w).
+    pub displs: *const c_int,
+    /// The datatype handle (v) or per-rank handles (w).
+    pub datatype: T,
+}
+
+/// The send side of a v collective.
+pub(crate) type SendV = Blocks<*const c_void, c_int>;
+/// The receive side of a v collective.
+pub(crate) type RecvV = Blocks<*mut c_void, c_int>;
+/// The send side of a w collective.
+pub(crate) type SendW = Blocks<*const c_void, *const c_int>;
+/// The receive side of a w collective.
+pub(crate) type RecvW = Blocks<*mut c_void, *const c_int>;
+
+impl Laid<*const c_void> {
+    /// The same side with a mutable pointer (for code shared with the receive side; the
+    /// buffer is only read).
+    fn cast_mut(self) -> Laid<*mut c_void> {
+        Laid {
+            buf: self.buf.cast_mut(),
+            layout: self.layout,
+            datatype: self.datatype,
+        }
+    }
+}
+
+/// How the root's blocks of a gather(v)/scatter(v) lie in its buffer, one per remote rank.
+#[derive(Clone, Copy)]
+pub(crate) enum Layout {
+    /// `count` items per rank, one after the other (gather, scatter).
+    Uniform(c_int),
+    /// Per-rank counts and displacements in items (gatherv, scatterv).
+    Listed(*const c_int, *const c_int),
+}
+
+/// The root's side of a gather(v)/scatter(v) as the caller passed it: blocks of
+/// `datatype` at `buf` laid out by `layout`, resolved at the root only.
+#[derive(Clone, Copy)]
+pub(crate) struct Laid<P> {
+    /// The buffer.
+    pub buf: P,
+    /// Where the blocks lie.
+    pub layout: Layout,
+    /// Datatype handle (unchecked).
+    pub datatype: c_int,
+}
 
 /// The `oxmpi-coll` view of intercommunicator `l`.
 fn inter(l: &Link) -> MpiResult<InterComm> {
@@ -112,10 +185,44 @@ fn layout(l: &Link, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec
         .collect()
 }
 
+/// The (count, displacement) pairs of `lay`, checked.
+fn slots_of(l: &Link, lay: Layout) -> MpiResult<Vec<(usize, isize)>> {
+    match lay {
+        Layout::Uniform(k) => Ok(uniform(l, count(k, l.net.comm)?)),
+        Layout::Listed(counts, displs) => layout(l, counts, displs),
+    }
+}
+
+/// The checked `recvcounts` of a reduce-scatter (one per local rank).
+fn local_counts(l: &Link, recvcounts: *const c_int) -> MpiResult<Vec<usize>> {
+    let comm = l.net.comm;
+    slice_in(recvcounts, l.star.size as usize, "recvcounts")
+        .map_err(|e| e.on(comm))?
+        .iter()
+        .map(|&k| count(k, comm))
+        .collect()
+}
+
 fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
     (0..l.rsize as usize)
         .map(|i| (k, (i * k) as isize))
         .collect()
+}
+
+/// Run a blocking rooted collective's part for this member: nothing for the idle members
+/// of the root's group, `at_root` at the root, `at_leaf(root's remote rank)` in the other
+/// group.
+fn by_role(
+    l: &Link,
+    root: c_int,
+    at_root: impl FnOnce() -> MpiResult,
+    at_leaf: impl FnOnce(i32) -> MpiResult,
+) -> MpiResult {
+    match role(l, root)? {
+        Role::Idle => Ok(()),
+        Role::Root => at_root(),
+        Role::Leaf(r) => at_leaf(r),
+    }
 }
 
 /// `MPI_Barrier`.
@@ -126,22 +233,19 @@ pub(crate) fn barrier(l: &Link) -> MpiResult {
 /// `MPI_Bcast`.
 pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: c_int, dth: c_int, root: c_int) -> MpiResult {
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let data = pack(&dt, count(n, comm)?, buf);
-            inter(l)?.bcast_root(&data).map_err(err(comm))
-        }
-        Role::Leaf(r) => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            let mut v = vec![0u8; n * dt.size];
-            let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
-            unpack(&dt, n, buf, &v[..got]);
-            Ok(())
-        }
-    }
+    let at_root = || -> MpiResult {
+        let dt = dtype(dth, comm)?;
+        let data = pack(&dt, count(n, comm)?, buf);
+        inter(l)?.bcast_root(&data).map_err(err(comm))
+    };
+    by_role(l, root, at_root, |r| {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        let mut v = vec![0u8; n * dt.size];
+        let got = inter(l)?.bcast_recv(&mut v, r).map_err(err(comm))?;
+        unpack(&dt, n, buf, &v[..got]);
+        Ok(())
+    })
 }
 
 /// Receive one piece from every remote rank (`pieces[r]` = type, count, byte offset) of
@@ -177,137 +281,42 @@ fn pieces(dt: &Arc<Datatype>, slots: &[(usize, isize)]) -> Vec<Piece> {
         .collect()
 }
 
-/// Gather(v): `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
-fn gatherv(
+/// The root's blocks of a gather(v)/scatter(v): datatype checked, then the layout.
+fn root_pieces<P>(l: &Link, side: Laid<P>) -> MpiResult<Vec<Piece>> {
+    let dt = dtype(side.datatype, l.net.comm)?;
+    Ok(pieces(&dt, &slots_of(l, side.layout)?))
+}
+
+/// `MPI_Gather(v)`: the receive layout only matters at the root.
+pub(crate) fn gatherv(l: &Link, snd: SendSpec, rcv: Laid<*mut c_void>, root: c_int) -> MpiResult {
+    let comm = l.net.comm;
+    let at_root = || gather_root(l, rcv.buf, &root_pieces(l, rcv)?);
+    by_role(l, root, at_root, |r| {
+        no_in_place(snd.buf, comm)?;
+        let sdt = dtype(snd.datatype, comm)?;
+        let data = pack(&sdt, count(snd.count, comm)?, snd.buf);
+        inter(l)?.gather_send(&data, r).map_err(err(comm))
+    })
+}
+
+/// `MPI_Scatter(v)`: the send layout only matters at the root.
+pub(crate) fn scatterv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    recvtype: c_int,
+    snd: Laid<*const c_void>,
+    rcv: RecvSpec,
     root: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let rdt = dtype(recvtype, comm)?;
-            gather_root(l, recvbuf, &pieces(&rdt, &slots()?))
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let sdt = dtype(sendtype, comm)?;
-            let data = pack(&sdt, count(sendcount, comm)?, sendbuf);
-            inter(l)?.gather_send(&data, r).map_err(err(comm))
-        }
-    }
-}
-
-/// `MPI_Gather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(recvcount, l.net.comm)?));
-    gatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root,
-    )
-}
-
-/// `MPI_Gatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || layout(l, recvcounts, displs);
-    gatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root,
-    )
-}
-
-/// Scatter(v): `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
-fn scatterv(
-    l: &Link,
-    sendbuf: *const c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let sdt = dtype(sendtype, comm)?;
-            scatter_root(l, sendbuf, &pieces(&sdt, &slots()?))
-        }
-        Role::Leaf(r) => {
-            no_in_place(recvbuf, comm)?;
-            let rdt = dtype(recvtype, comm)?;
-            let n = count(recvcount, comm)?;
-            let mut v = vec![0u8; n * rdt.size];
-            let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
-            unpack(&rdt, n, recvbuf, &v[..got]);
-            Ok(())
-        }
-    }
-}
-
-/// `MPI_Scatter`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatter(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(sendcount, l.net.comm)?));
-    scatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root,
-    )
-}
-
-/// `MPI_Scatterv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatterv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-) -> MpiResult {
-    let slots = || layout(l, sendcounts, displs);
-    scatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root,
-    )
+    let at_root = || scatter_root(l, snd.buf, &root_pieces(l, snd)?);
+    by_role(l, root, at_root, |r| {
+        no_in_place(rcv.buf, comm)?;
+        let rdt = dtype(rcv.datatype, comm)?;
+        let n = count(rcv.count, comm)?;
+        let mut v = vec![0u8; n * rdt.size];
+        let got = inter(l)?.scatter_recv(&mut v, r).map_err(err(comm))?;
+        unpack(&rdt, n, rcv.buf, &v[..got]);
+        Ok(())
+    })
 }
 
 /// Exchange with every remote rank: `send[r]` goes to remote rank r, `recv[r]` comes from
@@ -335,24 +344,21 @@ fn exchange_all(
 }
 
 /// `MPI_Allgather` / `MPI_Allgatherv` (`displs` NULL: uniform blocks of `recvcounts[0]`).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn allgatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let sdt = dtype(sendtype, comm)?;
+    no_in_place(snd.buf, comm)?;
+    let sdt = dtype(snd.datatype, comm)?;
     let rdt = dtype(recvtype, comm)?;
-    let send = pieces(&sdt, &vec![(count(sendcount, comm)?, 0); l.rsize as usize]);
+    let send = pieces(&sdt, &vec![(count(snd.count, comm)?, 0); l.rsize as usize]);
     exchange_all(
         l,
-        sendbuf,
+        snd.buf,
         &send,
         recvbuf,
         &pieces(&rdt, &slots?),
@@ -361,93 +367,51 @@ pub(crate) fn allgatherv(
 }
 
 /// `MPI_Allgather`.
-pub(crate) fn allgather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> MpiResult {
-    let slots = count(recvcount, l.net.comm).map(|k| uniform(l, k));
-    allgatherv(l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype)
+pub(crate) fn allgather(l: &Link, snd: SendSpec, rcv: RecvSpec) -> MpiResult {
+    let slots = count(rcv.count, l.net.comm).map(|k| uniform(l, k));
+    allgatherv(l, snd, rcv.buf, slots, rcv.datatype)
 }
 
 /// `MPI_Allgatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn allgatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-) -> MpiResult {
-    let slots = layout(l, recvcounts, displs);
-    allgatherv(l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype)
+pub(crate) fn allgatherv_c(l: &Link, snd: SendSpec, rcv: RecvV) -> MpiResult {
+    let slots = layout(l, rcv.counts, rcv.displs);
+    allgatherv(l, snd, rcv.buf, slots, rcv.datatype)
 }
 
 /// `MPI_Alltoall`.
-pub(crate) fn alltoall(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> MpiResult {
+pub(crate) fn alltoall(l: &Link, snd: SendSpec, rcv: RecvSpec) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = pieces(
-        &dtype(sendtype, comm)?,
-        &uniform(l, count(sendcount, comm)?),
+        &dtype(snd.datatype, comm)?,
+        &uniform(l, count(snd.count, comm)?),
     );
     let recv = pieces(
-        &dtype(recvtype, comm)?,
-        &uniform(l, count(recvcount, comm)?),
+        &dtype(rcv.datatype, comm)?,
+        &uniform(l, count(rcv.count, comm)?),
     );
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn alltoallv(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: c_int,
-) -> MpiResult {
+pub(crate) fn alltoallv(l: &Link, snd: SendV, rcv: RecvV) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let send = pieces(&dtype(sendtype, comm)?, &layout(l, sendcounts, sdispls)?);
-    let recv = pieces(&dtype(recvtype, comm)?, &layout(l, recvcounts, rdispls)?);
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    no_in_place(snd.buf, comm)?;
+    let send = pieces(
+        &dtype(snd.datatype, comm)?,
+        &layout(l, snd.counts, snd.displs)?,
+    );
+    let recv = pieces(
+        &dtype(rcv.datatype, comm)?,
+        &layout(l, rcv.counts, rcv.displs)?,
+    );
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 /// `MPI_Alltoallw` (byte displacements, one type per remote rank).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn alltoallw(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const c_int,
-) -> MpiResult {
+pub(crate) fn alltoallw(l: &Link, snd: SendW, rcv: RecvW) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let n = l.rsize as usize;
     let typed = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
         let slots = layout(l, counts, displs)?;
@@ -458,9 +422,9 @@ pub(crate) fn alltoallw(
             .map(|((k, d), &t)| Ok((dtype(t, comm)?, k, d)))
             .collect()
     };
-    let send = typed(sendcounts, sdispls, sendtypes)?;
-    let recv = typed(recvcounts, rdispls, recvtypes)?;
-    exchange_all(l, sendbuf, &send, recvbuf, &recv, Exchange::Alltoall)
+    let send = typed(snd.counts, snd.displs, snd.datatype)?;
+    let recv = typed(rcv.counts, rcv.displs, rcv.datatype)?;
+    exchange_all(l, snd.buf, &send, rcv.buf, &recv, Exchange::Alltoall)
 }
 
 // ---- reductions ----
@@ -471,47 +435,32 @@ fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Red
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn reduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    root: c_int,
-) -> MpiResult {
+pub(crate) fn reduce(l: &Link, args: ReduceArgs, root: c_int) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
-    match role(l, root)? {
-        Role::Idle => Ok(()),
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let red = reducer(l, &dt, dth, op)?;
-            let n = count(n, comm)?;
-            let ic = inter(l)?;
-            let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
-            unpack(&dt, n, recvbuf, &res);
-            Ok(())
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let dt = dtype(dth, comm)?;
-            reducer(l, &dt, dth, op)?;
-            let data = pack(&dt, count(n, comm)?, sendbuf);
-            inter(l)?.reduce_send(&data, r).map_err(err(comm))
-        }
-    }
+    let at_root = || -> MpiResult {
+        let dt = dtype(dth, comm)?;
+        let red = reducer(l, &dt, dth, op)?;
+        let n = count(n, comm)?;
+        let ic = inter(l)?;
+        let res = with_op(&red, |o| ic.reduce_root(n * dt.size, o)).map_err(err(comm))?;
+        unpack(&dt, n, recvbuf, &res);
+        Ok(())
+    };
+    by_role(l, root, at_root, |r| {
+        no_in_place(sendbuf, comm)?;
+        let dt = dtype(dth, comm)?;
+        reducer(l, &dt, dth, op)?;
+        let data = pack(&dt, count(n, comm)?, sendbuf);
+        inter(l)?.reduce_send(&data, r).map_err(err(comm))
+    })
 }
 
 /// `MPI_Allreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn allreduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn allreduce(l: &Link, args: ReduceArgs) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -526,14 +475,9 @@ pub(crate) fn allreduce(
 
 /// `MPI_Reduce_scatter` / `_block`: the reduction of the other group's vectors (of
 /// `sum(counts)` items) is scattered over the local group by `counts` (local size).
-pub(crate) fn reduce_scatter(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[usize],
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn reduce_scatter(l: &Link, args: ReduceArgs<&[usize]>) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (counts, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -548,35 +492,17 @@ pub(crate) fn reduce_scatter(
 }
 
 /// `MPI_Reduce_scatter` with C arguments (`recvcounts` has the local group's size).
-pub(crate) fn reduce_scatter_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
-    let comm = l.net.comm;
-    let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
-        .map_err(|e| e.on(comm))?
-        .iter()
-        .map(|&k| count(k, comm))
-        .collect::<MpiResult<Vec<_>>>()?;
-    reduce_scatter(l, sendbuf, recvbuf, &counts, dth, op)
+pub(crate) fn reduce_scatter_c(l: &Link, args: ReduceArgs<*const c_int>) -> MpiResult {
+    let counts = local_counts(l, args.count)?;
+    reduce_scatter(l, args.with_count(&counts))
 }
 
 /// `MPI_Reduce_scatter_block`.
-pub(crate) fn reduce_scatter_block(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    dth: c_int,
-    op: c_int,
-) -> MpiResult {
+pub(crate) fn reduce_scatter_block(l: &Link, args: ReduceArgs) -> MpiResult {
+    let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
-    reduce_scatter(l, sendbuf, recvbuf, &counts, dth, op)
+    reduce_scatter(l, args.with_count(&counts))
 }
 
 // ---- nonblocking forms: schedules progressed in the background ----
@@ -611,6 +537,25 @@ fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
     Region::Owned(pack(dt, n, buf))
 }
 
+/// Build and start a rooted schedule: an empty one for the idle members of the root's
+/// group, `at_root`'s at the root, `at_leaf(root's remote rank)`'s in the other group;
+/// either may register regions to unpack at completion.
+fn rooted(
+    l: &Link,
+    root: c_int,
+    request: *mut c_int,
+    at_root: impl FnOnce(&mut Vec<Unpack>) -> MpiResult<Schedule>,
+    at_leaf: impl FnOnce(i32, &mut Vec<Unpack>) -> MpiResult<Schedule>,
+) -> MpiResult {
+    let mut unpack = Vec::new();
+    let s = match role(l, root)? {
+        Role::Idle => idle(l)?,
+        Role::Root => at_root(&mut unpack)?,
+        Role::Leaf(r) => at_leaf(r, &mut unpack)?,
+    };
+    start(l, s, unpack, request)
+}
+
 /// `MPI_Ibarrier`: gather at the local leader, leaders swap, release.
 pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
     let s = built(l, InterComm::ibarrier)?;
@@ -627,192 +572,74 @@ pub(crate) fn ibcast(
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let role = role(l, root)?;
-    let mut unpack = Vec::new();
-    let s = match role {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            let data = send_region(&dt, n, buf);
-            built(l, |ic| ic.ibcast_root(data, dt.size * n))?
-        }
-        Role::Leaf(r) => {
-            let dt = dtype(dth, comm)?;
-            let n = count(n, comm)?;
-            // SAFETY: MPI contract: `buf` has room for `n` items until completion.
-            let reg = unsafe { sched::region(&dt, n, buf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ione(reg, dt.size * n, r, false))?
-        }
+    let at_root = |_: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        let data = send_region(&dt, n, buf);
+        built(l, |ic| ic.ibcast_root(data, dt.size * n))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, unpack| {
+        let dt = dtype(dth, comm)?;
+        let n = count(n, comm)?;
+        // SAFETY: MPI contract: `buf` has room for `n` items until completion.
+        let reg = unsafe { sched::region(&dt, n, buf, false, true, 0, unpack) };
+        built(l, |ic| ic.ione(reg, dt.size * n, r, false))
+    })
 }
 
-/// `MPI_Igather(v)`: `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
-fn igatherv(
+/// The root's schedule of an `MPI_Igather(v)` (`gather`: its blocks are received) or
+/// `MPI_Iscatter(v)` (its blocks are sent).
+fn root_blocks(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    recvtype: c_int,
+    side: Laid<*mut c_void>,
+    gather: bool,
+    unpack: &mut Vec<Unpack>,
+) -> MpiResult<Schedule> {
+    let dt = dtype(side.datatype, l.net.comm)?;
+    let slots = slots_of(l, side.layout)?;
+    // SAFETY: MPI contract: the root's buffer holds (scatter) or has room for (gather)
+    // every block until completion.
+    let b = unsafe { sched::laid(&dt, side.buf, &slots, |_| !gather, |_| gather, 0, unpack) };
+    built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, gather))
+}
+
+/// `MPI_Igather(v)`: the receive layout only matters at the root.
+pub(crate) fn igatherv(
+    l: &Link,
+    snd: SendSpec,
+    rcv: Laid<*mut c_void>,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let rdt = dtype(recvtype, comm)?;
-            // SAFETY: MPI contract: recvbuf has room for every block until completion.
-            let b = unsafe {
-                sched::laid(
-                    &rdt,
-                    recvbuf,
-                    &slots()?,
-                    |_| false,
-                    |_| true,
-                    0,
-                    &mut unpack,
-                )
-            };
-            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, true))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let sdt = dtype(sendtype, comm)?;
-            let n = count(sendcount, comm)?;
-            let data = send_region(&sdt, n, sendbuf);
-            built(l, |ic| ic.ione(data, sdt.size * n, r, true))?
-        }
-    };
-    start(l, s, unpack, request)
+    let at_root = |unpack: &mut Vec<Unpack>| root_blocks(l, rcv, true, unpack);
+    rooted(l, root, request, at_root, |r, _| {
+        no_in_place(snd.buf, comm)?;
+        let sdt = dtype(snd.datatype, comm)?;
+        let n = count(snd.count, comm)?;
+        let data = send_region(&sdt, n, snd.buf);
+        built(l, |ic| ic.ione(data, sdt.size * n, r, true))
+    })
 }
 
-/// `MPI_Igather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn igather(
+/// `MPI_Iscatter(v)`: the send layout only matters at the root.
+pub(crate) fn iscatterv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(recvcount, l.net.comm)?));
-    igatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
-    )
-}
-
-/// `MPI_Igatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn igatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || layout(l, recvcounts, displs);
-    igatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, root, request,
-    )
-}
-
-/// `MPI_Iscatter(v)`: `slots` (per remote rank) only matter at the root.
-#[allow(clippy::too_many_arguments)]
-fn iscatterv(
-    l: &Link,
-    sendbuf: *const c_void,
-    slots: impl FnOnce() -> MpiResult<Vec<(usize, isize)>>,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
+    snd: Laid<*const c_void>,
+    rcv: RecvSpec,
     root: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let sdt = dtype(sendtype, comm)?;
-            // SAFETY: MPI contract: sendbuf holds every block until completion.
-            let b = unsafe {
-                sched::laid(
-                    &sdt,
-                    sendbuf.cast_mut(),
-                    &slots()?,
-                    |_| true,
-                    |_| false,
-                    0,
-                    &mut unpack,
-                )
-            };
-            built(l, |ic| ic.irooted(b.region, &b.counts, &b.displs, false))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(recvbuf, comm)?;
-            let rdt = dtype(recvtype, comm)?;
-            let n = count(recvcount, comm)?;
-            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let reg = unsafe { sched::region(&rdt, n, recvbuf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ione(reg, rdt.size * n, r, false))?
-        }
-    };
-    start(l, s, unpack, request)
-}
-
-/// `MPI_Iscatter`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iscatter(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || Ok(uniform(l, count(sendcount, l.net.comm)?));
-    iscatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
-    )
-}
-
-/// `MPI_Iscatterv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iscatterv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = || layout(l, sendcounts, displs);
-    iscatterv(
-        l, sendbuf, slots, sendtype, recvbuf, recvcount, recvtype, root, request,
-    )
+    let at_root = |unpack: &mut Vec<Unpack>| root_blocks(l, snd.cast_mut(), false, unpack);
+    rooted(l, root, request, at_root, |r, unpack| {
+        no_in_place(rcv.buf, comm)?;
+        let rdt = dtype(rcv.datatype, comm)?;
+        let n = count(rcv.count, comm)?;
+        // SAFETY: MPI contract: rcv.buf has room for `n` items until completion.
+        let reg = unsafe { sched::region(&rdt, n, rcv.buf, false, true, 0, unpack) };
+        built(l, |ic| ic.ione(reg, rdt.size * n, r, false))
+    })
 }
 
 /// Exchange with every remote rank: `send` pieces `(type, count, address)` go to remote
@@ -849,138 +676,76 @@ fn typed_pieces(
 }
 
 /// `MPI_Iallgather` / `MPI_Iallgatherv`.
-#[allow(clippy::too_many_arguments)]
 fn iallgatherv(
     l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    snd: SendSpec,
     recvbuf: *mut c_void,
     slots: MpiResult<Vec<(usize, isize)>>,
     recvtype: c_int,
     request: *mut c_int,
 ) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
-    let sdt = dtype(sendtype, comm)?;
+    no_in_place(snd.buf, comm)?;
+    let sdt = dtype(snd.datatype, comm)?;
     let rdt = dtype(recvtype, comm)?;
     let send = typed_pieces(
         &sdt,
-        sendbuf,
-        &vec![(count(sendcount, comm)?, 0); l.rsize as usize],
+        snd.buf,
+        &vec![(count(snd.count, comm)?, 0); l.rsize as usize],
     );
     iexchange(l, &send, &typed_pieces(&rdt, recvbuf, &slots?), request)
 }
 
 /// `MPI_Iallgather`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iallgather(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = count(recvcount, l.net.comm).map(|k| uniform(l, k));
-    iallgatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
-    )
+pub(crate) fn iallgather(l: &Link, snd: SendSpec, rcv: RecvSpec, request: *mut c_int) -> MpiResult {
+    let slots = count(rcv.count, l.net.comm).map(|k| uniform(l, k));
+    iallgatherv(l, snd, rcv.buf, slots, rcv.datatype, request)
 }
 
 /// `MPI_Iallgatherv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn iallgatherv_c(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let slots = layout(l, recvcounts, displs);
-    iallgatherv(
-        l, sendbuf, sendcount, sendtype, recvbuf, slots, recvtype, request,
-    )
+pub(crate) fn iallgatherv_c(l: &Link, snd: SendSpec, rcv: RecvV, request: *mut c_int) -> MpiResult {
+    let slots = layout(l, rcv.counts, rcv.displs);
+    iallgatherv(l, snd, rcv.buf, slots, rcv.datatype, request)
 }
 
 /// `MPI_Ialltoall`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoall(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoall(l: &Link, snd: SendSpec, rcv: RecvSpec, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = typed_pieces(
-        &dtype(sendtype, comm)?,
-        sendbuf,
-        &uniform(l, count(sendcount, comm)?),
+        &dtype(snd.datatype, comm)?,
+        snd.buf,
+        &uniform(l, count(snd.count, comm)?),
     );
     let recv = typed_pieces(
-        &dtype(recvtype, comm)?,
-        recvbuf,
-        &uniform(l, count(recvcount, comm)?),
+        &dtype(rcv.datatype, comm)?,
+        rcv.buf,
+        &uniform(l, count(rcv.count, comm)?),
     );
     iexchange(l, &send, &recv, request)
 }
 
 /// `MPI_Ialltoallv`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoallv(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoallv(l: &Link, snd: SendV, rcv: RecvV, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let send = typed_pieces(
-        &dtype(sendtype, comm)?,
-        sendbuf,
-        &layout(l, sendcounts, sdispls)?,
+        &dtype(snd.datatype, comm)?,
+        snd.buf,
+        &layout(l, snd.counts, snd.displs)?,
     );
     let recv = typed_pieces(
-        &dtype(recvtype, comm)?,
-        recvbuf,
-        &layout(l, recvcounts, rdispls)?,
+        &dtype(rcv.datatype, comm)?,
+        rcv.buf,
+        &layout(l, rcv.counts, rcv.displs)?,
     );
     iexchange(l, &send, &recv, request)
 }
 
 /// `MPI_Ialltoallw` (byte displacements, one type per remote rank).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ialltoallw(
-    l: &Link,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ialltoallw(l: &Link, snd: SendW, rcv: RecvW, request: *mut c_int) -> MpiResult {
     let comm = l.net.comm;
-    no_in_place(sendbuf, comm)?;
+    no_in_place(snd.buf, comm)?;
     let n = l.rsize as usize;
     let typed = |base: *const c_void,
                  counts,
@@ -995,46 +760,34 @@ pub(crate) fn ialltoallw(
             .map(|((k, d), &t)| Ok((dtype(t, comm)?, k, at(base, d).cast())))
             .collect()
     };
-    let send = typed(sendbuf, sendcounts, sdispls, sendtypes)?;
-    let recv = typed(recvbuf, recvcounts, rdispls, recvtypes)?;
+    let send = typed(snd.buf, snd.counts, snd.displs, snd.datatype)?;
+    let recv = typed(rcv.buf, rcv.counts, rcv.displs, rcv.datatype)?;
     iexchange(l, &send, &recv, request)
 }
 
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn ireduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    root: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ireduce(l: &Link, args: ReduceArgs, root: c_int, request: *mut c_int) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
-    let mut unpack = Vec::new();
-    let s = match role(l, root)? {
-        Role::Idle => idle(l)?,
-        Role::Root => {
-            let dt = dtype(dth, comm)?;
-            let o = sched::owned_op(&dt, dth, op, comm)?;
-            let n = count(n, comm)?;
-            let len = dt.size * n;
-            // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-            let out = unsafe { sched::region(&dt, n, recvbuf, false, true, 0, &mut unpack) };
-            built(l, |ic| ic.ireduce_root(out, len, o))?
-        }
-        Role::Leaf(r) => {
-            no_in_place(sendbuf, comm)?;
-            let dt = dtype(dth, comm)?;
-            let o = sched::owned_op(&dt, dth, op, comm)?;
-            let n = count(n, comm)?;
-            let data = send_region(&dt, n, sendbuf);
-            built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))?
-        }
+    let at_root = |unpack: &mut Vec<Unpack>| -> MpiResult<Schedule> {
+        let dt = dtype(dth, comm)?;
+        let o = sched::owned_op(&dt, dth, op, comm)?;
+        let n = count(n, comm)?;
+        let len = dt.size * n;
+        // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
+        let out = unsafe { sched::region(&dt, n, recvbuf, false, true, 0, unpack) };
+        built(l, |ic| ic.ireduce_root(out, len, o))
     };
-    start(l, s, unpack, request)
+    rooted(l, root, request, at_root, |r, _| {
+        no_in_place(sendbuf, comm)?;
+        let dt = dtype(dth, comm)?;
+        let o = sched::owned_op(&dt, dth, op, comm)?;
+        let n = count(n, comm)?;
+        let data = send_region(&dt, n, sendbuf);
+        built(l, |ic| ic.ireduce_send(data, dt.size * n, r, o))
+    })
 }
 
 /// Shared body of Iallreduce (`counts` = None) and Ireduce_scatter (local `counts`):
@@ -1043,14 +796,12 @@ pub(crate) fn ireduce(
 #[allow(clippy::too_many_arguments)]
 fn ireduce_swap(
     l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    total: usize,
+    args: ReduceArgs<usize>,
     counts: Option<&[usize]>,
-    dth: c_int,
-    op: c_int,
     request: *mut c_int,
 ) -> MpiResult {
+    let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
+    let (total, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
@@ -1066,59 +817,26 @@ fn ireduce_swap(
 }
 
 /// `MPI_Iallreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn iallreduce(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    n: c_int,
-    dth: c_int,
-    op: c_int,
-    request: *mut c_int,
-) -> MpiResult {
-    let n = count(n, l.net.comm)?;
-    ireduce_swap(l, sendbuf, recvbuf, n, None, dth, op, request)
+pub(crate) fn iallreduce(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+    let n = count(args.count, l.net.comm)?;
+    ireduce_swap(l, args.with_count(n), None, request)
 }
 
 /// `MPI_Ireduce_scatter` with C arguments (`recvcounts` has the local group's size).
 pub(crate) fn ireduce_scatter_c(
     l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    dth: c_int,
-    op: c_int,
+    args: ReduceArgs<*const c_int>,
     request: *mut c_int,
 ) -> MpiResult {
-    let comm = l.net.comm;
-    let counts = slice_in(recvcounts, l.star.size as usize, "recvcounts")
-        .map_err(|e| e.on(comm))?
-        .iter()
-        .map(|&k| count(k, comm))
-        .collect::<MpiResult<Vec<_>>>()?;
+    let counts = local_counts(l, args.count)?;
     let total = counts.iter().sum();
-    ireduce_swap(l, sendbuf, recvbuf, total, Some(&counts), dth, op, request)
+    ireduce_swap(l, args.with_count(total), Some(&counts), request)
 }
 
 /// `MPI_Ireduce_scatter_block`.
-pub(crate) fn ireduce_scatter_block(
-    l: &Link,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    dth: c_int,
-    op: c_int,
-    request: *mut c_int,
-) -> MpiResult {
+pub(crate) fn ireduce_scatter_block(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+    let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
-    ireduce_swap(
-        l,
-        sendbuf,
-        recvbuf,
-        k * counts.len(),
-        Some(&counts),
-        dth,
-        op,
-        request,
-    )
+    ireduce_swap(l, args.with_count(k * counts.len()), Some(&counts), request)
 }

@@ -17,7 +17,7 @@
 //! intercommunicator's collective context otherwise) and each leader broadcasts both lists
 //! in its group; everybody then takes the maximum ([`exchange`]).
 
-use crate::backend::{self, EComm, EReq, SendMode};
+use crate::backend::{self, EComm, EReq};
 use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
 use crate::state::{lock, Comm};
@@ -108,26 +108,21 @@ impl Net {
             comm,
         })
     }
+    /// The byte link on engine context `ctx`.
+    fn wire(&self, ctx: EComm) -> backend::Wire {
+        backend::Wire {
+            eng: self.eng,
+            ctx,
+            comm: self.comm,
+        }
+    }
     /// Start sending `data`; the caller keeps `data` alive until it waits.
     pub fn isend(&self, ctx: EComm, data: &[u8], dest: i32, tag: i32) -> MpiResult<EReq> {
-        // SAFETY: every caller waits for the request before `data` is dropped.
-        unsafe {
-            self.eng.isend(
-                data.as_ptr(),
-                data.len(),
-                dest,
-                tag,
-                ctx,
-                SendMode::Standard,
-            )
-        }
-        .map_err(|e| backend::err(e).on(self.comm))
+        self.wire(ctx).isend(data, dest, tag)
     }
     /// Start receiving into `buf`; the caller keeps `buf` alive until it waits.
     pub fn irecv(&self, ctx: EComm, buf: &mut [u8], src: i32, tag: i32) -> MpiResult<EReq> {
-        // SAFETY: every caller waits for the request before `buf` is dropped or read.
-        unsafe { self.eng.irecv(buf.as_mut_ptr(), buf.len(), src, tag, ctx) }
-            .map_err(|e| backend::err(e).on(self.comm))
+        self.wire(ctx).irecv(buf, src, tag)
     }
     /// Wait for a request; the number of bytes received.
     pub fn wait(&self, r: EReq) -> MpiResult<usize> {

@@ -182,77 +182,102 @@ fn at(base: *const c_void, items: isize, dt: &Datatype) -> *const u8 {
     base.cast::<u8>().wrapping_offset(items * dt.extent())
 }
 
-mpi_fn! {
-    /// `MPI_Neighbor_allgather`.
-    fn PMPI_Neighbor_allgather / "MPI_Neighbor_allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Neighbor_allgather")?;
+/// Defines a blocking neighbourhood collective and its nonblocking form (the same
+/// arguments and `request`) from one body, run after the intracommunicator check of the
+/// argument `$comm`; in it `$req` is the request to complete: `None` for the blocking form,
+/// `Some(request)` for the nonblocking one.
+macro_rules! neighbor_forms {
+    ($(
+        #[doc = $doc:literal] $pname:ident $name:literal,
+        #[doc = $idoc:literal] $ipname:ident $iname:literal,
+        ($($arg:ident: $ty:ty),*) |$comm:ident, $req:ident| $body:block
+    )*) => {$(
+        mpi_fn! {
+            #[doc = $doc]
+            fn $pname / $name ($($arg: $ty),*) {
+                crate::intercomm::require_intra($comm, $name)?;
+                let $req: Option<*mut c_int> = None;
+                $body
+            }
+        }
+        mpi_fn! {
+            #[doc = $idoc]
+            fn $ipname / $iname ($($arg: $ty),*, request: *mut c_int) {
+                crate::intercomm::require_intra($comm, $iname)?;
+                let $req = Some(request);
+                $body
+            }
+        }
+    )*};
+}
+
+neighbor_forms! {
+    #[doc = "`MPI_Neighbor_allgather`."] PMPI_Neighbor_allgather "MPI_Neighbor_allgather",
+    #[doc = "`MPI_Ineighbor_allgather` (progresses in the background)."] PMPI_Ineighbor_allgather "MPI_Ineighbor_allgather",
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) |comm, req| {
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        // SAFETY: MPI contract of the call for the buffers.
+        // SAFETY: MPI contract of the call for the buffers (valid until completion for the
+        // nonblocking form).
         unsafe {
             neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, None)
+            }, req)
         }
     }
-}
 
-mpi_fn! {
-    /// `MPI_Neighbor_allgatherv`.
-    fn PMPI_Neighbor_allgatherv / "MPI_Neighbor_allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Neighbor_allgatherv")?;
+    #[doc = "`MPI_Neighbor_allgatherv`."] PMPI_Neighbor_allgatherv "MPI_Neighbor_allgatherv",
+    #[doc = "`MPI_Ineighbor_allgatherv` (progresses in the background)."] PMPI_Ineighbor_allgatherv "MPI_Ineighbor_allgatherv",
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) |comm, req| {
         let sn = check_count(sendcount)?;
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, _) = degrees(comm)?;
         let rc = slice_in(recvcounts, indeg, "recvcounts")?;
         let rd = slice_in(displs, indeg, "displs")?;
-        // SAFETY: MPI contract of the call for the buffers.
+        // SAFETY: MPI contract of the call for the buffers (valid until completion for the
+        // nonblocking form).
         unsafe {
             neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, None)
+            }, req)
         }
     }
-}
 
-mpi_fn! {
-    /// `MPI_Neighbor_alltoall`.
-    fn PMPI_Neighbor_alltoall / "MPI_Neighbor_alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoall")?;
+    #[doc = "`MPI_Neighbor_alltoall`."] PMPI_Neighbor_alltoall "MPI_Neighbor_alltoall",
+    #[doc = "`MPI_Ineighbor_alltoall` (progresses in the background)."] PMPI_Ineighbor_alltoall "MPI_Ineighbor_alltoall",
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) |comm, req| {
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        // SAFETY: MPI contract of the call for the buffers.
+        // SAFETY: MPI contract of the call for the buffers (valid until completion for the
+        // nonblocking form).
         unsafe {
             neighbor(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
                 Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, None)
+            }, req)
         }
     }
-}
 
-mpi_fn! {
-    /// `MPI_Neighbor_alltoallv`.
-    fn PMPI_Neighbor_alltoallv / "MPI_Neighbor_alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoallv")?;
+    #[doc = "`MPI_Neighbor_alltoallv`."] PMPI_Neighbor_alltoallv "MPI_Neighbor_alltoallv",
+    #[doc = "`MPI_Ineighbor_alltoallv` (progresses in the background)."] PMPI_Ineighbor_alltoallv "MPI_Ineighbor_alltoallv",
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) |comm, req| {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
         let sd = slice_in(sdispls, outdeg, "sdispls")?;
         let rc = slice_in(recvcounts, indeg, "recvcounts")?;
         let rd = slice_in(rdispls, indeg, "rdispls")?;
-        // SAFETY: MPI contract of the call for the buffers.
+        // SAFETY: MPI contract of the call for the buffers (valid until completion for the
+        // nonblocking form).
         unsafe {
             neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
                 Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, None)
+            }, req)
         }
     }
-}
 
-mpi_fn! {
-    /// `MPI_Neighbor_alltoallw` (displacements in bytes).
-    fn PMPI_Neighbor_alltoallw / "MPI_Neighbor_alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Neighbor_alltoallw")?;
+    #[doc = "`MPI_Neighbor_alltoallw` (displacements in bytes)."] PMPI_Neighbor_alltoallw "MPI_Neighbor_alltoallw",
+    #[doc = "`MPI_Ineighbor_alltoallw` (displacements in bytes; progresses in the background)."] PMPI_Ineighbor_alltoallw "MPI_Ineighbor_alltoallw",
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) |comm, req| {
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
         let sd = slice_in(sdispls, outdeg, "sdispls")?;
@@ -260,98 +285,12 @@ mpi_fn! {
         let rc = slice_in(recvcounts, indeg, "recvcounts")?;
         let rd = slice_in(rdispls, indeg, "rdispls")?;
         let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
-        // SAFETY: MPI contract of the call for the buffers.
+        // SAFETY: MPI contract of the call for the buffers (valid until completion for the
+        // nonblocking form).
         unsafe {
             neighbor(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
                 Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
-            }, None)
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Ineighbor_allgather` (progresses in the background).
-    fn PMPI_Ineighbor_allgather / "MPI_Ineighbor_allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Ineighbor_allgather")?;
-        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
-        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        // SAFETY: MPI contract of the call for the buffers (valid until completion).
-        unsafe {
-            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
-                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, Some(request))
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Ineighbor_allgatherv` (progresses in the background).
-    fn PMPI_Ineighbor_allgatherv / "MPI_Ineighbor_allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Ineighbor_allgatherv")?;
-        let sn = check_count(sendcount)?;
-        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        let (indeg, _) = degrees(comm)?;
-        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
-        let rd = slice_in(displs, indeg, "displs")?;
-        // SAFETY: MPI contract of the call for the buffers (valid until completion).
-        unsafe {
-            neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
-                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, Some(request))
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Ineighbor_alltoall` (progresses in the background).
-    fn PMPI_Ineighbor_alltoall / "MPI_Ineighbor_alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoall")?;
-        let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
-        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        // SAFETY: MPI contract of the call for the buffers (valid until completion).
-        unsafe {
-            neighbor(comm, |j| Ok((st.clone(), sn, at(sendbuf, (j * sn) as isize, &st))), |i| {
-                Ok((rt.clone(), rn, at(recvbuf, (i * rn) as isize, &rt).cast_mut()))
-            }, Some(request))
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Ineighbor_alltoallv` (progresses in the background).
-    fn PMPI_Ineighbor_alltoallv / "MPI_Ineighbor_alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoallv")?;
-        let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
-        let (indeg, outdeg) = degrees(comm)?;
-        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
-        let sd = slice_in(sdispls, outdeg, "sdispls")?;
-        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
-        let rd = slice_in(rdispls, indeg, "rdispls")?;
-        // SAFETY: MPI contract of the call for the buffers (valid until completion).
-        unsafe {
-            neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
-                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
-            }, Some(request))
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Ineighbor_alltoallw` (displacements in bytes; progresses in the background).
-    fn PMPI_Ineighbor_alltoallw / "MPI_Ineighbor_alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        crate::intercomm::require_intra(comm, "MPI_Ineighbor_alltoallw")?;
-        let (indeg, outdeg) = degrees(comm)?;
-        let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
-        let sd = slice_in(sdispls, outdeg, "sdispls")?;
-        let stt = slice_in(sendtypes, outdeg, "sendtypes")?;
-        let rc = slice_in(recvcounts, indeg, "recvcounts")?;
-        let rd = slice_in(rdispls, indeg, "rdispls")?;
-        let rtt = slice_in(recvtypes, indeg, "recvtypes")?;
-        // SAFETY: MPI contract of the call for the buffers (valid until completion).
-        unsafe {
-            neighbor(comm, |j| Ok((dtype(stt[j], comm)?, check_count(sc[j])?, sendbuf.cast::<u8>().wrapping_offset(sd[j]))), |i| {
-                Ok((dtype(rtt[i], comm)?, check_count(rc[i])?, recvbuf.cast::<u8>().wrapping_offset(rd[i])))
-            }, Some(request))
+            }, req)
         }
     }
 }

@@ -137,6 +137,21 @@ pub(super) fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
 }
 
+/// Resolve a (buffer, count, datatype) triple of `blocks` blocks of `count` items, checked
+/// in MPI order: the datatype, the count, then the buffer; the datatype and the count.
+pub(super) fn checked(
+    buf: *const c_void,
+    count: c_int,
+    ty: c_int,
+    blocks: usize,
+    comm: c_int,
+) -> MpiResult<(Arc<Datatype>, usize)> {
+    let dt = dtype(ty, comm)?;
+    let n = check_count(count).map_err(|e| e.on(comm))?;
+    crate::coll_alg::check_buf(buf, &dt, n * blocks, comm)?;
+    Ok((dt, n))
+}
+
 /// `count` items of `dt` at `buf` as a schedule region: the memory itself when the type is
 /// contiguous, otherwise owned bytes (packed from `buf` if `fill`) that are unpacked back
 /// into `buf` at completion if `store` (then pushed to `unpack` as region `index`).

@@ -25,6 +25,9 @@ pub(super) enum At {
     Shared,
     /// An offset already reserved on the shared file pointer (ordered access).
     Reserved(i64),
+    /// Ordered access (`MPI_File_read/write_ordered`): rank order on the shared pointer;
+    /// [`access`] reserves the offset collectively and goes on as [`At::Reserved`].
+    Ordered,
 }
 
 /// Fail for individual file pointers and explicit offsets on a file opened with
@@ -51,6 +54,10 @@ pub(super) fn access(
 ) -> MpiResult<MpiStatus> {
     let n = check_count(count)?;
     let dt = lock().dtype_committed(datatype)?;
+    let at = match at {
+        At::Ordered => At::Reserved(ordered_offset(f, n * dt.size)?),
+        at => at,
+    };
     if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
         mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
     }
@@ -84,6 +91,7 @@ pub(super) fn access(
         }
         At::Individual => s.pos,
         At::Shared => f.shared.get().fetch_add(netypes, Ordering::SeqCst),
+        At::Ordered => unreachable!("ordered access is resolved to At::Reserved on entry"),
     };
     let segs = s.view.map.segments(start as u64 * esize, nbytes as u64);
     let atomic = s.atomic;
@@ -168,18 +176,11 @@ impl Drop for RangeLock<'_> {
     }
 }
 
-/// Ordered access (`MPI_File_read/write_ordered`): rank order on the shared pointer.
-pub(super) fn ordered(
-    f: &FileObj,
-    write: bool,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: c_int,
-) -> MpiResult<MpiStatus> {
-    let n = check_count(count)?;
-    let dt = lock().dtype_committed(datatype)?;
+/// The offset (etypes of the view) of this rank's `nbytes` in an ordered access: the
+/// shared pointer advances by everyone's total, each rank placed in rank order.
+fn ordered_offset(f: &FileObj, nbytes: usize) -> MpiResult<i64> {
     let esize = f.state().view.esize;
-    let mine = ((n * dt.size) as u64 / esize) as i64;
+    let mine = (nbytes as u64 / esize) as i64;
     let all = allgather_i64(mine, f.comm)?;
     let before: i64 = all[..f.rank as usize].iter().sum();
     let total: i64 = all.iter().sum();
@@ -189,7 +190,7 @@ pub(super) fn ordered(
         0
     };
     let base = bcast_i64(base, 0, f.comm)?;
-    access(f, At::Reserved(base + before), write, buf, count, datatype)
+    Ok(base + before)
 }
 
 /// Write the status `s` of a file access to the caller's `status`.

@@ -39,8 +39,8 @@ use crate::ffi::{out, ErrorOwner, MpiError};
 use crate::request::MpiStatus;
 use crate::state::{lock, Group, Info};
 use access::{
-    access, check_no_split, completed_request, not_sequential, ordered, seek_target, split_begin,
-    split_end, write_st, At,
+    access, check_no_split, completed_request, not_sequential, seek_target, split_begin, split_end,
+    write_st, At,
 };
 use collective::{barrier, bcast_i64, internal};
 use file::{
@@ -477,7 +477,7 @@ access_at! {
     PMPI_File_write_at_all "MPI_File_write_at_all" true *const c_void;
 }
 
-/// Blocking accesses through a file pointer (individual or shared; `ordered` for the
+/// Blocking accesses through a file pointer (individual or shared; `Ordered` for the
 /// collective shared-pointer forms).
 macro_rules! access_ptr {
     ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
@@ -491,7 +491,6 @@ macro_rules! access_ptr {
             }
         }
     )*};
-    (@go Ordered, $f:expr, $w:expr, $b:expr, $c:expr, $d:expr) => { ordered($f, $w, $b, $c, $d) };
     (@go $at:ident, $f:expr, $w:expr, $b:expr, $c:expr, $d:expr) => { access($f, At::$at, $w, $b, $c, $d) };
 }
 

@@ -40,7 +40,7 @@ mod window;
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError};
 use crate::state::lock;
-use ops::{access, do_accumulate, do_get, do_put, done_request, dtype};
+use ops::{access, do_accumulate, do_get, do_put, done_request, dtype, TargetSpec};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{fence, Ordering};
 use sync::{
@@ -202,35 +202,35 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Put`.
     fn PMPI_Put / "MPI_Put" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        do_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+        do_put(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })
     }
 }
 
 mpi_fn! {
     /// `MPI_Get`.
     fn PMPI_Get / "MPI_Get" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        do_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+        do_get(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })
     }
 }
 
 mpi_fn! {
     /// `MPI_Accumulate`.
     fn PMPI_Accumulate / "MPI_Accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, win)
+        do_accumulate(origin_addr, origin_count, origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)
     }
 }
 
 mpi_fn! {
     /// `MPI_Get_accumulate`.
     fn PMPI_Get_accumulate / "MPI_Get_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), target_rank, target_disp, target_count, target_datatype, op, win)
+        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)
     }
 }
 
 mpi_fn! {
     /// `MPI_Fetch_and_op`.
     fn PMPI_Fetch_and_op / "MPI_Fetch_and_op" [OnWin(win)] (origin_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, op: c_int, win: c_int) {
-        do_accumulate(origin_addr, 1, datatype, Some((result_addr, 1, datatype)), target_rank, target_disp, 1, datatype, op, win)
+        do_accumulate(origin_addr, 1, datatype, Some((result_addr, 1, datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: 1, datatype, win }, op)
     }
 }
 
@@ -275,7 +275,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Rput`: completes at once.
     fn PMPI_Rput / "MPI_Rput" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        do_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        do_put(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })?;
         done_request(request, win)
     }
 }
@@ -283,7 +283,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Rget`: completes at once.
     fn PMPI_Rget / "MPI_Rget" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        do_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        do_get(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })?;
         done_request(request, win)
     }
 }
@@ -291,7 +291,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Raccumulate`: completes at once.
     fn PMPI_Raccumulate / "MPI_Raccumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, None, target_rank, target_disp, target_count, target_datatype, op, win)?;
+        do_accumulate(origin_addr, origin_count, origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)?;
         done_request(request, win)
     }
 }
@@ -299,7 +299,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Rget_accumulate`: completes at once.
     fn PMPI_Rget_accumulate / "MPI_Rget_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), target_rank, target_disp, target_count, target_datatype, op, win)?;
+        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)?;
         done_request(request, win)
     }
 }

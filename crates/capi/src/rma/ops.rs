@@ -171,6 +171,29 @@ pub(super) fn access(win: c_int, target_rank: c_int, target_disp: isize) -> MpiR
     })
 }
 
+/// The target side of a one-sided operation as the caller gave it: rank, displacement,
+/// count and datatype in window `win`; checked when the operation resolves it.
+#[derive(Clone, Copy)]
+pub(super) struct TargetSpec {
+    /// Rank in the window's group (or `MPI_PROC_NULL`).
+    pub rank: c_int,
+    /// Displacement in the target's displacement units.
+    pub disp: isize,
+    /// Item count at the target.
+    pub count: c_int,
+    /// Datatype handle at the target.
+    pub datatype: c_int,
+    /// The window.
+    pub win: c_int,
+}
+
+impl TargetSpec {
+    /// Resolve the access ([`access`]).
+    fn access(&self) -> MpiResult<Access> {
+        access(self.win, self.rank, self.disp)
+    }
+}
+
 /// The committed datatype of handle `h`.
 pub(super) fn dtype(h: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h)
@@ -211,39 +234,26 @@ fn target_ranges(
     Ok((dt, rs))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `MPI_Put` (and `MPI_Rput`): write `ocount` items of `otype` at `origin` to `t`.
 pub(super) fn do_put(
     origin: *const c_void,
     ocount: c_int,
     otype: c_int,
-    trank: c_int,
-    tdisp: isize,
-    tcount: c_int,
-    ttype: c_int,
-    win: c_int,
+    t: TargetSpec,
 ) -> MpiResult {
-    let a = access(win, trank, tdisp)?;
+    let a = t.access()?;
     let (_, data) = pack(origin, ocount, otype)?;
-    let (_, rs) = target_ranges(&a, tcount, ttype, data.len())?;
+    let (_, rs) = target_ranges(&a, t.count, t.datatype, data.len())?;
     let Some(t) = a.target else { return Ok(()) };
     a.inner.write(t, &rs, &data)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn do_get(
-    origin: *mut c_void,
-    ocount: c_int,
-    otype: c_int,
-    trank: c_int,
-    tdisp: isize,
-    tcount: c_int,
-    ttype: c_int,
-    win: c_int,
-) -> MpiResult {
-    let a = access(win, trank, tdisp)?;
+/// `MPI_Get` (and `MPI_Rget`): read `t` into `ocount` items of `otype` at `origin`.
+pub(super) fn do_get(origin: *mut c_void, ocount: c_int, otype: c_int, t: TargetSpec) -> MpiResult {
+    let a = t.access()?;
     let n = check_count(ocount)?;
     let odt = dtype(otype)?;
-    let (_, rs) = target_ranges(&a, tcount, ttype, n * odt.size)?;
+    let (_, rs) = target_ranges(&a, t.count, t.datatype, n * odt.size)?;
     let Some(t) = a.target else { return Ok(()) };
     let data = a.inner.read(t, &rs)?;
     // SAFETY: the origin buffer holds `ocount` items of the origin datatype.
@@ -338,21 +348,17 @@ pub(super) fn do_accumulate(
     ocount: c_int,
     otype: c_int,
     result: Option<(*mut c_void, c_int, c_int)>,
-    trank: c_int,
-    tdisp: isize,
-    tcount: c_int,
-    ttype: c_int,
+    t: TargetSpec,
     op: c_int,
-    win: c_int,
 ) -> MpiResult {
-    let a = access(win, trank, tdisp)?;
+    let a = t.access()?;
     let (odt, data) = if op == MPI_NO_OP {
         (dtype(otype)?, Vec::new())
     } else {
         pack(origin, ocount, otype)?
     };
-    let n = check_count(tcount)?;
-    let tdt = dtype(ttype)?;
+    let n = check_count(t.count)?;
+    let tdt = dtype(t.datatype)?;
     let tbytes = n * tdt.size;
     if op != MPI_NO_OP && data.len() != tbytes {
         mpi_bail!(
