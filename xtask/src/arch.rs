@@ -10,31 +10,16 @@
 //!    crate root (and of inline modules) to the root file. A parent's own references to its
 //!    children (by `mod` and relative paths) are not edges: the root and `mod.rs` files
 //!    declare and re-export what is below them. Comments and string literals are ignored.
-//!    Crates listed in [`NOT_YET_ACYCLIC`] report their circles without failing; the list
-//!    can only shrink: a listed crate without circles fails until it is removed from it.
 //! 3. One OS layer per library crate: calls of `libc::` or `rustix::` functions only in its
 //!    `sys` module (`src/sys.rs` or `src/sys/`); C types and constants may be used anywhere.
-//!    Crates listed in [`NOT_YET_ONE_OS_LAYER`] report such calls without failing; that list
-//!    can only shrink too.
+//!
+//! Every library crate passes all three (the C ABI, the last one with circles and stray
+//! calls, was untangled in issue 13), so any finding fails the check.
 
 use crate::workspace_root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-
-/// Library crates whose files still import one another in circles. Their circles are
-/// printed, not failed on. Remove a crate from here as soon as it is clean; the check fails
-/// when a listed crate has no circle, so the list can only shrink. Empty since the C ABI
-/// was untangled (issue 13): every library crate's files import one another only
-/// downwards, and a new circle fails the check.
-const NOT_YET_ACYCLIC: &[&str] = &[];
-
-/// Library crates that still make system calls outside their `sys` module. Their calls are
-/// printed, not failed on; remove a crate as soon as it is clean (the check fails when a
-/// listed crate has none, so the list can only shrink). Empty since the C ABI's calls moved
-/// to its `sys` module (issue 13): every library crate now has one OS layer, and a new call
-/// outside it fails the check.
-const NOT_YET_ONE_OS_LAYER: &[&str] = &[];
 
 /// The info string of the fenced block holding the crate graph in ARCHITECTURE.md.
 const GRAPH_FENCE: &str = "```crate-graph";
@@ -64,65 +49,22 @@ pub fn cmd_check_arch(args: &[String]) -> Result<(), String> {
             continue;
         }
         let files = crate_sources(&m.dir)?;
-        let cycles = import_cycles(&files);
-        let allowed = NOT_YET_ACYCLIC.contains(&m.name.as_str());
-        for (c, knot) in &cycles {
-            let line = format!(
+        for (c, knot) in import_cycles(&files) {
+            problems.push(format!(
                 "{}: import circle: {} (one of the circles among {} files: {})",
                 m.name,
                 c.join(" -> "),
                 knot.len(),
                 knot.join(" ")
-            );
-            if allowed {
-                eprintln!(
-                    "xtask: note (allowed, {} is in NOT_YET_ACYCLIC): {line}",
-                    m.name
-                );
-            } else {
-                problems.push(line);
-            }
-        }
-        if allowed && cycles.is_empty() {
-            problems.push(format!(
-                "{} has no import circle any more: remove it from NOT_YET_ACYCLIC in \
-                 xtask/src/arch.rs",
-                m.name
             ));
         }
-        let calls = syscalls_outside_sys(&files);
-        let allowed = NOT_YET_ONE_OS_LAYER.contains(&m.name.as_str());
-        if allowed && !calls.is_empty() {
-            let mut per_file: BTreeMap<&str, usize> = BTreeMap::new();
-            for c in &calls {
-                *per_file
-                    .entry(c.split(':').next().unwrap_or(""))
-                    .or_default() += 1;
-            }
-            let files: Vec<String> = per_file.iter().map(|(f, n)| format!("{f} ({n})")).collect();
-            eprintln!(
-                "xtask: note (allowed, {} is in NOT_YET_ONE_OS_LAYER): {} OS call(s) outside its \
-                 sys module: {}",
-                m.name,
-                calls.len(),
-                files.join(", ")
-            );
-        } else {
-            for c in &calls {
-                problems.push(format!("{}: OS call outside its sys module: {c}", m.name));
-            }
-        }
-        if allowed && calls.is_empty() {
-            problems.push(format!(
-                "{} makes no OS call outside sys any more: remove it from \
-                 NOT_YET_ONE_OS_LAYER in xtask/src/arch.rs",
-                m.name
-            ));
+        for c in syscalls_outside_sys(&files) {
+            problems.push(format!("{}: OS call outside its sys module: {c}", m.name));
         }
     }
     if problems.is_empty() {
         eprintln!(
-            "xtask: check-arch: {} crates match ARCHITECTURE.md's graph; no new import circle \
+            "xtask: check-arch: {} crates match ARCHITECTURE.md's graph; no import circle \
              or OS call outside a sys module",
             members.len()
         );

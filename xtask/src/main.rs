@@ -42,8 +42,9 @@ fn usage() -> String {
      \x20 install [--prefix DIR] [--debug]   build and install bin/, lib/, include/, etc/ into DIR\n\
      \x20                                    (default: target/oxmpi)\n\
      \x20 demo                               install, then run the ring demo with mpirun -n 4\n\
-     \x20 check-arch                         the crate graph equals ARCHITECTURE.md's; no new import\n\
-     \x20                                    circle between the files of a library crate\n\
+     \x20 check-arch                         the crate graph equals ARCHITECTURE.md's; no import circle\n\
+     \x20                                    between the files of a library crate; no OS call\n\
+     \x20                                    outside a crate's sys module\n\
      \x20 test                               fmt, check-arch, clippy, unit tests and the integration\n\
      \x20                                    suite\n\
      \x20 bench [ARGS]                       benchmark harness (oxmpi vs Open MPI vs MPICH)\n"

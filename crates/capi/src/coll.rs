@@ -180,10 +180,6 @@ impl Coll {
     }
 }
 
-fn is_in_place(p: *const c_void) -> bool {
-    p as isize == -1
-}
-
 fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
 }
@@ -244,7 +240,7 @@ fn scan(r: alg::ReduceArgs, exclusive: bool) -> MpiResult {
     // Reject undefined (op, type) pairs on every rank before any message moves.
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
     let a = c.alg();
-    let in_place = is_in_place(sendbuf);
+    let in_place = alg::is_in_place(sendbuf);
     alg::check_buf(recvbuf, &dt, n, comm)?;
     if !in_place {
         alg::check_buf(sendbuf, &dt, n, comm)?;
@@ -330,7 +326,7 @@ fn gatherv(
     }
     let rdt = rdt.expect("receive type checked");
     let me = root as usize;
-    let in_place = is_in_place(sendbuf);
+    let in_place = alg::is_in_place(sendbuf);
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
     let mut area = unsafe { alg::Blocks::new(rdt, recvbuf, slots, |i| in_place && i == me) };
     let send = match &sdt {
@@ -382,7 +378,7 @@ fn scatterv(
     let mut src = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), slots, |_| true) };
     let (counts, displs) = (src.counts.clone(), src.displs.clone());
     let mine = counts[me];
-    let in_place = is_in_place(recvbuf);
+    let in_place = alg::is_in_place(recvbuf);
     let mut scratch;
     let mut out = if in_place {
         scratch = vec![0u8; mine];
@@ -422,7 +418,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
-        let inplace = is_in_place(sendbuf) && c.rank == root;
+        let inplace = alg::is_in_place(sendbuf) && c.rank == root;
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
         let rdt = if c.rank == root { Some(dtype(recvtype, comm)?) } else { None };
@@ -438,7 +434,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
-        let inplace = is_in_place(sendbuf) && c.rank == root;
+        let inplace = alg::is_in_place(sendbuf) && c.rank == root;
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
         let (rdt, slots) = if c.rank == root { (Some(dtype(recvtype, comm)?), layout(&c, recvcounts, displs)?) } else { (None, vec![]) };
@@ -452,7 +448,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
-        let inplace = is_in_place(recvbuf) && c.rank == root;
+        let inplace = alg::is_in_place(recvbuf) && c.rank == root;
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
         let sdt = if c.rank == root { Some(dtype(sendtype, comm)?) } else { None };
@@ -468,7 +464,7 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
-        let inplace = is_in_place(recvbuf) && c.rank == root;
+        let inplace = alg::is_in_place(recvbuf) && c.rank == root;
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
         let (sdt, slots) = if c.rank == root { (Some(dtype(sendtype, comm)?), layout(&c, sendcounts, displs)?) } else { (None, vec![]) };
@@ -525,7 +521,7 @@ mpi_fn! {
     fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
         let c = coll(comm)?;
-        let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
+        let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
@@ -539,7 +535,7 @@ mpi_fn! {
     fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }); }
         let c = coll(comm)?;
-        let sdt = if is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
+        let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
         let slots = layout(&c, recvcounts, displs)?;
@@ -622,7 +618,7 @@ fn alltoall_shm(
     let block = rc * rdt.size;
     let total = n * rc;
     alg::check_buf(recvbuf, rdt, total, comm)?;
-    let send = if is_in_place(sendbuf) {
+    let send = if alg::is_in_place(sendbuf) {
         // SAFETY: MPI contract: in place, recvbuf holds the data to send.
         alg::SendBytes::Packed(unsafe { alg::pack(rdt, total, recvbuf) })
     } else {
@@ -641,7 +637,7 @@ fn alltoall_shm(
     };
     // SAFETY: MPI contract: recvbuf has room for `n * rc` items of the receive type.
     match unsafe { alg::contig(rdt, total, recvbuf) } {
-        Some(r) if !is_in_place(sendbuf) => seg.alltoall(send.bytes(), r, block),
+        Some(r) if !alg::is_in_place(sendbuf) => seg.alltoall(send.bytes(), r, block),
         _ => {
             let mut r = vec![0u8; n * block];
             seg.alltoall(send.bytes(), &mut r, block);
@@ -666,7 +662,7 @@ mpi_fn! {
                 return alltoall_shm(&seg, sendbuf, sendcount, sendtype, recvbuf, rc, &rdt, comm);
             }
         }
-        let send = if is_in_place(sendbuf) {
+        let send = if alg::is_in_place(sendbuf) {
             None
         } else {
             let sdt = dtype(sendtype, comm)?;
@@ -684,7 +680,7 @@ mpi_fn! {
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
-        let send = if is_in_place(sendbuf) {
+        let send = if alg::is_in_place(sendbuf) {
             None
         } else {
             Some((dtype(sendtype, comm)?, layout(&c, sendcounts, sdispls)?))
@@ -748,7 +744,7 @@ mpi_fn! {
             l.into_iter().zip(t).map(|((k, d), &h)| Ok((dtype(h, comm)?, k, d))).collect()
         };
         let recv = pieces(recvcounts, rdispls, recvtypes)?;
-        let send = if is_in_place(sendbuf) { None } else { Some(pieces(sendcounts, sdispls, sendtypes)?) };
+        let send = if alg::is_in_place(sendbuf) { None } else { Some(pieces(sendcounts, sdispls, sendtypes)?) };
         alltoallw(&c, sendbuf, send, recvbuf, &recv)
     }
 }
@@ -763,7 +759,7 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
     let a = c.alg();
     let total: usize = counts.iter().sum();
-    let contrib = if is_in_place(sendbuf) {
+    let contrib = if alg::is_in_place(sendbuf) {
         recvbuf.cast_const()
     } else {
         sendbuf
@@ -805,19 +801,6 @@ mpi_fn! {
 
 // ---- communicator creation ----
 
-/// Agree on a fresh context id pair over `c` (all members call).
-fn agree_ctx(c: &Coll) -> MpiResult<u32> {
-    let mine = lock().next_ctx;
-    let all = c.allgather_vec(&mine.to_ne_bytes())?;
-    let ctx = all
-        .iter()
-        .map(|v| u32::from_ne_bytes(v[..4].try_into().expect("4 bytes")))
-        .max()
-        .unwrap_or(mine);
-    lock().next_ctx = ctx + 2;
-    Ok(ctx)
-}
-
 mpi_fn! {
     /// `MPI_Comm_dup`.
     fn PMPI_Comm_dup / "MPI_Comm_dup" (comm: c_int, newcomm: *mut c_int) {
@@ -846,7 +829,7 @@ mpi_fn! {
         let mut mine = color.to_ne_bytes().to_vec();
         mine.extend(key.to_ne_bytes());
         let all = c.allgather_vec(&mine)?;
-        let ctx = agree_ctx(&c)?;
+        let ctx = crate::comm::Internal::of(comm)?.agree_ctx()?;
         if color == MPI_UNDEFINED {
             return out(newcomm, MPI_COMM_NULL, "newcomm");
         }
@@ -892,12 +875,12 @@ mpi_fn! {
     /// `MPI_Comm_create`.
     fn PMPI_Comm_create / "MPI_Comm_create" (comm: c_int, group: c_int, newcomm: *mut c_int) {
         if crate::intercomm::is_inter(comm) { return crate::intercomm::create(comm, group, newcomm); }
-        let c = coll(comm)?;
+        coll(comm)?;
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
         }
         let members = lock().group(group).map_err(|e| e.on(comm))?;
-        let ctx = agree_ctx(&c)?;
+        let ctx = crate::comm::Internal::of(comm)?.agree_ctx()?;
         let me = lock().world_rank();
         if !members.contains(&me) {
             return out(newcomm, MPI_COMM_NULL, "newcomm");

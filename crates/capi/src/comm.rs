@@ -291,8 +291,6 @@ pub(crate) fn free(h: c_int) -> MpiResult {
     Ok(())
 }
 
-// ---- communicators the library uses itself (windows, files) ----
-
 /// The body of `MPI_Comm_dup` (and `_with_info`, `MPI_Comm_idup`): duplicate `comm` with
 /// its attributes (through their copy callbacks) and topology into `*newcomm`.
 pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
@@ -330,20 +328,15 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
     Ok(())
 }
 
+// ---- communicators the library uses itself (windows, files) ----
+
 /// Duplicate intracommunicator `comm`: agree on a fresh context id pair over its collective
 /// context and create the communicator over the same group, with `comm`'s error handler.
 /// This is the part of `MPI_Comm_dup` that involves no user callback (attributes and
 /// topology are the caller's business); windows and files use it directly for their
 /// private communicators. Collective over `comm`.
 pub(crate) fn dup_context(comm: c_int) -> MpiResult<c_int> {
-    let c = Internal::of(comm)?;
-    let mine = lock().next_ctx;
-    let ctx = c
-        .allgather_i64(&[i64::from(mine)])?
-        .into_iter()
-        .max()
-        .map_or(mine, |m| m as u32);
-    lock().next_ctx = ctx + 2;
+    let ctx = Internal::of(comm)?.agree_ctx()?;
     let group = lock().comm(comm)?.group.clone();
     make::make_comm(comm, ctx, group)
 }
@@ -424,6 +417,16 @@ impl Internal {
     /// The maximum of every rank's `v`, at every rank.
     pub fn allreduce_max(&self, v: i64) -> MpiResult<i64> {
         Ok(self.allgather_i64(&[v])?.into_iter().max().unwrap_or(v))
+    }
+
+    /// A fresh context id pair for a new communicator over (part of) this one, agreed by
+    /// every member: the largest `next_ctx` of any member; each member's `next_ctx` moves
+    /// past the pair. Used by dup, split and create alike.
+    pub fn agree_ctx(&self) -> MpiResult<u32> {
+        let mine = lock().next_ctx;
+        let ctx = u32::try_from(self.allreduce_max(i64::from(mine))?).unwrap_or(mine);
+        lock().next_ctx = ctx + 2;
+        Ok(ctx)
     }
 }
 

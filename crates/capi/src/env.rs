@@ -25,9 +25,9 @@ pub(crate) const MPI_VERSION_MAJOR: c_int = 3;
 /// The MPI standard subversion we report.
 pub(crate) const MPI_VERSION_MINOR: c_int = 1;
 
-/// This host's name.
+/// This host's name (the engine's, read once by the output framework).
 pub(crate) fn hostname() -> String {
-    crate::sys::gethostname().unwrap_or_else(|| "localhost".into())
+    oxmpi_engine::sys::hostname()
 }
 
 /// Abort the whole job with `code` (through the engine when it is up).

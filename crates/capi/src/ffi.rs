@@ -93,12 +93,6 @@ macro_rules! mpi_alias {
 }
 pub(crate) use mpi_alias;
 
-/// `mpi_fn!` for the entry points of blocking point-to-point (kept as a marker: these
-/// bodies never defer generalized-request callbacks).
-macro_rules! mpi_fn_nodefer {
-    ($($t:tt)*) => { mpi_fn! { $($t)* } };
-}
-
 /// The object whose error handler receives the errors of an entry point: a communicator
 /// ([`OnComm`]), a window or a file.
 pub(crate) trait ErrorOwner {

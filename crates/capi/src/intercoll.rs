@@ -18,7 +18,7 @@
 
 use crate::coll_alg::{err, with_op, ReduceArgs, Reducer};
 use crate::consts::*;
-use crate::datatype::{pack_into, unpack_from, Datatype};
+use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use crate::intercomm::Link;
 use crate::state::lock;
@@ -121,15 +121,13 @@ fn count(n: c_int, comm: c_int) -> MpiResult<usize> {
 }
 
 fn pack(dt: &Datatype, count: usize, buf: *const c_void) -> Vec<u8> {
-    let mut v = Vec::new();
     // SAFETY: the MPI contract of the collective: `buf` holds `count` items of `dt`.
-    unsafe { pack_into(dt, count, buf.cast(), &mut v) };
-    v
+    unsafe { crate::coll_alg::pack(dt, count, buf) }
 }
 
 fn unpack(dt: &Datatype, count: usize, buf: *mut c_void, data: &[u8]) {
     // SAFETY: the MPI contract of the collective: `buf` has room for `count` items.
-    unsafe { unpack_from(dt, count, buf.cast(), data) };
+    unsafe { crate::coll_alg::unpack(dt, count, buf, data) }
 }
 
 /// `buf` advanced by `bytes` (no dereference).
@@ -138,7 +136,7 @@ fn at(buf: *const c_void, bytes: isize) -> *mut c_void {
 }
 
 fn no_in_place(p: *const c_void, comm: c_int) -> MpiResult {
-    if p as isize == -1 {
+    if crate::coll_alg::is_in_place(p) {
         return Err(MpiError::new(
             MPI_ERR_ARG,
             "MPI_IN_PLACE is not allowed on an intercommunicator",
@@ -176,13 +174,7 @@ fn role(l: &Link, root: c_int) -> MpiResult<Role> {
 
 /// Per remote rank: (count, displacement in items) from C arrays of the remote size.
 fn layout(l: &Link, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec<(usize, isize)>> {
-    let n = l.rsize as usize;
-    let cs = slice_in(counts, n, "counts").map_err(|e| e.on(l.net.comm))?;
-    let ds = slice_in(displs, n, "displs").map_err(|e| e.on(l.net.comm))?;
-    cs.iter()
-        .zip(ds)
-        .map(|(&k, &d)| Ok((count(k, l.net.comm)?, d as isize)))
-        .collect()
+    crate::icoll::sched::layout(counts, displs, l.rsize as usize, l.net.comm)
 }
 
 /// The (count, displacement) pairs of `lay`, checked.
@@ -204,9 +196,7 @@ fn local_counts(l: &Link, recvcounts: *const c_int) -> MpiResult<Vec<usize>> {
 }
 
 fn uniform(l: &Link, k: usize) -> Vec<(usize, isize)> {
-    (0..l.rsize as usize)
-        .map(|i| (k, (i * k) as isize))
-        .collect()
+    crate::coll_alg::regular(l.rsize as usize, k)
 }
 
 /// Run a blocking rooted collective's part for this member: nothing for the idle members
@@ -343,7 +333,7 @@ fn exchange_all(
     Ok(())
 }
 
-/// `MPI_Allgather` / `MPI_Allgatherv` (`displs` NULL: uniform blocks of `recvcounts[0]`).
+/// `MPI_Allgather` / `MPI_Allgatherv` on resolved receive slots.
 pub(crate) fn allgatherv(
     l: &Link,
     snd: SendSpec,
@@ -766,7 +756,6 @@ pub(crate) fn ialltoallw(l: &Link, snd: SendW, rcv: RecvW, request: *mut c_int) 
 }
 
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn ireduce(l: &Link, args: ReduceArgs, root: c_int, request: *mut c_int) -> MpiResult {
     let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
     let (n, dth) = (args.count, args.datatype);
@@ -793,7 +782,6 @@ pub(crate) fn ireduce(l: &Link, args: ReduceArgs, root: c_int, request: *mut c_i
 /// Shared body of Iallreduce (`counts` = None) and Ireduce_scatter (local `counts`):
 /// local contributions folded at the leader, leaders swap, the remote group's result is
 /// sent to every local member (whole, or its block of `counts`).
-#[allow(clippy::too_many_arguments)]
 fn ireduce_swap(
     l: &Link,
     args: ReduceArgs<usize>,

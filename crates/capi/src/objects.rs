@@ -50,7 +50,6 @@ pub(crate) struct Info {
 #[derive(Clone, Copy)]
 pub(crate) struct Keyval {
     /// The copy callback (used when communicators are duplicated).
-    #[allow(dead_code)]
     pub copy: usize,
     pub delete: usize,
     pub extra: usize,
@@ -75,12 +74,12 @@ pub(crate) struct UserErrhandler {
     pub func: CommErrFn,
 }
 
-/// Registry of user-defined error classes and codes and their strings.
 /// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
 /// `MPI_Add_error_class`/`_code`).
 pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
     std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_ABI);
 
+/// Registry of user-defined error classes and codes and their strings.
 #[derive(Default)]
 pub(crate) struct UserErrors {
     /// (code, class) for every user class (code == class) and code.

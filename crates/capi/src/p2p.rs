@@ -81,13 +81,13 @@ fn isend(
 
 macro_rules! sends {
     ($($pname:ident $name:literal $ipname:ident $iname:literal $mode:expr;)*) => {$(
-        mpi_fn_nodefer! {
+        mpi_fn! {
             /// Blocking send.
             fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
                 send(buf, count, datatype, dest, tag, comm, $mode)
             }
         }
-        mpi_fn_nodefer! {
+        mpi_fn! {
             /// Nonblocking send.
             fn $ipname / $iname (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
                 isend(buf, count, datatype, dest, tag, comm, $mode, request)
@@ -103,7 +103,7 @@ sends! {
     PMPI_Bsend "MPI_Bsend" PMPI_Ibsend "MPI_Ibsend" SendMode::Buffered;
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Recv`.
     fn PMPI_Recv / "MPI_Recv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
         if let Some(r) = fast_recv(buf, count, datatype, source, tag, comm, status) {
@@ -119,7 +119,7 @@ mpi_fn_nodefer! {
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Irecv`.
     fn PMPI_Irecv / "MPI_Irecv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
         if request.is_null() {

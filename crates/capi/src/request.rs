@@ -921,7 +921,7 @@ fn nth_status(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Wait`.
     fn PMPI_Wait / "MPI_Wait" (request: *mut c_int, status: *mut MpiStatus) {
         let h = inp(request, "request")?;
@@ -940,7 +940,7 @@ mpi_fn_nodefer! {
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Test`.
     fn PMPI_Test / "MPI_Test" (request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let h = inp(request, "request")?;
@@ -1068,14 +1068,14 @@ fn all(
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Waitall`.
     fn PMPI_Waitall / "MPI_Waitall" (count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
         all(count, requests, None, statuses)
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Testall`.
     fn PMPI_Testall / "MPI_Testall" (count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
         if flag.is_null() {
@@ -1120,7 +1120,7 @@ fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> Mp
     Ok(false)
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Waitany`.
     fn PMPI_Waitany / "MPI_Waitany" (count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
         let n = check_count(count)?;
@@ -1134,7 +1134,7 @@ mpi_fn_nodefer! {
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Testany`.
     fn PMPI_Testany / "MPI_Testany" (count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let n = check_count(count)?;
@@ -1194,7 +1194,7 @@ fn some_pass(
     })
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Waitsome`.
     fn PMPI_Waitsome / "MPI_Waitsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         let n = check_count(incount)?;
@@ -1209,7 +1209,7 @@ mpi_fn_nodefer! {
     }
 }
 
-mpi_fn_nodefer! {
+mpi_fn! {
     /// `MPI_Testsome`.
     fn PMPI_Testsome / "MPI_Testsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         let n = check_count(incount)?;

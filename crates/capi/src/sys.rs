@@ -6,18 +6,6 @@
 use std::ffi::{c_int, c_void};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// This host's name by `gethostname(2)` (`None` if the call fails).
-pub(crate) fn gethostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
-}
-
 /// Whether the calling thread is the process's main thread (its thread id is the pid).
 pub(crate) fn is_main_thread() -> bool {
     // SAFETY: getpid/gettid have no preconditions.

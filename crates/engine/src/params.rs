@@ -1,6 +1,6 @@
 //! The engine's MCA declarations, gathered into the one [`PROVIDER`] (so `oxmpi-info` lists
 //! them and values carry their source: `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`, files,
-//! defaults). Components read their values with `oxmpi_base::params::{size, int, flag, list}`,
+//! defaults). Components read their values with `oxmpi_base::params::{size, int, list}`,
 //! which fall back to the declared default.
 //!
 //! Each component declares its own parameters (`btl/sm/params.rs`, `btl/tcp/params.rs`,

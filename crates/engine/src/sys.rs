@@ -174,11 +174,11 @@ pub fn yield_now() {
     rustix::thread::sched_yield();
 }
 
-/// Host name (for same-node checks).
+/// Host name (for same-node checks, `MPI_Get_processor_name`): the one the output framework
+/// reads once with `gethostname(2)` and prints in every line's prefix (`localhost` if the
+/// call fails), so the library asks the kernel in one place.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
+    oxmpi_base::output::hostname().to_string()
 }
 
 /// Number of online CPUs of the node (not the affinity mask: bound ranks see one CPU).
@@ -196,7 +196,7 @@ pub fn online_cpus() -> usize {
 /// `SIGPIPE` when the peer closed (`MSG_NOSIGNAL`: `EPIPE` instead). Returns the bytes sent;
 /// a full socket is [`io::ErrorKind::WouldBlock`].
 #[inline]
-pub fn send_nonblocking(sock: impl AsFd, buf: &[u8]) -> io::Result<usize> {
+pub(crate) fn send_nonblocking(sock: impl AsFd, buf: &[u8]) -> io::Result<usize> {
     Ok(rustix::net::send(
         sock,
         buf,
@@ -207,14 +207,14 @@ pub fn send_nonblocking(sock: impl AsFd, buf: &[u8]) -> io::Result<usize> {
 /// Receives what is there into `buf` without blocking (`MSG_DONTWAIT`): `Ok(0)` at the end
 /// of the stream, [`io::ErrorKind::WouldBlock`] if nothing is there.
 #[inline]
-pub fn recv_nonblocking(sock: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv_nonblocking(sock: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
     Ok(rustix::net::recv(sock, buf, RecvFlags::DONTWAIT)?.0)
 }
 
 /// Whether a non-blocking read of `sock` would not block now: data, end of stream or an
 /// error is there (one byte peeked with `MSG_PEEK`, left in the socket).
 #[inline]
-pub fn socket_readable(sock: impl AsFd) -> bool {
+pub(crate) fn socket_readable(sock: impl AsFd) -> bool {
     let mut b = [0u8; 1];
     match rustix::net::recv(sock, &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
         Ok(_) => true,
@@ -224,7 +224,7 @@ pub fn socket_readable(sock: impl AsFd) -> bool {
 
 /// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
 /// `Ok(false)` on timeout; an interrupted wait is [`io::ErrorKind::Interrupted`].
-pub fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
     let mut fds = [PollFd::new(&fd, PollFlags::IN)];
     let t = Timespec {
         tv_sec: timeout.as_secs() as i64,
@@ -235,7 +235,7 @@ pub fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<
 
 /// The IPv4 interfaces of this host (name, address), in the system's order (empty if they
 /// cannot be listed).
-pub fn ipv4_interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
+pub(crate) fn ipv4_interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` on success; freed below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {

@@ -1,16 +1,14 @@
 //! Blocking collective operations (barrier, broadcast, reductions, gather/scatter and their
 //! v-variants, all-to-all, scans) on the collective framework
 //! `oxmpi-coll`, with the C library's component selection (`oxmpi_coll::base::select`):
-//! barrier, broadcast and allreduce take the shared-memory component when every rank runs
-//! on one node, the point-to-point algorithms otherwise.
+//! barrier, broadcast, allreduce and alltoall take the shared-memory component when every
+//! rank runs on one node, the point-to-point algorithms otherwise.
 //!
 //! Every communicator has a second engine communicator over the same ranks, its *collective
 //! context*, so collective traffic never matches a user's receive (same convention as the C
 //! ABI: context ids 2 and 3 for world and self); `oxmpi-coll` runs its algorithms on it
-//! (dissemination barrier, binomial or scatter-allgather broadcast, binomial reduce,
-//! recursive-doubling or ring allreduce, binomial or linear gather, recursive-doubling or
-//! ring allgather), chosen by message and communicator size and forcible with the
-//! `coll_tuned_<coll>_algorithm` parameters. Reductions combine in rank order
+//! (the table in `oxmpi_coll`'s crate documentation), chosen by message and communicator
+//! size and forcible with the `coll_tuned_<coll>_algorithm` parameters. Reductions combine in rank order
 //! (`op(lower, higher)`), so `op` need not be commutative. Elements travel in their packed
 //! form; contiguous element types are used in place.
 
@@ -187,17 +185,19 @@ impl<'u> Communicator<'u> {
         F: Fn(T, T) -> T,
     {
         self.check_len("all_reduce", send.len(), recv.len())?;
-        let mut data = pack_slice(send);
+        let src = wire_bytes(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        select::allreduce(
-            &self.alg(),
-            None,
-            &mut data,
-            &f,
-            T::PACKED_SIZE.max(1),
-            false,
-        )?;
-        unpack_into(&data, recv);
+        let a = self.alg();
+        with_bytes(recv, false, |r| {
+            Ok(select::allreduce(
+                &a,
+                Some(&src),
+                r,
+                &f,
+                T::PACKED_SIZE.max(1),
+                false,
+            )?)
+        })?;
         Ok(())
     }
 }
@@ -291,7 +291,7 @@ impl<'u> Communicator<'u> {
         }
         let a = self.alg();
         let block = send.len() / n * T::PACKED_SIZE;
-        let own = pack_slice(send);
+        let own = wire_bytes(send);
         with_bytes(recv, false, |r| Ok(select::alltoall(&a, &own, r, block)?))
     }
 
@@ -312,9 +312,9 @@ impl<'u> Communicator<'u> {
         }
         let a = self.alg();
         let own = if self.rank() == root {
-            pack_slice(send)
+            wire_bytes(send)
         } else {
-            Vec::new()
+            Cow::Borrowed(&[][..])
         };
         with_bytes(recv, false, |r| Ok(a.scatter(&own, r, root)?))
     }
@@ -517,7 +517,7 @@ impl<'u> Communicator<'u> {
             self.allgatherv_blocks::<T>("all_gatherv", send.len(), counts, displs, recv.len())?;
         let me = self.rank() as usize;
         let a = self.alg();
-        let own = pack_slice(send);
+        let own = wire_bytes(send);
         with_bytes(recv, true, |r| {
             r[d[me]..d[me] + c[me]].copy_from_slice(&own);
             Ok(a.allgatherv(r, &c, &d)?)

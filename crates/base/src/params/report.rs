@@ -35,34 +35,26 @@ pub fn value(decl: &ParamDecl) -> Value {
     }
 }
 
-/// The declared default of `decl`, parsed with its type (a declaration whose default does
-/// not parse is a bug that each provider's tests catch; it reads as `false`).
+/// The declared default of `decl`, parsed with its type, as written (no `${HOME}`/`${PREFIX}`
+/// expansion, which the registry applies to the defaults it resolves); a declaration whose
+/// default does not parse is a bug that each provider's tests catch (it reads as `false`).
 pub fn declared(decl: &ParamDecl) -> Value {
     decl.ty.parse(decl.default).unwrap_or(Value::Bool(false))
 }
 
 /// A size parameter's value (see [`value`]).
 pub fn size(decl: &ParamDecl) -> usize {
-    value(decl)
-        .as_size()
-        .or_else(|| declared(decl).as_size())
-        .unwrap_or(0) as usize
+    value(decl).as_size().unwrap_or(0) as usize
 }
 
 /// An integer (or enumeration) parameter's value (see [`value`]).
 pub fn int(decl: &ParamDecl) -> i64 {
-    value(decl)
-        .as_int()
-        .or_else(|| declared(decl).as_int())
-        .unwrap_or(0)
+    value(decl).as_int().unwrap_or(0)
 }
 
 /// A boolean parameter's value (see [`value`]).
 pub fn flag(decl: &ParamDecl) -> bool {
-    value(decl)
-        .as_bool()
-        .or_else(|| declared(decl).as_bool())
-        .unwrap_or(false)
+    value(decl).as_bool().unwrap_or(false)
 }
 
 /// A list parameter's value (see [`value`]; empty if unreadable).

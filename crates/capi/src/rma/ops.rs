@@ -342,7 +342,6 @@ fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8])
 }
 
 /// Accumulate (and fetch the previous contents into `result`, if given).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn do_accumulate(
     origin: *const c_void,
     ocount: c_int,

@@ -34,10 +34,6 @@ pub(crate) fn check_op(len: usize, op: &Op) -> Result<()> {
 }
 
 pub(crate) fn check_blocks(len: usize, counts: &[usize], displs: &[usize]) -> Result<()> {
-    check_blocks_ro(len, counts, displs)
-}
-
-pub(crate) fn check_blocks_ro(len: usize, counts: &[usize], displs: &[usize]) -> Result<()> {
     for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
         if d.checked_add(c).is_none_or(|end| end > len) {
             return Err(arg_err(

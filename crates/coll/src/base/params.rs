@@ -114,16 +114,9 @@ static CACHE: [OnceLock<u32>; 9] = [const { OnceLock::new() }; 9];
 
 /// The forced algorithm number of `coll` (0 = automatic selection).
 pub fn algorithm(coll: Coll) -> u32 {
-    *CACHE[coll as usize].get_or_init(|| {
-        params::resolve(&PARAMS[coll as usize])
-            .ok()
-            .and_then(|v| v.as_int())
-            .and_then(|i| u32::try_from(i).ok())
-            .unwrap_or(0)
-    })
+    *CACHE[coll as usize]
+        .get_or_init(|| u32::try_from(params::int(&PARAMS[coll as usize])).unwrap_or(0))
 }
-
-pub use crate::sm::params::{allreduce_large_min as sm_large_min, enabled as sm_enabled};
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).
 pub const BCAST_SMALL: usize = 512 * 1024;

@@ -7,7 +7,7 @@
 //! non-contiguous datatypes first.
 
 use crate::sm;
-use crate::tune::{self, Coll};
+use crate::tune::Coll;
 use crate::{CollComm, Op, Result};
 
 /// Barrier.
@@ -53,7 +53,8 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
 ) -> Result<()> {
     let bytes = dst.len();
     let small = bytes <= sm::DATA;
-    let large = (tune::sm_large_min().max(sm::DATA + 1)..=sm::BIG_MAX).contains(&bytes);
+    let large =
+        (sm::params::allreduce_large_min().max(sm::DATA + 1)..=sm::BIG_MAX).contains(&bytes);
     let seg = if bytes > 0 && (small || large) {
         sm::get(a, Coll::Allreduce)?
     } else {

@@ -39,23 +39,12 @@ pub const ALLREDUCE_LARGE_MIN: ParamDecl = ParamDecl::new(
 /// `coll_sm_enable`: whether the shared-memory collectives may run.
 pub fn enabled() -> bool {
     static SM: OnceLock<bool> = OnceLock::new();
-    *SM.get_or_init(|| {
-        params::resolve(&ENABLE)
-            .ok()
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true)
-    })
+    *SM.get_or_init(|| params::flag(&ENABLE))
 }
 
 /// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the shared-memory
 /// large-vector path.
 pub fn allreduce_large_min() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
-    *MIN.get_or_init(|| {
-        params::resolve(&ALLREDUCE_LARGE_MIN)
-            .ok()
-            .and_then(|v| v.as_int())
-            .and_then(|i| usize::try_from(i).ok())
-            .unwrap_or(512 << 10)
-    })
+    *MIN.get_or_init(|| usize::try_from(params::int(&ALLREDUCE_LARGE_MIN)).unwrap_or(0))
 }

@@ -1,7 +1,7 @@
 //! Alltoall(v): linear, pairwise exchange, Bruck.
 
 use super::TAG_ALLTOALL;
-use crate::base::helpers::{check_blocks, check_blocks_ro};
+use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
@@ -134,7 +134,7 @@ impl CollComm {
     ) -> Result<()> {
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;
-        check_blocks_ro(send.len(), scounts, sdispls)?;
+        check_blocks(send.len(), scounts, sdispls)?;
         check_blocks(recv.len(), rcounts, rdispls)?;
         let p = self.size;
         let r = self.rank;

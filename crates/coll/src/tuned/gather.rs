@@ -1,7 +1,7 @@
 //! Gather(v) and scatter(v): binomial tree, linear.
 
 use super::{TAG_GATHER, TAG_SCATTER};
-use crate::base::helpers::{check_blocks, check_blocks_ro};
+use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
@@ -148,7 +148,7 @@ impl CollComm {
             return self.recv(recv, root, TAG_SCATTER).map(|_| ());
         }
         self.check_vec_len(counts, displs)?;
-        check_blocks_ro(send.len(), counts, displs)?;
+        check_blocks(send.len(), counts, displs)?;
         let r = root as usize;
         if recv.len() < counts[r] {
             return Err(arg_err(

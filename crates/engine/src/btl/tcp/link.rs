@@ -7,11 +7,8 @@
 //! records from reads of any size. Both are sans-IO and tested byte by byte; [`TcpLink`]
 //! only moves bytes between them and the socket.
 //!
-//! Wire-up (see `super::setup`): every rank that selected `tcp` listens, publishes
-//! `address,port,nonce` in the bootstrap key-value store in the same fence as `sm`, then the
-//! lower rank of each pair that has no `sm` link connects to the higher one and sends a
-//! [`Hello`](super::setup::Hello) naming both ranks and the listener's nonce; a connection with a wrong hello is
-//! closed (a stray connection to our port cannot pose as a rank).
+//! Wire-up (listening, the `tcp` section of each rank's endpoint record, connecting and the
+//! hello that rejects stray connections) is `super::setup`'s.
 
 use std::cell::Cell;
 use std::io;
