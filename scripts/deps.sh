@@ -13,6 +13,9 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
+  # The build-system clients (tests/clients/buildsystems.sh) and the packages (cargo xtask
+  # wheel / deb, tests/clients/packaging.sh).
+  cmake meson ninja-build autoconf automake dpkg-dev lintian
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -21,9 +21,12 @@ const ALIASES: &[(&str, &str)] = &[
     ("mpicxx_abi", "mpicc"),
 ];
 
-struct InstallOpts {
-    prefix: PathBuf,
-    release: bool,
+/// Where and what `install` builds.
+pub struct InstallOpts {
+    /// The install prefix.
+    pub prefix: PathBuf,
+    /// Release (else debug) build.
+    pub release: bool,
 }
 
 fn parse_install_args(args: &[String]) -> Result<InstallOpts, String> {
@@ -45,7 +48,8 @@ fn parse_install_args(args: &[String]) -> Result<InstallOpts, String> {
     Ok(opts)
 }
 
-fn absolute(p: &Path) -> Result<PathBuf, String> {
+/// `p` made absolute against the current directory.
+pub fn absolute(p: &Path) -> Result<PathBuf, String> {
     if p.is_absolute() {
         Ok(p.to_path_buf())
     } else {
@@ -60,7 +64,7 @@ fn cargo() -> Command {
 }
 
 /// Build everything that goes into a prefix and copy it there.
-fn install(opts: &InstallOpts) -> Result<(), String> {
+pub fn install(opts: &InstallOpts) -> Result<(), String> {
     let root = workspace_root();
     let mut build = cargo();
     build.current_dir(&root).arg("build");

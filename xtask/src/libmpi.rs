@@ -91,10 +91,9 @@ pub fn install(root: &Path, prefix: &Path, release: bool) -> Result<(), String> 
     copy(&capi.join("include/mpi.h"), &include.join("mpi.h"))?;
     copy(&capi.join("examples/ring.c"), &examples.join("ring.c"))?;
 
-    let pc = pkg_config(prefix);
-    for name in ["oxmpi.pc", "mpich.pc"] {
+    for (name, text) in pkg_config_files(PC_RELOCATABLE_PREFIX) {
         let f = pkgconfig.join(name);
-        fs::write(&f, &pc).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+        fs::write(&f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
     }
     eprintln!("xtask: installed {}", so.display());
     install_abi(root, prefix, &target, &archive)
@@ -210,9 +209,6 @@ fn install_abi(root: &Path, prefix: &Path, target: &Path, archive: &Path) -> Res
         fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     copy(&abi.join("include/mpi_abi/mpi.h"), &inc.join("mpi.h"))?;
-    let pc = lib.join("pkgconfig/oxmpi-abi.pc");
-    fs::write(&pc, pkg_config_abi(prefix))
-        .map_err(|e| format!("cannot write {}: {e}", pc.display()))?;
     copy(
         &work.join("abi-unsupported.txt"),
         &share.join("abi-unsupported.txt"),
@@ -228,37 +224,42 @@ fn copy(from: &Path, to: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
-/// The pkg-config file of the standard-ABI library (`oxmpi-abi.pc`).
-fn pkg_config_abi(prefix: &Path) -> String {
-    format!(
-        "prefix={}\n\
-         libdir=${{prefix}}/lib\n\
-         includedir=${{prefix}}/include/abi\n\
-         \n\
-         Name: oxmpi-abi\n\
-         Description: oxmpi MPI library (MPI-5 standard ABI, libmpi_abi.so.1)\n\
-         Version: {}\n\
-         Cflags: -I${{includedir}}\n\
-         Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -lmpi_abi\n",
-        prefix.display(),
-        env!("CARGO_PKG_VERSION")
-    )
-}
+/// `prefix=` of the pkg-config files of an installed prefix: `PREFIX/lib/pkgconfig/x.pc`
+/// names its prefix relative to itself, so a prefix (and the wheel's copy of it) can move.
+pub const PC_RELOCATABLE_PREFIX: &str = "${pcfiledir}/../..";
 
-/// The pkg-config file (installed as `oxmpi.pc` and `mpich.pc`, which rsmpi's build
-/// probe looks for).
-fn pkg_config(prefix: &Path) -> String {
-    format!(
-        "prefix={}\n\
-         libdir=${{prefix}}/lib\n\
-         includedir=${{prefix}}/include\n\
-         \n\
-         Name: oxmpi\n\
-         Description: oxmpi MPI library (MPICH ABI, libmpi.so.12)\n\
-         Version: {}\n\
-         Cflags: -I${{includedir}}\n\
-         Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -lmpi\n",
-        prefix.display(),
-        env!("CARGO_PKG_VERSION")
-    )
+/// The pkg-config files of a prefix whose `prefix=` line is `prefix` (its libraries in
+/// `${prefix}/lib`, headers in `${prefix}/include`): `oxmpi.pc` with its aliases `mpi.pc`
+/// and `mpich.pc` (which rsmpi's build probe looks for), and `oxmpi-abi.pc` for the
+/// standard-ABI library.
+pub fn pkg_config_files(prefix: &str) -> [(&'static str, String); 4] {
+    let version = env!("CARGO_PKG_VERSION");
+    let pc = |name: &str, what: &str, inc: &str, lib: &str| {
+        format!(
+            "prefix={prefix}\n\
+             libdir=${{prefix}}/lib\n\
+             includedir=${{prefix}}/{inc}\n\
+             \n\
+             Name: {name}\n\
+             Description: oxmpi MPI library ({what})\n\
+             Version: {version}\n\
+             Cflags: -I${{includedir}}\n\
+             Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -l{lib}\n"
+        )
+    };
+    let mpich = pc("oxmpi", "MPICH ABI, libmpi.so.12", "include", "mpi");
+    [
+        ("oxmpi.pc", mpich.clone()),
+        ("mpi.pc", mpich.clone()),
+        ("mpich.pc", mpich),
+        (
+            "oxmpi-abi.pc",
+            pc(
+                "oxmpi-abi",
+                "MPI-5 standard ABI, libmpi_abi.so.1",
+                "include/abi",
+                "mpi_abi",
+            ),
+        ),
+    ]
 }

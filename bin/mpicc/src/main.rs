@@ -5,10 +5,19 @@
 //!
 //! Options understood by the wrapper (everything else goes to the compiler):
 //! * `-show` (MPICH) / `-showme` / `--showme` (Open MPI): print the command, do not run it;
-//! * `--showme:compile` / `-compile_info`: compile flags (`-compile_info` prints the
-//!   whole compile command, like MPICH);
-//! * `--showme:link` / `-link_info`: link flags (`-link_info`: the whole link command);
+//! * `--showme:compile` / `-compile_info` / `-compile-info`: compile flags (the MPICH
+//!   spellings print the whole compile command, like MPICH);
+//! * `--showme:link` / `-link_info` / `-link-info`: link flags (MPICH spellings: the whole
+//!   link command);
 //! * `--showme:incdirs`, `--showme:libdirs`, `--showme:libs`, `--showme:version`;
+//! * compiler queries (`--version`, `-v`, `-V`, `-dumpversion`, `-dumpmachine`,
+//!   `-print-*`, `-qversion`), alone on the line, go to the compiler without MPI flags, so
+//!   autoconf's and CMake's compiler probes see the plain compiler's answer.
+//!
+//! These are the probes CMake's `FindMPI` (`-showme:compile`/`-showme:link`, then
+//! `-compile-info`/`-link-info`, `-show`), Meson's `dependency('mpi')`
+//! (`--showme:version`, `--showme:compile`, `--showme:link`) and autoconf's
+//! `AC_PROG_CC([mpicc])` (`--version`, `-v`, `-V`, `-qversion`) make.
 //! * `-mpi-abi` (MPICH's spelling): compile against the MPI-5 standard-ABI header
 //!   (`<prefix>/include/abi/mpi.h`) and link `libmpi_abi.so.1` instead of the MPICH ABI.
 //!   Invoked as `mpicc_abi` / `mpicxx_abi` the wrapper is in this mode by default.
@@ -52,6 +61,17 @@ enum Mode {
     CompileInfo,
     /// MPICH `-link_info`: the link command.
     LinkInfo,
+    /// A question to the compiler itself (`--version`, `-v`, ...): run it without MPI flags.
+    Query,
+}
+
+/// Whether `a` asks the compiler about itself rather than compiling anything.
+fn is_compiler_query(a: &str) -> bool {
+    matches!(
+        a,
+        "--version" | "-v" | "-V" | "-qversion" | "-dumpversion" | "-dumpfullversion"
+    ) || a.starts_with("-dumpmachine")
+        || a.starts_with("-print-")
 }
 
 /// Which MPI ABI a program is built for.
@@ -160,8 +180,8 @@ fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> P
             "--showme:libdirs" | "-showme:libdirs" => Some(Mode::ShowLibdirs),
             "--showme:libs" | "-showme:libs" => Some(Mode::ShowLibs),
             "--showme:version" | "-showme:version" => Some(Mode::ShowVersion),
-            "-compile_info" => Some(Mode::CompileInfo),
-            "-link_info" => Some(Mode::LinkInfo),
+            "-compile_info" | "-compile-info" => Some(Mode::CompileInfo),
+            "-link_info" | "-link-info" => Some(Mode::LinkInfo),
             _ => None,
         };
         match m {
@@ -172,9 +192,14 @@ fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> P
     let compile_only = rest
         .iter()
         .any(|a| matches!(a.as_str(), "-c" | "-E" | "-S" | "-M" | "-MM"));
+    let query = !rest.is_empty() && rest.iter().all(|a| is_compiler_query(a));
+    if query && mode == Mode::Run {
+        mode = Mode::Query;
+    }
     let link = match mode {
         Mode::CompileInfo => false,
         Mode::LinkInfo => true,
+        Mode::Query => false,
         _ => !compile_only,
     };
     Plan {
@@ -189,6 +214,10 @@ fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> P
 /// The full command line: compiler, compile flags, user arguments, link flags.
 fn command_line(p: &Plan, prefix: &Path) -> Vec<String> {
     let mut v = vec![p.compiler.clone()];
+    if p.mode == Mode::Query {
+        v.extend(p.args.iter().cloned());
+        return v;
+    }
     v.extend(compile_flags(prefix, p.abi));
     v.extend(p.args.iter().cloned());
     if p.link {
@@ -231,7 +260,7 @@ fn main() -> ExitCode {
         Mode::ShowLibdirs => println!("{}", prefix.join("lib").display()),
         Mode::ShowLibs => println!("{}", lib_name(p.abi)),
         Mode::ShowVersion => println!("{name}: oxmpi {}", env!("CARGO_PKG_VERSION")),
-        Mode::Run => {
+        Mode::Run | Mode::Query => {
             if p.args.is_empty() {
                 eprintln!("{name}: no input files (try '{name} -show')");
                 return ExitCode::FAILURE;
@@ -298,6 +327,29 @@ mod tests {
         assert!(!p.link);
         let p = plan("mpicc", &s(&["-link_info"]), &no_env);
         assert!(p.link);
+    }
+
+    #[test]
+    fn build_system_probes() {
+        // CMake's FindMPI asks with dashes, MPICH's own spelling has underscores.
+        assert_eq!(
+            plan("mpicc", &s(&["-compile-info"]), &no_env).mode,
+            Mode::CompileInfo
+        );
+        assert_eq!(
+            plan("mpicc", &s(&["-link-info"]), &no_env).mode,
+            Mode::LinkInfo
+        );
+        // autoconf's `AC_PROG_CC([mpicc])` asks the compiler for its version: no MPI flags.
+        for q in ["--version", "-v", "-V", "-qversion", "-dumpversion"] {
+            let p = plan("mpicc", &s(&[q]), &no_env);
+            assert_eq!(p.mode, Mode::Query, "{q}");
+            assert_eq!(command_line(&p, Path::new("/p")), s(&["cc", q]));
+        }
+        // `-v` while compiling is the verbose flag: the MPI flags stay.
+        let p = plan("mpicc", &s(&["-v", "a.c"]), &no_env);
+        assert_eq!(p.mode, Mode::Run);
+        assert!(command_line(&p, Path::new("/p")).contains(&"-lmpi".to_string()));
     }
 
     #[test]
