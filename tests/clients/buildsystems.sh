@@ -34,24 +34,9 @@ export PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig"
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH MPI_HOME MPICC CC MPICH_CC OMPI_CC OXMPI_CC
 libmpi=$(readlink -f "$PREFIX/lib/libmpi.so.12")
 
-passed=0
-failed=0
-failures=()
-# check NAME FUNCTION: run one step in $work; its output is kept in $work/NAME.log (the
-# launches have their own time limits).
-check() {
-    local name=$1
-    shift
-    if (cd "$work" && "$@") >"$work/$name.log" 2>&1 </dev/null; then
-        passed=$((passed + 1))
-        echo "ok    $name"
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "FAIL  $name; last output:"
-        tail -n 30 "$work/$name.log" | sed 's/^/      /'
-    fi
-}
+STEPS_DIR=$work
+# shellcheck source=tests/clients/steps.sh
+. "$here/steps.sh"
 
 # The wrapper answers each probe with exit 0 and the right flags.
 probes() {
@@ -115,14 +100,9 @@ pkgconfig_client() {
     done
 }
 
-check wrapper-probes probes
-check cmake cmake_client
-check meson meson_client
-check autotools autotools_client
-check pkg-config pkgconfig_client
-
-echo "buildsystems: $passed passed, $failed failed ($PREFIX)"
-if [ "$failed" -gt 0 ]; then
-    printf 'buildsystems: failed: %s\n' "${failures[@]}"
-    exit 1
-fi
+step wrapper-probes probes
+step cmake cmake_client
+step meson meson_client
+step autotools autotools_client
+step pkg-config pkgconfig_client
+steps_summary "buildsystems ($PREFIX)"

@@ -174,6 +174,15 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
              comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
         ))?;
+    // Installed the way users install MPI: the build systems (CMake, Meson, autotools,
+    // pkg-config) against the prefix, the wheel in a fresh venv with mpi4py, and (as root)
+    // the Debian package with Debian's MPI alternatives.
+    run(Command::new("bash")
+        .arg(clients.join("buildsystems.sh"))
+        .arg(&prefix))?;
+    run(Command::new("bash")
+        .arg(clients.join("packaging.sh"))
+        .arg(&prefix))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()

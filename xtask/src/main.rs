@@ -1,10 +1,11 @@
-//! Project automation: `cargo xtask <install|demo|check-arch|test|bench>`.
+//! Project automation: `cargo xtask <install|demo|check-arch|test|wheel|deb|bench>`.
 //!
 //! Plain std only, so that it builds in seconds on a fresh machine.
 
 mod arch;
 mod install;
 mod libmpi;
+mod package;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -47,6 +48,10 @@ fn usage() -> String {
      \x20                                    outside a crate's sys module\n\
      \x20 test                               fmt, check-arch, clippy, unit tests and the integration\n\
      \x20                                    suite\n\
+     \x20 wheel [--prefix DIR | --debug] [--out DIR]\n\
+     \x20                                    the manylinux wheel `oxmpi` (default out: target/packages)\n\
+     \x20 deb [--prefix DIR | --debug] [--out DIR]\n\
+     \x20                                    the Debian package `oxmpi` (installs into /usr)\n\
      \x20 bench [ARGS]                       benchmark harness (oxmpi vs Open MPI vs MPICH)\n"
         .to_string()
 }
@@ -57,6 +62,8 @@ fn main() -> ExitCode {
         Some("install") => install::cmd_install(&args[1..]),
         Some("demo") => install::cmd_demo(&args[1..]),
         Some("test") => install::cmd_test(&args[1..]),
+        Some("wheel") => package::cmd_wheel(&args[1..]),
+        Some("deb") => package::cmd_deb(&args[1..]),
         Some("check-arch") => arch::cmd_check_arch(&args[1..]),
         Some("bench") => run(Command::new(
             std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),

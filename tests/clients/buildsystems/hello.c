@@ -1,5 +1,6 @@
 /* The program every build-system client builds: each rank checks that the library it runs
- * on is oxmpi, then a token goes around the ring. Rank 0 prints one line:
+ * on is oxmpi (or the one whose version string starts with argv[1]: "MPICH", "Open MPI"),
+ * then a token goes around the ring. Rank 0 prints one line:
  *   hello: 2 ranks on oxmpi <version>, token 1 (expected 1)
  * and the program exits non-zero if anything is wrong. */
 #include <mpi.h>
@@ -14,8 +15,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Get_library_version(lib, &len);
-    if (strncmp(lib, "oxmpi", 5) != 0) {
-        fprintf(stderr, "hello: rank %d runs on '%s', not oxmpi\n", rank, lib);
+    const char *want_lib = argc > 1 ? argv[1] : "oxmpi";
+    if (strncmp(lib, want_lib, strlen(want_lib)) != 0) {
+        fprintf(stderr, "hello: rank %d runs on '%s', not %s\n", rank, lib, want_lib);
         bad = 1;
     }
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
