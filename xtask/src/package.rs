@@ -534,3 +534,88 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
     println!("{}", deb.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maintainer_scripts_register_debians_mpi_alternatives() {
+        let (postinst, prerm) = maintainer_scripts("x86_64-linux-gnu");
+        for want in [
+            "update-alternatives --install /usr/bin/mpicc mpi /usr/bin/mpicc.oxmpi 30",
+            "--slave /usr/bin/mpicxx mpicxx /usr/bin/mpicxx.oxmpi",
+            "update-alternatives --install /usr/bin/mpirun mpirun /usr/bin/mpirun.oxmpi 30",
+            "--slave /usr/bin/mpiexec mpiexec /usr/bin/mpiexec.oxmpi",
+            "--install /usr/include/x86_64-linux-gnu/mpi mpi-x86_64-linux-gnu \
+             /usr/lib/x86_64-linux-gnu/oxmpi/include 30",
+            "--slave /usr/lib/x86_64-linux-gnu/libmpi.so libmpi.so-x86_64-linux-gnu \
+             /usr/lib/x86_64-linux-gnu/oxmpi/lib/libmpi.so",
+            "--slave /usr/lib/x86_64-linux-gnu/pkgconfig/mpi.pc mpi.pc-x86_64-linux-gnu",
+        ] {
+            assert!(postinst.contains(want), "{want}\n{postinst}");
+        }
+        assert!(postinst.starts_with("#!/bin/sh\nset -e\n"));
+        // Every alternative installed is removed again, with the same path.
+        for (name, path) in [
+            ("mpi", "/usr/bin/mpicc.oxmpi"),
+            ("mpirun", "/usr/bin/mpirun.oxmpi"),
+            (
+                "mpi-x86_64-linux-gnu",
+                "/usr/lib/x86_64-linux-gnu/oxmpi/include",
+            ),
+        ] {
+            let line = format!("update-alternatives --remove {name} {path}\n");
+            assert!(prerm.contains(&line), "{line}\n{prerm}");
+        }
+    }
+
+    #[test]
+    fn pkg_config_files_name_their_prefix() {
+        let files = crate::libmpi::pkg_config_files("/usr/lib/x/oxmpi");
+        let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["oxmpi.pc", "mpi.pc", "mpich.pc", "oxmpi-abi.pc"]);
+        assert!(files[0].1.starts_with("prefix=/usr/lib/x/oxmpi\n"));
+        assert!(files[0]
+            .1
+            .contains("Libs: -L${libdir} -Wl,-rpath,${libdir} -lmpi\n"));
+        assert!(files[3].1.contains("includedir=${prefix}/include/abi\n"));
+        assert!(files[3].1.contains("-lmpi_abi\n"));
+    }
+
+    #[test]
+    fn staging_a_prefix_for_a_wheel_replaces_links() {
+        let dir = std::env::temp_dir().join(format!("oxmpi-xtask-stage-{}", std::process::id()));
+        let (from, to) = (dir.join("from"), dir.join("to"));
+        mkdir(&from.join("lib")).unwrap();
+        write(&from.join("lib/libmpi.so.12"), "not elf").unwrap();
+        symlink("libmpi.so.12", &from.join("lib/libmpi.so")).unwrap();
+        symlink("libmpi.so.12", &from.join("lib/libmpich.so.12")).unwrap();
+        symlink("libmpi.so.12", &from.join("lib/copy")).unwrap();
+        let r = stage_prefix(
+            &from,
+            &to,
+            &|p| match p.file_name().and_then(|n| n.to_str()) {
+                Some("libmpi.so") => Link::LinkerScript,
+                Some("libmpich.so.12") => Link::Drop,
+                _ => Link::Copy,
+            },
+        );
+        let read = |n: &str| fs::read_to_string(to.join("lib").join(n)).ok();
+        let got = (
+            read("libmpi.so"),
+            read("copy"),
+            to.join("lib/libmpich.so.12").exists(),
+        );
+        let _ = fs::remove_dir_all(&dir);
+        r.unwrap();
+        assert_eq!(
+            got,
+            (
+                Some("INPUT(libmpi.so.12)\n".to_string()),
+                Some("not elf".to_string()),
+                false
+            )
+        );
+    }
+}
