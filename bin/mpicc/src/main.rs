@@ -331,15 +331,15 @@ mod tests {
 
     #[test]
     fn build_system_probes() {
-        // CMake's FindMPI asks with dashes, MPICH's own spelling has underscores.
-        assert_eq!(
-            plan("mpicc", &s(&["-compile-info"]), &no_env).mode,
-            Mode::CompileInfo
-        );
-        assert_eq!(
-            plan("mpicc", &s(&["-link-info"]), &no_env).mode,
-            Mode::LinkInfo
-        );
+        // CMake's FindMPI asks with dashes (MPICH's own spelling has underscores), Meson
+        // for the version.
+        for (arg, mode) in [
+            ("-compile-info", Mode::CompileInfo),
+            ("-link-info", Mode::LinkInfo),
+            ("--showme:version", Mode::ShowVersion),
+        ] {
+            assert_eq!(plan("mpicc", &s(&[arg]), &no_env).mode, mode, "{arg}");
+        }
         // autoconf's `AC_PROG_CC([mpicc])` asks the compiler for its version: no MPI flags.
         for q in ["--version", "-v", "-V", "-qversion", "-dumpversion"] {
             let p = plan("mpicc", &s(&[q]), &no_env);
