@@ -495,6 +495,7 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
              Maintainer: oxmpi developers <oxmpi@example.org>\n\
              Installed-Size: {size_kib}\n\
              Depends: {depends}\n\
+             Recommends: gcc | c-compiler, pkg-config\n\
              Section: net\n\
              Priority: optional\n\
              Homepage: {}\n\
