@@ -13,6 +13,8 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
+  # The Fortran bindings (crates/fortran): mpi.mod is compiled at install, mpifort runs it.
+  gfortran
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

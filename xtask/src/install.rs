@@ -19,6 +19,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("mpicxx", "mpicc"),
     ("mpicc_abi", "mpicc"),
     ("mpicxx_abi", "mpicc"),
+    ("mpifort", "mpicc"),
+    ("mpif77", "mpicc"),
+    ("mpif90", "mpicc"),
 ];
 
 struct InstallOpts {
@@ -92,6 +95,7 @@ fn install(opts: &InstallOpts) -> Result<(), String> {
             .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
     }
     crate::libmpi::install(&root, &opts.prefix, opts.release)?;
+    crate::fortran::install(&root, &opts.prefix, &profile_dir)?;
     eprintln!("xtask: installed into {}", opts.prefix.display());
     Ok(())
 }

@@ -1,0 +1,487 @@
+/* Hand-written half of oxmpi's Fortran bindings (libmpifort.so.12): the sentinel common
+ * blocks, string conversion, and the functions whose Fortran form differs from the C one
+ * (start-up, attributes, callbacks written in Fortran). Each hand-written MPI function has
+ * a `FORT_HAND(MPI_X)` line, which tells tools/gen_fort.py not to generate it. */
+#include "fort_rt.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FORT_HAND(name)
+
+struct oxf_priv1 mpipriv1_;
+struct oxf_priv2 mpipriv2_;
+struct oxf_privc mpiprivc_;
+MPI_Fint mpifcmb5_;
+MPI_Fint mpifcmb9_;
+
+char *oxf_str_in(const char *s, size_t len, int trim_leading)
+{
+    size_t start = 0;
+    while (len > 0 && s[len - 1] == ' ')
+        len--;
+    if (trim_leading)
+        while (start < len && s[start] == ' ')
+            start++;
+    char *c = malloc(len - start + 1);
+    if (c) {
+        memcpy(c, s + start, len - start);
+        c[len - start] = '\0';
+    }
+    return c;
+}
+
+char *oxf_str_buf(size_t len)
+{
+    /* The C library writes at most MPI_MAX_LIBRARY_VERSION_STRING characters (the
+     * largest MPI_MAX_*), or as many as the caller says it has room for. */
+    size_t n = (len > MPI_MAX_LIBRARY_VERSION_STRING ? len : MPI_MAX_LIBRARY_VERSION_STRING) + 1;
+    return calloc(n, 1);
+}
+
+void oxf_str_out(char *f, size_t len, char *c, int rc)
+{
+    if (c && rc == MPI_SUCCESS) {
+        size_t n = strlen(c);
+        if (n > len)
+            n = len;
+        memcpy(f, c, n);
+        memset(f + n, ' ', len - n);
+    }
+    free(c);
+}
+
+void oxf_unsupported(const char *name, MPI_Fint *ierr)
+{
+    (void)name;
+    int rc = MPI_ERR_UNSUPPORTED_OPERATION;
+    MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    if (ierr)
+        *ierr = rc;
+}
+
+/* Every name of a hand-written `pmpi_x_`: ALIASES(mpi_x, X) (`X` is the upper-case name
+ * without `MPI_`, so that names C defines as macros are not expanded). */
+#define ALIASES(low, up)                                                              \
+    _Pragma(ALIAS_STR(weak p##low = p##low##_))                                       \
+    _Pragma(ALIAS_STR(weak p##low##__ = p##low##_))                                   \
+    _Pragma(ALIAS_STR(weak PMPI_##up = p##low##_))                                        \
+    _Pragma(ALIAS_STR(weak low = p##low##_))                                          \
+    _Pragma(ALIAS_STR(weak low##_ = p##low##_))                                       \
+    _Pragma(ALIAS_STR(weak low##__ = p##low##_))                                      \
+    _Pragma(ALIAS_STR(weak MPI_##up = p##low##_))
+#define ALIAS_STR(x) #x
+
+/* ------------------------------------------------------------------ start-up */
+
+FORT_HAND(MPI_Init)
+void pmpi_init_(MPI_Fint *ierr);
+void pmpi_init_(MPI_Fint *ierr)
+{
+    int rc = MPI_Init(NULL, NULL);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_init, INIT)
+
+FORT_HAND(MPI_Init_thread)
+void pmpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
+void pmpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int rc = MPI_Init_thread(NULL, NULL, *required, provided);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_init_thread, INIT_THREAD)
+
+FORT_HAND(MPI_Pcontrol)
+void pmpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierr);
+void pmpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierr)
+{
+    int rc = MPI_Pcontrol(*level);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_pcontrol, PCONTROL)
+
+/* MPI_F_SYNC_REG: the call itself is the barrier to the compiler's register caching. */
+void pmpi_f_sync_reg_(void *buf);
+void pmpi_f_sync_reg_(void *buf)
+{
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+ALIASES(mpi_f_sync_reg, F_SYNC_REG)
+
+/* ------------------------------------------------------------------ attributes */
+
+/* A Fortran copy callback: (oldobj, keyval, extra_state, attr_in, attr_out, flag, ierr). */
+typedef void (*oxf_copy_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Aint *,
+                            MPI_Fint *, MPI_Fint *);
+/* A Fortran delete callback: (obj, keyval, attr, extra_state, ierr). */
+typedef void (*oxf_delete_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Fint *);
+
+/* What a keyval created from Fortran carries as its C extra_state. Kept for the life of
+ * the process (keyvals are few; the C layer may still call the callbacks of a freed key
+ * while objects hold its attributes). */
+struct oxf_keyval {
+    oxf_copy_fn copy;
+    oxf_delete_fn del;
+    MPI_Aint extra;
+};
+
+/* Comm, Datatype and Win are all `int` handles, so one pair of trampolines serves the
+ * three kinds. */
+static int oxf_copy_tramp(int old, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    struct oxf_keyval *k = extra;
+    MPI_Fint fold = old, fkey = keyval, fflag = 0, ierr = MPI_SUCCESS;
+    MPI_Aint fin = (MPI_Aint)(intptr_t)in, fout = 0;
+    k->copy(&fold, &fkey, &k->extra, &fin, &fout, &fflag, &ierr);
+    *flag = fflag != 0;
+    *(void **)out = (void *)(intptr_t)fout;
+    return ierr;
+}
+
+static int oxf_delete_tramp(int obj, int keyval, void *val, void *extra)
+{
+    struct oxf_keyval *k = extra;
+    MPI_Fint fobj = obj, fkey = keyval, ierr = MPI_SUCCESS;
+    MPI_Aint fval = (MPI_Aint)(intptr_t)val;
+    k->del(&fobj, &fkey, &fval, &k->extra, &ierr);
+    return ierr;
+}
+
+static struct oxf_keyval *oxf_keyval_new(void *copy, void *del, MPI_Aint *extra)
+{
+    struct oxf_keyval *k = malloc(sizeof *k);
+    if (k) {
+        k->copy = (oxf_copy_fn)copy;
+        k->del = (oxf_delete_fn)del;
+        k->extra = *extra;
+    }
+    return k;
+}
+
+#define KEYVAL_CREATE(low, up, Name, CopyT, DelT)                                     \
+    void p##low##_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,          \
+                   MPI_Fint *ierr);                                                   \
+    void p##low##_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,          \
+                   MPI_Fint *ierr)                                                    \
+    {                                                                                 \
+        struct oxf_keyval *k = oxf_keyval_new(copy, del, extra);                      \
+        int rc = k ? MPI_##Name##_create_keyval((CopyT *)oxf_copy_tramp,              \
+                                                (DelT *)oxf_delete_tramp, keyval, k)  \
+                   : MPI_ERR_NO_MEM;                                                  \
+        if (rc != MPI_SUCCESS)                                                        \
+            free(k);                                                                  \
+        if (ierr)                                                                     \
+            *ierr = rc;                                                               \
+    }                                                                                 \
+    ALIASES(low, up)
+
+/* The casts below are between functions of the same shape: the handle kinds are `int`. */
+FORT_HAND(MPI_Comm_create_keyval)
+FORT_HAND(MPI_Type_create_keyval)
+FORT_HAND(MPI_Win_create_keyval)
+KEYVAL_CREATE(mpi_comm_create_keyval, COMM_CREATE_KEYVAL, Comm,
+              MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function)
+KEYVAL_CREATE(mpi_type_create_keyval, TYPE_CREATE_KEYVAL, Type,
+              MPI_Type_copy_attr_function, MPI_Type_delete_attr_function)
+KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win_copy_attr_function,
+              MPI_Win_delete_attr_function)
+
+/* Fortran attribute values are INTEGER(KIND=MPI_ADDRESS_KIND) values, stored as the C
+ * attribute pointer itself. */
+#define SET_ATTR(low, up, Name)                                                       \
+    void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierr);   \
+    void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierr)    \
+    {                                                                                 \
+        int rc = MPI_##Name##_set_attr(*obj, *keyval, (void *)(intptr_t)*val);        \
+        if (ierr)                                                                     \
+            *ierr = rc;                                                               \
+    }                                                                                 \
+    ALIASES(low, up)
+
+FORT_HAND(MPI_Comm_set_attr)
+FORT_HAND(MPI_Type_set_attr)
+FORT_HAND(MPI_Win_set_attr)
+SET_ATTR(mpi_comm_set_attr, COMM_SET_ATTR, Comm)
+SET_ATTR(mpi_type_set_attr, TYPE_SET_ATTR, Type)
+SET_ATTR(mpi_win_set_attr, WIN_SET_ATTR, Win)
+
+/* The C key of a predefined key's Fortran value (C key + 1, MPICH's convention), or -1. */
+static int oxf_predefined_key(int key)
+{
+    static const int keys[] = {MPI_TAG_UB,       MPI_HOST,          MPI_IO,
+                               MPI_WTIME_IS_GLOBAL, MPI_APPNUM,     MPI_LASTUSEDCODE,
+                               MPI_UNIVERSE_SIZE, MPI_WIN_BASE,     MPI_WIN_DISP_UNIT,
+                               MPI_WIN_SIZE,     MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (key == keys[i] + 1)
+            return keys[i];
+    return -1;
+}
+
+/* A predefined attribute's C value (a pointer to the value, except MPI_WIN_BASE) as the
+ * Fortran value. */
+static MPI_Aint oxf_predefined_value(int ckey, void *p)
+{
+    if (ckey == MPI_WIN_BASE)
+        return (MPI_Aint)(intptr_t)p;
+    if (ckey == MPI_WIN_SIZE)
+        return *(MPI_Aint *)p;
+    return *(int *)p;
+}
+
+#define GET_ATTR(low, up, Name)                                                       \
+    void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *flag,    \
+                   MPI_Fint *ierr);                                                   \
+    void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *flag,    \
+                   MPI_Fint *ierr)                                                    \
+    {                                                                                 \
+        int ckey = oxf_predefined_key(*keyval);                                       \
+        void *p = NULL;                                                               \
+        int f = 0;                                                                    \
+        int rc = MPI_##Name##_get_attr(*obj, ckey >= 0 ? ckey : *keyval, &p, &f);     \
+        if (rc == MPI_SUCCESS) {                                                      \
+            *flag = f != 0;                                                           \
+            if (f)                                                                    \
+                *val = ckey >= 0 ? oxf_predefined_value(ckey, p) : (MPI_Aint)(intptr_t)p; \
+        }                                                                             \
+        if (ierr)                                                                     \
+            *ierr = rc;                                                               \
+    }                                                                                 \
+    ALIASES(low, up)
+
+FORT_HAND(MPI_Comm_get_attr)
+FORT_HAND(MPI_Type_get_attr)
+FORT_HAND(MPI_Win_get_attr)
+GET_ATTR(mpi_comm_get_attr, COMM_GET_ATTR, Comm)
+GET_ATTR(mpi_type_get_attr, TYPE_GET_ATTR, Type)
+GET_ATTR(mpi_win_get_attr, WIN_GET_ATTR, Win)
+
+/* The predefined Fortran copy and delete callbacks (Fortran calling convention). */
+#define NULL_COPY(low, up)                                                            \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
+                   MPI_Fint *flag, MPI_Fint *ierr);                                   \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
+                   MPI_Fint *flag, MPI_Fint *ierr)                                    \
+    {                                                                                 \
+        (void)o, (void)k, (void)x, (void)in, (void)out;                               \
+        *flag = 0;                                                                    \
+        *ierr = MPI_SUCCESS;                                                          \
+    }                                                                                 \
+    ALIASES(low, up)
+#define DUP(low, up)                                                                  \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
+                   MPI_Fint *flag, MPI_Fint *ierr);                                   \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
+                   MPI_Fint *flag, MPI_Fint *ierr)                                    \
+    {                                                                                 \
+        (void)o, (void)k, (void)x;                                                    \
+        *out = *in;                                                                   \
+        *flag = 1;                                                                    \
+        *ierr = MPI_SUCCESS;                                                          \
+    }                                                                                 \
+    ALIASES(low, up)
+#define NULL_DELETE(low, up)                                                          \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *v, MPI_Aint *x, MPI_Fint *ierr); \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *v, MPI_Aint *x, MPI_Fint *ierr)  \
+    {                                                                                 \
+        (void)o, (void)k, (void)v, (void)x;                                           \
+        *ierr = MPI_SUCCESS;                                                          \
+    }                                                                                 \
+    ALIASES(low, up)
+
+NULL_COPY(mpi_comm_null_copy_fn, COMM_NULL_COPY_FN)
+NULL_COPY(mpi_type_null_copy_fn, TYPE_NULL_COPY_FN)
+NULL_COPY(mpi_win_null_copy_fn, WIN_NULL_COPY_FN)
+DUP(mpi_comm_dup_fn, COMM_DUP_FN)
+DUP(mpi_type_dup_fn, TYPE_DUP_FN)
+DUP(mpi_win_dup_fn, WIN_DUP_FN)
+NULL_DELETE(mpi_comm_null_delete_fn, COMM_NULL_DELETE_FN)
+NULL_DELETE(mpi_type_null_delete_fn, TYPE_NULL_DELETE_FN)
+NULL_DELETE(mpi_win_null_delete_fn, WIN_NULL_DELETE_FN)
+
+/* The MPI-1 forms (INTEGER attribute values). */
+void pmpi_null_copy_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
+                        MPI_Fint *flag, MPI_Fint *ierr);
+void pmpi_null_copy_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
+                        MPI_Fint *flag, MPI_Fint *ierr)
+{
+    (void)o, (void)k, (void)x, (void)in, (void)out;
+    *flag = 0;
+    *ierr = MPI_SUCCESS;
+}
+ALIASES(mpi_null_copy_fn, NULL_COPY_FN)
+void pmpi_dup_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
+                  MPI_Fint *flag, MPI_Fint *ierr);
+void pmpi_dup_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
+                  MPI_Fint *flag, MPI_Fint *ierr)
+{
+    (void)o, (void)k, (void)x;
+    *out = *in;
+    *flag = 1;
+    *ierr = MPI_SUCCESS;
+}
+ALIASES(mpi_dup_fn, DUP_FN)
+void pmpi_null_delete_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *x, MPI_Fint *ierr);
+void pmpi_null_delete_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *x, MPI_Fint *ierr)
+{
+    (void)o, (void)k, (void)v, (void)x;
+    *ierr = MPI_SUCCESS;
+}
+ALIASES(mpi_null_delete_fn, NULL_DELETE_FN)
+
+/* ------------------------------------------------------------------ user callbacks */
+
+/* A Fortran user operation (invec, inoutvec, len, datatype), all by reference, has the C
+ * MPI_User_function's shape (MPICH datatypes are `int`). */
+FORT_HAND(MPI_Op_create)
+void pmpi_op_create_(void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr);
+void pmpi_op_create_(void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr)
+{
+    int rc = MPI_Op_create((MPI_User_function *)fn, *commute != 0, op);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_op_create, OP_CREATE)
+
+/* A Fortran communicator or window error handler (handle, error code) by reference has
+ * the C handler's shape. */
+FORT_HAND(MPI_Comm_create_errhandler)
+void pmpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    int rc = MPI_Comm_create_errhandler((MPI_Comm_errhandler_function *)fn, eh);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_comm_create_errhandler, COMM_CREATE_ERRHANDLER)
+
+FORT_HAND(MPI_Win_create_errhandler)
+void pmpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    int rc = MPI_Win_create_errhandler((MPI_Win_errhandler_function *)fn, eh);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_win_create_errhandler, WIN_CREATE_ERRHANDLER)
+
+/* File handlers get the C MPI_File (a pointer): a trampoline converts it. C handlers carry
+ * no state, so the Fortran functions live in a fixed table of trampolines. */
+typedef void (*oxf_file_eh)(MPI_Fint *, MPI_Fint *);
+#define FILE_EH_SLOTS 16
+static oxf_file_eh oxf_file_ehs[FILE_EH_SLOTS];
+static void oxf_file_eh_call(int slot, MPI_File *fh, int *code)
+{
+    MPI_Fint f = MPI_File_c2f(*fh), c = *code;
+    oxf_file_ehs[slot](&f, &c);
+}
+#define FILE_EH(n)                                                                    \
+    static void oxf_file_eh_##n(MPI_File *fh, int *code, ...)                         \
+    {                                                                                 \
+        oxf_file_eh_call(n, fh, code);                                                \
+    }
+FILE_EH(0)
+FILE_EH(1)
+FILE_EH(2)
+FILE_EH(3)
+FILE_EH(4)
+FILE_EH(5)
+FILE_EH(6)
+FILE_EH(7)
+FILE_EH(8)
+FILE_EH(9)
+FILE_EH(10)
+FILE_EH(11)
+FILE_EH(12)
+FILE_EH(13)
+FILE_EH(14)
+FILE_EH(15)
+static MPI_File_errhandler_function *const oxf_file_eh_tramps[FILE_EH_SLOTS] = {
+    oxf_file_eh_0,  oxf_file_eh_1,  oxf_file_eh_2,  oxf_file_eh_3,
+    oxf_file_eh_4,  oxf_file_eh_5,  oxf_file_eh_6,  oxf_file_eh_7,
+    oxf_file_eh_8,  oxf_file_eh_9,  oxf_file_eh_10, oxf_file_eh_11,
+    oxf_file_eh_12, oxf_file_eh_13, oxf_file_eh_14, oxf_file_eh_15};
+
+FORT_HAND(MPI_File_create_errhandler)
+void pmpi_file_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_file_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    int rc = MPI_ERR_INTERN;
+    for (int i = 0; i < FILE_EH_SLOTS; i++) {
+        oxf_file_eh expected = NULL;
+        if (__atomic_compare_exchange_n(&oxf_file_ehs[i], &expected, (oxf_file_eh)fn, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ||
+            expected == (oxf_file_eh)fn) {
+            rc = MPI_File_create_errhandler(oxf_file_eh_tramps[i], eh);
+            break;
+        }
+    }
+    if (rc == MPI_ERR_INTERN)
+        MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_file_create_errhandler, FILE_CREATE_ERRHANDLER)
+
+/* Generalized requests: the Fortran callbacks and extra_state travel in the C extra_state. */
+typedef void (*oxf_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void (*oxf_free_fn)(MPI_Aint *, MPI_Fint *);
+typedef void (*oxf_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+struct oxf_greq {
+    oxf_query_fn query;
+    oxf_free_fn free;
+    oxf_cancel_fn cancel;
+    MPI_Aint extra;
+};
+
+static int oxf_greq_query(void *extra, MPI_Status *status)
+{
+    struct oxf_greq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    g->query(&g->extra, (MPI_Fint *)status, &ierr);
+    return ierr;
+}
+
+static int oxf_greq_free(void *extra)
+{
+    struct oxf_greq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    g->free(&g->extra, &ierr);
+    free(g);
+    return ierr;
+}
+
+static int oxf_greq_cancel(void *extra, int complete)
+{
+    struct oxf_greq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS, c = complete != 0;
+    g->cancel(&g->extra, &c, &ierr);
+    return ierr;
+}
+
+FORT_HAND(MPI_Grequest_start)
+void pmpi_grequest_start_(void *query, void *freefn, void *cancel, MPI_Aint *extra,
+                          MPI_Fint *request, MPI_Fint *ierr);
+void pmpi_grequest_start_(void *query, void *freefn, void *cancel, MPI_Aint *extra,
+                          MPI_Fint *request, MPI_Fint *ierr)
+{
+    struct oxf_greq *g = malloc(sizeof *g);
+    int rc = MPI_ERR_NO_MEM;
+    if (g) {
+        g->query = (oxf_query_fn)query;
+        g->free = (oxf_free_fn)freefn;
+        g->cancel = (oxf_cancel_fn)cancel;
+        g->extra = *extra;
+        rc = MPI_Grequest_start(oxf_greq_query, oxf_greq_free, oxf_greq_cancel, g, request);
+        if (rc != MPI_SUCCESS)
+            free(g);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_grequest_start, GREQUEST_START)

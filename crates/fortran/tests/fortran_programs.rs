@@ -1,0 +1,274 @@
+//! Integration tests of the installed Fortran bindings: our Fortran programs (`tests/f`)
+//! built with our `mpifort` run under our `mpirun`; the same programs built with Debian's
+//! MPICH (`mpif90.mpich`) run on our libraries through `LD_LIBRARY_PATH`; the wrapper's
+//! names and flags; the exported symbols against Debian's `libmpichfort.so.12`.
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`), gfortran
+//! and Debian's `libmpich-dev` (both installed by `scripts/deps.sh`).
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+// The installed-prefix helpers (`prefix()`, `Scratch`, `mpirun`) of oxmpi-capi's tests.
+#[path = "../../capi/tests/common/mod.rs"]
+mod common;
+use common::{prefix, Scratch};
+
+/// A Fortran test program of `tests/f`.
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/f")
+        .join(name)
+}
+
+/// Which compiler wrapper builds a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fc {
+    /// Our `mpifort`.
+    Ours,
+    /// Debian's MPICH `mpif90.mpich`; the program then runs on our libraries through
+    /// `LD_LIBRARY_PATH`.
+    Mpich,
+}
+
+fn compile(fc: Fc, name: &str, dir: &Path) -> PathBuf {
+    let stem = Path::new(name).file_stem().expect("file name");
+    let exe = dir.join(format!("{}-{fc:?}", stem.to_string_lossy()));
+    let wrapper = match fc {
+        Fc::Ours => prefix().join("bin/mpifort"),
+        Fc::Mpich => PathBuf::from("mpif90.mpich"),
+    };
+    // Module files go to the scratch directory, never next to the sources.
+    let out = Command::new(&wrapper)
+        .arg(format!("-J{}", dir.display()))
+        .arg(source(name))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {} (scripts/deps.sh installs gfortran and Debian's libmpich-dev): {e}",
+                wrapper.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "building {name} with {} failed:\n{}",
+        wrapper.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe` on `n` ranks under our mpirun (with our libraries first in the search path
+/// for MPICH-built programs); stdout, stderr, exit code.
+fn run(fc: Fc, n: usize, exe: &Path, args: &[&Path]) -> (String, String, i32) {
+    let libs = common::our_libs_first();
+    let env: Vec<(&str, &OsStr)> = match fc {
+        Fc::Mpich => vec![("LD_LIBRARY_PATH", libs.as_os_str())],
+        Fc::Ours => vec![],
+    };
+    let n = n.to_string();
+    let mut argv: Vec<&OsStr> = vec![
+        OsStr::new("--timeout"),
+        OsStr::new("120"),
+        OsStr::new("-n"),
+        OsStr::new(&n),
+        exe.as_os_str(),
+    ];
+    argv.extend(args.iter().map(|a| a.as_os_str()));
+    let out = common::mpirun(&argv, &env);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Builds `name` with both wrappers and runs each on `n` ranks; each run must succeed and
+/// print every line of `expect`.
+fn check(name: &str, n: usize, expect: &[&str], scratch_arg: bool) {
+    for fc in [Fc::Ours, Fc::Mpich] {
+        let dir = Scratch::new("fortran");
+        let exe = compile(fc, name, &dir.0);
+        let data = Scratch::new("fortran-data");
+        let args: Vec<&Path> = if scratch_arg { vec![&data.0] } else { vec![] };
+        let (out, err, code) = run(fc, n, &exe, &args);
+        assert_eq!(
+            code, 0,
+            "{name} ({fc:?} build, {n} ranks) failed with {code}:\n{out}\n{err}"
+        );
+        for l in expect {
+            assert!(
+                out.lines().any(|x| x == *l),
+                "{name} ({fc:?} build, {n} ranks) did not print '{l}':\n{out}\n{err}"
+            );
+        }
+        if fc == Fc::Mpich {
+            let ldd = Command::new("ldd")
+                .arg(&exe)
+                .env("LD_LIBRARY_PATH", common::our_libs_first())
+                .output();
+            if let Ok(o) = ldd {
+                let text = String::from_utf8_lossy(&o.stdout);
+                assert!(
+                    text.lines()
+                        .filter(|l| l.contains("libmpichfort.so.12"))
+                        .all(|l| l.contains(&prefix().join("lib").display().to_string())),
+                    "{name}: the MPICH-built program does not load our libmpichfort.so.12:\n{text}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ring_with_use_mpi() {
+    check("ring.f90", 3, &["ring: token 44", "ring: ok"], false);
+}
+
+#[test]
+fn sentinels_with_mpif_h_fixed_form() {
+    check("sentinels.f", 2, &["sentinels: ok"], false);
+    check("sentinels.f", 3, &["sentinels: ok"], false);
+}
+
+#[test]
+fn callbacks_written_in_fortran() {
+    check(
+        "callbacks.f90",
+        2,
+        &[
+            "user op: ok",
+            "ierror classes: ok",
+            "error handler: ok",
+            "attributes: ok",
+            "callbacks: ok",
+        ],
+        false,
+    );
+}
+
+#[test]
+fn rma_and_io() {
+    check("rma_io.f90", 2, &["rma: ok", "io: ok", "rma_io: ok"], true);
+}
+
+#[test]
+fn mpifort_names_and_flags() {
+    let lib = prefix().join("lib");
+    for name in ["mpifort", "mpif77", "mpif90"] {
+        let out = Command::new(prefix().join("bin").join(name))
+            .args(["-show", "x.f90"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {name}: {e}"));
+        let line = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name} -show failed");
+        assert!(line.starts_with("gfortran "), "{name}: {line}");
+        assert!(
+            line.contains(&format!("-Wl,-rpath,{}", lib.display()))
+                && line.trim_end().ends_with("-lmpifort -lmpi"),
+            "{name}: {line}"
+        );
+    }
+    let pc = std::fs::read_to_string(lib.join("pkgconfig/oxmpi-fort.pc")).expect("oxmpi-fort.pc");
+    assert!(pc.contains("-lmpifort -lmpi"), "{pc}");
+    let out = Command::new(prefix().join("bin/mpifort"))
+        .args(["-mpi-abi", "x.f90"])
+        .output()
+        .expect("run mpifort");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Defined dynamic symbols of a shared library.
+fn exports(lib: &Path) -> BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nm on {}: {e}", lib.display()));
+    assert!(out.status.success(), "nm {} failed", lib.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn exports_mpichs_fortran_names_for_every_function_the_c_library_has() {
+    let ours = exports(&prefix().join("lib/libmpifort.so.12"));
+    let c = exports(&prefix().join("lib/libmpi.so.12"));
+    let c_lower: BTreeSet<String> = c
+        .iter()
+        .filter_map(|n| n.strip_prefix("PMPI_"))
+        .map(|n| n.to_lowercase())
+        .collect();
+    let mpich = Path::new("/usr/lib/x86_64-linux-gnu/libmpichfort.so.12");
+    assert!(
+        mpich.exists(),
+        "{} is missing (scripts/deps.sh installs Debian's libmpich-dev)",
+        mpich.display()
+    );
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for sym in exports(mpich) {
+        // MPICH's `use mpi`/mpif.h names: mpi_x_ (and the other spellings of the same x).
+        let Some(base) = sym.strip_prefix("mpi_").and_then(|s| s.strip_suffix('_')) else {
+            continue;
+        };
+        if base.ends_with("_f08") || base.ends_with("_f08ts") || base.ends_with('_') {
+            continue;
+        }
+        if !c_lower.contains(base) {
+            continue;
+        }
+        checked += 1;
+        for name in [
+            sym.clone(),
+            format!("mpi_{base}"),
+            format!("mpi_{base}__"),
+            format!("MPI_{}", base.to_uppercase()),
+            format!("pmpi_{base}_"),
+        ] {
+            if !ours.contains(&name) {
+                missing.push(name);
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} functions compared");
+    assert!(
+        missing.is_empty(),
+        "libmpifort.so.12 lacks {} of MPICH's Fortran names: {missing:?}",
+        missing.len()
+    );
+    for block in [
+        "mpipriv1_",
+        "mpipriv2_",
+        "mpiprivc_",
+        "mpifcmb5_",
+        "mpifcmb9_",
+    ] {
+        assert!(ours.contains(block), "common block {block} not exported");
+    }
+}
+
+#[test]
+fn every_unsupported_function_is_documented() {
+    let list = std::fs::read_to_string(prefix().join("share/oxmpi/fort-unsupported.txt"))
+        .expect("share/oxmpi/fort-unsupported.txt");
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("UNIMPLEMENTED.md"))
+            .expect("UNIMPLEMENTED.md");
+    for line in list.lines() {
+        let name = line.split(':').next().unwrap_or(line);
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "{name} returns MPI_ERR_UNSUPPORTED_OPERATION in Fortran but UNIMPLEMENTED.md \
+             does not name it"
+        );
+    }
+}

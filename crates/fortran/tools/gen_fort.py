@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Generator of oxmpi's Fortran bindings (libmpifort.so.12, mpif.h, the `mpi` module).
+
+One description of the functions drives everything: the MPI-5.0 C prototypes
+(crates/capi-abi/data/mpi5-c-prototypes.txt) plus data/legacy-prototypes.txt (MPI-1 and
+MPI-2 functions deleted from the standard that Fortran codes still call). Constants come
+from the C library's own header (crates/capi/include/mpi.h), so Fortran and C agree.
+
+usage:
+  gen_fort.py wrappers OUTDIR EXPORTS   write OUTDIR/fort_gen.c and OUTDIR/fort-unsupported.txt;
+                                        EXPORTS lists the PMPI_* functions libmpi.so.12 defines
+  gen_fort.py mpifh OUTDIR              write OUTDIR/mpif.h and OUTDIR/mpi.f90 (module mpi)
+
+The wrappers follow MPICH's Fortran ABI (gfortran conventions): every argument by
+reference, the `ierror` argument last, hidden `size_t` lengths of CHARACTER arguments after
+it, handles are the C handles (MPICH handles are `int`; `MPI_File` goes through
+`MPI_File_f2c`/`_c2f`), LOGICAL is 0/1 like C, the Fortran status is the C status (5
+integers). The sentinels MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS(ES)_IGNORE,
+MPI_ERRCODES_IGNORE, MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are recognised by address in
+MPICH's common blocks (mpipriv1_, mpipriv2_, mpifcmb5_, mpifcmb9_). Each function
+`MPI_X` is defined once as `pmpi_x_` (calling the C `MPI_X`, so C-level profiling tools
+see Fortran calls) with the names `pmpi_x`, `pmpi_x__`, `PMPI_X` and the weak names
+`mpi_x`, `mpi_x_`, `mpi_x__`, `MPI_X`.
+
+Functions with a hand-written wrapper in c/fort_rt.c (marked by a `FORT_HAND(MPI_X)` line)
+are skipped here; functions whose arguments the rules below cannot convert get a wrapper
+that reports MPI_ERR_UNSUPPORTED_OPERATION through MPI_COMM_WORLD's error handler and are
+listed in fort-unsupported.txt.
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CRATE = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(CRATE))
+PROTOS = [os.path.join(ROOT, "crates", "capi-abi", "data", "mpi5-c-prototypes.txt"),
+          os.path.join(CRATE, "data", "legacy-prototypes.txt")]
+RT = os.path.join(CRATE, "c", "fort_rt.c")
+MPI_H = os.path.join(ROOT, "crates", "capi", "include", "mpi.h")
+
+INT_HANDLES = ["MPI_Comm", "MPI_Datatype", "MPI_Errhandler", "MPI_Group", "MPI_Info",
+               "MPI_Message", "MPI_Op", "MPI_Request", "MPI_Session", "MPI_Win"]
+INTS = ["int"] + INT_HANDLES
+WIDE = ["MPI_Aint", "MPI_Offset", "MPI_Count"]
+
+# Predefined attribute keys whose Fortran value is the C key + 1 (MPICH's convention, so
+# Fortran reads the value, not a pointer to it).
+FORTRAN_KEYVAL_OFFSET = 1
+
+
+class Unsupported(Exception):
+    """An argument the generic rules cannot convert."""
+
+
+def parse_protos():
+    """[(return type, name, [(type, name, array)])] in file order, later files appended."""
+    out = []
+    for path in PROTOS:
+        if not os.path.exists(path):
+            continue
+        for line in open(path):
+            line = line.strip().rstrip(";")
+            if not line or line.startswith("#"):
+                continue
+            m = re.match(r"(.+?)\s*\b(MPI_\w+)\((.*)\)$", line)
+            if not m:
+                continue
+            ret, name, args = m.groups()
+            params = []
+            if args not in ("void", ""):
+                for a in args.split(", "):
+                    if a == "...":
+                        params.append(("...", "", ""))
+                        continue
+                    am = re.match(r"(.*?)(\w+)((?:\[\w*\])*)$", a)
+                    params.append((am.group(1).strip(), am.group(2), am.group(3)))
+            out.append((ret.strip(), name, params))
+    return out
+
+
+def skipped(name, params):
+    """Functions with no Fortran binding at all."""
+    if name.startswith(("MPI_T_", "MPI_Abi_")) or name.endswith("_c"):
+        return True
+    if re.search(r"_(c2f|f2c|toint|fromint|c2f08|f082c|f082f|f2f08)$", name):
+        return True
+    return any(t.endswith(("MPI_Fint*", "MPI_F08_status*")) or t == "MPI_Fint"
+               for t, _, _ in params)
+
+
+def hand_written():
+    names = set()
+    for line in open(RT):
+        m = re.match(r"\s*FORT_HAND\((MPI_\w+)\)", line)
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def convert(fname, ctype, pname, array):
+    """(Fortran-side parameter declaration, before-call code, call expression, after-call
+    code, hidden length parameter or None) for one C parameter; `array` is the parameter's
+    array suffix (`[]`, `[][3]`) or ''."""
+    base = ctype.replace("const ", "").strip()
+    const = ctype.startswith("const ")
+    ptr = base.endswith("*") or array
+    core = base.rstrip("*").strip()
+    if core in INTS and not ptr:
+        return f"MPI_Fint *{pname}", "", f"({core})*{pname}", "", None
+    if core in WIDE and not ptr:
+        return f"{core} *{pname}", "", f"*{pname}", "", None
+    if core == "MPI_File" and not ptr:
+        return f"MPI_Fint *{pname}", "", f"MPI_File_f2c(*{pname})", "", None
+    if core == "MPI_File" and base == "MPI_File*":
+        pre = (f"    MPI_File {pname}_c = " +
+               ("MPI_FILE_NULL" if fname == "MPI_File_open" else f"MPI_File_f2c(*{pname})") +
+               ";\n")
+        post = f"    if (rc == MPI_SUCCESS) *{pname} = MPI_File_c2f({pname}_c);\n"
+        return f"MPI_Fint *{pname}", pre, f"&{pname}_c", post, None
+    if core in INTS + WIDE and ptr and base.count("*") + int(bool(array)) == 1:
+        # `int ranges[][3]` is a pointer to arrays of 3.
+        inner = array[array.index("]") + 1:] if array else ""
+        cast = f"{core} (*){inner}" if inner else f"{core} *"
+        arg = f"({'const ' if const else ''}{cast}){pname}"
+        if "weights" in pname:
+            arg = f"FWEIGHTS({pname}, {'const ' if const else ''}{core} *)"
+        return f"void *{pname}", "", arg, "", None
+    if core == "MPI_Status" and ptr:
+        if const:
+            return f"void *{pname}", "", f"(const MPI_Status *){pname}", "", None
+        return f"void *{pname}", "", f"FSTATUS({pname})", "", None
+    if core == "void" and base == "void*":
+        if pname in ("extra_state", "attribute_val"):
+            raise Unsupported(pname)
+        if pname == "buffer_addr":
+            # MPICH discards the detached address in Fortran: the argument is a choice
+            # buffer, possibly smaller than a pointer.
+            return f"void *{pname}", f"    void *{pname}_c = NULL;\n", f"&{pname}_c", \
+                f"    (void){pname}_c;\n", None
+        return f"void *{pname}", "", f"FBUF({pname})", "", None
+    if (base == "char*" and not array) or (base == "char" and array == "[]"):
+        if const or fname == "MPI_Pack_external_size":
+            trim = 1 if pname in ("key", "value") else 0
+            pre = f"    char *{pname}_c = oxf_str_in({pname}, {pname}_len, {trim});\n"
+            post = f"    free({pname}_c);\n"
+            return f"const char *{pname}", pre, f"{pname}_c", post, f"size_t {pname}_len"
+        pre = f"    char *{pname}_c = oxf_str_buf({pname}_len);\n"
+        post = f"    oxf_str_out({pname}, {pname}_len, {pname}_c, rc);\n"
+        return f"char *{pname}", pre, f"{pname}_c", post, f"size_t {pname}_len"
+    raise Unsupported(f"{ctype} {pname}")
+
+
+def lower(name):
+    return name.lower()
+
+
+def aliases(name):
+    """`#pragma weak` lines giving `pmpi_x_`'s other names."""
+    low = lower(name)
+    impl = "p" + low + "_"
+    names = ["p" + low, "p" + low + "__", "P" + name.upper(),
+             low, low + "_", low + "__", name.upper()]
+    return "".join(f"#pragma weak {n} = {impl}\n" for n in names)
+
+
+def wrapper(ret, name, params):
+    """C source of one wrapper, or raises Unsupported."""
+    impl = "p" + lower(name) + "_"
+    if ret in ("double", "MPI_Aint"):
+        decls = []
+        call = []
+        for t, p, arr in params:
+            d, pre, c, post, hid = convert(name, t, p, arr)
+            if pre or post or hid:
+                raise Unsupported(p)
+            decls.append(d)
+            call.append(c)
+        return (f"{ret} {impl}({', '.join(decls) or 'void'});\n"
+                f"{ret} {impl}({', '.join(decls) or 'void'})\n{{\n"
+                f"    return {name}({', '.join(call)});\n}}\n")
+    if ret != "int" or any(t == "..." for t, _, _ in params):
+        raise Unsupported("return type or varargs")
+    decls, pres, calls, posts, hidden = [], [], [], [], []
+    for t, p, arr in params:
+        d, pre, c, post, hid = convert(name, t, p, arr)
+        decls.append(d)
+        pres.append(pre)
+        calls.append(c)
+        posts.append(post)
+        if hid:
+            hidden.append(hid)
+    sig = ", ".join(decls + ["MPI_Fint *ierr"] + hidden)
+    return (f"void {impl}({sig});\n"
+            f"void {impl}({sig})\n{{\n"
+            + "".join(pres)
+            + f"    int rc = {name}({', '.join(calls)});\n"
+            + "".join(posts)
+            + "    if (ierr) *ierr = rc;\n}\n")
+
+
+def unsupported_stub(name, params):
+    """A wrapper reporting MPI_ERR_UNSUPPORTED_OPERATION; Fortran passes every argument by
+    address, so the `ierror` address follows the arguments (hidden lengths come after)."""
+    impl = "p" + lower(name) + "_"
+    args = [f"void *a{i}" for i in range(len(params))] + ["MPI_Fint *ierr"]
+    sig = ", ".join(args)
+    return (f"void {impl}({sig});\n"
+            f"void {impl}({sig})\n{{\n"
+            + "".join(f"    (void)a{i};\n" for i in range(len(params)))
+            + f"    oxf_unsupported(\"{name}\", ierr);\n}}\n")
+
+
+def gen_wrappers(outdir, exports_file):
+    exports = {l.strip() for l in open(exports_file) if l.strip()}
+    hand = hand_written()
+    seen = set()
+    body = []
+    unsupported = []
+    for ret, name, params in parse_protos():
+        if name in seen or skipped(name, params) or name in hand:
+            continue
+        seen.add(name)
+        if "P" + name not in exports:
+            continue
+        try:
+            src = wrapper(ret, name, params)
+        except Unsupported as e:
+            src = unsupported_stub(name, params)
+            unsupported.append(f"{name}: {e}")
+        body.append(src + aliases(name))
+    with open(os.path.join(outdir, "fort_gen.c"), "w") as f:
+        f.write("/* Generated by crates/fortran/tools/gen_fort.py: do not edit. */\n"
+                "#include \"fort_rt.h\"\n\n")
+        f.write("\n".join(body))
+    with open(os.path.join(outdir, "fort-unsupported.txt"), "w") as f:
+        f.write("".join(u + "\n" for u in sorted(unsupported)))
+
+
+# ---------------------------------------------------------------- mpif.h and module mpi
+
+# Handle and integer constants of mpi.h that are C-only.
+C_ONLY = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_F_STATUS_SIZE", "MPI_F_SOURCE",
+          "MPI_F_TAG", "MPI_F_ERROR", "MPI_FILE_NULL"}
+KEYVALS = {"MPI_TAG_UB", "MPI_HOST", "MPI_IO", "MPI_WTIME_IS_GLOBAL", "MPI_APPNUM",
+           "MPI_LASTUSEDCODE", "MPI_UNIVERSE_SIZE", "MPI_WIN_BASE", "MPI_WIN_DISP_UNIT",
+           "MPI_WIN_SIZE", "MPI_WIN_CREATE_FLAVOR", "MPI_WIN_MODEL"}
+HANDLE_CAST = re.compile(r"^\(\((MPI_\w+)\)\s*(-?(?:0x[0-9a-fA-F]+|\d+))\)$")
+
+
+def c_constants():
+    """[(name, int value, kind)] of the integer-valued constants of mpi.h, in order; kind is
+    None for default INTEGER or 'MPI_OFFSET_KIND'."""
+    defs = {}
+    order = []
+    for line in open(MPI_H):
+        m = re.match(r"#define\s+(MPI_\w+)\s+(.+?)\s*$", line)
+        if m:
+            defs[m.group(1)] = m.group(2)
+            order.append(m.group(1))
+    out = []
+
+    def value(expr, depth=0):
+        if depth > 4:
+            return None
+        if re.fullmatch(r"-?\d+", expr) or re.fullmatch(r"\(-?\d+\)", expr):
+            return int(expr.strip("()")), None
+        m = HANDLE_CAST.match(expr)
+        if m:
+            t, v = m.groups()
+            v = int(v, 0)
+            if t in INT_HANDLES:
+                if v >= 1 << 31:
+                    v -= 1 << 32
+                return v, None
+            if t == "MPI_Offset":
+                return v, "MPI_OFFSET_KIND"
+            return None
+        if expr in defs:
+            return value(defs[expr], depth + 1)
+        return None
+
+    for n in order:
+        if n in C_ONLY or n.startswith("MPI_MAX_") and n not in defs:
+            continue
+        v = value(defs[n])
+        if v is None:
+            continue
+        val, kind = v
+        if n in KEYVALS:
+            val += FORTRAN_KEYVAL_OFFSET
+        out.append((n, val, kind))
+    return out
+
+
+def fixed(line):
+    """A line valid in fixed and free source form (column 7, at most 72 columns)."""
+    if len(line) > 72:
+        raise SystemExit(f"gen_fort.py: mpif.h line longer than 72 columns: {line}")
+    return line + "\n"
+
+
+def gen_mpifh(outdir):
+    lines = ["! mpif.h of oxmpi, generated by crates/fortran/tools/gen_fort.py from mpi.h.\n",
+             "! Valid in fixed and free source form; MPICH-compatible values.\n"]
+    add = lambda s: lines.append(fixed("      " + s))
+    add("INTEGER MPI_VERSION, MPI_SUBVERSION")
+    add("PARAMETER (MPI_VERSION=3, MPI_SUBVERSION=1)")
+    add("INTEGER MPI_STATUS_SIZE")
+    add("PARAMETER (MPI_STATUS_SIZE=5)")
+    add("INTEGER MPI_SOURCE, MPI_TAG, MPI_ERROR")
+    add("PARAMETER (MPI_SOURCE=3, MPI_TAG=4, MPI_ERROR=5)")
+    add("INTEGER MPI_ADDRESS_KIND, MPI_OFFSET_KIND, MPI_COUNT_KIND")
+    add("PARAMETER (MPI_ADDRESS_KIND=8, MPI_OFFSET_KIND=8)")
+    add("PARAMETER (MPI_COUNT_KIND=8)")
+    add("INTEGER MPI_INTEGER_KIND")
+    add("PARAMETER (MPI_INTEGER_KIND=4)")
+    add("INTEGER MPI_FILE_NULL")
+    add("PARAMETER (MPI_FILE_NULL=0)")
+    seen = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_STATUS_SIZE", "MPI_FILE_NULL"}
+    for name, val, kind in c_constants():
+        if name.upper() in seen:
+            continue
+        seen.add(name.upper())
+        if kind:
+            add(f"INTEGER(KIND={kind}) {name}")
+        else:
+            add(f"INTEGER {name}")
+        add(f"PARAMETER ({name}={val})" if val >= 0 else f"PARAMETER ({name}=({val}))")
+    add("LOGICAL MPI_SUBARRAYS_SUPPORTED, MPI_ASYNC_PROTECTS_NONBLOCKING")
+    add("PARAMETER (MPI_SUBARRAYS_SUPPORTED=.FALSE.)")
+    add("PARAMETER (MPI_ASYNC_PROTECTS_NONBLOCKING=.FALSE.)")
+    # Sentinels: MPICH's common blocks, recognised by address in the library.
+    add("INTEGER MPI_BOTTOM, MPI_IN_PLACE")
+    add("INTEGER MPI_STATUS_IGNORE(MPI_STATUS_SIZE)")
+    add("INTEGER MPI_STATUSES_IGNORE(MPI_STATUS_SIZE,1)")
+    add("INTEGER MPI_ERRCODES_IGNORE(1)")
+    add("CHARACTER*1 MPI_ARGVS_NULL(1,1)")
+    add("CHARACTER*1 MPI_ARGV_NULL(1)")
+    add("INTEGER MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY")
+    add("COMMON /MPIFCMB5/ MPI_UNWEIGHTED")
+    add("COMMON /MPIFCMB9/ MPI_WEIGHTS_EMPTY")
+    add("SAVE /MPIFCMB5/, /MPIFCMB9/")
+    add("COMMON /MPIPRIV1/ MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS_IGNORE")
+    add("COMMON /MPIPRIV2/ MPI_STATUSES_IGNORE, MPI_ERRCODES_IGNORE")
+    add("SAVE /MPIPRIV1/, /MPIPRIV2/")
+    add("COMMON /MPIPRIVC/ MPI_ARGVS_NULL, MPI_ARGV_NULL")
+    add("SAVE /MPIPRIVC/")
+    # Functions and predefined callbacks.
+    add("EXTERNAL MPI_DUP_FN, MPI_NULL_DELETE_FN, MPI_NULL_COPY_FN")
+    add("EXTERNAL MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN")
+    add("EXTERNAL MPI_COMM_NULL_COPY_FN")
+    add("EXTERNAL MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN")
+    add("EXTERNAL MPI_WIN_NULL_COPY_FN")
+    add("EXTERNAL MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN")
+    add("EXTERNAL MPI_TYPE_NULL_COPY_FN")
+    add("EXTERNAL MPI_CONVERSION_FN_NULL")
+    add("DOUBLE PRECISION MPI_WTIME, MPI_WTICK")
+    add("DOUBLE PRECISION PMPI_WTIME, PMPI_WTICK")
+    add("EXTERNAL MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK")
+    add("INTEGER(KIND=MPI_ADDRESS_KIND) MPI_AINT_ADD, MPI_AINT_DIFF")
+    add("EXTERNAL MPI_AINT_ADD, MPI_AINT_DIFF")
+    with open(os.path.join(outdir, "mpif.h"), "w") as f:
+        f.write("".join(lines))
+    with open(os.path.join(outdir, "mpi.f90"), "w") as f:
+        f.write("! module mpi of oxmpi, generated by crates/fortran/tools/gen_fort.py.\n"
+                "module mpi\n"
+                "  implicit none\n"
+                "  include 'mpif.h'\n"
+                "end module mpi\n")
+
+
+def main(argv):
+    if len(argv) == 4 and argv[1] == "wrappers":
+        gen_wrappers(argv[2], argv[3])
+    elif len(argv) == 3 and argv[1] == "mpifh":
+        gen_mpifh(argv[2])
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
