@@ -4,9 +4,11 @@
 //! `oxmpi-fort.pc`.
 //!
 //! `crates/fortran/tools/gen_fort.py` generates the wrappers for every `PMPI_*` function
-//! the installed `libmpi.so.12` exports, plus `mpif.h` and the `mpi` module's source from
-//! the C header; the wrappers and `crates/fortran/c/fort_rt.c` are compiled with the C
-//! compiler and linked over `libmpi.so.12`; gfortran compiles the module.
+//! the installed `libmpi.so.12` exports, `mpif.h` and the `mpi` module's source from the C
+//! header, and the `mpi_f08` module with its procedures; the wrappers and
+//! `crates/fortran/c/fort_rt.c` are compiled with the C compiler, the modules and the
+//! `mpi_f08` procedures with gfortran (`.mod` files into `include/`), and all of it is
+//! linked over `libmpi.so.12`.
 
 use crate::run;
 use std::fs;
@@ -19,7 +21,7 @@ const SONAME: &str = "libmpifort.so.12";
 /// What the Fortran library exports: MPICH's Fortran names (all cases and underscore
 /// forms) and its sentinel common blocks.
 const VERSION_SCRIPT: &str = "{\n  global:\n    mpi_*;\n    pmpi_*;\n    MPI_*;\n    PMPI_*;\n    \
-                              mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
+                              __mpi_f08_types_MOD_*;\n    mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
                               mpifcmb9_;\n  local:\n    *;\n};\n";
 
 /// Build and install the Fortran bindings into `prefix`, whose `lib/libmpi.so.12` is
@@ -59,6 +61,11 @@ pub fn install(root: &Path, prefix: &Path, work: &Path) -> Result<(), String> {
         .arg(&work)
         .arg(&exports_file))?;
     run(Command::new("python3").arg(&gen).arg("mpifh").arg(&work))?;
+    run(Command::new("python3")
+        .arg(&gen)
+        .arg("f08")
+        .arg(&work)
+        .arg(&exports_file))?;
 
     // 3. The library.
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -76,6 +83,30 @@ pub fn install(root: &Path, prefix: &Path, work: &Path) -> Result<(), String> {
             .arg(&src)
             .arg("-o")
             .arg(&obj))?;
+        objs.push(obj);
+    }
+    // The modules, compiled by gfortran into include/ (`mpi`: the mpif.h declarations;
+    // `mpi_f08`: types, constants and generic interfaces), and the mpi_f08 procedures.
+    copy(&work.join("mpif.h"), &include.join("mpif.h"))?;
+    let fc = std::env::var("FC").unwrap_or_else(|_| "gfortran".into());
+    for unit in ["mpi", "mpi_f08_types", "mpi_f08", "mpi_f08_procs"] {
+        let obj = work.join(format!("{unit}.o"));
+        let status = Command::new(&fc)
+            .args(["-c", "-fPIC", "-O1", "-g"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-J{}", include.display()))
+            .arg(work.join(format!("{unit}.f90")))
+            .arg("-o")
+            .arg(&obj)
+            .status()
+            .map_err(|e| {
+                format!(
+                    "cannot run the Fortran compiler '{fc}' (scripts/deps.sh installs gfortran): {e}"
+                )
+            })?;
+        if !status.success() {
+            return Err(format!("{fc} failed on {unit}.f90: {status}"));
+        }
         objs.push(obj);
     }
     let script = work.join("libmpifort.map");
@@ -96,33 +127,13 @@ pub fn install(root: &Path, prefix: &Path, work: &Path) -> Result<(), String> {
         ])
         .args(&objs)
         .arg(format!("-L{}", lib.display()))
-        .arg("-lmpi"))?;
+        .args(["-lmpi", "-lgfortran", "-lm"]))?;
     fs::rename(&tmp, &so).map_err(|e| format!("cannot install {}: {e}", so.display()))?;
     for name in ["libmpifort.so", "libmpichfort.so.12"] {
         let l = lib.join(name);
         let _ = fs::remove_file(&l);
         std::os::unix::fs::symlink(SONAME, &l)
             .map_err(|e| format!("cannot link {}: {e}", l.display()))?;
-    }
-
-    // 4. mpif.h and the mpi module (compiled by gfortran into include/).
-    copy(&work.join("mpif.h"), &include.join("mpif.h"))?;
-    let fc = std::env::var("FC").unwrap_or_else(|_| "gfortran".into());
-    let status = Command::new(&fc)
-        .args(["-c", "-fPIC"])
-        .arg(format!("-I{}", include.display()))
-        .arg(format!("-J{}", include.display()))
-        .arg(work.join("mpi.f90"))
-        .arg("-o")
-        .arg(work.join("mpi_mod.o"))
-        .status()
-        .map_err(|e| {
-            format!(
-                "cannot run the Fortran compiler '{fc}' (scripts/deps.sh installs gfortran): {e}"
-            )
-        })?;
-    if !status.success() {
-        return Err(format!("{fc} failed on the mpi module: {status}"));
     }
 
     let share = prefix.join("share/oxmpi");

@@ -10,11 +10,12 @@
 
 #define FORT_HAND(name)
 
-struct oxf_priv1 mpipriv1_;
-struct oxf_priv2 mpipriv2_;
-struct oxf_privc mpiprivc_;
-MPI_Fint mpifcmb5_;
-MPI_Fint mpifcmb9_;
+/* Aligned as gfortran aligns common blocks, so the definitions agree with the modules'. */
+struct oxf_priv1 mpipriv1_ __attribute__((aligned(16)));
+struct oxf_priv2 mpipriv2_ __attribute__((aligned(16)));
+struct oxf_privc mpiprivc_ __attribute__((aligned(16)));
+MPI_Fint mpifcmb5_ __attribute__((aligned(16)));
+MPI_Fint mpifcmb9_ __attribute__((aligned(16)));
 
 char *oxf_str_in(const char *s, size_t len, int trim_leading)
 {

@@ -22,7 +22,14 @@
 //!    `libmpichfort.so.12`, so programs built by Debian's `mpif90.mpich` run on oxmpi);
 //! 4. `tools/gen_fort.py mpifh` writes `include/mpif.h` from the C header's values
 //!    (MPICH's values; predefined attribute keys are the C key + 1, as in MPICH) and the
-//!    `mpi` module, compiled by gfortran into `include/mpi.mod`.
+//!    `mpi` module, compiled by gfortran into `include/mpi.mod`;
+//! 5. `tools/gen_fort.py f08` writes the `mpi_f08` module (`mpi_f08_types`: `TYPE(MPI_Comm)`
+//!    and the other handle types with `==`/`/=`, `TYPE(MPI_Status)` with the C layout,
+//!    typed constants, the sentinels in the same common blocks, the status conversions;
+//!    `mpi_f08`: one generic interface per function) and one procedure per function with
+//!    MPICH's names (`MPI_X_f08`, or `MPI_X_f08ts` when it has a choice buffer, declared
+//!    `TYPE(*), DIMENSION(..)`, `ASYNCHRONOUS` for nonblocking calls), with optional
+//!    `ierror`, calling the legacy wrapper; they are compiled by gfortran into the library.
 //!
 //! `mpifort` (`mpif77`, `mpif90`: the `mpicc` wrapper under another name) compiles with
 //! gfortran and links `-lmpifort -lmpi`. This crate has no Rust API beyond the constants

@@ -90,7 +90,12 @@ fn run(fc: Fc, n: usize, exe: &Path, args: &[&Path]) -> (String, String, i32) {
 /// Builds `name` with both wrappers and runs each on `n` ranks; each run must succeed and
 /// print every line of `expect`.
 fn check(name: &str, n: usize, expect: &[&str], scratch_arg: bool) {
-    for fc in [Fc::Ours, Fc::Mpich] {
+    check_with(&[Fc::Ours, Fc::Mpich], name, n, expect, scratch_arg)
+}
+
+/// [`check`] with the given wrappers only.
+fn check_with(fcs: &[Fc], name: &str, n: usize, expect: &[&str], scratch_arg: bool) {
+    for &fc in fcs {
         let dir = Scratch::new("fortran");
         let exe = compile(fc, name, &dir.0);
         let data = Scratch::new("fortran-data");
@@ -154,6 +159,34 @@ fn callbacks_written_in_fortran() {
 #[test]
 fn rma_and_io() {
     check("rma_io.f90", 2, &["rma: ok", "io: ok", "rma_io: ok"], true);
+}
+
+/// `use mpi_f08` programs are built with our mpifort only: MPICH's `mpi_f08` module has
+/// its own calling conventions (see UNIMPLEMENTED.md).
+#[test]
+fn f08_module() {
+    check_with(
+        &[Fc::Ours],
+        "f08.f90",
+        2,
+        &["f08 p2p: ok", "f08 callbacks: ok", "f08: ok"],
+        false,
+    );
+    check_with(&[Fc::Ours], "f08.f90", 3, &["f08: ok"], false);
+}
+
+#[test]
+fn erroneous_call_without_ierror_goes_through_the_fatal_handler() {
+    let dir = Scratch::new("fortran");
+    let exe = compile(Fc::Ours, "fatal.f90", &dir.0);
+    let (out, err, code) = run(Fc::Ours, 2, &exe, &[]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(!out.contains("not reached"), "{out}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("MPI_Send: MPI_ERR_RANK") && l.contains("rank 5")),
+        "{err}"
+    );
 }
 
 #[test]
