@@ -3,8 +3,9 @@
 //! The install prefix is found from the executable's own path (`<prefix>/bin/mpicc`).
 //! The program looks at `argv[0]`: `mpicxx`/`mpic++`/`mpiCC` use the C++ compiler,
 //! `mpifort`/`mpif77`/`mpif90` the Fortran compiler and link the Fortran bindings
-//! (`libmpifort.so.12`) before `libmpi.so.12`; `mpif.h` and `mpi.mod` are in
-//! `<prefix>/include`.
+//! (`libmpifort.so.12`) before `libmpi.so.12`; `mpif.h` and the module files are in
+//! `<prefix>/include` (with `-mpi-abi`: `libmpifort_abi.so.1`, `libmpi_abi.so.1` and
+//! `<prefix>/include/abi`).
 //!
 //! Options understood by the wrapper (everything else goes to the compiler):
 //! * `-show` (MPICH) / `-showme` / `--showme` (Open MPI): print the command, do not run it;
@@ -132,6 +133,7 @@ fn lib_names(abi: Abi, lang: Lang) -> &'static [&'static str] {
     match (abi, lang) {
         (Abi::Mpich, Lang::Fortran) => &["mpifort", "mpi"],
         (Abi::Mpich, _) => &["mpi"],
+        (Abi::Standard, Lang::Fortran) => &["mpifort_abi", "mpi_abi"],
         (Abi::Standard, _) => &["mpi_abi"],
     }
 }
@@ -250,12 +252,6 @@ fn main() -> ExitCode {
         }
     };
     let p = plan(&argv0, &args, &|k| std::env::var(k).ok());
-    if p.lang == Lang::Fortran && p.abi == Abi::Standard {
-        eprintln!(
-            "{name}: the Fortran bindings over the standard ABI (-mpi-abi) are not built yet"
-        );
-        return ExitCode::FAILURE;
-    }
     let line = |v: Vec<String>| println!("{}", v.join(" "));
     match p.mode {
         Mode::Show | Mode::CompileInfo | Mode::LinkInfo => line(command_line(&p, &prefix)),
@@ -390,6 +386,15 @@ mod tests {
                 ])
             );
         }
+        let p = plan("mpifort", &s(&["-mpi-abi", "a.f90"]), &no_env);
+        assert_eq!(
+            link_flags(Path::new("/o"), p.abi, p.lang)[3..],
+            s(&["-lmpifort_abi", "-lmpi_abi"])
+        );
+        assert_eq!(
+            compile_flags(Path::new("/o"), p.abi),
+            s(&["-I/o/include/abi"])
+        );
         let env = |k: &str| (k == "MPICH_FC").then(|| "gfortran-12".to_string());
         assert_eq!(plan("mpifort", &[], &env).compiler, "gfortran-12");
         assert_eq!(plan("mpicc", &[], &no_env).lang, Lang::C);

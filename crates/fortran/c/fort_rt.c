@@ -11,11 +11,11 @@
 #define FORT_HAND(name)
 
 /* Aligned as gfortran aligns common blocks, so the definitions agree with the modules'. */
-struct oxf_priv1 mpipriv1_ __attribute__((aligned(16)));
-struct oxf_priv2 mpipriv2_ __attribute__((aligned(16)));
-struct oxf_privc mpiprivc_ __attribute__((aligned(16)));
-MPI_Fint mpifcmb5_ __attribute__((aligned(16)));
-MPI_Fint mpifcmb9_ __attribute__((aligned(16)));
+struct oxf_priv1 mpipriv1_ __attribute__((aligned(32)));
+struct oxf_priv2 mpipriv2_ __attribute__((aligned(32)));
+struct oxf_privc mpiprivc_ __attribute__((aligned(32)));
+MPI_Fint mpifcmb5_ __attribute__((aligned(32)));
+MPI_Fint mpifcmb9_ __attribute__((aligned(32)));
 
 char *oxf_str_in(const char *s, size_t len, int trim_leading)
 {
@@ -51,6 +51,11 @@ void oxf_str_out(char *f, size_t len, char *c, int rc)
         memset(f + n, ' ', len - n);
     }
     free(c);
+}
+
+void *oxf_handles(int n, size_t size)
+{
+    return malloc((n > 0 ? (size_t)n : 1) * size);
 }
 
 void oxf_unsupported(const char *name, MPI_Fint *ierr)
@@ -131,12 +136,11 @@ struct oxf_keyval {
     MPI_Aint extra;
 };
 
-/* Comm, Datatype and Win are all `int` handles, so one pair of trampolines serves the
- * three kinds. */
-static int oxf_copy_tramp(int old, int keyval, void *extra, void *in, void *out, int *flag)
+static int oxf_copy_call(MPI_Fint fold, int keyval, void *extra, void *in, void *out,
+                         int *flag)
 {
     struct oxf_keyval *k = extra;
-    MPI_Fint fold = old, fkey = keyval, fflag = 0, ierr = MPI_SUCCESS;
+    MPI_Fint fkey = keyval, fflag = 0, ierr = MPI_SUCCESS;
     MPI_Aint fin = (MPI_Aint)(intptr_t)in, fout = 0;
     k->copy(&fold, &fkey, &k->extra, &fin, &fout, &fflag, &ierr);
     *flag = fflag != 0;
@@ -144,10 +148,10 @@ static int oxf_copy_tramp(int old, int keyval, void *extra, void *in, void *out,
     return ierr;
 }
 
-static int oxf_delete_tramp(int obj, int keyval, void *val, void *extra)
+static int oxf_delete_call(MPI_Fint fobj, int keyval, void *val, void *extra)
 {
     struct oxf_keyval *k = extra;
-    MPI_Fint fobj = obj, fkey = keyval, ierr = MPI_SUCCESS;
+    MPI_Fint fkey = keyval, ierr = MPI_SUCCESS;
     MPI_Aint fval = (MPI_Aint)(intptr_t)val;
     k->del(&fobj, &fkey, &fval, &k->extra, &ierr);
     return ierr;
@@ -164,15 +168,25 @@ static struct oxf_keyval *oxf_keyval_new(void *copy, void *del, MPI_Aint *extra)
     return k;
 }
 
-#define KEYVAL_CREATE(low, up, Name, CopyT, DelT)                                     \
+/* Keyval creation for one object kind `Name` (C handle type `T`), with its trampolines. */
+#define KEYVAL_CREATE(low, up, Name, T)                                               \
+    static int oxf_copy_##Name(T old, int keyval, void *extra, void *in, void *out,   \
+                               int *flag)                                             \
+    {                                                                                 \
+        return oxf_copy_call(OXF_F(Name, old), keyval, extra, in, out, flag);         \
+    }                                                                                 \
+    static int oxf_delete_##Name(T obj, int keyval, void *val, void *extra)           \
+    {                                                                                 \
+        return oxf_delete_call(OXF_F(Name, obj), keyval, val, extra);                 \
+    }                                                                                 \
     void p##low##_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,          \
                    MPI_Fint *ierr);                                                   \
     void p##low##_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,          \
                    MPI_Fint *ierr)                                                    \
     {                                                                                 \
         struct oxf_keyval *k = oxf_keyval_new(copy, del, extra);                      \
-        int rc = k ? MPI_##Name##_create_keyval((CopyT *)oxf_copy_tramp,              \
-                                                (DelT *)oxf_delete_tramp, keyval, k)  \
+        int rc = k ? MPI_##Name##_create_keyval(oxf_copy_##Name, oxf_delete_##Name,   \
+                                                keyval, k)                            \
                    : MPI_ERR_NO_MEM;                                                  \
         if (rc != MPI_SUCCESS)                                                        \
             free(k);                                                                  \
@@ -181,16 +195,12 @@ static struct oxf_keyval *oxf_keyval_new(void *copy, void *del, MPI_Aint *extra)
     }                                                                                 \
     ALIASES(low, up)
 
-/* The casts below are between functions of the same shape: the handle kinds are `int`. */
 FORT_HAND(MPI_Comm_create_keyval)
 FORT_HAND(MPI_Type_create_keyval)
 FORT_HAND(MPI_Win_create_keyval)
-KEYVAL_CREATE(mpi_comm_create_keyval, COMM_CREATE_KEYVAL, Comm,
-              MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function)
-KEYVAL_CREATE(mpi_type_create_keyval, TYPE_CREATE_KEYVAL, Type,
-              MPI_Type_copy_attr_function, MPI_Type_delete_attr_function)
-KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win_copy_attr_function,
-              MPI_Win_delete_attr_function)
+KEYVAL_CREATE(mpi_comm_create_keyval, COMM_CREATE_KEYVAL, Comm, MPI_Comm)
+KEYVAL_CREATE(mpi_type_create_keyval, TYPE_CREATE_KEYVAL, Type, MPI_Datatype)
+KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win)
 
 /* Fortran attribute values are INTEGER(KIND=MPI_ADDRESS_KIND) values, stored as the C
  * attribute pointer itself. */
@@ -198,7 +208,8 @@ KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win_copy_attr_f
     void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierr);   \
     void p##low##_(MPI_Fint *obj, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierr)    \
     {                                                                                 \
-        int rc = MPI_##Name##_set_attr(*obj, *keyval, (void *)(intptr_t)*val);        \
+        int rc = MPI_##Name##_set_attr(OXF_H(Name, *obj), *keyval,                    \
+                                       (void *)(intptr_t)*val);                       \
         if (ierr)                                                                     \
             *ierr = rc;                                                               \
     }                                                                                 \
@@ -211,7 +222,7 @@ SET_ATTR(mpi_comm_set_attr, COMM_SET_ATTR, Comm)
 SET_ATTR(mpi_type_set_attr, TYPE_SET_ATTR, Type)
 SET_ATTR(mpi_win_set_attr, WIN_SET_ATTR, Win)
 
-/* The C key of a predefined key's Fortran value (C key + 1, MPICH's convention), or -1. */
+/* The C key of a predefined key's Fortran value, or -1. */
 static int oxf_predefined_key(int key)
 {
     static const int keys[] = {MPI_TAG_UB,       MPI_HOST,          MPI_IO,
@@ -219,7 +230,7 @@ static int oxf_predefined_key(int key)
                                MPI_UNIVERSE_SIZE, MPI_WIN_BASE,     MPI_WIN_DISP_UNIT,
                                MPI_WIN_SIZE,     MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (key == keys[i] + 1)
+        if (key == keys[i] + OXF_KEYVAL_OFFSET)
             return keys[i];
     return -1;
 }
@@ -244,7 +255,8 @@ static MPI_Aint oxf_predefined_value(int ckey, void *p)
         int ckey = oxf_predefined_key(*keyval);                                       \
         void *p = NULL;                                                               \
         int f = 0;                                                                    \
-        int rc = MPI_##Name##_get_attr(*obj, ckey >= 0 ? ckey : *keyval, &p, &f);     \
+        int rc = MPI_##Name##_get_attr(OXF_H(Name, *obj), ckey >= 0 ? ckey : *keyval, \
+                                       &p, &f);                                       \
         if (rc == MPI_SUCCESS) {                                                      \
             *flag = f != 0;                                                           \
             if (f)                                                                    \
@@ -337,99 +349,124 @@ ALIASES(mpi_null_delete_fn, NULL_DELETE_FN)
 
 /* ------------------------------------------------------------------ user callbacks */
 
-/* A Fortran user operation (invec, inoutvec, len, datatype), all by reference, has the C
- * MPI_User_function's shape (MPICH datatypes are `int`). */
+/* C callbacks without state (user operations, error handlers) whose C arguments need
+ * converting call the Fortran procedure through one of a fixed set of trampolines, each
+ * with its slot holding the Fortran procedure. */
+#define OXF_SLOTS 16
+#define REPEAT16(M)                                                                   \
+    M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+
+/* The slot of `fn` in `slots` (an existing one, or a free one taken), or -1. */
+static int oxf_slot(void **slots, void *fn)
+{
+    for (int i = 0; i < OXF_SLOTS; i++) {
+        void *expected = NULL;
+        if (__atomic_compare_exchange_n(&slots[i], &expected, fn, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST) ||
+            expected == fn)
+            return i;
+    }
+    return -1;
+}
+
+/* Ends a callback registration that found no free trampoline. */
+static int oxf_no_slot(MPI_Fint *ierr)
+{
+    int rc = MPI_ERR_INTERN;
+    MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    if (ierr)
+        *ierr = rc;
+    return rc;
+}
+
+typedef void (*oxf_user_fn)(void *, void *, MPI_Fint *, MPI_Fint *);
+typedef void (*oxf_eh_fn)(MPI_Fint *, MPI_Fint *);
+
+#ifdef OXF_ABI
+/* User operations: the C datatype argument is a pointer handle. */
+static void *oxf_op_slots[OXF_SLOTS];
+#define OP_TRAMP(n)                                                                   \
+    static void oxf_op_##n(void *in, void *inout, int *len, MPI_Datatype *dt)         \
+    {                                                                                 \
+        MPI_Fint f = OXF_F(Type, *dt), l = *len;                                      \
+        ((oxf_user_fn)oxf_op_slots[n])(in, inout, &l, &f);                            \
+    }
+REPEAT16(OP_TRAMP)
+static MPI_User_function *const oxf_op_tramps[OXF_SLOTS] = {
+    oxf_op_0,  oxf_op_1,  oxf_op_2,  oxf_op_3,  oxf_op_4,  oxf_op_5,  oxf_op_6,  oxf_op_7,
+    oxf_op_8,  oxf_op_9,  oxf_op_10, oxf_op_11, oxf_op_12, oxf_op_13, oxf_op_14, oxf_op_15};
+#endif
+
+/* A Fortran user operation (invec, inoutvec, len, datatype), all by reference; over the
+ * MPICH ABI it has the C MPI_User_function's shape (datatypes are `int`). */
 FORT_HAND(MPI_Op_create)
 void pmpi_op_create_(void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr);
 void pmpi_op_create_(void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr)
 {
+#ifdef OXF_ABI
+    int slot = oxf_slot(oxf_op_slots, fn);
+    if (slot < 0) {
+        oxf_no_slot(ierr);
+        return;
+    }
+    MPI_Op c = MPI_OP_NULL;
+    int rc = MPI_Op_create(oxf_op_tramps[slot], *commute != 0, &c);
+    if (rc == MPI_SUCCESS)
+        *op = OXF_F(Op, c);
+#else
     int rc = MPI_Op_create((MPI_User_function *)fn, *commute != 0, op);
+#endif
     if (ierr)
         *ierr = rc;
 }
 ALIASES(mpi_op_create, OP_CREATE)
 
-/* A Fortran communicator or window error handler (handle, error code) by reference has
- * the C handler's shape. */
-FORT_HAND(MPI_Comm_create_errhandler)
-void pmpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
-void pmpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-    int rc = MPI_Comm_create_errhandler((MPI_Comm_errhandler_function *)fn, eh);
-    if (ierr)
-        *ierr = rc;
-}
-ALIASES(mpi_comm_create_errhandler, COMM_CREATE_ERRHANDLER)
-
-FORT_HAND(MPI_Win_create_errhandler)
-void pmpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
-void pmpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-    int rc = MPI_Win_create_errhandler((MPI_Win_errhandler_function *)fn, eh);
-    if (ierr)
-        *ierr = rc;
-}
-ALIASES(mpi_win_create_errhandler, WIN_CREATE_ERRHANDLER)
-
-/* File handlers get the C MPI_File (a pointer): a trampoline converts it. C handlers carry
- * no state, so the Fortran functions live in a fixed table of trampolines. */
-typedef void (*oxf_file_eh)(MPI_Fint *, MPI_Fint *);
-#define FILE_EH_SLOTS 16
-static oxf_file_eh oxf_file_ehs[FILE_EH_SLOTS];
-static void oxf_file_eh_call(int slot, MPI_File *fh, int *code)
-{
-    MPI_Fint f = MPI_File_c2f(*fh), c = *code;
-    oxf_file_ehs[slot](&f, &c);
-}
-#define FILE_EH(n)                                                                    \
-    static void oxf_file_eh_##n(MPI_File *fh, int *code, ...)                         \
+/* Error handlers of one object kind `Name` (C handle type `T`): the Fortran handler gets
+ * the Fortran handle. */
+#define EH_KIND(Name, T, low, up)                                                     \
+    static void *oxf_eh_slots_##Name[OXF_SLOTS];                                      \
+    static void oxf_eh_call_##Name(int n, T *h, int *code)                            \
     {                                                                                 \
-        oxf_file_eh_call(n, fh, code);                                                \
-    }
-FILE_EH(0)
-FILE_EH(1)
-FILE_EH(2)
-FILE_EH(3)
-FILE_EH(4)
-FILE_EH(5)
-FILE_EH(6)
-FILE_EH(7)
-FILE_EH(8)
-FILE_EH(9)
-FILE_EH(10)
-FILE_EH(11)
-FILE_EH(12)
-FILE_EH(13)
-FILE_EH(14)
-FILE_EH(15)
-static MPI_File_errhandler_function *const oxf_file_eh_tramps[FILE_EH_SLOTS] = {
-    oxf_file_eh_0,  oxf_file_eh_1,  oxf_file_eh_2,  oxf_file_eh_3,
-    oxf_file_eh_4,  oxf_file_eh_5,  oxf_file_eh_6,  oxf_file_eh_7,
-    oxf_file_eh_8,  oxf_file_eh_9,  oxf_file_eh_10, oxf_file_eh_11,
-    oxf_file_eh_12, oxf_file_eh_13, oxf_file_eh_14, oxf_file_eh_15};
+        MPI_Fint f = OXF_F(Name, *h), c = *code;                                      \
+        ((oxf_eh_fn)oxf_eh_slots_##Name[n])(&f, &c);                                  \
+    }                                                                                 \
+    REPEAT16(EH_TRAMP_##Name)                                                         \
+    static MPI_##Name##_errhandler_function *const oxf_eh_tramps_##Name[OXF_SLOTS] = { \
+        REPEAT16(EH_ADDR_##Name)};                                                    \
+    void p##low##_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);                           \
+    void p##low##_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)                            \
+    {                                                                                 \
+        int slot = oxf_slot(oxf_eh_slots_##Name, fn);                                 \
+        if (slot < 0) {                                                               \
+            oxf_no_slot(ierr);                                                        \
+            return;                                                                   \
+        }                                                                             \
+        MPI_Errhandler c = MPI_ERRHANDLER_NULL;                                       \
+        int rc = MPI_##Name##_create_errhandler(oxf_eh_tramps_##Name[slot], &c);      \
+        if (rc == MPI_SUCCESS)                                                        \
+            *eh = OXF_F(Errhandler, c);                                               \
+        if (ierr)                                                                     \
+            *ierr = rc;                                                               \
+    }                                                                                 \
+    ALIASES(low, up)
+#define EH_TRAMP(Name, T, n)                                                          \
+    static void oxf_eh_##Name##_##n(T *h, int *code, ...) { oxf_eh_call_##Name(n, h, code); }
+#define EH_TRAMP_Comm(n) EH_TRAMP(Comm, MPI_Comm, n)
+#define EH_TRAMP_Win(n) EH_TRAMP(Win, MPI_Win, n)
+#define EH_TRAMP_File(n) EH_TRAMP(File, MPI_File, n)
+#define EH_ADDR_Comm(n) oxf_eh_Comm_##n,
+#define EH_ADDR_Win(n) oxf_eh_Win_##n,
+#define EH_ADDR_File(n) oxf_eh_File_##n,
 
+FORT_HAND(MPI_Comm_create_errhandler)
+FORT_HAND(MPI_Win_create_errhandler)
 FORT_HAND(MPI_File_create_errhandler)
-void pmpi_file_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
-void pmpi_file_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-    int rc = MPI_ERR_INTERN;
-    for (int i = 0; i < FILE_EH_SLOTS; i++) {
-        oxf_file_eh expected = NULL;
-        if (__atomic_compare_exchange_n(&oxf_file_ehs[i], &expected, (oxf_file_eh)fn, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ||
-            expected == (oxf_file_eh)fn) {
-            rc = MPI_File_create_errhandler(oxf_file_eh_tramps[i], eh);
-            break;
-        }
-    }
-    if (rc == MPI_ERR_INTERN)
-        MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
-    if (ierr)
-        *ierr = rc;
-}
-ALIASES(mpi_file_create_errhandler, FILE_CREATE_ERRHANDLER)
+EH_KIND(Comm, MPI_Comm, mpi_comm_create_errhandler, COMM_CREATE_ERRHANDLER)
+EH_KIND(Win, MPI_Win, mpi_win_create_errhandler, WIN_CREATE_ERRHANDLER)
+EH_KIND(File, MPI_File, mpi_file_create_errhandler, FILE_CREATE_ERRHANDLER)
 
-/* Generalized requests: the Fortran callbacks and extra_state travel in the C extra_state. */
+/* Generalized requests: the Fortran callbacks and extra_state travel in the C extra_state.
+ * The Fortran status is the C status in both ABIs. */
 typedef void (*oxf_query_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
 typedef void (*oxf_free_fn)(MPI_Aint *, MPI_Fint *);
 typedef void (*oxf_cancel_fn)(MPI_Aint *, MPI_Fint *, MPI_Fint *);
@@ -478,8 +515,11 @@ void pmpi_grequest_start_(void *query, void *freefn, void *cancel, MPI_Aint *ext
         g->free = (oxf_free_fn)freefn;
         g->cancel = (oxf_cancel_fn)cancel;
         g->extra = *extra;
-        rc = MPI_Grequest_start(oxf_greq_query, oxf_greq_free, oxf_greq_cancel, g, request);
-        if (rc != MPI_SUCCESS)
+        MPI_Request c = MPI_REQUEST_NULL;
+        rc = MPI_Grequest_start(oxf_greq_query, oxf_greq_free, oxf_greq_cancel, g, &c);
+        if (rc == MPI_SUCCESS)
+            *request = OXF_F(Request, c);
+        else
             free(g);
     }
     if (ierr)

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <mpi.h>
 
+#ifdef OXF_ABI
+/* The standard ABI's header leaves MPI_Fint to the Fortran side: a default INTEGER. */
+typedef int MPI_Fint;
+#endif
+
 /* MPICH's common blocks (same names, sizes and layout as MPICH's mpif.h), so programs
  * compiled against MPICH's mpif.h or `use mpi` pass the same addresses. A program's own
  * copy of a block (gfortran emits them as common symbols) takes precedence at run time;
@@ -29,6 +34,44 @@ extern struct oxf_priv2 mpipriv2_;
 extern struct oxf_privc mpiprivc_;
 extern MPI_Fint mpifcmb5_; /* MPI_UNWEIGHTED */
 extern MPI_Fint mpifcmb9_; /* MPI_WEIGHTS_EMPTY */
+
+/* Fortran INTEGER handles. Over the MPICH ABI (libmpi.so.12) they are the C handles
+ * (`int`; MPI_File is a pointer converted by MPI_File_f2c/_c2f); with OXF_ABI, over the
+ * MPI-5 standard ABI (libmpi_abi.so.1), they are MPI_<kind>_toint of the C handles.
+ * OXF_H(Comm, f): the C handle of Fortran handle f; OXF_F(Comm, c): the reverse. */
+#ifdef OXF_ABI
+#define OXF_H(N, f) MPI_##N##_fromint(f)
+#define OXF_F(N, c) MPI_##N##_toint(c)
+/* Predefined attribute keys have the same value in Fortran and C. */
+#define OXF_KEYVAL_OFFSET 0
+#else
+#define OXF_H(N, f) OXF_H_##N(f)
+#define OXF_F(N, c) OXF_F_##N(c)
+#define OXF_H_Comm(f) ((MPI_Comm)(f))
+#define OXF_H_Type(f) ((MPI_Datatype)(f))
+#define OXF_H_Errhandler(f) ((MPI_Errhandler)(f))
+#define OXF_H_Group(f) ((MPI_Group)(f))
+#define OXF_H_Info(f) ((MPI_Info)(f))
+#define OXF_H_Message(f) ((MPI_Message)(f))
+#define OXF_H_Op(f) ((MPI_Op)(f))
+#define OXF_H_Request(f) ((MPI_Request)(f))
+#define OXF_H_Session(f) ((MPI_Session)(f))
+#define OXF_H_Win(f) ((MPI_Win)(f))
+#define OXF_H_File(f) MPI_File_f2c(f)
+#define OXF_F_Comm(c) ((MPI_Fint)(c))
+#define OXF_F_Type(c) ((MPI_Fint)(c))
+#define OXF_F_Errhandler(c) ((MPI_Fint)(c))
+#define OXF_F_Group(c) ((MPI_Fint)(c))
+#define OXF_F_Info(c) ((MPI_Fint)(c))
+#define OXF_F_Message(c) ((MPI_Fint)(c))
+#define OXF_F_Op(c) ((MPI_Fint)(c))
+#define OXF_F_Request(c) ((MPI_Fint)(c))
+#define OXF_F_Session(c) ((MPI_Fint)(c))
+#define OXF_F_Win(c) ((MPI_Fint)(c))
+#define OXF_F_File(c) MPI_File_c2f(c)
+/* MPICH's Fortran values of the predefined attribute keys are the C keys + 1. */
+#define OXF_KEYVAL_OFFSET 1
+#endif
 
 /* A choice buffer: MPI_BOTTOM and MPI_IN_PLACE by address. */
 #define FBUF(p)                                                                       \
@@ -57,6 +100,8 @@ char *oxf_str_in(const char *s, size_t len, int trim_leading);
 char *oxf_str_buf(size_t len);
 /* Copy the C string `c` into the Fortran argument `f` (blank-padded), then free `c`. */
 void oxf_str_out(char *f, size_t len, char *c, int rc);
+/* An array of `n` C handles (malloc'd; free() it). */
+void *oxf_handles(int n, size_t size);
 /* Report a function the Fortran bindings do not provide. */
 void oxf_unsupported(const char *name, MPI_Fint *ierr);
 

@@ -31,8 +31,16 @@
 //!    `TYPE(*), DIMENSION(..)`, `ASYNCHRONOUS` for nonblocking calls), with optional
 //!    `ierror`, calling the legacy wrapper; they are compiled by gfortran into the library.
 //!
+//! The same sources are built a second time over the MPI-5 standard ABI
+//! (`gen_fort.py --abi`, `-DOXF_ABI`): `lib/libmpifort_abi.so.1` over `libmpi_abi.so.1`,
+//! with `mpif.h` and the modules in `include/abi/`. There the C handles are pointers,
+//! converted with `MPI_<kind>_toint`/`_fromint` (arrays of handles one by one), Fortran
+//! constants take the standard ABI's values, the status is the C status's 8 integers, and
+//! callbacks whose C arguments are handles (user operations, error handlers) go through
+//! trampolines.
+//!
 //! `mpifort` (`mpif77`, `mpif90`: the `mpicc` wrapper under another name) compiles with
-//! gfortran and links `-lmpifort -lmpi`. This crate has no Rust API beyond the constants
+//! gfortran and links `-lmpifort -lmpi` (`-mpi-abi`: `-lmpifort_abi -lmpi_abi`). This crate has no Rust API beyond the constants
 //! below; its integration tests build Fortran programs against an installed prefix
 //! (`OXMPI_TEST_PREFIX`).
 
@@ -41,3 +49,6 @@ pub const SONAME: &str = "libmpifort.so.12";
 
 /// The name MPICH-built Fortran programs ask for (a link to [`SONAME`]).
 pub const MPICH_NAME: &str = "libmpichfort.so.12";
+
+/// Soname of the Fortran library over the MPI-5 standard ABI (`mpifort -mpi-abi`).
+pub const ABI_SONAME: &str = "libmpifort_abi.so.1";

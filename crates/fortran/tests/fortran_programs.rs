@@ -28,6 +28,8 @@ fn source(name: &str) -> PathBuf {
 enum Fc {
     /// Our `mpifort`.
     Ours,
+    /// Our `mpifort -mpi-abi`: the bindings over the MPI-5 standard ABI.
+    OursAbi,
     /// Debian's MPICH `mpif90.mpich`; the program then runs on our libraries through
     /// `LD_LIBRARY_PATH`.
     Mpich,
@@ -37,11 +39,17 @@ fn compile(fc: Fc, name: &str, dir: &Path) -> PathBuf {
     let stem = Path::new(name).file_stem().expect("file name");
     let exe = dir.join(format!("{}-{fc:?}", stem.to_string_lossy()));
     let wrapper = match fc {
-        Fc::Ours => prefix().join("bin/mpifort"),
+        Fc::Ours | Fc::OursAbi => prefix().join("bin/mpifort"),
         Fc::Mpich => PathBuf::from("mpif90.mpich"),
+    };
+    let abi: &[&str] = if fc == Fc::OursAbi {
+        &["-mpi-abi"]
+    } else {
+        &[]
     };
     // Module files go to the scratch directory, never next to the sources.
     let out = Command::new(&wrapper)
+        .args(abi)
         .arg(format!("-J{}", dir.display()))
         .arg(source(name))
         .arg("-o")
@@ -68,7 +76,7 @@ fn run(fc: Fc, n: usize, exe: &Path, args: &[&Path]) -> (String, String, i32) {
     let libs = common::our_libs_first();
     let env: Vec<(&str, &OsStr)> = match fc {
         Fc::Mpich => vec![("LD_LIBRARY_PATH", libs.as_os_str())],
-        Fc::Ours => vec![],
+        Fc::Ours | Fc::OursAbi => vec![],
     };
     let n = n.to_string();
     let mut argv: Vec<&OsStr> = vec![
@@ -90,7 +98,13 @@ fn run(fc: Fc, n: usize, exe: &Path, args: &[&Path]) -> (String, String, i32) {
 /// Builds `name` with both wrappers and runs each on `n` ranks; each run must succeed and
 /// print every line of `expect`.
 fn check(name: &str, n: usize, expect: &[&str], scratch_arg: bool) {
-    check_with(&[Fc::Ours, Fc::Mpich], name, n, expect, scratch_arg)
+    check_with(
+        &[Fc::Ours, Fc::OursAbi, Fc::Mpich],
+        name,
+        n,
+        expect,
+        scratch_arg,
+    )
 }
 
 /// [`check`] with the given wrappers only.
@@ -166,13 +180,13 @@ fn rma_and_io() {
 #[test]
 fn f08_module() {
     check_with(
-        &[Fc::Ours],
+        &[Fc::Ours, Fc::OursAbi],
         "f08.f90",
         2,
         &["f08 p2p: ok", "f08 callbacks: ok", "f08: ok"],
         false,
     );
-    check_with(&[Fc::Ours], "f08.f90", 3, &["f08: ok"], false);
+    check_with(&[Fc::Ours, Fc::OursAbi], "f08.f90", 3, &["f08: ok"], false);
 }
 
 #[test]
@@ -208,13 +222,19 @@ fn mpifort_names_and_flags() {
     }
     let pc = std::fs::read_to_string(lib.join("pkgconfig/oxmpi-fort.pc")).expect("oxmpi-fort.pc");
     assert!(pc.contains("-lmpifort -lmpi"), "{pc}");
+    let pc = std::fs::read_to_string(lib.join("pkgconfig/oxmpi-fort-abi.pc"))
+        .expect("oxmpi-fort-abi.pc");
+    assert!(pc.contains("-lmpifort_abi -lmpi_abi"), "{pc}");
     let out = Command::new(prefix().join("bin/mpifort"))
-        .args(["-mpi-abi", "x.f90"])
+        .args(["-mpi-abi", "-show", "x.f90"])
         .output()
         .expect("run mpifort");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains(&format!("-I{}", prefix().join("include/abi").display()))
+            && line.trim_end().ends_with("-lmpifort_abi -lmpi_abi"),
+        "{line}"
+    );
 }
 
 /// Defined dynamic symbols of a shared library.
@@ -291,8 +311,12 @@ fn exports_mpichs_fortran_names_for_every_function_the_c_library_has() {
 
 #[test]
 fn every_unsupported_function_is_documented() {
-    let list = std::fs::read_to_string(prefix().join("share/oxmpi/fort-unsupported.txt"))
-        .expect("share/oxmpi/fort-unsupported.txt");
+    let mut list = String::new();
+    for f in ["fort-unsupported-mpi.txt", "fort-unsupported-mpi_abi.txt"] {
+        let p = prefix().join("share/oxmpi").join(f);
+        list += &std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+    }
     let doc =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("UNIMPLEMENTED.md"))
             .expect("UNIMPLEMENTED.md");

@@ -10,6 +10,7 @@ usage:
   gen_fort.py wrappers OUTDIR EXPORTS   write OUTDIR/fort_gen.c and OUTDIR/fort-unsupported.txt;
                                         EXPORTS lists the PMPI_* functions libmpi.so.12 defines
   gen_fort.py mpifh OUTDIR              write OUTDIR/mpif.h and OUTDIR/mpi.f90 (module mpi)
+  (each takes --abi: the bindings over the MPI-5 standard ABI, libmpi_abi.so.1)
   gen_fort.py f08 OUTDIR EXPORTS        write OUTDIR/mpi_f08_types.f90, mpi_f08.f90 (module
                                         mpi_f08: types, constants, generic interfaces) and
                                         mpi_f08_procs.f90 (the procedures, MPICH's names
@@ -42,11 +43,34 @@ PROTOS = [os.path.join(ROOT, "crates", "capi-abi", "data", "mpi5-c-prototypes.tx
           os.path.join(CRATE, "data", "legacy-prototypes.txt")]
 RT = os.path.join(CRATE, "c", "fort_rt.c")
 MPI_H = os.path.join(ROOT, "crates", "capi", "include", "mpi.h")
+ABI_H = os.path.join(ROOT, "crates", "capi-abi", "include", "mpi_abi", "mpi.h")
+
+
+def header():
+    """The C header whose values the Fortran constants take."""
+    return ABI_H if ABI else MPI_H
+
+
+def status_layout():
+    """(MPI_STATUS_SIZE, 1-based index of MPI_SOURCE, MPI_TAG, MPI_ERROR): the Fortran
+    status is the C status in both ABIs."""
+    return (8, 1, 2, 3) if ABI else (5, 3, 4, 5)
 
 INT_HANDLES = ["MPI_Comm", "MPI_Datatype", "MPI_Errhandler", "MPI_Group", "MPI_Info",
                "MPI_Message", "MPI_Op", "MPI_Request", "MPI_Session", "MPI_Win"]
 INTS = ["int"] + INT_HANDLES
 WIDE = ["MPI_Aint", "MPI_Offset", "MPI_Count"]
+# The `Name` of each handle type in MPI_<Name>_toint (and fort_rt.h's OXF_H/OXF_F).
+HANDLE_KIND = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Errhandler": "Errhandler",
+               "MPI_File": "File", "MPI_Group": "Group", "MPI_Info": "Info",
+               "MPI_Message": "Message", "MPI_Op": "Op", "MPI_Request": "Request",
+               "MPI_Session": "Session", "MPI_Win": "Win"}
+# Integer arguments giving the length of a handle array (converted one by one over the
+# standard ABI).
+ARRAY_LENGTHS = ("count", "incount", "max_datatypes")
+# Set by --abi: bindings over the MPI-5 standard ABI (libmpi_abi.so.1), where C handles
+# are pointers converted with MPI_<Name>_toint/_fromint and the status has 8 integers.
+ABI = False
 
 # Predefined attribute keys whose Fortran value is the C key + 1 (MPICH's convention, so
 # Fortran reads the value, not a pointer to it).
@@ -102,7 +126,7 @@ def hand_written():
     return names
 
 
-def convert(fname, ctype, pname, array):
+def convert(fname, ctype, pname, array, params=()):
     """(Fortran-side parameter declaration, before-call code, call expression, after-call
     code, hidden length parameter or None) for one C parameter; `array` is the parameter's
     array suffix (`[]`, `[][3]`) or ''."""
@@ -110,18 +134,34 @@ def convert(fname, ctype, pname, array):
     const = ctype.startswith("const ")
     ptr = base.endswith("*") or array
     core = base.rstrip("*").strip()
-    if core in INTS and not ptr:
-        return f"MPI_Fint *{pname}", "", f"({core})*{pname}", "", None
+    if fname == "MPI_Info_create_env" and pname in ("argc", "argv"):
+        # The Fortran form has no command line arguments.
+        return None, "", "0" if pname == "argc" else "NULL", "", None
+    if core in HANDLE_KIND and not ptr:
+        return f"MPI_Fint *{pname}", "", f"OXF_H({HANDLE_KIND[core]}, *{pname})", "", None
+    if core == "int" and not ptr:
+        return f"MPI_Fint *{pname}", "", f"*{pname}", "", None
     if core in WIDE and not ptr:
         return f"{core} *{pname}", "", f"*{pname}", "", None
-    if core == "MPI_File" and not ptr:
-        return f"MPI_Fint *{pname}", "", f"MPI_File_f2c(*{pname})", "", None
-    if core == "MPI_File" and base == "MPI_File*":
-        pre = (f"    MPI_File {pname}_c = " +
-               ("MPI_FILE_NULL" if fname == "MPI_File_open" else f"MPI_File_f2c(*{pname})") +
-               ";\n")
-        post = f"    if (rc == MPI_SUCCESS) *{pname} = MPI_File_c2f({pname}_c);\n"
+    if core in HANDLE_KIND and base == f"{core}*" and not array and (ABI or core == "MPI_File"):
+        kind = HANDLE_KIND[core]
+        init = f"OXF_H({kind}, *{pname})" if fname != "MPI_File_open" else "MPI_FILE_NULL"
+        pre = f"    {core} {pname}_c = {init};\n"
+        post = f"    if (rc == MPI_SUCCESS) *{pname} = OXF_F({kind}, {pname}_c);\n"
         return f"MPI_Fint *{pname}", pre, f"&{pname}_c", post, None
+    if core in HANDLE_KIND and ABI and base == core and array == "[]":
+        kind = HANDLE_KIND[core]
+        n = next((p for _, p, a in params if p in ARRAY_LENGTHS and not a), None)
+        if n is None:
+            raise Unsupported(f"{ctype} {pname}[] (no length for the conversion)")
+        pre = (f"    {core} *{pname}_c = oxf_handles(*{n}, sizeof *{pname}_c);\n"
+               f"    for (int i = 0; i < *{n}; i++) {pname}_c[i] = OXF_H({kind}, {pname}[i]);\n")
+        post = ""
+        if not const:
+            post = (f"    for (int i = 0; i < *{n}; i++) "
+                    f"{pname}[i] = OXF_F({kind}, {pname}_c[i]);\n")
+        post += f"    free({pname}_c);\n"
+        return f"MPI_Fint *{pname}", pre, f"{pname}_c", post, None
     if core in INTS + WIDE and ptr and base.count("*") + int(bool(array)) == 1:
         # `int ranges[][3]` is a pointer to arrays of 3.
         inner = array[array.index("]") + 1:] if array else ""
@@ -175,7 +215,7 @@ def wrapper(ret, name, params):
         decls = []
         call = []
         for t, p, arr in params:
-            d, pre, c, post, hid = convert(name, t, p, arr)
+            d, pre, c, post, hid = convert(name, t, p, arr, params)
             if pre or post or hid:
                 raise Unsupported(p)
             decls.append(d)
@@ -187,8 +227,9 @@ def wrapper(ret, name, params):
         raise Unsupported("return type or varargs")
     decls, pres, calls, posts, hidden = [], [], [], [], []
     for t, p, arr in params:
-        d, pre, c, post, hid = convert(name, t, p, arr)
-        decls.append(d)
+        d, pre, c, post, hid = convert(name, t, p, arr, params)
+        if d is not None:
+            decls.append(d)
         pres.append(pre)
         calls.append(c)
         posts.append(post)
@@ -274,7 +315,7 @@ def c_constants(typed=False):
     handle type of handle constants (else None)."""
     defs = {}
     order = []
-    for line in open(MPI_H):
+    for line in open(header()):
         m = re.match(r"#define\s+(MPI_\w+)\s+(.+?)\s*$", line)
         if m:
             defs[m.group(1)] = m.group(2)
@@ -290,7 +331,7 @@ def c_constants(typed=False):
         if m:
             t, v = m.groups()
             v = int(v, 0)
-            if t in INT_HANDLES:
+            if t in INT_HANDLES or (ABI and t == "MPI_File"):
                 if v >= 1 << 31:
                     v -= 1 << 32
                 return v, None, t
@@ -302,16 +343,26 @@ def c_constants(typed=False):
         return None
 
     for n in order:
-        if n in C_ONLY or n.startswith("MPI_MAX_") and n not in defs:
+        if n in C_ONLY and not (ABI and n == "MPI_FILE_NULL"):
             continue
         v = value(defs[n])
         if v is None:
             continue
         val, kind, ctype = v
-        if n in KEYVALS:
+        if n in KEYVALS and not ABI:
             val += FORTRAN_KEYVAL_OFFSET
         out.append((n, val, kind, ctype) if typed else (n, val, kind))
     return out
+
+
+def c_version():
+    """(MPI_VERSION, MPI_SUBVERSION) of the C header."""
+    v = {}
+    for line in open(header()):
+        m = re.match(r"#define\s+(MPI_VERSION|MPI_SUBVERSION)\s+(\d+)", line)
+        if m:
+            v[m.group(1)] = int(m.group(2))
+    return v["MPI_VERSION"], v["MPI_SUBVERSION"]
 
 
 def fixed(line):
@@ -325,20 +376,25 @@ def gen_mpifh(outdir):
     lines = ["! mpif.h of oxmpi, generated by crates/fortran/tools/gen_fort.py from mpi.h.\n",
              "! Valid in fixed and free source form; MPICH-compatible values.\n"]
     add = lambda s: lines.append(fixed("      " + s))
+    size, src, tag, err = status_layout()
+    version, subversion = c_version()
     add("INTEGER MPI_VERSION, MPI_SUBVERSION")
-    add("PARAMETER (MPI_VERSION=3, MPI_SUBVERSION=1)")
+    add(f"PARAMETER (MPI_VERSION={version}, MPI_SUBVERSION={subversion})")
     add("INTEGER MPI_STATUS_SIZE")
-    add("PARAMETER (MPI_STATUS_SIZE=5)")
+    add(f"PARAMETER (MPI_STATUS_SIZE={size})")
     add("INTEGER MPI_SOURCE, MPI_TAG, MPI_ERROR")
-    add("PARAMETER (MPI_SOURCE=3, MPI_TAG=4, MPI_ERROR=5)")
+    add(f"PARAMETER (MPI_SOURCE={src}, MPI_TAG={tag}, MPI_ERROR={err})")
     add("INTEGER MPI_ADDRESS_KIND, MPI_OFFSET_KIND, MPI_COUNT_KIND")
     add("PARAMETER (MPI_ADDRESS_KIND=8, MPI_OFFSET_KIND=8)")
     add("PARAMETER (MPI_COUNT_KIND=8)")
     add("INTEGER MPI_INTEGER_KIND")
     add("PARAMETER (MPI_INTEGER_KIND=4)")
-    add("INTEGER MPI_FILE_NULL")
-    add("PARAMETER (MPI_FILE_NULL=0)")
-    seen = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_STATUS_SIZE", "MPI_FILE_NULL"}
+    seen = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_STATUS_SIZE"}
+    if not ABI:
+        # MPI_File is a pointer in MPICH's C ABI; its Fortran null handle is 0.
+        add("INTEGER MPI_FILE_NULL")
+        add("PARAMETER (MPI_FILE_NULL=0)")
+        seen.add("MPI_FILE_NULL")
     for name, val, kind in c_constants():
         if name.upper() in seen:
             continue
@@ -413,6 +469,8 @@ def f08_param(fname, ctype, pname, array):
     core = base.rstrip("*").strip()
     ptr = base.endswith("*")
     if ctype in ("...", "\\") or base in ("char***",) or (pname == "argc" and base == "int*"):
+        return None
+    if fname == "MPI_Info_create_env" and pname in ("argc", "argv"):
         return None
     dims = ""
     if array:
@@ -507,9 +565,11 @@ def gen_f08(outdir, exports_file):
     add("  implicit none")
     add("  integer, parameter :: MPI_ADDRESS_KIND = 8, MPI_OFFSET_KIND = 8, MPI_COUNT_KIND = 8")
     add("  integer, parameter :: MPI_INTEGER_KIND = 4")
-    add("  integer, parameter :: MPI_STATUS_SIZE = 5")
-    add("  integer, parameter :: MPI_SOURCE = 3, MPI_TAG = 4, MPI_ERROR = 5")
-    add("  integer, parameter :: MPI_VERSION = 3, MPI_SUBVERSION = 1")
+    size, src, tag, err = status_layout()
+    version, subversion = c_version()
+    add(f"  integer, parameter :: MPI_STATUS_SIZE = {size}")
+    add(f"  integer, parameter :: MPI_SOURCE = {src}, MPI_TAG = {tag}, MPI_ERROR = {err}")
+    add(f"  integer, parameter :: MPI_VERSION = {version}, MPI_SUBVERSION = {subversion}")
     add("  logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.")
     add("  logical, parameter :: MPI_ASYNC_PROTECTS_NONBLOCKING = .false.")
     for h in F08_HANDLES:
@@ -517,16 +577,22 @@ def gen_f08(outdir, exports_file):
         add("    integer :: MPI_VAL")
         add(f"  end type {h}")
     add("  type, bind(C) :: MPI_Status")
-    add("    integer :: count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR")
+    if ABI:
+        add("    integer :: MPI_SOURCE, MPI_TAG, MPI_ERROR, MPI_internal(5)")
+    else:
+        add("    integer :: count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR")
     add("  end type MPI_Status")
-    add("  type(MPI_File), parameter :: MPI_FILE_NULL = MPI_File(0)")
-    seen = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_STATUS_SIZE", "MPI_FILE_NULL",
-            "MPI_ADDRESS_KIND", "MPI_OFFSET_KIND", "MPI_COUNT_KIND", "MPI_INTEGER_KIND"}
+    seen = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_STATUS_SIZE", "MPI_ADDRESS_KIND",
+            "MPI_OFFSET_KIND", "MPI_COUNT_KIND", "MPI_INTEGER_KIND", "MPI_SOURCE", "MPI_TAG",
+            "MPI_ERROR"}
+    if not ABI:
+        add("  type(MPI_File), parameter :: MPI_FILE_NULL = MPI_File(0)")
+        seen.add("MPI_FILE_NULL")
     for name, val, kind, ctype in c_constants(typed=True):
         if name.upper() in seen or name.upper() in (h.upper() for h in F08_HANDLES):
             continue
         seen.add(name.upper())
-        if ctype in INT_HANDLES:
+        if ctype in F08_HANDLES:
             add(f"  type({ctype}), parameter :: {name} = {ctype}({val})")
         elif kind:
             add(f"  integer(kind={kind}), parameter :: {name} = {val}")
@@ -626,6 +692,10 @@ def gen_f08(outdir, exports_file):
 
 
 def main(argv):
+    global ABI
+    if "--abi" in argv:
+        ABI = True
+        argv = [a for a in argv if a != "--abi"]
     if len(argv) == 4 and argv[1] == "wrappers":
         gen_wrappers(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "mpifh":
