@@ -13,8 +13,9 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
-  # The Fortran bindings (crates/fortran): mpi.mod is compiled at install, mpifort runs it.
-  gfortran
+  # The Fortran bindings (crates/fortran): mpi.mod is compiled at install, mpifort runs it;
+  # Debian's MPICH-built ScaLAPACK/BLACS testers run on our libraries in its tests.
+  gfortran scalapack-mpi-test
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -329,3 +329,102 @@ fn every_unsupported_function_is_documented() {
         );
     }
 }
+
+/// Debian's ScaLAPACK testers built against MPICH (package `scalapack-mpi-test`, installed
+/// by scripts/deps.sh), copied with their input files into a scratch directory.
+fn scalapack_testers(dir: &Path) -> PathBuf {
+    let src = Path::new("/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests");
+    assert!(
+        src.join("xdlu").exists(),
+        "{} is missing: scripts/deps.sh installs Debian's scalapack-mpi-test",
+        src.display()
+    );
+    let out = Command::new("cp")
+        .arg("-rL")
+        .arg(src)
+        .arg(dir)
+        .output()
+        .expect("run cp");
+    assert!(out.status.success(), "cp -rL {} failed", src.display());
+    dir.join("mpich-tests")
+}
+
+/// ScaLAPACK's LU tester (C BLACS over our libmpi.so.12) passes its residual checks.
+#[test]
+fn scalapack_lu_tester_built_by_debian_against_mpich() {
+    let dir = Scratch::new("scalapack");
+    let tests = scalapack_testers(&dir.0);
+    let out = common::mpirun(
+        &[
+            OsStr::new("--timeout"),
+            OsStr::new("300"),
+            OsStr::new("-n"),
+            OsStr::new("4"),
+            OsStr::new("--wdir"),
+            tests.as_os_str(),
+            tests.join("xdlu").as_os_str(),
+        ],
+        &[("LD_LIBRARY_PATH", &common::our_libs_first())],
+    );
+    let text = common::success(&out, "xdlu (ScaLAPACK LU tester)");
+    assert!(
+        text.contains("240 tests completed and passed residual checks.")
+            && text.contains("0 tests completed and failed residual checks."),
+        "{text}"
+    );
+}
+
+/// BLACS's Fortran tester calls MPI from Fortran through our libmpichfort.so.12: every
+/// test passes, and its last test, BLACS_ABORT, ends the job through MPI_Abort.
+#[test]
+fn blacs_fortran_tester_built_by_debian_against_mpich() {
+    let dir = Scratch::new("scalapack");
+    let blacs = scalapack_testers(&dir.0).join("BLACS");
+    let libs = common::our_libs_first();
+    let ldd = Command::new("ldd")
+        .arg(blacs.join("xFbtest"))
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .expect("run ldd");
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.lines().any(|l| l.contains("libmpichfort.so.12")
+            && l.contains(&prefix().join("lib").display().to_string())),
+        "xFbtest does not load our libmpichfort.so.12:\n{ldd}"
+    );
+    let out = common::mpirun(
+        &[
+            OsStr::new("--timeout"),
+            OsStr::new("300"),
+            OsStr::new("-n"),
+            OsStr::new("4"),
+            OsStr::new("--wdir"),
+            blacs.as_os_str(),
+            blacs.join("xFbtest").as_os_str(),
+        ],
+        &[("LD_LIBRARY_PATH", &libs)],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let summaries: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" TESTS: ") && l.contains(" PASSED,"))
+        .collect();
+    assert!(summaries.len() >= 20, "{text}\n{err}");
+    for l in &summaries {
+        assert!(l.trim_end().ends_with(" 0 FAILED."), "{l}");
+    }
+    for t in [
+        "PASSED  BLACS_PNUM/BLACS_PCOORD TEST",
+        "PASSED  BLACS_GRIDMAP TEST",
+        "PASSED  LOCALLY-BLOCKING CONTIGUOUS SEND TEST",
+        "PASSED  LOCALLY-BLOCKING NON-CONTIGUOUS SEND TEST",
+        "PASSED  BLACS_SET/BLACS_GET TESTS",
+    ] {
+        assert!(text.contains(t), "missing '{t}':\n{text}\n{err}");
+    }
+    assert!(
+        err.contains("MPI_Abort called with error code -1"),
+        "BLACS_ABORT did not end the job:\n{err}"
+    );
+}
