@@ -124,7 +124,7 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
     let exports_file = work.join("c-exports.txt");
     write(&exports_file, &pmpi_exports(&lib.join(f.c_file))?)?;
     let gen = crate_dir.join("tools/gen_fort.py");
-    for (what, exports) in [("wrappers", true), ("mpifh", false), ("f08", true)] {
+    for (what, exports) in [("wrappers", true), ("mpifh", true), ("f08", true)] {
         let mut cmd = Command::new("python3");
         cmd.arg(&gen).arg(what).arg(work);
         if exports {

@@ -22,7 +22,9 @@
 //!    `libmpichfort.so.12`, so programs built by Debian's `mpif90.mpich` run on oxmpi);
 //! 4. `tools/gen_fort.py mpifh` writes `include/mpif.h` from the C header's values
 //!    (MPICH's values; predefined attribute keys are the C key + 1, as in MPICH) and the
-//!    `mpi` module, compiled by gfortran into `include/mpi.mod`;
+//!    `mpi` module (the same declarations plus an explicit interface for every procedure,
+//!    as MPICH's has; choice buffers take any type through gfortran's `NO_ARG_CHECK`),
+//!    compiled by gfortran into `include/mpi.mod`;
 //! 5. `tools/gen_fort.py f08` writes the `mpi_f08` module (`mpi_f08_types`: `TYPE(MPI_Comm)`
 //!    and the other handle types with `==`/`/=`, `TYPE(MPI_Status)` with the C layout,
 //!    typed constants, the sentinels in the same common blocks, the status conversions;

@@ -428,3 +428,48 @@ fn blacs_fortran_tester_built_by_debian_against_mpich() {
         "BLACS_ABORT did not end the job:\n{err}"
     );
 }
+
+/// `use mpi` declares every procedure (as MPICH's module does): a call with a missing
+/// argument or an argument of the wrong type does not compile, while choice buffers take
+/// any type.
+#[test]
+fn use_mpi_checks_arguments() {
+    let dir = Scratch::new("fortran");
+    let good = dir.0.join("good.f90");
+    let bad = dir.0.join("bad.f90");
+    std::fs::write(
+        &good,
+        "program good\n  use mpi\n  integer :: ierr, rank\n  real :: x(3)\n  \
+         double precision :: t\n  call MPI_Init(ierr)\n  \
+         call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)\n  \
+         call MPI_Bcast(x, 3, MPI_REAL, 0, MPI_COMM_WORLD, ierr)\n  \
+         call MPI_Bcast(rank, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)\n  \
+         t = MPI_Wtime()\n  call MPI_Finalize(ierr)\nend program good\n",
+    )
+    .expect("write good.f90");
+    std::fs::write(
+        &bad,
+        "program bad\n  use mpi\n  integer :: ierr\n  call MPI_Init(ierr)\n  \
+         call MPI_Comm_rank(MPI_COMM_WORLD, ierr)\n  call MPI_Finalize(ierr)\nend program bad\n",
+    )
+    .expect("write bad.f90");
+    for abi in [&[][..], &["-mpi-abi"][..]] {
+        for (src, ok) in [(&good, true), (&bad, false)] {
+            let out = Command::new(prefix().join("bin/mpifort"))
+                .args(abi)
+                .arg(format!("-J{}", dir.0.display()))
+                .arg(src)
+                .arg("-o")
+                .arg(dir.0.join("a.out"))
+                .output()
+                .expect("run mpifort");
+            assert_eq!(
+                out.status.success(),
+                ok,
+                "{} {abi:?}:\n{}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
