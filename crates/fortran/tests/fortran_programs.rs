@@ -164,6 +164,7 @@ fn callbacks_written_in_fortran() {
             "ierror classes: ok",
             "error handler: ok",
             "attributes: ok",
+            "generalized request: ok",
             "callbacks: ok",
         ],
         false,

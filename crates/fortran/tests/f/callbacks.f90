@@ -1,5 +1,6 @@
 ! Callbacks written in Fortran: a user reduction, a communicator error handler,
-! attribute copy/delete functions; error classes in ierror; predefined attributes.
+! attribute copy/delete functions (communicators, datatypes), generalized request
+! callbacks; error classes in ierror; predefined attributes.
 module cb_mod
   implicit none
   integer :: handler_calls = 0, handler_code = 0
@@ -31,6 +32,33 @@ contains
     ierr = MPI_SUCCESS
   end subroutine copy_fn
 
+  subroutine query_fn(extra, status, ierr)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: status(MPI_STATUS_SIZE), ierr
+    call MPI_Status_set_elements(status, MPI_INTEGER, int(extra), ierr)
+    call MPI_Status_set_cancelled(status, .false., ierr)
+    status(MPI_SOURCE) = MPI_UNDEFINED
+    status(MPI_TAG) = MPI_UNDEFINED
+    ierr = MPI_SUCCESS
+  end subroutine query_fn
+
+  subroutine free_fn(extra, ierr)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: ierr
+    deletes = deletes + 100
+    ierr = MPI_SUCCESS
+  end subroutine free_fn
+
+  subroutine cancel_fn(extra, complete, ierr)
+    use mpi
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    logical :: complete
+    integer :: ierr
+    ierr = MPI_SUCCESS
+  end subroutine cancel_fn
+
   subroutine delete_fn(comm, keyval, attr, extra, ierr)
     use mpi
     integer :: comm, keyval, ierr
@@ -45,7 +73,7 @@ program callbacks
   use cb_mod
   implicit none
   integer :: ierr, rank, np, op, eh, key, dup, cls, rlen
-  integer :: v(2), buf(1)
+  integer :: v(2), buf(1), status(MPI_STATUS_SIZE)
   integer(kind=MPI_ADDRESS_KIND) :: val, extra
   logical :: flag
   character(len=MPI_MAX_ERROR_STRING) :: msg
@@ -124,7 +152,32 @@ program callbacks
     print *, 'tag_ub', flag, val
     call MPI_Abort(MPI_COMM_WORLD, 12, ierr)
   end if
+  ! Datatype attributes with the Fortran callbacks.
+  copies = 0
+  deletes = 0
+  call MPI_Type_create_keyval(copy_fn, delete_fn, key, extra, ierr)
+  val = 1
+  call MPI_Type_contiguous(2, MPI_INTEGER, dup, ierr)
+  call MPI_Type_set_attr(dup, key, val, ierr)
+  call MPI_Type_get_attr(dup, key, val, flag, ierr)
+  if (.not. flag .or. val /= 1) call MPI_Abort(MPI_COMM_WORLD, 13, ierr)
+  call MPI_Type_free(dup, ierr)
+  if (deletes /= 1) call MPI_Abort(MPI_COMM_WORLD, 14, ierr)
+  call MPI_Type_free_keyval(key, ierr)
   if (rank == 0) print '(a)', 'attributes: ok'
+
+  ! A generalized request whose callbacks are written in Fortran.
+  extra = 3
+  deletes = 0
+  call MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, v(1), ierr)
+  call MPI_Grequest_complete(v(1), ierr)
+  call MPI_Wait(v(1), status, ierr)
+  call MPI_Get_count(status, MPI_INTEGER, v(2), ierr)
+  if (v(2) /= 3 .or. v(1) /= MPI_REQUEST_NULL .or. deletes /= 100) then
+    print *, 'grequest', v, deletes
+    call MPI_Abort(MPI_COMM_WORLD, 15, ierr)
+  end if
+  if (rank == 0) print '(a)', 'generalized request: ok'
   if (rank == 0) print '(a)', 'callbacks: ok'
   call MPI_Finalize(ierr)
 end program callbacks
