@@ -14,8 +14,9 @@ apt_pkgs=(
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
   # The Fortran bindings (crates/fortran): mpi.mod is compiled at install, mpifort runs it;
-  # Debian's MPICH-built ScaLAPACK/BLACS testers run on our libraries in its tests.
-  gfortran scalapack-mpi-test
+  # Debian's MPICH-built ScaLAPACK/BLACS testers and parallel HDF5 Fortran library run on
+  # our libraries in its tests.
+  gfortran scalapack-mpi-test libhdf5-mpich-dev
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -1,10 +1,13 @@
 //! Integration tests of the installed Fortran bindings: our Fortran programs (`tests/f`)
-//! built with our `mpifort` run under our `mpirun`; the same programs built with Debian's
-//! MPICH (`mpif90.mpich`) run on our libraries through `LD_LIBRARY_PATH`; the wrapper's
-//! names and flags; the exported symbols against Debian's `libmpichfort.so.12`.
+//! built with our `mpifort` (and `mpifort -mpi-abi`) run under our `mpirun`; the same
+//! programs built with Debian's MPICH (`mpif90.mpich`) run on our libraries through
+//! `LD_LIBRARY_PATH`; Debian's MPICH-built ScaLAPACK testers and parallel HDF5 Fortran
+//! library on our libraries; the wrapper's names and flags; the exported symbols against
+//! Debian's `libmpichfort.so.12`.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`), gfortran
-//! and Debian's `libmpich-dev` (both installed by `scripts/deps.sh`).
+//! and Debian's `libmpich-dev`, `scalapack-mpi-test` and `libhdf5-mpich-dev` (installed by
+//! `scripts/deps.sh`).
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -471,6 +474,55 @@ fn use_mpi_checks_arguments() {
                 src.display(),
                 String::from_utf8_lossy(&out.stderr)
             );
+        }
+    }
+}
+
+/// Debian's MPICH-built parallel HDF5 Fortran library (`libhdf5_mpich_fortran.so`, package
+/// `libhdf5-mpich-dev`, installed by scripts/deps.sh) on our libraries: a program of ours
+/// built with Debian's `h5pfc.mpich -shlib` writes a dataset collectively through MPI-IO
+/// and reads it back.
+#[test]
+fn parallel_hdf5_fortran_built_by_debian_against_mpich() {
+    let dir = Scratch::new("hdf5");
+    let data = Scratch::new("hdf5-data");
+    let exe = dir.0.join("ph5_rows");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hdf5/ph5_rows.f90");
+    let out = Command::new("h5pfc.mpich")
+        .arg("-shlib")
+        .arg(format!("-J{}", dir.0.display()))
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run h5pfc.mpich (scripts/deps.sh installs libhdf5-mpich-dev): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "h5pfc.mpich failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let libs = common::our_libs_first();
+    let ldd = Command::new("ldd")
+        .arg(&exe)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .expect("run ldd");
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    let ours = prefix().join("lib").display().to_string();
+    assert!(
+        ldd.contains("libhdf5_mpich_fortran.so")
+            && ldd
+                .lines()
+                .any(|l| l.contains("libmpichfort.so.12") && l.contains(&ours)),
+        "{ldd}"
+    );
+    for n in [2, 3] {
+        let (stdout, stderr, code) = run(Fc::Mpich, n, &exe, &[&data.0]);
+        assert_eq!(code, 0, "ph5_rows on {n} ranks:\n{stdout}\n{stderr}");
+        for l in ["ph5: collective write ok", "ph5: read back ok"] {
+            assert!(stdout.lines().any(|x| x == l), "{stdout}\n{stderr}");
         }
     }
 }
