@@ -13,6 +13,7 @@
 //! `mpi_f08` procedures with gfortran (`.mod` files into the include directory), and all
 //! of it is linked over the C library.
 
+use crate::libmpi::{copy, defined_symbols};
 use crate::run;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -97,17 +98,8 @@ fn write(f: &Path, text: &str) -> Result<(), String> {
 
 /// The `PMPI_*` functions the shared library `lib` defines, one per line.
 fn pmpi_exports(lib: &Path) -> Result<String, String> {
-    let nm = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(lib)
-        .output()
-        .map_err(|e| format!("cannot run nm (binutils) on {}: {e}", lib.display()))?;
-    if !nm.status.success() {
-        return Err(format!("nm {} failed: {}", lib.display(), nm.status));
-    }
-    Ok(String::from_utf8_lossy(&nm.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
+    Ok(defined_symbols(lib, "-D")?
+        .into_iter()
         .filter(|n| n.starts_with("PMPI_"))
         .map(|n| format!("{n}\n"))
         .collect())
@@ -221,13 +213,6 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
     )?;
     eprintln!("xtask: installed {}", so.display());
     Ok(())
-}
-
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    let _ = fs::remove_file(to);
-    fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 /// The pkg-config file of one flavour of the Fortran bindings.

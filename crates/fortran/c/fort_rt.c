@@ -1,14 +1,14 @@
 /* Hand-written half of oxmpi's Fortran bindings (libmpifort.so.12): the sentinel common
  * blocks, string conversion, and the functions whose Fortran form differs from the C one
  * (start-up, attributes, callbacks written in Fortran). Each hand-written MPI function has
- * a `FORT_HAND(MPI_X)` line, which tells tools/gen_fort.py not to generate it. */
+ * a `FORT_HAND(MPI_X, ...)` line, which tells tools/gen_fort.py not to generate it. */
 #include "fort_rt.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#define FORT_HAND(name)
+#define FORT_HAND(...)
 
 /* Aligned as gfortran aligns common blocks, so the definitions agree with the modules'. */
 struct oxf_priv1 mpipriv1_ __attribute__((aligned(32)));
@@ -195,12 +195,6 @@ static struct oxf_keyval *oxf_keyval_new(void *copy, void *del, MPI_Aint *extra)
     }                                                                                 \
     ALIASES(low, up)
 
-FORT_HAND(MPI_Comm_create_keyval)
-FORT_HAND(MPI_Type_create_keyval)
-FORT_HAND(MPI_Win_create_keyval)
-KEYVAL_CREATE(mpi_comm_create_keyval, COMM_CREATE_KEYVAL, Comm, MPI_Comm)
-KEYVAL_CREATE(mpi_type_create_keyval, TYPE_CREATE_KEYVAL, Type, MPI_Datatype)
-KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win)
 
 /* Fortran attribute values are INTEGER(KIND=MPI_ADDRESS_KIND) values, stored as the C
  * attribute pointer itself. */
@@ -215,12 +209,6 @@ KEYVAL_CREATE(mpi_win_create_keyval, WIN_CREATE_KEYVAL, Win, MPI_Win)
     }                                                                                 \
     ALIASES(low, up)
 
-FORT_HAND(MPI_Comm_set_attr)
-FORT_HAND(MPI_Type_set_attr)
-FORT_HAND(MPI_Win_set_attr)
-SET_ATTR(mpi_comm_set_attr, COMM_SET_ATTR, Comm)
-SET_ATTR(mpi_type_set_attr, TYPE_SET_ATTR, Type)
-SET_ATTR(mpi_win_set_attr, WIN_SET_ATTR, Win)
 
 /* The C key of a predefined key's Fortran value, or -1. */
 static int oxf_predefined_key(int key)
@@ -267,85 +255,54 @@ static MPI_Aint oxf_predefined_value(int ckey, void *p)
     }                                                                                 \
     ALIASES(low, up)
 
-FORT_HAND(MPI_Comm_get_attr)
-FORT_HAND(MPI_Type_get_attr)
-FORT_HAND(MPI_Win_get_attr)
-GET_ATTR(mpi_comm_get_attr, COMM_GET_ATTR, Comm)
-GET_ATTR(mpi_type_get_attr, TYPE_GET_ATTR, Type)
-GET_ATTR(mpi_win_get_attr, WIN_GET_ATTR, Win)
 
-/* The predefined Fortran copy and delete callbacks (Fortran calling convention). */
-#define NULL_COPY(low, up)                                                            \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
-                   MPI_Fint *flag, MPI_Fint *ierr);                                   \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
-                   MPI_Fint *flag, MPI_Fint *ierr)                                    \
-    {                                                                                 \
-        (void)o, (void)k, (void)x, (void)in, (void)out;                               \
-        *flag = 0;                                                                    \
-        *ierr = MPI_SUCCESS;                                                          \
-    }                                                                                 \
-    ALIASES(low, up)
-#define DUP(low, up)                                                                  \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
-                   MPI_Fint *flag, MPI_Fint *ierr);                                   \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *x, MPI_Aint *in, MPI_Aint *out, \
-                   MPI_Fint *flag, MPI_Fint *ierr)                                    \
+/* The predefined Fortran copy and delete callbacks (Fortran calling convention), with
+ * attribute values of type `T` (MPI_Aint; MPI_Fint for the MPI-1 forms). A copy callback
+ * with `dup` copies the value, else it drops the attribute. */
+#define COPY_FN(low, up, T, dup)                                                      \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, T *x, T *in, T *out, MPI_Fint *flag,     \
+                   MPI_Fint *ierr);                                                   \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, T *x, T *in, T *out, MPI_Fint *flag,     \
+                   MPI_Fint *ierr)                                                    \
     {                                                                                 \
         (void)o, (void)k, (void)x;                                                    \
-        *out = *in;                                                                   \
-        *flag = 1;                                                                    \
+        if (dup)                                                                      \
+            *out = *in;                                                               \
+        *flag = dup;                                                                  \
         *ierr = MPI_SUCCESS;                                                          \
     }                                                                                 \
     ALIASES(low, up)
-#define NULL_DELETE(low, up)                                                          \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *v, MPI_Aint *x, MPI_Fint *ierr); \
-    void p##low##_(MPI_Fint *o, MPI_Fint *k, MPI_Aint *v, MPI_Aint *x, MPI_Fint *ierr)  \
+#define NULL_DELETE(low, up, T)                                                       \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, T *v, T *x, MPI_Fint *ierr);             \
+    void p##low##_(MPI_Fint *o, MPI_Fint *k, T *v, T *x, MPI_Fint *ierr)              \
     {                                                                                 \
         (void)o, (void)k, (void)v, (void)x;                                           \
         *ierr = MPI_SUCCESS;                                                          \
     }                                                                                 \
     ALIASES(low, up)
 
-NULL_COPY(mpi_comm_null_copy_fn, COMM_NULL_COPY_FN)
-NULL_COPY(mpi_type_null_copy_fn, TYPE_NULL_COPY_FN)
-NULL_COPY(mpi_win_null_copy_fn, WIN_NULL_COPY_FN)
-DUP(mpi_comm_dup_fn, COMM_DUP_FN)
-DUP(mpi_type_dup_fn, TYPE_DUP_FN)
-DUP(mpi_win_dup_fn, WIN_DUP_FN)
-NULL_DELETE(mpi_comm_null_delete_fn, COMM_NULL_DELETE_FN)
-NULL_DELETE(mpi_type_null_delete_fn, TYPE_NULL_DELETE_FN)
-NULL_DELETE(mpi_win_null_delete_fn, WIN_NULL_DELETE_FN)
-
 /* The MPI-1 forms (INTEGER attribute values). */
-void pmpi_null_copy_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
-                        MPI_Fint *flag, MPI_Fint *ierr);
-void pmpi_null_copy_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
-                        MPI_Fint *flag, MPI_Fint *ierr)
-{
-    (void)o, (void)k, (void)x, (void)in, (void)out;
-    *flag = 0;
-    *ierr = MPI_SUCCESS;
-}
-ALIASES(mpi_null_copy_fn, NULL_COPY_FN)
-void pmpi_dup_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
-                  MPI_Fint *flag, MPI_Fint *ierr);
-void pmpi_dup_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *x, MPI_Fint *in, MPI_Fint *out,
-                  MPI_Fint *flag, MPI_Fint *ierr)
-{
-    (void)o, (void)k, (void)x;
-    *out = *in;
-    *flag = 1;
-    *ierr = MPI_SUCCESS;
-}
-ALIASES(mpi_dup_fn, DUP_FN)
-void pmpi_null_delete_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *x, MPI_Fint *ierr);
-void pmpi_null_delete_fn_(MPI_Fint *o, MPI_Fint *k, MPI_Fint *v, MPI_Fint *x, MPI_Fint *ierr)
-{
-    (void)o, (void)k, (void)v, (void)x;
-    *ierr = MPI_SUCCESS;
-}
-ALIASES(mpi_null_delete_fn, NULL_DELETE_FN)
+COPY_FN(mpi_null_copy_fn, NULL_COPY_FN, MPI_Fint, 0)
+COPY_FN(mpi_dup_fn, DUP_FN, MPI_Fint, 1)
+NULL_DELETE(mpi_null_delete_fn, NULL_DELETE_FN, MPI_Fint)
+
+/* Keyvals, attributes and the predefined callbacks of one object kind (`low`/`UP`: the
+ * lower- and upper-case name stems, `mpi_comm`/`COMM`). */
+#define ATTR_KIND(Name, T, low, UP)                                                   \
+    KEYVAL_CREATE(low##_create_keyval, UP##_CREATE_KEYVAL, Name, T)                   \
+    SET_ATTR(low##_set_attr, UP##_SET_ATTR, Name)                                     \
+    GET_ATTR(low##_get_attr, UP##_GET_ATTR, Name)                                     \
+    COPY_FN(low##_null_copy_fn, UP##_NULL_COPY_FN, MPI_Aint, 0)                       \
+    COPY_FN(low##_dup_fn, UP##_DUP_FN, MPI_Aint, 1)                                   \
+    NULL_DELETE(low##_null_delete_fn, UP##_NULL_DELETE_FN, MPI_Aint)
+
+FORT_HAND(MPI_Comm_create_keyval, MPI_Comm_set_attr, MPI_Comm_get_attr)
+ATTR_KIND(Comm, MPI_Comm, mpi_comm, COMM)
+FORT_HAND(MPI_Type_create_keyval, MPI_Type_set_attr, MPI_Type_get_attr)
+ATTR_KIND(Type, MPI_Datatype, mpi_type, TYPE)
+FORT_HAND(MPI_Win_create_keyval, MPI_Win_set_attr, MPI_Win_get_attr)
+ATTR_KIND(Win, MPI_Win, mpi_win, WIN)
+
 
 /* ------------------------------------------------------------------ user callbacks */
 

@@ -353,23 +353,29 @@ fn scalapack_testers(dir: &Path) -> PathBuf {
     dir.join("mpich-tests")
 }
 
-/// ScaLAPACK's LU tester (C BLACS over our libmpi.so.12) passes its residual checks.
-#[test]
-fn scalapack_lu_tester_built_by_debian_against_mpich() {
-    let dir = Scratch::new("scalapack");
-    let tests = scalapack_testers(&dir.0);
-    let out = common::mpirun(
+/// Runs the tester `name` of `dir` on 4 ranks (as Debian's CTest files do) in `dir`, on
+/// our libraries.
+fn run_tester(dir: &Path, name: &str) -> std::process::Output {
+    common::mpirun(
         &[
             OsStr::new("--timeout"),
             OsStr::new("300"),
             OsStr::new("-n"),
             OsStr::new("4"),
             OsStr::new("--wdir"),
-            tests.as_os_str(),
-            tests.join("xdlu").as_os_str(),
+            dir.as_os_str(),
+            dir.join(name).as_os_str(),
         ],
         &[("LD_LIBRARY_PATH", &common::our_libs_first())],
-    );
+    )
+}
+
+/// ScaLAPACK's LU tester (C BLACS over our libmpi.so.12) passes its residual checks.
+#[test]
+fn scalapack_lu_tester_built_by_debian_against_mpich() {
+    let dir = Scratch::new("scalapack");
+    let tests = scalapack_testers(&dir.0);
+    let out = run_tester(&tests, "xdlu");
     let text = common::success(&out, "xdlu (ScaLAPACK LU tester)");
     assert!(
         text.contains("240 tests completed and passed residual checks.")
@@ -396,18 +402,7 @@ fn blacs_fortran_tester_built_by_debian_against_mpich() {
             && l.contains(&prefix().join("lib").display().to_string())),
         "xFbtest does not load our libmpichfort.so.12:\n{ldd}"
     );
-    let out = common::mpirun(
-        &[
-            OsStr::new("--timeout"),
-            OsStr::new("300"),
-            OsStr::new("-n"),
-            OsStr::new("4"),
-            OsStr::new("--wdir"),
-            blacs.as_os_str(),
-            blacs.join("xFbtest").as_os_str(),
-        ],
-        &[("LD_LIBRARY_PATH", &libs)],
-    );
+    let out = run_tester(&blacs, "xFbtest");
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     let summaries: Vec<&str> = text

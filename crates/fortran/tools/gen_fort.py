@@ -28,7 +28,7 @@ MPICH's common blocks (mpipriv1_, mpipriv2_, mpifcmb5_, mpifcmb9_). Each functio
 see Fortran calls) with the names `pmpi_x`, `pmpi_x__`, `PMPI_X` and the weak names
 `mpi_x`, `mpi_x_`, `mpi_x__`, `MPI_X`.
 
-Functions with a hand-written wrapper in c/fort_rt.c (marked by a `FORT_HAND(MPI_X)` line)
+Functions with a hand-written wrapper in c/fort_rt.c (marked by a `FORT_HAND(MPI_X, ...)` line)
 are skipped here; functions whose arguments the rules below cannot convert get a wrapper
 that reports MPI_ERR_UNSUPPORTED_OPERATION through MPI_COMM_WORLD's error handler and are
 listed in fort-unsupported.txt.
@@ -121,9 +121,9 @@ def skipped(name, params):
 def hand_written():
     names = set()
     for line in open(RT):
-        m = re.match(r"\s*FORT_HAND\((MPI_\w+)\)", line)
+        m = re.match(r"\s*FORT_HAND\((MPI_\w+(?:,\s*MPI_\w+)*)\)", line)
         if m:
-            names.add(m.group(1))
+            names.update(n.strip() for n in m.group(1).split(","))
     return names
 
 
@@ -373,9 +373,10 @@ def fixed(line):
     return line + "\n"
 
 
-def legacy_param(fname, ctype, pname, array):
-    """(declaration, takes any type) of one argument of the `mpi` module's interface of
-    `fname`, or None when the Fortran form has no such argument."""
+def fortran_shape(fname, ctype, pname, array):
+    """(C type without const, const?, base type, pointer?, Fortran dimensions, Fortran
+    intent clause) of a C parameter, or None when the Fortran forms have no such argument
+    (varargs, the command line of MPI_Init and MPI_Info_create_env)."""
     base = ctype.replace("const ", "").strip()
     const = ctype.startswith("const ")
     core = base.rstrip("*").strip()
@@ -389,6 +390,16 @@ def legacy_param(fname, ctype, pname, array):
         inner = array[array.index("]") + 1:]
         dims = f"({inner.strip('[]')},*)" if inner else "(*)"
     intent = ", intent(in)" if (not ptr and not array) or const else ""
+    return base, const, core, ptr, dims, intent
+
+
+def legacy_param(fname, ctype, pname, array):
+    """(declaration, takes any type) of one argument of the `mpi` module's interface of
+    `fname`, or None when the Fortran form has no such argument."""
+    shape = fortran_shape(fname, ctype, pname, array)
+    if shape is None:
+        return None
+    base, const, core, ptr, dims, intent = shape
     if base == "void*" and pname in ADDRESS_VALUES:
         return f"integer(kind=MPI_ADDRESS_KIND) :: {pname}", False
     if base == "void*" or "weights" in pname:
@@ -541,19 +552,10 @@ NONBLOCKING = re.compile(r"^MPI_(I[a-z]|R(put|get|accumulate|get_accumulate)$|"
 def f08_param(fname, ctype, pname, array):
     """(declaration, actual argument, is_choice) of one argument of the f08 procedure, or
     None when the Fortran form has no such argument."""
-    base = ctype.replace("const ", "").strip()
-    const = ctype.startswith("const ")
-    core = base.rstrip("*").strip()
-    ptr = base.endswith("*")
-    if ctype in ("...", "\\") or base in ("char***",) or (pname == "argc" and base == "int*"):
+    shape = fortran_shape(fname, ctype, pname, array)
+    if shape is None:
         return None
-    if fname == "MPI_Info_create_env" and pname in ("argc", "argv"):
-        return None
-    dims = ""
-    if array:
-        inner = array[array.index("]") + 1:]
-        dims = f"({inner.strip('[]')},*)" if inner else "(*)"
-    intent = ", intent(in)" if (not ptr and not array) or const else ""
+    base, const, core, ptr, dims, intent = shape
     if core in F08_HANDLES and not ptr and not array:
         return f"type({core}), intent(in) :: {pname}", f"{pname}%MPI_VAL", False
     if core in F08_HANDLES:

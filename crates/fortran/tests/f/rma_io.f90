@@ -73,10 +73,7 @@ program rma_io
   call MPI_File_open(MPI_COMM_SELF, trim(path) // '.missing/x', MPI_MODE_RDONLY, &
                      MPI_INFO_NULL, fh, ierr)
   call MPI_Error_class(ierr, cls, ierr)
-  if (file_errors /= 1 .or. cls /= MPI_ERR_NO_SUCH_FILE) then
-    print *, 'file errhandler', file_errors, cls
-    call MPI_Abort(MPI_COMM_WORLD, 7, ierr)
-  end if
+  if (file_errors /= 1 .or. cls /= MPI_ERR_NO_SUCH_FILE) call MPI_Abort(MPI_COMM_WORLD, 7, ierr)
   call MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN, ierr)
   call MPI_Errhandler_free(eh, ierr)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
