@@ -483,3 +483,301 @@ void pmpi_grequest_start_(void *query, void *freefn, void *cancel, MPI_Aint *ext
         *ierr = rc;
 }
 ALIASES(mpi_grequest_start, GREQUEST_START)
+
+/* ------------------------------------------------------------------ Fortran-only and MPI-1 */
+
+/* Functions that exist only in Fortran, or were deleted from the standard but are still
+ * called by Fortran programs (MPICH's Fortran library has them), over current C ones. Their
+ * INTEGER addresses and attribute values must fit in an INTEGER, else MPI_ERR_ARG. */
+
+FORT_HAND(MPI_Address, MPI_Type_struct, MPI_Type_hindexed, MPI_Type_hvector)
+FORT_HAND(MPI_Type_extent, MPI_Type_lb, MPI_Type_ub, MPI_Keyval_create, MPI_Keyval_free)
+FORT_HAND(MPI_Attr_put, MPI_Attr_get, MPI_Attr_delete, MPI_Errhandler_create)
+FORT_HAND(MPI_Errhandler_set, MPI_Errhandler_get, MPI_Type_create_f90_real)
+FORT_HAND(MPI_Type_create_f90_complex, MPI_Type_create_f90_integer)
+
+static int oxf_fint(MPI_Aint v, MPI_Fint *out)
+{
+    *out = (MPI_Fint)v;
+    return (MPI_Aint)*out == v ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+/* Ends a call whose error the C library did not report: through MPI_COMM_WORLD's handler. */
+static void oxf_done(int rc, MPI_Fint *ierr)
+{
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_NO_MEM)
+        MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    if (ierr)
+        *ierr = rc;
+}
+
+void pmpi_address_(void *location, MPI_Fint *address, MPI_Fint *ierr);
+void pmpi_address_(void *location, MPI_Fint *address, MPI_Fint *ierr)
+{
+    MPI_Aint a = 0;
+    int rc = MPI_Get_address(FBUF(location), &a);
+    if (rc == MPI_SUCCESS)
+        rc = oxf_fint(a, address);
+    oxf_done(rc, ierr);
+}
+ALIASES(mpi_address, ADDRESS)
+
+/* Old constructors with INTEGER byte displacements. */
+static MPI_Aint *oxf_aints(int n, const MPI_Fint *v)
+{
+    MPI_Aint *a = malloc((n > 0 ? (size_t)n : 1) * sizeof *a);
+    for (int i = 0; a && i < n; i++)
+        a[i] = v[i];
+    return a;
+}
+
+void pmpi_type_struct_(MPI_Fint *count, MPI_Fint *blocklens, MPI_Fint *displs,
+                       MPI_Fint *types, MPI_Fint *newtype, MPI_Fint *ierr);
+void pmpi_type_struct_(MPI_Fint *count, MPI_Fint *blocklens, MPI_Fint *displs,
+                       MPI_Fint *types, MPI_Fint *newtype, MPI_Fint *ierr)
+{
+    int n = *count > 0 ? *count : 0;
+    MPI_Aint *d = oxf_aints(n, displs);
+    MPI_Datatype *t = oxf_handles(n, sizeof *t);
+    MPI_Datatype c = MPI_DATATYPE_NULL;
+    int rc = MPI_ERR_NO_MEM;
+    if (d && t) {
+        for (int i = 0; i < n; i++)
+            t[i] = OXF_H(Type, types[i]);
+        rc = MPI_Type_create_struct(*count, blocklens, d, t, &c);
+        if (rc == MPI_SUCCESS)
+            *newtype = OXF_F(Type, c);
+    }
+    free(d);
+    free(t);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_type_struct, TYPE_STRUCT)
+
+void pmpi_type_hindexed_(MPI_Fint *count, MPI_Fint *blocklens, MPI_Fint *displs,
+                         MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierr);
+void pmpi_type_hindexed_(MPI_Fint *count, MPI_Fint *blocklens, MPI_Fint *displs,
+                         MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierr)
+{
+    MPI_Aint *d = oxf_aints(*count > 0 ? *count : 0, displs);
+    MPI_Datatype c = MPI_DATATYPE_NULL;
+    int rc = d ? MPI_Type_create_hindexed(*count, blocklens, d, OXF_H(Type, *oldtype), &c)
+               : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        *newtype = OXF_F(Type, c);
+    free(d);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_type_hindexed, TYPE_HINDEXED)
+
+void pmpi_type_hvector_(MPI_Fint *count, MPI_Fint *blocklen, MPI_Fint *stride,
+                        MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierr);
+void pmpi_type_hvector_(MPI_Fint *count, MPI_Fint *blocklen, MPI_Fint *stride,
+                        MPI_Fint *oldtype, MPI_Fint *newtype, MPI_Fint *ierr)
+{
+    MPI_Datatype c = MPI_DATATYPE_NULL;
+    int rc = MPI_Type_create_hvector(*count, *blocklen, *stride, OXF_H(Type, *oldtype), &c);
+    if (rc == MPI_SUCCESS)
+        *newtype = OXF_F(Type, c);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_type_hvector, TYPE_HVECTOR)
+
+/* MPI_TYPE_EXTENT, MPI_TYPE_LB, MPI_TYPE_UB: one INTEGER out of MPI_Type_get_extent. */
+#define EXTENT_FN(low, up, expr)                                                      \
+    void p##low##_(MPI_Fint *type, MPI_Fint *out, MPI_Fint *ierr);                    \
+    void p##low##_(MPI_Fint *type, MPI_Fint *out, MPI_Fint *ierr)                     \
+    {                                                                                 \
+        MPI_Aint lb = 0, extent = 0;                                                  \
+        int rc = MPI_Type_get_extent(OXF_H(Type, *type), &lb, &extent);               \
+        if (rc == MPI_SUCCESS)                                                        \
+            rc = oxf_fint(expr, out);                                                 \
+        oxf_done(rc, ierr);                                                           \
+    }                                                                                 \
+    ALIASES(low, up)
+EXTENT_FN(mpi_type_extent, TYPE_EXTENT, extent)
+EXTENT_FN(mpi_type_lb, TYPE_LB, lb)
+EXTENT_FN(mpi_type_ub, TYPE_UB, lb + extent)
+
+/* MPI-1 attributes: INTEGER values and extra_state, communicators only. */
+typedef void (*oxf_copy1_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                             MPI_Fint *, MPI_Fint *);
+typedef void (*oxf_delete1_fn)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+
+static int oxf_copy1(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    struct oxf_keyval *k = extra;
+    MPI_Fint fold = OXF_F(Comm, old), fkey = keyval, fextra = (MPI_Fint)k->extra;
+    MPI_Fint fin = (MPI_Fint)(intptr_t)in, fout = 0, fflag = 0, ierr = MPI_SUCCESS;
+    ((oxf_copy1_fn)k->copy)(&fold, &fkey, &fextra, &fin, &fout, &fflag, &ierr);
+    *flag = fflag != 0;
+    *(void **)out = (void *)(intptr_t)fout;
+    return ierr;
+}
+
+static int oxf_delete1(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+    struct oxf_keyval *k = extra;
+    MPI_Fint fcomm = OXF_F(Comm, comm), fkey = keyval, fextra = (MPI_Fint)k->extra;
+    MPI_Fint fval = (MPI_Fint)(intptr_t)val, ierr = MPI_SUCCESS;
+    ((oxf_delete1_fn)k->del)(&fcomm, &fkey, &fval, &fextra, &ierr);
+    return ierr;
+}
+
+void pmpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
+                         MPI_Fint *ierr);
+void pmpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
+                         MPI_Fint *ierr)
+{
+    MPI_Aint x = *extra;
+    struct oxf_keyval *k = oxf_keyval_new(copy, del, &x);
+    int rc = k ? MPI_Comm_create_keyval(oxf_copy1, oxf_delete1, keyval, k) : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS)
+        free(k);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_keyval_create, KEYVAL_CREATE)
+
+void pmpi_keyval_free_(MPI_Fint *keyval, MPI_Fint *ierr);
+void pmpi_keyval_free_(MPI_Fint *keyval, MPI_Fint *ierr)
+{
+    int k = *keyval;
+    int rc = MPI_Comm_free_keyval(&k);
+    *keyval = k;
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_keyval_free, KEYVAL_FREE)
+
+void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierr);
+void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierr)
+{
+    MPI_Aint v = *val;
+    pmpi_comm_set_attr_(comm, keyval, &v, ierr);
+}
+ALIASES(mpi_attr_put, ATTR_PUT)
+
+void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
+                    MPI_Fint *ierr);
+void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
+                    MPI_Fint *ierr)
+{
+    MPI_Aint v = 0;
+    MPI_Fint rc = MPI_SUCCESS;
+    pmpi_comm_get_attr_(comm, keyval, &v, flag, &rc);
+    if (rc == MPI_SUCCESS && *flag)
+        *val = (MPI_Fint)v;
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_attr_get, ATTR_GET)
+
+void pmpi_attr_delete_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *ierr);
+void pmpi_attr_delete_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *ierr)
+{
+    int rc = MPI_Comm_delete_attr(OXF_H(Comm, *comm), *keyval);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_attr_delete, ATTR_DELETE)
+
+/* MPI-1 error handlers are communicator error handlers. */
+void pmpi_errhandler_create_(void *fn, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_errhandler_create_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    pmpi_comm_create_errhandler_(fn, eh, ierr);
+}
+ALIASES(mpi_errhandler_create, ERRHANDLER_CREATE)
+
+void pmpi_errhandler_set_(MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_errhandler_set_(MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    int rc = MPI_Comm_set_errhandler(OXF_H(Comm, *comm), OXF_H(Errhandler, *eh));
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_errhandler_set, ERRHANDLER_SET)
+
+void pmpi_errhandler_get_(MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierr);
+void pmpi_errhandler_get_(MPI_Fint *comm, MPI_Fint *eh, MPI_Fint *ierr)
+{
+    MPI_Errhandler c = MPI_ERRHANDLER_NULL;
+    int rc = MPI_Comm_get_errhandler(OXF_H(Comm, *comm), &c);
+    if (rc == MPI_SUCCESS)
+        *eh = OXF_F(Errhandler, c);
+    if (ierr)
+        *ierr = rc;
+}
+ALIASES(mpi_errhandler_get, ERRHANDLER_GET)
+
+/* MPI_TYPE_CREATE_F90_*: the predefined sized type that has the requested precision and
+ * range (MPI_UNDEFINED: any); MPI_ERR_ARG when no type has them. */
+static int oxf_f90(MPI_Fint *newtype, MPI_Datatype c, MPI_Fint *ierr)
+{
+    int rc = c == MPI_DATATYPE_NULL ? MPI_ERR_ARG : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        *newtype = OXF_F(Type, c);
+    oxf_done(rc, ierr);
+    return rc;
+}
+
+/* The real kinds: 4, 8 and 16 bytes (IEEE single, double, quadruple). */
+static int oxf_real_kind(int p, int r)
+{
+    static const int prec[] = {6, 15, 33}, range[] = {37, 307, 4931};
+    for (int i = 0; i < 3; i++)
+        if ((p == MPI_UNDEFINED || p <= prec[i]) && (r == MPI_UNDEFINED || r <= range[i]))
+            return i;
+    return -1;
+}
+
+void pmpi_type_create_f90_real_(MPI_Fint *p, MPI_Fint *r, MPI_Fint *newtype, MPI_Fint *ierr);
+void pmpi_type_create_f90_real_(MPI_Fint *p, MPI_Fint *r, MPI_Fint *newtype, MPI_Fint *ierr)
+{
+    static const MPI_Datatype t[] = {MPI_REAL4, MPI_REAL8, MPI_REAL16};
+    int k = oxf_real_kind(*p, *r);
+    oxf_f90(newtype, k < 0 ? MPI_DATATYPE_NULL : t[k], ierr);
+}
+ALIASES(mpi_type_create_f90_real, TYPE_CREATE_F90_REAL)
+
+void pmpi_type_create_f90_complex_(MPI_Fint *p, MPI_Fint *r, MPI_Fint *newtype,
+                                   MPI_Fint *ierr);
+void pmpi_type_create_f90_complex_(MPI_Fint *p, MPI_Fint *r, MPI_Fint *newtype,
+                                   MPI_Fint *ierr)
+{
+    static const MPI_Datatype t[] = {MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32};
+    int k = oxf_real_kind(*p, *r);
+    oxf_f90(newtype, k < 0 ? MPI_DATATYPE_NULL : t[k], ierr);
+}
+ALIASES(mpi_type_create_f90_complex, TYPE_CREATE_F90_COMPLEX)
+
+void pmpi_type_create_f90_integer_(MPI_Fint *r, MPI_Fint *newtype, MPI_Fint *ierr);
+void pmpi_type_create_f90_integer_(MPI_Fint *r, MPI_Fint *newtype, MPI_Fint *ierr)
+{
+    static const MPI_Datatype t[] = {MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8,
+                                     MPI_INTEGER16};
+    static const int range[] = {2, 4, 9, 18, 38};
+    MPI_Datatype c = MPI_DATATYPE_NULL;
+    for (int i = 0; i < 5 && c == MPI_DATATYPE_NULL; i++)
+        if (*r == MPI_UNDEFINED || *r <= range[i])
+            c = t[i];
+    oxf_f90(newtype, c, ierr);
+}
+ALIASES(mpi_type_create_f90_integer, TYPE_CREATE_F90_INTEGER)
+
+/* MPI_CONVERSION_FN_NULL: the predefined no-op data conversion function. */
+void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count,
+                              void *filebuf, MPI_Offset *position, MPI_Aint *extra,
+                              MPI_Fint *ierr);
+void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count,
+                              void *filebuf, MPI_Offset *position, MPI_Aint *extra,
+                              MPI_Fint *ierr)
+{
+    (void)userbuf, (void)datatype, (void)count, (void)filebuf, (void)position, (void)extra;
+    *ierr = MPI_SUCCESS;
+}
+ALIASES(mpi_conversion_fn_null, CONVERSION_FN_NULL)

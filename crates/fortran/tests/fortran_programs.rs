@@ -175,6 +175,21 @@ fn callbacks_written_in_fortran() {
 }
 
 #[test]
+fn deleted_mpi1_functions_and_f90_types() {
+    check(
+        "legacy.f",
+        2,
+        &[
+            "legacy types: ok",
+            "legacy attributes: ok",
+            "legacy error handlers: ok",
+            "legacy: ok",
+        ],
+        false,
+    );
+}
+
+#[test]
 fn rma_and_io() {
     check("rma_io.f90", 2, &["rma: ok", "io: ok", "rma_io: ok"], true);
 }
@@ -302,6 +317,45 @@ fn exports_mpichs_fortran_names_for_every_function_the_c_library_has() {
         "libmpifort.so.12 lacks {} of MPICH's Fortran names: {missing:?}",
         missing.len()
     );
+    // Fortran-only procedures and the MPI-1 functions MPICH still has.
+    let theirs = exports(mpich);
+    for f in [
+        "address",
+        "type_struct",
+        "type_hindexed",
+        "type_hvector",
+        "type_extent",
+        "type_lb",
+        "type_ub",
+        "keyval_create",
+        "keyval_free",
+        "attr_put",
+        "attr_get",
+        "attr_delete",
+        "errhandler_create",
+        "errhandler_set",
+        "errhandler_get",
+        "type_create_f90_real",
+        "type_create_f90_complex",
+        "type_create_f90_integer",
+        "comm_dup_fn",
+        "comm_null_copy_fn",
+        "comm_null_delete_fn",
+        "type_dup_fn",
+        "win_dup_fn",
+        "dup_fn",
+        "null_copy_fn",
+        "null_delete_fn",
+        "conversion_fn_null",
+    ] {
+        let name = format!("mpi_{f}_");
+        assert!(
+            ours.contains(&name) && theirs.contains(&name),
+            "{name}: ours {}, MPICH's {}",
+            ours.contains(&name),
+            theirs.contains(&name)
+        );
+    }
     for block in [
         "mpipriv1_",
         "mpipriv2_",
