@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What the Fortran library exports: MPICH's Fortran names (all cases and underscore
-/// forms), the `mpi_f08` module's procedures and its sentinel common blocks.
+/// forms), the modules' procedures and the sentinel common blocks.
 const VERSION_SCRIPT: &str = "{\n  global:\n    mpi_*;\n    pmpi_*;\n    MPI_*;\n    PMPI_*;\n    \
-                              __mpi_f08_types_MOD_*;\n    mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
+                              __mpi_MOD_*;\n    __mpi_sizeofs_MOD_*;\n    __mpi_f08_MOD_*;\n    __mpi_f08_types_MOD_*;\n    mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
                               mpifcmb9_;\n  local:\n    *;\n};\n";
 
 /// One build of the bindings.

@@ -781,3 +781,25 @@ void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count
     *ierr = MPI_SUCCESS;
 }
 ALIASES(mpi_conversion_fn_null, CONVERSION_FN_NULL)
+
+/* MPI_SIZEOF of programs built against MPICH's `mpi` module, which calls the specific
+ * procedures of its module `mpi_sizeofs` (scalar and array forms of each type). Programs
+ * built with our modules use their own generic MPI_Sizeof. */
+#define SIZEOF_FN(sfx, bytes)                                                         \
+    void __mpi_sizeofs_MOD_mpi_sizeof_##sfx(void *x, MPI_Fint *size, MPI_Fint *ierr);  \
+    void __mpi_sizeofs_MOD_mpi_sizeof_##sfx(void *x, MPI_Fint *size, MPI_Fint *ierr)   \
+    {                                                                                 \
+        (void)x;                                                                      \
+        *size = bytes;                                                                \
+        *ierr = MPI_SUCCESS;                                                          \
+    }
+#define SIZEOF_BOTH(sfx, bytes) SIZEOF_FN(sfx, bytes) SIZEOF_FN(sfx##v, bytes)
+SIZEOF_BOTH(ch, 1)
+SIZEOF_BOTH(cx, 8)
+SIZEOF_BOTH(d, 8)
+SIZEOF_BOTH(i, 4)
+SIZEOF_BOTH(i1, 1)
+SIZEOF_BOTH(i2, 2)
+SIZEOF_BOTH(i8, 8)
+SIZEOF_BOTH(l, 4)
+SIZEOF_BOTH(r, 4)

@@ -104,6 +104,8 @@ program f08
   if (dup /= MPI_COMM_NULL) error stop 13
   if (rank == 0) print '(a)', 'f08 callbacks: ok'
   if (MPI_Wtime() <= 0d0) error stop 14
+  call MPI_Sizeof(m, cnt)
+  if (cnt /= 8) error stop 15
   call MPI_Barrier(comm)
   if (rank == 0) print '(a)', 'f08: ok'
   call MPI_Finalize()

@@ -1,5 +1,5 @@
 ! Ring over all ranks with `use mpi`: send/recv, MPI_STATUS_IGNORE, statuses, names,
-! MPI_Wtime, strings in and out.
+! MPI_Wtime, MPI_Sizeof, strings in and out.
 program ring
   use mpi
   implicit none
@@ -40,6 +40,10 @@ program ring
     call MPI_Abort(MPI_COMM_WORLD, 4, ierr)
   end if
   if (MPI_Wtime() < t0 .or. MPI_Wtick() <= 0d0) call MPI_Abort(MPI_COMM_WORLD, 5, ierr)
+  call MPI_Sizeof(t0, count, ierr)
+  if (count /= 8) call MPI_Abort(MPI_COMM_WORLD, 6, ierr)
+  call MPI_Sizeof(status, count, ierr)
+  if (count /= 4) call MPI_Abort(MPI_COMM_WORLD, 7, ierr)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a)', 'ring: ok'
   call MPI_Finalize(ierr)
