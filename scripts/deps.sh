@@ -16,6 +16,10 @@ apt_pkgs=(
   # The build-system clients (tests/clients/buildsystems.sh) and the packages (cargo xtask
   # wheel / deb, tests/clients/packaging.sh).
   cmake meson ninja-build autoconf automake dpkg-dev lintian
+  # The Fortran bindings (crates/fortran): mpi.mod is compiled at install, mpifort runs it;
+  # Debian's MPICH-built ScaLAPACK/BLACS testers and parallel HDF5 Fortran library run on
+  # our libraries in its tests.
+  gfortran scalapack-mpi-test libhdf5-mpich-dev
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -19,6 +19,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("mpicxx", "mpicc"),
     ("mpicc_abi", "mpicc"),
     ("mpicxx_abi", "mpicc"),
+    ("mpifort", "mpicc"),
+    ("mpif77", "mpicc"),
+    ("mpif90", "mpicc"),
 ];
 
 /// Where and what `install` builds.
@@ -96,6 +99,7 @@ pub fn install(opts: &InstallOpts) -> Result<(), String> {
             .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
     }
     crate::libmpi::install(&root, &opts.prefix, opts.release)?;
+    crate::fortran::install(&root, &opts.prefix, &profile_dir)?;
     eprintln!("xtask: installed into {}", opts.prefix.display());
     Ok(())
 }

@@ -115,19 +115,9 @@ fn install_abi(root: &Path, prefix: &Path, target: &Path, archive: &Path) -> Res
     fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
 
     // 1. The MPI symbols the archive defines, renamed out of the MPI namespace.
-    let nm = Command::new("nm")
-        .args(["-g", "--defined-only"])
-        .arg(archive)
-        .output()
-        .map_err(|e| format!("cannot run nm (binutils) on {}: {e}", archive.display()))?;
-    if !nm.status.success() {
-        return Err(format!("nm {} failed: {}", archive.display(), nm.status));
-    }
-    let mut syms: Vec<String> = String::from_utf8_lossy(&nm.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
+    let mut syms: Vec<String> = defined_symbols(archive, "-g")?
+        .into_iter()
         .filter(|n| n.starts_with("MPI_") || n.starts_with("PMPI_") || *n == "MPIR_Dup_fn")
-        .map(str::to_string)
         .collect();
     syms.sort();
     syms.dedup();
@@ -217,7 +207,26 @@ fn install_abi(root: &Path, prefix: &Path, target: &Path, archive: &Path) -> Res
     Ok(())
 }
 
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
+/// The global symbols `file` defines (`nm <scope> --defined-only`; scope `-g` for an
+/// archive's global symbols, `-D` for a shared library's dynamic ones).
+pub(crate) fn defined_symbols(file: &Path, scope: &str) -> Result<Vec<String>, String> {
+    let nm = Command::new("nm")
+        .args([scope, "--defined-only"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("cannot run nm (binutils) on {}: {e}", file.display()))?;
+    if !nm.status.success() {
+        return Err(format!("nm {} failed: {}", file.display(), nm.status));
+    }
+    Ok(String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Copies `from` over `to` (removing `to` first, so a running program keeps the old file).
+pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), String> {
     let _ = fs::remove_file(to);
     fs::copy(from, to)
         .map(|_| ())

@@ -3,6 +3,7 @@
 //! Plain std only, so that it builds in seconds on a fresh machine.
 
 mod arch;
+mod fortran;
 mod install;
 mod libmpi;
 mod package;

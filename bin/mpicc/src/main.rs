@@ -1,7 +1,11 @@
-//! `mpicc` / `mpicxx`: compiler wrappers for oxmpi's MPICH-ABI `libmpi.so.12`.
+//! `mpicc` / `mpicxx` / `mpifort`: compiler wrappers for oxmpi's MPICH-ABI `libmpi.so.12`.
 //!
 //! The install prefix is found from the executable's own path (`<prefix>/bin/mpicc`).
-//! The program looks at `argv[0]`: `mpicxx`/`mpic++`/`mpiCC` use the C++ compiler.
+//! The program looks at `argv[0]`: `mpicxx`/`mpic++`/`mpiCC` use the C++ compiler,
+//! `mpifort`/`mpif77`/`mpif90` the Fortran compiler and link the Fortran bindings
+//! (`libmpifort.so.12`) before `libmpi.so.12`; `mpif.h` and the module files are in
+//! `<prefix>/include` (with `-mpi-abi`: `libmpifort_abi.so.1`, `libmpi_abi.so.1` and
+//! `<prefix>/include/abi`).
 //!
 //! Options understood by the wrapper (everything else goes to the compiler):
 //! * `-show` (MPICH) / `-showme` / `--showme` (Open MPI): print the command, do not run it;
@@ -22,8 +26,8 @@
 //!   (`<prefix>/include/abi/mpi.h`) and link `libmpi_abi.so.1` instead of the MPICH ABI.
 //!   Invoked as `mpicc_abi` / `mpicxx_abi` the wrapper is in this mode by default.
 //!
-//! Environment: `OXMPI_CC` / `OXMPI_CXX` choose the compiler (also `MPICH_CC`/`OMPI_CC`
-//! and the CXX forms); default `cc` / `c++`.
+//! Environment: `OXMPI_CC` / `OXMPI_CXX` / `OXMPI_FC` choose the compiler (also
+//! `MPICH_CC`/`OMPI_CC` and the CXX and FC forms); default `cc` / `c++` / `gfortran`.
 //! Binaries are linked with a RUNPATH to `<prefix>/lib` so they run without
 //! `LD_LIBRARY_PATH`, while `LD_LIBRARY_PATH` can still point them at another
 //! `libmpi.so.12`.
@@ -36,6 +40,7 @@ use std::process::{Command, ExitCode};
 enum Lang {
     C,
     Cxx,
+    Fortran,
 }
 
 /// What to do with the command line.
@@ -91,6 +96,7 @@ struct Plan {
     args: Vec<String>,
     link: bool,
     abi: Abi,
+    lang: Lang,
 }
 
 fn abi_of(argv0: &str) -> Abi {
@@ -110,7 +116,9 @@ fn lang_of(argv0: &str) -> Lang {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if base.contains("cxx") || base.contains("c++") || base.contains("CC") {
+    if base.contains("fort") || base.contains("f77") || base.contains("f90") {
+        Lang::Fortran
+    } else if base.contains("cxx") || base.contains("c++") || base.contains("CC") {
         Lang::Cxx
     } else {
         Lang::C
@@ -121,12 +129,14 @@ fn compiler(lang: Lang, env: &dyn Fn(&str) -> Option<String>) -> String {
     let keys: &[&str] = match lang {
         Lang::C => &["OXMPI_CC", "MPICH_CC", "OMPI_CC"],
         Lang::Cxx => &["OXMPI_CXX", "MPICH_CXX", "OMPI_CXX"],
+        Lang::Fortran => &["OXMPI_FC", "MPICH_FC", "OMPI_FC"],
     };
     keys.iter()
         .find_map(|k| env(k).filter(|v| !v.is_empty()))
         .unwrap_or_else(|| match lang {
             Lang::C => "cc".into(),
             Lang::Cxx => "c++".into(),
+            Lang::Fortran => "gfortran".into(),
         })
 }
 
@@ -138,11 +148,13 @@ fn include_dir(prefix: &Path, abi: Abi) -> PathBuf {
     }
 }
 
-/// The library name of `abi` (`-l<name>`).
-fn lib_name(abi: Abi) -> &'static str {
-    match abi {
-        Abi::Mpich => "mpi",
-        Abi::Standard => "mpi_abi",
+/// The library names (`-l<name>`) a program in `lang` links for `abi`.
+fn lib_names(abi: Abi, lang: Lang) -> &'static [&'static str] {
+    match (abi, lang) {
+        (Abi::Mpich, Lang::Fortran) => &["mpifort", "mpi"],
+        (Abi::Mpich, _) => &["mpi"],
+        (Abi::Standard, Lang::Fortran) => &["mpifort_abi", "mpi_abi"],
+        (Abi::Standard, _) => &["mpi_abi"],
     }
 }
 
@@ -151,15 +163,30 @@ fn compile_flags(prefix: &Path, abi: Abi) -> Vec<String> {
     vec![format!("-I{}", include_dir(prefix, abi).display())]
 }
 
+/// Flags the compiler needs for MPI programs: gfortran (10 and later) rejects the
+/// different types passed to one choice-buffer argument of `mpif.h`/`use mpi`
+/// procedures unless told otherwise (MPICH's and Open MPI's wrappers add the same flag).
+fn compiler_flags(p: &Plan) -> Vec<String> {
+    let gfortran = Path::new(&p.compiler)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("gfortran"));
+    if p.lang == Lang::Fortran && gfortran {
+        vec!["-fallow-argument-mismatch".into()]
+    } else {
+        vec![]
+    }
+}
+
 /// Link flags for `prefix`.
-fn link_flags(prefix: &Path, abi: Abi) -> Vec<String> {
+fn link_flags(prefix: &Path, abi: Abi, lang: Lang) -> Vec<String> {
     let lib = prefix.join("lib");
-    vec![
+    let mut v = vec![
         format!("-L{}", lib.display()),
         format!("-Wl,-rpath,{}", lib.display()),
         "-Wl,--enable-new-dtags".into(),
-        format!("-l{}", lib_name(abi)),
-    ]
+    ];
+    v.extend(lib_names(abi, lang).iter().map(|l| format!("-l{l}")));
+    v
 }
 
 /// Parse the wrapper's own options out of the argument list.
@@ -202,12 +229,14 @@ fn plan(argv0: &str, args: &[String], env: &dyn Fn(&str) -> Option<String>) -> P
         Mode::Query => false,
         _ => !compile_only,
     };
+    let lang = lang_of(argv0);
     Plan {
         mode,
-        compiler: compiler(lang_of(argv0), env),
+        compiler: compiler(lang, env),
         args: rest,
         link,
         abi,
+        lang,
     }
 }
 
@@ -218,10 +247,11 @@ fn command_line(p: &Plan, prefix: &Path) -> Vec<String> {
         v.extend(p.args.iter().cloned());
         return v;
     }
+    v.extend(compiler_flags(p));
     v.extend(compile_flags(prefix, p.abi));
     v.extend(p.args.iter().cloned());
     if p.link {
-        v.extend(link_flags(prefix, p.abi));
+        v.extend(link_flags(prefix, p.abi, p.lang));
     }
     v
 }
@@ -254,11 +284,15 @@ fn main() -> ExitCode {
     let line = |v: Vec<String>| println!("{}", v.join(" "));
     match p.mode {
         Mode::Show | Mode::CompileInfo | Mode::LinkInfo => line(command_line(&p, &prefix)),
-        Mode::ShowCompile => line(compile_flags(&prefix, p.abi)),
-        Mode::ShowLink => line(link_flags(&prefix, p.abi)),
+        Mode::ShowCompile => {
+            let mut v = compiler_flags(&p);
+            v.extend(compile_flags(&prefix, p.abi));
+            line(v)
+        }
+        Mode::ShowLink => line(link_flags(&prefix, p.abi, p.lang)),
         Mode::ShowIncdirs => println!("{}", include_dir(&prefix, p.abi).display()),
         Mode::ShowLibdirs => println!("{}", prefix.join("lib").display()),
-        Mode::ShowLibs => println!("{}", lib_name(p.abi)),
+        Mode::ShowLibs => println!("{}", lib_names(p.abi, p.lang).join(" ")),
         Mode::ShowVersion => println!("{name}: oxmpi {}", env!("CARGO_PKG_VERSION")),
         Mode::Run | Mode::Query => {
             if p.args.is_empty() {
@@ -378,7 +412,44 @@ mod tests {
             compile_flags(Path::new("/q"), Abi::Mpich),
             s(&["-I/q/include"])
         );
-        assert_eq!(link_flags(Path::new("/q"), Abi::Mpich)[0], "-L/q/lib");
+        assert_eq!(
+            link_flags(Path::new("/q"), Abi::Mpich, Lang::C)[0],
+            "-L/q/lib"
+        );
+    }
+
+    #[test]
+    fn fortran_names_use_gfortran_and_link_the_fortran_library_first() {
+        for n in ["/p/bin/mpifort", "mpif77", "mpif90"] {
+            let p = plan(n, &s(&["-show", "a.f90"]), &no_env);
+            assert_eq!(p.lang, Lang::Fortran, "{n}");
+            assert_eq!(
+                command_line(&p, Path::new("/opt/x")),
+                s(&[
+                    "gfortran",
+                    "-fallow-argument-mismatch",
+                    "-I/opt/x/include",
+                    "a.f90",
+                    "-L/opt/x/lib",
+                    "-Wl,-rpath,/opt/x/lib",
+                    "-Wl,--enable-new-dtags",
+                    "-lmpifort",
+                    "-lmpi"
+                ])
+            );
+        }
+        let p = plan("mpifort", &s(&["-mpi-abi", "a.f90"]), &no_env);
+        assert_eq!(
+            link_flags(Path::new("/o"), p.abi, p.lang)[3..],
+            s(&["-lmpifort_abi", "-lmpi_abi"])
+        );
+        assert_eq!(
+            compile_flags(Path::new("/o"), p.abi),
+            s(&["-I/o/include/abi"])
+        );
+        let env = |k: &str| (k == "MPICH_FC").then(|| "gfortran-12".to_string());
+        assert_eq!(plan("mpifort", &[], &env).compiler, "gfortran-12");
+        assert_eq!(plan("mpicc", &[], &no_env).lang, Lang::C);
     }
 
     #[test]
