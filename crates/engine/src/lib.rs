@@ -259,6 +259,9 @@ pub use engine::{engine, init, init_with, Engine};
 /// registry and `oxmpi-info`.
 #[cfg(not(loom))]
 pub use params::PROVIDER;
+/// The protocol's counters (traffic per peer and transport, matching queues, wait time).
+#[cfg(not(loom))]
+pub use pml::stats::{set_wait_timing, MatchStats, PeerStats, Stats};
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]
 pub use sys::{cma_copy, Cma};
