@@ -29,6 +29,8 @@
 //!   collectives;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
+//! * [`tools`]: the MPI tools interface (`MPI_T_*`: the parameter registry as control
+//!   variables, the engine's counters as performance variables);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's
 //!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
@@ -71,4 +73,5 @@ pub mod state;
 pub(crate) mod status;
 pub mod stubs;
 pub(crate) mod sys;
+pub mod tools;
 pub mod topo;

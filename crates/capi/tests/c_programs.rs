@@ -436,3 +436,15 @@ fn collectives_accept_mpi_bottom_with_absolute_types_both_builds() {
         }
     }
 }
+
+#[test]
+fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_builds() {
+    let out = run_both("mpit.c", 2, "mpit: all checks passed");
+    // btl_sm_eager_limit written to 64 before MPI_Init: the 32-byte message goes eagerly,
+    // the 100-byte one (eager under the default 4 KiB) by rendezvous.
+    assert!(
+        out.contains("mpit: eager limit 64, eager sends 1, rendezvous sends 1"),
+        "{out}"
+    );
+    assert!(out.contains("mpit: 1 cvars, 1 pvars walked"), "{out}");
+}

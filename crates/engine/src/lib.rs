@@ -261,7 +261,7 @@ pub use engine::{engine, init, init_with, Engine};
 pub use params::PROVIDER;
 /// The protocol's counters (traffic per peer and transport, matching queues, wait time).
 #[cfg(not(loom))]
-pub use pml::stats::{set_wait_timing, MatchStats, PeerStats, Stats};
+pub use pml::stats::{pvars, set_wait_timing, MatchStats, PeerStats, Pvar, PvarClass, Stats};
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]
 pub use sys::{cma_copy, Cma};

@@ -141,3 +141,199 @@ mod tests {
         assert_eq!(s.by_transport(Some("tcp")), PeerStats::default());
     }
 }
+
+/// What a performance variable measures (MPI 4.1 §15.3.7's classes that oxmpi uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PvarClass {
+    /// A count that only grows (`MPI_T_PVAR_CLASS_COUNTER`).
+    Counter,
+    /// A current level, e.g. a queue length (`MPI_T_PVAR_CLASS_LEVEL`).
+    Level,
+    /// The largest level seen (`MPI_T_PVAR_CLASS_HIGHWATERMARK`).
+    HighWatermark,
+    /// A fixed size, e.g. a limit (`MPI_T_PVAR_CLASS_SIZE`).
+    Size,
+    /// Elapsed time in seconds, a `double` (`MPI_T_PVAR_CLASS_TIMER`).
+    Timer,
+}
+
+impl PvarClass {
+    /// The constant's name without `MPI_T_PVAR_CLASS_`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PvarClass::Counter => "COUNTER",
+            PvarClass::Level => "LEVEL",
+            PvarClass::HighWatermark => "HIGHWATERMARK",
+            PvarClass::Size => "SIZE",
+            PvarClass::Timer => "TIMER",
+        }
+    }
+}
+
+/// A performance variable: an engine counter as the tools interface and `oxmpi-info
+/// --pvars` show it. Counters and timers are read relative to a handle's start (the
+/// readers do that); levels, high-water marks and sizes are read as they are.
+#[derive(Debug, Clone, Copy)]
+pub struct Pvar {
+    /// Name, `<framework>_<component>_<what>`.
+    pub name: &'static str,
+    /// The category it is listed in (`btl_sm`, `pml_ox`).
+    pub category: &'static str,
+    /// One-line description.
+    pub desc: &'static str,
+    /// Its class.
+    pub class: PvarClass,
+    /// Verbosity level 1–9 (as parameter levels).
+    pub level: u8,
+    /// Counts without being started (`continuous`); a non-continuous one counts only between
+    /// start and stop.
+    pub continuous: bool,
+    /// Its value: a count (or nanoseconds for a timer) from a snapshot.
+    pub read: fn(&Stats) -> u64,
+}
+
+impl Pvar {
+    /// Whether handles may reset or write it (counters and timers).
+    pub fn resettable(&self) -> bool {
+        matches!(self.class, PvarClass::Counter | PvarClass::Timer)
+    }
+}
+
+macro_rules! transport_pvars {
+    ($($t:literal),*) => {[$(
+        Pvar { name: concat!("btl_", $t, "_msgs_sent"), category: concat!("btl_", $t),
+            desc: concat!("Messages sent to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).msgs_sent },
+        Pvar { name: concat!("btl_", $t, "_bytes_sent"), category: concat!("btl_", $t),
+            desc: concat!("Payload bytes sent to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).bytes_sent },
+        Pvar { name: concat!("btl_", $t, "_msgs_recv"), category: concat!("btl_", $t),
+            desc: concat!("Messages received from ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).msgs_recv },
+        Pvar { name: concat!("btl_", $t, "_bytes_recv"), category: concat!("btl_", $t),
+            desc: concat!("Payload bytes received from ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).bytes_recv },
+    )*]};
+}
+
+const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
+
+const PML_PVARS: [Pvar; 10] = [
+    Pvar {
+        name: "pml_ox_eager_sent",
+        category: "pml_ox",
+        desc: "Messages sent eagerly (data with the envelope)",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        read: |s| s.by_transport(None).eager_sent,
+    },
+    Pvar {
+        name: "pml_ox_rndv_sent",
+        category: "pml_ox",
+        desc: "Messages sent by rendezvous (request to send, then the data)",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        read: |s| s.by_transport(None).rndv_sent,
+    },
+    Pvar {
+        name: "pml_ox_single_copy_offered",
+        category: "pml_ox",
+        desc: "Rendezvous sends that offered the receiver a single copy",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).single_copy_offered,
+    },
+    Pvar {
+        name: "pml_ox_single_copy_recv",
+        category: "pml_ox",
+        desc: "Rendezvous receives done by a single copy (CMA read or cooperative copy)",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).single_copy_recv,
+    },
+    Pvar {
+        name: "pml_ox_pipelined_recv",
+        category: "pml_ox",
+        desc: "Rendezvous receives done by the pipelined copy through the link",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).pipelined_recv,
+    },
+    Pvar {
+        name: "pml_ox_unexpected",
+        category: "pml_ox",
+        desc: "Unexpected messages queued now (arrived before a matching receive)",
+        class: PvarClass::Level,
+        level: 4,
+        continuous: true,
+        read: |s| s.matching.unexpected,
+    },
+    Pvar {
+        name: "pml_ox_unexpected_hwm",
+        category: "pml_ox",
+        desc: "Most unexpected messages queued at once",
+        class: PvarClass::HighWatermark,
+        level: 4,
+        continuous: true,
+        read: |s| s.matching.unexpected_hwm,
+    },
+    Pvar {
+        name: "pml_ox_posted_searched",
+        category: "pml_ox",
+        desc: "Posted receives inspected by arriving messages (the search depth, summed; divide by pml_ox_arrivals)",
+        class: PvarClass::Counter,
+        level: 6,
+        continuous: true,
+        read: |s| s.matching.posted_searched,
+    },
+    Pvar {
+        name: "pml_ox_arrivals",
+        category: "pml_ox",
+        desc: "Arriving messages matched against the posted receives",
+        class: PvarClass::Counter,
+        level: 6,
+        continuous: true,
+        read: |s| s.matching.arrivals,
+    },
+    Pvar {
+        name: "pml_ox_eager_limit",
+        category: "pml_ox",
+        desc: "Largest message sent eagerly, in bytes (btl_sm_eager_limit capped by the ring's record size)",
+        class: PvarClass::Size,
+        level: 4,
+        continuous: true,
+        read: |s| s.eager_limit,
+    },
+];
+
+const WAIT_PVAR: Pvar = Pvar {
+    name: "pml_ox_wait_time",
+    category: "pml_ox",
+    desc: "Seconds spent blocked in waits (measured only while a handle of it is started)",
+    class: PvarClass::Timer,
+    level: 4,
+    continuous: false,
+    read: |s| s.wait_ns,
+};
+
+/// Every performance variable of the engine, in a fixed order (their tools-interface
+/// indices).
+pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
+    static ALL: std::sync::OnceLock<Vec<Pvar>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v = TRANSPORT_PVARS.to_vec();
+        v.extend(PML_PVARS);
+        v.push(WAIT_PVAR);
+        v
+    })
+    .iter()
+}
