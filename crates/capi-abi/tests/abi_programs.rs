@@ -476,3 +476,12 @@ fn generated_header_and_unimplemented_list_are_up_to_date() {
         );
     }
 }
+
+#[test]
+fn tools_interface_same_in_both_abis() {
+    let out = same_in_both_abis("mpit.c", 2, "mpit: all checks passed");
+    assert!(
+        out.contains("mpit: eager limit 64, eager sends 1, rendezvous sends 1"),
+        "{out}"
+    );
+}
