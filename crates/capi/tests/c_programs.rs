@@ -448,3 +448,90 @@ fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_build
     );
     assert!(out.contains("mpit: 1 cvars, 1 pvars walked"), "{out}");
 }
+
+/// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after
+/// checking it succeeded.
+fn run_pmpi(exe: &Path, preload: Option<&Path>) -> String {
+    let mut c = Command::new(prefix().join("bin/mpirun"));
+    c.args(["-n", "2"]);
+    if let Some(p) = preload {
+        c.arg("env").arg(format!("LD_PRELOAD={}", p.display()));
+    }
+    let child = c
+        .arg(exe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let out = wait_all(vec![child]).remove(0);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn a_pmpi_tool_sees_every_user_call_and_none_of_the_librarys_own() {
+    let dir = Scratch::new("pmpi");
+    let tool = dir.0.join("libpmpicount.so");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .args(["-shared", "-fPIC", "-Wall", "-o"])
+        .arg(&tool)
+        .arg(src("pmpi_counter.c"))
+        .output()
+        .expect("run mpicc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = build(Build::Ours, "pmpi_app.c", &dir.0);
+    // The collectives (allreduce of 1 MiB over point-to-point, bcast, barrier) and the
+    // sendrecv must not appear as MPI_Send/MPI_Recv/MPI_Isend/... calls.
+    let want = "pmpi rank 0: Init=1 Send=3 Recv=0 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+                pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+                pmpi_app: all checks passed\n";
+    assert_eq!(run_pmpi(&app, Some(&tool)), want, "preloaded tool");
+    // The same tool linked into the program before -lmpi.
+    let linked = dir.0.join("pmpi_app_linked");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .arg("-Wall")
+        .arg(src("pmpi_app.c"))
+        .arg(src("pmpi_counter.c"))
+        .arg("-o")
+        .arg(&linked)
+        .output()
+        .expect("run mpicc");
+    assert!(out.status.success());
+    assert_eq!(run_pmpi(&linked, None), want, "linked tool");
+    // Without the tool: the program alone.
+    assert_eq!(run_pmpi(&app, None), "pmpi_app: all checks passed\n");
+}
+
+#[test]
+fn every_mpi_function_is_a_weak_alias_of_its_pmpi_symbol() {
+    let syms = dynamic_symbols();
+    let weak: Vec<&str> = syms
+        .iter()
+        .filter(|(k, n)| k == "W" && n.starts_with("MPI_"))
+        .map(|(_, n)| &n[4..])
+        .collect();
+    let strong: Vec<&str> = syms
+        .iter()
+        .filter(|(k, n)| k == "T" && n.starts_with("PMPI_"))
+        .map(|(_, n)| &n[5..])
+        .collect();
+    assert!(weak.len() > 400, "{} weak MPI_ functions", weak.len());
+    assert_eq!(
+        weak, strong,
+        "MPI_ (weak) and PMPI_ (strong) functions differ"
+    );
+    assert!(
+        !syms.iter().any(|(k, n)| k == "T" && n.starts_with("MPI_")),
+        "a strong MPI_ function"
+    );
+}
