@@ -57,7 +57,10 @@ pub(crate) fn cvars(reg: &Registry, level: u8, launcher: &Provider) -> String {
 /// Every performance variable of level <= `level`, by category.
 pub(crate) fn pvars(level: u8) -> String {
     let mut out = String::new();
-    let mut vars: Vec<_> = oxmpi_engine::pvars().filter(|p| p.level <= level).collect();
+    let mut vars: Vec<_> = oxmpi_engine::pvars()
+        .chain(oxmpi_coll::pvars())
+        .filter(|p| p.level <= level)
+        .collect();
     vars.sort_by_key(|p| (p.category, p.name));
     let _ = writeln!(
         out,

@@ -5,7 +5,8 @@
 //! * `cvar`: control variables = the MCA parameter registry (one registry, seen through
 //!   `oxmpi_base::params::tools`), and their enumerations;
 //! * `category`: categories = frameworks and their components;
-//! * `pvar`: performance variables = the engine's counters (`oxmpi_engine::pvars`);
+//! * `pvar`: performance variables = the engine's counters (`oxmpi_engine::pvars`) and the
+//!   collectives' algorithm counters (`oxmpi_coll::pvars`);
 //! * `event`: the event source (no event types yet).
 
 pub mod category;

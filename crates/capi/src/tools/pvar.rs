@@ -17,10 +17,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 /// Performance variable `i`.
 fn pvar(i: c_int) -> MpiResult<&'static Pvar> {
-    match usize::try_from(i)
-        .ok()
-        .and_then(|i| oxmpi_engine::pvars().nth(i))
-    {
+    match usize::try_from(i).ok().and_then(|i| all_pvars().nth(i)) {
         Some(p) => Ok(p),
         None => fail(
             MPI_T_ERR_INVALID_INDEX,
@@ -50,7 +47,7 @@ fn raw(p: &Pvar) -> u64 {
 
 impl PvarHandle {
     fn var(&self) -> &'static Pvar {
-        oxmpi_engine::pvars()
+        all_pvars()
             .nth(self.pvar)
             .expect("handles name existing variables")
     }
@@ -194,7 +191,7 @@ mpi_fn! {
     /// `MPI_T_pvar_get_num`.
     fn PMPI_T_pvar_get_num / "MPI_T_pvar_get_num" [Direct] (num_pvar: *mut c_int) {
         with(|_| Ok(()))?;
-        out(num_pvar, oxmpi_engine::pvars().count() as c_int, "num_pvar")
+        out(num_pvar, all_pvars().count() as c_int, "num_pvar")
     }
 }
 
@@ -222,7 +219,7 @@ mpi_fn! {
     fn PMPI_T_pvar_get_index / "MPI_T_pvar_get_index" [Direct] (name: *const c_char, var_class: c_int, pvar_index: *mut c_int) {
         with(|_| Ok(()))?;
         let name = read_cstr(name, "name")?;
-        match oxmpi_engine::pvars().position(|p| p.name == name && class(p.class) == var_class) {
+        match all_pvars().position(|p| p.name == name && class(p.class) == var_class) {
             Some(i) => out(pvar_index, i as c_int, "pvar_index"),
             None => fail(MPI_T_ERR_INVALID_NAME, format!("no performance variable {name} of class {var_class}")),
         }

@@ -62,6 +62,11 @@ impl crate::ffi::ErrorOwner for Direct {
     }
 }
 
+/// Every performance variable: the engine's, then the collectives' (their indices).
+pub(crate) fn all_pvars() -> impl Iterator<Item = &'static oxmpi_engine::Pvar> {
+    oxmpi_engine::pvars().chain(oxmpi_coll::pvars())
+}
+
 /// Fails with `code`.
 pub(crate) fn fail<T>(code: c_int, what: impl Into<String>) -> MpiResult<T> {
     Err(MpiError::new(code, what))
@@ -240,7 +245,7 @@ impl Tools {
             return;
         };
         if self.categories.is_empty() {
-            for (i, p) in oxmpi_engine::pvars().enumerate() {
+            for (i, p) in all_pvars().enumerate() {
                 let c = self.category(p.category, &reg);
                 self.categories[c as usize].pvars.push(i as c_int);
             }

@@ -29,6 +29,18 @@ pub struct PeerStats {
     pub single_copy_recv: u64,
     /// Rendezvous receives done by the pipelined copy through the link.
     pub pipelined_recv: u64,
+    /// Messages sent by size: bucket 0 holds empty messages, bucket `b` sizes in
+    /// `2^(b-1)..2^b` ([`size_bucket`]), the last one everything from 1 GiB.
+    pub sent_sizes: [u64; SIZE_BUCKETS],
+}
+
+/// Number of message-size buckets of [`PeerStats::sent_sizes`].
+pub const SIZE_BUCKETS: usize = 32;
+
+/// The size bucket of a message of `len` bytes.
+#[inline]
+pub fn size_bucket(len: usize) -> usize {
+    ((usize::BITS - len.leading_zeros()) as usize).min(SIZE_BUCKETS - 1)
 }
 
 impl PeerStats {
@@ -37,6 +49,7 @@ impl PeerStats {
     pub(crate) fn sent(&mut self, len: usize, eager: bool) {
         self.msgs_sent += 1;
         self.bytes_sent += len as u64;
+        self.sent_sizes[size_bucket(len)] += 1;
         if eager {
             self.eager_sent += 1;
         } else {
@@ -62,6 +75,9 @@ impl PeerStats {
         self.single_copy_offered += o.single_copy_offered;
         self.single_copy_recv += o.single_copy_recv;
         self.pipelined_recv += o.pipelined_recv;
+        for (a, b) in self.sent_sizes.iter_mut().zip(o.sent_sizes) {
+            *a += b;
+        }
     }
 }
 
@@ -139,6 +155,17 @@ mod tests {
         assert_eq!(sm.bytes_recv, 16);
         assert_eq!(s.by_transport(None).msgs_sent, 5);
         assert_eq!(s.by_transport(Some("tcp")), PeerStats::default());
+        assert_eq!(sm.sent_sizes[size_bucket(8)], 2);
+        assert_eq!(
+            (
+                size_bucket(0),
+                size_bucket(1),
+                size_bucket(8),
+                size_bucket(9)
+            ),
+            (0, 1, 4, 4)
+        );
+        assert_eq!(size_bucket(usize::MAX), SIZE_BUCKETS - 1);
     }
 }
 
