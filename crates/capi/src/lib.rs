@@ -7,6 +7,7 @@
 //! values and 20-byte `MPI_Status`).
 //!
 //! Layout (files import one another only downwards, `cargo xtask check-arch`):
+//! * `calls`: per-function call counts and times for the job profile (below `ffi`);
 //! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
 //!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
@@ -42,6 +43,7 @@
 //! standard's (valid pointers of the documented types and sizes).
 #![allow(clippy::missing_safety_doc)]
 
+pub(crate) mod calls;
 #[macro_use]
 pub(crate) mod ffi;
 pub(crate) mod attrs;
