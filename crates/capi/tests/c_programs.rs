@@ -452,8 +452,13 @@ fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_build
 /// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after
 /// checking it succeeded.
 fn run_pmpi(exe: &Path, preload: Option<&Path>) -> String {
+    run_pmpi_with(exe, preload, &[])
+}
+
+/// [`run_pmpi`] with more `mpirun` options.
+fn run_pmpi_with(exe: &Path, preload: Option<&Path>, opts: &[&str]) -> String {
     let mut c = Command::new(prefix().join("bin/mpirun"));
-    c.args(["-n", "2"]);
+    c.args(["-n", "2"]).args(opts);
     if let Some(p) = preload {
         c.arg("env").arg(format!("LD_PRELOAD={}", p.display()));
     }
@@ -510,6 +515,55 @@ fn a_pmpi_tool_sees_every_user_call_and_none_of_the_librarys_own() {
     assert_eq!(run_pmpi(&linked, None), want, "linked tool");
     // Without the tool: the program alone.
     assert_eq!(run_pmpi(&app, None), "pmpi_app: all checks passed\n");
+
+    // With the tool and the job profile: both count the same calls (the tool's own
+    // PMPI_Barrier/PMPI_Comm_* at its MPI_Finalize are calls the profile sees too, and
+    // MPI_Init precedes the profile, so those are left out).
+    let prof = dir.0.join("prof");
+    let out = run_pmpi_with(
+        &app,
+        Some(&tool),
+        &[&format!("--profile={}", prof.display())],
+    );
+    let tool_counts: Vec<(usize, String, u64)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("pmpi rank "))
+        .flat_map(|l| {
+            let (rank, rest) = l.split_once(':').expect("rank: counts");
+            let rank: usize = rank.parse().expect("rank");
+            rest.split_whitespace()
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').expect("name=count");
+                    (rank, format!("MPI_{k}"), v.parse().expect("count"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(tool_counts.len(), 20, "{out}");
+    let csv = std::fs::read_to_string(prof.join("functions.csv")).expect("functions.csv");
+    let profiled = |rank: usize, name: &str| -> u64 {
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|f| f[0] == rank.to_string() && f[1] == name)
+            .map_or(0, |f| f[2].parse().expect("count"))
+    };
+    for (rank, name, n) in &tool_counts {
+        if name != "MPI_Init" && name != "MPI_Barrier" {
+            assert_eq!(profiled(*rank, name), *n, "{name} on rank {rank}:\n{csv}");
+        }
+    }
+    for f in [
+        "profile.json",
+        "matrix.csv",
+        "ranks.csv",
+        "sizes.csv",
+        "index.html",
+    ] {
+        assert!(prof.join(f).is_file(), "{f} missing");
+    }
+    let matrix = std::fs::read_to_string(prof.join("matrix.csv")).expect("matrix.csv");
+    assert!(matrix.lines().any(|l| l.starts_with("0,1,sm,")), "{matrix}");
 }
 
 #[test]
