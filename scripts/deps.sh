@@ -13,6 +13,8 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
+  # oxmpi-profile's plots (plotters draws text with a TrueType font).
+  fonts-dejavu-core
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -184,3 +184,60 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Renders a small two-rank profile; the plots need a TrueType font (scripts/deps.sh
+    /// installs fonts-dejavu-core).
+    #[test]
+    fn renders_every_file_and_the_plots() {
+        let dir = std::env::temp_dir().join(format!("oxmpi-profile-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for r in 0..2 {
+            let text = format!(
+                "rank\t{r}\nsize\t2\nhost\th\nwall_ns\t2000000\nwait_ns\t500000\neager_limit\t4096\n\
+                 peer\t{}\tsm\t5\t{}\t5\t4000\t4\t1\t0\t1\nsizes\t0,0,0,4,0,0,0,0,0,0,0,0,0,0,0,0,0,1\n\
+                 func\tMPI_Send\t5\t1000000\t0,0,5\ncoll\tcoll_sm_barrier_calls\t2\n",
+                1 - r,
+                4000 + 1000 * r
+            );
+            std::fs::write(dir.join(format!("rank-{r}.tsv")), text).unwrap();
+        }
+        let result = render(&dir);
+        let files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let pngs: Vec<Vec<u8>> = ["matrix.png", "times.png", "sizes.png"]
+            .iter()
+            .filter_map(|f| std::fs::read(dir.join(f)).ok())
+            .collect();
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap_or_default();
+        let cmp = compare(&dir, &dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let summary = result.unwrap();
+        assert!(
+            summary.contains("2 ranks, 10 MPI calls, 9000 bytes sent"),
+            "{summary}"
+        );
+        for f in [
+            "profile.json",
+            "matrix.csv",
+            "functions.csv",
+            "sizes.csv",
+            "ranks.csv",
+        ] {
+            assert!(files.iter().any(|x| x == f), "{f} missing: {files:?}");
+        }
+        assert!(
+            plot::have_font(),
+            "NO TRUETYPE FONT: the plots were not drawn (scripts/deps.sh installs fonts-dejavu-core)"
+        );
+        assert_eq!(pngs.len(), 3);
+        assert!(pngs.iter().all(|p| p.starts_with(b"\x89PNG")));
+        assert_eq!(html.matches("data:image/png;base64,").count(), 3);
+        assert!(cmp.unwrap().contains("MPI_Send"));
+    }
+}
