@@ -6,18 +6,8 @@ use std::fmt::Write as _;
 
 /// A JSON string literal.
 fn js(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
+    let mut o = String::new();
+    oxmpi_base::output::json_str(&mut o, s);
     o
 }
 
@@ -169,6 +159,6 @@ mod tests {
         assert_eq!(base64(b"f"), "Zg==");
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-        assert_eq!(js("a\"b\\\n"), "\"a\\\"b\\\\\\u000a\"");
+        assert_eq!(js("a\"b\\\n"), "\"a\\\"b\\\\\\n\"");
     }
 }
