@@ -20,6 +20,8 @@ apt_pkgs=(
   # Debian's MPICH-built ScaLAPACK/BLACS testers and parallel HDF5 Fortran library run on
   # our libraries in its tests.
   gfortran scalapack-mpi-test libhdf5-mpich-dev
+  # oxmpi-profile's plots (plotters draws text with a TrueType font).
+  fonts-dejavu-core
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -10,6 +10,7 @@ const BINARIES: &[(&str, &str)] = &[
     ("oxmpi-mpirun", "mpirun"),
     ("oxmpi-oxmpid", "oxmpid"),
     ("oxmpi-info", "oxmpi-info"),
+    ("oxmpi-profile", "oxmpi-profile"),
     ("oxmpi-mpicc", "mpicc"),
 ];
 

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+mod tools;
+
 /// Every crate's MCA declarations. To add a crate's frameworks and parameters: give the crate
 /// a `pub static PROVIDER: oxmpi_base::params::Provider`, depend on it in
 /// `bin/info/Cargo.toml`, and add `&that_crate::PROVIDER` to this list.
@@ -38,6 +40,9 @@ usage: oxmpi-info [--param <framework|all> <component|all>] [--level 1-9] [--all
   --all                   same as --param all all --level 9
   --parsable              machine-readable lines (mca:<fw>:<comp>:param:<name>:...)
   --mca NAME VALUE        set a parameter as on mpirun's command line
+  --cvars                 the MPI tools interface's control variables (MPI_T_cvar_*)
+                          of level <= --level (default 9): type, verbosity, scope, value
+  --pvars                 its performance variables (MPI_T_pvar_*): class, type, mode
 ";
 
 #[derive(Debug, Default)]
@@ -48,6 +53,9 @@ struct Opts {
     mca: Vec<(String, String)>,
     help: bool,
     version: bool,
+    cvars: bool,
+    pvars: bool,
+    level_given: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
@@ -97,11 +105,14 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 i += 2;
             }
             Some("help" | "h") => o.help = true,
+            Some("cvars") => o.cvars = true,
+            Some("pvars") => o.pvars = true,
             Some("version" | "V") => o.version = true,
             _ => return Err(format!("unknown argument \"{}\"", args[i])),
         }
         i += 1;
     }
+    o.level_given = level_given;
     Ok(o)
 }
 
@@ -195,6 +206,17 @@ fn label(text: &str) -> String {
 
 fn run(opts: &Opts) -> Result<String, String> {
     let reg = build_registry(opts)?;
+    if opts.cvars || opts.pvars {
+        let level = if opts.level_given { opts.level } else { 9 };
+        let mut out = String::new();
+        if opts.cvars {
+            out += &tools::cvars(&reg, level, &oxmpi_runtime::PROVIDER);
+        }
+        if opts.pvars {
+            out += &tools::pvars(level);
+        }
+        return Ok(out);
+    }
     render(&reg, opts, terminal_width())
 }
 

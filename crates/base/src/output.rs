@@ -383,7 +383,8 @@ pub fn format_json(
     s
 }
 
-fn json_str(out: &mut String, s: &str) {
+/// Appends `s` to `out` as a JSON string literal (quotes, escapes).
+pub fn json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

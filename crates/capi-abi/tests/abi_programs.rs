@@ -436,6 +436,18 @@ fn library_soname_exports_and_wrapper() {
     }
     // No Fortran-interop functions in the standard C ABI.
     assert!(!syms.iter().any(|(_, n)| n == "MPI_Comm_c2f"));
+    // Every MPI_ function is a weak alias of a strong PMPI_ one (the profiling interface).
+    let named = |k: &str, p: &str| -> Vec<String> {
+        let mut v: Vec<String> = syms
+            .iter()
+            .filter(|(a, b)| a == k && b.starts_with(p))
+            .map(|(_, b)| b[p.len()..].to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(named("W", "MPI_"), named("T", "PMPI_"));
+    assert!(named("T", "MPI_").is_empty(), "a strong MPI_ function");
 
     let show = Command::new(pre.join("bin/mpicc_abi"))
         .args(["-show", "x.c"])
@@ -475,4 +487,40 @@ fn generated_header_and_unimplemented_list_are_up_to_date() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn tools_interface_same_in_both_abis() {
+    let out = same_in_both_abis("mpit.c", 2, "mpit: all checks passed");
+    assert!(
+        out.contains("mpit: eager limit 64, eager sends 1, rendezvous sends 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
+    let dir = Scratch::new("pmpi");
+    let tool = dir.0.join("libpmpicount_abi.so");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .args(["-mpi-abi", "-shared", "-fPIC", "-o"])
+        .arg(&tool)
+        .arg(src("pmpi_counter.c"))
+        .output()
+        .expect("run mpicc -mpi-abi");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = build(Build::Abi, "pmpi_app.c", &dir.0);
+    let preload = format!("LD_PRELOAD={}", tool.display());
+    let (out, err, code) = mpirun_full(2, Path::new("env"), None, &[Path::new(&preload), &app]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        out,
+        "pmpi rank 0: Init=1 Send=3 Recv=0 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+         pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+         pmpi_app: all checks passed\n"
+    );
 }

@@ -288,6 +288,18 @@ def const_groups(consts):
             add("amode", name, std, mpich)
         elif name.startswith("MPI_MODE_"):
             add("assert", name, std, mpich)
+        elif name.startswith("MPI_T_VERBOSITY_"):
+            add("verbosity", name, std, mpich)
+        elif name.startswith("MPI_T_BIND_"):
+            add("bind", name, std, mpich)
+        elif name.startswith("MPI_T_SCOPE_"):
+            add("scope", name, std, mpich)
+        elif name.startswith("MPI_T_PVAR_CLASS_"):
+            add("pvarclass", name, std, mpich)
+        elif name.startswith("MPI_T_CB_REQUIRE_"):
+            add("cbsafety", name, std, mpich)
+        elif name.startswith("MPI_T_SOURCE_"):
+            add("sourceorder", name, std, mpich)
     return g
 
 
@@ -404,6 +416,8 @@ def mpich_type(p):
         t = "void*" if c == "MPI_File" else "int"
     elif c == "MPI_Status":
         t = "oxi_status"
+    elif c in ("MPI_T_cb_safety", "MPI_T_source_order"):
+        t = "int"
     elif c in CALLBACKS or c in T_HANDLES or c.startswith("MPI_T_"):
         t = "void*"
         star = star[:-1] if c in CALLBACKS else star
@@ -421,7 +435,22 @@ def convert(fn, p, pre, args, post):
     n, c, v = p.name, p.core, p.name
     handle = c.startswith("MPI_") and c.rstrip("*").strip()[4:] in HANDLES
     hk = c.rstrip("*").strip()[4:].lower() if handle else None
-    if c.startswith("MPI_T_") or c in CALLBACKS:
+    if c in CALLBACKS:
+        raise Unsupported(f"parameter {n} of type {c}")
+    if c.rstrip("*").strip() in T_HANDLES:
+        # Pointers to opaque structures in both ABIs, with the same null value and
+        # MPI_T_PVAR_ALL_HANDLES (1): passed on as they are.
+        args.append(f"({mpich_type(p)}){v}")
+        return
+    if c == "MPI_T_cb_safety":
+        args.append(f"oxa_cbsafety_a2i({v})")
+        return
+    if c == "MPI_T_source_order*":
+        pre.append(f"int t_{n} = 0;")
+        args.append(f"{v} ? &t_{n} : NULL")
+        post.append(f"if ({v}) *{v} = (MPI_T_source_order)oxa_sourceorder_i2a(t_{n});")
+        return
+    if c.startswith("MPI_T_"):
         raise Unsupported(f"parameter {n} of type {c}")
     if handle and c == "MPI_File":
         args.append(f"oxa_file_a2i((uintptr_t){v})")
@@ -492,12 +521,17 @@ def convert(fn, p, pre, args, post):
             args.append(f"oxa_amode_a2i({v})")
         elif n == "whence":
             args.append(f"oxa_seek_a2i({v})")
+        elif n == "var_class":
+            args.append(f"oxa_pvarclass_a2i({v})")
         else:
             args.append(v)
     elif c == "int*" and not p.arr:
         out = {"provided": "thread", "result": "compare", "combiner": "combiner",
                "errorclass": "err", "errorcode": "err", "rank_source": "rank",
-               "rank_dest": "rank", "amode": "amode"}.get(n)
+               "rank_dest": "rank", "amode": "amode", "verbosity": "verbosity",
+               "bind": "bind", "scope": "scope", "var_class": "pvarclass"}.get(n)
+        if not fn.short.startswith("T_") and n in ("verbosity", "bind", "scope", "var_class"):
+            out = None
         if fn.short == "Topo_test" and n == "status":
             out = "topo"
         if n in KEYVALS:

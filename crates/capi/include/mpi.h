@@ -75,6 +75,25 @@ typedef int (MPI_Datarep_conversion_function)(void *userbuf, MPI_Datatype dataty
 typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *file_extent,
                                           void *extra_state);
 
+/* The tools interface (MPI_T): handles are pointers to opaque structures, as in MPICH. */
+typedef struct MPIR_T_enum_s *MPI_T_enum;
+typedef struct MPIR_T_cvar_handle_s *MPI_T_cvar_handle;
+typedef struct MPIR_T_pvar_handle_s *MPI_T_pvar_handle;
+typedef struct MPIR_T_pvar_session_s *MPI_T_pvar_session;
+typedef struct MPIR_T_event_registration_s *MPI_T_event_registration;
+typedef struct MPIR_T_event_instance_s *MPI_T_event_instance;
+typedef int MPI_T_cb_safety;
+typedef int MPI_T_source_order;
+typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance,
+                                       MPI_T_event_registration event_registration,
+                                       MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration,
+                                            MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count,
+                                               MPI_T_event_registration event_registration,
+                                               int source_index, MPI_T_cb_safety cb_safety,
+                                               void *user_data);
+
 /* The predefined attribute copy function (MPI_DUP_FN and friends point at it). */
 int MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
                 void *attribute_val_out, int *flag);
@@ -220,6 +239,11 @@ extern int * const MPI_WEIGHTS_EMPTY;
 #define MPI_WIN_DUP_FN ((MPI_Win_copy_attr_function*)MPIR_Dup_fn)
 #define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function*)0)
 #define MPI_CONVERSION_FN_NULL ((MPI_Datarep_conversion_function*)0)
+#define MPI_T_ENUM_NULL ((MPI_T_enum)0x0)
+#define MPI_T_CVAR_HANDLE_NULL ((MPI_T_cvar_handle)0x0)
+#define MPI_T_PVAR_SESSION_NULL ((MPI_T_pvar_session)0x0)
+#define MPI_T_PVAR_HANDLE_NULL ((MPI_T_pvar_handle)0x0)
+extern MPI_T_pvar_handle const MPI_T_PVAR_ALL_HANDLES;
 #define MPI_F_STATUS_SIZE 5
 #define MPI_F_SOURCE 2
 #define MPI_F_TAG 3
@@ -287,6 +311,24 @@ extern int * const MPI_WEIGHTS_EMPTY;
 #define MPI_ERR_SESSION 75
 #define MPI_ERR_ERRHANDLER 80
 #define MPI_ERR_ABI 81
+#define MPI_T_ERR_CANNOT_INIT 61
+#define MPI_T_ERR_NOT_ACCESSIBLE 79
+#define MPI_T_ERR_NOT_INITIALIZED 60
+#define MPI_T_ERR_NOT_SUPPORTED 78
+#define MPI_T_ERR_MEMORY 59
+#define MPI_T_ERR_INVALID 74
+#define MPI_T_ERR_INVALID_INDEX 62
+#define MPI_T_ERR_INVALID_ITEM 63
+#define MPI_T_ERR_INVALID_SESSION 67
+#define MPI_T_ERR_INVALID_HANDLE 64
+#define MPI_T_ERR_INVALID_NAME 73
+#define MPI_T_ERR_OUT_OF_HANDLES 65
+#define MPI_T_ERR_OUT_OF_SESSIONS 66
+#define MPI_T_ERR_CVAR_SET_NOT_NOW 68
+#define MPI_T_ERR_CVAR_SET_NEVER 69
+#define MPI_T_ERR_PVAR_NO_WRITE 71
+#define MPI_T_ERR_PVAR_NO_STARTSTOP 70
+#define MPI_T_ERR_PVAR_NO_ATOMIC 72
 #define MPI_ERR_LASTCODE 1073741823
 #define MPI_MODE_APPEND 128
 #define MPI_MODE_CREATE 1
@@ -372,6 +414,50 @@ extern int * const MPI_WEIGHTS_EMPTY;
 #define MPI_WIN_SIZE 1711276035
 #define MPI_WIN_CREATE_FLAVOR 1711276039
 #define MPI_WIN_MODEL 1711276041
+#define MPI_T_CB_REQUIRE_NONE 0
+#define MPI_T_CB_REQUIRE_MPI_RESTRICTED 1
+#define MPI_T_CB_REQUIRE_THREAD_SAFE 2
+#define MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE 3
+#define MPI_T_SOURCE_ORDERED 0
+#define MPI_T_SOURCE_UNORDERED 1
+#define MPI_T_VERBOSITY_USER_BASIC 221
+#define MPI_T_VERBOSITY_USER_DETAIL 222
+#define MPI_T_VERBOSITY_USER_ALL 223
+#define MPI_T_VERBOSITY_TUNER_BASIC 224
+#define MPI_T_VERBOSITY_TUNER_DETAIL 225
+#define MPI_T_VERBOSITY_TUNER_ALL 226
+#define MPI_T_VERBOSITY_MPIDEV_BASIC 227
+#define MPI_T_VERBOSITY_MPIDEV_DETAIL 228
+#define MPI_T_VERBOSITY_MPIDEV_ALL 229
+#define MPI_T_BIND_NO_OBJECT 9700
+#define MPI_T_BIND_MPI_COMM 9701
+#define MPI_T_BIND_MPI_DATATYPE 9702
+#define MPI_T_BIND_MPI_ERRHANDLER 9703
+#define MPI_T_BIND_MPI_FILE 9704
+#define MPI_T_BIND_MPI_GROUP 9705
+#define MPI_T_BIND_MPI_OP 9706
+#define MPI_T_BIND_MPI_REQUEST 9707
+#define MPI_T_BIND_MPI_WIN 9708
+#define MPI_T_BIND_MPI_MESSAGE 9709
+#define MPI_T_BIND_MPI_INFO 9710
+#define MPI_T_BIND_MPI_SESSION 9711
+#define MPI_T_SCOPE_CONSTANT 60438
+#define MPI_T_SCOPE_READONLY 60439
+#define MPI_T_SCOPE_LOCAL 60440
+#define MPI_T_SCOPE_GROUP 60441
+#define MPI_T_SCOPE_GROUP_EQ 60442
+#define MPI_T_SCOPE_ALL 60443
+#define MPI_T_SCOPE_ALL_EQ 60444
+#define MPI_T_PVAR_CLASS_STATE 240
+#define MPI_T_PVAR_CLASS_LEVEL 241
+#define MPI_T_PVAR_CLASS_SIZE 242
+#define MPI_T_PVAR_CLASS_PERCENTAGE 243
+#define MPI_T_PVAR_CLASS_HIGHWATERMARK 244
+#define MPI_T_PVAR_CLASS_LOWWATERMARK 245
+#define MPI_T_PVAR_CLASS_COUNTER 246
+#define MPI_T_PVAR_CLASS_AGGREGATE 247
+#define MPI_T_PVAR_CLASS_TIMER 248
+#define MPI_T_PVAR_CLASS_GENERIC 249
 
 /* ---- functions: MPI_* (weak aliases) and PMPI_* (profiling interface) ---- */
 int MPI_Abort(MPI_Comm comm, int errorcode);
@@ -938,6 +1024,108 @@ int MPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count
 int PMPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count);
 int MPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
 int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count);
+int MPI_T_category_changed(int* update_number);
+int PMPI_T_category_changed(int* update_number);
+int MPI_T_category_get_categories(int cat_index, int len, int *indices);
+int PMPI_T_category_get_categories(int cat_index, int len, int *indices);
+int MPI_T_category_get_cvars(int cat_index, int len, int *indices);
+int PMPI_T_category_get_cvars(int cat_index, int len, int *indices);
+int MPI_T_category_get_events(int cat_index, int len, int *indices);
+int PMPI_T_category_get_events(int cat_index, int len, int *indices);
+int MPI_T_category_get_index(const char* name, int* cat_index);
+int PMPI_T_category_get_index(const char* name, int* cat_index);
+int MPI_T_category_get_info(int cat_index, char* name, int* name_len, char* desc, int* desc_len, int* num_cvars, int* num_pvars, int* num_categories);
+int PMPI_T_category_get_info(int cat_index, char* name, int* name_len, char* desc, int* desc_len, int* num_cvars, int* num_pvars, int* num_categories);
+int MPI_T_category_get_num(int* num_cat);
+int PMPI_T_category_get_num(int* num_cat);
+int MPI_T_category_get_num_events(int cat_index, int* num_events);
+int PMPI_T_category_get_num_events(int cat_index, int* num_events);
+int MPI_T_category_get_pvars(int cat_index, int len, int *indices);
+int PMPI_T_category_get_pvars(int cat_index, int len, int *indices);
+int MPI_T_cvar_get_index(const char* name, int* cvar_index);
+int PMPI_T_cvar_get_index(const char* name, int* cvar_index);
+int MPI_T_cvar_get_info(int cvar_index, char* name, int* name_len, int* verbosity, MPI_Datatype* datatype, MPI_T_enum* enumtype, char* desc, int* desc_len, int* bind, int* scope);
+int PMPI_T_cvar_get_info(int cvar_index, char* name, int* name_len, int* verbosity, MPI_Datatype* datatype, MPI_T_enum* enumtype, char* desc, int* desc_len, int* bind, int* scope);
+int MPI_T_cvar_get_num(int* num_cvar);
+int PMPI_T_cvar_get_num(int* num_cvar);
+int MPI_T_cvar_handle_alloc(int cvar_index, void* obj_handle, MPI_T_cvar_handle* handle, int* count);
+int PMPI_T_cvar_handle_alloc(int cvar_index, void* obj_handle, MPI_T_cvar_handle* handle, int* count);
+int MPI_T_cvar_handle_free(MPI_T_cvar_handle* handle);
+int PMPI_T_cvar_handle_free(MPI_T_cvar_handle* handle);
+int MPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf);
+int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void* buf);
+int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void* buf);
+int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void* buf);
+int MPI_T_enum_get_info(MPI_T_enum enumtype, int* num, char* name, int* name_len);
+int PMPI_T_enum_get_info(MPI_T_enum enumtype, int* num, char* name, int* name_len);
+int MPI_T_enum_get_item(MPI_T_enum enumtype, int index, int* value, char* name, int* name_len);
+int PMPI_T_enum_get_item(MPI_T_enum enumtype, int index, int* value, char* name, int* name_len);
+int MPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info* info_used);
+int PMPI_T_event_callback_get_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info* info_used);
+int MPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info);
+int PMPI_T_event_callback_set_info(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info);
+int MPI_T_event_copy(MPI_T_event_instance event_instance, void* buffer);
+int PMPI_T_event_copy(MPI_T_event_instance event_instance, void* buffer);
+int MPI_T_event_get_index(const char* name, int* event_index);
+int PMPI_T_event_get_index(const char* name, int* event_index);
+int MPI_T_event_get_info(int event_index, char* name, int* name_len, int* verbosity, MPI_Datatype *array_of_datatypes, MPI_Aint *array_of_displacements, int* num_elements, MPI_T_enum* enumtype, MPI_Info* info, char* desc, int* desc_len, int* bind);
+int PMPI_T_event_get_info(int event_index, char* name, int* name_len, int* verbosity, MPI_Datatype *array_of_datatypes, MPI_Aint *array_of_displacements, int* num_elements, MPI_T_enum* enumtype, MPI_Info* info, char* desc, int* desc_len, int* bind);
+int MPI_T_event_get_num(int* num_events);
+int PMPI_T_event_get_num(int* num_events);
+int MPI_T_event_get_source(MPI_T_event_instance event_instance, int* source_index);
+int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int* source_index);
+int MPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count* event_timestamp);
+int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance, MPI_Count* event_timestamp);
+int MPI_T_event_handle_alloc(int event_index, void* obj_handle, MPI_Info info, MPI_T_event_registration* event_registration);
+int PMPI_T_event_handle_alloc(int event_index, void* obj_handle, MPI_Info info, MPI_T_event_registration* event_registration);
+int MPI_T_event_handle_free(MPI_T_event_registration event_registration, void* user_data, MPI_T_event_free_cb_function free_cb_function);
+int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void* user_data, MPI_T_event_free_cb_function free_cb_function);
+int MPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info* info_used);
+int PMPI_T_event_handle_get_info(MPI_T_event_registration event_registration, MPI_Info* info_used);
+int MPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info);
+int PMPI_T_event_handle_set_info(MPI_T_event_registration event_registration, MPI_Info info);
+int MPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void* buffer);
+int PMPI_T_event_read(MPI_T_event_instance event_instance, int element_index, void* buffer);
+int MPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info, void* user_data, MPI_T_event_cb_function event_cb_function);
+int PMPI_T_event_register_callback(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, MPI_Info info, void* user_data, MPI_T_event_cb_function event_cb_function);
+int MPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration, MPI_T_event_dropped_cb_function dropped_cb_function);
+int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration, MPI_T_event_dropped_cb_function dropped_cb_function);
+int MPI_T_finalize(void);
+int PMPI_T_finalize(void);
+int MPI_T_init_thread(int required, int* provided);
+int PMPI_T_init_thread(int required, int* provided);
+int MPI_T_pvar_get_index(const char* name, int var_class, int* pvar_index);
+int PMPI_T_pvar_get_index(const char* name, int var_class, int* pvar_index);
+int MPI_T_pvar_get_info(int pvar_index, char* name, int* name_len, int* verbosity, int* var_class, MPI_Datatype* datatype, MPI_T_enum* enumtype, char* desc, int* desc_len, int* bind, int* readonly, int* continuous, int* atomic);
+int PMPI_T_pvar_get_info(int pvar_index, char* name, int* name_len, int* verbosity, int* var_class, MPI_Datatype* datatype, MPI_T_enum* enumtype, char* desc, int* desc_len, int* bind, int* readonly, int* continuous, int* atomic);
+int MPI_T_pvar_get_num(int* num_pvar);
+int PMPI_T_pvar_get_num(int* num_pvar);
+int MPI_T_pvar_handle_alloc(MPI_T_pvar_session pe_session, int pvar_index, void* obj_handle, MPI_T_pvar_handle* handle, int* count);
+int PMPI_T_pvar_handle_alloc(MPI_T_pvar_session pe_session, int pvar_index, void* obj_handle, MPI_T_pvar_handle* handle, int* count);
+int MPI_T_pvar_handle_free(MPI_T_pvar_session pe_session, MPI_T_pvar_handle* handle);
+int PMPI_T_pvar_handle_free(MPI_T_pvar_session pe_session, MPI_T_pvar_handle* handle);
+int MPI_T_pvar_read(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, void* buf);
+int PMPI_T_pvar_read(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, void* buf);
+int MPI_T_pvar_readreset(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, void* buf);
+int PMPI_T_pvar_readreset(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, void* buf);
+int MPI_T_pvar_reset(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int PMPI_T_pvar_reset(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int MPI_T_pvar_session_create(MPI_T_pvar_session* pe_session);
+int PMPI_T_pvar_session_create(MPI_T_pvar_session* pe_session);
+int MPI_T_pvar_session_free(MPI_T_pvar_session* pe_session);
+int PMPI_T_pvar_session_free(MPI_T_pvar_session* pe_session);
+int MPI_T_pvar_start(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int PMPI_T_pvar_start(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int MPI_T_pvar_stop(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int PMPI_T_pvar_stop(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle);
+int MPI_T_pvar_write(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, const void* buf);
+int PMPI_T_pvar_write(MPI_T_pvar_session pe_session, MPI_T_pvar_handle handle, const void* buf);
+int MPI_T_source_get_info(int source_index, char* name, int* name_len, char* desc, int* desc_len, MPI_T_source_order* ordering, MPI_Count* ticks_per_second, MPI_Count* max_ticks, MPI_Info* info);
+int PMPI_T_source_get_info(int source_index, char* name, int* name_len, char* desc, int* desc_len, MPI_T_source_order* ordering, MPI_Count* ticks_per_second, MPI_Count* max_ticks, MPI_Info* info);
+int MPI_T_source_get_num(int* num_sources);
+int PMPI_T_source_get_num(int* num_sources);
+int MPI_T_source_get_timestamp(int source_index, MPI_Count* timestamp);
+int PMPI_T_source_get_timestamp(int source_index, MPI_Count* timestamp);
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status);
 int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status);
 int MPI_Test_cancelled(const MPI_Status* status, int* flag);

@@ -90,6 +90,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
     let provided = backend::thread_level_code(eng.thread_level());
     st.thread_level = provided;
     st.initialized = true;
+    crate::tools::profile::start();
     Ok(provided)
 }
 
@@ -130,6 +131,7 @@ mpi_fn! {
             drop(st);
             eng.progress();
         }
+        crate::tools::profile::finish();
         eng.finalize().map_err(backend::err)?;
         let mut st = lock();
         st.finalized = true;

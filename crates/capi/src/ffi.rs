@@ -113,6 +113,15 @@ pub(crate) fn enter<O: ErrorOwner>(
     owner: O,
     f: impl FnOnce() -> MpiResult,
 ) -> c_int {
+    if crate::calls::on() {
+        return crate::calls::timed(name, || run(name, owner, f));
+    }
+    run(name, owner, f)
+}
+
+/// [`enter`] without the profile's timing.
+#[inline]
+fn run<O: ErrorOwner>(name: &'static str, owner: O, f: impl FnOnce() -> MpiResult) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => MPI_SUCCESS,
         r => conclude(name, &owner, r),

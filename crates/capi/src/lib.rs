@@ -7,6 +7,7 @@
 //! values and 20-byte `MPI_Status`).
 //!
 //! Layout (files import one another only downwards, `cargo xtask check-arch`):
+//! * `calls`: per-function call counts and times for the job profile (below `ffi`);
 //! * `ffi`: the entry-point macro `mpi_fn!` and its one `enter` (`catch_unwind`, errors to
 //!   the handler of the communicator, window or file that owns them, weak aliases) and
 //!   checked pointer helpers;
@@ -29,6 +30,8 @@
 //!   collectives;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
+//! * [`tools`]: the MPI tools interface (`MPI_T_*`: the parameter registry as control
+//!   variables, the engine's counters as performance variables);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's
 //!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
@@ -40,6 +43,7 @@
 //! standard's (valid pointers of the documented types and sizes).
 #![allow(clippy::missing_safety_doc)]
 
+pub(crate) mod calls;
 #[macro_use]
 pub(crate) mod ffi;
 pub(crate) mod attrs;
@@ -71,4 +75,5 @@ pub mod state;
 pub(crate) mod status;
 pub mod stubs;
 pub(crate) mod sys;
+pub mod tools;
 pub mod topo;

@@ -436,3 +436,156 @@ fn collectives_accept_mpi_bottom_with_absolute_types_both_builds() {
         }
     }
 }
+
+#[test]
+fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_builds() {
+    let out = run_both("mpit.c", 2, "mpit: all checks passed");
+    // btl_sm_eager_limit written to 64 before MPI_Init: the 32-byte message goes eagerly,
+    // the 100-byte one (eager under the default 4 KiB) by rendezvous.
+    assert!(
+        out.contains("mpit: eager limit 64, eager sends 1, rendezvous sends 1"),
+        "{out}"
+    );
+    assert!(out.contains("mpit: 1 cvars, 1 pvars walked"), "{out}");
+}
+
+/// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after
+/// checking it succeeded.
+fn run_pmpi(exe: &Path, preload: Option<&Path>) -> String {
+    run_pmpi_with(exe, preload, &[])
+}
+
+/// [`run_pmpi`] with more `mpirun` options.
+fn run_pmpi_with(exe: &Path, preload: Option<&Path>, opts: &[&str]) -> String {
+    let mut c = Command::new(prefix().join("bin/mpirun"));
+    c.args(["-n", "2"]).args(opts);
+    if let Some(p) = preload {
+        c.arg("env").arg(format!("LD_PRELOAD={}", p.display()));
+    }
+    let child = c
+        .arg(exe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let out = wait_all(vec![child]).remove(0);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn a_pmpi_tool_sees_every_user_call_and_none_of_the_librarys_own() {
+    let dir = Scratch::new("pmpi");
+    let tool = dir.0.join("libpmpicount.so");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .args(["-shared", "-fPIC", "-Wall", "-o"])
+        .arg(&tool)
+        .arg(src("pmpi_counter.c"))
+        .output()
+        .expect("run mpicc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = build(Build::Ours, "pmpi_app.c", &dir.0);
+    // The collectives (allreduce of 1 MiB over point-to-point, bcast, barrier) and the
+    // sendrecv must not appear as MPI_Send/MPI_Recv/MPI_Isend/... calls.
+    let want = "pmpi rank 0: Init=1 Send=3 Recv=0 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+                pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
+                pmpi_app: all checks passed\n";
+    assert_eq!(run_pmpi(&app, Some(&tool)), want, "preloaded tool");
+    // The same tool linked into the program before -lmpi.
+    let linked = dir.0.join("pmpi_app_linked");
+    let out = Command::new(prefix().join("bin/mpicc"))
+        .arg("-Wall")
+        .arg(src("pmpi_app.c"))
+        .arg(src("pmpi_counter.c"))
+        .arg("-o")
+        .arg(&linked)
+        .output()
+        .expect("run mpicc");
+    assert!(out.status.success());
+    assert_eq!(run_pmpi(&linked, None), want, "linked tool");
+    // Without the tool: the program alone.
+    assert_eq!(run_pmpi(&app, None), "pmpi_app: all checks passed\n");
+
+    // With the tool and the job profile: both count the same calls (the tool's own
+    // PMPI_Barrier/PMPI_Comm_* at its MPI_Finalize are calls the profile sees too, and
+    // MPI_Init precedes the profile, so those are left out).
+    let prof = dir.0.join("prof");
+    let out = run_pmpi_with(
+        &app,
+        Some(&tool),
+        &[&format!("--profile={}", prof.display())],
+    );
+    let tool_counts: Vec<(usize, String, u64)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("pmpi rank "))
+        .flat_map(|l| {
+            let (rank, rest) = l.split_once(':').expect("rank: counts");
+            let rank: usize = rank.parse().expect("rank");
+            rest.split_whitespace()
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').expect("name=count");
+                    (rank, format!("MPI_{k}"), v.parse().expect("count"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(tool_counts.len(), 20, "{out}");
+    let csv = std::fs::read_to_string(prof.join("functions.csv")).expect("functions.csv");
+    let profiled = |rank: usize, name: &str| -> u64 {
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|f| f[0] == rank.to_string() && f[1] == name)
+            .map_or(0, |f| f[2].parse().expect("count"))
+    };
+    for (rank, name, n) in &tool_counts {
+        if name != "MPI_Init" && name != "MPI_Barrier" {
+            assert_eq!(profiled(*rank, name), *n, "{name} on rank {rank}:\n{csv}");
+        }
+    }
+    for f in [
+        "profile.json",
+        "matrix.csv",
+        "ranks.csv",
+        "sizes.csv",
+        "index.html",
+    ] {
+        assert!(prof.join(f).is_file(), "{f} missing");
+    }
+    let matrix = std::fs::read_to_string(prof.join("matrix.csv")).expect("matrix.csv");
+    assert!(matrix.lines().any(|l| l.starts_with("0,1,sm,")), "{matrix}");
+}
+
+#[test]
+fn every_mpi_function_is_a_weak_alias_of_its_pmpi_symbol() {
+    let syms = dynamic_symbols();
+    let weak: Vec<&str> = syms
+        .iter()
+        .filter(|(k, n)| k == "W" && n.starts_with("MPI_"))
+        .map(|(_, n)| &n[4..])
+        .collect();
+    let strong: Vec<&str> = syms
+        .iter()
+        .filter(|(k, n)| k == "T" && n.starts_with("PMPI_"))
+        .map(|(_, n)| &n[5..])
+        .collect();
+    assert!(weak.len() > 400, "{} weak MPI_ functions", weak.len());
+    assert_eq!(
+        weak, strong,
+        "MPI_ (weak) and PMPI_ (strong) functions differ"
+    );
+    assert!(
+        !syms.iter().any(|(k, n)| k == "T" && n.starts_with("MPI_")),
+        "a strong MPI_ function"
+    );
+}

@@ -15,7 +15,7 @@ import sys
 HANDLE_TYPES = {"MPI_Comm", "MPI_Group", "MPI_Win", "MPI_Session", "MPI_Message",
                 "MPI_Info", "MPI_Errhandler", "MPI_Request", "MPI_Datatype", "MPI_Op"}
 # Constants that need types this header does not declare.
-SKIP_PREFIXES = ("MPI_T_", "MPIX_")
+SKIP_PREFIXES = ("MPIX_",)
 SKIP = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_CONVERSION_FN_NULL_C"}
 
 
@@ -45,6 +45,11 @@ def main():
             w(f"#define {name} (({ctype})0x{v:08x})")
         elif ctype == "MPI_File":
             w(f"#define {name} ((MPI_File)0)")
+        elif ctype.startswith("MPI_T_") and name == "MPI_T_PVAR_ALL_HANDLES":
+            # MPICH exports it as a data symbol holding the handle value.
+            w(f"extern {ctype} const {name};")
+        elif ctype.startswith("MPI_T_"):
+            w(f"#define {name} (({ctype}){val})")
         elif val.startswith("address of exported data symbol"):
             w(f"extern int * const {name};")
         elif val.startswith("address of exported function MPIR_Dup_fn"):
@@ -145,6 +150,25 @@ typedef int (MPI_Datarep_conversion_function)(void *userbuf, MPI_Datatype dataty
                                               void *filebuf, MPI_Offset position, void *extra_state);
 typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *file_extent,
                                           void *extra_state);
+
+/* The tools interface (MPI_T): handles are pointers to opaque structures, as in MPICH. */
+typedef struct MPIR_T_enum_s *MPI_T_enum;
+typedef struct MPIR_T_cvar_handle_s *MPI_T_cvar_handle;
+typedef struct MPIR_T_pvar_handle_s *MPI_T_pvar_handle;
+typedef struct MPIR_T_pvar_session_s *MPI_T_pvar_session;
+typedef struct MPIR_T_event_registration_s *MPI_T_event_registration;
+typedef struct MPIR_T_event_instance_s *MPI_T_event_instance;
+typedef int MPI_T_cb_safety;
+typedef int MPI_T_source_order;
+typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance,
+                                       MPI_T_event_registration event_registration,
+                                       MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration,
+                                            MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count,
+                                               MPI_T_event_registration event_registration,
+                                               int source_index, MPI_T_cb_safety cb_safety,
+                                               void *user_data);
 
 /* The predefined attribute copy function (MPI_DUP_FN and friends point at it). */
 int MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,

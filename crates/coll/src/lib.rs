@@ -74,4 +74,5 @@ pub use base::comm::{comm_free, release, CollComm, Result, COLL_BIT};
 pub use base::helpers::{split_even, Op};
 pub use base::params as tune;
 pub use base::params::PROVIDER;
+pub use base::stats::pvars;
 pub use nbc::sched;

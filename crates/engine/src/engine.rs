@@ -511,6 +511,30 @@ impl Engine {
         self.lock().request_free(r);
     }
 
+    /// A snapshot of the protocol's counters: traffic per peer and transport, the matching
+    /// queues, the eager limit and the time blocked in waits (see `pml::stats`).
+    pub fn stats(&self) -> crate::Stats {
+        let st = self.lock();
+        crate::Stats {
+            peers: st
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(r, p)| {
+                    let t = match &p.link {
+                        Some(l) => l.name(),
+                        None if r as i32 == st.me => "self",
+                        None => "none",
+                    };
+                    (t, p.stats)
+                })
+                .collect(),
+            matching: st.matcher.stats(),
+            eager_limit: st.eager_limit as u64,
+            wait_ns: crate::pml::stats::wait_ns(),
+        }
+    }
+
     /// Polls every transport once.
     pub fn progress(&self) {
         let mut st = self.lock();
@@ -624,9 +648,39 @@ impl Engine {
         self.wait_locked(self.lock(), f)
     }
 
+    /// [`Engine::poll_until`] that adds the time it blocks to the wait timer (only while
+    /// a reader asked for it, `pml::stats::set_wait_timing`).
+    #[cold]
+    fn timed_wait<'a, T>(
+        &'a self,
+        st: StateGuard<'a>,
+        f: impl FnMut(&mut State) -> Option<T>,
+    ) -> T {
+        let t0 = std::time::Instant::now();
+        let v = self.poll_until(st, f);
+        crate::pml::stats::add_wait_ns(t0.elapsed().as_nanos() as u64);
+        v
+    }
+
     /// [`Engine::wait_until`] for a caller that already holds the lock (`st`).
     #[inline]
     fn wait_locked<'a, T>(
+        &'a self,
+        mut st: StateGuard<'a>,
+        mut f: impl FnMut(&mut State) -> Option<T>,
+    ) -> T {
+        if let Some(v) = f(&mut st) {
+            return v;
+        }
+        if crate::pml::stats::wait_timing() {
+            return self.timed_wait(st, f);
+        }
+        self.poll_until(st, f)
+    }
+
+    /// The polling loop of [`Engine::wait_locked`], once `f` failed the first time.
+    #[inline]
+    fn poll_until<'a, T>(
         &'a self,
         mut st: StateGuard<'a>,
         mut f: impl FnMut(&mut State) -> Option<T>,
@@ -641,9 +695,6 @@ impl Engine {
         // Polls in a row that found nothing to do: past IDLE_POLLS_BEFORE_YIELD the wait
         // yields the CPU on every pass, even on a node that is not oversubscribed.
         let mut idle: u32 = 0;
-        if let Some(v) = f(&mut st) {
-            return v;
-        }
         // Whether the state may have changed since `f` was last tried: after a progress
         // pass that did something, or after the lock was released (another thread may
         // have completed what we wait for).

@@ -259,6 +259,15 @@ pub use engine::{engine, init, init_with, Engine};
 /// registry and `oxmpi-info`.
 #[cfg(not(loom))]
 pub use params::PROVIDER;
+/// `mpi_profile`, the job profile's directory.
+#[cfg(not(loom))]
+pub use pml::params::PROFILE;
+/// The protocol's counters (traffic per peer and transport, matching queues, wait time).
+#[cfg(not(loom))]
+pub use pml::stats::{
+    pvars, set_wait_timing, size_bucket, MatchStats, PeerStats, Pvar, PvarClass, Stats,
+    SIZE_BUCKETS,
+};
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]
 pub use sys::{cma_copy, Cma};

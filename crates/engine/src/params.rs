@@ -137,6 +137,7 @@ mod tests {
                 "btl_tcp_port_min_v4",
                 "btl_tcp_port_range_v4",
                 "mpi_yield_when_idle",
+                "mpi_profile",
             ]
         );
         for d in PROVIDER.params {

@@ -106,6 +106,9 @@ pub struct JobSpec {
     pub timeout: Option<Duration>,
     /// `--stdin`.
     pub stdin: StdinTarget,
+    /// `--profile[=DIR]`: the job profile's directory (also passed to the ranks as
+    /// `mpi_profile`).
+    pub profile: Option<PathBuf>,
 }
 
 /// What the command line asks for.
@@ -149,7 +152,11 @@ enum Opt {
     Display,
     SetEnv,
     EnvList,
+    Profile,
 }
+
+/// The job profile's directory when `--profile` names none.
+pub const DEFAULT_PROFILE_DIR: &str = "oxmpi-profile";
 
 /// (spelling without leading dashes, option, number of arguments)
 const LONG: &[(&str, Opt, usize)] = &[
@@ -183,6 +190,7 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("display-allocation", Opt::DisplayAllocation, 0),
     ("display-map", Opt::DisplayMap, 0),
     ("display", Opt::Display, 1),
+    ("profile", Opt::Profile, 0),
     // Hydra (MPICH mpiexec) spellings.
     ("f", Opt::Hostfile, 1),
     ("ppn", Opt::PerNode, 1),
@@ -334,6 +342,7 @@ where
         output_filename: None,
         timeout: None,
         stdin: StdinTarget::Rank(0),
+        profile: None,
     };
     let mut global_env: Vec<EnvDirective> = Vec::new();
     let mut cur = AppSpec {
@@ -387,7 +396,7 @@ where
             lookup(arg).ok_or_else(|| RuntimeError::UnknownOption(arg.clone()))?;
         let mut vals: Vec<String> = Vec::new();
         if let Some(v) = inline {
-            if arity != 1 {
+            if arity != 1 && opt != Opt::Profile {
                 return Err(RuntimeError::BadValue {
                     option: arg.clone(),
                     value: v,
@@ -511,6 +520,18 @@ where
             }
             Opt::Prefix => spec.prefix = Some(PathBuf::from(&vals[0])),
             Opt::Mca => add_mca(&mut spec.mca, &vals[0], &vals[1])?,
+            Opt::Profile => {
+                let dir = vals.first().map_or(DEFAULT_PROFILE_DIR, String::as_str);
+                if dir.is_empty() {
+                    return Err(RuntimeError::BadValue {
+                        option: name.into(),
+                        value: dir.into(),
+                        reason: "expected a directory".into(),
+                    });
+                }
+                add_mca(&mut spec.mca, "mpi_profile", dir)?;
+                spec.profile = Some(PathBuf::from(dir));
+            }
             Opt::Tune => spec.tune.push(PathBuf::from(&vals[0])),
             Opt::TagOutput => spec.tag_output = true,
             Opt::TimestampOutput => spec.timestamp_output = true,
@@ -595,6 +616,8 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   -x VAR | -x VAR=value    export an environment variable to the ranks
   --prefix DIR             prepend DIR/bin and DIR/lib to PATH and LD_LIBRARY_PATH
   --mca KEY VALUE          set MCA parameter KEY (delivered as OXMPI_MCA_KEY)
+  --profile[=DIR]          write a job profile to DIR (default oxmpi-profile): per-rank
+                           files, then JSON, CSV, plots and index.html by oxmpi-profile
   --tune FILE              read -x / --mca options from FILE
   --tag-output             prefix output lines with [jobid,rank]<stream>:
   --timestamp-output       prefix output lines with a timestamp
@@ -767,5 +790,19 @@ mod tests {
     fn help_and_version() {
         assert_eq!(parse(["--help"]).unwrap(), Command::Help);
         assert_eq!(parse(["-V"]).unwrap(), Command::Version);
+    }
+
+    #[test]
+    fn profile_with_and_without_a_directory() {
+        let s = run(&["--profile", "-n", "2", "p"]);
+        assert_eq!(s.profile, Some(PathBuf::from(DEFAULT_PROFILE_DIR)));
+        assert!(s
+            .mca
+            .contains(&("mpi_profile".into(), DEFAULT_PROFILE_DIR.into())));
+        let s = run(&["--profile=out/prof", "p"]);
+        assert_eq!(s.profile, Some(PathBuf::from("out/prof")));
+        assert_eq!(s.apps[0].argv, ["p"]);
+        assert!(parse(["--profile=", "p"]).is_err());
+        assert!(parse(["--tag-output=x", "p"]).is_err());
     }
 }

@@ -148,16 +148,53 @@ pub fn main_with_providers(
             println!("mpirun (oxmpi) {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        cli::Command::Run(spec) => {
+        cli::Command::Run(mut spec) => {
+            // The ranks may run elsewhere (--wdir): they get the profile directory absolute.
+            let profile = spec
+                .profile
+                .as_ref()
+                .map(|d| std::path::absolute(d).unwrap_or(d.clone()));
+            if let Some(d) = &profile {
+                for (k, v) in &mut spec.mca {
+                    if k == "mpi_profile" {
+                        *v = d.display().to_string();
+                    }
+                }
+            }
             let plan = match job::plan_with(*spec, rank_providers) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };
-            match job::run(&plan) {
+            let code = match job::run(&plan) {
                 Ok(code) => code,
                 Err(e) => fail(&e),
+            };
+            if let Some(d) = profile {
+                render_profile(&d);
             }
+            code
         }
+    }
+}
+
+/// After a `--profile` job: `oxmpi-profile DIR` (installed next to `mpirun`) turns the
+/// ranks' files into the report; without it the files stay as they are.
+fn render_profile(dir: &std::path::Path) {
+    let tool = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("oxmpi-profile")))
+        .filter(|t| t.is_file());
+    let Some(tool) = tool else {
+        eprintln!(
+            "mpirun: profile files in {} (oxmpi-profile, which renders them, is not installed next to mpirun)",
+            dir.display()
+        );
+        return;
+    };
+    match std::process::Command::new(&tool).arg(dir).status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => eprintln!("mpirun: oxmpi-profile {} failed ({s})", dir.display()),
+        Err(e) => eprintln!("mpirun: cannot run {}: {e}", tool.display()),
     }
 }
 

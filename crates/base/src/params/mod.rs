@@ -35,6 +35,7 @@
 pub(crate) mod registry;
 mod report;
 mod sources;
+pub mod tools;
 mod value;
 
 pub use registry::{

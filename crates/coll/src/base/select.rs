@@ -6,6 +6,7 @@
 //! communicator and on arguments MPI requires to match. Data is bytes; the caller packs
 //! non-contiguous datatypes first.
 
+use crate::base::stats::{count, Alg};
 use crate::sm;
 use crate::tune::Coll;
 use crate::{CollComm, Op, Result};
@@ -14,6 +15,7 @@ use crate::{CollComm, Op, Result};
 #[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
+        count(Alg::SmBarrier);
         seg.barrier();
         return Ok(());
     }
@@ -26,6 +28,7 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     let n = buf.len();
     if n > 0 && n <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
+            count(Alg::SmBcast);
             seg.bcast(buf, root as usize);
             return Ok(());
         }
@@ -62,6 +65,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
     };
     if let Some(seg) = &seg {
         if !small && seg.allreduce_big(a, src, dst, elem_size, f)? {
+            count(Alg::SmAllreduce);
             return Ok(());
         }
     }
@@ -69,6 +73,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         dst.copy_from_slice(s);
     }
     if let (Some(seg), true) = (&seg, small) {
+        count(Alg::SmAllreduce);
         seg.allreduce(dst, f);
         return Ok(());
     }
@@ -87,6 +92,7 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
     let n = a.size as usize;
     if n > 1 && block > 0 && n * block <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Alltoall)? {
+            count(Alg::SmAlltoall);
             seg.alltoall(send, recv, block);
             return Ok(());
         }

@@ -3,6 +3,7 @@
 use super::TAG_BCAST;
 use crate::base::helpers::split_even;
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
 
@@ -13,17 +14,24 @@ impl CollComm {
         if self.size == 1 || buf.is_empty() {
             return Ok(());
         }
-        match tune::algorithm(Coll::Bcast) {
-            1 => self.bcast_linear(buf, root),
-            3 => self.bcast_pipeline(buf, root, tune::BCAST_SEGMENT),
-            6 => self.bcast_binomial(buf, root),
-            8 | 9 => self.bcast_scatter_allgather(buf, root),
+        let alg = match tune::algorithm(Coll::Bcast) {
+            1 => Alg::BcastLinear,
+            3 => Alg::BcastPipeline,
+            6 => Alg::BcastBinomial,
+            8 | 9 => Alg::BcastScatterAllgather,
             _ if buf.len() <= tune::BCAST_SMALL
                 || buf.len() < self.size as usize
                 || self.size <= 2 =>
             {
-                self.bcast_binomial(buf, root)
+                Alg::BcastBinomial
             }
+            _ => Alg::BcastScatterAllgather,
+        };
+        count(alg);
+        match alg {
+            Alg::BcastLinear => self.bcast_linear(buf, root),
+            Alg::BcastPipeline => self.bcast_pipeline(buf, root, tune::BCAST_SEGMENT),
+            Alg::BcastBinomial => self.bcast_binomial(buf, root),
             _ => self.bcast_scatter_allgather(buf, root),
         }
     }

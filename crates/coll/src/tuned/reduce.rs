@@ -5,6 +5,7 @@ use crate::base::helpers::{
     check_blocks, check_op, fold_real_rank, fold_sizes, split_even, Aligned, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Op, Result};
 use oxmpi_engine::ErrorClass;
 
@@ -99,18 +100,25 @@ impl CollComm {
         }
         let nelem = buf.len() / op.elem_size;
         let ring_ok = op.commutative && nelem >= self.size as usize;
-        match tune::algorithm(Coll::Allreduce) {
-            2 => {
+        let alg = match tune::algorithm(Coll::Allreduce) {
+            2 => Alg::AllreduceReduceBcast,
+            3 => Alg::AllreduceRecdbl,
+            4 if ring_ok => Alg::AllreduceRing,
+            6 if ring_ok => Alg::AllreduceRabenseifner,
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL && self.size > 2 => {
+                Alg::AllreduceRabenseifner
+            }
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => Alg::AllreduceRing,
+            _ => Alg::AllreduceRecdbl,
+        };
+        count(alg);
+        match alg {
+            Alg::AllreduceReduceBcast => {
                 self.reduce_binomial(buf, 0, op, TAG_ALLREDUCE)?;
                 self.bcast_binomial(buf, 0)
             }
-            3 => self.allreduce_recdbl(buf, op),
-            4 if ring_ok => self.allreduce_ring(buf, op),
-            6 if ring_ok => self.allreduce_rabenseifner(buf, op),
-            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL && self.size > 2 => {
-                self.allreduce_rabenseifner(buf, op)
-            }
-            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => self.allreduce_ring(buf, op),
+            Alg::AllreduceRing => self.allreduce_ring(buf, op),
+            Alg::AllreduceRabenseifner => self.allreduce_rabenseifner(buf, op),
             _ => self.allreduce_recdbl(buf, op),
         }
     }

@@ -257,6 +257,19 @@ impl<Q: Default> Ctxs<Q> {
     }
 }
 
+/// The matcher's queue statistics ([`Matcher::stats`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MatchStats {
+    /// Unexpected messages queued now.
+    pub unexpected: u64,
+    /// Most unexpected messages queued at once.
+    pub unexpected_hwm: u64,
+    /// Arrivals matched against the posted receives.
+    pub arrivals: u64,
+    /// Posted receives inspected by those arrivals (the search depth, summed).
+    pub posted_searched: u64,
+}
+
 /// Posted-receive and unexpected-message queues for all contexts.
 ///
 /// `R` identifies a posted receive (the engine uses its request id), `M` is the engine's
@@ -267,6 +280,8 @@ pub struct Matcher<R, M> {
     seq: u64,
     /// Unexpected messages queued on all contexts.
     n_unexpected: usize,
+    /// Queue statistics (plain counters: the matcher is always behind its owner's lock).
+    stats: MatchStats,
 }
 
 impl<R, M> Default for Matcher<R, M> {
@@ -275,6 +290,7 @@ impl<R, M> Default for Matcher<R, M> {
             ctxs: Ctxs::default(),
             seq: 0,
             n_unexpected: 0,
+            stats: MatchStats::default(),
         }
     }
 }
@@ -333,13 +349,17 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// matches, if any. When `None` is returned the caller must store the message with
     /// [`Matcher::push_unexpected`] before handling any other arrival or post on this context.
     pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
+        self.stats.arrivals += 1;
         let q = self.ctxs.get_mut(env.ctx)?;
         let wild = if q.posted_any.is_empty() {
             None
         } else {
-            q.posted_any
+            let w = q
+                .posted_any
                 .iter()
-                .position(|p| tag_matches(p.tag, env.tag))
+                .position(|p| tag_matches(p.tag, env.tag));
+            self.stats.posted_searched += w.map_or(q.posted_any.len(), |j| j + 1) as u64;
+            w
         };
         // Empty bins are kept (one per source at most) so that the next post does not
         // allocate again.
@@ -350,6 +370,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
             } else {
                 bin.iter().position(|p| tag_matches(p.tag, env.tag))
             };
+            self.stats.posted_searched += found.map_or(bin.len(), |i| i + 1) as u64;
             if let Some(i) = found {
                 let take_specific = wild.is_none_or(|j| bin[i].seq < q.posted_any[j].seq);
                 if take_specific {
@@ -378,6 +399,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     pub fn push_unexpected(&mut self, env: Envelope, msg: M) {
         let seq = self.next_seq();
         self.n_unexpected += 1;
+        self.stats.unexpected_hwm = self.stats.unexpected_hwm.max(self.n_unexpected as u64);
         let q = self.ctxs.entry(env.ctx);
         q.n_unexpected += 1;
         q.unexpected.entry(env.src).push_back(Unexpected {
@@ -468,6 +490,15 @@ impl<R: PartialEq, M> Matcher<R, M> {
         out
     }
 
+    /// The queue statistics: unexpected messages now and at most, arrivals and the posted
+    /// receives they inspected.
+    pub fn stats(&self) -> MatchStats {
+        MatchStats {
+            unexpected: self.n_unexpected as u64,
+            ..self.stats
+        }
+    }
+
     /// Whether any unexpected message is queued (on any context): when not, a receive
     /// posted now cannot match at once.
     #[inline]
@@ -493,6 +524,20 @@ mod tests {
 
     fn env(ctx: u32, src: i32, tag: i32) -> Envelope {
         Envelope { ctx, src, tag }
+    }
+
+    #[test]
+    fn stats_count_queue_depths() {
+        let mut m: Matcher<u32, u32> = Matcher::new();
+        m.post(0, 1, 5, 10);
+        m.post(0, 1, 6, 11);
+        assert_eq!(m.match_arrival(env(0, 1, 6)), Some(11));
+        m.push_unexpected(env(0, 2, 1), 20);
+        m.push_unexpected(env(0, 2, 2), 21);
+        assert!(m.post(0, 2, 1, 12).is_some());
+        let s = m.stats();
+        assert_eq!((s.arrivals, s.posted_searched), (1, 2));
+        assert_eq!((s.unexpected, s.unexpected_hwm), (1, 2));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //!   EAGER/RTS/DATA).
 //! * `single_copy`: CMA reads and the cooperative copy of `sm` peers.
 //! * `params`: `mpi_yield_when_idle` and the `pml` verbose stream.
+//! * `stats`: the per-peer traffic counters and queue statistics the tools interface reads.
 
 pub(crate) mod comm;
 pub(crate) mod hdr;
@@ -24,6 +25,7 @@ pub(crate) mod recv;
 pub(crate) mod request;
 pub(crate) mod send;
 pub(crate) mod single_copy;
+pub mod stats;
 #[cfg(test)]
 mod tests;
 

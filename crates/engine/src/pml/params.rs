@@ -18,8 +18,20 @@ pub(crate) static YIELD_WHEN_IDLE: ParamDecl = ParamDecl::new(
 )
 .level(4);
 
+/// `mpi_profile`: where the job profile goes (`mpirun --profile[=DIR]` sets it).
+pub static PROFILE: ParamDecl = ParamDecl::new(
+    "mpi",
+    "",
+    "profile",
+    ParamType::String,
+    "",
+    "Directory to write this job's profile to (one file per rank, rendered by oxmpi-profile); \
+     empty: no profile",
+)
+.level(2);
+
 /// The protocol layer's parameters.
-pub(crate) static PARAMS: [ParamDecl; 1] = [YIELD_WHEN_IDLE];
+pub(crate) static PARAMS: [ParamDecl; 2] = [YIELD_WHEN_IDLE, PROFILE];
 
 /// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
 pub(crate) fn yield_when_idle_explicit() -> Option<bool> {

@@ -58,6 +58,8 @@ pub(crate) struct Peer {
     pub(crate) last_end: u64,
     /// When the last cooperative transfer from it ended.
     pub(crate) last_coop_end: u64,
+    /// The traffic with it.
+    pub(crate) stats: super::stats::PeerStats,
 }
 
 impl Peer {

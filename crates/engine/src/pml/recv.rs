@@ -291,6 +291,7 @@ impl State {
         // bytes until the release below.
         unsafe { copy(payload, buf, n) };
         link.release();
+        self.peers[d.peer].stats.received(plen);
         if hdr.flags & F_SYNC != 0 {
             self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
         }
@@ -416,6 +417,7 @@ impl State {
                 };
                 if how == Mech::Coop {
                     if self.coop_recv(peer, sreq, addr, buf, n, rid) {
+                        self.peers[p].stats.single_copy_recv += 1;
                         return;
                     }
                     since = 0;
@@ -423,6 +425,7 @@ impl State {
                 if n == 0 {
                     self.finish(rid);
                 } else {
+                    self.peers[p].stats.pipelined_recv += 1;
                     self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
                         buf,
                         want: n,
@@ -475,6 +478,12 @@ impl State {
             src: hdr.src,
             tag: hdr.tag,
         };
+        let total = if hdr.kind == K_EAGER {
+            plen
+        } else {
+            hdr.a as usize
+        };
+        self.peers[peer as usize].stats.received(total);
         let msg = if hdr.kind == K_EAGER {
             let ack = if hdr.flags & F_SYNC != 0 {
                 Ack::Remote { peer, sreq: hdr.b }

@@ -87,6 +87,7 @@ impl State {
                 // SAFETY: the caller guarantees `len` readable bytes at `buf`; the data is
                 // copied into the ring before try_send returns.
                 if len <= link.max_payload() && unsafe { link.try_send(&hdr, buf, len) } {
+                    peer.stats.sent(len, true);
                     oxmpi_base::verbose!(
                         BTL,
                         60,
@@ -132,6 +133,9 @@ impl State {
             len,
         };
         if dest == self.me {
+            let eager = len <= self.eager_limit && !sync;
+            self.peers[dest as usize].stats.sent(len, eager);
+            self.peers[dest as usize].stats.received(len);
             self.send_self(env, id, ptr, len, sync);
             return Ok(user_id);
         }
@@ -191,6 +195,10 @@ impl State {
             }
         );
         let peer = &mut self.peers[dest as usize];
+        peer.stats.sent(len, matches!(item, Out::Eager { .. }));
+        if single_copy && !matches!(item, Out::Eager { .. }) {
+            peer.stats.single_copy_offered += 1;
+        }
         // Fast path: nothing queued before it, so it may go straight into the link.
         if peer.outq.is_empty() {
             if let (Some(link), Out::Eager { hdr, ptr, len, .. }) = (peer.link.as_mut(), &item) {

@@ -25,6 +25,7 @@ impl State {
     ) -> bool {
         match self.cma_read(peer, buf, addr, n) {
             Ok(()) => {
+                self.peers[peer as usize].stats.single_copy_recv += 1;
                 self.finish(rid);
                 self.ctrl(peer, K_FIN, 0, sreq, 0);
                 true

@@ -455,3 +455,24 @@ fn blocking_receive_direct_and_general() {
     assert_eq!(b, msg);
     net.done(0, s);
 }
+
+#[test]
+fn stats_count_messages_bytes_and_protocols() {
+    let net = Net::new(2, 64);
+    transfer(&net, 8, 8, 1);
+    transfer(&net, EAGER + 1, EAGER + 1, 2);
+    let (s0, s1) = (net.e[0].stats(), net.e[1].stats());
+    assert_eq!(s0.eager_limit, EAGER as u64);
+    assert_eq!(s0.peers[0].0, "self");
+    let to1 = s0.peers[1].1;
+    assert_eq!((to1.msgs_sent, to1.eager_sent, to1.rndv_sent), (2, 1, 1));
+    assert_eq!(to1.bytes_sent, (8 + EAGER + 1) as u64);
+    let from0 = s1.peers[0].1;
+    assert_eq!(
+        (from0.msgs_recv, from0.bytes_recv),
+        (2, (8 + EAGER + 1) as u64)
+    );
+    assert_eq!(from0.pipelined_recv, 1);
+    assert_eq!(s1.by_transport(Some(s1.peers[0].0)), from0);
+    assert_eq!(s1.matching.unexpected, 0);
+}

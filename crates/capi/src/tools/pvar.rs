@@ -1,0 +1,346 @@
+//! Performance variables (`MPI_T_pvar_*`): the engine's counters (`oxmpi_engine::pvars`),
+//! read through sessions and handles.
+//!
+//! A counter or timer handle reads what happened since it was allocated (continuous
+//! counters) or during the time it was started (the timer, which is not continuous), minus
+//! what a reset or write took away: it keeps the value accumulated so far and the raw
+//! reading when it last started. Levels, high-water marks and sizes are read as they are
+//! and cannot be reset or written. Variables are bound to no object; reads of an engine
+//! that has not started yet see zeros.
+
+use super::cvar::verbosity;
+use super::state::*;
+use crate::consts::{MPI_DOUBLE, MPI_UNSIGNED_LONG_LONG};
+use crate::ffi::{inp, out, read_cstr, MpiResult};
+use oxmpi_engine::{Pvar, PvarClass};
+use std::ffi::{c_char, c_int, c_void};
+
+/// Performance variable `i`.
+fn pvar(i: c_int) -> MpiResult<&'static Pvar> {
+    match usize::try_from(i).ok().and_then(|i| all_pvars().nth(i)) {
+        Some(p) => Ok(p),
+        None => fail(
+            MPI_T_ERR_INVALID_INDEX,
+            format!("no performance variable {i}"),
+        ),
+    }
+}
+
+/// The MPICH value of a class.
+fn class(c: PvarClass) -> c_int {
+    match c {
+        PvarClass::Counter => MPI_T_PVAR_CLASS_COUNTER,
+        PvarClass::Level => MPI_T_PVAR_CLASS_LEVEL,
+        PvarClass::HighWatermark => MPI_T_PVAR_CLASS_HIGHWATERMARK,
+        PvarClass::Size => MPI_T_PVAR_CLASS_SIZE,
+        PvarClass::Timer => MPI_T_PVAR_CLASS_TIMER,
+    }
+}
+
+/// The raw reading of performance variable `p` now.
+fn raw(p: &Pvar) -> u64 {
+    let stats = oxmpi_engine::engine()
+        .map(|e| e.stats())
+        .unwrap_or_default();
+    (p.read)(&stats)
+}
+
+impl PvarHandle {
+    fn var(&self) -> &'static Pvar {
+        all_pvars()
+            .nth(self.pvar)
+            .expect("handles name existing variables")
+    }
+
+    /// The handle's value now.
+    fn value(&self) -> u64 {
+        let p = self.var();
+        let now = raw(p);
+        if !p.resettable() {
+            return now;
+        }
+        self.accum
+            + if self.started {
+                now.saturating_sub(self.mark)
+            } else {
+                0
+            }
+    }
+
+    /// Starts counting (`MPI_T_ERR_PVAR_NO_STARTSTOP` for a continuous variable).
+    fn start(&mut self, timers: &mut usize) -> MpiResult {
+        let p = self.var();
+        if p.continuous {
+            return fail(
+                MPI_T_ERR_PVAR_NO_STARTSTOP,
+                format!("{} is continuous", p.name),
+            );
+        }
+        if !self.started {
+            if p.class == PvarClass::Timer {
+                *timers += 1;
+                oxmpi_engine::set_wait_timing(true);
+            }
+            self.mark = raw(p);
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    /// Stops counting.
+    fn stop(&mut self, timers: &mut usize) -> MpiResult {
+        let p = self.var();
+        if p.continuous {
+            return fail(
+                MPI_T_ERR_PVAR_NO_STARTSTOP,
+                format!("{} is continuous", p.name),
+            );
+        }
+        if self.started {
+            self.accum = self.value();
+            self.started = false;
+            if p.class == PvarClass::Timer {
+                *timers -= 1;
+                oxmpi_engine::set_wait_timing(*timers > 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the value to `v` (`MPI_T_ERR_PVAR_NO_WRITE` for a level, mark or size).
+    fn set(&mut self, v: u64) -> MpiResult {
+        let p = self.var();
+        if !p.resettable() {
+            return fail(MPI_T_ERR_PVAR_NO_WRITE, format!("{} is read-only", p.name));
+        }
+        self.accum = v;
+        self.mark = raw(p);
+        Ok(())
+    }
+}
+
+/// The handle `h` of `session`.
+fn handle(t: &mut Tools, session: *mut c_void, h: *mut c_void) -> MpiResult<&mut PvarHandle> {
+    if t.sessions.get_mut(session).is_none() {
+        return fail(
+            MPI_T_ERR_INVALID_SESSION,
+            "not a performance variable session",
+        );
+    }
+    match t.pvar_handles.get_mut(h) {
+        Some(ph) if ph.session == session => Ok(ph),
+        _ => fail(MPI_T_ERR_INVALID_HANDLE, "not a handle of this session"),
+    }
+}
+
+/// Applies `f` to handle `h` of `session`, or with `MPI_T_PVAR_ALL_HANDLES` to every
+/// handle of the session it applies to (`applies`).
+fn each(
+    session: *mut c_void,
+    h: *mut c_void,
+    applies: fn(&Pvar) -> bool,
+    f: impl Fn(&mut PvarHandle, &mut usize) -> MpiResult,
+) -> MpiResult {
+    with(|t| {
+        if h as usize != ALL_HANDLES {
+            let mut timers = t.timers_started;
+            let r = f(handle(t, session, h)?, &mut timers);
+            t.timers_started = timers;
+            return r;
+        }
+        if t.sessions.get_mut(session).is_none() {
+            return fail(
+                MPI_T_ERR_INVALID_SESSION,
+                "not a performance variable session",
+            );
+        }
+        let mut timers = t.timers_started;
+        for (_, ph) in t.pvar_handles.iter_mut() {
+            if ph.session == session && applies(ph.var()) {
+                f(ph, &mut timers)?;
+            }
+        }
+        t.timers_started = timers;
+        Ok(())
+    })
+}
+
+/// Writes a handle's value `v` as the variable's datatype.
+fn put(p: &Pvar, v: u64, buf: *mut c_void) -> MpiResult {
+    if p.class == PvarClass::Timer {
+        out(buf.cast::<f64>(), v as f64 / 1e9, "buf")
+    } else {
+        out(buf.cast::<u64>(), v, "buf")
+    }
+}
+
+/// Reads (and with `reset` resets) handle `h`.
+fn read(session: *mut c_void, h: *mut c_void, buf: *mut c_void, reset: bool) -> MpiResult {
+    let (p, v) = with(|t| {
+        let ph = handle(t, session, h)?;
+        let v = ph.value();
+        if reset {
+            ph.set(0)?;
+        }
+        Ok((ph.var(), v))
+    })?;
+    put(p, v, buf)
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_get_num`.
+    fn PMPI_T_pvar_get_num / "MPI_T_pvar_get_num" [Direct] (num_pvar: *mut c_int) {
+        with(|_| Ok(()))?;
+        out(num_pvar, all_pvars().count() as c_int, "num_pvar")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_get_info`.
+    fn PMPI_T_pvar_get_info / "MPI_T_pvar_get_info" [Direct] (pvar_index: c_int, name: *mut c_char, name_len: *mut c_int, verb: *mut c_int, var_class: *mut c_int, dtype: *mut c_int, enumtype: *mut *mut c_void, desc: *mut c_char, desc_len: *mut c_int, bind: *mut c_int, readonly: *mut c_int, continuous: *mut c_int, atomic: *mut c_int) {
+        with(|_| Ok(()))?;
+        let p = pvar(pvar_index)?;
+        out_str(p.name, name, name_len)?;
+        out_str(p.desc, desc, desc_len)?;
+        opt(verb, verbosity(p.level));
+        opt(var_class, class(p.class));
+        opt(dtype, if p.class == PvarClass::Timer { MPI_DOUBLE } else { MPI_UNSIGNED_LONG_LONG });
+        opt(enumtype, std::ptr::null_mut());
+        opt(bind, MPI_T_BIND_NO_OBJECT);
+        opt(readonly, c_int::from(!p.resettable()));
+        opt(continuous, c_int::from(p.continuous));
+        opt(atomic, 0);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_get_index`.
+    fn PMPI_T_pvar_get_index / "MPI_T_pvar_get_index" [Direct] (name: *const c_char, var_class: c_int, pvar_index: *mut c_int) {
+        with(|_| Ok(()))?;
+        let name = read_cstr(name, "name")?;
+        match all_pvars().position(|p| p.name == name && class(p.class) == var_class) {
+            Some(i) => out(pvar_index, i as c_int, "pvar_index"),
+            None => fail(MPI_T_ERR_INVALID_NAME, format!("no performance variable {name} of class {var_class}")),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_session_create`.
+    fn PMPI_T_pvar_session_create / "MPI_T_pvar_session_create" [Direct] (session: *mut *mut c_void) {
+        let s = with(|t| Ok(t.sessions.insert(())))?;
+        out(session, s, "session")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_session_free`: frees its handles too.
+    fn PMPI_T_pvar_session_free / "MPI_T_pvar_session_free" [Direct] (session: *mut *mut c_void) {
+        let s = inp(session, "session")?;
+        with(|t| {
+            if t.sessions.remove(s).is_none() {
+                return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
+            }
+            let mut timers = t.timers_started;
+            for (_, ph) in t.pvar_handles.iter_mut() {
+                if ph.session == s && ph.started && !ph.var().continuous {
+                    ph.stop(&mut timers)?;
+                }
+            }
+            t.timers_started = timers;
+            t.pvar_handles.remove_where(|ph| ph.session == s);
+            Ok(())
+        })?;
+        out(session, std::ptr::null_mut(), "session")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_handle_alloc`: one value per variable; continuous ones count from now.
+    fn PMPI_T_pvar_handle_alloc / "MPI_T_pvar_handle_alloc" [Direct] (session: *mut c_void, pvar_index: c_int, _obj_handle: *mut c_void, handle_out: *mut *mut c_void, count: *mut c_int) {
+        let p = pvar(pvar_index)?;
+        let h = with(|t| {
+            if t.sessions.get_mut(session).is_none() {
+                return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
+            }
+            Ok(t.pvar_handles.insert(PvarHandle {
+                session,
+                pvar: pvar_index as usize,
+                accum: 0,
+                mark: raw(p),
+                started: p.continuous,
+            }))
+        })?;
+        out(handle_out, h, "handle")?;
+        out(count, 1, "count")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_handle_free`.
+    fn PMPI_T_pvar_handle_free / "MPI_T_pvar_handle_free" [Direct] (session: *mut c_void, handle_io: *mut *mut c_void) {
+        let h = inp(handle_io, "handle")?;
+        with(|t| {
+            let mut timers = t.timers_started;
+            let ph = handle(t, session, h)?;
+            if ph.started && !ph.var().continuous {
+                ph.stop(&mut timers)?;
+            }
+            t.timers_started = timers;
+            t.pvar_handles.remove(h);
+            Ok(())
+        })?;
+        out(handle_io, std::ptr::null_mut(), "handle")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_start`.
+    fn PMPI_T_pvar_start / "MPI_T_pvar_start" [Direct] (session: *mut c_void, h: *mut c_void) {
+        each(session, h, |p| !p.continuous, PvarHandle::start)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_stop`.
+    fn PMPI_T_pvar_stop / "MPI_T_pvar_stop" [Direct] (session: *mut c_void, h: *mut c_void) {
+        each(session, h, |p| !p.continuous, PvarHandle::stop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_reset`.
+    fn PMPI_T_pvar_reset / "MPI_T_pvar_reset" [Direct] (session: *mut c_void, h: *mut c_void) {
+        each(session, h, Pvar::resettable, |ph, _| ph.set(0))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_read`.
+    fn PMPI_T_pvar_read / "MPI_T_pvar_read" [Direct] (session: *mut c_void, h: *mut c_void, buf: *mut c_void) {
+        read(session, h, buf, false)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_readreset`.
+    fn PMPI_T_pvar_readreset / "MPI_T_pvar_readreset" [Direct] (session: *mut c_void, h: *mut c_void, buf: *mut c_void) {
+        read(session, h, buf, true)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_T_pvar_write`: counters take a count, the timer seconds.
+    fn PMPI_T_pvar_write / "MPI_T_pvar_write" [Direct] (session: *mut c_void, h: *mut c_void, buf: *const c_void) {
+        with(|t| {
+            let ph = handle(t, session, h)?;
+            let v = if ph.var().class == PvarClass::Timer {
+                (inp(buf.cast::<f64>(), "buf")?.max(0.0) * 1e9) as u64
+            } else {
+                inp(buf.cast::<u64>(), "buf")?
+            };
+            ph.set(v)
+        })
+    }
+}

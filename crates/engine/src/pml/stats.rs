@@ -1,0 +1,366 @@
+//! The protocol's counters: what the MPI tools interface's performance variables and the
+//! job profile read. They cost nothing measurable when nobody reads them: per-peer plain
+//! integers in the state the engine's lock already guards (one add on the paths that
+//! send or receive a message, no atomics, no allocation), plus the matcher's own queue
+//! statistics. Only the time blocked in waits needs a clock; it is taken when a reader asked
+//! for it ([`set_wait_timing`]), so an unread timer costs one relaxed load per blocking wait.
+
+pub use super::matching::MatchStats;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Counters of the traffic with one peer (our own rank included: sends to oneself).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PeerStats {
+    /// Messages sent to the peer.
+    pub msgs_sent: u64,
+    /// Payload bytes sent to the peer.
+    pub bytes_sent: u64,
+    /// Messages received from the peer (matched or queued as unexpected).
+    pub msgs_recv: u64,
+    /// Payload bytes received from the peer.
+    pub bytes_recv: u64,
+    /// Sends that went eagerly (the data with the envelope).
+    pub eager_sent: u64,
+    /// Sends that went by rendezvous (request to send, then the data).
+    pub rndv_sent: u64,
+    /// Rendezvous sends that offered the receiver a single copy.
+    pub single_copy_offered: u64,
+    /// Rendezvous receives done by a single copy (CMA read or cooperative copy).
+    pub single_copy_recv: u64,
+    /// Rendezvous receives done by the pipelined copy through the link.
+    pub pipelined_recv: u64,
+    /// Messages sent by size: bucket 0 holds empty messages, bucket `b` sizes in
+    /// `2^(b-1)..2^b` ([`size_bucket`]), the last one everything from 1 GiB.
+    pub sent_sizes: [u64; SIZE_BUCKETS],
+}
+
+/// Number of message-size buckets of [`PeerStats::sent_sizes`].
+pub const SIZE_BUCKETS: usize = 32;
+
+/// The size bucket of a message of `len` bytes.
+#[inline]
+pub fn size_bucket(len: usize) -> usize {
+    ((usize::BITS - len.leading_zeros()) as usize).min(SIZE_BUCKETS - 1)
+}
+
+impl PeerStats {
+    /// Counts one message of `len` bytes sent, eagerly or not.
+    #[inline]
+    pub(crate) fn sent(&mut self, len: usize, eager: bool) {
+        self.msgs_sent += 1;
+        self.bytes_sent += len as u64;
+        self.sent_sizes[size_bucket(len)] += 1;
+        if eager {
+            self.eager_sent += 1;
+        } else {
+            self.rndv_sent += 1;
+        }
+    }
+
+    /// Counts one message of `len` bytes received.
+    #[inline]
+    pub(crate) fn received(&mut self, len: usize) {
+        self.msgs_recv += 1;
+        self.bytes_recv += len as u64;
+    }
+
+    /// Adds `o` to these counters.
+    pub fn add(&mut self, o: &PeerStats) {
+        self.msgs_sent += o.msgs_sent;
+        self.bytes_sent += o.bytes_sent;
+        self.msgs_recv += o.msgs_recv;
+        self.bytes_recv += o.bytes_recv;
+        self.eager_sent += o.eager_sent;
+        self.rndv_sent += o.rndv_sent;
+        self.single_copy_offered += o.single_copy_offered;
+        self.single_copy_recv += o.single_copy_recv;
+        self.pipelined_recv += o.pipelined_recv;
+        for (a, b) in self.sent_sizes.iter_mut().zip(o.sent_sizes) {
+            *a += b;
+        }
+    }
+}
+
+/// A snapshot of the engine's counters ([`crate::Engine::stats`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Per world rank: the transport reaching it (`self`, `sm`, `tcp`, or `none`) and the
+    /// traffic with it.
+    pub peers: Vec<(&'static str, PeerStats)>,
+    /// The matching queues.
+    pub matching: MatchStats,
+    /// The current eager limit in bytes.
+    pub eager_limit: u64,
+    /// Nanoseconds spent blocked in waits while wait timing was on.
+    pub wait_ns: u64,
+}
+
+impl Stats {
+    /// The counters summed over the peers a transport reaches (`None`: over every peer).
+    pub fn by_transport(&self, transport: Option<&str>) -> PeerStats {
+        let mut t = PeerStats::default();
+        for (name, s) in &self.peers {
+            if transport.is_none_or(|w| w == *name) {
+                t.add(s);
+            }
+        }
+        t
+    }
+}
+
+static WAIT_TIMING: AtomicBool = AtomicBool::new(false);
+static WAIT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Turns the measurement of the time blocked in waits on or off (a performance variable
+/// handle for it was started, or the profile is on).
+pub fn set_wait_timing(on: bool) {
+    WAIT_TIMING.store(on, Ordering::Relaxed);
+}
+
+/// Whether waits are timed now (one relaxed load).
+#[inline]
+pub(crate) fn wait_timing() -> bool {
+    WAIT_TIMING.load(Ordering::Relaxed)
+}
+
+/// Adds `ns` nanoseconds of blocking.
+pub(crate) fn add_wait_ns(ns: u64) {
+    WAIT_NS.fetch_add(ns, Ordering::Relaxed);
+}
+
+/// Nanoseconds spent blocked in waits so far.
+pub(crate) fn wait_ns() -> u64 {
+    WAIT_NS.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_counters_add_up_per_transport() {
+        let mut a = PeerStats::default();
+        a.sent(8, true);
+        a.sent(1 << 20, false);
+        a.received(8);
+        let mut b = PeerStats::default();
+        b.sent(16, true);
+        let s = Stats {
+            peers: vec![("self", b), ("sm", a), ("sm", a)],
+            ..Stats::default()
+        };
+        let sm = s.by_transport(Some("sm"));
+        assert_eq!((sm.msgs_sent, sm.eager_sent, sm.rndv_sent), (4, 2, 2));
+        assert_eq!(sm.bytes_sent, 2 * (8 + (1 << 20)));
+        assert_eq!(sm.bytes_recv, 16);
+        assert_eq!(s.by_transport(None).msgs_sent, 5);
+        assert_eq!(s.by_transport(Some("tcp")), PeerStats::default());
+        assert_eq!(sm.sent_sizes[size_bucket(8)], 2);
+        assert_eq!(
+            (
+                size_bucket(0),
+                size_bucket(1),
+                size_bucket(8),
+                size_bucket(9)
+            ),
+            (0, 1, 4, 4)
+        );
+        assert_eq!(size_bucket(usize::MAX), SIZE_BUCKETS - 1);
+    }
+}
+
+/// What a performance variable measures (MPI 4.1 §15.3.7's classes that oxmpi uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PvarClass {
+    /// A count that only grows (`MPI_T_PVAR_CLASS_COUNTER`).
+    Counter,
+    /// A current level, e.g. a queue length (`MPI_T_PVAR_CLASS_LEVEL`).
+    Level,
+    /// The largest level seen (`MPI_T_PVAR_CLASS_HIGHWATERMARK`).
+    HighWatermark,
+    /// A fixed size, e.g. a limit (`MPI_T_PVAR_CLASS_SIZE`).
+    Size,
+    /// Elapsed time in seconds, a `double` (`MPI_T_PVAR_CLASS_TIMER`).
+    Timer,
+}
+
+impl PvarClass {
+    /// The constant's name without `MPI_T_PVAR_CLASS_`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PvarClass::Counter => "COUNTER",
+            PvarClass::Level => "LEVEL",
+            PvarClass::HighWatermark => "HIGHWATERMARK",
+            PvarClass::Size => "SIZE",
+            PvarClass::Timer => "TIMER",
+        }
+    }
+}
+
+/// A performance variable: an engine counter as the tools interface and `oxmpi-info
+/// --pvars` show it. Counters and timers are read relative to a handle's start (the
+/// readers do that); levels, high-water marks and sizes are read as they are.
+#[derive(Debug, Clone, Copy)]
+pub struct Pvar {
+    /// Name, `<framework>_<component>_<what>`.
+    pub name: &'static str,
+    /// The category it is listed in (`btl_sm`, `pml_ox`).
+    pub category: &'static str,
+    /// One-line description.
+    pub desc: &'static str,
+    /// Its class.
+    pub class: PvarClass,
+    /// Verbosity level 1–9 (as parameter levels).
+    pub level: u8,
+    /// Counts without being started (`continuous`); a non-continuous one counts only between
+    /// start and stop.
+    pub continuous: bool,
+    /// Its value: a count (or nanoseconds for a timer) from a snapshot.
+    pub read: fn(&Stats) -> u64,
+}
+
+impl Pvar {
+    /// Whether handles may reset or write it (counters and timers).
+    pub fn resettable(&self) -> bool {
+        matches!(self.class, PvarClass::Counter | PvarClass::Timer)
+    }
+}
+
+macro_rules! transport_pvars {
+    ($($t:literal),*) => {[$(
+        Pvar { name: concat!("btl_", $t, "_msgs_sent"), category: concat!("btl_", $t),
+            desc: concat!("Messages sent to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).msgs_sent },
+        Pvar { name: concat!("btl_", $t, "_bytes_sent"), category: concat!("btl_", $t),
+            desc: concat!("Payload bytes sent to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).bytes_sent },
+        Pvar { name: concat!("btl_", $t, "_msgs_recv"), category: concat!("btl_", $t),
+            desc: concat!("Messages received from ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).msgs_recv },
+        Pvar { name: concat!("btl_", $t, "_bytes_recv"), category: concat!("btl_", $t),
+            desc: concat!("Payload bytes received from ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 4, continuous: true,
+            read: |s| s.by_transport(Some($t)).bytes_recv },
+    )*]};
+}
+
+const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
+
+const PML_PVARS: [Pvar; 10] = [
+    Pvar {
+        name: "pml_ox_eager_sent",
+        category: "pml_ox",
+        desc: "Messages sent eagerly (data with the envelope)",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        read: |s| s.by_transport(None).eager_sent,
+    },
+    Pvar {
+        name: "pml_ox_rndv_sent",
+        category: "pml_ox",
+        desc: "Messages sent by rendezvous (request to send, then the data)",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        read: |s| s.by_transport(None).rndv_sent,
+    },
+    Pvar {
+        name: "pml_ox_single_copy_offered",
+        category: "pml_ox",
+        desc: "Rendezvous sends that offered the receiver a single copy",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).single_copy_offered,
+    },
+    Pvar {
+        name: "pml_ox_single_copy_recv",
+        category: "pml_ox",
+        desc: "Rendezvous receives done by a single copy (CMA read or cooperative copy)",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).single_copy_recv,
+    },
+    Pvar {
+        name: "pml_ox_pipelined_recv",
+        category: "pml_ox",
+        desc: "Rendezvous receives done by the pipelined copy through the link",
+        class: PvarClass::Counter,
+        level: 5,
+        continuous: true,
+        read: |s| s.by_transport(None).pipelined_recv,
+    },
+    Pvar {
+        name: "pml_ox_unexpected",
+        category: "pml_ox",
+        desc: "Unexpected messages queued now (arrived before a matching receive)",
+        class: PvarClass::Level,
+        level: 4,
+        continuous: true,
+        read: |s| s.matching.unexpected,
+    },
+    Pvar {
+        name: "pml_ox_unexpected_hwm",
+        category: "pml_ox",
+        desc: "Most unexpected messages queued at once",
+        class: PvarClass::HighWatermark,
+        level: 4,
+        continuous: true,
+        read: |s| s.matching.unexpected_hwm,
+    },
+    Pvar {
+        name: "pml_ox_posted_searched",
+        category: "pml_ox",
+        desc: "Posted receives inspected by arriving messages (the search depth, summed; divide by pml_ox_arrivals)",
+        class: PvarClass::Counter,
+        level: 6,
+        continuous: true,
+        read: |s| s.matching.posted_searched,
+    },
+    Pvar {
+        name: "pml_ox_arrivals",
+        category: "pml_ox",
+        desc: "Arriving messages matched against the posted receives",
+        class: PvarClass::Counter,
+        level: 6,
+        continuous: true,
+        read: |s| s.matching.arrivals,
+    },
+    Pvar {
+        name: "pml_ox_eager_limit",
+        category: "pml_ox",
+        desc: "Largest message sent eagerly, in bytes (btl_sm_eager_limit capped by the ring's record size)",
+        class: PvarClass::Size,
+        level: 4,
+        continuous: true,
+        read: |s| s.eager_limit,
+    },
+];
+
+const WAIT_PVAR: Pvar = Pvar {
+    name: "pml_ox_wait_time",
+    category: "pml_ox",
+    desc: "Seconds spent blocked in waits (measured only while a handle of it is started)",
+    class: PvarClass::Timer,
+    level: 4,
+    continuous: false,
+    read: |s| s.wait_ns,
+};
+
+/// Every performance variable of the engine, in a fixed order (their tools-interface
+/// indices).
+pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
+    static ALL: std::sync::OnceLock<Vec<Pvar>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v = TRANSPORT_PVARS.to_vec();
+        v.extend(PML_PVARS);
+        v.push(WAIT_PVAR);
+        v
+    })
+    .iter()
+}
