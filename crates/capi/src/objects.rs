@@ -75,9 +75,9 @@ pub(crate) struct UserErrhandler {
 }
 
 /// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
-/// `MPI_Add_error_class`/`_code`).
+/// `MPI_Add_error_class`/`_code`); never below `MPI_ERR_LASTCODE` (MPI 3.1 §8.5).
 pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
-    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_ABI);
+    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_LASTCODE);
 
 /// Registry of user-defined error classes and codes and their strings.
 #[derive(Default)]
