@@ -34,3 +34,9 @@ fn both_abis(name: &str, np: usize, last_line: &str) -> String {
 fn lastusedcode_is_at_least_err_lastcode() {
     both_abis("std_errcodes.c", 1, "std_errcodes: all checks passed");
 }
+
+#[test]
+fn dims_create_is_balanced() {
+    let out = both_abis("std_dims.c", 1, "std_dims: all checks passed");
+    assert!(out.contains("72 in 2-D: 9 x 8"), "{out}");
+}
