@@ -866,15 +866,17 @@ mpi_fn! {
     /// `MPI_Type_free`.
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
-        let mut st = lock();
+        let st = lock();
         if builtins().contains_key(&h) {
             mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
         }
-        if st.types.remove(h).is_none() {
+        st.dtype(h)?;
+        drop(st);
+        // The delete callbacks see the datatype still valid; one that fails leaves it.
+        crate::attrs::type_free_attrs(h)?;
+        if lock().types.remove(h).is_none() {
             mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
         }
-        drop(st);
-        crate::attrs::type_free_attrs(h);
         out(datatype, MPI_DATATYPE_NULL, "datatype")
     }
 }

@@ -118,7 +118,9 @@ mpi_fn! {
             let st = lock();
             st.check_active()?;
         }
-        crate::comm::delete_all_attrs(MPI_COMM_SELF);
+        // MPI 3.1 §8.7.1: MPI_COMM_SELF's attributes go first, in reverse order of setting.
+        // A failing callback does not stop the shutdown.
+        let _ = crate::comm::delete_all_attrs(MPI_COMM_SELF);
         // Let freed requests and buffered sends drain.
         let eng = backend::engine()?;
         loop {

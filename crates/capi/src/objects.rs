@@ -6,7 +6,6 @@
 
 use crate::backend::{EComm, EMsg, EReq, EStatus, SendMode};
 use crate::status::MpiStatus;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -31,7 +30,42 @@ pub(crate) struct Comm {
     pub errh: c_int,
     pub err_action: ErrAction,
     pub name: String,
-    pub attrs: HashMap<c_int, usize>,
+    pub attrs: Attrs,
+}
+
+/// The attributes of an object, in the order they were first set (MPI_Finalize deletes
+/// those of MPI_COMM_SELF in reverse order of setting).
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Attrs(Vec<(c_int, usize)>);
+
+impl Attrs {
+    /// The value of `keyval`, if set.
+    pub fn get(&self, keyval: c_int) -> Option<usize> {
+        self.0.iter().find(|(k, _)| *k == keyval).map(|&(_, v)| v)
+    }
+    /// Set `keyval` to `v`; the previous value, if any (it keeps its place).
+    pub fn insert(&mut self, keyval: c_int, v: usize) -> Option<usize> {
+        match self.0.iter_mut().find(|(k, _)| *k == keyval) {
+            Some(e) => Some(std::mem::replace(&mut e.1, v)),
+            None => {
+                self.0.push((keyval, v));
+                None
+            }
+        }
+    }
+    /// Remove `keyval`; its value, if it was set.
+    pub fn remove(&mut self, keyval: c_int) -> Option<usize> {
+        let i = self.0.iter().position(|(k, _)| *k == keyval)?;
+        Some(self.0.remove(i).1)
+    }
+    /// All (keyval, value) pairs in the order of setting.
+    pub fn iter(&self) -> impl Iterator<Item = (c_int, usize)> + '_ {
+        self.0.iter().copied()
+    }
+    /// Remove and return every pair, in the order of setting.
+    pub fn take_all(&mut self) -> Vec<(c_int, usize)> {
+        std::mem::take(&mut self.0)
+    }
 }
 
 /// A process group: world ranks in group order.
@@ -53,6 +87,11 @@ pub(crate) struct Keyval {
     pub copy: usize,
     pub delete: usize,
     pub extra: usize,
+    /// Freed by the user (`MPI_*_free_keyval`) while attributes still used it: it stays
+    /// valid for those attributes until the last one is deleted (MPI 3.1 §6.7.2).
+    pub freed: bool,
+    /// Number of attributes (on communicators, datatypes, windows) set with this keyval.
+    pub uses: usize,
 }
 
 /// A communicator error handler callback (`MPI_Comm_errhandler_function`).

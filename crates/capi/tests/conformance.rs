@@ -40,3 +40,16 @@ fn dims_create_is_balanced() {
     let out = both_abis("std_dims.c", 1, "std_dims: all checks passed");
     assert!(out.contains("72 in 2-D: 9 x 8"), "{out}");
 }
+
+#[test]
+fn attributes_keyvals_and_callbacks() {
+    let out = both_abis("std_attrs.c", 2, "std_attrs: all checks passed");
+    for l in [
+        "freed keyval: 1 copy, 2 delete callbacks",
+        "callback errors: returned (MPI_ERR_OTHER)",
+        "datatype free: 1 delete callback",
+        "MPI_COMM_SELF at finalize: deleted 3 2 1",
+    ] {
+        assert!(out.contains(l), "missing '{l}':\n{out}");
+    }
+}

@@ -549,12 +549,11 @@ mpi_fn! {
         if predefined_key(keyval) {
             mpi_bail!(MPI_ERR_KEYVAL, "predefined window attributes cannot be set");
         }
-        if lock().keyvals.get(keyval).is_none() {
-            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
-        }
+        crate::attrs::live_keyval(&lock(), keyval)?;
         let old = with_win(win, |w| Ok(w.attrs.insert(keyval, attribute_val as usize)))?;
-        if let Some(old) = old {
-            delete_attr_value(win, keyval, old)?;
+        match old {
+            Some(old) => delete_attr_value(win, keyval, old)?,
+            None => crate::attrs::attr_added(&mut lock(), keyval),
         }
         Ok(())
     }
@@ -571,7 +570,7 @@ mpi_fn! {
         }
         let old = with_win(win, |w| Ok(w.attrs.remove(&keyval)))?;
         match old {
-            Some(old) => delete_attr_value(win, keyval, old),
+            Some(old) => delete_attrs(win, [(keyval, old)].into()),
             None => mpi_bail!(MPI_ERR_KEYVAL, "attribute {keyval:#x} is not set on this window"),
         }
     }
