@@ -711,6 +711,22 @@ ALIAS(Type_create_keyval)
 KEYVAL_KIND(win, Win, MPI_Win, oxa_i2h_win)
 ALIAS(Win_create_keyval)
 
+/* The deprecated MPI-1 names: MPI_Attr_get converts the predefined attribute values as
+ * MPI_Comm_get_attr does; MPI_Keyval_create's callbacks have MPI_Comm_create_keyval's
+ * types (MPI_DUP_FN is 1 and MPI_NULL_COPY_FN 0 here too). */
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    return PMPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+}
+ALIAS(Attr_get)
+
+int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
+                       void *extra_state)
+{
+    return PMPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state);
+}
+ALIAS(Keyval_create)
+
 /* ---------------------------------------------------------------- generalized requests */
 
 struct oxa_greq {

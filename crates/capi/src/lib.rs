@@ -30,6 +30,8 @@
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
+//! * [`legacy`]: the MPI-1 names MPICH still exports (`MPI_Attr_get`, `MPI_Type_struct`,
+//!   ...), each forwarding to its replacement;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's
 //!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
 //!   `malloc`/`free`, page size);
@@ -60,6 +62,7 @@ pub mod icoll;
 pub(crate) mod intercoll;
 pub(crate) mod intercomm;
 pub mod io;
+pub mod legacy;
 pub mod misc;
 pub mod neighbor;
 pub(crate) mod objects;

@@ -111,6 +111,9 @@ pub(crate) enum ErrAction {
 /// A user-created error handler object.
 pub(crate) struct UserErrhandler {
     pub func: CommErrFn,
+    /// References the user holds: one from its creation, one per `MPI_*_get_errhandler`
+    /// (each released by `MPI_Errhandler_free`).
+    pub refs: usize,
 }
 
 /// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by

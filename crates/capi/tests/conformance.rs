@@ -1,12 +1,15 @@
 //! MPI-3.1 conformance regression tests (issue 15): each C program of `tests/c/std_*.c`
 //! checks one defect that an independent conformance suite found, and runs in both ABIs:
 //! built with our `mpicc` (MPICH ABI, `libmpi.so.12`) and with `mpicc_abi` (MPI-5 standard
-//! ABI, `libmpi_abi.so.1`), with the same output required from both.
+//! ABI, `libmpi_abi.so.1`), with the same output required from both. The legacy MPI-1
+//! functions are also built with Debian's `mpicc.mpich` and run on our library, as binaries
+//! built years ago would.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
 mod common;
-use common::{c_source, compile, prefix, run_ok, Scratch};
+use common::{c_source, compile, mpirun, our_libs_first, prefix, run_ok, success, Scratch};
+use std::ffi::OsStr;
 
 /// Builds `tests/c/<name>` for both ABIs, runs each on `np` ranks (a hang ends at
 /// mpirun's timeout), requires `last_line` and identical output; returns the output.
@@ -26,6 +29,47 @@ fn both_abis(name: &str, np: usize, last_line: &str) -> String {
     assert_eq!(
         outs[0], outs[1],
         "{name}: output differs between the two ABIs"
+    );
+    outs.remove(0)
+}
+
+/// Builds `tests/c/<name>` with our `mpicc` and with Debian's `mpicc.mpich` (run on our
+/// `libmpi.so.12` through `LD_LIBRARY_PATH`), runs each on `np` ranks, requires `last_line`
+/// and identical output; returns the output.
+fn ours_and_mpich(name: &str, np: usize, last_line: &str) -> String {
+    let dir = Scratch::new("legacy");
+    let mut outs = Vec::new();
+    for cc in [prefix().join("bin/mpicc"), "mpicc.mpich".into()] {
+        let tag = cc.file_name().map(|f| f.to_string_lossy().into_owned());
+        let exe = dir.0.join(format!(
+            "{}-{}",
+            name.trim_end_matches(".c"),
+            tag.unwrap_or_default()
+        ));
+        compile(&cc, &c_source(name), &exe);
+        let np_s = np.to_string();
+        let args = [
+            OsStr::new("--timeout"),
+            OsStr::new("60"),
+            OsStr::new("-n"),
+            OsStr::new(&np_s),
+            exe.as_os_str(),
+        ];
+        let libs = our_libs_first();
+        let out = success(
+            &mpirun(&args, &[("LD_LIBRARY_PATH", libs.as_os_str())]),
+            &format!("{name} built with {}", cc.display()),
+        );
+        assert!(
+            out.lines().any(|l| l == last_line),
+            "{name} ({}) did not print '{last_line}':\n{out}",
+            cc.display()
+        );
+        outs.push(out);
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: output differs between our build and MPICH's"
     );
     outs.remove(0)
 }
@@ -52,4 +96,29 @@ fn attributes_keyvals_and_callbacks() {
     ] {
         assert!(out.contains(l), "missing '{l}':\n{out}");
     }
+}
+
+#[test]
+fn deprecated_attribute_functions_in_both_abis_and_mpich_builds() {
+    let last = "std_legacy_attr: all checks passed";
+    let a = both_abis("std_legacy_attr.c", 2, last);
+    let b = ours_and_mpich("std_legacy_attr.c", 2, last);
+    assert_eq!(a, b);
+    assert!(
+        a.contains("MPI_Attr_*/MPI_Keyval_*: 2 delete callbacks"),
+        "{a}"
+    );
+}
+
+#[test]
+fn removed_mpi1_functions_run_for_mpich_built_binaries() {
+    let out = ours_and_mpich("std_legacy_mpi1.c", 2, "std_legacy_mpi1: all checks passed");
+    assert!(
+        out.contains("struct extent 24, hvector extent 36, hindexed ub 16"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MPI_Errhandler_create/set/get: handler called 1 time"),
+        "{out}"
+    );
 }

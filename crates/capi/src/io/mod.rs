@@ -145,7 +145,7 @@ mpi_fn! {
     /// `MPI_File_create_errhandler`.
     fn PMPI_File_create_errhandler / "MPI_File_create_errhandler" [OnFile(0)] (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };
-        let h = lock().errhandlers.insert(UserErrhandler { func });
+        let h = lock().errhandlers.insert(UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -172,7 +172,7 @@ mpi_fn! {
     /// `MPI_File_get_errhandler`.
     fn PMPI_File_get_errhandler / "MPI_File_get_errhandler" [OnFile(file as usize)] (file: FileH, errhandler: *mut c_int) {
         let h = if file.is_null() { files().null_errh } else { get(file)?.state().errh };
-        out(errhandler, h, "errhandler")
+        out(errhandler, crate::errors::handed_out(h), "errhandler")
     }
 }
 

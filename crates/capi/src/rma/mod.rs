@@ -648,7 +648,7 @@ mpi_fn! {
         if errhandler.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL errhandler");
         }
-        let h = lock().errhandlers.insert(crate::errors::UserErrhandler { func });
+        let h = lock().errhandlers.insert(crate::errors::UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -669,7 +669,7 @@ mpi_fn! {
     /// `MPI_Win_get_errhandler`.
     fn PMPI_Win_get_errhandler / "MPI_Win_get_errhandler" [OnWin(win)] (win: c_int, errhandler: *mut c_int) {
         let h = with_win(win, |w| Ok(w.errh))?;
-        out(errhandler, h, "errhandler")
+        out(errhandler, crate::errors::handed_out(h), "errhandler")
     }
 }
 
