@@ -122,3 +122,12 @@ fn removed_mpi1_functions_run_for_mpich_built_binaries() {
         "{out}"
     );
 }
+
+#[test]
+fn no_op_accumulates_ignore_the_origin_and_zero_counts_do_nothing() {
+    let out = both_abis("std_rma_noop.c", 2, "std_rma_noop: all checks passed");
+    assert!(
+        out.contains("MPI_NO_OP: get_accumulate 101, fetch_and_op 201"),
+        "{out}"
+    );
+}

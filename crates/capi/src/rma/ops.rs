@@ -351,13 +351,19 @@ pub(super) fn do_accumulate(
     op: c_int,
 ) -> MpiResult {
     let a = t.access()?;
+    let n = check_count(t.count)?;
+    // MPI 3.1 §11.3.4: a zero-count accumulate does nothing, whatever the datatypes.
+    if n == 0 && ocount == 0 && result.is_none_or(|(_, rc, _)| rc == 0) {
+        return Ok(());
+    }
+    let tdt = dtype(t.datatype)?;
+    // With MPI_NO_OP the origin buffer, count and datatype are ignored (MPI 3.1
+    // §11.3.4): MPI_DATATYPE_NULL is allowed there.
     let (odt, data) = if op == MPI_NO_OP {
-        (dtype(otype)?, Vec::new())
+        (tdt.clone(), Vec::new())
     } else {
         pack(origin, ocount, otype)?
     };
-    let n = check_count(t.count)?;
-    let tdt = dtype(t.datatype)?;
     let tbytes = n * tdt.size;
     if op != MPI_NO_OP && data.len() != tbytes {
         mpi_bail!(
