@@ -131,3 +131,16 @@ fn no_op_accumulates_ignore_the_origin_and_zero_counts_do_nothing() {
         "{out}"
     );
 }
+
+#[test]
+fn minloc_maxloc_on_long_double_int() {
+    let out = both_abis("std_minloc_ld.c", 2, "std_minloc_ld: all checks passed");
+    assert!(
+        out.contains("reductions: minloc (1.5, 11) (7.0, 20), maxloc (2.5, 10)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("accumulate: minloc (3.0, 31), maxloc (9.0, 41)"),
+        "{out}"
+    );
+}
