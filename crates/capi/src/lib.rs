@@ -30,6 +30,7 @@
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
+//! * [`f90`]: `MPI_Type_create_f90_real/complex/integer` (cached predefined handles);
 //! * [`legacy`]: the MPI-1 names MPICH still exports (`MPI_Attr_get`, `MPI_Type_struct`,
 //!   ...), each forwarding to its replacement;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's
@@ -56,6 +57,7 @@ pub mod dpm;
 pub mod env;
 pub mod errors;
 pub(crate) mod external;
+pub mod f90;
 pub(crate) mod grequest;
 pub(crate) mod handles;
 pub mod icoll;

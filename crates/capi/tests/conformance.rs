@@ -144,3 +144,12 @@ fn minloc_maxloc_on_long_double_int() {
         "{out}"
     );
 }
+
+#[test]
+fn f90_parameterized_types() {
+    let out = both_abis("std_f90.c", 2, "std_f90: all checks passed");
+    assert!(
+        out.contains("bad kinds: MPI_ERR_ARG; free refused"),
+        "{out}"
+    );
+}
