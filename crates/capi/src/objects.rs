@@ -186,6 +186,8 @@ pub(crate) struct Persist {
     pub buf: usize,
     pub count: c_int,
     pub datatype: c_int,
+    /// The datatype object, held so that the request outlives `MPI_Type_free`.
+    pub dt: Option<std::sync::Arc<Datatype>>,
     pub peer: i32,
     pub tag: i32,
 }

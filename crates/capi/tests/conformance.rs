@@ -153,3 +153,16 @@ fn f90_parameterized_types() {
         "{out}"
     );
 }
+
+#[test]
+fn datatype_lifetimes_and_huge_contiguous_types() {
+    let out = both_abis("std_types_life.c", 2, "std_types_life: all checks passed");
+    assert!(
+        out.contains("persistent send with a freed datatype: 3 rounds"),
+        "{out}"
+    );
+    assert!(
+        out.contains("contiguous INT_MAX ints: size 8589934588"),
+        "{out}"
+    );
+}
