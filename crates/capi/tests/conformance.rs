@@ -166,3 +166,15 @@ fn datatype_lifetimes_and_huge_contiguous_types() {
         "{out}"
     );
 }
+
+#[test]
+fn file_views_zero_size_mismatch_and_external32() {
+    let out = both_abis("std_io.c", 2, "std_io: all checks passed");
+    for l in [
+        "zero-size view on rank 1: set_view and write_all completed",
+        "etype/filetype mismatch: MPI_ERR_IO on every rank",
+        "external32: 01 02 03 04 in the file, read back 0x1020304 -2",
+    ] {
+        assert!(out.contains(l), "missing '{l}':\n{out}");
+    }
+}
