@@ -416,13 +416,41 @@ impl Internal {
     }
 
     /// A fresh context id pair for a new communicator over (part of) this one, agreed by
-    /// every member: the largest `next_ctx` of any member; each member's `next_ctx` moves
-    /// past the pair. Used by dup, split and create alike.
+    /// every member ([`agree_ctx_by`] over allgathers). Used by dup, split and create
+    /// alike.
     pub fn agree_ctx(&self) -> MpiResult<u32> {
-        let mine = lock().next_ctx;
-        let ctx = u32::try_from(self.allreduce_max(i64::from(mine))?).unwrap_or(mine);
-        lock().next_ctx = ctx + 2;
-        Ok(ctx)
+        agree_ctx_by(
+            |v| {
+                let m = self.allreduce_max(i64::from(v))?;
+                Ok(u32::try_from(m).unwrap_or(v))
+            },
+            |ok| Ok(self.allreduce_max(i64::from(!ok))? == 0),
+        )
+    }
+}
+
+/// Agree on a context id pair that is free at every member, also while other threads of
+/// the members create communicators over other parents (MPI_THREAD_MULTIPLE): each member
+/// proposes its lowest free pair, `max` gives the largest proposal to all, each member
+/// reserves it if it is still free here, and `all` tells whether every member could
+/// (else the reservations are released and the next round starts above). `max` and `all`
+/// are the parent's collective exchanges, called in the same order at every member.
+pub(crate) fn agree_ctx_by(
+    mut max: impl FnMut(u32) -> MpiResult<u32>,
+    mut all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    let mut floor = 0;
+    loop {
+        let mine = lock().propose_ctx(floor, 2);
+        let agreed = max(mine)?;
+        let ok = lock().try_reserve_ctx(agreed, 2);
+        if all(ok)? {
+            return Ok(agreed);
+        }
+        if ok {
+            lock().release_ctx(agreed, 2);
+        }
+        floor = agreed + 2;
     }
 }
 

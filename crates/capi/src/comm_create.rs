@@ -82,7 +82,7 @@ mpi_fn! {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
         }
         crate::intercomm::require_intra(comm, "MPI_Comm_create_group")?;
-        let (ctx, members, parent_ranks, me, mine) = {
+        let (ctx, members, parent_ranks, me) = {
             let st = lock();
             st.check_active()?;
             let c = st.comm(comm)?;
@@ -98,7 +98,7 @@ mpi_fn! {
                     }
                 }
             }
-            (c.coll, members, pr, me, st.next_ctx)
+            (c.coll, members, pr, me)
         };
         if !(0..=backend::TAG_UB).contains(&tag) {
             return Err(MpiError::new(MPI_ERR_TAG, format!("tag {tag} out of range")).on(comm));
@@ -109,23 +109,28 @@ mpi_fn! {
         let eng = backend::engine()?;
         let t = CREATE_GROUP_TAG + (tag % (1 << 20));
         let leader = parent_ranks[0];
-        let agreed = if pos == 0 {
-            let mut m = mine;
-            for &p in &parent_ranks[1..] {
-                m = m.max(xfer(eng, ctx, None, Some(p), t).map_err(|e| e.on(comm))?);
+        // One exchange through the leader (the group's first member): everyone's `v`
+        // combined with `pick`, at everyone.
+        let round = |v: u32, pick: fn(u32, u32) -> u32| -> MpiResult<u32> {
+            if pos == 0 {
+                let mut m = v;
+                for &p in &parent_ranks[1..] {
+                    m = pick(m, xfer(eng, ctx, None, Some(p), t)?);
+                }
+                for &p in &parent_ranks[1..] {
+                    xfer(eng, ctx, Some((m, p)), None, t)?;
+                }
+                Ok(m)
+            } else {
+                xfer(eng, ctx, Some((v, leader)), None, t)?;
+                xfer(eng, ctx, None, Some(leader), t)
             }
-            for &p in &parent_ranks[1..] {
-                xfer(eng, ctx, Some((m, p)), None, t).map_err(|e| e.on(comm))?;
-            }
-            m
-        } else {
-            xfer(eng, ctx, Some((mine, leader)), None, t).map_err(|e| e.on(comm))?;
-            xfer(eng, ctx, None, Some(leader), t).map_err(|e| e.on(comm))?
         };
-        {
-            let mut st = lock();
-            st.next_ctx = st.next_ctx.max(agreed + 2);
-        }
+        let agreed = crate::comm::agree_ctx_by(
+            |v| round(v, u32::max),
+            |ok| Ok(round(u32::from(ok), u32::min)? == 1),
+        )
+        .map_err(|e| e.on(comm))?;
         let h = crate::comm::make::make_comm(comm, agreed, members)?;
         out(newcomm, h, "newcomm")
     }

@@ -275,6 +275,7 @@ impl Exchanged {
             .unwrap_or(0);
         let mut st = lock();
         st.next_ctx = st.next_ctx.max(ctx + 4);
+        st.ctx_taken.extend(ctx..ctx + 4);
         ctx
     }
 }

@@ -178,3 +178,12 @@ fn file_views_zero_size_mismatch_and_external32() {
         assert!(out.contains(l), "missing '{l}':\n{out}");
     }
 }
+
+#[test]
+fn communicators_created_from_several_threads_at_once() {
+    let out = both_abis("std_threads_ctx.c", 2, "std_threads_ctx: all checks passed");
+    assert!(
+        out.contains("4 threads x 15 rounds of dup, create, create_group, idup: ok"),
+        "{out}"
+    );
+}
