@@ -727,6 +727,35 @@ int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_f
 }
 ALIAS(Keyval_create)
 
+/* ---------------------------------------------------------------- MPI_Comm_idup
+ *
+ * The new communicator's handle is written when the duplication completes, on a library
+ * thread: oxmpi-capi's oxmpi_abi_comm_idup stores it through store_comm, which converts
+ * it into the caller's MPI_Comm (a converted temporary would be gone by then). */
+int oxmpi_abi_comm_idup(int comm, int info, void (*store)(void *, int), void *newcomm,
+                        int *request);
+
+static void store_comm(void *dst, int h) { *(MPI_Comm *)dst = (MPI_Comm)oxa_i2h_comm(h); }
+
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
+                             MPI_Request *request)
+{
+    int t_request = OXA_INVALID_HANDLE;
+    int rc = oxmpi_abi_comm_idup(oxa_h2i((uintptr_t)comm), oxa_h2i((uintptr_t)info),
+                                 newcomm ? store_comm : NULL, newcomm,
+                                 request ? &t_request : NULL);
+    if (rc == 0 && request)
+        *request = (MPI_Request)oxa_i2h_request(t_request);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Comm_idup_with_info)
+
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return PMPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request);
+}
+ALIAS(Comm_idup)
+
 /* ---------------------------------------------------------------- generalized requests */
 
 struct oxa_greq {

@@ -489,6 +489,8 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group* group);
 int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group);
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request);
 int MPI_Comm_join(int fd, MPI_Comm* intercomm);
 int PMPI_Comm_join(int fd, MPI_Comm* intercomm);
 int MPI_Comm_rank(MPI_Comm comm, int* rank);

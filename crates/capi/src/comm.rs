@@ -304,7 +304,10 @@ pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
     r
 }
 
-fn copy_attrs_to(from: c_int, to: c_int) -> MpiResult {
+/// The attributes a duplicate of `from` gets: each keyval's copy callback run now (errors
+/// for `from`'s handler). For `MPI_Comm_idup`, which attaches them later
+/// ([`attach_attrs`]).
+pub(crate) fn copied_attrs(from: c_int) -> MpiResult<Vec<(c_int, usize)>> {
     let attrs: Vec<(c_int, usize, Keyval)> = {
         let st = lock();
         let c = st.comm(from)?;
@@ -313,15 +316,29 @@ fn copy_attrs_to(from: c_int, to: c_int) -> MpiResult {
             .filter_map(|(k, v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
             .collect()
     };
+    let mut out = Vec::new();
     for (k, v, kv) in attrs {
         if let Some(newv) = call_copy(from, k, kv, v).map_err(|e| e.on(from))? {
-            let mut st = lock();
-            if st.comm_mut(to)?.attrs.insert(k, newv).is_none() {
-                attr_added(&mut st, k);
-            }
+            out.push((k, newv));
+        }
+    }
+    Ok(out)
+}
+
+/// Set the attributes `attrs` (from [`copied_attrs`]) on the new communicator `to`.
+pub(crate) fn attach_attrs(to: c_int, attrs: &[(c_int, usize)]) -> MpiResult {
+    let mut st = lock();
+    for &(k, v) in attrs {
+        if st.comm_mut(to)?.attrs.insert(k, v).is_none() {
+            attr_added(&mut st, k);
         }
     }
     Ok(())
+}
+
+fn copy_attrs_to(from: c_int, to: c_int) -> MpiResult {
+    let attrs = copied_attrs(from)?;
+    attach_attrs(to, &attrs)
 }
 
 // ---- communicators the library uses itself (windows, files) ----

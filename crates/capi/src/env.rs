@@ -75,6 +75,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
         err_action: action,
         name: "MPI_COMM_WORLD".into(),
         attrs: Default::default(),
+        idups: 0,
     });
     st.selfc = Some(Comm {
         ecomm: eng.comm_self(),
@@ -86,6 +87,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
         err_action: ErrAction::Fatal,
         name: "MPI_COMM_SELF".into(),
         attrs: Default::default(),
+        idups: 0,
     });
     let provided = backend::thread_level_code(eng.thread_level());
     st.thread_level = provided;

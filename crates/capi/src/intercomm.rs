@@ -363,6 +363,7 @@ pub(crate) fn make_inter(
         err_action,
         name: String::new(),
         attrs: Default::default(),
+        idups: 0,
     });
     // Register before the state lock is released: no other thread can see the handle
     // as an intracommunicator.

@@ -31,6 +31,9 @@ pub(crate) struct Comm {
     pub err_action: ErrAction,
     pub name: String,
     pub attrs: Attrs,
+    /// `MPI_Comm_idup` calls started on this communicator (the same count at every
+    /// member: they are collective): each agreement uses its own tag.
+    pub idups: u32,
 }
 
 /// The attributes of an object, in the order they were first set (MPI_Finalize deletes

@@ -187,3 +187,16 @@ fn communicators_created_from_several_threads_at_once() {
         "{out}"
     );
 }
+
+#[test]
+fn comm_idup_is_nonblocking() {
+    let out = both_abis("std_idup.c", 2, "std_idup: all checks passed");
+    assert!(
+        out.contains("idup: returned before the other rank called it; attributes copied"),
+        "{out}"
+    );
+    assert!(
+        out.contains("overlapping idups (one with info): 3 communicators"),
+        "{out}"
+    );
+}
