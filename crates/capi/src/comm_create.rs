@@ -5,10 +5,10 @@
 use crate::backend::{self, SendMode};
 use crate::consts::*;
 use crate::ffi::{out, MpiError, MpiResult};
-use crate::request::{MpiStatus, Pending, Request, NO_MESSAGE};
+use crate::request::{Pending, Request, NO_MESSAGE};
 use crate::state::lock;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::AtomicI32;
 
 /// Tag base of the context agreement of `MPI_Comm_create_group` (within the parent's
 /// collective context; far from the tags of `coll.rs`).
@@ -25,24 +25,6 @@ fn completed_request(comm: c_int) -> c_int {
         persistent: None,
         active: Some(Pending::done(NO_MESSAGE)),
     })
-}
-
-/// `MPI_Grequest_query_function` of an idup request: an empty status with its code.
-unsafe extern "C" fn idup_query(extra: *mut c_void, status: *mut MpiStatus) -> c_int {
-    // SAFETY: `extra` is the AtomicI32 box of `idup`, alive until `idup_free`.
-    let code = unsafe { &*(extra as *const AtomicI32) }.load(Ordering::Acquire);
-    let mut s = crate::status::empty_status();
-    s.error = code;
-    // SAFETY: the generalized request machinery passes a valid status.
-    unsafe { *status = s };
-    MPI_SUCCESS
-}
-
-/// `MPI_Grequest_free_function` of an idup request: release the code box.
-unsafe extern "C" fn idup_free(extra: *mut c_void) -> c_int {
-    // SAFETY: the box leaked in `idup`; freed once, after completion.
-    drop(unsafe { Box::from_raw(extra.cast::<AtomicI32>()) });
-    MPI_SUCCESS
 }
 
 /// Shared body of Comm_idup and Comm_idup_with_info (MPI 3.1 §6.4.2): returns at once.
@@ -75,26 +57,7 @@ fn idup(comm: c_int, info: c_int, newcomm: NewComm, request: *mut c_int) -> MpiR
         (c.coll, c.rank, c.size, c.group.clone(), c.idups)
     };
     let attrs = crate::comm::copied_attrs(comm)?;
-    let code = Box::into_raw(Box::new(AtomicI32::new(MPI_SUCCESS)));
-    let mut h: c_int = MPI_REQUEST_NULL;
-    // SAFETY: valid callbacks and output pointer; `code` is released by `idup_free`.
-    let rc = unsafe {
-        crate::grequest::PMPI_Grequest_start(
-            Some(idup_query),
-            Some(idup_free),
-            None,
-            code.cast(),
-            &mut h,
-        )
-    };
-    if rc != MPI_SUCCESS {
-        // SAFETY: not handed over to a request.
-        drop(unsafe { Box::from_raw(code) });
-        return Err(MpiError::new(rc, "cannot create the request").on(comm));
-    }
-    if let Some(r) = lock().reqs.get_mut(h) {
-        r.comm = comm;
-    }
+    let (h, code) = crate::grequest::start_coded(comm)?;
     let tag = IDUP_TAG + (seq % (1 << 20)) as i32;
     let job = IdupJob {
         comm,
@@ -162,10 +125,8 @@ impl IdupJob {
             }
             Err(e) => e.code,
         };
-        // SAFETY: the code box lives until the request's free callback, after completion.
-        unsafe { &*(self.code as *const AtomicI32) }.store(code, Ordering::Release);
-        // SAFETY: our generalized request, completed once.
-        unsafe { crate::grequest::PMPI_Grequest_complete(self.req) };
+        // SAFETY: `req` and `code` come from `idup`'s request, completed once, here.
+        unsafe { crate::grequest::complete_coded(self.req, self.code as *const AtomicI32, code) };
     }
 
     fn agree_and_make(&self) -> MpiResult<c_int> {
