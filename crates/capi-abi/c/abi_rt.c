@@ -711,6 +711,51 @@ ALIAS(Type_create_keyval)
 KEYVAL_KIND(win, Win, MPI_Win, oxa_i2h_win)
 ALIAS(Win_create_keyval)
 
+/* The deprecated MPI-1 names: MPI_Attr_get converts the predefined attribute values as
+ * MPI_Comm_get_attr does; MPI_Keyval_create's callbacks have MPI_Comm_create_keyval's
+ * types (MPI_DUP_FN is 1 and MPI_NULL_COPY_FN 0 here too). */
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    return PMPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+}
+ALIAS(Attr_get)
+
+int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
+                       void *extra_state)
+{
+    return PMPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state);
+}
+ALIAS(Keyval_create)
+
+/* ---------------------------------------------------------------- MPI_Comm_idup
+ *
+ * The new communicator's handle is written when the duplication completes, on a library
+ * thread: oxmpi-capi's oxmpi_abi_comm_idup stores it through store_comm, which converts
+ * it into the caller's MPI_Comm (a converted temporary would be gone by then). */
+int oxmpi_abi_comm_idup(int comm, int info, void (*store)(void *, int), void *newcomm,
+                        int *request);
+
+static void store_comm(void *dst, int h) { *(MPI_Comm *)dst = (MPI_Comm)oxa_i2h_comm(h); }
+
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
+                             MPI_Request *request)
+{
+    int t_request = OXA_INVALID_HANDLE;
+    int rc = oxmpi_abi_comm_idup(oxa_h2i((uintptr_t)comm), oxa_h2i((uintptr_t)info),
+                                 newcomm ? store_comm : NULL, newcomm,
+                                 request ? &t_request : NULL);
+    if (rc == 0 && request)
+        *request = (MPI_Request)oxa_i2h_request(t_request);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Comm_idup_with_info)
+
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return PMPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request);
+}
+ALIAS(Comm_idup)
+
 /* ---------------------------------------------------------------- generalized requests */
 
 struct oxa_greq {

@@ -760,7 +760,7 @@ def gen_unimplemented():
          "Known gaps of the conversions that are implemented:", "",
          "- attribute values: only the predefined `MPI_HOST`, `MPI_LASTUSEDCODE`,",
          "  `MPI_WIN_CREATE_FLAVOR` and `MPI_WIN_MODEL` are converted (in `MPI_Comm_get_attr`",
-         "  and `MPI_Win_get_attr`; the deprecated `MPI_Attr_get` is not);",
+         "  and `MPI_Win_get_attr`, and the deprecated `MPI_Attr_get`);",
          "- `MPI_Type_get_contents_c` (if `libmpi.so.12` gets it) would return the integers",
          "  of darray/subarray types (order, distribution) as MPICH-ABI numbers;",
          "  `MPI_Type_get_contents` converts them;",

@@ -2,7 +2,10 @@
 
 pub(crate) mod make;
 
-use crate::attrs::{call_copy, call_delete, CopyFn, DeleteFn};
+use crate::attrs::{
+    attr_added, call_copy, call_delete, delete_attr_list, free_keyval, live_keyval, new_keyval,
+    CopyFn, DeleteFn,
+};
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
 use crate::state::{lock, Group, Keyval};
@@ -123,8 +126,7 @@ mpi_fn! {
         if flag.is_null() || attribute_val.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL attribute_val or flag");
         }
-        if let Some(v) = c.attrs.get(&keyval) {
-            let v = *v;
+        if let Some(v) = c.attrs.get(keyval) {
             drop(st);
             out(attribute_val, v as *mut c_void, "attribute_val")?;
             return out(flag, 1, "flag");
@@ -156,37 +158,31 @@ mpi_fn! {
     }
 }
 
-/// Delete every attribute of `comm`, calling the delete callbacks (used by MPI_Finalize
-/// for MPI_COMM_SELF and by MPI_Comm_free).
-pub(crate) fn delete_all_attrs(comm: c_int) {
-    let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
-        let mut st = lock();
-        let Ok(c) = st.comm_mut(comm) else { return };
-        let a: Vec<_> = c.attrs.drain().collect();
-        a.into_iter()
-            .map(|(k, v)| (k, v, st.keyvals.get(k).copied()))
-            .collect()
+/// Delete every attribute of `comm` in reverse order of setting, calling the delete
+/// callbacks (used by MPI_Finalize for MPI_COMM_SELF and by MPI_Comm_free); the first
+/// callback error, for `comm`'s error handler.
+pub(crate) fn delete_all_attrs(comm: c_int) -> MpiResult {
+    let attrs = match lock().comm_mut(comm) {
+        Ok(c) => c.attrs.take_all(),
+        Err(_) => return Ok(()),
     };
-    for (k, v, kv) in attrs {
-        if let Some(kv) = kv {
-            call_delete(comm, k, kv, v);
-        }
-    }
+    delete_attr_list(comm, attrs.into_iter().rev()).map_err(|e| e.on(comm))
 }
 
 mpi_fn! {
     /// `MPI_Comm_set_attr`.
     fn PMPI_Comm_set_attr / "MPI_Comm_set_attr" (comm: c_int, keyval: c_int, attribute_val: *mut c_void) {
         let mut st = lock();
-        let Some(kv) = st.keyvals.get(keyval).copied() else {
-            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
-        };
+        let kv = live_keyval(&st, keyval)?;
         let old = st.comm_mut(comm)?.attrs.insert(keyval, attribute_val as usize);
+        if old.is_none() {
+            attr_added(&mut st, keyval);
+        }
         drop(st);
         if let Some(old) = old {
             let rc = call_delete(comm, keyval, kv, old);
             if rc != MPI_SUCCESS {
-                mpi_bail!(rc, "attribute delete callback failed");
+                return Err(MpiError::new(rc, "attribute delete callback failed").on(comm));
             }
         }
         Ok(())
@@ -197,41 +193,28 @@ mpi_fn! {
     /// `MPI_Comm_delete_attr`.
     fn PMPI_Comm_delete_attr / "MPI_Comm_delete_attr" (comm: c_int, keyval: c_int) {
         let mut st = lock();
-        let Some(kv) = st.keyvals.get(keyval).copied() else {
+        if st.keyvals.get(keyval).is_none() {
             mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
-        };
-        let Some(old) = st.comm_mut(comm)?.attrs.remove(&keyval) else {
+        }
+        let Some(old) = st.comm_mut(comm)?.attrs.remove(keyval) else {
             mpi_bail!(MPI_ERR_KEYVAL, "attribute {keyval:#x} is not set on this communicator");
         };
         drop(st);
-        let rc = call_delete(comm, keyval, kv, old);
-        if rc != MPI_SUCCESS {
-            mpi_bail!(rc, "attribute delete callback failed");
-        }
-        Ok(())
+        delete_attr_list(comm, [(keyval, old)]).map_err(|e| e.on(comm))
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_create_keyval`.
     fn PMPI_Comm_create_keyval / "MPI_Comm_create_keyval" (copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
-        let h = lock().keyvals.insert(Keyval {
-            copy: copy_fn.map_or(0, |f| f as usize),
-            delete: delete_fn.map_or(0, |f| f as usize),
-            extra: extra_state as usize,
-        });
-        out(keyval, h, "keyval")
+        out(keyval, new_keyval(copy_fn, delete_fn, extra_state), "keyval")
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_free_keyval`.
     fn PMPI_Comm_free_keyval / "MPI_Comm_free_keyval" (keyval: *mut c_int) {
-        let k = inp(keyval, "keyval")?;
-        if lock().keyvals.remove(k).is_none() {
-            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {k:#x}");
-        }
-        out(keyval, MPI_KEYVAL_INVALID, "keyval")
+        free_keyval(keyval)
     }
 }
 
@@ -279,7 +262,8 @@ mpi_fn! {
 /// topology and intercommunicator link, release its engine communicators.
 pub(crate) fn free(h: c_int) -> MpiResult {
     lock().comm(h)?;
-    delete_all_attrs(h);
+    // A failing delete callback leaves the communicator in place (its handler decides).
+    delete_all_attrs(h)?;
     crate::topo::table::forget(h);
     crate::intercomm::forget(h)?;
     let c = lock().comms.remove(h);
@@ -309,23 +293,52 @@ pub(crate) fn dup(comm: c_int, newcomm: *mut c_int) -> MpiResult {
     out(newcomm, h, "newcomm")
 }
 
-/// Copy the attributes of communicator `from` to `to` through the keyvals' copy
-/// callbacks.
+/// Copy the attributes of communicator `from` to the new communicator `to` through the
+/// keyvals' copy callbacks; when a callback fails, `to` is freed and the error goes to
+/// `from`'s handler.
 pub(crate) fn copy_attrs(from: c_int, to: c_int) -> MpiResult {
+    let r = copy_attrs_to(from, to);
+    if r.is_err() {
+        let _ = free(to);
+    }
+    r
+}
+
+/// The attributes a duplicate of `from` gets: each keyval's copy callback run now (errors
+/// for `from`'s handler). For `MPI_Comm_idup`, which attaches them later
+/// ([`attach_attrs`]).
+pub(crate) fn copied_attrs(from: c_int) -> MpiResult<Vec<(c_int, usize)>> {
     let attrs: Vec<(c_int, usize, Keyval)> = {
         let st = lock();
         let c = st.comm(from)?;
         c.attrs
             .iter()
-            .filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
+            .filter_map(|(k, v)| st.keyvals.get(k).map(|kv| (k, v, *kv)))
             .collect()
     };
+    let mut out = Vec::new();
     for (k, v, kv) in attrs {
         if let Some(newv) = call_copy(from, k, kv, v).map_err(|e| e.on(from))? {
-            lock().comm_mut(to)?.attrs.insert(k, newv);
+            out.push((k, newv));
+        }
+    }
+    Ok(out)
+}
+
+/// Set the attributes `attrs` (from [`copied_attrs`]) on the new communicator `to`.
+pub(crate) fn attach_attrs(to: c_int, attrs: &[(c_int, usize)]) -> MpiResult {
+    let mut st = lock();
+    for &(k, v) in attrs {
+        if st.comm_mut(to)?.attrs.insert(k, v).is_none() {
+            attr_added(&mut st, k);
         }
     }
     Ok(())
+}
+
+fn copy_attrs_to(from: c_int, to: c_int) -> MpiResult {
+    let attrs = copied_attrs(from)?;
+    attach_attrs(to, &attrs)
 }
 
 // ---- communicators the library uses itself (windows, files) ----
@@ -420,13 +433,41 @@ impl Internal {
     }
 
     /// A fresh context id pair for a new communicator over (part of) this one, agreed by
-    /// every member: the largest `next_ctx` of any member; each member's `next_ctx` moves
-    /// past the pair. Used by dup, split and create alike.
+    /// every member ([`agree_ctx_by`] over allgathers). Used by dup, split and create
+    /// alike.
     pub fn agree_ctx(&self) -> MpiResult<u32> {
-        let mine = lock().next_ctx;
-        let ctx = u32::try_from(self.allreduce_max(i64::from(mine))?).unwrap_or(mine);
-        lock().next_ctx = ctx + 2;
-        Ok(ctx)
+        agree_ctx_by(
+            |v| {
+                let m = self.allreduce_max(i64::from(v))?;
+                Ok(u32::try_from(m).unwrap_or(v))
+            },
+            |ok| Ok(self.allreduce_max(i64::from(!ok))? == 0),
+        )
+    }
+}
+
+/// Agree on a context id pair that is free at every member, also while other threads of
+/// the members create communicators over other parents (MPI_THREAD_MULTIPLE): each member
+/// proposes its lowest free pair, `max` gives the largest proposal to all, each member
+/// reserves it if it is still free here, and `all` tells whether every member could
+/// (else the reservations are released and the next round starts above). `max` and `all`
+/// are the parent's collective exchanges, called in the same order at every member.
+pub(crate) fn agree_ctx_by(
+    mut max: impl FnMut(u32) -> MpiResult<u32>,
+    mut all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    let mut floor = 0;
+    loop {
+        let mine = lock().propose_ctx(floor, 2);
+        let agreed = max(mine)?;
+        let ok = lock().try_reserve_ctx(agreed, 2);
+        if all(ok)? {
+            return Ok(agreed);
+        }
+        if ok {
+            lock().release_ctx(agreed, 2);
+        }
+        floor = agreed + 2;
     }
 }
 

@@ -482,8 +482,18 @@ fn pad_struct(t: &mut Datatype, entries: &[(isize, usize, &Datatype)]) {
     }
 }
 
-/// Insert a new derived type and write its handle.
-fn register(
+/// Whether `combiner` is one of the F90 parameterized types (`f90.rs`; predefined: not
+/// freed).
+fn is_f90(combiner: c_int) -> bool {
+    matches!(
+        combiner,
+        MPI_COMBINER_F90_REAL | MPI_COMBINER_F90_COMPLEX | MPI_COMBINER_F90_INTEGER
+    )
+}
+
+/// Insert a new derived type (with its envelope: combiner and constructor arguments) and
+/// write its handle.
+pub(crate) fn register(
     st: &mut State,
     mut t: Datatype,
     combiner: c_int,
@@ -866,15 +876,16 @@ mpi_fn! {
     /// `MPI_Type_free`.
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
-        let mut st = lock();
-        if builtins().contains_key(&h) {
+        let st = lock();
+        if builtins().contains_key(&h) || is_f90(st.dtype(h)?.combiner) {
             mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
         }
-        if st.types.remove(h).is_none() {
+        drop(st);
+        // The delete callbacks see the datatype still valid; one that fails leaves it.
+        crate::attrs::type_free_attrs(h)?;
+        if lock().types.remove(h).is_none() {
             mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {h:#x}");
         }
-        drop(st);
-        crate::attrs::type_free_attrs(h);
         out(datatype, MPI_DATATYPE_NULL, "datatype")
     }
 }

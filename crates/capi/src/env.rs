@@ -75,6 +75,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
         err_action: action,
         name: "MPI_COMM_WORLD".into(),
         attrs: Default::default(),
+        idups: 0,
     });
     st.selfc = Some(Comm {
         ecomm: eng.comm_self(),
@@ -86,6 +87,7 @@ fn init(required: c_int) -> MpiResult<c_int> {
         err_action: ErrAction::Fatal,
         name: "MPI_COMM_SELF".into(),
         attrs: Default::default(),
+        idups: 0,
     });
     let provided = backend::thread_level_code(eng.thread_level());
     st.thread_level = provided;
@@ -119,7 +121,9 @@ mpi_fn! {
             let st = lock();
             st.check_active()?;
         }
-        crate::comm::delete_all_attrs(MPI_COMM_SELF);
+        // MPI 3.1 §8.7.1: MPI_COMM_SELF's attributes go first, in reverse order of setting.
+        // A failing callback does not stop the shutdown.
+        let _ = crate::comm::delete_all_attrs(MPI_COMM_SELF);
         // Let freed requests and buffered sends drain.
         let eng = backend::engine()?;
         loop {

@@ -334,7 +334,7 @@ mpi_fn! {
     /// `MPI_Comm_create_errhandler`.
     fn PMPI_Comm_create_errhandler / "MPI_Comm_create_errhandler" (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };
-        let h = lock().errhandlers.insert(UserErrhandler { func });
+        let h = lock().errhandlers.insert(UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -360,7 +360,7 @@ mpi_fn! {
     /// `MPI_Comm_get_errhandler`.
     fn PMPI_Comm_get_errhandler / "MPI_Comm_get_errhandler" (comm: c_int, errhandler: *mut c_int) {
         let h = lock().comm(comm)?.errh;
-        out(errhandler, h, "errhandler")
+        out(errhandler, handed_out(h), "errhandler")
     }
 }
 
@@ -382,12 +382,27 @@ mpi_fn! {
         if st.errhandler_action(h).is_err() {
             mpi_bail!(MPI_ERR_ARG, "invalid error handler {h:#x}");
         }
-        // Predefined handlers are never destroyed; user ones stay usable by the
-        // communicators they are attached to (the function pointer is copied there).
-        st.errhandlers.remove(h);
+        // Predefined handlers are never destroyed; user ones go with their last reference
+        // and stay usable by the objects they are attached to (the function pointer is
+        // copied there).
+        if let Some(u) = st.errhandlers.get_mut(h) {
+            u.refs = u.refs.saturating_sub(1);
+            if u.refs == 0 {
+                st.errhandlers.remove(h);
+            }
+        }
         drop(st);
         out(errhandler, MPI_ERRHANDLER_NULL, "errhandler")
     }
+}
+
+/// The handle `h` returned by an `MPI_*_get_errhandler` call: a user handler gains a
+/// reference, which the caller releases with `MPI_Errhandler_free` (MPI 3.1 §8.3.4).
+pub(crate) fn handed_out(h: c_int) -> c_int {
+    if let Some(u) = lock().errhandlers.get_mut(h) {
+        u.refs += 1;
+    }
+    h
 }
 
 /// Check that a code is a valid error code (used by tests).

@@ -313,6 +313,41 @@ fn from_external(plan: &[(Conv, usize)], count: usize, ext: &[u8], out: &mut Vec
     }
 }
 
+/// The external32 plan of `dt` for file data: its external32 layout must have the native
+/// size, so that file views keep their geometry (`long`, `unsigned long` and `wchar_t`
+/// are smaller in external32 and are refused with `MPI_ERR_UNSUPPORTED_DATAREP`).
+fn file_plan(dt: &Datatype) -> MpiResult<Vec<(Conv, usize)>> {
+    let p = plan(dt)?;
+    if ext_size(&p) != dt.size {
+        mpi_bail!(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "external32 files: the datatype's external32 size ({}) differs from its native size ({}); long, unsigned long and wchar_t are not supported",
+            ext_size(&p),
+            dt.size
+        );
+    }
+    Ok(p)
+}
+
+/// Convert `count` elements of `dt` from native packed data to external32 (for files
+/// whose view uses `"external32"`).
+pub(crate) fn file_to_external32(dt: &Datatype, count: usize, native: &[u8]) -> MpiResult<Vec<u8>> {
+    let p = file_plan(dt)?;
+    let mut out = Vec::with_capacity(native.len());
+    to_external(&p, count, native, &mut out);
+    Ok(out)
+}
+
+/// Convert the whole elements of `dt` in external32 `data` (read from a file) to native
+/// packed data.
+pub(crate) fn file_from_external32(dt: &Datatype, data: &[u8]) -> MpiResult<Vec<u8>> {
+    let p = file_plan(dt)?;
+    let count = data.len().checked_div(dt.size).unwrap_or(0);
+    let mut out = Vec::with_capacity(data.len());
+    from_external(&p, count, data, &mut out);
+    Ok(out)
+}
+
 fn check_datarep(datarep: *const c_char) -> MpiResult {
     let d = read_cstr(datarep, "datarep")?;
     if d != "external32" {

@@ -16,6 +16,7 @@ use crate::objects::{Pending, Request};
 use crate::state::{lock, State};
 use crate::status::{empty_status, MpiStatus};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Call `free_fn` (no lock held); its return code.
 fn call_free(g: &Greq) -> c_int {
@@ -171,4 +172,62 @@ pub(crate) fn callback_result(rc: c_int, comm: c_int, what: &str) -> MpiResult {
         )
         .on(comm))
     }
+}
+
+// ---- the library's own generalized requests ----
+
+/// `MPI_Grequest_query_function` of a coded request: an empty status with its code.
+unsafe extern "C" fn coded_query(extra: *mut c_void, status: *mut MpiStatus) -> c_int {
+    // SAFETY: `extra` is the AtomicI32 box of `start_coded`, alive until `coded_free`.
+    let code = unsafe { &*(extra as *const AtomicI32) }.load(Ordering::Acquire);
+    let mut s = empty_status();
+    s.error = code;
+    // SAFETY: the generalized request machinery passes a valid status.
+    unsafe { *status = s };
+    MPI_SUCCESS
+}
+
+/// `MPI_Grequest_free_function` of a coded request: release the code box.
+unsafe extern "C" fn coded_free(extra: *mut c_void) -> c_int {
+    // SAFETY: the box leaked in `start_coded`; freed once, after completion.
+    drop(unsafe { Box::from_raw(extra.cast::<AtomicI32>()) });
+    MPI_SUCCESS
+}
+
+/// A generalized request of the library itself (nonblocking collectives,
+/// `MPI_Comm_idup`) on `comm`, whose status carries an error code set at completion: its
+/// handle and the code's box (valid until [`complete_coded`] completes the request).
+pub(crate) fn start_coded(comm: c_int) -> MpiResult<(c_int, *const AtomicI32)> {
+    let code = Box::into_raw(Box::new(AtomicI32::new(MPI_SUCCESS)));
+    let mut h: c_int = MPI_REQUEST_NULL;
+    // SAFETY: valid callbacks and output pointer; `code` is released by `coded_free`.
+    let rc = unsafe {
+        PMPI_Grequest_start(
+            Some(coded_query),
+            Some(coded_free),
+            None,
+            code.cast(),
+            &mut h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        // SAFETY: not handed over to a request.
+        drop(unsafe { Box::from_raw(code) });
+        return Err(MpiError::new(rc, "cannot create the request").on(comm));
+    }
+    if let Some(r) = lock().reqs.get_mut(h) {
+        r.comm = comm;
+    }
+    Ok((h, code))
+}
+
+/// Record `value` as the error code of coded request `h` and complete it.
+///
+/// # Safety
+/// `h` and `code` come from one [`start_coded`]; each request is completed once.
+pub(crate) unsafe fn complete_coded(h: c_int, code: *const AtomicI32, value: c_int) {
+    // SAFETY: the box lives until the request's free callback, after this completion.
+    unsafe { &*code }.store(value, Ordering::Release);
+    // SAFETY: our generalized request, completed once (caller contract).
+    unsafe { PMPI_Grequest_complete(h) };
 }

@@ -275,6 +275,7 @@ impl Exchanged {
             .unwrap_or(0);
         let mut st = lock();
         st.next_ctx = st.next_ctx.max(ctx + 4);
+        st.ctx_taken.extend(ctx..ctx + 4);
         ctx
     }
 }
@@ -362,6 +363,7 @@ pub(crate) fn make_inter(
         err_action,
         name: String::new(),
         attrs: Default::default(),
+        idups: 0,
     });
     // Register before the state lock is released: no other thread can see the handle
     // as an intracommunicator.

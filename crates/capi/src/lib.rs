@@ -33,6 +33,9 @@
 //! * [`tools`]: the MPI tools interface (`MPI_T_*`: the parameter registry as control
 //!   variables, the engine's counters as performance variables);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
+//! * [`f90`]: `MPI_Type_create_f90_real/complex/integer` (cached predefined handles);
+//! * [`legacy`]: the MPI-1 names MPICH still exports (`MPI_Attr_get`, `MPI_Type_struct`,
+//!   ...), each forwarding to its replacement;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's
 //!   `oxmpi_engine::sys`: host name, thread id, record locks, `posix_fallocate`,
 //!   `malloc`/`free`, page size);
@@ -58,12 +61,14 @@ pub mod dpm;
 pub mod env;
 pub mod errors;
 pub(crate) mod external;
+pub mod f90;
 pub(crate) mod grequest;
 pub(crate) mod handles;
 pub mod icoll;
 pub(crate) mod intercoll;
 pub(crate) mod intercomm;
 pub mod io;
+pub mod legacy;
 pub mod misc;
 pub mod neighbor;
 pub(crate) mod objects;

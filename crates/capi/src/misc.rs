@@ -151,28 +151,59 @@ mpi_fn! {
     }
 }
 
-/// Split `n` into `k` factors as equal as possible, in non-increasing order.
+/// Split `n` into `k` factors as close to each other as possible (the smallest difference
+/// between the largest and the smallest), in non-increasing order: 72 in 2-D is 9 x 8.
 pub(crate) fn dims_split(n: c_int, k: usize) -> Vec<c_int> {
-    let mut primes = Vec::new();
-    let mut m = n;
-    let mut p = 2;
-    while p * p <= m {
-        while m % p == 0 {
-            primes.push(p);
-            m /= p;
+    // The divisors of n, largest first (every factor divides n).
+    let mut divs = Vec::new();
+    let mut d: c_int = 1;
+    while d <= n / d {
+        if n % d == 0 {
+            divs.push(d);
+            if d != n / d {
+                divs.push(n / d);
+            }
         }
-        p += 1;
+        d += 1;
     }
-    if m > 1 {
-        primes.push(m);
+    divs.sort_unstable_by(|a, b| b.cmp(a));
+    let mut best = Vec::new();
+    let mut cur = Vec::with_capacity(k);
+    dims_search(&divs, n, k, n, &mut cur, &mut best);
+    best
+}
+
+/// Depth-first search of [`dims_split`] over `divs` (the divisors of n, largest first):
+/// `cur` holds the factors chosen so far (non-increasing, each at most `max`), `m` what is
+/// left to split into `left` more factors; `best` the most balanced split found.
+fn dims_search(
+    divs: &[c_int],
+    m: c_int,
+    left: usize,
+    max: c_int,
+    cur: &mut Vec<c_int>,
+    best: &mut Vec<c_int>,
+) {
+    let spread = |v: &[c_int]| v.first().copied().unwrap_or(1) - v.last().copied().unwrap_or(1);
+    if left == 0 {
+        if m == 1 && (best.is_empty() || spread(cur) < spread(best)) {
+            best.clone_from(cur);
+        }
+        return;
     }
-    let mut f = vec![1; k];
-    for &p in primes.iter().rev() {
-        let i = (0..k).min_by_key(|&i| f[i]).unwrap_or(0);
-        f[i] *= p;
+    for &f in divs.iter().filter(|&&f| f <= max && m % f == 0) {
+        // f is the largest of the factors still to choose: f^left must reach m.
+        if (f as f64).powi(left as i32) < m as f64 {
+            break;
+        }
+        // Every later factor is at most f, so the spread is at least first - f.
+        if !best.is_empty() && cur.first().copied().unwrap_or(f) - f >= spread(best) {
+            break;
+        }
+        cur.push(f);
+        dims_search(divs, m / f, left - 1, f, cur, best);
+        cur.pop();
     }
-    f.sort_unstable_by(|a, b| b.cmp(a));
-    f
 }
 
 // ---- info objects ----
@@ -355,6 +386,10 @@ mod tests {
         assert_eq!(dims_split(16, 2), vec![4, 4]);
         assert_eq!(dims_split(7, 3), vec![7, 1, 1]);
         assert_eq!(dims_split(24, 3), vec![4, 3, 2]);
+        assert_eq!(dims_split(72, 2), vec![9, 8]);
+        assert_eq!(dims_split(72, 3), vec![6, 4, 3]);
+        assert_eq!(dims_split(1, 2), vec![1, 1]);
+        assert_eq!(dims_split(2147483647, 2), vec![2147483647, 1]);
         let mut d = [0, 3, 0];
         // SAFETY: d has 3 ints.
         let rc = unsafe { PMPI_Dims_create(24, 3, d.as_mut_ptr()) };

@@ -6,7 +6,6 @@
 
 use crate::backend::{EComm, EMsg, EReq, EStatus, SendMode};
 use crate::status::MpiStatus;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -31,7 +30,45 @@ pub(crate) struct Comm {
     pub errh: c_int,
     pub err_action: ErrAction,
     pub name: String,
-    pub attrs: HashMap<c_int, usize>,
+    pub attrs: Attrs,
+    /// `MPI_Comm_idup` calls started on this communicator (the same count at every
+    /// member: they are collective): each agreement uses its own tag.
+    pub idups: u32,
+}
+
+/// The attributes of an object, in the order they were first set (MPI_Finalize deletes
+/// those of MPI_COMM_SELF in reverse order of setting).
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Attrs(Vec<(c_int, usize)>);
+
+impl Attrs {
+    /// The value of `keyval`, if set.
+    pub fn get(&self, keyval: c_int) -> Option<usize> {
+        self.0.iter().find(|(k, _)| *k == keyval).map(|&(_, v)| v)
+    }
+    /// Set `keyval` to `v`; the previous value, if any (it keeps its place).
+    pub fn insert(&mut self, keyval: c_int, v: usize) -> Option<usize> {
+        match self.0.iter_mut().find(|(k, _)| *k == keyval) {
+            Some(e) => Some(std::mem::replace(&mut e.1, v)),
+            None => {
+                self.0.push((keyval, v));
+                None
+            }
+        }
+    }
+    /// Remove `keyval`; its value, if it was set.
+    pub fn remove(&mut self, keyval: c_int) -> Option<usize> {
+        let i = self.0.iter().position(|(k, _)| *k == keyval)?;
+        Some(self.0.remove(i).1)
+    }
+    /// All (keyval, value) pairs in the order of setting.
+    pub fn iter(&self) -> impl Iterator<Item = (c_int, usize)> + '_ {
+        self.0.iter().copied()
+    }
+    /// Remove and return every pair, in the order of setting.
+    pub fn take_all(&mut self) -> Vec<(c_int, usize)> {
+        std::mem::take(&mut self.0)
+    }
 }
 
 /// A process group: world ranks in group order.
@@ -53,6 +90,11 @@ pub(crate) struct Keyval {
     pub copy: usize,
     pub delete: usize,
     pub extra: usize,
+    /// Freed by the user (`MPI_*_free_keyval`) while attributes still used it: it stays
+    /// valid for those attributes until the last one is deleted (MPI 3.1 §6.7.2).
+    pub freed: bool,
+    /// Number of attributes (on communicators, datatypes, windows) set with this keyval.
+    pub uses: usize,
 }
 
 /// A communicator error handler callback (`MPI_Comm_errhandler_function`).
@@ -72,12 +114,15 @@ pub(crate) enum ErrAction {
 /// A user-created error handler object.
 pub(crate) struct UserErrhandler {
     pub func: CommErrFn,
+    /// References the user holds: one from its creation, one per `MPI_*_get_errhandler`
+    /// (each released by `MPI_Errhandler_free`).
+    pub refs: usize,
 }
 
 /// Value of the `MPI_LASTUSEDCODE` attribute: the largest error code in use (updated by
-/// `MPI_Add_error_class`/`_code`).
+/// `MPI_Add_error_class`/`_code`); never below `MPI_ERR_LASTCODE` (MPI 3.1 §8.5).
 pub(crate) static LAST_USED_CODE: std::sync::atomic::AtomicI32 =
-    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_ABI);
+    std::sync::atomic::AtomicI32::new(crate::consts::MPI_ERR_LASTCODE);
 
 /// Registry of user-defined error classes and codes and their strings.
 #[derive(Default)]
@@ -144,6 +189,8 @@ pub(crate) struct Persist {
     pub buf: usize,
     pub count: c_int,
     pub datatype: c_int,
+    /// The datatype object, held so that the request outlives `MPI_Type_free`.
+    pub dt: Option<std::sync::Arc<Datatype>>,
     pub peer: i32,
     pub tag: i32,
 }

@@ -53,6 +53,7 @@ pub(crate) fn elem_type(dt: c_int) -> Option<ElemType> {
         MPI_2INT => ElemType::TwoInt,
         MPI_FLOAT_INT => ElemType::FloatInt,
         MPI_DOUBLE_INT => ElemType::DoubleInt,
+        MPI_LONG_DOUBLE_INT => ElemType::LongDoubleInt,
         MPI_LONG_INT => ElemType::LongInt,
         MPI_SHORT_INT => ElemType::ShortInt,
         MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX | MPI_COMPLEX | MPI_COMPLEX8 => {

@@ -113,13 +113,30 @@ pub(crate) fn start_send(
     comm: c_int,
     mode: SendMode,
 ) -> MpiResult<Pending> {
+    let dt = st.dtype_committed(datatype);
+    start_send_typed(st, buf, count, dt, dest, tag, comm, mode)
+}
+
+/// [`start_send`] with the datatype object (a persistent request holds it, so that the
+/// user may free the handle), or the error of looking it up.
+#[allow(clippy::too_many_arguments)]
+fn start_send_typed(
+    st: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    dt: MpiResult<Arc<Datatype>>,
+    dest: i32,
+    tag: i32,
+    comm: c_int,
+    mode: SendMode,
+) -> MpiResult<Pending> {
     let (ecomm, size) = {
         let c = st.comm(comm)?;
         (c.ecomm, c.size)
     };
-    let mut go = || -> MpiResult<Pending> {
+    let go = || -> MpiResult<Pending> {
         let n = check_count(count)?;
-        let dt = st.dtype_committed(datatype)?;
+        let dt = dt?;
         check_rank(dest, size, false)?;
         check_tag(tag, false)?;
         check_buf(buf, n, &dt)?;
@@ -195,13 +212,27 @@ pub(crate) fn start_recv(
     tag: i32,
     comm: c_int,
 ) -> MpiResult<Pending> {
+    let dt = st.dtype_committed(datatype);
+    start_recv_typed(st, buf, count, dt, source, tag, comm)
+}
+
+/// [`start_recv`] with the datatype object, or the error of looking it up.
+fn start_recv_typed(
+    st: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MpiResult<Arc<Datatype>>,
+    source: i32,
+    tag: i32,
+    comm: c_int,
+) -> MpiResult<Pending> {
     let (ecomm, size) = {
         let c = st.comm(comm)?;
         (c.ecomm, c.size)
     };
     let go = || -> MpiResult<Pending> {
         let n = check_count(count)?;
-        let dt = st.dtype_committed(datatype)?;
+        let dt = dt?;
         check_rank(source, size, true)?;
         check_tag(tag, true)?;
         check_buf(buf, n, &dt)?;
@@ -1389,16 +1420,18 @@ fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
         let c = st.comm(comm)?;
         (c.size,)
     };
-    let chk = || -> MpiResult {
+    let chk = || -> MpiResult<Arc<Datatype>> {
         check_count(p.count)?;
-        st.dtype_committed(p.datatype)?;
+        let dt = st.dtype_committed(p.datatype)?;
         check_rank(p.peer, size, p.send.is_none())?;
-        check_tag(p.tag, p.send.is_none())
+        check_tag(p.tag, p.send.is_none())?;
+        Ok(dt)
     };
-    chk().map_err(|e| e.on(comm))?;
+    // The request holds the datatype: it works after MPI_Type_free (MPI 3.1 §4.1.9).
+    let dt = chk().map_err(|e| e.on(comm))?;
     let h = st.reqs.insert(Request {
         comm,
-        persistent: Some(p),
+        persistent: Some(Persist { dt: Some(dt), ..p }),
         active: None,
     });
     drop(st);
@@ -1410,7 +1443,7 @@ macro_rules! persistent_send {
         mpi_fn! {
             /// Persistent send request.
             fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, peer: dest, tag }, request)
+                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, dt: None, peer: dest, tag }, request)
             }
         }
     };
@@ -1423,7 +1456,7 @@ persistent_send!(PMPI_Bsend_init, "MPI_Bsend_init", SendMode::Buffered);
 mpi_fn! {
     /// `MPI_Recv_init`.
     fn PMPI_Recv_init / "MPI_Recv_init" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, peer: source, tag }, request)
+        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, dt: None, peer: source, tag }, request)
     }
 }
 
@@ -1448,26 +1481,22 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
         mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
     }
     let comm = req.comm;
+    let dt = match &p.dt {
+        Some(dt) => Ok(dt.clone()),
+        None => st.dtype_committed(p.datatype),
+    };
     let pending = match p.send {
-        Some(mode) => start_send(
+        Some(mode) => start_send_typed(
             st,
             p.buf as *const c_void,
             p.count,
-            p.datatype,
+            dt,
             p.peer,
             p.tag,
             comm,
             mode,
         )?,
-        None => start_recv(
-            st,
-            p.buf as *mut c_void,
-            p.count,
-            p.datatype,
-            p.peer,
-            p.tag,
-            comm,
-        )?,
+        None => start_recv_typed(st, p.buf as *mut c_void, p.count, dt, p.peer, p.tag, comm)?,
     };
     let pending = if p.send == Some(SendMode::Buffered) {
         // A buffered send is complete for the user at once; the data travels on.

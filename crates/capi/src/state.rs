@@ -46,6 +46,10 @@ pub(crate) struct State {
     pub orphans: Vec<Pending>,
     /// The next context id this process may propose for a new communicator.
     pub next_ctx: u32,
+    /// Context ids at or above `FIRST_FREE_CTX` reserved by this process (by communicator
+    /// creations that agreed on them, or are checking an agreed value): several threads
+    /// may create communicators at once, each over its own parent.
+    pub ctx_taken: std::collections::BTreeSet<u32>,
     /// Generalized requests by request handle.
     pub greqs: std::collections::BTreeMap<c_int, Greq>,
     /// Datatype attributes: datatype handle -> keyval -> value.
@@ -80,6 +84,7 @@ impl State {
             bsend_buffer: None,
             orphans: Vec::new(),
             next_ctx: FIRST_FREE_CTX,
+            ctx_taken: std::collections::BTreeSet::new(),
             type_attrs: std::collections::BTreeMap::new(),
             greqs: std::collections::BTreeMap::new(),
         }
@@ -134,6 +139,33 @@ impl State {
                 Some(w) => w.err_action,
                 None => self.pre_init_world_errh.1,
             },
+        }
+    }
+
+    /// The lowest context id from `max(next_ctx, floor)` on whose `span` ids are all free
+    /// here: this process's proposal for a new communicator.
+    pub fn propose_ctx(&self, floor: u32, span: u32) -> u32 {
+        let mut c = self.next_ctx.max(floor);
+        while let Some(&t) = self.ctx_taken.range(c..c + span).next_back() {
+            c = t + 1;
+        }
+        c
+    }
+
+    /// Reserve the `span` context ids from `ctx` if they are all free here.
+    pub fn try_reserve_ctx(&mut self, ctx: u32, span: u32) -> bool {
+        if self.ctx_taken.range(ctx..ctx + span).next().is_some() {
+            return false;
+        }
+        self.ctx_taken.extend(ctx..ctx + span);
+        self.next_ctx = self.next_ctx.max(ctx + span);
+        true
+    }
+
+    /// Release a reservation that the other members could not make.
+    pub fn release_ctx(&mut self, ctx: u32, span: u32) {
+        for c in ctx..ctx + span {
+            self.ctx_taken.remove(&c);
         }
     }
 

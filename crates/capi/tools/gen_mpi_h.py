@@ -17,6 +17,26 @@ HANDLE_TYPES = {"MPI_Comm", "MPI_Group", "MPI_Win", "MPI_Session", "MPI_Message"
 # Constants that need types this header does not declare.
 SKIP_PREFIXES = ("MPIX_",)
 SKIP = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_CONVERSION_FN_NULL_C"}
+# Functions MPI 3.0 removed (so the MPI-5.0 prototypes lack them) that MPICH's mpi.h still
+# declares and libmpi.so.12 exports, with MPICH's parameter types.
+LEGACY_PROTOS = {
+    "MPI_Address": ("int ", "void *location, MPI_Aint *address"),
+    "MPI_Type_extent": ("int ", "MPI_Datatype datatype, MPI_Aint *extent"),
+    "MPI_Type_lb": ("int ", "MPI_Datatype datatype, MPI_Aint *displacement"),
+    "MPI_Type_ub": ("int ", "MPI_Datatype datatype, MPI_Aint *displacement"),
+    "MPI_Type_hindexed": ("int ", "int count, int *array_of_blocklengths, "
+                          "MPI_Aint *array_of_displacements, MPI_Datatype oldtype, "
+                          "MPI_Datatype *newtype"),
+    "MPI_Type_hvector": ("int ", "int count, int blocklength, MPI_Aint stride, "
+                         "MPI_Datatype oldtype, MPI_Datatype *newtype"),
+    "MPI_Type_struct": ("int ", "int count, int *array_of_blocklengths, "
+                        "MPI_Aint *array_of_displacements, MPI_Datatype *array_of_types, "
+                        "MPI_Datatype *newtype"),
+    "MPI_Errhandler_create": ("int ", "MPI_Handler_function *function, "
+                              "MPI_Errhandler *errhandler"),
+    "MPI_Errhandler_get": ("int ", "MPI_Comm comm, MPI_Errhandler *errhandler"),
+    "MPI_Errhandler_set": ("int ", "MPI_Comm comm, MPI_Errhandler errhandler"),
+}
 
 
 def main():
@@ -25,7 +45,7 @@ def main():
     for e in exports:
         names += [l.strip() for l in open(e) if l.strip().startswith("MPI_")]
     names = sorted(set(n for n in names if n not in ("MPI_UNWEIGHTED", "MPI_WEIGHTS_EMPTY")))
-    protos = {}
+    protos = dict(LEGACY_PROTOS)
     for line in open(proto_path):
         m = re.match(r"^(.*?\b)(MPI_\w+)\((.*)\);$", line.strip())
         if m:
@@ -143,6 +163,7 @@ typedef void (MPI_Win_errhandler_function)(MPI_Win *win, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
 typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef MPI_Comm_errhandler_function MPI_Handler_function;
 typedef int (MPI_Grequest_query_function)(void *extra_state, MPI_Status *status);
 typedef int (MPI_Grequest_free_function)(void *extra_state);
 typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);

@@ -33,5 +33,6 @@ pub(crate) fn make_comm(parent: c_int, ctx: u32, group: Vec<i32>) -> MpiResult<c
         err_action,
         name: String::new(),
         attrs: Default::default(),
+        idups: 0,
     }))
 }

@@ -13,7 +13,7 @@ use crate::state::lock;
 use oxmpi_coll::nbc::progress;
 use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 
 /// Packed bytes to unpack into the user's memory when a schedule completes: datatype,
@@ -33,24 +33,6 @@ struct Finish {
 // valid until completion by the MPI contract.
 unsafe impl Send for Finish {}
 
-/// `MPI_Grequest_query_function`: an empty status with the collective's error code.
-unsafe extern "C" fn query(extra: *mut c_void, status: *mut crate::status::MpiStatus) -> c_int {
-    // SAFETY: `extra` is the AtomicI32 box of `start`, alive until `free_state`.
-    let code = unsafe { &*(extra as *const AtomicI32) }.load(Ordering::Acquire);
-    let mut s = crate::status::empty_status();
-    s.error = code;
-    // SAFETY: the generalized request machinery passes a valid status.
-    unsafe { *status = s };
-    MPI_SUCCESS
-}
-
-/// `MPI_Grequest_free_function`: release the error code box.
-unsafe extern "C" fn free_state(extra: *mut c_void) -> c_int {
-    // SAFETY: the box leaked in `start`; freed once, after completion.
-    drop(unsafe { Box::from_raw(extra.cast::<AtomicI32>()) });
-    MPI_SUCCESS
-}
-
 impl Finish {
     /// Unpack received data, record the outcome, complete the request.
     fn run(self, sched: &Schedule, r: oxmpi_coll::Result<()>) {
@@ -68,10 +50,8 @@ impl Finish {
             }
             Err(e) => crate::backend::err(e).code,
         };
-        // SAFETY: see `Finish::code`.
-        unsafe { &*self.code }.store(code, Ordering::Release);
-        // SAFETY: `h` is the generalized request created in `start`, completed once.
-        unsafe { crate::grequest::PMPI_Grequest_complete(self.h) };
+        // SAFETY: `h` and `code` come from `start`'s request, completed once.
+        unsafe { crate::grequest::complete_coded(self.h, self.code, code) };
     }
 }
 
@@ -92,26 +72,7 @@ pub(crate) fn start(
     if request.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
     }
-    let code = Box::into_raw(Box::new(AtomicI32::new(MPI_SUCCESS)));
-    let mut h: c_int = MPI_REQUEST_NULL;
-    // SAFETY: valid callbacks and output pointer; `code` is released by `free_state`.
-    let rc = unsafe {
-        crate::grequest::PMPI_Grequest_start(
-            Some(query),
-            Some(free_state),
-            None,
-            code.cast(),
-            &mut h,
-        )
-    };
-    if rc != MPI_SUCCESS {
-        // SAFETY: not handed over to a request.
-        drop(unsafe { Box::from_raw(code) });
-        return Err(MpiError::new(rc, "cannot create the request").on(comm));
-    }
-    if let Some(r) = lock().reqs.get_mut(h) {
-        r.comm = comm;
-    }
+    let (h, code) = crate::grequest::start_coded(comm)?;
     let fin = Finish { h, unpack, code };
     progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
     out(request, h, "request")

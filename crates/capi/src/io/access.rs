@@ -93,12 +93,21 @@ pub(super) fn access(
         At::Shared => f.shared.get().fetch_add(netypes, Ordering::SeqCst),
         At::Ordered => unreachable!("ordered access is resolved to At::Reserved on entry"),
     };
+    if nbytes > 0 && s.view.map.is_empty() {
+        mpi_bail!(
+            MPI_ERR_IO,
+            "data access through a view whose filetype holds no data"
+        );
+    }
     let segs = s.view.map.segments(start as u64 * esize, nbytes as u64);
     let atomic = s.atomic;
     let done = if write {
         let mut data = Vec::with_capacity(nbytes);
         // SAFETY: `buf` holds `n` items of `dt` (MPI contract of the write calls).
         unsafe { pack_into(&dt, n, buf as *const u8, &mut data) };
+        if s.view.external32 {
+            data = crate::external::file_to_external32(&dt, n, &data)?;
+        }
         let _lock = atomic.then(|| RangeLock::new(f, &segs, true));
         let mut pos = 0usize;
         for &(off, len) in &segs {
@@ -128,8 +137,14 @@ pub(super) fn access(
                 }
             }
         }
+        let native = if s.view.external32 {
+            crate::external::file_from_external32(&dt, &data[..pos])?
+        } else {
+            data.truncate(pos);
+            data
+        };
         // SAFETY: `buf` has room for `n` items of `dt` (MPI contract of the read calls).
-        unsafe { unpack_from(&dt, n, buf as *mut u8, &data[..pos]) };
+        unsafe { unpack_from(&dt, n, buf as *mut u8, &native) };
         pos
     };
     if let At::Individual = at {

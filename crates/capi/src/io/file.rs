@@ -33,6 +33,8 @@ pub(super) struct View {
     pub(super) map: ViewMap,
     /// Size of the etype in bytes (view positions count etypes).
     pub(super) esize: u64,
+    /// The data representation is `"external32"` (else `"native"`).
+    pub(super) external32: bool,
 }
 
 /// Mutable per-handle state.
@@ -265,6 +267,7 @@ fn default_view() -> MpiResult<View> {
         ftype_h: MPI_BYTE,
         map: ViewMap::bytes(0),
         esize: 1,
+        external32: false,
     })
 }
 

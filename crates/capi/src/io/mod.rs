@@ -8,8 +8,10 @@
 //!   open everywhere.
 //! * Data moves with `pread`/`pwrite` through the file view (`view::ViewMap`): user
 //!   buffers are packed/unpacked with the datatype engine, view positions become file
-//!   segments. Only the `"native"` data representation is supported in views
-//!   (`MPI_Register_datarep` records names, so duplicates fail as the standard says).
+//!   segments. Views take the `"native"` (also as `"internal"`) and `"external32"` data
+//!   representations (external32: the data converted by `external`, for datatypes whose
+//!   external32 size is their native size); `MPI_Register_datarep` records names, so
+//!   duplicates fail as the standard says.
 //! * The shared file pointer is an `AtomicI64` in a shared memory file mapped by every
 //!   rank (created by rank 0, unlinked as soon as all ranks mapped it); a file opened by
 //!   one process keeps it in local memory.
@@ -35,14 +37,14 @@ pub(crate) mod view;
 use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::errors::{CommErrFn, ErrAction, UserErrhandler};
-use crate::ffi::{out, ErrorOwner, MpiError};
+use crate::ffi::{out, ErrorOwner, MpiError, MpiResult};
 use crate::request::MpiStatus;
 use crate::state::{lock, Group, Info};
 use access::{
     access, check_no_split, completed_request, not_sequential, seek_target, split_begin, split_end,
     write_st, At,
 };
-use collective::{barrier, bcast_i64, internal};
+use collective::{allgather_i64, barrier, bcast_i64, internal};
 use file::{
     action_of, check_amode, files, free_comm, get, handle_behind, info_entries, merge_info,
     open_on, os_class, os_err, path_arg, FileH, View,
@@ -145,7 +147,7 @@ mpi_fn! {
     /// `MPI_File_create_errhandler`.
     fn PMPI_File_create_errhandler / "MPI_File_create_errhandler" [OnFile(0)] (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };
-        let h = lock().errhandlers.insert(UserErrhandler { func });
+        let h = lock().errhandlers.insert(UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -172,7 +174,7 @@ mpi_fn! {
     /// `MPI_File_get_errhandler`.
     fn PMPI_File_get_errhandler / "MPI_File_get_errhandler" [OnFile(file as usize)] (file: FileH, errhandler: *mut c_int) {
         let h = if file.is_null() { files().null_errh } else { get(file)?.state().errh };
-        out(errhandler, h, "errhandler")
+        out(errhandler, crate::errors::handed_out(h), "errhandler")
     }
 }
 
@@ -335,56 +337,18 @@ mpi_fn! {
     /// `MPI_File_set_view` (collective; resets the individual and shared file pointers).
     fn PMPI_File_set_view / "MPI_File_set_view" [OnFile(fh as usize)] (fh: FileH, disp: i64, etype: c_int, filetype: c_int, datarep: *const c_char, info: c_int) {
         let f = get(fh)?;
-        let rep = crate::ffi::read_cstr(datarep, "datarep")?;
-        if rep != "native" {
-            mpi_bail!(
-                MPI_ERR_UNSUPPORTED_DATAREP,
-                "data representation \"{rep}\" is not supported (only \"native\")"
-            );
+        // Every rank checks its arguments, then all agree: a rank whose view is refused
+        // must not leave the others waiting in the collective (MPI 3.1 §13.3).
+        let mine = new_view(&f, disp, etype, filetype, datarep, info);
+        let codes = allgather_i64(mine.as_ref().err().map_or(0, |e| i64::from(e.code)), f.comm)?;
+        let (view, new_info) = mine?;
+        if let Some(&c) = codes.iter().find(|&&c| c != 0) {
+            let r = codes.iter().position(|&c| c != 0).unwrap_or(0);
+            mpi_bail!(c as c_int, "MPI_File_set_view failed on rank {r} of the file's group");
         }
-        let (et, ft) = {
-            let st = lock();
-            (st.dtype_committed(etype)?, st.dtype_committed(filetype)?)
-        };
-        if et.size == 0 {
-            mpi_bail!(MPI_ERR_TYPE, "the etype holds no data");
-        }
-        if ft.size % et.size != 0 {
-            mpi_bail!(MPI_ERR_TYPE, "the filetype ({} bytes) is not made of etypes ({} bytes)", ft.size, et.size);
-        }
-        let new_info = info_entries(info)?;
-        let disp = if disp == MPI_DISPLACEMENT_CURRENT {
-            if f.amode & MPI_MODE_SEQUENTIAL == 0 {
-                mpi_bail!(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT needs MPI_MODE_SEQUENTIAL");
-            }
-            let s = f.state();
-            let pos = f.shared.get().load(Ordering::SeqCst).max(0) as u64 * s.view.esize;
-            s.view.map.byte_offset(pos) as i64
-        } else {
-            disp
-        };
-        if disp < 0 {
-            mpi_bail!(MPI_ERR_ARG, "negative displacement {disp}");
-        }
-        let map = ViewMap::new(
-            disp as u64,
-            ft.blocks.iter().map(|b| (b.disp, b.len)),
-            ft.extent(),
-        )
-        .map_err(|e| MpiError::new(MPI_ERR_TYPE, format!("filetype cannot define a view: {e:?}")))?;
-        let esize = et.size as u64;
-        barrier(f.comm)?;
         {
             let mut s = f.state();
-            s.view = View {
-                disp,
-                etype: et,
-                etype_h: etype,
-                ftype: ft,
-                ftype_h: filetype,
-                map,
-                esize,
-            };
+            s.view = view;
             s.pos = 0;
             merge_info(&mut s.info, new_info);
         }
@@ -393,6 +357,77 @@ mpi_fn! {
         }
         barrier(f.comm)
     }
+}
+
+/// The view `MPI_File_set_view` asks for on this rank, with the info entries to merge.
+fn new_view(
+    f: &file::FileObj,
+    disp: i64,
+    etype: c_int,
+    filetype: c_int,
+    datarep: *const c_char,
+    info: c_int,
+) -> MpiResult<(View, Vec<(String, String)>)> {
+    let rep = crate::ffi::read_cstr(datarep, "datarep")?;
+    let external32 = match rep.as_str() {
+        "native" | "internal" => false,
+        "external32" => true,
+        _ => mpi_bail!(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "data representation \"{rep}\" is not supported (\"native\", \"internal\" or \"external32\")"
+        ),
+    };
+    let (et, ft) = {
+        let st = lock();
+        (st.dtype_committed(etype)?, st.dtype_committed(filetype)?)
+    };
+    // A filetype must be made of etypes (MPI 3.1 §13.3: MPI_ERR_IO otherwise).
+    if et.size == 0 {
+        mpi_bail!(MPI_ERR_IO, "the etype holds no data");
+    }
+    if ft.size % et.size != 0 {
+        mpi_bail!(
+            MPI_ERR_IO,
+            "the filetype ({} bytes) is not made of etypes ({} bytes)",
+            ft.size,
+            et.size
+        );
+    }
+    let new_info = info_entries(info)?;
+    let disp = if disp == MPI_DISPLACEMENT_CURRENT {
+        if f.amode & MPI_MODE_SEQUENTIAL == 0 {
+            mpi_bail!(
+                MPI_ERR_ARG,
+                "MPI_DISPLACEMENT_CURRENT needs MPI_MODE_SEQUENTIAL"
+            );
+        }
+        let s = f.state();
+        let pos = f.shared.get().load(Ordering::SeqCst).max(0) as u64 * s.view.esize;
+        s.view.map.byte_offset(pos) as i64
+    } else {
+        disp
+    };
+    if disp < 0 {
+        mpi_bail!(MPI_ERR_ARG, "negative displacement {disp}");
+    }
+    let map = ViewMap::new(
+        disp as u64,
+        ft.blocks.iter().map(|b| (b.disp, b.len)),
+        ft.extent(),
+    )
+    .map_err(|e| MpiError::new(MPI_ERR_IO, format!("filetype cannot define a view: {e:?}")))?;
+    let esize = et.size as u64;
+    let view = View {
+        disp,
+        etype: et,
+        etype_h: etype,
+        ftype: ft,
+        ftype_h: filetype,
+        map,
+        esize,
+        external32,
+    };
+    Ok((view, new_info))
 }
 
 mpi_fn! {
@@ -410,7 +445,8 @@ mpi_fn! {
         out(disp, v.disp, "disp")?;
         out(etype, handle(&v.etype, v.etype_h), "etype")?;
         out(filetype, handle(&v.ftype, v.ftype_h), "filetype")?;
-        crate::ffi::copy_cstr(datarep, MPI_MAX_DATAREP_STRING as usize, "native")?;
+        let rep = if v.external32 { "external32" } else { "native" };
+        crate::ffi::copy_cstr(datarep, MPI_MAX_DATAREP_STRING as usize, rep)?;
         Ok(())
     }
 }

@@ -22,8 +22,6 @@ pub(crate) struct ViewMap {
 /// Why a filetype cannot define a view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ViewError {
-    /// The filetype holds no data.
-    Empty,
     /// A block lies at a negative displacement or outside a non-positive extent.
     BadLayout,
 }
@@ -61,7 +59,13 @@ impl ViewMap {
             }
         }
         if merged.is_empty() {
-            return Err(ViewError::Empty);
+            // A filetype without data (MPI 3.1 §13.3 allows it): the view holds nothing.
+            return Ok(ViewMap {
+                disp,
+                extent: extent.max(1) as u64,
+                size: 0,
+                blocks: merged,
+            });
         }
         if extent <= 0 {
             return Err(ViewError::BadLayout);
@@ -75,6 +79,11 @@ impl ViewMap {
         })
     }
 
+    /// True when the view holds no data (its filetype's size is zero).
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
     /// True when the view's data is one contiguous run of the file from `disp`.
     pub fn is_contiguous(&self) -> bool {
         self.blocks.len() == 1 && self.blocks[0] == (0, self.extent)
@@ -84,7 +93,7 @@ impl ViewMap {
     /// adjacent segments merged.
     pub fn segments(&self, pos: u64, len: u64) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        if len == 0 {
+        if len == 0 || self.size == 0 {
             return out;
         }
         if self.is_contiguous() {
@@ -120,7 +129,7 @@ impl ViewMap {
 
     /// The absolute file offset of data position `pos`.
     pub fn byte_offset(&self, pos: u64) -> u64 {
-        self.segments(pos, 1)[0].0
+        self.segments(pos, 1).first().map_or(self.disp, |s| s.0)
     }
 
     /// Bytes of view data that lie before file offset `file_off`.
@@ -192,8 +201,12 @@ mod tests {
     }
 
     #[test]
-    fn bad_filetypes_are_rejected() {
-        assert_eq!(ViewMap::new(0, [(0, 0)], 4), Err(ViewError::Empty));
+    fn bad_filetypes_are_rejected_and_empty_ones_hold_nothing() {
+        let empty = ViewMap::new(8, [(0, 0)], 4).unwrap();
+        assert!(empty.is_empty());
+        assert!(empty.segments(0, 0).is_empty());
+        assert_eq!(empty.byte_offset(0), 8);
+        assert_eq!(empty.data_before(100), 0);
         assert_eq!(ViewMap::new(0, [(-4, 4)], 8), Err(ViewError::BadLayout));
         assert_eq!(ViewMap::new(0, [(0, 4)], 0), Err(ViewError::BadLayout));
     }

@@ -549,12 +549,11 @@ mpi_fn! {
         if predefined_key(keyval) {
             mpi_bail!(MPI_ERR_KEYVAL, "predefined window attributes cannot be set");
         }
-        if lock().keyvals.get(keyval).is_none() {
-            mpi_bail!(MPI_ERR_KEYVAL, "invalid attribute key {keyval:#x}");
-        }
+        crate::attrs::live_keyval(&lock(), keyval)?;
         let old = with_win(win, |w| Ok(w.attrs.insert(keyval, attribute_val as usize)))?;
-        if let Some(old) = old {
-            delete_attr_value(win, keyval, old)?;
+        match old {
+            Some(old) => delete_attr_value(win, keyval, old)?,
+            None => crate::attrs::attr_added(&mut lock(), keyval),
         }
         Ok(())
     }
@@ -571,7 +570,7 @@ mpi_fn! {
         }
         let old = with_win(win, |w| Ok(w.attrs.remove(&keyval)))?;
         match old {
-            Some(old) => delete_attr_value(win, keyval, old),
+            Some(old) => delete_attrs(win, [(keyval, old)].into()),
             None => mpi_bail!(MPI_ERR_KEYVAL, "attribute {keyval:#x} is not set on this window"),
         }
     }
@@ -649,7 +648,7 @@ mpi_fn! {
         if errhandler.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL errhandler");
         }
-        let h = lock().errhandlers.insert(crate::errors::UserErrhandler { func });
+        let h = lock().errhandlers.insert(crate::errors::UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -670,7 +669,7 @@ mpi_fn! {
     /// `MPI_Win_get_errhandler`.
     fn PMPI_Win_get_errhandler / "MPI_Win_get_errhandler" [OnWin(win)] (win: c_int, errhandler: *mut c_int) {
         let h = with_win(win, |w| Ok(w.errh))?;
-        out(errhandler, h, "errhandler")
+        out(errhandler, crate::errors::handed_out(h), "errhandler")
     }
 }
 

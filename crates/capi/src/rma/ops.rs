@@ -301,30 +301,25 @@ fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8])
             if len == 0 {
                 return Ok(());
             }
-            // The reduction functions need buffers aligned for the element type: copy
-            // into 16-byte aligned storage.
-            let words = len.div_ceil(16);
+            // The data is packed; the kernels read elements at their extent (the
+            // `{value, int}` pair types have padding) from storage aligned for them:
+            // unpack into 16-byte aligned buffers.
+            let bdt = lock().dtype(basic)?;
+            let n = len / bsize;
+            let ext = (bdt.extent().max(0) as usize).max(bsize);
+            let words = (n * ext).div_ceil(16);
             let mut a = vec![0u128; words];
             let mut b = vec![0u128; words];
-            // SAFETY: `a` and `b` hold at least `len` bytes; the sources hold `len` bytes
-            // (origin.len() == cur.len() is checked by the callers).
+            // SAFETY: `a` and `b` hold `n` items of the basic type at its extent; the
+            // sources hold `len` packed bytes (origin.len() == cur.len() is checked by
+            // the callers).
             unsafe {
-                std::ptr::copy_nonoverlapping(
-                    origin.as_ptr(),
-                    a.as_mut_ptr().cast::<u8>(),
-                    len.min(origin.len()),
-                );
-                std::ptr::copy_nonoverlapping(cur.as_ptr(), b.as_mut_ptr().cast::<u8>(), len);
+                unpack_from(&bdt, n, a.as_mut_ptr().cast(), origin);
+                unpack_from(&bdt, n, b.as_mut_ptr().cast(), cur);
             }
-            // SAFETY: both buffers hold len / bsize aligned elements of `basic`.
+            // SAFETY: both buffers hold n aligned elements of `basic`.
             let ok = unsafe {
-                crate::op::apply_builtin(
-                    op,
-                    basic,
-                    a.as_ptr().cast(),
-                    b.as_mut_ptr().cast(),
-                    len / bsize,
-                )
+                crate::op::apply_builtin(op, basic, a.as_ptr().cast(), b.as_mut_ptr().cast(), n)
             };
             if !ok {
                 mpi_bail!(
@@ -332,10 +327,10 @@ fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8])
                     "operation {op:#x} is not defined for datatype {basic:#x}"
                 );
             }
-            // SAFETY: `b` holds `len` initialized bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(b.as_ptr().cast::<u8>(), cur.as_mut_ptr(), len)
-            };
+            let mut packed = Vec::with_capacity(len);
+            // SAFETY: `b` holds `n` items of the basic type.
+            unsafe { pack_into(&bdt, n, b.as_ptr().cast(), &mut packed) };
+            cur.copy_from_slice(&packed);
             Ok(())
         }
     }
@@ -351,13 +346,19 @@ pub(super) fn do_accumulate(
     op: c_int,
 ) -> MpiResult {
     let a = t.access()?;
+    let n = check_count(t.count)?;
+    // MPI 3.1 §11.3.4: a zero-count accumulate does nothing, whatever the datatypes.
+    if n == 0 && ocount == 0 && result.is_none_or(|(_, rc, _)| rc == 0) {
+        return Ok(());
+    }
+    let tdt = dtype(t.datatype)?;
+    // With MPI_NO_OP the origin buffer, count and datatype are ignored (MPI 3.1
+    // §11.3.4): MPI_DATATYPE_NULL is allowed there.
     let (odt, data) = if op == MPI_NO_OP {
-        (dtype(otype)?, Vec::new())
+        (tdt.clone(), Vec::new())
     } else {
         pack(origin, ocount, otype)?
     };
-    let n = check_count(t.count)?;
-    let tdt = dtype(t.datatype)?;
     let tbytes = n * tdt.size;
     if op != MPI_NO_OP && data.len() != tbytes {
         mpi_bail!(

@@ -439,12 +439,10 @@ fn create_on(
     Ok((h, base))
 }
 
-/// Call the delete callbacks of all attributes of window `h` (no lock held).
+/// Delete the attributes `attrs` of window `h` through their delete callbacks (no lock
+/// held); the first callback error.
 pub(super) fn delete_attrs(h: c_int, attrs: BTreeMap<c_int, usize>) -> MpiResult {
-    for (k, v) in attrs {
-        delete_attr_value(h, k, v)?;
-    }
-    Ok(())
+    crate::attrs::delete_attr_list(h, attrs)
 }
 
 /// Call the delete callback of keyval `k` for value `v` of window `h` (no lock held).

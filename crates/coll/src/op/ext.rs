@@ -1,7 +1,8 @@
 //! Predefined reductions on the types [`super::apply`] does not cover: complex numbers (`SUM`,
 //! `PROD`, `REPLACE`, `NO_OP`) and, on x86-64, `long double` (80-bit x87 extended precision
-//! in 16 bytes: `SUM`, `PROD`, `MAX`, `MIN`, `REPLACE`, `NO_OP`, and complex `long double`
-//! `SUM`/`PROD`), computed exactly in x87 arithmetic.
+//! in 16 bytes: `SUM`, `PROD`, `MAX`, `MIN`, `REPLACE`, `NO_OP`, complex `long double`
+//! `SUM`/`PROD`, and `MINLOC`/`MAXLOC` on `{long double, int}`), computed exactly in x87
+//! arithmetic.
 
 use super::{ElemType, OpKind};
 
@@ -29,6 +30,11 @@ pub(super) unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n
         ElemType::ComplexLongDouble => {
             // SAFETY: forwarded caller contract.
             unsafe { x87::complex(op, a, b, n) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        ElemType::LongDoubleInt => {
+            // SAFETY: forwarded caller contract.
+            unsafe { x87::loc(op, a, b, n) }
         }
         _ => false,
     }
@@ -165,6 +171,41 @@ mod x87 {
                 _ => y,
             };
             store(pb, &z);
+        }
+        true
+    }
+
+    /// MINLOC/MAXLOC on `{long double, int}` pairs (32 bytes, the int at 16): the better
+    /// value, the lower index on a tie.
+    ///
+    /// # Safety
+    /// Both pointers must hold `n` 32-byte elements.
+    pub(super) unsafe fn loc(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
+        if !matches!(op, OpKind::MinLoc | OpKind::MaxLoc) {
+            return false;
+        }
+        for i in 0..n {
+            // SAFETY: element i is in bounds (caller contract).
+            let (pa, pb) = unsafe { (a.add(32 * i), b.add(32 * i)) };
+            let (x, y) = (load(pa), load(pb));
+            // SAFETY: the int of each pair at +16, in bounds.
+            let (ia, ib) = unsafe {
+                (
+                    pa.add(16).cast::<i32>().read_unaligned(),
+                    pb.add(16).cast::<i32>().read_unaligned(),
+                )
+            };
+            let better = if op == OpKind::MinLoc {
+                gt(&y, &x)
+            } else {
+                gt(&x, &y)
+            };
+            let tie = !gt(&x, &y) && !gt(&y, &x);
+            if better || (tie && ia < ib) {
+                store(pb, &x);
+                // SAFETY: as above.
+                unsafe { pb.add(16).cast::<i32>().write_unaligned(ia) };
+            }
         }
         true
     }

@@ -110,11 +110,14 @@ pub enum ElemType {
     LongInt,
     /// `{f64, i32}` pair (16 bytes with padding), for MINLOC/MAXLOC.
     DoubleInt,
+    /// `{long double, i32}` pair (32 bytes with padding, the int at 16), for
+    /// MINLOC/MAXLOC.
+    LongDoubleInt,
 }
 
 impl ElemType {
     /// Every element type.
-    pub const ALL: [ElemType; 19] = [
+    pub const ALL: [ElemType; 20] = [
         ElemType::I8,
         ElemType::U8,
         ElemType::I16,
@@ -134,6 +137,7 @@ impl ElemType {
         ElemType::FloatInt,
         ElemType::LongInt,
         ElemType::DoubleInt,
+        ElemType::LongDoubleInt,
     ];
 
     /// Bytes of one element (its extent, padding included).
@@ -146,7 +150,7 @@ impl ElemType {
             ElemType::ShortInt | ElemType::TwoInt | ElemType::FloatInt => 8,
             ElemType::ComplexF64 | ElemType::LongDouble => 16,
             ElemType::LongInt | ElemType::DoubleInt => 16,
-            ElemType::ComplexLongDouble => 32,
+            ElemType::ComplexLongDouble | ElemType::LongDoubleInt => 32,
         }
     }
 }

@@ -231,6 +231,6 @@ fn element_sizes() {
     assert_eq!(ElemType::ComplexLongDouble.size(), 32);
     assert_eq!(
         ElemType::ALL.iter().map(|t| t.size()).sum::<usize>(),
-        1 + 1 + 2 + 2 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 16 + 16 + 32 + 8 + 8 + 8 + 16 + 16
+        1 + 1 + 2 + 2 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 16 + 16 + 32 + 8 + 8 + 8 + 16 + 16 + 32
     );
 }

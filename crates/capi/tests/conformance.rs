@@ -1,0 +1,202 @@
+//! MPI-3.1 conformance regression tests (issue 15): each C program of `tests/c/std_*.c`
+//! checks one defect that an independent conformance suite found, and runs in both ABIs:
+//! built with our `mpicc` (MPICH ABI, `libmpi.so.12`) and with `mpicc_abi` (MPI-5 standard
+//! ABI, `libmpi_abi.so.1`), with the same output required from both. The legacy MPI-1
+//! functions are also built with Debian's `mpicc.mpich` and run on our library, as binaries
+//! built years ago would.
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
+
+mod common;
+use common::{c_source, compile, mpirun, our_libs_first, prefix, run_ok, success, Scratch};
+use std::ffi::OsStr;
+
+/// Builds `tests/c/<name>` for both ABIs, runs each on `np` ranks (a hang ends at
+/// mpirun's timeout), requires `last_line` and identical output; returns the output.
+fn both_abis(name: &str, np: usize, last_line: &str) -> String {
+    let dir = Scratch::new("std");
+    let mut outs = Vec::new();
+    for cc in ["mpicc", "mpicc_abi"] {
+        let exe = dir.0.join(format!("{}-{cc}", name.trim_end_matches(".c")));
+        compile(&prefix().join("bin").join(cc), &c_source(name), &exe);
+        let (out, err) = run_ok(&exe, np, "60");
+        assert!(
+            out.lines().any(|l| l == last_line),
+            "{name} ({cc}) did not print '{last_line}':\n{out}\nstderr:\n{err}"
+        );
+        outs.push(out);
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: output differs between the two ABIs"
+    );
+    outs.remove(0)
+}
+
+/// Builds `tests/c/<name>` with our `mpicc` and with Debian's `mpicc.mpich` (run on our
+/// `libmpi.so.12` through `LD_LIBRARY_PATH`), runs each on `np` ranks, requires `last_line`
+/// and identical output; returns the output.
+fn ours_and_mpich(name: &str, np: usize, last_line: &str) -> String {
+    let dir = Scratch::new("legacy");
+    let mut outs = Vec::new();
+    for cc in [prefix().join("bin/mpicc"), "mpicc.mpich".into()] {
+        let tag = cc.file_name().map(|f| f.to_string_lossy().into_owned());
+        let exe = dir.0.join(format!(
+            "{}-{}",
+            name.trim_end_matches(".c"),
+            tag.unwrap_or_default()
+        ));
+        compile(&cc, &c_source(name), &exe);
+        let np_s = np.to_string();
+        let args = [
+            OsStr::new("--timeout"),
+            OsStr::new("60"),
+            OsStr::new("-n"),
+            OsStr::new(&np_s),
+            exe.as_os_str(),
+        ];
+        let libs = our_libs_first();
+        let out = success(
+            &mpirun(&args, &[("LD_LIBRARY_PATH", libs.as_os_str())]),
+            &format!("{name} built with {}", cc.display()),
+        );
+        assert!(
+            out.lines().any(|l| l == last_line),
+            "{name} ({}) did not print '{last_line}':\n{out}",
+            cc.display()
+        );
+        outs.push(out);
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: output differs between our build and MPICH's"
+    );
+    outs.remove(0)
+}
+
+#[test]
+fn lastusedcode_is_at_least_err_lastcode() {
+    both_abis("std_errcodes.c", 1, "std_errcodes: all checks passed");
+}
+
+#[test]
+fn dims_create_is_balanced() {
+    let out = both_abis("std_dims.c", 1, "std_dims: all checks passed");
+    assert!(out.contains("72 in 2-D: 9 x 8"), "{out}");
+}
+
+#[test]
+fn attributes_keyvals_and_callbacks() {
+    let out = both_abis("std_attrs.c", 2, "std_attrs: all checks passed");
+    for l in [
+        "freed keyval: 1 copy, 2 delete callbacks",
+        "callback errors: returned (MPI_ERR_OTHER)",
+        "datatype free: 1 delete callback",
+        "MPI_COMM_SELF at finalize: deleted 3 2 1",
+    ] {
+        assert!(out.contains(l), "missing '{l}':\n{out}");
+    }
+}
+
+#[test]
+fn deprecated_attribute_functions_in_both_abis_and_mpich_builds() {
+    let last = "std_legacy_attr: all checks passed";
+    let a = both_abis("std_legacy_attr.c", 2, last);
+    let b = ours_and_mpich("std_legacy_attr.c", 2, last);
+    assert_eq!(a, b);
+    assert!(
+        a.contains("MPI_Attr_*/MPI_Keyval_*: 2 delete callbacks"),
+        "{a}"
+    );
+}
+
+#[test]
+fn removed_mpi1_functions_run_for_mpich_built_binaries() {
+    let out = ours_and_mpich("std_legacy_mpi1.c", 2, "std_legacy_mpi1: all checks passed");
+    assert!(
+        out.contains("struct extent 24, hvector extent 36, hindexed ub 16"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MPI_Errhandler_create/set/get: handler called 1 time"),
+        "{out}"
+    );
+}
+
+#[test]
+fn no_op_accumulates_ignore_the_origin_and_zero_counts_do_nothing() {
+    let out = both_abis("std_rma_noop.c", 2, "std_rma_noop: all checks passed");
+    assert!(
+        out.contains("MPI_NO_OP: get_accumulate 101, fetch_and_op 201"),
+        "{out}"
+    );
+}
+
+#[test]
+fn minloc_maxloc_on_long_double_int() {
+    let out = both_abis("std_minloc_ld.c", 2, "std_minloc_ld: all checks passed");
+    assert!(
+        out.contains("reductions: minloc (1.5, 11) (7.0, 20), maxloc (2.5, 10)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("accumulate: minloc (3.0, 31), maxloc (9.0, 41)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn f90_parameterized_types() {
+    let out = both_abis("std_f90.c", 2, "std_f90: all checks passed");
+    assert!(
+        out.contains("bad kinds: MPI_ERR_ARG; free refused"),
+        "{out}"
+    );
+}
+
+#[test]
+fn datatype_lifetimes_and_huge_contiguous_types() {
+    let out = both_abis("std_types_life.c", 2, "std_types_life: all checks passed");
+    assert!(
+        out.contains("persistent send with a freed datatype: 3 rounds"),
+        "{out}"
+    );
+    assert!(
+        out.contains("contiguous INT_MAX ints: size 8589934588"),
+        "{out}"
+    );
+}
+
+#[test]
+fn file_views_zero_size_mismatch_and_external32() {
+    let out = both_abis("std_io.c", 2, "std_io: all checks passed");
+    for l in [
+        "zero-size view on rank 1: set_view and write_all completed",
+        "etype/filetype mismatch: MPI_ERR_IO on every rank",
+        "external32: 01 02 03 04 in the file, read back 0x1020304 -2",
+    ] {
+        assert!(out.contains(l), "missing '{l}':\n{out}");
+    }
+}
+
+#[test]
+fn communicators_created_from_several_threads_at_once() {
+    let out = both_abis("std_threads_ctx.c", 2, "std_threads_ctx: all checks passed");
+    assert!(
+        out.contains("4 threads x 15 rounds of dup, create, create_group, idup: ok"),
+        "{out}"
+    );
+}
+
+#[test]
+fn comm_idup_is_nonblocking() {
+    let out = both_abis("std_idup.c", 2, "std_idup: all checks passed");
+    assert!(
+        out.contains("idup: returned before the other rank called it; attributes copied"),
+        "{out}"
+    );
+    assert!(
+        out.contains("overlapping idups (one with info): 3 communicators"),
+        "{out}"
+    );
+}
