@@ -136,6 +136,7 @@ mod tests {
                 "btl_tcp_if_exclude",
                 "btl_tcp_port_min_v4",
                 "btl_tcp_port_range_v4",
+                "btl_tcp_connect_timeout",
                 "mpi_yield_when_idle",
             ]
         );

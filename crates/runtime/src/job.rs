@@ -62,8 +62,8 @@ pub struct JobPlan {
     /// The agent that starts daemons on the other nodes with ranks (`None`: every rank is
     /// on this node).
     pub agent: Option<RshAgent>,
-    /// Address remote daemons connect back to (MCA `plm_head_address`; default: this
-    /// host's name).
+    /// Address remote daemons connect back to (MCA `plm_head_address`; default: the
+    /// addresses of this host's usable interfaces).
     pub head_address: Option<String>,
     /// How long remote daemons have to connect back (MCA `plm_daemon_timeout`, seconds).
     pub daemon_timeout: Duration,

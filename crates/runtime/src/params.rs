@@ -20,7 +20,7 @@ pub const HEAD_ADDRESS: ParamDecl = ParamDecl::new(
     "head_address",
     ParamType::String,
     "",
-    "Address (host or IP) daemons on other nodes connect back to (empty: this host's name)",
+    "Address (host or IP) daemons on other nodes connect back to (empty: every address of this host's interfaces that are up, except loopback and virtual bridges, tried by each daemon same subnet first)",
 )
 .level(4);
 

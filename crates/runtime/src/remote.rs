@@ -218,6 +218,57 @@ pub struct Remotes {
     buf: Vec<u8>,
 }
 
+/// What daemons connect back to when `plm_head_address` is not set: every address of the
+/// head's interfaces that are up, except loopback and virtual bridges
+/// ([`oxmpi_base::net::DEFAULT_IF_EXCLUDE`]), as `addr/prefix+...` (each daemon tries the
+/// ones on its own subnets first); the host name if there is none.
+fn head_addresses() -> String {
+    let exclude: Vec<String> = oxmpi_base::net::DEFAULT_IF_EXCLUDE
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mine = oxmpi_base::net::select(&oxmpi_base::net::interfaces(), &[], &exclude);
+    if mine.is_empty() {
+        return oxmpi_base::output::hostname().to_string();
+    }
+    oxmpi_base::net::encode(&mine)
+}
+
+/// The addresses a daemon tries to reach the head at `head` (`--head`): `HOST:PORT`, or
+/// `addr/prefix+addr/prefix...:PORT` tried in [`oxmpi_base::net::pair_order`] from our
+/// interfaces `local`.
+pub fn head_candidates(
+    head: &str,
+    local: &[oxmpi_base::net::Iface],
+) -> std::result::Result<Vec<std::net::SocketAddr>, String> {
+    use std::net::ToSocketAddrs;
+    let (hosts, port) = head
+        .rsplit_once(':')
+        .ok_or_else(|| format!("--head {head}: expected HOST:PORT"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("--head {head}: bad port '{port}'"))?;
+    if let Ok(list) = oxmpi_base::net::decode(hosts) {
+        if !list.is_empty() {
+            return Ok(oxmpi_base::net::pair_order(local, &list)
+                .into_iter()
+                .map(|ip| std::net::SocketAddr::from((ip, port)))
+                .collect());
+        }
+    }
+    let all: Vec<std::net::SocketAddr> = (hosts, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{HEAD_HINT}: cannot resolve the head's address {hosts}: {e}"))?
+        .collect();
+    Ok(all)
+}
+
+/// Said with every failure to reach the head: the parameter that fixes it.
+const HEAD_HINT: &str = "set plm_head_address (--mca plm_head_address ADDR) to an address of mpirun's host that this node can reach";
+
+/// How long a daemon waits for one of the head's addresses to accept its connection.
+const HEAD_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Default of `plm_daemon_timeout`: seconds a daemon has to connect back to the head.
 pub const DAEMON_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -258,10 +309,7 @@ impl Remotes {
             .local_addr()
             .map_err(os("listening for daemons"))?
             .port();
-        let addr = format!(
-            "{}:{port}",
-            head_addr.unwrap_or_else(|| oxmpi_base::output::hostname().to_string())
-        );
+        let addr = format!("{}:{port}", head_addr.unwrap_or_else(head_addresses));
         let secret = Secret::generate().map_err(|e| RuntimeError::Os {
             what: format!("generating the job secret: {e}"),
             source: std::io::Error::other(e.to_string()),
@@ -851,8 +899,24 @@ fn dlog(text: &str) {
 
 /// Connect and authenticate; returns the peer once the head accepted us.
 fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, String> {
-    let stream = TcpStream::connect(&args.head)
-        .map_err(|e| format!("connecting to the head at {}: {e}", args.head))?;
+    let local = oxmpi_base::net::interfaces();
+    let mut failures = Vec::new();
+    let mut stream = None;
+    for a in head_candidates(&args.head, &local)? {
+        match TcpStream::connect_timeout(&a, HEAD_CONNECT_TIMEOUT) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => failures.push(format!("{a}: {e}")),
+        }
+    }
+    let stream = stream.ok_or_else(|| {
+        format!(
+            "cannot connect to the head ({}); {HEAD_HINT}",
+            failures.join("; ")
+        )
+    })?;
     let nonce = random_nonce().map_err(|e| e.to_string())?;
     let mut conn = Connection::client(Config::new(secret, args.jobid.clone()), args.node, nonce);
     conn.on_connected();
@@ -1242,6 +1306,25 @@ fn flush_stdin(s: &mut StdinSink) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn daemons_try_the_heads_address_on_their_subnet_first() {
+        let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+        let local = [oxmpi_base::net::Iface::new("eth0", ip("10.231.0.12"), 24)];
+        let got = super::head_candidates("192.0.2.2/24+10.231.0.1/24:4000", &local).unwrap();
+        assert_eq!(
+            got,
+            [
+                std::net::SocketAddr::from(([10, 231, 0, 1], 4000)),
+                std::net::SocketAddr::from(([192, 0, 2, 2], 4000))
+            ]
+        );
+        let named = super::head_candidates("localhost:4000", &local).unwrap();
+        assert!(!named.is_empty());
+        assert!(super::head_candidates("10.0.0.1", &local).is_err());
+        let e = super::head_candidates("no-such-host.invalid:1", &local).unwrap_err();
+        assert!(e.contains("plm_head_address"), "{e}");
+    }
+
     use super::*;
 
     fn kv(k: &str, v: &str) -> (String, String) {

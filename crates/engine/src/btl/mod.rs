@@ -580,7 +580,16 @@ mod tests {
             assert_eq!(sm.get::<usize>(3).unwrap(), set.bulk);
         }
         if let Some(tcp) = job.section(r, "tcp", 3).unwrap() {
-            assert_eq!(tcp.str(0), "", "no interface selected: the host name");
+            let usable = oxmpi_base::net::select(
+                &oxmpi_base::net::interfaces(),
+                &[],
+                &oxmpi_base::params::list(&tcp::params::IF_EXCLUDE),
+            );
+            assert_eq!(
+                tcp.str(0),
+                oxmpi_base::net::encode(&usable),
+                "every usable interface (none: the host name)"
+            );
             assert_ne!(tcp.get::<u16>(1).unwrap(), 0, "port");
             tcp.get::<u64>(2).unwrap();
         }

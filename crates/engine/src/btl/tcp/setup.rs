@@ -12,7 +12,9 @@ use super::link::TcpLink;
 use super::params;
 use crate::btl::{Job, Links, Setup, BTL};
 use crate::{sys, Error};
-use oxmpi_base::params::{int, list};
+use oxmpi_base::net;
+use oxmpi_base::params::{explicit, int, list};
+use std::time::Duration;
 
 /// The handshake the connecting (lower) rank sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,86 +82,78 @@ pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
     Err(last)
 }
 
-/// Whether interface `(name, ip)` matches `spec`: its name, its address, or a subnet
-/// `a.b.c.d/n` that holds its address (as in Open MPI's `btl_tcp_if_include`).
-pub(crate) fn iface_matches(spec: &str, name: &str, ip: std::net::Ipv4Addr) -> bool {
-    if spec == name || spec == ip.to_string() {
-        return true;
-    }
-    let Some((net, bits)) = spec.split_once('/') else {
-        return false;
-    };
-    let (Ok(net), Ok(bits)) = (net.parse::<std::net::Ipv4Addr>(), bits.parse::<u32>()) else {
-        return false;
-    };
-    if bits > 32 {
-        return false;
-    }
-    let mask = if bits == 0 {
-        0
-    } else {
-        u32::MAX << (32 - bits)
-    };
-    u32::from(net) & mask == u32::from(ip) & mask
-}
-
-/// The address to publish from interfaces `ifaces`: the first one matching `include`, or,
-/// with `exclude`, the first one that matches none of it and is not a loopback address;
-/// `None` if nothing qualifies (or neither list is set).
-pub(crate) fn select_addr(
-    ifaces: &[(String, std::net::Ipv4Addr)],
-    include: &[String],
-    exclude: &[String],
-) -> Option<std::net::Ipv4Addr> {
-    let any = |specs: &[String], n: &str, ip| specs.iter().any(|s| iface_matches(s, n, ip));
-    if !include.is_empty() {
-        return ifaces
-            .iter()
-            .find(|(n, ip)| any(include, n, *ip))
-            .map(|(_, ip)| *ip);
-    }
-    if exclude.is_empty() {
-        return None;
-    }
-    ifaces
-        .iter()
-        .find(|(n, ip)| !ip.is_loopback() && !any(exclude, n, *ip))
-        .map(|(_, ip)| *ip)
-}
-
-/// Resolves a peer's published address: an IP literal, or (when empty) its host name, or
-/// the loopback address for a peer on our host.
-pub(crate) fn peer_addr(
-    addr: &str,
+/// The addresses to try for a peer, best first: the loopback address for a peer on our host;
+/// else its published addresses (`addr/prefix+...`, see [`oxmpi_base::net::encode`]) in
+/// [`oxmpi_base::net::pair_order`] from our interfaces `local`; else (it published none) its
+/// host name's addresses.
+pub(crate) fn peer_addrs(
+    published: &str,
+    local: &[net::Iface],
     host: &str,
     same_host: bool,
     port: u16,
-) -> io::Result<SocketAddr> {
+) -> io::Result<Vec<SocketAddr>> {
     use std::net::ToSocketAddrs;
     if same_host {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+        return Ok(vec![SocketAddr::from(([127, 0, 0, 1], port))]);
     }
-    if !addr.is_empty() {
-        let ip: std::net::IpAddr = addr
-            .parse()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad address"))?;
-        return Ok(SocketAddr::new(ip, port));
+    let remote =
+        net::decode(published).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if !remote.is_empty() {
+        return Ok(net::pair_order(local, &remote)
+            .into_iter()
+            .map(|ip| SocketAddr::from((ip, port)))
+            .collect());
     }
-    let all: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
-    all.iter()
-        .find(|a| a.is_ipv4() && !a.ip().is_loopback())
-        .or_else(|| all.first())
-        .copied()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host has no address"))
+    let mut all: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+    all.sort_by_key(|a| (!a.is_ipv4(), a.ip().is_loopback()));
+    if all.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "host has no address",
+        ));
+    }
+    Ok(all)
 }
 
 /// How long wire-up waits for a connection or a hello before giving up.
 const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Connects to a peer's listener and sends the hello.
-pub(crate) fn connect(addr: SocketAddr, hello: Hello) -> io::Result<TcpLink> {
+/// The addresses of a peer, for messages (`10.0.0.1:4000, 10.1.0.1:4000`).
+fn list_addrs(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(SocketAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Connects to the first of a peer's addresses that answers within `timeout` each and sends
+/// the hello; `skipped` hears about each address that failed. The error is the last
+/// address's.
+pub(crate) fn connect_any(
+    addrs: &[SocketAddr],
+    hello: Hello,
+    timeout: Duration,
+    mut skipped: impl FnMut(SocketAddr, &io::Error),
+) -> io::Result<(TcpLink, SocketAddr)> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for &a in addrs {
+        match connect(a, hello, timeout) {
+            Ok(l) => return Ok((l, a)),
+            Err(e) => {
+                skipped(a, &e);
+                last = e;
+            }
+        }
+    }
+    Err(last)
+}
+
+/// Connects to a peer's listener (giving up after `timeout`) and sends the hello.
+pub(crate) fn connect(addr: SocketAddr, hello: Hello, timeout: Duration) -> io::Result<TcpLink> {
     use std::io::Write;
-    let mut s = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT)?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_nodelay(true)?;
     s.write_all(&hello.encode())?;
     TcpLink::new(s)
@@ -228,8 +222,10 @@ pub(crate) fn accept_all(
 pub(crate) struct TcpSetup {
     listener: std::net::TcpListener,
     nonce: u64,
-    /// The address to publish (empty: use our host name).
+    /// The addresses to publish (`addr/prefix+...`; empty: use our host name).
     addr: String,
+    /// Our interfaces in use, in order of preference.
+    local: Vec<net::Iface>,
     /// The port we listen on.
     port: u16,
 }
@@ -259,42 +255,36 @@ impl TcpSetup {
         let include = list(&params::IF_INCLUDE);
         let exclude = list(&params::IF_EXCLUDE);
         let fail = |msg: String| Error::Bootstrap { rank: me, msg };
-        if !include.is_empty() && !exclude.is_empty() {
+        net::check_specs(&include).map_err(|e| fail(format!("btl_tcp_if_include: {e}")))?;
+        net::check_specs(&exclude).map_err(|e| fail(format!("btl_tcp_if_exclude: {e}")))?;
+        if !include.is_empty() && explicit(&params::IF_EXCLUDE).is_some() {
             return Err(fail(format!(
                 "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
                 include.join(","),
                 exclude.join(",")
             )));
         }
-        let addr = if include.is_empty() && exclude.is_empty() {
-            String::new()
-        } else {
-            let ifaces = sys::ipv4_interfaces();
-            let names: Vec<String> = ifaces.iter().map(|(n, ip)| format!("{n} {ip}")).collect();
-            select_addr(&ifaces, &include, &exclude)
-                .ok_or_else(|| {
-                    fail(format!(
-                        "{}: no such IPv4 interface on host {} (it has: {})",
-                        if include.is_empty() {
-                            format!(
-                                "btl_tcp_if_exclude={} leaves no interface",
-                                exclude.join(",")
-                            )
-                        } else {
-                            format!("btl_tcp_if_include={}", include.join(","))
-                        },
-                        sys::hostname(),
-                        names.join(", ")
-                    ))
-                })?
-                .to_string()
-        };
+        let ifaces = net::interfaces();
+        let local = net::select(&ifaces, &include, &exclude);
+        if local.is_empty() && !include.is_empty() {
+            let names: Vec<String> = ifaces
+                .iter()
+                .map(|i| format!("{} {}", i.name, i.addr))
+                .collect();
+            return Err(fail(format!(
+                "btl_tcp_if_include={}: no such IPv4 interface (up) on host {} (it has: {})",
+                include.join(","),
+                sys::hostname(),
+                names.join(", ")
+            )));
+        }
+        let addr = net::encode(&local);
         oxmpi_base::verbose!(
             BTL,
             20,
-            "tcp: rank {me} listening on port {port} (published address {})",
+            "tcp: rank {me} listening on port {port} (published addresses {})",
             if addr.is_empty() {
-                "of the host name"
+                "none: peers use the host name"
             } else {
                 &addr
             }
@@ -303,6 +293,7 @@ impl TcpSetup {
             listener,
             nonce: nonce(),
             addr,
+            local,
             port,
         }))
     }
@@ -314,7 +305,8 @@ pub(crate) fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
 }
 
 impl Setup for TcpSetup {
-    /// `address,port,nonce` (`address` empty: use our host name).
+    /// `addresses,port,nonce` (`addresses` as [`net::encode`] writes them; empty: use our
+    /// host name).
     fn section(&self) -> Option<String> {
         Some(format!("{},{},{}", self.addr, self.port, self.nonce))
     }
@@ -340,23 +332,29 @@ impl Setup for TcpSetup {
             let port: u16 = r.get(1)?;
             let nonce: u64 = r.get(2)?;
             let h = &job.eps[p as usize].host;
-            let addr =
-                peer_addr(r.str(0), h, job.same_node(p as usize), port).map_err(job.sys_err(
-                    format!("address of rank {p} (host {h}, published {:?})", r.str(0)),
-                ))?;
-            targets.push((p, addr, nonce));
+            let addrs = peer_addrs(r.str(0), &self.local, h, job.same_node(p as usize), port)
+                .map_err(job.sys_err(format!(
+                    "address of rank {p} (host {h}, published {:?})",
+                    r.str(0)
+                )))?;
+            targets.push((p, addrs, nonce));
         }
         let mut out: Links = Vec::new();
-        for (p, addr, nonce) in targets {
-            let link = connect(
-                addr,
-                Hello {
-                    nonce,
-                    from: me,
-                    to: p,
-                },
-            )
-            .map_err(job.sys_err(format!("tcp connect to rank {p} at {addr}")))?;
+        let timeout = Duration::from_secs(int(&params::CONNECT_TIMEOUT).max(1) as u64);
+        for (p, addrs, nonce) in targets {
+            let hello = Hello {
+                nonce,
+                from: me,
+                to: p,
+            };
+            let (link, addr) = connect_any(&addrs, hello, timeout, |addr, e| {
+                oxmpi_base::verbose!(
+                    BTL,
+                    10,
+                    "tcp: rank {me} cannot reach rank {p} at {addr} ({e}); trying its next address"
+                );
+            })
+            .map_err(job.sys_err(format!("tcp connect to rank {p} at {}", list_addrs(&addrs))))?;
             oxmpi_base::verbose!(BTL, 20, "tcp: rank {me} connected to rank {p} at {addr}");
             out.push((p as usize, Box::new(link)));
         }
@@ -375,40 +373,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interface_selection_by_name_address_subnet_and_exclusion() {
+    fn peer_addresses_same_host_published_and_fallback() {
         let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
-        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let ifs = vec![
-            ("lo".to_string(), ip("127.0.0.1")),
-            ("eth0".to_string(), ip("10.1.2.3")),
-            ("ib0".to_string(), ip("192.168.7.9")),
-        ];
-        assert!(iface_matches("10.0.0.0/8", "x", ip("10.200.0.1")));
-        assert!(!iface_matches("10.0.0.0/16", "x", ip("10.200.0.1")));
-        assert!(iface_matches("0.0.0.0/0", "x", ip("1.2.3.4")));
-        assert!(!iface_matches("10.0.0.0/33", "x", ip("10.0.0.1")));
-        assert!(!iface_matches("eth", "eth0", ip("10.0.0.1")));
+        let local = vec![net::Iface::new("eth1", ip("192.168.7.9"), 24)];
+        let lo = peer_addrs("10.0.0.1/8", &local, "x", true, 7).unwrap();
+        assert_eq!(lo, [SocketAddr::from(([127, 0, 0, 1], 7))]);
+        let two = peer_addrs("10.1.2.3/16+192.168.7.20/24", &local, "x", false, 7).unwrap();
         assert_eq!(
-            select_addr(&ifs, &v(&["ib0"]), &[]),
-            Some(ip("192.168.7.9"))
+            two,
+            [
+                SocketAddr::from(([192, 168, 7, 20], 7)),
+                SocketAddr::from(([10, 1, 2, 3], 7))
+            ],
+            "the peer's address on our subnet first"
         );
-        assert_eq!(
-            select_addr(&ifs, &v(&["10.1.2.3"]), &[]),
-            Some(ip("10.1.2.3"))
-        );
-        assert_eq!(
-            select_addr(&ifs, &v(&["192.168.0.0/16", "eth0"]), &[]),
-            Some(ip("10.1.2.3")),
-            "the system's order decides, not the list's"
-        );
-        assert_eq!(select_addr(&ifs, &v(&["wlan0"]), &[]), None);
-        // Exclusion skips loopback and the excluded ones.
-        assert_eq!(
-            select_addr(&ifs, &[], &v(&["eth0"])),
-            Some(ip("192.168.7.9"))
-        );
-        assert_eq!(select_addr(&ifs, &[], &v(&["10.0.0.0/8", "ib0"])), None);
-        assert_eq!(select_addr(&ifs, &[], &[]), None);
+        assert!(peer_addrs("10.1.2/16", &local, "x", false, 7).is_err());
+        let named = peer_addrs("", &local, "localhost", false, 7).unwrap();
+        assert!(named.iter().all(|a| a.port() == 7) && !named.is_empty());
+    }
+
+    #[test]
+    fn connect_any_skips_an_address_that_refuses() {
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let good = l.local_addr().unwrap();
+        // A port that was free a moment ago: refused at once.
+        let dead = TcpListener::bind(("127.0.0.1", 0))
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let h = Hello {
+            nonce: 5,
+            from: 0,
+            to: 1,
+        };
+        let mut seen = Vec::new();
+        let (_link, at) = connect_any(&[dead, good], h, Duration::from_secs(2), |a, _| {
+            seen.push(a)
+        })
+        .unwrap();
+        assert_eq!((at, seen), (good, vec![dead]));
+        let got = accept_all(&l, 5, 1, &[0]).unwrap();
+        assert_eq!(got[0].0, 0);
+        assert!(connect_any(&[dead], h, Duration::from_secs(2), |_, _| {}).is_err());
     }
 
     #[test]
@@ -459,6 +465,7 @@ mod tests {
                 from: 0,
                 to: 2,
             },
+            SETUP_TIMEOUT,
         )
         .unwrap();
         let got = accept_all(&l, 7, 2, &[0]).unwrap();
