@@ -415,6 +415,24 @@ pub(crate) enum LinkError {
     },
 }
 
+impl LinkError {
+    /// Whether the error is the peer process going away (its connection closed or reset),
+    /// rather than a corrupt stream.
+    pub(crate) fn is_peer_gone(&self) -> bool {
+        match self {
+            LinkError::Closed { .. } => true,
+            LinkError::Io(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::TimedOut
+            ),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
