@@ -260,7 +260,7 @@ pub use engine::{engine, init, init_with, Engine};
 /// The engine's MCA frameworks (`btl`: self, sm; `pml`: ox) and parameters, for the
 /// registry and `oxmpi-info`.
 #[cfg(not(loom))]
-pub use params::PROVIDER;
+pub use params::{check as check_params, PROVIDER};
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]
 pub use sys::{cma_copy, Cma};

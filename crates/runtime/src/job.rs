@@ -124,6 +124,21 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
 /// [`plan`], also registering `rank_providers` (parameters the ranks will read) so that a
 /// bad value for one of them is an error here, before anything is launched.
 pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) -> Result<JobPlan> {
+    plan_checked(spec, rank_providers, &[])
+}
+
+/// A check of the ranks' parameters that `mpirun` runs once, up front (the MPI library's
+/// component lists and interface values): `Err` is a one-line message.
+pub type ParamCheck = fn() -> std::result::Result<(), String>;
+
+/// [`plan_with`], also running `checks` once the parameters are registered: a failing
+/// check, or an unknown parameter name under `mca_base_param_check=error`, stops the
+/// launch with one line.
+pub fn plan_checked(
+    spec: JobSpec,
+    rank_providers: &[&'static params::Provider],
+    checks: &[ParamCheck],
+) -> Result<JobPlan> {
     // MCA parameters: `--mca` (conflicts are errors), `--tune` files, parameter files.
     // The process-global registry also configures mpirun's own verbose streams.
     let sources = Sources {
@@ -144,7 +159,11 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         params::register_global(p)?;
     }
     if !rank_providers.is_empty() {
-        params::with_global(oxmpi_base::output::report_problems)?;
+        params::with_global(oxmpi_base::output::check_problems)?
+            .map_err(RuntimeError::BadParameter)?;
+    }
+    for check in checks {
+        check().map_err(RuntimeError::BadParameter)?;
     }
     let topo = LocalTopology::detect();
     let host = oxmpi_base::output::hostname().to_string();
@@ -334,9 +353,11 @@ fn daemon_command(prefix: Option<&Path>) -> Vec<String> {
 }
 
 /// The launch agent inside a Slurm allocation (unless `plm_rsh_agent` is set): one
-/// single-task step per node, `srun ... --nodelist <host> <oxmpid...>`.
-pub const SLURM_AGENT: &str =
-    "srun --nodes=1 --ntasks=1 --kill-on-bad-exit --cpu-bind=none --nodelist";
+/// single-task step per node, `srun ... --nodelist <host> <oxmpid...>`, with `--overlap` (a
+/// running step, e.g. a second mpirun in the allocation, must not hold the launch back) and
+/// no binding flag (`--cpu-bind=none` warns on clusters without task binding; `oxmpid` widens
+/// its own CPU mask instead).
+pub const SLURM_AGENT: &str = "srun --nodes=1 --ntasks=1 --overlap --kill-on-bad-exit --nodelist";
 
 /// First argument that makes `mpirun` act as `oxmpid` (used when `oxmpid` is not installed).
 pub const DAEMON_FLAG: &str = "--oxmpid";

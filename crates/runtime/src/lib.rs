@@ -131,6 +131,16 @@ pub fn main_with_providers(
     args: Vec<String>,
     rank_providers: &[&'static oxmpi_base::params::Provider],
 ) -> i32 {
+    main_with_checks(args, rank_providers, &[])
+}
+
+/// [`main_with_providers`], also running `checks` of the ranks' parameters once before
+/// anything is launched (see [`job::plan_checked`]).
+pub fn main_with_checks(
+    args: Vec<String>,
+    rank_providers: &[&'static oxmpi_base::params::Provider],
+    checks: &[job::ParamCheck],
+) -> i32 {
     if args.first().map(String::as_str) == Some(job::DAEMON_FLAG) {
         return remote::oxmpid_main(args[1..].to_vec());
     }
@@ -149,7 +159,7 @@ pub fn main_with_providers(
             0
         }
         cli::Command::Run(spec) => {
-            let plan = match job::plan_with(*spec, rank_providers) {
+            let plan = match job::plan_checked(*spec, rank_providers, checks) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };

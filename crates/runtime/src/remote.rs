@@ -958,6 +958,9 @@ fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, Strin
 /// documentation). Returns its exit status.
 pub fn oxmpid_main(args: Vec<String>) -> i32 {
     sys::ensure_std_fds();
+    // The launch agent's binding (srun's, without a warning-printing --cpu-bind=none) is
+    // not our ranks': each gets mpirun's binding or the whole node.
+    sys::unbind_self();
     let args = match parse_daemon_args(&args) {
         Ok(a) => a,
         Err(e) => {

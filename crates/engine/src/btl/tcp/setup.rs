@@ -218,6 +218,23 @@ pub(crate) fn accept_all(
     Ok(out)
 }
 
+/// `btl_tcp_if_include` and `btl_tcp_if_exclude`, checked: each entry a valid interface
+/// specification, and not both set explicitly. The error is one line naming the parameter.
+pub(crate) fn if_lists() -> Result<(Vec<String>, Vec<String>), String> {
+    let include = list(&params::IF_INCLUDE);
+    let exclude = list(&params::IF_EXCLUDE);
+    net::check_specs(&include).map_err(|e| format!("btl_tcp_if_include: {e}"))?;
+    net::check_specs(&exclude).map_err(|e| format!("btl_tcp_if_exclude: {e}"))?;
+    if !include.is_empty() && explicit(&params::IF_EXCLUDE).is_some() {
+        return Err(format!(
+            "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
+            include.join(","),
+            exclude.join(",")
+        ));
+    }
+    Ok((include, exclude))
+}
+
 /// The tcp transport's listening socket between publishing and wiring up.
 pub(crate) struct TcpSetup {
     listener: std::net::TcpListener,
@@ -252,18 +269,8 @@ impl TcpSetup {
             .local_addr()
             .map_err(job.sys_err("tcp listener address"))?
             .port();
-        let include = list(&params::IF_INCLUDE);
-        let exclude = list(&params::IF_EXCLUDE);
         let fail = |msg: String| Error::Bootstrap { rank: me, msg };
-        net::check_specs(&include).map_err(|e| fail(format!("btl_tcp_if_include: {e}")))?;
-        net::check_specs(&exclude).map_err(|e| fail(format!("btl_tcp_if_exclude: {e}")))?;
-        if !include.is_empty() && explicit(&params::IF_EXCLUDE).is_some() {
-            return Err(fail(format!(
-                "btl_tcp_if_include={} and btl_tcp_if_exclude={} are both set; set only one",
-                include.join(","),
-                exclude.join(",")
-            )));
-        }
+        let (include, exclude) = if_lists().map_err(fail)?;
         let ifaces = net::interfaces();
         let local = net::select(&ifaces, &include, &exclude);
         if local.is_empty() && !include.is_empty() {
