@@ -307,11 +307,13 @@ fn wrong_secret_is_rejected() {
 #[test]
 fn garbage_peer_is_dropped() {
     let s = Scratch::new("garbage");
-    // The agent first sends junk to the head's address (`--head HOST:PORT` argument).
+    // The agent first sends junk to the head's first address (`--head HOST:PORT` or
+    // `--head ADDR/PREFIX+ADDR/PREFIX...:PORT` argument).
     let agent = s.script(
         "junk-agent.sh",
         "#!/bin/bash\nshift\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --head ] && head=$a; \
-         prev=$a; done\nexec 3<>/dev/tcp/${head%:*}/${head##*:} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
+         prev=$a; done\nh=${head%:*}; h=${h%%+*}; h=${h%%/*}\n\
+         exec 3<>/dev/tcp/$h/${head##*:} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
          && sleep 0.2; exec 3>&-\nexec \"$@\"\n",
     );
     let o = s.run_with(

@@ -6,6 +6,8 @@
 //! kernel; the rest is pure.
 
 use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 /// Interfaces nobody publishes unless asked to by name: loopback and the usual virtual
 /// bridges of containers and virtual machines (`*` matches any suffix). The default of
@@ -51,6 +53,42 @@ pub fn interfaces() -> Vec<Iface> {
             loopback: r.loopback || r.addr.is_loopback(),
         })
         .collect()
+}
+
+/// The keepalive schedule that notices a silent peer within about `timeout`: first probe
+/// after half of it idle, then probes an eighth apart (whole seconds, at least one) until
+/// the timeout is used up. Returns (idle, interval, probes) in seconds.
+pub fn keepalive_schedule(timeout: Duration) -> (u32, u32, u32) {
+    let t = timeout.as_secs().clamp(1, 86_400) as u32;
+    let idle = (t / 2).max(1);
+    let intvl = (t / 8).max(1);
+    let probes = ((t.saturating_sub(idle)) / intvl).max(1);
+    (idle, intvl, probes)
+}
+
+/// Makes a TCP connection fail (reads and writes then report `ETIMEDOUT`) when its peer has
+/// been silent for about `timeout`: keepalive probes on an idle connection
+/// ([`keepalive_schedule`]) and `TCP_USER_TIMEOUT` for data left unacknowledged. The peer's
+/// kernel answers both, so a peer process that is merely busy is not affected; a peer host
+/// that is gone or cut off is. A zero `timeout` leaves the socket alone.
+pub fn set_link_timeout(sock: &impl AsRawFd, timeout: Duration) -> std::io::Result<()> {
+    use crate::sys::{set_int_sockopt, KEEPALIVE, KEEPCNT, KEEPIDLE, KEEPINTVL, USER_TIMEOUT};
+    if timeout.is_zero() {
+        return Ok(());
+    }
+    let fd = sock.as_raw_fd();
+    let (idle, intvl, probes) = keepalive_schedule(timeout);
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    for ((level, name), v) in [
+        (KEEPALIVE, 1),
+        (KEEPIDLE, idle as i32),
+        (KEEPINTVL, intvl as i32),
+        (KEEPCNT, probes as i32),
+        (USER_TIMEOUT, ms),
+    ] {
+        set_int_sockopt(fd, level, name, v)?;
+    }
+    Ok(())
 }
 
 /// The mask of a prefix length (`/0` is all addresses).
@@ -204,6 +242,23 @@ mod tests {
 
     fn names(l: &[Iface]) -> Vec<&str> {
         l.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    #[test]
+    fn keepalive_schedule_fits_the_timeout() {
+        assert_eq!(keepalive_schedule(Duration::from_secs(20)), (10, 2, 5));
+        assert_eq!(keepalive_schedule(Duration::from_secs(2)), (1, 1, 1));
+        assert_eq!(keepalive_schedule(Duration::from_millis(300)), (1, 1, 1));
+        let (i, v, n) = keepalive_schedule(Duration::from_secs(60));
+        assert!(i + v * n <= 60 && i + v * (n + 1) > 60, "{i} {v} {n}");
+    }
+
+    #[test]
+    fn link_timeout_sets_the_socket_options() {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_link_timeout(&s, Duration::from_secs(4)).unwrap();
+        set_link_timeout(&s, Duration::ZERO).unwrap();
     }
 
     #[test]

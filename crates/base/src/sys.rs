@@ -107,6 +107,43 @@ pub(crate) fn ipv4_interfaces() -> Vec<RawIface> {
     out
 }
 
+/// Sets an integer socket option (`setsockopt(fd, level, name, &value)`).
+pub(crate) fn set_int_sockopt(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: the option value is a valid c_int of the size passed; the kernel checks `fd`.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// `SOL_SOCKET`/`SO_KEEPALIVE` and the `IPPROTO_TCP` options that tune it and bound
+/// unacknowledged data (`TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`, `TCP_USER_TIMEOUT`).
+pub(crate) const KEEPALIVE: (libc::c_int, libc::c_int) = (libc::SOL_SOCKET, libc::SO_KEEPALIVE);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPIDLE: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPINTVL: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPCNT: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPCNT);
+/// See [`KEEPALIVE`].
+pub(crate) const USER_TIMEOUT: (libc::c_int, libc::c_int) =
+    (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT);
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -123,7 +123,8 @@
 //!   own subnets first, then the routed ones (`btl_tcp_connect_timeout` each), and sends a
 //!   hello with both ranks and the listener's nonce, anything else is refused. Records (u32 length, header, payload) move
 //!   over non-blocking `TCP_NODELAY` sockets with user-space send/receive buffers; the same
-//!   eager limit and rendezvous (data in DATA records, never CMA) as `sm`. A closed socket
+//!   eager limit and rendezvous (data in DATA records, never CMA) as `sm`. A closed socket,
+//!   or a peer host silent for `btl_tcp_link_timeout` (keepalive, `TCP_USER_TIMEOUT`),
 //!   marks the peer failed, like an `sm` peer's exit seen through its pidfd.
 //!   `OXMPI_ENGINE_NODE` overrides the node name (tests simulate several nodes with it).
 //!

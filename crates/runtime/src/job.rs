@@ -67,6 +67,12 @@ pub struct JobPlan {
     pub head_address: Option<String>,
     /// How long remote daemons have to connect back (MCA `plm_daemon_timeout`, seconds).
     pub daemon_timeout: Duration,
+    /// How long a control connection may go unanswered (MCA `plm_link_timeout`; zero:
+    /// never).
+    pub link_timeout: Duration,
+    /// How long the head waits for remote nodes once the job ends (MCA
+    /// `plm_teardown_timeout`).
+    pub teardown_timeout: Duration,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -211,6 +217,8 @@ pub fn plan_checked(
         .zip(&map.per_node)
         .find(|(n, &k)| k > 0 && !n.local)
         .map(|(n, _)| n.name.clone());
+    let link_timeout = crate::params::seconds(&crate::params::LINK_TIMEOUT, true)?;
+    let teardown_timeout = crate::params::seconds(&crate::params::TEARDOWN_TIMEOUT, false)?;
     let agent = if let Some(far) = first_remote {
         let in_slurm = parent_env("SLURM_JOB_ID")
             .or_else(|| parent_env("SLURM_JOBID"))
@@ -220,7 +228,9 @@ pub fn plan_checked(
             None if in_slurm => SLURM_AGENT.to_string(),
             None => "ssh".to_string(),
         };
-        let daemon = daemon_command(prefix.as_deref());
+        let mut daemon = daemon_command(prefix.as_deref());
+        daemon.push("--link-timeout".into());
+        daemon.push(link_timeout.as_secs_f64().to_string());
         let a = RshAgent::new(&text, daemon)?;
         // The agent must exist here (one-line error, nothing launched).
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -253,19 +263,7 @@ pub fn plan_checked(
         None
     };
     let head_address = crate::params::explicit_value(&crate::params::HEAD_ADDRESS);
-    let daemon_timeout = match crate::params::explicit_value(&crate::params::DAEMON_TIMEOUT) {
-        None => crate::remote::DAEMON_CONNECT_TIMEOUT,
-        Some(v) => match v.trim().parse::<f64>() {
-            Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
-            _ => {
-                return Err(RuntimeError::BadValue {
-                    option: "plm_daemon_timeout".into(),
-                    value: v,
-                    reason: "expected a positive number of seconds".into(),
-                })
-            }
-        },
-    };
+    let daemon_timeout = crate::params::seconds(&crate::params::DAEMON_TIMEOUT, false)?;
     let cwd = std::env::current_dir().map_err(|e| RuntimeError::Os {
         what: "reading the current directory".into(),
         source: e,
@@ -334,6 +332,8 @@ pub fn plan_checked(
         agent,
         head_address,
         daemon_timeout,
+        link_timeout,
+        teardown_timeout,
     })
 }
 
@@ -494,6 +494,8 @@ struct Head<'a> {
     remotes: Option<Remotes>,
     ending: Option<Ending>,
     teardown_kill_at: Option<Instant>,
+    /// Once the job ends: when remote nodes that still have not reported are given up.
+    give_up_at: Option<Instant>,
     deadline: Option<Instant>,
     groups_killed_at: Option<Instant>,
 }
@@ -511,6 +513,7 @@ impl<'a> Head<'a> {
             remotes: None,
             ending: None,
             teardown_kill_at: None,
+            give_up_at: None,
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
             groups_killed_at: None,
         }
@@ -537,6 +540,7 @@ impl<'a> Head<'a> {
         self.ending = Some(ending);
         self.signal_all(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
+        self.give_up_at = Some(Instant::now() + KILL_GRACE + self.plan.teardown_timeout);
     }
 
     /// Act on the daemon's events. Exits seen in one batch count as simultaneous: the lowest
@@ -695,6 +699,16 @@ impl<'a> Head<'a> {
             }
             if let Some(r) = self.remotes.as_mut() {
                 r.check_connect_timeout(now);
+                if self.give_up_at.is_some_and(|t| now >= t) {
+                    let gone = r.give_up("it did not answer after the job ended");
+                    if !gone.is_empty() {
+                        msg(&format!(
+                            "node(s) {} did not answer within plm_teardown_timeout after the job ended; their launch agents were killed",
+                            gone.join(", ")
+                        ));
+                    }
+                    self.give_up_at = None;
+                }
             }
             if self.teardown_kill_at.is_some_and(|t| now >= t) {
                 verbose!(
@@ -724,6 +738,7 @@ impl<'a> Head<'a> {
             let wake = [
                 self.deadline.filter(|_| self.ending.is_none()),
                 self.teardown_kill_at,
+                self.give_up_at.filter(|_| self.remotes.is_some()),
                 self.groups_killed_at.map(|t| t + DRAIN_GRACE),
                 self.remotes.as_ref().and_then(Remotes::connect_deadline),
             ]
@@ -887,6 +902,7 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             local_has_ranks,
             plan.head_address.clone(),
             plan.daemon_timeout,
+            plan.link_timeout,
         ) {
             Ok(r) => job.remotes = Some(r),
             Err(e) => {

@@ -40,6 +40,8 @@ struct Peer {
     stream: TcpStream,
     conn: Connection,
     closed: bool,
+    /// Why the connection failed, when a read or write said so (not a clean close).
+    error: Option<std::io::Error>,
 }
 
 impl Peer {
@@ -50,6 +52,7 @@ impl Peer {
             stream,
             conn,
             closed: false,
+            error: None,
         })
     }
 
@@ -61,7 +64,10 @@ impl Peer {
                 Ok(n) => self.conn.advance_output(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => self.closed = true,
+                Err(e) => {
+                    self.error = Some(e);
+                    self.closed = true;
+                }
             }
         }
     }
@@ -78,7 +84,8 @@ impl Peer {
                 Ok(n) => self.conn.on_data(&buf[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
+                Err(e) => {
+                    self.error = Some(e);
                     self.conn.on_eof();
                     self.closed = true;
                     return;
@@ -93,6 +100,18 @@ impl Peer {
         }
         if self.conn.send(m).is_ok() {
             self.flush();
+        }
+    }
+
+    /// Why the connection ended, for messages: the socket's error (a silent peer is named
+    /// with the parameter that bounds it), else a plain close.
+    fn lost_reason(&self) -> String {
+        match &self.error {
+            Some(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                format!("no answer within plm_link_timeout: {e}")
+            }
+            Some(e) => format!("connection lost: {e}"),
+            None => "connection closed".into(),
         }
     }
 
@@ -215,6 +234,8 @@ pub struct Remotes {
     stdin: Vec<(usize, usize, Option<OwnedFd>)>,
     /// Daemons that have not connected back by then are given up.
     connect_deadline: Instant,
+    /// `plm_link_timeout`, applied to every daemon connection.
+    link_timeout: Duration,
     buf: Vec<u8>,
 }
 
@@ -269,9 +290,6 @@ const HEAD_HINT: &str = "set plm_head_address (--mca plm_head_address ADDR) to a
 /// How long a daemon waits for one of the head's addresses to accept its connection.
 const HEAD_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Default of `plm_daemon_timeout`: seconds a daemon has to connect back to the head.
-pub const DAEMON_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// A token of a descriptor of [`Remotes`] in the head's poll set.
 #[derive(Debug, Clone, Copy)]
 pub enum RemoteToken {
@@ -296,6 +314,7 @@ impl Remotes {
         local_has_ranks: bool,
         head_addr: Option<String>,
         connect_timeout: Duration,
+        link_timeout: Duration,
     ) -> Result<Remotes> {
         let os = |what: &str| {
             let what = what.to_string();
@@ -328,6 +347,7 @@ impl Remotes {
             released: Vec::new(),
             stdin: Vec::new(),
             connect_deadline: Instant::now() + connect_timeout,
+            link_timeout,
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
@@ -527,6 +547,7 @@ impl Remotes {
         loop {
             match self.listener.accept() {
                 Ok((s, _)) => {
+                    let _ = oxmpi_base::net::set_link_timeout(&s, self.link_timeout);
                     let Ok(nonce) = random_nonce() else { continue };
                     let mut conn = Connection::server(self.cfg.clone(), nonce);
                     conn.on_connected();
@@ -550,12 +571,12 @@ impl Remotes {
             match ev {
                 Event::Message(m) => msgs.push(m),
                 Event::Dropped { reason } => lost = Some(format!("protocol error: {reason}")),
-                Event::PeerClosed { .. } => lost = Some("connection closed".into()),
+                Event::PeerClosed { .. } => lost = Some(p.lost_reason()),
                 Event::Authenticated { .. } => {}
             }
         }
         if p.closed && lost.is_none() {
-            lost = Some("connection closed".into());
+            lost = Some(p.lost_reason());
         }
         for m in msgs {
             self.on_msg(i, m);
@@ -718,6 +739,33 @@ impl Remotes {
             .then_some(self.connect_deadline)
     }
 
+    /// Gives up every node that has not finished (the job is ending and it does not
+    /// answer): its launch agent is killed and the node counts as done. Returns the names
+    /// of the nodes given up.
+    pub fn give_up(&mut self, why: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].done {
+                continue;
+            }
+            verbose!(
+                ERRMGR,
+                10,
+                "errmgr: giving up node {} ({why})",
+                self.nodes[i].host
+            );
+            if self.nodes[i].agent_pid > 0 {
+                sys::kill_group(self.nodes[i].agent_pid, sys::SIGKILL);
+            }
+            self.nodes[i].peer = None;
+            // Its ranks' fate is unknown; the job already has its ending.
+            self.nodes[i].running.clear();
+            out.push(self.nodes[i].host.clone());
+            self.node_gone(i, why);
+        }
+        out
+    }
+
     /// Give up daemons that did not connect back in time (their agent is killed).
     pub fn check_connect_timeout(&mut self, now: Instant) {
         if now < self.connect_deadline {
@@ -828,6 +876,9 @@ fn msg(text: &str) {
 pub struct DaemonArgs {
     /// `host:port` of the head.
     pub head: String,
+    /// How long the connection to the head may go unanswered (`--link-timeout`, seconds;
+    /// zero or absent: never).
+    pub link_timeout: Duration,
     /// Node index announced to the head.
     pub node: u32,
     /// Job id (must match the head's).
@@ -835,11 +886,12 @@ pub struct DaemonArgs {
 }
 
 /// Usage line of `oxmpid`.
-pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
+pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID [--link-timeout SECS] (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
 
 /// Parse `oxmpid`'s arguments.
 pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, String> {
     let (mut head, mut node, mut jobid) = (None, None, None);
+    let mut link_timeout = Duration::ZERO;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -857,11 +909,25 @@ pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, Str
                 );
             }
             "--jobid" => jobid = Some(val()?),
+            "--link-timeout" => {
+                let v = val()?;
+                link_timeout = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| format!("bad link timeout '{v}'"))?;
+            }
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
     match (head, node, jobid) {
-        (Some(head), Some(node), Some(jobid)) => Ok(DaemonArgs { head, node, jobid }),
+        (Some(head), Some(node), Some(jobid)) => Ok(DaemonArgs {
+            head,
+            node,
+            jobid,
+            link_timeout,
+        }),
         _ => Err("--head, --node and --jobid are required".into()),
     }
 }
@@ -905,6 +971,7 @@ fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, Strin
     for a in head_candidates(&args.head, &local)? {
         match TcpStream::connect_timeout(&a, HEAD_CONNECT_TIMEOUT) {
             Ok(s) => {
+                let _ = oxmpi_base::net::set_link_timeout(&s, args.link_timeout);
                 stream = Some(s);
                 break;
             }
@@ -1175,8 +1242,11 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             }
         }
         if head_gone {
-            // The head died: leave nothing behind.
-            dlog("lost the connection to the head; killing this node's ranks");
+            // The head died or cannot be reached: leave nothing behind.
+            dlog(&format!(
+                "lost the connection to the head ({}); killing this node's ranks",
+                peer.lost_reason()
+            ));
             daemon.kill_all_groups();
             drop(session);
             return Ok(1);
@@ -1360,9 +1430,32 @@ mod tests {
             DaemonArgs {
                 head: "h:1".into(),
                 node: 2,
-                jobid: "j".into()
+                jobid: "j".into(),
+                link_timeout: Duration::ZERO,
             }
         );
+        let a = args(&[
+            "--link-timeout",
+            "2.5",
+            "--head",
+            "h:1",
+            "--node",
+            "2",
+            "--jobid",
+            "j",
+        ]);
+        assert_eq!(a.unwrap().link_timeout, Duration::from_millis(2500));
+        assert!(args(&[
+            "--link-timeout",
+            "-1",
+            "--head",
+            "h:1",
+            "--node",
+            "2",
+            "--jobid",
+            "j"
+        ])
+        .is_err());
         assert!(args(&["--head", "h:1", "--node", "x", "--jobid", "j"]).is_err());
         assert!(args(&["--head", "h:1", "--jobid", "j"]).is_err());
         assert!(args(&["--head"]).is_err());

@@ -62,11 +62,25 @@ pub(crate) static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_tcp_link_timeout`.
+pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "link_timeout",
+    ParamType::Int { min: 0, max: 86400 },
+    "20",
+    "Seconds a peer's host may leave the tcp link unanswered (TCP keepalive probes, \
+     unacknowledged data) before the peer counts as failed and the operations that depend \
+     on it end with MPI_ERR_PROC_FAILED (0: never); a busy peer process is not affected",
+)
+.level(5);
+
 /// Every `btl_tcp_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 5] = [
+pub(crate) static PARAMS: [ParamDecl; 6] = [
     IF_INCLUDE,
     IF_EXCLUDE,
     PORT_MIN,
     PORT_RANGE,
     CONNECT_TIMEOUT,
+    LINK_TIMEOUT,
 ];

@@ -119,6 +119,14 @@ pub(crate) fn peer_addrs(
 /// How long wire-up waits for a connection or a hello before giving up.
 const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Lets the kernel notice a peer host that went silent within `btl_tcp_link_timeout`
+/// (keepalive probes, a bound on unacknowledged data): the link's next read or write then
+/// fails with `ETIMEDOUT` and the peer counts as failed.
+fn watch_peer(s: &TcpStream) -> io::Result<()> {
+    let secs = int(&params::LINK_TIMEOUT).max(0) as u64;
+    net::set_link_timeout(s, Duration::from_secs(secs))
+}
+
 /// The addresses of a peer, for messages (`10.0.0.1:4000, 10.1.0.1:4000`).
 fn list_addrs(addrs: &[SocketAddr]) -> String {
     addrs
@@ -155,6 +163,7 @@ pub(crate) fn connect(addr: SocketAddr, hello: Hello, timeout: Duration) -> io::
     use std::io::Write;
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_nodelay(true)?;
+    watch_peer(&s)?;
     s.write_all(&hello.encode())?;
     TcpLink::new(s)
 }
@@ -204,6 +213,7 @@ pub(crate) fn accept_all(
         match ok {
             Some(p) => {
                 s.set_read_timeout(None)?;
+                watch_peer(&s)?;
                 out.push((p, TcpLink::new(s)?));
             }
             None => {
