@@ -13,6 +13,8 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
+  # The fake nodes of tests/fakenodes (network namespaces, veth links, unshare).
+  iproute2 util-linux
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

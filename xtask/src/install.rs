@@ -170,6 +170,12 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
              comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
         ))?;
+    // Jobs across fake nodes that share only the file system (own network, PID, IPC and
+    // UTS namespaces), launched through their ssh-style agent: 2 and 4 nodes, failures and
+    // a cut link included (skipped, loudly, where namespaces cannot be made).
+    run(Command::new("bash")
+        .arg(root.join("tests").join("fakenodes").join("run.sh"))
+        .arg(&prefix))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()
