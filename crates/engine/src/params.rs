@@ -159,6 +159,7 @@ mod tests {
                 "btl_tcp_port_range_v4",
                 "btl_tcp_connect_timeout",
                 "btl_tcp_link_timeout",
+                "btl_tcp_handshake_timeout",
                 "mpi_yield_when_idle",
             ]
         );

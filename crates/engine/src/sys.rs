@@ -221,13 +221,18 @@ pub(crate) fn socket_readable(sock: impl AsFd) -> bool {
     }
 }
 
-/// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
-/// `Ok(false)` on timeout; an interrupted wait is [`io::ErrorKind::Interrupted`].
-pub(crate) fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+/// Waits up to `timeout` until one of `fds` is readable (or has an error or hang-up);
+/// returns which ones are (all `false` on timeout). An interrupted wait is
+/// [`io::ErrorKind::Interrupted`].
+pub(crate) fn poll_readable(
+    fds: &[std::os::fd::BorrowedFd<'_>],
+    timeout: std::time::Duration,
+) -> io::Result<Vec<bool>> {
+    let mut set: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
     let t = Timespec {
         tv_sec: timeout.as_secs() as i64,
         tv_nsec: i64::from(timeout.subsec_nanos()),
     };
-    Ok(rustix::event::poll(&mut fds, Some(&t))? > 0)
+    rustix::event::poll(&mut set, Some(&t))?;
+    Ok(set.iter().map(|p| !p.revents().is_empty()).collect())
 }

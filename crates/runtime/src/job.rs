@@ -9,7 +9,7 @@ use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
 use crate::proto::{DaemonEvent, NodeLaunch, NodeProc, RankExit, DRAIN_GRACE, KILL_GRACE};
-use crate::remote::{RemoteEvent, RemoteToken, Remotes};
+use crate::remote::{RemoteEvent, RemoteToken, Remotes, Timeouts};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
@@ -73,6 +73,8 @@ pub struct JobPlan {
     /// How long the head waits for remote nodes once the job ends (MCA
     /// `plm_teardown_timeout`).
     pub teardown_timeout: Duration,
+    /// How long a control connection has to authenticate (MCA `plm_handshake_timeout`).
+    pub handshake_timeout: Duration,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -219,6 +221,7 @@ pub fn plan_checked(
         .map(|(n, _)| n.name.clone());
     let link_timeout = crate::params::seconds(&crate::params::LINK_TIMEOUT, true)?;
     let teardown_timeout = crate::params::seconds(&crate::params::TEARDOWN_TIMEOUT, false)?;
+    let handshake_timeout = crate::params::seconds(&crate::params::HANDSHAKE_TIMEOUT, false)?;
     let agent = if let Some(far) = first_remote {
         let in_slurm = parent_env("SLURM_JOB_ID")
             .or_else(|| parent_env("SLURM_JOBID"))
@@ -334,6 +337,7 @@ pub fn plan_checked(
         daemon_timeout,
         link_timeout,
         teardown_timeout,
+        handshake_timeout,
     })
 }
 
@@ -699,6 +703,7 @@ impl<'a> Head<'a> {
             }
             if let Some(r) = self.remotes.as_mut() {
                 r.check_connect_timeout(now);
+                r.expire_handshakes(now);
                 if self.give_up_at.is_some_and(|t| now >= t) {
                     let gone = r.give_up("it did not answer after the job ended");
                     if !gone.is_empty() {
@@ -901,8 +906,11 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             launches,
             local_has_ranks,
             plan.head_address.clone(),
-            plan.daemon_timeout,
-            plan.link_timeout,
+            Timeouts {
+                connect: plan.daemon_timeout,
+                link: plan.link_timeout,
+                handshake: plan.handshake_timeout,
+            },
         ) {
             Ok(r) => job.remotes = Some(r),
             Err(e) => {

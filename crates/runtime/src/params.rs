@@ -57,6 +57,17 @@ pub const TEARDOWN_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `plm_handshake_timeout`: seconds a control connection has to authenticate.
+pub const HANDSHAKE_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "handshake_timeout",
+    ParamType::String,
+    "2",
+    "Seconds (fractions allowed) a connection to mpirun's control port has to complete the authentication handshake before it is dropped; connections are served side by side, so a slow or silent one delays nobody",
+)
+.level(5);
+
 /// A parameter holding seconds: a non-negative number, fractions allowed (`0` only where
 /// `allow_zero`); its declared default when it is not set. A bad value is a one-line error
 /// naming the parameter.
@@ -137,6 +148,7 @@ pub static PROVIDER: Provider = Provider {
         DAEMON_TIMEOUT,
         LINK_TIMEOUT,
         TEARDOWN_TIMEOUT,
+        HANDSHAKE_TIMEOUT,
     ],
 };
 

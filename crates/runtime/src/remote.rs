@@ -42,6 +42,8 @@ struct Peer {
     closed: bool,
     /// Why the connection failed, when a read or write said so (not a clean close).
     error: Option<std::io::Error>,
+    /// When it was accepted or made.
+    since: Instant,
 }
 
 impl Peer {
@@ -53,6 +55,7 @@ impl Peer {
             conn,
             closed: false,
             error: None,
+            since: Instant::now(),
         })
     }
 
@@ -236,6 +239,8 @@ pub struct Remotes {
     connect_deadline: Instant,
     /// `plm_link_timeout`, applied to every daemon connection.
     link_timeout: Duration,
+    /// `plm_handshake_timeout`: a connection not authenticated by then is dropped.
+    handshake_timeout: Duration,
     buf: Vec<u8>,
 }
 
@@ -290,6 +295,17 @@ const HEAD_HINT: &str = "set plm_head_address (--mca plm_head_address ADDR) to a
 /// How long a daemon waits for one of the head's addresses to accept its connection.
 const HEAD_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The head's limits on its daemons' connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// `plm_daemon_timeout`: every daemon must have connected back by then.
+    pub connect: Duration,
+    /// `plm_link_timeout`: how long a connection may go unanswered (zero: never).
+    pub link: Duration,
+    /// `plm_handshake_timeout`: how long a new connection has to authenticate.
+    pub handshake: Duration,
+}
+
 /// A token of a descriptor of [`Remotes`] in the head's poll set.
 #[derive(Debug, Clone, Copy)]
 pub enum RemoteToken {
@@ -313,14 +329,19 @@ impl Remotes {
         launches: Vec<(usize, String, NodeLaunch)>,
         local_has_ranks: bool,
         head_addr: Option<String>,
-        connect_timeout: Duration,
-        link_timeout: Duration,
+        timeouts: Timeouts,
     ) -> Result<Remotes> {
         let os = |what: &str| {
             let what = what.to_string();
             move |e: std::io::Error| RuntimeError::Os { what, source: e }
         };
-        let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(os("listening for daemons"))?;
+        let head = head_addr.unwrap_or_else(head_addresses);
+        // One address to offer: listen on it alone; several (or a name): on all of them.
+        let bind_ip = match oxmpi_base::net::decode(&head).as_deref() {
+            Ok([(ip, _)]) => std::net::IpAddr::V4(*ip),
+            _ => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        };
+        let listener = TcpListener::bind((bind_ip, 0)).map_err(os("listening for daemons"))?;
         listener
             .set_nonblocking(true)
             .map_err(os("listening for daemons"))?;
@@ -328,7 +349,7 @@ impl Remotes {
             .local_addr()
             .map_err(os("listening for daemons"))?
             .port();
-        let addr = format!("{}:{port}", head_addr.unwrap_or_else(head_addresses));
+        let addr = format!("{head}:{port}");
         let secret = Secret::generate().map_err(|e| RuntimeError::Os {
             what: format!("generating the job secret: {e}"),
             source: std::io::Error::other(e.to_string()),
@@ -346,8 +367,9 @@ impl Remotes {
             events: Vec::new(),
             released: Vec::new(),
             stdin: Vec::new(),
-            connect_deadline: Instant::now() + connect_timeout,
-            link_timeout,
+            connect_deadline: Instant::now() + timeouts.connect,
+            link_timeout: timeouts.link,
+            handshake_timeout: timeouts.handshake,
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
@@ -764,6 +786,24 @@ impl Remotes {
             self.node_gone(i, why);
         }
         out
+    }
+
+    /// Drops connections that have not authenticated within `plm_handshake_timeout`.
+    pub fn expire_handshakes(&mut self, now: Instant) {
+        let limit = self.handshake_timeout;
+        self.pending.retain(|p| {
+            let keep = now.saturating_duration_since(p.since) < limit;
+            if !keep {
+                let from = p
+                    .stream
+                    .peer_addr()
+                    .map_or_else(|_| "?".to_string(), |a| a.to_string());
+                msg(&format!(
+                    "dropped a control connection from {from}: no authentication within plm_handshake_timeout"
+                ));
+            }
+            keep
+        });
     }
 
     /// Give up daemons that did not connect back in time (their agent is killed).

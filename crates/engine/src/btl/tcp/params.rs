@@ -75,12 +75,28 @@ pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_tcp_handshake_timeout`.
+pub(crate) static HANDSHAKE_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "handshake_timeout",
+    ParamType::Int {
+        min: 1,
+        max: 600_000,
+    },
+    "2000",
+    "Milliseconds a connection to a rank's tcp listener has to present its hello before it \
+     is closed (connections are served side by side, so a slow or silent one delays nobody)",
+)
+.level(5);
+
 /// Every `btl_tcp_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 6] = [
+pub(crate) static PARAMS: [ParamDecl; 7] = [
     IF_INCLUDE,
     IF_EXCLUDE,
     PORT_MIN,
     PORT_RANGE,
     CONNECT_TIMEOUT,
     LINK_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
 ];

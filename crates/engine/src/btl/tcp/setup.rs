@@ -14,7 +14,7 @@ use crate::btl::{Job, Links, Setup, BTL};
 use crate::{sys, Error};
 use oxmpi_base::net;
 use oxmpi_base::params::{explicit, int, list};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The handshake the connecting (lower) rank sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,24 +168,44 @@ pub(crate) fn connect(addr: SocketAddr, hello: Hello, timeout: Duration) -> io::
     TcpLink::new(s)
 }
 
-/// Accepts one connection from each rank in `expect` (connections whose hello does not
-/// carry our nonce, our rank and an expected, not yet connected rank are closed). Fails
-/// after [`SETUP_TIMEOUT`] without a new connection.
+/// A connection accepted by [`accept_all`] whose hello has not arrived yet.
+struct Handshake {
+    sock: TcpStream,
+    from: SocketAddr,
+    got: [u8; HELLO_LEN],
+    len: usize,
+    until: Instant,
+}
+
+/// Accepts one connection from each rank in `expect`. Connections are served side by side:
+/// each must deliver its hello within `handshake` of being accepted, and one whose hello does
+/// not carry our nonce, our rank and an expected, not yet connected rank is closed, so a
+/// stranger that connects and holds, or sends a byte at a time, delays nobody. Fails after
+/// [`SETUP_TIMEOUT`] without a new link.
 pub(crate) fn accept_all(
     l: &TcpListener,
     nonce: u64,
     me: i32,
     expect: &[i32],
+    handshake: Duration,
 ) -> io::Result<Vec<(i32, TcpLink)>> {
     use std::io::Read;
+    use std::os::fd::AsFd;
+    l.set_nonblocking(true)?;
     let mut out: Vec<(i32, TcpLink)> = Vec::new();
+    let mut shakes: Vec<Handshake> = Vec::new();
+    let mut give_up = Instant::now() + SETUP_TIMEOUT;
+    let reject = |h: &Handshake, why: &str| {
+        oxmpi_base::verbose!(
+            BTL,
+            10,
+            "tcp: rank {me} closed a connection from {} ({why})",
+            h.from
+        );
+    };
     while out.len() < expect.len() {
-        let ready = match sys::wait_readable(l, SETUP_TIMEOUT) {
-            Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if !ready {
+        let now = Instant::now();
+        if now >= give_up {
             let missing: Vec<i32> = expect
                 .iter()
                 .copied()
@@ -196,32 +216,90 @@ pub(crate) fn accept_all(
                 format!("no connection from ranks {missing:?}"),
             ));
         }
-        let (mut s, from) = l.accept()?;
-        s.set_read_timeout(Some(SETUP_TIMEOUT))?;
-        let mut b = [0u8; HELLO_LEN];
-        let ok = s
-            .read_exact(&mut b)
-            .ok()
-            .and_then(|()| Hello::decode(&b))
-            .filter(|h| {
-                h.nonce == nonce
-                    && h.to == me
-                    && expect.contains(&h.from)
-                    && !out.iter().any(|(q, _)| *q == h.from)
-            })
-            .map(|h| h.from);
-        match ok {
-            Some(p) => {
-                s.set_read_timeout(None)?;
-                watch_peer(&s)?;
-                out.push((p, TcpLink::new(s)?));
+        shakes.retain(|h| {
+            let alive = now < h.until;
+            if !alive {
+                reject(h, "no hello in time");
             }
-            None => {
-                oxmpi_base::verbose!(
-                    BTL,
-                    10,
-                    "tcp: rank {me} rejected a connection from {from} (not a rank of this job)"
-                );
+            alive
+        });
+        let wake = shakes.iter().map(|h| h.until).fold(give_up, Instant::min);
+        let mut fds = vec![l.as_fd()];
+        fds.extend(shakes.iter().map(|h| h.sock.as_fd()));
+        let ready = match sys::poll_readable(&fds, wake.saturating_duration_since(now)) {
+            Ok(r) => r,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        drop(fds);
+        // Hellos first (the indices of `ready` follow `shakes` before it changes).
+        let mut k = shakes.len();
+        while k > 0 {
+            k -= 1;
+            if !ready[k + 1] {
+                continue;
+            }
+            let h = &mut shakes[k];
+            let n = match h.sock.read(&mut h.got[h.len..]) {
+                Ok(0) => {
+                    reject(h, "closed before its hello");
+                    shakes.swap_remove(k);
+                    continue;
+                }
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => {
+                    reject(h, &e.to_string());
+                    shakes.swap_remove(k);
+                    continue;
+                }
+            };
+            h.len += n;
+            if h.len < HELLO_LEN {
+                continue;
+            }
+            let h = shakes.swap_remove(k);
+            let peer = Hello::decode(&h.got)
+                .filter(|m| {
+                    m.nonce == nonce
+                        && m.to == me
+                        && expect.contains(&m.from)
+                        && !out.iter().any(|(q, _)| *q == m.from)
+                })
+                .map(|m| m.from);
+            match peer {
+                Some(p) => {
+                    watch_peer(&h.sock)?;
+                    out.push((p, TcpLink::new(h.sock)?));
+                    give_up = Instant::now() + SETUP_TIMEOUT;
+                }
+                None => reject(&h, "not a rank of this job"),
+            }
+        }
+        if ready[0] {
+            loop {
+                match l.accept() {
+                    Ok((sock, from)) => {
+                        sock.set_nonblocking(true)?;
+                        shakes.push(Handshake {
+                            sock,
+                            from,
+                            got: [0; HELLO_LEN],
+                            len: 0,
+                            until: Instant::now() + handshake,
+                        });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
             }
         }
     }
@@ -375,7 +453,8 @@ impl Setup for TcpSetup {
             oxmpi_base::verbose!(BTL, 20, "tcp: rank {me} connected to rank {p} at {addr}");
             out.push((p as usize, Box::new(link)));
         }
-        let accepted = accept_all(&self.listener, self.nonce, me, &expect)
+        let handshake = Duration::from_millis(int(&params::HANDSHAKE_TIMEOUT).max(1) as u64);
+        let accepted = accept_all(&self.listener, self.nonce, me, &expect, handshake)
             .map_err(job.sys_err(format!("tcp accept from ranks {expect:?}")))?;
         for (p, link) in accepted {
             oxmpi_base::verbose!(BTL, 20, "tcp: rank {me} accepted rank {p}");
@@ -429,9 +508,79 @@ mod tests {
         })
         .unwrap();
         assert_eq!((at, seen), (good, vec![dead]));
-        let got = accept_all(&l, 5, 1, &[0]).unwrap();
+        let got = accept_all(&l, 5, 1, &[0], Duration::from_secs(1)).unwrap();
         assert_eq!(got[0].0, 0);
         assert!(connect_any(&[dead], h, Duration::from_secs(2), |_, _| {}).is_err());
+    }
+
+    /// Strangers that connect and hold, that send a byte at a time, and 500 idle
+    /// connections made before the real peer do not delay it: its link is up at once, and
+    /// the strangers are closed after the handshake timeout.
+    #[test]
+    fn hostile_connections_delay_nobody() {
+        use std::io::{Read, Write};
+        let hello = |from| Hello {
+            nonce: 7,
+            from,
+            to: 2,
+        };
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        let holder = TcpStream::connect(addr).unwrap();
+        let mut dribbler = TcpStream::connect(addr).unwrap();
+        dribbler.write_all(&hello(0).encode()[..3]).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let dribble = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // One more byte every 100 ms: never a whole hello within the timeout.
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if dribbler.write_all(&[0]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        };
+        // 500 idle connections, then the real peer, while the rank accepts.
+        let good = std::thread::spawn(move || {
+            let idle: Vec<TcpStream> = (0..500)
+                .map(|_| TcpStream::connect(addr).unwrap())
+                .collect();
+            let t0 = Instant::now();
+            let link = connect(addr, hello(0), SETUP_TIMEOUT).unwrap();
+            (link, idle, t0)
+        });
+        let got = accept_all(&l, 7, 2, &[0], Duration::from_millis(400)).unwrap();
+        let done = Instant::now();
+        assert_eq!(got.len(), 1);
+        let (link, idle, t0) = good.join().unwrap();
+        let took = done.saturating_duration_since(t0);
+        assert!(
+            took < Duration::from_secs(1),
+            "took {took:?} after 500 idle connections"
+        );
+        drop(link);
+        // The next accept (a rank that comes late) takes its peer at once too; the strangers
+        // were closed (at the latest when the first accept returned).
+        let second = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(600));
+            let t0 = Instant::now();
+            (connect(addr, hello(1), SETUP_TIMEOUT).unwrap(), t0)
+        });
+        let got = accept_all(&l, 7, 2, &[1], Duration::from_millis(400)).unwrap();
+        let done = Instant::now();
+        assert_eq!(got.len(), 1);
+        let (link, t0) = second.join().unwrap();
+        assert!(done.saturating_duration_since(t0) < Duration::from_secs(1));
+        drop(link);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        dribble.join().unwrap();
+        let mut b = [0u8; 1];
+        let mut h = holder;
+        h.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(h.read(&mut b).unwrap_or(0), 0, "the holder was closed");
+        drop(idle);
     }
 
     #[test]
@@ -485,7 +634,7 @@ mod tests {
             SETUP_TIMEOUT,
         )
         .unwrap();
-        let got = accept_all(&l, 7, 2, &[0]).unwrap();
+        let got = accept_all(&l, 7, 2, &[0], Duration::from_secs(1)).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, 0);
         // The rejected ones see end of stream.
