@@ -12,9 +12,9 @@
 #        (FN_SHOW=1 also prints the output of the cases that pass)
 #
 # More cases (RMA, MPI-IO across nodes): every tests/fakenodes/cases/*.sh is sourced after the
-# built-in cases of each node count (before the partition cases, which cut a node off), with `fn_mpirun ARGS...`, `fn_expect NAME WANT_RC
-# MAX_SECONDS GREP...` (runs the last fn_mpirun's checks), `fn_cc SRC` (compiles into $work),
-# $nodes and $work available.
+# built-in cases of each node count (before the partition cases, which cut a node off),
+# with `fn_mpirun ARGS...`, `fn_expect NAME WANT_RC MAX_SECONDS GREP...` (checks the last
+# run), `fn_cc SRC` (compiles into $work), $nodes, $n (ranks: 2 per node) and $work.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -58,14 +58,29 @@ for s in where kill9 spin; do fn_cc "$here/c/$s.c"; done
 fn_cc "$root/crates/capi/tests/c/coll.c"
 
 failures=0
-# fn_mpirun ARGS...: runs mpirun on the fake nodes (stdout, stderr, status, seconds kept).
-fn_mpirun() {
-  local t0=$(date +%s%N)
+# fn_start ARGS...: starts mpirun on the fake nodes in the background (pid in $bg, output in
+# $work/out and $work/err); the clock ($t0) starts now.
+fn_start() {
+  t0=$(date +%s%N)
   timeout -k 5 120 "$P/bin/mpirun" --hostfile "$FN_DIR/hosts" --mca plm_rsh_agent "$FN_DIR/agent" \
-    "$@" >"$work/out" 2>"$work/err" </dev/null
+    "$@" >"$work/out" 2>"$work/err" </dev/null &
+  bg=$!
+}
+# fn_finish: waits for it; $rc is its status, $secs the time since $t0.
+fn_finish() {
+  wait $bg
   rc=$?
   secs=$((($(date +%s%N) - t0) / 1000000))
   secs=$(printf '%d.%03d' $((secs / 1000)) $((secs % 1000)))
+}
+# fn_mpirun ARGS...: runs mpirun on the fake nodes (stdout, stderr, status, seconds kept).
+fn_mpirun() {
+  fn_start "$@"
+  fn_finish
+}
+# fn_spinning: waits (up to 20 s) until the spin program's ranks are in their loop.
+fn_spinning() {
+  for _ in $(seq 1 200); do grep -q spinning "$work/out" && break; sleep 0.1; done
 }
 # fn_expect NAME WANT_RC MAX_SECONDS [GREP...]: checks the last run: its status, its time, a
 # line of stdout or stderr matching each GREP, and that nothing is left on any node.
@@ -129,34 +144,22 @@ for nodes in $counts; do
   # A partition: the last node's link is cut while the ranks spin in barriers. mpirun must
   # notice (plm_link_timeout), end the job and exit; the cut-off daemon must notice too and
   # end its ranks (nothing is left on any node).
-  t0=$(date +%s%N)
-  timeout -k 5 120 "$P/bin/mpirun" --hostfile "$FN_DIR/hosts" --mca plm_rsh_agent "$FN_DIR/agent" \
-    --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2 -n $n "$work/spin" \
-    >"$work/out" 2>"$work/err" </dev/null &
-  bg=$!
-  for _ in $(seq 1 200); do grep -q spinning "$work/out" && break; sleep 0.1; done
+  fn_start --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2 -n $n "$work/spin"
+  fn_spinning
   t0=$(date +%s%N)
   fakenodes_cut "$nodes"
-  wait $bg
-  rc=$?
-  secs=$((($(date +%s%N) - t0) / 1000000))
-  secs=$(printf '%d.%03d' $((secs / 1000)) $((secs % 1000)))
+  fn_finish
   fn_expect "the last node cut off mid-job" 1 15 "n$nodes"
   # A signal while a node cannot be reached (default timeouts, far longer than the test):
   # mpirun gives the node up after plm_teardown_timeout and exits with 128+15.
   fakenodes_down
   fakenodes_up "$nodes" || { echo "fakenodes: cannot set up $nodes nodes" >&2; exit 1; }
-  timeout -k 5 120 "$P/bin/mpirun" --hostfile "$FN_DIR/hosts" --mca plm_rsh_agent "$FN_DIR/agent" \
-    -n $n "$work/spin" >"$work/out" 2>"$work/err" </dev/null &
-  bg=$!
-  for _ in $(seq 1 200); do grep -q spinning "$work/out" && break; sleep 0.1; done
+  fn_start -n $n "$work/spin"
+  fn_spinning
   fakenodes_cut "$nodes"
   t0=$(date +%s%N)
   kill -TERM $bg
-  wait $bg
-  rc=$?
-  secs=$((($(date +%s%N) - t0) / 1000000))
-  secs=$(printf '%d.%03d' $((secs / 1000)) $((secs % 1000)))
+  fn_finish
   fn_expect "SIGTERM to mpirun while the last node is cut off" 143 8 "n$nodes did not answer within plm_teardown_timeout"
   fakenodes_down
 done
