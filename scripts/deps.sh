@@ -13,8 +13,9 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
-  # The fake nodes of tests/fakenodes (network namespaces, veth links, unshare).
-  iproute2 util-linux
+  # The fake nodes of tests/fakenodes (network namespaces, veth links, unshare) and the
+  # Slurm cluster of tests/slurm.
+  iproute2 util-linux slurm-wlm munge
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -176,6 +176,11 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     run(Command::new("bash")
         .arg(root.join("tests").join("fakenodes").join("run.sh"))
         .arg(&prefix))?;
+    // The same kind of nodes under a real Slurm cluster: srun --mpi=pmi2, and mpirun inside
+    // salloc (skipped, loudly, where Slurm or namespaces are missing).
+    run(Command::new("bash")
+        .arg(root.join("tests").join("slurm").join("run.sh"))
+        .arg(&prefix))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()
