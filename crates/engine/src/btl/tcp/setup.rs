@@ -6,7 +6,7 @@
 //! hello is closed). Also: interface selection and peer addresses.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 
 use super::link::TcpLink;
 use super::params;
@@ -66,15 +66,15 @@ pub(crate) fn nonce() -> u64 {
     h.finish()
 }
 
-/// Binds a listener on all addresses: on `port_min..port_min+range` if `port_min > 0`,
+/// Binds a listener on `ip` (`0.0.0.0`: all addresses): on `port_min..port_min+range` if `port_min > 0`,
 /// else on an ephemeral port.
-pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
+pub(crate) fn listen(ip: Ipv4Addr, port_min: u16, range: u16) -> io::Result<TcpListener> {
     if port_min == 0 {
-        return TcpListener::bind(("0.0.0.0", 0));
+        return TcpListener::bind((ip, 0));
     }
     let mut last = io::Error::new(io::ErrorKind::AddrInUse, "empty port range");
     for p in port_min..=port_min.saturating_add(range.max(1) - 1) {
-        match TcpListener::bind(("0.0.0.0", p)) {
+        match TcpListener::bind((ip, p)) {
             Ok(l) => return Ok(l),
             Err(e) => last = e,
         }
@@ -82,7 +82,8 @@ pub(crate) fn listen(port_min: u16, range: u16) -> io::Result<TcpListener> {
     Err(last)
 }
 
-/// The addresses to try for a peer, best first: the loopback address for a peer on our host;
+/// The addresses to try for a peer, best first: the loopback address (then its published
+/// ones) for a peer on our host;
 /// else its published addresses (`addr/prefix+...`, see [`oxmpi_base::net::encode`]) in
 /// [`oxmpi_base::net::pair_order`] from our interfaces `local`; else (it published none) its
 /// host name's addresses.
@@ -94,11 +95,15 @@ pub(crate) fn peer_addrs(
     port: u16,
 ) -> io::Result<Vec<SocketAddr>> {
     use std::net::ToSocketAddrs;
-    if same_host {
-        return Ok(vec![SocketAddr::from(([127, 0, 0, 1], port))]);
-    }
     let remote =
         net::decode(published).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if same_host {
+        // Loopback first; the published addresses in case the peer listens on one of them
+        // only (an explicit btl_tcp_if_include).
+        let mut out = vec![SocketAddr::from(([127, 0, 0, 1], port))];
+        out.extend(remote.iter().map(|(ip, _)| SocketAddr::from((*ip, port))));
+        return Ok(out);
+    }
     if !remote.is_empty() {
         return Ok(net::pair_order(local, &remote)
             .into_iter()
@@ -340,9 +345,19 @@ impl TcpSetup {
     /// `None` (we publish no tcp section: peers then have no tcp link to us).
     fn listen(job: &Job) -> Result<Option<TcpSetup>, Error> {
         let me = job.me;
+        let fail = |msg: String| Error::Bootstrap { rank: me, msg };
+        let (include, exclude) = if_lists().map_err(fail)?;
+        let ifaces = net::interfaces();
+        let local = net::select(&ifaces, &include, &exclude);
+        // An explicit btl_tcp_if_include that selects one address: listen there alone (peers
+        // on this host try the loopback address first, then that one).
+        let bind_ip = match local.as_slice() {
+            [one] if !include.is_empty() => one.addr,
+            _ => Ipv4Addr::UNSPECIFIED,
+        };
         let port_min = int(&params::PORT_MIN).clamp(0, 65535) as u16;
         let range = int(&params::PORT_RANGE).clamp(1, 65535) as u16;
-        let listener = match listen(port_min, range) {
+        let listener = match listen(bind_ip, port_min, range) {
             Ok(l) => l,
             Err(e) => {
                 oxmpi_base::verbose!(
@@ -357,10 +372,6 @@ impl TcpSetup {
             .local_addr()
             .map_err(job.sys_err("tcp listener address"))?
             .port();
-        let fail = |msg: String| Error::Bootstrap { rank: me, msg };
-        let (include, exclude) = if_lists().map_err(fail)?;
-        let ifaces = net::interfaces();
-        let local = net::select(&ifaces, &include, &exclude);
         if local.is_empty() && !include.is_empty() {
             let names: Vec<String> = ifaces
                 .iter()
@@ -473,7 +484,13 @@ mod tests {
         let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
         let local = vec![net::Iface::new("eth1", ip("192.168.7.9"), 24)];
         let lo = peer_addrs("10.0.0.1/8", &local, "x", true, 7).unwrap();
-        assert_eq!(lo, [SocketAddr::from(([127, 0, 0, 1], 7))]);
+        assert_eq!(
+            lo,
+            [
+                SocketAddr::from(([127, 0, 0, 1], 7)),
+                SocketAddr::from(([10, 0, 0, 1], 7))
+            ]
+        );
         let two = peer_addrs("10.1.2.3/16+192.168.7.20/24", &local, "x", false, 7).unwrap();
         assert_eq!(
             two,
@@ -486,6 +503,14 @@ mod tests {
         assert!(peer_addrs("10.1.2/16", &local, "x", false, 7).is_err());
         let named = peer_addrs("", &local, "localhost", false, 7).unwrap();
         assert!(named.iter().all(|a| a.port() == 7) && !named.is_empty());
+    }
+
+    #[test]
+    fn listener_binds_the_selected_address() {
+        let l = listen(Ipv4Addr::LOCALHOST, 0, 1).unwrap();
+        assert_eq!(l.local_addr().unwrap().ip(), Ipv4Addr::LOCALHOST);
+        let any = listen(Ipv4Addr::UNSPECIFIED, 0, 1).unwrap();
+        assert!(any.local_addr().unwrap().ip().is_unspecified());
     }
 
     #[test]
