@@ -5,6 +5,7 @@
 # machines; processes of one node still share them, like the ranks of a real node.
 #
 #   fakenodes_up N   -> nodes n1..nN at $FN_NET.11.., $FN_DIR/{agent,hosts}
+#   fakenodes_dummy NET -> a second interface on every node, on NET.0/24, that reaches nothing
 #   fakenodes_cut I  -> removes node I's link (a partition: its packets vanish)
 #   fakenodes_down   -> kills what runs on the nodes, removes namespaces, links, $FN_DIR
 #
@@ -37,6 +38,17 @@ h=\$1; shift
 exec ip netns exec $FN_NS\${h#n} unshare --pid --fork --kill-child --mount-proc --ipc --uts sh -c 'hostname "\$0"; mount -t tmpfs tmpfs /dev/shm 2>/dev/null; exec "\$@"' "\$h" "\$@"
 AG
   chmod +x "$FN_DIR/agent"
+}
+fakenodes_dummy() {
+  # fakenodes_dummy NET: gives every node a second interface eth1 at NET.(10+I)/24 that
+  # reaches nothing (a veth pair inside the node whose other end has no address: packets
+  # vanish), as a second network no peer is reachable on.
+  local i
+  for i in $(seq 1 "${FN_N:-0}"); do
+    ip -n "$FN_NS$i" link add eth1 type veth peer name eth1x &&
+      ip -n "$FN_NS$i" addr add "$1.$((10 + i))/24" dev eth1 &&
+      ip -n "$FN_NS$i" link set eth1x up && ip -n "$FN_NS$i" link set eth1 up || return 1
+  done
 }
 fakenodes_cut() {
   ip link del "${FN_BR}v$1" 2>/dev/null
