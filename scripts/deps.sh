@@ -22,6 +22,9 @@ apt_pkgs=(
   gfortran scalapack-mpi-test libhdf5-mpich-dev
   # oxmpi-profile's plots (plotters draws text with a TrueType font).
   fonts-dejavu-core
+  # The fake nodes of tests/fakenodes (network namespaces, veth links, unshare) and the
+  # Slurm cluster of tests/slurm.
+  iproute2 util-linux slurm-wlm munge
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -188,6 +188,17 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     run(Command::new("bash")
         .arg(clients.join("packaging.sh"))
         .arg(&prefix))?;
+    // Jobs across fake nodes that share only the file system (own network, PID, IPC and
+    // UTS namespaces), launched through their ssh-style agent: 2 and 4 nodes, failures and
+    // a cut link included (skipped, loudly, where namespaces cannot be made).
+    run(Command::new("bash")
+        .arg(root.join("tests").join("fakenodes").join("run.sh"))
+        .arg(&prefix))?;
+    // The same kind of nodes under a real Slurm cluster: srun --mpi=pmi2, and mpirun inside
+    // salloc (skipped, loudly, where Slurm or namespaces are missing).
+    run(Command::new("bash")
+        .arg(root.join("tests").join("slurm").join("run.sh"))
+        .arg(&prefix))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()

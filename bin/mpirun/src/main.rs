@@ -5,8 +5,12 @@ fn main() {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    // The MPI library's parameters are validated here too, so a bad value stops the launch.
-    let code =
-        oxmpi_runtime::main_with_providers(args, &[&oxmpi_engine::PROVIDER, &oxmpi_coll::PROVIDER]);
+    // The MPI library's parameters are validated here too, so a bad value, an unknown
+    // component or a bad interface list stops the launch with one line.
+    let code = oxmpi_runtime::main_with_checks(
+        args,
+        &[&oxmpi_engine::PROVIDER, &oxmpi_coll::PROVIDER],
+        &[oxmpi_engine::check_params],
+    );
     std::process::exit(code);
 }

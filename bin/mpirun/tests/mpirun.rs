@@ -617,6 +617,50 @@ fn bad_input_launches_nothing() {
             vec!["--bind-to", "l3cache", "sh", "-c", &touch],
             "--bind-to",
         ),
+        // What every rank would find in MPI_Init is found once, up front.
+        (
+            vec!["--mca", "btl", "self,nosuchbtl", "sh", "-c", &touch],
+            "component nosuchbtl",
+        ),
+        (
+            vec![
+                "--mca",
+                "btl_tcp_if_include",
+                "10.0.0.0/33",
+                "sh",
+                "-c",
+                &touch,
+            ],
+            "btl_tcp_if_include: '10.0.0.0/33': the prefix length must be 0 to 32",
+        ),
+        (
+            vec![
+                "--mca",
+                "btl_tcp_if_include",
+                "eth0",
+                "--mca",
+                "btl_tcp_if_exclude",
+                "lo",
+                "sh",
+                "-c",
+                &touch,
+            ],
+            "set only one",
+        ),
+        (
+            vec![
+                "--mca",
+                "mca_base_param_check",
+                "error",
+                "--mca",
+                "btl_tcp_if_inclde",
+                "eth0",
+                "sh",
+                "-c",
+                &touch,
+            ],
+            "did you mean btl_tcp_if_include? (mca_base_param_check=error)",
+        ),
     ];
     for (args, needle) in cases {
         let o = s.run(&args);
@@ -628,6 +672,24 @@ fn bad_input_launches_nothing() {
     }
     let o = s.run(&["--nooversubscribe", "-n", "999", "true"]);
     assert!(stderr(&o).contains("slots found: "), "{}", stderr(&o));
+    // Without mca_base_param_check=error an unknown name is a warning naming the closest
+    // known one, from --mca and from OMPI_MCA_ alike, and the job runs.
+    let o = s
+        .mpirun()
+        .env("OMPI_MCA_btl_tcp_if_exclud", "lo")
+        .args(["--mca", "btl_tcp_if_inclde", "eth0", "true"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: --mca names unknown MCA parameter \"btl_tcp_if_inclde\" (ignored); did you mean btl_tcp_if_include?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("OMPI_MCA_btl_tcp_if_exclud names unknown MCA parameter \"btl_tcp_if_exclud\" (ignored); did you mean btl_tcp_if_exclude?"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -307,11 +307,13 @@ fn wrong_secret_is_rejected() {
 #[test]
 fn garbage_peer_is_dropped() {
     let s = Scratch::new("garbage");
-    // The agent first sends junk to the head's address (`--head HOST:PORT` argument).
+    // The agent first sends junk to the head's first address (`--head HOST:PORT` or
+    // `--head ADDR/PREFIX+ADDR/PREFIX...:PORT` argument).
     let agent = s.script(
         "junk-agent.sh",
         "#!/bin/bash\nshift\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --head ] && head=$a; \
-         prev=$a; done\nexec 3<>/dev/tcp/${head%:*}/${head##*:} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
+         prev=$a; done\nh=${head%:*}; h=${h%%+*}; h=${h%%/*}\n\
+         exec 3<>/dev/tcp/$h/${head##*:} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
          && sleep 0.2; exec 3>&-\nexec \"$@\"\n",
     );
     let o = s.run_with(
@@ -484,4 +486,93 @@ fn daemon_that_never_connects_is_given_up() {
     ]);
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("plm_daemon_timeout"), "{}", stderr(&o));
+}
+
+/// Strangers on the head's control port delay nobody: before its daemon, the first node's
+/// agent opens 500 connections that stay idle, one that sends a valid-looking start and
+/// holds, and one that sends a byte every 100 ms; the ranks still start within 1 s (plus
+/// the start-up time of a run without strangers) of the strangers being connected, and the
+/// strangers are dropped once `plm_handshake_timeout` is over.
+#[test]
+fn hostile_control_connections_delay_nobody() {
+    let s = Scratch::new("hostile");
+    let args = ["--host", "a:1,b:1", "-n", "2", "sh", "-c", "echo ran"];
+    let plain = s.script("agent.sh", LOCAL_AGENT);
+    let t0 = std::time::Instant::now();
+    let o = s.run_with(Path::new(env!("CARGO_BIN_EXE_mpirun")), &plain, &args);
+    let normal = t0.elapsed();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let pids = s.dir.join("strangers.pid");
+    let strangers = s.dir.join("strangers.py");
+    std::fs::write(
+        &strangers,
+        "import socket, sys, time\n\
+         host, port = sys.argv[1], int(sys.argv[2])\n\
+         idle = [socket.create_connection((host, port)) for _ in range(500)]\n\
+         holder = socket.create_connection((host, port)); holder.sendall(b'\\x00\\x00')\n\
+         drip = socket.create_connection((host, port))\n\
+         open(sys.argv[3], 'w').write(repr(time.time()))\n\
+         end = time.time() + 10\n\
+         while time.time() < end:\n\
+         \x20   try: drip.send(b'\\x01')\n\
+         \x20   except OSError: break\n\
+         \x20   time.sleep(0.1)\n",
+    )
+    .unwrap();
+    // Node 0's agent starts the strangers (without the test mark, so that they are not
+    // mistaken for the job's processes) and waits until they are connected.
+    let agent = s.script(
+        "hostile-agent.sh",
+        &format!(
+            "#!/bin/bash\nshift\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --head ] && head=$a; \
+             [ \"$prev\" = --node ] && node=$a; prev=$a; done\n\
+             if [ \"$node\" = 0 ]; then h=${{head%:*}}; h=${{h%%+*}}; h=${{h%%/*}}\n\
+             env -u OXMPI_TEST_MARK python3 {py} \"$h\" \"${{head##*:}}\" {ready} & echo $! > {pids}\n\
+             for i in $(seq 1 100); do [ -e {ready} ] && break; sleep 0.05; done; fi\n\
+             exec \"$@\"\n",
+            py = strangers.display(),
+            ready = s.dir.join("ready").display(),
+            pids = pids.display(),
+        ),
+    );
+    let o = s.run_with(
+        Path::new(env!("CARGO_BIN_EXE_mpirun")),
+        &agent,
+        &[
+            "--mca",
+            "plm_handshake_timeout",
+            "0.5",
+            "--host",
+            "a:1,b:1",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "date +%s.%N; sleep 2",
+        ],
+    );
+    if let Ok(pid) = std::fs::read_to_string(&pids) {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let ready: f64 = std::fs::read_to_string(s.dir.join("ready"))
+        .unwrap_or_else(|_| panic!("the strangers did not connect: {err}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let started: Vec<f64> = stdout(&o)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(started.len(), 2, "{}", stdout(&o));
+    let late = started.iter().fold(0f64, |a, &b| a.max(b)) - ready;
+    assert!(
+        late < normal.as_secs_f64() + 1.0,
+        "ranks started {late:.3} s after the strangers connected (a run without: {normal:?})"
+    );
+    assert!(
+        err.contains("no authentication within plm_handshake_timeout"),
+        "{err}"
+    );
 }

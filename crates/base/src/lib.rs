@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod hostlist;
+pub mod net;
 pub mod output;
 pub mod params;
 pub mod select;

@@ -287,13 +287,31 @@ pub static MCA: Stream = Stream::new("mca");
 /// not implement are listed at `mca_base_verbose` 40 (info). Call once every parameter of the
 /// process is registered.
 pub fn report_problems(registry: &mut Registry) {
+    let _ = check_problems(registry);
+}
+
+/// [`report_problems`], and with `mca_base_param_check=error` an unknown parameter name is
+/// an error instead of a warning: `Err` with the first one (as one line), after printing
+/// the others.
+pub fn check_problems(registry: &mut Registry) -> Result<(), String> {
     MCA.configure(registry);
     for w in registry.take_warnings() {
         warn(format_args!("{w}"));
     }
+    let strict = registry
+        .get_int(&crate::params::PARAM_CHECK.full_name())
+        .unwrap_or(0)
+        == 1;
     let report = registry.check_environment();
+    let mut first = None;
     for u in &report.unknown {
-        warn(format_args!("{u}"));
+        if !strict {
+            warn(format_args!("warning: {u}"));
+        } else if first.is_none() {
+            first = Some(format!("{u} (mca_base_param_check=error)"));
+        } else {
+            error(format_args!("error: {u}"));
+        }
     }
     for var in &report.ignored_compat {
         crate::verbose!(
@@ -302,6 +320,7 @@ pub fn report_problems(registry: &mut Registry) {
             "mca: base: ignoring {var}: not a parameter of oxmpi"
         );
     }
+    first.map_or(Ok(()), Err)
 }
 
 /// Sets the process name printed after `[host:pid] ` (`[jobid,rank]`). Only the first call

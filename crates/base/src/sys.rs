@@ -47,6 +47,103 @@ pub(crate) fn syslog(priority: SyslogPriority, line: &str) {
     unsafe { libc::syslog(pri, c"%s".as_ptr(), c.as_ptr()) };
 }
 
+/// One IPv4 address of an interface as `getifaddrs(3)` lists it.
+pub(crate) struct RawIface {
+    /// Interface name.
+    pub name: String,
+    /// Its address.
+    pub addr: std::net::Ipv4Addr,
+    /// Its netmask (`0.0.0.0` if the kernel gave none).
+    pub mask: std::net::Ipv4Addr,
+    /// `IFF_UP` and `IFF_RUNNING` are set.
+    pub up: bool,
+    /// `IFF_LOOPBACK` is set.
+    pub loopback: bool,
+}
+
+/// The IPv4 addresses of this host's interfaces, in the system's order (empty if they cannot
+/// be listed).
+pub(crate) fn ipv4_interfaces() -> Vec<RawIface> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` on success; freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let v4 = |sa: *const libc::sockaddr| -> Option<std::net::Ipv4Addr> {
+        if sa.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null sockaddr of the list; the family is checked before the cast.
+        if i32::from(unsafe { (*sa).sa_family }) != libc::AF_INET {
+            return None;
+        }
+        // SAFETY: AF_INET addresses are sockaddr_in.
+        let sin = unsafe { &*sa.cast::<libc::sockaddr_in>() };
+        Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+    };
+    let mut out = Vec::new();
+    let mut p = list;
+    while !p.is_null() {
+        // SAFETY: p is a node of the list returned by getifaddrs.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        let Some(addr) = v4(ifa.ifa_addr) else {
+            continue;
+        };
+        // SAFETY: ifa_name is a NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
+        let flags = ifa.ifa_flags;
+        let set = |f: i32| flags & f as u32 != 0;
+        out.push(RawIface {
+            name: name.into_owned(),
+            addr,
+            mask: v4(ifa.ifa_netmask).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+            up: set(libc::IFF_UP) && set(libc::IFF_RUNNING),
+            loopback: set(libc::IFF_LOOPBACK),
+        });
+    }
+    // SAFETY: list came from getifaddrs.
+    unsafe { libc::freeifaddrs(list) };
+    out
+}
+
+/// Sets an integer socket option (`setsockopt(fd, level, name, &value)`).
+pub(crate) fn set_int_sockopt(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: the option value is a valid c_int of the size passed; the kernel checks `fd`.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// `SOL_SOCKET`/`SO_KEEPALIVE` and the `IPPROTO_TCP` options that tune it and bound
+/// unacknowledged data (`TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`, `TCP_USER_TIMEOUT`).
+pub(crate) const KEEPALIVE: (libc::c_int, libc::c_int) = (libc::SOL_SOCKET, libc::SO_KEEPALIVE);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPIDLE: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPINTVL: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL);
+/// See [`KEEPALIVE`].
+pub(crate) const KEEPCNT: (libc::c_int, libc::c_int) = (libc::IPPROTO_TCP, libc::TCP_KEEPCNT);
+/// See [`KEEPALIVE`].
+pub(crate) const USER_TIMEOUT: (libc::c_int, libc::c_int) =
+    (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT);
+
 #[cfg(test)]
 mod tests {
     #[test]

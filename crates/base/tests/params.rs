@@ -512,18 +512,39 @@ fn unknown_environment_names() {
     env(&mut s, "OXMPI_MCA_completely_different_thing", "1");
     env(&mut s, "OMPI_MCA_pml_ucx_verbose", "1");
     env(&mut s, "OMPI_MCA_btl_tcp_port", "5");
+    env(&mut s, "OMPI_MCA_btl_base_verbse", "5");
+    s.command_line.push(("btl_tcp_prot".into(), "1".into()));
     let r = registry(s).unwrap();
     let rep = r.check_environment();
     let lines: Vec<String> = rep.unknown.iter().map(|u| u.to_string()).collect();
     assert_eq!(
         lines,
         vec![
-            "warning: environment variable OXMPI_MCA_btl_base_verbos names unknown MCA parameter \"btl_base_verbos\" (ignored); did you mean btl_base_verbose?",
-            "warning: environment variable OXMPI_MCA_completely_different_thing names unknown MCA parameter \"completely_different_thing\" (ignored)",
+            "--mca names unknown MCA parameter \"btl_tcp_prot\" (ignored); did you mean btl_tcp_port?",
+            "environment variable OXMPI_MCA_btl_base_verbos names unknown MCA parameter \"btl_base_verbos\" (ignored); did you mean btl_base_verbose?",
+            "environment variable OXMPI_MCA_completely_different_thing names unknown MCA parameter \"completely_different_thing\" (ignored)",
+            "environment variable OMPI_MCA_btl_base_verbse names unknown MCA parameter \"btl_base_verbse\" (ignored); did you mean btl_base_verbose?",
         ]
     );
     assert_eq!(rep.ignored_compat, vec!["OMPI_MCA_pml_ucx_verbose"]);
     assert_eq!(r.get_int("btl_tcp_port"), Some(5));
+}
+
+#[test]
+fn unknown_names_are_an_error_with_param_check_error() {
+    let mut s = sources();
+    s.command_line.push(("btl_tcp_prot".into(), "1".into()));
+    let mut r = registry(s.clone()).unwrap();
+    assert_eq!(oxmpi_base::output::check_problems(&mut r), Ok(()), "warn");
+    s.command_line
+        .push(("mca_base_param_check".into(), "error".into()));
+    let mut r = registry(s).unwrap();
+    let e = oxmpi_base::output::check_problems(&mut r).unwrap_err();
+    assert_eq!(
+        e,
+        "--mca names unknown MCA parameter \"btl_tcp_prot\" (ignored); did you mean \
+         btl_tcp_port? (mca_base_param_check=error)"
+    );
 }
 
 // ---------- mpirun → rank ----------

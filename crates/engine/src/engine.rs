@@ -134,7 +134,32 @@ impl Engine {
         }
     }
 
-    fn new(mut boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
+    /// Starts the engine over `boot`. A failure is also sent to the process manager as an
+    /// abort with the error's text (PMI abort, like `MPI_Abort`), so that the launcher (srun,
+    /// mpirun, Hydra) ends the job at once with that message instead of leaving the other
+    /// ranks waiting in a fence for this one.
+    fn new(boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
+        let mut slot = Some(boot);
+        let r = Self::start(&mut slot, required);
+        if let (Err(e), Some(boot)) = (&r, slot.as_mut()) {
+            if boot.size() > 1 {
+                // PMI-1 carries no message: say it on stderr too, which the launcher forwards.
+                let text = format!("MPI_Init failed: {e}");
+                oxmpi_base::output::error(format_args!("{text}"));
+                boot.abort(1, &text);
+            }
+        }
+        r
+    }
+
+    /// [`Engine::new`]'s work; takes the bootstrap out of `slot` only when it succeeds.
+    fn start(
+        slot: &mut Option<Box<dyn Bootstrap>>,
+        required: ThreadLevel,
+    ) -> Result<Engine, Error> {
+        let Some(boot) = slot.as_mut() else {
+            return Err(Error::State("no bootstrap".into()));
+        };
         let rank = boot.rank();
         let size = boot.size();
         if size < 1 || rank < 0 || rank >= size {
@@ -152,18 +177,13 @@ impl Engine {
         // The btl selection list (`btl=self,sm`, `btl=^sm`): a requested component that is
         // not compiled in stops every rank here, before any exchange, with Open MPI's
         // "A requested component was not found" naming host, framework and what exists.
-        use oxmpi_base::select::{select_global, Candidate};
-        let candidates: Vec<Candidate> = crate::btl::REGISTRY
-            .iter()
-            .map(|c| Candidate::available(c.info.name))
-            .collect();
-        let btls = select_global("btl", &candidates).map_err(|e| Error::Bootstrap {
+        let btls = params::select_btl().map_err(|e| Error::Bootstrap {
             rank,
             msg: e.to_string(),
         })?;
         let mut local_ranks = 1;
         if size > 1 {
-            let peers = crate::btl::wire_up(&mut *boot, rank, size as usize, &btls.components)?;
+            let peers = crate::btl::wire_up(&mut **boot, rank, size as usize, &btls.components)?;
             local_ranks += peers.iter().filter(|p| p.local).count();
             st.attach(peers);
         }
@@ -202,7 +222,7 @@ impl Engine {
             yield_when_idle,
             polls: Default::default(),
             state: StateLock::new(st),
-            boot: Mutex::new(Some(boot)),
+            boot: Mutex::new(slot.take()),
         })
     }
 

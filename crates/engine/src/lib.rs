@@ -115,13 +115,16 @@
 //!   reads the whole message alone. CMA denied: back to the copy path, with a verbose note.
 //! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
 //!   `btl=self,tcp` / `btl=^sm`). Each rank listens on a TCP port and publishes
-//!   `address,port,nonce` in the same fence as `sm` (address: the one of
-//!   `btl_tcp_if_include` (name, address or subnet) or the first interface `btl_tcp_if_exclude`
-//!   leaves, else the peer's host name resolves; peers on the same node use
-//!   127.0.0.1); the lower rank of a pair connects and sends a hello with both ranks and the
-//!   listener's nonce, anything else is refused. Records (u32 length, header, payload) move
+//!   `addresses,port,nonce` in the same fence as `sm` (addresses: `addr/prefix` of every
+//!   interface that is up and matches `btl_tcp_if_include` (names, `name*`, addresses or
+//!   subnets, in its order) or else is neither loopback nor matched by `btl_tcp_if_exclude`
+//!   (default: the usual virtual bridges); none: the peer's host name resolves; peers on the
+//!   same node use 127.0.0.1). The lower rank of a pair tries the peer's addresses on its
+//!   own subnets first, then the routed ones (`btl_tcp_connect_timeout` each), and sends a
+//!   hello with both ranks and the listener's nonce, anything else is refused. Records (u32 length, header, payload) move
 //!   over non-blocking `TCP_NODELAY` sockets with user-space send/receive buffers; the same
-//!   eager limit and rendezvous (data in DATA records, never CMA) as `sm`. A closed socket
+//!   eager limit and rendezvous (data in DATA records, never CMA) as `sm`. A closed socket,
+//!   or a peer host silent for `btl_tcp_link_timeout` (keepalive, `TCP_USER_TIMEOUT`),
 //!   marks the peer failed, like an `sm` peer's exit seen through its pidfd.
 //!   `OXMPI_ENGINE_NODE` overrides the node name (tests simulate several nodes with it).
 //!
@@ -258,7 +261,7 @@ pub use engine::{engine, init, init_with, Engine};
 /// The engine's MCA frameworks (`btl`: self, sm; `pml`: ox) and parameters, for the
 /// registry and `oxmpi-info`.
 #[cfg(not(loom))]
-pub use params::PROVIDER;
+pub use params::{check as check_params, PROVIDER};
 /// `mpi_profile`, the job profile's directory.
 #[cfg(not(loom))]
 pub use pml::params::PROFILE;

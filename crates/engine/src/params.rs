@@ -34,6 +34,27 @@ static PARAMS: [ParamDecl; N_PARAMS] = {
     out
 };
 
+/// Checks, once and up front (`mpirun` calls it before launching anything), what every
+/// rank would otherwise find in `MPI_Init`: the `btl` selection list names components that
+/// exist, and the tcp interface lists are valid. The error is one line.
+pub fn check() -> Result<(), String> {
+    select_btl().map_err(|e| e.to_string())?;
+    crate::btl::tcp::setup::if_lists().map(|_| ())
+}
+
+/// The `btl` components chosen by the selection list (`btl=self,sm`, `btl=^sm`) among the
+/// registry's; a requested component that is not compiled in is Open MPI's "A requested
+/// component was not found" naming host, framework and what exists.
+pub(crate) fn select_btl(
+) -> Result<oxmpi_base::select::Selected<'static>, oxmpi_base::select::SelectError> {
+    use oxmpi_base::select::{select_global, Candidate};
+    let candidates: Vec<Candidate> = REGISTRY
+        .iter()
+        .map(|c| Candidate::available(c.info.name))
+        .collect();
+    select_global("btl", &candidates)
+}
+
 /// Number of parameters of the engine.
 const N_PARAMS: usize = {
     let mut n = pml::params::PARAMS.len();
@@ -136,6 +157,9 @@ mod tests {
                 "btl_tcp_if_exclude",
                 "btl_tcp_port_min_v4",
                 "btl_tcp_port_range_v4",
+                "btl_tcp_connect_timeout",
+                "btl_tcp_link_timeout",
+                "btl_tcp_handshake_timeout",
                 "mpi_yield_when_idle",
                 "mpi_profile",
             ]

@@ -1,7 +1,6 @@
 //! All system calls of the engine go through this module: shared memory (memfd, mappings,
 //! peers' file descriptors), processes (pidfds, liveness, CMA copies, ptrace permission),
-//! scheduling, and the sockets of the `tcp` transport (non-blocking send/receive, polls,
-//! the host's interfaces).
+//! scheduling, and the sockets of the `tcp` transport (non-blocking send/receive, polls).
 
 use std::ffi::c_void;
 use std::fs::OpenOptions;
@@ -222,47 +221,18 @@ pub(crate) fn socket_readable(sock: impl AsFd) -> bool {
     }
 }
 
-/// Waits up to `timeout` for `fd` to become readable (a listener: a connection waits).
-/// `Ok(false)` on timeout; an interrupted wait is [`io::ErrorKind::Interrupted`].
-pub(crate) fn wait_readable(fd: impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+/// Waits up to `timeout` until one of `fds` is readable (or has an error or hang-up);
+/// returns which ones are (all `false` on timeout). An interrupted wait is
+/// [`io::ErrorKind::Interrupted`].
+pub(crate) fn poll_readable(
+    fds: &[std::os::fd::BorrowedFd<'_>],
+    timeout: std::time::Duration,
+) -> io::Result<Vec<bool>> {
+    let mut set: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
     let t = Timespec {
         tv_sec: timeout.as_secs() as i64,
         tv_nsec: i64::from(timeout.subsec_nanos()),
     };
-    Ok(rustix::event::poll(&mut fds, Some(&t))? > 0)
-}
-
-/// The IPv4 interfaces of this host (name, address), in the system's order (empty if they
-/// cannot be listed).
-pub(crate) fn ipv4_interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list` on success; freed below.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut p = list;
-    while !p.is_null() {
-        // SAFETY: p is a node of the list returned by getifaddrs.
-        let ifa = unsafe { &*p };
-        p = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_addr points to a sockaddr; checked family before the cast.
-        let fam = unsafe { (*ifa.ifa_addr).sa_family } as i32;
-        if fam != libc::AF_INET {
-            continue;
-        }
-        // SAFETY: AF_INET addresses are sockaddr_in.
-        let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
-        let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-        // SAFETY: ifa_name is a NUL-terminated string.
-        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_string_lossy();
-        out.push((name.into_owned(), ip));
-    }
-    // SAFETY: list came from getifaddrs.
-    unsafe { libc::freeifaddrs(list) };
-    out
+    rustix::event::poll(&mut set, Some(&t))?;
+    Ok(set.iter().map(|p| !p.revents().is_empty()).collect())
 }

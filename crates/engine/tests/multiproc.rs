@@ -603,7 +603,11 @@ fn tcp_interface_by_subnet() {
             c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
         },
     );
-    assert!(err[0].contains("published address 127."), "{}", err[0]);
+    assert!(
+        err[0].contains("published addresses 127.0.0.1/8)"),
+        "{}",
+        err[0]
+    );
 }
 
 /// Without tcp, a rank on another node is unreachable (the error names the cause).

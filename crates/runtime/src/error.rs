@@ -59,6 +59,9 @@ pub enum RuntimeError {
     /// parameter file.
     #[error(transparent)]
     Params(#[from] oxmpi_base::params::ParamError),
+    /// A parameter value or name the ranks would reject (checked once, up front).
+    #[error("{0}")]
+    BadParameter(String),
     /// More ranks than slots with `--nooversubscribe`.
     #[error("There are not enough slots available in the system to satisfy the {requested} slots that were requested by the application: {program}; slots found: {found}")]
     NotEnoughSlots {

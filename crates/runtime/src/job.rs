@@ -9,7 +9,7 @@ use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
 use crate::proto::{DaemonEvent, NodeLaunch, NodeProc, RankExit, DRAIN_GRACE, KILL_GRACE};
-use crate::remote::{RemoteEvent, RemoteToken, Remotes};
+use crate::remote::{RemoteEvent, RemoteToken, Remotes, Timeouts};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
@@ -62,11 +62,19 @@ pub struct JobPlan {
     /// The agent that starts daemons on the other nodes with ranks (`None`: every rank is
     /// on this node).
     pub agent: Option<RshAgent>,
-    /// Address remote daemons connect back to (MCA `plm_head_address`; default: this
-    /// host's name).
+    /// Address remote daemons connect back to (MCA `plm_head_address`; default: the
+    /// addresses of this host's usable interfaces).
     pub head_address: Option<String>,
     /// How long remote daemons have to connect back (MCA `plm_daemon_timeout`, seconds).
     pub daemon_timeout: Duration,
+    /// How long a control connection may go unanswered (MCA `plm_link_timeout`; zero:
+    /// never).
+    pub link_timeout: Duration,
+    /// How long the head waits for remote nodes once the job ends (MCA
+    /// `plm_teardown_timeout`).
+    pub teardown_timeout: Duration,
+    /// How long a control connection has to authenticate (MCA `plm_handshake_timeout`).
+    pub handshake_timeout: Duration,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -124,6 +132,21 @@ pub fn plan(spec: JobSpec) -> Result<JobPlan> {
 /// [`plan`], also registering `rank_providers` (parameters the ranks will read) so that a
 /// bad value for one of them is an error here, before anything is launched.
 pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) -> Result<JobPlan> {
+    plan_checked(spec, rank_providers, &[])
+}
+
+/// A check of the ranks' parameters that `mpirun` runs once, up front (the MPI library's
+/// component lists and interface values): `Err` is a one-line message.
+pub type ParamCheck = fn() -> std::result::Result<(), String>;
+
+/// [`plan_with`], also running `checks` once the parameters are registered: a failing
+/// check, or an unknown parameter name under `mca_base_param_check=error`, stops the
+/// launch with one line.
+pub fn plan_checked(
+    spec: JobSpec,
+    rank_providers: &[&'static params::Provider],
+    checks: &[ParamCheck],
+) -> Result<JobPlan> {
     // MCA parameters: `--mca` (conflicts are errors), `--tune` files, parameter files.
     // The process-global registry also configures mpirun's own verbose streams.
     let sources = Sources {
@@ -144,7 +167,11 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         params::register_global(p)?;
     }
     if !rank_providers.is_empty() {
-        params::with_global(oxmpi_base::output::report_problems)?;
+        params::with_global(oxmpi_base::output::check_problems)?
+            .map_err(RuntimeError::BadParameter)?;
+    }
+    for check in checks {
+        check().map_err(RuntimeError::BadParameter)?;
     }
     let topo = LocalTopology::detect();
     let host = oxmpi_base::output::hostname().to_string();
@@ -192,6 +219,9 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         .zip(&map.per_node)
         .find(|(n, &k)| k > 0 && !n.local)
         .map(|(n, _)| n.name.clone());
+    let link_timeout = crate::params::seconds(&crate::params::LINK_TIMEOUT, true)?;
+    let teardown_timeout = crate::params::seconds(&crate::params::TEARDOWN_TIMEOUT, false)?;
+    let handshake_timeout = crate::params::seconds(&crate::params::HANDSHAKE_TIMEOUT, false)?;
     let agent = if let Some(far) = first_remote {
         let in_slurm = parent_env("SLURM_JOB_ID")
             .or_else(|| parent_env("SLURM_JOBID"))
@@ -201,7 +231,9 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
             None if in_slurm => SLURM_AGENT.to_string(),
             None => "ssh".to_string(),
         };
-        let daemon = daemon_command(prefix.as_deref());
+        let mut daemon = daemon_command(prefix.as_deref());
+        daemon.push("--link-timeout".into());
+        daemon.push(link_timeout.as_secs_f64().to_string());
         let a = RshAgent::new(&text, daemon)?;
         // The agent must exist here (one-line error, nothing launched).
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -234,19 +266,7 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         None
     };
     let head_address = crate::params::explicit_value(&crate::params::HEAD_ADDRESS);
-    let daemon_timeout = match crate::params::explicit_value(&crate::params::DAEMON_TIMEOUT) {
-        None => crate::remote::DAEMON_CONNECT_TIMEOUT,
-        Some(v) => match v.trim().parse::<f64>() {
-            Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
-            _ => {
-                return Err(RuntimeError::BadValue {
-                    option: "plm_daemon_timeout".into(),
-                    value: v,
-                    reason: "expected a positive number of seconds".into(),
-                })
-            }
-        },
-    };
+    let daemon_timeout = crate::params::seconds(&crate::params::DAEMON_TIMEOUT, false)?;
     let cwd = std::env::current_dir().map_err(|e| RuntimeError::Os {
         what: "reading the current directory".into(),
         source: e,
@@ -315,6 +335,9 @@ pub fn plan_with(spec: JobSpec, rank_providers: &[&'static params::Provider]) ->
         agent,
         head_address,
         daemon_timeout,
+        link_timeout,
+        teardown_timeout,
+        handshake_timeout,
     })
 }
 
@@ -334,9 +357,11 @@ fn daemon_command(prefix: Option<&Path>) -> Vec<String> {
 }
 
 /// The launch agent inside a Slurm allocation (unless `plm_rsh_agent` is set): one
-/// single-task step per node, `srun ... --nodelist <host> <oxmpid...>`.
-pub const SLURM_AGENT: &str =
-    "srun --nodes=1 --ntasks=1 --kill-on-bad-exit --cpu-bind=none --nodelist";
+/// single-task step per node, `srun ... --nodelist <host> <oxmpid...>`, with `--overlap` (a
+/// running step, e.g. a second mpirun in the allocation, must not hold the launch back) and
+/// no binding flag (`--cpu-bind=none` warns on clusters without task binding; `oxmpid` widens
+/// its own CPU mask instead).
+pub const SLURM_AGENT: &str = "srun --nodes=1 --ntasks=1 --overlap --kill-on-bad-exit --nodelist";
 
 /// First argument that makes `mpirun` act as `oxmpid` (used when `oxmpid` is not installed).
 pub const DAEMON_FLAG: &str = "--oxmpid";
@@ -473,6 +498,8 @@ struct Head<'a> {
     remotes: Option<Remotes>,
     ending: Option<Ending>,
     teardown_kill_at: Option<Instant>,
+    /// Once the job ends: when remote nodes that still have not reported are given up.
+    give_up_at: Option<Instant>,
     deadline: Option<Instant>,
     groups_killed_at: Option<Instant>,
 }
@@ -490,6 +517,7 @@ impl<'a> Head<'a> {
             remotes: None,
             ending: None,
             teardown_kill_at: None,
+            give_up_at: None,
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
             groups_killed_at: None,
         }
@@ -516,6 +544,7 @@ impl<'a> Head<'a> {
         self.ending = Some(ending);
         self.signal_all(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
+        self.give_up_at = Some(Instant::now() + KILL_GRACE + self.plan.teardown_timeout);
     }
 
     /// Act on the daemon's events. Exits seen in one batch count as simultaneous: the lowest
@@ -674,6 +703,17 @@ impl<'a> Head<'a> {
             }
             if let Some(r) = self.remotes.as_mut() {
                 r.check_connect_timeout(now);
+                r.expire_handshakes(now);
+                if self.give_up_at.is_some_and(|t| now >= t) {
+                    let gone = r.give_up("it did not answer after the job ended");
+                    if !gone.is_empty() {
+                        msg(&format!(
+                            "node(s) {} did not answer within plm_teardown_timeout after the job ended; their launch agents were killed",
+                            gone.join(", ")
+                        ));
+                    }
+                    self.give_up_at = None;
+                }
             }
             if self.teardown_kill_at.is_some_and(|t| now >= t) {
                 verbose!(
@@ -703,6 +743,7 @@ impl<'a> Head<'a> {
             let wake = [
                 self.deadline.filter(|_| self.ending.is_none()),
                 self.teardown_kill_at,
+                self.give_up_at.filter(|_| self.remotes.is_some()),
                 self.groups_killed_at.map(|t| t + DRAIN_GRACE),
                 self.remotes.as_ref().and_then(Remotes::connect_deadline),
             ]
@@ -865,7 +906,11 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             launches,
             local_has_ranks,
             plan.head_address.clone(),
-            plan.daemon_timeout,
+            Timeouts {
+                connect: plan.daemon_timeout,
+                link: plan.link_timeout,
+                handshake: plan.handshake_timeout,
+            },
         ) {
             Ok(r) => job.remotes = Some(r),
             Err(e) => {

@@ -59,9 +59,12 @@
 //! picks a launch agent ([`launch::RshAgent`]): `plm_rsh_agent` (default `ssh`), or inside a
 //! Slurm allocation `srun --nodes=1 --ntasks=1 ... --nodelist` ([`job::SLURM_AGENT`]). The
 //! head listens on a TCP port, generates a per-job secret and runs
-//! `<agent> <host> <prefix>/bin/oxmpid --head <addr> --node <i> --jobid <id>` per remote
-//! node (`mpirun --oxmpid` when `oxmpid` is not installed next to it), writing the secret as
-//! one line on the agent's stdin. Each daemon ([`remote::oxmpid_main`]) connects back,
+//! `<agent> <host> <prefix>/bin/oxmpid --head <addr> --node <i> --jobid <id>
+//! --link-timeout <s>` per remote node (`mpirun --oxmpid` when `oxmpid` is not installed next
+//! to it), writing the secret as one line on the agent's stdin. `<addr>` is
+//! `plm_head_address:port`, or by default every usable address of the head
+//! (`a/prefix+b/prefix:port`), which the daemon tries on its own subnets first. Each daemon
+//! ([`remote::oxmpid_main`]) connects back,
 //! authenticates with HMAC-SHA256 challenge–response (`oxmpi_wire::ctl`), receives its
 //! `Launch` ([`proto::NodeLaunch`]) and plays [`daemon::LocalDaemon`] in forwarding and
 //! distributed mode: whole output lines travel as `Io` messages, exits as `RankExited`,
@@ -131,6 +134,16 @@ pub fn main_with_providers(
     args: Vec<String>,
     rank_providers: &[&'static oxmpi_base::params::Provider],
 ) -> i32 {
+    main_with_checks(args, rank_providers, &[])
+}
+
+/// [`main_with_providers`], also running `checks` of the ranks' parameters once before
+/// anything is launched (see [`job::plan_checked`]).
+pub fn main_with_checks(
+    args: Vec<String>,
+    rank_providers: &[&'static oxmpi_base::params::Provider],
+    checks: &[job::ParamCheck],
+) -> i32 {
     if args.first().map(String::as_str) == Some(job::DAEMON_FLAG) {
         return remote::oxmpid_main(args[1..].to_vec());
     }
@@ -161,7 +174,7 @@ pub fn main_with_providers(
                     }
                 }
             }
-            let plan = match job::plan_with(*spec, rank_providers) {
+            let plan = match job::plan_checked(*spec, rank_providers, checks) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
             };

@@ -20,7 +20,7 @@ pub const HEAD_ADDRESS: ParamDecl = ParamDecl::new(
     "head_address",
     ParamType::String,
     "",
-    "Address (host or IP) daemons on other nodes connect back to (empty: this host's name)",
+    "Address (host or IP) daemons on other nodes connect back to (empty: every address of this host's interfaces that are up, except loopback and virtual bridges, tried by each daemon same subnet first)",
 )
 .level(4);
 
@@ -34,6 +34,63 @@ pub const DAEMON_TIMEOUT: ParamDecl = ParamDecl::new(
     "Seconds (a positive number, fractions allowed) a daemon on another node has to connect back before the job is given up",
 )
 .level(4);
+
+/// `plm_link_timeout`: seconds a control connection may stay silent.
+pub const LINK_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "link_timeout",
+    ParamType::String,
+    "20",
+    "Seconds (fractions allowed; 0: never) the control connection between mpirun and a node's daemon may go unanswered (TCP keepalive probes, unacknowledged data) before the node counts as lost: mpirun then ends the job, the daemon kills its ranks",
+)
+.level(5);
+
+/// `plm_teardown_timeout`: seconds mpirun waits for nodes once the job ends.
+pub const TEARDOWN_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "teardown_timeout",
+    ParamType::String,
+    "3",
+    "Seconds (fractions allowed) mpirun waits, once the job ends (a failure, a signal, --timeout), for the daemons of other nodes to report their ranks gone; nodes that do not answer by then are given up (their launch agents killed) so that mpirun exits",
+)
+.level(5);
+
+/// `plm_handshake_timeout`: seconds a control connection has to authenticate.
+pub const HANDSHAKE_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "handshake_timeout",
+    ParamType::String,
+    "2",
+    "Seconds (fractions allowed) a connection to mpirun's control port has to complete the authentication handshake before it is dropped; connections are served side by side, so a slow or silent one delays nobody",
+)
+.level(5);
+
+/// A parameter holding seconds: a non-negative number, fractions allowed (`0` only where
+/// `allow_zero`); its declared default when it is not set. A bad value is a one-line error
+/// naming the parameter.
+pub fn seconds(decl: &ParamDecl, allow_zero: bool) -> crate::error::Result<std::time::Duration> {
+    let v = explicit_value(decl).unwrap_or_else(|| decl.default.to_string());
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (s > 0.0 || (allow_zero && s == 0.0)) => {
+            Ok(std::time::Duration::from_secs_f64(s))
+        }
+        _ => Err(crate::error::RuntimeError::BadValue {
+            option: decl.full_name(),
+            value: v,
+            reason: format!(
+                "expected a {} number of seconds",
+                if allow_zero {
+                    "non-negative"
+                } else {
+                    "positive"
+                }
+            ),
+        }),
+    }
+}
 
 /// The frameworks of `mpirun` and its daemons (one per verbose stream in
 /// [`crate::streams`]: keep the two lists equal), with the runtime's own parameters.
@@ -85,7 +142,14 @@ pub static PROVIDER: Provider = Provider {
             components: &[],
         },
     ],
-    params: &[RSH_AGENT, HEAD_ADDRESS, DAEMON_TIMEOUT],
+    params: &[
+        RSH_AGENT,
+        HEAD_ADDRESS,
+        DAEMON_TIMEOUT,
+        LINK_TIMEOUT,
+        TEARDOWN_TIMEOUT,
+        HANDSHAKE_TIMEOUT,
+    ],
 };
 
 /// The value of one of the runtime's parameters when something other than its default set

@@ -40,6 +40,10 @@ struct Peer {
     stream: TcpStream,
     conn: Connection,
     closed: bool,
+    /// Why the connection failed, when a read or write said so (not a clean close).
+    error: Option<std::io::Error>,
+    /// When it was accepted or made.
+    since: Instant,
 }
 
 impl Peer {
@@ -50,6 +54,8 @@ impl Peer {
             stream,
             conn,
             closed: false,
+            error: None,
+            since: Instant::now(),
         })
     }
 
@@ -61,7 +67,10 @@ impl Peer {
                 Ok(n) => self.conn.advance_output(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => self.closed = true,
+                Err(e) => {
+                    self.error = Some(e);
+                    self.closed = true;
+                }
             }
         }
     }
@@ -78,7 +87,8 @@ impl Peer {
                 Ok(n) => self.conn.on_data(&buf[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
+                Err(e) => {
+                    self.error = Some(e);
                     self.conn.on_eof();
                     self.closed = true;
                     return;
@@ -93,6 +103,18 @@ impl Peer {
         }
         if self.conn.send(m).is_ok() {
             self.flush();
+        }
+    }
+
+    /// Why the connection ended, for messages: the socket's error (a silent peer is named
+    /// with the parameter that bounds it), else a plain close.
+    fn lost_reason(&self) -> String {
+        match &self.error {
+            Some(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                format!("no answer within plm_link_timeout: {e}")
+            }
+            Some(e) => format!("connection lost: {e}"),
+            None => "connection closed".into(),
         }
     }
 
@@ -215,11 +237,74 @@ pub struct Remotes {
     stdin: Vec<(usize, usize, Option<OwnedFd>)>,
     /// Daemons that have not connected back by then are given up.
     connect_deadline: Instant,
+    /// `plm_link_timeout`, applied to every daemon connection.
+    link_timeout: Duration,
+    /// `plm_handshake_timeout`: a connection not authenticated by then is dropped.
+    handshake_timeout: Duration,
     buf: Vec<u8>,
 }
 
-/// Default of `plm_daemon_timeout`: seconds a daemon has to connect back to the head.
-pub const DAEMON_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// What daemons connect back to when `plm_head_address` is not set: every address of the
+/// head's interfaces that are up, except loopback and virtual bridges
+/// ([`oxmpi_base::net::DEFAULT_IF_EXCLUDE`]), as `addr/prefix+...` (each daemon tries the
+/// ones on its own subnets first); the host name if there is none.
+fn head_addresses() -> String {
+    let exclude: Vec<String> = oxmpi_base::net::DEFAULT_IF_EXCLUDE
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mine = oxmpi_base::net::select(&oxmpi_base::net::interfaces(), &[], &exclude);
+    if mine.is_empty() {
+        return oxmpi_base::output::hostname().to_string();
+    }
+    oxmpi_base::net::encode(&mine)
+}
+
+/// The addresses a daemon tries to reach the head at `head` (`--head`): `HOST:PORT`, or
+/// `addr/prefix+addr/prefix...:PORT` tried in [`oxmpi_base::net::pair_order`] from our
+/// interfaces `local`.
+pub fn head_candidates(
+    head: &str,
+    local: &[oxmpi_base::net::Iface],
+) -> std::result::Result<Vec<std::net::SocketAddr>, String> {
+    use std::net::ToSocketAddrs;
+    let (hosts, port) = head
+        .rsplit_once(':')
+        .ok_or_else(|| format!("--head {head}: expected HOST:PORT"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("--head {head}: bad port '{port}'"))?;
+    if let Ok(list) = oxmpi_base::net::decode(hosts) {
+        if !list.is_empty() {
+            return Ok(oxmpi_base::net::pair_order(local, &list)
+                .into_iter()
+                .map(|ip| std::net::SocketAddr::from((ip, port)))
+                .collect());
+        }
+    }
+    let all: Vec<std::net::SocketAddr> = (hosts, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{HEAD_HINT}: cannot resolve the head's address {hosts}: {e}"))?
+        .collect();
+    Ok(all)
+}
+
+/// Said with every failure to reach the head: the parameter that fixes it.
+const HEAD_HINT: &str = "set plm_head_address (--mca plm_head_address ADDR) to an address of mpirun's host that this node can reach";
+
+/// How long a daemon waits for one of the head's addresses to accept its connection.
+const HEAD_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The head's limits on its daemons' connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// `plm_daemon_timeout`: every daemon must have connected back by then.
+    pub connect: Duration,
+    /// `plm_link_timeout`: how long a connection may go unanswered (zero: never).
+    pub link: Duration,
+    /// `plm_handshake_timeout`: how long a new connection has to authenticate.
+    pub handshake: Duration,
+}
 
 /// A token of a descriptor of [`Remotes`] in the head's poll set.
 #[derive(Debug, Clone, Copy)]
@@ -244,13 +329,19 @@ impl Remotes {
         launches: Vec<(usize, String, NodeLaunch)>,
         local_has_ranks: bool,
         head_addr: Option<String>,
-        connect_timeout: Duration,
+        timeouts: Timeouts,
     ) -> Result<Remotes> {
         let os = |what: &str| {
             let what = what.to_string();
             move |e: std::io::Error| RuntimeError::Os { what, source: e }
         };
-        let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(os("listening for daemons"))?;
+        let head = head_addr.unwrap_or_else(head_addresses);
+        // One address to offer: listen on it alone; several (or a name): on all of them.
+        let bind_ip = match oxmpi_base::net::decode(&head).as_deref() {
+            Ok([(ip, _)]) => std::net::IpAddr::V4(*ip),
+            _ => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        };
+        let listener = TcpListener::bind((bind_ip, 0)).map_err(os("listening for daemons"))?;
         listener
             .set_nonblocking(true)
             .map_err(os("listening for daemons"))?;
@@ -258,10 +349,7 @@ impl Remotes {
             .local_addr()
             .map_err(os("listening for daemons"))?
             .port();
-        let addr = format!(
-            "{}:{port}",
-            head_addr.unwrap_or_else(|| oxmpi_base::output::hostname().to_string())
-        );
+        let addr = format!("{head}:{port}");
         let secret = Secret::generate().map_err(|e| RuntimeError::Os {
             what: format!("generating the job secret: {e}"),
             source: std::io::Error::other(e.to_string()),
@@ -279,7 +367,9 @@ impl Remotes {
             events: Vec::new(),
             released: Vec::new(),
             stdin: Vec::new(),
-            connect_deadline: Instant::now() + connect_timeout,
+            connect_deadline: Instant::now() + timeouts.connect,
+            link_timeout: timeouts.link,
+            handshake_timeout: timeouts.handshake,
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
@@ -479,6 +569,7 @@ impl Remotes {
         loop {
             match self.listener.accept() {
                 Ok((s, _)) => {
+                    let _ = oxmpi_base::net::set_link_timeout(&s, self.link_timeout);
                     let Ok(nonce) = random_nonce() else { continue };
                     let mut conn = Connection::server(self.cfg.clone(), nonce);
                     conn.on_connected();
@@ -502,12 +593,12 @@ impl Remotes {
             match ev {
                 Event::Message(m) => msgs.push(m),
                 Event::Dropped { reason } => lost = Some(format!("protocol error: {reason}")),
-                Event::PeerClosed { .. } => lost = Some("connection closed".into()),
+                Event::PeerClosed { .. } => lost = Some(p.lost_reason()),
                 Event::Authenticated { .. } => {}
             }
         }
         if p.closed && lost.is_none() {
-            lost = Some("connection closed".into());
+            lost = Some(p.lost_reason());
         }
         for m in msgs {
             self.on_msg(i, m);
@@ -670,6 +761,51 @@ impl Remotes {
             .then_some(self.connect_deadline)
     }
 
+    /// Gives up every node that has not finished (the job is ending and it does not
+    /// answer): its launch agent is killed and the node counts as done. Returns the names
+    /// of the nodes given up.
+    pub fn give_up(&mut self, why: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].done {
+                continue;
+            }
+            verbose!(
+                ERRMGR,
+                10,
+                "errmgr: giving up node {} ({why})",
+                self.nodes[i].host
+            );
+            if self.nodes[i].agent_pid > 0 {
+                sys::kill_group(self.nodes[i].agent_pid, sys::SIGKILL);
+            }
+            self.nodes[i].peer = None;
+            // Its ranks' fate is unknown; the job already has its ending.
+            self.nodes[i].running.clear();
+            out.push(self.nodes[i].host.clone());
+            self.node_gone(i, why);
+        }
+        out
+    }
+
+    /// Drops connections that have not authenticated within `plm_handshake_timeout`.
+    pub fn expire_handshakes(&mut self, now: Instant) {
+        let limit = self.handshake_timeout;
+        self.pending.retain(|p| {
+            let keep = now.saturating_duration_since(p.since) < limit;
+            if !keep {
+                let from = p
+                    .stream
+                    .peer_addr()
+                    .map_or_else(|_| "?".to_string(), |a| a.to_string());
+                msg(&format!(
+                    "dropped a control connection from {from}: no authentication within plm_handshake_timeout"
+                ));
+            }
+            keep
+        });
+    }
+
     /// Give up daemons that did not connect back in time (their agent is killed).
     pub fn check_connect_timeout(&mut self, now: Instant) {
         if now < self.connect_deadline {
@@ -780,6 +916,9 @@ fn msg(text: &str) {
 pub struct DaemonArgs {
     /// `host:port` of the head.
     pub head: String,
+    /// How long the connection to the head may go unanswered (`--link-timeout`, seconds;
+    /// zero or absent: never).
+    pub link_timeout: Duration,
     /// Node index announced to the head.
     pub node: u32,
     /// Job id (must match the head's).
@@ -787,11 +926,12 @@ pub struct DaemonArgs {
 }
 
 /// Usage line of `oxmpid`.
-pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
+pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID [--link-timeout SECS] (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
 
 /// Parse `oxmpid`'s arguments.
 pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, String> {
     let (mut head, mut node, mut jobid) = (None, None, None);
+    let mut link_timeout = Duration::ZERO;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -809,11 +949,25 @@ pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, Str
                 );
             }
             "--jobid" => jobid = Some(val()?),
+            "--link-timeout" => {
+                let v = val()?;
+                link_timeout = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| format!("bad link timeout '{v}'"))?;
+            }
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
     match (head, node, jobid) {
-        (Some(head), Some(node), Some(jobid)) => Ok(DaemonArgs { head, node, jobid }),
+        (Some(head), Some(node), Some(jobid)) => Ok(DaemonArgs {
+            head,
+            node,
+            jobid,
+            link_timeout,
+        }),
         _ => Err("--head, --node and --jobid are required".into()),
     }
 }
@@ -851,8 +1005,25 @@ fn dlog(text: &str) {
 
 /// Connect and authenticate; returns the peer once the head accepted us.
 fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, String> {
-    let stream = TcpStream::connect(&args.head)
-        .map_err(|e| format!("connecting to the head at {}: {e}", args.head))?;
+    let local = oxmpi_base::net::interfaces();
+    let mut failures = Vec::new();
+    let mut stream = None;
+    for a in head_candidates(&args.head, &local)? {
+        match TcpStream::connect_timeout(&a, HEAD_CONNECT_TIMEOUT) {
+            Ok(s) => {
+                let _ = oxmpi_base::net::set_link_timeout(&s, args.link_timeout);
+                stream = Some(s);
+                break;
+            }
+            Err(e) => failures.push(format!("{a}: {e}")),
+        }
+    }
+    let stream = stream.ok_or_else(|| {
+        format!(
+            "cannot connect to the head ({}); {HEAD_HINT}",
+            failures.join("; ")
+        )
+    })?;
     let nonce = random_nonce().map_err(|e| e.to_string())?;
     let mut conn = Connection::client(Config::new(secret, args.jobid.clone()), args.node, nonce);
     conn.on_connected();
@@ -894,6 +1065,9 @@ fn connect(args: &DaemonArgs, secret: Secret) -> std::result::Result<Peer, Strin
 /// documentation). Returns its exit status.
 pub fn oxmpid_main(args: Vec<String>) -> i32 {
     sys::ensure_std_fds();
+    // The launch agent's binding (srun's, without a warning-printing --cpu-bind=none) is
+    // not our ranks': each gets mpirun's binding or the whole node.
+    sys::unbind_self();
     let args = match parse_daemon_args(&args) {
         Ok(a) => a,
         Err(e) => {
@@ -1108,8 +1282,11 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             }
         }
         if head_gone {
-            // The head died: leave nothing behind.
-            dlog("lost the connection to the head; killing this node's ranks");
+            // The head died or cannot be reached: leave nothing behind.
+            dlog(&format!(
+                "lost the connection to the head ({}); killing this node's ranks",
+                peer.lost_reason()
+            ));
             daemon.kill_all_groups();
             drop(session);
             return Ok(1);
@@ -1242,6 +1419,25 @@ fn flush_stdin(s: &mut StdinSink) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn daemons_try_the_heads_address_on_their_subnet_first() {
+        let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+        let local = [oxmpi_base::net::Iface::new("eth0", ip("10.231.0.12"), 24)];
+        let got = super::head_candidates("192.0.2.2/24+10.231.0.1/24:4000", &local).unwrap();
+        assert_eq!(
+            got,
+            [
+                std::net::SocketAddr::from(([10, 231, 0, 1], 4000)),
+                std::net::SocketAddr::from(([192, 0, 2, 2], 4000))
+            ]
+        );
+        let named = super::head_candidates("localhost:4000", &local).unwrap();
+        assert!(!named.is_empty());
+        assert!(super::head_candidates("10.0.0.1", &local).is_err());
+        let e = super::head_candidates("no-such-host.invalid:1", &local).unwrap_err();
+        assert!(e.contains("plm_head_address"), "{e}");
+    }
+
     use super::*;
 
     fn kv(k: &str, v: &str) -> (String, String) {
@@ -1274,9 +1470,32 @@ mod tests {
             DaemonArgs {
                 head: "h:1".into(),
                 node: 2,
-                jobid: "j".into()
+                jobid: "j".into(),
+                link_timeout: Duration::ZERO,
             }
         );
+        let a = args(&[
+            "--link-timeout",
+            "2.5",
+            "--head",
+            "h:1",
+            "--node",
+            "2",
+            "--jobid",
+            "j",
+        ]);
+        assert_eq!(a.unwrap().link_timeout, Duration::from_millis(2500));
+        assert!(args(&[
+            "--link-timeout",
+            "-1",
+            "--head",
+            "h:1",
+            "--node",
+            "2",
+            "--jobid",
+            "j"
+        ])
+        .is_err());
         assert!(args(&["--head", "h:1", "--node", "x", "--jobid", "j"]).is_err());
         assert!(args(&["--head", "h:1", "--jobid", "j"]).is_err());
         assert!(args(&["--head"]).is_err());

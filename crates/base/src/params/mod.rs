@@ -418,5 +418,20 @@ pub static BASE_PARAMS: &[ParamDecl] = &[
         "Format of verbose output lines: text ([host:pid] message) or json (one JSON object per line)",
     )
     .level(2),
+    PARAM_CHECK,
     ParamDecl::verbose("mca"),
 ];
+
+/// `mca_base_param_check`: what an unknown parameter name is.
+pub const PARAM_CHECK: ParamDecl = ParamDecl::new(
+    "mca",
+    "base",
+    "param_check",
+    ParamType::Enum {
+        values: &[(0, "warn"), (1, "error")],
+        range: None,
+    },
+    "warn",
+    "An unknown parameter name given with --mca, OXMPI_MCA_ (or a near miss in OMPI_MCA_): warn (with the closest known names) or error (mpirun stops)",
+)
+.level(2);

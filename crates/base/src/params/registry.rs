@@ -51,10 +51,11 @@ impl fmt::Display for ParamWarning {
     }
 }
 
-/// An `OXMPI_MCA_` variable naming no registered parameter.
+/// An `OXMPI_MCA_` variable, a `--mca` name or a misspelled `OMPI_MCA_` variable naming no
+/// registered parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownParam {
-    /// The variable, e.g. `OXMPI_MCA_btl_base_verbos`.
+    /// The variable, e.g. `OXMPI_MCA_btl_base_verbos`, or `--mca` for the command line.
     pub var: String,
     /// The parameter name it spells.
     pub name: String,
@@ -64,11 +65,15 @@ pub struct UnknownParam {
 
 impl fmt::Display for UnknownParam {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "warning: environment variable {} names unknown MCA parameter \"{}\"",
-            self.var, self.name
-        )?;
+        if self.var == "--mca" {
+            write!(f, "--mca names unknown MCA parameter \"{}\"", self.name)?;
+        } else {
+            write!(
+                f,
+                "environment variable {} names unknown MCA parameter \"{}\"",
+                self.var, self.name
+            )?;
+        }
         if self.suggestions.is_empty() {
             f.write_str(" (ignored)")
         } else {
@@ -559,6 +564,15 @@ impl Registry {
     /// once every parameter this process knows is registered.
     pub fn check_environment(&self) -> EnvReport {
         let mut report = EnvReport::default();
+        for name in self.command_line.keys() {
+            if !self.params.contains_key(name) {
+                report.unknown.push(UnknownParam {
+                    var: "--mca".into(),
+                    name: name.clone(),
+                    suggestions: self.nearest(name),
+                });
+            }
+        }
         for name in &self.native_env {
             if !self.params.contains_key(name) {
                 report.unknown.push(UnknownParam {
@@ -568,11 +582,22 @@ impl Registry {
                 });
             }
         }
+        // Open MPI's variables name many parameters oxmpi does not have: only a near miss of
+        // one of ours (a likely typo) is worth a warning.
         for name in &self.compat_env {
             if !self.params.contains_key(name) {
-                report
-                    .ignored_compat
-                    .push(format!("{ENV_PREFIX_COMPAT}{name}"));
+                let suggestions = self.nearest(name);
+                if suggestions.is_empty() {
+                    report
+                        .ignored_compat
+                        .push(format!("{ENV_PREFIX_COMPAT}{name}"));
+                } else {
+                    report.unknown.push(UnknownParam {
+                        var: format!("{ENV_PREFIX_COMPAT}{name}"),
+                        name: name.clone(),
+                        suggestions,
+                    });
+                }
             }
         }
         report

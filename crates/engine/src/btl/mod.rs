@@ -415,6 +415,24 @@ pub(crate) enum LinkError {
     },
 }
 
+impl LinkError {
+    /// Whether the error is the peer process going away (its connection closed or reset),
+    /// rather than a corrupt stream.
+    pub(crate) fn is_peer_gone(&self) -> bool {
+        match self {
+            LinkError::Closed { .. } => true,
+            LinkError::Io(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::TimedOut
+            ),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -580,7 +598,16 @@ mod tests {
             assert_eq!(sm.get::<usize>(3).unwrap(), set.bulk);
         }
         if let Some(tcp) = job.section(r, "tcp", 3).unwrap() {
-            assert_eq!(tcp.str(0), "", "no interface selected: the host name");
+            let usable = oxmpi_base::net::select(
+                &oxmpi_base::net::interfaces(),
+                &[],
+                &oxmpi_base::params::list(&tcp::params::IF_EXCLUDE),
+            );
+            assert_eq!(
+                tcp.str(0),
+                oxmpi_base::net::encode(&usable),
+                "every usable interface (none: the host name)"
+            );
             assert_ne!(tcp.get::<u16>(1).unwrap(), 0, "port");
             tcp.get::<u64>(2).unwrap();
         }

@@ -34,7 +34,7 @@ use self::peer::{Out, Peer};
 use self::recv::Msg;
 use self::request::{msg_status, Req, ReqState, Slab};
 use crate::btl::sm::params::{Settings, SingleCopy};
-use crate::btl::{LinkError, PeerInfo, BTL};
+use crate::btl::{PeerInfo, BTL};
 use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
 use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::pml::params::PML;
@@ -299,10 +299,14 @@ impl State {
     #[inline]
     pub(crate) fn progress(&mut self) -> bool {
         let mut busy = false;
-        for k in 0..self.linked.len() {
-            let p = self.linked[k];
+        // `declare_dead` (reached from drain, flush or settle) removes a peer from `linked`
+        // while we walk it: the next peer then moves into slot `k`, so `k` only advances
+        // past a peer that is still there.
+        let mut k = 0;
+        while let Some(&p) = self.linked.get(k) {
             let peer = &self.peers[p];
             let Some(link) = peer.link.as_ref() else {
+                k += 1;
                 continue;
             };
             let (ready, queued) = (link.ready(), !peer.outq.is_empty());
@@ -318,6 +322,9 @@ impl State {
                     self.settle(p);
                 }
             }
+            if self.linked.get(k) == Some(&p) {
+                k += 1;
+            }
         }
         busy
     }
@@ -330,9 +337,10 @@ impl State {
             let (hdr, payload, len) = match link.poll() {
                 Ok(Some(r)) => r,
                 Ok(None) => return,
-                Err(e @ LinkError::Closed { .. }) => {
-                    // A peer process that ends closes its sockets: the same event as the sm
-                    // peers' pidfd reporting an exit.
+                Err(e) if e.is_peer_gone() => {
+                    // A peer process that ends closes its sockets (or resets them, if our
+                    // data was still unread): the same event as the sm peers' pidfd
+                    // reporting an exit.
                     oxmpi_base::verbose!(
                         BTL,
                         10,

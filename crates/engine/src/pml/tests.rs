@@ -375,6 +375,43 @@ fn dead_peer_fails_pending_operations() {
     assert_eq!(net.done(0, r).error, Some(ErrorClass::ProcFailed));
 }
 
+/// A peer that dies while progress walks the links (the first of two) is dropped from the
+/// walk without skipping or overrunning the others: no panic, the other peer's message
+/// arrives in the same pass, and operations on the dead one fail with ProcFailed.
+#[test]
+fn a_peer_dying_during_progress_does_not_disturb_the_others() {
+    let net = Net::new(3, 64);
+    let mut from1 = vec![0u8; 16];
+    let mut from2 = vec![0u8; 16];
+    let r1 = net.irecv(0, 1, 1, &mut from1);
+    let r2 = net.irecv(0, 2, 1, &mut from2);
+    let m = data(16, 9);
+    let s2 = net.isend(2, 0, 1, &m, SendMode::Standard);
+    assert_eq!(net.e[2].test(s2).map(|s| s.error), Some(None), "eager");
+    net.wire(0, 1).0.cut();
+    net.e[0].progress();
+    assert_eq!(net.e[0].test(r2).map(|s| s.error), Some(None), "same pass");
+    assert_eq!(from2, m);
+    assert_eq!(
+        net.e[0].test(r1).map(|s| s.error),
+        Some(Some(ErrorClass::ProcFailed))
+    );
+    // Both orders: the dead peer last in the walk.
+    let net = Net::new(3, 64);
+    let r1 = net.irecv(0, 1, 1, &mut from1);
+    let r2 = net.irecv(0, 2, 1, &mut from2);
+    net.wire(0, 2).0.cut();
+    let s1 = net.isend(1, 0, 1, &m, SendMode::Standard);
+    assert_eq!(net.e[1].test(s1).map(|s| s.error), Some(None));
+    net.e[0].progress();
+    assert_eq!(net.e[0].test(r1).map(|s| s.error), Some(None));
+    assert_eq!(
+        net.e[0].test(r2).map(|s| s.error),
+        Some(Some(ErrorClass::ProcFailed))
+    );
+    net.e[0].progress();
+}
+
 /// A cancelled receive completes as cancelled and does not take the message sent later.
 #[test]
 fn cancel_of_a_posted_receive() {

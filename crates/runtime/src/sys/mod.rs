@@ -347,6 +347,19 @@ pub fn affinity() -> Option<Vec<usize>> {
     None
 }
 
+/// Widens this process's affinity mask to every CPU (the kernel keeps it within the
+/// cpuset it may use): undoes a binding a launch agent gave the node daemon (srun binds
+/// tasks on clusters with task/affinity), which its ranks would otherwise inherit.
+pub fn unbind_self() {
+    let all: Vec<usize> = (0..libc::CPU_SETSIZE as usize).collect();
+    let set = cpu_set(&all);
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; failure leaves the mask as it
+    // was, which is harmless.
+    unsafe {
+        libc::sched_setaffinity(0, std::mem::size_of::<cpu_set_t>(), &set);
+    }
+}
+
 /// Whether this process may execute `path` (`access(X_OK)`; false for a path with a NUL).
 pub fn access_executable(path: &Path) -> bool {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {

@@ -9,9 +9,9 @@ pub(crate) static IF_INCLUDE: ParamDecl = ParamDecl::new(
     "if_include",
     ParamType::List,
     "",
-    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) whose address the tcp \
-     transport publishes for other hosts to connect to (the first in the system's order); \
-     empty: the address of the host name",
+    "Interfaces (names, name* prefixes, IPv4 addresses or subnets a.b.c.d/n) whose addresses \
+     the tcp transport publishes for other hosts to connect to, preferred in this order; \
+     empty: every interface that is up and not excluded by btl_tcp_if_exclude",
 )
 .level(4);
 
@@ -21,10 +21,10 @@ pub(crate) static IF_EXCLUDE: ParamDecl = ParamDecl::new(
     "tcp",
     "if_exclude",
     ParamType::List,
-    "",
-    "Interfaces (names, IPv4 addresses or subnets a.b.c.d/n) the tcp transport must not \
-     publish: it publishes the address of the first other non-loopback interface; exclusive \
-     with btl_tcp_if_include",
+    oxmpi_base::net::DEFAULT_IF_EXCLUDE,
+    "Interfaces (names, name* prefixes, IPv4 addresses or subnets a.b.c.d/n) the tcp \
+     transport does not publish (loopback never is, unless included by name); setting it \
+     explicitly together with btl_tcp_if_include is an error",
 )
 .level(4);
 
@@ -50,5 +50,53 @@ pub(crate) static PORT_RANGE: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_tcp_connect_timeout`.
+pub(crate) static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "connect_timeout",
+    ParamType::Int { min: 1, max: 3600 },
+    "5",
+    "Seconds a connection to one of a peer's addresses may take before the next address is \
+     tried",
+)
+.level(5);
+
+/// `btl_tcp_link_timeout`.
+pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "link_timeout",
+    ParamType::Int { min: 0, max: 86400 },
+    "20",
+    "Seconds a peer's host may leave the tcp link unanswered (TCP keepalive probes, \
+     unacknowledged data) before the peer counts as failed and the operations that depend \
+     on it end with MPI_ERR_PROC_FAILED (0: never); a busy peer process is not affected",
+)
+.level(5);
+
+/// `btl_tcp_handshake_timeout`.
+pub(crate) static HANDSHAKE_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "handshake_timeout",
+    ParamType::Int {
+        min: 1,
+        max: 600_000,
+    },
+    "2000",
+    "Milliseconds a connection to a rank's tcp listener has to present its hello before it \
+     is closed (connections are served side by side, so a slow or silent one delays nobody)",
+)
+.level(5);
+
 /// Every `btl_tcp_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 4] = [IF_INCLUDE, IF_EXCLUDE, PORT_MIN, PORT_RANGE];
+pub(crate) static PARAMS: [ParamDecl; 7] = [
+    IF_INCLUDE,
+    IF_EXCLUDE,
+    PORT_MIN,
+    PORT_RANGE,
+    CONNECT_TIMEOUT,
+    LINK_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
+];

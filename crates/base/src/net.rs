@@ -1,0 +1,350 @@
+//! The host's IPv4 interfaces and how ranks and daemons choose among them: interface
+//! specifications (`eth0`, `eth*`, `10.1.2.3`, `10.0.0.0/8`, as in Open MPI's
+//! `btl_tcp_if_include`), the usable interfaces of a host ([`select`]), the published form of
+//! a list of addresses ([`encode`], [`decode`]) and the order in which a peer's addresses are
+//! tried ([`pair_order`]: same subnet first, then routed). Only [`interfaces`] asks the
+//! kernel; the rest is pure.
+
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Interfaces nobody publishes unless asked to by name: loopback and the usual virtual
+/// bridges of containers and virtual machines (`*` matches any suffix). The default of
+/// `btl_tcp_if_exclude`, and what `mpirun` skips when it picks its own addresses.
+pub const DEFAULT_IF_EXCLUDE: &str =
+    "127.0.0.0/8,docker*,virbr*,br-*,lxcbr*,lxdbr*,cni*,flannel*,cali*,vmnet*,vboxnet*,podman*";
+
+/// One IPv4 address of an interface that is up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Iface {
+    /// Interface name (`eth0`).
+    pub name: String,
+    /// The address.
+    pub addr: Ipv4Addr,
+    /// Prefix length of its subnet (`24` for `255.255.255.0`).
+    pub prefix: u8,
+    /// A loopback interface.
+    pub loopback: bool,
+}
+
+impl Iface {
+    /// An interface from its parts (for tests and callers that know them).
+    pub fn new(name: &str, addr: Ipv4Addr, prefix: u8) -> Iface {
+        Iface {
+            name: name.to_string(),
+            addr,
+            prefix,
+            loopback: addr.is_loopback(),
+        }
+    }
+}
+
+/// The IPv4 addresses of the interfaces that are up, in the system's order (down interfaces
+/// are left out; empty if the kernel cannot list them).
+pub fn interfaces() -> Vec<Iface> {
+    crate::sys::ipv4_interfaces()
+        .into_iter()
+        .filter(|r| r.up)
+        .map(|r| Iface {
+            name: r.name,
+            addr: r.addr,
+            prefix: u32::from(r.mask).leading_ones() as u8,
+            loopback: r.loopback || r.addr.is_loopback(),
+        })
+        .collect()
+}
+
+/// The keepalive schedule that notices a silent peer within about `timeout`: first probe
+/// after half of it idle, then probes an eighth apart (whole seconds, at least one) until
+/// the timeout is used up. Returns (idle, interval, probes) in seconds.
+pub fn keepalive_schedule(timeout: Duration) -> (u32, u32, u32) {
+    let t = timeout.as_secs().clamp(1, 86_400) as u32;
+    let idle = (t / 2).max(1);
+    let intvl = (t / 8).max(1);
+    let probes = ((t.saturating_sub(idle)) / intvl).max(1);
+    (idle, intvl, probes)
+}
+
+/// Makes a TCP connection fail (reads and writes then report `ETIMEDOUT`) when its peer has
+/// been silent for about `timeout`: keepalive probes on an idle connection
+/// ([`keepalive_schedule`]) and `TCP_USER_TIMEOUT` for data left unacknowledged. The peer's
+/// kernel answers both, so a peer process that is merely busy is not affected; a peer host
+/// that is gone or cut off is. A zero `timeout` leaves the socket alone.
+pub fn set_link_timeout(sock: &impl AsRawFd, timeout: Duration) -> std::io::Result<()> {
+    use crate::sys::{set_int_sockopt, KEEPALIVE, KEEPCNT, KEEPIDLE, KEEPINTVL, USER_TIMEOUT};
+    if timeout.is_zero() {
+        return Ok(());
+    }
+    let fd = sock.as_raw_fd();
+    let (idle, intvl, probes) = keepalive_schedule(timeout);
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    for ((level, name), v) in [
+        (KEEPALIVE, 1),
+        (KEEPIDLE, idle as i32),
+        (KEEPINTVL, intvl as i32),
+        (KEEPCNT, probes as i32),
+        (USER_TIMEOUT, ms),
+    ] {
+        set_int_sockopt(fd, level, name, v)?;
+    }
+    Ok(())
+}
+
+/// The mask of a prefix length (`/0` is all addresses).
+fn mask(prefix: u8) -> u32 {
+    match prefix {
+        0 => 0,
+        p => u32::MAX << (32 - u32::from(p.min(32))),
+    }
+}
+
+/// Whether `a` and `b` are in the same `/prefix` subnet.
+pub fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, prefix: u8) -> bool {
+    u32::from(a) & mask(prefix) == u32::from(b) & mask(prefix)
+}
+
+/// Checks one interface specification: a name (a trailing `*` matches any suffix), an IPv4
+/// address, or a subnet `a.b.c.d/n` with `n` at most 32. The error says what is wrong.
+pub fn check_spec(spec: &str) -> Result<(), String> {
+    if spec.is_empty() {
+        return Err("empty interface".into());
+    }
+    if let Some((net, bits)) = spec.split_once('/') {
+        net.parse::<Ipv4Addr>()
+            .map_err(|_| format!("'{spec}': '{net}' is not an IPv4 address"))?;
+        match bits.parse::<u8>() {
+            Ok(b) if b <= 32 => return Ok(()),
+            _ => return Err(format!("'{spec}': the prefix length must be 0 to 32")),
+        }
+    }
+    if spec.chars().all(|c| c.is_ascii_digit() || c == '.') && spec.parse::<Ipv4Addr>().is_err() {
+        return Err(format!("'{spec}' is not an IPv4 address"));
+    }
+    if spec.contains(|c: char| c.is_whitespace() || c == ',') {
+        return Err(format!("'{spec}' is not an interface name"));
+    }
+    Ok(())
+}
+
+/// Checks a list of interface specifications (see [`check_spec`]).
+pub fn check_specs(specs: &[String]) -> Result<(), String> {
+    specs.iter().try_for_each(|s| check_spec(s))
+}
+
+/// Whether interface `i` matches `spec`: its name (`eth*`: any name starting with `eth`),
+/// its address, or a subnet `a.b.c.d/n` that holds its address.
+pub fn matches(spec: &str, i: &Iface) -> bool {
+    if spec == i.name || spec.parse::<Ipv4Addr>() == Ok(i.addr) {
+        return true;
+    }
+    if let Some(stem) = spec.strip_suffix('*') {
+        return i.name.starts_with(stem);
+    }
+    let Some((net, bits)) = spec.split_once('/') else {
+        return false;
+    };
+    match (net.parse::<Ipv4Addr>(), bits.parse::<u8>()) {
+        (Ok(net), Ok(bits)) if bits <= 32 => same_subnet(net, i.addr, bits),
+        _ => false,
+    }
+}
+
+/// The interfaces to use from `ifaces`: with `include`, those matching it in the order of
+/// `include` (each entry's matches in the system's order, an interface once); otherwise the
+/// ones that are not loopback and match nothing in `exclude`, in the system's order.
+pub fn select(ifaces: &[Iface], include: &[String], exclude: &[String]) -> Vec<Iface> {
+    if !include.is_empty() {
+        let mut out: Vec<Iface> = Vec::new();
+        for spec in include {
+            for i in ifaces.iter().filter(|i| matches(spec, i)) {
+                if !out.contains(i) {
+                    out.push(i.clone());
+                }
+            }
+        }
+        return out;
+    }
+    ifaces
+        .iter()
+        .filter(|i| !i.loopback && !exclude.iter().any(|s| matches(s, i)))
+        .cloned()
+        .collect()
+}
+
+/// The published form of a list of interfaces: `addr/prefix` joined by `+`
+/// (`10.0.0.1/24+192.168.1.5/16`).
+pub fn encode(ifaces: &[Iface]) -> String {
+    ifaces
+        .iter()
+        .map(|i| format!("{}/{}", i.addr, i.prefix))
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// Parses [`encode`]'s form (an address without `/prefix` counts as a `/32`); empty input is
+/// an empty list.
+pub fn decode(s: &str) -> Result<Vec<(Ipv4Addr, u8)>, String> {
+    s.split('+')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (a, bits) = p.split_once('/').unwrap_or((p, "32"));
+            match (a.parse::<Ipv4Addr>(), bits.parse::<u8>()) {
+                (Ok(a), Ok(b)) if b <= 32 => Ok((a, b)),
+                _ => Err(format!("bad address '{p}'")),
+            }
+        })
+        .collect()
+}
+
+/// The order in which to try a peer's addresses `remote` from our interfaces `local`: the
+/// peer's addresses on a subnet of one of ours first (following our interfaces' order, which
+/// is `btl_tcp_if_include`'s when it is set), then the others, which need a route, in the
+/// peer's order. Each address once.
+pub fn pair_order(local: &[Iface], remote: &[(Ipv4Addr, u8)]) -> Vec<Ipv4Addr> {
+    let mut out: Vec<Ipv4Addr> = Vec::new();
+    for l in local {
+        for (r, rp) in remote {
+            if same_subnet(l.addr, *r, l.prefix.min(*rp)) && !out.contains(r) {
+                out.push(*r);
+            }
+        }
+    }
+    for (r, _) in remote {
+        if !out.contains(r) {
+            out.push(*r);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+
+    fn v(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn host() -> Vec<Iface> {
+        vec![
+            Iface::new("lo", ip("127.0.0.1"), 8),
+            Iface::new("eth0", ip("10.1.2.3"), 16),
+            Iface::new("docker0", ip("172.17.0.1"), 16),
+            Iface::new("ib0", ip("192.168.7.9"), 24),
+            Iface::new("virbr0", ip("192.168.122.1"), 24),
+        ]
+    }
+
+    fn names(l: &[Iface]) -> Vec<&str> {
+        l.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    #[test]
+    fn keepalive_schedule_fits_the_timeout() {
+        assert_eq!(keepalive_schedule(Duration::from_secs(20)), (10, 2, 5));
+        assert_eq!(keepalive_schedule(Duration::from_secs(2)), (1, 1, 1));
+        assert_eq!(keepalive_schedule(Duration::from_millis(300)), (1, 1, 1));
+        let (i, v, n) = keepalive_schedule(Duration::from_secs(60));
+        assert!(i + v * n <= 60 && i + v * (n + 1) > 60, "{i} {v} {n}");
+    }
+
+    #[test]
+    fn link_timeout_sets_the_socket_options() {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_link_timeout(&s, Duration::from_secs(4)).unwrap();
+        set_link_timeout(&s, Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn specs_match_names_wildcards_addresses_and_subnets() {
+        let i = Iface::new("eth0", ip("10.200.0.1"), 24);
+        assert!(matches("eth0", &i));
+        assert!(matches("eth*", &i));
+        assert!(!matches("eth", &i));
+        assert!(matches("10.200.0.1", &i));
+        assert!(matches("10.0.0.0/8", &i));
+        assert!(!matches("10.0.0.0/16", &i));
+        assert!(matches("0.0.0.0/0", &i));
+        assert!(!matches("10.0.0.0/33", &i));
+    }
+
+    #[test]
+    fn bad_specs_are_reported() {
+        assert!(check_spec("eth0").is_ok());
+        assert!(check_spec("10.0.0.0/8").is_ok());
+        assert!(check_spec("10.0.0.1").is_ok());
+        assert!(check_spec("docker*").is_ok());
+        let e = check_spec("10.0.0.0/33").unwrap_err();
+        assert!(e.contains("0 to 32"), "{e}");
+        assert!(check_spec("10.0.0/8").is_err());
+        assert!(check_spec("10.0.0.256").is_err());
+        assert!(check_spec("").is_err());
+        assert!(check_specs(&v(&["eth0", "1.2.3.4/40"])).is_err());
+    }
+
+    #[test]
+    fn default_selection_skips_loopback_and_virtual_bridges() {
+        let excl = v(&DEFAULT_IF_EXCLUDE.split(',').collect::<Vec<_>>());
+        assert_eq!(names(&select(&host(), &[], &excl)), ["eth0", "ib0"]);
+        // An explicit exclusion replaces the default one (loopback stays out).
+        assert_eq!(
+            names(&select(&host(), &[], &v(&["eth0"]))),
+            ["docker0", "ib0", "virbr0"]
+        );
+    }
+
+    #[test]
+    fn include_order_is_kept_and_may_name_loopback() {
+        assert_eq!(
+            names(&select(&host(), &v(&["192.168.0.0/16", "eth0"]), &[])),
+            ["ib0", "virbr0", "eth0"]
+        );
+        assert_eq!(names(&select(&host(), &v(&["lo"]), &[])), ["lo"]);
+        assert!(select(&host(), &v(&["wlan0"]), &[]).is_empty());
+    }
+
+    #[test]
+    fn published_form_roundtrips() {
+        let l = vec![
+            Iface::new("eth0", ip("10.1.2.3"), 16),
+            Iface::new("ib0", ip("192.168.7.9"), 24),
+        ];
+        let s = encode(&l);
+        assert_eq!(s, "10.1.2.3/16+192.168.7.9/24");
+        assert_eq!(
+            decode(&s).unwrap(),
+            vec![(ip("10.1.2.3"), 16), (ip("192.168.7.9"), 24)]
+        );
+        assert_eq!(decode("").unwrap(), vec![]);
+        assert_eq!(decode("1.2.3.4").unwrap(), vec![(ip("1.2.3.4"), 32)]);
+        assert!(decode("1.2.3/8").is_err());
+    }
+
+    #[test]
+    fn same_subnet_pairs_come_first_in_local_order() {
+        let local = vec![
+            Iface::new("ib0", ip("192.168.7.9"), 24),
+            Iface::new("eth0", ip("10.1.2.3"), 16),
+        ];
+        let remote = vec![
+            (ip("172.30.0.5"), 16),
+            (ip("10.1.9.9"), 16),
+            (ip("192.168.7.20"), 24),
+        ];
+        assert_eq!(
+            pair_order(&local, &remote),
+            [ip("192.168.7.20"), ip("10.1.9.9"), ip("172.30.0.5")]
+        );
+        // Nothing shares a subnet: the peer's order (all routed).
+        assert_eq!(
+            pair_order(&local, &[(ip("8.8.8.8"), 24), (ip("1.1.1.1"), 24)]),
+            [ip("8.8.8.8"), ip("1.1.1.1")]
+        );
+    }
+}

@@ -1,0 +1,19 @@
+/* Ranks loop in barriers for up to 10 minutes: a job for cutting a node's link under. */
+#include <mpi.h>
+#include <stdio.h>
+#include <time.h>
+
+int main(int argc, char **argv) {
+    int rank;
+    time_t end = time(NULL) + 600;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        printf("spinning\n");
+        fflush(stdout);
+    }
+    while (time(NULL) < end)
+        MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}

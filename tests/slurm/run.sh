@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Jobs on a real Slurm cluster whose 2 nodes are network+UTS namespaces (own address and host
+# name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
+# `mpirun` inside `salloc` (daemons started as overlapping srun steps): every rank on its
+# node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort
+# on a remote node, and two mpiruns at once in one allocation. Each case checks its status,
+# its output and its time; the cluster is torn down at the end, also on failure.
+#
+# usage: tests/slurm/run.sh PREFIX   (needs root and slurm-wlm + munge, see scripts/deps.sh)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+P=$(cd "${1:?usage: run.sh PREFIX}" && pwd)
+
+skip() {
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  echo "!!! slurm: SKIPPED, the Slurm tests did not run: $1" >&2
+  echo "!!! (scripts/deps.sh installs slurm-wlm and munge; the tests need root)" >&2
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip "not root"
+for c in srun slurmctld slurmd munged ip; do command -v $c >/dev/null || skip "no $c"; done
+ip netns list | grep -q '^pmi-' && skip "another Slurm test bed runs on this host (pmi-* namespaces)"
+
+work=$(mktemp -d)
+chmod 755 "$work" # munged runs as user munge and must reach its directory below
+export OXMPI_SLURM_DIR=$work/s
+cleanup() {
+  "$here/down.sh" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+SLURM_MODE=netns SLURM_NODES=2 SLURM_CPUS=4 "$here/up.sh" >"$work/up.log" 2>&1 || {
+  cat "$work/up.log" >&2
+  skip "the cluster did not come up here"
+}
+on_head=$OXMPI_SLURM_DIR/run-on-head
+
+for s in ring abort; do "$P/bin/mpicc" "$root/bin/mpirun/tests/c/$s.c" -o "$work/$s" || exit 1; done
+for s in where kill9; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.c" -o "$work/$s" || exit 1; done
+"$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/coll.c" -o "$work/coll" || exit 1
+# Rank 3 (on node 2) fails in MPI_Init: an interface that does not exist.
+cat >"$work/failinit" <<EOF
+#!/bin/sh
+[ "\${PMI_RANK:-\$SLURM_PROCID}" = 3 ] && export OXMPI_MCA_btl_tcp_if_include=nosuch0
+exec $work/where
+EOF
+chmod +x "$work/failinit"
+
+failures=0
+# case NAME WANT_RC MAX_SECONDS GREP COMMAND...: runs COMMAND in the head namespace.
+case_() {
+  local name=$1 want=$2 max=$3 g=$4 t0 rc secs ok=1
+  shift 4
+  t0=$(date +%s%N)
+  timeout -k 5 60 "$on_head" "$@" >"$work/out" 2>&1 </dev/null
+  rc=$?
+  secs=$((($(date +%s%N) - t0) / 1000000))
+  secs=$(printf '%d.%03d' $((secs / 1000)) $((secs % 1000)))
+  [ "$rc" = "$want" ] || { echo "  exit status $rc, expected $want"; ok=0; }
+  awk -v s="$secs" -v m="$max" 'BEGIN { exit !(s <= m) }' || { echo "  took ${secs}s, limit ${max}s"; ok=0; }
+  grep -qE -- "$g" "$work/out" || { echo "  no line matches /$g/"; ok=0; }
+  if [ $ok = 1 ]; then
+    echo "slurm: $name: ok (${secs}s)"
+  else
+    echo "slurm: $name: FAILED"
+    sed 's/^/    /' "$work/out" | head -20
+    failures=$((failures + 1))
+  fi
+}
+srun_() { case_ "srun --mpi=pmi2: $1" "$2" "$3" "$4" srun --mpi=pmi2 -N2 -n4 "${@:5}"; }
+salloc_() { case_ "mpirun in salloc: $1" "$2" "$3" "$4" salloc -N2 -n4 "${@:5}"; }
+
+srun_ "every rank on its node" 0 10 "^rank 3 on n2" "$work/where"
+srun_ "ring" 0 10 "^ring total 18" "$work/ring"
+srun_ "collectives" 0 30 "^coll: all checks passed" "$work/coll"
+srun_ "a rank failing in MPI_Init" 137 5 "rank 3: btl_tcp_if_include=nosuch0" "$work/failinit"
+srun_ "kill -9 of a remote rank" 137 5 "task 3: Killed" "$work/kill9"
+salloc_ "every rank on its node" 0 10 "^rank 3 on n2" "$P/bin/mpirun" "$work/where"
+salloc_ "ring" 0 10 "^ring total 18" "$P/bin/mpirun" "$work/ring"
+salloc_ "collectives" 0 30 "^coll: all checks passed" "$P/bin/mpirun" "$work/coll"
+salloc_ "a rank failing in MPI_Init" 1 5 "rank 3 on host n2 called abort" "$P/bin/mpirun" "$work/failinit"
+salloc_ "kill -9 of a remote rank" 137 5 "rank 3 .*on host n2 exited on signal 9" "$P/bin/mpirun" "$work/kill9"
+salloc_ "MPI_Abort on a remote node" 7 5 "rank 1 on host n2 called abort with exit code 7" \
+  "$P/bin/mpirun" --map-by node "$work/abort"
+salloc_ "two mpiruns at once (overlapping daemon steps)" 0 10 "^ring total 18" \
+  sh -c "$P/bin/mpirun $work/where & $P/bin/mpirun $work/ring; wait"
+if [ $failures -ne 0 ]; then
+  echo "slurm: $failures case(s) FAILED" >&2
+  exit 1
+fi
+echo "slurm: all cases passed"
