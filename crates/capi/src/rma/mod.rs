@@ -33,24 +33,45 @@
 //! locks, flush and PSCW. Collectives run on the window's private communicator through
 //! `comm::Internal`, never through the exported `MPI_*` functions.
 
+mod mem;
 mod ops;
+pub(crate) mod pt2pt;
 mod sync;
 mod window;
 
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError};
 use crate::state::lock;
+use mem::spin_until;
 use ops::{access, do_accumulate, do_get, do_put, done_request, dtype, TargetSpec};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{fence, Ordering};
 use sync::{
     acquire, acquire_all_shared, check_assert, check_target, exposure_done, flush, group_ranks,
-    release, spin_until,
+    release,
 };
 use window::{
-    bad_win, barrier, create, delete_attr_value, delete_attrs, free_comm, inner, predefined_key,
-    read_info, wins, with_win, Held,
+    bad_win, barrier, delete_attr_value, delete_attrs, free_comm, inner, predefined_key, read_info,
+    wins, with_win, Held,
 };
+
+/// Create a window ([`window::create`]) and, when some of its peers are reached with
+/// messages, start the progress thread that serves them our memory.
+fn create(
+    comm: c_int,
+    flavor: c_int,
+    size: isize,
+    disp_unit: c_int,
+    info: c_int,
+    user_base: usize,
+) -> Result<(c_int, usize), MpiError> {
+    let (h, base) = window::create(comm, flavor, size, disp_unit, info, user_base)?;
+    let inner = inner(h)?;
+    if let Some(net) = &inner.net {
+        net.start(Box::new(mem::Exposure(inner.clone())))?;
+    }
+    Ok((h, base))
+}
 
 // ---- entry points with window error handling ----
 
@@ -129,9 +150,15 @@ mpi_fn! {
         let h = inp(win, "win")?;
         let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
         delete_attrs(h, attrs)?;
+        if let Some(net) = &inner.net {
+            net.flush_all()?;
+        }
         fence(Ordering::SeqCst);
         // Nobody may still access our memory when it goes away.
         barrier(&inner)?;
+        if let Some(net) = &inner.net {
+            net.stop();
+        }
         let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
         drop(w);
         let comm = inner.comm;
@@ -254,17 +281,13 @@ mpi_fn! {
                 std::slice::from_raw_parts(compare_addr.cast::<u8>(), n).to_vec(),
             )
         };
-        let rs = [(a.start, n)];
         let inner = &a.inner;
-        inner.acc_lock(t);
-        let r = (|| {
-            let cur = inner.read(t, &rs)?;
-            if cur == cmp {
-                inner.write(t, &rs, &new)?;
-            }
-            Ok::<_, MpiError>(cur)
-        })();
-        inner.acc_unlock(t);
+        let r = if inner.targets[t].remote {
+            inner.check(t, &[(a.start, n)])?;
+            inner.net()?.cas(t, a.start, &cmp, &new)
+        } else {
+            inner.cas_at(t, a.start, &cmp, &new)
+        };
         let cur = r?;
         // SAFETY: the result buffer holds one element (n bytes).
         unsafe { std::ptr::copy_nonoverlapping(cur.as_ptr(), result_addr.cast::<u8>(), n) };
@@ -311,6 +334,9 @@ mpi_fn! {
     fn PMPI_Win_fence / "MPI_Win_fence" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
         let inner = inner(win)?;
+        if let Some(net) = &inner.net {
+            net.flush_all()?;
+        }
         fence(Ordering::SeqCst);
         barrier(&inner)?;
         fence(Ordering::SeqCst);
@@ -335,7 +361,7 @@ mpi_fn! {
             }
             Ok(())
         })?;
-        acquire(&inner, t, kind);
+        acquire(&inner, t, kind)?;
         with_win(win, |w| {
             w.held.insert(t, kind);
             Ok(())
@@ -353,8 +379,7 @@ mpi_fn! {
             None => mpi_bail!(MPI_ERR_RMA_SYNC, "rank {t} of this window is not locked by this process"),
         })?;
         fence(Ordering::SeqCst);
-        release(&inner, t, kind);
-        Ok(())
+        release(&inner, t, kind)
     }
 }
 
@@ -370,8 +395,7 @@ mpi_fn! {
             w.lock_all = true;
             Ok(())
         })?;
-        acquire_all_shared(&inner);
-        Ok(())
+        acquire_all_shared(&inner)
     }
 }
 
@@ -387,10 +411,7 @@ mpi_fn! {
             Ok(())
         })?;
         fence(Ordering::SeqCst);
-        for t in 0..inner.nranks {
-            release(&inner, t, Held::Shared);
-        }
-        Ok(())
+        (0..inner.nranks).try_for_each(|t| release(&inner, t, Held::Shared))
     }
 }
 
@@ -447,7 +468,11 @@ mpi_fn! {
         })?;
         fence(Ordering::SeqCst);
         for &o in &ranks {
-            inner.posted(o, inner.rank).fetch_add(1, Ordering::Release);
+            if inner.targets[o].remote {
+                inner.net()?.post(o)?;
+            } else {
+                inner.posted(o, inner.rank).fetch_add(1, Ordering::Release);
+            }
         }
         Ok(())
     }
@@ -489,7 +514,11 @@ mpi_fn! {
         })?;
         fence(Ordering::SeqCst);
         for t in ranks {
-            inner.completed(t).fetch_add(1, Ordering::Release);
+            if inner.targets[t].remote {
+                inner.net()?.complete(t)?;
+            } else {
+                inner.completed(t).fetch_add(1, Ordering::Release);
+            }
         }
         Ok(())
     }
