@@ -40,7 +40,7 @@ mod sync;
 mod window;
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError};
+use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError, MpiResult};
 use crate::state::lock;
 use mem::spin_until;
 use ops::{access, do_accumulate, do_get, do_put, done_request, dtype, TargetSpec};
@@ -54,6 +54,29 @@ use window::{
     bad_win, barrier, delete_attr_value, delete_attrs, free_comm, inner, predefined_key, read_info,
     wins, with_win, Held,
 };
+
+/// `MPI_Win_free` of window `h`: attribute callbacks, completion of our operations at
+/// targets reached with messages, the final barrier, the progress thread, the private
+/// communicator.
+fn free_win(h: c_int) -> MpiResult {
+    let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
+    delete_attrs(h, attrs)?;
+    if let Some(net) = &inner.net {
+        net.flush_all()?;
+    }
+    fence(Ordering::SeqCst);
+    // Nobody may still access our memory when it goes away.
+    barrier(&inner)?;
+    if let Some(net) = &inner.net {
+        net.stop();
+    }
+    let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
+    drop(w);
+    let comm = inner.comm;
+    drop(inner);
+    free_comm(comm);
+    Ok(())
+}
 
 /// Create a window ([`window::create`]) and, when some of its peers are reached with
 /// messages, start the progress thread that serves them our memory.
@@ -148,22 +171,7 @@ mpi_fn! {
     /// `MPI_Win_free`: collective; releases the segment and the private communicator.
     fn PMPI_Win_free / "MPI_Win_free" [OnWin(if win.is_null() { MPI_WIN_NULL } else { win.read_unaligned() })] (win: *mut c_int) {
         let h = inp(win, "win")?;
-        let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
-        delete_attrs(h, attrs)?;
-        if let Some(net) = &inner.net {
-            net.flush_all()?;
-        }
-        fence(Ordering::SeqCst);
-        // Nobody may still access our memory when it goes away.
-        barrier(&inner)?;
-        if let Some(net) = &inner.net {
-            net.stop();
-        }
-        let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
-        drop(w);
-        let comm = inner.comm;
-        drop(inner);
-        free_comm(comm);
+        free_win(h)?;
         out(win, MPI_WIN_NULL, "win")
     }
 }
@@ -710,5 +718,76 @@ mpi_fn! {
         let e = MpiError::new(errorcode, "raised by MPI_Win_call_errhandler");
         OnWin(win).raise("MPI_Win_call_errhandler", &e);
         Ok(())
+    }
+}
+
+// ---- a counter for the library's own use ----
+
+/// A 64-bit counter held by rank 0 of a communicator and updated atomically by every rank:
+/// directly on rank 0's node, with messages from other nodes (the `pt2pt` component). The
+/// shared file pointer of MPI-IO. Internally a window, without MPI epochs.
+pub(crate) struct Counter {
+    h: c_int,
+    inner: std::sync::Arc<window::Inner>,
+}
+
+impl Counter {
+    /// Collectively create the counter on `comm` with the value `init` (rank 0's).
+    pub(crate) fn new(comm: c_int, init: i64) -> MpiResult<Counter> {
+        let root = crate::comm::Internal::of(comm)?.rank() == 0;
+        let size = if root { 8 } else { 0 };
+        let (h, base) = create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, 8, MPI_INFO_NULL, 0)?;
+        let inner = inner(h)?;
+        if root {
+            // SAFETY: `base` is this rank's 8 window bytes in the shared segment (page
+            // aligned); nobody else touches them before the barrier below.
+            unsafe { (base as *mut i64).write(init) };
+        }
+        fence(Ordering::SeqCst);
+        barrier(&inner)?;
+        Ok(Counter { h, inner })
+    }
+
+    /// Apply `op` (`MPI_SUM`, `MPI_NO_OP`, `MPI_REPLACE`) with `v`; the previous value.
+    fn op(&self, op: c_int, v: i64) -> MpiResult<i64> {
+        let acc = pt2pt::proto::AccOp {
+            op,
+            basic: MPI_INT64_T,
+            bsize: 8,
+        };
+        let rs = [(0isize, 8usize)];
+        let data = v.to_ne_bytes();
+        let old = if self.inner.targets[0].remote {
+            self.inner.net()?.accumulate(0, acc, &rs, &data, true)?
+        } else {
+            self.inner.accumulate_at(0, acc, &rs, &data, true)?
+        };
+        match old.as_deref().and_then(|b| b.get(..8)) {
+            Some(b) => Ok(i64::from_ne_bytes(b.try_into().unwrap_or_default())),
+            None => Err(MpiError::new(
+                MPI_ERR_INTERN,
+                "the counter's holder returned no value",
+            )),
+        }
+    }
+
+    /// Add `v`; the value before.
+    pub(crate) fn fetch_add(&self, v: i64) -> MpiResult<i64> {
+        self.op(MPI_SUM, v)
+    }
+
+    /// The current value.
+    pub(crate) fn load(&self) -> MpiResult<i64> {
+        self.op(MPI_NO_OP, 0)
+    }
+
+    /// Set the value.
+    pub(crate) fn store(&self, v: i64) -> MpiResult {
+        self.op(MPI_REPLACE, v).map(|_| ())
+    }
+
+    /// Collectively free the counter (once, at the end of its use).
+    pub(crate) fn free(&self) -> MpiResult {
+        free_win(self.h)
     }
 }

@@ -265,6 +265,20 @@ fn create_on(
         })
         .collect();
     let leader = near.iter().position(|&x| x).unwrap_or(rank);
+    if flavor == MPI_WIN_FLAVOR_SHARED {
+        let far = (0..n).any(|r| r != rank && eng.node_pid(world[r]).is_none());
+        if coll
+            .allreduce_max(i64::from(far))
+            .map_err(internal("MPI_Allreduce"))?
+            != 0
+        {
+            mpi_bail!(
+                MPI_ERR_RMA_SHARED,
+                "MPI_Win_allocate_shared needs ranks that share a node; this communicator \
+                 spans nodes (split it with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))"
+            );
+        }
+    }
 
     // Layout of the shared segment of our node's ranks.
     let ctrl_stride = round_up(CTRL_HEAD + 8 * n, 64);
