@@ -170,6 +170,13 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
              comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
         ))?;
+    // mpi4py's window and RMA modules with one-sided operations carried as messages
+    // (`osc=pt2pt`, the path ranks on different nodes take).
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py-suite.sh"))
+        .arg(&prefix)
+        .args(["2", "win", "rma", "rma_nb"])
+        .env("OXMPI_MCA_osc", "pt2pt"))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()
