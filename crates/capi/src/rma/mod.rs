@@ -78,17 +78,10 @@ fn free_win(h: c_int) -> MpiResult {
     Ok(())
 }
 
-/// Create a window ([`window::create`]) and, when some of its peers are reached with
-/// messages, start the progress thread that serves them our memory.
-fn create(
-    comm: c_int,
-    flavor: c_int,
-    size: isize,
-    disp_unit: c_int,
-    info: c_int,
-    user_base: usize,
-) -> Result<(c_int, usize), MpiError> {
-    let (h, base) = window::create(comm, flavor, size, disp_unit, info, user_base)?;
+/// A window just made by [`window::create`] (handle, base): when some of its peers are
+/// reached with messages, start the progress thread that serves them our memory.
+fn serving(made: MpiResult<(c_int, usize)>) -> MpiResult<(c_int, usize)> {
+    let (h, base) = made?;
     let inner = inner(h)?;
     if let Some(net) = &inner.net {
         net.start(Box::new(mem::Exposure(inner.clone())))?;
@@ -126,7 +119,7 @@ mpi_fn! {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, 0).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
@@ -139,7 +132,7 @@ mpi_fn! {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = create(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, 0).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
@@ -151,7 +144,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL win").on(comm));
         }
-        let (h, _) = create(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize).map_err(|e| e.on(comm))?;
+        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize)).map_err(|e| e.on(comm))?;
         out(win, h, "win")
     }
 }
@@ -162,7 +155,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL win").on(comm));
         }
-        let (h, _) = create(comm, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, 0).map_err(|e| e.on(comm))?;
+        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, 0)).map_err(|e| e.on(comm))?;
         out(win, h, "win")
     }
 }
@@ -736,7 +729,14 @@ impl Counter {
     pub(crate) fn new(comm: c_int, init: i64) -> MpiResult<Counter> {
         let root = crate::comm::Internal::of(comm)?.rank() == 0;
         let size = if root { 8 } else { 0 };
-        let (h, base) = create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, 8, MPI_INFO_NULL, 0)?;
+        let (h, base) = serving(window::create(
+            comm,
+            MPI_WIN_FLAVOR_ALLOCATE,
+            size,
+            8,
+            MPI_INFO_NULL,
+            0,
+        ))?;
         let inner = inner(h)?;
         if root {
             // SAFETY: `base` is this rank's 8 window bytes in the shared segment (page
