@@ -38,13 +38,11 @@ pub(super) fn acquire(inner: &Inner, t: usize, kind: Held) -> MpiResult {
 /// another target cannot deadlock with it). Then the ones reached with messages, in rank
 /// order (their grants are queued first come first served at each target).
 pub(super) fn acquire_all_shared(inner: &Inner) -> MpiResult {
-    let direct: Vec<usize> = (0..inner.nranks)
-        .filter(|&t| !inner.targets[t].remote)
-        .collect();
+    let direct = |t: &usize| !inner.targets[*t].remote;
     spin_until(|| {
-        for (i, &t) in direct.iter().enumerate() {
+        for t in (0..inner.nranks).filter(direct) {
             if !inner.try_lock(t, Held::Shared) {
-                for &u in &direct[..i] {
+                for u in (0..t).filter(direct) {
                     inner.unlock(u, Held::Shared);
                 }
                 return false;
