@@ -199,6 +199,13 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     run(Command::new("bash")
         .arg(root.join("tests").join("slurm").join("run.sh"))
         .arg(&prefix))?;
+    // mpi4py's window and RMA modules with one-sided operations carried as messages
+    // (`osc=pt2pt`, the path ranks on different nodes take).
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py-suite.sh"))
+        .arg(&prefix)
+        .args(["2", "win", "rma", "rma_nb"])
+        .env("OXMPI_MCA_osc", "pt2pt"))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()

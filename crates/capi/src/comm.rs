@@ -401,16 +401,6 @@ impl Internal {
         self.a.bcast(buf, root).map_err(self.err())
     }
 
-    /// Broadcast `v` from rank 0.
-    pub fn bcast_i64(&self, v: &mut [i64]) -> MpiResult {
-        let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        self.bcast(&mut b, 0)?;
-        for (x, c) in v.iter_mut().zip(b.chunks_exact(8)) {
-            *x = i64::from_ne_bytes(c.try_into().expect("8 bytes"));
-        }
-        Ok(())
-    }
-
     /// Every rank's `mine` (the same length everywhere), in rank order, at every rank.
     pub fn allgather_i64(&self, mine: &[i64]) -> MpiResult<Vec<i64>> {
         let k = 8 * mine.len();

@@ -225,6 +225,12 @@ fn builtins() -> &'static HashMap<c_int, Arc<Datatype>> {
     })
 }
 
+/// The predefined datatype `h`, without the global state's lock (the one-sided progress
+/// thread combines accumulate data with it while an application thread may hold the lock).
+pub(crate) fn builtin(h: c_int) -> Option<Arc<Datatype>> {
+    builtins().get(&h).cloned()
+}
+
 /// Direct table of the predefined datatypes with MPICH's builtin encoding
 /// (`0x4c00_SSII`: size `SS`, index `II`), indexed by the low byte: slot `II` holds the
 /// handle and its type, so a lookup is a compare instead of hashing. A handle whose slot

@@ -1,8 +1,9 @@
 //! MPI-IO of the installed `libmpi.so.12`: `tests/c/io.c` built with our `mpicc` and with
 //! Debian's `mpicc.mpich` (run on our library through `LD_LIBRARY_PATH`), each run under
 //! our `mpirun` on 1, 2 and 3 ranks in its own scratch directory, which must be empty
-//! afterwards (the program deletes what it creates; the shared file pointer's counter
-//! file is removed while the file is open).
+//! afterwards (the program deletes what it creates; the shared file pointer is held in
+//! rank 0's memory, no file). With `--mca osc pt2pt` the other ranks reach the shared
+//! pointer with messages, as ranks on other nodes do.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
@@ -29,6 +30,11 @@ fn build(compiler: &Path, dir: &Path, tag: &str) -> PathBuf {
 }
 
 fn run(exe: &Path, n: usize, mpich: bool) {
+    run_with(exe, n, mpich, &[]);
+}
+
+/// [`run`] with extra `mpirun` arguments.
+fn run_with(exe: &Path, n: usize, mpich: bool, extra: &[&str]) {
     let data = Scratch::new("io-data");
     let libs = our_libs_first();
     let env: &[(&str, &OsStr)] = if mpich {
@@ -37,16 +43,11 @@ fn run(exe: &Path, n: usize, mpich: bool) {
         &[]
     };
     let n_s = n.to_string();
-    let out = mpirun(
-        &[
-            OsStr::new("-n"),
-            OsStr::new(&n_s),
-            exe.as_os_str(),
-            data.0.as_os_str(),
-        ],
-        env,
-    );
-    let what = format!("{} on {n} ranks", exe.display());
+    let mut args: Vec<&OsStr> = vec![OsStr::new("-n"), OsStr::new(&n_s)];
+    args.extend(extra.iter().map(OsStr::new));
+    args.extend([exe.as_os_str(), data.0.as_os_str()]);
+    let out = mpirun(&args, env);
+    let what = format!("{} on {n} ranks {extra:?}", exe.display());
     let stdout = success(&out, &what);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines, EXPECTED, "{what}");
@@ -63,6 +64,15 @@ fn mpi_io_on_one_to_three_ranks_with_our_mpicc() {
     let exe = build(&prefix().join("bin/mpicc"), &dir.0, "ours");
     for n in 1..=3 {
         run(&exe, n, false);
+    }
+}
+
+#[test]
+fn mpi_io_shared_pointer_over_messages() {
+    let dir = Scratch::new("io-build");
+    let exe = build(&prefix().join("bin/mpicc"), &dir.0, "ours");
+    for n in 2..=3 {
+        run_with(&exe, n, false, &["--mca", "osc", "pt2pt"]);
     }
 }
 

@@ -24,6 +24,11 @@ fn build(mpich: bool, name: &str, dir: &Path) -> PathBuf {
 }
 
 fn run(n: usize, exe: &Path, mpich: bool) -> Output {
+    run_with(n, exe, mpich, &[])
+}
+
+/// Run `exe` on `n` ranks with extra `mpirun` arguments `extra` (e.g. `--mca osc pt2pt`).
+fn run_with(n: usize, exe: &Path, mpich: bool, extra: &[&str]) -> Output {
     let libs = our_libs_first();
     let env: &[(&str, &OsStr)] = if mpich {
         &[("LD_LIBRARY_PATH", libs.as_os_str())]
@@ -31,18 +36,26 @@ fn run(n: usize, exe: &Path, mpich: bool) -> Output {
         &[]
     };
     let n_s = n.to_string();
-    mpirun(&[OsStr::new("-n"), OsStr::new(&n_s), exe.as_os_str()], env)
+    let mut args: Vec<&OsStr> = vec![OsStr::new("-n"), OsStr::new(&n_s)];
+    args.extend(extra.iter().map(OsStr::new));
+    args.push(exe.as_os_str());
+    mpirun(&args, env)
 }
 
 fn check_rma(n: usize, mpich: bool) {
+    check_rma_with(n, mpich, &[]);
+}
+
+/// `rma.c` (every synchronisation mode and window flavour) on `n` ranks passes.
+fn check_rma_with(n: usize, mpich: bool, extra: &[&str]) {
     let dir = Scratch::new("rma");
     let exe = build(mpich, "rma.c", &dir.0);
-    let out = run(n, &exe, mpich);
+    let out = run_with(n, &exe, mpich, extra);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "rma.c on {n} ranks (mpich build: {mpich}) failed with {:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "rma.c on {n} ranks (mpich build: {mpich}, {extra:?}) failed with {:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
         out.status.code()
     );
     assert!(
@@ -66,6 +79,23 @@ fn rma_on_three_ranks() {
 #[test]
 fn rma_mpich_build_on_our_library() {
     check_rma(2, true);
+}
+
+/// The `pt2pt` component forced on one node: every peer but the process itself is reached
+/// with messages served by the target's progress thread, as across nodes.
+#[test]
+fn rma_over_messages_on_two_ranks() {
+    check_rma_with(2, false, &["--mca", "osc", "pt2pt"]);
+}
+
+#[test]
+fn rma_over_messages_on_three_ranks() {
+    check_rma_with(3, false, &["--mca", "osc", "pt2pt"]);
+}
+
+#[test]
+fn rma_over_messages_mpich_build() {
+    check_rma_with(2, true, &["--mca", "osc", "pt2pt"]);
 }
 
 #[test]

@@ -456,6 +456,7 @@ impl Engine {
                 if spins % HOLD_SPINS == 0 {
                     st.check_peers();
                     drop(st);
+                    self.state.hand_over();
                     if yield_now {
                         sys::yield_now();
                     }
@@ -740,6 +741,7 @@ impl Engine {
             let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
             if spins & hold_mask == 0 {
                 drop(st);
+                self.state.hand_over();
                 if yield_now {
                     sys::yield_now();
                 } else {
@@ -764,6 +766,9 @@ impl Engine {
 /// (the guard's drop), as the old poison-ignoring `Mutex` use did.
 struct StateLock {
     locked: std::sync::atomic::AtomicBool,
+    /// Threads waiting in `lock_contended` (e.g. a library progress thread while the
+    /// application thread waits in a blocking call).
+    waiters: std::sync::atomic::AtomicU32,
     state: std::cell::UnsafeCell<State>,
 }
 
@@ -776,6 +781,7 @@ impl StateLock {
     fn new(st: State) -> Self {
         StateLock {
             locked: std::sync::atomic::AtomicBool::new(false),
+            waiters: std::sync::atomic::AtomicU32::new(0),
             state: std::cell::UnsafeCell::new(st),
         }
     }
@@ -793,10 +799,35 @@ impl StateLock {
         StateGuard { lock: self }
     }
 
+    /// Called by a blocking wait right after releasing the lock between polls: when
+    /// another thread waits for it (e.g. a library progress thread while the application
+    /// thread waits in a blocking call), let that thread take it before the wait takes it
+    /// back. Without this, a waiter that yields its CPU rarely sees the lock free in the few
+    /// instructions between release and re-acquisition, and starves. A waiter never gives
+    /// up, so this ends. One relaxed load when nobody waits.
+    #[inline]
+    fn hand_over(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.waiters.load(Relaxed) == 0 {
+            return;
+        }
+        let mut spins = 0u32;
+        while !self.locked.load(Relaxed) && self.waiters.load(Relaxed) > 0 {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                sys::yield_now();
+            }
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_contended(&self) {
         use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        self.waiters.fetch_add(1, Relaxed);
+        let _gone = Waiting(&self.waiters);
         let mut spins = 0u32;
         loop {
             // Wait with plain loads (no cache-line ping-pong), then try again.
@@ -816,6 +847,15 @@ impl StateLock {
                 return;
             }
         }
+    }
+}
+
+/// Counts a thread out of [`StateLock::waiters`] when it stops waiting.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicU32);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -14,7 +14,6 @@ use crate::status::status_set_bytes;
 use std::ffi::{c_int, c_void};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::Ordering;
 
 /// Which file pointer a data access uses.
 #[derive(Clone, Copy)]
@@ -90,7 +89,7 @@ pub(super) fn access(
             o
         }
         At::Individual => s.pos,
-        At::Shared => f.shared.get().fetch_add(netypes, Ordering::SeqCst),
+        At::Shared => f.shared.fetch_add(netypes)?,
         At::Ordered => unreachable!("ordered access is resolved to At::Reserved on entry"),
     };
     if nbytes > 0 && s.view.map.is_empty() {
@@ -200,7 +199,7 @@ fn ordered_offset(f: &FileObj, nbytes: usize) -> MpiResult<i64> {
     let before: i64 = all[..f.rank as usize].iter().sum();
     let total: i64 = all.iter().sum();
     let base = if f.rank == 0 {
-        f.shared.get().fetch_add(total, Ordering::SeqCst)
+        f.shared.fetch_add(total)?
     } else {
         0
     };

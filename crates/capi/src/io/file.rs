@@ -322,7 +322,7 @@ pub(super) fn open_on(
     } else {
         0
     };
-    let shared = shared_ptr(comm, rank, size, init)?;
+    let shared = shared_ptr(comm, size, init)?;
     let view = default_view()?;
     Ok(FileObj {
         file,

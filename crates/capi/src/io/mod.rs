@@ -12,9 +12,12 @@
 //!   representations (external32: the data converted by `external`, for datatypes whose
 //!   external32 size is their native size); `MPI_Register_datarep` records names, so
 //!   duplicates fail as the standard says.
-//! * The shared file pointer is an `AtomicI64` in a shared memory file mapped by every
-//!   rank (created by rank 0, unlinked as soon as all ranks mapped it); a file opened by
-//!   one process keeps it in local memory.
+//! * The shared file pointer is a counter held by rank 0 of the file's group
+//!   (`crate::rma::Counter`: the ranks of rank 0's node update it directly, ranks on other
+//!   nodes with messages served by rank 0's one-sided progress thread), so ranks that share
+//!   only the file system agree on it; a file opened by one process keeps it in local
+//!   memory. Atomic mode takes POSIX record locks on the byte ranges it touches (across
+//!   nodes as far as the file system honours them).
 //! * Collective calls are independent I/O plus the synchronisation their semantics need
 //!   (ordered access, seeks of the shared pointer, size changes, close); nonblocking
 //!   calls complete at once and return a completed request; split collectives run at
@@ -52,7 +55,6 @@ use file::{
 pub use file::{file_c2f, file_f2c};
 use std::ffi::{c_char, c_int, c_void};
 use std::os::fd::AsFd;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use view::ViewMap;
 
@@ -122,6 +124,7 @@ mpi_fn! {
             mpi_bail!(MPI_ERR_OTHER, "MPI_File_close with a split collective still active");
         }
         barrier(f.comm)?;
+        f.shared.free()?;
         files().open.remove(&(h as usize));
         free_comm(f.comm);
         out(fh, std::ptr::null_mut(), "fh")?;
@@ -353,7 +356,7 @@ mpi_fn! {
             merge_info(&mut s.info, new_info);
         }
         if f.rank == 0 {
-            f.shared.get().store(0, Ordering::SeqCst);
+            f.shared.store(0)?;
         }
         barrier(f.comm)
     }
@@ -402,7 +405,7 @@ fn new_view(
             );
         }
         let s = f.state();
-        let pos = f.shared.get().load(Ordering::SeqCst).max(0) as u64 * s.view.esize;
+        let pos = f.shared.load()?.max(0) as u64 * s.view.esize;
         s.view.map.byte_offset(pos) as i64
     } else {
         disp
@@ -689,10 +692,13 @@ mpi_fn! {
         let mut code = MPI_SUCCESS;
         if f.rank == 0 {
             let s = f.state();
-            let cur = f.shared.get().load(Ordering::SeqCst);
-            match seek_target(&f, &s, cur, offset, whence) {
-                Ok(new) => f.shared.get().store(new, Ordering::SeqCst),
-                Err(e) => code = e.code,
+            let moved = f
+                .shared
+                .load()
+                .and_then(|cur| seek_target(&f, &s, cur, offset, whence))
+                .and_then(|new| f.shared.store(new));
+            if let Err(e) = moved {
+                code = e.code;
             }
         }
         let code = bcast_i64(code as i64, 0, f.comm)? as c_int;
@@ -707,7 +713,7 @@ mpi_fn! {
     /// `MPI_File_get_position_shared`.
     fn PMPI_File_get_position_shared / "MPI_File_get_position_shared" [OnFile(fh as usize)] (fh: FileH, offset: *mut i64) {
         let f = get(fh)?;
-        out(offset, f.shared.get().load(Ordering::SeqCst), "offset")
+        out(offset, f.shared.load()?, "offset")
     }
 }
 

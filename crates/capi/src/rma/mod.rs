@@ -33,24 +33,61 @@
 //! locks, flush and PSCW. Collectives run on the window's private communicator through
 //! `comm::Internal`, never through the exported `MPI_*` functions.
 
+mod mem;
 mod ops;
+pub(crate) mod pt2pt;
 mod sync;
 mod window;
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError};
+use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError, MpiResult};
 use crate::state::lock;
+use mem::spin_until;
 use ops::{access, do_accumulate, do_get, do_put, done_request, dtype, TargetSpec};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{fence, Ordering};
 use sync::{
     acquire, acquire_all_shared, check_assert, check_target, exposure_done, flush, group_ranks,
-    release, spin_until,
+    release,
 };
 use window::{
-    bad_win, barrier, create, delete_attr_value, delete_attrs, free_comm, inner, predefined_key,
-    read_info, wins, with_win, Held,
+    bad_win, barrier, delete_attr_value, delete_attrs, free_comm, inner, predefined_key, read_info,
+    wins, with_win, Held,
 };
+
+/// `MPI_Win_free` of window `h`: attribute callbacks, completion of our operations at
+/// targets reached with messages, the final barrier, the progress thread, the private
+/// communicator.
+fn free_win(h: c_int) -> MpiResult {
+    let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
+    delete_attrs(h, attrs)?;
+    if let Some(net) = &inner.net {
+        net.flush_all()?;
+    }
+    fence(Ordering::SeqCst);
+    // Nobody may still access our memory when it goes away.
+    barrier(&inner)?;
+    if let Some(net) = &inner.net {
+        net.stop();
+    }
+    let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
+    drop(w);
+    let comm = inner.comm;
+    drop(inner);
+    free_comm(comm);
+    Ok(())
+}
+
+/// A window just made by [`window::create`] (handle, base): when some of its peers are
+/// reached with messages, start the progress thread that serves them our memory.
+fn serving(made: MpiResult<(c_int, usize)>) -> MpiResult<(c_int, usize)> {
+    let (h, base) = made?;
+    let inner = inner(h)?;
+    if let Some(net) = &inner.net {
+        net.start(Box::new(mem::Exposure(inner.clone())))?;
+    }
+    Ok((h, base))
+}
 
 // ---- entry points with window error handling ----
 
@@ -82,7 +119,7 @@ mpi_fn! {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, 0).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
@@ -95,7 +132,7 @@ mpi_fn! {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = create(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, 0).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
@@ -107,7 +144,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL win").on(comm));
         }
-        let (h, _) = create(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize).map_err(|e| e.on(comm))?;
+        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize)).map_err(|e| e.on(comm))?;
         out(win, h, "win")
     }
 }
@@ -118,7 +155,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL win").on(comm));
         }
-        let (h, _) = create(comm, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, 0).map_err(|e| e.on(comm))?;
+        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, 0)).map_err(|e| e.on(comm))?;
         out(win, h, "win")
     }
 }
@@ -127,16 +164,7 @@ mpi_fn! {
     /// `MPI_Win_free`: collective; releases the segment and the private communicator.
     fn PMPI_Win_free / "MPI_Win_free" [OnWin(if win.is_null() { MPI_WIN_NULL } else { win.read_unaligned() })] (win: *mut c_int) {
         let h = inp(win, "win")?;
-        let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
-        delete_attrs(h, attrs)?;
-        fence(Ordering::SeqCst);
-        // Nobody may still access our memory when it goes away.
-        barrier(&inner)?;
-        let w = wins().remove(h).ok_or_else(|| bad_win(h))?;
-        drop(w);
-        let comm = inner.comm;
-        drop(inner);
-        free_comm(comm);
+        free_win(h)?;
         out(win, MPI_WIN_NULL, "win")
     }
 }
@@ -254,17 +282,13 @@ mpi_fn! {
                 std::slice::from_raw_parts(compare_addr.cast::<u8>(), n).to_vec(),
             )
         };
-        let rs = [(a.start, n)];
         let inner = &a.inner;
-        inner.acc_lock(t);
-        let r = (|| {
-            let cur = inner.read(t, &rs)?;
-            if cur == cmp {
-                inner.write(t, &rs, &new)?;
-            }
-            Ok::<_, MpiError>(cur)
-        })();
-        inner.acc_unlock(t);
+        let r = if inner.targets[t].remote {
+            inner.check(t, &[(a.start, n)])?;
+            inner.net()?.cas(t, a.start, &cmp, &new)
+        } else {
+            inner.cas_at(t, a.start, &cmp, &new)
+        };
         let cur = r?;
         // SAFETY: the result buffer holds one element (n bytes).
         unsafe { std::ptr::copy_nonoverlapping(cur.as_ptr(), result_addr.cast::<u8>(), n) };
@@ -311,6 +335,9 @@ mpi_fn! {
     fn PMPI_Win_fence / "MPI_Win_fence" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
         let inner = inner(win)?;
+        if let Some(net) = &inner.net {
+            net.flush_all()?;
+        }
         fence(Ordering::SeqCst);
         barrier(&inner)?;
         fence(Ordering::SeqCst);
@@ -335,7 +362,7 @@ mpi_fn! {
             }
             Ok(())
         })?;
-        acquire(&inner, t, kind);
+        acquire(&inner, t, kind)?;
         with_win(win, |w| {
             w.held.insert(t, kind);
             Ok(())
@@ -353,8 +380,7 @@ mpi_fn! {
             None => mpi_bail!(MPI_ERR_RMA_SYNC, "rank {t} of this window is not locked by this process"),
         })?;
         fence(Ordering::SeqCst);
-        release(&inner, t, kind);
-        Ok(())
+        release(&inner, t, kind)
     }
 }
 
@@ -370,8 +396,7 @@ mpi_fn! {
             w.lock_all = true;
             Ok(())
         })?;
-        acquire_all_shared(&inner);
-        Ok(())
+        acquire_all_shared(&inner)
     }
 }
 
@@ -387,10 +412,7 @@ mpi_fn! {
             Ok(())
         })?;
         fence(Ordering::SeqCst);
-        for t in 0..inner.nranks {
-            release(&inner, t, Held::Shared);
-        }
-        Ok(())
+        (0..inner.nranks).try_for_each(|t| release(&inner, t, Held::Shared))
     }
 }
 
@@ -447,7 +469,11 @@ mpi_fn! {
         })?;
         fence(Ordering::SeqCst);
         for &o in &ranks {
-            inner.posted(o, inner.rank).fetch_add(1, Ordering::Release);
+            if inner.targets[o].remote {
+                inner.net()?.post(o)?;
+            } else {
+                inner.posted(o, inner.rank).fetch_add(1, Ordering::Release);
+            }
         }
         Ok(())
     }
@@ -489,7 +515,11 @@ mpi_fn! {
         })?;
         fence(Ordering::SeqCst);
         for t in ranks {
-            inner.completed(t).fetch_add(1, Ordering::Release);
+            if inner.targets[t].remote {
+                inner.net()?.complete(t)?;
+            } else {
+                inner.completed(t).fetch_add(1, Ordering::Release);
+            }
         }
         Ok(())
     }
@@ -680,5 +710,83 @@ mpi_fn! {
         let e = MpiError::new(errorcode, "raised by MPI_Win_call_errhandler");
         OnWin(win).raise("MPI_Win_call_errhandler", &e);
         Ok(())
+    }
+}
+
+// ---- a counter for the library's own use ----
+
+/// A 64-bit counter held by rank 0 of a communicator and updated atomically by every rank:
+/// directly on rank 0's node, with messages from other nodes (the `pt2pt` component). The
+/// shared file pointer of MPI-IO. Internally a window, without MPI epochs.
+pub(crate) struct Counter {
+    h: c_int,
+    inner: std::sync::Arc<window::Inner>,
+}
+
+impl Counter {
+    /// Collectively create the counter on `comm` with the value `init` (rank 0's).
+    pub(crate) fn new(comm: c_int, init: i64) -> MpiResult<Counter> {
+        let root = crate::comm::Internal::of(comm)?.rank() == 0;
+        let size = if root { 8 } else { 0 };
+        let (h, base) = serving(window::create(
+            comm,
+            MPI_WIN_FLAVOR_ALLOCATE,
+            size,
+            8,
+            MPI_INFO_NULL,
+            0,
+        ))?;
+        let inner = inner(h)?;
+        if root {
+            // SAFETY: `base` is this rank's 8 window bytes in the shared segment (page
+            // aligned); nobody else touches them before the barrier below.
+            unsafe { (base as *mut i64).write(init) };
+        }
+        fence(Ordering::SeqCst);
+        barrier(&inner)?;
+        Ok(Counter { h, inner })
+    }
+
+    /// Apply `op` (`MPI_SUM`, `MPI_NO_OP`, `MPI_REPLACE`) with `v`; the previous value.
+    fn op(&self, op: c_int, v: i64) -> MpiResult<i64> {
+        let acc = pt2pt::proto::AccOp {
+            op,
+            basic: MPI_INT64_T,
+            bsize: 8,
+        };
+        let rs = [(0isize, 8usize)];
+        let data = v.to_ne_bytes();
+        let old = if self.inner.targets[0].remote {
+            self.inner.net()?.accumulate(0, acc, &rs, &data, true)?
+        } else {
+            self.inner.accumulate_at(0, acc, &rs, &data, true)?
+        };
+        match old.as_deref().and_then(|b| b.get(..8)) {
+            Some(b) => Ok(i64::from_ne_bytes(b.try_into().unwrap_or_default())),
+            None => Err(MpiError::new(
+                MPI_ERR_INTERN,
+                "the counter's holder returned no value",
+            )),
+        }
+    }
+
+    /// Add `v`; the value before.
+    pub(crate) fn fetch_add(&self, v: i64) -> MpiResult<i64> {
+        self.op(MPI_SUM, v)
+    }
+
+    /// The current value.
+    pub(crate) fn load(&self) -> MpiResult<i64> {
+        self.op(MPI_NO_OP, 0)
+    }
+
+    /// Set the value.
+    pub(crate) fn store(&self, v: i64) -> MpiResult {
+        self.op(MPI_REPLACE, v).map(|_| ())
+    }
+
+    /// Collectively free the counter (once, at the end of its use).
+    pub(crate) fn free(&self) -> MpiResult {
+        free_win(self.h)
     }
 }

@@ -1,30 +1,14 @@
 //! Data movement: put, get and the accumulate family on a target's memory (through the
 //! shared segment or cross-memory attach), under the target's accumulate mutex.
 
-use super::sync::spin_until;
-use super::window::{inner, Inner, Target};
+use super::pt2pt::proto::AccOp;
+use super::window::{inner, Inner};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
-use crate::ffi::{check_count, out, MpiError, MpiResult};
+use crate::ffi::{check_count, out, MpiResult};
 use crate::state::lock;
-use oxmpi_engine::sys::{cma_copy, Cma};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// The MPI error of a failed cross-memory-attach `what` on rank `rank` (pid `pid`):
-/// `EFAULT` is an out-of-range access, `EPERM` a denied attach.
-fn os_err(e: std::io::Error, rank: usize, pid: i32, what: &str) -> MpiError {
-    let class = match e.raw_os_error() {
-        Some(libc::EFAULT) => MPI_ERR_RMA_RANGE,
-        Some(libc::EPERM) => MPI_ERR_RMA_ATTACH,
-        _ => MPI_ERR_OTHER,
-    };
-    MpiError::new(
-        class,
-        format!("{what} of rank {rank} (pid {pid}) failed: {e}"),
-    )
-}
 
 /// Byte ranges (offset from a target's base, length).
 type Ranges = Vec<(isize, usize)>;
@@ -47,89 +31,6 @@ fn ranges(dt: &Datatype, count: usize, start: isize) -> Ranges {
         }
     }
     v
-}
-
-impl Inner {
-    pub(super) fn target(&self, t: usize) -> Target {
-        self.targets[t]
-    }
-
-    /// Check a range against the target's window and return its address.
-    pub(super) fn addr(&self, t: usize, off: isize, len: usize) -> MpiResult<usize> {
-        let tg = self.target(t);
-        if let Some(size) = tg.size {
-            if off < 0 || off as usize + len > size {
-                mpi_bail!(
-                    MPI_ERR_RMA_RANGE,
-                    "bytes {off}..{} are outside the {size}-byte window of rank {t}",
-                    off + len as isize
-                );
-            }
-        }
-        Ok((tg.base as isize).wrapping_add(off) as usize)
-    }
-
-    /// Read the ranges of target `t` into one packed buffer.
-    pub(super) fn read(&self, t: usize, rs: &[(isize, usize)]) -> MpiResult<Vec<u8>> {
-        let total: usize = rs.iter().map(|r| r.1).sum();
-        let mut buf = vec![0u8; total];
-        let tg = self.target(t);
-        let mut pos = 0;
-        for &(off, len) in rs {
-            let a = self.addr(t, off, len)?;
-            if tg.local {
-                // SAFETY: `a` is in our address space: the shared segment (range checked
-                // above) or our own window memory / attached region (the MPI contract).
-                unsafe { std::ptr::copy(a as *const u8, buf.as_mut_ptr().add(pos), len) };
-            } else {
-                // SAFETY: `buf[pos..pos + len]` is ours and writable.
-                unsafe { cma_copy(tg.pid, buf.as_mut_ptr().add(pos), a as u64, len, Cma::Read) }
-                    .map_err(|e| os_err(e, t, tg.pid, "reading the window memory"))?;
-            }
-            pos += len;
-        }
-        Ok(buf)
-    }
-
-    /// Write one packed buffer over the ranges of target `t`.
-    pub(super) fn write(&self, t: usize, rs: &[(isize, usize)], data: &[u8]) -> MpiResult {
-        let tg = self.target(t);
-        let mut pos = 0;
-        for &(off, len) in rs {
-            let a = self.addr(t, off, len)?;
-            let len = len.min(data.len() - pos);
-            if tg.local {
-                // SAFETY: as in `read`, for writing; `data[pos..pos + len]` is in bounds.
-                unsafe { std::ptr::copy(data.as_ptr().add(pos), a as *mut u8, len) };
-            } else {
-                // SAFETY: `data[pos..pos + len]` is readable (cma only reads it when
-                // writing to the remote).
-                unsafe {
-                    cma_copy(
-                        tg.pid,
-                        data.as_ptr().add(pos).cast_mut(),
-                        a as u64,
-                        len,
-                        Cma::Write,
-                    )
-                }
-                .map_err(|e| os_err(e, t, tg.pid, "writing the window memory"))?;
-            }
-            pos += len;
-        }
-        Ok(())
-    }
-
-    pub(super) fn acc_lock(&self, t: usize) {
-        let m = self.acc_mutex(t);
-        spin_until(|| {
-            m.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        });
-    }
-    pub(super) fn acc_unlock(&self, t: usize) {
-        self.acc_mutex(t).store(0, Ordering::Release);
-    }
 }
 
 /// Validated arguments of one operation on a target.
@@ -245,6 +146,10 @@ pub(super) fn do_put(
     let (_, data) = pack(origin, ocount, otype)?;
     let (_, rs) = target_ranges(&a, t.count, t.datatype, data.len())?;
     let Some(t) = a.target else { return Ok(()) };
+    if a.inner.targets[t].remote {
+        a.inner.check(t, &rs)?;
+        return a.inner.net()?.put(t, &rs, &data);
+    }
     a.inner.write(t, &rs, &data)
 }
 
@@ -255,7 +160,12 @@ pub(super) fn do_get(origin: *mut c_void, ocount: c_int, otype: c_int, t: Target
     let odt = dtype(otype)?;
     let (_, rs) = target_ranges(&a, t.count, t.datatype, n * odt.size)?;
     let Some(t) = a.target else { return Ok(()) };
-    let data = a.inner.read(t, &rs)?;
+    let data = if a.inner.targets[t].remote {
+        a.inner.check(t, &rs)?;
+        a.inner.net()?.get(t, &rs)?
+    } else {
+        a.inner.read(t, &rs)?
+    };
     // SAFETY: the origin buffer holds `ocount` items of the origin datatype.
     unsafe { unpack_from(&odt, n, origin.cast(), &data) };
     Ok(())
@@ -286,54 +196,6 @@ fn acc_basic(op: c_int, odt: &Datatype, tdt: &Datatype) -> MpiResult<(c_int, usi
     }
     let sz = lock().dtype(tb)?.size.max(1);
     Ok((tb, sz))
-}
-
-/// Combine `origin` into `cur` (`cur = origin op cur`).
-fn combine(op: c_int, basic: c_int, bsize: usize, origin: &[u8], cur: &mut [u8]) -> MpiResult {
-    match op {
-        MPI_NO_OP => Ok(()),
-        MPI_REPLACE => {
-            cur.copy_from_slice(origin);
-            Ok(())
-        }
-        _ => {
-            let len = cur.len();
-            if len == 0 {
-                return Ok(());
-            }
-            // The data is packed; the kernels read elements at their extent (the
-            // `{value, int}` pair types have padding) from storage aligned for them:
-            // unpack into 16-byte aligned buffers.
-            let bdt = lock().dtype(basic)?;
-            let n = len / bsize;
-            let ext = (bdt.extent().max(0) as usize).max(bsize);
-            let words = (n * ext).div_ceil(16);
-            let mut a = vec![0u128; words];
-            let mut b = vec![0u128; words];
-            // SAFETY: `a` and `b` hold `n` items of the basic type at its extent; the
-            // sources hold `len` packed bytes (origin.len() == cur.len() is checked by
-            // the callers).
-            unsafe {
-                unpack_from(&bdt, n, a.as_mut_ptr().cast(), origin);
-                unpack_from(&bdt, n, b.as_mut_ptr().cast(), cur);
-            }
-            // SAFETY: both buffers hold n aligned elements of `basic`.
-            let ok = unsafe {
-                crate::op::apply_builtin(op, basic, a.as_ptr().cast(), b.as_mut_ptr().cast(), n)
-            };
-            if !ok {
-                mpi_bail!(
-                    MPI_ERR_OP,
-                    "operation {op:#x} is not defined for datatype {basic:#x}"
-                );
-            }
-            let mut packed = Vec::with_capacity(len);
-            // SAFETY: `b` holds `n` items of the basic type.
-            unsafe { pack_into(&bdt, n, b.as_ptr().cast(), &mut packed) };
-            cur.copy_from_slice(&packed);
-            Ok(())
-        }
-    }
 }
 
 /// Accumulate (and fetch the previous contents into `result`, if given).
@@ -385,22 +247,19 @@ pub(super) fn do_accumulate(
     };
     let Some(t) = a.target else { return Ok(()) };
     let rs = ranges(&tdt, n, a.start);
+    let acc = AccOp {
+        op,
+        basic,
+        bsize: bsize as u32,
+    };
     let inner = &a.inner;
-    inner.acc_lock(t);
-    let r = (|| {
-        let mut cur = if op == MPI_REPLACE && res.is_none() {
-            vec![0u8; tbytes]
-        } else {
-            inner.read(t, &rs)?
-        };
-        let old = res.as_ref().map(|_| cur.clone());
-        if op != MPI_NO_OP {
-            combine(op, basic, bsize, &data, &mut cur)?;
-            inner.write(t, &rs, &cur)?;
-        }
-        Ok::<_, MpiError>(old)
-    })();
-    inner.acc_unlock(t);
+    let fetch = res.is_some();
+    let r = if inner.targets[t].remote {
+        inner.check(t, &rs)?;
+        inner.net()?.accumulate(t, acc, &rs, &data, fetch)
+    } else {
+        inner.accumulate_at(t, acc, &rs, &data, fetch)
+    };
     if let (Some(old), Some((buf, rn, rdt))) = (r?, res) {
         // SAFETY: the result buffer holds `rn` items of its datatype.
         unsafe { unpack_from(&rdt, rn, buf.cast(), &old) };
@@ -453,19 +312,5 @@ mod tests {
         let c = dt(&[(0, 4)], 0, 4);
         assert_eq!(ranges(&c, 3, 8), vec![(8, 12)]);
         assert!(ranges(&c, 0, 8).is_empty());
-    }
-
-    #[test]
-    fn combine_applies_predefined_ops() {
-        let o = 5i32.to_ne_bytes();
-        let mut cur = 7i32.to_ne_bytes();
-        combine(MPI_SUM, MPI_INT, 4, &o, &mut cur).expect("sum");
-        assert_eq!(i32::from_ne_bytes(cur), 12);
-        combine(MPI_REPLACE, MPI_INT, 4, &o, &mut cur).expect("replace");
-        assert_eq!(i32::from_ne_bytes(cur), 5);
-        combine(MPI_NO_OP, MPI_INT, 4, &9i32.to_ne_bytes(), &mut cur).expect("no_op");
-        assert_eq!(i32::from_ne_bytes(cur), 5);
-        let e = combine(MPI_BAND, MPI_DOUBLE, 8, &[0; 8], &mut [0; 8]).unwrap_err();
-        assert_eq!(e.code, MPI_ERR_OP);
     }
 }

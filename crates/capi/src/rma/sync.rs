@@ -1,31 +1,13 @@
 //! Synchronization: passive-target locks (the lock word of each control block), flush,
 //! PSCW counters and the assertions of fence/post/start.
 
+use super::mem::spin_until;
 use super::window::{inner, with_win, Held, Inner};
 use crate::consts::*;
 use crate::ffi::{MpiError, MpiResult};
 use crate::state::lock;
 use std::ffi::c_int;
 use std::sync::atomic::{fence, Ordering};
-
-/// Writer bit of the passive-target lock word (the low bits count readers).
-const WRITER: u64 = 1 << 63;
-
-/// Wait (spinning, then yielding and driving the engine) until `cond` holds.
-pub(super) fn spin_until(mut cond: impl FnMut() -> bool) {
-    let mut n = 0u32;
-    while !cond() {
-        n += 1;
-        if n < 64 {
-            std::hint::spin_loop();
-        } else {
-            if let Some(e) = oxmpi_engine::engine() {
-                e.progress();
-            }
-            std::thread::yield_now();
-        }
-    }
-}
 
 /// Check the assertion argument of fence, post, start and lock.
 pub(super) fn check_assert(assert: c_int) -> MpiResult {
@@ -40,59 +22,48 @@ pub(super) fn check_assert(assert: c_int) -> MpiResult {
     Ok(())
 }
 
-/// Take the passive-target lock of rank `t` (spinning until it is free).
-pub(super) fn acquire(inner: &Inner, t: usize, kind: Held) {
-    let w = inner.lock_word(t);
-    match kind {
-        Held::Exclusive => spin_until(|| {
-            w.compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        }),
-        Held::Shared => spin_until(|| {
-            let v = w.load(Ordering::Relaxed);
-            v & WRITER == 0
-                && w.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-        }),
+/// Take the passive-target lock of rank `t`: spinning on its lock word when reached
+/// directly, else asking its progress thread and waiting for the grant.
+pub(super) fn acquire(inner: &Inner, t: usize, kind: Held) -> MpiResult {
+    if inner.targets[t].remote {
+        return inner.net()?.lock(t, kind == Held::Exclusive);
     }
+    spin_until(|| inner.try_lock(t, kind));
+    Ok(())
 }
 
-/// Take a shared lock on every rank, all or nothing: if one target is held exclusively,
-/// drop the ones taken so far and start over, so that `lock_all` never holds shared locks
-/// while waiting (a process holding an exclusive lock and waiting for another target
-/// cannot deadlock with it).
-pub(super) fn acquire_all_shared(inner: &Inner) {
+/// Take a shared lock on every rank. The directly reached ones all or nothing: if one is
+/// held exclusively, drop the ones taken so far and start over, so that `lock_all` never
+/// holds shared locks while waiting (a process holding an exclusive lock and waiting for
+/// another target cannot deadlock with it). Then the ones reached with messages, in rank
+/// order (their grants are queued first come first served at each target).
+pub(super) fn acquire_all_shared(inner: &Inner) -> MpiResult {
+    let direct = |t: &usize| !inner.targets[*t].remote;
     spin_until(|| {
-        for t in 0..inner.nranks {
-            let w = inner.lock_word(t);
-            let mut v = w.load(Ordering::Relaxed);
-            let got = loop {
-                if v & WRITER != 0 {
-                    break false;
-                }
-                match w.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed) {
-                    Ok(_) => break true,
-                    Err(cur) => v = cur,
-                }
-            };
-            if !got {
-                for u in 0..t {
-                    release(inner, u, Held::Shared);
+        for t in (0..inner.nranks).filter(direct) {
+            if !inner.try_lock(t, Held::Shared) {
+                for u in (0..t).filter(direct) {
+                    inner.unlock(u, Held::Shared);
                 }
                 return false;
             }
         }
         true
     });
+    for t in (0..inner.nranks).filter(|&t| inner.targets[t].remote) {
+        inner.net()?.lock(t, false)?;
+    }
+    Ok(())
 }
 
-/// Release the passive-target lock of rank `t` taken as `kind`.
-pub(super) fn release(inner: &Inner, t: usize, kind: Held) {
-    let w = inner.lock_word(t);
-    match kind {
-        Held::Exclusive => w.fetch_and(!WRITER, Ordering::Release),
-        Held::Shared => w.fetch_sub(1, Ordering::Release),
-    };
+/// Release the passive-target lock of rank `t` taken as `kind` (for a target reached with
+/// messages: once it applied our operations).
+pub(super) fn release(inner: &Inner, t: usize, kind: Held) -> MpiResult {
+    if inner.targets[t].remote {
+        return inner.net()?.unlock(t);
+    }
+    inner.unlock(t, kind);
+    Ok(())
 }
 
 /// The target rank of a lock or flush (`None` for `MPI_PROC_NULL`).
@@ -129,7 +100,11 @@ pub(super) fn flush(win: c_int, rank: Option<c_int>) -> MpiResult {
         Ok(())
     })?;
     fence(Ordering::SeqCst);
-    Ok(())
+    match (&inner.net, t) {
+        (None, _) => Ok(()),
+        (Some(net), Some(t)) => net.flush(t),
+        (Some(net), None) => net.flush_all(),
+    }
 }
 
 /// Ranks (in the window's group) of the members of group `g`.

@@ -2,6 +2,7 @@
 //! (segment layout, cross-memory-attach probe), attributes' delete callbacks, and the
 //! collectives a window runs on its private communicator.
 
+use super::pt2pt::{params::paths, Net};
 use crate::comm::Internal;
 use crate::consts::*;
 use crate::errors::ErrAction;
@@ -32,6 +33,8 @@ pub(super) struct Target {
     pub(super) pid: i32,
     /// True when `base` is an address of this process (own memory or the shared segment).
     pub(super) local: bool,
+    /// True when the target is reached with messages (`pt2pt`): `base` is unknown here.
+    pub(super) remote: bool,
 }
 
 /// The immutable part of a window, shared with operations running without the table lock.
@@ -46,9 +49,21 @@ pub(super) struct Inner {
     pub(super) seg: Mapping,
     pub(super) ctrl_stride: usize,
     pub(super) targets: Vec<Target>,
+    /// The message path, when some peer is reached with messages.
+    pub(super) net: Option<Net>,
 }
 
 impl Inner {
+    /// The message path (present whenever a target is `remote`).
+    pub(super) fn net(&self) -> MpiResult<&Net> {
+        self.net.as_ref().ok_or_else(|| {
+            MpiError::new(
+                MPI_ERR_INTERN,
+                "window has no message path to a remote peer",
+            )
+        })
+    }
+
     /// Word `i` of rank `r`'s control block.
     pub(super) fn word(&self, r: usize, off: usize) -> &AtomicU64 {
         debug_assert!(off + 8 <= self.ctrl_stride);
@@ -236,7 +251,36 @@ fn create_on(
         .map_err(internal("MPI_Allgather"))?;
     let row = |r: usize| &all[r * 5..r * 5 + 5];
 
-    // Layout of the shared segment.
+    // Which peers share our segment (our node's ranks, unless `osc` excludes the direct
+    // path) and which get messages (`pt2pt`). Shared-memory windows are always direct.
+    let paths = paths();
+    let eng = crate::backend::engine()?;
+    let world = crate::state::lock().comm(wcomm)?.group.clone();
+    let near: Vec<bool> = (0..n)
+        .map(|r| {
+            r == rank
+                || !paths.messages
+                || flavor == MPI_WIN_FLAVOR_SHARED
+                || (paths.direct && eng.node_pid(world[r]).is_some())
+        })
+        .collect();
+    let leader = near.iter().position(|&x| x).unwrap_or(rank);
+    if flavor == MPI_WIN_FLAVOR_SHARED {
+        let far = (0..n).any(|r| r != rank && eng.node_pid(world[r]).is_none());
+        if coll
+            .allreduce_max(i64::from(far))
+            .map_err(internal("MPI_Allreduce"))?
+            != 0
+        {
+            mpi_bail!(
+                MPI_ERR_RMA_SHARED,
+                "MPI_Win_allocate_shared needs ranks that share a node; this communicator \
+                 spans nodes (split it with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED))"
+            );
+        }
+    }
+
+    // Layout of the shared segment of our node's ranks.
     let ctrl_stride = round_up(CTRL_HEAD + 8 * n, 64);
     let page = crate::sys::page_size();
     let data_start = round_up(ctrl_stride * n, page);
@@ -248,20 +292,19 @@ fn create_on(
     };
     let mut data_off = Vec::with_capacity(n);
     let mut total = data_start;
-    for r in 0..n {
+    for (r, &is_near) in near.iter().enumerate() {
         data_off.push(total);
-        if with_data {
+        if with_data && is_near {
             total += round_up(row(r)[1] as usize, pad);
         }
     }
     let total = total.max(data_start).max(page);
 
-    // Rank 0 creates the segment, everyone maps it.
+    // The lowest rank of each node creates the node's segment, everyone maps its own.
     let mut fd = None;
     let mut failure = 0i64;
     let mut detail = String::new();
-    let mut hdr = [0i64; 2];
-    if rank == 0 {
+    if rank == leader {
         match memfd("oxmpi-win", total) {
             Ok(f) => fd = Some(f),
             Err(e) => {
@@ -269,9 +312,12 @@ fn create_on(
                 failure = 1;
             }
         }
-        hdr = [pid, fd.as_ref().map_or(-1, |f| i64::from(f.as_raw_fd()))];
     }
-    coll.bcast_i64(&mut hdr).map_err(internal("MPI_Bcast"))?;
+    let mine = [fd.as_ref().map_or(-1, |f| i64::from(f.as_raw_fd()))];
+    let fds = coll
+        .allgather_i64(&mine)
+        .map_err(internal("MPI_Allgather"))?;
+    let hdr = [row(leader)[0], fds[leader]];
     let seg = if hdr[1] < 0 {
         if detail.is_empty() {
             detail = "rank 0 could not create the window segment".into();
@@ -293,14 +339,14 @@ fn create_on(
                 Ok(m) => Some(m),
                 Err(e) => {
                     failure = 1;
-                    detail = format!("cannot map rank 0's window segment: {e}");
+                    detail = format!("cannot map rank {leader}'s window segment: {e}");
                     None
                 }
             },
             Err(e) => {
                 failure = 1;
                 detail = format!(
-                    "cannot open rank 0's window segment /proc/{}/fd/{}: {e}",
+                    "cannot open rank {leader}'s window segment /proc/{}/fd/{}: {e}",
                     hdr[0], hdr[1]
                 );
                 None
@@ -310,7 +356,7 @@ fn create_on(
 
     // Cross-memory attach probe for windows over user memory.
     if seg.is_some() && !with_data {
-        for r in (0..n).filter(|&r| r != rank) {
+        for r in (0..n).filter(|&r| r != rank && near[r]) {
             let mut v = 0u64;
             let (ppid, paddr) = (row(r)[0] as i32, row(r)[4] as usize);
             // SAFETY: `v` is a writable local of 8 bytes.
@@ -364,6 +410,17 @@ fn create_on(
         .map(|r| {
             let rsize = row(r)[1] as usize;
             let du = row(r)[2] as isize;
+            if !near[r] {
+                let dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
+                return Target {
+                    base: 0,
+                    size: (!dynamic).then_some(rsize),
+                    disp_unit: if dynamic { 1 } else { du },
+                    pid: row(r)[0] as i32,
+                    local: false,
+                    remote: true,
+                };
+            }
             match flavor {
                 MPI_WIN_FLAVOR_ALLOCATE | MPI_WIN_FLAVOR_SHARED => Target {
                     base: seg.ptr() as usize + data_off[r],
@@ -371,6 +428,7 @@ fn create_on(
                     disp_unit: du,
                     pid: row(r)[0] as i32,
                     local: true,
+                    remote: false,
                 },
                 MPI_WIN_FLAVOR_CREATE => Target {
                     base: row(r)[3] as usize,
@@ -378,6 +436,7 @@ fn create_on(
                     disp_unit: du,
                     pid: row(r)[0] as i32,
                     local: r == rank,
+                    remote: false,
                 },
                 // Dynamic windows go through CMA even for our own rank: the kernel
                 // checks the address (EFAULT -> MPI_ERR_RMA_RANGE) where a plain copy
@@ -388,6 +447,7 @@ fn create_on(
                     disp_unit: 1,
                     pid: row(r)[0] as i32,
                     local: false,
+                    remote: false,
                 },
             }
         })
@@ -397,7 +457,13 @@ fn create_on(
         MPI_WIN_FLAVOR_CREATE => user_base,
         _ => targets[rank].base,
     };
+    let net = if near.contains(&false) {
+        Some(Net::new(wcomm, n, flavor == MPI_WIN_FLAVOR_DYNAMIC)?)
+    } else {
+        None
+    };
     let inner = Arc::new(Inner {
+        net,
         comm: wcomm,
         coll,
         rank,

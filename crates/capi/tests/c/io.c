@@ -201,7 +201,7 @@ static void shared_pointer(void) {
     CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path,
                            MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
                            MPI_INFO_NULL, &fh));
-    /* The shared pointer's backing file is gone once the open returns. */
+    /* The shared pointer lives in rank 0's memory: no backing file in /dev/shm. */
     if (rank == 0) {
         char pre[64];
         snprintf(pre, sizeof pre, "oxmpi-shfp-%d-", (int)getpid());

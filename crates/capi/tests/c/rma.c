@@ -313,28 +313,44 @@ int main(int argc, char **argv) {
     free(addrs);
     free(dmem);
 
-    /* MPI_Win_allocate_shared: direct load/store into the neighbour's memory. */
+    /* MPI_Win_allocate_shared on the ranks of this node (all of them on one machine):
+       direct load/store into the neighbour's memory. */
+    MPI_Comm node;
+    CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int nrank, nsize;
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
     int *smem;
-    CHECK_RC(MPI_Win_allocate_shared((rank + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL,
-                                     MPI_COMM_WORLD, &smem, &win));
-    for (int i = 0; i <= rank; i++) smem[i] = 0;
+    CHECK_RC(MPI_Win_allocate_shared((nrank + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL,
+                                     node, &smem, &win));
+    for (int i = 0; i <= nrank; i++) smem[i] = 0;
     MPI_Win_fence(0, win);
-    int next = (rank + 1) % size;
+    int next = (nrank + 1) % nsize;
     MPI_Aint qsize;
     int qunit;
     int *peer;
     CHECK_RC(MPI_Win_shared_query(win, next, &qsize, &qunit, &peer));
     CHECK(qsize == (MPI_Aint)((next + 1) * sizeof(int)) && qunit == (int)sizeof(int));
-    peer[next] = 1000 + rank;
+    peer[next] = 1000 + nrank;
     int *first;
     CHECK_RC(MPI_Win_shared_query(win, 0, &qsize, &qunit, &first));
     /* The memory of all ranks is contiguous: rank r starts r(r+1)/2 ints after rank 0. */
-    CHECK(smem == first + rank * (rank + 1) / 2);
+    CHECK(smem == first + nrank * (nrank + 1) / 2);
     MPI_Win_sync(win);
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(node);
     MPI_Win_sync(win);
-    CHECK(smem[rank] == 1000 + (rank + size - 1) % size);
+    CHECK(smem[nrank] == 1000 + (nrank + nsize - 1) % nsize);
     CHECK_RC(MPI_Win_free(&win));
+    if (nsize < size) {
+        /* Across nodes a shared window cannot exist: a clear error, not a hang. */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int cls, rc = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL,
+                                              MPI_COMM_WORLD, &smem, &win);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RMA_SHARED);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
+    MPI_Comm_free(&node);
 
     /* A window on MPI_COMM_SELF. */
     CHECK_RC(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_SELF, &amem, &win));

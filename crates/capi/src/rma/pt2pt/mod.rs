@@ -1,0 +1,340 @@
+//! The `pt2pt` one-sided component (Open MPI's osc pt2pt idea): window peers that cannot
+//! be reached directly (another node, or every peer when `osc=pt2pt` forces it) get their
+//! operations as messages over the engine's transports, on the window's private
+//! communicator. A progress thread per window serves them at the target, so the target
+//! never has to call MPI.
+//!
+//! * `proto`: the sans-IO core: message codec and the target-side state machine (lock
+//!   queue, per-origin ordering, deferred errors, dead origins).
+//! * `params`: the `osc` framework's selection and this component's parameters.
+//! * this file: [`Net`], the origin side (one request per operation; `Get`, fetching
+//!   accumulates, compare-and-swap, `Flush`, `Lock` and `Unlock` wait for their reply), and
+//!   the progress thread driving a [`proto::TargetCore`] over the window memory
+//!   ([`proto::Memory`], implemented by the window).
+//!
+//! Completion: requests of one origin reach a target in order (MPI's non-overtaking rule on
+//! one communicator and tag), so any reply proves every earlier operation applied. Origins
+//! remember which targets got unacknowledged puts or accumulates ("dirty"); flush, unlock,
+//! fence and window free ask those targets for an acknowledgement. PSCW's `complete` is a
+//! message that the target counts after applying everything sent before it.
+//!
+//! The progress thread polls the engine for requests: busily while requests keep coming,
+//! then sleeping 1, 2, 4, ... µs up to `osc_pt2pt_idle_sleep_max` (the engine has no
+//! blocking wait on its transports that a thread could sleep in).
+
+pub(crate) mod params;
+pub(crate) mod proto;
+
+use crate::backend::{err, EComm, SendMode};
+use crate::consts::*;
+use crate::ffi::{MpiError, MpiResult};
+use oxmpi_engine::{Engine, ANY_SOURCE};
+use proto::{AccOp, Memory, Reply, Req, TargetCore};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Tag of requests (served by the target's progress thread).
+const TAG_REQ: i32 = 1;
+/// Tag of replies (received by the origin's calling thread).
+const TAG_REPLY: i32 = 2;
+
+/// Busy polls of an idle progress thread before it starts sleeping.
+const BUSY_POLLS: u32 = 64;
+
+/// The message path of one window.
+pub(crate) struct Net {
+    eng: &'static Engine,
+    /// The window's private communicator (errors are attributed to it).
+    comm: c_int,
+    /// Its point-to-point context, which carries the requests and replies.
+    ecomm: EComm,
+    /// Targets with operations not acknowledged yet.
+    dirty: Vec<AtomicBool>,
+    /// Wait for every operation's acknowledgement (dynamic windows: only the target knows
+    /// what is attached, and a bad address must fail the call that used it).
+    acked: bool,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Net {
+    /// The message path over the window's private communicator `comm` of `n` ranks;
+    /// `acked`: every operation waits for the target's acknowledgement.
+    pub(crate) fn new(comm: c_int, n: usize, acked: bool) -> MpiResult<Net> {
+        let eng = crate::backend::engine()?;
+        let ecomm = crate::state::lock().comm(comm)?.ecomm;
+        Ok(Net {
+            eng,
+            comm,
+            ecomm,
+            dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            acked,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// Start serving requests for this window's memory `mem`.
+    pub(crate) fn start(&self, mem: Box<dyn Memory + Send>) -> MpiResult {
+        let (eng, ecomm, stop) = (self.eng, self.ecomm, self.stop.clone());
+        let h = std::thread::Builder::new()
+            .name("oxmpi-osc".into())
+            .spawn(move || serve(eng, ecomm, &stop, mem))
+            .map_err(|e| {
+                MpiError::new(
+                    MPI_ERR_NO_MEM,
+                    format!("cannot start the one-sided progress thread: {e}"),
+                )
+            })?;
+        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+        Ok(())
+    }
+
+    /// Stop the progress thread (window free, after the final barrier).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        let h = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+
+    /// Send `req` to target `t` (blocking until the buffer is free, not until applied).
+    fn send(&self, t: usize, req: &Req) -> MpiResult {
+        let bytes = req.encode();
+        // SAFETY: `bytes` lives across this blocking send.
+        let st = unsafe {
+            self.eng.send(
+                bytes.as_ptr(),
+                bytes.len(),
+                t as i32,
+                TAG_REQ,
+                self.ecomm,
+                SendMode::Standard,
+            )
+        }
+        .map_err(err)?;
+        match st.error {
+            None => Ok(()),
+            Some(c) => Err(MpiError::new(
+                crate::backend::class_code(c),
+                format!("sending a one-sided request to rank {t} of the window failed"),
+            )),
+        }
+    }
+
+    /// Send `req` to `t` and wait for its reply; every earlier operation to `t` is then
+    /// applied, so `t` is clean. Returns the reply's data or its error.
+    fn call(&self, t: usize, req: &Req) -> MpiResult<Vec<u8>> {
+        self.send(t, req)?;
+        let (m, st) = self
+            .eng
+            .mprobe(t as i32, TAG_REPLY, self.ecomm)
+            .map_err(err)?;
+        let mut buf = vec![0u8; st.count_bytes];
+        // SAFETY: `buf` is ours and outlives the wait below.
+        let r = unsafe { self.eng.imrecv(buf.as_mut_ptr(), buf.len(), m) }.map_err(err)?;
+        let st = self.eng.wait(r);
+        if let Some(c) = st.error {
+            return Err(MpiError::new(
+                crate::backend::class_code(c),
+                format!("receiving the reply of rank {t} of the window failed"),
+            ));
+        }
+        self.dirty[t].store(false, Ordering::Relaxed);
+        let reply = Reply::decode(&buf).map_err(|e| {
+            let f = proto::undecodable(&e);
+            MpiError::new(f.code, f.detail)
+        })?;
+        if reply.code != MPI_SUCCESS {
+            return Err(MpiError::new(
+                reply.code,
+                format!("at rank {t} of the window: {}", reply.detail),
+            ));
+        }
+        Ok(reply.data)
+    }
+
+    /// Send an operation that is acknowledged later (put, accumulate without result).
+    fn post_op(&self, t: usize, req: &Req) -> MpiResult {
+        self.dirty[t].store(true, Ordering::Relaxed);
+        self.send(t, req)?;
+        if self.acked {
+            self.flush(t)?;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Put` to `t`.
+    pub(crate) fn put(&self, t: usize, ranges: &[(isize, usize)], data: &[u8]) -> MpiResult {
+        self.post_op(
+            t,
+            &Req::Put {
+                ranges: ranges.to_vec(),
+                data: data.to_vec(),
+            },
+        )
+    }
+
+    /// `MPI_Get` from `t`: the packed bytes of `ranges`.
+    pub(crate) fn get(&self, t: usize, ranges: &[(isize, usize)]) -> MpiResult<Vec<u8>> {
+        self.call(
+            t,
+            &Req::Get {
+                ranges: ranges.to_vec(),
+            },
+        )
+    }
+
+    /// The accumulate family at `t`: `Some(old bytes)` when `fetch`.
+    pub(crate) fn accumulate(
+        &self,
+        t: usize,
+        op: AccOp,
+        ranges: &[(isize, usize)],
+        data: &[u8],
+        fetch: bool,
+    ) -> MpiResult<Option<Vec<u8>>> {
+        let req = Req::Acc {
+            op,
+            fetch,
+            ranges: ranges.to_vec(),
+            data: data.to_vec(),
+        };
+        if fetch {
+            self.call(t, &req).map(Some)
+        } else {
+            self.post_op(t, &req).map(|_| None)
+        }
+    }
+
+    /// `MPI_Compare_and_swap` at `t`: the old bytes.
+    pub(crate) fn cas(&self, t: usize, off: isize, cmp: &[u8], new: &[u8]) -> MpiResult<Vec<u8>> {
+        self.call(
+            t,
+            &Req::Cas {
+                off,
+                cmp: cmp.to_vec(),
+                new: new.to_vec(),
+            },
+        )
+    }
+
+    /// Wait for `t` to apply every operation sent to it (nothing to do when clean).
+    pub(crate) fn flush(&self, t: usize) -> MpiResult {
+        if self.dirty[t].load(Ordering::Relaxed) {
+            self.call(t, &Req::Flush)?;
+        }
+        Ok(())
+    }
+
+    /// [`Net::flush`] for every target.
+    pub(crate) fn flush_all(&self) -> MpiResult {
+        (0..self.dirty.len()).try_for_each(|t| self.flush(t))
+    }
+
+    /// `MPI_Win_lock` on `t`: returns once granted.
+    pub(crate) fn lock(&self, t: usize, exclusive: bool) -> MpiResult {
+        self.call(t, &Req::Lock { exclusive }).map(|_| ())
+    }
+
+    /// `MPI_Win_unlock` of `t`: returns once `t` applied our operations and released.
+    pub(crate) fn unlock(&self, t: usize) -> MpiResult {
+        self.call(t, &Req::Unlock).map(|_| ())
+    }
+
+    /// `MPI_Win_post` to origin `o`.
+    pub(crate) fn post(&self, o: usize) -> MpiResult {
+        self.send(o, &Req::Post)
+    }
+
+    /// `MPI_Win_complete` to target `t` (counted there after our earlier operations).
+    pub(crate) fn complete(&self, t: usize) -> MpiResult {
+        self.send(t, &Req::Complete)?;
+        self.dirty[t].store(false, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net").field("comm", &self.comm).finish()
+    }
+}
+
+/// The progress thread: take requests off the window's context, run them through the
+/// target core, send the replies; a reply that cannot be delivered means its origin died.
+fn serve(eng: &'static Engine, ecomm: EComm, stop: &AtomicBool, mut mem: Box<dyn Memory + Send>) {
+    let mut core = TargetCore::new();
+    let max_sleep = params::idle_sleep_max_us();
+    let mut idle = 0u32;
+    let mut sleep_us = 1u64;
+    while !stop.load(Ordering::Acquire) {
+        let out = match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
+            Ok(Some((m, st))) => {
+                idle = 0;
+                sleep_us = 1;
+                let mut buf = vec![0u8; st.count_bytes];
+                // SAFETY: `buf` is ours and outlives the wait below.
+                let st = match unsafe { eng.imrecv(buf.as_mut_ptr(), buf.len(), m) } {
+                    Ok(r) => eng.wait(r),
+                    Err(_) => return,
+                };
+                let origin = st.source as usize;
+                if st.error.is_some() {
+                    core.peer_died(origin, &mut *mem)
+                } else {
+                    match Req::decode(&buf) {
+                        Ok(req) => core.handle(origin, req, &mut *mem),
+                        Err(e) => vec![(
+                            origin,
+                            Reply {
+                                code: MPI_ERR_INTERN,
+                                detail: e.to_string(),
+                                data: Vec::new(),
+                            },
+                        )],
+                    }
+                }
+            }
+            Ok(None) => {
+                let out = core.poll(&mut *mem);
+                if out.is_empty() {
+                    idle = idle.saturating_add(1);
+                    if idle < BUSY_POLLS {
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                        sleep_us = (sleep_us * 2).min(max_sleep);
+                    }
+                }
+                out
+            }
+            // The engine is finalized (or the window's context is gone): nothing to serve.
+            Err(_) => return,
+        };
+        let mut pending = out;
+        let mut i = 0;
+        while i < pending.len() {
+            let o = pending[i].0;
+            let bytes = pending[i].1.encode();
+            i += 1;
+            // SAFETY: `bytes` lives across this blocking send.
+            let sent = unsafe {
+                eng.send(
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    o as i32,
+                    TAG_REPLY,
+                    ecomm,
+                    SendMode::Standard,
+                )
+            };
+            if !matches!(sent, Ok(s) if s.error.is_none()) {
+                pending.extend(core.peer_died(o, &mut *mem));
+            }
+        }
+    }
+}
