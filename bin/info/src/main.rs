@@ -159,7 +159,7 @@ fn build_registry(opts: &Opts) -> Result<Registry, String> {
     }
     let report = reg.check_environment();
     for u in &report.unknown {
-        eprintln!("oxmpi-info: {u}");
+        eprintln!("oxmpi-info: warning: {u}");
     }
     if reg.get_int("mca_base_verbose").unwrap_or(0) >= 40 {
         for var in &report.ignored_compat {

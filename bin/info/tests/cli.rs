@@ -134,6 +134,9 @@ fn param_listing_in_open_mpi_layout() {
             MCA mca base: parameter "mca_base_output_format" (current value: "text", data source: default, level: 2 user/detail, type: int)
                           Format of verbose output lines: text ([host:pid] message) or json (one JSON object per line)
                           Valid values: 0|text, 1|json
+            MCA mca base: parameter "mca_base_param_check" (current value: "warn", data source: default, level: 2 user/detail, type: int)
+                          An unknown parameter name given with --mca, OXMPI_MCA_ (or a near miss in OMPI_MCA_): warn (with the closest known names) or error (mpirun stops)
+                          Valid values: 0|warn, 1|error
             MCA mca base: parameter "mca_base_param_files" (current value: "{pre}/home/.oxmpi/mca-params.conf,{pre}/etc/oxmpi-mca-params.conf", data source: default, level: 2 user/detail, type: string)
                           Path(s) of parameter files to read, comma-separated; the left-most file wins
             MCA mca base: parameter "mca_base_suppress_override_warning" (current value: "false", data source: default, level: 2 user/detail, type: bool)
@@ -199,7 +202,7 @@ fn parsable_lines() {
         .stdout
         .lines()
         .all(|l| l.starts_with("mca:mca:base:param:")));
-    assert_eq!(o.stdout.lines().count(), 5 * 8 + 2 + 2 + 8);
+    assert_eq!(o.stdout.lines().count(), 6 * 8 + 2 + 2 + 2 + 8);
 }
 
 fn value_line(out: &str, name: &str) -> String {
