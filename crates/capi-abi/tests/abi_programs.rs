@@ -476,3 +476,20 @@ fn generated_header_and_unimplemented_list_are_up_to_date() {
         );
     }
 }
+
+#[test]
+fn persistent_collectives_same_in_both_abis() {
+    let out = same_in_both_abis("persist.c", 3, "persist: all checks passed");
+    assert!(out.contains("persist: bad input error classes: ok"));
+}
+
+#[test]
+fn mpi4_additions_same_in_both_abis() {
+    same_in_both_abis("mpi4_misc.c", 2, "mpi4_misc: all checks passed");
+}
+
+#[test]
+fn partitioned_communication_same_in_both_abis() {
+    let out = same_in_both_abis("part.c", 2, "part: all checks passed");
+    assert!(out.contains("part: a partition travels before the others are ready: ok"));
+}

@@ -27,6 +27,10 @@
 //!   collectives and process topologies (their table in `topo::table`, below the entry
 //!   points and `comm`); `intercomm`, `intercoll`: intercommunicators and their
 //!   collectives;
+//! * [`part`]: partitioned point-to-point (`MPI_Psend_init` & co.), driven by the request
+//!   machinery through `objects::Partitioned`;
+//! * [`persist`]: persistent collectives (`MPI_*_init`), each start a round of the
+//!   nonblocking form;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
@@ -65,6 +69,8 @@ pub mod neighbor;
 pub(crate) mod objects;
 pub mod op;
 pub mod p2p;
+pub mod part;
+pub mod persist;
 pub mod request;
 pub mod rma;
 pub mod state;

@@ -3,7 +3,7 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
-use crate::ffi::{check_count, inp, out, MpiResult};
+use crate::ffi::{check_count, inp, out, MpiError, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
     recv_target, start_recv, start_send, status_of, wait_pending, write_status, Message, MpiStatus,
@@ -43,6 +43,23 @@ fn send(
     complete_single(std::ptr::null_mut(), None, code, comm, "send failed")
 }
 
+/// Store started operation `p` as a request of the table and hand its handle out (releases
+/// the lock).
+fn hand_out(
+    mut st: std::sync::MutexGuard<'_, crate::state::State>,
+    comm: c_int,
+    p: Pending,
+    request: *mut c_int,
+) -> MpiResult {
+    let h = st.reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(p),
+    });
+    drop(st);
+    out(request, h, "request")
+}
+
 /// Nonblocking send in `mode`.
 #[allow(clippy::too_many_arguments)]
 fn isend(
@@ -70,13 +87,7 @@ fn isend(
         st.orphans.push(p);
         p = Pending::done(NO_MESSAGE);
     }
-    let h = st.reqs.insert(Request {
-        comm,
-        persistent: None,
-        active: Some(p),
-    });
-    drop(st);
-    out(request, h, "request")
+    hand_out(st, comm, p, request)
 }
 
 macro_rules! sends {
@@ -133,9 +144,7 @@ mpi_fn! {
         let mut st = lock();
         st.check_active()?;
         let p = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
-        let h = st.reqs.insert(Request { comm, persistent: None, active: Some(p) });
-        drop(st);
-        out(request, h, "request")
+        hand_out(st, comm, p, request)
     }
 }
 
@@ -175,18 +184,7 @@ mpi_fn! {
         let (r, s) = {
             let mut st = lock();
             st.check_active()?;
-            let n = check_count(count).map_err(|e| e.on(comm))?;
-            let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
-            let mut copy = Vec::new();
-            if !buf.is_null() || !dt.predefined {
-                // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
-                unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
-            }
-            let bytes = st.dtype(MPI_BYTE)?;
-            let _ = bytes;
-            let len = copy.len() as c_int;
-            let s = start_send(&mut st, copy.as_ptr().cast(), len, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
-            let s = Pending { stage: Some(copy), ..s };
+            let s = staged_send(&mut st, buf, count, datatype, dest, sendtag, comm)?;
             let r = start_recv(&mut st, buf, count, datatype, source, recvtag, comm);
             let r = match r {
                 Ok(r) => r,
@@ -201,6 +199,95 @@ mpi_fn! {
         let (rs, rcode) = wait_pending(r)?;
         let code = if scode != MPI_SUCCESS { scode } else { rcode };
         complete_single(status, Some(rs), code, comm, "MPI_Sendrecv_replace failed")
+    }
+}
+
+/// Start sending a packed copy of `count` items of `datatype` at `buf` (the caller may
+/// reuse `buf` at once: the returned operation owns the copy).
+#[allow(clippy::too_many_arguments)]
+fn staged_send(
+    st: &mut crate::state::State,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<Pending> {
+    let n = check_count(count).map_err(|e| e.on(comm))?;
+    let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
+    let mut copy = Vec::new();
+    if !buf.is_null() || !dt.predefined {
+        // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
+        unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
+    }
+    let Ok(len) = c_int::try_from(copy.len()) else {
+        return Err(MpiError::new(
+            MPI_ERR_COUNT,
+            format!("{} bytes to send do not fit in an int", copy.len()),
+        )
+        .on(comm));
+    };
+    let s = start_send(
+        st,
+        copy.as_ptr().cast(),
+        len,
+        MPI_BYTE,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )?;
+    Ok(Pending {
+        stage: Some(copy),
+        ..s
+    })
+}
+
+/// `MPI_Isendrecv(_replace)`: the send goes out from a packed copy (an orphan operation
+/// that finishes on its own), the request is the receive's.
+#[allow(clippy::too_many_arguments)]
+fn isendrecv(
+    send: (*const c_void, c_int, c_int, c_int, c_int),
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let (sendbuf, sendcount, sendtype, dest, sendtag) = send;
+    let mut st = lock();
+    st.check_active()?;
+    let r = start_recv(&mut st, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+    match staged_send(&mut st, sendbuf, sendcount, sendtype, dest, sendtag, comm) {
+        Ok(s) => st.orphans.push(s),
+        Err(e) => {
+            if let Some(er) = r.ereq {
+                backend::engine()?.cancel(er);
+                st.orphans.push(r);
+            }
+            return Err(e);
+        }
+    }
+    hand_out(st, comm, r, request)
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv` (MPI 4.0).
+    fn PMPI_Isendrecv / "MPI_Isendrecv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        isendrecv((sendbuf, sendcount, sendtype, dest, sendtag), recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv_replace` (MPI 4.0).
+    fn PMPI_Isendrecv_replace / "MPI_Isendrecv_replace" (buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        isendrecv((buf.cast_const(), count, datatype, dest, sendtag), buf, count, datatype, source, recvtag, comm, request)
     }
 }
 

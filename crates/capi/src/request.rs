@@ -665,11 +665,48 @@ enum Locked {
     /// A completed generalized request, removed from the tables: its callbacks run once
     /// the lock is released ([`crate::grequest::finish`]).
     Greq(crate::grequest::Greq),
+    /// The completed round of a persistent collective (its internal request, removed from
+    /// the tables); the persistent request stays, inactive.
+    Round(crate::grequest::Greq),
+}
+
+/// The partitioned operation of request `h`, if it is one.
+pub(crate) fn part_of(st: &State, h: c_int) -> Option<Arc<dyn crate::objects::Partitioned>> {
+    st.reqs.get(h)?.persistent.as_ref()?.part.clone()
+}
+
+/// The internal request of the round in progress of persistent collective `h`, if `h` is
+/// one and is active.
+pub(crate) fn running_round(st: &State, h: c_int) -> Option<c_int> {
+    st.reqs.get(h)?.persistent.as_ref()?.coll.as_ref()?.running
 }
 
 /// Test request `h` of the table (lock held); completes and frees it (or deactivates a
 /// persistent one) when done.
 fn test_locked(st: &mut State, h: c_int) -> MpiResult<Locked> {
+    if let Some(inner) = running_round(st, h) {
+        return Ok(match crate::grequest::take_if_complete(st, inner) {
+            Some(GreqTest::Done(g)) => {
+                let coll = st.reqs.get_mut(h).and_then(|r| r.persistent.as_mut());
+                if let Some(c) = coll.and_then(|p| p.coll.as_mut()) {
+                    c.running = None;
+                }
+                Locked::Round(g)
+            }
+            Some(GreqTest::NotDone) => Locked::NotDone,
+            None => mpi_bail!(
+                MPI_ERR_INTERN,
+                "lost the round of persistent collective {h:#x}"
+            ),
+        });
+    }
+    if let Some(p) = part_of(st, h) {
+        return Ok(match p.test(true)? {
+            Some((status, code)) => Locked::Done(status, code, false),
+            None if p.is_active() => Locked::NotDone,
+            None => Locked::Empty,
+        });
+    }
     match crate::grequest::take_if_complete(st, h) {
         Some(GreqTest::NotDone) => return Ok(Locked::NotDone),
         Some(GreqTest::Done(g)) => return Ok(Locked::Greq(g)),
@@ -710,16 +747,21 @@ fn unlocked(t: Locked, comm: c_int) -> Tested {
             freed,
             comm,
         }),
-        Locked::Greq(g) => {
-            let (status, code) = crate::grequest::finish(&g);
-            Tested::Done(Completed {
-                status,
-                code,
-                freed: true,
-                comm,
-            })
-        }
+        Locked::Greq(g) => greq_done(&g, true, comm),
+        Locked::Round(g) => greq_done(&g, false, comm),
     }
+}
+
+/// Finish completed generalized request `g` (no lock held); `freed`: the user's handle is
+/// released (not the round of a persistent collective).
+fn greq_done(g: &crate::grequest::Greq, freed: bool, comm: c_int) -> Tested {
+    let (status, code) = crate::grequest::finish(g);
+    Tested::Done(Completed {
+        status,
+        code,
+        freed,
+        comm,
+    })
 }
 
 /// The communicator a table request belongs to (for error handling).
@@ -989,10 +1031,18 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
             continue;
         }
         let mut st = lock();
-        if crate::grequest::is_incomplete(&st, h) {
+        if crate::grequest::is_incomplete(&st, running_round(&st, h).unwrap_or(h)) {
             drop(st);
             poll()?;
             return Ok(false);
+        }
+        if let Some(p) = part_of(&st, h) {
+            if p.is_active() && p.test(false)?.is_none() {
+                drop(st);
+                poll()?;
+                return Ok(false);
+            }
+            continue;
         }
         let Some(r) = st.reqs.get_mut(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
@@ -1255,7 +1305,8 @@ mpi_fn! {
             };
         }
         let comm = handle_comm(request);
-        if let Some(q) = crate::grequest::peek(request) {
+        let inner = running_round(&lock(), request).unwrap_or(request);
+        if let Some(q) = crate::grequest::peek(inner) {
             return match q {
                 None => {
                     poll()?;
@@ -1268,6 +1319,26 @@ mpi_fn! {
             };
         }
         let mut st = lock();
+        if let Some(p) = part_of(&st, request) {
+            let t = p.test(false)?;
+            let active = p.is_active();
+            drop(st);
+            return match t {
+                Some((s, code)) => {
+                    out(flag, 1, "flag")?;
+                    complete_single(status, Some(s), code, comm, "partitioned operation failed")
+                }
+                None if active => {
+                    poll()?;
+                    out(flag, 0, "flag")
+                }
+                None => {
+                    out(flag, 1, "flag")?;
+                    write_status(status, &empty_status(), false);
+                    Ok(())
+                }
+            };
+        }
         let Some(req) = st.reqs.get_mut(request) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {request:#x}");
         };
@@ -1352,17 +1423,53 @@ mpi_fn! {
             return crate::grequest::callback_result(rc, comm, "free");
         }
         let mut st = lock();
+        let round = running_round(&st, h);
         let Some(req) = st.reqs.remove(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
         };
+        if let Some(p) = req.persistent.as_ref().and_then(|p| p.part.as_ref()) {
+            let left = p.release();
+            st.orphans.extend(left);
+        }
         if let Some(p) = req.active {
             if p.ereq.is_some() {
                 st.orphans.push(p);
             }
         }
         drop(st);
+        if let Some(inner) = round {
+            // An active persistent collective: its round finishes in the background.
+            crate::grequest::request_free(inner);
+        }
         out(request, MPI_REQUEST_NULL, "request")
     }
+}
+
+/// `MPI_Status_set_source`/`_tag`/`_error` and `MPI_Status_get_*` (MPI 4.1): the field of
+/// `MPI_Status` each one names.
+macro_rules! status_fields {
+    ($($set:ident $sname:literal, $get:ident $gname:literal, $field:ident;)*) => {$(
+        mpi_fn! {
+            #[doc = concat!("`", $sname, "` (MPI 4.1).")]
+            fn $set / $sname (status: *mut MpiStatus, value: c_int) {
+                let mut s = inp(status, "status")?;
+                s.$field = value;
+                out(status, s, "status")
+            }
+        }
+        mpi_fn! {
+            #[doc = concat!("`", $gname, "` (MPI 4.1).")]
+            fn $get / $gname (status: *const MpiStatus, value: *mut c_int) {
+                let s = inp(status, "status")?;
+                out(value, s.$field, "value")
+            }
+        }
+    )*};
+}
+status_fields! {
+    PMPI_Status_set_source "MPI_Status_set_source", PMPI_Status_get_source "MPI_Status_get_source", source;
+    PMPI_Status_set_tag "MPI_Status_set_tag", PMPI_Status_get_tag "MPI_Status_get_tag", tag;
+    PMPI_Status_set_error "MPI_Status_set_error", PMPI_Status_get_error "MPI_Status_get_error", error;
 }
 
 mpi_fn! {
@@ -1384,7 +1491,7 @@ mpi_fn! {
 
 /// Create a persistent request.
 fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
-    let mut st = lock();
+    let st = lock();
     let (size,) = {
         let c = st.comm(comm)?;
         (c.size,)
@@ -1396,6 +1503,17 @@ fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
         check_tag(p.tag, p.send.is_none())
     };
     chk().map_err(|e| e.on(comm))?;
+    hand_out_persistent(st, comm, p, request)
+}
+
+/// Store persistent request `p` (inactive) in the table and hand its handle out (releases
+/// the lock).
+pub(crate) fn hand_out_persistent(
+    mut st: std::sync::MutexGuard<'_, State>,
+    comm: c_int,
+    p: Persist,
+    request: *mut c_int,
+) -> MpiResult {
     let h = st.reqs.insert(Request {
         comm,
         persistent: Some(p),
@@ -1405,12 +1523,30 @@ fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
     out(request, h, "request")
 }
 
+/// Create persistent collective request on `comm` whose every `MPI_Start` runs `start`
+/// (the caller validated the arguments).
+pub(crate) fn persistent_coll(
+    comm: c_int,
+    start: Arc<crate::objects::CollStart>,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let coll = crate::objects::PersistColl {
+        start,
+        running: None,
+    };
+    let p = Persist::special(Some(coll), None);
+    hand_out_persistent(lock(), comm, p, request)
+}
+
 macro_rules! persistent_send {
     ($pname:ident, $name:literal, $mode:expr) => {
         mpi_fn! {
             /// Persistent send request.
             fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, peer: dest, tag }, request)
+                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, peer: dest, tag, coll: None, part: None }, request)
             }
         }
     };
@@ -1423,12 +1559,13 @@ persistent_send!(PMPI_Bsend_init, "MPI_Bsend_init", SendMode::Buffered);
 mpi_fn! {
     /// `MPI_Recv_init`.
     fn PMPI_Recv_init / "MPI_Recv_init" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, peer: source, tag }, request)
+        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, peer: source, tag, coll: None, part: None }, request)
     }
 }
 
-/// Start one persistent request (lock held).
-fn start_one(st: &mut State, h: c_int) -> MpiResult {
+/// Start one persistent request (lock held). A persistent collective is not started
+/// here: its start function is returned, for [`start_round`] without the lock.
+fn start_one(st: &mut State, h: c_int) -> MpiResult<Option<Arc<crate::objects::CollStart>>> {
     if fast_slot(h).is_some() || done_slot(h).is_some() || h == SEND_DONE {
         mpi_bail!(
             MPI_ERR_REQUEST,
@@ -1444,8 +1581,18 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
             "MPI_Start on a request that is not persistent"
         );
     };
-    if req.active.is_some() {
+    if req.active.is_some() || p.coll.as_ref().is_some_and(|c| c.running.is_some()) {
         mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
+    }
+    if let Some(c) = p.coll {
+        return Ok(Some(c.start));
+    }
+    if let Some(part) = p.part {
+        if part.is_active() {
+            mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
+        }
+        part.start().map_err(|e| e.on(req.comm))?;
+        return Ok(None);
     }
     let comm = req.comm;
     let pending = match p.send {
@@ -1477,6 +1624,19 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
         pending
     };
     st.reqs.get_mut(h).expect("checked above").active = Some(pending);
+    Ok(None)
+}
+
+/// Start a round of persistent collective `h` (no lock held: the round is a nonblocking
+/// collective) and record its internal request.
+fn start_round(h: c_int, start: &crate::objects::CollStart) -> MpiResult {
+    let inner = start()?;
+    let mut st = lock();
+    let coll = st.reqs.get_mut(h).and_then(|r| r.persistent.as_mut());
+    match coll.and_then(|p| p.coll.as_mut()) {
+        Some(c) => c.running = Some(inner),
+        None => mpi_bail!(MPI_ERR_REQUEST, "request {h:#x} was freed while starting"),
+    }
     Ok(())
 }
 
@@ -1484,8 +1644,11 @@ mpi_fn! {
     /// `MPI_Start`.
     fn PMPI_Start / "MPI_Start" (request: *mut c_int) {
         let h = inp(request, "request")?;
-        let mut st = lock();
-        start_one(&mut st, h)
+        let coll = start_one(&mut lock(), h)?;
+        match coll {
+            Some(start) => start_round(h, &*start),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1494,9 +1657,11 @@ mpi_fn! {
     fn PMPI_Startall / "MPI_Startall" (count: c_int, requests: *mut c_int) {
         let n = check_count(count)?;
         let reqs = slice_out(requests, n, "array_of_requests")?;
-        let mut st = lock();
         for &h in reqs.iter() {
-            start_one(&mut st, h)?;
+            let coll = start_one(&mut lock(), h)?;
+            if let Some(start) = coll {
+                start_round(h, &*start)?;
+            }
         }
         Ok(())
     }
