@@ -493,3 +493,9 @@ fn partitioned_communication_same_in_both_abis() {
     let out = same_in_both_abis("part.c", 2, "part: all checks passed");
     assert!(out.contains("part: a partition travels before the others are ready: ok"));
 }
+
+#[test]
+fn sessions_same_in_both_abis() {
+    let out = same_in_both_abis("session.c", 3, "session: all checks passed");
+    assert!(out.contains("session: intercommunicator from two groups: ok"));
+}

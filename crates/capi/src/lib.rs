@@ -31,6 +31,8 @@
 //!   machinery through `objects::Partitioned`;
 //! * [`persist`]: persistent collectives (`MPI_*_init`), each start a round of the
 //!   nonblocking form;
+//! * [`session`]: sessions (`MPI_Session_*`, communicators from groups), over the
+//!   library's world;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
@@ -73,6 +75,7 @@ pub mod part;
 pub mod persist;
 pub mod request;
 pub mod rma;
+pub mod session;
 pub mod state;
 pub(crate) mod status;
 pub mod stubs;

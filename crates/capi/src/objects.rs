@@ -34,6 +34,14 @@ pub(crate) struct Comm {
     pub attrs: HashMap<c_int, usize>,
 }
 
+/// A session (MPI 4.0 §11.3): its error handler and the info it was created with.
+pub(crate) struct Session {
+    pub errh: c_int,
+    pub err_action: ErrAction,
+    /// (key, value) pairs, `thread_level` included.
+    pub info: Vec<(String, String)>,
+}
+
 /// A process group: world ranks in group order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Group {

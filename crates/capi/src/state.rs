@@ -4,7 +4,7 @@
 use crate::consts::*;
 use crate::ffi::MpiResult;
 use crate::handles::{kind, Table};
-pub(crate) use crate::objects::{Comm, Group, Info, Keyval};
+pub(crate) use crate::objects::{Comm, Group, Info, Keyval, Session};
 use crate::objects::{
     Datatype, ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors,
 };
@@ -23,7 +23,10 @@ pub(crate) const FIRST_FREE_CTX: u32 = 4;
 
 /// Everything behind the library lock.
 pub(crate) struct State {
+    /// The library is up (the engine, world and self): by `MPI_Init` or a session.
     pub initialized: bool,
+    /// `MPI_Init` was called (the World Model, `MPI_Initialized`).
+    pub world_model: bool,
     pub finalized: bool,
     pub thread_level: c_int,
     pub world: Option<Comm>,
@@ -37,6 +40,7 @@ pub(crate) struct State {
     pub ops: Table<UserOp>,
     pub infos: Table<Info>,
     pub keyvals: Table<Keyval>,
+    pub sessions: Table<Session>,
     pub user_errors: UserErrors,
     /// Error handler of MPI_COMM_WORLD before MPI_Init (set by Comm_set_errhandler).
     pub pre_init_world_errh: (c_int, ErrAction),
@@ -56,6 +60,7 @@ impl State {
     const fn new() -> Self {
         State {
             initialized: false,
+            world_model: false,
             finalized: false,
             thread_level: MPI_THREAD_SINGLE,
             world: None,
@@ -71,6 +76,7 @@ impl State {
             ops: Table::new(kind::OP, 0),
             infos: Table::new(kind::INFO, 0),
             keyvals: Table::new(kind::KEYVAL, 0),
+            sessions: Table::new(kind::SESSION, 0),
             user_errors: UserErrors {
                 codes: Vec::new(),
                 strings: std::collections::BTreeMap::new(),

@@ -489,3 +489,36 @@ fn partitioned_communication_both_builds() {
         }
     }
 }
+
+/// MPI 4.0 sessions, built by both compilers: next to the World Model, and alone (the
+/// argument `only`: no `MPI_Init`, the library ends at exit).
+#[test]
+fn sessions_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("session.c", n, "session: all checks passed");
+        for l in [
+            "session: communicators from groups of two sessions: ok",
+            "session: re-init after session finalize: ok",
+            "session: a session next to the World Model: ok",
+        ] {
+            assert!(
+                out.lines().any(|x| x == l),
+                "session.c on {n}: missing '{l}'"
+            );
+        }
+    }
+    let dir = Scratch::new("build");
+    let exe = build(Build::Ours, "session.c", &dir.0);
+    let out = common::mpirun(
+        &[
+            std::ffi::OsStr::new("-n"),
+            std::ffi::OsStr::new("2"),
+            exe.as_os_str(),
+            std::ffi::OsStr::new("only"),
+        ],
+        &[],
+    );
+    let text = common::success(&out, "session.c only (sessions without MPI_Init)");
+    assert!(text.contains("session: re-init after session finalize: ok"));
+    assert!(!text.contains("World Model"));
+}
