@@ -487,19 +487,151 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Buffer_detach`: waits until the buffered messages are on their way.
     fn PMPI_Buffer_detach / "MPI_Buffer_detach" (buffer_addr: *mut *mut c_void, size: *mut c_int) {
-        loop {
-            let mut st = lock();
-            crate::request::reap_orphans(&mut st);
-            if st.orphans.iter().all(|p| p.bsend_bytes == 0) {
-                let b = st.bsend_buffer.take();
-                drop(st);
-                let (addr, sz) = b.unwrap_or((0, 0));
-                out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
-                return out(size, sz as c_int, "size");
-            }
-            drop(st);
-            backend::engine()?.progress();
+        let b = flush_bsends()?.bsend_buffer.take();
+        let (addr, sz) = b.unwrap_or((0, 0));
+        out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
+        out(size, sz as c_int, "size")
+    }
+}
+
+/// Wait until every buffered message is on its way; returns the lock, held.
+fn flush_bsends() -> MpiResult<std::sync::MutexGuard<'static, crate::state::State>> {
+    loop {
+        let mut st = lock();
+        crate::request::reap_orphans(&mut st);
+        if st.orphans.iter().all(|p| p.bsend_bytes == 0) {
+            return Ok(st);
         }
+        drop(st);
+        backend::engine()?.progress();
+    }
+}
+
+/// `MPI_Comm_attach_buffer` and `MPI_Session_attach_buffer` (MPI 4.1): `owner` is the
+/// communicator or session handle, checked by the caller.
+fn attach_to(owner: c_int, buffer: *mut c_void, size: c_int) -> MpiResult {
+    if size < 0 {
+        mpi_bail!(MPI_ERR_ARG, "negative buffer size {size}");
+    }
+    if buffer.is_null() && size > 0 {
+        mpi_bail!(MPI_ERR_BUFFER, "NULL buffer");
+    }
+    let mut st = lock();
+    if st.bsend_buffers.contains_key(&owner) {
+        mpi_bail!(MPI_ERR_BUFFER, "a buffer is already attached");
+    }
+    st.bsend_buffers
+        .insert(owner, (buffer as usize, size as usize));
+    Ok(())
+}
+
+/// `MPI_Comm_detach_buffer` and `MPI_Session_detach_buffer` (MPI 4.1): waits until the
+/// buffered messages are on their way. `buffer_addr` is a `void**` passed as `void*`.
+fn detach_from(owner: c_int, buffer_addr: *mut c_void, size: *mut c_int) -> MpiResult {
+    let Some((addr, sz)) = flush_bsends()?.bsend_buffers.remove(&owner) else {
+        mpi_bail!(MPI_ERR_BUFFER, "no buffer is attached");
+    };
+    out(
+        buffer_addr.cast::<*mut c_void>(),
+        addr as *mut c_void,
+        "buffer_addr",
+    )?;
+    out(size, sz as c_int, "size")
+}
+
+/// The `iflush` forms: the flush is done when the call returns; the request is complete.
+fn iflushed(comm: c_int, request: *mut c_int) -> MpiResult {
+    drop(flush_bsends()?);
+    out(
+        request,
+        crate::request::completed_request(NO_MESSAGE, comm),
+        "request",
+    )
+}
+
+/// Checks a session handle (the buffer functions of sessions).
+fn session(session: c_int) -> MpiResult {
+    if lock().sessions.get(session).is_none() {
+        mpi_bail!(MPI_ERR_SESSION, "invalid session handle {session:#x}");
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Comm_attach_buffer` (MPI 4.1; `MPI_BUFFER_AUTOMATIC` allowed).
+    fn PMPI_Comm_attach_buffer / "MPI_Comm_attach_buffer" (comm: c_int, buffer: *mut c_void, size: c_int) {
+        lock().comm(comm)?;
+        attach_to(comm, buffer, size).map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_detach_buffer` (MPI 4.1).
+    fn PMPI_Comm_detach_buffer / "MPI_Comm_detach_buffer" (comm: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+        lock().comm(comm)?;
+        detach_from(comm, buffer_addr, size).map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_attach_buffer` (MPI 4.1).
+    fn PMPI_Session_attach_buffer / "MPI_Session_attach_buffer" (session_: c_int, buffer: *mut c_void, size: c_int) {
+        session(session_)?;
+        attach_to(session_, buffer, size)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_detach_buffer` (MPI 4.1).
+    fn PMPI_Session_detach_buffer / "MPI_Session_detach_buffer" (session_: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+        session(session_)?;
+        detach_from(session_, buffer_addr, size)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_flush` (MPI 4.1): every buffered message of the process is on its way.
+    fn PMPI_Buffer_flush / "MPI_Buffer_flush" () {
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_iflush` (MPI 4.1): flushed before returning, the request is complete.
+    fn PMPI_Buffer_iflush / "MPI_Buffer_iflush" (request: *mut c_int) {
+        iflushed(MPI_COMM_WORLD, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_flush_buffer` (MPI 4.1; waits for every buffered message of the process).
+    fn PMPI_Comm_flush_buffer / "MPI_Comm_flush_buffer" (comm: c_int) {
+        lock().comm(comm)?;
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_iflush_buffer` (MPI 4.1): flushed before returning.
+    fn PMPI_Comm_iflush_buffer / "MPI_Comm_iflush_buffer" (comm: c_int, request: *mut c_int) {
+        lock().comm(comm)?;
+        iflushed(comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_flush_buffer` (MPI 4.1; waits for every buffered message).
+    fn PMPI_Session_flush_buffer / "MPI_Session_flush_buffer" (session_: c_int) {
+        session(session_)?;
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_iflush_buffer` (MPI 4.1): flushed before returning.
+    fn PMPI_Session_iflush_buffer / "MPI_Session_iflush_buffer" (session_: c_int, request: *mut c_int) {
+        session(session_)?;
+        iflushed(MPI_COMM_SELF, request)
     }
 }
 

@@ -138,7 +138,7 @@ pub(crate) fn start_send(
             // SAFETY: the MPI send contract: `buf` holds `count` items of `datatype`.
             unsafe { pack_into(&dt, n, buf.cast(), &mut v) };
             if mode == SendMode::Buffered {
-                bsend_bytes = reserve_bsend(st, len)?;
+                bsend_bytes = reserve_bsend(st, comm, len)?;
             }
             stage = Some(v);
             stage.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
@@ -165,16 +165,36 @@ pub(crate) fn start_send(
     go().map_err(|e| e.on(comm))
 }
 
-/// Account `len` bytes of a buffered send against the attached buffer.
-fn reserve_bsend(st: &mut State, len: usize) -> MpiResult<usize> {
+/// `MPI_BUFFER_AUTOMATIC` (`(void*)-2`): the library finds the room itself.
+pub(crate) const BUFFER_AUTOMATIC: usize = -2_isize as usize;
+
+/// Account `len` bytes of a buffered send on `comm` against its buffer: the
+/// communicator's (MPI 4.1), else the process's, else a session's (the sessions'
+/// communicators are not told apart). Every pending buffered send counts.
+fn reserve_bsend(st: &mut State, comm: c_int, len: usize) -> MpiResult<usize> {
     let need = len + MPI_BSEND_OVERHEAD as usize;
     reap_orphans(st);
-    let Some((_, cap)) = st.bsend_buffer else {
+    let attached = st
+        .bsend_buffers
+        .get(&comm)
+        .copied()
+        .or(st.bsend_buffer)
+        .or_else(|| {
+            let sessions = crate::handles::direct_base(crate::handles::kind::SESSION) as c_int;
+            st.bsend_buffers
+                .iter()
+                .find(|(h, _)| *h & !0x03ff_ffff == sessions)
+                .map(|(_, b)| *b)
+        });
+    let Some((addr, cap)) = attached else {
         mpi_bail!(
             MPI_ERR_BUFFER,
             "buffered send without an attached buffer (MPI_Buffer_attach)"
         );
     };
+    if addr == BUFFER_AUTOMATIC {
+        return Ok(need);
+    }
     let used: usize = st.orphans.iter().map(|p| p.bsend_bytes).sum();
     if used + need > cap {
         mpi_bail!(

@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub pre_init_world_errh: (c_int, ErrAction),
     /// The buffer attached with MPI_Buffer_attach (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
+    /// Buffers attached to communicators and sessions (MPI 4.1), by handle.
+    pub bsend_buffers: std::collections::BTreeMap<c_int, (usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
     pub orphans: Vec<Pending>,
     /// The next context id this process may propose for a new communicator.
@@ -84,6 +86,7 @@ impl State {
             },
             pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
             bsend_buffer: None,
+            bsend_buffers: std::collections::BTreeMap::new(),
             orphans: Vec::new(),
             next_ctx: FIRST_FREE_CTX,
             type_attrs: std::collections::BTreeMap::new(),
