@@ -47,6 +47,7 @@ c2f! {
     PMPI_Request_c2f "MPI_Request_c2f" PMPI_Request_f2c "MPI_Request_f2c";
     PMPI_Type_c2f "MPI_Type_c2f" PMPI_Type_f2c "MPI_Type_f2c";
     PMPI_Win_c2f "MPI_Win_c2f" PMPI_Win_f2c "MPI_Win_f2c";
+    PMPI_Session_c2f "MPI_Session_c2f" PMPI_Session_f2c "MPI_Session_f2c";
 }
 
 mpi_fn! {

@@ -1388,6 +1388,81 @@ mpi_fn! {
     }
 }
 
+/// `MPI_Request_get_status` of `h` (its error returned, not raised): `Some(status)` if
+/// complete (inactive and null requests included).
+fn peek_status(h: c_int) -> MpiResult<Option<MpiStatus>> {
+    let (mut flag, mut s) = (0, empty_status());
+    // SAFETY: valid output pointers.
+    crate::ffi::quietly(|| unsafe { PMPI_Request_get_status(h, &mut flag, &mut s) })?;
+    Ok((flag != 0).then_some(s))
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_any` (MPI 4.1): like `MPI_Testany`, without freeing.
+    fn PMPI_Request_get_status_any / "MPI_Request_get_status_any" (count: c_int, array_of_requests: *const c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(count)?, "array_of_requests")?;
+        let mut any_active = false;
+        for (i, &h) in reqs.iter().enumerate() {
+            if h == MPI_REQUEST_NULL {
+                continue;
+            }
+            any_active = true;
+            if let Some(s) = peek_status(h)? {
+                out(index, i as c_int, "index")?;
+                out(flag, 1, "flag")?;
+                write_status(status, &s, false);
+                return Ok(());
+            }
+        }
+        out(flag, c_int::from(!any_active), "flag")?;
+        out(index, MPI_UNDEFINED, "index")?;
+        if !any_active {
+            write_status(status, &empty_status(), false);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_all` (MPI 4.1): like `MPI_Testall`, without freeing.
+    fn PMPI_Request_get_status_all / "MPI_Request_get_status_all" (count: c_int, array_of_requests: *const c_int, flag: *mut c_int, array_of_statuses: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(count)?, "array_of_requests")?;
+        let mut got = Vec::with_capacity(reqs.len());
+        for &h in reqs {
+            match peek_status(h)? {
+                Some(s) => got.push(s),
+                None => return out(flag, 0, "flag"),
+            }
+        }
+        for (i, s) in got.iter().enumerate() {
+            write_status(nth_status(array_of_statuses, i), s, true);
+        }
+        out(flag, 1, "flag")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_some` (MPI 4.1): like `MPI_Testsome`, without freeing.
+    fn PMPI_Request_get_status_some / "MPI_Request_get_status_some" (incount: c_int, array_of_requests: *const c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(incount)?, "array_of_requests")?;
+        if reqs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+            return out(outcount, MPI_UNDEFINED, "outcount");
+        }
+        let mut n = 0;
+        for (i, &h) in reqs.iter().enumerate() {
+            if h == MPI_REQUEST_NULL {
+                continue;
+            }
+            if let Some(s) = peek_status(h)? {
+                out(array_of_indices.wrapping_add(n), i as c_int, "array_of_indices")?;
+                write_status(nth_status(array_of_statuses, n), &s, true);
+                n += 1;
+            }
+        }
+        out(outcount, n as c_int, "outcount")
+    }
+}
+
 mpi_fn! {
     /// `MPI_Cancel`.
     fn PMPI_Cancel / "MPI_Cancel" (request: *mut c_int) {

@@ -206,8 +206,37 @@ static void buffers(void) {
     CHECK_RC(MPI_Wait(&r, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_Session_detach_buffer(s, &addr, &sz));
     CHECK(addr == mem && sz == (int)sizeof mem);
+#ifndef MPI_ABI_VERSION /* the standard ABI has MPI_Session_toint/fromint instead */
+    CHECK(MPI_Session_f2c(MPI_Session_c2f(s)) == s);
+#endif
     CHECK_RC(MPI_Session_finalize(&s));
     say("buffers of communicators and sessions");
+}
+
+static void get_status_arrays(void) {
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int x = rank, y = -1, idx = -7, flag = 0, outcount = -1, indices[3];
+    MPI_Request r[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status st[3];
+    /* Only null requests. */
+    CHECK_RC(MPI_Request_get_status_any(3, r, &idx, &flag, &st[0]));
+    CHECK(flag == 1 && idx == MPI_UNDEFINED);
+    CHECK_RC(MPI_Request_get_status_some(3, r, &outcount, indices, st));
+    CHECK(outcount == MPI_UNDEFINED);
+    CHECK_RC(MPI_Irecv(&y, 1, MPI_INT, left, 21, MPI_COMM_WORLD, &r[1]));
+    CHECK_RC(MPI_Isend(&x, 1, MPI_INT, right, 21, MPI_COMM_WORLD, &r[2]));
+    flag = 0;
+    while (!flag)
+        CHECK_RC(MPI_Request_get_status_all(3, r, &flag, st));
+    CHECK(st[1].MPI_SOURCE == left && st[1].MPI_TAG == 21 && y == left);
+    /* Not freed: the handles stay and report again. */
+    CHECK(r[1] != MPI_REQUEST_NULL && r[2] != MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Request_get_status_any(3, r, &idx, &flag, &st[0]));
+    CHECK(flag == 1 && (idx == 1 || idx == 2));
+    CHECK_RC(MPI_Request_get_status_some(3, r, &outcount, indices, st));
+    CHECK(outcount == 2 && indices[0] == 1 && indices[1] == 2);
+    CHECK_RC(MPI_Waitall(3, r, st));
+    say("request_get_status_any/all/some");
 }
 
 int main(int argc, char **argv) {
@@ -222,6 +251,7 @@ int main(int argc, char **argv) {
     error_classes();
     value_index();
     buffers();
+    get_status_arrays();
     CHECK_RC(MPI_Finalize());
     if (rank == 0)
         printf("mpi4_misc: all checks passed\n");
