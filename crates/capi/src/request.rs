@@ -1417,7 +1417,8 @@ mpi_fn! {
         out(flag, c_int::from(!any_active), "flag")?;
         out(index, MPI_UNDEFINED, "index")?;
         if !any_active {
-            write_status(status, &empty_status(), false);
+            // The empty status, its error field included (MPI 4.1 §3.7.3).
+            write_status(status, &empty_status(), true);
         }
         Ok(())
     }
