@@ -14,25 +14,28 @@
 
 use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, quietly, read_cstr, ErrorOwner, MpiError, MpiResult};
-use crate::objects::{CommErrFn, ErrAction, UserErrhandler};
+use crate::objects::{CommErrFn, UserErrhandler};
 use crate::state::{lock, Group, Info, Session};
 use std::ffi::{c_char, c_int};
 
 /// The process sets every session offers.
 const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
 
-/// Errors of a session call go to the session's handler (fatal for an invalid session).
+/// Errors of a session call go to the session's handler; without a valid session, to
+/// `MPI_COMM_SELF`'s (MPI 4.0 §9.3: no associated object).
 #[derive(Clone, Copy)]
 struct OnSession(c_int);
 
 impl ErrorOwner for OnSession {
     fn raise(&self, func: &str, err: &MpiError) -> c_int {
-        let action = lock()
-            .sessions
-            .get(self.0)
-            .map_or(ErrAction::Fatal, |s| s.err_action);
-        let mut h = self.0;
-        crate::errors::act(func, err, action, &mut h, "the session's error handler")
+        let action = lock().sessions.get(self.0).map(|s| s.err_action);
+        match action {
+            Some(action) => {
+                let mut h = self.0;
+                crate::errors::act(func, err, action, &mut h, "the session's error handler")
+            }
+            None => crate::ffi::OnComm.raise(func, &err.clone().on(MPI_COMM_SELF)),
+        }
     }
 }
 
