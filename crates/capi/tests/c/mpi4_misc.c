@@ -137,9 +137,14 @@ static void error_classes(void) {
     CHECK(class_of_rc(MPI_Remove_error_class(ec)) == MPI_ERR_ARG);
     CHECK(class_of_rc(MPI_Remove_error_code(ec)) == MPI_ERR_ARG);
     CHECK(class_of_rc(MPI_Remove_error_code(MPI_ERR_TAG)) == MPI_ERR_ARG);
+    /* A code or class with a string cannot go either. */
+    CHECK(class_of_rc(MPI_Remove_error_code(code)) == MPI_ERR_ARG);
     CHECK_RC(MPI_Remove_error_string(code));
     CHECK(class_of_rc(MPI_Remove_error_string(code)) == MPI_ERR_ARG);
     CHECK_RC(MPI_Remove_error_code(code));
+    CHECK_RC(MPI_Add_error_string(ec, "a passing class"));
+    CHECK(class_of_rc(MPI_Remove_error_class(ec)) == MPI_ERR_ARG);
+    CHECK_RC(MPI_Remove_error_string(ec));
     CHECK_RC(MPI_Remove_error_class(ec));
     CHECK(class_of_rc(MPI_Remove_error_class(ec)) == MPI_ERR_ARG);
     say("remove_error_class/code/string");
