@@ -263,17 +263,12 @@ fn isendrecv(
     let (sendbuf, sendcount, sendtype, dest, sendtag) = send;
     let mut st = lock();
     st.check_active()?;
-    let r = start_recv(&mut st, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-    match staged_send(&mut st, sendbuf, sendcount, sendtype, dest, sendtag, comm) {
-        Ok(s) => st.orphans.push(s),
-        Err(e) => {
-            if let Some(er) = r.ereq {
-                backend::engine()?.cancel(er);
-                st.orphans.push(r);
-            }
-            return Err(e);
-        }
-    }
+    // The send is packed first: with `_replace` the receive may fill the same buffer at
+    // once (a message that had arrived).
+    let s = staged_send(&mut st, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+    let r = start_recv(&mut st, recvbuf, recvcount, recvtype, source, recvtag, comm);
+    st.orphans.push(s);
+    let r = r?;
     hand_out(st, comm, r, request)
 }
 

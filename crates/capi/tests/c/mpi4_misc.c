@@ -51,6 +51,18 @@ static void isendrecv(void) {
     for (int k = 0; k < 32; k++)
         CHECK(buf[k] == (k % 2 == 0 ? left * 100 + k : rank * 100 + k));
     CHECK_RC(MPI_Type_free(&vec));
+    /* Many small rounds: the message of the left neighbour has often arrived before the
+     * receive is posted, and must not overwrite what is sent. */
+    for (int it = 0; it < 200; it++) {
+        short sb[3];
+        int s = it % 4;
+        for (int k = 0; k < s; k++)
+            sb[k] = (short)(rank * 10 + it % 7);
+        CHECK_RC(MPI_Isendrecv_replace(sb, s, MPI_SHORT, right, 8, left, 8, MPI_COMM_WORLD, &r));
+        CHECK_RC(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int k = 0; k < s; k++)
+            CHECK(sb[k] == (short)(left * 10 + it % 7));
+    }
     /* MPI_PROC_NULL on both sides completes at once with an empty receive. */
     MPI_Status st;
     CHECK_RC(MPI_Isendrecv(buf, 1, MPI_INT, MPI_PROC_NULL, 0, buf, 1, MPI_INT, MPI_PROC_NULL, 0,
