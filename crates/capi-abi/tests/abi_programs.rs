@@ -523,4 +523,24 @@ fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
          pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
          pmpi_app: all checks passed\n"
     );
+fn persistent_collectives_same_in_both_abis() {
+    let out = same_in_both_abis("persist.c", 3, "persist: all checks passed");
+    assert!(out.contains("persist: bad input error classes: ok"));
+}
+
+#[test]
+fn mpi4_additions_same_in_both_abis() {
+    same_in_both_abis("mpi4_misc.c", 2, "mpi4_misc: all checks passed");
+}
+
+#[test]
+fn partitioned_communication_same_in_both_abis() {
+    let out = same_in_both_abis("part.c", 2, "part: all checks passed");
+    assert!(out.contains("part: a partition travels before the others are ready: ok"));
+}
+
+#[test]
+fn sessions_same_in_both_abis() {
+    let out = same_in_both_abis("session.c", 3, "session: all checks passed");
+    assert!(out.contains("session: intercommunicator from two groups: ok"));
 }

@@ -1012,6 +1012,34 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Type_get_value_index` (MPI 4.1): the predefined pair type of `MINLOC`/`MAXLOC`
+    /// for (value, index) types, or `MPI_DATATYPE_NULL` when there is none.
+    fn PMPI_Type_get_value_index / "MPI_Type_get_value_index" (value_type: c_int, index_type: c_int, pair_type: *mut c_int) {
+        const PAIRS: &[(c_int, c_int, c_int)] = &[
+            (MPI_FLOAT, MPI_INT, MPI_FLOAT_INT),
+            (MPI_DOUBLE, MPI_INT, MPI_DOUBLE_INT),
+            (MPI_LONG, MPI_INT, MPI_LONG_INT),
+            (MPI_INT, MPI_INT, MPI_2INT),
+            (MPI_SHORT, MPI_INT, MPI_SHORT_INT),
+            (MPI_LONG_DOUBLE, MPI_INT, MPI_LONG_DOUBLE_INT),
+            (MPI_REAL, MPI_REAL, MPI_2REAL),
+            (MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION, MPI_2DOUBLE_PRECISION),
+            (MPI_INTEGER, MPI_INTEGER, MPI_2INTEGER),
+        ];
+        {
+            let st = lock();
+            st.dtype(value_type)?;
+            st.dtype(index_type)?;
+        }
+        let t = PAIRS
+            .iter()
+            .find(|p| p.0 == value_type && p.1 == index_type)
+            .map_or(MPI_DATATYPE_NULL, |p| p.2);
+        out(pair_type, t, "pair_type")
+    }
+}
+
+mpi_fn! {
     /// `MPI_Type_match_size`.
     fn PMPI_Type_match_size / "MPI_Type_match_size" (typeclass: c_int, size: c_int, datatype: *mut c_int) {
         let t = match (typeclass, size) {

@@ -46,14 +46,25 @@ fn start_time() -> Instant {
 /// Shared body of MPI_Init and MPI_Init_thread.
 fn init(required: c_int) -> MpiResult<c_int> {
     let mut st = lock();
-    if st.initialized {
+    if st.world_model {
         mpi_bail!(MPI_ERR_OTHER, "MPI_Init called twice");
     }
     if st.finalized {
         mpi_bail!(MPI_ERR_OTHER, "MPI_Init called after MPI_Finalize");
     }
+    let provided = start(&mut st, required)?;
+    st.world_model = true;
+    Ok(provided)
+}
+
+/// Bring the library up (lock held) unless a session did already: the engine, world and
+/// self. Returns the thread level provided.
+pub(crate) fn start(st: &mut crate::state::State, required: c_int) -> MpiResult<c_int> {
     if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
         mpi_bail!(MPI_ERR_ARG, "invalid thread level {required}");
+    }
+    if st.initialized {
+        return Ok(st.thread_level);
     }
     start_time();
     let eng = backend::init(required)?;
@@ -121,32 +132,37 @@ mpi_fn! {
             let st = lock();
             st.check_active()?;
         }
-        // MPI 3.1 §8.7.1: MPI_COMM_SELF's attributes go first, in reverse order of setting.
-        // A failing callback does not stop the shutdown.
-        let _ = crate::comm::delete_all_attrs(MPI_COMM_SELF);
-        // Let freed requests and buffered sends drain.
-        let eng = backend::engine()?;
-        loop {
-            let mut st = lock();
-            crate::request::reap_orphans(&mut st);
-            if st.orphans.is_empty() {
-                break;
-            }
-            drop(st);
-            eng.progress();
-        }
-        crate::tools::profile::finish();
-        eng.finalize().map_err(backend::err)?;
-        let mut st = lock();
-        st.finalized = true;
-        Ok(())
+        stop()
     }
 }
 
+/// Take the library down: `MPI_Finalize`, or the end of a process that used sessions only.
+pub(crate) fn stop() -> MpiResult {
+    // MPI 3.1 §8.7.1: MPI_COMM_SELF's attributes go first, in reverse order of setting.
+    // A failing callback does not stop the shutdown.
+    let _ = crate::comm::delete_all_attrs(MPI_COMM_SELF);
+    // Let freed requests and buffered sends drain.
+    let eng = backend::engine()?;
+    loop {
+        let mut st = lock();
+        crate::request::reap_orphans(&mut st);
+        if st.orphans.is_empty() {
+            break;
+        }
+        drop(st);
+        eng.progress();
+    }
+    crate::tools::profile::finish();
+    eng.finalize().map_err(backend::err)?;
+    lock().finalized = true;
+    Ok(())
+}
+
 mpi_fn! {
-    /// `MPI_Initialized`.
+    /// `MPI_Initialized`: whether `MPI_Init` was called (the World Model; sessions do not
+    /// count).
     fn PMPI_Initialized / "MPI_Initialized" (flag: *mut c_int) {
-        let v = lock().initialized;
+        let v = lock().world_model;
         out(flag, v as c_int, "flag")
     }
 }

@@ -331,6 +331,51 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Remove_error_class` (MPI 4.1): a user class without codes and string.
+    fn PMPI_Remove_error_class / "MPI_Remove_error_class" (errorclass: c_int) {
+        let mut st = lock();
+        if st.user_errors.class_of(errorclass) != Some(errorclass) {
+            mpi_bail!(MPI_ERR_ARG, "{errorclass} is not a user-defined error class");
+        }
+        if st.user_errors.codes.iter().any(|&(c, k)| k == errorclass && c != errorclass) {
+            mpi_bail!(MPI_ERR_ARG, "error class {errorclass} still has error codes");
+        }
+        if st.user_errors.strings.contains_key(&errorclass) {
+            mpi_bail!(MPI_ERR_ARG, "error class {errorclass} still has a string (MPI_Remove_error_string first)");
+        }
+        st.user_errors.codes.retain(|&(c, _)| c != errorclass);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Remove_error_code` (MPI 4.1): a user code (not a class) without string.
+    fn PMPI_Remove_error_code / "MPI_Remove_error_code" (errorcode: c_int) {
+        let mut st = lock();
+        match st.user_errors.class_of(errorcode) {
+            Some(k) if k != errorcode => {}
+            _ => mpi_bail!(MPI_ERR_ARG, "{errorcode} is not a user-defined error code"),
+        }
+        if st.user_errors.strings.contains_key(&errorcode) {
+            mpi_bail!(MPI_ERR_ARG, "error code {errorcode} still has a string (MPI_Remove_error_string first)");
+        }
+        st.user_errors.codes.retain(|&(c, _)| c != errorcode);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Remove_error_string` (MPI 4.1): the string `MPI_Add_error_string` set.
+    fn PMPI_Remove_error_string / "MPI_Remove_error_string" (errorcode: c_int) {
+        let mut st = lock();
+        if st.user_errors.class_of(errorcode).is_none() || st.user_errors.strings.remove(&errorcode).is_none() {
+            mpi_bail!(MPI_ERR_ARG, "{errorcode} has no user-defined error string");
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
     /// `MPI_Comm_create_errhandler`.
     fn PMPI_Comm_create_errhandler / "MPI_Comm_create_errhandler" (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };

@@ -149,6 +149,11 @@ fn conclude(
             MpiError::new(MPI_ERR_INTERN, format!("internal error: {msg}"))
         }
     };
+    if QUIET.with(|q| q.get()) {
+        let code = err.code;
+        QUIET_ERR.with(|e| *e.borrow_mut() = Some(err));
+        return code;
+    }
     match catch_unwind(AssertUnwindSafe(|| owner.raise(name, &err))) {
         Ok(code) => code,
         Err(_) => {
@@ -238,4 +243,27 @@ pub(crate) fn check_count(count: c_int) -> MpiResult<usize> {
         mpi_bail!(MPI_ERR_COUNT, "negative count {count}");
     }
     Ok(count as usize)
+}
+
+thread_local! {
+    /// Set while [`quietly`] runs an entry point: its error goes back to the caller
+    /// instead of to an error handler.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The error of the entry point [`quietly`] ran.
+    static QUIET_ERR: std::cell::RefCell<Option<MpiError>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run an exported entry point from inside another one (`MPI_Start` of a persistent
+/// collective calls its nonblocking form): its error is returned, not raised, so the
+/// outer entry point raises it once through its own handler.
+pub(crate) fn quietly(f: impl FnOnce() -> c_int) -> MpiResult {
+    let was = QUIET.with(|q| q.replace(true));
+    let rc = f();
+    QUIET.with(|q| q.set(was));
+    let err = QUIET_ERR.with(|e| e.borrow_mut().take());
+    match (rc, err) {
+        (MPI_SUCCESS, _) => Ok(()),
+        (_, Some(e)) => Err(e),
+        (rc, None) => Err(MpiError::new(rc, "the operation failed")),
+    }
 }

@@ -18,6 +18,7 @@ pub(crate) mod kind {
     pub const WIN: u32 = 8;
     pub const KEYVAL: u32 = 9;
     pub const REQUEST: u32 = 11;
+    pub const SESSION: u32 = 14;
 }
 
 /// Base value of direct handles of object type `t`.

@@ -28,6 +28,12 @@
 //!   collectives and process topologies (their table in `topo::table`, below the entry
 //!   points and `comm`); `intercomm`, `intercoll`: intercommunicators and their
 //!   collectives;
+//! * [`part`]: partitioned point-to-point (`MPI_Psend_init` & co.), driven by the request
+//!   machinery through `objects::Partitioned`;
+//! * [`persist`]: persistent collectives (`MPI_*_init`), each start a round of the
+//!   nonblocking form;
+//! * [`session`]: sessions (`MPI_Session_*`, communicators from groups), over the
+//!   library's world;
 //! * [`rma`]: one-sided communication (`rma/`: entry points, window, ops, sync);
 //! * [`io`]: MPI-IO (`io/`: entry points, file, view, access, shared file pointer);
 //! * [`tools`]: the MPI tools interface (`MPI_T_*`: the parameter registry as control
@@ -74,8 +80,11 @@ pub mod neighbor;
 pub(crate) mod objects;
 pub mod op;
 pub mod p2p;
+pub mod part;
+pub mod persist;
 pub mod request;
 pub mod rma;
+pub mod session;
 pub mod state;
 pub(crate) mod status;
 pub mod stubs;

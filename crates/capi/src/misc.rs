@@ -47,6 +47,7 @@ c2f! {
     PMPI_Request_c2f "MPI_Request_c2f" PMPI_Request_f2c "MPI_Request_f2c";
     PMPI_Type_c2f "MPI_Type_c2f" PMPI_Type_f2c "MPI_Type_f2c";
     PMPI_Win_c2f "MPI_Win_c2f" PMPI_Win_f2c "MPI_Win_f2c";
+    PMPI_Session_c2f "MPI_Session_c2f" PMPI_Session_f2c "MPI_Session_f2c";
 }
 
 mpi_fn! {
@@ -351,6 +352,56 @@ mpi_fn! {
             }
             None => out(flag, 0, "flag"),
         }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_string` (MPI 4.0): `*buflen` in: room for the value and its NUL; out:
+    /// the value's length plus one. A value longer than the room is truncated.
+    fn PMPI_Info_get_string / "MPI_Info_get_string" (info: c_int, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) {
+        let k = info_key(key)?;
+        let room = inp(buflen, "buflen")?;
+        if room < 0 {
+            mpi_bail!(MPI_ERR_ARG, "negative buflen {room}");
+        }
+        let st = lock();
+        let v = st.info(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|e| e.1.clone());
+        drop(st);
+        let Some(v) = v else {
+            return out(flag, 0, "flag");
+        };
+        if room > 0 {
+            copy_cstr(value, room as usize, &v)?;
+        }
+        out(buflen, v.len() as c_int + 1, "buflen")?;
+        out(flag, 1, "flag")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_create_env` (MPI 4.0): a new info with the keys of `MPI_INFO_ENV` (the
+    /// arguments are not needed: the process knows its command line).
+    fn PMPI_Info_create_env / "MPI_Info_create_env" (argc: c_int, argv: *mut *mut c_char, info: *mut c_int) {
+        let _ = (argc, argv);
+        let i = env_info().clone();
+        let h = lock().infos.insert(i);
+        out(info, h, "info")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_hw_resource_info` (MPI 4.1): a new info describing the hardware the
+    /// process runs on (`mpi_hw_resource_type`: the cores it may run on).
+    fn PMPI_Get_hw_resource_info / "MPI_Get_hw_resource_info" (hw_info: *mut c_int) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let i = Info {
+            entries: vec![
+                ("mpi_hw_resource_type".to_string(), "Core".to_string()),
+                ("mpi_hw_resource_count".to_string(), cores.to_string()),
+            ],
+        };
+        let h = lock().infos.insert(i);
+        out(hw_info, h, "hw_info")
     }
 }
 

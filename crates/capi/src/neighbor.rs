@@ -171,7 +171,7 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
 }
 
-fn degrees(comm: c_int) -> MpiResult<(usize, usize)> {
+pub(crate) fn degrees(comm: c_int) -> MpiResult<(usize, usize)> {
     let rank = lock().comm(comm)?.rank;
     let (i, o) = neighbours(comm, rank)?;
     Ok((i.len(), o.len()))

@@ -71,6 +71,14 @@ impl Attrs {
     }
 }
 
+/// A session (MPI 4.0 §11.3): its error handler and the info it was created with.
+pub(crate) struct Session {
+    pub errh: c_int,
+    pub err_action: ErrAction,
+    /// (key, value) pairs, `thread_level` included.
+    pub info: Vec<(String, String)>,
+}
+
 /// A process group: world ranks in group order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Group {
@@ -193,6 +201,59 @@ pub(crate) struct Persist {
     pub dt: Option<std::sync::Arc<Datatype>>,
     pub peer: i32,
     pub tag: i32,
+    /// A persistent collective (then the fields above are unused).
+    pub coll: Option<PersistColl>,
+    /// A partitioned send or receive (then the fields above are unused).
+    pub part: Option<Arc<dyn Partitioned>>,
+}
+
+/// A partitioned send or receive (MPI 4.0 §4.2), as the request machinery drives it; the
+/// implementation is `crate::part`'s. Called with the library lock held: none of these
+/// takes it.
+pub(crate) trait Partitioned: Send + Sync {
+    /// Starts a round (`MPI_Start`): a receive posts its partitions, a send waits for
+    /// `MPI_Pready`.
+    fn start(&self) -> crate::ffi::MpiResult;
+    /// Whether a round is in progress.
+    fn is_active(&self) -> bool;
+    /// Whether the round is complete; with `finish`, completes it: returns its status and
+    /// error code and makes the request inactive.
+    fn test(&self, finish: bool) -> crate::ffi::MpiResult<Option<(MpiStatus, c_int)>>;
+    /// `MPI_Pready` of partition `i` (a send).
+    fn ready(&self, i: c_int) -> crate::ffi::MpiResult;
+    /// `MPI_Parrived` of partition `i` (a receive).
+    fn arrived(&self, i: c_int) -> crate::ffi::MpiResult<bool>;
+    /// `MPI_Request_free`: the operations still in flight, to finish as orphans.
+    fn release(&self) -> Vec<Pending>;
+}
+
+impl Persist {
+    /// A persistent collective or partitioned operation (no point-to-point fields).
+    pub fn special(coll: Option<PersistColl>, part: Option<Arc<dyn Partitioned>>) -> Persist {
+        Persist {
+            send: None,
+            buf: 0,
+            count: 0,
+            datatype: 0,
+            peer: 0,
+            tag: 0,
+            coll,
+            part,
+        }
+    }
+}
+
+/// Starts one round of a persistent collective (its schedule, on the nonblocking
+/// collectives' progress) and returns the round's internal request.
+pub(crate) type CollStart = dyn Fn() -> crate::ffi::MpiResult<c_int> + Send + Sync;
+
+/// A persistent collective request: what each `MPI_Start` runs, and the internal request
+/// of the round in progress.
+#[derive(Clone)]
+pub(crate) struct PersistColl {
+    pub start: Arc<CollStart>,
+    /// The running round's request (a nonblocking collective's), while active.
+    pub running: Option<c_int>,
 }
 
 /// A request object.

@@ -3,7 +3,7 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
-use crate::ffi::{check_count, inp, out, MpiResult};
+use crate::ffi::{check_count, inp, out, MpiError, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
     recv_target, start_recv, start_send, status_of, wait_pending, write_status, Message, MpiStatus,
@@ -43,6 +43,23 @@ fn send(
     complete_single(std::ptr::null_mut(), None, code, comm, "send failed")
 }
 
+/// Store started operation `p` as a request of the table and hand its handle out (releases
+/// the lock).
+fn hand_out(
+    mut st: std::sync::MutexGuard<'_, crate::state::State>,
+    comm: c_int,
+    p: Pending,
+    request: *mut c_int,
+) -> MpiResult {
+    let h = st.reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(p),
+    });
+    drop(st);
+    out(request, h, "request")
+}
+
 /// Nonblocking send in `mode`.
 #[allow(clippy::too_many_arguments)]
 fn isend(
@@ -70,13 +87,7 @@ fn isend(
         st.orphans.push(p);
         p = Pending::done(NO_MESSAGE);
     }
-    let h = st.reqs.insert(Request {
-        comm,
-        persistent: None,
-        active: Some(p),
-    });
-    drop(st);
-    out(request, h, "request")
+    hand_out(st, comm, p, request)
 }
 
 macro_rules! sends {
@@ -133,9 +144,7 @@ mpi_fn! {
         let mut st = lock();
         st.check_active()?;
         let p = start_recv(&mut st, buf, count, datatype, source, tag, comm)?;
-        let h = st.reqs.insert(Request { comm, persistent: None, active: Some(p) });
-        drop(st);
-        out(request, h, "request")
+        hand_out(st, comm, p, request)
     }
 }
 
@@ -175,18 +184,7 @@ mpi_fn! {
         let (r, s) = {
             let mut st = lock();
             st.check_active()?;
-            let n = check_count(count).map_err(|e| e.on(comm))?;
-            let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
-            let mut copy = Vec::new();
-            if !buf.is_null() || !dt.predefined {
-                // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
-                unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
-            }
-            let bytes = st.dtype(MPI_BYTE)?;
-            let _ = bytes;
-            let len = copy.len() as c_int;
-            let s = start_send(&mut st, copy.as_ptr().cast(), len, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
-            let s = Pending { stage: Some(copy), ..s };
+            let s = staged_send(&mut st, buf, count, datatype, dest, sendtag, comm)?;
             let r = start_recv(&mut st, buf, count, datatype, source, recvtag, comm);
             let r = match r {
                 Ok(r) => r,
@@ -201,6 +199,90 @@ mpi_fn! {
         let (rs, rcode) = wait_pending(r)?;
         let code = if scode != MPI_SUCCESS { scode } else { rcode };
         complete_single(status, Some(rs), code, comm, "MPI_Sendrecv_replace failed")
+    }
+}
+
+/// Start sending a packed copy of `count` items of `datatype` at `buf` (the caller may
+/// reuse `buf` at once: the returned operation owns the copy).
+#[allow(clippy::too_many_arguments)]
+fn staged_send(
+    st: &mut crate::state::State,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<Pending> {
+    let n = check_count(count).map_err(|e| e.on(comm))?;
+    let dt = st.dtype_committed(datatype).map_err(|e| e.on(comm))?;
+    let mut copy = Vec::new();
+    if !buf.is_null() || !dt.predefined {
+        // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
+        unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
+    }
+    let Ok(len) = c_int::try_from(copy.len()) else {
+        return Err(MpiError::new(
+            MPI_ERR_COUNT,
+            format!("{} bytes to send do not fit in an int", copy.len()),
+        )
+        .on(comm));
+    };
+    let s = start_send(
+        st,
+        copy.as_ptr().cast(),
+        len,
+        MPI_BYTE,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )?;
+    Ok(Pending {
+        stage: Some(copy),
+        ..s
+    })
+}
+
+/// `MPI_Isendrecv(_replace)`: the send goes out from a packed copy (an orphan operation
+/// that finishes on its own), the request is the receive's.
+#[allow(clippy::too_many_arguments)]
+fn isendrecv(
+    send: (*const c_void, c_int, c_int, c_int, c_int),
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: c_int,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let (sendbuf, sendcount, sendtype, dest, sendtag) = send;
+    let mut st = lock();
+    st.check_active()?;
+    // The send is packed first: with `_replace` the receive may fill the same buffer at
+    // once (a message that had arrived).
+    let s = staged_send(&mut st, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+    let r = start_recv(&mut st, recvbuf, recvcount, recvtype, source, recvtag, comm);
+    st.orphans.push(s);
+    let r = r?;
+    hand_out(st, comm, r, request)
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv` (MPI 4.0).
+    fn PMPI_Isendrecv / "MPI_Isendrecv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        isendrecv((sendbuf, sendcount, sendtype, dest, sendtag), recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv_replace` (MPI 4.0).
+    fn PMPI_Isendrecv_replace / "MPI_Isendrecv_replace" (buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        isendrecv((buf.cast_const(), count, datatype, dest, sendtag), buf, count, datatype, source, recvtag, comm, request)
     }
 }
 
@@ -400,19 +482,151 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Buffer_detach`: waits until the buffered messages are on their way.
     fn PMPI_Buffer_detach / "MPI_Buffer_detach" (buffer_addr: *mut *mut c_void, size: *mut c_int) {
-        loop {
-            let mut st = lock();
-            crate::request::reap_orphans(&mut st);
-            if st.orphans.iter().all(|p| p.bsend_bytes == 0) {
-                let b = st.bsend_buffer.take();
-                drop(st);
-                let (addr, sz) = b.unwrap_or((0, 0));
-                out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
-                return out(size, sz as c_int, "size");
-            }
-            drop(st);
-            backend::engine()?.progress();
+        let b = flush_bsends()?.bsend_buffer.take();
+        let (addr, sz) = b.unwrap_or((0, 0));
+        out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
+        out(size, sz as c_int, "size")
+    }
+}
+
+/// Wait until every buffered message is on its way; returns the lock, held.
+fn flush_bsends() -> MpiResult<std::sync::MutexGuard<'static, crate::state::State>> {
+    loop {
+        let mut st = lock();
+        crate::request::reap_orphans(&mut st);
+        if st.orphans.iter().all(|p| p.bsend_bytes == 0) {
+            return Ok(st);
         }
+        drop(st);
+        backend::engine()?.progress();
+    }
+}
+
+/// `MPI_Comm_attach_buffer` and `MPI_Session_attach_buffer` (MPI 4.1): `owner` is the
+/// communicator or session handle, checked by the caller.
+fn attach_to(owner: c_int, buffer: *mut c_void, size: c_int) -> MpiResult {
+    if size < 0 {
+        mpi_bail!(MPI_ERR_ARG, "negative buffer size {size}");
+    }
+    if buffer.is_null() && size > 0 {
+        mpi_bail!(MPI_ERR_BUFFER, "NULL buffer");
+    }
+    let mut st = lock();
+    if st.bsend_buffers.contains_key(&owner) {
+        mpi_bail!(MPI_ERR_BUFFER, "a buffer is already attached");
+    }
+    st.bsend_buffers
+        .insert(owner, (buffer as usize, size as usize));
+    Ok(())
+}
+
+/// `MPI_Comm_detach_buffer` and `MPI_Session_detach_buffer` (MPI 4.1): waits until the
+/// buffered messages are on their way. `buffer_addr` is a `void**` passed as `void*`.
+fn detach_from(owner: c_int, buffer_addr: *mut c_void, size: *mut c_int) -> MpiResult {
+    let Some((addr, sz)) = flush_bsends()?.bsend_buffers.remove(&owner) else {
+        mpi_bail!(MPI_ERR_BUFFER, "no buffer is attached");
+    };
+    out(
+        buffer_addr.cast::<*mut c_void>(),
+        addr as *mut c_void,
+        "buffer_addr",
+    )?;
+    out(size, sz as c_int, "size")
+}
+
+/// The `iflush` forms: the flush is done when the call returns; the request is complete.
+fn iflushed(comm: c_int, request: *mut c_int) -> MpiResult {
+    drop(flush_bsends()?);
+    out(
+        request,
+        crate::request::completed_request(NO_MESSAGE, comm),
+        "request",
+    )
+}
+
+/// Checks a session handle (the buffer functions of sessions).
+fn session(session: c_int) -> MpiResult {
+    if lock().sessions.get(session).is_none() {
+        mpi_bail!(MPI_ERR_SESSION, "invalid session handle {session:#x}");
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Comm_attach_buffer` (MPI 4.1; `MPI_BUFFER_AUTOMATIC` allowed).
+    fn PMPI_Comm_attach_buffer / "MPI_Comm_attach_buffer" (comm: c_int, buffer: *mut c_void, size: c_int) {
+        lock().comm(comm)?;
+        attach_to(comm, buffer, size).map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_detach_buffer` (MPI 4.1).
+    fn PMPI_Comm_detach_buffer / "MPI_Comm_detach_buffer" (comm: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+        lock().comm(comm)?;
+        detach_from(comm, buffer_addr, size).map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_attach_buffer` (MPI 4.1).
+    fn PMPI_Session_attach_buffer / "MPI_Session_attach_buffer" (session_: c_int, buffer: *mut c_void, size: c_int) {
+        session(session_)?;
+        attach_to(session_, buffer, size)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_detach_buffer` (MPI 4.1).
+    fn PMPI_Session_detach_buffer / "MPI_Session_detach_buffer" (session_: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+        session(session_)?;
+        detach_from(session_, buffer_addr, size)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_flush` (MPI 4.1): every buffered message of the process is on its way.
+    fn PMPI_Buffer_flush / "MPI_Buffer_flush" () {
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_iflush` (MPI 4.1): flushed before returning, the request is complete.
+    fn PMPI_Buffer_iflush / "MPI_Buffer_iflush" (request: *mut c_int) {
+        iflushed(MPI_COMM_WORLD, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_flush_buffer` (MPI 4.1; waits for every buffered message of the process).
+    fn PMPI_Comm_flush_buffer / "MPI_Comm_flush_buffer" (comm: c_int) {
+        lock().comm(comm)?;
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_iflush_buffer` (MPI 4.1): flushed before returning.
+    fn PMPI_Comm_iflush_buffer / "MPI_Comm_iflush_buffer" (comm: c_int, request: *mut c_int) {
+        lock().comm(comm)?;
+        iflushed(comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_flush_buffer` (MPI 4.1; waits for every buffered message).
+    fn PMPI_Session_flush_buffer / "MPI_Session_flush_buffer" (session_: c_int) {
+        session(session_)?;
+        flush_bsends().map(drop)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Session_iflush_buffer` (MPI 4.1): flushed before returning.
+    fn PMPI_Session_iflush_buffer / "MPI_Session_iflush_buffer" (session_: c_int, request: *mut c_int) {
+        session(session_)?;
+        iflushed(MPI_COMM_SELF, request)
     }
 }
 

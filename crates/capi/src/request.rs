@@ -155,7 +155,7 @@ fn start_send_typed(
             // SAFETY: the MPI send contract: `buf` holds `count` items of `datatype`.
             unsafe { pack_into(&dt, n, buf.cast(), &mut v) };
             if mode == SendMode::Buffered {
-                bsend_bytes = reserve_bsend(st, len)?;
+                bsend_bytes = reserve_bsend(st, comm, len)?;
             }
             stage = Some(v);
             stage.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
@@ -182,16 +182,36 @@ fn start_send_typed(
     go().map_err(|e| e.on(comm))
 }
 
-/// Account `len` bytes of a buffered send against the attached buffer.
-fn reserve_bsend(st: &mut State, len: usize) -> MpiResult<usize> {
+/// `MPI_BUFFER_AUTOMATIC` (`(void*)-2`): the library finds the room itself.
+pub(crate) const BUFFER_AUTOMATIC: usize = -2_isize as usize;
+
+/// Account `len` bytes of a buffered send on `comm` against its buffer: the
+/// communicator's (MPI 4.1), else the process's, else a session's (the sessions'
+/// communicators are not told apart). Every pending buffered send counts.
+fn reserve_bsend(st: &mut State, comm: c_int, len: usize) -> MpiResult<usize> {
     let need = len + MPI_BSEND_OVERHEAD as usize;
     reap_orphans(st);
-    let Some((_, cap)) = st.bsend_buffer else {
+    let attached = st
+        .bsend_buffers
+        .get(&comm)
+        .copied()
+        .or(st.bsend_buffer)
+        .or_else(|| {
+            let sessions = crate::handles::direct_base(crate::handles::kind::SESSION) as c_int;
+            st.bsend_buffers
+                .iter()
+                .find(|(h, _)| *h & !0x03ff_ffff == sessions)
+                .map(|(_, b)| *b)
+        });
+    let Some((addr, cap)) = attached else {
         mpi_bail!(
             MPI_ERR_BUFFER,
             "buffered send without an attached buffer (MPI_Buffer_attach)"
         );
     };
+    if addr == BUFFER_AUTOMATIC {
+        return Ok(need);
+    }
     let used: usize = st.orphans.iter().map(|p| p.bsend_bytes).sum();
     if used + need > cap {
         mpi_bail!(
@@ -696,11 +716,48 @@ enum Locked {
     /// A completed generalized request, removed from the tables: its callbacks run once
     /// the lock is released ([`crate::grequest::finish`]).
     Greq(crate::grequest::Greq),
+    /// The completed round of a persistent collective (its internal request, removed from
+    /// the tables); the persistent request stays, inactive.
+    Round(crate::grequest::Greq),
+}
+
+/// The partitioned operation of request `h`, if it is one.
+pub(crate) fn part_of(st: &State, h: c_int) -> Option<Arc<dyn crate::objects::Partitioned>> {
+    st.reqs.get(h)?.persistent.as_ref()?.part.clone()
+}
+
+/// The internal request of the round in progress of persistent collective `h`, if `h` is
+/// one and is active.
+pub(crate) fn running_round(st: &State, h: c_int) -> Option<c_int> {
+    st.reqs.get(h)?.persistent.as_ref()?.coll.as_ref()?.running
 }
 
 /// Test request `h` of the table (lock held); completes and frees it (or deactivates a
 /// persistent one) when done.
 fn test_locked(st: &mut State, h: c_int) -> MpiResult<Locked> {
+    if let Some(inner) = running_round(st, h) {
+        return Ok(match crate::grequest::take_if_complete(st, inner) {
+            Some(GreqTest::Done(g)) => {
+                let coll = st.reqs.get_mut(h).and_then(|r| r.persistent.as_mut());
+                if let Some(c) = coll.and_then(|p| p.coll.as_mut()) {
+                    c.running = None;
+                }
+                Locked::Round(g)
+            }
+            Some(GreqTest::NotDone) => Locked::NotDone,
+            None => mpi_bail!(
+                MPI_ERR_INTERN,
+                "lost the round of persistent collective {h:#x}"
+            ),
+        });
+    }
+    if let Some(p) = part_of(st, h) {
+        return Ok(match p.test(true)? {
+            Some((status, code)) => Locked::Done(status, code, false),
+            None if p.is_active() => Locked::NotDone,
+            None => Locked::Empty,
+        });
+    }
     match crate::grequest::take_if_complete(st, h) {
         Some(GreqTest::NotDone) => return Ok(Locked::NotDone),
         Some(GreqTest::Done(g)) => return Ok(Locked::Greq(g)),
@@ -741,16 +798,21 @@ fn unlocked(t: Locked, comm: c_int) -> Tested {
             freed,
             comm,
         }),
-        Locked::Greq(g) => {
-            let (status, code) = crate::grequest::finish(&g);
-            Tested::Done(Completed {
-                status,
-                code,
-                freed: true,
-                comm,
-            })
-        }
+        Locked::Greq(g) => greq_done(&g, true, comm),
+        Locked::Round(g) => greq_done(&g, false, comm),
     }
+}
+
+/// Finish completed generalized request `g` (no lock held); `freed`: the user's handle is
+/// released (not the round of a persistent collective).
+fn greq_done(g: &crate::grequest::Greq, freed: bool, comm: c_int) -> Tested {
+    let (status, code) = crate::grequest::finish(g);
+    Tested::Done(Completed {
+        status,
+        code,
+        freed,
+        comm,
+    })
 }
 
 /// The communicator a table request belongs to (for error handling).
@@ -1020,10 +1082,18 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
             continue;
         }
         let mut st = lock();
-        if crate::grequest::is_incomplete(&st, h) {
+        if crate::grequest::is_incomplete(&st, running_round(&st, h).unwrap_or(h)) {
             drop(st);
             poll()?;
             return Ok(false);
+        }
+        if let Some(p) = part_of(&st, h) {
+            if p.is_active() && p.test(false)?.is_none() {
+                drop(st);
+                poll()?;
+                return Ok(false);
+            }
+            continue;
         }
         let Some(r) = st.reqs.get_mut(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
@@ -1286,7 +1356,8 @@ mpi_fn! {
             };
         }
         let comm = handle_comm(request);
-        if let Some(q) = crate::grequest::peek(request) {
+        let inner = running_round(&lock(), request).unwrap_or(request);
+        if let Some(q) = crate::grequest::peek(inner) {
             return match q {
                 None => {
                     poll()?;
@@ -1299,6 +1370,26 @@ mpi_fn! {
             };
         }
         let mut st = lock();
+        if let Some(p) = part_of(&st, request) {
+            let t = p.test(false)?;
+            let active = p.is_active();
+            drop(st);
+            return match t {
+                Some((s, code)) => {
+                    out(flag, 1, "flag")?;
+                    complete_single(status, Some(s), code, comm, "partitioned operation failed")
+                }
+                None if active => {
+                    poll()?;
+                    out(flag, 0, "flag")
+                }
+                None => {
+                    out(flag, 1, "flag")?;
+                    write_status(status, &empty_status(), false);
+                    Ok(())
+                }
+            };
+        }
         let Some(req) = st.reqs.get_mut(request) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {request:#x}");
         };
@@ -1325,6 +1416,82 @@ mpi_fn! {
         let (ms, code) = status_of(&s);
         out(flag, 1, "flag")?;
         complete_single(status, Some(ms), code, comm, "request completed with an error")
+    }
+}
+
+/// `MPI_Request_get_status` of `h` (its error returned, not raised): `Some(status)` if
+/// complete (inactive and null requests included).
+fn peek_status(h: c_int) -> MpiResult<Option<MpiStatus>> {
+    let (mut flag, mut s) = (0, empty_status());
+    // SAFETY: valid output pointers.
+    crate::ffi::quietly(|| unsafe { PMPI_Request_get_status(h, &mut flag, &mut s) })?;
+    Ok((flag != 0).then_some(s))
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_any` (MPI 4.1): like `MPI_Testany`, without freeing.
+    fn PMPI_Request_get_status_any / "MPI_Request_get_status_any" (count: c_int, array_of_requests: *const c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(count)?, "array_of_requests")?;
+        let mut any_active = false;
+        for (i, &h) in reqs.iter().enumerate() {
+            if h == MPI_REQUEST_NULL {
+                continue;
+            }
+            any_active = true;
+            if let Some(s) = peek_status(h)? {
+                out(index, i as c_int, "index")?;
+                out(flag, 1, "flag")?;
+                write_status(status, &s, false);
+                return Ok(());
+            }
+        }
+        out(flag, c_int::from(!any_active), "flag")?;
+        out(index, MPI_UNDEFINED, "index")?;
+        if !any_active {
+            // The empty status, its error field included (MPI 4.1 §3.7.3).
+            write_status(status, &empty_status(), true);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_all` (MPI 4.1): like `MPI_Testall`, without freeing.
+    fn PMPI_Request_get_status_all / "MPI_Request_get_status_all" (count: c_int, array_of_requests: *const c_int, flag: *mut c_int, array_of_statuses: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(count)?, "array_of_requests")?;
+        let mut got = Vec::with_capacity(reqs.len());
+        for &h in reqs {
+            match peek_status(h)? {
+                Some(s) => got.push(s),
+                None => return out(flag, 0, "flag"),
+            }
+        }
+        for (i, s) in got.iter().enumerate() {
+            write_status(nth_status(array_of_statuses, i), s, true);
+        }
+        out(flag, 1, "flag")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status_some` (MPI 4.1): like `MPI_Testsome`, without freeing.
+    fn PMPI_Request_get_status_some / "MPI_Request_get_status_some" (incount: c_int, array_of_requests: *const c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) {
+        let reqs = crate::ffi::slice_in(array_of_requests, check_count(incount)?, "array_of_requests")?;
+        if reqs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+            return out(outcount, MPI_UNDEFINED, "outcount");
+        }
+        let mut n = 0;
+        for (i, &h) in reqs.iter().enumerate() {
+            if h == MPI_REQUEST_NULL {
+                continue;
+            }
+            if let Some(s) = peek_status(h)? {
+                out(array_of_indices.wrapping_add(n), i as c_int, "array_of_indices")?;
+                write_status(nth_status(array_of_statuses, n), &s, true);
+                n += 1;
+            }
+        }
+        out(outcount, n as c_int, "outcount")
     }
 }
 
@@ -1383,17 +1550,53 @@ mpi_fn! {
             return crate::grequest::callback_result(rc, comm, "free");
         }
         let mut st = lock();
+        let round = running_round(&st, h);
         let Some(req) = st.reqs.remove(h) else {
             mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
         };
+        if let Some(p) = req.persistent.as_ref().and_then(|p| p.part.as_ref()) {
+            let left = p.release();
+            st.orphans.extend(left);
+        }
         if let Some(p) = req.active {
             if p.ereq.is_some() {
                 st.orphans.push(p);
             }
         }
         drop(st);
+        if let Some(inner) = round {
+            // An active persistent collective: its round finishes in the background.
+            crate::grequest::request_free(inner);
+        }
         out(request, MPI_REQUEST_NULL, "request")
     }
+}
+
+/// `MPI_Status_set_source`/`_tag`/`_error` and `MPI_Status_get_*` (MPI 4.1): the field of
+/// `MPI_Status` each one names.
+macro_rules! status_fields {
+    ($($set:ident $sname:literal, $get:ident $gname:literal, $field:ident;)*) => {$(
+        mpi_fn! {
+            #[doc = concat!("`", $sname, "` (MPI 4.1).")]
+            fn $set / $sname (status: *mut MpiStatus, value: c_int) {
+                let mut s = inp(status, "status")?;
+                s.$field = value;
+                out(status, s, "status")
+            }
+        }
+        mpi_fn! {
+            #[doc = concat!("`", $gname, "` (MPI 4.1).")]
+            fn $get / $gname (status: *const MpiStatus, value: *mut c_int) {
+                let s = inp(status, "status")?;
+                out(value, s.$field, "value")
+            }
+        }
+    )*};
+}
+status_fields! {
+    PMPI_Status_set_source "MPI_Status_set_source", PMPI_Status_get_source "MPI_Status_get_source", source;
+    PMPI_Status_set_tag "MPI_Status_set_tag", PMPI_Status_get_tag "MPI_Status_get_tag", tag;
+    PMPI_Status_set_error "MPI_Status_set_error", PMPI_Status_get_error "MPI_Status_get_error", error;
 }
 
 mpi_fn! {
@@ -1415,7 +1618,7 @@ mpi_fn! {
 
 /// Create a persistent request.
 fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
-    let mut st = lock();
+    let st = lock();
     let (size,) = {
         let c = st.comm(comm)?;
         (c.size,)
@@ -1429,13 +1632,42 @@ fn persistent(comm: c_int, p: Persist, request: *mut c_int) -> MpiResult {
     };
     // The request holds the datatype: it works after MPI_Type_free (MPI 3.1 §4.1.9).
     let dt = chk().map_err(|e| e.on(comm))?;
+    hand_out_persistent(st, comm, Persist { dt: Some(dt), ..p }, request)
+}
+
+/// Store persistent request `p` (inactive) in the table and hand its handle out (releases
+/// the lock).
+pub(crate) fn hand_out_persistent(
+    mut st: std::sync::MutexGuard<'_, State>,
+    comm: c_int,
+    p: Persist,
+    request: *mut c_int,
+) -> MpiResult {
     let h = st.reqs.insert(Request {
         comm,
-        persistent: Some(Persist { dt: Some(dt), ..p }),
+        persistent: Some(p),
         active: None,
     });
     drop(st);
     out(request, h, "request")
+}
+
+/// Create persistent collective request on `comm` whose every `MPI_Start` runs `start`
+/// (the caller validated the arguments).
+pub(crate) fn persistent_coll(
+    comm: c_int,
+    start: Arc<crate::objects::CollStart>,
+    request: *mut c_int,
+) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let coll = crate::objects::PersistColl {
+        start,
+        running: None,
+    };
+    let p = Persist::special(Some(coll), None);
+    hand_out_persistent(lock(), comm, p, request)
 }
 
 macro_rules! persistent_send {
@@ -1443,7 +1675,7 @@ macro_rules! persistent_send {
         mpi_fn! {
             /// Persistent send request.
             fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, dt: None, peer: dest, tag }, request)
+                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, dt: None, peer: dest, tag, coll: None, part: None }, request)
             }
         }
     };
@@ -1456,12 +1688,13 @@ persistent_send!(PMPI_Bsend_init, "MPI_Bsend_init", SendMode::Buffered);
 mpi_fn! {
     /// `MPI_Recv_init`.
     fn PMPI_Recv_init / "MPI_Recv_init" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, dt: None, peer: source, tag }, request)
+        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, dt: None, peer: source, tag, coll: None, part: None }, request)
     }
 }
 
-/// Start one persistent request (lock held).
-fn start_one(st: &mut State, h: c_int) -> MpiResult {
+/// Start one persistent request (lock held). A persistent collective is not started
+/// here: its start function is returned, for [`start_round`] without the lock.
+fn start_one(st: &mut State, h: c_int) -> MpiResult<Option<Arc<crate::objects::CollStart>>> {
     if fast_slot(h).is_some() || done_slot(h).is_some() || h == SEND_DONE {
         mpi_bail!(
             MPI_ERR_REQUEST,
@@ -1477,8 +1710,18 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
             "MPI_Start on a request that is not persistent"
         );
     };
-    if req.active.is_some() {
+    if req.active.is_some() || p.coll.as_ref().is_some_and(|c| c.running.is_some()) {
         mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
+    }
+    if let Some(c) = p.coll {
+        return Ok(Some(c.start));
+    }
+    if let Some(part) = p.part {
+        if part.is_active() {
+            mpi_bail!(MPI_ERR_REQUEST, "MPI_Start on an active request");
+        }
+        part.start().map_err(|e| e.on(req.comm))?;
+        return Ok(None);
     }
     let comm = req.comm;
     let dt = match &p.dt {
@@ -1506,6 +1749,19 @@ fn start_one(st: &mut State, h: c_int) -> MpiResult {
         pending
     };
     st.reqs.get_mut(h).expect("checked above").active = Some(pending);
+    Ok(None)
+}
+
+/// Start a round of persistent collective `h` (no lock held: the round is a nonblocking
+/// collective) and record its internal request.
+fn start_round(h: c_int, start: &crate::objects::CollStart) -> MpiResult {
+    let inner = start()?;
+    let mut st = lock();
+    let coll = st.reqs.get_mut(h).and_then(|r| r.persistent.as_mut());
+    match coll.and_then(|p| p.coll.as_mut()) {
+        Some(c) => c.running = Some(inner),
+        None => mpi_bail!(MPI_ERR_REQUEST, "request {h:#x} was freed while starting"),
+    }
     Ok(())
 }
 
@@ -1513,8 +1769,11 @@ mpi_fn! {
     /// `MPI_Start`.
     fn PMPI_Start / "MPI_Start" (request: *mut c_int) {
         let h = inp(request, "request")?;
-        let mut st = lock();
-        start_one(&mut st, h)
+        let coll = start_one(&mut lock(), h)?;
+        match coll {
+            Some(start) => start_round(h, &*start),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1523,9 +1782,11 @@ mpi_fn! {
     fn PMPI_Startall / "MPI_Startall" (count: c_int, requests: *mut c_int) {
         let n = check_count(count)?;
         let reqs = slice_out(requests, n, "array_of_requests")?;
-        let mut st = lock();
         for &h in reqs.iter() {
-            start_one(&mut st, h)?;
+            let coll = start_one(&mut lock(), h)?;
+            if let Some(start) = coll {
+                start_round(h, &*start)?;
+            }
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use crate::consts::*;
 use crate::ffi::MpiResult;
 use crate::handles::{kind, Table};
-pub(crate) use crate::objects::{Comm, Group, Info, Keyval};
+pub(crate) use crate::objects::{Comm, Group, Info, Keyval, Session};
 use crate::objects::{
     Datatype, ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors,
 };
@@ -23,7 +23,10 @@ pub(crate) const FIRST_FREE_CTX: u32 = 4;
 
 /// Everything behind the library lock.
 pub(crate) struct State {
+    /// The library is up (the engine, world and self): by `MPI_Init` or a session.
     pub initialized: bool,
+    /// `MPI_Init` was called (the World Model, `MPI_Initialized`).
+    pub world_model: bool,
     pub finalized: bool,
     pub thread_level: c_int,
     pub world: Option<Comm>,
@@ -37,11 +40,14 @@ pub(crate) struct State {
     pub ops: Table<UserOp>,
     pub infos: Table<Info>,
     pub keyvals: Table<Keyval>,
+    pub sessions: Table<Session>,
     pub user_errors: UserErrors,
     /// Error handler of MPI_COMM_WORLD before MPI_Init (set by Comm_set_errhandler).
     pub pre_init_world_errh: (c_int, ErrAction),
     /// The buffer attached with MPI_Buffer_attach (address, size).
     pub bsend_buffer: Option<(usize, usize)>,
+    /// Buffers attached to communicators and sessions (MPI 4.1), by handle.
+    pub bsend_buffers: std::collections::BTreeMap<c_int, (usize, usize)>,
     /// Operations still running after their request was freed, and buffered sends.
     pub orphans: Vec<Pending>,
     /// The next context id this process may propose for a new communicator.
@@ -60,6 +66,7 @@ impl State {
     const fn new() -> Self {
         State {
             initialized: false,
+            world_model: false,
             finalized: false,
             thread_level: MPI_THREAD_SINGLE,
             world: None,
@@ -75,6 +82,7 @@ impl State {
             ops: Table::new(kind::OP, 0),
             infos: Table::new(kind::INFO, 0),
             keyvals: Table::new(kind::KEYVAL, 0),
+            sessions: Table::new(kind::SESSION, 0),
             user_errors: UserErrors {
                 codes: Vec::new(),
                 strings: std::collections::BTreeMap::new(),
@@ -82,6 +90,7 @@ impl State {
             },
             pre_init_world_errh: (MPI_ERRORS_ARE_FATAL, ErrAction::Fatal),
             bsend_buffer: None,
+            bsend_buffers: std::collections::BTreeMap::new(),
             orphans: Vec::new(),
             next_ctx: FIRST_FREE_CTX,
             ctx_taken: std::collections::BTreeSet::new(),

@@ -12,6 +12,13 @@ pub(crate) fn is_main_thread() -> bool {
     unsafe { libc::getpid() == libc::gettid() }
 }
 
+/// `atexit(f)`: `f` runs when the process exits normally. Returns whether it was
+/// registered.
+pub(crate) fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: `f` is a function without arguments that lives as long as the process.
+    unsafe { libc::atexit(f) == 0 }
+}
+
 /// `fcntl(F_SETLKW)`: sets the POSIX record lock `ty` (`F_RDLCK`, `F_WRLCK` or `F_UNLCK`)
 /// on bytes `start..start + len` of `fd`, waiting for it; retried on `EINTR`, other
 /// errors are ignored (the caller's access then goes unlocked, as before).

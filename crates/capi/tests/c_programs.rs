@@ -588,4 +588,88 @@ fn every_mpi_function_is_a_weak_alias_of_its_pmpi_symbol() {
         !syms.iter().any(|(k, n)| k == "T" && n.starts_with("MPI_")),
         "a strong MPI_ function"
     );
+/// MPI 4.0 persistent collectives (every `MPI_*_init`), built by both compilers.
+#[test]
+fn persistent_collectives_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("persist.c", n, "persist: all checks passed");
+        for l in [
+            "persist: reduce_init, allreduce_init, scan_init, exscan_init: ok",
+            "persist: neighbor_*_init on a periodic ring: ok",
+            "persist: bad input error classes: ok",
+        ] {
+            assert!(
+                out.lines().any(|x| x == l),
+                "persist.c on {n}: missing '{l}'"
+            );
+        }
+    }
+}
+
+/// The smaller MPI 4.0/4.1 additions; our compiler only (MPICH 4.0's `mpi.h` lacks the
+/// MPI 4.1 functions).
+#[test]
+fn mpi4_additions_our_build() {
+    let dir = Scratch::new("build");
+    let exe = build(Build::Ours, "mpi4_misc.c", &dir.0);
+    for n in [1, 2] {
+        let job = launch(n, &exe, Build::Ours);
+        assert_eq!(
+            job.code, 0,
+            "mpi4_misc.c on {n}:\n{}\n{}",
+            job.stdout, job.stderr
+        );
+        assert!(
+            job.stdout
+                .lines()
+                .any(|l| l == "mpi4_misc: all checks passed"),
+            "mpi4_misc.c on {n}:\n{}",
+            job.stdout
+        );
+    }
+}
+
+/// MPI 4.0 partitioned point-to-point, built by both compilers.
+#[test]
+fn partitioned_communication_both_builds() {
+    for n in [1, 2] {
+        let out = run_both("part.c", n, "part: all checks passed");
+        assert!(out.contains("part: bad input error classes: ok"));
+        if n == 2 {
+            assert!(out.contains("part: a partition travels before the others are ready: ok"));
+        }
+    }
+}
+
+/// MPI 4.0 sessions, built by both compilers: next to the World Model, and alone (the
+/// argument `only`: no `MPI_Init`, the library ends at exit).
+#[test]
+fn sessions_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("session.c", n, "session: all checks passed");
+        for l in [
+            "session: communicators from groups of two sessions: ok",
+            "session: re-init after session finalize: ok",
+            "session: a session next to the World Model: ok",
+        ] {
+            assert!(
+                out.lines().any(|x| x == l),
+                "session.c on {n}: missing '{l}'"
+            );
+        }
+    }
+    let dir = Scratch::new("build");
+    let exe = build(Build::Ours, "session.c", &dir.0);
+    let out = common::mpirun(
+        &[
+            std::ffi::OsStr::new("-n"),
+            std::ffi::OsStr::new("2"),
+            exe.as_os_str(),
+            std::ffi::OsStr::new("only"),
+        ],
+        &[],
+    );
+    let text = common::success(&out, "session.c only (sessions without MPI_Init)");
+    assert!(text.contains("session: re-init after session finalize: ok"));
+    assert!(!text.contains("World Model"));
 }

@@ -160,6 +160,7 @@ typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val
 typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
 typedef void (MPI_File_errhandler_function)(MPI_File *file, int *error_code, ...);
 typedef void (MPI_Win_errhandler_function)(MPI_Win *win, int *error_code, ...);
+typedef void (MPI_Session_errhandler_function)(MPI_Session *session, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
 typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;

@@ -93,6 +93,7 @@ mod comm;
 pub mod datatype;
 mod error;
 mod icoll;
+mod persist;
 pub mod request;
 mod split;
 mod status;
@@ -108,6 +109,7 @@ pub use icoll::CollRequest;
 /// Derive macro for [`Equivalence`] on `#[repr(C)]` structs (see the `oxmpi-derive` crate).
 pub use oxmpi_derive::Equivalence;
 pub use oxmpi_engine::ThreadLevel;
+pub use persist::Persistent;
 pub use request::Request;
 pub use split::OwnedCommunicator;
 pub use status::Status;

@@ -399,6 +399,9 @@ fn rank_body() {
     // 9. The remaining collectives of the C library, each against values computed here.
     other_collectives(&world);
 
+    // 10. Persistent collectives: planned once, started for three rounds with new data.
+    persistent_collectives(&world);
+
     // Nothing left over anywhere.
     let mut token = [0u8];
     world
@@ -705,5 +708,73 @@ fn other_collectives(world: &oxmpi::Communicator<'_>) {
         assert_eq!(values, [123, 321], "ireduce in rank order");
     } else {
         assert!(r.is_empty(), "ireduce: only the root gets the result");
+    }
+}
+
+/// Persistent collectives of the safe API: three rounds each, new data every round.
+fn persistent_collectives(world: &oxmpi::Communicator<'_>) {
+    let (rank, size) = (world.rank() as i64, world.size() as i64);
+    let mut barrier = world.barrier_init();
+    let mut sum = world.all_reduce_init(|a: i64, b: i64| a + b);
+    let mut bcast = world.broadcast_init::<i64>(2).expect("broadcast_init");
+    let mut reduce = world
+        .reduce_init(0, |a: i64, b: i64| a.max(b))
+        .expect("reduce_init");
+    let mut gather = world.gather_init::<i64>(1).expect("gather_init");
+    let mut all_gather = world.all_gather_init::<i64>();
+    let mut all_to_all = world.all_to_all_init::<i64>();
+    let mut scan = world.scan_init(|a: i64, b: i64| a + b);
+    assert_eq!(
+        world
+            .broadcast_init::<i64>(size as i32)
+            .err()
+            .map(|e| e.class()),
+        Some(ErrorClass::Rank)
+    );
+    assert_eq!(
+        sum.wait().err().map(|e| e.class()),
+        Some(ErrorClass::Request)
+    );
+    for round in 0..3i64 {
+        barrier.start(&[]).expect("barrier start");
+        sum.start(&[rank + round, 1]).expect("sum start");
+        assert_eq!(
+            sum.start(&[0, 0]).err().map(|e| e.class()),
+            Some(ErrorClass::Request)
+        );
+        bcast.start(&[round * 10 + rank, 7]).expect("bcast start");
+        reduce.start(&[rank * round]).expect("reduce start");
+        gather.start(&[rank + 100 * round]).expect("gather start");
+        all_gather.start(&[rank, round]).expect("all_gather start");
+        let blocks: Vec<i64> = (0..size).map(|j| rank * 10 + j + round).collect();
+        all_to_all.start(&blocks).expect("all_to_all start");
+        scan.start(&[rank + round]).expect("scan start");
+        assert!(sum.is_active());
+        barrier.wait().expect("barrier");
+        let s = loop {
+            if let Some(v) = sum.test().expect("sum test") {
+                break v;
+            }
+        };
+        assert_eq!(s, [size * (size - 1) / 2 + size * round, size]);
+        assert!(!sum.is_active());
+        assert_eq!(bcast.wait().expect("bcast"), [round * 10 + 2, 7]);
+        let r = reduce.wait().expect("reduce");
+        if rank == 0 {
+            assert_eq!(r, [(size - 1) * round]);
+        }
+        let g = gather.wait().expect("gather");
+        if rank == 1 {
+            assert_eq!(g, (0..size).map(|p| p + 100 * round).collect::<Vec<_>>());
+        }
+        let ag = all_gather.wait().expect("all_gather");
+        assert_eq!(ag, (0..size).flat_map(|p| [p, round]).collect::<Vec<_>>());
+        let a2a = all_to_all.wait().expect("all_to_all");
+        assert_eq!(
+            a2a,
+            (0..size).map(|p| p * 10 + rank + round).collect::<Vec<_>>()
+        );
+        let sc = scan.wait().expect("scan");
+        assert_eq!(sc, [(0..=rank).map(|p| p + round).sum::<i64>()]);
     }
 }

@@ -22,4 +22,11 @@ static int check_rank_ __attribute__((unused)) = -1;
 
 #define CHECK_RC(call) CHECK((call) == MPI_SUCCESS)
 
+/* The error class of a return code (-1 if MPI_Error_class fails). */
+static int __attribute__((unused)) class_of_rc(int rc) {
+    int c = -1;
+    MPI_Error_class(rc, &c);
+    return c;
+}
+
 #endif

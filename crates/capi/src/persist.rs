@@ -1,0 +1,363 @@
+//! Persistent collectives (`MPI_*_init`, MPI 4.0 §6.13), the neighbourhood forms included.
+//!
+//! The init call validates what is significant on the calling process (communicator,
+//! info, counts, datatypes, operation, root; the neighbourhood forms need a topology) and
+//! makes a persistent request (`request::persistent_coll`). Each `MPI_Start` runs one
+//! round: the collective's nonblocking form with the arguments captured at init, so a
+//! round is a schedule of `oxmpi_coll::nbc` progressing in the background like any
+//! nonblocking collective, and reads the send buffers as they are at the start (the MPI
+//! contract keeps the buffers valid until the request is freed). The count, displacement
+//! and datatype arrays are copied at init (callers such as mpi4py pass temporary ones, and
+//! the standard ABI converts datatypes into arrays that live only during the call). Waiting or
+//! testing completes the round and leaves the request inactive for the next start;
+//! `MPI_Request_free` releases an inactive one.
+
+use crate::consts::*;
+use crate::ffi::{check_count, quietly, slice_in, MpiError, MpiResult};
+use crate::icoll::*;
+use crate::neighbor::*;
+use crate::state::lock;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// The calling process's view of the communicator, from [`base`].
+#[derive(Clone, Copy)]
+struct Base {
+    /// Ranks that point-to-point addresses (the remote group's on an intercommunicator).
+    size: usize,
+    /// Size of the local group.
+    local: usize,
+    rank: i32,
+    inter: bool,
+}
+
+impl Base {
+    /// Whether the root's arguments are significant here (`root` is ours, or `MPI_ROOT`).
+    fn at_root(&self, root: c_int) -> bool {
+        if self.inter {
+            root == MPI_ROOT
+        } else {
+            root == self.rank
+        }
+    }
+}
+
+/// What the init call checks: the communicator and the info.
+fn base(comm: c_int, info: c_int) -> MpiResult<Base> {
+    let st = lock();
+    st.check_active()?;
+    let c = st.comm(comm).map_err(|e| e.on(comm))?;
+    let b = Base {
+        size: c.size.max(0) as usize,
+        local: c.group.len(),
+        rank: c.rank,
+        inter: crate::intercomm::is_inter(comm),
+    };
+    if info != MPI_INFO_NULL && st.infos.get(info).is_none() {
+        return Err(MpiError::new(MPI_ERR_INFO, format!("invalid info handle {info:#x}")).on(comm));
+    }
+    Ok(b)
+}
+
+/// The array arguments copied at init, kept as long as the request.
+#[derive(Default)]
+struct Kept(Vec<Vec<c_int>>, Vec<Vec<isize>>);
+
+impl Kept {
+    /// A copy of `n` ints at `p` (`None`: not significant here, `p` as it is).
+    fn ints(&mut self, p: *const c_int, n: Option<usize>, what: &str) -> MpiResult<*const c_int> {
+        let Some(n) = n else { return Ok(p) };
+        let v = slice_in(p, n, what)?.to_vec();
+        self.0.push(v);
+        Ok(self.0.last().map_or(p, |v| v.as_ptr()))
+    }
+
+    /// A copy of `n` addresses at `p` (as [`Kept::ints`]).
+    fn aints(&mut self, p: *const isize, n: Option<usize>, what: &str) -> MpiResult<*const isize> {
+        let Some(n) = n else { return Ok(p) };
+        let v = slice_in(p, n, what)?.to_vec();
+        self.1.push(v);
+        Ok(self.1.last().map_or(p, |v| v.as_ptr()))
+    }
+}
+
+/// A count and its datatype (committed).
+fn counted(count: c_int, datatype: c_int, comm: c_int) -> MpiResult {
+    check_count(count).map_err(|e| e.on(comm))?;
+    lock()
+        .dtype_committed(datatype)
+        .map(|_| ())
+        .map_err(|e| e.on(comm))
+}
+
+/// A reduction operation handle.
+fn op(op: c_int, comm: c_int) -> MpiResult {
+    crate::op::op_kind(op).map(|_| ()).map_err(|e| e.on(comm))
+}
+
+/// A root (of the local group; intercommunicators: `MPI_ROOT`, `MPI_PROC_NULL` or a rank
+/// of the remote group, checked at the start).
+fn root(root: c_int, b: Base, comm: c_int) -> MpiResult {
+    if b.inter {
+        return Ok(());
+    }
+    crate::coll_alg::check_root(root, b.size as i32, comm)
+}
+
+/// Whether the caller's send side is significant (not `MPI_IN_PLACE`).
+fn sends(sendbuf: *const c_void) -> bool {
+    !crate::coll_alg::is_in_place(sendbuf)
+}
+
+/// The neighbourhood forms: an intracommunicator with a process topology.
+fn topology(comm: c_int, name: &str) -> MpiResult {
+    crate::intercomm::require_intra(comm, name).map_err(|e| e.on(comm))?;
+    degrees(comm).map(|_| ()).map_err(|e| e.on(comm))
+}
+
+/// Make the persistent request whose rounds `begin` starts (it stores the round's request
+/// through its argument, like the nonblocking form it calls).
+fn plan(
+    comm: c_int,
+    request: *mut c_int,
+    begin: impl Fn(*mut c_int) -> c_int + Send + Sync + 'static,
+) -> MpiResult {
+    let start = move || {
+        let mut h = MPI_REQUEST_NULL;
+        quietly(|| begin(&mut h))?;
+        Ok(h)
+    };
+    crate::request::persistent_coll(comm, Arc::new(start), request)
+}
+
+/// Defines persistent collectives: each takes the arguments of its nonblocking form
+/// `$ifn` plus `info`, runs `$check` (the communicator argument is `$comm`) (the argument checks; `$b` is [`base`]'s result) and
+/// makes a request whose starts call `$ifn` with the same arguments.
+macro_rules! persistent {
+    ($(
+        #[doc = $doc:literal] $pname:ident $name:literal => $ifn:ident,
+        ($($arg:ident: $ty:ty),*) on $comm:ident |$b:ident, $kept:ident| $check:block
+    )*) => {$(
+        mpi_fn! {
+            #[doc = $doc]
+            fn $pname / $name ($($arg: $ty),*, info: c_int, request: *mut c_int) {
+                #[allow(unused_variables)]
+                let $b = base($comm, info)?;
+                #[allow(unused_mut)]
+                let mut $kept = Kept::default();
+                $(
+                    #[allow(unused_mut)]
+                    let mut $arg = $arg;
+                )*
+                $check
+                #[derive(Clone, Copy)]
+                struct Args { $($arg: $ty),* }
+                // SAFETY: the pointers are the caller's buffers, which MPI requires to stay
+                // valid until the request is freed, and the arrays in `$kept` (moved into
+                // the closure with them); they are only passed back to the nonblocking
+                // form, on whichever thread calls `MPI_Start`.
+                unsafe impl Send for Args {}
+                // SAFETY: as above (never dereferenced here).
+                unsafe impl Sync for Args {}
+                let a = Args { $($arg),* };
+                plan($comm, request, move |req| {
+                    // The copied arrays the arguments may point into live with the closure.
+                    let _ = &$kept;
+                    // The whole `Args` (closures would capture its fields one by one).
+                    let whole: Args = a;
+                    let Args { $($arg),* } = whole;
+                    // SAFETY: the arguments were given to the init call (see `Args`).
+                    unsafe { $ifn($($arg),*, req) }
+                })
+            }
+        }
+    )*};
+}
+
+persistent! {
+    #[doc = "`MPI_Barrier_init`."] PMPI_Barrier_init "MPI_Barrier_init" => PMPI_Ibarrier,
+    (comm: c_int) on comm |b, kept| {}
+
+    #[doc = "`MPI_Bcast_init`."] PMPI_Bcast_init "MPI_Bcast_init" => PMPI_Ibcast,
+    (buffer: *mut c_void, count: c_int, datatype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        counted(count, datatype, comm)?;
+    }
+
+    #[doc = "`MPI_Reduce_init`."] PMPI_Reduce_init "MPI_Reduce_init" => PMPI_Ireduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        counted(count, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Allreduce_init`."] PMPI_Allreduce_init "MPI_Allreduce_init" => PMPI_Iallreduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+        counted(count, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Reduce_scatter_block_init`."] PMPI_Reduce_scatter_block_init "MPI_Reduce_scatter_block_init" => PMPI_Ireduce_scatter_block,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+        counted(recvcount, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Reduce_scatter_init`."] PMPI_Reduce_scatter_init "MPI_Reduce_scatter_init" => PMPI_Ireduce_scatter,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+        recvcounts = kept.ints(recvcounts, Some(b.local), "recvcounts")?;
+        counted(0, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Scan_init`."] PMPI_Scan_init "MPI_Scan_init" => PMPI_Iscan,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+        crate::intercomm::require_intra(comm, "MPI_Scan_init").map_err(|e| e.on(comm))?;
+        counted(count, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Exscan_init`."] PMPI_Exscan_init "MPI_Exscan_init" => PMPI_Iexscan,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+        crate::intercomm::require_intra(comm, "MPI_Exscan_init").map_err(|e| e.on(comm))?;
+        counted(count, datatype, comm)?;
+        op(op_, comm)?;
+    }
+
+    #[doc = "`MPI_Gather_init`."] PMPI_Gather_init "MPI_Gather_init" => PMPI_Igather,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        if !b.inter && b.at_root(root_) {
+            counted(recvcount, recvtype, comm)?;
+        }
+        if sends(sendbuf) && root_ != MPI_ROOT && root_ != MPI_PROC_NULL {
+            counted(sendcount, sendtype, comm)?;
+        }
+    }
+
+    #[doc = "`MPI_Gatherv_init`."] PMPI_Gatherv_init "MPI_Gatherv_init" => PMPI_Igatherv,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        let n = b.at_root(root_).then_some(b.size);
+        recvcounts = kept.ints(recvcounts, n, "recvcounts")?;
+        displs = kept.ints(displs, n, "displs")?;
+        if sends(sendbuf) && root_ != MPI_ROOT && root_ != MPI_PROC_NULL {
+            counted(sendcount, sendtype, comm)?;
+        }
+    }
+
+    #[doc = "`MPI_Scatter_init`."] PMPI_Scatter_init "MPI_Scatter_init" => PMPI_Iscatter,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        if !b.inter && b.at_root(root_) {
+            counted(sendcount, sendtype, comm)?;
+        }
+    }
+
+    #[doc = "`MPI_Scatterv_init`."] PMPI_Scatterv_init "MPI_Scatterv_init" => PMPI_Iscatterv,
+    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+        root(root_, b, comm)?;
+        let n = b.at_root(root_).then_some(b.size);
+        sendcounts = kept.ints(sendcounts, n, "sendcounts")?;
+        displs = kept.ints(displs, n, "displs")?;
+    }
+
+    #[doc = "`MPI_Allgather_init`."] PMPI_Allgather_init "MPI_Allgather_init" => PMPI_Iallgather,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        counted(recvcount, recvtype, comm)?;
+        if sends(sendbuf) {
+            counted(sendcount, sendtype, comm)?;
+        }
+    }
+
+    #[doc = "`MPI_Allgatherv_init`."] PMPI_Allgatherv_init "MPI_Allgatherv_init" => PMPI_Iallgatherv,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        counted(0, recvtype, comm)?;
+        if sends(sendbuf) {
+            counted(sendcount, sendtype, comm)?;
+        }
+        recvcounts = kept.ints(recvcounts, Some(b.size), "recvcounts")?;
+        displs = kept.ints(displs, Some(b.size), "displs")?;
+    }
+
+    #[doc = "`MPI_Alltoall_init`."] PMPI_Alltoall_init "MPI_Alltoall_init" => PMPI_Ialltoall,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        counted(recvcount, recvtype, comm)?;
+        if sends(sendbuf) {
+            counted(sendcount, sendtype, comm)?;
+        }
+    }
+
+    #[doc = "`MPI_Alltoallv_init`."] PMPI_Alltoallv_init "MPI_Alltoallv_init" => PMPI_Ialltoallv,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        counted(0, recvtype, comm)?;
+        let n = sends(sendbuf).then_some(b.size);
+        if n.is_some() {
+            counted(0, sendtype, comm)?;
+        }
+        sendcounts = kept.ints(sendcounts, n, "sendcounts")?;
+        sdispls = kept.ints(sdispls, n, "sdispls")?;
+        recvcounts = kept.ints(recvcounts, Some(b.size), "recvcounts")?;
+        rdispls = kept.ints(rdispls, Some(b.size), "rdispls")?;
+    }
+
+    #[doc = "`MPI_Alltoallw_init`."] PMPI_Alltoallw_init "MPI_Alltoallw_init" => PMPI_Ialltoallw,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
+        let n = sends(sendbuf).then_some(b.size);
+        sendcounts = kept.ints(sendcounts, n, "sendcounts")?;
+        sdispls = kept.ints(sdispls, n, "sdispls")?;
+        sendtypes = kept.ints(sendtypes, n, "sendtypes")?;
+        recvcounts = kept.ints(recvcounts, Some(b.size), "recvcounts")?;
+        rdispls = kept.ints(rdispls, Some(b.size), "rdispls")?;
+        recvtypes = kept.ints(recvtypes, Some(b.size), "recvtypes")?;
+    }
+
+    #[doc = "`MPI_Neighbor_allgather_init`."] PMPI_Neighbor_allgather_init "MPI_Neighbor_allgather_init" => PMPI_Ineighbor_allgather,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        topology(comm, "MPI_Neighbor_allgather_init")?;
+        counted(sendcount, sendtype, comm)?;
+        counted(recvcount, recvtype, comm)?;
+    }
+
+    #[doc = "`MPI_Neighbor_allgatherv_init`."] PMPI_Neighbor_allgatherv_init "MPI_Neighbor_allgatherv_init" => PMPI_Ineighbor_allgatherv,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        topology(comm, "MPI_Neighbor_allgatherv_init")?;
+        counted(sendcount, sendtype, comm)?;
+        counted(0, recvtype, comm)?;
+        let (indeg, _) = degrees(comm)?;
+        recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
+        displs = kept.ints(displs, Some(indeg), "displs")?;
+    }
+
+    #[doc = "`MPI_Neighbor_alltoall_init`."] PMPI_Neighbor_alltoall_init "MPI_Neighbor_alltoall_init" => PMPI_Ineighbor_alltoall,
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        topology(comm, "MPI_Neighbor_alltoall_init")?;
+        counted(sendcount, sendtype, comm)?;
+        counted(recvcount, recvtype, comm)?;
+    }
+
+    #[doc = "`MPI_Neighbor_alltoallv_init`."] PMPI_Neighbor_alltoallv_init "MPI_Neighbor_alltoallv_init" => PMPI_Ineighbor_alltoallv,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+        topology(comm, "MPI_Neighbor_alltoallv_init")?;
+        counted(0, sendtype, comm)?;
+        counted(0, recvtype, comm)?;
+        let (indeg, outdeg) = degrees(comm)?;
+        sendcounts = kept.ints(sendcounts, Some(outdeg), "sendcounts")?;
+        sdispls = kept.ints(sdispls, Some(outdeg), "sdispls")?;
+        recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
+        rdispls = kept.ints(rdispls, Some(indeg), "rdispls")?;
+    }
+
+    #[doc = "`MPI_Neighbor_alltoallw_init` (displacements in bytes)."] PMPI_Neighbor_alltoallw_init "MPI_Neighbor_alltoallw_init" => PMPI_Ineighbor_alltoallw,
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
+        topology(comm, "MPI_Neighbor_alltoallw_init")?;
+        let (indeg, outdeg) = degrees(comm)?;
+        sendcounts = kept.ints(sendcounts, Some(outdeg), "sendcounts")?;
+        sdispls = kept.aints(sdispls, Some(outdeg), "sdispls")?;
+        sendtypes = kept.ints(sendtypes, Some(outdeg), "sendtypes")?;
+        recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
+        rdispls = kept.aints(rdispls, Some(indeg), "rdispls")?;
+        recvtypes = kept.ints(recvtypes, Some(indeg), "recvtypes")?;
+    }
+
+}
