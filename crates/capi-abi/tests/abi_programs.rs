@@ -523,6 +523,9 @@ fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
          pmpi rank 1: Init=1 Send=0 Recv=3 Isend=0 Irecv=0 Wait=0 Sendrecv=1 Bcast=1 Allreduce=2 Barrier=1\n\
          pmpi_app: all checks passed\n"
     );
+}
+
+#[test]
 fn persistent_collectives_same_in_both_abis() {
     let out = same_in_both_abis("persist.c", 3, "persist: all checks passed");
     assert!(out.contains("persist: bad input error classes: ok"));

@@ -235,6 +235,7 @@ impl Persist {
             buf: 0,
             count: 0,
             datatype: 0,
+            dt: None,
             peer: 0,
             tag: 0,
             coll,

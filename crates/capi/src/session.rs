@@ -193,7 +193,7 @@ mpi_fn! {
     /// `MPI_Session_create_errhandler` (MPI 4.0).
     fn PMPI_Session_create_errhandler / "MPI_Session_create_errhandler" (func: Option<CommErrFn>, errhandler: *mut c_int) {
         let Some(func) = func else { mpi_bail!(MPI_ERR_ARG, "NULL error handler function") };
-        let h = lock().errhandlers.insert(UserErrhandler { func });
+        let h = lock().errhandlers.insert(UserErrhandler { func, refs: 1 });
         out(errhandler, h, "errhandler")
     }
 }
@@ -217,7 +217,7 @@ mpi_fn! {
     fn PMPI_Session_get_errhandler / "MPI_Session_get_errhandler" [OnSession(session)] (session: c_int, errhandler: *mut c_int) {
         check(session)?;
         let h = lock().sessions.get(session).map_or(MPI_ERRHANDLER_NULL, |s| s.errh);
-        out(errhandler, h, "errhandler")
+        out(errhandler, crate::errors::handed_out(h), "errhandler")
     }
 }
 

@@ -588,6 +588,8 @@ fn every_mpi_function_is_a_weak_alias_of_its_pmpi_symbol() {
         !syms.iter().any(|(k, n)| k == "T" && n.starts_with("MPI_")),
         "a strong MPI_ function"
     );
+}
+
 /// MPI 4.0 persistent collectives (every `MPI_*_init`), built by both compilers.
 #[test]
 fn persistent_collectives_both_builds() {
