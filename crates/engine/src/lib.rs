@@ -229,6 +229,9 @@ mod pml;
 #[cfg(not(loom))]
 pub mod sys;
 
+/// The libfabric providers the `ofi` transport could use here (for `oxmpi-info`).
+#[cfg(not(loom))]
+pub use btl::ofi::providers as ofi_providers;
 /// The `sm` transport's cooperative single copy (public for its loom model test).
 #[cfg(not(loom))]
 pub use btl::sm::coop;

@@ -136,6 +136,11 @@ mod tests {
                 "btl_tcp_if_exclude",
                 "btl_tcp_port_min_v4",
                 "btl_tcp_port_range_v4",
+                "mtl_ofi_provider_include",
+                "mtl_ofi_provider_exclude",
+                "btl_ofi_max_payload",
+                "btl_ofi_recv_depth",
+                "btl_ofi_send_slots",
                 "mpi_yield_when_idle",
             ]
         );
@@ -147,6 +152,6 @@ mod tests {
             .iter()
             .map(|c| c.name)
             .collect();
-        assert_eq!(btls, ["self", "sm", "tcp"]);
+        assert_eq!(btls, ["self", "sm", "tcp", "ofi"]);
     }
 }
