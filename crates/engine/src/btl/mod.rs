@@ -665,6 +665,14 @@ mod tests {
             eprintln!("SKIPPED: no libfabric provider ({e}); scripts/deps.sh installs libfabric");
             return;
         }
+        // Named in the btl list: the software provider is used (else the policy leaves
+        // it to sm and tcp). No other test of this process reads the list.
+        oxmpi_base::params::with_global(|r| {
+            let _ = r.register(&[oxmpi_base::params::ParamDecl::selection("btl")]);
+            r.set("btl", "self,ofi")
+        })
+        .unwrap()
+        .unwrap();
         let Wired { mut ranks, kv, .. } = wire(&[OFI, OFI, OFI]);
         for (r, peers) in ranks.iter().enumerate() {
             let ep = Endpoint::parse(0, r, kv[&(r as i32, endpoint_key(r))].clone()).unwrap();

@@ -31,6 +31,17 @@ pub(crate) fn choose_provider(
     })
 }
 
+/// The providers that run over the host's own sockets or memory: there `sm` and `tcp`
+/// serve as well, so `ofi` is used only when the `btl` list names it.
+const SOFTWARE: [&str; 5] = ["tcp", "udp", "sockets", "shm", "net"];
+
+/// Whether provider `prov` is one of libfabric's software providers (any part of
+/// `core;utility` is, e.g. `tcp;ofi_rxm`).
+pub(crate) fn software(prov: &str) -> bool {
+    prov.split(';')
+        .any(|p| SOFTWARE.iter().any(|s| p.eq_ignore_ascii_case(s)))
+}
+
 /// A provider as published in an endpoint record, where `;` may not appear.
 pub(crate) fn provider_field(prov: &str) -> String {
     prov.replace(';', "+")
@@ -481,6 +492,12 @@ mod tests {
         assert_eq!(choose_provider(&provs, &v(&["verbs"]), &[]), None);
         assert_eq!(choose_provider(&provs, &v(&["shm"]), &v(&["shm"])), None);
         assert!(!provider_matches("rxm", "tcp;ofi_rxm"));
+        for p in ["tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets"] {
+            assert!(software(p), "{p}");
+        }
+        for p in ["verbs;ofi_rxm", "efa", "cxi", "psm3", "opx"] {
+            assert!(!software(p), "{p}");
+        }
         assert_eq!(provider_field("tcp;ofi_rxm"), "tcp+ofi_rxm");
     }
 }

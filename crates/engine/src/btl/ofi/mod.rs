@@ -22,7 +22,7 @@ use oxmpi_base::params::{int, list, size, Component};
 
 use crate::btl::{Btl, Job, Links, Setup, BTL};
 use crate::Error;
-use fabric::{provider_field, Fabric};
+use fabric::{provider_field, software, Fabric};
 use link::{lock, Net, OfiLink};
 
 /// The `ofi` entry of the transport registry.
@@ -57,6 +57,17 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+/// Whether the `btl` selection list names `ofi` (`--mca btl self,ofi`), rather than
+/// leaving it in by default or by exclusion (`^tcp`): then any provider will do; otherwise
+/// `ofi` runs only over a hardware provider (the selection policy: sm in a node, ofi
+/// between nodes on a real network, tcp otherwise).
+fn named() -> bool {
+    oxmpi_base::params::with_global(|r| r.get_selection("btl"))
+        .ok()
+        .flatten()
+        .is_some_and(|s| !s.exclude && s.names.iter().any(|n| n == "ofi"))
 }
 
 /// The opened endpoint between publishing and wiring up.
@@ -109,6 +120,13 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         int(&params::RECV_DEPTH).max(1) as usize,
         int(&params::SEND_SLOTS).max(1) as usize,
     );
+    if !named() && software(net.provider()) {
+        return off(format!(
+            "only the software provider {} here (sm and tcp serve better); name ofi in \
+             the btl list to use it",
+            net.provider()
+        ));
+    }
     let name = match net.name() {
         Ok(n) => n,
         Err(e) => return off(e),
