@@ -13,6 +13,10 @@ apt_pkgs=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # bindgen (rsmpi's mpi-sys, tests/clients/rsmpi.sh) needs libclang.
   libclang-dev
+  # The ofi transport loads libfabric at run time (its software providers tcp, udp, shm
+  # run the ofi tests); the headers check the FFI's struct layouts, fi_info/fi_pingpong
+  # are the raw baseline.
+  libfabric1 libfabric-dev libfabric-bin
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
