@@ -1,6 +1,6 @@
 //! Byte transfer layer: the transport components and the per-peer [`Link`]s the protocol
 //! (`crate::pml`) runs over. Each component lives in its own folder: `sm` (shared-memory
-//! rings, bulk buffers, cooperative single copy) and `tcp` (sockets). Messages to oneself
+//! rings, bulk buffers, cooperative single copy), `tcp` (sockets) and `ofi` (libfabric). Messages to oneself
 //! never reach a link (the `self` path is handled by the protocol directly).
 
 use oxmpi_base::output::Stream;
