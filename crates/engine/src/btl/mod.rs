@@ -252,6 +252,15 @@ pub(crate) struct Caps {
     pub coop: Option<(CoopMem, CoopMem)>,
 }
 
+impl Caps {
+    /// A network link's: no single copy, records may wait in the link's own buffers.
+    pub(crate) const NETWORK: Caps = Caps {
+        single_copy: false,
+        buffered: true,
+        coop: None,
+    };
+}
+
 /// A rank's view of one peer after the wire-up.
 #[derive(Debug, Default)]
 pub(crate) struct PeerInfo {

@@ -504,187 +504,86 @@ mod tests {
             );
             return;
         }
+        macro_rules! size {
+            ($t:ident) => {
+                (
+                    concat!("sizeof(struct ", stringify!($t), ")"),
+                    size_of::<$t>(),
+                )
+            };
+        }
+        macro_rules! off {
+            ($t:ident, $f:ident) => {
+                (
+                    concat!(
+                        "offsetof(struct ",
+                        stringify!($t),
+                        ", ",
+                        stringify!($f),
+                        ")"
+                    ),
+                    offset_of!($t, $f),
+                )
+            };
+        }
         let checks: Vec<(&str, usize)> = vec![
-            ("sizeof(struct fid)", size_of::<fid>()),
-            ("sizeof(struct fi_tx_attr)", size_of::<fi_tx_attr>()),
-            (
-                "offsetof(struct fi_tx_attr, inject_size)",
-                offset_of!(fi_tx_attr, inject_size),
-            ),
-            ("sizeof(struct fi_ep_attr)", size_of::<fi_ep_attr>()),
-            (
-                "offsetof(struct fi_ep_attr, max_msg_size)",
-                offset_of!(fi_ep_attr, max_msg_size),
-            ),
-            (
-                "offsetof(struct fi_ep_attr, mem_tag_format)",
-                offset_of!(fi_ep_attr, mem_tag_format),
-            ),
-            (
-                "offsetof(struct fi_domain_attr, threading)",
-                offset_of!(fi_domain_attr, threading),
-            ),
-            (
-                "offsetof(struct fi_domain_attr, data_progress)",
-                offset_of!(fi_domain_attr, data_progress),
-            ),
-            (
-                "offsetof(struct fi_domain_attr, av_type)",
-                offset_of!(fi_domain_attr, av_type),
-            ),
-            (
-                "offsetof(struct fi_domain_attr, mr_mode)",
-                offset_of!(fi_domain_attr, mr_mode),
-            ),
-            ("sizeof(struct fi_fabric_attr)", size_of::<fi_fabric_attr>()),
-            (
-                "offsetof(struct fi_fabric_attr, prov_name)",
-                offset_of!(fi_fabric_attr, prov_name),
-            ),
-            ("sizeof(struct fi_info)", size_of::<fi_info>()),
-            ("offsetof(struct fi_info, caps)", offset_of!(fi_info, caps)),
-            ("offsetof(struct fi_info, mode)", offset_of!(fi_info, mode)),
-            (
-                "offsetof(struct fi_info, tx_attr)",
-                offset_of!(fi_info, tx_attr),
-            ),
-            (
-                "offsetof(struct fi_info, ep_attr)",
-                offset_of!(fi_info, ep_attr),
-            ),
-            (
-                "offsetof(struct fi_info, domain_attr)",
-                offset_of!(fi_info, domain_attr),
-            ),
-            (
-                "offsetof(struct fi_info, fabric_attr)",
-                offset_of!(fi_info, fabric_attr),
-            ),
-            ("offsetof(struct fi_ops, close)", offset_of!(fi_ops, close)),
-            ("offsetof(struct fi_ops, bind)", offset_of!(fi_ops, bind)),
-            (
-                "offsetof(struct fi_ops, control)",
-                offset_of!(fi_ops, control),
-            ),
-            (
-                "offsetof(struct fi_ops_fabric, domain)",
-                offset_of!(fi_ops_fabric, domain),
-            ),
-            (
-                "offsetof(struct fid_fabric, ops)",
-                offset_of!(fid_fabric, ops),
-            ),
-            ("sizeof(struct fi_av_attr)", size_of::<fi_av_attr>()),
-            (
-                "offsetof(struct fi_av_attr, count)",
-                offset_of!(fi_av_attr, count),
-            ),
-            (
-                "offsetof(struct fi_av_attr, flags)",
-                offset_of!(fi_av_attr, flags),
-            ),
-            ("sizeof(struct fi_cq_attr)", size_of::<fi_cq_attr>()),
-            (
-                "offsetof(struct fi_cq_attr, format)",
-                offset_of!(fi_cq_attr, format),
-            ),
-            (
-                "offsetof(struct fi_cq_attr, wait_obj)",
-                offset_of!(fi_cq_attr, wait_obj),
-            ),
-            (
-                "offsetof(struct fi_cq_attr, wait_set)",
-                offset_of!(fi_cq_attr, wait_set),
-            ),
-            (
-                "offsetof(struct fi_ops_domain, av_open)",
-                offset_of!(fi_ops_domain, av_open),
-            ),
-            (
-                "offsetof(struct fi_ops_domain, cq_open)",
-                offset_of!(fi_ops_domain, cq_open),
-            ),
-            (
-                "offsetof(struct fi_ops_domain, endpoint)",
-                offset_of!(fi_ops_domain, endpoint),
-            ),
-            (
-                "offsetof(struct fi_ops_mr, reg)",
-                offset_of!(fi_ops_mr, reg),
-            ),
-            ("sizeof(struct fid_domain)", size_of::<fid_domain>()),
-            (
-                "offsetof(struct fid_domain, mr)",
-                offset_of!(fid_domain, mr),
-            ),
-            ("sizeof(struct fid_mr)", size_of::<fid_mr>()),
-            (
-                "offsetof(struct fid_mr, mem_desc)",
-                offset_of!(fid_mr, mem_desc),
-            ),
-            (
-                "offsetof(struct fi_ops_av, insert)",
-                offset_of!(fi_ops_av, insert),
-            ),
-            (
-                "sizeof(struct fi_cq_tagged_entry)",
-                size_of::<fi_cq_tagged_entry>(),
-            ),
-            (
-                "offsetof(struct fi_cq_tagged_entry, tag)",
-                offset_of!(fi_cq_tagged_entry, tag),
-            ),
-            (
-                "sizeof(struct fi_cq_err_entry)",
-                size_of::<fi_cq_err_entry>(),
-            ),
-            (
-                "offsetof(struct fi_cq_err_entry, err)",
-                offset_of!(fi_cq_err_entry, err),
-            ),
-            (
-                "offsetof(struct fi_cq_err_entry, prov_errno)",
-                offset_of!(fi_cq_err_entry, prov_errno),
-            ),
-            (
-                "offsetof(struct fi_cq_err_entry, err_data)",
-                offset_of!(fi_cq_err_entry, err_data),
-            ),
-            (
-                "offsetof(struct fi_ops_cq, read)",
-                offset_of!(fi_ops_cq, read),
-            ),
-            (
-                "offsetof(struct fi_ops_cq, readerr)",
-                offset_of!(fi_ops_cq, readerr),
-            ),
-            (
-                "offsetof(struct fi_ops_cq, strerror)",
-                offset_of!(fi_ops_cq, strerror),
-            ),
-            (
-                "offsetof(struct fi_ops_cm, getname)",
-                offset_of!(fi_ops_cm, getname),
-            ),
-            (
-                "offsetof(struct fi_ops_tagged, recv)",
-                offset_of!(fi_ops_tagged, recv),
-            ),
-            (
-                "offsetof(struct fi_ops_tagged, send)",
-                offset_of!(fi_ops_tagged, send),
-            ),
-            (
-                "offsetof(struct fi_ops_tagged, inject)",
-                offset_of!(fi_ops_tagged, inject),
-            ),
-            ("sizeof(struct fid_ep)", size_of::<fid_ep>()),
-            ("offsetof(struct fid_ep, cm)", offset_of!(fid_ep, cm)),
-            (
-                "offsetof(struct fid_ep, tagged)",
-                offset_of!(fid_ep, tagged),
-            ),
-            ("sizeof(struct fi_context2)", size_of::<fi_context2>()),
+            size!(fid),
+            size!(fi_tx_attr),
+            off!(fi_tx_attr, inject_size),
+            size!(fi_ep_attr),
+            off!(fi_ep_attr, max_msg_size),
+            off!(fi_ep_attr, mem_tag_format),
+            off!(fi_domain_attr, threading),
+            off!(fi_domain_attr, data_progress),
+            off!(fi_domain_attr, av_type),
+            off!(fi_domain_attr, mr_mode),
+            size!(fi_fabric_attr),
+            off!(fi_fabric_attr, prov_name),
+            size!(fi_info),
+            off!(fi_info, caps),
+            off!(fi_info, mode),
+            off!(fi_info, tx_attr),
+            off!(fi_info, ep_attr),
+            off!(fi_info, domain_attr),
+            off!(fi_info, fabric_attr),
+            off!(fi_ops, close),
+            off!(fi_ops, bind),
+            off!(fi_ops, control),
+            off!(fi_ops_fabric, domain),
+            off!(fid_fabric, ops),
+            size!(fi_av_attr),
+            off!(fi_av_attr, count),
+            off!(fi_av_attr, flags),
+            size!(fi_cq_attr),
+            off!(fi_cq_attr, format),
+            off!(fi_cq_attr, wait_obj),
+            off!(fi_cq_attr, wait_set),
+            off!(fi_ops_domain, av_open),
+            off!(fi_ops_domain, cq_open),
+            off!(fi_ops_domain, endpoint),
+            off!(fi_ops_mr, reg),
+            size!(fid_domain),
+            off!(fid_domain, mr),
+            size!(fid_mr),
+            off!(fid_mr, mem_desc),
+            off!(fi_ops_av, insert),
+            size!(fi_cq_tagged_entry),
+            off!(fi_cq_tagged_entry, tag),
+            size!(fi_cq_err_entry),
+            off!(fi_cq_err_entry, err),
+            off!(fi_cq_err_entry, prov_errno),
+            off!(fi_cq_err_entry, err_data),
+            off!(fi_ops_cq, read),
+            off!(fi_ops_cq, readerr),
+            off!(fi_ops_cq, strerror),
+            off!(fi_ops_cm, getname),
+            off!(fi_ops_tagged, recv),
+            off!(fi_ops_tagged, send),
+            off!(fi_ops_tagged, inject),
+            size!(fid_ep),
+            off!(fid_ep, cm),
+            off!(fid_ep, tagged),
+            size!(fi_context2),
             ("FI_EP_RDM", FI_EP_RDM as usize),
             ("FI_AV_TABLE", FI_AV_TABLE as usize),
             ("FI_THREAD_DOMAIN", FI_THREAD_DOMAIN as usize),

@@ -491,11 +491,7 @@ impl Link for OfiLink {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            single_copy: false,
-            buffered: true,
-            coop: None,
-        }
+        Caps::NETWORK
     }
 
     fn max_payload(&self) -> usize {
