@@ -170,6 +170,14 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
              comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
         ))?;
+    // A few of the same mpi4py modules over the ofi transport on libfabric's software
+    // tcp provider (the C and engine tests cover tcp;ofi_rxm, shm and udp;ofi_rxd).
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py.sh"))
+        .arg(&prefix)
+        .env("OXMPI_MCA_btl", "self,ofi")
+        .env("FI_PROVIDER", "tcp")
+        .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()
