@@ -151,12 +151,14 @@ fn check(lib: &Lib, what: &str, ret: c_int) -> Result<(), String> {
 
 impl Fabric {
     /// Opens the first provider `include`/`exclude` allow and an enabled endpoint on it
-    /// with room for `ranks` addresses; a one-line reason if there is none or a step fails.
+    /// with room for `ranks` addresses; a one-line reason if there is none, if it is a
+    /// [`software`] one and `hardware_only`, or if a step fails.
     pub(crate) fn open(
         lib: &'static Lib,
         include: &[String],
         exclude: &[String],
         ranks: usize,
+        hardware_only: bool,
     ) -> Result<Fabric, String> {
         let list = getinfo(lib)?;
         let mut f = Fabric {
@@ -199,6 +201,13 @@ impl Fabric {
                 exclude.join(",")
             ));
         };
+        if hardware_only && software(&names[k]) {
+            return Err(format!(
+                "only the software provider {} here (sm and tcp serve better); name ofi in \
+                 the btl list to use it",
+                names[k]
+            ));
+        }
         f.info = nodes[k];
         f.prov = names[k].clone();
         // SAFETY: every pointer below is either the chosen fi_info node (owned by `list`,

@@ -22,7 +22,7 @@ use oxmpi_base::params::{int, list, size, Component};
 
 use crate::btl::{Btl, Job, Links, Setup, BTL};
 use crate::Error;
-use fabric::{provider_field, software, Fabric};
+use fabric::{provider_field, Fabric};
 use link::{lock, Net, OfiLink};
 
 /// The `ofi` entry of the transport registry.
@@ -108,7 +108,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(l) => l,
         Err(e) => return off(format!("libfabric not available ({e})")),
     };
-    let fab = match Fabric::open(lib, &include, &exclude, job.size()) {
+    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named()) {
         Ok(f) => f,
         Err(e) => return off(e),
     };
@@ -120,13 +120,6 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         int(&params::RECV_DEPTH).max(1) as usize,
         int(&params::SEND_SLOTS).max(1) as usize,
     );
-    if !named() && software(net.provider()) {
-        return off(format!(
-            "only the software provider {} here (sm and tcp serve better); name ofi in \
-             the btl list to use it",
-            net.provider()
-        ));
-    }
     let name = match net.name() {
         Ok(n) => n,
         Err(e) => return off(e),
