@@ -452,16 +452,22 @@ impl Fabric {
 
 impl Drop for Fabric {
     fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Fabric {
+    /// Closes every object (the endpoint first: it cancels the posted receives; the `shm`
+    /// provider removes its shared-memory file then); idempotent. No other method may be
+    /// called afterwards.
+    pub(crate) fn close(&mut self) {
         let close = |f: *mut fi::fid| {
             if !f.is_null() {
                 // SAFETY: an object libfabric opened and nobody uses any more.
                 unsafe { ((*(*f).ops).close)(f) };
             }
         };
-        // The endpoint first (it cancels the posted receives), then what it was bound to.
-        if !self.ep.is_null() {
-            close(self.ep.cast());
-        }
+        close(self.ep.cast());
         for &mr in &self.mrs {
             close(mr.cast());
         }
@@ -473,8 +479,18 @@ impl Drop for Fabric {
         ] {
             close(f);
         }
-        // SAFETY: the list from fi_getinfo; nothing refers to it any more.
-        unsafe { (self.lib.freeinfo)(self.list) };
+        if !self.list.is_null() {
+            // SAFETY: the list from fi_getinfo; nothing refers to it any more.
+            unsafe { (self.lib.freeinfo)(self.list) };
+        }
+        self.mrs.clear();
+        self.ep = null_mut();
+        self.av = null_mut();
+        self.cq = null_mut();
+        self.domain = null_mut();
+        self.fabric = null_mut();
+        self.list = null_mut();
+        self.info = null_mut();
     }
 }
 

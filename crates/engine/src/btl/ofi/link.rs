@@ -87,6 +87,8 @@ struct Peer {
     err: Option<(bool, String)>,
     /// A send to it completed since [`Net::ready`] last looked.
     sent: bool,
+    /// Its link finished closing.
+    closed: bool,
     /// Our goodbye was accepted by the provider.
     bye_sent: bool,
     /// The peer's goodbye arrived.
@@ -108,6 +110,8 @@ pub(crate) struct Net {
     max_sends: usize,
     /// An error of the completion queue itself, for every link.
     fatal: Option<String>,
+    /// Every link finished closing and the fabric is closed: nothing may touch it.
+    closed: bool,
 }
 
 // SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
@@ -153,6 +157,7 @@ impl Net {
             free: Vec::new(),
             max_sends,
             fatal: None,
+            closed: false,
         }
     }
 
@@ -218,6 +223,7 @@ impl Net {
             held: false,
             err: None,
             sent: false,
+            closed: false,
             bye_sent: false,
             bye_got: false,
         });
@@ -230,6 +236,9 @@ impl Net {
     /// Posts the receive of record `seq` from `p` into its window slot.
     fn post(&mut self, p: usize, seq: u32) -> Result<(), String> {
         let depth = self.depth;
+        if self.closed {
+            return Ok(());
+        }
         for _ in 0..1_000_000 {
             let Some(peer) = self.peers[p].as_mut() else {
                 return Ok(());
@@ -256,6 +265,9 @@ impl Net {
 
     /// Reads the completion queue once and applies what it finds.
     fn progress(&mut self) {
+        if self.closed {
+            return;
+        }
         let mut es = [fi::fi_cq_tagged_entry {
             op_context: std::ptr::null_mut(),
             flags: 0,
@@ -394,8 +406,23 @@ impl Net {
         }
     }
 
+    /// `p`'s link finished closing; once every link has, closes the fabric (so that, e.g.,
+    /// the `shm` provider removes its file before the process exits: the engine lives on).
+    fn finish(&mut self, p: usize) {
+        if let Some(q) = self.peers[p].as_mut() {
+            q.closed = true;
+        }
+        if self.peers.iter().flatten().all(|q| q.closed) {
+            self.fab.close();
+            self.closed = true;
+        }
+    }
+
     /// Sends one record to `p` if a send buffer is free and the provider takes it.
     fn try_send(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> bool {
+        if self.closed {
+            return true;
+        }
         match self.peers[p].as_ref() {
             None => return true,
             // The peer is gone: the next poll reports it; the record is dropped.
@@ -530,6 +557,9 @@ impl Link for OfiLink {
     fn closing(&mut self) -> bool {
         let p = self.peer;
         let mut n = self.net();
+        if n.closed {
+            return true;
+        }
         let sent = match n.peers[p].as_ref() {
             None => return true,
             Some(q) if q.err.is_some() || n.fatal.is_some() => return true,
@@ -547,9 +577,13 @@ impl Link for OfiLink {
         }
         // Takes the goodbye when it is next (the protocol consumed everything before it).
         let _ = n.poll(p);
-        n.peers[p]
+        let done = n.peers[p]
             .as_ref()
-            .is_none_or(|q| q.err.is_some() || (q.bye_sent && q.bye_got && q.inflight == 0))
+            .is_none_or(|q| q.err.is_some() || (q.bye_sent && q.bye_got && q.inflight == 0));
+        if done {
+            n.finish(p);
+        }
+        done
     }
 
     fn sending(&self) -> bool {
