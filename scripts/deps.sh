@@ -25,6 +25,10 @@ apt_pkgs=(
   # The fake nodes of tests/fakenodes (network namespaces, veth links, unshare) and the
   # Slurm cluster of tests/slurm.
   iproute2 util-linux slurm-wlm munge
+  # The ofi transport loads libfabric at run time (its software providers tcp, udp, shm
+  # run the ofi tests); the headers check the FFI's struct layouts, fi_info/fi_pingpong
+  # are the raw baseline.
+  libfabric1 libfabric-dev libfabric-bin
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -206,6 +206,14 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .arg(&prefix)
         .args(["2", "win", "rma", "rma_nb"])
         .env("OXMPI_MCA_osc", "pt2pt"))?;
+    // A few of the same mpi4py modules over the ofi transport on libfabric's software
+    // tcp provider (the C and engine tests cover tcp;ofi_rxm, shm and udp;ofi_rxd).
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py.sh"))
+        .arg(&prefix)
+        .env("OXMPI_MCA_btl", "self,ofi")
+        .env("FI_PROVIDER", "tcp")
+        .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached.
     run(cargo()

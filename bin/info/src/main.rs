@@ -32,7 +32,7 @@ const BOOL_VALUES: &str = "0|f|false|disabled|no|n|off, 1|t|true|enabled|yes|y|o
 
 const USAGE: &str = "\
 usage: oxmpi-info [--param <framework|all> <component|all>] [--level 1-9] [--all]
-                  [--parsable] [--mca <name> <value>]... [--version] [--help]
+                  [--parsable] [--mca <name> <value>]... [--ofi] [--version] [--help]
 
   (no options)            version, build configuration, frameworks and components
   --param FW COMP         parameters of a framework/component ('all' for every one)
@@ -43,6 +43,7 @@ usage: oxmpi-info [--param <framework|all> <component|all>] [--level 1-9] [--all
   --cvars                 the MPI tools interface's control variables (MPI_T_cvar_*)
                           of level <= --level (default 9): type, verbosity, scope, value
   --pvars                 its performance variables (MPI_T_pvar_*): class, type, mode
+  --ofi                   the libfabric providers the ofi btl could use here
 ";
 
 #[derive(Debug, Default)]
@@ -56,6 +57,7 @@ struct Opts {
     cvars: bool,
     pvars: bool,
     level_given: bool,
+    ofi: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
@@ -107,6 +109,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             Some("help" | "h") => o.help = true,
             Some("cvars") => o.cvars = true,
             Some("pvars") => o.pvars = true,
+            Some("ofi") => o.ofi = true,
             Some("version" | "V") => o.version = true,
             _ => return Err(format!("unknown argument \"{}\"", args[i])),
         }
@@ -134,6 +137,9 @@ fn main() -> ExitCode {
         println!("oxmpi-info (oxmpi) {VERSION}");
         return ExitCode::SUCCESS;
     }
+    if opts.ofi {
+        return ofi_providers();
+    }
     match run(&opts) {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
@@ -145,6 +151,25 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Prints the providers `fi_getinfo` offers the ofi btl (tagged messages, reliable
+/// datagrams), best first, each with its fabric and whether it is a software one (used by
+/// default only when the btl list names ofi).
+fn ofi_providers() -> ExitCode {
+    match oxmpi_engine::ofi_providers() {
+        Ok(list) if list.is_empty() => println!("ofi: libfabric offers no provider here"),
+        Ok(list) => {
+            println!(
+                "ofi: libfabric providers (fi_getinfo, FI_EP_RDM with FI_TAGGED), best first:"
+            );
+            for (prov, fabric) in list {
+                println!("  {prov:<16} fabric {fabric}");
+            }
+        }
+        Err(e) => println!("ofi: not available ({e})"),
+    }
+    ExitCode::SUCCESS
 }
 
 fn build_registry(opts: &Opts) -> Result<Registry, String> {

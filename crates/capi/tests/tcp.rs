@@ -1,6 +1,7 @@
-//! The `tcp` btl under the installed library: C programs built with our `mpicc` run under
+//! The network btls under the installed library: C programs built with our `mpicc` run under
 //! `mpirun --mca btl self,tcp` (shared memory excluded, so every message between ranks
-//! crosses a TCP connection on the loopback).
+//! crosses a TCP connection on the loopback) and `--mca btl self,ofi` over libfabric's
+//! software providers (`tcp;ofi_rxm`, `shm`, `udp;ofi_rxd`, chosen with `FI_PROVIDER`).
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
@@ -11,115 +12,73 @@ use std::process::Output;
 mod common;
 use common::{compile, mpirun, prefix, success, Scratch};
 
-/// A ring of messages of growing size (eager to several MiB, so rendezvous fragments
-/// cross the sockets), then both neighbours exchanging large messages at once.
-const RING: &str = r#"
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s line %d\n", #c, __LINE__); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
-int main(int argc, char **argv) {
-    int rank, size;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    size_t max = 4u << 20;
-    unsigned char *out = malloc(max), *in = malloc(max);
-    for (size_t len = 0; len <= max; len = len ? len * 4 : 1) {
-        for (size_t i = 0; i < len; i++) out[i] = (unsigned char)(i * 7 + rank);
-        MPI_Status st;
-        MPI_Sendrecv(out, (int)len, MPI_BYTE, next, 1, in, (int)len, MPI_BYTE, MPI_ANY_SOURCE,
-                     1, MPI_COMM_WORLD, &st);
-        int n;
-        MPI_Get_count(&st, MPI_BYTE, &n);
-        CHECK(n == (int)len && st.MPI_SOURCE == prev);
-        for (size_t i = 0; i < len; i++) CHECK(in[i] == (unsigned char)(i * 7 + prev));
-    }
-    /* Everyone sends a large message to both neighbours before receiving. */
-    MPI_Request r[4];
-    unsigned char *in2 = malloc(max);
-    MPI_Isend(out, (int)max, MPI_BYTE, next, 2, MPI_COMM_WORLD, &r[0]);
-    MPI_Isend(out, (int)max, MPI_BYTE, prev, 3, MPI_COMM_WORLD, &r[1]);
-    MPI_Irecv(in, (int)max, MPI_BYTE, prev, 2, MPI_COMM_WORLD, &r[2]);
-    MPI_Irecv(in2, (int)max, MPI_BYTE, next, 3, MPI_COMM_WORLD, &r[3]);
-    MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
-    for (size_t i = 0; i < max; i++) {
-        CHECK(in[i] == (unsigned char)(i * 7 + prev));
-        CHECK(in2[i] == (unsigned char)(i * 7 + next));
-    }
-    /* Synchronous send around the ring. */
-    int token = rank;
-    if (rank == 0) {
-        MPI_Ssend(&token, 1, MPI_INT, next, 4, MPI_COMM_WORLD);
-        MPI_Recv(&token, 1, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        CHECK(token == size - 1);
-    } else {
-        MPI_Recv(&token, 1, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        CHECK(token == rank - 1);
-        token = rank;
-        MPI_Ssend(&token, 1, MPI_INT, next, 4, MPI_COMM_WORLD);
-    }
-    long sum = rank, total;
-    MPI_Allreduce(&sum, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(total == (long)size * (size - 1) / 2);
-    if (rank == 0) printf("ring: ok on %d ranks\n", size);
-    free(out); free(in); free(in2);
-    MPI_Finalize();
-    return 0;
-}
-"#;
-
 fn build(src: &Path, dir: &Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
     compile(&prefix().join("bin/mpicc"), src, &exe);
     exe
 }
 
-/// Runs `exe` on `n` ranks with `btl=self,tcp` and btl verbose level 20.
-fn run_tcp(exe: &Path, n: usize) -> Output {
+/// Runs `exe` on `n` ranks with `btl=self,<btl>` and btl verbose level 20, with `env`.
+fn run_btl(exe: &Path, n: usize, btl: &str, env: &[(&str, &OsStr)]) -> Output {
     let n_s = n.to_string();
+    let sel = format!("self,{btl}");
     let mut args: Vec<&OsStr> = [
         "--mca",
         "btl",
-        "self,tcp",
+        &sel,
         "--mca",
         "btl_base_verbose",
         "20",
         "-n",
     ]
-    .iter()
+    .into_iter()
     .map(OsStr::new)
     .collect();
     args.extend([OsStr::new(&n_s), exe.as_os_str()]);
-    let out = mpirun(&args, &[]);
-    success(&out, &format!("{} on {n} ranks", exe.display()));
+    let out = mpirun(&args, env);
+    success(
+        &out,
+        &format!("{} on {n} ranks over {btl} {env:?}", exe.display()),
+    );
     out
 }
 
-/// Every rank reports each other rank as reached by tcp, none by sm.
-fn assert_all_tcp(out: &Output, n: usize) {
+/// Runs `exe` on `n` ranks with `btl=self,tcp`.
+fn run_tcp(exe: &Path, n: usize) -> Output {
+    run_btl(exe, n, "tcp", &[])
+}
+
+/// Every rank reports each other rank as reached by `btl`, none by sm.
+fn assert_all_by(out: &Output, n: usize, btl: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
+    let tail = format!("reached by {btl}");
     for r in 0..n {
         for p in (0..n).filter(|&p| p != r) {
             let want = format!("rank {r}: rank {p} on ");
             assert!(
-                err.lines()
-                    .any(|l| l.contains(&want) && l.ends_with("reached by tcp")),
-                "no tcp link from rank {r} to rank {p}:\n{err}"
+                err.lines().any(|l| l.contains(&want) && l.ends_with(&tail)),
+                "no {btl} link from rank {r} to rank {p}:\n{err}"
             );
         }
     }
     assert!(!err.contains("reached by sm"), "{err}");
 }
 
+/// Every rank reports each other rank as reached by tcp, none by sm.
+fn assert_all_tcp(out: &Output, n: usize) {
+    assert_all_by(out, n, "tcp")
+}
+
+/// The ring program, built in `dir`.
+fn ring(dir: &Path) -> PathBuf {
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    build(&c.join("ring.c"), dir, "ring")
+}
+
 #[test]
 fn ring_over_tcp_np3() {
     let dir = Scratch::new("tcp-ring");
-    let src = dir.0.join("ring.c");
-    std::fs::write(&src, RING).unwrap();
-    let exe = build(&src, &dir.0, "ring");
+    let exe = ring(&dir.0);
     for n in [2, 3] {
         let out = run_tcp(&exe, n);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -157,4 +116,59 @@ fn collectives_and_p2p_over_tcp() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert_all_tcp(&out, 2);
+}
+
+/// The libfabric software providers the ofi tests run over, by `FI_PROVIDER` value; none
+/// (said loudly) without libfabric (`scripts/deps.sh` installs it).
+fn ofi_providers() -> Vec<&'static str> {
+    match oxmpi_engine::ofi_providers() {
+        Ok(_) => vec!["tcp", "shm", "udp"],
+        Err(e) => {
+            eprintln!("SKIPPED: no libfabric ({e}); scripts/deps.sh installs libfabric1");
+            Vec::new()
+        }
+    }
+}
+
+/// The ring over `--mca btl self,ofi` on each software provider: eager messages,
+/// rendezvous fragments of the largest ofi payload, both directions at once, synchronous
+/// sends; every pair linked by ofi.
+#[test]
+fn ring_over_ofi_software_providers() {
+    let dir = Scratch::new("ofi-ring");
+    let exe = ring(&dir.0);
+    for prov in ofi_providers() {
+        for n in [2, 3] {
+            let out = run_btl(&exe, n, "ofi", &[("FI_PROVIDER", OsStr::new(prov))]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l == format!("ring: ok on {n} ranks")),
+                "{prov}: {stdout}"
+            );
+            assert_all_by(&out, n, "ofi");
+        }
+    }
+}
+
+/// The collective and point-to-point C tests over ofi, on `tcp;ofi_rxm` and `shm`.
+#[test]
+fn collectives_and_p2p_over_ofi() {
+    let dir = Scratch::new("ofi-c");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let coll = build(&c.join("coll.c"), &dir.0, "coll");
+    let p2p = build(&c.join("p2p.c"), &dir.0, "p2p");
+    for prov in ofi_providers().into_iter().filter(|&p| p != "udp") {
+        let env = [("FI_PROVIDER", OsStr::new(prov))];
+        for (exe, n, done) in [
+            (&coll, 3, "coll: all checks passed"),
+            (&p2p, 2, "p2p: all checks passed"),
+        ] {
+            let out = run_btl(exe, n, "ofi", &env);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.lines().any(|l| l == done), "{prov}: {stdout}");
+            assert_all_by(&out, n, "ofi");
+        }
+    }
 }

@@ -648,6 +648,8 @@ impl Engine {
         // Deliver what is still queued, including buffered sends (detached requests) that
         // wait for the receiver's clear-to-send; the bootstrap fence below does not progress.
         self.wait_until(|st| st.flushed().then_some(()));
+        // Then what the links need from us before we stop progressing (ofi's goodbye).
+        self.wait_until(|st| st.links_closed().then_some(()));
         self.lock().finalized = true;
         let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = b.as_mut() {

@@ -75,7 +75,7 @@
 //!   params.rs       mpi_yield_when_idle
 //! btl/            transports
 //!   mod.rs          Link, LinkError, Caps (what the protocol may ask of a link),
-//!                   REGISTRY (self, sm, tcp), Setup, wire_up
+//!                   REGISTRY (self, sm, tcp, ofi), Setup, wire_up
 //!   self/           messages to oneself: the registry entry (the path itself is
 //!                   pml/send.rs's send_self: it needs no link)
 //!   sm/             shared memory: segment.rs (layout, publish, attach), ring.rs
@@ -83,6 +83,8 @@
 //!                   (SmLink), params.rs (btl_sm_*)
 //!   tcp/            sockets: setup.rs (listen, publish, connect/accept), link.rs
 //!                   (TcpLink, framer), params.rs (btl_tcp_*)
+//!   ofi/            libfabric: fi.rs (FFI, dlopen), fabric.rs (provider, endpoint),
+//!                   link.rs (Net, OfiLink), params.rs (mtl_ofi_provider_*, btl_ofi_*)
 //!   fake/           in-process links for the protocol's unit tests (pml/tests.rs)
 //! ```
 //!
@@ -232,6 +234,9 @@ mod pml;
 #[cfg(not(loom))]
 pub mod sys;
 
+/// The libfabric providers the `ofi` transport could use here (for `oxmpi-info`).
+#[cfg(not(loom))]
+pub use btl::ofi::providers as ofi_providers;
 /// The `sm` transport's cooperative single copy (public for its loom model test).
 #[cfg(not(loom))]
 pub use btl::sm::coop;

@@ -160,6 +160,11 @@ mod tests {
                 "btl_tcp_connect_timeout",
                 "btl_tcp_link_timeout",
                 "btl_tcp_handshake_timeout",
+                "mtl_ofi_provider_include",
+                "mtl_ofi_provider_exclude",
+                "btl_ofi_max_payload",
+                "btl_ofi_recv_depth",
+                "btl_ofi_send_slots",
                 "mpi_yield_when_idle",
                 "mpi_profile",
             ]
@@ -172,6 +177,6 @@ mod tests {
             .iter()
             .map(|c| c.name)
             .collect();
-        assert_eq!(btls, ["self", "sm", "tcp"]);
+        assert_eq!(btls, ["self", "sm", "tcp", "ofi"]);
     }
 }

@@ -236,3 +236,48 @@ pub(crate) fn poll_readable(
     rustix::event::poll(&mut set, Some(&t))?;
     Ok(set.iter().map(|p| !p.revents().is_empty()).collect())
 }
+
+/// A shared library opened with `dlopen` (`RTLD_NOW | RTLD_LOCAL`), never closed: the
+/// `ofi` transport loads libfabric at run time so that the MPI library does not link it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DynLib(NonNull<c_void>);
+
+// SAFETY: a dlopen handle is a process-wide token; dlsym is thread-safe.
+unsafe impl Send for DynLib {}
+// SAFETY: see `Send`.
+unsafe impl Sync for DynLib {}
+
+/// The last `dlerror` message (or `what` if there is none).
+fn dl_error(what: &str) -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl call.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        return what.to_string();
+    }
+    // SAFETY: non-NULL, NUL-terminated (see above).
+    unsafe { std::ffi::CStr::from_ptr(e) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl DynLib {
+    /// Opens the shared library `name` (searched like the dynamic linker does); the
+    /// loader's message if it cannot.
+    pub(crate) fn open(name: &str) -> Result<DynLib, String> {
+        let c = std::ffi::CString::new(name).map_err(|_| format!("bad library name {name:?}"))?;
+        // SAFETY: c is NUL-terminated; dlopen runs the library's constructors, which
+        // libfabric keeps side-effect free (providers initialise in fi_getinfo).
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        NonNull::new(h)
+            .map(DynLib)
+            .ok_or_else(|| dl_error(&format!("cannot open {name}")))
+    }
+
+    /// The address of symbol `name`, or the loader's message.
+    pub(crate) fn symbol(&self, name: &str) -> Result<NonNull<c_void>, String> {
+        let c = std::ffi::CString::new(name).map_err(|_| format!("bad symbol name {name:?}"))?;
+        // SAFETY: the handle is open (never closed) and c is NUL-terminated.
+        let p = unsafe { libc::dlsym(self.0.as_ptr(), c.as_ptr()) };
+        NonNull::new(p).ok_or_else(|| dl_error(&format!("no symbol {name}")))
+    }
+}

@@ -588,6 +588,36 @@ fn tcp_dead_peer_on_another_node_fails_waits() {
     });
 }
 
+/// `btl=self,ofi` on `tcp;ofi_rxm` with `FI_PROVIDER` (ranks on two simulated nodes),
+/// or `None` (said loudly) without libfabric (`scripts/deps.sh` installs it).
+fn ofi_env() -> Option<[(&'static str, &'static str); 2]> {
+    if let Err(e) = oxmpi_engine::ofi_providers() {
+        eprintln!("SKIPPED: no libfabric ({e}); scripts/deps.sh installs libfabric1");
+        return None;
+    }
+    Some([("OXMPI_MCA_btl", "self,ofi"), ("FI_PROVIDER", "tcp")])
+}
+
+/// Over the ofi transport: wildcard receives and large messages both ways at once, on
+/// four ranks of two simulated nodes, every pair linked by ofi.
+#[test]
+fn ofi_wildcards_and_large_messages() {
+    let Some(env) = ofi_env() else { return };
+    let mut verbose = env.to_vec();
+    verbose.push(("OXMPI_MCA_btl_base_verbose", "20"));
+    for scenario in ["wildcards", "big_bidir"] {
+        let err = run_with(4, scenario, &verbose, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{}", r % 2));
+        });
+        assert!(
+            err[0].contains("rank 0: rank 1 on node1 reached by ofi"),
+            "{}",
+            err[0]
+        );
+        assert!(err[0].contains("provider tcp;ofi_rxm"), "{}", err[0]);
+    }
+}
+
 /// `btl_tcp_if_include` by subnet: the loopback interface's address is published.
 #[test]
 fn tcp_interface_by_subnet() {

@@ -497,6 +497,18 @@ impl State {
     /// Whether nothing waits to go out any more: no queued record or byte a link still
     /// buffers (to a live peer), no detached request in progress (buffered sends waiting
     /// for their clear-to-send).
+    /// Whether every live link has finished closing ([`crate::btl::Link::closing`]);
+    /// finalize waits for it after [`State::flushed`].
+    pub(crate) fn links_closed(&mut self) -> bool {
+        let mut done = true;
+        for p in &mut self.peers {
+            if let Some(l) = p.link.as_mut().filter(|_| !p.dead) {
+                done &= l.closing();
+            }
+        }
+        done
+    }
+
     pub(crate) fn flushed(&self) -> bool {
         // Also what a link still buffers (tcp: bytes the socket did not take yet).
         let queued = self.peers.iter().any(|p| {

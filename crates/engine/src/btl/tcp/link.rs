@@ -256,11 +256,7 @@ impl Link for TcpLink {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            single_copy: false,
-            buffered: true,
-            coop: None,
-        }
+        Caps::NETWORK
     }
 
     fn max_payload(&self) -> usize {

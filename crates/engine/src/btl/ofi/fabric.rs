@@ -1,0 +1,528 @@
+//! One rank's libfabric objects ([`Fabric`]): the chosen provider's fabric, domain,
+//! completion queue, address vector (`FI_AV_TABLE`) and reliable-datagram endpoint
+//! (`FI_EP_RDM`, `FI_TAGGED`), with safe methods for the few operations the transport
+//! needs. Every call goes through the ops tables of `super::fi`; the objects are closed in
+//! reverse order on drop.
+
+use std::ffi::{c_int, c_void};
+use std::ptr::null_mut;
+
+use super::fi::{self, Lib};
+
+/// What the transport asks of `fi_getinfo`.
+const CAPS: u64 = fi::FI_TAGGED | fi::FI_SEND | fi::FI_RECV;
+
+/// Whether provider `prov` (as `fi_info` names it, e.g. `tcp;ofi_rxm`) matches `spec`: the
+/// whole name or one of its `;`-separated parts, ignoring case.
+pub(crate) fn provider_matches(spec: &str, prov: &str) -> bool {
+    prov.eq_ignore_ascii_case(spec) || prov.split(';').any(|p| p.eq_ignore_ascii_case(spec))
+}
+
+/// The first of `provs` (in `fi_getinfo`'s order, best first) that `include` allows (any,
+/// when empty) and `exclude` does not name.
+pub(crate) fn choose_provider(
+    provs: &[String],
+    include: &[String],
+    exclude: &[String],
+) -> Option<usize> {
+    provs.iter().position(|p| {
+        (include.is_empty() || include.iter().any(|s| provider_matches(s, p)))
+            && !exclude.iter().any(|s| provider_matches(s, p))
+    })
+}
+
+/// The providers that run over the host's own sockets or memory: there `sm` and `tcp`
+/// serve as well, so `ofi` is used only when the `btl` list names it.
+const SOFTWARE: [&str; 5] = ["tcp", "udp", "sockets", "shm", "net"];
+
+/// Whether provider `prov` is one of libfabric's software providers (any part of
+/// `core;utility` is, e.g. `tcp;ofi_rxm`).
+pub(crate) fn software(prov: &str) -> bool {
+    prov.split(';')
+        .any(|p| SOFTWARE.iter().any(|s| p.eq_ignore_ascii_case(s)))
+}
+
+/// A provider as published in an endpoint record, where `;` may not appear.
+pub(crate) fn provider_field(prov: &str) -> String {
+    prov.replace(';', "+")
+}
+
+/// The `FI_EP_RDM` providers `fi_getinfo` offers with tagged messages, in its order (one
+/// name per provider and fabric, as `fi_info -l` would list them); for `oxmpi-info`.
+pub(crate) fn providers(lib: &Lib) -> Result<Vec<(String, String)>, String> {
+    let list = getinfo(lib)?;
+    let mut out = Vec::new();
+    let mut p = list;
+    while !p.is_null() {
+        // SAFETY: p is a node of the list fi_getinfo returned, freed below.
+        let info = unsafe { &*p };
+        // SAFETY: fabric_attr and its strings belong to the node.
+        let (prov, fabric) = unsafe {
+            let fa = &*info.fabric_attr;
+            (fi::text(fa.prov_name), fi::text(fa.name))
+        };
+        if !out.contains(&(prov.clone(), fabric.clone())) {
+            out.push((prov, fabric));
+        }
+        p = info.next;
+    }
+    // SAFETY: the list came from fi_getinfo and is not used after this.
+    unsafe { (lib.freeinfo)(list) };
+    Ok(out)
+}
+
+/// `fi_getinfo` with our hints: tagged messages on a reliable-datagram endpoint, an
+/// address table, one thread per domain at a time, and the operation-context and memory
+/// registration modes we support. The caller frees the list.
+fn getinfo(lib: &Lib) -> Result<*mut fi::fi_info, String> {
+    // SAFETY: fi_dupinfo(NULL) (fi_allocinfo) returns a zeroed fi_info with every
+    // attribute structure allocated, or NULL.
+    let hints = unsafe { (lib.dupinfo)(std::ptr::null()) };
+    if hints.is_null() {
+        return Err("fi_allocinfo failed".into());
+    }
+    // SAFETY: hints and its attribute structures were just allocated by libfabric.
+    unsafe {
+        (*hints).caps = CAPS;
+        (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
+        (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
+        let d = &mut *(*hints).domain_attr;
+        d.av_type = fi::FI_AV_TABLE;
+        d.threading = fi::FI_THREAD_DOMAIN;
+        d.mr_mode =
+            fi::FI_MR_LOCAL | fi::FI_MR_VIRT_ADDR | fi::FI_MR_ALLOCATED | fi::FI_MR_PROV_KEY;
+    }
+    let mut list = null_mut();
+    // SAFETY: valid hints; list receives a list we free later.
+    let ret = unsafe {
+        (lib.getinfo)(
+            fi::API_VERSION,
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+            hints,
+            &mut list,
+        )
+    };
+    // SAFETY: hints came from fi_dupinfo and are no longer used.
+    unsafe { (lib.freeinfo)(hints) };
+    if ret != 0 {
+        return Err(format!("fi_getinfo: {}", lib.error(ret as isize)));
+    }
+    Ok(list)
+}
+
+/// One rank's libfabric objects; closed in reverse order on drop.
+#[derive(Debug)]
+pub(crate) struct Fabric {
+    lib: &'static Lib,
+    list: *mut fi::fi_info,
+    info: *mut fi::fi_info,
+    fabric: *mut fi::fid_fabric,
+    domain: *mut fi::fid_domain,
+    cq: *mut fi::fid_cq,
+    av: *mut fi::fid_av,
+    ep: *mut fi::fid_ep,
+    mrs: Vec<*mut fi::fid_mr>,
+    /// The provider's name (`tcp;ofi_rxm`).
+    pub prov: String,
+    /// Buffers must be registered (`FI_MR_LOCAL`): [`Fabric::register`] them.
+    pub mr_local: bool,
+    /// Largest message the endpoint sends.
+    pub max_msg: usize,
+    /// Largest message `fi_inject` takes.
+    pub inject: usize,
+    /// The provider moves data only when its completion queue is read.
+    pub manual_progress: bool,
+}
+
+/// A failed libfabric call `what` with return code `ret`.
+fn fail(lib: &Lib, what: &str, ret: isize) -> String {
+    format!("{what}: {} ({ret})", lib.error(ret))
+}
+
+/// `Err` for a negative return code of `what`.
+fn check(lib: &Lib, what: &str, ret: c_int) -> Result<(), String> {
+    if ret < 0 {
+        return Err(fail(lib, what, ret as isize));
+    }
+    Ok(())
+}
+
+impl Fabric {
+    /// Opens the first provider `include`/`exclude` allow and an enabled endpoint on it
+    /// with room for `ranks` addresses; a one-line reason if there is none, if it is a
+    /// [`software`] one and `hardware_only`, or if a step fails.
+    pub(crate) fn open(
+        lib: &'static Lib,
+        include: &[String],
+        exclude: &[String],
+        ranks: usize,
+        hardware_only: bool,
+    ) -> Result<Fabric, String> {
+        let list = getinfo(lib)?;
+        let mut f = Fabric {
+            lib,
+            list,
+            info: null_mut(),
+            fabric: null_mut(),
+            domain: null_mut(),
+            cq: null_mut(),
+            av: null_mut(),
+            ep: null_mut(),
+            mrs: Vec::new(),
+            prov: String::new(),
+            mr_local: false,
+            max_msg: 0,
+            inject: 0,
+            manual_progress: false,
+        };
+        let mut nodes = Vec::new();
+        let mut names = Vec::new();
+        let mut p = list;
+        while !p.is_null() {
+            nodes.push(p);
+            // SAFETY: p is a node of the list, its fabric_attr and name owned by it.
+            names.push(unsafe { fi::text((*(*p).fabric_attr).prov_name) });
+            // SAFETY: as above.
+            p = unsafe { (*p).next };
+        }
+        let Some(k) = choose_provider(&names, include, exclude) else {
+            let mut seen = names.clone();
+            seen.dedup();
+            return Err(format!(
+                "no provider allowed (offered: {}; include [{}], exclude [{}])",
+                if seen.is_empty() {
+                    "none".to_string()
+                } else {
+                    seen.join(", ")
+                },
+                include.join(","),
+                exclude.join(",")
+            ));
+        };
+        if hardware_only && software(&names[k]) {
+            return Err(format!(
+                "only the software provider {} here (sm and tcp serve better); name ofi in \
+                 the btl list to use it",
+                names[k]
+            ));
+        }
+        f.info = nodes[k];
+        f.prov = names[k].clone();
+        // SAFETY: every pointer below is either the chosen fi_info node (owned by `list`,
+        // alive until drop) or an object libfabric returned through the previous call;
+        // each call goes through the object's own ops table, as the header's inline
+        // wrapper would.
+        unsafe {
+            let info = &*f.info;
+            f.mr_local = (*info.domain_attr).mr_mode & fi::FI_MR_LOCAL != 0;
+            f.max_msg = (*info.ep_attr).max_msg_size;
+            f.inject = (*info.tx_attr).inject_size;
+            f.manual_progress = (*info.domain_attr).data_progress == fi::FI_PROGRESS_MANUAL;
+            check(
+                lib,
+                "fi_fabric",
+                (lib.fabric)(info.fabric_attr, &mut f.fabric, null_mut()),
+            )?;
+            let fab = &*f.fabric;
+            check(
+                lib,
+                "fi_domain",
+                ((*fab.ops).domain)(f.fabric, f.info, &mut f.domain, null_mut()),
+            )?;
+            let dom = &*f.domain;
+            let mut cq_attr = fi::fi_cq_attr {
+                size: 0,
+                flags: 0,
+                format: fi::FI_CQ_FORMAT_TAGGED,
+                wait_obj: fi::FI_WAIT_NONE,
+                signaling_vector: 0,
+                wait_cond: 0,
+                wait_set: null_mut(),
+            };
+            check(
+                lib,
+                "fi_cq_open",
+                ((*dom.ops).cq_open)(f.domain, &mut cq_attr, &mut f.cq, null_mut()),
+            )?;
+            let mut av_attr = fi::fi_av_attr {
+                type_: fi::FI_AV_TABLE,
+                rx_ctx_bits: 0,
+                count: ranks,
+                ep_per_node: 0,
+                name: std::ptr::null(),
+                map_addr: null_mut(),
+                flags: 0,
+            };
+            check(
+                lib,
+                "fi_av_open",
+                ((*dom.ops).av_open)(f.domain, &mut av_attr, &mut f.av, null_mut()),
+            )?;
+            check(
+                lib,
+                "fi_endpoint",
+                ((*dom.ops).endpoint)(f.domain, f.info, &mut f.ep, null_mut()),
+            )?;
+            let ep = &mut (*f.ep).fid;
+            check(
+                lib,
+                "fi_ep_bind(av)",
+                ((*ep.ops).bind)(ep, &mut (*f.av).fid, 0),
+            )?;
+            check(
+                lib,
+                "fi_ep_bind(cq)",
+                ((*ep.ops).bind)(ep, &mut (*f.cq).fid, fi::FI_SEND | fi::FI_RECV),
+            )?;
+            check(
+                lib,
+                "fi_enable",
+                ((*ep.ops).control)(ep, fi::FI_ENABLE, null_mut()),
+            )?;
+        }
+        Ok(f)
+    }
+
+    /// The endpoint's address (`fi_getname`).
+    pub(crate) fn name(&self) -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; 256];
+        for _ in 0..2 {
+            let mut len = buf.len();
+            // SAFETY: an enabled endpoint; buf holds len writable bytes.
+            let ret = unsafe {
+                let ep = &mut (*self.ep).fid;
+                ((*(*self.ep).cm).getname)(ep, buf.as_mut_ptr().cast(), &mut len)
+            };
+            if ret == 0 {
+                buf.truncate(len);
+                return Ok(buf);
+            }
+            if len <= buf.len() {
+                return Err(fail(self.lib, "fi_getname", ret as isize));
+            }
+            buf.resize(len, 0);
+        }
+        Err("fi_getname: the address keeps growing".into())
+    }
+
+    /// Inserts a peer's address into the address vector; its `fi_addr_t`.
+    pub(crate) fn insert(&mut self, addr: &[u8]) -> Result<fi::FiAddr, String> {
+        let mut out: fi::FiAddr = fi::FI_ADDR_UNSPEC;
+        // SAFETY: an open address vector; addr holds one address of the provider's format.
+        let ret = unsafe {
+            ((*(*self.av).ops).insert)(self.av, addr.as_ptr().cast(), 1, &mut out, 0, null_mut())
+        };
+        if ret != 1 {
+            return Err(if ret < 0 {
+                fail(self.lib, "fi_av_insert", ret as isize)
+            } else {
+                "fi_av_insert: address rejected".to_string()
+            });
+        }
+        Ok(out)
+    }
+
+    /// Registers `len` bytes at `buf` for local sends and receives (`FI_MR_LOCAL`
+    /// providers); the descriptor to pass with them. The registration lives until drop.
+    ///
+    /// # Safety
+    /// `buf` must stay valid (and not move) until the fabric is dropped.
+    pub(crate) unsafe fn register(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<*mut c_void, String> {
+        let mut mr = null_mut();
+        let key = self.mrs.len() as u64;
+        // SAFETY: an open domain; the caller keeps the buffer alive.
+        let ret = unsafe {
+            let dom = &mut *self.domain;
+            ((*dom.mr).reg)(
+                &mut dom.fid,
+                buf.cast(),
+                len,
+                fi::FI_SEND | fi::FI_RECV,
+                0,
+                key,
+                0,
+                &mut mr,
+                null_mut(),
+            )
+        };
+        check(self.lib, "fi_mr_reg", ret)?;
+        self.mrs.push(mr);
+        // SAFETY: a registration libfabric just returned.
+        Ok(unsafe { (*mr).mem_desc })
+    }
+
+    /// Posts a tagged receive of exactly `tag` into `len` bytes at `buf`; the raw return
+    /// code (0, `-FI_EAGAIN`, or an error).
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    pub(crate) unsafe fn trecv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        tag: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
+        unsafe {
+            ((*(*self.ep).tagged).recv)(
+                self.ep,
+                buf.cast(),
+                len,
+                desc,
+                fi::FI_ADDR_UNSPEC,
+                tag,
+                0,
+                ctx,
+            )
+        }
+    }
+
+    /// Sends `len` bytes at `buf` to `dest` with `tag`; the raw return code.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    pub(crate) unsafe fn tsend(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        dest: fi::FiAddr,
+        tag: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
+        unsafe { ((*(*self.ep).tagged).send)(self.ep, buf.cast(), len, desc, dest, tag, ctx) }
+    }
+
+    /// Reads up to `out.len()` completions: how many, 0 if none, or a negative code
+    /// (`-FI_EAVAIL`: an error completion waits for [`Fabric::read_error`]).
+    pub(crate) fn read(&self, out: &mut [fi::fi_cq_tagged_entry]) -> isize {
+        // SAFETY: an open CQ of the tagged format; out has room for out.len() entries.
+        let ret = unsafe { ((*(*self.cq).ops).read)(self.cq, out.as_mut_ptr().cast(), out.len()) };
+        if ret == -fi::FI_EAGAIN {
+            0
+        } else {
+            ret
+        }
+    }
+
+    /// The waiting error completion with the provider's message, if any.
+    pub(crate) fn read_error(&self) -> Option<(fi::fi_cq_err_entry, String)> {
+        // SAFETY: plain data; zero is a valid "no error data buffer" request.
+        let mut e: fi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: an open CQ; e is a writable error entry.
+        let ret = unsafe { ((*(*self.cq).ops).readerr)(self.cq, &mut e, 0) };
+        if ret < 1 {
+            return None;
+        }
+        let mut buf = vec![0u8; 256];
+        // SAFETY: the entry's error data is valid until the next CQ read; buf is writable.
+        let msg = unsafe {
+            let s = ((*(*self.cq).ops).strerror)(
+                self.cq,
+                e.prov_errno,
+                e.err_data,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            );
+            fi::text(s)
+        };
+        let generic = self.lib.error(-(e.err as isize));
+        let text = if msg.is_empty() || msg == generic {
+            generic
+        } else {
+            format!("{generic}: {msg}")
+        };
+        Some((e, text))
+    }
+
+    /// `fi_strerror` of a negative return code.
+    pub(crate) fn error(&self, ret: isize) -> String {
+        self.lib.error(ret)
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Fabric {
+    /// Closes every object (the endpoint first: it cancels the posted receives; the `shm`
+    /// provider removes its shared-memory file then); idempotent. No other method may be
+    /// called afterwards.
+    pub(crate) fn close(&mut self) {
+        let close = |f: *mut fi::fid| {
+            if !f.is_null() {
+                // SAFETY: an object libfabric opened and nobody uses any more.
+                unsafe { ((*(*f).ops).close)(f) };
+            }
+        };
+        close(self.ep.cast());
+        for &mr in &self.mrs {
+            close(mr.cast());
+        }
+        for f in [
+            self.av.cast(),
+            self.cq.cast(),
+            self.domain.cast(),
+            self.fabric.cast(),
+        ] {
+            close(f);
+        }
+        if !self.list.is_null() {
+            // SAFETY: the list from fi_getinfo; nothing refers to it any more.
+            unsafe { (self.lib.freeinfo)(self.list) };
+        }
+        self.mrs.clear();
+        self.ep = null_mut();
+        self.av = null_mut();
+        self.cq = null_mut();
+        self.domain = null_mut();
+        self.fabric = null_mut();
+        self.list = null_mut();
+        self.info = null_mut();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn provider_choice_by_full_name_part_and_exclusion() {
+        let provs = v(&["psm3", "tcp;ofi_rxm", "shm", "udp;ofi_rxd"]);
+        assert_eq!(choose_provider(&provs, &[], &[]), Some(0));
+        assert_eq!(choose_provider(&provs, &v(&["tcp"]), &[]), Some(1));
+        assert_eq!(choose_provider(&provs, &v(&["TCP;OFI_RXM"]), &[]), Some(1));
+        assert_eq!(
+            choose_provider(&provs, &v(&["ofi_rxd", "shm"]), &[]),
+            Some(2),
+            "fi_getinfo's order"
+        );
+        assert_eq!(choose_provider(&provs, &[], &v(&["psm3", "tcp"])), Some(2));
+        assert_eq!(choose_provider(&provs, &v(&["verbs"]), &[]), None);
+        assert_eq!(choose_provider(&provs, &v(&["shm"]), &v(&["shm"])), None);
+        assert!(!provider_matches("rxm", "tcp;ofi_rxm"));
+        for p in ["tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets"] {
+            assert!(software(p), "{p}");
+        }
+        for p in ["verbs;ofi_rxm", "efa", "cxi", "psm3", "opx"] {
+            assert!(!software(p), "{p}");
+        }
+        assert_eq!(provider_field("tcp;ofi_rxm"), "tcp+ofi_rxm");
+    }
+}

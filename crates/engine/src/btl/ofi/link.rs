@@ -1,0 +1,617 @@
+//! The `ofi` links: one [`Net`] per rank (its [`Fabric`], the receive windows of every
+//! peer, the pool of send buffers) shared by the per-peer [`OfiLink`]s.
+//!
+//! The engine's records (40-byte [`Hdr`] and payload) travel as tagged messages. The tag
+//! names the sending rank and the record's sequence number on that pair
+//! ([`tag`]), so the receiver posts, for each peer, receives for exactly the next
+//! `btl_ofi_recv_depth` sequence numbers: records come out per peer and in order whatever
+//! order the provider completes them in, with no matching of our own. Sends are copied into
+//! a send buffer, which the send's completion frees; completions of every peer arrive on
+//! the one completion queue, which every link's `ready`/`poll` reads (the progress of
+//! providers with manual progress). A failed completion (`fi_cq_readerr`) is reported, with
+//! the provider's message, by the link of the peer it concerns.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::fabric::Fabric;
+use super::fi;
+use crate::btl::{Caps, Link, LinkError};
+use crate::pml::hdr::{Hdr, HDR};
+
+/// Bits of the sequence number in a tag; the sender's rank sits above them.
+const SEQ_BITS: u32 = 32;
+/// Largest rank a tag can name (the top four bits stay clear for future use).
+pub(crate) const MAX_RANKS: usize = 1 << 28;
+
+/// The tag of record `seq` sent by `rank`.
+pub(crate) fn tag(rank: usize, seq: u32) -> u64 {
+    ((rank as u64) << SEQ_BITS) | u64::from(seq)
+}
+
+/// The kind of the goodbye record a link sends when its process finalizes (never passed
+/// to the protocol, whose kinds are small numbers).
+const K_BYE: u8 = 0xb0;
+
+/// Completions read per call.
+const CQ_BATCH: usize = 16;
+
+/// What an operation's context says about it: the provider's scratch space first (as the
+/// `FI_CONTEXT`/`FI_CONTEXT2` modes require), then whose operation it is.
+#[repr(C)]
+#[derive(Debug, Default)]
+struct Op {
+    ctx: fi::fi_context2,
+    /// [`RECV`] or [`SEND`].
+    kind: u8,
+    /// The peer's world rank.
+    peer: u32,
+    /// Receive window slot or send buffer index.
+    idx: u32,
+}
+
+/// [`Op::kind`] of a posted receive.
+const RECV: u8 = 0;
+/// [`Op::kind`] of a send.
+const SEND: u8 = 1;
+
+/// A receive buffer (or a send buffer) and its operation context; boxed, so the context
+/// and the buffer keep their addresses while the provider holds them.
+#[repr(C)]
+#[derive(Debug)]
+struct Slot {
+    /// First: the context pointer is the slot's address.
+    op: Op,
+    buf: Vec<u8>,
+    desc: *mut c_void,
+    /// A receive: the received length once completed. A send: in flight.
+    done: Option<usize>,
+}
+
+/// What we know of one peer.
+#[derive(Debug)]
+struct Peer {
+    addr: fi::FiAddr,
+    /// The next sequence number we deliver from it (its slot: `seq % depth`).
+    recv_seq: u32,
+    /// The next sequence number we send to it.
+    send_seq: u32,
+    /// Boxed: the provider holds their addresses.
+    #[allow(clippy::vec_box)]
+    slots: Vec<Box<Slot>>,
+    /// Sends not completed yet.
+    inflight: usize,
+    /// The record at `recv_seq` was handed out and not released.
+    held: bool,
+    /// A failed operation: whether the peer is gone, and the message.
+    err: Option<(bool, String)>,
+    /// A send to it completed since [`Net::ready`] last looked.
+    sent: bool,
+    /// Its link finished closing.
+    closed: bool,
+    /// Our goodbye was accepted by the provider.
+    bye_sent: bool,
+    /// The peer's goodbye arrived.
+    bye_got: bool,
+}
+
+/// One rank's endpoint and the state of every peer it reaches, shared by the links.
+#[derive(Debug)]
+pub(crate) struct Net {
+    fab: Fabric,
+    me: usize,
+    max_payload: usize,
+    depth: usize,
+    peers: Vec<Option<Peer>>,
+    /// Boxed: the provider holds their addresses while the vector grows.
+    #[allow(clippy::vec_box)]
+    sends: Vec<Box<Slot>>,
+    free: Vec<usize>,
+    max_sends: usize,
+    /// An error of the completion queue itself, for every link.
+    fatal: Option<String>,
+    /// Every link finished closing and the fabric is closed: nothing may touch it.
+    closed: bool,
+}
+
+// SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
+// access goes through the `Mutex` around it (the domain is opened `FI_THREAD_DOMAIN`).
+unsafe impl Send for Net {}
+
+/// Whether a completion error means the peer is gone rather than a fault of ours.
+fn peer_gone(err: i32) -> bool {
+    [
+        libc::ECONNRESET,
+        libc::ECONNREFUSED,
+        libc::ECONNABORTED,
+        libc::EHOSTUNREACH,
+        libc::ENETUNREACH,
+        libc::ETIMEDOUT,
+        libc::EPIPE,
+        libc::ENOTCONN,
+        libc::EIO,
+        libc::ESHUTDOWN,
+    ]
+    .contains(&err.abs())
+}
+
+impl Net {
+    /// A network over `fab` for rank `me` of `size`, records of up to `max_payload` bytes,
+    /// `depth` receives posted per peer, `max_sends` sends in flight.
+    pub(crate) fn new(
+        fab: Fabric,
+        me: usize,
+        size: usize,
+        max_payload: usize,
+        depth: usize,
+        max_sends: usize,
+    ) -> Net {
+        let max_payload = max_payload.min(fab.max_msg.saturating_sub(HDR)).max(1);
+        Net {
+            fab,
+            me,
+            max_payload,
+            depth,
+            peers: (0..size).map(|_| None).collect(),
+            sends: Vec::new(),
+            free: Vec::new(),
+            max_sends,
+            fatal: None,
+            closed: false,
+        }
+    }
+
+    /// The provider's name.
+    pub(crate) fn provider(&self) -> &str {
+        &self.fab.prov
+    }
+
+    /// The endpoint's properties that matter on a real network, for verbose output.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "mr_local {}, inject {} B, {} progress, max payload {} B",
+            self.fab.mr_local,
+            self.fab.inject,
+            if self.fab.manual_progress {
+                "manual"
+            } else {
+                "auto"
+            },
+            self.max_payload
+        )
+    }
+
+    /// Our endpoint's address.
+    pub(crate) fn name(&self) -> Result<Vec<u8>, String> {
+        self.fab.name()
+    }
+
+    /// A slot with a buffer for one record, registered if the provider needs it.
+    fn slot(&mut self, kind: u8, peer: usize, idx: usize) -> Result<Box<Slot>, String> {
+        let mut s = Box::new(Slot {
+            op: Op {
+                kind,
+                peer: peer as u32,
+                idx: idx as u32,
+                ..Op::default()
+            },
+            buf: vec![0; HDR + self.max_payload],
+            desc: std::ptr::null_mut(),
+            done: None,
+        });
+        if self.fab.mr_local {
+            // SAFETY: the buffer is heap memory owned by the slot, which lives in `self`
+            // (never shrunk) as long as the fabric.
+            s.desc = unsafe { self.fab.register(s.buf.as_ptr(), s.buf.len())? };
+        }
+        Ok(s)
+    }
+
+    /// Adds peer `p` at address `addr` and posts its receive window.
+    pub(crate) fn add_peer(&mut self, p: usize, addr: &[u8]) -> Result<(), String> {
+        let fa = self.fab.insert(addr)?;
+        let mut slots = Vec::with_capacity(self.depth);
+        for i in 0..self.depth {
+            slots.push(self.slot(RECV, p, i)?);
+        }
+        self.peers[p] = Some(Peer {
+            addr: fa,
+            recv_seq: 0,
+            send_seq: 0,
+            slots,
+            inflight: 0,
+            held: false,
+            err: None,
+            sent: false,
+            closed: false,
+            bye_sent: false,
+            bye_got: false,
+        });
+        for seq in 0..self.depth as u32 {
+            self.post(p, seq)?;
+        }
+        Ok(())
+    }
+
+    /// Posts the receive of record `seq` from `p` into its window slot.
+    fn post(&mut self, p: usize, seq: u32) -> Result<(), String> {
+        let depth = self.depth;
+        if self.closed {
+            return Ok(());
+        }
+        for _ in 0..1_000_000 {
+            let Some(peer) = self.peers[p].as_mut() else {
+                return Ok(());
+            };
+            let s = &mut peer.slots[seq as usize % depth];
+            s.done = None;
+            let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
+            // SAFETY: the slot (buffer and context) is boxed in `self` and outlives the
+            // endpoint (closed first on drop).
+            let ret = unsafe {
+                self.fab
+                    .trecv(s.buf.as_mut_ptr(), s.buf.len(), s.desc, tag(p, seq), ctx)
+            };
+            if ret != -fi::FI_EAGAIN {
+                if ret < 0 {
+                    return Err(format!("fi_trecv: {}", self.fab.error(ret)));
+                }
+                return Ok(());
+            }
+            self.progress();
+        }
+        Err("fi_trecv: the provider stays busy".into())
+    }
+
+    /// Reads the completion queue once and applies what it finds.
+    fn progress(&mut self) {
+        if self.closed {
+            return;
+        }
+        let mut es = [fi::fi_cq_tagged_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+            data: 0,
+            tag: 0,
+        }; CQ_BATCH];
+        let n = self.fab.read(&mut es);
+        if n == -fi::FI_EAVAIL {
+            if let Some((e, msg)) = self.fab.read_error() {
+                self.complete(e.op_context, None, Some((peer_gone(e.err), msg)));
+            }
+            return;
+        }
+        if n < 0 {
+            self.fatal
+                .get_or_insert_with(|| format!("fi_cq_read: {}", self.fab.error(n)));
+            return;
+        }
+        for e in &es[..n as usize] {
+            self.complete(e.op_context, Some(e.len), None);
+        }
+    }
+
+    /// Applies the completion of the operation whose context is `ctx`: `len` bytes on
+    /// success, or `err` (peer gone, message).
+    fn complete(&mut self, ctx: *mut c_void, len: Option<usize>, err: Option<(bool, String)>) {
+        if ctx.is_null() {
+            if let Some((_, m)) = err {
+                self.fatal.get_or_insert(m);
+            }
+            return;
+        }
+        // SAFETY: every context we pass is the address of a live boxed Slot (Op first).
+        let op = unsafe { &*ctx.cast::<Op>() };
+        let (kind, p, idx) = (op.kind, op.peer as usize, op.idx as usize);
+        if kind == SEND {
+            self.sends[idx].done = None;
+            self.free.push(idx);
+        }
+        let Some(peer) = self.peers.get_mut(p).and_then(Option::as_mut) else {
+            return;
+        };
+        if kind == SEND {
+            peer.inflight = peer.inflight.saturating_sub(1);
+            peer.sent = true;
+        } else if err.is_none() {
+            peer.slots[idx].done = len;
+        }
+        if let Some(e) = err {
+            peer.err.get_or_insert(e);
+        }
+    }
+
+    /// Whether `p`'s next record (or an error) is there, after reading the queue if not;
+    /// also while sends to `p` are in flight (as a tcp link with bytes to write is ready),
+    /// so the engine's progress keeps polling and completes the sends waiting for them.
+    fn ready(&mut self, p: usize) -> bool {
+        let has = |n: &Net| {
+            n.fatal.is_some()
+                || n.peers[p].as_ref().is_none_or(|q| {
+                    q.err.is_some() || q.slots[q.recv_seq as usize % n.depth].done.is_some()
+                })
+        };
+        if has(self) {
+            return true;
+        }
+        // Sends in flight, or completed since the last look (by any link's read of the
+        // shared queue): the engine must pass by and complete the requests waiting for them.
+        self.progress();
+        has(self)
+            || self.peers[p]
+                .as_mut()
+                .is_some_and(|q| q.inflight > 0 || std::mem::take(&mut q.sent))
+    }
+
+    /// `p`'s next record, in order (again if not released).
+    fn poll(&mut self, p: usize) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
+        self.ready(p);
+        let depth = self.depth;
+        loop {
+            let Some(peer) = self.peers[p].as_mut() else {
+                return Ok(None);
+            };
+            let s = &peer.slots[peer.recv_seq as usize % depth];
+            let Some(len) = s.done else {
+                break;
+            };
+            if len < HDR {
+                return Err(LinkError::Short(len));
+            }
+            // SAFETY: the buffer holds len >= HDR received bytes; Hdr is plain data.
+            let hdr = unsafe { s.buf.as_ptr().cast::<Hdr>().read_unaligned() };
+            peer.held = true;
+            if hdr.kind == K_BYE {
+                // The last record the peer sends: ours to keep, not the protocol's.
+                peer.bye_got = true;
+                self.release(p);
+                continue;
+            }
+            // SAFETY: HDR <= len <= buf.len().
+            return Ok(Some((hdr, unsafe { s.buf.as_ptr().add(HDR) }, len - HDR)));
+        }
+        let Some(peer) = self.peers[p].as_mut() else {
+            return Ok(None);
+        };
+        if let Some((gone, msg)) = peer.err.take() {
+            return Err(if gone {
+                LinkError::PeerLost(msg)
+            } else {
+                LinkError::Fabric(msg)
+            });
+        }
+        match &self.fatal {
+            Some(m) => Err(LinkError::Fabric(m.clone())),
+            None => Ok(None),
+        }
+    }
+
+    /// Frees `p`'s record handed out last and posts the receive that reuses its slot.
+    fn release(&mut self, p: usize) {
+        let depth = self.depth as u32;
+        let Some(peer) = self.peers[p].as_mut() else {
+            return;
+        };
+        if !std::mem::take(&mut peer.held) {
+            return;
+        }
+        let seq = peer.recv_seq;
+        peer.recv_seq = seq.wrapping_add(1);
+        if let Err(e) = self.post(p, seq.wrapping_add(depth)) {
+            if let Some(peer) = self.peers[p].as_mut() {
+                peer.err.get_or_insert((false, e));
+            }
+        }
+    }
+
+    /// `p`'s link finished closing; once every link has, closes the fabric (so that, e.g.,
+    /// the `shm` provider removes its file before the process exits: the engine lives on).
+    fn finish(&mut self, p: usize) {
+        if let Some(q) = self.peers[p].as_mut() {
+            q.closed = true;
+        }
+        if self.peers.iter().flatten().all(|q| q.closed) {
+            self.fab.close();
+            self.closed = true;
+        }
+    }
+
+    /// Sends one record to `p` if a send buffer is free and the provider takes it.
+    fn try_send(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> bool {
+        if self.closed {
+            return true;
+        }
+        match self.peers[p].as_ref() {
+            None => return true,
+            // The peer is gone: the next poll reports it; the record is dropped.
+            Some(q) if q.err.is_some() => return true,
+            Some(_) => {}
+        }
+        if self.free.is_empty() {
+            self.progress();
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None if self.sends.len() < self.max_sends => match self.slot(SEND, 0, self.sends.len())
+            {
+                Ok(s) => {
+                    self.sends.push(s);
+                    self.sends.len() - 1
+                }
+                Err(e) => {
+                    self.fatal.get_or_insert(e);
+                    return true;
+                }
+            },
+            None => return false,
+        };
+        let Some(peer) = self.peers[p].as_mut() else {
+            return true;
+        };
+        let s = &mut self.sends[idx];
+        // SAFETY: Hdr is repr(C) plain data of HDR bytes.
+        let hb = unsafe { std::slice::from_raw_parts((hdr as *const Hdr).cast::<u8>(), HDR) };
+        s.buf[..HDR].copy_from_slice(hb);
+        s.buf[HDR..HDR + payload.len()].copy_from_slice(payload);
+        s.op.peer = p as u32;
+        let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
+        let (addr, t) = (peer.addr, tag(self.me, peer.send_seq));
+        // SAFETY: the send buffer is boxed in `self` and stays untouched until the
+        // completion frees it; the endpoint is closed before the buffers are freed.
+        let ret = unsafe {
+            self.fab
+                .tsend(s.buf.as_ptr(), HDR + payload.len(), s.desc, addr, t, ctx)
+        };
+        if ret == -fi::FI_EAGAIN {
+            self.free.push(idx);
+            self.progress();
+            return false;
+        }
+        if ret < 0 {
+            self.free.push(idx);
+            let msg = format!("fi_tsend to rank {p}: {}", self.fab.error(ret));
+            peer.err.get_or_insert((peer_gone(ret as i32), msg));
+            return true;
+        }
+        s.done = Some(0);
+        peer.send_seq = peer.send_seq.wrapping_add(1);
+        peer.inflight += 1;
+        true
+    }
+}
+
+/// A link to one peer through the rank's shared [`Net`].
+#[derive(Debug)]
+pub(crate) struct OfiLink {
+    net: Arc<Mutex<Net>>,
+    peer: usize,
+    max_payload: usize,
+}
+
+impl OfiLink {
+    /// The link to `peer` (added to `net` before).
+    pub(crate) fn new(net: &Arc<Mutex<Net>>, peer: usize) -> OfiLink {
+        let max_payload = lock(net).max_payload;
+        OfiLink {
+            net: net.clone(),
+            peer,
+            max_payload,
+        }
+    }
+
+    fn net(&self) -> MutexGuard<'_, Net> {
+        lock(&self.net)
+    }
+}
+
+/// Locks a [`Net`] (a panic in another thread does not make its state unusable: every
+/// method leaves it consistent).
+pub(crate) fn lock(net: &Mutex<Net>) -> MutexGuard<'_, Net> {
+    net.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Link for OfiLink {
+    fn name(&self) -> &'static str {
+        "ofi"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps::NETWORK
+    }
+
+    fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+
+    unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller guarantees len readable bytes.
+            unsafe { std::slice::from_raw_parts(payload, len) }
+        };
+        if len > self.max_payload {
+            return false;
+        }
+        self.net().try_send(self.peer, hdr, data)
+    }
+
+    fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
+        self.net().poll(self.peer)
+    }
+
+    fn release(&mut self) {
+        self.net().release(self.peer);
+    }
+
+    fn ready(&self) -> bool {
+        self.net().ready(self.peer)
+    }
+
+    /// Sends our goodbye (after everything else, in sequence), then progresses until the
+    /// peer's goodbye has arrived and our sends have completed: a provider may need both
+    /// sides' progress to deliver (`ofi_rxd` acknowledges, `tcp;ofi_rxm` connects), and
+    /// after finalize nobody progresses. A failed peer has nothing more to wait for.
+    fn closing(&mut self) -> bool {
+        let p = self.peer;
+        let mut n = self.net();
+        if n.closed {
+            return true;
+        }
+        let sent = match n.peers[p].as_ref() {
+            None => return true,
+            Some(q) if q.err.is_some() || n.fatal.is_some() => return true,
+            Some(q) => q.bye_sent,
+        };
+        if !sent {
+            let bye = Hdr {
+                kind: K_BYE,
+                ..Hdr::default()
+            };
+            let ok = n.try_send(p, &bye, &[]);
+            if let Some(q) = n.peers[p].as_mut() {
+                q.bye_sent = ok;
+            }
+        }
+        // Takes the goodbye when it is next (the protocol consumed everything before it).
+        let _ = n.poll(p);
+        let done = n.peers[p]
+            .as_ref()
+            .is_none_or(|q| q.err.is_some() || (q.bye_sent && q.bye_got && q.inflight == 0));
+        if done {
+            n.finish(p);
+        }
+        done
+    }
+
+    fn sending(&self) -> bool {
+        let mut n = self.net();
+        n.progress();
+        n.peers[self.peer]
+            .as_ref()
+            .is_some_and(|q| q.inflight > 0 && q.err.is_none())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_name_the_sender_and_the_sequence() {
+        assert_eq!(tag(0, 0), 0);
+        assert_eq!(tag(3, 7), (3 << 32) | 7);
+        assert_eq!(tag(MAX_RANKS - 1, u32::MAX) >> 60, 0, "top bits clear");
+        assert_ne!(tag(1, 0), tag(0, 1));
+    }
+
+    #[test]
+    fn connection_errors_mean_the_peer_is_gone() {
+        assert!(peer_gone(libc::ECONNRESET));
+        assert!(peer_gone(-libc::ECONNREFUSED));
+        assert!(!peer_gone(libc::EINVAL));
+        assert!(!peer_gone(265), "truncation is ours");
+    }
+}

@@ -1,0 +1,195 @@
+//! The `ofi` transport: the engine's records over libfabric tagged messages on a
+//! reliable-datagram endpoint, for networks with a libfabric provider (verbs, EFA, cxi,
+//! psm3, and the software `tcp;ofi_rxm`, `udp;ofi_rxd`, `shm`). `fi` binds the libfabric
+//! ABI (loaded with `dlopen`), `fabric` opens the provider's objects, `link` carries the
+//! records ([`link::OfiLink`]), `params` declares `mtl_ofi_provider_*` and `btl_ofi_*`.
+//!
+//! Wire-up: every rank that selected `ofi` opens an endpoint and publishes
+//! `provider,address` (the provider with `;` written `+`, the endpoint name in hex) as the
+//! `ofi` section of its endpoint record; after the fence it inserts the address of every
+//! peer without a link that publishes the same provider into its address vector
+//! (`FI_AV_TABLE`) and posts that peer's receives. A missing libfabric or provider
+//! disables the component with one verbose line.
+
+pub(crate) mod fabric;
+pub(crate) mod fi;
+pub(crate) mod link;
+pub(crate) mod params;
+
+use std::sync::{Arc, Mutex};
+
+use oxmpi_base::params::{int, list, size, Component};
+
+use crate::btl::{Btl, Job, Links, Setup, BTL};
+use crate::Error;
+use fabric::{provider_field, Fabric};
+use link::{lock, Net, OfiLink};
+
+/// The `ofi` entry of the transport registry.
+pub(crate) const COMPONENT: Btl = Btl {
+    info: Component {
+        name: "ofi",
+        description: "libfabric (OFI) tagged messages: InfiniBand, EFA, Slingshot, Omni-Path, \
+                      or the software tcp/udp/shm providers",
+    },
+    params: &params::PARAMS,
+    open: Some(open),
+};
+
+/// The libfabric providers (name, fabric) that `fi_getinfo` offers for this transport
+/// (tagged messages on reliable-datagram endpoints), in its order of preference; why not,
+/// if libfabric cannot be loaded or offers nothing.
+pub fn providers() -> Result<Vec<(String, String)>, String> {
+    fabric::providers(fi::Lib::load()?)
+}
+
+/// Hex text of bytes.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Bytes of hex text; `None` if it is not hex.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether the `btl` selection list names `ofi` (`--mca btl self,ofi`), rather than
+/// leaving it in by default or by exclusion (`^tcp`): then any provider will do; otherwise
+/// `ofi` runs only over a hardware provider (the selection policy: sm in a node, ofi
+/// between nodes on a real network, tcp otherwise).
+fn named() -> bool {
+    oxmpi_base::params::with_global(|r| r.get_selection("btl"))
+        .ok()
+        .flatten()
+        .is_some_and(|s| !s.exclude && s.names.iter().any(|n| n == "ofi"))
+}
+
+/// The opened endpoint between publishing and wiring up.
+struct OfiSetup {
+    net: Arc<Mutex<Net>>,
+    /// Our section: provider and address.
+    section: String,
+}
+
+/// Opens the `ofi` component: loads libfabric, opens the provider's endpoint. `Ok(None)`
+/// (one verbose line) where libfabric or an allowed provider is missing.
+fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
+    let me = job.me;
+    let include = list(&params::PROVIDER_INCLUDE);
+    let exclude = list(&params::PROVIDER_EXCLUDE);
+    if !include.is_empty() && !exclude.is_empty() {
+        return Err(Error::Bootstrap {
+            rank: me,
+            msg: format!(
+                "mtl_ofi_provider_include={} and mtl_ofi_provider_exclude={} are both set; set only one",
+                include.join(","),
+                exclude.join(",")
+            ),
+        });
+    }
+    let off = |why: String| {
+        oxmpi_base::verbose!(BTL, 10, "ofi: rank {me}: {why}; ofi disabled");
+        Ok(None)
+    };
+    if job.size() > link::MAX_RANKS {
+        return off(format!(
+            "{} ranks exceed the tag's {}",
+            job.size(),
+            link::MAX_RANKS
+        ));
+    }
+    let lib = match fi::Lib::load() {
+        Ok(l) => l,
+        Err(e) => return off(format!("libfabric not available ({e})")),
+    };
+    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named()) {
+        Ok(f) => f,
+        Err(e) => return off(e),
+    };
+    let net = Net::new(
+        fab,
+        me as usize,
+        job.size(),
+        size(&params::MAX_PAYLOAD),
+        int(&params::RECV_DEPTH).max(1) as usize,
+        int(&params::SEND_SLOTS).max(1) as usize,
+    );
+    let name = match net.name() {
+        Ok(n) => n,
+        Err(e) => return off(e),
+    };
+    let section = format!("{},{}", provider_field(net.provider()), hex(&name));
+    oxmpi_base::verbose!(
+        BTL,
+        10,
+        "ofi: rank {me}: provider {} ({}), address {}",
+        net.provider(),
+        net.describe(),
+        hex(&name)
+    );
+    Ok(Some(Box::new(OfiSetup {
+        net: Arc::new(Mutex::new(net)),
+        section,
+    })))
+}
+
+impl Setup for OfiSetup {
+    /// `provider,address` (provider with `+` for `;`, address in hex).
+    fn section(&self) -> Option<String> {
+        Some(self.section.clone())
+    }
+
+    /// Links every peer without a link that published an endpoint of our provider.
+    fn connect(&mut self, job: &Job, linked: &[bool]) -> Result<Links, Error> {
+        let me = job.me;
+        let ours = provider_field(lock(&self.net).provider());
+        let mut out: Links = Vec::new();
+        for (p, &done) in linked.iter().enumerate() {
+            if done || !job.uses(p, "ofi") {
+                continue;
+            }
+            let Some(r) = job.section(p, "ofi", 2)? else {
+                continue;
+            };
+            if r.str(0) != ours {
+                oxmpi_base::verbose!(
+                    BTL,
+                    10,
+                    "ofi: rank {me}: rank {p} uses provider {}, we use {ours}: no ofi link",
+                    r.str(0)
+                );
+                continue;
+            }
+            let addr = unhex(r.str(1)).ok_or_else(|| r.bad())?;
+            lock(&self.net)
+                .add_peer(p, &addr)
+                .map_err(|e| Error::Bootstrap {
+                    rank: me,
+                    msg: format!("ofi: reaching rank {p}: {e}"),
+                })?;
+            out.push((p, Box::new(OfiLink::new(&self.net, p))));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip_and_garbage() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(hex(&b), "0001abff");
+        assert_eq!(unhex("0001abff").unwrap(), b);
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("").unwrap(), Vec::<u8>::new());
+    }
+}

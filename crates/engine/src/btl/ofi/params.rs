@@ -1,0 +1,74 @@
+//! The `ofi` transport's parameters: Open MPI's `mtl_ofi_provider_include`/`_exclude` (the
+//! provider choice; libfabric itself honours `FI_PROVIDER`) and `btl_ofi_*`.
+
+use oxmpi_base::params::{ParamDecl, ParamType};
+
+/// `mtl_ofi_provider_include`.
+pub(crate) static PROVIDER_INCLUDE: ParamDecl = ParamDecl::new(
+    "mtl",
+    "ofi",
+    "provider_include",
+    ParamType::List,
+    "",
+    "libfabric providers the ofi transport may use: full names as fi_info prints them \
+     (tcp;ofi_rxm) or one of their parts (tcp, shm, verbs); the first offered by \
+     fi_getinfo wins; empty: any; exclusive with mtl_ofi_provider_exclude",
+)
+.level(3);
+
+/// `mtl_ofi_provider_exclude`.
+pub(crate) static PROVIDER_EXCLUDE: ParamDecl = ParamDecl::new(
+    "mtl",
+    "ofi",
+    "provider_exclude",
+    ParamType::List,
+    "",
+    "libfabric providers the ofi transport must not use (full names or parts, as for \
+     mtl_ofi_provider_include)",
+)
+.level(3);
+
+/// `btl_ofi_max_payload`.
+pub(crate) static MAX_PAYLOAD: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "max_payload",
+    ParamType::Size,
+    "64k",
+    "Largest payload of one ofi message (rendezvous data moves in fragments of at most \
+     this); each receive buffer holds one. Above the provider's own eager size (ofi_rxm: \
+     16 KiB, shm: 4 KiB) the provider runs its own rendezvous for each message",
+)
+.level(5);
+
+/// `btl_ofi_recv_depth`.
+pub(crate) static RECV_DEPTH: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "recv_depth",
+    ParamType::Int { min: 1, max: 1024 },
+    "8",
+    "Receives the ofi transport keeps posted per peer (each of btl_ofi_max_payload bytes)",
+)
+.level(5);
+
+/// `btl_ofi_send_slots`.
+pub(crate) static SEND_SLOTS: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "send_slots",
+    ParamType::Int { min: 1, max: 65536 },
+    "64",
+    "Sends the ofi transport may have in flight (each copied into a buffer of \
+     btl_ofi_max_payload bytes until the provider completes it)",
+)
+.level(5);
+
+/// Every `ofi` parameter, in `oxmpi-info` order.
+pub(crate) static PARAMS: [ParamDecl; 5] = [
+    PROVIDER_INCLUDE,
+    PROVIDER_EXCLUDE,
+    MAX_PAYLOAD,
+    RECV_DEPTH,
+    SEND_SLOTS,
+];
