@@ -238,6 +238,16 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
     Ok(())
 }
 
+/// The pkg-config files of every flavour of the Fortran bindings for a prefix whose
+/// `prefix=` line is `prefix` (`oxmpi-fort.pc` with its alias `mpi-fort.pc`,
+/// `oxmpi-fort-abi.pc`).
+pub fn all_pkg_config_files(prefix: &str) -> Vec<(String, String)> {
+    FLAVOURS
+        .iter()
+        .flat_map(|f| pkg_config_files(f, prefix))
+        .collect()
+}
+
 /// The pkg-config file of one flavour of the Fortran bindings, under its name and aliases.
 fn pkg_config_files(f: &Flavour, prefix: &str) -> Vec<(String, String)> {
     let fort_lib = f
