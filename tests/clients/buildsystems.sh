@@ -2,10 +2,10 @@
 # Build systems find an installed oxmpi and build against it: CMake's
 # find_package(MPI REQUIRED COMPONENTS C Fortran), Meson's dependency('mpi') for c and
 # fortran, autotools' AC_PROG_CC([mpicc]) and plain pkg-config (oxmpi, mpi, mpich;
-# oxmpi-fort, mpi-fort). Each builds buildsystems/hello.c (CMake, Meson and pkg-config also
-# hello.f90, with `use mpi`), which runs under our mpirun at np=2 and checks it runs on
-# oxmpi. The compiler wrappers' probes (-show, -showme:*, -compile_info, -link_info,
-# --version) are checked first.
+# oxmpi-fort, mpi-fort), and the wrappers mpicc and mpifort themselves. Each builds
+# buildsystems/hello.c (all but autotools also hello.f90, with `use mpi`), which runs under
+# our mpirun at np=2 and checks it runs on oxmpi. The compiler wrappers' probes (-show,
+# -showme:*, -compile_info, -link_info, --version) are checked first.
 #
 # usage: tests/clients/buildsystems.sh PREFIX [LABEL]
 #   PREFIX: an install prefix (cargo xtask install), a venv holding the oxmpi wheel, or the
@@ -92,6 +92,12 @@ runs_on_oxmpi() {
     grep -q '^hello: 2 ranks on oxmpi.*token 1 (expected 1)$' <<<"$got"
 }
 
+# The wrappers themselves, as a Makefile would call them.
+wrappers_client() {
+    mpicc src/hello.c -o hello-mpicc && runs_on_oxmpi ./hello-mpicc || return 1
+    mpifort src/hello.f90 -o hello-mpifort && runs_on_oxmpi ./hello-mpifort fortran
+}
+
 cmake_client() {
     local h
     cmake -S src/cmake -B cmake -G Ninja | tee cmake-configure.txt
@@ -147,6 +153,7 @@ pkgconfig_client() {
 }
 
 step wrapper-probes probes
+step wrappers wrappers_client
 step cmake cmake_client
 step meson meson_client
 step autotools autotools_client
