@@ -7,10 +7,11 @@
 #   mpi4py 4.1.2 wheel and numpy from one `pip install`, and, with only the venv's bin/ on
 #   PATH and no LD_LIBRARY_PATH: `python -m oxmpi`; mpi4py finds our libmpi.so.12 without
 #   mpirun and without any variable; `mpirun -n 2 python -m mpi4py.bench ringtest` and a few
-#   mpi4py test modules; the build systems (buildsystems.sh) against the venv.
+#   mpi4py test modules; the build systems (buildsystems.sh, C and Fortran) against the venv.
 # deb (needs root; CI runs as root): `cargo xtask deb --prefix PREFIX`, lintian without
-#   errors, install, switch the mpi/mpirun/mpi-<triplet> alternatives to oxmpi, run a
-#   program built by `mpicc.mpich` and one built by the alternatives' `mpicc` under
+#   errors, install, switch the mpi/mpirun/mpi-<triplet> alternatives to oxmpi (mpifort,
+#   mpif77, mpif90 and mpi-fort.pc with them), run programs built by `mpicc.mpich` and
+#   `mpif90.mpich` and ones built by the alternatives' `mpicc` and `mpifort` under
 #   `mpirun`, the build systems against the package, then purge it and check that the
 #   alternatives are as before and that Debian's MPICH and Open MPI still build and run.
 #   The package is purged and the alternatives restored even when a step fails.
@@ -31,6 +32,7 @@ mkdir -p "$STEPS_DIR"
 . "$here/steps.sh"
 packages=$repo/target/packages
 hello=$here/buildsystems/hello.c
+hello_f=$here/buildsystems/hello.f90
 
 # --- the wheel ---------------------------------------------------------------------------
 venv=$repo/target/venv-oxmpi-wheel
@@ -53,14 +55,18 @@ wheel_install() {
     "${PYTHON:-python3}" -m venv "$venv" || return 1
     "$venv/bin/pip" install -q --disable-pip-version-check --only-binary mpi4py \
         "$whl" "mpi4py==4.1.2" numpy || return 1
-    [ -x "$venv/bin/mpirun" ] && [ -x "$venv/bin/mpicc" ] && [ -f "$venv/lib/libmpi.so.12" ]
+    [ -x "$venv/bin/mpirun" ] && [ -x "$venv/bin/mpicc" ] && [ -f "$venv/lib/libmpi.so.12" ] &&
+        [ -x "$venv/bin/mpifort" ] && [ -x "$venv/bin/mpif90" ] &&
+        [ -f "$venv/lib/libmpifort.so.12" ] && [ -f "$venv/include/mpi_f08.mod" ] &&
+        [ -f "$venv/include/mpif.h" ] && [ -f "$venv/lib/pkgconfig/oxmpi-fort.pc" ]
 }
 
 wheel_python_m_oxmpi() {
     local out
     out=$(in_venv python -m oxmpi) || return 1
     echo "$out"
-    grep -qx "oxmpi [0-9.]*" <<<"$out" && grep -qx "library: $venv/lib/libmpi.so.12" <<<"$out"
+    grep -qx "oxmpi [0-9.]*" <<<"$out" && grep -qx "library: $venv/lib/libmpi.so.12" <<<"$out" &&
+        grep -qx "Fortran modules built by: GNU Fortran .*" <<<"$out"
 }
 
 # mpi4py finds the wheel's library by itself: no mpirun, no MPI4PY_LIBMPI.
@@ -142,7 +148,12 @@ deb_cleanup() {
 deb_build() {
     rm -f "$packages"/oxmpi_*.deb
     cargo xtask deb --prefix "$PREFIX" --out "$packages" || return 1
-    ls "$packages"/oxmpi_*.deb
+    ls "$packages"/oxmpi_*.deb || return 1
+    # The Fortran modules are gfortran's: the package names the compiler and module format.
+    local format
+    format=$(gzip -dc "$PREFIX/include/mpi.mod" | sed -n "1s/^GFORTRAN module version '\([0-9]*\)'.*/\1/p")
+    dpkg-deb -f "$packages"/oxmpi_*.deb Recommends Description | tee /dev/stderr |
+        grep -q "gfortran-mod-$format" || { echo "no gfortran-mod-$format"; return 1; }
 }
 
 deb_lintian() {
@@ -155,7 +166,15 @@ deb_install_and_switch() {
         update-alternatives --set mpirun /usr/bin/mpirun.oxmpi &&
         update-alternatives --set "mpi-$triplet" "/usr/lib/$triplet/oxmpi/include" || return 1
     readlink -f /usr/bin/mpicc /usr/bin/mpirun "/usr/include/$triplet/mpi" \
-        "/usr/lib/$triplet/libmpi.so" "/usr/lib/$triplet/pkgconfig/mpi.pc"
+        "/usr/lib/$triplet/libmpi.so" "/usr/lib/$triplet/pkgconfig/mpi.pc" \
+        /usr/bin/mpifort "/usr/lib/$triplet/libmpifort.so" "/usr/lib/$triplet/pkgconfig/mpi-fort.pc"
+    # The Fortran wrappers are slaves of `mpi`, as MPICH's and Open MPI's are.
+    local out f
+    out=$(update-alternatives --display mpi) || return 1
+    echo "$out"
+    for f in mpif77 mpif90 mpifort; do
+        grep -qx "  slave $f: /usr/bin/$f.oxmpi" <<<"$out" || { echo "no slave $f"; return 1; }
+    done
 }
 
 # run_np2 WANT CMD...: CMD, a launch of hello at np=2, prints the hello line on library WANT
@@ -175,13 +194,25 @@ deb_alternatives_mpicc() {
     # pkg-config's `mpi` is the alternative's oxmpi.pc.
     # shellcheck disable=SC2046
     cc $(pkg-config --cflags mpi) "$hello" -o hello-pc $(pkg-config --libs mpi) &&
-        run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-pc
+        run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-pc || return 1
+    # Fortran: the alternatives' mpifort, and pkg-config's `mpi-fort`.
+    /usr/bin/mpifort "$hello_f" -o hello-alt-f || return 1
+    ldd hello-alt-f | grep "libmpifort.so.12 => /usr/lib/$triplet/oxmpi/lib/libmpifort.so.12" ||
+        return 1
+    run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-alt-f || return 1
+    # shellcheck disable=SC2046
+    gfortran $(pkg-config --cflags mpi-fort) "$hello_f" -o hello-pc-f $(pkg-config --libs mpi-fort) &&
+        run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-pc-f
 }
 
 deb_mpich_built() {
     mpicc.mpich "$hello" -o hello-mpich || return 1
     # A binary of Debian's MPICH needs libmpich.so.12: the package's private lib/ has it.
-    LD_LIBRARY_PATH=/usr/lib/$triplet/oxmpi/lib run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-mpich
+    LD_LIBRARY_PATH=/usr/lib/$triplet/oxmpi/lib run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-mpich ||
+        return 1
+    # A Fortran one needs libmpichfort.so.12 and libmpich.so.12: both in the private lib/.
+    mpif90.mpich "$hello_f" -o hello-mpich-f || return 1
+    LD_LIBRARY_PATH=/usr/lib/$triplet/oxmpi/lib run_np2 oxmpi /usr/bin/mpirun -n 2 ./hello-mpich-f
 }
 
 deb_purge_leaves_others() {
@@ -204,7 +235,7 @@ if [[ " $parts " == *" deb "* ]]; then
         echo "packaging: SKIPPED the Debian package test: it installs into /usr and needs root" \
             "(CI runs as root)"
     else
-        for t in lintian dpkg-deb dpkg-shlibdeps mpicc.mpich mpicc.openmpi; do
+        for t in lintian dpkg-deb dpkg-shlibdeps mpicc.mpich mpif90.mpich mpicc.openmpi; do
             command -v "$t" >/dev/null || die "$t is missing: run scripts/deps.sh"
         done
         if dpkg-query -W -f='${Status}' oxmpi 2>/dev/null | grep -q installed; then
@@ -217,7 +248,7 @@ if [[ " $parts " == *" deb "* ]]; then
         step deb-lintian deb_lintian
         step deb-install deb_install_and_switch
         step deb-alternatives-mpicc deb_alternatives_mpicc
-        step deb-mpicc.mpich-built deb_mpich_built
+        step deb-mpich-built deb_mpich_built
         step deb-buildsystems bash "$here/buildsystems.sh" "/usr/lib/$triplet/oxmpi" deb
         step deb-purge-leaves-mpich-and-openmpi deb_purge_leaves_others
     fi

@@ -13,7 +13,7 @@
 //! `mpi_f08` procedures with gfortran (`.mod` files into the include directory), and all
 //! of it is linked over the C library.
 
-use crate::libmpi::{copy, defined_symbols};
+use crate::libmpi::{copy, defined_symbols, PC_RELOCATABLE_PREFIX};
 use crate::run;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -41,8 +41,10 @@ struct Flavour {
     /// Extra arguments of gen_fort.py and the C compiler.
     gen_args: &'static [&'static str],
     cflags: &'static [&'static str],
-    /// pkg-config name and description.
+    /// pkg-config name and description, and other names of the same file (the names
+    /// other MPIs' users ask for).
     pc_name: &'static str,
+    pc_aliases: &'static [&'static str],
     pc_description: &'static str,
 }
 
@@ -57,6 +59,9 @@ const FLAVOURS: &[Flavour] = &[
         gen_args: &[],
         cflags: &[],
         pc_name: "oxmpi-fort",
+        // Debian's `mpi-fort.pc` alternative (Open MPI's `ompi-fort.pc` there); MPICH ships
+        // no Fortran .pc file (its `mpich.pc` only has an `fflags` variable).
+        pc_aliases: &["mpi-fort.pc"],
         pc_description:
             "oxmpi Fortran bindings (mpif.h, use mpi, use mpi_f08; MPICH's libmpifort.so.12 ABI)",
     },
@@ -70,6 +75,7 @@ const FLAVOURS: &[Flavour] = &[
         gen_args: &["--abi"],
         cflags: &["-DOXF_ABI"],
         pc_name: "oxmpi-fort-abi",
+        pc_aliases: &[],
         pc_description: "oxmpi Fortran bindings over the MPI-5 standard ABI (libmpi_abi.so.1)",
     },
 ];
@@ -85,8 +91,26 @@ pub fn install(root: &Path, prefix: &Path, work: &Path) -> Result<(), String> {
             f,
         )?;
     }
-    Ok(())
+    // Module files are compiler-specific: the packages say which compiler made them.
+    let fc = std::env::var("FC").unwrap_or_else(|_| "gfortran".into());
+    let version = Command::new(&fc)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run '{fc} --version': {e}"))?;
+    let first = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    write(
+        &prefix.join("share/oxmpi").join(FORTRAN_COMPILER_FILE),
+        &format!("{first}\n"),
+    )
 }
+
+/// `share/oxmpi/<this>`: the first line of `gfortran --version` of the compiler that made
+/// the installed `.mod` files.
+pub const FORTRAN_COMPILER_FILE: &str = "fortran-compiler.txt";
 
 fn mkdir(d: &Path) -> Result<(), String> {
     fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))
@@ -207,23 +231,32 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
         &share.join(format!("fort-unsupported-{}.txt", f.c_lib)),
     )?;
     mkdir(&lib.join("pkgconfig"))?;
-    write(
-        &lib.join(format!("pkgconfig/{}.pc", f.pc_name)),
-        &pkg_config(prefix, f),
-    )?;
+    for (name, text) in pkg_config_files(f, PC_RELOCATABLE_PREFIX) {
+        write(&lib.join("pkgconfig").join(name), &text)?;
+    }
     eprintln!("xtask: installed {}", so.display());
     Ok(())
 }
 
-/// The pkg-config file of one flavour of the Fortran bindings.
-fn pkg_config(prefix: &Path, f: &Flavour) -> String {
+/// The pkg-config files of every flavour of the Fortran bindings for a prefix whose
+/// `prefix=` line is `prefix` (`oxmpi-fort.pc` with its alias `mpi-fort.pc`,
+/// `oxmpi-fort-abi.pc`).
+pub fn all_pkg_config_files(prefix: &str) -> Vec<(String, String)> {
+    FLAVOURS
+        .iter()
+        .flat_map(|f| pkg_config_files(f, prefix))
+        .collect()
+}
+
+/// The pkg-config file of one flavour of the Fortran bindings, under its name and aliases.
+fn pkg_config_files(f: &Flavour, prefix: &str) -> Vec<(String, String)> {
     let fort_lib = f
         .soname
         .strip_prefix("lib")
         .and_then(|s| s.split(".so").next())
         .unwrap_or(f.soname);
-    format!(
-        "prefix={}\n\
+    let text = format!(
+        "prefix={prefix}\n\
          libdir=${{prefix}}/lib\n\
          includedir=${{prefix}}/{}\n\
          \n\
@@ -232,11 +265,14 @@ fn pkg_config(prefix: &Path, f: &Flavour) -> String {
          Version: {}\n\
          Cflags: -I${{includedir}}\n\
          Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -l{fort_lib} -l{}\n",
-        prefix.display(),
         f.include,
         f.pc_name,
         f.pc_description,
         env!("CARGO_PKG_VERSION"),
         f.c_lib,
-    )
+    );
+    std::iter::once(format!("{}.pc", f.pc_name))
+        .chain(f.pc_aliases.iter().map(|a| a.to_string()))
+        .map(|n| (n, text.clone()))
+        .collect()
 }

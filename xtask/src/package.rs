@@ -238,14 +238,14 @@ pub fn cmd_wheel(args: &[String]) -> Result<(), String> {
     write(&pyproject, &text)?;
     // A wheel holds no symbolic links: the second names of programs become copies, the
     // development links linker scripts (as in the PyPI `mpich` wheel), and
-    // `libmpich.so.12` (for Debian-MPICH-built binaries) stays out: a copy would be a
-    // second library.
+    // `libmpich.so.12`/`libmpichfort.so.12` (for Debian-MPICH-built binaries) stay out: a
+    // copy would be a second library.
     stage_prefix(&opts.prefix, &stage.join("prefix"), &|p| match p
         .file_name()
         .and_then(|n| n.to_str())
     {
-        Some("libmpi.so" | "libmpi_abi.so") => Link::LinkerScript,
-        Some("libmpich.so.12") => Link::Drop,
+        Some(name) if WHEEL_LINKER_SCRIPTS.contains(&name) => Link::LinkerScript,
+        Some("libmpich.so.12" | "libmpichfort.so.12") => Link::Drop,
         _ => Link::Copy,
     })?;
     let py = wheel_tools()?;
@@ -280,6 +280,14 @@ pub fn cmd_wheel(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The development links of the prefix that a wheel holds as linker scripts.
+const WHEEL_LINKER_SCRIPTS: &[&str] = &[
+    "libmpi.so",
+    "libmpi_abi.so",
+    "libmpifort.so",
+    "libmpifort_abi.so",
+];
+
 /// The one file of `dir` whose name ends with `suffix`.
 fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
     let found: Vec<PathBuf> = fs::read_dir(dir)
@@ -295,6 +303,60 @@ fn only_file(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
             dir.display(),
             found.len()
         )),
+    }
+}
+
+/// The libraries the Debian package puts in the multiarch directory (the private `lib/`
+/// links to them); `libmpich.so.12` and `libmpichfort.so.12` stay private (Debian's MPICH
+/// owns those names there).
+const DEB_MULTIARCH_LIBS: [&str; 4] = [
+    "libmpi.so.12",
+    "libmpi_abi.so.1",
+    "libmpifort.so.12",
+    "libmpifort_abi.so.1",
+];
+
+/// The compiler that made the prefix's Fortran modules (`gfortran --version`'s first line,
+/// recorded by `install`): `.mod` files work only with compatible versions of it.
+fn fortran_compiler(prefix: &Path) -> Result<String, String> {
+    let f = prefix
+        .join("share/oxmpi")
+        .join(crate::fortran::FORTRAN_COMPILER_FILE);
+    let text = fs::read_to_string(&f).map_err(|e| {
+        format!(
+            "cannot read {}: {e} (install the prefix again with this cargo xtask install)",
+            f.display()
+        )
+    })?;
+    Ok(text.trim().to_string())
+}
+
+/// The format of the prefix's gfortran module files: `N` of the first line of
+/// `include/mpi.mod` (gzip), `GFORTRAN module version 'N' created from mpi.f90`.
+fn fortran_module_format(prefix: &Path) -> Result<String, String> {
+    let m = prefix.join("include/mpi.mod");
+    let text = output(Command::new("gzip").arg("-dc").arg(&m))?;
+    let first = text.lines().next().unwrap_or_default();
+    first
+        .strip_prefix("GFORTRAN module version '")
+        .and_then(|r| r.split('\'').next())
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: not a gfortran module ('{first}')", m.display()))
+}
+
+/// The Debian relation naming a gfortran that reads the modules, as Debian's MPI
+/// development packages write it: `gfortran-<major> | gfortran-mod-<format>` (the major
+/// version from the last word of `gfortran --version`'s first line).
+fn gfortran_relation(compiler: &str, module_format: &str) -> String {
+    let major = compiler
+        .split_whitespace()
+        .last()
+        .and_then(|v| v.split('.').next())
+        .filter(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()));
+    match major {
+        Some(m) => format!("gfortran-{m} | gfortran-mod-{module_format}"),
+        None => format!("gfortran-mod-{module_format}"),
     }
 }
 
@@ -336,9 +398,10 @@ fn files_under(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), St
     Ok(())
 }
 
-/// The maintainer scripts: `postinst` registers oxmpi as Debian's `mpi`, `mpirun` and
-/// `mpi-<triplet>` alternatives (next to MPICH's and Open MPI's, with the same link names),
-/// `prerm` removes them.
+/// The maintainer scripts: `postinst` registers oxmpi as Debian's `mpi` (with the C++ and
+/// Fortran wrappers as slaves), `mpirun` and `mpi-<triplet>` (headers, development links,
+/// `mpi.pc`, `mpi-fort.pc`) alternatives, next to MPICH's and Open MPI's with the same link
+/// names, `prerm` removes them.
 fn maintainer_scripts(triplet: &str) -> (String, String) {
     let p = ALTERNATIVES_PRIORITY;
     let priv_dir = format!("/usr/lib/{triplet}/oxmpi");
@@ -349,15 +412,26 @@ fn maintainer_scripts(triplet: &str) -> (String, String) {
          \x20   update-alternatives --install /usr/bin/mpicc mpi /usr/bin/mpicc.oxmpi {p} \\\n\
          \x20       --slave /usr/bin/mpic++ mpic++ /usr/bin/mpicxx.oxmpi \\\n\
          \x20       --slave /usr/bin/mpicxx mpicxx /usr/bin/mpicxx.oxmpi \\\n\
-         \x20       --slave /usr/bin/mpiCC mpiCC /usr/bin/mpicxx.oxmpi\n\
+         \x20       --slave /usr/bin/mpiCC mpiCC /usr/bin/mpicxx.oxmpi \\\n\
+         \x20       --slave /usr/bin/mpif77 mpif77 /usr/bin/mpif77.oxmpi \\\n\
+         \x20       --slave /usr/bin/mpif90 mpif90 /usr/bin/mpif90.oxmpi \\\n\
+         \x20       --slave /usr/bin/mpifort mpifort /usr/bin/mpifort.oxmpi\n\
          \x20   update-alternatives --install /usr/bin/mpirun mpirun /usr/bin/mpirun.oxmpi {p} \\\n\
          \x20       --slave /usr/bin/mpiexec mpiexec /usr/bin/mpiexec.oxmpi\n\
          \x20   update-alternatives --install /usr/include/{triplet}/mpi mpi-{triplet} \
          {priv_dir}/include {p} \\\n\
          \x20       --slave /usr/lib/{triplet}/libmpi.so libmpi.so-{triplet} \
          {priv_dir}/lib/libmpi.so \\\n\
+         \x20       --slave /usr/lib/{triplet}/libmpif77.so libmpif77.so-{triplet} \
+         {priv_dir}/lib/libmpifort.so \\\n\
+         \x20       --slave /usr/lib/{triplet}/libmpif90.so libmpif90.so-{triplet} \
+         {priv_dir}/lib/libmpifort.so \\\n\
+         \x20       --slave /usr/lib/{triplet}/libmpifort.so libmpifort.so-{triplet} \
+         {priv_dir}/lib/libmpifort.so \\\n\
          \x20       --slave /usr/lib/{triplet}/pkgconfig/mpi.pc mpi.pc-{triplet} \
-         /usr/lib/{triplet}/pkgconfig/oxmpi.pc\n\
+         /usr/lib/{triplet}/pkgconfig/oxmpi.pc \\\n\
+         \x20       --slave /usr/lib/{triplet}/pkgconfig/mpi-fort.pc mpi-fort.pc-{triplet} \
+         /usr/lib/{triplet}/pkgconfig/oxmpi-fort.pc\n\
          fi\n"
     );
     let prerm = format!(
@@ -374,9 +448,10 @@ fn maintainer_scripts(triplet: &str) -> (String, String) {
 
 /// `cargo xtask deb`: `oxmpi_<version>_<arch>.deb`. The prefix goes to
 /// `/usr/lib/<triplet>/oxmpi` (like Debian's Open MPI), with `libmpi.so.12` and
-/// `libmpi_abi.so.1` themselves in `/usr/lib/<triplet>`, `mpirun.oxmpi`, `mpiexec.oxmpi`,
-/// `mpicc.oxmpi`, `mpicxx.oxmpi` and `oxmpi-info` in `/usr/bin`, and `oxmpi.pc` /
-/// `oxmpi-abi.pc` in `/usr/lib/<triplet>/pkgconfig`.
+/// `libmpi_abi.so.1` and the Fortran bindings `libmpifort.so.12`, `libmpifort_abi.so.1`
+/// themselves in `/usr/lib/<triplet>`, `mpirun.oxmpi`, `mpiexec.oxmpi`, `mpicc.oxmpi`,
+/// `mpicxx.oxmpi`, `mpifort.oxmpi`, `mpif77.oxmpi`, `mpif90.oxmpi` and `oxmpi-info` in
+/// `/usr/bin`, and `oxmpi*.pc` in `/usr/lib/<triplet>/pkgconfig`.
 pub fn cmd_deb(args: &[String]) -> Result<(), String> {
     let opts = parse_args("deb", args)?;
     let root = workspace_root();
@@ -392,19 +467,22 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
     stage_prefix(&opts.prefix, &priv_dir, &|_| Link::Keep)?;
 
     // The libraries themselves in the multiarch directory, found by ld.so's cache.
-    for so in ["libmpi.so.12", "libmpi_abi.so.1"] {
+    for so in DEB_MULTIARCH_LIBS {
         fs::rename(priv_dir.join("lib").join(so), libdir.join(so))
             .map_err(|e| format!("cannot move {so} into {}: {e}", libdir.display()))?;
         symlink(&format!("../../{so}"), &priv_dir.join("lib").join(so))?;
     }
-    // pkg-config files naming the private prefix; oxmpi.pc and oxmpi-abi.pc also in the
-    // multiarch pkg-config directory (mpich.pc there belongs to Debian's MPICH; `mpi.pc` is
-    // an alternative).
+    // pkg-config files naming the private prefix; oxmpi*.pc also in the multiarch
+    // pkg-config directory (mpich.pc there belongs to Debian's MPICH; `mpi.pc` and
+    // `mpi-fort.pc` are alternatives).
     let prefix_abs = format!("/{priv_rel}");
     let pkgconfig = libdir.join("pkgconfig");
     mkdir(&pkgconfig)?;
-    for (name, text) in crate::libmpi::pkg_config_files(&prefix_abs) {
-        write(&priv_dir.join("lib/pkgconfig").join(name), &text)?;
+    let c_files = crate::libmpi::pkg_config_files(&prefix_abs)
+        .into_iter()
+        .map(|(n, t)| (n.to_string(), t));
+    for (name, text) in c_files.chain(crate::fortran::all_pkg_config_files(&prefix_abs)) {
+        write(&priv_dir.join("lib/pkgconfig").join(&name), &text)?;
         if name.starts_with("oxmpi") {
             write(&pkgconfig.join(name), &text)?;
         }
@@ -415,6 +493,9 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
         ("mpiexec.oxmpi", "mpiexec"),
         ("mpicc.oxmpi", "mpicc"),
         ("mpicxx.oxmpi", "mpicxx"),
+        ("mpifort.oxmpi", "mpifort"),
+        ("mpif77.oxmpi", "mpif77"),
+        ("mpif90.oxmpi", "mpif90"),
         ("oxmpi-info", "oxmpi-info"),
     ] {
         symlink(
@@ -477,6 +558,11 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
         .find_map(|l| l.strip_prefix("shlibs:Depends="))
         .ok_or_else(|| format!("dpkg-shlibdeps gave no dependencies: {deps}"))?
         .to_string();
+    let fortran = fortran_compiler(&opts.prefix)?;
+    let module_format = fortran_module_format(&opts.prefix)?;
+    // Recommended, not required (Debian's libmpich-dev and libopenmpi-dev depend on it): a
+    // user of the library alone (mpi4py, MPICH-built programs) needs no Fortran compiler.
+    let gfortran = gfortran_relation(&fortran, &module_format);
     let size_kib = output(
         Command::new("du")
             .args(["-sk", "--apparent-size"])
@@ -495,7 +581,7 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
              Maintainer: oxmpi developers <oxmpi@example.org>\n\
              Installed-Size: {size_kib}\n\
              Depends: {depends}\n\
-             Recommends: gcc | c-compiler, pkg-config\n\
+             Recommends: gcc | c-compiler, {gfortran}, pkg-config\n\
              Section: net\n\
              Priority: optional\n\
              Homepage: {}\n\
@@ -505,8 +591,14 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
              \x20libmpi.so.12 (MPICH ABI: runs MPICH-built programs and the mpi4py wheel)\n\
              \x20plus libmpi_abi.so.1 (the MPI-5 standard ABI), with the compiler wrappers.\n\
              \x20.\n\
-             \x20It registers mpicc, mpirun and the MPI headers as the mpi, mpirun and\n\
-             \x20mpi-{triplet} alternatives, next to Open MPI and MPICH.\n",
+             \x20Fortran: libmpifort.so.12 (MPICH's Fortran ABI), libmpifort_abi.so.1,\n\
+             \x20mpif.h, the mpi and mpi_f08 modules and the wrappers mpifort, mpif77,\n\
+             \x20mpif90. The module files (format {module_format}) work with the gfortran that\n\
+             \x20built them: {fortran}.\n\
+             \x20.\n\
+             \x20It registers mpicc (with mpicxx, mpifort, mpif77, mpif90), mpirun and the\n\
+             \x20MPI headers as the mpi, mpirun and mpi-{triplet} alternatives, next to\n\
+             \x20Open MPI and MPICH.\n",
             workspace_field("repository")?
         ),
     )?;
@@ -519,7 +611,10 @@ pub fn cmd_deb(args: &[String]) -> Result<(), String> {
         write(&debian.join(name), text)?;
         set_mode(&debian.join(name), mode)?;
     }
-    let shlibs = format!("libmpi 12 oxmpi (>= {version})\nlibmpi_abi 1 oxmpi (>= {version})\n");
+    let shlibs = format!(
+        "libmpi 12 oxmpi (>= {version})\nlibmpi_abi 1 oxmpi (>= {version})\n\
+         libmpifort 12 oxmpi (>= {version})\nlibmpifort_abi 1 oxmpi (>= {version})\n"
+    );
     write(&debian.join("shlibs"), &shlibs)?;
     let sums = output(Command::new("md5sum").current_dir(&stage).args(&files))?;
     write(&debian.join("md5sums"), &format!("{sums}\n"))?;
@@ -546,6 +641,9 @@ mod tests {
         for want in [
             "update-alternatives --install /usr/bin/mpicc mpi /usr/bin/mpicc.oxmpi 30",
             "--slave /usr/bin/mpicxx mpicxx /usr/bin/mpicxx.oxmpi",
+            "--slave /usr/bin/mpif77 mpif77 /usr/bin/mpif77.oxmpi",
+            "--slave /usr/bin/mpif90 mpif90 /usr/bin/mpif90.oxmpi",
+            "--slave /usr/bin/mpifort mpifort /usr/bin/mpifort.oxmpi\n",
             "update-alternatives --install /usr/bin/mpirun mpirun /usr/bin/mpirun.oxmpi 30",
             "--slave /usr/bin/mpiexec mpiexec /usr/bin/mpiexec.oxmpi",
             "--install /usr/include/x86_64-linux-gnu/mpi mpi-x86_64-linux-gnu \
@@ -553,6 +651,10 @@ mod tests {
             "--slave /usr/lib/x86_64-linux-gnu/libmpi.so libmpi.so-x86_64-linux-gnu \
              /usr/lib/x86_64-linux-gnu/oxmpi/lib/libmpi.so",
             "--slave /usr/lib/x86_64-linux-gnu/pkgconfig/mpi.pc mpi.pc-x86_64-linux-gnu",
+            "--slave /usr/lib/x86_64-linux-gnu/libmpifort.so libmpifort.so-x86_64-linux-gnu \
+             /usr/lib/x86_64-linux-gnu/oxmpi/lib/libmpifort.so",
+            "--slave /usr/lib/x86_64-linux-gnu/pkgconfig/mpi-fort.pc \
+             mpi-fort.pc-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/pkgconfig/oxmpi-fort.pc\n",
         ] {
             assert!(postinst.contains(want), "{want}\n{postinst}");
         }
@@ -572,6 +674,15 @@ mod tests {
     }
 
     #[test]
+    fn the_gfortran_relation_names_the_compiler_and_module_format() {
+        assert_eq!(
+            gfortran_relation("GNU Fortran (Debian 12.2.0-14+deb12u1) 12.2.0", "15"),
+            "gfortran-12 | gfortran-mod-15"
+        );
+        assert_eq!(gfortran_relation("", "16"), "gfortran-mod-16");
+    }
+
+    #[test]
     fn pkg_config_files_name_their_prefix() {
         let files = crate::libmpi::pkg_config_files("/usr/lib/x/oxmpi");
         let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
@@ -582,6 +693,13 @@ mod tests {
             .contains("Libs: -L${libdir} -Wl,-rpath,${libdir} -lmpi\n"));
         assert!(files[3].1.contains("includedir=${prefix}/include/abi\n"));
         assert!(files[3].1.contains("-lmpi_abi\n"));
+        let fort = crate::fortran::all_pkg_config_files("/usr/lib/x/oxmpi");
+        let names: Vec<&str> = fort.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["oxmpi-fort.pc", "mpi-fort.pc", "oxmpi-fort-abi.pc"]);
+        assert!(fort[1].1.starts_with("prefix=/usr/lib/x/oxmpi\n"));
+        assert!(fort[1].1.contains("-lmpifort -lmpi\n"));
+        assert!(fort[2].1.contains("includedir=${prefix}/include/abi\n"));
+        assert!(fort[2].1.contains("-lmpifort_abi -lmpi_abi\n"));
     }
 
     #[test]

@@ -8,7 +8,15 @@ and :func:`mpirun` return them.
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
-__all__ = ["__version__", "prefix", "libmpi", "libmpi_abi", "mpirun"]
+__all__ = [
+    "__version__",
+    "prefix",
+    "libmpi",
+    "libmpi_abi",
+    "libmpifort",
+    "fortran_compiler",
+    "mpirun",
+]
 
 __version__ = _metadata.version("oxmpi")
 
@@ -32,6 +40,17 @@ def libmpi() -> _Path:
 def libmpi_abi() -> _Path:
     """The MPI-5 standard-ABI library ``libmpi_abi.so.1``."""
     return _installed("lib/libmpi_abi.so.1")
+
+
+def libmpifort() -> _Path:
+    """The Fortran bindings ``libmpifort.so.12`` (MPICH's Fortran ABI)."""
+    return _installed("lib/libmpifort.so.12")
+
+
+def fortran_compiler() -> str:
+    """The compiler that built the Fortran module files (``mpi.mod``, ``mpi_f08.mod``):
+    the first line of its ``--version``. Module files work only with a compatible gfortran."""
+    return _installed("share/oxmpi/fortran-compiler.txt").read_text().strip()
 
 
 def prefix() -> _Path:

@@ -14,6 +14,8 @@ def main(argv):
         print(f"oxmpi {oxmpi.__version__}")
         print(f"library: {oxmpi.libmpi()}")
         print(f"standard-ABI library: {oxmpi.libmpi_abi()}")
+        print(f"Fortran library: {oxmpi.libmpifort()}")
+        print(f"Fortran modules built by: {oxmpi.fortran_compiler()}")
         print(f"mpirun: {oxmpi.mpirun()}")
         print(f"prefix: {oxmpi.prefix()}")
     else:
