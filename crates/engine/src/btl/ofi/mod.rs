@@ -70,6 +70,22 @@ fn named() -> bool {
         .is_some_and(|s| !s.exclude && s.names.iter().any(|n| n == "ofi"))
 }
 
+/// Where the kernel lists the devices of the networks libfabric's hardware providers drive:
+/// InfiniBand/RoCE/iWARP and EFA (`verbs`, `efa`, `psm3`, `opx` over hfi1), and Slingshot
+/// (`cxi`).
+const RDMA_DEVICE_DIRS: [&str; 2] = ["/sys/class/infiniband", "/sys/class/cxi"];
+
+/// Whether this node has a device a hardware provider could drive. Loading libfabric and
+/// asking `fi_getinfo` costs about 0.3 s (every provider plugin starts), so a job on a
+/// node without one does not pay it unless `ofi` is named in the btl list.
+fn rdma_device_present() -> bool {
+    RDMA_DEVICE_DIRS.iter().any(|d| {
+        std::fs::read_dir(d)
+            .map(|mut e| e.next().is_some())
+            .unwrap_or(false)
+    })
+}
+
 /// The opened endpoint between publishing and wiring up.
 struct OfiSetup {
     net: Arc<Mutex<Net>>,
@@ -102,6 +118,12 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
             "{} ranks exceed the tag's {}",
             job.size(),
             link::MAX_RANKS
+        ));
+    }
+    if !named() && !rdma_device_present() {
+        return off(format!(
+            "no RDMA device ({}): libfabric not probed; name ofi in the btl list to use a software provider",
+            RDMA_DEVICE_DIRS.join(", ")
         ));
     }
     let lib = match fi::Lib::load() {
