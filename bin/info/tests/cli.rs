@@ -108,6 +108,8 @@ fn summary_without_arguments() {
     // framework, ours among them.
     let rest: Vec<&str> = o.stdout[header.len()..].lines().collect();
     assert!(rest.contains(&format!("                 MCA mca: base (oxmpi v{V})").as_str()));
+    // The one-sided framework, run by the C ABI, declared with the engine's.
+    assert!(rest.contains(&format!("                 MCA osc: pt2pt (oxmpi v{V})").as_str()));
     assert!(rest
         .iter()
         .all(|l| l.len() > 26 && l[..24].trim_start().starts_with("MCA ") && &l[24..26] == ": "));

@@ -693,6 +693,44 @@ fn bad_input_launches_nothing() {
 }
 
 #[test]
+fn osc_parameters_are_known() {
+    // The one-sided framework's parameters (declared with the engine's, run by the C ABI)
+    // pass mca_base_param_check=error from --mca and the environment alike, with no warning.
+    let s = Scratch::new("osc-params");
+    let o = s
+        .mpirun()
+        .env("OXMPI_MCA_osc", "pt2pt")
+        .args([
+            "--mca",
+            "mca_base_param_check",
+            "error",
+            "--mca",
+            "osc_pt2pt_idle_sleep_max",
+            "100",
+            "--mca",
+            "osc_base_verbose",
+            "1",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("unknown"), "{err}");
+    // A misspelling is still caught, with the osc name as the suggestion.
+    let o = s
+        .mpirun()
+        .args(["--mca", "osc_pt2pt_idle_sleep_mx", "100", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("did you mean osc_pt2pt_idle_sleep_max?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn hostfile_and_host_slots_are_honoured() {
     let s = Scratch::new("hostfile");
     let hostfile = s.dir.join("hosts");

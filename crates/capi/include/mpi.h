@@ -100,6 +100,9 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count,
 int MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
                 void *attribute_val_out, int *flag);
 
+/* MPICH's extension error class for a failed peer process (MPICH's value). */
+#define MPIX_ERR_PROC_FAILED 101
+
 /* ---- constants (values of the MPICH legacy ABI) ---- */
 #define MPI_OP_NULL ((MPI_Op)0x18000000)
 #define MPI_SUM ((MPI_Op)0x58000003)

@@ -34,9 +34,8 @@ pub(crate) fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Intern => MPI_ERR_INTERN,
         ErrorClass::NoMem => MPI_ERR_NO_MEM,
         ErrorClass::Unsupported => MPI_ERR_UNSUPPORTED_OPERATION,
-        // MPI-3.1 has no "process failed" class; MPICH reports MPIX_ERR_PROC_FAILED, which
-        // is not part of the ABI facts we follow.
-        ErrorClass::ProcFailed => MPI_ERR_OTHER,
+        // MPI-3.1 has no "process failed" class: MPICH's extension class, with its value.
+        ErrorClass::ProcFailed => MPIX_ERR_PROC_FAILED,
     }
 }
 

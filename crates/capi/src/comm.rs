@@ -417,6 +417,45 @@ impl Internal {
             .collect())
     }
 
+    /// Personalized exchange of byte messages: `parts[r]` goes to rank `r`; returns what
+    /// each rank sent to us, in rank order (the sizes through an alltoall, then the data
+    /// through an alltoallv).
+    pub fn exchange(&self, parts: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
+        let sizes: Vec<u8> = parts
+            .iter()
+            .flat_map(|p| (p.len() as u64).to_ne_bytes())
+            .collect();
+        let mut rsizes = vec![0u8; sizes.len()];
+        self.a
+            .alltoall(&sizes, &mut rsizes, 8)
+            .map_err(self.err())?;
+        let rcounts: Vec<usize> = rsizes
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")) as usize)
+            .collect();
+        let scounts: Vec<usize> = parts.iter().map(Vec::len).collect();
+        let displs = |c: &[usize]| -> Vec<usize> {
+            c.iter()
+                .scan(0, |at, &k| {
+                    let d = *at;
+                    *at += k;
+                    Some(d)
+                })
+                .collect()
+        };
+        let (sdispls, rdispls) = (displs(&scounts), displs(&rcounts));
+        let send = parts.concat();
+        let mut recv = vec![0u8; rcounts.iter().sum()];
+        self.a
+            .alltoallv(&send, &scounts, &sdispls, &mut recv, &rcounts, &rdispls)
+            .map_err(self.err())?;
+        Ok(rcounts
+            .iter()
+            .zip(&rdispls)
+            .map(|(&k, &d)| recv[d..d + k].to_vec())
+            .collect())
+    }
+
     /// The maximum of every rank's `v`, at every rank.
     pub fn allreduce_max(&self, v: i64) -> MpiResult<i64> {
         Ok(self.allgather_i64(&[v])?.into_iter().max().unwrap_or(v))

@@ -188,6 +188,8 @@ pub const MPI_ERR_SESSION: c_int = 75;
 pub const MPI_ERR_ERRHANDLER: c_int = 80;
 pub const MPI_ERR_ABI: c_int = 81;
 pub const MPI_ERR_LASTCODE: c_int = 1073741823;
+/// MPICH's extension class for a failed peer process (`MPICH_ERR_FIRST_MPIX + 1`).
+pub const MPIX_ERR_PROC_FAILED: c_int = 101;
 pub const MPI_MODE_APPEND: c_int = 128;
 pub const MPI_MODE_CREATE: c_int = 1;
 pub const MPI_MODE_DELETE_ON_CLOSE: c_int = 16;

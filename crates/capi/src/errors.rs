@@ -171,6 +171,11 @@ const CLASSES: &[(c_int, &str, &str)] = &[
         "invalid error handler",
     ),
     (MPI_ERR_ABI, "MPI_ERR_ABI", "ABI mismatch"),
+    (
+        MPIX_ERR_PROC_FAILED,
+        "MPIX_ERR_PROC_FAILED",
+        "a peer process failed",
+    ),
 ];
 
 /// The predefined class table entry for `code`.

@@ -84,3 +84,50 @@ fn mpi_io_built_with_mpich_runs_on_our_library() {
         run(&exe, n, true);
     }
 }
+
+/// Runs `tests/c/io_coll.c` on `n` ranks with `extra` mpirun arguments (and
+/// `fcoll_base_verbose` 10); returns its standard error after checking its output and that
+/// it left nothing in its scratch directory.
+fn run_io_coll(exe: &Path, n: usize, extra: &[&str]) -> String {
+    let data = Scratch::new("io-coll-data");
+    let n_s = n.to_string();
+    let mut args: Vec<&OsStr> = vec![OsStr::new("-n"), OsStr::new(&n_s)];
+    args.extend(["--mca", "fcoll_base_verbose", "10"].map(OsStr::new));
+    args.extend(extra.iter().map(OsStr::new));
+    args.extend([exe.as_os_str(), data.0.as_os_str()]);
+    let out = mpirun(&args, &[]);
+    let what = format!("io_coll on {n} ranks {extra:?}");
+    let stdout = success(&out, &what);
+    assert_eq!(stdout, "io_coll: done\n", "{what}");
+    assert_eq!(std::fs::read_dir(&data.0).unwrap().count(), 0, "{what}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn collective_io_aggregates_per_node() {
+    let dir = Scratch::new("io-build");
+    let exe = dir.0.join("io_coll");
+    compile(&prefix().join("bin/mpicc"), &c_source("io_coll.c"), &exe);
+    for n in 1..=4 {
+        let err = run_io_coll(&exe, n, &[]);
+        // One node: rank 0 aggregates; the interleaved blocks of every rank (64 blocks of
+        // 16 ints each) reach the file as one contiguous block.
+        let want = format!(
+            "io_coll.dat: aggregator 0 of 1: {} bytes of {n} rank(s) in 1 contiguous block(s)",
+            n * 64 * 16 * 4
+        );
+        assert!(
+            err.lines()
+                .any(|l| l.contains("fcoll two_phase: write ") && l.ends_with(&want)),
+            "{n} ranks: no line ending in {want:?}:\n{err}"
+        );
+        assert!(
+            !err.lines()
+                .any(|l| l.contains("aggregator") && !l.contains("aggregator 0 of 1")),
+            "{err}"
+        );
+    }
+    // Deselected: every rank writes its own pieces, with the same file contents.
+    let err = run_io_coll(&exe, 3, &["--mca", "fcoll", "^two_phase"]);
+    assert!(!err.contains("fcoll two_phase"), "{err}");
+}

@@ -172,3 +172,65 @@ fn collectives_and_p2p_over_ofi() {
         }
     }
 }
+
+/// The last rank kills itself after a barrier; the others, with `MPI_ERRORS_RETURN`, receive
+/// from it and write what `MPI_Recv` returned into `DIR/rankR` (they ignore mpirun's SIGTERM
+/// so that they outlive the job's end long enough to report; its SIGKILL follows).
+const PEER_DIES: &str = r#"
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int rank, size, v = 0, cls = -1, len = 0;
+    char msg[MPI_MAX_ERROR_STRING] = "", path[4096];
+    signal(SIGTERM, SIG_IGN);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == size - 1)
+        kill(getpid(), SIGKILL);
+    int rc = MPI_Recv(&v, 1, MPI_INT, size - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(cls, msg, &len);
+    snprintf(path, sizeof path, "%s/rank%d", argv[1], rank);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "rc %d class %d (MPIX_ERR_PROC_FAILED %d): %s\n", rc, cls, MPIX_ERR_PROC_FAILED, msg);
+    fclose(f);
+    _exit(0);
+}
+"#;
+
+#[test]
+fn dead_peer_is_mpix_err_proc_failed() {
+    let dir = Scratch::new("tcp-dies");
+    let src = dir.0.join("dies.c");
+    std::fs::write(&src, PEER_DIES).unwrap();
+    let exe = build(&src, &dir.0, "dies");
+    let n = 3;
+    let out = mpirun(
+        &[
+            OsStr::new("--mca"),
+            OsStr::new("btl"),
+            OsStr::new("self,tcp"),
+            OsStr::new("-n"),
+            OsStr::new("3"),
+            exe.as_os_str(),
+            dir.0.as_os_str(),
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    for r in 0..n - 1 {
+        let got = std::fs::read_to_string(dir.0.join(format!("rank{r}")))
+            .unwrap_or_else(|e| panic!("rank {r} did not report ({e}):\n{err}"));
+        assert!(
+            got.starts_with("rc 101 class 101 (MPIX_ERR_PROC_FAILED 101): "),
+            "rank {r}: {got}"
+        );
+        assert!(got.contains("failed"), "rank {r}: {got}");
+    }
+}

@@ -195,6 +195,9 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count,
 /* The predefined attribute copy function (MPI_DUP_FN and friends point at it). */
 int MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
                 void *attribute_val_out, int *flag);
+
+/* MPICH's extension error class for a failed peer process (MPICH's value). */
+#define MPIX_ERR_PROC_FAILED 101
 """
 
 FOOTER = r"""

@@ -32,7 +32,7 @@
 //! Engine::mprobe(src, tag, comm) -> Result<(MessageId, Status), Error>
 //! unsafe Engine::imrecv(buf, len, MessageId) -> Result<ReqId, Error>
 //! Engine::{progress, cancel(ReqId), abort(code) -> !, finalize() -> Result<(), Error>}
-//! PROVIDER: oxmpi_base::params::Provider    (btl self/sm/tcp, pml ox and their parameters)
+//! PROVIDER: oxmpi_base::params::Provider    (btl self/sm/tcp, pml ox, osc sm/pt2pt, fcoll two_phase and their parameters)
 //! ```
 //!
 //! Differences from the first contract sketch: the communicator queries and probes return
@@ -59,6 +59,7 @@
 //! bootstrap.rs    Bootstrap: key-value store and fence (PMI, file store, singleton)
 //! sys.rs          every system call of the crate (memfd/mmap, /proc fds, pidfd, CMA,
 //!                 sockets, interfaces), public for the library crates above
+//! frameworks.rs   declarations of osc and fcoll (their components are in oxmpi-capi)
 //! params.rs       PROVIDER: the components' parameters gathered (each component reads
 //!                 its own with oxmpi_base::params::{size, int, list}, which fall back to
 //!                 the declared default)
@@ -225,6 +226,8 @@ mod btl;
 #[cfg(not(loom))]
 mod engine;
 #[cfg(not(loom))]
+pub mod frameworks;
+#[cfg(not(loom))]
 mod params;
 #[cfg(not(loom))]
 mod pml;
@@ -263,8 +266,9 @@ pub mod ring;
 pub use bootstrap::Bootstrap;
 #[cfg(not(loom))]
 pub use engine::{engine, init, init_with, Engine};
-/// The engine's MCA frameworks (`btl`: self, sm; `pml`: ox) and parameters, for the
-/// registry and `oxmpi-info`.
+/// The engine's MCA frameworks (`btl`: self, sm, tcp; `pml`: ox; `osc`: sm, pt2pt; `fcoll`:
+/// two_phase, declared for the C ABI's components) and parameters, for the registry, `mpirun` and
+/// `oxmpi-info`.
 #[cfg(not(loom))]
 pub use params::{check as check_params, PROVIDER};
 /// `mpi_profile`, the job profile's directory.

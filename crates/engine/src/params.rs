@@ -12,16 +12,19 @@ use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provi
 use crate::btl::REGISTRY;
 use crate::pml;
 
-/// Every parameter of the engine: the transports' in registry order, then the protocol's.
+/// Every parameter of the engine: the transports' in registry order, then the protocol's,
+/// then those of the frameworks run by the C ABI.
 static PARAMS: [ParamDecl; N_PARAMS] = {
     let mut out = [ParamDecl::new("", "", "", ParamType::Bool, "", ""); N_PARAMS];
     let mut k = 0;
     let mut i = 0;
-    while i <= REGISTRY.len() {
-        let part = if i < REGISTRY.len() {
+    while i <= REGISTRY.len() + 1 {
+        let part: &[ParamDecl] = if i < REGISTRY.len() {
             REGISTRY[i].params
-        } else {
+        } else if i == REGISTRY.len() {
             &pml::params::PARAMS
+        } else {
+            &crate::frameworks::PARAMS
         };
         let mut j = 0;
         while j < part.len() {
@@ -57,7 +60,7 @@ pub(crate) fn select_btl(
 
 /// Number of parameters of the engine.
 const N_PARAMS: usize = {
-    let mut n = pml::params::PARAMS.len();
+    let mut n = pml::params::PARAMS.len() + crate::frameworks::PARAMS.len();
     let mut i = 0;
     while i < REGISTRY.len() {
         n += REGISTRY[i].params.len();
@@ -97,6 +100,8 @@ pub static PROVIDER: Provider = Provider {
                 description: "matching, eager and rendezvous protocols over the btls",
             }],
         },
+        crate::frameworks::FRAMEWORKS[0],
+        crate::frameworks::FRAMEWORKS[1],
     ],
     params: &PARAMS,
 };
@@ -167,6 +172,7 @@ mod tests {
                 "btl_ofi_send_slots",
                 "mpi_yield_when_idle",
                 "mpi_profile",
+                "osc_pt2pt_idle_sleep_max",
             ]
         );
         for d in PROVIDER.params {

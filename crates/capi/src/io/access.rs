@@ -4,6 +4,7 @@
 
 use super::collective::{allgather_i64, bcast_i64};
 use super::file::{os_err, FileObj, FileState};
+use super::two_phase;
 use crate::backend::EStatus;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from};
@@ -42,6 +43,131 @@ pub(super) fn not_sequential(f: &FileObj) -> MpiResult {
     Ok(())
 }
 
+/// A data access with its checks done: the datatype, where it starts (etypes of the view)
+/// and the file segments it touches.
+struct Plan {
+    dt: std::sync::Arc<crate::datatype::Datatype>,
+    n: usize,
+    nbytes: usize,
+    at: At,
+    start: i64,
+    esize: u64,
+    external32: bool,
+    atomic: bool,
+    segs: Vec<(u64, u64)>,
+}
+
+impl Plan {
+    /// Checks the arguments and the access mode, resolves the file pointer (reserving the
+    /// shared pointer's or the ordered range) and maps the access through the view.
+    fn new(
+        f: &FileObj,
+        at: At,
+        write: bool,
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+    ) -> MpiResult<Plan> {
+        let n = check_count(count)?;
+        let dt = lock().dtype_committed(datatype)?;
+        let at = match at {
+            At::Ordered => At::Reserved(ordered_offset(f, n * dt.size)?),
+            at => at,
+        };
+        if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
+            mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
+        }
+        if write && f.amode & MPI_MODE_RDONLY != 0 {
+            mpi_bail!(
+                MPI_ERR_READ_ONLY,
+                "{}: file opened read-only",
+                f.path.display()
+            );
+        }
+        if !write && f.amode & MPI_MODE_WRONLY != 0 {
+            mpi_bail!(
+                MPI_ERR_ACCESS,
+                "{}: file opened write-only",
+                f.path.display()
+            );
+        }
+        if matches!(at, At::Offset(_) | At::Individual) {
+            not_sequential(f)?;
+        }
+        let nbytes = n * dt.size;
+        let s = f.state();
+        let esize = s.view.esize;
+        let netypes = (nbytes as u64 / esize) as i64;
+        let start = match at {
+            At::Offset(o) | At::Reserved(o) => {
+                if o < 0 {
+                    mpi_bail!(MPI_ERR_ARG, "negative offset {o}");
+                }
+                o
+            }
+            At::Individual => s.pos,
+            At::Shared => f.shared.fetch_add(netypes)?,
+            At::Ordered => unreachable!("ordered access is resolved to At::Reserved on entry"),
+        };
+        if nbytes > 0 && s.view.map.is_empty() {
+            mpi_bail!(
+                MPI_ERR_IO,
+                "data access through a view whose filetype holds no data"
+            );
+        }
+        Ok(Plan {
+            segs: s.view.map.segments(start as u64 * esize, nbytes as u64),
+            dt,
+            n,
+            nbytes,
+            at,
+            start,
+            esize,
+            external32: s.view.external32,
+            atomic: s.atomic,
+        })
+    }
+
+    /// The bytes a write puts into the file, in segment order.
+    fn pack(&self, buf: *mut c_void) -> MpiResult<Vec<u8>> {
+        let mut data = Vec::with_capacity(self.nbytes);
+        // SAFETY: `buf` holds `n` items of `dt` (MPI contract of the write calls).
+        unsafe { pack_into(&self.dt, self.n, buf as *const u8, &mut data) };
+        if self.external32 {
+            data = crate::external::file_to_external32(&self.dt, self.n, &data)?;
+        }
+        Ok(data)
+    }
+
+    /// Stores the `data` a read got into `buf`.
+    fn unpack(&self, buf: *mut c_void, mut data: Vec<u8>) -> MpiResult {
+        let native = if self.external32 {
+            crate::external::file_from_external32(&self.dt, &data)?
+        } else {
+            data.shrink_to_fit();
+            data
+        };
+        // SAFETY: `buf` has room for `n` items of `dt` (MPI contract of the read calls).
+        unsafe { unpack_from(&self.dt, self.n, buf as *mut u8, &native) };
+        Ok(())
+    }
+
+    /// Moves the individual pointer past the `done` bytes and makes the status.
+    fn finish(&self, f: &FileObj, done: usize) -> MpiStatus {
+        if let At::Individual = self.at {
+            f.state().pos = self.start + (done as u64 / self.esize) as i64;
+        }
+        let mut st = MpiStatus {
+            source: MPI_ANY_SOURCE,
+            tag: MPI_ANY_TAG,
+            error: MPI_SUCCESS,
+            ..Default::default()
+        };
+        status_set_bytes(&mut st, done, false);
+        st
+    }
+}
+
 /// One data access: read into or write from `buf`.
 pub(super) fn access(
     f: &FileObj,
@@ -51,65 +177,12 @@ pub(super) fn access(
     count: c_int,
     datatype: c_int,
 ) -> MpiResult<MpiStatus> {
-    let n = check_count(count)?;
-    let dt = lock().dtype_committed(datatype)?;
-    let at = match at {
-        At::Ordered => At::Reserved(ordered_offset(f, n * dt.size)?),
-        at => at,
-    };
-    if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
-        mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
-    }
-    if write && f.amode & MPI_MODE_RDONLY != 0 {
-        mpi_bail!(
-            MPI_ERR_READ_ONLY,
-            "{}: file opened read-only",
-            f.path.display()
-        );
-    }
-    if !write && f.amode & MPI_MODE_WRONLY != 0 {
-        mpi_bail!(
-            MPI_ERR_ACCESS,
-            "{}: file opened write-only",
-            f.path.display()
-        );
-    }
-    if matches!(at, At::Offset(_) | At::Individual) {
-        not_sequential(f)?;
-    }
-    let nbytes = n * dt.size;
-    let mut s = f.state();
-    let esize = s.view.esize;
-    let netypes = (nbytes as u64 / esize) as i64;
-    let start = match at {
-        At::Offset(o) | At::Reserved(o) => {
-            if o < 0 {
-                mpi_bail!(MPI_ERR_ARG, "negative offset {o}");
-            }
-            o
-        }
-        At::Individual => s.pos,
-        At::Shared => f.shared.fetch_add(netypes)?,
-        At::Ordered => unreachable!("ordered access is resolved to At::Reserved on entry"),
-    };
-    if nbytes > 0 && s.view.map.is_empty() {
-        mpi_bail!(
-            MPI_ERR_IO,
-            "data access through a view whose filetype holds no data"
-        );
-    }
-    let segs = s.view.map.segments(start as u64 * esize, nbytes as u64);
-    let atomic = s.atomic;
+    let p = Plan::new(f, at, write, buf, count, datatype)?;
     let done = if write {
-        let mut data = Vec::with_capacity(nbytes);
-        // SAFETY: `buf` holds `n` items of `dt` (MPI contract of the write calls).
-        unsafe { pack_into(&dt, n, buf as *const u8, &mut data) };
-        if s.view.external32 {
-            data = crate::external::file_to_external32(&dt, n, &data)?;
-        }
-        let _lock = atomic.then(|| RangeLock::new(f, &segs, true));
+        let data = p.pack(buf)?;
+        let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, true));
         let mut pos = 0usize;
-        for &(off, len) in &segs {
+        for &(off, len) in &p.segs {
             let len = len as usize;
             f.file
                 .write_all_at(&data[pos..pos + len], off)
@@ -118,46 +191,73 @@ pub(super) fn access(
         }
         pos
     } else {
-        let mut data = vec![0u8; nbytes];
-        let _lock = atomic.then(|| RangeLock::new(f, &segs, false));
+        let mut data = vec![0u8; p.nbytes];
+        let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, false));
         let mut pos = 0usize;
-        'segs: for &(off, len) in &segs {
+        for &(off, len) in &p.segs {
             let end = pos + len as usize;
-            let mut o = off;
-            while pos < end {
-                match f.file.read_at(&mut data[pos..end], o) {
-                    Ok(0) => break 'segs,
-                    Ok(k) => {
-                        pos += k;
-                        o += k as u64;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(os_err(e, f.path.display())),
-                }
+            pos += read_full(f, &mut data[pos..end], off)?;
+            if pos < end {
+                break; // the end of the file
             }
         }
-        let native = if s.view.external32 {
-            crate::external::file_from_external32(&dt, &data[..pos])?
-        } else {
-            data.truncate(pos);
-            data
-        };
-        // SAFETY: `buf` has room for `n` items of `dt` (MPI contract of the read calls).
-        unsafe { unpack_from(&dt, n, buf as *mut u8, &native) };
+        data.truncate(pos);
+        p.unpack(buf, data)?;
         pos
     };
-    if let At::Individual = at {
-        s.pos = start + (done as u64 / esize) as i64;
+    Ok(p.finish(f, done))
+}
+
+/// One collective data access (`_all`, `_at_all`, ordered): through the `fcoll` framework's
+/// two-phase component ([`two_phase`]), or independently when it is deselected or the file
+/// is in atomic mode. A rank whose own checks fail still takes part (with nothing), so the
+/// others never wait for it, and then reports its error.
+pub(super) fn access_all(
+    f: &FileObj,
+    at: At,
+    write: bool,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<MpiStatus> {
+    // Atomic mode is a collective setting, so every rank takes the same path.
+    if !two_phase::enabled() || f.state().atomic {
+        return access(f, at, write, buf, count, datatype);
     }
-    drop(s);
-    let mut st = MpiStatus {
-        source: MPI_ANY_SOURCE,
-        tag: MPI_ANY_TAG,
-        error: MPI_SUCCESS,
-        ..Default::default()
+    let plan = Plan::new(f, at, write, buf, count, datatype)
+        .and_then(|p| Ok((if write { p.pack(buf)? } else { Vec::new() }, p)));
+    let (segs, data): (&[(u64, u64)], &[u8]) = match &plan {
+        Ok((data, p)) => (&p.segs, data),
+        Err(_) => (&[], &[]),
     };
-    status_set_bytes(&mut st, done, false);
-    Ok(st)
+    let mut got = vec![0u8; if write { 0 } else { data_len(&plan) }];
+    let done = two_phase::run(f, write, two_phase::Mine { segs, data }, &mut got);
+    let (_, p) = plan?;
+    let done = done?;
+    if !write {
+        got.truncate(done);
+        p.unpack(buf, got)?;
+    }
+    Ok(p.finish(f, done))
+}
+
+/// The bytes a planned read asks for (0 for a failed plan).
+fn data_len<T>(plan: &MpiResult<(T, Plan)>) -> usize {
+    plan.as_ref().map_or(0, |(_, p)| p.nbytes)
+}
+
+/// Reads into `buf` at `off` until it is full or the file ends; the bytes read.
+pub(super) fn read_full(f: &FileObj, buf: &mut [u8], off: u64) -> MpiResult<usize> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        match f.file.read_at(&mut buf[pos..], off + pos as u64) {
+            Ok(0) => break,
+            Ok(k) => pos += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(os_err(e, f.path.display())),
+        }
+    }
+    Ok(pos)
 }
 
 /// A POSIX record lock over the byte range an atomic-mode access touches.

@@ -18,10 +18,13 @@
 //!   only the file system agree on it; a file opened by one process keeps it in local
 //!   memory. Atomic mode takes POSIX record locks on the byte ranges it touches (across
 //!   nodes as far as the file system honours them).
-//! * Collective calls are independent I/O plus the synchronisation their semantics need
-//!   (ordered access, seeks of the shared pointer, size changes, close); nonblocking
-//!   calls complete at once and return a completed request; split collectives run at
-//!   `_begin` and hand their status over at `_end`.
+//! * Collective reads and writes (`_all`, `_at_all`, ordered; blocking, nonblocking and
+//!   split) run in two phases (`two_phase`, the `fcoll` framework): one aggregator per node
+//!   accesses a contiguous domain of the file in large blocks for everyone; atomic mode and
+//!   `fcoll=^two_phase` keep independent I/O. The other collective calls are independent
+//!   I/O plus the synchronisation their semantics need (seeks of the shared pointer, size
+//!   changes, close); nonblocking calls complete at once and return a completed request;
+//!   split collectives run at `_begin` and hand their status over at `_end`.
 //! * Errors go through the file's error handler (`MPI_ERRORS_RETURN` by default); errors
 //!   of calls without a file (open, delete) through the handler of `MPI_FILE_NULL`.
 //!
@@ -29,12 +32,13 @@
 //! file's handler (`OnFile`); `file` the handle table, the file object and opening;
 //! `view` the file view; `access` reads and writes through it; `sharedfp` the shared file
 //! pointer; `collective` the collectives on the file's private communicator (through
-//! `comm::Internal`, never the exported `MPI_*` functions).
+//! `comm::Internal`, never the exported `MPI_*` functions); `two_phase` collective access.
 
 mod access;
 mod collective;
 mod file;
 mod sharedfp;
+mod two_phase;
 pub(crate) mod view;
 
 use crate::consts::*;
@@ -44,8 +48,8 @@ use crate::ffi::{out, ErrorOwner, MpiError, MpiResult};
 use crate::request::MpiStatus;
 use crate::state::{lock, Group, Info};
 use access::{
-    access, check_no_split, completed_request, not_sequential, seek_target, split_begin, split_end,
-    write_st, At,
+    access, access_all, check_no_split, completed_request, not_sequential, seek_target,
+    split_begin, split_end, write_st, At,
 };
 use collective::{allgather_i64, barrier, bcast_i64, internal};
 use file::{
@@ -496,12 +500,12 @@ mpi_fn! {
 
 /// Blocking accesses that take an explicit offset.
 macro_rules! access_at {
-    ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "`.")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
-                let s = access(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
                 write_st(status, &s);
                 Ok(())
             }
@@ -510,43 +514,43 @@ macro_rules! access_at {
 }
 
 access_at! {
-    PMPI_File_read_at "MPI_File_read_at" false *mut c_void;
-    PMPI_File_write_at "MPI_File_write_at" true *const c_void;
-    PMPI_File_read_at_all "MPI_File_read_at_all" false *mut c_void;
-    PMPI_File_write_at_all "MPI_File_write_at_all" true *const c_void;
+    access PMPI_File_read_at "MPI_File_read_at" false *mut c_void;
+    access PMPI_File_write_at "MPI_File_write_at" true *const c_void;
+    access_all PMPI_File_read_at_all "MPI_File_read_at_all" false *mut c_void;
+    access_all PMPI_File_write_at_all "MPI_File_write_at_all" true *const c_void;
 }
 
 /// Blocking accesses through a file pointer (individual or shared; `Ordered` for the
 /// collective shared-pointer forms).
 macro_rules! access_ptr {
-    ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "`.")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
-                let s = access_ptr!(@go $at, &f, $write, buf as *mut c_void, count, datatype)?;
+                let s = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count, datatype)?;
                 write_st(status, &s);
                 Ok(())
             }
         }
     )*};
-    (@go $at:ident, $f:expr, $w:expr, $b:expr, $c:expr, $d:expr) => { access($f, At::$at, $w, $b, $c, $d) };
+    (@go $how:ident $at:ident, $f:expr, $w:expr, $b:expr, $c:expr, $d:expr) => { $how($f, At::$at, $w, $b, $c, $d) };
 }
 
 access_ptr! {
-    PMPI_File_read "MPI_File_read" false Individual *mut c_void;
-    PMPI_File_write "MPI_File_write" true Individual *const c_void;
-    PMPI_File_read_all "MPI_File_read_all" false Individual *mut c_void;
-    PMPI_File_write_all "MPI_File_write_all" true Individual *const c_void;
-    PMPI_File_read_shared "MPI_File_read_shared" false Shared *mut c_void;
-    PMPI_File_write_shared "MPI_File_write_shared" true Shared *const c_void;
-    PMPI_File_read_ordered "MPI_File_read_ordered" false Ordered *mut c_void;
-    PMPI_File_write_ordered "MPI_File_write_ordered" true Ordered *const c_void;
+    access PMPI_File_read "MPI_File_read" false Individual *mut c_void;
+    access PMPI_File_write "MPI_File_write" true Individual *const c_void;
+    access_all PMPI_File_read_all "MPI_File_read_all" false Individual *mut c_void;
+    access_all PMPI_File_write_all "MPI_File_write_all" true Individual *const c_void;
+    access PMPI_File_read_shared "MPI_File_read_shared" false Shared *mut c_void;
+    access PMPI_File_write_shared "MPI_File_write_shared" true Shared *const c_void;
+    access_all PMPI_File_read_ordered "MPI_File_read_ordered" false Ordered *mut c_void;
+    access_all PMPI_File_write_ordered "MPI_File_write_ordered" true Ordered *const c_void;
 }
 
 /// Nonblocking accesses with an explicit offset (complete at once).
 macro_rules! iaccess_at {
-    ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "` (completes at once).")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
@@ -554,7 +558,7 @@ macro_rules! iaccess_at {
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
                 }
-                let s = access(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
                 completed_request(request, &s)
             }
         }
@@ -562,15 +566,15 @@ macro_rules! iaccess_at {
 }
 
 iaccess_at! {
-    PMPI_File_iread_at "MPI_File_iread_at" false *mut c_void;
-    PMPI_File_iwrite_at "MPI_File_iwrite_at" true *const c_void;
-    PMPI_File_iread_at_all "MPI_File_iread_at_all" false *mut c_void;
-    PMPI_File_iwrite_at_all "MPI_File_iwrite_at_all" true *const c_void;
+    access PMPI_File_iread_at "MPI_File_iread_at" false *mut c_void;
+    access PMPI_File_iwrite_at "MPI_File_iwrite_at" true *const c_void;
+    access_all PMPI_File_iread_at_all "MPI_File_iread_at_all" false *mut c_void;
+    access_all PMPI_File_iwrite_at_all "MPI_File_iwrite_at_all" true *const c_void;
 }
 
 /// Nonblocking accesses through a file pointer (complete at once).
 macro_rules! iaccess_ptr {
-    ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "` (completes at once).")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
@@ -578,7 +582,7 @@ macro_rules! iaccess_ptr {
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
                 }
-                let s = access(&f, At::$at, $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::$at, $write, buf as *mut c_void, count, datatype)?;
                 completed_request(request, &s)
             }
         }
@@ -586,42 +590,42 @@ macro_rules! iaccess_ptr {
 }
 
 iaccess_ptr! {
-    PMPI_File_iread "MPI_File_iread" false Individual *mut c_void;
-    PMPI_File_iwrite "MPI_File_iwrite" true Individual *const c_void;
-    PMPI_File_iread_all "MPI_File_iread_all" false Individual *mut c_void;
-    PMPI_File_iwrite_all "MPI_File_iwrite_all" true Individual *const c_void;
-    PMPI_File_iread_shared "MPI_File_iread_shared" false Shared *mut c_void;
-    PMPI_File_iwrite_shared "MPI_File_iwrite_shared" true Shared *const c_void;
+    access PMPI_File_iread "MPI_File_iread" false Individual *mut c_void;
+    access PMPI_File_iwrite "MPI_File_iwrite" true Individual *const c_void;
+    access_all PMPI_File_iread_all "MPI_File_iread_all" false Individual *mut c_void;
+    access_all PMPI_File_iwrite_all "MPI_File_iwrite_all" true Individual *const c_void;
+    access PMPI_File_iread_shared "MPI_File_iread_shared" false Shared *mut c_void;
+    access PMPI_File_iwrite_shared "MPI_File_iwrite_shared" true Shared *const c_void;
 }
 
 /// Split collectives with an explicit offset: `_begin` runs the access.
 macro_rules! split_at {
-    ($($pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
-                split_begin(&f, access(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype))
+                split_begin(&f, $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype))
             }
         }
     )*};
 }
 
 split_at! {
-    PMPI_File_read_at_all_begin "MPI_File_read_at_all_begin" false *mut c_void;
-    PMPI_File_write_at_all_begin "MPI_File_write_at_all_begin" true *const c_void;
+    access_all PMPI_File_read_at_all_begin "MPI_File_read_at_all_begin" false *mut c_void;
+    access_all PMPI_File_write_at_all_begin "MPI_File_write_at_all_begin" true *const c_void;
 }
 
 /// Split collectives through a file pointer.
 macro_rules! split_ptr {
-    ($($pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
+    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
         mpi_fn! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
             fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
-                let r = access_ptr!(@go $at, &f, $write, buf as *mut c_void, count, datatype);
+                let r = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count, datatype);
                 split_begin(&f, r)
             }
         }
@@ -629,10 +633,10 @@ macro_rules! split_ptr {
 }
 
 split_ptr! {
-    PMPI_File_read_all_begin "MPI_File_read_all_begin" false Individual *mut c_void;
-    PMPI_File_write_all_begin "MPI_File_write_all_begin" true Individual *const c_void;
-    PMPI_File_read_ordered_begin "MPI_File_read_ordered_begin" false Ordered *mut c_void;
-    PMPI_File_write_ordered_begin "MPI_File_write_ordered_begin" true Ordered *const c_void;
+    access_all PMPI_File_read_all_begin "MPI_File_read_all_begin" false Individual *mut c_void;
+    access_all PMPI_File_write_all_begin "MPI_File_write_all_begin" true Individual *const c_void;
+    access_all PMPI_File_read_ordered_begin "MPI_File_read_ordered_begin" false Ordered *mut c_void;
+    access_all PMPI_File_write_ordered_begin "MPI_File_write_ordered_begin" true Ordered *const c_void;
 }
 
 /// The `_end` halves of the split collectives.

@@ -1,0 +1,381 @@
+//! Two-phase collective file access (the `fcoll` framework's `two_phase` component):
+//! `MPI_File_write_all`, `read_all`, `_at_all` and the ordered forms.
+//!
+//! One aggregator per node (the lowest rank of the file's group there). The file range
+//! every rank touches, `[lo, hi)`, is cut into as many contiguous domains as there are
+//! aggregators. Phase one exchanges the pieces: each rank cuts its file segments at the
+//! domain borders and sends each piece to the aggregator owning it (for a write with its
+//! data, for a read only its place). Phase two: each aggregator merges what it received into
+//! contiguous blocks and writes or reads each block with one call; for a read it sends every
+//! rank its pieces back. Aggregators report per call on `fcoll_base_verbose` level 10.
+//!
+//! The pure parts (domains, cutting, merging, the message encoding) are functions tested
+//! here; [`run`] drives them over the file's private communicator (`comm::Internal`).
+//! Atomic mode keeps the independent path (each rank's range lock).
+
+use super::access::read_full;
+use super::collective::internal;
+use super::file::{os_err, FileObj};
+use crate::comm::Internal;
+use crate::consts::*;
+use crate::ffi::{MpiError, MpiResult};
+use oxmpi_base::output::Stream;
+use oxmpi_base::select::{select_global, Candidate, SelectError};
+use std::os::unix::fs::FileExt;
+use std::sync::OnceLock;
+
+/// Verbose output of the `fcoll` framework (`fcoll_base_verbose`).
+static FCOLL: Stream = Stream::new("fcoll");
+
+/// Whether the `two_phase` component is selected. `fcoll=^two_phase` leaves no
+/// component: collective access is then independent (the framework's fallback, not an
+/// error); an unknown component name keeps two-phase, after a one-line report.
+pub(super) fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let _ = oxmpi_base::params::register_global(&oxmpi_engine::PROVIDER);
+        match select_global("fcoll", &[Candidate::available("two_phase")]) {
+            Ok(s) => s.components.contains(&"two_phase"),
+            Err(SelectError::NoneSelected { .. }) => false,
+            Err(e) => {
+                oxmpi_base::output::warn(format_args!("{e}"));
+                true
+            }
+        }
+    })
+}
+
+/// The file domains: `[lo, hi)` cut into `k` contiguous parts of equal size (the last may
+/// be shorter or empty). Domain `i` is `[lo + i*d, lo + (i+1)*d)` clipped to `hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Domains {
+    lo: u64,
+    hi: u64,
+    d: u64,
+    k: usize,
+}
+
+impl Domains {
+    /// `k` domains over `[lo, hi)` (`k >= 1`).
+    pub(super) fn new(lo: u64, hi: u64, k: usize) -> Domains {
+        let k = k.max(1);
+        let d = (hi.saturating_sub(lo)).div_ceil(k as u64).max(1);
+        Domains { lo, hi, d, k }
+    }
+
+    /// The domain holding byte `off` (`lo <= off < hi`).
+    fn of(&self, off: u64) -> usize {
+        (((off - self.lo) / self.d) as usize).min(self.k - 1)
+    }
+
+    /// The end of domain `i`.
+    fn end(&self, i: usize) -> u64 {
+        if i + 1 >= self.k {
+            self.hi
+        } else {
+            self.lo + (i as u64 + 1) * self.d
+        }
+    }
+
+    /// `segs` cut at the domain borders: `(domain, offset, length)` in the order of `segs`.
+    pub(super) fn cut(&self, segs: &[(u64, u64)]) -> Vec<(usize, u64, u64)> {
+        let mut out = Vec::with_capacity(segs.len());
+        for &(mut off, mut len) in segs {
+            while len > 0 {
+                let i = self.of(off);
+                let take = len.min(self.end(i).saturating_sub(off).max(1));
+                out.push((i, off, take));
+                off += take;
+                len -= take;
+            }
+        }
+        out
+    }
+}
+
+/// Pieces `(offset, length)` merged into the contiguous blocks covering them (sorted by
+/// offset; touching or overlapping pieces join).
+pub(super) fn blocks(pieces: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut sorted: Vec<(u64, u64)> = pieces.iter().copied().filter(|p| p.1 > 0).collect();
+    sorted.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (off, len) in sorted {
+        match out.last_mut() {
+            Some((o, l)) if off <= *o + *l => *l = (*l).max(off + len - *o),
+            _ => out.push((off, len)),
+        }
+    }
+    out
+}
+
+/// Appends a piece header (offset, length) to a message.
+fn put_piece(msg: &mut Vec<u8>, off: u64, len: u64) {
+    msg.extend_from_slice(&off.to_le_bytes());
+    msg.extend_from_slice(&len.to_le_bytes());
+}
+
+/// Reads a little-endian `u64` at `*pos` of `msg` and advances past it.
+fn take_u64(msg: &[u8], pos: &mut usize) -> MpiResult<u64> {
+    let b = msg
+        .get(*pos..*pos + 8)
+        .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "two-phase I/O: truncated message"))?;
+    *pos += 8;
+    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// The pieces of a request message: `(offset, length, data start)`; a write request
+/// carries each piece's data after its header, a read request none.
+pub(super) fn parse_pieces(msg: &[u8], with_data: bool) -> MpiResult<Vec<(u64, u64, usize)>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < msg.len() {
+        let off = take_u64(msg, &mut pos)?;
+        let len = take_u64(msg, &mut pos)?;
+        out.push((off, len, pos));
+        if with_data {
+            pos = pos
+                .checked_add(len as usize)
+                .filter(|&e| e <= msg.len())
+                .ok_or_else(|| {
+                    MpiError::new(MPI_ERR_INTERN, "two-phase I/O: truncated piece data")
+                })?;
+        }
+    }
+    Ok(out)
+}
+
+/// What one rank contributes to a collective access: its file segments and, for a write,
+/// their data (in segment order). `None` when the rank's own checks failed: it still takes
+/// part (with nothing) so that the others do not wait for it.
+pub(super) struct Mine<'a> {
+    pub(super) segs: &'a [(u64, u64)],
+    pub(super) data: &'a [u8],
+}
+
+/// Runs one collective access on `f`. A write returns the number of bytes written; a read
+/// fills `out` (the rank's segments in order) and returns how many bytes were read before
+/// the first one past the end of the file.
+pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> MpiResult<usize> {
+    let c = Internal::of(f.comm).map_err(internal("two-phase I/O"))?;
+    let (me, n) = (c.rank(), c.size());
+    let lo = mine.segs.iter().map(|s| s.0).min().unwrap_or(u64::MAX);
+    let hi = mine.segs.iter().map(|s| s.0 + s.1).max().unwrap_or(0);
+    let all = c
+        .allgather_i64(&[node_key()?, lo as i64, hi as i64])
+        .map_err(internal("two-phase I/O"))?;
+    // Aggregators: the first rank of each node, in rank order.
+    let keys: Vec<i64> = all.chunks_exact(3).map(|x| x[0]).collect();
+    let aggs: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
+    let lo = all.chunks_exact(3).map(|x| x[1] as u64).min().unwrap_or(0);
+    let hi = all.chunks_exact(3).map(|x| x[2] as u64).max().unwrap_or(0);
+    if hi <= lo {
+        return Ok(0); // nobody accesses anything
+    }
+    let dom = Domains::new(lo, hi, aggs.len());
+    let pieces = dom.cut(mine.segs);
+    // Phase one: the pieces to their aggregators.
+    let mut req: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut at = 0usize;
+    for &(i, off, len) in &pieces {
+        let m = &mut req[aggs[i]];
+        put_piece(m, off, len);
+        if write {
+            m.extend_from_slice(&mine.data[at..at + len as usize]);
+        }
+        at += len as usize;
+    }
+    let got = c.exchange(&req).map_err(internal("two-phase I/O"))?;
+    // Phase two at the aggregators.
+    let mut result: MpiResult<()> = Ok(());
+    let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
+    if aggs.contains(&me) {
+        result = aggregate(f, write, &got, &mut replies, aggs.len());
+    }
+    if write {
+        let failed = c
+            .allgather_i64(&[i64::from(result.is_err())])
+            .map_err(internal("two-phase I/O"))?;
+        result?;
+        if let Some(a) = failed.iter().position(|&x| x != 0) {
+            return Err(MpiError::new(
+                MPI_ERR_IO,
+                format!(
+                    "{}: the aggregator rank {a} failed to write",
+                    f.path.display()
+                ),
+            ));
+        }
+        return Ok(at);
+    }
+    if let Err(e) = &result {
+        for r in replies.iter_mut() {
+            r.clear();
+            r.extend_from_slice(&i64::from(e.code).to_le_bytes());
+        }
+    }
+    let back = c.exchange(&replies).map_err(internal("two-phase I/O"))?;
+    result?;
+    // Our pieces, in order, from each aggregator's reply.
+    let mut cursor = vec![0usize; n];
+    for &a in &aggs {
+        if !back[a].is_empty() {
+            let code = take_u64(&back[a], &mut cursor[a])? as i64;
+            if code != 0 {
+                return Err(MpiError::new(
+                    code as i32,
+                    format!(
+                        "{}: the aggregator rank {a} failed to read",
+                        f.path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let mut done = 0usize;
+    let mut short = false;
+    for &(i, _, len) in &pieces {
+        let (msg, pos) = (&back[aggs[i]], &mut cursor[aggs[i]]);
+        let k = take_u64(msg, pos)? as usize;
+        let data = msg
+            .get(*pos..*pos + k)
+            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "two-phase I/O: truncated reply"))?;
+        *pos += k;
+        if !short {
+            out[done..done + k].copy_from_slice(data);
+            done += k;
+            short = k < len as usize;
+        }
+    }
+    Ok(done)
+}
+
+/// The aggregator's part: merge the received pieces into blocks and write them, or read
+/// the blocks and put each rank's pieces into its reply (status first, then per piece the
+/// byte count and the bytes).
+fn aggregate(
+    f: &FileObj,
+    write: bool,
+    got: &[Vec<u8>],
+    replies: &mut [Vec<u8>],
+    naggs: usize,
+) -> MpiResult<()> {
+    let parsed: Vec<Vec<(u64, u64, usize)>> = got
+        .iter()
+        .map(|m| parse_pieces(m, write))
+        .collect::<MpiResult<_>>()?;
+    let all: Vec<(u64, u64)> = parsed.iter().flatten().map(|p| (p.0, p.1)).collect();
+    let blks = blocks(&all);
+    let total: u64 = blks.iter().map(|b| b.1).sum();
+    let ranks = parsed.iter().filter(|p| !p.is_empty()).count();
+    let mut bufs: Vec<Vec<u8>> = blks.iter().map(|b| vec![0u8; b.1 as usize]).collect();
+    let place = |off: u64| -> (usize, usize) {
+        let b = blks.partition_point(|x| x.0 <= off) - 1;
+        (b, (off - blks[b].0) as usize)
+    };
+    if write {
+        // Pieces in rank order: where pieces overlap, the higher rank's data stays.
+        for (m, ps) in got.iter().zip(&parsed) {
+            for &(off, len, at) in ps {
+                let (b, o) = place(off);
+                bufs[b][o..o + len as usize].copy_from_slice(&m[at..at + len as usize]);
+            }
+        }
+        for (&(off, _), buf) in blks.iter().zip(&bufs) {
+            f.file
+                .write_all_at(buf, off)
+                .map_err(|e| os_err(e, f.path.display()))?;
+        }
+    } else {
+        let mut lens = Vec::with_capacity(blks.len());
+        for (&(off, _), buf) in blks.iter().zip(bufs.iter_mut()) {
+            lens.push(read_full(f, buf, off)?);
+        }
+        for (r, ps) in replies.iter_mut().zip(&parsed) {
+            if ps.is_empty() {
+                continue;
+            }
+            r.extend_from_slice(&0i64.to_le_bytes());
+            for &(off, len, _) in ps {
+                let (b, o) = place(off);
+                let k = lens[b].saturating_sub(o).min(len as usize);
+                r.extend_from_slice(&(k as u64).to_le_bytes());
+                r.extend_from_slice(&bufs[b][o..o + k]);
+            }
+        }
+    }
+    oxmpi_base::verbose!(
+        FCOLL,
+        10,
+        "fcoll two_phase: {} {}: aggregator {} of {naggs}: {total} bytes of {ranks} rank(s) in {} contiguous block(s)",
+        if write { "write" } else { "read" },
+        f.path.display(),
+        f.rank,
+        blks.len()
+    );
+    Ok(())
+}
+
+/// This process's node, as the lowest world rank on it (`Engine::node_pid`).
+fn node_key() -> MpiResult<i64> {
+    let e = crate::backend::engine()?;
+    Ok(i64::from(
+        (0..e.size())
+            .find(|&r| e.node_pid(r).is_some())
+            .unwrap_or(e.rank()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domains_cover_the_range_and_cut_at_their_borders() {
+        let d = Domains::new(100, 200, 3); // 34, 34, 32
+        assert_eq!(
+            d.cut(&[(100, 100)]),
+            vec![(0, 100, 34), (1, 134, 34), (2, 168, 32)]
+        );
+        assert_eq!(
+            d.cut(&[(130, 10), (190, 10)]),
+            vec![(0, 130, 4), (1, 134, 6), (2, 190, 10)]
+        );
+        assert_eq!(
+            Domains::new(0, 10, 1).cut(&[(0, 4), (6, 4)]),
+            vec![(0, 0, 4), (0, 6, 4)]
+        );
+        // More aggregators than bytes: the last ones get nothing.
+        assert_eq!(
+            Domains::new(0, 2, 4).cut(&[(0, 2)]),
+            vec![(0, 0, 1), (1, 1, 1)]
+        );
+    }
+
+    #[test]
+    fn interleaved_pieces_merge_into_one_block() {
+        // Four ranks writing every fourth 8-byte piece of [0, 128).
+        let pieces: Vec<(u64, u64)> = (0..16).map(|i| ((i * 8) as u64, 8)).rev().collect();
+        assert_eq!(blocks(&pieces), vec![(0, 128)]);
+        assert_eq!(
+            blocks(&[(10, 5), (0, 4), (12, 10), (30, 0)]),
+            vec![(0, 4), (10, 12)]
+        );
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let mut m = Vec::new();
+        put_piece(&mut m, 7, 3);
+        m.extend_from_slice(b"abc");
+        put_piece(&mut m, 20, 0);
+        assert_eq!(
+            parse_pieces(&m, true).unwrap(),
+            vec![(7, 3, 16), (20, 0, 35)]
+        );
+        let mut r = Vec::new();
+        put_piece(&mut r, 1, 2);
+        assert_eq!(parse_pieces(&r, false).unwrap(), vec![(1, 2, 16)]);
+        assert!(parse_pieces(&m[..20], true).is_err());
+        assert!(parse_pieces(&m[..5], false).is_err());
+    }
+}

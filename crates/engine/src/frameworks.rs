@@ -1,0 +1,79 @@
+//! Declarations of the frameworks whose components run in the C ABI: `osc` (one-sided
+//! communication: how window peers are reached, `oxmpi-capi`'s `rma/`) and `fcoll`
+//! (collective file access, `oxmpi-capi`'s `io/`). The C ABI sits above the crates that
+//! `mpirun` and `oxmpi-info` link; declaring them here, with the engine's own frameworks in
+//! [`crate::PROVIDER`], lets both know the names and validate the values. Each default is
+//! written here once.
+
+use oxmpi_base::params::{Component, Framework, ParamDecl, ParamType};
+
+/// `osc_pt2pt_idle_sleep_max`: the pt2pt progress thread's longest idle sleep (µs).
+pub static IDLE_SLEEP_MAX: ParamDecl = ParamDecl::new(
+    "osc",
+    "pt2pt",
+    "idle_sleep_max",
+    ParamType::Int {
+        min: 1,
+        max: 1_000_000,
+    },
+    "500",
+    "Longest sleep in microseconds of an idle one-sided progress thread between looks at \
+     its window's incoming requests (it sleeps 1, 2, 4, ... microseconds up to this after \
+     the last request)",
+)
+.level(5);
+
+/// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
+/// by the registry).
+pub(crate) static PARAMS: [ParamDecl; 1] = [IDLE_SLEEP_MAX];
+
+/// The frameworks (their selection `<name>` and `<name>_base_verbose` come with them).
+pub(crate) const FRAMEWORKS: [Framework; 2] = [OSC, FCOLL];
+
+/// The framework and its components: `osc=pt2pt` forces every window peer but the process
+/// itself onto messages, `osc=sm` keeps only the direct path.
+const OSC: Framework = Framework {
+    name: "osc",
+    description: "One-sided communication: how window peers are reached",
+    components: &[
+        Component {
+            name: "sm",
+            description: "Direct access to the memory of ranks on the same node \
+                          (shared segment, cross-memory attach)",
+        },
+        Component {
+            name: "pt2pt",
+            description: "One-sided operations carried as messages over the btls, \
+                          served by a progress thread at the target",
+        },
+    ],
+};
+
+/// Collective file access (`MPI_File_write_all` and the other collective reads and writes):
+/// `two_phase` gathers the pieces at one aggregator per node, each writing or reading a
+/// contiguous domain of the file; `fcoll=^two_phase` makes every rank access its own pieces.
+const FCOLL: Framework = Framework {
+    name: "fcoll",
+    description: "Collective file access: how the ranks' pieces reach the file",
+    components: &[Component {
+        name: "two_phase",
+        description: "One aggregator per node exchanges the pieces and accesses a \
+                      contiguous file domain in large blocks",
+    }],
+};
+
+#[cfg(test)]
+mod tests {
+    use oxmpi_base::params::{Registry, Sources};
+
+    #[test]
+    fn declarations_register_with_the_engine() {
+        let mut r = Registry::new(Sources::default()).expect("registry");
+        r.register_provider(&crate::PROVIDER).expect("register");
+        assert_eq!(r.get_int("osc_pt2pt_idle_sleep_max"), Some(500));
+        assert!(r.get_selection("osc").expect("selection").is_empty());
+        assert!(r.get_selection("fcoll").expect("selection").is_empty());
+        assert!(r.get("fcoll_base_verbose").is_some());
+        assert!(r.set("osc_pt2pt_idle_sleep_max", "0").is_err());
+    }
+}

@@ -1,0 +1,34 @@
+# Sourced by tests/fakenodes/run.sh for each node count: one-sided communication and MPI-IO
+# across nodes that share only the file system, with no parameter set by hand.
+#   rma.c on 2 ranks, one per node (--map-by node): every peer reached with messages;
+#   rma.c on 4 ranks by slot (2 nodes of 2 ranks): windows that mix same-node and
+#   other-node peers (4 ranks, not $n: each rank's window has a progress thread, and more
+#   ranks than that only add time on a 2-core machine);
+#   io.c on $n ranks (shared and ordered pointers, atomic mode, collectives), its files in
+#   $work (the nodes share /tmp), which it must leave empty;
+#   io_coll.c on $n ranks: collective reads and writes in two phases, one aggregator per
+#   node (ranks 0 and $n-2 are the first ranks of the first and last node).
+fn_cc "$root/crates/capi/tests/c/rma.c"
+fn_cc "$root/crates/capi/tests/c/io.c"
+fn_cc "$root/crates/capi/tests/c/io_coll.c"
+fn_mpirun --map-by node -n 2 "$work/rma"
+fn_expect "rma.c, 2 ranks on 2 nodes" 0 40 "^rma: all checks passed on 2 ranks\$"
+fn_mpirun -n 4 "$work/rma"
+fn_expect "rma.c, 4 ranks mixing same-node and other-node peers" 0 60 \
+  "^rma: all checks passed on 4 ranks\$"
+mkdir -p "$work/io-data"
+fn_mpirun -n $n "$work/io" "$work/io-data"
+fn_expect "io.c, $n ranks" 0 40 "^io: done\$"
+if [ -n "$(ls -A "$work/io-data")" ]; then
+  echo "fakenodes: $nodes nodes: io.c left files behind: $(ls -A "$work/io-data")"
+  failures=$((failures + 1))
+fi
+fn_mpirun -n $n --mca fcoll_base_verbose 10 "$work/io_coll" "$work/io-data"
+fn_expect "io_coll.c, $n ranks, an aggregator per node" 0 40 "^io_coll: done\$" \
+  "fcoll two_phase: write .*: aggregator 0 of $nodes: " \
+  "fcoll two_phase: read .*: aggregator $((n - 2)) of $nodes: "
+if [ -n "$(ls -A "$work/io-data")" ]; then
+  echo "fakenodes: $nodes nodes: io_coll.c left files behind: $(ls -A "$work/io-data")"
+  failures=$((failures + 1))
+fi
+rm -rf "$work/io-data"
