@@ -537,7 +537,9 @@ fn parallel_hdf5_fortran_built_by_debian_against_mpich() {
     let data = Scratch::new("hdf5-data");
     let exe = dir.0.join("ph5_rows");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hdf5/ph5_rows.f90");
+    // h5pfc leaves its object file in the current directory: the scratch one.
     let out = Command::new("h5pfc.mpich")
+        .current_dir(&dir.0)
         .arg("-shlib")
         .arg(format!("-J{}", dir.0.display()))
         .arg(&src)
