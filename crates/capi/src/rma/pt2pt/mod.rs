@@ -250,9 +250,10 @@ impl Net {
         self.send(o, &Req::Post)
     }
 
-    /// `MPI_Win_complete` to target `t` (counted there after our earlier operations).
+    /// `MPI_Win_complete` to target `t`: returns once `t` counted it (after our earlier
+    /// operations), with any error deferred there.
     pub(crate) fn complete(&self, t: usize) -> MpiResult {
-        self.send(t, &Req::Complete)?;
+        self.call(t, &Req::Complete)?;
         self.dirty[t].store(false, Ordering::Relaxed);
         Ok(())
     }

@@ -402,7 +402,14 @@ impl TargetCore {
                 self.grant(mem, &mut out);
             }
             Req::Post => mem.posted(origin),
-            Req::Complete => mem.completed(),
+            // Answered, so that the origin's MPI_Win_complete returns once the target
+            // counted it: a Win_test there after a barrier sees the epoch done (mpi4py's
+            // testStartCompletePostTest) and a deferred error reaches the origin.
+            Req::Complete => {
+                mem.completed();
+                let r = self.answer(origin, Ok(Vec::new()));
+                out.push((origin, r));
+            }
         }
         out
     }
@@ -771,7 +778,9 @@ mod tests {
         );
         assert_eq!(out[0].1.data, vec![0, 9, 8, 0, 0, 0, 7, 0]);
         c.handle(2, Req::Post, &mut m);
-        c.handle(3, Req::Complete, &mut m);
+        let done = c.handle(3, Req::Complete, &mut m);
+        assert_eq!(done.len(), 1, "complete is answered");
+        assert_eq!((done[0].0, done[0].1.data.len()), (3, 0));
         c.handle(1, Req::Complete, &mut m);
         assert_eq!(m.posted, [2]);
         assert_eq!(m.completed, 2);
