@@ -16,12 +16,12 @@
 
 use crate::backend::{self, EComm, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::{pack_into, Datatype};
+use crate::datatype::Datatype;
 use crate::ffi::{out, slice_in, MpiError, MpiResult};
 use crate::objects::Partitioned;
 use crate::request::{
     check_rank, check_tag, empty_status, finish, hand_out_persistent, part_of, recv_target,
-    MpiStatus, Pending, Persist,
+    send_source, MpiStatus, Pending, Persist,
 };
 use crate::state::lock;
 use crate::status::status_set_bytes;
@@ -122,16 +122,8 @@ impl Part {
         }
         let p = self.at(i);
         let len = self.count * self.dt.size;
-        let mut stage = None;
-        let ptr: *const u8 = if self.dt.is_contiguous() {
-            let off = self.dt.blocks.first().map_or(0, |b| b.disp);
-            p.cast::<u8>().wrapping_offset(off)
-        } else {
-            let mut v = Vec::new();
-            // SAFETY: MPI contract: the partition holds `count` items of the datatype.
-            unsafe { pack_into(&self.dt, self.count, p.cast_const().cast(), &mut v) };
-            stage.insert(v).as_ptr()
-        };
+        // SAFETY: MPI contract: the partition holds `count` items of the datatype.
+        let (ptr, stage) = unsafe { send_source(p.cast_const(), self.count, &self.dt, false) };
         let eng = backend::engine()?;
         // SAFETY: `ptr` points to `len` readable bytes: the user's partition (valid until
         // the request completes) or the staging vector the Pending keeps.

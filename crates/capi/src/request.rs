@@ -146,20 +146,11 @@ fn start_send_typed(
         let eng = backend::engine()?;
         let len = n * dt.size;
         let mut bsend_bytes = 0;
-        let mut stage = None;
-        let ptr: *const u8 = if dt.is_contiguous() && mode != SendMode::Buffered {
-            let off = dt.blocks.first().map_or(0, |b| b.disp);
-            buf.cast::<u8>().wrapping_offset(off)
-        } else {
-            let mut v = Vec::new();
-            // SAFETY: the MPI send contract: `buf` holds `count` items of `datatype`.
-            unsafe { pack_into(&dt, n, buf.cast(), &mut v) };
-            if mode == SendMode::Buffered {
-                bsend_bytes = reserve_bsend(st, comm, len)?;
-            }
-            stage = Some(v);
-            stage.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
-        };
+        // SAFETY: the MPI send contract: `buf` holds `count` items of `datatype`.
+        let (ptr, stage) = unsafe { send_source(buf, n, &dt, mode == SendMode::Buffered) };
+        if mode == SendMode::Buffered {
+            bsend_bytes = reserve_bsend(st, comm, len)?;
+        }
         // Buffered sends are copied by us (above) and sent as standard sends; the attached
         // buffer only does the accounting.
         let emode = if mode == SendMode::Buffered {
@@ -273,6 +264,29 @@ fn start_recv_typed(
         })
     };
     go().map_err(|e| e.on(comm))
+}
+
+/// Where a send of `n` items of `dt` at `buf` reads its bytes: the user's buffer itself when
+/// the type is contiguous (and `copy` is false), else a packed copy, returned with the
+/// pointer so that the caller keeps it alive until the send completes.
+///
+/// # Safety
+/// `buf` holds `n` items of `dt` (the MPI send contract).
+pub(crate) unsafe fn send_source(
+    buf: *const c_void,
+    n: usize,
+    dt: &Datatype,
+    copy: bool,
+) -> (*const u8, Option<Vec<u8>>) {
+    if dt.is_contiguous() && !copy {
+        let off = dt.blocks.first().map_or(0, |b| b.disp);
+        (buf.cast::<u8>().wrapping_offset(off), None)
+    } else {
+        let mut v = Vec::new();
+        // SAFETY: guaranteed by the caller.
+        unsafe { pack_into(dt, n, buf.cast(), &mut v) };
+        (v.as_ptr(), Some(v))
+    }
 }
 
 /// Where to receive: the user buffer if contiguous, else a staging buffer.
