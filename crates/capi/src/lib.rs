@@ -68,6 +68,7 @@ pub mod env;
 pub mod errors;
 pub(crate) mod external;
 pub mod f90;
+pub mod ft;
 pub(crate) mod grequest;
 pub(crate) mod handles;
 pub mod icoll;
