@@ -36,6 +36,7 @@ pub(crate) fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::Unsupported => MPI_ERR_UNSUPPORTED_OPERATION,
         // MPI-3.1 has no "process failed" class: MPICH's extension class, with its value.
         ErrorClass::ProcFailed => MPIX_ERR_PROC_FAILED,
+        ErrorClass::Revoked => MPIX_ERR_REVOKED,
     }
 }
 

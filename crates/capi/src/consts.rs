@@ -190,6 +190,11 @@ pub const MPI_ERR_ABI: c_int = 81;
 pub const MPI_ERR_LASTCODE: c_int = 1073741823;
 /// MPICH's extension class for a failed peer process (`MPICH_ERR_FIRST_MPIX + 1`).
 pub const MPIX_ERR_PROC_FAILED: c_int = 101;
+/// MPICH's `MPIX_ERR_PROC_FAILED_PENDING` (ULFM): a nonblocking wildcard receive could not
+/// complete because a process failed.
+pub const MPIX_ERR_PROC_FAILED_PENDING: c_int = 102;
+/// MPICH's `MPIX_ERR_REVOKED` (ULFM): the communicator was revoked.
+pub const MPIX_ERR_REVOKED: c_int = 103;
 pub const MPI_MODE_APPEND: c_int = 128;
 pub const MPI_MODE_CREATE: c_int = 1;
 pub const MPI_MODE_DELETE_ON_CLOSE: c_int = 16;

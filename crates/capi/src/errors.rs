@@ -176,6 +176,16 @@ const CLASSES: &[(c_int, &str, &str)] = &[
         "MPIX_ERR_PROC_FAILED",
         "a peer process failed",
     ),
+    (
+        MPIX_ERR_PROC_FAILED_PENDING,
+        "MPIX_ERR_PROC_FAILED_PENDING",
+        "a process failed while a wildcard receive was pending",
+    ),
+    (
+        MPIX_ERR_REVOKED,
+        "MPIX_ERR_REVOKED",
+        "the communicator was revoked",
+    ),
 ];
 
 /// The predefined class table entry for `code`.

@@ -171,6 +171,7 @@ impl Engine {
         params::register();
         let sm = Settings::read();
         let mut st = State::new(rank, size, &sm);
+        st.ft = oxmpi_base::params::flag(&crate::pml::params::FT_ENABLE);
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -258,6 +259,54 @@ impl Engine {
         }
         self.lock().node_pid(r)
     }
+
+    /// The world ranks known to have failed (a process that ended or whose link broke),
+    /// ascending; checks the local peers' liveness first.
+    pub fn failed_peers(&self) -> Vec<i32> {
+        let mut st = self.lock();
+        st.check_peers();
+        st.peers
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.dead)
+            .map(|(r, _)| r as i32)
+            .collect()
+    }
+
+    /// Whether fault tolerance (`mpi_ft_enable`, ULFM) is on.
+    pub fn ft_enabled(&self) -> bool {
+        self.lock().ft
+    }
+
+    /// Whether `comm` was revoked (by [`Engine::comm_revoke`] here or at another member).
+    pub fn comm_revoked(&self, comm: CommId) -> Result<bool, Error> {
+        let st = self.lock();
+        let ctx = st.comm(comm)?.ctx;
+        Ok(st.revoked.contains(&ctx))
+    }
+
+    /// Revokes `comm` (ULFM's `MPIX_Comm_revoke`): its pending receives here fail with
+    /// [`ErrorClass::Revoked`](crate::ErrorClass::Revoked), later point-to-point
+    /// operations on it are refused with that class, and every other member (both groups
+    /// of an intercommunicator) is told to do the same. Does not wait for anyone.
+    pub fn comm_revoke(&self, comm: CommId) -> Result<(), Error> {
+        let mut st = self.lock();
+        let (ctx, mut members) = {
+            let c = st.comm(comm)?;
+            (c.ctx, c.group.clone())
+        };
+        members.extend(st.comm(comm)?.remote.iter().copied());
+        members.sort_unstable();
+        members.dedup();
+        st.revoke_ctx(ctx);
+        for w in members {
+            if w != st.me {
+                st.ctrl(w, crate::pml::hdr::K_REVOKE, u64::from(ctx), 0, 0);
+            }
+        }
+        Ok(())
+    }
+
     /// `MPI_COMM_WORLD` (context id 0).
     pub fn comm_world(&self) -> CommId {
         CommId(0)

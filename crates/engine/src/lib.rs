@@ -271,6 +271,9 @@ pub use engine::{engine, init, init_with, Engine};
 /// `oxmpi-info`.
 #[cfg(not(loom))]
 pub use params::{check as check_params, PROVIDER};
+/// `mpi_ft_enable`, fault tolerance (ULFM) on (`mpirun --with-ft ulfm`).
+#[cfg(not(loom))]
+pub use pml::params::FT_ENABLE;
 /// `mpi_profile`, the job profile's directory.
 #[cfg(not(loom))]
 pub use pml::params::PROFILE;
@@ -351,6 +354,8 @@ pub enum ErrorClass {
     Unsupported,
     /// A peer process failed (ULFM's `MPI_ERR_PROC_FAILED`).
     ProcFailed,
+    /// The communicator was revoked (ULFM's `MPI_ERR_REVOKED`, see [`Engine::comm_revoke`]).
+    Revoked,
 }
 
 /// Engine errors: an [`ErrorClass`] and a human-readable context.

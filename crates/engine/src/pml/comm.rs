@@ -92,6 +92,7 @@ impl State {
         let c = self.comm(comm)?.ctx;
         self.comms[comm.0 as usize] = None;
         self.ctx_comm.remove(&c);
+        self.revoked.remove(&c);
         Ok(())
     }
 }

@@ -5,6 +5,8 @@ pub(crate) const K_RTS: u8 = 2;
 pub(crate) const K_CTS: u8 = 3;
 pub(crate) const K_DATA: u8 = 4;
 pub(crate) const K_FIN: u8 = 5;
+/// ULFM revoke notice: `a` = the revoked context id.
+pub(crate) const K_REVOKE: u8 = 6;
 
 pub(crate) const F_SYNC: u8 = 1;
 pub(crate) const F_CMA: u8 = 2;

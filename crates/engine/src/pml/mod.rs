@@ -35,7 +35,7 @@ use self::recv::Msg;
 use self::request::{msg_status, Req, ReqState, Slab};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::{PeerInfo, BTL};
-use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_REVOKE, K_RTS};
 use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::pml::params::PML;
 use crate::sys;
@@ -82,6 +82,11 @@ pub(crate) struct State {
     pub(crate) clock: std::time::Instant,
     /// `finalize` ran: communication calls fail.
     pub(crate) finalized: bool,
+    /// Fault tolerance is on (`mpi_ft_enable`): no blocking shortcut polls a single link,
+    /// so revoke notices from any peer are seen.
+    pub(crate) ft: bool,
+    /// Revoked context ids (ULFM): operations on them fail with `ErrorClass::Revoked`.
+    pub(crate) revoked: std::collections::HashSet<u32>,
 }
 
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
@@ -128,6 +133,8 @@ impl State {
             coop_chunk: sm.coop_chunk,
             clock: std::time::Instant::now(),
             finalized: false,
+            ft: false,
+            revoked: Default::default(),
         }
     }
 
@@ -376,6 +383,7 @@ impl State {
             // SAFETY: the link keeps the payload readable until the record is released.
             K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
             K_FIN => self.finish(hdr.b),
+            K_REVOKE => self.revoke_ctx(hdr.a as u32),
             _ => {}
         }
     }
@@ -434,6 +442,35 @@ impl State {
         for id in failed {
             self.fail(id, ErrorClass::ProcFailed);
         }
+    }
+
+    /// Revokes context `ctx` (ULFM): its posted receives fail with `ErrorClass::Revoked`
+    /// and later operations on it are refused. Pending sends are left to their peers
+    /// (whose receives fail the same way).
+    pub(crate) fn revoke_ctx(&mut self, ctx: u32) {
+        if !self.revoked.insert(ctx) {
+            return;
+        }
+        oxmpi_base::verbose!(PML, 10, "context {ctx} revoked");
+        let reqs = &self.reqs;
+        let posted = self.matcher.remove_posted_where(|_, _, rid| {
+            matches!(reqs.get(*rid), Some(Req { state: ReqState::Posted { ctx: c, .. }, .. }) if *c == ctx)
+        });
+        for id in posted {
+            self.fail(id, ErrorClass::Revoked);
+        }
+    }
+
+    /// `Err(Revoked)` if context `ctx` is revoked.
+    #[inline]
+    pub(crate) fn check_revoked(&self, ctx: u32) -> Result<(), Error> {
+        if !self.revoked.is_empty() && self.revoked.contains(&ctx) {
+            return Err(Error::arg(
+                ErrorClass::Revoked,
+                format!("the communicator (context {ctx}) was revoked"),
+            ));
+        }
+        Ok(())
     }
 
     /// The process id of world rank `r` if it runs on our node (see `Engine::node_pid`).

@@ -30,8 +30,20 @@ pub static PROFILE: ParamDecl = ParamDecl::new(
 )
 .level(2);
 
+/// `mpi_ft_enable`: fault tolerance (ULFM) on; `mpirun --with-ft ulfm` sets it.
+pub static FT_ENABLE: ParamDecl = ParamDecl::new(
+    "mpi",
+    "",
+    "ft_enable",
+    ParamType::Bool,
+    "false",
+    "Keep the job running when a process fails: the survivors get MPIX_ERR_PROC_FAILED \
+     and can revoke, shrink and agree (ULFM; also mpirun --with-ft ulfm / --enable-recovery)",
+)
+.level(4);
+
 /// The protocol layer's parameters.
-pub(crate) static PARAMS: [ParamDecl; 2] = [YIELD_WHEN_IDLE, PROFILE];
+pub(crate) static PARAMS: [ParamDecl; 3] = [YIELD_WHEN_IDLE, PROFILE, FT_ENABLE];
 
 /// `Some(value)` if `mpi_yield_when_idle` was set explicitly (any source but the default).
 pub(crate) fn yield_when_idle_explicit() -> Option<bool> {

@@ -128,6 +128,7 @@ impl State {
                 .and_then(|d| c.remote.get(d).copied());
             (c.ctx, c.remote.len(), w)
         };
+        self.check_revoked(ctx)?;
         if src == PROC_NULL {
             if started {
                 return Ok(Started::Done(Status::PROC_NULL));
@@ -228,7 +229,11 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<DirectRecv> {
-        if self.finalized || null_buf || src < 0 || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+        if self.finalized
+            || self.ft
+            || null_buf
+            || src < 0
+            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
         {
             return None;
         }

@@ -34,6 +34,7 @@ impl State {
                 .and_then(|d| c.remote.get(d).copied());
             (c.ctx, c.rank, c.remote.len(), w)
         };
+        self.check_revoked(ctx)?;
         if dest == PROC_NULL {
             return Ok(Started::Done(Status::PROC_NULL));
         }

@@ -513,3 +513,44 @@ fn stats_count_messages_bytes_and_protocols() {
     assert_eq!(s1.by_transport(Some(s1.peers[0].0)), from0);
     assert_eq!(s1.matching.unexpected, 0);
 }
+
+/// ULFM revoke: the revoking rank's pending receive and the other ranks' (waiting for a
+/// message nobody will send) fail with Revoked; later operations on the communicator are
+/// refused with Revoked at every member, while other communicators keep working.
+#[test]
+fn revoke_fails_pending_and_later_operations_everywhere() {
+    let net = Net::new(3, 64);
+    let mut b0 = vec![0u8; 8];
+    let mut b2 = vec![0u8; 8];
+    let r0 = net.irecv(0, 1, 5, &mut b0);
+    let r2 = net.irecv(2, ANY_SOURCE, 5, &mut b2);
+    for _ in 0..10 {
+        net.step();
+    }
+    assert_eq!(net.e[0].test(r0), None);
+    net.e[1].comm_revoke(WORLD).expect("revoke");
+    assert!(net.e[1].comm_revoked(WORLD).unwrap());
+    assert_eq!(net.done(0, r0).error, Some(ErrorClass::Revoked));
+    assert_eq!(net.done(2, r2).error, Some(ErrorClass::Revoked));
+    for e in &net.e {
+        assert!(e.comm_revoked(WORLD).unwrap());
+        let x = [1u8];
+        // SAFETY: `x` outlives the call (it fails before touching it).
+        let err = unsafe { e.isend(x.as_ptr(), 1, 0, 1, WORLD, SendMode::Standard) }
+            .expect_err("send on a revoked communicator");
+        assert_eq!(err.class(), ErrorClass::Revoked);
+    }
+    // MPI_COMM_SELF is not revoked.
+    let x = [7u8];
+    let mut y = [0u8];
+    let selfc = net.e[0].comm_self();
+    // SAFETY: both buffers outlive the blocking calls.
+    unsafe {
+        let r = net.e[0].irecv(y.as_mut_ptr(), 1, 0, 1, selfc).unwrap();
+        net.e[0]
+            .send(x.as_ptr(), 1, 0, 1, selfc, SendMode::Standard)
+            .unwrap();
+        assert_eq!(net.e[0].wait(r).error, None);
+    }
+    assert_eq!(y, [7]);
+}
