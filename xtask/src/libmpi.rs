@@ -3,7 +3,7 @@
 //!
 //! The library is linked from the `oxmpi-capi` staticlib with the system C compiler:
 //! `cc -shared -Wl,-soname,libmpi.so.12 -Wl,--version-script=... --whole-archive lib.a`.
-//! The version script exports only `MPI_*`, `PMPI_*` and `MPIR_Dup_fn` (unversioned, like
+//! The version script exports only `MPI_*`, `PMPI_*`, `MPIX_*`/`PMPIX_*` (ULFM) and `MPIR_Dup_fn` (unversioned, like
 //! MPICH) and hides the Rust internals.
 //!
 //! The MPI-5 standard-ABI library `lib/libmpi_abi.so.1` (see [`install_abi`]) is linked
@@ -32,8 +32,7 @@ const NATIVE_LIBS: &[&str] = &[
     "-lc",
 ];
 
-const VERSION_SCRIPT: &str =
-    "{\n  global:\n    MPI_*;\n    PMPI_*;\n    MPIR_Dup_fn;\n  local:\n    *;\n};\n";
+const VERSION_SCRIPT: &str = "{\n  global:\n    MPI_*;\n    PMPI_*;\n    MPIX_*;\n    PMPIX_*;\n    MPIR_Dup_fn;\n  local:\n    *;\n};\n";
 
 /// Build the MPI library and install it with its headers into `prefix`.
 pub fn install(root: &Path, prefix: &Path, release: bool) -> Result<(), String> {

@@ -1026,3 +1026,69 @@ fn closed_stdout_ends_the_job() {
     s.assert_clean();
     assert_eq!(o.status.code(), Some(128 + 13), "{}", stderr(&o));
 }
+
+/// `--restart N`: a job whose rank 1 fails on the first run (after rank 0 wrote a
+/// checkpoint into the job directory) is relaunched once with `OXMPI_RESTART_COUNT=1` and
+/// the same `OXMPI_JOB_DIR`, resumes from the checkpoint and succeeds; one line reports the
+/// failure and one the restart.
+#[test]
+fn restart_relaunches_a_failed_job_in_the_same_job_directory() {
+    let s = Scratch::new("restart");
+    let script = r#"
+        ck="$OXMPI_JOB_DIR/checkpoint"
+        if [ "$OXMPI_RESTART_COUNT" = 0 ]; then
+            if [ "$PMI_RANK" = 0 ]; then echo 5 > "$ck"; exit 0; fi
+            while [ ! -s "$ck" ]; do sleep 0.01; done
+            exit 3
+        fi
+        echo "rank $PMI_RANK run $OXMPI_RESTART_COUNT resumed from step $(cat "$ck")"
+    "#;
+    let o = s.run(&["--restart", "2", "-n", "2", "sh", "-c", script]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(
+        sorted_lines(&stdout(&o)),
+        [
+            "rank 0 run 1 resumed from step 5",
+            "rank 1 run 1 resumed from step 5"
+        ]
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].contains("rank 1 (pid ") && lines[0].contains("exited with status 3"),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains("restarting it (1 of 2) with OXMPI_RESTART_COUNT=1"),
+        "{err}"
+    );
+}
+
+/// A job that keeps failing is restarted N times, then mpirun exits with its status;
+/// without `--restart` the ranks get no `OXMPI_RESTART_COUNT`.
+#[test]
+fn restart_gives_up_after_n_attempts() {
+    let s = Scratch::new("restart-fail");
+    let o = s.run(&[
+        "--restart",
+        "1",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "echo run $OXMPI_RESTART_COUNT; exit 4",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert_eq!(sorted_lines(&stdout(&o)), ["run 0", "run 1"]);
+    assert_eq!(err.matches("restarting it").count(), 1, "{err}");
+    let o = s.run(&[
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "echo run ${OXMPI_RESTART_COUNT:-unset}",
+    ]);
+    assert_eq!(stdout(&o).trim(), "run unset");
+}

@@ -224,6 +224,9 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_regi
     # MPICH's extension class for a failed peer process (MPI-5.0 has none): the library
     # reports it with MPICH's value, which the error-code conversion passes through.
     w.append("#define MPIX_ERR_PROC_FAILED 101")
+    # ULFM's other classes (MPICH's values); the MPIX_ functions are libmpi.so.12's only.
+    w.append("#define MPIX_ERR_PROC_FAILED_PENDING 102")
+    w.append("#define MPIX_ERR_REVOKED 103")
     w.append("\n/* ---- functions ---- */")
     for p in protos:
         w.append(p.decl("MPI_") + ";")

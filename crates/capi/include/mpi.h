@@ -102,6 +102,23 @@ int MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute
 
 /* MPICH's extension error class for a failed peer process (MPICH's value). */
 #define MPIX_ERR_PROC_FAILED 101
+/* ULFM (fault tolerance, MPICH's names and values; mpirun --with-ft ulfm). */
+#define MPIX_ERR_PROC_FAILED_PENDING 102
+#define MPIX_ERR_REVOKED 103
+int MPIX_Comm_revoke(MPI_Comm comm);
+int PMPIX_Comm_revoke(MPI_Comm comm);
+int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int PMPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int MPIX_Comm_agree(MPI_Comm comm, int *flag);
+int PMPIX_Comm_agree(MPI_Comm comm, int *flag);
+int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+int PMPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+int MPIX_Comm_failure_ack(MPI_Comm comm);
+int PMPIX_Comm_failure_ack(MPI_Comm comm);
+int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
+int PMPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
+int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
+int PMPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
 
 /* ---- constants (values of the MPICH legacy ABI) ---- */
 #define MPI_OP_NULL ((MPI_Op)0x18000000)

@@ -40,6 +40,8 @@
 //!   variables, the engine's counters as performance variables);
 //! * [`env`](mod@env), [`op`], [`misc`]: the rest of the implemented API;
 //! * [`f90`]: `MPI_Type_create_f90_real/complex/integer` (cached predefined handles);
+//! * [`ft`]: fault tolerance (ULFM's `MPIX_Comm_revoke/shrink/agree/...`), its agreement a
+//!   sans-IO state machine (`ft::agree`);
 //! * [`legacy`]: the MPI-1 names MPICH still exports (`MPI_Attr_get`, `MPI_Type_struct`,
 //!   ...), each forwarding to its replacement;
 //! * `sys`: the crate's OS layer (the few system calls that are not the engine's

@@ -109,6 +109,9 @@ pub struct JobSpec {
     /// `--profile[=DIR]`: the job profile's directory (also passed to the ranks as
     /// `mpi_profile`).
     pub profile: Option<PathBuf>,
+    /// `--restart N`: relaunch a failed job up to N times (`None`: never; the ranks get
+    /// `OXMPI_RESTART_COUNT` only with this option).
+    pub restart: Option<usize>,
 }
 
 /// What the command line asks for.
@@ -153,6 +156,9 @@ enum Opt {
     SetEnv,
     EnvList,
     Profile,
+    WithFt,
+    EnableRecovery,
+    Restart,
 }
 
 /// The job profile's directory when `--profile` names none.
@@ -191,6 +197,10 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("display-map", Opt::DisplayMap, 0),
     ("display", Opt::Display, 1),
     ("profile", Opt::Profile, 0),
+    // Fault tolerance (Open MPI 5's spellings) and restart.
+    ("with-ft", Opt::WithFt, 1),
+    ("enable-recovery", Opt::EnableRecovery, 0),
+    ("restart", Opt::Restart, 1),
     // Hydra (MPICH mpiexec) spellings.
     ("f", Opt::Hostfile, 1),
     ("ppn", Opt::PerNode, 1),
@@ -343,6 +353,7 @@ where
         timeout: None,
         stdin: StdinTarget::Rank(0),
         profile: None,
+        restart: None,
     };
     let mut global_env: Vec<EnvDirective> = Vec::new();
     let mut cur = AppSpec {
@@ -532,6 +543,30 @@ where
                 add_mca(&mut spec.mca, "mpi_profile", dir)?;
                 spec.profile = Some(PathBuf::from(dir));
             }
+            Opt::WithFt => match vals[0].to_ascii_lowercase().as_str() {
+                "ulfm" | "mpi" => add_mca(&mut spec.mca, "mpi_ft_enable", "true")?,
+                "none" | "no" => {}
+                _ => {
+                    return Err(RuntimeError::BadValue {
+                        option: name.into(),
+                        value: vals[0].clone(),
+                        reason: "supported fault-tolerance models are ulfm and none".into(),
+                    })
+                }
+            },
+            Opt::EnableRecovery => add_mca(&mut spec.mca, "mpi_ft_enable", "true")?,
+            Opt::Restart => {
+                spec.restart =
+                    Some(
+                        vals[0]
+                            .parse::<usize>()
+                            .map_err(|_| RuntimeError::BadValue {
+                                option: name.into(),
+                                value: vals[0].clone(),
+                                reason: "expected the number of restarts (0 or more)".into(),
+                            })?,
+                    )
+            }
             Opt::Tune => spec.tune.push(PathBuf::from(&vals[0])),
             Opt::TagOutput => spec.tag_output = true,
             Opt::TimestampOutput => spec.timestamp_output = true,
@@ -624,6 +659,11 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --output-filename DIR    write rank output to DIR/1/rank.R/{stdout,stderr}
   --timeout S              abort the job after S seconds (exit code 124);
                            MPIEXEC_TIMEOUT=S in the environment does the same
+  --with-ft ulfm           keep the job running when a rank dies (ULFM: the survivors
+                           get MPIX_ERR_PROC_FAILED); also --enable-recovery and
+                           --mca mpi_ft_enable true
+  --restart N              relaunch a failed job up to N times, with OXMPI_RESTART_COUNT
+                           and the same job directory (OXMPI_JOB_DIR)
   --wdir DIR               working directory of the ranks
   --stdin R|all|none       which rank reads mpirun's stdin (default 0)
   -V, --version            print the version
@@ -803,6 +843,24 @@ mod tests {
         assert_eq!(s.profile, Some(PathBuf::from("out/prof")));
         assert_eq!(s.apps[0].argv, ["p"]);
         assert!(parse(["--profile=", "p"]).is_err());
+    }
+
+    #[test]
+    fn fault_tolerance_and_restart() {
+        for args in [
+            &["--with-ft", "ulfm", "p"][..],
+            &["--enable-recovery", "p"],
+            &["--with-ft=ulfm", "p"],
+        ] {
+            let s = run(args);
+            assert_eq!(s.mca, vec![("mpi_ft_enable".into(), "true".into())]);
+        }
+        assert!(run(&["--with-ft", "none", "p"]).mca.is_empty());
+        assert!(parse(["--with-ft", "cr", "p"]).is_err());
+        assert_eq!(run(&["--restart", "2", "p"]).restart, Some(2));
+        assert_eq!(run(&["p"]).restart, None);
+        assert!(parse(["--restart", "-1", "p"]).is_err());
+        assert!(parse(["--restart", "x", "p"]).is_err());
         assert!(parse(["--tag-output=x", "p"]).is_err());
     }
 }

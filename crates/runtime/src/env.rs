@@ -19,6 +19,9 @@ pub struct JobFacts<'a> {
     pub universe_size: usize,
     /// Number of nodes in the allocation.
     pub num_nodes: usize,
+    /// `mpirun --restart`: how many times the job was relaunched (given to ranks as
+    /// `OXMPI_RESTART_COUNT`; `None` without `--restart`).
+    pub restart_count: Option<usize>,
 }
 
 fn prepend(dir: &Path, current: Option<String>) -> String {
@@ -128,6 +131,9 @@ pub fn rank_vars(
     if let Some(fd) = pmi_fd {
         v.push(("PMI_FD".into(), fd.to_string()));
     }
+    if let Some(n) = facts.restart_count {
+        v.push(("OXMPI_RESTART_COUNT".into(), n.to_string()));
+    }
     if let Some(cpus) = &p.cpus {
         v.push(("OXMPI_BOUND_CPUS".into(), crate::topo::format_cpus(cpus)));
     }
@@ -209,10 +215,12 @@ mod tests {
             install_prefix: None,
             universe_size: 4,
             num_nodes: 1,
+            restart_count: Some(2),
         };
         let v = rank_vars(&f, &m, &m.procs[3], Some(7), &|_| false);
         assert_eq!(get(&v, "OMPI_COMM_WORLD_RANK"), Some("3"));
         assert_eq!(get(&v, "OMPI_COMM_WORLD_SIZE"), Some("4"));
+        assert_eq!(get(&v, "OXMPI_RESTART_COUNT"), Some("2"));
         assert_eq!(get(&v, "OMPI_COMM_WORLD_LOCAL_SIZE"), Some("4"));
         assert_eq!(get(&v, "OMPI_FIRST_RANKS"), Some("0 3"));
         assert_eq!(get(&v, "OXMPI_APPNUM"), Some("1"));
@@ -245,6 +253,7 @@ mod tests {
             install_prefix: Some(p),
             universe_size: 1,
             num_nodes: 1,
+            restart_count: None,
         };
         // No library installed under the prefix: nothing to point at.
         let v = rank_vars(&facts(&prefix), &m, &m.procs[0], None, &|_| false);

@@ -75,6 +75,9 @@ pub struct JobPlan {
     pub teardown_timeout: Duration,
     /// How long a control connection has to authenticate (MCA `plm_handshake_timeout`).
     pub handshake_timeout: Duration,
+    /// Fault tolerance (MCA `mpi_ft_enable`, `--with-ft ulfm`): a rank that dies is
+    /// reported and the job goes on (the survivors learn it from their MPI library).
+    pub ft: bool,
 }
 
 fn parent_env(name: &str) -> Option<String> {
@@ -173,6 +176,12 @@ pub fn plan_checked(
     for check in checks {
         check().map_err(RuntimeError::BadParameter)?;
     }
+    // Declared by the MPI library (the engine's provider); unknown here if it is not
+    // registered, which means off.
+    let ft = params::with_global(|r| r.get_bool("mpi_ft_enable"))
+        .ok()
+        .flatten()
+        .unwrap_or(false);
     let topo = LocalTopology::detect();
     let host = oxmpi_base::output::hostname().to_string();
     let alloc = allocate(&spec, &host, &topo)?;
@@ -338,6 +347,7 @@ pub fn plan_checked(
         link_timeout,
         teardown_timeout,
         handshake_timeout,
+        ft,
     })
 }
 
@@ -481,6 +491,22 @@ pub fn exit_failure(rank: usize, exit: RankExit, missing_finalize: bool) -> Opti
     }
 }
 
+/// One line naming how rank `rank` (process `pid` on `host`) failed.
+fn failure_text(rank: usize, pid: impl std::fmt::Display, host: &str, e: &Ending) -> String {
+    match e {
+        Ending::Signal { sig, .. } => format!(
+            "rank {rank} (pid {pid}) on host {host} exited on signal {sig} ({})",
+            sys::signal_name(*sig)
+        ),
+        Ending::Exit { code, .. } => {
+            format!("rank {rank} (pid {pid}) on host {host} exited with status {code}")
+        }
+        _ => format!(
+            "rank {rank} (pid {pid}) on host {host} exited after PMI init without calling finalize"
+        ),
+    }
+}
+
 /// The head's event-loop tokens.
 #[derive(Clone, Copy)]
 enum Token {
@@ -502,6 +528,9 @@ struct Head<'a> {
     give_up_at: Option<Instant>,
     deadline: Option<Instant>,
     groups_killed_at: Option<Instant>,
+    /// With fault tolerance: the first rank that exited with a non-zero status (the job
+    /// went on; mpirun exits with that status).
+    ft_exit: Option<Ending>,
 }
 
 fn msg(text: &str) {
@@ -520,6 +549,7 @@ impl<'a> Head<'a> {
             give_up_at: None,
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
             groups_killed_at: None,
+            ft_exit: None,
         }
     }
 
@@ -602,6 +632,18 @@ impl<'a> Head<'a> {
                     let Some(e) = exit_failure(rank, exit, missing_finalize) else {
                         continue;
                     };
+                    if self.plan.ft && self.ending.is_none() {
+                        // Fault tolerance: report and go on; the survivors decide. A
+                        // non-zero exit status is still the job's (the first one).
+                        msg(&format!(
+                            "{}; the job continues (fault tolerance on)",
+                            failure_text(rank, pid, &host, &e)
+                        ));
+                        if matches!(e, Ending::Exit { .. }) && self.ft_exit.is_none() {
+                            self.ft_exit = Some(e);
+                        }
+                        continue;
+                    }
                     if failure.as_ref().is_none_or(|(r, _, _, _)| rank < *r) {
                         failure = Some((rank, pid, host, e));
                     }
@@ -658,17 +700,10 @@ impl<'a> Head<'a> {
         if self.ending.is_some() {
             return;
         }
+        let text = failure_text(rank, pid, &host, &e);
         match &e {
-            Ending::Signal { sig, .. } => msg(&format!(
-                "rank {rank} (pid {pid}) on host {host} exited on signal {sig} ({})",
-                sys::signal_name(*sig)
-            )),
-            Ending::Exit { code, .. } => msg(&format!(
-                "rank {rank} (pid {pid}) on host {host} exited with status {code}; the job is aborted"
-            )),
-            _ => msg(&format!(
-                "rank {rank} (pid {pid}) on host {host} exited after PMI init without calling finalize; the job is aborted"
-            )),
+            Ending::Signal { .. } => msg(&text),
+            _ => msg(&format!("{text}; the job is aborted")),
         }
         self.end(e, sys::SIGTERM);
     }
@@ -849,13 +884,6 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
     })?;
     let session = SessionDir::create()?;
     let jobid = format!("oxmpi-{}.0", std::process::id());
-    let facts = JobFacts {
-        jobid: &jobid,
-        job_dir: session.path(),
-        install_prefix: plan.prefix.as_deref(),
-        universe_size: plan.alloc.total_slots().max(plan.map.size()),
-        num_nodes: plan.alloc.nodes.len(),
-    };
     if plan.spec.display_allocation {
         let _ = sys::write_all_fd(1, display_allocation(&plan.alloc).as_bytes());
     }
@@ -880,12 +908,50 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             let _ = sys::write_all_fd(2, line.as_bytes());
         }
     }
+    // `--restart N`: a failed job is relaunched, with the same job id and directory, up to
+    // N times; a job ended by a signal to mpirun or by --timeout is not.
+    let mut attempt = 0;
+    loop {
+        let facts = JobFacts {
+            jobid: &jobid,
+            job_dir: session.path(),
+            install_prefix: plan.prefix.as_deref(),
+            universe_size: plan.alloc.total_slots().max(plan.map.size()),
+            num_nodes: plan.alloc.nodes.len(),
+            restart_count: plan.spec.restart.map(|_| attempt),
+        };
+        let ending = run_once(plan, &facts, sigfd.as_raw_fd());
+        let code = ending.as_ref().map_or(0, Ending::exit_code);
+        let max = plan.spec.restart.unwrap_or(0);
+        let failed = matches!(
+            ending,
+            Some(
+                Ending::Exit { .. }
+                    | Ending::Signal { .. }
+                    | Ending::Abort { .. }
+                    | Ending::NoFinalize { .. }
+            )
+        );
+        if !failed || attempt >= max {
+            drop(session);
+            return Ok(code);
+        }
+        attempt += 1;
+        msg(&format!(
+            "the job failed (exit status {code}); restarting it ({attempt} of {max}) with OXMPI_RESTART_COUNT={attempt} in the same job directory"
+        ));
+    }
+}
+
+/// One launch of the job (`run` repeats it for `--restart`): how it ended (`None`: every
+/// rank exited normally).
+fn run_once(plan: &JobPlan, facts: &JobFacts, sigfd: RawFd) -> Option<Ending> {
     let local = plan.alloc.nodes.iter().position(|n| n.local);
     let local_launch = match local {
-        Some(i) => node_launch(plan, &facts, i),
+        Some(i) => node_launch(plan, facts, i),
         None => NodeLaunch {
             procs: Vec::new(),
-            ..node_launch(plan, &facts, usize::MAX)
+            ..node_launch(plan, facts, usize::MAX)
         },
     };
     let local_has_ranks = !local_launch.procs.is_empty();
@@ -898,11 +964,11 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             .iter()
             .enumerate()
             .filter(|(i, n)| !n.local && plan.map.per_node[*i] > 0)
-            .map(|(i, n)| (i, n.name.clone(), node_launch(plan, &facts, i)))
+            .map(|(i, n)| (i, n.name.clone(), node_launch(plan, facts, i)))
             .collect();
         match Remotes::start(
             agent,
-            &jobid,
+            facts.jobid,
             launches,
             local_has_ranks,
             plan.head_address.clone(),
@@ -939,15 +1005,11 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             }
         }
     }
-    job.event_loop(sigfd.as_raw_fd());
+    job.event_loop(sigfd);
     if let Some(r) = job.remotes.as_mut() {
         r.shutdown();
     }
-    // Reap anything still around (defensive; the loop exits only when all exited).
-    let code = job.ending.as_ref().map_or(0, Ending::exit_code);
-    drop(job);
-    drop(session);
-    Ok(code)
+    job.ending.take().or(job.ft_exit.take())
 }
 
 #[cfg(test)]

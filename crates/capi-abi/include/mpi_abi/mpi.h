@@ -442,6 +442,8 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_regi
 #define MPI_T_PVAR_CLASS_TIMER 9
 #define MPI_T_PVAR_CLASS_GENERIC 10
 #define MPIX_ERR_PROC_FAILED 101
+#define MPIX_ERR_PROC_FAILED_PENDING 102
+#define MPIX_ERR_REVOKED 103
 
 /* ---- functions ---- */
 int MPI_Abi_get_fortran_booleans(int logical_size, void* logical_true, void* logical_false, int* is_set);

@@ -34,6 +34,8 @@
 pub(crate) struct Value {
     /// The bitwise AND of the contributed flags.
     pub flag: i32,
+    /// The largest contributed number (`MPIX_Comm_shrink` agrees on context ids with it).
+    pub max: u32,
     /// The ranks known failed, sorted.
     pub failed: Vec<u32>,
 }
@@ -45,6 +47,7 @@ pub(crate) enum Msg {
     State {
         ballot: u32,
         flag: i32,
+        max: u32,
         failed: Vec<u32>,
         accepted: Option<(u32, Value)>,
     },
@@ -61,6 +64,7 @@ pub(crate) struct Agreement {
     me: u32,
     dead: Vec<bool>,
     flag: i32,
+    max: u32,
     /// The coordinator our state went to last (`None`: not yet sent).
     promised: Option<u32>,
     accepted: Option<(u32, Value)>,
@@ -73,8 +77,9 @@ pub(crate) struct Agreement {
 }
 
 impl Agreement {
-    /// Start member `me` of `n` with its `flag` and the members it knows failed.
-    pub fn new(n: u32, me: u32, flag: i32, failed: &[u32]) -> Agreement {
+    /// Start member `me` of `n` with its `flag`, its number for the maximum and the
+    /// members it knows failed.
+    pub fn new(n: u32, me: u32, flag: i32, max: u32, failed: &[u32]) -> Agreement {
         let mut dead = vec![false; n as usize];
         for &f in failed {
             if f < n && f != me {
@@ -85,6 +90,7 @@ impl Agreement {
             me,
             dead,
             flag,
+            max,
             promised: None,
             accepted: None,
             decided: None,
@@ -190,6 +196,7 @@ impl Agreement {
             let st = Msg::State {
                 ballot: coord,
                 flag: self.flag,
+                max: self.max,
                 failed: self.failed_list(),
                 accepted: self.accepted.clone(),
             };
@@ -207,13 +214,18 @@ impl Agreement {
                 return;
             }
             let mut flag = -1i32;
+            let mut max = 0u32;
             let mut best: Option<&(u32, Value)> = None;
             for r in self.live() {
                 if let Some(Msg::State {
-                    flag: f, accepted, ..
+                    flag: f,
+                    max: m,
+                    accepted,
+                    ..
                 }) = &self.states[r as usize]
                 {
                     flag &= *f;
+                    max = max.max(*m);
                     if let Some(a) = accepted {
                         if best.is_none_or(|b| a.0 > b.0) {
                             best = Some(a);
@@ -225,6 +237,7 @@ impl Agreement {
                 Some((_, v)) => v.clone(),
                 None => Value {
                     flag,
+                    max,
                     failed: self.failed_list(),
                 },
             };
@@ -266,6 +279,7 @@ pub(crate) fn max_len(n: u32) -> usize {
 
 fn put_value(b: &mut Vec<u8>, v: &Value) {
     b.extend_from_slice(&v.flag.to_le_bytes());
+    b.extend_from_slice(&v.max.to_le_bytes());
     b.extend_from_slice(&(v.failed.len() as u32).to_le_bytes());
     for f in &v.failed {
         b.extend_from_slice(&f.to_le_bytes());
@@ -279,6 +293,7 @@ pub(crate) fn encode(m: &Msg) -> Vec<u8> {
         Msg::State {
             ballot,
             flag,
+            max,
             failed,
             accepted,
         } => {
@@ -288,6 +303,7 @@ pub(crate) fn encode(m: &Msg) -> Vec<u8> {
                 &mut b,
                 &Value {
                     flag: *flag,
+                    max: *max,
                     failed: failed.clone(),
                 },
             );
@@ -332,12 +348,13 @@ impl Reader<'_> {
     }
     fn value(&mut self, n: u32) -> Option<Value> {
         let flag = self.u32()? as i32;
+        let max = self.u32()?;
         let k = self.u32()?;
         if k > n {
             return None;
         }
         let failed = (0..k).map(|_| self.u32()).collect::<Option<Vec<_>>>()?;
-        Some(Value { flag, failed })
+        Some(Value { flag, max, failed })
     }
 }
 
@@ -355,6 +372,7 @@ pub(crate) fn decode(b: &[u8], n: u32) -> Option<Msg> {
             Msg::State {
                 ballot,
                 flag: v.flag,
+                max: v.max,
                 failed: v.failed,
                 accepted,
             }

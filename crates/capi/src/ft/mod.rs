@@ -1,8 +1,363 @@
-//! User-level failure mitigation (ULFM, MPICH's and Open MPI's `MPIX_` interface).
+//! User-level failure mitigation (ULFM, the `MPIX_` interface of MPICH and Open MPI):
+//! `MPIX_Comm_revoke`, `MPIX_Comm_shrink`, `MPIX_Comm_agree`, `MPIX_Comm_iagree`,
+//! `MPIX_Comm_failure_ack`, `MPIX_Comm_failure_get_acked` and `MPIX_Comm_get_failed`.
 //!
 //! * `agree`: the fault-tolerant agreement as a sans-IO state machine (tested in `tests`);
-// Used by the entry points that follow; until then only by the tests.
-#[cfg_attr(not(test), allow(dead_code))]
+//! * this file: the entry points and the driver that runs an agreement over the engine.
+//!
+//! Failures come from the engine (a local peer whose process ended, a link that broke:
+//! `Engine::failed_peers`); revoke is the engine's (`Engine::comm_revoke`, a control
+//! record to every member). Agreements travel on a communicator of their own over the
+//! whole world (context [`FT_CTX`]), so they work on revoked communicators too; each one
+//! has a tag made of the communicator's context and a per-communicator sequence number,
+//! which the payload repeats (stale messages of an earlier agreement are dropped).
+
 pub(crate) mod agree;
 #[cfg(test)]
 mod tests;
+
+use crate::backend::{self, EComm, SendMode};
+use crate::consts::*;
+use crate::ffi::{out, MpiError, MpiResult};
+use crate::state::lock;
+use agree::{Agreement, Value};
+use std::collections::BTreeMap;
+use std::ffi::c_int;
+use std::sync::atomic::AtomicI32;
+use std::sync::{Mutex, OnceLock};
+
+/// Context id of the agreements' communicator (far above what the context allocator
+/// hands out).
+const FT_CTX: u32 = u32::MAX - 1;
+
+/// Per communicator (by its point-to-point context id): agreements started and the
+/// failures acknowledged (world ranks).
+#[derive(Default)]
+struct FtComm {
+    seq: u32,
+    acked: Vec<i32>,
+}
+
+static COMMS: Mutex<BTreeMap<u32, FtComm>> = Mutex::new(BTreeMap::new());
+
+/// The ULFM record of the communicator with context `ctx`, under the lock.
+fn with_comm<R>(ctx: u32, f: impl FnOnce(&mut FtComm) -> R) -> R {
+    let mut m = COMMS.lock().unwrap_or_else(|e| e.into_inner());
+    f(m.entry(ctx).or_default())
+}
+
+/// The agreements' engine communicator (made on first use; making it is local).
+fn ft_comm() -> MpiResult<EComm> {
+    static C: OnceLock<EComm> = OnceLock::new();
+    if let Some(c) = C.get() {
+        return Ok(*c);
+    }
+    let eng = backend::engine()?;
+    let _guard = COMMS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = C.get() {
+        return Ok(*c);
+    }
+    let c = eng
+        .comm_create(FT_CTX, (0..eng.size()).collect())
+        .map_err(backend::err)?;
+    let _ = C.set(c);
+    Ok(c)
+}
+
+/// What an entry point needs of a communicator.
+struct Target {
+    ecomm: EComm,
+    coll: EComm,
+    ctx: u32,
+    rank: i32,
+    group: Vec<i32>,
+}
+
+/// Resolve `comm` (any communicator, revoked ones included).
+fn target(comm: c_int) -> MpiResult<Target> {
+    let (ecomm, coll, rank, group) = {
+        let st = lock();
+        st.check_active()?;
+        let c = st.comm(comm).map_err(|e| e.on(comm))?;
+        (c.ecomm, c.coll, c.rank, c.group.clone())
+    };
+    let ctx = backend::engine()?
+        .comm_context(ecomm)
+        .map_err(|e| backend::err(e).on(comm))?;
+    Ok(Target {
+        ecomm,
+        coll,
+        ctx,
+        rank,
+        group,
+    })
+}
+
+/// Resolve intracommunicator `comm`; `MPI_ERR_COMM` for an intercommunicator.
+fn intra(comm: c_int, what: &str) -> MpiResult<Target> {
+    let t = target(comm)?;
+    if crate::intercomm::is_inter(comm) {
+        return Err(MpiError::new(
+            MPI_ERR_COMM,
+            format!("{what} is not available on an intercommunicator"),
+        )
+        .on(comm));
+    }
+    Ok(t)
+}
+
+/// The members of `group` (world ranks) that failed, as communicator ranks.
+fn failed_ranks(group: &[i32]) -> MpiResult<Vec<u32>> {
+    let dead = backend::engine()?.failed_peers();
+    Ok(group
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| dead.binary_search(w).is_ok())
+        .map(|(r, _)| r as u32)
+        .collect())
+}
+
+/// Run one agreement among `t`'s members with our `flag` and `max`; returns the decision.
+fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
+    let eng = backend::engine()?;
+    let fc = ft_comm()?;
+    let seq = with_comm(t.ctx, |e| {
+        e.seq = e.seq.wrapping_add(1);
+        e.seq
+    });
+    let tag = (((t.ctx & 0x7FFF) << 15) | (seq & 0x7FFF)) as i32;
+    let n = t.group.len() as u32;
+    let me = t.rank as u32;
+    let mut a = Agreement::new(n, me, flag, max, &failed_ranks(&t.group)?);
+    let mut buf = vec![0u8; 8 + agree::max_len(n)];
+    let mut recv: Option<backend::EReq> = None;
+    let mut sends: Vec<(backend::EReq, Vec<u8>)> = Vec::new();
+    let mut known_dead: Vec<u32> = Vec::new();
+    let mut spins = 0u32;
+    let decided = loop {
+        for (to, m) in a.take_output() {
+            let mut b = Vec::with_capacity(64);
+            b.extend_from_slice(&t.ctx.to_le_bytes());
+            b.extend_from_slice(&seq.to_le_bytes());
+            b.extend_from_slice(&agree::encode(&m));
+            let dest = t.group[to as usize];
+            // SAFETY: `b` is kept in `sends` until the request completes (or leaked).
+            let sent = unsafe { eng.isend(b.as_ptr(), b.len(), dest, tag, fc, SendMode::Standard) };
+            // A dead destination fails the send: the agreement learns it from the failures.
+            if let Ok(r) = sent {
+                sends.push((r, b));
+            }
+        }
+        if let Some(v) = a.decided() {
+            break v.clone();
+        }
+        sends.retain(|(r, _)| eng.test(*r).is_none());
+        let r = match recv {
+            Some(r) => r,
+            None => {
+                // SAFETY: `buf` outlives the request (cancelled and completed below).
+                let r = unsafe {
+                    eng.irecv(
+                        buf.as_mut_ptr(),
+                        buf.len(),
+                        crate::consts::MPI_ANY_SOURCE,
+                        tag,
+                        fc,
+                    )
+                }
+                .map_err(backend::err)?;
+                recv = Some(r);
+                r
+            }
+        };
+        if let Some(s) = eng.test(r) {
+            recv = None;
+            if s.error.is_none() && s.count_bytes >= 8 {
+                let ok = buf[..4] == t.ctx.to_le_bytes() && buf[4..8] == seq.to_le_bytes();
+                let from = t.group.iter().position(|&w| w == s.source);
+                if let (true, Some(from), Some(m)) =
+                    (ok, from, agree::decode(&buf[8..s.count_bytes], n))
+                {
+                    a.on_message(from as u32, m);
+                }
+            }
+            continue;
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 64 == 0 {
+            for f in failed_ranks(&t.group)? {
+                if !known_dead.contains(&f) {
+                    known_dead.push(f);
+                    a.on_failure(f);
+                }
+            }
+            std::thread::yield_now();
+        }
+        eng.progress();
+    };
+    if let Some(r) = recv {
+        eng.cancel(r);
+        let _ = eng.wait(r);
+    }
+    // Sends still in flight (to members that already returned) complete in the background.
+    for (r, b) in sends {
+        if eng.test(r).is_none() {
+            eng.request_free(r);
+            std::mem::forget(b);
+        }
+    }
+    Ok(decided)
+}
+
+/// `MPIX_ERR_PROC_FAILED` if the agreed failed set holds a member whose failure we did not
+/// acknowledge.
+fn unacked_failure(comm: c_int, t: &Target, failed: &[u32]) -> MpiResult {
+    let acked = with_comm(t.ctx, |e| e.acked.clone());
+    if let Some(&f) = failed
+        .iter()
+        .find(|&&f| !acked.contains(&t.group[f as usize]))
+    {
+        return Err(MpiError::new(
+            MPIX_ERR_PROC_FAILED,
+            format!("rank {f} of the communicator failed (not acknowledged)"),
+        )
+        .on(comm));
+    }
+    Ok(())
+}
+
+/// `MPIX_Comm_agree`'s work: the AND of the flags, then the error if unacknowledged
+/// failures were agreed on.
+fn agree_on(comm: c_int, flag: *mut c_int) -> MpiResult {
+    if flag.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL flag").on(comm));
+    }
+    let t = intra(comm, "MPIX_Comm_agree")?;
+    // SAFETY: checked non-NULL; the caller's int.
+    let mine = unsafe { flag.read_unaligned() };
+    let v = run(&t, mine, 0)?;
+    // SAFETY: as above.
+    unsafe { flag.write_unaligned(v.flag) };
+    unacked_failure(comm, &t, &v.failed)
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_revoke`: every member's pending and later operations on `comm` fail with
+    /// `MPIX_ERR_REVOKED` (agreement and shrink still work on it).
+    fn PMPIX_Comm_revoke / "MPIX_Comm_revoke" (comm: c_int) {
+        let t = target(comm)?;
+        let eng = backend::engine()?;
+        eng.comm_revoke(t.ecomm).map_err(|e| backend::err(e).on(comm))?;
+        eng.comm_revoke(t.coll).map_err(|e| backend::err(e).on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_agree`: fault-tolerant agreement on the bitwise AND of `*flag`.
+    fn PMPIX_Comm_agree / "MPIX_Comm_agree" (comm: c_int, flag: *mut c_int) {
+        agree_on(comm, flag)
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_iagree`: the agreement runs on a library thread; the request completes
+    /// when it is decided (`*flag` written then).
+    fn PMPIX_Comm_iagree / "MPIX_Comm_iagree" (comm: c_int, flag: *mut c_int, request: *mut c_int) {
+        if request.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+        }
+        if flag.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "NULL flag").on(comm));
+        }
+        intra(comm, "MPIX_Comm_iagree")?;
+        let (h, code) = crate::grequest::start_coded(comm)?;
+        let (flag, code) = (flag as usize, code as usize);
+        std::thread::Builder::new()
+            .name("oxmpi-iagree".into())
+            .spawn(move || {
+                let rc = match agree_on(comm, flag as *mut c_int) {
+                    Ok(()) => MPI_SUCCESS,
+                    Err(e) => e.code,
+                };
+                // SAFETY: `h` and `code` come from one start_coded, completed once, here.
+                unsafe { crate::grequest::complete_coded(h, code as *const AtomicI32, rc) };
+            })
+            .map_err(|e| {
+                MpiError::new(MPI_ERR_OTHER, format!("cannot start the iagree thread: {e}")).on(comm)
+            })?;
+        out(request, h, "request")
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_shrink`: a new communicator of the members that have not failed (agreed
+    /// by all of them); allowed on a revoked communicator.
+    fn PMPIX_Comm_shrink / "MPIX_Comm_shrink" (comm: c_int, newcomm: *mut c_int) {
+        if newcomm.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+        }
+        let t = intra(comm, "MPIX_Comm_shrink")?;
+        // First the failed set (and a first context proposal), then the context ids free
+        // at every survivor, both by fault-tolerant agreements.
+        let mut failed: Option<Vec<u32>> = None;
+        let ctx = crate::comm::agree_ctx_by(
+            |v| {
+                let d = run(&t, -1, v)?;
+                failed.get_or_insert(d.failed);
+                Ok(d.max)
+            },
+            |ok| Ok(run(&t, i32::from(ok), 0)?.flag == 1),
+        )?;
+        let failed = failed.unwrap_or_default();
+        let group: Vec<i32> = t
+            .group
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| !failed.contains(&(*r as u32)))
+            .map(|(_, &w)| w)
+            .collect();
+        let h = crate::comm::make::make_comm(comm, ctx, group)?;
+        out(newcomm, h, "newcomm")
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_failure_ack`: acknowledge the failures known now (`MPIX_Comm_agree`
+    /// no longer reports them).
+    fn PMPIX_Comm_failure_ack / "MPIX_Comm_failure_ack" (comm: c_int) {
+        let t = target(comm)?;
+        let failed: Vec<i32> = failed_ranks(&t.group)?
+            .into_iter()
+            .map(|r| t.group[r as usize])
+            .collect();
+        with_comm(t.ctx, |e| e.acked = failed);
+        Ok(())
+    }
+}
+
+/// Store a new group of world ranks `ranks` into `*group`.
+fn group_out(ranks: Vec<i32>, group: *mut c_int) -> MpiResult {
+    let h = lock().new_group(ranks);
+    out(group, h, "group")
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_failure_get_acked`: the group of the failures acknowledged last.
+    fn PMPIX_Comm_failure_get_acked / "MPIX_Comm_failure_get_acked" (comm: c_int, failedgrp: *mut c_int) {
+        let t = target(comm)?;
+        let acked = with_comm(t.ctx, |e| e.acked.clone());
+        group_out(acked, failedgrp)
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_get_failed`: the group of the members known to have failed.
+    fn PMPIX_Comm_get_failed / "MPIX_Comm_get_failed" (comm: c_int, failedgrp: *mut c_int) {
+        let t = target(comm)?;
+        let failed = failed_ranks(&t.group)?
+            .into_iter()
+            .map(|r| t.group[r as usize])
+            .collect();
+        group_out(failed, failedgrp)
+    }
+}

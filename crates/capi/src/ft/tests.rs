@@ -33,7 +33,7 @@ impl Sim {
         let n = flags.len() as u32;
         let mut s = Sim {
             members: (0..n)
-                .map(|r| Agreement::new(n, r, flags[r as usize], &[]))
+                .map(|r| Agreement::new(n, r, flags[r as usize], r * 10, &[]))
                 .collect(),
             alive: vec![true; n as usize],
             net: Vec::new(),
@@ -133,6 +133,7 @@ fn no_failure_decides_the_and() {
             v,
             Value {
                 flag: 0b100,
+                max: 30,
                 failed: vec![]
             }
         );
@@ -144,7 +145,7 @@ fn a_member_dead_before_the_start_is_in_the_failed_set() {
     let n = 4;
     let mut members: Vec<Agreement> = (0..n)
         .filter(|&r| r != 1)
-        .map(|r| Agreement::new(n, r, 1, &[1]))
+        .map(|r| Agreement::new(n, r, 1, r, &[1]))
         .collect();
     let mut net: Vec<(u32, u32, Msg)> = Vec::new();
     let ranks = [0u32, 2, 3];
@@ -166,6 +167,7 @@ fn a_member_dead_before_the_start_is_in_the_failed_set() {
             m.decided(),
             Some(&Value {
                 flag: 1,
+                max: 3,
                 failed: vec![1]
             })
         );
@@ -229,11 +231,12 @@ fn cascading_coordinator_deaths() {
 
 #[test]
 fn alone_decides_at_once() {
-    let a = Agreement::new(3, 2, 7, &[0, 1]);
+    let a = Agreement::new(3, 2, 7, 5, &[0, 1]);
     assert_eq!(
         a.decided(),
         Some(&Value {
             flag: 7,
+            max: 5,
             failed: vec![0, 1]
         })
     );
@@ -250,6 +253,7 @@ fn malformed_messages_are_refused() {
     let b = encode(&Msg::Decide {
         value: Value {
             flag: 0,
+            max: 0,
             failed: vec![0, 1, 2, 3, 4],
         },
     });

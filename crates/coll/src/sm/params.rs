@@ -36,10 +36,12 @@ pub const ALLREDUCE_LARGE_MIN: ParamDecl = ParamDecl::new(
 )
 .level(6);
 
-/// `coll_sm_enable`: whether the shared-memory collectives may run.
+/// `coll_sm_enable`: whether the shared-memory collectives may run. Never with fault
+/// tolerance (`mpi_ft_enable`): they wait on shared flags and cannot notice a dead member,
+/// while the point-to-point algorithms fail with the engine's `ProcFailed`/`Revoked`.
 pub fn enabled() -> bool {
     static SM: OnceLock<bool> = OnceLock::new();
-    *SM.get_or_init(|| params::flag(&ENABLE))
+    *SM.get_or_init(|| params::flag(&ENABLE) && !params::flag(&oxmpi_engine::FT_ENABLE))
 }
 
 /// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the shared-memory

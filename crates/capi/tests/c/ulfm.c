@@ -1,0 +1,131 @@
+/* ULFM under mpirun --with-ft ulfm on 4 ranks: bad input first, an agreement with no
+ * failure, then the last rank kills itself; the survivors see MPIX_ERR_PROC_FAILED from it,
+ * rank 0 revokes MPI_COMM_WORLD (which unblocks the others' receive with MPIX_ERR_REVOKED),
+ * everyone acknowledges the failure, agrees, shrinks and finishes an MPI_Allreduce on the
+ * shrunk communicator. Each survivor prints "ulfm: rank R ok". */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int rank;
+
+static void expect_class(int rc, int want, const char *what) {
+    int cls = -1;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    else
+        cls = MPI_SUCCESS;
+    if (cls != want) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        printf("ulfm: rank %d: %s: class %d, expected %d (%s)\n", rank, what, cls, want, msg);
+        fflush(stdout);
+        _exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    int size, flag, v = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int victim = size - 1;
+
+    /* Bad input. */
+    expect_class(MPIX_Comm_revoke(MPI_COMM_NULL), MPI_ERR_COMM, "revoke(MPI_COMM_NULL)");
+    MPI_Comm half, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    flag = 1;
+    expect_class(MPIX_Comm_agree(inter, &flag), MPI_ERR_COMM, "agree(intercomm)");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+
+    /* An agreement without failures: the AND of the flags. */
+    flag = rank == 1 ? 0x5 : 0x7;
+    expect_class(MPIX_Comm_agree(MPI_COMM_WORLD, &flag), MPI_SUCCESS, "agree");
+    if (flag != 0x5) {
+        printf("ulfm: rank %d: agreed flag %#x, expected 0x5\n", rank, flag);
+        return 1;
+    }
+    MPI_Request req;
+    flag = rank == 2 ? 0x2 : 0x3;
+    expect_class(MPIX_Comm_iagree(MPI_COMM_WORLD, &flag, &req), MPI_SUCCESS, "iagree");
+    expect_class(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait(iagree)");
+    if (flag != 0x2) {
+        printf("ulfm: rank %d: iagreed flag %#x, expected 0x2\n", rank, flag);
+        return 1;
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == victim)
+        kill(getpid(), SIGKILL);
+
+    /* The dead rank's messages never come: the failure, or rank 0's revoke if that
+     * arrives first. */
+    int rc = MPI_Recv(&v, 1, MPI_INT, victim, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), cls = -1;
+    MPI_Error_class(rc, &cls);
+    if (!(cls == MPIX_ERR_PROC_FAILED || (rank != 0 && cls == MPIX_ERR_REVOKED)))
+        expect_class(rc, MPIX_ERR_PROC_FAILED, "recv from the dead rank");
+    if (rank == 0) {
+        expect_class(MPIX_Comm_revoke(MPI_COMM_WORLD), MPI_SUCCESS, "revoke");
+        expect_class(MPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD), MPIX_ERR_REVOKED,
+                     "send after revoke");
+    } else {
+        /* Nobody sends this: the revoke ends the wait. */
+        expect_class(MPI_Recv(&v, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                     MPIX_ERR_REVOKED, "recv on the revoked communicator");
+    }
+    expect_class(MPI_Barrier(MPI_COMM_WORLD), MPIX_ERR_REVOKED, "barrier after revoke");
+
+    /* Failures: what is known, acknowledged, then agreed on the revoked communicator. */
+    MPI_Group failed, acked;
+    int n = -1, who = -1, zero = 0;
+    expect_class(MPIX_Comm_get_failed(MPI_COMM_WORLD, &failed), MPI_SUCCESS, "get_failed");
+    MPI_Group_size(failed, &n);
+    MPI_Group wg;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_translate_ranks(failed, 1, &zero, wg, &who);
+    if (n != 1 || who != victim) {
+        printf("ulfm: rank %d: failed group size %d first %d, expected 1 and %d\n", rank, n, who, victim);
+        return 1;
+    }
+    flag = 1;
+    expect_class(MPIX_Comm_agree(MPI_COMM_WORLD, &flag), MPIX_ERR_PROC_FAILED,
+                 "agree with an unacknowledged failure");
+    expect_class(MPIX_Comm_failure_ack(MPI_COMM_WORLD), MPI_SUCCESS, "failure_ack");
+    expect_class(MPIX_Comm_failure_get_acked(MPI_COMM_WORLD, &acked), MPI_SUCCESS, "get_acked");
+    MPI_Group_size(acked, &n);
+    if (n != 1) {
+        printf("ulfm: rank %d: acked group size %d, expected 1\n", rank, n);
+        return 1;
+    }
+    flag = 1;
+    expect_class(MPIX_Comm_agree(MPI_COMM_WORLD, &flag), MPI_SUCCESS, "agree after ack");
+    MPI_Group_free(&failed);
+    MPI_Group_free(&acked);
+    MPI_Group_free(&wg);
+
+    /* Shrink (allowed on the revoked communicator) and reduce on the survivors. */
+    MPI_Comm shrunk;
+    expect_class(MPIX_Comm_shrink(MPI_COMM_WORLD, &shrunk), MPI_SUCCESS, "shrink");
+    int ns = 0, sum = 0;
+    MPI_Comm_size(shrunk, &ns);
+    expect_class(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, shrunk), MPI_SUCCESS,
+                 "allreduce on the shrunk communicator");
+    int want = (size - 1) * (size - 2) / 2;
+    if (ns != size - 1 || sum != want) {
+        printf("ulfm: rank %d: shrunk size %d sum %d, expected %d and %d\n", rank, ns, sum, size - 1, want);
+        return 1;
+    }
+    MPI_Comm_free(&shrunk);
+    printf("ulfm: rank %d ok\n", rank);
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}

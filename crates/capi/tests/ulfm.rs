@@ -1,0 +1,65 @@
+//! ULFM end to end under the installed library: `tests/c/ulfm.c` on 4 ranks with
+//! `mpirun --with-ft ulfm`, over shared memory and over TCP. The last rank kills itself;
+//! the survivors detect it, revoke, acknowledge, agree, shrink and finish an
+//! `MPI_Allreduce` on the shrunk communicator, and mpirun reports the death in one line
+//! and exits 0. Without fault tolerance the same program ends the job promptly.
+//!
+//! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
+
+use std::ffi::OsStr;
+
+mod common;
+use common::{build, mpirun, Scratch};
+
+fn run(exe: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args: Vec<&OsStr> = ["--timeout", "30", "-n", "4"]
+        .iter()
+        .chain(extra)
+        .map(OsStr::new)
+        .collect();
+    args.push(exe.as_os_str());
+    mpirun(&args, &[])
+}
+
+#[test]
+fn survivors_revoke_shrink_and_reduce() {
+    let dir = Scratch::new("ulfm");
+    let exe = build("ulfm.c", &dir.0);
+    for extra in [
+        &["--with-ft", "ulfm"][..],
+        &["--enable-recovery", "--mca", "btl", "self,tcp"],
+    ] {
+        let out = run(&exe, extra);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("{extra:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        let mut ok: Vec<&str> = stdout.lines().filter(|l| l.ends_with(" ok")).collect();
+        ok.sort_unstable();
+        assert_eq!(
+            ok,
+            ["ulfm: rank 0 ok", "ulfm: rank 1 ok", "ulfm: rank 2 ok"],
+            "{what}"
+        );
+        let deaths: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("rank 3 (pid "))
+            .collect();
+        assert_eq!(deaths.len(), 1, "{what}");
+        assert!(
+            deaths[0].contains("exited on signal 9 (Killed); the job continues"),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn without_fault_tolerance_the_job_ends() {
+    let dir = Scratch::new("ulfm-off");
+    let exe = build("ulfm.c", &dir.0);
+    let out = run(&exe, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    assert!(code != Some(0) && code != Some(124), "{code:?}: {stderr}");
+    assert!(stderr.contains("rank 3 (pid "), "{stderr}");
+}
