@@ -172,6 +172,7 @@ mod tests {
                 "btl_ofi_send_slots",
                 "mpi_yield_when_idle",
                 "mpi_profile",
+                "mpi_ft_enable",
                 "osc_pt2pt_idle_sleep_max",
             ]
         );
