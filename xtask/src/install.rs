@@ -206,6 +206,12 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .arg(&prefix)
         .args(["2", "win", "rma", "rma_nb"])
         .env("OXMPI_MCA_osc", "pt2pt"))?;
+    // mpi4py's ULFM module with fault tolerance on (`mpirun --with-ft ulfm` sets the same).
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py-suite.sh"))
+        .arg(&prefix)
+        .args(["2", "ulfm"])
+        .env("OXMPI_MCA_mpi_ft_enable", "1"))?;
     // A few of the same mpi4py modules over the ofi transport on libfabric's software
     // tcp provider (the C and engine tests cover tcp;ofi_rxm, shm and udp;ofi_rxd).
     run(Command::new("bash")

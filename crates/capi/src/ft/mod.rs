@@ -107,14 +107,14 @@ fn intra(comm: c_int, what: &str) -> MpiResult<Target> {
 }
 
 /// The members of `group` (world ranks) that failed, as communicator ranks.
-fn failed_ranks(group: &[i32]) -> MpiResult<Vec<u32>> {
-    let dead = backend::engine()?.failed_peers();
-    Ok(group
+fn failed_ranks(eng: &oxmpi_engine::Engine, group: &[i32]) -> Vec<u32> {
+    let dead = eng.failed_peers();
+    group
         .iter()
         .enumerate()
         .filter(|(_, w)| dead.binary_search(w).is_ok())
         .map(|(r, _)| r as u32)
-        .collect())
+        .collect()
 }
 
 /// Run one agreement among `t`'s members with our `flag` and `max`; returns the decision.
@@ -128,13 +128,13 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
     let tag = (((t.ctx & 0x7FFF) << 15) | (seq & 0x7FFF)) as i32;
     let n = t.group.len() as u32;
     let me = t.rank as u32;
-    let mut a = Agreement::new(n, me, flag, max, &failed_ranks(&t.group)?);
+    let mut a = Agreement::new(n, me, flag, max, &failed_ranks(eng, &t.group));
     let mut buf = vec![0u8; 8 + agree::max_len(n)];
     let mut recv: Option<backend::EReq> = None;
     let mut sends: Vec<(backend::EReq, Vec<u8>)> = Vec::new();
     let mut known_dead: Vec<u32> = Vec::new();
     let mut spins = 0u32;
-    let decided = loop {
+    let decided: MpiResult<Value> = loop {
         for (to, m) in a.take_output() {
             let mut b = Vec::with_capacity(64);
             b.extend_from_slice(&t.ctx.to_le_bytes());
@@ -149,7 +149,7 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
             }
         }
         if let Some(v) = a.decided() {
-            break v.clone();
+            break Ok(v.clone());
         }
         sends.retain(|(r, _)| eng.test(*r).is_none());
         let r = match recv {
@@ -164,10 +164,14 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
                         tag,
                         fc,
                     )
+                };
+                match r {
+                    Ok(r) => {
+                        recv = Some(r);
+                        r
+                    }
+                    Err(e) => break Err(backend::err(e)),
                 }
-                .map_err(backend::err)?;
-                recv = Some(r);
-                r
             }
         };
         if let Some(s) = eng.test(r) {
@@ -185,7 +189,7 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
         }
         spins = spins.wrapping_add(1);
         if spins % 64 == 0 {
-            for f in failed_ranks(&t.group)? {
+            for f in failed_ranks(eng, &t.group) {
                 if !known_dead.contains(&f) {
                     known_dead.push(f);
                     a.on_failure(f);
@@ -206,7 +210,7 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
             std::mem::forget(b);
         }
     }
-    Ok(decided)
+    decided
 }
 
 /// `MPIX_ERR_PROC_FAILED` if the agreed failed set holds a member whose failure we did not
@@ -326,7 +330,7 @@ mpi_fn! {
     /// no longer reports them).
     fn PMPIX_Comm_failure_ack / "MPIX_Comm_failure_ack" (comm: c_int) {
         let t = target(comm)?;
-        let failed: Vec<i32> = failed_ranks(&t.group)?
+        let failed: Vec<i32> = failed_ranks(backend::engine()?, &t.group)
             .into_iter()
             .map(|r| t.group[r as usize])
             .collect();
@@ -354,7 +358,7 @@ mpi_fn! {
     /// `MPIX_Comm_get_failed`: the group of the members known to have failed.
     fn PMPIX_Comm_get_failed / "MPIX_Comm_get_failed" (comm: c_int, failedgrp: *mut c_int) {
         let t = target(comm)?;
-        let failed = failed_ranks(&t.group)?
+        let failed = failed_ranks(backend::engine()?, &t.group)
             .into_iter()
             .map(|r| t.group[r as usize])
             .collect();
