@@ -185,3 +185,19 @@ fn nonblocking_collectives_progress_np1_to_4() {
         &["coll_nb: random outstanding nonblocking collectives: ok"],
     );
 }
+
+/// Every predefined (datatype, operation) pair through allreduce, reduce and iallreduce,
+/// out of place and in place, at counts taking each path (segment, point-to-point, and at
+/// np 2 the large-vector region), against a reference: the vectorised kernels included.
+#[test]
+fn reductions_of_every_predefined_type_and_op() {
+    let dir = Scratch::new("coll-types");
+    let exe = build("coll_types.c", &dir.0);
+    for (n, args) in [(2, &["big"][..]), (3, &[])] {
+        let out = run_args(&exe, n, args, &[]);
+        assert!(
+            out.lines().any(|l| l == "coll_types: all checks passed"),
+            "coll_types on {n} ranks did not finish:\n{out}"
+        );
+    }
+}
