@@ -17,6 +17,13 @@ static long gen(int r, long k) {
     return (k % 5 == 4) ? 0 : v;
 }
 
+/* Count a wrong item and say which (the first 10); returns 1. */
+static int wrong(const char *dt, const char *op, long n, int mode, long k) {
+    if (failures++ < 10)
+        printf("rank %d: %s %s count %ld mode %d: item %ld wrong\n", rank, dt, op, n, mode, k);
+    return 1;
+}
+
 #define LOG_OP(o, a, b) \
     ((o) == MPI_LAND ? ((a) && (b)) : (o) == MPI_LOR ? ((a) || (b)) : (!(a) != !(b)))
 
@@ -66,12 +73,8 @@ static long gen(int r, long k) {
                     }                                                                       \
                     if (mode == 2 && rank != root) continue;                                \
                     for (long k = 0; k < n; k++)                                            \
-                        if (memcmp(&r[k], &w[k], sizeof(T))) {                              \
-                            if (failures++ < 10)                                            \
-                                printf("rank %d: %s %s count %ld mode %d: item %ld wrong\n",    \
-                                       rank, #DT, names[oi], n, mode, k);                    \
+                        if (memcmp(&r[k], &w[k], sizeof(T)) && wrong(#DT, names[oi], n, mode, k)) \
                             break;                                                          \
-                        }                                                                   \
                 }                                                                           \
             }                                                                               \
             free(s), free(r), free(w);                                                      \
@@ -113,16 +116,14 @@ static long gen(int r, long k) {
                     memcpy(r, s, n * sizeof(P));                                            \
                     CHECK_RC(MPI_Allreduce(mode ? MPI_IN_PLACE : (void *)s, r, (int)n, DT, o, \
                                            MPI_COMM_WORLD));                                \
-                    for (long k = 0; k < n; k++)                                            \
-                        if (r[k].v != w[k].v || r[k].i != w[k].i) {                         \
-                            if (failures++ < 10)                                            \
-                                printf("rank %d: %s %s count %ld mode %d: item %ld wrong\n",    \
-                                       rank, #DT, oi ? "maxloc" : "minloc", n, mode, k);    \
-                            break;                                                          \
-                        }                                                                   \
+                    long bad = 0;                                                           \
+                    while (bad < n && r[bad].v == w[bad].v && r[bad].i == w[bad].i) bad++;  \
+                    if (bad < n) wrong(#DT, oi ? "maxloc" : "minloc", n, mode, bad);         \
                 }                                                                           \
             }                                                                               \
-            free(s), free(r), free(w);                                                      \
+            free(s);                                                                        \
+            free(r);                                                                        \
+            free(w);                                                                        \
         }                                                                                   \
     } while (0)
 
