@@ -540,8 +540,8 @@ int main(int argc, char **argv) {
   fill(rbuf, items * np);
   print_binding();
 
-  char tests[256];
-  snprintf(tests, sizeof tests, "%s", argv[1]);
+  char *tests = strdup(argv[1]); /* strtok writes into it */
+  if (!tests) MPI_Abort(MPI_COMM_WORLD, 3);
   for (char *t = strtok(tests, ","); t; t = strtok(NULL, ",")) {
     int p2p = !strcmp(t, "lat") || !strcmp(t, "bw") || !strcmp(t, "bibw");
     if (!p2p && !known_coll(t)) usage("unknown test");
@@ -570,6 +570,7 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   snprintf(out, sizeof out, "RSS prog=oxbench rank=%d kb=%ld\n", rank, ru.ru_maxrss);
   print_from_all(out);
+  free(tests);
   free(sbuf);
   free(rbuf);
   free(counts);

@@ -201,3 +201,65 @@ fn reductions_of_every_predefined_type_and_op() {
         );
     }
 }
+
+/// The benchmark program `bench/c/oxbench.c` runs every collective it measures, blocking
+/// and nonblocking (with its overlap line), out of place and in place, with a pair type
+/// and MINLOC too, at np 2 and 3: each prints its result line (no timing is checked).
+#[test]
+fn oxbench_runs_every_collective() {
+    let dir = Scratch::new("oxbench");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/c/oxbench.c");
+    let exe = dir.0.join("oxbench");
+    common::compile(&common::prefix().join("bin/mpicc"), &src, &exe);
+    let colls = [
+        "allreduce",
+        "reduce",
+        "bcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "barrier",
+    ];
+    let all: Vec<String> = colls
+        .iter()
+        .flat_map(|c| [c.to_string(), format!("i{c}")])
+        .collect();
+    let tests = all.join(",");
+    for (n, opts) in [
+        (2, &["method=osu", "inplace=0"][..]),
+        (3, &["inplace=1", "method=b2b"]),
+        (2, &["dtype=DOUBLE_INT", "op=MAXLOC"]),
+    ] {
+        let mut args = vec![tests.as_str(), "1", "0.01", "budget=0.02"];
+        args.extend(opts);
+        args.extend(["16", "8192"]);
+        let out = run_args(&exe, n, &args, &[]);
+        for t in &all {
+            let sizes: &[&str] = if t.ends_with("barrier") {
+                &["0"]
+            } else {
+                &["16", "8192"]
+            };
+            for s in sizes {
+                let want = format!("RESULT test={t} np={n} size={s} ");
+                assert!(
+                    out.lines().any(|l| l.starts_with(&want)),
+                    "oxbench {opts:?} on {n} ranks: no '{want}':\n{out}"
+                );
+            }
+            if t.starts_with('i') {
+                let want = format!("OVERLAP test={t} np={n} ");
+                assert!(out.lines().any(|l| l.starts_with(&want)), "no '{want}'");
+            }
+        }
+    }
+}
