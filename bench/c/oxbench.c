@@ -1,22 +1,40 @@
 /* oxbench: the MPI micro-benchmarks of the oxmpi benchmark harness.
  *
- * One source, built with each implementation's compiler wrapper. Uses only a
- * small set of MPI calls so that young implementations can run it: the
+ * One source, built with each implementation's compiler wrapper. The
  * point-to-point tests (lat, bw, bibw) need only Send/Recv/Isend/Irecv/Waitall;
- * the collective tests add Barrier, Allreduce, Bcast and Alltoall.
+ * the collective tests call the collective they measure and Barrier.
  *
- * usage: oxbench TESTS SAMPLES SCALE [budget=SECONDS] SIZE...
- *   TESTS    comma list of: lat, bw, bibw, allreduce, bcast, alltoall, barrier
+ * usage: oxbench TESTS SAMPLES SCALE [OPTION=VALUE...] SIZE...
+ *   TESTS    comma list of: lat, bw, bibw, and the collectives allreduce,
+ *            reduce, bcast, gather, gatherv, scatter, scatterv, allgather,
+ *            allgatherv, alltoall, alltoallv, alltoallw, reduce_scatter,
+ *            reduce_scatter_block, scan, barrier, each also nonblocking with
+ *            an "i" in front (iallreduce, ..., ibarrier: post, then wait)
  *   SAMPLES  samples per (test, size); each sample times `n` iterations
  *   SCALE    multiplier of the default iteration counts (e.g. 0.2 for quick runs)
  *   budget=  time budget of one (test, size) in seconds: fewer iterations per
  *            sample and fewer samples (at least 3) when iterations are slow;
  *            the reported iters/samples say what was done (default: none)
- *   SIZE     message sizes in bytes (0 allowed; barrier ignores sizes)
+ *   dtype=   datatype of the collectives: CHAR (default, as the standard
+ *            suites), INT, FLOAT, DOUBLE, LONG, or a pair type 2INT, FLOAT_INT,
+ *            DOUBLE_INT, LONG_INT, SHORT_INT
+ *   op=      reduction: SUM (default; MINLOC for pair types), PROD, MAX, MIN,
+ *            BAND, BOR, LAND, LOR, MINLOC, MAXLOC
+ *   inplace= 1: MPI_IN_PLACE where the collective allows it (default 0)
+ *   method=  osu (default): a barrier between timed iterations, each timed on
+ *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
+ *            timed as one block (this harness's method before)
+ *   SIZE     message sizes in bytes (0 allowed; barrier ignores sizes); for
+ *            collectives the bytes of one block (per rank, per peer), rounded
+ *            down to whole items, sizes below one item skipped
+ *
+ * Send and receive buffers are separate (np blocks each), filled with ones
+ * (pairs: {1, rank}) so repeated reductions stay normal numbers.
  *
  * Output (all printed by rank 0, one line per test and size, BIND/RSS per rank):
  *   BIND rank=R cpus=LIST
  *   RESULT test=T np=P size=S iters=N samples=K median=X min=X max=X mean=X unit=U values=X;X;...
+ *   OVERLAP test=iT np=P size=S pure=US compute=US total=US overlap=PCT   (nonblocking tests)
  *   RSS prog=oxbench rank=R kb=K
  * Latency-like tests report microseconds per operation (ping-pong: one way,
  * half the round trip); bw/bibw report MB/s (1e6 bytes per second). For
@@ -68,7 +86,7 @@ static void print_binding(void) {
   print_from_all(out);
 }
 
-static void report(const char *test, size_t size, int n, double *v, int S, const char *unit) {
+static double report(const char *test, size_t size, int n, double *v, int S, const char *unit) {
   /* the whole line is formatted first and written at once: some launchers
    * forward partial writes, which would interleave with other ranks' output */
   static char line[64 + 16 * MAXS + 256];
@@ -84,6 +102,7 @@ static void report(const char *test, size_t size, int n, double *v, int S, const
   snprintf(line + k, sizeof line - k, "\n");
   fputs(line, stdout);
   fflush(stdout);
+  return med;
 }
 
 static int iters(double base, double scale, int lo) {
@@ -168,19 +187,172 @@ static void window(char *sbuf, char *rbuf, int sz, int bidir) {
   else MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
 }
 
+/* The datatype and operation of the data-carrying collectives (options
+ * dtype= and op=): MPI_CHAR and MPI_SUM by default, as the standard suites;
+ * the pair types take MPI_MINLOC unless op= says otherwise. */
+struct dtype {
+  const char *name;
+  MPI_Datatype dt;
+  int size; /* extent in bytes */
+  int pair; /* value-index pair (MINLOC/MAXLOC) */
+};
+static struct dtype dtypes[] = {
+    {"CHAR", MPI_CHAR, 1, 0},          {"INT", MPI_INT, 4, 0},
+    {"FLOAT", MPI_FLOAT, 4, 0},        {"DOUBLE", MPI_DOUBLE, 8, 0},
+    {"LONG", MPI_LONG, sizeof(long), 0}, {"2INT", MPI_2INT, 8, 1},
+    {"FLOAT_INT", MPI_FLOAT_INT, 8, 1}, {"DOUBLE_INT", MPI_DOUBLE_INT, 16, 1},
+    {"LONG_INT", MPI_LONG_INT, 16, 1},  {"SHORT_INT", MPI_SHORT_INT, 8, 1},
+};
+static struct dtype *dty = &dtypes[0];
+static MPI_Op rop = MPI_SUM;
+static int op_set = 0;
+static int in_place = 0;
+/* method=osu (default): a barrier between timed iterations, each iteration
+ * timed on its own, as the standard suites do; method=b2b: back-to-back
+ * calls timed as one block (the harness's method before). */
+static int b2b = 0;
+
+static int set_dtype(const char *name) {
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+    if (!strcmp(dtypes[i].name, name)) {
+      dty = &dtypes[i];
+      if (dty->pair && !op_set) rop = MPI_MINLOC;
+      return 1;
+    }
+  return 0;
+}
+
+static int set_op(const char *name) {
+  static const struct { const char *n; MPI_Op o; } ops[] = {
+      {"SUM", MPI_SUM}, {"PROD", MPI_PROD}, {"MAX", MPI_MAX},       {"MIN", MPI_MIN},
+      {"BAND", MPI_BAND}, {"BOR", MPI_BOR}, {"LAND", MPI_LAND},     {"LOR", MPI_LOR},
+      {"MINLOC", MPI_MINLOC}, {"MAXLOC", MPI_MAXLOC}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(ops[i].n, name)) {
+      rop = ops[i].o;
+      op_set = 1;
+      return 1;
+    }
+  return 0;
+}
+
 /* What one measurement runs. */
 struct op {
-  const char *test; /* lat, bw, bibw, allreduce, bcast, alltoall, barrier */
+  const char *test; /* lat, bw, bibw, a collective, or "i" + a collective */
   char *sbuf, *rbuf;
-  size_t sz;
+  size_t sz;         /* bytes per block (per rank and peer) */
+  int *counts, *displs, *bdispls; /* v/w forms: items per block and offsets (items, bytes) */
+  MPI_Datatype *types;
+  double compute;    /* nonblocking forms: seconds of computation between post and wait */
 };
 
 static int is_p2p(const struct op *o) {
   return !strcmp(o->test, "lat") || !strcmp(o->test, "bw") || !strcmp(o->test, "bibw");
 }
 
+/* The collective names oxbench knows (each also as "i" + name, nonblocking,
+ * except barrier's "ibarrier" which is there too). */
+static const char *colls[] = {"allreduce", "reduce", "bcast", "gather", "gatherv", "scatter",
+                              "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv",
+                              "alltoallw", "reduce_scatter", "reduce_scatter_block", "scan",
+                              "barrier"};
+
+static int known_coll(const char *t) {
+  if (t[0] == 'i') t++;
+  for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++)
+    if (!strcmp(colls[i], t)) return 1;
+  return 0;
+}
+
+/* Post (nonblocking: rq != NULL) or run one collective. */
+static void coll(const struct op *o, MPI_Request *rq) {
+  const char *t = o->test[0] == 'i' ? o->test + 1 : o->test;
+  int c = (int)(o->sz / dty->size), root0 = rank == 0;
+  MPI_Datatype d = dty->dt;
+  MPI_Comm w = MPI_COMM_WORLD;
+  void *s = o->sbuf, *r = o->rbuf;
+  void *ip = MPI_IN_PLACE;
+#define COLL(blocking, nonblocking) \
+  do {                              \
+    if (rq)                         \
+      nonblocking;                  \
+    else                            \
+      blocking;                     \
+  } while (0)
+  if (!strcmp(t, "allreduce"))
+    COLL(MPI_Allreduce(in_place ? ip : s, r, c, d, rop, w),
+         MPI_Iallreduce(in_place ? ip : s, r, c, d, rop, w, rq));
+  else if (!strcmp(t, "reduce"))
+    COLL(MPI_Reduce(in_place && root0 ? ip : s, r, c, d, rop, 0, w),
+         MPI_Ireduce(in_place && root0 ? ip : s, r, c, d, rop, 0, w, rq));
+  else if (!strcmp(t, "scan"))
+    COLL(MPI_Scan(in_place ? ip : s, r, c, d, rop, w), MPI_Iscan(in_place ? ip : s, r, c, d, rop, w, rq));
+  else if (!strcmp(t, "bcast"))
+    COLL(MPI_Bcast(s, c, d, 0, w), MPI_Ibcast(s, c, d, 0, w, rq));
+  else if (!strcmp(t, "gather"))
+    COLL(MPI_Gather(in_place && root0 ? ip : s, c, d, r, c, d, 0, w),
+         MPI_Igather(in_place && root0 ? ip : s, c, d, r, c, d, 0, w, rq));
+  else if (!strcmp(t, "gatherv"))
+    COLL(MPI_Gatherv(in_place && root0 ? ip : s, c, d, r, o->counts, o->displs, d, 0, w),
+         MPI_Igatherv(in_place && root0 ? ip : s, c, d, r, o->counts, o->displs, d, 0, w, rq));
+  else if (!strcmp(t, "scatter"))
+    COLL(MPI_Scatter(s, c, d, in_place && root0 ? ip : r, c, d, 0, w),
+         MPI_Iscatter(s, c, d, in_place && root0 ? ip : r, c, d, 0, w, rq));
+  else if (!strcmp(t, "scatterv"))
+    COLL(MPI_Scatterv(s, o->counts, o->displs, d, in_place && root0 ? ip : r, c, d, 0, w),
+         MPI_Iscatterv(s, o->counts, o->displs, d, in_place && root0 ? ip : r, c, d, 0, w, rq));
+  else if (!strcmp(t, "allgather"))
+    COLL(MPI_Allgather(in_place ? ip : s, c, d, r, c, d, w),
+         MPI_Iallgather(in_place ? ip : s, c, d, r, c, d, w, rq));
+  else if (!strcmp(t, "allgatherv"))
+    COLL(MPI_Allgatherv(in_place ? ip : s, c, d, r, o->counts, o->displs, d, w),
+         MPI_Iallgatherv(in_place ? ip : s, c, d, r, o->counts, o->displs, d, w, rq));
+  else if (!strcmp(t, "alltoall"))
+    COLL(MPI_Alltoall(in_place ? ip : s, c, d, r, c, d, w),
+         MPI_Ialltoall(in_place ? ip : s, c, d, r, c, d, w, rq));
+  else if (!strcmp(t, "alltoallv"))
+    COLL(MPI_Alltoallv(in_place ? ip : s, o->counts, o->displs, d, r, o->counts, o->displs, d, w),
+         MPI_Ialltoallv(in_place ? ip : s, o->counts, o->displs, d, r, o->counts, o->displs, d, w, rq));
+  else if (!strcmp(t, "alltoallw"))
+    COLL(MPI_Alltoallw(in_place ? ip : s, o->counts, o->bdispls, o->types, r, o->counts, o->bdispls,
+                       o->types, w),
+         MPI_Ialltoallw(in_place ? ip : s, o->counts, o->bdispls, o->types, r, o->counts, o->bdispls,
+                        o->types, w, rq));
+  else if (!strcmp(t, "reduce_scatter_block"))
+    COLL(MPI_Reduce_scatter_block(in_place ? ip : s, in_place ? s : r, c, d, rop, w),
+         MPI_Ireduce_scatter_block(in_place ? ip : s, in_place ? s : r, c, d, rop, w, rq));
+  else if (!strcmp(t, "reduce_scatter"))
+    COLL(MPI_Reduce_scatter(in_place ? ip : s, in_place ? s : r, o->counts, d, rop, w),
+         MPI_Ireduce_scatter(in_place ? ip : s, in_place ? s : r, o->counts, d, rop, w, rq));
+  else
+    COLL(MPI_Barrier(w), MPI_Ibarrier(w, rq));
+#undef COLL
+}
+
+/* Busy computation for `sec` seconds (the overlap measurement's work). */
+static void compute(double sec) {
+  double t0 = MPI_Wtime();
+  while (MPI_Wtime() - t0 < sec) {
+  }
+}
+
+/* One collective as the user sees it: blocking, or post + (computation) + wait. */
+static void one_coll(const struct op *o) {
+  if (o->test[0] != 'i') {
+    coll(o, NULL);
+    return;
+  }
+  MPI_Request rq;
+  coll(o, &rq);
+  if (o->compute > 0) compute(o->compute);
+  MPI_Wait(&rq, MPI_STATUS_IGNORE);
+}
+
 /* Synchronise, run n iterations, return the elapsed seconds as rank 0 should
- * see them (point-to-point: rank 0's time; collectives: the slowest rank's). */
+ * see them (point-to-point: rank 0's time; collectives: the slowest rank's).
+ * Collectives (method=osu): each iteration is timed on its own with a barrier
+ * before it, so no rank starts a collective while another is still in the
+ * previous one; the sum of the iterations' times is returned. */
 static double timed(const struct op *o, int n) {
   int sz = (int)o->sz;
   if (is_p2p(o)) {
@@ -193,18 +365,19 @@ static double timed(const struct op *o, int n) {
     return MPI_Wtime() - t0;
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
-  for (int i = 0; i < n; i++) {
-    if (!strcmp(o->test, "allreduce"))
-      MPI_Allreduce(o->sbuf, o->rbuf, (int)(o->sz / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (!strcmp(o->test, "bcast"))
-      MPI_Bcast(o->sbuf, sz, MPI_CHAR, 0, MPI_COMM_WORLD);
-    else if (!strcmp(o->test, "alltoall"))
-      MPI_Alltoall(o->sbuf, sz, MPI_CHAR, o->rbuf, sz, MPI_CHAR, MPI_COMM_WORLD);
-    else
-      MPI_Barrier(MPI_COMM_WORLD);
+  if (b2b) {
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < n; i++) one_coll(o);
+    return max_over_ranks(MPI_Wtime() - t0);
   }
-  return max_over_ranks(MPI_Wtime() - t0);
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    double t0 = MPI_Wtime();
+    one_coll(o);
+    sum += MPI_Wtime() - t0;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return max_over_ranks(sum);
 }
 
 /* The value of one sample from its elapsed time over n iterations. */
@@ -223,7 +396,7 @@ static double value(const struct op *o, int n, double dt) {
  * shrinks the next samples' iteration count, and no sample starts once the
  * budget is spent (after MIN_SAMPLES). Rank 0 decides and reports; `iters`
  * in the report is the smallest count used. */
-static void measure(const struct op *o, int nmax, int S) {
+static double measure(const struct op *o, int nmax, int S) {
   double start = MPI_Wtime(), per_iter = 0;
   int done = 0, cmd = 1;
   for (;;) {
@@ -259,11 +432,33 @@ static void measure(const struct op *o, int nmax, int S) {
     }
     taken++;
   }
-  if (rank == 0) report(o->test, o->sz, nmin, v, taken, is_p2p(o) && strcmp(o->test, "lat") ? "MB/s" : "us");
+  if (rank == 0) return report(o->test, o->sz, nmin, v, taken, is_p2p(o) && strcmp(o->test, "lat") ? "MB/s" : "us");
+  return 0;
 }
 
-static void run_test(const char *test, char *sbuf, char *rbuf, size_t sz, int S, double scale) {
-  struct op o = {test, sbuf, rbuf, sz};
+/* Nonblocking collectives: after the post+wait measurement (`pure`, in us),
+ * time post + `pure` of computation + wait and print, as the standard suites,
+ *   OVERLAP test=T np=P size=S pure=US compute=US total=US overlap=PCT
+ * with overlap = 100 * (1 - (total - compute) / pure), clamped to 0..100
+ * (100: the collective progressed entirely behind the computation). */
+static void overlap(struct op *o, double pure, int n) {
+  int ns = (int)(pure * 1e3 + 0.5); /* rank 0's figure, for every rank */
+  ctl(&ns);
+  double us = ns * 1e-3;
+  o->compute = us * 1e-6;
+  double dt = timed(o, n);
+  o->compute = 0;
+  if (rank != 0) return;
+  double total = dt / n * 1e6, pct = 100 * (1 - (total - us) / pure);
+  pct = pct < 0 ? 0 : pct > 100 ? 100 : pct;
+  printf("OVERLAP test=%s np=%d size=%zu pure=%.4f compute=%.4f total=%.4f overlap=%.1f\n", o->test, np,
+         o->sz, pure, us, total, pct);
+  fflush(stdout);
+}
+
+static void run_test(struct op *o, int S, double scale) {
+  const char *test = o->test;
+  size_t sz = o->sz;
   int nmax;
   if (!strcmp(test, "lat"))
     nmax = iters(sz <= 8192 ? 2000 : sz <= (1 << 20) ? 100 : 20, scale, 5);
@@ -273,55 +468,101 @@ static void run_test(const char *test, char *sbuf, char *rbuf, size_t sz, int S,
     nmax = iters(sz > 65536 ? 5 : 20, scale, 2);
   else
     nmax = iters(sz > 65536 ? 20 : 500, scale, 3);
-  measure(&o, nmax, S);
+  double pure = measure(o, nmax, S);
+  if (test[0] == 'i') overlap(o, pure, nmax < 3 ? nmax : nmax / 3);
+}
+
+/* Fill `n` items of the datatype with ones (pairs: {1, rank}), so repeated
+ * reductions stay normal numbers (no denormals, no NaN). */
+static void fill(char *buf, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char *p = buf + i * dty->size;
+    if (dty->dt == MPI_CHAR) *p = 1;
+    else if (dty->dt == MPI_INT) *(int *)p = 1;
+    else if (dty->dt == MPI_FLOAT) *(float *)p = 1;
+    else if (dty->dt == MPI_DOUBLE) *(double *)p = 1;
+    else if (dty->dt == MPI_LONG) *(long *)p = 1;
+    else if (dty->dt == MPI_2INT) ((int *)p)[0] = 1, ((int *)p)[1] = rank;
+    else if (dty->dt == MPI_FLOAT_INT) *(float *)p = 1, *(int *)(p + 4) = rank;
+    else if (dty->dt == MPI_DOUBLE_INT) *(double *)p = 1, *(int *)(p + 8) = rank;
+    else if (dty->dt == MPI_LONG_INT) *(long *)p = 1, *(int *)(p + sizeof(long)) = rank;
+    else if (dty->dt == MPI_SHORT_INT) *(short *)p = 1, *(int *)(p + 4) = rank;
+  }
+}
+
+static void usage(const char *why) {
+  if (rank == 0)
+    fprintf(stderr,
+            "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [dtype=T] [op=O] [inplace=0|1] "
+            "[method=osu|b2b] SIZE...\n",
+            why);
+  MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
-  if (argc < 4) {
-    if (rank == 0) fprintf(stderr, "usage: oxbench TESTS SAMPLES SCALE SIZE...\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  if (argc < 4) usage("too few arguments");
   int S = atoi(argv[2]);
   double scale = atof(argv[3]);
   if (S < 1) S = 1;
   if (S > MAXS) S = MAXS;
   size_t maxsz = 1;
   for (int a = 4; a < argc; a++) {
-    if (!strncmp(argv[a], "budget=", 7)) {
-      budget = atof(argv[a] + 7);
+    const char *v = strchr(argv[a], '=');
+    if (!v) {
+      size_t n = strtoull(argv[a], 0, 0);
+      if (n > maxsz) maxsz = n;
       continue;
     }
-    size_t v = strtoull(argv[a], 0, 0);
-    if (v > maxsz) maxsz = v;
+    v++;
+    if (!strncmp(argv[a], "budget=", 7)) budget = atof(v);
+    else if (!strncmp(argv[a], "dtype=", 6)) {
+      if (!set_dtype(v)) usage("unknown dtype (CHAR INT FLOAT DOUBLE LONG 2INT FLOAT_INT DOUBLE_INT LONG_INT SHORT_INT)");
+    } else if (!strncmp(argv[a], "op=", 3)) {
+      if (!set_op(v)) usage("unknown op (SUM PROD MAX MIN BAND BOR LAND LOR MINLOC MAXLOC)");
+    } else if (!strncmp(argv[a], "inplace=", 8)) in_place = atoi(v) != 0;
+    else if (!strncmp(argv[a], "method=", 7)) {
+      if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
+      b2b = !strcmp(v, "b2b");
+    } else
+      usage("unknown option");
   }
-  /* alltoall needs np blocks on both sides */
-  char *sbuf = malloc(maxsz * (size_t)np), *rbuf = malloc(maxsz * (size_t)np);
-  if (!sbuf || !rbuf) MPI_Abort(MPI_COMM_WORLD, 3);
-  memset(sbuf, rank + 1, maxsz * (size_t)np);
-  memset(rbuf, 0, maxsz * (size_t)np);
+  /* separate send and receive buffers; np blocks on both sides (alltoall,
+   * gather, scatter, reduce_scatter) */
+  size_t items = maxsz / dty->size + 1, bytes = items * dty->size * (size_t)np;
+  char *sbuf = malloc(bytes), *rbuf = malloc(bytes);
+  int *counts = malloc(np * sizeof(int)), *displs = malloc(np * sizeof(int)), *bdispls = malloc(np * sizeof(int));
+  MPI_Datatype *types = malloc(np * sizeof(MPI_Datatype));
+  if (!sbuf || !rbuf || !counts || !displs || !bdispls || !types) MPI_Abort(MPI_COMM_WORLD, 3);
+  fill(sbuf, items * np);
+  fill(rbuf, items * np);
   print_binding();
 
-  char tests[256];
-  snprintf(tests, sizeof tests, "%s", argv[1]);
+  char *tests = strdup(argv[1]); /* strtok writes into it */
+  if (!tests) MPI_Abort(MPI_COMM_WORLD, 3);
   for (char *t = strtok(tests, ","); t; t = strtok(NULL, ",")) {
-    if (!strcmp(t, "barrier")) {
-      run_test(t, sbuf, rbuf, 0, S, scale);
+    int p2p = !strcmp(t, "lat") || !strcmp(t, "bw") || !strcmp(t, "bibw");
+    if (!p2p && !known_coll(t)) usage("unknown test");
+    struct op o = {t, sbuf, rbuf, 0, counts, displs, bdispls, types, 0};
+    if (!strcmp(t, "barrier") || !strcmp(t, "ibarrier")) {
+      run_test(&o, S, scale);
       continue;
     }
     for (int a = 4; a < argc; a++) {
       if (strchr(argv[a], '=')) continue;
       size_t sz = strtoull(argv[a], 0, 0);
-      if (!strcmp(t, "lat") || !strcmp(t, "bw") || !strcmp(t, "bibw")) {
+      if (p2p) {
         if (np < 2 || (sz == 0 && strcmp(t, "lat"))) continue;
-      } else if (!strcmp(t, "allreduce")) {
-        if (sz < sizeof(float)) continue;
-      } else if (sz == 0) {
+      } else if (sz < (size_t)dty->size) { /* not one item */
         continue;
       }
-      run_test(t, sbuf, rbuf, sz, S, scale);
+      int c = (int)(sz / dty->size);
+      for (int r = 0; r < np; r++)
+        counts[r] = c, displs[r] = r * c, bdispls[r] = r * c * dty->size, types[r] = dty->dt;
+      o.sz = p2p ? sz : (size_t)c * dty->size;
+      run_test(&o, S, scale);
     }
   }
   struct rusage ru;
@@ -329,8 +570,13 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   snprintf(out, sizeof out, "RSS prog=oxbench rank=%d kb=%ld\n", rank, ru.ru_maxrss);
   print_from_all(out);
+  free(tests);
   free(sbuf);
   free(rbuf);
+  free(counts);
+  free(displs);
+  free(bdispls);
+  free(types);
   MPI_Finalize();
   return 0;
 }

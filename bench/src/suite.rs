@@ -37,7 +37,7 @@ const MAX_LAUNCHES: usize = 4;
 /// The (test, size) measurements `oxbench TESTS … SIZES` makes at `np`
 /// ranks, in its order (mirrors the size rules of `oxbench.c`: barrier once
 /// with size 0; point-to-point only with 2+ ranks and bw/bibw not at 0 B;
-/// allreduce from one float up; other collectives not at 0 B).
+/// collectives not at 0 B: their default datatype is `MPI_CHAR`, one byte).
 pub fn expected_measurements(tests: &[&str], sizes: &[u64], np: u32) -> Vec<(String, u64)> {
     let mut v = Vec::new();
     for &t in tests {
@@ -49,7 +49,6 @@ pub fn expected_measurements(tests: &[&str], sizes: &[u64], np: u32) -> Vec<(Str
             let ok = match t {
                 "lat" => np >= 2,
                 "bw" | "bibw" => np >= 2 && s > 0,
-                "allreduce" => s >= 4,
                 _ => s > 0,
             };
             if ok {
@@ -1251,6 +1250,7 @@ mod tests {
         assert_eq!(
             expected_measurements(&COLLECTIVES, &[0, 2, 8], 4),
             pairs(&[
+                ("allreduce", 2),
                 ("allreduce", 8),
                 ("bcast", 2),
                 ("bcast", 8),

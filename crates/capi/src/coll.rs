@@ -699,6 +699,25 @@ fn alltoallw(
     recvbuf: *mut c_void,
     recv: &[Piece],
 ) -> MpiResult {
+    // Contiguous types everywhere (the common case): the pieces are byte blocks of the
+    // user's buffers, moved by the alltoallv path without packing.
+    let bytes = |p: &[Piece]| -> Option<Vec<(usize, isize)>> {
+        p.iter()
+            .map(|(t, k, o)| t.is_contiguous().then_some((t.size * k, o + t.lb)))
+            .collect()
+    };
+    if let (Some(s), Some(r)) = (send.as_deref().and_then(bytes), bytes(recv)) {
+        let byte = dtype(MPI_BYTE, c.comm)?;
+        return alltoallv(
+            c,
+            sendbuf,
+            Some((byte.clone(), s)),
+            recvbuf,
+            &byte,
+            r,
+            false,
+        );
+    }
     let a = c.alg();
     let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();
     // Pieces packed back to back; in place the data to send is in the receive buffer.

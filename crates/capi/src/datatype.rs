@@ -290,6 +290,16 @@ impl State {
 /// `src` must point to memory holding `count` items laid out as `t` describes.
 pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: &mut Vec<u8>) {
     out.reserve(t.size * count);
+    if let [b] = t.blocks.as_slice() {
+        if b.len as isize == t.extent() {
+            // Contiguous items: one copy of all of them (not one per item).
+            // SAFETY: as below; the `count` items are `count * len` adjacent bytes.
+            let s =
+                unsafe { std::slice::from_raw_parts(src.wrapping_offset(b.disp), b.len * count) };
+            out.extend_from_slice(s);
+            return;
+        }
+    }
     for i in 0..count {
         let base = (i as isize) * t.extent();
         for b in &t.blocks {
@@ -312,6 +322,16 @@ pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: 
 /// # Safety
 /// `dst` must point to writable memory for `count` items laid out as `t` describes.
 pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data: &[u8]) -> usize {
+    if let [b] = t.blocks.as_slice() {
+        if b.len as isize == t.extent() {
+            // Contiguous items: one copy of as many bytes as there are (not one per item).
+            let n = (b.len * count).min(data.len());
+            // SAFETY: as below; the `count` items are `count * len` adjacent writable
+            // bytes, of which `n` are written.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.wrapping_offset(b.disp), n) };
+            return n;
+        }
+    }
     let mut pos = 0;
     'outer: for i in 0..count {
         let base = (i as isize) * t.extent();

@@ -338,24 +338,67 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
-        let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(recvcounts, rdispls, p, comm)?;
-        let mut unpack = Vec::new();
-        // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
-        let mut r = unsafe { laid(&rdt, recvbuf, &rslots, |_| in_place, |_| true, 1, &mut unpack) };
-        let (send, sc, sd) = if in_place {
-            (Region::Owned(region_bytes(&mut r.region).to_vec()), r.counts.clone(), r.displs.clone())
+        let send = if alg::is_in_place(sendbuf) {
+            None
         } else {
-            let sdt = dtype(sendtype, comm)?;
-            let sslots = layout(sendcounts, sdispls, p, comm)?;
-            // SAFETY: MPI contract: sendbuf holds every block until completion.
-            let l = unsafe { laid(&sdt, sendbuf.cast_mut(), &sslots, |_| true, |_| false, 0, &mut unpack) };
-            (l.region, l.counts, l.displs)
+            Some((dtype(sendtype, comm)?, layout(sendcounts, sdispls, p, comm)?))
         };
-        let s = a.ialltoallv(send, &sc, &sd, r.region, &r.counts, &r.displs).map_err(sched_err(comm))?;
-        start(comm, s, unpack, request)
+        // SAFETY: MPI contract of MPI_Ialltoallv.
+        unsafe { ialltoallv(a, comm, sendbuf, send, recvbuf, (&rdt, &rslots), request) }
     }
+}
+
+/// One side of an alltoallv: the datatype and each block's `(count, displacement in extents)`.
+type Side = (Arc<Datatype>, Vec<(usize, isize)>);
+
+/// Body of `MPI_Ialltoallv` (also `MPI_Ialltoallw` on contiguous types, as bytes): `send`
+/// is the send type and its `(count, displacement in extents)` slots (`None`: in place),
+/// `recv` the same for the receive side.
+///
+/// # Safety
+/// MPI contract of `MPI_Ialltoallv`: the buffers hold (or have room for) every block until
+/// completion.
+unsafe fn ialltoallv(
+    a: oxmpi_coll::CollComm,
+    comm: c_int,
+    sendbuf: *const c_void,
+    send: Option<Side>,
+    recvbuf: *mut c_void,
+    (rdt, rslots): (&Arc<Datatype>, &[(usize, isize)]),
+    request: *mut c_int,
+) -> MpiResult {
+    let in_place = send.is_none();
+    let mut unpack = Vec::new();
+    // SAFETY: caller contract: recvbuf has room for every block (in place: holds the data).
+    let mut r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
+    let (send, sc, sd) = match send {
+        None => (
+            Region::Owned(region_bytes(&mut r.region).to_vec()),
+            r.counts.clone(),
+            r.displs.clone(),
+        ),
+        Some((sdt, sslots)) => {
+            // SAFETY: caller contract: sendbuf holds every block until completion.
+            let l = unsafe {
+                laid(
+                    &sdt,
+                    sendbuf.cast_mut(),
+                    &sslots,
+                    |_| true,
+                    |_| false,
+                    0,
+                    &mut unpack,
+                )
+            };
+            (l.region, l.counts, l.displs)
+        }
+    };
+    let s = a
+        .ialltoallv(send, &sc, &sd, r.region, &r.counts, &r.displs)
+        .map_err(sched_err(comm))?;
+    start(comm, s, unpack, request)
 }
 
 mpi_fn! {
@@ -364,6 +407,28 @@ mpi_fn! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
+        // Contiguous types everywhere (the common case): byte blocks of the user's buffers,
+        // moved as MPI_Ialltoallv moves them, without packing.
+        let bytes = |counts, displs, types: *const c_int| -> MpiResult<Option<Vec<(usize, isize)>>> {
+            let l = layout(counts, displs, p, comm)?;
+            let t = slice_in(types, p, "types").map_err(|e| e.on(comm))?;
+            let mut v = Vec::with_capacity(p);
+            for ((k, d), &h) in l.into_iter().zip(t) {
+                let dt = dtype(h, comm)?;
+                if !dt.is_contiguous() {
+                    return Ok(None);
+                }
+                v.push((dt.size * k, d + dt.lb));
+            }
+            Ok(Some(v))
+        };
+        if !alg::is_in_place(sendbuf) {
+            if let (Some(ss), Some(rs)) = (bytes(sendcounts, sdispls, sendtypes)?, bytes(recvcounts, rdispls, recvtypes)?) {
+                let byte = dtype(MPI_BYTE, comm)?;
+                // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
+                return unsafe { ialltoallv(a, comm, sendbuf, Some((byte.clone(), ss)), recvbuf, (&byte, &rs), request) };
+            }
+        }
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
             let l = layout(counts, displs, p, comm)?;
             let t = slice_in(types, p, "types").map_err(|e| e.on(comm))?;

@@ -185,3 +185,81 @@ fn nonblocking_collectives_progress_np1_to_4() {
         &["coll_nb: random outstanding nonblocking collectives: ok"],
     );
 }
+
+/// Every predefined (datatype, operation) pair through allreduce, reduce and iallreduce,
+/// out of place and in place, at counts taking each path (segment, point-to-point, and at
+/// np 2 the large-vector region), against a reference: the vectorised kernels included.
+#[test]
+fn reductions_of_every_predefined_type_and_op() {
+    let dir = Scratch::new("coll-types");
+    let exe = build("coll_types.c", &dir.0);
+    for (n, args) in [(2, &["big"][..]), (3, &[])] {
+        let out = run_args(&exe, n, args, &[]);
+        assert!(
+            out.lines().any(|l| l == "coll_types: all checks passed"),
+            "coll_types on {n} ranks did not finish:\n{out}"
+        );
+    }
+}
+
+/// The benchmark program `bench/c/oxbench.c` runs every collective it measures, blocking
+/// and nonblocking (with its overlap line), out of place and in place, with a pair type
+/// and MINLOC too, at np 2 and 3: each prints its result line (no timing is checked).
+#[test]
+fn oxbench_runs_every_collective() {
+    let dir = Scratch::new("oxbench");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/c/oxbench.c");
+    let exe = dir.0.join("oxbench");
+    common::compile(&common::prefix().join("bin/mpicc"), &src, &exe);
+    let colls = [
+        "allreduce",
+        "reduce",
+        "bcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "barrier",
+    ];
+    let all: Vec<String> = colls
+        .iter()
+        .flat_map(|c| [c.to_string(), format!("i{c}")])
+        .collect();
+    let tests = all.join(",");
+    for (n, opts) in [
+        (2, &["method=osu", "inplace=0"][..]),
+        (3, &["inplace=1", "method=b2b"]),
+        (2, &["dtype=DOUBLE_INT", "op=MAXLOC"]),
+    ] {
+        let mut args = vec![tests.as_str(), "1", "0.01", "budget=0.02"];
+        args.extend(opts);
+        args.extend(["16", "8192"]);
+        let out = run_args(&exe, n, &args, &[]);
+        for t in &all {
+            let sizes: &[&str] = if t.ends_with("barrier") {
+                &["0"]
+            } else {
+                &["16", "8192"]
+            };
+            for s in sizes {
+                let want = format!("RESULT test={t} np={n} size={s} ");
+                assert!(
+                    out.lines().any(|l| l.starts_with(&want)),
+                    "oxbench {opts:?} on {n} ranks: no '{want}':\n{out}"
+                );
+            }
+            if t.starts_with('i') {
+                let want = format!("OVERLAP test={t} np={n} ");
+                assert!(out.lines().any(|l| l.starts_with(&want)), "no '{want}'");
+            }
+        }
+    }
+}

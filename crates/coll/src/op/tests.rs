@@ -101,8 +101,9 @@ fn inputs<T: Prim>(n: usize, salt: i64) -> Vec<T> {
 /// reference; returns how many pairs were defined.
 fn check_prim<T: Prim>() -> usize {
     let mut defined = 0;
-    // 37 elements: the AVX2 build runs from 16 on, with a remainder loop after it.
-    for n in [1usize, 37] {
+    // 37 and 131 elements: the AVX2 build runs from 16 on, with a remainder loop after
+    // its vectors (131 bytes: 4 vectors of 32 one-byte lanes and 3 left).
+    for n in [1usize, 37, 131] {
         let a = inputs::<T>(n, 11);
         let b0 = inputs::<T>(n, 4);
         for op in OpKind::ALL {
@@ -139,7 +140,7 @@ fn check_prim<T: Prim>() -> usize {
 
 #[test]
 fn primitive_types_match_the_scalar_reference() {
-    // Integers: 12 ops defined (all but MINLOC/MAXLOC); floats: 6. Two lengths each.
+    // Integers: 12 ops defined (all but MINLOC/MAXLOC); floats: 6. Three lengths each.
     let ints = check_prim::<i8>()
         + check_prim::<u8>()
         + check_prim::<i16>()
@@ -148,9 +149,9 @@ fn primitive_types_match_the_scalar_reference() {
         + check_prim::<u32>()
         + check_prim::<i64>()
         + check_prim::<u64>();
-    assert_eq!(ints, 8 * 12 * 2);
-    assert_eq!(check_prim::<f32>(), 6 * 2);
-    assert_eq!(check_prim::<f64>(), 6 * 2);
+    assert_eq!(ints, 8 * 12 * 3);
+    assert_eq!(check_prim::<f32>(), 6 * 3);
+    assert_eq!(check_prim::<f64>(), 6 * 3);
 }
 
 #[test]
@@ -165,19 +166,24 @@ fn fast_kernels_cover_the_common_pairs_and_nothing_else() {
                 unsafe { apply_fast(op, ty, a.as_ptr().cast(), b.as_mut_ptr().cast(), n) };
             let common_ty = matches!(
                 ty,
-                ElemType::I32
+                ElemType::I8
+                    | ElemType::U8
+                    | ElemType::I16
+                    | ElemType::U16
+                    | ElemType::I32
                     | ElemType::U32
                     | ElemType::I64
                     | ElemType::U64
                     | ElemType::F32
                     | ElemType::F64
             );
+            let float = matches!(ty, ElemType::F32 | ElemType::F64);
             let common_op = match op {
                 OpKind::Sum | OpKind::Prod | OpKind::Max | OpKind::Min => true,
-                OpKind::Band | OpKind::Bor | OpKind::Bxor => {
-                    !matches!(ty, ElemType::F32 | ElemType::F64)
-                }
-                _ => false,
+                OpKind::Replace | OpKind::NoOp => true,
+                OpKind::Band | OpKind::Bor | OpKind::Bxor => !float,
+                OpKind::Land | OpKind::Lor | OpKind::Lxor => !float,
+                OpKind::MinLoc | OpKind::MaxLoc => false,
             };
             assert_eq!(handled, common_ty && common_op, "{op:?} on {ty:?}");
         }
