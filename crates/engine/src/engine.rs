@@ -276,7 +276,8 @@ impl Engine {
     /// is `(job, rank())`), in the same order on every member; `boot` is the group's
     /// exchange of business cards (each member's endpoint record: node, pid and the
     /// sections of the `sm` and `tcp` components selected at start-up), run collectively
-    /// by all members. Members of our job, and processes met before, keep their link; the
+    /// by all members (not at all when every member is of our job). Members of our job, and
+    /// processes met before, keep their link; the
     /// others are wired as at start-up (`sm` on our node, else `tcp`) and get the next free
     /// peer indices. Returns each member's peer index (a world rank for our job's members).
     /// A member that no transport reaches is an [`Error::Bootstrap`] naming it.
@@ -311,6 +312,10 @@ impl Engine {
                     self.size
                 )));
             }
+        }
+        if members.iter().all(ours) {
+            // One job: linked at start-up, and every member sees it so (no exchange).
+            return Ok(members.iter().map(|m| m.rank).collect());
         }
         let known: Vec<bool> = members
             .iter()

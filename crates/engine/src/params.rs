@@ -173,6 +173,7 @@ mod tests {
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "osc_pt2pt_idle_sleep_max",
+                "dpm_connect_timeout",
             ]
         );
         for d in PROVIDER.params {
