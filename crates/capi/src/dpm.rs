@@ -18,8 +18,10 @@
 //! with `MPI_ERR_PORT` after `dpm_connect_timeout`. `MPI_Comm_join` does the same over
 //! the user's socket between two single processes.
 //!
-//! Published names live as files in the job's directory on the node (`OXMPI_JOB_DIR`), so
-//! they are visible to the processes of the job on the same node; a process without a job
+//! Published names go to the job's name server when it has one (`mpirun --ompi-server`:
+//! `oxmpi-server`, protocol `oxmpi_wire::names`), visible to every job that uses it;
+//! otherwise they live as files in the job's directory on the node (`OXMPI_JOB_DIR`),
+//! visible to the processes of the job on the same node, and a process without a job
 //! directory (singleton) keeps them to itself.
 
 use crate::consts::*;
@@ -30,6 +32,7 @@ use crate::intercomm::{
 };
 use crate::state::lock;
 use oxmpi_engine::ProcName;
+use oxmpi_wire::names::{Reply, Request, Uri};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int};
 use std::io::{Read, Write};
@@ -77,22 +80,6 @@ fn job_key() -> String {
         }
     }
     format!("singleton{}", std::process::id())
-}
-
-/// A random 64-bit token (the kernel's random bytes; the standard library's randomly
-/// seeded hasher if they cannot be read).
-fn token() -> u64 {
-    let mut b = [0u8; 8];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .is_ok()
-    {
-        return u64::from_le_bytes(b);
-    }
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 /// A parsed port name (see the module documentation).
@@ -160,16 +147,21 @@ impl PortName {
         })
     }
 
-    /// Where to connect, best first: the loopback address when the port is on our host,
-    /// then its addresses.
+    /// Where to connect, best first.
     fn targets(&self) -> Vec<SocketAddr> {
-        let mut v = Vec::new();
-        if self.host == crate::env::hostname() {
-            v.push(SocketAddr::from((Ipv4Addr::LOCALHOST, self.port)));
-        }
-        v.extend(self.addrs.iter().map(|&a| SocketAddr::from((a, self.port))));
-        v
+        targets(&self.host, &self.addrs, self.port)
     }
+}
+
+/// The addresses of a listener on `host` (with `addrs`, at TCP `port`), best first: the
+/// loopback address when it is our host, then its addresses.
+fn targets(host: &str, addrs: &[Ipv4Addr], port: u16) -> Vec<SocketAddr> {
+    let mut v = Vec::new();
+    if host == crate::env::hostname() {
+        v.push(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    v.extend(addrs.iter().map(|&a| SocketAddr::from((a, port))));
+    v
 }
 
 mpi_fn! {
@@ -201,7 +193,7 @@ mpi_fn! {
             host: crate::env::hostname(),
             addrs,
             port,
-            token: token(),
+            token: oxmpi_wire::names::random_token().map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?,
         };
         copy_cstr(port_name, MPI_MAX_PORT_NAME as usize, &name.text())?;
         let p = Port { listener: Arc::new(listener), token: name.token };
@@ -740,6 +732,55 @@ impl Write for Borrowed {
 
 // ---- name service ----
 
+/// The name server of the job (`mpirun --ompi-server`), if it has one.
+fn name_server() -> MpiResult<Option<Uri>> {
+    match std::env::var("OXMPI_NAME_SERVER") {
+        Ok(s) if !s.is_empty() => s
+            .parse()
+            .map(Some)
+            .map_err(|e: String| MpiError::new(MPI_ERR_OTHER, e)),
+        _ => Ok(None),
+    }
+}
+
+/// Sends `req` to the name server `uri` (after the hello with its token) and returns its
+/// reply.
+fn ask(uri: &Uri, req: Request) -> MpiResult<Reply> {
+    use std::io::BufRead;
+    let fail = |why: String| MpiError::new(MPI_ERR_OTHER, format!("name server {uri}: {why}"));
+    let mut last = String::from("it has no address");
+    for a in targets(&uri.host, &uri.addrs, uri.port) {
+        let mut s = match TcpStream::connect_timeout(&a, Duration::from_secs(5)) {
+            Ok(s) => s,
+            Err(e) => {
+                last = format!("{a}: {e}");
+                continue;
+            }
+        };
+        let io = |e: std::io::Error| fail(format!("{a}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(io)?;
+        let hello = Request::Hello { token: uri.token }.encode();
+        s.write_all(format!("{hello}{}", req.encode()).as_bytes())
+            .map_err(io)?;
+        let mut lines = std::io::BufReader::new(s).lines();
+        let mut reply = || -> MpiResult<Reply> {
+            let l = lines
+                .next()
+                .unwrap_or_else(|| Err(std::io::ErrorKind::UnexpectedEof.into()))
+                .map_err(io)?;
+            Reply::decode(&l).map_err(fail)
+        };
+        if reply()? != Reply::Ok {
+            return Err(fail("it refused our token".into()));
+        }
+        return reply();
+    }
+    Err(fail(format!(
+        "unreachable ({last}); is oxmpi-server running?"
+    )))
+}
+
 fn names_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("OXMPI_JOB_DIR").map(|d| std::path::PathBuf::from(d).join("names"))
 }
@@ -750,12 +791,20 @@ fn service_file(service: &str) -> String {
 }
 
 mpi_fn! {
-    /// `MPI_Publish_name`.
+    /// `MPI_Publish_name`: at the job's name server (`mpirun --ompi-server`), else in the
+    /// job's directory on the node.
     fn PMPI_Publish_name / "MPI_Publish_name" (service_name: *const c_char, info: c_int, port_name: *const c_char) {
         let _ = info;
         let service = read_cstr(service_name, "service_name")?;
         let port = read_cstr(port_name, "port_name")?;
         let taken = || MpiError::new(MPI_ERR_NAME, format!("service {service:?} is already published"));
+        if let Some(uri) = name_server()? {
+            return match ask(&uri, Request::Publish { service: service.clone(), port })? {
+                Reply::Ok => Ok(()),
+                Reply::Taken => Err(taken()),
+                r => Err(MpiError::new(MPI_ERR_OTHER, format!("name server {uri}: {r:?}"))),
+            };
+        }
         let Some(dir) = names_dir() else {
             let mut m = LOCAL_NAMES.lock().unwrap_or_else(|e| e.into_inner());
             if m.contains_key(&service) {
@@ -785,9 +834,13 @@ mpi_fn! {
     fn PMPI_Lookup_name / "MPI_Lookup_name" (service_name: *const c_char, info: c_int, port_name: *mut c_char) {
         let _ = info;
         let service = read_cstr(service_name, "service_name")?;
-        let found = match names_dir() {
-            None => LOCAL_NAMES.lock().unwrap_or_else(|e| e.into_inner()).get(&service).cloned(),
-            Some(dir) => std::fs::read_to_string(dir.join(service_file(&service))).ok(),
+        let found = match (name_server()?, names_dir()) {
+            (Some(uri), _) => match ask(&uri, Request::Lookup { service: service.clone() })? {
+                Reply::Found(p) => Some(p),
+                _ => None,
+            },
+            (None, None) => LOCAL_NAMES.lock().unwrap_or_else(|e| e.into_inner()).get(&service).cloned(),
+            (None, Some(dir)) => std::fs::read_to_string(dir.join(service_file(&service))).ok(),
         };
         let port = found.ok_or_else(|| MpiError::new(MPI_ERR_NAME, format!("service {service:?} is not published")))?;
         copy_cstr(port_name, MPI_MAX_PORT_NAME as usize, &port)?;
@@ -802,6 +855,12 @@ mpi_fn! {
         let service = read_cstr(service_name, "service_name")?;
         let port = read_cstr(port_name, "port_name")?;
         let missing = || MpiError::new(MPI_ERR_SERVICE, format!("service {service:?} is not published with port {port:?}"));
+        if let Some(uri) = name_server()? {
+            return match ask(&uri, Request::Unpublish { service: service.clone(), port: port.clone() })? {
+                Reply::Ok => Ok(()),
+                _ => Err(missing()),
+            };
+        }
         match names_dir() {
             None => {
                 let mut m = LOCAL_NAMES.lock().unwrap_or_else(|e| e.into_inner());

@@ -37,6 +37,58 @@ fn ports_accept_connect_join_and_names() {
     }
 }
 
+/// A process killed when dropped (even when the test fails).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Two separate `mpirun` jobs started with `--ompi-server file:URI` (the file a standalone
+/// `oxmpi-server --report-uri` wrote) meet through a published name: the server job
+/// publishes its port (a second publish of the name is `MPI_ERR_NAME`), the client job
+/// looks it up, they connect and use the intercommunicator, the server unpublishes.
+#[test]
+fn two_jobs_meet_through_a_published_name() {
+    let dir = Scratch::new("dpm-names");
+    let exe = build("dpm_jobs.c", &dir.0);
+    let uri = dir.0.join("uri");
+    let _server = Stopped(
+        std::process::Command::new(common::prefix().join("bin/oxmpi-server"))
+            .arg("--report-uri")
+            .arg(&uri)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("start oxmpi-server"),
+    );
+    for _ in 0..3000 {
+        if uri.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let text = std::fs::read_to_string(&uri).expect("oxmpi-server reports its URI");
+    assert!(text.starts_with("oxmpi-server:"), "{text}");
+    let opt = format!("file:{}", uri.display());
+    let extra = ["--ompi-server", opt.as_str()];
+    let svc = std::path::Path::new("oxmpi test service");
+    let server_job = {
+        let exe = exe.clone();
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        std::thread::spawn(move || {
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+            job(&exe, 2, &extra, &[std::path::Path::new("pubserver"), svc])
+        })
+    };
+    let client = job(&exe, 2, &extra, &[std::path::Path::new("pubclient"), svc]);
+    let server_job = server_job.join().unwrap();
+    assert_eq!(common::success(&server_job, "server"), "server: ok\n");
+    assert_eq!(common::success(&client, "client"), "client: ok\n");
+}
+
 /// `dpm_jobs` under `mpirun --timeout 60 -n np` with `args` (and `extra` options before the
 /// program); its output.
 fn job(

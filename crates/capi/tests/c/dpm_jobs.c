@@ -2,6 +2,8 @@
  * in a file:
  *   dpm_jobs server FILE   rank 0 opens a port and writes its name to FILE; the job accepts
  *   dpm_jobs client FILE   the job connects to the port named in FILE
+ *   dpm_jobs pubserver S   like server, the port published as service S (mpirun --ompi-server)
+ *   dpm_jobs pubclient S   like client, the port looked up by service name S
  * then both check the intercommunicator (sizes, a broadcast, a message from every rank to
  * every remote rank, a large message each way, the merge and an allreduce over it).
  *   dpm_jobs lonely FILE   rank 0 opens a port, writes FILE, and waits for FILE.done
@@ -90,14 +92,23 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     check_rank_ = wrank;
     CHECK(argc == 3);
-    const char *mode = argv[1], *file = argv[2];
+    const char *mode = argv[1], *file = argv[2]; /* file: the service name when published */
     char port[MPI_MAX_PORT_NAME] = "";
     MPI_Comm ic;
+    int published = !strcmp(mode, "pubserver") || !strcmp(mode, "pubclient");
+    if (published) mode += 3;
     if (!strcmp(mode, "server") || !strcmp(mode, "lonely")) {
         if (wrank == 0) {
             CHECK_RC(MPI_Open_port(MPI_INFO_NULL, port));
             CHECK(strncmp(port, "oxmpi-port:", 11) == 0);
-            write_file(file, port);
+            if (published) {
+                CHECK_RC(MPI_Publish_name(file, MPI_INFO_NULL, port));
+                CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+                CHECK(class_of_rc(MPI_Publish_name(file, MPI_INFO_NULL, port)) == MPI_ERR_NAME);
+                CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+            } else {
+                write_file(file, port);
+            }
         }
         if (!strcmp(mode, "lonely")) {
             char done[4096];
@@ -107,13 +118,29 @@ int main(int argc, char **argv) {
             if (wrank == 0) printf("lonely: done\n");
         } else {
             CHECK_RC(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic));
+            if (published && wrank == 0) CHECK_RC(MPI_Unpublish_name(file, MPI_INFO_NULL, port));
             use_inter(ic, 1);
             CHECK_RC(MPI_Comm_disconnect(&ic));
             if (wrank == 0) printf("server: ok\n");
         }
         if (wrank == 0) CHECK_RC(MPI_Close_port(port));
     } else if (!strcmp(mode, "client")) {
-        if (wrank == 0) read_port(file, port);
+        if (wrank == 0 && published) {
+            /* Started with the server: look the name up until it is published. */
+            CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+            int rc = MPI_ERR_NAME;
+            for (int i = 0; i < 6000 && rc != MPI_SUCCESS; i++) {
+                rc = MPI_Lookup_name(file, MPI_INFO_NULL, port);
+                if (rc != MPI_SUCCESS) {
+                    CHECK(class_of_rc(rc) == MPI_ERR_NAME);
+                    usleep(10000);
+                }
+            }
+            CHECK_RC(rc);
+            CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+        } else if (wrank == 0) {
+            read_port(file, port);
+        }
         CHECK_RC(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic));
         use_inter(ic, 0);
         CHECK_RC(MPI_Comm_disconnect(&ic));

@@ -884,6 +884,20 @@ mod tests {
         ));
     }
 
+    /// The sm settings of the late-wiring tests (the registry set up).
+    fn late_settings() -> crate::btl::sm::params::Settings {
+        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
+        crate::btl::sm::params::Settings::read()
+    }
+
+    /// The process `rank` of `job`.
+    fn name(job: &str, rank: i32) -> crate::ProcName {
+        crate::ProcName {
+            job: job.into(),
+            rank,
+        }
+    }
+
     /// Engines of two jobs meet after start-up: job A (ranks 0 and 1, linked at start by a
     /// fake wire) and job B (one rank) run [`crate::Engine::connect_group`] over a shared
     /// store. The members of the other job get the next peer indices and a real link (sm on
@@ -892,13 +906,8 @@ mod tests {
     /// connect of the same processes reuses the links (no card read).
     #[test]
     fn engines_of_two_jobs_connect_after_start_up() {
-        use crate::{CommId, Engine, ProcName, SendMode};
-        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
-        let set = crate::btl::sm::params::Settings::read();
-        let name = |job: &str, rank| ProcName {
-            job: job.into(),
-            rank,
-        };
+        use crate::{CommId, Engine, SendMode};
+        let set = late_settings();
         let members = [name("A", 0), name("A", 1), name("B", 0)];
         for (a_btls, link) in [
             (&["self", "sm", "tcp"][..], "sm"),
@@ -991,13 +1000,8 @@ mod tests {
     /// sides, without a hang; so does a group that does not hold us or holds a member twice.
     #[test]
     fn a_member_no_transport_reaches_is_an_error() {
-        use crate::{Engine, ProcName};
-        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
-        let set = crate::btl::sm::params::Settings::read();
-        let name = |job: &str, rank| ProcName {
-            job: job.into(),
-            rank,
-        };
+        use crate::Engine;
+        let set = late_settings();
         let members = [name("A", 0), name("B", 0)];
         let engines = [
             Engine::with_links(0, vec![None], &set).with_btls(&["self", "sm", "tcp"]),
