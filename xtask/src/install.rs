@@ -11,6 +11,7 @@ const BINARIES: &[(&str, &str)] = &[
     ("oxmpi-oxmpid", "oxmpid"),
     ("oxmpi-info", "oxmpi-info"),
     ("oxmpi-profile", "oxmpi-profile"),
+    ("oxmpi-server", "oxmpi-server"),
     ("oxmpi-mpicc", "mpicc"),
 ];
 

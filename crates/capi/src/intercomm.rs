@@ -291,19 +291,30 @@ pub(crate) fn exchange(
     mine: Vec<u8>,
     tag: i32,
 ) -> MpiResult<Exchanged> {
+    let swap = swap.map(|s| s.map(|(ctx, peer)| move |l: &[u8]| net.swap(ctx, peer, l, tag)));
+    exchange_with(net, star, swap, mine, tag)
+}
+
+/// [`exchange`] with the leaders' swap of their groups' lists done by `swap` (at the
+/// leader: the function, or the error to report to the whole local group), e.g. over a
+/// socket between two jobs.
+pub(crate) fn exchange_with<F: FnOnce(&[u8]) -> MpiResult<Vec<u8>>>(
+    net: &Net,
+    star: Star,
+    swap: Option<MpiResult<F>>,
+    mine: Vec<u8>,
+    tag: i32,
+) -> MpiResult<Exchanged> {
     let mut blob = Vec::new();
     if let Some(local) = star.gather(net, mine, tag)? {
         match swap.expect("the leader has a swap partner") {
-            Err(e) => {
-                blob.push(1u8);
-                blob.extend(e.code.to_le_bytes());
-                blob.extend(e.detail.as_bytes());
-                star.bcast(net, &mut blob, tag)?;
-                return Err(e.on(net.comm));
-            }
-            Ok((ctx, peer)) => {
+            Err(e) => return fail_group(net, star, e, tag),
+            Ok(swap) => {
                 let l = enc_list(&local);
-                let r = net.swap(ctx, peer, &l, tag)?;
+                let r = match swap(&l) {
+                    Ok(r) => r,
+                    Err(e) => return fail_group(net, star, e, tag),
+                };
                 blob.push(0u8);
                 blob.extend(l);
                 blob.extend(r);
@@ -312,20 +323,37 @@ pub(crate) fn exchange(
     }
     star.bcast(net, &mut blob, tag)?;
     let bad = || MpiError::new(MPI_ERR_INTERN, "malformed intercommunicator agreement");
+    let body = from_leader(net, &blob)?;
+    let mut pos = 0;
+    let local = dec_list(body, &mut pos).ok_or_else(bad)?;
+    let remote = dec_list(body, &mut pos).ok_or_else(bad)?;
+    Ok(Exchanged { local, remote })
+}
+
+/// What a leader broadcast to its group: a status byte 0 and the body (returned), or 1, the
+/// error code and its text ([`fail_group`]: returned as the error).
+pub(crate) fn from_leader<'b>(net: &Net, blob: &'b [u8]) -> MpiResult<&'b [u8]> {
     match blob.first() {
-        Some(0) => {
-            let mut pos = 1;
-            let local = dec_list(&blob, &mut pos).ok_or_else(bad)?;
-            let remote = dec_list(&blob, &mut pos).ok_or_else(bad)?;
-            Ok(Exchanged { local, remote })
-        }
+        Some(0) => Ok(&blob[1..]),
         Some(_) if blob.len() >= 5 => {
             let code = i32::from_le_bytes(blob[1..5].try_into().expect("4 bytes"));
             let detail = String::from_utf8_lossy(&blob[5..]).into_owned();
             Err(MpiError::new(code, format!("at the local leader: {detail}")).on(net.comm))
         }
-        _ => Err(bad().on(net.comm)),
+        _ => Err(
+            MpiError::new(MPI_ERR_INTERN, "malformed message of the group's leader").on(net.comm),
+        ),
     }
+}
+
+/// At the leader: tells the local group that `e` ended the agreement (they return it too)
+/// and returns it.
+pub(crate) fn fail_group<T>(net: &Net, star: Star, e: MpiError, tag: i32) -> MpiResult<T> {
+    let mut blob = vec![1u8];
+    blob.extend(e.code.to_le_bytes());
+    blob.extend(e.detail.as_bytes());
+    star.bcast(net, &mut blob, tag)?;
+    Err(e.on(net.comm))
 }
 
 /// Create an intercommunicator with context ids `ctx..ctx + 3` over the local group

@@ -8,7 +8,6 @@ use crate::bootstrap::{Bootstrap, FileKvs, PmiBootstrap};
 use crate::btl::sm::params::{Settings, SingleCopy};
 #[cfg(test)]
 use crate::btl::Link;
-#[cfg(test)]
 use crate::btl::PeerInfo;
 use crate::btl::BTL;
 use crate::pml::params::yield_when_idle_explicit;
@@ -16,7 +15,9 @@ use crate::pml::recv::Direct;
 use crate::pml::request::Started;
 use crate::pml::State;
 use crate::sys;
-use crate::{params, CommId, Error, MessageId, ReqId, SendMode, Status, ThreadLevel, PROC_NULL};
+use crate::{
+    params, CommId, Error, MessageId, ProcName, ReqId, SendMode, Status, ThreadLevel, PROC_NULL,
+};
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
@@ -78,6 +79,11 @@ pub struct Engine {
     polls: std::sync::atomic::AtomicU32,
     state: StateLock,
     boot: Mutex<Option<Box<dyn Bootstrap>>>,
+    /// The transport components selected at start-up (the late wire-ups use them too).
+    btls: Vec<&'static str>,
+    /// The peers met after start-up ([`Engine::connect_group`]), by name; held across a
+    /// group wire-up so that two run one after the other.
+    late: Mutex<std::collections::HashMap<ProcName, i32>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -99,6 +105,8 @@ impl Engine {
             polls: Default::default(),
             state: StateLock::new(State::new(-1, 0, &Settings::declared())),
             boot: Mutex::new(None),
+            btls: Vec::new(),
+            late: Mutex::default(),
         }
     }
 
@@ -131,14 +139,48 @@ impl Engine {
             polls: Default::default(),
             state: StateLock::new(st),
             boot: Mutex::new(None),
+            btls: Vec::new(),
+            late: Mutex::default(),
         }
+    }
+
+    /// This test engine with the transport components `btls` selected (for its late
+    /// wire-ups, [`Engine::connect_group`]).
+    #[cfg(test)]
+    pub(crate) fn with_btls(mut self, btls: &[&'static str]) -> Engine {
+        self.btls = btls.to_vec();
+        self
+    }
+
+    /// The name of the link to peer `p` (`None`: no link), and the number of peers.
+    #[cfg(test)]
+    pub(crate) fn link_name(&self, p: usize) -> (Option<&'static str>, usize) {
+        let st = self.lock();
+        let name = st
+            .peers
+            .get(p)
+            .and_then(|q| q.link.as_ref())
+            .map(|l| l.name());
+        (name, st.peers.len())
+    }
+
+    /// Adds a peer met after start-up over `link` (the protocol tests' late peer); returns
+    /// its index, which communicator groups then hold.
+    #[cfg(test)]
+    pub(crate) fn add_peer_link(&self, link: Box<dyn Link>) -> i32 {
+        let info = PeerInfo {
+            pid: 0,
+            local: false,
+            link: Some(link),
+        };
+        self.lock().add_peers(vec![info])[0]
     }
 
     /// Starts the engine over `boot`. A failure is also sent to the process manager as an
     /// abort with the error's text (PMI abort, like `MPI_Abort`), so that the launcher (srun,
     /// mpirun, Hydra) ends the job at once with that message instead of leaving the other
     /// ranks waiting in a fence for this one.
-    fn new(boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
+    pub(crate) fn new(boot: Box<dyn Bootstrap>, required: ThreadLevel) -> Result<Engine, Error> {
         let mut slot = Some(boot);
         let r = Self::start(&mut slot, required);
         if let (Err(e), Some(boot)) = (&r, slot.as_mut()) {
@@ -224,7 +266,90 @@ impl Engine {
             polls: Default::default(),
             state: StateLock::new(st),
             boot: Mutex::new(slot.take()),
+            btls: btls.components,
+            late: Mutex::default(),
         })
+    }
+
+    /// Links this process to the processes of other jobs in a group that spans jobs (the
+    /// parents and children of a spawn, the two sides of a connect), so that communicators
+    /// can then hold them. `members` names every member (job and world rank; this process
+    /// is `(job, rank())`), in the same order on every member; `boot` is the group's
+    /// exchange of business cards (each member's endpoint record: node, pid and the
+    /// sections of the `sm` and `tcp` components selected at start-up), run collectively
+    /// by all members (not at all when every member is of our job). Members of our job, and
+    /// processes met before, keep their link; the
+    /// others are wired as at start-up (`sm` on our node, else `tcp`) and get the next free
+    /// peer indices. Returns each member's peer index (a world rank for our job's members).
+    /// A member that no transport reaches is an [`Error::Bootstrap`] naming it.
+    pub fn connect_group(
+        &self,
+        boot: &mut dyn Bootstrap,
+        job: &str,
+        members: &[ProcName],
+    ) -> Result<Vec<i32>, Error> {
+        let fail = |msg: String| Error::Bootstrap {
+            rank: self.rank,
+            msg,
+        };
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        let ours = |m: &ProcName| m.job == job;
+        let me = members
+            .iter()
+            .position(|m| ours(m) && m.rank == self.rank)
+            .ok_or_else(|| {
+                fail(format!(
+                    "rank {} of job {job} is not in the group",
+                    self.rank
+                ))
+            })?;
+        for (i, m) in members.iter().enumerate() {
+            if members[..i].contains(m) {
+                return Err(fail(format!("{m} is twice in the group")));
+            }
+            if ours(m) && !(0..self.size).contains(&m.rank) {
+                return Err(fail(format!(
+                    "{m} is not a rank of this job (size {})",
+                    self.size
+                )));
+            }
+        }
+        if members.iter().all(ours) {
+            // One job: linked at start-up, and every member sees it so (no exchange).
+            return Ok(members.iter().map(|m| m.rank).collect());
+        }
+        let known: Vec<bool> = members
+            .iter()
+            .map(|m| ours(m) || late.contains_key(m))
+            .collect();
+        // The late group is wired over sm and tcp only (an ofi endpoint per group would
+        // be a second fabric).
+        let selected: Vec<&str> = self.btls.iter().copied().filter(|&c| c != "ofi").collect();
+        let infos = crate::btl::wire_up_among(boot, me as i32, members.len(), &selected, &known)?;
+        let mut fresh = Vec::new();
+        for (i, info) in infos.into_iter().enumerate() {
+            if known[i] {
+                continue;
+            }
+            if info.link.is_none() {
+                return Err(fail(format!(
+                    "no transport (btl {}) reaches {}",
+                    selected.join(","),
+                    members[i]
+                )));
+            }
+            fresh.push((i, info));
+        }
+        let (at, infos): (Vec<usize>, Vec<PeerInfo>) = fresh.into_iter().unzip();
+        let added = self.lock().add_peers(infos);
+        for (i, p) in at.into_iter().zip(added) {
+            oxmpi_base::verbose!(BTL, 20, "rank {}: {} is peer {p}", self.rank, members[i]);
+            late.insert(members[i].clone(), p);
+        }
+        Ok(members
+            .iter()
+            .map(|m| if ours(m) { m.rank } else { late[m] })
+            .collect())
     }
 
     #[inline]

@@ -1,4 +1,5 @@
-//! Declarations of the frameworks whose components run in the C ABI: `osc` (one-sided
+//! Declarations of the frameworks whose components run in the C ABI (and `dpm_connect_timeout`
+//! of its dynamic processes): `osc` (one-sided
 //! communication: how window peers are reached, `oxmpi-capi`'s `rma/`) and `fcoll`
 //! (collective file access, `oxmpi-capi`'s `io/`). The C ABI sits above the crates that
 //! `mpirun` and `oxmpi-info` link; declaring them here, with the engine's own frameworks in
@@ -23,9 +24,24 @@ pub static IDLE_SLEEP_MAX: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `dpm_connect_timeout`: how long `MPI_Comm_connect` waits for an accept (seconds).
+pub static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
+    "dpm",
+    "",
+    "connect_timeout",
+    ParamType::Int {
+        min: 1,
+        max: 86_400,
+    },
+    "60",
+    "Seconds MPI_Comm_connect waits for the port's owner to accept before it fails with \
+     MPI_ERR_PORT (a port nobody listens on any more fails at once)",
+)
+.level(4);
+
 /// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
 /// by the registry).
-pub(crate) static PARAMS: [ParamDecl; 1] = [IDLE_SLEEP_MAX];
+pub(crate) static PARAMS: [ParamDecl; 2] = [IDLE_SLEEP_MAX, CONNECT_TIMEOUT];
 
 /// The frameworks (their selection `<name>` and `<name>_base_verbose` come with them).
 pub(crate) const FRAMEWORKS: [Framework; 2] = [OSC, FCOLL];
@@ -71,6 +87,7 @@ mod tests {
         let mut r = Registry::new(Sources::default()).expect("registry");
         r.register_provider(&crate::PROVIDER).expect("register");
         assert_eq!(r.get_int("osc_pt2pt_idle_sleep_max"), Some(500));
+        assert_eq!(r.get_int("dpm_connect_timeout"), Some(60));
         assert!(r.get_selection("osc").expect("selection").is_empty());
         assert!(r.get_selection("fcoll").expect("selection").is_empty());
         assert!(r.get("fcoll_base_verbose").is_some());

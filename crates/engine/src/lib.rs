@@ -446,6 +446,22 @@ impl Status {
     };
 }
 
+/// A process among jobs: its job's name (as the launcher names it) and its rank in that
+/// job's `MPI_COMM_WORLD`. Peers of other jobs are known by it ([`Engine::connect_group`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcName {
+    /// The job.
+    pub job: String,
+    /// The world rank in that job.
+    pub rank: i32,
+}
+
+impl std::fmt::Display for ProcName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rank {} of job {}", self.rank, self.job)
+    }
+}
+
 /// A communicator handle of the engine's communicator table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CommId(pub u32);

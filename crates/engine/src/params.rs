@@ -174,6 +174,7 @@ mod tests {
                 "mpi_profile",
                 "mpi_ft_enable",
                 "osc_pt2pt_idle_sleep_max",
+                "dpm_connect_timeout",
             ]
         );
         for d in PROVIDER.params {

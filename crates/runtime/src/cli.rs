@@ -159,6 +159,7 @@ enum Opt {
     WithFt,
     EnableRecovery,
     Restart,
+    OmpiServer,
 }
 
 /// The job profile's directory when `--profile` names none.
@@ -201,6 +202,7 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("with-ft", Opt::WithFt, 1),
     ("enable-recovery", Opt::EnableRecovery, 0),
     ("restart", Opt::Restart, 1),
+    ("ompi-server", Opt::OmpiServer, 1),
     // Hydra (MPICH mpiexec) spellings.
     ("f", Opt::Hostfile, 1),
     ("ppn", Opt::PerNode, 1),
@@ -249,6 +251,29 @@ fn lookup(arg: &str) -> Option<(Opt, usize, Option<String>)> {
     LONG.iter()
         .find(|(s, _, _)| *s == body)
         .map(|&(_, o, a)| (o, a, None))
+}
+
+/// The variable that gives the ranks the name server's URI (`--ompi-server`).
+pub const NAME_SERVER_ENV: &str = "OXMPI_NAME_SERVER";
+
+/// `--ompi-server URI` or `file:PATH` (the file `oxmpi-server --report-uri` wrote): the
+/// server's URI, checked.
+fn name_server_uri(opt: &str, v: &str) -> Result<String> {
+    let bad = |reason: String| RuntimeError::BadValue {
+        option: opt.into(),
+        value: v.into(),
+        reason,
+    };
+    let text = match v.strip_prefix("file:") {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            bad(format!(
+                "cannot read the name server's URI from {path}: {e}"
+            ))
+        })?,
+        None => v.to_string(),
+    };
+    let uri: oxmpi_wire::names::Uri = text.parse().map_err(bad)?;
+    Ok(uri.to_string())
 }
 
 fn parse_count(opt: &str, v: &str) -> Result<usize> {
@@ -531,6 +556,14 @@ where
             }
             Opt::Prefix => spec.prefix = Some(PathBuf::from(&vals[0])),
             Opt::Mca => add_mca(&mut spec.mca, &vals[0], &vals[1])?,
+            Opt::OmpiServer => {
+                let uri = name_server_uri(name, &vals[0])?;
+                let d = EnvDirective::Set(NAME_SERVER_ENV.into(), uri);
+                if spec.apps.is_empty() {
+                    global_env.push(d.clone());
+                }
+                cur.env.push(d);
+            }
             Opt::Profile => {
                 let dir = vals.first().map_or(DEFAULT_PROFILE_DIR, String::as_str);
                 if dir.is_empty() {
@@ -657,6 +690,8 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --tag-output             prefix output lines with [jobid,rank]<stream>:
   --timestamp-output       prefix output lines with a timestamp
   --output-filename DIR    write rank output to DIR/1/rank.R/{stdout,stderr}
+  --ompi-server URI|file:F the name server (oxmpi-server --report-uri) of
+                           MPI_Publish_name/MPI_Lookup_name across jobs
   --timeout S              abort the job after S seconds (exit code 124);
                            MPIEXEC_TIMEOUT=S in the environment does the same
   --with-ft ulfm           keep the job running when a rank dies (ULFM: the survivors
@@ -862,5 +897,35 @@ mod tests {
         assert!(parse(["--restart", "-1", "p"]).is_err());
         assert!(parse(["--restart", "x", "p"]).is_err());
         assert!(parse(["--tag-output=x", "p"]).is_err());
+    }
+
+    /// `--ompi-server` gives every rank the name server's URI, given or read from the file
+    /// `oxmpi-server --report-uri` wrote; a bad URI or an unreadable file stops here.
+    #[test]
+    fn ompi_server_uri_or_file() {
+        let uri = "oxmpi-server:h:10.0.0.1:4000:00000000000000ff";
+        let set = EnvDirective::Set(NAME_SERVER_ENV.into(), uri.into());
+        let s = run(&["--ompi-server", uri, "-n", "2", "a", ":", "-n", "1", "b"]);
+        assert!(
+            s.apps.iter().all(|a| a.env == [set.clone()]),
+            "{:?}",
+            s.apps
+        );
+        let f = std::env::temp_dir().join(format!("oxmpi-cli-uri-{}", std::process::id()));
+        std::fs::write(&f, format!("{uri}\n")).unwrap();
+        let s = run(&["--ompi-server", &format!("file:{}", f.display()), "a"]);
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(s.apps[0].env, [set]);
+        let e = parse(["--ompi-server", "tcp://x", "a"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid name server URI"), "{e}");
+        let e = parse(["--ompi-server", "file:/nonexistent/uri", "a"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot read the name server's URI from /nonexistent/uri"),
+            "{e}"
+        );
     }
 }

@@ -294,6 +294,32 @@ pub(crate) fn wire_up(
     size: usize,
     selected: &[&str],
 ) -> Result<Vec<PeerInfo>, Error> {
+    wire_up_among(boot, me, size, selected, &vec![false; size])
+}
+
+/// [`wire_up`] for a group whose members may already be linked: member `me` of `size`
+/// links to each member `p` with `known[p]` false (a process of another job met after
+/// start-up) and leaves the others alone (`known` must agree across the group: two members
+/// know each other or neither does). The bootstrap is the group's exchange of endpoint
+/// records (each member's is its business card: node, pid, selection and one section per
+/// component, as at start-up); known members' records are not read. Returns one
+/// [`PeerInfo`] per member, with a link for each unknown member that a component reaches.
+pub(crate) fn wire_up_among(
+    boot: &mut dyn Bootstrap,
+    me: i32,
+    size: usize,
+    selected: &[&str],
+    known: &[bool],
+) -> Result<Vec<PeerInfo>, Error> {
+    if known.len() != size || !(0..size as i32).contains(&me) {
+        return Err(Error::Bootstrap {
+            rank: me,
+            msg: format!(
+                "group wire-up as member {me} of {size} with {} known members",
+                known.len()
+            ),
+        });
+    }
     let mut job = Job {
         me,
         eps: vec![Endpoint::default(); size],
@@ -318,14 +344,15 @@ pub(crate) fn wire_up(
     }
     boot.put(&endpoint_key(me as usize), &job.eps[me as usize].to_text())?;
     boot.fence()?;
-    for p in (0..size).filter(|&p| p != me as usize) {
+    let unknown = |p: &usize| *p != me as usize && !known[*p];
+    for p in (0..size).filter(unknown) {
         let v = boot.get(p as i32, &endpoint_key(p))?;
         job.eps[p] = Endpoint::parse(me, p, v)?;
     }
     let mut peers: Vec<PeerInfo> = (0..size)
         .map(|p| PeerInfo {
             pid: job.eps[p].pid,
-            local: p != me as usize && job.same_node(p),
+            local: unknown(&p) && job.same_node(p),
             link: None,
         })
         .collect();
@@ -333,14 +360,14 @@ pub(crate) fn wire_up(
         let linked: Vec<bool> = peers
             .iter()
             .enumerate()
-            .map(|(p, i)| p == me as usize || i.link.is_some())
+            .map(|(p, i)| !unknown(&p) || i.link.is_some())
             .collect();
         for (p, link) in s.connect(&job, &linked)? {
             peers[p].link = Some(link);
         }
     }
     for (p, ep) in job.eps.iter().enumerate() {
-        if p as i32 != me {
+        if unknown(&p) {
             oxmpi_base::verbose!(
                 BTL,
                 20,
@@ -855,5 +882,169 @@ mod tests {
             r.get::<i32>(1),
             Err(Error::Bootstrap { rank: 1, .. })
         ));
+    }
+
+    /// The sm settings of the late-wiring tests (the registry set up).
+    fn late_settings() -> crate::btl::sm::params::Settings {
+        oxmpi_base::params::register_global(&crate::PROVIDER).unwrap();
+        crate::btl::sm::params::Settings::read()
+    }
+
+    /// The process `rank` of `job`.
+    fn name(job: &str, rank: i32) -> crate::ProcName {
+        crate::ProcName {
+            job: job.into(),
+            rank,
+        }
+    }
+
+    /// Engines of two jobs meet after start-up: job A (ranks 0 and 1, linked at start by a
+    /// fake wire) and job B (one rank) run [`crate::Engine::connect_group`] over a shared
+    /// store. The members of the other job get the next peer indices and a real link (sm on
+    /// this node, tcp when A did not select sm), A's own pair keeps its link, nobody reads
+    /// a known member's card, an intercommunicator carries messages both ways, and a second
+    /// connect of the same processes reuses the links (no card read).
+    #[test]
+    fn engines_of_two_jobs_connect_after_start_up() {
+        use crate::{CommId, Engine, SendMode};
+        let set = late_settings();
+        let members = [name("A", 0), name("A", 1), name("B", 0)];
+        for (a_btls, link) in [
+            (&["self", "sm", "tcp"][..], "sm"),
+            (&["self", "tcp"], "tcp"),
+        ] {
+            let (l0, l1, _w) = fake::pair(4096, 4096, 64);
+            let engines = [
+                Engine::with_links(0, vec![None, Some(Box::new(l0))], &set).with_btls(a_btls),
+                Engine::with_links(1, vec![Some(Box::new(l1)), None], &set).with_btls(a_btls),
+                Engine::with_links(0, vec![None], &set).with_btls(&["self", "sm", "tcp"]),
+            ];
+            let jobs = ["A", "A", "B"];
+            let kv = Kv::default();
+            let gets = Gets::default();
+            let fence = Arc::new(Barrier::new(3));
+            let connect = |m: usize| {
+                let mut boot = MemBoot::new(m as i32, 3, &kv, &gets, &fence);
+                engines[m].connect_group(&mut boot, jobs[m], &members)
+            };
+            let idx: Vec<Vec<i32>> = std::thread::scope(|s| {
+                let t: Vec<_> = (0..3).map(|m| s.spawn(move || connect(m))).collect();
+                t.into_iter().map(|t| t.join().unwrap().unwrap()).collect()
+            });
+            assert_eq!(idx, [vec![0, 1, 2], vec![0, 1, 2], vec![1, 2, 0]]);
+            let g = gets.lock().unwrap().clone();
+            assert_eq!(g.get(&(0, 1)), None, "A0 does not read A1's card: {g:?}");
+            assert_eq!(g.len(), 4, "A0 and A1 read B0's, B0 reads both: {g:?}");
+            for (m, p) in [(0, 2), (1, 2), (2, 1), (2, 2)] {
+                let (l, _) = engines[m].link_name(p as usize);
+                assert_eq!(l, Some(link), "member {m} to peer {p}");
+            }
+            assert_eq!(engines[0].link_name(1).0, Some("fake"));
+            // Intercommunicator: A's two ranks against B's one.
+            let ctx = 9;
+            let ia: Vec<CommId> = (0..2)
+                .map(|m| engines[m].comm_create_inter(ctx, vec![0, 1], Some(vec![2])))
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let ib = engines[2]
+                .comm_create_inter(ctx, vec![0], Some(vec![1, 2]))
+                .unwrap();
+            let big: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+            std::thread::scope(|s| {
+                for m in 0..2 {
+                    let (e, c, big) = (&engines[m], ia[m], &big);
+                    s.spawn(move || {
+                        let mut got = vec![0u8; big.len()];
+                        // SAFETY: `got` and `big` outlive the waits.
+                        let r = unsafe { e.irecv(got.as_mut_ptr(), got.len(), 0, 3, c) }.unwrap();
+                        assert_eq!(e.wait(r).error, None);
+                        assert_eq!(&got, big, "to A{m}");
+                        // SAFETY: as above.
+                        let r =
+                            unsafe { e.isend(big.as_ptr(), 1000 + m, 0, 4, c, SendMode::Standard) }
+                                .unwrap();
+                        assert_eq!(e.wait(r).error, None);
+                    });
+                }
+                let e = &engines[2];
+                for p in 0..2 {
+                    // SAFETY: `big` outlives the wait.
+                    let r =
+                        unsafe { e.isend(big.as_ptr(), big.len(), p, 3, ib, SendMode::Standard) }
+                            .unwrap();
+                    assert_eq!(e.wait(r).error, None);
+                }
+                for p in 0..2 {
+                    let mut got = vec![0u8; 2000];
+                    // SAFETY: `got` outlives the wait.
+                    let r = unsafe { e.irecv(got.as_mut_ptr(), got.len(), p, 4, ib) }.unwrap();
+                    let st = e.wait(r);
+                    assert_eq!((st.error, st.count_bytes), (None, 1000 + p as usize));
+                    assert_eq!(got[..1000], big[..1000]);
+                }
+            });
+            // Met again: the same indices, no card read, no new peer.
+            gets.lock().unwrap().clear();
+            let again: Vec<Vec<i32>> = std::thread::scope(|s| {
+                let t: Vec<_> = (0..3).map(|m| s.spawn(move || connect(m))).collect();
+                t.into_iter().map(|t| t.join().unwrap().unwrap()).collect()
+            });
+            assert_eq!(again, idx);
+            assert!(gets.lock().unwrap().is_empty());
+            assert_eq!(engines[2].link_name(0).1, 3);
+        }
+    }
+
+    /// A group member that no transport of ours reaches (it selected `self` alone, so it
+    /// publishes no section) ends the connect with a one-line error naming it, on both
+    /// sides, without a hang; so does a group that does not hold us or holds a member twice.
+    #[test]
+    fn a_member_no_transport_reaches_is_an_error() {
+        use crate::Engine;
+        let set = late_settings();
+        let members = [name("A", 0), name("B", 0)];
+        let engines = [
+            Engine::with_links(0, vec![None], &set).with_btls(&["self", "sm", "tcp"]),
+            Engine::with_links(0, vec![None], &set).with_btls(&["self"]),
+        ];
+        let jobs = ["A", "B"];
+        let kv = Kv::default();
+        let gets = Gets::default();
+        let fence = Arc::new(Barrier::new(2));
+        let errs: Vec<String> = std::thread::scope(|s| {
+            let t: Vec<_> = (0..2)
+                .map(|m| {
+                    let mut boot = MemBoot::new(m as i32, 2, &kv, &gets, &fence);
+                    let (e, job, members) = (&engines[m], jobs[m], &members);
+                    s.spawn(move || e.connect_group(&mut boot, job, members).unwrap_err())
+                })
+                .collect();
+            t.into_iter()
+                .map(|t| t.join().unwrap().to_string())
+                .collect()
+        });
+        assert_eq!(
+            errs,
+            [
+                "bootstrap failed on rank 0: no transport (btl self,sm,tcp) reaches rank 0 of job B",
+                "bootstrap failed on rank 0: no transport (btl self) reaches rank 0 of job A",
+            ]
+        );
+        let mut boot = MemBoot::new(0, 1, &kv, &gets, &Arc::new(Barrier::new(1)));
+        let e = engines[0]
+            .connect_group(&mut boot, "C", &members)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bootstrap failed on rank 0: rank 0 of job C is not in the group"
+        );
+        let twice = [name("A", 0), name("B", 0), name("B", 0)];
+        let e = engines[0]
+            .connect_group(&mut boot, "A", &twice)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bootstrap failed on rank 0: rank 0 of job B is twice in the group"
+        );
     }
 }

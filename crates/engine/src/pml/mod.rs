@@ -141,26 +141,49 @@ impl State {
     /// Takes the peers' links (and what they can do) from the wire-up.
     pub(crate) fn attach(&mut self, peers: Vec<PeerInfo>) {
         for (p, info) in peers.into_iter().enumerate() {
-            let peer = &mut self.peers[p];
-            peer.pid = info.pid;
-            peer.local = info.local;
-            if info.local {
-                peer.pidfd = sys::pidfd_open(info.pid).ok();
-            }
-            if let Some(link) = info.link {
-                let caps = link.caps();
-                peer.single_copy = caps.single_copy;
-                peer.buffered = caps.buffered;
-                if let Some((rx, tx)) = caps.coop {
-                    peer.coop_rx = Some(rx);
-                    peer.coop_tx = Some(tx);
-                }
-                peer.link = Some(link);
-            }
+            Self::attach_one(&mut self.peers[p], info);
         }
         self.linked = (0..self.peers.len())
             .filter(|&p| self.peers[p].link.is_some())
             .collect();
+    }
+
+    /// Adds peers met after start-up (processes of other jobs), each with its link, after
+    /// the world ranks and the peers added before: returns the index of each (what
+    /// communicator groups hold for it, like a world rank).
+    pub(crate) fn add_peers(&mut self, infos: Vec<PeerInfo>) -> Vec<i32> {
+        infos
+            .into_iter()
+            .map(|info| {
+                let p = self.peers.len();
+                let mut peer = Peer::default();
+                Self::attach_one(&mut peer, info);
+                if peer.link.is_some() {
+                    self.linked.push(p);
+                }
+                self.peers.push(peer);
+                p as i32
+            })
+            .collect()
+    }
+
+    /// Takes one peer's process id, locality and link (with what the link can do).
+    fn attach_one(peer: &mut Peer, info: PeerInfo) {
+        peer.pid = info.pid;
+        peer.local = info.local;
+        if info.local {
+            peer.pidfd = sys::pidfd_open(info.pid).ok();
+        }
+        if let Some(link) = info.link {
+            let caps = link.caps();
+            peer.single_copy = caps.single_copy;
+            peer.buffered = caps.buffered;
+            if let Some((rx, tx)) = caps.coop {
+                peer.coop_rx = Some(rx);
+                peer.coop_tx = Some(tx);
+            }
+            peer.link = Some(link);
+        }
     }
 
     #[inline]

@@ -554,3 +554,97 @@ fn revoke_fails_pending_and_later_operations_everywhere() {
     }
     assert_eq!(y, [7]);
 }
+
+/// Starts a send of `buf` on `comm` from engine `e` (the caller keeps `buf` alive).
+fn isend_on(e: &Engine, to: i32, tag: i32, buf: &[u8], comm: CommId) -> ReqId {
+    // SAFETY: the test keeps `buf` alive and unchanged until the request completes.
+    unsafe { e.isend(buf.as_ptr(), buf.len(), to, tag, comm, SendMode::Standard) }.expect("isend")
+}
+
+/// Starts a receive into `buf` on `comm` at engine `e` (the caller keeps `buf` alive).
+fn irecv_on(e: &Engine, src: i32, tag: i32, buf: &mut [u8], comm: CommId) -> ReqId {
+    // SAFETY: the test keeps `buf` alive and untouched until the request completes.
+    unsafe { e.irecv(buf.as_mut_ptr(), buf.len(), src, tag, comm) }.expect("irecv")
+}
+
+/// Progress of every engine in `es` until `r` of `es[at]` completes (panics on a hang).
+fn done_among(es: &[&Engine], at: usize, r: ReqId) -> Status {
+    for _ in 0..PATIENCE {
+        if let Some(s) = es[at].test(r) {
+            return s;
+        }
+        for e in es {
+            e.progress();
+        }
+    }
+    panic!("request {r:?} hangs");
+}
+
+/// A peer added after start-up (a process of another job, linked late): it takes the next
+/// peer index after the world ranks, an intercommunicator holds it like any rank, eager
+/// and rendezvous messages cross both ways on the late link while the job's own traffic
+/// goes on, and the late peer's death fails operations on it with ProcFailed, not a hang,
+/// and leaves the job's own links alone.
+#[test]
+fn a_peer_added_late_joins_an_intercommunicator() {
+    // Job A: two ranks wired at start; job B: one rank.
+    let a = Net::new(2, 64);
+    let b = Net::new(1, 64);
+    let (la, lb, wire) = fake::pair(4096, 4096, 64);
+    assert_eq!(
+        a.e[1].add_peer_link(Box::new(la)),
+        2,
+        "after world ranks 0 and 1"
+    );
+    assert_eq!(b.e[0].add_peer_link(Box::new(lb)), 1, "after world rank 0");
+    let (a1, b0) = (&a.e[1], &b.e[0]);
+    let ia = a1.comm_create_inter(7, vec![1], Some(vec![2])).unwrap();
+    let ib = b0.comm_create_inter(7, vec![0], Some(vec![1])).unwrap();
+    let all = [&a.e[0], a1, b0];
+    for (n, tag) in [(100, 1), (5000, 2)] {
+        let there = data(n, tag as u8);
+        let back = data(n, !tag as u8);
+        let (mut got_b, mut got_a) = (vec![0u8; n], vec![0u8; n]);
+        let s1 = isend_on(a1, 0, tag, &there, ia);
+        let r1 = irecv_on(b0, 0, tag, &mut got_b, ib);
+        let s2 = isend_on(b0, 0, tag, &back, ib);
+        let r2 = irecv_on(a1, 0, tag, &mut got_a, ia);
+        // The job's own traffic on the same tag meanwhile.
+        let world = data(n, 9);
+        let mut got_w = vec![0u8; n];
+        let s3 = a.isend(0, 1, tag, &world, SendMode::Standard);
+        let r3 = a.irecv(1, 0, tag, &mut got_w);
+        for (at, r) in [(2, r1), (1, r2), (1, r3), (1, s1), (2, s2), (0, s3)] {
+            let st = done_among(&all, at, r);
+            assert_eq!(st.error, None, "{n} bytes, request {r:?}");
+        }
+        assert_eq!(got_b, there, "{n} bytes to the late peer");
+        assert_eq!(got_a, back, "{n} bytes from the late peer");
+        assert_eq!(got_w, world, "{n} bytes within job A");
+    }
+    let kinds = |from| wire.log(from).iter().map(|&(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(
+        kinds(0)[..2],
+        [K_EAGER, K_RTS],
+        "over the late link: {:?}",
+        kinds(0)
+    );
+    // A source status names the intercommunicator's remote rank.
+    let mut x = [0u8; 4];
+    let s = isend_on(b0, 0, 5, &[1, 2, 3, 4], ib);
+    let r = irecv_on(a1, ANY_SOURCE, ANY_TAG, &mut x, ia);
+    let st = done_among(&all, 1, r);
+    assert_eq!((st.source, st.tag, st.error), (0, 5, None));
+    done_among(&all, 2, s);
+    // The late peer dies: operations on it fail, job A's own link still works.
+    wire.cut();
+    let mut buf = vec![0u8; 10];
+    let r = irecv_on(a1, 0, 6, &mut buf, ia);
+    assert_eq!(done_among(&all, 1, r).error, Some(ErrorClass::ProcFailed));
+    let (msg, mut got) = (data(10, 3), vec![0u8; 10]);
+    let s = a.isend(0, 1, 6, &msg, SendMode::Standard);
+    let r = a.irecv(1, 0, 6, &mut got);
+    assert_eq!(done_among(&all, 1, r).error, None);
+    assert_eq!(done_among(&all, 0, s).error, None);
+    assert_eq!(got, msg);
+}
