@@ -499,6 +499,15 @@ fn tools_interface_same_in_both_abis() {
 }
 
 #[test]
+fn tools_interface_events_same_in_both_abis() {
+    let out = same_in_both_abis("mpit_events.c", 2, "mpit_events: all checks passed");
+    assert!(
+        out.contains("mpit_events: 2 transports (self 1, sm 1), verbose lines seen 1"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
     let dir = Scratch::new("pmpi");
     let tool = dir.0.join("libpmpicount_abi.so");

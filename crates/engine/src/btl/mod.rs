@@ -339,6 +339,19 @@ pub(crate) fn wire_up(
             peers[p].link = Some(link);
         }
     }
+    if oxmpi_base::events::wanted(oxmpi_base::events::Kind::Transport) {
+        for (p, i) in peers.iter().enumerate() {
+            let transport = match &i.link {
+                Some(l) => l.name(),
+                None if p == me as usize => "self",
+                None => "none",
+            };
+            oxmpi_base::events::raise(&oxmpi_base::events::Event::Transport {
+                peer: p as i32,
+                transport,
+            });
+        }
+    }
     for (p, ep) in job.eps.iter().enumerate() {
         if p as i32 != me {
             oxmpi_base::verbose!(

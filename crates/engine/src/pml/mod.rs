@@ -408,6 +408,7 @@ impl State {
             self.peers[p].pid
         );
         self.peers[p].dead = true;
+        oxmpi_base::events::raise(&oxmpi_base::events::Event::ProcFailed { rank: p as i32 });
         self.peers[p].outq.clear();
         self.peers[p].unflushed.clear();
         // Nothing more comes from it: stop polling its link (a closed socket would report

@@ -231,7 +231,7 @@ impl State {
         if len <= self.eager_limit && !sync {
             // SAFETY: the send buffer holds `len` readable bytes.
             let data = unsafe { self.eager_copy(ptr, len) };
-            self.matcher.push_unexpected(
+            self.queue_unexpected(
                 env,
                 Msg::Eager {
                     data,
@@ -240,8 +240,7 @@ impl State {
             );
             self.finish(sreq);
         } else {
-            self.matcher
-                .push_unexpected(env, Msg::Local { ptr, len, sreq });
+            self.queue_unexpected(env, Msg::Local { ptr, len, sreq });
         }
     }
 
