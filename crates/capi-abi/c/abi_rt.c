@@ -980,3 +980,21 @@ int PMPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbo
     return oxa_err_i2a(rc);
 }
 ALIAS(T_event_get_info)
+
+/* A performance variable bound to a communicator reads the MPI_Comm obj_handle points to:
+ * the library gets a pointer to its MPICH handle. */
+int PMPI_T_pvar_handle_alloc(MPI_T_pvar_session pe_session, int pvar_index, void *obj_handle,
+                             MPI_T_pvar_handle *handle, int *count)
+{
+    int bind = 0, t_comm = OXA_INVALID_HANDLE;
+    void *obj = obj_handle;
+    if (OXI_PMPI_T_pvar_get_info(pvar_index, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                 &bind, NULL, NULL, NULL) == 0 &&
+        oxa_bind_i2a(bind) == MPI_T_BIND_MPI_COMM && obj_handle) {
+        t_comm = oxa_h2i((uintptr_t) * (MPI_Comm *)obj_handle);
+        obj = &t_comm;
+    }
+    return oxa_err_i2a(
+        OXI_PMPI_T_pvar_handle_alloc((void *)pe_session, pvar_index, obj, (void **)handle, count));
+}
+ALIAS(T_pvar_handle_alloc)

@@ -29,6 +29,7 @@ pub(crate) const MPI_T_ERR_INVALID: c_int = 74;
 /// `MPI_T_VERBOSITY_USER_BASIC`; the nine levels are consecutive.
 pub(crate) const MPI_T_VERBOSITY_USER_BASIC: c_int = 221;
 pub(crate) const MPI_T_BIND_NO_OBJECT: c_int = 9700;
+pub(crate) const MPI_T_BIND_MPI_COMM: c_int = 9701;
 pub(crate) const MPI_T_SCOPE_CONSTANT: c_int = 60438;
 pub(crate) const MPI_T_SCOPE_READONLY: c_int = 60439;
 pub(crate) const MPI_T_SCOPE_LOCAL: c_int = 60440;
@@ -149,6 +150,8 @@ pub(crate) struct PvarHandle {
     pub session: *mut c_void,
     /// Index into `oxmpi_engine::pvars()`.
     pub pvar: usize,
+    /// The engine communicator a communicator-bound variable reads.
+    pub comm: Option<oxmpi_engine::CommId>,
     /// The value accumulated up to `mark` (counters and timers).
     pub accum: u64,
     /// The raw reading when the handle was last started, reset or written.

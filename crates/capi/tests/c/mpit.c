@@ -128,6 +128,12 @@ static int walk_pvars(MPI_T_pvar_session s)
         CHECK(pvar_index(name, cls) == i);
         CHECK(dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_DOUBLE);
         MPI_T_pvar_handle h;
+        if (bind == MPI_T_BIND_MPI_COMM) {
+            /* Needs a communicator (mpit_comm.c); none exists before MPI_Init. */
+            CHECK(MPI_T_pvar_handle_alloc(s, i, NULL, &h, &count) != MPI_SUCCESS);
+            continue;
+        }
+        CHECK(bind == MPI_T_BIND_NO_OBJECT);
         T_CHECK(MPI_T_pvar_handle_alloc(s, i, NULL, &h, &count));
         CHECK(count == 1);
         if (cont)

@@ -96,7 +96,7 @@ static void on_unexpected(MPI_T_event_instance e, MPI_T_event_registration r,
     unsigned long long bytes;
     unexpected_ok &= s == MPI_T_CB_REQUIRE_THREAD_SAFE && user == NULL;
     MPI_T_event_read(e, 1, &tag);
-    if (tag != 7)
+    if (tag != 31337)
         return; /* collective traffic */
     MPI_T_event_read(e, 0, &source);
     MPI_T_event_read(e, 3, &bytes);
@@ -172,12 +172,12 @@ int main(int argc, char **argv)
     /* Rank 0's message reaches rank 1 before its receive is posted. */
     char buf[40] = {0};
     if (rank == 0)
-        MPI_Send(buf, sizeof buf, MPI_CHAR, 1, 7, MPI_COMM_WORLD);
+        MPI_Send(buf, sizeof buf, MPI_CHAR, 1, 31337, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         MPI_Status st;
-        MPI_Probe(0, 7, MPI_COMM_WORLD, &st);
-        MPI_Recv(buf, sizeof buf, MPI_CHAR, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Probe(0, 31337, MPI_COMM_WORLD, &st);
+        MPI_Recv(buf, sizeof buf, MPI_CHAR, 0, 31337, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         CHECK(unexpected == 1 && unexpected_ok);
     } else {
         CHECK(unexpected == 0);

@@ -97,12 +97,14 @@ impl State {
             group: (0..size).collect(),
             remote: (0..size).collect(),
             rank: me,
+            stats: Default::default(),
         };
         let selfc = Comm {
             ctx: 1,
             group: vec![me],
             remote: vec![me],
             rank: 0,
+            stats: Default::default(),
         };
         State {
             me,

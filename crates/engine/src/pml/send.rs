@@ -52,6 +52,10 @@ impl State {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
         }
+        if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
+            c.stats.msgs_sent += 1;
+            c.stats.bytes_sent += len as u64;
+        }
         let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
