@@ -41,6 +41,7 @@
 //! from its environment; [`output::set_process_name`] sets it explicitly.
 #![warn(missing_docs)]
 
+pub mod events;
 pub mod hostlist;
 pub mod net;
 pub mod output;

@@ -19,6 +19,7 @@
 //! users must see go through [`error`] and [`warn`] (or [`warn_once!`](crate::warn_once)),
 //! independent of any verbosity.
 
+use crate::events;
 use crate::params::registry::TryGlobal;
 use crate::params::{self, ParamDecl, Registry};
 use crate::sys::SyslogPriority;
@@ -465,6 +466,13 @@ fn write_record(framework: Option<&str>, level: i32, args: fmt::Arguments<'_>) {
         None => args.to_string(),
     };
     let msg = msg.strip_suffix('\n').unwrap_or(&msg);
+    if let Some(framework) = framework.filter(|_| events::wanted(events::Kind::VerboseLine)) {
+        events::raise(&events::Event::VerboseLine {
+            framework,
+            level,
+            text: msg,
+        });
+    }
     let name = process_name();
     let pid = std::process::id();
     let host = hostname();

@@ -815,3 +815,186 @@ int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
     return oxa_err_i2a(rc);
 }
 ALIAS(Grequest_start)
+
+/* ---------------------------------------------------------------- tools interface events
+ *
+ * The library calls event callbacks with MPICH's safety levels (0-3) and the info
+ * datatypes are MPICH handles: each registration keeps, per safety level, the user's
+ * callback and user data; the library gets a trampoline and a pointer to that slot. */
+
+struct oxa_tcb {
+    MPI_T_event_cb_function *fn;
+    void *user;
+};
+struct oxa_treg {
+    void *reg;
+    struct oxa_tcb cb[4];
+    MPI_T_event_dropped_cb_function *dropped;
+    struct oxa_treg *next;
+};
+static struct oxa_treg *tregs;
+static pthread_mutex_t treg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of registration `reg` (made if `make`), under treg_lock. */
+static struct oxa_treg *treg_find(void *reg, int make)
+{
+    struct oxa_treg *r;
+    for (r = tregs; r; r = r->next)
+        if (r->reg == reg)
+            return r;
+    if (!make || !(r = calloc(1, sizeof *r)))
+        return NULL;
+    r->reg = reg;
+    r->next = tregs;
+    tregs = r;
+    return r;
+}
+
+static void treg_remove(void *reg)
+{
+    struct oxa_treg **p;
+    pthread_mutex_lock(&treg_lock);
+    for (p = &tregs; *p; p = &(*p)->next)
+        if ((*p)->reg == reg) {
+            struct oxa_treg *r = *p;
+            *p = r->next;
+            free(r);
+            break;
+        }
+    pthread_mutex_unlock(&treg_lock);
+}
+
+static void t_event_tramp(void *inst, void *reg, int safety, void *slot)
+{
+    struct oxa_tcb *c = slot;
+    c->fn((MPI_T_event_instance)inst, (MPI_T_event_registration)reg,
+          (MPI_T_cb_safety)oxa_cbsafety_i2a(safety), c->user);
+}
+
+static void t_dropped_tramp(MPI_Count count, void *reg, int source, int safety, void *slot)
+{
+    struct oxa_treg *r;
+    MPI_T_event_dropped_cb_function *fn = NULL;
+    pthread_mutex_lock(&treg_lock);
+    if ((r = treg_find(reg, 0)))
+        fn = r->dropped;
+    pthread_mutex_unlock(&treg_lock);
+    if (fn)
+        fn(count, (MPI_T_event_registration)reg, source,
+           (MPI_T_cb_safety)oxa_cbsafety_i2a(safety), ((struct oxa_tcb *)slot)->user);
+}
+
+int PMPI_T_event_register_callback(MPI_T_event_registration event_registration,
+                                   MPI_T_cb_safety cb_safety, MPI_Info info, void *user_data,
+                                   MPI_T_event_cb_function *event_cb_function)
+{
+    int level = oxa_cbsafety_a2i(cb_safety), rc;
+    struct oxa_treg *r;
+    if (level < 0 || level > 3)
+        return oxa_err_i2a(OXI_PMPI_T_event_register_callback(
+            (void *)event_registration, level, oxa_h2i((uintptr_t)info), user_data, NULL));
+    pthread_mutex_lock(&treg_lock);
+    r = treg_find((void *)event_registration, 1);
+    if (r) {
+        r->cb[level].fn = event_cb_function;
+        r->cb[level].user = user_data;
+    }
+    pthread_mutex_unlock(&treg_lock);
+    if (!r)
+        return oxa_nomem();
+    rc = OXI_PMPI_T_event_register_callback((void *)event_registration, level,
+                                            oxa_h2i((uintptr_t)info), &r->cb[level],
+                                            event_cb_function ? (void *)t_event_tramp : NULL);
+    return oxa_err_i2a(rc);
+}
+ALIAS(T_event_register_callback)
+
+int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
+                                     MPI_T_event_dropped_cb_function *dropped_cb_function)
+{
+    struct oxa_treg *r;
+    int rc = OXI_PMPI_T_event_set_dropped_handler(
+        (void *)event_registration, dropped_cb_function ? (void *)t_dropped_tramp : NULL);
+    if (rc != 0)
+        return oxa_err_i2a(rc);
+    pthread_mutex_lock(&treg_lock);
+    r = treg_find((void *)event_registration, 1);
+    if (r)
+        r->dropped = dropped_cb_function;
+    pthread_mutex_unlock(&treg_lock);
+    return r ? MPI_SUCCESS : oxa_nomem();
+}
+ALIAS(T_event_set_dropped_handler)
+
+/* The free callback runs before the library's handle_free returns: its slot lives on the
+ * stack. */
+struct oxa_tfree {
+    MPI_T_event_free_cb_function *fn;
+    void *user;
+};
+
+static void t_free_tramp(void *reg, int safety, void *slot)
+{
+    struct oxa_tfree *f = slot;
+    f->fn((MPI_T_event_registration)reg, (MPI_T_cb_safety)oxa_cbsafety_i2a(safety), f->user);
+}
+
+int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data,
+                             MPI_T_event_free_cb_function *free_cb_function)
+{
+    struct oxa_tfree f = {free_cb_function, user_data};
+    int rc = OXI_PMPI_T_event_handle_free((void *)event_registration, &f,
+                                          free_cb_function ? (void *)t_free_tramp : NULL);
+    if (rc == 0)
+        treg_remove((void *)event_registration);
+    return oxa_err_i2a(rc);
+}
+ALIAS(T_event_handle_free)
+
+int PMPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity,
+                          MPI_Datatype array_of_datatypes[], MPI_Aint array_of_displacements[],
+                          int *num_elements, MPI_T_enum *enumtype, MPI_Info *info, char *desc,
+                          int *desc_len, int *bind)
+{
+    int n = array_of_datatypes && num_elements && *num_elements > 0 ? *num_elements : 0;
+    int s_dt[OXA_STACK], *t_dt = oxa_ints(s_dt, n), t_verb = 0, t_info = 0, t_bind = 0, rc;
+    if (n > 0 && !t_dt)
+        return oxa_nomem();
+    rc = OXI_PMPI_T_event_get_info(event_index, name, name_len, verbosity ? &t_verb : NULL,
+                                   array_of_datatypes ? t_dt : NULL, array_of_displacements,
+                                   num_elements, (void **)enumtype, info ? &t_info : NULL, desc,
+                                   desc_len, bind ? &t_bind : NULL);
+    if (rc == 0) {
+        int got = num_elements && *num_elements < n ? *num_elements : n;
+        for (int i = 0; i < got; i++)
+            array_of_datatypes[i] = (MPI_Datatype)oxa_i2h_datatype(t_dt[i]);
+        if (verbosity)
+            *verbosity = oxa_verbosity_i2a(t_verb);
+        if (info)
+            *info = (MPI_Info)oxa_i2h_info(t_info);
+        if (bind)
+            *bind = oxa_bind_i2a(t_bind);
+    }
+    if (t_dt != s_dt)
+        free(t_dt);
+    return oxa_err_i2a(rc);
+}
+ALIAS(T_event_get_info)
+
+/* A performance variable bound to a communicator reads the MPI_Comm obj_handle points to:
+ * the library gets a pointer to its MPICH handle. */
+int PMPI_T_pvar_handle_alloc(MPI_T_pvar_session pe_session, int pvar_index, void *obj_handle,
+                             MPI_T_pvar_handle *handle, int *count)
+{
+    int bind = 0, t_comm = OXA_INVALID_HANDLE;
+    void *obj = obj_handle;
+    if (OXI_PMPI_T_pvar_get_info(pvar_index, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                 &bind, NULL, NULL, NULL) == 0 &&
+        oxa_bind_i2a(bind) == MPI_T_BIND_MPI_COMM && obj_handle) {
+        t_comm = oxa_h2i((uintptr_t) * (MPI_Comm *)obj_handle);
+        obj = &t_comm;
+    }
+    return oxa_err_i2a(
+        OXI_PMPI_T_pvar_handle_alloc((void *)pe_session, pvar_index, obj, (void **)handle, count));
+}
+ALIAS(T_pvar_handle_alloc)

@@ -67,6 +67,9 @@ OXA_CONV(model)
 OXA_CONV(keyval)
 OXA_CONV(amode)
 OXA_CONV(assert)
+OXA_CONV(cbsafety)
+OXA_CONV(verbosity)
+OXA_CONV(bind)
 #undef OXA_CONV
 
 /* Hand-written (abi_rt.c). */

@@ -499,6 +499,24 @@ fn tools_interface_same_in_both_abis() {
 }
 
 #[test]
+fn tools_interface_events_same_in_both_abis() {
+    let out = same_in_both_abis("mpit_events.c", 2, "mpit_events: all checks passed");
+    assert!(
+        out.contains("mpit_events: 2 transports (self 1, sm 1), verbose lines seen 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tools_interface_per_communicator_counts_same_in_both_abis() {
+    let out = same_in_both_abis("mpit_comm.c", 2, "mpit_comm: all checks passed");
+    assert!(
+        out.contains("mpit_comm: a 3 msgs 30 bytes, b 1 msgs 100 bytes"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_preloaded_pmpi_tool_sees_the_user_calls_in_the_standard_abi() {
     let dir = Scratch::new("pmpi");
     let tool = dir.0.join("libpmpicount_abi.so");

@@ -9,6 +9,8 @@
 use crate::consts::*;
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// An MPI error raised inside an entry point: the error class or code returned to the
 /// caller, the communicator whose error handler decides what happens (`None` = the
@@ -113,10 +115,34 @@ pub(crate) fn enter<O: ErrorOwner>(
     owner: O,
     f: impl FnOnce() -> MpiResult,
 ) -> c_int {
-    if crate::calls::on() {
-        return crate::calls::timed(name, || run(name, owner, f));
+    let rc = if crate::calls::on() {
+        crate::calls::timed(name, || run(name, owner, f))
+    } else {
+        run(name, owner, f)
+    };
+    safe_point();
+    rc
+}
+
+/// Set while there is work for the end of an MPI call: the tools interface's event
+/// callbacks that could not run where their event happened (`tools::event`).
+pub(crate) static SAFE_POINT_WANTED: AtomicBool = AtomicBool::new(false);
+static SAFE_POINT_WORK: OnceLock<fn()> = OnceLock::new();
+
+/// Installs the safe-point work, run at the end of an MPI call while
+/// [`SAFE_POINT_WANTED`] is set (the first installation stays).
+pub(crate) fn set_safe_point_work(work: fn()) {
+    let _ = SAFE_POINT_WORK.set(work);
+}
+
+/// Runs the safe-point work if it is wanted (one relaxed load otherwise).
+#[inline(always)]
+fn safe_point() {
+    if SAFE_POINT_WANTED.load(Ordering::Relaxed) {
+        if let Some(work) = SAFE_POINT_WORK.get() {
+            work();
+        }
     }
-    run(name, owner, f)
 }
 
 /// [`enter`] without the profile's timing.

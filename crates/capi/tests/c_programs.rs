@@ -449,6 +449,24 @@ fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_build
     assert!(out.contains("mpit: 1 cvars, 1 pvars walked"), "{out}");
 }
 
+#[test]
+fn tools_interface_events_fire_their_callbacks_both_builds() {
+    let out = run_both("mpit_events.c", 2, "mpit_events: all checks passed");
+    assert!(
+        out.contains("mpit_events: 2 transports (self 1, sm 1), verbose lines seen 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tools_interface_counts_per_communicator_both_builds() {
+    let out = run_both("mpit_comm.c", 2, "mpit_comm: all checks passed");
+    assert!(
+        out.contains("mpit_comm: a 3 msgs 30 bytes, b 1 msgs 100 bytes"),
+        "{out}"
+    );
+}
+
 /// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after
 /// checking it succeeded.
 fn run_pmpi(exe: &Path, preload: Option<&Path>) -> String {

@@ -730,6 +730,12 @@ impl Engine {
         }
     }
 
+    /// The traffic counters of communicator `c` (`None` if it does not exist).
+    pub fn comm_stats(&self, c: CommId) -> Option<crate::CommStats> {
+        let st = self.lock();
+        st.comms.get(c.0 as usize)?.as_ref().map(|c| c.stats)
+    }
+
     /// Polls every transport once.
     pub fn progress(&self) {
         let mut st = self.lock();

@@ -280,7 +280,7 @@ pub use pml::params::PROFILE;
 /// The protocol's counters (traffic per peer and transport, matching queues, wait time).
 #[cfg(not(loom))]
 pub use pml::stats::{
-    pvars, set_wait_timing, size_bucket, MatchStats, PeerStats, Pvar, PvarClass, Stats,
+    pvars, set_wait_timing, size_bucket, CommStats, MatchStats, PeerStats, Pvar, PvarClass, Stats,
     SIZE_BUCKETS,
 };
 /// Cross-memory-attach copies, for one-sided communication over user memory.

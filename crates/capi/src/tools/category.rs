@@ -1,6 +1,6 @@
 //! Categories (`MPI_T_category_*`): one per framework (`btl`) and one per component
 //! (`btl_sm`, a subcategory of its framework's), holding that framework's or component's
-//! control and performance variables. Events: none yet, so every category has none.
+//! control and performance variables and its events.
 
 use super::state::*;
 use crate::ffi::{out, read_cstr, slice_out, MpiResult};
@@ -51,10 +51,10 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_T_category_get_num_events`: no events yet.
+    /// `MPI_T_category_get_num_events`.
     fn PMPI_T_category_get_num_events / "MPI_T_category_get_num_events" [Direct] (cat_index: c_int, num_events: *mut c_int) {
-        with_cat(cat_index, |_| ())?;
-        out(num_events, 0, "num_events")
+        let n = with_cat(cat_index, |c| c.events.len())?;
+        out(num_events, n as c_int, "num_events")
     }
 }
 
@@ -98,9 +98,10 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_T_category_get_events`: no events yet.
-    fn PMPI_T_category_get_events / "MPI_T_category_get_events" [Direct] (cat_index: c_int, _len: c_int, _indices: *mut c_int) {
-        with_cat(cat_index, |_| ())
+    /// `MPI_T_category_get_events`.
+    fn PMPI_T_category_get_events / "MPI_T_category_get_events" [Direct] (cat_index: c_int, len: c_int, indices: *mut c_int) {
+        let v = with_cat(cat_index, |c| c.events.clone())?;
+        fill(&v, len, indices)
     }
 }
 

@@ -5,8 +5,9 @@
 //! counters) or during the time it was started (the timer, which is not continuous), minus
 //! what a reset or write took away: it keeps the value accumulated so far and the raw
 //! reading when it last started. Levels, high-water marks and sizes are read as they are
-//! and cannot be reset or written. Variables are bound to no object; reads of an engine
-//! that has not started yet see zeros.
+//! and cannot be reset or written. Variables are bound to no object, except the
+//! per-communicator counters (`MPI_T_BIND_MPI_COMM`: the handle reads the communicator it
+//! was allocated for); reads of an engine that has not started yet see zeros.
 
 use super::cvar::verbosity;
 use super::state::*;
@@ -37,12 +38,17 @@ fn class(c: PvarClass) -> c_int {
     }
 }
 
-/// The raw reading of performance variable `p` now.
-fn raw(p: &Pvar) -> u64 {
-    let stats = oxmpi_engine::engine()
-        .map(|e| e.stats())
-        .unwrap_or_default();
-    (p.read)(&stats)
+/// The raw reading of performance variable `p` now (of communicator `comm` for a
+/// communicator-bound one; 0 once that communicator is freed).
+fn raw(p: &Pvar, comm: Option<oxmpi_engine::CommId>) -> u64 {
+    let Some(e) = oxmpi_engine::engine() else {
+        return 0;
+    };
+    match (p.comm, comm) {
+        (Some(read), Some(c)) => e.comm_stats(c).map_or(0, |s| read(&s)),
+        (Some(_), None) => 0,
+        (None, _) => (p.read)(&e.stats()),
+    }
 }
 
 impl PvarHandle {
@@ -55,7 +61,7 @@ impl PvarHandle {
     /// The handle's value now.
     fn value(&self) -> u64 {
         let p = self.var();
-        let now = raw(p);
+        let now = raw(p, self.comm);
         if !p.resettable() {
             return now;
         }
@@ -81,7 +87,7 @@ impl PvarHandle {
                 *timers += 1;
                 oxmpi_engine::set_wait_timing(true);
             }
-            self.mark = raw(p);
+            self.mark = raw(p, self.comm);
             self.started = true;
         }
         Ok(())
@@ -114,7 +120,7 @@ impl PvarHandle {
             return fail(MPI_T_ERR_PVAR_NO_WRITE, format!("{} is read-only", p.name));
         }
         self.accum = v;
-        self.mark = raw(p);
+        self.mark = raw(p, self.comm);
         Ok(())
     }
 }
@@ -206,7 +212,7 @@ mpi_fn! {
         opt(var_class, class(p.class));
         opt(dtype, if p.class == PvarClass::Timer { MPI_DOUBLE } else { MPI_UNSIGNED_LONG_LONG });
         opt(enumtype, std::ptr::null_mut());
-        opt(bind, MPI_T_BIND_NO_OBJECT);
+        opt(bind, if p.comm.is_some() { MPI_T_BIND_MPI_COMM } else { MPI_T_BIND_NO_OBJECT });
         opt(readonly, c_int::from(!p.resettable()));
         opt(continuous, c_int::from(p.continuous));
         opt(atomic, 0);
@@ -258,8 +264,16 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_T_pvar_handle_alloc`: one value per variable; continuous ones count from now.
-    fn PMPI_T_pvar_handle_alloc / "MPI_T_pvar_handle_alloc" [Direct] (session: *mut c_void, pvar_index: c_int, _obj_handle: *mut c_void, handle_out: *mut *mut c_void, count: *mut c_int) {
+    /// A communicator-bound variable reads the `MPI_Comm` `obj_handle` points to.
+    fn PMPI_T_pvar_handle_alloc / "MPI_T_pvar_handle_alloc" [Direct] (session: *mut c_void, pvar_index: c_int, obj_handle: *mut c_void, handle_out: *mut *mut c_void, count: *mut c_int) {
         let p = pvar(pvar_index)?;
+        let comm = match p.comm {
+            Some(_) => {
+                let h = inp(obj_handle.cast::<c_int>().cast_const(), "obj_handle")?;
+                Some(crate::state::lock().comm(h)?.ecomm)
+            }
+            None => None,
+        };
         let h = with(|t| {
             if t.sessions.get_mut(session).is_none() {
                 return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
@@ -267,8 +281,9 @@ mpi_fn! {
             Ok(t.pvar_handles.insert(PvarHandle {
                 session,
                 pvar: pvar_index as usize,
+                comm,
                 accum: 0,
-                mark: raw(p),
+                mark: raw(p, comm),
                 started: p.continuous,
             }))
         })?;

@@ -29,6 +29,7 @@ pub(crate) const MPI_T_ERR_INVALID: c_int = 74;
 /// `MPI_T_VERBOSITY_USER_BASIC`; the nine levels are consecutive.
 pub(crate) const MPI_T_VERBOSITY_USER_BASIC: c_int = 221;
 pub(crate) const MPI_T_BIND_NO_OBJECT: c_int = 9700;
+pub(crate) const MPI_T_BIND_MPI_COMM: c_int = 9701;
 pub(crate) const MPI_T_SCOPE_CONSTANT: c_int = 60438;
 pub(crate) const MPI_T_SCOPE_READONLY: c_int = 60439;
 pub(crate) const MPI_T_SCOPE_LOCAL: c_int = 60440;
@@ -138,6 +139,7 @@ pub(crate) struct Category {
     pub desc: String,
     pub cvars: Vec<c_int>,
     pub pvars: Vec<c_int>,
+    pub events: Vec<c_int>,
     pub subcats: Vec<c_int>,
 }
 
@@ -148,6 +150,8 @@ pub(crate) struct PvarHandle {
     pub session: *mut c_void,
     /// Index into `oxmpi_engine::pvars()`.
     pub pvar: usize,
+    /// The engine communicator a communicator-bound variable reads.
+    pub comm: Option<oxmpi_engine::CommId>,
     /// The value accumulated up to `mark` (counters and timers).
     pub accum: u64,
     /// The raw reading when the handle was last started, reset or written.
@@ -241,6 +245,8 @@ impl Tools {
     /// Gives every registered parameter not seen yet the next control variable index (and
     /// every performance variable its category, the first time).
     pub(crate) fn sync(&mut self) {
+        // The event types read the registry's frameworks the first time: before locking it.
+        let event_categories: Vec<&str> = super::event_types::type_categories().collect();
         let Ok(reg) = params::global() else {
             return;
         };
@@ -248,6 +254,10 @@ impl Tools {
             for (i, p) in all_pvars().enumerate() {
                 let c = self.category(p.category, &reg);
                 self.categories[c as usize].pvars.push(i as c_int);
+            }
+            for (i, cat) in event_categories.into_iter().enumerate() {
+                let c = self.category(cat, &reg);
+                self.categories[c as usize].events.push(i as c_int);
             }
         }
         let new: Vec<(String, String)> = reg
@@ -298,44 +308,6 @@ pub(crate) fn opt<T>(p: *mut T, v: T) {
     if !p.is_null() {
         // SAFETY: a non-NULL output pointer of the documented type from the C caller.
         unsafe { p.write_unaligned(v) };
-    }
-}
-
-mpi_fn! {
-    /// `MPI_T_init_thread`: may be called any number of times, before, during or after
-    /// `MPI_Init`; registers every parameter the library declares so that all appear.
-    fn PMPI_T_init_thread / "MPI_T_init_thread" [Direct] (required: c_int, provided: *mut c_int) {
-        use crate::consts::{MPI_THREAD_MULTIPLE, MPI_THREAD_SINGLE};
-        for p in [&oxmpi_engine::PROVIDER, &oxmpi_coll::PROVIDER] {
-            if let Err(e) = params::register_global(p) {
-                oxmpi_base::output::warn(format_args!("{e}"));
-            }
-        }
-        let mut g = lock();
-        let t = g.get_or_insert_with(Tools::default);
-        t.refs += 1;
-        t.sync();
-        opt(provided, required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE));
-        Ok(())
-    }
-}
-
-mpi_fn! {
-    /// `MPI_T_finalize`: the last one frees every handle and session.
-    fn PMPI_T_finalize / "MPI_T_finalize" [Direct] () {
-        with(|t| {
-            t.refs -= 1;
-            if t.refs == 0 {
-                t.cvar_handles = Slots::default();
-                t.sessions = Slots::default();
-                t.pvar_handles = Slots::default();
-                if t.timers_started > 0 {
-                    t.timers_started = 0;
-                    oxmpi_engine::set_wait_timing(false);
-                }
-            }
-            Ok(())
-        })
     }
 }
 

@@ -71,6 +71,7 @@ pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
                 class: PvarClass::Counter,
                 level: 5,
                 continuous: true,
+                comm: None,
                 read,
             })
             .collect()

@@ -366,6 +366,19 @@ pub(crate) fn wire_up_among(
             peers[p].link = Some(link);
         }
     }
+    if oxmpi_base::events::wanted(oxmpi_base::events::Kind::Transport) {
+        for (p, i) in peers.iter().enumerate() {
+            let transport = match &i.link {
+                Some(l) => l.name(),
+                None if p == me as usize => "self",
+                None => "none",
+            };
+            oxmpi_base::events::raise(&oxmpi_base::events::Event::Transport {
+                peer: p as i32,
+                transport,
+            });
+        }
+    }
     for (p, ep) in job.eps.iter().enumerate() {
         if unknown(&p) {
             oxmpi_base::verbose!(

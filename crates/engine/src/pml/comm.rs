@@ -14,6 +14,8 @@ pub(crate) struct Comm {
     /// Equal to `group` for an intracommunicator; the remote group of an intercommunicator.
     pub(crate) remote: Vec<i32>,
     pub(crate) rank: i32,
+    /// Its traffic counters (plain integers under the engine's lock).
+    pub(crate) stats: super::stats::CommStats,
 }
 
 impl State {
@@ -76,6 +78,7 @@ impl State {
             group,
             remote,
             rank,
+            stats: Default::default(),
         }));
         self.ctx_comm.insert(ctx, id);
         Ok(CommId(id))

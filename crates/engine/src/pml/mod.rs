@@ -102,12 +102,14 @@ impl State {
             group: (0..size).collect(),
             remote: (0..size).collect(),
             rank: me,
+            stats: Default::default(),
         };
         let selfc = Comm {
             ctx: 1,
             group: vec![me],
             remote: vec![me],
             rank: 0,
+            stats: Default::default(),
         };
         State {
             me,
@@ -439,6 +441,7 @@ impl State {
             self.peers[p].pid
         );
         self.peers[p].dead = true;
+        oxmpi_base::events::raise(&oxmpi_base::events::Event::ProcFailed { rank: p as i32 });
         self.peers[p].outq.clear();
         self.peers[p].unflushed.clear();
         // Nothing more comes from it: stop polling its link (a closed socket would report

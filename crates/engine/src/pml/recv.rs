@@ -516,6 +516,20 @@ impl State {
             }
             msg
         };
+        self.queue_unexpected(env, msg);
+    }
+
+    /// Queues a message that matched no posted receive (raising the tools interface's
+    /// event when a tool listens).
+    pub(crate) fn queue_unexpected(&mut self, env: Envelope, msg: Msg) {
+        if oxmpi_base::events::wanted(oxmpi_base::events::Kind::Unexpected) {
+            oxmpi_base::events::raise(&oxmpi_base::events::Event::Unexpected {
+                source: env.src,
+                tag: env.tag,
+                context: env.ctx,
+                bytes: msg.len() as u64,
+            });
+        }
         self.matcher.push_unexpected(env, msg);
     }
 

@@ -53,6 +53,10 @@ impl State {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
         }
+        if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
+            c.stats.msgs_sent += 1;
+            c.stats.bytes_sent += len as u64;
+        }
         let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
@@ -232,7 +236,7 @@ impl State {
         if len <= self.eager_limit && !sync {
             // SAFETY: the send buffer holds `len` readable bytes.
             let data = unsafe { self.eager_copy(ptr, len) };
-            self.matcher.push_unexpected(
+            self.queue_unexpected(
                 env,
                 Msg::Eager {
                     data,
@@ -241,8 +245,7 @@ impl State {
             );
             self.finish(sreq);
         } else {
-            self.matcher
-                .push_unexpected(env, Msg::Local { ptr, len, sreq });
+            self.queue_unexpected(env, Msg::Local { ptr, len, sreq });
         }
     }
 

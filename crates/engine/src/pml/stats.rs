@@ -215,9 +215,45 @@ pub struct Pvar {
     /// Counts without being started (`continuous`); a non-continuous one counts only between
     /// start and stop.
     pub continuous: bool,
+    /// For a variable bound to a communicator (`MPI_T_BIND_MPI_COMM`): its value from
+    /// that communicator's counters (`read` is then unused).
+    pub comm: Option<fn(&CommStats) -> u64>,
     /// Its value: a count (or nanoseconds for a timer) from a snapshot.
     pub read: fn(&Stats) -> u64,
 }
+
+/// Counters of one communicator's point-to-point traffic (its collectives run on a
+/// communicator of their own).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CommStats {
+    /// Messages sent on it (to a real rank).
+    pub msgs_sent: u64,
+    /// Payload bytes sent on it.
+    pub bytes_sent: u64,
+}
+
+const COMM_PVARS: [Pvar; 2] = [
+    Pvar {
+        name: "pml_ox_comm_msgs_sent",
+        category: "pml_ox",
+        desc: "Messages sent on the communicator the handle is bound to",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        comm: Some(|c| c.msgs_sent),
+        read: |_| 0,
+    },
+    Pvar {
+        name: "pml_ox_comm_bytes_sent",
+        category: "pml_ox",
+        desc: "Payload bytes sent on the communicator the handle is bound to",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        comm: Some(|c| c.bytes_sent),
+        read: |_| 0,
+    },
+];
 
 impl Pvar {
     /// Whether handles may reset or write it (counters and timers).
@@ -231,18 +267,22 @@ macro_rules! transport_pvars {
         Pvar { name: concat!("btl_", $t, "_msgs_sent"), category: concat!("btl_", $t),
             desc: concat!("Messages sent to ranks reached by the ", $t, " transport"),
             class: PvarClass::Counter, level: 4, continuous: true,
+            comm: None,
             read: |s| s.by_transport(Some($t)).msgs_sent },
         Pvar { name: concat!("btl_", $t, "_bytes_sent"), category: concat!("btl_", $t),
             desc: concat!("Payload bytes sent to ranks reached by the ", $t, " transport"),
             class: PvarClass::Counter, level: 4, continuous: true,
+            comm: None,
             read: |s| s.by_transport(Some($t)).bytes_sent },
         Pvar { name: concat!("btl_", $t, "_msgs_recv"), category: concat!("btl_", $t),
             desc: concat!("Messages received from ranks reached by the ", $t, " transport"),
             class: PvarClass::Counter, level: 4, continuous: true,
+            comm: None,
             read: |s| s.by_transport(Some($t)).msgs_recv },
         Pvar { name: concat!("btl_", $t, "_bytes_recv"), category: concat!("btl_", $t),
             desc: concat!("Payload bytes received from ranks reached by the ", $t, " transport"),
             class: PvarClass::Counter, level: 4, continuous: true,
+            comm: None,
             read: |s| s.by_transport(Some($t)).bytes_recv },
     )*]};
 }
@@ -257,6 +297,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
+        comm: None,
         read: |s| s.by_transport(None).eager_sent,
     },
     Pvar {
@@ -266,6 +307,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
+        comm: None,
         read: |s| s.by_transport(None).rndv_sent,
     },
     Pvar {
@@ -275,6 +317,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 5,
         continuous: true,
+        comm: None,
         read: |s| s.by_transport(None).single_copy_offered,
     },
     Pvar {
@@ -284,6 +327,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 5,
         continuous: true,
+        comm: None,
         read: |s| s.by_transport(None).single_copy_recv,
     },
     Pvar {
@@ -293,6 +337,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 5,
         continuous: true,
+        comm: None,
         read: |s| s.by_transport(None).pipelined_recv,
     },
     Pvar {
@@ -302,6 +347,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Level,
         level: 4,
         continuous: true,
+        comm: None,
         read: |s| s.matching.unexpected,
     },
     Pvar {
@@ -311,6 +357,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::HighWatermark,
         level: 4,
         continuous: true,
+        comm: None,
         read: |s| s.matching.unexpected_hwm,
     },
     Pvar {
@@ -320,6 +367,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 6,
         continuous: true,
+        comm: None,
         read: |s| s.matching.posted_searched,
     },
     Pvar {
@@ -329,6 +377,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Counter,
         level: 6,
         continuous: true,
+        comm: None,
         read: |s| s.matching.arrivals,
     },
     Pvar {
@@ -338,6 +387,7 @@ const PML_PVARS: [Pvar; 10] = [
         class: PvarClass::Size,
         level: 4,
         continuous: true,
+        comm: None,
         read: |s| s.eager_limit,
     },
 ];
@@ -349,6 +399,7 @@ const WAIT_PVAR: Pvar = Pvar {
     class: PvarClass::Timer,
     level: 4,
     continuous: false,
+    comm: None,
     read: |s| s.wait_ns,
 };
 
@@ -360,6 +411,7 @@ pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
         let mut v = TRANSPORT_PVARS.to_vec();
         v.extend(PML_PVARS);
         v.push(WAIT_PVAR);
+        v.extend(COMM_PVARS);
         v
     })
     .iter()

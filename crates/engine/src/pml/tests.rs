@@ -648,3 +648,51 @@ fn a_peer_added_late_joins_an_intercommunicator() {
     assert_eq!(done_among(&all, 0, s).error, None);
     assert_eq!(got, msg);
 }
+
+/// The tools interface's events (`oxmpi_base::events`): a message queued before its
+/// receive was posted, and a peer found dead, each reach the sink once wanted.
+#[test]
+fn events_tell_of_unexpected_arrivals_and_dead_peers() {
+    use oxmpi_base::events::{self, Event, Kind};
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    fn sink(e: &Event<'_>) {
+        let line = match *e {
+            // Other tests run alongside: only this test's tag counts.
+            Event::Unexpected {
+                source: 0,
+                tag: 4242,
+                bytes,
+                ..
+            } => format!("unexpected {bytes}"),
+            Event::ProcFailed { rank } => format!("failed {rank}"),
+            _ => return,
+        };
+        SEEN.lock().unwrap().push(line);
+    }
+    events::set_sink(sink);
+    events::set_wanted(Kind::Unexpected, true);
+    events::set_wanted(Kind::ProcFailed, true);
+    let net = Net::new(2, 64);
+    let s = net.isend(0, 1, 4242, &data(40, 3), SendMode::Standard);
+    net.done(0, s);
+    for _ in 0..100 {
+        net.step();
+    }
+    let mut b = vec![0u8; 40];
+    let r = net.irecv(1, 0, 4242, &mut b);
+    assert_eq!(net.done(1, r).count_bytes, 40);
+    net.wire(0, 1).0.cut();
+    let r = net.irecv(0, 1, 1, &mut b);
+    assert_eq!(
+        net.wait(0, r).expect("fails").error,
+        Some(ErrorClass::ProcFailed)
+    );
+    let seen = SEEN.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().filter(|l| *l == "unexpected 40").count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|l| l == "failed 1"), "{seen:?}");
+}

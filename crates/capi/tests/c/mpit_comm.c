@@ -1,0 +1,71 @@
+/* Performance variables bound to communicators (MPI_T_BIND_MPI_COMM) on 2 ranks: two
+ * duplicates of MPI_COMM_WORLD carry different traffic, and handles bound to each count
+ * only their own. Rank 0 prints deterministic lines. */
+#include "check.h"
+#include <string.h>
+
+#define T_CHECK(call) CHECK((call) == MPI_SUCCESS)
+
+static unsigned long long readu(MPI_T_pvar_session s, MPI_T_pvar_handle h)
+{
+    unsigned long long v = 0;
+    T_CHECK(MPI_T_pvar_read(s, h, &v));
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, size, count, msgs = -1, bytes = -1, bind = -1, cls;
+    T_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank_ = rank;
+    CHECK(size == 2);
+    T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_msgs_sent", MPI_T_PVAR_CLASS_COUNTER, &msgs));
+    T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_bytes_sent", MPI_T_PVAR_CLASS_COUNTER, &bytes));
+    T_CHECK(MPI_T_pvar_get_info(msgs, NULL, NULL, NULL, &cls, NULL, NULL, NULL, NULL, &bind,
+                                NULL, NULL, NULL));
+    CHECK(bind == MPI_T_BIND_MPI_COMM);
+
+    MPI_Comm a, b;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle ma, mb, ba, bb;
+    T_CHECK(MPI_T_pvar_session_create(&s));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, msgs, &a, &ma, &count));
+    CHECK(count == 1);
+    T_CHECK(MPI_T_pvar_handle_alloc(s, msgs, &b, &mb, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, bytes, &a, &ba, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, bytes, &b, &bb, &count));
+    MPI_Comm null = MPI_COMM_NULL;
+    MPI_T_pvar_handle bad;
+    CHECK(MPI_T_pvar_handle_alloc(s, msgs, &null, &bad, &count) != MPI_SUCCESS);
+
+    char buf[100] = {0};
+    int peer = 1 - rank;
+    /* On a: three 10-byte messages from rank 0; on b: one 100-byte message each way. */
+    for (int i = 0; i < 3; i++) {
+        if (rank == 0)
+            MPI_Send(buf, 10, MPI_CHAR, 1, i, a);
+        else
+            MPI_Recv(buf, 10, MPI_CHAR, 0, i, a, MPI_STATUS_IGNORE);
+    }
+    MPI_Sendrecv_replace(buf, 100, MPI_CHAR, peer, 9, peer, 9, b, MPI_STATUS_IGNORE);
+    MPI_Barrier(a); /* collective traffic is not point-to-point on a */
+
+    unsigned long long na = readu(s, ma), nb = readu(s, mb), ya = readu(s, ba), yb = readu(s, bb);
+    if (rank == 0)
+        printf("mpit_comm: a %llu msgs %llu bytes, b %llu msgs %llu bytes\n", na, ya, nb, yb);
+    else
+        CHECK(na == 0 && ya == 0 && nb == 1 && yb == 100);
+    T_CHECK(MPI_T_pvar_session_free(&s));
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+    T_CHECK(MPI_T_finalize());
+    MPI_Finalize();
+    if (rank == 0)
+        printf("mpit_comm: all checks passed\n");
+    return 0;
+}
