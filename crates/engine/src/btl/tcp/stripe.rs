@@ -27,8 +27,10 @@ pub(crate) struct StripedLink {
     next_rx: usize,
     /// The connection offered the next DATA record first.
     next_tx: usize,
-    /// DATA records sent on each connection (reported at verbose level 20 when dropped).
+    /// DATA records sent on each connection (reported at verbose level 20 by finalize).
     data_sent: Vec<u64>,
+    /// Finalize has reported `data_sent`.
+    reported: bool,
 }
 
 impl StripedLink {
@@ -43,6 +45,7 @@ impl StripedLink {
             next_rx: 0,
             next_tx: 0,
             data_sent: vec![0; n],
+            reported: false,
         }
     }
 
@@ -50,18 +53,6 @@ impl StripedLink {
     #[cfg(test)]
     pub fn data_sent(&self) -> &[u64] {
         &self.data_sent
-    }
-}
-
-impl Drop for StripedLink {
-    fn drop(&mut self) {
-        oxmpi_base::verbose!(
-            BTL,
-            20,
-            "tcp: striped link over {} connections sent DATA records {:?}",
-            self.conns.len(),
-            self.data_sent
-        );
     }
 }
 
@@ -147,6 +138,21 @@ impl Link for StripedLink {
 
     fn sending(&self) -> bool {
         self.conns.iter().any(Link::sending)
+    }
+
+    /// Reports how the DATA records were spread (verbose level 20), once.
+    fn closing(&mut self) -> bool {
+        if !self.reported {
+            self.reported = true;
+            oxmpi_base::verbose!(
+                BTL,
+                20,
+                "tcp: striped link over {} connections sent DATA records {:?}",
+                self.conns.len(),
+                self.data_sent
+            );
+        }
+        true
     }
 }
 
