@@ -80,6 +80,17 @@ fn_mpirun() {
   fn_start "$@"
   fn_finish
 }
+# fn_mid_job ACTION ARGS...: runs the spin program on every slot with mpirun ARGS, runs
+# ACTION once the ranks spin, and waits for mpirun; the clock starts at ACTION.
+fn_mid_job() {
+  local action=$1
+  shift
+  fn_start "$@" -n $n "$work/spin"
+  fn_spinning
+  t0=$(date +%s%N)
+  $action
+  fn_finish
+}
 # fn_stop_daemon I: stops node I's daemon (SIGSTOP), the process there that was given --head.
 fn_stop_daemon() {
   local p
@@ -173,11 +184,7 @@ for nodes in $counts; do
   # A stopped daemon (SIGSTOP): its host still answers the network, so only the heartbeats
   # tell; mpirun names the node within plm_heartbeat_timeout, ends the job and kills the
   # node's agent (nothing is left on any node).
-  fn_start --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2 -n $n "$work/spin"
-  fn_spinning
-  t0=$(date +%s%N)
-  fn_stop_daemon "$nodes"
-  fn_finish
+  fn_mid_job "fn_stop_daemon $nodes" --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2
   fn_expect "the last node's daemon stopped mid-job" 1 10 "host n$nodes .*plm_heartbeat_timeout"
   for c in "$here"/cases/*.sh; do
     [ -e "$c" ] && . "$c"
@@ -185,11 +192,7 @@ for nodes in $counts; do
   # A partition: the last node's link is cut while the ranks spin in barriers. mpirun must
   # notice (plm_link_timeout), end the job and exit; the cut-off daemon must notice too and
   # end its ranks (nothing is left on any node).
-  fn_start --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2 -n $n "$work/spin"
-  fn_spinning
-  t0=$(date +%s%N)
-  fakenodes_cut "$nodes"
-  fn_finish
+  fn_mid_job "fakenodes_cut $nodes" --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2
   fn_expect "the last node cut off mid-job" 1 15 "n$nodes"
   # A signal while a node cannot be reached (default timeouts, far longer than the test):
   # mpirun gives the node up after plm_teardown_timeout and exits with 128+15.

@@ -1645,35 +1645,21 @@ mod tests {
                 heartbeat: Heartbeat::default(),
             }
         );
-        let hb = args(&[
-            "--heartbeat",
-            "0.5,3",
-            "--head",
-            "h:1",
-            "--node",
-            "2",
-            "--jobid",
-            "j",
-        ]);
+        // The required arguments after `extra`.
+        let with_ids = |extra: &[&str]| {
+            let mut v = extra.to_vec();
+            v.extend(["--head", "h:1", "--node", "2", "--jobid", "j"]);
+            args(&v)
+        };
         assert_eq!(
-            hb.unwrap().heartbeat,
+            with_ids(&["--heartbeat", "0.5,3"]).unwrap().heartbeat,
             Heartbeat {
                 interval: Duration::from_millis(500),
                 timeout: Duration::from_secs(3)
             }
         );
         for bad in ["1", "x,2", "1,-2", ""] {
-            let a = args(&[
-                "--heartbeat",
-                bad,
-                "--head",
-                "h:1",
-                "--node",
-                "2",
-                "--jobid",
-                "j",
-            ]);
-            assert!(a.is_err(), "{bad}");
+            assert!(with_ids(&["--heartbeat", bad]).is_err(), "{bad}");
         }
         let a = args(&[
             "--link-timeout",

@@ -10,7 +10,7 @@
 //! are (records still in flight on another one are delivered first); any other failure of
 //! one fails the peer.
 
-use super::link::{TcpLink, TCP_MAX_PAYLOAD};
+use super::link::TcpLink;
 use crate::btl::{Caps, Link, LinkError, BTL};
 use crate::pml::hdr::{Hdr, K_DATA};
 
@@ -56,17 +56,18 @@ impl StripedLink {
     }
 }
 
+/// What it is and can do is what each of its connections is and can do.
 impl Link for StripedLink {
     fn name(&self) -> &'static str {
-        "tcp"
+        self.conns[0].name()
     }
 
     fn caps(&self) -> Caps {
-        Caps::NETWORK
+        self.conns[0].caps()
     }
 
     fn max_payload(&self) -> usize {
-        TCP_MAX_PAYLOAD
+        self.conns[0].max_payload()
     }
 
     unsafe fn try_send(&mut self, hdr: &Hdr, payload: *const u8, len: usize) -> bool {
@@ -159,6 +160,7 @@ impl Link for StripedLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btl::tcp::link::TCP_MAX_PAYLOAD;
     use crate::pml::hdr::K_EAGER;
     use std::net::{TcpListener, TcpStream};
 
