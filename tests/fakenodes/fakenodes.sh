@@ -6,6 +6,8 @@
 #
 #   fakenodes_up N   -> nodes n1..nN at $FN_NET.11.., $FN_DIR/{agent,hosts}
 #   fakenodes_dummy NET -> a second interface on every node, on NET.0/24, that reaches nothing
+#   fakenodes_second NET -> another working network: eth2 on every node at NET.(10+I)/24 on
+#                       a second bridge (fakenodes_second_down removes it)
 #   fakenodes_cut I  -> removes node I's link (a partition: its packets vanish)
 #   fakenodes_down   -> kills what runs on the nodes, removes namespaces, links, $FN_DIR
 #
@@ -50,6 +52,21 @@ fakenodes_dummy() {
       ip -n "$FN_NS$i" link set eth1x up && ip -n "$FN_NS$i" link set eth1 up || return 1
   done
 }
+fakenodes_second() {
+  local i
+  ip link add "${FN_BR}s" type bridge && ip link set "${FN_BR}s" up || return 1
+  for i in $(seq 1 "${FN_N:-0}"); do
+    ip link add "${FN_BR}s$i" type veth peer name eth2 netns "$FN_NS$i" &&
+      ip link set "${FN_BR}s$i" master "${FN_BR}s" up &&
+      ip -n "$FN_NS$i" addr add "$1.$((10 + i))/24" dev eth2 &&
+      ip -n "$FN_NS$i" link set eth2 up || return 1
+  done
+}
+fakenodes_second_down() {
+  local i
+  for i in $(seq 1 "${FN_N:-0}"); do ip link del "${FN_BR}s$i" 2>/dev/null; done
+  ip link del "${FN_BR}s" 2>/dev/null
+}
 fakenodes_cut() {
   ip link del "${FN_BR}v$1" 2>/dev/null
 }
@@ -64,6 +81,7 @@ fakenodes_down() {
   for i in $(seq 1 "${FN_N:-0}"); do
     ip netns del "$FN_NS$i" 2>/dev/null; ip link del "${FN_BR}v$i" 2>/dev/null
   done
+  fakenodes_second_down
   ip link del "$FN_BR" 2>/dev/null
   [ -n "${FN_DIR:-}" ] && rm -rf "$FN_DIR"
   FN_N=0

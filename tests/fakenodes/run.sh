@@ -4,7 +4,8 @@
 # by `mpirun` through the nodes' ssh-style agent with no other parameter set: hello (each
 # rank on its node), ring, collectives, MPI_Abort on a remote node, a remote rank killed with
 # SIGKILL, a rank failing in MPI_Init on a remote node, a node whose link is cut mid-job, and
-# SIGTERM to mpirun while a node is cut off.
+# SIGTERM to mpirun while a node is cut off, a node's daemon stopped (heartbeats), two
+# working interfaces per node (paired and striped).
 # Every case must end in time, with the expected output and exit status, and leave no
 # process on any node.
 #
@@ -56,6 +57,7 @@ fn_cc() {
 for s in hello ring allreduce abort; do fn_cc "$root/bin/mpirun/tests/c/$s.c"; done
 for s in where kill9 spin; do fn_cc "$here/c/$s.c"; done
 fn_cc "$root/crates/capi/tests/c/coll.c"
+fn_cc "$root/crates/capi/tests/c/stripe.c"
 
 failures=0
 # fn_start ARGS...: starts mpirun on the fake nodes in the background (pid in $bg, output in
@@ -77,6 +79,25 @@ fn_finish() {
 fn_mpirun() {
   fn_start "$@"
   fn_finish
+}
+# fn_mid_job ACTION ARGS...: runs the spin program on every slot with mpirun ARGS, runs
+# ACTION once the ranks spin, and waits for mpirun; the clock starts at ACTION.
+fn_mid_job() {
+  local action=$1
+  shift
+  fn_start "$@" -n $n "$work/spin"
+  fn_spinning
+  t0=$(date +%s%N)
+  $action
+  fn_finish
+}
+# fn_stop_daemon I: stops node I's daemon (SIGSTOP), the process there that was given --head.
+fn_stop_daemon() {
+  local p
+  for p in $(ip netns pids "$FN_NS$1"); do
+    case $(cat "/proc/$p/comm" 2>/dev/null) in unshare | sh | ip) continue ;; esac
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--head ' && kill -STOP "$p"
+  done
 }
 # fn_spinning: waits (up to 20 s) until the spin program's ranks are in their loop.
 fn_spinning() {
@@ -150,17 +171,28 @@ for nodes in $counts; do
     --mca btl_tcp_connect_timeout 1 --mca btl_base_verbose 10 "$work/ring"
   fn_expect "an interface that reaches nothing is skipped" 0 40 \
     "^ring total $((3 * n * (n - 1) / 2))\$" "cannot reach rank [0-9]+ at 10\.99\.0\.[0-9]+"
+  # Two working networks per node (and the dummy one, left out by btl_tcp_if_include): each
+  # pair of ranks on different nodes pairs eth0 with eth0 and eth2 with eth2, connects over
+  # both in the include order, and stripes large messages over the two connections.
+  fakenodes_second 10.98.0 || { echo "fakenodes: cannot add a second network" >&2; exit 1; }
+  fn_mpirun -n $n --mca btl_tcp_if_include "$FN_NET.0/24,10.98.0.0/24" \
+    --mca btl_base_verbose 20 "$work/stripe"
+  fn_expect "two interfaces per node: paired and striped" 0 60 "^stripe: ok on $n ranks\$" \
+    "over 2 connection\(s\): ${FN_NET//./\\.}\.[0-9]+:[0-9]+, 10\.98\.0\.[0-9]+:[0-9]+\$" \
+    "striped link over 2 connections sent DATA records \[[1-9][0-9]*, [1-9][0-9]*\]"
+  fakenodes_second_down
+  # A stopped daemon (SIGSTOP): its host still answers the network, so only the heartbeats
+  # tell; mpirun names the node within plm_heartbeat_timeout, ends the job and kills the
+  # node's agent (nothing is left on any node).
+  fn_mid_job "fn_stop_daemon $nodes" --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2
+  fn_expect "the last node's daemon stopped mid-job" 1 10 "host n$nodes .*plm_heartbeat_timeout"
   for c in "$here"/cases/*.sh; do
     [ -e "$c" ] && . "$c"
   done
   # A partition: the last node's link is cut while the ranks spin in barriers. mpirun must
   # notice (plm_link_timeout), end the job and exit; the cut-off daemon must notice too and
   # end its ranks (nothing is left on any node).
-  fn_start --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2 -n $n "$work/spin"
-  fn_spinning
-  t0=$(date +%s%N)
-  fakenodes_cut "$nodes"
-  fn_finish
+  fn_mid_job "fakenodes_cut $nodes" --mca plm_link_timeout 2 --mca btl_tcp_link_timeout 2
   fn_expect "the last node cut off mid-job" 1 15 "n$nodes"
   # A signal while a node cannot be reached (default timeouts, far longer than the test):
   # mpirun gives the node up after plm_teardown_timeout and exits with 128+15.

@@ -218,6 +218,142 @@ pub fn pair_order(local: &[Iface], remote: &[(Ipv4Addr, u8)]) -> Vec<Ipv4Addr> {
     out
 }
 
+/// How one of our interfaces reaches one of a peer's addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The address is on the interface's subnet: the traffic leaves through that interface.
+    SameSubnet,
+    /// The address needs a route (the kernel chooses the way out).
+    Routed,
+}
+
+/// One candidate connection to a peer: its address `remote` (an index into the peer's
+/// published list), over our interface `local` (an index into ours) when they share a subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    /// Our interface, for a [`Reach::SameSubnet`] pair.
+    pub local: Option<usize>,
+    /// The peer's address.
+    pub remote: usize,
+    /// How it is reached.
+    pub reach: Reach,
+}
+
+/// Which of our interfaces `local` talk to which of a peer's addresses `remote`, as Open
+/// MPI's usNIC transport pairs them: a min-cost bipartite assignment over the pairs that share
+/// a subnet (as many pairs as possible, each interface and each address once; among those, the
+/// one preferring earlier interfaces of ours, whose order is `btl_tcp_if_include`'s when it is
+/// set, then earlier addresses of the peer). Returns `(links, fallback)`: the assigned pairs,
+/// best first, to use side by side (large messages are striped over them), and the peer's
+/// other addresses in [`pair_order`] (the rest of its same-subnet ones, then the routed ones),
+/// to try one after the other when no assigned pair connects.
+pub fn pair_interfaces(local: &[Iface], remote: &[(Ipv4Addr, u8)]) -> (Vec<Pair>, Vec<Pair>) {
+    let m = remote.len();
+    let cost = |l: usize, r: usize| {
+        let (ra, rp) = remote[r];
+        same_subnet(local[l].addr, ra, local[l].prefix.min(rp)).then_some((l * (m + 1) + r) as i64)
+    };
+    let mut links: Vec<Pair> = min_cost_assignment(local.len(), m, cost)
+        .into_iter()
+        .map(|(l, r)| Pair {
+            local: Some(l),
+            remote: r,
+            reach: Reach::SameSubnet,
+        })
+        .collect();
+    links.sort_by_key(|p| (p.local, p.remote));
+    let fallback = pair_order(local, remote)
+        .into_iter()
+        .filter_map(|ip| remote.iter().position(|(a, _)| *a == ip))
+        .filter(|r| !links.iter().any(|p| p.remote == *r))
+        .map(|r| {
+            let local = (0..local.len()).find(|&l| cost(l, r).is_some());
+            Pair {
+                local,
+                remote: r,
+                reach: if local.is_some() {
+                    Reach::SameSubnet
+                } else {
+                    Reach::Routed
+                },
+            }
+        })
+        .collect();
+    (links, fallback)
+}
+
+/// A maximum-cardinality matching of minimum total cost between `n` left and `m` right
+/// nodes, where `cost(l, r)` is `None` for a pair that cannot be matched: successive
+/// cheapest augmenting paths (Bellman-Ford over the residual graph, which has negative
+/// edges back along matched pairs). Returns the matched `(l, r)` pairs. Meant for the few
+/// interfaces of a host (O(k·(n+m)·n·m)).
+fn min_cost_assignment(
+    n: usize,
+    m: usize,
+    cost: impl Fn(usize, usize) -> Option<i64>,
+) -> Vec<(usize, usize)> {
+    let mut match_l: Vec<Option<usize>> = vec![None; n];
+    let mut match_r: Vec<Option<usize>> = vec![None; m];
+    loop {
+        // Distances to left nodes (free ones start at 0) and right nodes, with predecessors.
+        let mut dl: Vec<Option<i64>> = match_l.iter().map(|x| x.is_none().then_some(0)).collect();
+        let mut dr: Vec<Option<i64>> = vec![None; m];
+        let mut from: Vec<usize> = vec![0; m];
+        for _ in 0..=n + m {
+            let mut changed = false;
+            for l in 0..n {
+                let Some(d) = dl[l] else { continue };
+                for r in 0..m {
+                    if match_l[l] == Some(r) {
+                        continue;
+                    }
+                    if let Some(c) = cost(l, r) {
+                        if dr[r].is_none_or(|x| d + c < x) {
+                            dr[r] = Some(d + c);
+                            from[r] = l;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            for r in 0..m {
+                let (Some(d), Some(l)) = (dr[r], match_r[r]) else {
+                    continue;
+                };
+                let back = d - cost(l, r).unwrap_or(0);
+                if dl[l].is_none_or(|x| back < x) {
+                    dl[l] = Some(back);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // The cheapest free right node reached ends the next augmenting path.
+        let end = (0..m)
+            .filter(|&r| match_r[r].is_none())
+            .filter_map(|r| dr[r].map(|d| (d, r)))
+            .min();
+        let Some((_, mut r)) = end else { break };
+        loop {
+            let l = from[r];
+            let prev = match_l[l];
+            match_l[l] = Some(r);
+            match_r[r] = Some(l);
+            match prev {
+                Some(p) => r = p,
+                None => break,
+            }
+        }
+    }
+    match_l
+        .iter()
+        .enumerate()
+        .filter_map(|(l, r)| r.map(|r| (l, r)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +460,86 @@ mod tests {
         assert_eq!(decode("").unwrap(), vec![]);
         assert_eq!(decode("1.2.3.4").unwrap(), vec![(ip("1.2.3.4"), 32)]);
         assert!(decode("1.2.3/8").is_err());
+    }
+
+    fn pairs(l: &[(Option<usize>, usize, Reach)]) -> Vec<Pair> {
+        l.iter()
+            .map(|&(local, remote, reach)| Pair {
+                local,
+                remote,
+                reach,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pairing_uses_every_common_subnet_in_include_order() {
+        use Reach::{Routed, SameSubnet};
+        // Our include order puts ib0 first; the peer lists its addresses the other way.
+        let local = vec![
+            Iface::new("ib0", ip("192.168.7.9"), 24),
+            Iface::new("eth0", ip("10.1.2.3"), 16),
+        ];
+        let remote = vec![
+            (ip("10.1.9.9"), 16),
+            (ip("192.168.7.20"), 24),
+            (ip("172.30.0.5"), 16),
+        ];
+        let (links, fallback) = pair_interfaces(&local, &remote);
+        assert_eq!(
+            links,
+            pairs(&[(Some(0), 1, SameSubnet), (Some(1), 0, SameSubnet)])
+        );
+        assert_eq!(fallback, pairs(&[(None, 2, Routed)]));
+    }
+
+    #[test]
+    fn pairing_maximises_the_pairs_before_preferring_order() {
+        use Reach::SameSubnet;
+        // eth0 (a /8) reaches both of the peer's addresses, eth1 only the first: taking the
+        // first for eth0 (its cheapest) would leave eth1 without a pair.
+        let local = vec![
+            Iface::new("eth0", ip("10.0.0.1"), 8),
+            Iface::new("eth1", ip("10.1.0.1"), 16),
+        ];
+        let remote = vec![(ip("10.1.0.2"), 16), (ip("10.2.0.2"), 16)];
+        let (links, fallback) = pair_interfaces(&local, &remote);
+        assert_eq!(
+            links,
+            pairs(&[(Some(0), 1, SameSubnet), (Some(1), 0, SameSubnet)])
+        );
+        assert!(fallback.is_empty());
+        // Three of ours, three of the peer's, a chain of overlaps: all three paired.
+        let local = vec![
+            Iface::new("a", ip("10.0.0.1"), 8),
+            Iface::new("b", ip("10.1.0.1"), 16),
+            Iface::new("c", ip("10.1.2.1"), 24),
+        ];
+        let remote = vec![
+            (ip("10.1.2.9"), 24),
+            (ip("10.1.3.9"), 24),
+            (ip("10.7.0.9"), 16),
+        ];
+        let (links, _) = pair_interfaces(&local, &remote);
+        let got: Vec<(Option<usize>, usize)> = links.iter().map(|p| (p.local, p.remote)).collect();
+        assert_eq!(got, [(Some(0), 2), (Some(1), 1), (Some(2), 0)]);
+    }
+
+    #[test]
+    fn pairing_without_a_common_subnet_falls_back_to_routes() {
+        use Reach::{Routed, SameSubnet};
+        let local = vec![Iface::new("eth0", ip("10.1.2.3"), 24)];
+        let (links, fallback) =
+            pair_interfaces(&local, &[(ip("8.8.8.8"), 24), (ip("1.1.1.1"), 24)]);
+        assert!(links.is_empty());
+        assert_eq!(fallback, pairs(&[(None, 0, Routed), (None, 1, Routed)]));
+        // One interface of ours, two addresses of the peer on its subnet: one pair, the other
+        // address a fallback over the same interface.
+        let (links, fallback) =
+            pair_interfaces(&local, &[(ip("10.1.2.7"), 24), (ip("10.1.2.8"), 24)]);
+        assert_eq!(links, pairs(&[(Some(0), 0, SameSubnet)]));
+        assert_eq!(fallback, pairs(&[(Some(0), 1, SameSubnet)]));
+        assert_eq!(pair_interfaces(&[], &[]), (vec![], vec![]));
     }
 
     #[test]

@@ -98,6 +98,24 @@ fn rma_over_messages_mpich_build() {
     check_rma_with(2, true, &["--mca", "osc", "pt2pt"]);
 }
 
+/// Four threads of each rank run fetch-and-op, get and compare-and-swap to one target of
+/// one window at once, over messages (`osc=pt2pt`) and directly: each gets its own reply.
+#[test]
+fn rma_from_four_threads_to_one_target() {
+    let dir = Scratch::new("rma-threads");
+    let exe = build(false, "rma_threads.c", &dir.0);
+    for extra in [&["--mca", "osc", "pt2pt"][..], &[]] {
+        let out = run_with(2, &exe, false, extra);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.lines().any(|l| l == "rma_threads: ok on 2 ranks"),
+            "rma_threads.c {extra:?} failed with {:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status.code()
+        );
+    }
+}
+
 #[test]
 fn window_errors_are_fatal_by_default() {
     let dir = Scratch::new("rma-fatal");

@@ -118,6 +118,48 @@ fn collectives_and_p2p_over_tcp() {
     assert_all_tcp(&out, 2);
 }
 
+/// With `btl_tcp_links=3` every pair of ranks is joined by three connections: ordered
+/// records stay on the first, large messages are striped over all three (each carries DATA
+/// records) and arrive intact, several at a time, both ways.
+#[test]
+fn large_messages_striped_over_several_connections() {
+    let dir = Scratch::new("tcp-stripe");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let exe = build(&c.join("stripe.c"), &dir.0, "stripe");
+    let three = OsStr::new("3");
+    let out = run_btl(&exe, 3, "tcp", &[("OXMPI_MCA_btl_tcp_links", three)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l == "stripe: ok on 3 ranks"),
+        "{stdout}"
+    );
+    assert_all_tcp(&out, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let connected = err
+        .lines()
+        .filter(|l| l.contains("over 3 connection(s)"))
+        .count();
+    assert_eq!(connected, 6, "each of 3 pairs, both ends:\n{err}");
+    // Each striped link reports the DATA records it sent per connection when it closes.
+    let counts: Vec<Vec<u64>> = err
+        .lines()
+        .filter_map(|l| l.split_once("striped link over 3 connections sent DATA records "))
+        .map(|(_, v)| {
+            v.trim_matches(|c| c == '[' || c == ']')
+                .split(", ")
+                .map(|k| k.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(counts.len(), 6, "{err}");
+    assert!(
+        counts
+            .iter()
+            .all(|c| c.len() == 3 && c.iter().all(|&k| k > 0)),
+        "every connection carried data: {counts:?}"
+    );
+}
+
 /// The libfabric software providers the ofi tests run over, by `FI_PROVIDER` value; none
 /// (said loudly) without libfabric (`scripts/deps.sh` installs it).
 fn ofi_providers() -> Vec<&'static str> {

@@ -165,6 +165,7 @@ mod tests {
                 "btl_tcp_connect_timeout",
                 "btl_tcp_link_timeout",
                 "btl_tcp_handshake_timeout",
+                "btl_tcp_links",
                 "mtl_ofi_provider_include",
                 "mtl_ofi_provider_exclude",
                 "btl_ofi_max_payload",

@@ -9,7 +9,7 @@ use crate::env::{app_overlay, rank_vars, JobFacts};
 use crate::error::{Result, RuntimeError};
 use crate::launch::{LaunchAgent, LocalAgent, RshAgent};
 use crate::proto::{DaemonEvent, NodeLaunch, NodeProc, RankExit, DRAIN_GRACE, KILL_GRACE};
-use crate::remote::{RemoteEvent, RemoteToken, Remotes, Timeouts};
+use crate::remote::{Heartbeat, RemoteEvent, RemoteToken, Remotes, Timeouts};
 use crate::session::SessionDir;
 use crate::streams::{ERRMGR, PLM, RAS, RMAPS};
 use crate::sys;
@@ -70,6 +70,9 @@ pub struct JobPlan {
     /// How long a control connection may go unanswered (MCA `plm_link_timeout`; zero:
     /// never).
     pub link_timeout: Duration,
+    /// Heartbeats on the control connections: interval and how long a side may hear nothing
+    /// (MCA `plm_heartbeat_interval`, `plm_heartbeat_timeout`; zero: none).
+    pub heartbeat: Heartbeat,
     /// How long the head waits for remote nodes once the job ends (MCA
     /// `plm_teardown_timeout`).
     pub teardown_timeout: Duration,
@@ -229,6 +232,10 @@ pub fn plan_checked(
         .find(|(n, &k)| k > 0 && !n.local)
         .map(|(n, _)| n.name.clone());
     let link_timeout = crate::params::seconds(&crate::params::LINK_TIMEOUT, true)?;
+    let heartbeat = Heartbeat {
+        interval: crate::params::seconds(&crate::params::HEARTBEAT_INTERVAL, true)?,
+        timeout: crate::params::seconds(&crate::params::HEARTBEAT_TIMEOUT, true)?,
+    };
     let teardown_timeout = crate::params::seconds(&crate::params::TEARDOWN_TIMEOUT, false)?;
     let handshake_timeout = crate::params::seconds(&crate::params::HANDSHAKE_TIMEOUT, false)?;
     let agent = if let Some(far) = first_remote {
@@ -243,6 +250,12 @@ pub fn plan_checked(
         let mut daemon = daemon_command(prefix.as_deref());
         daemon.push("--link-timeout".into());
         daemon.push(link_timeout.as_secs_f64().to_string());
+        daemon.push("--heartbeat".into());
+        daemon.push(format!(
+            "{},{}",
+            heartbeat.interval.as_secs_f64(),
+            heartbeat.timeout.as_secs_f64()
+        ));
         let a = RshAgent::new(&text, daemon)?;
         // The agent must exist here (one-line error, nothing launched).
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -345,6 +358,7 @@ pub fn plan_checked(
         head_address,
         daemon_timeout,
         link_timeout,
+        heartbeat,
         teardown_timeout,
         handshake_timeout,
         ft,
@@ -739,6 +753,7 @@ impl<'a> Head<'a> {
             if let Some(r) = self.remotes.as_mut() {
                 r.check_connect_timeout(now);
                 r.expire_handshakes(now);
+                r.heartbeat(now);
                 if self.give_up_at.is_some_and(|t| now >= t) {
                     let gone = r.give_up("it did not answer after the job ended");
                     if !gone.is_empty() {
@@ -781,6 +796,7 @@ impl<'a> Head<'a> {
                 self.give_up_at.filter(|_| self.remotes.is_some()),
                 self.groups_killed_at.map(|t| t + DRAIN_GRACE),
                 self.remotes.as_ref().and_then(Remotes::connect_deadline),
+                self.remotes.as_ref().and_then(Remotes::next_heartbeat),
             ]
             .into_iter()
             .flatten()
@@ -975,6 +991,7 @@ fn run_once(plan: &JobPlan, facts: &JobFacts, sigfd: RawFd) -> Option<Ending> {
             Timeouts {
                 connect: plan.daemon_timeout,
                 link: plan.link_timeout,
+                heartbeat: plan.heartbeat,
                 handshake: plan.handshake_timeout,
             },
         ) {

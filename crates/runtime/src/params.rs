@@ -46,6 +46,28 @@ pub const LINK_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `plm_heartbeat_interval`: seconds between heartbeats on the control channel.
+pub const HEARTBEAT_INTERVAL: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "heartbeat_interval",
+    ParamType::String,
+    "2",
+    "Seconds (fractions allowed; 0: none) between the heartbeats mpirun and each node's daemon send each other on their control connection, so that a node that is alive on the network but stopped (a SIGSTOP'd or hung daemon) is noticed",
+)
+.level(5);
+
+/// `plm_heartbeat_timeout`: seconds without a heartbeat before the other side counts as lost.
+pub const HEARTBEAT_TIMEOUT: ParamDecl = ParamDecl::new(
+    "plm",
+    "",
+    "heartbeat_timeout",
+    ParamType::String,
+    "20",
+    "Seconds (fractions allowed; 0: never) mpirun or a node's daemon may hear nothing from the other side (no heartbeat, no message) before it counts as lost: mpirun then ends the job naming the node, the daemon kills its ranks",
+)
+.level(5);
+
 /// `plm_teardown_timeout`: seconds mpirun waits for nodes once the job ends.
 pub const TEARDOWN_TIMEOUT: ParamDecl = ParamDecl::new(
     "plm",
@@ -147,6 +169,8 @@ pub static PROVIDER: Provider = Provider {
         HEAD_ADDRESS,
         DAEMON_TIMEOUT,
         LINK_TIMEOUT,
+        HEARTBEAT_INTERVAL,
+        HEARTBEAT_TIMEOUT,
         TEARDOWN_TIMEOUT,
         HANDSHAKE_TIMEOUT,
     ],

@@ -35,6 +35,78 @@ pub const SECRET_ENV: &str = "OXMPI_CTL_SECRET";
 /// How long the head waits for remote daemons to say goodbye at the end of a job.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// Heartbeats on a control connection: each side sends one every `interval` and counts
+/// the other as lost when it has heard nothing (no heartbeat, no message) for `timeout`.
+/// A zero `interval` sends none, a zero `timeout` never gives up. Sans-IO: the caller
+/// passes the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Heartbeat {
+    /// Between two heartbeats sent (`plm_heartbeat_interval`).
+    pub interval: Duration,
+    /// Silence that counts as lost (`plm_heartbeat_timeout`).
+    pub timeout: Duration,
+}
+
+/// What [`Heartbeat::check`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// Nothing to do now.
+    Idle,
+    /// Send a heartbeat.
+    Send,
+    /// The other side has been silent for longer than the timeout.
+    Lost,
+}
+
+impl Heartbeat {
+    /// Parses `oxmpid --heartbeat INTERVAL,TIMEOUT` (seconds, fractions allowed).
+    pub fn parse(s: &str) -> std::result::Result<Heartbeat, String> {
+        let secs = |v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| format!("bad heartbeat '{s}': expected INTERVAL,TIMEOUT in seconds"))
+        };
+        let (i, t) = s
+            .split_once(',')
+            .ok_or_else(|| format!("bad heartbeat '{s}': expected INTERVAL,TIMEOUT in seconds"))?;
+        Ok(Heartbeat {
+            interval: secs(i)?,
+            timeout: secs(t)?,
+        })
+    }
+
+    /// At `now`, for a connection last heard from at `heard` whose last heartbeat went out
+    /// at `sent`.
+    pub fn check(&self, now: Instant, heard: Instant, sent: Instant) -> Beat {
+        if !self.timeout.is_zero() && now.saturating_duration_since(heard) > self.timeout {
+            Beat::Lost
+        } else if !self.interval.is_zero() && now.saturating_duration_since(sent) >= self.interval {
+            Beat::Send
+        } else {
+            Beat::Idle
+        }
+    }
+
+    /// When [`Heartbeat::check`] may next ask for something (`None`: never).
+    pub fn next(&self, heard: Instant, sent: Instant) -> Option<Instant> {
+        let lost =
+            (!self.timeout.is_zero()).then(|| heard + self.timeout + Duration::from_millis(1));
+        let send = (!self.interval.is_zero()).then(|| sent + self.interval);
+        lost.into_iter().chain(send).min()
+    }
+
+    /// Why a side counts as lost, for messages.
+    fn reason(&self) -> String {
+        format!(
+            "nothing heard within plm_heartbeat_timeout ({} s)",
+            self.timeout.as_secs_f64()
+        )
+    }
+}
+
 /// One authenticated-or-not control connection over a nonblocking TCP stream.
 struct Peer {
     stream: TcpStream,
@@ -44,6 +116,10 @@ struct Peer {
     error: Option<std::io::Error>,
     /// When it was accepted or made.
     since: Instant,
+    /// When bytes last arrived on it (or it was made).
+    heard: Instant,
+    /// When we last sent it a heartbeat (or it was made).
+    beat: Instant,
 }
 
 impl Peer {
@@ -56,6 +132,8 @@ impl Peer {
             closed: false,
             error: None,
             since: Instant::now(),
+            heard: Instant::now(),
+            beat: Instant::now(),
         })
     }
 
@@ -84,7 +162,10 @@ impl Peer {
                     self.closed = true;
                     return;
                 }
-                Ok(n) => self.conn.on_data(&buf[..n]),
+                Ok(n) => {
+                    self.heard = Instant::now();
+                    self.conn.on_data(&buf[..n]);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -239,6 +320,8 @@ pub struct Remotes {
     connect_deadline: Instant,
     /// `plm_link_timeout`, applied to every daemon connection.
     link_timeout: Duration,
+    /// Heartbeats with each connected daemon.
+    heartbeat: Heartbeat,
     /// `plm_handshake_timeout`: a connection not authenticated by then is dropped.
     handshake_timeout: Duration,
     buf: Vec<u8>,
@@ -302,6 +385,8 @@ pub struct Timeouts {
     pub connect: Duration,
     /// `plm_link_timeout`: how long a connection may go unanswered (zero: never).
     pub link: Duration,
+    /// `plm_heartbeat_interval` and `plm_heartbeat_timeout`.
+    pub heartbeat: Heartbeat,
     /// `plm_handshake_timeout`: how long a new connection has to authenticate.
     pub handshake: Duration,
 }
@@ -369,6 +454,7 @@ impl Remotes {
             stdin: Vec::new(),
             connect_deadline: Instant::now() + timeouts.connect,
             link_timeout: timeouts.link,
+            heartbeat: timeouts.heartbeat,
             handshake_timeout: timeouts.handshake,
             buf: vec![0u8; 64 * 1024],
         };
@@ -699,7 +785,7 @@ impl Remotes {
                 verbose!(ERRMGR, 10, "errmgr: daemon on {host} is done");
                 self.nodes[i].done = true;
             }
-            Msg::DaemonReady { .. } | Msg::RankStarted { .. } => {}
+            Msg::DaemonReady { .. } | Msg::RankStarted { .. } | Msg::Heartbeat => {}
             other => msg(&format!(
                 "ignored an unexpected control message from the daemon on {host}: {other:?}"
             )),
@@ -786,6 +872,45 @@ impl Remotes {
             self.node_gone(i, why);
         }
         out
+    }
+
+    /// Sends the heartbeats that are due to connected daemons, and ends the nodes whose
+    /// daemon has been silent for longer than `plm_heartbeat_timeout` (a stopped or hung
+    /// daemon, a node cut off): its launch agent is killed and the job hears the node's
+    /// name.
+    pub fn heartbeat(&mut self, now: Instant) {
+        let hb = self.heartbeat;
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            if n.done || !n.connected {
+                continue;
+            }
+            let Some(p) = n.peer.as_mut() else { continue };
+            match hb.check(now, p.heard, p.beat) {
+                Beat::Idle => {}
+                Beat::Send => {
+                    p.send(&Msg::Heartbeat);
+                    p.beat = now;
+                }
+                Beat::Lost => {
+                    if n.agent_pid > 0 {
+                        sys::kill_group(n.agent_pid, sys::SIGKILL);
+                    }
+                    n.peer = None;
+                    self.node_gone(i, &hb.reason());
+                }
+            }
+        }
+    }
+
+    /// When [`Remotes::heartbeat`] must run next (`None`: no connected daemon).
+    pub fn next_heartbeat(&self) -> Option<Instant> {
+        self.nodes
+            .iter()
+            .filter(|n| n.connected && !n.done)
+            .filter_map(|n| n.peer.as_ref())
+            .filter_map(|p| self.heartbeat.next(p.heard, p.beat))
+            .min()
     }
 
     /// Drops connections that have not authenticated within `plm_handshake_timeout`.
@@ -919,6 +1044,8 @@ pub struct DaemonArgs {
     /// How long the connection to the head may go unanswered (`--link-timeout`, seconds;
     /// zero or absent: never).
     pub link_timeout: Duration,
+    /// Heartbeats with the head (`--heartbeat INTERVAL,TIMEOUT`; absent: none).
+    pub heartbeat: Heartbeat,
     /// Node index announced to the head.
     pub node: u32,
     /// Job id (must match the head's).
@@ -926,12 +1053,13 @@ pub struct DaemonArgs {
 }
 
 /// Usage line of `oxmpid`.
-pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID [--link-timeout SECS] (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
+pub const OXMPID_USAGE: &str = "usage: oxmpid --head HOST:PORT --node N --jobid ID [--link-timeout SECS] [--heartbeat INTERVAL,TIMEOUT] (job secret as one hex line on stdin, or in OXMPI_CTL_SECRET)";
 
 /// Parse `oxmpid`'s arguments.
 pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, String> {
     let (mut head, mut node, mut jobid) = (None, None, None);
     let mut link_timeout = Duration::ZERO;
+    let mut heartbeat = Heartbeat::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -958,6 +1086,7 @@ pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, Str
                     .map(Duration::from_secs_f64)
                     .ok_or_else(|| format!("bad link timeout '{v}'"))?;
             }
+            "--heartbeat" => heartbeat = Heartbeat::parse(&val()?)?,
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
@@ -967,6 +1096,7 @@ pub fn parse_daemon_args(args: &[String]) -> std::result::Result<DaemonArgs, Str
             node,
             jobid,
             link_timeout,
+            heartbeat,
         }),
         _ => Err("--head, --node and --jobid are required".into()),
     }
@@ -1238,7 +1368,7 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             kill_at = None;
         }
         // Control messages.
-        let mut head_gone = peer.closed;
+        let mut head_gone = peer.closed.then(|| peer.lost_reason());
         while let Some(ev) = peer.conn.poll_event() {
             match ev {
                 Event::Message(Msg::FenceRelease { epoch, puts }) => {
@@ -1278,14 +1408,23 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     return Ok(code);
                 }
                 Event::Message(_) | Event::Authenticated { .. } => {}
-                Event::Dropped { .. } | Event::PeerClosed { .. } => head_gone = true,
+                Event::Dropped { .. } | Event::PeerClosed { .. } => {
+                    head_gone = Some(peer.lost_reason())
+                }
             }
         }
-        if head_gone {
+        match args.heartbeat.check(now, peer.heard, peer.beat) {
+            Beat::Idle => {}
+            Beat::Send => {
+                peer.send(&Msg::Heartbeat);
+                peer.beat = now;
+            }
+            Beat::Lost => head_gone = head_gone.or_else(|| Some(args.heartbeat.reason())),
+        }
+        if let Some(why) = head_gone {
             // The head died or cannot be reached: leave nothing behind.
             dlog(&format!(
-                "lost the connection to the head ({}); killing this node's ranks",
-                peer.lost_reason()
+                "lost the connection to the head ({why}); killing this node's ranks"
             ));
             daemon.kill_all_groups();
             drop(session);
@@ -1312,10 +1451,14 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 stdin_idx.push(k);
             }
         }
-        let wake = [kill_at, groups_killed_at.map(|t| t + DRAIN_GRACE)]
-            .into_iter()
-            .flatten()
-            .min();
+        let wake = [
+            kill_at,
+            groups_killed_at.map(|t| t + DRAIN_GRACE),
+            args.heartbeat.next(peer.heard, peer.beat),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let timeout_ms = wake.map_or(1000, |w| {
             let d = w.saturating_duration_since(Instant::now());
             (d.as_millis().min(1000) as i32).saturating_add(1)
@@ -1461,6 +1604,33 @@ mod tests {
         assert_eq!(g.contribute(2, vec![]).len(), 1);
     }
 
+    /// The heartbeat rule: send every interval, lost after the timeout of silence (any
+    /// bytes heard count), neither when zero; the next wake-up is the earlier of the two.
+    #[test]
+    fn heartbeats_are_sent_on_time_and_silence_is_lost() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let hb = Heartbeat {
+            interval: s(2),
+            timeout: s(10),
+        };
+        assert_eq!(hb.check(t0 + s(1), t0, t0), Beat::Idle);
+        assert_eq!(hb.check(t0 + s(2), t0, t0), Beat::Send);
+        assert_eq!(hb.check(t0 + s(3), t0, t0 + s(2)), Beat::Idle);
+        assert_eq!(hb.check(t0 + s(10), t0, t0 + s(10)), Beat::Idle);
+        assert_eq!(hb.check(t0 + s(11), t0, t0 + s(10)), Beat::Lost);
+        assert_eq!(hb.check(t0 + s(11), t0 + s(5), t0 + s(10)), Beat::Idle);
+        assert_eq!(hb.next(t0, t0 + s(4)), Some(t0 + s(6)));
+        assert_eq!(
+            hb.next(t0, t0 + s(9)),
+            Some(t0 + s(10) + Duration::from_millis(1))
+        );
+        let off = Heartbeat::default();
+        assert_eq!(off.check(t0 + s(1000), t0, t0), Beat::Idle);
+        assert_eq!(off.next(t0, t0), None);
+        assert!(hb.reason().contains("plm_heartbeat_timeout (10 s)"));
+    }
+
     #[test]
     fn daemon_arguments() {
         let args =
@@ -1472,8 +1642,25 @@ mod tests {
                 node: 2,
                 jobid: "j".into(),
                 link_timeout: Duration::ZERO,
+                heartbeat: Heartbeat::default(),
             }
         );
+        // The required arguments after `extra`.
+        let with_ids = |extra: &[&str]| {
+            let mut v = extra.to_vec();
+            v.extend(["--head", "h:1", "--node", "2", "--jobid", "j"]);
+            args(&v)
+        };
+        assert_eq!(
+            with_ids(&["--heartbeat", "0.5,3"]).unwrap().heartbeat,
+            Heartbeat {
+                interval: Duration::from_millis(500),
+                timeout: Duration::from_secs(3)
+            }
+        );
+        for bad in ["1", "x,2", "1,-2", ""] {
+            assert!(with_ids(&["--heartbeat", bad]).is_err(), "{bad}");
+        }
         let a = args(&[
             "--link-timeout",
             "2.5",

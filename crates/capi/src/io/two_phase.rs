@@ -1,7 +1,9 @@
 //! Two-phase collective file access (the `fcoll` framework's `two_phase` component):
 //! `MPI_File_write_all`, `read_all`, `_at_all` and the ordered forms.
 //!
-//! One aggregator per node (the lowest rank of the file's group there). The file range
+//! One aggregator per node (the lowest rank of the file's group there), at most `cb_nodes`
+//! of them when the file's info sets that hint (ROMIO's name; spread evenly over the nodes,
+//! see [`limit_aggregators`]). The file range
 //! every rank touches, `[lo, hi)`, is cut into as many contiguous domains as there are
 //! aggregators. Phase one exchanges the pieces: each rank cuts its file segments at the
 //! domain borders and sends each piece to the aggregator owning it (for a write with its
@@ -108,6 +110,19 @@ pub(super) fn blocks(pieces: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
+/// The aggregators among `per_node` (one per node, in rank order) that the `cb_nodes` hint
+/// allows: at most that many, spread evenly over the list (the first always in). A hint that
+/// is not a positive number is ignored, as MPI allows for hints.
+pub(super) fn limit_aggregators(per_node: &[usize], cb_nodes: Option<&str>) -> Vec<usize> {
+    let k = cb_nodes
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&k| k > 0 && k < per_node.len());
+    match k {
+        Some(k) => (0..k).map(|i| per_node[i * per_node.len() / k]).collect(),
+        None => per_node.to_vec(),
+    }
+}
+
 /// Appends a piece header (offset, length) to a message.
 fn put_piece(msg: &mut Vec<u8>, off: u64, len: u64) {
     msg.extend_from_slice(&off.to_le_bytes());
@@ -165,7 +180,14 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
         .map_err(internal("two-phase I/O"))?;
     // Aggregators: the first rank of each node, in rank order.
     let keys: Vec<i64> = all.chunks_exact(3).map(|x| x[0]).collect();
-    let aggs: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
+    let per_node: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
+    let hint = f
+        .state()
+        .info
+        .iter()
+        .find(|(k, _)| k == "cb_nodes")
+        .map(|(_, v)| v.clone());
+    let aggs = limit_aggregators(&per_node, hint.as_deref());
     let lo = all.chunks_exact(3).map(|x| x[1] as u64).min().unwrap_or(0);
     let hi = all.chunks_exact(3).map(|x| x[2] as u64).max().unwrap_or(0);
     if hi <= lo {
@@ -349,6 +371,22 @@ mod tests {
             Domains::new(0, 2, 4).cut(&[(0, 2)]),
             vec![(0, 0, 1), (1, 1, 1)]
         );
+    }
+
+    #[test]
+    fn cb_nodes_limits_and_spreads_the_aggregators() {
+        let per_node = [0, 4, 8, 12];
+        assert_eq!(limit_aggregators(&per_node, None), per_node);
+        assert_eq!(limit_aggregators(&per_node, Some("2")), [0, 8]);
+        assert_eq!(limit_aggregators(&per_node, Some("3")), [0, 4, 8]);
+        assert_eq!(limit_aggregators(&per_node, Some("1")), [0]);
+        for ignored in ["4", "9", "0", "-1", "many", ""] {
+            assert_eq!(
+                limit_aggregators(&per_node, Some(ignored)),
+                per_node,
+                "{ignored}"
+            );
+        }
     }
 
     #[test]

@@ -156,6 +156,9 @@ pub enum Msg {
     },
     /// head → daemon: clean up and exit; daemon → head: acknowledged, exiting.
     Shutdown,
+    /// Either direction, every `plm_heartbeat_interval`: I am alive (a side that hears
+    /// nothing from the other for `plm_heartbeat_timeout` counts it as lost).
+    Heartbeat,
     /// Either direction: a fatal error the peer should report.
     Error {
         /// Text.
@@ -175,6 +178,7 @@ const T_SIGNAL: u8 = 9;
 const T_ABORT: u8 = 10;
 const T_SHUTDOWN: u8 = 11;
 const T_ERROR: u8 = 12;
+const T_HEARTBEAT: u8 = 13;
 
 impl Msg {
     /// Encodes the message body (without frame header).
@@ -258,6 +262,9 @@ impl Msg {
             }
             Msg::Abort { code, reason } => {
                 e.u8(T_ABORT).i32(*code).str(reason);
+            }
+            Msg::Heartbeat => {
+                e.u8(T_HEARTBEAT);
             }
             Msg::Shutdown => {
                 e.u8(T_SHUTDOWN);
@@ -377,6 +384,7 @@ impl Msg {
                 reason: d.string("reason")?,
             },
             T_SHUTDOWN => Msg::Shutdown,
+            T_HEARTBEAT => Msg::Heartbeat,
             T_ERROR => Msg::Error {
                 message: d.string("message")?,
             },

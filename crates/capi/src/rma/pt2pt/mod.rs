@@ -18,6 +18,11 @@
 //! fence and window free ask those targets for an acknowledgement. PSCW's `complete` is a
 //! message that the target counts after applying everything sent before it.
 //!
+//! Threads: every target has a mutex held from a request's send to its reply's receipt, so
+//! several threads of one process using one window never take each other's replies (a
+//! reply carries no request id: at most one is outstanding per target and window), and a
+//! reply still proves that every operation sent to that target before it was applied.
+//!
 //! The progress thread polls the engine for requests: busily while requests keep coming,
 //! then sleeping 1, 2, 4, ... µs up to `osc_pt2pt_idle_sleep_max` (the engine has no
 //! blocking wait on its transports that a thread could sleep in).
@@ -52,6 +57,9 @@ pub(crate) struct Net {
     ecomm: EComm,
     /// Targets with operations not acknowledged yet.
     dirty: Vec<AtomicBool>,
+    /// Per target: held from a request's send until its reply is in (see the module
+    /// documentation).
+    turn: Vec<Mutex<()>>,
     /// Wait for every operation's acknowledgement (dynamic windows: only the target knows
     /// what is attached, and a bad address must fail the call that used it).
     acked: bool,
@@ -70,6 +78,7 @@ impl Net {
             comm,
             ecomm,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            turn: (0..n).map(|_| Mutex::new(())).collect(),
             acked,
             stop: Arc::new(AtomicBool::new(false)),
             thread: Mutex::new(None),
@@ -101,7 +110,13 @@ impl Net {
         }
     }
 
-    /// Send `req` to target `t` (blocking until the buffer is free, not until applied).
+    /// Our turn to talk to target `t` (one request with a reply outstanding at a time).
+    fn turn(&self, t: usize) -> std::sync::MutexGuard<'_, ()> {
+        self.turn[t].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send `req` to target `t` (blocking until the buffer is free, not until applied);
+    /// the caller has `t`'s [`Net::turn`].
     fn send(&self, t: usize, req: &Req) -> MpiResult {
         let bytes = req.encode();
         // SAFETY: `bytes` lives across this blocking send.
@@ -128,6 +143,7 @@ impl Net {
     /// Send `req` to `t` and wait for its reply; every earlier operation to `t` is then
     /// applied, so `t` is clean. Returns the reply's data or its error.
     fn call(&self, t: usize, req: &Req) -> MpiResult<Vec<u8>> {
+        let _turn = self.turn(t);
         self.send(t, req)?;
         let (m, st) = self
             .eng
@@ -159,8 +175,11 @@ impl Net {
 
     /// Send an operation that is acknowledged later (put, accumulate without result).
     fn post_op(&self, t: usize, req: &Req) -> MpiResult {
-        self.dirty[t].store(true, Ordering::Relaxed);
-        self.send(t, req)?;
+        {
+            let _turn = self.turn(t);
+            self.dirty[t].store(true, Ordering::Relaxed);
+            self.send(t, req)?;
+        }
         if self.acked {
             self.flush(t)?;
         }
@@ -247,6 +266,7 @@ impl Net {
 
     /// `MPI_Win_post` to origin `o`.
     pub(crate) fn post(&self, o: usize) -> MpiResult {
+        let _turn = self.turn(o);
         self.send(o, &Req::Post)
     }
 

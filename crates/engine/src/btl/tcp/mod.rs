@@ -1,10 +1,12 @@
 //! The `tcp` transport: a [`link::TcpLink`] per peer over a non-blocking TCP connection, for
-//! ranks on different hosts (or any ranks when `sm` is excluded); `setup` connects them,
-//! `params` declares `btl_tcp_*`.
+//! ranks on different hosts (or any ranks when `sm` is excluded), or a [`stripe::StripedLink`]
+//! over several when interfaces pair up or `btl_tcp_links` asks for more; `setup` connects
+//! them, `params` declares `btl_tcp_*`.
 
 pub(crate) mod link;
 pub(crate) mod params;
 pub(crate) mod setup;
+pub(crate) mod stripe;
 
 use oxmpi_base::params::Component;
 

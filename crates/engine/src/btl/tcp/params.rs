@@ -90,8 +90,21 @@ pub(crate) static HANDSHAKE_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_tcp_links`.
+pub(crate) static LINKS: ParamDecl = ParamDecl::new(
+    "btl",
+    "tcp",
+    "links",
+    ParamType::Int { min: 1, max: 16 },
+    "1",
+    "TCP connections per paired interface to each peer on another host; large messages are \
+     striped over all of a peer's connections (every pair of interfaces on a common subnet \
+     gets its own)",
+)
+.level(4);
+
 /// Every `btl_tcp_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 7] = [
+pub(crate) static PARAMS: [ParamDecl; 8] = [
     IF_INCLUDE,
     IF_EXCLUDE,
     PORT_MIN,
@@ -99,4 +112,5 @@ pub(crate) static PARAMS: [ParamDecl; 7] = [
     CONNECT_TIMEOUT,
     LINK_TIMEOUT,
     HANDSHAKE_TIMEOUT,
+    LINKS,
 ];
