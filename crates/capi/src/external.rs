@@ -156,9 +156,9 @@ fn basic_seq(dt: &Datatype) -> MpiResult<Vec<Run>> {
         return Ok(seq);
     }
     if dt.combiner == MPI_COMBINER_STRUCT {
-        let count = dt.ints.first().copied().unwrap_or(0).max(0) as usize;
+        let count = dt.struct_arg(0).unwrap_or(0).max(0) as usize;
         for (i, old) in dt.type_objs.iter().enumerate().take(count) {
-            let reps = dt.ints.get(i + 1).copied().unwrap_or(0).max(0) as usize;
+            let reps = dt.struct_arg(i + 1).unwrap_or(0).max(0) as usize;
             push_seq(&mut seq, &basic_seq(old)?, reps);
         }
     } else if let Some(old) = dt.type_objs.first() {
