@@ -124,6 +124,8 @@ macro_rules! mpi_fn_c {
             type Disp = $disp;
             mpi_fn! { $(#[$meta])* fn $pname / $name $([$owner])? ($($args)*) $body }
         }
+        // The function keeps its path (unused where the parent module is private).
+        #[allow(unused_imports)]
         pub use self::$pname::$pname;
     };
 }
