@@ -214,6 +214,7 @@ fn large_count_functions_in_both_abis_and_mpich_builds() {
         "small _c sends and receives",
         "collectives with MPI_Count counts and MPI_Aint displacements",
         "neighbourhood collectives and MPI_Reduce_local_c",
+        "MPI-IO and MPI_Pack_external_c",
     ] {
         assert!(out_has(&a, line), "missing '{line}':\n{a}");
     }

@@ -1,13 +1,14 @@
 /* The MPI 4 large-count `_c` functions: sizes and counts of types and statuses beyond
  * INT_MAX with their int forms' MPI_UNDEFINED, the _c datatype constructors and their
  * envelope, pack/unpack, small _c sends and receives of every kind, and collectives
- * with MPI_Count count and MPI_Aint displacement arrays. With the argument
+ * with MPI_Count count and MPI_Aint displacement arrays, MPI-IO and MPI_Pack_external. With the argument
  * `big`, only a message of 2^31 + 24 MPI_CHARs (the harness runs it where the memory
  * allows). Needs 2 ranks; rank 0 prints. */
 #include "check.h"
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BIG (((MPI_Count)1 << 31) + 24)
 
@@ -292,6 +293,46 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         printf("std_largecount: neighbourhood collectives and MPI_Reduce_local_c\n");
+
+    /* MPI-IO and MPI_Pack_external with MPI_Count counts. */
+    {
+        char path[256];
+        const char *tmp = getenv("TMPDIR");
+        int pid = (int)getpid(), vals[4], back[4];
+        MPI_File fh;
+        MPI_Request r;
+        MPI_Count epos = 0;
+        MPI_Count esz;
+        CHECK_RC(MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        snprintf(path, sizeof path, "%s/oxmpi-std-lc-%d", tmp && *tmp ? tmp : "/tmp", pid);
+        CHECK_RC(MPI_File_open(MPI_COMM_WORLD, path,
+                               MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                               MPI_INFO_NULL, &fh));
+        for (i = 0; i < 4; i++)
+            vals[i] = 100 * rank + i;
+        CHECK_RC(MPI_File_write_at_c(fh, 16 * rank, vals, 2, MPI_INT, &status));
+        CHECK_RC(MPI_Get_count_c(&status, MPI_INT, &n));
+        CHECK(n == 2);
+        CHECK_RC(MPI_File_iwrite_at_c(fh, 16 * rank + 8, vals + 2, 2, MPI_INT, &r));
+        CHECK_RC(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_File_sync(fh));
+        CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+        CHECK_RC(MPI_File_sync(fh));
+        CHECK_RC(MPI_File_read_at_all_c(fh, 16 * (1 - rank), back, 4, MPI_INT, &status));
+        CHECK_RC(MPI_Get_count_c(&status, MPI_INT, &n));
+        CHECK(n == 4 && back[0] == 100 * (1 - rank) && back[3] == 100 * (1 - rank) + 3);
+        CHECK_RC(MPI_File_close(&fh));
+        CHECK_RC(MPI_Pack_external_size_c("external32", 4, MPI_INT, &esz));
+        CHECK(esz == 16);
+        CHECK_RC(MPI_Pack_external_c("external32", vals, 4, MPI_INT, packed, sizeof packed, &epos));
+        CHECK(epos == 16 && packed[3] == (char)vals[0]);
+        memset(back, 0, sizeof back);
+        epos = 0;
+        CHECK_RC(MPI_Unpack_external_c("external32", packed, 16, &epos, back, 4, MPI_INT));
+        CHECK(epos == 16 && back[1] == vals[1] && back[3] == vals[3]);
+    }
+    if (rank == 0)
+        printf("std_largecount: MPI-IO and MPI_Pack_external_c\n");
     MPI_Type_free(&vec);
     MPI_Type_free(&hidx);
     MPI_Type_free(&st);
