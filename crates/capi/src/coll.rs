@@ -13,7 +13,11 @@ use crate::backend::{self, EComm};
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
-use crate::ffi::{check_count, inp, out, slice_in, MpiError, MpiResult};
+use crate::ffi::{
+    check_count, inp, int_count, out, slice_in, CountArg, DispArg, MpiError, MpiResult,
+};
+#[allow(unused_imports)]
+use crate::ffi::{disp_ptr, int_ptr};
 use crate::state::lock;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -192,10 +196,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Bcast`.
-    fn PMPI_Bcast / "MPI_Bcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, count, datatype, root); }
+    fn PMPI_Bcast / "MPI_Bcast", PMPI_Bcast_c / "MPI_Bcast_c" (buffer: *mut c_void, count: Count, datatype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, int_count(count)?, datatype, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -204,10 +208,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Reduce`.
-    fn PMPI_Reduce / "MPI_Reduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root); }
+    fn PMPI_Reduce / "MPI_Reduce", PMPI_Reduce_c / "MPI_Reduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -217,10 +221,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Allreduce`.
-    fn PMPI_Allreduce / "MPI_Allreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }); }
+    fn PMPI_Allreduce / "MPI_Allreduce", PMPI_Allreduce_c / "MPI_Allreduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
@@ -231,7 +235,7 @@ mpi_fn! {
 
 /// Shared body of Scan (`exclusive = false`) and Exscan: recursive doubling in
 /// `oxmpi-coll` on packed items.
-fn scan(r: alg::ReduceArgs, exclusive: bool) -> MpiResult {
+fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
     let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
     let (count, datatype, op) = (r.count, r.datatype, r.op);
     let c = coll(comm)?;
@@ -270,30 +274,34 @@ fn scan(r: alg::ReduceArgs, exclusive: bool) -> MpiResult {
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Scan`.
-    fn PMPI_Scan / "MPI_Scan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+    fn PMPI_Scan / "MPI_Scan", PMPI_Scan_c / "MPI_Scan_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Scan")?;
-        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count: count.into(), datatype, op, comm }, false)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Exscan` (the result on rank 0 is undefined and left untouched).
-    fn PMPI_Exscan / "MPI_Exscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+    fn PMPI_Exscan / "MPI_Exscan", PMPI_Exscan_c / "MPI_Exscan_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int) {
         crate::intercomm::require_intra(comm, "MPI_Exscan")?;
-        scan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true)
+        scan(alg::ReduceArgs { sendbuf, recvbuf, count: count.into(), datatype, op, comm }, true)
     }
 }
 
 /// Per-rank (count, displacement) pairs of a v-collective.
-fn layout(c: &Coll, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec<(usize, isize)>> {
+fn layout<C: CountArg, D: DispArg>(
+    c: &Coll,
+    counts: *const C,
+    displs: *const D,
+) -> MpiResult<Vec<(usize, isize)>> {
     let n = c.size as usize;
     let cs = slice_in(counts, n, "counts")?;
     let ds = slice_in(displs, n, "displs")?;
     cs.iter()
         .zip(ds)
-        .map(|(&k, &d)| Ok((check_count(k)?, d as isize)))
+        .map(|(&k, &d)| Ok((check_count(k)?, d.aint())))
         .collect::<MpiResult<Vec<_>>>()
         .map_err(|e| e.on(c.comm))
 }
@@ -412,10 +420,10 @@ fn scatterv(
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Gather`.
-    fn PMPI_Gather / "MPI_Gather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root); }
+    fn PMPI_Gather / "MPI_Gather", PMPI_Gather_c / "MPI_Gather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(int_count(recvcount)?), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
@@ -428,10 +436,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Gatherv`.
-    fn PMPI_Gatherv / "MPI_Gatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root); }
+    fn PMPI_Gatherv / "MPI_Gatherv", PMPI_Gatherv_c / "MPI_Gatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(int_ptr(recvcounts)?, disp_ptr(displs)?), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
@@ -442,10 +450,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Scatter`.
-    fn PMPI_Scatter / "MPI_Scatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
+    fn PMPI_Scatter / "MPI_Scatter", PMPI_Scatter_c / "MPI_Scatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(int_count(sendcount)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
@@ -458,10 +466,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Scatterv`.
-    fn PMPI_Scatterv / "MPI_Scatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root); }
+    fn PMPI_Scatterv / "MPI_Scatterv", PMPI_Scatterv_c / "MPI_Scatterv_c" (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(int_ptr(sendcounts)?, disp_ptr(displs)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
@@ -516,10 +524,10 @@ fn allgatherv(
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Allgather`.
-    fn PMPI_Allgather / "MPI_Allgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
+    fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -530,10 +538,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Allgatherv`.
-    fn PMPI_Allgatherv / "MPI_Allgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }); }
+    fn PMPI_Allgatherv / "MPI_Allgatherv", PMPI_Allgatherv_c / "MPI_Allgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(displs)?, datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -607,7 +615,7 @@ fn alltoallv(
 fn alltoall_shm(
     seg: &oxmpi_coll::sm::Seg,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: i64,
     sendtype: c_int,
     recvbuf: *mut c_void,
     rc: usize,
@@ -648,10 +656,10 @@ fn alltoall_shm(
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Alltoall`.
-    fn PMPI_Alltoall / "MPI_Alltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }); }
+    fn PMPI_Alltoall / "MPI_Alltoall", PMPI_Alltoall_c / "MPI_Alltoall_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -659,7 +667,7 @@ mpi_fn! {
         let block = rc * rdt.size;
         if n > 1 && block > 0 && n * block <= oxmpi_coll::sm::DATA {
             if let Some(seg) = oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall).map_err(alg::err(comm))? {
-                return alltoall_shm(&seg, sendbuf, sendcount, sendtype, recvbuf, rc, &rdt, comm);
+                return alltoall_shm(&seg, sendbuf, sendcount.into(), sendtype, recvbuf, rc, &rdt, comm);
             }
         }
         let send = if alg::is_in_place(sendbuf) {
@@ -673,10 +681,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Alltoallv`.
-    fn PMPI_Alltoallv / "MPI_Alltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }); }
+    fn PMPI_Alltoallv / "MPI_Alltoallv", PMPI_Alltoallv_c / "MPI_Alltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtype }); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -751,10 +759,10 @@ fn alltoallw(
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Alltoallw` (displacements in bytes).
-    fn PMPI_Alltoallw / "MPI_Alltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }); }
+    fn PMPI_Alltoallw / "MPI_Alltoallw", PMPI_Alltoallw_c / "MPI_Alltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtypes }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
@@ -798,20 +806,20 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Reduce_scatter_block`.
-    fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }); }
+    fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block_c / "MPI_Reduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(recvcount)?, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Reduce_scatter`.
-    fn PMPI_Reduce_scatter / "MPI_Reduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }); }
+    fn PMPI_Reduce_scatter / "MPI_Reduce_scatter", PMPI_Reduce_scatter_c / "MPI_Reduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_ptr(recvcounts)?, datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })

@@ -7,7 +7,10 @@
 //! type has exactly one block.
 
 use crate::consts::*;
-use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiResult};
+use crate::ffi::{
+    check_count, copy_cstr, counts_in, inp, out, read_cstr, slice_in, slice_out, CountArg,
+    MpiResult,
+};
 pub(crate) use crate::objects::{Block, Datatype};
 use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
@@ -91,6 +94,15 @@ const BUILTINS: &[(c_int, &str)] = &[
 ];
 
 impl Datatype {
+    /// The number of blocks of a struct type and the block length of its block `i`
+    /// (`None`: not given), from its `int` or large-count constructor's arguments.
+    pub(crate) fn struct_arg(&self, i: usize) -> Option<i64> {
+        if self.counts.is_empty() {
+            self.ints.get(i).map(|&n| n.into())
+        } else {
+            self.counts.get(i).copied()
+        }
+    }
     /// Extent (`ub - lb`).
     pub fn extent(&self) -> isize {
         self.ub - self.lb
@@ -157,6 +169,7 @@ impl Datatype {
             combiner: MPI_COMBINER_NAMED,
             ints: vec![],
             aints: vec![],
+            counts: vec![],
             types: vec![],
             type_objs: vec![],
             basic: Some(handle),
@@ -191,6 +204,7 @@ impl Datatype {
             combiner: MPI_COMBINER_NAMED,
             ints: vec![],
             aints: vec![],
+            counts: vec![],
             types: vec![],
             type_objs: vec![],
             basic: Some(handle),
@@ -435,6 +449,7 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
         combiner: 0,
         ints: vec![],
         aints: vec![],
+        counts: vec![],
         types: vec![],
         type_objs: vec![],
         basic: basic.flatten(),
@@ -475,7 +490,7 @@ pub(crate) fn alignment(t: &Datatype) -> usize {
             .type_objs
             .iter()
             .enumerate()
-            .filter(|(i, _)| t.ints.get(i + 1).is_some_and(|&n| n > 0))
+            .filter(|(i, _)| t.struct_arg(i + 1).is_some_and(|n| n > 0))
             .map(|(_, o)| alignment(o))
             .max()
             .unwrap_or(1);
@@ -544,49 +559,110 @@ fn ints_of(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<c_int>> {
     Ok(slice_in(p, n, what)?.to_vec())
 }
 
-mpi_fn! {
+/// How a datatype constructor records its arguments for `MPI_Type_get_contents(_c)`
+/// (MPI 4.1 §5.1.13): the `int` form's counts among the integers and its displacements
+/// among the addresses; the large-count `_c` form's counts and displacements all among
+/// the large counts. Plain integers (`ndims`, `order`, ...) are integers in both.
+struct Envelope {
+    large: bool,
+    ints: Vec<c_int>,
+    aints: Vec<isize>,
+    counts: Vec<i64>,
+}
+
+impl Envelope {
+    /// The envelope of a constructor whose count type is `C`.
+    fn new<C: CountArg>() -> Self {
+        Envelope {
+            large: C::LARGE,
+            ints: vec![],
+            aints: vec![],
+            counts: vec![],
+        }
+    }
+    /// A plain integer argument.
+    fn int(mut self, v: impl IntoIterator<Item = c_int>) -> Self {
+        self.ints.extend(v);
+        self
+    }
+    /// Count arguments (of type `C` of the constructor: they fit in an `int` in the
+    /// `int` form).
+    fn count(mut self, v: impl IntoIterator<Item = i64>) -> Self {
+        if self.large {
+            self.counts.extend(v);
+        } else {
+            self.ints.extend(v.into_iter().map(|c| c as c_int));
+        }
+        self
+    }
+    /// Displacement (address-sized) arguments.
+    fn addr(mut self, v: impl IntoIterator<Item = isize>) -> Self {
+        if self.large {
+            self.counts.extend(v.into_iter().map(|a| a as i64));
+        } else {
+            self.aints.extend(v);
+        }
+        self
+    }
+    /// Insert the new type `t` with this envelope (see [`register`]).
+    fn register(
+        self,
+        st: &mut State,
+        mut t: Datatype,
+        combiner: c_int,
+        types: Vec<c_int>,
+        newtype: *mut c_int,
+    ) -> MpiResult {
+        t.counts = self.counts;
+        register(st, t, combiner, self.ints, self.aints, types, newtype)
+    }
+}
+
+mpi_fn_c! {
     /// `MPI_Type_contiguous`.
-    fn PMPI_Type_contiguous / "MPI_Type_contiguous" (count: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_contiguous / "MPI_Type_contiguous", PMPI_Type_contiguous_c / "MPI_Type_contiguous_c" (count: Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let t = build(&[(0, n, &old)]);
-        register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_vector`.
-    fn PMPI_Type_vector / "MPI_Type_vector" (count: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_vector / "MPI_Type_vector", PMPI_Type_vector_c / "MPI_Type_vector_c" (count: Count, blocklength: Count, stride: Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
+        let stride: i64 = stride.into();
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, &*old)).collect();
         let t = build(&e);
-        register(&mut st, t, MPI_COMBINER_VECTOR, vec![count, blocklength, stride], vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_hvector`.
-    fn PMPI_Type_create_hvector / "MPI_Type_create_hvector" (count: c_int, blocklength: c_int, stride: isize, oldtype: c_int, newtype: *mut c_int) {
+mpi_fn_c! {
+    /// `MPI_Type_create_hvector` (the stride is an `MPI_Aint`, an `MPI_Count` in the `_c`
+    /// form: the same type here).
+    fn PMPI_Type_create_hvector / "MPI_Type_create_hvector", PMPI_Type_create_hvector_c / "MPI_Type_create_hvector_c" (count: Count, blocklength: Count, stride: isize, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, &*old)).collect();
         let t = build(&e);
-        register(&mut st, t, MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![stride], vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_indexed`.
-    fn PMPI_Type_indexed / "MPI_Type_indexed" (count: c_int, blocklens: *const c_int, displs: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_indexed / "MPI_Type_indexed", PMPI_Type_indexed_c / "MPI_Type_indexed_c" (count: Count, blocklens: *const Count, displs: *const Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
-        let d = ints_of(displs, n, "array_of_displacements")?;
+        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
+        let d = counts_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let mut e = Vec::with_capacity(n);
@@ -594,18 +670,15 @@ mpi_fn! {
             e.push((d[i] as isize * old.extent(), check_count(bl[i])?, &*old));
         }
         let t = build(&e);
-        let mut ints = vec![count];
-        ints.extend(&bl);
-        ints.extend(&d);
-        register(&mut st, t, MPI_COMBINER_INDEXED, ints, vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into()]).count(bl).count(d).register(&mut st, t, MPI_COMBINER_INDEXED, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_hindexed`.
-    fn PMPI_Type_create_hindexed / "MPI_Type_create_hindexed" (count: c_int, blocklens: *const c_int, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_hindexed / "MPI_Type_create_hindexed", PMPI_Type_create_hindexed_c / "MPI_Type_create_hindexed_c" (count: Count, blocklens: *const Count, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
+        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
         let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
         let mut st = lock();
         let old = st.dtype(oldtype)?;
@@ -614,31 +687,27 @@ mpi_fn! {
             e.push((d[i], check_count(bl[i])?, &*old));
         }
         let t = build(&e);
-        let mut ints = vec![count];
-        ints.extend(&bl);
-        register(&mut st, t, MPI_COMBINER_HINDEXED, ints, d, vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into()]).count(bl).addr(d).register(&mut st, t, MPI_COMBINER_HINDEXED, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_indexed_block`.
-    fn PMPI_Type_create_indexed_block / "MPI_Type_create_indexed_block" (count: c_int, blocklength: c_int, displs: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_indexed_block / "MPI_Type_create_indexed_block", PMPI_Type_create_indexed_block_c / "MPI_Type_create_indexed_block_c" (count: Count, blocklength: Count, displs: *const Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
-        let d = ints_of(displs, n, "array_of_displacements")?;
+        let d = counts_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = d.iter().map(|&x| (x as isize * old.extent(), bl, &*old)).collect();
         let t = build(&e);
-        let mut ints = vec![count, blocklength];
-        ints.extend(&d);
-        register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, ints, vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into()]).count(d).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_hindexed_block`.
-    fn PMPI_Type_create_hindexed_block / "MPI_Type_create_hindexed_block" (count: c_int, blocklength: c_int, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_hindexed_block / "MPI_Type_create_hindexed_block", PMPI_Type_create_hindexed_block_c / "MPI_Type_create_hindexed_block_c" (count: Count, blocklength: Count, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
         let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
@@ -646,15 +715,15 @@ mpi_fn! {
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = d.iter().map(|&x| (x, bl, &*old)).collect();
         let t = build(&e);
-        register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![count, blocklength], d, vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into()]).addr(d).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_struct`.
-    fn PMPI_Type_create_struct / "MPI_Type_create_struct" (count: c_int, blocklens: *const c_int, displs: *const isize, types: *const c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_struct / "MPI_Type_create_struct", PMPI_Type_create_struct_c / "MPI_Type_create_struct_c" (count: Count, blocklens: *const Count, displs: *const isize, types: *const c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = ints_of(blocklens, n, "array_of_blocklengths")?;
+        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
         let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
         let ty = ints_of(types, n, "array_of_types")?;
         let mut st = lock();
@@ -665,15 +734,13 @@ mpi_fn! {
         }
         let mut t = build(&e);
         pad_struct(&mut t, &e);
-        let mut ints = vec![count];
-        ints.extend(&bl);
-        register(&mut st, t, MPI_COMBINER_STRUCT, ints, d, ty, newtype)
+        Envelope::new::<Count>().count([count.into()]).count(bl).addr(d).register(&mut st, t, MPI_COMBINER_STRUCT, ty, newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_resized`.
-    fn PMPI_Type_create_resized / "MPI_Type_create_resized" (oldtype: c_int, lb: isize, extent: isize, newtype: *mut c_int) {
+    fn PMPI_Type_create_resized / "MPI_Type_create_resized", PMPI_Type_create_resized_c / "MPI_Type_create_resized_c" (oldtype: c_int, lb: isize, extent: isize, newtype: *mut c_int) {
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let mut t = (*old).clone();
@@ -682,20 +749,20 @@ mpi_fn! {
         t.committed = false;
         t.predefined = false;
         t.name.clear();
-        register(&mut st, t, MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![oldtype], newtype)
+        Envelope::new::<Count>().addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, vec![oldtype], newtype)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_subarray`.
-    fn PMPI_Type_create_subarray / "MPI_Type_create_subarray" (ndims: c_int, sizes: *const c_int, subsizes: *const c_int, starts: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_subarray / "MPI_Type_create_subarray", PMPI_Type_create_subarray_c / "MPI_Type_create_subarray_c" (ndims: c_int, sizes: *const Count, subsizes: *const Count, starts: *const Count, order: c_int, oldtype: c_int, newtype: *mut c_int) {
         let nd = check_count(ndims)?;
         if nd == 0 {
             mpi_bail!(MPI_ERR_DIMS, "ndims must be positive");
         }
-        let sz = ints_of(sizes, nd, "array_of_sizes")?;
-        let sub = ints_of(subsizes, nd, "array_of_subsizes")?;
-        let stt = ints_of(starts, nd, "array_of_starts")?;
+        let sz = counts_in(sizes, nd, "array_of_sizes")?;
+        let sub = counts_in(subsizes, nd, "array_of_subsizes")?;
+        let stt = counts_in(starts, nd, "array_of_starts")?;
         for i in 0..nd {
             if sz[i] <= 0 || sub[i] < 0 || stt[i] < 0 || sub[i] + stt[i] > sz[i] {
                 mpi_bail!(MPI_ERR_ARG, "invalid subarray dimension {i}: size {} subsize {} start {}", sz[i], sub[i], stt[i]);
@@ -740,12 +807,7 @@ mpi_fn! {
         let mut t = build(&entries);
         t.lb = 0;
         t.ub = stride[0] * s[0] as isize * ext;
-        let mut ints = vec![ndims];
-        ints.extend(&sz);
-        ints.extend(&sub);
-        ints.extend(&stt);
-        ints.push(order);
-        register(&mut st, t, MPI_COMBINER_SUBARRAY, ints, vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().int([ndims]).count(sz).count(sub).count(stt).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, vec![oldtype], newtype)
     }
 }
 
@@ -796,9 +858,9 @@ fn darray_owned(
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Type_create_darray`.
-    fn PMPI_Type_create_darray / "MPI_Type_create_darray" (size: c_int, rank: c_int, ndims: c_int, gsizes: *const c_int, distribs: *const c_int, dargs: *const c_int, psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn PMPI_Type_create_darray / "MPI_Type_create_darray", PMPI_Type_create_darray_c / "MPI_Type_create_darray_c" (size: c_int, rank: c_int, ndims: c_int, gsizes: *const Count, distribs: *const c_int, dargs: *const c_int, psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
         let nd = check_count(ndims)?;
         if size <= 0 || rank < 0 || rank >= size {
             mpi_bail!(MPI_ERR_ARG, "invalid size {size} / rank {rank}");
@@ -806,7 +868,7 @@ mpi_fn! {
         if order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN {
             mpi_bail!(MPI_ERR_ARG, "invalid order {order}");
         }
-        let gs = ints_of(gsizes, nd, "array_of_gsizes")?;
+        let gs = counts_in(gsizes, nd, "array_of_gsizes")?;
         let ds = ints_of(distribs, nd, "array_of_distribs")?;
         let da = ints_of(dargs, nd, "array_of_dargs")?;
         let ps = ints_of(psizes, nd, "array_of_psizes")?;
@@ -855,13 +917,7 @@ mpi_fn! {
         let mut t = build(&entries);
         t.lb = 0;
         t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
-        let mut ints = vec![size, rank, ndims];
-        ints.extend(&gs);
-        ints.extend(&ds);
-        ints.extend(&da);
-        ints.extend(&ps);
-        ints.push(order);
-        register(&mut st, t, MPI_COMBINER_DARRAY, ints, vec![], vec![oldtype], newtype)
+        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, vec![oldtype], newtype)
     }
 }
 
@@ -916,11 +972,11 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_size`.
-    fn PMPI_Type_size / "MPI_Type_size" (datatype: c_int, size: *mut c_int) {
+mpi_fn_c! {
+    /// `MPI_Type_size` (`MPI_UNDEFINED` if the size does not fit in the form's count).
+    fn PMPI_Type_size / "MPI_Type_size", PMPI_Type_size_c / "MPI_Type_size_c" (datatype: c_int, size: *mut Count) {
         let t = lock().dtype(datatype)?;
-        out(size, c_int::try_from(t.size).unwrap_or(MPI_UNDEFINED), "size")
+        out(size, Count::from_usize(t.size).unwrap_or(MPI_UNDEFINED.into()), "size")
     }
 }
 
@@ -932,9 +988,9 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_get_extent`.
-    fn PMPI_Type_get_extent / "MPI_Type_get_extent" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+mpi_fn_c! {
+    /// `MPI_Type_get_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
+    fn PMPI_Type_get_extent / "MPI_Type_get_extent", PMPI_Type_get_extent_c / "MPI_Type_get_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
         let t = lock().dtype(datatype)?;
         out(lb, t.lb, "lb")?;
         out(extent, t.extent(), "extent")
@@ -950,9 +1006,9 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_get_true_extent`.
-    fn PMPI_Type_get_true_extent / "MPI_Type_get_true_extent" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+mpi_fn_c! {
+    /// `MPI_Type_get_true_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
+    fn PMPI_Type_get_true_extent / "MPI_Type_get_true_extent", PMPI_Type_get_true_extent_c / "MPI_Type_get_true_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
         let t = lock().dtype(datatype)?;
         out(lb, t.true_lb, "true_lb")?;
         out(extent, t.true_ub - t.true_lb, "true_extent")
@@ -998,6 +1054,9 @@ mpi_fn! {
     /// `MPI_Type_get_envelope`.
     fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
         let t = lock().dtype(datatype)?;
+        if !t.counts.is_empty() {
+            mpi_bail!(MPI_ERR_TYPE, "datatype made by a large-count constructor: use MPI_Type_get_envelope_c");
+        }
         out(num_integers, t.ints.len() as c_int, "num_integers")?;
         out(num_addresses, t.aints.len() as c_int, "num_addresses")?;
         out(num_datatypes, t.types.len() as c_int, "num_datatypes")?;
@@ -1013,21 +1072,61 @@ mpi_fn! {
         if t.combiner == MPI_COMBINER_NAMED {
             mpi_bail!(MPI_ERR_TYPE, "MPI_Type_get_contents on a predefined datatype");
         }
+        if !t.counts.is_empty() {
+            mpi_bail!(MPI_ERR_TYPE, "datatype made by a large-count constructor: use MPI_Type_get_contents_c");
+        }
         if (max_integers as usize) < t.ints.len() || (max_addresses as usize) < t.aints.len() || (max_datatypes as usize) < t.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
             mpi_bail!(MPI_ERR_ARG, "output arrays too small for the datatype contents");
         }
         slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
         slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
-        let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
-        for ((o, &h), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
-            // Derived types are returned as new handles the caller frees.
-            *o = if builtins().contains_key(&h) {
-                h
-            } else {
-                st.types.insert(Arc::new((**d).clone()))
-            };
+        contents_types(&mut st, &t, datatypes)
+    }
+}
+
+/// The constituent types of `t` for `MPI_Type_get_contents(_c)`: derived ones as new
+/// handles the caller frees.
+fn contents_types(st: &mut State, t: &Datatype, datatypes: *mut c_int) -> MpiResult {
+    let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
+    for ((o, &h), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
+        *o = if builtins().contains_key(&h) {
+            h
+        } else {
+            st.types.insert(Arc::new((**d).clone()))
+        };
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_envelope_c` (MPI 4.0): also the number of large counts (those of a
+    /// type made by a `_c` constructor).
+    fn PMPI_Type_get_envelope_c / "MPI_Type_get_envelope_c" (datatype: c_int, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int) {
+        let t = lock().dtype(datatype)?;
+        out(num_integers, t.ints.len() as i64, "num_integers")?;
+        out(num_addresses, t.aints.len() as i64, "num_addresses")?;
+        out(num_large_counts, t.counts.len() as i64, "num_large_counts")?;
+        out(num_datatypes, t.types.len() as i64, "num_datatypes")?;
+        out(combiner, t.combiner, "combiner")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_contents_c` (MPI 4.0).
+    fn PMPI_Type_get_contents_c / "MPI_Type_get_contents_c" (datatype: c_int, max_integers: i64, max_addresses: i64, max_large_counts: i64, max_datatypes: i64, integers: *mut c_int, addresses: *mut isize, large_counts: *mut i64, datatypes: *mut c_int) {
+        let mut st = lock();
+        let t = st.dtype(datatype)?;
+        if t.combiner == MPI_COMBINER_NAMED {
+            mpi_bail!(MPI_ERR_TYPE, "MPI_Type_get_contents_c on a predefined datatype");
         }
-        Ok(())
+        let fits = |max: i64, n: usize| usize::try_from(max).is_ok_and(|m| m >= n);
+        if !fits(max_integers, t.ints.len()) || !fits(max_addresses, t.aints.len()) || !fits(max_large_counts, t.counts.len()) || !fits(max_datatypes, t.types.len()) {
+            mpi_bail!(MPI_ERR_ARG, "output arrays too small for the datatype contents");
+        }
+        slice_out(integers, t.ints.len(), "array_of_integers")?.copy_from_slice(&t.ints);
+        slice_out(addresses, t.aints.len(), "array_of_addresses")?.copy_from_slice(&t.aints);
+        slice_out(large_counts, t.counts.len(), "array_of_large_counts")?.copy_from_slice(&t.counts);
+        contents_types(&mut st, &t, datatypes)
     }
 }
 
@@ -1081,20 +1180,21 @@ mpi_fn! {
 }
 
 /// Validate and fetch the datatype for a (buffer, count) pair used in a pack call.
-fn pack_args(st: &State, count: c_int, datatype: c_int) -> MpiResult<(usize, Arc<Datatype>)> {
+fn pack_args(st: &State, count: i64, datatype: c_int) -> MpiResult<(usize, Arc<Datatype>)> {
     let n = check_count(count)?;
     let t = st.dtype_committed(datatype)?;
     Ok((n, t))
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Pack`.
-    fn PMPI_Pack / "MPI_Pack" (inbuf: *const c_void, incount: c_int, datatype: c_int, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: c_int) {
+    fn PMPI_Pack / "MPI_Pack", PMPI_Pack_c / "MPI_Pack_c" (inbuf: *const c_void, incount: Count, datatype: c_int, outbuf: *mut c_void, outsize: Count, position: *mut Count, comm: c_int) {
         let st = lock();
         st.comm(comm)?;
-        let (n, t) = pack_args(&st, incount, datatype)?;
+        let (n, t) = pack_args(&st, incount.into(), datatype)?;
         drop(st);
-        let pos = inp(position, "position")?;
+        let pos: i64 = inp(position, "position")?.into();
+        let outsize: i64 = outsize.into();
         let need = n * t.size;
         if pos < 0 || outsize < 0 || pos as usize + need > outsize as usize {
             mpi_bail!(MPI_ERR_TRUNCATE, "pack buffer too small: {outsize} bytes, position {pos}, need {need} more");
@@ -1106,18 +1206,20 @@ mpi_fn! {
             // SAFETY: `outbuf` has `outsize` bytes and pos + need <= outsize (checked).
             unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), outbuf.cast::<u8>().add(pos as usize), need) };
         }
-        out(position, pos + need as c_int, "position")
+        // pos + need <= outsize, a value of the form's count type.
+        out(position, Count::from_count(pos + need as i64).unwrap_or_default(), "position")
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Unpack`.
-    fn PMPI_Unpack / "MPI_Unpack" (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: c_int, comm: c_int) {
+    fn PMPI_Unpack / "MPI_Unpack", PMPI_Unpack_c / "MPI_Unpack_c" (inbuf: *const c_void, insize: Count, position: *mut Count, outbuf: *mut c_void, outcount: Count, datatype: c_int, comm: c_int) {
         let st = lock();
         st.comm(comm)?;
-        let (n, t) = pack_args(&st, outcount, datatype)?;
+        let (n, t) = pack_args(&st, outcount.into(), datatype)?;
         drop(st);
-        let pos = inp(position, "position")?;
+        let pos: i64 = inp(position, "position")?.into();
+        let insize: i64 = insize.into();
         let need = n * t.size;
         if pos < 0 || insize < 0 || pos as usize + need > insize as usize {
             mpi_bail!(MPI_ERR_TRUNCATE, "unpack buffer too small: {insize} bytes, position {pos}, need {need} more");
@@ -1128,37 +1230,39 @@ mpi_fn! {
             // SAFETY: MPI_Unpack's contract: `outbuf` holds `outcount` items of `datatype`.
             unsafe { unpack_from(&t, n, outbuf.cast(), data) };
         }
-        out(position, pos + need as c_int, "position")
+        // pos + need <= insize, a value of the form's count type.
+        out(position, Count::from_count(pos + need as i64).unwrap_or_default(), "position")
     }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_size`.
-    fn PMPI_Pack_size / "MPI_Pack_size" (incount: c_int, datatype: c_int, comm: c_int, size: *mut c_int) {
+mpi_fn_c! {
+    /// `MPI_Pack_size` (`MPI_UNDEFINED` if the size does not fit in the form's count).
+    fn PMPI_Pack_size / "MPI_Pack_size", PMPI_Pack_size_c / "MPI_Pack_size_c" (incount: Count, datatype: c_int, comm: c_int, size: *mut Count) {
         let st = lock();
         st.comm(comm)?;
         let n = check_count(incount)?;
         let t = st.dtype(datatype)?;
-        out(size, c_int::try_from(n * t.size).unwrap_or(MPI_UNDEFINED), "size")
+        let bytes = n.checked_mul(t.size).and_then(Count::from_usize);
+        out(size, bytes.unwrap_or(MPI_UNDEFINED.into()), "size")
     }
 }
 
-mpi_fn! {
-    /// `MPI_Get_count`.
-    fn PMPI_Get_count / "MPI_Get_count" (status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
+mpi_fn_c! {
+    /// `MPI_Get_count` (`MPI_UNDEFINED` if the count does not fit in the form's count).
+    fn PMPI_Get_count / "MPI_Get_count", PMPI_Get_count_c / "MPI_Get_count_c" (status: *const MpiStatus, datatype: c_int, count: *mut Count) {
         let s = inp(status, "status")?;
         let t = lock().dtype(datatype)?;
-        let c = t.count_of(status_bytes(&s)).and_then(|c| c_int::try_from(c).ok()).unwrap_or(MPI_UNDEFINED);
+        let c = t.count_of(status_bytes(&s)).and_then(Count::from_usize).unwrap_or(MPI_UNDEFINED.into());
         out(count, c, "count")
     }
 }
 
-mpi_fn! {
-    /// `MPI_Get_elements`.
-    fn PMPI_Get_elements / "MPI_Get_elements" (status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
+mpi_fn_c! {
+    /// `MPI_Get_elements` (`MPI_UNDEFINED` if the number does not fit in the form's count).
+    fn PMPI_Get_elements / "MPI_Get_elements", PMPI_Get_elements_c / "MPI_Get_elements_c" (status: *const MpiStatus, datatype: c_int, count: *mut Count) {
         let s = inp(status, "status")?;
         let t = lock().dtype(datatype)?;
-        let c = c_int::try_from(t.elements_of(status_bytes(&s))).unwrap_or(MPI_UNDEFINED);
+        let c = Count::from_usize(t.elements_of(status_bytes(&s))).unwrap_or(MPI_UNDEFINED.into());
         out(count, c, "count")
     }
 }
@@ -1190,10 +1294,10 @@ fn set_elements(status: *mut MpiStatus, datatype: c_int, count: i64) -> MpiResul
     out(status, s, "status")
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Status_set_elements`.
-    fn PMPI_Status_set_elements / "MPI_Status_set_elements" (status: *mut MpiStatus, datatype: c_int, count: c_int) {
-        set_elements(status, datatype, count as i64)
+    fn PMPI_Status_set_elements / "MPI_Status_set_elements", PMPI_Status_set_elements_c / "MPI_Status_set_elements_c" (status: *mut MpiStatus, datatype: c_int, count: Count) {
+        set_elements(status, datatype, count.into())
     }
 }
 

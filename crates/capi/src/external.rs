@@ -156,9 +156,9 @@ fn basic_seq(dt: &Datatype) -> MpiResult<Vec<Run>> {
         return Ok(seq);
     }
     if dt.combiner == MPI_COMBINER_STRUCT {
-        let count = dt.ints.first().copied().unwrap_or(0).max(0) as usize;
+        let count = dt.struct_arg(0).unwrap_or(0).max(0) as usize;
         for (i, old) in dt.type_objs.iter().enumerate().take(count) {
-            let reps = dt.ints.get(i + 1).copied().unwrap_or(0).max(0) as usize;
+            let reps = dt.struct_arg(i + 1).unwrap_or(0).max(0) as usize;
             push_seq(&mut seq, &basic_seq(old)?, reps);
         }
     } else if let Some(old) = dt.type_objs.first() {
@@ -363,9 +363,10 @@ fn dtype(h: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h)
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external_size`.
-    fn PMPI_Pack_external_size / "MPI_Pack_external_size" (datarep: *const c_char, incount: c_int, datatype: c_int, size: *mut isize) {
+mpi_fn_c! {
+    /// `MPI_Pack_external_size` (`MPI_Aint` sizes and positions, `MPI_Count` in the `_c` form: the same
+    /// type here).
+    fn PMPI_Pack_external_size / "MPI_Pack_external_size", PMPI_Pack_external_size_c / "MPI_Pack_external_size_c" (datarep: *const c_char, incount: Count, datatype: c_int, size: *mut isize) {
         check_datarep(datarep)?;
         let n = check_count(incount)?;
         let dt = lock().dtype(datatype)?;
@@ -374,9 +375,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external`.
-    fn PMPI_Pack_external / "MPI_Pack_external" (datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: c_int, outbuf: *mut c_void, outsize: isize, position: *mut isize) {
+mpi_fn_c! {
+    /// `MPI_Pack_external` (`MPI_Aint` sizes and positions, `MPI_Count` in the `_c` form: the same
+    /// type here).
+    fn PMPI_Pack_external / "MPI_Pack_external", PMPI_Pack_external_c / "MPI_Pack_external_c" (datarep: *const c_char, inbuf: *const c_void, incount: Count, datatype: c_int, outbuf: *mut c_void, outsize: isize, position: *mut isize) {
         check_datarep(datarep)?;
         let n = check_count(incount)?;
         let dt = dtype(datatype)?;
@@ -400,9 +402,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Unpack_external`.
-    fn PMPI_Unpack_external / "MPI_Unpack_external" (datarep: *const c_char, inbuf: *const c_void, insize: isize, position: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: c_int) {
+mpi_fn_c! {
+    /// `MPI_Unpack_external` (`MPI_Aint` sizes and positions, `MPI_Count` in the `_c` form: the same
+    /// type here).
+    fn PMPI_Unpack_external / "MPI_Unpack_external", PMPI_Unpack_external_c / "MPI_Unpack_external_c" (datarep: *const c_char, inbuf: *const c_void, insize: isize, position: *mut isize, outbuf: *mut c_void, outcount: Count, datatype: c_int) {
         check_datarep(datarep)?;
         let n = check_count(outcount)?;
         let dt = dtype(datatype)?;

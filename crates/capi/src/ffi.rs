@@ -95,6 +95,142 @@ macro_rules! mpi_alias {
 }
 pub(crate) use mpi_alias;
 
+/// Define an MPI function in both of its forms from one body: `PMPI_<name>` with `int`
+/// counts and the large-count `PMPI_<name>_c` (MPI 4) with `MPI_Count` counts, each with
+/// its weak `MPI_*` alias (see [`mpi_fn!`]).
+///
+/// The signature and the body name the form's types through two aliases: `Count` (`int`,
+/// or `MPI_Count` in the `_c` form) and `Disp` (the element type of displacement arrays:
+/// `int`, or `MPI_Aint`). Bodies read them through [`CountArg`] and [`DispArg`] and pass
+/// counts on as `MPI_Count` (`i64`), so the library works in large counts internally and
+/// the `int` form is the same code with narrower arguments. Each form lives in a module
+/// named after its function (modules and functions have separate namespaces), which is
+/// re-exported so that the functions keep their paths.
+macro_rules! mpi_fn_c {
+    ($(#[$meta:meta])* fn $pname:ident / $name:literal, $cpname:ident / $cname:literal $([$owner:expr])? ($($args:tt)*) $body:block) => {
+        $crate::ffi::mpi_fn_c!(@form $pname $name ::std::ffi::c_int, ::std::ffi::c_int, $(#[$meta])* $([$owner])? ($($args)*) $body);
+        $crate::ffi::mpi_fn_c!(@form $cpname $cname i64, isize, $(#[$meta])* $([$owner])? ($($args)*) $body);
+    };
+    (@form $pname:ident $name:literal $count:ty, $disp:ty, $(#[$meta:meta])* $([$owner:expr])? ($($args:tt)*) $body:block) => {
+        #[doc = concat!("`", $name, "` (the module holds the function of that name).")]
+        // A conversion of a count to `MPI_Count` is the identity in the `_c` form.
+        #[allow(non_snake_case, clippy::useless_conversion)]
+        pub mod $pname {
+            #[allow(unused_imports)]
+            use super::*;
+            /// The count type of this form.
+            #[allow(dead_code)]
+            type Count = $count;
+            /// The element type of this form's displacement arrays.
+            #[allow(dead_code)]
+            type Disp = $disp;
+            mpi_fn! { $(#[$meta])* fn $pname / $name $([$owner])? ($($args)*) $body }
+        }
+        // The function keeps its path (unused where the parent module is private).
+        #[allow(unused_imports)]
+        pub use self::$pname::$pname;
+    };
+}
+pub(crate) use mpi_fn_c;
+
+/// A count argument of an entry point defined by [`mpi_fn_c!`]: `int` or `MPI_Count`.
+pub(crate) trait CountArg: Copy + Into<i64> {
+    /// True in the large-count form (`MPI_Count`).
+    const LARGE: bool;
+    /// A count for an output argument of this form, `None` if it does not fit.
+    fn from_count(v: i64) -> Option<Self>;
+    /// An array of this form's counts as an `int` array, `None` in the large-count form.
+    fn int_ptr(p: *const Self) -> Option<*const c_int>;
+    /// A byte or item count for an output argument of this form, `None` if it does not fit.
+    fn from_usize(v: usize) -> Option<Self> {
+        i64::try_from(v).ok().and_then(Self::from_count)
+    }
+}
+
+impl CountArg for c_int {
+    const LARGE: bool = false;
+    fn from_count(v: i64) -> Option<Self> {
+        c_int::try_from(v).ok()
+    }
+    fn int_ptr(p: *const Self) -> Option<*const c_int> {
+        Some(p)
+    }
+}
+
+impl CountArg for i64 {
+    const LARGE: bool = true;
+    fn from_count(v: i64) -> Option<Self> {
+        Some(v)
+    }
+    fn int_ptr(_: *const Self) -> Option<*const c_int> {
+        None
+    }
+}
+
+/// A displacement of an entry point defined by [`mpi_fn_c!`]: `int` or `MPI_Aint`.
+pub(crate) trait DispArg: Copy {
+    /// The displacement as an `MPI_Aint`.
+    fn aint(self) -> isize;
+    /// An array of this form's displacements as an `int` array, `None` for `MPI_Aint`s.
+    fn int_ptr(p: *const Self) -> Option<*const c_int>;
+}
+
+impl DispArg for c_int {
+    fn aint(self) -> isize {
+        self as isize
+    }
+    fn int_ptr(p: *const Self) -> Option<*const c_int> {
+        Some(p)
+    }
+}
+
+impl DispArg for isize {
+    fn aint(self) -> isize {
+        self
+    }
+    fn int_ptr(_: *const Self) -> Option<*const c_int> {
+        None
+    }
+}
+
+/// A count of a large-count collective on an intercommunicator, whose algorithms take
+/// `int` counts: `MPI_ERR_COUNT` if it does not fit.
+pub(crate) fn int_count(count: impl Into<i64>) -> MpiResult<c_int> {
+    let count: i64 = count.into();
+    c_int::try_from(count).map_err(|_| {
+        MpiError::new(
+            MPI_ERR_COUNT,
+            format!("count {count} above INT_MAX on an intercommunicator (not supported yet)"),
+        )
+    })
+}
+
+/// An array of counts of a collective on an intercommunicator, whose algorithms read
+/// `int` arrays: the `_c` forms' `MPI_Count` arrays are not supported there yet.
+pub(crate) fn int_ptr<C: CountArg>(p: *const C) -> MpiResult<*const c_int> {
+    C::int_ptr(p).ok_or_else(|| {
+        MpiError::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "arrays of MPI_Count counts on an intercommunicator are not supported yet",
+        )
+    })
+}
+
+/// An array of displacements of a collective on an intercommunicator (see [`int_ptr`]).
+pub(crate) fn disp_ptr<D: DispArg>(p: *const D) -> MpiResult<*const c_int> {
+    D::int_ptr(p).ok_or_else(|| {
+        MpiError::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "arrays of MPI_Aint displacements on an intercommunicator are not supported yet",
+        )
+    })
+}
+
+/// `n` counts of an input array as `MPI_Count`s (`n == 0` allows NULL).
+pub(crate) fn counts_in<C: CountArg>(p: *const C, n: usize, what: &str) -> MpiResult<Vec<i64>> {
+    Ok(slice_in(p, n, what)?.iter().map(|&c| c.into()).collect())
+}
+
 /// The object whose error handler receives the errors of an entry point: a communicator
 /// ([`OnComm`]), a window or a file.
 pub(crate) trait ErrorOwner {
@@ -263,12 +399,15 @@ pub(crate) fn read_cstr(p: *const c_char, what: &str) -> MpiResult<String> {
         .into_owned())
 }
 
-/// Check a count argument.
-pub(crate) fn check_count(count: c_int) -> MpiResult<usize> {
+/// Check a count argument: an `int` of the classic functions or an `MPI_Count` of their
+/// large-count `_c` forms.
+pub(crate) fn check_count(count: impl Into<i64>) -> MpiResult<usize> {
+    let count: i64 = count.into();
     if count < 0 {
         mpi_bail!(MPI_ERR_COUNT, "negative count {count}");
     }
-    Ok(count as usize)
+    usize::try_from(count)
+        .map_err(|_| MpiError::new(MPI_ERR_COUNT, format!("count {count} too large")))
 }
 
 thread_local! {

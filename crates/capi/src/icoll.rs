@@ -31,7 +31,9 @@ pub(crate) mod sched;
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::Datatype;
-use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
+use crate::ffi::{check_count, int_count, slice_in, MpiError, MpiResult};
+#[allow(unused_imports)]
+use crate::ffi::{disp_ptr, int_ptr};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
     checked, comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err,
@@ -50,10 +52,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ibcast` (progresses in the background).
-    fn PMPI_Ibcast / "MPI_Ibcast" (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibcast(&l, buffer, count, datatype, root, request); }
+    fn PMPI_Ibcast / "MPI_Ibcast", PMPI_Ibcast_c / "MPI_Ibcast_c" (buffer: *mut c_void, count: Count, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibcast(&l, buffer, int_count(count)?, datatype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -69,10 +71,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iallreduce` (progresses in the background).
-    fn PMPI_Iallreduce / "MPI_Iallreduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, request); }
+    fn PMPI_Iallreduce / "MPI_Iallreduce", PMPI_Iallreduce_c / "MPI_Iallreduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, request); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -95,10 +97,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ireduce` (progresses in the background).
-    fn PMPI_Ireduce / "MPI_Ireduce" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, root, request); }
+    fn PMPI_Ireduce / "MPI_Ireduce", PMPI_Ireduce_c / "MPI_Ireduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -124,10 +126,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Igather` (progresses in the background).
-    fn PMPI_Igather / "MPI_Igather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(recvcount), datatype: recvtype }, root, request); }
+    fn PMPI_Igather / "MPI_Igather", PMPI_Igather_c / "MPI_Igather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(int_count(recvcount)?), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -157,10 +159,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iscatter` (progresses in the background).
-    fn PMPI_Iscatter / "MPI_Iscatter" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
+    fn PMPI_Iscatter / "MPI_Iscatter", PMPI_Iscatter_c / "MPI_Iscatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(int_count(sendcount)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -187,10 +189,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iallgather` (ring, progresses in the background).
-    fn PMPI_Iallgather / "MPI_Iallgather" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
+    fn PMPI_Iallgather / "MPI_Iallgather", PMPI_Iallgather_c / "MPI_Iallgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -215,10 +217,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ialltoall` (progresses in the background).
-    fn PMPI_Ialltoall / "MPI_Ialltoall" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, request); }
+    fn PMPI_Ialltoall / "MPI_Ialltoall", PMPI_Ialltoall_c / "MPI_Ialltoall_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -243,10 +245,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Igatherv` (progresses in the background).
-    fn PMPI_Igatherv / "MPI_Igatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(recvcounts, displs), datatype: recvtype }, root, request); }
+    fn PMPI_Igatherv / "MPI_Igatherv", PMPI_Igatherv_c / "MPI_Igatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(int_ptr(recvcounts)?, disp_ptr(displs)?), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -275,10 +277,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iscatterv` (progresses in the background).
-    fn PMPI_Iscatterv / "MPI_Iscatterv" (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(sendcounts, displs), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: recvcount, datatype: recvtype }, root, request); }
+    fn PMPI_Iscatterv / "MPI_Iscatterv", PMPI_Iscatterv_c / "MPI_Iscatterv_c" (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(int_ptr(sendcounts)?, disp_ptr(displs)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -305,10 +307,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iallgatherv` (ring, progresses in the background).
-    fn PMPI_Iallgatherv / "MPI_Iallgatherv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: sendcount, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs, datatype: recvtype }, request); }
+    fn PMPI_Iallgatherv / "MPI_Iallgatherv", PMPI_Iallgatherv_c / "MPI_Iallgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(displs)?, datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
@@ -332,10 +334,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ialltoallv` (progresses in the background).
-    fn PMPI_Ialltoallv / "MPI_Ialltoallv" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtype }, request); }
+    fn PMPI_Ialltoallv / "MPI_Ialltoallv", PMPI_Ialltoallv_c / "MPI_Ialltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -401,10 +403,10 @@ unsafe fn ialltoallv(
     start(comm, s, unpack, request)
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
-    fn PMPI_Ialltoallw / "MPI_Ialltoallw" (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: sendcounts, displs: sdispls, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: recvcounts, displs: rdispls, datatype: recvtypes }, request); }
+    fn PMPI_Ialltoallw / "MPI_Ialltoallw", PMPI_Ialltoallw_c / "MPI_Ialltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         // Contiguous types everywhere (the common case): byte blocks of the user's buffers,
@@ -483,20 +485,20 @@ fn ireduce_scatter(
     start(comm, s, unpack, request)
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ireduce_scatter_block` (progresses in the background).
-    fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcount, datatype, op, comm }, request); }
+    fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block", PMPI_Ireduce_scatter_block_c / "MPI_Ireduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(recvcount)?, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; size as usize], datatype, op, comm }, a, request)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Ireduce_scatter` (progresses in the background).
-    fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: recvcounts, datatype, op, comm }, request); }
+    fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter", PMPI_Ireduce_scatter_c / "MPI_Ireduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_ptr(recvcounts)?, datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;
@@ -505,7 +507,7 @@ mpi_fn! {
 }
 
 /// Shared body of Iscan and Iexscan.
-fn iscan(r: alg::ReduceArgs, exclusive: bool, request: *mut c_int) -> MpiResult {
+fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiResult {
     let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
     let (count, datatype, op) = (r.count, r.datatype, r.op);
     let (a, rank, _) = comm_info(comm)?;
@@ -529,20 +531,20 @@ fn iscan(r: alg::ReduceArgs, exclusive: bool, request: *mut c_int) -> MpiResult 
     start(comm, s, unpack, request)
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iscan` (recursive doubling, progresses in the background).
-    fn PMPI_Iscan / "MPI_Iscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+    fn PMPI_Iscan / "MPI_Iscan", PMPI_Iscan_c / "MPI_Iscan_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iscan")?;
-        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, false, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count: count.into(), datatype, op, comm }, false, request)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Iexscan` (recursive doubling, progresses in the background; the result on rank
     /// 0 is undefined and left untouched).
-    fn PMPI_Iexscan / "MPI_Iexscan" (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+    fn PMPI_Iexscan / "MPI_Iexscan", PMPI_Iexscan_c / "MPI_Iexscan_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
         crate::intercomm::require_intra(comm, "MPI_Iexscan")?;
-        iscan(alg::ReduceArgs { sendbuf, recvbuf, count, datatype, op, comm }, true, request)
+        iscan(alg::ReduceArgs { sendbuf, recvbuf, count: count.into(), datatype, op, comm }, true, request)
     }
 }
 

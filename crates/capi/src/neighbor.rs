@@ -16,7 +16,7 @@
 use crate::backend::EComm;
 use crate::consts::*;
 use crate::datatype::Datatype;
-use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
+use crate::ffi::{check_count, slice_in, DispArg, MpiError, MpiResult};
 use crate::state::lock;
 use crate::topo::table::Topo;
 use crate::topo::{cart_coords_of, cart_rank_of};
@@ -183,26 +183,26 @@ fn at(base: *const c_void, items: isize, dt: &Datatype) -> *const u8 {
 }
 
 /// Defines a blocking neighbourhood collective and its nonblocking form (the same
-/// arguments and `request`) from one body, run after the intracommunicator check of the
+/// arguments and `request`), each with its large-count `_c` form, from one body, run after the intracommunicator check of the
 /// argument `$comm`; in it `$req` is the request to complete: `None` for the blocking form,
 /// `Some(request)` for the nonblocking one.
 macro_rules! neighbor_forms {
     ($(
-        #[doc = $doc:literal] $pname:ident $name:literal,
-        #[doc = $idoc:literal] $ipname:ident $iname:literal,
+        #[doc = $doc:literal] $pname:ident $name:literal $cpname:ident $cname:literal,
+        #[doc = $idoc:literal] $ipname:ident $iname:literal $icpname:ident $icname:literal,
         ($($arg:ident: $ty:ty),*) |$comm:ident, $req:ident| $body:block
     )*) => {$(
-        mpi_fn! {
+        mpi_fn_c! {
             #[doc = $doc]
-            fn $pname / $name ($($arg: $ty),*) {
+            fn $pname / $name, $cpname / $cname ($($arg: $ty),*) {
                 crate::intercomm::require_intra($comm, $name)?;
                 let $req: Option<*mut c_int> = None;
                 $body
             }
         }
-        mpi_fn! {
+        mpi_fn_c! {
             #[doc = $idoc]
-            fn $ipname / $iname ($($arg: $ty),*, request: *mut c_int) {
+            fn $ipname / $iname, $icpname / $icname ($($arg: $ty),*, request: *mut c_int) {
                 crate::intercomm::require_intra($comm, $iname)?;
                 let $req = Some(request);
                 $body
@@ -212,9 +212,9 @@ macro_rules! neighbor_forms {
 }
 
 neighbor_forms! {
-    #[doc = "`MPI_Neighbor_allgather`."] PMPI_Neighbor_allgather "MPI_Neighbor_allgather",
-    #[doc = "`MPI_Ineighbor_allgather` (progresses in the background)."] PMPI_Ineighbor_allgather "MPI_Ineighbor_allgather",
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) |comm, req| {
+    #[doc = "`MPI_Neighbor_allgather`."] PMPI_Neighbor_allgather "MPI_Neighbor_allgather" PMPI_Neighbor_allgather_c "MPI_Neighbor_allgather_c",
+    #[doc = "`MPI_Ineighbor_allgather` (progresses in the background)."] PMPI_Ineighbor_allgather "MPI_Ineighbor_allgather" PMPI_Ineighbor_allgather_c "MPI_Ineighbor_allgather_c",
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) |comm, req| {
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers (valid until completion for the
@@ -226,9 +226,9 @@ neighbor_forms! {
         }
     }
 
-    #[doc = "`MPI_Neighbor_allgatherv`."] PMPI_Neighbor_allgatherv "MPI_Neighbor_allgatherv",
-    #[doc = "`MPI_Ineighbor_allgatherv` (progresses in the background)."] PMPI_Ineighbor_allgatherv "MPI_Ineighbor_allgatherv",
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) |comm, req| {
+    #[doc = "`MPI_Neighbor_allgatherv`."] PMPI_Neighbor_allgatherv "MPI_Neighbor_allgatherv" PMPI_Neighbor_allgatherv_c "MPI_Neighbor_allgatherv_c",
+    #[doc = "`MPI_Ineighbor_allgatherv` (progresses in the background)."] PMPI_Ineighbor_allgatherv "MPI_Ineighbor_allgatherv" PMPI_Ineighbor_allgatherv_c "MPI_Ineighbor_allgatherv_c",
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) |comm, req| {
         let sn = check_count(sendcount)?;
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, _) = degrees(comm)?;
@@ -238,14 +238,14 @@ neighbor_forms! {
         // nonblocking form).
         unsafe {
             neighbor(comm, |_| Ok((st.clone(), sn, sendbuf.cast())), |i| {
-                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i].aint(), &rt).cast_mut()))
             }, req)
         }
     }
 
-    #[doc = "`MPI_Neighbor_alltoall`."] PMPI_Neighbor_alltoall "MPI_Neighbor_alltoall",
-    #[doc = "`MPI_Ineighbor_alltoall` (progresses in the background)."] PMPI_Ineighbor_alltoall "MPI_Ineighbor_alltoall",
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) |comm, req| {
+    #[doc = "`MPI_Neighbor_alltoall`."] PMPI_Neighbor_alltoall "MPI_Neighbor_alltoall" PMPI_Neighbor_alltoall_c "MPI_Neighbor_alltoall_c",
+    #[doc = "`MPI_Ineighbor_alltoall` (progresses in the background)."] PMPI_Ineighbor_alltoall "MPI_Ineighbor_alltoall" PMPI_Ineighbor_alltoall_c "MPI_Ineighbor_alltoall_c",
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) |comm, req| {
         let (sn, rn) = (check_count(sendcount)?, check_count(recvcount)?);
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         // SAFETY: MPI contract of the call for the buffers (valid until completion for the
@@ -257,9 +257,9 @@ neighbor_forms! {
         }
     }
 
-    #[doc = "`MPI_Neighbor_alltoallv`."] PMPI_Neighbor_alltoallv "MPI_Neighbor_alltoallv",
-    #[doc = "`MPI_Ineighbor_alltoallv` (progresses in the background)."] PMPI_Ineighbor_alltoallv "MPI_Ineighbor_alltoallv",
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) |comm, req| {
+    #[doc = "`MPI_Neighbor_alltoallv`."] PMPI_Neighbor_alltoallv "MPI_Neighbor_alltoallv" PMPI_Neighbor_alltoallv_c "MPI_Neighbor_alltoallv_c",
+    #[doc = "`MPI_Ineighbor_alltoallv` (progresses in the background)."] PMPI_Ineighbor_alltoallv "MPI_Ineighbor_alltoallv" PMPI_Ineighbor_alltoallv_c "MPI_Ineighbor_alltoallv_c",
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) |comm, req| {
         let (st, rt) = (dtype(sendtype, comm)?, dtype(recvtype, comm)?);
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
@@ -269,15 +269,15 @@ neighbor_forms! {
         // SAFETY: MPI contract of the call for the buffers (valid until completion for the
         // nonblocking form).
         unsafe {
-            neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j] as isize, &st))), |i| {
-                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i] as isize, &rt).cast_mut()))
+            neighbor(comm, |j| Ok((st.clone(), check_count(sc[j])?, at(sendbuf, sd[j].aint(), &st))), |i| {
+                Ok((rt.clone(), check_count(rc[i])?, at(recvbuf, rd[i].aint(), &rt).cast_mut()))
             }, req)
         }
     }
 
-    #[doc = "`MPI_Neighbor_alltoallw` (displacements in bytes)."] PMPI_Neighbor_alltoallw "MPI_Neighbor_alltoallw",
-    #[doc = "`MPI_Ineighbor_alltoallw` (displacements in bytes; progresses in the background)."] PMPI_Ineighbor_alltoallw "MPI_Ineighbor_alltoallw",
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) |comm, req| {
+    #[doc = "`MPI_Neighbor_alltoallw` (displacements in bytes)."] PMPI_Neighbor_alltoallw "MPI_Neighbor_alltoallw" PMPI_Neighbor_alltoallw_c "MPI_Neighbor_alltoallw_c",
+    #[doc = "`MPI_Ineighbor_alltoallw` (displacements in bytes; progresses in the background)."] PMPI_Ineighbor_alltoallw "MPI_Ineighbor_alltoallw" PMPI_Ineighbor_alltoallw_c "MPI_Ineighbor_alltoallw_c",
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) |comm, req| {
         let (indeg, outdeg) = degrees(comm)?;
         let sc = slice_in(sendcounts, outdeg, "sendcounts")?;
         let sd = slice_in(sdispls, outdeg, "sdispls")?;

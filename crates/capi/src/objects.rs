@@ -164,6 +164,9 @@ pub(crate) struct Datatype {
     pub combiner: c_int,
     pub ints: Vec<c_int>,
     pub aints: Vec<isize>,
+    /// The large counts of a type made by a large-count `_c` constructor (its counts and
+    /// displacements, MPI 4.1 §5.1.13); empty for the other types.
+    pub counts: Vec<i64>,
     pub types: Vec<c_int>,
     /// The constituent datatypes (kept alive even if their handles are freed).
     pub type_objs: Vec<Arc<Datatype>>,
@@ -195,7 +198,7 @@ pub(crate) struct Pending {
 pub(crate) struct Persist {
     pub send: Option<SendMode>,
     pub buf: usize,
-    pub count: c_int,
+    pub count: i64,
     pub datatype: c_int,
     /// The datatype object, held so that the request outlives `MPI_Type_free`.
     pub dt: Option<std::sync::Arc<Datatype>>,

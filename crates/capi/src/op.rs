@@ -172,9 +172,9 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Reduce_local`.
-    fn PMPI_Reduce_local / "MPI_Reduce_local" (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+    fn PMPI_Reduce_local / "MPI_Reduce_local", PMPI_Reduce_local_c / "MPI_Reduce_local_c" (inbuf: *const c_void, inoutbuf: *mut c_void, count: Count, datatype: c_int, op: c_int) {
         let n = check_count(count)?;
         // SAFETY: MPI contract: both buffers hold `count` items of `datatype`.
         unsafe { reduce_local(inbuf, inoutbuf, n, datatype, op) }

@@ -3,7 +3,7 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
-use crate::ffi::{check_count, inp, out, MpiError, MpiResult};
+use crate::ffi::{check_count, inp, out, CountArg, MpiError, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
     recv_target, start_recv, start_send, status_of, wait_pending, write_status, Message, MpiStatus,
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[allow(clippy::too_many_arguments)]
 fn send(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -64,7 +64,7 @@ fn hand_out(
 #[allow(clippy::too_many_arguments)]
 fn isend(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -91,32 +91,33 @@ fn isend(
 }
 
 macro_rules! sends {
-    ($($pname:ident $name:literal $ipname:ident $iname:literal $mode:expr;)*) => {$(
-        mpi_fn! {
+    ($($pname:ident $name:literal $cpname:ident $cname:literal $ipname:ident $iname:literal $icpname:ident $icname:literal $mode:expr;)*) => {$(
+        mpi_fn_c! {
             /// Blocking send.
-            fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
-                send(buf, count, datatype, dest, tag, comm, $mode)
+            fn $pname / $name, $cpname / $cname (buf: *const c_void, count: Count, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+                send(buf, count.into(), datatype, dest, tag, comm, $mode)
             }
         }
-        mpi_fn! {
+        mpi_fn_c! {
             /// Nonblocking send.
-            fn $ipname / $iname (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-                isend(buf, count, datatype, dest, tag, comm, $mode, request)
+            fn $ipname / $iname, $icpname / $icname (buf: *const c_void, count: Count, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+                isend(buf, count.into(), datatype, dest, tag, comm, $mode, request)
             }
         }
     )*};
 }
 
 sends! {
-    PMPI_Send "MPI_Send" PMPI_Isend "MPI_Isend" SendMode::Standard;
-    PMPI_Ssend "MPI_Ssend" PMPI_Issend "MPI_Issend" SendMode::Sync;
-    PMPI_Rsend "MPI_Rsend" PMPI_Irsend "MPI_Irsend" SendMode::Ready;
-    PMPI_Bsend "MPI_Bsend" PMPI_Ibsend "MPI_Ibsend" SendMode::Buffered;
+    PMPI_Send "MPI_Send" PMPI_Send_c "MPI_Send_c" PMPI_Isend "MPI_Isend" PMPI_Isend_c "MPI_Isend_c" SendMode::Standard;
+    PMPI_Ssend "MPI_Ssend" PMPI_Ssend_c "MPI_Ssend_c" PMPI_Issend "MPI_Issend" PMPI_Issend_c "MPI_Issend_c" SendMode::Sync;
+    PMPI_Rsend "MPI_Rsend" PMPI_Rsend_c "MPI_Rsend_c" PMPI_Irsend "MPI_Irsend" PMPI_Irsend_c "MPI_Irsend_c" SendMode::Ready;
+    PMPI_Bsend "MPI_Bsend" PMPI_Bsend_c "MPI_Bsend_c" PMPI_Ibsend "MPI_Ibsend" PMPI_Ibsend_c "MPI_Ibsend_c" SendMode::Buffered;
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Recv`.
-    fn PMPI_Recv / "MPI_Recv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+    fn PMPI_Recv / "MPI_Recv", PMPI_Recv_c / "MPI_Recv_c" (buf: *mut c_void, count: Count, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let count = i64::from(count);
         if let Some(r) = fast_recv(buf, count, datatype, source, tag, comm, status) {
             return r;
         }
@@ -130,9 +131,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Irecv`.
-    fn PMPI_Irecv / "MPI_Irecv" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+    fn PMPI_Irecv / "MPI_Irecv", PMPI_Irecv_c / "MPI_Irecv_c" (buf: *mut c_void, count: Count, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        let count = i64::from(count);
         if request.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL request");
         }
@@ -148,9 +150,11 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Sendrecv`.
-    fn PMPI_Sendrecv / "MPI_Sendrecv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+    fn PMPI_Sendrecv / "MPI_Sendrecv", PMPI_Sendrecv_c / "MPI_Sendrecv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let sendcount = i64::from(sendcount);
+        let recvcount = i64::from(recvcount);
         let (r, s) = {
             let mut st = lock();
             st.check_active()?;
@@ -177,9 +181,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Sendrecv_replace`.
-    fn PMPI_Sendrecv_replace / "MPI_Sendrecv_replace" (buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+    fn PMPI_Sendrecv_replace / "MPI_Sendrecv_replace", PMPI_Sendrecv_replace_c / "MPI_Sendrecv_replace_c" (buf: *mut c_void, count: Count, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let count = i64::from(count);
         // Send from a packed copy, receive into the buffer.
         let (r, s) = {
             let mut st = lock();
@@ -208,7 +213,7 @@ mpi_fn! {
 fn staged_send(
     st: &mut crate::state::State,
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -221,13 +226,7 @@ fn staged_send(
         // SAFETY: the MPI contract: `buf` holds `count` items of `datatype`.
         unsafe { crate::datatype::pack_into(&dt, n, buf.cast(), &mut copy) };
     }
-    let Ok(len) = c_int::try_from(copy.len()) else {
-        return Err(MpiError::new(
-            MPI_ERR_COUNT,
-            format!("{} bytes to send do not fit in an int", copy.len()),
-        )
-        .on(comm));
-    };
+    let len = copy.len() as i64;
     let s = start_send(
         st,
         copy.as_ptr().cast(),
@@ -248,9 +247,9 @@ fn staged_send(
 /// that finishes on its own), the request is the receive's.
 #[allow(clippy::too_many_arguments)]
 fn isendrecv(
-    send: (*const c_void, c_int, c_int, c_int, c_int),
+    send: (*const c_void, i64, c_int, c_int, c_int),
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: i64,
     recvtype: c_int,
     source: c_int,
     recvtag: c_int,
@@ -272,16 +271,19 @@ fn isendrecv(
     hand_out(st, comm, r, request)
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Isendrecv` (MPI 4.0).
-    fn PMPI_Isendrecv / "MPI_Isendrecv" (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+    fn PMPI_Isendrecv / "MPI_Isendrecv", PMPI_Isendrecv_c / "MPI_Isendrecv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        let sendcount = i64::from(sendcount);
+        let recvcount = i64::from(recvcount);
         isendrecv((sendbuf, sendcount, sendtype, dest, sendtag), recvbuf, recvcount, recvtype, source, recvtag, comm, request)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Isendrecv_replace` (MPI 4.0).
-    fn PMPI_Isendrecv_replace / "MPI_Isendrecv_replace" (buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+    fn PMPI_Isendrecv_replace / "MPI_Isendrecv_replace", PMPI_Isendrecv_replace_c / "MPI_Isendrecv_replace_c" (buf: *mut c_void, count: Count, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) {
+        let count = i64::from(count);
         isendrecv((buf.cast_const(), count, datatype, dest, sendtag), buf, count, datatype, source, recvtag, comm, request)
     }
 }
@@ -404,7 +406,7 @@ mpi_fn! {
 /// Start a matched receive; consumes the message handle.
 fn start_mrecv(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     message: *mut c_int,
 ) -> MpiResult<(Pending, c_int)> {
@@ -440,18 +442,20 @@ fn start_mrecv(
     ))
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Mrecv`.
-    fn PMPI_Mrecv / "MPI_Mrecv" (buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut MpiStatus) {
+    fn PMPI_Mrecv / "MPI_Mrecv", PMPI_Mrecv_c / "MPI_Mrecv_c" (buf: *mut c_void, count: Count, datatype: c_int, message: *mut c_int, status: *mut MpiStatus) {
+        let count = i64::from(count);
         let (p, comm) = start_mrecv(buf, count, datatype, message)?;
         let (s, code) = wait_pending(p)?;
         complete_single(status, Some(s), code, comm, "matched receive failed")
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Imrecv`.
-    fn PMPI_Imrecv / "MPI_Imrecv" (buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+    fn PMPI_Imrecv / "MPI_Imrecv", PMPI_Imrecv_c / "MPI_Imrecv_c" (buf: *mut c_void, count: Count, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+        let count = i64::from(count);
         if request.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL request");
         }
@@ -461,9 +465,10 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Buffer_attach`.
-    fn PMPI_Buffer_attach / "MPI_Buffer_attach" (buffer: *mut c_void, size: c_int) {
+    fn PMPI_Buffer_attach / "MPI_Buffer_attach", PMPI_Buffer_attach_c / "MPI_Buffer_attach_c" (buffer: *mut c_void, size: Count) {
+        let size = i64::from(size);
         if size < 0 {
             mpi_bail!(MPI_ERR_ARG, "negative buffer size {size}");
         }
@@ -479,13 +484,14 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Buffer_detach`: waits until the buffered messages are on their way.
-    fn PMPI_Buffer_detach / "MPI_Buffer_detach" (buffer_addr: *mut *mut c_void, size: *mut c_int) {
+    fn PMPI_Buffer_detach / "MPI_Buffer_detach", PMPI_Buffer_detach_c / "MPI_Buffer_detach_c" (buffer_addr: *mut *mut c_void, size: *mut Count) {
         let b = flush_bsends()?.bsend_buffer.take();
         let (addr, sz) = b.unwrap_or((0, 0));
         out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
-        out(size, sz as c_int, "size")
+        // The size attached through this form or the other: truncated if it does not fit.
+        out(size, Count::from_usize(sz).unwrap_or(Count::from_count(i32::MAX.into()).unwrap_or_default()), "size")
     }
 }
 
@@ -717,14 +723,13 @@ fn predefined_size(h: c_int) -> Option<usize> {
 /// path) for a negative count, another datatype or a communicator the cache does not know.
 #[inline(always)]
 fn fast_args(
-    count: c_int,
+    count: i64,
     datatype: c_int,
     comm: c_int,
 ) -> Option<(&'static oxmpi_engine::Engine, usize, backend::EComm)> {
-    if count < 0 {
-        return None;
-    }
-    let len = count as usize * predefined_size(datatype)?;
+    let len = usize::try_from(count)
+        .ok()?
+        .checked_mul(predefined_size(datatype)?)?;
     let eng = oxmpi_engine::engine()?;
     Some((eng, len, fast_comm(eng, comm)?))
 }
@@ -733,7 +738,7 @@ fn fast_args(
 #[inline]
 fn fast_send(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -771,7 +776,7 @@ fn fast_send(
 #[inline]
 fn fast_recv(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     source: c_int,
     tag: c_int,
@@ -817,7 +822,7 @@ fn fast_recv(
 #[inline]
 fn fast_isend(
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -846,7 +851,7 @@ fn fast_isend(
 #[inline]
 fn fast_irecv(
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     source: c_int,
     tag: c_int,

@@ -106,7 +106,7 @@ fn check_buf(buf: *const c_void, count: usize, dt: &Datatype) -> MpiResult {
 pub(crate) fn start_send(
     st: &mut State,
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     dest: i32,
     tag: i32,
@@ -123,7 +123,7 @@ pub(crate) fn start_send(
 fn start_send_typed(
     st: &mut State,
     buf: *const c_void,
-    count: c_int,
+    count: i64,
     dt: MpiResult<Arc<Datatype>>,
     dest: i32,
     tag: i32,
@@ -217,7 +217,7 @@ fn reserve_bsend(st: &mut State, comm: c_int, len: usize) -> MpiResult<usize> {
 pub(crate) fn start_recv(
     st: &mut State,
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
     source: i32,
     tag: i32,
@@ -231,7 +231,7 @@ pub(crate) fn start_recv(
 fn start_recv_typed(
     st: &mut State,
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     dt: MpiResult<Arc<Datatype>>,
     source: i32,
     tag: i32,
@@ -1685,24 +1685,48 @@ pub(crate) fn persistent_coll(
 }
 
 macro_rules! persistent_send {
-    ($pname:ident, $name:literal, $mode:expr) => {
-        mpi_fn! {
+    ($pname:ident, $name:literal, $cpname:ident, $cname:literal, $mode:expr) => {
+        mpi_fn_c! {
             /// Persistent send request.
-            fn $pname / $name (buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count, datatype, dt: None, peer: dest, tag, coll: None, part: None }, request)
+            fn $pname / $name, $cpname / $cname (buf: *const c_void, count: Count, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+                persistent(comm, Persist { send: Some($mode), buf: buf as usize, count: count.into(), datatype, dt: None, peer: dest, tag, coll: None, part: None }, request)
             }
         }
     };
 }
-persistent_send!(PMPI_Send_init, "MPI_Send_init", SendMode::Standard);
-persistent_send!(PMPI_Ssend_init, "MPI_Ssend_init", SendMode::Sync);
-persistent_send!(PMPI_Rsend_init, "MPI_Rsend_init", SendMode::Ready);
-persistent_send!(PMPI_Bsend_init, "MPI_Bsend_init", SendMode::Buffered);
+persistent_send!(
+    PMPI_Send_init,
+    "MPI_Send_init",
+    PMPI_Send_init_c,
+    "MPI_Send_init_c",
+    SendMode::Standard
+);
+persistent_send!(
+    PMPI_Ssend_init,
+    "MPI_Ssend_init",
+    PMPI_Ssend_init_c,
+    "MPI_Ssend_init_c",
+    SendMode::Sync
+);
+persistent_send!(
+    PMPI_Rsend_init,
+    "MPI_Rsend_init",
+    PMPI_Rsend_init_c,
+    "MPI_Rsend_init_c",
+    SendMode::Ready
+);
+persistent_send!(
+    PMPI_Bsend_init,
+    "MPI_Bsend_init",
+    PMPI_Bsend_init_c,
+    "MPI_Bsend_init_c",
+    SendMode::Buffered
+);
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Recv_init`.
-    fn PMPI_Recv_init / "MPI_Recv_init" (buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        persistent(comm, Persist { send: None, buf: buf as usize, count, datatype, dt: None, peer: source, tag, coll: None, part: None }, request)
+    fn PMPI_Recv_init / "MPI_Recv_init", PMPI_Recv_init_c / "MPI_Recv_init_c" (buf: *mut c_void, count: Count, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        persistent(comm, Persist { send: None, buf: buf as usize, count: count.into(), datatype, dt: None, peer: source, tag, coll: None, part: None }, request)
     }
 }
 

@@ -200,3 +200,77 @@ fn comm_idup_is_nonblocking() {
         "{out}"
     );
 }
+
+#[test]
+fn large_count_functions_in_both_abis_and_mpich_builds() {
+    let last = "std_largecount: all checks passed";
+    let a = both_abis("std_largecount.c", 2, last);
+    let b = ours_and_mpich("std_largecount.c", 2, last);
+    assert_eq!(a, b, "std_largecount: output differs between the builds");
+    for line in [
+        "type of 2^31+24 chars: size and extent only in the _c forms",
+        "_c constructors, sizes, extents and envelopes",
+        "MPI_Pack_c and MPI_Unpack_c",
+        "small _c sends and receives",
+        "collectives with MPI_Count counts and MPI_Aint displacements",
+        "neighbourhood collectives and MPI_Reduce_local_c",
+        "MPI-IO and MPI_Pack_external_c",
+    ] {
+        assert!(out_has(&a, line), "missing '{line}':\n{a}");
+    }
+}
+
+fn out_has(out: &str, line: &str) -> bool {
+    out.lines().any(|l| l == format!("std_largecount: {line}"))
+}
+
+/// Bytes of memory available now (`MemAvailable` of `/proc/meminfo`), 0 if unknown.
+fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[test]
+fn a_message_above_int_max_with_send_c_and_recv_c() {
+    // Two ranks hold 2^31 + 24 bytes each, plus room for the transport's copies.
+    let need: u64 = 12 << 30;
+    let have = available_memory();
+    if have < need {
+        eprintln!(
+            "SKIPPED a_message_above_int_max_with_send_c_and_recv_c: {} MiB of memory \
+             available, {} MiB needed",
+            have >> 20,
+            need >> 20
+        );
+        return;
+    }
+    let dir = Scratch::new("bigmsg");
+    let exe = dir.0.join("std_largecount");
+    compile(
+        &prefix().join("bin/mpicc"),
+        &c_source("std_largecount.c"),
+        &exe,
+    );
+    let args = [
+        OsStr::new("--timeout"),
+        OsStr::new("300"),
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        exe.as_os_str(),
+        OsStr::new("big"),
+    ];
+    let out = success(&mpirun(&args, &[]), "std_largecount big");
+    assert!(
+        out_has(
+            &out,
+            "a message of 2^31+24 MPI_CHARs with MPI_Send_c/MPI_Recv_c"
+        ),
+        "{out}"
+    );
+}

@@ -8,7 +8,7 @@
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
-use crate::ffi::{check_count, out, slice_in, MpiError, MpiResult};
+use crate::ffi::{check_count, out, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::state::lock;
 use oxmpi_coll::nbc::progress;
 use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
@@ -102,7 +102,7 @@ pub(super) fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 /// in MPI order: the datatype, the count, then the buffer; the datatype and the count.
 pub(super) fn checked(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     ty: c_int,
     blocks: usize,
     comm: c_int,
@@ -239,9 +239,9 @@ fn user_apply(uf: crate::objects::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b
 }
 
 /// Per-rank (count, displacement in items) of a v-collective from C arrays of `n`.
-pub(crate) fn layout(
-    counts: *const c_int,
-    displs: *const c_int,
+pub(crate) fn layout<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
     n: usize,
     comm: c_int,
 ) -> MpiResult<Vec<(usize, isize)>> {
@@ -249,7 +249,7 @@ pub(crate) fn layout(
     let ds = slice_in(displs, n, "displs").map_err(|e| e.on(comm))?;
     cs.iter()
         .zip(ds)
-        .map(|(&k, &d)| Ok((check_count(k).map_err(|e| e.on(comm))?, d as isize)))
+        .map(|(&k, &d)| Ok((check_count(k).map_err(|e| e.on(comm))?, d.aint())))
         .collect()
 }
 

@@ -65,7 +65,7 @@ impl Plan {
         at: At,
         write: bool,
         buf: *mut c_void,
-        count: c_int,
+        count: i64,
         datatype: c_int,
     ) -> MpiResult<Plan> {
         let n = check_count(count)?;
@@ -174,7 +174,7 @@ pub(super) fn access(
     at: At,
     write: bool,
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
 ) -> MpiResult<MpiStatus> {
     let p = Plan::new(f, at, write, buf, count, datatype)?;
@@ -217,7 +217,7 @@ pub(super) fn access_all(
     at: At,
     write: bool,
     buf: *mut c_void,
-    count: c_int,
+    count: i64,
     datatype: c_int,
 ) -> MpiResult<MpiStatus> {
     // Atomic mode is a collective setting, so every rank takes the same path.

@@ -500,12 +500,12 @@ mpi_fn! {
 
 /// Blocking accesses that take an explicit offset.
 macro_rules! access_at {
-    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "`.")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: Count, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
-                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count.into(), datatype)?;
                 write_st(status, &s);
                 Ok(())
             }
@@ -514,21 +514,21 @@ macro_rules! access_at {
 }
 
 access_at! {
-    access PMPI_File_read_at "MPI_File_read_at" false *mut c_void;
-    access PMPI_File_write_at "MPI_File_write_at" true *const c_void;
-    access_all PMPI_File_read_at_all "MPI_File_read_at_all" false *mut c_void;
-    access_all PMPI_File_write_at_all "MPI_File_write_at_all" true *const c_void;
+    access PMPI_File_read_at "MPI_File_read_at" PMPI_File_read_at_c "MPI_File_read_at_c" false *mut c_void;
+    access PMPI_File_write_at "MPI_File_write_at" PMPI_File_write_at_c "MPI_File_write_at_c" true *const c_void;
+    access_all PMPI_File_read_at_all "MPI_File_read_at_all" PMPI_File_read_at_all_c "MPI_File_read_at_all_c" false *mut c_void;
+    access_all PMPI_File_write_at_all "MPI_File_write_at_all" PMPI_File_write_at_all_c "MPI_File_write_at_all_c" true *const c_void;
 }
 
 /// Blocking accesses through a file pointer (individual or shared; `Ordered` for the
 /// collective shared-pointer forms).
 macro_rules! access_ptr {
-    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $at:ident $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "`.")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, status: *mut MpiStatus) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: Count, datatype: c_int, status: *mut MpiStatus) {
                 let f = get(fh)?;
-                let s = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count, datatype)?;
+                let s = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count.into(), datatype)?;
                 write_st(status, &s);
                 Ok(())
             }
@@ -538,27 +538,27 @@ macro_rules! access_ptr {
 }
 
 access_ptr! {
-    access PMPI_File_read "MPI_File_read" false Individual *mut c_void;
-    access PMPI_File_write "MPI_File_write" true Individual *const c_void;
-    access_all PMPI_File_read_all "MPI_File_read_all" false Individual *mut c_void;
-    access_all PMPI_File_write_all "MPI_File_write_all" true Individual *const c_void;
-    access PMPI_File_read_shared "MPI_File_read_shared" false Shared *mut c_void;
-    access PMPI_File_write_shared "MPI_File_write_shared" true Shared *const c_void;
-    access_all PMPI_File_read_ordered "MPI_File_read_ordered" false Ordered *mut c_void;
-    access_all PMPI_File_write_ordered "MPI_File_write_ordered" true Ordered *const c_void;
+    access PMPI_File_read "MPI_File_read" PMPI_File_read_c "MPI_File_read_c" false Individual *mut c_void;
+    access PMPI_File_write "MPI_File_write" PMPI_File_write_c "MPI_File_write_c" true Individual *const c_void;
+    access_all PMPI_File_read_all "MPI_File_read_all" PMPI_File_read_all_c "MPI_File_read_all_c" false Individual *mut c_void;
+    access_all PMPI_File_write_all "MPI_File_write_all" PMPI_File_write_all_c "MPI_File_write_all_c" true Individual *const c_void;
+    access PMPI_File_read_shared "MPI_File_read_shared" PMPI_File_read_shared_c "MPI_File_read_shared_c" false Shared *mut c_void;
+    access PMPI_File_write_shared "MPI_File_write_shared" PMPI_File_write_shared_c "MPI_File_write_shared_c" true Shared *const c_void;
+    access_all PMPI_File_read_ordered "MPI_File_read_ordered" PMPI_File_read_ordered_c "MPI_File_read_ordered_c" false Ordered *mut c_void;
+    access_all PMPI_File_write_ordered "MPI_File_write_ordered" PMPI_File_write_ordered_c "MPI_File_write_ordered_c" true Ordered *const c_void;
 }
 
 /// Nonblocking accesses with an explicit offset (complete at once).
 macro_rules! iaccess_at {
-    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "` (completes at once).")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: Count, datatype: c_int, request: *mut c_int) {
                 let f = get(fh)?;
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
                 }
-                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::Offset(offset), $write, buf as *mut c_void, count.into(), datatype)?;
                 completed_request(request, &s)
             }
         }
@@ -566,23 +566,23 @@ macro_rules! iaccess_at {
 }
 
 iaccess_at! {
-    access PMPI_File_iread_at "MPI_File_iread_at" false *mut c_void;
-    access PMPI_File_iwrite_at "MPI_File_iwrite_at" true *const c_void;
-    access_all PMPI_File_iread_at_all "MPI_File_iread_at_all" false *mut c_void;
-    access_all PMPI_File_iwrite_at_all "MPI_File_iwrite_at_all" true *const c_void;
+    access PMPI_File_iread_at "MPI_File_iread_at" PMPI_File_iread_at_c "MPI_File_iread_at_c" false *mut c_void;
+    access PMPI_File_iwrite_at "MPI_File_iwrite_at" PMPI_File_iwrite_at_c "MPI_File_iwrite_at_c" true *const c_void;
+    access_all PMPI_File_iread_at_all "MPI_File_iread_at_all" PMPI_File_iread_at_all_c "MPI_File_iread_at_all_c" false *mut c_void;
+    access_all PMPI_File_iwrite_at_all "MPI_File_iwrite_at_all" PMPI_File_iwrite_at_all_c "MPI_File_iwrite_at_all_c" true *const c_void;
 }
 
 /// Nonblocking accesses through a file pointer (complete at once).
 macro_rules! iaccess_ptr {
-    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $at:ident $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "` (completes at once).")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int, request: *mut c_int) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: Count, datatype: c_int, request: *mut c_int) {
                 let f = get(fh)?;
                 if request.is_null() {
                     mpi_bail!(MPI_ERR_ARG, "NULL pointer passed for request");
                 }
-                let s = $how(&f, At::$at, $write, buf as *mut c_void, count, datatype)?;
+                let s = $how(&f, At::$at, $write, buf as *mut c_void, count.into(), datatype)?;
                 completed_request(request, &s)
             }
         }
@@ -590,42 +590,42 @@ macro_rules! iaccess_ptr {
 }
 
 iaccess_ptr! {
-    access PMPI_File_iread "MPI_File_iread" false Individual *mut c_void;
-    access PMPI_File_iwrite "MPI_File_iwrite" true Individual *const c_void;
-    access_all PMPI_File_iread_all "MPI_File_iread_all" false Individual *mut c_void;
-    access_all PMPI_File_iwrite_all "MPI_File_iwrite_all" true Individual *const c_void;
-    access PMPI_File_iread_shared "MPI_File_iread_shared" false Shared *mut c_void;
-    access PMPI_File_iwrite_shared "MPI_File_iwrite_shared" true Shared *const c_void;
+    access PMPI_File_iread "MPI_File_iread" PMPI_File_iread_c "MPI_File_iread_c" false Individual *mut c_void;
+    access PMPI_File_iwrite "MPI_File_iwrite" PMPI_File_iwrite_c "MPI_File_iwrite_c" true Individual *const c_void;
+    access_all PMPI_File_iread_all "MPI_File_iread_all" PMPI_File_iread_all_c "MPI_File_iread_all_c" false Individual *mut c_void;
+    access_all PMPI_File_iwrite_all "MPI_File_iwrite_all" PMPI_File_iwrite_all_c "MPI_File_iwrite_all_c" true Individual *const c_void;
+    access PMPI_File_iread_shared "MPI_File_iread_shared" PMPI_File_iread_shared_c "MPI_File_iread_shared_c" false Shared *mut c_void;
+    access PMPI_File_iwrite_shared "MPI_File_iwrite_shared" PMPI_File_iwrite_shared_c "MPI_File_iwrite_shared_c" true Shared *const c_void;
 }
 
 /// Split collectives with an explicit offset: `_begin` runs the access.
 macro_rules! split_at {
-    ($($how:ident $pname:ident $name:literal $write:literal $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: c_int, datatype: c_int) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, offset: i64, buf: $bt, count: Count, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
-                split_begin(&f, $how(&f, At::Offset(offset), $write, buf as *mut c_void, count, datatype))
+                split_begin(&f, $how(&f, At::Offset(offset), $write, buf as *mut c_void, count.into(), datatype))
             }
         }
     )*};
 }
 
 split_at! {
-    access_all PMPI_File_read_at_all_begin "MPI_File_read_at_all_begin" false *mut c_void;
-    access_all PMPI_File_write_at_all_begin "MPI_File_write_at_all_begin" true *const c_void;
+    access_all PMPI_File_read_at_all_begin "MPI_File_read_at_all_begin" PMPI_File_read_at_all_begin_c "MPI_File_read_at_all_begin_c" false *mut c_void;
+    access_all PMPI_File_write_at_all_begin "MPI_File_write_at_all_begin" PMPI_File_write_at_all_begin_c "MPI_File_write_at_all_begin_c" true *const c_void;
 }
 
 /// Split collectives through a file pointer.
 macro_rules! split_ptr {
-    ($($how:ident $pname:ident $name:literal $write:literal $at:ident $bt:ty;)*) => {$(
-        mpi_fn! {
+    ($($how:ident $pname:ident $name:literal $cpname:ident $cname:literal $write:literal $at:ident $bt:ty;)*) => {$(
+        mpi_fn_c! {
             #[doc = concat!("`", $name, "` (the access runs here; `_end` returns its status).")]
-            fn $pname / $name [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: c_int, datatype: c_int) {
+            fn $pname / $name, $cpname / $cname [OnFile(fh as usize)] (fh: FileH, buf: $bt, count: Count, datatype: c_int) {
                 let f = get(fh)?;
                 check_no_split(&f)?;
-                let r = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count, datatype);
+                let r = access_ptr!(@go $how $at, &f, $write, buf as *mut c_void, count.into(), datatype);
                 split_begin(&f, r)
             }
         }
@@ -633,10 +633,10 @@ macro_rules! split_ptr {
 }
 
 split_ptr! {
-    access_all PMPI_File_read_all_begin "MPI_File_read_all_begin" false Individual *mut c_void;
-    access_all PMPI_File_write_all_begin "MPI_File_write_all_begin" true Individual *const c_void;
-    access_all PMPI_File_read_ordered_begin "MPI_File_read_ordered_begin" false Ordered *mut c_void;
-    access_all PMPI_File_write_ordered_begin "MPI_File_write_ordered_begin" true Ordered *const c_void;
+    access_all PMPI_File_read_all_begin "MPI_File_read_all_begin" PMPI_File_read_all_begin_c "MPI_File_read_all_begin_c" false Individual *mut c_void;
+    access_all PMPI_File_write_all_begin "MPI_File_write_all_begin" PMPI_File_write_all_begin_c "MPI_File_write_all_begin_c" true Individual *const c_void;
+    access_all PMPI_File_read_ordered_begin "MPI_File_read_ordered_begin" PMPI_File_read_ordered_begin_c "MPI_File_read_ordered_begin_c" false Ordered *mut c_void;
+    access_all PMPI_File_write_ordered_begin "MPI_File_write_ordered_begin" PMPI_File_write_ordered_begin_c "MPI_File_write_ordered_begin_c" true Ordered *const c_void;
 }
 
 /// The `_end` halves of the split collectives.
