@@ -608,6 +608,16 @@ fn persistent_collectives_both_builds() {
     }
 }
 
+/// Persistent collectives planned once at init and started 1000 times each with new data
+/// (contiguous, in place, a vector datatype freed after init), built by both compilers.
+#[test]
+fn persistent_collectives_restarted_1000_times_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("persist_loop.c", n, "persist_loop: all checks passed");
+        assert!(out.contains("persist_loop: 1000 rounds of 8 persistent collectives: ok"));
+    }
+}
+
 /// The smaller MPI 4.0/4.1 additions; our compiler only (MPICH 4.0's `mpi.h` lacks the
 /// MPI 4.1 functions).
 #[test]
