@@ -538,6 +538,12 @@ fn persistent_collectives_restarted_1000_times_same_in_both_abis() {
 }
 
 #[test]
+fn mpi4_split_types_same_in_both_abis() {
+    let out = same_in_both_abis("split_hw.c", 3, "split_hw: all checks passed");
+    assert!(out.contains("split_hw: resource_guided: ok"));
+}
+
+#[test]
 fn mpi4_additions_same_in_both_abis() {
     same_in_both_abis("mpi4_misc.c", 2, "mpi4_misc: all checks passed");
 }
