@@ -59,6 +59,13 @@ fn note(f: Fill) {
     });
 }
 
+/// Note that `count` items of `dt` at `src` were packed to `dst` (unless none).
+fn note_pack(dt: &Arc<Datatype>, count: usize, src: usize, dst: *const u8, len: usize) {
+    if len > 0 {
+        note(Fill::Pack(dt.clone(), count, src, dst as usize));
+    }
+}
+
 /// `count` items of `dt` at `src` packed into a new vector (noted as input).
 ///
 /// # Safety
@@ -66,14 +73,7 @@ fn note(f: Fill) {
 pub(crate) unsafe fn packed(dt: &Arc<Datatype>, count: usize, src: *const c_void) -> Vec<u8> {
     // SAFETY: caller contract.
     let v = unsafe { alg::pack(dt, count, src) };
-    if !v.is_empty() {
-        note(Fill::Pack(
-            dt.clone(),
-            count,
-            src as usize,
-            v.as_ptr() as usize,
-        ));
-    }
+    note_pack(dt, count, src as usize, v.as_ptr(), v.len());
     v
 }
 
@@ -90,14 +90,7 @@ pub(crate) unsafe fn fill_from(
     // SAFETY: caller contract.
     let send = unsafe { alg::SendBytes::new(dt, count, src) };
     dst.copy_from_slice(send.bytes());
-    if !dst.is_empty() {
-        note(Fill::Pack(
-            dt.clone(),
-            count,
-            src as usize,
-            dst.as_ptr() as usize,
-        ));
-    }
+    note_pack(dt, count, src as usize, dst.as_ptr(), dst.len());
 }
 
 /// A copy of bytes of a region (an own block for `MPI_IN_PLACE`), noted as input.
@@ -333,13 +326,8 @@ pub(crate) unsafe fn region(
         unsafe { pack_into(dt, count, buf.cast(), &mut v) };
     }
     v.resize(n, 0);
-    if fill && n > 0 {
-        note(Fill::Pack(
-            dt.clone(),
-            count,
-            buf as usize,
-            v.as_ptr() as usize,
-        ));
+    if fill {
+        note_pack(dt, count, buf as usize, v.as_ptr(), n);
     }
     if store && n > 0 {
         unpack.push(Unpack(dt.clone(), count, buf as usize, index, 0));
@@ -524,7 +512,7 @@ pub(crate) unsafe fn laid(
         }
     }
     for (c, p, off) in filled {
-        note(Fill::Pack(dt.clone(), c, p, v.as_ptr() as usize + off));
+        note_pack(dt, c, p, v.as_ptr().wrapping_add(off), c * dt.size);
     }
     Laid {
         region: Region::Owned(v),
@@ -563,14 +551,7 @@ pub(crate) unsafe fn pieces(
     }
     if !store {
         for ((dt, c, p), (&n, &off)) in list.iter().zip(counts.iter().zip(&displs)) {
-            if n > 0 {
-                note(Fill::Pack(
-                    dt.clone(),
-                    *c,
-                    *p as usize,
-                    v.as_ptr() as usize + off,
-                ));
-            }
+            note_pack(dt, *c, *p as usize, v.as_ptr().wrapping_add(off), n);
         }
     }
     (Region::Owned(v), counts, displs)
