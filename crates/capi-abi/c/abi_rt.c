@@ -595,7 +595,7 @@ int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
 }
 ALIAS(Op_create_c)
 
-/* error handlers: comm, win, file */
+/* error handlers: comm, win, file, session */
 #define EH_KIND(kind, Kind, mtype, conv)                                                   \
     static void *kind##_eh_fns[OXA_SLOTS];                                                 \
     static void kind##_eh_call(int k, mtype *h, int *code)                                 \
@@ -607,6 +607,7 @@ ALIAS(Op_create_c)
 EH_KIND(comm, Comm, int, oxa_i2h_comm)
 EH_KIND(win, Win, int, oxa_i2h_win)
 EH_KIND(file, File, void *, oxa_file_i2a)
+EH_KIND(session, Session, int, oxa_i2h_session)
 
 #define COMM_EH(k)                                                                         \
     static void comm_eh_##k(int *h, int *code, ...) { comm_eh_call(k, h, code); }
@@ -614,15 +615,20 @@ EH_KIND(file, File, void *, oxa_file_i2a)
     static void win_eh_##k(int *h, int *code, ...) { win_eh_call(k, h, code); }
 #define FILE_EH(k)                                                                         \
     static void file_eh_##k(void **h, int *code, ...) { file_eh_call(k, h, code); }
+#define SESSION_EH(k)                                                                      \
+    static void session_eh_##k(int *h, int *code, ...) { session_eh_call(k, h, code); }
 REP64(COMM_EH)
 REP64(WIN_EH)
 REP64(FILE_EH)
+REP64(SESSION_EH)
 #define COMM_EH_ENTRY(k) (void *)comm_eh_##k,
 #define WIN_EH_ENTRY(k) (void *)win_eh_##k,
 #define FILE_EH_ENTRY(k) (void *)file_eh_##k,
+#define SESSION_EH_ENTRY(k) (void *)session_eh_##k,
 static void *const comm_eh_tramps[OXA_SLOTS] = {REP64(COMM_EH_ENTRY)};
 static void *const win_eh_tramps[OXA_SLOTS] = {REP64(WIN_EH_ENTRY)};
 static void *const file_eh_tramps[OXA_SLOTS] = {REP64(FILE_EH_ENTRY)};
+static void *const session_eh_tramps[OXA_SLOTS] = {REP64(SESSION_EH_ENTRY)};
 
 #define CREATE_EH(kind, Kind)                                                              \
     int PMPI_##Kind##_create_errhandler(MPI_##Kind##_errhandler_function *fn,              \
@@ -646,6 +652,8 @@ CREATE_EH(win, Win)
 ALIAS(Win_create_errhandler)
 CREATE_EH(file, File)
 ALIAS(File_create_errhandler)
+CREATE_EH(session, Session)
+ALIAS(Session_create_errhandler)
 
 /* ---------------------------------------------------------------- attribute keyvals
  *

@@ -550,6 +550,18 @@ fn persistent_collectives_same_in_both_abis() {
 }
 
 #[test]
+fn persistent_collectives_restarted_1000_times_same_in_both_abis() {
+    let out = same_in_both_abis("persist_loop.c", 3, "persist_loop: all checks passed");
+    assert!(out.contains("persist_loop: 1000 rounds of 8 persistent collectives: ok"));
+}
+
+#[test]
+fn mpi4_split_types_same_in_both_abis() {
+    let out = same_in_both_abis("split_hw.c", 3, "split_hw: all checks passed");
+    assert!(out.contains("split_hw: resource_guided: ok"));
+}
+
+#[test]
 fn mpi4_additions_same_in_both_abis() {
     same_in_both_abis("mpi4_misc.c", 2, "mpi4_misc: all checks passed");
 }

@@ -770,7 +770,7 @@ def gen_unimplemented():
          "- `MPI_Type_get_contents_c` (if `libmpi.so.12` gets it) would return the integers",
          "  of darray/subarray types (order, distribution) as MPICH-ABI numbers;",
          "  `MPI_Type_get_contents` converts them;",
-         "- user-defined operations and error handlers (comm, win, file) are limited to 64",
+         "- user-defined operations and error handlers (comm, win, file, session) are limited to 64",
          "  distinct user functions of each kind per process (a fixed pool of trampolines);",
          "- `MPI_Buffer_detach` & co. return `MPI_BUFFER_AUTOMATIC` unconverted.", "",
          "| function | reason |", "|---|---|"]

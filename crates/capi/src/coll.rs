@@ -877,15 +877,63 @@ mpi_fn! {
     }
 }
 
+/// The info key naming a hardware resource type (`MPI_COMM_TYPE_HW_GUIDED`, MPI 4.0 §7.4.2).
+const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+/// The resource type every implementation knows: the processes sharing memory (a node).
+const SHARED_MEMORY: &str = "mpi_shared_memory";
+
+/// The split color of this process on its node: the lowest world rank there (the engine's
+/// view of nodes: `Engine::node_pid`).
+fn node_color(comm: c_int) -> MpiResult<c_int> {
+    let e = backend::engine().map_err(|e| e.on(comm))?;
+    Ok((0..e.size())
+        .find(|&r| e.node_pid(r).is_some())
+        .unwrap_or(e.rank()))
+}
+
 mpi_fn! {
     /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks of one node (as the
     /// engine sees nodes: `Engine::node_pid`; the color is the lowest world rank there).
-    fn PMPI_Comm_split_type / "MPI_Comm_split_type" (comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
+    /// The MPI 4.x types: `MPI_COMM_TYPE_HW_GUIDED` and `MPI_COMM_TYPE_RESOURCE_GUIDED`
+    /// split by the `mpi_hw_resource_type` of `info` (`mpi_shared_memory` is the node;
+    /// no info, no key or a type we do not know gives `MPI_COMM_NULL`, as the standard
+    /// says); `MPI_COMM_TYPE_HW_UNGUIDED` splits into nodes when that makes smaller groups
+    /// than `comm`'s (and sets the key to the type in `info`), otherwise gives
+    /// `MPI_COMM_NULL` (there is no finer level known here).
+    fn PMPI_Comm_split_type / "MPI_Comm_split_type" (comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) {
+        let info_value = |k: &str| -> MpiResult<Option<String>> {
+            if info == MPI_INFO_NULL {
+                return Ok(None);
+            }
+            let st = lock();
+            let i = st.infos.get(info).ok_or_else(|| MpiError::new(MPI_ERR_INFO, format!("invalid info handle {info:#x}")).on(comm))?;
+            Ok(i.entries.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
         let color = if split_type == MPI_UNDEFINED {
             MPI_UNDEFINED
         } else if split_type == MPI_COMM_TYPE_SHARED {
+            node_color(comm)?
+        } else if split_type == MPI_COMM_TYPE_HW_GUIDED || split_type == MPI_COMM_TYPE_RESOURCE_GUIDED {
+            match info_value(HW_RESOURCE_TYPE)?.as_deref() {
+                Some(SHARED_MEMORY) => node_color(comm)?,
+                _ => MPI_UNDEFINED,
+            }
+        } else if split_type == MPI_COMM_TYPE_HW_UNGUIDED {
             let e = backend::engine().map_err(|e| e.on(comm))?;
-            (0..e.size()).find(|&r| e.node_pid(r).is_some()).unwrap_or(e.rank())
+            let group = lock().comm(comm)?.group.clone();
+            // Every member sees the same answer: nodes are smaller than `comm` unless all
+            // of its members share one.
+            if group.iter().all(|&r| e.node_pid(r).is_some()) {
+                MPI_UNDEFINED
+            } else {
+                if info != MPI_INFO_NULL {
+                    let mut st = lock();
+                    let i = st.infos.get_mut(info).ok_or_else(|| MpiError::new(MPI_ERR_INFO, format!("invalid info handle {info:#x}")).on(comm))?;
+                    i.entries.retain(|(n, _)| n != HW_RESOURCE_TYPE);
+                    i.entries.push((HW_RESOURCE_TYPE.to_string(), SHARED_MEMORY.to_string()));
+                }
+                node_color(comm)?
+            }
         } else {
             return Err(MpiError::new(MPI_ERR_ARG, format!("unsupported split type {split_type}")).on(comm));
         };

@@ -482,7 +482,15 @@ fn named_alignment(h: c_int, size: usize) -> usize {
 /// Alignment of a datatype: its predefined type's for a named type, else the largest
 /// alignment among the constituents that occur in its type map.
 pub(crate) fn alignment(t: &Datatype) -> usize {
-    if t.combiner == MPI_COMBINER_NAMED || t.combiner == 0 {
+    // The f90 types (`MPI_Type_create_f90_*`) are predefined types shaped as a sized one.
+    if matches!(
+        t.combiner,
+        MPI_COMBINER_NAMED
+            | 0
+            | MPI_COMBINER_F90_REAL
+            | MPI_COMBINER_F90_COMPLEX
+            | MPI_COMBINER_F90_INTEGER
+    ) {
         return t.basic.map_or(1, |h| named_alignment(h, t.size));
     }
     if t.combiner == MPI_COMBINER_STRUCT {

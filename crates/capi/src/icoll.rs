@@ -36,8 +36,8 @@ use crate::ffi::{check_count, int_count, slice_in, MpiError, MpiResult};
 use crate::ffi::{disp_ptr, int_ptr};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
-    checked, comm_info, dtype, laid, layout, owned_op, pieces, region, region_bytes, sched_err,
-    start,
+    checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, packed, pieces, region,
+    region_bytes, sched_err, start,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -89,8 +89,7 @@ mpi_fn_c! {
         let mut r = unsafe { region(&dt, n, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
             // SAFETY: MPI contract: sendbuf holds `n` items.
-            let send = unsafe { alg::SendBytes::new(&dt, n, sendbuf) };
-            region_bytes(&mut r).copy_from_slice(send.bytes());
+            unsafe { fill_from(&dt, n, sendbuf, region_bytes(&mut r)) };
         }
         let s = a.iallreduce(r, o).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
@@ -113,7 +112,7 @@ mpi_fn_c! {
             alg::check_buf(recvbuf, &dt, n, comm)?;
         }
         // SAFETY: MPI contract: the contribution holds `n` items.
-        let data = unsafe { alg::pack(&dt, n, src) };
+        let data = unsafe { packed(&dt, n, src) };
         let mut unpack = Vec::new();
         let out = if me {
             // SAFETY: MPI contract: recvbuf has room for `n` items at the root.
@@ -147,7 +146,7 @@ mpi_fn_c! {
         let mut recv = recv;
         let send = if in_place {
             let own = root as usize * b;
-            Region::Owned(region_bytes(&mut recv)[own..own + b].to_vec())
+            Region::Owned(copied(&region_bytes(&mut recv)[own..own + b]))
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
@@ -203,13 +202,12 @@ mpi_fn_c! {
         let mut r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-            // SAFETY: MPI contract: sendbuf holds `sc` items.
-            let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
-            if send.bytes().len() != b {
+            if sc * sdt.size != b {
                 return Err(MpiError::new(MPI_ERR_TRUNCATE, "allgather: send size differs from the receive block").on(comm));
             }
             let own = rank as usize * b;
-            region_bytes(&mut r)[own..own + b].copy_from_slice(send.bytes());
+            // SAFETY: MPI contract: sendbuf holds `sc` items.
+            unsafe { fill_from(&sdt, sc, sendbuf, &mut region_bytes(&mut r)[own..own + b]) };
         }
         let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
         let s = a.iallgatherv(r, &counts, &displs).map_err(sched_err(comm))?;
@@ -230,7 +228,7 @@ mpi_fn_c! {
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
         let mut recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
         let send = if in_place {
-            Region::Owned(region_bytes(&mut recv).to_vec())
+            Region::Owned(copied(region_bytes(&mut recv)))
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             if sc * sdt.size != b {
@@ -266,7 +264,7 @@ mpi_fn_c! {
         };
         let send = if in_place {
             let own = rank as usize;
-            Region::Owned(region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]].to_vec())
+            Region::Owned(copied(&region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]]))
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
@@ -321,13 +319,12 @@ mpi_fn_c! {
         let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
         if !in_place {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-            // SAFETY: MPI contract: sendbuf holds `sc` items.
-            let send = unsafe { alg::SendBytes::new(&sdt, sc, sendbuf) };
-            if send.bytes().len() != l.counts[me] {
+            if sc * sdt.size != l.counts[me] {
                 return Err(MpiError::new(MPI_ERR_TRUNCATE, "allgatherv: send size differs from the receive block").on(comm));
             }
             let own = l.displs[me];
-            region_bytes(&mut l.region)[own..own + l.counts[me]].copy_from_slice(send.bytes());
+            // SAFETY: MPI contract: sendbuf holds `sc` items.
+            unsafe { fill_from(&sdt, sc, sendbuf, &mut region_bytes(&mut l.region)[own..own + l.counts[me]]) };
         }
         let s = a.iallgatherv(l.region, &l.counts, &l.displs).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
@@ -377,7 +374,7 @@ unsafe fn ialltoallv(
     let mut r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
     let (send, sc, sd) = match send {
         None => (
-            Region::Owned(region_bytes(&mut r.region).to_vec()),
+            Region::Owned(copied(region_bytes(&mut r.region))),
             r.counts.clone(),
             r.displs.clone(),
         ),
@@ -474,7 +471,7 @@ fn ireduce_scatter(
     let me = a.rank as usize;
     alg::check_buf(recvbuf, &dt, counts[me], comm)?;
     // SAFETY: MPI contract: the contribution holds `total` items (copied now).
-    let data = unsafe { alg::pack(&dt, total, contrib) };
+    let data = unsafe { packed(&dt, total, contrib) };
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items until completion.
     let out = unsafe { region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack) };
@@ -522,7 +519,7 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
     alg::check_buf(src, &dt, n, comm)?;
     alg::check_buf(recvbuf, &dt, n, comm)?;
     // SAFETY: MPI contract: the contribution holds `n` items (copied now).
-    let input = unsafe { alg::pack(&dt, n, src) };
+    let input = unsafe { packed(&dt, n, src) };
     let mut unpack = Vec::new();
     let store = !(exclusive && rank == 0);
     // SAFETY: MPI contract: recvbuf has room for `n` items until completion.

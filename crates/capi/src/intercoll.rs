@@ -523,8 +523,9 @@ fn start(l: &Link, s: Schedule, unpack: Vec<Unpack>, request: *mut c_int) -> Mpi
 }
 
 /// Our `count` items of `dt` at `buf` packed (the data to send).
-fn send_region(dt: &Datatype, n: usize, buf: *const c_void) -> Region {
-    Region::Owned(pack(dt, n, buf))
+fn send_region(dt: &Arc<Datatype>, n: usize, buf: *const c_void) -> Region {
+    // SAFETY: the MPI contract of the collective: `buf` holds `n` items of `dt`.
+    Region::Owned(unsafe { sched::packed(dt, n, buf) })
 }
 
 /// Build and start a rooted schedule: an empty one for the idle members of the root's
@@ -794,7 +795,8 @@ fn ireduce_swap(
     no_in_place(sendbuf, comm)?;
     let dt = dtype(dth, comm)?;
     let o = sched::owned_op(&dt, dth, op, comm)?;
-    let mine = pack(&dt, total, sendbuf);
+    // SAFETY: the MPI contract of the collective: `sendbuf` holds `total` items.
+    let mine = unsafe { sched::packed(&dt, total, sendbuf) };
     let ours = counts.map_or(total, |c| c[l.rank() as usize]);
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `ours` items until completion.

@@ -2,11 +2,13 @@
 //!
 //! The init call validates what is significant on the calling process (communicator,
 //! info, counts, datatypes, operation, root; the neighbourhood forms need a topology) and
-//! makes a persistent request (`request::persistent_coll`). Each `MPI_Start` runs one
-//! round: the collective's nonblocking form with the arguments captured at init, so a
-//! round is a schedule of `oxmpi_coll::nbc` progressing in the background like any
-//! nonblocking collective, and reads the send buffers as they are at the start (the MPI
-//! contract keeps the buffers valid until the request is freed). The count, displacement
+//! makes a persistent request (`request::persistent_coll`). The init then plans the
+//! collective once: the nonblocking form runs with the init's arguments and its schedule
+//! (`oxmpi_coll::nbc`) is kept instead of started (`icoll::sched::Plan`). Each `MPI_Start`
+//! runs one round: it reads the send buffers as they are at the start into the schedule's
+//! places (the MPI contract keeps the buffers valid until the request is freed) and restarts
+//! the planned schedule, which progresses in the background like any nonblocking
+//! collective; nothing is planned again. The count, displacement
 //! and datatype arrays are copied at init (callers such as mpi4py pass temporary ones, and
 //! the standard ABI converts datatypes into arrays that live only during the call). Waiting or
 //! testing completes the round and leaves the request inactive for the next start;
@@ -14,6 +16,7 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, quietly, slice_in, MpiError, MpiResult};
+use crate::icoll::sched::Plan;
 use crate::icoll::*;
 use crate::neighbor::*;
 use crate::state::lock;
@@ -115,17 +118,28 @@ fn topology(comm: c_int, name: &str) -> MpiResult {
     degrees(comm).map(|_| ()).map_err(|e| e.on(comm))
 }
 
-/// Make the persistent request whose rounds `begin` starts (it stores the round's request
-/// through its argument, like the nonblocking form it calls).
+/// Make the persistent request whose rounds `begin` (the nonblocking form, which stores a
+/// request through its argument) plans: once, here, and each start restarts that plan.
 fn plan(
     comm: c_int,
     request: *mut c_int,
     begin: impl Fn(*mut c_int) -> c_int + Send + Sync + 'static,
 ) -> MpiResult {
+    if request.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+    }
+    let mut h = MPI_REQUEST_NULL;
+    let planned = Plan::make(comm, || quietly(|| begin(&mut h)))?;
+    let Some(p) = planned else {
+        // Every nonblocking collective is a schedule; none means a bug there.
+        return Err(
+            MpiError::new(MPI_ERR_INTERN, "persistent collective: no schedule planned").on(comm),
+        );
+    };
     let start = move || {
-        let mut h = MPI_REQUEST_NULL;
-        quietly(|| begin(&mut h))?;
-        Ok(h)
+        // The init's arguments (and the arrays copied for them) live with the plan.
+        let _ = &begin;
+        p.start()
     };
     crate::request::persistent_coll(comm, Arc::new(start), request)
 }

@@ -6,7 +6,8 @@
 //! and `MPI_Initialized` still reports only the World Model. Finalizing a session leaves
 //! the library up, so a later `MPI_Session_init` works again; a process that used
 //! sessions only takes the library down when it exits (`atexit`). The process sets are
-//! `mpi://WORLD` and `mpi://SELF`. A communicator made from a group agrees on its context
+//! `mpi://WORLD`, `mpi://SELF` and `mpix://SHARED` (the processes of this node, as Open MPI
+//! names that set; the engine's view of nodes). A communicator made from a group agrees on its context
 //! with the group's members only (as `MPI_Comm_create_group`, over the library's world),
 //! its string tag hashed to the tag of that agreement; an intercommunicator from two
 //! groups joins the two local communicators through their leaders. Errors of session
@@ -19,7 +20,7 @@ use crate::state::{lock, Group, Info, Session};
 use std::ffi::{c_char, c_int};
 
 /// The process sets every session offers.
-const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
+const PSETS: [&str; 3] = ["mpi://WORLD", "mpi://SELF", "mpix://SHARED"];
 
 /// Errors of a session call go to the session's handler; without a valid session, to
 /// `MPI_COMM_SELF`'s (MPI 4.0 §9.3: no associated object).
@@ -52,9 +53,20 @@ fn pset(name: &str, world: &[i32], me: i32) -> MpiResult<Vec<i32>> {
     match name {
         "mpi://WORLD" => Ok(world.to_vec()),
         "mpi://SELF" => Ok(vec![me]),
+        "mpix://SHARED" => {
+            let e = crate::backend::engine()?;
+            Ok(world
+                .iter()
+                .copied()
+                .filter(|&r| e.node_pid(r).is_some())
+                .collect())
+        }
         _ => Err(MpiError::new(
             MPI_ERR_ARG,
-            format!("unknown process set '{name}' (this library has mpi://WORLD and mpi://SELF)"),
+            format!(
+                "unknown process set '{name}' (this library has {})",
+                PSETS.join(", ")
+            ),
         )),
     }
 }

@@ -626,6 +626,27 @@ fn persistent_collectives_both_builds() {
     }
 }
 
+/// Persistent collectives planned once at init and started 1000 times each with new data
+/// (contiguous, in place, a vector datatype freed after init), built by both compilers.
+#[test]
+fn persistent_collectives_restarted_1000_times_both_builds() {
+    for n in [1, 3] {
+        let out = run_both("persist_loop.c", n, "persist_loop: all checks passed");
+        assert!(out.contains("persist_loop: 1000 rounds of 8 persistent collectives: ok"));
+    }
+}
+
+/// What the OSU micro-benchmarks' MPI-4 mode needs (the suite is not packaged here):
+/// persistent allreduce in timed loops and session mode (sessions created and finalized
+/// without MPI_Init, then the world model), built by both compilers (a binary MPICH built
+/// loads: MPI_Allreduce_init, MPI_Session_init).
+#[test]
+fn osu_style_persistent_and_session_mode_both_builds() {
+    let out = run_both("osu_mpi4.c", 3, "osu_mpi4: all checks passed");
+    assert!(out.contains("osu_mpi4: session mode, 5 sessions, 6 sizes right: ok"));
+    assert!(out.contains("osu_mpi4: world model, 6 sizes right: ok"));
+}
+
 /// The smaller MPI 4.0/4.1 additions; our compiler only (MPICH 4.0's `mpi.h` lacks the
 /// MPI 4.1 functions).
 #[test]

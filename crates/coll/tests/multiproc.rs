@@ -198,6 +198,11 @@ fn nonblocking_progress_np3() {
 }
 
 #[test]
+fn persistent_schedules_np3() {
+    run(3, "persistent", &[]);
+}
+
+#[test]
 fn communicators_np4() {
     run(4, "comms", &[]);
 }
@@ -228,6 +233,10 @@ fn rank_entry() {
         "nbc" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             nbc_suite(&w);
+        }
+        "persistent" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            persistent_suite(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -588,6 +597,69 @@ fn nbc_suite(c: &CollComm) {
         assert_eq!(got["allreduce"], fold(&sum_u32, &xs), "iallreduce it {it}");
     }
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
+}
+
+/// Persistent collectives' schedules: planned once, restarted 1000 times over the caller's
+/// memory whose contents change every round (results right each time), interleaved with a
+/// planned barrier; no schedule is planned after the first round.
+fn persistent_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::{progress, sched::planned};
+    use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
+    use std::sync::mpsc;
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let len = 64;
+    let mut buf = vec![0u8; len];
+    let op = OwnedOp {
+        f: Box::new(sum_u32),
+        elem_size: 4,
+        commutative: true,
+    };
+    // The schedule reads and writes `buf` itself (a raw region), as for a contiguous MPI
+    // buffer: refreshing the input is writing `buf` before each start.
+    let mut all = Some(
+        c.iallreduce(Region::Raw(buf.as_mut_ptr(), len), op)
+            .unwrap(),
+    );
+    let mut bar = Some(c.ibarrier().unwrap());
+    let plans = planned();
+    // Run a schedule to its end on this thread's channel and get it back.
+    let run = |s: Schedule| -> Schedule {
+        let (tx, rx) = mpsc::channel();
+        progress::start(
+            s,
+            Box::new(move |s, res| {
+                res.unwrap();
+                tx.send(s).unwrap();
+            }),
+        );
+        loop {
+            progress::progress_pending();
+            if let Ok(s) = rx.recv_timeout(Duration::from_millis(1)) {
+                return s;
+            }
+        }
+    };
+    for it in 0..1000u64 {
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 7)).collect();
+        buf.copy_from_slice(&xs[r]);
+        let mut s = all.take().unwrap();
+        if it > 0 {
+            s.restart().unwrap();
+        }
+        all = Some(run(s));
+        assert_eq!(buf, fold(&sum_u32, &xs), "persistent allreduce round {it}");
+        let mut b = bar.take().unwrap();
+        if it > 0 {
+            b.restart().unwrap();
+        }
+        bar = Some(run(b));
+    }
+    assert_eq!(
+        planned(),
+        plans,
+        "no schedule planned after the first round"
+    );
 }
 
 fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {

@@ -4,6 +4,11 @@
 //! request completed when `oxmpi_coll::nbc::progress` finishes it, and [`progress_pending`]
 //! lets a waiting thread (`MPI_Wait`/`MPI_Test` in `request.rs`) advance the schedules
 //! itself.
+//!
+//! A persistent collective ([`Plan`]) builds its schedule once, at its init, through the
+//! same entry point with the schedule kept instead of started; the input data the build took
+//! from the user's buffers (packed send data, blocks copied for `MPI_IN_PLACE`) is noted as
+//! [`Fill`]s, replayed into the same places at each start before the schedule restarts.
 
 use crate::coll_alg as alg;
 use crate::consts::*;
@@ -12,20 +17,183 @@ use crate::ffi::{check_count, out, slice_in, CountArg, DispArg, MpiError, MpiRes
 use crate::state::lock;
 use oxmpi_coll::nbc::progress;
 use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
+use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicI32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Packed bytes to unpack into the user's memory when a schedule completes: datatype,
 /// item count, address, the schedule region holding the bytes and the byte offset in it.
 pub(crate) struct Unpack(Arc<Datatype>, usize, usize, usize, usize);
 
-/// What completes a schedule's request: the generalized request, the data to unpack and
-/// the request's extra state (the collective's error code).
+/// Input a schedule's regions take from the user's buffers when it is built, replayed into
+/// the same places at each start of a persistent collective. Addresses as integers: the
+/// user's buffers (valid while the persistent request lives, by the MPI contract) and
+/// bytes inside the schedule's regions (raw: the user's; owned: heap memory that moves
+/// with the schedule but is never reallocated).
+enum Fill {
+    /// `count` items of the datatype at `src`, packed into `dst`.
+    Pack(Arc<Datatype>, usize, usize, usize),
+    /// `len` bytes copied from `src` to `dst`: (src, dst, len).
+    Bytes(usize, usize, usize),
+}
+
+/// A persistent collective's plan while its init builds it (see [`Plan::make`]).
+#[derive(Default)]
+struct Planning {
+    fills: Vec<Fill>,
+    made: Option<(Schedule, Vec<Unpack>)>,
+}
+
+thread_local! {
+    /// Set while this thread plans a persistent collective.
+    static PLANNING: RefCell<Option<Planning>> = const { RefCell::new(None) };
+}
+
+/// Note an input fill if this thread is planning a persistent collective.
+fn note(f: Fill) {
+    PLANNING.with(|p| {
+        if let Some(p) = p.borrow_mut().as_mut() {
+            p.fills.push(f);
+        }
+    });
+}
+
+/// Note that `count` items of `dt` at `src` were packed to `dst` (unless none).
+fn note_pack(dt: &Arc<Datatype>, count: usize, src: usize, dst: *const u8, len: usize) {
+    if len > 0 {
+        note(Fill::Pack(dt.clone(), count, src, dst as usize));
+    }
+}
+
+/// `count` items of `dt` at `src` packed into a new vector (noted as input).
+///
+/// # Safety
+/// `src` holds `count` items of `dt`.
+pub(crate) unsafe fn packed(dt: &Arc<Datatype>, count: usize, src: *const c_void) -> Vec<u8> {
+    // SAFETY: caller contract.
+    let v = unsafe { alg::pack(dt, count, src) };
+    note_pack(dt, count, src as usize, v.as_ptr(), v.len());
+    v
+}
+
+/// Copy `count` items of `dt` at `src`, packed, into `dst` (noted as input).
+///
+/// # Safety
+/// `src` holds `count` items of `dt`; `dst` is their packed size.
+pub(crate) unsafe fn fill_from(
+    dt: &Arc<Datatype>,
+    count: usize,
+    src: *const c_void,
+    dst: &mut [u8],
+) {
+    // SAFETY: caller contract.
+    let send = unsafe { alg::SendBytes::new(dt, count, src) };
+    dst.copy_from_slice(send.bytes());
+    note_pack(dt, count, src as usize, dst.as_ptr(), dst.len());
+}
+
+/// A copy of bytes of a region (an own block for `MPI_IN_PLACE`), noted as input.
+pub(crate) fn copied(src: &[u8]) -> Vec<u8> {
+    let v = src.to_vec();
+    if !v.is_empty() {
+        note(Fill::Bytes(
+            src.as_ptr() as usize,
+            v.as_ptr() as usize,
+            v.len(),
+        ));
+    }
+    v
+}
+
+/// A persistent collective's schedule: planned once at its init, restarted at each
+/// `MPI_Start` after its input is refreshed; the round's request completes when it ends,
+/// and the schedule comes back here for the next start.
+pub(crate) struct Plan {
+    comm: c_int,
+    sched: Arc<Mutex<Option<Schedule>>>,
+    unpack: Arc<Vec<Unpack>>,
+    fills: Vec<Fill>,
+}
+
+// SAFETY: the fills' addresses are the user's buffers (valid until the request is freed, by
+// the MPI contract) and the schedule's own regions, which live as long as the plan.
+unsafe impl Send for Plan {}
+// SAFETY: as above; the schedule is behind a mutex.
+unsafe impl Sync for Plan {}
+
+impl Plan {
+    /// Run `build` (the nonblocking form with the init's arguments) with its schedule kept
+    /// instead of started. `None` if it made no schedule.
+    pub(crate) fn make(comm: c_int, build: impl FnOnce() -> MpiResult) -> MpiResult<Option<Plan>> {
+        PLANNING.with(|p| *p.borrow_mut() = Some(Planning::default()));
+        let r = build();
+        let planning = PLANNING.with(|p| p.borrow_mut().take()).unwrap_or_default();
+        r?;
+        Ok(planning.made.map(|(sched, unpack)| Plan {
+            comm,
+            sched: Arc::new(Mutex::new(Some(sched))),
+            unpack: Arc::new(unpack),
+            fills: planning.fills,
+        }))
+    }
+
+    /// Start one round: refresh the input from the user's buffers, restart the schedule,
+    /// return the round's request.
+    pub(crate) fn start(&self) -> MpiResult<c_int> {
+        let comm = self.comm;
+        let Some(mut sched) = self.sched.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Err(MpiError::new(
+                MPI_ERR_REQUEST,
+                "persistent collective started while active",
+            )
+            .on(comm));
+        };
+        let mut tmp = Vec::new();
+        for f in &self.fills {
+            match f {
+                Fill::Pack(dt, count, src, dst) => {
+                    tmp.clear();
+                    // SAFETY: see `Fill`: the user's buffer holds the items, the region
+                    // has room for their packed bytes (it held them at the build).
+                    unsafe {
+                        pack_into(dt, *count, *src as *const u8, &mut tmp);
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), *dst as *mut u8, tmp.len());
+                    }
+                }
+                // SAFETY: as above (`copy` allows overlap).
+                Fill::Bytes(src, dst, len) => unsafe {
+                    std::ptr::copy(*src as *const u8, *dst as *mut u8, *len)
+                },
+            }
+        }
+        if let Err(e) = sched.restart() {
+            *self.sched.lock().unwrap_or_else(|p| p.into_inner()) = Some(sched);
+            return Err(crate::backend::err(e).on(comm));
+        }
+        let (h, code) = crate::grequest::start_coded(comm)?;
+        let fin = Finish {
+            h,
+            unpack: self.unpack.clone(),
+            code,
+            keep: Some(self.sched.clone()),
+        };
+        progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
+        Ok(h)
+    }
+}
+
+/// Where a finished schedule goes: a persistent collective's plan keeps it.
+type Keep = Arc<Mutex<Option<Schedule>>>;
+
+/// What completes a schedule's request: the generalized request, the data to unpack, the
+/// request's extra state (the collective's error code) and, for a persistent collective,
+/// where the schedule goes back to.
 struct Finish {
     h: c_int,
-    unpack: Vec<Unpack>,
+    unpack: Arc<Vec<Unpack>>,
     code: *const AtomicI32,
+    keep: Option<Keep>,
 }
 
 // SAFETY: `code` is a leaked box freed only by the request's free callback, which runs
@@ -35,10 +203,10 @@ unsafe impl Send for Finish {}
 
 impl Finish {
     /// Unpack received data, record the outcome, complete the request.
-    fn run(self, sched: &Schedule, r: oxmpi_coll::Result<()>) {
+    fn run(self, sched: Schedule, r: oxmpi_coll::Result<()>) {
         let code = match r {
             Ok(()) => {
-                for u in &self.unpack {
+                for u in self.unpack.iter() {
                     if let Some(v) = sched.owned_bytes(u.3) {
                         let end = (u.4 + u.0.size * u.1).min(v.len());
                         // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
@@ -50,6 +218,9 @@ impl Finish {
             }
             Err(e) => crate::backend::err(e).code,
         };
+        if let Some(keep) = &self.keep {
+            *keep.lock().unwrap_or_else(|p| p.into_inner()) = Some(sched);
+        }
         // SAFETY: `h` and `code` come from `start`'s request, completed once.
         unsafe { crate::grequest::complete_coded(self.h, self.code, code) };
     }
@@ -72,8 +243,24 @@ pub(crate) fn start(
     if request.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
     }
+    // Planning a persistent collective: keep the schedule (no request yet).
+    let kept = PLANNING.with(|p| match p.borrow_mut().as_mut() {
+        Some(p) => {
+            p.made = Some((sched, unpack));
+            None
+        }
+        None => Some((sched, unpack)),
+    });
+    let Some((sched, unpack)) = kept else {
+        return out(request, MPI_REQUEST_NULL, "request");
+    };
     let (h, code) = crate::grequest::start_coded(comm)?;
-    let fin = Finish { h, unpack, code };
+    let fin = Finish {
+        h,
+        unpack: Arc::new(unpack),
+        code,
+        keep: None,
+    };
     progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
     out(request, h, "request")
 }
@@ -139,6 +326,9 @@ pub(crate) unsafe fn region(
         unsafe { pack_into(dt, count, buf.cast(), &mut v) };
     }
     v.resize(n, 0);
+    if fill {
+        note_pack(dt, count, buf as usize, v.as_ptr(), n);
+    }
     if store && n > 0 {
         unpack.push(Unpack(dt.clone(), count, buf as usize, index, 0));
     }
@@ -305,11 +495,13 @@ pub(crate) unsafe fn laid(
     counts.clear();
     displs.clear();
     let mut v = Vec::new();
+    let mut filled = Vec::new();
     for (i, &(c, d)) in slots.iter().enumerate() {
         counts.push(c * size);
         displs.push(v.len());
         let p = buf.cast::<u8>().wrapping_offset(d * ext);
         if fill(i) && c * size > 0 {
+            filled.push((c, p as usize, v.len()));
             // SAFETY: block `i` holds `c` items (caller contract).
             unsafe { pack_into(dt, c, p, &mut v) };
         } else {
@@ -318,6 +510,9 @@ pub(crate) unsafe fn laid(
         if store(i) && c * size > 0 {
             unpack.push(Unpack(dt.clone(), c, p as usize, index, displs[i]));
         }
+    }
+    for (c, p, off) in filled {
+        note_pack(dt, c, p, v.as_ptr().wrapping_add(off), c * dt.size);
     }
     Laid {
         region: Region::Owned(v),
@@ -352,6 +547,11 @@ pub(crate) unsafe fn pieces(
         } else if n > 0 {
             // SAFETY: caller contract.
             unsafe { pack_into(dt, *c, *p, &mut v) };
+        }
+    }
+    if !store {
+        for ((dt, c, p), (&n, &off)) in list.iter().zip(counts.iter().zip(&displs)) {
+            note_pack(dt, *c, *p as usize, v.as_ptr().wrapping_add(off), n);
         }
     }
     (Region::Owned(v), counts, displs)

@@ -15,13 +15,11 @@ static void say(const char *what) {
         printf("session: %s: ok\n", what);
 }
 
-#ifndef MPI_ABI_VERSION
 static int handled = 0;
 static void on_session_error(MPI_Session *s, int *code, ...) {
     (void)s;
     handled = *code;
 }
-#endif
 
 /* A communicator over process set `pset` of session `s`. */
 static MPI_Comm comm_of(MPI_Session s, const char *pset, const char *tag) {
@@ -37,7 +35,7 @@ static void psets(MPI_Session s) {
     int n = 0;
     CHECK_RC(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &n));
     CHECK(n >= 2);
-    int world = 0, self = 0;
+    int world = 0, self = 0, shared = 0;
     for (int i = 0; i < n; i++) {
         char name[64];
         int len = 0;
@@ -47,8 +45,9 @@ static void psets(MPI_Session s) {
         CHECK((int)strlen(name) == len - 1);
         world += strcmp(name, "mpi://WORLD") == 0;
         self += strcmp(name, "mpi://SELF") == 0;
+        shared += strcmp(name, "mpix://SHARED") == 0;
     }
-    CHECK(world == 1 && self == 1);
+    CHECK(world == 1 && self == 1 && shared == 1);
     MPI_Info info;
     char v[32];
     int flag = 0;
@@ -65,6 +64,23 @@ static void psets(MPI_Session s) {
     CHECK(flag && strncmp(v, "MPI_THREAD_", 11) == 0);
     CHECK_RC(MPI_Info_free(&info));
     say("process sets mpi://WORLD and mpi://SELF");
+    /* The node's processes (every rank here: one node). */
+    CHECK_RC(MPI_Session_get_pset_info(s, "mpix://SHARED", &info));
+    CHECK_RC(MPI_Info_get(info, "mpi_size", sizeof v - 1, v, &flag));
+    CHECK(flag && atoi(v) == size);
+    CHECK_RC(MPI_Info_free(&info));
+    MPI_Group g;
+    MPI_Comm c;
+    int r = -1;
+    CHECK_RC(MPI_Group_from_session_pset(s, "mpix://SHARED", &g));
+    CHECK_RC(MPI_Comm_create_from_group(g, "org.oxmpi.test.shared", MPI_INFO_NULL,
+                                        MPI_ERRORS_RETURN, &c));
+    CHECK_RC(MPI_Group_free(&g));
+    CHECK_RC(MPI_Comm_size(c, &n));
+    CHECK_RC(MPI_Comm_rank(c, &r));
+    CHECK(n == size && r == rank);
+    CHECK_RC(MPI_Comm_free(&c));
+    say("process set mpix://SHARED (this node)");
 }
 
 static void communicators(MPI_Session s1, MPI_Session s2) {
@@ -146,7 +162,6 @@ static void errors(MPI_Session s) {
     CHECK(class_of_rc(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 99, &len, NULL)) == MPI_ERR_ARG);
     MPI_Info info;
     CHECK(class_of_rc(MPI_Session_get_pset_info(s, "mpi://NOWHERE", &info)) == MPI_ERR_ARG);
-#ifndef MPI_ABI_VERSION
     MPI_Errhandler eh, got;
     CHECK_RC(MPI_Session_create_errhandler(on_session_error, &eh));
     CHECK_RC(MPI_Session_set_errhandler(s, eh));
@@ -159,7 +174,6 @@ static void errors(MPI_Session s) {
     CHECK(handled == MPI_ERR_ARG);
     CHECK_RC(MPI_Session_set_errhandler(s, MPI_ERRORS_RETURN));
     CHECK_RC(MPI_Errhandler_free(&eh));
-#endif
     say("bad input error classes and the session's error handler");
 }
 

@@ -50,6 +50,29 @@ int main(int argc, char **argv)
         CHECK(nsum == (long long)size * (size - 1) / 2);
     }
 
+    {
+        /* A struct pads to the f90 type's alignment like to its sized type's:
+         * {char; integer(r=3), 2 bytes at 2; char at 4} has extent 6 (mpi4py's dtlib). */
+        MPI_Datatype i2, st, types[3] = {MPI_BYTE, MPI_BYTE, MPI_BYTE};
+        int blens[3] = {1, 1, 1};
+        MPI_Aint disps[3] = {0, 2, 4}, lb, ext;
+        CHECK_RC(MPI_Type_create_f90_integer(3, &i2));
+        types[1] = i2;
+        CHECK_RC(MPI_Type_create_struct(3, blens, disps, types, &st));
+        CHECK_RC(MPI_Type_get_extent(st, &lb, &ext));
+        CHECK(lb == 0 && ext == 6);
+        CHECK_RC(MPI_Type_free(&st));
+        types[1] = r8;
+        disps[1] = 8;
+        disps[2] = 16;
+        CHECK_RC(MPI_Type_create_struct(3, blens, disps, types, &st));
+        CHECK_RC(MPI_Type_get_extent(st, &lb, &ext));
+        CHECK(lb == 0 && ext == 24);
+        CHECK_RC(MPI_Type_free(&st));
+        if (rank == 0)
+            printf("f90 types in structs: padded to their alignment\n");
+    }
+
     CHECK_RC(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     rc = MPI_Type_create_f90_integer(40, &bad);
     CHECK(rc != MPI_SUCCESS);

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-/// What to do when a schedule ends: gets the schedule (its owned regions hold received
-/// data) and its outcome. Runs on the thread that advanced the schedule last, with no lock
-/// of this module held.
-pub type Done = Box<dyn FnOnce(&Schedule, Result<()>) + Send>;
+/// What to do when a schedule ends: gets the schedule back (its owned regions hold received
+/// data; a persistent collective keeps it to [`Schedule::restart`] it) and its outcome. Runs
+/// on the thread that advanced the schedule last, with no lock of this module held.
+pub type Done = Box<dyn FnOnce(Schedule, Result<()>) + Send>;
 
 /// A started schedule and its completion.
 struct Active {
@@ -69,7 +69,7 @@ fn advance(g: &mut Vec<Active>) -> Vec<(Active, Result<()>)> {
 /// Run the completions of finished schedules.
 fn complete(done: Vec<(Active, Result<()>)>) {
     for (a, r) in done {
-        (a.done)(&a.sched, r);
+        (a.done)(a.sched, r);
     }
 }
 
@@ -137,7 +137,7 @@ pub fn start(mut sched: Schedule, done: Done) {
     // Posting a collective also advances the ones already outstanding.
     progress_pending();
     match sched.progress() {
-        Some(r) => done(&sched, r),
+        Some(r) => done(sched, r),
         None => {
             THREAD.call_once(|| {
                 std::thread::Builder::new()

@@ -26,6 +26,7 @@ use crate::base::helpers::{fold_real_rank, fold_sizes};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// First tag of nonblocking collective schedules (then `+ seq mod 2^16 + sub * 2^16`).
@@ -35,6 +36,27 @@ const SUB_LIMIT: u16 = 1 << 13;
 
 /// Next schedule sequence number per collective context id.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
+
+/// Schedules planned so far in this process ([`planned`]).
+static PLANNED: AtomicU64 = AtomicU64::new(0);
+
+/// How many schedules this process has planned ([`Schedule::new`] calls): a persistent
+/// collective plans once at its init and only restarts its schedule afterwards
+/// ([`Schedule::restart`]), which tests check with this counter.
+pub fn planned() -> u64 {
+    PLANNED.load(Ordering::Relaxed)
+}
+
+/// The communicator's next schedule tag (see [`Schedule::new`]).
+fn next_tag(cc: &CollComm) -> Result<i32> {
+    let ctx = cc.e.comm_context(cc.shadow)?;
+    let mut g = SEQ.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    let s = m.entry(ctx).or_insert(0);
+    let v = *s;
+    *s = s.wrapping_add(1);
+    Ok(TAG_ICOLL_BASE + (v & 0xffff) as i32)
+}
 
 /// An owned reduction callback: `f(in, inout)` computes `inout = in ∘ inout`.
 pub type ReduceFn = dyn Fn(&[u8], &mut [u8]) + Send;
@@ -127,8 +149,12 @@ pub struct Schedule {
     links: Vec<CollComm>,
     tag: i32,
     regions: Vec<Region>,
-    rounds: std::collections::VecDeque<Round>,
-    current: Option<Round>,
+    /// The plan: every round, kept for [`Schedule::restart`].
+    rounds: Vec<Round>,
+    /// Index of the next round to post.
+    next: usize,
+    /// Index of the round whose transfers are in flight.
+    current: Option<usize>,
     pending: Vec<(ReqId, i32)>,
     op: Option<OwnedOp>,
     error: Option<oxmpi_engine::Error>,
@@ -144,21 +170,15 @@ impl Schedule {
     /// (if any). Takes the communicator's next schedule sequence number: every member
     /// must create its schedules on `cc` in the same order (MPI's collective order).
     pub fn new(cc: &CollComm, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
-        let ctx = cc.e.comm_context(cc.shadow)?;
-        let seq = {
-            let mut g = SEQ.lock().unwrap_or_else(|p| p.into_inner());
-            let m = g.get_or_insert_with(HashMap::new);
-            let s = m.entry(ctx).or_insert(0);
-            let v = *s;
-            *s = s.wrapping_add(1);
-            v
-        };
+        let tag = next_tag(cc)?;
+        PLANNED.fetch_add(1, Ordering::Relaxed);
         Ok(Schedule {
             cc: *cc,
             links: vec![*cc],
-            tag: TAG_ICOLL_BASE + (seq & 0xffff) as i32,
+            tag,
             regions,
-            rounds: Default::default(),
+            rounds: Vec::new(),
+            next: 0,
             current: None,
             pending: Vec::new(),
             op,
@@ -187,14 +207,14 @@ impl Schedule {
 
     /// Start a new round: the steps added next run after every step added so far.
     pub fn next_round(&mut self) {
-        self.rounds.push_back(Round::default());
+        self.rounds.push(Round::default());
     }
 
     fn last(&mut self) -> &mut Vec<Step> {
         if self.rounds.is_empty() {
-            self.rounds.push_back(Round::default());
+            self.rounds.push(Round::default());
         }
-        &mut self.rounds.back_mut().expect("non-empty").0
+        &mut self.rounds.last_mut().expect("non-empty").0
     }
 
     /// Send `len` bytes at `at` to `peer` (nothing for `PROC_NULL`) in the current round.
@@ -234,8 +254,31 @@ impl Schedule {
     }
 
     fn round(&mut self) -> &mut Vec<Step> {
-        self.rounds.push_back(Round::default());
-        &mut self.rounds.back_mut().expect("just pushed").0
+        self.rounds.push(Round::default());
+        &mut self.rounds.last_mut().expect("just pushed").0
+    }
+
+    /// Make a finished schedule runnable again with the same plan (rounds, regions,
+    /// operation) and the communicator's next tag, as a new collective in MPI's order:
+    /// what a persistent collective does at each `MPI_Start` instead of planning anew. The
+    /// caller refreshes the regions' input data first.
+    pub fn restart(&mut self) -> Result<()> {
+        if !self.pending.is_empty() || self.current.is_some() {
+            return Err(arg_err(
+                ErrorClass::Intern,
+                "schedule restarted while its transfers are in flight",
+            ));
+        }
+        self.tag = next_tag(&self.cc)?;
+        self.next = 0;
+        self.error = None;
+        Ok(())
+    }
+
+    /// Stop at the first error: no further round runs (the plan stays for a restart).
+    fn end(&mut self) {
+        self.next = self.rounds.len();
+        self.current = None;
     }
 
     fn check(&mut self, at: At, len: usize) -> Result<()> {
@@ -319,7 +362,8 @@ impl Schedule {
         if !self.started {
             self.started = true;
             if let Err(e) = self.validate() {
-                self.rounds.clear();
+                // An invalid plan never runs: validated (and failing) again if restarted.
+                self.started = false;
                 return Some(Err(e));
             }
         }
@@ -347,23 +391,29 @@ impl Schedule {
                 }
             }
             if let Some(err) = self.error.take() {
-                self.rounds.clear();
-                self.current = None;
+                self.end();
                 return Some(Err(err));
             }
-            if let Some(round) = self.current.take() {
+            if let Some(i) = self.current.take() {
+                let round = std::mem::take(&mut self.rounds[i]);
                 self.run_local(&round);
+                self.rounds[i] = round;
             }
-            let Some(round) = self.rounds.pop_front() else {
+            let i = self.next;
+            if i >= self.rounds.len() {
                 return Some(Ok(()));
-            };
-            if let Err(err) = self.post(&round) {
+            }
+            self.next += 1;
+            let round = std::mem::take(&mut self.rounds[i]);
+            let posted = self.post(&round);
+            self.rounds[i] = round;
+            if let Err(err) = posted {
                 self.cc.abandon(&self.pending);
                 self.pending.clear();
-                self.rounds.clear();
+                self.end();
                 return Some(Err(err));
             }
-            self.current = Some(round);
+            self.current = Some(i);
         }
     }
 
