@@ -170,6 +170,7 @@ mod tests {
                 "btl_ofi_max_payload",
                 "btl_ofi_recv_depth",
                 "btl_ofi_send_slots",
+                "btl_ofi_keepalive",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "osc_pt2pt_idle_sleep_max",

@@ -10,13 +10,24 @@
 //! the one completion queue, which every link's `ready`/`poll` reads (the progress of
 //! providers with manual progress). A failed completion (`fi_cq_readerr`) is reported, with
 //! the provider's message, by the link of the peer it concerns.
+//!
+//! Keepalive: a provider may report nothing to a rank that only has receives posted to a
+//! dead peer (`tcp;ofi_rxm` notices the closed connection only when it sends). So while the
+//! engine polls, a peer we have exchanged records with but not heard from (no record, no
+//! send completion) for `btl_ofi_keepalive` seconds gets a ping: a record without payload
+//! that its link consumes. A dead peer fails the ping (connection reset or refused), which
+//! fails the operations waiting for it with `MPI_ERR_PROC_FAILED`; so does a provider that
+//! refuses [`REFUSALS_LOST`] pings in a row (`tcp;ofi_rxm` cannot reconnect to a dead
+//! peer and says `FI_EAGAIN` for ever). A peer whose host vanishes without a reset is the
+//! runtime's to notice (`plm_link_timeout`).
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::fabric::Fabric;
 use super::fi;
-use crate::btl::{Caps, Link, LinkError};
+use crate::btl::{Caps, Link, LinkError, BTL};
 use crate::pml::hdr::{Hdr, HDR};
 
 /// Bits of the sequence number in a tag; the sender's rank sits above them.
@@ -33,6 +44,12 @@ pub(crate) fn tag(rank: usize, seq: u32) -> u64 {
 /// to the protocol, whose kinds are small numbers).
 const K_BYE: u8 = 0xb0;
 
+/// The kind of a keepalive ping (consumed by the receiving link, like [`K_BYE`]).
+const K_PING: u8 = 0xb1;
+
+/// Keepalive pings refused in a row (one per keepalive period) that make a peer lost.
+const REFUSALS_LOST: u32 = 3;
+
 /// Completions read per call.
 const CQ_BATCH: usize = 16;
 
@@ -42,7 +59,7 @@ const CQ_BATCH: usize = 16;
 #[derive(Debug, Default)]
 struct Op {
     ctx: fi::fi_context2,
-    /// [`RECV`] or [`SEND`].
+    /// [`RECV`], [`SEND`] or [`PING`].
     kind: u8,
     /// The peer's world rank.
     peer: u32,
@@ -54,6 +71,8 @@ struct Op {
 const RECV: u8 = 0;
 /// [`Op::kind`] of a send.
 const SEND: u8 = 1;
+/// [`Op::kind`] of a keepalive ping's send.
+const PING: u8 = 2;
 
 /// A receive buffer (or a send buffer) and its operation context; boxed, so the context
 /// and the buffer keep their addresses while the provider holds them.
@@ -93,6 +112,14 @@ struct Peer {
     bye_sent: bool,
     /// The peer's goodbye arrived.
     bye_got: bool,
+    /// When a record from it arrived or a send to it completed last.
+    heard: Instant,
+    /// A record went either way (the provider may have connected): keepalives may go.
+    talked: bool,
+    /// A keepalive ping to it is in flight.
+    ping_out: bool,
+    /// Keepalive pings the provider refused in a row.
+    refused: u32,
 }
 
 /// One rank's endpoint and the state of every peer it reaches, shared by the links.
@@ -112,6 +139,8 @@ pub(crate) struct Net {
     fatal: Option<String>,
     /// Every link finished closing and the fabric is closed: nothing may touch it.
     closed: bool,
+    /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
+    keepalive: Option<Duration>,
 }
 
 // SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
@@ -137,7 +166,8 @@ fn peer_gone(err: i32) -> bool {
 
 impl Net {
     /// A network over `fab` for rank `me` of `size`, records of up to `max_payload` bytes,
-    /// `depth` receives posted per peer, `max_sends` sends in flight.
+    /// `depth` receives posted per peer, `max_sends` sends in flight, silent peers pinged
+    /// after `keepalive`.
     pub(crate) fn new(
         fab: Fabric,
         me: usize,
@@ -145,6 +175,7 @@ impl Net {
         max_payload: usize,
         depth: usize,
         max_sends: usize,
+        keepalive: Option<Duration>,
     ) -> Net {
         let max_payload = max_payload.min(fab.max_msg.saturating_sub(HDR)).max(1);
         Net {
@@ -158,6 +189,7 @@ impl Net {
             max_sends,
             fatal: None,
             closed: false,
+            keepalive,
         }
     }
 
@@ -226,6 +258,10 @@ impl Net {
             closed: false,
             bye_sent: false,
             bye_got: false,
+            heard: Instant::now(),
+            talked: false,
+            ping_out: false,
+            refused: 0,
         });
         for seq in 0..self.depth as u32 {
             self.post(p, seq)?;
@@ -305,18 +341,24 @@ impl Net {
         // SAFETY: every context we pass is the address of a live boxed Slot (Op first).
         let op = unsafe { &*ctx.cast::<Op>() };
         let (kind, p, idx) = (op.kind, op.peer as usize, op.idx as usize);
-        if kind == SEND {
+        if kind != RECV {
             self.sends[idx].done = None;
             self.free.push(idx);
         }
         let Some(peer) = self.peers.get_mut(p).and_then(Option::as_mut) else {
             return;
         };
-        if kind == SEND {
+        if kind != RECV {
             peer.inflight = peer.inflight.saturating_sub(1);
             peer.sent = true;
+            peer.ping_out &= kind != PING;
         } else if err.is_none() {
             peer.slots[idx].done = len;
+        }
+        if err.is_none() {
+            peer.heard = Instant::now();
+            peer.talked = true;
+            peer.refused = 0;
         }
         if let Some(e) = err {
             peer.err.get_or_insert(e);
@@ -339,6 +381,7 @@ impl Net {
         // Sends in flight, or completed since the last look (by any link's read of the
         // shared queue): the engine must pass by and complete the requests waiting for them.
         self.progress();
+        self.keep_alive(p);
         has(self)
             || self.peers[p]
                 .as_mut()
@@ -363,9 +406,10 @@ impl Net {
             // SAFETY: the buffer holds len >= HDR received bytes; Hdr is plain data.
             let hdr = unsafe { s.buf.as_ptr().cast::<Hdr>().read_unaligned() };
             peer.held = true;
-            if hdr.kind == K_BYE {
-                // The last record the peer sends: ours to keep, not the protocol's.
-                peer.bye_got = true;
+            if hdr.kind == K_BYE || hdr.kind == K_PING {
+                // The last record the peer sends, or a keepalive: ours to keep, not the
+                // protocol's.
+                peer.bye_got |= hdr.kind == K_BYE;
                 self.release(p);
                 continue;
             }
@@ -418,8 +462,61 @@ impl Net {
         }
     }
 
+    /// Pings `p` if it is due: keepalives are on, we talked with `p` and have not heard
+    /// from it for the keepalive time, no ping is in flight, and neither side said goodbye.
+    fn keep_alive(&mut self, p: usize) {
+        let Some(every) = self.keepalive else {
+            return;
+        };
+        let due = self.peers[p].as_ref().is_some_and(|q| {
+            q.talked
+                && !q.ping_out
+                && !q.bye_sent
+                && !q.bye_got
+                && q.err.is_none()
+                && q.heard.elapsed() >= every
+        });
+        if !due {
+            return;
+        }
+        let ping = Hdr {
+            kind: K_PING,
+            ..Hdr::default()
+        };
+        let sent = self.send_op(p, &ping, &[], PING);
+        let Some(q) = self.peers[p].as_mut() else {
+            return;
+        };
+        q.heard = Instant::now();
+        if sent {
+            q.ping_out = true;
+            q.refused = 0;
+            oxmpi_base::verbose!(BTL, 30, "ofi: rank {}: keepalive ping to rank {p}", self.me);
+            return;
+        }
+        // The provider takes no send to a peer it talked with: its connection broke and
+        // reconnecting fails (tcp;ofi_rxm returns FI_EAGAIN for ever once the peer's
+        // listener is gone).
+        q.refused += 1;
+        if q.refused >= REFUSALS_LOST {
+            q.err.get_or_insert((
+                true,
+                format!(
+                    "rank {p} unreachable: the provider refused {REFUSALS_LOST} keepalive pings \
+                     {} s apart (its connection is lost)",
+                    every.as_secs()
+                ),
+            ));
+        }
+    }
+
     /// Sends one record to `p` if a send buffer is free and the provider takes it.
     fn try_send(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> bool {
+        self.send_op(p, hdr, payload, SEND)
+    }
+
+    /// [`Net::try_send`] as an operation of `kind` ([`SEND`] or [`PING`]).
+    fn send_op(&mut self, p: usize, hdr: &Hdr, payload: &[u8], kind: u8) -> bool {
         if self.closed {
             return true;
         }
@@ -456,6 +553,7 @@ impl Net {
         s.buf[..HDR].copy_from_slice(hb);
         s.buf[HDR..HDR + payload.len()].copy_from_slice(payload);
         s.op.peer = p as u32;
+        s.op.kind = kind;
         let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
         let (addr, t) = (peer.addr, tag(self.me, peer.send_seq));
         // SAFETY: the send buffer is boxed in `self` and stays untouched until the
@@ -478,6 +576,7 @@ impl Net {
         s.done = Some(0);
         peer.send_seq = peer.send_seq.wrapping_add(1);
         peer.inflight += 1;
+        peer.talked = true;
         true
     }
 }

@@ -141,6 +141,10 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         size(&params::MAX_PAYLOAD),
         int(&params::RECV_DEPTH).max(1) as usize,
         int(&params::SEND_SLOTS).max(1) as usize,
+        match int(&params::KEEPALIVE) {
+            0 => None,
+            s => Some(std::time::Duration::from_secs(s.unsigned_abs())),
+        },
     );
     let name = match net.name() {
         Ok(n) => n,

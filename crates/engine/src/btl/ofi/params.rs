@@ -64,11 +64,27 @@ pub(crate) static SEND_SLOTS: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_keepalive`.
+pub(crate) static KEEPALIVE: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "keepalive",
+    ParamType::Int { min: 0, max: 3600 },
+    "1",
+    "Seconds a peer the ofi transport exchanged messages with may stay silent, while this \
+     rank waits, before it is sent a keepalive ping (a dead peer fails the ping, or the \
+     provider refuses 3 pings in a row: the operations that depend on it end with \
+     MPI_ERR_PROC_FAILED, as providers like tcp;ofi_rxm report nothing to a rank that \
+     only receives); 0: never",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 5] = [
+pub(crate) static PARAMS: [ParamDecl; 6] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
     RECV_DEPTH,
     SEND_SLOTS,
+    KEEPALIVE,
 ];
