@@ -402,6 +402,23 @@ impl Fabric {
         unsafe { ((*(*self.ep).tagged).send)(self.ep, buf.cast(), len, desc, dest, tag, ctx) }
     }
 
+    /// Sends `len` bytes at `buf` (at most [`Fabric::inject`]) to `dest` with `tag`
+    /// without a completion (`fi_tinject`): the buffer is free again when it returns; the
+    /// raw return code.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes during the call.
+    pub(crate) unsafe fn tinject(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: fi::FiAddr,
+        tag: u64,
+    ) -> isize {
+        // SAFETY: an enabled endpoint; the caller's promise for the buffer.
+        unsafe { ((*(*self.ep).tagged).inject)(self.ep, buf.cast(), len, dest, tag) }
+    }
+
     /// Reads up to `out.len()` completions: how many, 0 if none, or a negative code
     /// (`-FI_EAVAIL`: an error completion waits for [`Fabric::read_error`]).
     pub(crate) fn read(&self, out: &mut [fi::fi_cq_tagged_entry]) -> isize {
