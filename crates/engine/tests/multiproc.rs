@@ -622,12 +622,33 @@ fn ofi_wildcards_and_large_messages() {
             err[0]
         );
         assert!(err[0].contains("provider tcp;ofi_rxm"), "{}", err[0]);
-        // Small records (control records, tiny messages) go without a completion.
-        let injected = err[0]
-            .split("rank 0: ")
-            .find_map(|l| l.split_once(" records injected"))
-            .and_then(|(n, _)| n.parse::<u64>().ok());
-        assert!(injected.is_some_and(|n| n > 0), "{}", err[0]);
+        // Small records (control records, tiny messages) go without a completion; large
+        // messages are read from the sender's registered buffer (tcp;ofi_rxm has FI_RMA).
+        let count = |what: &str| {
+            err[0]
+                .lines()
+                .find(|l| l.contains("records injected"))
+                .and_then(|l| {
+                    let before = l.split_once(what)?.0;
+                    before
+                        .rsplit([' ', ','])
+                        .find(|w| !w.is_empty())?
+                        .parse::<u64>()
+                        .ok()
+                })
+        };
+        assert!(
+            count(" records injected").is_some_and(|n| n > 0),
+            "{}",
+            err[0]
+        );
+        if scenario == "big_bidir" {
+            assert!(
+                count(" rendezvous read").is_some_and(|n| n > 0),
+                "{}",
+                err[0]
+            );
+        }
     }
 }
 
@@ -648,6 +669,18 @@ fn ofi_dead_peer_on_another_node_fails_waits() {
         "the death took {:?} to be noticed",
         t0.elapsed()
     );
+}
+
+/// Over the ofi transport (large messages read from the sender's registered buffer):
+/// synchronous sends, probe/mprobe/cancel, truncation (a partial read), blocking calls.
+#[test]
+fn ofi_sync_sends_probes_truncation() {
+    let Some(env) = ofi_env() else { return };
+    for scenario in ["ssend", "probe", "truncate", "blocking"] {
+        run_with(2, scenario, &env, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+        });
+    }
 }
 
 /// Over the ofi transport, a peer that computes for longer than three keepalive periods

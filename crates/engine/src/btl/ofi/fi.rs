@@ -25,6 +25,12 @@ pub(crate) const API_VERSION: u32 = (1 << 16) | 17;
 // Capabilities and flags (`fabric.h`).
 /// `FI_TAGGED`.
 pub(crate) const FI_TAGGED: u64 = 1 << 3;
+/// `FI_RMA`.
+pub(crate) const FI_RMA: u64 = 1 << 2;
+/// `FI_READ`: we read other endpoints' memory (and register local buffers for it).
+pub(crate) const FI_READ: u64 = 1 << 8;
+/// `FI_REMOTE_READ`: other endpoints read ours.
+pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
 /// `FI_RECV`.
 pub(crate) const FI_RECV: u64 = 1 << 10;
 /// `FI_SEND` (`FI_TRANSMIT`).
@@ -379,6 +385,22 @@ pub(crate) struct fi_ops_tagged {
     pub inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, FiAddr, u64) -> isize,
 }
 
+/// `struct fi_ops_rma` (up to `read`).
+#[repr(C)]
+pub(crate) struct fi_ops_rma {
+    pub size: usize,
+    pub read: unsafe extern "C" fn(
+        *mut fid_ep,
+        *mut c_void,
+        usize,
+        *mut c_void,
+        FiAddr,
+        u64,
+        u64,
+        *mut c_void,
+    ) -> isize,
+}
+
 /// `struct fid_ep`.
 #[repr(C)]
 pub(crate) struct fid_ep {
@@ -386,7 +408,7 @@ pub(crate) struct fid_ep {
     pub ops: *mut c_void,
     pub cm: *mut fi_ops_cm,
     pub msg: *mut c_void,
-    pub rma: *mut c_void,
+    pub rma: *mut fi_ops_rma,
     pub tagged: *mut fi_ops_tagged,
     pub atomic: *mut c_void,
     pub collective: *mut c_void,
@@ -583,6 +605,9 @@ mod tests {
             size!(fid_ep),
             off!(fid_ep, cm),
             off!(fid_ep, tagged),
+            off!(fid_ep, rma),
+            off!(fid_mr, key),
+            off!(fi_ops_rma, read),
             size!(fi_context2),
             ("FI_EP_RDM", FI_EP_RDM as usize),
             ("FI_AV_TABLE", FI_AV_TABLE as usize),
@@ -596,13 +621,16 @@ mod tests {
             ("FI_CONTEXT", FI_CONTEXT as usize),
             ("FI_CONTEXT2", FI_CONTEXT2 as usize),
             ("FI_TAGGED", FI_TAGGED as usize),
+            ("FI_RMA", FI_RMA as usize),
+            ("FI_READ", FI_READ as usize),
+            ("FI_REMOTE_READ", FI_REMOTE_READ as usize),
             ("FI_MR_LOCAL", FI_MR_LOCAL as usize),
             ("FI_VERSION(1, 17)", API_VERSION as usize),
         ];
         let mut c = String::from(
             "#include <stdio.h>\n#include <stddef.h>\n#include <rdma/fabric.h>\n\
              #include <rdma/fi_domain.h>\n#include <rdma/fi_endpoint.h>\n\
-             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_eq.h>\n\
+             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_rma.h>\n#include <rdma/fi_eq.h>\n\
              #include <rdma/fi_errno.h>\nint main(void) {\n",
         );
         for (expr, _) in &checks {

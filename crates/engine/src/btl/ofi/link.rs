@@ -21,14 +21,15 @@
 //! peer and says `FI_EAGAIN` for ever). A peer whose host vanishes without a reset is the
 //! runtime's to notice (`plm_link_timeout`).
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::fabric::Fabric;
+use super::fabric::{Fabric, Mr};
 use super::fi;
 use crate::btl::{Caps, Link, LinkError, BTL};
-use crate::pml::hdr::{Hdr, HDR};
+use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_RTS};
 
 /// Bits of the sequence number in a tag; the sender's rank sits above them.
 const SEQ_BITS: u32 = 32;
@@ -77,6 +78,12 @@ const RECV: u8 = 0;
 const SEND: u8 = 1;
 /// [`Op::kind`] of a keepalive ping's send.
 const PING: u8 = 2;
+/// [`Op::kind`] of a remote read.
+const READ: u8 = 3;
+
+/// Bytes the link appends to an RTS with [`F_RMA`]: the registration's key and the
+/// address to read at (virtual, or the offset 0 into the registration).
+const RMA_TRAILER: usize = 16;
 
 /// A receive buffer (or a send buffer) and its operation context; boxed, so the context
 /// and the buffer keep their addresses while the provider holds them.
@@ -124,6 +131,8 @@ struct Peer {
     ping_out: bool,
     /// Keepalive pings the provider refused in a row.
     refused: u32,
+    /// The key and remote address of each buffer it offered for a read, by its request.
+    offers: HashMap<u64, (u64, u64)>,
 }
 
 /// One rank's endpoint and the state of every peer it reaches, shared by the links.
@@ -145,9 +154,17 @@ pub(crate) struct Net {
     closed: bool,
     /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
     keepalive: Option<Duration>,
-    /// Records sent with `fi_tinject` and with `fi_tsend`, for verbose output at close.
+    /// Records sent with `fi_tinject` and with `fi_tsend`, rendezvous read with
+    /// `fi_read`, for verbose output at close.
     injected: u64,
     sent: u64,
+    reads: u64,
+    /// Our buffers offered for a read, by (peer, our request), until its CTS or FIN.
+    offered: HashMap<(usize, u64), Mr>,
+    /// The context of the one read in flight ([`Net::read`] waits for it).
+    read_op: Box<Op>,
+    /// The read's completion: `Some(None)` done, `Some(Some(message))` failed.
+    read_done: Option<Option<String>>,
 }
 
 // SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
@@ -199,6 +216,13 @@ impl Net {
             keepalive,
             injected: 0,
             sent: 0,
+            reads: 0,
+            offered: HashMap::new(),
+            read_op: Box::new(Op {
+                kind: READ,
+                ..Op::default()
+            }),
+            read_done: None,
         }
     }
 
@@ -271,6 +295,7 @@ impl Net {
             talked: false,
             ping_out: false,
             refused: 0,
+            offers: HashMap::new(),
         });
         for seq in 0..self.depth as u32 {
             self.post(p, seq)?;
@@ -350,6 +375,15 @@ impl Net {
         // SAFETY: every context we pass is the address of a live boxed Slot (Op first).
         let op = unsafe { &*ctx.cast::<Op>() };
         let (kind, p, idx) = (op.kind, op.peer as usize, op.idx as usize);
+        if kind == READ {
+            if let Some((true, m)) = &err {
+                if let Some(q) = self.peers.get_mut(p).and_then(Option::as_mut) {
+                    q.err.get_or_insert((true, m.clone()));
+                }
+            }
+            self.read_done = Some(err.map(|e| e.1));
+            return;
+        }
         if kind != RECV {
             self.sends[idx].done = None;
             self.free.push(idx);
@@ -415,6 +449,24 @@ impl Net {
             // SAFETY: the buffer holds len >= HDR received bytes; Hdr is plain data.
             let hdr = unsafe { s.buf.as_ptr().cast::<Hdr>().read_unaligned() };
             peer.held = true;
+            if hdr.kind == K_RTS && hdr.flags & F_RMA != 0 {
+                // The sender's key and address, ours to keep: the protocol sees a plain RTS.
+                if len != HDR + RMA_TRAILER {
+                    return Err(LinkError::Short(len));
+                }
+                let mut t = [0u8; RMA_TRAILER];
+                t.copy_from_slice(&s.buf[HDR..HDR + RMA_TRAILER]);
+                let key = u64::from_ne_bytes(t[..8].try_into().expect("8 bytes"));
+                let raddr = u64::from_ne_bytes(t[8..].try_into().expect("8 bytes"));
+                peer.offers.insert(hdr.b, (key, raddr));
+                return Ok(Some((hdr, std::ptr::null(), 0)));
+            }
+            if hdr.kind == K_CTS || hdr.kind == K_FIN {
+                // The receiver took (or declined) our offer: the registration can go.
+                if let Some(mr) = self.offered.remove(&(p, hdr.b)) {
+                    self.fab.deregister(mr);
+                }
+            }
             if hdr.kind == K_BYE || hdr.kind == K_PING {
                 // The last record the peer sends, or a keepalive: ours to keep, not the
                 // protocol's.
@@ -470,14 +522,179 @@ impl Net {
                 BTL,
                 20,
                 "ofi: rank {}: {} records injected (fi_tinject, up to {} B), {} sent with a \
-                 completion",
+                 completion, {} rendezvous read (fi_read)",
                 self.me,
                 self.injected,
                 self.fab.inject.min(INJECT_MAX),
-                self.sent
+                self.sent,
+                self.reads
             );
+            for (_, mr) in std::mem::take(&mut self.offered) {
+                self.fab.deregister(mr);
+            }
             self.fab.close();
             self.closed = true;
+        }
+    }
+
+    /// Sends an RTS that offers its buffer (`hdr.a` bytes at `hdr.c`) for a read: registers
+    /// it (once, until the receiver's CTS or FIN) and appends the key and address; without
+    /// the offer if the registration fails.
+    fn send_rts(&mut self, p: usize, hdr: &Hdr) -> bool {
+        let id = (p, hdr.b);
+        if !self.offered.contains_key(&id) {
+            // SAFETY: the sender's buffer stays valid until its request completes, which
+            // takes the receiver's CTS or FIN (when the registration goes) or its failure
+            // (then the registration lives on, unused, until the fabric closes).
+            let mr = unsafe {
+                self.fab
+                    .register_user(hdr.c as *const u8, hdr.a as usize, fi::FI_REMOTE_READ)
+            };
+            match mr {
+                Ok(mr) => {
+                    self.offered.insert(id, mr);
+                }
+                Err(e) => {
+                    oxmpi_base::verbose!(
+                        BTL,
+                        10,
+                        "ofi: rank {}: {} B for rank {p} not offered for a read ({e})",
+                        self.me,
+                        hdr.a
+                    );
+                    let plain = Hdr {
+                        flags: hdr.flags & !F_RMA,
+                        ..*hdr
+                    };
+                    return self.try_send(p, &plain, &[]);
+                }
+            }
+        }
+        let key = self.offered[&id].key;
+        let raddr = if self.fab.mr_virt { hdr.c } else { 0 };
+        let mut t = [0u8; RMA_TRAILER];
+        t[..8].copy_from_slice(&key.to_ne_bytes());
+        t[8..].copy_from_slice(&raddr.to_ne_bytes());
+        self.try_send(p, hdr, &t)
+    }
+
+    /// Reads the first `n` bytes of what `p` offered with its request `sreq` into `buf`
+    /// (in pieces of the provider's largest message), progressing until they are there.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `n` bytes.
+    unsafe fn read(
+        &mut self,
+        p: usize,
+        buf: *mut u8,
+        n: usize,
+        sreq: u64,
+    ) -> Result<bool, LinkError> {
+        if !self.fab.rma || self.closed {
+            return Ok(false);
+        }
+        let Some(peer) = self.peers[p].as_mut() else {
+            return Ok(false);
+        };
+        let Some((key, raddr)) = peer.offers.remove(&sreq) else {
+            return Ok(false);
+        };
+        let src = peer.addr;
+        let local = if self.fab.mr_local {
+            // SAFETY: buf stays valid (the caller's promise) until we deregister below.
+            Some(
+                unsafe { self.fab.register_user(buf, n, fi::FI_READ) }
+                    .map_err(LinkError::Fabric)?,
+            )
+        } else {
+            None
+        };
+        let desc = local.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+        let res = self.read_pieces(p, buf, n, desc, src, raddr, key);
+        if let Some(m) = local {
+            self.fab.deregister(m);
+        }
+        if res.is_ok() {
+            self.reads += 1;
+        }
+        res.map(|()| true)
+    }
+
+    /// [`Net::read`]'s transfer: one `fi_read` at a time, each waited for.
+    #[allow(clippy::too_many_arguments)]
+    fn read_pieces(
+        &mut self,
+        p: usize,
+        buf: *mut u8,
+        n: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        raddr: u64,
+        key: u64,
+    ) -> Result<(), LinkError> {
+        let piece = self.fab.max_msg.max(1);
+        let mut off = 0;
+        while off < n {
+            let len = piece.min(n - off);
+            self.read_done = None;
+            self.read_op.peer = p as u32;
+            let ctx = std::ptr::addr_of_mut!(*self.read_op).cast::<c_void>();
+            loop {
+                // SAFETY: buf + off has len writable bytes (the caller's promise); the
+                // context is boxed in self; we wait for the completion below.
+                let ret = unsafe {
+                    self.fab.rma_read(
+                        buf.wrapping_add(off),
+                        len,
+                        desc,
+                        src,
+                        raddr + off as u64,
+                        key,
+                        ctx,
+                    )
+                };
+                if ret == 0 {
+                    break;
+                }
+                if ret != -fi::FI_EAGAIN {
+                    return Err(LinkError::Fabric(format!(
+                        "fi_read from rank {p}: {}",
+                        self.fab.error(ret)
+                    )));
+                }
+                self.wait_step(p)?;
+            }
+            loop {
+                match self.read_done.take() {
+                    Some(None) => break,
+                    Some(Some(m)) => {
+                        return Err(match self.peers[p].as_mut().and_then(|q| q.err.take()) {
+                            Some((true, m)) => LinkError::PeerLost(m),
+                            _ => LinkError::Fabric(format!("fi_read from rank {p}: {m}")),
+                        })
+                    }
+                    None => self.wait_step(p)?,
+                }
+            }
+            off += len;
+        }
+        Ok(())
+    }
+
+    /// One step of waiting for a read from `p`: progress, keepalive, and the peer's
+    /// failure as an error.
+    fn wait_step(&mut self, p: usize) -> Result<(), LinkError> {
+        self.progress();
+        self.keep_alive(p);
+        match self.peers[p].as_mut() {
+            Some(q) if q.err.as_ref().is_some_and(|e| e.0) => {
+                Err(LinkError::PeerLost(q.err.take().expect("checked").1))
+            }
+            None => Err(LinkError::PeerLost(format!("rank {p} is gone"))),
+            _ => match &self.fatal {
+                Some(m) => Err(LinkError::Fabric(m.clone())),
+                None => Ok(()),
+            },
         }
     }
 
@@ -676,7 +893,10 @@ impl Link for OfiLink {
     }
 
     fn caps(&self) -> Caps {
-        Caps::NETWORK
+        Caps {
+            rma_read: self.net().fab.rma,
+            ..Caps::NETWORK
+        }
     }
 
     fn max_payload(&self) -> usize {
@@ -692,6 +912,9 @@ impl Link for OfiLink {
         };
         if len > self.max_payload {
             return false;
+        }
+        if hdr.kind == K_RTS && hdr.flags & F_RMA != 0 {
+            return self.net().send_rts(self.peer, hdr);
         }
         self.net().try_send(self.peer, hdr, data)
     }
@@ -742,6 +965,11 @@ impl Link for OfiLink {
             n.finish(p);
         }
         done
+    }
+
+    unsafe fn read(&mut self, buf: *mut u8, n: usize, sreq: u64) -> Result<bool, LinkError> {
+        // SAFETY: the caller's promise for buf.
+        unsafe { self.net().read(self.peer, buf, n, sreq) }
     }
 
     fn sending(&self) -> bool {
