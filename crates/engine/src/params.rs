@@ -171,6 +171,7 @@ mod tests {
                 "btl_ofi_recv_depth",
                 "btl_ofi_send_slots",
                 "btl_ofi_keepalive",
+                "btl_ofi_link_timeout",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "osc_pt2pt_idle_sleep_max",

@@ -135,6 +135,15 @@ struct Peer {
     offers: HashMap<u64, (u64, u64)>,
 }
 
+/// When peers are pinged and when they count as failed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Liveness {
+    /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
+    pub keepalive: Option<Duration>,
+    /// How long a ping may stay without completion before its peer failed; `None`: ever.
+    pub link_timeout: Option<Duration>,
+}
+
 /// One rank's endpoint and the state of every peer it reaches, shared by the links.
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -154,6 +163,8 @@ pub(crate) struct Net {
     closed: bool,
     /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
     keepalive: Option<Duration>,
+    /// How long a ping may stay without completion before its peer failed; `None`: ever.
+    link_timeout: Option<Duration>,
     /// Records sent with `fi_tinject` and with `fi_tsend`, rendezvous read with
     /// `fi_read`, for verbose output at close.
     injected: u64,
@@ -191,7 +202,7 @@ fn peer_gone(err: i32) -> bool {
 impl Net {
     /// A network over `fab` for rank `me` of `size`, records of up to `max_payload` bytes,
     /// `depth` receives posted per peer, `max_sends` sends in flight, silent peers pinged
-    /// after `keepalive`.
+    /// and failed as `liveness` says.
     pub(crate) fn new(
         fab: Fabric,
         me: usize,
@@ -199,7 +210,7 @@ impl Net {
         max_payload: usize,
         depth: usize,
         max_sends: usize,
-        keepalive: Option<Duration>,
+        liveness: Liveness,
     ) -> Net {
         let max_payload = max_payload.min(fab.max_msg.saturating_sub(HDR)).max(1);
         Net {
@@ -213,7 +224,8 @@ impl Net {
             max_sends,
             fatal: None,
             closed: false,
-            keepalive,
+            keepalive: liveness.keepalive,
+            link_timeout: liveness.link_timeout,
             injected: 0,
             sent: 0,
             reads: 0,
@@ -734,6 +746,19 @@ impl Net {
         let Some(every) = self.keepalive else {
             return;
         };
+        if let (Some(limit), Some(q)) = (self.link_timeout, self.peers[p].as_mut()) {
+            if q.ping_out && q.err.is_none() && q.heard.elapsed() >= limit {
+                q.err = Some((
+                    true,
+                    format!(
+                        "rank {p} unreachable: a keepalive ping stayed unanswered for {} s \
+                         (btl_ofi_link_timeout)",
+                        limit.as_secs()
+                    ),
+                ));
+                return;
+            }
+        }
         let due = self.peers[p].as_ref().is_some_and(|q| {
             q.talked
                 && !q.ping_out

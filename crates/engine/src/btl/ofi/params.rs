@@ -79,12 +79,28 @@ pub(crate) static KEEPALIVE: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_link_timeout`.
+pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "link_timeout",
+    ParamType::Int { min: 0, max: 86400 },
+    "0",
+    "Seconds a keepalive ping may stay without completion before its peer counts as \
+     failed (0: never). Pings complete locally on tcp;ofi_rxm and by the peer's network \
+     card on hardware providers, but on udp;ofi_rxd only when the peer process \
+     acknowledges, so set it there (above the longest computation between MPI calls) to \
+     notice a killed peer",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 6] = [
+pub(crate) static PARAMS: [ParamDecl; 7] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
     RECV_DEPTH,
     SEND_SLOTS,
     KEEPALIVE,
+    LINK_TIMEOUT,
 ];
