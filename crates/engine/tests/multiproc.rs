@@ -683,6 +683,26 @@ fn ofi_sync_sends_probes_truncation() {
     }
 }
 
+/// Over the ofi transport without tagged messages (`btl_ofi_tagged=false`, as on a
+/// provider that lacks them): plain messages into receives directed at their source.
+#[test]
+fn ofi_plain_messages_without_tags() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_MCA_btl_ofi_tagged", "false"));
+    env.push(("OXMPI_MCA_btl_base_verbose", "10"));
+    for (n, scenario) in [(4, "wildcards"), (2, "big_bidir"), (2, "ssend"), (2, "probe")] {
+        let err = run_with(n, scenario, &env, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{}", r % 2));
+        });
+        assert!(
+            err[0].contains("plain messages (FI_MSG, directed receives)"),
+            "{}",
+            err[0]
+        );
+    }
+}
+
 /// Over the ofi transport, a peer that computes for longer than three keepalive periods
 /// while we wait for it is alive: pings go out, nothing fails.
 #[test]

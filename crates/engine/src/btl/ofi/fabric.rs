@@ -12,9 +12,14 @@ use super::fi::{self, Lib};
 /// What the transport asks of `fi_getinfo`.
 const CAPS: u64 = fi::FI_TAGGED | fi::FI_SEND | fi::FI_RECV;
 
-/// What it asks for first: also reads of other endpoints' registered memory, for the
+/// What it asks for without tagged messages (providers that lack them, or
+/// `btl_ofi_tagged=false`): plain messages, receives that name their source, and (asked
+/// of the hints) send-after-send order.
+const CAPS_MSG: u64 = fi::FI_MSG | fi::FI_DIRECTED_RECV | fi::FI_SEND | fi::FI_RECV;
+
+/// What it asks for on top: reads of other endpoints' registered memory, for the
 /// rendezvous of large messages ([`Fabric::rma_read`]).
-const CAPS_RMA: u64 = CAPS | fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
+const RMA: u64 = fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
 
 /// Whether provider `prov` (as `fi_info` names it, e.g. `tcp;ofi_rxm`) matches `spec`: the
 /// whole name or one of its `;`-separated parts, ignoring case.
@@ -88,6 +93,10 @@ fn getinfo(lib: &Lib, caps: u64) -> Result<*mut fi::fi_info, String> {
     // SAFETY: hints and its attribute structures were just allocated by libfabric.
     unsafe {
         (*hints).caps = caps;
+        if caps & fi::FI_TAGGED == 0 {
+            (*(*hints).tx_attr).msg_order = fi::FI_ORDER_SAS;
+            (*(*hints).rx_attr).msg_order = fi::FI_ORDER_SAS;
+        }
         (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
         (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
         let d = &mut *(*hints).domain_attr;
@@ -155,6 +164,9 @@ pub(crate) struct Fabric {
     pub manual_progress: bool,
     /// The endpoint reads registered memory of its peers ([`Fabric::rma_read`]).
     pub rma: bool,
+    /// Records travel as tagged messages; else as plain ones (`FI_MSG`) into receives
+    /// directed at their source, in send order (`FI_ORDER_SAS`).
+    pub tagged: bool,
     /// Remote addresses are virtual addresses (`FI_MR_VIRT_ADDR`), not offsets into the
     /// registration.
     pub mr_virt: bool,
@@ -198,8 +210,22 @@ impl Fabric {
         exclude: &[String],
         ranks: usize,
         hardware_only: bool,
+        tagged: bool,
     ) -> Result<Fabric, String> {
-        let list = getinfo(lib, CAPS)?;
+        // Tagged messages if wanted and an allowed provider has them, else plain ones.
+        let mut caps = if tagged { CAPS } else { CAPS_MSG };
+        let mut list = getinfo(lib, caps).unwrap_or(null_mut());
+        if caps == CAPS && choose_provider(&list_nodes(list).1, include, exclude).is_none() {
+            if !list.is_null() {
+                // SAFETY: the list from fi_getinfo, not used after this.
+                unsafe { (lib.freeinfo)(list) };
+            }
+            caps = CAPS_MSG;
+            list = null_mut();
+        }
+        if list.is_null() {
+            list = getinfo(lib, caps)?;
+        }
         let mut f = Fabric {
             lib,
             list,
@@ -216,6 +242,7 @@ impl Fabric {
             inject: 0,
             manual_progress: false,
             rma: false,
+            tagged: caps == CAPS,
             mr_virt: false,
             mr_prov_key: false,
             next_key: 1,
@@ -245,7 +272,7 @@ impl Fabric {
         f.info = nodes[k];
         f.prov = names[k].clone();
         // The same provider with reads of remote memory, if it offers them.
-        if let Ok(rma) = getinfo(lib, CAPS_RMA) {
+        if let Ok(rma) = getinfo(lib, caps | RMA) {
             let (rnodes, rnames) = list_nodes(rma);
             match rnames.iter().position(|n| *n == f.prov) {
                 Some(i) => {
@@ -472,8 +499,8 @@ impl Fabric {
         unsafe { ((*(*self.ep).rma).read)(self.ep, buf.cast(), len, desc, src, addr, key, ctx) }
     }
 
-    /// Posts a tagged receive of exactly `tag` into `len` bytes at `buf`; the raw return
-    /// code (0, `-FI_EAGAIN`, or an error).
+    /// Posts a receive from `src` (tagged: of exactly `tag`, from anyone) into `len` bytes
+    /// at `buf`; the raw return code (0, `-FI_EAGAIN`, or an error).
     ///
     /// # Safety
     /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
@@ -482,9 +509,15 @@ impl Fabric {
         buf: *mut u8,
         len: usize,
         desc: *mut c_void,
+        src: fi::FiAddr,
         tag: u64,
         ctx: *mut c_void,
     ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG and FI_DIRECTED_RECV; the
+            // caller's promise for the buffer and context.
+            return unsafe { ((*(*self.ep).msg).recv)(self.ep, buf.cast(), len, desc, src, ctx) };
+        }
         // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
         unsafe {
             ((*(*self.ep).tagged).recv)(
@@ -513,6 +546,10 @@ impl Fabric {
         tag: u64,
         ctx: *mut c_void,
     ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG; the caller's promise.
+            return unsafe { ((*(*self.ep).msg).send)(self.ep, buf.cast(), len, desc, dest, ctx) };
+        }
         // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
         unsafe { ((*(*self.ep).tagged).send)(self.ep, buf.cast(), len, desc, dest, tag, ctx) }
     }
@@ -530,6 +567,10 @@ impl Fabric {
         dest: fi::FiAddr,
         tag: u64,
     ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG; the caller's promise.
+            return unsafe { ((*(*self.ep).msg).inject)(self.ep, buf.cast(), len, dest) };
+        }
         // SAFETY: an enabled endpoint; the caller's promise for the buffer.
         unsafe { ((*(*self.ep).tagged).inject)(self.ep, buf.cast(), len, dest, tag) }
     }

@@ -246,7 +246,13 @@ impl Net {
     /// The endpoint's properties that matter on a real network, for verbose output.
     pub(crate) fn describe(&self) -> String {
         format!(
-            "mr_local {}, inject {} B, {} progress, max payload {} B",
+            "{}{}, mr_local {}, inject {} B, {} progress, max payload {} B",
+            if self.fab.tagged {
+                "tagged messages"
+            } else {
+                "plain messages (FI_MSG, directed receives)"
+            },
+            if self.fab.rma { ", FI_RMA reads" } else { "" },
             self.fab.mr_local,
             self.fab.inject,
             if self.fab.manual_progress {
@@ -325,14 +331,22 @@ impl Net {
             let Some(peer) = self.peers[p].as_mut() else {
                 return Ok(());
             };
+            let src = peer.addr;
             let s = &mut peer.slots[seq as usize % depth];
             s.done = None;
             let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
             // SAFETY: the slot (buffer and context) is boxed in `self` and outlives the
-            // endpoint (closed first on drop).
+            // endpoint (closed first on drop). Without tags, receives directed at `p` and
+            // posted in sequence order take its records in the order sent.
             let ret = unsafe {
-                self.fab
-                    .trecv(s.buf.as_mut_ptr(), s.buf.len(), s.desc, tag(p, seq), ctx)
+                self.fab.trecv(
+                    s.buf.as_mut_ptr(),
+                    s.buf.len(),
+                    s.desc,
+                    src,
+                    tag(p, seq),
+                    ctx,
+                )
             };
             if ret != -fi::FI_EAGAIN {
                 if ret < 0 {

@@ -138,7 +138,8 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(l) => l,
         Err(e) => return off(format!("libfabric not available ({e})")),
     };
-    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named()) {
+    let tagged = oxmpi_base::params::flag(&params::TAGGED);
+    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named(), tagged) {
         Ok(f) => f,
         Err(e) => return off(e),
     };

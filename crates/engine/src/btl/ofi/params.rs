@@ -94,8 +94,21 @@ pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_tagged`.
+pub(crate) static TAGGED: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "tagged",
+    ParamType::Bool,
+    "true",
+    "Carry the ofi transport's messages as tagged messages (FI_TAGGED) where the provider \
+     has them; false, or a provider without them: plain messages (FI_MSG) into receives \
+     directed at their source, in send order (FI_DIRECTED_RECV, FI_ORDER_SAS)",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 7] = [
+pub(crate) static PARAMS: [ParamDecl; 8] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -103,4 +116,5 @@ pub(crate) static PARAMS: [ParamDecl; 7] = [
     SEND_SLOTS,
     KEEPALIVE,
     LINK_TIMEOUT,
+    TAGGED,
 ];
