@@ -691,7 +691,12 @@ fn ofi_plain_messages_without_tags() {
     let mut env = env.to_vec();
     env.push(("OXMPI_MCA_btl_ofi_tagged", "false"));
     env.push(("OXMPI_MCA_btl_base_verbose", "10"));
-    for (n, scenario) in [(4, "wildcards"), (2, "big_bidir"), (2, "ssend"), (2, "probe")] {
+    for (n, scenario) in [
+        (4, "wildcards"),
+        (2, "big_bidir"),
+        (2, "ssend"),
+        (2, "probe"),
+    ] {
         let err = run_with(n, scenario, &env, |r, c| {
             c.env("OXMPI_ENGINE_NODE", format!("node{}", r % 2));
         });

@@ -412,31 +412,15 @@ impl Fabric {
         buf: *const u8,
         len: usize,
     ) -> Result<*mut c_void, String> {
-        let mut mr = null_mut();
-        let key = self.mrs.len() as u64;
-        // SAFETY: an open domain; the caller keeps the buffer alive.
-        let ret = unsafe {
-            let dom = &mut *self.domain;
-            ((*dom.mr).reg)(
-                &mut dom.fid,
-                buf.cast(),
-                len,
-                fi::FI_SEND | fi::FI_RECV,
-                0,
-                key,
-                0,
-                &mut mr,
-                null_mut(),
-            )
-        };
-        check(self.lib, "fi_mr_reg", ret)?;
-        self.mrs.push(mr);
-        // SAFETY: a registration libfabric just returned.
-        Ok(unsafe { (*mr).mem_desc })
+        // SAFETY: the caller keeps the buffer alive as long as the fabric.
+        let m = unsafe { self.register_user(buf, len, fi::FI_SEND | fi::FI_RECV)? };
+        self.mrs.push(m.mr);
+        Ok(m.desc)
     }
 
-    /// Registers `len` bytes of user memory at `buf` for `access` ([`fi::FI_REMOTE_READ`]
-    /// on the sending side, [`fi::FI_READ`] for the local buffer of a read).
+    /// Registers `len` bytes of memory at `buf` for `access` ([`fi::FI_REMOTE_READ`] on
+    /// the sending side of a read, [`fi::FI_READ`] for its local buffer), under a key of
+    /// ours unique in the domain (or the provider's, `FI_MR_PROV_KEY`).
     ///
     /// # Safety
     /// `buf` must stay valid until [`Fabric::deregister`].
