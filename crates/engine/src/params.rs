@@ -173,6 +173,7 @@ mod tests {
                 "btl_ofi_keepalive",
                 "btl_ofi_link_timeout",
                 "btl_ofi_tagged",
+                "btl_ofi_rma",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "osc_pt2pt_idle_sleep_max",

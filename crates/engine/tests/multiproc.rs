@@ -681,6 +681,18 @@ fn ofi_sync_sends_probes_truncation() {
             c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
         });
     }
+    // Without reads (btl_ofi_rma=false): the pipelined copy over tagged messages.
+    let mut plain = env.to_vec();
+    plain.push(("OXMPI_MCA_btl_ofi_rma", "false"));
+    plain.push(("OXMPI_MCA_btl_base_verbose", "20"));
+    let err = run_with(2, "truncate", &plain, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        err[0].contains(", 0 rendezvous read (fi_read)") && !err[0].contains("FI_RMA reads"),
+        "{}",
+        err[0]
+    );
 }
 
 /// Over the ofi transport without tagged messages (`btl_ofi_tagged=false`, as on a

@@ -211,6 +211,7 @@ impl Fabric {
         ranks: usize,
         hardware_only: bool,
         tagged: bool,
+        rma: bool,
     ) -> Result<Fabric, String> {
         // Tagged messages if wanted and an allowed provider has them, else plain ones.
         let mut caps = if tagged { CAPS } else { CAPS_MSG };
@@ -272,7 +273,7 @@ impl Fabric {
         f.info = nodes[k];
         f.prov = names[k].clone();
         // The same provider with reads of remote memory, if it offers them.
-        if let Ok(rma) = getinfo(lib, caps | RMA) {
+        if let Some(Ok(rma)) = rma.then(|| getinfo(lib, caps | RMA)) {
             let (rnodes, rnames) = list_nodes(rma);
             match rnames.iter().position(|n| *n == f.prov) {
                 Some(i) => {

@@ -138,8 +138,11 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(l) => l,
         Err(e) => return off(format!("libfabric not available ({e})")),
     };
-    let tagged = oxmpi_base::params::flag(&params::TAGGED);
-    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named(), tagged) {
+    let (tagged, rma) = (
+        oxmpi_base::params::flag(&params::TAGGED),
+        oxmpi_base::params::flag(&params::RMA),
+    );
+    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named(), tagged, rma) {
         Ok(f) => f,
         Err(e) => return off(e),
     };

@@ -107,8 +107,21 @@ pub(crate) static TAGGED: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_rma`.
+pub(crate) static RMA: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "rma",
+    ParamType::Bool,
+    "true",
+    "Receive large messages by reading the sender's registered buffer (FI_RMA) where the \
+     provider can; false: every message moves through the tagged (or plain) messages, in \
+     fragments of btl_ofi_max_payload",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 8] = [
+pub(crate) static PARAMS: [ParamDecl; 9] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -117,4 +130,5 @@ pub(crate) static PARAMS: [ParamDecl; 8] = [
     KEEPALIVE,
     LINK_TIMEOUT,
     TAGGED,
+    RMA,
 ];
