@@ -102,7 +102,14 @@ fn run_with(
             }
         }
         if Instant::now() > deadline {
-            panic!("scenario {scenario} on {n} ranks hung; exit states so far {codes:?}");
+            let stderr: Vec<String> = (0..n)
+                .map(|r| {
+                    std::fs::read_to_string(dir.join(format!("stderr.{r}"))).unwrap_or_default()
+                })
+                .collect();
+            panic!(
+                "scenario {scenario} on {n} ranks hung; exit states so far {codes:?}; stderr: {stderr:#?}"
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -615,7 +622,119 @@ fn ofi_wildcards_and_large_messages() {
             err[0]
         );
         assert!(err[0].contains("provider tcp;ofi_rxm"), "{}", err[0]);
+        // Small records (control records, tiny messages) go without a completion; large
+        // messages are read from the sender's registered buffer (tcp;ofi_rxm has FI_RMA).
+        let count = |what: &str| {
+            err[0]
+                .lines()
+                .find(|l| l.contains("records injected"))
+                .and_then(|l| {
+                    let before = l.split_once(what)?.0;
+                    before
+                        .rsplit([' ', ','])
+                        .find(|w| !w.is_empty())?
+                        .parse::<u64>()
+                        .ok()
+                })
+        };
+        assert!(
+            count(" records injected").is_some_and(|n| n > 0),
+            "{}",
+            err[0]
+        );
+        if scenario == "big_bidir" {
+            assert!(
+                count(" rendezvous read").is_some_and(|n| n > 0),
+                "{}",
+                err[0]
+            );
+        }
     }
+}
+
+/// A peer on another (simulated) node dies over the ofi transport: `tcp;ofi_rxm` reports
+/// nothing to a rank that only waits to receive, so the link's keepalive (a zero-payload
+/// record to an idle peer) finds the dead peer and fails the waits with ProcFailed.
+#[test]
+fn ofi_dead_peer_on_another_node_fails_waits() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_ENGINE_TEST_WARMUP", "1"));
+    let t0 = Instant::now();
+    run_with(2, "dead_peer", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "the death took {:?} to be noticed",
+        t0.elapsed()
+    );
+}
+
+/// Over the ofi transport (large messages read from the sender's registered buffer):
+/// synchronous sends, probe/mprobe/cancel, truncation (a partial read), blocking calls.
+#[test]
+fn ofi_sync_sends_probes_truncation() {
+    let Some(env) = ofi_env() else { return };
+    for scenario in ["ssend", "probe", "truncate", "blocking"] {
+        run_with(2, scenario, &env, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+        });
+    }
+    // Without reads (btl_ofi_rma=false): the pipelined copy over tagged messages.
+    let mut plain = env.to_vec();
+    plain.push(("OXMPI_MCA_btl_ofi_rma", "false"));
+    plain.push(("OXMPI_MCA_btl_base_verbose", "20"));
+    let err = run_with(2, "truncate", &plain, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        err[0].contains(", 0 rendezvous read (fi_read)") && !err[0].contains("FI_RMA reads"),
+        "{}",
+        err[0]
+    );
+}
+
+/// Over the ofi transport without tagged messages (`btl_ofi_tagged=false`, as on a
+/// provider that lacks them): plain messages into receives directed at their source.
+#[test]
+fn ofi_plain_messages_without_tags() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_MCA_btl_ofi_tagged", "false"));
+    env.push(("OXMPI_MCA_btl_base_verbose", "10"));
+    for (n, scenario) in [
+        (4, "wildcards"),
+        (2, "big_bidir"),
+        (2, "ssend"),
+        (2, "probe"),
+    ] {
+        let err = run_with(n, scenario, &env, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{}", r % 2));
+        });
+        assert!(
+            err[0].contains("plain messages (FI_MSG, directed receives)"),
+            "{}",
+            err[0]
+        );
+    }
+}
+
+/// Over the ofi transport, a peer that computes for longer than three keepalive periods
+/// while we wait for it is alive: pings go out, nothing fails.
+#[test]
+fn ofi_busy_peer_is_not_failed() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_MCA_btl_base_verbose", "30"));
+    let err = run_with(2, "busy_peer", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        err[0].contains("rank 0: keepalive ping to rank 1"),
+        "{}",
+        err[0]
+    );
 }
 
 /// `btl_tcp_if_include` by subnet: the loopback interface's address is published.
@@ -727,6 +846,7 @@ fn rank_entry() {
         "bidir" => bidir(e),
         "big_bidir" => big_bidir(e),
         "send_then_leave" => send_then_leave(e),
+        "busy_peer" => busy_peer(e),
         "yield_off" => {
             assert!(!e.yields_when_idle());
             pingpong(e);
@@ -1503,6 +1623,22 @@ fn send_then_leave(e: &Engine) {
     }
 }
 
+/// Rank 1 computes (outside the engine) for 4 s between two exchanges while rank 0 waits
+/// for it: rank 0's keepalive pings (every second) reach a live but busy peer, which is
+/// not declared failed; its link consumes them and the records after them arrive in order.
+fn busy_peer(e: &Engine) {
+    pingpong(e);
+    if e.rank() == 1 {
+        std::thread::sleep(Duration::from_secs(4));
+        send(e, b"still here", 0, 9, SendMode::Standard);
+    } else {
+        let mut buf = [0u8; 10];
+        let st = recv(e, &mut buf, 1, 9);
+        assert_eq!((st.error, &buf), (None, b"still here"));
+    }
+    pingpong(e);
+}
+
 /// With `btl=self` the other rank is unreachable: sends fail with `Unsupported`, self works.
 fn no_sm(e: &Engine) {
     let peer = 1 - e.rank();
@@ -1523,6 +1659,11 @@ fn no_sm(e: &Engine) {
 }
 
 fn dead_peer(e: &Engine) {
+    if std::env::var_os("OXMPI_ENGINE_TEST_WARMUP").is_some() {
+        // A transport that connects lazily (tcp;ofi_rxm) must be connected before rank 1
+        // dies: its last records leave at once only on an established connection.
+        pingpong(e);
+    }
     if e.rank() == 1 {
         // Announce a large message (rendezvous) and die before its data moves, without
         // finalize, while rank 0 waits for us.

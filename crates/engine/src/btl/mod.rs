@@ -250,6 +250,9 @@ pub(crate) struct Caps {
     /// The cooperative-copy control areas (its transfers to us, ours to it), if the link
     /// has them.
     pub coop: Option<(CoopMem, CoopMem)>,
+    /// The link reads a rendezvous sender's buffer across the network ([`Link::read`]):
+    /// a rendezvous may offer it ([`crate::pml::hdr::F_RMA`]).
+    pub rma_read: bool,
 }
 
 impl Caps {
@@ -258,6 +261,7 @@ impl Caps {
         single_copy: false,
         buffered: true,
         coop: None,
+        rma_read: false,
     };
 }
 
@@ -434,6 +438,17 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     /// need both sides' progress). By default there is nothing to do.
     fn closing(&mut self) -> bool {
         true
+    }
+    /// Reads the first `n` bytes of the buffer that the peer's rendezvous `sreq` (an RTS
+    /// with [`crate::pml::hdr::F_RMA`] this link returned) offered into `buf`, and returns
+    /// when they are there: `Ok(true)`; `Ok(false)` if the link cannot (the caller asks
+    /// for the pipelined copy). By default it cannot.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `n` bytes.
+    unsafe fn read(&mut self, buf: *mut u8, n: usize, sreq: u64) -> Result<bool, LinkError> {
+        let _ = (buf, n, sreq);
+        Ok(false)
     }
 }
 

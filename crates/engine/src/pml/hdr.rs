@@ -15,6 +15,10 @@ pub(crate) const F_CMA: u8 = 2;
 pub(crate) const F_BULK: u8 = 4;
 /// A CTS that opens a cooperative single copy (see `crate::btl::sm::coop`).
 pub(crate) const F_COOP: u8 = 8;
+/// An RTS whose buffer the sender's link offers for a remote read (the `ofi` link
+/// registers it and carries the key itself): the receiver may take the whole message with
+/// `crate::btl::Link::read` and answer FIN.
+pub(crate) const F_RMA: u8 = 16;
 
 /// Header in front of every record (40 bytes; with the sm ring's 8-byte frame word, up to 16
 /// payload bytes fit in the first cache line).
@@ -22,7 +26,7 @@ pub(crate) const F_COOP: u8 = 8;
 /// | kind | ctx/src/tag | a | b | c |
 /// |---|---|---|---|---|
 /// | EAGER | envelope | - | sender request (sync) | - |
-/// | RTS | envelope | total bytes | sender request | sender buffer address (CMA) |
+/// | RTS | envelope | total bytes | sender request | sender buffer address (CMA, RMA) |
 /// | CTS | - | bytes wanted | sender request | receiver request |
 /// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |

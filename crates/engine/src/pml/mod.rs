@@ -179,6 +179,7 @@ impl State {
         if let Some(link) = info.link {
             let caps = link.caps();
             peer.single_copy = caps.single_copy;
+            peer.rma_read = caps.rma_read;
             peer.buffered = caps.buffered;
             if let Some((rx, tx)) = caps.coop {
                 peer.coop_rx = Some(rx);

@@ -45,6 +45,8 @@ pub(crate) struct Peer {
     pub(crate) buffered: bool,
     /// A rendezvous may offer it a single copy ([`crate::btl::Caps::single_copy`]).
     pub(crate) single_copy: bool,
+    /// A rendezvous may offer it a remote read ([`crate::btl::Caps::rma_read`]).
+    pub(crate) rma_read: bool,
     /// Cooperative-copy control area for its transfers to us (in our segment).
     pub(crate) coop_rx: Option<CoopMem>,
     /// Cooperative-copy control area for our transfers to it (in its segment).

@@ -7,7 +7,7 @@ use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::sm::params::SingleCopy;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_SYNC, K_CTS, K_EAGER, K_FIN};
+use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -31,6 +31,8 @@ pub(crate) enum Msg {
         sreq: u64,
         addr: u64,
         cma: bool,
+        /// The sender's link offers the buffer for a remote read ([`super::hdr::F_RMA`]).
+        rma: bool,
     },
     /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
     Local {
@@ -377,11 +379,15 @@ impl State {
                 sreq,
                 addr,
                 cma,
+                rma,
                 ..
             } => {
                 if self.peers[peer as usize].dead {
                     // The data can no longer come.
                     self.fail(rid, ErrorClass::ProcFailed);
+                    return;
+                }
+                if rma && n > 0 && self.rma_pull(rid, peer, sreq, buf, n) {
                     return;
                 }
                 let mut since = 0;
@@ -509,6 +515,7 @@ impl State {
                 sreq: hdr.b,
                 addr: hdr.c,
                 cma: hdr.flags & F_CMA != 0,
+                rma: hdr.flags & F_RMA != 0,
             };
             if let Some(rid) = self.matcher.match_arrival(env) {
                 self.deliver(rid, env, msg);

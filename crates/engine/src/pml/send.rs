@@ -7,7 +7,7 @@ use super::recv::{Ack, Msg};
 use super::request::{empty_status, ReqState, Started};
 use super::State;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_SYNC, K_EAGER, K_RTS};
+use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_EAGER, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
 
@@ -184,6 +184,8 @@ impl State {
             hdr.c = ptr as u64;
             if single_copy {
                 hdr.flags = F_CMA;
+            } else if peer.rma_read {
+                hdr.flags = F_RMA;
             }
             Out::Ctrl(hdr)
         };
@@ -196,6 +198,7 @@ impl State {
             match &item {
                 Out::Eager { .. } => "eager",
                 _ if single_copy => "rendezvous, single copy offered",
+                _ if peer.rma_read => "rendezvous, remote read offered",
                 _ => "rendezvous, pipelined copy",
             }
         );

@@ -37,6 +37,48 @@ impl State {
         }
     }
 
+    /// The network's single copy (an RTS with [`crate::pml::hdr::F_RMA`]): `peer`'s link
+    /// reads the `n` bytes of the matched message into `buf`, then we send FIN (`true`).
+    /// `false` if the link cannot: the caller asks for the pipelined copy. A peer lost
+    /// meanwhile fails the request (`true`).
+    pub(crate) fn rma_pull(
+        &mut self,
+        rid: u64,
+        peer: i32,
+        sreq: u64,
+        buf: *mut u8,
+        n: usize,
+    ) -> bool {
+        let p = peer as usize;
+        let Some(link) = self.peers[p].link.as_mut() else {
+            return false;
+        };
+        // SAFETY: buf is the matched receive buffer, n <= its length.
+        match unsafe { link.read(buf, n, sreq) } {
+            Ok(true) => {
+                self.peers[p].stats.single_copy_recv += 1;
+                self.finish(rid);
+                self.ctrl(peer, K_FIN, 0, sreq, 0);
+                true
+            }
+            Ok(false) => false,
+            Err(e) if e.is_peer_gone() => {
+                oxmpi_base::verbose!(BTL, 10, "remote read from rank {peer} failed: {e}");
+                self.fail(rid, ErrorClass::ProcFailed);
+                self.declare_dead(p);
+                true
+            }
+            Err(e) => {
+                oxmpi_base::verbose!(
+                    BTL,
+                    10,
+                    "remote read of {n} B from rank {peer} failed ({e}); pipelined copy instead"
+                );
+                false
+            }
+        }
+    }
+
     /// A CMA read from `peer` failed: no more single copies (we stop offering them too).
     pub(crate) fn cma_failed(&mut self, peer: i32, e: &std::io::Error) {
         self.cma = false;

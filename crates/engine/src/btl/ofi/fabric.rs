@@ -12,6 +12,15 @@ use super::fi::{self, Lib};
 /// What the transport asks of `fi_getinfo`.
 const CAPS: u64 = fi::FI_TAGGED | fi::FI_SEND | fi::FI_RECV;
 
+/// What it asks for without tagged messages (providers that lack them, or
+/// `btl_ofi_tagged=false`): plain messages, receives that name their source, and (asked
+/// of the hints) send-after-send order.
+const CAPS_MSG: u64 = fi::FI_MSG | fi::FI_DIRECTED_RECV | fi::FI_SEND | fi::FI_RECV;
+
+/// What it asks for on top: reads of other endpoints' registered memory, for the
+/// rendezvous of large messages ([`Fabric::rma_read`]).
+const RMA: u64 = fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
+
 /// Whether provider `prov` (as `fi_info` names it, e.g. `tcp;ofi_rxm`) matches `spec`: the
 /// whole name or one of its `;`-separated parts, ignoring case.
 pub(crate) fn provider_matches(spec: &str, prov: &str) -> bool {
@@ -50,7 +59,7 @@ pub(crate) fn provider_field(prov: &str) -> String {
 /// The `FI_EP_RDM` providers `fi_getinfo` offers with tagged messages, in its order (one
 /// name per provider and fabric, as `fi_info -l` would list them); for `oxmpi-info`.
 pub(crate) fn providers(lib: &Lib) -> Result<Vec<(String, String)>, String> {
-    let list = getinfo(lib)?;
+    let list = getinfo(lib, CAPS)?;
     let mut out = Vec::new();
     let mut p = list;
     while !p.is_null() {
@@ -71,10 +80,10 @@ pub(crate) fn providers(lib: &Lib) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// `fi_getinfo` with our hints: tagged messages on a reliable-datagram endpoint, an
-/// address table, one thread per domain at a time, and the operation-context and memory
-/// registration modes we support. The caller frees the list.
-fn getinfo(lib: &Lib) -> Result<*mut fi::fi_info, String> {
+/// `fi_getinfo` with our hints: `caps` on a reliable-datagram endpoint, an address table,
+/// one thread per domain at a time, and the operation-context and memory registration
+/// modes we support. The caller frees the list.
+fn getinfo(lib: &Lib, caps: u64) -> Result<*mut fi::fi_info, String> {
     // SAFETY: fi_dupinfo(NULL) (fi_allocinfo) returns a zeroed fi_info with every
     // attribute structure allocated, or NULL.
     let hints = unsafe { (lib.dupinfo)(std::ptr::null()) };
@@ -83,7 +92,11 @@ fn getinfo(lib: &Lib) -> Result<*mut fi::fi_info, String> {
     }
     // SAFETY: hints and its attribute structures were just allocated by libfabric.
     unsafe {
-        (*hints).caps = CAPS;
+        (*hints).caps = caps;
+        if caps & fi::FI_TAGGED == 0 {
+            (*(*hints).tx_attr).msg_order = fi::FI_ORDER_SAS;
+            (*(*hints).rx_attr).msg_order = fi::FI_ORDER_SAS;
+        }
         (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
         (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
         let d = &mut *(*hints).domain_attr;
@@ -112,6 +125,21 @@ fn getinfo(lib: &Lib) -> Result<*mut fi::fi_info, String> {
     Ok(list)
 }
 
+/// The nodes of a `fi_getinfo` list and their providers' names.
+fn list_nodes(list: *mut fi::fi_info) -> (Vec<*mut fi::fi_info>, Vec<String>) {
+    let mut nodes = Vec::new();
+    let mut names = Vec::new();
+    let mut p = list;
+    while !p.is_null() {
+        nodes.push(p);
+        // SAFETY: p is a node of the list, its fabric_attr and name owned by it.
+        names.push(unsafe { fi::text((*(*p).fabric_attr).prov_name) });
+        // SAFETY: as above.
+        p = unsafe { (*p).next };
+    }
+    (nodes, names)
+}
+
 /// One rank's libfabric objects; closed in reverse order on drop.
 #[derive(Debug)]
 pub(crate) struct Fabric {
@@ -134,6 +162,29 @@ pub(crate) struct Fabric {
     pub inject: usize,
     /// The provider moves data only when its completion queue is read.
     pub manual_progress: bool,
+    /// The endpoint reads registered memory of its peers ([`Fabric::rma_read`]).
+    pub rma: bool,
+    /// Records travel as tagged messages; else as plain ones (`FI_MSG`) into receives
+    /// directed at their source, in send order (`FI_ORDER_SAS`).
+    pub tagged: bool,
+    /// Remote addresses are virtual addresses (`FI_MR_VIRT_ADDR`), not offsets into the
+    /// registration.
+    pub mr_virt: bool,
+    /// The provider picks registration keys (`FI_MR_PROV_KEY`); else ours are used.
+    pub mr_prov_key: bool,
+    /// The next key we request for a registration.
+    next_key: u64,
+}
+
+/// A registration of user memory for one transfer ([`Fabric::register_user`]); closed
+/// with [`Fabric::deregister`].
+#[derive(Debug)]
+pub(crate) struct Mr {
+    mr: *mut fi::fid_mr,
+    /// The descriptor for local operations on it.
+    pub desc: *mut c_void,
+    /// The key a peer reads it with.
+    pub key: u64,
 }
 
 /// A failed libfabric call `what` with return code `ret`.
@@ -159,8 +210,23 @@ impl Fabric {
         exclude: &[String],
         ranks: usize,
         hardware_only: bool,
+        tagged: bool,
+        rma: bool,
     ) -> Result<Fabric, String> {
-        let list = getinfo(lib)?;
+        // Tagged messages if wanted and an allowed provider has them, else plain ones.
+        let mut caps = if tagged { CAPS } else { CAPS_MSG };
+        let mut list = getinfo(lib, caps).unwrap_or(null_mut());
+        if caps == CAPS && choose_provider(&list_nodes(list).1, include, exclude).is_none() {
+            if !list.is_null() {
+                // SAFETY: the list from fi_getinfo, not used after this.
+                unsafe { (lib.freeinfo)(list) };
+            }
+            caps = CAPS_MSG;
+            list = null_mut();
+        }
+        if list.is_null() {
+            list = getinfo(lib, caps)?;
+        }
         let mut f = Fabric {
             lib,
             list,
@@ -176,17 +242,13 @@ impl Fabric {
             max_msg: 0,
             inject: 0,
             manual_progress: false,
+            rma: false,
+            tagged: caps == CAPS,
+            mr_virt: false,
+            mr_prov_key: false,
+            next_key: 1,
         };
-        let mut nodes = Vec::new();
-        let mut names = Vec::new();
-        let mut p = list;
-        while !p.is_null() {
-            nodes.push(p);
-            // SAFETY: p is a node of the list, its fabric_attr and name owned by it.
-            names.push(unsafe { fi::text((*(*p).fabric_attr).prov_name) });
-            // SAFETY: as above.
-            p = unsafe { (*p).next };
-        }
+        let (nodes, names) = list_nodes(list);
         let Some(k) = choose_provider(&names, include, exclude) else {
             let mut seen = names.clone();
             seen.dedup();
@@ -210,6 +272,21 @@ impl Fabric {
         }
         f.info = nodes[k];
         f.prov = names[k].clone();
+        // The same provider with reads of remote memory, if it offers them.
+        if let Some(Ok(rma)) = rma.then(|| getinfo(lib, caps | RMA)) {
+            let (rnodes, rnames) = list_nodes(rma);
+            match rnames.iter().position(|n| *n == f.prov) {
+                Some(i) => {
+                    // SAFETY: the first list is no longer referred to (f.info moves on).
+                    unsafe { (lib.freeinfo)(f.list) };
+                    f.list = rma;
+                    f.info = rnodes[i];
+                    f.rma = true;
+                }
+                // SAFETY: the list from fi_getinfo, not used after this.
+                None => unsafe { (lib.freeinfo)(rma) },
+            }
+        }
         // SAFETY: every pointer below is either the chosen fi_info node (owned by `list`,
         // alive until drop) or an object libfabric returned through the previous call;
         // each call goes through the object's own ops table, as the header's inline
@@ -220,6 +297,8 @@ impl Fabric {
             f.max_msg = (*info.ep_attr).max_msg_size;
             f.inject = (*info.tx_attr).inject_size;
             f.manual_progress = (*info.domain_attr).data_progress == fi::FI_PROGRESS_MANUAL;
+            f.mr_virt = (*info.domain_attr).mr_mode & fi::FI_MR_VIRT_ADDR != 0;
+            f.mr_prov_key = (*info.domain_attr).mr_mode & fi::FI_MR_PROV_KEY != 0;
             check(
                 lib,
                 "fi_fabric",
@@ -334,8 +413,27 @@ impl Fabric {
         buf: *const u8,
         len: usize,
     ) -> Result<*mut c_void, String> {
-        let mut mr = null_mut();
-        let key = self.mrs.len() as u64;
+        // SAFETY: the caller keeps the buffer alive as long as the fabric.
+        let m = unsafe { self.register_user(buf, len, fi::FI_SEND | fi::FI_RECV)? };
+        self.mrs.push(m.mr);
+        Ok(m.desc)
+    }
+
+    /// Registers `len` bytes of memory at `buf` for `access` ([`fi::FI_REMOTE_READ`] on
+    /// the sending side of a read, [`fi::FI_READ`] for its local buffer), under a key of
+    /// ours unique in the domain (or the provider's, `FI_MR_PROV_KEY`).
+    ///
+    /// # Safety
+    /// `buf` must stay valid until [`Fabric::deregister`].
+    pub(crate) unsafe fn register_user(
+        &mut self,
+        buf: *const u8,
+        len: usize,
+        access: u64,
+    ) -> Result<Mr, String> {
+        let mut mr: *mut fi::fid_mr = null_mut();
+        let key = self.next_key;
+        self.next_key += 1;
         // SAFETY: an open domain; the caller keeps the buffer alive.
         let ret = unsafe {
             let dom = &mut *self.domain;
@@ -343,7 +441,7 @@ impl Fabric {
                 &mut dom.fid,
                 buf.cast(),
                 len,
-                fi::FI_SEND | fi::FI_RECV,
+                access,
                 0,
                 key,
                 0,
@@ -352,13 +450,42 @@ impl Fabric {
             )
         };
         check(self.lib, "fi_mr_reg", ret)?;
-        self.mrs.push(mr);
         // SAFETY: a registration libfabric just returned.
-        Ok(unsafe { (*mr).mem_desc })
+        let (desc, key) = unsafe { ((*mr).mem_desc, (*mr).key) };
+        Ok(Mr { mr, desc, key })
     }
 
-    /// Posts a tagged receive of exactly `tag` into `len` bytes at `buf`; the raw return
-    /// code (0, `-FI_EAGAIN`, or an error).
+    /// Closes a registration of [`Fabric::register_user`].
+    pub(crate) fn deregister(&mut self, mr: Mr) {
+        if !mr.mr.is_null() && !self.domain.is_null() {
+            // SAFETY: a registration of this (open) domain nobody uses any more.
+            unsafe { ((*(*mr.mr).fid.ops).close)(&mut (*mr.mr).fid) };
+        }
+    }
+
+    /// Starts reading `len` bytes of `src`'s memory registered under `key` at `addr` (a
+    /// virtual address or an offset, see [`Fabric::mr_virt`]) into `buf`; the raw return
+    /// code.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn rma_read(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        addr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        // SAFETY: an enabled endpoint opened with FI_RMA; the caller's promise.
+        unsafe { ((*(*self.ep).rma).read)(self.ep, buf.cast(), len, desc, src, addr, key, ctx) }
+    }
+
+    /// Posts a receive from `src` (tagged: of exactly `tag`, from anyone) into `len` bytes
+    /// at `buf`; the raw return code (0, `-FI_EAGAIN`, or an error).
     ///
     /// # Safety
     /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
@@ -367,9 +494,15 @@ impl Fabric {
         buf: *mut u8,
         len: usize,
         desc: *mut c_void,
+        src: fi::FiAddr,
         tag: u64,
         ctx: *mut c_void,
     ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG and FI_DIRECTED_RECV; the
+            // caller's promise for the buffer and context.
+            return unsafe { ((*(*self.ep).msg).recv)(self.ep, buf.cast(), len, desc, src, ctx) };
+        }
         // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
         unsafe {
             ((*(*self.ep).tagged).recv)(
@@ -398,8 +531,33 @@ impl Fabric {
         tag: u64,
         ctx: *mut c_void,
     ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG; the caller's promise.
+            return unsafe { ((*(*self.ep).msg).send)(self.ep, buf.cast(), len, desc, dest, ctx) };
+        }
         // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
         unsafe { ((*(*self.ep).tagged).send)(self.ep, buf.cast(), len, desc, dest, tag, ctx) }
+    }
+
+    /// Sends `len` bytes at `buf` (at most [`Fabric::inject`]) to `dest` with `tag`
+    /// without a completion (`fi_tinject`): the buffer is free again when it returns; the
+    /// raw return code.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes during the call.
+    pub(crate) unsafe fn tinject(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: fi::FiAddr,
+        tag: u64,
+    ) -> isize {
+        if !self.tagged {
+            // SAFETY: an enabled endpoint opened with FI_MSG; the caller's promise.
+            return unsafe { ((*(*self.ep).msg).inject)(self.ep, buf.cast(), len, dest) };
+        }
+        // SAFETY: an enabled endpoint; the caller's promise for the buffer.
+        unsafe { ((*(*self.ep).tagged).inject)(self.ep, buf.cast(), len, dest, tag) }
     }
 
     /// Reads up to `out.len()` completions: how many, 0 if none, or a negative code

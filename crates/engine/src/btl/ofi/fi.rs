@@ -25,6 +25,18 @@ pub(crate) const API_VERSION: u32 = (1 << 16) | 17;
 // Capabilities and flags (`fabric.h`).
 /// `FI_TAGGED`.
 pub(crate) const FI_TAGGED: u64 = 1 << 3;
+/// `FI_RMA`.
+pub(crate) const FI_RMA: u64 = 1 << 2;
+/// `FI_MSG`.
+pub(crate) const FI_MSG: u64 = 1 << 1;
+/// `FI_DIRECTED_RECV`: a receive may name the only source it takes.
+pub(crate) const FI_DIRECTED_RECV: u64 = 1 << 59;
+/// `FI_ORDER_SAS`: messages of one sender match receives in the order sent.
+pub(crate) const FI_ORDER_SAS: u64 = 1 << 8;
+/// `FI_READ`: we read other endpoints' memory (and register local buffers for it).
+pub(crate) const FI_READ: u64 = 1 << 8;
+/// `FI_REMOTE_READ`: other endpoints read ours.
+pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
 /// `FI_RECV`.
 pub(crate) const FI_RECV: u64 = 1 << 10;
 /// `FI_SEND` (`FI_TRANSMIT`).
@@ -158,7 +170,7 @@ pub(crate) struct fi_info {
     pub dest_addr: *mut c_void,
     pub handle: *mut fid,
     pub tx_attr: *mut fi_tx_attr,
-    pub rx_attr: *mut c_void,
+    pub rx_attr: *mut fi_rx_attr,
     pub ep_attr: *mut fi_ep_attr,
     pub domain_attr: *mut fi_domain_attr,
     pub fabric_attr: *mut fi_fabric_attr,
@@ -379,14 +391,70 @@ pub(crate) struct fi_ops_tagged {
     pub inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, FiAddr, u64) -> isize,
 }
 
+/// `struct fi_rx_attr`.
+#[repr(C)]
+pub(crate) struct fi_rx_attr {
+    pub caps: u64,
+    pub mode: u64,
+    pub op_flags: u64,
+    pub msg_order: u64,
+    pub comp_order: u64,
+    pub total_buffered_recv: usize,
+    pub size: usize,
+    pub iov_limit: usize,
+}
+
+/// `struct fi_ops_msg` (up to `inject`).
+#[repr(C)]
+pub(crate) struct fi_ops_msg {
+    pub size: usize,
+    pub recv: unsafe extern "C" fn(
+        *mut fid_ep,
+        *mut c_void,
+        usize,
+        *mut c_void,
+        FiAddr,
+        *mut c_void,
+    ) -> isize,
+    pub recvv: *mut c_void,
+    pub recvmsg: *mut c_void,
+    pub send: unsafe extern "C" fn(
+        *mut fid_ep,
+        *const c_void,
+        usize,
+        *mut c_void,
+        FiAddr,
+        *mut c_void,
+    ) -> isize,
+    pub sendv: *mut c_void,
+    pub sendmsg: *mut c_void,
+    pub inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, FiAddr) -> isize,
+}
+
+/// `struct fi_ops_rma` (up to `read`).
+#[repr(C)]
+pub(crate) struct fi_ops_rma {
+    pub size: usize,
+    pub read: unsafe extern "C" fn(
+        *mut fid_ep,
+        *mut c_void,
+        usize,
+        *mut c_void,
+        FiAddr,
+        u64,
+        u64,
+        *mut c_void,
+    ) -> isize,
+}
+
 /// `struct fid_ep`.
 #[repr(C)]
 pub(crate) struct fid_ep {
     pub fid: fid,
     pub ops: *mut c_void,
     pub cm: *mut fi_ops_cm,
-    pub msg: *mut c_void,
-    pub rma: *mut c_void,
+    pub msg: *mut fi_ops_msg,
+    pub rma: *mut fi_ops_rma,
     pub tagged: *mut fi_ops_tagged,
     pub atomic: *mut c_void,
     pub collective: *mut c_void,
@@ -583,6 +651,17 @@ mod tests {
             size!(fid_ep),
             off!(fid_ep, cm),
             off!(fid_ep, tagged),
+            off!(fid_ep, rma),
+            off!(fid_mr, key),
+            off!(fi_ops_rma, read),
+            off!(fid_ep, msg),
+            off!(fi_ops_msg, recv),
+            off!(fi_ops_msg, send),
+            off!(fi_ops_msg, inject),
+            size!(fi_rx_attr),
+            off!(fi_rx_attr, msg_order),
+            off!(fi_tx_attr, msg_order),
+            off!(fi_info, rx_attr),
             size!(fi_context2),
             ("FI_EP_RDM", FI_EP_RDM as usize),
             ("FI_AV_TABLE", FI_AV_TABLE as usize),
@@ -596,13 +675,19 @@ mod tests {
             ("FI_CONTEXT", FI_CONTEXT as usize),
             ("FI_CONTEXT2", FI_CONTEXT2 as usize),
             ("FI_TAGGED", FI_TAGGED as usize),
+            ("FI_RMA", FI_RMA as usize),
+            ("FI_MSG", FI_MSG as usize),
+            ("FI_DIRECTED_RECV", FI_DIRECTED_RECV as usize),
+            ("FI_ORDER_SAS", FI_ORDER_SAS as usize),
+            ("FI_READ", FI_READ as usize),
+            ("FI_REMOTE_READ", FI_REMOTE_READ as usize),
             ("FI_MR_LOCAL", FI_MR_LOCAL as usize),
             ("FI_VERSION(1, 17)", API_VERSION as usize),
         ];
         let mut c = String::from(
             "#include <stdio.h>\n#include <stddef.h>\n#include <rdma/fabric.h>\n\
              #include <rdma/fi_domain.h>\n#include <rdma/fi_endpoint.h>\n\
-             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_eq.h>\n\
+             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_rma.h>\n#include <rdma/fi_eq.h>\n\
              #include <rdma/fi_errno.h>\nint main(void) {\n",
         );
         for (expr, _) in &checks {

@@ -10,14 +10,26 @@
 //! the one completion queue, which every link's `ready`/`poll` reads (the progress of
 //! providers with manual progress). A failed completion (`fi_cq_readerr`) is reported, with
 //! the provider's message, by the link of the peer it concerns.
+//!
+//! Keepalive: a provider may report nothing to a rank that only has receives posted to a
+//! dead peer (`tcp;ofi_rxm` notices the closed connection only when it sends). So while the
+//! engine polls, a peer we have exchanged records with but not heard from (no record, no
+//! send completion) for `btl_ofi_keepalive` seconds gets a ping: a record without payload
+//! that its link consumes. A dead peer fails the ping (connection reset or refused), which
+//! fails the operations waiting for it with `MPI_ERR_PROC_FAILED`; so does a provider that
+//! refuses [`REFUSALS_LOST`] pings in a row (`tcp;ofi_rxm` cannot reconnect to a dead
+//! peer and says `FI_EAGAIN` for ever). A peer whose host vanishes without a reset is the
+//! runtime's to notice (`plm_link_timeout`).
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use super::fabric::Fabric;
+use super::fabric::{Fabric, Mr};
 use super::fi;
-use crate::btl::{Caps, Link, LinkError};
-use crate::pml::hdr::{Hdr, HDR};
+use crate::btl::{Caps, Link, LinkError, BTL};
+use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_RTS};
 
 /// Bits of the sequence number in a tag; the sender's rank sits above them.
 const SEQ_BITS: u32 = 32;
@@ -33,8 +45,18 @@ pub(crate) fn tag(rank: usize, seq: u32) -> u64 {
 /// to the protocol, whose kinds are small numbers).
 const K_BYE: u8 = 0xb0;
 
+/// The kind of a keepalive ping (consumed by the receiving link, like [`K_BYE`]).
+const K_PING: u8 = 0xb1;
+
+/// Keepalive pings refused in a row (one per keepalive period) that make a peer lost.
+const REFUSALS_LOST: u32 = 3;
+
 /// Completions read per call.
 const CQ_BATCH: usize = 16;
+
+/// Largest record sent with `fi_tinject` (from a stack buffer), whatever larger inject
+/// size a provider offers.
+const INJECT_MAX: usize = 256;
 
 /// What an operation's context says about it: the provider's scratch space first (as the
 /// `FI_CONTEXT`/`FI_CONTEXT2` modes require), then whose operation it is.
@@ -42,7 +64,7 @@ const CQ_BATCH: usize = 16;
 #[derive(Debug, Default)]
 struct Op {
     ctx: fi::fi_context2,
-    /// [`RECV`] or [`SEND`].
+    /// [`RECV`], [`SEND`] or [`PING`].
     kind: u8,
     /// The peer's world rank.
     peer: u32,
@@ -54,6 +76,14 @@ struct Op {
 const RECV: u8 = 0;
 /// [`Op::kind`] of a send.
 const SEND: u8 = 1;
+/// [`Op::kind`] of a keepalive ping's send.
+const PING: u8 = 2;
+/// [`Op::kind`] of a remote read.
+const READ: u8 = 3;
+
+/// Bytes the link appends to an RTS with [`F_RMA`]: the registration's key and the
+/// address to read at (virtual, or the offset 0 into the registration).
+const RMA_TRAILER: usize = 16;
 
 /// A receive buffer (or a send buffer) and its operation context; boxed, so the context
 /// and the buffer keep their addresses while the provider holds them.
@@ -93,6 +123,25 @@ struct Peer {
     bye_sent: bool,
     /// The peer's goodbye arrived.
     bye_got: bool,
+    /// When a record from it arrived or a send to it completed last.
+    heard: Instant,
+    /// A record went either way (the provider may have connected): keepalives may go.
+    talked: bool,
+    /// A keepalive ping to it is in flight.
+    ping_out: bool,
+    /// Keepalive pings the provider refused in a row.
+    refused: u32,
+    /// The key and remote address of each buffer it offered for a read, by its request.
+    offers: HashMap<u64, (u64, u64)>,
+}
+
+/// When peers are pinged and when they count as failed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Liveness {
+    /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
+    pub keepalive: Option<Duration>,
+    /// How long a ping may stay without completion before its peer failed; `None`: ever.
+    pub link_timeout: Option<Duration>,
 }
 
 /// One rank's endpoint and the state of every peer it reaches, shared by the links.
@@ -112,6 +161,21 @@ pub(crate) struct Net {
     fatal: Option<String>,
     /// Every link finished closing and the fabric is closed: nothing may touch it.
     closed: bool,
+    /// How long a peer we talked with may stay silent before it is pinged; `None`: never.
+    keepalive: Option<Duration>,
+    /// How long a ping may stay without completion before its peer failed; `None`: ever.
+    link_timeout: Option<Duration>,
+    /// Records sent with `fi_tinject` and with `fi_tsend`, rendezvous read with
+    /// `fi_read`, for verbose output at close.
+    injected: u64,
+    sent: u64,
+    reads: u64,
+    /// Our buffers offered for a read, by (peer, our request), until its CTS or FIN.
+    offered: HashMap<(usize, u64), Mr>,
+    /// The context of the one read in flight ([`Net::read`] waits for it).
+    read_op: Box<Op>,
+    /// The read's completion: `Some(None)` done, `Some(Some(message))` failed.
+    read_done: Option<Option<String>>,
 }
 
 // SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
@@ -137,7 +201,8 @@ fn peer_gone(err: i32) -> bool {
 
 impl Net {
     /// A network over `fab` for rank `me` of `size`, records of up to `max_payload` bytes,
-    /// `depth` receives posted per peer, `max_sends` sends in flight.
+    /// `depth` receives posted per peer, `max_sends` sends in flight, silent peers pinged
+    /// and failed as `liveness` says.
     pub(crate) fn new(
         fab: Fabric,
         me: usize,
@@ -145,6 +210,7 @@ impl Net {
         max_payload: usize,
         depth: usize,
         max_sends: usize,
+        liveness: Liveness,
     ) -> Net {
         let max_payload = max_payload.min(fab.max_msg.saturating_sub(HDR)).max(1);
         Net {
@@ -158,6 +224,17 @@ impl Net {
             max_sends,
             fatal: None,
             closed: false,
+            keepalive: liveness.keepalive,
+            link_timeout: liveness.link_timeout,
+            injected: 0,
+            sent: 0,
+            reads: 0,
+            offered: HashMap::new(),
+            read_op: Box::new(Op {
+                kind: READ,
+                ..Op::default()
+            }),
+            read_done: None,
         }
     }
 
@@ -169,7 +246,13 @@ impl Net {
     /// The endpoint's properties that matter on a real network, for verbose output.
     pub(crate) fn describe(&self) -> String {
         format!(
-            "mr_local {}, inject {} B, {} progress, max payload {} B",
+            "{}{}, mr_local {}, inject {} B, {} progress, max payload {} B",
+            if self.fab.tagged {
+                "tagged messages"
+            } else {
+                "plain messages (FI_MSG, directed receives)"
+            },
+            if self.fab.rma { ", FI_RMA reads" } else { "" },
             self.fab.mr_local,
             self.fab.inject,
             if self.fab.manual_progress {
@@ -226,6 +309,11 @@ impl Net {
             closed: false,
             bye_sent: false,
             bye_got: false,
+            heard: Instant::now(),
+            talked: false,
+            ping_out: false,
+            refused: 0,
+            offers: HashMap::new(),
         });
         for seq in 0..self.depth as u32 {
             self.post(p, seq)?;
@@ -243,14 +331,22 @@ impl Net {
             let Some(peer) = self.peers[p].as_mut() else {
                 return Ok(());
             };
+            let src = peer.addr;
             let s = &mut peer.slots[seq as usize % depth];
             s.done = None;
             let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
             // SAFETY: the slot (buffer and context) is boxed in `self` and outlives the
-            // endpoint (closed first on drop).
+            // endpoint (closed first on drop). Without tags, receives directed at `p` and
+            // posted in sequence order take its records in the order sent.
             let ret = unsafe {
-                self.fab
-                    .trecv(s.buf.as_mut_ptr(), s.buf.len(), s.desc, tag(p, seq), ctx)
+                self.fab.trecv(
+                    s.buf.as_mut_ptr(),
+                    s.buf.len(),
+                    s.desc,
+                    src,
+                    tag(p, seq),
+                    ctx,
+                )
             };
             if ret != -fi::FI_EAGAIN {
                 if ret < 0 {
@@ -305,18 +401,33 @@ impl Net {
         // SAFETY: every context we pass is the address of a live boxed Slot (Op first).
         let op = unsafe { &*ctx.cast::<Op>() };
         let (kind, p, idx) = (op.kind, op.peer as usize, op.idx as usize);
-        if kind == SEND {
+        if kind == READ {
+            if let Some((true, m)) = &err {
+                if let Some(q) = self.peers.get_mut(p).and_then(Option::as_mut) {
+                    q.err.get_or_insert((true, m.clone()));
+                }
+            }
+            self.read_done = Some(err.map(|e| e.1));
+            return;
+        }
+        if kind != RECV {
             self.sends[idx].done = None;
             self.free.push(idx);
         }
         let Some(peer) = self.peers.get_mut(p).and_then(Option::as_mut) else {
             return;
         };
-        if kind == SEND {
+        if kind != RECV {
             peer.inflight = peer.inflight.saturating_sub(1);
             peer.sent = true;
+            peer.ping_out &= kind != PING;
         } else if err.is_none() {
             peer.slots[idx].done = len;
+        }
+        if err.is_none() {
+            peer.heard = Instant::now();
+            peer.talked = true;
+            peer.refused = 0;
         }
         if let Some(e) = err {
             peer.err.get_or_insert(e);
@@ -339,6 +450,7 @@ impl Net {
         // Sends in flight, or completed since the last look (by any link's read of the
         // shared queue): the engine must pass by and complete the requests waiting for them.
         self.progress();
+        self.keep_alive(p);
         has(self)
             || self.peers[p]
                 .as_mut()
@@ -363,9 +475,28 @@ impl Net {
             // SAFETY: the buffer holds len >= HDR received bytes; Hdr is plain data.
             let hdr = unsafe { s.buf.as_ptr().cast::<Hdr>().read_unaligned() };
             peer.held = true;
-            if hdr.kind == K_BYE {
-                // The last record the peer sends: ours to keep, not the protocol's.
-                peer.bye_got = true;
+            if hdr.kind == K_RTS && hdr.flags & F_RMA != 0 {
+                // The sender's key and address, ours to keep: the protocol sees a plain RTS.
+                if len != HDR + RMA_TRAILER {
+                    return Err(LinkError::Short(len));
+                }
+                let mut t = [0u8; RMA_TRAILER];
+                t.copy_from_slice(&s.buf[HDR..HDR + RMA_TRAILER]);
+                let key = u64::from_ne_bytes(t[..8].try_into().expect("8 bytes"));
+                let raddr = u64::from_ne_bytes(t[8..].try_into().expect("8 bytes"));
+                peer.offers.insert(hdr.b, (key, raddr));
+                return Ok(Some((hdr, std::ptr::null(), 0)));
+            }
+            if hdr.kind == K_CTS || hdr.kind == K_FIN {
+                // The receiver took (or declined) our offer: the registration can go.
+                if let Some(mr) = self.offered.remove(&(p, hdr.b)) {
+                    self.fab.deregister(mr);
+                }
+            }
+            if hdr.kind == K_BYE || hdr.kind == K_PING {
+                // The last record the peer sends, or a keepalive: ours to keep, not the
+                // protocol's.
+                peer.bye_got |= hdr.kind == K_BYE;
                 self.release(p);
                 continue;
             }
@@ -413,13 +544,284 @@ impl Net {
             q.closed = true;
         }
         if self.peers.iter().flatten().all(|q| q.closed) {
+            oxmpi_base::verbose!(
+                BTL,
+                20,
+                "ofi: rank {}: {} records injected (fi_tinject, up to {} B), {} sent with a \
+                 completion, {} rendezvous read (fi_read)",
+                self.me,
+                self.injected,
+                self.fab.inject.min(INJECT_MAX),
+                self.sent,
+                self.reads
+            );
+            for (_, mr) in std::mem::take(&mut self.offered) {
+                self.fab.deregister(mr);
+            }
             self.fab.close();
             self.closed = true;
         }
     }
 
+    /// Sends an RTS that offers its buffer (`hdr.a` bytes at `hdr.c`) for a read: registers
+    /// it (once, until the receiver's CTS or FIN) and appends the key and address; without
+    /// the offer if the registration fails.
+    fn send_rts(&mut self, p: usize, hdr: &Hdr) -> bool {
+        let id = (p, hdr.b);
+        if !self.offered.contains_key(&id) {
+            // SAFETY: the sender's buffer stays valid until its request completes, which
+            // takes the receiver's CTS or FIN (when the registration goes) or its failure
+            // (then the registration lives on, unused, until the fabric closes).
+            let mr = unsafe {
+                self.fab
+                    .register_user(hdr.c as *const u8, hdr.a as usize, fi::FI_REMOTE_READ)
+            };
+            match mr {
+                Ok(mr) => {
+                    self.offered.insert(id, mr);
+                }
+                Err(e) => {
+                    oxmpi_base::verbose!(
+                        BTL,
+                        10,
+                        "ofi: rank {}: {} B for rank {p} not offered for a read ({e})",
+                        self.me,
+                        hdr.a
+                    );
+                    let plain = Hdr {
+                        flags: hdr.flags & !F_RMA,
+                        ..*hdr
+                    };
+                    return self.try_send(p, &plain, &[]);
+                }
+            }
+        }
+        let key = self.offered[&id].key;
+        let raddr = if self.fab.mr_virt { hdr.c } else { 0 };
+        let mut t = [0u8; RMA_TRAILER];
+        t[..8].copy_from_slice(&key.to_ne_bytes());
+        t[8..].copy_from_slice(&raddr.to_ne_bytes());
+        self.try_send(p, hdr, &t)
+    }
+
+    /// Reads the first `n` bytes of what `p` offered with its request `sreq` into `buf`
+    /// (in pieces of the provider's largest message), progressing until they are there.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `n` bytes.
+    unsafe fn read(
+        &mut self,
+        p: usize,
+        buf: *mut u8,
+        n: usize,
+        sreq: u64,
+    ) -> Result<bool, LinkError> {
+        if !self.fab.rma || self.closed {
+            return Ok(false);
+        }
+        let Some(peer) = self.peers[p].as_mut() else {
+            return Ok(false);
+        };
+        let Some((key, raddr)) = peer.offers.remove(&sreq) else {
+            return Ok(false);
+        };
+        let src = peer.addr;
+        let local = if self.fab.mr_local {
+            // SAFETY: buf stays valid (the caller's promise) until we deregister below.
+            Some(
+                unsafe { self.fab.register_user(buf, n, fi::FI_READ) }
+                    .map_err(LinkError::Fabric)?,
+            )
+        } else {
+            None
+        };
+        let desc = local.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+        let res = self.read_pieces(p, buf, n, desc, src, raddr, key);
+        if let Some(m) = local {
+            self.fab.deregister(m);
+        }
+        if res.is_ok() {
+            self.reads += 1;
+        }
+        res.map(|()| true)
+    }
+
+    /// [`Net::read`]'s transfer: one `fi_read` at a time, each waited for.
+    #[allow(clippy::too_many_arguments)]
+    fn read_pieces(
+        &mut self,
+        p: usize,
+        buf: *mut u8,
+        n: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        raddr: u64,
+        key: u64,
+    ) -> Result<(), LinkError> {
+        let piece = self.fab.max_msg.max(1);
+        let mut off = 0;
+        while off < n {
+            let len = piece.min(n - off);
+            self.read_done = None;
+            self.read_op.peer = p as u32;
+            let ctx = std::ptr::addr_of_mut!(*self.read_op).cast::<c_void>();
+            loop {
+                // SAFETY: buf + off has len writable bytes (the caller's promise); the
+                // context is boxed in self; we wait for the completion below.
+                let ret = unsafe {
+                    self.fab.rma_read(
+                        buf.wrapping_add(off),
+                        len,
+                        desc,
+                        src,
+                        raddr + off as u64,
+                        key,
+                        ctx,
+                    )
+                };
+                if ret == 0 {
+                    break;
+                }
+                if ret != -fi::FI_EAGAIN {
+                    return Err(LinkError::Fabric(format!(
+                        "fi_read from rank {p}: {}",
+                        self.fab.error(ret)
+                    )));
+                }
+                self.wait_step(p)?;
+            }
+            loop {
+                match self.read_done.take() {
+                    Some(None) => break,
+                    Some(Some(m)) => {
+                        return Err(match self.peers[p].as_mut().and_then(|q| q.err.take()) {
+                            Some((true, m)) => LinkError::PeerLost(m),
+                            _ => LinkError::Fabric(format!("fi_read from rank {p}: {m}")),
+                        })
+                    }
+                    None => self.wait_step(p)?,
+                }
+            }
+            off += len;
+        }
+        Ok(())
+    }
+
+    /// One step of waiting for a read from `p`: progress, keepalive, and the peer's
+    /// failure as an error.
+    fn wait_step(&mut self, p: usize) -> Result<(), LinkError> {
+        self.progress();
+        self.keep_alive(p);
+        match self.peers[p].as_mut() {
+            Some(q) if q.err.as_ref().is_some_and(|e| e.0) => {
+                Err(LinkError::PeerLost(q.err.take().expect("checked").1))
+            }
+            None => Err(LinkError::PeerLost(format!("rank {p} is gone"))),
+            _ => match &self.fatal {
+                Some(m) => Err(LinkError::Fabric(m.clone())),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Sends a record of at most [`INJECT_MAX`] bytes with `fi_tinject`: `Some(true)` if
+    /// the provider took it (or the peer failed: the next poll reports it), `None` if it
+    /// is busy.
+    fn inject(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> Option<bool> {
+        let mut buf = [0u8; INJECT_MAX];
+        // SAFETY: Hdr is repr(C) plain data of HDR bytes.
+        let hb = unsafe { std::slice::from_raw_parts((hdr as *const Hdr).cast::<u8>(), HDR) };
+        let len = HDR + payload.len();
+        buf[..HDR].copy_from_slice(hb);
+        buf[HDR..len].copy_from_slice(payload);
+        let peer = self.peers[p].as_mut()?;
+        // SAFETY: buf holds len bytes during the call; inject keeps no reference.
+        let ret = unsafe {
+            self.fab
+                .tinject(buf.as_ptr(), len, peer.addr, tag(self.me, peer.send_seq))
+        };
+        if ret == -fi::FI_EAGAIN {
+            return None;
+        }
+        if ret < 0 {
+            let msg = format!("fi_tinject to rank {p}: {}", self.fab.error(ret));
+            peer.err.get_or_insert((peer_gone(ret as i32), msg));
+            return Some(true);
+        }
+        peer.send_seq = peer.send_seq.wrapping_add(1);
+        peer.talked = true;
+        self.injected += 1;
+        Some(true)
+    }
+
+    /// Pings `p` if it is due: keepalives are on, we talked with `p` and have not heard
+    /// from it for the keepalive time, no ping is in flight, and neither side said goodbye.
+    fn keep_alive(&mut self, p: usize) {
+        let Some(every) = self.keepalive else {
+            return;
+        };
+        if let (Some(limit), Some(q)) = (self.link_timeout, self.peers[p].as_mut()) {
+            if q.ping_out && q.err.is_none() && q.heard.elapsed() >= limit {
+                q.err = Some((
+                    true,
+                    format!(
+                        "rank {p} unreachable: a keepalive ping stayed unanswered for {} s \
+                         (btl_ofi_link_timeout)",
+                        limit.as_secs()
+                    ),
+                ));
+                return;
+            }
+        }
+        let due = self.peers[p].as_ref().is_some_and(|q| {
+            q.talked
+                && !q.ping_out
+                && !q.bye_sent
+                && !q.bye_got
+                && q.err.is_none()
+                && q.heard.elapsed() >= every
+        });
+        if !due {
+            return;
+        }
+        let ping = Hdr {
+            kind: K_PING,
+            ..Hdr::default()
+        };
+        let sent = self.send_op(p, &ping, &[], PING);
+        let Some(q) = self.peers[p].as_mut() else {
+            return;
+        };
+        q.heard = Instant::now();
+        if sent {
+            q.ping_out = true;
+            q.refused = 0;
+            oxmpi_base::verbose!(BTL, 30, "ofi: rank {}: keepalive ping to rank {p}", self.me);
+            return;
+        }
+        // The provider takes no send to a peer it talked with: its connection broke and
+        // reconnecting fails (tcp;ofi_rxm returns FI_EAGAIN for ever once the peer's
+        // listener is gone).
+        q.refused += 1;
+        if q.refused >= REFUSALS_LOST {
+            q.err.get_or_insert((
+                true,
+                format!(
+                    "rank {p} unreachable: the provider refused {REFUSALS_LOST} keepalive pings \
+                     {} s apart (its connection is lost)",
+                    every.as_secs()
+                ),
+            ));
+        }
+    }
+
     /// Sends one record to `p` if a send buffer is free and the provider takes it.
     fn try_send(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> bool {
+        self.send_op(p, hdr, payload, SEND)
+    }
+
+    /// [`Net::try_send`] as an operation of `kind` ([`SEND`] or [`PING`]).
+    fn send_op(&mut self, p: usize, hdr: &Hdr, payload: &[u8], kind: u8) -> bool {
         if self.closed {
             return true;
         }
@@ -428,6 +830,15 @@ impl Net {
             // The peer is gone: the next poll reports it; the record is dropped.
             Some(q) if q.err.is_some() => return true,
             Some(_) => {}
+        }
+        let len = HDR + payload.len();
+        // A small record without a completion to wait for (not a ping, whose completion
+        // proves the peer alive, nor a goodbye, after which we close the endpoint).
+        if kind == SEND && hdr.kind != K_BYE && len <= self.fab.inject.min(INJECT_MAX) {
+            // Busy (`None`): the regular path below waits for the provider.
+            if let Some(done) = self.inject(p, hdr, payload) {
+                return done;
+            }
         }
         if self.free.is_empty() {
             self.progress();
@@ -456,6 +867,7 @@ impl Net {
         s.buf[..HDR].copy_from_slice(hb);
         s.buf[HDR..HDR + payload.len()].copy_from_slice(payload);
         s.op.peer = p as u32;
+        s.op.kind = kind;
         let ctx = std::ptr::addr_of_mut!(**s).cast::<c_void>();
         let (addr, t) = (peer.addr, tag(self.me, peer.send_seq));
         // SAFETY: the send buffer is boxed in `self` and stays untouched until the
@@ -476,8 +888,10 @@ impl Net {
             return true;
         }
         s.done = Some(0);
+        self.sent += 1;
         peer.send_seq = peer.send_seq.wrapping_add(1);
         peer.inflight += 1;
+        peer.talked = true;
         true
     }
 }
@@ -518,7 +932,10 @@ impl Link for OfiLink {
     }
 
     fn caps(&self) -> Caps {
-        Caps::NETWORK
+        Caps {
+            rma_read: self.net().fab.rma,
+            ..Caps::NETWORK
+        }
     }
 
     fn max_payload(&self) -> usize {
@@ -534,6 +951,9 @@ impl Link for OfiLink {
         };
         if len > self.max_payload {
             return false;
+        }
+        if hdr.kind == K_RTS && hdr.flags & F_RMA != 0 {
+            return self.net().send_rts(self.peer, hdr);
         }
         self.net().try_send(self.peer, hdr, data)
     }
@@ -584,6 +1004,11 @@ impl Link for OfiLink {
             n.finish(p);
         }
         done
+    }
+
+    unsafe fn read(&mut self, buf: *mut u8, n: usize, sreq: u64) -> Result<bool, LinkError> {
+        // SAFETY: the caller's promise for buf.
+        unsafe { self.net().read(self.peer, buf, n, sreq) }
     }
 
     fn sending(&self) -> bool {

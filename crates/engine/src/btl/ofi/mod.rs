@@ -23,7 +23,7 @@ use oxmpi_base::params::{int, list, size, Component};
 use crate::btl::{Btl, Job, Links, Setup, BTL};
 use crate::Error;
 use fabric::{provider_field, Fabric};
-use link::{lock, Net, OfiLink};
+use link::{lock, Liveness, Net, OfiLink};
 
 /// The `ofi` entry of the transport registry.
 pub(crate) const COMPONENT: Btl = Btl {
@@ -86,6 +86,14 @@ fn rdma_device_present() -> bool {
     })
 }
 
+/// A parameter of whole seconds, `None` for 0 (never).
+fn secs(decl: &oxmpi_base::params::ParamDecl) -> Option<std::time::Duration> {
+    match int(decl) {
+        0 => None,
+        s => Some(std::time::Duration::from_secs(s.unsigned_abs())),
+    }
+}
+
 /// The opened endpoint between publishing and wiring up.
 struct OfiSetup {
     net: Arc<Mutex<Net>>,
@@ -130,7 +138,11 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(l) => l,
         Err(e) => return off(format!("libfabric not available ({e})")),
     };
-    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named()) {
+    let (tagged, rma) = (
+        oxmpi_base::params::flag(&params::TAGGED),
+        oxmpi_base::params::flag(&params::RMA),
+    );
+    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named(), tagged, rma) {
         Ok(f) => f,
         Err(e) => return off(e),
     };
@@ -141,6 +153,10 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         size(&params::MAX_PAYLOAD),
         int(&params::RECV_DEPTH).max(1) as usize,
         int(&params::SEND_SLOTS).max(1) as usize,
+        Liveness {
+            keepalive: secs(&params::KEEPALIVE),
+            link_timeout: secs(&params::LINK_TIMEOUT),
+        },
     );
     let name = match net.name() {
         Ok(n) => n,

@@ -64,11 +64,71 @@ pub(crate) static SEND_SLOTS: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_keepalive`.
+pub(crate) static KEEPALIVE: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "keepalive",
+    ParamType::Int { min: 0, max: 3600 },
+    "1",
+    "Seconds a peer the ofi transport exchanged messages with may stay silent, while this \
+     rank waits, before it is sent a keepalive ping (a dead peer fails the ping, or the \
+     provider refuses 3 pings in a row: the operations that depend on it end with \
+     MPI_ERR_PROC_FAILED, as providers like tcp;ofi_rxm report nothing to a rank that \
+     only receives); 0: never",
+)
+.level(5);
+
+/// `btl_ofi_link_timeout`.
+pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "link_timeout",
+    ParamType::Int { min: 0, max: 86400 },
+    "0",
+    "Seconds a keepalive ping may stay without completion before its peer counts as \
+     failed (0: never). Pings complete locally on tcp;ofi_rxm and by the peer's network \
+     card on hardware providers, but on udp;ofi_rxd only when the peer process \
+     acknowledges, so set it there (above the longest computation between MPI calls) to \
+     notice a killed peer",
+)
+.level(5);
+
+/// `btl_ofi_tagged`.
+pub(crate) static TAGGED: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "tagged",
+    ParamType::Bool,
+    "true",
+    "Carry the ofi transport's messages as tagged messages (FI_TAGGED) where the provider \
+     has them; false, or a provider without them: plain messages (FI_MSG) into receives \
+     directed at their source, in send order (FI_DIRECTED_RECV, FI_ORDER_SAS)",
+)
+.level(5);
+
+/// `btl_ofi_rma`.
+pub(crate) static RMA: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "rma",
+    ParamType::Bool,
+    "true",
+    "Receive large messages by reading the sender's registered buffer (FI_RMA) where the \
+     provider can; false: every message moves through the tagged (or plain) messages, in \
+     fragments of btl_ofi_max_payload",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 5] = [
+pub(crate) static PARAMS: [ParamDecl; 9] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
     RECV_DEPTH,
     SEND_SLOTS,
+    KEEPALIVE,
+    LINK_TIMEOUT,
+    TAGGED,
+    RMA,
 ];

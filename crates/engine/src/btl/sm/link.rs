@@ -80,6 +80,7 @@ impl Link for SmLink {
             single_copy: true,
             buffered: false,
             coop: self.coop,
+            rma_read: false,
         }
     }
 
