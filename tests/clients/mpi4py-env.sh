@@ -48,5 +48,5 @@ mpi4py_sdist_tests() {
     echo "$tests"
 }
 
-# Never let a test suite pick spawn tests (dynamic processes are not implemented).
-export MPI4PY_TEST_SPAWN=0
+# Spawn tests only when asked (MPI4PY_TEST_SPAWN=1: MPI_Comm_spawn works on one node).
+export MPI4PY_TEST_SPAWN=${MPI4PY_TEST_SPAWN:-0}

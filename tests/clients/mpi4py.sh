@@ -9,7 +9,9 @@
 #    barrier (mpi4py_checks.py).
 # 3. mpi4py's own test modules environ, toplevel, status, request, p2p_obj, p2p_buf,
 #    msgspec, errhandler from its sdist, at np=1 and np=2, one mpirun per module.
-#    Set OXMPI_MPI4PY_MODULES="a b" to choose other modules, or "" to skip this step.
+#    Set OXMPI_MPI4PY_MODULES="a b" to choose other modules, or "" to skip this step, and
+#    MPI4PY_TEST_SPAWN=1 to include the spawn tests (test_spawn, test_dynproc).
+# Also a mpi4py.futures MPIPoolExecutor example (workers spawned) under mpirun -n 1.
 # Exits non-zero if anything fails; prints a summary line "N passed, N failed".
 set -uo pipefail
 # shellcheck source=tests/clients/mpi4py-env.sh
@@ -49,6 +51,8 @@ run "wheel checks singleton (MPI4PY_LIBMPI)" 120 env OXMPI_CHECK_SIZE=1 \
     MPI4PY_LIBMPI="$PREFIX/lib/libmpi.so.12" "$PY" -m mpi4py "$here/mpi4py_checks.py" "$PREFIX"
 run "mpi4py.bench helloworld np=2" 120 "$MPIRUN" -n 2 "$PY" -m mpi4py.bench helloworld
 run "mpi4py.bench ringtest np=2" 120 "$MPIRUN" -n 2 "$PY" -m mpi4py.bench ringtest
+# MPIPoolExecutor starts its workers with MPI_Comm_spawn.
+run "mpi4py.futures pool np=1" 120 "$MPIRUN" -n 1 "$PY" -m mpi4py.futures "$here/mpi4py_pool.py"
 
 modules=${OXMPI_MPI4PY_MODULES-environ toplevel status request p2p_obj p2p_buf msgspec errhandler}
 if [ -n "$modules" ]; then

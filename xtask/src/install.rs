@@ -166,8 +166,8 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
     // Real clients, unmodified: the rsmpi crate from crates.io and the mpi4py wheel from
     // PyPI, with the eight mpi4py test modules issue 5 names and the quick ones of
     // communicators, groups, topologies, windows, files, info, attributes, ops and
-    // nonblocking collectives, and dynamic processes (ports, accept/connect, join; the whole
-    // suite: tests/clients/mpi4py-suite.sh).
+    // nonblocking collectives, and dynamic processes (ports, accept/connect, join, spawn with
+    // MPI4PY_TEST_SPAWN=1; the whole suite: tests/clients/mpi4py-suite.sh).
     let clients = root.join("tests").join("clients");
     run(Command::new("bash")
         .arg(clients.join("rsmpi.sh"))
@@ -178,8 +178,10 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .env(
             "OXMPI_MPI4PY_MODULES",
             "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
-             comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc",
-        ))?;
+             comm group comm_inter comm_topo win file info attributes op cco_nb_buf dynproc \
+             spawn",
+        )
+        .env("MPI4PY_TEST_SPAWN", "1"))?;
     // Installed the way users install MPI: the build systems (CMake, Meson, autotools,
     // pkg-config) against the prefix, the wheel in a fresh venv with mpi4py, and (as root)
     // the Debian package with Debian's MPI alternatives.

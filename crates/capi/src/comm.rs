@@ -54,13 +54,6 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_get_parent`: no dynamic processes, so `MPI_COMM_NULL`.
-    fn PMPI_Comm_get_parent / "MPI_Comm_get_parent" (parent: *mut c_int) {
-        out(parent, MPI_COMM_NULL, "parent")
-    }
-}
-
-mpi_fn! {
     /// `MPI_Comm_get_name`.
     fn PMPI_Comm_get_name / "MPI_Comm_get_name" (comm: c_int, name: *mut c_char, resultlen: *mut c_int) {
         let n = lock().comm(comm)?.name.clone();
@@ -149,6 +142,15 @@ mpi_fn! {
             return out(flag, 0, "flag");
         }
         if keyval == MPI_APPNUM {
+            // The launcher's application number (command index of mpirun's MPMD syntax or
+            // of MPI_Comm_spawn_multiple); absent without a launcher.
+            static APPNUM: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+            let n = std::env::var("OXMPI_APPNUM").ok().and_then(|v| v.parse::<c_int>().ok());
+            if let (true, Some(n)) = (is_world, n) {
+                APPNUM.store(n, std::sync::atomic::Ordering::Relaxed);
+                out(attribute_val, APPNUM.as_ptr().cast(), "attribute_val")?;
+                return out(flag, 1, "flag");
+            }
             return out(flag, 0, "flag");
         }
         if !known_user {

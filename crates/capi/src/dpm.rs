@@ -1,7 +1,7 @@
 //! Dynamic process management: ports (`MPI_Open_port`/`MPI_Close_port`),
 //! `MPI_Comm_accept`/`MPI_Comm_connect` and `MPI_Comm_join` between processes of one job or
 //! of different jobs, and the name service (`MPI_Publish_name`, `MPI_Lookup_name`,
-//! `MPI_Unpublish_name`). `MPI_Comm_spawn` is not provided (see `stubs.rs`).
+//! `MPI_Unpublish_name`); the parents' and children's halves of `MPI_Comm_spawn` ([`crate::spawn`]).
 //!
 //! A port is a TCP listener of the process that opened it, and its name says where it
 //! listens and holds a random token: `oxmpi-port:<job>:<world rank>:<id>:<host>:<addresses>:
@@ -157,7 +157,7 @@ impl PortName {
 /// loopback address when it is our host, then its addresses.
 fn targets(host: &str, addrs: &[Ipv4Addr], port: u16) -> Vec<SocketAddr> {
     let mut v = Vec::new();
-    if host == crate::env::hostname() {
+    if host == oxmpi_engine::sys::hostname() {
         v.push(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
     }
     v.extend(addrs.iter().map(|&a| SocketAddr::from((a, port))));
@@ -171,35 +171,51 @@ mpi_fn! {
         if port_name.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL port_name"));
         }
-        let id = NEXT_PORT.fetch_add(1, Ordering::Relaxed);
-        if id > PORT_ID_MAX {
-            return Err(MpiError::new(MPI_ERR_PORT, "no more ports (2^20 per process)"));
-        }
-        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-            .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: cannot listen: {e}")))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?
-            .port();
-        let addrs = oxmpi_base::net::interfaces()
-            .into_iter()
-            .map(|i| i.addr)
-            .filter(|a| !a.is_loopback())
-            .collect();
-        let name = PortName {
-            job: job_key(),
-            rank: lock().world_rank(),
-            id,
-            host: crate::env::hostname(),
-            addrs,
-            port,
-            token: oxmpi_wire::names::random_token().map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?,
-        };
+        let name = open_port()?;
         copy_cstr(port_name, MPI_MAX_PORT_NAME as usize, &name.text())?;
-        let p = Port { listener: Arc::new(listener), token: name.token };
-        OPEN_PORTS.lock().unwrap_or_else(|e| e.into_inner()).insert(id, p);
         Ok(())
     }
+}
+
+/// Opens a port of this process (see `MPI_Open_port`).
+fn open_port() -> MpiResult<PortName> {
+    let id = NEXT_PORT.fetch_add(1, Ordering::Relaxed);
+    if id > PORT_ID_MAX {
+        return Err(MpiError::new(
+            MPI_ERR_PORT,
+            "no more ports (2^20 per process)",
+        ));
+    }
+    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
+        .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: cannot listen: {e}")))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?
+        .port();
+    let addrs = oxmpi_base::net::interfaces()
+        .into_iter()
+        .map(|i| i.addr)
+        .filter(|a| !a.is_loopback())
+        .collect();
+    let name = PortName {
+        job: job_key(),
+        rank: lock().world_rank(),
+        id,
+        host: oxmpi_engine::sys::hostname(),
+        addrs,
+        port,
+        token: oxmpi_wire::names::random_token()
+            .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?,
+    };
+    let p = Port {
+        listener: Arc::new(listener),
+        token: name.token,
+    };
+    OPEN_PORTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, p);
+    Ok(name)
 }
 
 /// The listener and token of port `name` if this process opened it and it is open.
@@ -633,31 +649,72 @@ fn rendezvous(
     }
     let star = setup(comm, root)?;
     // The port matters at the root only.
-    let met = (star.rank == root).then(|| -> MpiResult<(Conn, String, Vec<i32>)> {
-        let text = read_cstr(port_name, "port_name")?;
-        let port = PortName::parse(&text)?;
-        let ranks = lock().comm(comm)?.group.clone();
-        let job = job_key();
-        if accept {
-            let (listener, token) = own_port(&port).ok_or_else(|| {
-                let me = lock().world_rank();
-                MpiError::new(
-                    MPI_ERR_PORT,
-                    format!("port {text:?} is not open in this process (world rank {me} of job {job})"),
-                )
-            })?;
-            accept_root(&listener, token, &hello(0, &job, &ranks))
-        } else {
-            if own_port(&port).is_some() {
-                return Err(MpiError::new(
+    let met = (star.rank == root).then(|| meet(&read_cstr(port_name, "port_name")?, comm, accept));
+    join_groups(comm, star, met, accept, newcomm)
+}
+
+/// The root's side of a rendezvous: accepts one connection on its open port `text`, or
+/// connects to it; returns the connection and the other group.
+fn meet(text: &str, comm: c_int, accept: bool) -> MpiResult<(Conn, String, Vec<i32>)> {
+    let text = text.to_string();
+    let port = PortName::parse(&text)?;
+    let ranks = lock().comm(comm)?.group.clone();
+    let job = job_key();
+    if accept {
+        let (listener, token) = own_port(&port).ok_or_else(|| {
+            let me = lock().world_rank();
+            MpiError::new(
+                MPI_ERR_PORT,
+                format!("port {text:?} is not open in this process (world rank {me} of job {job})"),
+            )
+        })?;
+        accept_root(&listener, token, &hello(0, &job, &ranks))
+    } else {
+        if own_port(&port).is_some() {
+            return Err(MpiError::new(
                     MPI_ERR_PORT,
                     format!("cannot connect to port {text:?}: it is this process's own port (accept and connect would wait for each other)"),
                 ));
-            }
-            connect_root(&port, &text, &hello(port.token, &job, &ranks))
         }
+        connect_root(&port, &text, &hello(port.token, &job, &ranks))
+    }
+}
+
+/// The parents' side of `MPI_Comm_spawn[_multiple]` over `comm`: the root opens a port,
+/// `start(port name)` has the launcher start the children (who connect to the port in
+/// their `MPI_Init`, [`connect_parent`]), the root accepts them, and both groups make the
+/// intercommunicator `intercomm`. An error of `start` reaches every parent.
+pub(crate) fn spawn_accept(
+    comm: c_int,
+    root: c_int,
+    intercomm: *mut c_int,
+    start: impl FnOnce(&str) -> MpiResult,
+) -> MpiResult {
+    if intercomm.is_null() {
+        return Err(MpiError::new(MPI_ERR_ARG, "NULL intercomm").on(comm));
+    }
+    let star = setup(comm, root)?;
+    let met = (star.rank == root).then(|| {
+        let port = open_port()?;
+        let text = port.text();
+        let r = start(&text).and_then(|()| meet(&text, comm, true));
+        OPEN_PORTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&port.id);
+        r
     });
-    join_groups(comm, star, met, accept, newcomm)
+    join_groups(comm, star, met, true, intercomm)
+}
+
+/// The children's side: all of `MPI_COMM_WORLD` connects to the parents' port `text` and
+/// makes the intercommunicator returned by `MPI_Comm_get_parent`.
+pub(crate) fn connect_parent(text: &str) -> MpiResult<c_int> {
+    let star = setup(MPI_COMM_WORLD, 0)?;
+    let met = (star.rank == 0).then(|| meet(text, MPI_COMM_WORLD, false));
+    let mut parent = MPI_COMM_NULL;
+    join_groups(MPI_COMM_WORLD, star, met, false, &mut parent)?;
+    Ok(parent)
 }
 
 mpi_fn! {

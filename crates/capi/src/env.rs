@@ -54,6 +54,9 @@ fn init(required: c_int) -> MpiResult<c_int> {
     }
     let provided = start(&mut st, required)?;
     st.world_model = true;
+    drop(st);
+    // A spawned process meets its parents before MPI_Init returns.
+    crate::spawn::connect_parent_at_init()?;
     Ok(provided)
 }
 

@@ -88,6 +88,7 @@ pub mod persist;
 pub mod request;
 pub mod rma;
 pub mod session;
+pub mod spawn;
 pub mod state;
 pub(crate) mod status;
 pub mod stubs;

@@ -210,7 +210,7 @@ fn dims_search(
 // ---- info objects ----
 
 impl crate::state::State {
-    fn info(&self, h: c_int) -> MpiResult<&Info> {
+    pub(crate) fn info(&self, h: c_int) -> MpiResult<&Info> {
         if h == MPI_INFO_ENV {
             return Ok(env_info());
         }

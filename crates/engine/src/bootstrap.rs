@@ -25,6 +25,17 @@ pub trait Bootstrap: Send {
     fn abort(&mut self, code: i32, msg: &str);
     /// Tells the launcher this rank finished cleanly.
     fn finalize(&mut self) -> Result<(), Error>;
+    /// Asks the launcher to start a new job (`MPI_Comm_spawn`); `preput` pairs are readable
+    /// by the children with [`Bootstrap::get`] (any rank). Returns the children's error
+    /// codes. The default: this launcher cannot spawn.
+    fn spawn(&mut self, req: &oxmpi_pmi::SpawnRequest) -> Result<Vec<i32>, Error> {
+        let _ = req;
+        Err(Error::Bootstrap {
+            rank: self.rank(),
+            msg: "this process was not started by a process manager that can spawn processes"
+                .into(),
+        })
+    }
 }
 
 /// A job of one rank without a launcher.
@@ -216,5 +227,19 @@ impl Bootstrap for PmiBootstrap {
     }
     fn finalize(&mut self) -> Result<(), Error> {
         self.pmi.finalize().map_err(|e| self.err("finalize", e))
+    }
+    fn spawn(&mut self, req: &oxmpi_pmi::SpawnRequest) -> Result<Vec<i32>, Error> {
+        // Preput values are read back with `get` (put_bytes' encoding in one chunk).
+        let mut req = req.clone();
+        for (_, v) in &mut req.preput {
+            *v = format!("1:{}", oxmpi_pmi::to_hex(v.as_bytes()));
+        }
+        self.pmi.spawn(&req).map_err(|e| match e {
+            oxmpi_pmi::Error::Server { msg, .. } => Error::Bootstrap {
+                rank: self.rank(),
+                msg,
+            },
+            e => self.err("spawn", e),
+        })
     }
 }

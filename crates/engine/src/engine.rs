@@ -812,6 +812,23 @@ impl Engine {
         self.lock().cancel(r);
     }
 
+    /// Asks the launcher to start a new job (`MPI_Comm_spawn`, see
+    /// [`Bootstrap::spawn`]); returns the children's error codes.
+    pub fn spawn(&self, req: &oxmpi_pmi::SpawnRequest) -> Result<Vec<i32>, Error> {
+        let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());
+        match b.as_mut() {
+            Some(b) => b.spawn(req),
+            None => Err(Error::State("no bootstrap".into())),
+        }
+    }
+
+    /// Reads `key` from the job's launcher key space (e.g. a spawned job's preput pairs);
+    /// `None` when absent.
+    pub fn launcher_get(&self, key: &str) -> Option<String> {
+        let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());
+        b.as_mut().and_then(|b| b.get(0, key).ok())
+    }
+
     /// Aborts the job: tells the launcher (best effort) and exits with `code`.
     pub fn abort(&self, code: i32) -> ! {
         if let Ok(mut b) = self.boot.try_lock() {

@@ -39,7 +39,9 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 
 use oxmpi_wire::pmi::msg::{parse_v2_bool, v1, v2};
+use oxmpi_wire::pmi::spawn::{parse_errcodes, v1_text_decode};
 use oxmpi_wire::pmi::{CodecError, Decoder, Frame, Framing, Message};
+pub use oxmpi_wire::pmi::{SpawnCommand, SpawnRequest};
 
 /// Longest PMI-1 request line we send, including `\n` (MPICH's `PMIU_MAXLINE`).
 pub const MAX_LINE: usize = 1024;
@@ -792,6 +794,40 @@ impl Pmi {
                 c.send(&v2::abort(true, &text), Framing::V2)
             }
         }
+    }
+
+    /// Asks the process manager to start a new job (`MPI_Comm_spawn`): PMI-1 `mcmd=spawn`
+    /// blocks or the PMI-2 `spawn` command. Returns the error code of every child; a refusal
+    /// is [`Error::Server`] with the server's reason. A singleton cannot spawn.
+    pub fn spawn(&mut self, req: &SpawnRequest) -> Result<Vec<i32>> {
+        let Some(c) = self.conn()? else {
+            return Err(Error::Server {
+                request: "`spawn`".into(),
+                rc: 1,
+                msg: "this process was not started by a process manager (singleton)".into(),
+            });
+        };
+        let reply = match c.version {
+            Version::V1 => {
+                for b in req.to_v1_blocks() {
+                    c.send(&b, Framing::V1Multi)?;
+                }
+                let r = c.recv("`spawn`")?;
+                if r.cmd == "spawn_result" && r.rc() != 0 {
+                    return Err(Error::Server {
+                        request: "`spawn`".into(),
+                        rc: r.rc(),
+                        msg: v1_text_decode(r.get("msg").unwrap_or("")),
+                    });
+                }
+                check_reply("`spawn`", r, "spawn_result")?
+            }
+            Version::V2 => c.request(&req.to_v2(), Framing::V2, "spawn-response")?,
+        };
+        Ok(reply
+            .get("errcodes")
+            .map(parse_errcodes)
+            .unwrap_or_default())
     }
 
     /// Says goodbye to the server (required by Hydra) and closes the connection.

@@ -448,6 +448,16 @@ impl LocalDaemon {
                         "pmi: rank {rank} closed its PMI connection without finalize"
                     );
                 }
+                Action::Spawn {
+                    conn, v2, request, ..
+                } => {
+                    verbose!(PMI, 10, "pmi: rank {} asks to spawn {:?}", conn.0, request);
+                    self.events.push_back(DaemonEvent::Spawn {
+                        rank: conn.0 as usize,
+                        v2,
+                        request,
+                    });
+                }
                 Action::FenceReady { epoch, puts } => {
                     verbose!(PMI, 20, "pmi: local ranks entered fence {epoch}");
                     self.events
@@ -457,40 +467,72 @@ impl LocalDaemon {
         }
     }
 
+    /// Answers the spawn request of `rank` ([`DaemonEvent::Spawn`]): `Ok((jobid, errcodes))`
+    /// or a one-line reason.
+    pub fn spawn_done(
+        &mut self,
+        rank: usize,
+        v2: bool,
+        result: std::result::Result<(String, Vec<i32>), String>,
+    ) {
+        self.pmi.spawn_done(ConnId(rank as u64), v2, result);
+        self.run_pmi_actions();
+    }
+
+    /// Pairs every rank can read from the start (a spawned job's PMI `preput`).
+    pub fn preput(&mut self, pairs: Vec<(String, String)>) {
+        self.pmi.preput(pairs);
+    }
+
     /// Reap every exited rank (call on SIGCHLD); queues [`DaemonEvent::RankExited`].
     pub fn reap(&mut self) {
+        self.reap_with(&mut []);
+    }
+
+    /// [`LocalDaemon::reap`] for this daemon and `others` (spawned jobs' daemons in the same
+    /// process): each exited child goes to the daemon that started it.
+    pub fn reap_with(&mut self, others: &mut [LocalDaemon]) {
         while let Some((pid, status)) = sys::try_wait_any() {
             let exit = match status {
                 sys::ChildStatus::Signaled(sig) => RankExit::Signal(sig),
                 sys::ChildStatus::Exited(code) => RankExit::Code(code),
             };
-            let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
-                self.events
-                    .push_back(DaemonEvent::OtherChildExited { pid, exit });
+            if others.iter_mut().any(|d| d.child_exited(pid, exit)) || self.child_exited(pid, exit)
+            {
                 continue;
-            };
-            self.procs[i].exited = true;
-            // A failed exec and whatever the rank sent on PMI before dying (e.g. finalize)
-            // count first.
-            self.read_exec_status(i);
-            self.read_pmi(i);
-            let p = &self.procs[i];
-            verbose!(
-                ODLS,
-                10,
-                "odls: rank {} pid {} ended: {:?}",
-                p.rank,
-                p.pid,
-                exit
-            );
-            self.events.push_back(DaemonEvent::RankExited {
-                rank: p.rank,
-                pid: p.pid,
-                exit,
-                missing_finalize: p.spoke && !p.finalized,
-            });
-            self.close_pmi(i);
+            }
+            self.events
+                .push_back(DaemonEvent::OtherChildExited { pid, exit });
         }
+    }
+
+    /// Process `pid` of this daemon ended with `exit`; false when it is not one of its ranks.
+    fn child_exited(&mut self, pid: i32, exit: RankExit) -> bool {
+        let Some(i) = self.procs.iter().position(|p| p.pid == pid) else {
+            return false;
+        };
+        self.procs[i].exited = true;
+        // A failed exec and whatever the rank sent on PMI before dying (e.g. finalize)
+        // count first.
+        self.read_exec_status(i);
+        self.read_pmi(i);
+        let p = &self.procs[i];
+        verbose!(
+            ODLS,
+            10,
+            "odls: rank {} pid {} ended: {:?}",
+            p.rank,
+            p.pid,
+            exit
+        );
+        self.events.push_back(DaemonEvent::RankExited {
+            rank: p.rank,
+            pid: p.pid,
+            exit,
+            missing_finalize: p.spoke && !p.finalized,
+        });
+        self.close_pmi(i);
+        true
     }
 
     fn read_exec_status(&mut self, idx: usize) {

@@ -16,10 +16,13 @@ use crate::sys;
 use crate::topo::{format_cpus, LocalTopology};
 use oxmpi_base::params::{self, Registry, Sources};
 use oxmpi_base::verbose;
+use oxmpi_wire::pmi::SpawnRequest;
 use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub mod spawn;
 
 /// Exit code of `mpirun` when `--timeout` expires.
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
@@ -95,7 +98,11 @@ fn is_executable(p: &Path) -> bool {
 
 /// Find the executable for `program` as the rank would (PATH of the rank's environment;
 /// relative paths against the working directory).
-fn resolve_program(program: &str, wdir: &Path, path_var: Option<&str>) -> Result<PathBuf> {
+pub(crate) fn resolve_program(
+    program: &str,
+    wdir: &Path,
+    path_var: Option<&str>,
+) -> Result<PathBuf> {
     let bad = |reason: String| RuntimeError::BadProgram {
         program: program.to_string(),
         reason,
@@ -526,6 +533,8 @@ fn failure_text(rank: usize, pid: impl std::fmt::Display, host: &str, e: &Ending
 enum Token {
     Signal,
     Daemon(DaemonToken),
+    /// A descriptor of spawned job `0`'s daemon.
+    Child(usize, DaemonToken),
     Remote(RemoteToken),
 }
 
@@ -535,6 +544,12 @@ enum Token {
 struct Head<'a> {
     plan: &'a JobPlan,
     daemon: LocalDaemon,
+    /// Jobs started by `MPI_Comm_spawn` (one in-process daemon each, this node only).
+    children: Vec<LocalDaemon>,
+    /// The job's id, session directory and universe size (for spawned jobs).
+    jobid: String,
+    job_dir: PathBuf,
+    universe_size: usize,
     remotes: Option<Remotes>,
     ending: Option<Ending>,
     teardown_kill_at: Option<Instant>,
@@ -553,10 +568,14 @@ fn msg(text: &str) {
 }
 
 impl<'a> Head<'a> {
-    fn new(plan: &'a JobPlan, daemon: LocalDaemon) -> Self {
+    fn new(plan: &'a JobPlan, daemon: LocalDaemon, facts: &JobFacts<'_>) -> Self {
         Head {
             plan,
             daemon,
+            children: Vec::new(),
+            jobid: facts.jobid.to_string(),
+            job_dir: facts.job_dir.to_path_buf(),
+            universe_size: facts.universe_size,
             remotes: None,
             ending: None,
             teardown_kill_at: None,
@@ -569,6 +588,9 @@ impl<'a> Head<'a> {
 
     fn signal_all(&mut self, sig: sys::c_int) {
         self.daemon.signal_running(sig);
+        for c in &self.children {
+            c.signal_running(sig);
+        }
         if let Some(r) = self.remotes.as_mut() {
             r.signal(sig);
         }
@@ -596,9 +618,25 @@ impl<'a> Head<'a> {
     fn handle_events(&mut self) {
         let mut failure: Option<(usize, i32, String, Ending)> = None;
         let mut batch: Vec<(String, DaemonEvent)> = Vec::new();
+        let mut spawns = Vec::new();
         loop {
+            for (i, c) in self.children.iter_mut().enumerate() {
+                while let Some(ev) = c.poll_event() {
+                    let host =
+                        format!("{} (spawned job {})", self.plan.host, c.node_launch().jobid);
+                    match ev {
+                        DaemonEvent::Spawn { rank, v2, request } => {
+                            spawns.push((Some(i), rank, v2, request));
+                        }
+                        ev => batch.push((host, ev)),
+                    }
+                }
+            }
             while let Some(ev) = self.daemon.poll_event() {
                 match ev {
+                    DaemonEvent::Spawn { rank, v2, request } => {
+                        spawns.push((None, rank, v2, request));
+                    }
                     DaemonEvent::FenceReady { epoch, puts } => {
                         if let Some(r) = self.remotes.as_mut() {
                             r.contribute(epoch, puts);
@@ -634,6 +672,9 @@ impl<'a> Head<'a> {
             for (epoch, puts) in released {
                 self.daemon.fence_complete(epoch, puts);
             }
+        }
+        for (from, rank, v2, request) in spawns {
+            self.spawn(from, rank, v2, &request);
         }
         for (host, ev) in batch {
             match ev {
@@ -704,6 +745,7 @@ impl<'a> Head<'a> {
                     msg(&format!("PMI protocol error from {who}: {message}"));
                 }
                 DaemonEvent::Output { .. }
+                | DaemonEvent::Spawn { .. }
                 | DaemonEvent::FenceReady { .. }
                 | DaemonEvent::OtherChildExited { .. } => {}
             }
@@ -722,6 +764,76 @@ impl<'a> Head<'a> {
         self.end(e, sys::SIGTERM);
     }
 
+    /// Start the job a rank of daemon `from` (`None`: the main job's) asked for, and answer
+    /// it: the job id and one error code per child, or why nothing was started.
+    fn spawn(&mut self, from: Option<usize>, rank: usize, v2: bool, request: &SpawnRequest) {
+        let result = self.start_child(request);
+        if let Err(e) = &result {
+            verbose!(PLM, 10, "plm: spawn refused: {e}");
+        }
+        let d = match from {
+            Some(i) => &mut self.children[i],
+            None => &mut self.daemon,
+        };
+        d.spawn_done(rank, v2, result);
+    }
+
+    fn start_child(
+        &mut self,
+        request: &SpawnRequest,
+    ) -> std::result::Result<(String, Vec<i32>), String> {
+        if self.ending.is_some() {
+            return Err("the job is ending".into());
+        }
+        if self.plan.agent.is_some() {
+            return Err(
+                "MPI_Comm_spawn in a job that spans several nodes is not supported yet".into(),
+            );
+        }
+        let mut used = self.plan.map.per_node.clone();
+        if let Some(i) = self.plan.alloc.nodes.iter().position(|n| n.local) {
+            used[i] += self
+                .children
+                .iter()
+                .filter(|c| !c.all_exited())
+                .map(|c| c.node_launch().procs.len())
+                .sum::<usize>();
+        }
+        let child = spawn::plan_spawn(self.plan, &used, request)?;
+        let base = self.jobid.strip_suffix(".0").unwrap_or(&self.jobid);
+        let jobid = format!("{base}.{}", self.children.len() + 1);
+        let facts = JobFacts {
+            jobid: &jobid,
+            job_dir: &self.job_dir,
+            install_prefix: child.prefix.as_deref(),
+            universe_size: self.universe_size,
+            num_nodes: 1,
+        };
+        let mut launch = node_launch(&child, &facts, 0);
+        for p in &mut launch.procs {
+            p.env.push(("PMI_SPAWNED".into(), "1".into()));
+            p.env
+                .push(("OXMPI_PARENT_JOBID".into(), self.jobid.clone()));
+        }
+        let size = launch.size;
+        let mut d = LocalDaemon::new(launch, false);
+        d.preput(request.preput.clone());
+        verbose!(
+            PLM,
+            10,
+            "plm: starting spawned job {jobid} ({size} process(es))"
+        );
+        let launched = d.launch();
+        // Whatever started is reaped and torn down with the rest of the job.
+        self.children.push(d);
+        launched.map_err(|e| e.to_string())?;
+        Ok((jobid, vec![0; size]))
+    }
+
+    fn all_children(&self, f: impl Fn(&LocalDaemon) -> bool) -> bool {
+        self.children.iter().all(f)
+    }
+
     fn event_loop(&mut self, sigfd: RawFd) {
         let mut fds: Vec<sys::pollfd> = Vec::new();
         let mut dtoks: Vec<DaemonToken> = Vec::new();
@@ -730,16 +842,24 @@ impl<'a> Head<'a> {
             self.handle_events();
             let now = Instant::now();
             let remotes_done = self.remotes.as_ref().is_none_or(Remotes::all_done);
-            if self.daemon.all_exited() && remotes_done {
+            if self.daemon.all_exited()
+                && self.all_children(LocalDaemon::all_exited)
+                && remotes_done
+            {
                 if self.groups_killed_at.is_none() {
                     // Leave nothing of the job behind: descendants in the ranks' groups too.
                     self.daemon.kill_all_groups();
+                    for c in &self.children {
+                        c.kill_all_groups();
+                    }
                     self.groups_killed_at = Some(now);
                 }
                 let drain_over = self
                     .groups_killed_at
                     .is_some_and(|t| now.duration_since(t) >= DRAIN_GRACE);
-                if self.daemon.all_drained() || drain_over {
+                if (self.daemon.all_drained() && self.all_children(LocalDaemon::all_drained))
+                    || drain_over
+                {
                     break;
                 }
             }
@@ -785,6 +905,11 @@ impl<'a> Head<'a> {
             toks.push(Token::Signal);
             self.daemon.poll_fds(&mut fds, &mut dtoks);
             toks.extend(dtoks.iter().map(|&t| Token::Daemon(t)));
+            for (i, c) in self.children.iter().enumerate() {
+                dtoks.clear();
+                c.poll_fds(&mut fds, &mut dtoks);
+                toks.extend(dtoks.iter().map(|&t| Token::Child(i, t)));
+            }
             if let Some(r) = &self.remotes {
                 let mut rtoks = Vec::new();
                 r.poll_fds(&mut fds, &mut rtoks);
@@ -811,7 +936,7 @@ impl<'a> Head<'a> {
             });
             match sys::poll(&mut fds, timeout_ms) {
                 Err(_) => continue,
-                Ok(0) => self.daemon.reap(),
+                Ok(0) => self.daemon.reap_with(&mut self.children),
                 Ok(_) => {}
             }
             for (k, pfd) in fds.iter().enumerate() {
@@ -821,6 +946,7 @@ impl<'a> Head<'a> {
                 match toks[k] {
                     Token::Signal => self.on_signals(sigfd),
                     Token::Daemon(t) => self.daemon.on_ready(t, pfd.revents),
+                    Token::Child(i, t) => self.children[i].on_ready(t, pfd.revents),
                     Token::Remote(t) => {
                         if let Some(r) = self.remotes.as_mut() {
                             r.on_ready(t, pfd.revents);
@@ -854,7 +980,7 @@ impl<'a> Head<'a> {
             }
         });
         if chld {
-            self.daemon.reap();
+            self.daemon.reap_with(&mut self.children);
         }
     }
 }
@@ -971,7 +1097,7 @@ fn run_once(plan: &JobPlan, facts: &JobFacts, sigfd: RawFd) -> Option<Ending> {
         },
     };
     let local_has_ranks = !local_launch.procs.is_empty();
-    let mut job = Head::new(plan, LocalDaemon::new(local_launch, false));
+    let mut job = Head::new(plan, LocalDaemon::new(local_launch, false), &facts);
     let mut launched = true;
     if let Some(agent) = &plan.agent {
         let launches = plan

@@ -233,6 +233,16 @@ pub enum DaemonEvent {
         /// Pairs put by local ranks since the previous fence.
         puts: Vec<(String, String)>,
     },
+    /// A rank asked to start a new job (PMI `spawn`); the head answers with
+    /// [`LocalDaemon::spawn_done`](crate::daemon::LocalDaemon::spawn_done).
+    Spawn {
+        /// The rank that asked.
+        rank: usize,
+        /// The request was PMI-2.
+        v2: bool,
+        /// What to start.
+        request: oxmpi_wire::pmi::SpawnRequest,
+    },
     /// A child that is not one of the ranks was reaped (e.g. a launch agent of the head).
     OtherChildExited {
         /// Its pid.

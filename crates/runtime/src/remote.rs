@@ -1347,6 +1347,14 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     dlog(&format!("PMI protocol error from {who}: {message}"));
                     continue;
                 }
+                DaemonEvent::Spawn { rank, v2, .. } => {
+                    daemon.spawn_done(
+                        rank,
+                        v2,
+                        Err("MPI_Comm_spawn from a rank on a node other than mpirun's is not supported yet".into()),
+                    );
+                    continue;
+                }
                 DaemonEvent::OutputClosed { .. } | DaemonEvent::OtherChildExited { .. } => continue,
             };
             peer.send(&m);

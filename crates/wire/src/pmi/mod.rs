@@ -5,6 +5,7 @@
 //! * [`msg`]: constructors for every request and reply of the grammar (byte-exact with the
 //!   Slurm/Hydra/MPICH transcripts).
 //! * [`server`]: [`PmiServer`], the server core for one job.
+//! * [`spawn`]: the typed `spawn` request ([`SpawnRequest`]) in both framings.
 //! * [`mapping`]: `PMI_process_mapping` builder and parser.
 //!
 //! Wire summary. PMI-1: one `\n`-terminated line `cmd=<name> k=v ...` (no escaping, no
@@ -16,7 +17,9 @@ pub mod codec;
 pub mod mapping;
 pub mod msg;
 pub mod server;
+pub mod spawn;
 
 pub use codec::{CodecError, Decoder, Frame, Framing, Message};
 pub use mapping::{parse_process_mapping, process_mapping, process_mapping_from_nodes, Block};
 pub use server::{Action, ConnId, FenceError, JobInfo, PmiServer, ServerError};
+pub use spawn::{SpawnCommand, SpawnRequest};

@@ -18,6 +18,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::codec::{CodecError, Decoder, Frame, Framing, Message};
 use super::msg::{parse_v2_bool, v1, v2};
+use super::spawn::{errcodes_text, v1_text, SpawnParseError, SpawnRequest};
 
 /// Identifier of one connection, chosen by the owner of the server (e.g. a socket token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -185,6 +186,18 @@ pub enum Action {
         /// The rank.
         rank: u32,
     },
+    /// A rank asked to start a new job (`MPI_Comm_spawn`): start it, then answer with
+    /// [`PmiServer::spawn_done`].
+    Spawn {
+        /// Connection to answer on.
+        conn: ConnId,
+        /// The rank that asked.
+        rank: Option<u32>,
+        /// The request was PMI-2 (reply `spawn-response`), else PMI-1 (`spawn_result`).
+        v2: bool,
+        /// What to start.
+        request: SpawnRequest,
+    },
     /// Distributed mode only: every live local rank entered fence `epoch`; exchange `puts`
     /// with the other nodes and call [`PmiServer::fence_complete`].
     FenceReady {
@@ -227,6 +240,8 @@ pub struct PmiServer {
     node_attrs: HashMap<String, String>,
     node_waiters: Vec<(ConnId, String)>,
     names: HashMap<String, String>,
+    /// PMI-1 spawn blocks received so far, per connection.
+    spawning: HashMap<ConnId, SpawnRequest>,
     actions: VecDeque<Action>,
 }
 
@@ -262,6 +277,7 @@ impl PmiServer {
             node_attrs: HashMap::new(),
             node_waiters: Vec::new(),
             names: HashMap::new(),
+            spawning: HashMap::new(),
             actions: VecDeque::new(),
         }
     }
@@ -341,6 +357,57 @@ impl PmiServer {
                 }
             }
         }
+    }
+
+    /// A whole spawn request arrived on `conn`: the owner starts it; a malformed one is
+    /// answered at once (an error reply, not a dead connection).
+    fn ask_spawn(
+        &mut self,
+        conn: ConnId,
+        v2: bool,
+        request: Result<SpawnRequest, SpawnParseError>,
+    ) {
+        match request {
+            Ok(request) => {
+                let rank = self.rank_of(conn);
+                self.actions.push_back(Action::Spawn {
+                    conn,
+                    rank,
+                    v2,
+                    request,
+                });
+            }
+            Err(e) => self.spawn_done(conn, v2, Err(e.to_string())),
+        }
+    }
+
+    /// Pairs readable by every rank from the start (a spawned job's `preput`).
+    pub fn preput(&mut self, pairs: impl IntoIterator<Item = (String, String)>) {
+        self.kvs.extend(pairs);
+    }
+
+    /// Answers the [`Action::Spawn`] on `conn`: `Ok((jobid, errcodes))` when the children
+    /// started, `Err(text)` (one line) when they could not.
+    pub fn spawn_done(
+        &mut self,
+        conn: ConnId,
+        v2: bool,
+        result: Result<(String, Vec<i32>), String>,
+    ) {
+        let m = match (&result, v2) {
+            (Ok((jobid, codes)), true) => v2::reply::ok("spawn-response")
+                .with("jobid", jobid)
+                .with("errcodes", errcodes_text(codes)),
+            (Ok((_, codes)), false) => {
+                v1::reply::spawn_result(0, None).with("errcodes", errcodes_text(codes))
+            }
+            (Err(e), true) => v2::reply::error("spawn-response", 1, e),
+            (Err(e), false) => Message::new("spawn_result")
+                .with("rc", 1)
+                .with("msg", v1_text(e)),
+        };
+        let f = if v2 { Framing::V2 } else { Framing::V1 };
+        self.send(conn, &m, f);
     }
 
     /// The peer closed `conn` (or the owner dropped it). Reports truncation and a lost rank.
@@ -494,14 +561,20 @@ impl PmiServer {
         let f = Framing::V1;
         match (framing, msg.cmd.as_str()) {
             (Framing::V1Multi, "spawn") => {
-                let tot = msg.get("totspawns").and_then(|v| v.parse::<i64>().ok());
-                let sofar = msg.get("spawnssofar").and_then(|v| v.parse::<i64>().ok());
-                if tot.is_none() || tot == sofar {
-                    self.send(
-                        conn,
-                        &reply::spawn_result(-1, Some("spawn not supported")),
-                        f,
-                    );
+                let block = match SpawnRequest::parse_v1_block(&msg) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.spawning.remove(&conn);
+                        self.ask_spawn(conn, false, Err(e));
+                        return Ok(());
+                    }
+                };
+                let req = self.spawning.entry(conn).or_default();
+                req.commands.push(block.command);
+                req.preput = block.preput;
+                if block.sofar >= block.total {
+                    let request = self.spawning.remove(&conn).unwrap_or_default();
+                    self.ask_spawn(conn, false, Ok(request));
                 }
             }
             (Framing::V1Multi, _) => {
@@ -742,7 +815,8 @@ impl PmiServer {
                 let m = reply::name_lookup(self.names.get(n).map(String::as_str));
                 self.send(conn, &m, f);
             }
-            "spawn" | "job-connect" | "job-disconnect" | "ring" => {
+            "spawn" => self.ask_spawn(conn, true, SpawnRequest::parse_v2(&msg)),
+            "job-connect" | "job-disconnect" | "ring" => {
                 let name = format!("{}-response", msg.cmd);
                 let m = reply::error(&name, 1, &format!("{} not supported", msg.cmd));
                 self.send(conn, &m, f);
