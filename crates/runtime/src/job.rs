@@ -808,6 +808,8 @@ impl<'a> Head<'a> {
             install_prefix: child.prefix.as_deref(),
             universe_size: self.universe_size,
             num_nodes: 1,
+            // Children of a restarted job are new processes of this attempt.
+            restart_count: None,
         };
         let mut launch = node_launch(&child, &facts, 0);
         for p in &mut launch.procs {
@@ -1097,7 +1099,7 @@ fn run_once(plan: &JobPlan, facts: &JobFacts, sigfd: RawFd) -> Option<Ending> {
         },
     };
     let local_has_ranks = !local_launch.procs.is_empty();
-    let mut job = Head::new(plan, LocalDaemon::new(local_launch, false), &facts);
+    let mut job = Head::new(plan, LocalDaemon::new(local_launch, false), facts);
     let mut launched = true;
     if let Some(agent) = &plan.agent {
         let launches = plan

@@ -162,6 +162,8 @@ pub fn plan_spawn(parent: &JobPlan, used: &[usize], req: &SpawnRequest) -> Resul
         link_timeout: parent.link_timeout,
         teardown_timeout: parent.teardown_timeout,
         handshake_timeout: parent.handshake_timeout,
+        heartbeat: parent.heartbeat,
+        ft: parent.ft,
     })
 }
 
