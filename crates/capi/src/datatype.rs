@@ -306,6 +306,10 @@ pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: 
     out.reserve(t.size * count);
     if let [b] = t.blocks.as_slice() {
         if b.len as isize == t.extent() {
+            if b.len * count == 0 {
+                // Nothing to copy (`src` may then be NULL, which no slice may hold).
+                return;
+            }
             // Contiguous items: one copy of all of them (not one per item).
             // SAFETY: as below; the `count` items are `count * len` adjacent bytes.
             let s =
@@ -340,6 +344,10 @@ pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data:
         if b.len as isize == t.extent() {
             // Contiguous items: one copy of as many bytes as there are (not one per item).
             let n = (b.len * count).min(data.len());
+            if n == 0 {
+                // Nothing to copy (`dst` may then be NULL, which no copy may take).
+                return 0;
+            }
             // SAFETY: as below; the `count` items are `count * len` adjacent writable
             // bytes, of which `n` are written.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst.wrapping_offset(b.disp), n) };
