@@ -112,7 +112,7 @@ extern "C" {
 #define OXMPI 1
 #define OXMPI_VERSION_STRING "0.1.0"
 /* The MPI standard version this library implements (MPI_Get_version agrees). */
-#define MPI_VERSION 3
+#define MPI_VERSION 4
 #define MPI_SUBVERSION 1
 
 typedef int MPI_Comm;
@@ -139,6 +139,20 @@ typedef struct MPI_Status {
     int MPI_TAG;
     int MPI_ERROR;
 } MPI_Status;
+
+/* The Fortran 2008 status, and the statuses that ignore one (data symbols, as in MPICH:
+ * the MPI_F_ ones are null pointers). */
+typedef struct {
+    MPI_Fint count_lo;
+    MPI_Fint count_hi_and_cancelled;
+    MPI_Fint MPI_SOURCE;
+    MPI_Fint MPI_TAG;
+    MPI_Fint MPI_ERROR;
+} MPI_F08_status;
+extern MPI_Fint *MPI_F_STATUS_IGNORE;
+extern MPI_Fint *MPI_F_STATUSES_IGNORE;
+extern MPI_F08_status *MPI_F08_STATUS_IGNORE;
+extern MPI_F08_status *MPI_F08_STATUSES_IGNORE;
 
 /* Callback types */
 typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
