@@ -215,13 +215,16 @@ mpi_fn! {
 }
 
 mpi_fn_c! {
-    /// `MPI_Win_shared_query`: the memory of `rank` in our mapping (shared windows only,
-    /// as in MPI-3.1).
+    /// `MPI_Win_shared_query`: the memory of `rank` in our mapping (shared windows; other
+    /// flavors but dynamic give size 0 and a NULL base, as MPI 4.0 allows).
     fn PMPI_Win_shared_query / "MPI_Win_shared_query", PMPI_Win_shared_query_c / "MPI_Win_shared_query_c" [OnWin(win)] (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut Disp, baseptr: *mut c_void) {
         let inner = inner(win)?;
-        if inner.flavor != MPI_WIN_FLAVOR_SHARED {
-            mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window with shared memory (MPI_Win_allocate_shared)");
+        if inner.flavor == MPI_WIN_FLAVOR_DYNAMIC {
+            mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query on a dynamic window");
         }
+        // MPI 4.0: other windows answer too; their memory is not offered as shared (size 0,
+        // NULL base).
+        let shared = inner.flavor == MPI_WIN_FLAVOR_SHARED;
         let r = if rank == MPI_PROC_NULL {
             (0..inner.nranks).find(|&r| inner.targets[r].size != Some(0)).unwrap_or(0)
         } else if rank < 0 || rank as usize >= inner.nranks {
@@ -230,10 +233,11 @@ mpi_fn_c! {
             rank as usize
         };
         let t = inner.targets[r];
-        out(size, t.size.unwrap_or(0) as isize, "size")?;
+        let (bytes, base) = if shared { (t.size.unwrap_or(0) as isize, t.base as *mut c_void) } else { (0, std::ptr::null_mut()) };
+        out(size, bytes, "size")?;
         let du = Disp::try_from(t.disp_unit).map_err(|_| MpiError::new(MPI_ERR_ARG, format!("displacement unit {} does not fit in an int", t.disp_unit)))?;
         out(disp_unit, du, "disp_unit")?;
-        out(baseptr.cast::<*mut c_void>(), t.base as *mut c_void, "baseptr")
+        out(baseptr.cast::<*mut c_void>(), base, "baseptr")
     }
 }
 
