@@ -46,7 +46,7 @@ if libs != {ours}:
 ext = os.path.basename(MPI.__file__)
 if ".mpich." not in ext:
     fail(f"extension {ext} is not the MPICH-ABI variant")
-if MPI.Get_version() != (3, 1):
+if MPI.Get_version() != (4, 1):
     fail(f"MPI.Get_version() = {MPI.Get_version()}")
 libver = MPI.Get_library_version()
 if not libver.startswith("oxmpi"):

@@ -56,7 +56,8 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_get_name`.
     fn PMPI_Comm_get_name / "MPI_Comm_get_name" (comm: c_int, name: *mut c_char, resultlen: *mut c_int) {
-        let n = lock().comm(comm)?.name.clone();
+        // MPI 4.1: the null handle has a name too.
+        let n = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { lock().comm(comm)?.name.clone() };
         let len = copy_cstr(name, MPI_MAX_OBJECT_NAME as usize, &n)?;
         out(resultlen, len, "resultlen")
     }

@@ -1043,8 +1043,9 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_get_name`.
     fn PMPI_Type_get_name / "MPI_Type_get_name" (datatype: c_int, name: *mut c_char, resultlen: *mut c_int) {
-        let t = lock().dtype(datatype)?;
-        let n = copy_cstr(name, MPI_MAX_OBJECT_NAME as usize, &t.name)?;
+        // MPI 4.1: the null handle has a name too.
+        let t = if datatype == MPI_DATATYPE_NULL { "MPI_DATATYPE_NULL".to_string() } else { lock().dtype(datatype)?.name.clone() };
+        let n = copy_cstr(name, MPI_MAX_OBJECT_NAME as usize, &t)?;
         out(resultlen, n, "resultlen")
     }
 }

@@ -21,7 +21,7 @@ pub(crate) fn library_version() -> String {
 }
 
 /// The MPI standard version we report.
-pub(crate) const MPI_VERSION_MAJOR: c_int = 3;
+pub(crate) const MPI_VERSION_MAJOR: c_int = 4;
 /// The MPI standard subversion we report.
 pub(crate) const MPI_VERSION_MINOR: c_int = 1;
 

@@ -1,5 +1,6 @@
 //! Small utilities: Fortran handle conversion, addresses, memory, info objects,
-//! `MPI_Dims_create` and the exported data objects `MPI_UNWEIGHTED`/`MPI_WEIGHTS_EMPTY`.
+//! `MPI_Dims_create` and the exported data objects `MPI_UNWEIGHTED`/`MPI_WEIGHTS_EMPTY` and
+//! `MPI_F_STATUS(ES)_IGNORE`/`MPI_F08_STATUS(ES)_IGNORE`.
 
 use crate::consts::*;
 use crate::ffi::{check_count, copy_cstr, inp, out, read_cstr, slice_out, MpiResult};
@@ -22,6 +23,25 @@ pub static MPI_UNWEIGHTED: ConstPtr = ConstPtr(&UNWEIGHTED_SENTINEL);
 /// `MPI_WEIGHTS_EMPTY` (`extern int * const`): a unique address.
 #[no_mangle]
 pub static MPI_WEIGHTS_EMPTY: ConstPtr = ConstPtr(&WEIGHTS_EMPTY_SENTINEL);
+
+/// `MPI_F_STATUS_IGNORE` (`extern MPI_Fint *`): a null pointer, as in MPICH
+/// (`MPI_Status_f2c`/`MPI_Status_c2f` reject it as a NULL status).
+#[no_mangle]
+pub static MPI_F_STATUS_IGNORE: ConstPtr = ConstPtr(std::ptr::null());
+/// `MPI_F_STATUSES_IGNORE` (`extern MPI_Fint *`): a null pointer, as in MPICH.
+#[no_mangle]
+pub static MPI_F_STATUSES_IGNORE: ConstPtr = ConstPtr(std::ptr::null());
+
+/// The objects `MPI_F08_STATUS(ES)_IGNORE` point to (an `MPI_F08_status` is five ints).
+static F08_STATUS_IGNORE_OBJ: [c_int; 5] = [0; 5];
+static F08_STATUSES_IGNORE_OBJ: [c_int; 5] = [0; 5];
+
+/// `MPI_F08_STATUS_IGNORE` (`extern MPI_F08_status *`): a unique address.
+#[no_mangle]
+pub static MPI_F08_STATUS_IGNORE: ConstPtr = ConstPtr(F08_STATUS_IGNORE_OBJ.as_ptr());
+/// `MPI_F08_STATUSES_IGNORE` (`extern MPI_F08_status *`): a unique address.
+#[no_mangle]
+pub static MPI_F08_STATUSES_IGNORE: ConstPtr = ConstPtr(F08_STATUSES_IGNORE_OBJ.as_ptr());
 
 // Fortran handles of the MPICH ABI are the C handle values (MPI_Fint == int).
 macro_rules! c2f {

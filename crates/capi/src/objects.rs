@@ -9,8 +9,63 @@ use crate::status::MpiStatus;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-/// A user reduction function (`MPI_User_function`).
-pub(crate) type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
+/// An `MPI_User_function` (`int` length).
+pub(crate) type IntUserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
+
+/// An `MPI_User_function_c` (MPI 4, `MPI_Count` length).
+pub(crate) type LargeUserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut c_int);
+
+/// A user reduction function: `MPI_Op_create`'s or `MPI_Op_create_c`'s.
+#[derive(Clone, Copy)]
+pub(crate) enum UserFn {
+    /// From `MPI_Op_create`.
+    Int(IntUserFn),
+    /// From `MPI_Op_create_c`.
+    Large(LargeUserFn),
+}
+
+impl UserFn {
+    /// `inout = in ∘ inout` on `count` items of `datatype` (extent `extent`): the large-count
+    /// function in one call, the `int` one in pieces of at most `INT_MAX` items.
+    ///
+    /// # Safety
+    /// Both buffers hold `count` items of `datatype` in its memory layout.
+    pub(crate) unsafe fn call(
+        self,
+        inbuf: *mut c_void,
+        inout: *mut c_void,
+        count: usize,
+        datatype: c_int,
+        extent: isize,
+    ) {
+        let mut d = datatype;
+        match self {
+            UserFn::Large(f) => {
+                let mut n = count as i64;
+                // SAFETY: the user's function on the caller's buffers (see above).
+                unsafe { f(inbuf, inout, &mut n, &mut d) };
+            }
+            UserFn::Int(f) => {
+                let mut done = 0usize;
+                while done < count {
+                    let k = (count - done).min(c_int::MAX as usize);
+                    let at = (done as isize).wrapping_mul(extent);
+                    let mut n = k as c_int;
+                    // SAFETY: items `done..done + k` of both buffers (see above).
+                    unsafe {
+                        f(
+                            inbuf.cast::<u8>().wrapping_offset(at).cast(),
+                            inout.cast::<u8>().wrapping_offset(at).cast(),
+                            &mut n,
+                            &mut d,
+                        )
+                    };
+                    done += k;
+                }
+            }
+        }
+    }
+}
 
 /// A communicator as the C layer sees it.
 pub(crate) struct Comm {

@@ -3,7 +3,7 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, inp, out, MpiResult};
-use crate::objects::UserFn;
+use crate::objects::{IntUserFn, LargeUserFn, UserFn};
 use crate::state::{lock, UserOp};
 use oxmpi_coll::op::{ElemType, OpKind as Kernel};
 use std::ffi::{c_int, c_void};
@@ -102,11 +102,9 @@ pub(crate) unsafe fn reduce_local(
     let dt = lock().dtype_committed(datatype)?;
     match kind {
         OpKind::User(f, _) => {
-            let mut c = count as c_int;
-            let mut d = datatype;
-            // SAFETY: calling the user's MPI_User_function with the buffers the caller
-            // provides; no lock is held.
-            unsafe { f(inbuf.cast_mut(), inoutbuf, &mut c, &mut d) };
+            // SAFETY: calling the user's function with the buffers the caller provides; no
+            // lock is held.
+            unsafe { f.call(inbuf.cast_mut(), inoutbuf, count, datatype, dt.extent()) };
             Ok(())
         }
         OpKind::Builtin(o) => {
@@ -141,12 +139,29 @@ pub(crate) unsafe fn reduce_local(
     }
 }
 
+/// The new operation of `MPI_Op_create(_c)`.
+fn op_create(func: Option<UserFn>, commute: c_int, op: *mut c_int) -> MpiResult {
+    let Some(func) = func else {
+        mpi_bail!(MPI_ERR_ARG, "NULL user function")
+    };
+    let h = lock().ops.insert(UserOp {
+        func,
+        commute: commute != 0,
+    });
+    out(op, h, "op")
+}
+
 mpi_fn! {
     /// `MPI_Op_create`.
-    fn PMPI_Op_create / "MPI_Op_create" (user_fn: Option<UserFn>, commute: c_int, op: *mut c_int) {
-        let Some(func) = user_fn else { mpi_bail!(MPI_ERR_ARG, "NULL user function") };
-        let h = lock().ops.insert(UserOp { func, commute: commute != 0 });
-        out(op, h, "op")
+    fn PMPI_Op_create / "MPI_Op_create" (user_fn: Option<IntUserFn>, commute: c_int, op: *mut c_int) {
+        op_create(user_fn.map(UserFn::Int), commute, op)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_create_c`: the user function takes an `MPI_Count` length.
+    fn PMPI_Op_create_c / "MPI_Op_create_c" (user_fn: Option<LargeUserFn>, commute: c_int, op: *mut c_int) {
+        op_create(user_fn.map(UserFn::Large), commute, op)
     }
 }
 

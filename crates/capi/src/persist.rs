@@ -62,30 +62,30 @@ fn base(comm: c_int, info: c_int) -> MpiResult<Base> {
     Ok(b)
 }
 
-/// The array arguments copied at init, kept as long as the request.
+/// The array arguments copied at init, kept as long as the request (counts, displacements
+/// and datatypes of either form: `int`, `MPI_Count` or `MPI_Aint`).
 #[derive(Default)]
-struct Kept(Vec<Vec<c_int>>, Vec<Vec<isize>>);
+struct Kept(Vec<Box<dyn std::any::Any + Send + Sync>>);
 
 impl Kept {
-    /// A copy of `n` ints at `p` (`None`: not significant here, `p` as it is).
-    fn ints(&mut self, p: *const c_int, n: Option<usize>, what: &str) -> MpiResult<*const c_int> {
+    /// A copy of `n` items at `p` (`None`: not significant here, `p` as it is).
+    fn ints<T: Copy + Send + Sync + 'static>(
+        &mut self,
+        p: *const T,
+        n: Option<usize>,
+        what: &str,
+    ) -> MpiResult<*const T> {
         let Some(n) = n else { return Ok(p) };
         let v = slice_in(p, n, what)?.to_vec();
-        self.0.push(v);
-        Ok(self.0.last().map_or(p, |v| v.as_ptr()))
-    }
-
-    /// A copy of `n` addresses at `p` (as [`Kept::ints`]).
-    fn aints(&mut self, p: *const isize, n: Option<usize>, what: &str) -> MpiResult<*const isize> {
-        let Some(n) = n else { return Ok(p) };
-        let v = slice_in(p, n, what)?.to_vec();
-        self.1.push(v);
-        Ok(self.1.last().map_or(p, |v| v.as_ptr()))
+        // The vector's heap buffer does not move with the box.
+        let at = v.as_ptr();
+        self.0.push(Box::new(v));
+        Ok(at)
     }
 }
 
 /// A count and its datatype (committed).
-fn counted(count: c_int, datatype: c_int, comm: c_int) -> MpiResult {
+fn counted(count: impl Into<i64>, datatype: c_int, comm: c_int) -> MpiResult {
     check_count(count).map_err(|e| e.on(comm))?;
     lock()
         .dtype_committed(datatype)
@@ -144,17 +144,28 @@ fn plan(
     crate::request::persistent_coll(comm, Arc::new(start), request)
 }
 
-/// Defines persistent collectives: each takes the arguments of its nonblocking form
-/// `$ifn` plus `info`, runs `$check` (the communicator argument is `$comm`) (the argument checks; `$b` is [`base`]'s result) and
-/// makes a request whose starts call `$ifn` with the same arguments.
+/// Defines persistent collectives in both forms (`int` counts and the large-count `_c`
+/// form, as [`mpi_fn_c!`](crate::ffi::mpi_fn_c) does: `Count` and `Disp` are the form's
+/// count and displacement types): each takes the arguments of its nonblocking form
+/// (`$ifn`, `$cifn`) plus `info`, runs `$check` (the communicator argument is `$comm`; `$b`
+/// is [`base`]'s result) and makes a request whose starts call the nonblocking form of the
+/// same family with the same arguments.
 macro_rules! persistent {
     ($(
         #[doc = $doc:literal] $pname:ident $name:literal => $ifn:ident,
+        $cpname:ident $cname:literal => $cifn:ident,
         ($($arg:ident: $ty:ty),*) on $comm:ident |$b:ident, $kept:ident| $check:block
     )*) => {$(
-        mpi_fn! {
-            #[doc = $doc]
-            fn $pname / $name ($($arg: $ty),*, info: c_int, request: *mut c_int) {
+        persistent!(@form $pname $name ::std::ffi::c_int, ::std::ffi::c_int, $ifn, #[doc = $doc]
+            ($($arg: $ty),*) on $comm |$b, $kept| $check);
+        persistent!(@form $cpname $cname i64, isize, $cifn, #[doc = $doc]
+            ($($arg: $ty),*) on $comm |$b, $kept| $check);
+    )*};
+    (@form $pname:ident $name:literal $count:ty, $disp:ty, $ifn:ident, #[doc = $doc:literal]
+        ($($arg:ident: $ty:ty),*) on $comm:ident |$b:ident, $kept:ident| $check:block) => {
+        crate::ffi::mpi_fn_c! {
+            @form $pname $name $count, $disp, #[doc = $doc]
+            ($($arg: $ty),*, info: c_int, request: *mut c_int) {
                 #[allow(unused_variables)]
                 let $b = base($comm, info)?;
                 #[allow(unused_mut)]
@@ -185,61 +196,70 @@ macro_rules! persistent {
                 })
             }
         }
-    )*};
+    };
 }
 
-persistent! {
-    #[doc = "`MPI_Barrier_init`."] PMPI_Barrier_init "MPI_Barrier_init" => PMPI_Ibarrier,
-    (comm: c_int) on comm |b, kept| {}
+// No large-count form: it has no count.
+persistent!(@form PMPI_Barrier_init "MPI_Barrier_init" c_int, c_int, PMPI_Ibarrier,
+    #[doc = "`MPI_Barrier_init`."] (comm: c_int) on comm |b, kept| {});
 
+persistent! {
     #[doc = "`MPI_Bcast_init`."] PMPI_Bcast_init "MPI_Bcast_init" => PMPI_Ibcast,
-    (buffer: *mut c_void, count: c_int, datatype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Bcast_init_c "MPI_Bcast_init_c" => PMPI_Ibcast_c,
+    (buffer: *mut c_void, count: Count, datatype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         counted(count, datatype, comm)?;
     }
 
     #[doc = "`MPI_Reduce_init`."] PMPI_Reduce_init "MPI_Reduce_init" => PMPI_Ireduce,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Reduce_init_c "MPI_Reduce_init_c" => PMPI_Ireduce_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op_: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Allreduce_init`."] PMPI_Allreduce_init "MPI_Allreduce_init" => PMPI_Iallreduce,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Allreduce_init_c "MPI_Allreduce_init_c" => PMPI_Iallreduce_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         counted(count, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Reduce_scatter_block_init`."] PMPI_Reduce_scatter_block_init "MPI_Reduce_scatter_block_init" => PMPI_Ireduce_scatter_block,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Reduce_scatter_block_init_c "MPI_Reduce_scatter_block_init_c" => PMPI_Ireduce_scatter_block_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         counted(recvcount, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Reduce_scatter_init`."] PMPI_Reduce_scatter_init "MPI_Reduce_scatter_init" => PMPI_Ireduce_scatter,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Reduce_scatter_init_c "MPI_Reduce_scatter_init_c" => PMPI_Ireduce_scatter_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         recvcounts = kept.ints(recvcounts, Some(b.local), "recvcounts")?;
         counted(0, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Scan_init`."] PMPI_Scan_init "MPI_Scan_init" => PMPI_Iscan,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Scan_init_c "MPI_Scan_init_c" => PMPI_Iscan_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         crate::intercomm::require_intra(comm, "MPI_Scan_init").map_err(|e| e.on(comm))?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Exscan_init`."] PMPI_Exscan_init "MPI_Exscan_init" => PMPI_Iexscan,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Exscan_init_c "MPI_Exscan_init_c" => PMPI_Iexscan_c,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         crate::intercomm::require_intra(comm, "MPI_Exscan_init").map_err(|e| e.on(comm))?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
     }
 
     #[doc = "`MPI_Gather_init`."] PMPI_Gather_init "MPI_Gather_init" => PMPI_Igather,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Gather_init_c "MPI_Gather_init_c" => PMPI_Igather_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         if !b.inter && b.at_root(root_) {
             counted(recvcount, recvtype, comm)?;
@@ -250,7 +270,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Gatherv_init`."] PMPI_Gatherv_init "MPI_Gatherv_init" => PMPI_Igatherv,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Gatherv_init_c "MPI_Gatherv_init_c" => PMPI_Igatherv_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         let n = b.at_root(root_).then_some(b.size);
         recvcounts = kept.ints(recvcounts, n, "recvcounts")?;
@@ -261,7 +282,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Scatter_init`."] PMPI_Scatter_init "MPI_Scatter_init" => PMPI_Iscatter,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Scatter_init_c "MPI_Scatter_init_c" => PMPI_Iscatter_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         if !b.inter && b.at_root(root_) {
             counted(sendcount, sendtype, comm)?;
@@ -269,7 +291,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Scatterv_init`."] PMPI_Scatterv_init "MPI_Scatterv_init" => PMPI_Iscatterv,
-    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Scatterv_init_c "MPI_Scatterv_init_c" => PMPI_Iscatterv_c,
+    (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root_: c_int, comm: c_int) on comm |b, kept| {
         root(root_, b, comm)?;
         let n = b.at_root(root_).then_some(b.size);
         sendcounts = kept.ints(sendcounts, n, "sendcounts")?;
@@ -277,7 +300,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Allgather_init`."] PMPI_Allgather_init "MPI_Allgather_init" => PMPI_Iallgather,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Allgather_init_c "MPI_Allgather_init_c" => PMPI_Iallgather_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) on comm |b, kept| {
         counted(recvcount, recvtype, comm)?;
         if sends(sendbuf) {
             counted(sendcount, sendtype, comm)?;
@@ -285,7 +309,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Allgatherv_init`."] PMPI_Allgatherv_init "MPI_Allgatherv_init" => PMPI_Iallgatherv,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Allgatherv_init_c "MPI_Allgatherv_init_c" => PMPI_Iallgatherv_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
         counted(0, recvtype, comm)?;
         if sends(sendbuf) {
             counted(sendcount, sendtype, comm)?;
@@ -295,7 +320,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Alltoall_init`."] PMPI_Alltoall_init "MPI_Alltoall_init" => PMPI_Ialltoall,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Alltoall_init_c "MPI_Alltoall_init_c" => PMPI_Ialltoall_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) on comm |b, kept| {
         counted(recvcount, recvtype, comm)?;
         if sends(sendbuf) {
             counted(sendcount, sendtype, comm)?;
@@ -303,7 +329,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Alltoallv_init`."] PMPI_Alltoallv_init "MPI_Alltoallv_init" => PMPI_Ialltoallv,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Alltoallv_init_c "MPI_Alltoallv_init_c" => PMPI_Ialltoallv_c,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
         counted(0, recvtype, comm)?;
         let n = sends(sendbuf).then_some(b.size);
         if n.is_some() {
@@ -316,7 +343,8 @@ persistent! {
     }
 
     #[doc = "`MPI_Alltoallw_init`."] PMPI_Alltoallw_init "MPI_Alltoallw_init" => PMPI_Ialltoallw,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Alltoallw_init_c "MPI_Alltoallw_init_c" => PMPI_Ialltoallw_c,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
         let n = sends(sendbuf).then_some(b.size);
         sendcounts = kept.ints(sendcounts, n, "sendcounts")?;
         sdispls = kept.ints(sdispls, n, "sdispls")?;
@@ -327,14 +355,16 @@ persistent! {
     }
 
     #[doc = "`MPI_Neighbor_allgather_init`."] PMPI_Neighbor_allgather_init "MPI_Neighbor_allgather_init" => PMPI_Ineighbor_allgather,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Neighbor_allgather_init_c "MPI_Neighbor_allgather_init_c" => PMPI_Ineighbor_allgather_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) on comm |b, kept| {
         topology(comm, "MPI_Neighbor_allgather_init")?;
         counted(sendcount, sendtype, comm)?;
         counted(recvcount, recvtype, comm)?;
     }
 
     #[doc = "`MPI_Neighbor_allgatherv_init`."] PMPI_Neighbor_allgatherv_init "MPI_Neighbor_allgatherv_init" => PMPI_Ineighbor_allgatherv,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Neighbor_allgatherv_init_c "MPI_Neighbor_allgatherv_init_c" => PMPI_Ineighbor_allgatherv_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
         topology(comm, "MPI_Neighbor_allgatherv_init")?;
         counted(sendcount, sendtype, comm)?;
         counted(0, recvtype, comm)?;
@@ -344,14 +374,16 @@ persistent! {
     }
 
     #[doc = "`MPI_Neighbor_alltoall_init`."] PMPI_Neighbor_alltoall_init "MPI_Neighbor_alltoall_init" => PMPI_Ineighbor_alltoall,
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Neighbor_alltoall_init_c "MPI_Neighbor_alltoall_init_c" => PMPI_Ineighbor_alltoall_c,
+    (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) on comm |b, kept| {
         topology(comm, "MPI_Neighbor_alltoall_init")?;
         counted(sendcount, sendtype, comm)?;
         counted(recvcount, recvtype, comm)?;
     }
 
     #[doc = "`MPI_Neighbor_alltoallv_init`."] PMPI_Neighbor_alltoallv_init "MPI_Neighbor_alltoallv_init" => PMPI_Ineighbor_alltoallv,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Neighbor_alltoallv_init_c "MPI_Neighbor_alltoallv_init_c" => PMPI_Ineighbor_alltoallv_c,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
         topology(comm, "MPI_Neighbor_alltoallv_init")?;
         counted(0, sendtype, comm)?;
         counted(0, recvtype, comm)?;
@@ -363,14 +395,15 @@ persistent! {
     }
 
     #[doc = "`MPI_Neighbor_alltoallw_init` (displacements in bytes)."] PMPI_Neighbor_alltoallw_init "MPI_Neighbor_alltoallw_init" => PMPI_Ineighbor_alltoallw,
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
+    PMPI_Neighbor_alltoallw_init_c "MPI_Neighbor_alltoallw_init_c" => PMPI_Ineighbor_alltoallw_c,
+    (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
         topology(comm, "MPI_Neighbor_alltoallw_init")?;
         let (indeg, outdeg) = degrees(comm)?;
         sendcounts = kept.ints(sendcounts, Some(outdeg), "sendcounts")?;
-        sdispls = kept.aints(sdispls, Some(outdeg), "sdispls")?;
+        sdispls = kept.ints(sdispls, Some(outdeg), "sdispls")?;
         sendtypes = kept.ints(sendtypes, Some(outdeg), "sendtypes")?;
         recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
-        rdispls = kept.aints(rdispls, Some(indeg), "rdispls")?;
+        rdispls = kept.ints(rdispls, Some(indeg), "rdispls")?;
         recvtypes = kept.ints(recvtypes, Some(indeg), "recvtypes")?;
     }
 

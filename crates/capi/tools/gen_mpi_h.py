@@ -16,7 +16,7 @@ HANDLE_TYPES = {"MPI_Comm", "MPI_Group", "MPI_Win", "MPI_Session", "MPI_Message"
                 "MPI_Info", "MPI_Errhandler", "MPI_Request", "MPI_Datatype", "MPI_Op"}
 # Constants that need types this header does not declare.
 SKIP_PREFIXES = ("MPIX_",)
-SKIP = {"MPI_VERSION", "MPI_SUBVERSION", "MPI_CONVERSION_FN_NULL_C"}
+SKIP = {"MPI_VERSION", "MPI_SUBVERSION"}
 # Functions MPI 3.0 removed (so the MPI-5.0 prototypes lack them) that MPICH's mpi.h still
 # declares and libmpi.so.12 exports, with MPICH's parameter types.
 LEGACY_PROTOS = {
@@ -112,7 +112,7 @@ extern "C" {
 #define OXMPI 1
 #define OXMPI_VERSION_STRING "0.1.0"
 /* The MPI standard version this library implements (MPI_Get_version agrees). */
-#define MPI_VERSION 3
+#define MPI_VERSION 4
 #define MPI_SUBVERSION 1
 
 typedef int MPI_Comm;
@@ -140,8 +140,24 @@ typedef struct MPI_Status {
     int MPI_ERROR;
 } MPI_Status;
 
+/* The Fortran 2008 status, and the statuses that ignore one (data symbols, as in MPICH:
+ * the MPI_F_ ones are null pointers). */
+typedef struct {
+    MPI_Fint count_lo;
+    MPI_Fint count_hi_and_cancelled;
+    MPI_Fint MPI_SOURCE;
+    MPI_Fint MPI_TAG;
+    MPI_Fint MPI_ERROR;
+} MPI_F08_status;
+extern MPI_Fint *MPI_F_STATUS_IGNORE;
+extern MPI_Fint *MPI_F_STATUSES_IGNORE;
+extern MPI_F08_status *MPI_F08_STATUS_IGNORE;
+extern MPI_F08_status *MPI_F08_STATUSES_IGNORE;
+
 /* Callback types */
 typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef void (MPI_User_function_c)(void *invec, void *inoutvec, MPI_Count *len,
+                                   MPI_Datatype *datatype);
 typedef int (MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
                                           void *attribute_val_in, void *attribute_val_out, int *flag);
 typedef int (MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval, void *attribute_val,
@@ -170,6 +186,9 @@ typedef int (MPI_Grequest_free_function)(void *extra_state);
 typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);
 typedef int (MPI_Datarep_conversion_function)(void *userbuf, MPI_Datatype datatype, int count,
                                               void *filebuf, MPI_Offset position, void *extra_state);
+typedef int (MPI_Datarep_conversion_function_c)(void *userbuf, MPI_Datatype datatype,
+                                                MPI_Count count, void *filebuf,
+                                                MPI_Offset position, void *extra_state);
 typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *file_extent,
                                           void *extra_state);
 

@@ -386,10 +386,9 @@ fn user_apply(uf: crate::objects::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b
     }
     let k = a.len() / dt.size;
     let call = |x: *mut c_void, y: *mut c_void| {
-        let (mut c, mut d) = (k as c_int, dth);
-        // SAFETY: the user's MPI_User_function on two buffers of `k` items of the type in
-        // its memory layout.
-        unsafe { uf(x, y, &mut c, &mut d) };
+        // SAFETY: the user's function on two buffers of `k` items of the type in its
+        // memory layout.
+        unsafe { uf.call(x, y, k, dth, dt.extent()) };
     };
     if dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0 {
         // Packed bytes are the memory layout: reduce in place when aligned.

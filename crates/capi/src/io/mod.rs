@@ -329,12 +329,23 @@ mpi_fn! {
     }
 }
 
+/// The extent in the file of `datatype` (the `"native"` representation: its extent).
+fn file_type_extent(fh: FileH, datatype: c_int) -> MpiResult<isize> {
+    get(fh)?;
+    Ok(lock().dtype(datatype)?.extent())
+}
+
 mpi_fn! {
     /// `MPI_File_get_type_extent` (the `"native"` representation: the datatype's extent).
     fn PMPI_File_get_type_extent / "MPI_File_get_type_extent" [OnFile(fh as usize)] (fh: FileH, datatype: c_int, extent: *mut isize) {
-        get(fh)?;
-        let t = lock().dtype(datatype)?;
-        out(extent, t.extent(), "extent")
+        out(extent, file_type_extent(fh, datatype)?, "extent")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_File_get_type_extent_c` (the extent as an `MPI_Count`).
+    fn PMPI_File_get_type_extent_c / "MPI_File_get_type_extent_c" [OnFile(fh as usize)] (fh: FileH, datatype: c_int, extent: *mut i64) {
+        out(extent, file_type_extent(fh, datatype)? as i64, "extent")
     }
 }
 
@@ -475,11 +486,12 @@ mpi_fn! {
 /// Names registered with `MPI_Register_datarep`.
 static DATAREPS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-mpi_fn! {
-    /// `MPI_Register_datarep`: the name is recorded (a second registration fails with
+mpi_fn_c! {
+    /// `MPI_Register_datarep` (and `MPI_Register_datarep_c`, whose conversion functions take
+    /// `MPI_Count` counts; neither is ever called): the name is recorded (a second registration fails with
     /// `MPI_ERR_DUP_DATAREP`); views accept only `"native"`, so a file view using the new
     /// representation fails with `MPI_ERR_UNSUPPORTED_DATAREP`.
-    fn PMPI_Register_datarep / "MPI_Register_datarep" [OnFile(0)] (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) {
+    fn PMPI_Register_datarep / "MPI_Register_datarep", PMPI_Register_datarep_c / "MPI_Register_datarep_c" [OnFile(0)] (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) {
         let name = crate::ffi::read_cstr(datarep, "datarep")?;
         if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
             mpi_bail!(MPI_ERR_ARG, "data representation name of {} bytes", name.len());

@@ -40,7 +40,7 @@ mod sync;
 mod window;
 
 use crate::consts::*;
-use crate::ffi::{copy_cstr, inp, out, read_cstr, ErrorOwner, MpiError, MpiResult};
+use crate::ffi::{copy_cstr, inp, out, read_cstr, DispArg, ErrorOwner, MpiError, MpiResult};
 use crate::state::lock;
 use mem::spin_until;
 use ops::{access, do_accumulate, do_get, do_put, done_request, dtype, TargetSpec};
@@ -113,38 +113,49 @@ impl ErrorOwner for OnWin {
     }
 }
 
-mpi_fn! {
+/// A window's displacement unit (an `int` in the library; the `_c` forms pass an `MPI_Aint`).
+fn unit(disp_unit: isize, comm: c_int) -> MpiResult<c_int> {
+    c_int::try_from(disp_unit).map_err(|_| {
+        MpiError::new(
+            MPI_ERR_DISP,
+            format!("displacement unit {disp_unit} above INT_MAX"),
+        )
+        .on(comm)
+    })
+}
+
+mpi_fn_c! {
     /// `MPI_Win_allocate`: window memory in the shared segment.
-    fn PMPI_Win_allocate / "MPI_Win_allocate" (size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+    fn PMPI_Win_allocate / "MPI_Win_allocate", PMPI_Win_allocate_c / "MPI_Win_allocate_c" (size: isize, disp_unit: Disp, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_ALLOCATE, size, unit(disp_unit.aint(), comm)?, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Win_allocate_shared`: like allocate; the memory of all ranks is contiguous
     /// (unless `alloc_shared_noncontig`) and reachable with `MPI_Win_shared_query`.
-    fn PMPI_Win_allocate_shared / "MPI_Win_allocate_shared" (size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+    fn PMPI_Win_allocate_shared / "MPI_Win_allocate_shared", PMPI_Win_allocate_shared_c / "MPI_Win_allocate_shared_c" (size: isize, disp_unit: Disp, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
         if baseptr.is_null() || win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL baseptr or win").on(comm));
         }
-        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, 0)).map_err(|e| e.on(comm))?;
+        let (h, base) = serving(window::create(comm, MPI_WIN_FLAVOR_SHARED, size, unit(disp_unit.aint(), comm)?, info, 0)).map_err(|e| e.on(comm))?;
         out(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr")?;
         out(win, h, "win")
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Win_create`: a window over user memory (reached with cross-memory attach).
-    fn PMPI_Win_create / "MPI_Win_create" (base: *mut c_void, size: isize, disp_unit: c_int, info: c_int, comm: c_int, win: *mut c_int) {
+    fn PMPI_Win_create / "MPI_Win_create", PMPI_Win_create_c / "MPI_Win_create_c" (base: *mut c_void, size: isize, disp_unit: Disp, info: c_int, comm: c_int, win: *mut c_int) {
         if win.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL win").on(comm));
         }
-        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize)).map_err(|e| e.on(comm))?;
+        let (h, _) = serving(window::create(comm, MPI_WIN_FLAVOR_CREATE, size, unit(disp_unit.aint(), comm)?, info, base as usize)).map_err(|e| e.on(comm))?;
         out(win, h, "win")
     }
 }
@@ -203,14 +214,17 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Win_shared_query`: the memory of `rank` in our mapping (shared windows only,
-    /// as in MPI-3.1).
-    fn PMPI_Win_shared_query / "MPI_Win_shared_query" [OnWin(win)] (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) {
+mpi_fn_c! {
+    /// `MPI_Win_shared_query`: the memory of `rank` in our mapping (shared windows; other
+    /// flavors but dynamic give size 0 and a NULL base, as MPI 4.0 allows).
+    fn PMPI_Win_shared_query / "MPI_Win_shared_query", PMPI_Win_shared_query_c / "MPI_Win_shared_query_c" [OnWin(win)] (win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut Disp, baseptr: *mut c_void) {
         let inner = inner(win)?;
-        if inner.flavor != MPI_WIN_FLAVOR_SHARED {
-            mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window with shared memory (MPI_Win_allocate_shared)");
+        if inner.flavor == MPI_WIN_FLAVOR_DYNAMIC {
+            mpi_bail!(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query on a dynamic window");
         }
+        // MPI 4.0: other windows answer too; their memory is not offered as shared (size 0,
+        // NULL base).
+        let shared = inner.flavor == MPI_WIN_FLAVOR_SHARED;
         let r = if rank == MPI_PROC_NULL {
             (0..inner.nranks).find(|&r| inner.targets[r].size != Some(0)).unwrap_or(0)
         } else if rank < 0 || rank as usize >= inner.nranks {
@@ -219,39 +233,41 @@ mpi_fn! {
             rank as usize
         };
         let t = inner.targets[r];
-        out(size, t.size.unwrap_or(0) as isize, "size")?;
-        out(disp_unit, t.disp_unit as c_int, "disp_unit")?;
-        out(baseptr.cast::<*mut c_void>(), t.base as *mut c_void, "baseptr")
+        let (bytes, base) = if shared { (t.size.unwrap_or(0) as isize, t.base as *mut c_void) } else { (0, std::ptr::null_mut()) };
+        out(size, bytes, "size")?;
+        let du = Disp::try_from(t.disp_unit).map_err(|_| MpiError::new(MPI_ERR_ARG, format!("displacement unit {} does not fit in an int", t.disp_unit)))?;
+        out(disp_unit, du, "disp_unit")?;
+        out(baseptr.cast::<*mut c_void>(), base, "baseptr")
     }
 }
 
 // ---- communication ----
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Put`.
-    fn PMPI_Put / "MPI_Put" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        do_put(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })
+    fn PMPI_Put / "MPI_Put", PMPI_Put_c / "MPI_Put_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, win: c_int) {
+        do_put(origin_addr, origin_count.into(), origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win })
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Get`.
-    fn PMPI_Get / "MPI_Get" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        do_get(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })
+    fn PMPI_Get / "MPI_Get", PMPI_Get_c / "MPI_Get_c" [OnWin(win)] (origin_addr: *mut c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, win: c_int) {
+        do_get(origin_addr, origin_count.into(), origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win })
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Accumulate`.
-    fn PMPI_Accumulate / "MPI_Accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)
+    fn PMPI_Accumulate / "MPI_Accumulate", PMPI_Accumulate_c / "MPI_Accumulate_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, op: c_int, win: c_int) {
+        do_accumulate(origin_addr, origin_count.into(), origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win }, op)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Get_accumulate`.
-    fn PMPI_Get_accumulate / "MPI_Get_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)
+    fn PMPI_Get_accumulate / "MPI_Get_accumulate", PMPI_Get_accumulate_c / "MPI_Get_accumulate_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, result_addr: *mut c_void, result_count: Count, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, op: c_int, win: c_int) {
+        do_accumulate(origin_addr, origin_count.into(), origin_datatype, Some((result_addr, result_count.into(), result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win }, op)
     }
 }
 
@@ -296,34 +312,34 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Rput`: completes at once.
-    fn PMPI_Rput / "MPI_Rput" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        do_put(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })?;
+    fn PMPI_Rput / "MPI_Rput", PMPI_Rput_c / "MPI_Rput_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        do_put(origin_addr, origin_count.into(), origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win })?;
         done_request(request, win)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Rget`: completes at once.
-    fn PMPI_Rget / "MPI_Rget" [OnWin(win)] (origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        do_get(origin_addr, origin_count, origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win })?;
+    fn PMPI_Rget / "MPI_Rget", PMPI_Rget_c / "MPI_Rget_c" [OnWin(win)] (origin_addr: *mut c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        do_get(origin_addr, origin_count.into(), origin_datatype, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win })?;
         done_request(request, win)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Raccumulate`: completes at once.
-    fn PMPI_Raccumulate / "MPI_Raccumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)?;
+    fn PMPI_Raccumulate / "MPI_Raccumulate", PMPI_Raccumulate_c / "MPI_Raccumulate_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        do_accumulate(origin_addr, origin_count.into(), origin_datatype, None, TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win }, op)?;
         done_request(request, win)
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Rget_accumulate`: completes at once.
-    fn PMPI_Rget_accumulate / "MPI_Rget_accumulate" [OnWin(win)] (origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        do_accumulate(origin_addr, origin_count, origin_datatype, Some((result_addr, result_count, result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count, datatype: target_datatype, win }, op)?;
+    fn PMPI_Rget_accumulate / "MPI_Rget_accumulate", PMPI_Rget_accumulate_c / "MPI_Rget_accumulate_c" [OnWin(win)] (origin_addr: *const c_void, origin_count: Count, origin_datatype: c_int, result_addr: *mut c_void, result_count: Count, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Count, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        do_accumulate(origin_addr, origin_count.into(), origin_datatype, Some((result_addr, result_count.into(), result_datatype)), TargetSpec { rank: target_rank, disp: target_disp, count: target_count.into(), datatype: target_datatype, win }, op)?;
         done_request(request, win)
     }
 }

@@ -81,7 +81,7 @@ pub(super) struct TargetSpec {
     /// Displacement in the target's displacement units.
     pub disp: isize,
     /// Item count at the target.
-    pub count: c_int,
+    pub count: i64,
     /// Datatype handle at the target.
     pub datatype: c_int,
     /// The window.
@@ -101,7 +101,7 @@ pub(super) fn dtype(h: c_int) -> MpiResult<Arc<Datatype>> {
 }
 
 /// Pack `count` items of `h` at `buf`.
-fn pack(buf: *const c_void, count: c_int, h: c_int) -> MpiResult<(Arc<Datatype>, Vec<u8>)> {
+fn pack(buf: *const c_void, count: i64, h: c_int) -> MpiResult<(Arc<Datatype>, Vec<u8>)> {
     let n = check_count(count)?;
     let dt = dtype(h)?;
     let mut v = Vec::new();
@@ -118,7 +118,7 @@ fn pack(buf: *const c_void, count: c_int, h: c_int) -> MpiResult<(Arc<Datatype>,
 /// The target ranges of `count` items of `h`, checked against the origin's byte count.
 fn target_ranges(
     a: &Access,
-    count: c_int,
+    count: i64,
     h: c_int,
     origin_bytes: usize,
 ) -> MpiResult<(Arc<Datatype>, Ranges)> {
@@ -136,12 +136,7 @@ fn target_ranges(
 }
 
 /// `MPI_Put` (and `MPI_Rput`): write `ocount` items of `otype` at `origin` to `t`.
-pub(super) fn do_put(
-    origin: *const c_void,
-    ocount: c_int,
-    otype: c_int,
-    t: TargetSpec,
-) -> MpiResult {
+pub(super) fn do_put(origin: *const c_void, ocount: i64, otype: c_int, t: TargetSpec) -> MpiResult {
     let a = t.access()?;
     let (_, data) = pack(origin, ocount, otype)?;
     let (_, rs) = target_ranges(&a, t.count, t.datatype, data.len())?;
@@ -154,7 +149,7 @@ pub(super) fn do_put(
 }
 
 /// `MPI_Get` (and `MPI_Rget`): read `t` into `ocount` items of `otype` at `origin`.
-pub(super) fn do_get(origin: *mut c_void, ocount: c_int, otype: c_int, t: TargetSpec) -> MpiResult {
+pub(super) fn do_get(origin: *mut c_void, ocount: i64, otype: c_int, t: TargetSpec) -> MpiResult {
     let a = t.access()?;
     let n = check_count(ocount)?;
     let odt = dtype(otype)?;
@@ -201,9 +196,9 @@ fn acc_basic(op: c_int, odt: &Datatype, tdt: &Datatype) -> MpiResult<(c_int, usi
 /// Accumulate (and fetch the previous contents into `result`, if given).
 pub(super) fn do_accumulate(
     origin: *const c_void,
-    ocount: c_int,
+    ocount: i64,
     otype: c_int,
-    result: Option<(*mut c_void, c_int, c_int)>,
+    result: Option<(*mut c_void, i64, c_int)>,
     t: TargetSpec,
     op: c_int,
 ) -> MpiResult {
