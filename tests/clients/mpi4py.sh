@@ -5,7 +5,7 @@
 #
 # 1. Sets up target/venv-mpi4py (idempotent; see mpi4py-env.sh).
 # 2. Under PREFIX/bin/mpirun at np=1, 2 and 4: the import loads OUR library (no system
-#    Open MPI/MPICH, MPICH-ABI extension, version 3.1), pickle and buffer send/recv, ring,
+#    Open MPI/MPICH, MPICH-ABI extension, version 4.1), pickle and buffer send/recv, ring,
 #    barrier (mpi4py_checks.py).
 # 3. mpi4py's own test modules environ, toplevel, status, request, p2p_obj, p2p_buf,
 #    msgspec, errhandler from its sdist, at np=1 and np=2, one mpirun per module.

@@ -53,7 +53,7 @@ for n in 1 2 4; do
     start=$SECONDS
     out=$(timeout -k 10 120 "$PREFIX/bin/mpirun" --prefix "$PREFIX" -n "$n" "$bin" 2>&1)
     rc=$?
-    hellos=$(grep -c "^hello from rank [0-9]* of $n (MPI 3.1, oxmpi" <<<"$out")
+    hellos=$(grep -c "^hello from rank [0-9]* of $n (MPI 4.1, oxmpi" <<<"$out")
     if [ $rc -eq 0 ] && [ "$hellos" -eq "$n" ] && grep -q "^ring ok: $n ranks" <<<"$out"; then
         passed=$((passed + 1))
         echo "ok    mpirun -n $n ($((SECONDS - start))s)"

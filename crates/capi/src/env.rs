@@ -259,12 +259,12 @@ mod tests {
     #[test]
     fn version_strings() {
         assert!(library_version().starts_with("oxmpi "));
-        assert!(library_version().contains("MPI 3.1"));
+        assert!(library_version().contains("MPI 4.1"));
         let mut v = 0;
         let mut s = 0;
         // SAFETY: valid output pointers.
         let rc = unsafe { PMPI_Get_version(&mut v, &mut s) };
-        assert_eq!((rc, v, s), (MPI_SUCCESS, 3, 1));
+        assert_eq!((rc, v, s), (MPI_SUCCESS, 4, 1));
     }
 
     #[test]
