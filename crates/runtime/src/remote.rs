@@ -783,7 +783,12 @@ impl Remotes {
             }
             Msg::Shutdown => {
                 verbose!(ERRMGR, 10, "errmgr: daemon on {host} is done");
-                self.nodes[i].done = true;
+                if !std::mem::replace(&mut self.nodes[i].done, true) {
+                    // Its ranks are gone (under fault tolerance, while others run on):
+                    // the fences of the survivors no longer wait for it.
+                    let released = self.fences.leave();
+                    self.release(released);
+                }
             }
             Msg::DaemonReady { .. } | Msg::RankStarted { .. } | Msg::Heartbeat => {}
             other => msg(&format!(
