@@ -16,7 +16,6 @@ use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{
     check_count, inp, int_count, out, slice_in, CountArg, DispArg, MpiError, MpiResult,
 };
-#[allow(unused_imports)]
 use crate::ffi::{disp_ptr, int_ptr};
 use crate::state::lock;
 use std::ffi::{c_int, c_void};

@@ -32,7 +32,6 @@ use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, int_count, slice_in, MpiError, MpiResult};
-#[allow(unused_imports)]
 use crate::ffi::{disp_ptr, int_ptr};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
