@@ -868,14 +868,18 @@ impl Engine {
         self.wait_locked(self.lock(), f)
     }
 
-    /// [`Engine::poll_until`] that adds the time it blocks to the wait timer (only while
-    /// a reader asked for it, `pml::stats::set_wait_timing`).
+    /// [`Engine::poll_until`] that counts the wait and, for a sample of the waits, adds the
+    /// time it blocks to the wait timer (only while a reader asked for it,
+    /// `pml::stats::set_wait_timing`; `pml::stats::timing_sampled` picks the sample).
     #[cold]
     fn timed_wait<'a, T>(
         &'a self,
         st: StateGuard<'a>,
         f: impl FnMut(&mut State) -> Option<T>,
     ) -> T {
+        if !crate::pml::stats::wait_sampled() {
+            return self.poll_until(st, f);
+        }
         let t0 = std::time::Instant::now();
         let v = self.poll_until(st, f);
         crate::pml::stats::add_wait_ns(t0.elapsed().as_nanos() as u64);

@@ -4,6 +4,9 @@
 //! send or receive a message, no atomics, no allocation), plus the matcher's own queue
 //! statistics. Only the time blocked in waits needs a clock; it is taken when a reader asked
 //! for it ([`set_wait_timing`]), so an unread timer costs one relaxed load per blocking wait.
+//! Even then only a sample of the waits is timed ([`timing_sampled`]: the clock read after a
+//! wait delays its return by about as much as a small message takes), and the total is
+//! scaled from the sample.
 
 pub use super::matching::MatchStats;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -109,7 +112,32 @@ impl Stats {
 }
 
 static WAIT_TIMING: AtomicBool = AtomicBool::new(false);
+static WAITS: AtomicU64 = AtomicU64::new(0);
+static WAITS_TIMED: AtomicU64 = AtomicU64::new(0);
 static WAIT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Events (calls of one function, blocking waits) that are all timed before sampling starts.
+pub const TIMING_EXACT: u64 = 16;
+
+/// After the first [`TIMING_EXACT`] events, one in this many is timed.
+pub const TIMING_SAMPLE_EVERY: u64 = 256;
+
+/// Whether the `n`-th event (from 0) of a kind is timed: the first [`TIMING_EXACT`], then
+/// one in [`TIMING_SAMPLE_EVERY`]. Used for the blocking waits here and for the job
+/// profile's per-function call times.
+#[inline]
+pub fn timing_sampled(n: u64) -> bool {
+    n < TIMING_EXACT || n % TIMING_SAMPLE_EVERY == 0
+}
+
+/// `v * count / timed`, rounded to nearest: a total over `count` events estimated from the
+/// `timed` ones.
+pub fn timing_scale(v: u64, count: u64, timed: u64) -> u64 {
+    if timed == 0 || count == timed {
+        return v;
+    }
+    ((v as u128 * count as u128 + timed as u128 / 2) / timed as u128) as u64
+}
 
 /// Turns the measurement of the time blocked in waits on or off (a performance variable
 /// handle for it was started, or the profile is on).
@@ -123,14 +151,24 @@ pub(crate) fn wait_timing() -> bool {
     WAIT_TIMING.load(Ordering::Relaxed)
 }
 
-/// Adds `ns` nanoseconds of blocking.
-pub(crate) fn add_wait_ns(ns: u64) {
-    WAIT_NS.fetch_add(ns, Ordering::Relaxed);
+/// Counts a blocking wait (before it blocks); whether this one is to be timed.
+pub(crate) fn wait_sampled() -> bool {
+    timing_sampled(WAITS.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Nanoseconds spent blocked in waits so far.
+/// Adds a timed wait of `ns` nanoseconds.
+pub(crate) fn add_wait_ns(ns: u64) {
+    WAIT_NS.fetch_add(ns, Ordering::Relaxed);
+    WAITS_TIMED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Nanoseconds spent blocked in waits so far (estimated from the timed waits).
 pub(crate) fn wait_ns() -> u64 {
-    WAIT_NS.load(Ordering::Relaxed)
+    timing_scale(
+        WAIT_NS.load(Ordering::Relaxed),
+        WAITS.load(Ordering::Relaxed),
+        WAITS_TIMED.load(Ordering::Relaxed),
+    )
 }
 
 #[cfg(test)]
