@@ -777,6 +777,8 @@ def gen_f08(outdir, exports_file):
     add(f"  integer, parameter :: MPI_STATUS_SIZE = {size}")
     add(f"  integer, parameter :: MPI_SOURCE = {src}, MPI_TAG = {tag}, MPI_ERROR = {err}")
     add(f"  integer, parameter :: MPI_VERSION = {version}, MPI_SUBVERSION = {subversion}")
+    # .FALSE. as in Open MPI's mpi_f08 (MPICH's says .TRUE.): the buffers are CONTIGUOUS,
+    # so the compiler passes copies of sections (see UNIMPLEMENTED.md).
     add("  logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.")
     add("  logical, parameter :: MPI_ASYNC_PROTECTS_NONBLOCKING = .false.")
     for h in F08_HANDLES:
