@@ -84,6 +84,9 @@ pub struct Config {
     /// With `--compare`: compare with this run's samples.csv instead of
     /// measuring (`--against`).
     pub compare_with: Option<PathBuf>,
+    /// Time the MPICH-built applications under MPICH and oxmpi (`--apps`; on in
+    /// full and smoke mode, off with `--no-apps`).
+    pub apps: bool,
 }
 
 /// Longest silence of an `oxbench` launch (which prints each measurement as
@@ -170,6 +173,9 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
                        budget x the measurements of the launch)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
+  --apps, --no-apps    time (or not) Debian's MPICH-built applications (ScaLAPACK
+                       testers, a parallel HDF5 Fortran program) under MPICH
+                       and under oxmpi, np=2 (default: on in --full and --smoke)
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -186,6 +192,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut budget: Option<u64> = None;
     let mut compare = None;
     let mut against = None;
+    let mut apps = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -236,6 +243,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             }
             "--compare" => compare = Some(PathBuf::from(val("--compare")?)),
             "--against" => against = Some(PathBuf::from(val("--against")?)),
+            "--apps" => apps = Some(true),
+            "--no-apps" => apps = Some(false),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -267,6 +276,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: None,
             compare: None,
             compare_with: None,
+            apps: mode != Mode::Quick,
         },
         Mode::Quick => Config {
             mode,
@@ -293,6 +303,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: Some(Duration::from_secs(150)),
             compare: None,
             compare_with: None,
+            apps: mode != Mode::Quick,
         },
         Mode::Full => Config {
             mode,
@@ -319,6 +330,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: Some(Duration::from_secs(20 * 60)),
             compare: None,
             compare_with: None,
+            apps: mode != Mode::Quick,
         },
     };
     if let Some(r) = reps {
@@ -334,6 +346,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     }
     c.compare = compare;
     c.compare_with = against;
+    if let Some(a) = apps {
+        c.apps = a;
+    }
     if let Some(o) = out {
         c.out = o;
     }
@@ -416,6 +431,13 @@ mod tests {
         assert_eq!(b.budget, Some(Duration::from_secs(60)));
         assert_eq!(b.compare.as_deref(), Some(Path::new("old.csv")));
         assert!(b.compare_with.is_none());
+        assert!(
+            f.apps && s.apps && !q.apps,
+            "applications in full and smoke mode"
+        );
+        let a = parse_args(&args(&["--apps"]), root).unwrap();
+        let n = parse_args(&args(&["--full", "--no-apps"]), root).unwrap();
+        assert!(a.apps && !n.apps);
     }
 
     #[test]

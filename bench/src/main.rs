@@ -10,6 +10,7 @@
 //! placement probe with each measurement. Writes `samples.csv`, `report.md`
 //! and PNG plots into the output directory.
 
+mod apps;
 mod compare;
 mod config;
 mod impls;
@@ -201,6 +202,11 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     if ready.is_empty() {
         return Err("no MPI implementation works; nothing to measure".into());
     }
+    let apps = if cfg.apps {
+        apps::prepare(cfg, root, &mut res.notes)
+    } else {
+        Vec::new()
+    };
     let mut runner = Runner::new(cfg, probes, res);
     if !cfg.mpi4py_args.is_empty() {
         match suite::setup_mpi4py(cfg) {
@@ -216,6 +222,7 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     for rep in 0..cfg.reps {
         let t = Instant::now();
         runner.repetition(rep, &ready);
+        runner.applications(rep, &ready, &apps);
         done += 1;
         if let Some(b) = cfg.budget {
             if rep + 1 < cfg.reps && measure.elapsed() + t.elapsed() > b {
@@ -277,6 +284,9 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     }
     if cfg.mode == Mode::Smoke {
         smoke_check(&res, &csv_path, &md_path)?;
+        if !apps.is_empty() {
+            smoke_check_apps(&res, &md_path)?;
+        }
         eprintln!("bench: smoke check passed");
     }
     Ok(())
@@ -333,6 +343,31 @@ fn smoke_check(res: &Results, csv: &Path, md: &Path) -> Result<(), String> {
                     .into(),
             );
         }
+    }
+    Ok(())
+}
+
+/// Smoke mode with applications: each of MPICH and oxmpi that ran recorded at least one
+/// application, and the report has their section.
+fn smoke_check_apps(res: &Results, md: &Path) -> Result<(), String> {
+    for imp in apps::IMPLS {
+        if !res.ran.iter().any(|i| i.name == imp) {
+            continue;
+        }
+        if !res
+            .rows
+            .iter()
+            .any(|r| r.imp == imp && r.test.starts_with("app_"))
+        {
+            return Err(format!(
+                "smoke: no application ran under {imp} ({:?})",
+                res.failures
+            ));
+        }
+    }
+    let m = std::fs::read_to_string(md).map_err(|e| e.to_string())?;
+    if res.rows.iter().any(|r| r.test.starts_with("app_")) && !m.contains("## Applications") {
+        return Err("smoke: report.md lacks the applications section".into());
     }
     Ok(())
 }

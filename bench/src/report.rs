@@ -193,6 +193,9 @@ fn metric_table(
             .unwrap_or_default();
         let label = match k.0.as_str() {
             "startup" | "barrier" => format!("{} np={} ({unit})", k.0, k.1),
+            t if t.starts_with("app_") => {
+                format!("{} np={} ({unit})", t.trim_start_matches("app_"), k.1)
+            }
             t if t.starts_with("rss") => format!("{t} rank {} ({unit})", k.2),
             t => format!("{t} np={} {} ({unit})", k.1, size_label(k.2)),
         };
@@ -584,6 +587,8 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
     }
 
+    applications_section(&mut o, &rows, &ran);
+
     placement_table(&mut o, &res.rows, &ran);
 
     let _ = writeln!(o, "## oxmpi transport path (verbose output)\n");
@@ -675,6 +680,36 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
     o
 }
 
+/// Debian's MPICH-built applications under MPICH and under oxmpi (`apps.rs`): wall time
+/// of a whole launch, and oxmpi's speed relative to MPICH's per repetition.
+fn applications_section(o: &mut String, rows: &[Row], ran: &[String]) {
+    let keys = keys_of(rows, |r| r.test.starts_with("app_"));
+    if keys.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## Applications (MPICH-built, np=2)\n");
+    let _ = writeln!(
+        o,
+        "The same binaries, built by Debian against MPICH (ScaLAPACK testers of \
+         `scalapack-mpi-test` with 2-rank process grids, a parallel HDF5 Fortran program \
+         built with `h5pfc.mpich`), launched by MPICH's `mpiexec.hydra` on MPICH and by \
+         oxmpi's `mpirun` on oxmpi's libraries (`LD_LIBRARY_PATH`); wall time of the whole \
+         launch in seconds, median (min-max) over repetitions, the two back to back per \
+         program in alternating order. `oxmpi vs mpich` > 1: oxmpi is faster.\n"
+    );
+    let imps: Vec<String> = crate::apps::IMPLS
+        .iter()
+        .filter(|i| ran.iter().any(|r| r == *i))
+        .map(|i| i.to_string())
+        .collect();
+    let pairs = if imps.len() == 2 {
+        vec![("oxmpi".to_string(), "mpich".to_string())]
+    } else {
+        vec![]
+    };
+    metric_table(o, rows, &keys, &imps, &pairs, false);
+}
+
 /// Collapse failures that repeat in every repetition: messages equal up to
 /// their `rep N ` prefix and numbers (pids) are listed once, with their reps.
 pub fn dedup_failures(failures: &[String]) -> Vec<String> {
@@ -746,6 +781,32 @@ mod tests {
         assert_eq!(get("values"), "0.2500;", "NaN samples are empty");
         assert_eq!(get("iters"), "0");
         assert!(csv(&[r]).starts_with(CSV_HEADER));
+    }
+
+    #[test]
+    fn applications_table_compares_oxmpi_with_mpich() {
+        let rows = vec![
+            row(0, "mpich", "app_xdlu", 0, 2.0, "s"),
+            row(0, "oxmpi", "app_xdlu", 0, 1.0, "s"),
+            row(1, "mpich", "app_xdlu", 0, 2.0, "s"),
+            row(1, "oxmpi", "app_xdlu", 0, 4.0, "s"),
+            row(0, "oxmpi", "lat", 8, 1.0, "us"),
+        ];
+        let ran: Vec<String> = ["ompi", "mpich", "oxmpi"].map(String::from).to_vec();
+        let mut o = String::new();
+        applications_section(&mut o, &rows, &ran);
+        assert!(o.starts_with("## Applications"), "{o}");
+        let line = o
+            .lines()
+            .find(|l| l.starts_with("| xdlu np=2 (s) |"))
+            .expect(&o);
+        // per-repetition ratios 2 and 0.5: median 1.25
+        assert!(line.contains("| 1.25 [0.500–2.00]x |"), "{line}");
+        assert!(o.contains("| mpich | oxmpi | oxmpi vs mpich |"), "{o}");
+        assert!(!o.contains("lat np=2"), "{o}");
+        let mut none = String::new();
+        applications_section(&mut none, &rows[4..], &ran);
+        assert!(none.is_empty(), "no section without application rows");
     }
 
     #[test]

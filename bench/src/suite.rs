@@ -493,7 +493,7 @@ fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, String)>, Strin
 
 /// Runs the repetitions.
 pub struct Runner<'a> {
-    cfg: &'a Config,
+    pub(crate) cfg: &'a Config,
     probes: Probes,
     cores: u32,
     /// Results so far.
@@ -553,7 +553,15 @@ impl<'a> Runner<'a> {
         r
     }
 
-    fn row(&self, rep: u32, imp: &str, test: &str, np: u32, size: u64, unit: &str) -> Row {
+    pub(crate) fn row(
+        &self,
+        rep: u32,
+        imp: &str,
+        test: &str,
+        np: u32,
+        size: u64,
+        unit: &str,
+    ) -> Row {
         Row {
             rep,
             imp: imp.into(),

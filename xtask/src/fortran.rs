@@ -22,7 +22,9 @@ use std::process::Command;
 /// What the Fortran library exports: MPICH's Fortran names (all cases and underscore
 /// forms), the modules' procedures and the sentinel common blocks.
 const VERSION_SCRIPT: &str = "{\n  global:\n    mpi_*;\n    pmpi_*;\n    MPI_*;\n    PMPI_*;\n    \
-                              __mpi_MOD_*;\n    __mpi_sizeofs_MOD_*;\n    __mpi_f08_MOD_*;\n    __mpi_f08_types_MOD_*;\n    mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
+                              __mpi_MOD_*;\n    __mpi_sizeofs_MOD_*;\n    __mpi_f08_MOD_*;\n    __mpi_f08_types_MOD_*;\n    \
+                              __mpi_f08_callbacks_MOD_*;\n    __mpi_f08_compile_constants_MOD_*;\n    \
+                              __mpi_f08_link_constants_MOD_*;\n    MPIR_F08_*;\n    mpipriv1_;\n    mpipriv2_;\n    mpiprivc_;\n    mpifcmb5_;\n    \
                               mpifcmb9_;\n  local:\n    *;\n};\n";
 
 /// One build of the bindings.
@@ -152,7 +154,11 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
     // 2. The C half.
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let mut objs: Vec<PathBuf> = Vec::new();
-    for src in [crate_dir.join("c/fort_rt.c"), work.join("fort_gen.c")] {
+    for src in [
+        crate_dir.join("c/fort_rt.c"),
+        crate_dir.join("c/mpich_f08.c"),
+        work.join("fort_gen.c"),
+    ] {
         let stem = src
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -226,10 +232,12 @@ fn install_flavour(root: &Path, prefix: &Path, work: &Path, f: &Flavour) -> Resu
 
     let share = prefix.join("share/oxmpi");
     mkdir(&share)?;
-    copy(
-        &work.join("fort-unsupported.txt"),
-        &share.join(format!("fort-unsupported-{}.txt", f.c_lib)),
-    )?;
+    for list in ["fort-unsupported", "fort-f08-no-large-count"] {
+        copy(
+            &work.join(format!("{list}.txt")),
+            &share.join(format!("{list}-{}.txt", f.c_lib)),
+        )?;
+    }
     mkdir(&lib.join("pkgconfig"))?;
     for (name, text) in pkg_config_files(f, PC_RELOCATABLE_PREFIX) {
         write(&lib.join("pkgconfig").join(name), &text)?;

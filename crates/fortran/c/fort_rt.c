@@ -67,6 +67,24 @@ void oxf_unsupported(const char *name, MPI_Fint *ierr)
         *ierr = rc;
 }
 
+/* An mpi_f08 procedure (`name`, a Fortran string) given a non-contiguous array section
+ * as its buffer, which only programs built against another MPI's `mpi_f08` module pass
+ * (ours declares the buffers CONTIGUOUS): MPI_ERR_BUFFER through MPI_COMM_WORLD's error
+ * handler, with a one-line explanation. */
+void oxf08_noncontig_(const char *name, MPI_Fint *ierr, size_t name_len);
+void oxf08_noncontig_(const char *name, MPI_Fint *ierr, size_t name_len)
+{
+    fprintf(stderr,
+            "oxmpi: %.*s: the buffer is a non-contiguous array section, which oxmpi's "
+            "mpi_f08 does not take (MPI_SUBARRAYS_SUPPORTED is .FALSE.): pass a "
+            "contiguous array\n",
+            (int)name_len, name);
+    int rc = MPI_ERR_BUFFER;
+    MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
+    if (ierr)
+        *ierr = rc;
+}
+
 /* Every name of a hand-written `pmpi_x_`: ALIASES(mpi_x, X) (`X` is the upper-case name
  * without `MPI_`, so that names C defines as macros are not expanded). */
 #define ALIASES(low, up)                                                              \
@@ -781,6 +799,23 @@ void pmpi_conversion_fn_null_(void *userbuf, MPI_Fint *datatype, MPI_Fint *count
     *ierr = MPI_SUCCESS;
 }
 ALIASES(mpi_conversion_fn_null, CONVERSION_FN_NULL)
+
+#ifndef OXF_ABI
+/* The predefined callbacks as programs built against MPICH's `mpi_f08` name them (module
+ * procedures of its `mpi_f08_callbacks`, with the same arguments as ours). */
+#define F08_CALLBACK(name, impl) _Pragma(ALIAS_STR(weak __mpi_f08_callbacks_MOD_##name = impl))
+F08_CALLBACK(mpi_comm_dup_fn, pmpi_comm_dup_fn_)
+F08_CALLBACK(mpi_comm_null_copy_fn, pmpi_comm_null_copy_fn_)
+F08_CALLBACK(mpi_comm_null_delete_fn, pmpi_comm_null_delete_fn_)
+F08_CALLBACK(mpi_type_dup_fn, pmpi_type_dup_fn_)
+F08_CALLBACK(mpi_type_null_copy_fn, pmpi_type_null_copy_fn_)
+F08_CALLBACK(mpi_type_null_delete_fn, pmpi_type_null_delete_fn_)
+F08_CALLBACK(mpi_win_dup_fn, pmpi_win_dup_fn_)
+F08_CALLBACK(mpi_win_null_copy_fn, pmpi_win_null_copy_fn_)
+F08_CALLBACK(mpi_win_null_delete_fn, pmpi_win_null_delete_fn_)
+F08_CALLBACK(mpi_conversion_fn_null, pmpi_conversion_fn_null_)
+F08_CALLBACK(mpi_conversion_fn_null_c, pmpi_conversion_fn_null_)
+#endif
 
 /* MPI_SIZEOF of programs built against MPICH's `mpi` module, which calls the specific
  * procedures of its module `mpi_sizeofs` (scalar and array forms of each type). Programs

@@ -73,24 +73,47 @@ extern MPI_Fint mpifcmb9_; /* MPI_WEIGHTS_EMPTY */
 #define OXF_KEYVAL_OFFSET 1
 #endif
 
+#ifndef OXF_ABI
+/* The sentinels of MPICH's `mpi_f08` module (its `mpi_f08_link_constants`, defined in
+ * mpich_f08.c), which programs built by MPICH's mpif90 with `use mpi_f08` pass. */
+extern MPI_Fint MPIR_F08_MPI_BOTTOM;
+extern MPI_Fint MPIR_F08_MPI_IN_PLACE;
+extern MPI_Fint MPIR_F08_MPI_STATUS_IGNORE_OBJ[MPI_F_STATUS_SIZE];
+extern MPI_Fint MPIR_F08_MPI_STATUSES_IGNORE_OBJ[MPI_F_STATUS_SIZE];
+extern MPI_Fint oxf_f08_unweighted[1] __asm__("__mpi_f08_link_constants_MOD_mpi_unweighted");
+extern MPI_Fint oxf_f08_weights_empty[1]
+    __asm__("__mpi_f08_link_constants_MOD_mpi_weights_empty");
+/* Whether `p` is the address of MPICH's `mpi_f08` sentinel `obj`. */
+#define OXF_IS_F08(p, obj) ((void *)(p) == (void *)&(obj))
+#else
+#define OXF_IS_F08(p, obj) 0
+#endif
+
 /* A choice buffer: MPI_BOTTOM and MPI_IN_PLACE by address. */
 #define FBUF(p)                                                                       \
-    ((void *)(p) == (void *)&mpipriv1_.bottom                                         \
+    ((void *)(p) == (void *)&mpipriv1_.bottom || OXF_IS_F08(p, MPIR_F08_MPI_BOTTOM)    \
          ? MPI_BOTTOM                                                                 \
-         : ((void *)(p) == (void *)&mpipriv1_.in_place ? MPI_IN_PLACE : (void *)(p)))
+         : ((void *)(p) == (void *)&mpipriv1_.in_place ||                             \
+                    OXF_IS_F08(p, MPIR_F08_MPI_IN_PLACE)                              \
+                ? MPI_IN_PLACE                                                        \
+                : (void *)(p)))
 
 /* A status argument (single or array): MPI_STATUS(ES)_IGNORE by address. */
 #define FSTATUS(p)                                                                    \
     ((void *)(p) == (void *)mpipriv1_.status_ignore ||                               \
-             (void *)(p) == (void *)mpipriv2_.statuses_ignore                         \
+             (void *)(p) == (void *)mpipriv2_.statuses_ignore ||                      \
+             OXF_IS_F08(p, MPIR_F08_MPI_STATUS_IGNORE_OBJ) ||                          \
+             OXF_IS_F08(p, MPIR_F08_MPI_STATUSES_IGNORE_OBJ)                           \
          ? MPI_STATUS_IGNORE                                                          \
          : (MPI_Status *)(p))
 
 /* A weights array of the distributed-graph constructors. */
 #define FWEIGHTS(p, T)                                                                \
-    ((void *)(p) == (void *)&mpifcmb5_                                                \
+    ((void *)(p) == (void *)&mpifcmb5_ || OXF_IS_F08(p, oxf_f08_unweighted)            \
          ? (T)MPI_UNWEIGHTED                                                          \
-         : ((void *)(p) == (void *)&mpifcmb9_ ? (T)MPI_WEIGHTS_EMPTY : (T)(p)))
+         : ((void *)(p) == (void *)&mpifcmb9_ || OXF_IS_F08(p, oxf_f08_weights_empty)  \
+                ? (T)MPI_WEIGHTS_EMPTY                                                \
+                : (T)(p)))
 
 /* A Fortran string argument as a new C string (trailing blanks dropped; leading ones too
  * when `trim_leading`); free() it. */

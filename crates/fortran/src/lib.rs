@@ -32,6 +32,13 @@
 //!    MPICH's names (`MPI_X_f08`, or `MPI_X_f08ts` when it has a choice buffer, declared
 //!    `TYPE(*), DIMENSION(..)`, `ASYNCHRONOUS` for nonblocking calls), with optional
 //!    `ierror`, calling the legacy wrapper; they are compiled by gfortran into the library.
+//!    The large-count functions (`MPI_Send_c`) are in the same generic interfaces under
+//!    MPICH's names (`MPI_Send_f08ts_large`), over internal C wrappers (`oxf_pmpi_send_c_`),
+//!    wherever their arguments tell them apart from the default-INTEGER forms;
+//! 6. `c/mpich_f08.c` and the generated `mpi_f08_compile_constants` data give programs
+//!    built against MPICH's own `mpi_f08` module (`mpif90.mpich`) what they take from
+//!    `libmpichfort.so.12` besides the procedures: MPICH's `MPIR_F08_*` sentinels (also
+//!    recognised by address), handle constants, predefined callbacks and comparisons.
 //!
 //! The same sources are built a second time over the MPI-5 standard ABI
 //! (`gen_fort.py --abi`, `-DOXF_ABI`): `lib/libmpifort_abi.so.1` over `libmpi_abi.so.1`,
