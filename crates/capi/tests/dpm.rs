@@ -2,7 +2,8 @@
 //! accept/connect in both directions and twice on one port, join over a socket, the name
 //! service, and the error classes of bad ports and names, at 2 and 4 ranks; and between two
 //! separate jobs (`tests/c/dpm_jobs.c`): connect/accept through a port, a port of an ended
-//! job, a port nobody accepts on, a peer job that stops answering.
+//! job, a port nobody accepts on, a peer job that stops answering, and names published in
+//! `oxmpi-server` or in `mpirun --report-uri`.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a hang fails the test instead of blocking it.
@@ -50,7 +51,8 @@ impl Drop for Stopped {
 /// Two separate `mpirun` jobs started with `--ompi-server file:URI` (the file a standalone
 /// `oxmpi-server --report-uri` wrote) meet through a published name: the server job
 /// publishes its port (a second publish of the name is `MPI_ERR_NAME`), the client job
-/// looks it up, they connect and use the intercommunicator, the server unpublishes.
+/// looks it up, they connect and use the intercommunicator, the server unpublishes. The
+/// same with the server job's `mpirun --report-uri` as the name server.
 #[test]
 fn two_jobs_meet_through_a_published_name() {
     let dir = Scratch::new("dpm-names");
@@ -87,6 +89,41 @@ fn two_jobs_meet_through_a_published_name() {
     let server_job = server_job.join().unwrap();
     assert_eq!(common::success(&server_job, "server"), "server: ok\n");
     assert_eq!(common::success(&client, "client"), "client: ok\n");
+
+    // `mpirun --report-uri FILE` is the name server itself (Open MPI's habit): its own
+    // ranks publish there, and the other job is given its URI.
+    let uri = dir.0.join("uri-mpirun");
+    let server_job = {
+        let exe = exe.clone();
+        let opt = uri.display().to_string();
+        std::thread::spawn(move || {
+            job(
+                &exe,
+                2,
+                &["--report-uri", &opt],
+                &[std::path::Path::new("pubserver"), svc],
+            )
+        })
+    };
+    for _ in 0..3000 {
+        if uri.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let opt = format!("file:{}", uri.display());
+    let client = job(
+        &exe,
+        2,
+        &["--ompi-server", &opt],
+        &[std::path::Path::new("pubclient"), svc],
+    );
+    let server_job = server_job.join().unwrap();
+    assert_eq!(
+        common::success(&server_job, "mpirun server"),
+        "server: ok\n"
+    );
+    assert_eq!(common::success(&client, "client of mpirun"), "client: ok\n");
 }
 
 /// `dpm_jobs` under `mpirun --timeout 60 -n np` with `args` (and `extra` options before the
