@@ -104,7 +104,9 @@ const ABI_SONAME: &str = "libmpi_abi.so.1";
 /// Prefix given to the MPICH-ABI symbols of the archive inside `libmpi_abi.so.1`.
 const ABI_RENAME_PREFIX: &str = "OXI_";
 
-const ABI_VERSION_SCRIPT: &str = "{\n  global:\n    MPI_*;\n    PMPI_*;\n  local:\n    *;\n};\n";
+/// Exports of `libmpi_abi.so.1`: the standard's functions and ULFM's `MPIX_` extension.
+const ABI_VERSION_SCRIPT: &str =
+    "{\n  global:\n    MPI_*;\n    PMPI_*;\n    MPIX_*;\n    PMPIX_*;\n  local:\n    *;\n};\n";
 
 /// Build `lib/libmpi_abi.so.1` (+ `libmpi_abi.so`), `include/abi/mpi.h` and
 /// `share/oxmpi/abi-unsupported.txt` from the `oxmpi-capi` archive already built.
@@ -116,13 +118,18 @@ fn install_abi(root: &Path, prefix: &Path, target: &Path, archive: &Path) -> Res
     // 1. The MPI symbols the archive defines, renamed out of the MPI namespace.
     let mut syms: Vec<String> = defined_symbols(archive, "-g")?
         .into_iter()
-        .filter(|n| n.starts_with("MPI_") || n.starts_with("PMPI_") || *n == "MPIR_Dup_fn")
+        .filter(|n| {
+            ["MPI_", "PMPI_", "MPIX_", "PMPIX_"]
+                .iter()
+                .any(|p| n.starts_with(p))
+                || *n == "MPIR_Dup_fn"
+        })
         .collect();
     syms.sort();
     syms.dedup();
     let exports: String = syms
         .iter()
-        .filter(|n| n.starts_with("PMPI_"))
+        .filter(|n| n.starts_with("PMPI_") || n.starts_with("PMPIX_"))
         .map(|n| format!("{n}\n"))
         .collect();
     let map: String = syms

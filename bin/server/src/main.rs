@@ -2,14 +2,10 @@
 //! like Open MPI's `ompi-server`. It listens on a TCP port, reports its URI with
 //! `--report-uri -|+|FILE` (standard output, standard error, or a file written whole),
 //! and serves the names of every job started with `mpirun --ompi-server URI` (or
-//! `file:FILE`) until it is stopped. The protocol is `oxmpi_wire::names`; each client
-//! connection is served by its own thread.
+//! `file:FILE`) until it is stopped. The server itself is `oxmpi_runtime::names` (which
+//! `mpirun --report-uri` runs too).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-
-use oxmpi_wire::names::{random_token, Session, Table, Uri};
+use oxmpi_runtime::names::{report_uri, NameServer};
 
 const USAGE: &str = "usage: oxmpi-server [--report-uri -|+|FILE] [--port N]
   --report-uri W   write the server's URI to standard output (-), standard error (+) or
@@ -55,63 +51,13 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
-/// Serves one client until it closes (or fails its hello).
-fn serve(sock: TcpStream, table: &Mutex<Table>) -> std::io::Result<()> {
-    let mut out = sock.try_clone()?;
-    let mut session = Session::default();
-    for line in BufReader::new(sock).lines() {
-        let line = line?;
-        let reply = table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .handle(&mut session, &line);
-        out.write_all(reply.encode().as_bytes())?;
-        if reply == oxmpi_wire::names::Reply::Denied {
-            break;
-        }
-    }
-    Ok(())
-}
-
 fn run(args: &[String]) -> Result<(), String> {
     let a = parse(args)?;
-    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, a.port))
-        .map_err(|e| format!("cannot listen on TCP port {}: {e}", a.port))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let uri = Uri {
-        host: oxmpi_base::output::hostname().to_string(),
-        addrs: oxmpi_base::net::interfaces()
-            .into_iter()
-            .map(|i| i.addr)
-            .filter(|a| !a.is_loopback())
-            .collect(),
-        port,
-        token: random_token()?,
-    };
-    let text = format!("{uri}\n");
-    match a.report.as_deref() {
-        Some("-") => {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
-        Some("+") => eprint!("{text}"),
-        Some(file) => {
-            // Written whole under another name, then renamed: a reader never sees half.
-            let tmp = format!("{file}.tmp{}", std::process::id());
-            std::fs::write(&tmp, &text)
-                .and_then(|_| std::fs::rename(&tmp, file))
-                .map_err(|e| format!("--report-uri {file}: {e}"))?;
-        }
-        None => {}
+    let server = NameServer::bind(a.port)?;
+    if let Some(w) = a.report.as_deref() {
+        report_uri(server.uri(), w)?;
     }
-    let table = Arc::new(Mutex::new(Table::new(uri.token)));
-    for sock in listener.incoming() {
-        let Ok(sock) = sock else { continue };
-        let table = table.clone();
-        std::thread::spawn(move || {
-            let _ = serve(sock, &table);
-        });
-    }
+    server.serve();
     Ok(())
 }
 

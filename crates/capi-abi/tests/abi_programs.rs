@@ -428,9 +428,25 @@ fn library_soname_exports_and_wrapper() {
         assert!(has("T", &format!("PMPI_{f}")), "PMPI_{f} missing");
         assert!(has("W", &format!("MPI_{f}")), "weak MPI_{f} missing");
     }
+    // ULFM, MPICH's MPIX_ extension, as libmpi.so.12 has it.
+    for f in [
+        "Comm_revoke",
+        "Comm_shrink",
+        "Comm_ishrink",
+        "Comm_agree",
+        "Comm_iagree",
+        "Comm_failure_ack",
+        "Comm_failure_get_acked",
+        "Comm_get_failed",
+    ] {
+        assert!(has("T", &format!("PMPIX_{f}")), "PMPIX_{f} missing");
+        assert!(has("W", &format!("MPIX_{f}")), "weak MPIX_{f} missing");
+    }
     for (_, n) in &syms {
         assert!(
-            n.starts_with("MPI_") || n.starts_with("PMPI_"),
+            ["MPI_", "PMPI_", "MPIX_", "PMPIX_"]
+                .iter()
+                .any(|p| n.starts_with(p)),
             "unexpected export {n}"
         );
     }
@@ -448,6 +464,8 @@ fn library_soname_exports_and_wrapper() {
     };
     assert_eq!(named("W", "MPI_"), named("T", "PMPI_"));
     assert!(named("T", "MPI_").is_empty(), "a strong MPI_ function");
+    assert_eq!(named("W", "MPIX_"), named("T", "PMPIX_"));
+    assert!(named("T", "MPIX_").is_empty(), "a strong MPIX_ function");
 
     let show = Command::new(pre.join("bin/mpicc_abi"))
         .args(["-show", "x.c"])

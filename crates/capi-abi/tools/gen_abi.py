@@ -9,9 +9,11 @@ usage:
   gen_abi.py unimplemented [--check]    write (or check) UNIMPLEMENTED.md
   gen_abi.py shim OUTDIR EXPORTS        write OUTDIR/abi_gen.c, OUTDIR/abi_mpich.h and
                                         OUTDIR/abi-unsupported.txt; EXPORTS lists the
-                                        PMPI_* functions libmpi.so.12's archive defines
+                                        PMPI_* (and PMPIX_*) functions libmpi.so.12's
+                                        archive defines
 
-The shim defines every standard-ABI function `PMPI_X` (strong) with a weak `MPI_X` alias.
+The shim defines every standard-ABI function `PMPI_X` (strong) with a weak `MPI_X` alias, and
+the same for the ULFM extension's `PMPIX_X`/`MPIX_X` (MPIX_PROTOS).
 Each converts its arguments to the MPICH ABI, calls `OXI_PMPI_X` (the MPICH-ABI
 implementation of libmpi.so.12, renamed at link time) and converts the results back.
 Functions with a hand-written conversion live in c/abi_rt.c (found by scanning it for
@@ -77,9 +79,11 @@ class Param:
 
 class Proto:
     def __init__(self, line):
-        m = re.match(r"^(.+?)\s*\b(MPI_\w+)\((.*)\);$", line.strip())
-        self.ret, self.name, args = m.group(1).strip(), m.group(2), m.group(3).strip()
-        self.short = self.name[4:]
+        m = re.match(r"^(.+?)\s*\b((MPIX?)_\w+)\((.*)\);$", line.strip())
+        self.ret, self.name, args = m.group(1).strip(), m.group(2), m.group(4).strip()
+        # the name space: MPI (the standard) or MPIX (extensions: ULFM)
+        self.ns = m.group(3)
+        self.short = self.name[len(self.ns) + 1:]
         self.variadic = False
         self.params = []
         if args and args != "void":
@@ -90,8 +94,19 @@ class Proto:
                     self.params.append(Param(a))
 
     def decl(self, prefix):
+        """The declaration named `MPI_x` (prefix "MPI_") or `PMPI_x` ("PMPI_"); `MPIX_x` and
+        `PMPIX_x` for an extension."""
         ps = [p.text for p in self.params] + (["..."] if self.variadic else [])
+        prefix = prefix[:-4] + self.ns + "_"
         return f"{self.ret} {prefix}{self.short}({', '.join(ps) or 'void'})"
+
+    def pname(self):
+        """The profiling name (`PMPI_x`, `PMPIX_x`)."""
+        return f"P{self.ns}_{self.short}"
+
+    def weak_alias(self):
+        """The `#pragma` making the user name a weak alias of the profiling name."""
+        return f"#pragma weak {self.ns}_{self.short} = {self.pname()}\n"
 
     def fortran_only(self):
         return (re.search(r"_(c2f|f2c|c2f08|f082c|f2f08|f082f)$", self.name) is not None
@@ -108,6 +123,25 @@ def load_protos():
         name = re.search(r"\b(MPI_\w+)\(", line).group(1)
         out.append(Proto(FIXES.get(name, line.replace("\\ldots", "..."))))
     return [p for p in out if not p.fortran_only()]
+
+
+# ULFM, MPICH's `MPIX_` fault-tolerance extension (MPI-5.0 has no fault-tolerance chapter, so
+# the standard ABI has no `MPI_Comm_revoke` & co.): `libmpi_abi.so.1` exports these as
+# `libmpi.so.12` does, converted like the standard functions.
+MPIX_PROTOS = [
+    "int MPIX_Comm_revoke(MPI_Comm comm);",
+    "int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm* newcomm);",
+    "int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);",
+    "int MPIX_Comm_agree(MPI_Comm comm, int* flag);",
+    "int MPIX_Comm_iagree(MPI_Comm comm, int* flag, MPI_Request* request);",
+    "int MPIX_Comm_failure_ack(MPI_Comm comm);",
+    "int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group* failedgrp);",
+    "int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group* failedgrp);",
+]
+
+
+def load_mpix_protos():
+    return [Proto(line) for line in MPIX_PROTOS]
 
 
 def load_consts():
@@ -224,11 +258,15 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_regi
     # MPICH's extension class for a failed peer process (MPI-5.0 has none): the library
     # reports it with MPICH's value, which the error-code conversion passes through.
     w.append("#define MPIX_ERR_PROC_FAILED 101")
-    # ULFM's other classes (MPICH's values); the MPIX_ functions are libmpi.so.12's only.
+    # ULFM's other classes (MPICH's values).
     w.append("#define MPIX_ERR_PROC_FAILED_PENDING 102")
     w.append("#define MPIX_ERR_REVOKED 103")
     w.append("\n/* ---- functions ---- */")
     for p in protos:
+        w.append(p.decl("MPI_") + ";")
+        w.append(p.decl("PMPI_") + ";")
+    w.append("\n/* ---- ULFM (MPICH's MPIX_ fault-tolerance extension) ---- */")
+    for p in load_mpix_protos():
         w.append(p.decl("MPI_") + ";")
         w.append(p.decl("PMPI_") + ";")
     w.append("""
@@ -668,8 +706,8 @@ def gen_shim(outdir, exports_file):
     consts = load_consts()
     body, decls, unsupported = [], [], []
     by_name = {p.name: p for p in protos}
-    for fn in protos:
-        pname = "PMPI_" + fn.short
+    for fn in protos + load_mpix_protos():
+        pname = fn.pname()
         has = pname in exports
         if has:
             ps = ", ".join(mpich_type(p) for p in fn.params) or "void"
@@ -682,7 +720,7 @@ def gen_shim(outdir, exports_file):
         if fn.ret in ("double", "MPI_Aint") and has:
             args = ", ".join(p.name for p in fn.params)
             body.append(f"{fn.decl('PMPI_')}\n{{\n    return OXI_{pname}({args});\n}}")
-            body.append(f"#pragma weak MPI_{fn.short} = PMPI_{fn.short}\n")
+            body.append(fn.weak_alias())
             continue
         reason = None
         code = None
@@ -718,7 +756,7 @@ def gen_shim(outdir, exports_file):
             for p in fn.params:
                 code = f"    (void){p.name};\n" + code
         body.append(f"{fn.decl('PMPI_')}\n{{\n{code}\n}}")
-        body.append(f"#pragma weak MPI_{fn.short} = PMPI_{fn.short}\n")
+        body.append(fn.weak_alias())
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "abi_mpich.h"), "w") as f:
         f.write("/* Generated by gen_abi.py: the MPICH-ABI functions of libmpi.so.12, renamed "

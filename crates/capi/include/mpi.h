@@ -128,6 +128,8 @@ int MPIX_Comm_revoke(MPI_Comm comm);
 int PMPIX_Comm_revoke(MPI_Comm comm);
 int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
 int PMPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+int PMPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int MPIX_Comm_agree(MPI_Comm comm, int *flag);
 int PMPIX_Comm_agree(MPI_Comm comm, int *flag);
 int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);

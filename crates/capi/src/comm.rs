@@ -485,21 +485,30 @@ impl Internal {
 /// (else the reservations are released and the next round starts above). `max` and `all`
 /// are the parent's collective exchanges, called in the same order at every member.
 pub(crate) fn agree_ctx_by(
+    max: impl FnMut(u32) -> MpiResult<u32>,
+    all: impl FnMut(bool) -> MpiResult<bool>,
+) -> MpiResult<u32> {
+    agree_ctx_span(2, max, all)
+}
+
+/// [`agree_ctx_by`] for `span` consecutive context ids (an intercommunicator takes 4).
+pub(crate) fn agree_ctx_span(
+    span: u32,
     mut max: impl FnMut(u32) -> MpiResult<u32>,
     mut all: impl FnMut(bool) -> MpiResult<bool>,
 ) -> MpiResult<u32> {
     let mut floor = 0;
     loop {
-        let mine = lock().propose_ctx(floor, 2);
+        let mine = lock().propose_ctx(floor, span);
         let agreed = max(mine)?;
-        let ok = lock().try_reserve_ctx(agreed, 2);
+        let ok = lock().try_reserve_ctx(agreed, span);
         if all(ok)? {
             return Ok(agreed);
         }
         if ok {
-            lock().release_ctx(agreed, 2);
+            lock().release_ctx(agreed, span);
         }
-        floor = agreed + 2;
+        floor = agreed + span;
     }
 }
 

@@ -272,8 +272,43 @@ fn recv_frame(s: &mut dyn Stream) -> std::io::Result<Vec<u8>> {
     Ok(v)
 }
 
+/// `dpm_exchange_timeout`: how long a root waits for the other job's root once they met.
+fn exchange_timeout() -> Duration {
+    let _ = oxmpi_base::params::register_global(&oxmpi_engine::PROVIDER);
+    let s = oxmpi_base::params::int(&oxmpi_engine::frameworks::EXCHANGE_TIMEOUT).max(1);
+    Duration::from_secs(s as u64)
+}
+
+/// Whether `e` is a socket timeout (of `SO_RCVTIMEO`/`SO_SNDTIMEO` or [`Borrowed`]'s).
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// The error text of a failed exchange with the other job: a timeout names the parameter.
+fn exchange_error(e: &std::io::Error) -> String {
+    if timed_out(e) {
+        format!(
+            "no answer within {} s (dpm_exchange_timeout): the other job stopped answering",
+            exchange_timeout().as_secs()
+        )
+    } else {
+        e.to_string()
+    }
+}
+
+/// Puts `dpm_exchange_timeout` on both directions of a connection's socket.
+fn limit(s: &TcpStream) -> std::io::Result<()> {
+    let t = Some(exchange_timeout());
+    s.set_read_timeout(t)?;
+    s.set_write_timeout(t)
+}
+
 /// One side of a connection: the socket and whether this side sends first in each swap
-/// (the accepting side), so no swap waits on a full socket.
+/// (the accepting side), so no swap waits on a full socket. Reads and writes on it time
+/// out after `dpm_exchange_timeout`.
 struct Conn {
     sock: Box<dyn Stream>,
     first: bool,
@@ -289,7 +324,12 @@ impl Conn {
         } else {
             recv_frame(&mut *self.sock).and_then(|t| send_frame(&mut *self.sock, mine).map(|_| t))
         };
-        r.map_err(|e| MpiError::new(MPI_ERR_PORT, format!("connection to {}: {e}", self.what)))
+        r.map_err(|e| {
+            MpiError::new(
+                MPI_ERR_PORT,
+                format!("connection to {}: {}", self.what, exchange_error(&e)),
+            )
+        })
     }
 }
 
@@ -339,7 +379,7 @@ fn accept_root(
         };
         match parse_hello(&theirs) {
             Some((t, job, ranks)) if t == token => {
-                let _ = s.set_read_timeout(None);
+                limit(&s).map_err(err)?;
                 let _ = s.set_nodelay(true);
                 send_frame(&mut s, ours).map_err(err)?;
                 let what = format!("job {job} at {from}");
@@ -393,19 +433,14 @@ fn connect_root(port: &PortName, text: &str, ours: &[u8]) -> MpiResult<(Conn, St
         .map_err(io)?;
     let answer = match recv_frame(&mut s) {
         Ok(a) => a,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
+        Err(e) if timed_out(&e) => {
             return Err(fail(format!(
                 "no MPI_Comm_accept on it within {wait} s (dpm_connect_timeout)"
             )))
         }
         Err(e) => return Err(io(e)),
     };
-    s.set_read_timeout(None).map_err(io)?;
+    limit(&s).map_err(io)?;
     let (_, job, ranks) =
         parse_hello(&answer).ok_or_else(|| fail(format!("{at} is not an oxmpi port")))?;
     let what = format!("job {job} at {at}");
@@ -749,13 +784,13 @@ mpi_fn! {
         let job = job_key();
         // SAFETY: the caller's descriptor, borrowed: ManuallyDrop keeps it open.
         let file = std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
-        let sock = Borrowed(file);
+        let sock = Borrowed(file, exchange_timeout());
         let mut conn = Conn { sock: Box::new(sock), first: true, what: format!("socket {fd}") };
         let theirs = {
             let mine = hello(0, &job, &[me]);
             // Both send first: a hello is far smaller than a socket's buffer.
             send_frame(&mut *conn.sock, &mine).and_then(|_| recv_frame(&mut *conn.sock))
-                .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("MPI_Comm_join: socket {fd}: {e}")))?
+                .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("MPI_Comm_join: socket {fd}: {}", exchange_error(&e))))?
         };
         let (_, tjob, tranks) = parse_hello(&theirs).ok_or_else(|| MpiError::new(MPI_ERR_OTHER, format!("MPI_Comm_join: the peer on socket {fd} is not an oxmpi process")))?;
         let them = (tjob.clone(), tranks.first().copied().unwrap_or(-1));
@@ -769,17 +804,33 @@ mpi_fn! {
     }
 }
 
-/// The user's socket of `MPI_Comm_join`, borrowed (never closed here).
-struct Borrowed(std::mem::ManuallyDrop<std::fs::File>);
+/// The user's socket of `MPI_Comm_join`, borrowed (never closed here, its options left
+/// alone): each read and write first waits up to the time limit for the socket to be
+/// ready, else fails with `TimedOut`.
+struct Borrowed(std::mem::ManuallyDrop<std::fs::File>, Duration);
+
+impl Borrowed {
+    /// Waits until the socket is ready for `events` (`TimedOut` after the limit).
+    fn ready(&self, events: libc::c_short) -> std::io::Result<()> {
+        use std::os::fd::AsFd;
+        if crate::sys::wait_ready(self.0.as_fd(), events, self.1)? {
+            Ok(())
+        } else {
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    }
+}
 
 impl Read for Borrowed {
     fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        self.ready(libc::POLLIN)?;
         self.0.read(b)
     }
 }
 
 impl Write for Borrowed {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.ready(libc::POLLOUT)?;
         self.0.write(b)
     }
     fn flush(&mut self) -> std::io::Result<()> {

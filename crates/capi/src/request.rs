@@ -335,10 +335,11 @@ pub(crate) fn finish(p: Pending, s: EStatus) -> (MpiStatus, c_int) {
     (st, code)
 }
 
-/// Block until a pending operation completes (no lock held) and finish it.
+/// Block until a pending operation of a blocking call completes (no lock held) and finish
+/// it.
 pub(crate) fn wait_pending(p: Pending) -> MpiResult<(MpiStatus, c_int)> {
     let s = match (p.ereq, p.done) {
-        (Some(r), _) => backend::engine()?.wait(r),
+        (Some(r), _) => backend::engine()?.wait_blocking(r),
         (None, Some(s)) => s,
         (None, None) => EStatus::PROC_NULL,
     };
@@ -785,6 +786,10 @@ fn test_locked(st: &mut State, h: c_int) -> MpiResult<Locked> {
     };
     let s = match (p.ereq, p.done) {
         (Some(r), _) => match backend::engine()?.test(r) {
+            Some(s) if failure_pending(&s) => {
+                let (status, code) = status_of(&s);
+                return Ok(Locked::Done(status, code, false));
+            }
             Some(s) => s,
             None => return Ok(Locked::NotDone),
         },
@@ -798,6 +803,25 @@ fn test_locked(st: &mut State, h: c_int) -> MpiResult<Locked> {
         st.reqs.remove(h);
     }
     Ok(Locked::Done(status, code, freed))
+}
+
+/// Whether `s` says a wildcard receive is failure-pending (ULFM's
+/// `MPIX_ERR_PROC_FAILED_PENDING`): reported like a completion with that error, but the
+/// request stays active and its handle valid.
+#[inline]
+fn failure_pending(s: &EStatus) -> bool {
+    s.error == Some(oxmpi_engine::ErrorClass::ProcFailedPending)
+}
+
+/// The [`Tested`] of a failure-pending request (its handle stays).
+fn pending_failure(s: &EStatus, comm: c_int) -> Tested {
+    let (status, code) = status_of(s);
+    Tested::Done(Completed {
+        status,
+        code,
+        freed: false,
+        comm,
+    })
 }
 
 /// Turn a table outcome into a [`Tested`] (no lock held: runs generalized request
@@ -864,6 +888,7 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
         let (r, comm) = fast_get(slot, h)?;
         return Ok(match backend::engine()?.test(r) {
             None => Tested::NotDone,
+            Some(s) if failure_pending(&s) => pending_failure(&s, comm),
             Some(s) => {
                 fast_release(slot);
                 let (status, code) = status_of(&s);
@@ -898,6 +923,9 @@ fn wait_handle(h: c_int) -> MpiResult<Tested> {
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
         let s = backend::engine()?.wait(r);
+        if failure_pending(&s) {
+            return Ok(pending_failure(&s, comm));
+        }
         fast_release(slot);
         let (status, code) = status_of(&s);
         return Ok(Tested::Done(Completed {
@@ -926,6 +954,9 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
                 drop(st);
                 if let Some(r) = ereq {
                     let s = backend::engine()?.wait(r);
+                    if failure_pending(&s) {
+                        return Ok(pending_failure(&s, comm));
+                    }
                     let mut st = lock();
                     let Some(req) = st.reqs.get_mut(h) else {
                         mpi_bail!(MPI_ERR_REQUEST, "request {h:#x} was freed while waiting");
@@ -1070,7 +1101,8 @@ mpi_fn! {
                 if c.freed {
                     out(request, MPI_REQUEST_NULL, "request")?;
                 }
-                out(flag, 1, "flag")?;
+                // A failure-pending receive has not completed (ULFM).
+                out(flag, c_int::from(c.code != MPIX_ERR_PROC_FAILED_PENDING), "flag")?;
                 complete_single(status, Some(c.status), c.code, c.comm, "request completed with an error")
             }
         }
@@ -1116,6 +1148,8 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
             if let Some(e) = p.ereq {
                 // Testing frees the engine request: keep its status for the completion.
                 match backend::engine()?.test(e) {
+                    // Reported by the completion that follows; the request stays.
+                    Some(s) if failure_pending(&s) => {}
                     Some(s) => {
                         p.ereq = None;
                         p.done = Some(s);

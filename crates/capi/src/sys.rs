@@ -74,3 +74,32 @@ pub(crate) fn page_size() -> usize {
         4096
     }
 }
+
+/// `poll(fd, events)` for up to `timeout`: whether `fd` became ready (`POLLIN`: readable,
+/// `POLLOUT`: writable; an error or hang-up counts as ready, the next call reports it);
+/// retried on `EINTR` with the time left.
+pub(crate) fn wait_ready(
+    fd: BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout: std::time::Duration,
+) -> std::io::Result<bool> {
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        let ms = c_int::try_from(left.as_millis()).unwrap_or(c_int::MAX);
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r >= 0 {
+            return Ok(r > 0);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

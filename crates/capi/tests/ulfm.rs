@@ -2,14 +2,15 @@
 //! `mpirun --with-ft ulfm`, over shared memory and over TCP. The last rank kills itself;
 //! the survivors detect it, revoke, acknowledge, agree, shrink and finish an
 //! `MPI_Allreduce` on the shrunk communicator, and mpirun reports the death in one line
-//! and exits 0. Without fault tolerance the same program ends the job promptly.
+//! and exits 0. Without fault tolerance the same program ends the job promptly. The same
+//! program built for the MPI-5 standard ABI (`mpicc_abi`, `libmpi_abi.so.1`) does the same.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
 use std::ffi::OsStr;
 
 mod common;
-use common::{build, mpirun, Scratch};
+use common::{build, compile, mpirun, prefix, Scratch};
 
 fn run(exe: &std::path::Path, extra: &[&str]) -> std::process::Output {
     let mut args: Vec<&OsStr> = ["--timeout", "30", "-n", "4"]
@@ -21,15 +22,10 @@ fn run(exe: &std::path::Path, extra: &[&str]) -> std::process::Output {
     mpirun(&args, &[])
 }
 
-#[test]
-fn survivors_revoke_shrink_and_reduce() {
-    let dir = Scratch::new("ulfm");
-    let exe = build("ulfm.c", &dir.0);
-    for extra in [
-        &["--with-ft", "ulfm"][..],
-        &["--enable-recovery", "--mca", "btl", "self,tcp"],
-    ] {
-        let out = run(&exe, extra);
+/// Runs `exe` with each of `extras` and checks the survivors' lines and mpirun's report.
+fn survivors_finish(exe: &std::path::Path, extras: &[&[&str]]) {
+    for extra in extras {
+        let out = run(exe, extra);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let what = format!("{extra:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
@@ -51,6 +47,31 @@ fn survivors_revoke_shrink_and_reduce() {
             "{what}"
         );
     }
+}
+
+#[test]
+fn survivors_revoke_shrink_and_reduce() {
+    let dir = Scratch::new("ulfm");
+    let exe = build("ulfm.c", &dir.0);
+    survivors_finish(
+        &exe,
+        &[
+            &["--with-ft", "ulfm"],
+            &["--enable-recovery", "--mca", "btl", "self,tcp"],
+        ],
+    );
+}
+
+#[test]
+fn survivors_finish_in_the_standard_abi() {
+    let dir = Scratch::new("ulfm-abi");
+    let exe = dir.0.join("ulfm-abi");
+    compile(
+        &prefix().join("bin/mpicc_abi"),
+        &common::c_source("ulfm.c"),
+        &exe,
+    );
+    survivors_finish(&exe, &[&["--with-ft", "ulfm"]]);
 }
 
 #[test]

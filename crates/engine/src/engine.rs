@@ -144,6 +144,13 @@ impl Engine {
         }
     }
 
+    /// This test engine with fault tolerance on (`mpi_ft_enable`).
+    #[cfg(test)]
+    pub(crate) fn with_ft(self) -> Engine {
+        self.lock().ft = true;
+        self
+    }
+
     /// This test engine with the transport components `btls` selected (for its late
     /// wire-ups, [`Engine::connect_group`]).
     #[cfg(test)]
@@ -403,6 +410,20 @@ impl Engine {
         self.lock().ft
     }
 
+    /// Acknowledges, on `comm`, the failures known now (ULFM's `MPIX_Comm_failure_ack`):
+    /// receives from any source there are no longer failure-pending because of them.
+    pub fn comm_failure_ack(&self, comm: CommId) -> Result<(), Error> {
+        let mut st = self.lock();
+        st.check_peers();
+        let ctx = st.comm(comm)?.ctx;
+        let dead: Vec<i32> = (0..st.peers.len())
+            .filter(|&p| st.peers[p].dead)
+            .map(|p| p as i32)
+            .collect();
+        st.acked.insert(ctx, dead);
+        Ok(())
+    }
+
     /// Whether `comm` was revoked (by [`Engine::comm_revoke`] here or at another member).
     pub fn comm_revoked(&self, comm: CommId) -> Result<bool, Error> {
         let st = self.lock();
@@ -647,7 +668,7 @@ impl Engine {
         }
         // SAFETY: forwarded caller guarantee.
         let r = unsafe { st.start_recv(buf, len, src, tag, comm) }?;
-        Ok(self.wait_locked(st, |st| st.take_done(r)))
+        Ok(self.wait_locked(st, |st| st.take_done_or_failed(r)))
     }
 
     /// Starts a receive of up to `len` bytes into `buf` from rank `src` (or [`ANY_SOURCE`](crate::ANY_SOURCE),
@@ -670,11 +691,15 @@ impl Engine {
     }
 
     /// Tests a request: on completion returns its status and frees it. An unknown request
-    /// yields a status with [`ErrorClass::Request`](crate::ErrorClass::Request).
+    /// yields a status with [`ErrorClass::Request`](crate::ErrorClass::Request). Under fault
+    /// tolerance, a receive from any source on a communicator with an unacknowledged
+    /// failure yields a status with
+    /// [`ErrorClass::ProcFailedPending`](crate::ErrorClass::ProcFailedPending) and stays
+    /// pending (ULFM).
     pub fn test(&self, r: ReqId) -> Option<Status> {
         let mut st = self.lock();
         self.poll(&mut st);
-        st.take_done(r)
+        st.take_done_or_pending(r)
     }
 
     /// Progress for non-blocking calls; every 1024th call also checks peer liveness, so a
@@ -696,9 +721,18 @@ impl Engine {
         st.request_status(r)
     }
 
-    /// Waits for a request, then frees it and returns its status.
+    /// Waits for a request, then frees it and returns its status; a failure-pending
+    /// receive returns as [`Engine::test`] says (the request stays).
     pub fn wait(&self, r: ReqId) -> Status {
-        self.wait_until(|st| st.take_done(r))
+        self.wait_until(|st| st.take_done_or_pending(r))
+    }
+
+    /// Waits for a request of a blocking call, then frees it and returns its status; a
+    /// failure-pending receive ([`Engine::test`]) is cancelled and fails with
+    /// [`ErrorClass::ProcFailed`](crate::ErrorClass::ProcFailed), as ULFM has blocking
+    /// receives from any source do.
+    pub fn wait_blocking(&self, r: ReqId) -> Status {
+        self.wait_until(|st| st.take_done_or_failed(r))
     }
 
     /// `MPI_Request_free`: the request completes in the background and is then released.

@@ -39,9 +39,26 @@ pub static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(4);
 
+/// `dpm_exchange_timeout`: how long the roots of two jobs that met (accept/connect, join)
+/// wait for each other's next message (seconds).
+pub static EXCHANGE_TIMEOUT: ParamDecl = ParamDecl::new(
+    "dpm",
+    "",
+    "exchange_timeout",
+    ParamType::Int {
+        min: 1,
+        max: 86_400,
+    },
+    "60",
+    "Seconds the roots of MPI_Comm_accept/MPI_Comm_connect (and the two ends of \
+     MPI_Comm_join) wait for the other job's next message once they have met; a peer job \
+     that stops answering fails the call with MPI_ERR_PORT (MPI_ERR_OTHER for join)",
+)
+.level(4);
+
 /// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
 /// by the registry).
-pub(crate) static PARAMS: [ParamDecl; 2] = [IDLE_SLEEP_MAX, CONNECT_TIMEOUT];
+pub(crate) static PARAMS: [ParamDecl; 3] = [IDLE_SLEEP_MAX, CONNECT_TIMEOUT, EXCHANGE_TIMEOUT];
 
 /// The frameworks (their selection `<name>` and `<name>_base_verbose` come with them).
 pub(crate) const FRAMEWORKS: [Framework; 2] = [OSC, FCOLL];

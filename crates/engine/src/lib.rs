@@ -356,6 +356,10 @@ pub enum ErrorClass {
     ProcFailed,
     /// The communicator was revoked (ULFM's `MPI_ERR_REVOKED`, see [`Engine::comm_revoke`]).
     Revoked,
+    /// A nonblocking receive from any source could not complete yet because a member of
+    /// its communicator failed (ULFM's `MPI_ERR_PROC_FAILED_PENDING`): the request stays
+    /// pending; see [`Engine::comm_failure_ack`].
+    ProcFailedPending,
 }
 
 /// Engine errors: an [`ErrorClass`] and a human-readable context.

@@ -180,6 +180,7 @@ mod tests {
                 "mpi_ft_enable",
                 "osc_pt2pt_idle_sleep_max",
                 "dpm_connect_timeout",
+                "dpm_exchange_timeout",
             ]
         );
         for d in PROVIDER.params {

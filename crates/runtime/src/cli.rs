@@ -112,6 +112,10 @@ pub struct JobSpec {
     /// `--restart N`: relaunch a failed job up to N times (`None`: never; the ranks get
     /// `OXMPI_RESTART_COUNT` only with this option).
     pub restart: Option<usize>,
+    /// `--report-uri W`: mpirun serves the names of its ranks and of other jobs and
+    /// writes the server's URI to `W` (`-` standard output, `+` standard error, else a
+    /// file).
+    pub report_uri: Option<String>,
 }
 
 /// What the command line asks for.
@@ -160,6 +164,7 @@ enum Opt {
     EnableRecovery,
     Restart,
     OmpiServer,
+    ReportUri,
 }
 
 /// The job profile's directory when `--profile` names none.
@@ -203,6 +208,7 @@ const LONG: &[(&str, Opt, usize)] = &[
     ("enable-recovery", Opt::EnableRecovery, 0),
     ("restart", Opt::Restart, 1),
     ("ompi-server", Opt::OmpiServer, 1),
+    ("report-uri", Opt::ReportUri, 1),
     // Hydra (MPICH mpiexec) spellings.
     ("f", Opt::Hostfile, 1),
     ("ppn", Opt::PerNode, 1),
@@ -379,6 +385,7 @@ where
         stdin: StdinTarget::Rank(0),
         profile: None,
         restart: None,
+        report_uri: None,
     };
     let mut global_env: Vec<EnvDirective> = Vec::new();
     let mut cur = AppSpec {
@@ -564,6 +571,16 @@ where
                 }
                 cur.env.push(d);
             }
+            Opt::ReportUri => {
+                if vals[0].is_empty() {
+                    return Err(RuntimeError::BadValue {
+                        option: name.into(),
+                        value: vals[0].clone(),
+                        reason: "expected - (standard output), + (standard error) or a file".into(),
+                    });
+                }
+                spec.report_uri = Some(vals[0].clone());
+            }
             Opt::Profile => {
                 let dir = vals.first().map_or(DEFAULT_PROFILE_DIR, String::as_str);
                 if dir.is_empty() {
@@ -646,6 +663,19 @@ where
         return Err(RuntimeError::NoProgram(ctx));
     }
     spec.apps.push(cur);
+    let uses_server = |env: &[EnvDirective]| {
+        env.iter()
+            .any(|d| matches!(d, EnvDirective::Set(k, _) if k == NAME_SERVER_ENV))
+    };
+    if let Some(w) = &spec.report_uri {
+        if uses_server(&global_env) || spec.apps.iter().any(|a| uses_server(&a.env)) {
+            return Err(RuntimeError::BadValue {
+                option: "--report-uri".into(),
+                value: w.clone(),
+                reason: "mpirun is the name server itself then: drop --ompi-server".into(),
+            });
+        }
+    }
     // Global `-x` (given before the first program) applies to every later context too.
     for app in spec.apps.iter_mut().skip(1) {
         let mut env = global_env.clone();
@@ -692,6 +722,8 @@ Launch an MPI job (oxmpi). mpiexec is the same program.
   --output-filename DIR    write rank output to DIR/1/rank.R/{stdout,stderr}
   --ompi-server URI|file:F the name server (oxmpi-server --report-uri) of
                            MPI_Publish_name/MPI_Lookup_name across jobs
+  --report-uri -|+|F       be that name server (for this job and the jobs given the
+                           URI), writing its URI to stdout (-), stderr (+) or file F
   --timeout S              abort the job after S seconds (exit code 124);
                            MPIEXEC_TIMEOUT=S in the environment does the same
   --with-ft ulfm           keep the job running when a rank dies (ULFM: the survivors
@@ -927,5 +959,26 @@ mod tests {
             e.contains("cannot read the name server's URI from /nonexistent/uri"),
             "{e}"
         );
+    }
+
+    /// `--report-uri W`: mpirun serves the names itself (not together with
+    /// `--ompi-server`); an empty destination is refused.
+    #[test]
+    fn report_uri_makes_mpirun_the_name_server() {
+        assert_eq!(
+            run(&["--report-uri", "-", "a"]).report_uri.as_deref(),
+            Some("-")
+        );
+        assert_eq!(
+            run(&["--report-uri=f", "a"]).report_uri.as_deref(),
+            Some("f")
+        );
+        assert_eq!(run(&["a"]).report_uri, None);
+        assert!(parse(["--report-uri=", "a"]).is_err());
+        let uri = "oxmpi-server:h:10.0.0.1:4000:00000000000000ff";
+        let e = parse(["--report-uri", "+", "--ompi-server", uri, "a"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("drop --ompi-server"), "{e}");
     }
 }

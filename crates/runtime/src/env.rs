@@ -22,6 +22,9 @@ pub struct JobFacts<'a> {
     /// `mpirun --restart`: how many times the job was relaunched (given to ranks as
     /// `OXMPI_RESTART_COUNT`; `None` without `--restart`).
     pub restart_count: Option<usize>,
+    /// `mpirun --report-uri`: the URI of mpirun's own name server (given to ranks as
+    /// `OXMPI_NAME_SERVER`).
+    pub name_server: Option<&'a str>,
 }
 
 fn prepend(dir: &Path, current: Option<String>) -> String {
@@ -134,6 +137,9 @@ pub fn rank_vars(
     if let Some(n) = facts.restart_count {
         v.push(("OXMPI_RESTART_COUNT".into(), n.to_string()));
     }
+    if let Some(uri) = facts.name_server {
+        v.push((crate::cli::NAME_SERVER_ENV.into(), uri.to_string()));
+    }
     if let Some(cpus) = &p.cpus {
         v.push(("OXMPI_BOUND_CPUS".into(), crate::topo::format_cpus(cpus)));
     }
@@ -216,11 +222,13 @@ mod tests {
             universe_size: 4,
             num_nodes: 1,
             restart_count: Some(2),
+            name_server: Some("oxmpi-server:h::1:00"),
         };
         let v = rank_vars(&f, &m, &m.procs[3], Some(7), &|_| false);
         assert_eq!(get(&v, "OMPI_COMM_WORLD_RANK"), Some("3"));
         assert_eq!(get(&v, "OMPI_COMM_WORLD_SIZE"), Some("4"));
         assert_eq!(get(&v, "OXMPI_RESTART_COUNT"), Some("2"));
+        assert_eq!(get(&v, "OXMPI_NAME_SERVER"), Some("oxmpi-server:h::1:00"));
         assert_eq!(get(&v, "OMPI_COMM_WORLD_LOCAL_SIZE"), Some("4"));
         assert_eq!(get(&v, "OMPI_FIRST_RANKS"), Some("0 3"));
         assert_eq!(get(&v, "OXMPI_APPNUM"), Some("1"));
@@ -254,6 +262,7 @@ mod tests {
             universe_size: 1,
             num_nodes: 1,
             restart_count: None,
+            name_server: None,
         };
         // No library installed under the prefix: nothing to point at.
         let v = rank_vars(&facts(&prefix), &m, &m.procs[0], None, &|_| false);

@@ -560,6 +560,8 @@ struct Head<'a> {
     /// With fault tolerance: the first rank that exited with a non-zero status (the job
     /// went on; mpirun exits with that status).
     ft_exit: Option<Ending>,
+    /// `--report-uri`: the URI of mpirun's name server (spawned jobs use it too).
+    name_server: Option<String>,
 }
 
 fn msg(text: &str) {
@@ -583,6 +585,7 @@ impl<'a> Head<'a> {
             deadline: plan.spec.timeout.map(|t| Instant::now() + t),
             groups_killed_at: None,
             ft_exit: None,
+            name_server: facts.name_server.map(str::to_string),
         }
     }
 
@@ -810,6 +813,7 @@ impl<'a> Head<'a> {
             num_nodes: 1,
             // Children of a restarted job are new processes of this attempt.
             restart_count: None,
+            name_server: self.name_server.as_deref(),
         };
         let mut launch = node_launch(&child, &facts, 0);
         for p in &mut launch.procs {
@@ -1052,6 +1056,17 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             let _ = sys::write_all_fd(2, line.as_bytes());
         }
     }
+    // `--report-uri`: mpirun is the name server of its ranks and of the jobs given its URI
+    // (`--ompi-server`), for as long as it runs.
+    let name_server = match &plan.spec.report_uri {
+        Some(w) => Some(
+            crate::names::NameServer::bind(0)
+                .and_then(crate::names::NameServer::serve_in_background)
+                .and_then(|uri| crate::names::report_uri(&uri, w).map(|()| uri.to_string()))
+                .map_err(|e| RuntimeError::BadParameter(format!("name server: {e}")))?,
+        ),
+        None => None,
+    };
     // `--restart N`: a failed job is relaunched, with the same job id and directory, up to
     // N times; a job ended by a signal to mpirun or by --timeout is not.
     let mut attempt = 0;
@@ -1063,6 +1078,7 @@ pub fn run(plan: &JobPlan) -> Result<i32> {
             universe_size: plan.alloc.total_slots().max(plan.map.size()),
             num_nodes: plan.alloc.nodes.len(),
             restart_count: plan.spec.restart.map(|_| attempt),
+            name_server: name_server.as_deref(),
         };
         let ending = run_once(plan, &facts, sigfd.as_raw_fd());
         let code = ending.as_ref().map_or(0, Ending::exit_code);

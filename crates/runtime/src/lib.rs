@@ -86,6 +86,7 @@ pub mod error;
 pub mod iof;
 pub mod job;
 pub mod launch;
+pub mod names;
 pub mod params;
 pub mod proto;
 pub mod remote;

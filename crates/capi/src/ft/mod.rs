@@ -1,6 +1,7 @@
 //! User-level failure mitigation (ULFM, the `MPIX_` interface of MPICH and Open MPI):
-//! `MPIX_Comm_revoke`, `MPIX_Comm_shrink`, `MPIX_Comm_agree`, `MPIX_Comm_iagree`,
-//! `MPIX_Comm_failure_ack`, `MPIX_Comm_failure_get_acked` and `MPIX_Comm_get_failed`.
+//! `MPIX_Comm_revoke`, `MPIX_Comm_shrink`, `MPIX_Comm_ishrink`, `MPIX_Comm_agree`,
+//! `MPIX_Comm_iagree`, `MPIX_Comm_failure_ack`, `MPIX_Comm_failure_get_acked` and
+//! `MPIX_Comm_get_failed`, on intra- and intercommunicators (of one job).
 //!
 //! * `agree`: the fault-tolerant agreement as a sans-IO state machine (tested in `tests`);
 //! * this file: the entry points and the driver that runs an agreement over the engine.
@@ -67,43 +68,81 @@ fn ft_comm() -> MpiResult<EComm> {
 /// What an entry point needs of a communicator.
 struct Target {
     ecomm: EComm,
-    coll: EComm,
     ctx: u32,
+    /// Our position in `group`.
     rank: i32,
+    /// The members (world ranks): the communicator's group; for an intercommunicator
+    /// both groups, the one with the lowest world rank first (the same order at every
+    /// member).
     group: Vec<i32>,
+    /// For an intercommunicator: the sizes of the local and the remote group, and whether
+    /// the local group comes first in `group`.
+    inter: Option<(usize, usize, bool)>,
+}
+
+impl Target {
+    /// Whether member `r` (a position in `group`) belongs to our local group.
+    fn local(&self, r: usize) -> bool {
+        match self.inter {
+            None => true,
+            Some((nl, _, true)) => r < nl,
+            Some((_, nr, false)) => r >= nr,
+        }
+    }
 }
 
 /// Resolve `comm` (any communicator, revoked ones included).
 fn target(comm: c_int) -> MpiResult<Target> {
-    let (ecomm, coll, rank, group) = {
+    let (ecomm, rank, group) = {
         let st = lock();
         st.check_active()?;
         let c = st.comm(comm).map_err(|e| e.on(comm))?;
-        (c.ecomm, c.coll, c.rank, c.group.clone())
+        (c.ecomm, c.rank, c.group.clone())
     };
-    let ctx = backend::engine()?
+    let eng = backend::engine()?;
+    let ctx = eng
         .comm_context(ecomm)
         .map_err(|e| backend::err(e).on(comm))?;
-    Ok(Target {
-        ecomm,
-        coll,
-        ctx,
-        rank,
-        group,
-    })
-}
-
-/// Resolve intracommunicator `comm`; `MPI_ERR_COMM` for an intercommunicator.
-fn intra(comm: c_int, what: &str) -> MpiResult<Target> {
-    let t = target(comm)?;
-    if crate::intercomm::is_inter(comm) {
+    let Some(ic) = crate::intercomm::get(comm) else {
+        return Ok(Target {
+            ecomm,
+            ctx,
+            rank,
+            group,
+            inter: None,
+        });
+    };
+    // The agreements run over this job's world: the members of an intercommunicator to
+    // another job (connect/accept, spawn) are not in it.
+    if group.iter().chain(&ic.remote).any(|&w| w >= eng.size()) {
         return Err(MpiError::new(
             MPI_ERR_COMM,
-            format!("{what} is not available on an intercommunicator"),
+            "fault tolerance (MPIX_Comm_*) on an intercommunicator to another job is not \
+             supported",
         )
         .on(comm));
     }
-    Ok(t)
+    let min = |g: &[i32]| g.iter().copied().min().unwrap_or(i32::MAX);
+    let local_first = min(&group) < min(&ic.remote);
+    let (nl, nr) = (group.len(), ic.remote.len());
+    let (rank, all) = if local_first {
+        (
+            rank,
+            group.into_iter().chain(ic.remote.iter().copied()).collect(),
+        )
+    } else {
+        (
+            rank + nr as i32,
+            ic.remote.iter().copied().chain(group).collect(),
+        )
+    };
+    Ok(Target {
+        ecomm,
+        ctx,
+        rank,
+        group: all,
+        inter: Some((nl, nr, local_first)),
+    })
 }
 
 /// The members of `group` (world ranks) that failed, as communicator ranks.
@@ -174,7 +213,11 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
                 }
             }
         };
-        if let Some(s) = eng.test(r) {
+        if let Some(s) = eng.test(r).filter(|s| {
+            // A member failed: the agreement learns it below, the receive goes on.
+            s.error != Some(oxmpi_engine::ErrorClass::ProcFailedPending)
+                || eng.comm_failure_ack(fc).is_err()
+        }) {
             recv = None;
             if s.error.is_none() && s.count_bytes >= 8 {
                 let ok = buf[..4] == t.ctx.to_le_bytes() && buf[4..8] == seq.to_le_bytes();
@@ -230,29 +273,89 @@ fn unacked_failure(comm: c_int, t: &Target, failed: &[u32]) -> MpiResult {
     Ok(())
 }
 
-/// `MPIX_Comm_agree`'s work: the AND of the flags, then the error if unacknowledged
-/// failures were agreed on.
+/// `MPIX_Comm_agree`'s work: the AND of the flags (on an intercommunicator: of the remote
+/// group's flags), then the error if unacknowledged failures were agreed on.
 fn agree_on(comm: c_int, flag: *mut c_int) -> MpiResult {
     if flag.is_null() {
         return Err(MpiError::new(MPI_ERR_ARG, "NULL flag").on(comm));
     }
-    let t = intra(comm, "MPIX_Comm_agree")?;
+    let t = target(comm)?;
     // SAFETY: checked non-NULL; the caller's int.
     let mine = unsafe { flag.read_unaligned() };
-    let v = run(&t, mine, 0)?;
+    let v = match t.inter {
+        None => run(&t, mine, 0)?,
+        Some((_, _, local_first)) => {
+            // Two agreements, one per group (the other group contributes all ones): every
+            // member gets the AND of the remote group's flags, and all agree on the
+            // failures.
+            let first = run(&t, if local_first { mine } else { -1 }, 0)?;
+            let mut second = run(&t, if local_first { -1 } else { mine }, 0)?;
+            if !local_first {
+                second.flag = first.flag;
+            }
+            second
+        }
+    };
     // SAFETY: as above.
     unsafe { flag.write_unaligned(v.flag) };
     unacked_failure(comm, &t, &v.failed)
+}
+
+/// `MPIX_Comm_shrink`'s work: the new communicator's handle (an intercommunicator for an
+/// intercommunicator).
+fn shrink(comm: c_int) -> MpiResult<c_int> {
+    let t = target(comm)?;
+    // First the failed set (and a first context proposal), then the context ids free at
+    // every survivor, both by fault-tolerant agreements.
+    let mut failed: Option<Vec<u32>> = None;
+    let span = if t.inter.is_some() { 4 } else { 2 };
+    let ctx = crate::comm::agree_ctx_span(
+        span,
+        |v| {
+            let d = run(&t, -1, v)?;
+            failed.get_or_insert(d.failed);
+            Ok(d.max)
+        },
+        |ok| Ok(run(&t, i32::from(ok), 0)?.flag == 1),
+    )?;
+    let failed = failed.unwrap_or_default();
+    let alive = |local: bool| -> Vec<i32> {
+        t.group
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| t.local(*r) == local && !failed.contains(&(*r as u32)))
+            .map(|(_, &w)| w)
+            .collect()
+    };
+    if t.inter.is_none() {
+        return crate::comm::make::make_comm(comm, ctx, alive(true));
+    }
+    let remote = alive(false);
+    if remote.is_empty() {
+        lock().release_ctx(ctx, span);
+        return Err(MpiError::new(
+            MPIX_ERR_PROC_FAILED,
+            "every member of the remote group failed: no intercommunicator is left",
+        )
+        .on(comm));
+    }
+    crate::intercomm::make_inter(comm, ctx, alive(true), remote)
 }
 
 mpi_fn! {
     /// `MPIX_Comm_revoke`: every member's pending and later operations on `comm` fail with
     /// `MPIX_ERR_REVOKED` (agreement and shrink still work on it).
     fn PMPIX_Comm_revoke / "MPIX_Comm_revoke" (comm: c_int) {
-        let t = target(comm)?;
+        // Any communicator: also an intercommunicator to another job.
+        let (ecomm, coll) = {
+            let st = lock();
+            st.check_active()?;
+            let c = st.comm(comm).map_err(|e| e.on(comm))?;
+            (c.ecomm, c.coll)
+        };
         let eng = backend::engine()?;
-        eng.comm_revoke(t.ecomm).map_err(|e| backend::err(e).on(comm))?;
-        eng.comm_revoke(t.coll).map_err(|e| backend::err(e).on(comm))
+        eng.comm_revoke(ecomm).map_err(|e| backend::err(e).on(comm))?;
+        eng.comm_revoke(coll).map_err(|e| backend::err(e).on(comm))
     }
 }
 
@@ -261,6 +364,36 @@ mpi_fn! {
     fn PMPIX_Comm_agree / "MPIX_Comm_agree" (comm: c_int, flag: *mut c_int) {
         agree_on(comm, flag)
     }
+}
+
+/// Run `work` on a library thread behind a new request (on `comm`) that completes with
+/// `work`'s error code: the nonblocking forms of agree and shrink.
+fn in_background(
+    comm: c_int,
+    what: &str,
+    request: *mut c_int,
+    work: impl FnOnce() -> MpiResult + Send + 'static,
+) -> MpiResult {
+    let (h, code) = crate::grequest::start_coded(comm)?;
+    let code = code as usize;
+    std::thread::Builder::new()
+        .name(format!("oxmpi-{what}"))
+        .spawn(move || {
+            let rc = match work() {
+                Ok(()) => MPI_SUCCESS,
+                Err(e) => e.code,
+            };
+            // SAFETY: `h` and `code` come from one start_coded, completed once, here.
+            unsafe { crate::grequest::complete_coded(h, code as *const AtomicI32, rc) };
+        })
+        .map_err(|e| {
+            MpiError::new(
+                MPI_ERR_OTHER,
+                format!("cannot start the {what} thread: {e}"),
+            )
+            .on(comm)
+        })?;
+    out(request, h, "request")
 }
 
 mpi_fn! {
@@ -273,55 +406,41 @@ mpi_fn! {
         if flag.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL flag").on(comm));
         }
-        intra(comm, "MPIX_Comm_iagree")?;
-        let (h, code) = crate::grequest::start_coded(comm)?;
-        let (flag, code) = (flag as usize, code as usize);
-        std::thread::Builder::new()
-            .name("oxmpi-iagree".into())
-            .spawn(move || {
-                let rc = match agree_on(comm, flag as *mut c_int) {
-                    Ok(()) => MPI_SUCCESS,
-                    Err(e) => e.code,
-                };
-                // SAFETY: `h` and `code` come from one start_coded, completed once, here.
-                unsafe { crate::grequest::complete_coded(h, code as *const AtomicI32, rc) };
-            })
-            .map_err(|e| {
-                MpiError::new(MPI_ERR_OTHER, format!("cannot start the iagree thread: {e}")).on(comm)
-            })?;
-        out(request, h, "request")
+        target(comm)?;
+        let flag = flag as usize;
+        in_background(comm, "iagree", request, move || agree_on(comm, flag as *mut c_int))
     }
 }
 
 mpi_fn! {
     /// `MPIX_Comm_shrink`: a new communicator of the members that have not failed (agreed
-    /// by all of them); allowed on a revoked communicator.
+    /// by all of them); allowed on a revoked communicator. On an intercommunicator, an
+    /// intercommunicator of both groups' survivors.
     fn PMPIX_Comm_shrink / "MPIX_Comm_shrink" (comm: c_int, newcomm: *mut c_int) {
         if newcomm.is_null() {
             return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
         }
-        let t = intra(comm, "MPIX_Comm_shrink")?;
-        // First the failed set (and a first context proposal), then the context ids free
-        // at every survivor, both by fault-tolerant agreements.
-        let mut failed: Option<Vec<u32>> = None;
-        let ctx = crate::comm::agree_ctx_by(
-            |v| {
-                let d = run(&t, -1, v)?;
-                failed.get_or_insert(d.failed);
-                Ok(d.max)
-            },
-            |ok| Ok(run(&t, i32::from(ok), 0)?.flag == 1),
-        )?;
-        let failed = failed.unwrap_or_default();
-        let group: Vec<i32> = t
-            .group
-            .iter()
-            .enumerate()
-            .filter(|(r, _)| !failed.contains(&(*r as u32)))
-            .map(|(_, &w)| w)
-            .collect();
-        let h = crate::comm::make::make_comm(comm, ctx, group)?;
+        let h = shrink(comm)?;
         out(newcomm, h, "newcomm")
+    }
+}
+
+mpi_fn! {
+    /// `MPIX_Comm_ishrink`: the shrink on a library thread; `*newcomm` is set when the
+    /// request completes.
+    fn PMPIX_Comm_ishrink / "MPIX_Comm_ishrink" (comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        if request.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "NULL request").on(comm));
+        }
+        if newcomm.is_null() {
+            return Err(MpiError::new(MPI_ERR_ARG, "NULL newcomm").on(comm));
+        }
+        target(comm)?;
+        let newcomm = newcomm as usize;
+        in_background(comm, "ishrink", request, move || {
+            let h = shrink(comm)?;
+            out(newcomm as *mut c_int, h, "newcomm")
+        })
     }
 }
 
@@ -330,12 +449,14 @@ mpi_fn! {
     /// no longer reports them).
     fn PMPIX_Comm_failure_ack / "MPIX_Comm_failure_ack" (comm: c_int) {
         let t = target(comm)?;
-        let failed: Vec<i32> = failed_ranks(backend::engine()?, &t.group)
+        let eng = backend::engine()?;
+        let failed: Vec<i32> = failed_ranks(eng, &t.group)
             .into_iter()
             .map(|r| t.group[r as usize])
             .collect();
         with_comm(t.ctx, |e| e.acked = failed);
-        Ok(())
+        // Receives from any source on it go on (no longer failure-pending).
+        eng.comm_failure_ack(t.ecomm).map_err(|e| backend::err(e).on(comm))
     }
 }
 

@@ -1,8 +1,12 @@
-/* ULFM under mpirun --with-ft ulfm on 4 ranks: bad input first, an agreement with no
- * failure, then the last rank kills itself; the survivors see MPIX_ERR_PROC_FAILED from it,
- * rank 0 revokes MPI_COMM_WORLD (which unblocks the others' receive with MPIX_ERR_REVOKED),
- * everyone acknowledges the failure, agrees, shrinks and finishes an MPI_Allreduce on the
- * shrunk communicator. Each survivor prints "ulfm: rank R ok". */
+/* ULFM under mpirun --with-ft ulfm on 4 ranks: bad input first, agreements with no
+ * failure (also on an intercommunicator, which gives the AND of the remote group's flags,
+ * and a shrink of it), then the last rank kills itself; the survivors see
+ * MPIX_ERR_PROC_FAILED from it, rank 0 revokes MPI_COMM_WORLD (which unblocks the others'
+ * receive with MPIX_ERR_REVOKED), a receive from any source pending on a duplicate of the
+ * world reports MPIX_ERR_PROC_FAILED_PENDING until the failure is acknowledged and then
+ * takes a survivor's message, everyone acknowledges the failure, agrees, shrinks (and
+ * ishrinks) and finishes an MPI_Allreduce on the shrunk communicator. Each survivor prints
+ * "ulfm: rank R ok". */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,8 +45,29 @@ int main(int argc, char **argv) {
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter);
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    flag = 1;
-    expect_class(MPIX_Comm_agree(inter, &flag), MPI_ERR_COMM, "agree(intercomm)");
+    /* On an intercommunicator: the AND of the remote group's flags. */
+    int want_inter = -1;
+    for (int r = 0; r < size; r++)
+        if (r % 2 != rank % 2)
+            want_inter &= ~(1 << r);
+    flag = ~(1 << rank);
+    expect_class(MPIX_Comm_agree(inter, &flag), MPI_SUCCESS, "agree(intercomm)");
+    if (flag != want_inter) {
+        printf("ulfm: rank %d: intercomm agreed %#x, expected %#x\n", rank, flag, want_inter);
+        return 1;
+    }
+    MPI_Comm ishrunk;
+    int is_inter = 0, rsize = -1, rsize2 = -2;
+    expect_class(MPIX_Comm_shrink(inter, &ishrunk), MPI_SUCCESS, "shrink(intercomm)");
+    MPI_Comm_test_inter(ishrunk, &is_inter);
+    MPI_Comm_remote_size(inter, &rsize);
+    MPI_Comm_remote_size(ishrunk, &rsize2);
+    if (!is_inter || rsize != rsize2) {
+        printf("ulfm: rank %d: shrunk intercomm inter %d remote size %d, expected %d\n", rank,
+               is_inter, rsize2, rsize);
+        return 1;
+    }
+    MPI_Comm_free(&ishrunk);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
 
@@ -61,6 +86,14 @@ int main(int argc, char **argv) {
         printf("ulfm: rank %d: iagreed flag %#x, expected 0x2\n", rank, flag);
         return 1;
     }
+
+    /* A receive from any source, pending when the failure comes (on a duplicate of the
+     * world, which nobody revokes). */
+    MPI_Comm dupw;
+    MPI_Request any;
+    int got = -1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dupw);
+    MPI_Irecv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 42, dupw, &any);
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == victim)
@@ -109,6 +142,31 @@ int main(int argc, char **argv) {
         printf("ulfm: rank %d: failed group size %d first %d, expected 1 and %d\n", rank, n, who, victim);
         return 1;
     }
+
+    /* The pending receive from any source: failure-pending (twice: it stays so) until
+     * acknowledged; the agreement then makes sure every survivor got that far before
+     * anyone sends, and a survivor's message completes it. */
+    for (int twice = 0; twice < 2; twice++) {
+        expect_class(MPI_Wait(&any, MPI_STATUS_IGNORE), MPIX_ERR_PROC_FAILED_PENDING,
+                     "wait(any source) after the failure");
+        if (any == MPI_REQUEST_NULL) {
+            printf("ulfm: rank %d: the failure-pending request was released\n", rank);
+            return 1;
+        }
+    }
+    expect_class(MPIX_Comm_failure_ack(dupw), MPI_SUCCESS, "failure_ack(dup)");
+    flag = 1;
+    expect_class(MPIX_Comm_agree(dupw, &flag), MPI_SUCCESS, "agree(dup) after ack");
+    int alive = size - 1, next = (rank + 1) % alive, prev = (rank + alive - 1) % alive;
+    MPI_Status st;
+    expect_class(MPI_Send(&rank, 1, MPI_INT, next, 42, dupw), MPI_SUCCESS, "send on the dup");
+    expect_class(MPI_Wait(&any, &st), MPI_SUCCESS, "wait(any source) after ack");
+    if (got != prev || st.MPI_SOURCE != prev) {
+        printf("ulfm: rank %d: any-source receive got %d from %d, expected %d\n", rank, got,
+               st.MPI_SOURCE, prev);
+        return 1;
+    }
+    MPI_Comm_free(&dupw);
     flag = 1;
     expect_class(MPIX_Comm_agree(MPI_COMM_WORLD, &flag), MPIX_ERR_PROC_FAILED,
                  "agree with an unacknowledged failure");
@@ -135,6 +193,15 @@ int main(int argc, char **argv) {
     int want = (size - 1) * (size - 2) / 2;
     if (ns != size - 1 || sum != want) {
         printf("ulfm: rank %d: shrunk size %d sum %d, expected %d and %d\n", rank, ns, sum, size - 1, want);
+        return 1;
+    }
+    MPI_Comm_free(&shrunk);
+    /* The nonblocking shrink gives the same. */
+    expect_class(MPIX_Comm_ishrink(MPI_COMM_WORLD, &shrunk, &req), MPI_SUCCESS, "ishrink");
+    expect_class(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait(ishrink)");
+    MPI_Comm_size(shrunk, &ns);
+    if (ns != size - 1) {
+        printf("ulfm: rank %d: ishrunk size %d, expected %d\n", rank, ns, size - 1);
         return 1;
     }
     MPI_Comm_free(&shrunk);

@@ -96,6 +96,7 @@ impl State {
         self.comms[comm.0 as usize] = None;
         self.ctx_comm.remove(&c);
         self.revoked.remove(&c);
+        self.acked.remove(&c);
         Ok(())
     }
 }

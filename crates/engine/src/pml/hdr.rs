@@ -7,6 +7,10 @@ pub(crate) const K_DATA: u8 = 4;
 pub(crate) const K_FIN: u8 = 5;
 /// ULFM revoke notice: `a` = the revoked context id.
 pub(crate) const K_REVOKE: u8 = 6;
+/// ULFM: the receiver refuses a message sent on a context it knows revoked (a
+/// request-to-send or a synchronous eager message, whose sender waits): `b` = the sender's
+/// request, which fails with `ErrorClass::Revoked`.
+pub(crate) const K_NACK: u8 = 7;
 
 pub(crate) const F_SYNC: u8 = 1;
 pub(crate) const F_CMA: u8 = 2;
@@ -31,6 +35,8 @@ pub(crate) const F_RMA: u8 = 16;
 /// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |
 /// | FIN | - | - | sender request | - |
+/// | REVOKE | - | revoked context | - | - |
+/// | NACK | - | - | sender request | - |
 ///
 /// On an sm link with a bulk buffer, a DATA record travels as a header-only ring record
 /// with [`F_BULK`], `b` = the payload's position in the bulk buffer (bytes since its start,

@@ -31,15 +31,15 @@ mod tests;
 
 use self::comm::Comm;
 use self::peer::{Out, Peer};
-use self::recv::Msg;
+use self::recv::{Ack, Msg};
 use self::request::{msg_status, Req, ReqState, Slab};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::{PeerInfo, BTL};
-use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_REVOKE, K_RTS};
+use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
 use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::pml::params::PML;
 use crate::sys;
-use crate::{CommId, Error, ErrorClass, MessageId, ReqId, Status, ANY_SOURCE};
+use crate::{CommId, Error, ErrorClass, MessageId, ReqId, Status, ANY_SOURCE, ANY_TAG};
 
 /// The protocol state of one engine (behind the engine's lock).
 pub(crate) struct State {
@@ -87,6 +87,11 @@ pub(crate) struct State {
     pub(crate) ft: bool,
     /// Revoked context ids (ULFM): operations on them fail with `ErrorClass::Revoked`.
     pub(crate) revoked: std::collections::HashSet<u32>,
+    /// Some peer failed (`declare_dead` ran): wildcard receives may be failure-pending.
+    pub(crate) any_dead: bool,
+    /// Per context id, the failed world ranks acknowledged on it (ULFM's
+    /// `MPIX_Comm_failure_ack`): a wildcard receive there is no longer held up by them.
+    pub(crate) acked: HashMap<u32, Vec<i32>>,
 }
 
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
@@ -137,6 +142,8 @@ impl State {
             finalized: false,
             ft: false,
             revoked: Default::default(),
+            any_dead: false,
+            acked: HashMap::default(),
         }
     }
 
@@ -410,6 +417,7 @@ impl State {
             K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
             K_FIN => self.finish(hdr.b),
             K_REVOKE => self.revoke_ctx(hdr.a as u32),
+            K_NACK => self.on_nack(hdr.b),
             _ => {}
         }
     }
@@ -442,6 +450,7 @@ impl State {
             self.peers[p].pid
         );
         self.peers[p].dead = true;
+        self.any_dead = true;
         oxmpi_base::events::raise(&oxmpi_base::events::Event::ProcFailed { rank: p as i32 });
         self.peers[p].outq.clear();
         self.peers[p].unflushed.clear();
@@ -454,8 +463,11 @@ impl State {
         self.linked.retain(|&q| q != p);
         let pw = p as i32;
         let reqs = &self.reqs;
+        // Under fault tolerance a wildcard receive stays posted: it is failure-pending
+        // ([`State::failure_pending`]) until the failure is acknowledged, then goes on.
+        let any = !self.ft;
         let posted = self.matcher.remove_posted_where(|_, _, rid| {
-            matches!(reqs.get(*rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.is_none_or(|w| w == pw))
+            matches!(reqs.get(*rid), Some(Req { state: ReqState::Posted { peer, .. }, .. }) if peer.map_or(any, |w| w == pw))
         });
         let mut failed: Vec<u64> = posted;
         for (id, q) in self.reqs.iter() {
@@ -472,8 +484,10 @@ impl State {
     }
 
     /// Revokes context `ctx` (ULFM): its posted receives fail with `ErrorClass::Revoked`
-    /// and later operations on it are refused. Pending sends are left to their peers
-    /// (whose receives fail the same way).
+    /// and later operations on it are refused. Messages waiting unexpected on it are
+    /// dropped, and their senders, if they wait (a request-to-send, a synchronous send),
+    /// are refused with a NACK, so their sends fail too; a send of ours whose transfer has
+    /// started (matched before the revoke) completes.
     pub(crate) fn revoke_ctx(&mut self, ctx: u32) {
         if !self.revoked.insert(ctx) {
             return;
@@ -486,6 +500,100 @@ impl State {
         for id in posted {
             self.fail(id, ErrorClass::Revoked);
         }
+        while let Some((_, msg)) = self.matcher.take_unexpected(ctx, ANY_SOURCE, ANY_TAG) {
+            self.refuse(msg);
+        }
+    }
+
+    /// Drops a message nobody will receive (its context is revoked), failing its sender's
+    /// request if the sender waits for it.
+    pub(crate) fn refuse(&mut self, msg: Msg) {
+        match msg {
+            Msg::Rts { peer, sreq, .. }
+            | Msg::Eager {
+                ack: Ack::Remote { peer, sreq },
+                ..
+            } => self.ctrl(peer, K_NACK, 0, sreq, 0),
+            Msg::Eager { .. } => {}
+            Msg::Local { sreq, .. } => self.fail(sreq, ErrorClass::Revoked),
+        }
+    }
+
+    /// A NACK: the receiver refused our send request `sreq` (its context is revoked
+    /// there); nothing of it was transferred.
+    pub(crate) fn on_nack(&mut self, sreq: u64) {
+        if let Some(Req {
+            state: ReqState::Send { .. },
+            ..
+        }) = self.reqs.get(sreq)
+        {
+            self.fail(sreq, ErrorClass::Revoked);
+        }
+    }
+
+    /// Whether request `id` is a wildcard receive, not matched yet, on a communicator with
+    /// a failed member whose failure was not acknowledged there (ULFM: the receive is then
+    /// failure-pending; only under fault tolerance).
+    pub(crate) fn failure_pending(&self, id: u64) -> bool {
+        if !self.any_dead || !self.ft {
+            return false;
+        }
+        let Some(Req {
+            state: ReqState::Posted {
+                ctx, peer: None, ..
+            },
+            ..
+        }) = self.reqs.get(id)
+        else {
+            return false;
+        };
+        let Some(c) = self
+            .ctx_comm
+            .get(ctx)
+            .and_then(|&c| self.comms.get(c as usize))
+        else {
+            return false;
+        };
+        let acked = self.acked.get(ctx).map_or(&[][..], Vec::as_slice);
+        c.as_ref().is_some_and(|c| {
+            c.remote
+                .iter()
+                .any(|&w| self.peers[w as usize].dead && !acked.contains(&w))
+        })
+    }
+
+    /// The status of request `r` if it is complete (freed then), or a
+    /// `ProcFailedPending` status (the request stays) if it is failure-pending
+    /// ([`State::failure_pending`]): the completion of nonblocking requests.
+    pub(crate) fn take_done_or_pending(&mut self, r: ReqId) -> Option<Status> {
+        self.take_done(r).or_else(|| {
+            self.failure_pending(r.0).then(|| Status {
+                error: Some(ErrorClass::ProcFailedPending),
+                ..crate::pml::request::empty_status()
+            })
+        })
+    }
+
+    /// The status of request `r` if it is complete (freed then); a failure-pending
+    /// receive is cancelled and completes with `ProcFailed`: the completion of blocking
+    /// receives.
+    pub(crate) fn take_done_or_failed(&mut self, r: ReqId) -> Option<Status> {
+        if let Some(s) = self.take_done(r) {
+            return Some(s);
+        }
+        if !self.failure_pending(r.0) {
+            return None;
+        }
+        if let Some(Req {
+            state: ReqState::Posted { ctx, src, .. },
+            ..
+        }) = self.reqs.get(r.0)
+        {
+            let (ctx, src) = (*ctx, *src);
+            self.matcher.cancel(ctx, src, &r.0);
+        }
+        self.fail(r.0, ErrorClass::ProcFailed);
+        self.take_done(r)
     }
 
     /// `Err(Revoked)` if context `ctx` is revoked.

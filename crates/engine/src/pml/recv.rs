@@ -7,7 +7,7 @@ use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::sm::params::SingleCopy;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN};
+use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -484,6 +484,14 @@ impl State {
     /// payload copied straight into the matching buffer), or queued as unexpected.
     #[inline]
     pub(crate) fn on_envelope(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
+        if !self.revoked.is_empty() && self.revoked.contains(&hdr.ctx) {
+            // Nobody receives on a revoked context: drop it, and refuse it to a sender
+            // that waits for it (its send fails with `Revoked`).
+            if hdr.kind == K_RTS || hdr.flags & F_SYNC != 0 {
+                self.ctrl(peer, K_NACK, 0, hdr.b, 0);
+            }
+            return;
+        }
         let env = Envelope {
             ctx: hdr.ctx,
             src: hdr.src,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
-use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_RTS};
+use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
 /// Largest eager message of the test engines.
@@ -553,6 +553,102 @@ fn revoke_fails_pending_and_later_operations_everywhere() {
         assert_eq!(net.e[0].wait(r).error, None);
     }
     assert_eq!(y, [7]);
+}
+
+/// ULFM revoke and pending sends: a rendezvous send waiting for its clear-to-send and a
+/// synchronous send waiting for its match fail with Revoked (the receivers refuse them
+/// with a NACK), whether their request-to-send reached the receiver before the revoke
+/// notice or after it; a large send to ourselves fails the same way.
+#[test]
+fn revoke_fails_pending_rendezvous_and_synchronous_sends() {
+    let net = Net::new(3, 64);
+    let big = data(5000, 3);
+    let small = data(20, 4);
+    // Unexpected at the receivers when the revoke comes.
+    let rdv = net.isend(0, 1, 2, &big, SendMode::Standard);
+    let sync = net.isend(0, 2, 3, &small, SendMode::Sync);
+    let to_self = net.isend(0, 0, 4, &big, SendMode::Standard);
+    // Held back until the receiver knows of the revoke.
+    let (w, side) = net.wire(2, 1);
+    w.hold(side, true);
+    let late = net.isend(2, 1, 5, &big, SendMode::Standard);
+    for _ in 0..20 {
+        net.step();
+    }
+    for (at, r) in [(0, rdv), (0, sync), (0, to_self), (2, late)] {
+        assert_eq!(
+            net.e[at].test(r),
+            None,
+            "rank {at}: {r:?} waits for a receive"
+        );
+    }
+    net.e[0].comm_revoke(WORLD).expect("revoke");
+    for (at, r) in [(0, rdv), (0, sync), (0, to_self)] {
+        assert_eq!(net.done(at, r).error, Some(ErrorClass::Revoked), "{r:?}");
+    }
+    assert!(net.log(1, 0).contains(&(K_NACK, 0)), "{:?}", net.log(1, 0));
+    assert!(net.log(2, 0).contains(&(K_NACK, 0)), "{:?}", net.log(2, 0));
+    assert_eq!(
+        net.e[2].test(late),
+        None,
+        "its request-to-send is held back"
+    );
+    w.hold(side, false);
+    assert_eq!(net.done(2, late).error, Some(ErrorClass::Revoked));
+    // Nothing is left waiting unexpected anywhere.
+    for e in &net.e {
+        assert_eq!(e.stats().matching.unexpected, 0);
+    }
+}
+
+/// ULFM: under fault tolerance, a receive from any source pending when a member of its
+/// communicator fails reports ProcFailedPending and stays posted, again and again, until
+/// the failure is acknowledged; then it goes on and takes a live member's message. A
+/// blocking receive from any source fails with ProcFailed instead, and a communicator
+/// without the failed member is not affected.
+#[test]
+fn a_wildcard_receive_is_failure_pending_until_acknowledged() {
+    let mut net = Net::new(3, 64);
+    net.e = std::mem::take(&mut net.e)
+        .into_iter()
+        .map(Engine::with_ft)
+        .collect();
+    let pair = net.e[0].comm_create(10, vec![0, 1]).expect("comm 0-1");
+    let mut b = vec![0u8; 16];
+    let mut c = vec![0u8; 16];
+    let r = net.irecv(0, ANY_SOURCE, 1, &mut b);
+    let rc = irecv_on(&net.e[0], ANY_SOURCE, 1, &mut c, pair);
+    for _ in 0..10 {
+        net.step();
+    }
+    assert_eq!(net.e[0].test(r), None);
+    net.wire(0, 2).0.cut();
+    let s = net.wait(0, r).expect("the failure is reported");
+    assert_eq!(s.error, Some(ErrorClass::ProcFailedPending));
+    assert_eq!(
+        net.e[0].test(r).map(|s| s.error),
+        Some(Some(ErrorClass::ProcFailedPending)),
+        "until acknowledged"
+    );
+    assert_eq!(
+        net.e[0].test(rc),
+        None,
+        "rank 2 is not in that communicator"
+    );
+    let mut x = [0u8; 4];
+    // SAFETY: `x` outlives the blocking call.
+    let st = unsafe { net.e[0].recv(x.as_mut_ptr(), 4, ANY_SOURCE, 9, WORLD) }.expect("recv");
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed), "blocking receive");
+    net.e[0].comm_failure_ack(WORLD).expect("ack");
+    assert_eq!(net.e[0].test(r), None, "goes on after the acknowledgement");
+    let m = data(16, 5);
+    let s1 = net.isend(1, 0, 1, &m, SendMode::Standard);
+    let rs = net.done(0, r);
+    assert_eq!((rs.error, rs.source), (None, 1));
+    assert_eq!(b, m);
+    assert_eq!(net.done(1, s1).error, None);
+    net.e[0].cancel(rc);
+    assert!(net.done(0, rc).cancelled);
 }
 
 /// Starts a send of `buf` on `comm` from engine `e` (the caller keeps `buf` alive).

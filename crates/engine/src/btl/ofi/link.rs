@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use super::fabric::{Fabric, Mr};
 use super::fi;
 use crate::btl::{Caps, Link, LinkError, BTL};
-use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_RTS};
+use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_NACK, K_RTS};
 
 /// Bits of the sequence number in a tag; the sender's rank sits above them.
 const SEQ_BITS: u32 = 32;
@@ -487,8 +487,9 @@ impl Net {
                 peer.offers.insert(hdr.b, (key, raddr));
                 return Ok(Some((hdr, std::ptr::null(), 0)));
             }
-            if hdr.kind == K_CTS || hdr.kind == K_FIN {
-                // The receiver took (or declined) our offer: the registration can go.
+            if hdr.kind == K_CTS || hdr.kind == K_FIN || hdr.kind == K_NACK {
+                // The receiver took (or declined, or refused) our offer: the registration
+                // can go.
                 if let Some(mr) = self.offered.remove(&(p, hdr.b)) {
                     self.fab.deregister(mr);
                 }
