@@ -202,7 +202,7 @@ Collectives matrix (its own mode; output docs/benchmarks/collectives):
                        4 B - 1 MiB, CHAR out of place and in place, the
                        reductions with every datatype of --dtypes, at every
                        --np, all implementations interleaved; 3 repetitions,
-                       60-minute budget (about 50 minutes on 2 cores);
+                       75-minute budget (about 70 minutes on 2 cores);
                        with --smoke a seconds-long self-check, with --full 5
                        repetitions and a larger per-measurement budget
   --np LIST            rank counts of the matrix (default 2,4,8; past 2 the
