@@ -644,6 +644,78 @@ mod tests {
             .all(|s| !s.variant.inplace && s.variant.dtype == "CHAR"));
     }
 
+    /// The whole loop on a fake launcher: every set runs with its options,
+    /// rows are named by variant, overlaps recorded, barrier once.
+    #[test]
+    fn sets_run_with_their_options_and_rows_name_their_variant() {
+        let dir = std::env::temp_dir().join(format!("oxmpi-bench-matrix-{}", std::process::id()));
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = crate::config::parse_args(
+            &a(&[
+                "--collectives",
+                "--smoke",
+                "--colls",
+                "allreduce,iallreduce,barrier",
+                "--sizes",
+                "16",
+                "--dtypes",
+                "DOUBLE_INT:MAXLOC",
+                "--timeout",
+                "5",
+            ]),
+            &dir,
+        )
+        .unwrap();
+        let (p, probes) = crate::suite::fake_implementation(&dir);
+        let mut r = Runner::new(&cfg, probes, crate::suite::Results::default());
+        let m = cfg.matrix.clone().unwrap();
+        let reps = run(&mut r, &cfg, &m, &[p]);
+        let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(reps, 1);
+        let mut got: Vec<String> = r
+            .res
+            .rows
+            .iter()
+            .map(|x| format!("{} {}", x.test, x.size))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "allreduce/CHAR/SUM 16",
+                "allreduce/CHAR/SUM/inplace 16",
+                "allreduce/DOUBLE_INT/MAXLOC 16",
+                "barrier/CHAR 0",
+                "iallreduce/CHAR/SUM 16",
+                "iallreduce/CHAR/SUM/inplace 16",
+                "iallreduce/CHAR/SUM/inplace/overlap 16",
+                "iallreduce/CHAR/SUM/overlap 16",
+                "iallreduce/DOUBLE_INT/MAXLOC 16",
+                "iallreduce/DOUBLE_INT/MAXLOC/overlap 16",
+            ]
+        );
+        assert!(r.res.failures.is_empty(), "{:?}", r.res.failures);
+        let lines: Vec<&str> = args.lines().collect();
+        assert_eq!(lines.len(), 3, "one launch per set: {args}");
+        assert!(
+            lines[0].contains("allreduce,barrier,iallreduce")
+                && lines[0].contains("dtype=CHAR op=SUM inplace=0")
+        );
+        assert!(lines[1].contains("inplace=1") && !lines[1].contains("barrier"));
+        assert!(
+            lines[2].contains("dtype=DOUBLE_INT op=MAXLOC inplace=0"),
+            "{args}"
+        );
+        let ov = r
+            .res
+            .rows
+            .iter()
+            .find(|x| x.test.ends_with("/overlap"))
+            .unwrap();
+        assert_eq!((ov.median, ov.unit.as_str()), (50.0, "%"));
+    }
+
     #[test]
     fn command_line() {
         let root = Path::new("/r");

@@ -1183,6 +1183,63 @@ pub fn verbose_lines(text: &str, max: usize) -> Vec<String> {
     seen
 }
 
+/// A fake implementation in `dir` (created) for tests: its launcher
+/// records its arguments in `dir/args`, prints a `RESULT` line for every
+/// test and size it is asked for (and an `OVERLAP` line for the nonblocking
+/// collectives) and hangs in `lat` at 64 B; the probes do not exist.
+#[cfg(test)]
+pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let launcher = dir.join("fake-mpirun");
+    let script = r#"#!/bin/sh
+printf '%s\n' "$*" >> "$(dirname "$0")/args"
+while [ "$1" != "--" ]; do shift; done
+shift 2
+tests=$1; shift 3
+emit() {
+  echo "RESULT test=$1 np=2 size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
+  case "$1" in i*) echo "OVERLAP test=$1 np=2 size=$2 pure=1 compute=1 total=1.5 overlap=50.0";; esac
+}
+for t in $(echo "$tests" | tr , ' '); do
+  case "$t" in *barrier) emit "$t" 0; continue;; esac
+  for s in "$@"; do
+    case "$s" in *=*) continue;; esac
+    if [ "$t" = lat ] && [ "$s" = 64 ]; then exec sleep 60; fi
+    emit "$t" "$s"
+  done
+done
+"#;
+    std::fs::write(&launcher, script).unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let imp = Impl {
+        name: "fake".into(),
+        build: "fake".into(),
+        mpicc: "true".into(),
+        launcher,
+        np_flag: "-n".into(),
+        pinned: vec![],
+        oversubscribed: vec![],
+        extra: vec!["--".into()],
+        env: vec![],
+        pt2pt_only: false,
+        settings: String::new(),
+    };
+    let missing = dir.join("no-such-probe");
+    let probes = Probes {
+        memcpy: missing.clone(),
+        pingpong: missing.clone(),
+        vmreadv: missing,
+    };
+    let p = Prepared {
+        imp,
+        oxbench: dir.join("oxbench"),
+        hello: dir.join("hello"),
+        scale: dir.join("scale"),
+    };
+    (p, probes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1351,27 +1408,7 @@ mod tests {
     /// measurement's failure, and every other measurement still runs.
     #[test]
     fn a_hung_measurement_costs_only_itself() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("oxmpi-bench-hang-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let launcher = dir.join("fake-mpirun");
-        std::fs::write(
-            &launcher,
-            r#"#!/bin/sh
-while [ "$1" != "--" ]; do shift; done
-shift 2
-tests=$1; shift 3
-for t in $(echo "$tests" | tr , ' '); do
-  for s in "$@"; do
-    case "$s" in budget=*) continue;; esac
-    if [ "$t" = lat ] && [ "$s" = 64 ]; then exec sleep 60; fi
-    echo "RESULT test=$t np=2 size=$s iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
-  done
-done
-"#,
-        )
-        .unwrap();
-        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut cfg = crate::config::parse_args(
             &[
                 "--smoke".to_string(),
@@ -1382,32 +1419,8 @@ done
         )
         .unwrap();
         cfg.samples = 1;
-        let imp = Impl {
-            name: "fake".into(),
-            build: "fake".into(),
-            mpicc: "true".into(),
-            launcher: launcher.clone(),
-            np_flag: "-n".into(),
-            pinned: vec![],
-            oversubscribed: vec![],
-            extra: vec!["--".into()],
-            env: vec![],
-            pt2pt_only: false,
-            settings: String::new(),
-        };
-        let missing = dir.join("no-such-probe");
-        let probes = Probes {
-            memcpy: missing.clone(),
-            pingpong: missing.clone(),
-            vmreadv: missing,
-        };
+        let (p, probes) = fake_implementation(&dir);
         let mut r = Runner::new(&cfg, probes, Results::default());
-        let p = Prepared {
-            imp,
-            oxbench: dir.join("oxbench"),
-            hello: dir.join("hello"),
-            scale: dir.join("scale"),
-        };
         r.oxbench(0, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
         // the next repetition skips the hung measurement instead of waiting
         r.oxbench(1, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
