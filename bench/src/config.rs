@@ -87,6 +87,32 @@ pub struct Config {
     /// Time the MPICH-built applications under MPICH and oxmpi (`--apps`; on in
     /// full and smoke mode, off with `--no-apps`).
     pub apps: bool,
+    /// `--collectives`: run the collectives matrix instead of the default
+    /// suite (see [`crate::matrix`]).
+    pub matrix: Option<crate::matrix::MatrixOpts>,
+    /// `--scale`: run the scale curves instead (see [`crate::scale`]).
+    pub scale_curves: Option<crate::scale::ScaleOpts>,
+    /// `--mpi4py-suite`: time mpi4py's test suite instead (see
+    /// [`crate::suite4py`]).
+    pub suite4py: Option<crate::suite4py::SuiteOpts>,
+}
+
+impl Config {
+    /// After repetition `rep` (0-based), which took `last`, with `elapsed`
+    /// spent since the measurements started: the note to record if the next
+    /// repetition would likely end past the run's budget (then it does not
+    /// start).
+    pub fn stop_after(&self, rep: u32, elapsed: Duration, last: Duration) -> Option<String> {
+        let b = self.budget?;
+        (rep + 1 < self.reps && elapsed + last > b).then(|| {
+            format!(
+                "time budget of {} s: stopped after {} of {} repetitions (the machine was slow: load is in the CSV)",
+                b.as_secs(),
+                rep + 1,
+                self.reps
+            )
+        })
+    }
 }
 
 /// Longest silence of an `oxbench` launch (which prints each measurement as
@@ -176,6 +202,39 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --apps, --no-apps    time (or not) Debian's MPICH-built applications (ScaLAPACK
                        testers, a parallel HDF5 Fortran program) under MPICH
                        and under oxmpi, np=2 (default: on in --full and --smoke)
+
+Collectives matrix (its own mode; output docs/benchmarks/collectives):
+  --collectives        every blocking and nonblocking collective of oxbench,
+                       4 B - 1 MiB, CHAR out of place and in place, the
+                       reductions with every datatype of --dtypes, at every
+                       --np, all implementations interleaved; 3 repetitions,
+                       75-minute budget (about 70 minutes on 2 cores);
+                       with --smoke a seconds-long self-check, with --full 5
+                       repetitions and a larger per-measurement budget
+  --np LIST            rank counts of the matrix (default 2,4,8; past 2 the
+                       2-core machine is oversubscribed)
+  --dtypes LIST        datatypes of the reductions' sweep (default INT,FLOAT,
+                       DOUBLE,LONG,2INT,FLOAT_INT,DOUBLE_INT,LONG_INT,SHORT_INT;
+                       TYPE:OP for one op, a pair type alone means MINLOC and
+                       MAXLOC; `none` for no sweep)
+  --colls LIST         only these collectives (oxbench names: allreduce,
+                       ialltoallw, ...)
+  --sizes LIST         message sizes in bytes of every matrix set
+
+Scale curves (its own mode; output docs/benchmarks/scale):
+  --scale              per-rank peak RSS after MPI_Init and after an all-pairs
+                       exchange, the slowest rank's MPI_Init time, and start-up
+                       (launcher wall time of hello) at np 2, 16, 64 and 256
+                       (--np LIST to change; past 2 oversubscribed); 3
+                       repetitions, 20-minute budget
+
+mpi4py test suite (its own mode; output docs/benchmarks/mpi4py-suite):
+  --mpi4py-suite       wall time of every module of mpi4py 4.1.2's test suite
+                       (its sdist; spawn and dynproc excluded) on each
+                       implementation's libmpi, module by module interleaved,
+                       at np 2 and 5 (--np LIST); 2 repetitions, 45-minute
+                       budget (a venv with mpi4py and numpy under target/)
+  --modules LIST       only these modules (names without test_, e.g. p2p_buf)
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -193,6 +252,11 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut compare = None;
     let mut against = None;
     let mut apps = None;
+    let mut matrix = false;
+    let mut scale = false;
+    let mut suite4py = false;
+    let mut modules = None;
+    let mut mopts = crate::matrix::MatrixArgs::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -245,6 +309,14 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--against" => against = Some(PathBuf::from(val("--against")?)),
             "--apps" => apps = Some(true),
             "--no-apps" => apps = Some(false),
+            "--collectives" => matrix = true,
+            "--np" => mopts.np = Some(val("--np")?),
+            "--dtypes" => mopts.dtypes = Some(val("--dtypes")?),
+            "--colls" => mopts.colls = Some(val("--colls")?),
+            "--sizes" => mopts.sizes = Some(val("--sizes")?),
+            "--scale" => scale = true,
+            "--mpi4py-suite" => suite4py = true,
+            "--modules" => modules = Some(val("--modules")?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -277,6 +349,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             compare: None,
             compare_with: None,
             apps: mode != Mode::Quick,
+            matrix: None,
+            scale_curves: None,
+            suite4py: None,
         },
         Mode::Quick => Config {
             mode,
@@ -304,6 +379,9 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             compare: None,
             compare_with: None,
             apps: mode != Mode::Quick,
+            matrix: None,
+            scale_curves: None,
+            suite4py: None,
         },
         Mode::Full => Config {
             mode,
@@ -331,8 +409,37 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             compare: None,
             compare_with: None,
             apps: mode != Mode::Quick,
+            matrix: None,
+            scale_curves: None,
+            suite4py: None,
         },
     };
+    if [matrix, scale, suite4py].iter().filter(|x| **x).count() > 1 {
+        return Err(format!(
+            "give at most one of --collectives, --scale and --mpi4py-suite\n{USAGE}"
+        ));
+    }
+    let only_np = mopts.dtypes.is_none() && mopts.colls.is_none() && mopts.sizes.is_none();
+    let np = match &mopts.np {
+        Some(v) => Some(crate::matrix::numbers::<u32>("--np", v)?),
+        None => None,
+    };
+    if matrix {
+        crate::matrix::configure(&mut c, &mopts, &target, root)?;
+    } else if (scale || suite4py) && only_np {
+        if scale {
+            crate::scale::configure(&mut c, np, &target, root);
+        } else {
+            crate::suite4py::configure(&mut c, np, modules.as_deref(), &target, root);
+        }
+    } else if !mopts.is_empty() {
+        return Err(format!(
+            "--dtypes, --colls and --sizes need --collectives; --np needs one of --collectives, --scale and --mpi4py-suite\n{USAGE}"
+        ));
+    }
+    if modules.is_some() && !suite4py {
+        return Err(format!("--modules needs --mpi4py-suite\n{USAGE}"));
+    }
     if let Some(r) = reps {
         // an explicit repetition count is honoured even past the time budget
         c.reps = r;
@@ -348,6 +455,10 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.compare_with = against;
     if let Some(a) = apps {
         c.apps = a;
+    }
+    if matrix || scale || suite4py {
+        // the applications belong to the default suite only
+        c.apps = false;
     }
     if let Some(o) = out {
         c.out = o;

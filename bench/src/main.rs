@@ -14,12 +14,16 @@ mod apps;
 mod compare;
 mod config;
 mod impls;
+mod matrix;
+mod matrix_report;
 mod parse;
 mod plot;
 mod report;
 mod runner;
+mod scale;
 mod stats;
 mod suite;
+mod suite4py;
 
 use config::{Config, Mode};
 use impls::Impl;
@@ -164,6 +168,10 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     v.push(Impl::openmpi_nocma());
     v.push(Impl::mpich());
 
+    if cfg.matrix.is_some() || cfg.scale_curves.is_some() || cfg.suite4py.is_some() {
+        // the single-copy variants change only point-to-point paths
+        v.retain(|i| !i.pt2pt_only);
+    }
     if let Some(only) = &cfg.only {
         res.skipped.retain(|(n, _)| only.contains(n));
         v.retain(|i| only.contains(&i.name));
@@ -217,6 +225,30 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
                 .push(format!("mpi4py ping-pong skipped: {e}")),
         }
     }
+    if let Some(m) = &cfg.matrix {
+        meta.reps = matrix::run(&mut runner, cfg, m, &ready);
+        meta.duration_s = t0.elapsed().as_secs_f64();
+        // the overlap rows, too: a nonblocking collective that ran has one
+        return write_mode(cfg, root, &meta, runner.res, &["allreduce/", "iallreduce/"]);
+    }
+    if let Some(s) = &cfg.scale_curves {
+        meta.reps = scale::run(&mut runner, cfg, s, &ready);
+        meta.duration_s = t0.elapsed().as_secs_f64();
+        return write_mode(cfg, root, &meta, runner.res, &["rss_pairs", "startup"]);
+    }
+    if let Some(s) = &cfg.suite4py {
+        let py = suite::setup_mpi4py(cfg).map_err(|e| format!("mpi4py suite: {e}"))?;
+        suite4py::ensure_numpy(&py).map_err(|e| format!("mpi4py suite: {e}"))?;
+        let tests = suite4py::sdist_tests(cfg, &py).map_err(|e| format!("mpi4py suite: {e}"))?;
+        let suite = suite4py::Suite {
+            python: py,
+            tests,
+            timeout: s.module_timeout,
+        };
+        meta.reps = suite4py::run(&mut runner, cfg, s, &ready, &suite)?;
+        meta.duration_s = t0.elapsed().as_secs_f64();
+        return write_mode(cfg, root, &meta, runner.res, &["mpi4py_suite"]);
+    }
     let measure = Instant::now();
     let mut done = 0;
     for rep in 0..cfg.reps {
@@ -224,15 +256,9 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         runner.repetition(rep, &ready);
         runner.applications(rep, &ready, &apps);
         done += 1;
-        if let Some(b) = cfg.budget {
-            if rep + 1 < cfg.reps && measure.elapsed() + t.elapsed() > b {
-                runner.res.notes.push(format!(
-                    "time budget of {} s: stopped after {done} of {} repetitions (the machine was slow: load is in the CSV)",
-                    b.as_secs(),
-                    cfg.reps
-                ));
-                break;
-            }
+        if let Some(note) = cfg.stop_after(rep, measure.elapsed(), t.elapsed()) {
+            runner.res.notes.push(note);
+            break;
         }
     }
     meta.reps = done;
@@ -252,13 +278,8 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
             Vec::new()
         }
     };
-    // Never write this machine's paths into the (committed) report.
-    let root_s = root.to_string_lossy().into_owned();
-    let scrub = |s: String| s.replace(&root_s, "<repo>");
-    let csv_path = cfg.out.join("samples.csv");
-    std::fs::write(&csv_path, scrub(report::csv(&res.rows)))
-        .map_err(|e| format!("cannot write {}: {e}", csv_path.display()))?;
-    let mut md = scrub(report::markdown(&meta, &res, &plots));
+    let csv_path = save(cfg, root, "samples.csv", report::csv(&res.rows))?;
+    let mut md = report::markdown(&meta, &res, &plots);
     if let Some(old) = &cfg.compare {
         let section = compare_section(old, &res.rows)?;
         // before the list of files, which ends the report
@@ -267,27 +288,109 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
             None => md.push_str(&section),
         }
     }
-    let md_path = cfg.out.join("report.md");
-    std::fs::write(&md_path, &md)
-        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    eprintln!(
-        "bench: {} rows from {} implementation(s) in {:.0} s; wrote {}, {} and {} plot(s)",
-        res.rows.len(),
-        res.ran.len(),
-        meta.duration_s,
-        csv_path.display(),
-        md_path.display(),
-        plots.len()
-    );
-    for f in &res.failures {
-        eprintln!("bench: failure: {f}");
-    }
+    let md_path = save(cfg, root, "report.md", md)?;
+    finish(&res, &meta, &csv_path, &md_path, plots.len());
     if cfg.mode == Mode::Smoke {
         smoke_check(&res, &csv_path, &md_path)?;
         if !apps.is_empty() {
             smoke_check_apps(&res, &md_path)?;
         }
         eprintln!("bench: smoke check passed");
+    }
+    Ok(())
+}
+
+/// Write `text` to `name` in the output directory, with this machine's
+/// work-tree path replaced (never in a committed report).
+fn save(cfg: &Config, root: &Path, name: &str, text: String) -> Result<PathBuf, String> {
+    let root_s = root.to_string_lossy().into_owned();
+    let path = cfg.out.join(name);
+    std::fs::write(&path, text.replace(&root_s, "<repo>"))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The closing lines of a run on stderr.
+fn finish(res: &Results, meta: &report::Meta, csv: &Path, md: &Path, plots: usize) {
+    eprintln!(
+        "bench: {} rows from {} implementation(s) in {:.0} s; wrote {}, {} and {plots} plot(s)",
+        res.rows.len(),
+        res.ran.len(),
+        meta.duration_s,
+        csv.display(),
+        md.display(),
+    );
+    for f in &res.failures {
+        eprintln!("bench: failure: {f}");
+    }
+}
+
+/// The outputs of `--collectives`, `--scale` and `--mpi4py-suite`:
+/// samples.csv, report.md (and details.md) and the plots; in smoke mode, a
+/// check that rows of the mode (tests starting with one of `smoke_tests`)
+/// were recorded.
+fn write_mode(
+    cfg: &Config,
+    root: &Path,
+    meta: &report::Meta,
+    res: Results,
+    smoke_tests: &[&str],
+) -> Result<(), String> {
+    std::fs::create_dir_all(&cfg.out)
+        .map_err(|e| format!("cannot create {}: {e}", cfg.out.display()))?;
+    let mut plots = Vec::new();
+    let mut keep = |p: Result<String, plot::PlotError>| match p {
+        Ok(f) => plots.push(f),
+        Err(e) => eprintln!("bench: plot skipped: {e}"),
+    };
+    if cfg.matrix.is_some() {
+        let times = matrix_report::time_rows(&res.rows);
+        for (file, nb) in [
+            ("collectives-blocking.png", false),
+            ("collectives-nonblocking.png", true),
+        ] {
+            keep(plot::draw_grid(
+                &cfg.out,
+                file,
+                "message size (bytes); barrier: np",
+                "oxmpi vs best peer (x)",
+                &matrix_report::curves(&times, nb),
+                true,
+            ));
+        }
+    } else if cfg.scale_curves.is_some() {
+        keep(scale::plot(&cfg.out, &res));
+    }
+    let csv_path = save(cfg, root, "samples.csv", report::csv(&res.rows))?;
+    let md = if cfg.matrix.is_some() {
+        let (md, details) = matrix_report::markdown(meta, &res, &plots);
+        save(cfg, root, "details.md", details)?;
+        md
+    } else if cfg.scale_curves.is_some() {
+        scale::markdown(meta, &res, &plots)
+    } else {
+        suite4py::markdown(meta, &res, &plots)
+    };
+    let md_path = save(cfg, root, "report.md", md)?;
+    finish(&res, meta, &csv_path, &md_path, plots.len());
+    if cfg.mode == Mode::Smoke {
+        let n = res
+            .rows
+            .iter()
+            .filter(|r| smoke_tests.iter().any(|t| r.test.starts_with(t)))
+            .count();
+        if n == 0 {
+            return Err(format!(
+                "smoke: no {} row was recorded ({:?})",
+                smoke_tests.join("/"),
+                res.failures
+            ));
+        }
+        let text = std::fs::read_to_string(&md_path).map_err(|e| e.to_string())?;
+        if !text.contains("## Implementations") {
+            return Err("smoke: report.md lacks its Implementations section".into());
+        }
+        eprintln!("bench: smoke check passed ({n} rows)");
     }
     Ok(())
 }

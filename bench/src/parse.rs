@@ -49,6 +49,43 @@ pub struct BenchOutput {
     pub bindings: Vec<(u32, String)>,
     /// `(program, rank, peak RSS in KiB)` of each rank.
     pub rss: Vec<(String, u32, u64)>,
+    /// `OVERLAP` lines of the nonblocking collectives, in the order printed.
+    pub overlaps: Vec<Overlap>,
+}
+
+/// One `OVERLAP` line of `oxbench`: how much of a nonblocking collective
+/// progressed behind computation (as the standard suites report it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overlap {
+    /// The nonblocking test (`iallreduce`, ...).
+    pub test: String,
+    /// Number of ranks.
+    pub np: u32,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Post + wait alone, us.
+    pub pure: f64,
+    /// Post + computation + wait, us.
+    pub total: f64,
+    /// Overlap in percent (100: the collective ran entirely behind the computation).
+    pub pct: f64,
+}
+
+/// Parse one `OVERLAP ...` line.
+pub fn parse_overlap_line(line: &str) -> Option<Overlap> {
+    let line = line.trim();
+    if !line.starts_with("OVERLAP ") {
+        return None;
+    }
+    let f = fields(line);
+    Some(Overlap {
+        test: f.get("test")?.to_string(),
+        np: num(&f, "np")?,
+        size: num(&f, "size")?,
+        pure: num(&f, "pure")?,
+        total: num(&f, "total")?,
+        pct: num(&f, "overlap")?,
+    })
 }
 
 /// Parse one `RESULT ...` line; `None` if the line is not a well-formed result.
@@ -87,6 +124,8 @@ pub fn parse_bench_output(text: &str) -> BenchOutput {
         let line = strip_prefix_tag(raw);
         if let Some(r) = parse_result_line(line) {
             out.results.push(r);
+        } else if let Some(v) = parse_overlap_line(line) {
+            out.overlaps.push(v);
         } else if line.starts_with("BIND ") {
             let f = fields(line);
             if let (Some(r), Some(c)) = (num::<u32>(&f, "rank"), f.get("cpus")) {
@@ -109,7 +148,7 @@ pub fn parse_bench_output(text: &str) -> BenchOutput {
 /// Remove a launcher's per-line tag (anything up to the first of our line
 /// kinds), so `[1,0]<stdout>:RESULT ...` parses like `RESULT ...`.
 fn strip_prefix_tag(line: &str) -> &str {
-    for kind in ["RESULT ", "BIND ", "RSS "] {
+    for kind in ["RESULT ", "OVERLAP ", "BIND ", "RSS "] {
         if let Some(i) = line.find(kind) {
             return &line[i..];
         }
@@ -352,6 +391,27 @@ RSS prog=oxbench rank=0 kb=281936
         assert_eq!(receiver_copies(&l, 8), (0, 0));
         let listed: Vec<bool> = l.iter().map(|x| is_per_message(x)).collect();
         assert_eq!(listed, [true, true, true, true, false, true, false, true]);
+    }
+
+    #[test]
+    fn overlap_lines() {
+        let t = "RESULT test=iallreduce np=2 size=8 iters=5 samples=3 median=1 min=1 max=1 mean=1 unit=us values=1;1;1\n\
+                 [1,0]<stdout>:OVERLAP test=iallreduce np=2 size=8 pure=2.5000 compute=2.5000 total=3.0000 overlap=80.0\n\
+                 OVERLAP test=ibcast np=2 size=x pure=1 compute=1 total=1 overlap=1\n";
+        let o = parse_bench_output(t);
+        assert_eq!(o.results.len(), 1);
+        assert_eq!(
+            o.overlaps,
+            vec![Overlap {
+                test: "iallreduce".into(),
+                np: 2,
+                size: 8,
+                pure: 2.5,
+                total: 3.0,
+                pct: 80.0
+            }],
+            "the malformed line is dropped"
+        );
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub fn color(imp: &str) -> RGBColor {
         "ompi-nocma" => RGBColor(240, 140, 20),
         "mpich" => RGBColor(40, 80, 210),
         "limit" => RGBColor(0, 0, 0),
+        "np=2" => RGBColor(0, 140, 60),
+        "np=4" => RGBColor(40, 80, 210),
+        "np=8" => RGBColor(210, 40, 40),
         _ => RGBColor(120, 120, 120),
     }
 }
@@ -116,6 +119,18 @@ fn loglog<DB: DrawingBackend>(
     series: &[Series],
     legend: SeriesLabelPosition,
 ) -> Result<(), String> {
+    loglog_x(area, title, "message size (bytes)", ylabel, series, legend)
+}
+
+/// [`loglog`] with another x axis description.
+fn loglog_x<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    xdesc: &str,
+    ylabel: &str,
+    series: &[Series],
+    legend: SeriesLabelPosition,
+) -> Result<(), String> {
     let pts: Vec<&(f64, f64, f64, f64)> = series.iter().flat_map(|s| s.pts.iter()).collect();
     let pos = |v: f64| v > 0.0 && v.is_finite();
     let xs: Vec<f64> = pts.iter().map(|p| p.0).filter(|v| pos(*v)).collect();
@@ -141,7 +156,7 @@ fn loglog<DB: DrawingBackend>(
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("message size (bytes)")
+        .x_desc(xdesc)
         .y_desc(ylabel)
         .x_label_formatter(&|v| short_size(*v))
         .y_label_formatter(&|v| num(*v))
@@ -461,6 +476,68 @@ pub fn draw_all(dir: &Path, rows: &[Row], imps: &[String]) -> Result<Vec<String>
     }
     files.push(f.to_string());
     Ok(files)
+}
+
+/// One panel of [`draw_grid`]: its title and its lines, each a name
+/// and points (x, median, min, max).
+pub type RatioPanel = (String, Vec<(String, Vec<(f64, f64, f64, f64)>)>);
+
+/// A grid of log-log panels (4 per row) into `dir/file`: one line per
+/// name (colour by name) with min-max whiskers, and with `par` a dashed
+/// line at 1.0 (for speed ratios).
+pub fn draw_grid(
+    dir: &Path,
+    file: &str,
+    xdesc: &str,
+    ylabel: &str,
+    panels: &[RatioPanel],
+    par: bool,
+) -> Result<String, PlotError> {
+    ensure_font()?;
+    let p = dir.join(file);
+    let cols = panels.len().clamp(1, 4);
+    let nrows = panels.len().div_ceil(cols).max(1);
+    let root = BitMapBackend::new(&p, (450 * cols as u32, 420 * nrows as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(file)(e.to_string()))?;
+    let cells = root.split_evenly((nrows, cols));
+    for (cell, (title, lines)) in cells.iter().zip(panels) {
+        let mut series: Vec<Series> = lines
+            .iter()
+            .filter(|l| !l.1.is_empty())
+            .map(|(name, pts)| Series {
+                name: name.clone(),
+                color: color(name),
+                pts: pts.clone(),
+                dashed: false,
+            })
+            .collect();
+        let xs: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.pts.iter().map(|p| p.0))
+            .collect();
+        if let (true, Some(x)) = (par, summary(&xs)) {
+            series.push(Series {
+                name: "1.0 (par)".into(),
+                color: color("limit"),
+                pts: vec![
+                    (x.min, 1.0, 1.0, 1.0),
+                    (x.max.max(x.min * 2.0), 1.0, 1.0, 1.0),
+                ],
+                dashed: true,
+            });
+        }
+        loglog_x(
+            cell,
+            title,
+            xdesc,
+            ylabel,
+            &series,
+            SeriesLabelPosition::UpperLeft,
+        )
+        .map_err(err(file))?;
+    }
+    root.present().map_err(|e| err(file)(e.to_string()))?;
+    Ok(file.to_string())
 }
 
 #[cfg(test)]

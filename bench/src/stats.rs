@@ -75,9 +75,20 @@ impl Row {
     }
 }
 
-/// True for throughput units.
+/// True for throughput units and percentages (a nonblocking collective's
+/// overlap).
 pub fn higher_is_better(unit: &str) -> bool {
-    unit.ends_with("/s")
+    unit.ends_with("/s") || unit == "%"
+}
+
+/// Geometric mean of the positive finite values; `None` when there are none.
+pub fn geomean(values: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = values
+        .iter()
+        .filter(|x| x.is_finite() && **x > 0.0)
+        .map(|x| x.ln())
+        .collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
 /// Median, min and max of a set of values.
@@ -193,29 +204,69 @@ pub fn best_of(rows: &[Row], members: &[&str], name: &str) -> Vec<Row> {
         .collect()
 }
 
+impl Row {
+    /// A row of this identity with nothing measured yet (NaN values, no
+    /// samples, time 0).
+    pub fn new(rep: u32, imp: &str, test: &str, np: u32, size: u64, unit: &str) -> Row {
+        Row {
+            rep,
+            imp: imp.into(),
+            test: test.into(),
+            np,
+            size,
+            median: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+            unit: unit.into(),
+            load1: f64::NAN,
+            busy_pct: f64::NAN,
+            probe_rtt_ns: None,
+            limit: None,
+            unix_time: 0,
+            values: Vec::new(),
+            iters: 0,
+        }
+    }
+}
+
+/// A row with the given identity and one value (load 0), for tests.
+#[cfg(test)]
+pub fn sample_row(
+    rep: u32,
+    imp: &str,
+    test: &str,
+    np: u32,
+    size: u64,
+    median: f64,
+    unit: &str,
+) -> Row {
+    Row {
+        median,
+        min: median,
+        max: median,
+        load1: 0.0,
+        busy_pct: 0.0,
+        values: vec![median],
+        ..Row::new(rep, imp, test, np, size, unit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn row(rep: u32, imp: &str, test: &str, median: f64, unit: &str) -> Row {
-        Row {
-            rep,
-            imp: imp.into(),
-            test: test.into(),
-            np: 2,
-            size: 8,
-            median,
-            min: median,
-            max: median,
-            unit: unit.into(),
-            load1: 0.0,
-            busy_pct: 0.0,
-            probe_rtt_ns: None,
-            limit: None,
-            unix_time: 0,
-            values: vec![median],
-            iters: 0,
-        }
+        sample_row(rep, imp, test, 2, 8, median, unit)
+    }
+
+    #[test]
+    fn geometric_mean() {
+        let g = geomean(&[0.5, 2.0, 4.0]).unwrap();
+        assert!((g - 4f64.cbrt()).abs() < 1e-12, "{g}");
+        let one = geomean(&[f64::NAN, 0.0, 9.0]).unwrap();
+        assert!((one - 9.0).abs() < 1e-9, "NaN and 0 are left out: {one}");
+        assert!(geomean(&[]).is_none());
+        assert!(higher_is_better("%") && higher_is_better("MB/s") && !higher_is_better("us"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// the working directory.
 const OXBENCH_C: &str = include_str!("../c/oxbench.c");
 const HELLO_C: &str = include_str!("../c/hello.c");
+const SCALE_C: &str = include_str!("../c/scale.c");
 const MEMCPY_C: &str = include_str!("../c/memcpy_bw.c");
 const PINGPONG_C: &str = include_str!("../c/pingpong.c");
 const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
@@ -35,13 +36,13 @@ const COLLECTIVES: [&str; 4] = ["allreduce", "bcast", "alltoall", "barrier"];
 const MAX_LAUNCHES: usize = 4;
 
 /// The (test, size) measurements `oxbench TESTS … SIZES` makes at `np`
-/// ranks, in its order (mirrors the size rules of `oxbench.c`: barrier once
-/// with size 0; point-to-point only with 2+ ranks and bw/bibw not at 0 B;
+/// ranks, in its order (mirrors the size rules of `oxbench.c`: barrier and
+/// ibarrier once with size 0; point-to-point only with 2+ ranks and bw/bibw not at 0 B;
 /// collectives not at 0 B: their default datatype is `MPI_CHAR`, one byte).
 pub fn expected_measurements(tests: &[&str], sizes: &[u64], np: u32) -> Vec<(String, u64)> {
     let mut v = Vec::new();
     for &t in tests {
-        if t == "barrier" {
+        if t == "barrier" || t == "ibarrier" {
             v.push((t.to_string(), 0));
             continue;
         }
@@ -120,6 +121,8 @@ pub struct Prepared {
     pub oxbench: PathBuf,
     /// The start-up binary.
     pub hello: PathBuf,
+    /// The per-rank cost binary (`scale.c`: MPI_Init time, peak RSS).
+    pub scale: PathBuf,
 }
 
 /// Physical probe binaries.
@@ -235,6 +238,7 @@ fn write_sources(dir: &Path) -> Result<(), String> {
     for (name, text) in [
         ("oxbench.c", OXBENCH_C),
         ("hello.c", HELLO_C),
+        ("scale.c", SCALE_C),
         ("memcpy_bw.c", MEMCPY_C),
         ("pingpong.c", PINGPONG_C),
         ("vmreadv_bw.c", VMREADV_C),
@@ -266,7 +270,7 @@ pub fn build_probes(cfg: &Config) -> Result<Probes, String> {
 pub fn prepare(cfg: &Config, wanted: Vec<Impl>, res: &mut Results) -> Vec<Prepared> {
     let cores = cores();
     let mut ready = Vec::new();
-    type Built = Result<(PathBuf, PathBuf), String>;
+    type Built = Result<(PathBuf, PathBuf, PathBuf), String>;
     let mut built: Vec<(String, Built)> = Vec::new();
     for mut imp in wanted {
         let bins = match built.iter().find(|(k, _)| *k == imp.build) {
@@ -277,7 +281,7 @@ pub fn prepare(cfg: &Config, wanted: Vec<Impl>, res: &mut Results) -> Vec<Prepar
                 b
             }
         };
-        let (oxbench, hello) = match bins {
+        let (oxbench, hello, scale) = match bins {
             Ok(b) => b,
             Err(e) => {
                 res.skipped
@@ -346,19 +350,25 @@ pub fn prepare(cfg: &Config, wanted: Vec<Impl>, res: &mut Results) -> Vec<Prepar
             imp,
             oxbench,
             hello,
+            scale,
         });
     }
     ready
 }
 
-fn build_impl(cfg: &Config, imp: &Impl) -> Result<(PathBuf, PathBuf), String> {
+fn build_impl(cfg: &Config, imp: &Impl) -> Result<(PathBuf, PathBuf, PathBuf), String> {
     let d = &cfg.build_dir;
     write_sources(d)?;
-    let ox = d.join(format!("oxbench_{}", imp.build));
-    let he = d.join(format!("hello_{}", imp.build));
-    compile(&imp.mpicc, &d.join("oxbench.c"), &ox, &imp.env)?;
-    compile(&imp.mpicc, &d.join("hello.c"), &he, &imp.env)?;
-    Ok((ox, he))
+    // scale.c only for the scale mode (the default smoke run stays short)
+    let scale = cfg.scale_curves.is_some();
+    let [ox, he, sc] = ["oxbench", "hello", "scale"].map(|p| {
+        let bin = d.join(format!("{p}_{}", imp.build));
+        if p == "scale" && !scale {
+            return Ok(bin);
+        }
+        compile(&imp.mpicc, &d.join(format!("{p}.c")), &bin, &imp.env).map(|()| bin)
+    });
+    Ok((ox?, he?, sc?))
 }
 
 /// (1-min load average, busy % over 200 ms), waiting up to `wait` for the
@@ -460,7 +470,7 @@ pub fn setup_mpi4py(cfg: &Config) -> Result<PathBuf, String> {
 /// implementation's C binary (found with `ldd`): `MPI4PY_LIBMPI`, and for
 /// MPICH-ABI libraries whose file is not called `libmpi.so.12` (Debian's
 /// `libmpich.so.12`) a directory with a `libmpi.so.12` link on `LD_LIBRARY_PATH`.
-fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, String)>, String> {
     let o = Command::new("ldd")
         .arg(&p.oxbench)
         .envs(p.imp.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -495,7 +505,7 @@ fn mpi4py_env(cfg: &Config, p: &Prepared) -> Result<Vec<(String, String)>, Strin
 pub struct Runner<'a> {
     pub(crate) cfg: &'a Config,
     probes: Probes,
-    cores: u32,
+    pub(crate) cores: u32,
     /// Results so far.
     pub res: Results,
     memcpy: Vec<(u64, f64)>,
@@ -506,7 +516,10 @@ pub struct Runner<'a> {
     waited: Duration,
     /// Launches that hung (timed out): (implementation, what, np, size,
     /// repetition). Later repetitions skip them instead of waiting again.
-    hung: Vec<(String, String, u32, u64, u32)>,
+    pub(crate) hung: Vec<(String, String, u32, u64, u32)>,
+    /// Options given to every `oxbench` launch (`dtype=INT`, `inplace=1`,
+    /// ...: the collectives matrix sets them per set of measurements).
+    pub launch_opts: Vec<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -522,16 +535,27 @@ impl<'a> Runner<'a> {
             python: None,
             waited: Duration::ZERO,
             hung: Vec::new(),
+            launch_opts: Vec::new(),
         }
     }
 
     /// The repetition in which `what` (a test, `hello`, `mpi4py`) of this
     /// implementation at `np` ranks and `size` hung, if it did.
-    fn hung_in(&self, imp: &str, what: &str, np: u32, size: u64) -> Option<u32> {
+    pub(crate) fn hung_in(&self, imp: &str, what: &str, np: u32, size: u64) -> Option<u32> {
         self.hung
             .iter()
             .find(|h| h.0 == imp && h.1 == what && h.2 == np && h.3 == size)
             .map(|h| h.4)
+    }
+
+    /// What a hung `oxbench` measurement of `test` is remembered as: the
+    /// test with the launch options in effect (a hang with one datatype
+    /// does not skip the others).
+    fn hung_key(&self, test: &str) -> String {
+        std::iter::once(test)
+            .chain(self.launch_opts.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// Load and busy % now, waiting up to `wait` for a quiet machine, but
@@ -563,22 +587,8 @@ impl<'a> Runner<'a> {
         unit: &str,
     ) -> Row {
         Row {
-            rep,
-            imp: imp.into(),
-            test: test.into(),
-            np,
-            size,
-            median: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            unit: unit.into(),
-            load1: f64::NAN,
-            busy_pct: f64::NAN,
-            probe_rtt_ns: None,
-            limit: None,
             unix_time: now_unix(),
-            values: Vec::new(),
-            iters: 0,
+            ..Row::new(rep, imp, test, np, size, unit)
         }
     }
 
@@ -667,7 +677,7 @@ impl<'a> Runner<'a> {
     /// timeout are kept. `None` only if the launcher could not be started.
     /// `(rep, what)` names the launch in failures; `idle` is its
     /// longest silence (see [`runner::run_idle`]).
-    fn launch(
+    pub(crate) fn launch(
         &mut self,
         p: &Prepared,
         np: u32,
@@ -705,7 +715,7 @@ impl<'a> Runner<'a> {
         let skip: Vec<(String, u64)> = all
             .iter()
             .filter_map(|(t, s)| {
-                let r = self.hung_in(&p.imp.name, t, np, *s)?;
+                let r = self.hung_in(&p.imp.name, &self.hung_key(t), np, *s)?;
                 self.res.failures.push(format!(
                     "rep {rep} {} {t} np={np} size={s}: skipped (hung in repetition {r})",
                     p.imp.name
@@ -747,8 +757,8 @@ impl<'a> Runner<'a> {
                 Some((i, more)) => {
                     let (test, size) = &expected[i];
                     if hung {
-                        self.hung
-                            .push((p.imp.name.clone(), test.clone(), np, *size, rep));
+                        let what = self.hung_key(test);
+                        self.hung.push((p.imp.name.clone(), what, np, *size, rep));
                     }
                     self.res.failures.push(format!(
                         "rep {rep} {} {test} np={np} size={size}: {why}{}",
@@ -804,6 +814,7 @@ impl<'a> Runner<'a> {
         if self.cfg.op_budget > 0.0 {
             args.push(format!("budget={}", self.cfg.op_budget));
         }
+        args.extend(self.launch_opts.iter().cloned());
         args.extend(sizes.iter().map(|s| s.to_string()));
         let timeout = if self.cfg.timeout_explicit {
             self.cfg.timeout
@@ -866,6 +877,23 @@ impl<'a> Runner<'a> {
                 values: r.values,
                 iters: r.iters,
             });
+        }
+        for v in out.overlaps {
+            // overlap of a nonblocking collective: percent, higher is better
+            let mut r = self.row(
+                rep,
+                &p.imp.name,
+                &format!("{}/overlap", v.test),
+                v.np,
+                v.size,
+                "%",
+            );
+            (r.median, r.min, r.max) = (v.pct, v.pct, v.pct);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
+            r.unix_time = start;
+            r.values = vec![v.pct];
+            self.res.rows.push(r);
         }
         if latency {
             self.rss_rows(rep, p, "rss_oxbench", &out.rss, load, busy);
@@ -999,6 +1027,7 @@ impl<'a> Runner<'a> {
             imp,
             oxbench: p.oxbench.clone(),
             hello: p.hello.clone(),
+            scale: p.scale.clone(),
         };
         let start = now_unix();
         let Some(o) = self.launch(
@@ -1152,6 +1181,63 @@ pub fn verbose_lines(text: &str, max: usize) -> Vec<String> {
         }
     }
     seen
+}
+
+/// A fake implementation in `dir` (created) for tests: its launcher
+/// records its arguments in `dir/args`, prints a `RESULT` line for every
+/// test and size it is asked for (and an `OVERLAP` line for the nonblocking
+/// collectives) and hangs in `lat` at 64 B; the probes do not exist.
+#[cfg(test)]
+pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let launcher = dir.join("fake-mpirun");
+    let script = r#"#!/bin/sh
+printf '%s\n' "$*" >> "$(dirname "$0")/args"
+while [ "$1" != "--" ]; do shift; done
+shift 2
+tests=$1; shift 3
+emit() {
+  echo "RESULT test=$1 np=2 size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
+  case "$1" in i*) echo "OVERLAP test=$1 np=2 size=$2 pure=1 compute=1 total=1.5 overlap=50.0";; esac
+}
+for t in $(echo "$tests" | tr , ' '); do
+  case "$t" in *barrier) emit "$t" 0; continue;; esac
+  for s in "$@"; do
+    case "$s" in *=*) continue;; esac
+    if [ "$t" = lat ] && [ "$s" = 64 ]; then exec sleep 60; fi
+    emit "$t" "$s"
+  done
+done
+"#;
+    std::fs::write(&launcher, script).unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let imp = Impl {
+        name: "fake".into(),
+        build: "fake".into(),
+        mpicc: "true".into(),
+        launcher,
+        np_flag: "-n".into(),
+        pinned: vec![],
+        oversubscribed: vec![],
+        extra: vec!["--".into()],
+        env: vec![],
+        pt2pt_only: false,
+        settings: String::new(),
+    };
+    let missing = dir.join("no-such-probe");
+    let probes = Probes {
+        memcpy: missing.clone(),
+        pingpong: missing.clone(),
+        vmreadv: missing,
+    };
+    let p = Prepared {
+        imp,
+        oxbench: dir.join("oxbench"),
+        hello: dir.join("hello"),
+        scale: dir.join("scale"),
+    };
+    (p, probes)
 }
 
 #[cfg(test)]
@@ -1322,27 +1408,7 @@ mod tests {
     /// measurement's failure, and every other measurement still runs.
     #[test]
     fn a_hung_measurement_costs_only_itself() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("oxmpi-bench-hang-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let launcher = dir.join("fake-mpirun");
-        std::fs::write(
-            &launcher,
-            r#"#!/bin/sh
-while [ "$1" != "--" ]; do shift; done
-shift 2
-tests=$1; shift 3
-for t in $(echo "$tests" | tr , ' '); do
-  for s in "$@"; do
-    case "$s" in budget=*) continue;; esac
-    if [ "$t" = lat ] && [ "$s" = 64 ]; then exec sleep 60; fi
-    echo "RESULT test=$t np=2 size=$s iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
-  done
-done
-"#,
-        )
-        .unwrap();
-        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut cfg = crate::config::parse_args(
             &[
                 "--smoke".to_string(),
@@ -1353,31 +1419,8 @@ done
         )
         .unwrap();
         cfg.samples = 1;
-        let imp = Impl {
-            name: "fake".into(),
-            build: "fake".into(),
-            mpicc: "true".into(),
-            launcher: launcher.clone(),
-            np_flag: "-n".into(),
-            pinned: vec![],
-            oversubscribed: vec![],
-            extra: vec!["--".into()],
-            env: vec![],
-            pt2pt_only: false,
-            settings: String::new(),
-        };
-        let missing = dir.join("no-such-probe");
-        let probes = Probes {
-            memcpy: missing.clone(),
-            pingpong: missing.clone(),
-            vmreadv: missing,
-        };
+        let (p, probes) = fake_implementation(&dir);
         let mut r = Runner::new(&cfg, probes, Results::default());
-        let p = Prepared {
-            imp,
-            oxbench: dir.join("oxbench"),
-            hello: dir.join("hello"),
-        };
         r.oxbench(0, &p, 2, &["lat", "bw"], &[8, 64, 1024]);
         // the next repetition skips the hung measurement instead of waiting
         r.oxbench(1, &p, 2, &["lat", "bw"], &[8, 64, 1024]);

@@ -224,21 +224,19 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .env("FI_PROVIDER", "tcp")
         .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))?;
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
-    // never that a number is reached.
-    run(cargo()
-        .current_dir(&root)
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "-p",
-            "oxmpi-bench",
-            "--",
-            "--smoke",
-            "--no-mpi4py",
-            "--oxmpi-prefix",
-        ])
-        .arg(&prefix))?;
+    // never that a number is reached; then its scale mode (scale.c and hello on every
+    // implementation at np=2, about 15 s).
+    for mode in [
+        &["--smoke", "--no-mpi4py"][..],
+        &["--scale", "--smoke", "--np", "2"],
+    ] {
+        run(cargo()
+            .current_dir(&root)
+            .args(["run", "--release", "--quiet", "-p", "oxmpi-bench", "--"])
+            .args(mode)
+            .arg("--oxmpi-prefix")
+            .arg(&prefix))?;
+    }
     // The shared-memory ring and the cooperative copy's chunk hand-out under the loom model
     // checker (its own target dir: --cfg loom changes every crate's build).
     run(cargo()

@@ -1,0 +1,779 @@
+//! The collectives matrix (`cargo xtask bench --collectives`): every blocking
+//! and nonblocking collective `oxbench` measures, at several rank counts,
+//! with the reductions swept over the datatypes (and the pair types with
+//! MINLOC and MAXLOC), in place and out of place. Within each repetition the
+//! implementations run in turn on each set of measurements (interleaved), so
+//! that ratios can be taken per repetition against the best peer.
+//!
+//! A row's test names its variant: `allreduce/INT/SUM`, `bcast/CHAR`,
+//! `alltoall/CHAR/inplace`, and `iallreduce/CHAR/SUM/overlap` for the overlap
+//! (percent) of a nonblocking collective ([`label`], [`parse_label`]).
+
+use crate::config::{Config, Mode};
+use crate::suite::{Prepared, Runner};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The blocking collectives of `oxbench`; each also runs nonblocking (`i` + name).
+pub const BLOCKING: [&str; 16] = [
+    "allreduce",
+    "reduce",
+    "bcast",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "alltoallw",
+    "reduce_scatter",
+    "reduce_scatter_block",
+    "scan",
+    "barrier",
+];
+
+/// The collectives that reduce (whose op and datatype matter).
+pub const REDUCTIONS: [&str; 5] = [
+    "allreduce",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_block",
+    "scan",
+];
+
+/// Collectives without an in-place form.
+const NO_INPLACE: [&str; 2] = ["bcast", "barrier"];
+
+/// `oxbench`'s datatypes and their extent in bytes (x86-64 LP64).
+pub const DTYPES: [(&str, u64); 10] = [
+    ("CHAR", 1),
+    ("INT", 4),
+    ("FLOAT", 4),
+    ("DOUBLE", 8),
+    ("LONG", 8),
+    ("2INT", 8),
+    ("FLOAT_INT", 8),
+    ("DOUBLE_INT", 16),
+    ("LONG_INT", 16),
+    ("SHORT_INT", 8),
+];
+
+/// `oxbench`'s reduction ops.
+const OPS: [&str; 10] = [
+    "SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "LAND", "LOR", "MINLOC", "MAXLOC",
+];
+
+/// The default datatype sweep of the reductions.
+const DEFAULT_DTYPES: &str = "INT,FLOAT,DOUBLE,LONG,2INT,FLOAT_INT,DOUBLE_INT,LONG_INT,SHORT_INT";
+
+/// Sizes of the main set (every collective, `MPI_CHAR`, out of place): 4 B
+/// to 1 MiB in powers of 4.
+const ALL_SIZES: [u64; 10] = [4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20];
+
+/// Sizes of the in-place and datatype sets (small, medium, large).
+const SWEEP_SIZES: [u64; 3] = [16, 4096, 1 << 20];
+
+/// The blocking collective of a test (`iallreduce` -> `allreduce`).
+pub fn blocking(test: &str) -> &str {
+    test.strip_prefix('i').unwrap_or(test)
+}
+
+/// True for the pair types (value, index) of MINLOC/MAXLOC.
+pub fn is_pair(dtype: &str) -> bool {
+    dtype.contains("INT") && dtype != "INT"
+}
+
+/// Datatype, op and in-place flag of a set of measurements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// `oxbench` datatype name (`CHAR`, `DOUBLE_INT`, ...).
+    pub dtype: String,
+    /// Reduction op (`SUM`, `MINLOC`, ...).
+    pub op: String,
+    /// `MPI_IN_PLACE` where the collective allows it.
+    pub inplace: bool,
+}
+
+impl Variant {
+    /// `MPI_CHAR`, `MPI_SUM`, out of place: what the standard suites run.
+    pub fn char() -> Variant {
+        Variant {
+            dtype: "CHAR".into(),
+            op: "SUM".into(),
+            inplace: false,
+        }
+    }
+
+    /// The `oxbench` options of this variant.
+    pub fn opts(&self) -> Vec<String> {
+        vec![
+            format!("dtype={}", self.dtype),
+            format!("op={}", self.op),
+            format!("inplace={}", u8::from(self.inplace)),
+        ]
+    }
+
+    /// Extent of one item in bytes.
+    pub fn item(&self) -> u64 {
+        DTYPES
+            .iter()
+            .find(|d| d.0 == self.dtype)
+            .map(|d| d.1)
+            .unwrap_or(1)
+    }
+
+    /// For failure messages: `dtype=INT op=SUM in place`.
+    pub fn describe(&self) -> String {
+        format!(
+            "dtype={} op={}{}",
+            self.dtype,
+            self.op,
+            if self.inplace { " in place" } else { "" }
+        )
+    }
+}
+
+/// The row test name of `test` measured with `v` (see the module doc).
+pub fn label(test: &str, v: &Variant) -> String {
+    let mut s = format!("{test}/{}", v.dtype);
+    if REDUCTIONS.contains(&blocking(test)) {
+        s.push('/');
+        s.push_str(&v.op);
+    }
+    if v.inplace {
+        s.push_str("/inplace");
+    }
+    s
+}
+
+/// A row test name of the matrix, taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// The `oxbench` test (`iallreduce`, `bcast`, ...).
+    pub test: String,
+    /// Its datatype, op and in-place flag (op `SUM` where it does not apply).
+    pub variant: Variant,
+    /// The overlap (percent) of a nonblocking collective, not its time.
+    pub overlap: bool,
+}
+
+/// Take a matrix row's test name apart; `None` for other rows.
+pub fn parse_label(s: &str) -> Option<Label> {
+    let mut it = s.split('/');
+    let test = it.next()?.to_string();
+    let dtype = it.next()?.to_string();
+    if !DTYPES.iter().any(|d| d.0 == dtype) {
+        return None;
+    }
+    let mut v = Variant {
+        dtype,
+        ..Variant::char()
+    };
+    let mut overlap = false;
+    for part in it {
+        match part {
+            "inplace" => v.inplace = true,
+            "overlap" => overlap = true,
+            op if OPS.contains(&op) => v.op = op.to_string(),
+            _ => return None,
+        }
+    }
+    Some(Label {
+        test,
+        variant: v,
+        overlap,
+    })
+}
+
+/// One set of measurements: these tests at these sizes with one variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Set {
+    /// What the set is for (report and progress lines).
+    pub name: String,
+    /// Datatype, op, in place.
+    pub variant: Variant,
+    /// `oxbench` tests, blocking and nonblocking.
+    pub tests: Vec<String>,
+    /// Sizes in bytes (whole items of the datatype).
+    pub sizes: Vec<u64>,
+}
+
+/// The matrix a run measures: every set at every rank count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixOpts {
+    /// Rank counts.
+    pub nps: Vec<u32>,
+    /// Sets of measurements, in the order they run.
+    pub sets: Vec<Set>,
+}
+
+impl MatrixOpts {
+    /// Measurements (test, size) of one repetition of one implementation.
+    pub fn measurements(&self) -> usize {
+        let per_np: usize = self
+            .sets
+            .iter()
+            .map(|s| {
+                let t: Vec<&str> = s.tests.iter().map(String::as_str).collect();
+                crate::suite::expected_measurements(&t, &s.sizes, 2).len()
+            })
+            .sum();
+        per_np * self.nps.len()
+    }
+}
+
+/// The matrix options as given on the command line (unparsed lists).
+#[derive(Debug, Clone, Default)]
+pub struct MatrixArgs {
+    /// `--np`.
+    pub np: Option<String>,
+    /// `--dtypes`.
+    pub dtypes: Option<String>,
+    /// `--colls`.
+    pub colls: Option<String>,
+    /// `--sizes`.
+    pub sizes: Option<String>,
+}
+
+impl MatrixArgs {
+    /// True if no matrix option was given.
+    pub fn is_empty(&self) -> bool {
+        self.np.is_none() && self.dtypes.is_none() && self.colls.is_none() && self.sizes.is_none()
+    }
+}
+
+fn list(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty())
+}
+
+/// A comma list of positive integers (`what` names the option in errors).
+pub fn numbers<T: std::str::FromStr + PartialOrd + Default>(
+    what: &str,
+    s: &str,
+) -> Result<Vec<T>, String> {
+    let v = list(s)
+        .map(|x| {
+            x.parse::<T>()
+                .ok()
+                .filter(|n| *n > T::default())
+                .ok_or_else(|| format!("{what}: '{x}' is not a positive integer"))
+        })
+        .collect::<Result<Vec<T>, String>>()?;
+    if v.is_empty() {
+        return Err(format!("{what}: empty list"));
+    }
+    Ok(v)
+}
+
+/// The reductions' datatype variants of `--dtypes` (`TYPE` or `TYPE:OP`; a
+/// pair type alone means MINLOC and MAXLOC; `none`: no sweep).
+pub fn parse_dtypes(s: &str) -> Result<Vec<Variant>, String> {
+    if s.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut v = Vec::new();
+    for d in list(s) {
+        let (ty, op) = match d.split_once(':') {
+            Some((t, o)) => (t.to_ascii_uppercase(), Some(o.to_ascii_uppercase())),
+            None => (d.to_ascii_uppercase(), None),
+        };
+        if !DTYPES.iter().any(|x| x.0 == ty) {
+            let names: Vec<&str> = DTYPES.iter().map(|x| x.0).collect();
+            return Err(format!(
+                "--dtypes: unknown datatype '{ty}' (one of {})",
+                names.join(" ")
+            ));
+        }
+        let ops: Vec<String> = match op {
+            Some(o) if OPS.contains(&o.as_str()) => vec![o],
+            Some(o) => {
+                return Err(format!(
+                    "--dtypes: unknown op '{o}' (one of {})",
+                    OPS.join(" ")
+                ))
+            }
+            None if is_pair(&ty) => vec!["MINLOC".into(), "MAXLOC".into()],
+            None => vec!["SUM".into()],
+        };
+        for op in ops {
+            let pair_op = op == "MINLOC" || op == "MAXLOC";
+            if pair_op != is_pair(&ty) {
+                return Err(format!(
+                    "--dtypes: {ty}:{op}: MINLOC and MAXLOC need a pair type, and a pair type needs them"
+                ));
+            }
+            v.push(Variant {
+                dtype: ty.clone(),
+                op,
+                inplace: false,
+            });
+        }
+    }
+    Ok(v)
+}
+
+/// Every test (blocking and nonblocking) of these blocking collectives.
+fn both_forms(colls: &[&str]) -> Vec<String> {
+    colls
+        .iter()
+        .map(|c| c.to_string())
+        .chain(colls.iter().map(|c| format!("i{c}")))
+        .collect()
+}
+
+/// The sets of a run: every collective with `MPI_CHAR` out of place at
+/// `ALL_SIZES`; the ones with an in-place form in place; the reductions
+/// with each datatype variant. `colls` keeps only those tests, `sizes`
+/// replaces every set's sizes (whole items of the datatype only).
+pub fn plan(dtypes: &[Variant], colls: Option<&[String]>, sizes: Option<&[u64]>) -> Vec<Set> {
+    let inplace: Vec<&str> = BLOCKING
+        .iter()
+        .copied()
+        .filter(|c| !NO_INPLACE.contains(c))
+        .collect();
+    let mut sets = vec![
+        Set {
+            name: "every collective, MPI_CHAR".into(),
+            variant: Variant::char(),
+            tests: both_forms(&BLOCKING),
+            sizes: ALL_SIZES.to_vec(),
+        },
+        Set {
+            name: "in place, MPI_CHAR".into(),
+            variant: Variant {
+                inplace: true,
+                ..Variant::char()
+            },
+            tests: both_forms(&inplace),
+            sizes: SWEEP_SIZES.to_vec(),
+        },
+    ];
+    for v in dtypes {
+        sets.push(Set {
+            name: format!("reductions, MPI_{} {}", v.dtype, v.op),
+            variant: v.clone(),
+            tests: both_forms(&REDUCTIONS),
+            sizes: SWEEP_SIZES.to_vec(),
+        });
+    }
+    for s in &mut sets {
+        if let Some(c) = colls {
+            s.tests.retain(|t| c.contains(t));
+        }
+        if let Some(z) = sizes {
+            s.sizes = z.to_vec();
+        }
+        let item = s.variant.item();
+        s.sizes.retain(|z| *z >= item && z % item == 0);
+    }
+    sets.retain(|s| !s.tests.is_empty() && !s.sizes.is_empty());
+    sets
+}
+
+/// Set up `c` for `--collectives` in its mode: the matrix, the output
+/// directory, repetitions and budgets.
+pub fn configure(c: &mut Config, a: &MatrixArgs, target: &Path, root: &Path) -> Result<(), String> {
+    let smoke = c.mode == Mode::Smoke;
+    let nps: Vec<u32> = match &a.np {
+        Some(s) => numbers("--np", s)?,
+        None if smoke => vec![2],
+        None => vec![2, 4, 8],
+    };
+    let dtypes = parse_dtypes(a.dtypes.as_deref().unwrap_or(if smoke {
+        "INT,DOUBLE_INT:MAXLOC"
+    } else {
+        DEFAULT_DTYPES
+    }))?;
+    let colls: Option<Vec<String>> = match &a.colls {
+        Some(s) => {
+            let v: Vec<String> = list(s).map(str::to_string).collect();
+            if let Some(bad) = v.iter().find(|t| !BLOCKING.contains(&blocking(t))) {
+                return Err(format!(
+                    "--colls: unknown collective '{bad}' (one of {}, each also with an i in front)",
+                    BLOCKING.join(" ")
+                ));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let sizes: Option<Vec<u64>> = match &a.sizes {
+        Some(s) => Some(numbers("--sizes", s)?),
+        None if smoke => Some(vec![16]),
+        None => None,
+    };
+    let sets = plan(&dtypes, colls.as_deref(), sizes.as_deref());
+    if sets.is_empty() {
+        return Err(
+            "--collectives: nothing to measure (check --colls, --dtypes and --sizes)".into(),
+        );
+    }
+    c.matrix = Some(MatrixOpts { nps, sets });
+    c.mpi4py_args.clear();
+    match c.mode {
+        Mode::Smoke => {
+            (c.reps, c.samples, c.scale, c.op_budget) = (1, 3, 0.02, 0.02);
+            c.out = target.join("smoke-collectives");
+            c.budget = None;
+        }
+        Mode::Quick => {
+            (c.reps, c.samples, c.scale, c.op_budget) = (3, 5, 0.1, 0.1);
+            c.out = root.join("docs").join("benchmarks").join("collectives");
+            c.budget = Some(Duration::from_secs(75 * 60));
+        }
+        Mode::Full => {
+            (c.reps, c.samples, c.scale, c.op_budget) = (5, 7, 0.3, 0.2);
+            c.out = root.join("docs").join("benchmarks").join("collectives");
+            c.budget = Some(Duration::from_secs(200 * 60));
+        }
+    }
+    Ok(())
+}
+
+/// Rename the rows a set just produced (`allreduce` -> `allreduce/INT/SUM`,
+/// `iallreduce/overlap` -> `iallreduce/INT/SUM/overlap`).
+pub fn relabel(rows: &mut [crate::stats::Row], v: &Variant) {
+    for r in rows {
+        r.test = match r.test.strip_suffix("/overlap") {
+            Some(t) => format!("{}/overlap", label(t, v)),
+            None => label(&r.test, v),
+        };
+    }
+}
+
+/// Run the matrix: per repetition, per rank count and set, every
+/// implementation in turn. No set starts once the run's budget is spent (the
+/// first set always runs), and no repetition starts that would likely end
+/// past it. Returns the repetitions started.
+pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]) -> u32 {
+    let impls: Vec<&Prepared> = ready.iter().filter(|p| !p.imp.pt2pt_only).collect();
+    let per = m.measurements();
+    eprintln!(
+        "bench: collectives matrix: {} set(s) x np {:?}: {per} measurements per implementation and repetition, {} implementation(s), {} repetition(s), about {:.1} min{}",
+        m.sets.len(),
+        m.nps,
+        impls.len(),
+        cfg.reps,
+        estimate_s(per * impls.len() * cfg.reps as usize, cfg.op_budget, m.sets.len() * m.nps.len() * impls.len() * cfg.reps as usize) / 60.0,
+        cfg.budget
+            .map(|b| format!(" (budget {} min)", b.as_secs() / 60))
+            .unwrap_or_default()
+    );
+    let start = Instant::now();
+    let spent = |b: Option<Duration>| b.is_some_and(|b| start.elapsed() > b);
+    let mut reps = 0;
+    'reps: for rep in 0..cfg.reps {
+        let t = Instant::now();
+        reps += 1;
+        for &np in &m.nps {
+            for set in &m.sets {
+                if spent(cfg.budget) && !(rep == 0 && np == m.nps[0] && *set == m.sets[0]) {
+                    runner.res.notes.push(format!(
+                        "time budget of {} s spent: stopped in repetition {rep} before np={np} '{}' (later sets and repetitions not measured)",
+                        cfg.budget.map(|b| b.as_secs()).unwrap_or(0),
+                        set.name
+                    ));
+                    break 'reps;
+                }
+                let tests: Vec<&str> = set.tests.iter().map(String::as_str).collect();
+                for p in &impls {
+                    eprintln!(
+                        "bench: rep {} / {}: np={np} {}: {}",
+                        rep + 1,
+                        cfg.reps,
+                        set.name,
+                        p.imp.name
+                    );
+                    runner.launch_opts = set.variant.opts();
+                    let (n0, f0) = (runner.res.rows.len(), runner.res.failures.len());
+                    runner.oxbench(rep, p, np, &tests, &set.sizes);
+                    relabel(&mut runner.res.rows[n0..], &set.variant);
+                    for f in &mut runner.res.failures[f0..] {
+                        f.push_str(&format!(" [{}]", set.variant.describe()));
+                    }
+                }
+            }
+        }
+        if let Some(note) = cfg.stop_after(rep, start.elapsed(), t.elapsed()) {
+            runner.res.notes.push(note);
+            break;
+        }
+    }
+    runner.launch_opts.clear();
+    reps
+}
+
+/// Rough wall time in seconds of `measurements` measurements under a
+/// per-measurement budget of `op_budget` s in `launches` launches: each
+/// measurement takes its budget plus about a fifth and 0.05 s (warm-up, at
+/// least 3 samples, the overlap run of the nonblocking ones: the smoke
+/// matrix took 0.125 s per measurement at a 0.02 s budget on the busy
+/// 2-core VM), each launch about a second (start-up at up to 8
+/// oversubscribed ranks, placement probe).
+pub fn estimate_s(measurements: usize, op_budget: f64, launches: usize) -> f64 {
+    measurements as f64 * (op_budget * 1.2 + 0.05) + launches as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip() {
+        let v = Variant {
+            dtype: "DOUBLE_INT".into(),
+            op: "MAXLOC".into(),
+            inplace: true,
+        };
+        assert_eq!(
+            label("iallreduce", &v),
+            "iallreduce/DOUBLE_INT/MAXLOC/inplace"
+        );
+        assert_eq!(label("bcast", &Variant::char()), "bcast/CHAR");
+        let l = parse_label("iallreduce/DOUBLE_INT/MAXLOC/inplace/overlap").unwrap();
+        assert_eq!(
+            (l.test.as_str(), &l.variant, l.overlap),
+            ("iallreduce", &v, true)
+        );
+        let l = parse_label("alltoallw/CHAR").unwrap();
+        assert_eq!(l.variant, Variant::char());
+        assert!(!l.overlap);
+        assert!(parse_label("allreduce").is_none(), "default-suite rows");
+        assert!(parse_label("lat/8").is_none());
+        assert!(parse_label("allreduce/CHAR/BOGUS").is_none());
+        let mut rows = vec![crate::stats::sample_row(
+            0,
+            "x",
+            "iscan/overlap",
+            2,
+            8,
+            50.0,
+            "%",
+        )];
+        relabel(&mut rows, &Variant::char());
+        assert_eq!(rows[0].test, "iscan/CHAR/SUM/overlap");
+    }
+
+    #[test]
+    fn dtype_lists() {
+        let v = parse_dtypes("int,2INT,DOUBLE_INT:maxloc,FLOAT:MAX").unwrap();
+        let names: Vec<String> = v.iter().map(|x| format!("{}:{}", x.dtype, x.op)).collect();
+        assert_eq!(
+            names,
+            [
+                "INT:SUM",
+                "2INT:MINLOC",
+                "2INT:MAXLOC",
+                "DOUBLE_INT:MAXLOC",
+                "FLOAT:MAX"
+            ]
+        );
+        assert!(parse_dtypes("none").unwrap().is_empty());
+        assert!(parse_dtypes("QUAD")
+            .unwrap_err()
+            .contains("unknown datatype"));
+        assert!(parse_dtypes("INT:MINLOC")
+            .unwrap_err()
+            .contains("pair type"));
+        assert!(parse_dtypes("2INT:SUM").unwrap_err().contains("pair type"));
+        assert!(parse_dtypes("INT:XOR").unwrap_err().contains("unknown op"));
+        assert_eq!(parse_dtypes(DEFAULT_DTYPES).unwrap().len(), 4 + 5 * 2);
+    }
+
+    #[test]
+    fn the_default_plan_covers_the_goals() {
+        let d = parse_dtypes(DEFAULT_DTYPES).unwrap();
+        let sets = plan(&d, None, None);
+        assert_eq!(sets.len(), 2 + 14);
+        // every collective, blocking and nonblocking, 4 B .. 1 MiB
+        assert_eq!(sets[0].tests.len(), 32);
+        assert!(sets[0].tests.iter().any(|t| t == "ialltoallw"));
+        assert_eq!(
+            (sets[0].sizes[0], *sets[0].sizes.last().unwrap()),
+            (4, 1 << 20)
+        );
+        // in place: not bcast or barrier
+        assert!(sets[1].variant.inplace);
+        assert_eq!(sets[1].tests.len(), 28);
+        assert!(!sets[1].tests.iter().any(|t| t.ends_with("bcast")));
+        // pair types with both MINLOC and MAXLOC, reductions only
+        assert!(sets
+            .iter()
+            .any(|s| s.variant.dtype == "LONG_INT" && s.variant.op == "MAXLOC"));
+        assert!(sets[2..].iter().all(|s| s.tests.len() == 10));
+        // sizes are whole items: 16-byte pairs start at 16 B
+        let m = MatrixOpts {
+            nps: vec![2, 4, 8],
+            sets,
+        };
+        // 30 x 10 + 2 barriers, 28 x 3, 14 x 10 x 3, at 3 rank counts
+        assert_eq!(m.measurements(), (302 + 84 + 420) * 3);
+    }
+
+    #[test]
+    fn restricted_plans() {
+        let d = parse_dtypes("DOUBLE_INT").unwrap();
+        let colls = ["allreduce".to_string(), "ibcast".to_string()];
+        let sets = plan(&d, Some(&colls[..]), Some(&[4, 8, 32][..]));
+        let got: Vec<(String, Vec<String>, Vec<u64>)> = sets
+            .iter()
+            .map(|s| (label("x", &s.variant), s.tests.clone(), s.sizes.clone()))
+            .collect();
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "x/CHAR".to_string(),
+                    t(&["allreduce", "ibcast"]),
+                    vec![4, 8, 32]
+                ),
+                (
+                    "x/CHAR/inplace".to_string(),
+                    t(&["allreduce"]),
+                    vec![4, 8, 32]
+                ),
+                ("x/DOUBLE_INT".to_string(), t(&["allreduce"]), vec![32]),
+                ("x/DOUBLE_INT".to_string(), t(&["allreduce"]), vec![32]),
+            ]
+        );
+        assert!(plan(&d, Some(&["ibcast".to_string()][..]), Some(&[8][..]))
+            .iter()
+            .all(|s| !s.variant.inplace && s.variant.dtype == "CHAR"));
+    }
+
+    /// The whole loop on a fake launcher: every set runs with its options,
+    /// rows are named by variant, overlaps recorded, barrier once.
+    #[test]
+    fn sets_run_with_their_options_and_rows_name_their_variant() {
+        let dir = std::env::temp_dir().join(format!("oxmpi-bench-matrix-{}", std::process::id()));
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = crate::config::parse_args(
+            &a(&[
+                "--collectives",
+                "--smoke",
+                "--colls",
+                "allreduce,iallreduce,barrier",
+                "--sizes",
+                "16",
+                "--dtypes",
+                "DOUBLE_INT:MAXLOC",
+                "--timeout",
+                "5",
+            ]),
+            &dir,
+        )
+        .unwrap();
+        let (p, probes) = crate::suite::fake_implementation(&dir);
+        let mut r = Runner::new(&cfg, probes, crate::suite::Results::default());
+        let m = cfg.matrix.clone().unwrap();
+        let reps = run(&mut r, &cfg, &m, &[p]);
+        let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(reps, 1);
+        let mut got: Vec<String> = r
+            .res
+            .rows
+            .iter()
+            .map(|x| format!("{} {}", x.test, x.size))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "allreduce/CHAR/SUM 16",
+                "allreduce/CHAR/SUM/inplace 16",
+                "allreduce/DOUBLE_INT/MAXLOC 16",
+                "barrier/CHAR 0",
+                "iallreduce/CHAR/SUM 16",
+                "iallreduce/CHAR/SUM/inplace 16",
+                "iallreduce/CHAR/SUM/inplace/overlap 16",
+                "iallreduce/CHAR/SUM/overlap 16",
+                "iallreduce/DOUBLE_INT/MAXLOC 16",
+                "iallreduce/DOUBLE_INT/MAXLOC/overlap 16",
+            ]
+        );
+        assert!(r.res.failures.is_empty(), "{:?}", r.res.failures);
+        let lines: Vec<&str> = args.lines().collect();
+        assert_eq!(lines.len(), 3, "one launch per set: {args}");
+        assert!(
+            lines[0].contains("allreduce,barrier,iallreduce")
+                && lines[0].contains("dtype=CHAR op=SUM inplace=0")
+        );
+        assert!(lines[1].contains("inplace=1") && !lines[1].contains("barrier"));
+        assert!(
+            lines[2].contains("dtype=DOUBLE_INT op=MAXLOC inplace=0"),
+            "{args}"
+        );
+        let ov = r
+            .res
+            .rows
+            .iter()
+            .find(|x| x.test.ends_with("/overlap"))
+            .unwrap();
+        assert_eq!((ov.median, ov.unit.as_str()), (50.0, "%"));
+    }
+
+    #[test]
+    fn command_line() {
+        let root = Path::new("/r");
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = crate::config::parse_args(&a(&["--collectives"]), root).unwrap();
+        let m = c.matrix.as_ref().unwrap();
+        assert_eq!(m.nps, vec![2, 4, 8]);
+        assert_eq!(c.out, Path::new("/r/docs/benchmarks/collectives"));
+        assert!(c.mpi4py_args.is_empty() && c.budget.is_some());
+        // the default matrix fits its budget by the estimate
+        let est = estimate_s(
+            m.measurements() * 3 * c.reps as usize,
+            c.op_budget,
+            m.sets.len() * 3 * 3 * 3,
+        );
+        assert!(est < c.budget.unwrap().as_secs_f64(), "{est}");
+        let s = crate::config::parse_args(
+            &a(&[
+                "--collectives",
+                "--smoke",
+                "--np",
+                "2,4",
+                "--colls",
+                "ialltoallw,alltoallv",
+            ]),
+            root,
+        )
+        .unwrap();
+        let m = s.matrix.unwrap();
+        assert_eq!(m.nps, vec![2, 4]);
+        assert!(s.out.starts_with("/r/target"));
+        assert_eq!(m.sets[0].sizes, vec![16]);
+        assert!(crate::config::parse_args(&a(&["--np", "2"]), root)
+            .unwrap_err()
+            .contains("one of"));
+        assert!(crate::config::parse_args(&a(&["--collectives", "--np", "0"]), root).is_err());
+        assert!(
+            crate::config::parse_args(&a(&["--collectives", "--colls", "allfoo"]), root)
+                .unwrap_err()
+                .contains("unknown collective")
+        );
+        assert!(crate::config::parse_args(
+            &a(&["--collectives", "--sizes", "1", "--dtypes", "DOUBLE"]),
+            root
+        )
+        .is_ok());
+        assert!(crate::config::parse_args(
+            &a(&[
+                "--collectives",
+                "--colls",
+                "allreduce",
+                "--sizes",
+                "2",
+                "--dtypes",
+                "none"
+            ]),
+            root
+        )
+        .is_ok());
+    }
+}
