@@ -33,11 +33,14 @@ pub(crate) static FRAGMENT_MIN: ParamDecl = ParamDecl::new(
     "sm",
     "fragment_min_size",
     ParamType::Size,
-    "16k",
-    "A rendezvous message with nothing queued behind it for the same peer (ping-pong \
-     traffic) is cut into quarters (rounded up to 4 KiB, at most btl_sm_fragment_size) so \
-     that the receiver copies one fragment out while the sender copies the next one in, \
-     but into no fragments smaller than this; 0: always fragments of btl_sm_fragment_size",
+    "0",
+    "When not 0: a rendezvous message with nothing queued behind it for the same peer \
+     (ping-pong traffic) is cut into quarters (rounded up to 4 KiB, at most \
+     btl_sm_fragment_size) so that the receiver copies one fragment out while the sender \
+     copies the next one in, but into no fragments smaller than this (e.g. 16k: faster \
+     64-256 KiB ping-pongs at best, but slower ones in the median on a loaded machine, \
+     so off by default until measured on a quiet one); 0: always fragments of \
+     btl_sm_fragment_size",
 )
 .level(6);
 
