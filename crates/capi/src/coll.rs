@@ -187,6 +187,16 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
 }
 
+/// Bytes of `count` items of the predefined basic datatype `t` (contiguous from offset 0),
+/// from the lock-free size cache (`p2p::predefined_size`): the small collectives' fast
+/// paths need no datatype reference. `None` for other types and negative counts.
+#[inline]
+fn basic_bytes(count: i64, t: c_int) -> Option<usize> {
+    usize::try_from(count)
+        .ok()?
+        .checked_mul(crate::p2p::predefined_size(t)?)
+}
+
 mpi_fn! {
     /// `MPI_Barrier`.
     fn PMPI_Barrier / "MPI_Barrier" (comm: c_int) {
@@ -199,6 +209,15 @@ mpi_fn_c! {
     /// `MPI_Bcast`.
     fn PMPI_Bcast / "MPI_Bcast", PMPI_Bcast_c / "MPI_Bcast_c" (buffer: *mut c_void, count: Count, datatype: c_int, root: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, int_count(count)?, datatype, root); }
+        // A predefined basic type: the user's bytes, with no datatype reference taken.
+        if let Some(len) = basic_bytes(count.into(), datatype).filter(|&n| n == 0 || !buffer.is_null()) {
+            let c = coll(comm)?;
+            c.check_root(root)?;
+            // SAFETY: MPI contract: `buffer` holds (root) or has room for `count` items of
+            // the type, `len` contiguous bytes from its start (checked non-NULL if any).
+            let bytes: &mut [u8] = if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), len) } };
+            return oxmpi_coll::base::select::bcast(&c.alg(), bytes, root).map_err(alg::err(comm));
+        }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -655,11 +674,59 @@ fn alltoall_shm(
     Ok(())
 }
 
+/// Alltoall of predefined basic types whose blocks fit the shared-memory segment, on the
+/// user's buffers: their sizes come from the lock-free cache (`p2p::predefined_size`), so
+/// the call takes the library lock once (for the communicator) and no datatype reference.
+/// `None`: the general path decides (other types, in place, NULL buffers, larger blocks,
+/// no segment; it also reports the errors).
+#[allow(clippy::too_many_arguments)]
+fn alltoall_fast(
+    c: &Coll,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: c_int,
+) -> Option<MpiResult> {
+    if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
+        return None;
+    }
+    let n = c.size as usize;
+    let block = basic_bytes(recvcount, recvtype)?;
+    if n < 2
+        || block == 0
+        || basic_bytes(sendcount, sendtype)? != block
+        || n * block > oxmpi_coll::sm::DATA
+    {
+        return None;
+    }
+    let seg = match oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall) {
+        Ok(Some(seg)) => seg,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(alg::err(c.comm)(e))),
+    };
+    // SAFETY: MPI contract: sendbuf holds `n` blocks and recvbuf has room for `n` blocks
+    // of `block` bytes (a predefined basic type is contiguous from offset 0); the two do
+    // not overlap (that would be in place).
+    let (send, recv) = unsafe {
+        (
+            std::slice::from_raw_parts(sendbuf.cast::<u8>(), n * block),
+            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * block),
+        )
+    };
+    seg.alltoall(send, recv, block);
+    Some(Ok(()))
+}
+
 mpi_fn_c! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall", PMPI_Alltoall_c / "MPI_Alltoall_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = alltoall_fast(&c, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype) {
+            return r;
+        }
         let n = c.size as usize;
         let rdt = dtype(recvtype, comm)?;
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;

@@ -695,7 +695,7 @@ const BUILTIN_DATATYPE: u32 = 0x4c00_0000;
 /// The byte size of predefined datatype `h` if it is contiguous with no lower-bound
 /// offset (every basic type); `None` for anything else.
 #[inline(always)]
-fn predefined_size(h: c_int) -> Option<usize> {
+pub(crate) fn predefined_size(h: c_int) -> Option<usize> {
     let hu = h as u32;
     if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
         return None;

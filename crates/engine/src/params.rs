@@ -153,6 +153,7 @@ mod tests {
             [
                 "btl_sm_eager_limit",
                 "btl_sm_fragment_size",
+                "btl_sm_fragment_min_size",
                 "btl_sm_ring_size",
                 "btl_sm_bulk_size",
                 "btl_sm_single_copy_mechanism",

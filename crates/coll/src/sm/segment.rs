@@ -121,7 +121,11 @@ impl Seg {
         }
     }
     fn next(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed) + 1
+        // Not a read-modify-write (a locked instruction per collective): collectives on
+        // one communicator never run concurrently (MPI rules), so nobody else updates it.
+        let k = self.seq.load(Ordering::Relaxed) + 1;
+        self.seq.store(k, Ordering::Relaxed);
+        k
     }
     /// We have read everything of collective `k`.
     fn finish(&self, k: u64) {

@@ -68,6 +68,8 @@ pub(crate) struct State {
     pub(crate) eager_limit: usize,
     /// Rendezvous fragment size (each link may cap it further).
     pub(crate) frag: usize,
+    /// Smallest fragment of a lone rendezvous message ([`lone_fragment`]; 0: not cut).
+    pub(crate) frag_min: usize,
     /// Single-copy (CMA) reads from peers are allowed and have not failed.
     pub(crate) cma: bool,
     /// Single-copy (CMA) writes into peers have not failed.
@@ -133,6 +135,7 @@ impl State {
                 .eager_limit
                 .min(crate::btl::sm::ring::max_record(sm.ring) - HDR),
             frag: sm.frag,
+            frag_min: sm.frag_min,
             cma: sm.single_copy != SingleCopy::None,
             cma_push: sm.single_copy != SingleCopy::None,
             single_copy: sm.single_copy,
@@ -270,12 +273,15 @@ impl State {
 
     /// Writes queued records to `peer`'s link while there is room.
     pub(crate) fn flush(&mut self, p: usize) {
-        let frag = self.frag;
+        let (frag, frag_min) = (self.frag, self.frag_min);
         loop {
             let peer = &mut self.peers[p];
             let Some(link) = peer.link.as_mut() else {
                 return;
             };
+            // Nothing queued behind the front record: a rendezvous message then travels
+            // alone (ping-pong), and smaller fragments let both sides copy at once.
+            let lone = peer.outq.len() == 1;
             let Some(item) = peer.outq.front_mut() else {
                 return;
             };
@@ -303,7 +309,11 @@ impl State {
                     off,
                     len,
                 } => {
-                    let k = frag.min(link.max_data()).min(*len - *off);
+                    let mut k = frag.min(link.max_data());
+                    if lone {
+                        k = k.min(lone_fragment(*len, frag_min));
+                    }
+                    let k = k.min(*len - *off);
                     let hdr = Hdr {
                         kind: K_DATA,
                         a: *off as u64,
@@ -355,7 +365,9 @@ impl State {
                 if ready {
                     self.drain(p);
                 }
-                if queued {
+                // Also what the records just drained queued (the DATA a clear-to-send
+                // asks for goes out in this pass, not the next).
+                if queued || !self.peers[p].outq.is_empty() {
                     self.flush(p);
                 }
                 if !self.peers[p].unflushed.is_empty() {
@@ -692,4 +704,19 @@ impl State {
             .any(|q| q.detached && !matches!(q.state, ReqState::Done));
         !queued && !detached
     }
+}
+
+/// Pieces a lone rendezvous message is cut into (see [`lone_fragment`]).
+const LONE_PIECES: usize = 4;
+
+/// Largest fragment of a rendezvous message of `len` bytes that travels alone: a quarter
+/// of it, rounded up to 4 KiB, but at least `min` (`btl_sm_fragment_min_size`; 0: no
+/// limit below the fragment size, `usize::MAX`). With nothing queued behind it nothing
+/// else overlaps its copies, so without this the receiver would start copying only after
+/// the sender had copied a whole fragment (of a 128 KiB message: all of it).
+pub(crate) fn lone_fragment(len: usize, min: usize) -> usize {
+    if min == 0 {
+        return usize::MAX;
+    }
+    len.div_ceil(LONE_PIECES).next_multiple_of(4096).max(min)
 }

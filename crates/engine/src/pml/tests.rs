@@ -29,20 +29,17 @@ struct Net {
 impl Net {
     /// `n` engines whose links carry up to `capacity` records in flight each way.
     fn new(n: usize, capacity: usize) -> Net {
-        let settings = Settings {
-            ring: 64 << 10,
-            bulk: 0,
-            eager_limit: EAGER,
-            frag: FRAG,
-            single_copy: SingleCopy::None,
-            coop_min: usize::MAX,
-            coop_chunk: 4096,
-        };
+        Net::build(n, capacity, 4096, &test_settings())
+    }
+
+    /// `n` engines with `settings` whose links carry up to `capacity` records in flight
+    /// each way and DATA fragments of up to `max_data` bytes.
+    fn build(n: usize, capacity: usize, max_data: usize, settings: &Settings) -> Net {
         let mut links: Vec<Vec<Option<Box<dyn Link>>>> =
             (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
         let mut wires = HashMap::new();
         for (a, b) in (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))) {
-            let (la, lb, w) = fake::pair(4096, 4096, capacity);
+            let (la, lb, w) = fake::pair(4096, max_data, capacity);
             links[a][b] = Some(Box::new(la));
             links[b][a] = Some(Box::new(lb));
             wires.insert((a, b), w);
@@ -50,7 +47,7 @@ impl Net {
         let e = links
             .into_iter()
             .enumerate()
-            .map(|(r, l)| Engine::with_links(r as i32, l, &settings))
+            .map(|(r, l)| Engine::with_links(r as i32, l, settings))
             .collect();
         Net { e, wires }
     }
@@ -103,6 +100,21 @@ impl Net {
     fn irecv(&self, at: usize, src: i32, tag: i32, buf: &mut [u8]) -> ReqId {
         // SAFETY: the tests keep `buf` alive and untouched until the request completes.
         unsafe { self.e[at].irecv(buf.as_mut_ptr(), buf.len(), src, tag, WORLD) }.expect("irecv")
+    }
+}
+
+/// The settings of the test engines: small eager limit and fragments, no single copy,
+/// no cut of lone messages.
+fn test_settings() -> Settings {
+    Settings {
+        ring: 64 << 10,
+        bulk: 0,
+        eager_limit: EAGER,
+        frag: FRAG,
+        frag_min: 0,
+        single_copy: SingleCopy::None,
+        coop_min: usize::MAX,
+        coop_chunk: 4096,
     }
 }
 
@@ -791,4 +803,63 @@ fn events_tell_of_unexpected_arrivals_and_dead_peers() {
         "{seen:?}"
     );
     assert!(seen.iter().any(|l| l == "failed 1"), "{seen:?}");
+}
+
+/// Fragment sizes of lone rendezvous messages: quarters rounded up to 4 KiB, never below
+/// the minimum; a zero minimum turns the cut off.
+#[test]
+fn lone_fragments_are_quarters_above_the_minimum() {
+    use crate::pml::lone_fragment;
+    const K: usize = 1024;
+    assert_eq!(lone_fragment(128 * K, 16 * K), 32 * K);
+    assert_eq!(lone_fragment(64 * K, 16 * K), 16 * K);
+    assert_eq!(lone_fragment(40 * K, 16 * K), 16 * K);
+    assert_eq!(lone_fragment(100 * K + 1, 16 * K), 28 * K);
+    assert_eq!(lone_fragment(8 * K, 16 * K), 16 * K);
+    assert_eq!(lone_fragment(128 * K, 0), usize::MAX);
+}
+
+/// A rendezvous message alone in its sender's queue goes in quarters (the receiver copies
+/// one while the sender writes the next); one with another behind it in whole fragments;
+/// both arrive intact and in order, whatever the fragments' sizes.
+#[test]
+fn a_lone_rendezvous_message_is_cut_into_quarters() {
+    const K: usize = 1024;
+    let settings = Settings {
+        frag: 1 << 20,
+        frag_min: 16 * K,
+        ..test_settings()
+    };
+    let net = Net::build(2, 64, 1 << 20, &settings);
+    // Ping-pong style: receive posted, one send.
+    let before = net.log(0, 1).len();
+    let (st, _) = transfer(&net, 128 * K, 128 * K, 1);
+    assert_eq!((st.count_bytes, st.error), (128 * K, None));
+    let frags: Vec<usize> = net.log(0, 1)[before..]
+        .iter()
+        .filter(|r| r.0 == K_DATA)
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(frags, [32 * K; 4]);
+    // Two messages whose clear-to-sends arrive together: the first, with the second
+    // queued behind it, goes whole; the second, alone by then, in quarters.
+    let (m1, m2) = (data(128 * K, 7), data(64 * K + 5, 8));
+    let (mut b1, mut b2) = (vec![0u8; 128 * K], vec![0u8; 64 * K + 5]);
+    let r1 = net.irecv(1, 0, 2, &mut b1);
+    let r2 = net.irecv(1, 0, 2, &mut b2);
+    let before = net.log(0, 1).len();
+    let s1 = net.isend(0, 1, 2, &m1, SendMode::Standard);
+    let s2 = net.isend(0, 1, 2, &m2, SendMode::Standard);
+    net.e[1].progress();
+    assert_eq!(net.done(1, r1).count_bytes, 128 * K);
+    assert_eq!(net.done(1, r2).count_bytes, 64 * K + 5);
+    net.done(0, s1);
+    net.done(0, s2);
+    assert_eq!((b1, b2), (m1, m2));
+    let frags: Vec<usize> = net.log(0, 1)[before..]
+        .iter()
+        .filter(|r| r.0 == K_DATA)
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(frags, [128 * K, 20 * K, 20 * K, 20 * K, 4 * K + 5]);
 }

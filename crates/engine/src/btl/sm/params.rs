@@ -27,6 +27,23 @@ pub(crate) static FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_sm_fragment_min_size`.
+pub(crate) static FRAGMENT_MIN: ParamDecl = ParamDecl::new(
+    "btl",
+    "sm",
+    "fragment_min_size",
+    ParamType::Size,
+    "0",
+    "When not 0: a rendezvous message with nothing queued behind it for the same peer \
+     (ping-pong traffic) is cut into quarters (rounded up to 4 KiB, at most \
+     btl_sm_fragment_size) so that the receiver copies one fragment out while the sender \
+     copies the next one in, but into no fragments smaller than this (e.g. 16k: faster \
+     64-256 KiB ping-pongs at best, but slower ones in the median on a loaded machine, \
+     so off by default until measured on a quiet one); 0: always fragments of \
+     btl_sm_fragment_size",
+)
+.level(6);
+
 /// `btl_sm_ring_size`.
 pub(crate) static RING_SIZE: ParamDecl = ParamDecl::new(
     "btl",
@@ -95,9 +112,10 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
 .level(5);
 
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 7] = [
+pub(crate) static PARAMS: [ParamDecl; 8] = [
     EAGER_LIMIT,
     FRAGMENT_SIZE,
+    FRAGMENT_MIN,
     RING_SIZE,
     BULK_SIZE,
     SINGLE_COPY,
@@ -141,6 +159,8 @@ pub(crate) struct Settings {
     pub eager_limit: usize,
     /// Rendezvous fragment size (each link caps it further: `Link::max_data`).
     pub frag: usize,
+    /// Smallest fragment a lone rendezvous message is cut into (0: not cut below `frag`).
+    pub frag_min: usize,
     /// The large-message mechanism.
     pub single_copy: SingleCopy,
     /// Smallest message for the cooperative copy.
@@ -170,6 +190,7 @@ impl Settings {
             bulk: size(&BULK_SIZE) / 64 * 64,
             eager_limit: size(&EAGER_LIMIT),
             frag: size(&FRAGMENT_SIZE).clamp(64, 1 << 30),
+            frag_min: size(&FRAGMENT_MIN),
             single_copy: SingleCopy::from_int(int(&SINGLE_COPY)),
             coop_min: size(&COOP_MIN).max(1),
             coop_chunk: size(&COOP_CHUNK).max(4096),
