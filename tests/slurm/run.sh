@@ -3,7 +3,8 @@
 # name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
 # `mpirun` inside `salloc` (daemons started as overlapping srun steps): every rank on its
 # node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort
-# on a remote node, two mpiruns at once in one allocation, and MPI_Comm_spawn from mpirun.
+# on a remote node, two mpiruns at once in one allocation, and MPI_Comm_spawn (from mpirun
+# and under srun).
 # Each case checks its status, its output and its time; the cluster is torn down at the end,
 # also on failure.
 #
@@ -92,12 +93,19 @@ salloc_ "MPI_Abort on a remote node" 7 5 "rank 1 on host n2 called abort with ex
   "$P/bin/mpirun" --map-by node "$work/abort"
 salloc_ "two mpiruns at once (overlapping daemon steps)" 0 10 "^ring total 18" \
   sh -c "$P/bin/mpirun $work/where & $P/bin/mpirun $work/ring; wait"
-# MPI_Comm_spawn from mpirun in salloc: children on both nodes' free slots, and on a node
-# where mpirun had no daemon yet (started as one more srun step).
-salloc_ "spawn across nodes" 0 20 "^spawn_where: 2 children from root 0 ok" \
+# MPI_Comm_spawn (2 slots per node): from mpirun in salloc, children on both nodes' free
+# slots, and on a node where mpirun had no daemon yet (started as one more srun step);
+# under srun --mpi=pmi2 (PMI-1 and PMI-2 wire) Slurm starts the children as a new step,
+# which needs SLURM_OVERLAP (else it stays pending while the parents' step holds the CPUs).
+spawn_() { case_ "$1" 0 20 "$2" env SLURM_OVERLAP=1 salloc -N2 --ntasks-per-node=2 "${@:3}"; }
+spawn_ "mpirun in salloc: spawn across nodes" "^child 1 of 2 on n2" \
   "$P/bin/mpirun" --map-by node -n 2 "$work/spawn_where" 2 0
-salloc_ "spawn onto a node without a daemon yet" 0 20 "^child 1 of 2 on n2" \
+spawn_ "mpirun in salloc: spawn onto a node without a daemon yet" "^child 1 of 2 on n2" \
   "$P/bin/mpirun" -n 1 "$work/spawn_where" 2 0
+spawn_ "srun --mpi=pmi2: spawn across nodes" "^child 1 of 2 on n2" \
+  srun --mpi=pmi2 -n2 "$work/spawn_where" 2 0
+spawn_ "srun --mpi=pmi2: spawn over the PMI-2 wire" "^spawn_where: 1 children from root 1 ok" \
+  env OXMPI_PMI_VERSION=2 srun --mpi=pmi2 -n2 "$work/spawn_where" 1 1
 if [ $failures -ne 0 ]; then
   echo "slurm: $failures case(s) FAILED" >&2
   exit 1
