@@ -349,33 +349,25 @@ mod tests {
         let Ok(parent) = crate::job::plan(spec) else {
             panic!("plan");
         };
-        let cmd = |p: &str, n: u32, info: &[(&str, &str)]| SpawnCommand {
-            program: p.into(),
-            argv: vec![],
-            maxprocs: n,
-            info: info
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        };
         let req = |c| SpawnRequest {
             commands: vec![c],
             preput: vec![],
         };
-        let ok = plan_spawn(&parent, &parent.alloc, &[1], &req(cmd("true", 1, &[]))).unwrap();
+        let ok = plan_spawn(&parent, &parent.alloc, &[1], &req(command("true", 1, &[]))).unwrap();
         assert_eq!(ok.map.size(), 1);
         let e = plan_spawn(
             &parent,
             &parent.alloc,
             &[1],
-            &req(cmd("no-such-cmd-x", 1, &[])),
+            &req(command("no-such-cmd-x", 1, &[])),
         )
         .unwrap_err();
         assert!(
             e.contains("'no-such-cmd-x'") && e.contains("on host"),
             "{e}"
         );
-        let e = plan_spawn(&parent, &parent.alloc, &[1], &req(cmd("true", 2, &[]))).unwrap_err();
+        let e =
+            plan_spawn(&parent, &parent.alloc, &[1], &req(command("true", 2, &[]))).unwrap_err();
         assert!(
             e.contains("2 process(es) requested but only 1 slot(s)"),
             "{e}"
@@ -384,7 +376,7 @@ mod tests {
             &parent,
             &parent.alloc,
             &[1],
-            &req(cmd("true", 4, &[("soft", "1:4")])),
+            &req(command("true", 4, &[("soft", "1:4")])),
         )
         .unwrap();
         assert_eq!(soft.map.size(), 1);
@@ -392,7 +384,7 @@ mod tests {
             &parent,
             &parent.alloc,
             &[1],
-            &req(cmd("true", 1, &[("wdir", "/no/such/dir")])),
+            &req(command("true", 1, &[("wdir", "/no/such/dir")])),
         )
         .unwrap_err();
         assert!(e.contains("/no/such/dir"), "{e}");
@@ -400,7 +392,7 @@ mod tests {
             &parent,
             &parent.alloc,
             &[1],
-            &req(cmd("true", 1, &[("host", "elsewhere")])),
+            &req(command("true", 1, &[("host", "elsewhere")])),
         )
         .unwrap_err();
         assert!(
@@ -443,68 +435,45 @@ mod tests {
             preput: vec![],
         };
         let used = [1];
+        let spawn = |n: u32, info: &[(&str, &str)]| {
+            plan_spawn(
+                &parent,
+                &parent.alloc,
+                &used,
+                &one(command("true", n, info)),
+            )
+        };
         // One free slot here, two on far.
-        let p = plan_spawn(&parent, &parent.alloc, &used, &one(command("true", 3, &[]))).unwrap();
+        let p = spawn(3, &[]).unwrap();
         assert_eq!(p.map.per_node, [1, 2]);
         assert_eq!(
             p.map.procs.iter().map(|q| q.node).collect::<Vec<_>>(),
             [0, 1, 1]
         );
-        let e =
-            plan_spawn(&parent, &parent.alloc, &used, &one(command("true", 4, &[]))).unwrap_err();
-        assert!(
-            e.contains("4 process(es) requested but only 3 slot(s)"),
-            "{e}"
-        );
-        let p = plan_spawn(
-            &parent,
-            &parent.alloc,
-            &used,
-            &one(command("true", 2, &[("host", "far")])),
-        )
-        .unwrap();
-        assert_eq!(p.map.per_node, [0, 2]);
-        let e = plan_spawn(
-            &parent,
-            &parent.alloc,
-            &used,
-            &one(command("true", 2, &[("host", "localhost")])),
-        )
-        .unwrap_err();
-        assert!(
-            e.contains("only 1 slot(s) are free on the hosts asked for"),
-            "{e}"
+        let fails_with = |n: u32, info: &[(&str, &str)], what: &str| {
+            let e = spawn(n, info).unwrap_err();
+            assert!(e.contains(what), "{e}");
+        };
+        fails_with(4, &[], "4 process(es) requested but only 3 slot(s)");
+        assert_eq!(spawn(2, &[("host", "far")]).unwrap().map.per_node, [0, 2]);
+        fails_with(
+            2,
+            &[("host", "localhost")],
+            "only 1 slot(s) are free on the hosts asked for",
         );
         // A hostfile naming far.
         let f = std::env::temp_dir().join(format!("oxmpi-spawn-hosts-{}", std::process::id()));
         std::fs::write(&f, "far slots=2\n").unwrap();
-        let p = plan_spawn(
-            &parent,
-            &parent.alloc,
-            &used,
-            &one(command("true", 1, &[("hostfile", f.to_str().unwrap())])),
-        );
+        let p = spawn(1, &[("hostfile", f.to_str().unwrap())]);
         std::fs::remove_file(&f).unwrap();
         assert_eq!(p.unwrap().map.per_node, [0, 1]);
-        let e = plan_spawn(
-            &parent,
-            &parent.alloc,
-            &used,
-            &one(command("true", 1, &[("hostfile", "/no/such/hostfile")])),
-        )
-        .unwrap_err();
-        assert!(
-            e.contains("cannot read hostfile '/no/such/hostfile'"),
-            "{e}"
+        fails_with(
+            1,
+            &[("hostfile", "/no/such/hostfile")],
+            "cannot read hostfile '/no/such/hostfile'",
         );
         // add-host: a new node with its slots, used by the command, kept in the plan.
-        let p = plan_spawn(
-            &parent,
-            &parent.alloc,
-            &used,
-            &one(command("true", 2, &[("add-host", "new:2")])),
-        )
-        .unwrap();
+        let p = spawn(2, &[("add-host", "new:2")]).unwrap();
         assert_eq!(p.alloc.nodes.len(), 3);
         assert_eq!(p.alloc.nodes[2].name, "new");
         assert_eq!(p.map.per_node, [0, 0, 2]);
