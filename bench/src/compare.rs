@@ -121,6 +121,7 @@ fn label(k: &Key, unit: &str) -> String {
     match k.0.as_str() {
         "startup" | "barrier" => format!("{} np={} ({unit})", k.0, k.1),
         t if t.starts_with("rss") => format!("{t} rank {} ({unit})", k.2),
+        "comm_spawn" => format!("MPI_Comm_spawn of {} + merge ({unit})", k.2),
         t => format!("{t} np={} {} ({unit})", k.1, size_label(k.2)),
     }
 }

@@ -115,6 +115,17 @@ pub fn parse_result_line(line: &str) -> Option<BenchResult> {
     })
 }
 
+/// The times (ms) of the `SPAWN children=N ms=T` lines of `hello spawn N R`, in order
+/// (other lines and malformed ones are ignored).
+pub fn parse_spawn_lines(text: &str) -> Vec<f64> {
+    text.lines()
+        .map(strip_prefix_tag)
+        .filter_map(|l| l.trim().strip_prefix("SPAWN "))
+        .filter_map(|l| fields(l).get("ms")?.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite())
+        .collect()
+}
+
 /// Parse the whole standard output of an `oxbench` or `hello` run. Lines that
 /// are not ours (launcher chatter, other ranks' output) are ignored; a line
 /// may carry a forwarding prefix such as `[1,0]<stdout>:`.
@@ -148,7 +159,7 @@ pub fn parse_bench_output(text: &str) -> BenchOutput {
 /// Remove a launcher's per-line tag (anything up to the first of our line
 /// kinds), so `[1,0]<stdout>:RESULT ...` parses like `RESULT ...`.
 fn strip_prefix_tag(line: &str) -> &str {
-    for kind in ["RESULT ", "OVERLAP ", "BIND ", "RSS "] {
+    for kind in ["RESULT ", "OVERLAP ", "BIND ", "RSS ", "SPAWN "] {
         if let Some(i) = line.find(kind) {
             return &line[i..];
         }
@@ -355,6 +366,13 @@ pub fn observed_paths(lines: &[String], size: u64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spawn_lines() {
+        let out = "SPAWN children=4 ms=12.5\n[1,0]<stdout>:SPAWN children=4 ms=9.25\n\
+                   SPAWN children=4 ms=x\nRSS prog=hello rank=0 kb=1\n";
+        assert_eq!(parse_spawn_lines(out), [12.5, 9.25]);
+    }
 
     const OUT: &str = "\
 BIND rank=1 cpus=1

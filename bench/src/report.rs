@@ -204,6 +204,7 @@ pub fn metric_table(
                 format!("{} np={} ({unit})", t.trim_start_matches("app_"), k.1)
             }
             t if t.starts_with("rss") => format!("{t} rank {} ({unit})", k.2),
+            "comm_spawn" => format!("MPI_Comm_spawn of {} + merge ({unit})", k.2),
             t => format!("{t} np={} {} ({unit})", k.1, size_label(k.2)),
         };
         let _ = write!(out, "| {label} |");
@@ -444,7 +445,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
             "bw" | "bibw" => [8, 65536, 1 << 20, 4 << 20].contains(&s),
             "allreduce" => [8, 1024, 65536, 1 << 20].contains(&s),
             "bcast" | "alltoall" => [8, 1 << 20].contains(&s) && r.np == 2,
-            "barrier" | "startup" => true,
+            "barrier" | "startup" | "comm_spawn" => true,
             "mpi4py_lat" => [1, 1024, 1 << 20].contains(&s),
             "rss_hello" => true,
             _ => false,
@@ -467,7 +468,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         ),
         (
             "Start-up and memory",
-            &["startup", "rss_hello", "rss_oxbench"][..],
+            &["startup", "comm_spawn", "rss_hello", "rss_oxbench"][..],
         ),
     ] {
         let _ = writeln!(o, "## {title}\n");

@@ -16,7 +16,7 @@ pub struct Row {
     /// Implementation name (`ompi`, `ompi-nocma`, `mpich`, `oxmpi`, `machine`).
     pub imp: String,
     /// Metric: lat, bw, bibw, allreduce, bcast, alltoall, barrier, startup,
-    /// rss_hello, rss_oxbench, memcpy, cma, cacheline_rtt, spawn.
+    /// rss_hello, rss_oxbench, memcpy, cma, cacheline_rtt, spawn, comm_spawn.
     pub test: String,
     /// Ranks.
     pub np: u32,

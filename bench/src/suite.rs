@@ -962,6 +962,44 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Dynamic processes: wall time of `MPI_Comm_spawn` of `children` children plus
+    /// `MPI_Intercomm_merge`, from a 1-rank job (`hello spawn N R`), as metric
+    /// `comm_spawn` (np 1, size = children). The children oversubscribe the cores, so
+    /// the job runs with the implementation's oversubscription flags.
+    pub fn comm_spawn(&mut self, rep: u32, p: &Prepared, children: u32) {
+        if let Some(r) = self.hung_in(&p.imp.name, "comm_spawn", 1, u64::from(children)) {
+            self.res.failures.push(format!(
+                "rep {rep} {} comm_spawn {children}: skipped (hung in repetition {r})",
+                p.imp.name
+            ));
+            return;
+        }
+        let (load, busy) = machine_state(Duration::ZERO);
+        let mut q = p.clone();
+        q.imp.pinned = q.imp.oversubscribed.clone();
+        let runs = self.cfg.startup_runs.max(2);
+        let args = vec!["spawn".to_string(), children.to_string(), runs.to_string()];
+        let o = self.launch(&q, 1, &p.hello, &args, (rep, "comm_spawn"), None);
+        if o.as_ref().is_some_and(|o| o.status.is_none()) {
+            self.hung.push((
+                p.imp.name.clone(),
+                "comm_spawn".into(),
+                1,
+                u64::from(children),
+                rep,
+            ));
+        }
+        let Some(o) = o else { return };
+        let ms = parse::parse_spawn_lines(&o.stdout);
+        if let Some(s) = crate::stats::summary(&ms) {
+            let mut r = self.row(rep, &p.imp.name, "comm_spawn", 1, u64::from(children), "ms");
+            (r.median, r.min, r.max) = (s.median, s.min, s.max);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.values = ms;
+            self.res.rows.push(r);
+        }
+    }
+
     /// One repetition: physical limits, then every implementation in turn.
     pub fn repetition(&mut self, rep: u32, impls: &[Prepared]) {
         self.physical(rep);
@@ -984,6 +1022,9 @@ impl<'a> Runner<'a> {
             self.oxbench(rep, p, 4, &COLLECTIVES, &cs4);
             for np in self.cfg.startup_np.clone() {
                 self.startup(rep, p, np);
+            }
+            for children in [1, 4] {
+                self.comm_spawn(rep, p, children);
             }
             self.mpi4py(rep, p);
         }

@@ -3,8 +3,10 @@
 # name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
 # `mpirun` inside `salloc` (daemons started as overlapping srun steps): every rank on its
 # node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort
-# on a remote node, and two mpiruns at once in one allocation. Each case checks its status,
-# its output and its time; the cluster is torn down at the end, also on failure.
+# on a remote node, two mpiruns at once in one allocation, and MPI_Comm_spawn (from mpirun
+# and under srun).
+# Each case checks its status, its output and its time; the cluster is torn down at the end,
+# also on failure.
 #
 # usage: tests/slurm/run.sh PREFIX   (needs root and slurm-wlm + munge, see scripts/deps.sh)
 set -u
@@ -39,7 +41,7 @@ SLURM_MODE=netns SLURM_NODES=2 SLURM_CPUS=4 "$here/up.sh" >"$work/up.log" 2>&1 |
 on_head=$OXMPI_SLURM_DIR/run-on-head
 
 for s in ring abort; do "$P/bin/mpicc" "$root/bin/mpirun/tests/c/$s.c" -o "$work/$s" || exit 1; done
-for s in where kill9; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.c" -o "$work/$s" || exit 1; done
+for s in where kill9 spawn_where; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.c" -o "$work/$s" || exit 1; done
 "$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/coll.c" -o "$work/coll" || exit 1
 # Rank 3 (on node 2) fails in MPI_Init: an interface that does not exist.
 cat >"$work/failinit" <<EOF
@@ -91,6 +93,19 @@ salloc_ "MPI_Abort on a remote node" 7 5 "rank 1 on host n2 called abort with ex
   "$P/bin/mpirun" --map-by node "$work/abort"
 salloc_ "two mpiruns at once (overlapping daemon steps)" 0 10 "^ring total 18" \
   sh -c "$P/bin/mpirun $work/where & $P/bin/mpirun $work/ring; wait"
+# MPI_Comm_spawn (2 slots per node): from mpirun in salloc, children on both nodes' free
+# slots, and on a node where mpirun had no daemon yet (started as one more srun step);
+# under srun --mpi=pmi2 (PMI-1 and PMI-2 wire) Slurm starts the children as a new step,
+# which needs SLURM_OVERLAP (else it stays pending while the parents' step holds the CPUs).
+spawn_() { case_ "$1" 0 20 "$2" env SLURM_OVERLAP=1 salloc -N2 --ntasks-per-node=2 "${@:3}"; }
+spawn_ "mpirun in salloc: spawn across nodes" "^child 1 of 2 on n2" \
+  "$P/bin/mpirun" --map-by node -n 2 "$work/spawn_where" 2 0
+spawn_ "mpirun in salloc: spawn onto a node without a daemon yet" "^child 1 of 2 on n2" \
+  "$P/bin/mpirun" -n 1 "$work/spawn_where" 2 0
+spawn_ "srun --mpi=pmi2: spawn across nodes" "^child 1 of 2 on n2" \
+  srun --mpi=pmi2 -n2 "$work/spawn_where" 2 0
+spawn_ "srun --mpi=pmi2: spawn over the PMI-2 wire" "^spawn_where: 1 children from root 1 ok" \
+  env OXMPI_PMI_VERSION=2 srun --mpi=pmi2 -n2 "$work/spawn_where" 1 1
 if [ $failures -ne 0 ]; then
   echo "slurm: $failures case(s) FAILED" >&2
   exit 1

@@ -222,6 +222,18 @@ fn intercommunicators_same_in_both_abis() {
     same_in_both_abis("inter.c", 2, "inter: all ok on 2 ranks");
 }
 
+/// `MPI_Comm_spawn`, `_spawn_multiple` and `MPI_Comm_get_parent` in the standard ABI:
+/// the spawn test (children of the same build; `MPI_ARGV_NULL`, `MPI_ERRCODES_IGNORE`,
+/// error codes and an array of info handles converted) prints the same in both.
+#[test]
+fn spawn_same_in_both_abis() {
+    same_in_both_abis(
+        "spawn.c",
+        2,
+        "spawn errors: missing program and maxprocs 0 ok",
+    );
+}
+
 #[test]
 fn mpi_io_same_in_both_abis() {
     same_in_both_abis_with_scratch_arg("io.c", 2, "io: done", true);

@@ -426,6 +426,7 @@ ARRAY_LEN = {
     ("Type_get_contents", "*"): "max_datatypes",
     ("Group_translate_ranks", "*"): "n",
     ("Type_create_darray", "*"): "ndims",
+    ("Comm_spawn_multiple", "array_of_info"): "count",
 }
 # Alltoallw-like: datatype arrays sized by the communicator.
 COMM_SIZED = {"Alltoallw", "Ialltoallw", "Alltoallw_init"}
@@ -606,7 +607,19 @@ def convert(fn, p, pre, args, post):
             args.append(f"{v} ? t_{n} : NULL")
             post.append(f"if (t_{n} != s_{n}) free(t_{n});")
         elif n == "array_of_errcodes":
-            raise Unsupported("error code arrays")
+            # MPI_ERRCODES_IGNORE is 0 in both ABIs. Written: one code per child (the
+            # remote group) after a spawn, else one per process asked for.
+            if fn.short == "Comm_spawn":
+                asked = "maxprocs"
+            else:
+                pre.append(f"int a_{n} = 0;")
+                pre.append("if (array_of_maxprocs) for (int i = 0; i < count; i++) "
+                           f"a_{n} += array_of_maxprocs[i];")
+                asked = f"a_{n}"
+            args.append(v)
+            post.append(f"if ({v}) {{ int n_{n} = rc == 0 && intercomm ? "
+                        f"oxa_comm_peers(*intercomm) : ({asked}); "
+                        f"for (int i = 0; i < n_{n}; i++) {v}[i] = oxa_err_i2a({v}[i]); }}")
         else:
             args.append(v)
     elif c in ("void*",) and not p.arr and (

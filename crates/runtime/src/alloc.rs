@@ -42,7 +42,9 @@ impl Allocation {
             .join(",")
     }
 
-    fn add(
+    /// Add `slots` slots of host `name` (a new node, or more slots of a known one;
+    /// `localhost` and this machine's names are the local node).
+    pub(crate) fn add(
         &mut self,
         name: &str,
         slots: usize,

@@ -106,6 +106,8 @@ impl LocalDaemon {
                 .distributed
                 .then(|| launch.procs.iter().map(|p| p.rank as u32).collect()),
         };
+        let mut pmi = PmiServer::new(info);
+        pmi.preput(launch.preput.clone());
         LocalDaemon {
             launch,
             forward,
@@ -122,7 +124,7 @@ impl LocalDaemon {
                     dead: false,
                 },
             ],
-            pmi: PmiServer::new(info),
+            pmi,
             events: VecDeque::new(),
             buf: vec![0u8; 64 * 1024],
             out: Vec::with_capacity(128 * 1024),
@@ -477,11 +479,6 @@ impl LocalDaemon {
     ) {
         self.pmi.spawn_done(ConnId(rank as u64), v2, result);
         self.run_pmi_actions();
-    }
-
-    /// Pairs every rank can read from the start (a spawned job's PMI `preput`).
-    pub fn preput(&mut self, pairs: Vec<(String, String)>) {
-        self.pmi.preput(pairs);
     }
 
     /// Reap every exited rank (call on SIGCHLD); queues [`DaemonEvent::RankExited`].

@@ -65,6 +65,10 @@ pub struct JobPlan {
     /// The agent that starts daemons on the other nodes with ranks (`None`: every rank is
     /// on this node).
     pub agent: Option<RshAgent>,
+    /// When every rank is on this node but the allocation has other nodes: the agent that
+    /// would start daemons there for spawned jobs (`MPI_Comm_spawn`), or why there is none
+    /// (said when a spawn needs it).
+    pub spawn_agent: Option<std::result::Result<RshAgent, String>>,
     /// Address remote daemons connect back to (MCA `plm_head_address`; default: the
     /// addresses of this host's usable interfaces).
     pub head_address: Option<String>,
@@ -245,7 +249,7 @@ pub fn plan_checked(
     };
     let teardown_timeout = crate::params::seconds(&crate::params::TEARDOWN_TIMEOUT, false)?;
     let handshake_timeout = crate::params::seconds(&crate::params::HANDSHAKE_TIMEOUT, false)?;
-    let agent = if let Some(far) = first_remote {
+    let make_agent = |far: &str| -> Result<RshAgent> {
         let in_slurm = parent_env("SLURM_JOB_ID")
             .or_else(|| parent_env("SLURM_JOBID"))
             .is_some();
@@ -276,15 +280,23 @@ pub fn plan_checked(
                 ),
             }
         })?;
-        a.check(&alloc, &map)?;
         verbose!(
             PLM,
             10,
-            "plm: launch agent '{}' reaches the other nodes with ranks",
+            "plm: launch agent '{}' reaches the other nodes",
             text
         );
+        Ok(a)
+    };
+    let mut spawn_agent = None;
+    let agent = if let Some(far) = first_remote {
+        let a = make_agent(&far)?;
+        a.check(&alloc, &map)?;
         Some(a)
     } else {
+        if let Some(far) = alloc.nodes.iter().find(|n| !n.local) {
+            spawn_agent = Some(make_agent(&far.name).map_err(|e| e.to_string()));
+        }
         LocalAgent.check(&alloc, &map)?;
         verbose!(
             PLM,
@@ -362,6 +374,7 @@ pub fn plan_checked(
         warnings,
         prefix,
         agent,
+        spawn_agent,
         head_address,
         daemon_timeout,
         link_timeout,
@@ -444,6 +457,7 @@ pub fn node_launch(plan: &JobPlan, facts: &JobFacts<'_>, node: usize) -> NodeLau
         timestamp_output: spec.timestamp_output,
         output_dir: spec.output_filename.clone(),
         procs,
+        preput: Vec::new(),
     }
 }
 
@@ -528,6 +542,17 @@ fn failure_text(rank: usize, pid: impl std::fmt::Display, host: &str, e: &Ending
     }
 }
 
+/// Which daemon a spawn request came from.
+#[derive(Clone, Copy)]
+enum SpawnFrom {
+    /// The head's daemon of `mpirun`'s job.
+    Main,
+    /// The head's daemon of a spawned job (index in `children`).
+    Child(usize),
+    /// A remote node's daemon (its index in [`Remotes`]) for a job (0: `mpirun`'s).
+    Remote(usize, u32),
+}
+
 /// The head's event-loop tokens.
 #[derive(Clone, Copy)]
 enum Token {
@@ -544,8 +569,13 @@ enum Token {
 struct Head<'a> {
     plan: &'a JobPlan,
     daemon: LocalDaemon,
-    /// Jobs started by `MPI_Comm_spawn` (one in-process daemon each, this node only).
+    /// Jobs started by `MPI_Comm_spawn`: the in-process daemon of each one's ranks on this
+    /// node (none there: a daemon without ranks); job number = index + 1.
     children: Vec<LocalDaemon>,
+    /// Processes of each spawned job per allocation node (the slots it holds while it runs).
+    child_nodes: Vec<Vec<usize>>,
+    /// The allocation, grown by spawns' `add-host` info keys.
+    alloc: Allocation,
     /// The job's id, session directory and universe size (for spawned jobs).
     jobid: String,
     job_dir: PathBuf,
@@ -575,6 +605,8 @@ impl<'a> Head<'a> {
             plan,
             daemon,
             children: Vec::new(),
+            child_nodes: Vec::new(),
+            alloc: plan.alloc.clone(),
             jobid: facts.jobid.to_string(),
             job_dir: facts.job_dir.to_path_buf(),
             universe_size: facts.universe_size,
@@ -623,22 +655,31 @@ impl<'a> Head<'a> {
         let mut batch: Vec<(String, DaemonEvent)> = Vec::new();
         let mut spawns = Vec::new();
         loop {
+            let mut child_fences = Vec::new();
             for (i, c) in self.children.iter_mut().enumerate() {
                 while let Some(ev) = c.poll_event() {
                     let host =
                         format!("{} (spawned job {})", self.plan.host, c.node_launch().jobid);
                     match ev {
                         DaemonEvent::Spawn { rank, v2, request } => {
-                            spawns.push((Some(i), rank, v2, request));
+                            spawns.push((SpawnFrom::Child(i), rank, v2, request));
+                        }
+                        DaemonEvent::FenceReady { epoch, puts } => {
+                            child_fences.push((i as u32 + 1, epoch, puts));
                         }
                         ev => batch.push((host, ev)),
                     }
                 }
             }
+            if let Some(r) = self.remotes.as_mut() {
+                for (job, epoch, puts) in child_fences {
+                    r.contribute_job(job, epoch, puts);
+                }
+            }
             while let Some(ev) = self.daemon.poll_event() {
                 match ev {
                     DaemonEvent::Spawn { rank, v2, request } => {
-                        spawns.push((None, rank, v2, request));
+                        spawns.push((SpawnFrom::Main, rank, v2, request));
                     }
                     DaemonEvent::FenceReady { epoch, puts } => {
                         if let Some(r) = self.remotes.as_mut() {
@@ -659,7 +700,25 @@ impl<'a> Head<'a> {
             let released = r.take_released();
             for ev in r.take_events() {
                 match ev {
-                    RemoteEvent::Daemon { host, event } => batch.push((host, event)),
+                    RemoteEvent::Daemon {
+                        host,
+                        job: 0,
+                        event,
+                    } => batch.push((host, event)),
+                    RemoteEvent::Daemon { host, job, event } => {
+                        let jobid = self
+                            .children
+                            .get(job as usize - 1)
+                            .map_or(String::new(), |c| c.node_launch().jobid.clone());
+                        batch.push((format!("{host} (spawned job {jobid})"), event));
+                    }
+                    RemoteEvent::Spawn {
+                        node,
+                        job,
+                        rank,
+                        v2,
+                        request,
+                    } => spawns.push((SpawnFrom::Remote(node, job), rank, v2, request)),
                     RemoteEvent::DaemonLost { host, message } => {
                         if self.ending.is_none() {
                             msg(&message);
@@ -672,8 +731,18 @@ impl<'a> Head<'a> {
             if released.is_empty() {
                 break;
             }
-            for (epoch, puts) in released {
-                self.daemon.fence_complete(epoch, puts);
+            for (job, epoch, puts) in released {
+                match job.checked_sub(1) {
+                    None => self.daemon.fence_complete(epoch, puts),
+                    Some(k) => {
+                        // (The head's daemon of a spawned job without ranks here has
+                        // no fence to complete.)
+                        let c = self.children.get_mut(k as usize);
+                        if let Some(c) = c.filter(|c| !c.node_launch().procs.is_empty()) {
+                            c.fence_complete(epoch, puts);
+                        }
+                    }
+                }
             }
         }
         for (from, rank, v2, request) in spawns {
@@ -767,18 +836,40 @@ impl<'a> Head<'a> {
         self.end(e, sys::SIGTERM);
     }
 
-    /// Start the job a rank of daemon `from` (`None`: the main job's) asked for, and answer
-    /// it: the job id and one error code per child, or why nothing was started.
-    fn spawn(&mut self, from: Option<usize>, rank: usize, v2: bool, request: &SpawnRequest) {
+    /// Start the job a rank asked for, and answer it: the job id and one error code per
+    /// child, or why nothing was started.
+    fn spawn(&mut self, from: SpawnFrom, rank: usize, v2: bool, request: &SpawnRequest) {
         let result = self.start_child(request);
         if let Err(e) = &result {
             verbose!(PLM, 10, "plm: spawn refused: {e}");
         }
-        let d = match from {
-            Some(i) => &mut self.children[i],
-            None => &mut self.daemon,
-        };
-        d.spawn_done(rank, v2, result);
+        match from {
+            SpawnFrom::Main => self.daemon.spawn_done(rank, v2, result),
+            SpawnFrom::Child(i) => self.children[i].spawn_done(rank, v2, result),
+            SpawnFrom::Remote(node, job) => {
+                if let Some(r) = self.remotes.as_mut() {
+                    r.spawn_done(node, job, rank, v2, result);
+                }
+            }
+        }
+    }
+
+    /// Whether spawned job `k` (index in `children`) still runs somewhere.
+    fn child_running(&self, k: usize) -> bool {
+        !self.children[k].all_exited()
+            || self
+                .remotes
+                .as_ref()
+                .is_some_and(|r| !r.job_done(k as u32 + 1))
+    }
+
+    /// The agent that starts daemons on other nodes, or why there is none.
+    fn agent_for(&self, host: &str) -> std::result::Result<RshAgent, String> {
+        match (&self.plan.agent, &self.plan.spawn_agent) {
+            (Some(a), _) => Ok(a.clone()),
+            (None, Some(r)) => r.clone(),
+            (None, None) => Err(format!("no launch agent reaches host {host}")),
+        }
     }
 
     fn start_child(
@@ -788,52 +879,138 @@ impl<'a> Head<'a> {
         if self.ending.is_some() {
             return Err("the job is ending".into());
         }
-        if self.plan.agent.is_some() {
-            return Err(
-                "MPI_Comm_spawn in a job that spans several nodes is not supported yet".into(),
-            );
-        }
         let mut used = self.plan.map.per_node.clone();
-        if let Some(i) = self.plan.alloc.nodes.iter().position(|n| n.local) {
-            used[i] += self
-                .children
-                .iter()
-                .filter(|c| !c.all_exited())
-                .map(|c| c.node_launch().procs.len())
-                .sum::<usize>();
+        used.resize(self.alloc.nodes.len(), 0);
+        for k in 0..self.children.len() {
+            if self.child_running(k) {
+                for (u, c) in used.iter_mut().zip(&self.child_nodes[k]) {
+                    *u += c;
+                }
+            }
         }
-        let child = spawn::plan_spawn(self.plan, &used, request)?;
+        let mut child = spawn::plan_spawn(self.plan, &self.alloc, &used, request)?;
+        let job = self.children.len() as u32 + 1;
         let base = self.jobid.strip_suffix(".0").unwrap_or(&self.jobid);
-        let jobid = format!("{base}.{}", self.children.len() + 1);
+        let jobid = format!("{base}.{job}");
+        let remote: Vec<usize> = (0..child.alloc.nodes.len())
+            .filter(|&i| child.map.per_node[i] > 0 && !child.alloc.nodes[i].local)
+            .collect();
+        if let Some(&far) = remote.first() {
+            let host = child.alloc.nodes[far].name.clone();
+            let agent = self.agent_for(&host).map_err(|e| {
+                format!(
+                    "cannot spawn '{}' on host {host}: {e}",
+                    request.commands[0].program
+                )
+            })?;
+            child.agent = Some(agent);
+        }
+        let job_dir = self.job_dir.clone();
         let facts = JobFacts {
             jobid: &jobid,
-            job_dir: &self.job_dir,
+            job_dir: &job_dir,
             install_prefix: child.prefix.as_deref(),
             universe_size: self.universe_size,
-            num_nodes: 1,
+            num_nodes: child.map.per_node.iter().filter(|&&c| c > 0).count(),
             // Children of a restarted job are new processes of this attempt.
             restart_count: None,
             name_server: self.name_server.as_deref(),
         };
-        let mut launch = node_launch(&child, &facts, 0);
-        for p in &mut launch.procs {
-            p.env.push(("PMI_SPAWNED".into(), "1".into()));
-            p.env
-                .push(("OXMPI_PARENT_JOBID".into(), self.jobid.clone()));
-        }
+        let parent_jobid = self.jobid.clone();
+        let with_parent = |mut launch: NodeLaunch| {
+            for p in &mut launch.procs {
+                p.env.push(("PMI_SPAWNED".into(), "1".into()));
+                p.env
+                    .push(("OXMPI_PARENT_JOBID".into(), parent_jobid.clone()));
+            }
+            launch.preput = request.preput.clone();
+            launch
+        };
+        let local = child.alloc.nodes.iter().position(|n| n.local);
+        let launch = with_parent(match local {
+            Some(i) => node_launch(&child, &facts, i),
+            None => NodeLaunch {
+                procs: Vec::new(),
+                ..node_launch(&child, &facts, usize::MAX)
+            },
+        });
         let size = launch.size;
+        if !remote.is_empty() {
+            self.start_remote_parts(&child, &facts, job, &remote, !launch.procs.is_empty())?;
+            for &i in &remote {
+                let part = with_parent(node_launch(&child, &facts, i));
+                if let Some(r) = self.remotes.as_mut() {
+                    r.launch_part(i, job, part);
+                }
+            }
+        }
+        self.alloc = child.alloc.clone();
         let mut d = LocalDaemon::new(launch, false);
-        d.preput(request.preput.clone());
         verbose!(
             PLM,
             10,
-            "plm: starting spawned job {jobid} ({size} process(es))"
+            "plm: starting spawned job {jobid} ({size} process(es); per node {:?})",
+            child.map.per_node
         );
         let launched = d.launch();
         // Whatever started is reaped and torn down with the rest of the job.
         self.children.push(d);
+        self.child_nodes.push(child.map.per_node.clone());
         launched.map_err(|e| e.to_string())?;
         Ok((jobid, vec![0; size]))
+    }
+
+    /// Prepares the remote nodes `remote` of spawned job `job` (`child`): the control
+    /// channel if the job had none, a daemon on each node that has none yet, the job's
+    /// fences across them (and the head's daemon when `local_ranks`).
+    fn start_remote_parts(
+        &mut self,
+        child: &JobPlan,
+        facts: &JobFacts<'_>,
+        job: u32,
+        remote: &[usize],
+        local_ranks: bool,
+    ) -> std::result::Result<(), String> {
+        let Some(agent) = child.agent.as_ref() else {
+            return Err("no launch agent".into());
+        };
+        if self.remotes.is_none() {
+            let r = Remotes::start(
+                agent,
+                &self.jobid,
+                Vec::new(),
+                false,
+                self.plan.head_address.clone(),
+                Timeouts {
+                    connect: self.plan.daemon_timeout,
+                    link: self.plan.link_timeout,
+                    heartbeat: self.plan.heartbeat,
+                    handshake: self.plan.handshake_timeout,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            self.remotes = Some(r);
+        }
+        let Some(r) = self.remotes.as_mut() else {
+            return Err("no control channel".into());
+        };
+        for &i in remote {
+            if r.has_node(i) {
+                continue;
+            }
+            // A daemon for spawned jobs only: its part of mpirun's job has no ranks.
+            let host = child.alloc.nodes[i].name.clone();
+            let empty = NodeLaunch {
+                jobid: self.jobid.clone(),
+                procs: Vec::new(),
+                preput: Vec::new(),
+                ..node_launch(child, facts, i)
+            };
+            r.start_node(i, host.clone(), empty)
+                .map_err(|e| format!("cannot start a daemon on host {host}: {e}"))?;
+        }
+        r.add_job(job, remote.len() + usize::from(local_ranks));
+        Ok(())
     }
 
     fn all_children(&self, f: impl Fn(&LocalDaemon) -> bool) -> bool {

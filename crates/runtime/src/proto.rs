@@ -65,6 +65,8 @@ pub struct NodeLaunch {
     pub output_dir: Option<PathBuf>,
     /// This node's ranks, in rank order.
     pub procs: Vec<NodeProc>,
+    /// Pairs in the job's PMI key space from the start (a spawned job's `preput`).
+    pub preput: Vec<(String, String)>,
 }
 
 impl NodeLaunch {
@@ -115,6 +117,7 @@ impl NodeLaunch {
                 .as_ref()
                 .map_or(String::new(), |d| d.display().to_string()),
             host: self.host.clone(),
+            preput: self.preput.clone(),
         }
     }
 
@@ -158,6 +161,7 @@ impl NodeLaunch {
                     }
                 })
                 .collect(),
+            preput: l.preput,
         }
     }
 }
@@ -290,6 +294,7 @@ mod tests {
                     stdin: false,
                 },
             ],
+            preput: vec![("oxmpi_parent_port".into(), "p".into())],
         };
         let bytes = oxmpi_wire::ctl::Msg::Launch(l.to_ctl()).encode();
         let oxmpi_wire::ctl::Msg::Launch(back) = oxmpi_wire::ctl::Msg::decode(&bytes).unwrap()

@@ -276,23 +276,66 @@ struct RemoteNode {
     launch: NodeLaunch,
     agent_pid: i32,
     peer: Option<Peer>,
-    /// The daemon said all its ranks are done (or it is gone).
+    /// The daemon said all its ranks of `mpirun`'s job are done (or it is gone, or it was
+    /// started for spawned jobs only).
     done: bool,
-    /// Ranks not yet reported exited.
+    /// Ranks of `mpirun`'s job not yet reported exited.
     running: Vec<usize>,
     /// The daemon authenticated at some point.
     connected: bool,
+    /// The daemon is gone (lost, given up or never connected).
+    gone: bool,
+    /// When its launch agent was started (it has `plm_daemon_timeout` to connect back).
+    since: Instant,
+    /// Its parts of spawned jobs.
+    parts: Vec<JobPart>,
+    /// Messages for the daemon once it connected, after its `Launch`.
+    queued: Vec<Msg>,
+}
+
+impl RemoteNode {
+    /// Nothing of any job runs there any more.
+    fn finished(&self) -> bool {
+        self.done && self.parts.iter().all(|p| p.done)
+    }
+}
+
+/// A node's part of a spawned job.
+struct JobPart {
+    /// The head's number of the spawned job.
+    job: u32,
+    /// Ranks not yet reported exited.
+    running: Vec<usize>,
+    /// The daemon said this part is done (or the node is gone).
+    done: bool,
 }
 
 /// What the head learns from remote nodes.
 #[derive(Debug)]
 pub enum RemoteEvent {
-    /// A daemon event of host `host`.
+    /// A daemon event of host `host` about job `job` (0: `mpirun`'s own, else a spawned
+    /// job's number).
     Daemon {
         /// The node's name.
         host: String,
+        /// The job.
+        job: u32,
         /// The event.
         event: DaemonEvent,
+    },
+    /// A rank of job `job` on node `node` (index in [`Remotes`]' nodes) asked to start a
+    /// new job; answer with [`Remotes::spawn_done`].
+    Spawn {
+        /// The node's index in [`Remotes`].
+        node: usize,
+        /// The asking rank's job.
+        job: u32,
+        /// The asking rank.
+        rank: usize,
+        /// PMI-2 framing.
+        v2: bool,
+        /// What to start.
+        request: oxmpi_wire::pmi::SpawnRequest,
     },
     /// A node's daemon failed or went away while its ranks ran.
     DaemonLost {
@@ -311,13 +354,22 @@ pub struct Remotes {
     pending: Vec<Peer>,
     /// Fences across the remote daemons and the head's own (if it has ranks).
     fences: FenceGather,
+    /// The same for each spawned job that spans daemons.
+    job_fences: BTreeMap<u32, FenceGather>,
     events: Vec<RemoteEvent>,
-    released: Vec<(u64, Vec<(String, String)>)>,
+    /// Released fences for the head's own daemons: (job, epoch, pairs).
+    released: Vec<Released>,
     /// Pipes carrying mpirun's stdin for remote ranks: (node index in `nodes`, rank, read
     /// end until end of file).
     stdin: Vec<(usize, usize, Option<OwnedFd>)>,
-    /// Daemons that have not connected back by then are given up.
-    connect_deadline: Instant,
+    /// How long a daemon has to connect back (`plm_daemon_timeout`).
+    connect_timeout: Duration,
+    /// What starts daemons on more nodes (for spawned jobs): the agent, the head's
+    /// address, the job secret (hex) and the job id.
+    agent: crate::launch::RshAgent,
+    addr: String,
+    secret_hex: String,
+    jobid: String,
     /// `plm_link_timeout`, applied to every daemon connection.
     link_timeout: Duration,
     /// Heartbeats with each connected daemon.
@@ -326,6 +378,9 @@ pub struct Remotes {
     handshake_timeout: Duration,
     buf: Vec<u8>,
 }
+
+/// A fence released across daemons: (job, 0 for `mpirun`'s own; epoch; the pairs).
+pub type Released = (u32, u64, Vec<(String, String)>);
 
 /// What daemons connect back to when `plm_head_address` is not set: every address of the
 /// head's interfaces that are up, except loopback and virtual bridges
@@ -442,43 +497,127 @@ impl Remotes {
         let secret_hex = secret.to_hex();
         let cfg = Config::new(secret, jobid);
         let participants = launches.len() + usize::from(local_has_ranks);
-        let mut nodes = Vec::new();
         let mut me = Remotes {
             listener,
             cfg,
             nodes: Vec::new(),
             pending: Vec::new(),
             fences: FenceGather::new(participants),
+            job_fences: BTreeMap::new(),
             events: Vec::new(),
             released: Vec::new(),
             stdin: Vec::new(),
-            connect_deadline: Instant::now() + timeouts.connect,
+            connect_timeout: timeouts.connect,
+            agent: agent.clone(),
+            addr,
+            secret_hex,
+            jobid: jobid.to_string(),
             link_timeout: timeouts.link,
             heartbeat: timeouts.heartbeat,
             handshake_timeout: timeouts.handshake,
             buf: vec![0u8; 64 * 1024],
         };
         for (node, host, launch) in launches {
-            let pid = agent.start(&host, node, &addr, jobid, &secret_hex)?;
-            verbose!(
-                PLM,
-                10,
-                "plm: started daemon for node {node} ({host}) through '{}' (pid {pid}); head at {addr}",
-                agent.program()
-            );
-            nodes.push(RemoteNode {
-                node: node as u32,
-                host,
-                running: launch.procs.iter().map(|p| p.rank).collect(),
-                launch,
-                agent_pid: pid,
-                peer: None,
-                done: false,
-                connected: false,
+            me.start_node(node, host, launch)?;
+        }
+        Ok(me)
+    }
+
+    /// Start the daemon of allocation node `node` (`host`) through the agent, to run
+    /// `launch` (its part of `mpirun`'s job; without ranks for a node that only runs
+    /// spawned jobs).
+    pub fn start_node(&mut self, node: usize, host: String, launch: NodeLaunch) -> Result<()> {
+        let pid = self
+            .agent
+            .start(&host, node, &self.addr, &self.jobid, &self.secret_hex)?;
+        verbose!(
+            PLM,
+            10,
+            "plm: started daemon for node {node} ({host}) through '{}' (pid {pid}); head at {}",
+            self.agent.program(),
+            self.addr
+        );
+        self.nodes.push(RemoteNode {
+            node: node as u32,
+            host,
+            running: launch.procs.iter().map(|p| p.rank).collect(),
+            done: launch.procs.is_empty(),
+            launch,
+            agent_pid: pid,
+            peer: None,
+            connected: false,
+            gone: false,
+            since: Instant::now(),
+            parts: Vec::new(),
+            queued: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Whether allocation node `node` has a daemon that is not gone.
+    pub fn has_node(&self, node: usize) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.node as usize == node && !n.gone)
+    }
+
+    /// Spawned job `job` runs on `participants` daemons (the head's own included when it
+    /// has ranks there): its fences are gathered across them.
+    pub fn add_job(&mut self, job: u32, participants: usize) {
+        self.job_fences.insert(job, FenceGather::new(participants));
+    }
+
+    /// Start `launch`, allocation node `node`'s part of spawned job `job`, on that node's
+    /// daemon (now, or once it connected).
+    pub fn launch_part(&mut self, node: usize, job: u32, launch: NodeLaunch) {
+        let Some(n) = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.node as usize == node && !n.gone)
+        else {
+            return;
+        };
+        n.parts.push(JobPart {
+            job,
+            running: launch.procs.iter().map(|p| p.rank).collect(),
+            done: false,
+        });
+        let m = Msg::ForJob {
+            job,
+            msg: Box::new(Msg::Launch(launch.to_ctl())),
+        };
+        match n.peer.as_mut() {
+            Some(p) => p.send(&m),
+            None => n.queued.push(m),
+        }
+    }
+
+    /// Whether every remote part of spawned job `job` is done.
+    pub fn job_done(&self, job: u32) -> bool {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.parts)
+            .all(|p| p.job != job || p.done)
+    }
+
+    /// Answers the spawn request of `rank` of job `job` on node `node` (see
+    /// [`RemoteEvent::Spawn`]).
+    pub fn spawn_done(
+        &mut self,
+        node: usize,
+        job: u32,
+        rank: usize,
+        v2: bool,
+        result: std::result::Result<(String, Vec<i32>), String>,
+    ) {
+        if let Some(p) = self.nodes.get_mut(node).and_then(|n| n.peer.as_mut()) {
+            p.send(&Msg::SpawnDone {
+                job,
+                rank: rank as u32,
+                v2,
+                result,
             });
         }
-        me.nodes = nodes;
-        Ok(me)
     }
 
     /// Pipes whose bytes are forwarded to the remote ranks that read stdin (as `Io`
@@ -619,7 +758,7 @@ impl Remotes {
                 match self
                     .nodes
                     .iter()
-                    .position(|n| n.node == node && n.peer.is_none() && !n.done)
+                    .position(|n| n.node == node && !n.connected && !n.gone)
                 {
                     Some(k) => {
                         verbose!(
@@ -634,6 +773,9 @@ impl Remotes {
                         n.connected = true;
                         if let Some(p) = n.peer.as_mut() {
                             p.send(&Msg::Launch(launch));
+                            for m in n.queued.drain(..) {
+                                p.send(&m);
+                            }
                         }
                         self.node_events(k);
                     }
@@ -687,7 +829,7 @@ impl Remotes {
             lost = Some(p.lost_reason());
         }
         for m in msgs {
-            self.on_msg(i, m);
+            self.on_msg(i, 0, m);
         }
         if let Some(why) = lost {
             self.nodes[i].peer = None;
@@ -696,6 +838,29 @@ impl Remotes {
     }
 
     fn node_gone(&mut self, i: usize, why: &str) {
+        let n = &mut self.nodes[i];
+        if n.gone {
+            return;
+        }
+        n.gone = true;
+        let mut left = Vec::new();
+        for p in n.parts.iter_mut().filter(|p| !p.done) {
+            p.done = true;
+            left.push(p.job);
+            if !p.running.is_empty() {
+                self.events.push(RemoteEvent::DaemonLost {
+                    host: n.host.clone(),
+                    message: format!(
+                        "the daemon on host {} went away ({why}) while rank(s) {:?} of spawned job {} ran",
+                        n.host, p.running, p.job
+                    ),
+                });
+                p.running.clear();
+            }
+        }
+        for job in left {
+            self.leave_job(job);
+        }
         let n = &mut self.nodes[i];
         if n.done {
             return;
@@ -724,20 +889,50 @@ impl Remotes {
         self.release(released);
     }
 
-    fn on_msg(&mut self, i: usize, m: Msg) {
+    /// Spawned job `job` no longer waits for one of its daemons in fences.
+    fn leave_job(&mut self, job: u32) {
+        if let Some(g) = self.job_fences.get_mut(&job) {
+            let released = g.leave();
+            self.release_job(job, released);
+        }
+    }
+
+    fn on_msg(&mut self, i: usize, job: u32, m: Msg) {
         let host = self.nodes[i].host.clone();
         let ev = |event| RemoteEvent::Daemon {
             host: host.clone(),
+            job,
             event,
         };
         match m {
+            Msg::ForJob { job: 0, .. } => msg(&format!(
+                "ignored a message for job 0 wrapped by the daemon on {host}"
+            )),
+            Msg::ForJob { job, msg } if job != 0 => self.on_msg(i, job, *msg),
+            Msg::Spawn {
+                job,
+                rank,
+                v2,
+                request,
+            } => self.events.push(RemoteEvent::Spawn {
+                node: i,
+                job,
+                rank: rank as usize,
+                v2,
+                request,
+            }),
             Msg::RankExited {
                 rank,
                 pid,
                 status,
                 missing_finalize,
             } => {
-                self.nodes[i].running.retain(|&r| r != rank as usize);
+                let n = &mut self.nodes[i];
+                if job == 0 {
+                    n.running.retain(|&r| r != rank as usize);
+                } else if let Some(p) = n.parts.iter_mut().find(|p| p.job == job) {
+                    p.running.retain(|&r| r != rank as usize);
+                }
                 let exit = match status {
                     ExitStatus::Code(c) => RankExit::Code(c),
                     ExitStatus::Signal(s) => RankExit::Signal(s),
@@ -774,12 +969,28 @@ impl Remotes {
                     message,
                 }));
             }
-            Msg::FenceContribution { epoch, puts } => self.contribute(epoch, puts),
+            Msg::FenceContribution { epoch, puts } if job == 0 => self.contribute(epoch, puts),
+            Msg::FenceContribution { epoch, puts } => self.contribute_job(job, epoch, puts),
             Msg::Error { message } => {
                 self.events.push(RemoteEvent::DaemonLost {
                     host: host.clone(),
                     message,
                 });
+            }
+            Msg::Shutdown if job != 0 => {
+                verbose!(
+                    ERRMGR,
+                    10,
+                    "errmgr: daemon on {host} is done with spawned job {job}"
+                );
+                let part = self.nodes[i]
+                    .parts
+                    .iter_mut()
+                    .find(|p| p.job == job && !p.done);
+                if let Some(p) = part {
+                    p.done = true;
+                    self.leave_job(job);
+                }
             }
             Msg::Shutdown => {
                 verbose!(ERRMGR, 10, "errmgr: daemon on {host} is done");
@@ -813,7 +1024,7 @@ impl Remotes {
                 self.fences.participants(),
                 puts.len()
             );
-            for n in &mut self.nodes {
+            for n in self.nodes.iter_mut().filter(|n| !n.launch.procs.is_empty()) {
                 if let Some(p) = n.peer.as_mut() {
                     p.send(&Msg::FenceRelease {
                         epoch,
@@ -821,12 +1032,48 @@ impl Remotes {
                     });
                 }
             }
-            self.released.push((epoch, puts));
+            self.released.push((0, epoch, puts));
         }
     }
 
-    /// Fences released since the last call, for the head's own daemon.
-    pub fn take_released(&mut self) -> Vec<(u64, Vec<(String, String)>)> {
+    /// A fence contribution to spawned job `job` (of the head's own daemon or a remote
+    /// one), as [`Remotes::contribute`].
+    pub fn contribute_job(&mut self, job: u32, epoch: u64, puts: Vec<(String, String)>) {
+        if let Some(g) = self.job_fences.get_mut(&job) {
+            let released = g.contribute(epoch, puts);
+            self.release_job(job, released);
+        }
+    }
+
+    fn release_job(&mut self, job: u32, released: Vec<(u64, Vec<(String, String)>)>) {
+        for (epoch, puts) in released {
+            verbose!(
+                crate::streams::PMI,
+                20,
+                "pmi: fence {epoch} of spawned job {job} complete, {} pair(s)",
+                puts.len()
+            );
+            for n in &mut self.nodes {
+                if !n.parts.iter().any(|p| p.job == job && !p.done) {
+                    continue;
+                }
+                if let Some(p) = n.peer.as_mut() {
+                    p.send(&Msg::ForJob {
+                        job,
+                        msg: Box::new(Msg::FenceRelease {
+                            epoch,
+                            puts: puts.clone(),
+                        }),
+                    });
+                }
+            }
+            self.released.push((job, epoch, puts));
+        }
+    }
+
+    /// Fences released since the last call, for the head's own daemons: (job, epoch,
+    /// pairs), job 0 being `mpirun`'s own.
+    pub fn take_released(&mut self) -> Vec<Released> {
         std::mem::take(&mut self.released)
     }
 
@@ -848,8 +1095,9 @@ impl Remotes {
     pub fn connect_deadline(&self) -> Option<Instant> {
         self.nodes
             .iter()
-            .any(|n| !n.connected && !n.done)
-            .then_some(self.connect_deadline)
+            .filter(|n| !n.connected && !n.gone)
+            .map(|n| n.since + self.connect_timeout)
+            .min()
     }
 
     /// Gives up every node that has not finished (the job is ending and it does not
@@ -858,7 +1106,7 @@ impl Remotes {
     pub fn give_up(&mut self, why: &str) -> Vec<String> {
         let mut out = Vec::new();
         for i in 0..self.nodes.len() {
-            if self.nodes[i].done {
+            if self.nodes[i].gone || self.nodes[i].finished() {
                 continue;
             }
             verbose!(
@@ -873,6 +1121,9 @@ impl Remotes {
             self.nodes[i].peer = None;
             // Its ranks' fate is unknown; the job already has its ending.
             self.nodes[i].running.clear();
+            for p in &mut self.nodes[i].parts {
+                p.running.clear();
+            }
             out.push(self.nodes[i].host.clone());
             self.node_gone(i, why);
         }
@@ -887,7 +1138,7 @@ impl Remotes {
         let hb = self.heartbeat;
         for i in 0..self.nodes.len() {
             let n = &mut self.nodes[i];
-            if n.done || !n.connected {
+            if n.gone || n.finished() || !n.connected {
                 continue;
             }
             let Some(p) = n.peer.as_mut() else { continue };
@@ -912,7 +1163,7 @@ impl Remotes {
     pub fn next_heartbeat(&self) -> Option<Instant> {
         self.nodes
             .iter()
-            .filter(|n| n.connected && !n.done)
+            .filter(|n| n.connected && !n.gone && !n.finished())
             .filter_map(|n| n.peer.as_ref())
             .filter_map(|p| self.heartbeat.next(p.heard, p.beat))
             .min()
@@ -938,12 +1189,9 @@ impl Remotes {
 
     /// Give up daemons that did not connect back in time (their agent is killed).
     pub fn check_connect_timeout(&mut self, now: Instant) {
-        if now < self.connect_deadline {
-            return;
-        }
         for i in 0..self.nodes.len() {
             let n = &self.nodes[i];
-            if n.connected || n.done {
+            if n.connected || n.gone || now < n.since + self.connect_timeout {
                 continue;
             }
             if n.agent_pid > 0 {
@@ -955,7 +1203,7 @@ impl Remotes {
 
     /// Whether every remote daemon finished (its ranks exited, output drained) or is gone.
     pub fn all_done(&self) -> bool {
-        self.nodes.iter().all(|n| n.done)
+        self.nodes.iter().all(|n| n.gone || n.finished())
     }
 
     /// A child of the head ended: if it is a launch agent whose daemon is not done, the node
@@ -965,13 +1213,14 @@ impl Remotes {
             return;
         };
         self.nodes[i].agent_pid = 0;
-        if !self.nodes[i].done {
+        let live = |n: &RemoteNode| !n.gone && !n.finished();
+        if live(&self.nodes[i]) {
             // Give its connection the chance to deliver what it sent before.
             if let Some(p) = self.nodes[i].peer.as_mut() {
                 p.read(&mut self.buf);
                 self.node_events(i);
             }
-            if !self.nodes[i].done {
+            if live(&self.nodes[i]) {
                 let why = match exit {
                     RankExit::Code(c) => format!("launch agent exited with status {c}"),
                     RankExit::Signal(s) => format!("launch agent killed by signal {s}"),
@@ -1303,66 +1552,28 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
             daemon.signal_running(sys::SIGKILL);
         }
     }
+    // This node's parts of spawned jobs (`Msg::ForJob` launches): their daemons, and
+    // (job number, when their groups were killed, said done) in the same order.
+    let mut parts: Vec<LocalDaemon> = Vec::new();
+    let mut part_state: Vec<PartState> = Vec::new();
     let mut kill_at: Option<Instant> = None;
     let mut groups_killed_at: Option<Instant> = None;
     let mut said_done = false;
     let mut fds: Vec<sys::pollfd> = Vec::new();
     let mut dtoks = Vec::new();
+    let mut toks: Vec<DaemonPoll> = Vec::new();
     loop {
         while let Some(ev) = daemon.poll_event() {
-            let m = match ev {
-                DaemonEvent::RankExited {
-                    rank,
-                    pid,
-                    exit,
-                    missing_finalize,
-                } => Msg::RankExited {
-                    rank: rank as u32,
-                    pid: pid as u32,
-                    status: match exit {
-                        RankExit::Code(c) => ExitStatus::Code(c),
-                        RankExit::Signal(s) => ExitStatus::Signal(s),
-                    },
-                    missing_finalize,
-                },
-                DaemonEvent::Abort {
-                    rank,
-                    code,
-                    message,
-                    ..
-                } => Msg::PmiAbort {
-                    rank: rank.map_or(u32::MAX, |r| r as u32),
-                    code,
-                    message,
-                },
-                DaemonEvent::LaunchFailed { message, .. } => Msg::Error { message },
-                DaemonEvent::Output { rank, stream, data } => Msg::Io {
-                    rank: rank as u32,
-                    stream: if stream == 0 {
-                        IoStream::Stdout
-                    } else {
-                        IoStream::Stderr
-                    },
-                    data,
-                    eof: false,
-                },
-                DaemonEvent::FenceReady { epoch, puts } => Msg::FenceContribution { epoch, puts },
-                DaemonEvent::PmiError { rank, message } => {
-                    let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
-                    dlog(&format!("PMI protocol error from {who}: {message}"));
-                    continue;
+            if let Some(m) = event_msg(ev, 0) {
+                peer.send(&m);
+            }
+        }
+        for (d, st) in parts.iter_mut().zip(&part_state) {
+            while let Some(ev) = d.poll_event() {
+                if let Some(m) = event_msg(ev, st.job) {
+                    peer.send(&m);
                 }
-                DaemonEvent::Spawn { rank, v2, .. } => {
-                    daemon.spawn_done(
-                        rank,
-                        v2,
-                        Err("MPI_Comm_spawn from a rank on a node other than mpirun's is not supported yet".into()),
-                    );
-                    continue;
-                }
-                DaemonEvent::OutputClosed { .. } | DaemonEvent::OtherChildExited { .. } => continue,
-            };
-            peer.send(&m);
+            }
         }
         let now = Instant::now();
         if daemon.all_exited() {
@@ -1376,8 +1587,27 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 said_done = true;
             }
         }
+        for (d, st) in parts.iter().zip(part_state.iter_mut()) {
+            if st.done_sent || !d.all_exited() {
+                continue;
+            }
+            let killed = *st.groups_killed_at.get_or_insert_with(|| {
+                d.kill_all_groups();
+                now
+            });
+            if d.all_drained() || now.duration_since(killed) >= DRAIN_GRACE {
+                peer.send(&Msg::ForJob {
+                    job: st.job,
+                    msg: Box::new(Msg::Shutdown),
+                });
+                st.done_sent = true;
+            }
+        }
         if kill_at.is_some_and(|t| now >= t) {
             daemon.signal_running(sys::SIGKILL);
+            for d in &parts {
+                d.signal_running(sys::SIGKILL);
+            }
             kill_at = None;
         }
         // Control messages.
@@ -1403,6 +1633,9 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 Event::Message(Msg::Signal { signal }) => {
                     verbose!(ERRMGR, 10, "errmgr: head asks for signal {signal}");
                     daemon.signal_running(signal);
+                    for d in &parts {
+                        d.signal_running(signal);
+                    }
                     if signal != sys::SIGUSR1 && signal != sys::SIGUSR2 && kill_at.is_none() {
                         kill_at = Some(Instant::now() + KILL_GRACE);
                     }
@@ -1410,16 +1643,80 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 Event::Message(Msg::Abort { code: c, reason }) => {
                     verbose!(ERRMGR, 10, "errmgr: head aborts the job ({c}): {reason}");
                     daemon.signal_running(sys::SIGTERM);
+                    for d in &parts {
+                        d.signal_running(sys::SIGTERM);
+                    }
                     kill_at = Some(Instant::now() + KILL_GRACE);
                 }
                 Event::Message(Msg::Shutdown) => {
                     daemon.kill_all_groups();
-                    if !daemon.all_exited() {
+                    for d in &parts {
+                        d.kill_all_groups();
+                    }
+                    if !daemon.all_exited() || !parts.iter().all(LocalDaemon::all_exited) {
                         code = 1;
                     }
                     peer.flush();
                     return Ok(code);
                 }
+                Event::Message(Msg::SpawnDone {
+                    job,
+                    rank,
+                    v2,
+                    result,
+                }) => {
+                    let d = if job == 0 {
+                        Some(&mut daemon)
+                    } else {
+                        part_state
+                            .iter()
+                            .position(|s| s.job == job)
+                            .map(|k| &mut parts[k])
+                    };
+                    if let Some(d) = d {
+                        d.spawn_done(rank as usize, v2, result);
+                    }
+                }
+                Event::Message(Msg::ForJob { job, msg }) => match *msg {
+                    Msg::Launch(l) => {
+                        let mut launch = NodeLaunch::from_ctl(l);
+                        apply_verbosity(&launch);
+                        for p in &mut launch.procs {
+                            p.env.push(("OXMPI_JOB_DIR".into(), dir.clone()));
+                        }
+                        verbose!(
+                            PLM,
+                            10,
+                            "plm: starting {} process(es) of spawned job {}",
+                            launch.procs.len(),
+                            launch.jobid
+                        );
+                        let mut d = LocalDaemon::new(launch, true);
+                        if let Err(e) = d.launch() {
+                            peer.send(&Msg::ForJob {
+                                job,
+                                msg: Box::new(Msg::Error {
+                                    message: e.to_string(),
+                                }),
+                            });
+                            d.signal_running(sys::SIGKILL);
+                        }
+                        parts.push(d);
+                        part_state.push(PartState {
+                            job,
+                            groups_killed_at: None,
+                            done_sent: false,
+                        });
+                    }
+                    Msg::FenceRelease { epoch, puts } => {
+                        if let Some(k) = part_state.iter().position(|s| s.job == job) {
+                            parts[k].fence_complete(epoch, puts);
+                        }
+                    }
+                    other => dlog(&format!(
+                        "ignored an unexpected message of spawned job {job} from the head: {other:?}"
+                    )),
+                },
                 Event::Message(_) | Event::Authenticated { .. } => {}
                 Event::Dropped { .. } | Event::PeerClosed { .. } => {
                     head_gone = Some(peer.lost_reason())
@@ -1440,20 +1737,30 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                 "lost the connection to the head ({why}); killing this node's ranks"
             ));
             daemon.kill_all_groups();
+            for d in &parts {
+                d.kill_all_groups();
+            }
             drop(session);
             return Ok(1);
         }
         fds.clear();
-        dtoks.clear();
+        toks.clear();
         fds.push(sys::pollfd {
             fd: sigfd.as_raw_fd(),
             events: sys::POLLIN,
             revents: 0,
         });
+        toks.push(DaemonPoll::Signal);
         fds.push(peer.pollfd());
+        toks.push(DaemonPoll::Head);
+        dtoks.clear();
         daemon.poll_fds(&mut fds, &mut dtoks);
-        let first_stdin = fds.len();
-        let mut stdin_idx = Vec::new();
+        toks.extend(dtoks.iter().map(|&t| DaemonPoll::Main(t)));
+        for (k, d) in parts.iter().enumerate() {
+            dtoks.clear();
+            d.poll_fds(&mut fds, &mut dtoks);
+            toks.extend(dtoks.iter().map(|&t| DaemonPoll::Part(k, t)));
+        }
         for (k, s) in stdins.iter().enumerate() {
             if let (Some(f), false) = (&s.1, s.2.is_empty()) {
                 fds.push(sys::pollfd {
@@ -1461,12 +1768,18 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                     events: sys::POLLOUT,
                     revents: 0,
                 });
-                stdin_idx.push(k);
+                toks.push(DaemonPoll::Stdin(k));
             }
         }
+        let parts_killed = part_state
+            .iter()
+            .filter(|s| !s.done_sent)
+            .filter_map(|s| s.groups_killed_at)
+            .min();
         let wake = [
             kill_at,
             groups_killed_at.map(|t| t + DRAIN_GRACE),
+            parts_killed.map(|t| t + DRAIN_GRACE),
             args.heartbeat.next(peer.heard, peer.beat),
         ]
         .into_iter()
@@ -1478,21 +1791,24 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
         });
         match sys::poll(&mut fds, timeout_ms) {
             Err(_) => continue,
-            Ok(0) => daemon.reap(),
+            Ok(0) => daemon.reap_with(&mut parts),
             Ok(_) => {}
         }
         for (k, pfd) in fds.iter().enumerate() {
             if pfd.revents == 0 {
                 continue;
             }
-            match k {
-                0 => {
+            match toks[k] {
+                DaemonPoll::Signal => {
                     let mut chld = false;
                     sys::read_signals(sigfd.as_raw_fd(), |sig| {
                         if sig == sys::SIGCHLD {
                             chld = true;
                         } else if sig == sys::SIGUSR1 || sig == sys::SIGUSR2 {
                             daemon.signal_running(sig);
+                            for d in &parts {
+                                d.signal_running(sig);
+                            }
                         } else {
                             // SIGHUP from a dying ssh, SIGTERM from srun, ...
                             dlog(&format!(
@@ -1500,15 +1816,18 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                                 sys::signal_name(sig)
                             ));
                             daemon.kill_all_groups();
+                            for d in &parts {
+                                d.kill_all_groups();
+                            }
                             code = 128 + sig;
                             kill_at = None;
                         }
                     });
                     if chld {
-                        daemon.reap();
+                        daemon.reap_with(&mut parts);
                     }
                 }
-                1 => {
+                DaemonPoll::Head => {
                     if pfd.revents & sys::POLLOUT != 0 {
                         peer.flush();
                     }
@@ -1516,11 +1835,99 @@ fn run_daemon(mut peer: Peer, args: &DaemonArgs) -> Result<i32> {
                         peer.read(&mut buf);
                     }
                 }
-                k if k >= first_stdin => flush_stdin(&mut stdins[stdin_idx[k - first_stdin]]),
-                _ => daemon.on_ready(dtoks[k - 2], pfd.revents),
+                DaemonPoll::Stdin(s) => flush_stdin(&mut stdins[s]),
+                DaemonPoll::Main(t) => daemon.on_ready(t, pfd.revents),
+                DaemonPoll::Part(i, t) => parts[i].on_ready(t, pfd.revents),
             }
         }
     }
+}
+
+/// What a descriptor in `oxmpid`'s poll set belongs to.
+#[derive(Clone, Copy)]
+enum DaemonPoll {
+    Signal,
+    Head,
+    Main(crate::daemon::DaemonToken),
+    /// A descriptor of the daemon of spawned-job part `0`.
+    Part(usize, crate::daemon::DaemonToken),
+    Stdin(usize),
+}
+
+/// `oxmpid`'s record of its part of a spawned job.
+struct PartState {
+    /// The head's number of the spawned job.
+    job: u32,
+    /// When the part's ranks had all exited and their groups were killed.
+    groups_killed_at: Option<Instant>,
+    /// `ForJob(Shutdown)` was sent: this part is done.
+    done_sent: bool,
+}
+
+/// The control message for the head that event `ev` of the daemon of job `job` (0:
+/// `mpirun`'s own) becomes, if any (wrapped in [`Msg::ForJob`] for spawned jobs).
+fn event_msg(ev: DaemonEvent, job: u32) -> Option<Msg> {
+    let m = match ev {
+        DaemonEvent::RankExited {
+            rank,
+            pid,
+            exit,
+            missing_finalize,
+        } => Msg::RankExited {
+            rank: rank as u32,
+            pid: pid as u32,
+            status: match exit {
+                RankExit::Code(c) => ExitStatus::Code(c),
+                RankExit::Signal(s) => ExitStatus::Signal(s),
+            },
+            missing_finalize,
+        },
+        DaemonEvent::Abort {
+            rank,
+            code,
+            message,
+            ..
+        } => Msg::PmiAbort {
+            rank: rank.map_or(u32::MAX, |r| r as u32),
+            code,
+            message,
+        },
+        DaemonEvent::LaunchFailed { message, .. } => Msg::Error { message },
+        DaemonEvent::Output { rank, stream, data } => Msg::Io {
+            rank: rank as u32,
+            stream: if stream == 0 {
+                IoStream::Stdout
+            } else {
+                IoStream::Stderr
+            },
+            data,
+            eof: false,
+        },
+        DaemonEvent::FenceReady { epoch, puts } => Msg::FenceContribution { epoch, puts },
+        DaemonEvent::PmiError { rank, message } => {
+            let who = rank.map_or_else(|| "a rank".to_string(), |r| format!("rank {r}"));
+            dlog(&format!("PMI protocol error from {who}: {message}"));
+            return None;
+        }
+        DaemonEvent::Spawn { rank, v2, request } => {
+            // The head plans and starts the new job, and answers with `SpawnDone`.
+            return Some(Msg::Spawn {
+                job,
+                rank: rank as u32,
+                v2,
+                request,
+            });
+        }
+        DaemonEvent::OutputClosed { .. } | DaemonEvent::OtherChildExited { .. } => return None,
+    };
+    Some(if job == 0 {
+        m
+    } else {
+        Msg::ForJob {
+            job,
+            msg: Box::new(m),
+        }
+    })
 }
 
 /// `--mca <framework>_base_verbose N` given to mpirun reaches the ranks as `OXMPI_MCA_*`

@@ -4,6 +4,7 @@ use oxmpi_wire::ctl::{
     ClosePhase, Config, Connection, CtlError, DecodeError, DropReason, Event, ExitStatus, IoStream,
     LaunchSpec, Msg, ProcSpec, Secret, State, HANDSHAKE_MAX_FRAME,
 };
+use oxmpi_wire::pmi::{SpawnCommand, SpawnRequest};
 use proptest::prelude::*;
 
 const JOB: &str = "job-42";
@@ -95,7 +96,51 @@ fn sample_messages() -> Vec<Msg> {
             flags: 5,
             output_dir: "out".into(),
             host: "node3".into(),
+            preput: vec![("oxmpi_parent_port".into(), "oxmpi-port:x".into())],
         }),
+        Msg::ForJob {
+            job: 2,
+            msg: Box::new(Msg::FenceRelease {
+                epoch: 3,
+                puts: vec![("a".into(), "b".into())],
+            }),
+        },
+        Msg::ForJob {
+            job: 1,
+            msg: Box::new(Msg::Shutdown),
+        },
+        Msg::Spawn {
+            job: 0,
+            rank: 3,
+            v2: true,
+            request: SpawnRequest {
+                commands: vec![
+                    SpawnCommand {
+                        program: "worker".into(),
+                        argv: vec!["-x".into(), "".into()],
+                        maxprocs: 4,
+                        info: vec![("host".into(), "n1,n2".into())],
+                    },
+                    SpawnCommand {
+                        program: "other".into(),
+                        ..Default::default()
+                    },
+                ],
+                preput: vec![("k".into(), "v".into())],
+            },
+        },
+        Msg::SpawnDone {
+            job: 1,
+            rank: 0,
+            v2: false,
+            result: Ok(("oxmpi-7.2".into(), vec![0, -1, 17])),
+        },
+        Msg::SpawnDone {
+            job: 0,
+            rank: 5,
+            v2: true,
+            result: Err("cannot spawn 'x' on host n9: no".into()),
+        },
         Msg::RankStarted { rank: 2, pid: 99 },
         Msg::RankExited {
             rank: 2,
@@ -180,6 +225,27 @@ fn handshake_and_messages_both_ways_with_partial_io() {
             Err(CtlError::NotConnected(State::Closed))
         ));
     }
+}
+
+/// A job-wrapped message never wraps another one (a hostile peer cannot nest them).
+#[test]
+fn nested_job_messages_are_refused() {
+    let inner = Msg::ForJob {
+        job: 1,
+        msg: Box::new(Msg::Shutdown),
+    };
+    let mut bytes = vec![14u8, 0, 0, 0, 2];
+    bytes.extend(inner.encode());
+    assert!(matches!(
+        Msg::decode(&bytes),
+        Err(DecodeError::BadTag {
+            what: "wrapped message",
+            ..
+        })
+    ));
+    let good = inner.encode();
+    assert_eq!(Msg::decode(&good).unwrap(), inner);
+    assert!(Msg::decode(&good[..5]).is_err());
 }
 
 #[test]

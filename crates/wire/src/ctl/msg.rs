@@ -1,6 +1,7 @@
 //! Messages exchanged between the head (`mpirun`) and node daemons after authentication.
 
 use super::codec::{Dec, DecodeError, Enc};
+use crate::pmi::{SpawnCommand, SpawnRequest};
 
 /// How a rank ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,9 @@ pub struct LaunchSpec {
     pub output_dir: String,
     /// Name of the receiving node as the head knows it (used in messages).
     pub host: String,
+    /// Pairs every rank finds in its PMI key space from the start (a spawned job's
+    /// `preput`; empty for `mpirun`'s own job).
+    pub preput: Vec<(String, String)>,
 }
 
 /// [`LaunchSpec::flags`]: prefix output lines with `[job,rank]<stream>:`.
@@ -164,6 +168,41 @@ pub enum Msg {
         /// Text.
         message: String,
     },
+    /// Either direction: `msg` is about spawned job `job` (1, 2, ...: the head's numbering
+    /// of the jobs `MPI_Comm_spawn` started; `mpirun`'s own job is never wrapped). Head →
+    /// daemon: `Launch` (start this node's part), `FenceRelease`, `Signal`; daemon → head:
+    /// `RankExited`, `Io`, `FenceContribution`, `PmiAbort`, `Error`, `Shutdown` (this
+    /// node's part is done). Never nested.
+    ForJob {
+        /// The spawned job.
+        job: u32,
+        /// The message.
+        msg: Box<Msg>,
+    },
+    /// daemon → head: rank `rank` of job `job` (0: `mpirun`'s own) asked to start a new
+    /// job (PMI `spawn`); answered by [`Msg::SpawnDone`].
+    Spawn {
+        /// The asking rank's job.
+        job: u32,
+        /// The asking rank.
+        rank: u32,
+        /// The request came in PMI-2 framing.
+        v2: bool,
+        /// What to start.
+        request: SpawnRequest,
+    },
+    /// head → daemon: the answer to [`Msg::Spawn`]: the new job's id and one error code
+    /// per child, or why nothing was started (one line).
+    SpawnDone {
+        /// The asking rank's job.
+        job: u32,
+        /// The asking rank.
+        rank: u32,
+        /// The request came in PMI-2 framing.
+        v2: bool,
+        /// `Ok((jobid, errcodes))` or the reason.
+        result: Result<(String, Vec<i32>), String>,
+    },
 }
 
 const T_READY: u8 = 1;
@@ -179,6 +218,34 @@ const T_ABORT: u8 = 10;
 const T_SHUTDOWN: u8 = 11;
 const T_ERROR: u8 = 12;
 const T_HEARTBEAT: u8 = 13;
+const T_FOR_JOB: u8 = 14;
+const T_SPAWN: u8 = 15;
+const T_SPAWN_DONE: u8 = 16;
+
+fn enc_request(e: &mut Enc, r: &SpawnRequest) {
+    e.pairs(&r.preput).len(r.commands.len());
+    for c in &r.commands {
+        e.str(&c.program)
+            .strs(&c.argv)
+            .u32(c.maxprocs)
+            .pairs(&c.info);
+    }
+}
+
+fn dec_request(d: &mut Dec<'_>) -> Result<SpawnRequest, DecodeError> {
+    let preput = d.pairs("preput")?;
+    let n = d.count(4 + 4 + 4 + 4, "commands")?;
+    let mut commands = Vec::with_capacity(n);
+    for _ in 0..n {
+        commands.push(SpawnCommand {
+            program: d.string("program")?,
+            argv: d.strs("argv")?,
+            maxprocs: d.u32("maxprocs")?,
+            info: d.pairs("info")?,
+        });
+    }
+    Ok(SpawnRequest { commands, preput })
+}
 
 impl Msg {
     /// Encodes the message body (without frame header).
@@ -213,7 +280,8 @@ impl Msg {
                 e.u32s(&l.appnums)
                     .u32(l.flags)
                     .str(&l.output_dir)
-                    .str(&l.host);
+                    .str(&l.host)
+                    .pairs(&l.preput);
             }
             Msg::RankStarted { rank, pid } => {
                 e.u8(T_STARTED).u32(*rank).u32(*pid);
@@ -272,6 +340,33 @@ impl Msg {
             Msg::Error { message } => {
                 e.u8(T_ERROR).str(message);
             }
+            Msg::ForJob { job, msg } => {
+                e.u8(T_FOR_JOB).u32(*job).raw(&msg.encode());
+            }
+            Msg::Spawn {
+                job,
+                rank,
+                v2,
+                request,
+            } => {
+                e.u8(T_SPAWN).u32(*job).u32(*rank).bool(*v2);
+                enc_request(&mut e, request);
+            }
+            Msg::SpawnDone {
+                job,
+                rank,
+                v2,
+                result,
+            } => {
+                e.u8(T_SPAWN_DONE).u32(*job).u32(*rank).bool(*v2);
+                match result {
+                    Ok((jobid, codes)) => {
+                        let codes: Vec<u32> = codes.iter().map(|&c| c as u32).collect();
+                        e.u8(0).str(jobid).u32s(&codes)
+                    }
+                    Err(why) => e.u8(1).str(why),
+                };
+            }
         }
         e.buf
     }
@@ -317,6 +412,7 @@ impl Msg {
                     flags: d.u32("flags")?,
                     output_dir: d.string("output_dir")?,
                     host: d.string("host")?,
+                    preput: d.pairs("preput")?,
                 })
             }
             T_STARTED => Msg::RankStarted {
@@ -388,6 +484,52 @@ impl Msg {
             T_ERROR => Msg::Error {
                 message: d.string("message")?,
             },
+            T_FOR_JOB => {
+                let job = d.u32("job")?;
+                let inner = d.take(b.len() - 5, "wrapped message")?;
+                let msg = Msg::decode(inner)?;
+                if matches!(msg, Msg::ForJob { .. }) {
+                    return Err(DecodeError::BadTag {
+                        what: "wrapped message",
+                        tag: T_FOR_JOB,
+                    });
+                }
+                Msg::ForJob {
+                    job,
+                    msg: Box::new(msg),
+                }
+            }
+            T_SPAWN => Msg::Spawn {
+                job: d.u32("job")?,
+                rank: d.u32("rank")?,
+                v2: d.bool("v2")?,
+                request: dec_request(&mut d)?,
+            },
+            T_SPAWN_DONE => {
+                let job = d.u32("job")?;
+                let rank = d.u32("rank")?;
+                let v2 = d.bool("v2")?;
+                let result = match d.u8("spawn result")? {
+                    0 => {
+                        let jobid = d.string("jobid")?;
+                        let codes = d.u32s("errcodes")?.iter().map(|&c| c as i32).collect();
+                        Ok((jobid, codes))
+                    }
+                    1 => Err(d.string("reason")?),
+                    tag => {
+                        return Err(DecodeError::BadTag {
+                            what: "spawn result",
+                            tag,
+                        })
+                    }
+                };
+                Msg::SpawnDone {
+                    job,
+                    rank,
+                    v2,
+                    result,
+                }
+            }
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "message",
