@@ -84,6 +84,11 @@ pub struct Config {
     /// With `--compare`: compare with this run's samples.csv instead of
     /// measuring (`--against`).
     pub compare_with: Option<PathBuf>,
+    /// `--overhead`: measure only the cost of the tools interface and of the job profile
+    /// (oxmpi alone, with a started MPI_T session, with `--profile`).
+    pub overhead: bool,
+    /// Loops of the overhead section's mpi4py ring.
+    pub ring_loops: u32,
 }
 
 /// Longest silence of an `oxbench` launch (which prints each measurement as
@@ -170,6 +175,12 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
                        budget x the measurements of the launch)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
+  --overhead           measure only the observability overhead: the 8-byte
+                       latency and the mpi4py ring (per trip and wall time) of
+                       oxmpi as is (oxmpi), with a started MPI_T session on the
+                       send/receive counters (oxmpi-mpit) and with
+                       `mpirun --profile` (oxmpi-profile); no peers; output
+                       target/oxmpi-bench/overhead unless --out is given
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -186,6 +197,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut budget: Option<u64> = None;
     let mut compare = None;
     let mut against = None;
+    let mut overhead = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -236,6 +248,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             }
             "--compare" => compare = Some(PathBuf::from(val("--compare")?)),
             "--against" => against = Some(PathBuf::from(val("--against")?)),
+            "--overhead" => overhead = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -267,6 +280,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: None,
             compare: None,
             compare_with: None,
+            overhead: false,
+            ring_loops: 200,
         },
         Mode::Quick => Config {
             mode,
@@ -293,6 +308,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: Some(Duration::from_secs(150)),
             compare: None,
             compare_with: None,
+            overhead: false,
+            ring_loops: 5000,
         },
         Mode::Full => Config {
             mode,
@@ -319,6 +336,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             budget: Some(Duration::from_secs(20 * 60)),
             compare: None,
             compare_with: None,
+            overhead: false,
+            ring_loops: 50000,
         },
     };
     if let Some(r) = reps {
@@ -334,6 +353,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     }
     c.compare = compare;
     c.compare_with = against;
+    let out_given = out.is_some();
     if let Some(o) = out {
         c.out = o;
     }
@@ -350,6 +370,11 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
         c.mpi4py_args.clear();
+    }
+    c.overhead = overhead;
+    if overhead && !out_given && c.mode != Mode::Smoke {
+        // not over the committed comparison report
+        c.out = target.join("overhead");
     }
     c.timeout_explicit = timeout.is_some();
     c.timeout = Duration::from_secs(timeout.unwrap_or(120));
@@ -416,6 +441,12 @@ mod tests {
         assert_eq!(b.budget, Some(Duration::from_secs(60)));
         assert_eq!(b.compare.as_deref(), Some(Path::new("old.csv")));
         assert!(b.compare_with.is_none());
+        let o = parse_args(&args(&["--smoke", "--overhead"]), root).unwrap();
+        assert!(o.overhead && !b.overhead && o.ring_loops < f.ring_loops);
+        let o = parse_args(&args(&["--full", "--overhead"]), root).unwrap();
+        assert_eq!(o.out, Path::new("/r/target/oxmpi-bench/overhead"));
+        let o = parse_args(&args(&["--overhead", "--out", "x"]), root).unwrap();
+        assert_eq!(o.out, Path::new("x"));
     }
 
     #[test]
