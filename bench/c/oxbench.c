@@ -21,6 +21,11 @@
  *   op=      reduction: SUM (default; MINLOC for pair types), PROD, MAX, MIN,
  *            BAND, BOR, LAND, LOR, MINLOC, MAXLOC
  *   inplace= 1: MPI_IN_PLACE where the collective allows it (default 0)
+ *   mpit=    1: before measuring, open an MPI tools interface session with
+ *            started handles on the transports' send and receive counters
+ *            (every btl_*_msgs_sent/_recv and btl_*_bytes_sent/_recv the
+ *            library has), so that the measurement includes what counters a
+ *            tool reads cost; the handles are read and freed at the end
  *   method=  osu (default): a barrier between timed iterations, each timed on
  *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
  *            timed as one block (this harness's method before)
@@ -494,12 +499,64 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [dtype=T] [op=O] [inplace=0|1] "
-            "[method=osu|b2b] SIZE...\n",
+            "[mpit=0|1] [method=osu|b2b] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+/* mpit=1: the tools interface session and its handles. */
+#define MAX_MPIT 16
+static MPI_T_pvar_session mpit_session;
+static MPI_T_pvar_handle mpit_handles[MAX_MPIT];
+static int mpit_n = -1;
+
+/* Whether a performance variable name is one of the transports' send and
+ * receive counters. */
+static int mpit_wanted(const char *name) {
+  if (strncmp(name, "btl_", 4)) return 0;
+  const char *ends[] = {"_msgs_sent", "_msgs_recv", "_bytes_sent", "_bytes_recv"};
+  size_t n = strlen(name);
+  for (int i = 0; i < 4; i++) {
+    size_t e = strlen(ends[i]);
+    if (n > e && !strcmp(name + n - e, ends[i])) return 1;
+  }
+  return 0;
+}
+
+static void mpit_start(void) {
+  int provided, num = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS ||
+      MPI_T_pvar_session_create(&mpit_session) != MPI_SUCCESS ||
+      MPI_T_pvar_get_num(&num) != MPI_SUCCESS)
+    usage("mpit=1: the MPI tools interface is not available");
+  mpit_n = 0;
+  for (int i = 0; i < num && mpit_n < MAX_MPIT; i++) {
+    char name[256];
+    int len = sizeof name, bind, cont, count;
+    if (MPI_T_pvar_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, &bind, NULL,
+                            &cont, NULL) != MPI_SUCCESS ||
+        bind != MPI_T_BIND_NO_OBJECT || !mpit_wanted(name))
+      continue;
+    MPI_T_pvar_handle h;
+    if (MPI_T_pvar_handle_alloc(mpit_session, i, NULL, &h, &count) != MPI_SUCCESS) continue;
+    if (!cont) MPI_T_pvar_start(mpit_session, h);
+    mpit_handles[mpit_n++] = h;
+  }
+  if (rank == 0) printf("MPIT handles=%d\n", mpit_n);
+}
+
+static void mpit_stop(void) {
+  if (mpit_n < 0) return;
+  unsigned long long v, total = 0;
+  for (int i = 0; i < mpit_n; i++)
+    if (MPI_T_pvar_read(mpit_session, mpit_handles[i], &v) == MPI_SUCCESS) total += v;
+  if (rank == 0) printf("MPIT counted=%llu\n", total);
+  MPI_T_pvar_session_free(&mpit_session);
+  MPI_T_finalize();
+}
+
 int main(int argc, char **argv) {
+  int mpit = 0;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -523,6 +580,7 @@ int main(int argc, char **argv) {
     } else if (!strncmp(argv[a], "op=", 3)) {
       if (!set_op(v)) usage("unknown op (SUM PROD MAX MIN BAND BOR LAND LOR MINLOC MAXLOC)");
     } else if (!strncmp(argv[a], "inplace=", 8)) in_place = atoi(v) != 0;
+    else if (!strncmp(argv[a], "mpit=", 5)) mpit = atoi(v) != 0;
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");
@@ -539,6 +597,7 @@ int main(int argc, char **argv) {
   fill(sbuf, items * np);
   fill(rbuf, items * np);
   print_binding();
+  if (mpit) mpit_start();
 
   char *tests = strdup(argv[1]); /* strtok writes into it */
   if (!tests) MPI_Abort(MPI_COMM_WORLD, 3);
@@ -570,6 +629,7 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   snprintf(out, sizeof out, "RSS prog=oxbench rank=%d kb=%ld\n", rank, ru.ru_maxrss);
   print_from_all(out);
+  mpit_stop();
   free(tests);
   free(sbuf);
   free(rbuf);

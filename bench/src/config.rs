@@ -95,6 +95,11 @@ pub struct Config {
     /// `--mpi4py-suite`: time mpi4py's test suite instead (see
     /// [`crate::suite4py`]).
     pub suite4py: Option<crate::suite4py::SuiteOpts>,
+    /// `--overhead`: measure only the cost of the tools interface and of the job profile
+    /// (oxmpi alone, with a started MPI_T session, with `--profile`).
+    pub overhead: bool,
+    /// Loops of the overhead section's mpi4py ring.
+    pub ring_loops: u32,
 }
 
 impl Config {
@@ -235,6 +240,12 @@ mpi4py test suite (its own mode; output docs/benchmarks/mpi4py-suite):
                        at np 2 and 5 (--np LIST); 2 repetitions, 45-minute
                        budget (a venv with mpi4py and numpy under target/)
   --modules LIST       only these modules (names without test_, e.g. p2p_buf)
+  --overhead           measure only the observability overhead: the 8-byte
+                       latency and the mpi4py ring (per trip and wall time) of
+                       oxmpi as is (oxmpi), with a started MPI_T session on the
+                       send/receive counters (oxmpi-mpit) and with
+                       `mpirun --profile` (oxmpi-profile); no peers; output
+                       target/oxmpi-bench/overhead unless --out is given
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -257,6 +268,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     let mut suite4py = false;
     let mut modules = None;
     let mut mopts = crate::matrix::MatrixArgs::default();
+    let mut overhead = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -317,6 +329,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--scale" => scale = true,
             "--mpi4py-suite" => suite4py = true,
             "--modules" => modules = Some(val("--modules")?),
+            "--overhead" => overhead = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -352,6 +365,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             matrix: None,
             scale_curves: None,
             suite4py: None,
+            overhead: false,
+            ring_loops: 200,
         },
         Mode::Quick => Config {
             mode,
@@ -382,6 +397,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             matrix: None,
             scale_curves: None,
             suite4py: None,
+            overhead: false,
+            ring_loops: 5000,
         },
         Mode::Full => Config {
             mode,
@@ -412,6 +429,8 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             matrix: None,
             scale_curves: None,
             suite4py: None,
+            overhead: false,
+            ring_loops: 50000,
         },
     };
     if [matrix, scale, suite4py].iter().filter(|x| **x).count() > 1 {
@@ -456,10 +475,11 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     if let Some(a) = apps {
         c.apps = a;
     }
-    if matrix || scale || suite4py {
+    if matrix || scale || suite4py || overhead {
         // the applications belong to the default suite only
         c.apps = false;
     }
+    let out_given = out.is_some();
     if let Some(o) = out {
         c.out = o;
     }
@@ -476,6 +496,11 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     c.install_oxmpi = install_oxmpi;
     if no_mpi4py {
         c.mpi4py_args.clear();
+    }
+    c.overhead = overhead;
+    if overhead && !out_given && c.mode != Mode::Smoke {
+        // not over the committed comparison report
+        c.out = target.join("overhead");
     }
     c.timeout_explicit = timeout.is_some();
     c.timeout = Duration::from_secs(timeout.unwrap_or(120));
@@ -549,6 +574,12 @@ mod tests {
         let a = parse_args(&args(&["--apps"]), root).unwrap();
         let n = parse_args(&args(&["--full", "--no-apps"]), root).unwrap();
         assert!(a.apps && !n.apps);
+        let o = parse_args(&args(&["--smoke", "--overhead"]), root).unwrap();
+        assert!(o.overhead && !b.overhead && o.ring_loops < f.ring_loops);
+        let o = parse_args(&args(&["--full", "--overhead"]), root).unwrap();
+        assert_eq!(o.out, Path::new("/r/target/oxmpi-bench/overhead"));
+        let o = parse_args(&args(&["--overhead", "--out", "x"]), root).unwrap();
+        assert_eq!(o.out, Path::new("x"));
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub struct Impl {
     /// it runs only the point-to-point tests, and only for sizes above
     /// [`EAGER_MAX`] (smaller messages take the same eager path in both).
     pub pt2pt_only: bool,
+    /// A variant of the overhead section (`--overhead`): it runs only the 8-byte latency
+    /// and the mpi4py ring, to compare with its base.
+    pub overhead_only: bool,
+    /// Extra `oxbench` options of this variant (e.g. `mpit=1`).
+    pub bench_opts: Vec<String>,
     /// Human description of the settings, for the report.
     pub settings: String,
 }
@@ -59,6 +64,8 @@ impl Impl {
                 ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".into(), "1".into()),
             ],
             pt2pt_only: false,
+            overhead_only: false,
+            bench_opts: vec![],
             settings: "defaults (ob1 + vader, single copy = CMA)".into(),
         }
     }
@@ -88,6 +95,8 @@ impl Impl {
             extra: vec![],
             env: vec![],
             pt2pt_only: false,
+            overhead_only: false,
+            bench_opts: vec![],
             settings: "defaults (ch4:ucx, UCX sysv + cma; `UCX_TLS=^cma` is slower here)".into(),
         }
     }
@@ -108,6 +117,8 @@ impl Impl {
                 prefix.join("lib").to_string_lossy().into_owned(),
             )],
             pt2pt_only: false,
+            overhead_only: false,
+            bench_opts: vec![],
             settings: "defaults".into(),
         }
     }
@@ -123,6 +134,28 @@ impl Impl {
         ));
         i.pt2pt_only = true;
         i.settings = "`OXMPI_MCA_btl_sm_single_copy_mechanism=none` (pipelined copy only)".into();
+        i
+    }
+
+    /// oxmpi with a tools-interface session whose handles on the transports' send and
+    /// receive counters are started (`oxbench mpit=1`): what counters that a tool reads
+    /// cost (overhead section).
+    pub fn oxmpi_mpit(prefix: &Path) -> Impl {
+        let mut i = Impl::oxmpi(prefix);
+        i.name = "oxmpi-mpit".into();
+        i.bench_opts = s(&["mpit=1"]);
+        i.overhead_only = true;
+        i.settings = "an MPI_T session with started handles on the send/receive counters".into();
+        i
+    }
+
+    /// oxmpi with the job profile on (`mpirun --profile=DIR`, overhead section).
+    pub fn oxmpi_profile(prefix: &Path, dir: &Path) -> Impl {
+        let mut i = Impl::oxmpi(prefix);
+        i.name = "oxmpi-profile".into();
+        i.extra = vec![format!("--profile={}", dir.display())];
+        i.overhead_only = true;
+        i.settings = "`mpirun --profile` (the job profile is written at the end)".into();
         i
     }
 
@@ -194,5 +227,12 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(args, s(&["-n", "2", "--bind-to", "core", "/b/hello", "a"]));
+        let m = Impl::oxmpi_mpit(Path::new("/p"));
+        assert!(m.overhead_only && m.bench_opts == s(&["mpit=1"]));
+        let p = Impl::oxmpi_profile(Path::new("/p"), Path::new("/o"));
+        assert_eq!(
+            p.launch_args(2, 2),
+            s(&["-n", "2", "--bind-to", "core", "--profile=/o"])
+        );
     }
 }

@@ -152,7 +152,14 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     let prefix = &cfg.oxmpi_prefix;
     let mut v = Vec::new();
     let ox_ok = prefix.join("bin/mpirun").is_file() && prefix.join("bin/mpicc").is_file();
-    if ox_ok {
+    if ox_ok && cfg.overhead {
+        // the overhead section: oxmpi against itself, no peers
+        let mut base = Impl::oxmpi(prefix);
+        base.overhead_only = true;
+        v.push(base);
+        v.push(Impl::oxmpi_mpit(prefix));
+        v.push(Impl::oxmpi_profile(prefix, &cfg.build_dir.join("profile")));
+    } else if ox_ok {
         v.push(Impl::oxmpi(prefix));
         v.push(Impl::oxmpi_pipe(prefix));
     } else {
@@ -164,9 +171,11 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
             ),
         ));
     }
-    v.push(Impl::openmpi());
-    v.push(Impl::openmpi_nocma());
-    v.push(Impl::mpich());
+    if !cfg.overhead {
+        v.push(Impl::openmpi());
+        v.push(Impl::openmpi_nocma());
+        v.push(Impl::mpich());
+    }
 
     if cfg.matrix.is_some() || cfg.scale_curves.is_some() || cfg.suite4py.is_some() {
         // the single-copy variants change only point-to-point paths
@@ -182,7 +191,9 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
 fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     let mut meta = meta(cfg, root);
     let mut res = Results::default();
-    suite::ensure_peers(cfg, &mut res.notes);
+    if !cfg.overhead {
+        suite::ensure_peers(cfg, &mut res.notes);
+    }
     let mut installed = false;
     if cfg.install_oxmpi {
         match install_oxmpi(cfg, root) {
@@ -262,7 +273,10 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         }
     }
     meta.reps = done;
-    for ox in ready.iter().filter(|p| p.imp.build == "oxmpi") {
+    for ox in ready
+        .iter()
+        .filter(|p| p.imp.build == "oxmpi" && (!cfg.overhead || p.imp.name == "oxmpi"))
+    {
         runner.transport_report(ox);
     }
     let res = runner.res;

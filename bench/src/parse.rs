@@ -285,6 +285,17 @@ pub fn parse_mpi4py_pingpong(text: &str) -> Vec<(u64, f64, u32)> {
         .collect()
 }
 
+/// `python -m mpi4py.bench ringtest` output → (loops, seconds) from its line
+/// `time for 1000 loops = 0.0123 seconds (2 processes, 8 bytes)`.
+pub fn parse_mpi4py_ringtest(text: &str) -> Option<(u32, f64)> {
+    text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("time for ")?;
+        let (loops, rest) = rest.split_once(" loops = ")?;
+        let secs = rest.split_whitespace().next()?;
+        Some((loops.parse().ok()?, secs.parse().ok()?))
+    })
+}
+
 /// From `ldd` output, the resolved path of the MPI library (`libmpi*.so*` or
 /// `libmpich*.so*`), e.g. `libmpi.so.40 => /usr/lib/…/libmpi.so.40 (0x…)`.
 pub fn ldd_libmpi(text: &str) -> Option<String> {
@@ -502,6 +513,13 @@ RSS prog=oxbench rank=0 kb=281936
             parse_mpi4py_pingpong(t),
             vec![(1, 2.3790011e-05, 10000), (4194304, 7.2053596e-03, 10)]
         );
+        assert_eq!(
+            parse_mpi4py_ringtest(
+                "x\ntime for 1000 loops = 0.0123 seconds (2 processes, 8 bytes)\n"
+            ),
+            Some((1000, 0.0123))
+        );
+        assert_eq!(parse_mpi4py_ringtest("time for x loops = 1 seconds"), None);
         let ldd = "\tlinux-vdso.so.1 (0x00007ffd)\n\
                    \tlibmpich.so.12 => /usr/lib/x86_64-linux-gnu/libmpich.so.12 (0x00007f)\n\
                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n";

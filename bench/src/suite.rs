@@ -28,6 +28,13 @@ pub const QUIET_BUSY_PCT: f64 = 30.0;
 /// run silent for this long is hung.
 const MPI4PY_IDLE: Duration = Duration::from_secs(60);
 
+/// An mpi4py launch: its outcome, the machine's (load, busy %) before it, the placement
+/// probe and the start time (Unix seconds).
+type Mpi4pyRun = (Outcome, (f64, f64), Option<parse::Pingpong>, u64);
+
+/// Message size (bytes) of the overhead section's latency and mpi4py ring.
+pub const OVERHEAD_SIZE: u64 = 8;
+
 /// The collective tests of `oxbench`, in the order they run.
 const COLLECTIVES: [&str; 4] = ["allreduce", "bcast", "alltoall", "barrier"];
 
@@ -814,6 +821,7 @@ impl<'a> Runner<'a> {
         if self.cfg.op_budget > 0.0 {
             args.push(format!("budget={}", self.cfg.op_budget));
         }
+        args.extend(p.imp.bench_opts.iter().cloned());
         args.extend(self.launch_opts.iter().cloned());
         args.extend(sizes.iter().map(|s| s.to_string()));
         let timeout = if self.cfg.timeout_explicit {
@@ -1005,6 +1013,15 @@ impl<'a> Runner<'a> {
         self.physical(rep);
         for p in impls {
             eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
+            if p.imp.overhead_only {
+                self.oxbench(rep, p, 2, &["lat"], &[OVERHEAD_SIZE]);
+                // oxbench options (mpit=1) do not reach mpi4py: its ring would only repeat
+                // the base's
+                if p.imp.bench_opts.is_empty() {
+                    self.mpi4py_ring(rep, p);
+                }
+                continue;
+            }
             let sizes: Vec<u64> = self
                 .cfg
                 .pt2pt_sizes
@@ -1030,40 +1047,47 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// `python -m mpi4py.bench pingpong` on this implementation's libmpi.
-    pub fn mpi4py(&mut self, rep: u32, p: &Prepared) {
-        let Some(py) = self.python.clone() else {
-            return;
-        };
-        if let Some(r) = self.hung_in(&p.imp.name, "mpi4py", 2, 0) {
+    /// Launches `python -m mpi4py.bench BENCH ARGS` at 2 ranks on this implementation's
+    /// libmpi: the outcome, with the machine's load and busy %, the placement probe and
+    /// the start time. `None` (recorded) when it could not run.
+    fn mpi4py_launch(
+        &mut self,
+        rep: u32,
+        p: &Prepared,
+        bench: &str,
+        bench_args: &[String],
+    ) -> Option<Mpi4pyRun> {
+        let py = self.python.clone()?;
+        let what = format!("mpi4py.bench {bench}");
+        if let Some(r) = self.hung_in(&p.imp.name, &what, 2, 0) {
             self.res.failures.push(format!(
-                "rep {rep} {} mpi4py: skipped (hung in repetition {r})",
+                "rep {rep} {} {what}: skipped (hung in repetition {r})",
                 p.imp.name
             ));
-            return;
+            return None;
         }
         let env = match mpi4py_env(self.cfg, p) {
             Ok(e) => e,
             Err(e) => {
                 self.res
                     .failures
-                    .push(format!("rep {rep} {} mpi4py: {e}", p.imp.name));
-                return;
+                    .push(format!("rep {rep} {} {what}: {e}", p.imp.name));
+                return None;
             }
         };
-        let (load, busy) = machine_state(Duration::ZERO);
+        let state = machine_state(Duration::ZERO);
         let probe = self.placement_probe();
         let mut imp = p.imp.clone();
         imp.env.retain(|(k, _)| !env.iter().any(|(k2, _)| k2 == k));
         imp.env.extend(env);
-        // each size's line reaches the pipe as soon as it is printed, so
-        // that a timeout keeps the sizes already measured
+        // each line reaches the pipe as soon as it is printed, so that a timeout keeps
+        // what was measured already
         imp.env.push(("PYTHONUNBUFFERED".into(), "1".into()));
-        let mut args: Vec<String> = ["-m", "mpi4py.bench", "pingpong"]
+        let mut args: Vec<String> = ["-m", "mpi4py.bench", bench]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        args.extend(self.cfg.mpi4py_args.iter().cloned());
+        args.extend(bench_args.iter().cloned());
         let tmp = Prepared {
             imp,
             oxbench: p.oxbench.clone(),
@@ -1071,20 +1095,63 @@ impl<'a> Runner<'a> {
             scale: p.scale.clone(),
         };
         let start = now_unix();
-        let Some(o) = self.launch(
-            &tmp,
-            2,
-            &py,
-            &args,
-            (rep, "mpi4py.bench pingpong"),
-            Some(MPI4PY_IDLE),
-        ) else {
+        let o = self.launch(&tmp, 2, &py, &args, (rep, &what), Some(MPI4PY_IDLE))?;
+        if o.status.is_none() {
+            self.hung.push((p.imp.name.clone(), what, 2, 0, rep));
+        }
+        Some((o, state, probe, start))
+    }
+
+    /// `python -m mpi4py.bench ringtest` (8-byte messages) for the overhead section: the
+    /// time per trip around the ring (`mpi4py_ring`, µs) and the wall time of the whole
+    /// launch, start-up and end (a profile being written) included (`mpi4py_ring_wall`, s).
+    pub fn mpi4py_ring(&mut self, rep: u32, p: &Prepared) {
+        let args: Vec<String> = [
+            "-n",
+            "8",
+            "-s",
+            "100",
+            "-l",
+            &self.cfg.ring_loops.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let Some((o, (load, busy), probe, start)) = self.mpi4py_launch(rep, p, "ringtest", &args)
+        else {
             return;
         };
-        if o.status.is_none() {
-            self.hung
-                .push((p.imp.name.clone(), "mpi4py".into(), 2, 0, rep));
+        let Some((loops, secs)) = parse::parse_mpi4py_ringtest(&o.stdout) else {
+            self.res.failures.push(format!(
+                "rep {rep} {} mpi4py ringtest: no result line ({})",
+                p.imp.name,
+                o.failure()
+            ));
+            return;
+        };
+        let wall = o.wall.as_secs_f64();
+        for (test, unit, v) in [
+            ("mpi4py_ring", "us", secs / f64::from(loops.max(1)) * 1e6),
+            ("mpi4py_ring_wall", "s", wall),
+        ] {
+            let mut r = self.row(rep, &p.imp.name, test, 2, OVERHEAD_SIZE, unit);
+            (r.median, r.min, r.max) = (v, f64::NAN, f64::NAN);
+            (r.load1, r.busy_pct) = (load, busy);
+            r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
+            r.unix_time = start;
+            r.values = vec![v];
+            r.iters = loops;
+            self.res.rows.push(r);
         }
+    }
+
+    /// `python -m mpi4py.bench pingpong` on this implementation's libmpi.
+    pub fn mpi4py(&mut self, rep: u32, p: &Prepared) {
+        let args = self.cfg.mpi4py_args.clone();
+        let Some((o, (load, busy), probe, start)) = self.mpi4py_launch(rep, p, "pingpong", &args)
+        else {
+            return;
+        };
         let pts = parse::parse_mpi4py_pingpong(&o.stdout);
         if pts.is_empty() {
             self.res.failures.push(format!(
@@ -1264,6 +1331,8 @@ done
         extra: vec!["--".into()],
         env: vec![],
         pt2pt_only: false,
+        overhead_only: false,
+        bench_opts: vec![],
         settings: String::new(),
     };
     let missing = dir.join("no-such-probe");

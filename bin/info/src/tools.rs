@@ -36,13 +36,20 @@ pub(crate) fn cvars(reg: &Registry, level: u8, launcher: &Provider) -> String {
             cat = category_of(e);
             let _ = writeln!(out, "\ncategory {cat}");
         }
+        // The scope a tool sees before MPI_Init, and after it where that differs.
+        let (before, after) = (CvarScope::of(e, false), CvarScope::of(e, true));
         let _ = writeln!(
             out,
-            "  {}  {}  MPI_T_VERBOSITY_{}  MPI_T_SCOPE_{}",
+            "  {}  {}  MPI_T_VERBOSITY_{}  MPI_T_SCOPE_{}{}",
             e.decl.full_name(),
             CvarType::of(&e.decl.ty).mpi_name(),
             VERBOSITY_NAMES[verbosity_index(e.decl.level)],
-            CvarScope::of(e).name()
+            before.name(),
+            if after == before {
+                String::new()
+            } else {
+                format!(" (MPI_T_SCOPE_{} after MPI_Init)", after.name())
+            }
         );
         let _ = writeln!(out, "      value \"{}\" ({})", e.rendered(), e.source);
         if let Some(v) = enum_values(&e.decl.ty) {
@@ -117,6 +124,9 @@ mod tests {
         assert!(out.contains(
             "  btl_base_verbose  MPI_INT  MPI_T_VERBOSITY_MPIDEV_DETAIL  MPI_T_SCOPE_LOCAL\n"
         ));
+        assert!(out.contains(
+            "  btl_sm_ring_size  MPI_UNSIGNED_LONG_LONG  MPI_T_VERBOSITY_TUNER_DETAIL  MPI_T_SCOPE_ALL_EQ (MPI_T_SCOPE_CONSTANT after MPI_Init)\n"
+        ), "{out}");
         assert!(out.contains("      enum -1=none, 0=error, 10=component"));
         assert!(!cvars(&r, 1, &oxmpi_runtime::PROVIDER).contains("btl_sm_eager_limit"));
         r.register_provider(&oxmpi_runtime::PROVIDER).unwrap();

@@ -57,7 +57,7 @@ impl Stream {
 
     /// Whether a message at `level` would print. One relaxed atomic load on the fast path.
     #[inline(always)]
-    pub fn enabled(&self, level: i32) -> bool {
+    pub fn enabled(&'static self, level: i32) -> bool {
         let v = self.level.load(Ordering::Relaxed);
         if v >= level {
             true
@@ -70,7 +70,7 @@ impl Stream {
 
     #[cold]
     #[inline(never)]
-    fn init_slow(&self, level: i32) -> bool {
+    fn init_slow(&'static self, level: i32) -> bool {
         let v = match params::registry::try_global() {
             TryGlobal::Ready(mut r) => {
                 let problems = verbosity_problems(&mut r, self.framework);
@@ -88,14 +88,21 @@ impl Stream {
             TryGlobal::Busy => return level <= 0,
         };
         // Keep a value set concurrently by set_verbosity.
-        let _ = self
+        if self
             .level
-            .compare_exchange(UNINIT, v, Ordering::Relaxed, Ordering::Relaxed);
+            .compare_exchange(UNINIT, v, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            READ_STREAMS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(self);
+        }
         self.level.load(Ordering::Relaxed) >= level
     }
 
     /// The current verbosity (reading the parameter if not done yet).
-    pub fn verbosity(&self) -> i32 {
+    pub fn verbosity(&'static self) -> i32 {
         if self.level.load(Ordering::Relaxed) == UNINIT {
             self.init_slow(0);
         }
@@ -116,6 +123,23 @@ impl Stream {
     /// [`Stream::enabled`] first).
     pub fn emit(&self, level: i32, args: fmt::Arguments<'_>) {
         write_record(Some(self.framework), level, args);
+    }
+}
+
+/// The streams whose verbosity was read from their parameter (what [`reconfigure`]
+/// updates; the others read it on first use).
+static READ_STREAMS: Mutex<Vec<&'static Stream>> = Mutex::new(Vec::new());
+
+/// Re-reads `<framework>_base_verbose` from `registry` for every stream that read it
+/// before: after a write through the tools interface, the next message of the framework
+/// uses the new level.
+pub fn reconfigure(registry: &mut Registry) {
+    let streams = READ_STREAMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for s in streams {
+        s.configure(registry);
     }
 }
 

@@ -108,6 +108,21 @@ fn global_streams_sinks_and_warn_once() {
     assert_eq!(BTL.verbosity(), 80);
     assert_eq!(PML.verbosity(), 100);
     assert_eq!(OSC.verbosity(), 0, "default is error (0)");
+    // A write to the registry reaches the streams that read their level before once
+    // reconfigured (what the tools interface does after MPI_Init).
+    params::with_global(|r| {
+        r.set("osc_base_verbose", "info").unwrap();
+        assert_eq!(OSC.verbosity(), 0, "not re-read by itself");
+        output::reconfigure(r);
+    })
+    .unwrap();
+    assert_eq!(OSC.verbosity(), 40);
+    params::with_global(|r| {
+        r.set("osc_base_verbose", "error").unwrap();
+        output::reconfigure(r);
+    })
+    .unwrap();
+    assert_eq!(OSC.verbosity(), 0);
     assert_eq!(
         params::global()
             .unwrap()

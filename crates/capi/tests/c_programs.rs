@@ -463,6 +463,20 @@ fn tools_interface_events_fire_their_callbacks_both_builds() {
 }
 
 #[test]
+fn tools_interface_cvar_writes_after_init_take_effect_both_builds() {
+    let out = run_both("mpit_runtime.c", 2, "mpit_runtime: all checks passed");
+    // btl_sm_eager_limit and coll_tuned_bcast_algorithm written after MPI_Init change the
+    // next send and broadcast; every collective counts its algorithm.
+    for l in [
+        "mpit_runtime: eager limit 4096 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
+        "mpit_runtime: bcast sm 1 linear 0, forced linear: sm 0 linear 1",
+        "mpit_runtime: reduce binomial 1, ibarrier dissemination 1",
+    ] {
+        assert!(out.lines().any(|x| x == l), "no '{l}' in\n{out}");
+    }
+}
+
+#[test]
 fn tools_interface_counts_per_communicator_both_builds() {
     let out = run_both("mpit_comm.c", 2, "mpit_comm: all checks passed");
     assert!(

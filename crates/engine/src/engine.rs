@@ -764,6 +764,19 @@ impl Engine {
         }
     }
 
+    /// Re-reads the parameters declared `runtime` (`btl_sm_eager_limit`,
+    /// `btl_sm_coop_min_size`) from the registry: sends started after this call use the new
+    /// values (the MPI tools interface calls it when a control variable is written after
+    /// `MPI_Init`).
+    pub fn reload_params(&self) {
+        self.apply_runtime(&Settings::read());
+    }
+
+    /// Applies the `runtime` values among `sm` (see [`Engine::reload_params`]).
+    pub(crate) fn apply_runtime(&self, sm: &Settings) {
+        self.lock().apply_runtime(sm);
+    }
+
     /// The traffic counters of communicator `c` (`None` if it does not exist).
     pub fn comm_stats(&self, c: CommId) -> Option<crate::CommStats> {
         let st = self.lock();

@@ -37,7 +37,8 @@ pub static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
     "Seconds MPI_Comm_connect waits for the port's owner to accept before it fails with \
      MPI_ERR_PORT (a port nobody listens on any more fails at once)",
 )
-.level(4);
+.level(4)
+.runtime();
 
 /// `dpm_exchange_timeout`: how long the roots of two jobs that met (accept/connect, join)
 /// wait for each other's next message (seconds).

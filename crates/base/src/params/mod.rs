@@ -98,6 +98,10 @@ pub struct ParamDecl {
     pub level: u8,
     /// Read-only parameters keep their default; attempts to set them warn.
     pub read_only: bool,
+    /// The library re-reads it while running: a write after `MPI_Init` (`MPI_T_cvar_write`)
+    /// takes effect when the write returns. Every other parameter is read once, at
+    /// `MPI_Init`, and is fixed from then on (see [`tools::CvarScope`]).
+    pub runtime: bool,
 }
 
 impl ParamDecl {
@@ -119,6 +123,7 @@ impl ParamDecl {
             help,
             level: 1,
             read_only: false,
+            runtime: false,
         }
     }
 
@@ -131,6 +136,13 @@ impl ParamDecl {
     /// The same declaration, read-only.
     pub const fn read_only(mut self) -> Self {
         self.read_only = true;
+        self
+    }
+
+    /// The same declaration, re-read by the library while it runs (the field `runtime`):
+    /// only for parameters whose readers really pick up a new value.
+    pub const fn runtime(mut self) -> Self {
+        self.runtime = true;
         self
     }
 
@@ -158,6 +170,7 @@ impl ParamDecl {
             "Verbosity level for the {framework} framework (default: 0)",
         )
         .level(8)
+        .runtime()
     }
 
     /// The full parameter name (`btl_tcp_if_include`, `btl_base_verbose`, `btl`).

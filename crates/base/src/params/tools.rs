@@ -51,9 +51,16 @@ impl CvarType {
 pub const CHAR_COUNT: usize = 1024;
 
 /// The scope of a control variable: whether and how it may be changed (MPI 4.1 Table 15.4).
+///
+/// Before the MPI library starts (`MPI_T_init_thread` without `MPI_Init`) every settable
+/// parameter may be written: the library reads it at `MPI_Init`. Once it runs, only the
+/// parameters declared [`runtime`](super::ParamDecl::runtime()) stay writable (their readers
+/// pick the new value up when the write returns); the others report
+/// [`CvarScope::Constant`], so no variable claims to be writable and then refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CvarScope {
-    /// A read-only parameter: never changes (`MPI_T_SCOPE_CONSTANT`).
+    /// Never changes (`MPI_T_SCOPE_CONSTANT`): a read-only parameter, or one read once at
+    /// `MPI_Init` once the library runs.
     Constant,
     /// Locked by the override file: cannot be written (`MPI_T_SCOPE_READONLY`).
     Readonly,
@@ -65,9 +72,10 @@ pub enum CvarScope {
 }
 
 impl CvarScope {
-    /// The scope of a registered entry.
-    pub fn of(e: &Entry) -> Self {
-        if e.decl.read_only {
+    /// The scope of a registered entry, before the library started (`started == false`) or
+    /// while it runs.
+    pub fn of(e: &Entry, started: bool) -> Self {
+        if e.decl.read_only || (started && !e.decl.runtime) {
             CvarScope::Constant
         } else if matches!(e.source, Source::Override { .. }) {
             CvarScope::Readonly
@@ -78,7 +86,7 @@ impl CvarScope {
         }
     }
 
-    /// Whether a write may succeed (before the library reads the value).
+    /// Whether a write may succeed.
     pub fn writable(self) -> bool {
         matches!(self, CvarScope::Local | CvarScope::AllEq)
     }
@@ -169,7 +177,7 @@ pub fn cvar_write(reg: &mut Registry, name: &str, v: &CvarValue) -> Result<(), s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{ParamDecl, Sources, VERBOSE_TYPE};
+    use crate::params::{ParamDecl, Sources};
 
     fn reg(decls: &'static [ParamDecl]) -> Registry {
         let mut r = Registry::new(Sources::default()).unwrap();
@@ -178,8 +186,10 @@ mod tests {
     }
 
     static DECLS: &[ParamDecl] = &[
-        ParamDecl::new("btl", "sm", "eager_limit", ParamType::Size, "4k", "x").level(4),
-        ParamDecl::new("btl", "base", "verbose", VERBOSE_TYPE, "error", "v").level(8),
+        ParamDecl::new("btl", "sm", "eager_limit", ParamType::Size, "4k", "x")
+            .level(4)
+            .runtime(),
+        ParamDecl::verbose("btl"),
         ParamDecl::new("pml", "ox", "flag", ParamType::Bool, "true", "f"),
         ParamDecl::new("pml", "ox", "fixed", ParamType::String, "a", "r").read_only(),
         ParamDecl::new(
@@ -216,13 +226,18 @@ mod tests {
             "TUNER_BASIC"
         );
         let v = e("btl_base_verbose");
-        assert_eq!(CvarScope::of(&v), CvarScope::Local);
+        assert_eq!(CvarScope::of(&v, false), CvarScope::Local);
+        assert_eq!(CvarScope::of(&v, true), CvarScope::Local);
+        assert_eq!(CvarScope::of(&sm, true), CvarScope::AllEq);
+        let flag = e("pml_ox_flag");
+        assert_eq!(CvarScope::of(&flag, false), CvarScope::AllEq);
+        assert_eq!(CvarScope::of(&flag, true), CvarScope::Constant);
         assert_eq!(category_of(&v), "btl");
         assert_eq!(cvar_value(&v), CvarValue::Int(0));
         assert!(enum_values(&v.decl.ty).unwrap().contains(&(100, "max")));
         assert_eq!(cvar_value(&e("pml_ox_flag")), CvarValue::Int(1));
         let fixed = e("pml_ox_fixed");
-        assert_eq!(CvarScope::of(&fixed), CvarScope::Constant);
+        assert_eq!(CvarScope::of(&fixed, false), CvarScope::Constant);
         assert!(!CvarScope::Constant.writable());
         assert_eq!(cvar_value(&fixed), CvarValue::Text("a".into()));
         assert_eq!(CvarType::of(&e("coll_tuned_n").decl.ty), CvarType::Int);

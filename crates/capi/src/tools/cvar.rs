@@ -1,12 +1,16 @@
 //! Control variables (`MPI_T_cvar_*`) and their enumerations (`MPI_T_enum_*`): the
 //! parameter registry seen through `oxmpi_base::params::tools`.
 //!
-//! A write goes through the registry (source `set`, validated like any other source) and
-//! is accepted while the MPI library has not started: the engine, transports and
-//! collectives read their parameters once, at `MPI_Init`, so a write before it (after
-//! `MPI_T_init_thread`) changes what the job does; after it, a write fails with
-//! `MPI_T_ERR_CVAR_SET_NOT_NOW`. The enumeration of an enum or boolean parameter is
-//! the handle `index + 2` of its control variable.
+//! A write goes through the registry (source `set`, validated like any other source).
+//! Before `MPI_Init` (after `MPI_T_init_thread`) every settable parameter may be written:
+//! the engine, transports and collectives read them at `MPI_Init`. Once the library runs,
+//! only the parameters declared `runtime` in the registry are writable (eager limit,
+//! cooperative-copy switch point, collective algorithms and `coll_sm_allreduce_large_min`,
+//! verbosity levels, `dpm_connect_timeout`): the write takes effect when
+//! `MPI_T_cvar_write` returns (operations started before keep their values); the others
+//! report `MPI_T_SCOPE_CONSTANT` and a write fails with `MPI_T_ERR_CVAR_SET_NEVER`. The
+//! enumeration of an enum or boolean parameter is the handle `index + 2` of its control
+//! variable.
 
 use super::state::*;
 use crate::consts::{MPI_CHAR, MPI_COUNT, MPI_INT, MPI_UNSIGNED_LONG_LONG};
@@ -26,6 +30,11 @@ fn entry(t: &mut Tools, i: c_int) -> MpiResult<Entry> {
         Some(e) => Ok(e),
         None => fail(MPI_T_ERR_INVALID_INDEX, format!("no control variable {i}")),
     }
+}
+
+/// Whether the MPI library runs (after `MPI_Init`): what decides the scopes.
+fn started() -> bool {
+    oxmpi_engine::engine().is_some()
 }
 
 /// The MPICH datatype of a control variable type.
@@ -99,7 +108,7 @@ mpi_fn! {
         opt(dtype, datatype(CvarType::of(&e.decl.ty)));
         opt(enumtype, enum_handle(&e, cvar_index));
         opt(bind, MPI_T_BIND_NO_OBJECT);
-        opt(scope_out, scope(CvarScope::of(&e)));
+        opt(scope_out, scope(CvarScope::of(&e, started())));
         Ok(())
     }
 }
@@ -169,15 +178,15 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_T_cvar_write`: before `MPI_Init` only (see the module documentation).
+    /// `MPI_T_cvar_write`: any settable variable before `MPI_Init`, the `runtime` ones after
+    /// it (see the module documentation).
     fn PMPI_T_cvar_write / "MPI_T_cvar_write" [Direct] (handle: *mut c_void, buf: *const c_void) {
         let e = of_handle(handle)?;
         let name = e.decl.full_name();
-        if !CvarScope::of(&e).writable() {
-            return fail(MPI_T_ERR_CVAR_SET_NEVER, format!("{name} cannot be changed"));
-        }
-        if oxmpi_engine::engine().is_some() {
-            return fail(MPI_T_ERR_CVAR_SET_NOT_NOW, format!("{name} was read at MPI_Init"));
+        let running = started();
+        if !CvarScope::of(&e, running).writable() {
+            let why = if running && !e.decl.read_only { "was read at MPI_Init and " } else { "" };
+            return fail(MPI_T_ERR_CVAR_SET_NEVER, format!("{name} {why}cannot be changed"));
         }
         let v = match CvarType::of(&e.decl.ty) {
             CvarType::Int => CvarValue::Int(crate::ffi::inp(buf.cast::<c_int>(), "buf")?.into()),
@@ -185,7 +194,21 @@ mpi_fn! {
             CvarType::UnsignedLongLong => CvarValue::Unsigned(crate::ffi::inp(buf.cast::<u64>(), "buf")?),
             CvarType::Char => CvarValue::Text(read_cstr(buf.cast::<c_char>(), "buf")?),
         };
-        match params::with_global(|r| view::cvar_write(r, &name, &v)) {
+        let written = params::with_global(|r| {
+            let res = view::cvar_write(r, &name, &v);
+            if res.is_ok() && running {
+                oxmpi_base::output::reconfigure(r);
+            }
+            res
+        });
+        if matches!(written, Ok(Ok(()))) && running {
+            // Outside the registry's lock: the readers take it themselves.
+            if let Some(eng) = oxmpi_engine::engine() {
+                eng.reload_params();
+            }
+            oxmpi_coll::base::params::reload();
+        }
+        match written {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e @ (ParamError::ReadOnly { .. } | ParamError::Locked { .. }))) => {
                 fail(MPI_T_ERR_CVAR_SET_NEVER, e.to_string())

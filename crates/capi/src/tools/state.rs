@@ -20,7 +20,6 @@ pub(crate) const MPI_T_ERR_INVALID_INDEX: c_int = 62;
 pub(crate) const MPI_T_ERR_INVALID_ITEM: c_int = 63;
 pub(crate) const MPI_T_ERR_INVALID_HANDLE: c_int = 64;
 pub(crate) const MPI_T_ERR_INVALID_SESSION: c_int = 67;
-pub(crate) const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 68;
 pub(crate) const MPI_T_ERR_CVAR_SET_NEVER: c_int = 69;
 pub(crate) const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 70;
 pub(crate) const MPI_T_ERR_PVAR_NO_WRITE: c_int = 71;

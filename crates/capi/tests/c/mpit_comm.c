@@ -1,6 +1,6 @@
 /* Performance variables bound to communicators (MPI_T_BIND_MPI_COMM) on 2 ranks: two
  * duplicates of MPI_COMM_WORLD carry different traffic, and handles bound to each count
- * only their own. Rank 0 prints deterministic lines. */
+ * only their own, sent and received. Rank 0 prints deterministic lines. */
 #include "check.h"
 #include <string.h>
 
@@ -16,6 +16,7 @@ static unsigned long long readu(MPI_T_pvar_session s, MPI_T_pvar_handle h)
 int main(int argc, char **argv)
 {
     int provided, rank, size, count, msgs = -1, bytes = -1, bind = -1, cls;
+    int rmsgs = -1, rbytes = -1;
     T_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -24,6 +25,11 @@ int main(int argc, char **argv)
     CHECK(size == 2);
     T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_msgs_sent", MPI_T_PVAR_CLASS_COUNTER, &msgs));
     T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_bytes_sent", MPI_T_PVAR_CLASS_COUNTER, &bytes));
+    T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_msgs_recv", MPI_T_PVAR_CLASS_COUNTER, &rmsgs));
+    T_CHECK(MPI_T_pvar_get_index("pml_ox_comm_bytes_recv", MPI_T_PVAR_CLASS_COUNTER, &rbytes));
+    T_CHECK(MPI_T_pvar_get_info(rbytes, NULL, NULL, NULL, &cls, NULL, NULL, NULL, NULL, &bind,
+                                NULL, NULL, NULL));
+    CHECK(bind == MPI_T_BIND_MPI_COMM);
     T_CHECK(MPI_T_pvar_get_info(msgs, NULL, NULL, NULL, &cls, NULL, NULL, NULL, NULL, &bind,
                                 NULL, NULL, NULL));
     CHECK(bind == MPI_T_BIND_MPI_COMM);
@@ -32,17 +38,22 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &a);
     MPI_Comm_dup(MPI_COMM_WORLD, &b);
     MPI_T_pvar_session s;
-    MPI_T_pvar_handle ma, mb, ba, bb;
+    MPI_T_pvar_handle ma, mb, ba, bb, rma, rmb, rba, rbb;
     T_CHECK(MPI_T_pvar_session_create(&s));
     T_CHECK(MPI_T_pvar_handle_alloc(s, msgs, &a, &ma, &count));
     CHECK(count == 1);
     T_CHECK(MPI_T_pvar_handle_alloc(s, msgs, &b, &mb, &count));
     T_CHECK(MPI_T_pvar_handle_alloc(s, bytes, &a, &ba, &count));
     T_CHECK(MPI_T_pvar_handle_alloc(s, bytes, &b, &bb, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, rmsgs, &a, &rma, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, rmsgs, &b, &rmb, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, rbytes, &a, &rba, &count));
+    T_CHECK(MPI_T_pvar_handle_alloc(s, rbytes, &b, &rbb, &count));
     MPI_Comm null = MPI_COMM_NULL;
     MPI_T_pvar_handle bad;
     CHECK(MPI_T_pvar_handle_alloc(s, msgs, &null, &bad, &count) != MPI_SUCCESS);
 
+    MPI_Barrier(MPI_COMM_WORLD); /* both sides count from here */
     char buf[100] = {0};
     int peer = 1 - rank;
     /* On a: three 10-byte messages from rank 0; on b: one 100-byte message each way. */
@@ -56,10 +67,16 @@ int main(int argc, char **argv)
     MPI_Barrier(a); /* collective traffic is not point-to-point on a */
 
     unsigned long long na = readu(s, ma), nb = readu(s, mb), ya = readu(s, ba), yb = readu(s, bb);
-    if (rank == 0)
+    unsigned long long rna = readu(s, rma), rnb = readu(s, rmb), rya = readu(s, rba),
+                       ryb = readu(s, rbb);
+    if (rank == 0) {
         printf("mpit_comm: a %llu msgs %llu bytes, b %llu msgs %llu bytes\n", na, ya, nb, yb);
-    else
-        CHECK(na == 0 && ya == 0 && nb == 1 && yb == 100);
+        CHECK(rna == 0 && rya == 0);
+    } else {
+        CHECK(na == 0 && ya == 0);
+        CHECK(rna == 3 && rya == 30); /* rank 0's three 10-byte messages arrived on a */
+    }
+    CHECK(nb == 1 && yb == 100 && rnb == 1 && ryb == 100);
     T_CHECK(MPI_T_pvar_session_free(&s));
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);

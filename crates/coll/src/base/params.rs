@@ -1,13 +1,14 @@
 //! Algorithm selection parameters (`coll_tuned_<coll>_algorithm`).
 //!
-//! They are MCA parameters of the `coll` framework's `tuned` component, resolved once per
-//! process through the `oxmpi-base` registry (so `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`,
+//! They are MCA parameters of the `coll` framework's `tuned` component, resolved on first
+//! use (and again by [`reload`] after a write through the tools interface) through the
+//! `oxmpi-base` registry (so `--mca`, `OXMPI_MCA_*`/`OMPI_MCA_*`,
 //! `--tune` and parameter files all apply, and `oxmpi-info` lists them). `0` (or an unknown
 //! number) selects automatically by message and communicator size. The numbers follow Open
 //! MPI's `coll_tuned` numbering for the algorithms implemented here.
 
 use oxmpi_base::params::{self, Component, Framework, ParamDecl, ParamType, Provider};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The collectives with a selectable algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
         help,
     )
     .level(5)
+    .runtime()
 }
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
@@ -110,13 +112,55 @@ pub static PROVIDER: Provider = Provider {
     params: &PARAMS,
 };
 
-static CACHE: [OnceLock<u32>; 9] = [const { OnceLock::new() }; 9];
+/// Not read from the registry yet.
+const UNREAD: u32 = u32::MAX;
 
-/// The forced algorithm number of `coll` (0 = automatic selection).
+static CACHE: [AtomicU32; 9] = [const { AtomicU32::new(UNREAD) }; 9];
+
+/// The forced algorithm number of `coll` (0 = automatic selection): one relaxed load once
+/// read.
 pub fn algorithm(coll: Coll) -> u32 {
-    *CACHE[coll as usize]
-        .get_or_init(|| u32::try_from(params::int(&PARAMS[coll as usize])).unwrap_or(0))
+    let v = CACHE[coll as usize].load(Ordering::Relaxed);
+    if v != UNREAD {
+        return v;
+    }
+    let v = read(coll);
+    CACHE[coll as usize].store(v, Ordering::Relaxed);
+    v
 }
+
+/// `coll_tuned_<coll>_algorithm` from the registry.
+fn read(coll: Coll) -> u32 {
+    u32::try_from(params::int(&PARAMS[coll as usize]))
+        .unwrap_or(0)
+        .min(UNREAD - 1)
+}
+
+/// Re-reads the parameters declared `runtime` (the algorithm choices and
+/// `coll_sm_allreduce_large_min`): collectives started after this call use the new values.
+/// They are `MPI_T_SCOPE_ALL_EQ`: every rank must write the same value before the
+/// collective that should see it.
+pub fn reload() {
+    for (i, c) in CACHE.iter().enumerate() {
+        if c.load(Ordering::Relaxed) != UNREAD {
+            c.store(read(ALL[i]), Ordering::Relaxed);
+        }
+    }
+    crate::sm::params::reload();
+}
+
+/// Every [`Coll`], in its numbering.
+const ALL: [Coll; 9] = [
+    Coll::Barrier,
+    Coll::Bcast,
+    Coll::Reduce,
+    Coll::Allreduce,
+    Coll::Allgather,
+    Coll::Alltoall,
+    Coll::ReduceScatter,
+    Coll::Gather,
+    Coll::Scatter,
+];
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).
 pub const BCAST_SMALL: usize = 512 * 1024;

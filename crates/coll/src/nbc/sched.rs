@@ -23,6 +23,7 @@
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::base::helpers::{fold_real_rank, fold_sizes};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
@@ -490,6 +491,7 @@ impl CollComm {
 
     /// `MPI_Ibarrier`: dissemination rounds.
     pub fn ibarrier(&self) -> Result<Schedule> {
+        count(Alg::NbcBarrierDissemination);
         let mut s = Schedule::new(self, Vec::new(), None)?;
         s.regions.push(Region::Owned(Vec::new()));
         let mut k = 1;
@@ -505,6 +507,7 @@ impl CollComm {
 
     /// `MPI_Ibcast` of region 0 (the whole region) from `root`: binomial tree.
     pub fn ibcast(&self, buf: Region, root: i32) -> Result<Schedule> {
+        count(Alg::NbcBcastBinomial);
         self.check_root(root)?;
         let mut s = Schedule::new(self, vec![buf], None)?;
         let n = s.regions[0].ptr_len().1;
@@ -536,6 +539,7 @@ impl CollComm {
     /// `MPI_Iallreduce` in place on region 0: recursive doubling (non-power-of-two sizes
     /// fold the first ranks pairwise), the order of `op` respected.
     pub fn iallreduce(&self, buf: Region, op: OwnedOp) -> Result<Schedule> {
+        count(Alg::NbcAllreduceRecdbl);
         let mut s = Schedule::new(self, vec![buf], None)?;
         let n = s.regions[0].ptr_len().1;
         if n % op.elem_size.max(1) != 0 {
@@ -617,6 +621,7 @@ impl CollComm {
         root: i32,
         op: OwnedOp,
     ) -> Result<Schedule> {
+        count(Alg::NbcReduceBinomial);
         self.check_root(root)?;
         let n = data.len();
         if n % op.elem_size.max(1) != 0 {
@@ -650,6 +655,7 @@ impl CollComm {
     /// `MPI_Iallgatherv` in place on region 0 (block `i`: `counts[i]` bytes at
     /// `displs[i]`, ours already in place): ring, `size - 1` rounds.
     pub fn iallgatherv(&self, buf: Region, counts: &[usize], displs: &[usize]) -> Result<Schedule> {
+        count(Alg::NbcAllgathervRing);
         self.check_vec_len(counts, displs)?;
         let mut s = Schedule::new(self, vec![buf], None)?;
         let p = self.size;
@@ -677,6 +683,7 @@ impl CollComm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<Schedule> {
+        count(Alg::NbcAlltoallvLinear);
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;
         let me = self.rank as usize;
@@ -718,6 +725,7 @@ impl CollComm {
         displs: &[usize],
         root: i32,
     ) -> Result<Schedule> {
+        count(Alg::NbcGathervLinear);
         self.check_root(root)?;
         let mut s = Schedule::new(self, vec![send, recv], None)?;
         let n = s.regions[0].ptr_len().1;
@@ -755,6 +763,7 @@ impl CollComm {
         recv: Region,
         root: i32,
     ) -> Result<Schedule> {
+        count(Alg::NbcScattervLinear);
         self.check_root(root)?;
         let mut s = Schedule::new(self, vec![send, recv], None)?;
         let n = s.regions[1].ptr_len().1;
@@ -816,6 +825,7 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
+        count(Alg::NbcScanRecdbl);
         let n = input.len();
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
@@ -874,6 +884,7 @@ impl CollComm {
         counts: &[usize],
         op: OwnedOp,
     ) -> Result<Schedule> {
+        count(Alg::NbcReduceScatterReduceScatterv);
         if counts.len() != self.size as usize {
             return Err(arg_err(
                 ErrorClass::Count,

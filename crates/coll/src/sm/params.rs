@@ -1,8 +1,10 @@
-//! The `sm` component's parameters (`coll_sm_*`), resolved once per process through the
-//! `oxmpi-base` registry. They are listed with the framework's other parameters in
+//! The `sm` component's parameters (`coll_sm_*`), resolved on first use through the
+//! `oxmpi-base` registry (`coll_sm_allreduce_large_min` again after a write through the
+//! tools interface). They are listed with the framework's other parameters in
 //! [`crate::PROVIDER`].
 
 use oxmpi_base::params::{self, ParamDecl, ParamType};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// `coll_sm_enable`.
@@ -34,7 +36,8 @@ pub const ALLREDUCE_LARGE_MIN: ParamDecl = ParamDecl::new(
      rank yields when idle (oversubscribed); smaller ones above 4 KiB use the \
      point-to-point algorithms",
 )
-.level(6);
+.level(6)
+.runtime();
 
 /// `coll_sm_enable`: whether the shared-memory collectives may run. Never with fault
 /// tolerance (`mpi_ft_enable`): they wait on shared flags and cannot notice a dead member,
@@ -44,9 +47,30 @@ pub fn enabled() -> bool {
     *SM.get_or_init(|| params::flag(&ENABLE) && !params::flag(&oxmpi_engine::FT_ENABLE))
 }
 
+/// Not read from the registry yet.
+const UNREAD: usize = usize::MAX;
+
+static LARGE_MIN: AtomicUsize = AtomicUsize::new(UNREAD);
+
 /// `coll_sm_allreduce_large_min`: smallest allreduce vector (bytes) for the shared-memory
-/// large-vector path.
+/// large-vector path (re-read by [`crate::base::params::reload`]).
 pub fn allreduce_large_min() -> usize {
-    static MIN: OnceLock<usize> = OnceLock::new();
-    *MIN.get_or_init(|| usize::try_from(params::int(&ALLREDUCE_LARGE_MIN)).unwrap_or(0))
+    let v = LARGE_MIN.load(Ordering::Relaxed);
+    if v != UNREAD {
+        return v;
+    }
+    let v = read_large_min();
+    LARGE_MIN.store(v, Ordering::Relaxed);
+    v
+}
+
+fn read_large_min() -> usize {
+    usize::try_from(params::int(&ALLREDUCE_LARGE_MIN)).unwrap_or(0)
+}
+
+/// Re-reads `coll_sm_allreduce_large_min` (if it was read before).
+pub(crate) fn reload() {
+    if LARGE_MIN.load(Ordering::Relaxed) != UNREAD {
+        LARGE_MIN.store(read_large_min(), Ordering::Relaxed);
+    }
 }

@@ -3,6 +3,7 @@
 use super::TAG_ALLGATHER;
 use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
 
@@ -57,11 +58,12 @@ impl CollComm {
             ));
         }
         let pow2 = p.is_power_of_two();
-        match tune::algorithm(Coll::Allgather) {
-            4 => self.allgather_ring(buf, block),
-            3 if pow2 => self.allgather_recdbl(buf, block),
-            _ if pow2 => self.allgather_recdbl(buf, block),
-            _ => self.allgather_ring(buf, block),
+        if tune::algorithm(Coll::Allgather) != 4 && pow2 {
+            count(Alg::AllgatherRecdbl);
+            self.allgather_recdbl(buf, block)
+        } else {
+            count(Alg::AllgatherRing);
+            self.allgather_ring(buf, block)
         }
     }
 
@@ -104,6 +106,7 @@ impl CollComm {
     /// our own block is already in place. Blocks must not overlap.
     pub fn allgatherv(&self, buf: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
         self.check_vec_len(counts, displs)?;
+        count(Alg::AllgathervRing);
         self.ring_allgatherv(buf, counts, displs, 0, TAG_ALLGATHER)
     }
 

@@ -3,6 +3,7 @@
 use super::TAG_ALLTOALL;
 use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
 
@@ -17,12 +18,18 @@ impl CollComm {
                 "alltoall buffers are not size * block bytes",
             ));
         }
-        match tune::algorithm(Coll::Alltoall) {
-            1 => self.alltoall_linear(send, recv, block),
-            2 => self.alltoall_pairwise(send, recv, block),
-            3 => self.alltoall_bruck(send, recv, block),
-            _ if p <= tune::ALLTOALL_LINEAR_MAX => self.alltoall_linear(send, recv, block),
-            _ if block <= tune::ALLTOALL_SMALL => self.alltoall_bruck(send, recv, block),
+        let alg = match tune::algorithm(Coll::Alltoall) {
+            1 => Alg::AlltoallLinear,
+            2 => Alg::AlltoallPairwise,
+            3 => Alg::AlltoallBruck,
+            _ if p <= tune::ALLTOALL_LINEAR_MAX => Alg::AlltoallLinear,
+            _ if block <= tune::ALLTOALL_SMALL => Alg::AlltoallBruck,
+            _ => Alg::AlltoallPairwise,
+        };
+        count(alg);
+        match alg {
+            Alg::AlltoallLinear => self.alltoall_linear(send, recv, block),
+            Alg::AlltoallBruck => self.alltoall_bruck(send, recv, block),
             _ => self.alltoall_pairwise(send, recv, block),
         }
     }
@@ -78,7 +85,7 @@ impl CollComm {
         let p = self.size as usize;
         let counts = vec![block; p];
         let displs: Vec<usize> = (0..p).map(|i| i * block).collect();
-        self.alltoallv(send, &counts, &displs, recv, &counts, &displs)
+        self.alltoallv_pairwise((send, &counts, &displs), (recv, &counts, &displs))
     }
 
     pub(crate) fn alltoall_bruck(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
@@ -131,6 +138,17 @@ impl CollComm {
         recv: &mut [u8],
         rcounts: &[usize],
         rdispls: &[usize],
+    ) -> Result<()> {
+        count(Alg::AlltoallvPairwise);
+        self.alltoallv_pairwise((send, scounts, sdispls), (recv, rcounts, rdispls))
+    }
+
+    /// [`CollComm::alltoallv`], not counted (also the pairwise alltoall's body): `(buffer,
+    /// counts, displacements)` of each side.
+    fn alltoallv_pairwise(
+        &self,
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
     ) -> Result<()> {
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;

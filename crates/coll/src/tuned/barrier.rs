@@ -2,6 +2,7 @@
 
 use super::TAG_BARRIER;
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{CollComm, Result};
 
 impl CollComm {
@@ -13,6 +14,7 @@ impl CollComm {
             return Ok(());
         }
         if tune::algorithm(Coll::Barrier) == 1 {
+            count(Alg::BarrierLinear);
             let mut b = [0u8; 0];
             if r == 0 {
                 for i in 1..p {
@@ -27,6 +29,7 @@ impl CollComm {
             }
             return Ok(());
         }
+        count(Alg::BarrierDissemination);
         let mut k = 1;
         while k < p {
             self.sendrecv(

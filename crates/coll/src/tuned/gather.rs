@@ -3,6 +3,7 @@
 use super::{TAG_GATHER, TAG_SCATTER};
 use crate::base::helpers::check_blocks;
 use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::ErrorClass;
 
@@ -16,6 +17,18 @@ impl CollComm {
         recv: &mut [u8],
         counts: &[usize],
         displs: &[usize],
+        root: i32,
+    ) -> Result<()> {
+        count(Alg::GathervLinear);
+        self.gatherv_linear(send, recv, (counts, displs), root)
+    }
+
+    /// [`CollComm::gatherv`], not counted (the linear gather's body).
+    fn gatherv_linear(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        (counts, displs): (&[usize], &[usize]),
         root: i32,
     ) -> Result<()> {
         self.check_root(root)?;
@@ -65,11 +78,13 @@ impl CollComm {
                     "gather receive buffer is smaller than size * block",
                 ));
             }
+            count(Alg::GatherBinomial);
             return self.gather_binomial(send, recv, root);
         }
+        count(Alg::GatherLinear);
         let counts = vec![b; p];
         let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
-        self.gatherv(send, recv, &counts, &displs, root)
+        self.gatherv_linear(send, recv, (&counts, &displs), root)
     }
 
     /// Blocks a binomial-tree node at relative rank `rel` handles: its own and those of its
@@ -143,6 +158,18 @@ impl CollComm {
         recv: &mut [u8],
         root: i32,
     ) -> Result<()> {
+        count(Alg::ScattervLinear);
+        self.scatterv_linear((send, counts, displs), recv, root)
+    }
+
+    /// [`CollComm::scatterv`], not counted (the body of the linear scatter and of
+    /// reduce + scatterv).
+    pub(crate) fn scatterv_linear(
+        &self,
+        (send, counts, displs): (&[u8], &[usize], &[usize]),
+        recv: &mut [u8],
+        root: i32,
+    ) -> Result<()> {
         self.check_root(root)?;
         if self.rank != root {
             return self.recv(recv, root, TAG_SCATTER).map(|_| ());
@@ -191,11 +218,13 @@ impl CollComm {
                     "scatter send buffer is smaller than size * block",
                 ));
             }
+            count(Alg::ScatterBinomial);
             return self.scatter_binomial(send, recv, root);
         }
+        count(Alg::ScatterLinear);
         let counts = vec![b; p];
         let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
-        self.scatterv(send, &counts, &displs, recv, root)
+        self.scatterv_linear((send, &counts, &displs), recv, root)
     }
 
     /// Binomial scatter: the root holds every block (relative rank order); each node

@@ -1,6 +1,7 @@
 //! Sparse exchange (the neighbourhood collectives).
 
 use super::TAG_NEIGHBOR;
+use crate::base::stats::{count, Alg};
 use crate::{CollComm, Result};
 use oxmpi_engine::ReqId;
 
@@ -15,6 +16,7 @@ impl CollComm {
         sends: &[(i32, i32, &[u8])],
         recvs: &mut [(i32, i32, &mut [u8])],
     ) -> Result<Vec<usize>> {
+        count(Alg::NeighborExchange);
         // Receives and sends are posted sorted by (peer, tag) (stable: equal pairs keep
         // their order), so that a pair's messages are posted on both sides in the same
         // order whatever the neighbour lists look like.

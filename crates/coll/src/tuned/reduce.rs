@@ -18,9 +18,12 @@ impl CollComm {
         if self.size == 1 {
             return Ok(());
         }
-        match tune::algorithm(Coll::Reduce) {
-            1 => self.reduce_linear(buf, root, op, TAG_REDUCE),
-            _ => self.reduce_binomial(buf, root, op, TAG_REDUCE),
+        if tune::algorithm(Coll::Reduce) == 1 {
+            count(Alg::ReduceLinear);
+            self.reduce_linear(buf, root, op, TAG_REDUCE)
+        } else {
+            count(Alg::ReduceBinomial);
+            self.reduce_binomial(buf, root, op, TAG_REDUCE)
         }
     }
 
@@ -341,18 +344,21 @@ impl CollComm {
             _ => op.commutative,
         };
         if ring {
+            count(Alg::ReduceScatterRing);
             self.ring_reduce_scatter(buf, counts, &displs, op, TAG_REDSCAT)?;
             recv[..counts[me]].copy_from_slice(&buf[displs[me]..displs[me] + counts[me]]);
             Ok(())
         } else {
+            count(Alg::ReduceScatterReduceScatterv);
             self.reduce_binomial(buf, 0, op, TAG_REDSCAT)?;
-            self.scatterv(buf, counts, &displs, &mut recv[..counts[me]], 0)
+            self.scatterv_linear((buf, counts, &displs), &mut recv[..counts[me]], 0)
         }
     }
 
     /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.
     pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
+        count(Alg::ScanRecdbl);
         let partial = buf.to_vec();
         self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
     }
@@ -364,6 +370,7 @@ impl CollComm {
         if recv.len() != send.len() {
             return Err(arg_err(ErrorClass::Count, "exscan buffers differ in size"));
         }
+        count(Alg::ExscanRecdbl);
         let mut have = false;
         self.scan_recdbl(send.to_vec(), op, TAG_EXSCAN, |tmp| {
             if have {

@@ -129,11 +129,7 @@ impl State {
             eager_pool: Vec::new(),
             peers: (0..size.max(0)).map(|_| Peer::default()).collect(),
             linked: Vec::new(),
-            // Every sm link has a ring of `sm.ring` bytes, so records up to its largest fit
-            // any link.
-            eager_limit: sm
-                .eager_limit
-                .min(crate::btl::sm::ring::max_record(sm.ring) - HDR),
+            eager_limit: Self::eager_cap(sm),
             frag: sm.frag,
             frag_min: sm.frag_min,
             cma: sm.single_copy != SingleCopy::None,
@@ -148,6 +144,21 @@ impl State {
             any_dead: false,
             acked: HashMap::default(),
         }
+    }
+
+    /// The eager limit of `sm`: every sm link has a ring of `sm.ring` bytes, so records up
+    /// to its largest fit any link.
+    fn eager_cap(sm: &Settings) -> usize {
+        sm.eager_limit
+            .min(crate::btl::sm::ring::max_record(sm.ring) - HDR)
+    }
+
+    /// Applies the values of the parameters declared `runtime` among `sm` (the eager limit
+    /// and the cooperative copy's smallest message); the rest of `sm` was fixed at start.
+    /// Messages already started keep the protocol they started with.
+    pub(crate) fn apply_runtime(&mut self, sm: &Settings) {
+        self.eager_limit = Self::eager_cap(sm);
+        self.coop_min = sm.coop_min;
     }
 
     /// Takes the peers' links (and what they can do) from the wire-up.

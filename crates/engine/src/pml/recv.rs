@@ -57,6 +57,8 @@ pub(crate) struct DirectRecv {
     /// World rank of the source.
     pub(crate) peer: usize,
     pub(crate) ctx: u32,
+    /// The communicator (its index in the table).
+    pub(crate) comm: usize,
     /// Source rank in the communicator.
     pub(crate) src: i32,
 }
@@ -247,6 +249,7 @@ impl State {
         }
         self.matcher.quiet_for(c.ctx, src).then_some(DirectRecv {
             peer,
+            comm: comm.0 as usize,
             ctx: c.ctx,
             src,
         })
@@ -299,6 +302,9 @@ impl State {
         unsafe { copy(payload, buf, n) };
         link.release();
         self.peers[d.peer].stats.received(plen);
+        if let Some(Some(c)) = self.comms.get_mut(d.comm) {
+            c.stats.arrived(plen);
+        }
         if hdr.flags & F_SYNC != 0 {
             self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
         }
@@ -480,6 +486,17 @@ impl State {
         }
     }
 
+    /// Counts `len` bytes that arrived on context `ctx` on its communicator (one lookup in
+    /// the context table).
+    #[inline]
+    pub(crate) fn comm_arrived(&mut self, ctx: u32, len: usize) {
+        if let Some(&c) = self.ctx_comm.get(&ctx) {
+            if let Some(Some(c)) = self.comms.get_mut(c as usize) {
+                c.stats.arrived(len);
+            }
+        }
+    }
+
     /// An EAGER or RTS record from `peer`: matched against the posted receives (an eager
     /// payload copied straight into the matching buffer), or queued as unexpected.
     #[inline]
@@ -503,6 +520,7 @@ impl State {
             hdr.a as usize
         };
         self.peers[peer as usize].stats.received(total);
+        self.comm_arrived(hdr.ctx, total);
         let msg = if hdr.kind == K_EAGER {
             let ack = if hdr.flags & F_SYNC != 0 {
                 Ack::Remote { peer, sreq: hdr.b }

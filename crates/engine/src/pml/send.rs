@@ -141,6 +141,7 @@ impl State {
             let eager = len <= self.eager_limit && !sync;
             self.peers[dest as usize].stats.sent(len, eager);
             self.peers[dest as usize].stats.received(len);
+            self.comm_arrived(env.ctx, len);
             self.send_self(env, id, ptr, len, sync);
             return Ok(user_id);
         }

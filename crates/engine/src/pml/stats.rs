@@ -268,9 +268,23 @@ pub struct CommStats {
     pub msgs_sent: u64,
     /// Payload bytes sent on it.
     pub bytes_sent: u64,
+    /// Messages that arrived on it (from a real rank, counted on arrival like the
+    /// transports' receive counters, matched or not yet).
+    pub msgs_recv: u64,
+    /// Payload bytes that arrived on it.
+    pub bytes_recv: u64,
 }
 
-const COMM_PVARS: [Pvar; 2] = [
+impl CommStats {
+    /// Counts a message of `len` bytes that arrived on the communicator.
+    #[inline]
+    pub(crate) fn arrived(&mut self, len: usize) {
+        self.msgs_recv += 1;
+        self.bytes_recv += len as u64;
+    }
+}
+
+const COMM_PVARS: [Pvar; 4] = [
     Pvar {
         name: "pml_ox_comm_msgs_sent",
         category: "pml_ox",
@@ -289,6 +303,26 @@ const COMM_PVARS: [Pvar; 2] = [
         level: 4,
         continuous: true,
         comm: Some(|c| c.bytes_sent),
+        read: |_| 0,
+    },
+    Pvar {
+        name: "pml_ox_comm_msgs_recv",
+        category: "pml_ox",
+        desc: "Messages that arrived on the communicator the handle is bound to",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        comm: Some(|c| c.msgs_recv),
+        read: |_| 0,
+    },
+    Pvar {
+        name: "pml_ox_comm_bytes_recv",
+        category: "pml_ox",
+        desc: "Payload bytes that arrived on the communicator the handle is bound to",
+        class: PvarClass::Counter,
+        level: 4,
+        continuous: true,
+        comm: Some(|c| c.bytes_recv),
         read: |_| 0,
     },
 ];

@@ -526,6 +526,36 @@ fn stats_count_messages_bytes_and_protocols() {
     assert_eq!(s1.matching.unexpected, 0);
 }
 
+/// A new eager limit applied while running (a control variable written after `MPI_Init`)
+/// changes the protocol of the next send; the communicator counts what arrives on it.
+#[test]
+fn a_runtime_eager_limit_and_per_communicator_arrivals() {
+    let net = Net::new(2, 64);
+    transfer(&net, 100, 100, 1);
+    assert!(net.log(0, 1).iter().all(|&(k, _)| k == K_EAGER));
+    let lower = Settings {
+        ring: 64 << 10,
+        bulk: 0,
+        eager_limit: 64,
+        frag: FRAG,
+        single_copy: SingleCopy::None,
+        coop_min: usize::MAX,
+        coop_chunk: 4096,
+    };
+    net.e[0].apply_runtime(&lower);
+    assert_eq!(net.e[0].stats().eager_limit, 64);
+    transfer(&net, 100, 100, 2);
+    assert!(net.log(0, 1).iter().any(|&(k, _)| k == K_RTS));
+    let to1 = net.e[0].stats().peers[1].1;
+    assert_eq!((to1.eager_sent, to1.rndv_sent), (1, 1));
+    let (c0, c1) = (
+        net.e[0].comm_stats(WORLD).unwrap(),
+        net.e[1].comm_stats(WORLD).unwrap(),
+    );
+    assert_eq!((c0.msgs_sent, c0.bytes_sent, c0.msgs_recv), (2, 200, 0));
+    assert_eq!((c1.msgs_recv, c1.bytes_recv, c1.msgs_sent), (2, 200, 0));
+}
+
 /// ULFM revoke: the revoking rank's pending receive and the other ranks' (waiting for a
 /// message nobody will send) fail with Revoked; later operations on the communicator are
 /// refused with Revoked at every member, while other communicators keep working.

@@ -13,7 +13,8 @@ pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(
     "4096",
     "Largest message (bytes) the sm transport sends eagerly; larger ones use a rendezvous",
 )
-.level(4);
+.level(4)
+.runtime();
 
 /// `btl_sm_fragment_size`.
 pub(crate) static FRAGMENT_SIZE: ParamDecl = ParamDecl::new(
@@ -109,7 +110,8 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
     "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
      or auto); smaller rendezvous messages use the pipelined copy",
 )
-.level(5);
+.level(5)
+.runtime();
 
 /// Every `btl_sm_*` parameter, in `oxmpi-info` order.
 pub(crate) static PARAMS: [ParamDecl; 8] = [
