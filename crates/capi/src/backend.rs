@@ -37,6 +37,7 @@ pub(crate) fn class_code(c: ErrorClass) -> c_int {
         // MPI-3.1 has no "process failed" class: MPICH's extension class, with its value.
         ErrorClass::ProcFailed => MPIX_ERR_PROC_FAILED,
         ErrorClass::Revoked => MPIX_ERR_REVOKED,
+        ErrorClass::Arg => MPI_ERR_ARG,
     }
 }
 

@@ -201,6 +201,31 @@ fn comm_idup_is_nonblocking() {
     );
 }
 
+/// Partitioned communication with different partition counts on the two sides (the data
+/// is matched by bytes) and on intercommunicators (MPI 4.0 §4.2): both ABIs on 1 and 3
+/// ranks (an uneven intercommunicator), our build and MPICH's on 2.
+#[test]
+fn partitioned_with_different_partitionings_and_on_intercommunicators() {
+    let last = "std_part: all checks passed";
+    let has = |out: &str, line: &str| out.lines().any(|l| l == format!("std_part: {line}: ok"));
+    let one = both_abis("std_part.c", 1, last);
+    let ring = "3 send partitions of 40 into 4 receive partitions of 30";
+    assert!(has(&one, ring), "{one}");
+    let three = both_abis("std_part.c", 3, last);
+    let two = ours_and_mpich("std_part.c", 2, last);
+    for out in [&two, &three] {
+        for line in [
+            "8 send partitions of 15 into 2 receive partitions of 60",
+            "a vector receive datatype under a different partitioning",
+            "a receive partition arrives with the send partitions holding it",
+            "an intercommunicator, 5 and 3 send partitions into 6 receive partitions",
+            "more send bytes than the receive holds: MPI_ERR_TRUNCATE",
+        ] {
+            assert!(has(out, line), "missing '{line}':\n{out}");
+        }
+    }
+}
+
 #[test]
 fn large_count_functions_in_both_abis_and_mpich_builds() {
     let last = "std_largecount: all checks passed";

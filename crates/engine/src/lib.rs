@@ -230,6 +230,8 @@ pub mod frameworks;
 #[cfg(not(loom))]
 mod params;
 #[cfg(not(loom))]
+pub mod partition;
+#[cfg(not(loom))]
 mod pml;
 /// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
 /// sockets), also used by the library crates above it (shared-memory collectives, RMA,
@@ -356,6 +358,8 @@ pub enum ErrorClass {
     ProcFailed,
     /// The communicator was revoked (ULFM's `MPI_ERR_REVOKED`, see [`Engine::comm_revoke`]).
     Revoked,
+    /// `MPI_ERR_ARG`: an invalid argument of no other class (e.g. a partition index).
+    Arg,
 }
 
 /// Engine errors: an [`ErrorClass`] and a human-readable context.
