@@ -302,3 +302,71 @@ fn a_message_above_int_max_with_send_c_and_recv_c() {
         "{out}"
     );
 }
+
+/// The large-count collectives on intercommunicators take `MPI_Count` counts and arrays all
+/// the way: counts above INT_MAX of an empty datatype in every blocking, nonblocking and
+/// persistent form, and small data through `MPI_Count`/`MPI_Aint` arrays, in both ABIs
+/// (2 and 3 ranks: groups of equal and of different sizes) and built by MPICH.
+#[test]
+fn large_count_collectives_on_intercommunicators() {
+    let last = "std_lcount_inter: all checks passed";
+    let has = |out: &str, line: &str| {
+        out.lines()
+            .any(|l| l == format!("std_lcount_inter: {line}: ok"))
+    };
+    let two = both_abis("std_lcount_inter.c", 2, last);
+    let three = both_abis("std_lcount_inter.c", 3, last);
+    let mpich = ours_and_mpich("std_lcount_inter.c", 2, last);
+    assert_eq!(
+        two, mpich,
+        "std_lcount_inter: output differs between the builds"
+    );
+    for out in [&two, &three] {
+        for line in [
+            "blocking _c collectives, counts of 2^31+5 of an empty type",
+            "nonblocking _c collectives, counts of 2^31+5 of an empty type",
+            "persistent _c collectives, counts of 2^31+5 of an empty type",
+            "small data through MPI_Count and MPI_Aint arrays",
+        ] {
+            assert!(has(out, line), "missing '{line}':\n{out}");
+        }
+    }
+}
+
+#[test]
+fn a_bcast_above_int_max_across_an_intercommunicator() {
+    // The root holds 2^31 + 8 bytes and its packed copy, the receiver its staging buffer
+    // and the user's, plus room for the transport's copies.
+    let need: u64 = 12 << 30;
+    let have = available_memory();
+    if have < need {
+        eprintln!(
+            "SKIPPED a_bcast_above_int_max_across_an_intercommunicator: {} MiB of memory \
+             available, {} MiB needed",
+            have >> 20,
+            need >> 20
+        );
+        return;
+    }
+    let dir = Scratch::new("bigbcast");
+    let exe = dir.0.join("std_lcount_inter");
+    compile(
+        &prefix().join("bin/mpicc"),
+        &c_source("std_lcount_inter.c"),
+        &exe,
+    );
+    let args = [
+        OsStr::new("--timeout"),
+        OsStr::new("300"),
+        OsStr::new("-n"),
+        OsStr::new("2"),
+        exe.as_os_str(),
+        OsStr::new("big"),
+    ];
+    let out = success(&mpirun(&args, &[]), "std_lcount_inter big");
+    assert!(
+        out.lines().any(|l| l
+            == "std_lcount_inter: MPI_Bcast_c of 2^31+8 MPI_CHARs across an intercommunicator: ok"),
+        "{out}"
+    );
+}
