@@ -86,6 +86,17 @@ struct Part {
     round: Mutex<Round>,
 }
 
+/// A started engine operation holding `stage` (its bytes) until it completes.
+fn in_flight(ereq: backend::EReq, stage: Option<Vec<u8>>) -> Pending {
+    Pending {
+        ereq: Some(ereq),
+        done: None,
+        stage,
+        unpack: None,
+        bsend_bytes: 0,
+    }
+}
+
 /// Whether a pending operation completed; its status if so (the Pending stays intact).
 fn poll(p: &Pending) -> MpiResult<Option<EStatus>> {
     Ok(match p.ereq {
@@ -138,13 +149,7 @@ impl Part {
         // an orphan when the request is freed).
         let ereq =
             unsafe { eng.irecv(ptr, len, self.peer, tag, self.ecomm) }.map_err(backend::err)?;
-        Ok(Pending {
-            ereq: Some(ereq),
-            done: None,
-            stage,
-            unpack: None,
-            bsend_bytes: 0,
-        })
+        Ok(in_flight(ereq, stage))
     }
 
     /// Start sending `len` bytes at `ptr` with tag `tag`.
@@ -160,13 +165,7 @@ impl Part {
         // the request completes) or `stage`, which the Pending keeps.
         let ereq = unsafe { eng.isend(ptr, len, self.peer, tag, self.ecomm, SendMode::Standard) }
             .map_err(backend::err)?;
-        Ok(Pending {
-            ereq: Some(ereq),
-            done: None,
-            stage,
-            unpack: None,
-            bsend_bytes: 0,
-        })
+        Ok(in_flight(ereq, stage))
     }
 
     /// Send partition `i`.

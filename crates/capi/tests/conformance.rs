@@ -264,27 +264,23 @@ fn available_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-#[test]
-fn a_message_above_int_max_with_send_c_and_recv_c() {
-    // Two ranks hold 2^31 + 24 bytes each, plus room for the transport's copies.
+/// Runs `tests/c/<source>` with the argument `big` on 2 ranks (our `mpicc`) and requires
+/// `line`, where 12 GiB of memory are available; else prints a SKIPPED line for `test`.
+fn big_run(test: &str, source: &str, line: &str) {
+    // Two ranks hold 2^31 + some bytes each and their copies, plus the transport's.
     let need: u64 = 12 << 30;
     let have = available_memory();
     if have < need {
         eprintln!(
-            "SKIPPED a_message_above_int_max_with_send_c_and_recv_c: {} MiB of memory \
-             available, {} MiB needed",
+            "SKIPPED {test}: {} MiB of memory available, {} MiB needed",
             have >> 20,
             need >> 20
         );
         return;
     }
-    let dir = Scratch::new("bigmsg");
-    let exe = dir.0.join("std_largecount");
-    compile(
-        &prefix().join("bin/mpicc"),
-        &c_source("std_largecount.c"),
-        &exe,
-    );
+    let dir = Scratch::new("big");
+    let exe = dir.0.join(source.trim_end_matches(".c"));
+    compile(&prefix().join("bin/mpicc"), &c_source(source), &exe);
     let args = [
         OsStr::new("--timeout"),
         OsStr::new("300"),
@@ -293,13 +289,16 @@ fn a_message_above_int_max_with_send_c_and_recv_c() {
         exe.as_os_str(),
         OsStr::new("big"),
     ];
-    let out = success(&mpirun(&args, &[]), "std_largecount big");
-    assert!(
-        out_has(
-            &out,
-            "a message of 2^31+24 MPI_CHARs with MPI_Send_c/MPI_Recv_c"
-        ),
-        "{out}"
+    let out = success(&mpirun(&args, &[]), &format!("{source} big"));
+    assert!(out.lines().any(|l| l == line), "{out}");
+}
+
+#[test]
+fn a_message_above_int_max_with_send_c_and_recv_c() {
+    big_run(
+        "a_message_above_int_max_with_send_c_and_recv_c",
+        "std_largecount.c",
+        "std_largecount: a message of 2^31+24 MPI_CHARs with MPI_Send_c/MPI_Recv_c",
     );
 }
 
@@ -335,38 +334,9 @@ fn large_count_collectives_on_intercommunicators() {
 
 #[test]
 fn a_bcast_above_int_max_across_an_intercommunicator() {
-    // The root holds 2^31 + 8 bytes and its packed copy, the receiver its staging buffer
-    // and the user's, plus room for the transport's copies.
-    let need: u64 = 12 << 30;
-    let have = available_memory();
-    if have < need {
-        eprintln!(
-            "SKIPPED a_bcast_above_int_max_across_an_intercommunicator: {} MiB of memory \
-             available, {} MiB needed",
-            have >> 20,
-            need >> 20
-        );
-        return;
-    }
-    let dir = Scratch::new("bigbcast");
-    let exe = dir.0.join("std_lcount_inter");
-    compile(
-        &prefix().join("bin/mpicc"),
-        &c_source("std_lcount_inter.c"),
-        &exe,
-    );
-    let args = [
-        OsStr::new("--timeout"),
-        OsStr::new("300"),
-        OsStr::new("-n"),
-        OsStr::new("2"),
-        exe.as_os_str(),
-        OsStr::new("big"),
-    ];
-    let out = success(&mpirun(&args, &[]), "std_lcount_inter big");
-    assert!(
-        out.lines().any(|l| l
-            == "std_lcount_inter: MPI_Bcast_c of 2^31+8 MPI_CHARs across an intercommunicator: ok"),
-        "{out}"
+    big_run(
+        "a_bcast_above_int_max_across_an_intercommunicator",
+        "std_lcount_inter.c",
+        "std_lcount_inter: MPI_Bcast_c of 2^31+8 MPI_CHARs across an intercommunicator: ok",
     );
 }
