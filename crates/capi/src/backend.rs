@@ -38,6 +38,7 @@ pub(crate) fn class_code(c: ErrorClass) -> c_int {
         ErrorClass::ProcFailed => MPIX_ERR_PROC_FAILED,
         ErrorClass::Revoked => MPIX_ERR_REVOKED,
         ErrorClass::ProcFailedPending => MPIX_ERR_PROC_FAILED_PENDING,
+        ErrorClass::Arg => MPI_ERR_ARG,
     }
 }
 

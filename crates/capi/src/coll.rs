@@ -13,10 +13,7 @@ use crate::backend::{self, EComm};
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
-use crate::ffi::{
-    check_count, inp, int_count, out, slice_in, CountArg, DispArg, MpiError, MpiResult,
-};
-use crate::ffi::{disp_ptr, int_ptr};
+use crate::ffi::{check_count, inp, out, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::state::lock;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -208,7 +205,7 @@ mpi_fn! {
 mpi_fn_c! {
     /// `MPI_Bcast`.
     fn PMPI_Bcast / "MPI_Bcast", PMPI_Bcast_c / "MPI_Bcast_c" (buffer: *mut c_void, count: Count, datatype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, int_count(count)?, datatype, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::bcast(&l, buffer, i64::from(count), datatype, root); }
         // A predefined basic type: the user's bytes, with no datatype reference taken.
         if let Some(len) = basic_bytes(count.into(), datatype).filter(|&n| n == 0 || !buffer.is_null()) {
             let c = coll(comm)?;
@@ -229,7 +226,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Reduce`.
     fn PMPI_Reduce / "MPI_Reduce", PMPI_Reduce_c / "MPI_Reduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }, root); }
         let (c, dt) = coll_dt(comm, datatype)?;
         c.check_root(root)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -242,7 +239,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Allreduce`.
     fn PMPI_Allreduce / "MPI_Allreduce", PMPI_Allreduce_c / "MPI_Allreduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }); }
         let (c, dt) = coll_dt(comm, datatype)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let r = alg::Reduction { sendbuf, recvbuf, count: n, dt: &dt, dth: datatype, op };
@@ -441,7 +438,7 @@ fn scatterv(
 mpi_fn_c! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather", PMPI_Gather_c / "MPI_Gather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(int_count(recvcount)?), datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(i64::from(recvcount)), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
@@ -457,7 +454,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Gatherv`.
     fn PMPI_Gatherv / "MPI_Gatherv", PMPI_Gatherv_c / "MPI_Gatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(int_ptr(recvcounts)?, disp_ptr(displs)?), datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(recvcounts), crate::intercoll::Displs::of(displs)), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
@@ -471,7 +468,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Scatter`.
     fn PMPI_Scatter / "MPI_Scatter", PMPI_Scatter_c / "MPI_Scatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(int_count(sendcount)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(i64::from(sendcount)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
@@ -487,7 +484,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Scatterv`.
     fn PMPI_Scatterv / "MPI_Scatterv", PMPI_Scatterv_c / "MPI_Scatterv_c" (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(int_ptr(sendcounts)?, disp_ptr(displs)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(sendcounts), crate::intercoll::Displs::of(displs)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
@@ -545,7 +542,7 @@ fn allgatherv(
 mpi_fn_c! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -559,7 +556,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Allgatherv`.
     fn PMPI_Allgatherv / "MPI_Allgatherv", PMPI_Allgatherv_c / "MPI_Allgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(displs)?, datatype: recvtype }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(displs), datatype: recvtype }); }
         let c = coll(comm)?;
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
@@ -722,7 +719,7 @@ fn alltoall_fast(
 mpi_fn_c! {
     /// `MPI_Alltoall`.
     fn PMPI_Alltoall / "MPI_Alltoall", PMPI_Alltoall_c / "MPI_Alltoall_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }); }
         let c = coll(comm)?;
         if let Some(r) = alltoall_fast(&c, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype) {
             return r;
@@ -750,7 +747,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv", PMPI_Alltoallv_c / "MPI_Alltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtype }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtype }); }
         let c = coll(comm)?;
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
@@ -828,7 +825,7 @@ fn alltoallw(
 mpi_fn_c! {
     /// `MPI_Alltoallw` (displacements in bytes).
     fn PMPI_Alltoallw / "MPI_Alltoallw", PMPI_Alltoallw_c / "MPI_Alltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtypes }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtypes }); }
         let c = coll(comm)?;
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
@@ -875,7 +872,7 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
 mpi_fn_c! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block_c / "MPI_Reduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(recvcount)?, datatype, op, comm }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(recvcount), datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
@@ -885,7 +882,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter", PMPI_Reduce_scatter_c / "MPI_Reduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_ptr(recvcounts)?, datatype, op, comm }); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: crate::intercoll::Counts::of(recvcounts), datatype, op, comm }); }
         let n = coll(comm)?.size as usize;
         let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
         reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })

@@ -303,6 +303,10 @@ impl State {
 /// # Safety
 /// `src` must point to memory holding `count` items laid out as `t` describes.
 pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: &mut Vec<u8>) {
+    if t.size == 0 {
+        // No bytes, however many items (a large count of an empty type costs nothing).
+        return;
+    }
     out.reserve(t.size * count);
     if let [b] = t.blocks.as_slice() {
         if b.len as isize == t.extent() {
@@ -340,6 +344,9 @@ pub(crate) unsafe fn pack_into(t: &Datatype, count: usize, src: *const u8, out: 
 /// # Safety
 /// `dst` must point to writable memory for `count` items laid out as `t` describes.
 pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data: &[u8]) -> usize {
+    if t.size == 0 {
+        return 0;
+    }
     if let [b] = t.blocks.as_slice() {
         if b.len as isize == t.extent() {
             // Contiguous items: one copy of as many bytes as there are (not one per item).

@@ -193,39 +193,6 @@ impl DispArg for isize {
     }
 }
 
-/// A count of a large-count collective on an intercommunicator, whose algorithms take
-/// `int` counts: `MPI_ERR_COUNT` if it does not fit.
-pub(crate) fn int_count(count: impl Into<i64>) -> MpiResult<c_int> {
-    let count: i64 = count.into();
-    c_int::try_from(count).map_err(|_| {
-        MpiError::new(
-            MPI_ERR_COUNT,
-            format!("count {count} above INT_MAX on an intercommunicator (not supported yet)"),
-        )
-    })
-}
-
-/// An array of counts of a collective on an intercommunicator, whose algorithms read
-/// `int` arrays: the `_c` forms' `MPI_Count` arrays are not supported there yet.
-pub(crate) fn int_ptr<C: CountArg>(p: *const C) -> MpiResult<*const c_int> {
-    C::int_ptr(p).ok_or_else(|| {
-        MpiError::new(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "arrays of MPI_Count counts on an intercommunicator are not supported yet",
-        )
-    })
-}
-
-/// An array of displacements of a collective on an intercommunicator (see [`int_ptr`]).
-pub(crate) fn disp_ptr<D: DispArg>(p: *const D) -> MpiResult<*const c_int> {
-    D::int_ptr(p).ok_or_else(|| {
-        MpiError::new(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "arrays of MPI_Aint displacements on an intercommunicator are not supported yet",
-        )
-    })
-}
-
 /// `n` counts of an input array as `MPI_Count`s (`n == 0` allows NULL).
 pub(crate) fn counts_in<C: CountArg>(p: *const C, n: usize, what: &str) -> MpiResult<Vec<i64>> {
     Ok(slice_in(p, n, what)?.iter().map(|&c| c.into()).collect())

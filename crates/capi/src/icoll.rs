@@ -31,8 +31,7 @@ pub(crate) mod sched;
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::Datatype;
-use crate::ffi::{check_count, int_count, slice_in, MpiError, MpiResult};
-use crate::ffi::{disp_ptr, int_ptr};
+use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use sched::{
     checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, packed, pieces, region,
@@ -54,7 +53,7 @@ mpi_fn! {
 mpi_fn_c! {
     /// `MPI_Ibcast` (progresses in the background).
     fn PMPI_Ibcast / "MPI_Ibcast", PMPI_Ibcast_c / "MPI_Ibcast_c" (buffer: *mut c_void, count: Count, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibcast(&l, buffer, int_count(count)?, datatype, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibcast(&l, buffer, i64::from(count), datatype, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -73,7 +72,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Iallreduce` (progresses in the background).
     fn PMPI_Iallreduce / "MPI_Iallreduce", PMPI_Iallreduce_c / "MPI_Iallreduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }, request); }
         let (a, _, _) = comm_info(comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
         let dt = dtype(datatype, comm)?;
@@ -98,7 +97,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Ireduce` (progresses in the background).
     fn PMPI_Ireduce / "MPI_Ireduce", PMPI_Ireduce_c / "MPI_Ireduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(count)?, datatype, op, comm }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -127,7 +126,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Igather` (progresses in the background).
     fn PMPI_Igather / "MPI_Igather", PMPI_Igather_c / "MPI_Igather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(int_count(recvcount)?), datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(i64::from(recvcount)), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -160,7 +159,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Iscatter` (progresses in the background).
     fn PMPI_Iscatter / "MPI_Iscatter", PMPI_Iscatter_c / "MPI_Iscatter_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(int_count(sendcount)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(i64::from(sendcount)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let p = size as usize;
@@ -190,7 +189,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Iallgather` (ring, progresses in the background).
     fn PMPI_Iallgather / "MPI_Iallgather", PMPI_Iallgather_c / "MPI_Iallgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -217,7 +216,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Ialltoall` (progresses in the background).
     fn PMPI_Ialltoall / "MPI_Ialltoall", PMPI_Ialltoall_c / "MPI_Ialltoall_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let in_place = alg::is_in_place(sendbuf);
@@ -245,7 +244,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Igatherv` (progresses in the background).
     fn PMPI_Igatherv / "MPI_Igatherv", PMPI_Igatherv_c / "MPI_Igatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(int_ptr(recvcounts)?, disp_ptr(displs)?), datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::igatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(recvcounts), crate::intercoll::Displs::of(displs)), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -277,7 +276,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Iscatterv` (progresses in the background).
     fn PMPI_Iscatterv / "MPI_Iscatterv", PMPI_Iscatterv_c / "MPI_Iscatterv_c" (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(int_ptr(sendcounts)?, disp_ptr(displs)?), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: int_count(recvcount)?, datatype: recvtype }, root, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iscatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(sendcounts), crate::intercoll::Displs::of(displs)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root, request); }
         let (a, rank, size) = comm_info(comm)?;
         alg::check_root(root, size, comm)?;
         let me = rank == root;
@@ -307,7 +306,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Iallgatherv` (ring, progresses in the background).
     fn PMPI_Iallgatherv / "MPI_Iallgatherv", PMPI_Iallgatherv_c / "MPI_Iallgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: int_count(sendcount)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(displs)?, datatype: recvtype }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(displs), datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
@@ -333,7 +332,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Ialltoallv` (progresses in the background).
     fn PMPI_Ialltoallv / "MPI_Ialltoallv", PMPI_Ialltoallv_c / "MPI_Ialltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtype }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         let rdt = dtype(recvtype, comm)?;
@@ -402,7 +401,7 @@ unsafe fn ialltoallv(
 mpi_fn_c! {
     /// `MPI_Ialltoallw` (displacements in bytes; progresses in the background).
     fn PMPI_Ialltoallw / "MPI_Ialltoallw", PMPI_Ialltoallw_c / "MPI_Ialltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: int_ptr(sendcounts)?, displs: disp_ptr(sdispls)?, datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: int_ptr(recvcounts)?, displs: disp_ptr(rdispls)?, datatype: recvtypes }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
         // Contiguous types everywhere (the common case): byte blocks of the user's buffers,
@@ -484,7 +483,7 @@ fn ireduce_scatter(
 mpi_fn_c! {
     /// `MPI_Ireduce_scatter_block` (progresses in the background).
     fn PMPI_Ireduce_scatter_block / "MPI_Ireduce_scatter_block", PMPI_Ireduce_scatter_block_c / "MPI_Ireduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_count(recvcount)?, datatype, op, comm }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(recvcount), datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         ireduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; size as usize], datatype, op, comm }, a, request)
@@ -494,7 +493,7 @@ mpi_fn_c! {
 mpi_fn_c! {
     /// `MPI_Ireduce_scatter` (progresses in the background).
     fn PMPI_Ireduce_scatter / "MPI_Ireduce_scatter", PMPI_Ireduce_scatter_c / "MPI_Ireduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: int_ptr(recvcounts)?, datatype, op, comm }, request); }
+        if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ireduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: crate::intercoll::Counts::of(recvcounts), datatype, op, comm }, request); }
         let (a, _, size) = comm_info(comm)?;
         let counts = slice_in(recvcounts, size as usize, "recvcounts").map_err(|e| e.on(comm))?
             .iter().map(|&k| check_count(k).map_err(|e| e.on(comm))).collect::<MpiResult<Vec<_>>>()?;

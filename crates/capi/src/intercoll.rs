@@ -19,7 +19,7 @@
 use crate::coll_alg::{err, with_op, ReduceArgs, Reducer};
 use crate::consts::*;
 use crate::datatype::Datatype;
-use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
+use crate::ffi::{check_count, counts_in, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::intercomm::Link;
 use crate::state::lock;
 use oxmpi_coll::inter::{Exchange, InterComm};
@@ -32,8 +32,8 @@ use std::sync::Arc;
 pub(crate) struct Spec<P> {
     /// The buffer (may be `MPI_IN_PLACE` where the collective allows it).
     pub buf: P,
-    /// Items (unchecked).
-    pub count: c_int,
+    /// Items (unchecked; an `int` or an `MPI_Count` as passed).
+    pub count: i64,
     /// Datatype handle (unchecked).
     pub datatype: c_int,
 }
@@ -50,9 +50,9 @@ pub(crate) struct Blocks<P, T> {
     /// The buffer.
     pub buf: P,
     /// Per-rank item counts (array of the remote group's size).
-    pub counts: *const c_int,
+    pub counts: Counts,
     /// Per-rank displacements (items of the datatype for v, bytes for w).
-    pub displs: *const c_int,
+    pub displs: Displs,
     /// The datatype handle (v) or per-rank handles (w).
     pub datatype: T,
 }
@@ -82,9 +82,9 @@ impl Laid<*const c_void> {
 #[derive(Clone, Copy)]
 pub(crate) enum Layout {
     /// `count` items per rank, one after the other (gather, scatter).
-    Uniform(c_int),
+    Uniform(i64),
     /// Per-rank counts and displacements in items (gatherv, scatterv).
-    Listed(*const c_int, *const c_int),
+    Listed(Counts, Displs),
 }
 
 /// The root's side of a gather(v)/scatter(v) as the caller passed it: blocks of
@@ -97,6 +97,38 @@ pub(crate) struct Laid<P> {
     pub layout: Layout,
     /// Datatype handle (unchecked).
     pub datatype: c_int,
+}
+
+/// An array of per-rank counts as the caller passed it: `int`s, or the `MPI_Count`s of a
+/// large-count (`_c`) form. Read only where MPI says the array is significant.
+#[derive(Clone, Copy)]
+pub(crate) enum Counts {
+    Int(*const c_int),
+    Large(*const i64),
+}
+
+impl Counts {
+    /// The count array of an entry point defined by `mpi_fn_c!`.
+    pub(crate) fn of<C: CountArg>(p: *const C) -> Counts {
+        // `CountArg` has two implementations: `c_int` (an `int` array) and `i64`.
+        C::int_ptr(p).map_or(Counts::Large(p.cast()), Counts::Int)
+    }
+}
+
+/// An array of per-rank displacements as the caller passed it: `int`s, or the `MPI_Aint`s
+/// of a large-count (`_c`) form.
+#[derive(Clone, Copy)]
+pub(crate) enum Displs {
+    Int(*const c_int),
+    Aint(*const isize),
+}
+
+impl Displs {
+    /// The displacement array of an entry point defined by `mpi_fn_c!`.
+    pub(crate) fn of<D: DispArg>(p: *const D) -> Displs {
+        // `DispArg` has two implementations: `c_int` (an `int` array) and `isize`.
+        D::int_ptr(p).map_or(Displs::Aint(p.cast()), Displs::Int)
+    }
 }
 
 /// The `oxmpi-coll` view of intercommunicator `l`.
@@ -116,7 +148,7 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
     lock().dtype_committed(h).map_err(|e| e.on(comm))
 }
 
-fn count(n: c_int, comm: c_int) -> MpiResult<usize> {
+fn count(n: i64, comm: c_int) -> MpiResult<usize> {
     check_count(n).map_err(|e| e.on(comm))
 }
 
@@ -173,8 +205,15 @@ fn role(l: &Link, root: c_int) -> MpiResult<Role> {
 }
 
 /// Per remote rank: (count, displacement in items) from C arrays of the remote size.
-fn layout(l: &Link, counts: *const c_int, displs: *const c_int) -> MpiResult<Vec<(usize, isize)>> {
-    crate::icoll::sched::layout(counts, displs, l.rsize as usize, l.net.comm)
+fn layout(l: &Link, counts: Counts, displs: Displs) -> MpiResult<Vec<(usize, isize)>> {
+    use crate::icoll::sched::layout as read;
+    let (n, comm) = (l.rsize as usize, l.net.comm);
+    match (counts, displs) {
+        (Counts::Int(c), Displs::Int(d)) => read(c, d, n, comm),
+        (Counts::Int(c), Displs::Aint(d)) => read(c, d, n, comm),
+        (Counts::Large(c), Displs::Int(d)) => read(c, d, n, comm),
+        (Counts::Large(c), Displs::Aint(d)) => read(c, d, n, comm),
+    }
 }
 
 /// The (count, displacement) pairs of `lay`, checked.
@@ -186,12 +225,15 @@ fn slots_of(l: &Link, lay: Layout) -> MpiResult<Vec<(usize, isize)>> {
 }
 
 /// The checked `recvcounts` of a reduce-scatter (one per local rank).
-fn local_counts(l: &Link, recvcounts: *const c_int) -> MpiResult<Vec<usize>> {
-    let comm = l.net.comm;
-    slice_in(recvcounts, l.star.size as usize, "recvcounts")
-        .map_err(|e| e.on(comm))?
-        .iter()
-        .map(|&k| count(k, comm))
+fn local_counts(l: &Link, recvcounts: Counts) -> MpiResult<Vec<usize>> {
+    let (n, comm) = (l.star.size as usize, l.net.comm);
+    let ks = match recvcounts {
+        Counts::Int(p) => counts_in(p, n, "recvcounts"),
+        Counts::Large(p) => counts_in(p, n, "recvcounts"),
+    };
+    ks.map_err(|e| e.on(comm))?
+        .into_iter()
+        .map(|k| count(k, comm))
         .collect()
 }
 
@@ -221,7 +263,7 @@ pub(crate) fn barrier(l: &Link) -> MpiResult {
 }
 
 /// `MPI_Bcast`.
-pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: c_int, dth: c_int, root: c_int) -> MpiResult {
+pub(crate) fn bcast(l: &Link, buf: *mut c_void, n: i64, dth: c_int, root: c_int) -> MpiResult {
     let comm = l.net.comm;
     let at_root = || -> MpiResult {
         let dt = dtype(dth, comm)?;
@@ -425,7 +467,7 @@ fn reducer(l: &Link, dt: &Arc<Datatype>, dth: c_int, op: c_int) -> MpiResult<Red
 }
 
 /// `MPI_Reduce`: the root gets the reduction of the other group's contributions.
-pub(crate) fn reduce(l: &Link, args: ReduceArgs, root: c_int) -> MpiResult {
+pub(crate) fn reduce(l: &Link, args: ReduceArgs<i64>, root: c_int) -> MpiResult {
     let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
     let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
@@ -448,7 +490,7 @@ pub(crate) fn reduce(l: &Link, args: ReduceArgs, root: c_int) -> MpiResult {
 }
 
 /// `MPI_Allreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn allreduce(l: &Link, args: ReduceArgs) -> MpiResult {
+pub(crate) fn allreduce(l: &Link, args: ReduceArgs<i64>) -> MpiResult {
     let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
     let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
@@ -482,13 +524,13 @@ pub(crate) fn reduce_scatter(l: &Link, args: ReduceArgs<&[usize]>) -> MpiResult 
 }
 
 /// `MPI_Reduce_scatter` with C arguments (`recvcounts` has the local group's size).
-pub(crate) fn reduce_scatter_c(l: &Link, args: ReduceArgs<*const c_int>) -> MpiResult {
+pub(crate) fn reduce_scatter_c(l: &Link, args: ReduceArgs<Counts>) -> MpiResult {
     let counts = local_counts(l, args.count)?;
     reduce_scatter(l, args.with_count(&counts))
 }
 
 /// `MPI_Reduce_scatter_block`.
-pub(crate) fn reduce_scatter_block(l: &Link, args: ReduceArgs) -> MpiResult {
+pub(crate) fn reduce_scatter_block(l: &Link, args: ReduceArgs<i64>) -> MpiResult {
     let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];
@@ -557,7 +599,7 @@ pub(crate) fn ibarrier(l: &Link, request: *mut c_int) -> MpiResult {
 pub(crate) fn ibcast(
     l: &Link,
     buf: *mut c_void,
-    n: c_int,
+    n: i64,
     dth: c_int,
     root: c_int,
     request: *mut c_int,
@@ -757,7 +799,12 @@ pub(crate) fn ialltoallw(l: &Link, snd: SendW, rcv: RecvW, request: *mut c_int) 
 }
 
 /// `MPI_Ireduce`: the root folds the other group's contributions in rank order.
-pub(crate) fn ireduce(l: &Link, args: ReduceArgs, root: c_int, request: *mut c_int) -> MpiResult {
+pub(crate) fn ireduce(
+    l: &Link,
+    args: ReduceArgs<i64>,
+    root: c_int,
+    request: *mut c_int,
+) -> MpiResult {
     let (sendbuf, recvbuf, op) = (args.sendbuf, args.recvbuf, args.op);
     let (n, dth) = (args.count, args.datatype);
     let comm = l.net.comm;
@@ -807,7 +854,7 @@ fn ireduce_swap(
 }
 
 /// `MPI_Iallreduce`: each group gets the reduction of the other group's contributions.
-pub(crate) fn iallreduce(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+pub(crate) fn iallreduce(l: &Link, args: ReduceArgs<i64>, request: *mut c_int) -> MpiResult {
     let n = count(args.count, l.net.comm)?;
     ireduce_swap(l, args.with_count(n), None, request)
 }
@@ -815,7 +862,7 @@ pub(crate) fn iallreduce(l: &Link, args: ReduceArgs, request: *mut c_int) -> Mpi
 /// `MPI_Ireduce_scatter` with C arguments (`recvcounts` has the local group's size).
 pub(crate) fn ireduce_scatter_c(
     l: &Link,
-    args: ReduceArgs<*const c_int>,
+    args: ReduceArgs<Counts>,
     request: *mut c_int,
 ) -> MpiResult {
     let counts = local_counts(l, args.count)?;
@@ -824,7 +871,11 @@ pub(crate) fn ireduce_scatter_c(
 }
 
 /// `MPI_Ireduce_scatter_block`.
-pub(crate) fn ireduce_scatter_block(l: &Link, args: ReduceArgs, request: *mut c_int) -> MpiResult {
+pub(crate) fn ireduce_scatter_block(
+    l: &Link,
+    args: ReduceArgs<i64>,
+    request: *mut c_int,
+) -> MpiResult {
     let recvcount = args.count;
     let k = count(recvcount, l.net.comm)?;
     let counts = vec![k; l.star.size as usize];

@@ -2,57 +2,73 @@
 //! `MPI_Precv_init`, `MPI_Pready(_range/_list)` and `MPI_Parrived`.
 //!
 //! A partitioned request is persistent (`MPI_Start`, the wait/test family and
-//! `MPI_Request_free` drive it through `objects::Partitioned`). Each partition travels as
-//! its own message on the communicator's collective context, with a tag of its own
-//! ([`part_tag`]): a send's partition goes out as soon as `MPI_Pready` marks it, a
-//! receive posts every partition at `MPI_Start` and `MPI_Parrived` tests one of them
-//! (a non-contiguous partition is unpacked as soon as it is seen to have arrived). The
-//! request completes when every partition has.
+//! `MPI_Request_free` drive it through `objects::Partitioned`). The two sides may partition
+//! the data differently (§4.2.1: the message is matched as a whole and its bytes fill the
+//! receive partitions in order). Each *send* partition travels as its own message on the
+//! communicator's collective context, with a tag of its own ([`part_tag`]), as soon as
+//! `MPI_Pready` marks it. The first round of a send also sends a small header
+//! ([`header_tag`]) with the sender's partitioning; the receiver then posts one receive per
+//! send partition at the right byte offset of its buffer (at `MPI_Start` from the second
+//! round on). A receive partition has arrived when every send partition overlapping its
+//! bytes has ([`Part::covering`]); a non-contiguous receive lands in a staging buffer and a
+//! partition is unpacked as soon as it is seen to have arrived. The request completes when
+//! every message has. Intercommunicators work the same way (the peer indexes the remote
+//! group). The wire protocol (tags, header, overlaps) is `oxmpi_engine::partition`'s,
+//! shared with the safe Rust API.
 //!
-//! Limits: both sides must use the same partitioning (same number of partitions of the
-//! same size); at most 2^24 partitions; intercommunicators are not supported
-//! (`MPI_ERR_COMM`); two partitioned operations active at once between the same pair of
-//! processes on one communicator must use tags that differ modulo 16.
+//! Limits: at most 2^24 partitions per side; two partitioned operations active at once
+//! between the same pair of processes on one communicator must use tags that differ modulo
+//! 16. A sender with more bytes than the receive buffer holds makes the receive fail with
+//! `MPI_ERR_TRUNCATE` (its data is drained, so that the sender completes).
 
 use crate::backend::{self, EComm, EStatus, SendMode};
 use crate::consts::*;
-use crate::datatype::Datatype;
+use crate::datatype::{unpack_from, Datatype};
 use crate::ffi::{out, slice_in, MpiError, MpiResult};
 use crate::objects::Partitioned;
 use crate::request::{
-    check_rank, check_tag, empty_status, finish, hand_out_persistent, part_of, recv_target,
-    send_source, MpiStatus, Pending, Persist,
+    check_rank, check_tag, empty_status, finish, hand_out_persistent, part_of, send_source,
+    MpiStatus, Pending, Persist,
 };
 use crate::state::lock;
 use crate::status::status_set_bytes;
+use oxmpi_engine::partition::{self, header_tag, part_tag, Layout, HEADER_LEN};
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// First tag of partition messages on the collective context: above every tag the
-/// collectives use (nonblocking schedules stay below 2^29 + 2^22).
-const TAG_PART_BASE: i32 = (1 << 29) + (1 << 22);
-/// Partitions per operation (the tag carries the index in 24 bits).
-const MAX_PARTITIONS: c_int = 1 << 24;
+/// Partitions per operation and side, as the C interface's `int` takes them.
+const MAX_PARTITIONS: c_int = partition::MAX_PARTITIONS as c_int;
 
-/// Tag of partition `i` of an operation with user tag `tag`.
-fn part_tag(tag: i32, i: usize) -> i32 {
-    TAG_PART_BASE + ((tag & 0xf) << 24) + i as i32
-}
-
-/// One partition's transfer in the current round.
+/// One message's transfer in the current round.
 enum Slot {
     /// Not readied yet (a send before `MPI_Pready`).
     Idle,
     /// In flight.
     Flight(Pending),
-    /// Arrived or sent: its byte count and error code.
-    Done(usize, c_int),
+    /// Arrived or sent: its byte count, error code and, for a staged receive, its data.
+    Done(usize, c_int, Option<Vec<u8>>),
 }
 
-/// The round in progress.
+/// The round in progress (and what a receive learnt in earlier rounds).
 struct Round {
     active: bool,
+    /// A send: one slot per partition. A receive: one per partition of the sender (its
+    /// messages), empty until the sender's partitioning is known.
     slots: Vec<Slot>,
+    /// The header in flight: a send's (first round) or a receive's.
+    header: Option<Pending>,
+    /// A send: whether the header went out. A receive: whether it was asked for.
+    header_posted: bool,
+    /// A receive: the sender's partitioning, once its header arrived.
+    remote: Option<Layout>,
+    /// A receive: whether each message lands in a staging buffer of its own instead of
+    /// the user's buffer (a non-contiguous datatype, or a truncated message drained there).
+    staged: bool,
+    /// A receive: which of our partitions arrived (and were unpacked).
+    arrived: Vec<bool>,
+    /// A receive: the round's error found at the header (`MPI_ERR_TRUNCATE`).
+    error: c_int,
 }
 
 /// A partitioned send or receive.
@@ -70,6 +86,25 @@ struct Part {
     round: Mutex<Round>,
 }
 
+/// A started engine operation holding `stage` (its bytes) until it completes.
+fn in_flight(ereq: backend::EReq, stage: Option<Vec<u8>>) -> Pending {
+    Pending {
+        ereq: Some(ereq),
+        done: None,
+        stage,
+        unpack: None,
+        bsend_bytes: 0,
+    }
+}
+
+/// Whether a pending operation completed; its status if so (the Pending stays intact).
+fn poll(p: &Pending) -> MpiResult<Option<EStatus>> {
+    Ok(match p.ereq {
+        Some(r) => backend::engine()?.test(r),
+        None => Some(p.done.unwrap_or(EStatus::PROC_NULL)),
+    })
+}
+
 impl Part {
     fn round(&self) -> MutexGuard<'_, Round> {
         self.round.lock().unwrap_or_else(|p| p.into_inner())
@@ -81,6 +116,11 @@ impl Part {
         (self.buf as *mut u8)
             .wrapping_offset(items * self.dt.extent())
             .cast()
+    }
+
+    /// Bytes of one of our partitions.
+    fn part_bytes(&self) -> usize {
+        self.count * self.dt.size
     }
 
     /// Checks a partition index.
@@ -95,89 +135,214 @@ impl Part {
         Ok(i as usize)
     }
 
-    /// Post the receive of partition `i`.
-    fn post_recv(&self, i: usize) -> MpiResult<Slot> {
-        if self.peer == MPI_PROC_NULL {
-            return Ok(Slot::Done(0, MPI_SUCCESS));
-        }
-        let (ptr, len, stage, unpack) = recv_target(self.at(i), self.count, &self.dt);
+    /// Start receiving `len` bytes at `ptr` with tag `tag`.
+    fn irecv(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        tag: i32,
+        stage: Option<Vec<u8>>,
+    ) -> MpiResult<Pending> {
         let eng = backend::engine()?;
-        // SAFETY: `ptr` points to `len` writable bytes: the user's partition (MPI contract:
-        // valid until the request completes) or our staging vector, kept by the Pending.
-        let ereq = unsafe { eng.irecv(ptr, len, self.peer, part_tag(self.tag, i), self.ecomm) }
+        // SAFETY: `ptr` points to `len` writable bytes: the user's buffer (MPI contract:
+        // valid until the request completes) or `stage`, which the Pending keeps (also as
+        // an orphan when the request is freed).
+        let ereq =
+            unsafe { eng.irecv(ptr, len, self.peer, tag, self.ecomm) }.map_err(backend::err)?;
+        Ok(in_flight(ereq, stage))
+    }
+
+    /// Start sending `len` bytes at `ptr` with tag `tag`.
+    fn isend(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        tag: i32,
+        stage: Option<Vec<u8>>,
+    ) -> MpiResult<Pending> {
+        let eng = backend::engine()?;
+        // SAFETY: `ptr` points to `len` readable bytes: the user's partition (valid until
+        // the request completes) or `stage`, which the Pending keeps.
+        let ereq = unsafe { eng.isend(ptr, len, self.peer, tag, self.ecomm, SendMode::Standard) }
             .map_err(backend::err)?;
-        Ok(Slot::Flight(Pending {
-            ereq: Some(ereq),
-            done: None,
-            stage,
-            unpack,
-            bsend_bytes: 0,
-        }))
+        Ok(in_flight(ereq, stage))
     }
 
     /// Send partition `i`.
     fn post_send(&self, i: usize) -> MpiResult<Slot> {
         if self.peer == MPI_PROC_NULL {
-            return Ok(Slot::Done(0, MPI_SUCCESS));
+            return Ok(Slot::Done(0, MPI_SUCCESS, None));
         }
-        let p = self.at(i);
-        let len = self.count * self.dt.size;
         // SAFETY: MPI contract: the partition holds `count` items of the datatype.
-        let (ptr, stage) = unsafe { send_source(p.cast_const(), self.count, &self.dt, false) };
-        let eng = backend::engine()?;
-        // SAFETY: `ptr` points to `len` readable bytes: the user's partition (valid until
-        // the request completes) or the staging vector the Pending keeps.
-        let ereq = unsafe {
-            eng.isend(
-                ptr,
-                len,
-                self.peer,
-                part_tag(self.tag, i),
-                self.ecomm,
-                SendMode::Standard,
-            )
-        }
-        .map_err(backend::err)?;
-        Ok(Slot::Flight(Pending {
-            ereq: Some(ereq),
-            done: None,
+        let (ptr, stage) =
+            unsafe { send_source(self.at(i).cast_const(), self.count, &self.dt, false) };
+        Ok(Slot::Flight(self.isend(
+            ptr,
+            self.part_bytes(),
+            part_tag(self.tag, i),
             stage,
-            unpack: None,
-            bsend_bytes: 0,
-        }))
+        )?))
+    }
+
+    /// Post the receive of every message of the sender (partitioned as `remote`).
+    fn post_recvs(&self, r: &mut Round, remote: Layout) -> MpiResult {
+        if remote.total() > self.partitions * self.part_bytes() {
+            // Drained into scratch buffers; the round fails.
+            r.error = MPI_ERR_TRUNCATE;
+        }
+        r.staged = r.error != MPI_SUCCESS || !self.dt.is_contiguous();
+        let off = self.dt.blocks.first().map_or(0, |b| b.disp);
+        let base = (self.buf as *mut u8).wrapping_offset(off);
+        r.slots.clear();
+        for k in 0..remote.partitions {
+            let tag = part_tag(self.tag, k);
+            let pending = if r.staged {
+                let mut v = vec![0u8; remote.bytes];
+                let p = v.as_mut_ptr();
+                self.irecv(p, remote.bytes, tag, Some(v))?
+            } else {
+                self.irecv(base.wrapping_add(k * remote.bytes), remote.bytes, tag, None)?
+            };
+            r.slots.push(Slot::Flight(pending));
+        }
+        Ok(())
+    }
+
+    /// A receive: learn the sender's partitioning if its header arrived (then post the
+    /// receives). Returns the partitioning if known.
+    fn learn(&self, r: &mut Round) -> MpiResult<Option<Layout>> {
+        if r.remote.is_some() {
+            return Ok(r.remote);
+        }
+        let Some(h) = r.header.as_ref() else {
+            return Ok(None);
+        };
+        let Some(st) = poll(h)? else {
+            return Ok(None);
+        };
+        let h = r.header.take();
+        if let Some(e) = st.error {
+            mpi_bail!(
+                backend::class_code(e),
+                "the header of the partitioned send from rank {} failed",
+                self.peer
+            );
+        }
+        let bytes = h.as_ref().and_then(|h| h.stage.as_deref()).unwrap_or(&[]);
+        let Some(remote) = Layout::decode(&bytes[..st.count_bytes.min(bytes.len())]) else {
+            mpi_bail!(
+                MPI_ERR_INTERN,
+                "malformed header of the partitioned send from rank {} ({} bytes)",
+                self.peer,
+                st.count_bytes
+            );
+        };
+        r.remote = Some(remote);
+        self.post_recvs(r, remote)?;
+        Ok(r.remote)
+    }
+
+    /// The sender's messages that hold our partition `j`.
+    fn covering(&self, j: usize, remote: Layout) -> std::ops::Range<usize> {
+        remote.covering(j, self.partitions, self.part_bytes())
+    }
+
+    /// A staged receive: the bytes of our partition `j` from the messages holding them
+    /// (all arrived), borrowed when one message holds them all.
+    fn gather<'a>(&self, r: &'a Round, j: usize, remote: Layout) -> Cow<'a, [u8]> {
+        let b = self.part_bytes();
+        let (start, end) = (j * b, (j + 1) * b);
+        let ks = self.covering(j, remote);
+        let single = ks.len() == 1;
+        let mut out = Vec::new();
+        for k in ks {
+            let Some(Slot::Done(_, _, Some(v))) = r.slots.get(k) else {
+                continue;
+            };
+            let piece = v.get(remote.within(k, start, end)).unwrap_or(&[]);
+            if single {
+                return Cow::Borrowed(piece);
+            }
+            out.extend_from_slice(piece);
+        }
+        Cow::Owned(out)
+    }
+
+    /// A receive: whether our partition `j` arrived; unpacks it when it just did.
+    fn settle(&self, r: &mut Round, j: usize) -> MpiResult<bool> {
+        if r.arrived[j] {
+            return Ok(true);
+        }
+        let Some(remote) = self.learn(r)? else {
+            return Ok(false);
+        };
+        for k in self.covering(j, remote) {
+            if !advance(&mut r.slots[k])? {
+                return Ok(false);
+            }
+        }
+        if r.staged && r.error == MPI_SUCCESS {
+            let data = self.gather(r, j, remote);
+            // SAFETY: partition `j` of the user's buffer holds `count` items of the
+            // datatype (MPI contract: valid until the request completes).
+            unsafe { unpack_from(&self.dt, self.count, self.at(j).cast(), &data) };
+        }
+        r.arrived[j] = true;
+        Ok(true)
     }
 }
 
-/// Advance slot `s`: a finished transfer becomes `Done` (unpacked). Returns whether it is.
+/// Advance slot `s`: a finished transfer becomes `Done`. Returns whether it is.
 fn advance(s: &mut Slot) -> MpiResult<bool> {
     let Slot::Flight(p) = s else {
         return Ok(matches!(s, Slot::Done(..)));
     };
-    let st = match p.ereq {
-        Some(r) => match backend::engine()?.test(r) {
-            Some(st) => st,
-            None => return Ok(false),
-        },
-        None => p.done.unwrap_or(EStatus::PROC_NULL),
+    let Some(st) = poll(p)? else {
+        return Ok(false);
     };
     let Slot::Flight(mut p) = std::mem::replace(s, Slot::Idle) else {
         unreachable!("matched above")
     };
     p.ereq = None;
+    let data = p.stage.take();
     let bytes = st.count_bytes;
     let (_, code) = finish(p, st);
-    *s = Slot::Done(bytes, code);
+    *s = Slot::Done(bytes, code, data);
     Ok(true)
 }
 
 impl Partitioned for Part {
     fn start(&self) -> MpiResult {
         let mut r = self.round();
-        r.slots = (0..self.partitions).map(|_| Slot::Idle).collect();
-        if !self.send {
-            for i in 0..self.partitions {
-                let s = self.post_recv(i)?;
-                r.slots[i] = s;
+        let r = &mut *r;
+        r.slots.clear();
+        r.error = MPI_SUCCESS;
+        if self.send {
+            r.slots = (0..self.partitions).map(|_| Slot::Idle).collect();
+            if !r.header_posted && self.peer != MPI_PROC_NULL {
+                let b = Layout {
+                    partitions: self.partitions,
+                    bytes: self.part_bytes(),
+                }
+                .encode();
+                r.header = Some(self.isend(b.as_ptr(), b.len(), header_tag(self.tag), Some(b))?);
+                r.header_posted = true;
+            }
+        } else {
+            r.arrived = vec![false; self.partitions];
+            if self.peer == MPI_PROC_NULL {
+                r.remote = Some(Layout {
+                    partitions: 0,
+                    bytes: 0,
+                });
+            }
+            if let Some(remote) = r.remote {
+                self.post_recvs(r, remote)?;
+            } else if !r.header_posted {
+                let mut b = vec![0u8; HEADER_LEN];
+                let p = b.as_mut_ptr();
+                r.header = Some(self.irecv(p, HEADER_LEN, header_tag(self.tag), Some(b))?);
+                r.header_posted = true;
             }
         }
         r.active = true;
@@ -190,7 +355,18 @@ impl Partitioned for Part {
 
     fn test(&self, finish: bool) -> MpiResult<Option<(MpiStatus, c_int)>> {
         let mut r = self.round();
+        let r = &mut *r;
         if !r.active {
+            return Ok(None);
+        }
+        if self.send {
+            if let Some(h) = &r.header {
+                if poll(h)?.is_none() {
+                    return Ok(None);
+                }
+                r.header = None;
+            }
+        } else if self.learn(r)?.is_none() {
             return Ok(None);
         }
         for s in r.slots.iter_mut() {
@@ -198,9 +374,14 @@ impl Partitioned for Part {
                 return Ok(None);
             }
         }
-        let (mut bytes, mut code) = (0, MPI_SUCCESS);
+        if !self.send {
+            for j in 0..self.partitions {
+                self.settle(r, j)?;
+            }
+        }
+        let (mut bytes, mut code) = (0, r.error);
         for s in &r.slots {
-            if let Slot::Done(n, c) = *s {
+            if let Slot::Done(n, c, _) = *s {
                 bytes += n;
                 if code == MPI_SUCCESS {
                     code = c;
@@ -215,6 +396,7 @@ impl Partitioned for Part {
             } else {
                 self.tag
             };
+            let bytes = bytes.min(self.partitions * self.part_bytes());
             status_set_bytes(&mut status, bytes, false);
         }
         status.error = code;
@@ -263,21 +445,22 @@ impl Partitioned for Part {
             // MPI 4.0 §4.2.3: an inactive request reports every partition arrived.
             return Ok(true);
         }
-        advance(&mut r.slots[i])
+        self.settle(&mut r, i)
     }
 
     fn release(&self) -> Vec<Pending> {
         let mut r = self.round();
         r.active = false;
-        let mut left = Vec::new();
-        for s in r.slots.drain(..) {
-            if let Slot::Flight(p) = s {
-                if let (false, Some(e), Ok(eng)) = (self.send, p.ereq, backend::engine()) {
-                    // A receive nobody will complete: withdraw it.
-                    eng.cancel(e);
-                }
-                left.push(p);
-            }
+        let mut left: Vec<Pending> = r.header.take().into_iter().collect();
+        left.extend(r.slots.drain(..).filter_map(|s| match s {
+            Slot::Flight(p) => Some(p),
+            _ => None,
+        }));
+        if let (false, Ok(eng)) = (self.send, backend::engine()) {
+            // Receives nobody will complete: withdraw them.
+            left.iter()
+                .filter_map(|p| p.ereq)
+                .for_each(|e| eng.cancel(e));
         }
         left
     }
@@ -301,15 +484,10 @@ fn init(
         let st = lock();
         st.check_active()?;
         let c = st.comm(comm)?;
+        // On an intercommunicator `size` is the remote group's: the peer indexes it.
         let (ecomm, size) = (c.coll, c.size);
         if info != MPI_INFO_NULL && st.infos.get(info).is_none() {
             mpi_bail!(MPI_ERR_INFO, "invalid info handle {info:#x}");
-        }
-        if crate::intercomm::is_inter(comm) {
-            mpi_bail!(
-                MPI_ERR_COMM,
-                "partitioned communication on an intercommunicator is not supported"
-            );
         }
         if !(1..=MAX_PARTITIONS).contains(&partitions) {
             mpi_bail!(
@@ -342,6 +520,12 @@ fn init(
             round: Mutex::new(Round {
                 active: false,
                 slots: Vec::new(),
+                header: None,
+                header_posted: false,
+                remote: None,
+                staged: false,
+                arrived: Vec::new(),
+                error: MPI_SUCCESS,
             }),
         };
         let p = Persist::special(None, Some(Arc::new(part)));
@@ -419,20 +603,5 @@ mpi_fn! {
             backend::engine()?.progress();
         }
         out(flag, c_int::from(arrived), "flag").map_err(|e| e.on(comm))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partition_tags_stay_above_the_collectives_and_below_tag_ub() {
-        let lo = part_tag(0, 0);
-        let hi = part_tag(0xf, MAX_PARTITIONS as usize - 1);
-        assert!(lo > (1 << 21) + (8191 << 16) + 0xffff);
-        assert!(hi <= oxmpi_engine::TAG_UB);
-        assert_ne!(part_tag(1, 0), part_tag(2, 0));
-        assert_eq!(part_tag(3, 5) - part_tag(3, 4), 1);
     }
 }

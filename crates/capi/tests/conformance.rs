@@ -201,6 +201,31 @@ fn comm_idup_is_nonblocking() {
     );
 }
 
+/// Partitioned communication with different partition counts on the two sides (the data
+/// is matched by bytes) and on intercommunicators (MPI 4.0 §4.2): both ABIs on 1 and 3
+/// ranks (an uneven intercommunicator), our build and MPICH's on 2.
+#[test]
+fn partitioned_with_different_partitionings_and_on_intercommunicators() {
+    let last = "std_part: all checks passed";
+    let has = |out: &str, line: &str| out.lines().any(|l| l == format!("std_part: {line}: ok"));
+    let one = both_abis("std_part.c", 1, last);
+    let ring = "3 send partitions of 40 into 4 receive partitions of 30";
+    assert!(has(&one, ring), "{one}");
+    let three = both_abis("std_part.c", 3, last);
+    let two = ours_and_mpich("std_part.c", 2, last);
+    for out in [&two, &three] {
+        for line in [
+            "8 send partitions of 15 into 2 receive partitions of 60",
+            "a vector receive datatype under a different partitioning",
+            "a receive partition arrives with the send partitions holding it",
+            "an intercommunicator, 5 and 3 send partitions into 6 receive partitions",
+            "more send bytes than the receive holds: MPI_ERR_TRUNCATE",
+        ] {
+            assert!(has(out, line), "missing '{line}':\n{out}");
+        }
+    }
+}
+
 #[test]
 fn large_count_functions_in_both_abis_and_mpich_builds() {
     let last = "std_largecount: all checks passed";
@@ -239,27 +264,23 @@ fn available_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-#[test]
-fn a_message_above_int_max_with_send_c_and_recv_c() {
-    // Two ranks hold 2^31 + 24 bytes each, plus room for the transport's copies.
+/// Runs `tests/c/<source>` with the argument `big` on 2 ranks (our `mpicc`) and requires
+/// `line`, where 12 GiB of memory are available; else prints a SKIPPED line for `test`.
+fn big_run(test: &str, source: &str, line: &str) {
+    // Two ranks hold 2^31 + some bytes each and their copies, plus the transport's.
     let need: u64 = 12 << 30;
     let have = available_memory();
     if have < need {
         eprintln!(
-            "SKIPPED a_message_above_int_max_with_send_c_and_recv_c: {} MiB of memory \
-             available, {} MiB needed",
+            "SKIPPED {test}: {} MiB of memory available, {} MiB needed",
             have >> 20,
             need >> 20
         );
         return;
     }
-    let dir = Scratch::new("bigmsg");
-    let exe = dir.0.join("std_largecount");
-    compile(
-        &prefix().join("bin/mpicc"),
-        &c_source("std_largecount.c"),
-        &exe,
-    );
+    let dir = Scratch::new("big");
+    let exe = dir.0.join(source.trim_end_matches(".c"));
+    compile(&prefix().join("bin/mpicc"), &c_source(source), &exe);
     let args = [
         OsStr::new("--timeout"),
         OsStr::new("300"),
@@ -268,12 +289,54 @@ fn a_message_above_int_max_with_send_c_and_recv_c() {
         exe.as_os_str(),
         OsStr::new("big"),
     ];
-    let out = success(&mpirun(&args, &[]), "std_largecount big");
-    assert!(
-        out_has(
-            &out,
-            "a message of 2^31+24 MPI_CHARs with MPI_Send_c/MPI_Recv_c"
-        ),
-        "{out}"
+    let out = success(&mpirun(&args, &[]), &format!("{source} big"));
+    assert!(out.lines().any(|l| l == line), "{out}");
+}
+
+#[test]
+fn a_message_above_int_max_with_send_c_and_recv_c() {
+    big_run(
+        "a_message_above_int_max_with_send_c_and_recv_c",
+        "std_largecount.c",
+        "std_largecount: a message of 2^31+24 MPI_CHARs with MPI_Send_c/MPI_Recv_c",
+    );
+}
+
+/// The large-count collectives on intercommunicators take `MPI_Count` counts and arrays all
+/// the way: counts above INT_MAX of an empty datatype in every blocking, nonblocking and
+/// persistent form, and small data through `MPI_Count`/`MPI_Aint` arrays, in both ABIs
+/// (2 and 3 ranks: groups of equal and of different sizes) and built by MPICH.
+#[test]
+fn large_count_collectives_on_intercommunicators() {
+    let last = "std_lcount_inter: all checks passed";
+    let has = |out: &str, line: &str| {
+        out.lines()
+            .any(|l| l == format!("std_lcount_inter: {line}: ok"))
+    };
+    let two = both_abis("std_lcount_inter.c", 2, last);
+    let three = both_abis("std_lcount_inter.c", 3, last);
+    let mpich = ours_and_mpich("std_lcount_inter.c", 2, last);
+    assert_eq!(
+        two, mpich,
+        "std_lcount_inter: output differs between the builds"
+    );
+    for out in [&two, &three] {
+        for line in [
+            "blocking _c collectives, counts of 2^31+5 of an empty type",
+            "nonblocking _c collectives, counts of 2^31+5 of an empty type",
+            "persistent _c collectives, counts of 2^31+5 of an empty type",
+            "small data through MPI_Count and MPI_Aint arrays",
+        ] {
+            assert!(has(out, line), "missing '{line}':\n{out}");
+        }
+    }
+}
+
+#[test]
+fn a_bcast_above_int_max_across_an_intercommunicator() {
+    big_run(
+        "a_bcast_above_int_max_across_an_intercommunicator",
+        "std_lcount_inter.c",
+        "std_lcount_inter: MPI_Bcast_c of 2^31+8 MPI_CHARs across an intercommunicator: ok",
     );
 }

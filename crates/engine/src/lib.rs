@@ -231,6 +231,8 @@ pub mod frameworks;
 #[cfg(not(loom))]
 mod params;
 #[cfg(not(loom))]
+pub mod partition;
+#[cfg(not(loom))]
 mod pml;
 /// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
 /// sockets), also used by the library crates above it (shared-memory collectives, RMA,
@@ -361,6 +363,8 @@ pub enum ErrorClass {
     /// its communicator failed (ULFM's `MPI_ERR_PROC_FAILED_PENDING`): the request stays
     /// pending; see [`Engine::comm_failure_ack`].
     ProcFailedPending,
+    /// `MPI_ERR_ARG`: an invalid argument of no other class (e.g. a partition index).
+    Arg,
 }
 
 /// Engine errors: an [`ErrorClass`] and a human-readable context.

@@ -160,6 +160,62 @@ impl<'u> Communicator<'u> {
         Ok(p)
     }
 
+    /// Starts sending `data` (kept by the request) to `dest` on the collective context
+    /// with the library's tag `wire` (the library's own messages, e.g. partitioned
+    /// communication); errors name the user's `tag`.
+    pub(crate) fn start_coll_send(
+        &self,
+        data: Vec<u8>,
+        dest: i32,
+        wire: i32,
+        tag: i32,
+    ) -> Result<Pending> {
+        let bytes = data.len();
+        // SAFETY: `data` is valid for `bytes` reads and moves into the returned `Pending`
+        // (its heap block does not move), which keeps it until completion.
+        let id = unsafe {
+            self.engine.isend(
+                data.as_ptr(),
+                bytes,
+                dest,
+                wire,
+                self.coll,
+                SendMode::Standard,
+            )
+        }
+        .map_err(|e| self.context(e, false, dest, tag))?;
+        Ok(Pending::new(
+            self.engine,
+            id,
+            Some(data),
+            self.desc(false, dest, tag, bytes),
+        ))
+    }
+
+    /// Starts receiving at most `len` bytes from `source` on the collective context with
+    /// the library's tag `wire` into a buffer the request owns (see
+    /// [`Pending::test_staged`]); errors name the user's `tag`.
+    pub(crate) fn start_coll_recv(
+        &self,
+        len: usize,
+        source: i32,
+        wire: i32,
+        tag: i32,
+    ) -> Result<Pending> {
+        let mut v = vec![0u8; len];
+        let ptr = v.as_mut_ptr();
+        // SAFETY: `ptr` is valid for `len` writes: the heap block of `v`, which moves into
+        // the returned `Pending` and stays there until completion.
+        let id = unsafe { self.engine.irecv(ptr, len, source, wire, self.coll) }
+            .map_err(|e| self.context(e, true, source, tag))?;
+        Ok(Pending::new(
+            self.engine,
+            id,
+            Some(v),
+            self.desc(true, source, tag, len),
+        ))
+    }
+
     fn context(&self, e: oxmpi_engine::Error, recv: bool, peer: i32, tag: i32) -> Error {
         let what = if recv { "receive" } else { "send" };
         // The engine's message without its own class prefix (ours prints the class).

@@ -62,10 +62,39 @@ impl Slot {
     }
 }
 
+/// Where a finished schedule goes back to: a persistent collective keeps it for its next
+/// round.
+pub(crate) type Keep = Arc<Mutex<Option<Schedule>>>;
+
+/// A nonblocking collective's schedule before it starts, with what a persistent collective
+/// keeps of it: where each round's input goes, where the result is, and the values the
+/// result is unpacked into.
+pub(crate) struct Planned<T> {
+    pub(crate) sched: Schedule,
+    /// Where a round's packed input goes: (region, byte offset); `None` without input.
+    pub(crate) feed: Option<(usize, usize)>,
+    /// The region holding the packed result at the end.
+    pub(crate) result: usize,
+    /// The values the result is unpacked into (as many as the result has).
+    pub(crate) out: Vec<T>,
+}
+
+impl<T: Equivalence> Planned<T> {
+    /// Starts the schedule once (a nonblocking collective).
+    fn start<'u>(self) -> CollRequest<'u, T> {
+        CollRequest::start(self.sched, self.result, self.out, None)
+    }
+}
+
 impl<'u, T: Equivalence> CollRequest<'u, T> {
     /// Starts `sched` (its region `result` holds the packed result at the end); the result
-    /// is unpacked into `out`.
-    fn start(sched: Schedule, result: usize, out: Vec<T>) -> CollRequest<'u, T> {
+    /// is unpacked into `out`. With `keep`, the finished schedule goes there.
+    pub(crate) fn start(
+        sched: Schedule,
+        result: usize,
+        out: Vec<T>,
+        keep: Option<Keep>,
+    ) -> CollRequest<'u, T> {
         let slot = Arc::new(Slot::default());
         let s2 = slot.clone();
         progress::start(
@@ -78,6 +107,9 @@ impl<'u, T: Equivalence> CollRequest<'u, T> {
                             .unwrap_or_default()
                     })
                     .map_err(Error::from);
+                if let Some(k) = keep {
+                    *k.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+                }
                 *s2.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
                 s2.cv.notify_all();
             }),
@@ -128,7 +160,17 @@ impl<'u> Communicator<'u> {
     /// Starts a barrier (`MPI_Ibarrier`); waiting for it returns once every rank has
     /// started it. Its result is empty.
     pub fn ibarrier(&self) -> Result<CollRequest<'u, u8>> {
-        Ok(CollRequest::start(self.alg().ibarrier()?, 0, Vec::new()))
+        Ok(self.plan_ibarrier()?.start())
+    }
+
+    /// The schedule of [`ibarrier`](Self::ibarrier).
+    pub(crate) fn plan_ibarrier(&self) -> Result<Planned<u8>> {
+        Ok(Planned {
+            sched: self.alg().ibarrier()?,
+            feed: None,
+            result: 0,
+            out: Vec::new(),
+        })
     }
 
     /// Starts a broadcast of `buf` from `root` (`MPI_Ibcast`); waiting gives `buf` with the
@@ -146,10 +188,24 @@ impl<'u> Communicator<'u> {
     /// # }
     /// ```
     pub fn ibroadcast<T: Equivalence>(&self, root: i32, buf: Vec<T>) -> Result<CollRequest<'u, T>> {
+        Ok(self.plan_ibroadcast(root, buf)?.start())
+    }
+
+    /// The schedule of [`ibroadcast`](Self::ibroadcast).
+    pub(crate) fn plan_ibroadcast<T: Equivalence>(
+        &self,
+        root: i32,
+        buf: Vec<T>,
+    ) -> Result<Planned<T>> {
         self.check_root(root)?;
         let bytes = pack_slice(&buf);
         let sched = self.alg().ibcast(Region::Owned(bytes), root)?;
-        Ok(CollRequest::start(sched, 0, buf))
+        Ok(Planned {
+            sched,
+            feed: Some((0, 0)),
+            result: 0,
+            out: buf,
+        })
     }
 
     /// Starts combining `send` of all ranks element by element with `op`
@@ -162,10 +218,24 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
     {
+        Ok(self.plan_iall_reduce(send, op)?.start())
+    }
+
+    /// The schedule of [`iall_reduce`](Self::iall_reduce).
+    pub(crate) fn plan_iall_reduce<T, F>(&self, send: &[T], op: F) -> Result<Planned<T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
         let sched = self
             .alg()
             .iallreduce(Region::Owned(pack_slice(send)), owned_op(op))?;
-        Ok(CollRequest::start(sched, 0, send.to_vec()))
+        Ok(Planned {
+            sched,
+            feed: Some((0, 0)),
+            result: 0,
+            out: send.to_vec(),
+        })
     }
 
     /// Starts combining `send` of all ranks element by element with `op`, the result on
@@ -173,6 +243,15 @@ impl<'u> Communicator<'u> {
     /// vector elsewhere. Order and threading of `op` as in
     /// [`iall_reduce`](Self::iall_reduce).
     pub fn ireduce<T, F>(&self, root: i32, send: &[T], op: F) -> Result<CollRequest<'u, T>>
+    where
+        T: Equivalence,
+        F: Fn(T, T) -> T + Send + 'static,
+    {
+        Ok(self.plan_ireduce(root, send, op)?.start())
+    }
+
+    /// The schedule of [`ireduce`](Self::ireduce).
+    pub(crate) fn plan_ireduce<T, F>(&self, root: i32, send: &[T], op: F) -> Result<Planned<T>>
     where
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
@@ -189,13 +268,23 @@ impl<'u> Communicator<'u> {
             root,
             owned_op(op),
         )?;
-        Ok(CollRequest::start(sched, 1, template))
+        Ok(Planned {
+            sched,
+            feed: Some((0, 0)),
+            result: 1,
+            out: template,
+        })
     }
 
     /// Starts collecting `send` of every rank, in rank order, at rank `root`
     /// (`MPI_Igather`); waiting gives the `size * send.len()` elements on the root and an
     /// empty vector elsewhere. All ranks send the same number of elements.
     pub fn igather<T: Equivalence>(&self, root: i32, send: &[T]) -> Result<CollRequest<'u, T>> {
+        Ok(self.plan_igather(root, send)?.start())
+    }
+
+    /// The schedule of [`igather`](Self::igather).
+    pub(crate) fn plan_igather<T: Equivalence>(&self, root: i32, send: &[T]) -> Result<Planned<T>> {
         self.check_root(root)?;
         let p = self.size() as usize;
         let recv = if self.rank() == root {
@@ -204,7 +293,7 @@ impl<'u> Communicator<'u> {
             Vec::new()
         };
         let (counts, displs) = uniform(p, send.len());
-        self.igatherv(root, send, recv, &counts, &displs)
+        self.plan_igatherv(root, send, recv, &counts, &displs)
     }
 
     /// Starts sending block `j` of `send` (on rank `root`: `size` blocks of `recv.len()`
@@ -246,18 +335,28 @@ impl<'u> Communicator<'u> {
     /// # }
     /// ```
     pub fn iall_gather<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
+        Ok(self.plan_iall_gather(send)?.start())
+    }
+
+    /// The schedule of [`iall_gather`](Self::iall_gather).
+    pub(crate) fn plan_iall_gather<T: Equivalence>(&self, send: &[T]) -> Result<Planned<T>> {
         let p = self.size() as usize;
         let (counts, displs) = uniform(p, send.len());
-        self.iall_gatherv(send, send.repeat(p), &counts, &displs)
+        self.plan_iall_gatherv(send, send.repeat(p), &counts, &displs)
     }
 
     /// Starts sending block `j` of `send` (`size` blocks of equal length) to rank `j`
     /// (`MPI_Ialltoall`); waiting gives the blocks received, block `j` from rank `j`.
     pub fn iall_to_all<T: Equivalence>(&self, send: &[T]) -> Result<CollRequest<'u, T>> {
+        Ok(self.plan_iall_to_all(send)?.start())
+    }
+
+    /// The schedule of [`iall_to_all`](Self::iall_to_all).
+    pub(crate) fn plan_iall_to_all<T: Equivalence>(&self, send: &[T]) -> Result<Planned<T>> {
         let p = self.size() as usize;
         let n = self.equal_blocks("iall_to_all", send.len())?;
         let (counts, displs) = uniform(p, n);
-        self.iall_to_allv(send, &counts, &displs, send.to_vec(), &counts, &displs)
+        self.plan_iall_to_allv(send, &counts, &displs, send.to_vec(), &counts, &displs)
     }
 
     /// Starts collecting `send` of every rank at rank `root` (`MPI_Igatherv`): rank `i`'s
@@ -273,6 +372,20 @@ impl<'u> Communicator<'u> {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<CollRequest<'u, T>> {
+        Ok(self
+            .plan_igatherv(root, send, recv, counts, displs)?
+            .start())
+    }
+
+    /// The schedule of [`igatherv`](Self::igatherv).
+    fn plan_igatherv<T: Equivalence>(
+        &self,
+        root: i32,
+        send: &[T],
+        recv: Vec<T>,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Planned<T>> {
         self.check_root(root)?;
         let (c, d, area) = if self.rank() == root {
             let (c, d) = self.byte_blocks::<T>("igatherv", counts, displs, recv.len())?;
@@ -287,7 +400,12 @@ impl<'u> Communicator<'u> {
             &d,
             root,
         )?;
-        Ok(CollRequest::start(sched, 1, recv))
+        Ok(Planned {
+            sched,
+            feed: Some((0, 0)),
+            result: 1,
+            out: recv,
+        })
     }
 
     /// Starts sending `send[displs[i]..][..counts[i]]` of rank `root` to rank `i`
@@ -316,7 +434,7 @@ impl<'u> Communicator<'u> {
             Region::Owned(vec![0u8; recv.len() * T::PACKED_SIZE]),
             root,
         )?;
-        Ok(CollRequest::start(sched, 1, recv))
+        Ok(CollRequest::start(sched, 1, recv, None))
     }
 
     /// Like [`igatherv`](Self::igatherv), with the result on every rank
@@ -329,13 +447,29 @@ impl<'u> Communicator<'u> {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<CollRequest<'u, T>> {
+        Ok(self.plan_iall_gatherv(send, recv, counts, displs)?.start())
+    }
+
+    /// The schedule of [`iall_gatherv`](Self::iall_gatherv).
+    fn plan_iall_gatherv<T: Equivalence>(
+        &self,
+        send: &[T],
+        recv: Vec<T>,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Planned<T>> {
         let (c, d) =
             self.allgatherv_blocks::<T>("iall_gatherv", send.len(), counts, displs, recv.len())?;
         let me = self.rank() as usize;
         let mut area = pack_slice(&recv);
         area[d[me]..d[me] + c[me]].copy_from_slice(&pack_slice(send));
         let sched = self.alg().iallgatherv(Region::Owned(area), &c, &d)?;
-        Ok(CollRequest::start(sched, 0, recv))
+        Ok(Planned {
+            sched,
+            feed: Some((0, d[me])),
+            result: 0,
+            out: recv,
+        })
     }
 
     /// Starts sending `send[sdispls[j]..][..scounts[j]]` to rank `j` and receiving rank
@@ -351,6 +485,21 @@ impl<'u> Communicator<'u> {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<CollRequest<'u, T>> {
+        Ok(self
+            .plan_iall_to_allv(send, scounts, sdispls, recv, rcounts, rdispls)?
+            .start())
+    }
+
+    /// The schedule of [`iall_to_allv`](Self::iall_to_allv).
+    fn plan_iall_to_allv<T: Equivalence>(
+        &self,
+        send: &[T],
+        scounts: &[usize],
+        sdispls: &[usize],
+        recv: Vec<T>,
+        rcounts: &[usize],
+        rdispls: &[usize],
+    ) -> Result<Planned<T>> {
         let (sc, sd) = self.byte_blocks::<T>("iall_to_allv", scounts, sdispls, send.len())?;
         let (rc, rd) = self.byte_blocks::<T>("iall_to_allv", rcounts, rdispls, recv.len())?;
         let sched = self.alg().ialltoallv(
@@ -361,7 +510,12 @@ impl<'u> Communicator<'u> {
             &rc,
             &rd,
         )?;
-        Ok(CollRequest::start(sched, 1, recv))
+        Ok(Planned {
+            sched,
+            feed: Some((0, 0)),
+            result: 1,
+            out: recv,
+        })
     }
 
     /// Starts combining `send` (`size` blocks of equal length) of all ranks element by
@@ -399,7 +553,12 @@ impl<'u> Communicator<'u> {
             &bytes,
             owned_op(op),
         )?;
-        Ok(CollRequest::start(sched, 0, send[at..at + n].to_vec()))
+        Ok(CollRequest::start(
+            sched,
+            0,
+            send[at..at + n].to_vec(),
+            None,
+        ))
     }
 
     /// Starts an inclusive prefix reduction (`MPI_Iscan`); waiting gives, on rank `i`,
@@ -410,7 +569,7 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
     {
-        self.iscan_any(send, op, false)
+        Ok(self.plan_iscan(send, op, false)?.start())
     }
 
     /// Starts an exclusive prefix reduction (`MPI_Iexscan`); waiting gives, on rank
@@ -421,7 +580,7 @@ impl<'u> Communicator<'u> {
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
     {
-        self.iscan_any(send, op, true)
+        Ok(self.plan_iscan(send, op, true)?.start())
     }
 
     /// The length of each of `size` equal blocks of `len` elements.
@@ -436,7 +595,9 @@ impl<'u> Communicator<'u> {
         Ok(len / p)
     }
 
-    fn iscan_any<T, F>(&self, send: &[T], op: F, exclusive: bool) -> Result<CollRequest<'u, T>>
+    /// The schedule of [`iscan`](Self::iscan) (`exclusive`: of
+    /// [`iexclusive_scan`](Self::iexclusive_scan)).
+    pub(crate) fn plan_iscan<T, F>(&self, send: &[T], op: F, exclusive: bool) -> Result<Planned<T>>
     where
         T: Equivalence,
         F: Fn(T, T) -> T + Send + 'static,
@@ -452,7 +613,13 @@ impl<'u> Communicator<'u> {
             owned_op(op),
             exclusive,
         )?;
-        Ok(CollRequest::start(sched, 0, template))
+        // The schedule's region 1 is the input (region 0 the result).
+        Ok(Planned {
+            sched,
+            feed: Some((1, 0)),
+            result: 0,
+            out: template,
+        })
     }
 }
 

@@ -93,6 +93,7 @@ mod comm;
 pub mod datatype;
 mod error;
 mod icoll;
+mod part;
 mod persist;
 pub mod request;
 mod split;
@@ -109,6 +110,7 @@ pub use icoll::CollRequest;
 /// Derive macro for [`Equivalence`] on `#[repr(C)]` structs (see the `oxmpi-derive` crate).
 pub use oxmpi_derive::Equivalence;
 pub use oxmpi_engine::ThreadLevel;
+pub use part::{PartitionedRecv, PartitionedSend};
 pub use persist::Persistent;
 pub use request::Request;
 pub use split::OwnedCommunicator;

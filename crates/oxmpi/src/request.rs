@@ -197,6 +197,25 @@ impl Pending {
         }
     }
 
+    /// Like [`test`](Self::test), and on completion also gives the staging buffer (the
+    /// bytes a receive without unpacking got, or what a send sent).
+    pub(crate) fn test_staged(
+        mut self,
+    ) -> std::result::Result<(Result<Status>, Option<Vec<u8>>), Pending> {
+        match self.engine.test(self.id) {
+            Some(st) => {
+                self.armed = false;
+                let bytes = if self.unpack.is_none() {
+                    self.staging.take()
+                } else {
+                    None
+                };
+                Ok((self.finish(st), bytes))
+            }
+            None => Err(self),
+        }
+    }
+
     /// Tests the request an owner keeps in `slot` (`MPI_Test`): on completion the slot is
     /// left empty and the result returned; otherwise the request goes back into the slot and
     /// `None` is returned.

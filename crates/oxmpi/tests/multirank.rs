@@ -402,6 +402,9 @@ fn rank_body() {
     // 10. Persistent collectives: planned once, started for three rounds with new data.
     persistent_collectives(&world);
 
+    // 11. Partitioned communication, the two sides partitioned differently.
+    partitioned(&world);
+
     // Nothing left over anywhere.
     let mut token = [0u8];
     world
@@ -735,7 +738,12 @@ fn persistent_collectives(world: &oxmpi::Communicator<'_>) {
         sum.wait().err().map(|e| e.class()),
         Some(ErrorClass::Request)
     );
+    // Every schedule is planned at its first start; the later rounds plan none.
+    let mut planned_after_first = 0;
     for round in 0..3i64 {
+        if round == 1 {
+            planned_after_first = oxmpi_coll::nbc::sched::planned();
+        }
         barrier.start(&[]).expect("barrier start");
         sum.start(&[rank + round, 1]).expect("sum start");
         assert_eq!(
@@ -777,4 +785,101 @@ fn persistent_collectives(world: &oxmpi::Communicator<'_>) {
         let sc = scan.wait().expect("scan");
         assert_eq!(sc, [(0..=rank).map(|p| p + round).sum::<i64>()]);
     }
+    assert_eq!(
+        oxmpi_coll::nbc::sched::planned(),
+        planned_after_first,
+        "persistent collectives planned again after their first round"
+    );
+}
+
+/// Partitioned send and receive of the safe API: a ring where each rank sends 24 records in
+/// 4 partitions (readied in reverse) and receives them in 3, over three rounds; bad input.
+fn partitioned(world: &oxmpi::Communicator<'_>) {
+    let (rank, size) = (world.rank(), world.size());
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    let mut send = world
+        .psend_init(vec![record(-1, 0); 24], 4, next, 9)
+        .expect("psend_init");
+    let mut recv = world
+        .precv_init(vec![record(-1, 0); 24], 3, prev, 9)
+        .expect("precv_init");
+    assert_eq!((send.partitions(), recv.partitions()), (4, 3));
+    assert_eq!(
+        send.ready(0).err().map(|e| e.class()),
+        Some(ErrorClass::Request),
+        "ready on an inactive request"
+    );
+    for round in 0..3u32 {
+        recv.start().expect("recv start");
+        send.start().expect("send start");
+        assert_eq!(
+            send.start().err().map(|e| e.class()),
+            Some(ErrorClass::Request)
+        );
+        for i in (0..4).rev() {
+            for (k, r) in send
+                .partition_mut(i)
+                .expect("partition_mut")
+                .iter_mut()
+                .enumerate()
+            {
+                *r = record(rank, round * 100 + (i * 6 + k) as u32);
+            }
+            send.ready(i).expect("ready");
+        }
+        assert_eq!(
+            send.ready(2).err().map(|e| e.class()),
+            Some(ErrorClass::Arg)
+        );
+        assert_eq!(
+            send.ready(4).err().map(|e| e.class()),
+            Some(ErrorClass::Arg)
+        );
+        let mut seen = [false; 3];
+        while seen.iter().any(|s| !s) {
+            for (j, seen) in seen.iter_mut().enumerate() {
+                if !*seen && recv.arrived(j).expect("arrived") {
+                    let got = recv.partition(j).expect("arrived partition");
+                    let want: Vec<_> = (0..8)
+                        .map(|k| record(prev, round * 100 + (j * 8 + k) as u32))
+                        .collect();
+                    assert_eq!(got, &want[..], "round {round} partition {j}");
+                    *seen = true;
+                }
+            }
+        }
+        send.wait().expect("send wait");
+        recv.wait().expect("recv wait");
+        assert!(!recv.is_active() && !send.is_active());
+    }
+    assert_eq!(
+        world
+            .psend_init(vec![0u8; 10], 3, next, 9)
+            .err()
+            .map(|e| e.class()),
+        Some(ErrorClass::Count)
+    );
+    assert_eq!(
+        world
+            .precv_init(vec![0u8; 10], 0, prev, 9)
+            .err()
+            .map(|e| e.class()),
+        Some(ErrorClass::Arg)
+    );
+    assert_eq!(
+        world
+            .precv_init(vec![0u8; 10], 1, size, 9)
+            .err()
+            .map(|e| e.class()),
+        Some(ErrorClass::Rank)
+    );
+    let mut lonely = world
+        .psend_init(vec![0u8; 4], 2, oxmpi::PROC_NULL, 10)
+        .expect("psend_init");
+    lonely.start().expect("start");
+    assert_eq!(
+        lonely.wait().err().map(|e| e.class()),
+        Some(ErrorClass::Request),
+        "wait with partitions not ready"
+    );
 }

@@ -357,6 +357,15 @@ impl Schedule {
         }
     }
 
+    /// The bytes of region `i`, writable, if the schedule owns them: a persistent
+    /// collective puts each start's input there before [`restart`](Self::restart).
+    pub fn owned_bytes_mut(&mut self, i: usize) -> Option<&mut [u8]> {
+        match self.regions.get_mut(i)? {
+            Region::Owned(v) => Some(v),
+            Region::Raw(..) => None,
+        }
+    }
+
     /// Advances the schedule as far as possible without blocking. Returns `None` while it
     /// is still running, then its outcome (once).
     pub fn progress(&mut self) -> Option<Result<()>> {
