@@ -906,6 +906,7 @@ impl<'a> Head<'a> {
             child.agent = Some(agent);
         }
         let job_dir = self.job_dir.clone();
+        let name_server = self.name_server.clone();
         let facts = JobFacts {
             jobid: &jobid,
             job_dir: &job_dir,
@@ -914,7 +915,7 @@ impl<'a> Head<'a> {
             num_nodes: child.map.per_node.iter().filter(|&&c| c > 0).count(),
             // Children of a restarted job are new processes of this attempt.
             restart_count: None,
-            name_server: self.name_server.as_deref(),
+            name_server: name_server.as_deref(),
         };
         let parent_jobid = self.jobid.clone();
         let with_parent = |mut launch: NodeLaunch| {
