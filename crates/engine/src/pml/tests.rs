@@ -538,6 +538,7 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
         bulk: 0,
         eager_limit: 64,
         frag: FRAG,
+        frag_min: 0,
         single_copy: SingleCopy::None,
         coop_min: usize::MAX,
         coop_chunk: 4096,
