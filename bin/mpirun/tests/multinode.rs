@@ -504,13 +504,17 @@ fn hostile_control_connections_delay_nobody() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let pids = s.dir.join("strangers.pid");
     let strangers = s.dir.join("strangers.py");
+    // 500 idle connections, one stuck mid-header, and a drip that announces a 64-byte frame
+    // and sends its body a byte per 0.1 s: all stay in their handshake until
+    // plm_handshake_timeout (a drip of header bytes alone would be dropped as an oversized
+    // frame after 4 bytes, and its end would race the timeout).
     std::fs::write(
         &strangers,
         "import socket, sys, time\n\
          host, port = sys.argv[1], int(sys.argv[2])\n\
          idle = [socket.create_connection((host, port)) for _ in range(500)]\n\
          holder = socket.create_connection((host, port)); holder.sendall(b'\\x00\\x00')\n\
-         drip = socket.create_connection((host, port))\n\
+         drip = socket.create_connection((host, port)); drip.sendall(b'\\x00\\x00\\x00\\x40')\n\
          open(sys.argv[3], 'w').write(repr(time.time()))\n\
          end = time.time() + 10\n\
          while time.time() < end:\n\
