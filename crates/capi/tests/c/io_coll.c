@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     CHECK_RC(MPI_File_sync(fh));
     memset(back, 0, sizeof(int) * N * B);
+    CHECK_RC(MPI_File_seek(fh, 0, MPI_SEEK_SET));
     CHECK_RC(MPI_File_read_all(fh, back, N * B, MPI_INT, &st));
     CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
     CHECK(n == N * B);
