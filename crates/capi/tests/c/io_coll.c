@@ -16,6 +16,19 @@ static int rank, size;
 
 static int value(int owner, int i) { return owner * 1000003 + i; }
 
+/* This rank's N*B ints written collectively through the current view, then
+ * sync-barrier-sync, so that every rank sees the whole file. */
+static void write_all_synced(MPI_File fh, const int *mine) {
+    MPI_Status st;
+    int n;
+    CHECK_RC(MPI_File_write_all(fh, mine, N * B, MPI_INT, &st));
+    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == N * B);
+    CHECK_RC(MPI_File_sync(fh));
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_RC(MPI_File_sync(fh));
+}
+
 int main(int argc, char **argv) {
     char path[4096];
     MPI_File fh;
@@ -41,12 +54,7 @@ int main(int argc, char **argv) {
                            MPI_INFO_NULL, &fh));
     CHECK_RC(MPI_File_set_view(fh, (MPI_Offset)rank * B * sizeof(int), MPI_INT, filetype,
                                "native", MPI_INFO_NULL));
-    CHECK_RC(MPI_File_write_all(fh, mine, N * B, MPI_INT, &st));
-    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n == N * B);
-    CHECK_RC(MPI_File_sync(fh));
-    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
-    CHECK_RC(MPI_File_sync(fh));
+    write_all_synced(fh, mine);
     /* The file, read independently through a byte view, holds every rank's blocks. */
     CHECK_RC(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     CHECK_RC(MPI_File_read_at(fh, 0, whole, total * (int)sizeof(int), MPI_BYTE, &st));
@@ -141,12 +149,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_File_set_view(fh, (MPI_Offset)rank * B * sizeof(int), MPI_INT, filetype,
                                "native", MPI_INFO_NULL));
     for (int i = 0; i < N * B; i++) mine[i] = value(rank, i) + 11;
-    CHECK_RC(MPI_File_write_all(fh, mine, N * B, MPI_INT, &st));
-    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n == N * B);
-    CHECK_RC(MPI_File_sync(fh));
-    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
-    CHECK_RC(MPI_File_sync(fh));
+    write_all_synced(fh, mine);
     memset(back, 0, sizeof(int) * N * B);
     CHECK_RC(MPI_File_seek(fh, 0, MPI_SEEK_SET));
     CHECK_RC(MPI_File_read_all(fh, back, N * B, MPI_INT, &st));
