@@ -8,6 +8,7 @@
 #   fakenodes_dummy NET -> a second interface on every node, on NET.0/24, that reaches nothing
 #   fakenodes_second NET -> another working network: eth2 on every node at NET.(10+I)/24 on
 #                       a second bridge (fakenodes_second_down removes it)
+#   fakenodes_second_src NET -> its route prefers eth0's address as the source
 #   fakenodes_cut I  -> removes node I's link (a partition: its packets vanish)
 #   fakenodes_down   -> kills what runs on the nodes, removes namespaces, links, $FN_DIR
 #
@@ -60,6 +61,15 @@ fakenodes_second() {
       ip link set "${FN_BR}s$i" master "${FN_BR}s" up &&
       ip -n "$FN_NS$i" addr add "$1.$((10 + i))/24" dev eth2 &&
       ip -n "$FN_NS$i" link set eth2 up || return 1
+  done
+}
+fakenodes_second_src() {
+  # fakenodes_second_src NET: the second network's route names eth0's address as the
+  # source to use, so that only a connection bound to eth2's address leaves from it.
+  local i
+  for i in $(seq 1 "${FN_N:-0}"); do
+    ip -n "$FN_NS$i" route replace "$1.0/24" dev eth2 proto kernel scope link \
+      src "$FN_NET.$((10 + i))" || return 1
   done
 }
 fakenodes_second_down() {

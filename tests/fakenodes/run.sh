@@ -173,13 +173,23 @@ for nodes in $counts; do
     "^ring total $((3 * n * (n - 1) / 2))\$" "cannot reach rank [0-9]+ at 10\.99\.0\.[0-9]+"
   # Two working networks per node (and the dummy one, left out by btl_tcp_if_include): each
   # pair of ranks on different nodes pairs eth0 with eth0 and eth2 with eth2, connects over
-  # both in the include order, and stripes large messages over the two connections.
+  # both in the include order, and stripes large messages over the two connections. The
+  # second network's route prefers eth0's address as the source: each connection must come
+  # from the address of its pair (as the accepting rank sees it), so replies come back on it.
   fakenodes_second 10.98.0 || { echo "fakenodes: cannot add a second network" >&2; exit 1; }
+  fakenodes_second_src 10.98.0 || { echo "fakenodes: cannot set the route's source" >&2; exit 1; }
   fn_mpirun -n $n --mca btl_tcp_if_include "$FN_NET.0/24,10.98.0.0/24" \
     --mca btl_base_verbose 20 "$work/stripe"
-  fn_expect "two interfaces per node: paired and striped" 0 60 "^stripe: ok on $n ranks\$" \
+  fn_expect "two interfaces per node: paired, bound to the pair's address, striped" 0 60 \
+    "^stripe: ok on $n ranks\$" \
     "over 2 connection\(s\): ${FN_NET//./\\.}\.[0-9]+:[0-9]+, 10\.98\.0\.[0-9]+:[0-9]+\$" \
+    "accepted rank [0-9]+ over 2 connection\(s\) from ${FN_NET//./\\.}\.[0-9]+:[0-9]+, 10\.98\.0\.[0-9]+:[0-9]+\$" \
     "striped link over 2 connections sent DATA records \[[1-9][0-9]*, [1-9][0-9]*\]"
+  if cat "$work/out" "$work/err" |
+    grep -qE "accepted rank [0-9]+ over 2 connection\(s\) from .*, ${FN_NET//./\\.}\."; then
+    echo "fakenodes: $nodes nodes: a second-network connection came from the first network's address"
+    failures=$((failures + 1))
+  fi
   fakenodes_second_down
   # A stopped daemon (SIGSTOP): its host still answers the network, so only the heartbeats
   # tell; mpirun names the node within plm_heartbeat_timeout, ends the job and kills the

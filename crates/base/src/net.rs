@@ -91,6 +91,21 @@ pub fn set_link_timeout(sock: &impl AsRawFd, timeout: Duration) -> std::io::Resu
     Ok(())
 }
 
+/// Connects to `to` within `timeout`, from our address `from` when given (the interface a
+/// pairing chose: otherwise the kernel picks the source address by its routes, and the
+/// peer's replies may come back over another interface than the pair's), else from the
+/// address the kernel picks.
+pub fn connect_from(
+    from: Option<Ipv4Addr>,
+    to: std::net::SocketAddr,
+    timeout: Duration,
+) -> std::io::Result<std::net::TcpStream> {
+    match (from, to) {
+        (Some(ip), std::net::SocketAddr::V4(v4)) => crate::sys::connect_from(ip, v4, timeout),
+        _ => std::net::TcpStream::connect_timeout(&to, timeout),
+    }
+}
+
 /// The mask of a prefix length (`/0` is all addresses).
 fn mask(prefix: u8) -> u32 {
     match prefix {
@@ -562,5 +577,30 @@ mod tests {
             pair_order(&local, &[(ip("8.8.8.8"), 24), (ip("1.1.1.1"), 24)]),
             [ip("8.8.8.8"), ip("1.1.1.1")]
         );
+    }
+
+    #[test]
+    fn connect_from_binds_the_source_address() {
+        use std::net::{SocketAddr, TcpListener};
+        let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let to = l.local_addr().unwrap();
+        let t = Duration::from_secs(5);
+        // Any 127/8 address is ours on Linux: the peer sees the one we bound.
+        let c = connect_from(Some(ip("127.0.0.2")), to, t).unwrap();
+        let (a, from) = l.accept().unwrap();
+        assert_eq!(from.ip(), ip("127.0.0.2"));
+        assert_eq!(c.local_addr().unwrap(), from);
+        drop((a, c));
+        let c = connect_from(None, to, t).unwrap();
+        assert_eq!(l.accept().unwrap().1.ip(), ip("127.0.0.1"));
+        drop(c);
+        // A port nobody listens on is refused; an address that is not ours cannot be bound.
+        let dead: SocketAddr = TcpListener::bind(("127.0.0.1", 0))
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let e = connect_from(Some(ip("127.0.0.3")), dead, t).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert!(connect_from(Some(ip("192.0.2.77")), to, t).is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! The base crate's OS layer: its only system calls (the host name and syslog). The rest of
-//! the crate names no `libc` function and has no `unsafe`.
+//! The base crate's OS layer: its only system calls (the host name, syslog, interfaces and
+//! sockets). The rest of the crate names no `libc` function and has no `unsafe`.
 
 /// This host's name as the kernel reports it (`None` if `gethostname` fails).
 pub(crate) fn hostname() -> Option<String> {
@@ -129,6 +129,97 @@ pub(crate) fn set_int_sockopt(
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// A `sockaddr_in` for `ip:port`.
+fn sockaddr_v4(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// A TCP connection to `to` from our address `from` (the port the kernel picks), given up
+/// after `timeout`: `socket`, `bind`, a non-blocking `connect` and `poll`; the stream is
+/// blocking again when returned.
+pub(crate) fn connect_from(
+    from: std::net::Ipv4Addr,
+    to: std::net::SocketAddrV4,
+    timeout: std::time::Duration,
+) -> std::io::Result<std::net::TcpStream> {
+    use std::io::{Error, ErrorKind};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let ty = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: socket(2) takes no pointers; the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_INET, ty, 0) };
+    if fd < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new socket that nothing else owns; the OwnedFd closes it.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let local = sockaddr_v4(from, 0);
+    // SAFETY: `local` is a valid sockaddr_in of `len` bytes.
+    if unsafe { libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) } != 0 {
+        return Err(Error::last_os_error());
+    }
+    let remote = sockaddr_v4(*to.ip(), to.port());
+    // SAFETY: `remote` is a valid sockaddr_in of `len` bytes.
+    if unsafe { libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) } != 0 {
+        let e = Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::new(ErrorKind::TimedOut, "connection timed out"));
+            }
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+            // SAFETY: `p` is one valid pollfd.
+            let rc = unsafe { libc::poll(&mut p, 1, ms) };
+            if rc > 0 {
+                break;
+            }
+            if rc < 0 {
+                let e = Error::last_os_error();
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+        let mut err: libc::c_int = 0;
+        let mut elen = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `err` and `elen` are valid for the kernel to write an int and its size.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut elen,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::last_os_error());
+        }
+        if err != 0 {
+            return Err(Error::from_raw_os_error(err));
+        }
+    }
+    let s = std::net::TcpStream::from(sock);
+    s.set_nonblocking(false)?;
+    Ok(s)
 }
 
 /// `SOL_SOCKET`/`SO_KEEPALIVE` and the `IPPROTO_TCP` options that tune it and bound

@@ -126,8 +126,48 @@ fn collective_io_aggregates_per_node() {
                 .any(|l| l.contains("aggregator") && !l.contains("aggregator 0 of 1")),
             "{err}"
         );
+        // cb_buffer_size 1000: the same bytes in rounds of at most 1000 (write and read).
+        let bytes = n * 64 * 16 * 4;
+        let want = format!(
+            "io_coll_cb.dat: aggregator 0 of 1: {bytes} bytes of {n} rank(s) in {r} contiguous block(s), {r} rounds of at most 1000 bytes (cb_buffer_size)",
+            r = bytes.div_ceil(1000)
+        );
+        for dir in ["write", "read"] {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&format!("fcoll two_phase: {dir} ")) && l.ends_with(&want)),
+                "{n} ranks: no {dir} line ending in {want:?}:\n{err}"
+            );
+        }
     }
     // Deselected: every rank writes its own pieces, with the same file contents.
     let err = run_io_coll(&exe, 3, &["--mca", "fcoll", "^two_phase"]);
     assert!(!err.contains("fcoll two_phase"), "{err}");
+}
+
+/// One rank's bad arguments to a collective access (ordered, split, `_all`): nobody hangs,
+/// every rank gets an error, nobody touches the file (`tests/c/io_badarg.c`).
+#[test]
+fn a_bad_argument_on_one_rank_fails_the_collective_everywhere() {
+    let dir = Scratch::new("io-build");
+    let exe = dir.0.join("io_badarg");
+    compile(&prefix().join("bin/mpicc"), &c_source("io_badarg.c"), &exe);
+    for n in 2..=3 {
+        let data = Scratch::new("io-badarg-data");
+        let n_s = n.to_string();
+        let out = mpirun(
+            &[
+                OsStr::new("--timeout"),
+                OsStr::new("60"),
+                OsStr::new("-n"),
+                OsStr::new(&n_s),
+                exe.as_os_str(),
+                data.0.as_os_str(),
+            ],
+            &[],
+        );
+        let what = format!("io_badarg on {n} ranks");
+        assert_eq!(success(&out, &what), "io_badarg: done\n", "{what}");
+        assert_eq!(std::fs::read_dir(&data.0).unwrap().count(), 0, "{what}");
+    }
 }

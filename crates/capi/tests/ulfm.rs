@@ -84,3 +84,39 @@ fn without_fault_tolerance_the_job_ends() {
     assert!(code != Some(0) && code != Some(124), "{code:?}: {stderr}");
     assert!(stderr.contains("rank 3 (pid "), "{stderr}");
 }
+
+/// A passive-target lock holder that dies silently (`tests/c/rma_deadholder.c`, the window
+/// over messages as across nodes): its waiter gets `MPIX_ERR_PROC_FAILED` instead of
+/// hanging, and the lock is free again.
+#[test]
+fn a_dead_lock_holder_fails_its_waiters() {
+    let dir = Scratch::new("ulfm-deadholder");
+    let exe = build("rma_deadholder.c", &dir.0);
+    let args: Vec<&OsStr> = [
+        "--timeout",
+        "30",
+        "--with-ft",
+        "ulfm",
+        "--mca",
+        "osc",
+        "pt2pt",
+        "-n",
+        "3",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .chain([exe.as_os_str()])
+    .collect();
+    let out = mpirun(&args, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{what}");
+    let mut ok: Vec<&str> = stdout.lines().filter(|l| l.ends_with(" ok")).collect();
+    ok.sort_unstable();
+    assert_eq!(
+        ok,
+        ["deadholder: rank 0 ok", "deadholder: rank 2 ok"],
+        "{what}"
+    );
+}

@@ -7,7 +7,9 @@
 #   io.c on $n ranks (shared and ordered pointers, atomic mode, collectives), its files in
 #   $work (the nodes share /tmp), which it must leave empty;
 #   io_coll.c on $n ranks: collective reads and writes in two phases, one aggregator per
-#   node (ranks 0 and $n-2 are the first ranks of the first and last node).
+#   node (ranks 0 and $n-2 are the first ranks of the first and last node), also in rounds
+#   of cb_buffer_size bytes;
+#   rma_deadholder.c: a lock holder on another node dies silently.
 fn_cc "$root/crates/capi/tests/c/rma.c"
 fn_cc "$root/crates/capi/tests/c/io.c"
 fn_cc "$root/crates/capi/tests/c/io_coll.c"
@@ -32,3 +34,10 @@ if [ -n "$(ls -A "$work/io-data")" ]; then
   failures=$((failures + 1))
 fi
 rm -rf "$work/io-data"
+# A passive-target lock holder on another node that dies silently (ULFM on, every window
+# peer over messages): the target's progress thread learns of the death from the broken
+# link, releases the lock and fails the queued waiter with MPIX_ERR_PROC_FAILED.
+fn_cc "$root/crates/capi/tests/c/rma_deadholder.c"
+fn_mpirun --with-ft ulfm --mca osc pt2pt --map-by node -n 3 "$work/rma_deadholder"
+fn_expect "a lock holder on another node dies: its waiter gets an error" 0 30 \
+  "^deadholder: rank 0 ok\$" "^deadholder: rank 2 ok\$"

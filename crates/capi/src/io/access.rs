@@ -68,15 +68,29 @@ impl Plan {
         count: i64,
         datatype: c_int,
     ) -> MpiResult<Plan> {
-        let n = check_count(count)?;
-        let dt = lock().dtype_committed(datatype)?;
-        let at = match at {
-            At::Ordered => At::Reserved(ordered_offset(f, n * dt.size)?),
-            at => at,
+        let checked = check_count(count).and_then(|n| {
+            let dt = lock().dtype_committed(datatype)?;
+            if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
+                mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
+            }
+            Ok((n, dt))
+        });
+        // Ordered access reserves its range collectively: a rank whose arguments are bad
+        // still takes part (so nobody waits for it), and then every rank fails.
+        let reserved = matches!(at, At::Ordered).then(|| {
+            ordered_offset(
+                f,
+                checked
+                    .as_ref()
+                    .map(|(n, dt)| n * dt.size)
+                    .map_err(|e| e.code),
+            )
+        });
+        let (n, dt) = checked?;
+        let at = match reserved {
+            Some(o) => At::Reserved(o?),
+            None => at,
         };
-        if buf.is_null() && n > 0 && dt.size > 0 && dt.predefined {
-            mpi_bail!(MPI_ERR_BUFFER, "NULL buffer with count {n}");
-        }
         if write && f.amode & MPI_MODE_RDONLY != 0 {
             mpi_bail!(
                 MPI_ERR_READ_ONLY,
@@ -211,7 +225,8 @@ pub(super) fn access(
 /// One collective data access (`_all`, `_at_all`, ordered): through the `fcoll` framework's
 /// two-phase component ([`two_phase`]), or independently when it is deselected or the file
 /// is in atomic mode. A rank whose own checks fail still takes part (with nothing), so the
-/// others never wait for it, and then reports its error.
+/// others never wait for it; on the two-phase path (and for ordered access on either)
+/// every rank then fails, see [`two_phase`]; on the independent path only the rank itself.
 pub(super) fn access_all(
     f: &FileObj,
     at: At,
@@ -226,12 +241,13 @@ pub(super) fn access_all(
     }
     let plan = Plan::new(f, at, write, buf, count, datatype)
         .and_then(|p| Ok((if write { p.pack(buf)? } else { Vec::new() }, p)));
-    let (segs, data): (&[(u64, u64)], &[u8]) = match &plan {
-        Ok((data, p)) => (&p.segs, data),
-        Err(_) => (&[], &[]),
+    let (segs, data, check): (&[(u64, u64)], &[u8], i32) = match &plan {
+        Ok((data, p)) => (&p.segs, data, 0),
+        Err(e) => (&[], &[], failed_class(e.code)),
     };
     let mut got = vec![0u8; if write { 0 } else { data_len(&plan) }];
-    let done = two_phase::run(f, write, two_phase::Mine { segs, data }, &mut got);
+    let mine = two_phase::Mine { segs, data, check };
+    let done = two_phase::run(f, write, mine, &mut got);
     let (_, p) = plan?;
     let done = done?;
     if !write {
@@ -290,12 +306,34 @@ impl Drop for RangeLock<'_> {
     }
 }
 
+/// The error code a failed check passes on to the other ranks (never `MPI_SUCCESS`).
+fn failed_class(code: c_int) -> c_int {
+    if code > 0 {
+        code
+    } else {
+        MPI_ERR_OTHER
+    }
+}
+
 /// The offset (etypes of the view) of this rank's `nbytes` in an ordered access: the
-/// shared pointer advances by everyone's total, each rank placed in rank order.
-fn ordered_offset(f: &FileObj, nbytes: usize) -> MpiResult<i64> {
+/// shared pointer advances by everyone's total, each rank placed in rank order. `nbytes`
+/// is the error class instead when this rank's arguments failed their checks: it still
+/// takes part, and then every rank fails and the shared pointer stays where it is.
+fn ordered_offset(f: &FileObj, nbytes: Result<usize, c_int>) -> MpiResult<i64> {
     let esize = f.state().view.esize;
-    let mine = (nbytes as u64 / esize) as i64;
+    // A failed check travels as its negated error class (a count is never negative).
+    let mine = match nbytes {
+        Ok(b) => (b as u64 / esize) as i64,
+        Err(code) => -i64::from(failed_class(code)),
+    };
     let all = allgather_i64(mine, f.comm)?;
+    if let Some(r) = all.iter().position(|&x| x < 0) {
+        mpi_bail!(
+            (-all[r]) as c_int,
+            "{}: rank {r} of the file's group failed the argument checks of this ordered access; the shared file pointer did not move",
+            f.path.display()
+        );
+    }
     let before: i64 = all[..f.rank as usize].iter().sum();
     let total: i64 = all.iter().sum();
     let base = if f.rank == 0 {

@@ -9,7 +9,15 @@
 //! domain borders and sends each piece to the aggregator owning it (for a write with its
 //! data, for a read only its place). Phase two: each aggregator merges what it received into
 //! contiguous blocks and writes or reads each block with one call; for a read it sends every
-//! rank its pieces back. Aggregators report per call on `fcoll_base_verbose` level 10.
+//! rank its pieces back. As ROMIO does, both phases run in rounds: round `r` covers the
+//! `r`-th `cb_buffer_size` bytes of every domain (the file's hint, default
+//! [`CB_BUFFER_SIZE`]), so an aggregator never holds more than that at once. Aggregators
+//! report per call on `fcoll_base_verbose` level 10.
+//!
+//! Argument checks: every rank's check result travels with the first exchange (the ranges),
+//! so when one rank's arguments are bad no rank touches the file and every rank returns an
+//! error (the failing rank its own, the others one naming it), as ROMIO hands an I/O error
+//! of a collective write to every rank; nobody waits for the failing rank.
 //!
 //! The pure parts (domains, cutting, merging, the message encoding) are functions tested
 //! here; [`run`] drives them over the file's private communicator (`comm::Internal`).
@@ -28,6 +36,10 @@ use std::sync::OnceLock;
 
 /// Verbose output of the `fcoll` framework (`fcoll_base_verbose`).
 static FCOLL: Stream = Stream::new("fcoll");
+
+/// Bytes an aggregator handles per round when the file's info has no `cb_buffer_size` hint
+/// (ROMIO's default, 16 MiB).
+pub(super) const CB_BUFFER_SIZE: u64 = 16 << 20;
 
 /// Whether the `two_phase` component is selected. `fcoll=^two_phase` leaves no
 /// component: collective access is then independent (the framework's fallback, not an
@@ -93,6 +105,58 @@ impl Domains {
         }
         out
     }
+
+    /// `segs` cut at the domain borders and at the borders of the rounds (`cbs` bytes of
+    /// every domain per round): `(domain, round, offset, length)` in the order of `segs`.
+    pub(super) fn cut_rounds(&self, segs: &[(u64, u64)], cbs: u64) -> Vec<Piece> {
+        let cbs = cbs.max(1);
+        let mut out = Vec::new();
+        for (dom, mut off, mut len) in self.cut(segs) {
+            let start = self.lo + dom as u64 * self.d;
+            while len > 0 {
+                let round = (off - start) / cbs;
+                let take = len.min(start + (round + 1) * cbs - off);
+                out.push(Piece {
+                    dom,
+                    round,
+                    off,
+                    len: take,
+                });
+                off += take;
+                len -= take;
+            }
+        }
+        out
+    }
+
+    /// The number of rounds of `cbs` bytes that cover the largest domain.
+    pub(super) fn rounds(&self, cbs: u64) -> u64 {
+        if self.hi <= self.lo {
+            return 0;
+        }
+        self.d.div_ceil(cbs.max(1))
+    }
+}
+
+/// A piece of one rank's access: within one domain and one round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Piece {
+    /// The domain (index of its aggregator).
+    pub(super) dom: usize,
+    /// The round that carries it.
+    pub(super) round: u64,
+    /// Its file offset.
+    pub(super) off: u64,
+    /// Its length in bytes.
+    pub(super) len: u64,
+}
+
+/// The `cb_buffer_size` hint: bytes per aggregator and round ([`CB_BUFFER_SIZE`] when it
+/// is missing or not a positive number, as MPI allows for hints).
+pub(super) fn cb_buffer_size(hint: Option<&str>) -> u64 {
+    hint.and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&b| b > 0)
+        .unwrap_or(CB_BUFFER_SIZE)
 }
 
 /// Pieces `(offset, length)` merged into the contiguous blocks covering them (sorted by
@@ -160,11 +224,21 @@ pub(super) fn parse_pieces(msg: &[u8], with_data: bool) -> MpiResult<Vec<(u64, u
 }
 
 /// What one rank contributes to a collective access: its file segments and, for a write,
-/// their data (in segment order). `None` when the rank's own checks failed: it still takes
-/// part (with nothing) so that the others do not wait for it.
+/// their data (in segment order), and its argument checks' result (`check`: 0, or the error
+/// class of the check that failed; such a rank still takes part, with nothing, so that the
+/// others do not wait for it).
 pub(super) struct Mine<'a> {
     pub(super) segs: &'a [(u64, u64)],
     pub(super) data: &'a [u8],
+    pub(super) check: i32,
+}
+
+/// What an aggregator did over the rounds of one call (for its verbose line).
+#[derive(Default)]
+struct Tally {
+    bytes: u64,
+    blocks: usize,
+    ranks: Vec<bool>,
 }
 
 /// Runs one collective access on `f`. A write returns the number of bytes written; a read
@@ -176,42 +250,133 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
     let lo = mine.segs.iter().map(|s| s.0).min().unwrap_or(u64::MAX);
     let hi = mine.segs.iter().map(|s| s.0 + s.1).max().unwrap_or(0);
     let all = c
-        .allgather_i64(&[node_key()?, lo as i64, hi as i64])
+        .allgather_i64(&[node_key()?, lo as i64, hi as i64, i64::from(mine.check)])
         .map_err(internal("two-phase I/O"))?;
+    if let Some(r) = all.chunks_exact(4).position(|x| x[3] != 0) {
+        return Err(MpiError::new(
+            all[4 * r + 3] as i32,
+            format!(
+                "{}: rank {r} of the file's group failed the argument checks of this collective access; no rank accessed the file",
+                f.path.display()
+            ),
+        ));
+    }
     // Aggregators: the first rank of each node, in rank order.
-    let keys: Vec<i64> = all.chunks_exact(3).map(|x| x[0]).collect();
+    let keys: Vec<i64> = all.chunks_exact(4).map(|x| x[0]).collect();
     let per_node: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
-    let hint = f
-        .state()
-        .info
-        .iter()
-        .find(|(k, _)| k == "cb_nodes")
-        .map(|(_, v)| v.clone());
-    let aggs = limit_aggregators(&per_node, hint.as_deref());
-    let lo = all.chunks_exact(3).map(|x| x[1] as u64).min().unwrap_or(0);
-    let hi = all.chunks_exact(3).map(|x| x[2] as u64).max().unwrap_or(0);
+    let hint = |name: &str| {
+        f.state()
+            .info
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let aggs = limit_aggregators(&per_node, hint("cb_nodes").as_deref());
+    let cbs = cb_buffer_size(hint("cb_buffer_size").as_deref());
+    let lo = all.chunks_exact(4).map(|x| x[1] as u64).min().unwrap_or(0);
+    let hi = all.chunks_exact(4).map(|x| x[2] as u64).max().unwrap_or(0);
     if hi <= lo {
         return Ok(0); // nobody accesses anything
     }
     let dom = Domains::new(lo, hi, aggs.len());
-    let pieces = dom.cut(mine.segs);
-    // Phase one: the pieces to their aggregators.
-    let mut req: Vec<Vec<u8>> = vec![Vec::new(); n];
-    let mut at = 0usize;
-    for &(i, off, len) in &pieces {
-        let m = &mut req[aggs[i]];
-        put_piece(m, off, len);
-        if write {
-            m.extend_from_slice(&mine.data[at..at + len as usize]);
-        }
-        at += len as usize;
-    }
-    let got = c.exchange(&req).map_err(internal("two-phase I/O"))?;
-    // Phase two at the aggregators.
+    let pieces = dom.cut_rounds(mine.segs, cbs);
+    // Where each piece's data starts in `mine.data` / `out`.
+    let at: Vec<usize> = pieces
+        .iter()
+        .scan(0usize, |pos, p| {
+            let here = *pos;
+            *pos += p.len as usize;
+            Some(here)
+        })
+        .collect();
+    let total: usize = pieces.iter().map(|p| p.len as usize).sum();
+    let rounds = dom.rounds(cbs);
+    let is_agg = aggs.contains(&me);
     let mut result: MpiResult<()> = Ok(());
-    let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
-    if aggs.contains(&me) {
-        result = aggregate(f, write, &got, &mut replies, aggs.len());
+    let mut tally = Tally {
+        ranks: vec![false; n],
+        ..Tally::default()
+    };
+    // Bytes each piece got back (reads).
+    let mut got_back = vec![0usize; pieces.len()];
+    for round in 0..rounds {
+        // Phase one: this round's pieces to their aggregators.
+        let mut req: Vec<Vec<u8>> = vec![Vec::new(); n];
+        for (k, p) in pieces.iter().enumerate().filter(|(_, p)| p.round == round) {
+            let m = &mut req[aggs[p.dom]];
+            put_piece(m, p.off, p.len);
+            if write {
+                m.extend_from_slice(&mine.data[at[k]..at[k] + p.len as usize]);
+            }
+        }
+        let got = c.exchange(&req).map_err(internal("two-phase I/O"))?;
+        // Phase two at the aggregators (one that failed in an earlier round only answers).
+        let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
+        if is_agg {
+            result = result.and_then(|()| aggregate(f, write, &got, &mut replies, &mut tally));
+        }
+        if write {
+            continue;
+        }
+        if let Err(e) = &result {
+            for r in replies.iter_mut() {
+                r.clear();
+                r.extend_from_slice(&i64::from(e.code).to_le_bytes());
+            }
+        }
+        let back = c.exchange(&replies).map_err(internal("two-phase I/O"))?;
+        if result.is_err() {
+            continue;
+        }
+        let mut cursor = vec![0usize; n];
+        for &a in &aggs {
+            if !back[a].is_empty() {
+                let code = take_u64(&back[a], &mut cursor[a])? as i64;
+                if code != 0 {
+                    result = Err(MpiError::new(
+                        code as i32,
+                        format!(
+                            "{}: the aggregator rank {a} failed to read",
+                            f.path.display()
+                        ),
+                    ));
+                }
+            }
+        }
+        if result.is_err() {
+            continue;
+        }
+        // Our pieces of this round, in order, from each aggregator's reply.
+        for (k, p) in pieces.iter().enumerate().filter(|(_, p)| p.round == round) {
+            let (msg, pos) = (&back[aggs[p.dom]], &mut cursor[aggs[p.dom]]);
+            let len = take_u64(msg, pos)? as usize;
+            let data = msg
+                .get(*pos..*pos + len)
+                .filter(|_| len <= p.len as usize)
+                .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "two-phase I/O: truncated reply"))?;
+            *pos += len;
+            out[at[k]..at[k] + len].copy_from_slice(data);
+            got_back[k] = len;
+        }
+    }
+    if is_agg {
+        oxmpi_base::verbose!(
+            FCOLL,
+            10,
+            "fcoll two_phase: {} {}: aggregator {} of {}: {} bytes of {} rank(s) in {} contiguous block(s){}",
+            if write { "write" } else { "read" },
+            f.path.display(),
+            f.rank,
+            aggs.len(),
+            tally.bytes,
+            tally.ranks.iter().filter(|&&x| x).count(),
+            tally.blocks,
+            if rounds > 1 {
+                format!(", {rounds} rounds of at most {cbs} bytes (cb_buffer_size)")
+            } else {
+                String::new()
+            }
+        );
     }
     if write {
         let failed = c
@@ -227,59 +392,34 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
                 ),
             ));
         }
-        return Ok(at);
+        return Ok(total);
     }
-    if let Err(e) = &result {
-        for r in replies.iter_mut() {
-            r.clear();
-            r.extend_from_slice(&i64::from(e.code).to_le_bytes());
-        }
-    }
-    let back = c.exchange(&replies).map_err(internal("two-phase I/O"))?;
     result?;
-    // Our pieces, in order, from each aggregator's reply.
-    let mut cursor = vec![0usize; n];
-    for &a in &aggs {
-        if !back[a].is_empty() {
-            let code = take_u64(&back[a], &mut cursor[a])? as i64;
-            if code != 0 {
-                return Err(MpiError::new(
-                    code as i32,
-                    format!(
-                        "{}: the aggregator rank {a} failed to read",
-                        f.path.display()
-                    ),
-                ));
-            }
-        }
-    }
-    let mut done = 0usize;
-    let mut short = false;
-    for &(i, _, len) in &pieces {
-        let (msg, pos) = (&back[aggs[i]], &mut cursor[aggs[i]]);
-        let k = take_u64(msg, pos)? as usize;
-        let data = msg
-            .get(*pos..*pos + k)
-            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "two-phase I/O: truncated reply"))?;
-        *pos += k;
-        if !short {
-            out[done..done + k].copy_from_slice(data);
-            done += k;
-            short = k < len as usize;
-        }
-    }
-    Ok(done)
+    Ok(read_count(&pieces, &got_back))
 }
 
-/// The aggregator's part: merge the received pieces into blocks and write them, or read
-/// the blocks and put each rank's pieces into its reply (status first, then per piece the
-/// byte count and the bytes).
+/// The bytes a read got before the first one past the end of the file: the pieces in
+/// order, up to and including the first that came back short.
+fn read_count(pieces: &[Piece], got: &[usize]) -> usize {
+    let mut done = 0;
+    for (p, &k) in pieces.iter().zip(got) {
+        done += k;
+        if k < p.len as usize {
+            break;
+        }
+    }
+    done
+}
+
+/// The aggregator's part of one round: merge the received pieces into blocks and write
+/// them, or read the blocks and put each rank's pieces into its reply (status first, then
+/// per piece the byte count and the bytes); adds what it did to `tally`.
 fn aggregate(
     f: &FileObj,
     write: bool,
     got: &[Vec<u8>],
     replies: &mut [Vec<u8>],
-    naggs: usize,
+    tally: &mut Tally,
 ) -> MpiResult<()> {
     let parsed: Vec<Vec<(u64, u64, usize)>> = got
         .iter()
@@ -287,8 +427,11 @@ fn aggregate(
         .collect::<MpiResult<_>>()?;
     let all: Vec<(u64, u64)> = parsed.iter().flatten().map(|p| (p.0, p.1)).collect();
     let blks = blocks(&all);
-    let total: u64 = blks.iter().map(|b| b.1).sum();
-    let ranks = parsed.iter().filter(|p| !p.is_empty()).count();
+    tally.bytes += blks.iter().map(|b| b.1).sum::<u64>();
+    tally.blocks += blks.len();
+    for (seen, p) in tally.ranks.iter_mut().zip(&parsed) {
+        *seen |= !p.is_empty();
+    }
     let mut bufs: Vec<Vec<u8>> = blks.iter().map(|b| vec![0u8; b.1 as usize]).collect();
     let place = |off: u64| -> (usize, usize) {
         let b = blks.partition_point(|x| x.0 <= off) - 1;
@@ -325,15 +468,6 @@ fn aggregate(
             }
         }
     }
-    oxmpi_base::verbose!(
-        FCOLL,
-        10,
-        "fcoll two_phase: {} {}: aggregator {} of {naggs}: {total} bytes of {ranks} rank(s) in {} contiguous block(s)",
-        if write { "write" } else { "read" },
-        f.path.display(),
-        f.rank,
-        blks.len()
-    );
     Ok(())
 }
 
@@ -371,6 +505,53 @@ mod tests {
             Domains::new(0, 2, 4).cut(&[(0, 2)]),
             vec![(0, 0, 1), (1, 1, 1)]
         );
+    }
+
+    #[test]
+    fn rounds_cut_every_domain_into_cb_buffer_size_parts() {
+        let d = Domains::new(100, 200, 2); // [100, 150), [150, 200)
+        assert_eq!(d.rounds(20), 3);
+        let p = |dom, round, off, len| Piece {
+            dom,
+            round,
+            off,
+            len,
+        };
+        assert_eq!(
+            d.cut_rounds(&[(110, 60)], 20),
+            vec![
+                p(0, 0, 110, 10),
+                p(0, 1, 120, 20),
+                p(0, 2, 140, 10),
+                p(1, 0, 150, 20)
+            ]
+        );
+        // Rounds restart at each domain's start; segments keep their order.
+        assert_eq!(
+            d.cut_rounds(&[(190, 10), (100, 5)], 20),
+            vec![p(1, 2, 190, 10), p(0, 0, 100, 5)]
+        );
+        // One round when the buffer holds a whole domain; none for an empty range.
+        assert_eq!(d.rounds(CB_BUFFER_SIZE), 1);
+        assert_eq!(Domains::new(5, 5, 1).rounds(1), 0);
+        assert_eq!(cb_buffer_size(Some("4096")), 4096);
+        for ignored in [None, Some("0"), Some("-1"), Some("big")] {
+            assert_eq!(cb_buffer_size(ignored), CB_BUFFER_SIZE, "{ignored:?}");
+        }
+    }
+
+    #[test]
+    fn a_short_piece_ends_the_count_of_a_read() {
+        let p = |len| Piece {
+            dom: 0,
+            round: 0,
+            off: 0,
+            len,
+        };
+        let pieces = [p(4), p(4), p(4)];
+        assert_eq!(read_count(&pieces, &[4, 4, 4]), 12);
+        assert_eq!(read_count(&pieces, &[4, 2, 4]), 6);
+        assert_eq!(read_count(&pieces, &[0, 0, 0]), 0);
     }
 
     #[test]

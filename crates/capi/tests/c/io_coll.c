@@ -3,8 +3,9 @@
  * byte for byte through an independent read of the whole file; then write_at_all /
  * read_at_all with a contiguous view (rank r at offset r*N), write_ordered / read_ordered,
  * the split and nonblocking collective forms, a collective read past the end of the file
- * (short counts), and ranks that take part with nothing. argv[1] is a scratch directory;
- * the file is deleted at the end. Rank 0 prints "io_coll: done". */
+ * (short counts), and ranks that take part with nothing; then the first part again on a
+ * file whose cb_buffer_size hint (1000 bytes) makes the aggregators work in rounds.
+ * argv[1] is a scratch directory; the files are deleted at the end. Rank 0 prints "io_coll: done". */
 #include "check.h"
 #include <string.h>
 
@@ -14,6 +15,19 @@
 static int rank, size;
 
 static int value(int owner, int i) { return owner * 1000003 + i; }
+
+/* This rank's N*B ints written collectively through the current view, then
+ * sync-barrier-sync, so that every rank sees the whole file. */
+static void write_all_synced(MPI_File fh, const int *mine) {
+    MPI_Status st;
+    int n;
+    CHECK_RC(MPI_File_write_all(fh, mine, N * B, MPI_INT, &st));
+    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == N * B);
+    CHECK_RC(MPI_File_sync(fh));
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_RC(MPI_File_sync(fh));
+}
 
 int main(int argc, char **argv) {
     char path[4096];
@@ -40,12 +54,7 @@ int main(int argc, char **argv) {
                            MPI_INFO_NULL, &fh));
     CHECK_RC(MPI_File_set_view(fh, (MPI_Offset)rank * B * sizeof(int), MPI_INT, filetype,
                                "native", MPI_INFO_NULL));
-    CHECK_RC(MPI_File_write_all(fh, mine, N * B, MPI_INT, &st));
-    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n == N * B);
-    CHECK_RC(MPI_File_sync(fh));
-    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
-    CHECK_RC(MPI_File_sync(fh));
+    write_all_synced(fh, mine);
     /* The file, read independently through a byte view, holds every rank's blocks. */
     CHECK_RC(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     CHECK_RC(MPI_File_read_at(fh, 0, whole, total * (int)sizeof(int), MPI_BYTE, &st));
@@ -127,6 +136,37 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_File_close(&fh));
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) CHECK_RC(MPI_File_delete(path, MPI_INFO_NULL));
+
+    /* cb_buffer_size 1000: less than any aggregator's part of the file, so the two phases
+     * run in rounds of at most 1000 bytes each; the file holds the same as above. */
+    char cbpath[4096];
+    MPI_Info info;
+    snprintf(cbpath, sizeof cbpath, "%s/io_coll_cb.dat", argv[1]);
+    CHECK_RC(MPI_Info_create(&info));
+    CHECK_RC(MPI_Info_set(info, "cb_buffer_size", "1000"));
+    CHECK_RC(MPI_File_open(MPI_COMM_WORLD, cbpath, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh));
+    CHECK_RC(MPI_Info_free(&info));
+    CHECK_RC(MPI_File_set_view(fh, (MPI_Offset)rank * B * sizeof(int), MPI_INT, filetype,
+                               "native", MPI_INFO_NULL));
+    for (int i = 0; i < N * B; i++) mine[i] = value(rank, i) + 11;
+    write_all_synced(fh, mine);
+    memset(back, 0, sizeof(int) * N * B);
+    CHECK_RC(MPI_File_seek(fh, 0, MPI_SEEK_SET));
+    CHECK_RC(MPI_File_read_all(fh, back, N * B, MPI_INT, &st));
+    CHECK_RC(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == N * B);
+    CHECK(memcmp(back, mine, sizeof(int) * N * B) == 0);
+    CHECK_RC(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    memset(whole, 0, sizeof(int) * total);
+    CHECK_RC(MPI_File_read_at_all(fh, 0, whole, total * (int)sizeof(int), MPI_BYTE, &st));
+    CHECK_RC(MPI_Get_count(&st, MPI_BYTE, &n));
+    CHECK(n == total * (int)sizeof(int));
+    for (int k = 0; k < N * size; k++)
+        for (int j = 0; j < B; j++)
+            CHECK(whole[k * B + j] == value(k % size, (k / size) * B + j) + 11);
+    CHECK_RC(MPI_File_close(&fh));
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) CHECK_RC(MPI_File_delete(cbpath, MPI_INFO_NULL));
     CHECK_RC(MPI_Type_free(&filetype));
     CHECK_RC(MPI_Type_free(&blocks));
     free(mine); free(back); free(whole);

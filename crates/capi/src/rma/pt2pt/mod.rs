@@ -23,6 +23,10 @@
 //! reply carries no request id: at most one is outstanding per target and window), and a
 //! reply still proves that every operation sent to that target before it was applied.
 //!
+//! Failures: an origin whose request or reply fails, or that the engine reports failed
+//! while others wait for the lock it holds, is dead to the target: its lock is released
+//! and its waiters get `MPIX_ERR_PROC_FAILED` ([`proto::TargetCore::peer_died`]).
+//!
 //! The progress thread polls the engine for requests: busily while requests keep coming,
 //! then sleeping 1, 2, 4, ... µs up to `osc_pt2pt_idle_sleep_max` (the engine has no
 //! blocking wait on its transports that a thread could sleep in).
@@ -289,6 +293,8 @@ impl std::fmt::Debug for Net {
 /// target core, send the replies; a reply that cannot be delivered means its origin died.
 fn serve(eng: &'static Engine, ecomm: EComm, stop: &AtomicBool, mut mem: Box<dyn Memory + Send>) {
     let mut core = TargetCore::new();
+    // World ranks of the window's members, to map the engine's failed peers.
+    let members = eng.comm_group(ecomm).unwrap_or_default();
     let max_sleep = params::idle_sleep_max_us();
     let mut idle = 0u32;
     let mut sleep_us = 1u64;
@@ -321,7 +327,16 @@ fn serve(eng: &'static Engine, ecomm: EComm, stop: &AtomicBool, mut mem: Box<dyn
                 }
             }
             Ok(None) => {
-                let out = core.poll(&mut *mem);
+                let mut out = core.poll(&mut *mem);
+                // A lock holder that died without a word: only the engine's failure
+                // detection tells (pidfd on this node, the broken or silent link elsewhere).
+                if core.lock_contended() {
+                    for w in eng.failed_peers() {
+                        if let Some(o) = members.iter().position(|&m| m == w) {
+                            out.extend(core.peer_died(o, &mut *mem));
+                        }
+                    }
+                }
                 if out.is_empty() {
                     idle = idle.saturating_add(1);
                     if idle < BUSY_POLLS {

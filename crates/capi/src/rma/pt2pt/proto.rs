@@ -5,7 +5,7 @@
 //! No sockets, threads or clocks: the driver (`super`) feeds it decoded requests and
 //! carries out the replies it returns; the window memory is reached through [`Memory`].
 
-use crate::consts::{MPI_ERR_INTERN, MPI_ERR_RMA_SYNC, MPI_SUCCESS};
+use crate::consts::{MPIX_ERR_PROC_FAILED, MPI_ERR_INTERN, MPI_ERR_RMA_SYNC, MPI_SUCCESS};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Byte ranges of a target's window: (offset from the window base, length).
@@ -422,18 +422,39 @@ impl TargetCore {
         out
     }
 
-    /// `origin` died: release its lock, forget its waiting request and deferred error, and
-    /// drop whatever it sends later. Returns the grants this frees.
+    /// `origin` died (a request or reply of its failed, or the engine reported it): forget
+    /// its waiting request and deferred error and drop whatever it sends later. If it held
+    /// our lock, the lock is released and every origin waiting for it then gets
+    /// `MPIX_ERR_PROC_FAILED` instead of the lock (the holder may have died halfway through
+    /// its updates; a later lock request is granted as usual). Returns the replies to send.
     pub(crate) fn peer_died(&mut self, origin: usize, mem: &mut dyn Memory) -> Out {
-        if !self.dead.contains(&origin) {
-            self.dead.push(origin);
+        if self.dead.contains(&origin) {
+            return Vec::new();
         }
-        if let Some(excl) = self.held.remove(&origin) {
-            mem.unlock(excl);
-        }
+        self.dead.push(origin);
         self.queue.retain(|q| q.0 != origin);
         self.failed.remove(&origin);
-        self.poll(mem)
+        let mut out = Vec::new();
+        if let Some(excl) = self.held.remove(&origin) {
+            mem.unlock(excl);
+            for (o, _) in self.queue.drain(..) {
+                let f = Fail {
+                    code: MPIX_ERR_PROC_FAILED,
+                    detail: format!(
+                        "rank {origin} of the window died holding the lock of this target (its updates may be partly applied); lock again to go on"
+                    ),
+                };
+                out.push((o, Reply::fail(f)));
+            }
+        }
+        self.grant(mem, &mut out);
+        out
+    }
+
+    /// Whether origins wait for a lock that others hold (only then does a holder's silent
+    /// death matter, see [`TargetCore::peer_died`]).
+    pub(crate) fn lock_contended(&self) -> bool {
+        !self.queue.is_empty() && !self.held.is_empty()
     }
 
     /// Whether `origin` holds our lock (and how).
@@ -787,16 +808,32 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_holder_releases_its_lock_to_the_waiters() {
+    fn a_dead_holder_releases_its_lock_and_fails_the_waiters() {
         let (mut c, mut m) = (TargetCore::new(), Model::sized(8));
         c.handle(1, Req::Lock { exclusive: true }, &mut m);
         c.handle(2, Req::Lock { exclusive: true }, &mut m);
         c.handle(3, Req::Lock { exclusive: false }, &mut m);
         // A dead waiter leaves the queue without a grant.
+        assert!(c.lock_contended());
         assert!(c.peer_died(3, &mut m).is_empty());
         assert_eq!(c.waiting(), 1);
+        // The holder dies: the lock is free, and its waiter is told instead of granted.
         let out = c.peer_died(1, &mut m);
-        assert_eq!(granted(&out), [2]);
+        assert!(granted(&out).is_empty());
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].0, out[0].1.code), (2, MPIX_ERR_PROC_FAILED));
+        assert!(out[0]
+            .1
+            .detail
+            .contains("rank 1 of the window died holding the lock"));
+        assert_eq!((c.holder(2), c.waiting(), m.writer), (None, 0, false));
+        assert!(!c.lock_contended());
+        // Known deaths are not reported twice; a new request is granted at once.
+        assert!(c.peer_died(1, &mut m).is_empty());
+        assert_eq!(
+            granted(&c.handle(2, Req::Lock { exclusive: true }, &mut m)),
+            [2]
+        );
         assert_eq!(c.holder(2), Some(true));
         // Whatever the dead origin still sends is dropped.
         assert!(c.handle(1, Req::Flush, &mut m).is_empty());

@@ -106,6 +106,17 @@ pub(crate) struct Plan {
     pub links: Vec<SocketAddr>,
     /// Addresses to try one after the other when none of `links` answers.
     pub fallback: Vec<SocketAddr>,
+    /// Our address to connect from, for each peer address paired with one of our
+    /// interfaces (same subnet): replies then come back over that pair. Other connections
+    /// leave the source address to the kernel.
+    pub from: Vec<(SocketAddr, Ipv4Addr)>,
+}
+
+impl Plan {
+    /// Our address to connect to `a` from, if it is paired with one of our interfaces.
+    fn source(&self, a: SocketAddr) -> Option<Ipv4Addr> {
+        self.from.iter().find(|x| x.0 == a).map(|x| x.1)
+    }
 }
 
 /// The ports of a peer's `n` published addresses and of its loopback listener, from the
@@ -146,6 +157,7 @@ pub(crate) fn peer_plan(
         return Ok(Plan {
             links: vec![SocketAddr::from((Ipv4Addr::LOCALHOST, lo_port))],
             fallback: (0..remote.len()).map(at).collect(),
+            from: Vec::new(),
         });
     }
     if !remote.is_empty() {
@@ -153,6 +165,11 @@ pub(crate) fn peer_plan(
         return Ok(Plan {
             links: links.iter().map(|p| at(p.remote)).collect(),
             fallback: fallback.iter().map(|p| at(p.remote)).collect(),
+            from: links
+                .iter()
+                .chain(&fallback)
+                .filter_map(|p| Some((at(p.remote), local[p.local?].addr)))
+                .collect(),
         });
     }
     let mut all: Vec<SocketAddr> = (host, lo_port).to_socket_addrs()?.collect();
@@ -166,6 +183,7 @@ pub(crate) fn peer_plan(
     Ok(Plan {
         links: Vec::new(),
         fallback: all,
+        from: Vec::new(),
     })
 }
 
@@ -189,10 +207,11 @@ fn list_addrs(addrs: &[SocketAddr]) -> String {
         .join(", ")
 }
 
-/// Opens up to `copies` connections to `addr` (numbered on from `conns.len()`, at most
-/// [`MAX_CONNS`] in all); fails only if the first does.
+/// Opens up to `copies` connections to `addr` from our address `from` (numbered on from
+/// `conns.len()`, at most [`MAX_CONNS`] in all); fails only if the first does.
 fn open_copies(
     addr: SocketAddr,
+    from: Option<Ipv4Addr>,
     copies: usize,
     hello: Hello,
     timeout: Duration,
@@ -203,7 +222,7 @@ fn open_copies(
             break;
         }
         let link = conns.len() as u32;
-        match connect(addr, Hello { link, ..hello }, timeout) {
+        match connect(addr, from, Hello { link, ..hello }, timeout) {
             Ok(s) => conns.push(s),
             Err(e) if k == 0 => return Err(e),
             Err(_) => break,
@@ -227,7 +246,7 @@ pub(crate) fn connect_plan(
     let mut conns = Vec::new();
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for &a in &plan.links {
-        if let Err(e) = open_copies(a, copies, hello, timeout, &mut conns) {
+        if let Err(e) = open_copies(a, plan.source(a), copies, hello, timeout, &mut conns) {
             skipped(a, &e);
             last = e;
         }
@@ -236,7 +255,7 @@ pub(crate) fn connect_plan(
         if !conns.is_empty() {
             break;
         }
-        if let Err(e) = open_copies(a, copies, hello, timeout, &mut conns) {
+        if let Err(e) = open_copies(a, plan.source(a), copies, hello, timeout, &mut conns) {
             skipped(a, &e);
             last = e;
         }
@@ -246,10 +265,16 @@ pub(crate) fn connect_plan(
     Ok(conns)
 }
 
-/// Connects to a peer's listener (giving up after `timeout`) and sends the hello.
-pub(crate) fn connect(addr: SocketAddr, hello: Hello, timeout: Duration) -> io::Result<TcpStream> {
+/// Connects to a peer's listener from our address `from` when given (giving up after
+/// `timeout`) and sends the hello.
+pub(crate) fn connect(
+    addr: SocketAddr,
+    from: Option<Ipv4Addr>,
+    hello: Hello,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
     use std::io::Write;
-    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    let mut s = net::connect_from(from, addr, timeout)?;
     s.set_nodelay(true)?;
     watch_peer(&s)?;
     s.write_all(&hello.encode())?;
@@ -678,11 +703,13 @@ impl Setup for TcpSetup {
         let accepted = accept_all(&self.listeners, self.nonce, me, &expect, handshake)
             .map_err(job.sys_err(format!("tcp accept from ranks {expect:?}")))?;
         for (p, conns) in accepted {
+            let from: Vec<SocketAddr> = conns.iter().filter_map(|c| c.peer_addr().ok()).collect();
             oxmpi_base::verbose!(
                 BTL,
                 20,
-                "tcp: rank {me} accepted rank {p} over {} connection(s)",
-                conns.len()
+                "tcp: rank {me} accepted rank {p} over {} connection(s) from {}",
+                conns.len(),
+                list_addrs(&from)
             );
             let link = link_over(conns).map_err(job.sys_err(format!("tcp link to rank {p}")))?;
             out.push((p as usize, link));
@@ -716,8 +743,10 @@ mod tests {
             Plan {
                 links: vec![at([192, 168, 7, 20], 6)],
                 fallback: vec![at([10, 1, 2, 3], 5)],
+                from: vec![(at([192, 168, 7, 20], 6), ip("192.168.7.9"))],
             },
-            "the peer's address on our subnet side by side, the routed one as fallback"
+            "the peer's address on our subnet side by side, from our interface there; the \
+             routed one as fallback, from where the kernel chooses"
         );
         // Two interfaces each, on two common subnets: two links.
         let local2 = vec![
@@ -732,11 +761,21 @@ mod tests {
             "x",
             false,
         );
+        let both = both.unwrap();
         assert_eq!(
-            both.unwrap().links,
+            both.links,
             [at([10, 1, 2, 3], 6), at([192, 168, 7, 20], 5)],
             "in our interfaces' order"
         );
+        assert_eq!(
+            both.from,
+            [
+                (at([10, 1, 2, 3], 6), ip("10.1.0.9")),
+                (at([192, 168, 7, 20], 5), ip("192.168.7.9"))
+            ],
+            "each from the interface it is paired with"
+        );
+        assert!(lo.from.is_empty());
         assert!(peer_plan("10.1.2/16", &[5], 7, &local, "x", false).is_err());
         let named = peer_plan("", &[], 7, &local, "localhost", false).unwrap();
         assert!(named.links.is_empty() && !named.fallback.is_empty());
@@ -771,6 +810,7 @@ mod tests {
         let plan = Plan {
             links: vec![addr],
             fallback: vec![],
+            from: vec![],
         };
         let mut c = connect_plan(&plan, 1, h, SETUP_TIMEOUT, |_, _| {}).unwrap();
         c.pop().unwrap()
@@ -801,6 +841,7 @@ mod tests {
         let plan = Plan {
             links: vec![a1, dead, a2],
             fallback: vec![dead],
+            from: vec![],
         };
         let mut seen = Vec::new();
         let t = Duration::from_secs(2);
@@ -819,14 +860,31 @@ mod tests {
         let plan = Plan {
             links: vec![dead],
             fallback: vec![dead, a2],
+            from: vec![],
         };
         let conns = connect_plan(&plan, 1, hello(5, 0, 1), t, |_, _| {}).unwrap();
         assert_eq!(conns.len(), 1);
         let got = accept_all(&ls, 5, 1, &[0], Duration::from_secs(1)).unwrap();
         assert_eq!(got[0].1.len(), 1);
+        // A paired address is reached from our interface of the pair (every copy).
+        let plan = Plan {
+            links: vec![a1],
+            fallback: vec![],
+            from: vec![(a1, Ipv4Addr::new(127, 0, 0, 2))],
+        };
+        let conns = connect_plan(&plan, 2, hello(5, 0, 1), t, |_, _| {}).unwrap();
+        let got = accept_all(&ls, 5, 1, &[0], Duration::from_secs(1)).unwrap();
+        let src: Vec<SocketAddr> = got[0].1.iter().map(|c| c.peer_addr().unwrap()).collect();
+        assert_eq!(src.len(), 2);
+        assert!(
+            src.iter().all(|a| a.ip() == Ipv4Addr::new(127, 0, 0, 2)),
+            "{src:?}"
+        );
+        drop(conns);
         let none = Plan {
             links: vec![dead],
             fallback: vec![],
+            from: vec![],
         };
         assert!(connect_plan(&none, 1, hello(5, 0, 1), t, |_, _| {}).is_err());
     }
