@@ -4,6 +4,7 @@
  * a `FORT_HAND(MPI_X, ...)` line, which tells tools/gen_fort.py not to generate it. */
 #include "fort_rt.h"
 
+#include <ISO_Fortran_binding.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +84,26 @@ void oxf08_noncontig_(const char *name, MPI_Fint *ierr, size_t name_len)
     MPI_Comm_call_errhandler(MPI_COMM_WORLD, rc);
     if (ierr)
         *ierr = rc;
+}
+
+/* Whether the array `d` describes is contiguous: IS_CONTIGUOUS for the mpi_f08 procedures'
+ * buffers, from the C descriptor (gfortran calls libgfortran for the intrinsic on an
+ * assumed-rank array, and libmpifort.so.12 needs no libgfortran). */
+int oxf08_contig(const CFI_cdesc_t *d);
+int oxf08_contig(const CFI_cdesc_t *d)
+{
+    CFI_index_t want = (CFI_index_t)d->elem_len;
+    for (int i = 0; i < d->rank; i++) {
+        CFI_index_t n = d->dim[i].extent;
+        if (n == 0)
+            return 1;
+        if (n != 1 && d->dim[i].sm != want)
+            return 0;
+        if (n < 0) /* the last dimension of an assumed-size array */
+            return 1;
+        want *= n;
+    }
+    return 1;
 }
 
 /* Every name of a hand-written `pmpi_x_`: ALIASES(mpi_x, X) (`X` is the upper-case name

@@ -705,12 +705,18 @@ def f08_procedure(ret, name, params, large=False):
         # non-contiguous section, which is reported instead of misread.
         check = []
         for b in buffers:
-            check += [f"if (.not. is_contiguous({b})) then",
+            check += [f"if (oxf08_contig({b}) == 0) then",
                       f"  call oxf08_noncontig('{spec}', ierr_c)",
                       "  if (present(ierror)) ierror = ierr_c",
                       "  return",
                       "end if"]
-        call = ["integer :: ierr_c"] + check + [
+        contig = ["interface",
+                  "  integer(c_int) function oxf08_contig(b) bind(C, name='oxf08_contig')",
+                  "    use, intrinsic :: iso_c_binding, only: c_int",
+                  "    type(*), dimension(..), intent(in) :: b",
+                  "  end function oxf08_contig",
+                  "end interface"] if buffers else []
+        call = ["integer :: ierr_c"] + contig + check + [
                 f"call {legacy}({', '.join(actuals + ['ierr_c'])})",
                 "if (present(ierror)) ierror = ierr_c"]
         end = f"end subroutine {spec}"
