@@ -87,6 +87,10 @@
 //!   ofi/            libfabric: fi.rs (FFI, dlopen), fabric.rs (provider, endpoint),
 //!                   link.rs (Net, OfiLink), params.rs (mtl_ofi_provider_*, btl_ofi_*)
 //!   fake/           in-process links for the protocol's unit tests (pml/tests.rs)
+//! mtl/            matching transports (pml cm): ofi/ (tag.rs: the envelope in the
+//!                 libfabric tag, wildcard ignore bits; completion.rs: completions as MPI
+//!                 statuses, acks owed; select.rs: whether the offload runs), fake.rs (a
+//!                 provider's tagged matching in-process, for tests)
 //! ```
 //!
 //! A new transport is a folder under `btl/` with a `COMPONENT` (name, parameters, set-up
@@ -228,6 +232,11 @@ mod btl;
 mod engine;
 #[cfg(not(loom))]
 pub mod frameworks;
+/// Matching transports (`pml cm` + `mtl`): the libfabric matching offload's sans-IO
+/// rules (envelope in the tag, completions as statuses, selection) and an in-process
+/// model of a provider's tagged matching for their tests.
+#[cfg(not(loom))]
+pub mod mtl;
 #[cfg(not(loom))]
 mod params;
 #[cfg(not(loom))]

@@ -176,6 +176,7 @@ mod tests {
                 "btl_ofi_link_timeout",
                 "btl_ofi_tagged",
                 "btl_ofi_rma",
+                "btl_ofi_connect_timeout",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "mpi_ft_enable",

@@ -737,6 +737,25 @@ fn ofi_busy_peer_is_not_failed() {
     );
 }
 
+/// Over the ofi transport, a peer the provider never connects (its process makes no MPI
+/// call, so `tcp;ofi_rxm`'s connection request is never answered) fails the send to it
+/// after `btl_ofi_connect_timeout`, with one line naming the rank and its address.
+#[test]
+fn ofi_unreached_peer_fails_after_the_connect_timeout() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_MCA_btl_ofi_connect_timeout", "2"));
+    let err = run_with(2, "unreached_peer", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        err[0].contains("ofi link from rank 1: libfabric: rank 1 at ")
+            && err[0].contains("not connected within 2 s (btl_ofi_connect_timeout)"),
+        "{}",
+        err[0]
+    );
+}
+
 /// `btl_tcp_if_include` by subnet: the loopback interface's address is published.
 #[test]
 fn tcp_interface_by_subnet() {
@@ -860,6 +879,10 @@ fn rank_entry() {
         "dead_peer" => {
             dead_peer(e);
             return; // no finalize: the peer is gone
+        }
+        "unreached_peer" => {
+            unreached_peer(e);
+            return; // no finalize: rank 0 counts rank 1 as failed
         }
         s => panic!("unknown scenario {s}"),
     }
@@ -1656,6 +1679,32 @@ fn no_sm(e: &Engine) {
     // SAFETY: b outlives the call.
     let err = unsafe { e.irecv(b.as_mut_ptr(), 8, peer, 0, CommId(0)) }.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Unsupported);
+}
+
+/// Rank 1 makes no MPI call for 6 s right after start-up, so the provider never connects
+/// it; rank 0's first send to it fails with ProcFailed after `btl_ofi_connect_timeout`.
+fn unreached_peer(e: &Engine) {
+    if e.rank() == 1 {
+        std::thread::sleep(Duration::from_secs(6));
+        return;
+    }
+    let t0 = Instant::now();
+    let data = vec![1u8; 4096];
+    // SAFETY: data outlives the wait below.
+    let r = unsafe {
+        e.isend(
+            data.as_ptr(),
+            data.len(),
+            1,
+            0,
+            CommId(0),
+            SendMode::Standard,
+        )
+    }
+    .unwrap();
+    let st = e.wait(r);
+    assert_eq!(st.error, Some(ErrorClass::ProcFailed));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
 }
 
 fn dead_peer(e: &Engine) {

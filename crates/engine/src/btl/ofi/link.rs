@@ -19,13 +19,15 @@
 //! fails the operations waiting for it with `MPI_ERR_PROC_FAILED`; so does a provider that
 //! refuses [`REFUSALS_LOST`] pings in a row (`tcp;ofi_rxm` cannot reconnect to a dead
 //! peer and says `FI_EAGAIN` for ever). A peer whose host vanishes without a reset is the
-//! runtime's to notice (`plm_link_timeout`).
+//! runtime's to notice (`plm_link_timeout`). A peer the provider never reaches at all
+//! fails after `btl_ofi_connect_timeout` (`connect.rs`).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::connect::{describe, Reach};
 use super::fabric::{Fabric, Mr};
 use super::fi;
 use crate::btl::{Caps, Link, LinkError, BTL};
@@ -133,6 +135,8 @@ struct Peer {
     refused: u32,
     /// The key and remote address of each buffer it offered for a read, by its request.
     offers: HashMap<u64, (u64, u64)>,
+    /// Whether the provider connected to it (`btl_ofi_connect_timeout`).
+    reach: Reach,
 }
 
 /// When peers are pinged and when they count as failed.
@@ -142,6 +146,8 @@ pub(crate) struct Liveness {
     pub keepalive: Option<Duration>,
     /// How long a ping may stay without completion before its peer failed; `None`: ever.
     pub link_timeout: Option<Duration>,
+    /// How long sends to a peer never reached may wait before it failed.
+    pub connect: Duration,
 }
 
 /// One rank's endpoint and the state of every peer it reaches, shared by the links.
@@ -165,6 +171,8 @@ pub(crate) struct Net {
     keepalive: Option<Duration>,
     /// How long a ping may stay without completion before its peer failed; `None`: ever.
     link_timeout: Option<Duration>,
+    /// How long sends to a peer never reached may wait before it failed.
+    connect: Duration,
     /// Records sent with `fi_tinject` and with `fi_tsend`, rendezvous read with
     /// `fi_read`, for verbose output at close.
     injected: u64,
@@ -226,6 +234,7 @@ impl Net {
             closed: false,
             keepalive: liveness.keepalive,
             link_timeout: liveness.link_timeout,
+            connect: liveness.connect,
             injected: 0,
             sent: 0,
             reads: 0,
@@ -314,6 +323,7 @@ impl Net {
             ping_out: false,
             refused: 0,
             offers: HashMap::new(),
+            reach: Reach::new(describe(addr)),
         });
         for seq in 0..self.depth as u32 {
             self.post(p, seq)?;
@@ -428,6 +438,7 @@ impl Net {
             peer.heard = Instant::now();
             peer.talked = true;
             peer.refused = 0;
+            peer.reach.heard();
         }
         if let Some(e) = err {
             peer.err.get_or_insert(e);
@@ -451,6 +462,7 @@ impl Net {
         // shared queue): the engine must pass by and complete the requests waiting for them.
         self.progress();
         self.keep_alive(p);
+        self.check_reach(p);
         has(self)
             || self.peers[p]
                 .as_mut()
@@ -751,6 +763,7 @@ impl Net {
         }
         peer.send_seq = peer.send_seq.wrapping_add(1);
         peer.talked = true;
+        peer.reach.heard();
         self.injected += 1;
         Some(true)
     }
@@ -816,6 +829,22 @@ impl Net {
         }
     }
 
+    /// Fails `p` (one line naming it) if sends to it have waited `btl_ofi_connect_timeout`
+    /// without the provider ever reaching it.
+    fn check_reach(&mut self, p: usize) {
+        let Some(q) = self.peers[p].as_mut() else {
+            return;
+        };
+        if q.err.is_none() {
+            if let Some(line) = q
+                .reach
+                .expired(Instant::now(), self.connect, p, &self.fab.prov)
+            {
+                q.err = Some((false, line));
+            }
+        }
+    }
+
     /// Sends one record to `p` if a send buffer is free and the provider takes it.
     fn try_send(&mut self, p: usize, hdr: &Hdr, payload: &[u8]) -> bool {
         self.send_op(p, hdr, payload, SEND)
@@ -877,6 +906,7 @@ impl Net {
             self.fab
                 .tsend(s.buf.as_ptr(), HDR + payload.len(), s.desc, addr, t, ctx)
         };
+        peer.reach.waiting(Instant::now());
         if ret == -fi::FI_EAGAIN {
             self.free.push(idx);
             self.progress();
@@ -1031,6 +1061,93 @@ mod tests {
         assert_eq!(tag(3, 7), (3 << 32) | 7);
         assert_eq!(tag(MAX_RANKS - 1, u32::MAX) >> 60, 0, "top bits clear");
         assert_ne!(tag(1, 0), tag(0, 1));
+    }
+
+    /// A peer whose address answers nothing the provider understands (a TCP listener that
+    /// never accepts: the kernel completes the handshake, nobody answers `ofi_rxm`'s
+    /// connection request, as with a stopped peer or an address on the wrong network):
+    /// the sends to it wait, and after `btl_ofi_connect_timeout` the link fails with one
+    /// line naming the rank and the address, in bounded time. Skipped, loudly, without
+    /// libfabric's tcp provider.
+    #[test]
+    fn an_unreachable_peer_fails_after_the_connect_timeout() {
+        let lib = match fi::Lib::load() {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("SKIPPED: no libfabric ({e}); scripts/deps.sh installs libfabric1");
+                return;
+            }
+        };
+        let fab = match Fabric::open(lib, &["tcp".to_string()], &[], 2, false, true, false) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("SKIPPED: no tcp provider ({e}); scripts/deps.sh installs libfabric1");
+                return;
+            }
+        };
+        let limit = Duration::from_secs(1);
+        let net = Net::new(
+            fab,
+            0,
+            2,
+            4096,
+            2,
+            4,
+            Liveness {
+                keepalive: None,
+                link_timeout: None,
+                connect: limit,
+            },
+        );
+        let ours = net.name().unwrap();
+        if ours.len() != 16 {
+            eprintln!(
+                "SKIPPED: the tcp provider's address is not IPv4 ({} bytes)",
+                ours.len()
+            );
+            return;
+        }
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let net = Arc::new(Mutex::new(net));
+        lock(&net)
+            .add_peer(1, &super::super::connect::sockaddr_in([127, 0, 0, 1], port))
+            .unwrap();
+        let mut link = OfiLink::new(&net, 1);
+        let hdr = Hdr::default();
+        let payload = [7u8; 1000];
+        let t0 = Instant::now();
+        let err = loop {
+            assert!(t0.elapsed() < Duration::from_secs(20), "no failure in 20 s");
+            // SAFETY: payload holds 1000 readable bytes.
+            let _ = unsafe { link.try_send(&hdr, payload.as_ptr(), payload.len()) };
+            if !link.ready() {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            match link.poll() {
+                Err(e) => break e,
+                Ok(r) => assert!(r.is_none(), "nothing can arrive"),
+            }
+        };
+        let waited = t0.elapsed();
+        assert!(
+            waited >= limit && waited < limit * 10,
+            "failed after {waited:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("rank 1 at 127.0.0.1:{port} unreachable over tcp"))
+                && text.contains("not connected within 1 s (btl_ofi_connect_timeout)")
+                && !text.contains('\n'),
+            "{text}"
+        );
+        assert!(
+            !err.is_peer_gone(),
+            "a fabric error: printed, not only verbose"
+        );
+        drop(link);
+        drop(silent);
     }
 
     #[test]

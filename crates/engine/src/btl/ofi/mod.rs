@@ -11,6 +11,7 @@
 //! (`FI_AV_TABLE`) and posts that peer's receives. A missing libfabric or provider
 //! disables the component with one verbose line.
 
+pub(crate) mod connect;
 pub(crate) mod fabric;
 pub(crate) mod fi;
 pub(crate) mod link;
@@ -156,6 +157,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Liveness {
             keepalive: secs(&params::KEEPALIVE),
             link_timeout: secs(&params::LINK_TIMEOUT),
+            connect: secs(&params::CONNECT_TIMEOUT).unwrap_or(std::time::Duration::MAX),
         },
     );
     let name = match net.name() {

@@ -94,6 +94,21 @@ pub(crate) static LINK_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_connect_timeout`.
+pub(crate) static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "connect_timeout",
+    ParamType::Int { min: 1, max: 86400 },
+    "60",
+    "Seconds sends to a peer the provider has never reached may wait before the peer \
+     counts as failed, with one line naming it and its address (a published address \
+     that leads nowhere, e.g. the tcp provider's first interface: set FI_TCP_IFACE; or a \
+     peer process that never progresses); the operations that depend on it end with \
+     MPI_ERR_PROC_FAILED",
+)
+.level(5);
+
 /// `btl_ofi_tagged`.
 pub(crate) static TAGGED: ParamDecl = ParamDecl::new(
     "btl",
@@ -121,7 +136,7 @@ pub(crate) static RMA: ParamDecl = ParamDecl::new(
 .level(5);
 
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 9] = [
+pub(crate) static PARAMS: [ParamDecl; 10] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -131,4 +146,5 @@ pub(crate) static PARAMS: [ParamDecl; 9] = [
     LINK_TIMEOUT,
     TAGGED,
     RMA,
+    CONNECT_TIMEOUT,
 ];
