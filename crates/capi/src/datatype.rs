@@ -16,6 +16,7 @@ use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 const BUILTINS: &[(c_int, &str)] = &[
@@ -995,9 +996,48 @@ mpi_fn! {
     }
 }
 
+/// Cache of predefined datatype sizes: slot `handle % 64` holds `handle << 32 | size + 1`
+/// (0 = empty). Predefined handles are constants, so an entry never goes stale.
+static DT_SIZES: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// MPICH's predefined datatype handles: kind bits `01` (builtin), object type 3.
+const BUILTIN_DATATYPE: u32 = 0x4c00_0000;
+
+/// The byte size of predefined datatype `h` if it is contiguous with no lower-bound
+/// offset (every basic type; its extent is then its size and its lower bound 0); `None`
+/// for anything else. Lock-free after the first call per handle: the point-to-point and
+/// small collective fast paths and the size and extent queries read it.
+#[inline(always)]
+pub(crate) fn predefined_size(h: c_int) -> Option<usize> {
+    let hu = h as u32;
+    if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
+        return None;
+    }
+    let slot = &DT_SIZES[(hu % 64) as usize];
+    let v = slot.load(Ordering::Relaxed);
+    if v >> 32 == hu as u64 {
+        return Some((v & 0xffff_ffff) as usize - 1);
+    }
+    let dt = lock().dtype(h).ok()?;
+    let eligible = dt.predefined
+        && dt.committed
+        && dt.is_contiguous()
+        && dt.blocks.first().map_or(0, |b| b.disp) == 0
+        && dt.size < u32::MAX as usize;
+    if !eligible {
+        return None;
+    }
+    slot.store((hu as u64) << 32 | (dt.size as u64 + 1), Ordering::Relaxed);
+    Some(dt.size)
+}
+
 mpi_fn_c! {
     /// `MPI_Type_size` (`MPI_UNDEFINED` if the size does not fit in the form's count).
     fn PMPI_Type_size / "MPI_Type_size", PMPI_Type_size_c / "MPI_Type_size_c" (datatype: c_int, size: *mut Count) {
+        // Predefined basic types (mpi4py asks for each message's type): no lock.
+        if let Some(sz) = predefined_size(datatype) {
+            return out(size, Count::from_usize(sz).unwrap_or(MPI_UNDEFINED.into()), "size");
+        }
         let t = lock().dtype(datatype)?;
         out(size, Count::from_usize(t.size).unwrap_or(MPI_UNDEFINED.into()), "size")
     }
@@ -1014,6 +1054,12 @@ mpi_fn! {
 mpi_fn_c! {
     /// `MPI_Type_get_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
     fn PMPI_Type_get_extent / "MPI_Type_get_extent", PMPI_Type_get_extent_c / "MPI_Type_get_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+        // Predefined basic types, whose extent is their size (mpi4py asks for it on every
+        // send and receive of a buffer): no lock, no datatype reference.
+        if let Some(sz) = predefined_size(datatype).filter(|&sz| sz > 0) {
+            out(lb, 0, "lb")?;
+            return out(extent, sz as isize, "extent");
+        }
         let t = lock().dtype(datatype)?;
         out(lb, t.lb, "lb")?;
         out(extent, t.extent(), "extent")

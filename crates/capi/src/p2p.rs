@@ -3,6 +3,7 @@
 
 use crate::backend::{self, EStatus, SendMode};
 use crate::consts::*;
+pub(crate) use crate::datatype::predefined_size;
 use crate::ffi::{check_count, inp, out, CountArg, MpiError, MpiResult};
 use crate::request::{
     check_rank, check_tag, complete_single, completed_request, ignored, new_engine_request,
@@ -683,39 +684,6 @@ fn forget_comm(comm: c_int) {
     if slot.load(Ordering::Relaxed) >> 32 == comm as u32 as u64 {
         slot.store(0, Ordering::Relaxed);
     }
-}
-
-/// Cache of predefined datatype sizes: slot `handle % 64` holds `handle << 32 | size + 1`
-/// (0 = empty). Predefined handles are constants, so an entry never goes stale.
-static DT_SIZES: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-
-/// MPICH's predefined datatype handles: kind bits `01` (builtin), object type 3.
-const BUILTIN_DATATYPE: u32 = 0x4c00_0000;
-
-/// The byte size of predefined datatype `h` if it is contiguous with no lower-bound
-/// offset (every basic type); `None` for anything else.
-#[inline(always)]
-pub(crate) fn predefined_size(h: c_int) -> Option<usize> {
-    let hu = h as u32;
-    if hu & 0xfc00_0000 != BUILTIN_DATATYPE {
-        return None;
-    }
-    let slot = &DT_SIZES[(hu % 64) as usize];
-    let v = slot.load(Ordering::Relaxed);
-    if v >> 32 == hu as u64 {
-        return Some((v & 0xffff_ffff) as usize - 1);
-    }
-    let dt = lock().dtype(h).ok()?;
-    let eligible = dt.predefined
-        && dt.committed
-        && dt.is_contiguous()
-        && dt.blocks.first().map_or(0, |b| b.disp) == 0
-        && dt.size < u32::MAX as usize;
-    if !eligible {
-        return None;
-    }
-    slot.store((hu as u64) << 32 | (dt.size as u64 + 1), Ordering::Relaxed);
-    Some(dt.size)
 }
 
 /// The arguments every fast path needs: the engine, the byte length of `count` items of a

@@ -1162,6 +1162,56 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
     Ok(true)
 }
 
+/// Most fast requests `MPI_Waitall` hands to the engine at once ([`wait_fast_run`]).
+const WAIT_RUN: usize = 64;
+
+/// Waitall's run of consecutive fast requests from index `start` (at most [`WAIT_RUN`],
+/// ending before the first other handle or invalid fast handle): waits for them with
+/// [`oxmpi_engine::Engine::wait_each`], which takes the engine's lock once for all the
+/// complete ones instead of once per request, and writes their statuses (`failed`: the
+/// communicator of the first failed request). Returns the index after the run (`start`
+/// if there was none: the caller's general path reports the handle's error).
+fn wait_fast_run(
+    reqs: &mut [c_int],
+    start: usize,
+    statuses: *mut MpiStatus,
+    failed: &mut Option<c_int>,
+) -> MpiResult<usize> {
+    let mut ids = [EReq(0); WAIT_RUN];
+    let mut k = 0;
+    let mut end = start;
+    while end < reqs.len() && k < WAIT_RUN {
+        let Some(Ok((r, _))) = fast_slot(reqs[end]).map(|slot| fast_get(slot, reqs[end])) else {
+            break;
+        };
+        ids[k] = r;
+        k += 1;
+        end += 1;
+    }
+    if k == 0 {
+        return Ok(start);
+    }
+    backend::engine()?.wait_each(&ids[..k], |j, s| {
+        let i = start + j;
+        let h = &mut reqs[i];
+        let Some(slot) = fast_slot(*h) else {
+            return;
+        };
+        let comm = slot.comm.load(Ordering::Relaxed);
+        // A failure-pending receive (ULFM) keeps its handle, as with `wait_handle`.
+        if !failure_pending(&s) {
+            fast_release(slot);
+            *h = MPI_REQUEST_NULL;
+        }
+        let (status, code) = status_of(&s);
+        write_status(nth_status(statuses, i), &status, true);
+        if code != MPI_SUCCESS && failed.is_none() {
+            *failed = Some(comm);
+        }
+    });
+    Ok(end)
+}
+
 /// Shared body of Waitall (blocking) and Testall.
 fn all(
     count: c_int,
@@ -1179,13 +1229,16 @@ fn all(
         out(flag, 1, "flag")?;
     }
     let mut failed = None;
-    for (i, h) in reqs.iter_mut().enumerate() {
+    let mut i = 0;
+    while i < reqs.len() {
         let sp = nth_status(statuses, i);
+        let h = &mut reqs[i];
         // Requests that completed at start (the bulk of a window of small messages): no
         // `Completed` to build.
         if *h == SEND_DONE {
             *h = MPI_REQUEST_NULL;
             write_status(sp, &SEND_DONE_STATUS, true);
+            i += 1;
             continue;
         }
         if let Some(slot) = done_slot(*h) {
@@ -1196,8 +1249,18 @@ fn all(
             if m.error != MPI_SUCCESS && failed.is_none() {
                 failed = Some(comm);
             }
+            i += 1;
             continue;
         }
+        // A run of fast requests (a window of receives): waited for under one engine lock.
+        if flag.is_none() && fast_slot(*h).is_some() {
+            let next = wait_fast_run(reqs, i, statuses, &mut failed)?;
+            if next > i {
+                i = next;
+                continue;
+            }
+        }
+        let h = &mut reqs[i];
         match wait_handle(*h)? {
             Tested::Done(c) => {
                 if c.freed {
@@ -1210,6 +1273,7 @@ fn all(
             }
             _ => write_status(sp, &empty_status(), true),
         }
+        i += 1;
     }
     match failed {
         Some(comm) => Err(in_status(comm)),

@@ -727,6 +727,30 @@ impl Engine {
         self.wait_until(|st| st.take_done_or_pending(r))
     }
 
+    /// [`Engine::wait`] for each request of `reqs` in turn, taking the lock once for as
+    /// long as they are complete: `done(i, status)` receives request `i`'s status (the
+    /// request is freed, except a failure-pending one, as with `wait`). A window of
+    /// nonblocking receives completes in one progress pass, so `MPI_Waitall` on it takes
+    /// the lock once or twice instead of once per request. `done` runs with the engine's
+    /// lock held: it must not call the engine.
+    pub fn wait_each(&self, reqs: &[ReqId], mut done: impl FnMut(usize, Status)) {
+        let mut st = self.lock();
+        for (i, &r) in reqs.iter().enumerate() {
+            let s = match st.take_done_or_pending(r) {
+                Some(s) => s,
+                None => {
+                    // Block (progress, yields, liveness) as `wait` does, then go on with
+                    // the rest under the lock again.
+                    drop(st);
+                    let s = self.wait(r);
+                    st = self.lock();
+                    s
+                }
+            };
+            done(i, s);
+        }
+    }
+
     /// Waits for a request of a blocking call, then frees it and returns its status; a
     /// failure-pending receive ([`Engine::test`]) is cancelled and fails with
     /// [`ErrorClass::ProcFailed`](crate::ErrorClass::ProcFailed), as ULFM has blocking

@@ -218,6 +218,53 @@ static void window(int bytes) {
     free(rb);
 }
 
+/* One Waitall over more receives than it hands the engine at once (runs of fast requests,
+ * broken by null handles, receives from MPI_PROC_NULL and sends), with one truncated
+ * receive: every status at its own index, the error in its status only, every handle nulled.
+ * Rank 0 receives, rank 1 sends in reverse order of tags (so the receives complete out of
+ * the order they are waited for). */
+#define LONG_N 150
+static void long_waitall(void) {
+    int peer = 1 - rank, vals[LONG_N], small = 0;
+    MPI_Request r[LONG_N + 1];
+    MPI_Status st[LONG_N + 1];
+    if (rank == 0) {
+        for (int i = 0; i < LONG_N; i++) {
+            vals[i] = -1;
+            if (i % 7 == 3)
+                r[i] = MPI_REQUEST_NULL;
+            else if (i % 11 == 5)
+                CHECK_RC(MPI_Irecv(&vals[i], 1, MPI_INT, MPI_PROC_NULL, i, MPI_COMM_WORLD, &r[i]));
+            else
+                CHECK_RC(MPI_Irecv(&vals[i], 1, MPI_INT, peer, 1000 + i, MPI_COMM_WORLD, &r[i]));
+        }
+        /* A 2-int message into a 1-byte buffer: truncated. */
+        CHECK_RC(MPI_Irecv(&small, 1, MPI_BYTE, peer, 999, MPI_COMM_WORLD, &r[LONG_N]));
+        CHECK_RC(MPI_Send(&small, 0, MPI_INT, peer, 998, MPI_COMM_WORLD));
+        CHECK(MPI_Waitall(LONG_N + 1, r, st) == MPI_ERR_IN_STATUS);
+        for (int i = 0; i < LONG_N; i++) {
+            CHECK(r[i] == MPI_REQUEST_NULL);
+            if (i % 7 == 3) continue;
+            CHECK(st[i].MPI_ERROR == MPI_SUCCESS);
+            if (i % 11 == 5) {
+                CHECK(st[i].MPI_SOURCE == MPI_PROC_NULL && vals[i] == -1);
+            } else {
+                CHECK(st[i].MPI_SOURCE == peer && st[i].MPI_TAG == 1000 + i && vals[i] == 7 * i);
+            }
+        }
+        CHECK(r[LONG_N] == MPI_REQUEST_NULL && err_class(st[LONG_N].MPI_ERROR) == MPI_ERR_TRUNCATE);
+    } else {
+        int two[2] = {1, 2};
+        CHECK_RC(MPI_Recv(&small, 0, MPI_INT, peer, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = LONG_N - 1; i >= 0; i--) {
+            vals[i] = 7 * i;
+            if (i % 7 != 3 && i % 11 != 5)
+                CHECK_RC(MPI_Send(&vals[i], 1, MPI_INT, peer, 1000 + i, MPI_COMM_WORLD));
+        }
+        CHECK_RC(MPI_Send(two, 2, MPI_INT, peer, 999, MPI_COMM_WORLD));
+    }
+}
+
 static void p2p(void) {
     int peer = 1 - rank, flag, idx, outcount, indices[4], count;
     MPI_Request r[4];
@@ -227,6 +274,7 @@ static void p2p(void) {
     window(8);
     window(1000);
     window(70000);
+    long_waitall();
 
     /* Waitany over an array with null entries. */
     if (rank == 0) {

@@ -486,14 +486,21 @@ impl State {
         }
     }
 
-    /// Counts `len` bytes that arrived on context `ctx` on its communicator (one lookup in
-    /// the context table).
+    /// Counts `len` bytes that arrived on context `ctx` on its communicator: world's and
+    /// self's contexts (0 and 1) are their communicators' ids for the engine's life (never
+    /// freed, never reused), the others take one lookup in the context table.
     #[inline]
     pub(crate) fn comm_arrived(&mut self, ctx: u32, len: usize) {
-        if let Some(&c) = self.ctx_comm.get(&ctx) {
-            if let Some(Some(c)) = self.comms.get_mut(c as usize) {
-                c.stats.arrived(len);
+        let c = if ctx < 2 {
+            ctx
+        } else {
+            match self.ctx_comm.get(&ctx) {
+                Some(&c) => c,
+                None => return,
             }
+        };
+        if let Some(Some(c)) = self.comms.get_mut(c as usize) {
+            c.stats.arrived(len);
         }
     }
 

@@ -894,3 +894,49 @@ fn a_lone_rendezvous_message_is_cut_into_quarters() {
         .collect();
     assert_eq!(frags, [128 * K, 20 * K, 20 * K, 20 * K, 4 * K + 5]);
 }
+
+/// `Engine::wait_each` (what `MPI_Waitall` uses for fast requests): every request's status
+/// goes to its own index, whether the call had to wait for it (the first: nothing was
+/// progressed yet) or found it complete after that wait's progress; messages arrive in the
+/// reverse order of the list; an unknown request id gets the "invalid request" status, as
+/// `wait` gives it.
+#[test]
+fn wait_each_gives_each_request_its_own_status() {
+    let net = Net::new(2, 256);
+    let n = 40usize;
+    let mut bufs: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; 8]).collect();
+    let mut reqs: Vec<ReqId> = bufs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| net.irecv(1, 0, 100 + i as i32, b))
+        .collect();
+    // A request completed and freed already: its id is stale.
+    let mut one = [0u8; 1];
+    let stale = net.irecv(1, 0, 7, &mut one);
+    let s = net.isend(0, 1, 7, &[9], SendMode::Standard);
+    net.done(1, stale);
+    net.done(0, s);
+    reqs.insert(5, stale);
+    let msgs: Vec<Vec<u8>> = (0..n).map(|i| data(8, i as u8)).collect();
+    for i in (0..n).rev() {
+        let s = net.isend(0, 1, 100 + i as i32, &msgs[i], SendMode::Standard);
+        net.done(0, s);
+    }
+    let mut got: Vec<Option<Status>> = vec![None; reqs.len()];
+    net.e[1].wait_each(&reqs, |k, s| {
+        assert!(got[k].replace(s).is_none(), "index {k} completed twice");
+    });
+    for (k, s) in got.into_iter().enumerate() {
+        let s = s.unwrap_or_else(|| panic!("index {k} not completed"));
+        if k == 5 {
+            assert_eq!(s.error, Some(ErrorClass::Request), "stale id");
+            continue;
+        }
+        let i = if k < 5 { k } else { k - 1 };
+        assert_eq!(
+            (s.tag, s.source, s.count_bytes, s.error),
+            (100 + i as i32, 0, 8, None)
+        );
+        assert_eq!(bufs[i], msgs[i], "payload of message {i}");
+    }
+}
