@@ -126,6 +126,12 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Free_mem`.
     fn PMPI_Free_mem / "MPI_Free_mem" (base: *mut c_void) {
+        // The transports' registrations of that memory go first (the ofi registration
+        // cache), so memory allocated again at the same address is registered anew.
+        if let Some(e) = oxmpi_engine::engine().filter(|_| !base.is_null()) {
+            // SAFETY: `base` was returned by MPI_Alloc_mem (malloc) and is not freed yet.
+            e.memory_freed(base.cast(), unsafe { crate::sys::malloc_usable_size(base) });
+        }
         // SAFETY: `base` was returned by MPI_Alloc_mem (malloc) or is NULL.
         unsafe { crate::sys::free(base) };
         Ok(())

@@ -64,6 +64,15 @@ pub(crate) unsafe fn free(p: *mut c_void) {
     unsafe { libc::free(p) }
 }
 
+/// `malloc_usable_size(p)`: the bytes usable at `p`.
+///
+/// # Safety
+/// `p` was returned by [`malloc`] and not freed since.
+pub(crate) unsafe fn malloc_usable_size(p: *mut c_void) -> usize {
+    // SAFETY: the caller's contract: `p` is a live malloc'd pointer.
+    unsafe { libc::malloc_usable_size(p) }
+}
+
 /// The page size (4096 if the system does not say).
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.

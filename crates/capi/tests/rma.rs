@@ -116,6 +116,75 @@ fn rma_from_four_threads_to_one_target() {
     }
 }
 
+/// Whether libfabric's tcp provider is there; says loudly that the test is skipped if not
+/// (`scripts/deps.sh` installs `libfabric-bin`).
+fn ofi_tcp() -> bool {
+    let ok = std::process::Command::new("fi_info")
+        .args(["-p", "tcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: no libfabric tcp provider (fi_info -p tcp); scripts/deps.sh installs \
+             libfabric-bin"
+        );
+    }
+    ok
+}
+
+/// One-sided operations over the ofi transport (`--mca btl self,ofi` on libfabric's
+/// `tcp;ofi_rxm`, which has `FI_RMA`): with `osc=pt2pt,ofi` every peer is reached with
+/// messages, and puts and gets go straight into its registered window memory
+/// (`fi_writemsg`, `fi_read`); with `btl_ofi_rma=false` (as on a provider without
+/// `FI_RMA`) they fall back to messages. `rma.c` passes both ways.
+#[test]
+fn rma_over_ofi_rma_and_its_fallback() {
+    if !ofi_tcp() {
+        return;
+    }
+    let dir = Scratch::new("rma-ofi");
+    let exe = build(false, "rma.c", &dir.0);
+    for (rma, want) in [
+        (
+            "true",
+            "osc ofi: rank 0: 1 of 2 window peers reached with fi_write/fi_read",
+        ),
+        (
+            "false",
+            "osc ofi: rank 0: no RMA writes over the ofi btl here",
+        ),
+    ] {
+        let args = [
+            "--mca",
+            "btl",
+            "self,ofi",
+            "--mca",
+            "osc",
+            "pt2pt,ofi",
+            "--mca",
+            "btl_ofi_rma",
+            rma,
+            "--mca",
+            "osc_base_verbose",
+            "10",
+            "-x",
+            "FI_PROVIDER=tcp",
+        ];
+        let out = run_with(2, &exe, false, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.lines().any(|l| l == "rma: all checks passed on 2 ranks"),
+            "rma.c over ofi (btl_ofi_rma={rma}) failed with {:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status.code()
+        );
+        assert!(
+            stdout.contains(want) || stderr.contains(want),
+            "no line {want:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+}
+
 #[test]
 fn window_errors_are_fatal_by_default() {
     let dir = Scratch::new("rma-fatal");

@@ -364,6 +364,13 @@ impl Engine {
         self.state.lock()
     }
 
+    /// The application frees `len` bytes at `addr` (`MPI_Free_mem`): the transports drop
+    /// what they keep of that memory (cached registrations), so that memory allocated
+    /// again at the same address is registered anew.
+    pub fn memory_freed(&self, addr: *const u8, len: usize) {
+        self.lock().memory_freed(addr as usize, len);
+    }
+
     /// Our rank in `MPI_COMM_WORLD`.
     pub fn rank(&self) -> i32 {
         self.rank

@@ -65,7 +65,8 @@ pub(crate) static PARAMS: [ParamDecl; 3] = [IDLE_SLEEP_MAX, CONNECT_TIMEOUT, EXC
 pub(crate) const FRAMEWORKS: [Framework; 2] = [OSC, FCOLL];
 
 /// The framework and its components: `osc=pt2pt` forces every window peer but the process
-/// itself onto messages, `osc=sm` keeps only the direct path.
+/// itself onto messages, `osc=sm` keeps only the direct path, `ofi` (with `pt2pt`) moves
+/// the puts and gets of peers reached with messages over libfabric's RMA.
 const OSC: Framework = Framework {
     name: "osc",
     description: "One-sided communication: how window peers are reached",
@@ -79,6 +80,12 @@ const OSC: Framework = Framework {
             name: "pt2pt",
             description: "One-sided operations carried as messages over the btls, \
                           served by a progress thread at the target",
+        },
+        Component {
+            name: "ofi",
+            description: "Put and get straight into the registered window memory of \
+                          peers reached with messages, over the ofi btl's libfabric \
+                          endpoint (FI_RMA writes and reads); with pt2pt for the rest",
         },
     ],
 };

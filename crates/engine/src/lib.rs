@@ -249,6 +249,10 @@ mod pml;
 #[cfg(not(loom))]
 pub mod sys;
 
+/// One-sided operations over the `ofi` transport's endpoint (for the C library's `osc`
+/// component `ofi`).
+#[cfg(not(loom))]
+pub use btl::ofi::link::osc::{osc as ofi_osc, Osc as OfiOsc, OscError as OfiOscError};
 /// The libfabric providers the `ofi` transport could use here (for `oxmpi-info`).
 #[cfg(not(loom))]
 pub use btl::ofi::providers as ofi_providers;

@@ -624,19 +624,7 @@ fn ofi_wildcards_and_large_messages() {
         assert!(err[0].contains("provider tcp;ofi_rxm"), "{}", err[0]);
         // Small records (control records, tiny messages) go without a completion; large
         // messages are read from the sender's registered buffer (tcp;ofi_rxm has FI_RMA).
-        let count = |what: &str| {
-            err[0]
-                .lines()
-                .find(|l| l.contains("records injected"))
-                .and_then(|l| {
-                    let before = l.split_once(what)?.0;
-                    before
-                        .rsplit([' ', ','])
-                        .find(|w| !w.is_empty())?
-                        .parse::<u64>()
-                        .ok()
-                })
-        };
+        let count = |what: &str| ofi_count(&err[0], what);
         assert!(
             count(" records injected").is_some_and(|n| n > 0),
             "{}",
@@ -650,6 +638,57 @@ fn ofi_wildcards_and_large_messages() {
             );
         }
     }
+}
+
+/// The number before `what` in the ofi link's closing verbose line (`records injected`)
+/// of a rank's stderr.
+fn ofi_count(err: &str, what: &str) -> Option<u64> {
+    err.lines()
+        .find(|l| l.contains("records injected"))
+        .and_then(|l| {
+            let before = l.split_once(what)?.0;
+            before
+                .rsplit([' ', ','])
+                .find(|w| !w.is_empty())?
+                .parse::<u64>()
+                .ok()
+        })
+}
+
+/// Over the ofi transport, buffers sent from, freed and allocated again at the same address
+/// (unmapped and mapped again, and heap blocks the allocator returns to the system) are
+/// read with their new contents although their registrations are cached (`tcp;ofi_rxm`
+/// registers by address without pinning pages); with the cache off, every send registers.
+#[test]
+fn ofi_remapped_buffers_send_their_new_data() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.push(("OXMPI_MCA_btl_base_verbose", "20"));
+    let err = run_with(2, "remap_send", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert!(
+        err[0].contains("256 unused registrations cached"),
+        "{}",
+        err[0]
+    );
+    let hits = ofi_count(&err[0], " cache hits");
+    assert!(hits.is_some_and(|n| n >= 4), "{}", err[0]);
+    assert!(
+        err[0].contains("remap_send: 5 of 5 mappings at the first one's address"),
+        "{}",
+        err[0]
+    );
+    env.push(("OXMPI_MCA_btl_ofi_mr_cache_size", "0"));
+    let err = run_with(2, "remap_send", &env, |r, c| {
+        c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+    });
+    assert_eq!(ofi_count(&err[0], " cache hits"), Some(0), "{}", err[0]);
+    assert!(
+        ofi_count(&err[0], " registered").is_some_and(|n| n >= 12),
+        "{}",
+        err[0]
+    );
 }
 
 /// A peer on another (simulated) node dies over the ofi transport: `tcp;ofi_rxm` reports
@@ -866,6 +905,7 @@ fn rank_entry() {
         "big_bidir" => big_bidir(e),
         "send_then_leave" => send_then_leave(e),
         "busy_peer" => busy_peer(e),
+        "remap_send" => remap_send(e),
         "yield_off" => {
             assert!(!e.yields_when_idle());
             pingpong(e);
@@ -1643,6 +1683,68 @@ fn send_then_leave(e: &Engine) {
         assert_eq!((st.error, st.count_bytes), (None, len));
         assert!(buf == pattern(len, 99));
         std::fs::write(&flag, b"1").unwrap();
+    }
+}
+
+/// Rank 0 sends from buffers it then frees, and the next one lands at the same address with
+/// other contents: 6 anonymous mappings of 2 MiB (each asked for at the first one's
+/// address), then 6 heap blocks of 3 MiB; rank 1 checks each message's contents.
+fn remap_send(e: &Engine) {
+    const MAP: usize = 2 << 20;
+    const HEAP: usize = 3 << 20;
+    let me = e.rank();
+    if me == 1 {
+        for (k, len) in (0..12u64).map(|k| (k, if k < 6 { MAP } else { HEAP })) {
+            let mut buf = vec![0u8; len];
+            let st = recv(e, &mut buf, 0, k as i32);
+            assert_eq!((st.count_bytes, st.error), (len, None));
+            assert!(buf == pattern(len, k), "message {k}: old contents");
+        }
+        return;
+    }
+    let mut first: Option<usize> = None;
+    let mut same = 0;
+    for k in 0..6u64 {
+        let map = |at: Option<usize>| {
+            // SAFETY: a fresh private anonymous mapping (at `at` only if that range is
+            // free: MAP_FIXED_NOREPLACE), unmapped below after the send completed.
+            unsafe {
+                libc::mmap(
+                    at.map_or(std::ptr::null_mut(), |a| a as *mut libc::c_void),
+                    MAP,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE
+                        | libc::MAP_ANONYMOUS
+                        | at.map_or(0, |_| libc::MAP_FIXED_NOREPLACE),
+                    -1,
+                    0,
+                )
+            }
+        };
+        let mut p = map(first);
+        if p == libc::MAP_FAILED {
+            p = map(None);
+        }
+        assert_ne!(
+            p,
+            libc::MAP_FAILED,
+            "mmap: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: MAP writable bytes, ours until the munmap below.
+        let data = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), MAP) };
+        data.copy_from_slice(&pattern(MAP, k));
+        send(e, data, 1, k as i32, SendMode::Standard);
+        if *first.get_or_insert(p as usize) == p as usize && k > 0 {
+            same += 1;
+        }
+        // SAFETY: the mapping made above; nothing refers to it any more.
+        assert_eq!(unsafe { libc::munmap(p, MAP) }, 0);
+    }
+    eprintln!("remap_send: {same} of 5 mappings at the first one's address");
+    for k in 6..12u64 {
+        let data = pattern(HEAP, k);
+        send(e, &data, 1, k as i32, SendMode::Standard);
     }
 }
 

@@ -30,10 +30,12 @@
 //! Layout: this file holds the entry points (`PMPI_Win_*`, `PMPI_Put`, ...) and the error
 //! routing to the window's handler (`OnWin`); `window` the segment, its control blocks,
 //! the window table and creation; `ops` put, get and the accumulate family; `sync`
-//! locks, flush and PSCW. Collectives run on the window's private communicator through
+//! locks, flush and PSCW; `pt2pt` (operations as messages) and `ofi` (puts and gets over
+//! libfabric's RMA) the components for peers on other nodes. Collectives run on the window's private communicator through
 //! `comm::Internal`, never through the exported `MPI_*` functions.
 
 mod mem;
+mod ofi;
 mod ops;
 pub(crate) mod pt2pt;
 mod sync;
@@ -61,6 +63,7 @@ use window::{
 fn free_win(h: c_int) -> MpiResult {
     let (inner, attrs) = with_win(h, |w| Ok((w.inner.clone(), std::mem::take(&mut w.attrs))))?;
     delete_attrs(h, attrs)?;
+    inner.rdma_flush(None)?;
     if let Some(net) = &inner.net {
         net.flush_all()?;
     }
@@ -351,6 +354,7 @@ mpi_fn! {
     fn PMPI_Win_fence / "MPI_Win_fence" [OnWin(win)] (assert: c_int, win: c_int) {
         check_assert(assert)?;
         let inner = inner(win)?;
+        inner.rdma_flush(None)?;
         if let Some(net) = &inner.net {
             net.flush_all()?;
         }
@@ -532,6 +536,7 @@ mpi_fn! {
         fence(Ordering::SeqCst);
         for t in ranks {
             if inner.targets[t].remote {
+                inner.rdma_flush(Some(t))?;
                 inner.net()?.complete(t)?;
             } else {
                 inner.completed(t).fetch_add(1, Ordering::Release);

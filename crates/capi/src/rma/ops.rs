@@ -143,6 +143,9 @@ pub(super) fn do_put(origin: *const c_void, ocount: i64, otype: c_int, t: Target
     let Some(t) = a.target else { return Ok(()) };
     if a.inner.targets[t].remote {
         a.inner.check(t, &rs)?;
+        if let Some(r) = a.inner.rdma_to(t) {
+            return r.put(t, &rs, &data);
+        }
         return a.inner.net()?.put(t, &rs, &data);
     }
     a.inner.write(t, &rs, &data)
@@ -157,7 +160,10 @@ pub(super) fn do_get(origin: *mut c_void, ocount: i64, otype: c_int, t: TargetSp
     let Some(t) = a.target else { return Ok(()) };
     let data = if a.inner.targets[t].remote {
         a.inner.check(t, &rs)?;
-        a.inner.net()?.get(t, &rs)?
+        match a.inner.rdma_to(t) {
+            Some(r) => r.get(t, &rs)?,
+            None => a.inner.net()?.get(t, &rs)?,
+        }
     } else {
         a.inner.read(t, &rs)?
     };

@@ -60,6 +60,7 @@ pub(super) fn acquire_all_shared(inner: &Inner) -> MpiResult {
 /// messages: once it applied our operations).
 pub(super) fn release(inner: &Inner, t: usize, kind: Held) -> MpiResult {
     if inner.targets[t].remote {
+        inner.rdma_flush(Some(t))?;
         return inner.net()?.unlock(t);
     }
     inner.unlock(t, kind);
@@ -100,6 +101,7 @@ pub(super) fn flush(win: c_int, rank: Option<c_int>) -> MpiResult {
         Ok(())
     })?;
     fence(Ordering::SeqCst);
+    inner.rdma_flush(t)?;
     match (&inner.net, t) {
         (None, _) => Ok(()),
         (Some(net), Some(t)) => net.flush(t),

@@ -2,6 +2,7 @@
 //! (segment layout, cross-memory-attach probe), attributes' delete callbacks, and the
 //! collectives a window runs on its private communicator.
 
+use super::ofi::Rdma;
 use super::pt2pt::{params::paths, Net};
 use crate::comm::Internal;
 use crate::consts::*;
@@ -51,6 +52,9 @@ pub(super) struct Inner {
     pub(super) targets: Vec<Target>,
     /// The message path, when some peer is reached with messages.
     pub(super) net: Option<Net>,
+    /// The RMA path of the `ofi` component, for some of those peers (declared after
+    /// `net`: dropped after it, once no progress thread serves the window any more).
+    pub(super) rdma: Option<Rdma>,
 }
 
 impl Inner {
@@ -62,6 +66,16 @@ impl Inner {
                 "window has no message path to a remote peer",
             )
         })
+    }
+
+    /// The RMA path to target `t`, if the `ofi` component reaches it.
+    pub(super) fn rdma_to(&self, t: usize) -> Option<&Rdma> {
+        self.rdma.as_ref().filter(|r| r.reaches(t))
+    }
+
+    /// Waits until the `ofi` component's puts to `t` (every target: `None`) are complete.
+    pub(super) fn rdma_flush(&self, t: Option<usize>) -> MpiResult {
+        self.rdma.as_ref().map_or(Ok(()), |r| r.flush(t))
     }
 
     /// Word `i` of rank `r`'s control block.
@@ -462,8 +476,22 @@ fn create_on(
     } else {
         None
     };
+    // Puts and gets to the peers reached with messages over libfabric's RMA, where the ofi
+    // btl reaches them (every rank takes part: whether a peer is reached with messages is
+    // symmetric, so either all ranks have such a peer or none has).
+    let rdma = if paths.ofi && near.contains(&false) {
+        let mem = match flavor {
+            MPI_WIN_FLAVOR_ALLOCATE | MPI_WIN_FLAVOR_CREATE => Some((base, size)),
+            _ => None,
+        };
+        let remote: Vec<bool> = near.iter().map(|&x| !x).collect();
+        Rdma::create(&coll, &world, &remote, mem)?
+    } else {
+        None
+    };
     let inner = Arc::new(Inner {
         net,
+        rdma,
         comm: wcomm,
         coll,
         rank,

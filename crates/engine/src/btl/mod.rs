@@ -450,6 +450,12 @@ pub(crate) trait Link: Send + std::fmt::Debug {
         let _ = (buf, n, sreq);
         Ok(false)
     }
+    /// The application frees `len` bytes at `addr` (`MPI_Free_mem`): the link drops what
+    /// it keeps of that memory (the `ofi` link's cached registrations). By default it
+    /// keeps nothing.
+    fn memory_freed(&mut self, addr: usize, len: usize) {
+        let _ = (addr, len);
+    }
 }
 
 /// A broken link (corrupt data from the peer).

@@ -694,6 +694,13 @@ impl State {
     /// for their clear-to-send).
     /// Whether every live link has finished closing ([`crate::btl::Link::closing`]);
     /// finalize waits for it after [`State::flushed`].
+    /// Tells every link that the application frees `len` bytes at `addr`.
+    pub(crate) fn memory_freed(&mut self, addr: usize, len: usize) {
+        for l in self.peers.iter_mut().filter_map(|p| p.link.as_mut()) {
+            l.memory_freed(addr, len);
+        }
+    }
+
     pub(crate) fn links_closed(&mut self) -> bool {
         let mut done = true;
         for p in &mut self.peers {

@@ -1,5 +1,6 @@
 //! The `osc` framework's parameters: the component selection (`osc=pt2pt` forces every
-//! window peer but the process itself onto messages, `osc=sm` keeps only the direct path)
+//! window peer but the process itself onto messages, `osc=sm` keeps only the direct path,
+//! `ofi` moves the puts and gets of peers reached with messages over libfabric's RMA)
 //! and the pt2pt progress thread's pacing. They are declared with the engine's frameworks
 //! (`oxmpi_engine::frameworks`), so that `mpirun` and `oxmpi-info` know them too.
 
@@ -15,6 +16,8 @@ pub(crate) struct Paths {
     pub direct: bool,
     /// Other peers reached with messages (`pt2pt`).
     pub messages: bool,
+    /// Their puts and gets over libfabric's RMA where the ofi btl reaches them (`ofi`).
+    pub ofi: bool,
 }
 
 /// The selected paths (resolved once per process; an unknown component name falls back
@@ -23,17 +26,23 @@ pub(crate) fn paths() -> Paths {
     static P: OnceLock<Paths> = OnceLock::new();
     *P.get_or_init(|| {
         let _ = params::register_global(&oxmpi_engine::PROVIDER);
-        let cands = [Candidate::available("sm"), Candidate::available("pt2pt")];
+        let cands = [
+            Candidate::available("sm"),
+            Candidate::available("pt2pt"),
+            Candidate::available("ofi"),
+        ];
         match select_global("osc", &cands) {
             Ok(s) => Paths {
                 direct: s.components.contains(&"sm"),
                 messages: s.components.contains(&"pt2pt"),
+                ofi: s.components.contains(&"ofi"),
             },
             Err(e) => {
                 oxmpi_base::output::warn(format_args!("{e}"));
                 Paths {
                     direct: true,
                     messages: true,
+                    ofi: true,
                 }
             }
         }

@@ -8,6 +8,7 @@ use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
 use super::fi::{self, Lib};
+use super::iface::{self, Offer};
 
 /// What the transport asks of `fi_getinfo`.
 const CAPS: u64 = fi::FI_TAGGED | fi::FI_SEND | fi::FI_RECV;
@@ -20,6 +21,10 @@ const CAPS_MSG: u64 = fi::FI_MSG | fi::FI_DIRECTED_RECV | fi::FI_SEND | fi::FI_R
 /// What it asks for on top: reads of other endpoints' registered memory, for the
 /// rendezvous of large messages ([`Fabric::rma_read`]).
 const RMA: u64 = fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
+
+/// What it asks for on top of [`RMA`] where the provider has it: writes into other
+/// endpoints' registered memory, for one-sided operations ([`Fabric::rma_write`]).
+const RMA_WRITE: u64 = fi::FI_WRITE | fi::FI_REMOTE_WRITE;
 
 /// Whether provider `prov` (as `fi_info` names it, e.g. `tcp;ofi_rxm`) matches `spec`: the
 /// whole name or one of its `;`-separated parts, ignoring case.
@@ -140,6 +145,17 @@ fn list_nodes(list: *mut fi::fi_info) -> (Vec<*mut fi::fi_info>, Vec<String>) {
     (nodes, names)
 }
 
+/// The domain and fabric names of a `fi_getinfo` node.
+fn offer_of(node: *mut fi::fi_info) -> Offer {
+    // SAFETY: a node of a live list; its attribute structures and names belong to it.
+    unsafe {
+        Offer {
+            domain: fi::text((*(*node).domain_attr).name),
+            fabric: fi::text((*(*node).fabric_attr).name),
+        }
+    }
+}
+
 /// One rank's libfabric objects; closed in reverse order on drop.
 #[derive(Debug)]
 pub(crate) struct Fabric {
@@ -164,6 +180,8 @@ pub(crate) struct Fabric {
     pub manual_progress: bool,
     /// The endpoint reads registered memory of its peers ([`Fabric::rma_read`]).
     pub rma: bool,
+    /// It also writes it ([`Fabric::rma_write`]).
+    pub rma_write: bool,
     /// Records travel as tagged messages; else as plain ones (`FI_MSG`) into receives
     /// directed at their source, in send order (`FI_ORDER_SAS`).
     pub tagged: bool,
@@ -172,6 +190,11 @@ pub(crate) struct Fabric {
     pub mr_virt: bool,
     /// The provider picks registration keys (`FI_MR_PROV_KEY`); else ours are used.
     pub mr_prov_key: bool,
+    /// The offer opened (domain and fabric names).
+    pub offer: Offer,
+    /// The network interface it runs on, where the provider offers one per interface
+    /// ([`iface::choose`]).
+    pub iface: Option<oxmpi_base::net::Iface>,
     /// The next key we request for a registration.
     next_key: u64,
 }
@@ -243,9 +266,12 @@ impl Fabric {
             inject: 0,
             manual_progress: false,
             rma: false,
+            rma_write: false,
             tagged: caps == CAPS,
             mr_virt: false,
             mr_prov_key: false,
+            offer: Offer::default(),
+            iface: None,
             next_key: 1,
         };
         let (nodes, names) = list_nodes(list);
@@ -270,21 +296,40 @@ impl Fabric {
                 names[k]
             ));
         }
+        // Among the provider's offers (one per interface for the socket providers), the
+        // one on an interface peers on other nodes reach.
+        let same: Vec<usize> = (0..nodes.len()).filter(|&i| names[i] == names[k]).collect();
+        let offers: Vec<Offer> = same.iter().map(|&i| offer_of(nodes[i])).collect();
+        let (j, on) = if offers.len() > 1 {
+            iface::choose(&offers, &iface::usable())
+        } else {
+            (0, None)
+        };
+        let k = same[j];
         f.info = nodes[k];
         f.prov = names[k].clone();
-        // The same provider with reads of remote memory, if it offers them.
-        if let Some(Ok(rma)) = rma.then(|| getinfo(lib, caps | RMA)) {
-            let (rnodes, rnames) = list_nodes(rma);
-            match rnames.iter().position(|n| *n == f.prov) {
+        f.offer = offers[j].clone();
+        f.iface = on;
+        // The same provider and offer with reads and writes of remote memory, or reads
+        // only, if it has them.
+        for extra in [RMA | RMA_WRITE, RMA].into_iter().filter(|_| rma) {
+            let Ok(rlist) = getinfo(lib, caps | extra) else {
+                continue;
+            };
+            let (rnodes, rnames) = list_nodes(rlist);
+            let same = |i: usize| rnames[i] == f.prov && offer_of(rnodes[i]) == f.offer;
+            match (0..rnodes.len()).find(|&i| same(i)) {
                 Some(i) => {
                     // SAFETY: the first list is no longer referred to (f.info moves on).
                     unsafe { (lib.freeinfo)(f.list) };
-                    f.list = rma;
+                    f.list = rlist;
                     f.info = rnodes[i];
                     f.rma = true;
+                    f.rma_write = extra & fi::FI_WRITE != 0;
+                    break;
                 }
                 // SAFETY: the list from fi_getinfo, not used after this.
-                None => unsafe { (lib.freeinfo)(rma) },
+                None => unsafe { (lib.freeinfo)(rlist) },
             }
         }
         // SAFETY: every pointer below is either the chosen fi_info node (owned by `list`,
@@ -482,6 +527,51 @@ impl Fabric {
     ) -> isize {
         // SAFETY: an enabled endpoint opened with FI_RMA; the caller's promise.
         unsafe { ((*(*self.ep).rma).read)(self.ep, buf.cast(), len, desc, src, addr, key, ctx) }
+    }
+
+    /// Starts writing `len` bytes at `buf` into `dest`'s memory registered under `key` at
+    /// `addr` (virtual address or offset), completing only once the data is visible there
+    /// (`FI_DELIVERY_COMPLETE`); the raw return code.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn rma_write(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        dest: fi::FiAddr,
+        addr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        let iov = libc::iovec {
+            iov_base: buf as *mut c_void,
+            iov_len: len,
+        };
+        let mut desc = desc;
+        let rma = fi::fi_rma_iov { addr, len, key };
+        let msg = fi::fi_msg_rma {
+            msg_iov: &iov,
+            desc: &mut desc,
+            iov_count: 1,
+            addr: dest,
+            rma_iov: &rma,
+            rma_iov_count: 1,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: an enabled endpoint opened with FI_WRITE; the message and its vectors
+        // live during the call (the provider copies them); the caller's promise for the
+        // buffer and context.
+        unsafe {
+            ((*(*self.ep).rma).writemsg)(
+                self.ep,
+                &msg,
+                fi::FI_COMPLETION | fi::FI_DELIVERY_COMPLETE,
+            )
+        }
     }
 
     /// Posts a receive from `src` (tagged: of exactly `tag`, from anyone) into `len` bytes

@@ -37,6 +37,14 @@ pub(crate) const FI_ORDER_SAS: u64 = 1 << 8;
 pub(crate) const FI_READ: u64 = 1 << 8;
 /// `FI_REMOTE_READ`: other endpoints read ours.
 pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
+/// `FI_WRITE`: we write other endpoints' memory (and register local sources for it).
+pub(crate) const FI_WRITE: u64 = 1 << 9;
+/// `FI_REMOTE_WRITE`: other endpoints write ours.
+pub(crate) const FI_REMOTE_WRITE: u64 = 1 << 13;
+/// `FI_COMPLETION`: the operation reports its completion.
+pub(crate) const FI_COMPLETION: u64 = 1 << 24;
+/// `FI_DELIVERY_COMPLETE`: the completion means the data is visible at the target.
+pub(crate) const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
 /// `FI_RECV`.
 pub(crate) const FI_RECV: u64 = 1 << 10;
 /// `FI_SEND` (`FI_TRANSMIT`).
@@ -431,7 +439,7 @@ pub(crate) struct fi_ops_msg {
     pub inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, FiAddr) -> isize,
 }
 
-/// `struct fi_ops_rma` (up to `read`).
+/// `struct fi_ops_rma` (up to `writemsg`).
 #[repr(C)]
 pub(crate) struct fi_ops_rma {
     pub size: usize,
@@ -445,6 +453,34 @@ pub(crate) struct fi_ops_rma {
         u64,
         *mut c_void,
     ) -> isize,
+    pub readv: *mut c_void,
+    pub readmsg: *mut c_void,
+    pub write: *mut c_void,
+    pub writev: *mut c_void,
+    pub writemsg: unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> isize,
+}
+
+/// `struct fi_rma_iov`: a piece of registered remote memory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct fi_rma_iov {
+    pub addr: u64,
+    pub len: usize,
+    pub key: u64,
+}
+
+/// `struct fi_msg_rma`: the description of one `fi_writemsg`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct fi_msg_rma {
+    pub msg_iov: *const libc::iovec,
+    pub desc: *mut *mut c_void,
+    pub iov_count: usize,
+    pub addr: FiAddr,
+    pub rma_iov: *const fi_rma_iov,
+    pub rma_iov_count: usize,
+    pub context: *mut c_void,
+    pub data: u64,
 }
 
 /// `struct fid_ep`.
@@ -654,6 +690,18 @@ mod tests {
             off!(fid_ep, rma),
             off!(fid_mr, key),
             off!(fi_ops_rma, read),
+            off!(fi_ops_rma, writemsg),
+            size!(fi_rma_iov),
+            off!(fi_rma_iov, key),
+            size!(fi_msg_rma),
+            off!(fi_msg_rma, addr),
+            off!(fi_msg_rma, rma_iov),
+            off!(fi_msg_rma, context),
+            off!(fi_msg_rma, data),
+            ("FI_WRITE", FI_WRITE as usize),
+            ("FI_REMOTE_WRITE", FI_REMOTE_WRITE as usize),
+            ("FI_COMPLETION", FI_COMPLETION as usize),
+            ("FI_DELIVERY_COMPLETE", FI_DELIVERY_COMPLETE as usize),
             off!(fid_ep, msg),
             off!(fi_ops_msg, recv),
             off!(fi_ops_msg, send),

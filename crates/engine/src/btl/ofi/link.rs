@@ -22,6 +22,8 @@
 //! runtime's to notice (`plm_link_timeout`). A peer the provider never reaches at all
 //! fails after `btl_ofi_connect_timeout` (`connect.rs`).
 
+pub(crate) mod osc;
+
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +32,7 @@ use std::time::{Duration, Instant};
 use super::connect::{describe, Reach};
 use super::fabric::{Fabric, Mr};
 use super::fi;
+use super::mrcache::{self, EntryId, MrCache};
 use crate::btl::{Caps, Link, LinkError, BTL};
 use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_NACK, K_RTS};
 
@@ -178,8 +181,14 @@ pub(crate) struct Net {
     injected: u64,
     sent: u64,
     reads: u64,
-    /// Our buffers offered for a read, by (peer, our request), until its CTS or FIN.
-    offered: HashMap<(usize, u64), Mr>,
+    /// Our buffers offered for a read, by (peer, our request), until its CTS or FIN: their
+    /// entries in [`Net::mrs`].
+    offered: HashMap<(usize, u64), EntryId>,
+    /// The registrations of user memory (offered buffers, and read targets where the
+    /// provider wants local buffers registered).
+    mrs: MrCache<Mr>,
+    /// One-sided operations in flight and exposed window memory ([`osc::Osc`]).
+    osc: osc::Ops,
     /// The context of the one read in flight ([`Net::read`] waits for it).
     read_op: Box<Op>,
     /// The read's completion: `Some(None)` done, `Some(Some(message))` failed.
@@ -221,6 +230,7 @@ impl Net {
         liveness: Liveness,
     ) -> Net {
         let max_payload = max_payload.min(fab.max_msg.saturating_sub(HDR)).max(1);
+        let keep = mrcache::keep_for(&fab.prov);
         Net {
             fab,
             me,
@@ -239,6 +249,8 @@ impl Net {
             sent: 0,
             reads: 0,
             offered: HashMap::new(),
+            mrs: MrCache::new(keep),
+            osc: osc::Ops::default(),
             read_op: Box::new(Op {
                 kind: READ,
                 ..Op::default()
@@ -255,7 +267,8 @@ impl Net {
     /// The endpoint's properties that matter on a real network, for verbose output.
     pub(crate) fn describe(&self) -> String {
         format!(
-            "{}{}, mr_local {}, inject {} B, {} progress, max payload {} B",
+            "{}{}, mr_local {}, inject {} B, {} progress, max payload {} B, {} unused \
+             registrations cached, domain {} fabric {}{}",
             if self.fab.tagged {
                 "tagged messages"
             } else {
@@ -269,7 +282,14 @@ impl Net {
             } else {
                 "auto"
             },
-            self.max_payload
+            self.max_payload,
+            self.mrs.keep(),
+            self.fab.offer.domain,
+            self.fab.offer.fabric,
+            self.fab.iface.as_ref().map_or(String::new(), |i| format!(
+                " (interface {} {}/{}: btl_tcp_if_include/exclude)",
+                i.name, i.addr, i.prefix
+            ))
         )
     }
 
@@ -420,6 +440,10 @@ impl Net {
             self.read_done = Some(err.map(|e| e.1));
             return;
         }
+        if kind == osc::OSC {
+            self.osc_done(idx, err);
+            return;
+        }
         if kind != RECV {
             self.sends[idx].done = None;
             self.free.push(idx);
@@ -502,8 +526,10 @@ impl Net {
             if hdr.kind == K_CTS || hdr.kind == K_FIN || hdr.kind == K_NACK {
                 // The receiver took (or declined, or refused) our offer: the registration
                 // can go.
-                if let Some(mr) = self.offered.remove(&(p, hdr.b)) {
-                    self.fab.deregister(mr);
+                if let Some(e) = self.offered.remove(&(p, hdr.b)) {
+                    for mr in self.mrs.release(e) {
+                        self.fab.deregister(mr);
+                    }
                 }
             }
             if hdr.kind == K_BYE || hdr.kind == K_PING {
@@ -557,41 +583,70 @@ impl Net {
             q.closed = true;
         }
         if self.peers.iter().flatten().all(|q| q.closed) {
+            let c = self.mrs.stats();
             oxmpi_base::verbose!(
                 BTL,
                 20,
                 "ofi: rank {}: {} records injected (fi_tinject, up to {} B), {} sent with a \
-                 completion, {} rendezvous read (fi_read)",
+                 completion, {} rendezvous read (fi_read); user memory registrations: {} \
+                 cache hits, {} registered, {} evicted, {} invalidated",
                 self.me,
                 self.injected,
                 self.fab.inject.min(INJECT_MAX),
                 self.sent,
-                self.reads
+                self.reads,
+                c.hits,
+                c.misses,
+                c.evictions,
+                c.invalidations
             );
-            for (_, mr) in std::mem::take(&mut self.offered) {
+            self.offered.clear();
+            for mr in self.mrs.drain() {
                 self.fab.deregister(mr);
             }
+            self.osc_close();
             self.fab.close();
             self.closed = true;
         }
     }
 
-    /// Sends an RTS that offers its buffer (`hdr.a` bytes at `hdr.c`) for a read: registers
-    /// it (once, until the receiver's CTS or FIN) and appends the key and address; without
-    /// the offer if the registration fails.
+    /// A registration of user memory covering `len` bytes at `buf` (its whole pages, to
+    /// be read by peers and read into), from the cache or new; give it back with
+    /// [`Net::release_user`].
+    fn register_user(&mut self, buf: usize, len: usize) -> Result<EntryId, String> {
+        let (start, end) = mrcache::pages(buf, len);
+        let fab = &mut self.fab;
+        self.mrs
+            .acquire(start, end - start, mrcache::USER_ACCESS, |s, l, a| {
+                // SAFETY: the pages hold a buffer valid for the transfer that asks; a
+                // provider reaches registered memory only for transfers of buffers inside
+                // it, valid while they run. Kept beyond them only where the provider
+                // does not pin pages (a registration names addresses, read as mapped
+                // then) or the user promised not to remap (btl_ofi_mr_cache_pinned).
+                unsafe { fab.register_user(s as *const u8, l, a) }
+            })
+    }
+
+    /// Ends one transfer's use of a registration of [`Net::register_user`]; closes what
+    /// the cache lets go.
+    fn release_user(&mut self, e: EntryId) {
+        for mr in self.mrs.release(e) {
+            self.fab.deregister(mr);
+        }
+    }
+
+    /// Sends an RTS that offers its buffer (`hdr.a` bytes at `hdr.c`) for a read: takes a
+    /// registration (until the receiver's CTS or FIN) and appends the key and address;
+    /// without the offer if the registration fails.
     fn send_rts(&mut self, p: usize, hdr: &Hdr) -> bool {
         let id = (p, hdr.b);
         if !self.offered.contains_key(&id) {
-            // SAFETY: the sender's buffer stays valid until its request completes, which
-            // takes the receiver's CTS or FIN (when the registration goes) or its failure
-            // (then the registration lives on, unused, until the fabric closes).
-            let mr = unsafe {
-                self.fab
-                    .register_user(hdr.c as *const u8, hdr.a as usize, fi::FI_REMOTE_READ)
-            };
-            match mr {
-                Ok(mr) => {
-                    self.offered.insert(id, mr);
+            // The sender's buffer stays valid until its request completes, which takes the
+            // receiver's CTS or FIN (when the registration is released) or its failure
+            // (then it stays in use until the fabric closes).
+            match self.register_user(hdr.c as usize, hdr.a as usize) {
+                Ok(e) => {
+                    self.offered.insert(id, e);
                 }
                 Err(e) => {
                     oxmpi_base::verbose!(
@@ -609,8 +664,16 @@ impl Net {
                 }
             }
         }
-        let key = self.offered[&id].key;
-        let raddr = if self.fab.mr_virt { hdr.c } else { 0 };
+        let Some((mr, start)) = self.mrs.get(self.offered[&id]) else {
+            return true;
+        };
+        let key = mr.key;
+        // Without FI_MR_VIRT_ADDR, remote addresses are offsets into the registration.
+        let raddr = if self.fab.mr_virt {
+            hdr.c
+        } else {
+            hdr.c - start as u64
+        };
         let mut t = [0u8; RMA_TRAILER];
         t[..8].copy_from_slice(&key.to_ne_bytes());
         t[8..].copy_from_slice(&raddr.to_ne_bytes());
@@ -639,19 +702,21 @@ impl Net {
             return Ok(false);
         };
         let src = peer.addr;
+        // buf stays valid (the caller's promise) until we release it below.
         let local = if self.fab.mr_local {
-            // SAFETY: buf stays valid (the caller's promise) until we deregister below.
             Some(
-                unsafe { self.fab.register_user(buf, n, fi::FI_READ) }
+                self.register_user(buf as usize, n)
                     .map_err(LinkError::Fabric)?,
             )
         } else {
             None
         };
-        let desc = local.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+        let desc = local
+            .and_then(|e| self.mrs.get(e))
+            .map_or(std::ptr::null_mut(), |(m, _)| m.desc);
         let res = self.read_pieces(p, buf, n, desc, src, raddr, key);
-        if let Some(m) = local {
-            self.fab.deregister(m);
+        if let Some(e) = local {
+            self.release_user(e);
         }
         if res.is_ok() {
             self.reads += 1;
@@ -1040,6 +1105,18 @@ impl Link for OfiLink {
     unsafe fn read(&mut self, buf: *mut u8, n: usize, sreq: u64) -> Result<bool, LinkError> {
         // SAFETY: the caller's promise for buf.
         unsafe { self.net().read(self.peer, buf, n, sreq) }
+    }
+
+    /// Drops the cached registrations of the freed memory (every link of the rank shares
+    /// one cache: the first call does it).
+    fn memory_freed(&mut self, addr: usize, len: usize) {
+        let mut n = self.net();
+        if n.closed {
+            return;
+        }
+        for mr in n.mrs.invalidate(addr, len) {
+            n.fab.deregister(mr);
+        }
     }
 
     fn sending(&self) -> bool {

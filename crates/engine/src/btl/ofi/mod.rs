@@ -2,11 +2,13 @@
 //! reliable-datagram endpoint, for networks with a libfabric provider (verbs, EFA, cxi,
 //! psm3, and the software `tcp;ofi_rxm`, `udp;ofi_rxd`, `shm`). `fi` binds the libfabric
 //! ABI (loaded with `dlopen`), `fabric` opens the provider's objects, `link` carries the
-//! records ([`link::OfiLink`]), `params` declares `mtl_ofi_provider_*` and `btl_ofi_*`.
+//! records ([`link::OfiLink`]), `mrcache` keeps the registrations of user memory, `params`
+//! declares `mtl_ofi_provider_*` and `btl_ofi_*`.
 //!
 //! Wire-up: every rank that selected `ofi` opens an endpoint and publishes
 //! `provider,address` (the provider with `;` written `+`, the endpoint name in hex) as the
-//! `ofi` section of its endpoint record; after the fence it inserts the address of every
+//! `ofi` section of its endpoint record (where the provider offers one endpoint per network
+//! interface, on the interface `iface` chooses); after the fence it inserts the address of every
 //! peer without a link that publishes the same provider into its address vector
 //! (`FI_AV_TABLE`) and posts that peer's receives. A missing libfabric or provider
 //! disables the component with one verbose line.
@@ -14,7 +16,9 @@
 pub(crate) mod connect;
 pub(crate) mod fabric;
 pub(crate) mod fi;
+pub(crate) mod iface;
 pub(crate) mod link;
+pub(crate) mod mrcache;
 pub(crate) mod params;
 
 use std::sync::{Arc, Mutex};
@@ -173,10 +177,9 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         net.describe(),
         hex(&name)
     );
-    Ok(Some(Box::new(OfiSetup {
-        net: Arc::new(Mutex::new(net)),
-        section,
-    })))
+    let net = Arc::new(Mutex::new(net));
+    link::osc::publish(&net);
+    Ok(Some(Box::new(OfiSetup { net, section })))
 }
 
 impl Setup for OfiSetup {

@@ -135,8 +135,43 @@ pub(crate) static RMA: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_mr_cache_size`.
+pub(crate) static MR_CACHE_SIZE: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "mr_cache_size",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 20,
+    },
+    "256",
+    "Registrations of user memory (buffers of large messages read with FI_RMA) the ofi \
+     transport keeps open while unused, least recently used closed first; 0: each closed \
+     after its transfer. Kept only on providers that register by virtual address without \
+     pinning pages (tcp, udp, sockets, shm), where memory freed and mapped again at the \
+     same address is read as it is now; on the others (verbs, efa, cxi, psm3 pin pages) \
+     libfabric's own cache, invalidated by its memory monitor (FI_MR_CACHE_MONITOR), \
+     serves repeated registrations, unless btl_ofi_mr_cache_pinned",
+)
+.level(5);
+
+/// `btl_ofi_mr_cache_pinned`.
+pub(crate) static MR_CACHE_PINNED: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "mr_cache_pinned",
+    ParamType::Bool,
+    "false",
+    "Keep registrations of user memory (btl_ofi_mr_cache_size) on providers that pin \
+     pages too, as Open MPI's mpi_leave_pinned: only safe if the application never frees \
+     memory it sent from and gets the same addresses mapped again while they are cached \
+     (the registration would still name the old, pinned pages); MPI_Free_mem drops the \
+     registrations of what it frees, other frees go unseen",
+)
+.level(5);
+
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 10] = [
+pub(crate) static PARAMS: [ParamDecl; 12] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -147,4 +182,6 @@ pub(crate) static PARAMS: [ParamDecl; 10] = [
     TAGGED,
     RMA,
     CONNECT_TIMEOUT,
+    MR_CACHE_SIZE,
+    MR_CACHE_PINNED,
 ];
