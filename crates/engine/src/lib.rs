@@ -283,8 +283,8 @@ pub use pml::params::PROFILE;
 /// The protocol's counters (traffic per peer and transport, matching queues, wait time).
 #[cfg(not(loom))]
 pub use pml::stats::{
-    pvars, set_wait_timing, size_bucket, timing_sampled, timing_scale, CommStats, MatchStats,
-    PeerStats, Pvar, PvarClass, Stats, SIZE_BUCKETS, TIMING_EXACT, TIMING_SAMPLE_EVERY,
+    pvars, set_wait_timing, size_bucket, timing_sampled, timing_scale, CommBinding, CommStats,
+    MatchStats, PeerStats, Pvar, PvarClass, Stats, SIZE_BUCKETS, TIMING_EXACT, TIMING_SAMPLE_EVERY,
 };
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]

@@ -253,11 +253,41 @@ pub struct Pvar {
     /// Counts without being started (`continuous`); a non-continuous one counts only between
     /// start and stop.
     pub continuous: bool,
-    /// For a variable bound to a communicator (`MPI_T_BIND_MPI_COMM`): its value from
-    /// that communicator's counters (`read` is then unused).
-    pub comm: Option<fn(&CommStats) -> u64>,
+    /// For a variable bound to a communicator (`MPI_T_BIND_MPI_COMM`): how it reads and
+    /// watches that communicator (`read` is then unused).
+    pub comm: Option<CommBinding>,
     /// Its value: a count (or nanoseconds for a timer) from a snapshot.
     pub read: fn(&Stats) -> u64,
+}
+
+/// How a performance variable bound to a communicator reads it. Such counters count
+/// only while a reader watches the communicator (unread, they cost one predictable branch
+/// where they would count); a handle reads what happened since it was allocated, so
+/// nothing it could see is lost.
+#[derive(Debug, Clone, Copy)]
+pub struct CommBinding {
+    /// The value on engine communicator `c` (0 once `c` is freed).
+    pub read: fn(crate::CommId) -> u64,
+    /// Starts (`true`) or stops one reader of `c`.
+    pub watch: fn(crate::CommId, bool),
+    /// Whether `c` is the engine communicator the communicator's collectives travel on
+    /// (the C library's collective context, the Rust API's shadow) rather than the one
+    /// its point-to-point messages travel on.
+    pub collective: bool,
+}
+
+/// Starts or stops a reader of an engine communicator's traffic counters.
+fn watch_comm(c: crate::CommId, on: bool) {
+    if let Some(e) = crate::engine() {
+        e.comm_watch(c, on);
+    }
+}
+
+/// The traffic counters of engine communicator `c` (zeros if it is gone).
+fn comm_stats(c: crate::CommId) -> CommStats {
+    crate::engine()
+        .and_then(|e| e.comm_stats(c))
+        .unwrap_or_default()
 }
 
 /// Counters of one communicator's point-to-point traffic (its collectives run on a
@@ -292,7 +322,11 @@ const COMM_PVARS: [Pvar; 4] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
-        comm: Some(|c| c.msgs_sent),
+        comm: Some(CommBinding {
+            read: |c| comm_stats(c).msgs_sent,
+            watch: watch_comm,
+            collective: false,
+        }),
         read: |_| 0,
     },
     Pvar {
@@ -302,7 +336,11 @@ const COMM_PVARS: [Pvar; 4] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
-        comm: Some(|c| c.bytes_sent),
+        comm: Some(CommBinding {
+            read: |c| comm_stats(c).bytes_sent,
+            watch: watch_comm,
+            collective: false,
+        }),
         read: |_| 0,
     },
     Pvar {
@@ -312,7 +350,11 @@ const COMM_PVARS: [Pvar; 4] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
-        comm: Some(|c| c.msgs_recv),
+        comm: Some(CommBinding {
+            read: |c| comm_stats(c).msgs_recv,
+            watch: watch_comm,
+            collective: false,
+        }),
         read: |_| 0,
     },
     Pvar {
@@ -322,7 +364,11 @@ const COMM_PVARS: [Pvar; 4] = [
         class: PvarClass::Counter,
         level: 4,
         continuous: true,
-        comm: Some(|c| c.bytes_recv),
+        comm: Some(CommBinding {
+            read: |c| comm_stats(c).bytes_recv,
+            watch: watch_comm,
+            collective: false,
+        }),
         read: |_| 0,
     },
 ];
