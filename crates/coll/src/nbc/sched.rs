@@ -276,14 +276,16 @@ impl Schedule {
         self.tag = next_tag(&self.cc)?;
         self.next = 0;
         self.error = None;
-        if let Some(a) = self.alg {
+        // The plan counted the first run (a persistent collective's first start restarts
+        // a plan that never ran); every later start counts one more.
+        if let (Some(a), true) = (self.alg, self.started) {
             count(self.cc.shadow, a);
         }
         Ok(())
     }
 
-    /// Counts a run of algorithm `a` now and at every restart (each start of a
-    /// persistent collective).
+    /// Counts a run of algorithm `a` now and at every restart after the plan ran (each
+    /// later start of a persistent collective).
     pub(crate) fn counted(mut self, a: Alg) -> Schedule {
         count(self.cc.shadow, a);
         self.alg = Some(a);
