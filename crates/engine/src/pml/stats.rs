@@ -276,20 +276,6 @@ pub struct CommBinding {
     pub collective: bool,
 }
 
-/// Starts or stops a reader of an engine communicator's traffic counters.
-fn watch_comm(c: crate::CommId, on: bool) {
-    if let Some(e) = crate::engine() {
-        e.comm_watch(c, on);
-    }
-}
-
-/// The traffic counters of engine communicator `c` (zeros if it is gone).
-fn comm_stats(c: crate::CommId) -> CommStats {
-    crate::engine()
-        .and_then(|e| e.comm_stats(c))
-        .unwrap_or_default()
-}
-
 /// Counters of one communicator's point-to-point traffic (its collectives run on a
 /// communicator of their own).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -313,65 +299,6 @@ impl CommStats {
         self.bytes_recv += len as u64;
     }
 }
-
-const COMM_PVARS: [Pvar; 4] = [
-    Pvar {
-        name: "pml_ox_comm_msgs_sent",
-        category: "pml_ox",
-        desc: "Messages sent on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(CommBinding {
-            read: |c| comm_stats(c).msgs_sent,
-            watch: watch_comm,
-            collective: false,
-        }),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_bytes_sent",
-        category: "pml_ox",
-        desc: "Payload bytes sent on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(CommBinding {
-            read: |c| comm_stats(c).bytes_sent,
-            watch: watch_comm,
-            collective: false,
-        }),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_msgs_recv",
-        category: "pml_ox",
-        desc: "Messages that arrived on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(CommBinding {
-            read: |c| comm_stats(c).msgs_recv,
-            watch: watch_comm,
-            collective: false,
-        }),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_bytes_recv",
-        category: "pml_ox",
-        desc: "Payload bytes that arrived on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(CommBinding {
-            read: |c| comm_stats(c).bytes_recv,
-            watch: watch_comm,
-            collective: false,
-        }),
-        read: |_| 0,
-    },
-];
 
 impl Pvar {
     /// Whether handles may reset or write it (counters and timers).
@@ -405,9 +332,9 @@ macro_rules! transport_pvars {
     )*]};
 }
 
-const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
+pub(crate) const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
 
-const PML_PVARS: [Pvar; 10] = [
+pub(crate) const PML_PVARS: [Pvar; 10] = [
     Pvar {
         name: "pml_ox_eager_sent",
         category: "pml_ox",
@@ -510,7 +437,7 @@ const PML_PVARS: [Pvar; 10] = [
     },
 ];
 
-const WAIT_PVAR: Pvar = Pvar {
+pub(crate) const WAIT_PVAR: Pvar = Pvar {
     name: "pml_ox_wait_time",
     category: "pml_ox",
     desc: "Seconds spent blocked in waits (measured only while a handle of it is started)",
@@ -520,17 +447,3 @@ const WAIT_PVAR: Pvar = Pvar {
     comm: None,
     read: |s| s.wait_ns,
 };
-
-/// Every performance variable of the engine, in a fixed order (their tools-interface
-/// indices).
-pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
-    static ALL: std::sync::OnceLock<Vec<Pvar>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut v = TRANSPORT_PVARS.to_vec();
-        v.extend(PML_PVARS);
-        v.push(WAIT_PVAR);
-        v.extend(COMM_PVARS);
-        v
-    })
-    .iter()
-}
