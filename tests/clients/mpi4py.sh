@@ -6,7 +6,8 @@
 # 1. Sets up target/venv-mpi4py (idempotent; see mpi4py-env.sh).
 # 2. Under PREFIX/bin/mpirun at np=1, 2 and 4: the import loads OUR library (no system
 #    Open MPI/MPICH, MPICH-ABI extension, version 4.1), pickle and buffer send/recv, ring,
-#    barrier (mpi4py_checks.py).
+#    barrier (mpi4py_checks.py); mpi4py.bench helloworld and ringtest, the ring test also
+#    at np=4 with mpirun --profile (every profile file written).
 # 3. mpi4py's own test modules environ, toplevel, status, request, p2p_obj, p2p_buf,
 #    msgspec, errhandler from its sdist, at np=1 and np=2, one mpirun per module.
 #    Set OXMPI_MPI4PY_MODULES="a b" to choose other modules, or "" to skip this step, and
@@ -51,6 +52,11 @@ run "wheel checks singleton (MPI4PY_LIBMPI)" 120 env OXMPI_CHECK_SIZE=1 \
     MPI4PY_LIBMPI="$PREFIX/lib/libmpi.so.12" "$PY" -m mpi4py "$here/mpi4py_checks.py" "$PREFIX"
 run "mpi4py.bench helloworld np=2" 120 "$MPIRUN" -n 2 "$PY" -m mpi4py.bench helloworld
 run "mpi4py.bench ringtest np=2" 120 "$MPIRUN" -n 2 "$PY" -m mpi4py.bench ringtest
+# The job profile of the ring test at np=4 (issue 18): every file is written.
+run "mpi4py.bench ringtest np=4 --profile" 120 bash -c '"$1" -n 4 --profile="$2" "$3" -m \
+    mpi4py.bench ringtest && for f in profile.json matrix.csv functions.csv sizes.csv \
+    ranks.csv collectives.csv matrix.png times.png sizes.png index.html; do
+    test -s "$2/$f" || { echo "$2/$f missing"; exit 1; }; done' _ "$MPIRUN" "$log/prof" "$PY"
 # MPIPoolExecutor starts its workers with MPI_Comm_spawn.
 run "mpi4py.futures pool np=1" 120 "$MPIRUN" -n 1 "$PY" -m mpi4py.futures "$here/mpi4py_pool.py"
 

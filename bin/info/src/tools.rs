@@ -86,7 +86,7 @@ pub(crate) fn pvars(level: u8) -> String {
         };
         let _ = writeln!(
             out,
-            "  {}  MPI_T_PVAR_CLASS_{}  {dt}  MPI_T_VERBOSITY_{}  {}{}",
+            "  {}  MPI_T_PVAR_CLASS_{}  {dt}  MPI_T_VERBOSITY_{}  {}{}{}",
             p.name,
             p.class.name(),
             VERBOSITY_NAMES[verbosity_index(p.level)],
@@ -95,7 +95,12 @@ pub(crate) fn pvars(level: u8) -> String {
             } else {
                 "start/stop"
             },
-            if p.resettable() { "" } else { ", read-only" }
+            if p.resettable() { "" } else { ", read-only" },
+            if p.comm.is_some() {
+                ", bound to a communicator (MPI_T_BIND_MPI_COMM)"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(out, "      {}", p.desc);
     }
@@ -139,6 +144,7 @@ mod tests {
         assert!(out.contains("\ncategory btl_sm\n"), "{out}");
         assert!(out.contains("  pml_ox_eager_limit  MPI_T_PVAR_CLASS_SIZE  MPI_UNSIGNED_LONG_LONG  MPI_T_VERBOSITY_TUNER_BASIC  continuous, read-only\n"));
         assert!(out.contains("  pml_ox_wait_time  MPI_T_PVAR_CLASS_TIMER  MPI_DOUBLE  MPI_T_VERBOSITY_TUNER_BASIC  start/stop\n"));
+        assert!(out.contains("  coll_tuned_comm_bcast_linear_calls  MPI_T_PVAR_CLASS_COUNTER  MPI_UNSIGNED_LONG_LONG  MPI_T_VERBOSITY_TUNER_DETAIL  continuous, bound to a communicator (MPI_T_BIND_MPI_COMM)\n"));
         assert!(
             out.contains("  btl_tcp_bytes_sent  MPI_T_PVAR_CLASS_COUNTER  MPI_UNSIGNED_LONG_LONG")
         );

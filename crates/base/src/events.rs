@@ -1,7 +1,7 @@
 //! Events the library raises as they happen, for the MPI tools interface's event types
 //! (`MPI_T_event_*`, MPI 4.1 §15.3.8): a peer process failed, a transport was chosen to
-//! reach a peer, a message arrived before its receive was posted, a framework's verbose
-//! stream printed a line.
+//! reach a peer, the first message to a peer went by rendezvous, a message arrived before
+//! its receive was posted, a framework's verbose stream printed a line.
 //!
 //! The crates that see these things (the engine, the output streams) call [`raise`]; the
 //! MPI library's tools interface installs the one [`set_sink`] that turns them into event
@@ -23,10 +23,21 @@ pub enum Kind {
     Unexpected,
     /// [`Event::VerboseLine`].
     VerboseLine,
+    /// [`Event::Rendezvous`].
+    Rendezvous,
 }
 
 /// Number of [`Kind`]s.
-pub const KINDS: usize = 4;
+pub const KINDS: usize = 5;
+
+/// Every [`Kind`], in order.
+pub const ALL_KINDS: [Kind; KINDS] = [
+    Kind::ProcFailed,
+    Kind::Transport,
+    Kind::Unexpected,
+    Kind::VerboseLine,
+    Kind::Rendezvous,
+];
 
 /// One occurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +76,20 @@ pub enum Event<'a> {
         /// The message, without the `[host:pid]` prefix.
         text: &'a str,
     },
+    /// The protocol of the sends to world rank `peer` switched from eager to rendezvous:
+    /// the first message to it above the eager limit (a request to send, the data after
+    /// the receiver's clear-to-send) is being sent. Raised once per peer (sends to
+    /// ourselves excluded).
+    Rendezvous {
+        /// The peer's world rank.
+        peer: i32,
+        /// The message's length in bytes.
+        bytes: u64,
+        /// The eager limit in force for this peer (its link may cap the configured one).
+        eager_limit: u64,
+        /// The transport reaching the peer.
+        transport: &'a str,
+    },
 }
 
 impl Event<'_> {
@@ -75,6 +100,7 @@ impl Event<'_> {
             Event::Transport { .. } => Kind::Transport,
             Event::Unexpected { .. } => Kind::Unexpected,
             Event::VerboseLine { .. } => Kind::VerboseLine,
+            Event::Rendezvous { .. } => Kind::Rendezvous,
         }
     }
 }
@@ -148,5 +174,6 @@ mod tests {
             .kind(),
             Kind::VerboseLine
         );
+        assert!(ALL_KINDS.iter().enumerate().all(|(i, &k)| k as usize == i));
     }
 }

@@ -1,34 +1,39 @@
 //! Per-function call counts and times for the job profile (`mpi_profile`): while it is on,
 //! each outermost MPI call (one the application made; the library's own nested calls are
-//! not counted, as a PMPI tool would not see them) is counted in a per-thread table. Off
-//! (the default), an entry point pays one relaxed load.
+//! not counted, as a PMPI tool would not see them) is counted in a table. Off (the
+//! default), an entry point pays one relaxed load.
 //!
 //! Counts are exact. Times are sampled, because reading the clock costs about as much as
-//! a whole small-message MPI call (two reads per call doubled the 8-byte latency): on each
-//! thread the first `TIMING_EXACT` (16) calls of a function are all timed, after them one
+//! a whole small-message MPI call (two reads per call doubled the 8-byte latency): in each
+//! table the first `TIMING_EXACT` (16) calls of a function are all timed, after them one
 //! call in `TIMING_SAMPLE_EVERY` (256), the engine's policy (`oxmpi_engine::timing_sampled`)
 //! that also samples the blocking waits. A function's total time is the sampled time scaled
 //! by `count / timed` and its histogram the sampled one scaled the same way, so a function
 //! called at most 16 times has exact figures.
 //!
-//! The per-call work is one thread-local access, a probe of an open-addressing table keyed
-//! by the address of the function's name, and a plain load and store of its count (only
-//! the owning thread writes it); the timed calls' figures sit behind a mutex taken only
-//! for a timed call.
+//! The per-call work: below `MPI_THREAD_MULTIPLE`, where no two threads are inside the
+//! library at once, one table shared by the threads, reached without thread-local storage
+//! (whose access from a shared library is a function call): a relaxed load and store of
+//! the call depth, a probe of an open-addressing table keyed by the address of the
+//! function's name, and a plain load and store of its count. With `MPI_THREAD_MULTIPLE`,
+//! each thread counts in a table of its own (one thread-local access more). The timed
+//! calls' figures sit behind a mutex taken only for a timed call. Library helper threads
+//! (a nonblocking ULFM agreement, `MPI_Comm_idup`) that complete a request through an
+//! entry point count like the application's calls, as before.
 
 use oxmpi_engine::{timing_sampled as sampled, timing_scale as scale};
 #[cfg(test)]
 use oxmpi_engine::{TIMING_EXACT as EXACT_CALLS, TIMING_SAMPLE_EVERY as SAMPLE_EVERY};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Buckets of a duration histogram: bucket `b` counts calls of `2^(b-1)..2^b` nanoseconds.
 pub(crate) const TIME_BUCKETS: usize = 40;
 
-/// Slots of a thread's table (a power of two, well above the number of entry points).
+/// Slots of a table (a power of two, well above the number of entry points).
 const SLOTS: usize = 2048;
 
 /// One function's calls.
@@ -52,7 +57,7 @@ impl Default for Calls {
     }
 }
 
-/// The timed calls of one function on one thread.
+/// The timed calls of one function in one table.
 #[derive(Debug, Clone)]
 struct Timed {
     name: &'static str,
@@ -61,20 +66,23 @@ struct Timed {
     hist: [u64; TIME_BUCKETS],
 }
 
-/// One thread's calls: slot `i` holds the function whose name starts at address
-/// `keys[i]` (0: free) and its call count; only the owning thread writes either.
+/// One table of calls: slot `i` holds the function whose name starts at address
+/// `keys[i]` (0: free) and its call count; only one thread at a time writes either.
 struct Table {
-    keys: Box<[AtomicUsize]>,
-    counts: Box<[AtomicU64]>,
-    timed: Mutex<HashMap<usize, Timed>>,
+    /// The call depth of the thread(s) counting here: only depth 0 calls are counted.
+    depth: AtomicU32,
+    keys: [AtomicUsize; SLOTS],
+    counts: [AtomicU64; SLOTS],
+    timed: Mutex<Option<HashMap<usize, Timed>>>,
 }
 
 impl Table {
-    fn new() -> Table {
+    const fn new() -> Table {
         Table {
-            keys: (0..SLOTS).map(|_| AtomicUsize::new(0)).collect(),
-            counts: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
-            timed: Mutex::new(HashMap::new()),
+            depth: AtomicU32::new(0),
+            keys: [const { AtomicUsize::new(0) }; SLOTS],
+            counts: [const { AtomicU64::new(0) }; SLOTS],
+            timed: Mutex::new(None),
         }
     }
 
@@ -99,81 +107,113 @@ impl Table {
 
     /// Adds one timed call of `name` (slot `i`) lasting `ns`.
     fn add_timed(&self, i: usize, name: &'static str, ns: u64) {
-        let mut t = self.timed.lock().unwrap_or_else(|p| p.into_inner());
-        let e = t.entry(i).or_insert_with(|| Timed {
-            name,
-            calls: 0,
-            total_ns: 0,
-            hist: [0; TIME_BUCKETS],
-        });
+        let mut g = self.timed.lock().unwrap_or_else(|p| p.into_inner());
+        let e = g
+            .get_or_insert_with(HashMap::new)
+            .entry(i)
+            .or_insert_with(|| Timed {
+                name,
+                calls: 0,
+                total_ns: 0,
+                hist: [0; TIME_BUCKETS],
+            });
         e.calls += 1;
         e.total_ns += ns;
         e.hist[((u64::BITS - ns.leading_zeros()) as usize).min(TIME_BUCKETS - 1)] += 1;
     }
+
+    /// Runs `f`, the body of MPI function `name`, counting it (and timing it when
+    /// sampled) if it is an outermost call.
+    #[inline(always)]
+    fn count<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let depth = self.depth.load(Ordering::Relaxed);
+        self.depth.store(depth + 1, Ordering::Relaxed);
+        let timing = if depth == 0 { self.begin(name) } else { None };
+        let r = f();
+        self.depth.store(depth, Ordering::Relaxed);
+        if let Some((i, t0)) = timing {
+            self.add_timed(i, name, t0.elapsed().as_nanos() as u64);
+        }
+        r
+    }
+
+    /// Counts an outermost call of `name`; for a sampled one, its slot and the clock to
+    /// time it by.
+    #[inline(always)]
+    fn begin(&self, name: &'static str) -> Option<(usize, Instant)> {
+        let i = self.slot(name)?;
+        let n = self.counts[i].load(Ordering::Relaxed);
+        self.counts[i].store(n + 1, Ordering::Relaxed);
+        sampled(n).then(|| (i, Instant::now()))
+    }
 }
 
-static ON: AtomicBool = AtomicBool::new(false);
-static TABLES: Mutex<Vec<Arc<Table>>> = Mutex::new(Vec::new());
+/// Not counting.
+const OFF: u8 = 0;
+/// Counting in [`SHARED`] (below `MPI_THREAD_MULTIPLE`).
+const ONE_TABLE: u8 = 1;
+/// Counting in each thread's own table.
+const PER_THREAD: u8 = 2;
 
-/// This thread's call depth and table.
-struct Local {
-    depth: Cell<u32>,
-    table: Arc<Table>,
-}
+static MODE: AtomicU8 = AtomicU8::new(OFF);
+/// The table of the calls made below `MPI_THREAD_MULTIPLE`.
+static SHARED: Table = Table::new();
+/// The per-thread tables (leaked: they live as long as the process).
+static TABLES: Mutex<Vec<&'static Table>> = Mutex::new(Vec::new());
 
 thread_local! {
-    static LOCAL: Local = {
-        let table = Arc::new(Table::new());
-        TABLES.lock().unwrap_or_else(|p| p.into_inner()).push(table.clone());
-        Local { depth: Cell::new(0), table }
-    };
+    /// This thread's table, with `MPI_THREAD_MULTIPLE`.
+    static LOCAL: Cell<Option<&'static Table>> = const { Cell::new(None) };
+}
+
+/// This thread's table (created on its first counted call).
+fn local() -> &'static Table {
+    LOCAL.with(|l| {
+        l.get().unwrap_or_else(|| {
+            let t: &'static Table = Box::leak(Box::new(Table::new()));
+            TABLES.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+            l.set(Some(t));
+            t
+        })
+    })
 }
 
 /// Whether calls are being counted (one relaxed load).
-#[inline]
+#[inline(always)]
 pub(crate) fn on() -> bool {
-    ON.load(Ordering::Relaxed)
+    MODE.load(Ordering::Relaxed) != OFF
 }
 
-/// Starts or stops counting calls.
-pub(crate) fn set_on(v: bool) {
-    ON.store(v, Ordering::Relaxed);
+/// Starts counting calls (`multiple`: threads may call concurrently,
+/// `MPI_THREAD_MULTIPLE`) or stops (`None`).
+pub(crate) fn set_on(on: Option<bool>) {
+    let mode = match on {
+        None => OFF,
+        Some(false) => ONE_TABLE,
+        Some(true) => PER_THREAD,
+    };
+    MODE.store(mode, Ordering::Relaxed);
 }
 
 /// Runs `f`, the body of MPI function `name`, counting it (and timing it when sampled) if
 /// it is an outermost call (out of line and cold: the profile is off by default).
 #[cold]
 pub(crate) fn timed<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
-    LOCAL.with(|l| {
-        let depth = l.depth.get();
-        l.depth.set(depth + 1);
-        let slot = if depth == 0 { l.table.slot(name) } else { None };
-        let Some(i) = slot else {
-            let r = f();
-            l.depth.set(depth);
-            return r;
-        };
-        let n = l.table.counts[i].load(Ordering::Relaxed);
-        l.table.counts[i].store(n + 1, Ordering::Relaxed);
-        if !sampled(n) {
-            let r = f();
-            l.depth.set(0);
-            return r;
-        }
-        let t0 = Instant::now();
-        let r = f();
-        let ns = t0.elapsed().as_nanos() as u64;
-        l.depth.set(0);
-        l.table.add_timed(i, name, ns);
-        r
-    })
+    let table = if MODE.load(Ordering::Relaxed) == PER_THREAD {
+        local()
+    } else {
+        &SHARED
+    };
+    table.count(name, f)
 }
 
 /// Every function's calls so far, summed over the threads, by name.
 pub(crate) fn snapshot() -> Vec<(&'static str, Calls)> {
     let mut sum: HashMap<&'static str, Calls> = HashMap::new();
-    for t in TABLES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        for (&i, tm) in t.timed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+    let tables = TABLES.lock().unwrap_or_else(|p| p.into_inner());
+    for t in std::iter::once(&SHARED).chain(tables.iter().copied()) {
+        let timed = t.timed.lock().unwrap_or_else(|p| p.into_inner());
+        for (&i, tm) in timed.iter().flatten() {
             let count = t.counts[i].load(Ordering::Relaxed).max(tm.calls);
             let s = sum.entry(tm.name).or_default();
             s.count += count;
@@ -194,6 +234,7 @@ mod tests {
 
     #[test]
     fn outermost_calls_are_counted_with_their_time() {
+        // The shared table (used by this test only: tests run on threads of their own).
         let r = timed("MPI_Test_outer", || timed("MPI_Test_inner", || 7));
         assert_eq!(r, 7);
         let s = snapshot();
@@ -207,7 +248,7 @@ mod tests {
     fn counts_are_exact_and_times_are_scaled_from_the_samples() {
         let calls = EXACT_CALLS + 10 * SAMPLE_EVERY + 3;
         for _ in 0..calls {
-            timed("MPI_Test_sampled", || {
+            local().count("MPI_Test_sampled", || {
                 std::thread::sleep(std::time::Duration::from_micros(20))
             });
         }
@@ -223,18 +264,30 @@ mod tests {
         assert_eq!(timed, EXACT_CALLS + 10);
     }
 
-    /// How many calls of `name` this thread timed.
+    /// How many calls of `name` this thread's table timed.
     fn t_calls(name: &str) -> u64 {
-        LOCAL.with(|l| {
-            l.table
-                .timed
-                .lock()
-                .unwrap()
-                .values()
-                .filter(|t| t.name == name)
-                .map(|t| t.calls)
-                .sum()
-        })
+        local()
+            .timed
+            .lock()
+            .unwrap()
+            .iter()
+            .flatten()
+            .filter(|(_, t)| t.name == name)
+            .map(|(_, t)| t.calls)
+            .sum()
+    }
+
+    #[test]
+    fn per_thread_tables_count_their_threads_calls() {
+        let t = std::thread::spawn(|| {
+            for _ in 0..3 {
+                local().count("MPI_Test_threaded", || ());
+            }
+        });
+        t.join().unwrap();
+        let s = snapshot();
+        let c = &s.iter().find(|(n, _)| *n == "MPI_Test_threaded").unwrap().1;
+        assert_eq!(c.count, 3);
     }
 
     #[test]

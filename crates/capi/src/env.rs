@@ -106,7 +106,7 @@ pub(crate) fn start(st: &mut crate::state::State, required: c_int) -> MpiResult<
     let provided = backend::thread_level_code(eng.thread_level());
     st.thread_level = provided;
     st.initialized = true;
-    crate::tools::profile::start();
+    crate::tools::profile::start(provided == crate::consts::MPI_THREAD_MULTIPLE);
     Ok(provided)
 }
 

@@ -460,6 +460,10 @@ fn tools_interface_events_fire_their_callbacks_both_builds() {
         out.contains("mpit_events: 2 transports (self 1, sm 1), verbose lines seen 1"),
         "{out}"
     );
+    assert!(
+        out.contains("mpit_events: rendezvous switch events 1"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -483,6 +487,7 @@ fn tools_interface_counts_per_communicator_both_builds() {
         out.contains("mpit_comm: a 3 msgs 30 bytes, b 1 msgs 100 bytes"),
         "{out}"
     );
+    assert!(out.contains("mpit_comm: barriers on a 1, on b 3"), "{out}");
 }
 
 /// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after
@@ -600,6 +605,60 @@ fn a_pmpi_tool_sees_every_user_call_and_none_of_the_librarys_own() {
     }
     let matrix = std::fs::read_to_string(prof.join("matrix.csv")).expect("matrix.csv");
     assert!(matrix.lines().any(|l| l.starts_with("0,1,sm,")), "{matrix}");
+}
+
+/// `mpirun --profile` on the 4-rank stencil example (the example job) writes every
+/// file of the profile, with the halo traffic between neighbours in the matrix.
+#[test]
+fn profile_of_the_four_rank_stencil_example() {
+    let dir = Scratch::new("stencil-profile");
+    let exe = build(Build::Ours, "../../examples/stencil.c", &dir.0);
+    let prof = dir.0.join("prof");
+    let child = Command::new(prefix().join("bin/mpirun"))
+        .args(["-n", "4", &format!("--profile={}", prof.display())])
+        .arg(&exe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let out = wait_all(vec![child]).remove(0);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "profile.json",
+        "matrix.csv",
+        "functions.csv",
+        "sizes.csv",
+        "ranks.csv",
+        "collectives.csv",
+        "matrix.png",
+        "times.png",
+        "sizes.png",
+        "index.html",
+    ] {
+        assert!(prof.join(f).is_file(), "{f} missing");
+    }
+    for r in 0..4 {
+        assert!(
+            prof.join(format!("rank-{r}.tsv")).is_file(),
+            "rank {r} file"
+        );
+    }
+    let matrix = std::fs::read_to_string(prof.join("matrix.csv")).expect("matrix.csv");
+    for pair in ["0,1,sm,", "1,0,sm,", "2,3,sm,", "3,2,sm,"] {
+        assert!(
+            matrix.lines().any(|l| l.starts_with(pair)),
+            "{pair}: {matrix}"
+        );
+    }
+    let funcs = std::fs::read_to_string(prof.join("functions.csv")).expect("functions.csv");
+    assert!(
+        funcs.lines().any(|l| l.starts_with("0,MPI_Waitall,")),
+        "{funcs}"
+    );
 }
 
 #[test]

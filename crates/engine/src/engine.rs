@@ -69,6 +69,13 @@ pub fn engine() -> Option<&'static Engine> {
     ENGINE.get().filter(|e| e.size > 0)
 }
 
+/// A blocking wait starts while waits are timed: counts it, and for a sampled one
+/// returns the clock to time it by.
+#[cold]
+fn blocking_wait_clock() -> Option<std::time::Instant> {
+    crate::pml::stats::wait_sampled().then(std::time::Instant::now)
+}
+
 /// The per-process MPI engine. See the crate documentation for the API overview.
 pub struct Engine {
     rank: i32,
@@ -643,12 +650,23 @@ impl Engine {
             let null = buf.is_null() && len > 0;
             let mut target = st.direct_recv_target(null, src, tag, comm);
             let (mut spins, mut idle) = (0u32, 0u32);
+            // When it blocks and waits are timed: the clock at the start of a sampled wait.
+            let mut timed: Option<Option<std::time::Instant>> = None;
             while let Some(d) = &target {
                 // SAFETY: forwarded caller guarantee.
                 match unsafe { st.recv_direct(d, buf, len, tag) } {
-                    Direct::Done(s) => return Ok(s),
+                    Direct::Done(s) => {
+                        if let Some(Some(t0)) = timed {
+                            crate::pml::stats::add_wait_ns(t0.elapsed().as_nanos() as u64);
+                        }
+                        return Ok(s);
+                    }
                     Direct::Busy => break,
-                    Direct::Idle => {}
+                    Direct::Idle => {
+                        if timed.is_none() && crate::pml::stats::wait_timing() {
+                            timed = Some(blocking_wait_clock());
+                        }
+                    }
                 }
                 // The same pacing as `wait_locked`: peer liveness and a lock release every
                 // HOLD_SPINS polls, yielding when idle for long or when configured.
@@ -671,6 +689,10 @@ impl Engine {
                 } else {
                     std::hint::spin_loop();
                 }
+            }
+            // Blocked so far on the direct path: the general path's wait counts on.
+            if let Some(Some(t0)) = timed {
+                crate::pml::stats::add_wait_ns(t0.elapsed().as_nanos() as u64);
             }
         }
         // SAFETY: forwarded caller guarantee.
@@ -808,7 +830,16 @@ impl Engine {
         self.lock().apply_runtime(sm);
     }
 
-    /// The traffic counters of communicator `c` (`None` if it does not exist).
+    /// Starts (`on`) or stops one reader of communicator `c`'s traffic counters: they
+    /// count only while a reader is started (a tools-interface handle bound to `c`), so
+    /// unread they cost one predictable branch per message. A communicator that no longer
+    /// exists is left alone.
+    pub fn comm_watch(&self, c: CommId, on: bool) {
+        self.lock().comm_watch(c, on);
+    }
+
+    /// The traffic counters of communicator `c` (`None` if it does not exist): what moved
+    /// on it while a reader was started ([`Engine::comm_watch`]).
     pub fn comm_stats(&self, c: CommId) -> Option<crate::CommStats> {
         let st = self.lock();
         st.comms.get(c.0 as usize)?.as_ref().map(|c| c.stats)

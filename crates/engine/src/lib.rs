@@ -243,6 +243,8 @@ mod params;
 pub mod partition;
 #[cfg(not(loom))]
 mod pml;
+#[cfg(not(loom))]
+mod pvars;
 /// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
 /// sockets), also used by the library crates above it (shared-memory collectives, RMA,
 /// MPI-IO).
@@ -296,9 +298,12 @@ pub use pml::params::PROFILE;
 /// The protocol's counters (traffic per peer and transport, matching queues, wait time).
 #[cfg(not(loom))]
 pub use pml::stats::{
-    pvars, set_wait_timing, size_bucket, timing_sampled, timing_scale, CommStats, MatchStats,
+    set_wait_timing, size_bucket, timing_sampled, timing_scale, CommBinding, CommStats, MatchStats,
     PeerStats, Pvar, PvarClass, Stats, SIZE_BUCKETS, TIMING_EXACT, TIMING_SAMPLE_EVERY,
 };
+/// The engine's performance variables.
+#[cfg(not(loom))]
+pub use pvars::pvars;
 /// Cross-memory-attach copies, for one-sided communication over user memory.
 #[cfg(not(loom))]
 pub use sys::{cma_copy, Cma};

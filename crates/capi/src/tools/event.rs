@@ -30,7 +30,7 @@ use super::event_types::*;
 use super::state::*;
 use crate::consts::MPI_INFO_NULL;
 use crate::ffi::{out, read_cstr, slice_out, MpiResult};
-use oxmpi_base::events::{self as ev, Event, Kind};
+use oxmpi_base::events::{self as ev, Event};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,6 +97,17 @@ impl Instance {
                 put(&mut d, 4, &tag.to_ne_bytes());
                 put(&mut d, 8, &context.to_ne_bytes());
                 put(&mut d, 16, &bytes.to_ne_bytes());
+            }
+            Event::Rendezvous {
+                peer,
+                bytes,
+                eager_limit,
+                transport,
+            } => {
+                put(&mut d, 0, &peer.to_ne_bytes());
+                put(&mut d, 8, &bytes.to_ne_bytes());
+                put(&mut d, 16, &eager_limit.to_ne_bytes());
+                text(&mut d, 24, NAME_CHARS, transport);
             }
             Event::VerboseLine { level, text: t, .. } => {
                 put(&mut d, 0, &level.to_ne_bytes());
@@ -200,12 +211,7 @@ fn rewant(e: &mut Events) {
             on[t[r.event].kind as usize] = true;
         }
     }
-    for k in [
-        Kind::ProcFailed,
-        Kind::Transport,
-        Kind::Unexpected,
-        Kind::VerboseLine,
-    ] {
+    for k in ev::ALL_KINDS {
         ev::set_wanted(k, on[k as usize]);
     }
 }
@@ -557,12 +563,7 @@ mod tests {
 
     #[test]
     fn layouts_fit_and_instances_encode_at_the_displacements() {
-        for k in [
-            Kind::ProcFailed,
-            Kind::Transport,
-            Kind::Unexpected,
-            Kind::VerboseLine,
-        ] {
+        for k in ev::ALL_KINDS {
             let (elems, size) = layout(k);
             assert!(size <= DATA_MAX);
             for (dt, at) in elems {
@@ -602,6 +603,19 @@ mod tests {
             },
         );
         assert_eq!(&t.data[4..7], b"sm\0");
+        let r = Instance::new(
+            0,
+            0,
+            &Event::Rendezvous {
+                peer: 1,
+                bytes: 5000,
+                eager_limit: 4096,
+                transport: "tcp",
+            },
+        );
+        assert_eq!(r.data[8..16], 5000u64.to_ne_bytes());
+        assert_eq!(r.data[16..24], 4096u64.to_ne_bytes());
+        assert_eq!(&r.data[24..28], b"tcp\0");
     }
 
     #[test]

@@ -49,6 +49,17 @@ pub(crate) fn layout(kind: Kind) -> (Vec<(c_int, usize)>, usize) {
             ],
             24,
         ),
+        Kind::Rendezvous => (
+            [
+                (MPI_INT, 0),
+                (MPI_UNSIGNED_LONG_LONG, 8),
+                (MPI_UNSIGNED_LONG_LONG, 16),
+            ]
+            .into_iter()
+            .chain(text(24, NAME_CHARS))
+            .collect(),
+            24 + NAME_CHARS,
+        ),
         Kind::VerboseLine => (
             std::iter::once((MPI_INT, 0))
                 .chain(text(4, LINE_CHARS))
@@ -106,6 +117,13 @@ pub(crate) fn types() -> &'static [EventType] {
                 Kind::Unexpected,
                 "pml_ox",
                 5,
+            ),
+            ty(
+                "pml_ox_rndv_first",
+                "The sends to a peer switched from eager to rendezvous: the first message to it above the eager limit, once per peer (int peer: world rank; unsigned long long bytes; unsigned long long eager_limit: the limit in force for the peer; char transport[16])",
+                Kind::Rendezvous,
+                "pml_ox",
+                4,
             ),
         ];
         let frameworks: Vec<&'static str> = oxmpi_base::params::global()

@@ -33,7 +33,10 @@ mpi_fn! {
             if t.refs == 0 {
                 t.cvar_handles = Slots::default();
                 t.sessions = Slots::default();
-                t.pvar_handles = Slots::default();
+                t.pvar_handles.remove_where(|ph| {
+                    super::pvar::release(ph);
+                    true
+                });
                 super::event::finalize();
                 if t.timers_started > 0 {
                     t.timers_started = 0;

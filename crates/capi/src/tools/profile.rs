@@ -19,15 +19,16 @@ use std::time::Instant;
 
 static ACTIVE: Mutex<Option<(PathBuf, Instant)>> = Mutex::new(None);
 
-/// At the end of `MPI_Init`: starts profiling if `mpi_profile` names a directory.
-pub(crate) fn start() {
+/// At the end of `MPI_Init`: starts profiling if `mpi_profile` names a directory
+/// (`multiple`: the thread level is `MPI_THREAD_MULTIPLE`).
+pub(crate) fn start(multiple: bool) {
     let dir = match params::value(&oxmpi_engine::PROFILE) {
         params::Value::String(s) if !s.is_empty() => PathBuf::from(s),
         _ => return,
     };
     *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some((dir, Instant::now()));
     oxmpi_engine::set_wait_timing(true);
-    calls::set_on(true);
+    calls::set_on(Some(multiple));
 }
 
 /// At `MPI_Finalize` (before the engine stops): writes this rank's file; a failure is a
@@ -36,7 +37,7 @@ pub(crate) fn finish() {
     let Some((dir, t0)) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return;
     };
-    calls::set_on(false);
+    calls::set_on(None);
     let Some(eng) = oxmpi_engine::engine() else {
         return;
     };

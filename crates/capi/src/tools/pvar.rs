@@ -7,7 +7,8 @@
 //! reading when it last started. Levels, high-water marks and sizes are read as they are
 //! and cannot be reset or written. Variables are bound to no object, except the
 //! per-communicator counters (`MPI_T_BIND_MPI_COMM`: the handle reads the communicator it
-//! was allocated for); reads of an engine that has not started yet see zeros.
+//! was allocated for, which counts only while such handles exist); reads of an engine
+//! that has not started yet see zeros.
 
 use super::cvar::verbosity;
 use super::state::*;
@@ -45,9 +46,17 @@ fn raw(p: &Pvar, comm: Option<oxmpi_engine::CommId>) -> u64 {
         return 0;
     };
     match (p.comm, comm) {
-        (Some(read), Some(c)) => e.comm_stats(c).map_or(0, |s| read(&s)),
+        (Some(b), Some(c)) => (b.read)(c),
         (Some(_), None) => 0,
         (None, _) => (p.read)(&e.stats()),
+    }
+}
+
+/// Ends what handle `ph`, being freed, watched: a communicator-bound variable's
+/// communicator counts only while handles read it.
+pub(crate) fn release(ph: &PvarHandle) {
+    if let (Some(b), Some(c)) = (ph.var().comm, ph.comm) {
+        (b.watch)(c, false);
     }
 }
 
@@ -255,7 +264,13 @@ mpi_fn! {
                 }
             }
             t.timers_started = timers;
-            t.pvar_handles.remove_where(|ph| ph.session == s);
+            t.pvar_handles.remove_where(|ph| {
+                let gone = ph.session == s;
+                if gone {
+                    release(ph);
+                }
+                gone
+            });
             Ok(())
         })?;
         out(session, std::ptr::null_mut(), "session")
@@ -268,15 +283,20 @@ mpi_fn! {
     fn PMPI_T_pvar_handle_alloc / "MPI_T_pvar_handle_alloc" [Direct] (session: *mut c_void, pvar_index: c_int, obj_handle: *mut c_void, handle_out: *mut *mut c_void, count: *mut c_int) {
         let p = pvar(pvar_index)?;
         let comm = match p.comm {
-            Some(_) => {
+            Some(b) => {
                 let h = inp(obj_handle.cast::<c_int>().cast_const(), "obj_handle")?;
-                Some(crate::state::lock().comm(h)?.ecomm)
+                let st = crate::state::lock();
+                let c = st.comm(h)?;
+                Some(if b.collective { c.coll } else { c.ecomm })
             }
             None => None,
         };
         let h = with(|t| {
             if t.sessions.get_mut(session).is_none() {
                 return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
+            }
+            if let (Some(b), Some(c)) = (p.comm, comm) {
+                (b.watch)(c, true);
             }
             Ok(t.pvar_handles.insert(PvarHandle {
                 session,
@@ -303,7 +323,9 @@ mpi_fn! {
                 ph.stop(&mut timers)?;
             }
             t.timers_started = timers;
-            t.pvar_handles.remove(h);
+            if let Some(ph) = t.pvar_handles.remove(h) {
+                release(&ph);
+            }
             Ok(())
         })?;
         out(handle_io, std::ptr::null_mut(), "handle")

@@ -1,6 +1,7 @@
 /* Performance variables bound to communicators (MPI_T_BIND_MPI_COMM) on 2 ranks: two
  * duplicates of MPI_COMM_WORLD carry different traffic, and handles bound to each count
- * only their own, sent and received. Rank 0 prints deterministic lines. */
+ * only their own, sent and received, and the collective algorithms that ran on it
+ * (blocking, nonblocking and persistent barriers). Rank 0 prints deterministic lines. */
 #include "check.h"
 #include <string.h>
 
@@ -11,6 +12,34 @@ static unsigned long long readu(MPI_T_pvar_session s, MPI_T_pvar_handle h)
     unsigned long long v = 0;
     T_CHECK(MPI_T_pvar_read(s, h, &v));
     return v;
+}
+
+static unsigned long long sum(MPI_T_pvar_session s, MPI_T_pvar_handle *h, int n)
+{
+    unsigned long long v = 0;
+    for (int i = 0; i < n; i++)
+        v += readu(s, h[i]);
+    return v;
+}
+
+/* Handles on every communicator-bound barrier algorithm counter of `comm`. */
+static int barrier_handles(MPI_T_pvar_session s, MPI_Comm *comm, MPI_T_pvar_handle *h, int max)
+{
+    int num = 0, n = 0;
+    T_CHECK(MPI_T_pvar_get_num(&num));
+    for (int i = 0; i < num; i++) {
+        char name[256];
+        int len = sizeof name, bind, count;
+        T_CHECK(MPI_T_pvar_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, &bind,
+                                    NULL, NULL, NULL));
+        if (bind != MPI_T_BIND_MPI_COMM || strncmp(name, "coll_", 5) ||
+            !strstr(name, "_comm_") || !strstr(name, "barrier"))
+            continue;
+        CHECK(n < max);
+        T_CHECK(MPI_T_pvar_handle_alloc(s, i, comm, &h[n], &count));
+        n++;
+    }
+    return n;
 }
 
 int main(int argc, char **argv)
@@ -53,6 +82,10 @@ int main(int argc, char **argv)
     MPI_T_pvar_handle bad;
     CHECK(MPI_T_pvar_handle_alloc(s, msgs, &null, &bad, &count) != MPI_SUCCESS);
 
+    MPI_T_pvar_handle colla[32], collb[32];
+    int ncoll = barrier_handles(s, &a, colla, 32);
+    CHECK(ncoll >= 3 && barrier_handles(s, &b, collb, 32) == ncoll);
+
     MPI_Barrier(MPI_COMM_WORLD); /* both sides count from here */
     char buf[100] = {0};
     int peer = 1 - rank;
@@ -65,6 +98,20 @@ int main(int argc, char **argv)
     }
     MPI_Sendrecv_replace(buf, 100, MPI_CHAR, peer, 9, peer, 9, b, MPI_STATUS_IGNORE);
     MPI_Barrier(a); /* collective traffic is not point-to-point on a */
+    /* b: one nonblocking barrier, one persistent barrier started twice. */
+    MPI_Request r;
+    MPI_Ibarrier(b, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Barrier_init(b, MPI_INFO_NULL, &r);
+    for (int i = 0; i < 2; i++) {
+        MPI_Start(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&r);
+    unsigned long long runs_a = sum(s, colla, ncoll), runs_b = sum(s, collb, ncoll);
+    if (rank == 0)
+        printf("mpit_comm: barriers on a %llu, on b %llu\n", runs_a, runs_b);
+    CHECK(runs_a == 1 && runs_b == 3);
 
     unsigned long long na = readu(s, ma), nb = readu(s, mb), ya = readu(s, ba), yb = readu(s, bb);
     unsigned long long rna = readu(s, rma), rnb = readu(s, rmb), rya = readu(s, rba),

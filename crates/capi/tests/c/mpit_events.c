@@ -1,5 +1,6 @@
 /* The tools interface's events (MPI_T_event_*) on 2 ranks: walks every event type;
- * registers, before MPI_Init, callbacks for the transport chosen per peer (only at
+ * registers, before MPI_Init, callbacks for the switch to rendezvous per peer, for the
+ * transport chosen per peer (only at
  * MPI_T_CB_REQUIRE_NONE: delivered at the end of an MPI call), for unexpected arrivals
  * (MPI_T_CB_REQUIRE_THREAD_SAFE: run where the message arrives), and for the btl verbose
  * stream (raised to 20 by a cvar write); sees them fire with their data, timestamps and
@@ -120,6 +121,29 @@ static void on_line(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb
     (void)user;
 }
 
+static int rndv, rndv_ok = 1;
+
+/* pml_ox_rndv_first: the first message to a peer above the eager limit. */
+static void on_rndv(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb_safety s,
+                    void *user)
+{
+    struct {
+        int peer;
+        int pad;
+        unsigned long long bytes, eager_limit;
+        char transport[16];
+    } data;
+    unsigned long long bytes = 0;
+    rndv_ok &= MPI_T_event_copy(e, &data) == MPI_SUCCESS;
+    rndv_ok &= MPI_T_event_read(e, 1, &bytes) == MPI_SUCCESS && bytes == data.bytes;
+    rndv_ok &= data.peer == 1 && data.bytes == 100000 && data.eager_limit < data.bytes;
+    rndv_ok &= strcmp(data.transport, "sm") == 0;
+    rndv++;
+    (void)r;
+    (void)s;
+    (void)user;
+}
+
 static void on_free(MPI_T_event_registration r, MPI_T_cb_safety s, void *user)
 {
     freed += s == MPI_T_CB_REQUIRE_NONE && user == (void *)&freed;
@@ -155,6 +179,11 @@ int main(int argc, char **argv)
                                      &rl));
     T_CHECK(MPI_T_event_register_callback(rl, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL,
                                           NULL, on_line));
+    MPI_T_event_registration rr;
+    T_CHECK(MPI_T_event_handle_alloc(event_index("pml_ox_rndv_first"), NULL, MPI_INFO_NULL,
+                                     &rr));
+    T_CHECK(MPI_T_event_register_callback(rr, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL,
+                                          NULL, on_rndv));
     CHECK(MPI_T_event_register_callback(rl, (MPI_T_cb_safety)99, MPI_INFO_NULL, NULL,
                                         on_line) != MPI_SUCCESS);
     CHECK(MPI_T_event_register_callback(NULL, MPI_T_CB_REQUIRE_NONE, MPI_INFO_NULL, NULL,
@@ -183,15 +212,30 @@ int main(int argc, char **argv)
         CHECK(unexpected == 0);
     }
 
+    /* Rank 0 sends rank 1 an eager message, then two above the eager limit: the switch
+     * to rendezvous is one event, with the first large message's size. */
+    static char big[100000];
+    for (int i = 0; i < 3; i++) {
+        int n = i == 0 ? 8 : (int)sizeof big;
+        if (rank == 0)
+            MPI_Send(big, n, MPI_CHAR, 1, 7, MPI_COMM_WORLD);
+        else
+            MPI_Recv(big, n, MPI_CHAR, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    CHECK(rndv == (rank == 0 ? 1 : 0) && rndv_ok);
+    T_CHECK(MPI_T_event_handle_free(rr, NULL, NULL));
+
     T_CHECK(MPI_T_event_set_dropped_handler(rt, NULL));
     T_CHECK(MPI_T_event_handle_free(rt, &freed, on_free));
     T_CHECK(MPI_T_event_handle_free(ru, &freed, on_free));
     T_CHECK(MPI_T_event_handle_free(rl, NULL, NULL));
     CHECK(freed == 2);
     CHECK(MPI_T_event_handle_free(rt, NULL, NULL) == MPI_T_ERR_INVALID_HANDLE);
-    if (rank == 0)
+    if (rank == 0) {
         printf("mpit_events: %d transports (self %d, sm %d), verbose lines seen %d\n",
                transports, transport_self, transport_sm, lines >= 1);
+        printf("mpit_events: rendezvous switch events %d\n", rndv);
+    }
     T_CHECK(MPI_T_finalize());
     MPI_Finalize();
     if (rank == 0)

@@ -15,7 +15,7 @@ use crate::{CollComm, Op, Result};
 #[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
-        count(Alg::SmBarrier);
+        count(a.shadow, Alg::SmBarrier);
         seg.barrier();
         return Ok(());
     }
@@ -28,7 +28,7 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     let n = buf.len();
     if n > 0 && n <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
-            count(Alg::SmBcast);
+            count(a.shadow, Alg::SmBcast);
             seg.bcast(buf, root as usize);
             return Ok(());
         }
@@ -65,7 +65,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
     };
     if let Some(seg) = &seg {
         if !small && seg.allreduce_big(a, src, dst, elem_size, f)? {
-            count(Alg::SmAllreduce);
+            count(a.shadow, Alg::SmAllreduce);
             return Ok(());
         }
     }
@@ -73,7 +73,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         dst.copy_from_slice(s);
     }
     if let (Some(seg), true) = (&seg, small) {
-        count(Alg::SmAllreduce);
+        count(a.shadow, Alg::SmAllreduce);
         seg.allreduce(dst, f);
         return Ok(());
     }
@@ -92,7 +92,7 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
     let n = a.size as usize;
     if n > 1 && block > 0 && n * block <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-            count(Alg::SmAlltoall);
+            count(a.shadow, Alg::SmAlltoall);
             seg.alltoall(send, recv, block);
             return Ok(());
         }

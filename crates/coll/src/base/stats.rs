@@ -1,14 +1,19 @@
 //! Which algorithm each collective call ran: one relaxed counter per algorithm of every
 //! collective, blocking, nonblocking (also persistent: counted at each start) and on
 //! intercommunicators (a few nanoseconds per collective, no lock), read by the tools
-//! interface's performance variables ([`pvars`]) and the job profile. The algorithms that
+//! interface's performance variables ([`pvars`]) and the job profile. The same counts per
+//! communicator (variables bound to `MPI_T_BIND_MPI_COMM`, named `<component>_comm_...`)
+//! are kept only for the communicators a tool watches ([`watch`]): unwatched, they cost
+//! one relaxed load per collective. The algorithms that
 //! build a collective out of others (reduce + broadcast, the intercommunicator
 //! collectives' local steps) call the parts' algorithms directly, so one call counts once,
 //! except that an intercommunicator collective's local steps run as intracommunicator
 //! collectives and count there too.
 
-use oxmpi_engine::{Pvar, PvarClass};
-use std::sync::atomic::{AtomicU64, Ordering};
+use oxmpi_engine::{CommBinding, CommId, Pvar, PvarClass};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 macro_rules! algorithms {
     ($($v:ident: $name:literal, $cat:literal, $desc:literal;)*) => {
@@ -21,6 +26,9 @@ macro_rules! algorithms {
         /// One reader per counter (a `fn` pointer cannot capture the index).
         const READ: &[fn(&oxmpi_engine::Stats) -> u64] =
             &[$(|_| COUNTS[Alg::$v as usize].load(Ordering::Relaxed),)*];
+
+        /// One reader per counter of a watched communicator.
+        const READ_COMM: &[fn(CommId) -> u64] = &[$(|c| comm_runs(c, Alg::$v),)*];
     };
 }
 
@@ -84,10 +92,59 @@ algorithms! {
 const N: usize = NAMES.len();
 static COUNTS: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 
-/// Counts one run of `a`.
+/// The watched communicators (by the engine communicator their collectives travel on):
+/// readers, and runs per algorithm since the first reader came.
+type Watched = HashMap<CommId, (u32, Box<[u64; N]>)>;
+static PER_COMM: Mutex<Option<Watched>> = Mutex::new(None);
+/// Readers over every watched communicator (0: nothing is counted per communicator).
+static WATCHERS: AtomicUsize = AtomicUsize::new(0);
+
+fn per_comm() -> std::sync::MutexGuard<'static, Option<Watched>> {
+    PER_COMM.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Counts one run of `a` on the collective traffic communicator `comm` (a
+/// [`crate::CollComm`]'s shadow).
 #[inline]
-pub fn count(a: Alg) {
+pub fn count(comm: CommId, a: Alg) {
     COUNTS[a as usize].fetch_add(1, Ordering::Relaxed);
+    if WATCHERS.load(Ordering::Relaxed) != 0 {
+        count_watched(comm, a);
+    }
+}
+
+/// [`count`] while some communicator is watched.
+#[cold]
+fn count_watched(comm: CommId, a: Alg) {
+    if let Some(e) = per_comm().as_mut().and_then(|m| m.get_mut(&comm)) {
+        e.1[a as usize] += 1;
+    }
+}
+
+/// Starts (`on`) or stops one reader of the algorithm counts on `comm` (the engine
+/// communicator its collectives travel on): they count while it has readers.
+pub fn watch(comm: CommId, on: bool) {
+    let mut g = per_comm();
+    let m = g.get_or_insert_with(HashMap::new);
+    if on {
+        m.entry(comm).or_insert_with(|| (0, Box::new([0; N]))).0 += 1;
+        WATCHERS.fetch_add(1, Ordering::Relaxed);
+    } else if let Some(e) = m.get_mut(&comm) {
+        e.0 -= 1;
+        if e.0 == 0 {
+            m.remove(&comm);
+        }
+        WATCHERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Runs of `a` on the watched communicator `comm` since it was first watched (0 if it
+/// is not watched).
+pub fn comm_runs(comm: CommId, a: Alg) -> u64 {
+    per_comm()
+        .as_ref()
+        .and_then(|m| m.get(&comm))
+        .map_or(0, |e| e.1[a as usize])
 }
 
 /// Runs of `a` so far.
@@ -103,24 +160,50 @@ pub fn all_runs() -> impl Iterator<Item = (&'static str, u64)> {
         .map(|(n, c)| (n.0, c.load(Ordering::Relaxed)))
 }
 
-/// The counters as performance variables (continuous counters).
+/// The counters as performance variables (continuous counters): the per-process ones,
+/// then the per-communicator ones (`coll_tuned_bcast_linear_calls` is
+/// `coll_tuned_comm_bcast_linear_calls` on a communicator).
 pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
     static ALL: std::sync::OnceLock<Vec<Pvar>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        NAMES
-            .iter()
-            .zip(READ.iter().copied())
-            .map(|(&(name, category, desc), read)| Pvar {
-                name,
-                category,
-                desc,
-                class: PvarClass::Counter,
-                level: 5,
-                continuous: true,
-                comm: None,
-                read,
-            })
-            .collect()
+        let process =
+            NAMES
+                .iter()
+                .zip(READ.iter().copied())
+                .map(|(&(name, category, desc), read)| Pvar {
+                    name,
+                    category,
+                    desc,
+                    class: PvarClass::Counter,
+                    level: 5,
+                    continuous: true,
+                    comm: None,
+                    read,
+                });
+        let comm =
+            NAMES
+                .iter()
+                .zip(READ_COMM.iter().copied())
+                .map(|(&(name, category, desc), read)| {
+                    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+                    Pvar {
+                        name: leak(format!("{category}_comm_{}", &name[category.len() + 1..])),
+                        category,
+                        desc: leak(format!(
+                            "{desc}, on the communicator the handle is bound to"
+                        )),
+                        class: PvarClass::Counter,
+                        level: 5,
+                        continuous: true,
+                        comm: Some(CommBinding {
+                            read,
+                            watch,
+                            collective: true,
+                        }),
+                        read: |_| 0,
+                    }
+                });
+        process.chain(comm).collect()
     })
     .iter()
 }
@@ -132,12 +215,37 @@ mod tests {
     #[test]
     fn counters_read_through_their_pvars() {
         let before = runs(Alg::AllreduceRing);
-        count(Alg::AllreduceRing);
+        count(CommId(0), Alg::AllreduceRing);
         let p = pvars()
             .find(|p| p.name == "coll_tuned_allreduce_ring_calls")
             .unwrap();
         assert!((p.read)(&oxmpi_engine::Stats::default()) > before);
-        assert_eq!(pvars().count(), N);
+        assert_eq!(pvars().count(), 2 * N);
         assert!(all_runs().any(|(n, _)| n == "coll_sm_barrier_calls"));
+    }
+
+    #[test]
+    fn watched_communicators_count_their_own_runs() {
+        let p = pvars()
+            .find(|p| p.name == "coll_tuned_comm_barrier_linear_calls")
+            .unwrap();
+        let b = p.comm.unwrap();
+        assert!(b.collective && p.category == "coll_tuned");
+        let (a, c) = (CommId(1000), CommId(1001));
+        count(a, Alg::BarrierLinear);
+        assert_eq!((b.read)(a), 0, "unwatched: not counted");
+        (b.watch)(a, true);
+        (b.watch)(a, true);
+        count(a, Alg::BarrierLinear);
+        count(c, Alg::BarrierLinear);
+        count(a, Alg::BarrierDissemination);
+        assert_eq!(((b.read)(a), (b.read)(c)), (1, 0));
+        assert_eq!(comm_runs(a, Alg::BarrierDissemination), 1);
+        (b.watch)(a, false);
+        count(a, Alg::BarrierLinear);
+        assert_eq!((b.read)(a), 2, "one reader left");
+        (b.watch)(a, false);
+        (b.watch)(a, false);
+        assert_eq!((b.read)(a), 0);
     }
 }

@@ -213,7 +213,7 @@ impl InterComm {
 
     /// `MPI_Barrier`.
     pub fn barrier(&self) -> Result<()> {
-        count(Alg::InterBarrier);
+        count(self.remote.shadow, Alg::InterBarrier);
         let t = tag::BARRIER;
         if self.gather_local(Vec::new(), t)?.is_some() {
             self.swap(&[], t)?;
@@ -223,41 +223,41 @@ impl InterComm {
 
     /// `MPI_Bcast` at the root: `data` to every remote rank.
     pub fn bcast_root(&self, data: &[u8]) -> Result<()> {
-        count(Alg::InterBcast);
+        count(self.remote.shadow, Alg::InterBcast);
         self.send_each(|_| data, tag::BCAST)
     }
 
     /// `MPI_Bcast` in the other group: receive into `buf` from remote rank `root`; the
     /// number of bytes received.
     pub fn bcast_recv(&self, buf: &mut [u8], root: i32) -> Result<usize> {
-        count(Alg::InterBcast);
+        count(self.remote.shadow, Alg::InterBcast);
         self.remote.recv(buf, root, tag::BCAST)
     }
 
     /// `MPI_Gather(v)` at the root: `bufs[r]` receives remote rank `r`'s block (truncated
     /// to what arrived).
     pub fn gather_root(&self, bufs: &mut [Vec<u8>]) -> Result<()> {
-        count(Alg::InterGather);
+        count(self.remote.shadow, Alg::InterGather);
         let reqs = self.post_recvs(bufs, tag::GATHER)?;
         self.finish_recvs(reqs, bufs)
     }
 
     /// `MPI_Gather(v)` in the other group: our block to remote rank `root`.
     pub fn gather_send(&self, data: &[u8], root: i32) -> Result<()> {
-        count(Alg::InterGather);
+        count(self.remote.shadow, Alg::InterGather);
         self.remote.send(data, root, tag::GATHER)
     }
 
     /// `MPI_Scatter(v)` at the root: `parts[r]` to remote rank `r`.
     pub fn scatter_root(&self, parts: &[Vec<u8>]) -> Result<()> {
-        count(Alg::InterScatter);
+        count(self.remote.shadow, Alg::InterScatter);
         self.send_each(|r| &parts[r], tag::SCATTER)
     }
 
     /// `MPI_Scatter(v)` in the other group: our block from remote rank `root`; bytes
     /// received.
     pub fn scatter_recv(&self, buf: &mut [u8], root: i32) -> Result<usize> {
-        count(Alg::InterScatter);
+        count(self.remote.shadow, Alg::InterScatter);
         self.remote.recv(buf, root, tag::SCATTER)
     }
 
@@ -269,7 +269,7 @@ impl InterComm {
             Exchange::Allgather => (tag::ALLGATHER, Alg::InterAllgather),
             Exchange::Alltoall => (tag::ALLTOALL, Alg::InterAlltoall),
         };
-        count(alg);
+        count(self.remote.shadow, alg);
         let block = |r: usize| send.get(r).or(send.last()).map_or(&[][..], |v| &v[..]);
         let reqs = self.post_recvs(recv, t)?;
         let sent = self.send_each(block, t);
@@ -280,7 +280,7 @@ impl InterComm {
     /// `MPI_Reduce` at the root: the reduction (in remote rank order) of the remote
     /// group's contributions of `len` bytes each.
     pub fn reduce_root(&self, len: usize, op: &Op) -> Result<Vec<u8>> {
-        count(Alg::InterReduce);
+        count(self.remote.shadow, Alg::InterReduce);
         let mut parts = vec![vec![0u8; len]; self.remote.size as usize];
         let reqs = self.post_recvs(&mut parts, tag::REDUCE)?;
         self.finish_recvs(reqs, &mut parts)?;
@@ -289,13 +289,13 @@ impl InterComm {
 
     /// `MPI_Reduce` in the other group: our contribution to remote rank `root`.
     pub fn reduce_send(&self, data: &[u8], root: i32) -> Result<()> {
-        count(Alg::InterReduce);
+        count(self.remote.shadow, Alg::InterReduce);
         self.remote.send(data, root, tag::REDUCE)
     }
 
     /// `MPI_Allreduce`: the reduction of the remote group's contributions, given ours.
     pub fn allreduce(&self, mine: Vec<u8>, op: &Op) -> Result<Vec<u8>> {
-        count(Alg::InterAllreduce);
+        count(self.remote.shadow, Alg::InterAllreduce);
         let t = tag::ALLREDUCE;
         let mut res = self.reduce_and_swap(mine, op, t)?.unwrap_or_default();
         self.bcast_local(&mut res, t)?;
@@ -305,7 +305,7 @@ impl InterComm {
     /// `MPI_Reduce_scatter(_block)`: the reduction of the remote group's vectors, split
     /// over the local group by `counts` (bytes per local rank); our piece.
     pub fn reduce_scatter(&self, mine: Vec<u8>, counts: &[usize], op: &Op) -> Result<Vec<u8>> {
-        count(Alg::InterReduceScatter);
+        count(self.remote.shadow, Alg::InterReduceScatter);
         let t = tag::REDUCE_SCATTER;
         let total: usize = counts.iter().sum();
         let me = self.local.rank as usize;

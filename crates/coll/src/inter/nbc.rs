@@ -9,7 +9,7 @@
 //! caller fills (packed data to send) or unpacks after completion.
 
 use super::InterComm;
-use crate::base::stats::{count, Alg};
+use crate::base::stats::Alg;
 use crate::sched::{Lane, OwnedOp, Region, Schedule};
 use crate::Result;
 
@@ -35,8 +35,7 @@ impl InterComm {
     /// A schedule over this intercommunicator with no steps yet (remote transfers on lane
     /// [`IC`], local ones on [`LOCAL`]); with no steps added it completes at once.
     pub fn schedule(&self, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
-        count(Alg::InterNbc);
-        let mut s = Schedule::new(&self.remote, regions, op)?;
+        let mut s = Schedule::new(&self.remote, regions, op)?.counted(Alg::InterNbc);
         s.add_link(self.local);
         Ok(s)
     }

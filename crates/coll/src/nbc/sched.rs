@@ -160,6 +160,8 @@ pub struct Schedule {
     op: Option<OwnedOp>,
     error: Option<oxmpi_engine::Error>,
     started: bool,
+    /// The algorithm counted at each run ([`Schedule::counted`]).
+    alg: Option<Alg>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -185,6 +187,7 @@ impl Schedule {
             op,
             error: None,
             started: false,
+            alg: None,
         })
     }
 
@@ -273,7 +276,20 @@ impl Schedule {
         self.tag = next_tag(&self.cc)?;
         self.next = 0;
         self.error = None;
+        // The plan counted the first run (a persistent collective's first start restarts
+        // a plan that never ran); every later start counts one more.
+        if let (Some(a), true) = (self.alg, self.started) {
+            count(self.cc.shadow, a);
+        }
         Ok(())
+    }
+
+    /// Counts a run of algorithm `a` now and at every restart after the plan ran (each
+    /// later start of a persistent collective).
+    pub(crate) fn counted(mut self, a: Alg) -> Schedule {
+        count(self.cc.shadow, a);
+        self.alg = Some(a);
+        self
     }
 
     /// Stop at the first error: no further round runs (the plan stays for a restart).
@@ -500,8 +516,7 @@ impl CollComm {
 
     /// `MPI_Ibarrier`: dissemination rounds.
     pub fn ibarrier(&self) -> Result<Schedule> {
-        count(Alg::NbcBarrierDissemination);
-        let mut s = Schedule::new(self, Vec::new(), None)?;
+        let mut s = Schedule::new(self, Vec::new(), None)?.counted(Alg::NbcBarrierDissemination);
         s.regions.push(Region::Owned(Vec::new()));
         let mut k = 1;
         while k < self.size {
@@ -516,9 +531,8 @@ impl CollComm {
 
     /// `MPI_Ibcast` of region 0 (the whole region) from `root`: binomial tree.
     pub fn ibcast(&self, buf: Region, root: i32) -> Result<Schedule> {
-        count(Alg::NbcBcastBinomial);
         self.check_root(root)?;
-        let mut s = Schedule::new(self, vec![buf], None)?;
+        let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcBcastBinomial);
         let n = s.regions[0].ptr_len().1;
         let p = self.size as usize;
         let rel = self.modp(self.rank - root) as usize;
@@ -548,8 +562,7 @@ impl CollComm {
     /// `MPI_Iallreduce` in place on region 0: recursive doubling (non-power-of-two sizes
     /// fold the first ranks pairwise), the order of `op` respected.
     pub fn iallreduce(&self, buf: Region, op: OwnedOp) -> Result<Schedule> {
-        count(Alg::NbcAllreduceRecdbl);
-        let mut s = Schedule::new(self, vec![buf], None)?;
+        let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcAllreduceRecdbl);
         let n = s.regions[0].ptr_len().1;
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
@@ -630,7 +643,6 @@ impl CollComm {
         root: i32,
         op: OwnedOp,
     ) -> Result<Schedule> {
-        count(Alg::NbcReduceBinomial);
         self.check_root(root)?;
         let n = data.len();
         if n % op.elem_size.max(1) != 0 {
@@ -639,7 +651,7 @@ impl CollComm {
         let commutative = op.commutative;
         let mut regions = vec![Region::Owned(data)];
         regions.push(out.unwrap_or(Region::Owned(Vec::new())));
-        let mut s = Schedule::new(self, regions, Some(op))?;
+        let mut s = Schedule::new(self, regions, Some(op))?.counted(Alg::NbcReduceBinomial);
         let tmp = s.add_region(Region::Owned(vec![0u8; n]));
         let (b, t) = ((0, 0), (tmp, 0));
         let troot = if commutative { root } else { 0 };
@@ -664,9 +676,8 @@ impl CollComm {
     /// `MPI_Iallgatherv` in place on region 0 (block `i`: `counts[i]` bytes at
     /// `displs[i]`, ours already in place): ring, `size - 1` rounds.
     pub fn iallgatherv(&self, buf: Region, counts: &[usize], displs: &[usize]) -> Result<Schedule> {
-        count(Alg::NbcAllgathervRing);
         self.check_vec_len(counts, displs)?;
-        let mut s = Schedule::new(self, vec![buf], None)?;
+        let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcAllgathervRing);
         let p = self.size;
         let right = self.modp(self.rank + 1);
         let left = self.modp(self.rank - 1);
@@ -692,7 +703,6 @@ impl CollComm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<Schedule> {
-        count(Alg::NbcAlltoallvLinear);
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;
         let me = self.rank as usize;
@@ -705,7 +715,7 @@ impl CollComm {
                 ),
             ));
         }
-        let mut s = Schedule::new(self, vec![send, recv], None)?;
+        let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcAlltoallvLinear);
         let p = self.size as usize;
         let rd = s.round();
         for k in 1..p {
@@ -734,9 +744,8 @@ impl CollComm {
         displs: &[usize],
         root: i32,
     ) -> Result<Schedule> {
-        count(Alg::NbcGathervLinear);
         self.check_root(root)?;
-        let mut s = Schedule::new(self, vec![send, recv], None)?;
+        let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcGathervLinear);
         let n = s.regions[0].ptr_len().1;
         if self.rank != root {
             s.round().push(snd((0, 0), n, root));
@@ -772,9 +781,8 @@ impl CollComm {
         recv: Region,
         root: i32,
     ) -> Result<Schedule> {
-        count(Alg::NbcScattervLinear);
         self.check_root(root)?;
-        let mut s = Schedule::new(self, vec![send, recv], None)?;
+        let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcScattervLinear);
         let n = s.regions[1].ptr_len().1;
         if self.rank != root {
             s.round().push(rcv((1, 0), n, root));
@@ -834,13 +842,12 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
-        count(Alg::NbcScanRecdbl);
         let n = input.len();
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
         let commutative = op.commutative;
-        let mut s = Schedule::new(self, vec![out], Some(op))?;
+        let mut s = Schedule::new(self, vec![out], Some(op))?.counted(Alg::NbcScanRecdbl);
         if s.region_len(0) < n && !(exclusive && self.rank == 0) {
             return Err(arg_err(
                 ErrorClass::Count,
@@ -893,7 +900,6 @@ impl CollComm {
         counts: &[usize],
         op: OwnedOp,
     ) -> Result<Schedule> {
-        count(Alg::NbcReduceScatterReduceScatterv);
         if counts.len() != self.size as usize {
             return Err(arg_err(
                 ErrorClass::Count,
@@ -913,7 +919,8 @@ impl CollComm {
             ));
         }
         let commutative = op.commutative;
-        let mut s = Schedule::new(self, vec![out], Some(op))?;
+        let mut s =
+            Schedule::new(self, vec![out], Some(op))?.counted(Alg::NbcReduceScatterReduceScatterv);
         let d = s.add_region(Region::Owned(data));
         let tmp = s.add_region(Region::Owned(vec![0u8; n]));
         self.reduce_tree(&mut s, (d, 0), (tmp, 0), n, 0, commutative);

@@ -59,10 +59,10 @@ impl CollComm {
         }
         let pow2 = p.is_power_of_two();
         if tune::algorithm(Coll::Allgather) != 4 && pow2 {
-            count(Alg::AllgatherRecdbl);
+            count(self.shadow, Alg::AllgatherRecdbl);
             self.allgather_recdbl(buf, block)
         } else {
-            count(Alg::AllgatherRing);
+            count(self.shadow, Alg::AllgatherRing);
             self.allgather_ring(buf, block)
         }
     }
@@ -106,7 +106,7 @@ impl CollComm {
     /// our own block is already in place. Blocks must not overlap.
     pub fn allgatherv(&self, buf: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
         self.check_vec_len(counts, displs)?;
-        count(Alg::AllgathervRing);
+        count(self.shadow, Alg::AllgathervRing);
         self.ring_allgatherv(buf, counts, displs, 0, TAG_ALLGATHER)
     }
 

@@ -26,7 +26,7 @@ impl CollComm {
             _ if block <= tune::ALLTOALL_SMALL => Alg::AlltoallBruck,
             _ => Alg::AlltoallPairwise,
         };
-        count(alg);
+        count(self.shadow, alg);
         match alg {
             Alg::AlltoallLinear => self.alltoall_linear(send, recv, block),
             Alg::AlltoallBruck => self.alltoall_bruck(send, recv, block),
@@ -139,7 +139,7 @@ impl CollComm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
-        count(Alg::AlltoallvPairwise);
+        count(self.shadow, Alg::AlltoallvPairwise);
         self.alltoallv_pairwise((send, scounts, sdispls), (recv, rcounts, rdispls))
     }
 

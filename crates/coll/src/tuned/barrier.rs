@@ -14,7 +14,7 @@ impl CollComm {
             return Ok(());
         }
         if tune::algorithm(Coll::Barrier) == 1 {
-            count(Alg::BarrierLinear);
+            count(self.shadow, Alg::BarrierLinear);
             let mut b = [0u8; 0];
             if r == 0 {
                 for i in 1..p {
@@ -29,7 +29,7 @@ impl CollComm {
             }
             return Ok(());
         }
-        count(Alg::BarrierDissemination);
+        count(self.shadow, Alg::BarrierDissemination);
         let mut k = 1;
         while k < p {
             self.sendrecv(

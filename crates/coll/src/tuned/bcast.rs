@@ -27,7 +27,7 @@ impl CollComm {
             }
             _ => Alg::BcastScatterAllgather,
         };
-        count(alg);
+        count(self.shadow, alg);
         match alg {
             Alg::BcastLinear => self.bcast_linear(buf, root),
             Alg::BcastPipeline => self.bcast_pipeline(buf, root, tune::BCAST_SEGMENT),

@@ -19,7 +19,7 @@ impl CollComm {
         displs: &[usize],
         root: i32,
     ) -> Result<()> {
-        count(Alg::GathervLinear);
+        count(self.shadow, Alg::GathervLinear);
         self.gatherv_linear(send, recv, (counts, displs), root)
     }
 
@@ -78,10 +78,10 @@ impl CollComm {
                     "gather receive buffer is smaller than size * block",
                 ));
             }
-            count(Alg::GatherBinomial);
+            count(self.shadow, Alg::GatherBinomial);
             return self.gather_binomial(send, recv, root);
         }
-        count(Alg::GatherLinear);
+        count(self.shadow, Alg::GatherLinear);
         let counts = vec![b; p];
         let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
         self.gatherv_linear(send, recv, (&counts, &displs), root)
@@ -158,7 +158,7 @@ impl CollComm {
         recv: &mut [u8],
         root: i32,
     ) -> Result<()> {
-        count(Alg::ScattervLinear);
+        count(self.shadow, Alg::ScattervLinear);
         self.scatterv_linear((send, counts, displs), recv, root)
     }
 
@@ -218,10 +218,10 @@ impl CollComm {
                     "scatter send buffer is smaller than size * block",
                 ));
             }
-            count(Alg::ScatterBinomial);
+            count(self.shadow, Alg::ScatterBinomial);
             return self.scatter_binomial(send, recv, root);
         }
-        count(Alg::ScatterLinear);
+        count(self.shadow, Alg::ScatterLinear);
         let counts = vec![b; p];
         let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
         self.scatterv_linear((send, &counts, &displs), recv, root)

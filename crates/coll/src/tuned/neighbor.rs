@@ -16,7 +16,7 @@ impl CollComm {
         sends: &[(i32, i32, &[u8])],
         recvs: &mut [(i32, i32, &mut [u8])],
     ) -> Result<Vec<usize>> {
-        count(Alg::NeighborExchange);
+        count(self.shadow, Alg::NeighborExchange);
         // Receives and sends are posted sorted by (peer, tag) (stable: equal pairs keep
         // their order), so that a pair's messages are posted on both sides in the same
         // order whatever the neighbour lists look like.

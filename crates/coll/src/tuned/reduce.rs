@@ -19,10 +19,10 @@ impl CollComm {
             return Ok(());
         }
         if tune::algorithm(Coll::Reduce) == 1 {
-            count(Alg::ReduceLinear);
+            count(self.shadow, Alg::ReduceLinear);
             self.reduce_linear(buf, root, op, TAG_REDUCE)
         } else {
-            count(Alg::ReduceBinomial);
+            count(self.shadow, Alg::ReduceBinomial);
             self.reduce_binomial(buf, root, op, TAG_REDUCE)
         }
     }
@@ -114,7 +114,7 @@ impl CollComm {
             _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => Alg::AllreduceRing,
             _ => Alg::AllreduceRecdbl,
         };
-        count(alg);
+        count(self.shadow, alg);
         match alg {
             Alg::AllreduceReduceBcast => {
                 self.reduce_binomial(buf, 0, op, TAG_ALLREDUCE)?;
@@ -344,12 +344,12 @@ impl CollComm {
             _ => op.commutative,
         };
         if ring {
-            count(Alg::ReduceScatterRing);
+            count(self.shadow, Alg::ReduceScatterRing);
             self.ring_reduce_scatter(buf, counts, &displs, op, TAG_REDSCAT)?;
             recv[..counts[me]].copy_from_slice(&buf[displs[me]..displs[me] + counts[me]]);
             Ok(())
         } else {
-            count(Alg::ReduceScatterReduceScatterv);
+            count(self.shadow, Alg::ReduceScatterReduceScatterv);
             self.reduce_binomial(buf, 0, op, TAG_REDSCAT)?;
             self.scatterv_linear((buf, counts, &displs), &mut recv[..counts[me]], 0)
         }
@@ -358,7 +358,7 @@ impl CollComm {
     /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.
     pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
-        count(Alg::ScanRecdbl);
+        count(self.shadow, Alg::ScanRecdbl);
         let partial = buf.to_vec();
         self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
     }
@@ -370,7 +370,7 @@ impl CollComm {
         if recv.len() != send.len() {
             return Err(arg_err(ErrorClass::Count, "exscan buffers differ in size"));
         }
-        count(Alg::ExscanRecdbl);
+        count(self.shadow, Alg::ExscanRecdbl);
         let mut have = false;
         self.scan_recdbl(send.to_vec(), op, TAG_EXSCAN, |tmp| {
             if have {

@@ -14,8 +14,12 @@ pub(crate) struct Comm {
     /// Equal to `group` for an intracommunicator; the remote group of an intercommunicator.
     pub(crate) remote: Vec<i32>,
     pub(crate) rank: i32,
-    /// Its traffic counters (plain integers under the engine's lock).
+    /// Its traffic counters (plain integers under the engine's lock), counted only while
+    /// `watched` is not 0.
     pub(crate) stats: super::stats::CommStats,
+    /// Readers of its counters now (tools-interface handles bound to it): while there are
+    /// none, nothing is counted (a reader sees only what happened since it started).
+    pub(crate) watched: u32,
 }
 
 impl State {
@@ -79,9 +83,24 @@ impl State {
             remote,
             rank,
             stats: Default::default(),
+            watched: 0,
         }));
         self.ctx_comm.insert(ctx, id);
         Ok(CommId(id))
+    }
+
+    /// Starts (`on`) or stops one reader of communicator `comm`'s counters (see
+    /// [`Comm::watched`]); a communicator that no longer exists is left alone.
+    pub(crate) fn comm_watch(&mut self, comm: CommId, on: bool) {
+        if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
+            if on {
+                c.watched += 1;
+                self.comms_watched += 1;
+            } else if c.watched > 0 {
+                c.watched -= 1;
+                self.comms_watched -= 1;
+            }
+        }
     }
 
     /// Removes a communicator added by [`State::comm_create`].
@@ -92,7 +111,11 @@ impl State {
                 "cannot free a predefined communicator",
             ));
         }
-        let c = self.comm(comm)?.ctx;
+        let (c, watched) = {
+            let c = self.comm(comm)?;
+            (c.ctx, c.watched)
+        };
+        self.comms_watched -= watched;
         self.comms[comm.0 as usize] = None;
         self.ctx_comm.remove(&c);
         self.revoked.remove(&c);

@@ -49,6 +49,10 @@ pub(crate) struct State {
     pub(crate) comms: Vec<Option<Comm>>,
     /// Communicator of each live context id.
     pub(crate) ctx_comm: HashMap<u32, u32>,
+    /// Readers of communicators' counters, summed over the communicators
+    /// ([`Comm::watched`]): while 0, the paths that move messages count nothing per
+    /// communicator (one predictable branch).
+    pub(crate) comms_watched: u32,
     /// Posted receives (request ids) and unexpected messages.
     pub(crate) matcher: Matcher<u64, Msg>,
     /// The requests.
@@ -110,6 +114,7 @@ impl State {
             remote: (0..size).collect(),
             rank: me,
             stats: Default::default(),
+            watched: 0,
         };
         let selfc = Comm {
             ctx: 1,
@@ -117,11 +122,13 @@ impl State {
             remote: vec![me],
             rank: 0,
             stats: Default::default(),
+            watched: 0,
         };
         State {
             me,
             comms: vec![Some(world), Some(selfc)],
             ctx_comm: HashMap::from_iter([(0, 0), (1, 1)]),
+            comms_watched: 0,
             matcher: Matcher::new(),
             reqs: Slab::default(),
             next_req: 1,

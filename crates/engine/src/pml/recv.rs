@@ -302,8 +302,10 @@ impl State {
         unsafe { copy(payload, buf, n) };
         link.release();
         self.peers[d.peer].stats.received(plen);
-        if let Some(Some(c)) = self.comms.get_mut(d.comm) {
-            c.stats.arrived(plen);
+        if self.comms_watched != 0 {
+            if let Some(Some(c)) = self.comms.get_mut(d.comm) {
+                c.stats.arrived(plen);
+            }
         }
         if hdr.flags & F_SYNC != 0 {
             self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
@@ -486,21 +488,24 @@ impl State {
         }
     }
 
-    /// Counts `len` bytes that arrived on context `ctx` on its communicator: world's and
-    /// self's contexts (0 and 1) are their communicators' ids for the engine's life (never
-    /// freed, never reused), the others take one lookup in the context table.
-    #[inline]
+    /// Counts `len` bytes that arrived on context `ctx` on its communicator, if some
+    /// communicator's counters are read now (else one predictable branch).
+    #[inline(always)]
     pub(crate) fn comm_arrived(&mut self, ctx: u32, len: usize) {
-        let c = if ctx < 2 {
-            ctx
-        } else {
-            match self.ctx_comm.get(&ctx) {
-                Some(&c) => c,
-                None => return,
+        if self.comms_watched != 0 {
+            self.comm_arrived_watched(ctx, len);
+        }
+    }
+
+    /// [`State::comm_arrived`] while counters are read: one lookup in the context table.
+    #[cold]
+    fn comm_arrived_watched(&mut self, ctx: u32, len: usize) {
+        if let Some(&c) = self.ctx_comm.get(&ctx) {
+            if let Some(Some(c)) = self.comms.get_mut(c as usize) {
+                if c.watched != 0 {
+                    c.stats.arrived(len);
+                }
             }
-        };
-        if let Some(Some(c)) = self.comms.get_mut(c as usize) {
-            c.stats.arrived(len);
         }
     }
 

@@ -53,13 +53,23 @@ impl State {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
         }
-        if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
-            c.stats.msgs_sent += 1;
-            c.stats.bytes_sent += len as u64;
+        if self.comms_watched != 0 {
+            self.comm_sent(comm, len);
         }
         let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
+    }
+
+    /// Counts a message of `len` bytes sent on `comm` if its counters are read now.
+    #[cold]
+    fn comm_sent(&mut self, comm: CommId, len: usize) {
+        if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
+            if c.watched != 0 {
+                c.stats.msgs_sent += 1;
+                c.stats.bytes_sent += len as u64;
+            }
+        }
     }
 
     /// # Safety
@@ -204,7 +214,11 @@ impl State {
             }
         );
         let peer = &mut self.peers[dest as usize];
-        peer.stats.sent(len, matches!(item, Out::Eager { .. }));
+        let eager = matches!(item, Out::Eager { .. });
+        if !eager && peer.stats.rndv_sent == 0 {
+            rendezvous_first(dest, len, self.eager_limit.min(max_payload), peer);
+        }
+        peer.stats.sent(len, eager);
         if single_copy && !matches!(item, Out::Eager { .. }) {
             peer.stats.single_copy_offered += 1;
         }
@@ -306,5 +320,19 @@ impl State {
                 len: want,
             });
         }
+    }
+}
+
+/// The first rendezvous send to `dest`: the tools interface's event, if a tool listens.
+#[cold]
+fn rendezvous_first(dest: i32, len: usize, eager_limit: usize, peer: &super::peer::Peer) {
+    use oxmpi_base::events::{self, Event, Kind};
+    if events::wanted(Kind::Rendezvous) {
+        events::raise(&Event::Rendezvous {
+            peer: dest,
+            bytes: len as u64,
+            eager_limit: eager_limit as u64,
+            transport: peer.link.as_ref().map_or("none", |l| l.name()),
+        });
     }
 }

@@ -253,11 +253,27 @@ pub struct Pvar {
     /// Counts without being started (`continuous`); a non-continuous one counts only between
     /// start and stop.
     pub continuous: bool,
-    /// For a variable bound to a communicator (`MPI_T_BIND_MPI_COMM`): its value from
-    /// that communicator's counters (`read` is then unused).
-    pub comm: Option<fn(&CommStats) -> u64>,
+    /// For a variable bound to a communicator (`MPI_T_BIND_MPI_COMM`): how it reads and
+    /// watches that communicator (`read` is then unused).
+    pub comm: Option<CommBinding>,
     /// Its value: a count (or nanoseconds for a timer) from a snapshot.
     pub read: fn(&Stats) -> u64,
+}
+
+/// How a performance variable bound to a communicator reads it. Such counters count
+/// only while a reader watches the communicator (unread, they cost one predictable branch
+/// where they would count); a handle reads what happened since it was allocated, so
+/// nothing it could see is lost.
+#[derive(Debug, Clone, Copy)]
+pub struct CommBinding {
+    /// The value on engine communicator `c` (0 once `c` is freed).
+    pub read: fn(crate::CommId) -> u64,
+    /// Starts (`true`) or stops one reader of `c`.
+    pub watch: fn(crate::CommId, bool),
+    /// Whether `c` is the engine communicator the communicator's collectives travel on
+    /// (the C library's collective context, the Rust API's shadow) rather than the one
+    /// its point-to-point messages travel on.
+    pub collective: bool,
 }
 
 /// Counters of one communicator's point-to-point traffic (its collectives run on a
@@ -283,49 +299,6 @@ impl CommStats {
         self.bytes_recv += len as u64;
     }
 }
-
-const COMM_PVARS: [Pvar; 4] = [
-    Pvar {
-        name: "pml_ox_comm_msgs_sent",
-        category: "pml_ox",
-        desc: "Messages sent on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(|c| c.msgs_sent),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_bytes_sent",
-        category: "pml_ox",
-        desc: "Payload bytes sent on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(|c| c.bytes_sent),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_msgs_recv",
-        category: "pml_ox",
-        desc: "Messages that arrived on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(|c| c.msgs_recv),
-        read: |_| 0,
-    },
-    Pvar {
-        name: "pml_ox_comm_bytes_recv",
-        category: "pml_ox",
-        desc: "Payload bytes that arrived on the communicator the handle is bound to",
-        class: PvarClass::Counter,
-        level: 4,
-        continuous: true,
-        comm: Some(|c| c.bytes_recv),
-        read: |_| 0,
-    },
-];
 
 impl Pvar {
     /// Whether handles may reset or write it (counters and timers).
@@ -359,9 +332,9 @@ macro_rules! transport_pvars {
     )*]};
 }
 
-const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
+pub(crate) const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
 
-const PML_PVARS: [Pvar; 10] = [
+pub(crate) const PML_PVARS: [Pvar; 10] = [
     Pvar {
         name: "pml_ox_eager_sent",
         category: "pml_ox",
@@ -464,7 +437,7 @@ const PML_PVARS: [Pvar; 10] = [
     },
 ];
 
-const WAIT_PVAR: Pvar = Pvar {
+pub(crate) const WAIT_PVAR: Pvar = Pvar {
     name: "pml_ox_wait_time",
     category: "pml_ox",
     desc: "Seconds spent blocked in waits (measured only while a handle of it is started)",
@@ -474,17 +447,3 @@ const WAIT_PVAR: Pvar = Pvar {
     comm: None,
     read: |s| s.wait_ns,
 };
-
-/// Every performance variable of the engine, in a fixed order (their tools-interface
-/// indices).
-pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
-    static ALL: std::sync::OnceLock<Vec<Pvar>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut v = TRANSPORT_PVARS.to_vec();
-        v.extend(PML_PVARS);
-        v.push(WAIT_PVAR);
-        v.extend(COMM_PVARS);
-        v
-    })
-    .iter()
-}

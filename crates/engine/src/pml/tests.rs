@@ -531,6 +531,12 @@ fn stats_count_messages_bytes_and_protocols() {
 #[test]
 fn a_runtime_eager_limit_and_per_communicator_arrivals() {
     let net = Net::new(2, 64);
+    // Unread, a communicator counts nothing.
+    transfer(&net, 100, 100, 9);
+    assert_eq!(net.e[0].comm_stats(WORLD).unwrap(), Default::default());
+    assert_eq!(net.e[1].comm_stats(WORLD).unwrap(), Default::default());
+    net.e[0].comm_watch(WORLD, true);
+    net.e[1].comm_watch(WORLD, true);
     transfer(&net, 100, 100, 1);
     assert!(net.log(0, 1).iter().all(|&(k, _)| k == K_EAGER));
     let lower = Settings {
@@ -548,7 +554,7 @@ fn a_runtime_eager_limit_and_per_communicator_arrivals() {
     transfer(&net, 100, 100, 2);
     assert!(net.log(0, 1).iter().any(|&(k, _)| k == K_RTS));
     let to1 = net.e[0].stats().peers[1].1;
-    assert_eq!((to1.eager_sent, to1.rndv_sent), (1, 1));
+    assert_eq!((to1.eager_sent, to1.rndv_sent), (2, 1));
     let (c0, c1) = (
         net.e[0].comm_stats(WORLD).unwrap(),
         net.e[1].comm_stats(WORLD).unwrap(),
