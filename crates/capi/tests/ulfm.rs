@@ -4,6 +4,8 @@
 //! `MPI_Allreduce` on the shrunk communicator, and mpirun reports the death in one line
 //! and exits 0. Without fault tolerance the same program ends the job promptly. The same
 //! program built for the MPI-5 standard ABI (`mpicc_abi`, `libmpi_abi.so.1`) does the same.
+//! `tests/c/ulfm_spawn.c`: the same interface on the intercommunicator between parents and
+//! the children they spawned (another job), before and after a child dies.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
@@ -119,4 +121,34 @@ fn a_dead_lock_holder_fails_its_waiters() {
         ["deadholder: rank 0 ok", "deadholder: rank 2 ok"],
         "{what}"
     );
+}
+
+/// ULFM on an intercommunicator to another job (`tests/c/ulfm_spawn.c`): 2 parents and the
+/// 2 children they spawned agree, acknowledge, list the failures and shrink, with nobody
+/// failed and after child 1 killed itself; the survivors say so.
+#[test]
+fn on_the_intercommunicator_to_spawned_children() {
+    let dir = Scratch::new("ulfm-spawn");
+    let exe = build("ulfm_spawn.c", &dir.0);
+    let args: Vec<&OsStr> = ["--timeout", "60", "--with-ft", "ulfm", "-n", "2"]
+        .iter()
+        .map(OsStr::new)
+        .chain([exe.as_os_str()])
+        .collect();
+    let out = mpirun(&args, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let mut ok: Vec<&str> = stdout.lines().filter(|l| l.ends_with(" ok")).collect();
+    ok.sort_unstable();
+    assert_eq!(
+        ok,
+        [
+            "ulfm_spawn: child 0 ok",
+            "ulfm_spawn: parent 0 ok",
+            "ulfm_spawn: parent 1 ok"
+        ],
+        "{what}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{what}");
 }
