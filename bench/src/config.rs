@@ -195,7 +195,8 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --against FILE       with --compare: measure nothing, print the comparison
                        of FILE (now) with the --compare file (before)
   --out DIR            output directory
-  --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi)
+  --impls a,b,...      only these (ompi, ompi-nocma, mpich, oxmpi; mpich-wheel: the PyPI
+                       MPICH wheel that measures MPI_Comm_spawn, whose name says its version)
   --oxmpi-prefix DIR   oxmpi install prefix (default target/oxmpi)
   --install-oxmpi      first run `cargo xtask install --prefix` into that prefix
   --no-install         do not apt-get install missing peers

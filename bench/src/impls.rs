@@ -5,6 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// How the name of [`Impl::mpich_wheel`] ends (`mpich-5.0.2-wheel`); `--impls mpich-wheel`
+/// selects it whatever its version.
+pub const MPICH_WHEEL_SUFFIX: &str = "-wheel";
+
+/// Whether `name` is that of [`Impl::mpich_wheel`].
+pub fn is_mpich_wheel(name: &str) -> bool {
+    name.starts_with("mpich-") && name.ends_with(MPICH_WHEEL_SUFFIX)
+}
+
 /// Largest eager message of Open MPI's vader and of oxmpi's sm (4 KiB): the
 /// single-copy settings only change the path of larger messages.
 pub const EAGER_MAX: u64 = 4096;
@@ -39,6 +48,9 @@ pub struct Impl {
     pub overhead_only: bool,
     /// Extra `oxbench` options of this variant (e.g. `mpit=1`).
     pub bench_opts: Vec<String>,
+    /// A peer that runs only the dynamic-process measurement (`comm_spawn`): the MPICH
+    /// that can spawn here ([`Impl::mpich_wheel`]).
+    pub spawn_only: bool,
     /// Human description of the settings, for the report.
     pub settings: String,
 }
@@ -66,6 +78,7 @@ impl Impl {
             pt2pt_only: false,
             overhead_only: false,
             bench_opts: vec![],
+            spawn_only: false,
             settings: "defaults (ob1 + vader, single copy = CMA)".into(),
         }
     }
@@ -97,7 +110,29 @@ impl Impl {
             pt2pt_only: false,
             overhead_only: false,
             bench_opts: vec![],
+            spawn_only: false,
             settings: "defaults (ch4:ucx, UCX sysv + cma; `UCX_TLS=^cma` is slower here)".into(),
+        }
+    }
+
+    /// MPICH from the PyPI `mpich` wheel (`version`, its Hydra `mpiexec` and `mpicc` in the
+    /// venv `venv`), for `MPI_Comm_spawn` only: Debian's MPICH 4.0.2 fails every spawn on
+    /// the reference machine (`MPID_Comm_spawn_multiple(86): Error in spawn call`).
+    pub fn mpich_wheel(venv: &Path, version: &str) -> Impl {
+        let bin = venv.join("bin");
+        Impl {
+            name: format!("mpich-{version}{MPICH_WHEEL_SUFFIX}"),
+            build: format!("mpich-{version}{MPICH_WHEEL_SUFFIX}"),
+            mpicc: bin.join("mpicc"),
+            launcher: bin.join("mpiexec"),
+            np_flag: "-n".into(),
+            pinned: vec![],
+            oversubscribed: vec![],
+            spawn_only: true,
+            settings: format!(
+                "the PyPI `mpich` wheel {version} (its Hydra `mpiexec`), defaults; only `MPI_Comm_spawn` (Debian's MPICH cannot spawn here)"
+            ),
+            ..Impl::mpich()
         }
     }
 
@@ -119,6 +154,7 @@ impl Impl {
             pt2pt_only: false,
             overhead_only: false,
             bench_opts: vec![],
+            spawn_only: false,
             settings: "defaults".into(),
         }
     }
@@ -227,6 +263,13 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(args, s(&["-n", "2", "--bind-to", "core", "/b/hello", "a"]));
+        let w = Impl::mpich_wheel(Path::new("/v"), "5.0.2");
+        assert_eq!((w.name.as_str(), w.spawn_only), ("mpich-5.0.2-wheel", true));
+        assert!(is_mpich_wheel(&w.name) && !is_mpich_wheel("mpich"));
+        assert_eq!(
+            w.command(1, 2, Path::new("/b/h"), &[]).get_program(),
+            "/v/bin/mpiexec"
+        );
         let m = Impl::oxmpi_mpit(Path::new("/p"));
         assert!(m.overhead_only && m.bench_opts == s(&["mpit=1"]));
         let p = Impl::oxmpi_profile(Path::new("/p"), Path::new("/o"));

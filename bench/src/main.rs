@@ -148,7 +148,7 @@ fn oxmpi_build_time(prefix: &Path, root: &Path) -> Option<String> {
     )
 }
 
-fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
+fn wanted(cfg: &Config, root: &Path, res: &mut Results) -> Vec<Impl> {
     let prefix = &cfg.oxmpi_prefix;
     let mut v = Vec::new();
     let ox_ok = prefix.join("bin/mpirun").is_file() && prefix.join("bin/mpicc").is_file();
@@ -175,6 +175,17 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
         v.push(Impl::openmpi());
         v.push(Impl::openmpi_nocma());
         v.push(Impl::mpich());
+        let wheel_wanted = cfg.only.as_ref().is_none_or(|o| {
+            o.iter()
+                .any(|n| n == "mpich-wheel" || impls::is_mpich_wheel(n))
+        });
+        if cfg.matrix.is_none()
+            && cfg.scale_curves.is_none()
+            && cfg.suite4py.is_none()
+            && wheel_wanted
+        {
+            v.extend(suite::mpich_wheel(cfg, root, &mut res.notes));
+        }
     }
 
     if cfg.matrix.is_some() || cfg.scale_curves.is_some() || cfg.suite4py.is_some() {
@@ -183,7 +194,7 @@ fn wanted(cfg: &Config, res: &mut Results) -> Vec<Impl> {
     }
     if let Some(only) = &cfg.only {
         res.skipped.retain(|(n, _)| only.contains(n));
-        v.retain(|i| only.contains(&i.name));
+        v.retain(|i| only.contains(&i.name) || i.spawn_only);
     }
     v
 }
@@ -213,7 +224,7 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
     // the reported duration covers the measurements, not the installs above
     let t0 = Instant::now();
     let probes = suite::build_probes(cfg)?;
-    let want = wanted(cfg, &mut res);
+    let want = wanted(cfg, root, &mut res);
     let ready = suite::prepare(cfg, want, &mut res);
     for (n, why) in &res.skipped {
         eprintln!("bench: skipping {n}: {why}");

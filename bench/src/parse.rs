@@ -115,6 +115,14 @@ pub fn parse_result_line(line: &str) -> Option<BenchResult> {
     })
 }
 
+/// The version in `mpichversion`'s output (`MPICH Version:      5.0.2`).
+pub fn mpichversion(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("MPICH Version:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty() && !v.contains(char::is_whitespace))
+}
+
 /// The times (ms) of the `SPAWN children=N ms=T` lines of `hello spawn N R`, in order
 /// (other lines and malformed ones are ignored).
 pub fn parse_spawn_lines(text: &str) -> Vec<f64> {
@@ -377,6 +385,13 @@ pub fn observed_paths(lines: &[String], size: u64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mpichversion_line() {
+        let out = "MPICH Version:      5.0.2\nMPICH Release date: unreleased\n";
+        assert_eq!(mpichversion(out).as_deref(), Some("5.0.2"));
+        assert_eq!(mpichversion("MPICH Version:\n"), None);
+    }
 
     #[test]
     fn spawn_lines() {

@@ -144,6 +144,10 @@ pub fn ratio_pairs(ran: &[String]) -> Vec<(String, String)> {
         if has("mpich") {
             p.push(("oxmpi".into(), "mpich".into()));
         }
+        // the MPICH that can spawn (its only rows are comm_spawn)
+        for w in ran.iter().filter(|n| crate::impls::is_mpich_wheel(n)) {
+            p.push(("oxmpi".into(), w.clone()));
+        }
     }
     if has("mpich") && has("ompi") {
         p.push(("mpich".into(), "ompi-best".into()));
@@ -478,12 +482,33 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
         let limit = tests
             .iter()
             .any(|t| ["lat", "bw", "allreduce", "startup", "mpi4py_lat"].contains(t));
+        // a spawn-only peer has a column only where spawns are
+        let (imps, pairs) = if tests.contains(&"comm_spawn") {
+            (imps.clone(), pairs.clone())
+        } else {
+            let spawn_only = |n: &String| res.ran.iter().any(|i| i.spawn_only && i.name == *n);
+            (
+                imps.iter().filter(|n| !spawn_only(n)).cloned().collect(),
+                pairs
+                    .iter()
+                    .filter(|(a, b)| !spawn_only(a) && !spawn_only(b))
+                    .cloned()
+                    .collect(),
+            )
+        };
         metric_table(&mut o, &rows, &keys, &imps, &pairs, limit);
     }
 
     applications_section(&mut o, &rows, &ran);
 
-    placement_table(&mut o, &res.rows, &ran);
+    // a spawn-only peer has no point-to-point rows
+    let measured: Vec<String> = res
+        .ran
+        .iter()
+        .filter(|i| !i.spawn_only)
+        .map(|i| i.name.clone())
+        .collect();
+    placement_table(&mut o, &res.rows, &measured);
 
     let _ = writeln!(o, "## oxmpi transport path (verbose output)\n");
     if res.transport.is_empty() {
@@ -880,6 +905,8 @@ mod tests {
         let p = ratio_pairs(&names(&["ompi", "ompi-nocma", "mpich"]));
         assert!(p.contains(&("mpich".into(), "ompi-best".into())));
         assert!(!p.iter().any(|x| x.0 == "oxmpi"));
+        let p = ratio_pairs(&names(&["oxmpi", "mpich-5.0.2-wheel"]));
+        assert_eq!(p, [("oxmpi".into(), "mpich-5.0.2-wheel".into())]);
         let p = ratio_pairs(&names(&["ompi", "mpich", "oxmpi"]));
         assert_eq!(p[0], ("oxmpi".into(), "ompi-best".into()));
         assert_eq!(p[1], ("oxmpi".into(), "mpich".into()));

@@ -181,6 +181,48 @@ fn have(prog: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The numbers of children of the `comm_spawn` measurement.
+const SPAWN_CHILDREN: [u32; 2] = [1, 4];
+
+/// The MPICH that can spawn here, for the `comm_spawn` rows: the PyPI `mpich` wheel in the
+/// venv `$OXMPI_MPICH_WHEEL_VENV` (default `target/venv-mpich`), set up (when peers may be
+/// installed) by `tests/clients/mpich-wheel-env.sh`, the script that `cargo xtask test`
+/// runs; its version from the wheel's `mpichversion`. `None`, with a note, when it is
+/// missing.
+pub fn mpich_wheel(cfg: &Config, root: &Path, notes: &mut Vec<String>) -> Option<Impl> {
+    let venv = std::env::var_os("OXMPI_MPICH_WHEEL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target").join("venv-mpich"));
+    let script = root.join("tests/clients/mpich-wheel-env.sh");
+    if cfg.install_peers {
+        let mut c = Command::new("bash");
+        c.arg(&script).env("OXMPI_MPICH_WHEEL_VENV", &venv);
+        match runner::run(&mut c, Duration::from_secs(600)) {
+            Ok(o) if o.ok() => {}
+            Ok(o) => notes.push(format!(
+                "MPICH wheel (for MPI_Comm_spawn): {} failed: {}",
+                script.display(),
+                o.failure()
+            )),
+            Err(e) => notes.push(format!("MPICH wheel (for MPI_Comm_spawn): {e}")),
+        }
+    }
+    let o = Command::new(venv.join("bin").join("mpichversion")).output();
+    let version = o
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| parse::mpichversion(&String::from_utf8_lossy(&o.stdout)));
+    let Some(version) = version else {
+        notes.push(format!(
+            "no MPICH wheel in {} (MPI_Comm_spawn has no MPICH row; run {})",
+            venv.display(),
+            script.display()
+        ));
+        return None;
+    };
+    Some(Impl::mpich_wheel(&venv, &version))
+}
+
 /// Install Open MPI and MPICH with apt-get when their wrappers are missing.
 pub fn ensure_peers(cfg: &Config, notes: &mut Vec<String>) {
     if have("mpicc.openmpi") && have("mpicc.mpich") {
@@ -1013,6 +1055,12 @@ impl<'a> Runner<'a> {
         self.physical(rep);
         for p in impls {
             eprintln!("bench: rep {} / {}: {}", rep + 1, self.cfg.reps, p.imp.name);
+            if p.imp.spawn_only {
+                for children in SPAWN_CHILDREN {
+                    self.comm_spawn(rep, p, children);
+                }
+                continue;
+            }
             if p.imp.overhead_only {
                 self.oxbench(rep, p, 2, &["lat"], &[OVERHEAD_SIZE]);
                 // oxbench options (mpit=1) do not reach mpi4py: its ring would only repeat
@@ -1040,7 +1088,7 @@ impl<'a> Runner<'a> {
             for np in self.cfg.startup_np.clone() {
                 self.startup(rep, p, np);
             }
-            for children in [1, 4] {
+            for children in SPAWN_CHILDREN {
                 self.comm_spawn(rep, p, children);
             }
             self.mpi4py(rep, p);
@@ -1333,6 +1381,7 @@ done
         pt2pt_only: false,
         overhead_only: false,
         bench_opts: vec![],
+        spawn_only: false,
         settings: String::new(),
     };
     let missing = dir.join("no-such-probe");

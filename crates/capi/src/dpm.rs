@@ -65,7 +65,7 @@ static OPEN_PORTS: Mutex<BTreeMap<u32, Port>> = Mutex::new(BTreeMap::new());
 static LOCAL_NAMES: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 
 /// What identifies this job among others on the machine.
-fn job_key() -> String {
+pub(crate) fn job_key() -> String {
     for v in ["OXMPI_JOBID", "PMI_JOBID", "SLURM_JOB_ID"] {
         if let Ok(s) = std::env::var(v) {
             if !s.is_empty() {

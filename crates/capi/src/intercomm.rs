@@ -34,6 +34,10 @@ pub(crate) struct Inter {
     /// Engine intracommunicator over the local group (context id `ctx + 2`), used by the
     /// local phases of collectives and communicator constructors.
     pub local: EComm,
+    /// The fault-tolerant agreements' engine intracommunicator over both groups (context
+    /// id `ctx + 3`, which no revoke touches), made by the first `MPIX_` call on an
+    /// intercommunicator to another job ([`crate::ft`]).
+    pub ft: Mutex<Option<EComm>>,
 }
 
 static TABLE: Mutex<BTreeMap<c_int, Arc<Inter>>> = Mutex::new(BTreeMap::new());
@@ -78,9 +82,12 @@ pub(crate) fn forget(comm: c_int) -> MpiResult {
     let gone = table().remove(&comm);
     if let Some(i) = gone {
         LIVE.fetch_sub(1, Ordering::AcqRel);
-        backend::engine()?
-            .comm_free(i.local)
-            .map_err(backend::err)?;
+        let eng = backend::engine()?;
+        eng.comm_free(i.local).map_err(backend::err)?;
+        let ft = *i.ft.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = ft {
+            eng.comm_free(c).map_err(backend::err)?;
+        }
     }
     Ok(())
 }
@@ -400,6 +407,7 @@ pub(crate) fn make_inter(
         Arc::new(Inter {
             remote,
             local: lcomm,
+            ft: Mutex::new(None),
         }),
     );
     LIVE.fetch_add(1, Ordering::AcqRel);

@@ -1018,6 +1018,10 @@ fn poll() -> MpiResult {
 fn op_error(code: c_int, comm: c_int, what: &str) -> MpiError {
     let detail = if code == MPI_ERR_TRUNCATE {
         format!("{what}: the message is longer than the receive buffer")
+    } else if code == MPIX_ERR_PROC_FAILED_PENDING {
+        "a receive from any source stays pending: a member of its communicator failed \
+         (MPIX_Comm_failure_ack lets it match again)"
+            .to_string()
     } else {
         what.to_string()
     };
@@ -1299,8 +1303,15 @@ mpi_fn! {
 }
 
 /// Shared body of Waitany/Testany: one pass over the array; returns true if something
-/// completed (or everything is null).
-fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> MpiResult<bool> {
+/// completed (or everything is null). A failure-pending receive (ULFM) is reported like a
+/// completion with `MPIX_ERR_PROC_FAILED_PENDING`, its index given and its handle kept;
+/// Testany's `flag` is then 0 (the request did not complete).
+fn any_pass(
+    reqs: &mut [c_int],
+    index: *mut c_int,
+    flag: Option<*mut c_int>,
+    status: *mut MpiStatus,
+) -> MpiResult<bool> {
     let mut all_empty = true;
     for (i, h) in reqs.iter_mut().enumerate() {
         if *h == MPI_REQUEST_NULL {
@@ -1314,6 +1325,13 @@ fn any_pass(reqs: &mut [c_int], index: *mut c_int, status: *mut MpiStatus) -> Mp
                     *h = MPI_REQUEST_NULL;
                 }
                 out(index, i as c_int, "index")?;
+                if let Some(flag) = flag {
+                    out(
+                        flag,
+                        c_int::from(c.code != MPIX_ERR_PROC_FAILED_PENDING),
+                        "flag",
+                    )?;
+                }
                 return complete_single(
                     status,
                     Some(c.status),
@@ -1339,7 +1357,7 @@ mpi_fn! {
         let n = check_count(count)?;
         let reqs = slice_out(requests, n, "array_of_requests")?;
         loop {
-            if any_pass(reqs, index, status)? {
+            if any_pass(reqs, index, None, status)? {
                 return Ok(());
             }
             poll()?;
@@ -1355,7 +1373,7 @@ mpi_fn! {
         if flag.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL flag");
         }
-        if any_pass(reqs, index, status)? {
+        if any_pass(reqs, index, Some(flag), status)? {
             out(flag, 1, "flag")
         } else {
             poll()?;
@@ -1366,11 +1384,14 @@ mpi_fn! {
 }
 
 /// Shared body of Waitsome/Testsome: one pass; returns the number completed, or
-/// `MPI_UNDEFINED` when every request is null/inactive.
+/// `MPI_UNDEFINED` when every request is null/inactive. When one failed it writes that
+/// number to `outcount` before returning `MPI_ERR_IN_STATUS` (a failure-pending receive,
+/// ULFM, counts with its status's error `MPIX_ERR_PROC_FAILED_PENDING` and its handle kept).
 fn some_pass(
     reqs: &mut [c_int],
     indices: *mut c_int,
     statuses: *mut MpiStatus,
+    outcount: *mut c_int,
 ) -> MpiResult<c_int> {
     let mut all_empty = true;
     let mut done = 0usize;
@@ -1398,6 +1419,7 @@ fn some_pass(
         }
     }
     if let Some(comm) = failed {
+        out(outcount, done as c_int, "outcount")?;
         return Err(in_status(comm));
     }
     Ok(if all_empty {
@@ -1413,7 +1435,7 @@ mpi_fn! {
         let n = check_count(incount)?;
         let reqs = slice_out(requests, n, "array_of_requests")?;
         loop {
-            let k = some_pass(reqs, indices, statuses)?;
+            let k = some_pass(reqs, indices, statuses, outcount)?;
             if k != 0 {
                 return out(outcount, k, "outcount");
             }
@@ -1427,7 +1449,7 @@ mpi_fn! {
     fn PMPI_Testsome / "MPI_Testsome" (incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         let n = check_count(incount)?;
         let reqs = slice_out(requests, n, "array_of_requests")?;
-        let k = some_pass(reqs, indices, statuses)?;
+        let k = some_pass(reqs, indices, statuses, outcount)?;
         if k == 0 {
             poll()?;
         }
@@ -1461,7 +1483,8 @@ mpi_fn! {
             return match backend::engine()?.request_status(r) {
                 None => out(flag, 0, "flag"),
                 Some(s) => {
-                    out(flag, 1, "flag")?;
+                    // a failure-pending receive (ULFM) has not completed
+                    out(flag, c_int::from(!failure_pending(&s)), "flag")?;
                     let (m, code) = status_of(&s);
                     complete_single(status, Some(m), code, comm, "request completed with an error")
                 }
@@ -1513,6 +1536,13 @@ mpi_fn! {
         };
         if let Some(e) = p.ereq {
             match backend::engine()?.test(e) {
+                Some(s) if failure_pending(&s) => {
+                    // not complete: the engine request stays (ULFM)
+                    drop(st);
+                    out(flag, 0, "flag")?;
+                    let (ms, code) = status_of(&s);
+                    return complete_single(status, Some(ms), code, comm, "request completed with an error");
+                }
                 Some(s) => {
                     p.ereq = None;
                     p.done = Some(s);

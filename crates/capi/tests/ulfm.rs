@@ -4,6 +4,8 @@
 //! `MPI_Allreduce` on the shrunk communicator, and mpirun reports the death in one line
 //! and exits 0. Without fault tolerance the same program ends the job promptly. The same
 //! program built for the MPI-5 standard ABI (`mpicc_abi`, `libmpi_abi.so.1`) does the same.
+//! `tests/c/ulfm_spawn.c`: the same interface on the intercommunicator between parents and
+//! the children they spawned (another job), before and after a child dies.
 //!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX` (set by `cargo xtask test`).
 
@@ -92,7 +94,7 @@ fn without_fault_tolerance_the_job_ends() {
 fn a_dead_lock_holder_fails_its_waiters() {
     let dir = Scratch::new("ulfm-deadholder");
     let exe = build("rma_deadholder.c", &dir.0);
-    let args: Vec<&OsStr> = [
+    let opts = [
         "--timeout",
         "30",
         "--with-ft",
@@ -102,21 +104,46 @@ fn a_dead_lock_holder_fails_its_waiters() {
         "pt2pt",
         "-n",
         "3",
-    ]
-    .iter()
-    .map(OsStr::new)
-    .chain([exe.as_os_str()])
-    .collect();
+    ];
+    survivors_say_ok(
+        &exe,
+        &opts,
+        &["deadholder: rank 0 ok", "deadholder: rank 2 ok"],
+    );
+}
+
+/// Runs `exe` under mpirun with `opts`: the job must exit 0 and the lines ending in " ok"
+/// must be `want` (in any order).
+fn survivors_say_ok(exe: &std::path::Path, opts: &[&str], want: &[&str]) {
+    let args: Vec<&OsStr> = opts
+        .iter()
+        .map(OsStr::new)
+        .chain([exe.as_os_str()])
+        .collect();
     let out = mpirun(&args, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let what = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert_eq!(out.status.code(), Some(0), "{what}");
     let mut ok: Vec<&str> = stdout.lines().filter(|l| l.ends_with(" ok")).collect();
     ok.sort_unstable();
-    assert_eq!(
-        ok,
-        ["deadholder: rank 0 ok", "deadholder: rank 2 ok"],
-        "{what}"
+    assert_eq!(ok, want, "{what}");
+    assert_eq!(out.status.code(), Some(0), "{what}");
+}
+
+/// ULFM on an intercommunicator to another job (`tests/c/ulfm_spawn.c`): 2 parents and the
+/// 2 children they spawned agree, acknowledge, list the failures and shrink, with nobody
+/// failed and after child 1 killed itself; the survivors say so.
+#[test]
+fn on_the_intercommunicator_to_spawned_children() {
+    let dir = Scratch::new("ulfm-spawn");
+    let exe = build("ulfm_spawn.c", &dir.0);
+    survivors_say_ok(
+        &exe,
+        &["--timeout", "60", "--with-ft", "ulfm", "-n", "2"],
+        &[
+            "ulfm_spawn: child 0 ok",
+            "ulfm_spawn: parent 0 ok",
+            "ulfm_spawn: parent 1 ok",
+        ],
     );
 }

@@ -419,6 +419,20 @@ impl Engine {
             .collect()
     }
 
+    /// The name of peer `w`: `(job, w)` for a rank of our job (`job` being our job's name),
+    /// else the name a group wire-up ([`Engine::connect_group`]) met it by; `None` for an
+    /// index no peer has.
+    pub fn peer_name(&self, w: i32, job: &str) -> Option<ProcName> {
+        if (0..self.size).contains(&w) {
+            return Some(ProcName {
+                job: job.to_string(),
+                rank: w,
+            });
+        }
+        let late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        late.iter().find(|(_, &p)| p == w).map(|(n, _)| n.clone())
+    }
+
     /// Whether fault tolerance (`mpi_ft_enable`, ULFM) is on.
     pub fn ft_enabled(&self) -> bool {
         self.lock().ft
@@ -448,22 +462,14 @@ impl Engine {
     /// Revokes `comm` (ULFM's `MPIX_Comm_revoke`): its pending receives here fail with
     /// [`ErrorClass::Revoked`](crate::ErrorClass::Revoked), later point-to-point
     /// operations on it are refused with that class, and every other member (both groups
-    /// of an intercommunicator) is told to do the same. Does not wait for anyone.
+    /// of an intercommunicator) is told to do the same; each member passes the notice on
+    /// when it first gets it, so it reaches everyone even if this process dies part-way
+    /// through. Does not wait for anyone.
     pub fn comm_revoke(&self, comm: CommId) -> Result<(), Error> {
         let mut st = self.lock();
-        let (ctx, mut members) = {
-            let c = st.comm(comm)?;
-            (c.ctx, c.group.clone())
-        };
-        members.extend(st.comm(comm)?.remote.iter().copied());
-        members.sort_unstable();
-        members.dedup();
+        let ctx = st.comm(comm)?.ctx;
         st.revoke_ctx(ctx);
-        for w in members {
-            if w != st.me {
-                st.ctrl(w, crate::pml::hdr::K_REVOKE, u64::from(ctx), 0, 0);
-            }
-        }
+        st.send_revoke(ctx, None);
         Ok(())
     }
 

@@ -2003,6 +2003,48 @@ mod tests {
 
     use super::*;
 
+    /// A daemon whose head speaks another control-protocol version (a mixed installation)
+    /// fails with one line naming both versions, not a bare "closed the connection".
+    #[test]
+    fn a_head_of_another_protocol_version_gives_one_line() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let newer = oxmpi_wire::ctl::PROTOCOL_VERSION + 1;
+        let head = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut hello = [0u8; 16];
+            s.read_exact(&mut hello).unwrap();
+            // what a head drops a hello of another version with: a challenge carrying
+            // only its own version
+            let mut f = 67u32.to_be_bytes().to_vec();
+            f.push(2);
+            f.extend_from_slice(&newer.to_be_bytes());
+            f.extend_from_slice(&[0; 64]);
+            s.write_all(&f).unwrap();
+            // the rest of the hello, until the daemon gives up and closes
+            let _ = s.read_to_end(&mut Vec::new());
+        });
+        let args = DaemonArgs {
+            head: format!("127.0.0.1:{port}"),
+            link_timeout: Duration::ZERO,
+            heartbeat: Heartbeat::default(),
+            node: 1,
+            jobid: "job-v".into(),
+        };
+        let e = match connect(&args, Secret::from_bytes(&[9; 32]).unwrap()) {
+            Ok(_) => panic!("a head of version {newer} was accepted"),
+            Err(e) => e,
+        };
+        head.join().unwrap();
+        assert!(!e.contains('\n'), "{e}");
+        let want = format!(
+            "this side speaks version {}, the peer {newer}",
+            oxmpi_wire::ctl::PROTOCOL_VERSION
+        );
+        assert!(e.contains(&want) && e.contains("same oxmpi version"), "{e}");
+    }
+
     fn kv(k: &str, v: &str) -> (String, String) {
         (k.to_string(), v.to_string())
     }

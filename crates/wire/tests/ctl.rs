@@ -2,7 +2,7 @@
 
 use oxmpi_wire::ctl::{
     ClosePhase, Config, Connection, CtlError, DecodeError, DropReason, Event, ExitStatus, IoStream,
-    LaunchSpec, Msg, ProcSpec, Secret, State, HANDSHAKE_MAX_FRAME,
+    LaunchSpec, Msg, ProcSpec, Secret, State, HANDSHAKE_MAX_FRAME, PROTOCOL_VERSION,
 };
 use oxmpi_wire::pmi::{SpawnCommand, SpawnRequest};
 use proptest::prelude::*;
@@ -482,7 +482,10 @@ fn garbage_and_foreign_peers_are_dropped() {
     hello[5 + 8 + 1] = 99; // low byte of the version
     assert!(matches!(
         drop_reason(&hello),
-        DropReason::VersionMismatch { ours: 1, .. }
+        DropReason::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            ..
+        }
     ));
     // Malformed message body after authentication.
     let (_c, mut s) = connected_pair(4096);
@@ -603,4 +606,54 @@ proptest! {
         let want: Vec<Event> = msgs.into_iter().map(Event::Message).collect();
         prop_assert_eq!(events(&mut s), want);
     }
+}
+
+/// A hello of another protocol version (a daemon of another oxmpi installation): the server
+/// drops it and answers with a challenge that carries only its own version, which a client
+/// turns into its own one-line version mismatch instead of a bare close.
+#[test]
+fn version_mismatch_is_told_to_the_client() {
+    let old = PROTOCOL_VERSION - 1;
+    let mut c = Connection::client(cfg(7), 0, [0; 32]);
+    c.on_connected();
+    let mut hello = c.pending_output().to_vec();
+    hello[5 + 8..5 + 10].copy_from_slice(&old.to_be_bytes());
+    let mut s = Connection::server(cfg(7), [2; 32]);
+    s.on_data(&hello);
+    assert_eq!(
+        events(&mut s),
+        vec![Event::Dropped {
+            reason: DropReason::VersionMismatch {
+                ours: PROTOCOL_VERSION,
+                theirs: old
+            }
+        }]
+    );
+    let answer = s.pending_output().to_vec();
+    assert_eq!(answer[4], 2, "a challenge frame");
+    assert_eq!(answer[5..7], PROTOCOL_VERSION.to_be_bytes());
+    assert!(answer[7..].iter().all(|&b| b == 0), "no nonce or MAC");
+    // The same answer from a server of another version, as a client sees it.
+    let mut other = answer.clone();
+    other[5..7].copy_from_slice(&old.to_be_bytes());
+    let mut c = Connection::client(cfg(7), 0, [0; 32]);
+    c.on_connected();
+    let _ = c.pending_output().len();
+    c.on_data(&other);
+    let ev = events(&mut c);
+    let [Event::Dropped { reason }] = &ev[..] else {
+        panic!("{ev:?}");
+    };
+    assert_eq!(
+        *reason,
+        DropReason::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            theirs: old
+        }
+    );
+    let line = reason.to_string();
+    assert!(
+        !line.contains('\n') && line.contains("same oxmpi version"),
+        "{line}"
+    );
 }

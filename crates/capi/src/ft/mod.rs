@@ -1,7 +1,8 @@
 //! User-level failure mitigation (ULFM, the `MPIX_` interface of MPICH and Open MPI):
 //! `MPIX_Comm_revoke`, `MPIX_Comm_shrink`, `MPIX_Comm_ishrink`, `MPIX_Comm_agree`,
 //! `MPIX_Comm_iagree`, `MPIX_Comm_failure_ack`, `MPIX_Comm_failure_get_acked` and
-//! `MPIX_Comm_get_failed`, on intra- and intercommunicators (of one job).
+//! `MPIX_Comm_get_failed`, on intra- and intercommunicators (also to another job:
+//! connect/accept, spawn).
 //!
 //! * `agree`: the fault-tolerant agreement as a sans-IO state machine (tested in `tests`);
 //! * this file: the entry points and the driver that runs an agreement over the engine.
@@ -9,7 +10,10 @@
 //! Failures come from the engine (a local peer whose process ended, a link that broke:
 //! `Engine::failed_peers`); revoke is the engine's (`Engine::comm_revoke`, a control
 //! record to every member). Agreements travel on a communicator of their own over the
-//! whole world (context [`FT_CTX`]), so they work on revoked communicators too; each one
+//! whole world (context [`FT_CTX`]), so they work on revoked communicators too (on an
+//! intercommunicator to another job, whose members are not all in our world: on one over
+//! both groups, with the intercommunicator's fourth context id, which no revoke touches);
+//! each one
 //! has a tag made of the communicator's context and a per-communicator sequence number,
 //! which the payload repeats (stale messages of an earlier agreement are dropped).
 
@@ -69,6 +73,10 @@ fn ft_comm() -> MpiResult<EComm> {
 struct Target {
     ecomm: EComm,
     ctx: u32,
+    /// The agreements' engine communicator ([`ft_comm`], or an intercommunicator's own to
+    /// another job) and each member's rank in it (in the order of `group`).
+    fc: EComm,
+    fc_ranks: Vec<i32>,
     /// Our position in `group`.
     rank: i32,
     /// The members (world ranks): the communicator's group; for an intercommunicator
@@ -107,25 +115,27 @@ fn target(comm: c_int) -> MpiResult<Target> {
         return Ok(Target {
             ecomm,
             ctx,
+            fc: ft_comm()?,
+            fc_ranks: group.clone(),
             rank,
             group,
             inter: None,
         });
     };
-    // The agreements run over this job's world: the members of an intercommunicator to
-    // another job (connect/accept, spawn) are not in it.
-    if group.iter().chain(&ic.remote).any(|&w| w >= eng.size()) {
-        return Err(MpiError::new(
-            MPI_ERR_COMM,
-            "fault tolerance (MPIX_Comm_*) on an intercommunicator to another job is not \
-             supported",
-        )
-        .on(comm));
-    }
-    let min = |g: &[i32]| g.iter().copied().min().unwrap_or(i32::MAX);
-    let local_first = min(&group) < min(&ic.remote);
+    // Which group comes first, the same at every member: by world rank within a job;
+    // with members of another job (connect/accept, spawn), whose indices here are not
+    // theirs, by the processes' names (job, world rank).
+    let other_job = group.iter().chain(&ic.remote).any(|&w| w >= eng.size());
+    let local_first = if other_job {
+        let job = crate::dpm::job_key();
+        let min = |g: &[i32]| g.iter().filter_map(|&w| eng.peer_name(w, &job)).min();
+        min(&group) < min(&ic.remote)
+    } else {
+        let min = |g: &[i32]| g.iter().copied().min().unwrap_or(i32::MAX);
+        min(&group) < min(&ic.remote)
+    };
     let (nl, nr) = (group.len(), ic.remote.len());
-    let (rank, all) = if local_first {
+    let (rank, all): (i32, Vec<i32>) = if local_first {
         (
             rank,
             group.into_iter().chain(ic.remote.iter().copied()).collect(),
@@ -136,9 +146,27 @@ fn target(comm: c_int) -> MpiResult<Target> {
             ic.remote.iter().copied().chain(group).collect(),
         )
     };
+    let (fc, fc_ranks) = if other_job {
+        let mut made = ic.ft.lock().unwrap_or_else(|e| e.into_inner());
+        let fc = match *made {
+            Some(c) => c,
+            None => {
+                let c = eng
+                    .comm_create(ctx + 3, all.clone())
+                    .map_err(|e| backend::err(e).on(comm))?;
+                *made = Some(c);
+                c
+            }
+        };
+        (fc, (0..all.len() as i32).collect())
+    } else {
+        (ft_comm()?, all.clone())
+    };
     Ok(Target {
         ecomm,
         ctx,
+        fc,
+        fc_ranks,
         rank,
         group: all,
         inter: Some((nl, nr, local_first)),
@@ -159,7 +187,7 @@ fn failed_ranks(eng: &oxmpi_engine::Engine, group: &[i32]) -> Vec<u32> {
 /// Run one agreement among `t`'s members with our `flag` and `max`; returns the decision.
 fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
     let eng = backend::engine()?;
-    let fc = ft_comm()?;
+    let fc = t.fc;
     let seq = with_comm(t.ctx, |e| {
         e.seq = e.seq.wrapping_add(1);
         e.seq
@@ -179,7 +207,7 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
             b.extend_from_slice(&t.ctx.to_le_bytes());
             b.extend_from_slice(&seq.to_le_bytes());
             b.extend_from_slice(&agree::encode(&m));
-            let dest = t.group[to as usize];
+            let dest = t.fc_ranks[to as usize];
             // SAFETY: `b` is kept in `sends` until the request completes (or leaked).
             let sent = unsafe { eng.isend(b.as_ptr(), b.len(), dest, tag, fc, SendMode::Standard) };
             // A dead destination fails the send: the agreement learns it from the failures.
@@ -221,7 +249,7 @@ fn run(t: &Target, flag: i32, max: u32) -> MpiResult<Value> {
             recv = None;
             if s.error.is_none() && s.count_bytes >= 8 {
                 let ok = buf[..4] == t.ctx.to_le_bytes() && buf[4..8] == seq.to_le_bytes();
-                let from = t.group.iter().position(|&w| w == s.source);
+                let from = t.fc_ranks.iter().position(|&w| w == s.source);
                 if let (true, Some(from), Some(m)) =
                     (ok, from, agree::decode(&buf[8..s.count_bytes], n))
                 {

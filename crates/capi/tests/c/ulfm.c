@@ -3,7 +3,8 @@
  * and a shrink of it), then the last rank kills itself; the survivors see
  * MPIX_ERR_PROC_FAILED from it, rank 0 revokes MPI_COMM_WORLD (which unblocks the others'
  * receive with MPIX_ERR_REVOKED), a receive from any source pending on a duplicate of the
- * world reports MPIX_ERR_PROC_FAILED_PENDING until the failure is acknowledged and then
+ * world reports MPIX_ERR_PROC_FAILED_PENDING until the failure is acknowledged (through
+ * every completion call: Wait, Test, Request_get_status, the any, some and all forms) and then
  * takes a survivor's message, everyone acknowledges the failure, agrees, shrinks (and
  * ishrinks) and finishes an MPI_Allreduce on the shrunk communicator. Each survivor prints
  * "ulfm: rank R ok". */
@@ -29,6 +30,84 @@ static void expect_class(int rc, int want, const char *what) {
         fflush(stdout);
         _exit(1);
     }
+}
+
+/* A request completed by a send to self, for the multiple-completion calls. */
+static MPI_Request completed_self(int *buf) {
+    MPI_Request r;
+    MPI_Irecv(buf, 1, MPI_INT, 0, 5, MPI_COMM_SELF, &r);
+    MPI_Send(&rank, 1, MPI_INT, 0, 5, MPI_COMM_SELF);
+    return r;
+}
+
+/* Checks that failure-pending request *any (and a completed one beside it) are reported
+ * as ULFM says by MPI_Request_get_status, Test, Testany, Waitany, Testsome, Waitsome,
+ * Testall and Waitall. 0 if so. */
+static int pending_everywhere(MPI_Request *any) {
+    int flag = 1, idx = -1, cnt = -1, ids[2], selfv;
+    MPI_Request two[2];
+    MPI_Status sts[2];
+    expect_class(MPI_Request_get_status(*any, &flag, MPI_STATUS_IGNORE),
+                 MPIX_ERR_PROC_FAILED_PENDING, "request_get_status(any source)");
+    int bad = flag != 0;
+    flag = 1;
+    expect_class(MPI_Test(any, &flag, MPI_STATUS_IGNORE), MPIX_ERR_PROC_FAILED_PENDING,
+                 "test(any source)");
+    bad |= (flag != 0) << 1;
+    flag = 1;
+    expect_class(MPI_Testany(1, any, &idx, &flag, MPI_STATUS_IGNORE),
+                 MPIX_ERR_PROC_FAILED_PENDING, "testany(any source)");
+    bad |= (flag != 0 || idx != 0) << 2;
+    idx = -1;
+    expect_class(MPI_Waitany(1, any, &idx, MPI_STATUS_IGNORE), MPIX_ERR_PROC_FAILED_PENDING,
+                 "waitany(any source)");
+    bad |= (idx != 0) << 3;
+    for (int call = 0; call < 4; call++) {
+        const char *name[] = {"testsome", "waitsome", "testall", "waitall"};
+        two[0] = *any;
+        selfv = -1;
+        two[1] = completed_self(&selfv);
+        sts[0].MPI_ERROR = sts[1].MPI_ERROR = -1;
+        ids[0] = ids[1] = -1;
+        int rc;
+        if (call == 0)
+            rc = MPI_Testsome(2, two, &cnt, ids, sts);
+        else if (call == 1)
+            rc = MPI_Waitsome(2, two, &cnt, ids, sts);
+        else if (call == 2)
+            rc = MPI_Testall(2, two, &flag, sts);
+        else
+            rc = MPI_Waitall(2, two, sts);
+        expect_class(rc, MPI_ERR_IN_STATUS, name[call]);
+        /* the statuses in the order of the requests */
+        int e0 = sts[0].MPI_ERROR, e1 = sts[1].MPI_ERROR;
+        if (call < 2) {
+            if (cnt != 2 || ids[0] + ids[1] != 1) {
+                printf("ulfm: rank %d: %s: outcount %d indices %d %d\n", rank, name[call], cnt,
+                       ids[0], ids[1]);
+                return 1;
+            }
+            e0 = sts[ids[0] == 0 ? 0 : 1].MPI_ERROR;
+            e1 = sts[ids[0] == 0 ? 1 : 0].MPI_ERROR;
+        } else if (call == 2 && flag != 1) {
+            printf("ulfm: rank %d: testall: flag %d\n", rank, flag);
+            return 1;
+        }
+        int c0 = -1;
+        MPI_Error_class(e0, &c0);
+        if (c0 != MPIX_ERR_PROC_FAILED_PENDING || e1 != MPI_SUCCESS || two[0] != *any ||
+            two[1] != MPI_REQUEST_NULL || selfv != rank) {
+            printf("ulfm: rank %d: %s: errors %d %d, handles kept %d %d, value %d\n", rank,
+                   name[call], e0, e1, two[0] == *any, two[1] == MPI_REQUEST_NULL, selfv);
+            return 1;
+        }
+    }
+    if (bad || *any == MPI_REQUEST_NULL) {
+        printf("ulfm: rank %d: single completion calls: %#x, request %s\n", rank, bad,
+               *any == MPI_REQUEST_NULL ? "released" : "kept");
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -154,6 +233,11 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    /* The same through the other completion calls (ULFM): not complete (flag 0), the index
+     * or status names it, its handle stays; the multiple-completion calls complete the
+     * others and return MPI_ERR_IN_STATUS. */
+    if (pending_everywhere(&any) != 0)
+        return 1;
     expect_class(MPIX_Comm_failure_ack(dupw), MPI_SUCCESS, "failure_ack(dup)");
     flag = 1;
     expect_class(MPIX_Comm_agree(dupw, &flag), MPI_SUCCESS, "agree(dup) after ack");

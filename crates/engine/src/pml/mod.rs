@@ -446,7 +446,15 @@ impl State {
             // SAFETY: the link keeps the payload readable until the record is released.
             K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
             K_FIN => self.finish(hdr.b),
-            K_REVOKE => self.revoke_ctx(hdr.a as u32),
+            K_REVOKE => {
+                let ctx = hdr.a as u32;
+                if self.revoke_ctx(ctx) {
+                    // A revoke must reach every member even if the revoker dies part-way
+                    // through its notices: whoever learns of it first passes it on (a
+                    // member that knows already ignores it).
+                    self.send_revoke(ctx, Some(peer));
+                }
+            }
             K_NACK => self.on_nack(hdr.b),
             _ => {}
         }
@@ -517,10 +525,11 @@ impl State {
     /// and later operations on it are refused. Messages waiting unexpected on it are
     /// dropped, and their senders, if they wait (a request-to-send, a synchronous send),
     /// are refused with a NACK, so their sends fail too; a send of ours whose transfer has
-    /// started (matched before the revoke) completes.
-    pub(crate) fn revoke_ctx(&mut self, ctx: u32) {
+    /// started (matched before the revoke) completes. Returns whether `ctx` was not
+    /// revoked before.
+    pub(crate) fn revoke_ctx(&mut self, ctx: u32) -> bool {
         if !self.revoked.insert(ctx) {
-            return;
+            return false;
         }
         oxmpi_base::verbose!(PML, 10, "context {ctx} revoked");
         let reqs = &self.reqs;
@@ -532,6 +541,28 @@ impl State {
         }
         while let Some((_, msg)) = self.matcher.take_unexpected(ctx, ANY_SOURCE, ANY_TAG) {
             self.refuse(msg);
+        }
+        true
+    }
+
+    /// Tells every other member of context `ctx`'s communicator (both groups of an
+    /// intercommunicator) but `skip` (who told us) that it is revoked.
+    pub(crate) fn send_revoke(&mut self, ctx: u32, skip: Option<i32>) {
+        let Some(c) = self
+            .ctx_comm
+            .get(&ctx)
+            .and_then(|&c| self.comms.get(c as usize))
+            .and_then(Option::as_ref)
+        else {
+            return;
+        };
+        let mut members: Vec<i32> = c.group.iter().chain(&c.remote).copied().collect();
+        members.sort_unstable();
+        members.dedup();
+        for w in members {
+            if w != self.me && Some(w) != skip {
+                self.ctrl(w, K_REVOKE, u64::from(ctx), 0, 0);
+            }
         }
     }
 
@@ -597,10 +628,9 @@ impl State {
     /// ([`State::failure_pending`]): the completion of nonblocking requests.
     pub(crate) fn take_done_or_pending(&mut self, r: ReqId) -> Option<Status> {
         self.take_done(r).or_else(|| {
-            self.failure_pending(r.0).then(|| Status {
-                error: Some(ErrorClass::ProcFailedPending),
-                ..crate::pml::request::empty_status()
-            })
+            self.failure_pending(r.0)
+                .then(|| self.request_status(r))
+                .flatten()
         })
     }
 

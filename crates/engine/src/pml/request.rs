@@ -206,10 +206,15 @@ impl State {
     }
 
     /// The status of request `r` if it is complete, without freeing it
-    /// (`MPI_Request_get_status`).
+    /// (`MPI_Request_get_status`); a failure-pending receive gives the status
+    /// [`State::take_done_or_pending`] gives it (ULFM).
     pub(crate) fn request_status(&self, r: ReqId) -> Option<Status> {
         match self.reqs.get(r.0) {
             Some(q) if matches!(q.state, ReqState::Done) => Some(q.status),
+            Some(_) if self.failure_pending(r.0) => Some(Status {
+                error: Some(ErrorClass::ProcFailedPending),
+                ..empty_status()
+            }),
             Some(_) => None,
             None => Some(bad_request()),
         }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
-use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_RTS};
+use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
 /// Largest eager message of the test engines.
@@ -602,6 +602,37 @@ fn revoke_fails_pending_and_later_operations_everywhere() {
         assert_eq!(net.e[0].wait(r).error, None);
     }
     assert_eq!(y, [7]);
+}
+
+/// ULFM revoke by a rank that dies part-way through its notices: its notice reaches rank 1
+/// but never rank 2 (held back for good, then the revoker's links are cut); rank 1 passes
+/// it on when it first gets it, so rank 2's pending receive fails with Revoked instead of
+/// hanging. Each rank passes it on once.
+#[test]
+fn revoke_is_forwarded_when_the_revoker_dies_part_way() {
+    let net = Net::new(3, 64);
+    let mut b = vec![0u8; 8];
+    let r2 = net.irecv(2, 1, 5, &mut b);
+    let (w02, side) = net.wire(0, 2);
+    w02.hold(side, true);
+    net.e[0].comm_revoke(WORLD).expect("revoke");
+    net.e[1].progress();
+    assert!(net.e[1].comm_revoked(WORLD).unwrap());
+    net.wire(0, 1).0.cut();
+    assert_eq!(net.done(2, r2).error, Some(ErrorClass::Revoked));
+    assert!(net.e[2].comm_revoked(WORLD).unwrap());
+    let revokes = |from, to| {
+        net.log(from, to)
+            .iter()
+            .filter(|&&(k, _)| k == K_REVOKE)
+            .count()
+    };
+    assert_eq!(
+        [revokes(0, 2), revokes(1, 2), revokes(2, 1), revokes(1, 0)],
+        [1, 1, 0, 0],
+        "rank 1 forwards to rank 2 only (not back to the revoker); rank 2 knew already when it heard"
+    );
+    assert_eq!(revokes(2, 0), 1, "rank 2 forwards to the (dead) revoker");
 }
 
 /// ULFM revoke and pending sends: a rendezvous send waiting for its clear-to-send and a

@@ -10,8 +10,10 @@ use subtle::ConstantTimeEq;
 use super::codec::{frame, kind, Dec, DecodeError, Enc, LEN_FIELD};
 use super::msg::Msg;
 
-/// Protocol version spoken by this implementation.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Protocol version spoken by this implementation. Raise it with every change of a message's
+/// layout: 2 added the spawned job's `preput` pairs to `Launch` and the `ForJob`, `Spawn` and
+/// `SpawnDone` messages.
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Magic bytes opening the client's hello.
 pub const MAGIC: &[u8; 8] = b"OXMPICTL";
 /// Nonce length (bytes).
@@ -170,7 +172,10 @@ pub enum DropReason {
     #[error("peer is not an oxmpi control-channel client (bad magic)")]
     BadMagic,
     /// Protocol version differs.
-    #[error("protocol version mismatch: ours {ours}, peer {theirs}")]
+    #[error(
+        "control protocol version mismatch: this side speaks version {ours}, the peer {theirs} \
+         (every node of a job needs the same oxmpi version)"
+    )]
     VersionMismatch {
         /// Our version.
         ours: u16,
@@ -419,7 +424,18 @@ impl Connection {
     }
 
     fn drop_peer(&mut self, reason: DropReason) {
+        let server_hello = matches!(self.phase, Phase::AwaitHello);
         self.close_internal();
+        if server_hello && matches!(reason, DropReason::VersionMismatch { .. }) {
+            // A challenge that carries only our version (no valid nonce or MAC, so it proves
+            // and reveals nothing): a client of any version checks the version first and
+            // reports the mismatch itself instead of a bare close.
+            let mut e = Enc::default();
+            e.u16(PROTOCOL_VERSION)
+                .raw(&[0; NONCE_LEN])
+                .raw(&[0; MAC_LEN]);
+            self.out.extend(frame(kind::CHALLENGE, &e.buf));
+        }
         self.events.push_back(Event::Dropped { reason });
     }
 
