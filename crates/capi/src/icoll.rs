@@ -53,6 +53,41 @@ fn none() -> Region {
     Region::Owned(Vec::new())
 }
 
+/// Our contribution as a schedule region: in place, `own` (`count` items of the receive
+/// type at our part of the receive buffer); otherwise `blocks` blocks of the send triple,
+/// which must come to `bytes` bytes.
+///
+/// # Safety
+/// MPI contract: the buffers hold the items until completion.
+unsafe fn contribution(
+    own: Option<(&Arc<Datatype>, usize, *mut c_void)>,
+    (sendbuf, sendcount, sendtype, blocks): (*const c_void, i64, c_int, usize),
+    bytes: usize,
+    (comm, what): (c_int, &str),
+    unpack: &mut Vec<sched::Unpack>,
+) -> MpiResult<Region> {
+    if let Some((rdt, n, at)) = own {
+        // SAFETY: caller contract.
+        return Ok(unsafe { region(rdt, n, at, true, false, 0, unpack) });
+    }
+    let (sdt, sc) = checked(sendbuf, sendcount, sendtype, blocks, comm)?;
+    if sc * sdt.size * blocks != bytes {
+        return Err(truncated(comm, what));
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe {
+        region(
+            &sdt,
+            sc * blocks,
+            sendbuf.cast_mut(),
+            true,
+            false,
+            0,
+            unpack,
+        )
+    })
+}
+
 fn truncated(comm: c_int, what: &str) -> MpiError {
     MpiError::new(
         MPI_ERR_TRUNCATE,
@@ -196,18 +231,10 @@ mpi_fn_c! {
         if let Some(seg) = shared_seg(&a, blk) {
             let io = if me {
                 let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
-                let input = if in_place {
-                    // SAFETY: MPI contract: in place, the root's block of recvbuf holds its
-                    // contribution.
-                    unsafe { region(&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt), true, false, 0, &mut unpack) }
-                } else {
-                    let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-                    if sc * sdt.size != blk {
-                        return Err(truncated(comm, "gather"));
-                    }
-                    // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
-                    unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
-                };
+                let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
+                // SAFETY: MPI contract: the contribution (in place: the root's block of
+                // recvbuf) holds its items until completion.
+                let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), blk, (comm, "gather"), &mut unpack)? };
                 // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
                 (input, unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) })
             } else {
@@ -308,17 +335,10 @@ mpi_fn_c! {
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         if let Some(seg) = shared_seg(&a, b) {
-            let input = if in_place {
-                // SAFETY: MPI contract: in place, our block of recvbuf holds our contribution.
-                unsafe { region(&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt), true, false, 0, &mut unpack) }
-            } else {
-                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-                if sc * sdt.size != b {
-                    return Err(truncated(comm, "allgather"));
-                }
-                // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
-                unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
-            };
+            let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
+            // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
+            // its items until completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), b, (comm, "allgather"), &mut unpack)? };
             // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
             let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
             let (counts, displs) = (0..p).map(|i| (b, i * b)).unzip();
@@ -352,17 +372,10 @@ mpi_fn_c! {
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
         if let Some(seg) = shared_seg(&a, b.saturating_mul(p)) {
-            let input = if in_place {
-                // SAFETY: MPI contract: in place, recvbuf holds the data to send.
-                unsafe { region(&rdt, rc * p, recvbuf, true, false, 0, &mut unpack) }
-            } else {
-                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
-                if sc * sdt.size != b {
-                    return Err(truncated(comm, "alltoall"));
-                }
-                // SAFETY: MPI contract: sendbuf holds `size` blocks until completion.
-                unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
-            };
+            let own = in_place.then_some((&rdt, rc * p, recvbuf));
+            // SAFETY: MPI contract: the data to send (in place: in recvbuf) stays until
+            // completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, p), b * p, (comm, "alltoall"), &mut unpack)? };
             // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
             let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
             return start_shared(comm, &a, (seg, SmKind::Alltoall { block: b }), (input, output), None, unpack, request);
@@ -460,17 +473,10 @@ mpi_fn_c! {
         let most = slots.iter().map(|&(c, _)| c.saturating_mul(rdt.size)).max().unwrap_or(0);
         if let Some(seg) = shared_seg(&a, most) {
             let (c, d) = slots[me];
-            let input = if in_place {
-                // SAFETY: MPI contract: in place, our block of recvbuf holds our contribution.
-                unsafe { region(&rdt, c, item(recvbuf, d, &rdt), true, false, 0, &mut unpack) }
-            } else {
-                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-                if sc * sdt.size != c * rdt.size {
-                    return Err(truncated(comm, "allgatherv"));
-                }
-                // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
-                unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
-            };
+            let own = in_place.then(|| (&rdt, c, item(recvbuf, d, &rdt)));
+            // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
+            // its items until completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), c * rdt.size, (comm, "allgatherv"), &mut unpack)? };
             // SAFETY: MPI contract: recvbuf has room for every block until completion.
             let l = unsafe { laid(&rdt, recvbuf, &slots, |_| false, |_| true, 1, &mut unpack) };
             let kind = SmKind::Allgatherv { counts: l.counts, displs: l.displs };

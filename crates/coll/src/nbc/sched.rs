@@ -178,7 +178,12 @@ impl Schedule {
     pub fn new(cc: &CollComm, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
         let tag = next_tag(cc)?;
         PLANNED.fetch_add(1, Ordering::Relaxed);
-        Ok(Schedule {
+        Ok(Schedule::blank(cc, tag, regions, op))
+    }
+
+    /// A schedule with no round yet.
+    fn blank(cc: &CollComm, tag: i32, regions: Vec<Region>, op: Option<OwnedOp>) -> Schedule {
+        Schedule {
             cc: *cc,
             links: vec![*cc],
             tag,
@@ -191,7 +196,7 @@ impl Schedule {
             error: None,
             started: false,
             sm: None,
-        })
+        }
     }
 
     /// A nonblocking collective of small vectors through the communicator's shared-memory
@@ -210,20 +215,10 @@ impl Schedule {
         op: Option<OwnedOp>,
     ) -> Schedule {
         count(Alg::SmNonblocking);
-        Schedule {
-            cc: *cc,
-            links: Vec::new(),
-            tag: 0,
-            regions: vec![input, output],
-            rounds: Vec::new(),
-            next: 0,
-            current: None,
-            pending: Vec::new(),
-            op,
-            error: None,
-            started: true,
-            sm: Some(SmNb::open(seg, kind)),
-        }
+        let mut s = Schedule::blank(cc, 0, vec![input, output], op);
+        s.started = true;
+        s.sm = Some(SmNb::open(seg, kind));
+        s
     }
 
     /// Whether this is a collective of the `sm` component ([`Schedule::shared`]).
