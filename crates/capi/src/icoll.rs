@@ -33,18 +33,77 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
+use oxmpi_coll::sm::SmKind;
 use sched::{
     checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, packed, pieces, region,
-    region_bytes, sched_err, start,
+    region_bytes, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
+
+/// The address of item `k` (in extents, may be negative) of `dt` from `buf`.
+fn item(buf: *mut c_void, k: isize, dt: &Datatype) -> *mut c_void {
+    buf.cast::<u8>()
+        .wrapping_offset(k.wrapping_mul(dt.extent()))
+        .cast()
+}
+
+/// An empty region (no input or no output on this rank).
+fn none() -> Region {
+    Region::Owned(Vec::new())
+}
+
+/// Our contribution as a schedule region: in place, `own` (`count` items of the receive
+/// type at our part of the receive buffer); otherwise `blocks` blocks of the send triple,
+/// which must come to `bytes` bytes.
+///
+/// # Safety
+/// MPI contract: the buffers hold the items until completion.
+unsafe fn contribution(
+    own: Option<(&Arc<Datatype>, usize, *mut c_void)>,
+    (sendbuf, sendcount, sendtype, blocks): (*const c_void, i64, c_int, usize),
+    bytes: usize,
+    (comm, what): (c_int, &str),
+    unpack: &mut Vec<sched::Unpack>,
+) -> MpiResult<Region> {
+    if let Some((rdt, n, at)) = own {
+        // SAFETY: caller contract.
+        return Ok(unsafe { region(rdt, n, at, true, false, 0, unpack) });
+    }
+    let (sdt, sc) = checked(sendbuf, sendcount, sendtype, blocks, comm)?;
+    if sc * sdt.size * blocks != bytes {
+        return Err(truncated(comm, what));
+    }
+    // SAFETY: caller contract.
+    Ok(unsafe {
+        region(
+            &sdt,
+            sc * blocks,
+            sendbuf.cast_mut(),
+            true,
+            false,
+            0,
+            unpack,
+        )
+    })
+}
+
+fn truncated(comm: c_int, what: &str) -> MpiError {
+    MpiError::new(
+        MPI_ERR_TRUNCATE,
+        format!("{what}: send and receive blocks differ in size"),
+    )
+    .on(comm)
+}
 
 mpi_fn! {
     /// `MPI_Ibarrier` (progresses in the background).
     fn PMPI_Ibarrier / "MPI_Ibarrier" (comm: c_int, request: *mut c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibarrier(&l, request); }
         let (a, _, _) = comm_info(comm)?;
+        if let Some(seg) = shared_seg(&a, 0) {
+            return start_shared(comm, &a, (seg, SmKind::Barrier), (none(), none()), None, Vec::new(), request);
+        }
         let s = a.ibarrier().map_err(sched_err(comm))?;
         start(comm, s, Vec::new(), request)
     }
@@ -61,6 +120,18 @@ mpi_fn_c! {
         alg::check_buf(buffer, &dt, n, comm)?;
         let mut unpack = Vec::new();
         let me = rank == root;
+        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+            // SAFETY: MPI contract: `buffer` holds (root) or has room for `n` items until
+            // completion.
+            let io = unsafe {
+                if me {
+                    (region(&dt, n, buffer, true, false, 0, &mut unpack), none())
+                } else {
+                    (none(), region(&dt, n, buffer, false, true, 1, &mut unpack))
+                }
+            };
+            return start_shared(comm, &a, (seg, SmKind::Bcast { root: root as usize }), io, None, unpack, request);
+        }
         // SAFETY: MPI contract: `buffer` holds (root) or has room for `n` items until
         // completion.
         let r = unsafe { region(&dt, n, buffer, me, !me, 0, &mut unpack) };
@@ -83,6 +154,13 @@ mpi_fn_c! {
             alg::check_buf(sendbuf, &dt, n, comm)?;
         }
         let mut unpack = Vec::new();
+        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+            let src = if in_place { recvbuf } else { sendbuf.cast_mut() };
+            // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room
+            // for them until completion.
+            let io = unsafe { (region(&dt, n, src, true, false, 0, &mut unpack), region(&dt, n, recvbuf, false, true, 1, &mut unpack)) };
+            return start_shared(comm, &a, (seg, SmKind::Allreduce), io, Some(o), unpack, request);
+        }
         // SAFETY: MPI contract: recvbuf has room for `n` items (in place: holds ours).
         let mut r = unsafe { region(&dt, n, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
@@ -109,6 +187,16 @@ mpi_fn_c! {
         if me {
             alg::check_buf(recvbuf, &dt, n, comm)?;
         }
+        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+            let mut unpack = Vec::new();
+            // SAFETY: MPI contract: the contribution holds `n` items and recvbuf (root)
+            // has room for them until completion.
+            let io = unsafe {
+                let input = region(&dt, n, src.cast_mut(), true, false, 0, &mut unpack);
+                (input, if me { region(&dt, n, recvbuf, false, true, 1, &mut unpack) } else { none() })
+            };
+            return start_shared(comm, &a, (seg, SmKind::Reduce { root: root as usize }), io, Some(o), unpack, request);
+        }
         // SAFETY: MPI contract: the contribution holds `n` items.
         let data = unsafe { packed(&dt, n, src) };
         let mut unpack = Vec::new();
@@ -133,6 +221,29 @@ mpi_fn_c! {
         let me = rank == root;
         let in_place = alg::is_in_place(sendbuf) && me;
         let mut unpack = Vec::new();
+        let blk = if me {
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
+            rc * rdt.size
+        } else {
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
+            sc * sdt.size
+        };
+        if let Some(seg) = shared_seg(&a, blk) {
+            let io = if me {
+                let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
+                let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
+                // SAFETY: MPI contract: the contribution (in place: the root's block of
+                // recvbuf) holds its items until completion.
+                let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), blk, (comm, "gather"), &mut unpack)? };
+                // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
+                (input, unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) })
+            } else {
+                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
+                // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
+                (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none())
+            };
+            return start_shared(comm, &a, (seg, SmKind::Gather { root: root as usize, block: blk }), io, None, unpack, request);
+        }
         let (recv, b) = if me {
             let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `size` blocks of `rc` items (in
@@ -166,6 +277,33 @@ mpi_fn_c! {
         let me = rank == root;
         let in_place = alg::is_in_place(recvbuf) && me;
         let mut unpack = Vec::new();
+        let blk = if me {
+            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
+            sc * sdt.size
+        } else {
+            let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
+            rc * rdt.size
+        };
+        if let Some(seg) = shared_seg(&a, blk.saturating_mul(p)) {
+            let output = if in_place {
+                none()
+            } else {
+                let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
+                if rc * rdt.size != blk {
+                    return Err(truncated(comm, "scatter"));
+                }
+                // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
+                unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
+            };
+            let input = if me {
+                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
+                // SAFETY: MPI contract: sendbuf holds `size` blocks until completion.
+                unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
+            } else {
+                none()
+            };
+            return start_shared(comm, &a, (seg, SmKind::Scatter { root: root as usize, block: blk }), (input, output), None, unpack, request);
+        }
         let (send, b) = if me {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             // SAFETY: MPI contract: sendbuf holds `size` blocks of `sc` items.
@@ -196,6 +334,16 @@ mpi_fn_c! {
         let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
+        if let Some(seg) = shared_seg(&a, b) {
+            let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
+            // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
+            // its items until completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), b, (comm, "allgather"), &mut unpack)? };
+            // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
+            let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
+            let (counts, displs) = (0..p).map(|i| (b, i * b)).unzip();
+            return start_shared(comm, &a, (seg, SmKind::Allgatherv { counts, displs }), (input, output), None, unpack, request);
+        }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds ours).
         let mut r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
         if !in_place {
@@ -223,6 +371,15 @@ mpi_fn_c! {
         let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
+        if let Some(seg) = shared_seg(&a, b.saturating_mul(p)) {
+            let own = in_place.then_some((&rdt, rc * p, recvbuf));
+            // SAFETY: MPI contract: the data to send (in place: in recvbuf) stays until
+            // completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, p), b * p, (comm, "alltoall"), &mut unpack)? };
+            // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
+            let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
+            return start_shared(comm, &a, (seg, SmKind::Alltoall { block: b }), (input, output), None, unpack, request);
+        }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
         let mut recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
         let send = if in_place {
@@ -313,6 +470,18 @@ mpi_fn_c! {
         let slots = layout(recvcounts, displs, size as usize, comm)?;
         let me = rank as usize;
         let mut unpack = Vec::new();
+        let most = slots.iter().map(|&(c, _)| c.saturating_mul(rdt.size)).max().unwrap_or(0);
+        if let Some(seg) = shared_seg(&a, most) {
+            let (c, d) = slots[me];
+            let own = in_place.then(|| (&rdt, c, item(recvbuf, d, &rdt)));
+            // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
+            // its items until completion.
+            let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), c * rdt.size, (comm, "allgatherv"), &mut unpack)? };
+            // SAFETY: MPI contract: recvbuf has room for every block until completion.
+            let l = unsafe { laid(&rdt, recvbuf, &slots, |_| false, |_| true, 1, &mut unpack) };
+            let kind = SmKind::Allgatherv { counts: l.counts, displs: l.displs };
+            return start_shared(comm, &a, (seg, kind), (input, l.region), None, unpack, request);
+        }
         // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
         let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
         if !in_place {
@@ -468,12 +637,25 @@ fn ireduce_scatter(
     alg::check_buf(contrib, &dt, total, comm)?;
     let me = a.rank as usize;
     alg::check_buf(recvbuf, &dt, counts[me], comm)?;
+    let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
+    if let Some(seg) = shared_seg(&a, total.saturating_mul(dt.size)) {
+        let mut unpack = Vec::new();
+        // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room
+        // for ours until completion.
+        let io = unsafe {
+            (
+                region(&dt, total, contrib.cast_mut(), true, false, 0, &mut unpack),
+                region(&dt, counts[me], recvbuf, false, true, 1, &mut unpack),
+            )
+        };
+        let kind = SmKind::ReduceScatter { counts: bytes };
+        return start_shared(comm, &a, (seg, kind), io, Some(o), unpack, request);
+    }
     // SAFETY: MPI contract: the contribution holds `total` items (copied now).
     let data = unsafe { packed(&dt, total, contrib) };
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items until completion.
     let out = unsafe { region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack) };
-    let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     let s = a
         .ireduce_scatter(data, out, &bytes, o)
         .map_err(sched_err(comm))?;
@@ -516,10 +698,29 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
     };
     alg::check_buf(src, &dt, n, comm)?;
     alg::check_buf(recvbuf, &dt, n, comm)?;
-    // SAFETY: MPI contract: the contribution holds `n` items (copied now).
-    let input = unsafe { packed(&dt, n, src) };
     let mut unpack = Vec::new();
     let store = !(exclusive && rank == 0);
+    if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+        // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room for
+        // them until completion.
+        let io = unsafe {
+            (
+                region(&dt, n, src.cast_mut(), true, false, 0, &mut unpack),
+                region(&dt, n, recvbuf, false, store, 1, &mut unpack),
+            )
+        };
+        return start_shared(
+            comm,
+            &a,
+            (seg, SmKind::Scan { exclusive }),
+            io,
+            Some(o),
+            unpack,
+            request,
+        );
+    }
+    // SAFETY: MPI contract: the contribution holds `n` items (copied now).
+    let input = unsafe { packed(&dt, n, src) };
     // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
     let out = unsafe { region(&dt, n, recvbuf, false, store, 0, &mut unpack) };
     let s = a.iscan(out, input, o, exclusive).map_err(sched_err(comm))?;

@@ -70,3 +70,43 @@ fn intercommunicator_nonblocking_collectives_and_undefined_calls_np2_3_5() {
         ],
     );
 }
+
+/// Small nonblocking collectives on the shared-memory segment (`coll_sm_nonblocking`):
+/// `tests/c/coll_nb_sm.c` checks every reduction over every predefined type and the
+/// operations defined on it, and the data-movement forms with contiguous and strided types,
+/// in place and not, against the blocking forms and local references; more outstanding
+/// collectives than the segment has buffers, completed in reverse order between blocking
+/// ones; and posts that must not wait for the others. At np 2, 3 and 4 (3 and 4
+/// oversubscribe the machine, so ranks yield), and once with the component off (the
+/// schedules of messages pass the same checks; the counter then says it was not used).
+#[test]
+fn small_nonblocking_collectives_on_shared_memory_np2_3_4() {
+    let dir = Scratch::new("icoll-sm");
+    let exe = build("coll_nb_sm.c", &dir.0);
+    for (n, on) in [(2, true), (3, true), (4, true), (3, false)] {
+        let n_s = n.to_string();
+        let args: Vec<&OsStr> = vec![
+            OsStr::new("--timeout"),
+            OsStr::new("240"),
+            OsStr::new("--mca"),
+            OsStr::new("coll_sm_nonblocking"),
+            OsStr::new(if on { "1" } else { "0" }),
+            OsStr::new("-n"),
+            OsStr::new(&n_s),
+            exe.as_os_str(),
+            OsStr::new("1"),
+        ];
+        let what = format!("coll_nb_sm on {n} ranks (coll_sm_nonblocking={on})");
+        let out = success(&mpirun(&args, &[]), &what);
+        let used = if on { "used" } else { "not used" };
+        for line in [
+            format!("coll_nb_sm: sm nonblocking calls: {used}"),
+            "coll_nb_sm: all checks passed".to_string(),
+        ] {
+            assert!(
+                out.lines().any(|l| l == line),
+                "{what}: missing '{line}':\n{out}"
+            );
+        }
+    }
+}

@@ -265,6 +265,36 @@ pub(crate) fn start(
     out(request, h, "request")
 }
 
+/// The communicator's shared-memory segment when a nonblocking collective whose
+/// contribution per rank is `input_len` bytes can run there (`oxmpi_coll::sm::nb`: an
+/// earlier collective made the segment, the contribution fits one buffer, and no
+/// persistent collective is being planned: those restart their schedule of rounds).
+/// Every rank decides alike: `input_len` is a size MPI requires to match.
+pub(crate) fn shared_seg(
+    a: &oxmpi_coll::CollComm,
+    input_len: usize,
+) -> Option<Arc<oxmpi_coll::sm::Seg>> {
+    if !oxmpi_coll::sm::SmKind::fits(input_len) || PLANNING.with(|p| p.borrow().is_some()) {
+        return None;
+    }
+    oxmpi_coll::sm::existing(a)
+}
+
+/// Start the shared-memory nonblocking collective `kind` on `seg` ([`shared_seg`]):
+/// `io` is (our contribution, where the result goes), regions 0 and 1 of its unpacks.
+pub(crate) fn start_shared(
+    comm: c_int,
+    a: &oxmpi_coll::CollComm,
+    (seg, kind): (Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind),
+    io: (Region, Region),
+    op: Option<OwnedOp>,
+    unpack: Vec<Unpack>,
+    request: *mut c_int,
+) -> MpiResult {
+    let s = Schedule::shared(a, seg, kind, io.0, io.1, op);
+    start(comm, s, unpack, request)
+}
+
 /// The collective context, rank and size of intracommunicator `comm`.
 pub(crate) fn comm_info(comm: c_int) -> MpiResult<(oxmpi_coll::CollComm, i32, i32)> {
     let (ctx, rank, size) = {

@@ -50,7 +50,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 11] = [
+pub static PARAMS: [ParamDecl; 12] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -89,6 +89,7 @@ pub static PARAMS: [ParamDecl; 11] = [
     ),
     crate::sm::params::ENABLE,
     crate::sm::params::ALLREDUCE_LARGE_MIN,
+    crate::sm::params::NONBLOCKING,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

@@ -37,6 +37,7 @@ algorithms! {
     SmBcast: "coll_sm_bcast_calls", "coll_sm", "Broadcasts run by the shared-memory component";
     SmAllreduce: "coll_sm_allreduce_calls", "coll_sm", "Allreduces run by the shared-memory component";
     SmAlltoall: "coll_sm_alltoall_calls", "coll_sm", "Alltoalls run by the shared-memory component";
+    SmNonblocking: "coll_sm_nonblocking_calls", "coll_sm", "Nonblocking collectives of small vectors run by the shared-memory component";
     BcastLinear: "coll_tuned_bcast_linear_calls", "coll_tuned", "Broadcasts run by the linear algorithm";
     BcastPipeline: "coll_tuned_bcast_pipeline_calls", "coll_tuned", "Broadcasts run by the pipelined chain";
     BcastBinomial: "coll_tuned_bcast_binomial_calls", "coll_tuned", "Broadcasts run by the binomial tree";

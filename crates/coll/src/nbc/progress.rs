@@ -2,7 +2,8 @@
 //!
 //! [`start`] advances a new schedule once and, unless it has already ended, puts it on a
 //! process-wide list of active schedules. A progress thread (started at the first such
-//! schedule, asleep while the list is empty) advances every active schedule and runs its
+//! schedule; it looks every 0.5 ms for a while after the list empties, then sleeps
+//! until [`start`] wakes it) advances every active schedule and runs its
 //! completion callback when it ends; [`progress_pending`] lets a waiting thread advance
 //! them itself (the thread then keeps out of its way). Callers attach what completion
 //! means to them (unpack packed data, complete a request) as the callback; nothing here
@@ -10,7 +11,7 @@
 
 use super::sched::Schedule;
 use crate::Result;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -33,6 +34,20 @@ static NACTIVE: AtomicUsize = AtomicUsize::new(0);
 static POLLS: AtomicUsize = AtomicUsize::new(0);
 static WAKE: Condvar = Condvar::new();
 static THREAD: std::sync::Once = std::sync::Once::new();
+/// Set (under the `ACTIVE` lock) while the progress thread waits without a timeout: only
+/// then must [`start`] wake it.
+static SLEEPING: AtomicBool = AtomicBool::new(false);
+/// How long the progress thread waits between looks while it lingers (the list empty, or
+/// waiting threads driving the schedules themselves).
+const LINGER: Duration = Duration::from_micros(500);
+/// Looks at an empty list before the progress thread waits without a timeout (about
+/// 0.2 s after the last nonblocking collective ended).
+const LINGER_LOOKS: u32 = 400;
+/// Schedules of at least this many bytes wake the progress thread at once: they take long
+/// enough that progress behind the application's computation pays. Smaller ones end at the
+/// caller's wait or test (waking a thread per call would cost more than the collective);
+/// the thread still finds them within [`LINGER`].
+const WAKE_MIN_BYTES: usize = 32 * 1024;
 
 /// Advance every schedule of `g` as far as possible; removes and returns the finished ones
 /// with their outcome (to complete once the lock is released).
@@ -93,27 +108,42 @@ pub fn progress_pending() -> bool {
     true
 }
 
-/// The progress thread: advances every active schedule; sleeps on a condition variable
-/// while there is none, and backs off (yield, then sleeps of at most 50 µs) while they
-/// wait for other ranks. While threads waiting for requests advance the schedules
-/// themselves ([`progress_pending`]) it only checks every 50 µs (a fallback that does not
-/// compete with them for the core).
+/// The progress thread: advances every active schedule; backs off (yield, then sleeps of
+/// at most 50 µs) while they wait for other ranks. While threads waiting for requests
+/// advance the schedules themselves ([`progress_pending`]) it only looks every
+/// [`LINGER`] (a fallback that does not compete with them for the core). With nothing
+/// active it lingers (looks every [`LINGER`], so that [`start`] need not wake it), then
+/// sleeps on a condition variable until [`start`] wakes it.
 fn progress_thread() {
     let mut idle: u32 = 0;
+    let mut empty_looks: u32 = 0;
     let mut polls = POLLS.load(Ordering::Relaxed);
     loop {
         let now = POLLS.load(Ordering::Relaxed);
         if now != polls {
             polls = now;
-            std::thread::sleep(Duration::from_micros(50));
+            std::thread::sleep(LINGER);
             continue;
         }
         let done = {
             let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-            while g.is_empty() {
+            if g.is_empty() {
                 idle = 0;
-                g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
+                if empty_looks < LINGER_LOOKS {
+                    empty_looks += 1;
+                    drop(
+                        WAKE.wait_timeout(g, LINGER)
+                            .unwrap_or_else(|p| p.into_inner()),
+                    );
+                    continue;
+                }
+                SLEEPING.store(true, Ordering::Relaxed);
+                while g.is_empty() {
+                    g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                SLEEPING.store(false, Ordering::Relaxed);
             }
+            empty_looks = 0;
             advance(&mut g)
         };
         if done.is_empty() {
@@ -132,7 +162,9 @@ fn progress_thread() {
 }
 
 /// Start `sched`: advance the schedules already outstanding and this one once now, the
-/// rest in the background; `done` runs when it ends (here, if it ends at once).
+/// rest in the background; `done` runs when it ends (here, if it ends at once). Wakes the
+/// progress thread at once for schedules of [`WAKE_MIN_BYTES`] or more, or when it sleeps
+/// without a timeout.
 pub fn start(mut sched: Schedule, done: Done) {
     // Posting a collective also advances the ones already outstanding.
     progress_pending();
@@ -145,11 +177,15 @@ pub fn start(mut sched: Schedule, done: Done) {
                     .spawn(progress_thread)
                     .expect("spawn the nonblocking-collective progress thread");
             });
+            let big = sched.bytes() >= WAKE_MIN_BYTES;
             let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
             g.push(Active { sched, done });
             NACTIVE.fetch_add(1, Ordering::AcqRel);
+            let wake = big || SLEEPING.load(Ordering::Relaxed);
             drop(g);
-            WAKE.notify_one();
+            if wake {
+                WAKE.notify_one();
+            }
         }
     }
 }

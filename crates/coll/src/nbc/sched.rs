@@ -24,10 +24,13 @@
 
 use crate::base::helpers::{fold_real_rank, fold_sizes};
 use crate::base::stats::{count, Alg};
+use crate::sm::nb::SmNb;
+use crate::sm::{Seg, SmKind};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// First tag of nonblocking collective schedules (then `+ seq mod 2^16 + sub * 2^16`).
@@ -162,6 +165,8 @@ pub struct Schedule {
     started: bool,
     /// The algorithm counted at each run ([`Schedule::counted`]).
     alg: Option<Alg>,
+    /// A collective of the `sm` component instead of rounds (see [`Schedule::shared`]).
+    sm: Option<SmNb>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -175,7 +180,12 @@ impl Schedule {
     pub fn new(cc: &CollComm, regions: Vec<Region>, op: Option<OwnedOp>) -> Result<Schedule> {
         let tag = next_tag(cc)?;
         PLANNED.fetch_add(1, Ordering::Relaxed);
-        Ok(Schedule {
+        Ok(Schedule::blank(cc, tag, regions, op))
+    }
+
+    /// A schedule with no round yet.
+    fn blank(cc: &CollComm, tag: i32, regions: Vec<Region>, op: Option<OwnedOp>) -> Schedule {
+        Schedule {
             cc: *cc,
             links: vec![*cc],
             tag,
@@ -188,7 +198,41 @@ impl Schedule {
             error: None,
             started: false,
             alg: None,
-        })
+            sm: None,
+        }
+    }
+
+    /// A nonblocking collective of small vectors through the communicator's shared-memory
+    /// segment `seg` ([`crate::sm::existing`]) instead of rounds of messages: `input`
+    /// (our contribution, at most [`crate::sm::DATA`] bytes, see [`SmKind::fits`]) and
+    /// `output` become regions 0 and 1, `op` reduces (reductions only). Takes the
+    /// segment's next sequence number, not a tag: every member must make the same choice
+    /// at the same collective (sizes MPI requires to match, the communicator). Not
+    /// restartable (persistent collectives keep the rounds).
+    pub fn shared(
+        cc: &CollComm,
+        seg: Arc<Seg>,
+        kind: SmKind,
+        input: Region,
+        output: Region,
+        op: Option<OwnedOp>,
+    ) -> Schedule {
+        count(Alg::SmNonblocking);
+        let mut s = Schedule::blank(cc, 0, vec![input, output], op);
+        s.started = true;
+        s.sm = Some(SmNb::open(seg, kind));
+        s
+    }
+
+    /// Whether this is a collective of the `sm` component ([`Schedule::shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.sm.is_some()
+    }
+
+    /// Bytes of all its regions (what the progress thread uses to decide whether to help
+    /// at once).
+    pub fn bytes(&mut self) -> usize {
+        self.regions.iter_mut().map(|r| r.ptr_len().1).sum()
     }
 
     /// Add a region; returns its index.
@@ -267,6 +311,12 @@ impl Schedule {
     /// what a persistent collective does at each `MPI_Start` instead of planning anew. The
     /// caller refreshes the regions' input data first.
     pub fn restart(&mut self) -> Result<()> {
+        if self.sm.is_some() {
+            return Err(arg_err(
+                ErrorClass::Intern,
+                "a shared-memory nonblocking collective cannot be restarted",
+            ));
+        }
         if !self.pending.is_empty() || self.current.is_some() {
             return Err(arg_err(
                 ErrorClass::Intern,
@@ -385,6 +435,15 @@ impl Schedule {
     /// Advances the schedule as far as possible without blocking. Returns `None` while it
     /// is still running, then its outcome (once).
     pub fn progress(&mut self) -> Option<Result<()>> {
+        if let Some(nb) = self.sm.as_mut() {
+            let (ip, il) = self.regions[0].ptr_len();
+            let out = self.regions[1].ptr_len();
+            // SAFETY: the regions are the caller's memory (valid until completion by the
+            // MPI contract) or owned by the schedule.
+            let done = unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) };
+            // Ended: reported once (then `None` is never returned again, nor is it asked).
+            return done.then_some(Ok(()));
+        }
         if !self.started {
             self.started = true;
             if let Err(e) = self.validate() {

@@ -28,14 +28,20 @@
 //! rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
 //! any operation.
 //!
+//! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
+//! and finish at a later progress call once the stamps they need are there; a rank's done
+//! word then stays below its oldest unfinished one.
+//!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
 //! unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
 //! forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
 
+pub mod nb;
 pub mod params;
 mod segment;
 
+pub use nb::SmKind;
 pub use segment::{Seg, BIG_MAX, DATA, NBUF};
 
 use crate::tune::{self, Coll};
@@ -105,6 +111,30 @@ pub fn get(a: &CollComm, coll: Coll) -> Result<Option<Arc<Seg>>> {
     m.retain(|&c, _| a.e.comm_size(CommId(c)).is_ok());
     m.insert(key, s.clone());
     Ok(s)
+}
+
+/// The segment of the communicator whose collective view is `a` if an earlier collective
+/// made it, for the nonblocking forms ([`nb`]): they never make one, since making it is a
+/// blocking exchange. `None` too when `coll_sm_enable` or `coll_sm_nonblocking` is off.
+/// Every rank gets the same answer: segments are made at the same collective everywhere.
+#[inline]
+pub fn existing(a: &CollComm) -> Option<Arc<Seg>> {
+    if a.size < 2 || a.size > MAX_RANKS || !params::enabled() || !params::nonblocking() {
+        return None;
+    }
+    let key = a.shadow.0;
+    let cached = LAST.with(|l| match &*l.borrow() {
+        Some((k, s)) if *k == key => Some(s.clone()),
+        _ => None,
+    });
+    if let Some(s) = cached {
+        return s;
+    }
+    SEGS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&key).cloned())
+        .flatten()
 }
 
 fn setup(a: &CollComm) -> Result<Option<Seg>> {

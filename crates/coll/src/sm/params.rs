@@ -39,6 +39,26 @@ pub const ALLREDUCE_LARGE_MIN: ParamDecl = ParamDecl::new(
 .level(6)
 .runtime();
 
+/// `coll_sm_nonblocking`.
+pub const NONBLOCKING: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "nonblocking",
+    ParamType::Bool,
+    "true",
+    "Nonblocking collectives whose contribution per rank is at most 4 KiB (ibarrier, \
+     ibcast, ireduce, iallreduce, iscan, iexscan, ialltoall, igather, iscatter, \
+     iallgather(v), ireduce_scatter(_block)) go through the communicator's shared-memory \
+     segment once an earlier collective made it (with coll_sm_enable)",
+)
+.level(6);
+
+/// `coll_sm_nonblocking`: whether small nonblocking collectives may use the segment.
+pub fn nonblocking() -> bool {
+    static NB: OnceLock<bool> = OnceLock::new();
+    *NB.get_or_init(|| params::flag(&NONBLOCKING))
+}
+
 /// `coll_sm_enable`: whether the shared-memory collectives may run. Never with fault
 /// tolerance (`mpi_ft_enable`): they wait on shared flags and cannot notice a dead member,
 /// while the point-to-point algorithms fail with the engine's `ProcFailed`/`Revoked`.

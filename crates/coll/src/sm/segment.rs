@@ -4,7 +4,7 @@
 use crate::{CollComm, Result};
 use oxmpi_engine::sys::Mapping;
 use oxmpi_engine::Engine;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 const LINE: usize = 64;
@@ -42,9 +42,22 @@ pub struct Seg {
     /// and whether it is not to be used (making it failed, or some rank yields when
     /// idle): large allreduces then stay point-to-point.
     big: Mutex<(Option<Big>, bool)>,
+    /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
+    nb: Mutex<Open>,
+    /// Number of entries of `nb.open` (read without the lock by [`Seg::finish`]).
+    nopen: AtomicUsize,
     yield_idle: bool,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
+}
+
+/// The nonblocking collectives of a segment that are not finished: a rank's done word is
+/// then one below the oldest of them (it may still read that collective's buffers), and
+/// `last` is the newest collective finished (the done word once none is open).
+#[derive(Default)]
+struct Open {
+    open: Vec<u64>,
+    last: u64,
 }
 
 /// A region of `size` slots of `cap` bytes for large allreduces.
@@ -91,6 +104,8 @@ impl Seg {
             last_big: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
             big: Mutex::new((None, !big_ok)),
+            nb: Mutex::new(Open::default()),
+            nopen: AtomicUsize::new(0),
             yield_idle,
             eng,
         }
@@ -127,9 +142,86 @@ impl Seg {
         self.seq.store(k, Ordering::Relaxed);
         k
     }
-    /// We have read everything of collective `k`.
+    /// We have read everything of collective `k` (a blocking one).
     fn finish(&self, k: u64) {
-        self.seq_word(self.rank).store(k, Ordering::Release);
+        // No nonblocking collective open (none can be opened meanwhile: collectives on one
+        // communicator are started in order by one thread at a time): every collective up
+        // to `k` is finished.
+        if self.nopen.load(Ordering::Acquire) == 0 {
+            self.seq_word(self.rank).store(k, Ordering::Release);
+            return;
+        }
+        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
+        g.last = g.last.max(k);
+        self.publish(&g);
+    }
+    /// Store our done word: one below the oldest open nonblocking collective, else the
+    /// newest finished one (never decreasing: collectives are opened in increasing order).
+    fn publish(&self, g: &Open) {
+        let v = g.open.iter().min().map_or(g.last, |&m| m - 1);
+        self.seq_word(self.rank).store(v, Ordering::Release);
+    }
+    /// Open a nonblocking collective: its sequence number, noted open until
+    /// [`Seg::close_nb`] (our done word stays below it meanwhile, whatever finishes later).
+    pub(crate) fn open_nb(&self) -> u64 {
+        let k = self.next();
+        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
+        if g.open.is_empty() {
+            g.last = self.seq_word(self.rank).load(Ordering::Relaxed);
+        }
+        g.open.push(k);
+        self.nopen.fetch_add(1, Ordering::AcqRel);
+        k
+    }
+    /// Nonblocking collective `k` has read everything it needed (any thread).
+    pub(crate) fn close_nb(&self, k: u64) {
+        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = g.open.iter().position(|&o| o == k) {
+            g.open.swap_remove(i);
+            self.nopen.fetch_sub(1, Ordering::AcqRel);
+        }
+        g.last = g.last.max(k);
+        self.publish(&g);
+    }
+    /// Whether rank `r` has stamped its buffer of collective `k` (acquire: its data is
+    /// then visible).
+    pub(crate) fn stamped(&self, r: usize, k: u64) -> bool {
+        self.stamp(r, k).load(Ordering::Acquire) >= k
+    }
+    /// Post `src` (at most `DATA` bytes) as our data of collective `k` without waiting:
+    /// false (nothing written) while some rank, ourselves included, may still read the
+    /// buffer for collective `k - NBUF`.
+    ///
+    /// # Safety
+    /// `src` is valid for reads (it may be the caller's memory, not yet handed over).
+    pub(crate) unsafe fn try_post(&self, k: u64, src: *const u8, n: usize) -> bool {
+        debug_assert!(n <= DATA);
+        let need = k.saturating_sub(NBUF);
+        if self.min_done.load(Ordering::Relaxed) < need {
+            let low = (0..self.size)
+                .map(|r| self.seq_word(r).load(Ordering::Acquire))
+                .min()
+                .unwrap_or(need);
+            if low < need {
+                return false;
+            }
+            self.min_done.store(low, Ordering::Relaxed);
+        }
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
+        // longer by anybody for collective `k - NBUF` (checked above); `src` per the
+        // caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, self.data(self.rank, k), n) };
+        self.stamp(self.rank, k).store(k, Ordering::Release);
+        true
+    }
+    /// Rank `r`'s data of collective `k`, `n` bytes from `off`, for a nonblocking
+    /// collective.
+    ///
+    /// # Safety
+    /// As [`Seg::peer`]: `r` stamped `k` ([`Seg::stamped`]) and `k` is still open here.
+    pub(crate) unsafe fn peer_nb(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
+        // SAFETY: caller contract.
+        unsafe { self.peer(r, k, off, n) }
     }
     /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
     fn done_word(&self, r: usize) -> &AtomicU64 {
@@ -194,11 +286,14 @@ impl Seg {
         // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
         unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
     }
-    /// Wait until every other rank's done word has reached `need`.
+    /// Wait until every rank's done word (ours too: an open nonblocking collective may
+    /// still read our buffer) has reached `need`. Open nonblocking collectives are
+    /// finished meanwhile by the progress thread (`crate::nbc::progress`), not here: this
+    /// may run with the caller's locks held, which their completions take.
     fn reusable(&self, need: u64) {
         if self.min_done.load(Ordering::Relaxed) < need {
             let mut low = u64::MAX;
-            for r in (0..self.size).filter(|&r| r != self.rank) {
+            for r in 0..self.size {
                 low = low.min(self.wait_word(self.seq_word(r), need));
             }
             self.min_done.store(low, Ordering::Relaxed);
@@ -218,6 +313,12 @@ impl Seg {
     #[inline]
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Our rank.
+    #[inline]
+    pub fn rank(&self) -> usize {
+        self.rank
     }
 
     /// Barrier.

@@ -1,0 +1,462 @@
+/* Nonblocking collectives of small vectors, which run on the communicator's shared-memory
+ * segment once an earlier collective made it (coll_sm_nonblocking; with it off, the same
+ * checks run the schedules of messages).
+ *
+ * - Reductions (iallreduce, ireduce, iscan, iexscan, ireduce_scatter_block,
+ *   ireduce_scatter) over every predefined type and every operation defined on it (the
+ *   value-index pairs with MINLOC/MAXLOC), in place and not, at sizes inside and outside
+ *   one shared-memory buffer: results equal the blocking collective's, bit for bit (values
+ *   are small integers, so every order of evaluation is exact), and a local reference for
+ *   MPI_INT sums.
+ * - Data movement (ibcast, igather, iscatter, iallgather, iallgatherv, ialltoall) of
+ *   MPI_CHAR, MPI_DOUBLE and a strided type with holes, in place and not, every root:
+ *   checked against a local reference, holes untouched.
+ * - Ordering: 20 outstanding collectives (more than the segment's 8 buffers per rank)
+ *   mixed with blocking ones, completed in reverse order; and each collective posted by
+ *   rank 0 only after every other rank has completed its own part where that is possible,
+ *   or has sent it a token (a post that waited for the others would hang).
+ * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
+ * coll_sm_nonblocking_calls counter) and "coll_nb_sm: all checks passed".
+ * Argument: number of rounds. */
+#include "check.h"
+#include <stdint.h>
+#include <stdbool.h>
+#include <string.h>
+#include <wchar.h>
+#include <complex.h>
+
+static int rank, size;
+
+/* ---- the predefined types, their element accessors, their operations ---- */
+enum { K_INT, K_UINT, K_FLOAT, K_BOOL, K_COMPLEX, K_BYTE };
+#define TYPES(X)                                                                           \
+    X(MPI_CHAR, char, K_INT)                                                               \
+    X(MPI_SIGNED_CHAR, signed char, K_INT)                                                 \
+    X(MPI_UNSIGNED_CHAR, unsigned char, K_UINT)                                            \
+    X(MPI_SHORT, short, K_INT)                                                             \
+    X(MPI_UNSIGNED_SHORT, unsigned short, K_UINT)                                          \
+    X(MPI_INT, int, K_INT)                                                                 \
+    X(MPI_UNSIGNED, unsigned, K_UINT)                                                      \
+    X(MPI_LONG, long, K_INT)                                                               \
+    X(MPI_UNSIGNED_LONG, unsigned long, K_UINT)                                            \
+    X(MPI_LONG_LONG, long long, K_INT)                                                     \
+    X(MPI_UNSIGNED_LONG_LONG, unsigned long long, K_UINT)                                  \
+    X(MPI_INT8_T, int8_t, K_INT)                                                           \
+    X(MPI_INT16_T, int16_t, K_INT)                                                         \
+    X(MPI_INT32_T, int32_t, K_INT)                                                         \
+    X(MPI_INT64_T, int64_t, K_INT)                                                         \
+    X(MPI_UINT8_T, uint8_t, K_UINT)                                                        \
+    X(MPI_UINT16_T, uint16_t, K_UINT)                                                      \
+    X(MPI_UINT32_T, uint32_t, K_UINT)                                                      \
+    X(MPI_UINT64_T, uint64_t, K_UINT)                                                      \
+    X(MPI_C_BOOL, bool, K_BOOL)                                                            \
+    X(MPI_WCHAR, wchar_t, K_INT)                                                           \
+    X(MPI_BYTE, unsigned char, K_BYTE)                                                     \
+    X(MPI_FLOAT, float, K_FLOAT)                                                           \
+    X(MPI_DOUBLE, double, K_FLOAT)                                                         \
+    X(MPI_C_FLOAT_COMPLEX, float _Complex, K_COMPLEX)                                      \
+    X(MPI_C_DOUBLE_COMPLEX, double _Complex, K_COMPLEX)
+
+typedef struct {
+    MPI_Datatype t;
+    const char *name;
+    int size, kind;
+    void (*set)(void *, int, int);
+} tdesc;
+
+#define SETTER(T, C, K)                                                                    \
+    static void set_##T(void *b, int i, int v) { ((C *)b)[i] = (C)v; }
+TYPES(SETTER)
+#define DESC(T, C, K) {T, #T, (int)sizeof(C), K, set_##T},
+static tdesc types[] = {TYPES(DESC)};
+#define NTYPES ((int)(sizeof types / sizeof types[0]))
+
+/* Value-index pairs. */
+typedef struct { int v, i; } p_2int;
+typedef struct { float v; int i; } p_float;
+typedef struct { double v; int i; } p_double;
+typedef struct { long v; int i; } p_long;
+typedef struct { short v; int i; } p_short;
+#define PAIRS(X)                                                                           \
+    X(MPI_2INT, p_2int)                                                                    \
+    X(MPI_FLOAT_INT, p_float)                                                              \
+    X(MPI_DOUBLE_INT, p_double)                                                            \
+    X(MPI_LONG_INT, p_long)                                                                \
+    X(MPI_SHORT_INT, p_short)
+#define PSET(T, S)                                                                         \
+    static void pset_##T(void *b, int k, int v, int i) { ((S *)b)[k].v = v; ((S *)b)[k].i = i; } \
+    static int peq_##T(const void *a, const void *b, int n) {                              \
+        for (int k = 0; k < n; k++)                                                        \
+            if (((const S *)a)[k].v != ((const S *)b)[k].v ||                              \
+                ((const S *)a)[k].i != ((const S *)b)[k].i)                                \
+                return 0;                                                                  \
+        return 1;                                                                          \
+    }
+PAIRS(PSET)
+typedef struct {
+    MPI_Datatype t;
+    const char *name;
+    int size;
+    void (*set)(void *, int, int, int);
+    int (*eq)(const void *, const void *, int);
+} pdesc;
+#define PDESC(T, S) {T, #T, (int)sizeof(S), pset_##T, peq_##T},
+static pdesc pairs[] = {PAIRS(PDESC)};
+#define NPAIRS ((int)(sizeof pairs / sizeof pairs[0]))
+
+static MPI_Op int_ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND,
+                           MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+static MPI_Op float_ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+static MPI_Op bool_ops[] = {MPI_LAND, MPI_LOR, MPI_LXOR};
+static MPI_Op complex_ops[] = {MPI_SUM, MPI_PROD};
+static MPI_Op byte_ops[] = {MPI_BAND, MPI_BOR, MPI_BXOR};
+
+/* A small value: products over 8 ranks stay exact in every type (|v| <= 2). */
+static int val(int r, int k, int round, MPI_Op op, int kind) {
+    int v = (r * 5 + k * 3 + round) % 5;
+    if (op == MPI_PROD) return v % 2 + 1;                 /* 1 or 2 */
+    if (kind == K_BOOL) return v % 2;
+    if (kind == K_UINT || kind == K_BYTE) return v;
+    return v - 2;                                          /* -2..2 */
+}
+
+/* ---- reductions ---- */
+
+enum { R_ALLREDUCE, R_REDUCE, R_SCAN, R_EXSCAN, R_RSB, R_RS, R_N };
+static const char *rnames[] = {"iallreduce", "ireduce", "iscan", "iexscan",
+                               "ireduce_scatter_block", "ireduce_scatter"};
+
+/* Run reduction `which` of `count` items (per rank block for the scatters) nonblocking into
+ * `nb` and blocking into `bl`, from the same input; in place if `inplace`. */
+static void reduce_pair(int which, MPI_Datatype t, int esize, MPI_Op op, int count, int root,
+                        int inplace, const char *in, char *nb, char *bl) {
+    int total = (which == R_RSB || which == R_RS) ? count * size : count;
+    int *counts = malloc(size * sizeof(int));
+    for (int r = 0; r < size; r++) counts[r] = count;
+    if (which == R_RS && size > 1) { counts[0] = count + 1; counts[size - 1] = count - 1 < 0 ? 0 : count - 1; }
+    size_t bytes = (size_t)total * esize + 64;
+    char *snb = malloc(bytes), *sbl = malloc(bytes);
+    memcpy(snb, in, (size_t)total * esize);
+    memcpy(sbl, in, (size_t)total * esize);
+    int ip = inplace && !(which == R_REDUCE && rank != root);
+    if (ip) { memcpy(nb, in, (size_t)total * esize); memcpy(bl, in, (size_t)total * esize); }
+    const void *s1 = ip ? MPI_IN_PLACE : snb, *s2 = ip ? MPI_IN_PLACE : sbl;
+    MPI_Request rq;
+    switch (which) {
+    case R_ALLREDUCE:
+        CHECK_RC(MPI_Iallreduce(s1, nb, count, t, op, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Allreduce(s2, bl, count, t, op, MPI_COMM_WORLD));
+        break;
+    case R_REDUCE:
+        CHECK_RC(MPI_Ireduce(s1, nb, count, t, op, root, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Reduce(s2, bl, count, t, op, root, MPI_COMM_WORLD));
+        break;
+    case R_SCAN:
+        CHECK_RC(MPI_Iscan(s1, nb, count, t, op, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Scan(s2, bl, count, t, op, MPI_COMM_WORLD));
+        break;
+    case R_EXSCAN:
+        CHECK_RC(MPI_Iexscan(s1, nb, count, t, op, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Exscan(s2, bl, count, t, op, MPI_COMM_WORLD));
+        break;
+    case R_RSB:
+        CHECK_RC(MPI_Ireduce_scatter_block(s1, nb, count, t, op, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Reduce_scatter_block(s2, bl, count, t, op, MPI_COMM_WORLD));
+        break;
+    default:
+        CHECK_RC(MPI_Ireduce_scatter(s1, nb, counts, t, op, MPI_COMM_WORLD, &rq));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Reduce_scatter(s2, bl, counts, t, op, MPI_COMM_WORLD));
+        break;
+    }
+    free(counts);
+    free(snb);
+    free(sbl);
+}
+
+/* Items of the result of `which` on this rank (0: none). */
+static int result_items(int which, int count, int root) {
+    if (which == R_REDUCE) return rank == root ? count : 0;
+    if (which == R_EXSCAN) return rank == 0 ? 0 : count;
+    if (which == R_RS && size > 1) return rank == 0 ? count + 1 : rank == size - 1 ? (count - 1 < 0 ? 0 : count - 1) : count;
+    return count;
+}
+
+static void check_reductions(int round) {
+    /* counts: small, around one 4 KiB buffer for 1-byte types, beyond it */
+    int counts[] = {1, 7, 100, 1000 / size, 5000};
+    for (int c = 0; c < (int)(sizeof counts / sizeof counts[0]); c++) {
+        int count = counts[c] < 1 ? 1 : counts[c];
+        for (int which = 0; which < R_N; which++) {
+            int total = (which == R_RSB || which == R_RS) ? count * size + 1 : count;
+            for (int ti = 0; ti < NTYPES + NPAIRS; ti++) {
+                int pair = ti >= NTYPES;
+                tdesc *td = pair ? NULL : &types[ti];
+                pdesc *pd = pair ? &pairs[ti - NTYPES] : NULL;
+                int esize = pair ? pd->size : td->size;
+                MPI_Datatype t = pair ? pd->t : td->t;
+                MPI_Op *ops;
+                int nops;
+                static MPI_Op pair_ops[] = {MPI_MINLOC, MPI_MAXLOC};
+                if (pair) { ops = pair_ops; nops = 2; }
+                else if (td->kind == K_FLOAT) { ops = float_ops; nops = 4; }
+                else if (td->kind == K_BOOL) { ops = bool_ops; nops = 3; }
+                else if (td->kind == K_COMPLEX) { ops = complex_ops; nops = 2; }
+                else if (td->kind == K_BYTE) { ops = byte_ops; nops = 3; }
+                else { ops = int_ops; nops = 10; }
+                if (count * esize > 20000 && (ti % 4) != round % 4) continue; /* keep it short */
+                for (int oi = 0; oi < nops; oi++) {
+                    MPI_Op op = ops[oi];
+                    int root = (round + oi) % size, inplace = (oi + ti + c) % 2;
+                    size_t bytes = (size_t)total * esize;
+                    char *in = calloc(1, bytes + 64), *nb = calloc(1, bytes + 64),
+                         *bl = calloc(1, bytes + 64);
+                    for (int k = 0; k < total; k++) {
+                        if (pair) pd->set(in, k, val(rank, k, round, MPI_SUM, K_INT), (rank * 3 + k) % 4);
+                        else td->set(in, k, val(rank, k, round, op, td->kind));
+                    }
+                    reduce_pair(which, t, esize, op, count, root, inplace, in, nb, bl);
+                    int items = result_items(which, count, root);
+                    int same = pair ? pd->eq(nb, bl, items) : !memcmp(nb, bl, (size_t)items * esize);
+                    if (!same)
+                        fprintf(stderr, "rank %d: %s of %d %s (op %d, in place %d) differs from the blocking form\n",
+                                rank, rnames[which], count, pair ? pd->name : td->name, oi, inplace);
+                    CHECK(same);
+                    if (!pair && t == MPI_INT && op == MPI_SUM && which == R_ALLREDUCE) {
+                        for (int k = 0; k < count; k++) {
+                            int want = 0;
+                            for (int r = 0; r < size; r++) want += val(r, k, round, op, K_INT);
+                            CHECK(((int *)nb)[k] == want);
+                        }
+                    }
+                    free(in);
+                    free(nb);
+                    free(bl);
+                }
+            }
+        }
+    }
+}
+
+/* ---- data movement ---- */
+
+static int bval(int r, int k, int round) { return (r * 131 + k * 7 + round * 17) % 251 + 1; }
+
+/* Element kinds: 0 MPI_CHAR, 1 MPI_DOUBLE, 2 an int every 8 bytes (a strided type). */
+static MPI_Datatype strided;
+static MPI_Datatype move_type(int e) { return e == 0 ? MPI_CHAR : e == 1 ? MPI_DOUBLE : strided; }
+static int ext_of(int e) { return e == 0 ? 1 : 8; }
+static void mset(int e, char *b, int k, int v) {
+    if (e == 0) b[k] = (char)v;
+    else if (e == 1) ((double *)b)[k] = v;
+    else ((int *)b)[2 * k] = v;
+}
+static int mget(int e, const char *b, int k) {
+    if (e == 0) return (unsigned char)b[k] == 0 ? 0 : (int)(unsigned char)b[k];
+    if (e == 1) return (int)((const double *)b)[k];
+    return ((const int *)b)[2 * k];
+}
+/* The holes of the strided type keep this. */
+#define HOLE 0x5a5a5a5a
+static char *mbuf(int e, int items) {
+    size_t n = (size_t)items * ext_of(e) + 16;
+    char *b = malloc(n);
+    memset(b, 0, n);
+    if (e == 2)
+        for (int k = 0; k < items; k++) ((int *)b)[2 * k + 1] = HOLE;
+    return b;
+}
+static void holes_ok(int e, const char *b, int items) {
+    if (e == 2)
+        for (int k = 0; k < items; k++) CHECK(((const int *)b)[2 * k + 1] == HOLE);
+}
+static int as_byte(int e, int v) { return e == 0 ? (int)(unsigned char)(char)v : v; }
+
+static void check_moves(int round) {
+    int counts[] = {1, 13, 1024 / size, 3000};
+    for (int c = 0; c < 4; c++) {
+        int n = counts[c] < 1 ? 1 : counts[c];
+        for (int e = 0; e < 3; e++) {
+            MPI_Datatype t = move_type(e);
+            for (int inplace = 0; inplace < 2; inplace++) {
+                int root = (round + c + e) % size;
+                MPI_Request rq;
+                /* ibcast */
+                char *b = mbuf(e, n);
+                for (int k = 0; k < n; k++) mset(e, b, k, rank == root ? bval(root, k, round) : 0);
+                CHECK_RC(MPI_Ibcast(b, n, t, root, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                for (int k = 0; k < n; k++) CHECK(mget(e, b, k) == as_byte(e, bval(root, k, round)));
+                holes_ok(e, b, n);
+                free(b);
+                /* igather / iallgather / iscatter / ialltoall / iallgatherv */
+                char *s = mbuf(e, n * size), *r = mbuf(e, n * size);
+                for (int k = 0; k < n; k++) mset(e, s, k, bval(rank, k, round));
+                int ip = inplace && rank == root;
+                if (ip)
+                    for (int k = 0; k < n; k++) mset(e, r, root * n + k, bval(root, k, round));
+                CHECK_RC(MPI_Igather(ip ? MPI_IN_PLACE : s, n, t, r, n, t, root, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                if (rank == root)
+                    for (int j = 0; j < size; j++)
+                        for (int k = 0; k < n; k++) CHECK(mget(e, r, j * n + k) == as_byte(e, bval(j, k, round)));
+                holes_ok(e, r, n * size);
+                memset(r, 0, (size_t)n * size * ext_of(e));
+                if (e == 2) for (int k = 0; k < n * size; k++) ((int *)r)[2 * k + 1] = HOLE;
+                if (inplace)
+                    for (int k = 0; k < n; k++) mset(e, r, rank * n + k, bval(rank, k, round));
+                CHECK_RC(MPI_Iallgather(inplace ? MPI_IN_PLACE : s, n, t, r, n, t, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                for (int j = 0; j < size; j++)
+                    for (int k = 0; k < n; k++) CHECK(mget(e, r, j * n + k) == as_byte(e, bval(j, k, round)));
+                holes_ok(e, r, n * size);
+                /* iallgatherv: block j has n - j % 2 items (at least 0), displaced by one item */
+                int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int)), tot = 0;
+                for (int j = 0; j < size; j++) { cnt[j] = n - j % 2; dsp[j] = tot + 1; tot += cnt[j] + 1; }
+                char *v = mbuf(e, tot + 1);
+                for (int k = 0; k < cnt[rank]; k++) {
+                    mset(e, s, k, bval(rank, k, round + 1));
+                    if (inplace) mset(e, v, dsp[rank] + k, bval(rank, k, round + 1));
+                }
+                CHECK_RC(MPI_Iallgatherv(inplace ? MPI_IN_PLACE : s, cnt[rank], t, v, cnt, dsp, t, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                for (int j = 0; j < size; j++) {
+                    CHECK(mget(e, v, dsp[j] - 1) == 0); /* the gaps stay */
+                    for (int k = 0; k < cnt[j]; k++) CHECK(mget(e, v, dsp[j] + k) == as_byte(e, bval(j, k, round + 1)));
+                }
+                holes_ok(e, v, tot + 1);
+                free(v);
+                free(cnt);
+                free(dsp);
+                /* iscatter */
+                for (int j = 0; j < size; j++)
+                    for (int k = 0; k < n; k++) mset(e, s, j * n + k, bval(j, k, round + 2));
+                char *o = mbuf(e, n);
+                if (ip) memset(r, 0, (size_t)n * size * ext_of(e));
+                if (ip && e == 2) for (int k = 0; k < n * size; k++) ((int *)r)[2 * k + 1] = HOLE;
+                CHECK_RC(MPI_Iscatter(s, n, t, ip ? MPI_IN_PLACE : o, n, t, root, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                if (!ip)
+                    for (int k = 0; k < n; k++) CHECK(mget(e, o, k) == as_byte(e, bval(rank, k, round + 2)));
+                holes_ok(e, o, n);
+                free(o);
+                /* ialltoall: block j of rank i carries bval(i * size + j, k) */
+                if (n * size <= 20000) {
+                    char *src = inplace ? r : s;
+                    for (int j = 0; j < size; j++)
+                        for (int k = 0; k < n; k++) mset(e, src, j * n + k, bval(rank * size + j, k, round));
+                    CHECK_RC(MPI_Ialltoall(inplace ? MPI_IN_PLACE : s, n, t, r, n, t, MPI_COMM_WORLD, &rq));
+                    CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                    for (int j = 0; j < size; j++)
+                        for (int k = 0; k < n; k++) CHECK(mget(e, r, j * n + k) == as_byte(e, bval(j * size + rank, k, round)));
+                    holes_ok(e, r, n * size);
+                }
+                free(s);
+                free(r);
+            }
+        }
+    }
+}
+
+/* ---- ordering ---- */
+
+#define DEPTH 20
+static void check_ordering(int round) {
+    /* DEPTH outstanding allreduces and barriers with blocking collectives between them,
+     * completed in reverse order. */
+    MPI_Request rq[2 * DEPTH];
+    int v[DEPTH], w[DEPTH], n = 0;
+    for (int i = 0; i < DEPTH; i++) {
+        v[i] = rank + i + round;
+        CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &v[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[n++]));
+        CHECK_RC(MPI_Ibarrier(MPI_COMM_WORLD, &rq[n++]));
+        if (i % 3 == 0) {
+            w[i] = rank == i % size ? i * 7 : -1;
+            CHECK_RC(MPI_Bcast(&w[i], 1, MPI_INT, i % size, MPI_COMM_WORLD));
+            CHECK(w[i] == i * 7);
+        }
+        if (i % 5 == 0) CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    for (int i = n - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&rq[i], MPI_STATUS_IGNORE));
+    for (int i = 0; i < DEPTH; i++) CHECK(v[i] == size * (size - 1) / 2 + size * (i + round));
+
+    /* Rank 0 posts last: the others post and complete what does not need rank 0's data
+     * first, then send it a token; rank 0 receives every token before it posts. */
+    int token = 0, x = rank + 1, y = 0, g[64];
+    if (rank == 0) {
+        for (int r = 1; r < size; r++)
+            CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]));
+        CHECK_RC(MPI_Igather(&x, 1, MPI_INT, g, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[1]));
+        CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+        for (int r = 0; r < size; r++) CHECK(g[r] == r + 1);
+    } else {
+        CHECK_RC(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]));
+        CHECK_RC(MPI_Igather(&x, 1, MPI_INT, g, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[1]));
+        CHECK_RC(MPI_Wait(&rq[1], MPI_STATUS_IGNORE)); /* a non-root's gather needs nobody */
+        CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 5, MPI_COMM_WORLD));
+        CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    }
+    CHECK(y == size * (size + 1) / 2);
+    /* The reverse: rank 0 posts first and blocks in a receive that the others send only
+     * after their collective completed. */
+    int z = 0;
+    if (rank == 0) {
+        z = 42;
+        CHECK_RC(MPI_Ibcast(&z, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[0]));
+        for (int r = 1; r < size; r++)
+            CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    } else {
+        CHECK_RC(MPI_Ibcast(&z, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq[0]));
+        CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+        CHECK(z == 42);
+        CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+    }
+}
+
+int main(int argc, char **argv) {
+    int provided;
+    CHECK_RC(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank_ = rank;
+    int rounds = argc > 1 ? atoi(argv[1]) : 2;
+    MPI_Type_create_resized(MPI_INT, 0, 8, &strided);
+    MPI_Type_commit(&strided);
+    MPI_T_pvar_session ses;
+    MPI_T_pvar_handle h;
+    int idx = -1, cnt;
+    unsigned long long calls = 0, calls0 = 0;
+    CHECK_RC(MPI_T_pvar_session_create(&ses));
+    CHECK_RC(MPI_T_pvar_get_index("coll_sm_nonblocking_calls", MPI_T_PVAR_CLASS_COUNTER, &idx));
+    CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &h, &cnt));
+    CHECK_RC(MPI_T_pvar_read(ses, h, &calls0));
+    /* A blocking collective first: it makes the communicator's segment. */
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    for (int round = 0; round < rounds; round++) {
+        check_reductions(round);
+        check_moves(round);
+        check_ordering(round);
+    }
+    CHECK_RC(MPI_T_pvar_read(ses, h, &calls));
+    calls -= calls0;
+    CHECK_RC(MPI_T_pvar_handle_free(ses, &h));
+    CHECK_RC(MPI_T_pvar_session_free(&ses));
+    unsigned long long all = 0;
+    CHECK_RC(MPI_Reduce(&calls, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    if (rank == 0) {
+        printf("coll_nb_sm: sm nonblocking calls: %s\n", all > 0 ? "used" : "not used");
+        printf("coll_nb_sm: all checks passed\n");
+    }
+    MPI_Type_free(&strided);
+    MPI_Finalize();
+    MPI_T_finalize();
+    return 0;
+}

@@ -1,0 +1,266 @@
+//! Nonblocking collectives of small vectors on the segment: the post writes our
+//! contribution into our buffer of the collective (no message, no schedule of rounds), and
+//! each progress call looks at the stamps the result needs; once they are all there, the
+//! result is computed from the ranks' buffers exactly as the blocking forms do (reductions
+//! folded in rank order) and the collective is closed.
+//!
+//! Nothing here ever waits: a buffer still in use for collective `k - NBUF` defers the
+//! post to a later progress call. Our done word stays below the oldest open nonblocking
+//! collective ([`Seg::open_nb`]), so no rank reuses a buffer we may still read, whatever
+//! order the collectives finish in.
+//!
+//! Every rank takes the same decision (sizes in bytes that MPI requires to match, the
+//! communicator): the caller makes the choice with [`SmKind::fits`].
+
+use super::{Seg, DATA};
+use crate::sched::OwnedOp;
+use std::sync::Arc;
+
+/// Which collective, with what its result needs. Sizes in bytes; `block` is one rank's
+/// block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SmKind {
+    /// `MPI_Ibarrier`.
+    Barrier,
+    /// `MPI_Ibcast` from `root` (the root's input is the data, the others' output).
+    Bcast {
+        /// Root rank.
+        root: usize,
+    },
+    /// `MPI_Iallreduce` (input and output as long).
+    Allreduce,
+    /// `MPI_Ireduce` to `root` (output at the root only).
+    Reduce {
+        /// Root rank.
+        root: usize,
+    },
+    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`, no output on rank 0).
+    Scan {
+        /// Exclusive scan.
+        exclusive: bool,
+    },
+    /// `MPI_Ialltoall`: input and output `size` blocks.
+    Alltoall {
+        /// Bytes per block.
+        block: usize,
+    },
+    /// `MPI_Iallgatherv`: input our block, output block `i` (`counts[i]` bytes) at
+    /// `displs[i]` (our own block too: in place, it is the data we posted from there).
+    Allgatherv {
+        /// Bytes per rank.
+        counts: Vec<usize>,
+        /// Output offset per rank.
+        displs: Vec<usize>,
+    },
+    /// `MPI_Igather` to `root`: input our block, output (root) `size` blocks (the root's
+    /// own too, as for allgatherv).
+    Gather {
+        /// Root rank.
+        root: usize,
+        /// Bytes per block.
+        block: usize,
+    },
+    /// `MPI_Iscatter` from `root`: input (root) `size` blocks, output our block (none at
+    /// the root in place: an empty output region).
+    Scatter {
+        /// Root rank.
+        root: usize,
+        /// Bytes per block.
+        block: usize,
+    },
+    /// `MPI_Ireduce_scatter(_block)`: input the whole vector, output our block (block `i`:
+    /// `counts[i]` bytes, back to back).
+    ReduceScatter {
+        /// Bytes per rank.
+        counts: Vec<usize>,
+    },
+}
+
+impl SmKind {
+    /// Bytes a rank posts: its contribution (`input_len`) must fit one buffer. A pure
+    /// function of sizes every rank knows alike, so every rank decides the same.
+    pub fn fits(input_len: usize) -> bool {
+        input_len <= DATA
+    }
+}
+
+/// A nonblocking collective on the segment (a [`crate::sched::Schedule`] of the `sm`
+/// kind): input region 0, output region 1 of its schedule.
+pub struct SmNb {
+    seg: Arc<Seg>,
+    k: u64,
+    kind: SmKind,
+    posted: bool,
+    done: bool,
+}
+
+impl SmNb {
+    /// Open collective `kind` on `seg` (takes its sequence number: call in MPI's
+    /// collective order).
+    pub(crate) fn open(seg: Arc<Seg>, kind: SmKind) -> SmNb {
+        let k = seg.open_nb();
+        SmNb {
+            seg,
+            k,
+            kind,
+            posted: false,
+            done: false,
+        }
+    }
+
+    /// Whether our input is posted here (a bcast or scatter only at the root).
+    fn posts(&self) -> bool {
+        let me = self.seg.rank();
+        match self.kind {
+            SmKind::Bcast { root } | SmKind::Scatter { root, .. } => me == root,
+            _ => true,
+        }
+    }
+
+    /// The ranks whose stamps the result needs.
+    fn needs(&self) -> std::ops::Range<usize> {
+        let (me, p) = (self.seg.rank(), self.seg.size());
+        match self.kind {
+            SmKind::Barrier
+            | SmKind::Allreduce
+            | SmKind::Alltoall { .. }
+            | SmKind::Allgatherv { .. }
+            | SmKind::ReduceScatter { .. } => 0..p,
+            SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
+                if me == root {
+                    0..p
+                } else {
+                    0..0
+                }
+            }
+            SmKind::Bcast { root } | SmKind::Scatter { root, .. } => {
+                if me == root {
+                    0..0
+                } else {
+                    root..root + 1
+                }
+            }
+            SmKind::Scan { exclusive } => 0..if exclusive { me } else { me + 1 },
+        }
+    }
+
+    /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
+    /// and `output` are the schedule's regions 0 and 1 (pointer, length); `op` its
+    /// reduction. Returns whether the collective has ended.
+    ///
+    /// # Safety
+    /// The regions are valid (input readable, output writable) until the end (the MPI
+    /// contract of the nonblocking call).
+    pub(crate) unsafe fn progress(
+        &mut self,
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+        op: Option<&OwnedOp>,
+    ) -> bool {
+        if self.done {
+            return true;
+        }
+        let seg = &*self.seg;
+        let k = self.k;
+        if !self.posted {
+            let n = if self.posts() { input.1 } else { 0 };
+            // SAFETY: caller contract (input readable); `n <= DATA` was checked by the
+            // builder.
+            if !unsafe { seg.try_post(k, input.0, n) } {
+                return false;
+            }
+            self.posted = true;
+        }
+        if !self.needs().all(|r| seg.stamped(r, k)) {
+            return false;
+        }
+        // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
+        let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
+        let out: &mut [u8] = if output.1 == 0 {
+            &mut []
+        } else {
+            // SAFETY: caller contract (output writable).
+            unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
+        };
+        let (me, p) = (seg.rank(), seg.size());
+        let fold = |out: &mut [u8], ranks: std::ops::Range<usize>, off: usize| {
+            let n = out.len();
+            if n == 0 {
+                return;
+            }
+            let Some(last) = ranks.clone().last() else {
+                return;
+            };
+            out.copy_from_slice(peer(last, off, n));
+            if let Some(op) = op {
+                for r in (ranks.start..last).rev() {
+                    (op.f)(peer(r, off, n), out); // out = x_r ∘ out
+                }
+            }
+        };
+        match &self.kind {
+            SmKind::Barrier => {}
+            SmKind::Bcast { root } => {
+                if me != *root {
+                    out.copy_from_slice(peer(*root, 0, out.len()));
+                }
+            }
+            SmKind::Allreduce => fold(out, 0..p, 0),
+            SmKind::Reduce { root } => {
+                if me == *root {
+                    fold(out, 0..p, 0)
+                }
+            }
+            SmKind::Scan { exclusive } => {
+                let hi = if *exclusive { me } else { me + 1 };
+                if hi > 0 {
+                    fold(out, 0..hi, 0)
+                }
+            }
+            SmKind::Alltoall { block } => {
+                let b = *block;
+                if b > 0 {
+                    for (j, o) in out.chunks_exact_mut(b).enumerate().take(p) {
+                        o.copy_from_slice(peer(j, me * b, b));
+                    }
+                }
+            }
+            SmKind::Allgatherv { counts, displs } => {
+                for j in 0..p {
+                    out[displs[j]..displs[j] + counts[j]].copy_from_slice(peer(j, 0, counts[j]));
+                }
+            }
+            SmKind::Gather { root, block } => {
+                if me == *root {
+                    let b = *block;
+                    for j in 0..p {
+                        out[j * b..(j + 1) * b].copy_from_slice(peer(j, 0, b));
+                    }
+                }
+            }
+            SmKind::Scatter { root, block } => {
+                let b = *block;
+                if !out.is_empty() {
+                    out[..b].copy_from_slice(peer(*root, me * b, b));
+                }
+            }
+            SmKind::ReduceScatter { counts } => {
+                let off: usize = counts[..me].iter().sum();
+                fold(&mut out[..counts[me]], 0..p, off);
+            }
+        }
+        seg.close_nb(k);
+        self.done = true;
+        true
+    }
+}
+
+impl Drop for SmNb {
+    fn drop(&mut self) {
+        // A collective dropped before its end (its schedule failed or was abandoned):
+        // never keep the others from reusing buffers.
+        if !self.done {
+            self.seg.close_nb(self.k);
+        }
+    }
+}
