@@ -63,6 +63,8 @@
 //! * New communicators: [`dup`](Communicator::dup) and [`split`](Communicator::split) give an
 //!   [`OwnedCommunicator`], freed on drop.
 //! * [`Status`]: source, tag, [`count`](Status::count) of elements.
+//! * Sessions (MPI 4, [`session`]): [`Session::init`] without a universe, the process sets,
+//!   [`Session::group_from_pset`] and [`Session::comm_from_group`].
 //! * Wildcards and the null process: [`ANY_SOURCE`], [`ANY_TAG`], [`PROC_NULL`].
 //!
 //! # Running
@@ -96,8 +98,10 @@ mod icoll;
 mod part;
 mod persist;
 pub mod request;
+pub mod session;
 mod split;
 mod status;
+mod sys;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -113,6 +117,7 @@ pub use oxmpi_engine::ThreadLevel;
 pub use part::{PartitionedRecv, PartitionedSend};
 pub use persist::Persistent;
 pub use request::Request;
+pub use session::{Group, Session};
 pub use split::OwnedCommunicator;
 pub use status::Status;
 
@@ -131,11 +136,12 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// Set once the universe is gone (finalized, or dropped while panicking).
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 
-/// The MPI environment of this process (`MPI_Init` … `MPI_Finalize`).
+/// The MPI environment of this process (`MPI_Init` … `MPI_Finalize`), the World Model.
 ///
 /// There is at most one per process: a second [`init`] returns an error. Dropping it finalizes
 /// MPI (`MPI_Finalize`), except while the thread is panicking: finalization waits for all ranks,
-/// so a panicking rank skips it and its exit makes the launcher end the job.
+/// so a panicking rank skips it and its exit makes the launcher end the job. [`Session`]s may
+/// live next to it; while one does, finalization waits for the last of them.
 pub struct Universe {
     engine: &'static Engine,
     /// Collective contexts of world and self.
@@ -181,14 +187,11 @@ pub fn init_thread(required: ThreadLevel) -> Result<Universe> {
              none after finalization)",
         ));
     }
-    let engine = oxmpi_engine::init(required)?;
-    let world_group = engine.comm_group(engine.comm_world())?;
-    let world_coll = engine.comm_create(coll::WORLD_COLL_CTX, world_group)?;
-    let self_coll = engine.comm_create(coll::SELF_COLL_CTX, vec![engine.rank()])?;
+    let up = session::start_world(required)?;
     Ok(Universe {
-        engine,
-        world_coll,
-        self_coll,
+        engine: up.engine,
+        world_coll: up.world_coll,
+        self_coll: up.self_coll,
     })
 }
 
@@ -230,11 +233,9 @@ impl Universe {
     /// Finalizes MPI now (`MPI_Finalize`) and reports whether that worked; dropping the
     /// universe does the same but ignores errors.
     pub fn finalize(self) -> Result<()> {
-        let engine = self.engine;
         std::mem::forget(self);
         FINALIZED.store(true, Ordering::SeqCst);
-        engine.finalize()?;
-        Ok(())
+        session::end_world(false)
     }
 }
 
@@ -244,8 +245,6 @@ impl Drop for Universe {
         // Finalizing synchronizes with every rank; while this thread panics the other ranks may
         // be blocked on us, so skip it: the process ends without finalizing and the launcher
         // ends the job instead of every rank hanging.
-        if !std::thread::panicking() {
-            let _ = self.engine.finalize();
-        }
+        let _ = session::end_world(std::thread::panicking());
     }
 }

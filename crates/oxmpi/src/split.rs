@@ -44,37 +44,57 @@ impl Drop for OwnedCommunicator<'_> {
     }
 }
 
+/// The next context id this process may use (what it offers to an agreement).
+pub(crate) fn next_context() -> u32 {
+    NEXT_CTX.load(Ordering::SeqCst)
+}
+
+/// Reserves context ids `ctx` and `ctx + 1`, agreed by every member of a new communicator.
+pub(crate) fn claim_context(ctx: u32) {
+    NEXT_CTX.fetch_max(ctx + 2, Ordering::SeqCst);
+}
+
+/// Creates the communicator `ctx` (and its collective context `ctx + 1`) over `group`
+/// (world ranks).
+pub(crate) fn create_over<'u>(
+    engine: &'static oxmpi_engine::Engine,
+    ctx: u32,
+    group: Vec<i32>,
+) -> Result<OwnedCommunicator<'u>> {
+    let id = engine.comm_create(ctx, group.clone())?;
+    let coll = match engine.comm_create(ctx + 1, group) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = engine.comm_free(id);
+            return Err(e.into());
+        }
+    };
+    let comm = match Communicator::new(engine, id, coll) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = engine.comm_free(id);
+            let _ = engine.comm_free(coll);
+            return Err(e);
+        }
+    };
+    Ok(OwnedCommunicator { comm })
+}
+
 impl<'u> Communicator<'u> {
     /// Agrees with all ranks of `self` on a context id unused by every one of them (the
     /// maximum of their next free ids), and reserves it and the next one locally.
     fn agree_on_context(&self) -> Result<u32> {
-        let mine = NEXT_CTX.load(Ordering::SeqCst);
+        let mine = next_context();
         let mut agreed = [0u32];
         self.all_reduce(&[mine][..], &mut agreed[..], u32::max)?;
-        NEXT_CTX.fetch_max(agreed[0] + 2, Ordering::SeqCst);
+        claim_context(agreed[0]);
         Ok(agreed[0])
     }
 
     /// Creates the communicator (and its collective context) over `group` (world ranks).
     fn create(&self, ctx: u32, group: Vec<i32>) -> Result<OwnedCommunicator<'u>> {
         let (engine, _, _) = self.parts();
-        let id = engine.comm_create(ctx, group.clone())?;
-        let coll = match engine.comm_create(ctx + 1, group) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = engine.comm_free(id);
-                return Err(e.into());
-            }
-        };
-        let comm = match Communicator::new(engine, id, coll) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = engine.comm_free(id);
-                let _ = engine.comm_free(coll);
-                return Err(e);
-            }
-        };
-        Ok(OwnedCommunicator { comm })
+        create_over(engine, ctx, group)
     }
 
     /// A new communicator with the same ranks and a separate message space (`MPI_Comm_dup`).

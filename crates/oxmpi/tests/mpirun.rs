@@ -1,4 +1,4 @@
-//! Runs the `ring` and `pingpong` examples under the installed `mpirun`.
+//! Runs the `ring`, `pingpong` and `sessions` examples under the installed `mpirun`.
 //!
 //! Needs `OXMPI_TEST_PREFIX` (set by `cargo xtask test`) pointing at an installed prefix, and the
 //! example binaries, which `cargo test` builds next to this test (`target/<profile>/examples`).
@@ -159,6 +159,22 @@ fn pingpong_on_two_ranks() {
         .chain((0..=18).map(|k| 1usize << k))
         .collect();
     assert_eq!(sizes, expected, "{}", r.stdout);
+}
+
+#[test]
+fn sessions_on_three_ranks() {
+    // Sessions only (the library goes down at exit), then next to the World Model.
+    for args in [&[][..], &["world"][..]] {
+        let r = run(3, "sessions", args);
+        check_ok(&r, &format!("mpirun -n 3 sessions {args:?}"));
+        for rank in 0..3 {
+            assert!(
+                r.stdout.contains(&format!("rank {rank}: sessions ok")),
+                "{}",
+                r.stdout
+            );
+        }
+    }
 }
 
 #[test]
