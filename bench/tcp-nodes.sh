@@ -33,15 +33,7 @@ work=$(mktemp -d)
 trap 'fakenodes_down; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 fakenodes_up 2 || { echo "tcp-nodes: cannot set up 2 fake nodes" >&2; exit 2; }
-sed -i "s/slots=[0-9]*/slots=1/" "$FN_DIR/hosts"
-sed "s/ slots=\(.*\)/:\1/" "$FN_DIR/hosts" >"$work/hosts.hydra"
-cat >"$work/agent-sh" <<AG
-#!/bin/sh
-while [ \$# -gt 0 ]; do case \$1 in -*) shift;; *) break;; esac; done
-h=\$1; shift
-exec "$FN_DIR/agent" "\$h" sh -c "\$*"
-AG
-chmod +x "$work/agent-sh"
+fakenodes_peers "$work" 1
 
 cc -O2 "$here/c/rawtcp.c" -o "$work/rawtcp" || { echo "tcp-nodes: cannot build rawtcp.c" >&2; exit 2; }
 impls=(raw)
