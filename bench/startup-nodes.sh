@@ -26,16 +26,7 @@ work=$(mktemp -d)
 trap 'fakenodes_down; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 fakenodes_up "$nodes" || { echo "startup-nodes: cannot set up $nodes fake nodes" >&2; exit 2; }
-sed -i "s/slots=[0-9]*/slots=$ppn/" "$FN_DIR/hosts"
-sed "s/ slots=\(.*\)/:\1/" "$FN_DIR/hosts" >"$work/hosts.hydra"
-# Hydra and Open MPI hand the agent one shell command line (ssh style).
-cat >"$work/agent-sh" <<AG
-#!/bin/sh
-while [ \$# -gt 0 ]; do case \$1 in -*) shift;; *) break;; esac; done
-h=\$1; shift
-exec "$FN_DIR/agent" "\$h" sh -c "\$*"
-AG
-chmod +x "$work/agent-sh"
+fakenodes_peers "$work" "$ppn"
 
 impls=()
 build() { # build NAME CC: hello.c with CC, the implementation is measured if that works

@@ -11,6 +11,8 @@
 #   fakenodes_second_src NET -> its route prefers eth0's address as the source
 #   fakenodes_cut I  -> removes node I's link (a partition: its packets vanish)
 #   fakenodes_down   -> kills what runs on the nodes, removes namespaces, links, $FN_DIR
+#   fakenodes_peers DIR PPN -> PPN slots per node, and for MPICH and Open MPI (bench/):
+#                       DIR/hosts.hydra and DIR/agent-sh (the agent taking one command line)
 #
 # Needs root, iproute2 (`ip`) and util-linux (`unshare`). FN_TAG (default: this shell's pid)
 # names the bridge, links and namespaces and FN_NET (default: derived from the tag) is the
@@ -95,4 +97,18 @@ fakenodes_down() {
   ip link del "$FN_BR" 2>/dev/null
   [ -n "${FN_DIR:-}" ] && rm -rf "$FN_DIR"
   FN_N=0
+}
+fakenodes_peers() {
+  # fakenodes_peers DIR PPN: PPN slots per node in $FN_DIR/hosts, the same hosts in Hydra's
+  # format in DIR/hosts.hydra, and DIR/agent-sh: the agent as Hydra and Open MPI use it
+  # (they hand it one shell command line, ssh style).
+  sed -i "s/slots=[0-9]*/slots=$2/" "$FN_DIR/hosts"
+  sed "s/ slots=\(.*\)/:\1/" "$FN_DIR/hosts" >"$1/hosts.hydra"
+  cat >"$1/agent-sh" <<AG
+#!/bin/sh
+while [ \$# -gt 0 ]; do case \$1 in -*) shift;; *) break;; esac; done
+h=\$1; shift
+exec "$FN_DIR/agent" "\$h" sh -c "\$*"
+AG
+  chmod +x "$1/agent-sh"
 }

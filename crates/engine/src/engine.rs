@@ -16,7 +16,8 @@ use crate::pml::request::Started;
 use crate::pml::State;
 use crate::sys;
 use crate::{
-    params, CommId, Error, MessageId, ProcName, ReqId, SendMode, Status, ThreadLevel, PROC_NULL,
+    params, CommId, Error, MessageId, ProcName, ReqId, SendMode, Status, ThreadLevel, ANY_SOURCE,
+    PROC_NULL,
 };
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -912,6 +913,72 @@ impl Engine {
         })
     }
 
+    /// Sleeps until a message that `improbe(src, tag, comm)` would take may be there: for a
+    /// thread with nothing else to do (the one-sided progress thread, an origin waiting
+    /// for its target's reply) instead of polling. `from` are the world ranks the message
+    /// can come from. Returns [`Wait::Ready`] at once if such a message is queued, `stop`
+    /// is set, or something is buffered that progress must look at; [`Wait::Opaque`] at
+    /// once if a link to one of `from` has nothing to block in (shared memory: the caller
+    /// polls); else [`Wait::Slept`] after sleeping in `poll` on those peers' sockets and
+    /// the thread's doorbell until one of them stirs, or at most [`SLEEP_MAX`]. A thread
+    /// that sets `stop` calls [`Engine::wake_sleepers`] afterwards. A failed `src` is its
+    /// error, as for [`Engine::mprobe`].
+    pub fn wait_message(
+        &self,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        from: &[i32],
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<Wait, Error> {
+        let bell = sys::bell().map_err(|source| Error::Sys {
+            rank: self.rank,
+            what: "eventfd".into(),
+            source,
+        })?;
+        let mut fds = Vec::new();
+        {
+            let mut st = self.lock();
+            st.check_probe_args(src, tag, comm)?;
+            self.poll(&mut st);
+            if stop.load(std::sync::atomic::Ordering::Acquire)
+                || st.probe(src, tag, comm)?.is_some()
+            {
+                return Ok(Wait::Ready);
+            }
+            if src != ANY_SOURCE {
+                if let Some(e) = st.probe_failure(comm, src) {
+                    return Err(e);
+                }
+            }
+            match st.wait_set(from, &mut fds) {
+                crate::btl::Wake::Now => return Ok(Wait::Ready),
+                crate::btl::Wake::Opaque => return Ok(Wait::Opaque),
+                crate::btl::Wake::Fds => {}
+            }
+            let ctx = st.comm(comm)?.ctx;
+            st.add_sleeper(ctx, bell);
+        }
+        let r = sys::sleep_on(&fds, bell, SLEEP_MAX);
+        self.lock().remove_sleeper(bell);
+        r.map_err(|source| Error::Sys {
+            rank: self.rank,
+            what: "poll".into(),
+            source,
+        })?;
+        Ok(Wait::Slept)
+    }
+
+    /// Wakes the threads sleeping in [`Engine::wait_message`] on `comm` (so that they see
+    /// a stop flag set before this call).
+    pub fn wake_sleepers(&self, comm: CommId) {
+        let mut st = self.lock();
+        if let Ok(c) = st.comm(comm) {
+            let ctx = c.ctx;
+            st.ring_ctx(ctx);
+        }
+    }
+
     /// `MPI_Imrecv`: receives a message returned by [`Engine::improbe`]/[`Engine::mprobe`].
     ///
     /// # Safety
@@ -1202,11 +1269,31 @@ impl std::ops::DerefMut for StateGuard<'_> {
 impl Drop for StateGuard<'_> {
     #[inline]
     fn drop(&mut self) {
+        // SAFETY: as in `deref_mut`: the guard still holds the lock.
+        let st = unsafe { &mut *self.lock.state.get() };
+        if st.wake {
+            st.ring_sleepers();
+        }
         self.lock
             .locked
             .store(false, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// What [`Engine::wait_message`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Nothing: the message (or the stop flag, or something to progress) is there.
+    Ready,
+    /// Slept until a socket or the doorbell stirred, or [`SLEEP_MAX`] passed.
+    Slept,
+    /// Nothing: a peer's link has nothing to block in (shared memory); poll instead.
+    Opaque,
+}
+
+/// Longest sleep of [`Engine::wait_message`]: a safety net only, since every event a
+/// sleeper waits for rings its doorbell or stirs its sockets.
+pub const SLEEP_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Polls in a row without any progress after which a waiting rank yields the CPU on every
 /// further pass (`sched_yield`), even when the node is not oversubscribed and

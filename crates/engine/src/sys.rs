@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -235,6 +235,74 @@ pub(crate) fn poll_readable(
     };
     rustix::event::poll(&mut set, Some(&t))?;
     Ok(set.iter().map(|p| !p.revents().is_empty()).collect())
+}
+
+/// The calling thread's doorbell: an eventfd (non-blocking, close-on-exec) made at the
+/// thread's first use and closed when it ends. Another thread [`ring`]s it to end the
+/// thread's [`sleep_on`].
+pub(crate) fn bell() -> io::Result<RawFd> {
+    thread_local! {
+        static BELL: std::cell::OnceCell<OwnedFd> = const { std::cell::OnceCell::new() };
+    }
+    BELL.with(|b| {
+        if let Some(fd) = b.get() {
+            return Ok(fd.as_raw_fd());
+        }
+        let fd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )?;
+        Ok(b.get_or_init(|| fd).as_raw_fd())
+    })
+}
+
+/// Rings the doorbell `fd` of a sleeping thread (a [`bell`]); best effort: a full counter
+/// is rung already.
+pub(crate) fn ring(fd: RawFd) {
+    // SAFETY: `fd` is the bell of a thread registered as a sleeper with the engine; it
+    // stays open until that thread has unregistered (under the same lock as this call).
+    let b = unsafe { BorrowedFd::borrow_raw(fd) };
+    let _ = rustix::io::write(b, &1u64.to_ne_bytes());
+}
+
+/// Sleeps up to `timeout` until one of `fds` is readable (or writable, where its flag
+/// says so), has an error or hang-up, or the calling thread's doorbell `bell` rings; then
+/// clears the doorbell. An interrupted sleep just returns.
+pub(crate) fn sleep_on(
+    fds: &[(RawFd, bool)],
+    bell: RawFd,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    // SAFETY: the descriptors belong to the engine's links; a link closed while we sleep
+    // (its peer declared dead) rings our bell under the engine lock after we registered,
+    // so a stale number is never waited on for long (and `poll` reports a closed one as
+    // `POLLNVAL` at once). `bell` is this thread's own eventfd.
+    let borrow = |fd: RawFd| unsafe { BorrowedFd::borrow_raw(fd) };
+    let mut set: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|&(fd, w)| {
+            let ev = if w {
+                PollFlags::IN | PollFlags::OUT
+            } else {
+                PollFlags::IN
+            };
+            PollFd::from_borrowed_fd(borrow(fd), ev)
+        })
+        .collect();
+    let b = borrow(bell);
+    set.push(PollFd::from_borrowed_fd(b, PollFlags::IN));
+    let t = Timespec {
+        tv_sec: timeout.as_secs() as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    match rustix::event::poll(&mut set, Some(&t)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    drop(set);
+    let mut v = [0u8; 8];
+    let _ = rustix::io::read(b, &mut v);
+    Ok(())
 }
 
 /// A shared library opened with `dlopen` (`RTLD_NOW | RTLD_LOCAL`), never closed: the

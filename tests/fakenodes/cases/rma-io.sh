@@ -41,3 +41,14 @@ fn_cc "$root/crates/capi/tests/c/rma_deadholder.c"
 fn_mpirun --with-ft ulfm --mca osc pt2pt --map-by node -n 3 "$work/rma_deadholder"
 fn_expect "a lock holder on another node dies: its waiter gets an error" 0 30 \
   "^deadholder: rank 0 ok\$" "^deadholder: rank 2 ok\$"
+# Idle ranks on a window whose peers are on other nodes cost no CPU: the target sleeps
+# outside MPI while its progress thread serves, the lock holder sleeps holding the lock,
+# and a third rank waits 2 s in MPI_Win_lock for it; each must use under 10% of a CPU
+# over those 2 s (the progress thread and the waiting origin sleep in the engine's
+# blocking wait instead of polling).
+fn_cc "$root/crates/capi/tests/c/rma_idle.c"
+fn_mpirun --map-by node -n 3 "$work/rma_idle" 2 10
+fn_expect "idle ranks of a window across nodes use no CPU" 0 30 \
+  "^rma_idle: rank 0 cpu [0-9]+ ms of [0-9]+ ms ok\$" \
+  "^rma_idle: rank 1 cpu [0-9]+ ms of [0-9]+ ms ok\$" \
+  "^rma_idle: rank 2 cpu [0-9]+ ms of [0-9]+ ms ok\$"

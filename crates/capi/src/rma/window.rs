@@ -472,7 +472,7 @@ fn create_on(
         _ => targets[rank].base,
     };
     let net = if near.contains(&false) {
-        Some(Net::new(wcomm, n, flavor == MPI_WIN_FLAVOR_DYNAMIC)?)
+        Some(Net::new(wcomm, &near, flavor == MPI_WIN_FLAVOR_DYNAMIC)?)
     } else {
         None
     };

@@ -217,7 +217,7 @@ impl Schedule {
         output: Region,
         op: Option<OwnedOp>,
     ) -> Schedule {
-        count(Alg::SmNonblocking);
+        count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
         s.sm = Some(SmNb::open(seg, kind));

@@ -456,6 +456,27 @@ pub(crate) trait Link: Send + std::fmt::Debug {
     fn memory_freed(&mut self, addr: usize, len: usize) {
         let _ = (addr, len);
     }
+    /// How a thread with nothing to do can sleep until this link has something for the
+    /// protocol (`Engine::wait_message`): [`Wake::Now`] if a record or an event is already
+    /// buffered in user space, [`Wake::Fds`] after pushing the file descriptors whose
+    /// readiness tells (with `true` when writability matters too: `sending` is true, or the
+    /// protocol has records queued for the peer, `queued`), [`Wake::Opaque`] when nothing a
+    /// thread can block in tells (shared-memory rings, libfabric queues). By default opaque.
+    fn wait_fds(&self, queued: bool, fds: &mut Vec<(std::os::fd::RawFd, bool)>) -> Wake {
+        let _ = (queued, fds);
+        Wake::Opaque
+    }
+}
+
+/// See [`Link::wait_fds`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Something is there now: do not sleep.
+    Now,
+    /// The descriptors pushed tell when something comes.
+    Fds,
+    /// No descriptor tells: a sleeper can only poll.
+    Opaque,
 }
 
 /// A broken link (corrupt data from the peer).

@@ -13,6 +13,8 @@
 //! * `recv`: receives (posting, the blocking receive's direct path, delivery, inbound
 //!   EAGER/RTS/DATA).
 //! * `single_copy`: CMA reads and the cooperative copy of `sm` peers.
+//! * `sleep`: threads that sleep until traffic comes (their doorbells, the descriptors
+//!   they wait on).
 //! * `params`: `mpi_yield_when_idle` and the `pml` verbose stream.
 //! * `stats`: the per-peer traffic counters and queue statistics the tools interface reads.
 
@@ -25,6 +27,7 @@ pub(crate) mod recv;
 pub(crate) mod request;
 pub(crate) mod send;
 pub(crate) mod single_copy;
+pub(crate) mod sleep;
 pub mod stats;
 #[cfg(test)]
 mod tests;
@@ -98,6 +101,11 @@ pub(crate) struct State {
     /// Per context id, the failed world ranks acknowledged on it (ULFM's
     /// `MPIX_Comm_failure_ack`): a wildcard receive there is no longer held up by them.
     pub(crate) acked: HashMap<u32, Vec<i32>>,
+    /// Threads sleeping in `Engine::wait_message`: the context id they wait on and their
+    /// doorbell (`sleep`).
+    pub(crate) sleepers: Vec<(u32, std::os::fd::RawFd)>,
+    /// Something a sleeper may wait for happened: ring them when the lock is released.
+    pub(crate) wake: bool,
 }
 
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
@@ -150,6 +158,8 @@ impl State {
             revoked: Default::default(),
             any_dead: false,
             acked: HashMap::default(),
+            sleepers: Vec::new(),
+            wake: false,
         }
     }
 
@@ -434,6 +444,9 @@ impl State {
                 link.release();
             }
         }
+        // Records may be left in the link's buffers, where a sleeper's descriptors do
+        // not show them.
+        self.may_wake();
     }
 
     /// Acts on one record from `peer` (its payload: `plen` bytes at `payload`, readable
@@ -489,6 +502,8 @@ impl State {
         );
         self.peers[p].dead = true;
         self.any_dead = true;
+        // Sleepers wake to see the failure (and stop waiting on its closed socket).
+        self.may_wake();
         oxmpi_base::events::raise(&oxmpi_base::events::Event::ProcFailed { rank: p as i32 });
         self.peers[p].outq.clear();
         self.peers[p].unflushed.clear();

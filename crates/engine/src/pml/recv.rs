@@ -293,7 +293,9 @@ impl State {
             || hdr.src != d.src
             || (tag != ANY_TAG && hdr.tag != tag)
         {
-            // Left in the link (not released): the general path handles it next.
+            // Left in the link (not released): the general path handles it next (a
+            // sleeper's descriptors do not show it).
+            self.may_wake();
             return Direct::Busy;
         }
         let n = plen.min(len);
@@ -520,6 +522,9 @@ impl State {
                 self.ctrl(peer, K_NACK, 0, hdr.b, 0);
             }
             return;
+        }
+        if !self.sleepers.is_empty() {
+            self.arrived_on(hdr.ctx);
         }
         let env = Envelope {
             ctx: hdr.ctx,

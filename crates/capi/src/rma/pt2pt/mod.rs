@@ -27,9 +27,13 @@
 //! while others wait for the lock it holds, is dead to the target: its lock is released
 //! and its waiters get `MPIX_ERR_PROC_FAILED` ([`proto::TargetCore::peer_died`]).
 //!
-//! The progress thread polls the engine for requests: busily while requests keep coming,
-//! then sleeping 1, 2, 4, ... µs up to `osc_pt2pt_idle_sleep_max` (the engine has no
-//! blocking wait on its transports that a thread could sleep in).
+//! Waiting: the progress thread, and an origin waiting for a reply, poll the engine a
+//! little ([`BUSY_POLLS`]), then sleep in the engine's blocking wait
+//! ([`Engine::wait_message`]: `poll` on the sockets of the peers that may send, and a
+//! doorbell that other threads of the process ring when they take such a message off a
+//! socket), so an idle window costs no CPU. Peers reached over shared memory (`osc=pt2pt`
+//! on one node) have nothing to block in: the progress thread then sleeps 1, 2, 4, ... µs up
+//! to `osc_pt2pt_idle_sleep_max` between looks, and an origin keeps polling.
 
 pub(crate) mod params;
 pub(crate) mod proto;
@@ -37,7 +41,7 @@ pub(crate) mod proto;
 use crate::backend::{err, EComm, SendMode};
 use crate::consts::*;
 use crate::ffi::{MpiError, MpiResult};
-use oxmpi_engine::{Engine, ANY_SOURCE};
+use oxmpi_engine::{Engine, Wait, ANY_SOURCE};
 use proto::{AccOp, Memory, Reply, Req, TargetCore};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,7 +53,8 @@ const TAG_REQ: i32 = 1;
 /// Tag of replies (received by the origin's calling thread).
 const TAG_REPLY: i32 = 2;
 
-/// Busy polls of an idle progress thread before it starts sleeping.
+/// Polls of an idle progress thread, or of an origin waiting for a reply, before it
+/// sleeps in the engine's blocking wait.
 const BUSY_POLLS: u32 = 64;
 
 /// The message path of one window.
@@ -67,16 +72,29 @@ pub(crate) struct Net {
     /// Wait for every operation's acknowledgement (dynamic windows: only the target knows
     /// what is attached, and a bad address must fail the call that used it).
     acked: bool,
+    /// World rank of each member of the window.
+    world: Vec<i32>,
+    /// World ranks of the members reached with messages (the ones that send us requests).
+    remote: Vec<i32>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Net {
-    /// The message path over the window's private communicator `comm` of `n` ranks;
-    /// `acked`: every operation waits for the target's acknowledgement.
-    pub(crate) fn new(comm: c_int, n: usize, acked: bool) -> MpiResult<Net> {
+    /// The message path over the window's private communicator `comm`, whose member `r`
+    /// is reached directly when `near[r]`; `acked`: every operation waits for the target's
+    /// acknowledgement.
+    pub(crate) fn new(comm: c_int, near: &[bool], acked: bool) -> MpiResult<Net> {
         let eng = crate::backend::engine()?;
         let ecomm = crate::state::lock().comm(comm)?.ecomm;
+        let n = near.len();
+        let world = eng.comm_group(ecomm).map_err(err)?;
+        let remote = world
+            .iter()
+            .zip(near)
+            .filter(|&(_, &d)| !d)
+            .map(|(&w, _)| w)
+            .collect();
         Ok(Net {
             eng,
             comm,
@@ -84,6 +102,8 @@ impl Net {
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
             turn: (0..n).map(|_| Mutex::new(())).collect(),
             acked,
+            world,
+            remote,
             stop: Arc::new(AtomicBool::new(false)),
             thread: Mutex::new(None),
         })
@@ -92,9 +112,10 @@ impl Net {
     /// Start serving requests for this window's memory `mem`.
     pub(crate) fn start(&self, mem: Box<dyn Memory + Send>) -> MpiResult {
         let (eng, ecomm, stop) = (self.eng, self.ecomm, self.stop.clone());
+        let (members, remote) = (self.world.clone(), self.remote.clone());
         let h = std::thread::Builder::new()
             .name("oxmpi-osc".into())
-            .spawn(move || serve(eng, ecomm, &stop, mem))
+            .spawn(move || serve(eng, ecomm, &stop, mem, &members, &remote))
             .map_err(|e| {
                 MpiError::new(
                     MPI_ERR_NO_MEM,
@@ -108,6 +129,7 @@ impl Net {
     /// Stop the progress thread (window free, after the final barrier).
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+        self.eng.wake_sleepers(self.ecomm);
         let h = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = h {
             let _ = h.join();
@@ -149,10 +171,7 @@ impl Net {
     fn call(&self, t: usize, req: &Req) -> MpiResult<Vec<u8>> {
         let _turn = self.turn(t);
         self.send(t, req)?;
-        let (m, st) = self
-            .eng
-            .mprobe(t as i32, TAG_REPLY, self.ecomm)
-            .map_err(err)?;
+        let (m, st) = self.reply_from(t)?;
         let mut buf = vec![0u8; st.count_bytes];
         // SAFETY: `buf` is ours and outlives the wait below.
         let r = unsafe { self.eng.imrecv(buf.as_mut_ptr(), buf.len(), m) }.map_err(err)?;
@@ -175,6 +194,35 @@ impl Net {
             ));
         }
         Ok(reply.data)
+    }
+
+    /// Wait for the reply of target `t`: polling for a while, then sleeping in the
+    /// engine's blocking wait (a lock held long by another origin costs no CPU here).
+    fn reply_from(&self, t: usize) -> MpiResult<(oxmpi_engine::MessageId, oxmpi_engine::Status)> {
+        let never = AtomicBool::new(false);
+        let mut polls = 0u32;
+        loop {
+            if let Some(found) = self
+                .eng
+                .improbe(t as i32, TAG_REPLY, self.ecomm)
+                .map_err(err)?
+            {
+                return Ok(found);
+            }
+            polls = polls.saturating_add(1);
+            if polls < BUSY_POLLS {
+                std::thread::yield_now();
+                continue;
+            }
+            match self
+                .eng
+                .wait_message(t as i32, TAG_REPLY, self.ecomm, &self.world[t..=t], &never)
+                .map_err(err)?
+            {
+                Wait::Opaque => std::thread::yield_now(),
+                Wait::Ready | Wait::Slept => {}
+            }
+        }
     }
 
     /// Send an operation that is acknowledged later (put, accumulate without result).
@@ -291,10 +339,17 @@ impl std::fmt::Debug for Net {
 
 /// The progress thread: take requests off the window's context, run them through the
 /// target core, send the replies; a reply that cannot be delivered means its origin died.
-fn serve(eng: &'static Engine, ecomm: EComm, stop: &AtomicBool, mut mem: Box<dyn Memory + Send>) {
+/// `members`: the world rank of each member of the window; `remote`: those reached with
+/// messages.
+fn serve(
+    eng: &'static Engine,
+    ecomm: EComm,
+    stop: &AtomicBool,
+    mut mem: Box<dyn Memory + Send>,
+    members: &[i32],
+    remote: &[i32],
+) {
     let mut core = TargetCore::new();
-    // World ranks of the window's members, to map the engine's failed peers.
-    let members = eng.comm_group(ecomm).unwrap_or_default();
     let max_sleep = params::idle_sleep_max_us();
     let mut idle = 0u32;
     let mut sleep_us = 1u64;
@@ -342,8 +397,22 @@ fn serve(eng: &'static Engine, ecomm: EComm, stop: &AtomicBool, mut mem: Box<dyn
                     if idle < BUSY_POLLS {
                         std::thread::yield_now();
                     } else {
-                        std::thread::sleep(std::time::Duration::from_micros(sleep_us));
-                        sleep_us = (sleep_us * 2).min(max_sleep);
+                        // A lock holder's silent death is seen by the engine's failure
+                        // detection, which wakes us; a lock word held by a rank of our
+                        // node (direct path) has nothing to wake us: poll it.
+                        let waited = if core.held_directly() {
+                            Ok(Wait::Opaque)
+                        } else {
+                            eng.wait_message(ANY_SOURCE, TAG_REQ, ecomm, remote, stop)
+                        };
+                        match waited {
+                            Ok(Wait::Opaque) => {
+                                std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                                sleep_us = (sleep_us * 2).min(max_sleep);
+                            }
+                            Ok(Wait::Ready | Wait::Slept) => {}
+                            Err(_) => return,
+                        }
                     }
                 }
                 out

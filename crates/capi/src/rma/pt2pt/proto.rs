@@ -457,6 +457,13 @@ impl TargetCore {
         !self.queue.is_empty() && !self.held.is_empty()
     }
 
+    /// Whether lock requests wait while no origin reached with messages holds the lock:
+    /// a rank of the target's node holds the lock word directly, and only polling sees it
+    /// released (a holder reached with messages releases it with a message).
+    pub(crate) fn held_directly(&self) -> bool {
+        !self.queue.is_empty() && self.held.is_empty()
+    }
+
     /// Whether `origin` holds our lock (and how).
     #[cfg(test)]
     pub(crate) fn holder(&self, origin: usize) -> Option<bool> {

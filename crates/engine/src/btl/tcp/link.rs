@@ -13,8 +13,9 @@
 use std::cell::Cell;
 use std::io;
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
 
-use crate::btl::{Caps, Link, LinkError};
+use crate::btl::{Caps, Link, LinkError, Wake};
 use crate::pml::hdr::{Hdr, HDR};
 use crate::sys;
 
@@ -323,6 +324,16 @@ impl Link for TcpLink {
         }
         // Data, end of stream or an error other than "nothing there".
         sys::socket_readable(&self.sock)
+    }
+
+    fn wait_fds(&self, queued: bool, fds: &mut Vec<(RawFd, bool)>) -> Wake {
+        if self.rx.complete() || self.eof || self.broken.is_some() {
+            return Wake::Now;
+        }
+        // Whoever wakes on this socket looks at it on its next `ready`, not 8 calls later.
+        self.peeks.set(PEEK_EVERY - 1);
+        fds.push((self.sock.as_raw_fd(), queued || self.tx.pending() > 0));
+        Wake::Fds
     }
 }
 

@@ -11,7 +11,7 @@
 //! one fails the peer.
 
 use super::link::TcpLink;
-use crate::btl::{Caps, Link, LinkError, BTL};
+use crate::btl::{Caps, Link, LinkError, Wake, BTL};
 use crate::pml::hdr::{Hdr, K_DATA};
 
 /// One peer's link over several TCP connections.
@@ -139,6 +139,19 @@ impl Link for StripedLink {
 
     fn sending(&self) -> bool {
         self.conns.iter().any(Link::sending)
+    }
+
+    fn wait_fds(&self, queued: bool, fds: &mut Vec<(std::os::fd::RawFd, bool)>) -> Wake {
+        if self.held.is_some() {
+            return Wake::Now;
+        }
+        let mut w = Wake::Fds;
+        for (c, &closed) in self.conns.iter().zip(&self.closed) {
+            if !closed && c.wait_fds(queued, fds) == Wake::Now {
+                w = Wake::Now;
+            }
+        }
+        w
     }
 
     /// Reports how the DATA records were spread (verbose level 20), once.

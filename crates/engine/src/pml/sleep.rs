@@ -1,0 +1,90 @@
+//! Threads that sleep until traffic comes (`Engine::wait_message`, e.g. the one-sided
+//! progress thread): each registers its doorbell (`sys::bell`, an eventfd) with the context
+//! id it waits on, and sleeps in `poll` on the doorbell and the sockets of the peers it
+//! expects a message from. Whoever holds the engine lock when something the sleepers may
+//! wait for happens (an envelope on their context taken off a socket by another thread,
+//! records left in a link's user-space buffer, a peer declared dead) sets [`State::wake`];
+//! releasing the lock then rings every registered doorbell. Registration happens under the
+//! same lock as the sleeper's last look at the matching queues, so no arrival is missed.
+
+use std::os::fd::RawFd;
+
+use super::State;
+use crate::btl::Wake;
+use crate::sys;
+
+impl State {
+    /// An envelope arrived on context `ctx`: wake the sleepers when one waits on it.
+    #[inline]
+    pub(crate) fn arrived_on(&mut self, ctx: u32) {
+        if self.sleepers.iter().any(|s| s.0 == ctx) {
+            self.wake = true;
+        }
+    }
+
+    /// Something any sleeper may wait for happened (records left in a link's buffer, a
+    /// failed peer): wake them all, if there are any.
+    #[inline]
+    pub(crate) fn may_wake(&mut self) {
+        if !self.sleepers.is_empty() {
+            self.wake = true;
+        }
+    }
+
+    /// Rings every sleeper's doorbell (the engine lock's release does this when
+    /// [`State::wake`] is set).
+    #[cold]
+    pub(crate) fn ring_sleepers(&mut self) {
+        self.wake = false;
+        for &(_, fd) in &self.sleepers {
+            sys::ring(fd);
+        }
+    }
+
+    /// Rings the doorbells of the sleepers waiting on context `ctx` (a thread that wants
+    /// them to look again, e.g. to see a stop flag).
+    pub(crate) fn ring_ctx(&mut self, ctx: u32) {
+        for &(c, fd) in &self.sleepers {
+            if c == ctx {
+                sys::ring(fd);
+            }
+        }
+    }
+
+    /// The descriptors to sleep on until world ranks `from` send something: pushed into
+    /// `fds` with [`Wake::Fds`]; [`Wake::Now`] if something is there already (a record in a
+    /// link's buffer, a record queued for the peer); [`Wake::Opaque`] if some link of
+    /// theirs has no descriptor that tells. Dead peers and ourselves are skipped.
+    pub(crate) fn wait_set(&self, from: &[i32], fds: &mut Vec<(RawFd, bool)>) -> Wake {
+        let mut w = Wake::Fds;
+        for &r in from {
+            let Some(p) = self.peers.get(r as usize) else {
+                continue;
+            };
+            if r == self.me || p.dead {
+                continue;
+            }
+            let Some(link) = p.link.as_ref() else {
+                continue;
+            };
+            match link.wait_fds(!p.outq.is_empty(), fds) {
+                Wake::Now => return Wake::Now,
+                Wake::Opaque => w = Wake::Opaque,
+                Wake::Fds => {}
+            }
+        }
+        w
+    }
+
+    /// Registers doorbell `bell` as a sleeper on context `ctx`.
+    pub(crate) fn add_sleeper(&mut self, ctx: u32, bell: RawFd) {
+        self.sleepers.push((ctx, bell));
+    }
+
+    /// Removes doorbell `bell` from the sleepers.
+    pub(crate) fn remove_sleeper(&mut self, bell: RawFd) {
+        if let Some(i) = self.sleepers.iter().position(|s| s.1 == bell) {
+            self.sleepers.swap_remove(i);
+        }
+    }
+}
