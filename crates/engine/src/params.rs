@@ -177,6 +177,8 @@ mod tests {
                 "btl_ofi_tagged",
                 "btl_ofi_rma",
                 "btl_ofi_connect_timeout",
+                "btl_ofi_mr_cache_size",
+                "btl_ofi_mr_cache_pinned",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "mpi_ft_enable",
