@@ -147,3 +147,70 @@ fn on_the_intercommunicator_to_spawned_children() {
         ],
     );
 }
+
+/// ULFM over the ofi transport on libfabric's `shm` provider: the survivors finish as over
+/// sm and tcp, and each closes its fabric at `MPI_Finalize` although a peer died (the
+/// link of the dead peer is abandoned, not left open), so the provider removes each
+/// survivor's shared-memory region: `btl_base_verbose` 20 prints the ofi closing line once
+/// per survivor. The killed rank's own region (libfabric's `/dev/shm/<pid>:...` file) can
+/// only be removed by someone else: this test removes it.
+#[test]
+fn survivors_close_their_fabric_over_ofi_shm() {
+    let ok = std::process::Command::new("fi_info")
+        .args(["-p", "shm"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: no libfabric shm provider (fi_info -p shm); scripts/deps.sh installs \
+             libfabric-bin"
+        );
+        return;
+    }
+    let dir = Scratch::new("ulfm-ofi");
+    let exe = build("ulfm.c", &dir.0);
+    let out = run(
+        &exe,
+        &[
+            "--with-ft",
+            "ulfm",
+            "--mca",
+            "btl",
+            "self,ofi",
+            "--mca",
+            "btl_base_verbose",
+            "20",
+            "-x",
+            "FI_PROVIDER=shm",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The killed rank's region, named by its pid in mpirun's report.
+    for pid in stderr
+        .lines()
+        .filter_map(|l| l.split("rank 3 (pid ").nth(1))
+        .filter_map(|r| r.split(')').next())
+        .filter(|p| p.chars().all(|c| c.is_ascii_digit()))
+    {
+        if let Ok(rd) = std::fs::read_dir("/dev/shm") {
+            for e in rd.flatten() {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{pid}:"))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+    let what = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{what}");
+    let ok = stdout.lines().filter(|l| l.ends_with(" ok")).count();
+    assert_eq!(ok, 3, "{what}");
+    let closed = stderr
+        .lines()
+        .filter(|l| l.contains("ofi: rank ") && l.contains("records injected"))
+        .count();
+    assert_eq!(closed, 3, "every survivor closes its fabric: {what}");
+}

@@ -450,6 +450,12 @@ pub(crate) trait Link: Send + std::fmt::Debug {
         let _ = (buf, n, sreq);
         Ok(false)
     }
+    /// The peer failed and the link is dropped: nothing more is exchanged with it, but the
+    /// transport may release what it holds for it (the `ofi` link counts the peer as
+    /// closed, so the shared fabric is closed once every other link has closed too, at
+    /// finalize or at once: the `shm` provider removes its shared-memory file then). By
+    /// default there is nothing to do.
+    fn abandon(&mut self) {}
     /// The application frees `len` bytes at `addr` (`MPI_Free_mem`): the link drops what
     /// it keeps of that memory (the `ofi` link's cached registrations). By default it
     /// keeps nothing.

@@ -509,7 +509,10 @@ impl State {
         self.peers[p].unflushed.clear();
         // Nothing more comes from it: stop polling its link (a closed socket would report
         // its end again on every pass).
-        self.peers[p].link = None;
+        // The link may release what its transport holds for the peer first.
+        if let Some(mut l) = self.peers[p].link.take() {
+            l.abandon();
+        }
         // Its control areas lived in the link's mappings.
         self.peers[p].coop_rx = None;
         self.peers[p].coop_tx = None;

@@ -1078,7 +1078,11 @@ impl Link for OfiLink {
         }
         let sent = match n.peers[p].as_ref() {
             None => return true,
-            Some(q) if q.err.is_some() || n.fatal.is_some() => return true,
+            Some(q) if q.err.is_some() || n.fatal.is_some() => {
+                // Nothing more to say to it; the fabric still closes with the others.
+                n.finish(p);
+                return true;
+            }
             Some(q) => q.bye_sent,
         };
         if !sent {
@@ -1100,6 +1104,14 @@ impl Link for OfiLink {
             n.finish(p);
         }
         done
+    }
+
+    fn abandon(&mut self) {
+        let p = self.peer;
+        let mut n = self.net();
+        if !n.closed {
+            n.finish(p);
+        }
     }
 
     unsafe fn read(&mut self, buf: *mut u8, n: usize, sreq: u64) -> Result<bool, LinkError> {
