@@ -116,22 +116,6 @@ fn rma_from_four_threads_to_one_target() {
     }
 }
 
-/// Whether libfabric's tcp provider is there; says loudly that the test is skipped if not
-/// (`scripts/deps.sh` installs `libfabric-bin`).
-fn ofi_tcp() -> bool {
-    let ok = std::process::Command::new("fi_info")
-        .args(["-p", "tcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: no libfabric tcp provider (fi_info -p tcp); scripts/deps.sh installs \
-             libfabric-bin"
-        );
-    }
-    ok
-}
-
 /// One-sided operations over the ofi transport (`--mca btl self,ofi` on libfabric's
 /// `tcp;ofi_rxm`, which has `FI_RMA`): with `osc=pt2pt,ofi` every peer is reached with
 /// messages, and puts and gets go straight into its registered window memory
@@ -139,7 +123,7 @@ fn ofi_tcp() -> bool {
 /// `FI_RMA`) they fall back to messages. `rma.c` passes both ways.
 #[test]
 fn rma_over_ofi_rma_and_its_fallback() {
-    if !ofi_tcp() {
+    if !common::ofi_provider("tcp") {
         return;
     }
     let dir = Scratch::new("rma-ofi");

@@ -156,15 +156,7 @@ fn on_the_intercommunicator_to_spawned_children() {
 /// only be removed by someone else: this test removes it.
 #[test]
 fn survivors_close_their_fabric_over_ofi_shm() {
-    let ok = std::process::Command::new("fi_info")
-        .args(["-p", "shm"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: no libfabric shm provider (fi_info -p shm); scripts/deps.sh installs \
-             libfabric-bin"
-        );
+    if !common::ofi_provider("shm") {
         return;
     }
     let dir = Scratch::new("ulfm-ofi");

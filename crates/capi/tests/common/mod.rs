@@ -155,3 +155,20 @@ pub fn run_ok(exe: &Path, np: usize, timeout_s: &str) -> (String, String) {
     );
     (stdout, stderr)
 }
+
+/// Whether libfabric offers `provider` here (`fi_info -p provider`); if not, says loudly
+/// that the calling test is skipped (`scripts/deps.sh` installs libfabric-bin).
+#[allow(dead_code)]
+pub fn ofi_provider(provider: &str) -> bool {
+    let ok = Command::new("fi_info")
+        .args(["-p", provider])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: no libfabric {provider} provider (fi_info -p {provider}); scripts/deps.sh \
+             installs libfabric-bin"
+        );
+    }
+    ok
+}
