@@ -305,9 +305,7 @@ impl State {
         link.release();
         self.peers[d.peer].stats.received(plen);
         if self.comms_watched != 0 {
-            if let Some(Some(c)) = self.comms.get_mut(d.comm) {
-                c.stats.arrived(plen);
-            }
+            self.comm_index_arrived(d.comm, plen);
         }
         if hdr.flags & F_SYNC != 0 {
             self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
@@ -503,10 +501,16 @@ impl State {
     #[cold]
     fn comm_arrived_watched(&mut self, ctx: u32, len: usize) {
         if let Some(&c) = self.ctx_comm.get(&ctx) {
-            if let Some(Some(c)) = self.comms.get_mut(c as usize) {
-                if c.watched != 0 {
-                    c.stats.arrived(len);
-                }
+            self.comm_index_arrived(c as usize, len);
+        }
+    }
+
+    /// Counts `len` bytes that arrived on communicator `c` if a tools handle watches it.
+    #[cold]
+    fn comm_index_arrived(&mut self, c: usize, len: usize) {
+        if let Some(Some(c)) = self.comms.get_mut(c) {
+            if c.watched != 0 {
+                c.stats.arrived(len);
             }
         }
     }
