@@ -15,6 +15,12 @@
  *   mixed with blocking ones, completed in reverse order; and each collective posted by
  *   rank 0 only after every other rank has completed its own part where that is possible,
  *   or has sent it a token (a post that waited for the others would hang).
+ * - Blocking and nonblocking collectives matched each in their own order, as Open MPI and
+ *   MPICH match them (separate tag spaces): for every root, the root starts an
+ *   MPI_Iallreduce (and an MPI_Ibcast), tests it, then enters MPI_Barrier; the others enter
+ *   the barrier first and start theirs after it (mpi4py's test_ulfm does this through its
+ *   MPI_Comm_iagree fallback). The root's test must not complete it early, and the result
+ *   must be the AND of everybody's flags.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
  * coll_sm_nonblocking_calls counter) and "coll_nb_sm: all checks passed".
  * Argument: number of rounds. */
@@ -417,6 +423,30 @@ static void check_ordering(int round) {
         CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
         CHECK(z == 42);
         CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+    }
+
+    /* Blocking and nonblocking collectives in a different order at the root. */
+    for (int root = 0; root < size; root++) {
+        int flag, b = -1, done = 1;
+        CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+        if (rank == root) {
+            flag = 11;
+            b = 100 + root + round;
+            CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_BAND, MPI_COMM_WORLD, &rq[0]));
+            CHECK_RC(MPI_Ibcast(&b, 1, MPI_INT, root, MPI_COMM_WORLD, &rq[1]));
+            CHECK_RC(MPI_Test(&rq[0], &done, MPI_STATUS_IGNORE));
+            CHECK(!done); /* the others have not started theirs */
+            CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+        } else {
+            flag = 13;
+            CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+            CHECK(flag == 13);
+            CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_BAND, MPI_COMM_WORLD, &rq[0]));
+            CHECK_RC(MPI_Ibcast(&b, 1, MPI_INT, root, MPI_COMM_WORLD, &rq[1]));
+        }
+        CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+        CHECK(flag == (size > 1 ? 9 : 11));
+        CHECK(b == 100 + root + round);
     }
 }
 

@@ -29,8 +29,13 @@
 //! any operation.
 //!
 //! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
-//! and finish at a later progress call once the stamps they need are there; a rank's done
-//! word then stays below its oldest unfinished one.
+//! and finish at a later progress call once the stamps they need are there. They count
+//! their own sequence, in [`NB_NBUF`] buffers of their own at the end of the slot, with
+//! their own done word (bytes 16..24 of the first line), which stays below a rank's oldest
+//! unfinished one: blocking and nonblocking collectives are matched each in their own
+//! order, like the separate tag spaces of Open MPI and MPICH, so a rank that starts an
+//! `MPI_Iallreduce` and then enters `MPI_Barrier` meets a rank that entered the barrier
+//! first.
 //!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
@@ -42,7 +47,7 @@ pub mod params;
 mod segment;
 
 pub use nb::SmKind;
-pub use segment::{Seg, BIG_MAX, DATA, NBUF};
+pub use segment::{Seg, BIG_MAX, DATA, NBUF, NB_NBUF};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};

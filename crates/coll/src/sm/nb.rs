@@ -4,10 +4,11 @@
 //! result is computed from the ranks' buffers exactly as the blocking forms do (reductions
 //! folded in rank order) and the collective is closed.
 //!
-//! Nothing here ever waits: a buffer still in use for collective `k - NBUF` defers the
-//! post to a later progress call. Our done word stays below the oldest open nonblocking
-//! collective ([`Seg::open_nb`]), so no rank reuses a buffer we may still read, whatever
-//! order the collectives finish in.
+//! Nothing here ever waits: a buffer still in use for nonblocking collective
+//! `k - NB_NBUF` defers the post to a later progress call. Our nonblocking done word stays
+//! below the oldest open one ([`Seg::open_nb`]), so no rank reuses a buffer we may still
+//! read, whatever order they finish in. Blocking collectives have their own sequence and
+//! buffers ([`super`]), so they may run in between in any order.
 //!
 //! Every rank takes the same decision (sizes in bytes that MPI requires to match, the
 //! communicator): the caller makes the choice with [`SmKind::fits`].

@@ -4,7 +4,7 @@
 use crate::{CollComm, Result};
 use oxmpi_engine::sys::Mapping;
 use oxmpi_engine::Engine;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 const LINE: usize = 64;
@@ -21,7 +21,15 @@ const BUF: usize = LINE + DATA;
 const LANE: u64 = 64;
 /// Payload of one lane line (after its stamp).
 const LANE_DATA: usize = LINE - 8;
-const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
+/// Buffers per rank of the nonblocking collectives ([`super::nb`]): their own sequence and
+/// buffers, apart from the blocking ones', so that blocking and nonblocking collectives are
+/// matched each in their own order, as Open MPI's and MPICH's separate tag spaces do (a
+/// program may post `MPI_Iallreduce` and then call `MPI_Barrier` while another rank calls
+/// the barrier first; mpi4py's fallback of `MPI_Comm_iagree` does exactly that).
+pub const NB_NBUF: u64 = 8;
+const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE + NB_NBUF as usize * BUF;
+/// Offset in a slot of the nonblocking collectives' buffers.
+const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
 
 /// A communicator's mapped segment.
 pub struct Seg {
@@ -31,29 +39,31 @@ pub struct Seg {
     _map: Mapping,
     rank: usize,
     size: usize,
-    /// Our next sequence number (collectives on one communicator are serialized by the
-    /// MPI rules).
+    /// Our next sequence number of the blocking collectives (collectives on one
+    /// communicator are serialized by the MPI rules).
     seq: AtomicU64,
+    /// Our last sequence number of the nonblocking collectives (their own count).
+    nb_seq: AtomicU64,
     /// Number of large allreduces done.
     last_big: AtomicU64,
     /// A lower bound of every other rank's done word (cached, see the module doc).
     min_done: AtomicU64,
+    /// The same of every rank's nonblocking done word.
+    min_nb_done: AtomicU64,
     /// The region of large allreduces, made at the first one (remade larger on demand),
     /// and whether it is not to be used (making it failed, or some rank yields when
     /// idle): large allreduces then stay point-to-point.
     big: Mutex<(Option<Big>, bool)>,
     /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
     nb: Mutex<Open>,
-    /// Number of entries of `nb.open` (read without the lock by [`Seg::finish`]).
-    nopen: AtomicUsize,
     yield_idle: bool,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
 }
 
-/// The nonblocking collectives of a segment that are not finished: a rank's done word is
-/// then one below the oldest of them (it may still read that collective's buffers), and
-/// `last` is the newest collective finished (the done word once none is open).
+/// The nonblocking collectives of a segment that are not finished: a rank's nonblocking
+/// done word is then one below the oldest of them (it may still read that collective's
+/// buffers), and `last` is the newest one finished (the done word once none is open).
 #[derive(Default)]
 struct Open {
     open: Vec<u64>,
@@ -101,11 +111,12 @@ impl Seg {
             rank,
             size,
             seq: AtomicU64::new(0),
+            nb_seq: AtomicU64::new(0),
             last_big: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
+            min_nb_done: AtomicU64::new(0),
             big: Mutex::new((None, !big_ok)),
             nb: Mutex::new(Open::default()),
-            nopen: AtomicUsize::new(0),
             yield_idle,
             eng,
         }
@@ -116,6 +127,24 @@ impl Seg {
         // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
         // mapping is page-aligned, SLOT a multiple of 64) and only accessed atomically.
         unsafe { &*(self.base.add(r * SLOT).cast::<AtomicU64>()) }
+    }
+    /// Rank `r`'s done word of the nonblocking collectives (bytes 16..24 of its first line).
+    fn nb_done_word(&self, r: usize) -> &AtomicU64 {
+        // SAFETY: bytes 16..24 of slot `r`'s first line: inside the mapping, 8-aligned,
+        // only accessed atomically.
+        unsafe { &*(self.base.add(r * SLOT + 16).cast::<AtomicU64>()) }
+    }
+    /// Rank `r`'s nonblocking buffer of nonblocking collective `k`: stamp word, then data.
+    fn nb_buf(&self, r: usize, k: u64) -> *mut u8 {
+        // SAFETY: inside slot `r` of the mapping (the nonblocking buffers end it).
+        unsafe {
+            self.base
+                .add(r * SLOT + NB_AT + (k % NB_NBUF) as usize * BUF)
+        }
+    }
+    fn nb_stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of a 64-aligned buffer, only accessed atomically.
+        unsafe { &*(self.nb_buf(r, k).cast::<AtomicU64>()) }
     }
     /// Rank `r`'s stamp of buffer `k mod NBUF`.
     fn stamp(&self, r: usize, k: u64) -> &AtomicU64 {
@@ -144,33 +173,27 @@ impl Seg {
     }
     /// We have read everything of collective `k` (a blocking one).
     fn finish(&self, k: u64) {
-        // No nonblocking collective open (none can be opened meanwhile: collectives on one
-        // communicator are started in order by one thread at a time): every collective up
-        // to `k` is finished.
-        if self.nopen.load(Ordering::Acquire) == 0 {
-            self.seq_word(self.rank).store(k, Ordering::Release);
-            return;
-        }
-        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
-        g.last = g.last.max(k);
-        self.publish(&g);
+        self.seq_word(self.rank).store(k, Ordering::Release);
     }
-    /// Store our done word: one below the oldest open nonblocking collective, else the
-    /// newest finished one (never decreasing: collectives are opened in increasing order).
+    /// Store our nonblocking done word: one below the oldest open nonblocking collective,
+    /// else the newest finished one (never decreasing: they are opened in increasing order).
     fn publish(&self, g: &Open) {
         let v = g.open.iter().min().map_or(g.last, |&m| m - 1);
-        self.seq_word(self.rank).store(v, Ordering::Release);
+        self.nb_done_word(self.rank).store(v, Ordering::Release);
     }
-    /// Open a nonblocking collective: its sequence number, noted open until
-    /// [`Seg::close_nb`] (our done word stays below it meanwhile, whatever finishes later).
+    /// Open a nonblocking collective: its sequence number among the nonblocking
+    /// collectives (call in MPI's order of them), noted open until [`Seg::close_nb`] (our
+    /// nonblocking done word stays below it meanwhile, whatever finishes later).
     pub(crate) fn open_nb(&self) -> u64 {
-        let k = self.next();
+        // Not a read-modify-write, as in `next`: nonblocking collectives on one
+        // communicator are started in order by one thread at a time.
+        let k = self.nb_seq.load(Ordering::Relaxed) + 1;
+        self.nb_seq.store(k, Ordering::Relaxed);
         let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
         if g.open.is_empty() {
-            g.last = self.seq_word(self.rank).load(Ordering::Relaxed);
+            g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
         }
         g.open.push(k);
-        self.nopen.fetch_add(1, Ordering::AcqRel);
         k
     }
     /// Nonblocking collective `k` has read everything it needed (any thread).
@@ -178,50 +201,50 @@ impl Seg {
         let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = g.open.iter().position(|&o| o == k) {
             g.open.swap_remove(i);
-            self.nopen.fetch_sub(1, Ordering::AcqRel);
         }
         g.last = g.last.max(k);
         self.publish(&g);
     }
-    /// Whether rank `r` has stamped its buffer of collective `k` (acquire: its data is
-    /// then visible).
+    /// Whether rank `r` has stamped its buffer of nonblocking collective `k` (acquire: its
+    /// data is then visible).
     pub(crate) fn stamped(&self, r: usize, k: u64) -> bool {
-        self.stamp(r, k).load(Ordering::Acquire) >= k
+        self.nb_stamp(r, k).load(Ordering::Acquire) >= k
     }
-    /// Post `src` (at most `DATA` bytes) as our data of collective `k` without waiting:
-    /// false (nothing written) while some rank, ourselves included, may still read the
-    /// buffer for collective `k - NBUF`.
+    /// Post `src` (at most `DATA` bytes) as our data of nonblocking collective `k` without
+    /// waiting: false (nothing written) while some rank, ourselves included, may still read
+    /// the buffer for nonblocking collective `k - NB_NBUF`.
     ///
     /// # Safety
     /// `src` is valid for reads (it may be the caller's memory, not yet handed over).
     pub(crate) unsafe fn try_post(&self, k: u64, src: *const u8, n: usize) -> bool {
         debug_assert!(n <= DATA);
-        let need = k.saturating_sub(NBUF);
-        if self.min_done.load(Ordering::Relaxed) < need {
+        let need = k.saturating_sub(NB_NBUF);
+        if self.min_nb_done.load(Ordering::Relaxed) < need {
             let low = (0..self.size)
-                .map(|r| self.seq_word(r).load(Ordering::Acquire))
+                .map(|r| self.nb_done_word(r).load(Ordering::Acquire))
                 .min()
                 .unwrap_or(need);
             if low < need {
                 return false;
             }
-            self.min_done.store(low, Ordering::Relaxed);
+            self.min_nb_done.store(low, Ordering::Relaxed);
         }
-        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
-        // longer by anybody for collective `k - NBUF` (checked above); `src` per the
-        // caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(src, self.data(self.rank, k), n) };
-        self.stamp(self.rank, k).store(k, Ordering::Release);
+        // SAFETY: our own nonblocking buffer of `k` (data after the stamp line), read by
+        // nobody until we stamp it and no longer by anybody for `k - NB_NBUF` (checked
+        // above); `src` per the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, self.nb_buf(self.rank, k).add(8), n) };
+        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
         true
     }
     /// Rank `r`'s data of collective `k`, `n` bytes from `off`, for a nonblocking
     /// collective.
     ///
     /// # Safety
-    /// As [`Seg::peer`]: `r` stamped `k` ([`Seg::stamped`]) and `k` is still open here.
+    /// `r` stamped nonblocking collective `k` ([`Seg::stamped`]), `k` is still open here
+    /// (the buffer is then unchanged), and `off + n <= DATA`.
     pub(crate) unsafe fn peer_nb(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
-        // SAFETY: caller contract.
-        unsafe { self.peer(r, k, off, n) }
+        // SAFETY: caller contract; the view is read only.
+        unsafe { std::slice::from_raw_parts(self.nb_buf(r, k).add(8 + off).cast_const(), n) }
     }
     /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
     fn done_word(&self, r: usize) -> &AtomicU64 {
@@ -286,10 +309,7 @@ impl Seg {
         // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
         unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
     }
-    /// Wait until every rank's done word (ours too: an open nonblocking collective may
-    /// still read our buffer) has reached `need`. Open nonblocking collectives are
-    /// finished meanwhile by the progress thread (`crate::nbc::progress`), not here: this
-    /// may run with the caller's locks held, which their completions take.
+    /// Wait until every rank's done word has reached `need`.
     fn reusable(&self, need: u64) {
         if self.min_done.load(Ordering::Relaxed) < need {
             let mut low = u64::MAX;
