@@ -71,11 +71,15 @@ run_one() {
     [ "$impl" = rawblk ] && wait=block
     for t in "lat $sizes_lat $(iters 20000)" "bw $size_bw $(iters 500)"; do
       set -- $t
-      "$FN_DIR/agent" n2 "$work/rawtcp" server "$port" >/dev/null 2>&1 &
+      timeout -k 5 130 "$FN_DIR/agent" n2 "$work/rawtcp" server "$port" >/dev/null 2>&1 &
       local srv=$!
       timeout -k 5 120 "$FN_DIR/agent" n1 "$work/rawtcp" client "$hosts" "$port" "$1" "$2" "$3" "$links" \
         "$wait" >"$work/out" 2>&1
       wait $srv
+      grep -q "^RESULT" "$work/out" || {
+        echo "links $links $impl: $1 FAILED; last output:" >&2
+        tail -n 3 "$work/out" | sed 's/^/    /' >&2
+      }
       sed -n "s/^RESULT test=\([a-z]*\) .* median=\([0-9.]*\) .*/\1 \2/p" "$work/out"
       sed -n "s/^RESULT test=\([a-z]*\) .* \(sndbuf=[0-9]* rcvbuf=[0-9]*\).*/$impl $1 socket buffers after the run: \2/p" \
         "$work/out" >>"$work/bufs"
