@@ -3,10 +3,19 @@
 # namespace on a bridge, launched through the nodes' ssh-style agent), against its raw-socket
 # limit measured in the same run: the 8-byte ping-pong (one way, µs) and the 1 MiB stream
 # (MB/s) of
-#   raw    bench/c/rawtcp.c: plain blocking TCP sockets between the same two namespaces;
+#   raw    bench/c/rawtcp.c between the same two namespaces, TCP_NODELAY, non-blocking
+#          sockets polled in a loop, as the MPI libraries wait: the limit (the ratios'
+#          denominator);
+#   rawblk the same with blocking sockets (each message wakes a sleeping process): what a
+#          hand-written socket program gets, for reference;
 #   oxmpi  oxbench lat,bw over oxmpi's tcp transport (no parameter set);
 #   hydra  oxbench built with mpicc.mpich, started by Hydra (MPICH's default netmod);
-#   ompi   oxbench built with mpicc.openmpi, `--mca btl tcp,self`.
+#   ompi   oxbench built with mpicc.openmpi, `--mca btl tcp,self --bind-to none`. Open MPI
+#          binds the 2 ranks of a 2-rank job to a core each by default, but each node's
+#          orted picks its own first core, and the fake nodes share one machine's cores:
+#          both ranks land on core 0 and each ping-pong turn waits for the scheduler's time
+#          slice (about 4 ms one way). `--bind-to none` is what Open MPI users set where
+#          nodes share cores (oxmpi and Hydra do not bind ranks on other nodes either).
 # With 1 link (one network) and with 2 links (a second network on every node: oxmpi pairs
 # the two interfaces and stripes large messages over them, Open MPI is given both in
 # btl_tcp_if_include, rawtcp stripes over one connection per network; MPICH uses what its
@@ -36,7 +45,7 @@ fakenodes_up 2 || { echo "tcp-nodes: cannot set up 2 fake nodes" >&2; exit 2; }
 fakenodes_peers "$work" 1
 
 cc -O2 "$here/c/rawtcp.c" -o "$work/rawtcp" || { echo "tcp-nodes: cannot build rawtcp.c" >&2; exit 2; }
-impls=(raw)
+impls=(raw rawblk)
 build() { # build NAME CC
   if command -v "$2" >/dev/null && "$2" -O2 "$here/c/oxbench.c" -o "$work/oxbench.$1" 2>"$work/cc.err"; then
     impls+=("$1")
@@ -57,16 +66,23 @@ run_one() {
     hosts="$FN_NET.12,10.98.0.12"
   fi
   case $impl in
-  raw)
-    local t
+  raw | rawblk)
+    local t wait=spin
+    [ "$impl" = rawblk ] && wait=block
     for t in "lat $sizes_lat $(iters 20000)" "bw $size_bw $(iters 500)"; do
       set -- $t
-      "$FN_DIR/agent" n2 "$work/rawtcp" server "$port" >/dev/null 2>&1 &
+      timeout -k 5 130 "$FN_DIR/agent" n2 "$work/rawtcp" server "$port" >/dev/null 2>&1 &
       local srv=$!
       timeout -k 5 120 "$FN_DIR/agent" n1 "$work/rawtcp" client "$hosts" "$port" "$1" "$2" "$3" "$links" \
-        >"$work/out" 2>&1
+        "$wait" >"$work/out" 2>&1
       wait $srv
+      grep -q "^RESULT" "$work/out" || {
+        echo "links $links $impl: $1 FAILED; last output:" >&2
+        tail -n 3 "$work/out" | sed 's/^/    /' >&2
+      }
       sed -n "s/^RESULT test=\([a-z]*\) .* median=\([0-9.]*\) .*/\1 \2/p" "$work/out"
+      sed -n "s/^RESULT test=\([a-z]*\) .* \(sndbuf=[0-9]* rcvbuf=[0-9]*\).*/$impl $1 socket buffers after the run: \2/p" \
+        "$work/out" >>"$work/bufs"
       port=$((port + 1))
     done
     return
@@ -84,7 +100,7 @@ run_one() {
   ompi)
     timeout -k 5 300 mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent "$work/agent-sh" \
       --hostfile "$FN_DIR/hosts" --map-by node --mca oob_tcp_if_include "$FN_NET.0/24" \
-      --mca btl tcp,self --mca btl_tcp_if_include "$inc" -n 2 \
+      --mca btl tcp,self --mca btl_tcp_if_include "$inc" --bind-to none -n 2 \
       "$work/oxbench.ompi" lat,bw 11 "$scale" $sizes_lat $size_bw >"$work/out" 2>&1 </dev/null
     ;;
   esac
@@ -116,6 +132,7 @@ for links in 1 2; do
     done
   done
 done
+[ -s "$work/bufs" ] && sort -u "$work/bufs" | sed 's/^/tcp-nodes: /'
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 for links in 1 2; do
   for t in lat bw; do

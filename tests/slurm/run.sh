@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Jobs on a real Slurm cluster whose 2 nodes are network+UTS namespaces (own address and host
+# Jobs on a real Slurm cluster whose 4 nodes are network+UTS namespaces (own address and host
 # name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
-# `mpirun` inside `salloc` (daemons started as overlapping srun steps): every rank on its
-# node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort
-# on a remote node, two mpiruns at once in one allocation, MPI_Comm_spawn (from mpirun
-# and under srun), and mpi4py's MPI-IO test module (both ways, one rank per node).
+# `mpirun` inside `salloc` (daemons started as overlapping srun steps), on 2 nodes: every
+# rank on its node, ring, collectives, one-sided communication (rma.c) and MPI-IO (io.c),
+# a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort on a remote node, two
+# mpiruns at once in one allocation, MPI_Comm_spawn (from mpirun and under srun), and
+# mpi4py's MPI-IO test module (both ways, one rank per node); on 4 nodes: every rank on
+# its node, and a rank failing in MPI_Init, killed or aborting on another node.
 # Each case checks its status, its output and its time; the cluster is torn down at the end,
 # also on failure.
 #
@@ -34,7 +36,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-SLURM_MODE=netns SLURM_NODES=2 SLURM_CPUS=4 "$here/up.sh" >"$work/up.log" 2>&1 || {
+SLURM_MODE=netns SLURM_NODES=4 SLURM_CPUS=4 "$here/up.sh" >"$work/up.log" 2>&1 || {
   cat "$work/up.log" >&2
   skip "the cluster did not come up here"
 }
@@ -42,11 +44,14 @@ on_head=$OXMPI_SLURM_DIR/run-on-head
 
 for s in ring abort; do "$P/bin/mpicc" "$root/bin/mpirun/tests/c/$s.c" -o "$work/$s" || exit 1; done
 for s in where kill9 spawn_where; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.c" -o "$work/$s" || exit 1; done
-"$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/coll.c" -o "$work/coll" || exit 1
-# Rank 3 (on node 2) fails in MPI_Init: an interface that does not exist.
+for s in coll rma io; do
+  "$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/$s.c" -o "$work/$s" || exit 1
+done
+mkdir -p "$work/io-data"
+# Rank FAILRANK (default 3, on node 2) fails in MPI_Init: an interface that does not exist.
 cat >"$work/failinit" <<EOF
 #!/bin/sh
-[ "\${PMI_RANK:-\$SLURM_PROCID}" = 3 ] && export OXMPI_MCA_btl_tcp_if_include=nosuch0
+[ "\${PMI_RANK:-\$SLURM_PROCID}" = "\${FAILRANK:-3}" ] && export OXMPI_MCA_btl_tcp_if_include=nosuch0
 exec $work/where
 EOF
 chmod +x "$work/failinit"
@@ -93,6 +98,39 @@ salloc_ "MPI_Abort on a remote node" 7 5 "rank 1 on host n2 called abort with ex
   "$P/bin/mpirun" --map-by node "$work/abort"
 salloc_ "two mpiruns at once (overlapping daemon steps)" 0 10 "^ring total 18" \
   sh -c "$P/bin/mpirun $work/where & $P/bin/mpirun $work/ring; wait"
+# One-sided communication and MPI-IO across the nodes, both ways: rma.c (every window
+# flavour and synchronisation mode) on one rank per node, every peer reached with messages
+# (windows that mix same-node and other-node peers are a tests/fakenodes case: 4 ranks
+# with a progress thread each take over a minute here when the machine is loaded), and
+# io.c on 4 ranks (shared and ordered pointers, atomic mode, collectives; its files in
+# $work/io-data, which it leaves empty). MPI_Abort on the second node under srun (-m cyclic
+# puts rank 1 there).
+case_timeout=120 case_ "srun --mpi=pmi2: rma.c, one rank per node" 0 60 "^rma: all checks passed on 2 ranks" \
+  srun --mpi=pmi2 -N2 -n2 "$work/rma"
+srun_ "io.c, shared pointer and atomic mode" 0 60 "^io: done" "$work/io" "$work/io-data"
+srun_ "MPI_Abort on a remote node" "[1-9][0-9]*" 5 "^\[n2:[0-9]+\] oxmpi: MPI_Abort called with error code 7" \
+  -m cyclic "$work/abort"
+case_timeout=120 case_ "mpirun in salloc: rma.c, one rank per node" 0 60 "^rma: all checks passed on 2 ranks" \
+  salloc -N2 -n2 "$P/bin/mpirun" "$work/rma"
+salloc_ "io.c, shared pointer and atomic mode" 0 60 "^io: done" "$P/bin/mpirun" "$work/io" "$work/io-data"
+[ -z "$(ls -A "$work/io-data")" ] || {
+  echo "slurm: io.c left files behind: $(ls -A "$work/io-data")"
+  failures=$((failures + 1))
+}
+# 4 nodes, 2 ranks each: every rank on its node, and the failures on the last node.
+srun4_() { case_ "srun --mpi=pmi2, 4 nodes: $1" "$2" "$3" "$4" srun --mpi=pmi2 -N4 -n8 "${@:5}"; }
+salloc4_() { case_ "mpirun in salloc, 4 nodes: $1" "$2" "$3" "$4" salloc -N4 -n8 "${@:5}"; }
+srun4_ "every rank on its node" 0 10 "^rank 7 on n4" "$work/where"
+srun4_ "a rank failing in MPI_Init" 137 5 "rank 7: btl_tcp_if_include=nosuch0" \
+  env FAILRANK=7 "$work/failinit"
+srun4_ "kill -9 of a remote rank" 137 5 "task 7: Killed" "$work/kill9"
+salloc4_ "every rank on its node" 0 10 "^rank 7 on n4" "$P/bin/mpirun" "$work/where"
+salloc4_ "a rank failing in MPI_Init" 1 5 "rank 7 on host n4 called abort" \
+  "$P/bin/mpirun" -x FAILRANK=7 "$work/failinit"
+salloc4_ "kill -9 of a remote rank" "137|1" 5 "rank 7 .*on host n4 exited on signal 9|ProcFailed: .* rank 7 failed" \
+  "$P/bin/mpirun" "$work/kill9"
+salloc4_ "MPI_Abort on a remote node" 7 5 "rank 1 on host n2 called abort with exit code 7" \
+  "$P/bin/mpirun" --map-by node "$work/abort"
 # MPI_Comm_spawn (2 slots per node): from mpirun in salloc, children on both nodes' free
 # slots, and on a node where mpirun had no daemon yet (started as one more srun step);
 # under srun --mpi=pmi2 (PMI-1 and PMI-2 wire) Slurm starts the children as a new step,

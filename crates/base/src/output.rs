@@ -333,9 +333,9 @@ pub fn check_problems(registry: &mut Registry) -> Result<(), String> {
         if !strict {
             warn(format_args!("warning: {u}"));
         } else if first.is_none() {
-            first = Some(format!("{u} (mca_base_param_check=error)"));
+            first = Some(format!("{} (mca_base_param_check=error)", u.as_error()));
         } else {
-            error(format_args!("error: {u}"));
+            error(format_args!("error: {}", u.as_error()));
         }
     }
     for var in &report.ignored_compat {

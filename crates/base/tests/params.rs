@@ -542,7 +542,7 @@ fn unknown_names_are_an_error_with_param_check_error() {
     let e = oxmpi_base::output::check_problems(&mut r).unwrap_err();
     assert_eq!(
         e,
-        "--mca names unknown MCA parameter \"btl_tcp_prot\" (ignored); did you mean \
+        "--mca names unknown MCA parameter \"btl_tcp_prot\", did you mean \
          btl_tcp_port? (mca_base_param_check=error)"
     );
 }

@@ -63,8 +63,16 @@ pub struct UnknownParam {
     pub suggestions: Vec<String>,
 }
 
-impl fmt::Display for UnknownParam {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl UnknownParam {
+    /// The line for `mca_base_param_check=error`, where the name is an error, not ignored:
+    /// the [`Display`](fmt::Display) line without "(ignored)".
+    pub fn as_error(&self) -> String {
+        let mut s = String::new();
+        let _ = self.write(&mut s, false);
+        s
+    }
+
+    fn write(&self, f: &mut dyn fmt::Write, ignored: bool) -> fmt::Result {
         if self.var == "--mca" {
             write!(f, "--mca names unknown MCA parameter \"{}\"", self.name)?;
         } else {
@@ -74,15 +82,21 @@ impl fmt::Display for UnknownParam {
                 self.var, self.name
             )?;
         }
-        if self.suggestions.is_empty() {
-            f.write_str(" (ignored)")
-        } else {
-            write!(
-                f,
-                " (ignored); did you mean {}?",
-                self.suggestions.join(" or ")
-            )
+        if ignored {
+            f.write_str(" (ignored)")?;
         }
+        if self.suggestions.is_empty() {
+            Ok(())
+        } else {
+            let sep = if ignored { ";" } else { "," };
+            write!(f, "{sep} did you mean {}?", self.suggestions.join(" or "))
+        }
+    }
+}
+
+impl fmt::Display for UnknownParam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, true)
     }
 }
 
