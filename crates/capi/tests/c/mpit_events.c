@@ -173,14 +173,17 @@ static void on_copy(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb
     (void)user;
 }
 
-/* Writes integer control variable `name`. */
+/* Writes integer control variable `name` (an int, or a 64-bit size or count). */
 static void write_cvar(const char *name, int v)
 {
     int i = -1, count;
+    MPI_Datatype dt;
     MPI_T_cvar_handle h;
+    long long big = v;
     T_CHECK(MPI_T_cvar_get_index(name, &i));
+    T_CHECK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, &dt, NULL, NULL, NULL, NULL, NULL));
     T_CHECK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
-    T_CHECK(MPI_T_cvar_write(h, &v));
+    T_CHECK(MPI_T_cvar_write(h, dt == MPI_INT ? (void *)&v : (void *)&big));
     T_CHECK(MPI_T_cvar_handle_free(&h));
 }
 

@@ -4,6 +4,7 @@
  * the traffic on that communicator with each peer, itself included; readreset, reset and
  * write act on every value. Rank 0 prints deterministic lines. */
 #include "check.h"
+#include <stdlib.h>
 #include <string.h>
 
 #define T_CHECK(call) CHECK((call) == MPI_SUCCESS)
@@ -82,6 +83,10 @@ int main(int argc, char **argv)
     readv(hmr, vmr);
     readv(hbr, vbr);
     readv(hbb, vb);
+    if (getenv("MPIT_PEER_DEBUG"))
+        for (int p = 0; p < N; p++)
+            fprintf(stderr, "rank %d peer %d: %llu %llu %llu %llu\n", rank, p, vms[p], vbs[p],
+                    vmr[p], vbr[p]);
     for (int p = 0; p < N; p++) {
         CHECK(vms[p] == 1 && vmr[p] == 1);
         CHECK(vbs[p] == (unsigned long long)((rank + 1) * (p + 1)));
@@ -94,6 +99,8 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("mpit_peer: rank 0 on a: bytes sent %llu %llu %llu, received %llu %llu %llu\n",
                vbs[0], vbs[1], vbs[2], vbr[0], vbr[1], vbr[2]);
+
+    MPI_Barrier(MPI_COMM_WORLD); /* everyone has read before more traffic on a */
 
     /* readreset returns the values and zeroes them all; write sets every value. */
     unsigned long long z[N];
