@@ -9,8 +9,9 @@
  *                   round trip)
  *   BATCHES batches of ITERS iterations, each batch timed on its own; the best batch is
  *         the figure least disturbed by other processes (also printed: the median)
- *   mpit=1 before measuring, open a tools interface session with handles on the
- *         transports' send and receive counters (as `oxbench mpit=1` does)
+ *   mpit=1 before measuring, open a tools interface session with handles on every
+ *         unbound continuous variable (the transports' counters among them, as
+ *         `oxbench mpit=1`)
  *   mpit=2 the same with a handle on every unbound performance variable, started where
  *         it can be (counters, levels, the wait timer), as a tool reading everything
  * The job profile is turned on from outside (`mpirun --profile`, or the parameter
@@ -40,20 +41,9 @@ static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handles[256];
 static int nhandles = -1;
 
-/* Whether a variable is one of the transports' send and receive counters. */
-static int transport_counter(const char *name) {
-  if (strncmp(name, "btl_", 4)) return 0;
-  const char *ends[] = {"_msgs_sent", "_msgs_recv", "_bytes_sent", "_bytes_recv"};
-  size_t n = strlen(name);
-  for (int i = 0; i < 4; i++) {
-    size_t e = strlen(ends[i]);
-    if (n > e && !strcmp(name + n - e, ends[i])) return 1;
-  }
-  return 0;
-}
-
-/* A session with a handle on the transport counters (all = 0) or on every unbound
- * variable (all = 1), each started where it can be. */
+/* A session with a handle on every unbound continuous variable (all = 0: the counters
+ * that count anyway, a superset of `oxbench mpit=1`'s) or on every unbound variable, each
+ * started where it can be (all = 1: the wait timer too). */
 static void mpit_start(int all) {
   int provided, num = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS ||
@@ -68,7 +58,7 @@ static void mpit_start(int all) {
     int len = sizeof name, bind, cont, count;
     if (MPI_T_pvar_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, &bind, NULL,
                             &cont, NULL) != MPI_SUCCESS ||
-        bind != MPI_T_BIND_NO_OBJECT || (!all && !transport_counter(name)))
+        bind != MPI_T_BIND_NO_OBJECT || (!all && !cont))
       continue;
     MPI_T_pvar_handle h;
     if (MPI_T_pvar_handle_alloc(session, i, NULL, &h, &count) != MPI_SUCCESS || count != 1)
