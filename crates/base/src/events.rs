@@ -1,7 +1,8 @@
 //! Events the library raises as they happen, for the MPI tools interface's event types
 //! (`MPI_T_event_*`, MPI 4.1 §15.3.8): a peer process failed, a transport was chosen to
-//! reach a peer, the first message to a peer went by rendezvous, a message arrived before
-//! its receive was posted, a framework's verbose stream printed a line.
+//! reach a peer, the first message to a peer went by rendezvous, a rendezvous receive from
+//! a peer chose (or switched) between a single copy and the pipelined copy, a message
+//! arrived before its receive was posted, a framework's verbose stream printed a line.
 //!
 //! The crates that see these things (the engine, the output streams) call [`raise`]; the
 //! MPI library's tools interface installs the one [`set_sink`] that turns them into event
@@ -25,10 +26,12 @@ pub enum Kind {
     VerboseLine,
     /// [`Event::Rendezvous`].
     Rendezvous,
+    /// [`Event::CopyChoice`].
+    CopyChoice,
 }
 
 /// Number of [`Kind`]s.
-pub const KINDS: usize = 5;
+pub const KINDS: usize = 6;
 
 /// Every [`Kind`], in order.
 pub const ALL_KINDS: [Kind; KINDS] = [
@@ -37,6 +40,7 @@ pub const ALL_KINDS: [Kind; KINDS] = [
     Kind::Unexpected,
     Kind::VerboseLine,
     Kind::Rendezvous,
+    Kind::CopyChoice,
 ];
 
 /// One occurrence.
@@ -90,6 +94,26 @@ pub enum Event<'a> {
         /// The transport reaching the peer.
         transport: &'a str,
     },
+    /// The data of a rendezvous message from world rank `peer` moved by `mechanism`: raised
+    /// for the first rendezvous receive from each peer and whenever the mechanism differs
+    /// from the one the previous receive from that peer used (a switch, e.g. the sm
+    /// chooser moving between the cooperative and the pipelined copy, or a single copy
+    /// the kernel refused).
+    CopyChoice {
+        /// The sender's world rank.
+        peer: i32,
+        /// The message's length in bytes.
+        bytes: u64,
+        /// `cma` (the receiver's cross-memory read), `coop` (the cooperative copy),
+        /// `rma` (the network's remote read): single copies; `pipelined` (fragments
+        /// through the link).
+        mechanism: &'a str,
+        /// The mechanism of the previous rendezvous receive from the peer (`none` for the
+        /// first).
+        previous: &'a str,
+        /// The transport reaching the peer.
+        transport: &'a str,
+    },
 }
 
 impl Event<'_> {
@@ -101,6 +125,7 @@ impl Event<'_> {
             Event::Unexpected { .. } => Kind::Unexpected,
             Event::VerboseLine { .. } => Kind::VerboseLine,
             Event::Rendezvous { .. } => Kind::Rendezvous,
+            Event::CopyChoice { .. } => Kind::CopyChoice,
         }
     }
 }

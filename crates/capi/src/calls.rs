@@ -15,7 +15,9 @@
 //! library at once, one table shared by the threads, reached without thread-local storage
 //! (whose access from a shared library is a function call): a relaxed load and store of
 //! the call depth, a probe of an open-addressing table keyed by the address of the
-//! function's name, and a plain load and store of its count. With `MPI_THREAD_MULTIPLE`,
+//! function's name, and a plain load and store of its count, before the body; a load and
+//! store of the depth after it. The body is the same code whether the profile is on or
+//! off (an earlier version ran it inside a cold copy of each entry point). With `MPI_THREAD_MULTIPLE`,
 //! each thread counts in a table of its own (one thread-local access more). The timed
 //! calls' figures sit behind a mutex taken only for a timed call. Library helper threads
 //! (a nonblocking ULFM agreement, `MPI_Comm_idup`) that complete a request through an
@@ -66,38 +68,67 @@ struct Timed {
     hist: [u64; TIME_BUCKETS],
 }
 
-/// One table of calls: slot `i` holds the function whose name starts at address
-/// `keys[i]` (0: free) and its call count; only one thread at a time writes either.
+/// One slot of a table: the address of a function's name (0: free) and its call count,
+/// side by side (one cache line for both).
+struct Slot {
+    key: AtomicUsize,
+    count: AtomicU64,
+}
+
+/// One table of calls; only one thread at a time writes a slot.
 struct Table {
     /// The call depth of the thread(s) counting here: only depth 0 calls are counted.
     depth: AtomicU32,
-    keys: [AtomicUsize; SLOTS],
-    counts: [AtomicU64; SLOTS],
-    timed: Mutex<Option<HashMap<usize, Timed>>>,
+    slots: [Slot; SLOTS],
+    timed: Mutex<Option<TimedCalls>>,
+}
+
+/// The timed calls of one table.
+#[derive(Default)]
+struct TimedCalls {
+    /// By slot.
+    calls: HashMap<usize, Timed>,
+    /// The outermost call being timed now: its slot, name and start.
+    running: Option<(usize, &'static str, Instant)>,
 }
 
 impl Table {
     const fn new() -> Table {
         Table {
             depth: AtomicU32::new(0),
-            keys: [const { AtomicUsize::new(0) }; SLOTS],
-            counts: [const { AtomicU64::new(0) }; SLOTS],
+            slots: [const {
+                Slot {
+                    key: AtomicUsize::new(0),
+                    count: AtomicU64::new(0),
+                }
+            }; SLOTS],
             timed: Mutex::new(None),
         }
     }
 
-    /// The slot of `name` (claimed if new), or `None` when the table is full.
-    #[inline]
+    /// The slot of `name` (claimed if new), or `None` when the table is full: one probe
+    /// inline, the rest (a collision, a new name) out of line.
+    #[inline(always)]
     fn slot(&self, name: &'static str) -> Option<usize> {
         let key = name.as_ptr() as usize;
-        let mut i = (key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - 11);
+        let i = (key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - 11);
+        if self.slots[i].key.load(Ordering::Relaxed) == key {
+            return Some(i);
+        }
+        self.probe(key, i)
+    }
+
+    /// [`Table::slot`] past its first probe at `i`.
+    #[cold]
+    #[inline(never)]
+    fn probe(&self, key: usize, mut i: usize) -> Option<usize> {
         for _ in 0..SLOTS {
-            let k = self.keys[i].load(Ordering::Relaxed);
+            let k = self.slots[i].key.load(Ordering::Relaxed);
             if k == key {
                 return Some(i);
             }
             if k == 0 {
-                self.keys[i].store(key, Ordering::Relaxed);
+                self.slots[i].key.store(key, Ordering::Relaxed);
                 return Some(i);
             }
             i = (i + 1) & (SLOTS - 1);
@@ -105,47 +136,74 @@ impl Table {
         None
     }
 
-    /// Adds one timed call of `name` (slot `i`) lasting `ns`.
-    fn add_timed(&self, i: usize, name: &'static str, ns: u64) {
+    /// Enters MPI function `name`: counts it if it is an outermost call, and for a
+    /// sampled one notes the clock ([`Table::end`] takes the time).
+    #[inline(always)]
+    fn begin(&'static self, name: &'static str) -> Probe {
+        let depth = self.depth.load(Ordering::Relaxed);
+        self.depth.store(depth + 1, Ordering::Relaxed);
+        let mut timed = false;
+        if depth == 0 {
+            if let Some(i) = self.slot(name) {
+                let n = self.slots[i].count.load(Ordering::Relaxed);
+                self.slots[i].count.store(n + 1, Ordering::Relaxed);
+                if sampled(n) {
+                    self.start_timing(i, name);
+                    timed = true;
+                }
+            }
+        }
+        Probe {
+            table: Some(self),
+            timed,
+        }
+    }
+
+    /// Leaves the call [`Table::begin`] entered.
+    #[inline(always)]
+    fn end(&self, timed: bool) {
+        let depth = self.depth.load(Ordering::Relaxed);
+        self.depth.store(depth.saturating_sub(1), Ordering::Relaxed);
+        if timed {
+            self.stop_timing();
+        }
+    }
+
+    /// Notes the start of a timed call (slot `i`, function `name`).
+    #[cold]
+    #[inline(never)]
+    fn start_timing(&self, i: usize, name: &'static str) {
         let mut g = self.timed.lock().unwrap_or_else(|p| p.into_inner());
-        let e = g
-            .get_or_insert_with(HashMap::new)
-            .entry(i)
-            .or_insert_with(|| Timed {
+        g.get_or_insert_with(Default::default).running = Some((i, name, Instant::now()));
+    }
+
+    /// Adds the call whose start [`Table::start_timing`] noted.
+    #[cold]
+    #[inline(never)]
+    fn stop_timing(&self) {
+        let mut g = self.timed.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(t) = g.as_mut() else { return };
+        if let Some((i, name, t0)) = t.running.take() {
+            let ns = t0.elapsed().as_nanos() as u64;
+            let e = t.calls.entry(i).or_insert_with(|| Timed {
                 name,
                 calls: 0,
                 total_ns: 0,
                 hist: [0; TIME_BUCKETS],
             });
-        e.calls += 1;
-        e.total_ns += ns;
-        e.hist[((u64::BITS - ns.leading_zeros()) as usize).min(TIME_BUCKETS - 1)] += 1;
-    }
-
-    /// Runs `f`, the body of MPI function `name`, counting it (and timing it when
-    /// sampled) if it is an outermost call.
-    #[inline(always)]
-    fn count<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
-        let depth = self.depth.load(Ordering::Relaxed);
-        self.depth.store(depth + 1, Ordering::Relaxed);
-        let timing = if depth == 0 { self.begin(name) } else { None };
-        let r = f();
-        self.depth.store(depth, Ordering::Relaxed);
-        if let Some((i, t0)) = timing {
-            self.add_timed(i, name, t0.elapsed().as_nanos() as u64);
+            e.calls += 1;
+            e.total_ns += ns;
+            e.hist[((u64::BITS - ns.leading_zeros()) as usize).min(TIME_BUCKETS - 1)] += 1;
         }
-        r
     }
+}
 
-    /// Counts an outermost call of `name`; for a sampled one, its slot and the clock to
-    /// time it by.
-    #[inline(always)]
-    fn begin(&self, name: &'static str) -> Option<(usize, Instant)> {
-        let i = self.slot(name)?;
-        let n = self.counts[i].load(Ordering::Relaxed);
-        self.counts[i].store(n + 1, Ordering::Relaxed);
-        sampled(n).then(|| (i, Instant::now()))
-    }
+/// What [`begin`] hands to [`end`]: the table an MPI call was entered in (none while the
+/// profile is off) and whether the call is being timed.
+#[derive(Clone, Copy)]
+pub(crate) struct Probe {
+    table: Option<&'static Table>,
+    timed: bool,
 }
 
 /// Not counting.
@@ -178,12 +236,6 @@ fn local() -> &'static Table {
     })
 }
 
-/// Whether calls are being counted (one relaxed load).
-#[inline(always)]
-pub(crate) fn on() -> bool {
-    MODE.load(Ordering::Relaxed) != OFF
-}
-
 /// Starts counting calls (`multiple`: threads may call concurrently,
 /// `MPI_THREAD_MULTIPLE`) or stops (`None`).
 pub(crate) fn set_on(on: Option<bool>) {
@@ -195,16 +247,33 @@ pub(crate) fn set_on(on: Option<bool>) {
     MODE.store(mode, Ordering::Relaxed);
 }
 
-/// Runs `f`, the body of MPI function `name`, counting it (and timing it when sampled) if
-/// it is an outermost call (out of line and cold: the profile is off by default).
+/// Enters MPI function `name` (before its body): while the profile is off, one relaxed
+/// load; on, the call is counted if it is an outermost one (see the module's text).
+#[inline(always)]
+pub(crate) fn begin(name: &'static str) -> Probe {
+    match MODE.load(Ordering::Relaxed) {
+        OFF => Probe {
+            table: None,
+            timed: false,
+        },
+        ONE_TABLE => SHARED.begin(name),
+        _ => begin_threaded(name),
+    }
+}
+
+/// [`begin`] with `MPI_THREAD_MULTIPLE`: in this thread's table.
 #[cold]
-pub(crate) fn timed<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
-    let table = if MODE.load(Ordering::Relaxed) == PER_THREAD {
-        local()
-    } else {
-        &SHARED
-    };
-    table.count(name, f)
+#[inline(never)]
+fn begin_threaded(name: &'static str) -> Probe {
+    local().begin(name)
+}
+
+/// Leaves the MPI call [`begin`] entered (after its body).
+#[inline(always)]
+pub(crate) fn end(p: Probe) {
+    if let Some(t) = p.table {
+        t.end(p.timed);
+    }
 }
 
 /// Every function's calls so far, summed over the threads, by name.
@@ -213,8 +282,8 @@ pub(crate) fn snapshot() -> Vec<(&'static str, Calls)> {
     let tables = TABLES.lock().unwrap_or_else(|p| p.into_inner());
     for t in std::iter::once(&SHARED).chain(tables.iter().copied()) {
         let timed = t.timed.lock().unwrap_or_else(|p| p.into_inner());
-        for (&i, tm) in timed.iter().flatten() {
-            let count = t.counts[i].load(Ordering::Relaxed).max(tm.calls);
+        for (&i, tm) in timed.iter().flat_map(|t| &t.calls) {
+            let count = t.slots[i].count.load(Ordering::Relaxed).max(tm.calls);
             let s = sum.entry(tm.name).or_default();
             s.count += count;
             s.total_ns += scale(tm.total_ns, count, tm.calls);
@@ -232,10 +301,20 @@ pub(crate) fn snapshot() -> Vec<(&'static str, Calls)> {
 mod tests {
     use super::*;
 
+    /// Runs `f`, the body of MPI function `name`, counted in table `t`.
+    fn count_in<R>(t: &'static Table, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let p = t.begin(name);
+        let r = f();
+        end(p);
+        r
+    }
+
     #[test]
     fn outermost_calls_are_counted_with_their_time() {
         // The shared table (used by this test only: tests run on threads of their own).
-        let r = timed("MPI_Test_outer", || timed("MPI_Test_inner", || 7));
+        let r = count_in(&SHARED, "MPI_Test_outer", || {
+            count_in(&SHARED, "MPI_Test_inner", || 7)
+        });
         assert_eq!(r, 7);
         let s = snapshot();
         let outer = &s.iter().find(|(n, _)| *n == "MPI_Test_outer").unwrap().1;
@@ -248,7 +327,7 @@ mod tests {
     fn counts_are_exact_and_times_are_scaled_from_the_samples() {
         let calls = EXACT_CALLS + 10 * SAMPLE_EVERY + 3;
         for _ in 0..calls {
-            local().count("MPI_Test_sampled", || {
+            count_in(local(), "MPI_Test_sampled", || {
                 std::thread::sleep(std::time::Duration::from_micros(20))
             });
         }
@@ -271,7 +350,7 @@ mod tests {
             .lock()
             .unwrap()
             .iter()
-            .flatten()
+            .flat_map(|t| &t.calls)
             .filter(|(_, t)| t.name == name)
             .map(|(_, t)| t.calls)
             .sum()
@@ -281,7 +360,7 @@ mod tests {
     fn per_thread_tables_count_their_threads_calls() {
         let t = std::thread::spawn(|| {
             for _ in 0..3 {
-                local().count("MPI_Test_threaded", || ());
+                count_in(local(), "MPI_Test_threaded", || ());
             }
         });
         t.join().unwrap();

@@ -464,6 +464,12 @@ fn tools_interface_events_fire_their_callbacks_both_builds() {
         out.contains("mpit_events: rendezvous switch events 1"),
         "{out}"
     );
+    // The receiver's copy choice: pipelined below btl_sm_coop_min_size, then (the minimum
+    // lowered by a cvar write) the cooperative single copy.
+    assert!(
+        out.contains("mpit_events: copy choices on rank 1: none->pipelined, pipelined->coop"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -488,6 +494,17 @@ fn tools_interface_counts_per_communicator_both_builds() {
         "{out}"
     );
     assert!(out.contains("mpit_comm: barriers on a 1, on b 3"), "{out}");
+}
+
+#[test]
+fn tools_interface_counts_per_peer_both_builds() {
+    let out = run_both("mpit_peer.c", 3, "mpit_peer: all checks passed");
+    for l in [
+        "mpit_peer: rank 0 on a: bytes sent 1 2 3, received 1 2 3",
+        "mpit_peer: counts 3 on a, 1 on b; written 10 20 30, then 10 24 30",
+    ] {
+        assert!(out.lines().any(|x| x == l), "no '{l}' in\n{out}");
+    }
 }
 
 /// Runs `mpirun -n 2 [env LD_PRELOAD=preload] exe` and returns its standard output after

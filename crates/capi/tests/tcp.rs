@@ -276,3 +276,46 @@ fn dead_peer_is_mpix_err_proc_failed() {
         assert!(got.contains("failed"), "rank {r}: {got}");
     }
 }
+
+/// A transport's performance variables (`btl_<t>_msgs_sent`, `_bytes_sent`, `_eager_sent`,
+/// `_rndv_sent`, `_msgs_recv`, `_bytes_recv`) count one eager and one rendezvous message
+/// over tcp and over ofi on libfabric's `shm` and `tcp;ofi_rxm` providers.
+#[test]
+fn transport_counters_over_tcp_and_ofi() {
+    let dir = Scratch::new("mpit-btl");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let exe = build(&c.join("mpit_btl.c"), &dir.0, "mpit_btl");
+    let mut runs: Vec<(&str, Option<&str>)> = vec![("tcp", None)];
+    runs.extend(
+        ofi_providers()
+            .into_iter()
+            .filter(|&p| p != "udp")
+            .map(|p| ("ofi", Some(p))),
+    );
+    for (btl, prov) in runs {
+        let env: Vec<(&str, &OsStr)> = prov
+            .iter()
+            .map(|p| ("FI_PROVIDER", OsStr::new(*p)))
+            .collect();
+        let n_s = "2";
+        let sel = format!("self,{btl}");
+        let args: Vec<&OsStr> = ["--mca", "btl", &sel, "-n", n_s]
+            .into_iter()
+            .map(OsStr::new)
+            .chain([exe.as_os_str(), OsStr::new(btl)])
+            .collect();
+        let out = mpirun(&args, &env);
+        success(&out, &format!("mpit_btl over {btl} {prov:?}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for l in [
+            format!("mpit_btl: {btl} sent 2 msgs 65544 bytes, eager 1 rndv 1"),
+            format!("mpit_btl: {btl} received 2 msgs 65544 bytes"),
+            "mpit_btl: all checks passed".to_string(),
+        ] {
+            assert!(
+                stdout.lines().any(|x| x == l),
+                "{btl} {prov:?}: no '{l}' in\n{stdout}"
+            );
+        }
+    }
+}

@@ -852,6 +852,24 @@ impl Engine {
         st.comms.get(c.0 as usize)?.as_ref().map(|c| c.stats)
     }
 
+    /// The same counters per peer rank of communicator `c` (its remote group's for an
+    /// intercommunicator; `None` if it does not exist). Empty until a reader first
+    /// started.
+    pub fn comm_peer_stats(&self, c: CommId) -> Option<Vec<crate::CommStats>> {
+        let st = self.lock();
+        st.comms
+            .get(c.0 as usize)?
+            .as_ref()
+            .map(|c| c.peer_stats.clone())
+    }
+
+    /// The number of peer ranks of communicator `c` (its remote group's size for an
+    /// intercommunicator), `None` if it does not exist.
+    pub fn comm_peers(&self, c: CommId) -> Option<usize> {
+        let st = self.lock();
+        st.comms.get(c.0 as usize)?.as_ref().map(|c| c.remote.len())
+    }
+
     /// Polls every transport once.
     pub fn progress(&self) {
         let mut st = self.lock();

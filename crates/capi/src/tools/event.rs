@@ -109,6 +109,19 @@ impl Instance {
                 put(&mut d, 16, &eager_limit.to_ne_bytes());
                 text(&mut d, 24, NAME_CHARS, transport);
             }
+            Event::CopyChoice {
+                peer,
+                bytes,
+                mechanism,
+                previous,
+                transport,
+            } => {
+                put(&mut d, 0, &peer.to_ne_bytes());
+                put(&mut d, 8, &bytes.to_ne_bytes());
+                text(&mut d, 16, NAME_CHARS, mechanism);
+                text(&mut d, 16 + NAME_CHARS, NAME_CHARS, previous);
+                text(&mut d, 16 + 2 * NAME_CHARS, NAME_CHARS, transport);
+            }
             Event::VerboseLine { level, text: t, .. } => {
                 put(&mut d, 0, &level.to_ne_bytes());
                 text(&mut d, 4, LINE_CHARS, t);
@@ -616,6 +629,25 @@ mod tests {
         assert_eq!(r.data[8..16], 5000u64.to_ne_bytes());
         assert_eq!(r.data[16..24], 4096u64.to_ne_bytes());
         assert_eq!(&r.data[24..28], b"tcp\0");
+        let c = Instance::new(
+            0,
+            0,
+            &Event::CopyChoice {
+                peer: 2,
+                bytes: 1 << 20,
+                mechanism: "coop",
+                previous: "none",
+                transport: "sm",
+            },
+        );
+        assert_eq!(c.data[0..4], 2i32.to_ne_bytes());
+        assert_eq!(c.data[8..16], (1u64 << 20).to_ne_bytes());
+        assert_eq!(&c.data[16..21], b"coop\0");
+        assert_eq!(&c.data[16 + NAME_CHARS..16 + NAME_CHARS + 5], b"none\0");
+        assert_eq!(
+            &c.data[16 + 2 * NAME_CHARS..16 + 2 * NAME_CHARS + 3],
+            b"sm\0"
+        );
     }
 
     #[test]

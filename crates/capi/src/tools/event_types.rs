@@ -60,6 +60,15 @@ pub(crate) fn layout(kind: Kind) -> (Vec<(c_int, usize)>, usize) {
             .collect(),
             24 + NAME_CHARS,
         ),
+        Kind::CopyChoice => (
+            [(MPI_INT, 0), (MPI_UNSIGNED_LONG_LONG, 8)]
+                .into_iter()
+                .chain(text(16, NAME_CHARS))
+                .chain(text(16 + NAME_CHARS, NAME_CHARS))
+                .chain(text(16 + 2 * NAME_CHARS, NAME_CHARS))
+                .collect(),
+            16 + 3 * NAME_CHARS,
+        ),
         Kind::VerboseLine => (
             std::iter::once((MPI_INT, 0))
                 .chain(text(4, LINE_CHARS))
@@ -122,6 +131,13 @@ pub(crate) fn types() -> &'static [EventType] {
                 "pml_ox_rndv_first",
                 "The sends to a peer switched from eager to rendezvous: the first message to it above the eager limit, once per peer (int peer: world rank; unsigned long long bytes; unsigned long long eager_limit: the limit in force for the peer; char transport[16])",
                 Kind::Rendezvous,
+                "pml_ox",
+                4,
+            ),
+            ty(
+                "pml_ox_copy_choice",
+                "How the data of a rendezvous message from a peer moved: the first such receive from each peer and every switch of mechanism (int peer: world rank; unsigned long long bytes; char mechanism[16]: cma, coop or rma (single copies) or pipelined; char previous[16]: the previous receive's mechanism, none for the first; char transport[16])",
+                Kind::CopyChoice,
                 "pml_ox",
                 4,
             ),

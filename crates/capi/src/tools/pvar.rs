@@ -40,16 +40,20 @@ fn class(c: PvarClass) -> c_int {
 }
 
 /// The raw reading of performance variable `p` now (of communicator `comm` for a
-/// communicator-bound one; 0 once that communicator is freed).
-fn raw(p: &Pvar, comm: Option<oxmpi_engine::CommId>) -> u64 {
-    let Some(e) = oxmpi_engine::engine() else {
-        return 0;
+/// communicator-bound one; 0 once that communicator is freed): one value, or one per peer
+/// rank for a per-peer variable (`n` of them: the handle's count; `None`: as many as the
+/// communicator has now).
+fn raw(p: &Pvar, comm: Option<oxmpi_engine::CommId>, n: Option<usize>) -> Vec<u64> {
+    let mut v = match (oxmpi_engine::engine(), p.comm, comm) {
+        (None, ..) | (_, Some(_), None) => Vec::new(),
+        (Some(_), Some(b), Some(c)) => match b.peers {
+            Some(peers) => peers(c),
+            None => vec![(b.read)(c)],
+        },
+        (Some(e), None, _) => vec![(p.read)(&e.stats())],
     };
-    match (p.comm, comm) {
-        (Some(b), Some(c)) => (b.read)(c),
-        (Some(_), None) => 0,
-        (None, _) => (p.read)(&e.stats()),
-    }
+    v.resize(n.unwrap_or(v.len()).max(1), 0);
+    v
 }
 
 /// Ends what handle `ph`, being freed, watched: a communicator-bound variable's
@@ -67,19 +71,26 @@ impl PvarHandle {
             .expect("handles name existing variables")
     }
 
-    /// The handle's value now.
-    fn value(&self) -> u64 {
+    /// The handle's value now (its count of values).
+    fn value(&self) -> Vec<u64> {
         let p = self.var();
-        let now = raw(p, self.comm);
+        let now = raw(p, self.comm, Some(self.mark.len()));
         if !p.resettable() {
             return now;
         }
-        self.accum
-            + if self.started {
-                now.saturating_sub(self.mark)
+        let since = |(n, m): (&u64, &u64)| {
+            if self.started {
+                n.saturating_sub(*m)
             } else {
                 0
             }
+        };
+        now.iter()
+            .zip(&self.mark)
+            .map(since)
+            .zip(&self.accum)
+            .map(|(d, a)| a + d)
+            .collect()
     }
 
     /// Starts counting (`MPI_T_ERR_PVAR_NO_STARTSTOP` for a continuous variable).
@@ -96,7 +107,7 @@ impl PvarHandle {
                 *timers += 1;
                 oxmpi_engine::set_wait_timing(true);
             }
-            self.mark = raw(p, self.comm);
+            self.mark = raw(p, self.comm, Some(self.mark.len()));
             self.started = true;
         }
         Ok(())
@@ -122,15 +133,22 @@ impl PvarHandle {
         Ok(())
     }
 
-    /// Sets the value to `v` (`MPI_T_ERR_PVAR_NO_WRITE` for a level, mark or size).
-    fn set(&mut self, v: u64) -> MpiResult {
+    /// Sets the values to `v` (`MPI_T_ERR_PVAR_NO_WRITE` for a level, mark or size).
+    fn set(&mut self, v: &[u64]) -> MpiResult {
         let p = self.var();
         if !p.resettable() {
             return fail(MPI_T_ERR_PVAR_NO_WRITE, format!("{} is read-only", p.name));
         }
-        self.accum = v;
-        self.mark = raw(p, self.comm);
+        let n = self.mark.len();
+        self.accum = v.to_vec();
+        self.accum.resize(n, 0);
+        self.mark = raw(p, self.comm, Some(n));
         Ok(())
+    }
+
+    /// Sets every value to 0.
+    fn reset(&mut self) -> MpiResult {
+        self.set(&[])
     }
 }
 
@@ -180,13 +198,22 @@ fn each(
     })
 }
 
-/// Writes a handle's value `v` as the variable's datatype.
-fn put(p: &Pvar, v: u64, buf: *mut c_void) -> MpiResult {
-    if p.class == PvarClass::Timer {
-        out(buf.cast::<f64>(), v as f64 / 1e9, "buf")
-    } else {
-        out(buf.cast::<u64>(), v, "buf")
+/// Writes a handle's values `v` as the variable's datatype (an array of its count).
+fn put(p: &Pvar, v: &[u64], buf: *mut c_void) -> MpiResult {
+    if buf.is_null() {
+        return out(buf.cast::<u64>(), 0, "buf");
     }
+    for (i, &x) in v.iter().enumerate() {
+        if p.class == PvarClass::Timer {
+            // SAFETY: the caller's buffer holds the handle's count of values (MPI 4.1
+            // §15.3.7); `i` is below that count.
+            out(unsafe { buf.cast::<f64>().add(i) }, x as f64 / 1e9, "buf")?;
+        } else {
+            // SAFETY: as above.
+            out(unsafe { buf.cast::<u64>().add(i) }, x, "buf")?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads (and with `reset` resets) handle `h`.
@@ -195,11 +222,11 @@ fn read(session: *mut c_void, h: *mut c_void, buf: *mut c_void, reset: bool) -> 
         let ph = handle(t, session, h)?;
         let v = ph.value();
         if reset {
-            ph.set(0)?;
+            ph.reset()?;
         }
         Ok((ph.var(), v))
     })?;
-    put(p, v, buf)
+    put(p, &v, buf)
 }
 
 mpi_fn! {
@@ -278,8 +305,9 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_T_pvar_handle_alloc`: one value per variable; continuous ones count from now.
-    /// A communicator-bound variable reads the `MPI_Comm` `obj_handle` points to.
+    /// `MPI_T_pvar_handle_alloc`: one value per variable (one per peer rank for the
+    /// per-peer ones, the communicator's size); continuous ones count from now. A
+    /// communicator-bound variable reads the `MPI_Comm` `obj_handle` points to.
     fn PMPI_T_pvar_handle_alloc / "MPI_T_pvar_handle_alloc" [Direct] (session: *mut c_void, pvar_index: c_int, obj_handle: *mut c_void, handle_out: *mut *mut c_void, count: *mut c_int) {
         let p = pvar(pvar_index)?;
         let comm = match p.comm {
@@ -298,17 +326,19 @@ mpi_fn! {
             if let (Some(b), Some(c)) = (p.comm, comm) {
                 (b.watch)(c, true);
             }
-            Ok(t.pvar_handles.insert(PvarHandle {
+            let mark = raw(p, comm, None);
+            let n = mark.len();
+            Ok((t.pvar_handles.insert(PvarHandle {
                 session,
                 pvar: pvar_index as usize,
                 comm,
-                accum: 0,
-                mark: raw(p, comm),
+                accum: vec![0; n],
+                mark,
                 started: p.continuous,
-            }))
+            }), n))
         })?;
-        out(handle_out, h, "handle")?;
-        out(count, 1, "count")
+        out(handle_out, h.0, "handle")?;
+        out(count, h.1 as c_int, "count")
     }
 }
 
@@ -349,7 +379,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_T_pvar_reset`.
     fn PMPI_T_pvar_reset / "MPI_T_pvar_reset" [Direct] (session: *mut c_void, h: *mut c_void) {
-        each(session, h, Pvar::resettable, |ph, _| ph.set(0))
+        each(session, h, Pvar::resettable, |ph, _| ph.reset())
     }
 }
 
@@ -372,12 +402,20 @@ mpi_fn! {
     fn PMPI_T_pvar_write / "MPI_T_pvar_write" [Direct] (session: *mut c_void, h: *mut c_void, buf: *const c_void) {
         with(|t| {
             let ph = handle(t, session, h)?;
-            let v = if ph.var().class == PvarClass::Timer {
-                (inp(buf.cast::<f64>(), "buf")?.max(0.0) * 1e9) as u64
-            } else {
-                inp(buf.cast::<u64>(), "buf")?
-            };
-            ph.set(v)
+            let timer = ph.var().class == PvarClass::Timer;
+            let mut v = Vec::with_capacity(ph.mark.len());
+            for i in 0..ph.mark.len() {
+                v.push(if timer {
+                    // SAFETY: the caller's buffer holds the handle's count of values (MPI
+                    // 4.1 §15.3.7); `i` is below that count.
+                    let p = unsafe { buf.cast::<f64>().add(i) };
+                    (inp(p, "buf")?.max(0.0) * 1e9) as u64
+                } else {
+                    // SAFETY: as above.
+                    inp(unsafe { buf.cast::<u64>().add(i) }, "buf")?
+                });
+            }
+            ph.set(&v)
         })
     }
 }

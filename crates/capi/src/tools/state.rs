@@ -151,10 +151,11 @@ pub(crate) struct PvarHandle {
     pub pvar: usize,
     /// The engine communicator a communicator-bound variable reads.
     pub comm: Option<oxmpi_engine::CommId>,
-    /// The value accumulated up to `mark` (counters and timers).
-    pub accum: u64,
-    /// The raw reading when the handle was last started, reset or written.
-    pub mark: u64,
+    /// The values accumulated up to `mark` (counters and timers): the handle's count of
+    /// them (1, or the communicator's size for a per-peer variable).
+    pub accum: Vec<u64>,
+    /// The raw readings when the handle was last started, reset or written.
+    pub mark: Vec<u64>,
     /// Counting now (always, for a continuous variable).
     pub started: bool,
 }

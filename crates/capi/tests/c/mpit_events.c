@@ -4,8 +4,10 @@
  * MPI_T_CB_REQUIRE_NONE: delivered at the end of an MPI call), for unexpected arrivals
  * (MPI_T_CB_REQUIRE_THREAD_SAFE: run where the message arrives), and for the btl verbose
  * stream (raised to 20 by a cvar write); sees them fire with their data, timestamps and
- * source; frees the registrations through their free callbacks. Rank 0 prints
- * deterministic lines. */
+ * source; sees the receiver's copy choice for rendezvous messages (pipelined below
+ * btl_sm_coop_min_size, then the cooperative single copy once a cvar write lowers it);
+ * frees the registrations through their free callbacks. Rank 0 prints deterministic
+ * lines. */
 #include "check.h"
 #include <string.h>
 
@@ -144,6 +146,47 @@ static void on_rndv(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb
     (void)user;
 }
 
+static int copies, copies_ok = 1;
+static char copy_seen[64];
+
+/* pml_ox_copy_choice: how a rendezvous message's data moved, first and on every switch. */
+static void on_copy(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb_safety s,
+                    void *user)
+{
+    struct {
+        int peer;
+        int pad;
+        unsigned long long bytes;
+        char mechanism[16], previous[16], transport[16];
+    } data;
+    char mech[16] = "";
+    copies_ok &= MPI_T_event_copy(e, &data) == MPI_SUCCESS;
+    copies_ok &= MPI_T_event_read(e, 2, mech) == MPI_SUCCESS && mech[0] == data.mechanism[0];
+    copies_ok &= data.peer == 0 && data.bytes == 100000 && strcmp(data.transport, "sm") == 0;
+    copies_ok &= strcmp(data.mechanism, data.previous) != 0;
+    size_t n = strlen(copy_seen);
+    snprintf(copy_seen + n, sizeof copy_seen - n, "%s%s->%s", n ? ", " : "", data.previous,
+             data.mechanism);
+    copies++;
+    (void)r;
+    (void)s;
+    (void)user;
+}
+
+/* Writes integer control variable `name` (an int, or a 64-bit size or count). */
+static void write_cvar(const char *name, int v)
+{
+    int i = -1, count;
+    MPI_Datatype dt;
+    MPI_T_cvar_handle h;
+    long long big = v;
+    T_CHECK(MPI_T_cvar_get_index(name, &i));
+    T_CHECK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, &dt, NULL, NULL, NULL, NULL, NULL));
+    T_CHECK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
+    T_CHECK(MPI_T_cvar_write(h, dt == MPI_INT ? (void *)&v : (void *)&big));
+    T_CHECK(MPI_T_cvar_handle_free(&h));
+}
+
 static void on_free(MPI_T_event_registration r, MPI_T_cb_safety s, void *user)
 {
     freed += s == MPI_T_CB_REQUIRE_NONE && user == (void *)&freed;
@@ -184,6 +227,14 @@ int main(int argc, char **argv)
                                      &rr));
     T_CHECK(MPI_T_event_register_callback(rr, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL,
                                           NULL, on_rndv));
+    /* Rendezvous data by the cooperative copy, but only from 1 MB (lowered below). */
+    write_cvar("btl_sm_single_copy_mechanism", 2);
+    write_cvar("btl_sm_coop_min_size", 1000000);
+    MPI_T_event_registration rc;
+    T_CHECK(MPI_T_event_handle_alloc(event_index("pml_ox_copy_choice"), NULL, MPI_INFO_NULL,
+                                     &rc));
+    T_CHECK(MPI_T_event_register_callback(rc, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL,
+                                          NULL, on_copy));
     CHECK(MPI_T_event_register_callback(rl, (MPI_T_cb_safety)99, MPI_INFO_NULL, NULL,
                                         on_line) != MPI_SUCCESS);
     CHECK(MPI_T_event_register_callback(NULL, MPI_T_CB_REQUIRE_NONE, MPI_INFO_NULL, NULL,
@@ -225,6 +276,21 @@ int main(int argc, char **argv)
     CHECK(rndv == (rank == 0 ? 1 : 0) && rndv_ok);
     T_CHECK(MPI_T_event_handle_free(rr, NULL, NULL));
 
+    /* Both large messages went by the pipelined copy (below the cooperative copy's
+     * minimum): one choice. With the minimum lowered, the next one switches to coop. */
+    write_cvar("btl_sm_coop_min_size", 1);
+    if (rank == 0)
+        MPI_Send(big, sizeof big, MPI_CHAR, 1, 8, MPI_COMM_WORLD);
+    else
+        MPI_Recv(big, sizeof big, MPI_CHAR, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    T_CHECK(MPI_T_event_handle_free(rc, NULL, NULL));
+    CHECK(copies_ok && copies == (rank == 1 ? 2 : 0));
+    if (rank == 1)
+        MPI_Send(copy_seen, sizeof copy_seen, MPI_CHAR, 0, 9, MPI_COMM_WORLD);
+    else
+        MPI_Recv(copy_seen, sizeof copy_seen, MPI_CHAR, 1, 9, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+
     T_CHECK(MPI_T_event_set_dropped_handler(rt, NULL));
     T_CHECK(MPI_T_event_handle_free(rt, &freed, on_free));
     T_CHECK(MPI_T_event_handle_free(ru, &freed, on_free));
@@ -235,6 +301,7 @@ int main(int argc, char **argv)
         printf("mpit_events: %d transports (self %d, sm %d), verbose lines seen %d\n",
                transports, transport_self, transport_sm, lines >= 1);
         printf("mpit_events: rendezvous switch events %d\n", rndv);
+        printf("mpit_events: copy choices on rank 1: %s\n", copy_seen);
     }
     T_CHECK(MPI_T_finalize());
     MPI_Finalize();

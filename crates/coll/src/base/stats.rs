@@ -200,6 +200,7 @@ pub fn pvars() -> impl Iterator<Item = &'static Pvar> {
                             read,
                             watch,
                             collective: true,
+                            peers: None,
                         }),
                         read: |_| 0,
                     }

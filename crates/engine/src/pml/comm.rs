@@ -20,6 +20,40 @@ pub(crate) struct Comm {
     /// Readers of its counters now (tools-interface handles bound to it): while there are
     /// none, nothing is counted (a reader sees only what happened since it started).
     pub(crate) watched: u32,
+    /// The same counters per peer rank (indexed like `remote`), allocated when the first
+    /// reader starts and counted, like `stats`, only while `watched` is not 0.
+    pub(crate) peer_stats: Vec<super::stats::CommStats>,
+}
+
+impl Comm {
+    /// Counts a message of `len` bytes sent to peer rank `dest` (if it is read now).
+    #[inline]
+    pub(crate) fn count_sent(&mut self, dest: i32, len: usize) {
+        if self.watched != 0 {
+            self.stats.sent(len);
+            if let Some(p) = usize::try_from(dest)
+                .ok()
+                .and_then(|d| self.peer_stats.get_mut(d))
+            {
+                p.sent(len);
+            }
+        }
+    }
+
+    /// Counts a message of `len` bytes that arrived from peer rank `src` (if it is read
+    /// now).
+    #[inline]
+    pub(crate) fn count_arrived(&mut self, src: i32, len: usize) {
+        if self.watched != 0 {
+            self.stats.arrived(len);
+            if let Some(p) = usize::try_from(src)
+                .ok()
+                .and_then(|s| self.peer_stats.get_mut(s))
+            {
+                p.arrived(len);
+            }
+        }
+    }
 }
 
 impl State {
@@ -84,6 +118,7 @@ impl State {
             rank,
             stats: Default::default(),
             watched: 0,
+            peer_stats: Vec::new(),
         }));
         self.ctx_comm.insert(ctx, id);
         Ok(CommId(id))
@@ -94,6 +129,9 @@ impl State {
     pub(crate) fn comm_watch(&mut self, comm: CommId, on: bool) {
         if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
             if on {
+                if c.peer_stats.is_empty() {
+                    c.peer_stats = vec![Default::default(); c.remote.len()];
+                }
                 c.watched += 1;
                 self.comms_watched += 1;
             } else if c.watched > 0 {

@@ -123,6 +123,7 @@ impl State {
             rank: me,
             stats: Default::default(),
             watched: 0,
+            peer_stats: Vec::new(),
         };
         let selfc = Comm {
             ctx: 1,
@@ -131,6 +132,7 @@ impl State {
             rank: 0,
             stats: Default::default(),
             watched: 0,
+            peer_stats: Vec::new(),
         };
         State {
             me,

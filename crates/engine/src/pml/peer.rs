@@ -62,6 +62,9 @@ pub(crate) struct Peer {
     pub(crate) last_coop_end: u64,
     /// The traffic with it.
     pub(crate) stats: super::stats::PeerStats,
+    /// How the data of the last rendezvous message from it moved (the copy-choice event
+    /// says the first choice and every switch).
+    pub(crate) last_copy: super::stats::CopyMech,
 }
 
 impl Peer {

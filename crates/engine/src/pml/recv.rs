@@ -3,6 +3,7 @@
 //! the inbound EAGER/RTS/DATA records.
 
 use super::request::{msg_status, ReqState, Started};
+use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::sm::params::SingleCopy;
@@ -305,7 +306,7 @@ impl State {
         link.release();
         self.peers[d.peer].stats.received(plen);
         if self.comms_watched != 0 {
-            self.comm_index_arrived(d.comm, plen);
+            self.comm_index_arrived(d.comm, d.src, plen);
         }
         if hdr.flags & F_SYNC != 0 {
             self.ctrl(d.peer as i32, K_FIN, 0, hdr.b, 0);
@@ -436,7 +437,7 @@ impl State {
                 };
                 if how == Mech::Coop {
                     if self.coop_recv(peer, sreq, addr, buf, n, rid) {
-                        self.peers[p].stats.single_copy_recv += 1;
+                        self.copy_chosen(p, CopyMech::Coop, n);
                         return;
                     }
                     since = 0;
@@ -444,7 +445,7 @@ impl State {
                 if n == 0 {
                     self.finish(rid);
                 } else {
-                    self.peers[p].stats.pipelined_recv += 1;
+                    self.copy_chosen(p, CopyMech::Pipelined, n);
                     self.reqs.get_mut(rid).expect("request exists").state = ReqState::Data {
                         buf,
                         want: n,
@@ -488,30 +489,30 @@ impl State {
         }
     }
 
-    /// Counts `len` bytes that arrived on context `ctx` on its communicator, if some
-    /// communicator's counters are read now (else one predictable branch).
+    /// Counts `len` bytes from peer rank `src` that arrived on context `ctx` on its
+    /// communicator, if some communicator's counters are read now (else one predictable
+    /// branch).
     #[inline(always)]
-    pub(crate) fn comm_arrived(&mut self, ctx: u32, len: usize) {
+    pub(crate) fn comm_arrived(&mut self, ctx: u32, src: i32, len: usize) {
         if self.comms_watched != 0 {
-            self.comm_arrived_watched(ctx, len);
+            self.comm_arrived_watched(ctx, src, len);
         }
     }
 
     /// [`State::comm_arrived`] while counters are read: one lookup in the context table.
     #[cold]
-    fn comm_arrived_watched(&mut self, ctx: u32, len: usize) {
+    fn comm_arrived_watched(&mut self, ctx: u32, src: i32, len: usize) {
         if let Some(&c) = self.ctx_comm.get(&ctx) {
-            self.comm_index_arrived(c as usize, len);
+            self.comm_index_arrived(c as usize, src, len);
         }
     }
 
-    /// Counts `len` bytes that arrived on communicator `c` if a tools handle watches it.
+    /// Counts `len` bytes from peer rank `src` that arrived on communicator `c` if a tools
+    /// handle watches it.
     #[cold]
-    fn comm_index_arrived(&mut self, c: usize, len: usize) {
+    fn comm_index_arrived(&mut self, c: usize, src: i32, len: usize) {
         if let Some(Some(c)) = self.comms.get_mut(c) {
-            if c.watched != 0 {
-                c.stats.arrived(len);
-            }
+            c.count_arrived(src, len);
         }
     }
 
@@ -541,7 +542,7 @@ impl State {
             hdr.a as usize
         };
         self.peers[peer as usize].stats.received(total);
-        self.comm_arrived(hdr.ctx, total);
+        self.comm_arrived(hdr.ctx, hdr.src, total);
         let msg = if hdr.kind == K_EAGER {
             let ack = if hdr.flags & F_SYNC != 0 {
                 Ack::Remote { peer, sreq: hdr.b }

@@ -54,21 +54,19 @@ impl State {
             return Err(Error::arg(ErrorClass::Buffer, "null send buffer"));
         }
         if self.comms_watched != 0 {
-            self.comm_sent(comm, len);
+            self.comm_sent(comm, dest, len);
         }
         let env = Envelope { ctx, src: my, tag };
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
     }
 
-    /// Counts a message of `len` bytes sent on `comm` if its counters are read now.
+    /// Counts a message of `len` bytes sent to rank `dest` of `comm` if its counters are
+    /// read now.
     #[cold]
-    fn comm_sent(&mut self, comm: CommId, len: usize) {
+    fn comm_sent(&mut self, comm: CommId, dest: i32, len: usize) {
         if let Some(Some(c)) = self.comms.get_mut(comm.0 as usize) {
-            if c.watched != 0 {
-                c.stats.msgs_sent += 1;
-                c.stats.bytes_sent += len as u64;
-            }
+            c.count_sent(dest, len);
         }
     }
 
@@ -151,7 +149,7 @@ impl State {
             let eager = len <= self.eager_limit && !sync;
             self.peers[dest as usize].stats.sent(len, eager);
             self.peers[dest as usize].stats.received(len);
-            self.comm_arrived(env.ctx, len);
+            self.comm_arrived(env.ctx, env.src, len);
             self.send_self(env, id, ptr, len, sync);
             return Ok(user_id);
         }

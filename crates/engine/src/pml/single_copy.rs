@@ -3,6 +3,7 @@
 //! [`coop`]).
 
 use super::request::{Req, ReqState};
+use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::BTL;
@@ -11,6 +12,29 @@ use crate::sys;
 use crate::ErrorClass;
 
 impl State {
+    /// Counts a rendezvous receive of `n` bytes from world rank `p` whose data moved by
+    /// `mech`; raises the copy-choice event for the peer's first one and whenever the
+    /// mechanism differs from its previous one (one relaxed load unless a tool listens).
+    pub(crate) fn copy_chosen(&mut self, p: usize, mech: CopyMech, n: usize) {
+        use oxmpi_base::events::{self, Event, Kind};
+        let peer = &mut self.peers[p];
+        if mech == CopyMech::Pipelined {
+            peer.stats.pipelined_recv += 1;
+        } else {
+            peer.stats.single_copy_recv += 1;
+        }
+        let previous = std::mem::replace(&mut peer.last_copy, mech);
+        if previous != mech && events::wanted(Kind::CopyChoice) {
+            events::raise(&Event::CopyChoice {
+                peer: p as i32,
+                bytes: n as u64,
+                mechanism: mech.name(),
+                previous: previous.name(),
+                transport: peer.link.as_ref().map_or("none", |l| l.name()),
+            });
+        }
+    }
+
     /// `btl_sm_single_copy_mechanism=cma`: the receiver reads the whole matched message
     /// alone and sends FIN (`true`); `false` if the kernel refused (the caller asks for the
     /// pipelined copy).
@@ -25,7 +49,7 @@ impl State {
     ) -> bool {
         match self.cma_read(peer, buf, addr, n) {
             Ok(()) => {
-                self.peers[peer as usize].stats.single_copy_recv += 1;
+                self.copy_chosen(peer as usize, CopyMech::Cma, n);
                 self.finish(rid);
                 self.ctrl(peer, K_FIN, 0, sreq, 0);
                 true
@@ -56,7 +80,7 @@ impl State {
         // SAFETY: buf is the matched receive buffer, n <= its length.
         match unsafe { link.read(buf, n, sreq) } {
             Ok(true) => {
-                self.peers[p].stats.single_copy_recv += 1;
+                self.copy_chosen(p, CopyMech::Rma, n);
                 self.finish(rid);
                 self.ctrl(peer, K_FIN, 0, sreq, 0);
                 true

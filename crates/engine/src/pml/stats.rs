@@ -37,6 +37,35 @@ pub struct PeerStats {
     pub sent_sizes: [u64; SIZE_BUCKETS],
 }
 
+/// How the data of a rendezvous message moved to its receiver.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyMech {
+    /// No rendezvous message yet.
+    #[default]
+    None,
+    /// The receiver's cross-memory read (single copy).
+    Cma,
+    /// The cooperative copy (single copy, sender and receiver together).
+    Coop,
+    /// The network's remote read (single copy).
+    Rma,
+    /// Fragments through the link.
+    Pipelined,
+}
+
+impl CopyMech {
+    /// Its name in the copy-choice event.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CopyMech::None => "none",
+            CopyMech::Cma => "cma",
+            CopyMech::Coop => "coop",
+            CopyMech::Rma => "rma",
+            CopyMech::Pipelined => "pipelined",
+        }
+    }
+}
+
 /// Number of message-size buckets of [`PeerStats::sent_sizes`].
 pub const SIZE_BUCKETS: usize = 32;
 
@@ -151,9 +180,14 @@ pub(crate) fn wait_timing() -> bool {
     WAIT_TIMING.load(Ordering::Relaxed)
 }
 
-/// Counts a blocking wait (before it blocks); whether this one is to be timed.
+/// Counts a blocking wait (before it blocks); whether this one is to be timed. A load
+/// and a store rather than a locked read-modify-write: waits that start at the same
+/// moment on two threads (`MPI_THREAD_MULTIPLE`) may count once, which only skews the
+/// scaling of an estimate.
 pub(crate) fn wait_sampled() -> bool {
-    timing_sampled(WAITS.fetch_add(1, Ordering::Relaxed))
+    let n = WAITS.load(Ordering::Relaxed);
+    WAITS.store(n + 1, Ordering::Relaxed);
+    timing_sampled(n)
 }
 
 /// Adds a timed wait of `ns` nanoseconds.
@@ -274,6 +308,10 @@ pub struct CommBinding {
     /// (the C library's collective context, the Rust API's shadow) rather than the one
     /// its point-to-point messages travel on.
     pub collective: bool,
+    /// For a per-peer variable (one value per peer rank of the communicator, the handle's
+    /// count its size, or its remote group's for an intercommunicator): the values on
+    /// engine communicator `c` (`read` is then unused; empty once `c` is freed).
+    pub peers: Option<fn(crate::CommId) -> Vec<u64>>,
 }
 
 /// Counters of one communicator's point-to-point traffic (its collectives run on a
@@ -292,6 +330,13 @@ pub struct CommStats {
 }
 
 impl CommStats {
+    /// Counts a message of `len` bytes sent on the communicator.
+    #[inline]
+    pub(crate) fn sent(&mut self, len: usize) {
+        self.msgs_sent += 1;
+        self.bytes_sent += len as u64;
+    }
+
     /// Counts a message of `len` bytes that arrived on the communicator.
     #[inline]
     pub(crate) fn arrived(&mut self, len: usize) {
@@ -329,10 +374,21 @@ macro_rules! transport_pvars {
             class: PvarClass::Counter, level: 4, continuous: true,
             comm: None,
             read: |s| s.by_transport(Some($t)).bytes_recv },
+        Pvar { name: concat!("btl_", $t, "_eager_sent"), category: concat!("btl_", $t),
+            desc: concat!("Messages sent eagerly (data with the envelope) to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 5, continuous: true,
+            comm: None,
+            read: |s| s.by_transport(Some($t)).eager_sent },
+        Pvar { name: concat!("btl_", $t, "_rndv_sent"), category: concat!("btl_", $t),
+            desc: concat!("Messages sent by rendezvous to ranks reached by the ", $t, " transport"),
+            class: PvarClass::Counter, level: 5, continuous: true,
+            comm: None,
+            read: |s| s.by_transport(Some($t)).rndv_sent },
     )*]};
 }
 
-pub(crate) const TRANSPORT_PVARS: [Pvar; 12] = transport_pvars!("self", "sm", "tcp");
+/// The transports' counters: messages and bytes each way, eager and rendezvous sends.
+pub(crate) const TRANSPORT_PVARS: [Pvar; 24] = transport_pvars!("self", "sm", "tcp", "ofi");
 
 pub(crate) const PML_PVARS: [Pvar; 10] = [
     Pvar {
