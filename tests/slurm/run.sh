@@ -2,7 +2,8 @@
 # Jobs on a real Slurm cluster whose 2 nodes are network+UTS namespaces (own address and host
 # name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
 # `mpirun` inside `salloc` (daemons started as overlapping srun steps): every rank on its
-# node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort
+# node, ring, collectives, a rank failing in MPI_Init, kill -9 of a remote rank (also with
+# ULFM on under srun: the survivors shrink and reduce), MPI_Abort
 # on a remote node, two mpiruns at once in one allocation, MPI_Comm_spawn (from mpirun
 # and under srun), and mpi4py's MPI-IO test module (both ways, one rank per node).
 # Each case checks its status, its output and its time; the cluster is torn down at the end,
@@ -43,6 +44,7 @@ on_head=$OXMPI_SLURM_DIR/run-on-head
 for s in ring abort; do "$P/bin/mpicc" "$root/bin/mpirun/tests/c/$s.c" -o "$work/$s" || exit 1; done
 for s in where kill9 spawn_where; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.c" -o "$work/$s" || exit 1; done
 "$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/coll.c" -o "$work/coll" || exit 1
+"$P/bin/mpicc" "$root/crates/capi/tests/c/ulfm.c" -o "$work/ulfm" || exit 1
 # Rank 3 (on node 2) fails in MPI_Init: an interface that does not exist.
 cat >"$work/failinit" <<EOF
 #!/bin/sh
@@ -81,6 +83,14 @@ srun_ "ring" 0 10 "^ring total 18" "$work/ring"
 srun_ "collectives" 0 30 "^coll: all checks passed" "$work/coll"
 srun_ "a rank failing in MPI_Init" 137 5 "rank 3: btl_tcp_if_include=nosuch0" "$work/failinit"
 srun_ "kill -9 of a remote rank" 137 5 "task 3: Killed" "$work/kill9"
+# ULFM under srun (no mpirun): fault tolerance on through the environment, and Slurm keeps
+# the step's other tasks running when one is killed (-K0, --kill-on-bad-exit=0). ulfm.c's
+# rank 3 (on n2) kills itself; the 3 survivors (on both nodes) revoke, agree, shrink and
+# reduce. srun's status is the killed task's.
+srun_ "ULFM: the survivors of kill -9 shrink and reduce" 137 10 "^ulfm: rank 0 ok" -K0 \
+  --export=ALL,OXMPI_MCA_mpi_ft_enable=true "$work/ulfm"
+n=$(grep -cE '^ulfm: rank [0-2] ok$' "$work/out")
+[ "$n" = 3 ] || { echo "slurm: ULFM under srun: $n of 3 survivors ok"; failures=$((failures + 1)); }
 salloc_ "every rank on its node" 0 10 "^rank 3 on n2" "$P/bin/mpirun" "$work/where"
 salloc_ "ring" 0 10 "^ring total 18" "$P/bin/mpirun" "$work/ring"
 salloc_ "collectives" 0 30 "^coll: all checks passed" "$P/bin/mpirun" "$work/coll"
