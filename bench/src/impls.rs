@@ -51,9 +51,15 @@ pub struct Impl {
     /// A peer that runs only the dynamic-process measurement (`comm_spawn`): the MPICH
     /// that can spawn here ([`Impl::mpich_wheel`]).
     pub spawn_only: bool,
+    /// Why this peer has no `comm_spawn` rows (its spawn cannot work here), said once in
+    /// the run's output instead of a failure per repetition.
+    pub no_spawn: Option<String>,
     /// Human description of the settings, for the report.
     pub settings: String,
 }
+
+/// What Debian's MPICH 4.0.2 says of every `MPI_Comm_spawn` on the reference machine.
+const MPICH_SPAWN_ERROR: &str = "MPID_Comm_spawn_multiple(86): Error in spawn call";
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -79,6 +85,7 @@ impl Impl {
             overhead_only: false,
             bench_opts: vec![],
             spawn_only: false,
+            no_spawn: None,
             settings: "defaults (ob1 + vader, single copy = CMA)".into(),
         }
     }
@@ -111,13 +118,17 @@ impl Impl {
             overhead_only: false,
             bench_opts: vec![],
             spawn_only: false,
+            no_spawn: Some(format!(
+                "Debian's MPICH 4.0.2 fails every MPI_Comm_spawn here ({MPICH_SPAWN_ERROR}); \
+                 the PyPI MPICH wheel's row stands for MPICH"
+            )),
             settings: "defaults (ch4:ucx, UCX sysv + cma; `UCX_TLS=^cma` is slower here)".into(),
         }
     }
 
     /// MPICH from the PyPI `mpich` wheel (`version`, its Hydra `mpiexec` and `mpicc` in the
     /// venv `venv`), for `MPI_Comm_spawn` only: Debian's MPICH 4.0.2 fails every spawn on
-    /// the reference machine (`MPID_Comm_spawn_multiple(86): Error in spawn call`).
+    /// the reference machine ([`MPICH_SPAWN_ERROR`]).
     pub fn mpich_wheel(venv: &Path, version: &str) -> Impl {
         let bin = venv.join("bin");
         Impl {
@@ -129,6 +140,7 @@ impl Impl {
             pinned: vec![],
             oversubscribed: vec![],
             spawn_only: true,
+            no_spawn: None,
             settings: format!(
                 "the PyPI `mpich` wheel {version} (its Hydra `mpiexec`), defaults; only `MPI_Comm_spawn` (Debian's MPICH cannot spawn here)"
             ),
@@ -155,6 +167,7 @@ impl Impl {
             overhead_only: false,
             bench_opts: vec![],
             spawn_only: false,
+            no_spawn: None,
             settings: "defaults".into(),
         }
     }
@@ -265,6 +278,9 @@ mod tests {
         assert_eq!(args, s(&["-n", "2", "--bind-to", "core", "/b/hello", "a"]));
         let w = Impl::mpich_wheel(Path::new("/v"), "5.0.2");
         assert_eq!((w.name.as_str(), w.spawn_only), ("mpich-5.0.2-wheel", true));
+        // Debian's MPICH says why it has no spawn rows; the wheel that stands in spawns.
+        assert!(Impl::mpich().no_spawn.is_some_and(|w| w.contains("4.0.2")));
+        assert!(w.no_spawn.is_none() && x.no_spawn.is_none());
         assert!(is_mpich_wheel(&w.name) && !is_mpich_wheel("mpich"));
         assert_eq!(
             w.command(1, 2, Path::new("/b/h"), &[]).get_program(),

@@ -1088,8 +1088,16 @@ impl<'a> Runner<'a> {
             for np in self.cfg.startup_np.clone() {
                 self.startup(rep, p, np);
             }
-            for children in SPAWN_CHILDREN {
-                self.comm_spawn(rep, p, children);
+            match &p.imp.no_spawn {
+                Some(why) if rep == 0 => {
+                    eprintln!("bench: {}: no comm_spawn rows: {why}", p.imp.name)
+                }
+                Some(_) => {}
+                None => {
+                    for children in SPAWN_CHILDREN {
+                        self.comm_spawn(rep, p, children);
+                    }
+                }
             }
             self.mpi4py(rep, p);
         }
@@ -1382,6 +1390,7 @@ done
         overhead_only: false,
         bench_opts: vec![],
         spawn_only: false,
+        no_spawn: None,
         settings: String::new(),
     };
     let missing = dir.join("no-such-probe");

@@ -47,6 +47,7 @@ for s in where kill9 spawn_where; do "$P/bin/mpicc" "$root/tests/fakenodes/c/$s.
 for s in coll rma io; do
   "$P/bin/mpicc" -I "$root/crates/capi/tests/c" "$root/crates/capi/tests/c/$s.c" -o "$work/$s" || exit 1
 done
+"$P/bin/mpicc" "$root/crates/capi/tests/c/ulfm.c" -o "$work/ulfm" || exit 1
 mkdir -p "$work/io-data"
 # Rank FAILRANK (default 3, on node 2) fails in MPI_Init: an interface that does not exist.
 cat >"$work/failinit" <<EOF
@@ -86,6 +87,14 @@ srun_ "ring" 0 10 "^ring total 18" "$work/ring"
 srun_ "collectives" 0 30 "^coll: all checks passed" "$work/coll"
 srun_ "a rank failing in MPI_Init" 137 5 "rank 3: btl_tcp_if_include=nosuch0" "$work/failinit"
 srun_ "kill -9 of a remote rank" 137 5 "task 3: Killed" "$work/kill9"
+# ULFM under srun (no mpirun): fault tolerance on through the environment, and Slurm keeps
+# the step's other tasks running when one is killed (-K0, --kill-on-bad-exit=0). ulfm.c's
+# rank 3 (on n2) kills itself; the 3 survivors (on both nodes) revoke, agree, shrink and
+# reduce. srun's status is the killed task's.
+srun_ "ULFM: the survivors of kill -9 shrink and reduce" 137 10 "^ulfm: rank 0 ok" -K0 \
+  --export=ALL,OXMPI_MCA_mpi_ft_enable=true "$work/ulfm"
+n=$(grep -cE '^ulfm: rank [0-2] ok$' "$work/out")
+[ "$n" = 3 ] || { echo "slurm: ULFM under srun: $n of 3 survivors ok"; failures=$((failures + 1)); }
 salloc_ "every rank on its node" 0 10 "^rank 3 on n2" "$P/bin/mpirun" "$work/where"
 salloc_ "ring" 0 10 "^ring total 18" "$P/bin/mpirun" "$work/ring"
 salloc_ "collectives" 0 30 "^coll: all checks passed" "$P/bin/mpirun" "$work/coll"

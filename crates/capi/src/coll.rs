@@ -1029,11 +1029,23 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_disconnect`: like `MPI_Comm_free` after the pending traffic (there is no
-    /// dynamic process support, so every communicator is local).
+    /// `MPI_Comm_disconnect`: like `MPI_Comm_free` once every member got here (a barrier,
+    /// over both groups of an intercommunicator). Under fault tolerance the members meet in
+    /// a fault-tolerant agreement instead, so a failed member (a dead child of
+    /// `MPI_Comm_spawn`) cannot hold the others. A failure not acknowledged on it
+    /// (`MPIX_Comm_failure_ack`) fails the call with `MPIX_ERR_PROC_FAILED` at every member
+    /// alike (the agreement is uniform), leaving the communicator as it was, as
+    /// `MPIX_Comm_agree` does.
     fn PMPI_Comm_disconnect / "MPI_Comm_disconnect" (comm: *mut c_int) {
         let h = inp(comm, "comm")?;
-        if let Some(l) = crate::intercomm::Link::of(h)? { crate::intercoll::barrier(&l)?; } else { coll(h)?.barrier()?; }
+        let synced = if backend::engine()?.ft_enabled() {
+            crate::ft::disconnect_sync(h)
+        } else if let Some(l) = crate::intercomm::Link::of(h)? {
+            crate::intercoll::barrier(&l)
+        } else {
+            coll(h)?.barrier()
+        };
+        synced?;
         // SAFETY: forwarding our own argument.
         let rc = unsafe { crate::comm::PMPI_Comm_free(comm) };
         if rc != MPI_SUCCESS {

@@ -229,6 +229,9 @@ impl Engine {
         let sm = Settings::read();
         let mut st = State::new(rank, size, &sm);
         st.ft = oxmpi_base::params::flag(&crate::pml::params::FT_ENABLE);
+        if st.ft {
+            sys::tolerate_failure_signal();
+        }
         if st.cma {
             sys::allow_ptracer_any();
         }
@@ -1045,15 +1048,40 @@ impl Engine {
         // Deliver what is still queued, including buffered sends (detached requests) that
         // wait for the receiver's clear-to-send; the bootstrap fence below does not progress.
         self.wait_until(|st| st.flushed().then_some(()));
+        // Under fault tolerance the final synchronisation is ours, over the links: a
+        // process manager's fence (Slurm's PMI-2, Hydra's PMI-1 barrier, the file store)
+        // never completes once a rank died, while a goodbye from every rank that is still
+        // alive ends as soon as the failures are noticed.
+        let ft = self.lock().ft;
+        if ft {
+            self.finalize_say_bye();
+            self.wait_until(|st| st.finalize_byes_in(self.size as usize).then_some(()));
+        }
         // Then what the links need from us before we stop progressing (ofi's goodbye).
         self.wait_until(|st| st.links_closed().then_some(()));
         self.lock().finalized = true;
         let mut b = self.boot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = b.as_mut() {
-            b.fence()?;
+            if !ft {
+                b.fence()?;
+            }
             b.finalize()?;
         }
         Ok(())
+    }
+
+    /// The first step of [`Engine::finalize`] under fault tolerance: a goodbye (`K_BYE`)
+    /// to every other live rank of the world; finalize then waits for everyone's
+    /// ([`Engine::finalize_byes_in`]) where a process manager's fence would wait.
+    pub(crate) fn finalize_say_bye(&self) {
+        self.lock().say_bye(self.size as usize);
+    }
+
+    /// Whether our goodbyes are out and every other rank of the world said goodbye or
+    /// failed (the protocol tests' look at [`Engine::finalize`]'s wait).
+    #[cfg(test)]
+    pub(crate) fn finalize_byes_in(&self) -> bool {
+        self.lock().finalize_byes_in(self.size as usize)
     }
 
     /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,

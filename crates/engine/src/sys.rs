@@ -349,3 +349,27 @@ impl DynLib {
         NonNull::new(p).ok_or_else(|| dl_error(&format!("no symbol {name}")))
     }
 }
+
+/// Under fault tolerance: MPICH's Hydra (`mpiexec -disable-auto-cleanup`) sends SIGUSR1 to
+/// every process of the job when one fails (MPICH then reads the dead from its PMI
+/// store), and by default that signal ends the process. Our engine notices failures
+/// itself, so the signal gets a handler that does nothing, unless the application
+/// installed its own first.
+pub(crate) fn tolerate_failure_signal() {
+    extern "C" fn ignore(_: libc::c_int) {}
+    // SAFETY: `sigaction` reads and writes the structures passed (zeroed, then filled);
+    // the handler is async-signal-safe (it does nothing).
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGUSR1, std::ptr::null(), &mut old) != 0
+            || old.sa_sigaction != libc::SIG_DFL
+        {
+            return;
+        }
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}

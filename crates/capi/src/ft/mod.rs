@@ -329,6 +329,13 @@ fn agree_on(comm: c_int, flag: *mut c_int) -> MpiResult {
     unacked_failure(comm, &t, &v.failed)
 }
 
+/// `MPI_Comm_disconnect`'s meeting under fault tolerance: an agreement among the members
+/// that did not fail (`MPIX_ERR_PROC_FAILED` if a failure is not acknowledged on `comm`).
+pub(crate) fn disconnect_sync(comm: c_int) -> MpiResult {
+    let mut flag: c_int = 1;
+    agree_on(comm, &mut flag)
+}
+
 /// `MPIX_Comm_shrink`'s work: the new communicator's handle (an intercommunicator for an
 /// intercommunicator).
 fn shrink(comm: c_int) -> MpiResult<c_int> {

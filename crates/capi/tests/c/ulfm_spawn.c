@@ -5,8 +5,9 @@
  * message goes both ways). Then child 1 kills itself: the other child and the parents see
  * it in get_failed, agree reports it (MPIX_ERR_PROC_FAILED) until acknowledged, get_acked
  * names it, and shrink gives an intercommunicator without it (the parents' remote group
- * of 1), over which a message goes both ways. Each survivor prints "ulfm_spawn: <side>
- * R ok". */
+ * of 1), over which a message goes both ways; then every survivor disconnects from the
+ * other job (with the dead child: the failure was acknowledged, so at once) and prints
+ * "ulfm_spawn: <side> R ok". */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,9 +132,15 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(s, MPI_ERRORS_RETURN);
     ping(s, parents, "message over the intercommunicator of the survivors");
     MPI_Comm_free(&s);
+    /* Disconnect from the other job, the dead child included, as ULFM expects before
+     * MPI_Finalize: the failure is acknowledged on ic, so it succeeds (no waiting for
+     * the dead child) and ic becomes MPI_COMM_NULL. */
+    double t0 = MPI_Wtime();
+    expect_class(MPI_Comm_disconnect(&ic), MPI_SUCCESS, "disconnect with a dead child");
+    expect(MPI_Wtime() - t0 < 10, "disconnect with a dead child took over 10 s");
+    expect(ic == MPI_COMM_NULL, "disconnect: the handle is not MPI_COMM_NULL");
     printf("ulfm_spawn: %s %d ok\n", side, rank);
     fflush(stdout);
-    /* Not MPI_Comm_disconnect: it would wait for the dead child. */
     MPI_Finalize();
     return 0;
 }

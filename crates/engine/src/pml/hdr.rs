@@ -11,6 +11,10 @@ pub(crate) const K_REVOKE: u8 = 6;
 /// request-to-send or a synchronous eager message, whose sender waits): `b` = the sender's
 /// request, which fails with `ErrorClass::Revoked`.
 pub(crate) const K_NACK: u8 = 7;
+/// Finalize under fault tolerance: the sender reached `MPI_Finalize` with everything it
+/// sends written; nothing more comes from it (the fault-tolerant replacement for the
+/// bootstrap's final fence, see `crate::Engine::finalize`).
+pub(crate) const K_BYE: u8 = 8;
 
 pub(crate) const F_SYNC: u8 = 1;
 pub(crate) const F_CMA: u8 = 2;
@@ -37,6 +41,7 @@ pub(crate) const F_RMA: u8 = 16;
 /// | FIN | - | - | sender request | - |
 /// | REVOKE | - | revoked context | - | - |
 /// | NACK | - | - | sender request | - |
+/// | BYE | - | - | - | - |
 ///
 /// On an sm link with a bulk buffer, a DATA record travels as a header-only ring record
 /// with [`F_BULK`], `b` = the payload's position in the bulk buffer (bytes since its start,

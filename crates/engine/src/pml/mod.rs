@@ -38,7 +38,9 @@ use self::recv::{Ack, Msg};
 use self::request::{msg_status, Req, ReqState, Slab};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::{PeerInfo, BTL};
-use crate::pml::hdr::{Hdr, F_COOP, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
+use crate::pml::hdr::{
+    Hdr, F_COOP, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
+};
 use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::pml::params::PML;
 use crate::sys;
@@ -471,6 +473,7 @@ impl State {
                 }
             }
             K_NACK => self.on_nack(hdr.b),
+            K_BYE => self.peers[peer as usize].bye = true,
             _ => {}
         }
     }
@@ -746,11 +749,6 @@ impl State {
         }
     }
 
-    /// Whether nothing waits to go out any more: no queued record or byte a link still
-    /// buffers (to a live peer), no detached request in progress (buffered sends waiting
-    /// for their clear-to-send).
-    /// Whether every live link has finished closing ([`crate::btl::Link::closing`]);
-    /// finalize waits for it after [`State::flushed`].
     /// Tells every link that the application frees `len` bytes at `addr`.
     pub(crate) fn memory_freed(&mut self, addr: usize, len: usize) {
         for l in self.peers.iter_mut().filter_map(|p| p.link.as_mut()) {
@@ -758,6 +756,8 @@ impl State {
         }
     }
 
+    /// Whether every live link has finished closing ([`crate::btl::Link::closing`]);
+    /// finalize waits for it after [`State::flushed`].
     pub(crate) fn links_closed(&mut self) -> bool {
         let mut done = true;
         for p in &mut self.peers {
@@ -768,6 +768,32 @@ impl State {
         done
     }
 
+    /// Finalize under fault tolerance: tells every other live world rank (the first
+    /// `world` peers) that we finalize (`K_BYE`).
+    pub(crate) fn say_bye(&mut self, world: usize) {
+        for w in 0..world.min(self.peers.len()) {
+            if w as i32 != self.me {
+                self.ctrl(w as i32, K_BYE, 0, 0, 0);
+            }
+        }
+    }
+
+    /// Whether our goodbyes are out ([`State::flushed`]) and every other world rank (the
+    /// first `world` peers) said goodbye (`State::say_bye`) or failed; a rank no link
+    /// reaches cannot say it and is not waited for.
+    pub(crate) fn finalize_byes_in(&self, world: usize) -> bool {
+        let byes = self
+            .peers
+            .iter()
+            .take(world)
+            .enumerate()
+            .all(|(w, p)| w as i32 == self.me || p.bye || p.dead || p.link.is_none());
+        byes && self.flushed()
+    }
+
+    /// Whether nothing waits to go out any more: no queued record or byte a link still
+    /// buffers (to a live peer), no detached request in progress (buffered sends waiting
+    /// for their clear-to-send).
     pub(crate) fn flushed(&self) -> bool {
         // Also what a link still buffers (tcp: bytes the socket did not take yet).
         let queued = self.peers.iter().any(|p| {

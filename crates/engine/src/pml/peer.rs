@@ -34,6 +34,8 @@ pub(crate) struct Peer {
     pub(crate) link: Option<Box<dyn Link>>,
     pub(crate) outq: VecDeque<Out>,
     pub(crate) dead: bool,
+    /// It reached finalize under fault tolerance (its `K_BYE` arrived).
+    pub(crate) bye: bool,
     /// On our node (its pid is meaningful here).
     pub(crate) local: bool,
     /// Sends whose records the link accepted but still holds in its own buffer (tcp): they

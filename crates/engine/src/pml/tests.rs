@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
-use crate::pml::hdr::{Hdr, HDR, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
+use crate::pml::hdr::{Hdr, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
 /// Largest eager message of the test engines.
@@ -633,6 +633,55 @@ fn revoke_is_forwarded_when_the_revoker_dies_part_way() {
         "rank 1 forwards to rank 2 only (not back to the revoker); rank 2 knew already when it heard"
     );
     assert_eq!(revokes(2, 0), 1, "rank 2 forwards to the (dead) revoker");
+}
+
+/// Finalize under fault tolerance: the goodbyes replace the process manager's fence. A
+/// rank that finalizes waits until every other rank said goodbye; once rank 2 dies (its
+/// wires cut) without saying it, ranks 0 and 1 are through as soon as they notice, with
+/// one goodbye each to each other rank.
+#[test]
+fn finalize_under_fault_tolerance_waits_for_the_live_ranks_only() {
+    let mut net = Net::new(3, 64);
+    net.e = std::mem::take(&mut net.e)
+        .into_iter()
+        .map(Engine::with_ft)
+        .collect();
+    net.e[0].finalize_say_bye();
+    for _ in 0..20 {
+        net.step();
+    }
+    assert!(
+        !net.e[0].finalize_byes_in(),
+        "ranks 1 and 2 are not there yet"
+    );
+    net.e[1].finalize_say_bye();
+    for _ in 0..20 {
+        net.step();
+    }
+    assert!(
+        !net.e[0].finalize_byes_in(),
+        "rank 2 is alive and not there"
+    );
+    assert!(!net.e[1].finalize_byes_in());
+    net.wire(0, 2).0.cut();
+    net.wire(1, 2).0.cut();
+    for _ in 0..20 {
+        net.e[0].progress();
+        net.e[1].progress();
+    }
+    assert!(net.e[0].finalize_byes_in(), "rank 2 failed");
+    assert!(net.e[1].finalize_byes_in());
+    let byes = |from, to| {
+        net.log(from, to)
+            .iter()
+            .filter(|&&(k, _)| k == K_BYE)
+            .count()
+    };
+    assert_eq!(
+        [byes(0, 1), byes(0, 2), byes(1, 0), byes(1, 2)],
+        [1, 1, 1, 1]
+    );
+    assert_eq!(byes(2, 0) + byes(2, 1), 0);
 }
 
 /// ULFM revoke and pending sends: a rendezvous send waiting for its clear-to-send and a
