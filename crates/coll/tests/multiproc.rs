@@ -187,6 +187,23 @@ fn shared_memory_component_np2() {
 fn shared_memory_component_np3() {
     run(3, "sm", SM);
 }
+/// Ranks that yield when idle wait on the segment's flags looking `coll_sm_spin_first`
+/// times before they yield at every look: the default, and yielding at once.
+#[test]
+fn shared_memory_component_yielding_np4() {
+    run(4, "sm", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
+#[test]
+fn shared_memory_component_yielding_at_once_np3() {
+    run(
+        3,
+        "sm",
+        &[
+            ("OXMPI_MCA_mpi_yield_when_idle", "1"),
+            ("OXMPI_MCA_coll_sm_spin_first", "0"),
+        ],
+    );
+}
 #[test]
 fn shared_memory_component_disabled_np3() {
     run(3, "sm-off", &[("OXMPI_MCA_coll_sm_enable", "0")]);

@@ -47,6 +47,8 @@ pub struct Seg {
     /// Number of entries of `nb.open` (read without the lock by [`Seg::finish`]).
     nopen: AtomicUsize,
     yield_idle: bool,
+    /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
+    spin_first: u32,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
 }
@@ -107,6 +109,7 @@ impl Seg {
             nb: Mutex::new(Open::default()),
             nopen: AtomicUsize::new(0),
             yield_idle,
+            spin_first: super::params::spin_first(),
             eng,
         }
     }
@@ -234,6 +237,11 @@ impl Seg {
     /// While waiting it polls the engine's transports: a rank in a collective must
     /// keep its pending point-to-point operations going (a peer may be waiting for the
     /// data of our earlier `MPI_Isend` before it enters this collective).
+    ///
+    /// When ranks yield when idle (more ranks than cores), the first `coll_sm_spin_first` turns
+    /// only look at the word: the writer is often running on another core right then
+    /// (a broadcast root leaving the barrier before it), and a progress call plus a yield
+    /// per turn would add their cost to every such wait; after them each turn yields.
     fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
         let v = w.load(Ordering::Acquire);
         if v >= k {
@@ -245,13 +253,14 @@ impl Seg {
             if v >= k {
                 return v;
             }
+            let yielding = self.yield_idle && spins >= self.spin_first;
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
-            if spins % 32 == 31 || self.yield_idle {
+            if spins % 32 == 31 || yielding {
                 self.eng.progress();
             }
             spins = spins.wrapping_add(1);
-            if self.yield_idle || spins % 4096 == 0 {
+            if yielding || spins % 4096 == 0 {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
