@@ -187,20 +187,20 @@ fn shared_memory_component_np2() {
 fn shared_memory_component_np3() {
     run(3, "sm", SM);
 }
-/// Ranks that yield when idle wait on the segment's flags looking `coll_sm_spin_first`
-/// times before they yield at every look: the default, and yielding at once.
+/// Ranks that yield when idle wait on the segment's flags: yielding at every look (the
+/// default), and looking `coll_sm_spin_first` times first.
 #[test]
 fn shared_memory_component_yielding_np4() {
     run(4, "sm", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
 #[test]
-fn shared_memory_component_yielding_at_once_np3() {
+fn shared_memory_component_yielding_after_spinning_np3() {
     run(
         3,
         "sm",
         &[
             ("OXMPI_MCA_mpi_yield_when_idle", "1"),
-            ("OXMPI_MCA_coll_sm_spin_first", "0"),
+            ("OXMPI_MCA_coll_sm_spin_first", "64"),
         ],
     );
 }

@@ -238,10 +238,10 @@ impl Seg {
     /// keep its pending point-to-point operations going (a peer may be waiting for the
     /// data of our earlier `MPI_Isend` before it enters this collective).
     ///
-    /// When ranks yield when idle (more ranks than cores), the first `coll_sm_spin_first` turns
-    /// only look at the word: the writer is often running on another core right then
-    /// (a broadcast root leaving the barrier before it), and a progress call plus a yield
-    /// per turn would add their cost to every such wait; after them each turn yields.
+    /// When ranks yield when idle (more ranks than cores), each turn polls the transports
+    /// and yields the core, after `coll_sm_spin_first` (default 0) turns that only look at
+    /// the word (for a writer running on the other core right then; under load, looking
+    /// first was measured slower, hence off by default).
     fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
         let v = w.load(Ordering::Acquire);
         if v >= k {
