@@ -741,9 +741,8 @@ fn nb_reduce_suite(c: &CollComm) {
 /// memory whose contents change every round (results right each time), interleaved with a
 /// planned barrier; no schedule is planned after the first round.
 fn persistent_suite(c: &CollComm) {
-    use oxmpi_coll::nbc::{progress, sched::planned};
-    use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
-    use std::sync::mpsc;
+    use oxmpi_coll::nbc::sched::planned;
+    use oxmpi_coll::sched::{OwnedOp, Region};
     let p = c.size as usize;
     let r = c.rank as usize;
     let len = 64;
@@ -761,23 +760,7 @@ fn persistent_suite(c: &CollComm) {
     );
     let mut bar = Some(c.ibarrier().unwrap());
     let plans = planned();
-    // Run a schedule to its end on this thread's channel and get it back.
-    let run = |s: Schedule| -> Schedule {
-        let (tx, rx) = mpsc::channel();
-        progress::start(
-            s,
-            Box::new(move |s, res| {
-                res.unwrap();
-                tx.send(s).unwrap();
-            }),
-        );
-        loop {
-            progress::progress_pending();
-            if let Ok(s) = rx.recv_timeout(Duration::from_millis(1)) {
-                return s;
-            }
-        }
-    };
+    let run = run_sched;
     for it in 0..1000u64 {
         let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 7)).collect();
         buf.copy_from_slice(&xs[r]);
