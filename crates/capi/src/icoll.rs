@@ -162,12 +162,12 @@ mpi_fn_c! {
             return start_shared(comm, &a, (seg, SmKind::Allreduce), io, Some(o), unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for `n` items (in place: holds ours).
-        let mut r = unsafe { region(&dt, n, recvbuf, in_place, true, 0, &mut unpack) };
-        if !in_place {
-            // SAFETY: MPI contract: sendbuf holds `n` items.
-            unsafe { fill_from(&dt, n, sendbuf, region_bytes(&mut r)) };
-        }
-        let s = a.iallreduce(r, o).map_err(sched_err(comm))?;
+        let r = unsafe { region(&dt, n, recvbuf, in_place, true, 0, &mut unpack) };
+        // Not in place: the schedule reads our contribution where it is (the first
+        // exchange sends it from there), with no copy into recvbuf first.
+        // SAFETY: MPI contract: sendbuf holds `n` items until completion.
+        let input = (!in_place).then(|| unsafe { region(&dt, n, sendbuf.cast_mut(), true, false, 1, &mut unpack) });
+        let s = a.iallreduce_from(input, r, o).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }
 }
@@ -197,9 +197,10 @@ mpi_fn_c! {
             };
             return start_shared(comm, &a, (seg, SmKind::Reduce { root: root as usize }), io, Some(o), unpack, request);
         }
-        // SAFETY: MPI contract: the contribution holds `n` items.
-        let data = unsafe { packed(&dt, n, src) };
         let mut unpack = Vec::new();
+        // Read where it is (packed only for a non-contiguous type).
+        // SAFETY: MPI contract: the contribution holds `n` items until completion.
+        let data = unsafe { region(&dt, n, src.cast_mut(), true, false, 0, &mut unpack) };
         let out = if me {
             // SAFETY: MPI contract: recvbuf has room for `n` items at the root.
             Some(unsafe { region(&dt, n, recvbuf, false, true, 1, &mut unpack) })

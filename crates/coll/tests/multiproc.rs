@@ -187,6 +187,23 @@ fn shared_memory_component_np2() {
 fn shared_memory_component_np3() {
     run(3, "sm", SM);
 }
+/// Ranks that yield when idle wait on the segment's flags: yielding at every look (the
+/// default), and looking `coll_sm_spin_first` times first.
+#[test]
+fn shared_memory_component_yielding_np4() {
+    run(4, "sm", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
+#[test]
+fn shared_memory_component_yielding_after_spinning_np3() {
+    run(
+        3,
+        "sm",
+        &[
+            ("OXMPI_MCA_mpi_yield_when_idle", "1"),
+            ("OXMPI_MCA_coll_sm_spin_first", "64"),
+        ],
+    );
+}
 #[test]
 fn shared_memory_component_disabled_np3() {
     run(3, "sm-off", &[("OXMPI_MCA_coll_sm_enable", "0")]);
@@ -195,6 +212,22 @@ fn shared_memory_component_disabled_np3() {
 #[test]
 fn nonblocking_progress_np3() {
     run(3, "nbc", &[]);
+}
+
+/// The nonblocking reductions' schedules reading the input where it is (out of place, in
+/// place, and in place through the same memory given twice), every root, a commutative and
+/// a non-commutative operation: power-of-two, folded and tree-interior ranks.
+#[test]
+fn nonblocking_reductions_np2() {
+    run(2, "nbc-reduce", &[]);
+}
+#[test]
+fn nonblocking_reductions_np3() {
+    run(3, "nbc-reduce", &[]);
+}
+#[test]
+fn nonblocking_reductions_np5() {
+    run(5, "nbc-reduce", &[]);
 }
 
 #[test]
@@ -237,6 +270,10 @@ fn rank_entry() {
         "persistent" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             persistent_suite(&w);
+        }
+        "nbc-reduce" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            nb_reduce_suite(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -599,13 +636,113 @@ fn nbc_suite(c: &CollComm) {
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
 }
 
+/// Run a schedule to its end on this thread and get it back.
+fn run_sched(s: oxmpi_coll::sched::Schedule) -> oxmpi_coll::sched::Schedule {
+    use oxmpi_coll::nbc::progress;
+    let (tx, rx) = std::sync::mpsc::channel();
+    progress::start(
+        s,
+        Box::new(move |s, res| {
+            res.unwrap();
+            tx.send(s).unwrap();
+        }),
+    );
+    loop {
+        progress::progress_pending();
+        if let Ok(s) = rx.recv_timeout(Duration::from_millis(1)) {
+            return s;
+        }
+    }
+}
+
+/// `iallreduce_from` and `ireduce` against the rank-order fold of every rank's
+/// contribution: out of place (the input only read, checked unchanged), in place, and in
+/// place with the same memory passed as input and output; every root.
+fn nb_reduce_suite(c: &CollComm) {
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    type Kernel = fn(&[u8], &mut [u8]);
+    let ops: [(&str, Kernel, bool); 2] = [("sum", sum_u32, true), ("affine", affine, false)];
+    let mut it = 0u64;
+    for len in [0usize, 8, 4096, 40_000] {
+        for (name, f, commutative) in ops {
+            let op = || OwnedOp {
+                f: Box::new(f),
+                elem_size: 8,
+                commutative,
+            };
+            it += 1;
+            let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 3)).collect();
+            let want = fold(&f, &xs);
+            let what = format!("{name}, {len} bytes, rank {r} of {p}");
+            // Out of place: raw input (the caller's memory), owned output.
+            let mut input = xs[r].clone();
+            let s = c
+                .iallreduce_from(
+                    Some(Region::Raw(input.as_mut_ptr(), len)),
+                    Region::Owned(vec![0u8; len]),
+                    op(),
+                )
+                .unwrap();
+            let mut s = run_sched(s);
+            assert_eq!(s.take_owned(0).unwrap(), want, "iallreduce_from {what}");
+            assert_eq!(input, xs[r], "iallreduce_from left the input alone, {what}");
+            // In place, and the same memory given as both.
+            let s = c
+                .iallreduce_from(None, Region::Owned(xs[r].clone()), op())
+                .unwrap();
+            assert_eq!(
+                run_sched(s).take_owned(0).unwrap(),
+                want,
+                "iallreduce in place {what}"
+            );
+            let mut buf = xs[r].clone();
+            let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+            let s = c
+                .iallreduce_from(Some(Region::Raw(ptr, n)), Region::Raw(ptr, n), op())
+                .unwrap();
+            run_sched(s);
+            assert_eq!(buf, want, "iallreduce aliased {what}");
+            for root in 0..p {
+                let mut input = xs[r].clone();
+                let out = (r == root).then(|| Region::Owned(vec![0u8; len]));
+                let s = c
+                    .ireduce(Region::Raw(input.as_mut_ptr(), len), out, root as i32, op())
+                    .unwrap();
+                let mut s = run_sched(s);
+                if r == root {
+                    assert_eq!(s.take_owned(1).unwrap(), want, "ireduce root {root} {what}");
+                }
+                assert_eq!(
+                    input, xs[r],
+                    "ireduce left the input alone, root {root} {what}"
+                );
+                // In place at the root (input and output the same memory).
+                let mut buf = xs[r].clone();
+                let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+                let out = (r == root).then_some(Region::Raw(ptr, n));
+                let s = c
+                    .ireduce(Region::Raw(ptr, n), out, root as i32, op())
+                    .unwrap();
+                run_sched(s);
+                if r == root {
+                    assert_eq!(buf, want, "ireduce in place root {root} {what}");
+                } else {
+                    assert_eq!(buf, xs[r], "ireduce in place left a non-root alone {what}");
+                }
+            }
+        }
+    }
+    assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
+}
+
 /// Persistent collectives' schedules: planned once, restarted 1000 times over the caller's
 /// memory whose contents change every round (results right each time), interleaved with a
 /// planned barrier; no schedule is planned after the first round.
 fn persistent_suite(c: &CollComm) {
-    use oxmpi_coll::nbc::{progress, sched::planned};
-    use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
-    use std::sync::mpsc;
+    use oxmpi_coll::nbc::sched::planned;
+    use oxmpi_coll::sched::{OwnedOp, Region};
     let p = c.size as usize;
     let r = c.rank as usize;
     let len = 64;
@@ -623,23 +760,7 @@ fn persistent_suite(c: &CollComm) {
     );
     let mut bar = Some(c.ibarrier().unwrap());
     let plans = planned();
-    // Run a schedule to its end on this thread's channel and get it back.
-    let run = |s: Schedule| -> Schedule {
-        let (tx, rx) = mpsc::channel();
-        progress::start(
-            s,
-            Box::new(move |s, res| {
-                res.unwrap();
-                tx.send(s).unwrap();
-            }),
-        );
-        loop {
-            progress::progress_pending();
-            if let Ok(s) = rx.recv_timeout(Duration::from_millis(1)) {
-                return s;
-            }
-        }
-    };
+    let run = run_sched;
     for it in 0..1000u64 {
         let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 7)).collect();
         buf.copy_from_slice(&xs[r]);

@@ -263,7 +263,7 @@ impl<'u> Communicator<'u> {
             (Vec::new(), Vec::new())
         };
         let sched = self.alg().ireduce(
-            pack_slice(send),
+            Region::Owned(pack_slice(send)),
             Some(Region::Owned(out)),
             root,
             owned_op(op),

@@ -50,7 +50,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 12] = [
+pub static PARAMS: [ParamDecl; 13] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -90,6 +90,7 @@ pub static PARAMS: [ParamDecl; 12] = [
     crate::sm::params::ENABLE,
     crate::sm::params::ALLREDUCE_LARGE_MIN,
     crate::sm::params::NONBLOCKING,
+    crate::sm::params::SPIN_FIRST,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

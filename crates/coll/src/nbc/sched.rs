@@ -146,6 +146,84 @@ fn rcv(at: At, len: usize, peer: i32) -> Step {
 #[derive(Default)]
 struct Round(Vec<Step>);
 
+/// One combining exchange of a reduction schedule: `b` accumulates our partial result
+/// (`ready`: it holds it; otherwise ours is still only at `inp`), `n` bytes with `peer`.
+struct Exchange {
+    b: At,
+    inp: At,
+    ready: bool,
+    n: usize,
+    peer: i32,
+}
+
+impl Round {
+    /// Receive the peer's partial result and combine it with ours into `ex.b`, in rank
+    /// order (`higher`: the peer's covers the ranks above ours, so `b = ours ∘ peer`;
+    /// otherwise `b = peer ∘ ours`). While `b` does not hold ours yet, the peer's vector is
+    /// received straight into `b` and ours folded in from `ex.inp` where the order allows;
+    /// `tmp` is scratch of `n` bytes, added to `regions` on first need. Returns that `b`
+    /// now holds our partial result.
+    fn combine(
+        &mut self,
+        ex: Exchange,
+        higher: bool,
+        commutative: bool,
+        tmp: &mut Option<usize>,
+        regions: &mut Vec<Region>,
+    ) -> bool {
+        let Exchange {
+            b,
+            inp,
+            ready,
+            n,
+            peer,
+        } = ex;
+        if !ready && (higher || commutative) {
+            self.0.push(rcv(b, n, peer));
+            self.0.push(Step::Reduce {
+                src: inp,
+                dst: b,
+                len: n,
+            });
+            return true;
+        }
+        let t = (
+            *tmp.get_or_insert_with(|| {
+                regions.push(Region::Owned(vec![0u8; n]));
+                regions.len() - 1
+            }),
+            0,
+        );
+        self.0.push(rcv(t, n, peer));
+        if !ready {
+            self.0.push(Step::Copy {
+                src: inp,
+                dst: b,
+                len: n,
+            });
+        }
+        if commutative || !higher {
+            self.0.push(Step::Reduce {
+                src: t,
+                dst: b,
+                len: n,
+            });
+        } else {
+            self.0.push(Step::Reduce {
+                src: b,
+                dst: t,
+                len: n,
+            });
+            self.0.push(Step::Copy {
+                src: t,
+                dst: b,
+                len: n,
+            });
+        }
+        true
+    }
+}
+
 /// A nonblocking collective in progress.
 pub struct Schedule {
     cc: CollComm,
@@ -621,33 +699,74 @@ impl CollComm {
     /// `MPI_Iallreduce` in place on region 0: recursive doubling (non-power-of-two sizes
     /// fold the first ranks pairwise), the order of `op` respected.
     pub fn iallreduce(&self, buf: Region, op: OwnedOp) -> Result<Schedule> {
-        let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcAllreduceRecdbl);
-        let n = s.regions[0].ptr_len().1;
+        self.iallreduce_from(None, buf, op)
+    }
+
+    /// `MPI_Iallreduce` of `input` (our contribution; `None`: it is in `out`, in place)
+    /// into region 0 (`out`; `input` becomes region 1 and is only read). Recursive
+    /// doubling as [`CollComm::iallreduce`], without copying the input first: the first
+    /// exchange sends it from where it is and receives the partner's vector straight into
+    /// `out`, then folds ours in (`out = ours ∘ out`, which keeps the order of a
+    /// non-commutative `op` when the partner ranks higher; a lower partner of a
+    /// non-commutative `op` takes a copy of ours first, as before).
+    pub fn iallreduce_from(
+        &self,
+        input: Option<Region>,
+        out: Region,
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        let mut out = out;
+        let n = out.ptr_len().1;
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
+        let mut s = Schedule::new(self, vec![out], None)?.counted(Alg::NbcAllreduceRecdbl);
         let commutative = op.commutative;
         s.op = Some(op);
-        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
+        let b = (0, 0);
+        // Where our contribution is, and whether `b` holds our partial result yet.
+        let (inp, mut ready) = match input {
+            Some(r) => {
+                let i = s.add_region(r);
+                let (ip, il) = s.regions[i].ptr_len();
+                if il != n {
+                    return Err(arg_err(
+                        ErrorClass::Count,
+                        format!("allreduce: a {il}-byte contribution into {n} bytes"),
+                    ));
+                }
+                // In place after all (the same memory): nothing to copy.
+                let same = n > 0 && ip == s.regions[0].ptr_len().0;
+                ((i, 0), same)
+            }
+            None => (b, true),
+        };
         let p = self.size;
         let r = self.rank;
         if p == 1 || n == 0 {
+            if !ready {
+                s.copy(inp, b, n);
+            }
             return Ok(s);
         }
+        let mut tmp = None;
         let (pof2, rem) = fold_sizes(p);
-        let (b, t) = ((0, 0), (tmp, 0));
         let newrank = if r < 2 * rem {
             if r % 2 == 0 {
-                s.round().push(snd(b, n, r + 1));
+                s.round().push(snd(if ready { b } else { inp }, n, r + 1));
                 -1
             } else {
-                let rd = s.round();
-                rd.push(rcv(t, n, r - 1));
-                rd.push(Step::Reduce {
-                    src: t,
-                    dst: b,
-                    len: n,
-                });
+                // The partner ranks lower: `b = partner ∘ ours`.
+                s.round();
+                let ex = Exchange {
+                    b,
+                    inp,
+                    ready,
+                    n,
+                    peer: r - 1,
+                };
+                let rd = s.rounds.last_mut().expect("just pushed");
+                ready = rd.combine(ex, false, commutative, &mut tmp, &mut s.regions);
                 r / 2
             }
         } else {
@@ -657,27 +776,17 @@ impl CollComm {
             let mut mask = 1;
             while mask < pof2 {
                 let dst = fold_real_rank(newrank ^ mask, rem);
-                let rd = s.round();
-                rd.push(snd(b, n, dst));
-                rd.push(rcv(t, n, dst));
-                if commutative || dst < r {
-                    rd.push(Step::Reduce {
-                        src: t,
-                        dst: b,
-                        len: n,
-                    });
-                } else {
-                    rd.push(Step::Reduce {
-                        src: b,
-                        dst: t,
-                        len: n,
-                    });
-                    rd.push(Step::Copy {
-                        src: t,
-                        dst: b,
-                        len: n,
-                    });
-                }
+                s.round();
+                let ex = Exchange {
+                    b,
+                    inp,
+                    ready,
+                    n,
+                    peer: dst,
+                };
+                let rd = s.rounds.last_mut().expect("just pushed");
+                rd.0.push(snd(if ready { b } else { inp }, n, dst));
+                ready = rd.combine(ex, dst > r, commutative, &mut tmp, &mut s.regions);
                 mask <<= 1;
             }
         }
@@ -692,42 +801,81 @@ impl CollComm {
         Ok(s)
     }
 
-    /// `MPI_Ireduce`: region 0 holds our contribution and is used as scratch; at the root
-    /// the result is copied into region 1 (`out`, ignored elsewhere). Binomial tree (rooted
-    /// at 0 for non-commutative ops, the result then forwarded to the root).
+    /// `MPI_Ireduce`: region 0 is our contribution (only read: a leaf of the tree sends it
+    /// from there, the user's memory when contiguous), the result lands in region 1 (`out`)
+    /// at the root, which also gathers its partial results there (no copy of the input,
+    /// no final copy). Binomial tree (rooted at 0 for non-commutative ops, the result then
+    /// forwarded to the root).
     pub fn ireduce(
         &self,
-        data: Vec<u8>,
+        input: Region,
         out: Option<Region>,
         root: i32,
         op: OwnedOp,
     ) -> Result<Schedule> {
         self.check_root(root)?;
-        let n = data.len();
+        let mut input = input;
+        let n = input.ptr_len().1;
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
         let commutative = op.commutative;
-        let mut regions = vec![Region::Owned(data)];
-        regions.push(out.unwrap_or(Region::Owned(Vec::new())));
+        let regions = vec![input, out.unwrap_or(Region::Owned(Vec::new()))];
         let mut s = Schedule::new(self, regions, Some(op))?.counted(Alg::NbcReduceBinomial);
-        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
-        let (b, t) = ((0, 0), (tmp, 0));
+        let (inp, res) = ((0, 0), (1, 0));
+        let me_root = self.rank == root;
+        // In place at the root: the input is the output's memory.
+        let aliased = me_root && n > 0 && s.regions[0].ptr_len().0 == s.regions[1].ptr_len().0;
         let troot = if commutative { root } else { 0 };
-        self.reduce_tree(&mut s, b, t, n, troot, commutative);
+        let p = self.size;
+        let rel = self.modp(self.rank - troot);
+        let mut children = Vec::new();
+        let mut mask = 1;
+        while mask < p && rel & mask == 0 {
+            if (rel | mask) < p {
+                children.push(self.modp((rel | mask) + troot));
+            }
+            mask <<= 1;
+        }
+        // Our partial result: the input itself while nothing was combined (a leaf), the
+        // output at the root of the tree, scratch elsewhere.
+        let acc = if children.is_empty() {
+            inp
+        } else if me_root {
+            res
+        } else {
+            (s.add_region(Region::Owned(vec![0u8; n])), 0)
+        };
+        let mut ready = children.is_empty() || aliased;
+        let mut tmp = None;
+        for child in children {
+            // The child covers the ranks above ours: `acc = ours ∘ child`.
+            s.round();
+            let ex = Exchange {
+                b: acc,
+                inp,
+                ready,
+                n,
+                peer: child,
+            };
+            let rd = s.rounds.last_mut().expect("just pushed");
+            ready = rd.combine(ex, true, commutative, &mut tmp, &mut s.regions);
+        }
+        if rel != 0 {
+            s.round().push(snd(
+                acc,
+                n,
+                self.modp(rel - (rel & rel.wrapping_neg()) + troot),
+            ));
+        }
         if troot != root {
             if self.rank == troot {
-                s.round().push(snd(b, n, root));
-            } else if self.rank == root {
-                s.round().push(rcv(b, n, troot));
+                s.round().push(snd(acc, n, root));
+            } else if me_root {
+                s.round().push(rcv(res, n, troot));
             }
-        }
-        if self.rank == root {
-            s.round().push(Step::Copy {
-                src: b,
-                dst: (1, 0),
-                len: n,
-            });
+        } else if me_root && acc != res && !aliased {
+            s.copy(acc, res, n);
         }
         Ok(s)
     }

@@ -53,6 +53,29 @@ pub const NONBLOCKING: ParamDecl = ParamDecl::new(
 )
 .level(6);
 
+/// `coll_sm_spin_first`.
+pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "spin_first",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 20,
+    },
+    "0",
+    "When ranks yield when idle (more ranks than cores), a rank waiting in a \
+     shared-memory collective first looks this many times at the flag it waits for \
+     before it polls the transports and yields the core at every look (0: yield at \
+     once; under load looking first was measured slower)",
+)
+.level(7);
+
+/// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle
+/// starts yielding (read once per segment).
+pub fn spin_first() -> u32 {
+    u32::try_from(params::int(&SPIN_FIRST)).unwrap_or(0)
+}
+
 /// `coll_sm_nonblocking`: whether small nonblocking collectives may use the segment.
 pub fn nonblocking() -> bool {
     static NB: OnceLock<bool> = OnceLock::new();

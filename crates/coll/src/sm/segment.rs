@@ -57,6 +57,8 @@ pub struct Seg {
     /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
     nb: Mutex<Open>,
     yield_idle: bool,
+    /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
+    spin_first: u32,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
 }
@@ -118,6 +120,7 @@ impl Seg {
             big: Mutex::new((None, !big_ok)),
             nb: Mutex::new(Open::default()),
             yield_idle,
+            spin_first: super::params::spin_first(),
             eng,
         }
     }
@@ -257,6 +260,11 @@ impl Seg {
     /// While waiting it polls the engine's transports: a rank in a collective must
     /// keep its pending point-to-point operations going (a peer may be waiting for the
     /// data of our earlier `MPI_Isend` before it enters this collective).
+    ///
+    /// When ranks yield when idle (more ranks than cores), each turn polls the transports
+    /// and yields the core, after `coll_sm_spin_first` (default 0) turns that only look at
+    /// the word (for a writer running on the other core right then; under load, looking
+    /// first was measured slower, hence off by default).
     fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
         let v = w.load(Ordering::Acquire);
         if v >= k {
@@ -268,13 +276,14 @@ impl Seg {
             if v >= k {
                 return v;
             }
+            let yielding = self.yield_idle && spins >= self.spin_first;
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
-            if spins % 32 == 31 || self.yield_idle {
+            if spins % 32 == 31 || yielding {
                 self.eng.progress();
             }
             spins = spins.wrapping_add(1);
-            if self.yield_idle || spins % 4096 == 0 {
+            if yielding || spins % 4096 == 0 {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
