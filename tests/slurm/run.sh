@@ -3,7 +3,8 @@
 # name, tests/slurm/up.sh in netns mode), with no oxmpi parameter set: `srun --mpi=pmi2` and
 # `mpirun` inside `salloc` (daemons started as overlapping srun steps), on 2 nodes: every
 # rank on its node, ring, collectives, one-sided communication (rma.c) and MPI-IO (io.c),
-# a rank failing in MPI_Init, kill -9 of a remote rank, MPI_Abort on a remote node, two
+# a rank failing in MPI_Init, kill -9 of a remote rank (also with ULFM on under srun: the
+# survivors shrink and reduce), MPI_Abort on a remote node, two
 # mpiruns at once in one allocation, MPI_Comm_spawn (from mpirun and under srun), and
 # mpi4py's MPI-IO test module (both ways, one rank per node); on 4 nodes: every rank on
 # its node, and a rank failing in MPI_Init, killed or aborting on another node.
