@@ -243,7 +243,44 @@ fn builtins() -> &'static HashMap<c_int, Arc<Datatype>> {
 /// The predefined datatype `h`, without the global state's lock (the one-sided progress
 /// thread combines accumulate data with it while an application thread may hold the lock).
 pub(crate) fn builtin(h: c_int) -> Option<Arc<Datatype>> {
-    builtins().get(&h).cloned()
+    predefined(h).cloned()
+}
+
+/// The predefined datatype `h`, found without hashing: the [`BuiltinTable`] slot for the
+/// `0x4c00_SSII` handles, a short scan of the others (the pair types, the handles whose
+/// slot is taken). Derived-type handles, looked up at every datatype call (mpi4py's
+/// `dtlib` decodes and frees millions of them), never reach [`builtins`]' hash.
+#[inline]
+fn predefined(h: c_int) -> Option<&'static Arc<Datatype>> {
+    if (h as u32) >> 16 == 0x4c00 {
+        if let Some((bh, t)) = &builtin_table()[(h as u32 & 0xff) as usize] {
+            if *bh == h {
+                return Some(t);
+            }
+        }
+    }
+    builtin_rest()
+        .iter()
+        .find(|(bh, _)| *bh == h)
+        .map(|(_, t)| t)
+}
+
+/// The predefined datatypes not in the [`BuiltinTable`], built once.
+fn builtin_rest() -> &'static [(c_int, Arc<Datatype>)] {
+    static R: OnceLock<Vec<(c_int, Arc<Datatype>)>> = OnceLock::new();
+    R.get_or_init(|| {
+        let table = builtin_table();
+        builtins()
+            .iter()
+            .filter(|&(&h, _)| {
+                (h as u32) >> 16 != 0x4c00
+                    || table[(h as u32 & 0xff) as usize]
+                        .as_ref()
+                        .is_none_or(|(bh, _)| *bh != h)
+            })
+            .map(|(&h, d)| (h, d.clone()))
+            .collect()
+    })
 }
 
 /// Direct table of the predefined datatypes with MPICH's builtin encoding
@@ -270,14 +307,7 @@ fn builtin_table() -> &'static BuiltinTable {
 impl State {
     /// The datatype of handle `h` (predefined or derived).
     pub fn dtype(&self, h: c_int) -> MpiResult<Arc<Datatype>> {
-        if (h as u32) >> 16 == 0x4c00 {
-            if let Some((bh, t)) = &builtin_table()[(h as u32 & 0xff) as usize] {
-                if *bh == h {
-                    return Ok(t.clone());
-                }
-            }
-        }
-        if let Some(t) = builtins().get(&h) {
+        if let Some(t) = predefined(h) {
             return Ok(t.clone());
         }
         match self.types.get(h) {
@@ -965,7 +995,7 @@ mpi_fn! {
     fn PMPI_Type_commit / "MPI_Type_commit" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
         let mut st = lock();
-        if builtins().contains_key(&h) {
+        if predefined(h).is_some() {
             return Ok(());
         }
         match st.types.get_mut(h) {
@@ -983,7 +1013,7 @@ mpi_fn! {
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
         let st = lock();
-        if builtins().contains_key(&h) || is_f90(st.dtype(h)?.combiner) {
+        if predefined(h).is_some() || is_f90(st.dtype(h)?.combiner) {
             mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
         }
         drop(st);
@@ -1114,7 +1144,7 @@ mpi_fn! {
                 Ok(())
             }
             // Renaming predefined types is allowed by the standard but has no effect here.
-            None if builtins().contains_key(&datatype) => Ok(()),
+            None if predefined(datatype).is_some() => Ok(()),
             None => mpi_bail!(MPI_ERR_TYPE, "invalid datatype handle {datatype:#x}"),
         }
     }
@@ -1155,14 +1185,15 @@ mpi_fn! {
 }
 
 /// The constituent types of `t` for `MPI_Type_get_contents(_c)`: derived ones as new
-/// handles the caller frees.
+/// handles the caller frees. A new handle shares the constituent's (immutable) object:
+/// the calls that change a type (commit, set_name) copy it first (`Arc::make_mut`).
 fn contents_types(st: &mut State, t: &Datatype, datatypes: *mut c_int) -> MpiResult {
     let dts = slice_out(datatypes, t.types.len(), "array_of_datatypes")?;
     for ((o, &h), d) in dts.iter_mut().zip(&t.types).zip(&t.type_objs) {
-        *o = if builtins().contains_key(&h) {
+        *o = if predefined(h).is_some() {
             h
         } else {
-            st.types.insert(Arc::new((**d).clone()))
+            st.types.insert(Arc::clone(d))
         };
     }
     Ok(())

@@ -1,6 +1,8 @@
 /* Datatypes on one rank: external32 packing (big-endian, the standard's sizes: long 4
  * bytes, long double as IEEE binary128), struct extents padded to the member alignment (the
- * values MPICH 4.0.2 gives on x86-64), and a darray layout. Built with our mpicc and with
+ * values MPICH 4.0.2 gives on x86-64), a darray layout, and the handles
+ * MPI_Type_get_contents returns for derived constituents (each its own datatype: named,
+ * committed and freed independently of the constituent). Built with our mpicc and with
  * MPICH's, both run on our library (Debian's MPICH 4.0.2 itself dies with SIGILL on this
  * program, so it is not run on MPICH). */
 #include "check.h"
@@ -120,12 +122,52 @@ static void darray(void) {
     printf("datatypes: darray ok\n");
 }
 
+/* A struct of a named vector: get_contents returns a new handle for the vector, equal to
+ * it but distinct; renaming, committing and freeing it leave the original alone, and a
+ * second get_contents gives yet another handle. */
+static void contents_handles(void) {
+    MPI_Datatype vec, st, got[2], again[2], types[2];
+    int bl[2] = {1, 1}, ints[3], ni, na, nd, comb, len;
+    MPI_Aint disp[2] = {0, 64}, addrs[2], lb, ext;
+    char name[MPI_MAX_OBJECT_NAME];
+    CHECK_RC(MPI_Type_vector(3, 1, 2, MPI_INT, &vec));
+    CHECK_RC(MPI_Type_set_name(vec, "orig-vec"));
+    types[0] = vec;
+    types[1] = MPI_DOUBLE;
+    CHECK_RC(MPI_Type_create_struct(2, bl, disp, types, &st));
+    CHECK_RC(MPI_Type_get_envelope(st, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_STRUCT && ni == 3 && na == 2 && nd == 2);
+    CHECK_RC(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, got));
+    CHECK(got[0] != vec && got[0] != MPI_DATATYPE_NULL && got[1] == MPI_DOUBLE);
+    CHECK_RC(MPI_Type_get_extent(got[0], &lb, &ext));
+    CHECK(lb == 0 && ext == 5 * (MPI_Aint)sizeof(int));
+    CHECK_RC(MPI_Type_set_name(got[0], "copy-vec"));
+    CHECK_RC(MPI_Type_commit(&got[0]));
+    CHECK_RC(MPI_Type_get_name(vec, name, &len));
+    CHECK(strcmp(name, "orig-vec") == 0);
+    CHECK_RC(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, again));
+    CHECK(again[0] != got[0] && again[0] != vec);
+    CHECK_RC(MPI_Type_free(&got[0]));
+    CHECK(got[0] == MPI_DATATYPE_NULL);
+    CHECK_RC(MPI_Type_get_envelope(again[0], &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && nd == 1);
+    CHECK_RC(MPI_Type_free(&again[0]));
+    CHECK_RC(MPI_Type_free(&st));
+    /* The original is still a valid, uncommitted type of its own. */
+    CHECK_RC(MPI_Type_get_extent(vec, &lb, &ext));
+    CHECK(lb == 0 && ext == 5 * (MPI_Aint)sizeof(int));
+    CHECK_RC(MPI_Type_commit(&vec));
+    CHECK_RC(MPI_Type_free(&vec));
+    printf("datatypes: get_contents handles ok\n");
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &check_rank_);
     external32();
     struct_padding();
     darray();
+    contents_handles();
     printf("datatypes: all checks passed\n");
     MPI_Finalize();
     return 0;
