@@ -14,8 +14,9 @@ pub fn is_mpich_wheel(name: &str) -> bool {
     name.starts_with("mpich-") && name.ends_with(MPICH_WHEEL_SUFFIX)
 }
 
-/// Largest eager message of Open MPI's vader and of oxmpi's sm (4 KiB): the
-/// single-copy settings only change the path of larger messages.
+/// Largest eager message of Open MPI's vader (4 KiB): the single-copy settings only change
+/// the path of larger messages (oxmpi's sm sends up to 8 KiB eagerly, so its single-copy
+/// variant first differs above that).
 pub const EAGER_MAX: u64 = 4096;
 
 /// One implementation (or a tuned variant of one).

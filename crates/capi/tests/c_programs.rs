@@ -478,7 +478,7 @@ fn tools_interface_cvar_writes_after_init_take_effect_both_builds() {
     // btl_sm_eager_limit and coll_tuned_bcast_algorithm written after MPI_Init change the
     // next send and broadcast; every collective counts its algorithm.
     for l in [
-        "mpit_runtime: eager limit 4096 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
+        "mpit_runtime: eager limit 8192 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
         "mpit_runtime: bcast sm 1 linear 0, forced linear: sm 0 linear 1",
         "mpit_runtime: reduce binomial 1, ibarrier sm nonblocking 1 dissemination 0",
     ] {

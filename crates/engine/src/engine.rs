@@ -606,6 +606,16 @@ impl Engine {
         comm: CommId,
     ) -> Result<crate::Started, Error> {
         let mut st = self.lock();
+        // Direct path: an eager message from `src` that waits at the front of its link is
+        // copied straight into `buf` (no request, no matcher entry, no drain later), when
+        // nothing queued in the matcher involves that source (see `State::take_direct`).
+        // Bad arguments fail the target and go to the general path, which reports them.
+        if let Some(d) = st.direct_recv_target(buf.is_null() && len > 0, src, tag, comm) {
+            // SAFETY: forwarded caller guarantee.
+            if let Direct::Done(s) = unsafe { st.take_direct(&d, buf, len, tag) } {
+                return Ok(crate::Started::Complete(s));
+            }
+        }
         // SAFETY: forwarded caller guarantee.
         Ok(
             match unsafe { st.start_recv_as(buf, len, src, tag, comm, true) }? {

@@ -111,7 +111,7 @@
 //!   single-consumer ring (and bulk buffer) per sending peer; peers map it through
 //!   `/proc/<pid>/fd/<fd>` (published through the bootstrap key-value store next to every
 //!   rank's node and pid, `btl::wire_up`). Messages up to
-//!   `btl_sm_eager_limit` bytes (default 4096) travel eagerly (header and payload in the ring;
+//!   `btl_sm_eager_limit` bytes (default 8192) travel eagerly (header and payload in the ring;
 //!   up to 16 bytes in one cache line). Larger ones use a rendezvous: the receiver answers a
 //!   request-to-send after the match and the sender pipelines the data in fragments through
 //!   a per-peer bulk buffer next to the ring (both sides copying; the ring carries one
@@ -207,7 +207,7 @@
 //!
 //! | parameter | default | meaning |
 //! |---|---|---|
-//! | `btl_sm_eager_limit` | 4096 | largest eager message (bytes) |
+//! | `btl_sm_eager_limit` | 8192 | largest eager message (bytes) |
 //! | `btl_sm_fragment_size` | 128k | rendezvous fragment size (bytes) |
 //! | `btl_sm_fragment_min_size` | 0 | when set, smallest fragment of a lone rendezvous message (cut in quarters; 0: not cut) |
 //! | `btl_sm_ring_size` | 256k | bytes of each per-peer ring |

@@ -11,7 +11,7 @@
 #include "check.h"
 #include <string.h>
 
-static const int sizes[] = {8, 4096, 4097, 65536, 1 << 20};
+static const int sizes[] = {8, 8192, 8193, 65536, 1 << 20};
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 
 static unsigned char pattern(int i, int k) { return (unsigned char)(i * 7 + k * 13 + 1); }

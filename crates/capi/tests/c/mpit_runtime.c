@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         pvar("coll_nbc_barrier_dissemination_calls", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle ibar_sm = pvar("coll_sm_nonblocking_calls", MPI_T_PVAR_CLASS_COUNTER);
 
-    /* The eager limit: 1000 bytes go eagerly under the default (4096), by rendezvous
+    /* The eager limit: 1000 bytes go eagerly under the default (8192), by rendezvous
      * after the write (on both ranks, as MPI_T_SCOPE_ALL_EQ asks). */
     char buf[1000] = {0};
     int peer = 1 - rank;

@@ -278,6 +278,29 @@ impl State {
                 return Direct::Busy;
             }
         }
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.take_direct(d, buf, len, tag) }
+    }
+
+    /// The core of [`State::recv_direct`] without its look at the other links: if the next
+    /// record from `d.peer` is an eager message for this receive, copy it into `buf` and
+    /// consume it (acknowledging a synchronous send). Changes no state otherwise. Also
+    /// what a nonblocking receive tries first ([`Engine::irecv_started`](crate::Engine::irecv_started)):
+    /// one poll, so nothing else waits on it. Matching stays in order because
+    /// [`State::direct_recv_target`] admits only a receive that would be the earliest posted
+    /// one for everything from its source, and the record at the front of the source's link
+    /// is the earliest message from it that nobody has seen.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes (or `len == 0`).
+    #[inline]
+    pub(crate) unsafe fn take_direct(
+        &mut self,
+        d: &DirectRecv,
+        buf: *mut u8,
+        len: usize,
+        tag: i32,
+    ) -> Direct {
         let Some(link) = self.peers[d.peer].link.as_mut() else {
             return Direct::Busy;
         };

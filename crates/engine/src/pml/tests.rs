@@ -1026,3 +1026,234 @@ fn wait_each_gives_each_request_its_own_status() {
         assert_eq!(bufs[i], msgs[i], "payload of message {i}");
     }
 }
+
+/// A nonblocking receive started while eager messages wait in the link takes them directly
+/// (complete at start, no request), in the order they were sent; once a receive had to be
+/// posted (a rendezvous message at the front, or nothing there), later receives from that
+/// source are posted behind it and match in order too.
+#[test]
+fn started_receives_take_waiting_eager_records_in_order() {
+    let net = Net::new(2, 64);
+    let (a, b, big) = (data(16, 1), data(16, 2), data(600, 3));
+    let sends: Vec<ReqId> = [&a, &b, &big, &a]
+        .into_iter()
+        .map(|m| net.isend(0, 1, 5, m, SendMode::Standard))
+        .collect();
+    let mut bufs = [[0u8; 600]; 4];
+    let [b0, b1, b2, b3] = &mut bufs;
+    let start = |buf: &mut [u8; 600]| {
+        // SAFETY: the buffers outlive every request of this test.
+        unsafe { net.e[1].irecv_started(buf.as_mut_ptr(), 600, 0, ANY_TAG, WORLD) }
+            .expect("irecv_started")
+    };
+    // No progress on rank 1 yet: the records wait in the link.
+    let first = [start(b0), start(b1)];
+    for (i, s) in first.iter().enumerate() {
+        let crate::Started::Complete(s) = s else {
+            panic!("receive {i}: an eager record waited at the front, yet it was posted");
+        };
+        assert_eq!((s.source, s.tag, s.count_bytes), (0, 5, 16));
+    }
+    // The front is now a rendezvous record: posted. The last eager message stays behind it.
+    let crate::Started::Pending(r2) = start(b2) else {
+        panic!("a rendezvous record was taken directly");
+    };
+    let crate::Started::Pending(r3) = start(b3) else {
+        panic!("a receive overtook the posted one");
+    };
+    assert_eq!(net.done(1, r2).count_bytes, 600);
+    assert_eq!(net.done(1, r3).count_bytes, 16);
+    for s in sends {
+        assert_eq!(net.done(0, s).error, None);
+    }
+    assert_eq!((&bufs[0][..16], &bufs[1][..16]), (&a[..], &b[..]));
+    assert_eq!((&bufs[2][..], &bufs[3][..16]), (&big[..], &a[..]));
+}
+
+mod matching_order {
+    //! Property test: nonblocking receives started at random moments (some find their
+    //! message waiting in the link and take it directly) against sends of eager,
+    //! synchronous and rendezvous messages from two peers and random progress keep MPI's
+    //! matching rules.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Size of a rendezvous message (above [`EAGER`]) and of every receive buffer.
+    const BIG: usize = 600;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Rank `from` (1 or 2) sends to rank 0.
+        Send {
+            from: usize,
+            tag: i32,
+            big: bool,
+            sync: bool,
+        },
+        /// Rank 0 starts a receive (`None`: wildcard).
+        Recv { src: Option<i32>, tag: Option<i32> },
+        /// One progress pass of rank `who`.
+        Step { who: usize },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1..3usize, 0..3i32, any::<bool>(), any::<bool>()).prop_map(
+                |(from, tag, big, sync)| Op::Send {
+                    from,
+                    tag,
+                    big,
+                    sync
+                }
+            ),
+            (
+                prop::option::weighted(0.7, 1..3i32),
+                prop::option::weighted(0.6, 0..3i32)
+            )
+                .prop_map(|(src, tag)| Op::Recv { src, tag }),
+            (0..3usize).prop_map(|who| Op::Step { who }),
+        ]
+    }
+
+    /// Message `seq` from `from`: its bytes name both (checked on arrival).
+    fn message(from: usize, seq: usize, big: bool) -> Vec<u8> {
+        let n = if big { BIG } else { 16 };
+        let mut m = data(n, (from * 40 + seq) as u8);
+        m[0] = from as u8;
+        m[1] = seq as u8;
+        m
+    }
+
+    /// One receive of rank 0: its pattern, and how it started.
+    struct Recv {
+        src: i32,
+        tag: i32,
+        buf: Box<[u8; BIG]>,
+        req: Option<ReqId>,
+        got: Option<Status>,
+    }
+
+    fn matches(r: &Recv, from: usize, tag: i32) -> bool {
+        (r.src == ANY_SOURCE || r.src == from as i32) && (r.tag == ANY_TAG || r.tag == tag)
+    }
+
+    fn start(net: &Net, src: i32, tag: i32) -> Recv {
+        let mut buf = Box::new([0u8; BIG]);
+        // SAFETY: the buffer is boxed and lives in `Recv` until the test ends.
+        let s = unsafe { net.e[0].irecv_started(buf.as_mut_ptr(), BIG, src, tag, WORLD) }
+            .expect("irecv_started");
+        let (req, got) = match s {
+            crate::Started::Complete(s) => (None, Some(s)),
+            crate::Started::Pending(r) => (Some(r), None),
+        };
+        Recv {
+            src,
+            tag,
+            buf,
+            req,
+            got,
+        }
+    }
+
+    /// Tests every pending receive once.
+    fn test_all(net: &Net, recvs: &mut [Recv]) {
+        for r in recvs.iter_mut().filter(|r| r.got.is_none()) {
+            if let Some(s) = net.e[0].test(r.req.expect("pending")) {
+                r.got = Some(s);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn started_receives_keep_the_matching_rules(ops in proptest::collection::vec(op(), 1..80)) {
+            // Links of 4 records: senders also queue (and send from their queues).
+            let net = Net::new(3, 4);
+            // Per sender: its messages (tag, bytes) in send order, and the send requests.
+            let mut sent: Vec<Vec<(i32, Vec<u8>)>> = vec![Vec::new(); 3];
+            let mut sends = Vec::new();
+            let mut recvs: Vec<Recv> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Send { from, tag, big, sync } => {
+                        let m = message(from, sent[from].len(), big);
+                        let mode = if sync { SendMode::Sync } else { SendMode::Standard };
+                        sends.push((from, net.isend(from, 0, tag, &m, mode)));
+                        sent[from].push((tag, m));
+                    }
+                    Op::Recv { src, tag } => {
+                        recvs.push(start(&net, src.unwrap_or(ANY_SOURCE), tag.unwrap_or(ANY_TAG)));
+                    }
+                    Op::Step { who } => {
+                        net.e[who].progress();
+                        if who == 0 {
+                            test_all(&net, &mut recvs);
+                        }
+                    }
+                }
+            }
+            // Let everything arrive, then take what nobody received with wildcards.
+            let total: usize = sent.iter().map(Vec::len).sum();
+            loop {
+                for _ in 0..50 {
+                    net.step();
+                    test_all(&net, &mut recvs);
+                }
+                let received = recvs.iter().filter(|r| r.got.is_some()).count();
+                if received == total {
+                    break;
+                }
+                recvs.push(start(&net, ANY_SOURCE, ANY_TAG));
+                prop_assert!(recvs.len() <= 3 * total + 200, "messages never arrive");
+            }
+            for (from, s) in sends {
+                prop_assert!(net.wait(from, s).is_some(), "a send of rank {} hangs", from);
+            }
+            // Which message (sender, sequence number) each receive got, named by its bytes
+            // and checked against the status and the whole payload.
+            let mut taken = vec![Vec::new(); 3];
+            let mut got: Vec<Option<(usize, usize)>> = Vec::new();
+            for (i, r) in recvs.iter().enumerate() {
+                let Some(s) = r.got else {
+                    got.push(None);
+                    continue;
+                };
+                let (from, seq) = (r.buf[0] as usize, r.buf[1] as usize);
+                prop_assert!(from > 0 && from < 3 && seq < sent[from].len(), "receive {} got garbage", i);
+                let (tag, m) = &sent[from][seq];
+                prop_assert_eq!((s.source, s.tag, s.count_bytes, s.error), (from as i32, *tag, m.len(), None));
+                prop_assert_eq!(&r.buf[..m.len()], &m[..]);
+                prop_assert!(matches(r, from, *tag), "receive {} got a message it does not match", i);
+                taken[from].push(seq);
+                got.push(Some((from, seq)));
+            }
+            for t in &mut taken {
+                let n = t.len();
+                t.sort_unstable();
+                t.dedup();
+                prop_assert_eq!(t.len(), n, "a message was received twice");
+            }
+            // Non-overtaking: an earlier receive never gets a later message of a sender while
+            // an earlier message of that sender which it matches goes to a later receive, and
+            // a receive left pending matches no message a later receive got.
+            for i in 0..recvs.len() {
+                for j in i + 1..recvs.len() {
+                    let Some((fj, sj)) = got[j] else { continue };
+                    if !matches(&recvs[i], fj, sent[fj][sj].0) {
+                        continue;
+                    }
+                    match got[i] {
+                        None => prop_assert!(false, "receive {} pending while later receive {} took a message it matches", i, j),
+                        Some((fi, si)) => prop_assert!(
+                            fi != fj || si < sj,
+                            "receive {} got message {} of rank {}, later receive {} its earlier message {}",
+                            i, si, fi, j, sj
+                        ),
+                    }
+                }
+            }
+        }
+    }
+}

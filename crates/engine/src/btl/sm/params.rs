@@ -10,7 +10,7 @@ pub(crate) static EAGER_LIMIT: ParamDecl = ParamDecl::new(
     "sm",
     "eager_limit",
     ParamType::Size,
-    "4096",
+    "8192",
     "Largest message (bytes) the sm transport sends eagerly; larger ones use a rendezvous",
 )
 .level(4)
