@@ -248,6 +248,7 @@ impl Engine {
             local_ranks += peers.iter().filter(|p| p.local).count();
             st.attach(peers);
         }
+        Self::open_cm(&mut st, rank, &btls.components)?;
         oxmpi_base::verbose!(
             BTL,
             10,
@@ -287,6 +288,35 @@ impl Engine {
             btls: btls.components,
             late: Mutex::default(),
         })
+    }
+
+    /// Opens `pml cm` where the `ofi` transport opened the matching offload (`--mca pml
+    /// cm`, or a hardware provider that can carry it); one line if `pml cm` was asked
+    /// for and cannot run.
+    fn open_cm(st: &mut State, rank: i32, btls: &[&str]) -> Result<(), Error> {
+        use crate::mtl::ofi::select::Asked;
+        let asked = crate::btl::ofi::pml_asked();
+        st.cm = crate::btl::ofi::link::mtl::mtl().and_then(crate::pml::cm::Cm::open);
+        match &st.cm {
+            Some(cm) => oxmpi_base::verbose!(
+                crate::pml::params::PML,
+                10,
+                "rank {rank}: pml cm over mtl ofi: {}",
+                cm.describe()
+            ),
+            None if asked == Asked::Cm && st.peers.len() > 1 => {
+                return Err(Error::Bootstrap {
+                    rank,
+                    msg: format!(
+                        "pml cm: needs the ofi transport (mtl ofi), which the btl list ({}) \
+                         leaves out",
+                        btls.join(",")
+                    ),
+                })
+            }
+            None => {}
+        }
+        Ok(())
     }
 
     /// Links this process to the processes of other jobs in a group that spans jobs (the
@@ -981,6 +1011,10 @@ impl Engine {
                 if let Some(e) = st.probe_failure(comm, src) {
                     return Err(e);
                 }
+            }
+            if st.cm.is_some() {
+                // The provider's queue has nothing to sleep on here: the caller polls.
+                return Ok(Wait::Opaque);
             }
             match st.wait_set(from, &mut fds) {
                 crate::btl::Wake::Now => return Ok(Wait::Ready),

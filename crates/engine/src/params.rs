@@ -95,10 +95,17 @@ pub static PROVIDER: Provider = Provider {
         Framework {
             name: "pml",
             description: "Point-to-point messaging layer: matching and protocols",
-            components: &[Component {
-                name: "ox",
-                description: "matching, eager and rendezvous protocols over the btls",
-            }],
+            components: &[
+                Component {
+                    name: "ox",
+                    description: "matching, eager and rendezvous protocols over the btls",
+                },
+                Component {
+                    name: "cm",
+                    description: "matching offloaded to a libfabric provider's tagged \
+                                  messages (mtl ofi); default only on hardware providers",
+                },
+            ],
         },
         crate::frameworks::FRAMEWORKS[0],
         crate::frameworks::FRAMEWORKS[1],

@@ -18,6 +18,7 @@
 //! * `params`: `mpi_yield_when_idle` and the `pml` verbose stream.
 //! * `stats`: the per-peer traffic counters and queue statistics the tools interface reads.
 
+pub(crate) mod cm;
 pub(crate) mod comm;
 pub(crate) mod hdr;
 pub mod matching;
@@ -108,6 +109,8 @@ pub(crate) struct State {
     pub(crate) sleepers: Vec<(u32, std::os::fd::RawFd)>,
     /// Something a sleeper may wait for happened: ring them when the lock is released.
     pub(crate) wake: bool,
+    /// `pml cm`: point-to-point goes through the provider's matching ([`cm`]).
+    pub(crate) cm: Option<cm::Cm>,
 }
 
 // SAFETY: the raw pointers in State are user buffers (kept valid by the MPI contract until
@@ -164,6 +167,7 @@ impl State {
             acked: HashMap::default(),
             sleepers: Vec::new(),
             wake: false,
+            cm: None,
         }
     }
 
@@ -260,6 +264,9 @@ impl State {
         src: i32,
         tag: i32,
     ) -> Option<(MessageId, Status)> {
+        if self.cm.is_some() {
+            return self.cm_probe(comm, src, tag, true).ok().flatten();
+        }
         let ctx = self.comm(comm).ok()?.ctx;
         let (env, msg) = self.matcher.take_unexpected(ctx, src, tag)?;
         let status = msg_status(env, msg.len());
@@ -380,7 +387,7 @@ impl State {
     /// changed state.
     #[inline]
     pub(crate) fn progress(&mut self) -> bool {
-        let mut busy = false;
+        let mut busy = self.cm.is_some() && self.cm_progress();
         // `declare_dead` (reached from drain, flush or settle) removes a peer from `linked`
         // while we walk it: the next peer then moves into slot `k`, so `k` only advances
         // past a peer that is still there.
@@ -698,7 +705,15 @@ impl State {
     }
 
     /// The status of a message a receive `(src, tag)` on `comm` would match now.
-    pub(crate) fn probe(&self, src: i32, tag: i32, comm: CommId) -> Result<Option<Status>, Error> {
+    pub(crate) fn probe(
+        &mut self,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Result<Option<Status>, Error> {
+        if self.cm.is_some() {
+            return Ok(self.cm_probe(comm, src, tag, false)?.map(|(_, s)| s));
+        }
         let ctx = self.comm(comm)?.ctx;
         Ok(self
             .matcher
@@ -722,6 +737,10 @@ impl State {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
         }
+        // SAFETY: forwarded caller guarantee.
+        if let Some(r) = unsafe { self.cm_imrecv(buf, len, m) } {
+            return r;
+        }
         let (env, msg) = self
             .messages
             .remove(&m.0)
@@ -739,6 +758,9 @@ impl State {
 
     /// Cancels a receive that has not matched yet (see `Engine::cancel`).
     pub(crate) fn cancel(&mut self, r: ReqId) {
+        if self.cm_cancel(r) {
+            return;
+        }
         let Some(q) = self.reqs.get(r.0) else { return };
         if let ReqState::Posted { ctx, src, .. } = q.state {
             if self.matcher.cancel(ctx, src, &r.0) {
@@ -759,7 +781,7 @@ impl State {
     /// Whether every live link has finished closing ([`crate::btl::Link::closing`]);
     /// finalize waits for it after [`State::flushed`].
     pub(crate) fn links_closed(&mut self) -> bool {
-        let mut done = true;
+        let mut done = self.cm_closing();
         for p in &mut self.peers {
             if let Some(l) = p.link.as_mut().filter(|_| !p.dead) {
                 done &= l.closing();
@@ -803,7 +825,7 @@ impl State {
             .reqs
             .values()
             .any(|q| q.detached && !matches!(q.state, ReqState::Done));
-        !queued && !detached
+        !queued && !detached && self.cm_flushed()
     }
 }
 

@@ -155,6 +155,11 @@ impl State {
         if buf.is_null() && len > 0 {
             return Err(Error::arg(ErrorClass::Buffer, "null receive buffer"));
         }
+        if self.cm.is_some() {
+            let me = self.comm(comm)?.rank;
+            // SAFETY: forwarded caller guarantee.
+            return unsafe { self.cm_recv(buf, len, src, tag, comm, ctx, me) };
+        }
         let peer = src_world;
         if let Some(p) = peer {
             if p != self.me && self.peers[p as usize].link.is_none() && !self.peers[p as usize].dead
@@ -236,6 +241,7 @@ impl State {
     ) -> Option<DirectRecv> {
         if self.finalized
             || self.ft
+            || self.cm.is_some()
             || null_buf
             || src < 0
             || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))

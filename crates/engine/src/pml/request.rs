@@ -22,6 +22,11 @@ pub(crate) enum ReqState {
         /// World rank of the source, None for ANY_SOURCE.
         peer: Option<i32>,
     },
+    /// A send or receive of `pml cm`, in flight in the provider (`tok`: a receive's
+    /// operation, which cancel names).
+    Offload {
+        tok: Option<u64>,
+    },
     /// A matched rendezvous receive waiting for data fragments.
     Data {
         buf: *mut u8,

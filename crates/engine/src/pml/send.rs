@@ -57,6 +57,10 @@ impl State {
             self.comm_sent(comm, dest, len);
         }
         let env = Envelope { ctx, src: my, tag };
+        if self.cm.is_some() {
+            // SAFETY: forwarded caller guarantee.
+            return unsafe { self.cm_send(env, dest, dest_world, buf, len, mode) };
+        }
         // SAFETY: forwarded caller guarantee.
         unsafe { self.post_send(env, dest_world, buf, len, mode) }
     }

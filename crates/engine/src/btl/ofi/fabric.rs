@@ -156,6 +156,17 @@ fn offer_of(node: *mut fi::fi_info) -> Offer {
     }
 }
 
+/// The tag bits a provider matches, from its `mem_tag_format`: all 64 for the generic
+/// format (`FI_TAG_GENERIC`, alternating bits) or none given, else up to its highest bit.
+pub(crate) fn tag_bits(format: u64) -> u32 {
+    const GENERIC: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+    if format == 0 || format == GENERIC {
+        64
+    } else {
+        64 - format.leading_zeros()
+    }
+}
+
 /// One rank's libfabric objects; closed in reverse order on drop.
 #[derive(Debug)]
 pub(crate) struct Fabric {
@@ -195,6 +206,10 @@ pub(crate) struct Fabric {
     /// The network interface it runs on, where the provider offers one per interface
     /// ([`iface::choose`]).
     pub iface: Option<oxmpi_base::net::Iface>,
+    /// Tag bits the provider matches (`mem_tag_format`; 64 for the generic format).
+    pub tag_bits: u32,
+    /// Tagged messages of one sender match in the order sent (`FI_ORDER_SAS` both ways).
+    pub ordered: bool,
     /// The next key we request for a registration.
     next_key: u64,
 }
@@ -272,6 +287,8 @@ impl Fabric {
             mr_prov_key: false,
             offer: Offer::default(),
             iface: None,
+            tag_bits: 64,
+            ordered: false,
             next_key: 1,
         };
         let (nodes, names) = list_nodes(list);
@@ -344,6 +361,9 @@ impl Fabric {
             f.manual_progress = (*info.domain_attr).data_progress == fi::FI_PROGRESS_MANUAL;
             f.mr_virt = (*info.domain_attr).mr_mode & fi::FI_MR_VIRT_ADDR != 0;
             f.mr_prov_key = (*info.domain_attr).mr_mode & fi::FI_MR_PROV_KEY != 0;
+            f.tag_bits = tag_bits((*info.ep_attr).mem_tag_format);
+            f.ordered = (*info.tx_attr).msg_order & fi::FI_ORDER_SAS != 0
+                && (*info.rx_attr).msg_order & fi::FI_ORDER_SAS != 0;
             check(
                 lib,
                 "fi_fabric",
@@ -608,6 +628,65 @@ impl Fabric {
         }
     }
 
+    /// Posts a tagged receive into `len` bytes at `buf` of a message from anyone whose
+    /// tag equals `tag` outside the `ignore` bits; with `flags` ([`fi::FI_PEEK`],
+    /// [`fi::FI_CLAIM`]) through `fi_trecvmsg`. The raw return code.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn trecv_match(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        tag: u64,
+        ignore: u64,
+        ctx: *mut c_void,
+        flags: u64,
+    ) -> isize {
+        if flags == 0 {
+            // SAFETY: an enabled tagged endpoint; the caller's promise.
+            return unsafe {
+                ((*(*self.ep).tagged).recv)(
+                    self.ep,
+                    buf.cast(),
+                    len,
+                    desc,
+                    fi::FI_ADDR_UNSPEC,
+                    tag,
+                    ignore,
+                    ctx,
+                )
+            };
+        }
+        let iov = libc::iovec {
+            iov_base: buf.cast(),
+            iov_len: len,
+        };
+        let mut desc = desc;
+        let msg = fi::fi_msg_tagged {
+            msg_iov: &iov,
+            desc: &mut desc,
+            iov_count: usize::from(!buf.is_null() || len > 0),
+            addr: fi::FI_ADDR_UNSPEC,
+            tag,
+            ignore,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: an enabled tagged endpoint; the message lives during the call (the
+        // provider copies it); the caller's promise for the buffer and context.
+        unsafe { ((*(*self.ep).tagged).recvmsg)(self.ep, &msg, flags | fi::FI_COMPLETION) }
+    }
+
+    /// Cancels the operation whose context is `ctx` (`fi_cancel`); it then completes with
+    /// `FI_ECANCELED`, unless it completed already. The raw return code.
+    pub(crate) fn cancel(&self, ctx: *mut c_void) -> isize {
+        // SAFETY: an enabled endpoint; ctx is only compared by the provider.
+        unsafe { ((*(*self.ep).ops).cancel)(std::ptr::addr_of_mut!((*self.ep).fid), ctx) }
+    }
+
     /// Sends `len` bytes at `buf` to `dest` with `tag`; the raw return code.
     ///
     /// # Safety
@@ -772,5 +851,14 @@ mod tests {
             assert!(!software(p), "{p}");
         }
         assert_eq!(provider_field("tcp;ofi_rxm"), "tcp+ofi_rxm");
+    }
+
+    #[test]
+    fn tag_bits_from_the_mem_tag_format() {
+        assert_eq!(tag_bits(0), 64, "none given");
+        assert_eq!(tag_bits(0xaaaa_aaaa_aaaa_aaaa), 64, "FI_TAG_GENERIC");
+        assert_eq!(tag_bits(u64::MAX), 64);
+        assert_eq!(tag_bits((1 << 60) - 1), 60);
+        assert_eq!(tag_bits(0x0fff_0000_0000_0000), 60);
     }
 }

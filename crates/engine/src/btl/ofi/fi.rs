@@ -63,6 +63,11 @@ pub(crate) const FI_MR_ALLOCATED: c_int = 1 << 5;
 pub(crate) const FI_MR_PROV_KEY: c_int = 1 << 6;
 /// `FI_ADDR_UNSPEC`.
 pub(crate) const FI_ADDR_UNSPEC: FiAddr = u64::MAX;
+/// `FI_PEEK`: a receive that only looks for a matching message (a probe).
+pub(crate) const FI_PEEK: u64 = 1 << 19;
+/// `FI_CLAIM`: with [`FI_PEEK`], keeps the message found for a later receive with the same
+/// context; alone, that receive.
+pub(crate) const FI_CLAIM: u64 = 1 << 59;
 
 // Enumerations.
 /// `FI_EP_RDM` (`enum fi_ep_type`).
@@ -85,6 +90,8 @@ pub(crate) const FI_ENABLE: c_int = 6;
 pub(crate) const FI_EAGAIN: isize = libc::EAGAIN as isize;
 /// `FI_EAVAIL`: an error completion is waiting (`fi_cq_readerr`).
 pub(crate) const FI_EAVAIL: isize = 259;
+/// `FI_ENOMSG`: a peek found no matching message.
+pub(crate) const FI_ENOMSG: i32 = libc::ENOMSG;
 
 /// `struct fid`: the header of every libfabric object.
 #[repr(C)]
@@ -384,7 +391,7 @@ pub(crate) struct fi_ops_tagged {
         *mut c_void,
     ) -> isize,
     pub recvv: *mut c_void,
-    pub recvmsg: *mut c_void,
+    pub recvmsg: unsafe extern "C" fn(*mut fid_ep, *const fi_msg_tagged, u64) -> isize,
     pub send: unsafe extern "C" fn(
         *mut fid_ep,
         *const c_void,
@@ -483,11 +490,32 @@ pub(crate) struct fi_msg_rma {
     pub data: u64,
 }
 
+/// `struct fi_msg_tagged`: the description of one `fi_trecvmsg`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct fi_msg_tagged {
+    pub msg_iov: *const libc::iovec,
+    pub desc: *mut *mut c_void,
+    pub iov_count: usize,
+    pub addr: FiAddr,
+    pub tag: u64,
+    pub ignore: u64,
+    pub context: *mut c_void,
+    pub data: u64,
+}
+
+/// `struct fi_ops_ep` (up to `cancel`).
+#[repr(C)]
+pub(crate) struct fi_ops_ep {
+    pub size: usize,
+    pub cancel: unsafe extern "C" fn(*mut fid, *mut c_void) -> isize,
+}
+
 /// `struct fid_ep`.
 #[repr(C)]
 pub(crate) struct fid_ep {
     pub fid: fid,
-    pub ops: *mut c_void,
+    pub ops: *mut fi_ops_ep,
     pub cm: *mut fi_ops_cm,
     pub msg: *mut fi_ops_msg,
     pub rma: *mut fi_ops_rma,
@@ -682,6 +710,16 @@ mod tests {
             off!(fi_ops_cq, strerror),
             off!(fi_ops_cm, getname),
             off!(fi_ops_tagged, recv),
+            off!(fi_ops_tagged, recvmsg),
+            size!(fi_msg_tagged),
+            off!(fi_msg_tagged, addr),
+            off!(fi_msg_tagged, ignore),
+            off!(fi_msg_tagged, context),
+            off!(fi_ops_ep, cancel),
+            off!(fid_ep, ops),
+            ("FI_PEEK", FI_PEEK as usize),
+            ("FI_CLAIM", FI_CLAIM as usize),
+            ("FI_ENOMSG", FI_ENOMSG as usize),
             off!(fi_ops_tagged, send),
             off!(fi_ops_tagged, inject),
             size!(fid_ep),

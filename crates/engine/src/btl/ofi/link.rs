@@ -22,6 +22,7 @@
 //! runtime's to notice (`plm_link_timeout`). A peer the provider never reaches at all
 //! fails after `btl_ofi_connect_timeout` (`connect.rs`).
 
+pub(crate) mod mtl;
 pub(crate) mod osc;
 
 use std::collections::HashMap;
@@ -34,6 +35,7 @@ use super::fabric::{Fabric, Mr};
 use super::fi;
 use super::mrcache::{self, EntryId, MrCache};
 use crate::btl::{Caps, Link, LinkError, BTL};
+use crate::mtl::ofi::completion::Cq;
 use crate::pml::hdr::{Hdr, F_RMA, HDR, K_CTS, K_FIN, K_NACK, K_RTS};
 
 /// Bits of the sequence number in a tag; the sender's rank sits above them.
@@ -41,9 +43,14 @@ const SEQ_BITS: u32 = 32;
 /// Largest rank a tag can name (the top four bits stay clear for future use).
 pub(crate) const MAX_RANKS: usize = 1 << 28;
 
+/// The bit every record's tag carries: one of the two the matching offload's layout keeps
+/// zero (`crate::mtl::ofi::tag`), so records and `pml cm`'s messages on the same
+/// endpoint never match each other's receives.
+pub(crate) const BTL_TAG: u64 = 1 << 60;
+
 /// The tag of record `seq` sent by `rank`.
 pub(crate) fn tag(rank: usize, seq: u32) -> u64 {
-    ((rank as u64) << SEQ_BITS) | u64::from(seq)
+    BTL_TAG | ((rank as u64) << SEQ_BITS) | u64::from(seq)
 }
 
 /// The kind of the goodbye record a link sends when its process finalizes (never passed
@@ -189,6 +196,8 @@ pub(crate) struct Net {
     mrs: MrCache<Mr>,
     /// One-sided operations in flight and exposed window memory ([`osc::Osc`]).
     osc: osc::Ops,
+    /// The matching offload's operations in flight ([`mtl::Mtl`]).
+    mtl: mtl::Ops,
     /// The context of the one read in flight ([`Net::read`] waits for it).
     read_op: Box<Op>,
     /// The read's completion: `Some(None)` done, `Some(Some(message))` failed.
@@ -199,8 +208,19 @@ pub(crate) struct Net {
 // access goes through the `Mutex` around it (the domain is opened `FI_THREAD_DOMAIN`).
 unsafe impl Send for Net {}
 
+/// The offload flight of an operation context, if it is one ([`mtl::MTL`]).
+fn mtl_op(ctx: *mut c_void) -> Option<usize> {
+    if ctx.is_null() {
+        return None;
+    }
+    // SAFETY: every context we pass is the address of a live boxed value starting with
+    // an `Op`.
+    let op = unsafe { &*ctx.cast::<Op>() };
+    (op.kind == mtl::MTL).then_some(op.idx as usize)
+}
+
 /// Whether a completion error means the peer is gone rather than a fault of ours.
-fn peer_gone(err: i32) -> bool {
+pub(crate) fn peer_gone(err: i32) -> bool {
     [
         libc::ECONNRESET,
         libc::ECONNREFUSED,
@@ -251,6 +271,7 @@ impl Net {
             offered: HashMap::new(),
             mrs: MrCache::new(keep),
             osc: osc::Ops::default(),
+            mtl: mtl::Ops::default(),
             read_op: Box::new(Op {
                 kind: READ,
                 ..Op::default()
@@ -322,6 +343,7 @@ impl Net {
     /// Adds peer `p` at address `addr` and posts its receive window.
     pub(crate) fn add_peer(&mut self, p: usize, addr: &[u8]) -> Result<(), String> {
         let fa = self.fab.insert(addr)?;
+        self.set_mtl_addr(p, fa);
         let mut slots = Vec::with_capacity(self.depth);
         for i in 0..self.depth {
             slots.push(self.slot(RECV, p, i)?);
@@ -405,6 +427,16 @@ impl Net {
         let n = self.fab.read(&mut es);
         if n == -fi::FI_EAVAIL {
             if let Some((e, msg)) = self.fab.read_error() {
+                if let Some(idx) = mtl_op(e.op_context) {
+                    let cq = Cq::Err {
+                        errno: e.err.abs(),
+                        tag: e.tag,
+                        len: e.len,
+                        olen: e.olen,
+                    };
+                    self.mtl_done(idx, cq);
+                    return;
+                }
                 self.complete(e.op_context, None, Some((peer_gone(e.err), msg)));
             }
             return;
@@ -415,6 +447,16 @@ impl Net {
             return;
         }
         for e in &es[..n as usize] {
+            if let Some(idx) = mtl_op(e.op_context) {
+                self.mtl_done(
+                    idx,
+                    Cq::Ok {
+                        tag: e.tag,
+                        len: e.len,
+                    },
+                );
+                continue;
+            }
             self.complete(e.op_context, Some(e.len), None);
         }
     }
@@ -582,7 +624,13 @@ impl Net {
         if let Some(q) = self.peers[p].as_mut() {
             q.closed = true;
         }
-        if self.peers.iter().flatten().all(|q| q.closed) {
+        self.maybe_close();
+    }
+
+    /// Closes the fabric once every link has finished closing and the matching offload
+    /// (`pml cm`) is done with it.
+    fn maybe_close(&mut self) {
+        if !self.mtl.open && !self.closed && self.peers.iter().flatten().all(|q| q.closed) {
             let c = self.mrs.stats();
             oxmpi_base::verbose!(
                 BTL,
@@ -1146,10 +1194,37 @@ mod tests {
 
     #[test]
     fn tags_name_the_sender_and_the_sequence() {
-        assert_eq!(tag(0, 0), 0);
-        assert_eq!(tag(3, 7), (3 << 32) | 7);
-        assert_eq!(tag(MAX_RANKS - 1, u32::MAX) >> 60, 0, "top bits clear");
+        assert_eq!(tag(0, 0), BTL_TAG);
+        assert_eq!(tag(3, 7), BTL_TAG | (3 << 32) | 7);
+        assert_eq!(tag(MAX_RANKS - 1, u32::MAX) >> 61, 0, "top bits clear");
         assert_ne!(tag(1, 0), tag(0, 1));
+    }
+
+    /// Records and the matching offload's messages share the endpoint: no receive pattern
+    /// of the offload (wildcards included) takes a record, and no record's exact tag is
+    /// an offload message's.
+    #[test]
+    fn records_and_offloaded_messages_never_match_each_other() {
+        use crate::mtl::ofi::tag::{Envelope, Layout};
+        let l = Layout::fit(64, 1 << 16, 16).unwrap();
+        let recs = [tag(0, 0), tag(5, 77), tag(MAX_RANKS - 1, u32::MAX)];
+        for ctx in [0, 1, 1 << 31, u32::MAX - 1] {
+            let any = l.recv(ctx, None, None).unwrap();
+            let one = l.recv(ctx, Some(5), Some(77)).unwrap();
+            for r in recs {
+                assert!(!any.matches(r) && !one.matches(r), "{r:#x} ctx {ctx:#x}");
+            }
+            let env = Envelope {
+                ctx,
+                src: 5,
+                tag: 77,
+            };
+            for sync in [false, true] {
+                let t = l.send(&env, sync).unwrap();
+                assert!(!recs.contains(&t) && t & BTL_TAG == 0);
+            }
+            assert_eq!(l.ack_send(&env, 3).unwrap() & BTL_TAG, 0);
+        }
     }
 
     /// A peer whose address answers nothing the provider understands (a TCP listener that

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use oxmpi_base::params::{int, list, size, Component};
 
 use crate::btl::{Btl, Job, Links, Setup, BTL};
+use crate::mtl::ofi::select::{self, Asked, Pml};
 use crate::Error;
 use fabric::{provider_field, Fabric};
 use link::{lock, Liveness, Net, OfiLink};
@@ -99,11 +100,26 @@ fn secs(decl: &oxmpi_base::params::ParamDecl) -> Option<std::time::Duration> {
     }
 }
 
+/// The `pml` selection list as it bears on the matching offload (`--mca pml cm`).
+pub(crate) fn pml_asked() -> Asked {
+    oxmpi_base::params::with_global(|r| r.get_selection("pml"))
+        .ok()
+        .flatten()
+        .map_or(Asked::Open, |s| Asked::from_list(s.exclude, &s.names))
+}
+
+/// The narrowest source field of the offload's tag layout (communicators of other jobs,
+/// after a spawn or connect, may be larger than ours).
+const MIN_SOURCE_BITS: u32 = 16;
+
 /// The opened endpoint between publishing and wiring up.
 struct OfiSetup {
     net: Arc<Mutex<Net>>,
     /// Our section: provider and address.
     section: String,
+    /// The matching offload (`pml cm`) runs over this endpoint: every rank's address goes
+    /// into the address vector, ours included.
+    cm: bool,
 }
 
 /// Opens the `ofi` component: loads libfabric, opens the provider's endpoint. `Ok(None)`
@@ -122,7 +138,21 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
             ),
         });
     }
+    // The offload is chosen once, at start-up; later wire-ups (spawn, connect) open the
+    // transport for their records only.
+    let asked = if link::mtl::mtl().is_some() {
+        Asked::Ox
+    } else {
+        pml_asked()
+    };
+    let want_cm = asked == Asked::Cm;
     let off = |why: String| {
+        if want_cm {
+            return Err(Error::Bootstrap {
+                rank: me,
+                msg: format!("pml cm: {why}"),
+            });
+        }
         oxmpi_base::verbose!(BTL, 10, "ofi: rank {me}: {why}; ofi disabled");
         Ok(None)
     };
@@ -133,7 +163,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
             link::MAX_RANKS
         ));
     }
-    if !named() && !rdma_device_present() {
+    if !named() && !want_cm && !rdma_device_present() {
         return off(format!(
             "no RDMA device ({}): libfabric not probed; name ofi in the btl list to use a software provider",
             RDMA_DEVICE_DIRS.join(", ")
@@ -147,7 +177,16 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         oxmpi_base::params::flag(&params::TAGGED),
         oxmpi_base::params::flag(&params::RMA),
     );
-    let fab = match Fabric::open(lib, &include, &exclude, job.size(), !named(), tagged, rma) {
+    let hardware_only = !named() && !want_cm;
+    let fab = match Fabric::open(
+        lib,
+        &include,
+        &exclude,
+        job.size(),
+        hardware_only,
+        tagged || want_cm,
+        rma,
+    ) {
         Ok(f) => f,
         Err(e) => return off(e),
     };
@@ -177,9 +216,35 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         net.describe(),
         hex(&name)
     );
+    let mut cm = None;
+    if asked != Asked::Ox {
+        let offer = link::mtl::offer(&net);
+        match select::choose(asked, Ok(&offer), job.size(), MIN_SOURCE_BITS) {
+            Ok((Pml::Cm { layout, .. }, why)) => {
+                oxmpi_base::verbose!(BTL, 10, "ofi: rank {me}: pml cm: {why}");
+                cm = Some(layout);
+            }
+            Ok((Pml::Ox, why)) => {
+                oxmpi_base::verbose!(BTL, 10, "ofi: rank {me}: {why}");
+            }
+            Err(line) => {
+                return Err(Error::Bootstrap {
+                    rank: me,
+                    msg: line,
+                })
+            }
+        }
+    }
     let net = Arc::new(Mutex::new(net));
     link::osc::publish(&net);
-    Ok(Some(Box::new(OfiSetup { net, section })))
+    if let Some(layout) = cm {
+        link::mtl::publish(&net, layout);
+    }
+    Ok(Some(Box::new(OfiSetup {
+        net,
+        section,
+        cm: cm.is_some(),
+    })))
 }
 
 impl Setup for OfiSetup {
@@ -193,6 +258,9 @@ impl Setup for OfiSetup {
         let me = job.me;
         let ours = provider_field(lock(&self.net).provider());
         let mut out: Links = Vec::new();
+        if self.cm {
+            self.offload_addresses(job)?;
+        }
         for (p, &done) in linked.iter().enumerate() {
             if done || !job.uses(p, "ofi") {
                 continue;
@@ -219,6 +287,36 @@ impl Setup for OfiSetup {
             out.push((p, Box::new(OfiLink::new(&self.net, p))));
         }
         Ok(out)
+    }
+}
+
+impl OfiSetup {
+    /// Inserts every rank's address (ours too) for the matching offload: under `pml cm`
+    /// all point-to-point traffic goes through the provider, whichever btl links the pair.
+    /// A rank without an endpoint of our provider is one line.
+    fn offload_addresses(&self, job: &Job) -> Result<(), Error> {
+        let me = job.me;
+        let ours = provider_field(lock(&self.net).provider());
+        for p in 0..job.size() {
+            let line = |why: String| Error::Bootstrap {
+                rank: me,
+                msg: format!("pml cm: rank {p}: {why}"),
+            };
+            let addr = if p == me as usize {
+                lock(&self.net).name().map_err(line)?
+            } else {
+                let r = job
+                    .section(p, "ofi", 2)?
+                    .filter(|_| job.uses(p, "ofi"))
+                    .ok_or_else(|| line("no ofi endpoint published".into()))?;
+                if r.str(0) != ours {
+                    return Err(line(format!("provider {}, ours {ours}", r.str(0))));
+                }
+                unhex(r.str(1)).ok_or_else(|| r.bad())?
+            };
+            lock(&self.net).add_mtl_addr(p, &addr).map_err(line)?;
+        }
+        Ok(())
     }
 }
 

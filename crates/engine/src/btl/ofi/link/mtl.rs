@@ -1,0 +1,423 @@
+//! Tagged operations on the rank's libfabric endpoint for `pml cm` (the matching
+//! offload, `crate::pml::cm`): whole MPI messages sent with `fi_tinject`/`fi_tsend` and
+//! received with `fi_trecv` under the tag and ignore bits the sans-IO rules of
+//! `crate::mtl::ofi` compute, probes as `FI_PEEK` (with `FI_CLAIM` for mprobe), cancel as
+//! `fi_cancel`. Each operation is a token; its completion entry comes back, unread, from
+//! [`Mtl::poll`] for the caller to apply those rules to. The completions arrive on the
+//! endpoint's one completion queue with the btl's and the one-sided operations'
+//! ([`Net::progress`]).
+//!
+//! The btl's own records carry [`super::BTL_TAG`] in their tags, a bit every offload
+//! pattern requires to be clear, so the two never take each other's messages.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use super::{lock, Net, Op};
+use crate::btl::ofi::fabric::Mr;
+use crate::btl::ofi::fi;
+use crate::mtl::ofi::completion::Cq;
+use crate::mtl::ofi::tag::Layout;
+
+/// [`Op::kind`] of an offload operation.
+pub(super) const MTL: u8 = 5;
+
+/// One operation in flight: its context first, then what must live until its completion.
+#[repr(C)]
+#[derive(Debug)]
+struct Flight {
+    op: Op,
+    /// A send's own copy of its bytes (buffered sends), or the empty buffer of an
+    /// acknowledgement.
+    data: Vec<u8>,
+    /// The local registration of the user buffer (`FI_MR_LOCAL` providers).
+    mr: Option<Mr>,
+}
+
+/// The offload's operations of a rank ([`Net`]'s `mtl`).
+#[derive(Debug, Default)]
+pub(super) struct Ops {
+    /// Boxed: the provider holds the contexts' addresses.
+    #[allow(clippy::vec_box)]
+    flights: Vec<Option<Box<Flight>>>,
+    free: Vec<usize>,
+    /// Completions not yet handed out: (token, entry).
+    done: Vec<(u64, Cq)>,
+    /// Each world rank's address in the address vector (ourselves included).
+    pub(super) addrs: Vec<Option<fi::FiAddr>>,
+    /// The offload runs on this endpoint (the fabric stays open until [`Mtl::close`]).
+    pub(super) open: bool,
+    /// Where the envelope sits in the tag.
+    layout: Option<Layout>,
+}
+
+/// The rank's network for the offload, once the `ofi` transport opened it for `pml cm`
+/// (held strongly: the offload may be its only user when other btls link every peer;
+/// [`Mtl::close`] closes the fabric).
+static NET: Mutex<Option<Arc<Mutex<Net>>>> = Mutex::new(None);
+
+/// Makes `net` the one [`mtl`] hands out (the transport opened it for `pml cm`).
+pub(crate) fn publish(net: &Arc<Mutex<Net>>, layout: Layout) {
+    let mut n = lock(net);
+    n.mtl.open = true;
+    n.mtl.layout = Some(layout);
+    drop(n);
+    *NET.lock().unwrap_or_else(|e| e.into_inner()) = Some(net.clone());
+}
+
+/// The offload's handle on the rank's endpoint, if the `ofi` transport opened it for
+/// `pml cm` ([`publish`]).
+pub(crate) fn mtl() -> Option<Mtl> {
+    let net = NET.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    Some(Mtl { net })
+}
+
+/// What a provider offers the offload, for `crate::mtl::ofi::select`.
+pub(crate) fn offer(n: &Net) -> crate::mtl::ofi::select::Offer {
+    crate::mtl::ofi::select::Offer {
+        prov: n.fab.prov.clone(),
+        software: crate::btl::ofi::fabric::software(&n.fab.prov),
+        tagged: n.fab.tagged,
+        directed: false,
+        ordered: n.fab.ordered,
+        tag_bits: n.fab.tag_bits,
+    }
+}
+
+/// A handle on the rank's endpoint for the offload ([`mtl`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Mtl {
+    net: Arc<Mutex<Net>>,
+}
+
+/// How a send started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Injected (`fi_tinject`): complete, no completion will come.
+    Injected,
+    /// In flight with this token.
+    Pending(u64),
+}
+
+impl Net {
+    /// A new flight for an offload operation; its token and context.
+    fn mtl_flight(&mut self, data: Vec<u8>) -> (u64, *mut c_void) {
+        let idx = match self.mtl.free.pop() {
+            Some(i) => i,
+            None => {
+                self.mtl.flights.push(None);
+                self.mtl.flights.len() - 1
+            }
+        };
+        let mut f = Box::new(Flight {
+            op: Op {
+                kind: MTL,
+                idx: idx as u32,
+                ..Op::default()
+            },
+            data,
+            mr: None,
+        });
+        let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
+        self.mtl.flights[idx] = Some(f);
+        (idx as u64, ctx)
+    }
+
+    /// Records world rank `p`'s address for the offload.
+    pub(super) fn set_mtl_addr(&mut self, p: usize, fa: fi::FiAddr) {
+        if self.mtl.addrs.len() <= p {
+            self.mtl.addrs.resize(p + 1, None);
+        }
+        self.mtl.addrs[p] = Some(fa);
+    }
+
+    /// Inserts world rank `p`'s address `addr` for the offload (a peer the btl reaches
+    /// otherwise, or ourselves), unless it is known.
+    pub(crate) fn add_mtl_addr(&mut self, p: usize, addr: &[u8]) -> Result<(), String> {
+        if self.mtl.addrs.get(p).copied().flatten().is_none() {
+            let fa = self.fab.insert(addr)?;
+            self.set_mtl_addr(p, fa);
+        }
+        Ok(())
+    }
+
+    /// Drops flight `idx` (its operation completed or was never posted).
+    fn mtl_drop(&mut self, idx: usize) {
+        if let Some(f) = self.mtl.flights.get_mut(idx).and_then(Option::take) {
+            self.mtl.free.push(idx);
+            if let Some(m) = f.mr {
+                self.fab.deregister(m);
+            }
+        }
+    }
+
+    /// The completion of offload operation `idx`: kept for [`Mtl::poll`]; the flight
+    /// goes, except a claiming peek's that found a message (its receive reuses the
+    /// context).
+    pub(super) fn mtl_done(&mut self, idx: usize, cq: Cq) {
+        let keep = self
+            .mtl
+            .flights
+            .get(idx)
+            .and_then(Option::as_ref)
+            .is_some_and(|f| f.op.peer == CLAIMING && matches!(cq, Cq::Ok { .. }));
+        if keep {
+            if let Some(Some(f)) = self.mtl.flights.get_mut(idx) {
+                f.op.peer = CLAIMED;
+            }
+        } else {
+            self.mtl_drop(idx);
+        }
+        self.mtl.done.push((idx as u64, cq));
+    }
+
+    /// The local descriptor for `len` bytes at `buf` in flight `idx` (registered on
+    /// `FI_MR_LOCAL` providers).
+    fn mtl_desc(
+        &mut self,
+        idx: usize,
+        buf: *const u8,
+        len: usize,
+        access: u64,
+    ) -> Result<*mut c_void, String> {
+        if !self.fab.mr_local || len == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        // SAFETY: the caller keeps the buffer valid until the operation completes, when
+        // the registration is closed with the flight.
+        let m = unsafe { self.fab.register_user(buf, len, access)? };
+        let d = m.desc;
+        if let Some(Some(f)) = self.mtl.flights.get_mut(idx) {
+            f.mr = Some(m);
+        }
+        Ok(d)
+    }
+
+    /// Posts with `post` until the provider takes it (progressing meanwhile); `what` names
+    /// the call in the error.
+    fn mtl_post(&mut self, what: &str, mut post: impl FnMut(&Net) -> isize) -> Result<(), String> {
+        for _ in 0..1_000_000 {
+            let ret = post(self);
+            if ret == 0 {
+                return Ok(());
+            }
+            if ret != -fi::FI_EAGAIN {
+                return Err(format!("{what}: {}", self.fab.error(ret)));
+            }
+            self.progress();
+        }
+        Err(format!("{what}: the provider stays busy"))
+    }
+}
+
+/// [`Op::peer`] of a claiming peek in flight (mprobe).
+const CLAIMING: u32 = u32::MAX;
+/// [`Op::peer`] of a claiming peek that found its message: its receive reuses the context.
+const CLAIMED: u32 = u32::MAX - 1;
+
+impl Mtl {
+    /// The tag layout the job agreed on.
+    pub(crate) fn layout(&self) -> Option<Layout> {
+        lock(&self.net).mtl.layout
+    }
+
+    /// The provider's name and whether its progress is manual, for verbose output.
+    pub(crate) fn describe(&self) -> String {
+        let n = lock(&self.net);
+        format!(
+            "provider {}, inject {} B, max message {} B, {} progress{}",
+            n.fab.prov,
+            n.fab.inject,
+            n.fab.max_msg,
+            if n.fab.manual_progress {
+                "manual"
+            } else {
+                "auto"
+            },
+            if n.fab.mr_local {
+                ", user buffers registered per operation (FI_MR_LOCAL)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// The address of world rank `rank`.
+    fn addr(n: &Net, rank: usize) -> Result<fi::FiAddr, String> {
+        n.mtl
+            .addrs
+            .get(rank)
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("world rank {rank} has no ofi address"))
+    }
+
+    /// Sends `len` bytes at `buf` to world rank `dest` with `tag`: injected when `inject`
+    /// and the provider takes it whole without a completion, else `fi_tsend` (from `own`,
+    /// a copy the operation keeps, if given, else from `buf`).
+    ///
+    /// # Safety
+    /// Without `own`, `buf` must stay valid until the token's completion.
+    pub(crate) unsafe fn send(
+        &self,
+        dest: usize,
+        tag: u64,
+        buf: *const u8,
+        len: usize,
+        inject: bool,
+        own: Option<Vec<u8>>,
+    ) -> Result<Sent, String> {
+        let mut n = lock(&self.net);
+        let to = Self::addr(&n, dest)?;
+        if inject && len <= n.fab.inject {
+            // SAFETY: buf is readable for len bytes during the call (caller).
+            n.mtl_post("fi_tinject", |n| unsafe {
+                n.fab.tinject(buf, len, to, tag)
+            })?;
+            return Ok(Sent::Injected);
+        }
+        let (data, buf) = match own {
+            Some(v) => {
+                let p = v.as_ptr();
+                (v, p)
+            }
+            None => (Vec::new(), buf),
+        };
+        let (tok, ctx) = n.mtl_flight(data);
+        let desc = match n.mtl_desc(tok as usize, buf, len, fi::FI_SEND) {
+            Ok(d) => d,
+            Err(e) => {
+                n.mtl_drop(tok as usize);
+                return Err(e);
+            }
+        };
+        // SAFETY: buf (the flight's copy, or the caller's buffer it keeps valid) and the
+        // boxed context live until the completion.
+        let r = n.mtl_post("fi_tsend", |n| unsafe {
+            n.fab.tsend(buf, len, desc, to, tag, ctx)
+        });
+        if let Err(e) = r {
+            n.mtl_drop(tok as usize);
+            return Err(e);
+        }
+        Ok(Sent::Pending(tok))
+    }
+
+    /// Posts a receive of up to `len` bytes into `buf` of a message whose tag equals `tag`
+    /// outside `ignore`; with `peek` only looks (`FI_PEEK`, `claim`: and keeps the message
+    /// for [`Mtl::claimed_recv`]). Its token.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `len` bytes until the token's completion.
+    pub(crate) unsafe fn recv(
+        &self,
+        tag: u64,
+        ignore: u64,
+        buf: *mut u8,
+        len: usize,
+        peek: Option<bool>,
+    ) -> Result<u64, String> {
+        let mut n = lock(&self.net);
+        let (tok, ctx) = n.mtl_flight(Vec::new());
+        let flags = match peek {
+            None => 0,
+            Some(false) => fi::FI_PEEK,
+            Some(true) => {
+                if let Some(Some(f)) = n.mtl.flights.get_mut(tok as usize) {
+                    f.op.peer = CLAIMING;
+                }
+                fi::FI_PEEK | fi::FI_CLAIM
+            }
+        };
+        let desc = match n.mtl_desc(tok as usize, buf, len, fi::FI_RECV) {
+            Ok(d) => d,
+            Err(e) => {
+                n.mtl_drop(tok as usize);
+                return Err(e);
+            }
+        };
+        let what = if peek.is_some() {
+            "fi_trecvmsg(FI_PEEK)"
+        } else {
+            "fi_trecv"
+        };
+        // SAFETY: buf (the caller keeps it valid) and the boxed context live until the
+        // completion.
+        let r = n.mtl_post(what, |n| unsafe {
+            n.fab.trecv_match(buf, len, desc, tag, ignore, ctx, flags)
+        });
+        if let Err(e) = r {
+            n.mtl_drop(tok as usize);
+            return Err(e);
+        }
+        Ok(tok)
+    }
+
+    /// Receives the message a claiming peek (token `claim`) found into `len` bytes at
+    /// `buf` (`FI_CLAIM`); its token (the peek's).
+    ///
+    /// # Safety
+    /// As for [`Mtl::recv`].
+    pub(crate) unsafe fn claimed_recv(
+        &self,
+        claim: u64,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<u64, String> {
+        let mut n = lock(&self.net);
+        let ctx = match n.mtl.flights.get_mut(claim as usize) {
+            Some(Some(f)) if f.op.peer == CLAIMED => {
+                f.op.peer = 0;
+                std::ptr::addr_of_mut!(f.op).cast::<c_void>()
+            }
+            _ => return Err(format!("no claimed message {claim}")),
+        };
+        let desc = n.mtl_desc(claim as usize, buf, len, fi::FI_RECV)?;
+        // SAFETY: as for `recv`: the boxed context is the peek's, as FI_CLAIM requires.
+        n.mtl_post("fi_trecvmsg(FI_CLAIM)", |n| unsafe {
+            n.fab.trecv_match(buf, len, desc, 0, 0, ctx, fi::FI_CLAIM)
+        })?;
+        Ok(claim)
+    }
+
+    /// Asks the provider to cancel operation `tok` (`fi_cancel`): if it had not matched, it
+    /// completes with `FI_ECANCELED`.
+    pub(crate) fn cancel(&self, tok: u64) {
+        let n = lock(&self.net);
+        if let Some(Some(f)) = n.mtl.flights.get(tok as usize) {
+            let ctx = std::ptr::addr_of!(f.op).cast_mut().cast::<c_void>();
+            let _ = n.fab.cancel(ctx);
+        }
+    }
+
+    /// Reads the completion queue and hands out the offload's completions since the last
+    /// call (into `out`); also fails the whole endpoint's error, if any.
+    pub(crate) fn poll(&self, out: &mut Vec<(u64, Cq)>) -> Result<(), String> {
+        let mut n = lock(&self.net);
+        if n.closed {
+            return Err("the ofi transport is closed".into());
+        }
+        n.progress();
+        out.append(&mut n.mtl.done);
+        match &n.fatal {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The offload is done with the endpoint (finalize): the fabric closes once the btl's
+    /// links have closed too.
+    pub(crate) fn close(&self) {
+        let mut n = lock(&self.net);
+        n.mtl.open = false;
+        let pending: Vec<usize> = (0..n.mtl.flights.len()).collect();
+        if !n.closed {
+            n.maybe_close();
+        }
+        if n.closed {
+            for i in pending {
+                n.mtl_drop(i);
+            }
+        }
+    }
+}

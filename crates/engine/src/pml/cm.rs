@@ -1,0 +1,557 @@
+//! `pml cm`: point-to-point through the provider's tagged matching (Open MPI's `pml cm`
+//! over `mtl ofi`). Every send, receive, probe and cancel of the engine goes to the ofi
+//! endpoint (`crate::btl::ofi::link::mtl`) as one tagged operation; the rules (where the
+//! envelope sits in the tag, which bits a wildcard ignores, how a completion reads as a
+//! status, when a synchronous send is acknowledged) are the sans-IO core's,
+//! `crate::mtl::ofi`, and nothing here matches messages.
+//!
+//! - Sends: within the provider's inject size a standard send is `fi_tinject` and complete
+//!   at once; larger ones are `fi_tsend` and complete with the provider's completion (above
+//!   its eager size the provider runs its own rendezvous: rxm over `FI_RMA` reads, shm by
+//!   its own copies). A buffered send sends a copy and completes at once.
+//! - Synchronous sends post the exact receive of their acknowledgement first, then send
+//!   with the synchronous bit; the request completes when both completed. A receive that
+//!   matched a synchronous send (truncated or not) sends the acknowledgement.
+//! - Receives are `fi_trecv` with the pattern of `(context, source, tag)`; truncation is the
+//!   provider's `FI_ETRUNC`, cancel is `fi_cancel` (`FI_ECANCELED` when it had not matched).
+//! - Probes are `FI_PEEK` (mprobe: `FI_PEEK | FI_CLAIM`, its receive `FI_CLAIM` with the
+//!   peek's context), each waited for under the engine's lock, as the provider answers a
+//!   peek from its own queues.
+//! - Finalize: every rank sends a goodbye to every other and waits for theirs, so what it
+//!   injected has left before the fabric closes (a manual-progress provider moves data
+//!   only while someone reads its queue).
+
+use std::collections::HashMap;
+
+use super::request::{empty_status, Req, ReqState, Started};
+use super::State;
+use crate::btl::ofi::link::mtl::{Mtl, Sent};
+use crate::btl::ofi::link::peer_gone;
+use crate::mtl::ofi::completion::{Cq, RecvEnd};
+use crate::mtl::ofi::tag::{Envelope, Layout, Pattern};
+use crate::{CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
+
+/// The context id of the finalize goodbyes (one of those the layout reserves below
+/// `u32::MAX`; the library's own use the top ones).
+const BYE_CTX: u32 = u32::MAX - 15;
+
+/// What an operation in flight is for.
+#[derive(Debug)]
+enum Pending {
+    /// A send (or one part of a synchronous send: its data or its acknowledgement's
+    /// receive) of request `req`; `None`: nobody waits (buffered send, acknowledgement,
+    /// goodbye).
+    Send(Option<u64>),
+    /// A receive of request `req` on `comm`, where we are rank `me`.
+    Recv { req: u64, comm: CommId, me: u32 },
+    /// A probe waited for under the lock: its completion, once there.
+    Peek(Option<Cq>),
+    /// A finalize goodbye's receive.
+    Bye,
+}
+
+/// The offload's state in the engine ([`State::cm`]).
+#[derive(Debug)]
+pub(crate) struct Cm {
+    mtl: Mtl,
+    layout: Layout,
+    ops: HashMap<u64, Pending>,
+    /// Parts left of each pending send request (2 for a synchronous send).
+    parts: HashMap<u64, u8>,
+    /// Messages claimed by mprobe, by message id: the claim's token, the status, the
+    /// communicator and our rank in it (for the acknowledgement of a synchronous send).
+    claims: HashMap<u64, (u64, Status, CommId, u32)>,
+    /// Completions read but not applied yet.
+    buf: Vec<(u64, Cq)>,
+    /// Sends and goodbye receives in flight (finalize waits for them).
+    sends: usize,
+    /// The finalize goodbyes went out.
+    bye_started: bool,
+    /// Finalize released the endpoint.
+    closed: bool,
+}
+
+/// An error of the provider as the engine's (`MPI_ERR_OTHER` with its message).
+fn fabric(me: i32, e: String) -> Error {
+    Error::arg(ErrorClass::Other, format!("pml cm: rank {me}: {e}"))
+}
+
+/// The send status of an operation that failed with `errno`.
+fn failed(errno: i32) -> Option<ErrorClass> {
+    Some(if peer_gone(errno) {
+        ErrorClass::ProcFailed
+    } else {
+        ErrorClass::Other
+    })
+}
+
+impl Cm {
+    /// The offload over `mtl`, if the `ofi` transport opened it for `pml cm`.
+    pub(crate) fn open(mtl: Mtl) -> Option<Cm> {
+        let layout = mtl.layout()?;
+        Some(Cm {
+            mtl,
+            layout,
+            ops: HashMap::new(),
+            parts: HashMap::new(),
+            claims: HashMap::new(),
+            buf: Vec::new(),
+            sends: 0,
+            bye_started: false,
+            closed: false,
+        })
+    }
+
+    /// For verbose output.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{}; {} source bits, {} context bits, MPI_TAG_UB {}",
+            self.mtl.describe(),
+            self.layout.source_bits(),
+            self.layout.context_bits(),
+            self.layout.tag_ub()
+        )
+    }
+}
+
+/// An envelope value the layout cannot carry, as an MPI error.
+fn unfit(e: crate::mtl::ofi::tag::EncodeError) -> Error {
+    Error::arg(ErrorClass::Unsupported, format!("pml cm: {e}"))
+}
+
+impl State {
+    /// Sends to rank `dest` (world rank `world`) of a communicator under `pml cm`.
+    ///
+    /// # Safety
+    /// As for `State::start_send`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn cm_send(
+        &mut self,
+        env: super::matching::Envelope,
+        dest: i32,
+        world: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<Started, Error> {
+        let me = self.me;
+        let Some(cm) = self.cm.as_mut() else {
+            return Err(Error::State("pml cm is not open".into()));
+        };
+        let env = Envelope {
+            ctx: env.ctx,
+            src: env.src as u32,
+            tag: env.tag,
+        };
+        let sync = mode == SendMode::Sync;
+        let tag = cm.layout.send(&env, sync).map_err(unfit)?;
+        let done = Status {
+            count_bytes: len,
+            ..empty_status()
+        };
+        if mode == SendMode::Buffered {
+            // SAFETY: the caller's buffer is readable for len bytes now.
+            let copy = unsafe { std::slice::from_raw_parts(buf, len) }.to_vec();
+            let p = copy.as_ptr();
+            // SAFETY: the operation keeps its own copy.
+            match unsafe { cm.mtl.send(world as usize, tag, p, len, true, Some(copy)) } {
+                Ok(Sent::Injected) => {}
+                Ok(Sent::Pending(t)) => {
+                    cm.ops.insert(t, Pending::Send(None));
+                    cm.sends += 1;
+                }
+                Err(e) => return Err(fabric(me, e)),
+            }
+            return Ok(Started::Done(done));
+        }
+        let req = self.reqs.insert(Req {
+            state: ReqState::Offload { tok: None },
+            status: done,
+            detached: false,
+            _owned: None,
+        });
+        let mut parts = 0u8;
+        if sync {
+            let ack = cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?;
+            // SAFETY: an acknowledgement carries no data.
+            let t = unsafe {
+                cm.mtl
+                    .recv(ack.bits, ack.ignore, std::ptr::null_mut(), 0, None)
+            }
+            .map_err(|e| fabric(me, e))?;
+            cm.ops.insert(t, Pending::Send(Some(req)));
+            parts += 1;
+        }
+        // SAFETY: the caller keeps buf valid until the request completes.
+        match unsafe { cm.mtl.send(world as usize, tag, buf, len, !sync, None) } {
+            Ok(Sent::Injected) => {}
+            Ok(Sent::Pending(t)) => {
+                cm.ops.insert(t, Pending::Send(Some(req)));
+                cm.sends += 1;
+                parts += 1;
+            }
+            Err(e) => {
+                self.reqs.remove(req);
+                return Err(fabric(me, e));
+            }
+        }
+        if parts == 0 {
+            self.reqs.remove(req);
+            return Ok(Started::Done(done));
+        }
+        cm.parts.insert(req, parts);
+        Ok(Started::Req(ReqId(req)))
+    }
+
+    /// Receives from rank `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]) on `comm`
+    /// (context `ctx`, where we are rank `me`) under `pml cm`.
+    ///
+    /// # Safety
+    /// As for `State::start_recv`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn cm_recv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+        ctx: u32,
+        me: i32,
+    ) -> Result<Started, Error> {
+        let rank = self.me;
+        let Some(cm) = self.cm.as_mut() else {
+            return Err(Error::State("pml cm is not open".into()));
+        };
+        let Pattern { bits, ignore } = pattern(&cm.layout, ctx, src, tag)?;
+        let req = self.reqs.insert(Req {
+            state: ReqState::Offload { tok: None },
+            status: empty_status(),
+            detached: false,
+            _owned: None,
+        });
+        // SAFETY: the caller keeps buf valid until the request completes.
+        match unsafe { cm.mtl.recv(bits, ignore, buf, len, None) } {
+            Ok(t) => {
+                cm.ops.insert(
+                    t,
+                    Pending::Recv {
+                        req,
+                        comm,
+                        me: me as u32,
+                    },
+                );
+                if let Some(q) = self.reqs.get_mut(req) {
+                    q.state = ReqState::Offload { tok: Some(t) };
+                }
+                Ok(Started::Req(ReqId(req)))
+            }
+            Err(e) => {
+                self.reqs.remove(req);
+                Err(fabric(rank, e))
+            }
+        }
+    }
+
+    /// Reads the offload's completions and applies them; whether any came.
+    pub(crate) fn cm_progress(&mut self) -> bool {
+        let Some(cm) = self.cm.as_mut().filter(|c| !c.closed) else {
+            return false;
+        };
+        let mut got = std::mem::take(&mut cm.buf);
+        if let Err(e) = cm.mtl.poll(&mut got) {
+            oxmpi_base::verbose!(super::params::PML, 1, "pml cm: rank {}: {e}", self.me);
+        }
+        let busy = !got.is_empty();
+        for (t, cq) in got.drain(..) {
+            self.cm_complete(t, cq);
+        }
+        if let Some(cm) = self.cm.as_mut() {
+            cm.buf = got;
+        }
+        busy
+    }
+
+    /// Applies the completion `cq` of operation `t`.
+    fn cm_complete(&mut self, t: u64, cq: Cq) {
+        let Some(cm) = self.cm.as_mut() else { return };
+        let Some(what) = cm.ops.remove(&t) else {
+            return;
+        };
+        let layout = cm.layout;
+        match what {
+            Pending::Send(req) => {
+                cm.sends = cm.sends.saturating_sub(1);
+                let err = match cq {
+                    Cq::Err { errno, .. } => failed(errno),
+                    Cq::Ok { .. } => None,
+                };
+                let Some(req) = req else { return };
+                let left = cm.parts.get_mut(&req).map(|n| {
+                    *n -= 1;
+                    *n
+                });
+                if let (Some(e), Some(q)) = (err, self.reqs.get_mut(req)) {
+                    q.status.error.get_or_insert(e);
+                }
+                if left.unwrap_or(0) == 0 {
+                    cm.parts.remove(&req);
+                    self.finish(req);
+                }
+            }
+            Pending::Peek(_) => {
+                cm.ops.insert(t, Pending::Peek(Some(cq)));
+            }
+            Pending::Bye => {
+                cm.sends = cm.sends.saturating_sub(1);
+            }
+            Pending::Recv { req, comm, me } => {
+                let end = RecvEnd::read(&layout, cq);
+                if let Some((env, sender)) = end.ack_owed() {
+                    let world = self
+                        .comms
+                        .get(comm.0 as usize)
+                        .and_then(Option::as_ref)
+                        .and_then(|c| c.remote.get(sender as usize).copied());
+                    self.cm_ack(&env, me, world);
+                }
+                let s = end.status(peer_gone);
+                if let Some(q) = self.reqs.get_mut(req) {
+                    q.status = Status {
+                        source: s.source.map_or(ANY_SOURCE, |v| v as i32),
+                        tag: s.tag.unwrap_or(ANY_TAG),
+                        error: s.error,
+                        count_bytes: s.count,
+                        cancelled: s.cancelled,
+                    };
+                }
+                self.finish(req);
+            }
+        }
+    }
+
+    /// Acknowledges a synchronous send received with envelope `env` (we are rank `me` in
+    /// its communicator) to its sender, world rank `world`.
+    fn cm_ack(&mut self, env: &Envelope, me: u32, world: Option<i32>) {
+        let rank = self.me;
+        let Some(cm) = self.cm.as_mut() else { return };
+        let (Ok(tag), Some(w)) = (cm.layout.ack_send(env, me), world) else {
+            oxmpi_base::verbose!(
+                super::params::PML,
+                1,
+                "pml cm: rank {rank}: no acknowledgement for {env:?} (communicator gone)"
+            );
+            return;
+        };
+        // SAFETY: no data.
+        match unsafe {
+            cm.mtl
+                .send(w as usize, tag, std::ptr::null(), 0, true, None)
+        } {
+            Ok(Sent::Injected) => {}
+            Ok(Sent::Pending(t)) => {
+                cm.ops.insert(t, Pending::Send(None));
+                cm.sends += 1;
+            }
+            Err(e) => oxmpi_base::verbose!(
+                super::params::PML,
+                1,
+                "pml cm: rank {rank}: acknowledgement to rank {w}: {e}"
+            ),
+        }
+    }
+
+    /// Probes `(src, tag)` on context `ctx` (`FI_PEEK`; `claim`: `FI_CLAIM` too, for
+    /// mprobe): the status of a matching message and, for a claim, its message id.
+    pub(crate) fn cm_probe(
+        &mut self,
+        comm: CommId,
+        src: i32,
+        tag: i32,
+        claim: bool,
+    ) -> Result<Option<(MessageId, Status)>, Error> {
+        let rank = self.me;
+        let (ctx, me) = {
+            let c = self.comm(comm)?;
+            (c.ctx, c.rank as u32)
+        };
+        let (t, layout) = {
+            let Some(cm) = self.cm.as_mut() else {
+                return Err(Error::State("pml cm is not open".into()));
+            };
+            let p = pattern(&cm.layout, ctx, src, tag)?;
+            // SAFETY: a peek places no data.
+            let t = unsafe {
+                cm.mtl
+                    .recv(p.bits, p.ignore, std::ptr::null_mut(), 0, Some(claim))
+            }
+            .map_err(|e| fabric(rank, e))?;
+            cm.ops.insert(t, Pending::Peek(None));
+            (t, cm.layout)
+        };
+        // The provider answers a peek from its own queues: wait for it here.
+        let cq = loop {
+            self.cm_progress();
+            let Some(cm) = self.cm.as_mut() else {
+                return Ok(None);
+            };
+            if let Some(Pending::Peek(Some(_))) = cm.ops.get(&t) {
+                let Some(Pending::Peek(Some(cq))) = cm.ops.remove(&t) else {
+                    unreachable!("just seen")
+                };
+                break cq;
+            }
+        };
+        let found = match cq {
+            Cq::Ok { tag: bits, len } => {
+                let d = layout.decode(bits);
+                Status {
+                    source: d.env.src as i32,
+                    tag: d.env.tag,
+                    error: None,
+                    count_bytes: len,
+                    cancelled: false,
+                }
+            }
+            Cq::Err { errno, .. } if errno == crate::btl::ofi::fi::FI_ENOMSG => return Ok(None),
+            Cq::Err { errno, .. } => {
+                return Err(fabric(rank, format!("fi_trecvmsg(FI_PEEK): error {errno}")))
+            }
+        };
+        let id = self.next_req;
+        self.next_req += 1;
+        if claim {
+            if let Some(cm) = self.cm.as_mut() {
+                cm.claims.insert(id, (t, found, comm, me));
+            }
+        }
+        Ok(Some((MessageId(id), found)))
+    }
+
+    /// Receives a message mprobe claimed (`FI_CLAIM`); `None` if `m` is not one of ours.
+    ///
+    /// # Safety
+    /// As for `State::imrecv`.
+    pub(crate) unsafe fn cm_imrecv(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        m: MessageId,
+    ) -> Option<Result<ReqId, Error>> {
+        let rank = self.me;
+        let cm = self.cm.as_mut()?;
+        let (t, status, comm, me) = cm.claims.remove(&m.0)?;
+        let req = self.reqs.insert(Req {
+            state: ReqState::Offload { tok: Some(t) },
+            status,
+            detached: false,
+            _owned: None,
+        });
+        // SAFETY: the caller keeps buf valid until the request completes.
+        match unsafe { cm.mtl.claimed_recv(t, buf, len) } {
+            Ok(t) => {
+                cm.ops.insert(t, Pending::Recv { req, comm, me });
+                Some(Ok(ReqId(req)))
+            }
+            Err(e) => {
+                self.reqs.remove(req);
+                Some(Err(fabric(rank, e)))
+            }
+        }
+    }
+
+    /// Cancels receive `r` if it is the offload's and has not matched (`fi_cancel`);
+    /// whether it is the offload's.
+    pub(crate) fn cm_cancel(&mut self, r: ReqId) -> bool {
+        let Some(cm) = self.cm.as_ref() else {
+            return false;
+        };
+        match self.reqs.get(r.0).map(|q| &q.state) {
+            Some(ReqState::Offload { tok: Some(t) }) => {
+                if matches!(cm.ops.get(t), Some(Pending::Recv { .. })) {
+                    cm.mtl.cancel(*t);
+                }
+                true
+            }
+            Some(ReqState::Offload { tok: None }) => true,
+            _ => false,
+        }
+    }
+
+    /// No send of the offload is in flight any more.
+    pub(crate) fn cm_flushed(&self) -> bool {
+        self.cm.as_ref().is_none_or(|c| c.sends == 0)
+    }
+
+    /// Finalize: exchanges goodbyes with every rank (so that what we injected has left
+    /// and what peers injected to us has arrived), then releases the endpoint. Whether it
+    /// is done.
+    pub(crate) fn cm_closing(&mut self) -> bool {
+        let (me, size) = (self.me, self.peers.len());
+        let Some(cm) = self.cm.as_mut().filter(|c| !c.closed) else {
+            return true;
+        };
+        if !cm.bye_started {
+            cm.bye_started = true;
+            for p in (0..size).filter(|&p| p != me as usize) {
+                let dead = self.peers[p].dead;
+                if dead {
+                    continue;
+                }
+                let sent = Envelope {
+                    ctx: BYE_CTX,
+                    src: me as u32,
+                    tag: 0,
+                };
+                let (Ok(pat), Ok(tag)) = (
+                    cm.layout.recv(BYE_CTX, Some(p as u32), Some(0)),
+                    cm.layout.send(&sent, false),
+                ) else {
+                    continue;
+                };
+                // SAFETY: goodbyes carry no data.
+                if let Ok(t) = unsafe {
+                    cm.mtl
+                        .recv(pat.bits, pat.ignore, std::ptr::null_mut(), 0, None)
+                } {
+                    cm.ops.insert(t, Pending::Bye);
+                    cm.sends += 1;
+                }
+                // SAFETY: as above.
+                match unsafe { cm.mtl.send(p, tag, std::ptr::null(), 0, false, None) } {
+                    Ok(Sent::Pending(t)) => {
+                        cm.ops.insert(t, Pending::Send(None));
+                        cm.sends += 1;
+                    }
+                    Ok(Sent::Injected) => {}
+                    Err(e) => oxmpi_base::verbose!(
+                        super::params::PML,
+                        1,
+                        "pml cm: rank {me}: goodbye to rank {p}: {e}"
+                    ),
+                }
+            }
+        }
+        self.cm_progress();
+        let Some(cm) = self.cm.as_mut() else {
+            return true;
+        };
+        if cm.sends > 0 {
+            return false;
+        }
+        cm.mtl.close();
+        cm.closed = true;
+        true
+    }
+}
+
+/// The receive pattern of `(src, tag)` on context `ctx`, wildcards included.
+fn pattern(layout: &Layout, ctx: u32, src: i32, tag: i32) -> Result<Pattern, Error> {
+    layout
+        .recv(
+            ctx,
+            (src != ANY_SOURCE).then_some(src as u32),
+            (tag != ANY_TAG).then_some(tag),
+        )
+        .map_err(unfit)
+}
