@@ -4,8 +4,7 @@
 #
 # usage: tests/clients/mpi4py-skips.sh PREFIX NP [MODULE...]
 #
-# Each module of the sdist's test/ (spawn and dynproc excluded: dynamic processes belong to
-# another issue, and MPICH's singleton spawn hangs) runs verbosely (`main.py -v`) once under
+# Each module of the sdist's test/ runs verbosely (`main.py -v`) once under
 # our `PREFIX/bin/mpirun` with the unmodified mpi4py wheel on our libmpi.so.12, and once
 # under the wheel's own Hydra `mpiexec` with the same mpi4py wheel on MPICH's libmpi.so.12
 # (a second venv, target/venv-mpich4py, holding mpi4py, numpy and `mpich`). Rank 0's
@@ -15,6 +14,8 @@
 #   only-mpich-npNP.txt   tests only MPICH skips
 # LOGS is $OXMPI_MPI4PY_LOGS or <repo>/target/mpi4py-skips. Prints per-module skip counts
 # of both and the totals. Exit status: 0 (the comparison is a report, not a verdict).
+# test_spawn and test_dynproc run as tests/clients/mpi4py-suite.sh runs them: with
+# MPI4PY_TEST_SPAWN from the environment (0 unless set, mpi4py-env.sh), for both libraries.
 set -uo pipefail
 # shellcheck source=tests/clients/mpi4py-env.sh
 . "$(dirname "$0")/mpi4py-env.sh"
@@ -39,9 +40,7 @@ else
     modules=()
     for f in "$tests"/test_*.py; do
         m=$(basename "$f" .py)
-        m=${m#test_}
-        case $m in spawn | dynproc) continue ;; esac
-        modules+=("$m")
+        modules+=("${m#test_}")
     done
 fi
 
@@ -56,9 +55,13 @@ skips() {
 
 : >"$logs/oxmpi-np$np.skips"
 : >"$logs/mpich-np$np.skips"
-printf '%-22s %8s %8s\n' module oxmpi mpich
+rm -f "$logs/oxmpi-np$np.errors" "$logs/mpich-np$np.errors"
+# Per module: the skips of each library, then each one's exit status and seconds.
+printf '%-22s %8s %8s   %s\n' module oxmpi mpich '(exit/seconds: oxmpi mpich)'
 for m in "${modules[@]}"; do
+    took=()
     for impl in oxmpi mpich; do
+        start=$SECONDS
         log=$logs/$impl/np$np/test_$m.log
         rm -f "$log" "$log".rank*
         if [ $impl = oxmpi ]; then
@@ -70,11 +73,12 @@ for m in "${modules[@]}"; do
             sh -c "$rank_wrapper" "$log" "$py" "$tests/main.py" -v -i "^test_$m\.py\$" \
             >/dev/null 2>"$log.launcher"
         rc=$?
+        took+=("$rc/$((SECONDS - start))s")
         [ $rc -eq 0 ] || echo "test_$m on $impl: exit $rc (see $log)" >>"$logs/$impl-np$np.errors"
         skips "$log" >>"$logs/$impl-np$np.skips"
     done
-    printf '%-22s %8d %8d\n' "test_$m" "$(skips "$logs/oxmpi/np$np/test_$m.log" | wc -l)" \
-        "$(skips "$logs/mpich/np$np/test_$m.log" | wc -l)"
+    printf '%-22s %8d %8d   %s %s\n' "test_$m" "$(skips "$logs/oxmpi/np$np/test_$m.log" | wc -l)" \
+        "$(skips "$logs/mpich/np$np/test_$m.log" | wc -l)" "${took[@]}"
 done
 ids() { cut -d' ' -f1 "$1" | sort -u; }
 comm -23 <(ids "$logs/oxmpi-np$np.skips") <(ids "$logs/mpich-np$np.skips") >"$logs/only-oxmpi-np$np.txt"

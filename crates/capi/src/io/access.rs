@@ -195,31 +195,44 @@ pub(super) fn access(
     let done = if write {
         let data = p.pack(buf)?;
         let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, true));
-        let mut pos = 0usize;
-        for &(off, len) in &p.segs {
-            let len = len as usize;
-            f.file
-                .write_all_at(&data[pos..pos + len], off)
-                .map_err(|e| os_err(e, f.path.display()))?;
-            pos += len;
-        }
-        pos
+        direct(f, true, &p.segs, &data, &mut [])?
     } else {
         let mut data = vec![0u8; p.nbytes];
         let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, false));
-        let mut pos = 0usize;
-        for &(off, len) in &p.segs {
-            let end = pos + len as usize;
-            pos += read_full(f, &mut data[pos..end], off)?;
-            if pos < end {
-                break; // the end of the file
-            }
-        }
+        let pos = direct(f, false, &p.segs, &[], &mut data)?;
         data.truncate(pos);
         p.unpack(buf, data)?;
         pos
     };
     Ok(p.finish(f, done))
+}
+
+/// Reads or writes the file segments `segs` from this process: a write puts `data` (the
+/// segments' bytes, in segment order) into them; a read fills `out` the same way, up to the
+/// end of the file. Returns the bytes written or read.
+pub(super) fn direct(
+    f: &FileObj,
+    write: bool,
+    segs: &[(u64, u64)],
+    data: &[u8],
+    out: &mut [u8],
+) -> MpiResult<usize> {
+    let mut pos = 0usize;
+    for &(off, len) in segs {
+        let end = pos + len as usize;
+        if write {
+            f.file
+                .write_all_at(&data[pos..end], off)
+                .map_err(|e| os_err(e, f.path.display()))?;
+            pos = end;
+        } else {
+            pos += read_full(f, &mut out[pos..end], off)?;
+            if pos < end {
+                break; // the end of the file
+            }
+        }
+    }
+    Ok(pos)
 }
 
 /// One collective data access (`_all`, `_at_all`, ordered): through the `fcoll` framework's

@@ -14,6 +14,14 @@
 //! [`CB_BUFFER_SIZE`]), so an aggregator never holds more than that at once. Aggregators
 //! report per call on `fcoll_base_verbose` level 10.
 //!
+//! Aggregation only pays where it merges small pieces of several ranks: as ROMIO does with
+//! its `romio_cb_read`/`romio_cb_write` hints at `automatic` (the default), a call of a
+//! group of more than one rank whose ranks' file ranges do not interleave, or in which every
+//! rank accesses one contiguous range, goes to the file from each rank directly after the
+//! first exchange ([`Route`]: one collective step instead of four or five, which is what a
+//! call costs when the ranks wait for each other on a busy machine). `enable` always
+//! aggregates, `disable` never does.
+//!
 //! Argument checks: every rank's check result travels with the first exchange (the ranges),
 //! so when one rank's arguments are bad no rank touches the file and every rank returns an
 //! error (the failing rank its own, the others one naming it), as ROMIO hands an I/O error
@@ -23,7 +31,7 @@
 //! here; [`run`] drives them over the file's private communicator (`comm::Internal`).
 //! Atomic mode keeps the independent path (each rank's range lock).
 
-use super::access::read_full;
+use super::access::{direct, read_full};
 use super::collective::internal;
 use super::file::{os_err, FileObj};
 use crate::comm::Internal;
@@ -187,6 +195,44 @@ pub(super) fn limit_aggregators(per_node: &[usize], cb_nodes: Option<&str>) -> V
     }
 }
 
+/// How one collective call reaches the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Route {
+    /// Through the aggregators, in two phases.
+    Aggregate,
+    /// Each rank accesses its own segments itself.
+    Direct,
+}
+
+/// The route of a call from the ranks' `(lo, hi, segments)` (file range and segment count
+/// of each rank's access; an empty access has `hi <= lo`) and the `romio_cb_read` or
+/// `romio_cb_write` hint: `enable` aggregates, `disable` goes direct, and `automatic` (or
+/// no hint, or another value, ignored as MPI allows for hints) goes direct in a group of
+/// more than one rank when no two ranks' ranges overlap or every rank's access is one
+/// contiguous segment: aggregation would merge nothing there.
+pub(super) fn route(ranks: &[(u64, u64, u64)], hint: Option<&str>) -> Route {
+    match hint.map(str::trim) {
+        Some("enable") => return Route::Aggregate,
+        Some("disable") => return Route::Direct,
+        _ => {}
+    }
+    if ranks.len() < 2 {
+        return Route::Aggregate;
+    }
+    let mut ranges: Vec<(u64, u64)> = ranks
+        .iter()
+        .filter(|r| r.1 > r.0)
+        .map(|r| (r.0, r.1))
+        .collect();
+    ranges.sort_unstable();
+    let disjoint = ranges.windows(2).all(|w| w[1].0 >= w[0].1);
+    if disjoint || ranks.iter().all(|r| r.2 <= 1) {
+        Route::Direct
+    } else {
+        Route::Aggregate
+    }
+}
+
 /// Appends a piece header (offset, length) to a message.
 fn put_piece(msg: &mut Vec<u8>, off: u64, len: u64) {
     msg.extend_from_slice(&off.to_le_bytes());
@@ -249,21 +295,25 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
     let (me, n) = (c.rank(), c.size());
     let lo = mine.segs.iter().map(|s| s.0).min().unwrap_or(u64::MAX);
     let hi = mine.segs.iter().map(|s| s.0 + s.1).max().unwrap_or(0);
+    const W: usize = 5; // i64 per rank in the first exchange
     let all = c
-        .allgather_i64(&[node_key()?, lo as i64, hi as i64, i64::from(mine.check)])
+        .allgather_i64(&[
+            node_key()?,
+            lo as i64,
+            hi as i64,
+            i64::from(mine.check),
+            mine.segs.len() as i64,
+        ])
         .map_err(internal("two-phase I/O"))?;
-    if let Some(r) = all.chunks_exact(4).position(|x| x[3] != 0) {
+    if let Some(r) = all.chunks_exact(W).position(|x| x[3] != 0) {
         return Err(MpiError::new(
-            all[4 * r + 3] as i32,
+            all[W * r + 3] as i32,
             format!(
                 "{}: rank {r} of the file's group failed the argument checks of this collective access; no rank accessed the file",
                 f.path.display()
             ),
         ));
     }
-    // Aggregators: the first rank of each node, in rank order.
-    let keys: Vec<i64> = all.chunks_exact(4).map(|x| x[0]).collect();
-    let per_node: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
     let hint = |name: &str| {
         f.state()
             .info
@@ -271,10 +321,32 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
     };
+    let ranks: Vec<(u64, u64, u64)> = all
+        .chunks_exact(W)
+        .map(|x| (x[1] as u64, x[2] as u64, x[4] as u64))
+        .collect();
+    let cb = hint(if write {
+        "romio_cb_write"
+    } else {
+        "romio_cb_read"
+    });
+    if route(&ranks, cb.as_deref()) == Route::Direct {
+        oxmpi_base::verbose!(
+            FCOLL,
+            20,
+            "fcoll two_phase: {} {}: each rank accesses its own range (no aggregation)",
+            if write { "write" } else { "read" },
+            f.path.display()
+        );
+        return direct(f, write, mine.segs, mine.data, out);
+    }
+    // Aggregators: the first rank of each node, in rank order.
+    let keys: Vec<i64> = all.chunks_exact(W).map(|x| x[0]).collect();
+    let per_node: Vec<usize> = (0..n).filter(|&r| !keys[..r].contains(&keys[r])).collect();
     let aggs = limit_aggregators(&per_node, hint("cb_nodes").as_deref());
     let cbs = cb_buffer_size(hint("cb_buffer_size").as_deref());
-    let lo = all.chunks_exact(4).map(|x| x[1] as u64).min().unwrap_or(0);
-    let hi = all.chunks_exact(4).map(|x| x[2] as u64).max().unwrap_or(0);
+    let lo = all.chunks_exact(W).map(|x| x[1] as u64).min().unwrap_or(0);
+    let hi = all.chunks_exact(W).map(|x| x[2] as u64).max().unwrap_or(0);
     if hi <= lo {
         return Ok(0); // nobody accesses anything
     }
@@ -484,6 +556,36 @@ fn node_key() -> MpiResult<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_whose_ranks_do_not_interleave_go_direct() {
+        // Two ranks, one contiguous range each (disjoint, overlapping or identical).
+        assert_eq!(route(&[(0, 10, 1), (10, 20, 1)], None), Route::Direct);
+        assert_eq!(route(&[(0, 10, 1), (0, 10, 1)], None), Route::Direct);
+        // Strided but not interleaved (rank 1's range starts where rank 0's ends).
+        assert_eq!(route(&[(0, 100, 9), (100, 200, 9)], None), Route::Direct);
+        // Interleaved strided accesses aggregate; so does a single rank.
+        assert_eq!(route(&[(0, 100, 9), (4, 104, 9)], None), Route::Aggregate);
+        assert_eq!(route(&[(0, 100, 9)], None), Route::Aggregate);
+        // A rank with nothing to access does not interleave with anyone.
+        assert_eq!(
+            route(&[(u64::MAX, 0, 0), (0, 100, 9), (100, 120, 2)], None),
+            Route::Direct
+        );
+        // The ROMIO hints.
+        assert_eq!(
+            route(&[(0, 10, 1), (10, 20, 1)], Some("enable")),
+            Route::Aggregate
+        );
+        assert_eq!(
+            route(&[(0, 100, 9), (4, 104, 9)], Some("disable")),
+            Route::Direct
+        );
+        assert_eq!(
+            route(&[(0, 10, 1), (10, 20, 1)], Some("automatic")),
+            Route::Direct
+        );
+    }
 
     #[test]
     fn domains_cover_the_range_and_cut_at_their_borders() {
