@@ -555,7 +555,7 @@ fn installed_info_lists_every_crates_frameworks() {
     let run = Run::from(out);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for p in [
-        "mca:btl:sm:param:btl_sm_eager_limit:value:4096",
+        "mca:btl:sm:param:btl_sm_eager_limit:value:8192",
         "mca:ras:base:param:ras_base_verbose:value:error",
         "mca:mca:base:param:mca_base_param_files:value:",
     ] {

@@ -582,7 +582,7 @@ fn tools_interface_events_same_in_both_abis() {
 fn tools_interface_cvar_writes_after_init_same_in_both_abis() {
     let out = same_in_both_abis("mpit_runtime.c", 2, "mpit_runtime: all checks passed");
     for l in [
-        "mpit_runtime: eager limit 4096 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
+        "mpit_runtime: eager limit 8192 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
         "mpit_runtime: bcast sm 1 linear 0, forced linear: sm 0 linear 1",
         "mpit_runtime: reduce binomial 1, ibarrier sm nonblocking 1 dissemination 0",
     ] {

@@ -338,7 +338,27 @@ pub(super) fn run(f: &FileObj, write: bool, mine: Mine<'_>, out: &mut [u8]) -> M
             if write { "write" } else { "read" },
             f.path.display()
         );
-        return direct(f, write, mine.segs, mine.data, out);
+        let done = direct(f, write, mine.segs, mine.data, out);
+        if !write {
+            return done;
+        }
+        // A collective write returns once every rank's data is in the file, as with
+        // aggregation (a rank may look at the file's size right after it): one more
+        // exchange, which also gives every rank the same outcome.
+        let code = done.as_ref().map_or_else(|e| i64::from(e.code), |_| 0);
+        let codes = c
+            .allgather_i64(&[code])
+            .map_err(internal("two-phase I/O"))?;
+        if let (Ok(_), Some(r)) = (&done, codes.iter().position(|&x| x != 0)) {
+            return Err(MpiError::new(
+                codes[r] as i32,
+                format!(
+                    "{}: rank {r} of the file's group failed its part of this collective write",
+                    f.path.display()
+                ),
+            ));
+        }
+        return done;
     }
     // Aggregators: the first rank of each node, in rank order.
     let keys: Vec<i64> = all.chunks_exact(W).map(|x| x[0]).collect();
