@@ -613,19 +613,9 @@ impl Fabric {
             // caller's promise for the buffer and context.
             return unsafe { ((*(*self.ep).msg).recv)(self.ep, buf.cast(), len, desc, src, ctx) };
         }
-        // SAFETY: an enabled endpoint; the caller's promise for the buffer and context.
-        unsafe {
-            ((*(*self.ep).tagged).recv)(
-                self.ep,
-                buf.cast(),
-                len,
-                desc,
-                fi::FI_ADDR_UNSPEC,
-                tag,
-                0,
-                ctx,
-            )
-        }
+        // SAFETY: an enabled tagged endpoint; the caller's promise for the buffer and
+        // context (an exact tag: no ignore bits, no flags).
+        unsafe { self.trecv_match(buf, len, desc, tag, 0, ctx, 0) }
     }
 
     /// Posts a tagged receive into `len` bytes at `buf` of a message from anyone whose
