@@ -11,7 +11,9 @@
 #   ox-cm     oxbench over oxmpi's pml cm (--mca pml cm: the provider matches)
 #   ompi      oxbench built with mpicc.openmpi, --mca pml cm --mca mtl ofi (its
 #             mtl_ofi_provider_exclude leaves out the software providers by default, so
-#             mtl_ofi_provider_include names ours)
+#             mtl_ofi_provider_include names ours), --bind-to none: bound, each node's orted
+#             puts its rank on the first core, both fake nodes' ranks share core 0 and every
+#             ping-pong turn waits a scheduler slice (about 4 ms; see tcp-nodes.sh)
 #   mpich     oxbench built with mpicc.mpich, started by Hydra (its ch4 netmod: ofi gets
 #             FI_PROVIDER, ucx gets UCX_TLS=tcp)
 # Implementations are interleaved within each round; prints every result, then per
@@ -20,6 +22,7 @@
 # above raw at 8 B).
 #
 # usage: bench/ofi-nodes.sh PREFIX [ROUNDS]      (default 5 rounds)
+#        ONLY="raw ox-btl ompi" bench/ofi-nodes.sh ...   measures only those implementations
 # Needs root, iproute2, util-linux, libfabric-bin; mpich and openmpi are measured when their
 # wrappers are installed (scripts/deps.sh installs them). Measure on a quiet machine;
 # one round (`ofi-nodes.sh PREFIX 1`, ITERS_SCALE=0.1) only checks the script.
@@ -54,6 +57,11 @@ build() { # build NAME CC
 build oxmpi "$P/bin/mpicc" ox-btl ox-cm
 build ompi mpicc.openmpi ompi
 build mpich mpicc.mpich mpich
+if [ -n "${ONLY:-}" ]; then
+  keep=()
+  for i in "${impls[@]}"; do case " $ONLY " in *" $i "*) keep+=("$i") ;; esac; done
+  impls=("${keep[@]}")
+fi
 
 iters() { awk -v n="$1" -v s="$scale" 'BEGIN { n = int(n * s); print (n < 10 ? 10 : n) }'; }
 bench_args() { echo lat,bw 11 "$scale" $size_lat $size_bw; }
@@ -90,7 +98,8 @@ run_one() {
   ompi)
     timeout -k 5 300 mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent "$work/agent-sh" \
       --hostfile "$FN_DIR/hosts" --map-by node --mca oob_tcp_if_include "$FN_NET.0/24" \
-      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" -x FI_PROVIDER -n 2 \
+      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" -x FI_PROVIDER \
+      --bind-to none -n 2 \
       "$work/oxbench.ompi" $(bench_args) >"$work/out" 2>&1 </dev/null
     ;;
   mpich)
