@@ -246,7 +246,11 @@ mpi4py test suite (its own mode; output docs/benchmarks/mpi4py-suite):
                        oxmpi as is (oxmpi), with a started MPI_T session on the
                        send/receive counters (oxmpi-mpit) and with
                        `mpirun --profile` (oxmpi-profile); no peers; output
-                       target/oxmpi-bench/overhead unless --out is given
+                       target/oxmpi-bench/overhead unless --out is given.
+                       With --mpi4py-suite: the suite's wall time on oxmpi
+                       as is against `mpirun --profile`, module by module
+                       interleaved (output target/oxmpi-bench/
+                       overhead-mpi4py-suite unless --out is given)
 ";
 
 /// Parse the command line (`args` excludes the program name).
@@ -500,8 +504,12 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
     }
     c.overhead = overhead;
     if overhead && !out_given && c.mode != Mode::Smoke {
-        // not over the committed comparison report
-        c.out = target.join("overhead");
+        // not over the committed comparison report (nor the committed suite's)
+        c.out = target.join(if suite4py {
+            "overhead-mpi4py-suite"
+        } else {
+            "overhead"
+        });
     }
     c.timeout_explicit = timeout.is_some();
     c.timeout = Duration::from_secs(timeout.unwrap_or(120));
@@ -579,6 +587,12 @@ mod tests {
         assert!(o.overhead && !b.overhead && o.ring_loops < f.ring_loops);
         let o = parse_args(&args(&["--full", "--overhead"]), root).unwrap();
         assert_eq!(o.out, Path::new("/r/target/oxmpi-bench/overhead"));
+        let o = parse_args(&args(&["--full", "--overhead", "--mpi4py-suite"]), root).unwrap();
+        assert!(o.overhead && o.suite4py.is_some());
+        assert_eq!(
+            o.out,
+            Path::new("/r/target/oxmpi-bench/overhead-mpi4py-suite")
+        );
         let o = parse_args(&args(&["--overhead", "--out", "x"]), root).unwrap();
         assert_eq!(o.out, Path::new("x"));
     }

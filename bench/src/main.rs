@@ -157,7 +157,10 @@ fn wanted(cfg: &Config, root: &Path, res: &mut Results) -> Vec<Impl> {
         let mut base = Impl::oxmpi(prefix);
         base.overhead_only = true;
         v.push(base);
-        v.push(Impl::oxmpi_mpit(prefix));
+        if cfg.suite4py.is_none() {
+            // its session is opened by the benchmark program, which mpi4py's suite is not
+            v.push(Impl::oxmpi_mpit(prefix));
+        }
         v.push(Impl::oxmpi_profile(prefix, &cfg.build_dir.join("profile")));
     } else if ox_ok {
         v.push(Impl::oxmpi(prefix));

@@ -316,7 +316,9 @@ pub fn run(
 
 /// `report.md` of a `--mpi4py-suite` run.
 pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
-    let (rows, imps, pairs) = crate::scale::with_best_peer(res);
+    let (rows, imps, mut pairs) = crate::scale::with_best_peer(res);
+    // `--overhead`: oxmpi with the job profile against itself, no peers
+    let overhead = imps.iter().any(|i| i == "oxmpi-profile");
     let mut o = String::new();
     crate::report::header(
         &mut o,
@@ -337,9 +339,20 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> String {
          out still counts its wall time (see Failures); the CSV's `iters` is the module's test count \
          (`Ran N tests`).\n"
     );
-    crate::report::implementations(&mut o, res);
     let mut cols = imps.clone();
-    cols.push("best-peer".into());
+    if overhead {
+        pairs = vec![("oxmpi-profile".into(), "oxmpi".into())];
+        let _ = writeln!(
+            o,
+            "Overhead run (`--overhead`): oxmpi as is against `mpirun --profile` (each module's \
+             profile written at its end, inside its wall time); `oxmpi-profile vs oxmpi` is \
+             oxmpi's time over the profiled time per repetition, so the goal (profile overhead \
+             <= 3%) is a ratio >= 0.971.\n"
+        );
+    } else {
+        cols.push("best-peer".into());
+    }
+    crate::report::implementations(&mut o, res);
     let _ = writeln!(o, "## Whole suite\n");
     let keys: Vec<Key> = crate::stats::aggregate(&rows, "best-peer")
         .into_keys()
@@ -399,6 +412,44 @@ mod tests {
         assert_eq!(all.unwrap(), vec!["a", "b"]);
         assert_eq!(one.unwrap(), vec!["b"]);
         assert!(bad.unwrap_err().contains("test_zz.py"));
+    }
+
+    #[test]
+    fn overhead_report_compares_the_profile_with_oxmpi() {
+        let prefix = Path::new("/x");
+        let row = |rep: u32, imp: &str, secs: f64| Row {
+            rep,
+            imp: imp.into(),
+            test: "mpi4py_suite".into(),
+            np: 2,
+            median: secs,
+            min: secs,
+            max: secs,
+            unit: "s".into(),
+            size: 0,
+            load1: 0.0,
+            busy_pct: 0.0,
+            probe_rtt_ns: None,
+            limit: None,
+            unix_time: 0,
+            values: vec![secs],
+            iters: 1,
+        };
+        let res = Results {
+            rows: vec![row(0, "oxmpi", 10.0), row(0, "oxmpi-profile", 10.2)],
+            ran: vec![
+                crate::impls::Impl::oxmpi(prefix),
+                crate::impls::Impl::oxmpi_profile(prefix, prefix),
+            ],
+            ..Results::default()
+        };
+        let md = markdown(&Meta::default(), &res, &[]);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("| mpi4py_suite np=2 (s) |"))
+            .expect(&md);
+        assert_eq!(line, "| mpi4py_suite np=2 (s) | 10.0 | 10.2 | 0.980x |");
+        assert!(!md.contains("best-peer"), "{md}");
     }
 
     #[test]

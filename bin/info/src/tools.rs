@@ -96,10 +96,14 @@ pub(crate) fn pvars(level: u8) -> String {
                 "start/stop"
             },
             if p.resettable() { "" } else { ", read-only" },
-            if p.comm.is_some() {
-                ", bound to a communicator (MPI_T_BIND_MPI_COMM)"
-            } else {
-                ""
+            match p.comm {
+                Some(b) if b.peers.is_some() => {
+                    ", bound to a communicator (MPI_T_BIND_MPI_COMM), an array: one value per \
+                     peer rank (count = the communicator's size, its remote group's for an \
+                     intercommunicator)"
+                }
+                Some(_) => ", bound to a communicator (MPI_T_BIND_MPI_COMM)",
+                None => "",
             }
         );
         let _ = writeln!(out, "      {}", p.desc);
@@ -148,5 +152,7 @@ mod tests {
         assert!(
             out.contains("  btl_tcp_bytes_sent  MPI_T_PVAR_CLASS_COUNTER  MPI_UNSIGNED_LONG_LONG")
         );
+        // A per-peer variable is an array, one value per rank of the communicator.
+        assert!(out.contains("  pml_ox_comm_peer_msgs_sent  MPI_T_PVAR_CLASS_COUNTER  MPI_UNSIGNED_LONG_LONG  MPI_T_VERBOSITY_TUNER_DETAIL  continuous, bound to a communicator (MPI_T_BIND_MPI_COMM), an array: one value per peer rank (count = the communicator's size, its remote group's for an intercommunicator)\n"), "{out}");
     }
 }

@@ -1,42 +1,98 @@
 //! Per-function call counts and times for the job profile (`mpi_profile`): while it is on,
 //! each outermost MPI call (one the application made; the library's own nested calls are
-//! not counted, as a PMPI tool would not see them) is counted in a table. Off (the
-//! default), an entry point pays one relaxed load.
+//! not counted, as a PMPI tool would not see them) is counted. Off (the default), an entry
+//! point pays one relaxed load.
 //!
 //! Counts are exact. Times are sampled, because reading the clock costs about as much as
-//! a whole small-message MPI call (two reads per call doubled the 8-byte latency): in each
-//! table the first `TIMING_EXACT` (16) calls of a function are all timed, after them one
-//! call in `TIMING_SAMPLE_EVERY` (256), the engine's policy (`oxmpi_engine::timing_sampled`)
-//! that also samples the blocking waits. A function's total time is the sampled time scaled
-//! by `count / timed` and its histogram the sampled one scaled the same way, so a function
-//! called at most 16 times has exact figures.
+//! a whole small-message MPI call (two reads per call doubled the 8-byte latency): the
+//! first `TIMING_EXACT` (16) calls of a function are all timed, after them one call in
+//! `TIMING_SAMPLE_EVERY` (256), the engine's policy (`oxmpi_engine::timing_sampled`) that
+//! also samples the blocking waits. A function's total time is the sampled time scaled by
+//! `count / timed` and its histogram the sampled one scaled the same way, so a function
+//! called at most 16 times has exact figures. A call that is not timed reads no clock and
+//! touches no histogram.
 //!
-//! The per-call work: below `MPI_THREAD_MULTIPLE`, where no two threads are inside the
-//! library at once, one table shared by the threads, reached without thread-local storage
-//! (whose access from a shared library is a function call): a relaxed load and store of
-//! the call depth, a probe of an open-addressing table keyed by the address of the
-//! function's name, and a plain load and store of its count, before the body; a load and
-//! store of the depth after it. The body is the same code whether the profile is on or
-//! off (an earlier version ran it inside a cold copy of each entry point). With `MPI_THREAD_MULTIPLE`,
-//! each thread counts in a table of its own (one thread-local access more). The timed
-//! calls' figures sit behind a mutex taken only for a timed call. Library helper threads
-//! (a nonblocking ULFM agreement, `MPI_Comm_idup`) that complete a request through an
-//! entry point count like the application's calls, as before.
+//! Each entry point has a [`Site`] of its own, a static that `mpi_fn!` declares next to
+//! it. Below `MPI_THREAD_MULTIPLE`, where no two threads are inside the library at once,
+//! the call is counted in its site (no table search, no thread-local storage, whose
+//! access from a shared library is a function call): per call, a relaxed load and store
+//! of the call depth and of the site's count and one comparison that picks the sampled
+//! calls, before the body; a load and store of the depth after it (a timed call marks the
+//! depth, so nothing else is handed from before the body to after it). The body is the
+//! same code whether the profile is on or off. With `MPI_THREAD_MULTIPLE`, each thread
+//! counts in a table of its own, indexed by the site's number (given at its first counted
+//! call). The timed calls' figures sit behind a mutex taken only for a timed call.
+//! Library helper threads (a nonblocking ULFM agreement, `MPI_Comm_idup`) that complete a
+//! request through an entry point count like the application's calls, as before.
 
 use oxmpi_engine::{timing_sampled as sampled, timing_scale as scale};
 #[cfg(test)]
 use oxmpi_engine::{TIMING_EXACT as EXACT_CALLS, TIMING_SAMPLE_EVERY as SAMPLE_EVERY};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// Buckets of a duration histogram: bucket `b` counts calls of `2^(b-1)..2^b` nanoseconds.
 pub(crate) const TIME_BUCKETS: usize = 40;
 
-/// Slots of a table (a power of two, well above the number of entry points).
+/// Sites a per-thread table has room for (well above the number of entry points; a site
+/// numbered beyond it is not counted with `MPI_THREAD_MULTIPLE`).
 const SLOTS: usize = 2048;
+
+/// The depth mark of an outermost call being timed: [`Table::end`] sees it and takes the
+/// time.
+const TIMED: u32 = 1 << 31;
+
+/// One entry point's counters: its name, the calls counted below `MPI_THREAD_MULTIPLE`,
+/// and its number among the sites counted so far.
+pub(crate) struct Site {
+    /// The MPI function's name.
+    pub(crate) name: &'static str,
+    /// Calls counted below `MPI_THREAD_MULTIPLE`.
+    count: AtomicU64,
+    /// 1 + its index in [`SITES`] (its slot in a per-thread table); 0 until its first
+    /// counted call.
+    number: AtomicU32,
+}
+
+impl Site {
+    /// The site of MPI function `name`.
+    pub(crate) const fn new(name: &'static str) -> Site {
+        Site {
+            name,
+            count: AtomicU64::new(0),
+            number: AtomicU32::new(0),
+        }
+    }
+
+    /// Its index in [`SITES`], numbering it on first use.
+    fn index(&'static self) -> usize {
+        match self.number.load(Ordering::Relaxed) {
+            0 => self.register(),
+            n => n as usize - 1,
+        }
+    }
+
+    /// Numbers this site (once, under the lock of the list).
+    #[cold]
+    #[inline(never)]
+    fn register(&'static self) -> usize {
+        let mut sites = SITES.lock().unwrap_or_else(|p| p.into_inner());
+        match self.number.load(Ordering::Relaxed) {
+            0 => {
+                sites.push(self);
+                self.number.store(sites.len() as u32, Ordering::Relaxed);
+                sites.len() - 1
+            }
+            n => n as usize - 1,
+        }
+    }
+}
+
+/// Every site counted so far, by index.
+static SITES: Mutex<Vec<&'static Site>> = Mutex::new(Vec::new());
 
 /// One function's calls.
 #[derive(Debug, Clone)]
@@ -62,131 +118,82 @@ impl Default for Calls {
 /// The timed calls of one function in one table.
 #[derive(Debug, Clone)]
 struct Timed {
-    name: &'static str,
     calls: u64,
     total_ns: u64,
     hist: [u64; TIME_BUCKETS],
 }
 
-/// One slot of a table: the address of a function's name (0: free) and its call count,
-/// side by side (one cache line for both).
-struct Slot {
-    key: AtomicUsize,
-    count: AtomicU64,
-}
-
-/// One table of calls; only one thread at a time writes a slot.
-struct Table {
-    /// The call depth of the thread(s) counting here: only depth 0 calls are counted.
-    depth: AtomicU32,
-    slots: [Slot; SLOTS],
-    timed: Mutex<Option<TimedCalls>>,
-}
-
 /// The timed calls of one table.
 #[derive(Default)]
 struct TimedCalls {
-    /// By slot.
+    /// By site index.
     calls: HashMap<usize, Timed>,
-    /// The outermost call being timed now: its slot, name and start.
-    running: Option<(usize, &'static str, Instant)>,
+    /// The outermost call being timed now: its site index and start.
+    running: Option<(usize, Instant)>,
+}
+
+/// Where calls are counted: the shared depth and timings below `MPI_THREAD_MULTIPLE`
+/// (the counts are in the sites), or one thread's depth, counts and timings.
+struct Table {
+    /// The call depth of the thread(s) counting here (only depth 0 calls are counted),
+    /// plus [`TIMED`] while an outermost timed call runs.
+    depth: AtomicU32,
+    /// By site index (per-thread tables only).
+    counts: Option<Box<[AtomicU64]>>,
+    timed: Mutex<Option<TimedCalls>>,
 }
 
 impl Table {
-    const fn new() -> Table {
-        Table {
-            depth: AtomicU32::new(0),
-            slots: [const {
-                Slot {
-                    key: AtomicUsize::new(0),
-                    count: AtomicU64::new(0),
-                }
-            }; SLOTS],
-            timed: Mutex::new(None),
+    /// The count of `site`'s calls made here.
+    fn count(&self, site: &'static Site) -> Option<&AtomicU64> {
+        match &self.counts {
+            None => Some(&site.count),
+            Some(c) => c.get(site.index()),
         }
     }
 
-    /// The slot of `name` (claimed if new), or `None` when the table is full: one probe
-    /// inline, the rest (a collision, a new name) out of line.
+    /// Counts `site`'s call and for a sampled one notes the clock (the caller is an
+    /// outermost call, the depth already raised).
     #[inline(always)]
-    fn slot(&self, name: &'static str) -> Option<usize> {
-        let key = name.as_ptr() as usize;
-        let i = (key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - 11);
-        if self.slots[i].key.load(Ordering::Relaxed) == key {
-            return Some(i);
+    fn count_call(&self, site: &'static Site, count: &AtomicU64) {
+        let n = count.load(Ordering::Relaxed);
+        count.store(n + 1, Ordering::Relaxed);
+        if sampled(n) {
+            self.start_timing(site);
         }
-        self.probe(key, i)
     }
 
-    /// [`Table::slot`] past its first probe at `i`.
-    #[cold]
-    #[inline(never)]
-    fn probe(&self, key: usize, mut i: usize) -> Option<usize> {
-        for _ in 0..SLOTS {
-            let k = self.slots[i].key.load(Ordering::Relaxed);
-            if k == key {
-                return Some(i);
-            }
-            if k == 0 {
-                self.slots[i].key.store(key, Ordering::Relaxed);
-                return Some(i);
-            }
-            i = (i + 1) & (SLOTS - 1);
-        }
-        None
-    }
-
-    /// Enters MPI function `name`: counts it if it is an outermost call, and for a
-    /// sampled one notes the clock ([`Table::end`] takes the time).
+    /// Leaves the call [`begin`] entered here.
     #[inline(always)]
-    fn begin(&'static self, name: &'static str) -> Probe {
+    fn end(&self) {
         let depth = self.depth.load(Ordering::Relaxed);
-        self.depth.store(depth + 1, Ordering::Relaxed);
-        let mut timed = false;
-        if depth == 0 {
-            if let Some(i) = self.slot(name) {
-                let n = self.slots[i].count.load(Ordering::Relaxed);
-                self.slots[i].count.store(n + 1, Ordering::Relaxed);
-                if sampled(n) {
-                    self.start_timing(i, name);
-                    timed = true;
-                }
-            }
-        }
-        Probe {
-            table: Some(self),
-            timed,
-        }
-    }
-
-    /// Leaves the call [`Table::begin`] entered.
-    #[inline(always)]
-    fn end(&self, timed: bool) {
-        let depth = self.depth.load(Ordering::Relaxed);
-        self.depth.store(depth.saturating_sub(1), Ordering::Relaxed);
-        if timed {
+        if depth == TIMED + 1 {
             self.stop_timing();
+        } else {
+            self.depth.store(depth.saturating_sub(1), Ordering::Relaxed);
         }
     }
 
-    /// Notes the start of a timed call (slot `i`, function `name`).
+    /// Notes the start of a timed call of `site` and marks the depth.
     #[cold]
     #[inline(never)]
-    fn start_timing(&self, i: usize, name: &'static str) {
+    fn start_timing(&self, site: &'static Site) {
+        let i = site.index();
         let mut g = self.timed.lock().unwrap_or_else(|p| p.into_inner());
-        g.get_or_insert_with(Default::default).running = Some((i, name, Instant::now()));
+        g.get_or_insert_with(Default::default).running = Some((i, Instant::now()));
+        self.depth.store(TIMED + 1, Ordering::Relaxed);
     }
 
-    /// Adds the call whose start [`Table::start_timing`] noted.
+    /// Adds the call whose start [`Table::start_timing`] noted and leaves it.
     #[cold]
     #[inline(never)]
     fn stop_timing(&self) {
         let mut g = self.timed.lock().unwrap_or_else(|p| p.into_inner());
+        self.depth.store(0, Ordering::Relaxed);
         let Some(t) = g.as_mut() else { return };
-        if let Some((i, name, t0)) = t.running.take() {
+        if let Some((i, t0)) = t.running.take() {
             let ns = t0.elapsed().as_nanos() as u64;
             let e = t.calls.entry(i).or_insert_with(|| Timed {
-                name,
                 calls: 0,
                 total_ns: 0,
                 hist: [0; TIME_BUCKETS],
@@ -199,23 +206,24 @@ impl Table {
 }
 
 /// What [`begin`] hands to [`end`]: the table an MPI call was entered in (none while the
-/// profile is off) and whether the call is being timed.
+/// profile is off).
 #[derive(Clone, Copy)]
-pub(crate) struct Probe {
-    table: Option<&'static Table>,
-    timed: bool,
-}
+pub(crate) struct Probe(Option<&'static Table>);
 
 /// Not counting.
 const OFF: u8 = 0;
-/// Counting in [`SHARED`] (below `MPI_THREAD_MULTIPLE`).
+/// Counting in the sites (below `MPI_THREAD_MULTIPLE`).
 const ONE_TABLE: u8 = 1;
 /// Counting in each thread's own table.
 const PER_THREAD: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(OFF);
-/// The table of the calls made below `MPI_THREAD_MULTIPLE`.
-static SHARED: Table = Table::new();
+/// The depth and timings of the calls made below `MPI_THREAD_MULTIPLE`.
+static SHARED: Table = Table {
+    depth: AtomicU32::new(0),
+    counts: None,
+    timed: Mutex::new(None),
+};
 /// The per-thread tables (leaked: they live as long as the process).
 static TABLES: Mutex<Vec<&'static Table>> = Mutex::new(Vec::new());
 
@@ -228,7 +236,11 @@ thread_local! {
 fn local() -> &'static Table {
     LOCAL.with(|l| {
         l.get().unwrap_or_else(|| {
-            let t: &'static Table = Box::leak(Box::new(Table::new()));
+            let t: &'static Table = Box::leak(Box::new(Table {
+                depth: AtomicU32::new(0),
+                counts: Some((0..SLOTS).map(|_| AtomicU64::new(0)).collect()),
+                timed: Mutex::new(None),
+            }));
             TABLES.lock().unwrap_or_else(|p| p.into_inner()).push(t);
             l.set(Some(t));
             t
@@ -247,48 +259,70 @@ pub(crate) fn set_on(on: Option<bool>) {
     MODE.store(mode, Ordering::Relaxed);
 }
 
-/// Enters MPI function `name` (before its body): while the profile is off, one relaxed
+/// Enters MPI function `site` (before its body): while the profile is off, one relaxed
 /// load; on, the call is counted if it is an outermost one (see the module's text).
 #[inline(always)]
-pub(crate) fn begin(name: &'static str) -> Probe {
+pub(crate) fn begin(site: &'static Site) -> Probe {
     match MODE.load(Ordering::Relaxed) {
-        OFF => Probe {
-            table: None,
-            timed: false,
-        },
-        ONE_TABLE => SHARED.begin(name),
-        _ => begin_threaded(name),
+        OFF => Probe(None),
+        ONE_TABLE => Probe(Some(enter_in(&SHARED, site, &site.count))),
+        _ => begin_threaded(site),
     }
+}
+
+/// Raises the depth of `t` and counts `site`'s call in `count` if it is an outermost one.
+#[inline(always)]
+fn enter_in(t: &'static Table, site: &'static Site, count: &AtomicU64) -> &'static Table {
+    let depth = t.depth.load(Ordering::Relaxed);
+    t.depth.store(depth + 1, Ordering::Relaxed);
+    if depth == 0 {
+        t.count_call(site, count);
+    }
+    t
 }
 
 /// [`begin`] with `MPI_THREAD_MULTIPLE`: in this thread's table.
 #[cold]
 #[inline(never)]
-fn begin_threaded(name: &'static str) -> Probe {
-    local().begin(name)
+fn begin_threaded(site: &'static Site) -> Probe {
+    let t = local();
+    match t.count(site) {
+        Some(c) => Probe(Some(enter_in(t, site, c))),
+        None => Probe(None),
+    }
 }
 
 /// Leaves the MPI call [`begin`] entered (after its body).
 #[inline(always)]
 pub(crate) fn end(p: Probe) {
-    if let Some(t) = p.table {
-        t.end(p.timed);
+    if let Some(t) = p.0 {
+        t.end();
     }
 }
 
-/// Every function's calls so far, summed over the threads, by name.
+/// Every function's calls so far, summed over the threads (and the sites of one name),
+/// by name.
 pub(crate) fn snapshot() -> Vec<(&'static str, Calls)> {
+    let sites: Vec<&'static Site> = SITES.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut sum: HashMap<&'static str, Calls> = HashMap::new();
     let tables = TABLES.lock().unwrap_or_else(|p| p.into_inner());
     for t in std::iter::once(&SHARED).chain(tables.iter().copied()) {
         let timed = t.timed.lock().unwrap_or_else(|p| p.into_inner());
-        for (&i, tm) in timed.iter().flat_map(|t| &t.calls) {
-            let count = t.slots[i].count.load(Ordering::Relaxed).max(tm.calls);
-            let s = sum.entry(tm.name).or_default();
+        for (i, site) in sites.iter().enumerate() {
+            let count = t.count(site).map_or(0, |c| c.load(Ordering::Relaxed));
+            let tm = timed.as_ref().and_then(|t| t.calls.get(&i));
+            if count == 0 && tm.is_none() {
+                continue;
+            }
+            let s = sum.entry(site.name).or_default();
+            let timed_calls = tm.map_or(0, |tm| tm.calls);
+            let count = count.max(timed_calls);
             s.count += count;
-            s.total_ns += scale(tm.total_ns, count, tm.calls);
-            for (a, &b) in s.hist.iter_mut().zip(&tm.hist) {
-                *a += scale(b, count, tm.calls);
+            if let Some(tm) = tm {
+                s.total_ns += scale(tm.total_ns, count, tm.calls);
+                for (a, &b) in s.hist.iter_mut().zip(&tm.hist) {
+                    *a += scale(b, count, tm.calls);
+                }
             }
         }
     }
@@ -301,33 +335,52 @@ pub(crate) fn snapshot() -> Vec<(&'static str, Calls)> {
 mod tests {
     use super::*;
 
-    /// Runs `f`, the body of MPI function `name`, counted in table `t`.
-    fn count_in<R>(t: &'static Table, name: &'static str, f: impl FnOnce() -> R) -> R {
-        let p = t.begin(name);
+    /// Runs `f`, the body of MPI function `site`, counted in table `t`.
+    fn count_in<R>(t: &'static Table, site: &'static Site, f: impl FnOnce() -> R) -> R {
+        let p = Probe(Some(enter_in(t, site, t.count(site).unwrap())));
         let r = f();
         end(p);
         r
     }
 
+    static OUTER: Site = Site::new("MPI_Test_outer");
+    static INNER: Site = Site::new("MPI_Test_inner");
+    static SAMPLED: Site = Site::new("MPI_Test_sampled");
+    static THREADED: Site = Site::new("MPI_Test_threaded");
+    static TWIN_A: Site = Site::new("MPI_Test_twin");
+    static TWIN_B: Site = Site::new("MPI_Test_twin");
+
     #[test]
     fn outermost_calls_are_counted_with_their_time() {
         // The shared table (used by this test only: tests run on threads of their own).
-        let r = count_in(&SHARED, "MPI_Test_outer", || {
-            count_in(&SHARED, "MPI_Test_inner", || 7)
-        });
+        let r = count_in(&SHARED, &OUTER, || count_in(&SHARED, &INNER, || 7));
         assert_eq!(r, 7);
+        // The timed call left the depth as it found it.
+        assert_eq!(SHARED.depth.load(Ordering::Relaxed), 0);
         let s = snapshot();
         let outer = &s.iter().find(|(n, _)| *n == "MPI_Test_outer").unwrap().1;
         assert_eq!(outer.count, 1);
         assert_eq!(outer.hist.iter().sum::<u64>(), 1);
         assert!(!s.iter().any(|(n, _)| *n == "MPI_Test_inner"));
+        // Two sites of one name (an entry point and a helper) add up.
+        count_in(&SHARED, &TWIN_A, || ());
+        count_in(&SHARED, &TWIN_B, || ());
+        let s = snapshot();
+        assert_eq!(
+            s.iter()
+                .find(|(n, _)| *n == "MPI_Test_twin")
+                .unwrap()
+                .1
+                .count,
+            2
+        );
     }
 
     #[test]
     fn counts_are_exact_and_times_are_scaled_from_the_samples() {
         let calls = EXACT_CALLS + 10 * SAMPLE_EVERY + 3;
         for _ in 0..calls {
-            count_in(local(), "MPI_Test_sampled", || {
+            count_in(local(), &SAMPLED, || {
                 std::thread::sleep(std::time::Duration::from_micros(20))
             });
         }
@@ -339,28 +392,21 @@ mod tests {
         // The scaled histogram sums to the count (up to rounding per bucket).
         let h: u64 = c.hist.iter().sum();
         assert!(h.abs_diff(calls) <= TIME_BUCKETS as u64, "{h} vs {calls}");
-        let timed = t_calls("MPI_Test_sampled");
-        assert_eq!(timed, EXACT_CALLS + 10);
-    }
-
-    /// How many calls of `name` this thread's table timed.
-    fn t_calls(name: &str) -> u64 {
-        local()
+        let timed = local()
             .timed
             .lock()
             .unwrap()
-            .iter()
-            .flat_map(|t| &t.calls)
-            .filter(|(_, t)| t.name == name)
-            .map(|(_, t)| t.calls)
-            .sum()
+            .as_ref()
+            .and_then(|t| t.calls.get(&SAMPLED.index()).map(|t| t.calls));
+        assert_eq!(timed, Some(EXACT_CALLS + 10));
+        assert_eq!(local().depth.load(Ordering::Relaxed), 0);
     }
 
     #[test]
     fn per_thread_tables_count_their_threads_calls() {
         let t = std::thread::spawn(|| {
             for _ in 0..3 {
-                count_in(local(), "MPI_Test_threaded", || ());
+                count_in(local(), &THREADED, || ());
             }
         });
         t.join().unwrap();

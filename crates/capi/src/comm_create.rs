@@ -188,7 +188,8 @@ pub unsafe extern "C" fn oxmpi_abi_comm_idup(
     newcomm: *mut c_void,
     request: *mut c_int,
 ) -> c_int {
-    crate::ffi::enter("MPI_Comm_idup", crate::ffi::OnComm, || {
+    static SITE: crate::calls::Site = crate::calls::Site::new("MPI_Comm_idup");
+    crate::ffi::enter(&SITE, "MPI_Comm_idup", crate::ffi::OnComm, || {
         // A NULL `newcomm` comes with a NULL `store`: `idup` reports the NULL newcomm.
         idup(
             comm,

@@ -61,7 +61,8 @@ macro_rules! mpi_fn {
         $(#[$meta])*
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
-            $crate::ffi::enter($name, $crate::ffi::OnComm, || -> $crate::ffi::MpiResult { $body })
+            static SITE: $crate::calls::Site = $crate::calls::Site::new($name);
+            $crate::ffi::enter(&SITE, $name, $crate::ffi::OnComm, || -> $crate::ffi::MpiResult { $body })
         }
         $crate::ffi::mpi_alias!($pname / $name);
     };
@@ -73,7 +74,8 @@ macro_rules! mpi_fn {
             // caller's pointer, checked for NULL there), under the function's own contract.
             #[allow(unused_unsafe)]
             let owner = unsafe { $owner };
-            $crate::ffi::enter($name, owner, || -> $crate::ffi::MpiResult { $body })
+            static SITE: $crate::calls::Site = $crate::calls::Site::new($name);
+            $crate::ffi::enter(&SITE, $name, owner, || -> $crate::ffi::MpiResult { $body })
         }
         $crate::ffi::mpi_alias!($pname / $name);
     };
@@ -211,15 +213,19 @@ pub(crate) trait ErrorOwner {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OnComm;
 
-/// Run an entry-point body: catch panics, route errors to `owner`'s error handler.
+/// Run the body of entry point `name` (`site`: its counters of the profile): catch panics,
+/// route errors to `owner`'s error handler. The name is passed as well as the site so that
+/// it stays a constant (the site is a static with interior mutability, whose fields the
+/// compiler would load from memory on every call).
 #[inline]
 pub(crate) fn enter<O: ErrorOwner>(
+    site: &'static crate::calls::Site,
     name: &'static str,
     owner: O,
     f: impl FnOnce() -> MpiResult,
 ) -> c_int {
     // The profile's count (one relaxed load while it is off) around the one body.
-    let probe = crate::calls::begin(name);
+    let probe = crate::calls::begin(site);
     let rc = run(name, owner, f);
     crate::calls::end(probe);
     safe_point();

@@ -6,10 +6,11 @@ use crate::consts::MPI_ERR_UNSUPPORTED_OPERATION;
 use crate::ffi::{enter, MpiError, OnComm};
 use std::ffi::c_int;
 
-/// The body of every stub (unused while the table is empty).
+/// The body of every stub (unused while the table is empty), `site` its entry point's.
 #[allow(dead_code)]
-fn unsupported(name: &'static str) -> c_int {
-    enter(name, OnComm, || {
+fn unsupported(site: &'static crate::calls::Site) -> c_int {
+    let name = site.name;
+    enter(site, name, OnComm, || {
         Err(MpiError::new(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("{name} is not implemented in oxmpi yet"),
@@ -25,7 +26,8 @@ macro_rules! stubs {
             /// Not implemented yet: returns `MPI_ERR_UNSUPPORTED_OPERATION`.
             #[no_mangle]
             pub extern "C" fn $pname() -> c_int {
-                unsupported($name)
+                static SITE: crate::calls::Site = crate::calls::Site::new($name);
+                unsupported(&SITE)
             }
             crate::ffi::mpi_alias!($pname / $name);
         )*

@@ -450,7 +450,10 @@ fn tools_interface_walks_everything_and_a_cvar_write_changes_the_path_both_build
         out.contains("mpit: eager limit 64, eager sends 1, rendezvous sends 1"),
         "{out}"
     );
-    assert!(out.contains("mpit: 1 cvars, 1 pvars walked"), "{out}");
+    assert!(
+        out.contains("mpit: 1 cvars, 1 pvars walked, 1 bound to MPI_COMM_WORLD"),
+        "{out}"
+    );
 }
 
 #[test]

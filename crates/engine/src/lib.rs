@@ -244,6 +244,8 @@ pub mod partition;
 #[cfg(not(loom))]
 mod pml;
 #[cfg(not(loom))]
+mod pvar_reader;
+#[cfg(not(loom))]
 mod pvars;
 /// The engine's system calls (memfd and mappings, peers' file descriptors, pidfds, CMA,
 /// sockets), also used by the library crates above it (shared-memory collectives, RMA,
@@ -301,6 +303,9 @@ pub use pml::stats::{
     set_wait_timing, size_bucket, timing_sampled, timing_scale, CommBinding, CommStats, MatchStats,
     PeerStats, Pvar, PvarClass, Stats, SIZE_BUCKETS, TIMING_EXACT, TIMING_SAMPLE_EVERY,
 };
+/// A reader of one performance variable (what a tools-interface handle keeps).
+#[cfg(not(loom))]
+pub use pvar_reader::{PvarOpError, PvarReader};
 /// The engine's performance variables.
 #[cfg(not(loom))]
 pub use pvars::pvars;

@@ -65,6 +65,8 @@
 //! * [`Status`]: source, tag, [`count`](Status::count) of elements.
 //! * Sessions (MPI 4, [`session`]): [`Session::init`] without a universe, the process sets,
 //!   [`Session::group_from_pset`] and [`Session::comm_from_group`].
+//! * The tools interface ([`tools`]): control variables (read, write), performance
+//!   variables ([`tools::PvarSession`], [`tools::PvarHandle`]) and categories.
 //! * Wildcards and the null process: [`ANY_SOURCE`], [`ANY_TAG`], [`PROC_NULL`].
 //!
 //! # Running
@@ -102,6 +104,7 @@ pub mod session;
 mod split;
 mod status;
 mod sys;
+pub mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

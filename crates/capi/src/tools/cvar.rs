@@ -1,7 +1,8 @@
 //! Control variables (`MPI_T_cvar_*`) and their enumerations (`MPI_T_enum_*`): the
 //! parameter registry seen through `oxmpi_base::params::tools`.
 //!
-//! A write goes through the registry (source `set`, validated like any other source).
+//! A write is `oxmpi_coll::base::cvar::write` (the Rust API's too): it goes through the
+//! registry (source `set`, validated like any other source).
 //! Before `MPI_Init` (after `MPI_T_init_thread`) every settable parameter may be written:
 //! the engine, transports and collectives read them at `MPI_Init`. Once the library runs,
 //! only the parameters declared `runtime` in the registry are writable (eager limit,
@@ -16,7 +17,8 @@ use super::state::*;
 use crate::consts::{MPI_CHAR, MPI_COUNT, MPI_INT, MPI_UNSIGNED_LONG_LONG};
 use crate::ffi::{out, read_cstr, MpiResult};
 use oxmpi_base::params::tools::{self as view, CvarScope, CvarType, CvarValue};
-use oxmpi_base::params::{self, Entry, ParamError};
+use oxmpi_base::params::{self, Entry};
+use oxmpi_coll::base::cvar::{started, CvarWriteError};
 use std::ffi::{c_char, c_int, c_void};
 
 /// The registry entry of control variable `i`.
@@ -30,11 +32,6 @@ fn entry(t: &mut Tools, i: c_int) -> MpiResult<Entry> {
         Some(e) => Ok(e),
         None => fail(MPI_T_ERR_INVALID_INDEX, format!("no control variable {i}")),
     }
-}
-
-/// Whether the MPI library runs (after `MPI_Init`): what decides the scopes.
-fn started() -> bool {
-    oxmpi_engine::engine().is_some()
 }
 
 /// The MPICH datatype of a control variable type.
@@ -182,38 +179,17 @@ mpi_fn! {
     /// it (see the module documentation).
     fn PMPI_T_cvar_write / "MPI_T_cvar_write" [Direct] (handle: *mut c_void, buf: *const c_void) {
         let e = of_handle(handle)?;
-        let name = e.decl.full_name();
-        let running = started();
-        if !CvarScope::of(&e, running).writable() {
-            let why = if running && !e.decl.read_only { "was read at MPI_Init and " } else { "" };
-            return fail(MPI_T_ERR_CVAR_SET_NEVER, format!("{name} {why}cannot be changed"));
-        }
         let v = match CvarType::of(&e.decl.ty) {
             CvarType::Int => CvarValue::Int(crate::ffi::inp(buf.cast::<c_int>(), "buf")?.into()),
             CvarType::Count => CvarValue::Int(crate::ffi::inp(buf.cast::<i64>(), "buf")?),
             CvarType::UnsignedLongLong => CvarValue::Unsigned(crate::ffi::inp(buf.cast::<u64>(), "buf")?),
             CvarType::Char => CvarValue::Text(read_cstr(buf.cast::<c_char>(), "buf")?),
         };
-        let written = params::with_global(|r| {
-            let res = view::cvar_write(r, &name, &v);
-            if res.is_ok() && running {
-                oxmpi_base::output::reconfigure(r);
-            }
-            res
-        });
-        if matches!(written, Ok(Ok(()))) && running {
-            // Outside the registry's lock: the readers take it themselves.
-            if let Some(eng) = oxmpi_engine::engine() {
-                eng.reload_params();
-            }
-            oxmpi_coll::base::params::reload();
-        }
-        match written {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e @ (ParamError::ReadOnly { .. } | ParamError::Locked { .. }))) => {
-                fail(MPI_T_ERR_CVAR_SET_NEVER, e.to_string())
-            }
-            Ok(Err(e)) | Err(e) => fail(MPI_T_ERR_INVALID, e.to_string()),
+        match oxmpi_coll::base::cvar::write(&e.decl.full_name(), &v) {
+            Ok(()) => Ok(()),
+            Err(e @ CvarWriteError::Never(_)) => fail(MPI_T_ERR_CVAR_SET_NEVER, e.to_string()),
+            Err(e @ CvarWriteError::Unknown(_)) => fail(MPI_T_ERR_INVALID_NAME, e.to_string()),
+            Err(e @ CvarWriteError::Invalid(_)) => fail(MPI_T_ERR_INVALID, e.to_string()),
         }
     }
 }

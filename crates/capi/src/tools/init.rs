@@ -33,15 +33,9 @@ mpi_fn! {
             if t.refs == 0 {
                 t.cvar_handles = Slots::default();
                 t.sessions = Slots::default();
-                t.pvar_handles.remove_where(|ph| {
-                    super::pvar::release(ph);
-                    true
-                });
+                // Dropping a handle stops it and ends its watch.
+                t.pvar_handles = Slots::default();
                 super::event::finalize();
-                if t.timers_started > 0 {
-                    t.timers_started = 0;
-                    oxmpi_engine::set_wait_timing(false);
-                }
             }
             Ok(())
         })

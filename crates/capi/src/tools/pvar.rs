@@ -1,20 +1,15 @@
-//! Performance variables (`MPI_T_pvar_*`): the engine's counters (`oxmpi_engine::pvars`),
-//! read through sessions and handles.
-//!
-//! A counter or timer handle reads what happened since it was allocated (continuous
-//! counters) or during the time it was started (the timer, which is not continuous), minus
-//! what a reset or write took away: it keeps the value accumulated so far and the raw
-//! reading when it last started. Levels, high-water marks and sizes are read as they are
-//! and cannot be reset or written. Variables are bound to no object, except the
-//! per-communicator counters (`MPI_T_BIND_MPI_COMM`: the handle reads the communicator it
-//! was allocated for, which counts only while such handles exist); reads of an engine
-//! that has not started yet see zeros.
+//! Performance variables (`MPI_T_pvar_*`): the engine's counters (`oxmpi_engine::pvars`)
+//! and the collectives' (`oxmpi_coll::pvars`), read through sessions and handles. A
+//! handle is the engine's `PvarReader` (what it reads since when, and what reset, write,
+//! start and stop do: see there) in a session. Variables are bound to no object, except
+//! the per-communicator counters (`MPI_T_BIND_MPI_COMM`: the handle reads the
+//! communicator it was allocated for).
 
 use super::cvar::verbosity;
 use super::state::*;
 use crate::consts::{MPI_DOUBLE, MPI_UNSIGNED_LONG_LONG};
-use crate::ffi::{inp, out, read_cstr, MpiResult};
-use oxmpi_engine::{Pvar, PvarClass};
+use crate::ffi::{inp, out, read_cstr, MpiError, MpiResult};
+use oxmpi_engine::{Pvar, PvarClass, PvarOpError, PvarReader};
 use std::ffi::{c_char, c_int, c_void};
 
 /// Performance variable `i`.
@@ -39,117 +34,13 @@ fn class(c: PvarClass) -> c_int {
     }
 }
 
-/// The raw reading of performance variable `p` now (of communicator `comm` for a
-/// communicator-bound one; 0 once that communicator is freed): one value, or one per peer
-/// rank for a per-peer variable (`n` of them: the handle's count; `None`: as many as the
-/// communicator has now).
-fn raw(p: &Pvar, comm: Option<oxmpi_engine::CommId>, n: Option<usize>) -> Vec<u64> {
-    let mut v = match (oxmpi_engine::engine(), p.comm, comm) {
-        (None, ..) | (_, Some(_), None) => Vec::new(),
-        (Some(_), Some(b), Some(c)) => match b.peers {
-            Some(peers) => peers(c),
-            None => vec![(b.read)(c)],
-        },
-        (Some(e), None, _) => vec![(p.read)(&e.stats())],
+/// The tools interface's error for a refused operation on a handle.
+fn refused(e: PvarOpError) -> MpiError {
+    let code = match e {
+        PvarOpError::Continuous(_) => MPI_T_ERR_PVAR_NO_STARTSTOP,
+        PvarOpError::ReadOnly(_) => MPI_T_ERR_PVAR_NO_WRITE,
     };
-    v.resize(n.unwrap_or(v.len()).max(1), 0);
-    v
-}
-
-/// Ends what handle `ph`, being freed, watched: a communicator-bound variable's
-/// communicator counts only while handles read it.
-pub(crate) fn release(ph: &PvarHandle) {
-    if let (Some(b), Some(c)) = (ph.var().comm, ph.comm) {
-        (b.watch)(c, false);
-    }
-}
-
-impl PvarHandle {
-    fn var(&self) -> &'static Pvar {
-        all_pvars()
-            .nth(self.pvar)
-            .expect("handles name existing variables")
-    }
-
-    /// The handle's value now (its count of values).
-    fn value(&self) -> Vec<u64> {
-        let p = self.var();
-        let now = raw(p, self.comm, Some(self.mark.len()));
-        if !p.resettable() {
-            return now;
-        }
-        let since = |(n, m): (&u64, &u64)| {
-            if self.started {
-                n.saturating_sub(*m)
-            } else {
-                0
-            }
-        };
-        now.iter()
-            .zip(&self.mark)
-            .map(since)
-            .zip(&self.accum)
-            .map(|(d, a)| a + d)
-            .collect()
-    }
-
-    /// Starts counting (`MPI_T_ERR_PVAR_NO_STARTSTOP` for a continuous variable).
-    fn start(&mut self, timers: &mut usize) -> MpiResult {
-        let p = self.var();
-        if p.continuous {
-            return fail(
-                MPI_T_ERR_PVAR_NO_STARTSTOP,
-                format!("{} is continuous", p.name),
-            );
-        }
-        if !self.started {
-            if p.class == PvarClass::Timer {
-                *timers += 1;
-                oxmpi_engine::set_wait_timing(true);
-            }
-            self.mark = raw(p, self.comm, Some(self.mark.len()));
-            self.started = true;
-        }
-        Ok(())
-    }
-
-    /// Stops counting.
-    fn stop(&mut self, timers: &mut usize) -> MpiResult {
-        let p = self.var();
-        if p.continuous {
-            return fail(
-                MPI_T_ERR_PVAR_NO_STARTSTOP,
-                format!("{} is continuous", p.name),
-            );
-        }
-        if self.started {
-            self.accum = self.value();
-            self.started = false;
-            if p.class == PvarClass::Timer {
-                *timers -= 1;
-                oxmpi_engine::set_wait_timing(*timers > 0);
-            }
-        }
-        Ok(())
-    }
-
-    /// Sets the values to `v` (`MPI_T_ERR_PVAR_NO_WRITE` for a level, mark or size).
-    fn set(&mut self, v: &[u64]) -> MpiResult {
-        let p = self.var();
-        if !p.resettable() {
-            return fail(MPI_T_ERR_PVAR_NO_WRITE, format!("{} is read-only", p.name));
-        }
-        let n = self.mark.len();
-        self.accum = v.to_vec();
-        self.accum.resize(n, 0);
-        self.mark = raw(p, self.comm, Some(n));
-        Ok(())
-    }
-
-    /// Sets every value to 0.
-    fn reset(&mut self) -> MpiResult {
-        self.set(&[])
-    }
+    MpiError::new(code, e.to_string())
 }
 
 /// The handle `h` of `session`.
@@ -166,20 +57,17 @@ fn handle(t: &mut Tools, session: *mut c_void, h: *mut c_void) -> MpiResult<&mut
     }
 }
 
-/// Applies `f` to handle `h` of `session`, or with `MPI_T_PVAR_ALL_HANDLES` to every
-/// handle of the session it applies to (`applies`).
+/// Applies `f` to the reader of handle `h` of `session`, or with
+/// `MPI_T_PVAR_ALL_HANDLES` to every handle of the session it applies to (`applies`).
 fn each(
     session: *mut c_void,
     h: *mut c_void,
     applies: fn(&Pvar) -> bool,
-    f: impl Fn(&mut PvarHandle, &mut usize) -> MpiResult,
+    f: impl Fn(&mut PvarReader) -> Result<(), PvarOpError>,
 ) -> MpiResult {
     with(|t| {
         if h as usize != ALL_HANDLES {
-            let mut timers = t.timers_started;
-            let r = f(handle(t, session, h)?, &mut timers);
-            t.timers_started = timers;
-            return r;
+            return f(&mut handle(t, session, h)?.reader).map_err(refused);
         }
         if t.sessions.get_mut(session).is_none() {
             return fail(
@@ -187,13 +75,11 @@ fn each(
                 "not a performance variable session",
             );
         }
-        let mut timers = t.timers_started;
         for (_, ph) in t.pvar_handles.iter_mut() {
-            if ph.session == session && applies(ph.var()) {
-                f(ph, &mut timers)?;
+            if ph.session == session && applies(ph.reader.var()) {
+                f(&mut ph.reader).map_err(refused)?;
             }
         }
-        t.timers_started = timers;
         Ok(())
     })
 }
@@ -219,12 +105,12 @@ fn put(p: &Pvar, v: &[u64], buf: *mut c_void) -> MpiResult {
 /// Reads (and with `reset` resets) handle `h`.
 fn read(session: *mut c_void, h: *mut c_void, buf: *mut c_void, reset: bool) -> MpiResult {
     let (p, v) = with(|t| {
-        let ph = handle(t, session, h)?;
-        let v = ph.value();
+        let r = &mut handle(t, session, h)?.reader;
+        let v = r.value();
         if reset {
-            ph.reset()?;
+            r.reset().map_err(refused)?;
         }
-        Ok((ph.var(), v))
+        Ok((r.var(), v))
     })?;
     put(p, &v, buf)
 }
@@ -284,20 +170,8 @@ mpi_fn! {
             if t.sessions.remove(s).is_none() {
                 return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
             }
-            let mut timers = t.timers_started;
-            for (_, ph) in t.pvar_handles.iter_mut() {
-                if ph.session == s && ph.started && !ph.var().continuous {
-                    ph.stop(&mut timers)?;
-                }
-            }
-            t.timers_started = timers;
-            t.pvar_handles.remove_where(|ph| {
-                let gone = ph.session == s;
-                if gone {
-                    release(ph);
-                }
-                gone
-            });
+            // Dropping a handle stops it and ends its watch.
+            t.pvar_handles.remove_where(|ph| ph.session == s);
             Ok(())
         })?;
         out(session, std::ptr::null_mut(), "session")
@@ -323,19 +197,9 @@ mpi_fn! {
             if t.sessions.get_mut(session).is_none() {
                 return fail(MPI_T_ERR_INVALID_SESSION, "not a performance variable session");
             }
-            if let (Some(b), Some(c)) = (p.comm, comm) {
-                (b.watch)(c, true);
-            }
-            let mark = raw(p, comm, None);
-            let n = mark.len();
-            Ok((t.pvar_handles.insert(PvarHandle {
-                session,
-                pvar: pvar_index as usize,
-                comm,
-                accum: vec![0; n],
-                mark,
-                started: p.continuous,
-            }), n))
+            let reader = PvarReader::new(p, comm);
+            let n = reader.count();
+            Ok((t.pvar_handles.insert(PvarHandle { session, reader }), n))
         })?;
         out(handle_out, h.0, "handle")?;
         out(count, h.1 as c_int, "count")
@@ -347,15 +211,9 @@ mpi_fn! {
     fn PMPI_T_pvar_handle_free / "MPI_T_pvar_handle_free" [Direct] (session: *mut c_void, handle_io: *mut *mut c_void) {
         let h = inp(handle_io, "handle")?;
         with(|t| {
-            let mut timers = t.timers_started;
-            let ph = handle(t, session, h)?;
-            if ph.started && !ph.var().continuous {
-                ph.stop(&mut timers)?;
-            }
-            t.timers_started = timers;
-            if let Some(ph) = t.pvar_handles.remove(h) {
-                release(&ph);
-            }
+            handle(t, session, h)?;
+            // Dropping it stops it and ends its watch.
+            t.pvar_handles.remove(h);
             Ok(())
         })?;
         out(handle_io, std::ptr::null_mut(), "handle")
@@ -365,21 +223,21 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_T_pvar_start`.
     fn PMPI_T_pvar_start / "MPI_T_pvar_start" [Direct] (session: *mut c_void, h: *mut c_void) {
-        each(session, h, |p| !p.continuous, PvarHandle::start)
+        each(session, h, |p| !p.continuous, PvarReader::start)
     }
 }
 
 mpi_fn! {
     /// `MPI_T_pvar_stop`.
     fn PMPI_T_pvar_stop / "MPI_T_pvar_stop" [Direct] (session: *mut c_void, h: *mut c_void) {
-        each(session, h, |p| !p.continuous, PvarHandle::stop)
+        each(session, h, |p| !p.continuous, PvarReader::stop)
     }
 }
 
 mpi_fn! {
     /// `MPI_T_pvar_reset`.
     fn PMPI_T_pvar_reset / "MPI_T_pvar_reset" [Direct] (session: *mut c_void, h: *mut c_void) {
-        each(session, h, Pvar::resettable, |ph, _| ph.reset())
+        each(session, h, Pvar::resettable, PvarReader::reset)
     }
 }
 
@@ -401,10 +259,10 @@ mpi_fn! {
     /// `MPI_T_pvar_write`: counters take a count, the timer seconds.
     fn PMPI_T_pvar_write / "MPI_T_pvar_write" [Direct] (session: *mut c_void, h: *mut c_void, buf: *const c_void) {
         with(|t| {
-            let ph = handle(t, session, h)?;
-            let timer = ph.var().class == PvarClass::Timer;
-            let mut v = Vec::with_capacity(ph.mark.len());
-            for i in 0..ph.mark.len() {
+            let r = &mut handle(t, session, h)?.reader;
+            let timer = r.var().class == PvarClass::Timer;
+            let mut v = Vec::with_capacity(r.count());
+            for i in 0..r.count() {
                 v.push(if timer {
                     // SAFETY: the caller's buffer holds the handle's count of values (MPI
                     // 4.1 §15.3.7); `i` is below that count.
@@ -415,7 +273,7 @@ mpi_fn! {
                     inp(unsafe { buf.cast::<u64>().add(i) }, "buf")?
                 });
             }
-            ph.set(&v)
+            r.set(&v).map_err(refused)
         })
     }
 }

@@ -142,22 +142,13 @@ pub(crate) struct Category {
     pub subcats: Vec<c_int>,
 }
 
-/// A performance variable handle.
+/// A performance variable handle: the engine's reader of the variable, in a session.
 #[derive(Debug)]
 pub(crate) struct PvarHandle {
     /// The session it belongs to.
     pub session: *mut c_void,
-    /// Index into `oxmpi_engine::pvars()`.
-    pub pvar: usize,
-    /// The engine communicator a communicator-bound variable reads.
-    pub comm: Option<oxmpi_engine::CommId>,
-    /// The values accumulated up to `mark` (counters and timers): the handle's count of
-    /// them (1, or the communicator's size for a per-peer variable).
-    pub accum: Vec<u64>,
-    /// The raw readings when the handle was last started, reset or written.
-    pub mark: Vec<u64>,
-    /// Counting now (always, for a continuous variable).
-    pub started: bool,
+    /// What it reads and keeps (dropping it stops it).
+    pub reader: oxmpi_engine::PvarReader,
 }
 
 /// Everything the tools interface keeps between calls.
@@ -177,8 +168,6 @@ pub(crate) struct Tools {
     /// Performance variable sessions (no data of their own).
     pub sessions: Slots<()>,
     pub pvar_handles: Slots<PvarHandle>,
-    /// Started handles of timers (waits are timed while there is one).
-    pub timers_started: usize,
 }
 
 // SAFETY: the raw pointers in `Tools` are handle values (small integers), never

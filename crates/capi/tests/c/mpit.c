@@ -153,6 +153,34 @@ static int walk_pvars(MPI_T_pvar_session s)
     return n;
 }
 
+/* After MPI_Init: every variable bound to a communicator, on MPI_COMM_WORLD (one value, or
+ * an array of one per rank for the per-peer ones); returns how many were walked. */
+static int walk_bound_pvars(MPI_T_pvar_session s, int size)
+{
+    int n = 0, walked = 0;
+    T_CHECK(MPI_T_pvar_get_num(&n));
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        int name_len = sizeof name, bind, cont, count = -1;
+        MPI_Datatype dt;
+        T_CHECK(MPI_T_pvar_get_info(i, name, &name_len, NULL, NULL, &dt, NULL, NULL, NULL, &bind,
+                                    NULL, &cont, NULL));
+        if (bind != MPI_T_BIND_MPI_COMM)
+            continue;
+        MPI_T_pvar_handle h;
+        MPI_Comm c = MPI_COMM_WORLD;
+        T_CHECK(MPI_T_pvar_handle_alloc(s, i, &c, &h, &count));
+        CHECK(count == (strstr(name, "_peer_") ? size : 1));
+        CHECK(dt == MPI_UNSIGNED_LONG_LONG && cont);
+        unsigned long long *v = calloc(count, sizeof *v);
+        T_CHECK(MPI_T_pvar_read(s, h, v));
+        free(v);
+        T_CHECK(MPI_T_pvar_handle_free(s, &h));
+        walked++;
+    }
+    return walked;
+}
+
 static void walk_sources(void)
 {
     int n = 0;
@@ -278,10 +306,13 @@ int main(int argc, char **argv)
     T_CHECK(MPI_T_pvar_write(s, h_sent, &seven));
     CHECK(readu(s, h_sent) == 7);
     CHECK(MPI_T_pvar_read(s, MPI_T_PVAR_ALL_HANDLES, &zero) == MPI_T_ERR_INVALID_HANDLE);
+    int nbound = walk_bound_pvars(s, size);
+    CHECK(nbound >= 8);
     T_CHECK(MPI_T_pvar_session_free(&s));
     CHECK(s == MPI_T_PVAR_SESSION_NULL);
     if (rank == 0)
-        printf("mpit: %d cvars, %d pvars walked\n", ncvar > 20, npvar >= 20);
+        printf("mpit: %d cvars, %d pvars walked, %d bound to MPI_COMM_WORLD\n", ncvar > 20,
+               npvar >= 20, nbound >= 8);
     T_CHECK(MPI_T_finalize());
     CHECK(MPI_T_finalize() == MPI_T_ERR_NOT_INITIALIZED);
     MPI_Finalize();

@@ -3,6 +3,7 @@
 //! decision constants ([`params`]) which component runs a collective ([`select`]) and how often each algorithm ran ([`stats`]).
 
 pub mod comm;
+pub mod cvar;
 pub mod helpers;
 pub mod p2p;
 pub mod params;

@@ -168,10 +168,15 @@ pub fn timing_scale(v: u64, count: u64, timed: u64) -> u64 {
     ((v as u128 * count as u128 + timed as u128 / 2) / timed as u128) as u64
 }
 
-/// Turns the measurement of the time blocked in waits on or off (a performance variable
-/// handle for it was started, or the profile is on).
+/// Readers of the wait timer: started timer handles, and the profile.
+static WAIT_READERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+/// Adds (`true`) or removes a reader of the time blocked in waits (a started timer
+/// handle, the profile): waits are timed while there is one.
 pub fn set_wait_timing(on: bool) {
-    WAIT_TIMING.store(on, Ordering::Relaxed);
+    let mut n = WAIT_READERS.lock().unwrap_or_else(|p| p.into_inner());
+    *n = if on { *n + 1 } else { n.saturating_sub(1) };
+    WAIT_TIMING.store(*n > 0, Ordering::Relaxed);
 }
 
 /// Whether waits are timed now (one relaxed load).
