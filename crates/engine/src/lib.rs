@@ -148,14 +148,15 @@
 //!    into the unexpected queue (the send completes), and large or synchronous sends leave a
 //!    reference to the sender's buffer that the matching receive copies from.
 //! 3. **To a peer on the node** (`sm` btl): if `len <= btl_sm_eager_limit`, one record
-//!    (8-byte frame word + 40-byte header + payload, padded to 64-byte lines) is written into
+//!    (8-byte frame word + header + payload, padded to 32-byte slots; a standard send's
+//!    record carries only the header's 16-byte envelope part) is written into
 //!    the peer's ring for us, which lives in the *receiver's* memfd segment; a standard send
 //!    then completes (when nothing is queued for that peer, straight from `isend`, with no
 //!    queue item). Larger messages send a request-to-send record (RTS: envelope, length,
 //!    sender request id, buffer address). Records that do not fit wait in a per-peer FIFO, so
 //!    order is kept.
-//! 4. The receiver's progress loop polls the frame word at the head of each inbound ring (one
-//!    cache line per small message). An eager record is matched against the posted receives
+//! 4. The receiver's progress loop polls the frame word at the head of each inbound ring (half
+//!    a cache line per message of up to 8 bytes). An eager record is matched against the posted receives
 //!    (earliest posted wins, wildcards included) and copied directly into the user buffer, or
 //!    copied into the unexpected queue. A synchronous eager send is acknowledged (FIN) when
 //!    it matches.

@@ -7,20 +7,18 @@ use oxmpi_engine::ring::{Consumer, Producer, RingCtl, RingMem};
 
 const CAP: usize = 256;
 
-#[test]
-fn spsc_ring_orders_and_wraps() {
-    loom::model(|| {
+/// Streams records of `lens` bytes through a ring of `cap` bytes, one producer thread and
+/// one consumer, checking every byte and the order.
+fn stream(cap: usize, lens: &'static [usize]) {
+    loom::model(move || {
         let ctl = Arc::new(RingCtl::new());
         // u64 storage keeps the data area 8-byte aligned (frames are read as u64).
-        let mut data = vec![0u64; CAP / 8];
+        let mut data = vec![0u64; cap / 8];
         let data_ptr = data.as_mut_ptr().cast::<u8>();
         // SAFETY: ctl and data outlive both threads (joined below); one producer, one consumer.
-        let mem = unsafe { RingMem::from_parts(Arc::as_ptr(&ctl), data_ptr, CAP) };
+        let mem = unsafe { RingMem::from_parts(Arc::as_ptr(&ctl), data_ptr, cap) };
         let mut prod = Producer::new(mem.clone());
         let mut cons = Consumer::new(mem);
-        // 64 + 128 + 128 + 64 record bytes > CAP: forces waits for space, a pad at the end,
-        // and frames on lines that held other records before.
-        let lens = [10usize, 60, 100, 30];
         let t = loom::thread::spawn(move || {
             for (k, &len) in lens.iter().enumerate() {
                 loop {
@@ -56,4 +54,20 @@ fn spsc_ring_orders_and_wraps() {
         t.join().unwrap();
         drop(data);
     });
+}
+
+#[test]
+fn spsc_ring_orders_and_wraps() {
+    // 32 + 96 + 128 + 64 record bytes > CAP: forces waits for space, a pad at the end, and
+    // frames on slots that held other records' payload before.
+    stream(CAP, &[10, 60, 100, 30]);
+}
+
+/// Small records two to a cache line (32-byte slots): the consumer reads and clears one
+/// half of a line while the producer writes the other half; with a 128-byte ring the last
+/// record (64 bytes at byte 96) pads the end and waits for space at the start, on slots
+/// cleared on the previous lap.
+#[test]
+fn small_records_share_lines() {
+    stream(128, &[8, 20, 24, 40]);
 }

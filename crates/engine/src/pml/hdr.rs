@@ -28,8 +28,8 @@ pub(crate) const F_COOP: u8 = 8;
 /// `crate::btl::Link::read` and answer FIN.
 pub(crate) const F_RMA: u8 = 16;
 
-/// Header in front of every record (40 bytes; with the sm ring's 8-byte frame word, up to 16
-/// payload bytes fit in the first cache line).
+/// Header in front of every record (40 bytes; the sm link sends a standard eager record with
+/// only the first 16, see `crate::btl::sm::link::SHORT_HDR`).
 ///
 /// | kind | ctx/src/tag | a | b | c |
 /// |---|---|---|---|---|

@@ -7,12 +7,27 @@ use super::bulk::{BulkRx, BulkTx};
 use super::coop::CoopMem;
 use super::ring::{Consumer, Producer};
 use crate::btl::{Caps, Link, LinkError};
-use crate::pml::hdr::{Hdr, F_BULK, HDR, K_DATA};
+use crate::pml::hdr::{Hdr, F_BULK, F_SYNC, HDR, K_DATA, K_EAGER};
 use crate::sys::Mapping;
+
+/// Bytes of the compact header of a standard eager record: [`Hdr`]'s first 16 bytes (kind,
+/// flags, context, source, tag). Its `a`, `b` and `c` mean nothing to the receiver of an
+/// eager record without [`F_SYNC`], so the link leaves them out (and gives them back as
+/// zero): a message of up to 8 bytes is then one 32-byte ring slot, two per cache line.
+pub(crate) const SHORT_HDR: usize = 16;
+const _: () = assert!(std::mem::offset_of!(Hdr, a) == SHORT_HDR);
+
+/// Whether a record travels with the compact header: decided from the header's first 16
+/// bytes alone, so the receiver reads the same answer from the record.
+#[inline(always)]
+fn is_short(kind: u8, flags: u8) -> bool {
+    kind == K_EAGER && flags & F_SYNC == 0
+}
 
 /// Shared-memory link: we produce into our ring in the peer's segment and consume the
 /// peer's ring in our own segment; with bulk buffers (`btl_sm_bulk_size` > 0), DATA
 /// payloads go through the bulk buffer next to each ring (see [`BulkMem`](super::bulk::BulkMem)).
+/// A standard eager record carries the compact header ([`SHORT_HDR`]).
 #[derive(Debug)]
 pub(crate) struct SmLink {
     pub tx: Producer,
@@ -102,6 +117,19 @@ impl Link for SmLink {
             // SAFETY: forwarded caller guarantee.
             return unsafe { self.try_send_bulk(hdr, payload, len) };
         }
+        if is_short(hdr.kind, hdr.flags) {
+            return self.tx.push(SHORT_HDR + len, |d| {
+                // SAFETY: the ring gives SHORT_HDR + len writable bytes, 8-byte aligned;
+                // `Hdr` is `repr(C)` with kind, flags, _r, ctx, src and tag in its first
+                // SHORT_HDR bytes; the caller guarantees the payload.
+                unsafe {
+                    std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
+                    if len > 0 {
+                        std::ptr::copy_nonoverlapping(payload, d.add(SHORT_HDR), len);
+                    }
+                }
+            });
+        }
         self.tx.push(HDR + len, |d| {
             // SAFETY: the ring gives HDR + len writable bytes, 8-byte aligned; the caller
             // guarantees the payload.
@@ -119,6 +147,20 @@ impl Link for SmLink {
         let Some((p, len)) = self.rx.peek()? else {
             return Ok(None);
         };
+        if len < SHORT_HDR {
+            return Err(LinkError::Short(len));
+        }
+        // SAFETY: the record holds at least SHORT_HDR bytes, 8-byte aligned.
+        let (kind, flags) = unsafe { (p.read(), p.add(1).read()) };
+        if is_short(kind, flags) {
+            let mut hdr = Hdr::default();
+            // SAFETY: as above; `Hdr` is `repr(C)` with its first SHORT_HDR bytes plain
+            // integers (any bytes are a valid value); the payload follows.
+            unsafe {
+                std::ptr::copy_nonoverlapping(p, (&mut hdr as *mut Hdr).cast::<u8>(), SHORT_HDR);
+                return Ok(Some((hdr, p.add(SHORT_HDR), len - SHORT_HDR)));
+            }
+        }
         if len < HDR {
             return Err(LinkError::Short(len));
         }
@@ -293,6 +335,77 @@ mod tests {
         let (h, got) = recv(&mut b).unwrap();
         assert_eq!((h.kind, h.a, h.c, h.flags), (K_DATA, 5, 2, 0));
         assert_eq!(got, p);
+    }
+
+    /// A standard eager record travels with the compact header: kind, flags and envelope
+    /// arrive as sent, `a`/`b`/`c` as zero, and a message of up to 8 bytes takes one 32-byte
+    /// slot (two per cache line). Synchronous eager records, requests-to-send and control
+    /// records keep the whole header.
+    #[test]
+    fn standard_eager_records_take_the_compact_header() {
+        let (mut a, mut b) = pair(0);
+        let eager = |tag: i32, flags: u8, sreq: u64| Hdr {
+            kind: K_EAGER,
+            flags,
+            ctx: 0x0102_0304,
+            src: -7,
+            tag,
+            b: sreq,
+            ..Hdr::default()
+        };
+        let rts = Hdr {
+            kind: crate::pml::hdr::K_RTS,
+            ctx: 9,
+            src: 1,
+            tag: 2,
+            a: 1 << 20,
+            b: 77,
+            c: 0xdead_beef,
+            ..Hdr::default()
+        };
+        let cases: Vec<(Hdr, Vec<u8>)> = vec![
+            (eager(1, 0, 5), vec![]),
+            (eager(2, 0, 0), vec![1, 2, 3, 4, 5, 6, 7, 8]),
+            (eager(3, F_SYNC, 42), vec![9; 8]),
+            (rts, vec![]),
+            (eager(i32::MAX, 0, 0), (0..100).collect()),
+            (eager(4, 0, 0), vec![5; 3]),
+        ];
+        for (h, p) in &cases {
+            assert!(send(&mut a, h, p));
+        }
+        let mut at = Vec::new();
+        for (h, p) in &cases {
+            let (gh, gp, n) = b.poll().unwrap().expect("record missing");
+            at.push(gp as usize);
+            // SAFETY: poll returned n readable bytes valid until release.
+            let got = unsafe { std::slice::from_raw_parts(gp, n) }.to_vec();
+            b.release();
+            let short = h.kind == K_EAGER && h.flags & F_SYNC == 0;
+            let (wa, wb, wc) = if short { (0, 0, 0) } else { (h.a, h.b, h.c) };
+            assert_eq!(
+                (gh.kind, gh.flags, gh.ctx, gh.src, gh.tag, gh.a, gh.b, gh.c),
+                (h.kind, h.flags, h.ctx, h.src, h.tag, wa, wb, wc)
+            );
+            assert_eq!(&got, p);
+        }
+        // Payload to payload: 32 bytes after an empty or 8-byte standard eager record, a
+        // whole-header record rounded up to 64 (frame 8 + 40 + 8).
+        assert_eq!(at[1] - at[0], 32);
+        assert_eq!(at[2] - at[1], 32 - SHORT_HDR + HDR);
+        assert!(b.poll().unwrap().is_none());
+    }
+
+    /// A record too short for even the compact header is an error.
+    #[test]
+    fn record_shorter_than_a_header_is_reported() {
+        let (mut a, mut b) = pair(0);
+        let pushed = a.tx.push(8, |d| {
+            // SAFETY: the ring gives 8 writable bytes, 8-byte aligned.
+            unsafe { d.cast::<u64>().write(u64::from(K_EAGER)) }
+        });
+        assert!(pushed);
+        assert!(matches!(b.poll(), Err(LinkError::Short(8))));
     }
 
     /// A bulk reference outside the buffer (corrupt shared memory) is an error, not a read

@@ -7,27 +7,33 @@
 //! 64   data[cap]        (cap a multiple of 64)
 //! ```
 //!
-//! A record is an 8-byte frame word followed by `len` bytes, padded to a multiple of 64 bytes
-//! so every record starts on a cache line. The frame word holds `len`, flags and a `VALID`
-//! bit. A record never wraps around the end of the data area; the producer fills the rest of
-//! the area with a pad record instead.
+//! A record is an 8-byte frame word followed by `len` bytes, padded to a multiple of
+//! [`SLOT`] (32) bytes, so every record starts on a slot (half a cache line). The frame word
+//! holds `len`, flags and a `VALID` bit. A record never wraps around the end of the data area;
+//! the producer fills the rest of the area with a pad record instead.
 //!
-//! **One cache line per small message.** The consumer does not read a producer index: it
+//! **Two small messages per cache line.** The consumer does not read a producer index: it
 //! polls the frame word at its own position. This works because the first 8 bytes of every
-//! line the consumer has passed are zero: after consuming a record it clears the first word of
-//! each of the record's lines (they are in its cache already). So the word at the consumer's
-//! position is either zero or the frame of the next record, and a record of up to 56 bytes
-//! (frame included) moves from producer to consumer as one cache-line transfer.
+//! slot the consumer has passed are zero: after consuming a record it clears the first word
+//! of each of the record's slots (they are in its cache already). So the word at the
+//! consumer's position is either zero or the frame of the next record, and a record of up to
+//! 32 bytes (frame included: the sm link's compact eager header leaves 8 payload bytes) takes
+//! half a line: when the producer runs ahead, as in a window of small sends, one cache-line
+//! transfer carries two messages. (Slots of 32 bytes rather than whole lines cost nothing
+//! when the consumer is caught up: the producer's write of the second half then moves the
+//! line once more, as a new line would.)
 //!
 //! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
-//! record's line words and then publishes `tail` (bytes consumed, never wraps) with
+//! record's slot words and then publishes `tail` (bytes consumed, never wraps) with
 //! `Release`; the producer loads `tail` with `Acquire` (only when its cached copy says the ring
-//! is full) before reusing the space.
+//! is full) before reusing the space. A record and its neighbour in the same line are
+//! distinct bytes: the consumer clearing one while the producer writes the other is no race.
 //!
 //! The model test in `tests/loom_ring.rs` (`RUSTFLAGS="--cfg loom" cargo test -p oxmpi-engine
 //! --test loom_ring --release`) checks these orderings with loom, including data races on the
-//! payload (each cache line of the data area is tracked as a loom cell).
+//! payload (each slot of the data area is tracked as a loom cell, so two records sharing a
+//! line are told apart).
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +42,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Cache-line size assumed for alignment.
 pub const LINE: usize = 64;
+/// Granularity of records: every record starts on a slot, and small ones take one (two per
+/// cache line).
+pub const SLOT: usize = 32;
 /// Bytes of the control block before the data area.
 pub const CTL_BYTES: usize = LINE;
 /// Bytes of the frame word in front of each record.
@@ -67,10 +76,10 @@ impl Default for RingCtl {
     }
 }
 
-/// Rounds a record length (frame included) up to whole cache lines.
+/// Rounds a record length (frame not included) plus its frame up to whole slots.
 #[inline]
 pub fn record_bytes(len: usize) -> usize {
-    (FRAME + len).div_ceil(LINE) * LINE
+    (FRAME + len).div_ceil(SLOT) * SLOT
 }
 
 /// Largest record payload a ring of `cap` bytes accepts (half the ring, so a record always
@@ -85,8 +94,8 @@ pub struct RingMem {
     ctl: *const RingCtl,
     data: *mut u8,
     cap: usize,
-    /// Loom: the frame words (first word of each line) as loom atomics, and one loom cell
-    /// per line to detect data races on the payload.
+    /// Loom: the frame words (first word of each slot) as loom atomics, and one loom cell
+    /// per slot to detect data races on the payload.
     #[cfg(loom)]
     frames: std::sync::Arc<Vec<AtomicU64>>,
     #[cfg(loom)]
@@ -122,14 +131,14 @@ impl RingMem {
     /// As for the non-loom `from_raw`; `ctl` and `data` must outlive the ring.
     #[cfg(loom)]
     pub unsafe fn from_parts(ctl: *const RingCtl, data: *mut u8, cap: usize) -> RingMem {
-        let lines = cap / LINE;
+        let slots = cap / SLOT;
         RingMem {
             ctl,
             data,
             cap,
-            frames: std::sync::Arc::new((0..lines).map(|_| AtomicU64::new(0)).collect()),
+            frames: std::sync::Arc::new((0..slots).map(|_| AtomicU64::new(0)).collect()),
             cells: std::sync::Arc::new(
-                (0..lines)
+                (0..slots)
                     .map(|_| loom::cell::UnsafeCell::new(()))
                     .collect(),
             ),
@@ -141,46 +150,46 @@ impl RingMem {
         unsafe { &*self.ctl }
     }
 
-    /// The frame word at byte `pos` (a line start) of the data area.
+    /// The frame word at byte `pos` (a slot start) of the data area.
     #[cfg(not(loom))]
     #[inline(always)]
     fn frame(&self, pos: usize) -> &AtomicU64 {
-        // SAFETY: pos is a line start inside the data area (8-byte aligned, in bounds);
+        // SAFETY: pos is a slot start inside the data area (8-byte aligned, in bounds);
         // AtomicU64 has the layout of u64 and the memory is shared only through this
         // protocol.
         unsafe { &*self.data.add(pos).cast::<AtomicU64>() }
     }
     #[cfg(loom)]
     fn frame(&self, pos: usize) -> &AtomicU64 {
-        &self.frames[pos / LINE]
+        &self.frames[pos / SLOT]
     }
 
-    /// Clears the first word of every line in `[pos, pos + len)` except the frame line.
+    /// Clears the first word of every slot in `[pos, pos + len)` except the frame slot.
     #[inline(always)]
-    fn clear_lines(&self, pos: usize, len: usize) {
-        let mut p = pos + LINE;
+    fn clear_slots(&self, pos: usize, len: usize) {
+        let mut p = pos + SLOT;
         while p < pos + len {
             #[cfg(not(loom))]
-            // SAFETY: p is a line start inside the consumed record, which the producer does
+            // SAFETY: p is a slot start inside the consumed record, which the producer does
             // not touch until `tail` moves past it.
             unsafe {
                 self.data.add(p).cast::<u64>().write(0)
             };
             #[cfg(loom)]
-            self.frames[p / LINE].store(0, Ordering::Relaxed);
-            p += LINE;
+            self.frames[p / SLOT].store(0, Ordering::Relaxed);
+            p += SLOT;
         }
     }
 
     #[cfg(loom)]
     fn track_write(&self, pos: usize, len: usize) {
-        for i in pos / LINE..(pos + len).div_ceil(LINE) {
+        for i in pos / SLOT..(pos + len).div_ceil(SLOT) {
             self.cells[i].with_mut(|_| ());
         }
     }
     #[cfg(loom)]
     fn track_read(&self, pos: usize, len: usize) {
-        for i in pos / LINE..(pos + len).div_ceil(LINE) {
+        for i in pos / SLOT..(pos + len).div_ceil(SLOT) {
             self.cells[i].with(|_| ());
         }
     }
@@ -225,7 +234,7 @@ impl Producer {
     }
 
     /// Writes one record of `len` bytes: `fill` receives a pointer to `len` writable bytes
-    /// (8 bytes past a cache-line start) and must initialise them. Returns `false` (and does
+    /// (8 bytes past a slot start, so 8-byte aligned) and must initialise them. Returns `false` (and does
     /// not call `fill`) if the ring is full.
     ///
     /// # Panics
@@ -330,7 +339,7 @@ impl Consumer {
                 return Err(RingCorrupt { pos: self.tail });
             }
             if f & PAD != 0 {
-                // The lines under the pad were cleared on the previous lap.
+                // The slots under the pad were cleared on the previous lap.
                 self.mem.frame(pos).store(0, Ordering::Relaxed);
                 self.tail += (FRAME + len) as u64;
                 self.advance(pos, FRAME + len);
@@ -349,7 +358,7 @@ impl Consumer {
         if let Some((pos, len)) = self.current.take() {
             let total = record_bytes(len);
             self.mem.track_write(pos, total);
-            self.mem.clear_lines(pos, total);
+            self.mem.clear_slots(pos, total);
             self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
             self.advance(pos, total);
@@ -435,8 +444,8 @@ mod tests {
         assert!(p.is_drained());
     }
 
-    /// Two threads, many laps, sizes crossing line boundaries: every record arrives intact
-    /// and in order (checks the line-clearing that makes single-line polling safe).
+    /// Two threads, many laps, sizes crossing slot and line boundaries: every record arrives
+    /// intact and in order (checks the slot-clearing that makes polling one word safe).
     #[test]
     fn threads_stream_records_intact() {
         let mut buf = Box::new(Buf([0; CTL_BYTES + 1024]));
@@ -467,6 +476,37 @@ mod tests {
         });
         assert_eq!(pop(&mut c), None);
         drop(buf);
+    }
+
+    /// Records of up to 24 bytes take one slot: two of them share a cache line, and a
+    /// consumed one leaves its slots cleared for the next lap.
+    #[test]
+    fn small_records_share_a_line() {
+        let mut buf = Buf([0; CTL_BYTES + 1024]);
+        let (mut p, mut c) = ring(&mut buf);
+        assert_eq!(
+            (record_bytes(0), record_bytes(24), record_bytes(25)),
+            (32, 32, 64)
+        );
+        assert!(push(&mut p, &[1; 24]));
+        assert!(push(&mut p, &[2; 8]));
+        let (a, _) = c.peek().unwrap().unwrap();
+        c.release();
+        let (b, n) = c.peek().unwrap().unwrap();
+        assert_eq!((b as usize - a as usize, n), (SLOT, 8));
+        assert_eq!(
+            a as usize / LINE,
+            b as usize / LINE,
+            "both records in one line"
+        );
+        c.release();
+        // A lap of records of every size from 0 to 100 bytes over these slots.
+        for round in 0..100usize {
+            let msg: Vec<u8> = (0..round).map(|i| (i ^ round) as u8).collect();
+            assert!(push(&mut p, &msg));
+            assert_eq!(pop(&mut c), Some(msg));
+            assert!(!c.ready(), "nothing but zeros behind a consumed record");
+        }
     }
 
     #[test]
