@@ -42,8 +42,13 @@ enum Pending {
     /// receive) of request `req`; `None`: nobody waits (buffered send, acknowledgement,
     /// goodbye).
     Send(Option<u64>),
-    /// A receive of request `req` on `comm`, where we are rank `me`.
-    Recv { req: u64, comm: CommId, me: u32 },
+    /// A receive of request `req` into `len` bytes on `comm`, where we are rank `me`.
+    Recv {
+        req: u64,
+        comm: CommId,
+        me: u32,
+        len: usize,
+    },
     /// A probe waited for under the lock: its completion, once there.
     Peek(Option<Cq>),
     /// A finalize goodbye's receive.
@@ -239,6 +244,7 @@ impl State {
                         req,
                         comm,
                         me: me as u32,
+                        len,
                     },
                 );
                 if let Some(q) = self.reqs.get_mut(req) {
@@ -305,8 +311,8 @@ impl State {
             Pending::Bye => {
                 cm.sends = cm.sends.saturating_sub(1);
             }
-            Pending::Recv { req, comm, me } => {
-                let end = RecvEnd::read(&layout, cq);
+            Pending::Recv { req, comm, me, len } => {
+                let end = RecvEnd::read(&layout, cq.capped(len));
                 if let Some((env, sender)) = end.ack_owed() {
                     let world = self
                         .comms
@@ -450,7 +456,7 @@ impl State {
         // SAFETY: the caller keeps buf valid until the request completes.
         match unsafe { cm.mtl.claimed_recv(t, buf, len) } {
             Ok(t) => {
-                cm.ops.insert(t, Pending::Recv { req, comm, me });
+                cm.ops.insert(t, Pending::Recv { req, comm, me, len });
                 Some(Ok(ReqId(req)))
             }
             Err(e) => {

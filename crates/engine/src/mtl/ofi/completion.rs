@@ -40,6 +40,23 @@ pub enum Cq {
     },
 }
 
+impl Cq {
+    /// The completion of a receive into a buffer of `posted` bytes: a successful one that
+    /// claims more bytes than that (`udp;ofi_rxd` completes a truncated receive without
+    /// `FI_ETRUNC`) is the truncation it is, `posted` bytes placed.
+    pub fn capped(self, posted: usize) -> Cq {
+        match self {
+            Cq::Ok { tag, len } if len > posted => Cq::Err {
+                errno: FI_ETRUNC,
+                tag,
+                len: posted,
+                olen: len - posted,
+            },
+            cq => cq,
+        }
+    }
+}
+
 /// How a receive ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecvEnd {

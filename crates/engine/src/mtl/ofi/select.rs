@@ -72,11 +72,27 @@ impl Asked {
     }
 }
 
+/// Providers whose tagged matching breaks MPI's order where a receive has ignore bits:
+/// libfabric 1.17's `shm` lets a receive with `MPI_ANY_SOURCE` or `MPI_ANY_TAG` (three
+/// ranks, each receiving from one sender) take that sender's next message instead of the
+/// one sent first, which a ring of `MPI_Sendrecv` from any source shows at once.
+const WILDCARD_MISORDER: [&str; 1] = ["shm"];
+
 /// The layout over `offer` for `ranks` ranks, or why the provider cannot carry the offload.
 fn unfit(offer: &Offer, ranks: usize, min_src_bits: u32) -> Result<Layout, String> {
     if !offer.tagged {
         return Err(format!(
             "provider {} has no tagged messages (FI_TAGGED)",
+            offer.prov
+        ));
+    }
+    if WILDCARD_MISORDER
+        .iter()
+        .any(|p| offer.prov.eq_ignore_ascii_case(p))
+    {
+        return Err(format!(
+            "provider {} matches wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG) out of send \
+             order; use it with pml ox (--mca btl self,ofi)",
             offer.prov
         ));
     }
