@@ -41,9 +41,9 @@ pub enum Cq {
 }
 
 impl Cq {
-    /// The completion of a receive into a buffer of `posted` bytes: a successful one that
-    /// claims more bytes than that (`udp;ofi_rxd` completes a truncated receive without
-    /// `FI_ETRUNC`) is the truncation it is, `posted` bytes placed.
+    /// The completion of a receive for a buffer of `posted` bytes (posted with a larger
+    /// bounce buffer): a successful one with more bytes than that is the truncation it
+    /// is, `posted` bytes placed.
     pub fn capped(self, posted: usize) -> Cq {
         match self {
             Cq::Ok { tag, len } if len > posted => Cq::Err {

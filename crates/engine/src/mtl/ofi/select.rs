@@ -78,6 +78,30 @@ impl Asked {
 /// one sent first, which a ring of `MPI_Sendrecv` from any source shows at once.
 const WILDCARD_MISORDER: [&str; 1] = ["shm"];
 
+/// Providers that mishandle a receive shorter than its message (libfabric 1.17:
+/// `ofi_rxm` places no data and then delivers nothing more from that sender, `ofi_rxd`
+/// completes it as a success with the buffer's length).
+const TRUNCATION_UNRELIABLE: [&str; 2] = ["ofi_rxm", "ofi_rxd"];
+
+/// The size of the bounce buffer of short receives on those providers (`ofi_rxm`'s eager
+/// buffers are 16 KiB): the provider receives the whole message into it and the offload
+/// truncates itself ([`super::completion::Cq::capped`]).
+pub const BOUNCE: usize = 16 << 10;
+
+/// Receives shorter than this go through a bounce buffer of that size on provider `prov`
+/// (0: never).
+pub fn bounce_below(prov: &str) -> usize {
+    if prov.split(';').any(|p| {
+        TRUNCATION_UNRELIABLE
+            .iter()
+            .any(|q| p.eq_ignore_ascii_case(q))
+    }) {
+        BOUNCE
+    } else {
+        0
+    }
+}
+
 /// The layout over `offer` for `ranks` ranks, or why the provider cannot carry the offload.
 fn unfit(offer: &Offer, ranks: usize, min_src_bits: u32) -> Result<Layout, String> {
     if !offer.tagged {

@@ -3,7 +3,7 @@
 //! when the provider (the in-process model `crate::mtl::fake`) completes out of order.
 
 use super::completion::{Cq, RecvEnd, FI_ECANCELED, FI_ETRUNC};
-use super::select::{choose, Asked, Offer, Pml};
+use super::select::{bounce_below, choose, Asked, Offer, Pml, BOUNCE};
 use super::tag::{
     bits_for, EncodeError, Envelope, Layout, LayoutError, RESERVED_CONTEXTS, TAG_BITS,
 };
@@ -621,8 +621,8 @@ fn the_offload_runs_on_hardware_or_when_asked() {
     );
 }
 
-/// A provider that completes a receive with more bytes than its buffer holds (rxd
-/// reports no `FI_ETRUNC`) is read as the truncation it is.
+/// A receive into a bounce buffer that got more bytes than the user's buffer holds is
+/// read as the truncation it is; rxm and rxd receive short messages that way.
 #[test]
 fn a_completion_longer_than_the_buffer_is_a_truncation() {
     let ok = Cq::Ok { tag: 7, len: 40 };
@@ -636,6 +636,10 @@ fn a_completion_longer_than_the_buffer_is_a_truncation() {
         }
     );
     assert_eq!(ok.capped(40), ok);
+    assert_eq!(bounce_below("tcp;ofi_rxm"), BOUNCE);
+    assert_eq!(bounce_below("udp;ofi_rxd"), BOUNCE);
+    assert_eq!(bounce_below("shm"), 0);
+    assert_eq!(bounce_below("cxi"), 0);
     assert_eq!(ok.capped(64), ok);
     let err = Cq::Err {
         errno: FI_ECANCELED,

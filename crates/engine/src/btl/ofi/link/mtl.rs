@@ -182,6 +182,11 @@ const CLAIMING: u32 = u32::MAX;
 const CLAIMED: u32 = u32::MAX - 1;
 
 impl Mtl {
+    /// The provider's name.
+    pub(crate) fn provider(&self) -> String {
+        lock(&self.net).fab.prov.clone()
+    }
+
     /// The tag layout the job agreed on.
     pub(crate) fn layout(&self) -> Option<Layout> {
         lock(&self.net).mtl.layout
