@@ -194,49 +194,92 @@ fn ring_over_ofi_software_providers() {
     }
 }
 
-/// The collective and point-to-point C tests over ofi, on `tcp;ofi_rxm` and `shm`.
+/// The C test programs `(name, ranks, the line that says all passed)` of `tests/c`,
+/// built in `dir`.
+fn build_all(
+    dir: &Path,
+    progs: &[(&str, usize, &'static str)],
+) -> Vec<(PathBuf, usize, &'static str)> {
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    progs
+        .iter()
+        .map(|&(name, n, done)| (build(&c.join(format!("{name}.c")), dir, name), n, done))
+        .collect()
+}
+
+/// The C tests of the tcp transport above (collectives, point-to-point) and the probe and
+/// truncation ones over ofi (`pml ox`: the engine's matching over the ofi btl), on each
+/// software provider; every pair linked by ofi.
 #[test]
 fn collectives_and_p2p_over_ofi() {
     let dir = Scratch::new("ofi-c");
-    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-    let coll = build(&c.join("coll.c"), &dir.0, "coll");
-    let p2p = build(&c.join("p2p.c"), &dir.0, "p2p");
-    for prov in ofi_providers().into_iter().filter(|&p| p != "udp") {
+    let progs = build_all(
+        &dir.0,
+        &[
+            ("coll", 3, "coll: all checks passed"),
+            ("p2p", 2, "p2p: all checks passed"),
+            ("probe", 2, "probe: all checks passed"),
+            ("truncate", 2, "truncate: all checks passed"),
+        ],
+    );
+    for prov in ofi_providers() {
         let env = [("FI_PROVIDER", OsStr::new(prov))];
-        for (exe, n, done) in [
-            (&coll, 3, "coll: all checks passed"),
-            (&p2p, 2, "p2p: all checks passed"),
-        ] {
-            let out = run_btl(exe, n, "ofi", &env);
+        for (exe, n, done) in &progs {
+            let out = run_btl(exe, *n, "ofi", &env);
             let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(stdout.lines().any(|l| l == done), "{prov}: {stdout}");
-            assert_all_by(&out, n, "ofi");
+            assert!(stdout.lines().any(|l| l == *done), "{prov}: {stdout}");
+            assert_all_by(&out, *n, "ofi");
         }
     }
+}
+
+/// Runs `exe` on `n` ranks under `pml cm` with the btl list `btl` on provider `prov`
+/// (`pml_base_verbose` 10).
+fn run_cm(exe: &Path, n: usize, btl: &str, prov: &str) -> Output {
+    let n_s = n.to_string();
+    let args = [
+        "--mca",
+        "pml",
+        "cm",
+        "--mca",
+        "btl",
+        btl,
+        "--mca",
+        "pml_base_verbose",
+        "10",
+        "-n",
+        &n_s,
+    ];
+    let mut argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    argv.push(exe.as_os_str());
+    mpirun(&argv, &[("FI_PROVIDER", OsStr::new(prov))])
 }
 
 /// `pml cm` (`--mca pml cm`, Open MPI's `pml cm` + `mtl ofi`): every send, receive,
 /// probe and cancel goes through the provider's tagged matching. The point-to-point,
 /// probe, ring and collective C tests and the matching test (`cm_match.c`: wildcards,
-/// synchronous sends, mprobe, cancel) on `tcp;ofi_rxm`; the first with the default btl
-/// list (sm links the ranks, the messages still go through the provider), the others with
-/// `btl self,ofi`. Not yet here: `shm` and `udp;ofi_rxd` (the ring hangs on shm), and
-/// truncation (`truncate.c`: rxm reports it, but the job then hangs in finalize).
+/// synchronous sends, mprobe, cancel) on `tcp;ofi_rxm` and `udp;ofi_rxd`; the first with
+/// the default btl list (sm links the ranks, the messages still go through the provider),
+/// the others with `btl self,ofi`; truncation (`truncate.c`) too, which libfabric 1.17's
+/// rxm and rxd mishandle (rxm places no data and then delivers nothing more from that
+/// sender, rxd reports none), so their short receives go through a bounce buffer and the
+/// offload truncates itself. `shm` cannot carry the offload (see
+/// `pml_cm_refuses_shm_in_one_line`).
 #[test]
 fn pml_cm_over_ofi_software_providers() {
     let dir = Scratch::new("ofi-cm");
-    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-    let progs: Vec<(PathBuf, usize, &str)> = [
-        ("cm_match", 3, "cm_match: all checks passed"),
-        ("p2p", 2, "p2p: all checks passed"),
-        ("probe", 2, "probe: all checks passed"),
-        ("coll", 3, "coll: all checks passed"),
-        ("ring", 3, "ring: ok on 3 ranks"),
-    ]
-    .into_iter()
-    .map(|(name, n, done)| (build(&c.join(format!("{name}.c")), &dir.0, name), n, done))
-    .collect();
-    for prov in ofi_providers().into_iter().filter(|&p| p == "tcp") {
+    let progs = build_all(
+        &dir.0,
+        &[
+            ("cm_match", 3, "cm_match: all checks passed"),
+            ("p2p", 2, "p2p: all checks passed"),
+            ("probe", 2, "probe: all checks passed"),
+            ("coll", 3, "coll: all checks passed"),
+            ("ring", 3, "ring: ok on 3 ranks"),
+            ("truncate", 2, "truncate: all checks passed"),
+        ],
+    );
+    for prov in ofi_providers().into_iter().filter(|&p| p != "shm") {
         for (k, (exe, n, done)) in progs.iter().enumerate() {
             // The default btl list for the first program, self,ofi for the others.
             let btl = if k == 0 {
@@ -244,23 +287,7 @@ fn pml_cm_over_ofi_software_providers() {
             } else {
                 "self,ofi"
             };
-            let n_s = n.to_string();
-            let args = [
-                "--mca",
-                "pml",
-                "cm",
-                "--mca",
-                "btl",
-                btl,
-                "--mca",
-                "pml_base_verbose",
-                "10",
-                "-n",
-                &n_s,
-            ];
-            let mut argv: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-            argv.push(exe.as_os_str());
-            let out = mpirun(&argv, &[("FI_PROVIDER", OsStr::new(prov))]);
+            let out = run_cm(exe, *n, btl, prov);
             success(&out, &format!("{} under pml cm over {prov}", exe.display()));
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(stdout.lines().any(|l| l == *done), "{prov}: {stdout}");
@@ -272,6 +299,24 @@ fn pml_cm_over_ofi_software_providers() {
             assert_eq!(cm, *n, "every rank runs pml cm over {prov}:\n{err}");
         }
     }
+}
+
+/// `pml cm` on `shm` fails to start with one line naming the provider's limit (its
+/// wildcard receives take a sender's messages out of order), never a wrong match.
+#[test]
+fn pml_cm_refuses_shm_in_one_line() {
+    if !ofi_providers().contains(&"shm") {
+        return;
+    }
+    let dir = Scratch::new("ofi-cm-shm");
+    let exe = ring(&dir.0);
+    let out = run_cm(&exe, 2, "self,ofi", "shm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("pml cm: provider shm matches wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG) out of send order"),
+        "{err}"
+    );
 }
 
 /// `--mca pml cm` where the offload cannot run is one line and a failed start, never a

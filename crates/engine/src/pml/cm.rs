@@ -42,8 +42,15 @@ enum Pending {
     /// receive) of request `req`; `None`: nobody waits (buffered send, acknowledgement,
     /// goodbye).
     Send(Option<u64>),
-    /// A receive of request `req` on `comm`, where we are rank `me`.
-    Recv { req: u64, comm: CommId, me: u32 },
+    /// A receive of request `req` into `len` bytes on `comm`, where we are rank `me`;
+    /// through `bounce` (the buffer posted, and the user's buffer's address) if given.
+    Recv {
+        req: u64,
+        comm: CommId,
+        me: u32,
+        len: usize,
+        bounce: Option<(Vec<u8>, usize)>,
+    },
     /// A probe waited for under the lock: its completion, once there.
     Peek(Option<Cq>),
     /// A finalize goodbye's receive.
@@ -63,6 +70,9 @@ pub(crate) struct Cm {
     claims: HashMap<u64, (u64, Status, CommId, u32)>,
     /// Completions read but not applied yet.
     buf: Vec<(u64, Cq)>,
+    /// Receives shorter than this go through a bounce buffer of this size
+    /// (`crate::mtl::ofi::select::bounce_below`).
+    bounce: usize,
     /// Sends and goodbye receives in flight (finalize waits for them).
     sends: usize,
     /// The finalize goodbyes went out.
@@ -89,7 +99,9 @@ impl Cm {
     /// The offload over `mtl`, if the `ofi` transport opened it for `pml cm`.
     pub(crate) fn open(mtl: Mtl) -> Option<Cm> {
         let layout = mtl.layout()?;
+        let bounce = crate::mtl::ofi::select::bounce_below(&mtl.provider());
         Some(Cm {
+            bounce,
             mtl,
             layout,
             ops: HashMap::new(),
@@ -230,8 +242,16 @@ impl State {
             detached: false,
             _owned: None,
         });
-        // SAFETY: the caller keeps buf valid until the request completes.
-        match unsafe { cm.mtl.recv(bits, ignore, buf, len, None) } {
+        // A provider that mishandles truncation receives short messages whole into a
+        // buffer of its own; the completion copies what fits and truncates.
+        let mut bounce = (len < cm.bounce).then(|| (vec![0u8; cm.bounce], buf as usize));
+        let (at, room) = match bounce.as_mut() {
+            Some((b, _)) => (b.as_mut_ptr(), b.len()),
+            None => (buf, len),
+        };
+        // SAFETY: the caller keeps buf valid until the request completes; the bounce
+        // buffer lives in the pending operation until then (its heap block stays put).
+        match unsafe { cm.mtl.recv(bits, ignore, at, room, None) } {
             Ok(t) => {
                 cm.ops.insert(
                     t,
@@ -239,6 +259,8 @@ impl State {
                         req,
                         comm,
                         me: me as u32,
+                        len,
+                        bounce,
                     },
                 );
                 if let Some(q) = self.reqs.get_mut(req) {
@@ -305,7 +327,24 @@ impl State {
             Pending::Bye => {
                 cm.sends = cm.sends.saturating_sub(1);
             }
-            Pending::Recv { req, comm, me } => {
+            Pending::Recv {
+                req,
+                comm,
+                me,
+                len,
+                bounce,
+            } => {
+                let cq = cq.capped(len);
+                if let Some((b, to)) = bounce {
+                    let placed = match cq {
+                        Cq::Ok { len: n, .. } | Cq::Err { len: n, .. } => n.min(len).min(b.len()),
+                    };
+                    if placed > 0 {
+                        // SAFETY: the receive's buffer holds len >= placed bytes and is
+                        // valid until its request completes (below); b is ours.
+                        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to as *mut u8, placed) };
+                    }
+                }
                 let end = RecvEnd::read(&layout, cq);
                 if let Some((env, sender)) = end.ack_owed() {
                     let world = self
@@ -450,7 +489,16 @@ impl State {
         // SAFETY: the caller keeps buf valid until the request completes.
         match unsafe { cm.mtl.claimed_recv(t, buf, len) } {
             Ok(t) => {
-                cm.ops.insert(t, Pending::Recv { req, comm, me });
+                cm.ops.insert(
+                    t,
+                    Pending::Recv {
+                        req,
+                        comm,
+                        me,
+                        len,
+                        bounce: None,
+                    },
+                );
                 Some(Ok(ReqId(req)))
             }
             Err(e) => {

@@ -22,6 +22,7 @@
 //! runtime's to notice (`plm_link_timeout`). A peer the provider never reaches at all
 //! fails after `btl_ofi_connect_timeout` (`connect.rs`).
 
+mod flight;
 pub(crate) mod mtl;
 pub(crate) mod osc;
 

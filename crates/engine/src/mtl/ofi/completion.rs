@@ -40,6 +40,23 @@ pub enum Cq {
     },
 }
 
+impl Cq {
+    /// The completion of a receive for a buffer of `posted` bytes (posted with a larger
+    /// bounce buffer): a successful one with more bytes than that is the truncation it
+    /// is, `posted` bytes placed.
+    pub fn capped(self, posted: usize) -> Cq {
+        match self {
+            Cq::Ok { tag, len } if len > posted => Cq::Err {
+                errno: FI_ETRUNC,
+                tag,
+                len: posted,
+                olen: len - posted,
+            },
+            cq => cq,
+        }
+    }
+}
+
 /// How a receive ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecvEnd {

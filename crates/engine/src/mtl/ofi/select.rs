@@ -72,11 +72,51 @@ impl Asked {
     }
 }
 
+/// Providers whose tagged matching breaks MPI's order where a receive has ignore bits:
+/// libfabric 1.17's `shm` lets a receive with `MPI_ANY_SOURCE` or `MPI_ANY_TAG` (three
+/// ranks, each receiving from one sender) take that sender's next message instead of the
+/// one sent first, which a ring of `MPI_Sendrecv` from any source shows at once.
+const WILDCARD_MISORDER: [&str; 1] = ["shm"];
+
+/// Providers that mishandle a receive shorter than its message (libfabric 1.17:
+/// `ofi_rxm` places no data and then delivers nothing more from that sender, `ofi_rxd`
+/// completes it as a success with the buffer's length).
+const TRUNCATION_UNRELIABLE: [&str; 2] = ["ofi_rxm", "ofi_rxd"];
+
+/// The size of the bounce buffer of short receives on those providers (`ofi_rxm`'s eager
+/// buffers are 16 KiB): the provider receives the whole message into it and the offload
+/// truncates itself ([`super::completion::Cq::capped`]).
+pub const BOUNCE: usize = 16 << 10;
+
+/// Receives shorter than this go through a bounce buffer of that size on provider `prov`
+/// (0: never).
+pub fn bounce_below(prov: &str) -> usize {
+    if prov.split(';').any(|p| {
+        TRUNCATION_UNRELIABLE
+            .iter()
+            .any(|q| p.eq_ignore_ascii_case(q))
+    }) {
+        BOUNCE
+    } else {
+        0
+    }
+}
+
 /// The layout over `offer` for `ranks` ranks, or why the provider cannot carry the offload.
 fn unfit(offer: &Offer, ranks: usize, min_src_bits: u32) -> Result<Layout, String> {
     if !offer.tagged {
         return Err(format!(
             "provider {} has no tagged messages (FI_TAGGED)",
+            offer.prov
+        ));
+    }
+    if WILDCARD_MISORDER
+        .iter()
+        .any(|p| offer.prov.eq_ignore_ascii_case(p))
+    {
+        return Err(format!(
+            "provider {} matches wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG) out of send \
+             order; use it with pml ox (--mca btl self,ofi)",
             offer.prov
         ));
     }

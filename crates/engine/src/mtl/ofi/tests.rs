@@ -3,7 +3,7 @@
 //! when the provider (the in-process model `crate::mtl::fake`) completes out of order.
 
 use super::completion::{Cq, RecvEnd, FI_ECANCELED, FI_ETRUNC};
-use super::select::{choose, Asked, Offer, Pml};
+use super::select::{bounce_below, choose, Asked, Offer, Pml, BOUNCE};
 use super::tag::{
     bits_for, EncodeError, Envelope, Layout, LayoutError, RESERVED_CONTEXTS, TAG_BITS,
 };
@@ -613,4 +613,39 @@ fn the_offload_runs_on_hardware_or_when_asked() {
         Pml::Ox => panic!("cm expected"),
     }
     assert_eq!(choose(Asked::Ox, Ok(&verbs), 2, 16).unwrap().0, Pml::Ox);
+    // shm's wildcard receives take a sender's messages out of order: refused, one line.
+    assert_eq!(
+        choose(Asked::Cm, Ok(&offer("shm", true)), 3, 16).unwrap_err(),
+        "pml cm: provider shm matches wildcard receives (MPI_ANY_SOURCE, MPI_ANY_TAG) out of \
+         send order; use it with pml ox (--mca btl self,ofi)"
+    );
+}
+
+/// A receive into a bounce buffer that got more bytes than the user's buffer holds is
+/// read as the truncation it is; rxm and rxd receive short messages that way.
+#[test]
+fn a_completion_longer_than_the_buffer_is_a_truncation() {
+    let ok = Cq::Ok { tag: 7, len: 40 };
+    assert_eq!(
+        ok.capped(16),
+        Cq::Err {
+            errno: FI_ETRUNC,
+            tag: 7,
+            len: 16,
+            olen: 24
+        }
+    );
+    assert_eq!(ok.capped(40), ok);
+    assert_eq!(bounce_below("tcp;ofi_rxm"), BOUNCE);
+    assert_eq!(bounce_below("udp;ofi_rxd"), BOUNCE);
+    assert_eq!(bounce_below("shm"), 0);
+    assert_eq!(bounce_below("cxi"), 0);
+    assert_eq!(ok.capped(64), ok);
+    let err = Cq::Err {
+        errno: FI_ECANCELED,
+        tag: 0,
+        len: 0,
+        olen: 0,
+    };
+    assert_eq!(err.capped(0), err);
 }

@@ -13,34 +13,19 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use super::{lock, Net, Op};
-use crate::btl::ofi::fabric::Mr;
+use super::flight::Flights;
+use super::{lock, Net};
 use crate::btl::ofi::fi;
 use crate::mtl::ofi::completion::Cq;
 use crate::mtl::ofi::tag::Layout;
 
-/// [`Op::kind`] of an offload operation.
+/// [`super::Op::kind`] of an offload operation.
 pub(super) const MTL: u8 = 5;
-
-/// One operation in flight: its context first, then what must live until its completion.
-#[repr(C)]
-#[derive(Debug)]
-struct Flight {
-    op: Op,
-    /// A send's own copy of its bytes (buffered sends), or the empty buffer of an
-    /// acknowledgement.
-    data: Vec<u8>,
-    /// The local registration of the user buffer (`FI_MR_LOCAL` providers).
-    mr: Option<Mr>,
-}
 
 /// The offload's operations of a rank ([`Net`]'s `mtl`).
 #[derive(Debug, Default)]
 pub(super) struct Ops {
-    /// Boxed: the provider holds the contexts' addresses.
-    #[allow(clippy::vec_box)]
-    flights: Vec<Option<Box<Flight>>>,
-    free: Vec<usize>,
+    flights: Flights,
     /// Completions not yet handed out: (token, entry).
     done: Vec<(u64, Cq)>,
     /// Each world rank's address in the address vector (ourselves included).
@@ -102,24 +87,7 @@ pub(crate) enum Sent {
 impl Net {
     /// A new flight for an offload operation; its token and context.
     fn mtl_flight(&mut self, data: Vec<u8>) -> (u64, *mut c_void) {
-        let idx = match self.mtl.free.pop() {
-            Some(i) => i,
-            None => {
-                self.mtl.flights.push(None);
-                self.mtl.flights.len() - 1
-            }
-        };
-        let mut f = Box::new(Flight {
-            op: Op {
-                kind: MTL,
-                idx: idx as u32,
-                ..Op::default()
-            },
-            data,
-            mr: None,
-        });
-        let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
-        self.mtl.flights[idx] = Some(f);
+        let (idx, ctx) = self.mtl.flights.add(MTL, 0, data);
         (idx as u64, ctx)
     }
 
@@ -143,8 +111,7 @@ impl Net {
 
     /// Drops flight `idx` (its operation completed or was never posted).
     fn mtl_drop(&mut self, idx: usize) {
-        if let Some(f) = self.mtl.flights.get_mut(idx).and_then(Option::take) {
-            self.mtl.free.push(idx);
+        if let Some(f) = self.mtl.flights.take(idx) {
             if let Some(m) = f.mr {
                 self.fab.deregister(m);
             }
@@ -159,10 +126,9 @@ impl Net {
             .mtl
             .flights
             .get(idx)
-            .and_then(Option::as_ref)
             .is_some_and(|f| f.op.peer == CLAIMING && matches!(cq, Cq::Ok { .. }));
         if keep {
-            if let Some(Some(f)) = self.mtl.flights.get_mut(idx) {
+            if let Some(f) = self.mtl.flights.get_mut(idx) {
                 f.op.peer = CLAIMED;
             }
         } else {
@@ -187,7 +153,7 @@ impl Net {
         // the registration is closed with the flight.
         let m = unsafe { self.fab.register_user(buf, len, access)? };
         let d = m.desc;
-        if let Some(Some(f)) = self.mtl.flights.get_mut(idx) {
+        if let Some(f) = self.mtl.flights.get_mut(idx) {
             f.mr = Some(m);
         }
         Ok(d)
@@ -210,12 +176,17 @@ impl Net {
     }
 }
 
-/// [`Op::peer`] of a claiming peek in flight (mprobe).
+/// [`super::Op::peer`] of a claiming peek in flight (mprobe).
 const CLAIMING: u32 = u32::MAX;
-/// [`Op::peer`] of a claiming peek that found its message: its receive reuses the context.
+/// [`super::Op::peer`] of a claiming peek that found its message: its receive reuses the context.
 const CLAIMED: u32 = u32::MAX - 1;
 
 impl Mtl {
+    /// The provider's name.
+    pub(crate) fn provider(&self) -> String {
+        lock(&self.net).fab.prov.clone()
+    }
+
     /// The tag layout the job agreed on.
     pub(crate) fn layout(&self) -> Option<Layout> {
         lock(&self.net).mtl.layout
@@ -323,7 +294,7 @@ impl Mtl {
             None => 0,
             Some(false) => fi::FI_PEEK,
             Some(true) => {
-                if let Some(Some(f)) = n.mtl.flights.get_mut(tok as usize) {
+                if let Some(f) = n.mtl.flights.get_mut(tok as usize) {
                     f.op.peer = CLAIMING;
                 }
                 fi::FI_PEEK | fi::FI_CLAIM
@@ -366,7 +337,7 @@ impl Mtl {
     ) -> Result<u64, String> {
         let mut n = lock(&self.net);
         let ctx = match n.mtl.flights.get_mut(claim as usize) {
-            Some(Some(f)) if f.op.peer == CLAIMED => {
+            Some(f) if f.op.peer == CLAIMED => {
                 f.op.peer = 0;
                 std::ptr::addr_of_mut!(f.op).cast::<c_void>()
             }
@@ -384,7 +355,7 @@ impl Mtl {
     /// completes with `FI_ECANCELED`.
     pub(crate) fn cancel(&self, tok: u64) {
         let n = lock(&self.net);
-        if let Some(Some(f)) = n.mtl.flights.get(tok as usize) {
+        if let Some(f) = n.mtl.flights.get(tok as usize) {
             let ctx = std::ptr::addr_of!(f.op).cast_mut().cast::<c_void>();
             let _ = n.fab.cancel(ctx);
         }
@@ -410,14 +381,13 @@ impl Mtl {
     pub(crate) fn close(&self) {
         let mut n = lock(&self.net);
         n.mtl.open = false;
-        let pending: Vec<usize> = (0..n.mtl.flights.len()).collect();
         if !n.closed {
             n.maybe_close();
         }
         if n.closed {
-            for i in pending {
-                n.mtl_drop(i);
-            }
+            // The endpoint is closed: nothing refers to the contexts, the registrations
+            // went with the domain.
+            n.mtl.flights.clear();
         }
     }
 }

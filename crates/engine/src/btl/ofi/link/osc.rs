@@ -8,36 +8,20 @@
 //! anything polls its engine (its window's progress thread does).
 
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::{lock, LinkError, Net, Op};
+use super::flight::Flights;
+use super::{lock, LinkError, Net};
 use crate::btl::ofi::fabric::Mr;
 use crate::btl::ofi::fi;
 
-/// [`Op::kind`] of a one-sided operation.
+/// [`super::Op::kind`] of a one-sided operation.
 pub(super) const OSC: u8 = 4;
-
-/// One one-sided operation in flight: its context first, then what must live until its
-/// completion.
-#[repr(C)]
-#[derive(Debug)]
-struct Flight {
-    op: Op,
-    /// A put's own copy of its bytes (the origin's buffer may change once the call
-    /// returns).
-    data: Vec<u8>,
-    /// The local registration of its buffer (`FI_MR_LOCAL` providers).
-    mr: Option<Mr>,
-}
 
 /// The one-sided operations of a rank ([`Net`]'s `osc`).
 #[derive(Debug, Default)]
 pub(super) struct Ops {
-    /// Boxed: the provider holds the contexts' addresses.
-    #[allow(clippy::vec_box)]
-    flights: Vec<Option<Box<Flight>>>,
-    free: Vec<usize>,
+    flights: Flights,
     /// Operations in flight per peer.
     pending: HashMap<usize, usize>,
     /// The first failure per peer since it was last reported: (peer gone, message).
@@ -249,10 +233,6 @@ impl Net {
                 "rank {p} is not linked over ofi"
             )));
         };
-        let idx = self.osc.free.pop().unwrap_or_else(|| {
-            self.osc.flights.push(None);
-            self.osc.flights.len() - 1
-        });
         let (put, data, buf, len) = match x {
             Xfer::Put(d) => {
                 let (b, l) = (d.as_ptr().cast_mut(), d.len());
@@ -260,32 +240,25 @@ impl Net {
             }
             Xfer::Get(b, l) => (false, Vec::new(), b, l),
         };
-        // Boxed: the context and the put's bytes keep their addresses (moving the vector
-        // into the box keeps its heap buffer where it is).
-        let mut f = Box::new(Flight {
-            op: Op {
-                kind: OSC,
-                peer: p as u32,
-                idx: idx as u32,
-                ..Op::default()
-            },
-            data,
-            mr: None,
-        });
+        // The put's bytes keep their address in the flight.
+        let (idx, ctx) = self.osc.flights.add(OSC, p as u32, data);
+        let mut mr = None;
         if self.fab.mr_local {
             let access = if put { fi::FI_WRITE } else { fi::FI_READ };
             // SAFETY: the put's bytes live in the flight, the get's buffer with the caller
             // (who waits for the completion); deregistered at the completion.
             match unsafe { self.fab.register_user(buf, len, access) } {
-                Ok(m) => f.mr = Some(m),
+                Ok(m) => mr = Some(m),
                 Err(e) => {
-                    self.osc.free.push(idx);
+                    self.osc.flights.take(idx);
                     return Err(OscError::Fabric(e));
                 }
             }
         }
-        let desc = f.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
-        let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
+        let desc = mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+        if let Some(f) = self.osc.flights.get_mut(idx) {
+            f.mr = mr;
+        }
         loop {
             // SAFETY: the buffer (see above) and the boxed context outlive the operation:
             // the flight is kept until its completion, the endpoint closed before it goes.
@@ -313,14 +286,12 @@ impl Net {
                 self.wait_step(p).map_err(OscError::from)
             };
             if let Err(e) = failed {
-                if let Some(m) = f.mr.take() {
+                if let Some(m) = self.osc.flights.take(idx).and_then(|f| f.mr) {
                     self.fab.deregister(m);
                 }
-                self.osc.free.push(idx);
                 return Err(e);
             }
         }
-        self.osc.flights[idx] = Some(f);
         *self.osc.pending.entry(p).or_default() += 1;
         Ok(())
     }
@@ -328,10 +299,9 @@ impl Net {
     /// Applies the completion of the one-sided operation `idx`: `err` (peer gone,
     /// message) if it failed.
     pub(super) fn osc_done(&mut self, idx: usize, err: Option<(bool, String)>) {
-        let Some(f) = self.osc.flights.get_mut(idx).and_then(Option::take) else {
+        let Some(f) = self.osc.flights.take(idx) else {
             return;
         };
-        self.osc.free.push(idx);
         if let Some(m) = f.mr {
             self.fab.deregister(m);
         }
@@ -360,13 +330,7 @@ impl Net {
     /// flight (the fabric closes next; the flights' contexts stay until the net goes).
     pub(super) fn osc_close(&mut self) {
         let mut mrs: Vec<Mr> = self.osc.exposed.drain().map(|(_, m)| m).collect();
-        mrs.extend(
-            self.osc
-                .flights
-                .iter_mut()
-                .flatten()
-                .filter_map(|f| f.mr.take()),
-        );
+        mrs.extend(self.osc.flights.take_mrs());
         for m in mrs {
             self.fab.deregister(m);
         }

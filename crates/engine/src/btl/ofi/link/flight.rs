@@ -1,0 +1,113 @@
+//! Operations in flight on the rank's endpoint that are not the btl's own records: the
+//! matching offload's ([`super::mtl`]) and the one-sided ones ([`super::osc`]). Each is a
+//! boxed [`Flight`] in a [`Flights`] slab; its index is the operation's token and sits in
+//! its context ([`Op::idx`]), which is the flight's address, so a completion finds it again.
+
+use std::ffi::c_void;
+
+use super::Op;
+use crate::btl::ofi::fabric::Mr;
+
+/// One operation in flight: its context first (the provider's scratch space, then whose
+/// operation it is), then what must live until its completion.
+#[repr(C)]
+#[derive(Debug)]
+pub(super) struct Flight {
+    pub(super) op: Op,
+    /// The operation's own copy of its bytes (a put, a buffered send), or empty.
+    pub(super) data: Vec<u8>,
+    /// The local registration of its buffer (`FI_MR_LOCAL` providers).
+    pub(super) mr: Option<Mr>,
+}
+
+/// A slab of [`Flight`]s: indices are reused once their operation is taken out.
+#[derive(Debug, Default)]
+pub(super) struct Flights {
+    /// Boxed: the provider holds the contexts' addresses while the vector grows.
+    #[allow(clippy::vec_box)]
+    slots: Vec<Option<Box<Flight>>>,
+    free: Vec<usize>,
+}
+
+impl Flights {
+    /// A new flight of `kind` for `peer` holding `data`: its index and its context.
+    pub(super) fn add(&mut self, kind: u8, peer: u32, data: Vec<u8>) -> (usize, *mut c_void) {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        // Moving the vector into the box keeps its heap buffer where it is.
+        let mut f = Box::new(Flight {
+            op: Op {
+                kind,
+                peer,
+                idx: idx as u32,
+                ..Op::default()
+            },
+            data,
+            mr: None,
+        });
+        let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
+        self.slots[idx] = Some(f);
+        (idx, ctx)
+    }
+
+    /// Flight `idx`, if it is in flight.
+    pub(super) fn get(&self, idx: usize) -> Option<&Flight> {
+        self.slots.get(idx).and_then(Option::as_deref)
+    }
+
+    /// Flight `idx`, if it is in flight.
+    pub(super) fn get_mut(&mut self, idx: usize) -> Option<&mut Flight> {
+        self.slots.get_mut(idx).and_then(Option::as_deref_mut)
+    }
+
+    /// Takes flight `idx` out (its operation completed or was never posted); its index is
+    /// free again.
+    pub(super) fn take(&mut self, idx: usize) -> Option<Box<Flight>> {
+        let f = self.slots.get_mut(idx).and_then(Option::take)?;
+        self.free.push(idx);
+        Some(f)
+    }
+
+    /// Takes the registrations of every flight (the fabric closes next; the contexts stay).
+    pub(super) fn take_mrs(&mut self) -> Vec<Mr> {
+        self.slots
+            .iter_mut()
+            .flatten()
+            .filter_map(|f| f.mr.take())
+            .collect()
+    }
+
+    /// Forgets every flight (the endpoint is closed: nothing refers to their contexts).
+    pub(super) fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_are_reused_and_contexts_name_their_flight() {
+        let mut s = Flights::default();
+        let (a, ca) = s.add(5, 1, vec![1, 2]);
+        let (b, _) = s.add(4, 2, Vec::new());
+        assert_eq!((a, b), (0, 1));
+        // SAFETY: the context is the address of the live flight's Op.
+        let op = unsafe { &*ca.cast::<Op>() };
+        assert_eq!((op.kind, op.peer, op.idx), (5, 1, 0));
+        assert_eq!(s.get(a).unwrap().data, [1, 2]);
+        assert!(s.take(a).is_some());
+        assert!(s.get(a).is_none() && s.take(a).is_none());
+        let (c, _) = s.add(5, 3, Vec::new());
+        assert_eq!(c, a, "the freed index");
+        s.get_mut(c).unwrap().op.peer = 9;
+        assert_eq!(s.get(c).unwrap().op.peer, 9);
+        assert!(s.take_mrs().is_empty());
+        s.clear();
+        assert!(s.get(b).is_none());
+    }
+}
