@@ -73,6 +73,9 @@ pub(crate) struct Cm {
     /// Receives shorter than this go through a bounce buffer of this size
     /// (`crate::mtl::ofi::select::bounce_below`).
     bounce: usize,
+    /// Bounce buffers of completed receives, kept for the next ones (at most
+    /// [`SPARE_BOUNCES`]), so a short receive neither allocates nor zeroes 16 KiB.
+    spare: Vec<Vec<u8>>,
     /// Sends and goodbye receives in flight (finalize waits for them).
     sends: usize,
     /// The finalize goodbyes went out.
@@ -80,6 +83,9 @@ pub(crate) struct Cm {
     /// Finalize released the endpoint.
     closed: bool,
 }
+
+/// How many bounce buffers [`Cm::spare`] keeps.
+const SPARE_BOUNCES: usize = 64;
 
 /// An error of the provider as the engine's (`MPI_ERR_OTHER` with its message).
 fn fabric(me: i32, e: String) -> Error {
@@ -102,6 +108,7 @@ impl Cm {
         let bounce = crate::mtl::ofi::select::bounce_below(&mtl.provider());
         Some(Cm {
             bounce,
+            spare: Vec::new(),
             mtl,
             layout,
             ops: HashMap::new(),
@@ -244,7 +251,10 @@ impl State {
         });
         // A provider that mishandles truncation receives short messages whole into a
         // buffer of its own; the completion copies what fits and truncates.
-        let mut bounce = (len < cm.bounce).then(|| (vec![0u8; cm.bounce], buf as usize));
+        let mut bounce = (len < cm.bounce).then(|| {
+            let b = cm.spare.pop().unwrap_or_else(|| vec![0u8; cm.bounce]);
+            (b, buf as usize)
+        });
         let (at, room) = match bounce.as_mut() {
             Some((b, _)) => (b.as_mut_ptr(), b.len()),
             None => (buf, len),
@@ -343,6 +353,9 @@ impl State {
                         // SAFETY: the receive's buffer holds len >= placed bytes and is
                         // valid until its request completes (below); b is ours.
                         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to as *mut u8, placed) };
+                    }
+                    if cm.spare.len() < SPARE_BOUNCES {
+                        cm.spare.push(b);
                     }
                 }
                 let end = RecvEnd::read(&layout, cq);
