@@ -228,8 +228,9 @@ for nodes in $counts; do
   fn_mid_job "fn_stop_daemon $nodes" --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2
   fn_expect "the last node's daemon stopped mid-job" 1 10 "host n$nodes .*plm_heartbeat_timeout"
   # Listeners are bound to the selected addresses, none to all of them: mpirun's for its
-  # daemons (one per address it offers them), its name server's (--report-uri), and on
-  # every node the ranks' tcp listeners; seen with ss while the job runs.
+  # daemons (one per address it offers them) and its name server's (--report-uri); nothing
+  # on a node listens on a wildcard (the ranks close their tcp listeners once wired up);
+  # seen with ss while the job runs.
   fn_start -n $n --report-uri - "$work/spin"
   fn_spinning
   fn_listeners "$(pgrep -P "$bg" -x mpirun)"
