@@ -130,7 +130,7 @@ case_timeout=120 case_ "srun --mpi=pmi2: rma.c, one rank per node" 0 60 "^rma: a
 srun_ "io.c, shared pointer and atomic mode" 0 60 "^io: done" "$work/io" "$work/io-data"
 srun_ "MPI_Abort on a remote node" "[1-9][0-9]*" 5 "^\[n2:[0-9]+\] oxmpi: rank 1: MPI_Abort called with error code 7" \
   -m cyclic "$work/abort"
-lines_ "srun --mpi=pmi2: MPI_Abort on a remote node: one report" 1 "oxmpi"
+lines_ "srun --mpi=pmi2: MPI_Abort on a remote node: one report" 1 "MPI_Abort called"
 case_timeout=120 case_ "mpirun in salloc: rma.c, one rank per node" 0 60 "^rma: all checks passed on 2 ranks" \
   salloc -N2 -n2 "$P/bin/mpirun" "$work/rma"
 salloc_ "io.c, shared pointer and atomic mode" 0 60 "^io: done" "$P/bin/mpirun" "$work/io" "$work/io-data"
