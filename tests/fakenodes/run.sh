@@ -139,6 +139,32 @@ fn_expect() {
   fi
 }
 
+# fn_listeners PID: mpirun PID listens on two addresses or more (the head's for the daemons
+# and the name server's), none of them a wildcard; nothing on any node listens on a wildcard.
+fn_listeners() {
+  local mine wild i
+  mine=$(ss -Hltnp | grep -F "pid=$1," | awk '{print $4}')
+  wild=$(echo "$mine" | grep -E '^(0\.0\.0\.0|\*|\[::\]):')
+  for i in $(seq 1 "$nodes"); do
+    wild+=$(ip netns exec "$FN_NS$i" ss -Hltn | awk '{print $4}' | grep -E '^(0\.0\.0\.0|\*|\[::\]):' |
+      sed "s/^/n$i: /")
+  done
+  if [ "$(echo "$mine" | grep -c .)" -lt 2 ] || [ -n "$wild" ]; then
+    echo "fakenodes: $nodes nodes: listeners: mpirun on: $(echo $mine); on a wildcard: $(echo $wild)"
+    failures=$((failures + 1))
+  fi
+}
+# fn_lines NAME COUNT REGEX: the last run's output has COUNT lines matching REGEX (a
+# failure is reported once, not by every rank).
+fn_lines() {
+  local got
+  got=$(cat "$work/out" "$work/err" | grep -cE -- "$3")
+  [ "$got" = "$2" ] && return
+  echo "fakenodes: $nodes nodes: $1: $got lines match /$3/, expected $2"
+  sed 's/^/    stderr: /' "$work/err" | head -20
+  failures=$((failures + 1))
+}
+
 for nodes in $counts; do
   fakenodes_up "$nodes" || { echo "fakenodes: cannot set up $nodes nodes" >&2; exit 1; }
   n=$((2 * nodes))
@@ -154,7 +180,9 @@ for nodes in $counts; do
   fn_expect "collectives" 0 60 "^coll: all checks passed\$"
   # Rank 1 is on the second node with --map-by node.
   fn_mpirun -n $n --map-by node "$work/abort"
-  fn_expect "MPI_Abort on a remote node" 7 5 "rank 1.*(abort|Abort)"
+  fn_expect "MPI_Abort on a remote node" 7 5 "rank 1.*(abort|Abort)" \
+    "^\[n2:[0-9]+\] oxmpi: rank 1: MPI_Abort called with error code 7\$"
+  fn_lines "MPI_Abort on a remote node: one report by the rank" 1 "MPI_Abort called"
   # Whichever is reported first ends the job: the killed rank's signal, or a peer that saw
   # it fail (MPI_ERR_PROC_FAILED in its barrier, fatal).
   fn_mpirun -n $n "$work/kill9"
@@ -163,6 +191,9 @@ for nodes in $counts; do
   # Only node 1 has this address: the ranks of the other nodes fail in MPI_Init.
   fn_mpirun -n $n --mca btl_tcp_if_include "$FN_NET.11" "$work/hello"
   fn_expect "a remote rank failing in MPI_Init" 1 5 "btl_tcp_if_include"
+  # Only the failing ranks report (each its own cause); the others are ended in their PMI
+  # fence without a report of their own.
+  fn_lines "a remote rank failing in MPI_Init: the others quiet" 0 "not found|PMI key"
   # Two interfaces per node, the first in btl_tcp_if_include's order on a network that
   # reaches nothing: each pair of nodes tries it first (the include order), gives it up after
   # btl_tcp_connect_timeout with a verbose line, and connects over the second.
@@ -196,6 +227,17 @@ for nodes in $counts; do
   # node's agent (nothing is left on any node).
   fn_mid_job "fn_stop_daemon $nodes" --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2
   fn_expect "the last node's daemon stopped mid-job" 1 10 "host n$nodes .*plm_heartbeat_timeout"
+  # Listeners are bound to the selected addresses, none to all of them: mpirun's for its
+  # daemons (one per address it offers them) and its name server's (--report-uri); nothing
+  # on a node listens on a wildcard (the ranks close their tcp listeners once wired up);
+  # seen with ss while the job runs.
+  fn_start -n $n --report-uri - "$work/spin"
+  fn_spinning
+  fn_listeners "$(pgrep -P "$bg" -x mpirun)"
+  t0=$(date +%s%N)
+  kill -TERM $bg
+  fn_finish
+  fn_expect "listeners bound to the selected addresses" 143 8 "^oxmpi-server:"
   for c in "$here"/cases/*.sh; do
     [ -e "$c" ] && . "$c"
   done

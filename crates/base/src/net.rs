@@ -106,6 +106,46 @@ pub fn connect_from(
     }
 }
 
+/// Listens on TCP `port` (0: a free port) of each of `ips`, one listener per address, all
+/// on the same port (so that one `addr+addr...:port` names them all), instead of on every
+/// address of the host; an empty `ips` listens on all of them (`0.0.0.0`). With `port` 0,
+/// a port that is free on the first address but taken on another is given up for a new
+/// one (a few times). Returns the listeners and the port.
+pub fn listen_on(
+    ips: &[Ipv4Addr],
+    port: u16,
+) -> std::io::Result<(Vec<std::net::TcpListener>, u16)> {
+    use std::net::TcpListener;
+    let Some((&first, rest)) = ips.split_first() else {
+        let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))?;
+        let p = l.local_addr()?.port();
+        return Ok((vec![l], p));
+    };
+    let mut attempts = 0;
+    loop {
+        let l = TcpListener::bind((first, port))?;
+        let p = l.local_addr()?.port();
+        let mut all = vec![l];
+        let mut taken = None;
+        for &ip in rest {
+            match TcpListener::bind((ip, p)) {
+                Ok(l) => all.push(l),
+                Err(e) => {
+                    taken = Some(e);
+                    break;
+                }
+            }
+        }
+        match taken {
+            None => return Ok((all, p)),
+            Some(e) if port != 0 || attempts >= 16 || e.kind() != std::io::ErrorKind::AddrInUse => {
+                return Err(e)
+            }
+            Some(_) => attempts += 1,
+        }
+    }
+}
+
 /// The mask of a prefix length (`/0` is all addresses).
 fn mask(prefix: u8) -> u32 {
     match prefix {
@@ -402,6 +442,26 @@ mod tests {
         assert_eq!(keepalive_schedule(Duration::from_millis(300)), (1, 1, 1));
         let (i, v, n) = keepalive_schedule(Duration::from_secs(60));
         assert!(i + v * n <= 60 && i + v * (n + 1) > 60, "{i} {v} {n}");
+    }
+
+    #[test]
+    fn listeners_on_each_address_share_one_port() {
+        let ips = [ip("127.0.0.1"), ip("127.0.0.2")];
+        let (ls, port) = listen_on(&ips, 0).unwrap();
+        let bound: Vec<_> = ls.iter().map(|l| l.local_addr().unwrap()).collect();
+        assert_eq!(
+            bound,
+            vec![
+                std::net::SocketAddr::from((ips[0], port)),
+                std::net::SocketAddr::from((ips[1], port))
+            ]
+        );
+        // Nothing listens on another address of the host at that port.
+        assert!(std::net::TcpStream::connect((ip("127.0.0.3"), port)).is_err());
+        // The same fixed port again is taken: an error, not another port.
+        assert!(listen_on(&ips[1..], port).is_err());
+        let (all, _) = listen_on(&[], 0).unwrap();
+        assert!(all[0].local_addr().unwrap().ip().is_unspecified());
     }
 
     #[test]

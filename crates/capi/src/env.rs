@@ -199,8 +199,11 @@ mpi_fn! {
     fn PMPI_Abort / "MPI_Abort" (comm: c_int, errorcode: c_int) {
         let _ = comm;
         let host = hostname();
+        // The rank in MPI_COMM_WORLD, so that the one line says who called it (under srun
+        // nothing else names the rank).
+        let who = oxmpi_engine::engine().map_or(String::new(), |e| format!(" rank {}:", e.rank()));
         eprintln!(
-            "[{host}:{}] oxmpi: MPI_Abort called with error code {errorcode}",
+            "[{host}:{}] oxmpi:{who} MPI_Abort called with error code {errorcode}",
             std::process::id()
         );
         abort_job(errorcode)

@@ -723,7 +723,7 @@ impl Engine {
                 spins = spins.wrapping_add(1);
                 idle = idle.saturating_add(1);
                 let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
-                if spins % HOLD_SPINS == 0 {
+                if spins % HOLD_SPINS == 0 || self.state.contended() {
                     st.check_peers();
                     drop(st);
                     self.state.hand_over();
@@ -1133,8 +1133,9 @@ impl Engine {
     ///
     /// `f` is tried once before the first poll (a request that is already complete, such as
     /// an eager send, returns without touching the transports). Below
-    /// [`ThreadLevel::Multiple`] no other thread may call in concurrently, so the lock is held
-    /// across up to [`HOLD_SPINS`] polls instead of being taken for each; with
+    /// [`ThreadLevel::Multiple`] no application thread may call in concurrently, so the lock
+    /// is held across up to [`HOLD_SPINS`] polls instead of being taken for each, unless a
+    /// library thread (the one-sided progress thread) waits for it; with
     /// `MPI_THREAD_MULTIPLE` it is released after every poll so other threads get in.
     fn wait_until<T>(&self, f: impl FnMut(&mut State) -> Option<T>) -> T {
         self.wait_locked(self.lock(), f)
@@ -1191,9 +1192,9 @@ impl Engine {
         // Polls in a row that found nothing to do: past IDLE_POLLS_BEFORE_YIELD the wait
         // yields the CPU on every pass, even on a node that is not oversubscribed.
         let mut idle: u32 = 0;
-        // Whether the state may have changed since `f` was last tried: after a progress
-        // pass that did something, or after the lock was released (another thread may
-        // have completed what we wait for).
+        // The lock was released since `f` was last tried (another thread may have
+        // completed what we wait for).
+        let mut released = false;
         loop {
             let busy = st.progress();
             if busy {
@@ -1201,7 +1202,10 @@ impl Engine {
             } else {
                 idle = idle.saturating_add(1);
             }
-            if busy || hold_mask == 0 || spins & hold_mask == 0 {
+            // Whether the state may have changed since `f` was last tried: after a progress
+            // pass that did something, or after the lock was released.
+            if busy || released || hold_mask == 0 || spins & hold_mask == 0 {
+                released = false;
                 if let Some(v) = f(&mut st) {
                     return v;
                 }
@@ -1214,7 +1218,7 @@ impl Engine {
                 }
             }
             let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
-            if spins & hold_mask == 0 {
+            if spins & hold_mask == 0 || self.state.contended() {
                 drop(st);
                 self.state.hand_over();
                 if yield_now {
@@ -1223,6 +1227,7 @@ impl Engine {
                     std::hint::spin_loop();
                 }
                 st = self.lock();
+                released = true;
             } else if yield_now {
                 sys::yield_now();
             } else {
@@ -1295,6 +1300,16 @@ impl StateLock {
                 sys::yield_now();
             }
         }
+    }
+
+    /// Whether another thread waits for the lock. A blocking call that keeps the lock
+    /// across several polls (below `MPI_THREAD_MULTIPLE`) releases it at once then: a
+    /// library thread (the one-sided progress thread, which serves the requests that the
+    /// blocked call's peers wait for) must not wait [`HOLD_SPINS`] polls for it, which on
+    /// a loaded machine, where an idle poll yields the CPU, take seconds.
+    #[inline]
+    fn contended(&self) -> bool {
+        self.waiters.load(std::sync::atomic::Ordering::Relaxed) != 0
     }
 
     #[cold]

@@ -12,31 +12,47 @@ use oxmpi_wire::names::{random_token, Reply, Session, Table, Uri};
 
 /// A name server listening, not serving yet.
 pub struct NameServer {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     uri: Uri,
 }
 
 impl NameServer {
-    /// Listens on TCP `port` (0: any free port) on every interface; its URI names this
-    /// host, its non-loopback addresses, the port and a fresh token.
+    /// Listens on TCP `port` (0: any free port) of the host's usable interfaces (those
+    /// `mpirun` offers its daemons: up, neither loopback nor a virtual bridge,
+    /// [`oxmpi_base::net::DEFAULT_IF_EXCLUDE`]) and of the loopback address, for clients on
+    /// this host; on every address if there is no usable interface. Its URI names this host,
+    /// those addresses, the port and a fresh token.
     pub fn bind(port: u16) -> Result<NameServer, String> {
-        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
-            .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| format!("the name server's address: {e}"))?
-            .port();
-        let uri = Uri {
-            host: oxmpi_base::output::hostname().to_string(),
-            addrs: oxmpi_base::net::interfaces()
+        let exclude: Vec<String> = oxmpi_base::net::DEFAULT_IF_EXCLUDE
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let addrs: Vec<Ipv4Addr> =
+            oxmpi_base::net::select(&oxmpi_base::net::interfaces(), &[], &exclude)
                 .into_iter()
                 .map(|i| i.addr)
-                .filter(|a| !a.is_loopback())
-                .collect(),
+                .collect();
+        let mut ips = addrs.clone();
+        if !ips.is_empty() {
+            ips.push(Ipv4Addr::LOCALHOST);
+        }
+        let (listeners, port) = oxmpi_base::net::listen_on(&ips, port)
+            .map_err(|e| format!("cannot listen on TCP port {port}: {e}"))?;
+        let uri = Uri {
+            host: oxmpi_base::output::hostname().to_string(),
+            addrs,
             port,
             token: random_token()?,
         };
-        Ok(NameServer { listener, uri })
+        Ok(NameServer { listeners, uri })
+    }
+
+    /// The addresses it listens on.
+    pub fn local_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
     }
 
     /// The server's URI.
@@ -44,18 +60,21 @@ impl NameServer {
         &self.uri
     }
 
-    /// Serves clients on this thread, for ever.
+    /// Serves clients on this thread, for ever (the listeners but the first each on a
+    /// thread of its own).
     pub fn serve(self) {
         let table = Arc::new(Mutex::new(Table::new(self.uri.token)));
-        for sock in self.listener.incoming() {
-            let Ok(sock) = sock else { continue };
+        let mut listeners = self.listeners.into_iter();
+        let Some(first) = listeners.next() else {
+            return;
+        };
+        for l in listeners {
             let table = table.clone();
             let _ = std::thread::Builder::new()
-                .name("oxmpi-names".into())
-                .spawn(move || {
-                    let _ = serve_client(sock, &table);
-                });
+                .name("oxmpi-names-accept".into())
+                .spawn(move || accept_clients(&l, &table));
         }
+        accept_clients(&first, &table);
     }
 
     /// Serves clients on a thread of its own (which ends with the process); returns the
@@ -67,6 +86,19 @@ impl NameServer {
             .spawn(move || self.serve())
             .map_err(|e| format!("cannot start the name server's thread: {e}"))?;
         Ok(uri)
+    }
+}
+
+/// Accepts the clients of `listener` for ever, each served by a thread of its own.
+fn accept_clients(listener: &TcpListener, table: &Arc<Mutex<Table>>) {
+    for sock in listener.incoming() {
+        let Ok(sock) = sock else { continue };
+        let table = table.clone();
+        let _ = std::thread::Builder::new()
+            .name("oxmpi-names".into())
+            .spawn(move || {
+                let _ = serve_client(sock, &table);
+            });
     }
 }
 
@@ -140,6 +172,21 @@ mod tests {
     #[test]
     fn a_background_server_serves_names_and_reports_its_uri() {
         let server = NameServer::bind(0).expect("bind");
+        // Bound to the addresses of its URI and the loopback one, not to all addresses
+        // (unless the host has no usable interface).
+        let bound = server.local_addrs();
+        let mut want: Vec<std::net::SocketAddr> = server
+            .uri()
+            .addrs
+            .iter()
+            .map(|&a| (a, server.uri().port).into())
+            .collect();
+        if want.is_empty() {
+            want.push((Ipv4Addr::UNSPECIFIED, server.uri().port).into());
+        } else {
+            want.push((Ipv4Addr::LOCALHOST, server.uri().port).into());
+        }
+        assert_eq!(bound, want);
         let uri = server.serve_in_background().expect("serve");
         let publish = Request::Publish {
             service: "svc".into(),

@@ -348,7 +348,9 @@ pub enum RemoteEvent {
 
 /// The head's side of the remote daemons of one job.
 pub struct Remotes {
-    listener: TcpListener,
+    /// Where daemons connect: one listener per address offered to them (all addresses
+    /// only when the head is offered by name).
+    listeners: Vec<TcpListener>,
     cfg: Config,
     nodes: Vec<RemoteNode>,
     pending: Vec<Peer>,
@@ -396,6 +398,43 @@ fn head_addresses() -> String {
         return oxmpi_base::output::hostname().to_string();
     }
     oxmpi_base::net::encode(&mine)
+}
+
+/// The head's listeners for its daemons (non-blocking) and their port: one on each address
+/// of `head` (as [`head_addresses`] writes them, or `plm_head_address`), so that nothing
+/// listens on the host's other interfaces; on all addresses when `head` is a host name, or
+/// when an address of it is not this host's (a `plm_head_address` that a NAT forwards here),
+/// said at verbose level 10.
+fn listen_for_daemons(head: &str) -> std::io::Result<(Vec<TcpListener>, u16)> {
+    let ips: Vec<std::net::Ipv4Addr> = oxmpi_base::net::decode(head)
+        .map(|l| l.into_iter().map(|(ip, _)| ip).collect())
+        .unwrap_or_default();
+    let (listeners, port) = match oxmpi_base::net::listen_on(&ips, 0) {
+        Err(e) if !ips.is_empty() && e.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            verbose!(
+                PLM,
+                10,
+                "plm: cannot listen on the head's address {head} ({e}); listening on all addresses"
+            );
+            oxmpi_base::net::listen_on(&[], 0)?
+        }
+        r => r?,
+    };
+    for l in &listeners {
+        l.set_nonblocking(true)?;
+    }
+    verbose!(
+        PLM,
+        20,
+        "plm: listening for daemons on {}",
+        listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok((listeners, port))
 }
 
 /// The addresses a daemon tries to reach the head at `head` (`--head`): `HOST:PORT`, or
@@ -476,19 +515,7 @@ impl Remotes {
             move |e: std::io::Error| RuntimeError::Os { what, source: e }
         };
         let head = head_addr.unwrap_or_else(head_addresses);
-        // One address to offer: listen on it alone; several (or a name): on all of them.
-        let bind_ip = match oxmpi_base::net::decode(&head).as_deref() {
-            Ok([(ip, _)]) => std::net::IpAddr::V4(*ip),
-            _ => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-        };
-        let listener = TcpListener::bind((bind_ip, 0)).map_err(os("listening for daemons"))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(os("listening for daemons"))?;
-        let port = listener
-            .local_addr()
-            .map_err(os("listening for daemons"))?
-            .port();
+        let (listeners, port) = listen_for_daemons(&head).map_err(os("listening for daemons"))?;
         let addr = format!("{head}:{port}");
         let secret = Secret::generate().map_err(|e| RuntimeError::Os {
             what: format!("generating the job secret: {e}"),
@@ -498,7 +525,7 @@ impl Remotes {
         let cfg = Config::new(secret, jobid);
         let participants = launches.len() + usize::from(local_has_ranks);
         let mut me = Remotes {
-            listener,
+            listeners,
             cfg,
             nodes: Vec::new(),
             pending: Vec::new(),
@@ -664,12 +691,14 @@ impl Remotes {
 
     /// Add the descriptors to poll.
     pub fn poll_fds(&self, fds: &mut Vec<sys::pollfd>, toks: &mut Vec<RemoteToken>) {
-        fds.push(sys::pollfd {
-            fd: self.listener.as_raw_fd(),
-            events: sys::POLLIN,
-            revents: 0,
-        });
-        toks.push(RemoteToken::Listener);
+        for l in &self.listeners {
+            fds.push(sys::pollfd {
+                fd: l.as_raw_fd(),
+                events: sys::POLLIN,
+                revents: 0,
+            });
+            toks.push(RemoteToken::Listener);
+        }
         for (i, p) in self.pending.iter().enumerate() {
             fds.push(p.pollfd());
             toks.push(RemoteToken::Pending(i));
@@ -793,20 +822,23 @@ impl Remotes {
         }
     }
 
+    /// Accepts what waits on every listener (they do not block).
     fn accept(&mut self) {
-        loop {
-            match self.listener.accept() {
-                Ok((s, _)) => {
-                    let _ = oxmpi_base::net::set_link_timeout(&s, self.link_timeout);
-                    let Ok(nonce) = random_nonce() else { continue };
-                    let mut conn = Connection::server(self.cfg.clone(), nonce);
-                    conn.on_connected();
-                    if let Ok(p) = Peer::new(s, conn) {
-                        self.pending.push(p);
+        for i in 0..self.listeners.len() {
+            loop {
+                match self.listeners[i].accept() {
+                    Ok((s, _)) => {
+                        let _ = oxmpi_base::net::set_link_timeout(&s, self.link_timeout);
+                        let Ok(nonce) = random_nonce() else { continue };
+                        let mut conn = Connection::server(self.cfg.clone(), nonce);
+                        conn.on_connected();
+                        if let Ok(p) = Peer::new(s, conn) {
+                            self.pending.push(p);
+                        }
                     }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
             }
         }
     }

@@ -472,6 +472,44 @@ fn abort_in_both_versions() {
     }));
 }
 
+/// A rank that aborts (e.g. it failed in `MPI_Init`) ends the job: the others' fence is not
+/// released without it (they would go on without its pairs and each fail on its own, one
+/// report per rank), in a standalone server and in a node's server of a distributed one.
+#[test]
+fn no_fence_is_released_after_an_abort() {
+    let mut s = PmiServer::new(JobInfo::new("j", 3));
+    let c = [ConnId(0), ConnId(1), ConnId(2)];
+    for (r, &cc) in c.iter().enumerate() {
+        s.on_connect(cc, Some(r as u32));
+    }
+    s.on_data(c[0], b"cmd=barrier_in\n");
+    s.on_data(c[1], b"cmd=barrier_in\n");
+    s.on_data(c[2], b"cmd=abort exitcode=1\n");
+    s.on_closed(c[2]);
+    let acts = drain(&mut s);
+    assert!(acts.contains(&Action::RankLost { rank: 2 }));
+    assert!(sent_to(&acts, c[0]).is_empty(), "{acts:?}");
+    assert!(sent_to(&acts, c[1]).is_empty(), "{acts:?}");
+    // Distributed: the aborting rank's node never says its ranks are ready.
+    let mut job = JobInfo::new("d", 3);
+    job.local_ranks = Some(vec![1, 2]);
+    let mut n = PmiServer::new(job);
+    n.on_connect(c[1], Some(1));
+    n.on_connect(c[2], Some(2));
+    n.on_data(c[1], b"cmd=barrier_in\n");
+    n.on_data(
+        c[2],
+        b"cmd=init pmi_version=2 pmi_subversion=0\n35    cmd=abort;isworld=TRUE;msg=bye now;",
+    );
+    n.on_closed(c[2]);
+    let acts = drain(&mut n);
+    assert!(
+        !acts.iter().any(|a| matches!(a, Action::FenceReady { .. })),
+        "{acts:?}"
+    );
+    assert!(sent_to(&acts, c[1]).is_empty(), "{acts:?}");
+}
+
 #[test]
 fn node_attributes_wait_and_name_service() {
     let mut s = PmiServer::new(JobInfo::new("j", 2));

@@ -505,6 +505,63 @@ fn blocking_receive_direct_and_general() {
     net.done(0, s);
 }
 
+/// A blocking call keeps the engine lock across many polls below `MPI_THREAD_MULTIPLE`,
+/// but gives it up as soon as another thread of the process waits for it (the one-sided
+/// progress thread, which serves the requests the blocked call's peers wait for): here a
+/// second thread's calls each get the lock after a poll or two of the blocked receive
+/// (the direct path of `recv`, and the general one of `wait`), not after the 1024 polls of
+/// a hold, which on a loaded machine, where each idle poll yields the CPU, took seconds.
+#[test]
+fn a_blocked_call_gives_the_lock_to_a_waiting_thread() {
+    const CALLS: u64 = 200;
+    for general in [false, true] {
+        let net = Net::new(2, 64);
+        let (w, side) = net.wire(1, 0);
+        let (e0, e1) = (&net.e[0], &net.e[1]);
+        let looks = std::thread::scope(|s| {
+            let blocked = s.spawn(move || {
+                let mut b = [0u8; 8];
+                if general {
+                    // SAFETY: b outlives the request, which completes before the wait returns.
+                    let r = unsafe { e1.irecv(b.as_mut_ptr(), b.len(), 0, 3, WORLD) };
+                    e1.wait(r.expect("irecv"));
+                } else {
+                    // SAFETY: b is valid for its length during the call.
+                    unsafe { e1.recv(b.as_mut_ptr(), b.len(), 0, 3, WORLD) }.expect("recv");
+                }
+                b
+            });
+            // Until the receive blocks (its polls look at the link).
+            while w.looks(side) < 10_000 {
+                std::thread::yield_now();
+            }
+            let mut looks = 0;
+            for _ in 0..CALLS {
+                // The receive has the lock again (it polled since our last call).
+                let l = w.looks(side);
+                while w.looks(side) < l + 2 {
+                    std::thread::yield_now();
+                }
+                let before = w.looks(side);
+                e1.progress();
+                looks += w.looks(side) - before;
+            }
+            let msg = [7u8; 8];
+            let r = net.isend(0, 1, 3, &msg, SendMode::Standard);
+            e0.wait(r);
+            assert_eq!(blocked.join().expect("receiver"), msg);
+            looks
+        });
+        // Ours (one per call) and the few of the blocked receive before it lets go of the
+        // lock (without letting go: up to 1024 each).
+        assert!(
+            looks < CALLS * 16,
+            "{} path: {looks} polls during {CALLS} calls of another thread",
+            if general { "general" } else { "direct" }
+        );
+    }
+}
+
 #[test]
 fn stats_count_messages_bytes_and_protocols() {
     let net = Net::new(2, 64);

@@ -234,6 +234,10 @@ pub struct PmiServer {
     arrived: Vec<bool>,
     waiters: Vec<(ConnId, Framing)>,
     fence_requested: bool,
+    /// A rank asked to abort the job: no fence is released any more (the owner ends the
+    /// job), so the other ranks wait there to be ended instead of going on without the
+    /// aborting rank's pairs and failing on their own, each with its own report.
+    aborted: bool,
     epoch: u64,
     kvs: HashMap<String, String>,
     pending: Vec<(String, String)>,
@@ -271,6 +275,7 @@ impl PmiServer {
             arrived: vec![false; n],
             waiters: Vec::new(),
             fence_requested: false,
+            aborted: false,
             epoch: 0,
             kvs: HashMap::new(),
             pending: Vec::new(),
@@ -647,6 +652,7 @@ impl PmiServer {
                     .unwrap_or(1);
                 let rank = self.conns.get(&conn).and_then(|c| c.rank);
                 let message = msg.get("msg").unwrap_or("").to_string();
+                self.aborted = true;
                 self.actions.push_back(Action::Abort {
                     rank,
                     code,
@@ -781,6 +787,7 @@ impl PmiServer {
             "abort" => {
                 let rank = self.conns.get(&conn).and_then(|c| c.rank);
                 let message = msg.get("msg").unwrap_or("").to_string();
+                self.aborted = true;
                 self.actions.push_back(Action::Abort {
                     rank,
                     code: 1,
@@ -863,7 +870,7 @@ impl PmiServer {
     }
 
     fn check_fence(&mut self) {
-        if self.waiters.is_empty() || self.fence_requested {
+        if self.waiters.is_empty() || self.fence_requested || self.aborted {
             return;
         }
         let all_in = (0..self.state.len())

@@ -33,6 +33,8 @@ pub(crate) struct Wire {
     pub dirs: [Queue; 2],
     /// Cut: sends vanish; each side reads what was in flight, then sees the peer closed.
     pub cut: bool,
+    /// How often each side looked for records ([`Link::ready`]): how many polls it made.
+    pub looks: [u64; 2],
 }
 
 /// The test's handle on a wire.
@@ -53,6 +55,11 @@ impl WireHandle {
     /// Holds back (or lets go of) the records from side `from`.
     pub fn hold(&self, from: usize, held: bool) {
         self.lock().dirs[from].held = held;
+    }
+
+    /// How often side `side` looked for records so far (its polls of this link).
+    pub fn looks(&self, side: usize) -> u64 {
+        self.lock().looks[side]
     }
 
     /// Cuts the wire (the peer process died).
@@ -186,10 +193,11 @@ impl Link for FakeLink {
     }
 
     fn ready(&self) -> bool {
+        let mut w = self.wire.lock();
+        w.looks[self.side] += 1;
         if self.current.is_some() {
             return true;
         }
-        let w = self.wire.lock();
         let q = &w.dirs[1 - self.side];
         w.cut || (!q.held && !q.records.is_empty())
     }
