@@ -27,8 +27,9 @@
 //! while others wait for the lock it holds, is dead to the target: its lock is released
 //! and its waiters get `MPIX_ERR_PROC_FAILED` ([`proto::TargetCore::peer_died`]).
 //!
-//! Waiting: the progress thread, and an origin waiting for a reply, poll the engine a
-//! little ([`BUSY_POLLS`]), then sleep in the engine's blocking wait
+//! Waiting: the progress thread, and an origin waiting for a reply, poll the engine for a
+//! short time ([`BUSY_SPIN`], spinning without yielding: on a loaded machine each yield
+//! gives the core away for a whole time slice), then sleep in the engine's blocking wait
 //! ([`Engine::wait_message`]: `poll` on the sockets of the peers that may send, and a
 //! doorbell that other threads of the process ring when they take such a message off a
 //! socket), so an idle window costs no CPU. Peers reached over shared memory (`osc=pt2pt`
@@ -53,9 +54,9 @@ const TAG_REQ: i32 = 1;
 /// Tag of replies (received by the origin's calling thread).
 const TAG_REPLY: i32 = 2;
 
-/// Polls of an idle progress thread, or of an origin waiting for a reply, before it
+/// How long an idle progress thread, or an origin waiting for a reply, polls before it
 /// sleeps in the engine's blocking wait.
-const BUSY_POLLS: u32 = 64;
+const BUSY_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// The message path of one window.
 pub(crate) struct Net {
@@ -200,7 +201,7 @@ impl Net {
     /// engine's blocking wait (a lock held long by another origin costs no CPU here).
     fn reply_from(&self, t: usize) -> MpiResult<(oxmpi_engine::MessageId, oxmpi_engine::Status)> {
         let never = AtomicBool::new(false);
-        let mut polls = 0u32;
+        let since = std::time::Instant::now();
         loop {
             if let Some(found) = self
                 .eng
@@ -209,9 +210,8 @@ impl Net {
             {
                 return Ok(found);
             }
-            polls = polls.saturating_add(1);
-            if polls < BUSY_POLLS {
-                std::thread::yield_now();
+            if since.elapsed() < BUSY_SPIN {
+                std::hint::spin_loop();
                 continue;
             }
             match self
@@ -351,12 +351,12 @@ fn serve(
 ) {
     let mut core = TargetCore::new();
     let max_sleep = params::idle_sleep_max_us();
-    let mut idle = 0u32;
+    let mut idle: Option<std::time::Instant> = None;
     let mut sleep_us = 1u64;
     while !stop.load(Ordering::Acquire) {
         let out = match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
             Ok(Some((m, st))) => {
-                idle = 0;
+                idle = None;
                 sleep_us = 1;
                 let mut buf = vec![0u8; st.count_bytes];
                 // SAFETY: `buf` is ours and outlives the wait below.
@@ -393,9 +393,9 @@ fn serve(
                     }
                 }
                 if out.is_empty() {
-                    idle = idle.saturating_add(1);
-                    if idle < BUSY_POLLS {
-                        std::thread::yield_now();
+                    let since = *idle.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() < BUSY_SPIN {
+                        std::hint::spin_loop();
                     } else {
                         // A lock holder's silent death is seen by the engine's failure
                         // detection, which wakes us; a lock word held by a rank of our
