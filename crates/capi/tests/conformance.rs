@@ -179,6 +179,24 @@ fn file_views_zero_size_mismatch_and_external32() {
     }
 }
 
+/// User data representations (`MPI_Register_datarep(_c)`) in file views, in both ABIs and
+/// built by MPICH's `mpicc` (MPICH's `libmpi.so.12` exports the function too).
+#[test]
+fn user_data_representations_in_file_views() {
+    let last = "std_datarep: all checks passed";
+    let a = both_abis("std_datarep.c", 2, last);
+    let b = ours_and_mpich("std_datarep.c", 2, last);
+    assert_eq!(a, b, "std_datarep: output differs between the builds");
+    for l in [
+        "std_datarep: swap view: 01 02 03 04 in the file, read back 0x1020314 (conversions: write 2 calls, read 1)",
+        "std_datarep: MPI_Register_datarep_c: doubles byte-swapped in the file, read back 1.5 -2.25",
+        "std_datarep: MPI_CONVERSION_FN_NULL: native data",
+        "std_datarep: size-changing and undefined representations: MPI_ERR_UNSUPPORTED_DATAREP; failing conversion: MPI_ERR_CONVERSION",
+    ] {
+        assert!(a.lines().any(|x| x == l), "missing '{l}':\n{a}");
+    }
+}
+
 #[test]
 fn communicators_created_from_several_threads_at_once() {
     let out = both_abis("std_threads_ctx.c", 2, "std_threads_ctx: all checks passed");
