@@ -6,31 +6,13 @@
  * for the supported LOGICAL kinds, MPI_ERR_ARG for a size that is not a power of two and
  * is_set false for an unknown size, which MPI_Abi_set_fortran_booleans then sets once.
  * Built with `mpicc -mpi-abi`; 1 rank. */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
+/* CHECK and CHECK_RC of oxmpi-capi's C tests. */
+#include "../../../capi/tests/c/check.h"
 #include <string.h>
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "CHECK FAILED at %s:%d: %s\n", __FILE__, __LINE__, #cond);     \
-            fflush(stderr);                                                                \
-            MPI_Abort(MPI_COMM_WORLD, 99);                                                 \
-        }                                                                                  \
-    } while (0)
-#define CHECK_RC(call) CHECK((call) == MPI_SUCCESS)
 
 #ifndef MPI_ABI_VERSION
 #error "not the standard-ABI header"
 #endif
-
-static int class_of(int rc)
-{
-    int c = -1;
-    MPI_Error_class(rc, &c);
-    return c;
-}
 
 static int type_size(MPI_Datatype t)
 {
@@ -95,10 +77,10 @@ int main(int argc, char **argv)
     /* Setting: a contradiction is refused, agreeing values are taken once. */
     CHECK_RC(MPI_Info_create(&mine));
     CHECK_RC(MPI_Info_set(mine, "mpi_integer_size", strcmp(val, "8") ? "8" : "4"));
-    CHECK(class_of(MPI_Abi_set_fortran_info(mine)) == MPI_ERR_ABI);
+    CHECK(class_of_rc(MPI_Abi_set_fortran_info(mine)) == MPI_ERR_ABI);
     CHECK_RC(MPI_Info_free(&mine));
     CHECK_RC(MPI_Abi_set_fortran_info(info));
-    CHECK(class_of(MPI_Abi_set_fortran_info(info)) == MPI_ERR_ABI);
+    CHECK(class_of_rc(MPI_Abi_set_fortran_info(info)) == MPI_ERR_ABI);
     CHECK_RC(MPI_Info_free(&info));
     printf("abi_fortran: set_fortran_info: contradiction MPI_ERR_ABI, agreeing values "
            "accepted once, then MPI_ERR_ABI\n");
@@ -106,8 +88,8 @@ int main(int argc, char **argv)
     /* Booleans. */
     CHECK_RC(MPI_Abi_get_fortran_booleans(4, &t4, &f4, &is_set));
     CHECK(is_set && t4 == 1 && f4 == 0);
-    CHECK(class_of(MPI_Abi_get_fortran_booleans(3, &t4, &f4, &is_set)) == MPI_ERR_ARG);
-    CHECK(class_of(MPI_Abi_set_fortran_booleans(4, &t4, &f4)) == MPI_ERR_ABI);
+    CHECK(class_of_rc(MPI_Abi_get_fortran_booleans(3, &t4, &f4, &is_set)) == MPI_ERR_ARG);
+    CHECK(class_of_rc(MPI_Abi_set_fortran_booleans(4, &t4, &f4)) == MPI_ERR_ABI);
     is_set = -1;
     CHECK_RC(MPI_Abi_get_fortran_booleans(32, g32, h32, &is_set));
     CHECK(is_set == 0);
@@ -116,8 +98,8 @@ int main(int argc, char **argv)
     CHECK_RC(MPI_Abi_set_fortran_booleans(32, t32, f32));
     CHECK_RC(MPI_Abi_get_fortran_booleans(32, g32, h32, &is_set));
     CHECK(is_set == 1 && memcmp(g32, t32, 32) == 0 && memcmp(h32, f32, 32) == 0);
-    CHECK(class_of(MPI_Abi_set_fortran_booleans(32, t32, f32)) == MPI_ERR_ABI);
-    CHECK(class_of(MPI_Abi_set_fortran_booleans(64, t32, f32)) == MPI_ERR_ABI);
+    CHECK(class_of_rc(MPI_Abi_set_fortran_booleans(32, t32, f32)) == MPI_ERR_ABI);
+    CHECK(class_of_rc(MPI_Abi_set_fortran_booleans(64, t32, f32)) == MPI_ERR_ABI);
     printf("abi_fortran: booleans: LOGICAL*4 1/0 set by the library; 32 bytes set once\n");
 
     printf("abi_fortran: all checks passed\n");

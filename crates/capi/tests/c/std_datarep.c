@@ -29,44 +29,49 @@ static void swap_items(unsigned char *dst, const unsigned char *src, MPI_Count n
             dst[i * s + b] = src[i * s + (s - 1 - b)];
 }
 
+/* Converts count items of datatype t between the user's buffer (from item position on)
+ * and the file buffer, byte-swapped; to_file says which way. */
+static int swap_conv(void *userbuf, MPI_Datatype t, MPI_Count count, void *filebuf,
+                     MPI_Offset position, int to_file)
+{
+    int s = item_size(t);
+    unsigned char *user = (unsigned char *)userbuf + position * s;
+    if (to_file) {
+        write_calls++;
+        swap_items(filebuf, user, count, s);
+    } else {
+        read_calls++;
+        swap_items(user, filebuf, count, s);
+    }
+    return MPI_SUCCESS;
+}
+
 static int swap_write(void *userbuf, MPI_Datatype t, int count, void *filebuf,
                       MPI_Offset position, void *extra)
 {
-    int s = item_size(t);
     CHECK(extra == &write_calls);
-    write_calls++;
-    swap_items(filebuf, (unsigned char *)userbuf + position * s, count, s);
-    return MPI_SUCCESS;
+    return swap_conv(userbuf, t, count, filebuf, position, 1);
 }
 
 static int swap_read(void *userbuf, MPI_Datatype t, int count, void *filebuf,
                      MPI_Offset position, void *extra)
 {
-    int s = item_size(t);
     (void)extra;
-    read_calls++;
-    swap_items((unsigned char *)userbuf + position * s, filebuf, count, s);
-    return MPI_SUCCESS;
+    return swap_conv(userbuf, t, count, filebuf, position, 0);
 }
 
 static int swap_write_c(void *userbuf, MPI_Datatype t, MPI_Count count, void *filebuf,
                         MPI_Offset position, void *extra)
 {
-    int s = item_size(t);
     (void)extra;
-    write_calls++;
-    swap_items(filebuf, (unsigned char *)userbuf + position * s, count, s);
-    return MPI_SUCCESS;
+    return swap_conv(userbuf, t, count, filebuf, position, 1);
 }
 
 static int swap_read_c(void *userbuf, MPI_Datatype t, MPI_Count count, void *filebuf,
                        MPI_Offset position, void *extra)
 {
-    int s = item_size(t);
     (void)extra;
-    read_calls++;
-    swap_items((unsigned char *)userbuf + position * s, filebuf, count, s);
-    return MPI_SUCCESS;
+    return swap_conv(userbuf, t, count, filebuf, position, 0);
 }
 
 static int failing_write(void *userbuf, MPI_Datatype t, int count, void *filebuf,
