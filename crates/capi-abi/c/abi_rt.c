@@ -242,6 +242,211 @@ int PMPI_Abi_get_info(MPI_Info *info)
 }
 ALIAS(Abi_get_info)
 
+/* The Fortran side (MPI 5.0 §21.4.1). libmpifort_abi.so.1 is built with the library, by
+ * gfortran (cargo xtask install), so the library knows its Fortran properties: the sizes
+ * are those of the predefined Fortran datatypes, an optional type is supported when its
+ * MPI_Type_size is a size (what the standard's rationale says users check), and .TRUE. and
+ * .FALSE. are 1 and 0 for every supported LOGICAL kind. MPI_Abi_set_fortran_info accepts
+ * one call whose values agree with those (a Fortran layer confirming them) and refuses
+ * contradicting or later calls with MPI_ERR_ABI; MPI_Abi_set_fortran_booleans records one
+ * call for a LOGICAL size the library does not know, and refuses the others. */
+static const struct {
+    const char *key;
+    MPI_Datatype type;
+} oxa_fortran_sizes[] = {
+    {"mpi_logical_size", MPI_LOGICAL},
+    {"mpi_integer_size", MPI_INTEGER},
+    {"mpi_real_size", MPI_REAL},
+    {"mpi_double_precision_size", MPI_DOUBLE_PRECISION},
+};
+
+static const struct {
+    const char *key;
+    MPI_Datatype type;
+} oxa_fortran_optional[] = {
+    {"mpi_logical1_supported", MPI_LOGICAL1},   {"mpi_logical2_supported", MPI_LOGICAL2},
+    {"mpi_logical4_supported", MPI_LOGICAL4},   {"mpi_logical8_supported", MPI_LOGICAL8},
+    {"mpi_logical16_supported", MPI_LOGICAL16}, {"mpi_integer1_supported", MPI_INTEGER1},
+    {"mpi_integer2_supported", MPI_INTEGER2},   {"mpi_integer4_supported", MPI_INTEGER4},
+    {"mpi_integer8_supported", MPI_INTEGER8},   {"mpi_integer16_supported", MPI_INTEGER16},
+    {"mpi_real2_supported", MPI_REAL2},         {"mpi_real4_supported", MPI_REAL4},
+    {"mpi_real8_supported", MPI_REAL8},         {"mpi_real16_supported", MPI_REAL16},
+    {"mpi_complex4_supported", MPI_COMPLEX4},   {"mpi_complex8_supported", MPI_COMPLEX8},
+    {"mpi_complex16_supported", MPI_COMPLEX16}, {"mpi_complex32_supported", MPI_COMPLEX32},
+    {"mpi_double_complex_supported", MPI_DOUBLE_COMPLEX},
+};
+
+/* The size of predefined type t in the library, 0 if the type is not supported. */
+static int oxa_fortran_size(MPI_Datatype t)
+{
+    int size = 0;
+    if (OXI_PMPI_Type_size(oxa_h2i((uintptr_t)t), &size) != 0 || size < 0)
+        return 0;
+    return size;
+}
+
+#define NSIZES (sizeof oxa_fortran_sizes / sizeof oxa_fortran_sizes[0])
+#define NOPTIONAL (sizeof oxa_fortran_optional / sizeof oxa_fortran_optional[0])
+
+/* The value the library has for Fortran-info key k (of the two tables), in buf. */
+static const char *oxa_fortran_value(size_t k, char *buf, size_t len)
+{
+    if (k < NSIZES) {
+        snprintf(buf, len, "%d", oxa_fortran_size(oxa_fortran_sizes[k].type));
+        return buf;
+    }
+    return oxa_fortran_size(oxa_fortran_optional[k - NSIZES].type) > 0 ? "true" : "false";
+}
+
+static const char *oxa_fortran_key(size_t k)
+{
+    return k < NSIZES ? oxa_fortran_sizes[k].key : oxa_fortran_optional[k - NSIZES].key;
+}
+
+int PMPI_Abi_get_fortran_info(MPI_Info *info)
+{
+    int h = 0, rc;
+    char buf[32];
+    if (!info)
+        return oxa_fail("MPI_Abi_get_fortran_info (info is NULL)", MPI_ERR_ARG);
+    rc = OXI_PMPI_Info_create(&h);
+    for (size_t k = 0; rc == 0 && k < NSIZES + NOPTIONAL; k++)
+        rc = OXI_PMPI_Info_set(h, oxa_fortran_key(k), oxa_fortran_value(k, buf, sizeof buf));
+    if (rc == 0)
+        *info = (MPI_Info)oxa_i2h_info(h);
+    return oxa_err_i2a(rc);
+}
+ALIAS(Abi_get_fortran_info)
+
+static pthread_mutex_t oxa_fortran_lock = PTHREAD_MUTEX_INITIALIZER;
+static int oxa_fortran_info_set;
+
+int PMPI_Abi_set_fortran_info(MPI_Info info)
+{
+    int h = oxa_h2i((uintptr_t)info), nkeys = 0, flag = 0, rc = 0, done;
+    char have[32], given[64], why[256] = "";
+    const char *mine;
+    if (info == MPI_INFO_NULL)
+        return oxa_fail("MPI_Abi_set_fortran_info (MPI_INFO_NULL)", MPI_ERR_INFO);
+    rc = OXI_PMPI_Info_get_nkeys(h, &nkeys);
+    if (rc != 0)
+        return oxa_err_i2a(rc);
+    pthread_mutex_lock(&oxa_fortran_lock);
+    done = oxa_fortran_info_set;
+    for (size_t k = 0; !done && rc == 0 && k < NSIZES + NOPTIONAL && !why[0]; k++) {
+        int vlen = (int)sizeof given - 1;
+        rc = OXI_PMPI_Info_get_string(h, oxa_fortran_key(k), &vlen, given, &flag);
+        if (rc != 0 || !flag)
+            continue;
+        mine = oxa_fortran_value(k, have, sizeof have);
+        if (k < NSIZES ? atoi(given) != atoi(mine) : strcmp(given, mine) != 0)
+            snprintf(why, sizeof why,
+                     "MPI_Abi_set_fortran_info (%s=%s, but this library's Fortran bindings have "
+                     "%s)",
+                     oxa_fortran_key(k), given, mine);
+    }
+    /* Only a call that is accepted counts as the one that set the properties. */
+    if (!done && rc == 0 && !why[0])
+        oxa_fortran_info_set = 1;
+    pthread_mutex_unlock(&oxa_fortran_lock);
+    if (done)
+        return oxa_fail("MPI_Abi_set_fortran_info (the Fortran properties were set by an earlier "
+                        "call)",
+                        MPI_ERR_ABI);
+    if (rc != 0)
+        return oxa_err_i2a(rc);
+    return why[0] ? oxa_fail(why, MPI_ERR_ABI) : MPI_SUCCESS;
+}
+ALIAS(Abi_set_fortran_info)
+
+/* Fortran booleans: the library's (1 and 0, in the LOGICAL kinds it supports) and one
+ * size the user may add. */
+static int oxa_bool_size;
+static unsigned char *oxa_bool_true, *oxa_bool_false;
+
+static int oxa_logical_known(int size)
+{
+    static const MPI_Datatype kinds[] = {MPI_LOGICAL1, MPI_LOGICAL2, MPI_LOGICAL4,
+                                         MPI_LOGICAL8, MPI_LOGICAL16};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (oxa_fortran_size(kinds[k]) == size)
+            return 1;
+    return 0;
+}
+
+static int oxa_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+int PMPI_Abi_get_fortran_booleans(int logical_size, void *logical_true, void *logical_false,
+                                  int *is_set)
+{
+    if (!oxa_power_of_two(logical_size))
+        return oxa_fail("MPI_Abi_get_fortran_booleans (logical_size is not a power of two)",
+                        MPI_ERR_ARG);
+    if (!logical_true || !logical_false || !is_set)
+        return oxa_fail("MPI_Abi_get_fortran_booleans (NULL argument)", MPI_ERR_ARG);
+    *is_set = 0;
+    if (oxa_logical_known(logical_size)) {
+        /* gfortran: .TRUE. is 1 and .FALSE. is 0 in every LOGICAL kind. */
+        unsigned char *t = logical_true;
+        memset(logical_true, 0, (size_t)logical_size);
+        memset(logical_false, 0, (size_t)logical_size);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        t[logical_size - 1] = 1;
+#else
+        t[0] = 1;
+#endif
+        *is_set = 1;
+        return MPI_SUCCESS;
+    }
+    pthread_mutex_lock(&oxa_fortran_lock);
+    if (oxa_bool_size == logical_size) {
+        memcpy(logical_true, oxa_bool_true, (size_t)logical_size);
+        memcpy(logical_false, oxa_bool_false, (size_t)logical_size);
+        *is_set = 1;
+    }
+    pthread_mutex_unlock(&oxa_fortran_lock);
+    return MPI_SUCCESS;
+}
+ALIAS(Abi_get_fortran_booleans)
+
+int PMPI_Abi_set_fortran_booleans(int logical_size, void *logical_true, void *logical_false)
+{
+    int rc = MPI_SUCCESS;
+    if (!oxa_power_of_two(logical_size))
+        return oxa_fail("MPI_Abi_set_fortran_booleans (logical_size is not a power of two)",
+                        MPI_ERR_ARG);
+    if (!logical_true || !logical_false)
+        return oxa_fail("MPI_Abi_set_fortran_booleans (NULL argument)", MPI_ERR_ARG);
+    if (oxa_logical_known(logical_size))
+        return oxa_fail("MPI_Abi_set_fortran_booleans (this library's Fortran bindings already "
+                        "set the booleans of that size)",
+                        MPI_ERR_ABI);
+    pthread_mutex_lock(&oxa_fortran_lock);
+    if (oxa_bool_size) {
+        rc = MPI_ERR_ABI;
+    } else {
+        oxa_bool_true = malloc((size_t)logical_size);
+        oxa_bool_false = malloc((size_t)logical_size);
+        if (!oxa_bool_true || !oxa_bool_false) {
+            free(oxa_bool_true);
+            free(oxa_bool_false);
+            oxa_bool_true = oxa_bool_false = NULL;
+            rc = MPI_ERR_NO_MEM;
+        } else {
+            memcpy(oxa_bool_true, logical_true, (size_t)logical_size);
+            memcpy(oxa_bool_false, logical_false, (size_t)logical_size);
+            oxa_bool_size = logical_size;
+        }
+    }
+    pthread_mutex_unlock(&oxa_fortran_lock);
+    if (rc == MPI_ERR_ABI)
+        return oxa_fail("MPI_Abi_set_fortran_booleans (set by an earlier call: only the first "
+                        "call counts)",
+                        MPI_ERR_ABI);
+    return rc == MPI_SUCCESS ? rc : oxa_fail("MPI_Abi_set_fortran_booleans", rc);
+}
+ALIAS(Abi_set_fortran_booleans)
+
 /* ---------------------------------------------------------------- toint / fromint */
 
 static int oxa_toint(uintptr_t h) { return h < 4096 ? (int)h : (int)(uint32_t)h; }
@@ -763,6 +968,81 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
     return PMPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request);
 }
 ALIAS(Comm_idup)
+
+/* ---------------------------------------------------------------- user data representations
+ *
+ * The MPICH side calls its conversion and extent callbacks with MPICH datatype handles and
+ * passes extra_state back: it gets trampolines and a record of the user's functions and
+ * extra state (kept for the process life: representations are never removed). */
+struct oxa_datarep {
+    void *read, *write; /* MPI_Datarep_conversion_function(_c)* or NULL */
+    MPI_Datarep_extent_function *extent;
+    void *extra;
+};
+
+static int datarep_extent(int dt, MPI_Aint *extent, void *st)
+{
+    struct oxa_datarep *r = st;
+    return oxa_err_a2i(r->extent((MPI_Datatype)oxa_i2h_datatype(dt), extent, r->extra));
+}
+
+#define DATAREP_CONV(name, field, CT, FT)                                                  \
+    static int name(void *userbuf, int dt, CT count, void *filebuf, MPI_Offset position,   \
+                    void *st)                                                              \
+    {                                                                                      \
+        struct oxa_datarep *r = st;                                                        \
+        return oxa_err_a2i(((FT *)r->field)(userbuf, (MPI_Datatype)oxa_i2h_datatype(dt),   \
+                                            count, filebuf, position, r->extra));          \
+    }
+DATAREP_CONV(datarep_read, read, int, MPI_Datarep_conversion_function)
+DATAREP_CONV(datarep_write, write, int, MPI_Datarep_conversion_function)
+DATAREP_CONV(datarep_read_c, read, MPI_Count, MPI_Datarep_conversion_function_c)
+DATAREP_CONV(datarep_write_c, write, MPI_Count, MPI_Datarep_conversion_function_c)
+
+static int register_datarep(const char *datarep, void *read, void *write,
+                            MPI_Datarep_extent_function *extent, void *extra, int large)
+{
+    int rc;
+    struct oxa_datarep *r = malloc(sizeof *r);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    r->read = read;
+    r->write = write;
+    r->extent = extent;
+    r->extra = extra;
+    /* NULL stays NULL (MPI_CONVERSION_FN_NULL; a NULL extent function is the library's
+     * MPI_ERR_ARG). */
+    if (large)
+        rc = OXI_PMPI_Register_datarep_c(datarep, read ? (void *)datarep_read_c : NULL,
+                                         write ? (void *)datarep_write_c : NULL,
+                                         extent ? (void *)datarep_extent : NULL, r);
+    else
+        rc = OXI_PMPI_Register_datarep(datarep, read ? (void *)datarep_read : NULL,
+                                       write ? (void *)datarep_write : NULL,
+                                       extent ? (void *)datarep_extent : NULL, r);
+    if (rc != 0)
+        free(r);
+    return oxa_err_i2a(rc);
+}
+
+int PMPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn,
+                          MPI_Datarep_conversion_function *write_conversion_fn,
+                          MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+{
+    return register_datarep(datarep, (void *)read_conversion_fn, (void *)write_conversion_fn,
+                            dtype_file_extent_fn, extra_state, 0);
+}
+ALIAS(Register_datarep)
+
+int PMPI_Register_datarep_c(const char *datarep,
+                            MPI_Datarep_conversion_function_c *read_conversion_fn,
+                            MPI_Datarep_conversion_function_c *write_conversion_fn,
+                            MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
+{
+    return register_datarep(datarep, (void *)read_conversion_fn, (void *)write_conversion_fn,
+                            dtype_file_extent_fn, extra_state, 1);
+}
+ALIAS(Register_datarep_c)
 
 /* ---------------------------------------------------------------- generalized requests */
 

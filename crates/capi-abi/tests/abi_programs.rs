@@ -312,6 +312,7 @@ fn mpi_4_1_programs_built_by_the_mpich_wheels_mpicc_run_on_our_libmpi() {
         ("session.c", 3, "session: all checks passed"),
         ("persist.c", 3, "persist: all checks passed"),
         ("part.c", 2, "part: all checks passed"),
+        ("std_datarep.c", 2, "std_datarep: all checks passed"),
     ] {
         let exe = wheel_build(&wrapper, name, &dir.0, &lib, "libmpi.so.12");
         let (text, err, code) = mpirun_with_libs(n, &exe, Some(&lib));
@@ -544,6 +545,31 @@ fn library_soname_exports_and_wrapper() {
     assert!(!d.contains("[libmpi.so.12]"), "{d}");
 }
 
+/// The Fortran side of the standard ABI (`MPI_Abi_get/set_fortran_info`,
+/// `MPI_Abi_get/set_fortran_booleans`), and no function of the standard ABI left
+/// unsupported in the build (`share/oxmpi/abi-unsupported.txt` is empty).
+#[test]
+fn fortran_abi_functions_and_no_unsupported_function() {
+    let dir = Scratch::new("fortran");
+    let exe = build(Build::Abi, "abi_fortran.c", &dir.0);
+    let (out, err, code) = mpirun(1, &exe);
+    assert_eq!(code, 0, "abi_fortran:\n{out}\n{err}");
+    for l in [
+        "abi_fortran: info: 23 keys, integer size 4, 19 of 19 optional types supported",
+        "abi_fortran: set_fortran_info: contradiction MPI_ERR_ABI, agreeing values accepted once, then MPI_ERR_ABI",
+        "abi_fortran: booleans: LOGICAL*4 1/0 set by the library; 32 bytes set once",
+        "abi_fortran: all checks passed",
+    ] {
+        assert!(out.lines().any(|x| x == l), "missing '{l}':\n{out}\n{err}");
+    }
+    let list = prefix().join("share/oxmpi/abi-unsupported.txt");
+    let text = std::fs::read_to_string(&list).expect("share/oxmpi/abi-unsupported.txt");
+    assert!(
+        text.trim().is_empty(),
+        "standard-ABI functions left unsupported:\n{text}"
+    );
+}
+
 #[test]
 fn generated_header_and_unimplemented_list_are_up_to_date() {
     for what in ["header", "unimplemented"] {
@@ -653,6 +679,14 @@ fn mpi4_additions_same_in_both_abis() {
 fn partitioned_communication_same_in_both_abis() {
     let out = same_in_both_abis("part.c", 2, "part: all checks passed");
     assert!(out.contains("part: a partition travels before the others are ready: ok"));
+}
+
+/// What the OSU micro-benchmarks' MPI-4 mode needs (persistent allreduce in timed loops,
+/// session mode, then the world model), in both ABIs.
+#[test]
+fn osu_style_persistent_and_session_mode_same_in_both_abis() {
+    let out = same_in_both_abis("osu_mpi4.c", 3, "osu_mpi4: all checks passed");
+    assert!(out.contains("osu_mpi4: session mode, 5 sessions, 6 sizes right: ok"));
 }
 
 #[test]

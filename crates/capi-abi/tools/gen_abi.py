@@ -823,8 +823,12 @@ def gen_unimplemented():
          "  `MPI_Type_get_contents` converts them;",
          "- user-defined operations and error handlers (comm, win, file, session) are limited to 64",
          "  distinct user functions of each kind per process (a fixed pool of trampolines);",
-         "- `MPI_Buffer_detach` & co. return `MPI_BUFFER_AUTOMATIC` unconverted.", "",
-         "| function | reason |", "|---|---|"]
+         "- `MPI_Buffer_detach` & co. return `MPI_BUFFER_AUTOMATIC` unconverted.", ""]
+    if not rows:
+        w.append("Functions without a conversion: none (every function of the MPI-5.0 "
+                 "standard ABI has one).")
+    else:
+        w += ["| function | reason |", "|---|---|"]
     for name, reason in rows:
         w.append(f"| `{name}` | {reason} |")
     return "\n".join(w) + "\n"

@@ -502,6 +502,11 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
     }
 }
 
+/// The name of predefined datatype `h` (`MPI_INT`, ...), if it is one.
+pub(crate) fn builtin_name(h: c_int) -> Option<&'static str> {
+    BUILTINS.iter().find(|&&(b, _)| b == h).map(|&(_, n)| n)
+}
+
 /// Alignment of a predefined type (MPICH's): the natural alignment of the C type, the
 /// component's for complex types, the largest member's for the pair types.
 fn named_alignment(h: c_int, size: usize) -> usize {

@@ -171,6 +171,18 @@ fn basic_seq(dt: &Datatype) -> MpiResult<Vec<Run>> {
     Ok(seq)
 }
 
+/// The distinct predefined types of `dt`'s type map (pairs such as `MPI_DOUBLE_INT` as
+/// their two members), in first-occurrence order.
+pub(crate) fn basic_types(dt: &Datatype) -> MpiResult<Vec<c_int>> {
+    let mut out: Vec<c_int> = Vec::new();
+    for (h, _) in basic_seq(dt)? {
+        if !out.contains(&h) {
+            out.push(h);
+        }
+    }
+    Ok(out)
+}
+
 /// The basic sequence of `dt` with each run's conversion, checked against the type size.
 fn plan(dt: &Datatype) -> MpiResult<Vec<(Conv, usize)>> {
     let seq = basic_seq(dt)?;

@@ -74,8 +74,7 @@ mpi_fn! {
     /// `MPI_Status_c2f`: the five status words.
     fn PMPI_Status_c2f / "MPI_Status_c2f" (c_status: *const MpiStatus, f_status: *mut c_int) {
         let s = inp(c_status, "c_status")?;
-        let f = slice_out(f_status, 5, "f_status")?;
-        f.copy_from_slice(&[s.count_lo, s.count_hi_and_cancelled, s.source, s.tag, s.error]);
+        slice_out(f_status, 5, "f_status")?.copy_from_slice(&status_words(&s));
         Ok(())
     }
 }
@@ -84,7 +83,64 @@ mpi_fn! {
     /// `MPI_Status_f2c`.
     fn PMPI_Status_f2c / "MPI_Status_f2c" (f_status: *const c_int, c_status: *mut MpiStatus) {
         let f = crate::ffi::slice_in(f_status, 5, "f_status")?;
-        out(c_status, MpiStatus { count_lo: f[0], count_hi_and_cancelled: f[1], source: f[2], tag: f[3], error: f[4] }, "c_status")
+        out(c_status, status_of_words(f), "c_status")
+    }
+}
+
+/// The five words of a C status (the Fortran and Fortran 2008 statuses have the same ones).
+fn status_words(s: &MpiStatus) -> [c_int; 5] {
+    [
+        s.count_lo,
+        s.count_hi_and_cancelled,
+        s.source,
+        s.tag,
+        s.error,
+    ]
+}
+
+/// The C status of five Fortran status words.
+fn status_of_words(f: &[c_int]) -> MpiStatus {
+    MpiStatus {
+        count_lo: f[0],
+        count_hi_and_cancelled: f[1],
+        source: f[2],
+        tag: f[3],
+        error: f[4],
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_c2f08`: `MPI_F08_status` holds the five status words.
+    fn PMPI_Status_c2f08 / "MPI_Status_c2f08" (c_status: *const MpiStatus, f08_status: *mut c_int) {
+        let s = inp(c_status, "c_status")?;
+        slice_out(f08_status, 5, "f08_status")?.copy_from_slice(&status_words(&s));
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_f082c`.
+    fn PMPI_Status_f082c / "MPI_Status_f082c" (f08_status: *const c_int, c_status: *mut MpiStatus) {
+        let f = crate::ffi::slice_in(f08_status, 5, "f08_status")?;
+        out(c_status, status_of_words(f), "c_status")
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_f082f` (the same five words).
+    fn PMPI_Status_f082f / "MPI_Status_f082f" (f08_status: *const c_int, f_status: *mut c_int) {
+        let f = crate::ffi::slice_in(f08_status, 5, "f08_status")?;
+        slice_out(f_status, 5, "f_status")?.copy_from_slice(f);
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_f2f08` (the same five words).
+    fn PMPI_Status_f2f08 / "MPI_Status_f2f08" (f_status: *const c_int, f08_status: *mut c_int) {
+        let f = crate::ffi::slice_in(f_status, 5, "f_status")?;
+        slice_out(f08_status, 5, "f08_status")?.copy_from_slice(f);
+        Ok(())
     }
 }
 

@@ -492,7 +492,7 @@ mpi_fn_c! {
         let (addr, sz) = b.unwrap_or((0, 0));
         out(buffer_addr, addr as *mut c_void, "buffer_addr")?;
         // The size attached through this form or the other: truncated if it does not fit.
-        out(size, Count::from_usize(sz).unwrap_or(Count::from_count(i32::MAX.into()).unwrap_or_default()), "size")
+        out(size, detached_size::<Count>(sz), "size")
     }
 }
 
@@ -509,9 +509,9 @@ fn flush_bsends() -> MpiResult<std::sync::MutexGuard<'static, crate::state::Stat
     }
 }
 
-/// `MPI_Comm_attach_buffer` and `MPI_Session_attach_buffer` (MPI 4.1): `owner` is the
-/// communicator or session handle, checked by the caller.
-fn attach_to(owner: c_int, buffer: *mut c_void, size: c_int) -> MpiResult {
+/// `MPI_Comm_attach_buffer` and `MPI_Session_attach_buffer` (MPI 4.1; both count forms):
+/// `owner` is the communicator or session handle, checked by the caller.
+fn attach_to(owner: c_int, buffer: *mut c_void, size: i64) -> MpiResult {
     if size < 0 {
         mpi_bail!(MPI_ERR_ARG, "negative buffer size {size}");
     }
@@ -528,8 +528,9 @@ fn attach_to(owner: c_int, buffer: *mut c_void, size: c_int) -> MpiResult {
 }
 
 /// `MPI_Comm_detach_buffer` and `MPI_Session_detach_buffer` (MPI 4.1): waits until the
-/// buffered messages are on their way. `buffer_addr` is a `void**` passed as `void*`.
-fn detach_from(owner: c_int, buffer_addr: *mut c_void, size: *mut c_int) -> MpiResult {
+/// buffered messages are on their way. `buffer_addr` is a `void**` passed as `void*`;
+/// returns the buffer's size.
+fn detach_from(owner: c_int, buffer_addr: *mut c_void) -> MpiResult<usize> {
     let Some((addr, sz)) = flush_bsends()?.bsend_buffers.remove(&owner) else {
         mpi_bail!(MPI_ERR_BUFFER, "no buffer is attached");
     };
@@ -538,7 +539,15 @@ fn detach_from(owner: c_int, buffer_addr: *mut c_void, size: *mut c_int) -> MpiR
         addr as *mut c_void,
         "buffer_addr",
     )?;
-    out(size, sz as c_int, "size")
+    Ok(sz)
+}
+
+/// A detached buffer's size in a detach form's count (truncated to the largest `int` if it
+/// was attached through the large-count form and does not fit).
+fn detached_size<C: CountArg + Default>(sz: usize) -> C {
+    C::from_usize(sz)
+        .or_else(|| C::from_count(i32::MAX.into()))
+        .unwrap_or_default()
 }
 
 /// The `iflush` forms: the flush is done when the call returns; the request is complete.
@@ -559,35 +568,37 @@ fn session(session: c_int) -> MpiResult {
     Ok(())
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Comm_attach_buffer` (MPI 4.1; `MPI_BUFFER_AUTOMATIC` allowed).
-    fn PMPI_Comm_attach_buffer / "MPI_Comm_attach_buffer" (comm: c_int, buffer: *mut c_void, size: c_int) {
+    fn PMPI_Comm_attach_buffer / "MPI_Comm_attach_buffer", PMPI_Comm_attach_buffer_c / "MPI_Comm_attach_buffer_c" (comm: c_int, buffer: *mut c_void, size: Count) {
         lock().comm(comm)?;
-        attach_to(comm, buffer, size).map_err(|e| e.on(comm))
+        attach_to(comm, buffer, size.into()).map_err(|e| e.on(comm))
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Comm_detach_buffer` (MPI 4.1).
-    fn PMPI_Comm_detach_buffer / "MPI_Comm_detach_buffer" (comm: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+    fn PMPI_Comm_detach_buffer / "MPI_Comm_detach_buffer", PMPI_Comm_detach_buffer_c / "MPI_Comm_detach_buffer_c" (comm: c_int, buffer_addr: *mut c_void, size: *mut Count) {
         lock().comm(comm)?;
-        detach_from(comm, buffer_addr, size).map_err(|e| e.on(comm))
+        let sz = detach_from(comm, buffer_addr).map_err(|e| e.on(comm))?;
+        out(size, detached_size::<Count>(sz), "size").map_err(|e| e.on(comm))
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Session_attach_buffer` (MPI 4.1).
-    fn PMPI_Session_attach_buffer / "MPI_Session_attach_buffer" (session_: c_int, buffer: *mut c_void, size: c_int) {
+    fn PMPI_Session_attach_buffer / "MPI_Session_attach_buffer", PMPI_Session_attach_buffer_c / "MPI_Session_attach_buffer_c" (session_: c_int, buffer: *mut c_void, size: Count) {
         session(session_)?;
-        attach_to(session_, buffer, size)
+        attach_to(session_, buffer, size.into())
     }
 }
 
-mpi_fn! {
+mpi_fn_c! {
     /// `MPI_Session_detach_buffer` (MPI 4.1).
-    fn PMPI_Session_detach_buffer / "MPI_Session_detach_buffer" (session_: c_int, buffer_addr: *mut c_void, size: *mut c_int) {
+    fn PMPI_Session_detach_buffer / "MPI_Session_detach_buffer", PMPI_Session_detach_buffer_c / "MPI_Session_detach_buffer_c" (session_: c_int, buffer_addr: *mut c_void, size: *mut Count) {
         session(session_)?;
-        detach_from(session_, buffer_addr, size)
+        let sz = detach_from(session_, buffer_addr)?;
+        out(size, detached_size::<Count>(sz), "size")
     }
 }
 

@@ -74,6 +74,79 @@ fn ours_and_mpich(name: &str, np: usize, last_line: &str) -> String {
     outs.remove(0)
 }
 
+/// The functions (`MPI_*`, `PMPI_*`) a shared library exports.
+fn exported_functions(lib: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .expect("run nm (binutils)");
+    assert!(out.status.success(), "nm {}", lib.display());
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<_> = l.split_whitespace().collect();
+            (f.len() == 3 && (f[1] == "T" || f[1] == "W")).then(|| f[2].to_string())
+        })
+        .filter(|n| n.starts_with("MPI_") || n.starts_with("PMPI_"))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Every function MPICH's `libmpi.so.12` exports (Debian's MPICH 4.0 `libmpich.so.12`, and
+/// MPICH 5.0.2's from the PyPI wheel, which has the MPI 4.1 functions) is exported by ours,
+/// so that binaries MPICH built load on our library. Left out: MPI 5.0's standard-ABI
+/// functions (`MPI_Abi_*`, `*_toint`/`*_fromint`), which are `libmpi_abi.so.1`'s (mpi4py
+/// takes a `libmpi.so.12` exporting `MPI_Abi_get_version` for a standard-ABI library), and
+/// the `MPIX_` extensions.
+#[test]
+fn every_function_mpichs_libmpi_exports_is_ours_too() {
+    let ours = exported_functions(&prefix().join("lib/libmpi.so.12"));
+    let cc = std::process::Command::new("cc")
+        .arg("-print-file-name=libmpich.so.12")
+        .output()
+        .expect("run cc -print-file-name");
+    let debian = std::path::PathBuf::from(String::from_utf8_lossy(&cc.stdout).trim());
+    assert!(
+        debian.is_absolute() && debian.exists(),
+        "Debian's libmpich.so.12 not found (scripts/deps.sh installs libmpich-dev)"
+    );
+    let venv = std::env::var_os("OXMPI_MPICH_WHEEL_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/venv-mpich")
+        });
+    let mut libs = vec![debian];
+    let wheel = venv.join("lib/libmpi.so.12");
+    if wheel.exists() {
+        libs.push(wheel);
+    } else {
+        eprintln!(
+            "SKIPPED (MPICH 5.0.2 half): the PyPI mpich wheel is not installed ({} is missing); \
+             tests/clients/mpich-wheel-env.sh (run by `cargo xtask test`) sets it up",
+            wheel.display()
+        );
+    }
+    let mpi5_abi = |n: &str| {
+        let n = n.trim_start_matches('P');
+        n.starts_with("MPI_Abi_") || n.ends_with("_toint") || n.ends_with("_fromint")
+    };
+    for lib in libs {
+        let missing: Vec<_> = exported_functions(&lib)
+            .into_iter()
+            .filter(|n| !mpi5_abi(n) && ours.binary_search(n).is_err())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{} exports {} functions our libmpi.so.12 lacks: {missing:?}",
+            lib.display(),
+            missing.len()
+        );
+    }
+}
+
 #[test]
 fn lastusedcode_is_at_least_err_lastcode() {
     both_abis("std_errcodes.c", 1, "std_errcodes: all checks passed");
@@ -176,6 +249,24 @@ fn file_views_zero_size_mismatch_and_external32() {
         "external32: 01 02 03 04 in the file, read back 0x1020304 -2",
     ] {
         assert!(out.contains(l), "missing '{l}':\n{out}");
+    }
+}
+
+/// User data representations (`MPI_Register_datarep(_c)`) in file views, in both ABIs and
+/// built by MPICH's `mpicc` (MPICH's `libmpi.so.12` exports the function too).
+#[test]
+fn user_data_representations_in_file_views() {
+    let last = "std_datarep: all checks passed";
+    let a = both_abis("std_datarep.c", 2, last);
+    let b = ours_and_mpich("std_datarep.c", 2, last);
+    assert_eq!(a, b, "std_datarep: output differs between the builds");
+    for l in [
+        "std_datarep: swap view: 01 02 03 04 in the file, read back 0x1020314 (conversions: write 2 calls, read 1)",
+        "std_datarep: MPI_Register_datarep_c: doubles byte-swapped in the file, read back 1.5 -2.25",
+        "std_datarep: MPI_CONVERSION_FN_NULL: native data",
+        "std_datarep: size-changing and undefined representations: MPI_ERR_UNSUPPORTED_DATAREP; failing conversion: MPI_ERR_CONVERSION",
+    ] {
+        assert!(a.lines().any(|x| x == l), "missing '{l}':\n{a}");
     }
 }
 

@@ -3,6 +3,7 @@
 //! calls, split collectives and seeks.
 
 use super::collective::{allgather_i64, bcast_i64};
+use super::datarep::Rep;
 use super::file::{os_err, FileObj, FileState};
 use super::two_phase;
 use crate::backend::EStatus;
@@ -47,12 +48,14 @@ pub(super) fn not_sequential(f: &FileObj) -> MpiResult {
 /// and the file segments it touches.
 struct Plan {
     dt: std::sync::Arc<crate::datatype::Datatype>,
+    /// The datatype's handle (what a user data representation's callbacks get).
+    dt_h: c_int,
     n: usize,
     nbytes: usize,
     at: At,
     start: i64,
     esize: u64,
-    external32: bool,
+    rep: Rep,
     atomic: bool,
     segs: Vec<(u64, u64)>,
 }
@@ -132,22 +135,28 @@ impl Plan {
         Ok(Plan {
             segs: s.view.map.segments(start as u64 * esize, nbytes as u64),
             dt,
+            dt_h: datatype,
             n,
             nbytes,
             at,
             start,
             esize,
-            external32: s.view.external32,
+            rep: s.view.rep.clone(),
             atomic: s.atomic,
         })
     }
 
     /// The bytes a write puts into the file, in segment order.
     fn pack(&self, buf: *mut c_void) -> MpiResult<Vec<u8>> {
+        if let Rep::User(u) = &self.rep {
+            if let Some(data) = u.convert_write(buf, &self.dt, self.dt_h, self.n)? {
+                return Ok(data);
+            }
+        }
         let mut data = Vec::with_capacity(self.nbytes);
         // SAFETY: `buf` holds `n` items of `dt` (MPI contract of the write calls).
         unsafe { pack_into(&self.dt, self.n, buf as *const u8, &mut data) };
-        if self.external32 {
+        if let Rep::External32 = self.rep {
             data = crate::external::file_to_external32(&self.dt, self.n, &data)?;
         }
         Ok(data)
@@ -155,7 +164,12 @@ impl Plan {
 
     /// Stores the `data` a read got into `buf`.
     fn unpack(&self, buf: *mut c_void, mut data: Vec<u8>) -> MpiResult {
-        let native = if self.external32 {
+        if let Rep::User(u) = &self.rep {
+            if u.convert_read(buf, &self.dt, self.dt_h, &mut data)? {
+                return Ok(());
+            }
+        }
+        let native = if let Rep::External32 = self.rep {
             crate::external::file_from_external32(&self.dt, &data)?
         } else {
             data.shrink_to_fit();

@@ -3,6 +3,7 @@
 //! its private communicator.
 
 use super::collective::{allgather_i64, bcast_i64};
+use super::datarep::Rep;
 use super::sharedfp::{shared_ptr, SharedPtr};
 use super::view::ViewMap;
 use crate::consts::*;
@@ -33,8 +34,8 @@ pub(super) struct View {
     pub(super) map: ViewMap,
     /// Size of the etype in bytes (view positions count etypes).
     pub(super) esize: u64,
-    /// The data representation is `"external32"` (else `"native"`).
-    pub(super) external32: bool,
+    /// The data representation.
+    pub(super) rep: Rep,
 }
 
 /// Mutable per-handle state.
@@ -267,7 +268,7 @@ fn default_view() -> MpiResult<View> {
         ftype_h: MPI_BYTE,
         map: ViewMap::bytes(0),
         esize: 1,
-        external32: false,
+        rep: Rep::Native,
     })
 }
 

@@ -10,8 +10,9 @@
 //!   buffers are packed/unpacked with the datatype engine, view positions become file
 //!   segments. Views take the `"native"` (also as `"internal"`) and `"external32"` data
 //!   representations (external32: the data converted by `external`, for datatypes whose
-//!   external32 size is their native size); `MPI_Register_datarep` records names, so
-//!   duplicates fail as the standard says.
+//!   external32 size is their native size) and those registered with
+//!   `MPI_Register_datarep(_c)` (`datarep`: the user's conversion callbacks, for
+//!   representations that keep each predefined type's size).
 //! * The shared file pointer is a counter held by rank 0 of the file's group
 //!   (`crate::rma::Counter`: the ranks of rank 0's node update it directly, ranks on other
 //!   nodes with messages served by rank 0's one-sided progress thread), so ranks that share
@@ -30,12 +31,13 @@
 //!
 //! Layout: this file holds the entry points (`PMPI_File_*`) and the error routing to the
 //! file's handler (`OnFile`); `file` the handle table, the file object and opening;
-//! `view` the file view; `access` reads and writes through it; `sharedfp` the shared file
+//! `view` the file view; `datarep` the data representations; `access` reads and writes through it; `sharedfp` the shared file
 //! pointer; `collective` the collectives on the file's private communicator (through
 //! `comm::Internal`, never the exported `MPI_*` functions); `two_phase` collective access.
 
 mod access;
 mod collective;
+mod datarep;
 mod file;
 mod sharedfp;
 mod two_phase;
@@ -59,7 +61,7 @@ use file::{
 pub use file::{file_c2f, file_f2c};
 use std::ffi::{c_char, c_int, c_void};
 use std::os::fd::AsFd;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use view::ViewMap;
 
 /// `MPI_DISPLACEMENT_CURRENT` of `mpi.h` (for `MPI_File_set_view` in sequential mode).
@@ -331,12 +333,22 @@ mpi_fn! {
 
 /// The extent in the file of `datatype` (the `"native"` representation: its extent).
 fn file_type_extent(fh: FileH, datatype: c_int) -> MpiResult<isize> {
-    get(fh)?;
-    Ok(lock().dtype(datatype)?.extent())
+    let f = get(fh)?;
+    let dt = lock().dtype(datatype)?;
+    let rep = f.state().view.rep.clone();
+    if let datarep::Rep::User(u) = rep {
+        // A predefined type's file extent is what the representation says; a derived
+        // type keeps its native geometry (checked to be the file's).
+        if dt.predefined && crate::external::basic_types(&dt)? == [datatype] {
+            return u.file_extent(datatype);
+        }
+        u.check(&dt)?;
+    }
+    Ok(dt.extent())
 }
 
 mpi_fn! {
-    /// `MPI_File_get_type_extent` (the `"native"` representation: the datatype's extent).
+    /// `MPI_File_get_type_extent` (the datatype's extent in the view's data representation).
     fn PMPI_File_get_type_extent / "MPI_File_get_type_extent" [OnFile(fh as usize)] (fh: FileH, datatype: c_int, extent: *mut isize) {
         out(extent, file_type_extent(fh, datatype)?, "extent")
     }
@@ -386,19 +398,21 @@ fn new_view(
     datarep: *const c_char,
     info: c_int,
 ) -> MpiResult<(View, Vec<(String, String)>)> {
-    let rep = crate::ffi::read_cstr(datarep, "datarep")?;
-    let external32 = match rep.as_str() {
-        "native" | "internal" => false,
-        "external32" => true,
-        _ => mpi_bail!(
+    let name = crate::ffi::read_cstr(datarep, "datarep")?;
+    let Some(rep) = datarep::Rep::named(&name) else {
+        mpi_bail!(
             MPI_ERR_UNSUPPORTED_DATAREP,
-            "data representation \"{rep}\" is not supported (\"native\", \"internal\" or \"external32\")"
-        ),
+            "data representation \"{name}\" is not defined (\"native\", \"internal\", \"external32\" or one registered with MPI_Register_datarep)"
+        );
     };
     let (et, ft) = {
         let st = lock();
         (st.dtype_committed(etype)?, st.dtype_committed(filetype)?)
     };
+    if let datarep::Rep::User(u) = &rep {
+        u.check(&et)?;
+        u.check(&ft)?;
+    }
     // A filetype must be made of etypes (MPI 3.1 §13.3: MPI_ERR_IO otherwise).
     if et.size == 0 {
         mpi_bail!(MPI_ERR_IO, "the etype holds no data");
@@ -443,7 +457,7 @@ fn new_view(
         ftype_h: filetype,
         map,
         esize,
-        external32,
+        rep,
     };
     Ok((view, new_info))
 }
@@ -463,8 +477,7 @@ mpi_fn! {
         out(disp, v.disp, "disp")?;
         out(etype, handle(&v.etype, v.etype_h), "etype")?;
         out(filetype, handle(&v.ftype, v.ftype_h), "filetype")?;
-        let rep = if v.external32 { "external32" } else { "native" };
-        crate::ffi::copy_cstr(datarep, MPI_MAX_DATAREP_STRING as usize, rep)?;
+        crate::ffi::copy_cstr(datarep, MPI_MAX_DATAREP_STRING as usize, v.rep.name())?;
         Ok(())
     }
 }
@@ -483,28 +496,20 @@ mpi_fn! {
     }
 }
 
-/// Names registered with `MPI_Register_datarep`.
-static DATAREPS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
 mpi_fn_c! {
     /// `MPI_Register_datarep` (and `MPI_Register_datarep_c`, whose conversion functions take
-    /// `MPI_Count` counts; neither is ever called): the name is recorded (a second registration fails with
-    /// `MPI_ERR_DUP_DATAREP`); views accept only `"native"`, so a file view using the new
-    /// representation fails with `MPI_ERR_UNSUPPORTED_DATAREP`.
-    fn PMPI_Register_datarep / "MPI_Register_datarep", PMPI_Register_datarep_c / "MPI_Register_datarep_c" [OnFile(0)] (datarep: *const c_char, _read_conversion_fn: *mut c_void, _write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, _extra_state: *mut c_void) {
+    /// `MPI_Count` counts): a data representation for file views, converted by the user's
+    /// callbacks (`datarep`); a name already defined fails with `MPI_ERR_DUP_DATAREP`.
+    fn PMPI_Register_datarep / "MPI_Register_datarep", PMPI_Register_datarep_c / "MPI_Register_datarep_c" [OnFile(0)] (datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void) {
         let name = crate::ffi::read_cstr(datarep, "datarep")?;
-        if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
-            mpi_bail!(MPI_ERR_ARG, "data representation name of {} bytes", name.len());
-        }
-        if dtype_file_extent_fn.is_null() {
-            mpi_bail!(MPI_ERR_ARG, "NULL dtype_file_extent_fn");
-        }
-        let mut reps = DATAREPS.lock().unwrap_or_else(|p| p.into_inner());
-        if ["native", "internal", "external32"].contains(&name.as_str()) || reps.contains(&name) {
-            mpi_bail!(MPI_ERR_DUP_DATAREP, "data representation \"{name}\" is already defined");
-        }
-        reps.push(name);
-        Ok(())
+        datarep::register(
+            name,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+            <Count as crate::ffi::CountArg>::LARGE,
+        )
     }
 }
 

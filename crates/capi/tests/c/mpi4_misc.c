@@ -90,6 +90,18 @@ static void status_fields(void) {
     CHECK(v == 77);
     CHECK_RC(MPI_Status_get_error(&st, &v));
     CHECK(v == MPI_ERR_TAG);
+#ifndef MPI_ABI_VERSION /* Fortran interop: not in the standard ABI */
+    /* The Fortran 2008 status conversions (in MPICH's mpi.h and libmpi.so.12). */
+    MPI_F08_status f08, f08b;
+    MPI_Fint fs[5];
+    MPI_Status back;
+    CHECK_RC(MPI_Status_c2f08(&st, &f08));
+    CHECK(f08.MPI_SOURCE == 5 && f08.MPI_TAG == 77 && f08.MPI_ERROR == MPI_ERR_TAG);
+    CHECK_RC(MPI_Status_f082f(&f08, fs));
+    CHECK_RC(MPI_Status_f2f08(fs, &f08b));
+    CHECK_RC(MPI_Status_f082c(&f08b, &back));
+    CHECK(memcmp(&back, &st, sizeof st) == 0);
+#endif
     say("status_set/get_source/tag/error");
 }
 
@@ -213,6 +225,13 @@ static void buffers(void) {
 #ifndef MPI_ABI_VERSION /* the standard ABI returns it unconverted (a known gap) */
     CHECK(addr == MPI_BUFFER_AUTOMATIC);
 #endif
+    /* The large-count forms (MPI 4.1). */
+    MPI_Count csz = 0;
+    CHECK_RC(MPI_Comm_attach_buffer_c(c, mem, (MPI_Count)sizeof mem));
+    CHECK_RC(MPI_Bsend(&x, 1, MPI_INT, right, 3, c));
+    CHECK_RC(MPI_Recv(&y, 1, MPI_INT, left, 3, c, MPI_STATUS_IGNORE));
+    CHECK_RC(MPI_Comm_detach_buffer_c(c, &addr, &csz));
+    CHECK(addr == mem && csz == (MPI_Count)sizeof mem);
     CHECK_RC(MPI_Comm_free(&c));
     /* A session's buffer. */
     MPI_Session s;
@@ -223,6 +242,9 @@ static void buffers(void) {
     CHECK_RC(MPI_Wait(&r, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_Session_detach_buffer(s, &addr, &sz));
     CHECK(addr == mem && sz == (int)sizeof mem);
+    CHECK_RC(MPI_Session_attach_buffer_c(s, mem, (MPI_Count)sizeof mem));
+    CHECK_RC(MPI_Session_detach_buffer_c(s, &addr, &csz));
+    CHECK(addr == mem && csz == (MPI_Count)sizeof mem);
 #ifndef MPI_ABI_VERSION /* the standard ABI has MPI_Session_toint/fromint instead */
     CHECK(MPI_Session_f2c(MPI_Session_c2f(s)) == s);
 #endif
