@@ -3,8 +3,9 @@
 //! of different jobs, and the name service (`MPI_Publish_name`, `MPI_Lookup_name`,
 //! `MPI_Unpublish_name`); the parents' and children's halves of `MPI_Comm_spawn` ([`crate::spawn`]).
 //!
-//! A port is a TCP listener of the process that opened it, and its name says where it
-//! listens and holds a random token: `oxmpi-port:<job>:<world rank>:<id>:<host>:<addresses>:
+//! A port is a TCP port of the process that opened it (one listener on each address its
+//! name offers, and on loopback; never on 0.0.0.0), and its name says where it listens and
+//! holds a random token: `oxmpi-port:<job>:<world rank>:<id>:<host>:<addresses>:
 //! <tcp port>:<token>` (addresses `a.b.c.d+...`). The connecting group's root connects to it
 //! and sends a hello (token, its job and its group's world ranks); the accepting root takes
 //! the first hello with the right token and answers with its own group. Both roots then
@@ -53,9 +54,10 @@ const HELLO_WAIT: Duration = Duration::from_secs(10);
 /// Largest frame on a connection socket (cards of large groups fit).
 const FRAME_MAX: usize = 64 << 20;
 
-/// An open port: its listener and token.
+/// An open port: its listeners (one per address its name offers, and loopback; all
+/// non-blocking, on one TCP port) and token.
 struct Port {
-    listener: Arc<TcpListener>,
+    listeners: Arc<Vec<TcpListener>>,
     token: u64,
 }
 
@@ -186,17 +188,24 @@ fn open_port() -> MpiResult<PortName> {
             "no more ports (2^20 per process)",
         ));
     }
-    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-        .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: cannot listen: {e}")))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?
-        .port();
-    let addrs = oxmpi_base::net::interfaces()
+    let mut addrs: Vec<Ipv4Addr> = oxmpi_base::net::interfaces()
         .into_iter()
         .map(|i| i.addr)
         .filter(|a| !a.is_loopback())
         .collect();
+    let mut seen = std::collections::HashSet::new();
+    addrs.retain(|a| seen.insert(*a));
+    // The port listens on the addresses its name offers (and loopback, for this host),
+    // not on every address of the host.
+    let mut bind = addrs.clone();
+    bind.push(Ipv4Addr::LOCALHOST);
+    let cannot = |e: std::io::Error| {
+        MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: cannot listen: {e}"))
+    };
+    let (listeners, port) = oxmpi_base::net::listen_on(&bind, 0).map_err(cannot)?;
+    for l in &listeners {
+        l.set_nonblocking(true).map_err(cannot)?;
+    }
     let name = PortName {
         job: job_key(),
         rank: lock().world_rank(),
@@ -208,7 +217,7 @@ fn open_port() -> MpiResult<PortName> {
             .map_err(|e| MpiError::new(MPI_ERR_PORT, format!("MPI_Open_port: {e}")))?,
     };
     let p = Port {
-        listener: Arc::new(listener),
+        listeners: Arc::new(listeners),
         token: name.token,
     };
     OPEN_PORTS
@@ -218,14 +227,14 @@ fn open_port() -> MpiResult<PortName> {
     Ok(name)
 }
 
-/// The listener and token of port `name` if this process opened it and it is open.
-fn own_port(name: &PortName) -> Option<(Arc<TcpListener>, u64)> {
+/// The listeners and token of port `name` if this process opened it and it is open.
+fn own_port(name: &PortName) -> Option<(Arc<Vec<TcpListener>>, u64)> {
     if name.job != job_key() || name.rank != lock().world_rank() {
         return None;
     }
     let ports = OPEN_PORTS.lock().unwrap_or_else(|e| e.into_inner());
     let p = ports.get(&name.id).filter(|p| p.token == name.token)?;
-    Some((p.listener.clone(), p.token))
+    Some((p.listeners.clone(), p.token))
 }
 
 mpi_fn! {
@@ -366,13 +375,13 @@ fn parse_hello(b: &[u8]) -> Option<(u64, String, Vec<i32>)> {
 /// The accepting root: takes connections on the port until one sends a hello with the
 /// port's token, answers it with our group; returns the connection and the other group.
 fn accept_root(
-    listener: &TcpListener,
+    listeners: &[TcpListener],
     token: u64,
     ours: &[u8],
 ) -> MpiResult<(Conn, String, Vec<i32>)> {
     let err = |e: std::io::Error| MpiError::new(MPI_ERR_PORT, format!("MPI_Comm_accept: {e}"));
     loop {
-        let (mut s, from) = listener.accept().map_err(err)?;
+        let (mut s, from) = accept_any(listeners).map_err(err)?;
         let _ = s.set_read_timeout(Some(HELLO_WAIT));
         let Ok(theirs) = recv_frame(&mut s) else {
             continue;
@@ -396,6 +405,25 @@ fn accept_root(
             // A stranger or a stale connect: closed, and we keep accepting.
             _ => continue,
         }
+    }
+}
+
+/// The next connection on any of a port's (non-blocking) listeners, as a blocking socket.
+fn accept_any(listeners: &[TcpListener]) -> std::io::Result<(TcpStream, SocketAddr)> {
+    use std::os::fd::AsFd;
+    loop {
+        for l in listeners {
+            match l.accept() {
+                Ok((s, from)) => {
+                    s.set_nonblocking(false)?;
+                    return Ok((s, from));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let fds: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
+        crate::sys::wait_any_readable(&fds)?;
     }
 }
 

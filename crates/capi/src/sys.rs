@@ -84,6 +84,30 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// `poll` on `fds` for `POLLIN` until one of them is readable (or has an error or hang-up:
+/// the next call on it reports that); retried on `EINTR`.
+pub(crate) fn wait_any_readable(fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    loop {
+        // SAFETY: `p` holds p.len() valid pollfds for the duration of the call.
+        let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, -1) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// `poll(fd, events)` for up to `timeout`: whether `fd` became ready (`POLLIN`: readable,
 /// `POLLOUT`: writable; an error or hang-up counts as ready, the next call reports it);
 /// retried on `EINTR` with the time left.
