@@ -643,6 +643,9 @@ impl<'a> Head<'a> {
             ending.exit_code()
         );
         self.ending = Some(ending);
+        if let Some(r) = self.remotes.as_mut() {
+            r.hold_fences();
+        }
         self.signal_all(sig);
         self.teardown_kill_at = Some(Instant::now() + KILL_GRACE);
         self.give_up_at = Some(Instant::now() + KILL_GRACE + self.plan.teardown_timeout);

@@ -361,6 +361,10 @@ pub struct Remotes {
     events: Vec<RemoteEvent>,
     /// Released fences for the head's own daemons: (job, epoch, pairs).
     released: Vec<Released>,
+    /// The job is ending: no fence is released any more (a daemon that leaves because its
+    /// ranks were ended would otherwise release the others' fence without the pairs of
+    /// the rank that failed, and each of them would fail on its own and report it).
+    holding: bool,
     /// Pipes carrying mpirun's stdin for remote ranks: (node index in `nodes`, rank, read
     /// end until end of file).
     stdin: Vec<(usize, usize, Option<OwnedFd>)>,
@@ -533,6 +537,7 @@ impl Remotes {
             job_fences: BTreeMap::new(),
             events: Vec::new(),
             released: Vec::new(),
+            holding: false,
             stdin: Vec::new(),
             connect_timeout: timeouts.connect,
             agent: agent.clone(),
@@ -1047,7 +1052,16 @@ impl Remotes {
         self.release(released);
     }
 
+    /// The job is ending: from now on no fence is released, so ranks still waiting in one
+    /// stay there until they are ended.
+    pub fn hold_fences(&mut self) {
+        self.holding = true;
+    }
+
     fn release(&mut self, released: Vec<(u64, Vec<(String, String)>)>) {
+        if self.holding {
+            return;
+        }
         for (epoch, puts) in released {
             verbose!(
                 crate::streams::PMI,
@@ -1078,6 +1092,9 @@ impl Remotes {
     }
 
     fn release_job(&mut self, job: u32, released: Vec<(u64, Vec<(String, String)>)>) {
+        if self.holding {
+            return;
+        }
         for (epoch, puts) in released {
             verbose!(
                 crate::streams::PMI,
