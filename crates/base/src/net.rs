@@ -15,6 +15,13 @@ use std::time::Duration;
 pub const DEFAULT_IF_EXCLUDE: &str =
     "127.0.0.0/8,docker*,virbr*,br-*,lxcbr*,lxdbr*,cni*,flannel*,cali*,vmnet*,vboxnet*,podman*";
 
+/// The host's usable interfaces: those that are up, except [`DEFAULT_IF_EXCLUDE`] (what
+/// `mpirun` offers its daemons and its name server listens on).
+pub fn usable() -> Vec<Iface> {
+    let exclude: Vec<String> = DEFAULT_IF_EXCLUDE.split(',').map(str::to_string).collect();
+    select(&interfaces(), &[], &exclude)
+}
+
 /// One IPv4 address of an interface that is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Iface {

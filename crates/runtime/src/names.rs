@@ -23,15 +23,10 @@ impl NameServer {
     /// this host; on every address if there is no usable interface. Its URI names this host,
     /// those addresses, the port and a fresh token.
     pub fn bind(port: u16) -> Result<NameServer, String> {
-        let exclude: Vec<String> = oxmpi_base::net::DEFAULT_IF_EXCLUDE
-            .split(',')
-            .map(str::to_string)
+        let addrs: Vec<Ipv4Addr> = oxmpi_base::net::usable()
+            .into_iter()
+            .map(|i| i.addr)
             .collect();
-        let addrs: Vec<Ipv4Addr> =
-            oxmpi_base::net::select(&oxmpi_base::net::interfaces(), &[], &exclude)
-                .into_iter()
-                .map(|i| i.addr)
-                .collect();
         let mut ips = addrs.clone();
         if !ips.is_empty() {
             ips.push(Ipv4Addr::LOCALHOST);

@@ -393,11 +393,7 @@ pub type Released = (u32, u64, Vec<(String, String)>);
 /// ([`oxmpi_base::net::DEFAULT_IF_EXCLUDE`]), as `addr/prefix+...` (each daemon tries the
 /// ones on its own subnets first); the host name if there is none.
 fn head_addresses() -> String {
-    let exclude: Vec<String> = oxmpi_base::net::DEFAULT_IF_EXCLUDE
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let mine = oxmpi_base::net::select(&oxmpi_base::net::interfaces(), &[], &exclude);
+    let mine = oxmpi_base::net::usable();
     if mine.is_empty() {
         return oxmpi_base::output::hostname().to_string();
     }
