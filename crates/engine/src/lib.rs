@@ -261,6 +261,13 @@ pub use btl::ofi::link::osc::{osc as ofi_osc, Osc as OfiOsc, OscError as OfiOscE
 /// The libfabric providers the `ofi` transport could use here (for `oxmpi-info`).
 #[cfg(not(loom))]
 pub use btl::ofi::providers as ofi_providers;
+/// The element types, operations and kinds of the `ofi` transport's atomics (libfabric's
+/// `enum fi_datatype`, `enum fi_op`; for the C library's `osc` component `ofi`).
+#[cfg(not(loom))]
+pub use btl::ofi::{
+    fabric::AtomicKind as OfiAtomicKind,
+    fi::{AtomicOp as OfiAtomicOp, AtomicType as OfiAtomicType},
+};
 /// The `sm` transport's cooperative single copy (public for its loom model test).
 #[cfg(not(loom))]
 pub use btl::sm::coop;

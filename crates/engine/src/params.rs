@@ -183,6 +183,7 @@ mod tests {
                 "btl_ofi_link_timeout",
                 "btl_ofi_tagged",
                 "btl_ofi_rma",
+                "btl_ofi_atomic",
                 "btl_ofi_connect_timeout",
                 "btl_ofi_mr_cache_size",
                 "btl_ofi_mr_cache_pinned",

@@ -31,7 +31,7 @@
 //! routing to the window's handler (`OnWin`); `window` the segment, its control blocks,
 //! the window table and creation; `ops` put, get and the accumulate family; `sync`
 //! locks, flush and PSCW; `pt2pt` (operations as messages) and `ofi` (puts and gets over
-//! libfabric's RMA) the components for peers on other nodes. Collectives run on the window's private communicator through
+//! libfabric's RMA, accumulates as its atomics where the window agreed on them) the components for peers on other nodes. Collectives run on the window's private communicator through
 //! `comm::Internal`, never through the exported `MPI_*` functions.
 
 mod mem;
@@ -301,14 +301,8 @@ mpi_fn! {
                 std::slice::from_raw_parts(compare_addr.cast::<u8>(), n).to_vec(),
             )
         };
-        let inner = &a.inner;
-        let r = if inner.targets[t].remote {
-            inner.check(t, &[(a.start, n)])?;
-            inner.net()?.cas(t, a.start, &cmp, &new)
-        } else {
-            inner.cas_at(t, a.start, &cmp, &new)
-        };
-        let cur = r?;
+        let basic = dt.basic.unwrap_or(datatype);
+        let cur = ops::cas_to(&a.inner, t, basic, a.start, &cmp, &new)?;
         // SAFETY: the result buffer holds one element (n bytes).
         unsafe { std::ptr::copy_nonoverlapping(cur.as_ptr(), result_addr.cast::<u8>(), n) };
         Ok(())
@@ -777,11 +771,7 @@ impl Counter {
         };
         let rs = [(0isize, 8usize)];
         let data = v.to_ne_bytes();
-        let old = if self.inner.targets[0].remote {
-            self.inner.net()?.accumulate(0, acc, &rs, &data, true)?
-        } else {
-            self.inner.accumulate_at(0, acc, &rs, &data, true)?
-        };
+        let old = ops::accumulate_to(&self.inner, 0, acc, &rs, &data, true)?;
         match old.as_deref().and_then(|b| b.get(..8)) {
             Some(b) => Ok(i64::from_ne_bytes(b.try_into().unwrap_or_default())),
             None => Err(MpiError::new(

@@ -253,19 +253,63 @@ pub(super) fn do_accumulate(
         basic,
         bsize: bsize as u32,
     };
-    let inner = &a.inner;
-    let fetch = res.is_some();
-    let r = if inner.targets[t].remote {
-        inner.check(t, &rs)?;
-        inner.net()?.accumulate(t, acc, &rs, &data, fetch)
-    } else {
-        inner.accumulate_at(t, acc, &rs, &data, fetch)
-    };
+    let r = accumulate_to(&a.inner, t, acc, &rs, &data, res.is_some());
     if let (Some(old), Some((buf, rn, rdt))) = (r?, res) {
         // SAFETY: the result buffer holds `rn` items of its datatype.
         unsafe { unpack_from(&rdt, rn, buf.cast(), &old) };
     }
     Ok(())
+}
+
+/// The accumulate family on `rs` of target `t` by the window's path for its type: the
+/// provider's atomics where the window runs that type natively (`rma/ofi`), else messages
+/// for a target reached with messages, else directly under the target's accumulate
+/// mutex. `Some(old bytes)` when `fetch`.
+pub(super) fn accumulate_to(
+    inner: &Inner,
+    t: usize,
+    acc: AccOp,
+    rs: &[(isize, usize)],
+    data: &[u8],
+    fetch: bool,
+) -> MpiResult<Option<Vec<u8>>> {
+    if let Some(r) = inner
+        .rdma
+        .as_ref()
+        .filter(|r| r.native(acc.basic).is_some())
+    {
+        inner.check(t, rs)?;
+        return r.accumulate(t, acc, rs, data, fetch);
+    }
+    if inner.targets[t].remote {
+        inner.check(t, rs)?;
+        inner.net()?.accumulate(t, acc, rs, data, fetch)
+    } else {
+        inner.accumulate_at(t, acc, rs, data, fetch)
+    }
+}
+
+/// Compare-and-swap of one element of predefined type `basic` at byte `off` of target
+/// `t`, by the window's path for the type (as [`accumulate_to`]): the old bytes.
+pub(super) fn cas_to(
+    inner: &Inner,
+    t: usize,
+    basic: c_int,
+    off: isize,
+    cmp: &[u8],
+    new: &[u8],
+) -> MpiResult<Vec<u8>> {
+    let rs = [(off, cmp.len())];
+    if let Some(r) = inner.rdma.as_ref().filter(|r| r.native(basic).is_some()) {
+        inner.check(t, &rs)?;
+        return r.cas(t, basic, off, cmp, new);
+    }
+    if inner.targets[t].remote {
+        inner.check(t, &rs)?;
+        inner.net()?.cas(t, off, cmp, new)
+    } else {
+        inner.cas_at(t, off, cmp, new)
+    }
 }
 
 /// A request that is already complete (the operation finished at the origin).

@@ -26,6 +26,83 @@ const RMA: u64 = fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
 /// endpoints' registered memory, for one-sided operations ([`Fabric::rma_write`]).
 const RMA_WRITE: u64 = fi::FI_WRITE | fi::FI_REMOTE_WRITE;
 
+/// What it asks for on top of [`RMA_WRITE`] where the provider has it and atomics are
+/// wanted: atomic operations on other endpoints' registered memory, for the one-sided
+/// accumulates ([`Fabric::atomic_write`]).
+const ATOMIC: u64 = fi::FI_ATOMIC;
+
+/// Providers whose atomics are not used, from libfabric 1.17 running `rma_atomics.c`
+/// (every rank, the target itself among them, running atomics on one target at once),
+/// which `tcp;ofi_rxm` passes: `shm` got wrong values (a fetch returned another field's
+/// bytes, byte-wise `FI_BAND` left zeros) and hung; `ofi_rxd` (`udp;ofi_rxd`) crashed
+/// with `SIGSEGV` inside the provider's progress (`fi_cq_read`) in every run on a loaded
+/// machine, though each kind of operation alone passed.
+const ATOMICS_WRONG: [&str; 2] = ["shm", "ofi_rxd"];
+
+/// Whether provider `prov`'s atomics may serve MPI accumulates ([`ATOMICS_WRONG`]).
+pub(crate) fn atomics_trusted(prov: &str) -> bool {
+    !prov
+        .split(';')
+        .any(|p| ATOMICS_WRONG.iter().any(|w| p.eq_ignore_ascii_case(w)))
+}
+
+/// What the transport asks beyond messages: reads of remote memory (`rma`), and with them
+/// writes and atomics (`atomic`) where the provider has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Want {
+    /// `FI_RMA` reads (and writes where offered).
+    pub rma: bool,
+    /// `FI_ATOMIC` too.
+    pub atomic: bool,
+}
+
+/// The memory registration modes the hints accept: local registration, virtual
+/// addresses, registered memory only, provider keys, and registrations bound to an
+/// endpoint (`cxi`). Not `FI_MR_RAW`, `FI_MR_HMEM`, `FI_MR_RMA_EVENT` or
+/// `FI_MR_MMU_NOTIFY`: a provider that needs those is not offered.
+pub(crate) const MR_MODES: c_int = fi::FI_MR_LOCAL
+    | fi::FI_MR_VIRT_ADDR
+    | fi::FI_MR_ALLOCATED
+    | fi::FI_MR_PROV_KEY
+    | fi::FI_MR_ENDPOINT;
+
+/// What the chosen provider's `mr_mode` asks of the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct MrModes {
+    /// Local buffers must be registered (`FI_MR_LOCAL`).
+    pub local: bool,
+    /// Remote addresses are virtual addresses, else offsets (`FI_MR_VIRT_ADDR`).
+    pub virt: bool,
+    /// The provider picks the keys (`FI_MR_PROV_KEY`).
+    pub prov_key: bool,
+    /// Each registration is bound to the endpoint and enabled before use
+    /// (`FI_MR_ENDPOINT`: `fi_mr_bind`, `fi_mr_enable`).
+    pub endpoint: bool,
+}
+
+impl MrModes {
+    /// The modes of `mr_mode` as `fi_getinfo` returned it.
+    pub(crate) fn of(mr_mode: c_int) -> MrModes {
+        MrModes {
+            local: mr_mode & fi::FI_MR_LOCAL != 0,
+            virt: mr_mode & fi::FI_MR_VIRT_ADDR != 0,
+            prov_key: mr_mode & fi::FI_MR_PROV_KEY != 0,
+            endpoint: mr_mode & fi::FI_MR_ENDPOINT != 0,
+        }
+    }
+}
+
+/// Which atomic operation a validity query is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicKind {
+    /// `fi_atomic` (no result).
+    Write,
+    /// `fi_fetch_atomic` (the previous value comes back).
+    Fetch,
+    /// `fi_compare_atomic`.
+    Compare,
+}
+
 /// Whether provider `prov` (as `fi_info` names it, e.g. `tcp;ofi_rxm`) matches `spec`: the
 /// whole name or one of its `;`-separated parts, ignoring case.
 pub(crate) fn provider_matches(spec: &str, prov: &str) -> bool {
@@ -107,8 +184,7 @@ fn getinfo(lib: &Lib, caps: u64) -> Result<*mut fi::fi_info, String> {
         let d = &mut *(*hints).domain_attr;
         d.av_type = fi::FI_AV_TABLE;
         d.threading = fi::FI_THREAD_DOMAIN;
-        d.mr_mode =
-            fi::FI_MR_LOCAL | fi::FI_MR_VIRT_ADDR | fi::FI_MR_ALLOCATED | fi::FI_MR_PROV_KEY;
+        d.mr_mode = MR_MODES;
     }
     let mut list = null_mut();
     // SAFETY: valid hints; list receives a list we free later.
@@ -193,6 +269,13 @@ pub(crate) struct Fabric {
     pub rma: bool,
     /// It also writes it ([`Fabric::rma_write`]).
     pub rma_write: bool,
+    /// And runs atomic operations on it ([`Fabric::atomic_write`]).
+    pub atomic: bool,
+    /// Atomics to one target apply in the order issued, and those that read see the
+    /// earlier writes (`FI_ORDER_ATOMIC_RAW` and `_WAW`).
+    pub atomic_ordered: bool,
+    /// Registrations are bound to the endpoint and enabled (`FI_MR_ENDPOINT`).
+    pub mr_endpoint: bool,
     /// Records travel as tagged messages; else as plain ones (`FI_MSG`) into receives
     /// directed at their source, in send order (`FI_ORDER_SAS`).
     pub tagged: bool,
@@ -249,7 +332,7 @@ impl Fabric {
         ranks: usize,
         hardware_only: bool,
         tagged: bool,
-        rma: bool,
+        want: Want,
     ) -> Result<Fabric, String> {
         // Tagged messages if wanted and an allowed provider has them, else plain ones.
         let mut caps = if tagged { CAPS } else { CAPS_MSG };
@@ -282,6 +365,9 @@ impl Fabric {
             manual_progress: false,
             rma: false,
             rma_write: false,
+            atomic: false,
+            atomic_ordered: false,
+            mr_endpoint: false,
             tagged: caps == CAPS,
             mr_virt: false,
             mr_prov_key: false,
@@ -327,9 +413,12 @@ impl Fabric {
         f.prov = names[k].clone();
         f.offer = offers[j].clone();
         f.iface = on;
-        // The same provider and offer with reads and writes of remote memory, or reads
-        // only, if it has them.
-        for extra in [RMA | RMA_WRITE, RMA].into_iter().filter(|_| rma) {
+        // The same provider and offer with reads, writes and atomics of remote memory,
+        // reads and writes, or reads only, if it has them.
+        let extras = [RMA | RMA_WRITE | ATOMIC, RMA | RMA_WRITE, RMA];
+        let atomic = want.atomic && atomics_trusted(&f.prov);
+        let wanted = |x: &u64| want.rma && (atomic || x & ATOMIC == 0);
+        for extra in extras.into_iter().filter(wanted) {
             let Ok(rlist) = getinfo(lib, caps | extra) else {
                 continue;
             };
@@ -343,6 +432,7 @@ impl Fabric {
                     f.info = rnodes[i];
                     f.rma = true;
                     f.rma_write = extra & fi::FI_WRITE != 0;
+                    f.atomic = extra & ATOMIC != 0;
                     break;
                 }
                 // SAFETY: the list from fi_getinfo, not used after this.
@@ -355,12 +445,16 @@ impl Fabric {
         // wrapper would.
         unsafe {
             let info = &*f.info;
-            f.mr_local = (*info.domain_attr).mr_mode & fi::FI_MR_LOCAL != 0;
+            let modes = MrModes::of((*info.domain_attr).mr_mode);
+            f.mr_local = modes.local;
+            f.mr_endpoint = modes.endpoint;
+            let order = fi::FI_ORDER_ATOMIC_RAW | fi::FI_ORDER_ATOMIC_WAW;
+            f.atomic_ordered = (*info.tx_attr).msg_order & order == order;
             f.max_msg = (*info.ep_attr).max_msg_size;
             f.inject = (*info.tx_attr).inject_size;
             f.manual_progress = (*info.domain_attr).data_progress == fi::FI_PROGRESS_MANUAL;
-            f.mr_virt = (*info.domain_attr).mr_mode & fi::FI_MR_VIRT_ADDR != 0;
-            f.mr_prov_key = (*info.domain_attr).mr_mode & fi::FI_MR_PROV_KEY != 0;
+            f.mr_virt = modes.virt;
+            f.mr_prov_key = modes.prov_key;
             f.tag_bits = tag_bits((*info.ep_attr).mem_tag_format);
             f.ordered = (*info.tx_attr).msg_order & fi::FI_ORDER_SAS != 0
                 && (*info.rx_attr).msg_order & fi::FI_ORDER_SAS != 0;
@@ -515,9 +609,36 @@ impl Fabric {
             )
         };
         check(self.lib, "fi_mr_reg", ret)?;
-        // SAFETY: a registration libfabric just returned.
+        if self.mr_endpoint {
+            if let Err(e) = self.bind_to_endpoint(mr) {
+                // SAFETY: the registration just made, used by nobody.
+                unsafe { ((*(*mr).fid.ops).close)(&mut (*mr).fid) };
+                return Err(e);
+            }
+        }
+        // SAFETY: a registration libfabric just returned (enabled, where it must be).
         let (desc, key) = unsafe { ((*mr).mem_desc, (*mr).key) };
         Ok(Mr { mr, desc, key })
+    }
+
+    /// `FI_MR_ENDPOINT`: binds registration `mr` to our endpoint (`fi_mr_bind`) and
+    /// enables it (`fi_mr_enable`), after which its key is valid.
+    fn bind_to_endpoint(&mut self, mr: *mut fi::fid_mr) -> Result<(), String> {
+        // SAFETY: a registration of this domain and our enabled endpoint; each call goes
+        // through the registration's generic ops table, as the header's inline wrappers do.
+        unsafe {
+            let ops = &*(*mr).fid.ops;
+            check(
+                self.lib,
+                "fi_mr_bind",
+                (ops.bind)(&mut (*mr).fid, &mut (*self.ep).fid, 0),
+            )?;
+            check(
+                self.lib,
+                "fi_mr_enable",
+                (ops.control)(&mut (*mr).fid, fi::FI_ENABLE, null_mut()),
+            )
+        }
     }
 
     /// Closes a registration of [`Fabric::register_user`].
@@ -591,6 +712,143 @@ impl Fabric {
                 &msg,
                 fi::FI_COMPLETION | fi::FI_DELIVERY_COMPLETE,
             )
+        }
+    }
+
+    /// The most elements one atomic operation of `kind` with `op` on `dt` takes, if the
+    /// provider runs it (`fi_atomicvalid`, `fi_fetch_atomicvalid`,
+    /// `fi_compare_atomicvalid`); `None` without `FI_ATOMIC`.
+    pub(crate) fn atomic_valid(
+        &self,
+        kind: AtomicKind,
+        dt: fi::AtomicType,
+        op: fi::AtomicOp,
+    ) -> Option<usize> {
+        if !self.atomic || self.ep.is_null() {
+            return None;
+        }
+        let mut count = 0usize;
+        // SAFETY: an enabled endpoint opened with FI_ATOMIC; count is writable.
+        let ret = unsafe {
+            let ops = &*(*self.ep).atomic;
+            let f = match kind {
+                AtomicKind::Write => ops.writevalid,
+                AtomicKind::Fetch => ops.readwritevalid,
+                AtomicKind::Compare => ops.compwritevalid,
+            };
+            f(self.ep, dt as c_int, op as c_int, &mut count)
+        };
+        (ret == 0 && count > 0).then_some(count)
+    }
+
+    /// Starts `op` of the `count` elements of `dt` at `buf` into `dest`'s memory
+    /// registered under `key` at `addr`, completing once applied there
+    /// (`FI_DELIVERY_COMPLETE`); the raw return code.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn atomic_write(
+        &self,
+        buf: *const u8,
+        count: usize,
+        desc: *mut c_void,
+        dest: fi::FiAddr,
+        addr: u64,
+        key: u64,
+        dt: fi::AtomicType,
+        op: fi::AtomicOp,
+        ctx: *mut c_void,
+    ) -> isize {
+        let ioc = fi::fi_ioc {
+            addr: buf as *mut c_void,
+            count,
+        };
+        let rma = fi::fi_rma_ioc { addr, count, key };
+        let mut desc = desc;
+        let msg = fi::fi_msg_atomic {
+            msg_iov: &ioc,
+            desc: &mut desc,
+            iov_count: 1,
+            addr: dest,
+            rma_iov: &rma,
+            rma_iov_count: 1,
+            datatype: dt as c_int,
+            op: op as c_int,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: an enabled endpoint opened with FI_ATOMIC; the message and its vectors
+        // live during the call (the provider copies them); the caller's promise for the
+        // buffer and context.
+        unsafe {
+            ((*(*self.ep).atomic).writemsg)(
+                self.ep,
+                &msg,
+                fi::FI_COMPLETION | fi::FI_DELIVERY_COMPLETE,
+            )
+        }
+    }
+
+    /// Starts `op` of the `count` elements of `dt` at `buf` (with `compare`: a
+    /// compare-and-swap against the elements there) into `dest`'s memory registered under
+    /// `key` at `addr`, the previous elements coming back into `result`; the raw return
+    /// code. `descs`: the local descriptors of `buf`, `compare` and `result`.
+    ///
+    /// # Safety
+    /// `buf`, `compare`, `result` (with their descriptors) and `ctx` must stay valid until
+    /// the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn atomic_fetch(
+        &self,
+        buf: *const u8,
+        compare: Option<*const u8>,
+        result: *mut u8,
+        count: usize,
+        descs: [*mut c_void; 3],
+        dest: fi::FiAddr,
+        addr: u64,
+        key: u64,
+        dt: fi::AtomicType,
+        op: fi::AtomicOp,
+        ctx: *mut c_void,
+    ) -> isize {
+        // SAFETY: an enabled endpoint opened with FI_ATOMIC; the caller's promise for the
+        // buffers and the context.
+        unsafe {
+            let ops = &*(*self.ep).atomic;
+            match compare {
+                None => (ops.readwrite)(
+                    self.ep,
+                    buf.cast(),
+                    count,
+                    descs[0],
+                    result.cast(),
+                    descs[2],
+                    dest,
+                    addr,
+                    key,
+                    dt as c_int,
+                    op as c_int,
+                    ctx,
+                ),
+                Some(cmp) => (ops.compwrite)(
+                    self.ep,
+                    buf.cast(),
+                    count,
+                    descs[0],
+                    cmp.cast(),
+                    descs[1],
+                    result.cast(),
+                    descs[2],
+                    dest,
+                    addr,
+                    key,
+                    dt as c_int,
+                    op as c_int,
+                    ctx,
+                ),
+            }
         }
     }
 
@@ -840,7 +1098,52 @@ mod tests {
         for p in ["verbs;ofi_rxm", "efa", "cxi", "psm3", "opx"] {
             assert!(!software(p), "{p}");
         }
+        assert!(!atomics_trusted("shm") && !atomics_trusted("SHM"));
+        assert!(!atomics_trusted("udp;ofi_rxd"));
+        for p in ["tcp;ofi_rxm", "verbs;ofi_rxm", "cxi", "efa"] {
+            assert!(atomics_trusted(p), "{p}");
+        }
         assert_eq!(provider_field("tcp;ofi_rxm"), "tcp+ofi_rxm");
+    }
+
+    /// The hints accept cxi's endpoint-bound registrations next to the other modes we
+    /// handle (and nothing we do not), and the read-back says what each mode asks.
+    #[test]
+    fn mr_modes_in_the_hints_and_read_back() {
+        for m in [
+            fi::FI_MR_LOCAL,
+            fi::FI_MR_VIRT_ADDR,
+            fi::FI_MR_ALLOCATED,
+            fi::FI_MR_PROV_KEY,
+            fi::FI_MR_ENDPOINT,
+        ] {
+            assert_ne!(MR_MODES & m, 0, "{m:#x} offered");
+        }
+        // FI_MR_RAW, FI_MR_MMU_NOTIFY, FI_MR_RMA_EVENT, FI_MR_HMEM: not handled, not offered.
+        for bit in [3, 7, 8, 10] {
+            assert_eq!(MR_MODES & (1 << bit), 0, "bit {bit} not offered");
+        }
+        // cxi's modes (FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR):
+        // registrations bound to the endpoint, provider keys, virtual addresses.
+        let cxi = MrModes::of(
+            fi::FI_MR_ENDPOINT | fi::FI_MR_ALLOCATED | fi::FI_MR_PROV_KEY | fi::FI_MR_VIRT_ADDR,
+        );
+        assert_eq!(
+            cxi,
+            MrModes {
+                local: false,
+                virt: true,
+                prov_key: true,
+                endpoint: true
+            }
+        );
+        // verbs: local registration, no endpoint binding.
+        let verbs = MrModes::of(
+            fi::FI_MR_LOCAL | fi::FI_MR_VIRT_ADDR | fi::FI_MR_ALLOCATED | fi::FI_MR_PROV_KEY,
+        );
+        assert!(verbs.local && verbs.virt && verbs.prov_key && !verbs.endpoint);
+        // The software providers here: none of it (offsets into the registration).
+        assert_eq!(MrModes::of(0), MrModes::default());
     }
 
     #[test]

@@ -29,6 +29,12 @@ pub(crate) const FI_TAGGED: u64 = 1 << 3;
 pub(crate) const FI_RMA: u64 = 1 << 2;
 /// `FI_MSG`.
 pub(crate) const FI_MSG: u64 = 1 << 1;
+/// `FI_ATOMIC`: atomic operations on other endpoints' registered memory.
+pub(crate) const FI_ATOMIC: u64 = 1 << 4;
+/// `FI_ORDER_ATOMIC_RAW`: an atomic that reads sees the atomics written before it.
+pub(crate) const FI_ORDER_ATOMIC_RAW: u64 = 1 << 37;
+/// `FI_ORDER_ATOMIC_WAW`: atomic writes to one target apply in the order issued.
+pub(crate) const FI_ORDER_ATOMIC_WAW: u64 = 1 << 39;
 /// `FI_DIRECTED_RECV`: a receive may name the only source it takes.
 pub(crate) const FI_DIRECTED_RECV: u64 = 1 << 59;
 /// `FI_ORDER_SAS`: messages of one sender match receives in the order sent.
@@ -61,6 +67,9 @@ pub(crate) const FI_MR_VIRT_ADDR: c_int = 1 << 4;
 pub(crate) const FI_MR_ALLOCATED: c_int = 1 << 5;
 /// `FI_MR_PROV_KEY`.
 pub(crate) const FI_MR_PROV_KEY: c_int = 1 << 6;
+/// `FI_MR_ENDPOINT`: registrations belong to an endpoint (`fi_mr_bind`, `fi_mr_enable`;
+/// HPE Slingshot's `cxi`).
+pub(crate) const FI_MR_ENDPOINT: c_int = 1 << 9;
 /// `FI_ADDR_UNSPEC`.
 pub(crate) const FI_ADDR_UNSPEC: FiAddr = u64::MAX;
 /// `FI_PEEK`: a receive that only looks for a matching message (a probe).
@@ -504,6 +513,166 @@ pub(crate) struct fi_msg_tagged {
     pub data: u64,
 }
 
+/// `struct fi_ioc`: a local buffer of `count` atomic elements.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct fi_ioc {
+    pub addr: *mut c_void,
+    pub count: usize,
+}
+
+/// `struct fi_rma_ioc`: `count` atomic elements of registered remote memory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct fi_rma_ioc {
+    pub addr: u64,
+    pub count: usize,
+    pub key: u64,
+}
+
+/// `struct fi_msg_atomic`: the description of one `fi_atomicmsg`.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct fi_msg_atomic {
+    pub msg_iov: *const fi_ioc,
+    pub desc: *mut *mut c_void,
+    pub iov_count: usize,
+    pub addr: FiAddr,
+    pub rma_iov: *const fi_rma_ioc,
+    pub rma_iov_count: usize,
+    pub datatype: c_int,
+    pub op: c_int,
+    pub context: *mut c_void,
+    pub data: u64,
+}
+
+/// `fi_ops_atomic`'s `readwrite` (`fi_fetch_atomic`).
+type AtomicReadWrite = unsafe extern "C" fn(
+    *mut fid_ep,
+    *const c_void,
+    usize,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    FiAddr,
+    u64,
+    u64,
+    c_int,
+    c_int,
+    *mut c_void,
+) -> isize;
+
+/// `fi_ops_atomic`'s `compwrite` (`fi_compare_atomic`).
+type AtomicCompWrite = unsafe extern "C" fn(
+    *mut fid_ep,
+    *const c_void,
+    usize,
+    *mut c_void,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    FiAddr,
+    u64,
+    u64,
+    c_int,
+    c_int,
+    *mut c_void,
+) -> isize;
+
+/// `fi_ops_atomic`'s `writevalid`, `readwritevalid` and `compwritevalid`
+/// (`fi_atomicvalid`, `fi_fetch_atomicvalid`, `fi_compare_atomicvalid`).
+type AtomicValid = unsafe extern "C" fn(*mut fid_ep, c_int, c_int, *mut usize) -> c_int;
+
+/// `struct fi_ops_atomic` (up to `compwritevalid`).
+#[repr(C)]
+pub(crate) struct fi_ops_atomic {
+    pub size: usize,
+    pub write: *mut c_void,
+    pub writev: *mut c_void,
+    pub writemsg: unsafe extern "C" fn(*mut fid_ep, *const fi_msg_atomic, u64) -> isize,
+    pub inject: *mut c_void,
+    pub readwrite: AtomicReadWrite,
+    pub readwritev: *mut c_void,
+    pub readwritemsg: *mut c_void,
+    pub compwrite: AtomicCompWrite,
+    pub compwritev: *mut c_void,
+    pub compwritemsg: *mut c_void,
+    pub writevalid: AtomicValid,
+    pub readwritevalid: AtomicValid,
+    pub compwritevalid: AtomicValid,
+}
+
+/// `enum fi_datatype`: the element types of atomic operations we use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum AtomicType {
+    /// `FI_INT8`.
+    I8 = 0,
+    /// `FI_UINT8`.
+    U8 = 1,
+    /// `FI_INT16`.
+    I16 = 2,
+    /// `FI_UINT16`.
+    U16 = 3,
+    /// `FI_INT32`.
+    I32 = 4,
+    /// `FI_UINT32`.
+    U32 = 5,
+    /// `FI_INT64`.
+    I64 = 6,
+    /// `FI_UINT64`.
+    U64 = 7,
+    /// `FI_FLOAT`.
+    F32 = 8,
+    /// `FI_DOUBLE`.
+    F64 = 9,
+}
+
+impl AtomicType {
+    /// Bytes of one element.
+    pub fn size(self) -> usize {
+        match self {
+            AtomicType::I8 | AtomicType::U8 => 1,
+            AtomicType::I16 | AtomicType::U16 => 2,
+            AtomicType::I32 | AtomicType::U32 | AtomicType::F32 => 4,
+            AtomicType::I64 | AtomicType::U64 | AtomicType::F64 => 8,
+        }
+    }
+}
+
+/// `enum fi_op`: the atomic operations we use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum AtomicOp {
+    /// `FI_MIN`.
+    Min = 0,
+    /// `FI_MAX`.
+    Max = 1,
+    /// `FI_SUM`.
+    Sum = 2,
+    /// `FI_PROD`.
+    Prod = 3,
+    /// `FI_LOR`.
+    Lor = 4,
+    /// `FI_LAND`.
+    Land = 5,
+    /// `FI_BOR`.
+    Bor = 6,
+    /// `FI_BAND`.
+    Band = 7,
+    /// `FI_LXOR`.
+    Lxor = 8,
+    /// `FI_BXOR`.
+    Bxor = 9,
+    /// `FI_ATOMIC_READ`.
+    Read = 10,
+    /// `FI_ATOMIC_WRITE`.
+    Write = 11,
+    /// `FI_CSWAP`.
+    Cswap = 12,
+}
+
 /// `struct fi_ops_ep` (up to `cancel`).
 #[repr(C)]
 pub(crate) struct fi_ops_ep {
@@ -520,7 +689,7 @@ pub(crate) struct fid_ep {
     pub msg: *mut fi_ops_msg,
     pub rma: *mut fi_ops_rma,
     pub tagged: *mut fi_ops_tagged,
-    pub atomic: *mut c_void,
+    pub atomic: *mut fi_ops_atomic,
     pub collective: *mut c_void,
 }
 
@@ -769,11 +938,57 @@ mod tests {
             ("FI_REMOTE_READ", FI_REMOTE_READ as usize),
             ("FI_MR_LOCAL", FI_MR_LOCAL as usize),
             ("FI_VERSION(1, 17)", API_VERSION as usize),
+            ("FI_ATOMIC", FI_ATOMIC as usize),
+            ("FI_ORDER_ATOMIC_RAW", FI_ORDER_ATOMIC_RAW as usize),
+            ("FI_ORDER_ATOMIC_WAW", FI_ORDER_ATOMIC_WAW as usize),
+            ("FI_MR_ENDPOINT", FI_MR_ENDPOINT as usize),
+            ("FI_MR_ALLOCATED", FI_MR_ALLOCATED as usize),
+            ("FI_MR_PROV_KEY", FI_MR_PROV_KEY as usize),
+            ("FI_MR_VIRT_ADDR", FI_MR_VIRT_ADDR as usize),
+            off!(fid_ep, atomic),
+            size!(fi_ioc),
+            off!(fi_ioc, count),
+            size!(fi_rma_ioc),
+            off!(fi_rma_ioc, key),
+            size!(fi_msg_atomic),
+            off!(fi_msg_atomic, rma_iov),
+            off!(fi_msg_atomic, datatype),
+            off!(fi_msg_atomic, op),
+            off!(fi_msg_atomic, context),
+            off!(fi_ops_atomic, writemsg),
+            off!(fi_ops_atomic, readwrite),
+            off!(fi_ops_atomic, compwrite),
+            off!(fi_ops_atomic, writevalid),
+            off!(fi_ops_atomic, readwritevalid),
+            off!(fi_ops_atomic, compwritevalid),
+            ("FI_INT8", AtomicType::I8 as usize),
+            ("FI_UINT8", AtomicType::U8 as usize),
+            ("FI_INT16", AtomicType::I16 as usize),
+            ("FI_UINT16", AtomicType::U16 as usize),
+            ("FI_INT32", AtomicType::I32 as usize),
+            ("FI_UINT32", AtomicType::U32 as usize),
+            ("FI_INT64", AtomicType::I64 as usize),
+            ("FI_UINT64", AtomicType::U64 as usize),
+            ("FI_FLOAT", AtomicType::F32 as usize),
+            ("FI_DOUBLE", AtomicType::F64 as usize),
+            ("FI_MIN", AtomicOp::Min as usize),
+            ("FI_MAX", AtomicOp::Max as usize),
+            ("FI_SUM", AtomicOp::Sum as usize),
+            ("FI_PROD", AtomicOp::Prod as usize),
+            ("FI_LOR", AtomicOp::Lor as usize),
+            ("FI_LAND", AtomicOp::Land as usize),
+            ("FI_BOR", AtomicOp::Bor as usize),
+            ("FI_BAND", AtomicOp::Band as usize),
+            ("FI_LXOR", AtomicOp::Lxor as usize),
+            ("FI_BXOR", AtomicOp::Bxor as usize),
+            ("FI_ATOMIC_READ", AtomicOp::Read as usize),
+            ("FI_ATOMIC_WRITE", AtomicOp::Write as usize),
+            ("FI_CSWAP", AtomicOp::Cswap as usize),
         ];
         let mut c = String::from(
             "#include <stdio.h>\n#include <stddef.h>\n#include <rdma/fabric.h>\n\
              #include <rdma/fi_domain.h>\n#include <rdma/fi_endpoint.h>\n\
-             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_rma.h>\n#include <rdma/fi_eq.h>\n\
+             #include <rdma/fi_cm.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_rma.h>\n#include <rdma/fi_atomic.h>\n#include <rdma/fi_eq.h>\n\
              #include <rdma/fi_errno.h>\nint main(void) {\n",
         );
         for (expr, _) in &checks {

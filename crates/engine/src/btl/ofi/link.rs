@@ -1243,7 +1243,11 @@ mod tests {
                 return;
             }
         };
-        let fab = match Fabric::open(lib, &["tcp".to_string()], &[], 2, false, true, false) {
+        let no_rma = crate::btl::ofi::fabric::Want {
+            rma: false,
+            atomic: false,
+        };
+        let fab = match Fabric::open(lib, &["tcp".to_string()], &[], 2, false, true, no_rma) {
             Ok(f) => f,
             Err(e) => {
                 eprintln!("SKIPPED: no tcp provider ({e}); scripts/deps.sh installs libfabric1");

@@ -173,9 +173,12 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(l) => l,
         Err(e) => return off(format!("libfabric not available ({e})")),
     };
-    let (tagged, rma) = (
+    let (tagged, want) = (
         oxmpi_base::params::flag(&params::TAGGED),
-        oxmpi_base::params::flag(&params::RMA),
+        fabric::Want {
+            rma: oxmpi_base::params::flag(&params::RMA),
+            atomic: oxmpi_base::params::flag(&params::ATOMIC),
+        },
     );
     let hardware_only = !named() && !want_cm;
     let fab = match Fabric::open(
@@ -185,7 +188,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         job.size(),
         hardware_only,
         tagged || want_cm,
-        rma,
+        want,
     ) {
         Ok(f) => f,
         Err(e) => return off(e),

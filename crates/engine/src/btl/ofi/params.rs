@@ -135,6 +135,20 @@ pub(crate) static RMA: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_atomic`.
+pub(crate) static ATOMIC: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "atomic",
+    ParamType::Bool,
+    "true",
+    "Ask the provider for atomic operations on remote memory (FI_ATOMIC, with btl_ofi_rma) \
+     so that windows reached over ofi (osc ofi) run MPI accumulates, fetch-and-op and \
+     compare-and-swap as network atomics where every rank agrees the provider has them for \
+     a datatype; false: accumulates go as active messages (osc pt2pt)",
+)
+.level(5);
+
 /// `btl_ofi_mr_cache_size`.
 pub(crate) static MR_CACHE_SIZE: ParamDecl = ParamDecl::new(
     "btl",
@@ -171,7 +185,7 @@ pub(crate) static MR_CACHE_PINNED: ParamDecl = ParamDecl::new(
 .level(5);
 
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 12] = [
+pub(crate) static PARAMS: [ParamDecl; 13] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -181,6 +195,7 @@ pub(crate) static PARAMS: [ParamDecl; 12] = [
     LINK_TIMEOUT,
     TAGGED,
     RMA,
+    ATOMIC,
     CONNECT_TIMEOUT,
     MR_CACHE_SIZE,
     MR_CACHE_PINNED,

@@ -18,6 +18,8 @@ pub(super) struct Flight {
     pub(super) data: Vec<u8>,
     /// The local registration of its buffer (`FI_MR_LOCAL` providers).
     pub(super) mr: Option<Mr>,
+    /// Further local registrations (the result buffer of a fetching atomic).
+    pub(super) more: Vec<Mr>,
 }
 
 /// A slab of [`Flight`]s: indices are reused once their operation is taken out.
@@ -46,6 +48,7 @@ impl Flights {
             },
             data,
             mr: None,
+            more: Vec::new(),
         });
         let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
         self.slots[idx] = Some(f);
@@ -75,7 +78,11 @@ impl Flights {
         self.slots
             .iter_mut()
             .flatten()
-            .filter_map(|f| f.mr.take())
+            .flat_map(|f| {
+                let mut v: Vec<Mr> = f.mr.take().into_iter().collect();
+                v.append(&mut f.more);
+                v
+            })
             .collect()
     }
 

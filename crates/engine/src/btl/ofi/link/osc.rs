@@ -6,14 +6,22 @@
 //! through the endpoint's one completion queue with everything else ([`Net::progress`]),
 //! so a target on a manual-progress provider (`tcp;ofi_rxm`) serves our operations while
 //! anything polls its engine (its window's progress thread does).
+//!
+//! Atomics (`FI_ATOMIC`, where the provider has it): [`Osc::atomic`] (`fi_atomicmsg` with
+//! `FI_DELIVERY_COMPLETE`, counted like puts) and [`Osc::fetch_atomic`]
+//! (`fi_fetch_atomic`, `fi_compare_atomic`, waited for). An atomic may target this rank's
+//! own memory: the endpoint's own address goes into the address vector for it
+//! ([`Osc::reaches_self`]), so that the process's accumulates to itself are the
+//! provider's too (the caller decides which accumulates take this path, see the C
+//! library's `rma/ofi`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use super::flight::Flights;
 use super::{lock, LinkError, Net};
-use crate::btl::ofi::fabric::Mr;
-use crate::btl::ofi::fi;
+use crate::btl::ofi::fabric::{AtomicKind, Mr};
+use crate::btl::ofi::fi::{self, AtomicOp, AtomicType};
 
 /// [`super::Op::kind`] of a one-sided operation.
 pub(super) const OSC: u8 = 4;
@@ -28,6 +36,9 @@ pub(super) struct Ops {
     failed: HashMap<usize, (bool, String)>,
     /// Window memory registered for peers, by its base address.
     exposed: HashMap<usize, Mr>,
+    /// Our own endpoint's address in the address vector, for atomics on our own memory
+    /// (`Err`: inserting it failed, with the message).
+    own: Option<Result<fi::FiAddr, String>>,
 }
 
 /// Why a one-sided operation failed.
@@ -83,6 +94,107 @@ impl Osc {
             .peers
             .get(rank)
             .is_some_and(|p| p.as_ref().is_some_and(|q| q.err.is_none()))
+    }
+
+    /// Whether atomics can target this rank's own memory (its own address inserted in the
+    /// address vector); the reason if not.
+    pub fn reaches_self(&self) -> Result<(), String> {
+        let mut n = lock(&self.net);
+        let me = n.me;
+        n.dest(me).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// The provider's name.
+    pub fn provider(&self) -> String {
+        lock(&self.net).fab.prov.clone()
+    }
+
+    /// Whether the provider runs atomics at all (`FI_ATOMIC` offered and asked for).
+    pub fn atomics(&self) -> bool {
+        lock(&self.net).fab.atomic
+    }
+
+    /// The most elements of `dt` one atomic of `kind` with `op` takes, if the provider
+    /// runs it.
+    pub fn atomic_valid(&self, kind: AtomicKind, dt: AtomicType, op: AtomicOp) -> Option<usize> {
+        lock(&self.net).fab.atomic_valid(kind, dt, op)
+    }
+
+    /// Applies `op` with the elements of `dt` in `data` to the memory world rank `rank`
+    /// exposed under `key`, at `raddr`; applied there once [`Osc::flush`] returns (at
+    /// once, on a provider that does not order atomics, or to ourselves: then this waits).
+    pub fn atomic(
+        &self,
+        rank: usize,
+        data: &[u8],
+        dt: AtomicType,
+        op: AtomicOp,
+        raddr: u64,
+        key: u64,
+    ) -> Result<(), OscError> {
+        let ordered = {
+            let mut n = lock(&self.net);
+            let max = n.fab.atomic_valid(AtomicKind::Write, dt, op).unwrap_or(1);
+            let piece = max * dt.size();
+            for (k, chunk) in data.chunks(piece).enumerate() {
+                let x = Xfer::Atomic {
+                    data: chunk.to_vec(),
+                    dt,
+                    op,
+                };
+                n.start(rank, x, raddr + (k * piece) as u64, key)?;
+            }
+            n.fab.atomic_ordered && rank != n.me
+        };
+        if ordered {
+            Ok(())
+        } else {
+            self.flush(Some(rank))
+        }
+    }
+
+    /// Applies `op` with the elements of `dt` in `data` (`compare`: compare-and-swap
+    /// against those) to the memory world rank `rank` exposed under `key`, at `raddr`,
+    /// and waits until the previous elements are in `result` (as many bytes as `data`).
+    ///
+    /// # Safety
+    /// `result` must be valid for writes of `data.len()` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn fetch_atomic(
+        &self,
+        rank: usize,
+        data: &[u8],
+        compare: Option<&[u8]>,
+        result: *mut u8,
+        dt: AtomicType,
+        op: AtomicOp,
+        raddr: u64,
+        key: u64,
+    ) -> Result<(), OscError> {
+        {
+            let mut n = lock(&self.net);
+            let kind = if compare.is_some() {
+                AtomicKind::Compare
+            } else {
+                AtomicKind::Fetch
+            };
+            let max = n.fab.atomic_valid(kind, dt, op).unwrap_or(1);
+            let piece = max * dt.size();
+            let mut off = 0;
+            while off < data.len() {
+                let l = piece.min(data.len() - off);
+                let x = Xfer::Fetch {
+                    data: data[off..off + l].to_vec(),
+                    compare: compare.map(|c| c[off..off + l].to_vec()),
+                    result: result.wrapping_add(off),
+                    dt,
+                    op,
+                };
+                n.start(rank, x, raddr + off as u64, key)?;
+                off += l;
+            }
+        }
+        self.flush(Some(rank))
     }
 
     /// Registers `len` bytes of window memory at `base` for peers to read and write; the
@@ -218,55 +330,172 @@ impl Osc {
     }
 }
 
-/// One transfer: a put of its own bytes, or a get into the caller's buffer.
+/// One transfer: a put of its own bytes, a get into the caller's buffer, an atomic with
+/// its own operands, a fetching one (its operands, then the compare operands, in the
+/// flight) into the caller's buffer.
 enum Xfer {
     Put(Vec<u8>),
     Get(*mut u8, usize),
+    Atomic {
+        data: Vec<u8>,
+        dt: AtomicType,
+        op: AtomicOp,
+    },
+    Fetch {
+        data: Vec<u8>,
+        compare: Option<Vec<u8>>,
+        result: *mut u8,
+        dt: AtomicType,
+        op: AtomicOp,
+    },
+}
+
+impl Xfer {
+    /// The name of the libfabric call, for messages.
+    fn call(&self) -> &'static str {
+        match self {
+            Xfer::Put(_) => "fi_writemsg to",
+            Xfer::Get(..) => "fi_read from",
+            Xfer::Atomic { .. } => "fi_atomicmsg to",
+            Xfer::Fetch {
+                compare: Some(_), ..
+            } => "fi_compare_atomic with",
+            Xfer::Fetch { .. } => "fi_fetch_atomic with",
+        }
+    }
 }
 
 impl Net {
+    /// The address of world rank `p` for one-sided operations: its link's, or for
+    /// ourselves our own endpoint's (inserted into the address vector the first time).
+    fn dest(&mut self, p: usize) -> Result<fi::FiAddr, OscError> {
+        if p == self.me {
+            if self.osc.own.is_none() {
+                let own = self.fab.name().and_then(|a| self.fab.insert(&a));
+                self.osc.own = Some(own);
+            }
+            return match self.osc.own.as_ref().expect("set above") {
+                Ok(a) => Ok(*a),
+                Err(e) => Err(OscError::Fabric(format!(
+                    "our own address in the address vector: {e}"
+                ))),
+            };
+        }
+        self.peers
+            .get(p)
+            .and_then(|q| q.as_ref())
+            .map(|q| q.addr)
+            .ok_or_else(|| OscError::PeerLost(format!("rank {p} is not linked over ofi")))
+    }
+
     /// Starts one transfer with `p`'s memory at `raddr` under `key`, retrying while the
     /// provider is busy (progressing meanwhile).
-    fn start(&mut self, p: usize, x: Xfer, raddr: u64, key: u64) -> Result<(), OscError> {
-        let Some(dest) = self.peers.get(p).and_then(|q| q.as_ref()).map(|q| q.addr) else {
-            return Err(OscError::PeerLost(format!(
-                "rank {p} is not linked over ofi"
-            )));
-        };
-        let (put, data, buf, len) = match x {
-            Xfer::Put(d) => {
-                let (b, l) = (d.as_ptr().cast_mut(), d.len());
-                (true, d, b, l)
+    fn start(&mut self, p: usize, mut x: Xfer, raddr: u64, key: u64) -> Result<(), OscError> {
+        let dest = self.dest(p)?;
+        let call = x.call();
+        // The operation's own bytes (a put's, an atomic's operands and compare operands)
+        // move into the flight, where they keep their address.
+        let (own, local, local_len, local_access) = match &mut x {
+            Xfer::Put(d) => (std::mem::take(d), None, 0, fi::FI_WRITE),
+            Xfer::Get(b, l) => (Vec::new(), Some(*b), *l, fi::FI_READ),
+            Xfer::Atomic { data, .. } => (std::mem::take(data), None, 0, fi::FI_WRITE),
+            Xfer::Fetch {
+                data,
+                compare,
+                result,
+                ..
+            } => {
+                let n = data.len();
+                let mut v = std::mem::take(data);
+                v.extend(compare.iter().flatten());
+                (v, Some(*result), n, fi::FI_READ)
             }
-            Xfer::Get(b, l) => (false, Vec::new(), b, l),
         };
-        // The put's bytes keep their address in the flight.
-        let (idx, ctx) = self.osc.flights.add(OSC, p as u32, data);
-        let mut mr = None;
+        let (idx, ctx) = self.osc.flights.add(OSC, p as u32, own);
+        let (own_ptr, own_len) = match self.osc.flights.get(idx) {
+            Some(f) => (f.data.as_ptr(), f.data.len()),
+            None => (std::ptr::null(), 0),
+        };
+        let mut descs = [std::ptr::null_mut(); 3];
         if self.fab.mr_local {
-            let access = if put { fi::FI_WRITE } else { fi::FI_READ };
-            // SAFETY: the put's bytes live in the flight, the get's buffer with the caller
-            // (who waits for the completion); deregistered at the completion.
-            match unsafe { self.fab.register_user(buf, len, access) } {
-                Ok(m) => mr = Some(m),
-                Err(e) => {
+            // SAFETY: the flight's bytes live in the flight, the caller's buffer with the
+            // caller (who waits for the completion); deregistered at the completion.
+            let regs = unsafe {
+                let a = if own_len > 0 {
+                    Some(self.fab.register_user(own_ptr, own_len, fi::FI_WRITE))
+                } else {
+                    None
+                };
+                let b = local.map(|b| self.fab.register_user(b, local_len, local_access));
+                (a.transpose(), b.transpose())
+            };
+            let f = self.osc.flights.get_mut(idx).expect("just added");
+            match regs {
+                (Ok(a), Ok(b)) => {
+                    descs[0] = a.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+                    descs[1] = descs[0];
+                    descs[2] = b.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
+                    f.mr = a;
+                    f.more.extend(b);
+                }
+                (a, b) => {
+                    let e = [a.as_ref().err(), b.as_ref().err()]
+                        .into_iter()
+                        .flatten()
+                        .next()
+                        .cloned()
+                        .unwrap_or_default();
+                    let mrs: Vec<Mr> = [a.ok().flatten(), b.ok().flatten()]
+                        .into_iter()
+                        .flatten()
+                        .collect();
                     self.osc.flights.take(idx);
+                    for m in mrs {
+                        self.fab.deregister(m);
+                    }
                     return Err(OscError::Fabric(e));
                 }
             }
         }
-        let desc = mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc);
-        if let Some(f) = self.osc.flights.get_mut(idx) {
-            f.mr = mr;
-        }
         loop {
-            // SAFETY: the buffer (see above) and the boxed context outlive the operation:
+            // SAFETY: the buffers (see above) and the boxed context outlive the operation:
             // the flight is kept until its completion, the endpoint closed before it goes.
             let ret = unsafe {
-                if put {
-                    self.fab.rma_write(buf, len, desc, dest, raddr, key, ctx)
-                } else {
-                    self.fab.rma_read(buf, len, desc, dest, raddr, key, ctx)
+                match &x {
+                    Xfer::Put(_) => self
+                        .fab
+                        .rma_write(own_ptr, own_len, descs[0], dest, raddr, key, ctx),
+                    Xfer::Get(b, l) => self.fab.rma_read(*b, *l, descs[2], dest, raddr, key, ctx),
+                    Xfer::Atomic { dt, op, .. } => self.fab.atomic_write(
+                        own_ptr,
+                        own_len / dt.size(),
+                        descs[0],
+                        dest,
+                        raddr,
+                        key,
+                        *dt,
+                        *op,
+                        ctx,
+                    ),
+                    Xfer::Fetch {
+                        compare,
+                        result,
+                        dt,
+                        op,
+                        ..
+                    } => self.fab.atomic_fetch(
+                        own_ptr,
+                        compare.as_ref().map(|_| own_ptr.wrapping_add(local_len)),
+                        *result,
+                        local_len / dt.size(),
+                        descs,
+                        dest,
+                        raddr,
+                        key,
+                        *dt,
+                        *op,
+                        ctx,
+                    ),
                 }
             };
             if ret == 0 {
@@ -274,20 +503,21 @@ impl Net {
             }
             let failed = if ret != -fi::FI_EAGAIN {
                 Err(OscError::Fabric(format!(
-                    "{} rank {p}: {}",
-                    if put {
-                        "fi_writemsg to"
-                    } else {
-                        "fi_read from"
-                    },
+                    "{call} rank {p}: {}",
                     self.fab.error(ret)
                 )))
+            } else if p == self.me {
+                // Our own memory: nothing to lose, only the queue to read.
+                self.progress();
+                Ok(())
             } else {
                 self.wait_step(p).map_err(OscError::from)
             };
             if let Err(e) = failed {
-                if let Some(m) = self.osc.flights.take(idx).and_then(|f| f.mr) {
-                    self.fab.deregister(m);
+                if let Some(f) = self.osc.flights.take(idx) {
+                    for m in f.mr.into_iter().chain(f.more) {
+                        self.fab.deregister(m);
+                    }
                 }
                 return Err(e);
             }
@@ -302,7 +532,7 @@ impl Net {
         let Some(f) = self.osc.flights.take(idx) else {
             return;
         };
-        if let Some(m) = f.mr {
+        for m in f.mr.into_iter().chain(f.more) {
             self.fab.deregister(m);
         }
         let p = f.op.peer as usize;
