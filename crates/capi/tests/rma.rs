@@ -114,6 +114,12 @@ fn rma_from_four_threads_to_one_target() {
             out.status.code()
         );
     }
+    // The same over ofi (`tcp;ofi_rxm`): fetch-and-op and compare-and-swap as the
+    // provider's atomics from four threads at once, each waiting for its own result.
+    if common::ofi_provider("tcp") && ofi_has("tcp", "FI_ATOMIC") {
+        let out = run_over_ofi(&exe, 2, "tcp", &[], "rma_threads: ok on 2 ranks");
+        every_rank_says(&out, 2, "accumulates native (FI_ATOMIC on tcp;ofi_rxm) for");
+    }
 }
 
 /// Whether libfabric's `prov` offers `cap` (`fi_info -p PROV -c CAP`); says so loudly
