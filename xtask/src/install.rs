@@ -209,6 +209,15 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .arg(&prefix)
         .args(["2", "win", "rma", "rma_nb"])
         .env("OXMPI_MCA_osc", "pt2pt"))?;
+    // mpi4py's window and RMA modules over the ofi transport on libfabric's tcp provider
+    // with `osc=pt2pt,ofi`: puts and gets as fi_write/fi_read, accumulates as its atomics.
+    run(Command::new("bash")
+        .arg(clients.join("mpi4py-suite.sh"))
+        .arg(&prefix)
+        .args(["2", "win", "rma"])
+        .env("OXMPI_MCA_btl", "self,ofi")
+        .env("OXMPI_MCA_osc", "pt2pt,ofi")
+        .env("FI_PROVIDER", "tcp"))?;
     // mpi4py's ULFM module with fault tolerance on (`mpirun --with-ft ulfm` sets the same).
     run(Command::new("bash")
         .arg(clients.join("mpi4py-suite.sh"))
