@@ -170,6 +170,17 @@ pub(crate) fn native_types(valid: &dyn Fn(Kind, Ty, Op) -> bool) -> u64 {
         .fold(0, |m, (i, _)| m | 1 << i)
 }
 
+/// The window's native types from every rank's mask ([`native_types`], gathered in rank
+/// order): those every rank has, none if any rank vetoed (it does not reach every other
+/// rank over ofi, or has no atomics). Every rank computes the same from the same inputs,
+/// so a type's accumulates take one path on all of them.
+pub(crate) fn agree(masks: &[u64], vetoed: bool) -> u64 {
+    if vetoed {
+        return 0;
+    }
+    masks.iter().fold(u64::MAX, |m, r| m & r)
+}
+
 /// The names of the types in `mask`, for verbose output.
 pub(crate) fn names(mask: u64) -> Vec<&'static str> {
     TYPES
@@ -261,6 +272,11 @@ mod tests {
             !(matches!(t, Ty::F32 | Ty::F64) && matches!(o, Op::Band | Op::Bor | Op::Cswap))
         };
         assert_eq!(native_types(&no_bits_on_floats), (1 << TYPES.len()) - 1);
+        // The window agrees on the types every rank has; one veto (a rank not reaching
+        // every other over ofi) leaves none.
+        assert_eq!(agree(&[0b111, 0b101, 0b1101], false), 0b101);
+        assert_eq!(agree(&[0b111, 0b111], true), 0);
+        assert_eq!(agree(&[0b111, 0], false), 0, "a rank without atomics");
         // Nothing at all: no type native.
         assert_eq!(native_types(&|_, _, _| false), 0);
         assert_eq!(names(0b101), ["MPI_SIGNED_CHAR", "MPI_SHORT"]);

@@ -153,11 +153,8 @@ impl Rdma {
                     format!("MPI_Allreduce failed inside a window call: {}", e.detail),
                 )
             })?;
-        let native = if veto == 0 {
-            (0..world.len()).fold(u64::MAX, |m, r| m & row(r)[3] as u64)
-        } else {
-            0
-        };
+        let masks: Vec<u64> = (0..world.len()).map(|r| row(r)[3] as u64).collect();
+        let native = atomic::agree(&masks, veto != 0);
         let Some(osc) = osc else {
             oxmpi_base::verbose!(
                 OSC,
