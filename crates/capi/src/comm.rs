@@ -10,11 +10,43 @@ use crate::consts::*;
 use crate::ffi::{copy_cstr, inp, out, read_cstr, slice_in, slice_out, MpiError, MpiResult};
 use crate::state::{lock, Group, Keyval};
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `MPI_COMM_WORLD`'s rank and size once it exists (`1 << 63 | size << 32 | rank`; 0 before):
+/// `MPI_Comm_rank` and `MPI_Comm_size` of world (which mpi4py's ping-pong calls in every
+/// iteration) read it without the library lock. World never changes once made.
+static WORLD_RANK_SIZE: AtomicU64 = AtomicU64::new(0);
+
+/// Records world's rank and size for [`PMPI_Comm_rank`] and [`PMPI_Comm_size`] (at init,
+/// once `MPI_COMM_WORLD` exists).
+pub(crate) fn world_made(rank: c_int, size: c_int) {
+    WORLD_RANK_SIZE.store(pack_rank_size(rank, size), Ordering::Release);
+}
+
+/// [`WORLD_RANK_SIZE`]'s word for `rank` and `size` (both non-negative).
+fn pack_rank_size(rank: c_int, size: c_int) -> u64 {
+    1 << 63 | (size as u32 as u64) << 32 | rank as u32 as u64
+}
+
+/// The (rank, size) of a [`WORLD_RANK_SIZE`] word, `None` for 0 (no world yet).
+#[inline]
+fn unpack_rank_size(v: u64) -> Option<(c_int, c_int)> {
+    (v != 0).then_some((v as u32 as c_int, (v >> 32) as u32 as c_int & c_int::MAX))
+}
+
+/// World's (rank, size) if world exists.
+#[inline]
+fn world_rank_size() -> Option<(c_int, c_int)> {
+    unpack_rank_size(WORLD_RANK_SIZE.load(Ordering::Acquire))
+}
 
 mpi_fn! {
     /// `MPI_Comm_rank`.
     fn PMPI_Comm_rank / "MPI_Comm_rank" (comm: c_int, rank: *mut c_int) {
-        let r = lock().comm(comm)?.rank;
+        let r = match world_rank_size() {
+            Some((r, _)) if comm == MPI_COMM_WORLD => r,
+            _ => lock().comm(comm)?.rank,
+        };
         out(rank, r, "rank").map_err(|e| e.on(comm))
     }
 }
@@ -22,7 +54,10 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_size` (the local group's size on an intercommunicator).
     fn PMPI_Comm_size / "MPI_Comm_size" (comm: c_int, size: *mut c_int) {
-        let s = lock().comm(comm)?.group.len() as c_int;
+        let s = match world_rank_size() {
+            Some((_, s)) if comm == MPI_COMM_WORLD => s,
+            _ => lock().comm(comm)?.group.len() as c_int,
+        };
         out(size, s, "size").map_err(|e| e.on(comm))
     }
 }
@@ -737,5 +772,24 @@ mpi_fn! {
         let h = st.new_group(g.iter().enumerate().filter(|(i, _)| !r.contains(&(*i as c_int))).map(|(_, &w)| w).collect());
         drop(st);
         out(newgroup, h, "newgroup")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn world_rank_and_size_survive_their_packing() {
+        assert_eq!(unpack_rank_size(0), None);
+        for (r, s) in [
+            (0, 1),
+            (1, 2),
+            (0, 2),
+            (4095, 4096),
+            (c_int::MAX - 1, c_int::MAX),
+        ] {
+            assert_eq!(unpack_rank_size(pack_rank_size(r, s)), Some((r, s)));
+        }
     }
 }

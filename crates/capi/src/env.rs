@@ -8,7 +8,6 @@ use crate::objects::ErrAction;
 use crate::state::{lock, Comm};
 use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
-use std::time::Instant;
 
 /// The library version string (`MPI_Get_library_version`).
 pub(crate) fn library_version() -> String {
@@ -38,9 +37,12 @@ pub(crate) fn abort_job(code: c_int) -> ! {
     }
 }
 
-fn start_time() -> Instant {
-    static T0: OnceLock<Instant> = OnceLock::new();
-    *T0.get_or_init(Instant::now)
+/// The origin of `MPI_Wtime` (monotonic nanoseconds): the first call of `MPI_Wtime` or
+/// `MPI_Init`, whichever came first.
+#[inline]
+fn start_time() -> u64 {
+    static T0: OnceLock<u64> = OnceLock::new();
+    *T0.get_or_init(crate::sys::monotonic_ns)
 }
 
 /// Shared body of MPI_Init and MPI_Init_thread.
@@ -91,6 +93,7 @@ pub(crate) fn start(st: &mut crate::state::State, required: c_int) -> MpiResult<
         attrs: Default::default(),
         idups: 0,
     });
+    crate::comm::world_made(rank, size);
     st.selfc = Some(Comm {
         ecomm: eng.comm_self(),
         coll: self_coll,
@@ -237,7 +240,8 @@ mpi_fn! {
 /// `MPI_Wtime`: seconds since an arbitrary point in the past (monotonic).
 #[no_mangle]
 pub extern "C" fn PMPI_Wtime() -> f64 {
-    start_time().elapsed().as_secs_f64()
+    let t0 = start_time();
+    crate::sys::monotonic_ns().saturating_sub(t0) as f64 * 1e-9
 }
 mpi_alias!(PMPI_Wtime / "MPI_Wtime");
 

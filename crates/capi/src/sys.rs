@@ -73,6 +73,21 @@ pub(crate) unsafe fn malloc_usable_size(p: *mut c_void) -> usize {
     unsafe { libc::malloc_usable_size(p) }
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC` (the clock `std::time::Instant` reads), without the
+/// checked arithmetic of `Instant::elapsed` (`MPI_Wtime` is on the path of timed loops).
+#[inline]
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
+}
+
 /// The page size (4096 if the system does not say).
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.

@@ -694,9 +694,17 @@ impl Engine {
     ) -> Result<Status, Error> {
         let mut st = self.lock();
         // Direct path: while nothing else is going on, take a matching eager record straight
-        // from the source's link into `buf` (no request, no matcher entry). Below
-        // MPI_THREAD_MULTIPLE only (it keeps the lock for HOLD_SPINS polls at a time).
-        if self.thread_level != ThreadLevel::Multiple {
+        // from the source's link into `buf` (no request, no matcher entry). It keeps the
+        // lock for HOLD_SPINS polls at a time, at MPI_THREAD_MULTIPLE for one poll (as
+        // `poll_until` does there: other threads' calls go on between our polls), and
+        // after every release it asks again whether the path is still open: another thread
+        // may have posted a receive from the same source or drained the link meanwhile.
+        {
+            let hold_mask = if self.thread_level == ThreadLevel::Multiple {
+                0
+            } else {
+                HOLD_SPINS - 1
+            };
             let null = buf.is_null() && len > 0;
             let mut target = st.direct_recv_target(null, src, tag, comm);
             let (mut spins, mut idle) = (0u32, 0u32);
@@ -718,13 +726,16 @@ impl Engine {
                         }
                     }
                 }
-                // The same pacing as `wait_locked`: peer liveness and a lock release every
-                // HOLD_SPINS polls, yielding when idle for long or when configured.
+                // The same pacing as `wait_locked`: a lock release every HOLD_SPINS polls
+                // (every poll at MPI_THREAD_MULTIPLE), peer liveness at least as often as
+                // every HOLD_SPINS polls, yielding when idle for long or when configured.
                 spins = spins.wrapping_add(1);
                 idle = idle.saturating_add(1);
                 let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
-                if spins % HOLD_SPINS == 0 || self.state.contended() {
-                    st.check_peers();
+                if spins & hold_mask == 0 || self.state.contended() {
+                    if hold_mask != 0 || spins % HOLD_SPINS == 0 {
+                        st.check_peers();
+                    }
                     drop(st);
                     self.state.hand_over();
                     if yield_now {

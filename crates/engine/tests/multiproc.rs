@@ -451,6 +451,16 @@ fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
 
+/// Blocking receives at `MPI_THREAD_MULTIPLE` (which take the direct path one poll per
+/// lock hold) from two threads, while a third thread's probes keep moving arrived records
+/// into the unexpected queue: every receive still gets its tag's messages in send order.
+/// A direct path that did not look again after another thread held the lock would take
+/// a later message from the link while an earlier one of the same tag waits unexpected.
+#[test]
+fn thread_multiple_blocking_direct() {
+    run(2, "direct_threads", &[]);
+}
+
 /// Without `mpi_yield_when_idle`, waiting yields exactly when the node has more ranks than
 /// online CPUs.
 #[test]
@@ -884,7 +894,8 @@ fn under_mpiexec_hydra() {
 #[ignore = "entry point of ranks spawned by the other tests"]
 fn rank_entry() {
     let scenario = std::env::var(SCENARIO).expect("run by the multi-process harness only");
-    // The blocking receive's direct path is taken below MPI_THREAD_MULTIPLE only.
+    // The blocking receive's direct path holds the lock for many polls below
+    // MPI_THREAD_MULTIPLE, for one at it.
     let level = if scenario == "direct" {
         ThreadLevel::Single
     } else {
@@ -900,6 +911,7 @@ fn rank_entry() {
         "threads" => threads(e),
         "blocking" => blocking(e),
         "direct" => direct(e),
+        "direct_threads" => direct_threads(e),
         "started" => started(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
@@ -1349,6 +1361,65 @@ fn blocking(e: &'static Engine) {
     for h in hs {
         h.join().unwrap();
     }
+}
+
+fn direct_threads(e: &'static Engine) {
+    assert_eq!(e.thread_level(), ThreadLevel::Multiple);
+    const N: u64 = 2000;
+    let w = CommId(0);
+    if e.rank() == 1 {
+        // Tags 1 and 2 interleaved, each message carrying its number within its tag,
+        // paced so that the receivers mostly wait on the direct path when a message comes
+        // (all at once, the prober's records would keep them on the general path).
+        for i in 0..N {
+            for tag in [1, 2] {
+                let data = i.to_le_bytes();
+                // SAFETY: data outlives the blocking call.
+                let s = unsafe { e.send(data.as_ptr(), 8, 0, tag, w, SendMode::Standard) };
+                assert_eq!(s.unwrap().error, None);
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        let mut d = [0u8; 1];
+        // SAFETY: d outlives the blocking call.
+        unsafe { e.recv(d.as_mut_ptr(), 1, 0, 9, w) }.unwrap();
+        return;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prober = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut probes = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Never matches: each call only drains the link (into the unexpected queue).
+                assert_eq!(e.iprobe(1, 7, w).unwrap(), None);
+                probes += 1;
+            }
+            probes
+        })
+    };
+    let receivers: Vec<_> = [1, 2]
+        .into_iter()
+        .map(|tag| {
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    let mut b = [0u8; 8];
+                    // SAFETY: b outlives the blocking call.
+                    let s = unsafe { e.recv(b.as_mut_ptr(), 8, 1, tag, w) }.unwrap();
+                    assert_eq!((s.source, s.tag, s.count_bytes, s.error), (1, tag, 8, None));
+                    assert_eq!(u64::from_le_bytes(b), i, "tag {tag}: message out of order");
+                }
+            })
+        })
+        .collect();
+    for r in receivers {
+        r.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(prober.join().unwrap() > 0);
+    // SAFETY: the byte outlives the blocking call.
+    let s = unsafe { e.send([0u8].as_ptr(), 1, 1, 9, w, SendMode::Standard) }.unwrap();
+    assert_eq!(s.error, None);
 }
 
 fn direct(e: &Engine) {
