@@ -777,17 +777,17 @@ fn alltoallw(
             .map(|(t, k, o)| t.is_contiguous().then_some((t.size * k, o + t.lb)))
             .collect()
     };
-    if let (Some(s), Some(r)) = (send.as_deref().and_then(bytes), bytes(recv)) {
-        let byte = dtype(MPI_BYTE, c.comm)?;
-        return alltoallv(
-            c,
-            sendbuf,
-            Some((byte.clone(), s)),
-            recvbuf,
-            &byte,
-            r,
-            false,
-        );
+    // In place (`send = None`) the receive pieces alone describe the data.
+    if let Some(r) = bytes(recv) {
+        let s = match send.as_deref() {
+            None => Some(None),
+            Some(s) => bytes(s).map(Some),
+        };
+        if let Some(s) = s {
+            let byte = dtype(MPI_BYTE, c.comm)?;
+            let s = s.map(|s| (byte.clone(), s));
+            return alltoallv(c, sendbuf, s, recvbuf, &byte, r, false);
+        }
     }
     let a = c.alg();
     let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();

@@ -589,11 +589,15 @@ mpi_fn_c! {
             }
             Ok(Some(v))
         };
-        if !alg::is_in_place(sendbuf) {
-            if let (Some(ss), Some(rs)) = (bytes(sendcounts, sdispls, sendtypes)?, bytes(recvcounts, rdispls, recvtypes)?) {
+        // In place the receive pieces alone describe the data (the send arguments are
+        // ignored).
+        if let Some(rs) = bytes(recvcounts, rdispls, recvtypes)? {
+            let ss = if alg::is_in_place(sendbuf) { Some(None) } else { bytes(sendcounts, sdispls, sendtypes)?.map(Some) };
+            if let Some(ss) = ss {
                 let byte = dtype(MPI_BYTE, comm)?;
+                let ss = ss.map(|ss| (byte.clone(), ss));
                 // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
-                return unsafe { ialltoallv(a, comm, sendbuf, Some((byte.clone(), ss)), recvbuf, (&byte, &rs), request) };
+                return unsafe { ialltoallv(a, comm, sendbuf, ss, recvbuf, (&byte, &rs), request) };
             }
         }
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
