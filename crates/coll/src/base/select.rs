@@ -134,7 +134,7 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
 /// Inclusive scan (`exclusive`: exclusive scan, rank 0's `recv` left untouched) of our
 /// contribution `send` (`None`: it is in `recv`, in place) into `recv`. `f` as for
 /// [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (each rank folds
-/// the contributions up to its own in rank order), the rest through recursive doubling.
+/// the contributions up to its own in rank order), the rest through recursive doubling ([`CollComm::scan_into`]).
 #[allow(clippy::too_many_arguments)]
 pub fn scan<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
@@ -158,16 +158,5 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
         elem_size,
         commutative,
     };
-    match (exclusive, send) {
-        (false, Some(s)) => {
-            recv.copy_from_slice(s);
-            a.scan(recv, &op)
-        }
-        (false, None) => a.scan(recv, &op),
-        (true, Some(s)) => a.exscan(s, recv, &op),
-        (true, None) => {
-            let s = recv.to_vec();
-            a.exscan(&s, recv, &op)
-        }
-    }
+    a.scan_into(send, recv, exclusive, &op)
 }

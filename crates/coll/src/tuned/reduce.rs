@@ -512,6 +512,132 @@ impl CollComm {
         self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
     }
 
+    /// Inclusive (`exclusive`: exclusive) scan of `send` (`None`: it is in `recv`, in
+    /// place) into `recv` (rank 0's left untouched by the exclusive scan): the recursive
+    /// doubling of [`CollComm::scan`], moving and combining only what is needed (as the
+    /// nonblocking `iscan_from`): a partial result goes only to a partner that folds it into
+    /// its result (it ranks higher) or that has later rounds, and is extended only while we
+    /// have later rounds; the first lower partial lands straight in `recv` when the order
+    /// allows (exclusive, or a commutative operation).
+    pub fn scan_into(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        op: &Op,
+    ) -> Result<()> {
+        check_op(recv.len(), op)?;
+        if send.is_some_and(|s| s.len() != recv.len()) {
+            return Err(arg_err(ErrorClass::Count, "scan buffers differ in size"));
+        }
+        count(
+            self.shadow,
+            if exclusive {
+                Alg::ExscanRecdbl
+            } else {
+                Alg::ScanRecdbl
+            },
+        );
+        let n = recv.len();
+        let (r, p) = (self.rank, self.size);
+        // In place, our input is copied: the result overwrites it while it may still be sent.
+        let copy = send.is_none().then(|| {
+            let mut v = pooled(n);
+            v.copy_from_slice(recv);
+            v
+        });
+        let inp: &[u8] = send.or(copy.as_deref()).unwrap_or_default();
+        let later = |x: i32, m: i32| {
+            let mut m2 = m << 1;
+            while m2 < p {
+                if x ^ m2 < p {
+                    return true;
+                }
+                m2 <<= 1;
+            }
+            false
+        };
+        let mut partial: Option<Vec<u8>> = None;
+        let mut tmp: Option<Vec<u8>> = None;
+        let mut have = false;
+        let mut mask = 1;
+        while mask < p {
+            let d = r ^ mask;
+            if d >= p {
+                mask <<= 1;
+                continue;
+            }
+            let keep = later(r, mask);
+            let send_it = r < d || later(d, mask);
+            let recv_it = d < r || keep;
+            let part: &[u8] = partial.as_deref().unwrap_or(inp);
+            if d < r && !have && !keep && (exclusive || op.commutative) {
+                // Straight into the result.
+                if send_it {
+                    self.sendrecv(part, d, recv, d, TAG_SCAN)?;
+                } else {
+                    self.recv(recv, d, TAG_SCAN)?;
+                }
+                if !exclusive {
+                    (op.f)(inp, recv);
+                }
+                have = true;
+            } else if recv_it {
+                let t = tmp.get_or_insert_with(|| pooled(n));
+                if send_it {
+                    self.sendrecv(part, d, t, d, TAG_SCAN)?;
+                } else {
+                    self.recv(t, d, TAG_SCAN)?;
+                }
+                if d < r {
+                    // `t` covers the ranks just below those our result covers.
+                    if exclusive && !have {
+                        recv.copy_from_slice(t);
+                    } else {
+                        if !have {
+                            recv.copy_from_slice(inp);
+                        }
+                        (op.f)(t, recv);
+                    }
+                    have = true;
+                    if keep {
+                        let pb = partial.get_or_insert_with(|| {
+                            let mut v = pooled(n);
+                            v.copy_from_slice(inp);
+                            v
+                        });
+                        (op.f)(t, pb);
+                    }
+                } else if keep {
+                    // `t` covers the ranks just above our partial's: partial ∘ t.
+                    match partial.as_mut() {
+                        None => {
+                            let mut pb = pooled(n);
+                            pb.copy_from_slice(t);
+                            (op.f)(inp, &mut pb);
+                            partial = Some(pb);
+                        }
+                        Some(pb) if op.commutative => (op.f)(t, pb),
+                        Some(pb) => {
+                            (op.f)(pb, t);
+                            pb.copy_from_slice(t);
+                        }
+                    }
+                }
+            } else if send_it {
+                self.send(part, d, TAG_SCAN)?;
+            }
+            mask <<= 1;
+        }
+        if !exclusive && !have && send.is_some() {
+            recv.copy_from_slice(inp);
+        }
+        for v in [copy, partial, tmp].into_iter().flatten() {
+            unpool(v);
+        }
+        Ok(())
+    }
+
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
     /// ranks > 0 (rank 0's `recv` is left untouched).
     pub fn exscan(&self, send: &[u8], recv: &mut [u8], op: &Op) -> Result<()> {
