@@ -264,6 +264,22 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
     if !in_place {
         alg::check_buf(sendbuf, &dt, n, comm)?;
     }
+    let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
+    let (elem, commutative) = (red.elem(), red.commutative());
+    // SAFETY: MPI contract: recvbuf has room for `n` items (in place it holds our input).
+    if let Some(out) = unsafe { alg::contig(&dt, n, recvbuf) } {
+        // Contiguous: the user's memory itself.
+        let send = if in_place {
+            Some(None)
+        } else {
+            // SAFETY: MPI contract: sendbuf holds `n` items, apart from recvbuf.
+            unsafe { alg::contig(&dt, n, sendbuf.cast_mut()) }.map(|s| Some(&*s))
+        };
+        if let Some(send) = send {
+            return oxmpi_coll::base::select::scan(&a, send, out, exclusive, &f, elem, commutative)
+                .map_err(alg::err(comm));
+        }
+    }
     // SAFETY: MPI contract: recvbuf has room for `n` items; in place it holds our input.
     let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(n, 0)], |_| in_place) };
     if exclusive {
@@ -584,7 +600,7 @@ fn alltoallv(
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
-    let copy;
+    let mut copy = Vec::new();
     let mut src = None;
     let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
         Some((sdt, sslots)) => {
@@ -595,7 +611,12 @@ fn alltoallv(
             (&*b.bytes(), sc, sd)
         }
         None => {
-            copy = out.bytes().to_vec();
+            // From the pool, given back below: a fresh copy of a large buffer costs a page
+            // fault per page.
+            let b = out.bytes();
+            let mut v = oxmpi_coll::pooled(b.len());
+            v.copy_from_slice(b);
+            copy = v;
             (&copy, out.counts.clone(), out.displs.clone())
         }
     };
@@ -619,6 +640,9 @@ fn alltoallv(
     } else {
         a.alltoallv(sbytes, &scounts, &sdispls, out.bytes(), &rcounts, &rdispls)
     };
+    if in_place {
+        oxmpi_coll::unpool(std::mem::take(&mut copy));
+    }
     r.map_err(alg::err(c.comm))?;
     out.store(|_| true);
     Ok(())
@@ -777,17 +801,17 @@ fn alltoallw(
             .map(|(t, k, o)| t.is_contiguous().then_some((t.size * k, o + t.lb)))
             .collect()
     };
-    if let (Some(s), Some(r)) = (send.as_deref().and_then(bytes), bytes(recv)) {
-        let byte = dtype(MPI_BYTE, c.comm)?;
-        return alltoallv(
-            c,
-            sendbuf,
-            Some((byte.clone(), s)),
-            recvbuf,
-            &byte,
-            r,
-            false,
-        );
+    // In place (`send = None`) the receive pieces alone describe the data.
+    if let Some(r) = bytes(recv) {
+        let s = match send.as_deref() {
+            None => Some(None),
+            Some(s) => bytes(s).map(Some),
+        };
+        if let Some(s) = s {
+            let byte = dtype(MPI_BYTE, c.comm)?;
+            let s = s.map(|s| (byte.clone(), s));
+            return alltoallv(c, sendbuf, s, recvbuf, &byte, r, false);
+        }
     }
     let a = c.alg();
     let off = |b: *const c_void, o: isize| b.cast::<u8>().wrapping_offset(o).cast::<c_void>();
@@ -855,16 +879,21 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
         sendbuf
     };
     alg::check_buf(contrib, &dt, total, comm)?;
-    // SAFETY: MPI contract: the contribution holds `total` items (a copy: used as scratch).
-    let mut full = unsafe { alg::pack(&dt, total, contrib) };
+    // A copy (used as scratch), in a pooled buffer (given back below): a fresh mapping of
+    // a large one costs a page fault per page.
+    let mut full = oxmpi_coll::pooled(total * dt.size);
+    full.clear();
+    // SAFETY: MPI contract: the contribution holds `total` items.
+    unsafe { pack_into(&dt, total, contrib.cast(), &mut full) };
     let me = c.rank as usize;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(counts[me], 0)], |_| false) };
-    alg::with_op(&red, |o| {
+    let r = alg::with_op(&red, |o| {
         a.reduce_scatter(&mut full, &bytes, out.bytes(), o)
-    })
-    .map_err(alg::err(comm))?;
+    });
+    oxmpi_coll::unpool(full);
+    r.map_err(alg::err(comm))?;
     out.store(|_| true);
     Ok(())
 }

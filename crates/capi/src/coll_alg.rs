@@ -443,6 +443,35 @@ pub(crate) unsafe fn reduce(
     if a.rank == root {
         check_buf(recvbuf, dt, count, comm)?;
     }
+    if dt.is_contiguous() {
+        // The user's memory itself: no packed copies.
+        let in_place = a.rank == root && is_in_place(sendbuf);
+        let send = if in_place {
+            None
+        } else {
+            // SAFETY: caller contract: the contribution holds `count` items (read only).
+            unsafe { contig(dt, count, src.cast_mut()) }.map(|s| &*s)
+        };
+        let recv = if a.rank == root {
+            // SAFETY: caller contract: at the root, recvbuf has room for `count` items and
+            // does not overlap the send buffer (that would be in place).
+            unsafe { contig(dt, count, recvbuf) }
+        } else {
+            None
+        };
+        if (in_place || send.is_some()) && (recv.is_some() || a.rank != root) {
+            return select::reduce(
+                a,
+                send,
+                recv,
+                root,
+                &|x, y| red.apply(x, y),
+                red.elem(),
+                red.commutative(),
+            )
+            .map_err(err(comm));
+        }
+    }
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
     with_op(&red, |o| a.reduce(&mut buf, root, o)).map_err(err(comm))?;

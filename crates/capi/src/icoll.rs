@@ -35,7 +35,7 @@ use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::SmKind;
 use sched::{
-    checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, packed, pieces, region,
+    checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, pieces, region,
     region_bytes, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
@@ -589,11 +589,15 @@ mpi_fn_c! {
             }
             Ok(Some(v))
         };
-        if !alg::is_in_place(sendbuf) {
-            if let (Some(ss), Some(rs)) = (bytes(sendcounts, sdispls, sendtypes)?, bytes(recvcounts, rdispls, recvtypes)?) {
+        // In place the receive pieces alone describe the data (the send arguments are
+        // ignored).
+        if let Some(rs) = bytes(recvcounts, rdispls, recvtypes)? {
+            let ss = if alg::is_in_place(sendbuf) { Some(None) } else { bytes(sendcounts, sdispls, sendtypes)?.map(Some) };
+            if let Some(ss) = ss {
                 let byte = dtype(MPI_BYTE, comm)?;
+                let ss = ss.map(|ss| (byte.clone(), ss));
                 // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
-                return unsafe { ialltoallv(a, comm, sendbuf, Some((byte.clone(), ss)), recvbuf, (&byte, &rs), request) };
+                return unsafe { ialltoallv(a, comm, sendbuf, ss, recvbuf, (&byte, &rs), request) };
             }
         }
         let typed = |base: *const c_void, counts, displs, types: *const c_int| -> MpiResult<Vec<(Arc<Datatype>, usize, *mut u8)>> {
@@ -652,13 +656,18 @@ fn ireduce_scatter(
         let kind = SmKind::ReduceScatter { counts: bytes };
         return start_shared(comm, &a, (seg, kind), io, Some(o), unpack, request);
     }
-    // SAFETY: MPI contract: the contribution holds `total` items (copied now).
-    let data = unsafe { packed(&dt, total, contrib) };
     let mut unpack = Vec::new();
-    // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items until completion.
-    let out = unsafe { region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack) };
+    // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room for
+    // our `counts[me]` items until completion (contiguous: the user's memory, read and
+    // written there; otherwise packed now and unpacked at completion).
+    let (out, input) = unsafe {
+        (
+            region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack),
+            region(&dt, total, contrib.cast_mut(), true, false, 1, &mut unpack),
+        )
+    };
     let s = a
-        .ireduce_scatter(data, out, &bytes, o)
+        .ireduce_scatter_from(input, out, &bytes, o)
         .map_err(sched_err(comm))?;
     start(comm, s, unpack, request)
 }
@@ -720,11 +729,18 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
             request,
         );
     }
-    // SAFETY: MPI contract: the contribution holds `n` items (copied now).
-    let input = unsafe { packed(&dt, n, src) };
-    // SAFETY: MPI contract: recvbuf has room for `n` items until completion.
-    let out = unsafe { region(&dt, n, recvbuf, false, store, 0, &mut unpack) };
-    let s = a.iscan(out, input, o, exclusive).map_err(sched_err(comm))?;
+    // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room for
+    // them until completion (contiguous: the user's memory; otherwise packed now and
+    // unpacked at completion).
+    let (out, input) = unsafe {
+        (
+            region(&dt, n, recvbuf, false, store, 0, &mut unpack),
+            region(&dt, n, src.cast_mut(), true, false, 1, &mut unpack),
+        )
+    };
+    let s = a
+        .iscan_from(out, input, o, exclusive)
+        .map_err(sched_err(comm))?;
     start(comm, s, unpack, request)
 }
 

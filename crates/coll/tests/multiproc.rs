@@ -387,6 +387,55 @@ fn suite(c: &CollComm, seed: u64) {
                 assert_eq!(b, total, "reduce it {it} op {oi} root {root} len {len}");
             }
 
+            // Without copies: out of place (the input left alone) and in place at the root;
+            // then through the component selection (the sm segment up to 4 KiB).
+            let me_root = r == root as usize;
+            for select in [false, true] {
+                let what = format!("it {it} op {oi} root {root} len {len} select {select}");
+                let run = |send: Option<&[u8]>, recv: Option<&mut [u8]>| {
+                    if select {
+                        oxmpi_coll::base::select::reduce(c, send, recv, root, &f, es, comm)
+                    } else {
+                        c.reduce_into(send, recv, root, &op)
+                    }
+                };
+                let mut res = vec![0x5au8; len];
+                run(Some(&xs[r]), me_root.then_some(&mut res[..])).unwrap();
+                if me_root {
+                    assert_eq!(res, total, "reduce_into {what}");
+                }
+                let mut b = xs[r].clone();
+                if me_root {
+                    run(None, Some(&mut b)).unwrap();
+                    assert_eq!(b, total, "reduce_into in place {what}");
+                } else {
+                    run(Some(&b), None).unwrap();
+                }
+            }
+            // Scans through the component selection, out of place and in place.
+            for exclusive in [false, true] {
+                let pre = if exclusive { &xs[..r] } else { &xs[..=r] };
+                let want = (!pre.is_empty()).then(|| fold(f, pre));
+                let what = format!("it {it} op {oi} len {len} exclusive {exclusive}");
+                let sel = |send: Option<&[u8]>, recv: &mut [u8]| {
+                    oxmpi_coll::base::select::scan(c, send, recv, exclusive, &f, es, comm)
+                };
+                let mut out = vec![0xa5u8; len];
+                sel(Some(&xs[r]), &mut out).unwrap();
+                let mut b = xs[r].clone();
+                sel(None, &mut b).unwrap();
+                match &want {
+                    Some(w) => {
+                        assert_eq!(&out, w, "select::scan {what}");
+                        assert_eq!(&b, w, "select::scan in place {what}");
+                    }
+                    None => {
+                        assert!(out.iter().all(|&x| x == 0xa5), "exscan touched rank 0");
+                        assert_eq!(b, xs[r], "exscan in place touched rank 0");
+                    }
+                }
+            }
+
             let mut b = xs[r].clone();
             c.allreduce(&mut b, &op).unwrap();
             assert_eq!(b, total, "allreduce it {it} op {oi} len {len}");
@@ -732,6 +781,77 @@ fn nb_reduce_suite(c: &CollComm) {
                     assert_eq!(buf, xs[r], "ireduce in place left a non-root alone {what}");
                 }
             }
+            // Scans: out of place (raw input, left alone) and in place (the same memory).
+            for exclusive in [false, true] {
+                let pre = if exclusive { &xs[..r] } else { &xs[..=r] };
+                let scan_want = (!pre.is_empty()).then(|| fold(&f, pre));
+                let what = format!("{what}, exclusive {exclusive}");
+                let mut input = xs[r].clone();
+                let mut out = vec![0xa5u8; len];
+                let s = c
+                    .iscan_from(
+                        Region::Raw(out.as_mut_ptr(), len),
+                        Region::Raw(input.as_mut_ptr(), len),
+                        op(),
+                        exclusive,
+                    )
+                    .unwrap();
+                run_sched(s);
+                assert_eq!(input, xs[r], "iscan_from left the input alone, {what}");
+                match &scan_want {
+                    Some(w) => assert_eq!(&out, w, "iscan_from {what}"),
+                    None => assert!(out.iter().all(|&x| x == 0xa5), "iexscan touched rank 0"),
+                }
+                let mut buf = xs[r].clone();
+                let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+                let s = c
+                    .iscan_from(Region::Raw(ptr, n), Region::Raw(ptr, n), op(), exclusive)
+                    .unwrap();
+                run_sched(s);
+                match &scan_want {
+                    Some(w) => assert_eq!(&buf, w, "iscan in place {what}"),
+                    None => assert_eq!(buf, xs[r], "iexscan in place touched rank 0"),
+                }
+            }
+            // Reduce-scatter with uneven blocks (some empty): out of place and in place
+            // (our block lands at the start of our own input).
+            let counts: Vec<usize> = (0..p).map(|i| ((len / 8 + 3 * i) % 7) * 8).collect();
+            let total: usize = counts.iter().sum();
+            let ys: Vec<Vec<u8>> = (0..p).map(|i| contrib(total, it, i, 4)).collect();
+            let full = fold(&f, &ys);
+            let off: usize = counts[..r].iter().sum();
+            let mine = &full[off..off + counts[r]];
+            let mut input = ys[r].clone();
+            let s = c
+                .ireduce_scatter_from(
+                    Region::Raw(input.as_mut_ptr(), total),
+                    Region::Owned(vec![0u8; counts[r]]),
+                    &counts,
+                    op(),
+                )
+                .unwrap();
+            let mut s = run_sched(s);
+            assert_eq!(
+                s.take_owned(0).unwrap(),
+                mine,
+                "ireduce_scatter_from {what}"
+            );
+            assert_eq!(
+                input, ys[r],
+                "ireduce_scatter_from left the input alone, {what}"
+            );
+            let mut buf = ys[r].clone();
+            let ptr = buf.as_mut_ptr();
+            let s = c
+                .ireduce_scatter_from(
+                    Region::Raw(ptr, total),
+                    Region::Raw(ptr, counts[r]),
+                    &counts,
+                    op(),
+                )
+                .unwrap();
+            run_sched(s);
+            assert_eq!(&buf[..counts[r]], mine, "ireduce_scatter in place {what}");
         }
     }
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");

@@ -95,7 +95,8 @@ pub(crate) unsafe fn fill_from(
 
 /// A copy of bytes of a region (an own block for `MPI_IN_PLACE`), noted as input.
 pub(crate) fn copied(src: &[u8]) -> Vec<u8> {
-    let v = src.to_vec();
+    let mut v = oxmpi_coll::pooled(src.len());
+    v.copy_from_slice(src);
     if !v.is_empty() {
         note(Fill::Bytes(
             src.as_ptr() as usize,
@@ -350,12 +351,15 @@ pub(crate) unsafe fn region(
     if dt.is_contiguous() && !buf.is_null() && n > 0 {
         return Region::Raw(buf.cast::<u8>().wrapping_offset(dt.lb), n);
     }
-    let mut v = Vec::with_capacity(n);
+    // From the pool: a fresh mapping of a large region costs a page fault per page (the
+    // schedule gives it back when dropped).
+    let mut v = oxmpi_coll::pooled(n);
     if fill && n > 0 {
+        v.clear();
         // SAFETY: caller contract.
         unsafe { pack_into(dt, count, buf.cast(), &mut v) };
+        v.resize(n, 0);
     }
-    v.resize(n, 0);
     if fill {
         note_pack(dt, count, buf as usize, v.as_ptr(), n);
     }

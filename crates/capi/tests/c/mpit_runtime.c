@@ -118,10 +118,13 @@ int main(int argc, char **argv)
         printf("mpit_runtime: bcast sm %llu linear %llu, forced linear: sm %llu linear %llu\n",
                sm1 - sm0, lin1 - lin0, sm2 - sm1, lin2 - lin1);
 
-    /* Other collectives count their algorithm too, blocking and nonblocking. */
+    /* Other collectives count their algorithm too, blocking and nonblocking (a reduce
+     * larger than the shared-memory component's 4 KiB runs the binomial tree). */
     unsigned long long red0 = readu(recv), ib0 = readu(ibar), ibsm0 = readu(ibar_sm);
-    long long sum = 0;
-    MPI_Reduce(&v, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    static long long vs[1024], sums[1024];
+    for (int i = 0; i < 1024; i++) vs[i] = v;
+    MPI_Reduce(vs, sums, 1024, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long long sum = sums[1023];
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);

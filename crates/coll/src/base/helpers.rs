@@ -94,6 +94,53 @@ impl Drop for Scratch {
     }
 }
 
+/// Large byte buffers kept between collectives for any thread (the scratch and packed
+/// regions of nonblocking schedules, which are made on one thread and dropped on whichever
+/// finishes them, and the copies the C layer makes): a fresh mapping of a megabyte costs
+/// hundreds of page faults, far more than the collective's copy of it.
+static POOL: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+/// Buffers the pool keeps at most.
+const POOL_BUFFERS: usize = 4;
+/// Buffers from this size on are worth keeping (smaller ones come from the allocator's
+/// own free lists, already mapped).
+const POOL_MIN: usize = 64 << 10;
+
+/// A buffer of `n` bytes, from the pool when it has one at least that large (contents
+/// unspecified up to its former length, zero after: callers overwrite before reading).
+pub fn pooled(n: usize) -> Vec<u8> {
+    if n >= POOL_MIN {
+        let mut g = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        // The smallest one that fits.
+        let best = (0..g.len())
+            .filter(|&i| g[i].capacity() >= n)
+            .min_by_key(|&i| g[i].capacity());
+        if let Some(i) = best {
+            let mut v = g.swap_remove(i);
+            drop(g);
+            v.resize(n, 0);
+            return v;
+        }
+    }
+    vec![0u8; n]
+}
+
+/// Give a buffer back to the pool (kept if large enough, at most [`SCRATCH_KEEP`] bytes,
+/// and the pool is not full; otherwise replacing the pool's smallest if larger).
+pub fn unpool(v: Vec<u8>) {
+    let c = v.capacity();
+    if !(POOL_MIN..=SCRATCH_KEEP).contains(&c) {
+        return;
+    }
+    let mut g = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    if g.len() < POOL_BUFFERS {
+        g.push(v);
+    } else if let Some(i) = (0..g.len()).min_by_key(|&i| g[i].capacity()) {
+        if g[i].capacity() < c {
+            g[i] = v;
+        }
+    }
+}
+
 /// Splits `len` bytes into `p` consecutive blocks of whole `elem`-byte elements, as even as
 /// possible: (counts, displacements).
 pub fn split_even(len: usize, elem: usize, p: usize) -> (Vec<usize>, Vec<usize>) {

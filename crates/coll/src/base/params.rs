@@ -33,6 +33,9 @@ pub enum Coll {
     Gather = 7,
     /// `scatter`: 1 linear (the root posts every send), 2 binomial tree.
     Scatter = 8,
+    /// `scan` and `exscan`: 1 recursive doubling (the only point-to-point algorithm;
+    /// forcing it bypasses the shared-memory path).
+    Scan = 9,
 }
 
 const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
@@ -50,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 13] = [
+pub static PARAMS: [ParamDecl; 14] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -87,6 +90,10 @@ pub static PARAMS: [ParamDecl; 13] = [
         "scatter_algorithm",
         "Scatter algorithm: 0 automatic, 1 linear, 2 binomial",
     ),
+    algorithm_param(
+        "scan_algorithm",
+        "Scan and exscan algorithm: 0 automatic, 1 recursive doubling",
+    ),
     crate::sm::params::ENABLE,
     crate::sm::params::ALLREDUCE_LARGE_MIN,
     crate::sm::params::NONBLOCKING,
@@ -117,7 +124,7 @@ pub static PROVIDER: Provider = Provider {
 /// Not read from the registry yet.
 const UNREAD: u32 = u32::MAX;
 
-static CACHE: [AtomicU32; 9] = [const { AtomicU32::new(UNREAD) }; 9];
+static CACHE: [AtomicU32; 10] = [const { AtomicU32::new(UNREAD) }; 10];
 
 /// The forced algorithm number of `coll` (0 = automatic selection): one relaxed load once
 /// read.
@@ -152,7 +159,7 @@ pub fn reload() {
 }
 
 /// Every [`Coll`], in its numbering.
-const ALL: [Coll; 9] = [
+const ALL: [Coll; 10] = [
     Coll::Barrier,
     Coll::Bcast,
     Coll::Reduce,
@@ -162,6 +169,7 @@ const ALL: [Coll; 9] = [
     Coll::ReduceScatter,
     Coll::Gather,
     Coll::Scatter,
+    Coll::Scan,
 ];
 
 /// Messages up to this many bytes use the binomial broadcast (larger: scatter + allgather).

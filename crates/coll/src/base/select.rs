@@ -99,3 +99,64 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
     }
     a.alltoall(send, recv, block)
 }
+
+/// Reduce to `root`: our contribution is `send` (`None` at the root in place: it is in
+/// `recv`); at the root, `recv` receives the result (other ranks pass `None`). `f` as
+/// for [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (every rank
+/// folded in rank order at the root), the rest through the tuned binomial tree
+/// ([`CollComm::reduce_into`]), without copying the input.
+pub fn reduce<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    root: i32,
+    f: &F,
+    elem_size: usize,
+    commutative: bool,
+) -> Result<()> {
+    let bytes = send.map_or_else(|| recv.as_deref().map_or(0, <[u8]>::len), <[u8]>::len);
+    let sm_ok = a.rank != root || recv.as_ref().is_some_and(|r| r.len() == bytes);
+    if bytes > 0 && bytes <= sm::DATA && sm_ok && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Reduce)? {
+            count(a.shadow, Alg::SmReduce);
+            seg.reduce(send, recv, root as usize, f);
+            return Ok(());
+        }
+    }
+    let op = Op {
+        f,
+        elem_size,
+        commutative,
+    };
+    a.reduce_into(send, recv, root, &op)
+}
+
+/// Inclusive scan (`exclusive`: exclusive scan, rank 0's `recv` left untouched) of our
+/// contribution `send` (`None`: it is in `recv`, in place) into `recv`. `f` as for
+/// [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (each rank folds
+/// the contributions up to its own in rank order), the rest through recursive doubling ([`CollComm::scan_into`]).
+#[allow(clippy::too_many_arguments)]
+pub fn scan<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    exclusive: bool,
+    f: &F,
+    elem_size: usize,
+    commutative: bool,
+) -> Result<()> {
+    let n = recv.len();
+    if n > 0 && n <= sm::DATA && send.is_none_or(|s| s.len() == n) {
+        if let Some(seg) = sm::get(a, Coll::Scan)? {
+            count(a.shadow, Alg::SmScan);
+            seg.scan(send, recv, exclusive, f);
+            return Ok(());
+        }
+    }
+    let op = Op {
+        f,
+        elem_size,
+        commutative,
+    };
+    a.scan_into(send, recv, exclusive, &op)
+}

@@ -36,6 +36,8 @@ algorithms! {
     SmBarrier: "coll_sm_barrier_calls", "coll_sm", "Barriers run by the shared-memory component";
     SmBcast: "coll_sm_bcast_calls", "coll_sm", "Broadcasts run by the shared-memory component";
     SmAllreduce: "coll_sm_allreduce_calls", "coll_sm", "Allreduces run by the shared-memory component";
+    SmReduce: "coll_sm_reduce_calls", "coll_sm", "Reduces run by the shared-memory component";
+    SmScan: "coll_sm_scan_calls", "coll_sm", "Scans and exclusive scans run by the shared-memory component";
     SmAlltoall: "coll_sm_alltoall_calls", "coll_sm", "Alltoalls run by the shared-memory component";
     SmNonblocking: "coll_sm_nonblocking_calls", "coll_sm", "Nonblocking collectives of small vectors run by the shared-memory component";
     BcastLinear: "coll_tuned_bcast_linear_calls", "coll_tuned", "Broadcasts run by the linear algorithm";
@@ -77,7 +79,7 @@ algorithms! {
     NbcGathervLinear: "coll_nbc_gatherv_linear_calls", "coll_nbc", "Nonblocking (and persistent) gathers and gathervs run by the linear algorithm";
     NbcScattervLinear: "coll_nbc_scatterv_linear_calls", "coll_nbc", "Nonblocking (and persistent) scatters and scattervs run by the linear algorithm";
     NbcScanRecdbl: "coll_nbc_scan_recursive_doubling_calls", "coll_nbc", "Nonblocking (and persistent) scans and exclusive scans run by recursive doubling";
-    NbcReduceScatterReduceScatterv: "coll_nbc_reduce_scatter_reduce_scatterv_calls", "coll_nbc", "Nonblocking (and persistent) reduce-scatters run as reduce + scatterv";
+    NbcReduceScatterPairwise: "coll_nbc_reduce_scatter_pairwise_calls", "coll_nbc", "Nonblocking (and persistent) reduce-scatters run by pairwise exchange (each block sent to its rank in one round, folded there in rank order)";
     InterBarrier: "coll_inter_barrier_calls", "coll_inter", "Intercommunicator barriers (leaders swap)";
     InterBcast: "coll_inter_bcast_calls", "coll_inter", "Intercommunicator broadcasts (root to every remote rank)";
     InterGather: "coll_inter_gather_calls", "coll_inter", "Intercommunicator gathers (every remote rank to the root)";

@@ -22,7 +22,7 @@
 //! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
-use crate::base::helpers::{fold_real_rank, fold_sizes};
+use crate::base::helpers::{fold_real_rank, fold_sizes, pooled, unpool};
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::SmNb;
 use crate::sm::{Seg, SmKind};
@@ -189,7 +189,7 @@ impl Round {
         }
         let t = (
             *tmp.get_or_insert_with(|| {
-                regions.push(Region::Owned(vec![0u8; n]));
+                regions.push(Region::Owned(pooled(n)));
                 regions.len() - 1
             }),
             0,
@@ -250,6 +250,17 @@ pub struct Schedule {
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
 // until the operation completes, whichever thread advances it; the operation is `Send`.
 unsafe impl Send for Schedule {}
+
+impl Drop for Schedule {
+    /// The buffers it owns go back to the pool ([`pooled`]) for the next collective.
+    fn drop(&mut self) {
+        for r in &mut self.regions {
+            if let Region::Owned(v) = r {
+                unpool(std::mem::take(v));
+            }
+        }
+    }
+}
 
 impl Schedule {
     /// An empty schedule for a collective on `cc` over `regions`, with the reduction `op`
@@ -844,7 +855,7 @@ impl CollComm {
         } else if me_root {
             res
         } else {
-            (s.add_region(Region::Owned(vec![0u8; n])), 0)
+            (s.add_region(Region::Owned(pooled(n))), 0)
         };
         let mut ready = children.is_empty() || aliased;
         let mut tmp = None;
@@ -1009,39 +1020,9 @@ impl CollComm {
         Ok(s)
     }
 
-    /// Binomial-tree reduction rounds of the `n` bytes at `b` towards `troot` (rank 0 for
-    /// non-commutative operations, which then combine in rank order), `t` being `n` bytes
-    /// of scratch. The result ends at `b` on `troot`.
-    fn reduce_tree(&self, s: &mut Schedule, b: At, t: At, n: usize, troot: i32, commutative: bool) {
-        let p = self.size;
-        let rel = self.modp(self.rank - troot);
-        let mut mask = 1;
-        while mask < p {
-            if rel & mask == 0 {
-                let src = rel | mask;
-                if src < p {
-                    s.next_round();
-                    s.recv(Lane::default(), t, n, self.modp(src + troot));
-                    if commutative {
-                        s.reduce(t, b, n);
-                    } else {
-                        // Ours covers lower ranks: b ∘ t.
-                        s.reduce(b, t, n);
-                        s.copy(t, b, n);
-                    }
-                }
-            } else {
-                s.next_round();
-                s.send(Lane::default(), b, n, self.modp(rel - mask + troot));
-                break;
-            }
-            mask <<= 1;
-        }
-    }
-
     /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`) of `input` (our contribution): the result
-    /// lands in region 0 (`out`; untouched on rank 0 for exscan). Recursive doubling in
-    /// MPICH's order-preserving scheme (`log2(size)` rounds).
+    /// lands in region 0 (`out`; untouched on rank 0 for exscan); see
+    /// [`CollComm::iscan_from`].
     pub fn iscan(
         &self,
         out: Region,
@@ -1049,42 +1030,147 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
-        let n = input.len();
+        self.iscan_from(out, Region::Owned(input), op, exclusive)
+    }
+
+    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`) of `input` (region 1, our contribution,
+    /// only read unless it is `out` itself, in place) into region 0 (`out`; untouched on
+    /// rank 0 for exscan). Recursive doubling in MPICH's order-preserving scheme
+    /// (`log2(size)` rounds), moving and combining only what is needed: a partial result
+    /// travels only to a partner that folds it into its result (it ranks higher) or that
+    /// has later rounds, and is extended only while we have later rounds; it starts as
+    /// the input itself (copied to scratch once it must change, or in place before the
+    /// result overwrites it). The first lower partial goes straight into `out` when the
+    /// order allows (exclusive scan, or a commutative operation).
+    pub fn iscan_from(
+        &self,
+        out: Region,
+        input: Region,
+        op: OwnedOp,
+        exclusive: bool,
+    ) -> Result<Schedule> {
+        let mut input = input;
+        let (ip, n) = input.ptr_len();
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
         let commutative = op.commutative;
-        let mut s = Schedule::new(self, vec![out], Some(op))?.counted(Alg::NbcScanRecdbl);
-        if s.region_len(0) < n && !(exclusive && self.rank == 0) {
+        let mut s = Schedule::new(self, vec![out, input], Some(op))?.counted(Alg::NbcScanRecdbl);
+        let (r, p) = (self.rank, self.size);
+        let (op_, ol) = s.regions[0].ptr_len();
+        if ol < n && !(exclusive && r == 0) {
             return Err(arg_err(
                 ErrorClass::Count,
                 "scan: the receive buffer is smaller than the contribution",
             ));
         }
-        let partial = s.add_region(Region::Owned(input));
-        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
-        let (res, part, t) = ((0, 0), (partial, 0), (tmp, 0));
-        if !exclusive {
-            s.copy(part, res, n);
-        }
-        let mut have = !exclusive;
-        let (r, p) = (self.rank, self.size);
+        let (res, inp) = ((0, 0), (1, 0));
+        let (i0, o0) = (ip as usize, op_ as usize);
+        let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
+        // Whether rank `x` exchanges again after the round of distance `m`.
+        let later = |x: i32, m: i32| {
+            let mut m2 = m << 1;
+            while m2 < p {
+                if x ^ m2 < p {
+                    return true;
+                }
+                m2 <<= 1;
+            }
+            false
+        };
+        // Whether the partner of round `m`, `d`, needs our partial: it ranks higher (its
+        // result), or it extends its own partial for later rounds.
+        let they_need = |m: i32, d: i32| r < d || later(d, m);
+        // Whether we send our partial in a round after the one of distance `m`.
+        let sends_after = |m: i32| {
+            let mut m2 = m << 1;
+            while m2 < p {
+                let d = r ^ m2;
+                if d < p && they_need(m2, d) {
+                    return true;
+                }
+                m2 <<= 1;
+            }
+            false
+        };
+        let mut part = inp;
+        let mut pbuf: Option<usize> = None;
+        let mut tbuf: Option<usize> = None;
+        // Whether `out` holds a result yet (inclusive: in place it holds ours from the
+        // start).
+        let mut have = !exclusive && aliased;
         let mut mask = 1;
         while mask < p {
-            let dst = r ^ mask;
-            if dst < p {
-                s.next_round();
-                s.send(Lane::default(), part, n, dst);
-                s.recv(Lane::default(), t, n, dst);
-                if dst < r {
-                    // `t` covers ranks below ours.
-                    s.reduce(t, part, n);
-                    if have {
-                        s.reduce(t, res, n);
-                    } else {
-                        s.copy(t, res, n);
-                        have = true;
+            let d = r ^ mask;
+            if d >= p {
+                mask <<= 1;
+                continue;
+            }
+            let keep = later(r, mask);
+            let send = they_need(mask, d);
+            let recv = d < r || keep;
+            s.next_round();
+            if send {
+                s.send(Lane::default(), part, n, d);
+            }
+            if !recv {
+                mask <<= 1;
+                continue;
+            }
+            // In place, our input is about to be overwritten while we still send it:
+            // the partial moves to scratch first.
+            let guard = |s: &mut Schedule, part: &mut At, pbuf: &mut Option<usize>| {
+                if aliased && *part == inp && d < r && sends_after(mask) {
+                    let pb = *pbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n))));
+                    s.copy(inp, (pb, 0), n);
+                    *part = (pb, 0);
+                }
+            };
+            if d < r && !have && !keep && (exclusive || commutative) && !aliased {
+                // Straight into the result (exclusive: it is the partner's partial;
+                // inclusive and commutative: ours is folded in).
+                s.recv(Lane::default(), res, n, d);
+                if !exclusive {
+                    s.reduce(inp, res, n);
+                }
+                have = true;
+                mask <<= 1;
+                continue;
+            }
+            let t = (
+                *tbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n)))),
+                0,
+            );
+            s.recv(Lane::default(), t, n, d);
+            if d < r {
+                // `t` covers the ranks just below those our result covers.
+                guard(&mut s, &mut part, &mut pbuf);
+                if exclusive && !have {
+                    s.copy(t, res, n);
+                } else {
+                    if !have {
+                        // Ours alone (not aliased: `have` starts true in place).
+                        s.copy(inp, res, n);
                     }
+                    s.reduce(t, res, n);
+                }
+                have = true;
+                if keep {
+                    if part == inp {
+                        let pb =
+                            *pbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n))));
+                        s.copy(inp, (pb, 0), n);
+                        part = (pb, 0);
+                    }
+                    s.reduce(t, part, n);
+                }
+            } else if keep {
+                // `t` covers the ranks just above our partial's: partial ∘ t.
+                if part == inp {
+                    let pb = *pbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n))));
+                    s.copy(t, (pb, 0), n);
+                    part = (pb, 0);
+                    s.reduce(inp, part, n);
                 } else if commutative {
                     s.reduce(t, part, n);
                 } else {
@@ -1094,15 +1180,35 @@ impl CollComm {
             }
             mask <<= 1;
         }
+        if !exclusive && !have && n > 0 {
+            s.copy(inp, res, n);
+        }
         Ok(s)
     }
 
-    /// `MPI_Ireduce_scatter`: `data` (our contribution, `counts` bytes per rank back to
-    /// back) is reduced at rank 0 (binomial tree, rank order) and block `i` scattered to
-    /// region 0 (`out`) of rank `i`.
+    /// `MPI_Ireduce_scatter` of `data` (our contribution, `counts` bytes per rank back to
+    /// back) into region 0 (`out`): see [`CollComm::ireduce_scatter_from`].
     pub fn ireduce_scatter(
         &self,
         data: Vec<u8>,
+        out: Region,
+        counts: &[usize],
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        self.ireduce_scatter_from(Region::Owned(data), out, counts, op)
+    }
+
+    /// `MPI_Ireduce_scatter`: `input` (our contribution, `counts` bytes per rank back to
+    /// back; region 1, only read: the user's memory when contiguous) is reduced block by
+    /// block and block `i` lands in region 0 (`out`) of rank `i`. Pairwise exchange in one
+    /// round: every rank sends block `i` of its input straight to rank `i` and receives
+    /// every other rank's contribution to its own block into scratch (region 2), then folds
+    /// them in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`, for any operation) into `out`. Each
+    /// rank moves only its share, and nothing is copied first. In place (`out` inside
+    /// `input`), our own block is copied aside before `out` is written.
+    pub fn ireduce_scatter_from(
+        &self,
+        input: Region,
         out: Region,
         counts: &[usize],
         op: OwnedOp,
@@ -1117,7 +1223,8 @@ impl CollComm {
                 ),
             ));
         }
-        let n = data.len();
+        let mut input = input;
+        let (ip, n) = input.ptr_len();
         let total: usize = counts.iter().sum();
         if n != total || counts.iter().any(|&c| c % op.elem_size.max(1) != 0) {
             return Err(arg_err(
@@ -1125,26 +1232,75 @@ impl CollComm {
                 "reduce_scatter: the contribution is not the sum of whole-element blocks",
             ));
         }
-        let commutative = op.commutative;
-        let mut s =
-            Schedule::new(self, vec![out], Some(op))?.counted(Alg::NbcReduceScatterReduceScatterv);
-        let d = s.add_region(Region::Owned(data));
-        let tmp = s.add_region(Region::Owned(vec![0u8; n]));
-        self.reduce_tree(&mut s, (d, 0), (tmp, 0), n, 0, commutative);
         let me = self.rank as usize;
-        s.next_round();
-        if me == 0 {
-            let mut off = 0;
-            for (i, &c) in counts.iter().enumerate() {
-                if i == 0 {
-                    s.copy((d, 0), (0, 0), c);
-                } else {
-                    s.send(Lane::default(), (d, off), c, i as i32);
-                }
-                off += c;
+        let mut s =
+            Schedule::new(self, vec![out, input], Some(op))?.counted(Alg::NbcReduceScatterPairwise);
+        let (op_, ol) = s.regions[0].ptr_len();
+        if ol < counts[me] {
+            return Err(arg_err(
+                ErrorClass::Truncate,
+                "reduce_scatter: the receive buffer is smaller than our block",
+            ));
+        }
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0, |off, &c| {
+                let d = *off;
+                *off += c;
+                Some(d)
+            })
+            .collect();
+        // Our output inside our input (in place): our block goes to scratch too.
+        let (i0, o0) = (ip as usize, op_ as usize);
+        let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
+        let p = counts.len();
+        let mine = counts[me];
+        // Scratch offset of each rank's contribution to our block (ours only when
+        // aliased).
+        let mut toff = vec![0usize; p];
+        let mut tlen = 0;
+        for r in (0..p).filter(|&r| r != me || aliased) {
+            toff[r] = tlen;
+            tlen += mine;
+        }
+        let t = s.add_region(Region::Owned(pooled(tlen)));
+        let rd = s.round();
+        for k in 1..p {
+            let src = (me + p - k) % p;
+            rd.push(rcv((t, toff[src]), mine, src as i32));
+        }
+        for k in 1..p {
+            let dst = (me + k) % p;
+            rd.push(snd((1, displs[dst]), counts[dst], dst as i32));
+        }
+        if mine == 0 {
+            return Ok(s);
+        }
+        if aliased {
+            rd.push(Step::Copy {
+                src: (1, displs[me]),
+                dst: (t, toff[me]),
+                len: mine,
+            });
+        }
+        let at = |r: usize| {
+            if r == me && !aliased {
+                (1, displs[me])
+            } else {
+                (t, toff[r])
             }
-        } else {
-            s.recv(Lane::default(), (0, 0), counts[me], 0);
+        };
+        rd.push(Step::Copy {
+            src: at(p - 1),
+            dst: (0, 0),
+            len: mine,
+        });
+        for r in (0..p - 1).rev() {
+            rd.push(Step::Reduce {
+                src: at(r),
+                dst: (0, 0),
+                len: mine,
+            });
         }
         Ok(s)
     }

@@ -1,7 +1,7 @@
-//! The `sm` component: shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors, and for
-//! allreduce of large vectors ([`Seg::allreduce_big`], from
-//! `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
-//! node.
+//! The `sm` component: shared-memory paths for barrier, bcast, alltoall, allreduce, reduce and
+//! (exclusive) scan of small vectors, and for allreduce of large vectors
+//! ([`Seg::allreduce_big`], from `coll_sm_allreduce_large_min` bytes), on any
+//! intracommunicator whose ranks all run on one node.
 //!
 //! Each such communicator gets, lazily at its first eligible collective, one segment
 //! (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no

@@ -495,6 +495,96 @@ impl Seg {
         Ok(true)
     }
 
+    /// Reduce to `root` (at most `DATA` bytes): every other rank posts `send` (its
+    /// contribution) and is done; the root waits for their stamps and folds every
+    /// contribution in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`, its own from `send`, or from
+    /// `recv` in place when `send` is `None`) into `recv`. `red` computes
+    /// `inout = in ∘ inout`.
+    pub fn reduce<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        root: usize,
+        red: &F,
+    ) {
+        let k = self.next();
+        match recv {
+            Some(buf) if self.rank == root => {
+                let n = buf.len();
+                self.wait_all(k);
+                let last = self.size - 1;
+                // Our own contribution joins the fold where its rank says: copied aside
+                // when the fold would overwrite it first (in place, below the last rank).
+                let mut own = [0u8; DATA];
+                let own: &[u8] = match send {
+                    Some(s) => s,
+                    None if root != last => {
+                        own[..n].copy_from_slice(buf);
+                        &own[..n]
+                    }
+                    None => &[],
+                };
+                if root != last {
+                    // SAFETY: every other rank stamped `k` (waited above).
+                    buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
+                } else if let Some(s) = send {
+                    buf.copy_from_slice(s);
+                }
+                for r in (0..last).rev() {
+                    if r == root {
+                        red(own, buf);
+                    } else {
+                        // SAFETY: as above; the view does not overlap `buf`.
+                        red(unsafe { self.peer(r, k, 0, n) }, buf);
+                    }
+                }
+            }
+            _ => self.post(k, send.unwrap_or_default()),
+        }
+        self.finish(k);
+    }
+
+    /// Inclusive (or, `exclusive`, exclusive) scan of at most `DATA` bytes: every rank
+    /// posts its contribution (`send`, or `recv` in place when `None`) and folds those of
+    /// the ranks up to its own (below its own when exclusive) in rank order into `recv`;
+    /// rank 0's `recv` is left untouched by the exclusive scan.
+    pub fn scan<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        red: &F,
+    ) {
+        let n = recv.len();
+        let k = self.next();
+        self.post(k, send.unwrap_or(recv));
+        let me = self.rank;
+        // The fold's last rank, and whether it is ours (then read from our input).
+        let top = if exclusive {
+            me.checked_sub(1)
+        } else {
+            Some(me)
+        };
+        if let Some(top) = top {
+            for r in 0..top {
+                self.wait_word(self.stamp(r, k), k);
+            }
+            if top != me {
+                self.wait_word(self.stamp(top, k), k);
+                // SAFETY: rank `top` stamped `k` (waited above).
+                recv.copy_from_slice(unsafe { self.peer(top, k, 0, n) });
+            } else if let Some(s) = send {
+                recv.copy_from_slice(s);
+            }
+            for r in (0..top).rev() {
+                // SAFETY: rank `r` stamped `k` (waited above); the view does not overlap
+                // `recv`.
+                red(unsafe { self.peer(r, k, 0, n) }, recv);
+            }
+        }
+        self.finish(k);
+    }
+
     /// Allreduce of `buf` (at most `DATA` bytes) in place; `red` computes `inout = in ∘ inout`.
     pub fn allreduce<F: Fn(&[u8], &mut [u8])>(&self, buf: &mut [u8], red: &F) {
         let n = buf.len();

@@ -2,7 +2,8 @@
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    check_blocks, check_op, fold_real_rank, fold_sizes, split_even, Aligned, Scratch,
+    check_blocks, check_op, fold_real_rank, fold_sizes, pooled, split_even, unpool, Aligned,
+    Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
@@ -25,6 +26,153 @@ impl CollComm {
             count(self.shadow, Alg::ReduceBinomial);
             self.reduce_binomial(buf, root, op, TAG_REDUCE)
         }
+    }
+
+    /// `MPI_Reduce` without copying the input: `send` is our contribution (`None` at the
+    /// root in place: it is in `recv`); at `root`, `recv` (as long as the contribution)
+    /// receives the result (other ranks pass `None`). The binomial tree of
+    /// [`CollComm::reduce`], with fewer copies: a leaf sends its input from where it is,
+    /// and a rank that has combined nothing yet receives its first child's vector straight
+    /// into its accumulator (the result buffer at the root, per-thread scratch elsewhere)
+    /// and folds its own in (`acc = ours ∘ child`: the rank order holds, the child covering
+    /// the ranks above ours).
+    pub fn reduce_into(
+        &self,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        root: i32,
+        op: &Op,
+    ) -> Result<()> {
+        self.check_root(root)?;
+        let me_root = self.rank == root;
+        let n = match (send, &recv) {
+            (Some(s), _) => s.len(),
+            (None, Some(r)) if me_root => r.len(),
+            _ => {
+                return Err(arg_err(
+                    ErrorClass::Buffer,
+                    "reduce: no contribution (in place is for the root only)",
+                ))
+            }
+        };
+        let mut recv = match recv {
+            Some(r) if me_root && r.len() != n => {
+                return Err(arg_err(
+                    ErrorClass::Count,
+                    format!("reduce: a {n}-byte contribution into {} bytes", r.len()),
+                ))
+            }
+            Some(r) if me_root => Some(r),
+            None if me_root => {
+                return Err(arg_err(
+                    ErrorClass::Buffer,
+                    "reduce: no result buffer at the root",
+                ))
+            }
+            _ => None,
+        };
+        check_op(n, op)?;
+        if self.size == 1 || tune::algorithm(Coll::Reduce) == 1 {
+            // One rank, or the linear algorithm forced: on a copy.
+            let mut buf = match (send, recv.as_deref()) {
+                (Some(s), _) => s.to_vec(),
+                (None, r) => r.map(<[u8]>::to_vec).unwrap_or_default(),
+            };
+            if self.size > 1 {
+                count(self.shadow, Alg::ReduceLinear);
+                self.reduce_linear(&mut buf, root, op, TAG_REDUCE)?;
+            }
+            if let Some(r) = recv {
+                r.copy_from_slice(&buf);
+            }
+            return Ok(());
+        }
+        count(self.shadow, Alg::ReduceBinomial);
+        // Non-commutative: the tree is rooted at 0 (adjacent rank ranges join in order);
+        // the result then moves to the root.
+        let troot = if op.commutative { root } else { 0 };
+        if self.rank == troot {
+            match recv.as_deref_mut() {
+                Some(r) => self.reduce_binomial_into(send, r, troot, op)?,
+                None => {
+                    let mut acc = Scratch::new(n);
+                    let acc = &mut acc[..n];
+                    self.reduce_binomial_into(send, acc, troot, op)?;
+                    self.send(acc, root, TAG_REDUCE)?;
+                }
+            }
+            return Ok(());
+        }
+        {
+            // Our input: in place at the root it is in `recv` (which gets the result from
+            // `troot` only after the tree has taken it).
+            let input = send.or(recv.as_deref()).unwrap_or_default();
+            let m = if self.is_leaf(troot) { 0 } else { n };
+            let mut acc = Scratch::new(m);
+            self.reduce_binomial_into(Some(input), &mut acc[..m], troot, op)?;
+        }
+        if let Some(r) = recv {
+            self.recv(r, troot, TAG_REDUCE)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this rank has no child in the binomial tree rooted at `troot`.
+    fn is_leaf(&self, troot: i32) -> bool {
+        let rel = self.modp(self.rank - troot);
+        rel & 1 == 1 || rel + 1 >= self.size
+    }
+
+    /// This rank's part of the binomial reduction tree rooted at `troot`
+    /// ([`CollComm::reduce_into`]): `input` is our contribution (`None`: it is in `acc`
+    /// already), `acc` accumulates our partial result (the whole result at `troot`; unused
+    /// by a leaf that has its input) and is sent to the parent.
+    fn reduce_binomial_into(
+        &self,
+        input: Option<&[u8]>,
+        acc: &mut [u8],
+        troot: i32,
+        op: &Op,
+    ) -> Result<()> {
+        let p = self.size;
+        let rel = self.modp(self.rank - troot);
+        let mut ready = input.is_none();
+        let mut tmp: Option<Scratch> = None;
+        let mut mask = 1;
+        while mask < p && rel & mask == 0 {
+            let src = rel | mask;
+            if src < p {
+                let child = self.modp(src + troot);
+                match input {
+                    Some(x) if !ready => {
+                        // The child covers the ranks above ours: acc = ours ∘ child.
+                        self.recv(acc, child, TAG_REDUCE)?;
+                        (op.f)(x, acc);
+                        ready = true;
+                    }
+                    _ => {
+                        let t = tmp.get_or_insert_with(|| Scratch::new(acc.len()));
+                        let t = &mut t[..acc.len()];
+                        self.recv(t, child, TAG_REDUCE)?;
+                        if op.commutative {
+                            (op.f)(t, acc);
+                        } else {
+                            (op.f)(acc, t);
+                            acc.copy_from_slice(t);
+                        }
+                    }
+                }
+            }
+            mask <<= 1;
+        }
+        if rel != 0 {
+            let parent = self.modp(rel - (rel & rel.wrapping_neg()) + troot);
+            match input {
+                Some(x) if !ready => self.send(x, parent, TAG_REDUCE)?,
+                _ => self.send(acc, parent, TAG_REDUCE)?,
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn reduce_linear(&self, buf: &mut [u8], root: i32, op: &Op, tag: i32) -> Result<()> {
@@ -359,8 +507,135 @@ impl CollComm {
     pub fn scan(&self, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
         count(self.shadow, Alg::ScanRecdbl);
-        let partial = buf.to_vec();
+        let mut partial = pooled(buf.len());
+        partial.copy_from_slice(buf);
         self.scan_recdbl(partial, op, TAG_SCAN, |tmp| (op.f)(tmp, buf))
+    }
+
+    /// Inclusive (`exclusive`: exclusive) scan of `send` (`None`: it is in `recv`, in
+    /// place) into `recv` (rank 0's left untouched by the exclusive scan): the recursive
+    /// doubling of [`CollComm::scan`], moving and combining only what is needed (as the
+    /// nonblocking `iscan_from`): a partial result goes only to a partner that folds it into
+    /// its result (it ranks higher) or that has later rounds, and is extended only while we
+    /// have later rounds; the first lower partial lands straight in `recv` when the order
+    /// allows (exclusive, or a commutative operation).
+    pub fn scan_into(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        op: &Op,
+    ) -> Result<()> {
+        check_op(recv.len(), op)?;
+        if send.is_some_and(|s| s.len() != recv.len()) {
+            return Err(arg_err(ErrorClass::Count, "scan buffers differ in size"));
+        }
+        count(
+            self.shadow,
+            if exclusive {
+                Alg::ExscanRecdbl
+            } else {
+                Alg::ScanRecdbl
+            },
+        );
+        let n = recv.len();
+        let (r, p) = (self.rank, self.size);
+        // In place, our input is copied: the result overwrites it while it may still be sent.
+        let copy = send.is_none().then(|| {
+            let mut v = pooled(n);
+            v.copy_from_slice(recv);
+            v
+        });
+        let inp: &[u8] = send.or(copy.as_deref()).unwrap_or_default();
+        let later = |x: i32, m: i32| {
+            let mut m2 = m << 1;
+            while m2 < p {
+                if x ^ m2 < p {
+                    return true;
+                }
+                m2 <<= 1;
+            }
+            false
+        };
+        let mut partial: Option<Vec<u8>> = None;
+        let mut tmp: Option<Vec<u8>> = None;
+        let mut have = false;
+        let mut mask = 1;
+        while mask < p {
+            let d = r ^ mask;
+            if d >= p {
+                mask <<= 1;
+                continue;
+            }
+            let keep = later(r, mask);
+            let send_it = r < d || later(d, mask);
+            let recv_it = d < r || keep;
+            let part: &[u8] = partial.as_deref().unwrap_or(inp);
+            if d < r && !have && !keep && (exclusive || op.commutative) {
+                // Straight into the result.
+                if send_it {
+                    self.sendrecv(part, d, recv, d, TAG_SCAN)?;
+                } else {
+                    self.recv(recv, d, TAG_SCAN)?;
+                }
+                if !exclusive {
+                    (op.f)(inp, recv);
+                }
+                have = true;
+            } else if recv_it {
+                let t = tmp.get_or_insert_with(|| pooled(n));
+                if send_it {
+                    self.sendrecv(part, d, t, d, TAG_SCAN)?;
+                } else {
+                    self.recv(t, d, TAG_SCAN)?;
+                }
+                if d < r {
+                    // `t` covers the ranks just below those our result covers.
+                    if exclusive && !have {
+                        recv.copy_from_slice(t);
+                    } else {
+                        if !have {
+                            recv.copy_from_slice(inp);
+                        }
+                        (op.f)(t, recv);
+                    }
+                    have = true;
+                    if keep {
+                        let pb = partial.get_or_insert_with(|| {
+                            let mut v = pooled(n);
+                            v.copy_from_slice(inp);
+                            v
+                        });
+                        (op.f)(t, pb);
+                    }
+                } else if keep {
+                    // `t` covers the ranks just above our partial's: partial ∘ t.
+                    match partial.as_mut() {
+                        None => {
+                            let mut pb = pooled(n);
+                            pb.copy_from_slice(t);
+                            (op.f)(inp, &mut pb);
+                            partial = Some(pb);
+                        }
+                        Some(pb) if op.commutative => (op.f)(t, pb),
+                        Some(pb) => {
+                            (op.f)(pb, t);
+                            pb.copy_from_slice(t);
+                        }
+                    }
+                }
+            } else if send_it {
+                self.send(part, d, TAG_SCAN)?;
+            }
+            mask <<= 1;
+        }
+        if !exclusive && !have && send.is_some() {
+            recv.copy_from_slice(inp);
+        }
+        for v in [copy, partial, tmp].into_iter().flatten() {
+            unpool(v);
+        }
+        Ok(())
     }
 
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
@@ -372,7 +647,9 @@ impl CollComm {
         }
         count(self.shadow, Alg::ExscanRecdbl);
         let mut have = false;
-        self.scan_recdbl(send.to_vec(), op, TAG_EXSCAN, |tmp| {
+        let mut partial = pooled(send.len());
+        partial.copy_from_slice(send);
+        self.scan_recdbl(partial, op, TAG_EXSCAN, |tmp| {
             if have {
                 (op.f)(tmp, recv);
             } else {
@@ -394,7 +671,7 @@ impl CollComm {
         tag: i32,
         mut from_lower: impl FnMut(&[u8]),
     ) -> Result<()> {
-        let mut tmp = vec![0u8; partial.len()];
+        let mut tmp = pooled(partial.len());
         let mut mask = 1;
         while mask < self.size {
             let partner = self.rank ^ mask;
@@ -412,6 +689,8 @@ impl CollComm {
             }
             mask <<= 1;
         }
+        unpool(tmp);
+        unpool(partial);
         Ok(())
     }
 }
