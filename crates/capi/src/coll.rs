@@ -15,6 +15,7 @@ use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::state::lock;
+use oxmpi_coll::base::select;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -273,7 +274,8 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
             // SAFETY: MPI contract: sendbuf holds `n` items.
             unsafe { alg::SendBytes::new(&dt, n, sendbuf) }
         };
-        alg::with_op(&red, |o| a.exscan(send.bytes(), out.bytes(), o)).map_err(alg::err(comm))?;
+        alg::with_op(&red, |o| select::exscan(&a, send.bytes(), out.bytes(), o))
+            .map_err(alg::err(comm))?;
         if c.rank > 0 {
             out.store(|_| true);
         }
@@ -283,7 +285,7 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
             let send = unsafe { alg::SendBytes::new(&dt, n, sendbuf) };
             out.bytes().copy_from_slice(send.bytes());
         }
-        alg::with_op(&red, |o| a.scan(out.bytes(), o)).map_err(alg::err(comm))?;
+        alg::with_op(&red, |o| select::scan(&a, out.bytes(), o)).map_err(alg::err(comm))?;
         out.store(|_| true);
     }
     Ok(())
@@ -341,7 +343,8 @@ fn gatherv(
         // SAFETY: MPI contract: sendbuf holds `scount` items.
         let send = unsafe { alg::SendBytes::new(&sdt, scount, sendbuf) };
         let r = if regular {
-            a.gather(send.bytes(), &mut [], root)
+            let b = send.bytes().len();
+            select::gather(&a, Some(send.bytes()), &mut [], b, root)
         } else {
             a.gatherv(send.bytes(), &mut [], &[], &[], root)
         };
@@ -352,14 +355,34 @@ fn gatherv(
     let in_place = alg::is_in_place(sendbuf);
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
     let mut area = unsafe { alg::Blocks::new(rdt, recvbuf, slots, |i| in_place && i == me) };
+    if regular {
+        // In place, our block is already in `area` (no copy).
+        let b = area.counts.first().copied().unwrap_or(0);
+        let r = match &sdt {
+            Some(sdt) if !in_place => {
+                // SAFETY: MPI contract: sendbuf holds `scount` items.
+                let send = unsafe { alg::SendBytes::new(sdt, scount, sendbuf) };
+                if send.bytes().len() != b {
+                    return Err(MpiError::new(
+                        MPI_ERR_TRUNCATE,
+                        "gather: the root's send size differs from its receive block",
+                    )
+                    .on(c.comm));
+                }
+                select::gather(&a, Some(send.bytes()), area.bytes(), b, root)
+            }
+            _ => select::gather(&a, None, area.bytes(), b, root),
+        };
+        r.map_err(alg::err(c.comm))?;
+        area.store(|i| !(in_place && i == me));
+        return Ok(());
+    }
     let send = match &sdt {
         // SAFETY: MPI contract: sendbuf holds `scount` items.
         Some(sdt) if !in_place => unsafe { alg::SendBytes::new(sdt, scount, sendbuf) },
         _ => alg::SendBytes::Packed(area.block(me).to_vec()),
     };
-    let r = if regular {
-        a.gather(send.bytes(), area.bytes(), root)
-    } else {
+    let r = {
         let (counts, displs) = (area.counts.clone(), area.displs.clone());
         a.gatherv(send.bytes(), area.bytes(), &counts, &displs, root)
     };
@@ -387,7 +410,8 @@ fn scatterv(
         // SAFETY: MPI contract: recvbuf has room for `rcount` items.
         let mut out = unsafe { alg::Blocks::new(&rdt, recvbuf, vec![(rcount, 0)], |_| false) };
         let r = if regular {
-            a.scatter(&[], out.bytes(), root)
+            let b = out.bytes().len();
+            select::scatter(&a, &[], Some(out.bytes()), b, root)
         } else {
             a.scatterv(&[], &[], &[], out.bytes(), root)
         };
@@ -402,6 +426,10 @@ fn scatterv(
     let (counts, displs) = (src.counts.clone(), src.displs.clone());
     let mine = counts[me];
     let in_place = alg::is_in_place(recvbuf);
+    if regular && in_place {
+        // Our block stays where it is: nothing to receive or copy.
+        return select::scatter(&a, src.bytes(), None, mine, root).map_err(alg::err(c.comm));
+    }
     let mut scratch;
     let mut out = if in_place {
         scratch = vec![0u8; mine];
@@ -424,7 +452,7 @@ fn scatterv(
             )
             .on(c.comm));
         }
-        a.scatter(src.bytes(), rbytes, root)
+        select::scatter(&a, src.bytes(), Some(rbytes), mine, root)
     } else {
         a.scatterv(src.bytes(), &counts, &displs, rbytes, root)
     };
@@ -530,9 +558,9 @@ fn allgatherv(
     let r = if regular {
         let b = counts.first().copied().unwrap_or(0);
         let len = b * counts.len();
-        a.allgather(&mut area.bytes()[..len], b)
+        select::allgather(&a, &mut area.bytes()[..len], b)
     } else {
-        a.allgatherv(area.bytes(), &counts, &displs)
+        select::allgatherv(&a, area.bytes(), &counts, &displs)
     };
     r.map_err(alg::err(c.comm))?;
     area.store(|_| true);
@@ -617,7 +645,13 @@ fn alltoallv(
         let len = rcounts[0] * rcounts.len();
         a.alltoall(&sbytes[..len], &mut out.bytes()[..len], rcounts[0])
     } else {
-        a.alltoallv(sbytes, &scounts, &sdispls, out.bytes(), &rcounts, &rdispls)
+        select::alltoallv(
+            &a,
+            sbytes,
+            (&scounts, &sdispls),
+            out.bytes(),
+            (&rcounts, &rdispls),
+        )
     };
     r.map_err(alg::err(c.comm))?;
     out.store(|_| true);
@@ -812,8 +846,14 @@ fn alltoallw(
         total += t.size * k;
     }
     let mut rbytes = vec![0u8; total];
-    a.alltoallv(&sbytes, &scounts, &sdispls, &mut rbytes, &rcounts, &rdispls)
-        .map_err(alg::err(c.comm))?;
+    select::alltoallv(
+        &a,
+        &sbytes,
+        (&scounts, &sdispls),
+        &mut rbytes,
+        (&rcounts, &rdispls),
+    )
+    .map_err(alg::err(c.comm))?;
     for (i, (t, k, o)) in recv.iter().enumerate() {
         let data = &rbytes[rdispls[i]..rdispls[i] + rcounts[i]];
         // SAFETY: MPI contract: each receive piece has room for `k` items of its type.
@@ -831,7 +871,9 @@ mpi_fn_c! {
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
             let l = layout(&c, counts, displs)?;
             let t = slice_in(types, n, "types")?;
-            l.into_iter().zip(t).map(|((k, d), &h)| Ok((dtype(h, comm)?, k, d))).collect()
+            // Every type under one acquisition of the library lock.
+            let st = lock();
+            l.into_iter().zip(t).map(|((k, d), &h)| Ok((st.dtype_committed(h).map_err(|e| e.on(comm))?, k, d))).collect()
         };
         let recv = pieces(recvcounts, rdispls, recvtypes)?;
         let send = if alg::is_in_place(sendbuf) { None } else { Some(pieces(sendcounts, sdispls, sendtypes)?) };
@@ -862,7 +904,7 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(counts[me], 0)], |_| false) };
     alg::with_op(&red, |o| {
-        a.reduce_scatter(&mut full, &bytes, out.bytes(), o)
+        select::reduce_scatter(&a, &mut full, &bytes, out.bytes(), o)
     })
     .map_err(alg::err(comm))?;
     out.store(|_| true);

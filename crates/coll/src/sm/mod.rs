@@ -1,4 +1,6 @@
-//! The `sm` component: shared-memory paths for barrier, bcast, alltoall and allreduce of small vectors, and for
+//! The `sm` component: shared-memory paths for barrier, bcast, alltoall, allreduce,
+//! gather, scatter, allgather(v), reduce, reduce-scatter, scan and exscan of small vectors
+//! (blocking, through [`Seg::begin`] and [`Seg::end`] for the ones after allreduce), and for
 //! allreduce of large vectors ([`Seg::allreduce_big`], from
 //! `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
 //! node.
@@ -88,7 +90,17 @@ pub fn allowed(coll: Coll) -> bool {
 /// disabled, or the segment cannot be made.
 #[inline]
 pub fn get(a: &CollComm, coll: Coll) -> Result<Option<Arc<Seg>>> {
-    if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
+    if !allowed(coll) {
+        return Ok(None);
+    }
+    get_any(a)
+}
+
+/// [`get`] for a collective that has no algorithm parameter (scan, exscan): only
+/// `coll_sm_enable` turns the path off.
+#[inline]
+pub fn get_any(a: &CollComm) -> Result<Option<Arc<Seg>>> {
+    if a.size < 2 || a.size > MAX_RANKS || !params::enabled() {
         return Ok(None);
     }
     let key = a.shadow.0;
