@@ -463,12 +463,130 @@ fn scatterv(
     Ok(())
 }
 
+/// A send (buffer, count, datatype handle) triple as passed.
+type SendArgs = (*const c_void, i64, c_int);
+/// A receive (buffer, count, datatype handle) triple as passed.
+type RecvArgs = (*mut c_void, i64, c_int);
+
+/// Gather of predefined basic types on the user's buffers (sizes from the lock-free cache,
+/// `basic_bytes`: no datatype reference, no block list). `None`: the general path decides
+/// (other types, NULL buffers, empty blocks, differing sizes; it also reports the errors).
+/// The receive arguments are only looked at on the root, as MPI says.
+fn gather_fast(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+    root: i32,
+) -> Option<MpiResult> {
+    let at_root = c.rank == root;
+    let in_place = alg::is_in_place(sendbuf);
+    let b = if in_place {
+        if !at_root {
+            return None;
+        }
+        basic_bytes(recvcount, recvtype)?
+    } else {
+        basic_bytes(sendcount, sendtype)?
+    };
+    if b == 0
+        || (!in_place && sendbuf.is_null())
+        || (at_root && (recvbuf.is_null() || basic_bytes(recvcount, recvtype)? != b))
+    {
+        return None;
+    }
+    let n = c.size as usize;
+    // SAFETY: MPI contract: sendbuf holds one block of `b` bytes (a predefined basic type is
+    // contiguous from offset 0); at the root recvbuf has room for `n` blocks (in place it
+    // holds ours, which is then not read from elsewhere).
+    let (send, recv): (Option<&[u8]>, &mut [u8]) = unsafe {
+        (
+            (!in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), b)),
+            if at_root {
+                std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * b)
+            } else {
+                &mut []
+            },
+        )
+    };
+    Some(select::gather(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
+}
+
+/// Scatter of predefined basic types on the user's buffers (see [`gather_fast`]); the send
+/// arguments are only looked at on the root.
+fn scatter_fast(
+    c: &Coll,
+    send: SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+    root: i32,
+) -> Option<MpiResult> {
+    let (sendbuf, sendcount, sendtype) = send;
+    let in_place = alg::is_in_place(recvbuf);
+    let at_root = c.rank == root;
+    if in_place && !at_root {
+        return None;
+    }
+    let b = if at_root {
+        basic_bytes(sendcount, sendtype)?
+    } else {
+        basic_bytes(recvcount, recvtype)?
+    };
+    if b == 0
+        || (at_root && sendbuf.is_null())
+        || (!in_place && (recvbuf.is_null() || basic_bytes(recvcount, recvtype)? != b))
+    {
+        return None;
+    }
+    let n = c.size as usize;
+    // SAFETY: MPI contract: at the root sendbuf holds `n` blocks of `b` bytes (contiguous
+    // from offset 0); recvbuf (unless in place) has room for one, not overlapping them.
+    let (send, recv): (&[u8], Option<&mut [u8]>) = unsafe {
+        (
+            if at_root {
+                std::slice::from_raw_parts(sendbuf.cast::<u8>(), n * b)
+            } else {
+                &[]
+            },
+            (!in_place).then(|| std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), b)),
+        )
+    };
+    Some(select::scatter(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
+}
+
+/// Allgather of predefined basic types on the user's buffers (see [`gather_fast`]).
+fn allgather_fast(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+) -> Option<MpiResult> {
+    let in_place = alg::is_in_place(sendbuf);
+    let b = basic_bytes(recvcount, recvtype)?;
+    if b == 0
+        || recvbuf.is_null()
+        || (!in_place && (sendbuf.is_null() || basic_bytes(sendcount, sendtype)? != b))
+    {
+        return None;
+    }
+    let (n, me) = (c.size as usize, c.rank as usize);
+    // SAFETY: MPI contract: recvbuf has room for `n` blocks of `b` bytes (contiguous from
+    // offset 0), sendbuf (unless in place) holds one; `copy` allows any overlap.
+    let recv = unsafe {
+        if !in_place {
+            std::ptr::copy(sendbuf.cast::<u8>(), recvbuf.cast::<u8>().add(me * b), b);
+        }
+        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * b)
+    };
+    Some(select::allgather(&c.alg(), recv, b).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather", PMPI_Gather_c / "MPI_Gather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(i64::from(recvcount)), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = gather_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
@@ -499,6 +617,9 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(i64::from(sendcount)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = scatter_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
@@ -572,6 +693,9 @@ mpi_fn_c! {
     fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = allgather_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype)) {
+            return r;
+        }
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
@@ -778,11 +902,64 @@ mpi_fn_c! {
     }
 }
 
+/// Byte counts and displacements of `n` blocks of a predefined basic type of `size` bytes
+/// from C arrays, and the bytes they span; `None` for a negative count or displacement
+/// (the general path reports it).
+fn byte_blocks<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+    size: usize,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    let cs = slice_in(counts, n, "counts").ok()?;
+    let ds = slice_in(displs, n, "displs").ok()?;
+    let (mut bc, mut bd, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+    for (&k, &d) in cs.iter().zip(ds) {
+        let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
+        let d = usize::try_from(d.aint()).ok()?.checked_mul(size)?;
+        end = end.max(d.checked_add(k)?);
+        bc.push(k);
+        bd.push(d);
+    }
+    Some((bc, bd, end))
+}
+
+/// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
+/// byte counts and displacements are made. `None`: the general path decides (in place,
+/// other types, NULL buffers, negative values).
+fn alltoallv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
+) -> Option<MpiResult> {
+    if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
+        return None;
+    }
+    let n = c.size as usize;
+    let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
+    let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
+    let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;
+    // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
+    // receive block (predefined basic types: contiguous bytes from the buffer at their
+    // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
+    // would be in place).
+    let (send, recv) = unsafe {
+        (
+            std::slice::from_raw_parts(sendbuf.cast::<u8>(), slen),
+            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen),
+        )
+    };
+    Some(select::alltoallv(&c.alg(), send, (&sc, &sd), recv, (&rc, &rd)).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv", PMPI_Alltoallv_c / "MPI_Alltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = alltoallv_fast(&c, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) {
+            return r;
+        }
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
         let send = if alg::is_in_place(sendbuf) {

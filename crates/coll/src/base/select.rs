@@ -316,7 +316,7 @@ pub fn alltoallv(
     (rcounts, rdispls): (&[usize], &[usize]),
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        match seg.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls) {
+        match seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls)) {
             Some(true) => {
                 count(a.shadow, Alg::SmAlltoallv);
                 return Ok(());

@@ -419,15 +419,10 @@ impl Seg {
     /// (nothing was received: the caller moves it otherwise, every rank alike); `Some(ok)`:
     /// exchanged, `ok` false if some block's length differed from its `rcounts` entry
     /// (such blocks are not copied).
-    #[allow(clippy::too_many_arguments)]
     pub fn alltoallv(
         &self,
-        send: &[u8],
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &mut [u8],
-        rcounts: &[usize],
-        rdispls: &[usize],
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
     ) -> Option<bool> {
         let p = self.size;
         let head = 8 + 8 * p;
