@@ -15,6 +15,11 @@
  *   budget=  time budget of one (test, size) in seconds: fewer iterations per
  *            sample and fewer samples (at least 3) when iterations are slow;
  *            the reported iters/samples say what was done (default: none)
+ *   fill=    1 (with budget=): iterations per sample from a calibration, so
+ *            that each sample fills its share of the budget (budget / (SAMPLES
+ *            + 1), barriers between timed iterations included) whatever the
+ *            default count; SCALE then no longer sets the count (default 0:
+ *            the default counts times SCALE, shrunk when slow)
  *   dtype=   datatype of the collectives: CHAR (default, as the standard
  *            suites), INT, FLOAT, DOUBLE, LONG, or a pair type 2INT, FLOAT_INT,
  *            DOUBLE_INT, LONG_INT, SHORT_INT
@@ -122,6 +127,13 @@ static int iters(double base, double scale, int lo) {
  * Rank 0 decides and tells the other ranks (ctl), so all ranks agree. */
 static double budget = 0;
 #define MIN_SAMPLES 3
+/* fill=1: iterations per sample calibrated to fill the sample's share of the
+ * budget (at most MAX_FILL), not the default counts. */
+static int fill_budget = 0;
+#define MAX_FILL 10000000
+/* Rank 0's wall time of the last `timed` call (barriers between timed
+ * iterations included): what a batch costs the budget. */
+static double last_wall = 0;
 
 /* Rank 0 sends *v to every other rank, which receives it into *v. */
 static void ctl(int *v) {
@@ -367,12 +379,15 @@ static double timed(const struct op *o, int n) {
       for (int i = 0; i < n; i++) pingpong(o->sbuf, sz);
     else
       for (int i = 0; i < n; i++) window(o->sbuf, o->rbuf, sz, !strcmp(o->test, "bibw"));
-    return MPI_Wtime() - t0;
+    last_wall = MPI_Wtime() - t0;
+    return last_wall;
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  double w0 = MPI_Wtime();
   if (b2b) {
     double t0 = MPI_Wtime();
     for (int i = 0; i < n; i++) one_coll(o);
+    last_wall = MPI_Wtime() - w0;
     return max_over_ranks(MPI_Wtime() - t0);
   }
   double sum = 0;
@@ -382,6 +397,7 @@ static double timed(const struct op *o, int n) {
     sum += MPI_Wtime() - t0;
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  last_wall = MPI_Wtime() - w0;
   return max_over_ranks(sum);
 }
 
@@ -395,29 +411,37 @@ static double value(const struct op *o, int n, double dt) {
 }
 
 /* Warm up (doubling batches, at most nmax/4 + 1 iterations or a tenth of the
- * budget) and choose the iteration count from the fastest warm-up batch's
- * time per iteration (a descheduled batch must not shrink a quiet run), then
- * time up to S samples. Under a budget, a sample slower than twice its share
- * shrinks the next samples' iteration count, and no sample starts once the
- * budget is spent (after MIN_SAMPLES). Rank 0 decides and reports; `iters`
- * in the report is the smallest count used. */
-static double measure(const struct op *o, int nmax, int S) {
+ * budget; with fill=1 a tenth of the budget) and choose the iteration count
+ * from the fastest warm-up batch's wall time per iteration (barriers
+ * included; a descheduled batch must not shrink a quiet run): nmax, fewer if
+ * a sample's share of the budget cannot hold them, or with fill=1 as many as
+ * fill the share. Then time up to S samples. Under a budget, a sample slower
+ * than twice its share shrinks the next samples' iteration count (not with
+ * fill=1), and no
+ * sample starts once the budget is spent (after MIN_SAMPLES). Rank 0 decides
+ * and reports; `iters` in the report is the smallest count used, `*used` (if
+ * not NULL) the count of the last sample. */
+static double measure(const struct op *o, int nmax, int S, int *used) {
   double start = MPI_Wtime(), per_iter = 0;
-  int done = 0, cmd = 1;
+  int done = 0, cmd = 1, fill = fill_budget && budget > 0;
   for (;;) {
     ctl(&cmd);
     if (cmd == 0) break;
-    double dt = timed(o, cmd);
+    timed(o, cmd);
     if (rank == 0) {
+      double wall = last_wall;
       done += cmd;
-      if (per_iter == 0 || dt / cmd < per_iter) per_iter = dt / cmd;
-      int enough = done >= nmax / 4 + 1 || (budget > 0 && MPI_Wtime() - start > budget / 10);
+      if (per_iter == 0 || wall / cmd < per_iter) per_iter = wall / cmd;
+      int enough = (budget > 0 && MPI_Wtime() - start > budget / 10) ||
+                   (fill ? cmd >= MAX_FILL / 2 : done >= nmax / 4 + 1);
       cmd = enough ? 0 : 2 * cmd;
     }
   }
   double share = budget / (S + 1); /* target time of one sample */
   int n = nmax;
-  if (budget > 0 && per_iter > 0 && share / per_iter < n) n = share / per_iter < 1 ? 1 : (int)(share / per_iter);
+  if (fill && per_iter > 0) n = share / per_iter >= MAX_FILL ? MAX_FILL : (int)(share / per_iter);
+  else if (budget > 0 && per_iter > 0 && share / per_iter < n) n = (int)(share / per_iter);
+  if (n < 1) n = 1;
   int nmin = n;
   double v[MAXS];
   int taken = 0;
@@ -428,14 +452,21 @@ static double measure(const struct op *o, int nmax, int S) {
     if (!go) break;
     double dt = timed(o, go);
     if (rank == 0) {
+      double wall = last_wall;
       v[taken] = value(o, go, dt);
       if (go < nmin) nmin = go;
-      if (budget > 0 && dt > 2 * share && go > 1) {
-        double k = go * share / dt;
+      /* (fill=1 keeps its calibrated count: one descheduled sample on a busy machine
+       * must not shrink the others; the budget still ends the samples, after MIN_SAMPLES) */
+      if (budget > 0 && !fill && wall > 2 * share && go > 1) {
+        double k = go * share / wall;
         n = k < 1 ? 1 : (int)k;
       }
     }
     taken++;
+  }
+  if (used) {
+    ctl(&n);
+    *used = n;
   }
   if (rank == 0) return report(o->test, o->sz, nmin, v, taken, is_p2p(o) && strcmp(o->test, "lat") ? "MB/s" : "us");
   return 0;
@@ -473,8 +504,9 @@ static void run_test(struct op *o, int S, double scale) {
     nmax = iters(sz > 65536 ? 5 : 20, scale, 2);
   else
     nmax = iters(sz > 65536 ? 20 : 500, scale, 3);
-  double pure = measure(o, nmax, S);
-  if (test[0] == 'i') overlap(o, pure, nmax < 3 ? nmax : nmax / 3);
+  int n = nmax;
+  double pure = measure(o, nmax, S, &n);
+  if (test[0] == 'i') overlap(o, pure, n < 3 ? n : n / 3);
 }
 
 /* Fill `n` items of the datatype with ones (pairs: {1, rank}), so repeated
@@ -498,7 +530,7 @@ static void fill(char *buf, size_t n) {
 static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
-            "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [dtype=T] [op=O] [inplace=0|1] "
+            "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
             "[mpit=0|1] [method=osu|b2b] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -575,6 +607,7 @@ int main(int argc, char **argv) {
     }
     v++;
     if (!strncmp(argv[a], "budget=", 7)) budget = atof(v);
+    else if (!strncmp(argv[a], "fill=", 5)) fill_budget = atoi(v) != 0;
     else if (!strncmp(argv[a], "dtype=", 6)) {
       if (!set_dtype(v)) usage("unknown dtype (CHAR INT FLOAT DOUBLE LONG 2INT FLOAT_INT DOUBLE_INT LONG_INT SHORT_INT)");
     } else if (!strncmp(argv[a], "op=", 3)) {

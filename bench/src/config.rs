@@ -71,6 +71,10 @@ pub struct Config {
     /// `oxbench`, seconds: slow iterations mean fewer iterations per sample
     /// and fewer samples (at least 3), never an unbounded run. 0 = none.
     pub op_budget: f64,
+    /// With a budget: iterations per sample calibrated to fill each
+    /// sample's share of `op_budget` (`oxbench`'s `fill=1`) instead of the
+    /// default counts times `scale` (the collectives matrix).
+    pub fill_budget: bool,
     /// Longest total time spent waiting for a quiet machine over the run.
     pub quiet_wait_total: Duration,
     /// Arguments of `python -m mpi4py.bench pingpong` (empty: mpi4py not run).
@@ -361,6 +365,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             timeout: Duration::ZERO,
             timeout_explicit: false,
             op_budget: 0.2,
+            fill_budget: false,
             quiet_wait_total: Duration::ZERO,
             mpi4py_args: m4("65536", "20", "5", "5", "1", "2", "1"),
             budget: None,
@@ -393,6 +398,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             timeout: Duration::ZERO,
             timeout_explicit: false,
             op_budget: 0.5,
+            fill_budget: false,
             quiet_wait_total: Duration::ZERO,
             mpi4py_args: m4("4194304", "300", "30", "30", "3", "5", "1"),
             budget: Some(Duration::from_secs(150)),
@@ -425,6 +431,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             timeout: Duration::ZERO,
             timeout_explicit: false,
             op_budget: 0.6,
+            fill_budget: false,
             quiet_wait_total: Duration::from_secs(180),
             mpi4py_args: m4("4194304", "2000", "100", "200", "20", "20", "2"),
             budget: Some(Duration::from_secs(20 * 60)),

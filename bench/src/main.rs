@@ -109,6 +109,7 @@ fn meta(cfg: &Config, root: &Path) -> report::Meta {
         samples: cfg.samples,
         scale: cfg.scale,
         op_budget: cfg.op_budget,
+        fill_budget: cfg.fill_budget,
         machine: format!(
             "{cpu}, {} CPUs, {mem_gib:.0} GiB RAM, Linux {kernel}",
             suite::cores()

@@ -412,6 +412,9 @@ pub fn configure(c: &mut Config, a: &MatrixArgs, target: &Path, root: &Path) -> 
     }
     c.matrix = Some(MatrixOpts { nps, sets });
     c.mpi4py_args.clear();
+    // Each sample fills its share of the measurement's budget (a fixed count of
+    // sub-microsecond calls would be at the mercy of noise and leave the budget unused).
+    c.fill_budget = true;
     match c.mode {
         Mode::Smoke => {
             (c.reps, c.samples, c.scale, c.op_budget) = (1, 3, 0.02, 0.02);
@@ -698,6 +701,13 @@ mod tests {
         assert!(r.res.failures.is_empty(), "{:?}", r.res.failures);
         let lines: Vec<&str> = args.lines().collect();
         assert_eq!(lines.len(), 3, "one launch per set: {args}");
+        // every launch fills its budget by calibration
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.contains("budget=0.02") && l.contains("fill=1")),
+            "{args}"
+        );
         assert!(
             lines[0].contains("allreduce,barrier,iallreduce")
                 && lines[0].contains("dtype=CHAR op=SUM inplace=0")
@@ -725,6 +735,12 @@ mod tests {
         assert_eq!(m.nps, vec![2, 4, 8]);
         assert_eq!(c.out, Path::new("/r/docs/benchmarks/collectives"));
         assert!(c.mpi4py_args.is_empty() && c.budget.is_some());
+        assert!(c.fill_budget, "the matrix calibrates its iterations");
+        assert!(
+            !crate::config::parse_args(&a(&[]), root)
+                .unwrap()
+                .fill_budget
+        );
         // the default matrix fits its budget by the estimate
         let est = estimate_s(
             m.measurements() * 3 * c.reps as usize,

@@ -117,6 +117,8 @@ pub struct Meta {
     pub scale: f64,
     /// Time budget of one measurement in seconds (0: none).
     pub op_budget: f64,
+    /// Iterations per sample calibrated to fill the budget (`fill=1`).
+    pub fill_budget: bool,
     /// CPU model, cores, memory, kernel.
     pub machine: String,
     /// Peer package versions.
@@ -651,7 +653,12 @@ pub fn run_facts(o: &mut String, meta: &Meta, res: &Results) {
         meta.reps,
         meta.samples,
         meta.scale,
-        if meta.op_budget > 0.0 {
+        if meta.op_budget > 0.0 && meta.fill_budget {
+            format!(
+                ", time budget {} s per measurement, iterations per sample calibrated so that each sample fills its share of it (the scale does not apply; barriers between timed iterations count; when iterations are slow, fewer samples, at least 3: see the CSV's iters and values)",
+                meta.op_budget
+            )
+        } else if meta.op_budget > 0.0 {
             format!(
                 ", time budget {} s per measurement (when iterations are slow, fewer iterations per sample and fewer samples, at least 3: see the CSV's iters and values)",
                 meta.op_budget

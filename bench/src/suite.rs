@@ -862,6 +862,9 @@ impl<'a> Runner<'a> {
         ];
         if self.cfg.op_budget > 0.0 {
             args.push(format!("budget={}", self.cfg.op_budget));
+            if self.cfg.fill_budget {
+                args.push("fill=1".into());
+            }
         }
         args.extend(p.imp.bench_opts.iter().cloned());
         args.extend(self.launch_opts.iter().cloned());

@@ -610,7 +610,7 @@ fn tools_interface_cvar_writes_after_init_same_in_both_abis() {
     for l in [
         "mpit_runtime: eager limit 8192 then 256; 1000 bytes eager 1 rndv 0, then eager 0 rndv 1",
         "mpit_runtime: bcast sm 1 linear 0, forced linear: sm 0 linear 1",
-        "mpit_runtime: reduce binomial 1, ibarrier sm nonblocking 1 dissemination 0",
+        "mpit_runtime: reduce sm 1 binomial 0, ibarrier sm nonblocking 1 dissemination 0",
     ] {
         assert!(out.lines().any(|x| x == l), "no '{l}' in\n{out}");
     }

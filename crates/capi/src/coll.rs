@@ -15,6 +15,7 @@ use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::state::lock;
+use oxmpi_coll::base::select;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -289,7 +290,8 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
             // SAFETY: MPI contract: sendbuf holds `n` items.
             unsafe { alg::SendBytes::new(&dt, n, sendbuf) }
         };
-        alg::with_op(&red, |o| a.exscan(send.bytes(), out.bytes(), o)).map_err(alg::err(comm))?;
+        alg::with_op(&red, |o| select::exscan(&a, send.bytes(), out.bytes(), o))
+            .map_err(alg::err(comm))?;
         if c.rank > 0 {
             out.store(|_| true);
         }
@@ -299,7 +301,7 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
             let send = unsafe { alg::SendBytes::new(&dt, n, sendbuf) };
             out.bytes().copy_from_slice(send.bytes());
         }
-        alg::with_op(&red, |o| a.scan(out.bytes(), o)).map_err(alg::err(comm))?;
+        alg::with_op(&red, |o| select::scan_packed(&a, out.bytes(), o)).map_err(alg::err(comm))?;
         out.store(|_| true);
     }
     Ok(())
@@ -357,7 +359,8 @@ fn gatherv(
         // SAFETY: MPI contract: sendbuf holds `scount` items.
         let send = unsafe { alg::SendBytes::new(&sdt, scount, sendbuf) };
         let r = if regular {
-            a.gather(send.bytes(), &mut [], root)
+            let b = send.bytes().len();
+            select::gather(&a, Some(send.bytes()), &mut [], b, root)
         } else {
             a.gatherv(send.bytes(), &mut [], &[], &[], root)
         };
@@ -368,14 +371,34 @@ fn gatherv(
     let in_place = alg::is_in_place(sendbuf);
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
     let mut area = unsafe { alg::Blocks::new(rdt, recvbuf, slots, |i| in_place && i == me) };
+    if regular {
+        // In place, our block is already in `area` (no copy).
+        let b = area.counts.first().copied().unwrap_or(0);
+        let r = match &sdt {
+            Some(sdt) if !in_place => {
+                // SAFETY: MPI contract: sendbuf holds `scount` items.
+                let send = unsafe { alg::SendBytes::new(sdt, scount, sendbuf) };
+                if send.bytes().len() != b {
+                    return Err(MpiError::new(
+                        MPI_ERR_TRUNCATE,
+                        "gather: the root's send size differs from its receive block",
+                    )
+                    .on(c.comm));
+                }
+                select::gather(&a, Some(send.bytes()), area.bytes(), b, root)
+            }
+            _ => select::gather(&a, None, area.bytes(), b, root),
+        };
+        r.map_err(alg::err(c.comm))?;
+        area.store(|i| !(in_place && i == me));
+        return Ok(());
+    }
     let send = match &sdt {
         // SAFETY: MPI contract: sendbuf holds `scount` items.
         Some(sdt) if !in_place => unsafe { alg::SendBytes::new(sdt, scount, sendbuf) },
         _ => alg::SendBytes::Packed(area.block(me).to_vec()),
     };
-    let r = if regular {
-        a.gather(send.bytes(), area.bytes(), root)
-    } else {
+    let r = {
         let (counts, displs) = (area.counts.clone(), area.displs.clone());
         a.gatherv(send.bytes(), area.bytes(), &counts, &displs, root)
     };
@@ -403,7 +426,8 @@ fn scatterv(
         // SAFETY: MPI contract: recvbuf has room for `rcount` items.
         let mut out = unsafe { alg::Blocks::new(&rdt, recvbuf, vec![(rcount, 0)], |_| false) };
         let r = if regular {
-            a.scatter(&[], out.bytes(), root)
+            let b = out.bytes().len();
+            select::scatter(&a, &[], Some(out.bytes()), b, root)
         } else {
             a.scatterv(&[], &[], &[], out.bytes(), root)
         };
@@ -418,6 +442,10 @@ fn scatterv(
     let (counts, displs) = (src.counts.clone(), src.displs.clone());
     let mine = counts[me];
     let in_place = alg::is_in_place(recvbuf);
+    if regular && in_place {
+        // Our block stays where it is: nothing to receive or copy.
+        return select::scatter(&a, src.bytes(), None, mine, root).map_err(alg::err(c.comm));
+    }
     let mut scratch;
     let mut out = if in_place {
         scratch = vec![0u8; mine];
@@ -440,7 +468,7 @@ fn scatterv(
             )
             .on(c.comm));
         }
-        a.scatter(src.bytes(), rbytes, root)
+        select::scatter(&a, src.bytes(), Some(rbytes), mine, root)
     } else {
         a.scatterv(src.bytes(), &counts, &displs, rbytes, root)
     };
@@ -451,12 +479,130 @@ fn scatterv(
     Ok(())
 }
 
+/// A send (buffer, count, datatype handle) triple as passed.
+type SendArgs = (*const c_void, i64, c_int);
+/// A receive (buffer, count, datatype handle) triple as passed.
+type RecvArgs = (*mut c_void, i64, c_int);
+
+/// Gather of predefined basic types on the user's buffers (sizes from the lock-free cache,
+/// `basic_bytes`: no datatype reference, no block list). `None`: the general path decides
+/// (other types, NULL buffers, empty blocks, differing sizes; it also reports the errors).
+/// The receive arguments are only looked at on the root, as MPI says.
+fn gather_fast(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+    root: i32,
+) -> Option<MpiResult> {
+    let at_root = c.rank == root;
+    let in_place = alg::is_in_place(sendbuf);
+    let b = if in_place {
+        if !at_root {
+            return None;
+        }
+        basic_bytes(recvcount, recvtype)?
+    } else {
+        basic_bytes(sendcount, sendtype)?
+    };
+    if b == 0
+        || (!in_place && sendbuf.is_null())
+        || (at_root && (recvbuf.is_null() || basic_bytes(recvcount, recvtype)? != b))
+    {
+        return None;
+    }
+    let n = c.size as usize;
+    // SAFETY: MPI contract: sendbuf holds one block of `b` bytes (a predefined basic type is
+    // contiguous from offset 0); at the root recvbuf has room for `n` blocks (in place it
+    // holds ours, which is then not read from elsewhere).
+    let (send, recv): (Option<&[u8]>, &mut [u8]) = unsafe {
+        (
+            (!in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), b)),
+            if at_root {
+                std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * b)
+            } else {
+                &mut []
+            },
+        )
+    };
+    Some(select::gather(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
+}
+
+/// Scatter of predefined basic types on the user's buffers (see [`gather_fast`]); the send
+/// arguments are only looked at on the root.
+fn scatter_fast(
+    c: &Coll,
+    send: SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+    root: i32,
+) -> Option<MpiResult> {
+    let (sendbuf, sendcount, sendtype) = send;
+    let in_place = alg::is_in_place(recvbuf);
+    let at_root = c.rank == root;
+    if in_place && !at_root {
+        return None;
+    }
+    let b = if at_root {
+        basic_bytes(sendcount, sendtype)?
+    } else {
+        basic_bytes(recvcount, recvtype)?
+    };
+    if b == 0
+        || (at_root && sendbuf.is_null())
+        || (!in_place && (recvbuf.is_null() || basic_bytes(recvcount, recvtype)? != b))
+    {
+        return None;
+    }
+    let n = c.size as usize;
+    // SAFETY: MPI contract: at the root sendbuf holds `n` blocks of `b` bytes (contiguous
+    // from offset 0); recvbuf (unless in place) has room for one, not overlapping them.
+    let (send, recv): (&[u8], Option<&mut [u8]>) = unsafe {
+        (
+            if at_root {
+                std::slice::from_raw_parts(sendbuf.cast::<u8>(), n * b)
+            } else {
+                &[]
+            },
+            (!in_place).then(|| std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), b)),
+        )
+    };
+    Some(select::scatter(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
+}
+
+/// Allgather of predefined basic types on the user's buffers (see [`gather_fast`]).
+fn allgather_fast(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcount, recvtype): RecvArgs,
+) -> Option<MpiResult> {
+    let in_place = alg::is_in_place(sendbuf);
+    let b = basic_bytes(recvcount, recvtype)?;
+    if b == 0
+        || recvbuf.is_null()
+        || (!in_place && (sendbuf.is_null() || basic_bytes(sendcount, sendtype)? != b))
+    {
+        return None;
+    }
+    let (n, me) = (c.size as usize, c.rank as usize);
+    // SAFETY: MPI contract: recvbuf has room for `n` blocks of `b` bytes (contiguous from
+    // offset 0), sendbuf (unless in place) holds one; `copy` allows any overlap.
+    let recv = unsafe {
+        if !in_place {
+            std::ptr::copy(sendbuf.cast::<u8>(), recvbuf.cast::<u8>().add(me * b), b);
+        }
+        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * b)
+    };
+    Some(select::allgather(&c.alg(), recv, b).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Gather`.
     fn PMPI_Gather / "MPI_Gather", PMPI_Gather_c / "MPI_Gather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, root: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Uniform(i64::from(recvcount)), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = gather_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };
@@ -487,6 +633,9 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Uniform(i64::from(sendcount)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = scatter_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };
@@ -546,9 +695,9 @@ fn allgatherv(
     let r = if regular {
         let b = counts.first().copied().unwrap_or(0);
         let len = b * counts.len();
-        a.allgather(&mut area.bytes()[..len], b)
+        select::allgather(&a, &mut area.bytes()[..len], b)
     } else {
-        a.allgatherv(area.bytes(), &counts, &displs)
+        select::allgatherv(&a, area.bytes(), &counts, &displs)
     };
     r.map_err(alg::err(c.comm))?;
     area.store(|_| true);
@@ -560,6 +709,9 @@ mpi_fn_c! {
     fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = allgather_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype)) {
+            return r;
+        }
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
@@ -638,7 +790,13 @@ fn alltoallv(
         let len = rcounts[0] * rcounts.len();
         a.alltoall(&sbytes[..len], &mut out.bytes()[..len], rcounts[0])
     } else {
-        a.alltoallv(sbytes, &scounts, &sdispls, out.bytes(), &rcounts, &rdispls)
+        select::alltoallv(
+            &a,
+            sbytes,
+            (&scounts, &sdispls),
+            out.bytes(),
+            (&rcounts, &rdispls),
+        )
     };
     if in_place {
         oxmpi_coll::unpool(std::mem::take(&mut copy));
@@ -768,11 +926,64 @@ mpi_fn_c! {
     }
 }
 
+/// Byte counts and displacements of `n` blocks of a predefined basic type of `size` bytes
+/// from C arrays, and the bytes they span; `None` for a negative count or displacement
+/// (the general path reports it).
+fn byte_blocks<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+    size: usize,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    let cs = slice_in(counts, n, "counts").ok()?;
+    let ds = slice_in(displs, n, "displs").ok()?;
+    let (mut bc, mut bd, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+    for (&k, &d) in cs.iter().zip(ds) {
+        let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
+        let d = usize::try_from(d.aint()).ok()?.checked_mul(size)?;
+        end = end.max(d.checked_add(k)?);
+        bc.push(k);
+        bd.push(d);
+    }
+    Some((bc, bd, end))
+}
+
+/// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
+/// byte counts and displacements are made. `None`: the general path decides (in place,
+/// other types, NULL buffers, negative values).
+fn alltoallv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
+) -> Option<MpiResult> {
+    if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
+        return None;
+    }
+    let n = c.size as usize;
+    let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
+    let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
+    let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;
+    // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
+    // receive block (predefined basic types: contiguous bytes from the buffer at their
+    // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
+    // would be in place).
+    let (send, recv) = unsafe {
+        (
+            std::slice::from_raw_parts(sendbuf.cast::<u8>(), slen),
+            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen),
+        )
+    };
+    Some(select::alltoallv(&c.alg(), send, (&sc, &sd), recv, (&rc, &rd)).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Alltoallv`.
     fn PMPI_Alltoallv / "MPI_Alltoallv", PMPI_Alltoallv_c / "MPI_Alltoallv_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = alltoallv_fast(&c, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) {
+            return r;
+        }
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(&c, recvcounts, rdispls)?;
         let send = if alg::is_in_place(sendbuf) {
@@ -836,8 +1047,14 @@ fn alltoallw(
         total += t.size * k;
     }
     let mut rbytes = vec![0u8; total];
-    a.alltoallv(&sbytes, &scounts, &sdispls, &mut rbytes, &rcounts, &rdispls)
-        .map_err(alg::err(c.comm))?;
+    select::alltoallv(
+        &a,
+        &sbytes,
+        (&scounts, &sdispls),
+        &mut rbytes,
+        (&rcounts, &rdispls),
+    )
+    .map_err(alg::err(c.comm))?;
     for (i, (t, k, o)) in recv.iter().enumerate() {
         let data = &rbytes[rdispls[i]..rdispls[i] + rcounts[i]];
         // SAFETY: MPI contract: each receive piece has room for `k` items of its type.
@@ -855,7 +1072,9 @@ mpi_fn_c! {
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
             let l = layout(&c, counts, displs)?;
             let t = slice_in(types, n, "types")?;
-            l.into_iter().zip(t).map(|((k, d), &h)| Ok((dtype(h, comm)?, k, d))).collect()
+            // Every type under one acquisition of the library lock.
+            let st = lock();
+            l.into_iter().zip(t).map(|((k, d), &h)| Ok((st.dtype_committed(h).map_err(|e| e.on(comm))?, k, d))).collect()
         };
         let recv = pieces(recvcounts, rdispls, recvtypes)?;
         let send = if alg::is_in_place(sendbuf) { None } else { Some(pieces(sendcounts, sdispls, sendtypes)?) };
@@ -890,7 +1109,7 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(counts[me], 0)], |_| false) };
     let r = alg::with_op(&red, |o| {
-        a.reduce_scatter(&mut full, &bytes, out.bytes(), o)
+        select::reduce_scatter(&a, &mut full, &bytes, out.bytes(), o)
     });
     oxmpi_coll::unpool(full);
     r.map_err(alg::err(comm))?;

@@ -474,7 +474,7 @@ pub(crate) unsafe fn reduce(
     }
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    with_op(&red, |o| a.reduce(&mut buf, root, o)).map_err(err(comm))?;
+    with_op(&red, |o| select::reduce_packed(a, &mut buf, root, o)).map_err(err(comm))?;
     if a.rank == root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, recvbuf, &buf) };

@@ -124,16 +124,28 @@ mpi_fn! {
         if request.is_null() {
             mpi_bail!(MPI_ERR_ARG, "NULL request");
         }
-        let mut st = lock();
-        let h = st.reqs.insert(Request {
-            comm: MPI_COMM_SELF,
-            persistent: None,
-            active: Some(Pending { ereq: None, done: None, stage: None, unpack: None, bsend_bytes: 0 }),
-        });
-        st.greqs.insert(h, Greq { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize, complete: false, freed: false });
-        drop(st);
+        let h = insert(MPI_COMM_SELF, Greq { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize, complete: false, freed: false });
         out(request, h, "request")
     }
+}
+
+/// A new generalized request `g` on `comm` (its errors go to that communicator's
+/// handler), under one acquisition of the library lock; its handle.
+fn insert(comm: c_int, g: Greq) -> c_int {
+    let mut st = lock();
+    let h = st.reqs.insert(Request {
+        comm,
+        persistent: None,
+        active: Some(Pending {
+            ereq: None,
+            done: None,
+            stage: None,
+            unpack: None,
+            bsend_bytes: 0,
+        }),
+    });
+    st.greqs.insert(h, g);
+    h
 }
 
 mpi_fn! {
@@ -199,25 +211,18 @@ unsafe extern "C" fn coded_free(extra: *mut c_void) -> c_int {
 /// handle and the code's box (valid until [`complete_coded`] completes the request).
 pub(crate) fn start_coded(comm: c_int) -> MpiResult<(c_int, *const AtomicI32)> {
     let code = Box::into_raw(Box::new(AtomicI32::new(MPI_SUCCESS)));
-    let mut h: c_int = MPI_REQUEST_NULL;
-    // SAFETY: valid callbacks and output pointer; `code` is released by `coded_free`.
-    let rc = unsafe {
-        PMPI_Grequest_start(
-            Some(coded_query),
-            Some(coded_free),
-            None,
-            code.cast(),
-            &mut h,
-        )
-    };
-    if rc != MPI_SUCCESS {
-        // SAFETY: not handed over to a request.
-        drop(unsafe { Box::from_raw(code) });
-        return Err(MpiError::new(rc, "cannot create the request").on(comm));
-    }
-    if let Some(r) = lock().reqs.get_mut(h) {
-        r.comm = comm;
-    }
+    // `code` is released by `coded_free`, called once the request is complete and freed.
+    let h = insert(
+        comm,
+        Greq {
+            query: Some(coded_query),
+            free: Some(coded_free),
+            cancel: None,
+            extra: code as usize,
+            complete: false,
+            freed: false,
+        },
+    );
     Ok((h, code))
 }
 

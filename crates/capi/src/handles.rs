@@ -26,6 +26,19 @@ pub(crate) const fn direct_base(t: u32) -> u32 {
     0x8000_0000 | (t << 26)
 }
 
+/// The handle bits of fast requests (`request.rs`): direct request handles with index bit
+/// 24 set, between the request table's indices (from 0) and the messages' (from
+/// `0x0200_0000`).
+pub(crate) const FAST_REQUEST_BASE: u32 = direct_base(kind::REQUEST) | 0x0100_0000;
+
+/// The handle of every nonblocking operation that completed inside its start call with the
+/// empty status of a completed send (an eager send written straight into the link,
+/// `oxmpi_engine::Engine::isend_started`; a nonblocking collective that ended at its post,
+/// `icoll/sched.rs`): it has no state, so all such requests share it. Wait and test
+/// complete it at once, `MPI_Request_free` and `MPI_Cancel` do nothing, `MPI_Start` rejects
+/// it. Outside the fast slot range (`request.rs`), so never a slot's handle.
+pub(crate) const SEND_DONE: c_int = (FAST_REQUEST_BASE | 0x00ff_ff00) as c_int;
+
 /// A slab of objects addressed by direct handles.
 pub(crate) struct Table<T> {
     slots: Vec<Option<T>>,

@@ -379,9 +379,8 @@ pub(crate) fn reap_orphans(st: &mut State) {
 /// Number of fast request slots.
 const FAST_SLOTS: usize = 1 << 16;
 
-/// The handle bits of fast requests: direct request handles with index bit 24 set, between
-/// the request table's indices (from 0) and the messages' (from `0x0200_0000`).
-const FAST_BASE: u32 = crate::handles::direct_base(crate::handles::kind::REQUEST) | 0x0100_0000;
+/// The handle bits of fast requests (see [`crate::handles::FAST_REQUEST_BASE`]).
+const FAST_BASE: u32 = crate::handles::FAST_REQUEST_BASE;
 
 /// One fast request slot.
 struct FastSlot {
@@ -416,12 +415,7 @@ pub(crate) fn new_engine_request(r: EReq, comm: c_int) -> c_int {
     table_request(r, comm)
 }
 
-/// The handle of every nonblocking send that completed inside its start call (an eager send
-/// written straight into the link, [`oxmpi_engine::Engine::isend_started`]): it has no state
-/// (its status is the empty one of a completed send), so all such requests share it. Wait and
-/// test complete it at once, `MPI_Request_free` and `MPI_Cancel` do nothing, `MPI_Start`
-/// rejects it. Outside the slot range, so never a slot's handle.
-pub(crate) const SEND_DONE: c_int = (FAST_BASE | 0x00ff_ff00) as c_int;
+pub(crate) use crate::handles::SEND_DONE;
 
 /// The handle of an operation that finished when it started, with status `s`: the shared
 /// [`SEND_DONE`] for a plain completed send, else a completed-request slot (see "Requests

@@ -158,8 +158,7 @@ impl<'u> Communicator<'u> {
         }
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        self.alg()
-            .reduce(&mut data, root, &rank_order_op::<T>(&f))?;
+        select::reduce_packed(&self.alg(), &mut data, root, &rank_order_op::<T>(&f))?;
         if self.rank() == root {
             unpack_into(&data, recv);
         }
@@ -211,7 +210,13 @@ impl<'u> Communicator<'u> {
         let a = self.alg();
         let send_b = &*wire_bytes(send);
         if self.rank() != root {
-            return Ok(a.gather(send_b, &mut [], root)?);
+            return Ok(select::gather(
+                &a,
+                Some(send_b),
+                &mut [],
+                send_b.len(),
+                root,
+            )?);
         }
         let n = send.len();
         if n.checked_mul(self.size() as usize) != Some(recv.len()) {
@@ -224,7 +229,9 @@ impl<'u> Communicator<'u> {
                 ),
             ));
         }
-        with_bytes(recv, false, |r| Ok(a.gather(send_b, r, root)?))
+        with_bytes(recv, false, |r| {
+            Ok(select::gather(&a, Some(send_b), r, send_b.len(), root)?)
+        })
     }
 
     /// Like [`gather`](Self::gather), with the result on every rank (`MPI_Allgather`).
@@ -257,7 +264,7 @@ impl<'u> Communicator<'u> {
         let own = pack_slice(send);
         with_bytes(recv, false, |r| {
             r[me * block..(me + 1) * block].copy_from_slice(&own);
-            Ok(a.allgather(r, block)?)
+            Ok(select::allgather(&a, r, block)?)
         })
     }
 
@@ -316,7 +323,10 @@ impl<'u> Communicator<'u> {
         } else {
             Cow::Borrowed(&[][..])
         };
-        with_bytes(recv, false, |r| Ok(a.scatter(&own, r, root)?))
+        with_bytes(recv, false, |r| {
+            let block = r.len();
+            Ok(select::scatter(&a, &own, Some(r), block, root)?)
+        })
     }
 
     /// Inclusive prefix reduction (`MPI_Scan`): `recv` of rank `i` gets
@@ -330,7 +340,7 @@ impl<'u> Communicator<'u> {
         self.check_len("scan", send.len(), recv.len())?;
         let mut data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
-        self.alg().scan(&mut data, &rank_order_op::<T>(&f))?;
+        select::scan_packed(&self.alg(), &mut data, &rank_order_op::<T>(&f))?;
         unpack_into(&data, recv);
         Ok(())
     }
@@ -346,8 +356,7 @@ impl<'u> Communicator<'u> {
         let data = pack_slice(send);
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
         let mut out = vec![0u8; data.len()];
-        self.alg()
-            .exscan(&data, &mut out, &rank_order_op::<T>(&f))?;
+        select::exscan(&self.alg(), &data, &mut out, &rank_order_op::<T>(&f))?;
         if self.rank() > 0 {
             unpack_into(&out, recv);
         }
@@ -412,7 +421,13 @@ impl<'u> Communicator<'u> {
         let f = |x: &[u8], io: &mut [u8]| byte_op(&op, x, io);
         let a = self.alg();
         with_bytes(recv, false, |r| {
-            Ok(a.reduce_scatter(&mut data, &bytes, r, &rank_order_op::<T>(&f))?)
+            Ok(select::reduce_scatter(
+                &a,
+                &mut data,
+                &bytes,
+                r,
+                &rank_order_op::<T>(&f),
+            )?)
         })
     }
 
@@ -541,11 +556,9 @@ impl<'u> Communicator<'u> {
         let (rc, rd) = self.byte_blocks::<T>("all_to_allv", rcounts, rdispls, recv.len())?;
         let a = self.alg();
         let own = wire_bytes(send);
-        with_bytes(
-            recv,
-            true,
-            |r| Ok(a.alltoallv(&own, &sc, &sd, r, &rc, &rd)?),
-        )
+        with_bytes(recv, true, |r| {
+            Ok(select::alltoallv(&a, &own, (&sc, &sd), r, (&rc, &rd))?)
+        })
     }
 
     /// [`byte_blocks`](Self::byte_blocks) of an allgatherv, also checking that we send

@@ -202,19 +202,24 @@ struct Finish {
 // valid until completion by the MPI contract.
 unsafe impl Send for Finish {}
 
+/// Unpack the received data of ended schedule `sched` into the user's buffers.
+fn unpack_all(unpack: &[Unpack], sched: &Schedule) {
+    for u in unpack {
+        if let Some(v) = sched.owned_bytes(u.3) {
+            let end = (u.4 + u.0.size * u.1).min(v.len());
+            // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI contract,
+            // valid until completion, which is now).
+            unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
+        }
+    }
+}
+
 impl Finish {
     /// Unpack received data, record the outcome, complete the request.
     fn run(self, sched: Schedule, r: oxmpi_coll::Result<()>) {
         let code = match r {
             Ok(()) => {
-                for u in self.unpack.iter() {
-                    if let Some(v) = sched.owned_bytes(u.3) {
-                        let end = (u.4 + u.0.size * u.1).min(v.len());
-                        // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI
-                        // contract, valid until completion, which is now).
-                        unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, &v[u.4.min(end)..end]) };
-                    }
-                }
+                unpack_all(&self.unpack, &sched);
                 MPI_SUCCESS
             }
             Err(e) => crate::backend::err(e).code,
@@ -252,9 +257,17 @@ pub(crate) fn start(
         }
         None => Some((sched, unpack)),
     });
-    let Some((sched, unpack)) = kept else {
+    let Some((mut sched, unpack)) = kept else {
         return out(request, MPI_REQUEST_NULL, "request");
     };
+    // Ended at once (e.g. a broadcast's root, a gather's non-roots on the shared-memory
+    // segment): its request is the shared one of a completed operation (`SEND_DONE`: the
+    // empty status a collective's request has), no generalized request to make and complete.
+    let first = progress::first(&mut sched);
+    if let Some(Ok(())) = first {
+        unpack_all(&unpack, &sched);
+        return out(request, crate::handles::SEND_DONE, "request");
+    }
     let (h, code) = crate::grequest::start_coded(comm)?;
     let fin = Finish {
         h,
@@ -262,7 +275,11 @@ pub(crate) fn start(
         code,
         keep: None,
     };
-    progress::start(sched, Box::new(move |s, r| fin.run(s, r)));
+    match first {
+        // Failed at once: the request carries the error.
+        Some(r) => fin.run(sched, r),
+        None => progress::enqueue(sched, Box::new(move |s, r| fin.run(s, r))),
+    }
     out(request, h, "request")
 }
 

@@ -21,6 +21,8 @@
  *   the barrier first and start theirs after it (mpi4py's test_ulfm does this through its
  *   MPI_Comm_iagree fallback). The root's test must not complete it early, and the result
  *   must be the AND of everybody's flags.
+ * - Requests of collectives that ended at their post: complete for every completion call
+ *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
  * coll_sm_nonblocking_calls counter) and "coll_nb_sm: all checks passed".
  * Argument: number of rounds. */
@@ -450,6 +452,46 @@ static void check_ordering(int round) {
     }
 }
 
+/* Requests of collectives that end at their post (a broadcast's root on the segment, a
+ * gather's non-roots): every completion call treats them as complete requests with the
+ * empty status of a collective; freeing one is allowed; mixed with requests still
+ * pending in Waitall and Testany. */
+static void check_ended_at_post(void) {
+    for (int root = 0; root < size; root++) {
+        int v = rank == root ? 1234 + root : -1, flag = 0, idx = -1;
+        MPI_Request rq[2];
+        MPI_Status st;
+        CHECK_RC(MPI_Ibcast(&v, 1, MPI_INT, root, MPI_COMM_WORLD, &rq[0]));
+        CHECK(rq[0] != MPI_REQUEST_NULL);
+        if (rank == root) {
+            CHECK_RC(MPI_Request_get_status(rq[0], &flag, &st));
+            CHECK(flag);
+            CHECK_RC(MPI_Test(&rq[0], &flag, &st));
+            CHECK(flag && rq[0] == MPI_REQUEST_NULL);
+            CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG);
+            int count = -1;
+            CHECK_RC(MPI_Get_count(&st, MPI_INT, &count));
+            CHECK(count == 0);
+        } else {
+            CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+            CHECK(v == 1234 + root);
+        }
+        /* a gather whose request is freed (non-roots) or waited for with a pending one */
+        int mine = rank * 3 + root, all[64];
+        CHECK_RC(MPI_Igather(&mine, 1, MPI_INT, all, 1, MPI_INT, root, MPI_COMM_WORLD, &rq[0]));
+        CHECK_RC(MPI_Ibarrier(MPI_COMM_WORLD, &rq[1]));
+        if (rank != root) {
+            CHECK_RC(MPI_Testany(2, rq, &idx, &flag, MPI_STATUS_IGNORE));
+            if (flag && idx == 0) CHECK(rq[0] == MPI_REQUEST_NULL);
+            if (rq[0] != MPI_REQUEST_NULL) CHECK_RC(MPI_Request_free(&rq[0]));
+            CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+        } else {
+            CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+            for (int i = 0; i < size; i++) CHECK(all[i] == i * 3 + root);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     int provided;
     CHECK_RC(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
@@ -475,6 +517,8 @@ int main(int argc, char **argv) {
         check_moves(round);
         check_ordering(round);
     }
+    CHECK(size <= 64);
+    check_ended_at_post();
     CHECK_RC(MPI_T_pvar_read(ses, h, &calls));
     calls -= calls0;
     CHECK_RC(MPI_T_pvar_handle_free(ses, &h));

@@ -79,6 +79,7 @@ int main(int argc, char **argv)
     MPI_T_pvar_handle sm_bcast = pvar("coll_sm_bcast_calls", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle linear = pvar("coll_tuned_bcast_linear_calls", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle recv = pvar("coll_tuned_reduce_binomial_calls", MPI_T_PVAR_CLASS_COUNTER);
+    MPI_T_pvar_handle red_sm = pvar("coll_sm_reduce_calls", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle ibar =
         pvar("coll_nbc_barrier_dissemination_calls", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle ibar_sm = pvar("coll_sm_nonblocking_calls", MPI_T_PVAR_CLASS_COUNTER);
@@ -118,23 +119,23 @@ int main(int argc, char **argv)
         printf("mpit_runtime: bcast sm %llu linear %llu, forced linear: sm %llu linear %llu\n",
                sm1 - sm0, lin1 - lin0, sm2 - sm1, lin2 - lin1);
 
-    /* Other collectives count their algorithm too, blocking and nonblocking (a reduce
-     * larger than the shared-memory component's 4 KiB runs the binomial tree). */
-    unsigned long long red0 = readu(recv), ib0 = readu(ibar), ibsm0 = readu(ibar_sm);
-    static long long vs[1024], sums[1024];
-    for (int i = 0; i < 1024; i++) vs[i] = v;
-    MPI_Reduce(vs, sums, 1024, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    long long sum = sums[1023];
+    /* Other collectives count their algorithm too, blocking and nonblocking. */
+    unsigned long long red0 = readu(recv), redsm0 = readu(red_sm), ib0 = readu(ibar),
+                       ibsm0 = readu(ibar_sm);
+    long long sum = 0;
+    MPI_Reduce(&v, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     if (rank == 0) {
         CHECK(sum == 84);
-        /* The communicator has a shared-memory segment by now (the collectives above),
-         * so the nonblocking barrier runs there, not as a dissemination schedule. */
-        printf("mpit_runtime: reduce binomial %llu, ibarrier sm nonblocking %llu "
+        /* A small reduce runs in the shared-memory component. The communicator has a
+         * segment by now (the collectives above), so the nonblocking barrier runs there,
+         * not as a dissemination schedule. */
+        printf("mpit_runtime: reduce sm %llu binomial %llu, ibarrier sm nonblocking %llu "
                "dissemination %llu\n",
-               readu(recv) - red0, readu(ibar_sm) - ibsm0, readu(ibar) - ib0);
+               readu(red_sm) - redsm0, readu(recv) - red0, readu(ibar_sm) - ibsm0,
+               readu(ibar) - ib0);
     }
 
     /* Fixed at MPI_Init: constant now, and a write is refused. */

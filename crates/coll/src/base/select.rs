@@ -7,7 +7,7 @@
 //! non-contiguous datatypes first.
 
 use crate::base::stats::{count, Alg};
-use crate::sm;
+use crate::sm::{self, SmKind};
 use crate::tune::Coll;
 use crate::{CollComm, Op, Result};
 
@@ -159,4 +159,238 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
         commutative,
     };
     a.scan_into(send, recv, exclusive, &op)
+}
+
+/// Reduce of the packed `buf` (our contribution) to `root`, where `buf` gets the result:
+/// [`reduce`] on one buffer.
+pub fn reduce_packed(a: &CollComm, buf: &mut [u8], root: i32, op: &Op) -> Result<()> {
+    if a.rank == root {
+        reduce(
+            a,
+            None,
+            Some(buf),
+            root,
+            &op.f,
+            op.elem_size,
+            op.commutative,
+        )
+    } else {
+        reduce(
+            a,
+            Some(buf),
+            None,
+            root,
+            &op.f,
+            op.elem_size,
+            op.commutative,
+        )
+    }
+}
+
+/// Inclusive scan of the packed `buf` (our contribution, replaced by the result).
+pub fn scan_packed(a: &CollComm, buf: &mut [u8], op: &Op) -> Result<()> {
+    scan(a, None, buf, false, &op.f, op.elem_size, op.commutative)
+}
+
+/// Exclusive scan of `send` into `recv` (untouched on rank 0).
+pub fn exscan(a: &CollComm, send: &[u8], recv: &mut [u8], op: &Op) -> Result<()> {
+    let n = send.len().min(recv.len());
+    scan(
+        a,
+        Some(&send[..n]),
+        &mut recv[..n],
+        true,
+        &op.f,
+        op.elem_size,
+        op.commutative,
+    )
+}
+
+/// Run `kind` on the segment: post `input`, wait, compute `out` (see [`sm::Seg::begin`]).
+fn on_seg(
+    seg: &sm::Seg,
+    kind: &SmKind,
+    input: &[u8],
+    out: &mut [u8],
+    op: Option<sm::nb::Fold<'_>>,
+) {
+    let k = seg.begin(kind, input);
+    seg.end(kind, k, out, op);
+}
+
+/// Gather of blocks of `block` bytes in rank order into `recv` at `root`: our block is
+/// `send` (`None`: in place at the root, our block is already in `recv`).
+pub fn gather(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    block: usize,
+    root: i32,
+) -> Result<()> {
+    let (me, p) = (a.rank as usize, a.size as usize);
+    let at_root = a.rank == root;
+    if (1..=sm::DATA).contains(&block) && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Gather)? {
+            count(a.shadow, Alg::SmGather);
+            let kind = SmKind::Gather {
+                root: root as usize,
+                block,
+            };
+            let input = match send {
+                Some(s) => s,
+                None => &recv[me * block..(me + 1) * block],
+            };
+            let k = seg.begin(&kind, input);
+            let out: &mut [u8] = if at_root {
+                &mut recv[..p * block]
+            } else {
+                &mut []
+            };
+            seg.end(&kind, k, out, None);
+            return Ok(());
+        }
+    }
+    match send {
+        Some(s) => a.gather(s, recv, root),
+        None => {
+            let own = recv[me * block..(me + 1) * block].to_vec();
+            a.gather(&own, recv, root)
+        }
+    }
+}
+
+/// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
+/// `recv` (`None`: in place at the root, nothing to copy).
+pub fn scatter(
+    a: &CollComm,
+    send: &[u8],
+    recv: Option<&mut [u8]>,
+    block: usize,
+    root: i32,
+) -> Result<()> {
+    let p = a.size as usize;
+    if block > 0 && p * block <= sm::DATA && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Scatter)? {
+            count(a.shadow, Alg::SmScatter);
+            let kind = SmKind::Scatter {
+                root: root as usize,
+                block,
+            };
+            let input: &[u8] = if a.rank == root {
+                &send[..p * block]
+            } else {
+                &[]
+            };
+            let k = seg.begin(&kind, input);
+            let out: &mut [u8] = match recv {
+                Some(r) => &mut r[..block],
+                None => &mut [],
+            };
+            seg.end(&kind, k, out, None);
+            return Ok(());
+        }
+    }
+    match recv {
+        Some(r) => a.scatter(send, r, root),
+        None => {
+            let mut own = vec![0u8; block];
+            a.scatter(send, &mut own, root)
+        }
+    }
+}
+
+/// Allgather of blocks of `block` bytes: ours is already in place in `buf`.
+pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize) -> Result<()> {
+    let (me, p) = (a.rank as usize, a.size as usize);
+    if (1..=sm::DATA).contains(&block) {
+        if let Some(seg) = sm::get(a, Coll::Allgather)? {
+            count(a.shadow, Alg::SmAllgather);
+            let kind = SmKind::Allgather { block };
+            let k = seg.begin(&kind, &buf[me * block..(me + 1) * block]);
+            seg.end(&kind, k, &mut buf[..p * block], None);
+            return Ok(());
+        }
+    }
+    a.allgather(buf, block)
+}
+
+/// Allgatherv: block `i` is `counts[i]` bytes at `displs[i]` of `buf`; ours is already in
+/// place.
+pub fn allgatherv(a: &CollComm, buf: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
+    let (me, p) = (a.rank as usize, a.size as usize);
+    let fits = counts.len() == p
+        && displs.len() == p
+        && counts.iter().all(|&c| c <= sm::DATA)
+        && counts.iter().any(|&c| c > 0)
+        && counts.iter().zip(displs).all(|(&c, &d)| d + c <= buf.len());
+    if fits {
+        if let Some(seg) = sm::get(a, Coll::Allgather)? {
+            count(a.shadow, Alg::SmAllgather);
+            let kind = SmKind::Allgatherv {
+                counts: counts.to_vec(),
+                displs: displs.to_vec(),
+            };
+            let k = seg.begin(&kind, &buf[displs[me]..displs[me] + counts[me]]);
+            seg.end(&kind, k, buf, None);
+            return Ok(());
+        }
+    }
+    a.allgatherv(buf, counts, displs)
+}
+
+/// Reduce-scatter of `full` (our whole contribution, block `i` of `counts[i]` bytes, back
+/// to back): our block of the result goes to `out`. `full` may be used as scratch.
+pub fn reduce_scatter(
+    a: &CollComm,
+    full: &mut [u8],
+    counts: &[usize],
+    out: &mut [u8],
+    op: &Op,
+) -> Result<()> {
+    let total: usize = counts.iter().sum();
+    let me = a.rank as usize;
+    if counts.len() == a.size as usize
+        && (1..=sm::DATA).contains(&total)
+        && full.len() >= total
+        && out.len() >= counts[me]
+    {
+        if let Some(seg) = sm::get(a, Coll::ReduceScatter)? {
+            count(a.shadow, Alg::SmReduceScatter);
+            let kind = SmKind::ReduceScatter {
+                counts: counts.to_vec(),
+            };
+            on_seg(&seg, &kind, &full[..total], out, Some(op.f));
+            return Ok(());
+        }
+    }
+    a.reduce_scatter(full, counts, out, op)
+}
+
+/// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`,
+/// block `j` of `recv` (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Through
+/// the segment when every rank's blocks fit one buffer (every rank learns it there:
+/// counts differ between ranks), point to point otherwise.
+pub fn alltoallv(
+    a: &CollComm,
+    send: &[u8],
+    (scounts, sdispls): (&[usize], &[usize]),
+    recv: &mut [u8],
+    (rcounts, rdispls): (&[usize], &[usize]),
+) -> Result<()> {
+    if let Some(seg) = sm::get(a, Coll::Alltoall)? {
+        match seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls)) {
+            Some(true) => {
+                count(a.shadow, Alg::SmAlltoallv);
+                return Ok(());
+            }
+            Some(false) => {
+                return Err(crate::arg_err(
+                    oxmpi_engine::ErrorClass::Truncate,
+                    "alltoallv: a block's length differs from its receive count",
+                ))
+            }
+            None => {}
+        }
+    }
+    a.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls)
 }

@@ -166,26 +166,36 @@ fn progress_thread() {
 /// progress thread at once for schedules of [`WAKE_MIN_BYTES`] or more, or when it sleeps
 /// without a timeout.
 pub fn start(mut sched: Schedule, done: Done) {
-    // Posting a collective also advances the ones already outstanding.
-    progress_pending();
-    match sched.progress() {
+    match first(&mut sched) {
         Some(r) => done(sched, r),
-        None => {
-            THREAD.call_once(|| {
-                std::thread::Builder::new()
-                    .name("oxmpi-icoll".into())
-                    .spawn(progress_thread)
-                    .expect("spawn the nonblocking-collective progress thread");
-            });
-            let big = sched.bytes() >= WAKE_MIN_BYTES;
-            let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-            g.push(Active { sched, done });
-            NACTIVE.fetch_add(1, Ordering::AcqRel);
-            let wake = big || SLEEPING.load(Ordering::Relaxed);
-            drop(g);
-            if wake {
-                WAKE.notify_one();
-            }
-        }
+        None => enqueue(sched, done),
+    }
+}
+
+/// The first step of [`start`]: advance the schedules already outstanding (posting a
+/// collective also advances them) and `sched` once; its outcome if it ended already (then
+/// it needs no completion of its own: the caller may skip making a request for it).
+pub fn first(sched: &mut Schedule) -> Option<Result<()>> {
+    progress_pending();
+    sched.progress()
+}
+
+/// The rest of [`start`] for a schedule whose [`first`] step did not end it: put it on
+/// the active list; `done` runs when it ends.
+pub fn enqueue(mut sched: Schedule, done: Done) {
+    THREAD.call_once(|| {
+        std::thread::Builder::new()
+            .name("oxmpi-icoll".into())
+            .spawn(progress_thread)
+            .expect("spawn the nonblocking-collective progress thread");
+    });
+    let big = sched.bytes() >= WAKE_MIN_BYTES;
+    let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+    g.push(Active { sched, done });
+    NACTIVE.fetch_add(1, Ordering::AcqRel);
+    let wake = big || SLEEPING.load(Ordering::Relaxed);
+    drop(g);
+    if wake {
+        WAKE.notify_one();
     }
 }

@@ -1,7 +1,9 @@
-//! The `sm` component: shared-memory paths for barrier, bcast, alltoall, allreduce, reduce and
-//! (exclusive) scan of small vectors, and for allreduce of large vectors
-//! ([`Seg::allreduce_big`], from `coll_sm_allreduce_large_min` bytes), on any
-//! intracommunicator whose ranks all run on one node.
+//! The `sm` component: shared-memory paths for barrier, bcast, alltoall, allreduce,
+//! gather, scatter, allgather(v), reduce, reduce-scatter, scan and exscan of small vectors
+//! (blocking, through [`Seg::begin`] and [`Seg::end`] for the ones after allreduce), and for
+//! allreduce of large vectors ([`Seg::allreduce_big`], from
+//! `coll_sm_allreduce_large_min` bytes), on any intracommunicator whose ranks all run on one
+//! node.
 //!
 //! Each such communicator gets, lazily at its first eligible collective, one segment
 //! (a `memfd` made by rank 0 and opened by the others through `/proc/<pid>/fd/<fd>`: no
@@ -88,7 +90,17 @@ pub fn allowed(coll: Coll) -> bool {
 /// disabled, or the segment cannot be made.
 #[inline]
 pub fn get(a: &CollComm, coll: Coll) -> Result<Option<Arc<Seg>>> {
-    if a.size < 2 || a.size > MAX_RANKS || !allowed(coll) {
+    if !allowed(coll) {
+        return Ok(None);
+    }
+    get_any(a)
+}
+
+/// [`get`] for a collective that has no algorithm parameter (scan, exscan): only
+/// `coll_sm_enable` turns the path off.
+#[inline]
+pub fn get_any(a: &CollComm) -> Result<Option<Arc<Seg>>> {
+    if a.size < 2 || a.size > MAX_RANKS || !params::enabled() {
         return Ok(None);
     }
     let key = a.shadow.0;

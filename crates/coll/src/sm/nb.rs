@@ -12,10 +12,17 @@
 //!
 //! Every rank takes the same decision (sizes in bytes that MPI requires to match, the
 //! communicator): the caller makes the choice with [`SmKind::fits`].
+//!
+//! The blocking forms of the same collectives ([`Seg::begin`], [`Seg::end`]) post, wait
+//! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
+//! [`SmKind::compute`]) on the blocking buffers.
 
 use super::{Seg, DATA};
 use crate::sched::OwnedOp;
 use std::sync::Arc;
+
+/// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
+pub type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
 
 /// Which collective, with what its result needs. Sizes in bytes; `block` is one rank's
 /// block.
@@ -42,6 +49,12 @@ pub enum SmKind {
     },
     /// `MPI_Ialltoall`: input and output `size` blocks.
     Alltoall {
+        /// Bytes per block.
+        block: usize,
+    },
+    /// `MPI_Allgather` (blocking only): input our block, output `size` blocks (our own
+    /// too, as for allgatherv).
+    Allgather {
         /// Bytes per block.
         block: usize,
     },
@@ -83,48 +96,22 @@ impl SmKind {
     pub fn fits(input_len: usize) -> bool {
         input_len <= DATA
     }
-}
 
-/// A nonblocking collective on the segment (a [`crate::sched::Schedule`] of the `sm`
-/// kind): input region 0, output region 1 of its schedule.
-pub struct SmNb {
-    seg: Arc<Seg>,
-    k: u64,
-    kind: SmKind,
-    posted: bool,
-    done: bool,
-}
-
-impl SmNb {
-    /// Open collective `kind` on `seg` (takes its sequence number: call in MPI's
-    /// collective order).
-    pub(crate) fn open(seg: Arc<Seg>, kind: SmKind) -> SmNb {
-        let k = seg.open_nb();
-        SmNb {
-            seg,
-            k,
-            kind,
-            posted: false,
-            done: false,
-        }
-    }
-
-    /// Whether our input is posted here (a bcast or scatter only at the root).
-    fn posts(&self) -> bool {
-        let me = self.seg.rank();
-        match self.kind {
+    /// Whether rank `me` posts its input (a bcast or scatter only at the root).
+    pub(crate) fn posts(&self, me: usize) -> bool {
+        match *self {
             SmKind::Bcast { root } | SmKind::Scatter { root, .. } => me == root,
             _ => true,
         }
     }
 
-    /// The ranks whose stamps the result needs.
-    fn needs(&self) -> std::ops::Range<usize> {
-        let (me, p) = (self.seg.rank(), self.seg.size());
-        match self.kind {
+    /// The ranks whose stamps rank `me` of `p` needs for its result.
+    pub(crate) fn needs(&self, me: usize, p: usize) -> std::ops::Range<usize> {
+        match *self {
             SmKind::Barrier
             | SmKind::Allreduce
             | SmKind::Alltoall { .. }
+            | SmKind::Allgather { .. }
             | SmKind::Allgatherv { .. }
             | SmKind::ReduceScatter { .. } => 0..p,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
@@ -145,45 +132,16 @@ impl SmNb {
         }
     }
 
-    /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
-    /// and `output` are the schedule's regions 0 and 1 (pointer, length); `op` its
-    /// reduction. Returns whether the collective has ended.
-    ///
-    /// # Safety
-    /// The regions are valid (input readable, output writable) until the end (the MPI
-    /// contract of the nonblocking call).
-    pub(crate) unsafe fn progress(
-        &mut self,
-        input: (*const u8, usize),
-        output: (*mut u8, usize),
-        op: Option<&OwnedOp>,
-    ) -> bool {
-        if self.done {
-            return true;
-        }
-        let seg = &*self.seg;
-        let k = self.k;
-        if !self.posted {
-            let n = if self.posts() { input.1 } else { 0 };
-            // SAFETY: caller contract (input readable); `n <= DATA` was checked by the
-            // builder.
-            if !unsafe { seg.try_post(k, input.0, n) } {
-                return false;
-            }
-            self.posted = true;
-        }
-        if !self.needs().all(|r| seg.stamped(r, k)) {
-            return false;
-        }
-        // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
-        let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
-        let out: &mut [u8] = if output.1 == 0 {
-            &mut []
-        } else {
-            // SAFETY: caller contract (output writable).
-            unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
-        };
-        let (me, p) = (seg.rank(), seg.size());
+    /// Compute rank `me`'s (of `p`) result into `out` from the ranks' posted data
+    /// (`peer(r, off, n)`: `n` bytes of rank `r`'s data from `off`, for the ranks of
+    /// [`SmKind::needs`]); reductions fold in rank order with `op` (`inout = in ∘ inout`).
+    pub(crate) fn compute<'a>(
+        &self,
+        (me, p): (usize, usize),
+        peer: impl Fn(usize, usize, usize) -> &'a [u8],
+        out: &mut [u8],
+        op: Option<Fold<'_>>,
+    ) {
         let fold = |out: &mut [u8], ranks: std::ops::Range<usize>, off: usize| {
             let n = out.len();
             if n == 0 {
@@ -195,11 +153,11 @@ impl SmNb {
             out.copy_from_slice(peer(last, off, n));
             if let Some(op) = op {
                 for r in (ranks.start..last).rev() {
-                    (op.f)(peer(r, off, n), out); // out = x_r ∘ out
+                    op(peer(r, off, n), out); // out = x_r ∘ out
                 }
             }
         };
-        match &self.kind {
+        match self {
             SmKind::Barrier => {}
             SmKind::Bcast { root } => {
                 if me != *root {
@@ -223,6 +181,14 @@ impl SmNb {
                 if b > 0 {
                     for (j, o) in out.chunks_exact_mut(b).enumerate().take(p) {
                         o.copy_from_slice(peer(j, me * b, b));
+                    }
+                }
+            }
+            SmKind::Allgather { block } => {
+                let b = *block;
+                if b > 0 {
+                    for (j, o) in out.chunks_exact_mut(b).enumerate().take(p) {
+                        o.copy_from_slice(peer(j, 0, b));
                     }
                 }
             }
@@ -250,6 +216,78 @@ impl SmNb {
                 fold(&mut out[..counts[me]], 0..p, off);
             }
         }
+    }
+}
+
+/// A nonblocking collective on the segment (a [`crate::sched::Schedule`] of the `sm`
+/// kind): input region 0, output region 1 of its schedule.
+pub struct SmNb {
+    seg: Arc<Seg>,
+    k: u64,
+    kind: SmKind,
+    posted: bool,
+    done: bool,
+}
+
+impl SmNb {
+    /// Open collective `kind` on `seg` (takes its sequence number: call in MPI's
+    /// collective order).
+    pub(crate) fn open(seg: Arc<Seg>, kind: SmKind) -> SmNb {
+        let k = seg.open_nb();
+        SmNb {
+            seg,
+            k,
+            kind,
+            posted: false,
+            done: false,
+        }
+    }
+
+    /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
+    /// and `output` are the schedule's regions 0 and 1 (pointer, length); `op` its
+    /// reduction. Returns whether the collective has ended.
+    ///
+    /// # Safety
+    /// The regions are valid (input readable, output writable) until the end (the MPI
+    /// contract of the nonblocking call).
+    pub(crate) unsafe fn progress(
+        &mut self,
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+        op: Option<&OwnedOp>,
+    ) -> bool {
+        if self.done {
+            return true;
+        }
+        let seg = &*self.seg;
+        let k = self.k;
+        if !self.posted {
+            let n = if self.kind.posts(seg.rank()) {
+                input.1
+            } else {
+                0
+            };
+            // SAFETY: caller contract (input readable); `n <= DATA` was checked by the
+            // builder.
+            if !unsafe { seg.try_post(k, input.0, n) } {
+                return false;
+            }
+            self.posted = true;
+        }
+        let (me, p) = (seg.rank(), seg.size());
+        if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
+            return false;
+        }
+        // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
+        let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
+        let out: &mut [u8] = if output.1 == 0 {
+            &mut []
+        } else {
+            // SAFETY: caller contract (output writable).
+            unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
+        };
+        let f = op.map(|o| &*o.f as Fold<'_>);
+        self.kind.compute((me, p), peer, out, f);
         seg.close_nb(k);
         self.done = true;
         true

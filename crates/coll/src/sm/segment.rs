@@ -411,6 +411,122 @@ impl Seg {
         self.finish(k);
     }
 
+    /// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank
+    /// `j`, block `j` of `recv` (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`.
+    /// Each rank posts a table (offset and length of its block for every rank) and its
+    /// blocks back to back, or that they do not fit one buffer; the ranks read every flag,
+    /// so all of them exchange here or none does. `None`: some rank's data did not fit
+    /// (nothing was received: the caller moves it otherwise, every rank alike); `Some(ok)`:
+    /// exchanged, `ok` false if some block's length differed from its `rcounts` entry
+    /// (such blocks are not copied).
+    pub fn alltoallv(
+        &self,
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> Option<bool> {
+        let p = self.size;
+        let head = 8 + 8 * p;
+        let total: usize = scounts.iter().sum();
+        let fits = head + total <= DATA
+            && scounts.len() == p
+            && sdispls.len() == p
+            && (0..p).all(|j| sdispls[j] + scounts[j] <= send.len());
+        let k = self.next();
+        self.reusable(k.saturating_sub(NBUF));
+        let base = self.data(self.rank, k);
+        // SAFETY: our own buffer of collective `k` (`DATA` bytes after the stamp line's
+        // first 8 bytes), read by nobody until we stamp it and no longer by anybody for
+        // `k - NBUF` (waited above); every write is within `head + total <= DATA` bytes,
+        // every read of `send` within its length (checked in `fits`).
+        unsafe {
+            base.cast::<u64>().write_unaligned(u64::from(fits));
+            if fits {
+                let mut off = head;
+                for j in 0..p {
+                    let at = base.add(8 + 8 * j).cast::<u32>();
+                    at.write_unaligned(off as u32);
+                    at.add(1).write_unaligned(scounts[j] as u32);
+                    std::ptr::copy_nonoverlapping(
+                        send.as_ptr().add(sdispls[j]),
+                        base.add(off),
+                        scounts[j],
+                    );
+                    off += scounts[j];
+                }
+            }
+        }
+        self.stamp(self.rank, k).store(k, Ordering::Release);
+        self.wait_all(k);
+        let flag = |r: usize| {
+            // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after
+            // the reads; the flag is the first 8 posted bytes.
+            unsafe { self.data(r, k).cast::<u64>().read_unaligned() }
+        };
+        // SAFETY: as for `flag`; rank `r`'s table entry `j` lies within its posted header
+        // (every rank's flag says it posted one).
+        let entry = |r: usize, j: usize| unsafe {
+            let at = self.data(r, k).add(8 + 8 * j).cast::<u32>();
+            (
+                at.read_unaligned() as usize,
+                at.add(1).read_unaligned() as usize,
+            )
+        };
+        if (0..p).any(|r| flag(r) != 1) {
+            self.finish(k);
+            return None;
+        }
+        let mut ok = rcounts.len() == p && rdispls.len() == p;
+        for j in 0..p {
+            let (off, len) = entry(j, self.rank);
+            if !ok || len != rcounts[j] || rdispls[j] + len > recv.len() || off + len > DATA {
+                ok = false;
+                continue;
+            }
+            // SAFETY: as above; `off + len <= DATA` (checked).
+            let src = unsafe { self.peer(j, k, off, len) };
+            recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
+        }
+        self.finish(k);
+        Some(ok)
+    }
+
+    /// Start blocking collective `kind` (gather, scatter, allgather(v), reduce,
+    /// reduce-scatter, scan, exscan: see [`super::SmKind`]): post `input` (at most
+    /// [`DATA`] bytes; nothing where the kind posts nothing here, e.g. a scatter's
+    /// non-roots) and wait for the stamps our result needs. Returns the collective's
+    /// number, to pass to [`Seg::end`] right after (the input may be part of the output:
+    /// it is copied here, before the output is written).
+    pub fn begin(&self, kind: &super::SmKind, input: &[u8]) -> u64 {
+        let k = self.next();
+        if kind.posts(self.rank) {
+            self.post(k, input);
+        }
+        for r in kind.needs(self.rank, self.size) {
+            if r != self.rank {
+                self.wait_word(self.stamp(r, k), k);
+            }
+        }
+        k
+    }
+
+    /// Finish blocking collective `k` of `kind` ([`Seg::begin`]): compute our result into
+    /// `out` (empty where we have none) from the posted data, folding reductions in rank
+    /// order with `op` (`inout = in ∘ inout`), then mark `k` read.
+    pub fn end(
+        &self,
+        kind: &super::SmKind,
+        k: u64,
+        out: &mut [u8],
+        op: Option<super::nb::Fold<'_>>,
+    ) {
+        // SAFETY: the stamps of `k` of every rank `kind` needs were acquired in `begin`
+        // (ours: we posted it), and we finish `k` only below, after the reads; every read
+        // is within the `DATA` bytes its rank posted (the kinds' offsets and lengths).
+        let peer = |r: usize, off: usize, n: usize| unsafe { self.peer(r, k, off, n) };
+        kind.compute((self.rank, self.size), peer, out, op);
+        self.finish(k);
+    }
+
     /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
     /// copies its vector into its slot; rank `r` folds slice `r` (elements split evenly)
     /// of all slots in rank order (`x0 ∘ (x1 ∘ …)`) into `dst` and publishes it in its

@@ -1,0 +1,296 @@
+/* Blocking collectives of small vectors on the communicator's shared-memory segment:
+ * gather, scatter, allgather, allgatherv, reduce, reduce_scatter_block, reduce_scatter,
+ * scan and exscan, in place and not, for every root, at sizes around the segment's buffer
+ * (4096 bytes: 1, 56, 57, 1000, 4096 and 4097 bytes per block, and whole vectors on both
+ * sides of it), of MPI_CHAR and of a strided type with holes (packed first). Every result
+ * is checked against a local reference (every rank can regenerate every contribution), the
+ * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
+ * the root moving and no other synchronisation (more collectives than the segment's 8
+ * buffers per rank, roots running ahead).
+ * Rank 0 prints "coll_sm_blocking: sm calls: used" (or "not used": the sum of the
+ * coll_sm_{gather,scatter,allgather,reduce,reduce_scatter,scan}_calls counters) and
+ * "coll_sm_blocking: all checks passed". */
+#include "check.h"
+#include <string.h>
+
+static int rank, size;
+
+static signed char val(int r, int k, int what) { return (signed char)((r * 37 + k * 11 + what * 5) % 20); }
+
+/* Started handles on the sm component's counters of these collectives, in one session. */
+static const char *counter_names[] = {"coll_sm_gather_calls", "coll_sm_scatter_calls",
+                                      "coll_sm_allgather_calls", "coll_sm_reduce_calls",
+                                      "coll_sm_reduce_scatter_calls", "coll_sm_scan_calls",
+                                      "coll_sm_alltoallv_calls"};
+#define NCOUNTERS (int)(sizeof counter_names / sizeof counter_names[0])
+static MPI_T_pvar_session session;
+static MPI_T_pvar_handle counters[NCOUNTERS];
+
+static void start_counters(void) {
+    CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS);
+    for (int n = 0; n < NCOUNTERS; n++) {
+        int i = -1, count, cont = 1;
+        CHECK(MPI_T_pvar_get_index(counter_names[n], MPI_T_PVAR_CLASS_COUNTER, &i) == MPI_SUCCESS);
+        CHECK(MPI_T_pvar_handle_alloc(session, i, NULL, &counters[n], &count) == MPI_SUCCESS);
+        CHECK(MPI_T_pvar_get_info(i, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                  &cont, NULL) == MPI_SUCCESS);
+        if (!cont) CHECK(MPI_T_pvar_start(session, counters[n]) == MPI_SUCCESS);
+    }
+}
+
+/* The sum of the counters. */
+static unsigned long long sm_calls(void) {
+    unsigned long long total = 0;
+    for (int n = 0; n < NCOUNTERS; n++) {
+        unsigned long long v = 0;
+        CHECK(MPI_T_pvar_read(session, counters[n], &v) == MPI_SUCCESS);
+        total += v;
+    }
+    return total;
+}
+
+/* A block of `n` items of type `t`: CHAR contiguous (1 byte per item), or the strided type
+ * (one data byte per 2-byte item, the other a hole). Buffers are bytes. */
+typedef struct {
+    MPI_Datatype t;
+    int ext; /* bytes per item in memory */
+} ty;
+
+static void put(const ty *t, signed char *b, int k, signed char v) { b[k * t->ext] = v; }
+static signed char get(const ty *t, const signed char *b, int k) { return b[k * t->ext]; }
+
+#define HOLE ((signed char)-77)
+
+static signed char *buf(const ty *t, int items) {
+    signed char *b = malloc((size_t)items * t->ext + 1);
+    memset(b, HOLE, (size_t)items * t->ext + 1);
+    return b;
+}
+
+/* The holes of `items` items (and the byte after them) are untouched. */
+static void holes(const ty *t, const signed char *b, int items) {
+    for (int i = 0; i < items * t->ext + 1; i++)
+        if (i >= items * t->ext || i % t->ext) CHECK(b[i] == HOLE);
+}
+
+static void movement(const ty *t, int n, int inpl) {
+    int all = n * size;
+    for (int root = 0; root < size; root++) {
+        int me_root = rank == root, ip = inpl && me_root;
+        /* gather */
+        signed char *s = buf(t, n), *r = buf(t, all);
+        for (int k = 0; k < n; k++) put(t, s, k, val(rank, k, 1));
+        if (ip)
+            for (int k = 0; k < n; k++) put(t, r, rank * n + k, val(rank, k, 1));
+        CHECK_RC(MPI_Gather(ip ? MPI_IN_PLACE : s, n, t->t, r, n, t->t, root, MPI_COMM_WORLD));
+        if (me_root) {
+            for (int i = 0; i < size; i++)
+                for (int k = 0; k < n; k++) CHECK(get(t, r, i * n + k) == val(i, k, 1));
+            holes(t, r, all);
+        }
+        free(r);
+        /* scatter */
+        r = buf(t, all);
+        for (int i = 0; i < size; i++)
+            for (int k = 0; k < n; k++) put(t, r, i * n + k, val(i, k, 2));
+        memset(s, HOLE, (size_t)n * t->ext + 1);
+        CHECK_RC(MPI_Scatter(r, n, t->t, ip ? MPI_IN_PLACE : s, n, t->t, root, MPI_COMM_WORLD));
+        if (!ip) {
+            for (int k = 0; k < n; k++) CHECK(get(t, s, k) == val(rank, k, 2));
+            holes(t, s, n);
+        }
+        for (int i = 0; i < size; i++) /* the send buffer is not written */
+            for (int k = 0; k < n; k++) CHECK(get(t, r, i * n + k) == val(i, k, 2));
+        free(r);
+        /* reduce (SUM of small values: exact in any order) */
+        r = buf(t, n);
+        for (int k = 0; k < n; k++) put(t, s, k, val(rank, k, 3));
+        if (ip) memcpy(r, s, (size_t)n * t->ext);
+        CHECK_RC(MPI_Reduce(ip ? MPI_IN_PLACE : s, r, n, t->t, MPI_SUM, root, MPI_COMM_WORLD));
+        if (me_root) {
+            for (int k = 0; k < n; k++) {
+                int sum = 0;
+                for (int i = 0; i < size; i++) sum += val(i, k, 3);
+                CHECK(get(t, r, k) == (signed char)sum);
+            }
+            if (!ip) holes(t, r, n);
+        }
+        free(r);
+        free(s);
+    }
+    /* allgather, allgatherv (block i of n - i % 3 items, in reverse rank order) */
+    signed char *s = buf(t, n), *r = buf(t, all);
+    for (int k = 0; k < n; k++) put(t, s, k, val(rank, k, 4));
+    if (inpl)
+        for (int k = 0; k < n; k++) put(t, r, rank * n + k, val(rank, k, 4));
+    CHECK_RC(MPI_Allgather(inpl ? MPI_IN_PLACE : s, n, t->t, r, n, t->t, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++)
+        for (int k = 0; k < n; k++) CHECK(get(t, r, i * n + k) == val(i, k, 4));
+    holes(t, r, all);
+    free(r);
+    int *counts = malloc(size * sizeof(int)), *displs = malloc(size * sizeof(int)), tot = 0;
+    for (int i = size - 1; i >= 0; i--) {
+        counts[i] = n > 2 ? n - i % 3 : n;
+        displs[i] = tot;
+        tot += counts[i];
+    }
+    r = buf(t, tot);
+    if (inpl)
+        for (int k = 0; k < counts[rank]; k++) put(t, r, displs[rank] + k, val(rank, k, 4));
+    CHECK_RC(MPI_Allgatherv(inpl ? MPI_IN_PLACE : s, counts[rank], t->t, r, counts, displs, t->t,
+                            MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++)
+        for (int k = 0; k < counts[i]; k++) CHECK(get(t, r, displs[i] + k) == val(i, k, 4));
+    holes(t, r, tot);
+    free(r);
+    free(s);
+    free(counts);
+    free(displs);
+}
+
+/* reduce_scatter_block, reduce_scatter (block i: n + i items), scan, exscan. */
+static void reductions(const ty *t, int n, int inpl) {
+    int *counts = malloc(size * sizeof(int)), tot = 0, off = 0;
+    for (int i = 0; i < size; i++) {
+        counts[i] = n + i;
+        if (i < rank) off += counts[i];
+        tot += counts[i];
+    }
+    for (int block = 1; block >= 0; block--) {
+        int all = block ? n * size : tot, mine = block ? n : counts[rank];
+        int from = block ? rank * n : off;
+        signed char *s = buf(t, all), *r = buf(t, all);
+        for (int k = 0; k < all; k++) put(t, inpl ? r : s, k, val(rank, k, 5));
+        if (block)
+            CHECK_RC(MPI_Reduce_scatter_block(inpl ? MPI_IN_PLACE : s, r, n, t->t, MPI_SUM,
+                                              MPI_COMM_WORLD));
+        else
+            CHECK_RC(MPI_Reduce_scatter(inpl ? MPI_IN_PLACE : s, r, counts, t->t, MPI_SUM,
+                                        MPI_COMM_WORLD));
+        for (int k = 0; k < mine; k++) {
+            int sum = 0;
+            for (int i = 0; i < size; i++) sum += val(i, from + k, 5);
+            CHECK(get(t, r, k) == (signed char)sum);
+        }
+        if (!inpl) holes(t, r, mine);
+        free(s);
+        free(r);
+    }
+    for (int ex = 0; ex < 2; ex++) {
+        signed char *s = buf(t, n), *r = buf(t, n);
+        for (int k = 0; k < n; k++) put(t, inpl ? r : s, k, val(rank, k, 6));
+        if (ex)
+            CHECK_RC(MPI_Exscan(inpl ? MPI_IN_PLACE : s, r, n, t->t, MPI_SUM, MPI_COMM_WORLD));
+        else
+            CHECK_RC(MPI_Scan(inpl ? MPI_IN_PLACE : s, r, n, t->t, MPI_SUM, MPI_COMM_WORLD));
+        if (!ex || rank > 0) {
+            for (int k = 0; k < n; k++) {
+                int sum = 0;
+                for (int i = 0; i < rank + !ex; i++) sum += val(i, k, 6);
+                CHECK(get(t, r, k) == (signed char)sum);
+            }
+            holes(t, r, n);
+        }
+        free(s);
+        free(r);
+    }
+    free(counts);
+}
+
+/* Alltoallv: rank r sends c(r, j) = n + (r + 2 * j) % 5 bytes to rank j, plus `big` bytes
+ * per block from rank 0 (so that only rank 0's data may not fit the segment: every rank
+ * must still take the same path); blocks laid out in reverse order with gaps. */
+static int a2a_count(int r, int j, int n, int big) { return n + (r + 2 * j) % 5 + (r == 0 ? big : 0); }
+
+static void alltoallv_check(int n, int big, int inpl) {
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int)), st = 0, rt = 0;
+    for (int j = size - 1; j >= 0; j--) {
+        sc[j] = a2a_count(rank, j, n, big), sd[j] = st, st += sc[j] + 3;
+        rc[j] = a2a_count(j, rank, n, big), rd[j] = rt, rt += rc[j] + 3;
+    }
+    signed char *s = malloc(st + 1), *r = malloc(rt + 1);
+    memset(r, HOLE, rt + 1);
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k < sc[j]; k++) s[sd[j] + k] = val(rank, j * 1000 + k, 7);
+    if (inpl) {
+        /* in place: the receive layout holds the data to send (counts must match) */
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < rc[j]; k++) r[rd[j] + k] = val(rank, j * 1000 + k, 7);
+        if (big == 0) /* in place needs symmetric counts */
+            for (int j = 0; j < size; j++) rc[j] = sc[j] = n, sd[j] = rd[j];
+    }
+    CHECK_RC(MPI_Alltoallv(inpl ? MPI_IN_PLACE : s, sc, sd, MPI_CHAR, r, rc, rd, MPI_CHAR,
+                           MPI_COMM_WORLD));
+    for (int j = 0; j < size; j++) {
+        for (int k = 0; k < rc[j]; k++) CHECK(r[rd[j] + k] == val(j, rank * 1000 + k, 7));
+        if (!inpl)
+            for (int k = rc[j]; k < rc[j] + 3; k++) CHECK(r[rd[j] + k] == HOLE);
+    }
+    free(s), free(r), free(sc), free(sd), free(rc), free(rd);
+}
+
+/* Rooted collectives back to back with the root moving: roots and non-roots run ahead of
+ * each other by up to the whole loop (no synchronisation but the collectives). */
+static void back_to_back(void) {
+    enum { N = 24, B = 40 };
+    signed char s[B], r[64 * B];
+    for (int it = 0; it < N; it++) {
+        int root = it % size;
+        for (int k = 0; k < B; k++) s[k] = val(rank, k, it);
+        if (it % 2 == 0) {
+            CHECK_RC(MPI_Gather(s, B, MPI_CHAR, r, B, MPI_CHAR, root, MPI_COMM_WORLD));
+            if (rank == root)
+                for (int i = 0; i < size; i++)
+                    for (int k = 0; k < B; k++) CHECK(r[i * B + k] == val(i, k, it));
+        } else {
+            for (int i = 0; i < size; i++)
+                for (int k = 0; k < B; k++) r[i * B + k] = val(i, k, it + 100);
+            CHECK_RC(MPI_Scatter(r, B, MPI_CHAR, s, B, MPI_CHAR, root, MPI_COMM_WORLD));
+            for (int k = 0; k < B; k++) CHECK(s[k] == val(rank, k, it + 100));
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init(&argc, &argv);
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank_ = rank;
+    CHECK(size <= 64);
+    MPI_Datatype strided;
+    MPI_Type_create_resized(MPI_CHAR, 0, 2, &strided);
+    MPI_Type_commit(&strided);
+    ty types[2] = {{MPI_CHAR, 1}, {strided, 2}};
+    MPI_Barrier(MPI_COMM_WORLD); /* makes the segment */
+    start_counters();
+    unsigned long long before = sm_calls();
+    /* per-block sizes around one buffer, and whole vectors (size blocks) across it */
+    int sizes[] = {1, 56, 57, 1000, 4096 / size, 4096 / size + 1, 4096, 4097};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int inpl = 0; inpl < 2; inpl++) {
+                movement(&types[ti], sizes[z], inpl);
+                reductions(&types[ti], sizes[z], inpl);
+            }
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        if (sizes[z] * size < 5000) {
+            alltoallv_check(sizes[z], 0, 0);
+            alltoallv_check(sizes[z], 0, 1);
+            alltoallv_check(sizes[z], 4096, 0); /* only rank 0's data does not fit */
+        }
+    back_to_back();
+    unsigned long long used = sm_calls() - before;
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        printf("coll_sm_blocking: sm calls: %s\n", used ? "used" : "not used");
+        printf("coll_sm_blocking: all checks passed\n");
+    }
+    MPI_Type_free(&strided);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
