@@ -670,6 +670,51 @@ impl Fabric {
         unsafe { ((*(*self.ep).tagged).recvmsg)(self.ep, &msg, flags | fi::FI_COMPLETION) }
     }
 
+    /// Posts a tagged receive as [`Fabric::trecv_match`] (no flags) into `len` bytes at
+    /// `buf` followed by one byte at `spill`: a message longer than `len` places `len + 1`
+    /// bytes, so a provider that completes a truncated receive as a success with the
+    /// buffer's length (libfabric 1.17's `ofi_rxd`) still shows the truncation. Only on
+    /// providers without `FI_MR_LOCAL` (the spill byte is not registered).
+    ///
+    /// # Safety
+    /// `buf` (with `desc`), `spill` and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn trecv_spill(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        spill: *mut u8,
+        tag: u64,
+        ignore: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        let iov = [
+            libc::iovec {
+                iov_base: buf.cast(),
+                iov_len: len,
+            },
+            libc::iovec {
+                iov_base: spill.cast(),
+                iov_len: 1,
+            },
+        ];
+        let mut descs = [desc, std::ptr::null_mut()];
+        let msg = fi::fi_msg_tagged {
+            msg_iov: iov.as_ptr(),
+            desc: descs.as_mut_ptr(),
+            iov_count: 2,
+            addr: fi::FI_ADDR_UNSPEC,
+            tag,
+            ignore,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: an enabled tagged endpoint; the message lives during the call (the
+        // provider copies it); the caller's promise for the buffers and context.
+        unsafe { ((*(*self.ep).tagged).recvmsg)(self.ep, &msg, fi::FI_COMPLETION) }
+    }
+
     /// Cancels the operation whose context is `ctx` (`fi_cancel`); it then completes with
     /// `FI_ECANCELED`, unless it completed already. The raw return code.
     pub(crate) fn cancel(&self, ctx: *mut c_void) -> isize {
