@@ -95,38 +95,21 @@ fn ring_over_tcp_np3() {
 #[test]
 fn collectives_and_p2p_over_tcp() {
     let dir = Scratch::new("tcp-c");
-    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-    let coll = build(&c.join("coll.c"), &dir.0, "coll");
-    let out = run_tcp(&coll, 3);
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == "coll: all checks passed"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_all_tcp(&out, 3);
-    let p2p = build(&c.join("p2p.c"), &dir.0, "p2p");
-    let out = run_tcp(&p2p, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == "p2p: all checks passed"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_all_tcp(&out, 2);
-    // Large messages truncated into smaller buffers (as over ofi below).
-    let big = build(&c.join("truncate_large.c"), &dir.0, "truncate_large");
-    let out = run_tcp(&big, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == "truncate_large: all checks passed"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_all_tcp(&out, 2);
+    // (program, ranks, the line that says all passed); the last: large messages truncated
+    // into smaller buffers (as over ofi below).
+    for (exe, n, done) in build_all(
+        &dir.0,
+        &[
+            ("coll", 3, "coll: all checks passed"),
+            ("p2p", 2, "p2p: all checks passed"),
+            ("truncate_large", 2, "truncate_large: all checks passed"),
+        ],
+    ) {
+        let out = run_tcp(&exe, n);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.lines().any(|l| l == done), "{stdout}");
+        assert_all_tcp(&out, n);
+    }
 }
 
 /// With `btl_tcp_links=3` every pair of ranks is joined by three connections: ordered
