@@ -729,7 +729,7 @@ fn ofi_sync_sends_probes_truncation() {
         c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
     });
     assert!(
-        err[0].contains(", 0 rendezvous read (fi_read)") && !err[0].contains("FI_RMA reads"),
+        err[0].contains(", 0 rendezvous read (fi_read,") && !err[0].contains("FI_RMA reads"),
         "{}",
         err[0]
     );
@@ -1961,6 +1961,31 @@ fn ofi_scenarios(fi: &str, cm: bool, scenarios: &[(usize, &str)]) {
             "{what}: {}",
             err[0]
         );
+    }
+}
+
+/// Rendezvous reads striped over rails (`btl_ofi_rails=3`: three endpoints per rank, three
+/// connections per pair on `tcp;ofi_rxm`): large messages both ways at once and after
+/// eager ones (order), truncated reads, and a large message completed only when every
+/// piece arrived (the scenarios check every byte); the reads were striped.
+#[test]
+fn ofi_rails_stripe_rendezvous_reads() {
+    let Some(env) = ofi_env() else { return };
+    let mut env = env.to_vec();
+    env.extend([
+        ("OXMPI_MCA_btl_ofi_rails", "3"),
+        ("OXMPI_MCA_btl_base_verbose", "20"),
+    ]);
+    for scenario in ["big_bidir", "truncate", "pingpong", "send_then_leave"] {
+        let err = run_with(2, scenario, &env, |r, c| {
+            c.env("OXMPI_ENGINE_NODE", format!("node{r}"));
+        });
+        assert!(err[0].contains(", 2 rails\n"), "{scenario}: {}", err[0]);
+        let striped = err
+            .iter()
+            .filter_map(|e| ofi_count(e, " striped over 2 rails"))
+            .sum::<u64>();
+        assert!(striped > 0, "{scenario}: no striped read: {err:?}");
     }
 }
 
