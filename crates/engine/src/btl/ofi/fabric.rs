@@ -629,8 +629,8 @@ impl Fabric {
         key: u64,
         ctx: *mut c_void,
     ) -> isize {
-        // SAFETY: an enabled endpoint opened with FI_RMA; the caller's promise.
-        unsafe { ((*(*self.ep).rma).read)(self.ep, buf.cast(), len, desc, src, addr, key, ctx) }
+        // SAFETY: the caller's promise.
+        unsafe { self.rma_read_on(0, buf, len, desc, src, addr, key, ctx) }
     }
 
     /// [`Fabric::rma_read`] on endpoint `i` (0: the main one, then the rails), `src` an

@@ -823,31 +823,21 @@ impl Net {
             self.read_done = None;
             self.read_op.peer = p as u32;
             let ctx = std::ptr::addr_of_mut!(*self.read_op).cast::<c_void>();
-            loop {
-                // SAFETY: buf + off has len writable bytes (the caller's promise); the
-                // context is boxed in self; we wait for the completion below.
-                let ret = unsafe {
-                    self.fab.rma_read(
-                        buf.wrapping_add(off),
-                        len,
-                        desc,
-                        src,
-                        raddr + off as u64,
-                        key,
-                        ctx,
-                    )
-                };
-                if ret == 0 {
-                    break;
-                }
-                if ret != -fi::FI_EAGAIN {
-                    return Err(LinkError::Fabric(format!(
-                        "fi_read from rank {p}: {}",
-                        self.fab.error(ret)
-                    )));
-                }
-                self.wait_step(p)?;
-            }
+            // SAFETY: buf + off has len writable bytes (the caller's promise); the context
+            // is boxed in self; we wait for the completion below.
+            unsafe {
+                self.post_read(
+                    p,
+                    0,
+                    buf.wrapping_add(off),
+                    len,
+                    desc,
+                    src,
+                    raddr + off as u64,
+                    key,
+                    ctx,
+                )
+            }?;
             loop {
                 match self.read_done.take() {
                     Some(None) => break,
@@ -863,6 +853,48 @@ impl Net {
             off += len;
         }
         Ok(())
+    }
+
+    /// Posts a read of `len` bytes into `buf` from `p`'s memory (at `src` in endpoint
+    /// `rail`'s vector: 0 the main one), waiting while the provider is busy.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the read's completion.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_read(
+        &mut self,
+        p: usize,
+        rail: usize,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        raddr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> Result<(), LinkError> {
+        loop {
+            // SAFETY: the caller's promise.
+            let ret = unsafe {
+                self.fab
+                    .rma_read_on(rail, buf, len, desc, src, raddr, key, ctx)
+            };
+            if ret == 0 {
+                return Ok(());
+            }
+            if ret != -fi::FI_EAGAIN {
+                let on = if rail > 0 {
+                    format!(" (rail {rail})")
+                } else {
+                    String::new()
+                };
+                return Err(LinkError::Fabric(format!(
+                    "fi_read from rank {p}{on}: {}",
+                    self.fab.error(ret)
+                )));
+            }
+            self.wait_step(p)?;
+        }
     }
 
     /// One step of waiting for a read from `p`: progress, keepalive, and the peer's

@@ -165,33 +165,21 @@ impl Net {
         for (i, &(off, len)) in parts.iter().enumerate() {
             self.rails.ops[i].peer = p as u32;
             let ctx = std::ptr::addr_of_mut!(*self.rails.ops[i]).cast::<c_void>();
-            loop {
-                // SAFETY: buf + off has len writable bytes (the caller's promise); the
-                // context is boxed in self; the read is waited for in `wait_rails`.
-                let ret = unsafe {
-                    self.fab.rma_read_on(
-                        i + 1,
-                        buf.wrapping_add(off),
-                        len,
-                        desc,
-                        addrs[i],
-                        raddr + off as u64,
-                        key,
-                        ctx,
-                    )
-                };
-                if ret == 0 {
-                    break;
-                }
-                if ret != -fi::FI_EAGAIN {
-                    return Err(LinkError::Fabric(format!(
-                        "fi_read from rank {p} (rail {}): {}",
-                        i + 1,
-                        self.fab.error(ret)
-                    )));
-                }
-                self.wait_step(p)?;
-            }
+            // SAFETY: buf + off has len writable bytes (the caller's promise); the context
+            // is boxed in self; the read is waited for in `wait_rails`.
+            unsafe {
+                self.post_read(
+                    p,
+                    i + 1,
+                    buf.wrapping_add(off),
+                    len,
+                    desc,
+                    addrs[i],
+                    raddr + off as u64,
+                    key,
+                    ctx,
+                )
+            }?;
         }
         Ok(())
     }
