@@ -9,6 +9,8 @@
 #   ox-btl    oxbench lat,bw over oxmpi's ofi btl (--mca btl self,ofi: pml ox, the engine's
 #             matching, records as tagged messages)
 #   ox-cm     oxbench over oxmpi's pml cm (--mca pml cm: the provider matches)
+#   ox-rails  ox-btl with rendezvous reads striped over RAILS endpoints per rank
+#             (--mca btl_ofi_rails, default 4: one connection per endpoint and pair)
 #   ompi      oxbench built with mpicc.openmpi, --mca pml cm --mca mtl ofi (its
 #             mtl_ofi_provider_exclude leaves out the software providers by default, so
 #             mtl_ofi_provider_include names ours), --bind-to none: bound, each node's orted
@@ -23,6 +25,7 @@
 #
 # usage: bench/ofi-nodes.sh PREFIX [ROUNDS]      (default 5 rounds)
 #        ONLY="raw ox-btl ompi" bench/ofi-nodes.sh ...   measures only those implementations
+#        RAILS=2 ... the endpoints per rank of ox-rails (default 4)
 # Needs root, iproute2, util-linux, libfabric-bin; mpich and openmpi are measured when their
 # wrappers are installed (scripts/deps.sh installs them). Measure on a quiet machine;
 # one round (`ofi-nodes.sh PREFIX 1`, ITERS_SCALE=0.1) only checks the script.
@@ -54,7 +57,7 @@ build() { # build NAME CC
     echo "ofi-nodes: $1 skipped: cannot build oxbench.c with $2" >&2
   fi
 }
-build oxmpi "$P/bin/mpicc" ox-btl ox-cm
+build oxmpi "$P/bin/mpicc" ox-btl ox-cm ox-rails
 build ompi mpicc.openmpi ompi
 build mpich mpicc.mpich mpich
 if [ -n "${ONLY:-}" ]; then
@@ -88,9 +91,10 @@ run_one() {
     done
     return
     ;;
-  ox-btl | ox-cm)
+  ox-btl | ox-cm | ox-rails)
     local sel=(--mca btl self,ofi)
     [ "$impl" = ox-cm ] && sel=(--mca pml cm)
+    [ "$impl" = ox-rails ] && sel+=(--mca btl_ofi_rails "${RAILS:-4}")
     timeout -k 5 300 "$P/bin/mpirun" --hostfile "$FN_DIR/hosts" --mca plm_rsh_agent "$FN_DIR/agent" \
       --map-by node -x FI_PROVIDER "${sel[@]}" -n 2 "$work/oxbench.oxmpi" $(bench_args) \
       >"$work/out" 2>&1 </dev/null

@@ -95,27 +95,21 @@ fn ring_over_tcp_np3() {
 #[test]
 fn collectives_and_p2p_over_tcp() {
     let dir = Scratch::new("tcp-c");
-    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-    let coll = build(&c.join("coll.c"), &dir.0, "coll");
-    let out = run_tcp(&coll, 3);
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == "coll: all checks passed"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_all_tcp(&out, 3);
-    let p2p = build(&c.join("p2p.c"), &dir.0, "p2p");
-    let out = run_tcp(&p2p, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == "p2p: all checks passed"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_all_tcp(&out, 2);
+    // (program, ranks, the line that says all passed); the last: large messages truncated
+    // into smaller buffers (as over ofi below).
+    for (exe, n, done) in build_all(
+        &dir.0,
+        &[
+            ("coll", 3, "coll: all checks passed"),
+            ("p2p", 2, "p2p: all checks passed"),
+            ("truncate_large", 2, "truncate_large: all checks passed"),
+        ],
+    ) {
+        let out = run_tcp(&exe, n);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.lines().any(|l| l == done), "{stdout}");
+        assert_all_tcp(&out, n);
+    }
 }
 
 /// With `btl_tcp_links=3` every pair of ranks is joined by three connections: ordered
@@ -207,9 +201,9 @@ fn build_all(
         .collect()
 }
 
-/// The C tests of the tcp transport above (collectives, point-to-point) and the probe and
-/// truncation ones over ofi (`pml ox`: the engine's matching over the ofi btl), on each
-/// software provider; every pair linked by ofi.
+/// The C tests of the tcp transport above (collectives, point-to-point, truncation of large
+/// messages) and the probe and truncation ones over ofi (`pml ox`: the engine's matching
+/// over the ofi btl), on each software provider; every pair linked by ofi.
 #[test]
 fn collectives_and_p2p_over_ofi() {
     let dir = Scratch::new("ofi-c");
@@ -220,6 +214,7 @@ fn collectives_and_p2p_over_ofi() {
             ("p2p", 2, "p2p: all checks passed"),
             ("probe", 2, "probe: all checks passed"),
             ("truncate", 2, "truncate: all checks passed"),
+            ("truncate_large", 2, "truncate_large: all checks passed"),
         ],
     );
     for prov in ofi_providers() {
@@ -260,10 +255,12 @@ fn run_cm(exe: &Path, n: usize, btl: &str, prov: &str) -> Output {
 /// probe, ring and collective C tests and the matching test (`cm_match.c`: wildcards,
 /// synchronous sends, mprobe, cancel) on `tcp;ofi_rxm` and `udp;ofi_rxd`; the first with
 /// the default btl list (sm links the ranks, the messages still go through the provider),
-/// the others with `btl self,ofi`; truncation (`truncate.c`) too, which libfabric 1.17's
-/// rxm and rxd mishandle (rxm places no data and then delivers nothing more from that
-/// sender, rxd reports none), so their short receives go through a bounce buffer and the
-/// offload truncates itself. `shm` cannot carry the offload (see
+/// the others with `btl self,ofi`; truncation (`truncate.c`, and `truncate_large.c`: 16 KiB
+/// to 1 MiB into smaller buffers, through the bounce buffer and past it) too, which
+/// libfabric 1.17's rxm and rxd mishandle (rxm places no data and then delivers nothing
+/// more from that sender, rxd reports none), so their short receives go through a bounce
+/// buffer and the offload truncates itself, and rxd's longer ones get a spill byte that
+/// shows a truncation. `shm` cannot carry the offload (see
 /// `pml_cm_refuses_shm_in_one_line`).
 #[test]
 fn pml_cm_over_ofi_software_providers() {
@@ -277,6 +274,7 @@ fn pml_cm_over_ofi_software_providers() {
             ("coll", 3, "coll: all checks passed"),
             ("ring", 3, "ring: ok on 3 ranks"),
             ("truncate", 2, "truncate: all checks passed"),
+            ("truncate_large", 2, "truncate_large: all checks passed"),
         ],
     );
     for prov in ofi_providers().into_iter().filter(|&p| p != "shm") {
@@ -400,19 +398,15 @@ fn dead_peer_is_mpix_err_proc_failed() {
 
 /// A transport's performance variables (`btl_<t>_msgs_sent`, `_bytes_sent`, `_eager_sent`,
 /// `_rndv_sent`, `_msgs_recv`, `_bytes_recv`) count one eager and one rendezvous message
-/// over tcp and over ofi on libfabric's `shm` and `tcp;ofi_rxm` providers.
+/// over tcp and over ofi on each of libfabric's software providers (`tcp;ofi_rxm`, `shm`,
+/// `udp;ofi_rxd`).
 #[test]
 fn transport_counters_over_tcp_and_ofi() {
     let dir = Scratch::new("mpit-btl");
     let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
     let exe = build(&c.join("mpit_btl.c"), &dir.0, "mpit_btl");
     let mut runs: Vec<(&str, Option<&str>)> = vec![("tcp", None)];
-    runs.extend(
-        ofi_providers()
-            .into_iter()
-            .filter(|&p| p != "udp")
-            .map(|p| ("ofi", Some(p))),
-    );
+    runs.extend(ofi_providers().into_iter().map(|p| ("ofi", Some(p))));
     for (btl, prov) in runs {
         let env: Vec<(&str, &OsStr)> = prov
             .iter()

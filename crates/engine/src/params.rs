@@ -187,6 +187,7 @@ mod tests {
                 "btl_ofi_connect_timeout",
                 "btl_ofi_mr_cache_size",
                 "btl_ofi_mr_cache_pinned",
+                "btl_ofi_rails",
                 "mpi_yield_when_idle",
                 "mpi_profile",
                 "mpi_ft_enable",

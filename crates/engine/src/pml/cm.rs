@@ -50,6 +50,8 @@ enum Pending {
         me: u32,
         len: usize,
         bounce: Option<(Vec<u8>, usize)>,
+        /// The byte posted after the user's buffer ([`Cm::spill`]); boxed, so it stays put.
+        _spill: Option<Box<u8>>,
     },
     /// A probe waited for under the lock: its completion, once there.
     Peek(Option<Cq>),
@@ -73,6 +75,9 @@ pub(crate) struct Cm {
     /// Receives shorter than this go through a bounce buffer of this size
     /// (`crate::mtl::ofi::select::bounce_below`).
     bounce: usize,
+    /// Receives without a bounce buffer get one spill byte after the user's buffer
+    /// (`crate::mtl::ofi::select::spill_byte`): the provider does not report truncation.
+    spill: bool,
     /// Bounce buffers of completed receives, kept for the next ones (at most
     /// [`SPARE_BOUNCES`]), so a short receive neither allocates nor zeroes 16 KiB.
     spare: Vec<Vec<u8>>,
@@ -106,8 +111,10 @@ impl Cm {
     pub(crate) fn open(mtl: Mtl) -> Option<Cm> {
         let layout = mtl.layout()?;
         let bounce = crate::mtl::ofi::select::bounce_below(&mtl.provider());
+        let spill = crate::mtl::ofi::select::spill_byte(&mtl.provider());
         Some(Cm {
             bounce,
+            spill,
             spare: Vec::new(),
             mtl,
             layout,
@@ -194,8 +201,14 @@ impl State {
             let ack = cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?;
             // SAFETY: an acknowledgement carries no data.
             let t = unsafe {
-                cm.mtl
-                    .recv(ack.bits, ack.ignore, std::ptr::null_mut(), 0, None)
+                cm.mtl.recv(
+                    ack.bits,
+                    ack.ignore,
+                    std::ptr::null_mut(),
+                    0,
+                    None,
+                    std::ptr::null_mut(),
+                )
             }
             .map_err(|e| fabric(me, e))?;
             cm.ops.insert(t, Pending::Send(Some(req)));
@@ -259,9 +272,15 @@ impl State {
             Some((b, _)) => (b.as_mut_ptr(), b.len()),
             None => (buf, len),
         };
+        // Where the provider would not report a truncation, one more byte shows it.
+        let mut spill = (bounce.is_none() && cm.spill).then(|| Box::new(0u8));
+        let spill_at = spill
+            .as_deref_mut()
+            .map_or(std::ptr::null_mut(), std::ptr::from_mut);
         // SAFETY: the caller keeps buf valid until the request completes; the bounce
-        // buffer lives in the pending operation until then (its heap block stays put).
-        match unsafe { cm.mtl.recv(bits, ignore, at, room, None) } {
+        // buffer and the spill byte live in the pending operation until then (their heap
+        // blocks stay put).
+        match unsafe { cm.mtl.recv(bits, ignore, at, room, None, spill_at) } {
             Ok(t) => {
                 cm.ops.insert(
                     t,
@@ -271,6 +290,7 @@ impl State {
                         me: me as u32,
                         len,
                         bounce,
+                        _spill: spill,
                     },
                 );
                 if let Some(q) = self.reqs.get_mut(req) {
@@ -343,6 +363,7 @@ impl State {
                 me,
                 len,
                 bounce,
+                _spill,
             } => {
                 let cq = cq.capped(len);
                 if let Some((b, to)) = bounce {
@@ -434,8 +455,14 @@ impl State {
             let p = pattern(&cm.layout, ctx, src, tag)?;
             // SAFETY: a peek places no data.
             let t = unsafe {
-                cm.mtl
-                    .recv(p.bits, p.ignore, std::ptr::null_mut(), 0, Some(claim))
+                cm.mtl.recv(
+                    p.bits,
+                    p.ignore,
+                    std::ptr::null_mut(),
+                    0,
+                    Some(claim),
+                    std::ptr::null_mut(),
+                )
             }
             .map_err(|e| fabric(rank, e))?;
             cm.ops.insert(t, Pending::Peek(None));
@@ -510,6 +537,7 @@ impl State {
                         me,
                         len,
                         bounce: None,
+                        _spill: None,
                     },
                 );
                 Some(Ok(ReqId(req)))
@@ -572,8 +600,14 @@ impl State {
                 };
                 // SAFETY: goodbyes carry no data.
                 if let Ok(t) = unsafe {
-                    cm.mtl
-                        .recv(pat.bits, pat.ignore, std::ptr::null_mut(), 0, None)
+                    cm.mtl.recv(
+                        pat.bits,
+                        pat.ignore,
+                        std::ptr::null_mut(),
+                        0,
+                        None,
+                        std::ptr::null_mut(),
+                    )
                 } {
                     cm.ops.insert(t, Pending::Bye);
                     cm.sends += 1;

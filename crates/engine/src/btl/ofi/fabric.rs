@@ -254,6 +254,10 @@ pub(crate) struct Fabric {
     cq: *mut fi::fid_cq,
     av: *mut fi::fid_av,
     ep: *mut fi::fid_ep,
+    /// More endpoints on the same domain (`btl_ofi_rails`), each with its own completion
+    /// queue, address vector and, on connection-based providers, connections: rendezvous
+    /// reads are striped over them ([`Fabric::rail_read`]).
+    rails: Vec<Rail>,
     mrs: Vec<*mut fi::fid_mr>,
     /// The provider's name (`tcp;ofi_rxm`).
     pub prov: String,
@@ -295,6 +299,14 @@ pub(crate) struct Fabric {
     pub ordered: bool,
     /// The next key we request for a registration.
     next_key: u64,
+}
+
+/// An endpoint with its completion queue and address vector.
+#[derive(Debug)]
+struct Rail {
+    cq: *mut fi::fid_cq,
+    av: *mut fi::fid_av,
+    ep: *mut fi::fid_ep,
 }
 
 /// A registration of user memory for one transfer ([`Fabric::register_user`]); closed
@@ -357,6 +369,7 @@ impl Fabric {
             cq: null_mut(),
             av: null_mut(),
             ep: null_mut(),
+            rails: Vec::new(),
             mrs: Vec::new(),
             prov: String::new(),
             mr_local: false,
@@ -469,69 +482,135 @@ impl Fabric {
                 "fi_domain",
                 ((*fab.ops).domain)(f.fabric, f.info, &mut f.domain, null_mut()),
             )?;
-            let dom = &*f.domain;
-            let mut cq_attr = fi::fi_cq_attr {
-                size: 0,
-                flags: 0,
-                format: fi::FI_CQ_FORMAT_TAGGED,
-                wait_obj: fi::FI_WAIT_NONE,
-                signaling_vector: 0,
-                wait_cond: 0,
-                wait_set: null_mut(),
-            };
-            check(
-                lib,
-                "fi_cq_open",
-                ((*dom.ops).cq_open)(f.domain, &mut cq_attr, &mut f.cq, null_mut()),
-            )?;
-            let mut av_attr = fi::fi_av_attr {
-                type_: fi::FI_AV_TABLE,
-                rx_ctx_bits: 0,
-                count: ranks,
-                ep_per_node: 0,
-                name: std::ptr::null(),
-                map_addr: null_mut(),
-                flags: 0,
-            };
-            check(
-                lib,
-                "fi_av_open",
-                ((*dom.ops).av_open)(f.domain, &mut av_attr, &mut f.av, null_mut()),
-            )?;
-            check(
-                lib,
-                "fi_endpoint",
-                ((*dom.ops).endpoint)(f.domain, f.info, &mut f.ep, null_mut()),
-            )?;
-            let ep = &mut (*f.ep).fid;
-            check(
-                lib,
-                "fi_ep_bind(av)",
-                ((*ep.ops).bind)(ep, &mut (*f.av).fid, 0),
-            )?;
-            check(
-                lib,
-                "fi_ep_bind(cq)",
-                ((*ep.ops).bind)(ep, &mut (*f.cq).fid, fi::FI_SEND | fi::FI_RECV),
-            )?;
-            check(
-                lib,
-                "fi_enable",
-                ((*ep.ops).control)(ep, fi::FI_ENABLE, null_mut()),
-            )?;
+            let main = f.open_endpoint(ranks)?;
+            (f.cq, f.av, f.ep) = (main.cq, main.av, main.ep);
         }
         Ok(f)
     }
 
-    /// The endpoint's address (`fi_getname`).
+    /// Opens an enabled endpoint on the domain with its own completion queue and address
+    /// vector (room for `ranks` addresses).
+    fn open_endpoint(&mut self, ranks: usize) -> Result<Rail, String> {
+        let lib = self.lib;
+        let mut r = Rail {
+            cq: null_mut(),
+            av: null_mut(),
+            ep: null_mut(),
+        };
+        let mut open = || -> Result<(), String> {
+            // SAFETY: the domain and the chosen fi_info node are alive until drop; every
+            // other pointer is an object libfabric returned through the previous call; each
+            // call goes through the object's own ops table, as the header's inline wrapper
+            // would.
+            unsafe {
+                let dom = &*self.domain;
+                let mut cq_attr = fi::fi_cq_attr {
+                    size: 0,
+                    flags: 0,
+                    format: fi::FI_CQ_FORMAT_TAGGED,
+                    wait_obj: fi::FI_WAIT_NONE,
+                    signaling_vector: 0,
+                    wait_cond: 0,
+                    wait_set: null_mut(),
+                };
+                check(
+                    lib,
+                    "fi_cq_open",
+                    ((*dom.ops).cq_open)(self.domain, &mut cq_attr, &mut r.cq, null_mut()),
+                )?;
+                let mut av_attr = fi::fi_av_attr {
+                    type_: fi::FI_AV_TABLE,
+                    rx_ctx_bits: 0,
+                    count: ranks,
+                    ep_per_node: 0,
+                    name: std::ptr::null(),
+                    map_addr: null_mut(),
+                    flags: 0,
+                };
+                check(
+                    lib,
+                    "fi_av_open",
+                    ((*dom.ops).av_open)(self.domain, &mut av_attr, &mut r.av, null_mut()),
+                )?;
+                check(
+                    lib,
+                    "fi_endpoint",
+                    ((*dom.ops).endpoint)(self.domain, self.info, &mut r.ep, null_mut()),
+                )?;
+                let ep = &mut (*r.ep).fid;
+                check(
+                    lib,
+                    "fi_ep_bind(av)",
+                    ((*ep.ops).bind)(ep, &mut (*r.av).fid, 0),
+                )?;
+                check(
+                    lib,
+                    "fi_ep_bind(cq)",
+                    ((*ep.ops).bind)(ep, &mut (*r.cq).fid, fi::FI_SEND | fi::FI_RECV),
+                )?;
+                check(
+                    lib,
+                    "fi_enable",
+                    ((*ep.ops).control)(ep, fi::FI_ENABLE, null_mut()),
+                )?;
+            }
+            Ok(())
+        };
+        if let Err(e) = open() {
+            close_objects(&[r.ep.cast(), r.av.cast(), r.cq.cast()]);
+            return Err(e);
+        }
+        Ok(r)
+    }
+
+    /// Opens `n` more endpoints on the domain (rails) with room for `ranks` addresses
+    /// each; how many opened (the first failure ends it, with its reason).
+    pub(crate) fn open_rails(&mut self, n: usize, ranks: usize) -> (usize, Option<String>) {
+        for _ in 0..n {
+            match self.open_endpoint(ranks) {
+                Ok(r) => self.rails.push(r),
+                Err(e) => return (self.rails.len(), Some(e)),
+            }
+        }
+        (self.rails.len(), None)
+    }
+
+    /// Endpoint `i`: 0 the main one, then the rails.
+    fn endpoint(&self, i: usize) -> Rail {
+        match i.checked_sub(1) {
+            None => Rail {
+                cq: self.cq,
+                av: self.av,
+                ep: self.ep,
+            },
+            Some(k) => Rail {
+                cq: self.rails[k].cq,
+                av: self.rails[k].av,
+                ep: self.rails[k].ep,
+            },
+        }
+    }
+
+    /// The rails opened ([`Fabric::open_rails`]).
+    pub(crate) fn rails(&self) -> usize {
+        self.rails.len()
+    }
+
+    /// The main endpoint's address (`fi_getname`).
     pub(crate) fn name(&self) -> Result<Vec<u8>, String> {
+        self.name_on(0)
+    }
+
+    /// Endpoint `i`'s address (0: the main one, then the rails).
+    pub(crate) fn name_on(&self, i: usize) -> Result<Vec<u8>, String> {
+        let e = self.endpoint(i);
         let mut buf = vec![0u8; 256];
         for _ in 0..2 {
             let mut len = buf.len();
             // SAFETY: an enabled endpoint; buf holds len writable bytes.
             let ret = unsafe {
-                let ep = &mut (*self.ep).fid;
-                ((*(*self.ep).cm).getname)(ep, buf.as_mut_ptr().cast(), &mut len)
+                let ep = &mut (*e.ep).fid;
+                ((*(*e.ep).cm).getname)(ep, buf.as_mut_ptr().cast(), &mut len)
             };
             if ret == 0 {
                 buf.truncate(len);
@@ -545,13 +624,18 @@ impl Fabric {
         Err("fi_getname: the address keeps growing".into())
     }
 
-    /// Inserts a peer's address into the address vector; its `fi_addr_t`.
+    /// Inserts a peer's address into the main address vector; its `fi_addr_t`.
     pub(crate) fn insert(&mut self, addr: &[u8]) -> Result<fi::FiAddr, String> {
+        self.insert_on(0, addr)
+    }
+
+    /// Inserts a peer's address into endpoint `i`'s address vector; its `fi_addr_t`.
+    pub(crate) fn insert_on(&mut self, i: usize, addr: &[u8]) -> Result<fi::FiAddr, String> {
+        let av = self.endpoint(i).av;
         let mut out: fi::FiAddr = fi::FI_ADDR_UNSPEC;
         // SAFETY: an open address vector; addr holds one address of the provider's format.
-        let ret = unsafe {
-            ((*(*self.av).ops).insert)(self.av, addr.as_ptr().cast(), 1, &mut out, 0, null_mut())
-        };
+        let ret =
+            unsafe { ((*(*av).ops).insert)(av, addr.as_ptr().cast(), 1, &mut out, 0, null_mut()) };
         if ret != 1 {
             return Err(if ret < 0 {
                 fail(self.lib, "fi_av_insert", ret as isize)
@@ -666,8 +750,30 @@ impl Fabric {
         key: u64,
         ctx: *mut c_void,
     ) -> isize {
-        // SAFETY: an enabled endpoint opened with FI_RMA; the caller's promise.
-        unsafe { ((*(*self.ep).rma).read)(self.ep, buf.cast(), len, desc, src, addr, key, ctx) }
+        // SAFETY: the caller's promise.
+        unsafe { self.rma_read_on(0, buf, len, desc, src, addr, key, ctx) }
+    }
+
+    /// [`Fabric::rma_read`] on endpoint `i` (0: the main one, then the rails), `src` an
+    /// address of that endpoint's vector.
+    ///
+    /// # Safety
+    /// As for [`Fabric::rma_read`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn rma_read_on(
+        &self,
+        i: usize,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        addr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        let ep = self.endpoint(i).ep;
+        // SAFETY: an enabled endpoint of the domain opened with FI_RMA; the caller's promise.
+        unsafe { ((*(*ep).rma).read)(ep, buf.cast(), len, desc, src, addr, key, ctx) }
     }
 
     /// Starts writing `len` bytes at `buf` into `dest`'s memory registered under `key` at
@@ -928,6 +1034,51 @@ impl Fabric {
         unsafe { ((*(*self.ep).tagged).recvmsg)(self.ep, &msg, flags | fi::FI_COMPLETION) }
     }
 
+    /// Posts a tagged receive as [`Fabric::trecv_match`] (no flags) into `len` bytes at
+    /// `buf` followed by one byte at `spill`: a message longer than `len` places `len + 1`
+    /// bytes, so a provider that completes a truncated receive as a success with the
+    /// buffer's length (libfabric 1.17's `ofi_rxd`) still shows the truncation. Only on
+    /// providers without `FI_MR_LOCAL` (the spill byte is not registered).
+    ///
+    /// # Safety
+    /// `buf` (with `desc`), `spill` and `ctx` must stay valid until the completion is read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn trecv_spill(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        spill: *mut u8,
+        tag: u64,
+        ignore: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        let iov = [
+            libc::iovec {
+                iov_base: buf.cast(),
+                iov_len: len,
+            },
+            libc::iovec {
+                iov_base: spill.cast(),
+                iov_len: 1,
+            },
+        ];
+        let mut descs = [desc, std::ptr::null_mut()];
+        let msg = fi::fi_msg_tagged {
+            msg_iov: iov.as_ptr(),
+            desc: descs.as_mut_ptr(),
+            iov_count: 2,
+            addr: fi::FI_ADDR_UNSPEC,
+            tag,
+            ignore,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: an enabled tagged endpoint; the message lives during the call (the
+        // provider copies it); the caller's promise for the buffers and context.
+        unsafe { ((*(*self.ep).tagged).recvmsg)(self.ep, &msg, fi::FI_COMPLETION) }
+    }
+
     /// Cancels the operation whose context is `ctx` (`fi_cancel`); it then completes with
     /// `FI_ECANCELED`, unless it completed already. The raw return code.
     pub(crate) fn cancel(&self, ctx: *mut c_void) -> isize {
@@ -980,8 +1131,15 @@ impl Fabric {
     /// Reads up to `out.len()` completions: how many, 0 if none, or a negative code
     /// (`-FI_EAVAIL`: an error completion waits for [`Fabric::read_error`]).
     pub(crate) fn read(&self, out: &mut [fi::fi_cq_tagged_entry]) -> isize {
+        self.read_on(0, out)
+    }
+
+    /// [`Fabric::read`] of endpoint `i`'s completion queue (0: the main one, then the
+    /// rails).
+    pub(crate) fn read_on(&self, i: usize, out: &mut [fi::fi_cq_tagged_entry]) -> isize {
+        let cq = self.endpoint(i).cq;
         // SAFETY: an open CQ of the tagged format; out has room for out.len() entries.
-        let ret = unsafe { ((*(*self.cq).ops).read)(self.cq, out.as_mut_ptr().cast(), out.len()) };
+        let ret = unsafe { ((*(*cq).ops).read)(cq, out.as_mut_ptr().cast(), out.len()) };
         if ret == -fi::FI_EAGAIN {
             0
         } else {
@@ -991,18 +1149,24 @@ impl Fabric {
 
     /// The waiting error completion with the provider's message, if any.
     pub(crate) fn read_error(&self) -> Option<(fi::fi_cq_err_entry, String)> {
+        self.read_error_on(0)
+    }
+
+    /// [`Fabric::read_error`] of endpoint `i` (0: the main one, then the rails).
+    pub(crate) fn read_error_on(&self, i: usize) -> Option<(fi::fi_cq_err_entry, String)> {
+        let cq = self.endpoint(i).cq;
         // SAFETY: plain data; zero is a valid "no error data buffer" request.
         let mut e: fi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
         // SAFETY: an open CQ; e is a writable error entry.
-        let ret = unsafe { ((*(*self.cq).ops).readerr)(self.cq, &mut e, 0) };
+        let ret = unsafe { ((*(*cq).ops).readerr)(cq, &mut e, 0) };
         if ret < 1 {
             return None;
         }
         let mut buf = vec![0u8; 256];
         // SAFETY: the entry's error data is valid until the next CQ read; buf is writable.
         let msg = unsafe {
-            let s = ((*(*self.cq).ops).strerror)(
-                self.cq,
+            let s = ((*(*cq).ops).strerror)(
+                cq,
                 e.prov_errno,
                 e.err_data,
                 buf.as_mut_ptr().cast(),
@@ -1025,6 +1189,16 @@ impl Fabric {
     }
 }
 
+/// Closes libfabric objects, in order (null ones are skipped).
+fn close_objects(objs: &[*mut fi::fid]) {
+    for &f in objs {
+        if !f.is_null() {
+            // SAFETY: an object libfabric opened and nobody uses any more.
+            unsafe { ((*(*f).ops).close)(f) };
+        }
+    }
+}
+
 impl Drop for Fabric {
     fn drop(&mut self) {
         self.close();
@@ -1036,24 +1210,18 @@ impl Fabric {
     /// provider removes its shared-memory file then); idempotent. No other method may be
     /// called afterwards.
     pub(crate) fn close(&mut self) {
-        let close = |f: *mut fi::fid| {
-            if !f.is_null() {
-                // SAFETY: an object libfabric opened and nobody uses any more.
-                unsafe { ((*(*f).ops).close)(f) };
-            }
-        };
-        close(self.ep.cast());
-        for &mr in &self.mrs {
-            close(mr.cast());
+        for r in self.rails.drain(..) {
+            close_objects(&[r.ep.cast(), r.av.cast(), r.cq.cast()]);
         }
-        for f in [
+        close_objects(&[self.ep.cast()]);
+        let mrs: Vec<*mut fi::fid> = self.mrs.iter().map(|&m| m.cast()).collect();
+        close_objects(&mrs);
+        close_objects(&[
             self.av.cast(),
             self.cq.cast(),
             self.domain.cast(),
             self.fabric.cast(),
-        ] {
-            close(f);
-        }
+        ]);
         if !self.list.is_null() {
             // SAFETY: the list from fi_getinfo; nothing refers to it any more.
             unsafe { (self.lib.freeinfo)(self.list) };

@@ -25,6 +25,7 @@
 mod flight;
 pub(crate) mod mtl;
 pub(crate) mod osc;
+mod rails;
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -148,6 +149,8 @@ struct Peer {
     offers: HashMap<u64, (u64, u64)>,
     /// Whether the provider connected to it (`btl_ofi_connect_timeout`).
     reach: Reach,
+    /// Its address on each rail both of us opened ([`rails`]).
+    rails: Vec<fi::FiAddr>,
 }
 
 /// When peers are pinged and when they count as failed.
@@ -203,6 +206,8 @@ pub(crate) struct Net {
     read_op: Box<Op>,
     /// The read's completion: `Some(None)` done, `Some(Some(message))` failed.
     read_done: Option<Option<String>>,
+    /// Rendezvous reads striped over more endpoints ([`rails`]).
+    rails: rails::Rails,
 }
 
 // SAFETY: the raw pointers are libfabric objects and buffers owned by this value; every
@@ -278,6 +283,7 @@ impl Net {
                 ..Op::default()
             }),
             read_done: None,
+            rails: rails::Rails::default(),
         }
     }
 
@@ -320,6 +326,13 @@ impl Net {
         self.fab.name()
     }
 
+    /// The addresses of the rails' endpoints ([`rails`]), in order.
+    pub(crate) fn rail_names(&self) -> Result<Vec<Vec<u8>>, String> {
+        (1..=self.fab.rails())
+            .map(|i| self.fab.name_on(i))
+            .collect()
+    }
+
     /// A slot with a buffer for one record, registered if the provider needs it.
     fn slot(&mut self, kind: u8, peer: usize, idx: usize) -> Result<Box<Slot>, String> {
         let mut s = Box::new(Slot {
@@ -341,9 +354,19 @@ impl Net {
         Ok(s)
     }
 
-    /// Adds peer `p` at address `addr` and posts its receive window.
-    pub(crate) fn add_peer(&mut self, p: usize, addr: &[u8]) -> Result<(), String> {
+    /// Adds peer `p` at address `addr` (and `rails`, its rails' addresses: those of the
+    /// rails we opened too are used) and posts its receive window.
+    pub(crate) fn add_peer(
+        &mut self,
+        p: usize,
+        addr: &[u8],
+        rails: &[Vec<u8>],
+    ) -> Result<(), String> {
         let fa = self.fab.insert(addr)?;
+        let mut on_rails = Vec::new();
+        for (i, a) in rails.iter().enumerate().take(self.fab.rails()) {
+            on_rails.push(self.fab.insert_on(i + 1, a)?);
+        }
         self.set_mtl_addr(p, fa);
         let mut slots = Vec::with_capacity(self.depth);
         for i in 0..self.depth {
@@ -367,6 +390,7 @@ impl Net {
             refused: 0,
             offers: HashMap::new(),
             reach: Reach::new(describe(addr)),
+            rails: on_rails,
         });
         for seq in 0..self.depth as u32 {
             self.post(p, seq)?;
@@ -416,6 +440,9 @@ impl Net {
     fn progress(&mut self) {
         if self.closed {
             return;
+        }
+        if self.rails_active() {
+            self.poll_rails();
         }
         let mut es = [fi::fi_cq_tagged_entry {
             op_context: std::ptr::null_mut(),
@@ -637,13 +664,16 @@ impl Net {
                 BTL,
                 20,
                 "ofi: rank {}: {} records injected (fi_tinject, up to {} B), {} sent with a \
-                 completion, {} rendezvous read (fi_read); user memory registrations: {} \
-                 cache hits, {} registered, {} evicted, {} invalidated",
+                 completion, {} rendezvous read (fi_read, {} striped over {} rails); user \
+                 memory registrations: {} cache hits, {} registered, {} evicted, {} \
+                 invalidated",
                 self.me,
                 self.injected,
                 self.fab.inject.min(INJECT_MAX),
                 self.sent,
                 self.reads,
+                self.rails.striped,
+                self.fab.rails(),
                 c.hits,
                 c.misses,
                 c.evictions,
@@ -763,7 +793,8 @@ impl Net {
         let desc = local
             .and_then(|e| self.mrs.get(e))
             .map_or(std::ptr::null_mut(), |(m, _)| m.desc);
-        let res = self.read_pieces(p, buf, n, desc, src, raddr, key);
+        // SAFETY: buf has n writable bytes (the caller's promise).
+        let res = unsafe { self.read_striped(p, buf, n, desc, src, raddr, key) };
         if let Some(e) = local {
             self.release_user(e);
         }
@@ -792,31 +823,21 @@ impl Net {
             self.read_done = None;
             self.read_op.peer = p as u32;
             let ctx = std::ptr::addr_of_mut!(*self.read_op).cast::<c_void>();
-            loop {
-                // SAFETY: buf + off has len writable bytes (the caller's promise); the
-                // context is boxed in self; we wait for the completion below.
-                let ret = unsafe {
-                    self.fab.rma_read(
-                        buf.wrapping_add(off),
-                        len,
-                        desc,
-                        src,
-                        raddr + off as u64,
-                        key,
-                        ctx,
-                    )
-                };
-                if ret == 0 {
-                    break;
-                }
-                if ret != -fi::FI_EAGAIN {
-                    return Err(LinkError::Fabric(format!(
-                        "fi_read from rank {p}: {}",
-                        self.fab.error(ret)
-                    )));
-                }
-                self.wait_step(p)?;
-            }
+            // SAFETY: buf + off has len writable bytes (the caller's promise); the context
+            // is boxed in self; we wait for the completion below.
+            unsafe {
+                self.post_read(
+                    p,
+                    0,
+                    buf.wrapping_add(off),
+                    len,
+                    desc,
+                    src,
+                    raddr + off as u64,
+                    key,
+                    ctx,
+                )
+            }?;
             loop {
                 match self.read_done.take() {
                     Some(None) => break,
@@ -832,6 +853,48 @@ impl Net {
             off += len;
         }
         Ok(())
+    }
+
+    /// Posts a read of `len` bytes into `buf` from `p`'s memory (at `src` in endpoint
+    /// `rail`'s vector: 0 the main one), waiting while the provider is busy.
+    ///
+    /// # Safety
+    /// `buf` (with `desc`) and `ctx` must stay valid until the read's completion.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_read(
+        &mut self,
+        p: usize,
+        rail: usize,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        src: fi::FiAddr,
+        raddr: u64,
+        key: u64,
+        ctx: *mut c_void,
+    ) -> Result<(), LinkError> {
+        loop {
+            // SAFETY: the caller's promise.
+            let ret = unsafe {
+                self.fab
+                    .rma_read_on(rail, buf, len, desc, src, raddr, key, ctx)
+            };
+            if ret == 0 {
+                return Ok(());
+            }
+            if ret != -fi::FI_EAGAIN {
+                let on = if rail > 0 {
+                    format!(" (rail {rail})")
+                } else {
+                    String::new()
+                };
+                return Err(LinkError::Fabric(format!(
+                    "fi_read from rank {p}{on}: {}",
+                    self.fab.error(ret)
+                )));
+            }
+            self.wait_step(p)?;
+        }
     }
 
     /// One step of waiting for a read from `p`: progress, keepalive, and the peer's
@@ -1280,7 +1343,11 @@ mod tests {
         let port = silent.local_addr().unwrap().port();
         let net = Arc::new(Mutex::new(net));
         lock(&net)
-            .add_peer(1, &super::super::connect::sockaddr_in([127, 0, 0, 1], port))
+            .add_peer(
+                1,
+                &super::super::connect::sockaddr_in([127, 0, 0, 1], port),
+                &[],
+            )
             .unwrap();
         let mut link = OfiLink::new(&net, 1);
         let hdr = Hdr::default();

@@ -54,6 +54,14 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The main endpoint's address and the rails' of a published address field (hex
+/// addresses joined by dots); `None` if it is not that.
+fn addresses(field: &str) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    let mut all = field.split('.').map(unhex);
+    let main = all.next()??;
+    Some((main, all.collect::<Option<Vec<_>>>()?))
+}
+
 /// Bytes of hex text; `None` if it is not hex.
 fn unhex(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
@@ -181,7 +189,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         },
     );
     let hardware_only = !named() && !want_cm;
-    let fab = match Fabric::open(
+    let mut fab = match Fabric::open(
         lib,
         &include,
         &exclude,
@@ -193,6 +201,16 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(f) => f,
         Err(e) => return off(e),
     };
+    let rails = int(&params::RAILS).max(1) as usize - 1;
+    if rails > 0 && fab.rma {
+        if let (got, Some(e)) = fab.open_rails(rails, job.size()) {
+            oxmpi_base::verbose!(
+                BTL,
+                10,
+                "ofi: rank {me}: {got} of {rails} rails opened (btl_ofi_rails): {e}"
+            );
+        }
+    }
     let net = Net::new(
         fab,
         me as usize,
@@ -210,14 +228,28 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(n) => n,
         Err(e) => return off(e),
     };
-    let section = format!("{},{}", provider_field(net.provider()), hex(&name));
+    let rail_names = match net.rail_names() {
+        Ok(n) => n,
+        Err(e) => return off(e),
+    };
+    // The address field: the main endpoint's, then each rail's, joined by dots.
+    let addrs: Vec<String> = std::iter::once(&name)
+        .chain(&rail_names)
+        .map(|a| hex(a))
+        .collect();
+    let section = format!("{},{}", provider_field(net.provider()), addrs.join("."));
     oxmpi_base::verbose!(
         BTL,
         10,
-        "ofi: rank {me}: provider {} ({}), address {}",
+        "ofi: rank {me}: provider {} ({}), address {}{}",
         net.provider(),
         net.describe(),
-        hex(&name)
+        hex(&name),
+        if rail_names.is_empty() {
+            String::new()
+        } else {
+            format!(", {} rails", rail_names.len())
+        }
     );
     let mut cm = None;
     if asked != Asked::Ox {
@@ -280,9 +312,9 @@ impl Setup for OfiSetup {
                 );
                 continue;
             }
-            let addr = unhex(r.str(1)).ok_or_else(|| r.bad())?;
+            let (addr, rails) = addresses(r.str(1)).ok_or_else(|| r.bad())?;
             lock(&self.net)
-                .add_peer(p, &addr)
+                .add_peer(p, &addr, &rails)
                 .map_err(|e| Error::Bootstrap {
                     rank: me,
                     msg: format!("ofi: reaching rank {p}: {e}"),
@@ -315,7 +347,7 @@ impl OfiSetup {
                 if r.str(0) != ours {
                     return Err(line(format!("provider {}, ours {ours}", r.str(0))));
                 }
-                unhex(r.str(1)).ok_or_else(|| r.bad())?
+                addresses(r.str(1)).ok_or_else(|| r.bad())?.0
             };
             lock(&self.net).add_mtl_addr(p, &addr).map_err(line)?;
         }
@@ -335,5 +367,11 @@ mod tests {
         assert_eq!(unhex("0g"), None);
         assert_eq!(unhex("abc"), None);
         assert_eq!(unhex("").unwrap(), Vec::<u8>::new());
+        assert_eq!(addresses("00ff"), Some((vec![0, 0xff], vec![])));
+        assert_eq!(
+            addresses("01.02.0a0b"),
+            Some((vec![1], vec![vec![2], vec![10, 11]]))
+        );
+        assert_eq!(addresses("01.zz"), None);
     }
 }

@@ -149,6 +149,19 @@ pub(crate) static ATOMIC: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `btl_ofi_rails`.
+pub(crate) static RAILS: ParamDecl = ParamDecl::new(
+    "btl",
+    "ofi",
+    "rails",
+    ParamType::Int { min: 1, max: 8 },
+    "1",
+    "Endpoints the ofi transport opens on its domain (connections per pair of ranks on \
+     tcp;ofi_rxm): rendezvous reads (FI_RMA) of 256 KiB or more are cut into one piece per \
+     endpoint, read at once; records and pml cm stay on the first. 1: one endpoint",
+)
+.level(5);
+
 /// `btl_ofi_mr_cache_size`.
 pub(crate) static MR_CACHE_SIZE: ParamDecl = ParamDecl::new(
     "btl",
@@ -185,7 +198,7 @@ pub(crate) static MR_CACHE_PINNED: ParamDecl = ParamDecl::new(
 .level(5);
 
 /// Every `ofi` parameter, in `oxmpi-info` order.
-pub(crate) static PARAMS: [ParamDecl; 13] = [
+pub(crate) static PARAMS: [ParamDecl; 14] = [
     PROVIDER_INCLUDE,
     PROVIDER_EXCLUDE,
     MAX_PAYLOAD,
@@ -199,4 +212,5 @@ pub(crate) static PARAMS: [ParamDecl; 13] = [
     CONNECT_TIMEOUT,
     MR_CACHE_SIZE,
     MR_CACHE_PINNED,
+    RAILS,
 ];

@@ -43,7 +43,8 @@ pub enum Cq {
 impl Cq {
     /// The completion of a receive for a buffer of `posted` bytes (posted with a larger
     /// bounce buffer): a successful one with more bytes than that is the truncation it
-    /// is, `posted` bytes placed.
+    /// is, `posted` bytes placed; a truncation the provider reported (a message longer
+    /// than the bounce buffer too) placed at most `posted` bytes in the user's buffer.
     pub fn capped(self, posted: usize) -> Cq {
         match self {
             Cq::Ok { tag, len } if len > posted => Cq::Err {
@@ -51,6 +52,17 @@ impl Cq {
                 tag,
                 len: posted,
                 olen: len - posted,
+            },
+            Cq::Err {
+                errno: FI_ETRUNC,
+                tag,
+                len,
+                olen,
+            } if len > posted => Cq::Err {
+                errno: FI_ETRUNC,
+                tag,
+                len: posted,
+                olen: olen + (len - posted),
             },
             cq => cq,
         }

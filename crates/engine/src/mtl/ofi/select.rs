@@ -88,6 +88,21 @@ const TRUNCATION_UNRELIABLE: [&str; 2] = ["ofi_rxm", "ofi_rxd"];
 /// truncates itself ([`super::completion::Cq::capped`]).
 pub const BOUNCE: usize = 16 << 10;
 
+/// Providers that complete a receive shorter than its message as a success with the
+/// buffer's length (libfabric 1.17's `ofi_rxd`, past the bounce buffer's size too).
+const TRUNCATION_UNREPORTED: [&str; 1] = ["ofi_rxd"];
+
+/// Whether receives on provider `prov` (those without a bounce buffer) get one spill byte
+/// after the user's buffer: a message that fills it too is longer than the buffer, which
+/// such a provider would not report.
+pub fn spill_byte(prov: &str) -> bool {
+    prov.split(';').any(|p| {
+        TRUNCATION_UNREPORTED
+            .iter()
+            .any(|q| p.eq_ignore_ascii_case(q))
+    })
+}
+
 /// Receives shorter than this go through a bounce buffer of that size on provider `prov`
 /// (0: never).
 pub fn bounce_below(prov: &str) -> usize {

@@ -3,7 +3,7 @@
 //! when the provider (the in-process model `crate::mtl::fake`) completes out of order.
 
 use super::completion::{Cq, RecvEnd, FI_ECANCELED, FI_ETRUNC};
-use super::select::{bounce_below, choose, Asked, Offer, Pml, BOUNCE};
+use super::select::{bounce_below, choose, spill_byte, Asked, Offer, Pml, BOUNCE};
 use super::tag::{
     bits_for, EncodeError, Envelope, Layout, LayoutError, RESERVED_CONTEXTS, TAG_BITS,
 };
@@ -640,6 +640,8 @@ fn a_completion_longer_than_the_buffer_is_a_truncation() {
     assert_eq!(bounce_below("udp;ofi_rxd"), BOUNCE);
     assert_eq!(bounce_below("shm"), 0);
     assert_eq!(bounce_below("cxi"), 0);
+    assert!(spill_byte("udp;ofi_rxd"));
+    assert!(!spill_byte("tcp;ofi_rxm") && !spill_byte("shm") && !spill_byte("cxi"));
     assert_eq!(ok.capped(64), ok);
     let err = Cq::Err {
         errno: FI_ECANCELED,
@@ -648,4 +650,22 @@ fn a_completion_longer_than_the_buffer_is_a_truncation() {
         olen: 0,
     };
     assert_eq!(err.capped(0), err);
+    // A message longer than the 16 KiB bounce buffer of a 1000-byte receive: the provider
+    // truncates at the bounce buffer, the user's buffer holds 1000 bytes of 100000.
+    let past = Cq::Err {
+        errno: FI_ETRUNC,
+        tag: 9,
+        len: BOUNCE,
+        olen: 100_000 - BOUNCE,
+    };
+    assert_eq!(
+        past.capped(1000),
+        Cq::Err {
+            errno: FI_ETRUNC,
+            tag: 9,
+            len: 1000,
+            olen: 99_000
+        }
+    );
+    assert_eq!(past.capped(BOUNCE), past);
 }

@@ -1,7 +1,10 @@
 //! Operations in flight on the rank's endpoint that are not the btl's own records: the
 //! matching offload's ([`super::mtl`]) and the one-sided ones ([`super::osc`]). Each is a
-//! boxed [`Flight`] in a [`Flights`] slab; its index is the operation's token and sits in
-//! its context ([`Op::idx`]), which is the flight's address, so a completion finds it again.
+//! boxed [`Flight`] in a [`Flights`] slab; its index sits in its context ([`Op::idx`]),
+//! which is the flight's address, so a completion finds it again. Indices are reused, so
+//! an operation's token ([`Flights::token`]) is its index and the generation of its slot:
+//! a completion handed out after its flight went never names the next operation in the
+//! same slot.
 
 use std::ffi::c_void;
 
@@ -20,6 +23,8 @@ pub(super) struct Flight {
     pub(super) mr: Option<Mr>,
     /// Further local registrations (the result buffer of a fetching atomic).
     pub(super) more: Vec<Mr>,
+    /// Which of its slot's operations it is ([`Flights::token`]).
+    generation: u32,
 }
 
 /// A slab of [`Flight`]s: indices are reused once their operation is taken out.
@@ -29,6 +34,8 @@ pub(super) struct Flights {
     #[allow(clippy::vec_box)]
     slots: Vec<Option<Box<Flight>>>,
     free: Vec<usize>,
+    /// The generation of the next flight.
+    next: u32,
 }
 
 impl Flights {
@@ -49,10 +56,26 @@ impl Flights {
             data,
             mr: None,
             more: Vec::new(),
+            generation: self.next,
         });
+        self.next = self.next.wrapping_add(1);
         let ctx = std::ptr::addr_of_mut!(f.op).cast::<c_void>();
         self.slots[idx] = Some(f);
         (idx, ctx)
+    }
+
+    /// The token of flight `idx` (its generation above its index), if it is in flight.
+    pub(super) fn token(&self, idx: usize) -> Option<u64> {
+        self.get(idx)
+            .map(|f| u64::from(f.generation) << 32 | idx as u64)
+    }
+
+    /// The index of the flight with token `tok`, if that operation is still in flight.
+    pub(super) fn by_token(&self, tok: u64) -> Option<usize> {
+        let idx = (tok & u64::from(u32::MAX)) as usize;
+        self.get(idx)
+            .filter(|f| u64::from(f.generation) == tok >> 32)
+            .map(|_| idx)
     }
 
     /// Flight `idx`, if it is in flight.
@@ -114,6 +137,25 @@ mod tests {
         s.get_mut(c).unwrap().op.peer = 9;
         assert_eq!(s.get(c).unwrap().op.peer, 9);
         assert!(s.take_mrs().is_empty());
+        s.clear();
+        assert!(s.get(b).is_none());
+    }
+
+    /// A slot's next operation gets another token: a completion of the one before (read
+    /// from the queue, not yet applied) never names it.
+    #[test]
+    fn a_reused_index_gets_a_new_token() {
+        let mut s = Flights::default();
+        let (a, _) = s.add(5, 1, Vec::new());
+        let ta = s.token(a).unwrap();
+        assert_eq!(s.by_token(ta), Some(a));
+        s.take(a);
+        assert_eq!((s.token(a), s.by_token(ta)), (None, None));
+        let (b, _) = s.add(5, 1, Vec::new());
+        assert_eq!(b, a, "the freed index");
+        let tb = s.token(b).unwrap();
+        assert_ne!(tb, ta);
+        assert_eq!((s.by_token(ta), s.by_token(tb)), (None, Some(b)));
         s.clear();
         assert!(s.get(b).is_none());
     }

@@ -85,10 +85,11 @@ pub(crate) enum Sent {
 }
 
 impl Net {
-    /// A new flight for an offload operation; its token and context.
-    fn mtl_flight(&mut self, data: Vec<u8>) -> (u64, *mut c_void) {
+    /// A new flight for an offload operation: its index, its token and its context.
+    fn mtl_flight(&mut self, data: Vec<u8>) -> (usize, u64, *mut c_void) {
         let (idx, ctx) = self.mtl.flights.add(MTL, 0, data);
-        (idx as u64, ctx)
+        let tok = self.mtl.flights.token(idx).expect("just added");
+        (idx, tok, ctx)
     }
 
     /// Records world rank `p`'s address for the offload.
@@ -122,6 +123,9 @@ impl Net {
     /// goes, except a claiming peek's that found a message (its receive reuses the
     /// context).
     pub(super) fn mtl_done(&mut self, idx: usize, cq: Cq) {
+        let Some(tok) = self.mtl.flights.token(idx) else {
+            return;
+        };
         let keep = self
             .mtl
             .flights
@@ -134,7 +138,7 @@ impl Net {
         } else {
             self.mtl_drop(idx);
         }
-        self.mtl.done.push((idx as u64, cq));
+        self.mtl.done.push((tok, cq));
     }
 
     /// The local descriptor for `len` bytes at `buf` in flight `idx` (registered on
@@ -254,11 +258,11 @@ impl Mtl {
             }
             None => (Vec::new(), buf),
         };
-        let (tok, ctx) = n.mtl_flight(data);
-        let desc = match n.mtl_desc(tok as usize, buf, len, fi::FI_SEND) {
+        let (idx, tok, ctx) = n.mtl_flight(data);
+        let desc = match n.mtl_desc(idx, buf, len, fi::FI_SEND) {
             Ok(d) => d,
             Err(e) => {
-                n.mtl_drop(tok as usize);
+                n.mtl_drop(idx);
                 return Err(e);
             }
         };
@@ -268,7 +272,7 @@ impl Mtl {
             n.fab.tsend(buf, len, desc, to, tag, ctx)
         });
         if let Err(e) = r {
-            n.mtl_drop(tok as usize);
+            n.mtl_drop(idx);
             return Err(e);
         }
         Ok(Sent::Pending(tok))
@@ -276,10 +280,12 @@ impl Mtl {
 
     /// Posts a receive of up to `len` bytes into `buf` of a message whose tag equals `tag`
     /// outside `ignore`; with `peek` only looks (`FI_PEEK`, `claim`: and keeps the message
-    /// for [`Mtl::claimed_recv`]). Its token.
+    /// for [`Mtl::claimed_recv`]); with a non-null `spill` (no peek, a provider without
+    /// `FI_MR_LOCAL`), one more byte there ([`crate::btl::ofi::fabric::Fabric::trecv_spill`]). Its token.
     ///
     /// # Safety
-    /// `buf` must stay valid for writes of `len` bytes until the token's completion.
+    /// `buf` must stay valid for writes of `len` bytes, and `spill` (if not null) of one,
+    /// until the token's completion.
     pub(crate) unsafe fn recv(
         &self,
         tag: u64,
@@ -287,23 +293,24 @@ impl Mtl {
         buf: *mut u8,
         len: usize,
         peek: Option<bool>,
+        spill: *mut u8,
     ) -> Result<u64, String> {
         let mut n = lock(&self.net);
-        let (tok, ctx) = n.mtl_flight(Vec::new());
+        let (idx, tok, ctx) = n.mtl_flight(Vec::new());
         let flags = match peek {
             None => 0,
             Some(false) => fi::FI_PEEK,
             Some(true) => {
-                if let Some(f) = n.mtl.flights.get_mut(tok as usize) {
+                if let Some(f) = n.mtl.flights.get_mut(idx) {
                     f.op.peer = CLAIMING;
                 }
                 fi::FI_PEEK | fi::FI_CLAIM
             }
         };
-        let desc = match n.mtl_desc(tok as usize, buf, len, fi::FI_RECV) {
+        let desc = match n.mtl_desc(idx, buf, len, fi::FI_RECV) {
             Ok(d) => d,
             Err(e) => {
-                n.mtl_drop(tok as usize);
+                n.mtl_drop(idx);
                 return Err(e);
             }
         };
@@ -312,13 +319,20 @@ impl Mtl {
         } else {
             "fi_trecv"
         };
-        // SAFETY: buf (the caller keeps it valid) and the boxed context live until the
-        // completion.
-        let r = n.mtl_post(what, |n| unsafe {
-            n.fab.trecv_match(buf, len, desc, tag, ignore, ctx, flags)
-        });
+        let r = if spill.is_null() || peek.is_some() || n.fab.mr_local {
+            // SAFETY: buf (the caller keeps it valid) and the boxed context live until the
+            // completion.
+            n.mtl_post(what, |n| unsafe {
+                n.fab.trecv_match(buf, len, desc, tag, ignore, ctx, flags)
+            })
+        } else {
+            // SAFETY: as above, and the caller keeps spill valid.
+            n.mtl_post(what, |n| unsafe {
+                n.fab.trecv_spill(buf, len, desc, spill, tag, ignore, ctx)
+            })
+        };
         if let Err(e) = r {
-            n.mtl_drop(tok as usize);
+            n.mtl_drop(idx);
             return Err(e);
         }
         Ok(tok)
@@ -336,14 +350,15 @@ impl Mtl {
         len: usize,
     ) -> Result<u64, String> {
         let mut n = lock(&self.net);
-        let ctx = match n.mtl.flights.get_mut(claim as usize) {
+        let idx = n.mtl.flights.by_token(claim);
+        let ctx = match idx.and_then(|i| n.mtl.flights.get_mut(i)) {
             Some(f) if f.op.peer == CLAIMED => {
                 f.op.peer = 0;
                 std::ptr::addr_of_mut!(f.op).cast::<c_void>()
             }
             _ => return Err(format!("no claimed message {claim}")),
         };
-        let desc = n.mtl_desc(claim as usize, buf, len, fi::FI_RECV)?;
+        let desc = n.mtl_desc(idx.expect("claimed above"), buf, len, fi::FI_RECV)?;
         // SAFETY: as for `recv`: the boxed context is the peek's, as FI_CLAIM requires.
         n.mtl_post("fi_trecvmsg(FI_CLAIM)", |n| unsafe {
             n.fab.trecv_match(buf, len, desc, 0, 0, ctx, fi::FI_CLAIM)
@@ -355,7 +370,12 @@ impl Mtl {
     /// completes with `FI_ECANCELED`.
     pub(crate) fn cancel(&self, tok: u64) {
         let n = lock(&self.net);
-        if let Some(f) = n.mtl.flights.get(tok as usize) {
+        if let Some(f) = n
+            .mtl
+            .flights
+            .by_token(tok)
+            .and_then(|i| n.mtl.flights.get(i))
+        {
             let ctx = std::ptr::addr_of!(f.op).cast_mut().cast::<c_void>();
             let _ = n.fab.cancel(ctx);
         }
