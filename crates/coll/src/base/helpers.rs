@@ -174,6 +174,19 @@ pub(crate) fn fold_real_rank(nd: i32, rem: i32) -> i32 {
     }
 }
 
+/// Recursive doubling over `p` ranks (rounds of distance 1, 2, 4, ...): whether rank `x`
+/// has a partner in a round after the one of distance `m`.
+pub(crate) fn exchanges_after(x: i32, m: i32, p: i32) -> bool {
+    let mut m2 = m << 1;
+    while m2 < p {
+        if x ^ m2 < p {
+            return true;
+        }
+        m2 <<= 1;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@
 //! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
-use crate::base::helpers::{fold_real_rank, fold_sizes, pooled, unpool};
+use crate::base::helpers::{exchanges_after, fold_real_rank, fold_sizes, pooled, unpool};
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::SmNb;
 use crate::sm::{Seg, SmKind};
@@ -1067,17 +1067,7 @@ impl CollComm {
         let (res, inp) = ((0, 0), (1, 0));
         let (i0, o0) = (ip as usize, op_ as usize);
         let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
-        // Whether rank `x` exchanges again after the round of distance `m`.
-        let later = |x: i32, m: i32| {
-            let mut m2 = m << 1;
-            while m2 < p {
-                if x ^ m2 < p {
-                    return true;
-                }
-                m2 <<= 1;
-            }
-            false
-        };
+        let later = |x: i32, m: i32| exchanges_after(x, m, p);
         // Whether the partner of round `m`, `d`, needs our partial: it ranks higher (its
         // result), or it extends its own partial for later rounds.
         let they_need = |m: i32, d: i32| r < d || later(d, m);

@@ -2,8 +2,8 @@
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    check_blocks, check_op, fold_real_rank, fold_sizes, pooled, split_even, unpool, Aligned,
-    Scratch,
+    check_blocks, check_op, exchanges_after, fold_real_rank, fold_sizes, pooled, split_even,
+    unpool, Aligned, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
@@ -547,16 +547,7 @@ impl CollComm {
             v
         });
         let inp: &[u8] = send.or(copy.as_deref()).unwrap_or_default();
-        let later = |x: i32, m: i32| {
-            let mut m2 = m << 1;
-            while m2 < p {
-                if x ^ m2 < p {
-                    return true;
-                }
-                m2 <<= 1;
-            }
-            false
-        };
+        let later = |x: i32, m: i32| exchanges_after(x, m, p);
         let mut partial: Option<Vec<u8>> = None;
         let mut tmp: Option<Vec<u8>> = None;
         let mut have = false;
