@@ -7,10 +7,11 @@
 #             MB/sec at 1 MiB (a ping-pong rate: Debian packages no fi_rdm_tagged_bw, the
 #             streaming test of fabtests, so the raw bandwidth row is a lower bound)
 #   ox-btl    oxbench lat,bw over oxmpi's ofi btl (--mca btl self,ofi: pml ox, the engine's
-#             matching, records as tagged messages)
+#             matching, records as tagged messages), defaults: on tcp;ofi_rxm 4 endpoints
+#             per rank (btl_ofi_rails 0, the automatic choice)
 #   ox-cm     oxbench over oxmpi's pml cm (--mca pml cm: the provider matches)
-#   ox-rails  ox-btl with rendezvous reads striped over RAILS endpoints per rank
-#             (--mca btl_ofi_rails, default 4: one connection per endpoint and pair)
+#   ox-rails  ox-btl with RAILS endpoints per rank (--mca btl_ofi_rails, default 1: one
+#             endpoint, no striping, for comparison with the default)
 #   ompi      oxbench built with mpicc.openmpi, --mca pml cm --mca mtl ofi (its
 #             mtl_ofi_provider_exclude leaves out the software providers by default, so
 #             mtl_ofi_provider_include names ours), --bind-to none: bound, each node's orted
@@ -25,7 +26,7 @@
 #
 # usage: bench/ofi-nodes.sh PREFIX [ROUNDS]      (default 5 rounds)
 #        ONLY="raw ox-btl ompi" bench/ofi-nodes.sh ...   measures only those implementations
-#        RAILS=2 ... the endpoints per rank of ox-rails (default 4)
+#        RAILS=2 ... the endpoints per rank of ox-rails (default 1)
 # Needs root, iproute2, util-linux, libfabric-bin; mpich and openmpi are measured when their
 # wrappers are installed (scripts/deps.sh installs them). Measure on a quiet machine;
 # one round (`ofi-nodes.sh PREFIX 1`, ITERS_SCALE=0.1) only checks the script.
@@ -94,7 +95,7 @@ run_one() {
   ox-btl | ox-cm | ox-rails)
     local sel=(--mca btl self,ofi)
     [ "$impl" = ox-cm ] && sel=(--mca pml cm)
-    [ "$impl" = ox-rails ] && sel+=(--mca btl_ofi_rails "${RAILS:-4}")
+    [ "$impl" = ox-rails ] && sel+=(--mca btl_ofi_rails "${RAILS:-1}")
     timeout -k 5 300 "$P/bin/mpirun" --hostfile "$FN_DIR/hosts" --mca plm_rsh_agent "$FN_DIR/agent" \
       --map-by node -x FI_PROVIDER "${sel[@]}" -n 2 "$work/oxbench.oxmpi" $(bench_args) \
       >"$work/out" 2>&1 </dev/null

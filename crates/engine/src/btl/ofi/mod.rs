@@ -201,7 +201,7 @@ fn open(job: &Job) -> Result<Option<Box<dyn Setup>>, Error> {
         Ok(f) => f,
         Err(e) => return off(e),
     };
-    let rails = int(&params::RAILS).max(1) as usize - 1;
+    let rails = params::rails_for(int(&params::RAILS), &fab.prov) - 1;
     if rails > 0 && fab.rma {
         if let (got, Some(e)) = fab.open_rails(rails, job.size()) {
             oxmpi_base::verbose!(

@@ -154,11 +154,13 @@ pub(crate) static RAILS: ParamDecl = ParamDecl::new(
     "btl",
     "ofi",
     "rails",
-    ParamType::Int { min: 1, max: 8 },
-    "1",
+    ParamType::Int { min: 0, max: 8 },
+    "0",
     "Endpoints the ofi transport opens on its domain (connections per pair of ranks on \
      tcp;ofi_rxm): rendezvous reads (FI_RMA) of 256 KiB or more are cut into one piece per \
-     endpoint, read at once; records and pml cm stay on the first. 1: one endpoint",
+     endpoint, read at once; records and pml cm stay on the first. 1: one endpoint; 0: \
+     4 on libfabric's tcp provider (each connection's socket work runs in parallel in the \
+     kernel), 1 on the others",
 )
 .level(5);
 
@@ -214,3 +216,28 @@ pub(crate) static PARAMS: [ParamDecl; 14] = [
     MR_CACHE_PINNED,
     RAILS,
 ];
+
+/// Rails to open on provider `prov` for a `btl_ofi_rails` value of `set` (0: the automatic
+/// choice, see the parameter's help).
+pub(crate) fn rails_for(set: i64, prov: &str) -> usize {
+    match set {
+        0 if prov.split(';').any(|p| p == "tcp") => 4,
+        0 => 1,
+        n => n.max(1) as usize,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rails_for;
+
+    #[test]
+    fn rails_are_four_on_tcp_by_default_and_as_set_otherwise() {
+        assert_eq!(rails_for(0, "tcp;ofi_rxm"), 4);
+        assert_eq!(rails_for(0, "udp;ofi_rxd"), 1);
+        assert_eq!(rails_for(0, "shm"), 1);
+        assert_eq!(rails_for(0, "verbs;ofi_rxm"), 1);
+        assert_eq!(rails_for(1, "tcp;ofi_rxm"), 1);
+        assert_eq!(rails_for(2, "udp;ofi_rxd"), 2);
+    }
+}
