@@ -174,17 +174,51 @@ pub(crate) fn fold_real_rank(nd: i32, rem: i32) -> i32 {
     }
 }
 
-/// Recursive doubling over `p` ranks (rounds of distance 1, 2, 4, ...): whether rank `x`
-/// has a partner in a round after the one of distance `m`.
-pub(crate) fn exchanges_after(x: i32, m: i32, p: i32) -> bool {
-    let mut m2 = m << 1;
-    while m2 < p {
-        if x ^ m2 < p {
-            return true;
+/// One round of the recursive-doubling scan plan, seen from one rank.
+pub(crate) struct ScanRound {
+    /// The partner's rank.
+    pub peer: i32,
+    /// We extend our partial with what the partner sends (we exchange again later).
+    pub keep: bool,
+    /// The partner needs our partial: it ranks higher (its result), or it extends its own
+    /// partial for later rounds.
+    pub send: bool,
+    /// We receive the partner's partial: it ranks lower (our result), or we keep it.
+    pub recv: bool,
+}
+
+/// The rounds of rank `r` of `p` in the scan plan that the blocking
+/// ([`CollComm::scan_into`](crate::CollComm)) and the nonblocking scans follow: distances 1,
+/// 2, 4, ..., a partial sent only to a partner that needs it and extended only while
+/// rounds remain.
+pub(crate) fn scan_rounds(r: i32, p: i32) -> Vec<ScanRound> {
+    // Whether rank `x` has a partner in a round after the one of distance `m`.
+    let later = |x: i32, m: i32| {
+        let mut m2 = m << 1;
+        while m2 < p {
+            if x ^ m2 < p {
+                return true;
+            }
+            m2 <<= 1;
         }
-        m2 <<= 1;
+        false
+    };
+    let mut rounds = Vec::new();
+    let mut mask = 1;
+    while mask < p {
+        let d = r ^ mask;
+        if d < p {
+            let keep = later(r, mask);
+            rounds.push(ScanRound {
+                peer: d,
+                keep,
+                send: r < d || later(d, mask),
+                recv: d < r || keep,
+            });
+        }
+        mask <<= 1;
     }
-    false
+    rounds
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 //! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
-use crate::base::helpers::{exchanges_after, fold_real_rank, fold_sizes, pooled, unpool};
+use crate::base::helpers::{fold_real_rank, fold_sizes, pooled, scan_rounds, unpool};
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::SmNb;
 use crate::sm::{Seg, SmKind};
@@ -1067,50 +1067,28 @@ impl CollComm {
         let (res, inp) = ((0, 0), (1, 0));
         let (i0, o0) = (ip as usize, op_ as usize);
         let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
-        let later = |x: i32, m: i32| exchanges_after(x, m, p);
-        // Whether the partner of round `m`, `d`, needs our partial: it ranks higher (its
-        // result), or it extends its own partial for later rounds.
-        let they_need = |m: i32, d: i32| r < d || later(d, m);
-        // Whether we send our partial in a round after the one of distance `m`.
-        let sends_after = |m: i32| {
-            let mut m2 = m << 1;
-            while m2 < p {
-                let d = r ^ m2;
-                if d < p && they_need(m2, d) {
-                    return true;
-                }
-                m2 <<= 1;
-            }
-            false
-        };
+        let rounds = scan_rounds(r, p);
         let mut part = inp;
         let mut pbuf: Option<usize> = None;
         let mut tbuf: Option<usize> = None;
         // Whether `out` holds a result yet (inclusive: in place it holds ours from the
         // start).
         let mut have = !exclusive && aliased;
-        let mut mask = 1;
-        while mask < p {
-            let d = r ^ mask;
-            if d >= p {
-                mask <<= 1;
-                continue;
-            }
-            let keep = later(r, mask);
-            let send = they_need(mask, d);
-            let recv = d < r || keep;
+        for (i, rd) in rounds.iter().enumerate() {
+            let (d, keep, send, recv) = (rd.peer, rd.keep, rd.send, rd.recv);
+            // Whether we send our partial in a later round.
+            let sends_after = rounds[i + 1..].iter().any(|x| x.send);
             s.next_round();
             if send {
                 s.send(Lane::default(), part, n, d);
             }
             if !recv {
-                mask <<= 1;
                 continue;
             }
             // In place, our input is about to be overwritten while we still send it:
             // the partial moves to scratch first.
             let guard = |s: &mut Schedule, part: &mut At, pbuf: &mut Option<usize>| {
-                if aliased && *part == inp && d < r && sends_after(mask) {
+                if aliased && *part == inp && d < r && sends_after {
                     let pb = *pbuf.get_or_insert_with(|| s.add_region(Region::Owned(pooled(n))));
                     s.copy(inp, (pb, 0), n);
                     *part = (pb, 0);
@@ -1124,7 +1102,6 @@ impl CollComm {
                     s.reduce(inp, res, n);
                 }
                 have = true;
-                mask <<= 1;
                 continue;
             }
             let t = (
@@ -1168,7 +1145,6 @@ impl CollComm {
                     s.copy(t, part, n);
                 }
             }
-            mask <<= 1;
         }
         if !exclusive && !have && n > 0 {
             s.copy(inp, res, n);

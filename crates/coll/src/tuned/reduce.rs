@@ -2,8 +2,8 @@
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    check_blocks, check_op, exchanges_after, fold_real_rank, fold_sizes, pooled, split_even,
-    unpool, Aligned, Scratch,
+    check_blocks, check_op, fold_real_rank, fold_sizes, pooled, scan_rounds, split_even, unpool,
+    Aligned, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
@@ -547,20 +547,11 @@ impl CollComm {
             v
         });
         let inp: &[u8] = send.or(copy.as_deref()).unwrap_or_default();
-        let later = |x: i32, m: i32| exchanges_after(x, m, p);
         let mut partial: Option<Vec<u8>> = None;
         let mut tmp: Option<Vec<u8>> = None;
         let mut have = false;
-        let mut mask = 1;
-        while mask < p {
-            let d = r ^ mask;
-            if d >= p {
-                mask <<= 1;
-                continue;
-            }
-            let keep = later(r, mask);
-            let send_it = r < d || later(d, mask);
-            let recv_it = d < r || keep;
+        for rd in scan_rounds(r, p) {
+            let (d, keep, send_it, recv_it) = (rd.peer, rd.keep, rd.send, rd.recv);
             let part: &[u8] = partial.as_deref().unwrap_or(inp);
             if d < r && !have && !keep && (exclusive || op.commutative) {
                 // Straight into the result.
@@ -618,7 +609,6 @@ impl CollComm {
             } else if send_it {
                 self.send(part, d, TAG_SCAN)?;
             }
-            mask <<= 1;
         }
         if !exclusive && !have && send.is_some() {
             recv.copy_from_slice(inp);
