@@ -31,6 +31,15 @@
  *            (every btl_*_msgs_sent/_recv and btl_*_bytes_sent/_recv the
  *            library has), so that the measurement includes what counters a
  *            tool reads cost; the handles are read and freed at the end
+ *   clock=   rank (default): each rank times its own calls and a sample is the
+ *            slowest rank's sum; span: every iteration is the span over all
+ *            ranks, from the first rank's entry to the last rank's return, on
+ *            the host's monotonic clock (all ranks on one host or sharing its
+ *            clock, e.g. network namespaces). Per-rank times miss the work a
+ *            collective leaves to the barrier after it: a scatterv root that
+ *            sends eagerly returns at once, and its receivers, which leave the
+ *            barrier later (oversubscribed ranks wait to be scheduled), find
+ *            the data there, so every rank's own time is tiny
  *   method=  osu (default): a barrier between timed iterations, each timed on
  *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
  *            timed as one block (this harness's method before)
@@ -55,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #define WINDOW 64
 #define MAXS 1000
@@ -228,6 +238,40 @@ static int in_place = 0;
  * timed on its own, as the standard suites do; method=b2b: back-to-back
  * calls timed as one block (the harness's method before). */
 static int b2b = 0;
+/* clock=span: each iteration's time is max(end) - min(start) over the ranks,
+ * on CLOCK_MONOTONIC (one clock for every process of the host). */
+static int span_clock = 0;
+#define SPAN_CHUNK 1024
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The sum over k iterations of the span max_r(end) - min_r(start): rank 0
+ * receives every other rank's start and end times (point-to-point only) and
+ * folds them into lo/hi; the other ranks send theirs and get 0. */
+static double span_sum(double *start, double *end, int k) {
+  if (rank != 0) {
+    MPI_Send(start, k, MPI_DOUBLE, 0, 95, MPI_COMM_WORLD);
+    MPI_Send(end, k, MPI_DOUBLE, 0, 95, MPI_COMM_WORLD);
+    return 0;
+  }
+  static double s[SPAN_CHUNK], e[SPAN_CHUNK];
+  double lo[SPAN_CHUNK], hi[SPAN_CHUNK], sum = 0;
+  for (int i = 0; i < k; i++) lo[i] = start[i], hi[i] = end[i];
+  for (int r = 1; r < np; r++) {
+    MPI_Recv(s, k, MPI_DOUBLE, r, 95, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(e, k, MPI_DOUBLE, r, 95, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int i = 0; i < k; i++) {
+      if (s[i] < lo[i]) lo[i] = s[i];
+      if (e[i] > hi[i]) hi[i] = e[i];
+    }
+  }
+  for (int i = 0; i < k; i++) sum += hi[i] - lo[i];
+  return sum;
+}
 
 static int set_dtype(const char *name) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
@@ -391,6 +435,24 @@ static double timed(const struct op *o, int n) {
     return max_over_ranks(MPI_Wtime() - t0);
   }
   double sum = 0;
+  if (span_clock) {
+    /* per-iteration entry and return times, gathered in chunks between the
+     * barriers (outside the timed calls), then one more barrier */
+    static double st[SPAN_CHUNK], en[SPAN_CHUNK];
+    for (int i = 0; i < n;) {
+      int k = 0;
+      for (; k < SPAN_CHUNK && i < n; k++, i++) {
+        st[k] = mono();
+        one_coll(o);
+        en[k] = mono();
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      sum += span_sum(st, en, k);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    last_wall = MPI_Wtime() - w0;
+    return max_over_ranks(sum);
+  }
   for (int i = 0; i < n; i++) {
     double t0 = MPI_Wtime();
     one_coll(o);
@@ -531,7 +593,7 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
-            "[mpit=0|1] [method=osu|b2b] SIZE...\n",
+            "[mpit=0|1] [method=osu|b2b] [clock=rank|span] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -617,6 +679,9 @@ int main(int argc, char **argv) {
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");
+    } else if (!strncmp(argv[a], "clock=", 6)) {
+      if (strcmp(v, "rank") && strcmp(v, "span")) usage("unknown clock (rank, span)");
+      span_clock = !strcmp(v, "span");
     } else
       usage("unknown option");
   }

@@ -159,7 +159,10 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
          A test is named `collective/DATATYPE[/OP][/inplace]`; sizes are the bytes of one block (per \
          rank, per peer). Runs with more ranks than the machine has cores (np=4 and 8 on 2 cores) \
          are **oversubscribed** (no binding): they show how each library copes with that, not its \
-         speed on dedicated cores.\n\n\
+         speed on dedicated cores; there each iteration is timed from the first rank's entry to the \
+         last rank's return (`clock=span`, one host clock), since a rank's own time misses what a \
+         collective leaves to the barrier after it (an eager root returns at once, receivers \
+         scheduled later find the data there).\n\n\
          How to read: a ratio is oxmpi's *speed* ratio (> 1: oxmpi is faster) against the best peer \
          (`best-peer`: per repetition and measurement, the faster of Open MPI and MPICH), taken within \
          each repetition and then summarised (median over repetitions). A cell `g x [w x at S] k/n` is \

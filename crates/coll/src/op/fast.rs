@@ -1,5 +1,6 @@
 //! Vectorisable loops for the predefined reductions on the integer and floating-point
-//! types of 1 to 8 bytes, every operation MPI defines on them ([`super::apply`] decides the
+//! types of 1 to 8 bytes, every operation MPI defines on them, and MINLOC/MAXLOC on the
+//! value-index pairs (branch-free) ([`super::apply`] decides the
 //! operation per element, which keeps the compiler from vectorising: `MPI_CHAR` sums ran a
 //! byte at a time through it). Each computes exactly what
 //! [`super::apply`] computes for the pair (same expression per element), so results are
@@ -50,6 +51,33 @@ macro_rules! float_ops {
     };
 }
 
+/// MINLOC (`MIN`) or MAXLOC over value-index pairs seen as `W` little-endian 64-bit
+/// words each (`MPI_2INT`, `MPI_FLOAT_INT`, `MPI_SHORT_INT`: one word, the value in the
+/// low bytes and the int in the high half; `MPI_DOUBLE_INT`, `MPI_LONG_INT`: the value
+/// word, then the int in the low half of the second). `v` and `i` read a pair's value and
+/// index. The better value wins, a tie goes to the lower index (the rule of
+/// [`super::apply`]'s pairs), and the winner is copied whole with a mask blend instead of
+/// fields under a branch: nothing to mispredict, and the loop vectorises. A pair's padding
+/// bytes travel with it (MPI gives them no meaning).
+#[inline(always)]
+fn loc<const W: usize, T: PartialOrd, const MIN: bool>(
+    a: &[[u64; W]],
+    b: &mut [[u64; W]],
+    v: impl Fn(&[u64; W]) -> T,
+    i: impl Fn(&[u64; W]) -> i32,
+) {
+    for (x, y) in a.iter().zip(b.iter_mut()) {
+        let (vx, vy) = (v(x), v(y));
+        let better = if MIN { vx < vy } else { vx > vy };
+        let take = better | ((vx == vy) & (i(x) < i(y)));
+        // all ones if x wins: a blend, where an `if` on two words becomes a branch
+        let m = u64::from(take).wrapping_neg();
+        for k in 0..W {
+            y[k] = (x[k] & m) | (y[k] & !m);
+        }
+    }
+}
+
 /// # Safety
 /// As [`apply`].
 #[inline(always)]
@@ -67,7 +95,32 @@ unsafe fn run(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> b
             $ops!(op, x, y)
         }};
     }
+    macro_rules! pairs {
+        ($w:literal, $v:expr, $i:expr) => {{
+            // SAFETY: caller contract: `n` pairs of `$w` words at both pointers, aligned
+            // for u64 (checked in `apply`), not overlapping.
+            let (x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts(a.cast::<[u64; $w]>(), n),
+                    std::slice::from_raw_parts_mut(b.cast::<[u64; $w]>(), n),
+                )
+            };
+            match op {
+                OpKind::MinLoc => loc::<$w, _, true>(x, y, $v, $i),
+                OpKind::MaxLoc => loc::<$w, _, false>(x, y, $v, $i),
+                _ => return false,
+            }
+        }};
+    }
+    // the int of a one-word pair (high half) and of a two-word pair (low half of word 1)
+    let hi = |p: &[u64; 1]| (p[0] >> 32) as u32 as i32;
+    let w1 = |p: &[u64; 2]| p[1] as u32 as i32;
     match ty {
+        ElemType::TwoInt if LE => pairs!(1, |p: &[u64; 1]| p[0] as u32 as i32, hi),
+        ElemType::FloatInt if LE => pairs!(1, |p: &[u64; 1]| f32::from_bits(p[0] as u32), hi),
+        ElemType::ShortInt if LE => pairs!(1, |p: &[u64; 1]| p[0] as u16 as i16, hi),
+        ElemType::DoubleInt if LE => pairs!(2, |p: &[u64; 2]| f64::from_bits(p[0]), w1),
+        ElemType::LongInt if LE => pairs!(2, |p: &[u64; 2]| p[0] as i64, w1),
         ElemType::F32 => typed!(f32, float_ops),
         ElemType::F64 => typed!(f64, float_ops),
         ElemType::I8 => typed!(i8, int_ops),
@@ -92,13 +145,34 @@ unsafe fn run_avx2(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize)
     unsafe { run(op, ty, a, b, n) }
 }
 
+/// The pair kernels read little-endian words.
+const LE: bool = cfg!(target_endian = "little");
+
+/// Alignment of one element of `ty` as the kernels here read it (value-index pairs as
+/// 64-bit words).
+fn align(ty: ElemType) -> usize {
+    match ty {
+        ElemType::TwoInt
+        | ElemType::FloatInt
+        | ElemType::DoubleInt
+        | ElemType::LongInt
+        | ElemType::ShortInt => std::mem::align_of::<u64>(),
+        _ => 1,
+    }
+}
+
 /// `b[i] = a[i] op b[i]` for `n` items of the element type `ty`, if the pair is one
-/// of the common ones handled here (false: not handled, nothing done).
+/// of the common ones handled here (false: not handled, nothing done): the arithmetic
+/// types, and MINLOC/MAXLOC on the value-index pairs whose buffers are 8-aligned
+/// (little-endian targets).
 ///
 /// # Safety
 /// `a` and `b` hold `n` values of `ty`, aligned for it, and do not overlap.
 #[inline]
 pub unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    if (a as usize | b as usize) % align(ty) != 0 {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if n >= 16 && std::arch::is_x86_feature_detected!("avx2") {

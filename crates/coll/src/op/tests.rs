@@ -185,7 +185,19 @@ fn fast_kernels_cover_the_common_pairs_and_nothing_else() {
                 OpKind::Land | OpKind::Lor | OpKind::Lxor => !float,
                 OpKind::MinLoc | OpKind::MaxLoc => false,
             };
-            assert_eq!(handled, common_ty && common_op, "{op:?} on {ty:?}");
+            let pair = matches!(
+                ty,
+                ElemType::TwoInt
+                    | ElemType::FloatInt
+                    | ElemType::DoubleInt
+                    | ElemType::LongInt
+                    | ElemType::ShortInt
+            ) && matches!(op, OpKind::MinLoc | OpKind::MaxLoc);
+            assert_eq!(
+                handled,
+                (common_ty && common_op) || pair,
+                "{op:?} on {ty:?}"
+            );
         }
     }
 }
@@ -239,4 +251,103 @@ fn element_sizes() {
         ElemType::ALL.iter().map(|t| t.size()).sum::<usize>(),
         1 + 1 + 2 + 2 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 16 + 16 + 32 + 8 + 8 + 8 + 16 + 16 + 32
     );
+}
+
+/// A `{value, int}` pair of C's layout for the MINLOC/MAXLOC tests.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct P<T> {
+    v: T,
+    i: i32,
+}
+
+/// MINLOC/MAXLOC on `n` pairs of one type, through `apply_fast` (which must take them) and
+/// `apply`, against a reference written here: the better value, and on equal values the
+/// lower index. Values repeat often (ties in both directions of the index).
+fn check_loc<T: Copy + PartialOrd + std::fmt::Debug>(ty: ElemType, val: impl Fn(i64) -> T) {
+    let n = 1000;
+    let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> 5) % 7;
+    let a: Vec<P<T>> = (0..n)
+        .map(|k| P {
+            v: val(mix(k, 1)),
+            i: mix(k, 3) as i32,
+        })
+        .collect();
+    let b0: Vec<P<T>> = (0..n)
+        .map(|k| P {
+            v: val(mix(k, 2)),
+            i: mix(k, 4) as i32,
+        })
+        .collect();
+    for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+        let want: Vec<P<T>> = a
+            .iter()
+            .zip(&b0)
+            .map(|(x, y)| {
+                let x_wins = if op == OpKind::MinLoc {
+                    x.v < y.v
+                } else {
+                    x.v > y.v
+                };
+                if x_wins || (x.v == y.v && x.i < y.i) {
+                    *x
+                } else {
+                    *y
+                }
+            })
+            .collect();
+        assert!(
+            want.iter().zip(&b0).any(|(w, y)| w == y) && want.iter().zip(&a).any(|(w, x)| w == x)
+        );
+        let mut fast = b0.clone();
+        // SAFETY: `n` pairs of the type's layout at both, aligned for it.
+        let handled =
+            unsafe { apply_fast(op, ty, a.as_ptr().cast(), fast.as_mut_ptr().cast(), a.len()) };
+        assert!(handled, "{op:?} on {ty:?}");
+        assert_eq!(fast, want, "{op:?} on {ty:?} (fast)");
+        let mut slow = b0.clone();
+        assert!(apply_on(op, ty, &a, &mut slow));
+        assert_eq!(slow, want, "{op:?} on {ty:?}");
+    }
+}
+
+#[test]
+fn minloc_maxloc_kernels_match_the_reference_with_ties() {
+    check_loc(ElemType::TwoInt, |k| k as i32);
+    check_loc(ElemType::FloatInt, |k| k as f32 - 3.0);
+    check_loc(ElemType::DoubleInt, |k| k as f64 * 0.5);
+    check_loc(ElemType::LongInt, |k| (k - 3) << 40);
+    check_loc(ElemType::ShortInt, |k| k as i16 - 3);
+}
+
+#[test]
+fn misaligned_pairs_are_left_to_the_general_kernel() {
+    // {f64, i32} pairs starting 4 bytes into an 8-aligned buffer: aligned for the int and
+    // not for the pair; `apply_fast` declines, `apply` reads them unaligned.
+    let mut a = [0u64; 5];
+    let mut b = [0u64; 5];
+    let (pa, pb) = (
+        a.as_mut_ptr().cast::<u8>().wrapping_add(4),
+        b.as_mut_ptr().cast::<u8>().wrapping_add(4),
+    );
+    // SAFETY: 32 bytes from each pointer are inside the arrays; unaligned writes.
+    unsafe {
+        pa.cast::<f64>().write_unaligned(1.0);
+        pa.add(8).cast::<i32>().write_unaligned(3);
+        pb.cast::<f64>().write_unaligned(1.0);
+        pb.add(8).cast::<i32>().write_unaligned(5);
+        pa.add(16).cast::<f64>().write_unaligned(2.0);
+        pa.add(24).cast::<i32>().write_unaligned(1);
+        pb.add(16).cast::<f64>().write_unaligned(4.0);
+        pb.add(24).cast::<i32>().write_unaligned(0);
+    }
+    // SAFETY: two pairs at both pointers (32 bytes each, inside the arrays).
+    unsafe {
+        assert!(!apply_fast(OpKind::MinLoc, ElemType::DoubleInt, pa, pb, 2));
+        assert!(apply(OpKind::MinLoc, ElemType::DoubleInt, pa, pb, 2));
+        assert_eq!(pb.cast::<f64>().read_unaligned(), 1.0);
+        assert_eq!(pb.add(8).cast::<i32>().read_unaligned(), 3);
+        assert_eq!(pb.add(16).cast::<f64>().read_unaligned(), 2.0);
+        assert_eq!(pb.add(24).cast::<i32>().read_unaligned(), 1);
+    }
 }
