@@ -225,6 +225,71 @@ impl State {
         Ok(Started::Req(ReqId(id)))
     }
 
+    /// A nonblocking receive's common case in one pass: valid arguments, a specific source
+    /// on another live rank with a link, no unexpected message queued on any context, no
+    /// revoked context, neither `pml cm` nor fault tolerance. The arguments and the
+    /// communicator are read once (the general path, [`State::direct_recv_target`] and then
+    /// [`State::start_recv_as`], reads them twice). When nothing queued in the matcher
+    /// involves the source, an eager message waiting at the front of its link is taken
+    /// first ([`State::take_direct`]); otherwise, or when none is there, the receive is
+    /// posted (no unexpected message can match it). `None`: not the common case, nothing
+    /// changed, the caller takes the general path.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`](crate::Engine::irecv).
+    #[inline(always)]
+    pub(crate) unsafe fn irecv_fast(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<Started> {
+        if self.finalized
+            || self.ft
+            || self.cm.is_some()
+            || self.matcher.has_unexpected()
+            || !self.revoked.is_empty()
+            || src < 0
+            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
+            || (buf.is_null() && len > 0)
+        {
+            return None;
+        }
+        let c = self.comms.get(comm.0 as usize)?.as_ref()?;
+        let (ctx, peer) = (c.ctx, *c.remote.get(src as usize)?);
+        let p = self.peers.get(peer as usize)?;
+        if peer == self.me || p.dead || p.link.is_none() {
+            return None;
+        }
+        if self.matcher.quiet_for(ctx, src) {
+            let d = DirectRecv {
+                peer: peer as usize,
+                ctx,
+                comm: comm.0 as usize,
+                src,
+            };
+            // SAFETY: forwarded caller guarantee.
+            if let Direct::Done(s) = unsafe { self.take_direct(&d, buf, len, tag) } {
+                return Some(Started::Done(s));
+            }
+        }
+        let id = self.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx,
+            src,
+            peer: Some(peer),
+        });
+        let found = self.matcher.post(ctx, src, tag, id);
+        debug_assert!(
+            found.is_none(),
+            "a post matched although nothing was unexpected"
+        );
+        Some(Started::Req(ReqId(id)))
+    }
+
     /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
     /// arguments (anything invalid goes to the
     /// general path, which reports it), a specific source on another rank with a live link,
@@ -512,7 +577,11 @@ impl State {
             count_bytes: n,
             cancelled: false,
         };
-        self.finish(rid);
+        // `State::finish` on the request in hand (one slot lookup instead of two).
+        q.state = ReqState::Done;
+        if q.detached {
+            self.reqs.remove(rid);
+        }
         if let Ack::Remote { peer, sreq } = ack {
             self.ctrl(peer, K_FIN, 0, sreq, 0);
         }
