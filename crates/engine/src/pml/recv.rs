@@ -246,23 +246,10 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<Started> {
-        if self.finalized
-            || self.ft
-            || self.cm.is_some()
-            || self.matcher.has_unexpected()
-            || !self.revoked.is_empty()
-            || src < 0
-            || (tag != ANY_TAG && !(0..=TAG_UB).contains(&tag))
-            || (buf.is_null() && len > 0)
-        {
+        if self.matcher.has_unexpected() || !self.revoked.is_empty() {
             return None;
         }
-        let c = self.comms.get(comm.0 as usize)?.as_ref()?;
-        let (ctx, peer) = (c.ctx, *c.remote.get(src as usize)?);
-        let p = self.peers.get(peer as usize)?;
-        if peer == self.me || p.dead || p.link.is_none() {
-            return None;
-        }
+        let (ctx, peer) = self.linked_source(buf.is_null() && len > 0, src, tag, comm)?;
         if self.matcher.quiet_for(ctx, src) {
             let d = DirectRecv {
                 peer: peer as usize,
@@ -304,6 +291,28 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<DirectRecv> {
+        let (ctx, peer) = self.linked_source(null_buf, src, tag, comm)?;
+        self.matcher.quiet_for(ctx, src).then_some(DirectRecv {
+            peer: peer as usize,
+            comm: comm.0 as usize,
+            ctx,
+            src,
+        })
+    }
+
+    /// The context of `comm` and the world rank of `src` when a receive `(src, tag)` may
+    /// bypass the general path's checks: valid arguments (`null_buf`: a null buffer with
+    /// a length), a specific source on another live rank reached by a link, neither `pml
+    /// cm` nor fault tolerance, the engine not finalized. `None` otherwise (the general
+    /// path reports what is wrong).
+    #[inline(always)]
+    fn linked_source(
+        &self,
+        null_buf: bool,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<(u32, i32)> {
         if self.finalized
             || self.ft
             || self.cm.is_some()
@@ -314,17 +323,12 @@ impl State {
             return None;
         }
         let c = self.comms.get(comm.0 as usize)?.as_ref()?;
-        let peer = *c.remote.get(src as usize)? as usize;
-        let p = &self.peers[peer];
-        if peer as i32 == self.me || p.dead || p.link.is_none() {
+        let (ctx, peer) = (c.ctx, *c.remote.get(src as usize)?);
+        let p = self.peers.get(peer as usize)?;
+        if peer == self.me || p.dead || p.link.is_none() {
             return None;
         }
-        self.matcher.quiet_for(c.ctx, src).then_some(DirectRecv {
-            peer,
-            comm: comm.0 as usize,
-            ctx: c.ctx,
-            src,
-        })
+        Some((ctx, peer))
     }
 
     /// One poll of the direct receive path: if the only thing to do is the next record from
