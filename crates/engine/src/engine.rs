@@ -636,6 +636,15 @@ impl Engine {
         comm: CommId,
     ) -> Result<crate::Started, Error> {
         let mut st = self.lock();
+        // The common case in one pass (arguments and communicator read once; see
+        // `State::irecv_fast`).
+        // SAFETY: forwarded caller guarantee.
+        if let Some(s) = unsafe { st.irecv_fast(buf, len, src, tag, comm) } {
+            return Ok(match s {
+                Started::Done(s) => crate::Started::Complete(s),
+                Started::Req(r) => crate::Started::Pending(r),
+            });
+        }
         // Direct path: an eager message from `src` that waits at the front of its link is
         // copied straight into `buf` (no request, no matcher entry, no drain later), when
         // nothing queued in the matcher involves that source (see `State::take_direct`).

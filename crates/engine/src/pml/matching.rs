@@ -351,6 +351,15 @@ impl<R: PartialEq, M> Matcher<R, M> {
     pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
         self.stats.arrivals += 1;
         let q = self.ctxs.get_mut(env.ctx)?;
+        // The common case: no wildcard receive posted and the oldest receive posted for the
+        // source matches (what the general search below finds first, without its steps).
+        if q.posted_any.is_empty() {
+            let bin = q.posted_src.get_mut(env.src)?;
+            if bin.front().is_some_and(|p| tag_matches(p.tag, env.tag)) {
+                self.stats.posted_searched += 1;
+                return bin.pop_front().map(|p| p.req);
+            }
+        }
         let wild = if q.posted_any.is_empty() {
             None
         } else {

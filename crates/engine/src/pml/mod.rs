@@ -656,6 +656,7 @@ impl State {
     /// The status of request `r` if it is complete (freed then), or a
     /// `ProcFailedPending` status (the request stays) if it is failure-pending
     /// ([`State::failure_pending`]): the completion of nonblocking requests.
+    #[inline]
     pub(crate) fn take_done_or_pending(&mut self, r: ReqId) -> Option<Status> {
         self.take_done(r).or_else(|| {
             self.failure_pending(r.0)

@@ -225,6 +225,58 @@ impl State {
         Ok(Started::Req(ReqId(id)))
     }
 
+    /// A nonblocking receive's common case in one pass: valid arguments, a specific source
+    /// on another live rank with a link, no unexpected message queued on any context, no
+    /// revoked context, neither `pml cm` nor fault tolerance. The arguments and the
+    /// communicator are read once (the general path, [`State::direct_recv_target`] and then
+    /// [`State::start_recv_as`], reads them twice). When nothing queued in the matcher
+    /// involves the source, an eager message waiting at the front of its link is taken
+    /// first ([`State::take_direct`]); otherwise, or when none is there, the receive is
+    /// posted (no unexpected message can match it). `None`: not the common case, nothing
+    /// changed, the caller takes the general path.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`](crate::Engine::irecv).
+    #[inline(always)]
+    pub(crate) unsafe fn irecv_fast(
+        &mut self,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<Started> {
+        if self.matcher.has_unexpected() || !self.revoked.is_empty() {
+            return None;
+        }
+        let (ctx, peer) = self.linked_source(buf.is_null() && len > 0, src, tag, comm)?;
+        if self.matcher.quiet_for(ctx, src) {
+            let d = DirectRecv {
+                peer: peer as usize,
+                ctx,
+                comm: comm.0 as usize,
+                src,
+            };
+            // SAFETY: forwarded caller guarantee.
+            if let Direct::Done(s) = unsafe { self.take_direct(&d, buf, len, tag) } {
+                return Some(Started::Done(s));
+            }
+        }
+        let id = self.new_req(ReqState::Posted {
+            buf,
+            cap: len,
+            ctx,
+            src,
+            peer: Some(peer),
+        });
+        let found = self.matcher.post(ctx, src, tag, id);
+        debug_assert!(
+            found.is_none(),
+            "a post matched although nothing was unexpected"
+        );
+        Some(Started::Req(ReqId(id)))
+    }
+
     /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
     /// arguments (anything invalid goes to the
     /// general path, which reports it), a specific source on another rank with a live link,
@@ -239,6 +291,28 @@ impl State {
         tag: i32,
         comm: CommId,
     ) -> Option<DirectRecv> {
+        let (ctx, peer) = self.linked_source(null_buf, src, tag, comm)?;
+        self.matcher.quiet_for(ctx, src).then_some(DirectRecv {
+            peer: peer as usize,
+            comm: comm.0 as usize,
+            ctx,
+            src,
+        })
+    }
+
+    /// The context of `comm` and the world rank of `src` when a receive `(src, tag)` may
+    /// bypass the general path's checks: valid arguments (`null_buf`: a null buffer with
+    /// a length), a specific source on another live rank reached by a link, neither `pml
+    /// cm` nor fault tolerance, the engine not finalized. `None` otherwise (the general
+    /// path reports what is wrong).
+    #[inline(always)]
+    fn linked_source(
+        &self,
+        null_buf: bool,
+        src: i32,
+        tag: i32,
+        comm: CommId,
+    ) -> Option<(u32, i32)> {
         if self.finalized
             || self.ft
             || self.cm.is_some()
@@ -249,17 +323,12 @@ impl State {
             return None;
         }
         let c = self.comms.get(comm.0 as usize)?.as_ref()?;
-        let peer = *c.remote.get(src as usize)? as usize;
-        let p = &self.peers[peer];
-        if peer as i32 == self.me || p.dead || p.link.is_none() {
+        let (ctx, peer) = (c.ctx, *c.remote.get(src as usize)?);
+        let p = self.peers.get(peer as usize)?;
+        if peer == self.me || p.dead || p.link.is_none() {
             return None;
         }
-        self.matcher.quiet_for(c.ctx, src).then_some(DirectRecv {
-            peer,
-            comm: comm.0 as usize,
-            ctx: c.ctx,
-            src,
-        })
+        Some((ctx, peer))
     }
 
     /// One poll of the direct receive path: if the only thing to do is the next record from
@@ -512,7 +581,11 @@ impl State {
             count_bytes: n,
             cancelled: false,
         };
-        self.finish(rid);
+        // `State::finish` on the request in hand (one slot lookup instead of two).
+        q.state = ReqState::Done;
+        if q.detached {
+            self.reqs.remove(rid);
+        }
         if let Ack::Remote { peer, sreq } = ack {
             self.ctrl(peer, K_FIN, 0, sreq, 0);
         }

@@ -1127,6 +1127,63 @@ fn started_receives_take_waiting_eager_records_in_order() {
     assert_eq!((&bufs[2][..], &bufs[3][..16]), (&big[..], &a[..]));
 }
 
+/// The one-pass path of a nonblocking receive (`State::irecv_fast`) leaves everything it
+/// does not cover to the general path: bad arguments still fail with their class, and a
+/// receive started while an unexpected message waits (here from the other source) still
+/// takes the earliest matching message, and one from the other source still finds it.
+#[test]
+fn started_receives_off_the_fast_path_keep_their_rules() {
+    let net = Net::new(3, 64);
+    let mut buf = [0u8; 64];
+    let start = |src: i32, tag: i32, buf: &mut [u8; 64]| {
+        // SAFETY: the buffers outlive every request of this test.
+        unsafe { net.e[0].irecv_started(buf.as_mut_ptr(), 64, src, tag, WORLD) }
+    };
+    let class = |r: Result<crate::Started, crate::Error>| match r {
+        Err(e) => e.class(),
+        Ok(_) => panic!("a bad argument was accepted"),
+    };
+    assert_eq!(class(start(1, -5, &mut buf)), ErrorClass::Tag);
+    assert_eq!(class(start(7, 0, &mut buf)), ErrorClass::Rank);
+    // SAFETY: a null buffer with a length: refused before anything is written.
+    let null = unsafe { net.e[0].irecv_started(std::ptr::null_mut(), 4, 1, 0, WORLD) };
+    assert_eq!(class(null), ErrorClass::Buffer);
+    // Rank 2's message arrives unexpected (no receive posted for it).
+    let (m2, m1a, m1b) = (data(8, 2), data(8, 11), data(8, 12));
+    let s2 = net.isend(2, 0, 3, &m2, SendMode::Standard);
+    net.done(2, s2);
+    for _ in 0..4 {
+        net.e[0].progress();
+    }
+    // From rank 1 (nothing of it unexpected): the receives post in order.
+    let (mut b1a, mut b1b, mut b2) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    let r1a = start(1, ANY_TAG, &mut b1a).expect("receive from 1");
+    let r1b = start(1, ANY_TAG, &mut b1b).expect("receive from 1");
+    let r2 = start(2, 3, &mut b2).expect("receive from 2");
+    let crate::Started::Complete(st2) = r2 else {
+        panic!("the unexpected message from rank 2 was not taken at start");
+    };
+    assert_eq!((st2.source, st2.tag, st2.count_bytes), (2, 3, 8));
+    assert_eq!(&b2[..8], &m2[..]);
+    for (m, tag) in [(&m1a, 1), (&m1b, 2)] {
+        let s = net.isend(1, 0, tag, m, SendMode::Standard);
+        net.done(1, s);
+    }
+    let got: Vec<Status> = [r1a, r1b]
+        .into_iter()
+        .map(|r| match r {
+            crate::Started::Pending(r) => net.done(0, r),
+            crate::Started::Complete(s) => s,
+        })
+        .collect();
+    assert_eq!(
+        (got[0].tag, got[1].tag),
+        (1, 2),
+        "rank 1's messages out of order"
+    );
+    assert_eq!((&b1a[..8], &b1b[..8]), (&m1a[..], &m1b[..]));
+}
+
 mod matching_order {
     //! Property test: nonblocking receives started at random moments (some find their
     //! message waiting in the link and take it directly) against sends of eager,
