@@ -116,7 +116,8 @@ pub enum Progress {
     /// Ended: the result is in the output.
     Done,
     /// Ended on the segment without moving data: some rank's blocks did not fit one buffer
-    /// (every rank sees the same), the caller moves them by messages.
+    /// (every rank sees the same, at once if the blocks are its own), the caller moves them
+    /// by messages.
     Fallback,
     /// Ended, but some received block's length differed from its receive count (those
     /// blocks were not copied).
@@ -314,7 +315,17 @@ impl SmNb {
             let posted = match &self.kind {
                 SmKind::Alltoallv {
                     scounts, sdispls, ..
-                } => seg.try_post_table(k, (bytes(input), scounts, sdispls)),
+                } => match seg.try_post_table(k, (bytes(input), scounts, sdispls)) {
+                    None => false,
+                    Some(true) => true,
+                    // Our blocks do not fit: every rank will see our flag and move its
+                    // blocks by messages, so we need read nothing of `k` and start ours now.
+                    Some(false) => {
+                        seg.close_nb(k);
+                        self.done = true;
+                        return Progress::Fallback;
+                    }
+                },
                 kind => {
                     let n = if kind.posts(seg.rank()) { input.1 } else { 0 };
                     // SAFETY: caller contract (input readable); `n <= DATA` was checked

@@ -248,17 +248,17 @@ impl Seg {
         true
     }
     /// Post an alltoallv's table and blocks ([`put_table`]) as our data of nonblocking
-    /// collective `k` without waiting: false (nothing written) while the buffer may still be
-    /// read ([`Seg::try_post`]).
-    pub(crate) fn try_post_table(&self, k: u64, send: (&[u8], &[usize], &[usize])) -> bool {
+    /// collective `k` without waiting: `None` (nothing written) while the buffer may still
+    /// be read ([`Seg::try_post`]), else whether our blocks fit.
+    pub(crate) fn try_post_table(&self, k: u64, send: (&[u8], &[usize], &[usize])) -> Option<bool> {
         if !self.nb_free(k) {
-            return false;
+            return None;
         }
         // SAFETY: our own nonblocking buffer of `k` (`DATA` bytes after the stamp word),
         // free (checked above) and read by nobody until we stamp it.
-        unsafe { put_table(self.nb_buf(self.rank, k).add(8), self.size, send) };
+        let fits = unsafe { put_table(self.nb_buf(self.rank, k).add(8), self.size, send) };
         self.nb_stamp(self.rank, k).store(k, Ordering::Release);
-        true
+        Some(fits)
     }
     /// Take our blocks of nonblocking alltoallv `k` from every rank's table
     /// ([`take_table`]).
