@@ -579,7 +579,7 @@ impl Schedule {
                         sdispls,
                         rcounts,
                         rdispls,
-                    }) = self.sm.take().map(|nb| nb.kind().clone())
+                    }) = self.sm.take().map(SmNb::into_kind)
                     else {
                         unreachable!("only an alltoallv falls back");
                     };

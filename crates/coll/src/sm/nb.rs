@@ -280,9 +280,10 @@ impl SmNb {
         }
     }
 
-    /// The collective this is.
-    pub fn kind(&self) -> &SmKind {
-        &self.kind
+    /// The collective this was, once it ended (no copy of its vectors).
+    pub(crate) fn into_kind(mut self) -> SmKind {
+        debug_assert!(self.done);
+        std::mem::replace(&mut self.kind, SmKind::Barrier)
     }
 
     /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
