@@ -559,6 +559,18 @@ unsafe fn ialltoallv(
                     &mut unpack,
                 )
             };
+            // On the segment (every rank alike, whatever its sizes: blocks that do not
+            // fit it move by messages, on every rank, see `Schedule::shared_alltoallv`).
+            if let Some(seg) = shared_seg(&a, 0) {
+                let s = Schedule::shared_alltoallv(
+                    &a,
+                    seg,
+                    (l.region, l.counts, l.displs),
+                    (r.region, r.counts, r.displs),
+                )
+                .map_err(sched_err(comm))?;
+                return start(comm, s, unpack, request);
+            }
             (l.region, l.counts, l.displs)
         }
     };

@@ -21,6 +21,11 @@
  *   the barrier first and start theirs after it (mpi4py's test_ulfm does this through its
  *   MPI_Comm_iagree fallback). The root's test must not complete it early, and the result
  *   must be the AND of everybody's flags.
+ * - Ialltoallv and Ialltoallw (contiguous types) with uneven blocks, one at a time and
+ *   2 * 20 outstanding with iallreduces and barriers, completed in reverse order: blocks
+ *   that fit one buffer and, when rank 0's do not, every rank's moved by messages; and
+ *   rank 0 blocked in receives that the others send only once their alltoallv completed
+ *   (its blocks must move while it does not wait for its request).
  * - Requests of collectives that ended at their post: complete for every completion call
  *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
@@ -452,6 +457,98 @@ static void check_ordering(int round) {
     }
 }
 
+
+/* Ialltoallv and Ialltoallw (contiguous types) on the segment: block (i -> j) carries
+ * `len(i, j, big)` bytes of bval(i * 64 + j, k); with `big` rank 0's blocks do not fit one
+ * buffer, so every rank moves its blocks by messages (the others' fit: they must not
+ * take the segment's copy alone). */
+static int a2a_len(int i, int j, int big) { return big && i == 0 ? 3000 + j : 1 + (i * 5 + j * 3) % 40; }
+static void a2a_post(int w, int big, int k, char **sb, char **rb, MPI_Request *rq) {
+    int sc[64], sd[64], rc[64], rd[64], stot = 0, rtot = 0;
+    MPI_Datatype ty[64];
+    for (int j = 0; j < size; j++) {
+        sc[j] = a2a_len(rank, j, big);
+        rc[j] = a2a_len(j, rank, big);
+        ty[j] = MPI_CHAR;
+    }
+    /* blocks in reverse order with a gap, so displacements matter */
+    for (int j = size - 1; j >= 0; j--) {
+        sd[j] = stot;
+        stot += sc[j] + 3;
+        rd[j] = rtot;
+        rtot += rc[j] + 5;
+    }
+    *sb = malloc(stot);
+    *rb = malloc(rtot);
+    memset(*rb, 0xee, rtot);
+    for (int j = 0; j < size; j++)
+        for (int b = 0; b < sc[j]; b++) (*sb)[sd[j] + b] = (char)(bval(rank * 64 + j, b, k));
+    if (w)
+        CHECK_RC(MPI_Ialltoallw(*sb, sc, sd, ty, *rb, rc, rd, ty, MPI_COMM_WORLD, rq));
+    else
+        CHECK_RC(MPI_Ialltoallv(*sb, sc, sd, MPI_CHAR, *rb, rc, rd, MPI_CHAR, MPI_COMM_WORLD, rq));
+}
+static void a2a_check(int big, int k, char *sb, char *rb) {
+    int rtot = 0, rd[64], rc[64];
+    for (int j = size - 1; j >= 0; j--) {
+        rc[j] = a2a_len(j, rank, big);
+        rd[j] = rtot;
+        rtot += rc[j] + 5;
+    }
+    for (int j = 0; j < size; j++) {
+        for (int b = 0; b < rc[j]; b++) CHECK(rb[rd[j] + b] == (char)bval(j * 64 + rank, b, k));
+        for (int b = rc[j]; b < rc[j] + 5; b++) CHECK((unsigned char)rb[rd[j] + b] == 0xee);
+    }
+    free(sb);
+    free(rb);
+}
+static void check_alltoallv(int round) {
+    /* one at a time, fitting and not */
+    for (int big = 0; big < 2; big++)
+        for (int w = 0; w < 2; w++) {
+            char *sb, *rb;
+            MPI_Request rq;
+            a2a_post(w, big, round, &sb, &rb, &rq);
+            CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+            a2a_check(big, round, sb, rb);
+        }
+    /* more outstanding than the segment has buffers, fitting and falling back in turn,
+     * between blocking collectives and other nonblocking ones, completed in reverse */
+    enum { N = 2 * DEPTH };
+    char *sb[N], *rb[N];
+    MPI_Request rq[2 * N];
+    int v[N];
+    for (int i = 0; i < N; i++) {
+        a2a_post(i % 2, i % 3 == 1, round + i, &sb[i], &rb[i], &rq[2 * i]);
+        v[i] = rank + i;
+        CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &v[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[2 * i + 1]));
+        if (i % 4 == 0) CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    for (int i = 2 * N - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&rq[i], MPI_STATUS_IGNORE));
+    for (int i = 0; i < N; i++) {
+        a2a_check(i % 3 == 1, round + i, sb[i], rb[i]);
+        CHECK(v[i] == size * (size - 1) / 2 + size * i);
+    }
+    /* Rank 0 posts (its blocks do not fit: every rank falls back to messages) and then
+     * blocks in receives that the others send only after their alltoallv completed: rank
+     * 0's blocks must move without rank 0 waiting for its request. */
+    for (int big = 0; big < 2; big++) {
+        char *s1, *r1;
+        MPI_Request q;
+        int token = 0;
+        a2a_post(big, big, round + 7, &s1, &r1, &q);
+        if (rank == 0) {
+            for (int r = 1; r < size; r++)
+                CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        } else {
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD));
+        }
+        if (rank == 0) CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        a2a_check(big, round + 7, s1, r1);
+    }
+}
+
 /* Requests of collectives that end at their post (a broadcast's root on the segment, a
  * gather's non-roots): every completion call treats them as complete requests with the
  * empty status of a collective; freeing one is allowed; mixed with requests still
@@ -516,6 +613,7 @@ int main(int argc, char **argv) {
         check_reductions(round);
         check_moves(round);
         check_ordering(round);
+        check_alltoallv(round);
     }
     CHECK(size <= 64);
     check_ended_at_post();

@@ -24,7 +24,7 @@
 
 use crate::base::helpers::{fold_real_rank, fold_sizes, pooled, scan_rounds, unpool};
 use crate::base::stats::{count, Alg};
-use crate::sm::nb::SmNb;
+use crate::sm::nb::{Progress, SmNb};
 use crate::sm::{Seg, SmKind};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
@@ -313,6 +313,35 @@ impl Schedule {
         s
     }
 
+    /// `MPI_Ialltoallv` through the segment `seg` ([`SmKind::Alltoallv`]): region 0 is the
+    /// input, region 1 the output, counts and displacements in bytes. Takes the segment's
+    /// next sequence number *and* the communicator's next schedule tag, on every rank alike
+    /// (every rank takes this path whatever its sizes): when some rank's blocks do not fit
+    /// one buffer, every rank then moves its blocks by messages on that tag, one round as
+    /// [`CollComm::ialltoallv`].
+    pub fn shared_alltoallv(
+        cc: &CollComm,
+        seg: Arc<Seg>,
+        (input, scounts, sdispls): (Region, Vec<usize>, Vec<usize>),
+        (output, rcounts, rdispls): (Region, Vec<usize>, Vec<usize>),
+    ) -> Result<Schedule> {
+        cc.check_vec_len(&scounts, &sdispls)?;
+        cc.check_vec_len(&rcounts, &rdispls)?;
+        cc.check_self_block(&scounts, &rcounts)?;
+        let tag = next_tag(cc)?;
+        count(cc.shadow, Alg::SmNonblocking);
+        let mut s = Schedule::blank(cc, tag, vec![input, output], None);
+        s.started = true;
+        let kind = SmKind::Alltoallv {
+            scounts,
+            sdispls,
+            rcounts,
+            rdispls,
+        };
+        s.sm = Some(SmNb::open(seg, kind));
+        Ok(s)
+    }
+
     /// Whether this is a collective of the `sm` component ([`Schedule::shared`]).
     pub fn is_shared(&self) -> bool {
         self.sm.is_some()
@@ -529,9 +558,41 @@ impl Schedule {
             let out = self.regions[1].ptr_len();
             // SAFETY: the regions are the caller's memory (valid until completion by the
             // MPI contract) or owned by the schedule.
-            let done = unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) };
-            // Ended: reported once (then `None` is never returned again, nor is it asked).
-            return done.then_some(Ok(()));
+            match unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) } {
+                Progress::Pending => return None,
+                // Ended: reported once (then `None` is never returned again, nor is it
+                // asked).
+                Progress::Done => return Some(Ok(())),
+                Progress::Mismatch => {
+                    return Some(Err(arg_err(
+                        ErrorClass::Truncate,
+                        "alltoallv: a block's length differs from its receive count",
+                    )))
+                }
+                Progress::Fallback => {
+                    // Some rank's blocks did not fit: every rank moves its blocks by
+                    // messages now, on the tag taken at the post.
+                    let me = self.cc.rank as usize;
+                    let p = self.cc.size as usize;
+                    let Some(SmKind::Alltoallv {
+                        scounts,
+                        sdispls,
+                        rcounts,
+                        rdispls,
+                    }) = self.sm.take().map(SmNb::into_kind)
+                    else {
+                        unreachable!("only an alltoallv falls back");
+                    };
+                    self.rounds = vec![alltoallv_round(
+                        (me, p),
+                        (&scounts, &sdispls),
+                        (&rcounts, &rdispls),
+                    )];
+                    self.next = 0;
+                    self.started = false;
+                    count(self.cc.shadow, Alg::NbcAlltoallvLinear);
+                }
+            }
         }
         if !self.started {
             self.started = true;
@@ -923,6 +984,19 @@ impl CollComm {
     ) -> Result<Schedule> {
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;
+        self.check_self_block(scounts, rcounts)?;
+        let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcAlltoallvLinear);
+        let (me, p) = (self.rank as usize, self.size as usize);
+        s.rounds.push(alltoallv_round(
+            (me, p),
+            (scounts, sdispls),
+            (rcounts, rdispls),
+        ));
+        Ok(s)
+    }
+
+    /// Our block to ourselves must be as long as the one we receive from ourselves.
+    fn check_self_block(&self, scounts: &[usize], rcounts: &[usize]) -> Result<()> {
         let me = self.rank as usize;
         if scounts[me] != rcounts[me] {
             return Err(arg_err(
@@ -933,23 +1007,7 @@ impl CollComm {
                 ),
             ));
         }
-        let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcAlltoallvLinear);
-        let p = self.size as usize;
-        let rd = s.round();
-        for k in 1..p {
-            let src = (me + p - k) % p;
-            rd.push(rcv((1, rdispls[src]), rcounts[src], src as i32));
-        }
-        for k in 1..p {
-            let dst = (me + k) % p;
-            rd.push(snd((0, sdispls[dst]), scounts[dst], dst as i32));
-        }
-        rd.push(Step::Copy {
-            src: (0, sdispls[me]),
-            dst: (1, rdispls[me]),
-            len: scounts[me],
-        });
-        Ok(s)
+        Ok(())
     }
 
     /// `MPI_Igatherv`: region 0 (our block) goes to block `rank` of region 1 at the root
@@ -1270,4 +1328,29 @@ impl CollComm {
         }
         Ok(s)
     }
+}
+
+/// The one round of an alltoallv for rank `me` of `p` (input region 0, output region 1,
+/// counts and displacements in bytes): receive every other rank's block, send ours, copy
+/// our own block.
+fn alltoallv_round(
+    (me, p): (usize, usize),
+    (scounts, sdispls): (&[usize], &[usize]),
+    (rcounts, rdispls): (&[usize], &[usize]),
+) -> Round {
+    let mut rd = Vec::with_capacity(2 * p - 1);
+    for k in 1..p {
+        let src = (me + p - k) % p;
+        rd.push(rcv((1, rdispls[src]), rcounts[src], src as i32));
+    }
+    for k in 1..p {
+        let dst = (me + k) % p;
+        rd.push(snd((0, sdispls[dst]), scounts[dst], dst as i32));
+    }
+    rd.push(Step::Copy {
+        src: (0, sdispls[me]),
+        dst: (1, rdispls[me]),
+        len: scounts[me],
+    });
+    Round(rd)
 }

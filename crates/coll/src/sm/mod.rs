@@ -48,7 +48,7 @@ pub mod nb;
 pub mod params;
 mod segment;
 
-pub use nb::SmKind;
+pub use nb::{Progress, SmKind};
 pub use segment::{Seg, BIG_MAX, DATA, NBUF, NB_NBUF};
 
 use crate::tune::{self, Coll};

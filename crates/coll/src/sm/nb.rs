@@ -88,6 +88,40 @@ pub enum SmKind {
         /// Bytes per rank.
         counts: Vec<usize>,
     },
+    /// `MPI_Ialltoallv` (and `MPI_Ialltoallw` of contiguous types): block `j` of the input
+    /// (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`, block `j` of the output
+    /// (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Each rank posts a table of
+    /// its blocks or a flag that they do not fit one buffer (as the blocking
+    /// `Seg::alltoallv`); when some rank's flag says so, every rank sees it and the
+    /// collective moves its data by messages instead ([`Progress::Fallback`]). Not through
+    /// [`SmKind::compute`].
+    Alltoallv {
+        /// Bytes sent to each rank.
+        scounts: Vec<usize>,
+        /// Offset in the input of each rank's block.
+        sdispls: Vec<usize>,
+        /// Bytes received from each rank.
+        rcounts: Vec<usize>,
+        /// Offset in the output of each rank's block.
+        rdispls: Vec<usize>,
+    },
+}
+
+/// What a progress call of a nonblocking collective on the segment ([`SmNb::progress`])
+/// found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Not ended yet.
+    Pending,
+    /// Ended: the result is in the output.
+    Done,
+    /// Ended on the segment without moving data: some rank's blocks did not fit one buffer
+    /// (every rank sees the same, at once if the blocks are its own), the caller moves them
+    /// by messages.
+    Fallback,
+    /// Ended, but some received block's length differed from its receive count (those
+    /// blocks were not copied).
+    Mismatch,
 }
 
 impl SmKind {
@@ -113,7 +147,8 @@ impl SmKind {
             | SmKind::Alltoall { .. }
             | SmKind::Allgather { .. }
             | SmKind::Allgatherv { .. }
-            | SmKind::ReduceScatter { .. } => 0..p,
+            | SmKind::ReduceScatter { .. }
+            | SmKind::Alltoallv { .. } => 0..p,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -215,6 +250,8 @@ impl SmKind {
                 let off: usize = counts[..me].iter().sum();
                 fold(&mut out[..counts[me]], 0..p, off);
             }
+            // Posted and read as tables by `SmNb::progress`.
+            SmKind::Alltoallv { .. } => {}
         }
     }
 }
@@ -243,9 +280,15 @@ impl SmNb {
         }
     }
 
+    /// The collective this was, once it ended (no copy of its vectors).
+    pub(crate) fn into_kind(mut self) -> SmKind {
+        debug_assert!(self.done);
+        std::mem::replace(&mut self.kind, SmKind::Barrier)
+    }
+
     /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
     /// and `output` are the schedule's regions 0 and 1 (pointer, length); `op` its
-    /// reduction. Returns whether the collective has ended.
+    /// reduction.
     ///
     /// # Safety
     /// The regions are valid (input readable, output writable) until the end (the MPI
@@ -255,42 +298,77 @@ impl SmNb {
         input: (*const u8, usize),
         output: (*mut u8, usize),
         op: Option<&OwnedOp>,
-    ) -> bool {
+    ) -> Progress {
         if self.done {
-            return true;
+            return Progress::Done;
         }
         let seg = &*self.seg;
         let k = self.k;
-        if !self.posted {
-            let n = if self.kind.posts(seg.rank()) {
-                input.1
+        let bytes = |(p, n): (*const u8, usize)| -> &[u8] {
+            if n == 0 {
+                &[]
             } else {
-                0
+                // SAFETY: caller contract (the region is readable, `n` bytes).
+                unsafe { std::slice::from_raw_parts(p, n) }
+            }
+        };
+        if !self.posted {
+            let posted = match &self.kind {
+                SmKind::Alltoallv {
+                    scounts, sdispls, ..
+                } => match seg.try_post_table(k, (bytes(input), scounts, sdispls)) {
+                    None => false,
+                    Some(true) => true,
+                    // Our blocks do not fit: every rank will see our flag and move its
+                    // blocks by messages, so we need read nothing of `k` and start ours now.
+                    Some(false) => {
+                        seg.close_nb(k);
+                        self.done = true;
+                        return Progress::Fallback;
+                    }
+                },
+                kind => {
+                    let n = if kind.posts(seg.rank()) { input.1 } else { 0 };
+                    // SAFETY: caller contract (input readable); `n <= DATA` was checked
+                    // by the builder.
+                    unsafe { seg.try_post(k, input.0, n) }
+                }
             };
-            // SAFETY: caller contract (input readable); `n <= DATA` was checked by the
-            // builder.
-            if !unsafe { seg.try_post(k, input.0, n) } {
-                return false;
+            if !posted {
+                return Progress::Pending;
             }
             self.posted = true;
         }
         let (me, p) = (seg.rank(), seg.size());
         if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
-            return false;
+            return Progress::Pending;
         }
-        // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
-        let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
         let out: &mut [u8] = if output.1 == 0 {
             &mut []
         } else {
             // SAFETY: caller contract (output writable).
             unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
         };
-        let f = op.map(|o| &*o.f as Fold<'_>);
-        self.kind.compute((me, p), peer, out, f);
+        let end = if let SmKind::Alltoallv {
+            rcounts, rdispls, ..
+        } = &self.kind
+        {
+            // SAFETY: every rank stamped `k` (checked above) and `k` is open (closed below).
+            match unsafe { seg.take_table_nb(k, (out, rcounts, rdispls)) } {
+                None => Progress::Fallback,
+                Some(true) => Progress::Done,
+                Some(false) => Progress::Mismatch,
+            }
+        } else {
+            // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
+            let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
+            let f = op.map(|o| &*o.f as Fold<'_>);
+            self.kind.compute((me, p), peer, out, f);
+            Progress::Done
+        };
         seg.close_nb(k);
         self.done = true;
-        true
+        end
     }
 }
 

@@ -221,6 +221,19 @@ impl Seg {
     /// `src` is valid for reads (it may be the caller's memory, not yet handed over).
     pub(crate) unsafe fn try_post(&self, k: u64, src: *const u8, n: usize) -> bool {
         debug_assert!(n <= DATA);
+        if !self.nb_free(k) {
+            return false;
+        }
+        // SAFETY: our own nonblocking buffer of `k` (data after the stamp line), read by
+        // nobody until we stamp it and no longer by anybody for `k - NB_NBUF` (checked
+        // above); `src` per the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, self.nb_buf(self.rank, k).add(8), n) };
+        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
+        true
+    }
+    /// Whether our nonblocking buffer of collective `k` may be written: no rank, ourselves
+    /// included, may still read it for nonblocking collective `k - NB_NBUF`.
+    fn nb_free(&self, k: u64) -> bool {
         let need = k.saturating_sub(NB_NBUF);
         if self.min_nb_done.load(Ordering::Relaxed) < need {
             let low = (0..self.size)
@@ -232,12 +245,34 @@ impl Seg {
             }
             self.min_nb_done.store(low, Ordering::Relaxed);
         }
-        // SAFETY: our own nonblocking buffer of `k` (data after the stamp line), read by
-        // nobody until we stamp it and no longer by anybody for `k - NB_NBUF` (checked
-        // above); `src` per the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(src, self.nb_buf(self.rank, k).add(8), n) };
-        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
         true
+    }
+    /// Post an alltoallv's table and blocks ([`put_table`]) as our data of nonblocking
+    /// collective `k` without waiting: `None` (nothing written) while the buffer may still
+    /// be read ([`Seg::try_post`]), else whether our blocks fit.
+    pub(crate) fn try_post_table(&self, k: u64, send: (&[u8], &[usize], &[usize])) -> Option<bool> {
+        if !self.nb_free(k) {
+            return None;
+        }
+        // SAFETY: our own nonblocking buffer of `k` (`DATA` bytes after the stamp word),
+        // free (checked above) and read by nobody until we stamp it.
+        let fits = unsafe { put_table(self.nb_buf(self.rank, k).add(8), self.size, send) };
+        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
+        Some(fits)
+    }
+    /// Take our blocks of nonblocking alltoallv `k` from every rank's table
+    /// ([`take_table`]).
+    ///
+    /// # Safety
+    /// Every rank stamped nonblocking collective `k` ([`Seg::stamped`]) and `k` is still
+    /// open here.
+    pub(crate) unsafe fn take_table_nb(
+        &self,
+        k: u64,
+        recv: (&mut [u8], &[usize], &[usize]),
+    ) -> Option<bool> {
+        // SAFETY: caller contract.
+        unsafe { take_table((self.rank, self.size), |r| self.nb_buf(r, k).add(8), recv) }
     }
     /// Rank `r`'s data of collective `k`, `n` bytes from `off`, for a nonblocking
     /// collective.
@@ -424,70 +459,24 @@ impl Seg {
         (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
     ) -> Option<bool> {
-        let p = self.size;
-        let head = 8 + 8 * p;
-        let total: usize = scounts.iter().sum();
-        let fits = head + total <= DATA
-            && scounts.len() == p
-            && sdispls.len() == p
-            && (0..p).all(|j| sdispls[j] + scounts[j] <= send.len());
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
-        let base = self.data(self.rank, k);
-        // SAFETY: our own buffer of collective `k` (`DATA` bytes after the stamp line's
-        // first 8 bytes), read by nobody until we stamp it and no longer by anybody for
-        // `k - NBUF` (waited above); every write is within `head + total <= DATA` bytes,
-        // every read of `send` within its length (checked in `fits`).
-        unsafe {
-            base.cast::<u64>().write_unaligned(u64::from(fits));
-            if fits {
-                let mut off = head;
-                for j in 0..p {
-                    let at = base.add(8 + 8 * j).cast::<u32>();
-                    at.write_unaligned(off as u32);
-                    at.add(1).write_unaligned(scounts[j] as u32);
-                    std::ptr::copy_nonoverlapping(
-                        send.as_ptr().add(sdispls[j]),
-                        base.add(off),
-                        scounts[j],
-                    );
-                    off += scounts[j];
-                }
-            }
-        }
+        // SAFETY: our own buffer of collective `k` (`DATA` bytes), read by nobody until we
+        // stamp it and no longer by anybody for `k - NBUF` (waited above).
+        unsafe { put_table(self.data(self.rank, k), self.size, (send, scounts, sdispls)) };
         self.stamp(self.rank, k).store(k, Ordering::Release);
         self.wait_all(k);
-        let flag = |r: usize| {
-            // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after
-            // the reads; the flag is the first 8 posted bytes.
-            unsafe { self.data(r, k).cast::<u64>().read_unaligned() }
-        };
-        // SAFETY: as for `flag`; rank `r`'s table entry `j` lies within its posted header
-        // (every rank's flag says it posted one).
-        let entry = |r: usize, j: usize| unsafe {
-            let at = self.data(r, k).add(8 + 8 * j).cast::<u32>();
-            (
-                at.read_unaligned() as usize,
-                at.add(1).read_unaligned() as usize,
+        // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after the
+        // reads.
+        let got = unsafe {
+            take_table(
+                (self.rank, self.size),
+                |r| self.data(r, k),
+                (recv, rcounts, rdispls),
             )
         };
-        if (0..p).any(|r| flag(r) != 1) {
-            self.finish(k);
-            return None;
-        }
-        let mut ok = rcounts.len() == p && rdispls.len() == p;
-        for j in 0..p {
-            let (off, len) = entry(j, self.rank);
-            if !ok || len != rcounts[j] || rdispls[j] + len > recv.len() || off + len > DATA {
-                ok = false;
-                continue;
-            }
-            // SAFETY: as above; `off + len <= DATA` (checked).
-            let src = unsafe { self.peer(j, k, off, len) };
-            recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
-        }
         self.finish(k);
-        Some(ok)
+        got
     }
 
     /// Start blocking collective `kind` (gather, scatter, allgather(v), reduce,
@@ -719,4 +708,82 @@ impl Seg {
         }
         self.finish(k);
     }
+}
+
+/// Write an alltoallv's blocks at `base` (a buffer's `DATA` bytes) for `p` ranks: a flag
+/// word (1: the table follows), then per rank `j` the offset and length of its block
+/// (`u32` each), then the blocks back to back (block `j`: `scounts[j]` bytes of `send` at
+/// `sdispls[j]`); or only the flag 0 when they do not fit one buffer (or the arguments do
+/// not describe `p` blocks inside `send`). Returns whether they fit.
+///
+/// # Safety
+/// `base` is valid for `DATA` bytes of writes.
+unsafe fn put_table(
+    base: *mut u8,
+    p: usize,
+    (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+) -> bool {
+    let head = 8 + 8 * p;
+    let fits = scounts.len() == p
+        && sdispls.len() == p
+        && head + scounts.iter().sum::<usize>() <= DATA
+        && (0..p).all(|j| sdispls[j] + scounts[j] <= send.len());
+    // SAFETY: every write is within `head + total <= DATA` bytes (checked in `fits`), every
+    // read of `send` within its length.
+    unsafe {
+        base.cast::<u64>().write_unaligned(u64::from(fits));
+        if fits {
+            let mut off = head;
+            for j in 0..p {
+                let at = base.add(8 + 8 * j).cast::<u32>();
+                at.write_unaligned(off as u32);
+                at.add(1).write_unaligned(scounts[j] as u32);
+                std::ptr::copy_nonoverlapping(
+                    send.as_ptr().add(sdispls[j]),
+                    base.add(off),
+                    scounts[j],
+                );
+                off += scounts[j];
+            }
+        }
+    }
+    fits
+}
+
+/// Rank `me` of `p` takes its block from every rank's table ([`put_table`]; `data(r)`:
+/// where rank `r` wrote it) into `recv` (block `j`: `rcounts[j]` bytes at `rdispls[j]`).
+/// `None`: some rank's blocks did not fit (nothing copied: every rank sees the same flags,
+/// so all move the data otherwise); `Some(ok)`, `ok` false if some block's length differed
+/// from its `rcounts` entry (such blocks are not copied).
+///
+/// # Safety
+/// Every rank's table is written, visible and unchanged while this runs.
+unsafe fn take_table(
+    (me, p): (usize, usize),
+    data: impl Fn(usize) -> *mut u8,
+    (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+) -> Option<bool> {
+    // SAFETY: caller contract: the flag is the first 8 written bytes.
+    if (0..p).any(|r| unsafe { data(r).cast::<u64>().read_unaligned() } != 1) {
+        return None;
+    }
+    let mut ok = rcounts.len() == p && rdispls.len() == p;
+    for j in 0..p {
+        // SAFETY: rank `j`'s flag says its table follows; entry `me` lies within it.
+        let (off, len) = unsafe {
+            let at = data(j).add(8 + 8 * me).cast::<u32>();
+            (
+                at.read_unaligned() as usize,
+                at.add(1).read_unaligned() as usize,
+            )
+        };
+        if !ok || len != rcounts[j] || rdispls[j] + len > recv.len() || off + len > DATA {
+            ok = false;
+            continue;
+        }
+        // SAFETY: `off + len <= DATA` (checked), within rank `j`'s buffer.
+        let src = unsafe { std::slice::from_raw_parts(data(j).add(off).cast_const(), len) };
+        recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
+    }
+    Some(ok)
 }
