@@ -1199,6 +1199,9 @@ fn probe(e: &Engine) {
     if e.rank() == 0 {
         send(e, &pattern(10, 1), 1, 3, SendMode::Standard);
         send(e, &pattern(200_000, 2), 1, 4, SendMode::Standard);
+        // Received after mprobe into shorter buffers: truncated.
+        send(e, &pattern(3000, 5), 1, 5, SendMode::Standard);
+        send(e, &pattern(100_000, 6), 1, 6, SendMode::Sync);
         send(e, b"done", 1, 9, SendMode::Sync);
     } else {
         // A receive cancelled before any message arrives.
@@ -1228,6 +1231,23 @@ fn probe(e: &Engine) {
         let r = unsafe { e.imrecv(small.as_mut_ptr(), 10, m) }.unwrap();
         assert_eq!(e.wait(r).tag, 3);
         assert_eq!(small.to_vec(), pattern(10, 1));
+        // Claimed messages longer than the buffer: the status says truncated, the count is
+        // the buffer's, what fits arrived, and the stream goes on (the provider does not
+        // truncate a claimed receive itself: some would not say so, or stall the sender).
+        for (tag, len, room) in [(5, 3000, 100), (6, 100_000, 50_000)] {
+            let (m, st) = e.mprobe(0, tag, w).unwrap();
+            assert_eq!(st.count_bytes, len);
+            let mut b = vec![0u8; room];
+            // SAFETY: b outlives the wait.
+            let r = unsafe { e.imrecv(b.as_mut_ptr(), room, m) }.unwrap();
+            let st = e.wait(r);
+            assert_eq!(
+                (st.error, st.count_bytes, st.tag),
+                (Some(ErrorClass::Truncate), room, tag),
+                "mrecv of {len} bytes into {room}"
+            );
+            assert!(b[..] == pattern(len, tag as u64)[..room]);
+        }
         let mut d = [0u8; 4];
         recv(e, &mut d, 0, 9);
         assert_eq!(&d, b"done");

@@ -16,7 +16,9 @@
 //!   provider's `FI_ETRUNC`, cancel is `fi_cancel` (`FI_ECANCELED` when it had not matched).
 //! - Probes are `FI_PEEK` (mprobe: `FI_PEEK | FI_CLAIM`, its receive `FI_CLAIM` with the
 //!   peek's context), each waited for under the engine's lock, as the provider answers a
-//!   peek from its own queues.
+//!   peek from its own queues. A claimed message longer than its receive's buffer (the
+//!   peek gave its length) is received whole into a buffer of its length and truncated
+//!   here, never by the provider.
 //! - Finalize: every rank sends a goodbye to every other and waits for theirs, so what it
 //!   injected has left before the fabric closes (a manual-progress provider moves data
 //!   only while someone reads its queue).
@@ -375,7 +377,8 @@ impl State {
                         // valid until its request completes (below); b is ours.
                         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to as *mut u8, placed) };
                     }
-                    if cm.spare.len() < SPARE_BOUNCES {
+                    // Only the receives' own size: a claimed receive's is the message's.
+                    if cm.spare.len() < SPARE_BOUNCES && b.len() == cm.bounce {
                         cm.spare.push(b);
                     }
                 }
@@ -526,8 +529,21 @@ impl State {
             detached: false,
             _owned: None,
         });
-        // SAFETY: the caller keeps buf valid until the request completes.
-        match unsafe { cm.mtl.claimed_recv(t, buf, len) } {
+        // The peek gave the message's length: a message longer than the buffer is received
+        // whole into a buffer of its length, and the completion copies what fits and
+        // reports the truncation (`Cq::capped`), so the provider never truncates a claimed
+        // receive (some would not report it, or would then deliver nothing more).
+        let mut bounce = (status.count_bytes > len).then(|| {
+            let b = vec![0u8; status.count_bytes];
+            (b, buf as usize)
+        });
+        let (at, room) = match bounce.as_mut() {
+            Some((b, _)) => (b.as_mut_ptr(), b.len()),
+            None => (buf, len),
+        };
+        // SAFETY: the caller keeps buf valid until the request completes; the bounce
+        // buffer lives in the pending operation until then (its heap block stays put).
+        match unsafe { cm.mtl.claimed_recv(t, at, room) } {
             Ok(t) => {
                 cm.ops.insert(
                     t,
@@ -536,7 +552,7 @@ impl State {
                         comm,
                         me,
                         len,
-                        bounce: None,
+                        bounce,
                         _spill: None,
                     },
                 );
