@@ -176,6 +176,27 @@ impl Net {
         Ok(d)
     }
 
+    /// Posts flight `idx`'s operation on `len` bytes at `buf` (registered for `access` on
+    /// `FI_MR_LOCAL` providers, its descriptor passed to `post`) with [`Net::mtl_post`];
+    /// the flight goes if that fails.
+    fn mtl_start(
+        &mut self,
+        idx: usize,
+        buf: *const u8,
+        len: usize,
+        access: u64,
+        what: &str,
+        mut post: impl FnMut(&Net, *mut c_void) -> isize,
+    ) -> Result<(), String> {
+        let r = self
+            .mtl_desc(idx, buf, len, access)
+            .and_then(|d| self.mtl_post(what, |n| post(n, d)));
+        if r.is_err() {
+            self.mtl_drop(idx);
+        }
+        r
+    }
+
     /// Posts with `post` until the provider takes it (progressing meanwhile); `what` names
     /// the call in the error.
     fn mtl_post(&mut self, what: &str, mut post: impl FnMut(&Net) -> isize) -> Result<(), String> {
@@ -393,21 +414,10 @@ impl Mtl {
         let copy = desc.to_vec();
         let (buf, len) = (copy.as_ptr(), copy.len());
         let (idx, tok, ctx) = n.mtl_flight(copy);
-        let d = match n.mtl_desc(idx, buf, len, fi::FI_SEND) {
-            Ok(d) => d,
-            Err(e) => {
-                n.mtl_drop(idx);
-                return Err(e);
-            }
-        };
         // SAFETY: the flight's copy and the boxed context live until the completion.
-        let r = n.mtl_post("fi_tsenddata", |n| unsafe {
+        n.mtl_start(idx, buf, len, fi::FI_SEND, "fi_tsenddata", |n, d| unsafe {
             n.fab.tsenddata(buf, len, d, data, to, tag, ctx)
-        });
-        if let Err(e) = r {
-            n.mtl_drop(idx);
-            return Err(e);
-        }
+        })?;
         Ok(tok)
     }
 
@@ -468,22 +478,11 @@ impl Mtl {
         let mut n = lock(&self.net);
         let from = Self::addr(&n, src)?;
         let (idx, tok, ctx) = n.mtl_flight(Vec::new());
-        let desc = match n.mtl_desc(idx, buf, len, fi::FI_READ) {
-            Ok(d) => d,
-            Err(e) => {
-                n.mtl_drop(idx);
-                return Err(e);
-            }
-        };
         // SAFETY: buf (the caller keeps it valid) and the boxed context live until the
         // completion.
-        let r = n.mtl_post("fi_read", |n| unsafe {
-            n.fab.rma_read(buf, len, desc, from, addr, key, ctx)
-        });
-        if let Err(e) = r {
-            n.mtl_drop(idx);
-            return Err(e);
-        }
+        n.mtl_start(idx, buf, len, fi::FI_READ, "fi_read", |n, d| unsafe {
+            n.fab.rma_read(buf, len, d, from, addr, key, ctx)
+        })?;
         Ok(tok)
     }
 
