@@ -171,6 +171,22 @@ impl Cm {
         })
     }
 
+    /// Posts the receive of an empty message matching `p` (an acknowledgement, a FIN): its
+    /// token.
+    fn expect(&self, p: Pattern) -> Result<u64, String> {
+        // SAFETY: no data.
+        unsafe {
+            self.mtl.recv(
+                p.bits,
+                p.ignore,
+                std::ptr::null_mut(),
+                0,
+                None,
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
     /// Sends an empty message with `tag` to world rank `to` that nobody waits for (an
     /// acknowledgement, a FIN); finalize waits for it if it did not go at once.
     fn signal(&mut self, to: usize, tag: u64) -> Result<(), String> {
@@ -329,7 +345,7 @@ impl State {
             count_bytes: len,
             ..empty_status()
         };
-        let copy = (mode == SendMode::Buffered).then(|| {
+        let mut copy = (mode == SendMode::Buffered).then(|| {
             // SAFETY: the caller's buffer is readable for len bytes now.
             unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
         });
@@ -358,45 +374,28 @@ impl State {
             }
             Err(fabric(me, e))
         };
-        if sync {
-            let ack = cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?;
-            // SAFETY: an acknowledgement carries no data.
-            match unsafe {
-                cm.mtl.recv(
-                    ack.bits,
-                    ack.ignore,
-                    std::ptr::null_mut(),
-                    0,
-                    None,
-                    std::ptr::null_mut(),
-                )
-            } {
+        // The acknowledgement of a synchronous send, then the FIN.
+        let ack = if sync {
+            Some(cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?)
+        } else {
+            None
+        };
+        let fin_pat = Pattern {
+            bits: fin_pat.bits,
+            ignore: 0,
+        };
+        for (k, p) in ack.into_iter().chain([fin_pat]).enumerate() {
+            match cm.expect(p) {
                 Ok(t) => {
                     cm.ops.insert(t, Pending::Send(req));
+                    if k == usize::from(sync) {
+                        cm.fins.insert(t, (id, copy.take()));
+                    }
                     cm.sends += 1;
                     parts += 1;
                 }
                 Err(e) => return fail(self, e),
             }
-        }
-        // SAFETY: a FIN carries no data.
-        match unsafe {
-            cm.mtl.recv(
-                fin_pat.bits,
-                0,
-                std::ptr::null_mut(),
-                0,
-                None,
-                std::ptr::null_mut(),
-            )
-        } {
-            Ok(t) => {
-                cm.ops.insert(t, Pending::Send(req));
-                cm.fins.insert(t, (id, copy));
-                cm.sends += 1;
-                parts += 1;
-            }
-            Err(e) => return fail(self, e),
         }
         let mut d = [0u8; RNDV_DESC];
         d[..8].copy_from_slice(&addr.to_le_bytes());
