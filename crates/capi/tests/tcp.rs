@@ -259,8 +259,8 @@ fn run_cm(exe: &Path, n: usize, btl: &str, prov: &str) -> Output {
 /// to 1 MiB into smaller buffers, through the bounce buffer and past it) too, which
 /// libfabric 1.17's rxm and rxd mishandle (rxm places no data and then delivers nothing
 /// more from that sender, rxd reports none), so their short receives go through a bounce
-/// buffer and the offload truncates itself, and rxd's longer ones get a spill byte that
-/// shows a truncation. `shm` cannot carry the offload (see
+/// buffer and the offload truncates itself, and rxd's longer messages go as a rendezvous
+/// (the receiver reads min(length, buffer) bytes). `shm` cannot carry the offload (see
 /// `pml_cm_refuses_shm_in_one_line`).
 #[test]
 fn pml_cm_over_ofi_software_providers() {

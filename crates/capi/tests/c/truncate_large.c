@@ -5,7 +5,8 @@
  * transports: a receive shorter than 16 KiB (pml cm on ofi_rxm/ofi_rxd: through a 16 KiB
  * bounce buffer) of a message that fits the bounce buffer and of one longer than it, and
  * receives of 16 KiB or more (the provider's or the engine's rendezvous) of messages up to
- * 1 MiB. */
+ * 1 MiB; each received by MPI_Recv, MPI_Irecv or MPI_Mprobe then MPI_Mrecv (the claimed
+ * receive of pml cm). */
 #include "check.h"
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,16 @@ int main(int argc, char **argv)
             memset(buf, 0xAA, cap + GUARD);
             MPI_Status st;
             int rc, count = -1;
-            if (k % 2 == 0) {
+            if (k % 3 == 0) {
                 rc = MPI_Recv(buf, (int)cap, MPI_BYTE, 0, k, MPI_COMM_WORLD, &st);
+            } else if (k % 3 == 2) {
+                /* claimed: the probe sees the whole length, the receive truncates */
+                MPI_Message m;
+                CHECK_RC(MPI_Mprobe(0, k, MPI_COMM_WORLD, &m, &st));
+                CHECK_RC(MPI_Get_count(&st, MPI_BYTE, &count));
+                CHECK((size_t)count == len);
+                rc = MPI_Mrecv(buf, (int)cap, MPI_BYTE, &m, &st);
+                CHECK(m == MPI_MESSAGE_NULL);
             } else {
                 /* nonblocking: the error comes from MPI_Wait and sits in the status */
                 MPI_Request rq;

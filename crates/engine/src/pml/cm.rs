@@ -16,7 +16,9 @@
 //!   provider's `FI_ETRUNC`, cancel is `fi_cancel` (`FI_ECANCELED` when it had not matched).
 //! - Probes are `FI_PEEK` (mprobe: `FI_PEEK | FI_CLAIM`, its receive `FI_CLAIM` with the
 //!   peek's context), each waited for under the engine's lock, as the provider answers a
-//!   peek from its own queues.
+//!   peek from its own queues. A claimed message longer than its receive's buffer (the
+//!   peek gave its length) is received whole into a buffer of its length and truncated
+//!   here, never by the provider.
 //! - Finalize: every rank sends a goodbye to every other and waits for theirs, so what it
 //!   injected has left before the fabric closes (a manual-progress provider moves data
 //!   only while someone reads its queue).
@@ -35,6 +37,14 @@ use crate::{CommId, Error, ErrorClass, MessageId, ReqId, SendMode, Status, ANY_S
 /// `u32::MAX`; the library's own use the top ones).
 const BYE_CTX: u32 = u32::MAX - 15;
 
+/// The context id of a rendezvous's FIN (the receiver read the data): its source is the
+/// receiver's world rank, its tag the id the request carried.
+const FIN_CTX: u32 = u32::MAX - 14;
+
+/// A rendezvous request's bytes: the address and key to read the data at, the FIN's id
+/// (the message's length travels as the request's remote data).
+const RNDV_DESC: usize = 20;
+
 /// What an operation in flight is for.
 #[derive(Debug)]
 enum Pending {
@@ -52,6 +62,23 @@ enum Pending {
         bounce: Option<(Vec<u8>, usize)>,
         /// The byte posted after the user's buffer ([`Cm::spill`]); boxed, so it stays put.
         _spill: Option<Box<u8>>,
+        /// The user's buffer's address (a rendezvous reads into it).
+        at: usize,
+        /// A claimed rendezvous request: its tag bits and the message's length (the
+        /// completion of a claimed receive need not say).
+        claimed: Option<(u64, usize)>,
+    },
+    /// The read of a rendezvous's data into receive `req`'s buffer of `len` bytes (the
+    /// message has `total`), from world rank `from`, which waits for FIN `fin`; we are
+    /// rank `me` of the communicator.
+    Read {
+        req: u64,
+        me: u32,
+        len: usize,
+        total: usize,
+        got: crate::mtl::ofi::tag::Decoded,
+        from: i32,
+        fin: u32,
     },
     /// A probe waited for under the lock: its completion, once there.
     Peek(Option<Cq>),
@@ -68,8 +95,9 @@ pub(crate) struct Cm {
     /// Parts left of each pending send request (2 for a synchronous send).
     parts: HashMap<u64, u8>,
     /// Messages claimed by mprobe, by message id: the claim's token, the status, the
-    /// communicator and our rank in it (for the acknowledgement of a synchronous send).
-    claims: HashMap<u64, (u64, Status, CommId, u32)>,
+    /// communicator and our rank in it (for the acknowledgement of a synchronous send), the
+    /// message's tag bits.
+    claims: HashMap<u64, (u64, Status, CommId, u32, u64)>,
     /// Completions read but not applied yet.
     buf: Vec<(u64, Cq)>,
     /// Receives shorter than this go through a bounce buffer of this size
@@ -83,6 +111,14 @@ pub(crate) struct Cm {
     spare: Vec<Vec<u8>>,
     /// Sends and goodbye receives in flight (finalize waits for them).
     sends: usize,
+    /// Sends longer than this go as a rendezvous
+    /// (`crate::mtl::ofi::select::rendezvous_above`).
+    rndv_above: Option<usize>,
+    /// The id of the next rendezvous's FIN.
+    next_fin: u32,
+    /// Each rendezvous's FIN receive (by token): the registration of its data, and the
+    /// copy it reads from (buffered sends).
+    fins: HashMap<u64, (u64, Option<Vec<u8>>)>,
     /// The finalize goodbyes went out.
     bye_started: bool,
     /// Finalize released the endpoint.
@@ -112,6 +148,10 @@ impl Cm {
         let layout = mtl.layout()?;
         let bounce = crate::mtl::ofi::select::bounce_below(&mtl.provider());
         let spill = crate::mtl::ofi::select::spill_byte(&mtl.provider());
+        // The request has to fit every receive that may take it (short ones have a bounce
+        // buffer, the others are at least that long), and the peer has to read the data.
+        let rndv_above = crate::mtl::ofi::select::rendezvous_above(&mtl.provider(), mtl.inject())
+            .filter(|_| bounce > RNDV_DESC && mtl.reads());
         Some(Cm {
             bounce,
             spill,
@@ -123,9 +163,42 @@ impl Cm {
             claims: HashMap::new(),
             buf: Vec::new(),
             sends: 0,
+            rndv_above,
+            next_fin: 0,
+            fins: HashMap::new(),
             bye_started: false,
             closed: false,
         })
+    }
+
+    /// Posts the receive of an empty message matching `p` (an acknowledgement, a FIN): its
+    /// token.
+    fn expect(&self, p: Pattern) -> Result<u64, String> {
+        // SAFETY: no data.
+        unsafe {
+            self.mtl.recv(
+                p.bits,
+                p.ignore,
+                std::ptr::null_mut(),
+                0,
+                None,
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    /// Sends an empty message with `tag` to world rank `to` that nobody waits for (an
+    /// acknowledgement, a FIN); finalize waits for it if it did not go at once.
+    fn signal(&mut self, to: usize, tag: u64) -> Result<(), String> {
+        // SAFETY: no data.
+        match unsafe { self.mtl.send(to, tag, std::ptr::null(), 0, true, None) }? {
+            Sent::Injected => {}
+            Sent::Pending(t) => {
+                self.ops.insert(t, Pending::Send(None));
+                self.sends += 1;
+            }
+        }
+        Ok(())
     }
 
     /// For verbose output.
@@ -175,6 +248,10 @@ impl State {
             count_bytes: len,
             ..empty_status()
         };
+        if cm.rndv_above.is_some_and(|t| len > t) {
+            // SAFETY: the caller's promise.
+            return unsafe { self.cm_rndv_send(env, dest, world, buf, len, mode) };
+        }
         if mode == SendMode::Buffered {
             // SAFETY: the caller's buffer is readable for len bytes now.
             let copy = unsafe { std::slice::from_raw_parts(buf, len) }.to_vec();
@@ -235,6 +312,113 @@ impl State {
         Ok(Started::Req(ReqId(req)))
     }
 
+    /// [`State::cm_send`] of a message longer than [`Cm::rndv_above`]: registers the data
+    /// for the receiver to read, posts the receive of the FIN that says it did, and sends
+    /// the request (the envelope's tag with [`Layout::rndv`], the descriptor, the length as
+    /// remote data). The request completes with the FIN (and the acknowledgement, if
+    /// synchronous); a buffered send reads from a copy and completes at once.
+    ///
+    /// # Safety
+    /// As for `State::start_send`.
+    unsafe fn cm_rndv_send(
+        &mut self,
+        env: Envelope,
+        dest: i32,
+        world: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<Started, Error> {
+        let me = self.me;
+        let Some(cm) = self.cm.as_mut() else {
+            return Err(Error::State("pml cm is not open".into()));
+        };
+        let sync = mode == SendMode::Sync;
+        let tag = cm.layout.send(&env, sync).map_err(unfit)? | cm.layout.rndv();
+        let fin = cm.next_fin;
+        cm.next_fin = (cm.next_fin + 1) & cm.layout.tag_ub() as u32;
+        let fin_pat = cm
+            .layout
+            .recv(FIN_CTX, Some(world as u32), Some(fin as i32))
+            .map_err(unfit)?;
+        let done = Status {
+            count_bytes: len,
+            ..empty_status()
+        };
+        let mut copy = (mode == SendMode::Buffered).then(|| {
+            // SAFETY: the caller's buffer is readable for len bytes now.
+            unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
+        });
+        let from = copy.as_ref().map_or(buf, |c| c.as_ptr());
+        // SAFETY: the copy, or the caller's buffer (valid until the request completes),
+        // stays until the FIN, when the registration closes.
+        let (id, key, addr) = unsafe { cm.mtl.expose(from, len) }.map_err(|e| fabric(me, e))?;
+        let req = copy.is_none().then(|| {
+            self.reqs.insert(Req {
+                state: ReqState::Offload { tok: None },
+                status: done,
+                detached: false,
+                _owned: None,
+            })
+        });
+        let Some(cm) = self.cm.as_mut() else {
+            return Err(Error::State("pml cm is not open".into()));
+        };
+        let mut parts = 0u8;
+        let fail = |s: &mut State, e: String| {
+            if let Some(r) = req {
+                s.reqs.remove(r);
+            }
+            if let Some(cm) = s.cm.as_mut() {
+                cm.mtl.unexpose(id);
+            }
+            Err(fabric(me, e))
+        };
+        // The acknowledgement of a synchronous send, then the FIN.
+        let ack = if sync {
+            Some(cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?)
+        } else {
+            None
+        };
+        let fin_pat = Pattern {
+            bits: fin_pat.bits,
+            ignore: 0,
+        };
+        for (k, p) in ack.into_iter().chain([fin_pat]).enumerate() {
+            match cm.expect(p) {
+                Ok(t) => {
+                    cm.ops.insert(t, Pending::Send(req));
+                    if k == usize::from(sync) {
+                        cm.fins.insert(t, (id, copy.take()));
+                    }
+                    cm.sends += 1;
+                    parts += 1;
+                }
+                Err(e) => return fail(self, e),
+            }
+        }
+        let mut d = [0u8; RNDV_DESC];
+        d[..8].copy_from_slice(&addr.to_le_bytes());
+        d[8..16].copy_from_slice(&key.to_le_bytes());
+        d[16..].copy_from_slice(&fin.to_le_bytes());
+        match cm.mtl.send_data(world as usize, tag, &d, len as u64) {
+            Ok(t) => {
+                cm.ops.insert(t, Pending::Send(req));
+                cm.sends += 1;
+                parts += 1;
+            }
+            // The FIN's receive stays posted: nothing will match it (a fresh id).
+            Err(e) => return fail(self, e),
+        }
+        match req {
+            Some(r) => {
+                cm.parts.insert(r, parts);
+                Ok(Started::Req(ReqId(r)))
+            }
+            None => Ok(Started::Done(done)),
+        }
+    }
+
     /// Receives from rank `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]) on `comm`
     /// (context `ctx`, where we are rank `me`) under `pml cm`.
     ///
@@ -291,6 +475,8 @@ impl State {
                         len,
                         bounce,
                         _spill: spill,
+                        at: buf as usize,
+                        claimed: None,
                     },
                 );
                 if let Some(q) = self.reqs.get_mut(req) {
@@ -334,6 +520,9 @@ impl State {
         match what {
             Pending::Send(req) => {
                 cm.sends = cm.sends.saturating_sub(1);
+                if let Some((id, _copy)) = cm.fins.remove(&t) {
+                    cm.mtl.unexpose(id);
+                }
                 let err = match cq {
                     Cq::Err { errno, .. } => failed(errno),
                     Cq::Ok { .. } => None,
@@ -357,6 +546,22 @@ impl State {
             Pending::Bye => {
                 cm.sends = cm.sends.saturating_sub(1);
             }
+            Pending::Read {
+                req,
+                me,
+                len,
+                total,
+                got,
+                from,
+                fin,
+            } => {
+                cm.sends = cm.sends.saturating_sub(1);
+                let err = match cq {
+                    Cq::Err { errno, .. } => failed(errno),
+                    Cq::Ok { .. } => None,
+                };
+                self.cm_rndv_done(req, me, len, total, got, from, fin, err);
+            }
             Pending::Recv {
                 req,
                 comm,
@@ -364,6 +569,90 @@ impl State {
                 len,
                 bounce,
                 _spill,
+                at,
+                claimed,
+            } if claimed.is_some()
+                || matches!(cq, Cq::Ok { tag, .. } if tag & layout.rndv() != 0) =>
+            {
+                let (tag, total) = match (claimed, cq) {
+                    (Some(c), _) => c,
+                    (None, Cq::Ok { tag, len }) => (tag, len),
+                    (None, Cq::Err { .. }) => unreachable!("matched above"),
+                };
+                // The request's descriptor: in the bounce buffer, or the user's (at least
+                // as long as the descriptor where there is no bounce buffer).
+                let mut d = [0u8; RNDV_DESC];
+                match &bounce {
+                    Some((b, _)) => d.copy_from_slice(&b[..RNDV_DESC]),
+                    // SAFETY: the receive's buffer holds len >= RNDV_DESC bytes (no bounce
+                    // buffer below that) and the descriptor was placed there.
+                    None if len >= RNDV_DESC => d.copy_from_slice(unsafe {
+                        std::slice::from_raw_parts(at as *const u8, RNDV_DESC)
+                    }),
+                    None => {}
+                }
+                if let Some((b, _)) = bounce {
+                    if cm.spare.len() < SPARE_BOUNCES && b.len() == cm.bounce {
+                        cm.spare.push(b);
+                    }
+                }
+                let addr = u64::from_le_bytes(d[..8].try_into().expect("8 bytes"));
+                let key = u64::from_le_bytes(d[8..16].try_into().expect("8 bytes"));
+                let fin = u32::from_le_bytes(d[16..].try_into().expect("4 bytes"));
+                let got = layout.decode(tag);
+                let from = self
+                    .comms
+                    .get(comm.0 as usize)
+                    .and_then(Option::as_ref)
+                    .and_then(|c| c.remote.get(got.env.src as usize).copied())
+                    .unwrap_or(-1);
+                let n = total.min(len);
+                let Some(cm) = self.cm.as_mut() else { return };
+                let read = if n > 0 && from >= 0 {
+                    // SAFETY: the receive's buffer holds len >= n bytes and stays valid
+                    // until its request completes, after the read.
+                    Some(unsafe { cm.mtl.read(from as usize, at as *mut u8, n, addr, key) })
+                } else {
+                    None
+                };
+                match read {
+                    Some(Ok(rt)) => {
+                        cm.ops.insert(
+                            rt,
+                            Pending::Read {
+                                req,
+                                me,
+                                len,
+                                total,
+                                got,
+                                from,
+                                fin,
+                            },
+                        );
+                        cm.sends += 1;
+                    }
+                    Some(Err(e)) => {
+                        oxmpi_base::verbose!(
+                            super::params::PML,
+                            1,
+                            "pml cm: rank {}: rendezvous read: {e}",
+                            self.me
+                        );
+                        let err = Some(ErrorClass::Other);
+                        self.cm_rndv_done(req, me, len, total, got, from, fin, err);
+                    }
+                    None => self.cm_rndv_done(req, me, len, total, got, from, fin, None),
+                }
+            }
+            Pending::Recv {
+                req,
+                comm,
+                me,
+                len,
+                bounce,
+                _spill,
+                at: _,
+                claimed: _,
             } => {
                 let cq = cq.capped(len);
                 if let Some((b, to)) = bounce {
@@ -375,7 +664,8 @@ impl State {
                         // valid until its request completes (below); b is ours.
                         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), to as *mut u8, placed) };
                     }
-                    if cm.spare.len() < SPARE_BOUNCES {
+                    // Only the receives' own size: a claimed receive's is the message's.
+                    if cm.spare.len() < SPARE_BOUNCES && b.len() == cm.bounce {
                         cm.spare.push(b);
                     }
                 }
@@ -403,6 +693,55 @@ impl State {
         }
     }
 
+    /// Ends rendezvous receive `req` (its read done, failed with `err`, or not needed):
+    /// sends FIN `fin` to world rank `from` (and the acknowledgement of a synchronous
+    /// send), and completes the request with `min(total, len)` bytes, truncated if the
+    /// message was longer than the buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn cm_rndv_done(
+        &mut self,
+        req: u64,
+        me: u32,
+        len: usize,
+        total: usize,
+        got: crate::mtl::ofi::tag::Decoded,
+        from: i32,
+        fin: u32,
+        err: Option<ErrorClass>,
+    ) {
+        let rank = self.me;
+        if let Some(cm) = self.cm.as_mut() {
+            let sent = Envelope {
+                ctx: FIN_CTX,
+                src: rank as u32,
+                tag: fin as i32,
+            };
+            if let (Ok(tag), true) = (cm.layout.send(&sent, false), from >= 0) {
+                if let Err(e) = cm.signal(from as usize, tag) {
+                    oxmpi_base::verbose!(
+                        super::params::PML,
+                        1,
+                        "pml cm: rank {rank}: FIN to rank {from}: {e}"
+                    );
+                }
+            }
+        }
+        if got.sync {
+            self.cm_ack(&got.env, me, (from >= 0).then_some(from));
+        }
+        let truncated = total > len;
+        if let Some(q) = self.reqs.get_mut(req) {
+            q.status = Status {
+                source: got.env.src as i32,
+                tag: got.env.tag,
+                error: err.or(truncated.then_some(ErrorClass::Truncate)),
+                count_bytes: total.min(len),
+                cancelled: false,
+            };
+        }
+        self.finish(req);
+    }
+
     /// Acknowledges a synchronous send received with envelope `env` (we are rank `me` in
     /// its communicator) to its sender, world rank `world`.
     fn cm_ack(&mut self, env: &Envelope, me: u32, world: Option<i32>) {
@@ -416,21 +755,12 @@ impl State {
             );
             return;
         };
-        // SAFETY: no data.
-        match unsafe {
-            cm.mtl
-                .send(w as usize, tag, std::ptr::null(), 0, true, None)
-        } {
-            Ok(Sent::Injected) => {}
-            Ok(Sent::Pending(t)) => {
-                cm.ops.insert(t, Pending::Send(None));
-                cm.sends += 1;
-            }
-            Err(e) => oxmpi_base::verbose!(
+        if let Err(e) = cm.signal(w as usize, tag) {
+            oxmpi_base::verbose!(
                 super::params::PML,
                 1,
                 "pml cm: rank {rank}: acknowledgement to rank {w}: {e}"
-            ),
+            );
         }
     }
 
@@ -481,16 +811,17 @@ impl State {
                 break cq;
             }
         };
-        let found = match cq {
+        let (found, raw) = match cq {
             Cq::Ok { tag: bits, len } => {
                 let d = layout.decode(bits);
-                Status {
+                let s = Status {
                     source: d.env.src as i32,
                     tag: d.env.tag,
                     error: None,
                     count_bytes: len,
                     cancelled: false,
-                }
+                };
+                (s, bits)
             }
             Cq::Err { errno, .. } if errno == crate::btl::ofi::fi::FI_ENOMSG => return Ok(None),
             Cq::Err { errno, .. } => {
@@ -501,7 +832,7 @@ impl State {
         self.next_req += 1;
         if claim {
             if let Some(cm) = self.cm.as_mut() {
-                cm.claims.insert(id, (t, found, comm, me));
+                cm.claims.insert(id, (t, found, comm, me, raw));
             }
         }
         Ok(Some((MessageId(id), found)))
@@ -519,15 +850,36 @@ impl State {
     ) -> Option<Result<ReqId, Error>> {
         let rank = self.me;
         let cm = self.cm.as_mut()?;
-        let (t, status, comm, me) = cm.claims.remove(&m.0)?;
+        let (t, status, comm, me, bits) = cm.claims.remove(&m.0)?;
+        // A rendezvous request: its descriptor goes into a buffer of its own, the data is
+        // read into the user's buffer once it is there.
+        let claimed = (bits & cm.layout.rndv() != 0).then_some((bits, status.count_bytes));
         let req = self.reqs.insert(Req {
             state: ReqState::Offload { tok: Some(t) },
             status,
             detached: false,
             _owned: None,
         });
-        // SAFETY: the caller keeps buf valid until the request completes.
-        match unsafe { cm.mtl.claimed_recv(t, buf, len) } {
+        // The peek gave the message's length: a message longer than the buffer is received
+        // whole into a buffer of its length, and the completion copies what fits and
+        // reports the truncation (`Cq::capped`), so the provider never truncates a claimed
+        // receive (some would not report it, or would then deliver nothing more).
+        let room = if claimed.is_some() {
+            RNDV_DESC
+        } else {
+            status.count_bytes
+        };
+        let mut bounce = (claimed.is_some() || status.count_bytes > len).then(|| {
+            let b = vec![0u8; room];
+            (b, buf as usize)
+        });
+        let (at, room) = match bounce.as_mut() {
+            Some((b, _)) => (b.as_mut_ptr(), b.len()),
+            None => (buf, len),
+        };
+        // SAFETY: the caller keeps buf valid until the request completes; the bounce
+        // buffer lives in the pending operation until then (its heap block stays put).
+        match unsafe { cm.mtl.claimed_recv(t, at, room) } {
             Ok(t) => {
                 cm.ops.insert(
                     t,
@@ -536,8 +888,10 @@ impl State {
                         comm,
                         me,
                         len,
-                        bounce: None,
+                        bounce,
                         _spill: None,
+                        at: buf as usize,
+                        claimed,
                     },
                 );
                 Some(Ok(ReqId(req)))

@@ -1107,6 +1107,29 @@ impl Fabric {
         unsafe { ((*(*self.ep).tagged).send)(self.ep, buf.cast(), len, desc, dest, tag, ctx) }
     }
 
+    /// [`Fabric::tsend`] of a tagged message carrying `data` as its remote completion data
+    /// (`fi_tsenddata`: the receiver's completion, and a peek's, has it); the raw return
+    /// code.
+    ///
+    /// # Safety
+    /// As for [`Fabric::tsend`]; the endpoint has tagged messages.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn tsenddata(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: *mut c_void,
+        data: u64,
+        dest: fi::FiAddr,
+        tag: u64,
+        ctx: *mut c_void,
+    ) -> isize {
+        // SAFETY: an enabled tagged endpoint; the caller's promise for buffer and context.
+        unsafe {
+            ((*(*self.ep).tagged).senddata)(self.ep, buf.cast(), len, desc, data, dest, tag, ctx)
+        }
+    }
+
     /// Sends `len` bytes at `buf` (at most [`Fabric::inject`]) to `dest` with `tag`
     /// without a completion (`fi_tinject`): the buffer is free again when it returns; the
     /// raw return code.

@@ -385,7 +385,7 @@ pub(crate) struct fi_ops_cm {
     pub getname: unsafe extern "C" fn(*mut fid, *mut c_void, *mut usize) -> c_int,
 }
 
-/// `struct fi_ops_tagged` (up to `inject`).
+/// `struct fi_ops_tagged` (up to `senddata`).
 #[repr(C)]
 pub(crate) struct fi_ops_tagged {
     pub size: usize,
@@ -413,6 +413,16 @@ pub(crate) struct fi_ops_tagged {
     pub sendv: *mut c_void,
     pub sendmsg: *mut c_void,
     pub inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, FiAddr, u64) -> isize,
+    pub senddata: unsafe extern "C" fn(
+        *mut fid_ep,
+        *const c_void,
+        usize,
+        *mut c_void,
+        u64,
+        FiAddr,
+        u64,
+        *mut c_void,
+    ) -> isize,
 }
 
 /// `struct fi_rx_attr`.
@@ -891,6 +901,7 @@ mod tests {
             ("FI_ENOMSG", FI_ENOMSG as usize),
             off!(fi_ops_tagged, send),
             off!(fi_ops_tagged, inject),
+            off!(fi_ops_tagged, senddata),
             size!(fid_ep),
             off!(fid_ep, cm),
             off!(fid_ep, tagged),

@@ -476,13 +476,8 @@ impl Net {
         }
         for e in &es[..n as usize] {
             if let Some(idx) = mtl_op(e.op_context) {
-                self.mtl_done(
-                    idx,
-                    Cq::Ok {
-                        tag: e.tag,
-                        len: e.len,
-                    },
-                );
+                let len = self.mtl_len(e);
+                self.mtl_done(idx, Cq::Ok { tag: e.tag, len });
                 continue;
             }
             self.complete(e.op_context, Some(e.len), None);

@@ -92,6 +92,27 @@ pub const BOUNCE: usize = 16 << 10;
 /// buffer's length (libfabric 1.17's `ofi_rxd`, past the bounce buffer's size too).
 const TRUNCATION_UNREPORTED: [&str; 1] = ["ofi_rxd"];
 
+/// Providers whose messages longer than one packet must not stream into posted receives
+/// (libfabric 1.17's `ofi_rxd`: a receive posted for a message that already arrived, while
+/// a later message of the same peer streams into a receive posted before, leaves the
+/// peer's "current receive" on the new one; the stream's next packets complete its freed
+/// entry a second time, and the corrupted pool of receive entries loops `fi_cq_read`).
+const STREAM_CORRUPTS: [&str; 1] = ["ofi_rxd"];
+
+/// Messages up to this many bytes go in one packet of provider `prov` (for
+/// [`rendezvous_above`]): its inject size less what a tagged message with remote data
+/// adds (tag, data, and a margin for headers).
+const ONE_PACKET_MARGIN: usize = 64;
+
+/// On provider `prov` with inject size `inject`, `pml cm` sends messages longer than this
+/// as a rendezvous (a descriptor the receiver reads the data with, `FI_RMA`); `None`:
+/// never (the provider carries large tagged messages itself).
+pub fn rendezvous_above(prov: &str, inject: usize) -> Option<usize> {
+    prov.split(';')
+        .any(|p| STREAM_CORRUPTS.iter().any(|q| p.eq_ignore_ascii_case(q)))
+        .then(|| inject.saturating_sub(ONE_PACKET_MARGIN))
+}
+
 /// Whether receives on provider `prov` (those without a bounce buffer) get one spill byte
 /// after the user's buffer: a message that fills it too is longer than the buffer, which
 /// such a provider would not report.

@@ -5,7 +5,7 @@
 //! ```text
 //!  bits-1 .. bits-4   bits-5 .. 30+S   30+S-1 .. 30   29 .. 0
 //! +--------------+-----------------+--------------+-----------+
-//! | SYNC ACK 0 0 |   context (C)   |  source (S)  |  tag (30) |
+//! | SYNC ACK RV 0 |   context (C)   |  source (S)  |  tag (30) |
 //! +--------------+-----------------+--------------+-----------+
 //! ```
 //!
@@ -14,7 +14,9 @@
 //! field takes the rest. The protocol field: [`Layout::sync`] marks a synchronous send
 //! (the receiver acknowledges it; receives ignore the bit, so they take either kind),
 //! [`Layout::ack`] marks an acknowledgement (never ignored: only the sender's receive
-//! for that acknowledgement takes it), the two reserved bits are always zero. The tag
+//! for that acknowledgement takes it), [`Layout::rndv`] marks a rendezvous request (the
+//! message is a descriptor of the data for the receiver to read; receives ignore the bit),
+//! the last bit is always zero (the btl's records set it). The tag
 //! field holds the engine's whole tag range (`TAG_UB` = 2^30 - 1, so `MPI_TAG_UB` is the
 //! same on every path, and the collectives' and the library's internal tags fit).
 //!
@@ -134,6 +136,8 @@ pub struct Decoded {
     pub sync: bool,
     /// An acknowledgement.
     pub ack: bool,
+    /// A rendezvous request ([`Layout::rndv`]).
+    pub rndv: bool,
 }
 
 /// Where the fields sit: `bits` matched bits, `src_bits` of source.
@@ -216,6 +220,11 @@ impl Layout {
         1 << (self.bits - 2)
     }
 
+    /// The rendezvous bit: the message describes data the receiver reads.
+    pub fn rndv(&self) -> u64 {
+        1 << (self.bits - 3)
+    }
+
     fn src_shift(&self) -> u32 {
         TAG_BITS
     }
@@ -286,7 +295,8 @@ impl Layout {
     }
 
     /// The receive of context `ctx` from `src` (`None`: any source) with `tag` (`None`:
-    /// any tag). It takes synchronous and standard sends alike, never acknowledgements.
+    /// any tag). It takes synchronous and standard sends and rendezvous requests alike,
+    /// never acknowledgements.
     pub fn recv(
         &self,
         ctx: u32,
@@ -294,7 +304,7 @@ impl Layout {
         tag: Option<i32>,
     ) -> Result<Pattern, EncodeError> {
         let mut bits = self.context(ctx)? << self.ctx_shift();
-        let mut ignore = self.sync();
+        let mut ignore = self.sync() | self.rndv();
         match src {
             Some(s) => bits |= self.source(s)?,
             None => ignore |= mask(self.src_bits) << self.src_shift(),
@@ -333,6 +343,7 @@ impl Layout {
             },
             sync: bits & self.sync() != 0,
             ack: bits & self.ack() != 0,
+            rndv: bits & self.rndv() != 0,
         }
     }
 }

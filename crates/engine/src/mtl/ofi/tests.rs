@@ -3,7 +3,9 @@
 //! when the provider (the in-process model `crate::mtl::fake`) completes out of order.
 
 use super::completion::{Cq, RecvEnd, FI_ECANCELED, FI_ETRUNC};
-use super::select::{bounce_below, choose, spill_byte, Asked, Offer, Pml, BOUNCE};
+use super::select::{
+    bounce_below, choose, rendezvous_above, spill_byte, Asked, Offer, Pml, BOUNCE,
+};
 use super::tag::{
     bits_for, EncodeError, Envelope, Layout, LayoutError, RESERVED_CONTEXTS, TAG_BITS,
 };
@@ -169,7 +171,18 @@ fn wildcard_receives_ignore_exactly_their_fields() {
         assert!(any_src.matches(msg(5, 0xffff, 9, sync)) && !any_src.matches(msg(5, 3, 8, sync)));
         assert!(any_tag.matches(msg(5, 3, 0, sync)) && !any_tag.matches(msg(5, 4, 9, sync)));
         assert!(any.matches(msg(5, 0xffff, l.tag_ub(), sync)));
+        // A rendezvous request is taken like the message it stands for.
+        for p in [exact, any_src, any_tag, any] {
+            assert!(p.matches(msg(5, 3, 9, sync) | l.rndv()));
+            assert!(!p.matches(msg(6, 3, 9, sync) | l.rndv()));
+        }
+        assert!(l.decode(msg(5, 3, 9, sync) | l.rndv()).rndv);
+        assert!(!l.decode(msg(5, 3, 9, sync)).rndv);
     }
+    assert_eq!(
+        l.rndv() & (l.sync() | l.ack() | crate::btl::ofi::link::BTL_TAG),
+        0
+    );
     // Acknowledgements match only their own exact receive, never a wildcard receive.
     let a = l.ack_send(&env(5, 3, 9), 2).unwrap();
     for p in [exact, any_src, any_tag, any] {
@@ -184,8 +197,11 @@ fn wildcard_receives_ignore_exactly_their_fields() {
         !l.ack_recv(&env(5, 3, 8), 2).unwrap().matches(a),
         "another tag's ack"
     );
-    assert_eq!(any.ignore, l.sync() | ((1 << (16 + TAG_BITS)) - 1));
-    assert_eq!(exact.ignore, l.sync());
+    assert_eq!(
+        any.ignore,
+        l.sync() | l.rndv() | ((1 << (16 + TAG_BITS)) - 1)
+    );
+    assert_eq!(exact.ignore, l.sync() | l.rndv());
 }
 
 #[test]
@@ -642,6 +658,11 @@ fn a_completion_longer_than_the_buffer_is_a_truncation() {
     assert_eq!(bounce_below("cxi"), 0);
     assert!(spill_byte("udp;ofi_rxd"));
     assert!(!spill_byte("tcp;ofi_rxm") && !spill_byte("shm") && !spill_byte("cxi"));
+    // Only rxd's messages longer than one packet (inject size less headers) go as a
+    // rendezvous.
+    assert_eq!(rendezvous_above("udp;ofi_rxd", 1256), Some(1192));
+    assert_eq!(rendezvous_above("tcp;ofi_rxm", 64), None);
+    assert_eq!(rendezvous_above("shm", 4096), None);
     assert_eq!(ok.capped(64), ok);
     let err = Cq::Err {
         errno: FI_ECANCELED,

@@ -34,6 +34,10 @@ pub(super) struct Ops {
     pub(super) open: bool,
     /// Where the envelope sits in the tag.
     layout: Option<Layout>,
+    /// Buffers registered for peers' reads ([`Mtl::expose`]), by id.
+    exposed: std::collections::HashMap<u64, crate::btl::ofi::fabric::Mr>,
+    /// The id of the next of them.
+    next_exposed: u64,
 }
 
 /// The rank's network for the offload, once the `ofi` transport opened it for `pml cm`
@@ -119,6 +123,15 @@ impl Net {
         }
     }
 
+    /// The length a completion entry of the offload reports: a received (or peeked)
+    /// rendezvous request's is the message's, which travels as its remote data.
+    pub(super) fn mtl_len(&self, e: &fi::fi_cq_tagged_entry) -> usize {
+        match self.mtl.layout {
+            Some(l) if e.flags & fi::FI_RECV != 0 && e.tag & l.rndv() != 0 => e.data as usize,
+            _ => e.len,
+        }
+    }
+
     /// The completion of offload operation `idx`: kept for [`Mtl::poll`]; the flight
     /// goes, except a claiming peek's that found a message (its receive reuses the
     /// context).
@@ -161,6 +174,27 @@ impl Net {
             f.mr = Some(m);
         }
         Ok(d)
+    }
+
+    /// Posts flight `idx`'s operation on `len` bytes at `buf` (registered for `access` on
+    /// `FI_MR_LOCAL` providers, its descriptor passed to `post`) with [`Net::mtl_post`];
+    /// the flight goes if that fails.
+    fn mtl_start(
+        &mut self,
+        idx: usize,
+        buf: *const u8,
+        len: usize,
+        access: u64,
+        what: &str,
+        mut post: impl FnMut(&Net, *mut c_void) -> isize,
+    ) -> Result<(), String> {
+        let r = self
+            .mtl_desc(idx, buf, len, access)
+            .and_then(|d| self.mtl_post(what, |n| post(n, d)));
+        if r.is_err() {
+            self.mtl_drop(idx);
+        }
+        r
     }
 
     /// Posts with `post` until the provider takes it (progressing meanwhile); `what` names
@@ -364,6 +398,92 @@ impl Mtl {
             n.fab.trecv_match(buf, len, desc, 0, 0, ctx, fi::FI_CLAIM)
         })?;
         Ok(claim)
+    }
+
+    /// Sends the `desc` bytes (copied into the operation) to world rank `dest` with `tag`
+    /// and `data` as remote completion data (`fi_tsenddata`); its token.
+    pub(crate) fn send_data(
+        &self,
+        dest: usize,
+        tag: u64,
+        desc: &[u8],
+        data: u64,
+    ) -> Result<u64, String> {
+        let mut n = lock(&self.net);
+        let to = Self::addr(&n, dest)?;
+        let copy = desc.to_vec();
+        let (buf, len) = (copy.as_ptr(), copy.len());
+        let (idx, tok, ctx) = n.mtl_flight(copy);
+        // SAFETY: the flight's copy and the boxed context live until the completion.
+        n.mtl_start(idx, buf, len, fi::FI_SEND, "fi_tsenddata", |n, d| unsafe {
+            n.fab.tsenddata(buf, len, d, data, to, tag, ctx)
+        })?;
+        Ok(tok)
+    }
+
+    /// Whether peers can read registered memory of ours (`FI_RMA`).
+    pub(crate) fn reads(&self) -> bool {
+        lock(&self.net).fab.rma
+    }
+
+    /// The provider's inject size.
+    pub(crate) fn inject(&self) -> usize {
+        lock(&self.net).fab.inject
+    }
+
+    /// Registers `len` bytes at `buf` for peers to read: its id (for [`Mtl::unexpose`]),
+    /// the key and the address a peer reads it at.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for reads of `len` bytes until [`Mtl::unexpose`].
+    pub(crate) unsafe fn expose(
+        &self,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<(u64, u64, u64), String> {
+        let mut n = lock(&self.net);
+        // SAFETY: the caller keeps the buffer valid until the registration is closed.
+        let m = unsafe { n.fab.register_user(buf, len, fi::FI_REMOTE_READ)? };
+        let addr = if n.fab.mr_virt { buf as u64 } else { 0 };
+        let key = m.key;
+        let id = n.mtl.next_exposed;
+        n.mtl.next_exposed += 1;
+        n.mtl.exposed.insert(id, m);
+        Ok((id, key, addr))
+    }
+
+    /// Closes the registration [`Mtl::expose`] returned `id` for.
+    pub(crate) fn unexpose(&self, id: u64) {
+        let mut n = lock(&self.net);
+        if let Some(m) = n.mtl.exposed.remove(&id) {
+            if !n.closed {
+                n.fab.deregister(m);
+            }
+        }
+    }
+
+    /// Reads `len` bytes of world rank `src`'s memory registered under `key` at `addr`
+    /// into `buf` (`fi_read`); its token.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `len` bytes until the token's completion.
+    pub(crate) unsafe fn read(
+        &self,
+        src: usize,
+        buf: *mut u8,
+        len: usize,
+        addr: u64,
+        key: u64,
+    ) -> Result<u64, String> {
+        let mut n = lock(&self.net);
+        let from = Self::addr(&n, src)?;
+        let (idx, tok, ctx) = n.mtl_flight(Vec::new());
+        // SAFETY: buf (the caller keeps it valid) and the boxed context live until the
+        // completion.
+        n.mtl_start(idx, buf, len, fi::FI_READ, "fi_read", |n, d| unsafe {
+            n.fab.rma_read(buf, len, d, from, addr, key, ctx)
+        })?;
+        Ok(tok)
     }
 
     /// Asks the provider to cancel operation `tok` (`fi_cancel`): if it had not matched, it
