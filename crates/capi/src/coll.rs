@@ -362,7 +362,7 @@ fn gatherv(
             let b = send.bytes().len();
             select::gather(&a, Some(send.bytes()), &mut [], b, root)
         } else {
-            a.gatherv(send.bytes(), &mut [], &[], &[], root)
+            select::gatherv(&a, Some(send.bytes()), &mut [], (&[], &[]), root)
         };
         return r.map_err(alg::err(c.comm));
     }
@@ -395,12 +395,14 @@ fn gatherv(
     }
     let send = match &sdt {
         // SAFETY: MPI contract: sendbuf holds `scount` items.
-        Some(sdt) if !in_place => unsafe { alg::SendBytes::new(sdt, scount, sendbuf) },
-        _ => alg::SendBytes::Packed(area.block(me).to_vec()),
+        Some(sdt) if !in_place => Some(unsafe { alg::SendBytes::new(sdt, scount, sendbuf) }),
+        // In place, our block is already in `area` (no copy).
+        _ => None,
     };
     let r = {
         let (counts, displs) = (area.counts.clone(), area.displs.clone());
-        a.gatherv(send.bytes(), area.bytes(), &counts, &displs, root)
+        let own = send.as_ref().map(alg::SendBytes::bytes);
+        select::gatherv(&a, own, area.bytes(), (&counts, &displs), root)
     };
     r.map_err(alg::err(c.comm))?;
     area.store(|i| !(in_place && i == me));
@@ -429,7 +431,7 @@ fn scatterv(
             let b = out.bytes().len();
             select::scatter(&a, &[], Some(out.bytes()), b, root)
         } else {
-            a.scatterv(&[], &[], &[], out.bytes(), root)
+            select::scatterv(&a, (&[], &[], &[]), Some(out.bytes()), root)
         };
         r.map_err(alg::err(c.comm))?;
         out.store(|_| true);
@@ -442,9 +444,14 @@ fn scatterv(
     let (counts, displs) = (src.counts.clone(), src.displs.clone());
     let mine = counts[me];
     let in_place = alg::is_in_place(recvbuf);
-    if regular && in_place {
+    if in_place {
         // Our block stays where it is: nothing to receive or copy.
-        return select::scatter(&a, src.bytes(), None, mine, root).map_err(alg::err(c.comm));
+        let r = if regular {
+            select::scatter(&a, src.bytes(), None, mine, root)
+        } else {
+            select::scatterv(&a, (src.bytes(), &counts, &displs), None, root)
+        };
+        return r.map_err(alg::err(c.comm));
     }
     let mut scratch;
     let mut out = if in_place {
@@ -470,7 +477,7 @@ fn scatterv(
         }
         select::scatter(&a, src.bytes(), Some(rbytes), mine, root)
     } else {
-        a.scatterv(src.bytes(), &counts, &displs, rbytes, root)
+        select::scatterv(&a, (src.bytes(), &counts, &displs), Some(rbytes), root)
     };
     r.map_err(alg::err(c.comm))?;
     if let Some(o) = out {
@@ -752,6 +759,14 @@ fn alltoallv(
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
+    if in_place && !regular {
+        // The segment needs no temporary; point to point copies what we send first.
+        let (counts, displs) = (out.counts.clone(), out.displs.clone());
+        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs))
+            .map_err(alg::err(c.comm))?;
+        out.store(|_| true);
+        return Ok(());
+    }
     let mut copy = Vec::new();
     let mut src = None;
     let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
@@ -824,6 +839,12 @@ fn alltoall_shm(
     let total = n * rc;
     alg::check_buf(recvbuf, rdt, total, comm)?;
     let send = if alg::is_in_place(sendbuf) {
+        // SAFETY: MPI contract: recvbuf has room for `total` items.
+        if let Some(r) = unsafe { alg::contig(rdt, total, recvbuf) } {
+            // Contiguous in place: posted from the user's buffer before any block lands.
+            seg.alltoall_in_place(r, block);
+            return Ok(());
+        }
         // SAFETY: MPI contract: in place, recvbuf holds the data to send.
         alg::SendBytes::Packed(unsafe { alg::pack(rdt, total, recvbuf) })
     } else {
