@@ -711,6 +711,39 @@ fn allgatherv(
     Ok(())
 }
 
+/// Allgatherv of predefined basic types on the user's buffers (see [`gather_fast`]): only
+/// byte counts and displacements are made. `None`: the general path decides (other
+/// types, NULL buffers, negative values, our block's size differing from its count).
+fn allgatherv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const C, *const D, c_int),
+) -> Option<MpiResult> {
+    let in_place = alg::is_in_place(sendbuf);
+    let (n, me) = (c.size as usize, c.rank as usize);
+    let (bc, bd, end) = byte_blocks(recvcounts, displs, n, basic_bytes(1, recvtype)?)?;
+    if recvbuf.is_null() || end == 0 {
+        return None;
+    }
+    if !in_place && (sendbuf.is_null() || basic_bytes(sendcount, sendtype)? != bc[me]) {
+        return None;
+    }
+    // SAFETY: MPI contract: recvbuf has room for every block (predefined basic type:
+    // contiguous bytes at their displacements, all within `end` bytes), sendbuf (unless in
+    // place) holds our block; `copy` allows any overlap.
+    let recv = unsafe {
+        if !in_place {
+            std::ptr::copy(
+                sendbuf.cast::<u8>(),
+                recvbuf.cast::<u8>().add(bd[me]),
+                bc[me],
+            );
+        }
+        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), end)
+    };
+    Some(select::allgatherv(&c.alg(), recv, &bc, &bd).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
@@ -733,6 +766,9 @@ mpi_fn_c! {
     fn PMPI_Allgatherv / "MPI_Allgatherv", PMPI_Allgatherv_c / "MPI_Allgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(displs), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = allgatherv_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcounts, displs, recvtype)) {
+            return r;
+        }
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
