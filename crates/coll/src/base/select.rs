@@ -379,21 +379,27 @@ pub fn alltoallv(
     (rcounts, rdispls): (&[usize], &[usize]),
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        match seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls)) {
-            Some(true) => {
-                count(a.shadow, Alg::SmAlltoallv);
-                return Ok(());
-            }
-            Some(false) => {
-                return Err(crate::arg_err(
-                    oxmpi_engine::ErrorClass::Truncate,
-                    "alltoallv: a block's length differs from its receive count",
-                ))
-            }
-            None => {}
+        let r = seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls));
+        if let Some(r) = seg_alltoallv_done(a, r) {
+            return r;
         }
     }
     a.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls)
+}
+
+/// The outcome of an alltoallv on the segment ([`sm::Seg::alltoallv`]): `None` when the
+/// data did not fit (to move point to point), else its result.
+fn seg_alltoallv_done(a: &CollComm, r: Option<bool>) -> Option<Result<()>> {
+    match r? {
+        true => {
+            count(a.shadow, Alg::SmAlltoallv);
+            Some(Ok(()))
+        }
+        false => Some(Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            "alltoallv: a block's length differs from its receive count",
+        ))),
+    }
 }
 
 /// Alltoallv in place: `buf` holds block `j` for rank `j` (`counts[j]` bytes at
@@ -406,18 +412,9 @@ pub fn alltoallv_in_place(
     (counts, displs): (&[usize], &[usize]),
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        match seg.alltoallv_in_place(buf, counts, displs) {
-            Some(true) => {
-                count(a.shadow, Alg::SmAlltoallv);
-                return Ok(());
-            }
-            Some(false) => {
-                return Err(crate::arg_err(
-                    oxmpi_engine::ErrorClass::Truncate,
-                    "alltoallv: a block's length differs from its receive count",
-                ))
-            }
-            None => {}
+        let r = seg.alltoallv_in_place(buf, counts, displs);
+        if let Some(r) = seg_alltoallv_done(a, r) {
+            return r;
         }
     }
     let mut copy = crate::pooled(buf.len());
