@@ -1006,17 +1006,26 @@ fn byte_blocks<C: CountArg, D: DispArg>(
 }
 
 /// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
-/// byte counts and displacements are made. `None`: the general path decides (in place,
-/// other types, NULL buffers, negative values).
+/// byte counts and displacements are made (in place, the receive side's alone). `None`:
+/// the general path decides (other types, NULL buffers, negative values).
 fn alltoallv_fast<C: CountArg, D: DispArg>(
     c: &Coll,
     (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
+    let n = c.size as usize;
+    if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
+        let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?)?;
+        // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
+        // block received (predefined basic type: contiguous bytes at their displacements,
+        // all within `rlen` bytes).
+        let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
+        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd));
+        return Some(r.map_err(alg::err(c.comm)));
+    }
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let n = c.size as usize;
     let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
     let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
     let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;
