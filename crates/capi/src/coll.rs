@@ -362,7 +362,7 @@ fn gatherv(
             let b = send.bytes().len();
             select::gather(&a, Some(send.bytes()), &mut [], b, root)
         } else {
-            a.gatherv(send.bytes(), &mut [], &[], &[], root)
+            select::gatherv(&a, Some(send.bytes()), &mut [], (&[], &[]), root)
         };
         return r.map_err(alg::err(c.comm));
     }
@@ -395,12 +395,14 @@ fn gatherv(
     }
     let send = match &sdt {
         // SAFETY: MPI contract: sendbuf holds `scount` items.
-        Some(sdt) if !in_place => unsafe { alg::SendBytes::new(sdt, scount, sendbuf) },
-        _ => alg::SendBytes::Packed(area.block(me).to_vec()),
+        Some(sdt) if !in_place => Some(unsafe { alg::SendBytes::new(sdt, scount, sendbuf) }),
+        // In place, our block is already in `area` (no copy).
+        _ => None,
     };
     let r = {
         let (counts, displs) = (area.counts.clone(), area.displs.clone());
-        a.gatherv(send.bytes(), area.bytes(), &counts, &displs, root)
+        let own = send.as_ref().map(alg::SendBytes::bytes);
+        select::gatherv(&a, own, area.bytes(), (&counts, &displs), root)
     };
     r.map_err(alg::err(c.comm))?;
     area.store(|i| !(in_place && i == me));
@@ -429,7 +431,7 @@ fn scatterv(
             let b = out.bytes().len();
             select::scatter(&a, &[], Some(out.bytes()), b, root)
         } else {
-            a.scatterv(&[], &[], &[], out.bytes(), root)
+            select::scatterv(&a, (&[], &[], &[]), Some(out.bytes()), root)
         };
         r.map_err(alg::err(c.comm))?;
         out.store(|_| true);
@@ -442,9 +444,14 @@ fn scatterv(
     let (counts, displs) = (src.counts.clone(), src.displs.clone());
     let mine = counts[me];
     let in_place = alg::is_in_place(recvbuf);
-    if regular && in_place {
+    if in_place {
         // Our block stays where it is: nothing to receive or copy.
-        return select::scatter(&a, src.bytes(), None, mine, root).map_err(alg::err(c.comm));
+        let r = if regular {
+            select::scatter(&a, src.bytes(), None, mine, root)
+        } else {
+            select::scatterv(&a, (src.bytes(), &counts, &displs), None, root)
+        };
+        return r.map_err(alg::err(c.comm));
     }
     let mut scratch;
     let mut out = if in_place {
@@ -470,7 +477,7 @@ fn scatterv(
         }
         select::scatter(&a, src.bytes(), Some(rbytes), mine, root)
     } else {
-        a.scatterv(src.bytes(), &counts, &displs, rbytes, root)
+        select::scatterv(&a, (src.bytes(), &counts, &displs), Some(rbytes), root)
     };
     r.map_err(alg::err(c.comm))?;
     if let Some(o) = out {
@@ -704,6 +711,39 @@ fn allgatherv(
     Ok(())
 }
 
+/// Allgatherv of predefined basic types on the user's buffers (see [`gather_fast`]): only
+/// byte counts and displacements are made. `None`: the general path decides (other
+/// types, NULL buffers, negative values, our block's size differing from its count).
+fn allgatherv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const C, *const D, c_int),
+) -> Option<MpiResult> {
+    let in_place = alg::is_in_place(sendbuf);
+    let (n, me) = (c.size as usize, c.rank as usize);
+    let (bc, bd, end) = byte_blocks(recvcounts, displs, n, basic_bytes(1, recvtype)?)?;
+    if recvbuf.is_null() || end == 0 {
+        return None;
+    }
+    if !in_place && (sendbuf.is_null() || basic_bytes(sendcount, sendtype)? != bc[me]) {
+        return None;
+    }
+    // SAFETY: MPI contract: recvbuf has room for every block (predefined basic type:
+    // contiguous bytes at their displacements, all within `end` bytes), sendbuf (unless in
+    // place) holds our block; `copy` allows any overlap.
+    let recv = unsafe {
+        if !in_place {
+            std::ptr::copy(
+                sendbuf.cast::<u8>(),
+                recvbuf.cast::<u8>().add(bd[me]),
+                bc[me],
+            );
+        }
+        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), end)
+    };
+    Some(select::allgatherv(&c.alg(), recv, &bc, &bd).map_err(alg::err(c.comm)))
+}
+
 mpi_fn_c! {
     /// `MPI_Allgather`.
     fn PMPI_Allgather / "MPI_Allgather", PMPI_Allgather_c / "MPI_Allgather_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcount: Count, recvtype: c_int, comm: c_int) {
@@ -726,6 +766,9 @@ mpi_fn_c! {
     fn PMPI_Allgatherv / "MPI_Allgatherv", PMPI_Allgatherv_c / "MPI_Allgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(displs), datatype: recvtype }); }
         let c = coll(comm)?;
+        if let Some(r) = allgatherv_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcounts, displs, recvtype)) {
+            return r;
+        }
         let sdt = if alg::is_in_place(sendbuf) { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if sdt.is_some() { check_count(sendcount).map_err(|e| e.on(comm))? } else { 0 };
         let rdt = dtype(recvtype, comm)?;
@@ -752,6 +795,14 @@ fn alltoallv(
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
+    if in_place && !regular {
+        // The segment needs no temporary; point to point copies what we send first.
+        let (counts, displs) = (out.counts.clone(), out.displs.clone());
+        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs))
+            .map_err(alg::err(c.comm))?;
+        out.store(|_| true);
+        return Ok(());
+    }
     let mut copy = Vec::new();
     let mut src = None;
     let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
@@ -824,6 +875,12 @@ fn alltoall_shm(
     let total = n * rc;
     alg::check_buf(recvbuf, rdt, total, comm)?;
     let send = if alg::is_in_place(sendbuf) {
+        // SAFETY: MPI contract: recvbuf has room for `total` items.
+        if let Some(r) = unsafe { alg::contig(rdt, total, recvbuf) } {
+            // Contiguous in place: posted from the user's buffer before any block lands.
+            seg.alltoall_in_place(r, block);
+            return Ok(());
+        }
         // SAFETY: MPI contract: in place, recvbuf holds the data to send.
         alg::SendBytes::Packed(unsafe { alg::pack(rdt, total, recvbuf) })
     } else {
@@ -949,17 +1006,26 @@ fn byte_blocks<C: CountArg, D: DispArg>(
 }
 
 /// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
-/// byte counts and displacements are made. `None`: the general path decides (in place,
-/// other types, NULL buffers, negative values).
+/// byte counts and displacements are made (in place, the receive side's alone). `None`:
+/// the general path decides (other types, NULL buffers, negative values).
 fn alltoallv_fast<C: CountArg, D: DispArg>(
     c: &Coll,
     (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
+    let n = c.size as usize;
+    if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
+        let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?)?;
+        // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
+        // block received (predefined basic type: contiguous bytes at their displacements,
+        // all within `rlen` bytes).
+        let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
+        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd));
+        return Some(r.map_err(alg::err(c.comm)));
+    }
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let n = c.size as usize;
     let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
     let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
     let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;

@@ -597,6 +597,7 @@ fn sm_suite(c: &CollComm) {
             select::allreduce(c, Some(&xs[r]), &mut out, &f, es, comm).unwrap();
             assert_eq!(out, total, "allreduce, {len} bytes, op {oi}");
         }
+        sm_v_suite(c, bytes, it);
         let block = bytes / p / 2;
         let send = contrib(block * p, it, r, 30);
         let mut recv = vec![0u8; block * p];
@@ -609,6 +610,69 @@ fn sm_suite(c: &CollComm) {
                 "alltoall block {block} from {j}"
             );
         }
+    }
+}
+
+/// Gatherv, scatterv (each in place at the root and not, every root) and alltoallv in
+/// place through `base::select`, with per-rank blocks around `bytes` (some on either side of
+/// the segment's limit `sm::V_MAX` in one call) and gaps between them, against the local
+/// reference.
+fn sm_v_suite(c: &CollComm, bytes: usize, it: u64) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    // Rank i's block: spread around `bytes` (rank 0 the smallest, the last the largest).
+    let vc: Vec<usize> = (0..p).map(|i| bytes / 2 + bytes * i / p + i % 3).collect();
+    let vd = prefix(&vc, 3);
+    let vlen = vd[p - 1] + vc[p - 1];
+    let vx: Vec<Vec<u8>> = (0..p).map(|i| contrib(vc[i], it, i, 70)).collect();
+    let mut full = vec![0u8; vlen];
+    for i in 0..p {
+        full[vd[i]..vd[i] + vc[i]].copy_from_slice(&vx[i]);
+    }
+    for root in 0..p {
+        let at_root = r == root;
+        for in_place in [false, true] {
+            let mut g = vec![0u8; if at_root { vlen } else { 0 }];
+            if at_root && in_place {
+                g[vd[r]..vd[r] + vc[r]].copy_from_slice(&vx[r]);
+            }
+            let send = (!(at_root && in_place)).then_some(&vx[r][..]);
+            let (gc, gd): (&[usize], &[usize]) = if at_root { (&vc, &vd) } else { (&[], &[]) };
+            select::gatherv(c, send, &mut g, (gc, gd), root as i32).unwrap();
+            if at_root {
+                assert_eq!(
+                    g, full,
+                    "gatherv around {bytes} bytes to {root}, in place {in_place}"
+                );
+            }
+            let src: &[u8] = if at_root { &full } else { &[] };
+            let mut s = vec![0u8; vc[r]];
+            let recv = (!(at_root && in_place)).then_some(&mut s[..]);
+            select::scatterv(c, (src, gc, gd), recv, root as i32).unwrap();
+            if !(at_root && in_place) {
+                assert_eq!(
+                    s, vx[r],
+                    "scatterv around {bytes} bytes from {root}, in place {in_place}"
+                );
+            }
+        }
+    }
+    // Alltoallv in place: rank i and rank j exchange n(i, j) = n(j, i) bytes.
+    let n = |i: usize, j: usize| (bytes / p) * ((i + j) % 3) / 2 + (i + j) % 5;
+    let blk = |from: usize, to: usize| contrib(n(from, to), it, from * p + to, 80);
+    let counts: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+    let displs = prefix(&counts, 1);
+    let mut buf = vec![0u8; displs[p - 1] + counts[p - 1] + 1];
+    for j in 0..p {
+        buf[displs[j]..displs[j] + counts[j]].copy_from_slice(&blk(r, j));
+    }
+    select::alltoallv_in_place(c, &mut buf, (&counts, &displs)).unwrap();
+    for j in 0..p {
+        assert_eq!(
+            buf[displs[j]..displs[j] + counts[j]],
+            blk(j, r),
+            "alltoallv in place around {bytes} bytes from {j}"
+        );
     }
 }
 

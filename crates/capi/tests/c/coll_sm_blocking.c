@@ -1,5 +1,5 @@
 /* Blocking collectives of small vectors on the communicator's shared-memory segment:
- * gather, scatter, allgather, allgatherv, reduce, reduce_scatter_block, reduce_scatter,
+ * gather, scatter, gatherv, scatterv, allgather, allgatherv, reduce, reduce_scatter_block, reduce_scatter,
  * scan and exscan, in place and not, for every root, at sizes around the segment's buffer
  * (4096 bytes: 1, 56, 57, 1000, 4096 and 4097 bytes per block, and whole vectors on both
  * sides of it), of MPI_CHAR and of a strided type with holes (packed first). Every result
@@ -102,6 +102,40 @@ static void movement(const ty *t, int n, int inpl) {
         for (int i = 0; i < size; i++) /* the send buffer is not written */
             for (int k = 0; k < n; k++) CHECK(get(t, r, i * n + k) == val(i, k, 2));
         free(r);
+        /* gatherv, scatterv: block i of n - i % 3 items, in reverse rank order */
+        int *vc = malloc(size * sizeof(int)), *vd = malloc(size * sizeof(int)), vt = 0;
+        for (int i = size - 1; i >= 0; i--) {
+            vc[i] = n > 2 ? n - i % 3 : n;
+            vd[i] = vt;
+            vt += vc[i];
+        }
+        r = buf(t, vt);
+        for (int k = 0; k < vc[rank]; k++) put(t, s, k, val(rank, k, 5));
+        if (ip)
+            for (int k = 0; k < vc[rank]; k++) put(t, r, vd[rank] + k, val(rank, k, 5));
+        CHECK_RC(MPI_Gatherv(ip ? MPI_IN_PLACE : s, vc[rank], t->t, r, vc, vd, t->t, root,
+                             MPI_COMM_WORLD));
+        if (me_root) {
+            for (int i = 0; i < size; i++)
+                for (int k = 0; k < vc[i]; k++) CHECK(get(t, r, vd[i] + k) == val(i, k, 5));
+            holes(t, r, vt);
+        }
+        free(r);
+        r = buf(t, vt);
+        for (int i = 0; i < size; i++)
+            for (int k = 0; k < vc[i]; k++) put(t, r, vd[i] + k, val(i, k, 6));
+        memset(s, HOLE, (size_t)n * t->ext + 1);
+        CHECK_RC(MPI_Scatterv(r, vc, vd, t->t, ip ? MPI_IN_PLACE : s, vc[rank], t->t, root,
+                              MPI_COMM_WORLD));
+        if (!ip) {
+            for (int k = 0; k < vc[rank]; k++) CHECK(get(t, s, k) == val(rank, k, 6));
+            holes(t, s, vc[rank]);
+        }
+        for (int i = 0; i < size; i++) /* the send buffer is not written */
+            for (int k = 0; k < vc[i]; k++) CHECK(get(t, r, vd[i] + k) == val(i, k, 6));
+        free(r);
+        free(vc);
+        free(vd);
         /* reduce (SUM of small values: exact in any order) */
         r = buf(t, n);
         for (int k = 0; k < n; k++) put(t, s, k, val(rank, k, 3));

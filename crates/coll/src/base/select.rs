@@ -7,8 +7,9 @@
 //! non-contiguous datatypes first.
 
 use crate::base::stats::{count, Alg};
-use crate::sm::{self, SmKind};
+use crate::sm::{self, SmKind, VBlock};
 use crate::tune::Coll;
+use crate::tuned::{TAG_GATHER, TAG_SCATTER};
 use crate::{CollComm, Op, Result};
 
 /// Barrier.
@@ -378,19 +379,185 @@ pub fn alltoallv(
     (rcounts, rdispls): (&[usize], &[usize]),
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        match seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls)) {
-            Some(true) => {
-                count(a.shadow, Alg::SmAlltoallv);
-                return Ok(());
-            }
-            Some(false) => {
-                return Err(crate::arg_err(
-                    oxmpi_engine::ErrorClass::Truncate,
-                    "alltoallv: a block's length differs from its receive count",
-                ))
-            }
-            None => {}
+        let r = seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls));
+        if let Some(r) = seg_alltoallv_done(a, r) {
+            return r;
         }
     }
     a.alltoallv(send, scounts, sdispls, recv, rcounts, rdispls)
+}
+
+/// The outcome of an alltoallv on the segment ([`sm::Seg::alltoallv`]): `None` when the
+/// data did not fit (to move point to point), else its result.
+fn seg_alltoallv_done(a: &CollComm, r: Option<bool>) -> Option<Result<()>> {
+    match r? {
+        true => {
+            count(a.shadow, Alg::SmAlltoallv);
+            Some(Ok(()))
+        }
+        false => Some(Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            "alltoallv: a block's length differs from its receive count",
+        ))),
+    }
+}
+
+/// Alltoallv in place: `buf` holds block `j` for rank `j` (`counts[j]` bytes at
+/// `displs[j]`) and receives rank `j`'s block there. Through the segment when every rank's
+/// blocks fit one buffer (no temporary: each rank posts its blocks before it overwrites
+/// them), else point to point from a copy of the data to send (from the pool).
+pub fn alltoallv_in_place(
+    a: &CollComm,
+    buf: &mut [u8],
+    (counts, displs): (&[usize], &[usize]),
+) -> Result<()> {
+    if let Some(seg) = sm::get(a, Coll::Alltoall)? {
+        let r = seg.alltoallv_in_place(buf, counts, displs);
+        if let Some(r) = seg_alltoallv_done(a, r) {
+            return r;
+        }
+    }
+    let mut copy = crate::pooled(buf.len());
+    copy.copy_from_slice(buf);
+    let r = a.alltoallv(&copy, counts, displs, buf, counts, displs);
+    crate::unpool(copy);
+    r
+}
+
+/// Gatherv to `root`: our block is `send` (`None`: in place at the root, already in
+/// `recv`); at the root, block `i` (`counts[i]` bytes at `displs[i]`) of `recv` comes
+/// from rank `i` (other ranks pass empty `recv`, `counts`, `displs`). Blocks of at most
+/// [`sm::V_MAX`] bytes go through the segment (every rank and the root agree per rank:
+/// MPI makes its send size the root's count), larger ones point to point.
+pub fn gatherv(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    (counts, displs): (&[usize], &[usize]),
+    root: i32,
+) -> Result<()> {
+    let at_root = a.rank == root;
+    if (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Gather)? {
+            count(a.shadow, Alg::SmGather);
+            if !at_root {
+                let s = send.unwrap_or_default();
+                if s.len() <= sm::V_MAX {
+                    seg.gatherv(Some(s), None, root as usize);
+                    return Ok(());
+                }
+                seg.gatherv(None, None, root as usize);
+                return a.send(s, root, TAG_GATHER);
+            }
+            a.check_vec_len(counts, displs)?;
+            crate::base::helpers::check_blocks(recv.len(), counts, displs)?;
+            let ok = seg.gatherv(send, Some((&mut *recv, counts, displs)), root as usize);
+            // The blocks too large for the segment, point to point.
+            let base = recv.as_mut_ptr();
+            let mut reqs = Vec::new();
+            for i in (0..a.size).filter(|&i| i != root && counts[i as usize] > sm::V_MAX) {
+                let iu = i as usize;
+                // SAFETY: the block is in bounds (checked); `recv` outlives the waitall.
+                match unsafe { a.irecv_raw(base.add(displs[iu]), counts[iu], i, TAG_GATHER) } {
+                    Ok(q) => reqs.push((q, i)),
+                    Err(e) => {
+                        a.abandon(&reqs);
+                        return Err(e);
+                    }
+                }
+            }
+            a.waitall(&reqs, "gatherv")?;
+            if !ok {
+                return Err(crate::arg_err(
+                    oxmpi_engine::ErrorClass::Truncate,
+                    "gatherv: a rank's block is longer than the root's count for it",
+                ));
+            }
+            return Ok(());
+        }
+    }
+    match send {
+        Some(s) => a.gatherv(s, recv, counts, displs, root),
+        None => {
+            let me = a.rank as usize;
+            let own = match (counts.get(me), displs.get(me)) {
+                (Some(&c), Some(&d)) if d + c <= recv.len() => recv[d..d + c].to_vec(),
+                _ => Vec::new(),
+            };
+            a.gatherv(&own, recv, counts, displs, root)
+        }
+    }
+}
+
+/// Scatterv from `root`: block `i` of `send` (`counts[i]` bytes at `displs[i]`, root
+/// only) lands in `recv` of rank `i` (`None`: in place at the root, nothing to copy).
+/// Through the segment the blocks that fit the root's buffer after its table (the
+/// others learn there whether theirs is posted), the rest point to point.
+pub fn scatterv(
+    a: &CollComm,
+    (send, counts, displs): (&[u8], &[usize], &[usize]),
+    recv: Option<&mut [u8]>,
+    root: i32,
+) -> Result<()> {
+    let at_root = a.rank == root;
+    if (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Scatter)? {
+            count(a.shadow, Alg::SmScatter);
+            if !at_root {
+                let r = recv.unwrap_or_default();
+                return match seg.scatterv(None, r, root as usize).1 {
+                    VBlock::Here(_) => Ok(()),
+                    VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
+                    VBlock::Truncated(n) => Err(crate::arg_err(
+                        oxmpi_engine::ErrorClass::Truncate,
+                        format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
+                    )),
+                };
+            }
+            let valid = a.check_vec_len(counts, displs).is_ok()
+                && crate::base::helpers::check_blocks(send.len(), counts, displs).is_ok();
+            // Invalid arguments still take part (nothing posted), then fail.
+            let table = if valid {
+                Some((send, counts, displs))
+            } else {
+                None
+            };
+            let (rest, _) = seg.scatterv(table, &mut [], root as usize);
+            a.check_vec_len(counts, displs)?;
+            crate::base::helpers::check_blocks(send.len(), counts, displs)?;
+            let me = root as usize;
+            if let Some(r) = recv {
+                if r.len() < counts[me] {
+                    return Err(crate::arg_err(
+                        oxmpi_engine::ErrorClass::Truncate,
+                        "root's receive buffer is smaller than its block",
+                    ));
+                }
+                r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+            }
+            let mut reqs = Vec::new();
+            for r in rest {
+                let i = r as i32;
+                // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
+                match unsafe {
+                    a.isend_raw(send.as_ptr().add(displs[r]), counts[r], i, TAG_SCATTER)
+                } {
+                    Ok(q) => reqs.push((q, i)),
+                    Err(e) => {
+                        a.abandon(&reqs);
+                        return Err(e);
+                    }
+                }
+            }
+            return a.waitall(&reqs, "scatterv");
+        }
+    }
+    match recv {
+        Some(r) => a.scatterv(send, counts, displs, r, root),
+        None => {
+            let me = a.rank as usize;
+            let mut own = vec![0u8; counts.get(me).copied().unwrap_or(0)];
+            a.scatterv(send, counts, displs, &mut own, root)
+        }
+    }
 }

@@ -40,8 +40,8 @@ algorithms! {
     SmScan: "coll_sm_scan_calls", "coll_sm", "Scans and exclusive scans run by the shared-memory component";
     SmAlltoall: "coll_sm_alltoall_calls", "coll_sm", "Alltoalls run by the shared-memory component";
     SmAlltoallv: "coll_sm_alltoallv_calls", "coll_sm", "Alltoallvs (and alltoallws) run by the shared-memory component";
-    SmGather: "coll_sm_gather_calls", "coll_sm", "Gathers run by the shared-memory component";
-    SmScatter: "coll_sm_scatter_calls", "coll_sm", "Scatters run by the shared-memory component";
+    SmGather: "coll_sm_gather_calls", "coll_sm", "Gathers and gathervs run by the shared-memory component";
+    SmScatter: "coll_sm_scatter_calls", "coll_sm", "Scatters and scattervs run by the shared-memory component";
     SmAllgather: "coll_sm_allgather_calls", "coll_sm", "Allgathers and allgathervs run by the shared-memory component";
     SmReduceScatter: "coll_sm_reduce_scatter_calls", "coll_sm", "Reduce-scatters run by the shared-memory component";
     SmNonblocking: "coll_sm_nonblocking_calls", "coll_sm", "Nonblocking collectives of small vectors run by the shared-memory component";

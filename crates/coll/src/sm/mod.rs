@@ -30,6 +30,12 @@
 //! rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
 //! any operation.
 //!
+//! Gatherv and scatterv ([`Seg::gatherv`], [`Seg::scatterv`]) take the segment per rank:
+//! a gatherv rank posts its length and block when it fits [`V_MAX`] (the root knows the
+//! same from its count, so both sides agree), a scatterv root posts a table saying for every
+//! rank where its block is in the root's buffer or that it comes point to point. Alltoall(v)
+//! in place posts from the user's buffer before overwriting it (no temporary).
+//!
 //! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
 //! and finish at a later progress call once the stamps they need are there. They count
 //! their own sequence, in [`NB_NBUF`] buffers of their own at the end of the slot, with
@@ -49,7 +55,7 @@ pub mod params;
 mod segment;
 
 pub use nb::{Progress, SmKind};
-pub use segment::{Seg, BIG_MAX, DATA, NBUF, NB_NBUF};
+pub use segment::{Seg, VBlock, BIG_MAX, DATA, NBUF, NB_NBUF, V_MAX};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};

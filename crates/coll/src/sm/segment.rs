@@ -31,6 +31,21 @@ const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE + NB_NBUF 
 /// Offset in a slot of the nonblocking collectives' buffers.
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
 
+/// Largest block of a rank that a gatherv posts on the segment (its buffer less the
+/// length word).
+pub const V_MAX: usize = DATA - 8;
+
+/// What a non-root rank got from a scatterv on the segment ([`Seg::scatterv`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VBlock {
+    /// Its block, this many bytes, copied into the receive buffer.
+    Here(usize),
+    /// Its block is not on the segment (it comes point to point).
+    Elsewhere,
+    /// Its block (this many bytes) is longer than the receive buffer (not copied).
+    Truncated(usize),
+}
+
 /// A communicator's mapped segment.
 pub struct Seg {
     /// Start of the mapping (cached out of `_map`).
@@ -436,6 +451,20 @@ impl Seg {
     pub fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
         let k = self.next();
         self.post(k, send);
+        self.alltoall_read(k, recv, block);
+    }
+
+    /// Alltoall in place: `buf` holds the blocks to send and receives the result (ours
+    /// are copied into our buffer before any of them is overwritten: no temporary).
+    #[inline]
+    pub fn alltoall_in_place(&self, buf: &mut [u8], block: usize) {
+        let k = self.next();
+        self.post(k, buf);
+        self.alltoall_read(k, buf, block);
+    }
+
+    /// The reading half of alltoall `k` (posted): our block of every rank into `recv`.
+    fn alltoall_read(&self, k: u64, recv: &mut [u8], block: usize) {
         self.wait_all(k);
         for j in 0..self.size {
             // SAFETY: every rank stamped `k` (waited above); block `rank` of its
@@ -459,6 +488,32 @@ impl Seg {
         (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
     ) -> Option<bool> {
+        self.alltoallv_from(Some(send), (scounts, sdispls), (recv, rcounts, rdispls))
+    }
+
+    /// [`Seg::alltoallv`] in place: `buf` holds block `j` for rank `j` (`counts[j]` bytes
+    /// at `displs[j]`) and receives rank `j`'s block there (everything we send is copied
+    /// into our buffer before any of it is overwritten: no temporary).
+    pub fn alltoallv_in_place(
+        &self,
+        buf: &mut [u8],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Option<bool> {
+        self.alltoallv_from(None, (counts, displs), (buf, counts, displs))
+    }
+
+    /// [`Seg::alltoallv`] with the data to send in `send`, or (`None`) in `recv`.
+    fn alltoallv_from(
+        &self,
+        send: Option<&[u8]>,
+        (scounts, sdispls): (&[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> Option<bool> {
+        let send: &[u8] = match send {
+            Some(s) => s,
+            None => recv,
+        };
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
         // SAFETY: our own buffer of collective `k` (`DATA` bytes), read by nobody until we
@@ -477,6 +532,148 @@ impl Seg {
         };
         self.finish(k);
         got
+    }
+
+    /// Gatherv to `root` of blocks up to [`V_MAX`] bytes. A non-root posts its block's
+    /// length and `send` when it is `Some` (a larger block travels otherwise: the
+    /// caller's business; `None` still takes part, so the ranks' collectives stay
+    /// numbered alike). The root (`recv`: the buffer, counts and displacements) copies
+    /// the posted block of every other rank whose count is at most [`V_MAX`], and its own
+    /// from `send` (`None`: in place, already there). False at the root when some block
+    /// was longer than its count or outside `recv` (that block is not copied).
+    pub fn gatherv(
+        &self,
+        send: Option<&[u8]>,
+        recv: Option<(&mut [u8], &[usize], &[usize])>,
+        root: usize,
+    ) -> bool {
+        let k = self.next();
+        let mut ok = true;
+        match recv {
+            Some((recv, counts, displs)) if self.rank == root => {
+                let len = recv.len();
+                let fits = |r: usize, n: usize| {
+                    counts.get(r).is_some_and(|&c| n <= c)
+                        && displs.get(r).is_some_and(|&d| d + n <= len)
+                };
+                if let Some(s) = send {
+                    if fits(root, s.len()) {
+                        recv[displs[root]..displs[root] + s.len()].copy_from_slice(s);
+                    } else {
+                        ok = false;
+                    }
+                }
+                for r in (0..self.size).filter(|&r| r != root) {
+                    if counts.get(r).is_none_or(|&c| c > V_MAX) {
+                        continue;
+                    }
+                    self.wait_word(self.stamp(r, k), k);
+                    // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only
+                    // after the reads; the length word is the first 8 posted bytes.
+                    let n = unsafe { self.data(r, k).cast::<u64>().read_unaligned() } as usize;
+                    if n > V_MAX || !fits(r, n) {
+                        ok = false;
+                        continue;
+                    }
+                    // SAFETY: as above; `8 + n <= DATA`.
+                    let src = unsafe { self.peer(r, k, 8, n) };
+                    recv[displs[r]..displs[r] + n].copy_from_slice(src);
+                }
+            }
+            _ => {
+                if let Some(s) = send.filter(|s| s.len() <= V_MAX) {
+                    self.reusable(k.saturating_sub(NBUF));
+                    let base = self.data(self.rank, k);
+                    // SAFETY: our own buffer of collective `k`, read by nobody until we
+                    // stamp it and no longer by anybody for `k - NBUF` (waited above);
+                    // `8 + s.len() <= DATA`.
+                    unsafe {
+                        base.cast::<u64>().write_unaligned(s.len() as u64);
+                        std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(8), s.len());
+                    }
+                    self.stamp(self.rank, k).store(k, Ordering::Release);
+                }
+            }
+        }
+        self.finish(k);
+        ok
+    }
+
+    /// Scatterv from `root` (`send`: its buffer, counts and displacements): the root
+    /// posts a table (offset and length in its buffer per rank, or none) and the blocks
+    /// that fit its buffer after it, back to back, in rank order. Returns at the root the
+    /// ranks whose block is not posted (to be sent otherwise; its own is never posted),
+    /// at the others what came ([`VBlock`]; a posted block is copied into `recv`).
+    pub fn scatterv(
+        &self,
+        send: Option<(&[u8], &[usize], &[usize])>,
+        recv: &mut [u8],
+        root: usize,
+    ) -> (Vec<usize>, VBlock) {
+        let p = self.size;
+        let k = self.next();
+        let mut rest = Vec::new();
+        let mut got = VBlock::Elsewhere;
+        match send {
+            Some((send, counts, displs)) if self.rank == root => {
+                self.reusable(k.saturating_sub(NBUF));
+                let base = self.data(self.rank, k);
+                let mut off = 8 * p;
+                for r in 0..p {
+                    let (c, d) = (counts.get(r).copied(), displs.get(r).copied());
+                    let entry = match (c, d) {
+                        (Some(c), Some(d))
+                            if r != root && off + c <= DATA && d + c <= send.len() =>
+                        {
+                            // SAFETY: our own buffer of collective `k`, read by nobody
+                            // until we stamp it and no longer by anybody for `k - NBUF`
+                            // (waited above); `off + c <= DATA`, `d + c <= send.len()`.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    send.as_ptr().add(d),
+                                    base.add(off),
+                                    c,
+                                )
+                            };
+                            off += c;
+                            ((off - c) as u64) | ((c as u64) << 32)
+                        }
+                        _ => {
+                            if r != root {
+                                rest.push(r);
+                            }
+                            u64::MAX
+                        }
+                    };
+                    // SAFETY: as above; the table's `8 * p <= DATA` bytes lead the buffer.
+                    unsafe { base.add(8 * r).cast::<u64>().write_unaligned(entry) };
+                }
+                self.stamp(self.rank, k).store(k, Ordering::Release);
+            }
+            _ => {
+                self.wait_word(self.stamp(root, k), k);
+                // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
+                // the reads; entry `rank` lies in its table.
+                let entry = unsafe {
+                    self.data(root, k)
+                        .add(8 * self.rank)
+                        .cast::<u64>()
+                        .read_unaligned()
+                };
+                if entry != u64::MAX {
+                    let (off, n) = ((entry & 0xffff_ffff) as usize, (entry >> 32) as usize);
+                    got = if n > recv.len() || off + n > DATA {
+                        VBlock::Truncated(n)
+                    } else {
+                        // SAFETY: as above; `off + n <= DATA` (checked).
+                        recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
+                        VBlock::Here(n)
+                    };
+                }
+            }
+        }
+        self.finish(k);
+        (rest, got)
     }
 
     /// Start blocking collective `kind` (gather, scatter, allgather(v), reduce,
