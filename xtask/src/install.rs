@@ -5,6 +5,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// libfabric's software providers (`FI_PROVIDER` names): `tcp` (with `ofi_rxm`), `udp`
+/// (with `ofi_rxd`) and `shm`, which run anywhere, so CI runs the ofi transport on each.
+const OFI_SOFTWARE_PROVIDERS: [&str; 3] = ["tcp", "udp", "shm"];
+
 /// Binaries installed into `PREFIX/bin`, with the package that builds each.
 const BINARIES: &[(&str, &str)] = &[
     ("oxmpi-mpirun", "mpirun"),
@@ -209,29 +213,34 @@ pub fn cmd_test(args: &[String]) -> Result<(), String> {
         .arg(&prefix)
         .args(["2", "win", "rma", "rma_nb"])
         .env("OXMPI_MCA_osc", "pt2pt"))?;
-    // mpi4py's window and RMA modules over the ofi transport on libfabric's tcp provider
-    // with `osc=pt2pt,ofi`: puts and gets as fi_write/fi_read, accumulates as its atomics.
-    run(Command::new("bash")
-        .arg(clients.join("mpi4py-suite.sh"))
-        .arg(&prefix)
-        .args(["2", "win", "rma"])
-        .env("OXMPI_MCA_btl", "self,ofi")
-        .env("OXMPI_MCA_osc", "pt2pt,ofi")
-        .env("FI_PROVIDER", "tcp"))?;
+    // mpi4py's window and RMA modules over the ofi transport with `osc=pt2pt,ofi` on each
+    // of libfabric's software providers: puts and gets as fi_write/fi_read, accumulates as
+    // native atomics on tcp;ofi_rxm and as messages on the others (`fabric::ATOMICS_WRONG`).
+    for provider in OFI_SOFTWARE_PROVIDERS {
+        run(Command::new("bash")
+            .arg(clients.join("mpi4py-suite.sh"))
+            .arg(&prefix)
+            .args(["2", "win", "rma"])
+            .env("OXMPI_MCA_btl", "self,ofi")
+            .env("OXMPI_MCA_osc", "pt2pt,ofi")
+            .env("FI_PROVIDER", provider))?;
+    }
     // mpi4py's ULFM module with fault tolerance on (`mpirun --with-ft ulfm` sets the same).
     run(Command::new("bash")
         .arg(clients.join("mpi4py-suite.sh"))
         .arg(&prefix)
         .args(["2", "ulfm"])
         .env("OXMPI_MCA_mpi_ft_enable", "1"))?;
-    // A few of the same mpi4py modules over the ofi transport on libfabric's software
-    // tcp provider (the C and engine tests cover tcp;ofi_rxm, shm and udp;ofi_rxd).
-    run(Command::new("bash")
-        .arg(clients.join("mpi4py.sh"))
-        .arg(&prefix)
-        .env("OXMPI_MCA_btl", "self,ofi")
-        .env("FI_PROVIDER", "tcp")
-        .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))?;
+    // A few of the same mpi4py modules over the ofi transport on each of libfabric's
+    // software providers (the C and engine tests cover them too).
+    for provider in OFI_SOFTWARE_PROVIDERS {
+        run(Command::new("bash")
+            .arg(clients.join("mpi4py.sh"))
+            .arg(&prefix)
+            .env("OXMPI_MCA_btl", "self,ofi")
+            .env("FI_PROVIDER", provider)
+            .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))?;
+    }
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached; then its scale mode (scale.c and hello on every
     // implementation at np=2, about 15 s).
