@@ -259,7 +259,8 @@ pub fn metric_table(
 }
 
 /// Small-message latency and large-message bandwidth split by the vCPU placement seen by
-/// the probe run just before each benchmark run (anchors: compare only within a placement).
+/// the probes run just before and just after each benchmark run (the farther of the two;
+/// anchors: compare only within a placement).
 fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
     placement_section(
         o,
@@ -281,7 +282,7 @@ fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
             tests: &["bw", "bibw"],
             size_ok: |s| s >= 64 << 10,
             title: "Large-message bandwidth by vCPU placement",
-            unit: "MB/s (the placement can change during a run: the probe is taken before it)",
+            unit: "MB/s (the placement can change during a run: it is probed before and after, and counts as far if either probe is)",
             higher_better: true,
         },
     );
@@ -326,7 +327,7 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
     let vs = imps.iter().any(|x| x == "oxmpi") && !ompis.is_empty();
     let _ = writeln!(
         o,
-        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, run just before) was near (< {} ns) or far; (n) = runs.{}\n",
+        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, just before and just after the run, the farther) was near (< {} ns) or far; (n) = runs.{}\n",
         crate::parse::NEAR_RTT_NS,
         if vs {
             " The last two columns compare oxmpi with the better Open MPI setting within the same placement (speed ratio of those medians: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ."
@@ -706,7 +707,7 @@ pub fn run_facts(o: &mut String, meta: &Meta, res: &Results) {
             .count();
         let _ = writeln!(
             o,
-            "* vCPU placement probe before each latency run (cache-line RTT): {} ns [{}–{}]; {} near / {} far",
+            "* vCPU placement probe around each latency run (before and after, the farther) (cache-line RTT): {} ns [{}–{}]; {} near / {} far",
             num(s.median), num(s.min), num(s.max), near, seen_rtt.len() - near
         );
     }

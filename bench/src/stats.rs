@@ -34,7 +34,7 @@ pub struct Row {
     pub load1: f64,
     /// CPU busy % over a short window just before the run.
     pub busy_pct: f64,
-    /// Cache-line round trip (ns) measured just before the run, if any.
+    /// Cache-line round trip (ns) measured just before and just after the run (the longer), if any.
     pub probe_rtt_ns: Option<f64>,
     /// The physical limit for this metric in the same units, if there is one.
     pub limit: Option<f64>,

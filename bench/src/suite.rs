@@ -132,6 +132,24 @@ pub struct Prepared {
     pub scale: PathBuf,
 }
 
+/// The placement recorded for a launch probed `before` and `after` it: the probe with the
+/// longer round trip. The hypervisor moves the vCPUs at any time, so a launch probed near
+/// only before may have run (partly) far; counting it far keeps the near rows near, which
+/// is what the within-placement comparisons need. One probe missing: the other.
+fn farther(
+    before: Option<parse::Pingpong>,
+    after: Option<parse::Pingpong>,
+) -> Option<parse::Pingpong> {
+    match (before, after) {
+        (Some(b), Some(a)) => Some(if a.rtt_median_ns > b.rtt_median_ns {
+            a
+        } else {
+            b
+        }),
+        (b, a) => b.or(a),
+    }
+}
+
 /// Physical probe binaries.
 #[derive(Debug, Clone)]
 pub struct Probes {
@@ -641,6 +659,9 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The cache-line round trip between vCPUs 0 and 1 (the placement probe). Every
+    /// launch is probed just before and just after; its rows keep the farther of the two
+    /// ([`farther`]).
     fn placement_probe(&self) -> Option<parse::Pingpong> {
         if self.cores < 2 {
             return None;
@@ -889,6 +910,7 @@ impl<'a> Runner<'a> {
                 return None;
             }
         };
+        let probe = farther(probe, self.placement_probe());
         let failure = (!o.ok()).then(|| match (o.status, idle) {
             (None, Some(i)) if o.idle => (format!("hung (no output for {} s)", i.as_secs()), true),
             (None, _) => (format!("timed out after {} s", timeout.as_secs()), true),
@@ -1158,6 +1180,7 @@ impl<'a> Runner<'a> {
         if o.status.is_none() {
             self.hung.push((p.imp.name.clone(), what, 2, 0, rep));
         }
+        let probe = farther(probe, self.placement_probe());
         Some((o, state, probe, start))
     }
 
@@ -1414,6 +1437,24 @@ done
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launch_counts_as_far_when_either_probe_is() {
+        let pp = |rtt: f64| parse::Pingpong {
+            rtt_median_ns: rtt,
+            rtt_best_ns: rtt,
+            one_way_ns: rtt / 2.0,
+        };
+        let got = |b: Option<f64>, a: Option<f64>| {
+            farther(b.map(pp), a.map(pp)).map(|p| parse::placement(p.rtt_median_ns))
+        };
+        assert_eq!(got(Some(110.0), Some(520.0)), Some("far"));
+        assert_eq!(got(Some(520.0), Some(110.0)), Some("far"));
+        assert_eq!(got(Some(110.0), Some(120.0)), Some("near"));
+        assert_eq!(got(None, Some(520.0)), Some("far"));
+        assert_eq!(got(Some(110.0), None), Some("near"));
+        assert_eq!(got(None, None), None);
+    }
 
     #[test]
     fn limits() {
