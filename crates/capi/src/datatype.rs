@@ -177,10 +177,17 @@ impl Datatype {
         }
     }
 
-    /// MPICH's `{value, int}` pair types (for MINLOC/MAXLOC).
+    /// MPICH's `{value, int}` pair types (for MINLOC/MAXLOC). A pair without a gap (the
+    /// 4-byte value of `MPI_FLOAT_INT`) is one contiguous block of 4-byte elements, as
+    /// `MPI_2INT` is: the collectives then move and reduce it in place (AVX2 pair kernels)
+    /// instead of packing it field by field (1 MiB allreduce: 5 ms, against 84 µs for
+    /// `MPI_2INT`).
     fn pair(handle: c_int, name: &str, vsize: usize, align: usize) -> Self {
         let ioff = vsize.max(4).next_multiple_of(4);
         let extent = (ioff + 4).next_multiple_of(align);
+        if vsize == 4 && extent == 8 {
+            return Datatype::basic(handle, name, extent, 4);
+        }
         Datatype {
             size: vsize + 4,
             lb: 0,
