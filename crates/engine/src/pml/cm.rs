@@ -218,6 +218,17 @@ fn unfit(e: crate::mtl::ofi::tag::EncodeError) -> Error {
     Error::arg(ErrorClass::Unsupported, format!("pml cm: {e}"))
 }
 
+/// A request whose completion the provider reports (its operations carry the request's
+/// id), starting with `status`.
+fn offload(status: Status) -> Req {
+    Req {
+        state: ReqState::Offload { tok: None },
+        status,
+        detached: false,
+        _owned: None,
+    }
+}
+
 impl State {
     /// Sends to rank `dest` (world rank `world`) of a communicator under `pml cm`.
     ///
@@ -250,7 +261,7 @@ impl State {
         };
         if cm.rndv_above.is_some_and(|t| len > t) {
             // SAFETY: the caller's promise.
-            return unsafe { self.cm_rndv_send(env, dest, world, buf, len, mode) };
+            return unsafe { self.cm_rndv_send(env, (dest, world), (buf, len), mode, (tag, done)) };
         }
         if mode == SendMode::Buffered {
             // SAFETY: the caller's buffer is readable for len bytes now.
@@ -267,12 +278,7 @@ impl State {
             }
             return Ok(Started::Done(done));
         }
-        let req = self.reqs.insert(Req {
-            state: ReqState::Offload { tok: None },
-            status: done,
-            detached: false,
-            _owned: None,
-        });
+        let req = self.reqs.insert(offload(done));
         let mut parts = 0u8;
         if sync {
             let ack = cm.layout.ack_recv(&env, dest as u32).map_err(unfit)?;
@@ -320,31 +326,28 @@ impl State {
     ///
     /// # Safety
     /// As for `State::start_send`.
+    /// `(dest, world)`: the destination's rank and world rank; `(tag, done)`: the send's
+    /// tag and completed status, as [`State::cm_send`] made them.
     unsafe fn cm_rndv_send(
         &mut self,
         env: Envelope,
-        dest: i32,
-        world: i32,
-        buf: *const u8,
-        len: usize,
+        (dest, world): (i32, i32),
+        (buf, len): (*const u8, usize),
         mode: SendMode,
+        (tag, done): (u64, Status),
     ) -> Result<Started, Error> {
         let me = self.me;
         let Some(cm) = self.cm.as_mut() else {
             return Err(Error::State("pml cm is not open".into()));
         };
         let sync = mode == SendMode::Sync;
-        let tag = cm.layout.send(&env, sync).map_err(unfit)? | cm.layout.rndv();
+        let tag = tag | cm.layout.rndv();
         let fin = cm.next_fin;
         cm.next_fin = (cm.next_fin + 1) & cm.layout.tag_ub() as u32;
         let fin_pat = cm
             .layout
             .recv(FIN_CTX, Some(world as u32), Some(fin as i32))
             .map_err(unfit)?;
-        let done = Status {
-            count_bytes: len,
-            ..empty_status()
-        };
         let mut copy = (mode == SendMode::Buffered).then(|| {
             // SAFETY: the caller's buffer is readable for len bytes now.
             unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
@@ -353,14 +356,7 @@ impl State {
         // SAFETY: the copy, or the caller's buffer (valid until the request completes),
         // stays until the FIN, when the registration closes.
         let (id, key, addr) = unsafe { cm.mtl.expose(from, len) }.map_err(|e| fabric(me, e))?;
-        let req = copy.is_none().then(|| {
-            self.reqs.insert(Req {
-                state: ReqState::Offload { tok: None },
-                status: done,
-                detached: false,
-                _owned: None,
-            })
-        });
+        let req = copy.is_none().then(|| self.reqs.insert(offload(done)));
         let Some(cm) = self.cm.as_mut() else {
             return Err(Error::State("pml cm is not open".into()));
         };
@@ -440,12 +436,7 @@ impl State {
             return Err(Error::State("pml cm is not open".into()));
         };
         let Pattern { bits, ignore } = pattern(&cm.layout, ctx, src, tag)?;
-        let req = self.reqs.insert(Req {
-            state: ReqState::Offload { tok: None },
-            status: empty_status(),
-            detached: false,
-            _owned: None,
-        });
+        let req = self.reqs.insert(offload(empty_status()));
         // A provider that mishandles truncation receives short messages whole into a
         // buffer of its own; the completion copies what fits and truncates.
         let mut bounce = (len < cm.bounce).then(|| {
