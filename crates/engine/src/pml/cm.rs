@@ -68,22 +68,26 @@ enum Pending {
         /// completion of a claimed receive need not say).
         claimed: Option<(u64, usize)>,
     },
-    /// The read of a rendezvous's data into receive `req`'s buffer of `len` bytes (the
-    /// message has `total`), from world rank `from`, which waits for FIN `fin`; we are
-    /// rank `me` of the communicator.
-    Read {
-        req: u64,
-        me: u32,
-        len: usize,
-        total: usize,
-        got: crate::mtl::ofi::tag::Decoded,
-        from: i32,
-        fin: u32,
-    },
+    /// The read of a rendezvous's data into a receive's buffer.
+    Read(RndvRead),
     /// A probe waited for under the lock: its completion, once there.
     Peek(Option<Cq>),
     /// A finalize goodbye's receive.
     Bye,
+}
+
+/// A rendezvous read in flight: into receive `req`'s buffer of `len` bytes (the message
+/// has `total`), from world rank `from`, which waits for FIN `fin`; we are rank `me` of the
+/// communicator; `got`: the request's decoded tag.
+#[derive(Debug, Clone, Copy)]
+struct RndvRead {
+    req: u64,
+    me: u32,
+    len: usize,
+    total: usize,
+    got: crate::mtl::ofi::tag::Decoded,
+    from: i32,
+    fin: u32,
 }
 
 /// The offload's state in the engine ([`State::cm`]).
@@ -537,21 +541,13 @@ impl State {
             Pending::Bye => {
                 cm.sends = cm.sends.saturating_sub(1);
             }
-            Pending::Read {
-                req,
-                me,
-                len,
-                total,
-                got,
-                from,
-                fin,
-            } => {
+            Pending::Read(r) => {
                 cm.sends = cm.sends.saturating_sub(1);
                 let err = match cq {
                     Cq::Err { errno, .. } => failed(errno),
                     Cq::Ok { .. } => None,
                 };
-                self.cm_rndv_done(req, me, len, total, got, from, fin, err);
+                self.cm_rndv_done(r, err);
             }
             Pending::Recv {
                 req,
@@ -598,6 +594,15 @@ impl State {
                     .and_then(|c| c.remote.get(got.env.src as usize).copied())
                     .unwrap_or(-1);
                 let n = total.min(len);
+                let r = RndvRead {
+                    req,
+                    me,
+                    len,
+                    total,
+                    got,
+                    from,
+                    fin,
+                };
                 let Some(cm) = self.cm.as_mut() else { return };
                 let read = if n > 0 && from >= 0 {
                     // SAFETY: the receive's buffer holds len >= n bytes and stays valid
@@ -608,18 +613,7 @@ impl State {
                 };
                 match read {
                     Some(Ok(rt)) => {
-                        cm.ops.insert(
-                            rt,
-                            Pending::Read {
-                                req,
-                                me,
-                                len,
-                                total,
-                                got,
-                                from,
-                                fin,
-                            },
-                        );
+                        cm.ops.insert(rt, Pending::Read(r));
                         cm.sends += 1;
                     }
                     Some(Err(e)) => {
@@ -630,9 +624,9 @@ impl State {
                             self.me
                         );
                         let err = Some(ErrorClass::Other);
-                        self.cm_rndv_done(req, me, len, total, got, from, fin, err);
+                        self.cm_rndv_done(r, err);
                     }
-                    None => self.cm_rndv_done(req, me, len, total, got, from, fin, None),
+                    None => self.cm_rndv_done(r, None),
                 }
             }
             Pending::Recv {
@@ -684,22 +678,20 @@ impl State {
         }
     }
 
-    /// Ends rendezvous receive `req` (its read done, failed with `err`, or not needed):
+    /// Ends rendezvous receive `r.req` (its read done, failed with `err`, or not needed):
     /// sends FIN `fin` to world rank `from` (and the acknowledgement of a synchronous
     /// send), and completes the request with `min(total, len)` bytes, truncated if the
     /// message was longer than the buffer.
-    #[allow(clippy::too_many_arguments)]
-    fn cm_rndv_done(
-        &mut self,
-        req: u64,
-        me: u32,
-        len: usize,
-        total: usize,
-        got: crate::mtl::ofi::tag::Decoded,
-        from: i32,
-        fin: u32,
-        err: Option<ErrorClass>,
-    ) {
+    fn cm_rndv_done(&mut self, r: RndvRead, err: Option<ErrorClass>) {
+        let RndvRead {
+            req,
+            me,
+            len,
+            total,
+            got,
+            from,
+            fin,
+        } = r;
         let rank = self.me;
         if let Some(cm) = self.cm.as_mut() {
             let sent = Envelope {
