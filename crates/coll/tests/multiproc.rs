@@ -230,6 +230,51 @@ fn nonblocking_reductions_np5() {
     run(5, "nbc-reduce", &[]);
 }
 
+/// The large-vector reductions at every rank count from 2 to 8 (oversubscribed past 2 on
+/// small machines): scan and exscan through the pipelined chain, their schedules, and the
+/// nonblocking allreduce's Rabenseifner schedule ([`large_reduce_suite`]).
+#[test]
+fn large_reductions_np2() {
+    run(2, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np3() {
+    run(3, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np4() {
+    run(4, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np5() {
+    run(5, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np6() {
+    run(6, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np7() {
+    run(7, "large-red", &[]);
+}
+#[test]
+fn large_reductions_np8() {
+    run(8, "large-red", &[]);
+}
+/// The chain scan forced at any size and rank count (`coll_tuned_scan_algorithm` 2), and
+/// Rabenseifner's allreduce forced for the schedules (`coll_tuned_allreduce_algorithm` 6).
+#[test]
+fn large_reductions_forced_np3() {
+    run(
+        3,
+        "large-red",
+        &[
+            ("OXMPI_MCA_coll_tuned_scan_algorithm", "2"),
+            ("OXMPI_MCA_coll_tuned_allreduce_algorithm", "6"),
+        ],
+    );
+}
+
 #[test]
 fn persistent_schedules_np3() {
     run(3, "persistent", &[]);
@@ -274,6 +319,10 @@ fn rank_entry() {
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             nb_reduce_suite(&w);
+        }
+        "large-red" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            large_reduce_suite(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -916,6 +965,167 @@ fn nb_reduce_suite(c: &CollComm) {
                 .unwrap();
             run_sched(s);
             assert_eq!(&buf[..counts[r]], mine, "ireduce_scatter in place {what}");
+        }
+    }
+    assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
+}
+
+/// `(a, b, c) ∘ (a', b', c') = (a a', b a' + b', c ^ c')` on 12-byte elements of three
+/// `u32`: associative, not commutative, and an element size that is no power of two.
+fn affine_xor(a: &[u8], io: &mut [u8]) {
+    for (x, y) in a.chunks_exact(12).zip(io.chunks_exact_mut(12)) {
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&y[..8]);
+        affine(&x[..8], &mut t);
+        y[..8].copy_from_slice(&t);
+        for i in 8..12 {
+            y[i] ^= x[i];
+        }
+    }
+}
+
+fn sum_u8(a: &[u8], io: &mut [u8]) {
+    for (x, y) in a.iter().zip(io.iter_mut()) {
+        *y = y.wrapping_add(*x);
+    }
+}
+
+/// Scan and exscan (blocking through the selection and `scan_into`, nonblocking through
+/// `iscan_from`) and `iallreduce_from` of vectors around the thresholds of the chain scan
+/// (`SCAN_CHAIN_MIN`), of its segments (`SCAN_SEGMENT`) and of Rabenseifner's schedule
+/// (`ALLREDUCE_SMALL`), for element sizes 1, 4, 8 and 12, commutative and not, out of
+/// place (the input checked unchanged), in place and with the same memory given twice,
+/// against the rank-order fold; the algorithm counters must show the chain and
+/// Rabenseifner's schedule exactly where the selection rules say.
+fn large_reduce_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use oxmpi_coll::tune::{algorithm, ALLREDUCE_SMALL, SCAN_CHAIN_MIN, SCAN_SEGMENT};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    type Kernel = fn(&[u8], &mut [u8]);
+    let ops: [(&str, Kernel, usize, bool); 4] = [
+        ("u8 sum", sum_u8, 1, true),
+        ("u32 sum", sum_u32, 4, true),
+        ("affine", affine, 8, false),
+        ("affine-xor", affine_xor, 12, false),
+    ];
+    let forced_chain = algorithm(Coll::Scan) == 2;
+    let forced_rab = algorithm(Coll::Allreduce) == 6;
+    let mut it = 0u64;
+    for target in [
+        SCAN_CHAIN_MIN / 2,
+        SCAN_CHAIN_MIN - 1,
+        SCAN_CHAIN_MIN,
+        SCAN_SEGMENT + 40,
+        3 * SCAN_SEGMENT + SCAN_SEGMENT / 2 + 4,
+    ] {
+        for (name, f, es, commutative) in ops {
+            let len = target / es * es;
+            let op = || OwnedOp {
+                f: Box::new(f),
+                elem_size: es,
+                commutative,
+            };
+            let bop = Op {
+                f: &f,
+                elem_size: es,
+                commutative,
+            };
+            it += 1;
+            let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 9)).collect();
+            let what = format!("{name}, {len} bytes, rank {r} of {p}");
+            let chain = forced_chain || (p > 2 && len >= SCAN_CHAIN_MIN);
+            let rab =
+                commutative && len / es >= p && (forced_rab || (p > 2 && len > ALLREDUCE_SMALL));
+            for exclusive in [false, true] {
+                let pre = if exclusive { &xs[..r] } else { &xs[..=r] };
+                let want = (!pre.is_empty()).then(|| fold(&f, pre));
+                let what = format!("{what}, exclusive {exclusive}");
+                let (alg, nb_alg) = match (chain, exclusive) {
+                    (true, false) => (Alg::ScanChain, Alg::NbcScanChain),
+                    (true, true) => (Alg::ExscanChain, Alg::NbcScanChain),
+                    (false, false) => (Alg::ScanRecdbl, Alg::NbcScanRecdbl),
+                    (false, true) => (Alg::ExscanRecdbl, Alg::NbcScanRecdbl),
+                };
+                let check = |got: &[u8], input: &[u8], how: &str| match &want {
+                    Some(w) => assert!(got == &w[..], "{how} {what}"),
+                    None => assert!(got == input, "{how} touched rank 0, {what}"),
+                };
+                // Blocking, through the selection and directly; out of place and in place.
+                let before = runs(alg);
+                let mut out = vec![0xa5u8; len];
+                select::scan(c, Some(&xs[r]), &mut out, exclusive, &f, es, commutative).unwrap();
+                check(&out, &vec![0xa5u8; len], "select::scan");
+                let mut b = xs[r].clone();
+                select::scan(c, None, &mut b, exclusive, &f, es, commutative).unwrap();
+                check(&b, &xs[r], "select::scan in place");
+                let mut out = vec![0xa5u8; len];
+                c.scan_into(Some(&xs[r]), &mut out, exclusive, &bop)
+                    .unwrap();
+                check(&out, &vec![0xa5u8; len], "scan_into");
+                // Vectors of at most the segment's size may take the shared-memory path.
+                if len > oxmpi_coll::sm::DATA {
+                    assert_eq!(runs(alg) - before, 3, "{alg:?} ran, {what}");
+                }
+                // Nonblocking: out of place (input left alone) and in place.
+                let before = runs(nb_alg);
+                let mut input = xs[r].clone();
+                let mut out = vec![0xa5u8; len];
+                let s = c
+                    .iscan_from(
+                        Region::Raw(out.as_mut_ptr(), len),
+                        Region::Raw(input.as_mut_ptr(), len),
+                        op(),
+                        exclusive,
+                    )
+                    .unwrap();
+                run_sched(s);
+                assert_eq!(input, xs[r], "iscan_from left the input alone, {what}");
+                check(&out, &vec![0xa5u8; len], "iscan_from");
+                let mut buf = xs[r].clone();
+                let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+                let s = c
+                    .iscan_from(Region::Raw(ptr, n), Region::Raw(ptr, n), op(), exclusive)
+                    .unwrap();
+                run_sched(s);
+                check(&buf, &xs[r], "iscan in place");
+                assert_eq!(runs(nb_alg) - before, 2, "{nb_alg:?} ran, {what}");
+            }
+            // Nonblocking allreduce: out of place, in place, aliased.
+            let want = fold(&f, &xs);
+            let nb_alg = if rab {
+                Alg::NbcAllreduceRabenseifner
+            } else {
+                Alg::NbcAllreduceRecdbl
+            };
+            let before = runs(nb_alg);
+            let mut input = xs[r].clone();
+            let s = c
+                .iallreduce_from(
+                    Some(Region::Raw(input.as_mut_ptr(), len)),
+                    Region::Owned(vec![0u8; len]),
+                    op(),
+                )
+                .unwrap();
+            let mut s = run_sched(s);
+            assert!(s.take_owned(0).unwrap() == want, "iallreduce_from {what}");
+            assert_eq!(input, xs[r], "iallreduce_from left the input alone, {what}");
+            let s = c
+                .iallreduce_from(None, Region::Owned(xs[r].clone()), op())
+                .unwrap();
+            assert!(
+                run_sched(s).take_owned(0).unwrap() == want,
+                "iallreduce in place {what}"
+            );
+            let mut buf = xs[r].clone();
+            let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+            let s = c
+                .iallreduce_from(Some(Region::Raw(ptr, n)), Region::Raw(ptr, n), op())
+                .unwrap();
+            run_sched(s);
+            assert!(buf == want, "iallreduce aliased {what}");
+            assert_eq!(runs(nb_alg) - before, 3, "{nb_alg:?} ran, {what}");
         }
     }
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");

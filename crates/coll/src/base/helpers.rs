@@ -2,6 +2,7 @@
 //! and the even split of a vector between ranks.
 
 use super::comm::{arg_err, Result};
+use super::params::{self as tune, Coll};
 use oxmpi_engine::ErrorClass;
 
 /// A 16-byte aligned scratch block (reductions on it need the element type's alignment).
@@ -172,6 +173,28 @@ pub(crate) fn fold_real_rank(nd: i32, rem: i32) -> i32 {
     } else {
         nd + rem
     }
+}
+
+/// Whether a scan (or exclusive scan) of `n` bytes on `p` ranks runs the pipelined chain
+/// rather than recursive doubling: forced by `coll_tuned_scan_algorithm` (1 recursive
+/// doubling, 2 chain), else from [`tune::SCAN_CHAIN_MIN`] bytes on more than 2 ranks. The
+/// blocking and the nonblocking scans decide alike (every rank the same: `n` and `p` match).
+pub(crate) fn scan_chain(n: usize, p: i32) -> bool {
+    match tune::algorithm(Coll::Scan) {
+        1 => false,
+        2 => true,
+        _ => p > 2 && n >= tune::SCAN_CHAIN_MIN,
+    }
+}
+
+/// The segments (offset, length) in which the chain scan moves an `n`-byte vector of
+/// `elem`-byte elements: [`tune::SCAN_SEGMENT`] bytes rounded down to a multiple of
+/// `8 * elem` (whole elements, and every segment as aligned as the vector for the
+/// vectorised reductions), the last one shorter; none for an empty vector.
+pub(crate) fn chain_segments(n: usize, elem: usize) -> Vec<(usize, usize)> {
+    let unit = 8 * elem.max(1);
+    let seg = (tune::SCAN_SEGMENT / unit).max(1) * unit;
+    (0..n).step_by(seg).map(|o| (o, seg.min(n - o))).collect()
 }
 
 /// One round of the recursive-doubling scan plan, seen from one rank.

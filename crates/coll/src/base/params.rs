@@ -33,8 +33,8 @@ pub enum Coll {
     Gather = 7,
     /// `scatter`: 1 linear (the root posts every send), 2 binomial tree.
     Scatter = 8,
-    /// `scan` and `exscan`: 1 recursive doubling (the only point-to-point algorithm;
-    /// forcing it bypasses the shared-memory path).
+    /// `scan` and `exscan`: 1 recursive doubling, 2 pipelined chain (forcing either
+    /// bypasses the shared-memory path).
     Scan = 9,
 }
 
@@ -92,7 +92,7 @@ pub static PARAMS: [ParamDecl; 14] = [
     ),
     algorithm_param(
         "scan_algorithm",
-        "Scan and exscan algorithm: 0 automatic, 1 recursive doubling",
+        "Scan and exscan algorithm: 0 automatic, 1 recursive doubling, 2 pipelined chain",
     ),
     crate::sm::params::ENABLE,
     crate::sm::params::ALLREDUCE_LARGE_MIN,
@@ -178,6 +178,14 @@ pub const BCAST_SMALL: usize = 512 * 1024;
 pub const BCAST_SEGMENT: usize = 64 * 1024;
 /// Vectors up to this many bytes use recursive doubling allreduce (larger: ring).
 pub const ALLREDUCE_SMALL: usize = 16 * 1024;
+/// Scans of at least this many bytes on more than 2 ranks use the pipelined chain (each
+/// rank receives its predecessor's prefix, extends it by its own contribution and passes it
+/// on, segment by segment): every byte moves `p - 1` times and is combined `p - 1` times in
+/// all, against about `p log2 p` of each for recursive doubling, which matters as soon as
+/// the ranks share cores. Smaller ones use recursive doubling (fewer steps in a row).
+pub const SCAN_CHAIN_MIN: usize = 16 * 1024;
+/// Segment size of the pipelined chain scan (a multiple of the element size is taken).
+pub const SCAN_SEGMENT: usize = 64 * 1024;
 /// Communicators up to this size use the linear alltoall (all transfers posted at once).
 pub const ALLTOALL_LINEAR_MAX: usize = 8;
 /// Blocks up to this many bytes use the Bruck alltoall (larger: pairwise), above

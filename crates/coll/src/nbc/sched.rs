@@ -22,10 +22,13 @@
 //! and [`Schedule::copy`]; a schedule may move messages on several engine communicators
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
-use crate::base::helpers::{fold_real_rank, fold_sizes, pooled, scan_rounds, unpool};
+use crate::base::helpers::{
+    chain_segments, fold_real_rank, fold_sizes, pooled, scan_chain, scan_rounds, split_even, unpool,
+};
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::{Progress, SmNb};
 use crate::sm::{Seg, SmKind};
+use crate::tune::{self, Coll};
 use crate::{arg_err, CollComm, Result};
 use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
@@ -792,8 +795,22 @@ impl CollComm {
         if n % op.elem_size.max(1) != 0 {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
-        let mut s = Schedule::new(self, vec![out], None)?.counted(Alg::NbcAllreduceRecdbl);
+        let p = self.size;
         let commutative = op.commutative;
+        let elem = op.elem_size.max(1);
+        let rabenseifner = commutative
+            && n / elem >= p as usize
+            && match tune::algorithm(Coll::Allreduce) {
+                6 => true,
+                0 => p > 2 && n > tune::ALLREDUCE_SMALL,
+                _ => false,
+            };
+        let alg = if rabenseifner {
+            Alg::NbcAllreduceRabenseifner
+        } else {
+            Alg::NbcAllreduceRecdbl
+        };
+        let mut s = Schedule::new(self, vec![out], None)?.counted(alg);
         s.op = Some(op);
         let b = (0, 0);
         // Where our contribution is, and whether `b` holds our partial result yet.
@@ -813,12 +830,15 @@ impl CollComm {
             }
             None => (b, true),
         };
-        let p = self.size;
         let r = self.rank;
         if p == 1 || n == 0 {
             if !ready {
                 s.copy(inp, b, n);
             }
+            return Ok(s);
+        }
+        if rabenseifner {
+            self.iallreduce_rabenseifner(&mut s, (inp, ready), n, elem);
             return Ok(s);
         }
         let mut tmp = None;
@@ -871,6 +891,109 @@ impl CollComm {
             s.round().push(step);
         }
         Ok(s)
+    }
+
+    /// The rounds of Rabenseifner's allreduce in `s` (commutative operations; region 0
+    /// receives the result, `n` bytes of `elem`-byte elements; our contribution is at
+    /// `inp`, already in region 0 when `ready`), as the blocking
+    /// [`CollComm::allreduce`] runs it for large vectors: the first `2 * rem` ranks fold
+    /// pairwise so that a power of two `pof2` remain; those halve the range they own at
+    /// each step (sending the other half to the partner at distance `mask`, reducing the
+    /// partner's copy of the half they keep), then gather the reduced blocks back by
+    /// recursive doubling; the folded ranks get the result from their partner. Every byte
+    /// of the vector is sent and combined about twice per rank in all, against
+    /// `log2(p)` times for recursive doubling. Our contribution is read where it is: the
+    /// first exchange sends from it and receives the partner's part straight into region 0.
+    fn iallreduce_rabenseifner(
+        &self,
+        s: &mut Schedule,
+        (inp, mut ready): (At, bool),
+        n: usize,
+        elem: usize,
+    ) {
+        let (r, b) = (self.rank, (0, 0));
+        let at = |reg: At, o: usize| (reg.0, reg.1 + o);
+        let tmp = s.add_region(Region::Owned(pooled(n)));
+        let (pof2, rem) = fold_sizes(self.size);
+        let newrank = if r < 2 * rem {
+            s.next_round();
+            if r % 2 == 0 {
+                s.send(Lane::default(), if ready { b } else { inp }, n, r + 1);
+                -1
+            } else {
+                if ready {
+                    s.recv(Lane::default(), (tmp, 0), n, r - 1);
+                    s.reduce((tmp, 0), b, n);
+                } else {
+                    s.recv(Lane::default(), b, n, r - 1);
+                    s.reduce(inp, b, n);
+                }
+                ready = true;
+                r / 2
+            }
+        } else {
+            r - rem
+        };
+        if newrank >= 0 {
+            let real = |nd: i32| fold_real_rank(nd, rem);
+            let (counts, displs) = split_even(n, elem, pof2 as usize);
+            // Offset and length of blocks [lo, hi).
+            let span =
+                |lo: usize, hi: usize| (displs[lo], displs[hi - 1] + counts[hi - 1] - displs[lo]);
+            let (mut lo, mut hi) = (0usize, pof2 as usize);
+            let mut mask = pof2 >> 1;
+            while mask > 0 {
+                let dst = real(newrank ^ mask);
+                let mid = lo + (hi - lo) / 2;
+                let (keep, give) = if newrank & mask == 0 {
+                    ((lo, mid), (mid, hi))
+                } else {
+                    ((mid, hi), (lo, mid))
+                };
+                let ((ko, kl), (go, gl)) = (span(keep.0, keep.1), span(give.0, give.1));
+                s.next_round();
+                s.send(
+                    Lane::default(),
+                    at(if ready { b } else { inp }, go),
+                    gl,
+                    dst,
+                );
+                if ready {
+                    s.recv(Lane::default(), (tmp, ko), kl, dst);
+                    s.reduce((tmp, ko), (0, ko), kl);
+                } else {
+                    s.recv(Lane::default(), (0, ko), kl, dst);
+                    s.reduce(at(inp, ko), (0, ko), kl);
+                }
+                ready = true;
+                (lo, hi) = keep;
+                mask >>= 1;
+            }
+            let mut mask = 1;
+            while mask < pof2 {
+                let dst = real(newrank ^ mask);
+                let w = hi - lo;
+                let other = if newrank & mask == 0 {
+                    (hi, hi + w)
+                } else {
+                    (lo - w, lo)
+                };
+                let ((mo, ml), (oo, ol)) = (span(lo, hi), span(other.0, other.1));
+                s.next_round();
+                s.send(Lane::default(), (0, mo), ml, dst);
+                s.recv(Lane::default(), (0, oo), ol, dst);
+                (lo, hi) = (lo.min(other.0), hi.max(other.1));
+                mask <<= 1;
+            }
+        }
+        if r < 2 * rem {
+            s.next_round();
+            if r % 2 == 1 {
+                s.send(Lane::default(), b, n, r - 1);
+            } else {
+                s.recv(Lane::default(), b, n, r + 1);
+            }
+        }
     }
 
     /// `MPI_Ireduce`: region 0 is our contribution (only read: a leaf of the tree sends it
@@ -1113,7 +1236,13 @@ impl CollComm {
             return Err(arg_err(ErrorClass::Count, "vector is not whole elements"));
         }
         let commutative = op.commutative;
-        let mut s = Schedule::new(self, vec![out, input], Some(op))?.counted(Alg::NbcScanRecdbl);
+        let (elem, chain) = (op.elem_size, scan_chain(n, self.size));
+        let alg = if chain {
+            Alg::NbcScanChain
+        } else {
+            Alg::NbcScanRecdbl
+        };
+        let mut s = Schedule::new(self, vec![out, input], Some(op))?.counted(alg);
         let (r, p) = (self.rank, self.size);
         let (op_, ol) = s.regions[0].ptr_len();
         if ol < n && !(exclusive && r == 0) {
@@ -1125,6 +1254,10 @@ impl CollComm {
         let (res, inp) = ((0, 0), (1, 0));
         let (i0, o0) = (ip as usize, op_ as usize);
         let aliased = n > 0 && ol > 0 && i0 < o0 + ol && o0 < i0 + n;
+        if chain {
+            self.iscan_chain(&mut s, (n, elem), aliased, exclusive);
+            return Ok(s);
+        }
         let rounds = scan_rounds(r, p);
         let mut part = inp;
         let mut pbuf: Option<usize> = None;
@@ -1208,6 +1341,78 @@ impl CollComm {
             s.copy(inp, res, n);
         }
         Ok(s)
+    }
+
+    /// The rounds of the pipelined chain scan in `s` (region 0 the result, region 1 our
+    /// contribution of `n` bytes of `elem`-byte elements, `aliased`: the same memory, in
+    /// place), as the blocking [`CollComm::scan_into`] runs it: rank 0 sends its
+    /// contribution in segments ([`chain_segments`]); every other rank receives the prefix
+    /// of the ranks below it segment by segment, one segment per round, extends it by its
+    /// own contribution and passes it on to the next rank in the round after (the inclusive
+    /// result from region 0; the exclusive prefix lands in region 0 and `prefix ∘ ours`
+    /// goes on from scratch). A prefix is always combined as `lower ∘ ours`, except that a
+    /// commutative operation receives it straight into the result and folds ours in.
+    fn iscan_chain(
+        &self,
+        s: &mut Schedule,
+        (n, elem): (usize, usize),
+        aliased: bool,
+        exclusive: bool,
+    ) {
+        let (r, p) = (self.rank, self.size);
+        let (res, mut inp) = ((0, 0), (1, 0));
+        let segs = chain_segments(n, elem);
+        let next = (r + 1 < p).then_some(r + 1);
+        let commutative = s.op.as_ref().is_some_and(|o| o.commutative);
+        let at = |reg: (usize, usize), o: usize| (reg.0, reg.1 + o);
+        if r == 0 {
+            s.next_round();
+            for &(o, m) in &segs {
+                s.send(Lane::default(), at(inp, o), m, next.unwrap_or(PROC_NULL));
+            }
+            if !exclusive && !aliased {
+                s.copy(inp, res, n);
+            }
+            return;
+        }
+        let region = |s: &mut Schedule| (s.add_region(Region::Owned(pooled(n))), 0);
+        if exclusive && aliased && next.is_some() {
+            // The prefix lands where our contribution is: copied aside first.
+            let c = region(s);
+            s.next_round();
+            s.copy(inp, c, n);
+            inp = c;
+        }
+        let direct = exclusive || (commutative && !aliased);
+        let tmp = (!direct || (exclusive && next.is_some())).then(|| region(s).0);
+        let land = if direct { 0 } else { tmp.unwrap_or(0) };
+        // What goes on to the next rank: the result, or (exclusive) `prefix ∘ ours`.
+        let out = if exclusive { tmp.unwrap_or(0) } else { 0 };
+        for (i, &(o, m)) in segs.iter().enumerate() {
+            s.next_round();
+            s.recv(Lane::default(), (land, o), m, r - 1);
+            if let (Some(next), Some(&(po, pm))) = (next, i.checked_sub(1).map(|j| &segs[j])) {
+                s.send(Lane::default(), (out, po), pm, next);
+            }
+            match (exclusive, tmp) {
+                (false, None) => s.reduce(at(inp, o), (0, o), m),
+                (false, Some(t)) => {
+                    if !aliased {
+                        s.copy(at(inp, o), (0, o), m);
+                    }
+                    s.reduce((t, o), (0, o), m);
+                }
+                (true, Some(t)) => {
+                    s.copy(at(inp, o), (t, o), m);
+                    s.reduce((0, o), (t, o), m);
+                }
+                (true, None) => {}
+            }
+        }
+        if let (Some(next), Some(&(o, m))) = (next, segs.last()) {
+            s.next_round();
+            s.send(Lane::default(), (out, o), m, next);
+        }
     }
 
     /// `MPI_Ireduce_scatter` of `data` (our contribution, `counts` bytes per rank back to

@@ -2,8 +2,8 @@
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    check_blocks, check_op, fold_real_rank, fold_sizes, pooled, scan_rounds, split_even, unpool,
-    Aligned, Scratch,
+    chain_segments, check_blocks, check_op, fold_real_rank, fold_sizes, pooled, scan_chain,
+    scan_rounds, split_even, unpool, Aligned, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
@@ -530,6 +530,17 @@ impl CollComm {
         if send.is_some_and(|s| s.len() != recv.len()) {
             return Err(arg_err(ErrorClass::Count, "scan buffers differ in size"));
         }
+        if scan_chain(recv.len(), self.size) {
+            count(
+                self.shadow,
+                if exclusive {
+                    Alg::ExscanChain
+                } else {
+                    Alg::ScanChain
+                },
+            );
+            return self.scan_chain(send, recv, exclusive, op);
+        }
         count(
             self.shadow,
             if exclusive {
@@ -617,6 +628,139 @@ impl CollComm {
             unpool(v);
         }
         Ok(())
+    }
+
+    /// The pipelined chain of [`CollComm::scan_into`] (same arguments): rank `r` receives
+    /// the prefix of ranks `0..r` from `r - 1` in segments ([`chain_segments`], all
+    /// receives posted at once), extends each by its own contribution as it arrives and
+    /// passes it on to `r + 1` at once (the inclusive result itself; for the exclusive
+    /// scan, the received prefix lands in `recv` and `prefix ∘ ours` goes on from scratch).
+    /// Each byte moves `p - 1` times and is combined `p - 1` times in all, and neighbours
+    /// work on different segments at the same time. Any associative operation: a prefix
+    /// is always combined as `lower ∘ ours`, except that a commutative one receives the
+    /// prefix straight into `recv` and folds ours in (`ours ∘ prefix`, the same value).
+    fn scan_chain(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        exclusive: bool,
+        op: &Op,
+    ) -> Result<()> {
+        let n = recv.len();
+        let (r, p) = (self.rank, self.size);
+        let tag = if exclusive { TAG_EXSCAN } else { TAG_SCAN };
+        let segs = chain_segments(n, op.elem_size);
+        let next = (r + 1 < p).then_some(r + 1);
+        let mut reqs: Vec<(oxmpi_engine::ReqId, i32)> = Vec::new();
+        if r == 0 {
+            // Our contribution is the prefix: sent from where it is.
+            let src = send.map_or(recv.as_ptr(), <[u8]>::as_ptr);
+            if let Some(next) = next {
+                for &(o, m) in &segs {
+                    // SAFETY: segment `o..o + m` of our contribution (`n` bytes), unchanged
+                    // until the waitall below (`recv` is written only when it is not the
+                    // contribution).
+                    match unsafe { self.isend_raw(src.add(o), m, next, tag) } {
+                        Ok(q) => reqs.push((q, next)),
+                        Err(e) => {
+                            self.abandon(&reqs);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            if let (false, Some(s)) = (exclusive, send) {
+                recv.copy_from_slice(s);
+            }
+            return self.waitall(&reqs, "scan send");
+        }
+        let prev = r - 1;
+        // In place, the exclusive prefix lands where our contribution is: copied aside
+        // first when it is still needed (we pass `prefix ∘ ours` on).
+        let copy = (exclusive && send.is_none() && next.is_some()).then(|| {
+            let mut v = pooled(n);
+            v.copy_from_slice(recv);
+            v
+        });
+        let inp: &[u8] = send.or(copy.as_deref()).unwrap_or_default();
+        // The prefix lands in `recv` (exclusive; or inclusive with a commutative op and
+        // our contribution elsewhere), else in scratch, folded into `recv` from there.
+        let direct = exclusive || (op.commutative && send.is_some());
+        // Scratch: the landing place, or (exclusive) what we pass on.
+        let mut tmp = (!direct || (exclusive && next.is_some())).then(|| pooled(n));
+        let rp = recv.as_mut_ptr();
+        let tp = tmp
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |t| t.as_mut_ptr());
+        let land = if direct { rp } else { tp };
+        // Receives waited for so far (the first `waited` of `reqs`); sends follow them.
+        let mut waited = 0;
+        let res = 'run: {
+            for &(o, m) in &segs {
+                // SAFETY: segment `o..o + m` of `recv` or of `tmp` (`n` bytes each), not
+                // touched until its receive completes below; both outlive every request.
+                match unsafe { self.irecv_raw(land.add(o), m, prev, tag) } {
+                    Ok(q) => reqs.push((q, prev)),
+                    Err(e) => break 'run Err(e),
+                }
+            }
+            for &(o, m) in &segs {
+                let st = self.e.wait(reqs[waited].0);
+                waited += 1;
+                if let Err(e) = self.check(st, "scan receive", prev) {
+                    break 'run Err(e);
+                }
+                // SAFETY: segment `o..o + m` of `recv` and of `tmp` (when there is one):
+                // its receive has completed, no other request touches it until it is sent
+                // on below, and the two buffers are distinct.
+                let (out, t) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(rp.add(o), m),
+                        (!tp.is_null()).then(|| std::slice::from_raw_parts_mut(tp.add(o), m)),
+                    )
+                };
+                let x = inp.get(o..o + m).unwrap_or_default();
+                let from = match (exclusive, t) {
+                    (false, None) => {
+                        (op.f)(x, out); // ours ∘ prefix (commutative)
+                        rp
+                    }
+                    (false, Some(t)) => {
+                        if send.is_some() {
+                            out.copy_from_slice(x);
+                        }
+                        (op.f)(t, out); // prefix ∘ ours
+                        rp
+                    }
+                    (true, Some(t)) => {
+                        t.copy_from_slice(x);
+                        (op.f)(out, t); // prefix ∘ ours, passed on
+                        tp
+                    }
+                    (true, None) => continue, // the last rank passes nothing on
+                };
+                if let Some(next) = next {
+                    // SAFETY: segment `o..o + m` of `recv` or `tmp`, final now and unchanged
+                    // until the waitall below.
+                    match unsafe { self.isend_raw(from.add(o), m, next, tag) } {
+                        Ok(q) => reqs.push((q, next)),
+                        Err(e) => break 'run Err(e),
+                    }
+                }
+            }
+            Ok(())
+        };
+        let res = match res {
+            Ok(()) => self.waitall(&reqs[waited..], "scan send"),
+            Err(e) => {
+                self.abandon(&reqs[waited..]);
+                Err(e)
+            }
+        };
+        for v in [copy, tmp].into_iter().flatten() {
+            unpool(v);
+        }
+        res
     }
 
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
