@@ -1092,8 +1092,19 @@ fn large_reduce_suite(c: &CollComm) {
                 check(&buf, &xs[r], "iscan in place");
                 assert_eq!(runs(nb_alg) - before, 2, "{nb_alg:?} ran, {what}");
             }
-            // Nonblocking allreduce: out of place, in place, aliased.
+            // Blocking allreduce through the selection (Rabenseifner's algorithm reads the
+            // contribution where it is), out of place and in place.
             let want = fold(&f, &xs);
+            let before = runs(Alg::AllreduceRabenseifner);
+            let mut out = vec![0xa5u8; len];
+            select::allreduce(c, Some(&xs[r]), &mut out, &f, es, commutative).unwrap();
+            assert!(out == want, "select::allreduce {what}");
+            let mut b = xs[r].clone();
+            select::allreduce(c, None, &mut b, &f, es, commutative).unwrap();
+            assert!(b == want, "select::allreduce in place {what}");
+            let ran = runs(Alg::AllreduceRabenseifner) - before;
+            assert_eq!(ran, if rab { 2 } else { 0 }, "Rabenseifner, {what}");
+            // Nonblocking allreduce: out of place, in place, aliased.
             let nb_alg = if rab {
                 Alg::NbcAllreduceRabenseifner
             } else {

@@ -70,10 +70,10 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
             return Ok(());
         }
     }
-    if let Some(s) = src {
-        dst.copy_from_slice(s);
-    }
     if let (Some(seg), true) = (&seg, small) {
+        if let Some(s) = src {
+            dst.copy_from_slice(s);
+        }
         count(a.shadow, Alg::SmAllreduce);
         seg.allreduce(dst, f);
         return Ok(());
@@ -83,7 +83,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         elem_size,
         commutative,
     };
-    a.allreduce(dst, &op)
+    a.allreduce_from(src, dst, &op)
 }
 
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`

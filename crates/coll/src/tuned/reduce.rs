@@ -245,8 +245,25 @@ impl CollComm {
 
     /// `MPI_Allreduce` in place: `buf` holds our contribution and receives the result.
     pub fn allreduce(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        self.allreduce_from(None, buf, op)
+    }
+
+    /// `MPI_Allreduce` of `src` (our contribution, as long as `buf`; `None`: it is in
+    /// `buf`, in place) into `buf`. Rabenseifner's algorithm reads the contribution where
+    /// it is (its first exchange sends from it and receives straight into `buf`); the other
+    /// algorithms start from a copy of it in `buf`.
+    pub fn allreduce_from(&self, src: Option<&[u8]>, buf: &mut [u8], op: &Op) -> Result<()> {
         check_op(buf.len(), op)?;
+        if src.is_some_and(|s| s.len() != buf.len()) {
+            return Err(arg_err(
+                ErrorClass::Count,
+                "allreduce buffers differ in size",
+            ));
+        }
         if self.size == 1 || buf.is_empty() {
+            if let Some(s) = src {
+                buf.copy_from_slice(s);
+            }
             return Ok(());
         }
         let nelem = buf.len() / op.elem_size;
@@ -263,13 +280,18 @@ impl CollComm {
             _ => Alg::AllreduceRecdbl,
         };
         count(self.shadow, alg);
+        if alg == Alg::AllreduceRabenseifner {
+            return self.allreduce_rabenseifner(src, buf, op);
+        }
+        if let Some(s) = src {
+            buf.copy_from_slice(s);
+        }
         match alg {
             Alg::AllreduceReduceBcast => {
                 self.reduce_binomial(buf, 0, op, TAG_ALLREDUCE)?;
                 self.bcast_binomial(buf, 0)
             }
             Alg::AllreduceRing => self.allreduce_ring(buf, op),
-            Alg::AllreduceRabenseifner => self.allreduce_rabenseifner(buf, op),
             _ => self.allreduce_recdbl(buf, op),
         }
     }
@@ -309,12 +331,34 @@ impl CollComm {
     /// `mask`, keeping and reducing the other half) and then a recursive-doubling allgather
     /// of the reduced blocks; the folded ranks finally get the result from their partner.
     /// Each block of the result is reduced on exactly one rank, so every rank ends with the
-    /// same bytes.
-    pub(crate) fn allreduce_rabenseifner(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+    /// same bytes. Our contribution is `src`, or in `buf` when `None`: read where it is
+    /// until the first exchange, which receives the partner's data straight into `buf`.
+    pub(crate) fn allreduce_rabenseifner(
+        &self,
+        src: Option<&[u8]>,
+        buf: &mut [u8],
+        op: &Op,
+    ) -> Result<()> {
         let (pof2, rem) = fold_sizes(self.size);
         let mut tmp = Scratch::new(buf.len());
         let tmp = &mut tmp[..buf.len()];
-        let newrank = self.allreduce_fold_in(buf, tmp, op, rem)?;
+        // Our contribution while `buf` does not hold it yet.
+        let mut src = src;
+        let r = self.rank;
+        let newrank = match src {
+            Some(s) if r < 2 * rem => {
+                src = None;
+                if r % 2 == 0 {
+                    self.send(s, r + 1, TAG_ALLREDUCE)?;
+                    -1
+                } else {
+                    self.recv(buf, r - 1, TAG_ALLREDUCE)?;
+                    (op.f)(s, buf); // commutative
+                    r / 2
+                }
+            }
+            _ => self.allreduce_fold_in(buf, tmp, op, rem)?,
+        };
         if newrank >= 0 {
             let real = |nd: i32| fold_real_rank(nd, rem);
             let (counts, displs) = split_even(buf.len(), op.elem_size, pof2 as usize);
@@ -331,8 +375,16 @@ impl CollComm {
                     ((mid, hi), (lo, mid))
                 };
                 let (k, g) = (span(keep.0, keep.1), span(give.0, give.1));
-                self.sendrecv(&buf[g], dst, &mut tmp[k.clone()], dst, TAG_ALLREDUCE)?;
-                (op.f)(&tmp[k.clone()], &mut buf[k]);
+                match src.take() {
+                    Some(s) => {
+                        self.sendrecv(&s[g], dst, &mut buf[k.clone()], dst, TAG_ALLREDUCE)?;
+                        (op.f)(&s[k.clone()], &mut buf[k]); // commutative
+                    }
+                    None => {
+                        self.sendrecv(&buf[g], dst, &mut tmp[k.clone()], dst, TAG_ALLREDUCE)?;
+                        (op.f)(&tmp[k.clone()], &mut buf[k]);
+                    }
+                }
                 (lo, hi) = keep;
                 mask >>= 1;
             }
