@@ -175,6 +175,68 @@ pub(crate) fn fold_real_rank(nd: i32, rem: i32) -> i32 {
     }
 }
 
+/// One exchange of Rabenseifner's allreduce as seen by one of the `pof2` remaining ranks
+/// (see [`rabenseifner_plan`]): with the real rank `peer`, send the byte range `send` of
+/// the vector and receive the range `recv` (a halving step then reduces what it received
+/// into that range of our vector; a doubling step receives it in place).
+pub(crate) struct RabStep {
+    pub peer: i32,
+    pub send: std::ops::Range<usize>,
+    pub recv: std::ops::Range<usize>,
+}
+
+/// The exchanges of Rabenseifner's allreduce of an `n`-byte vector of `elem`-byte elements
+/// for the remaining rank `newrank` of `pof2` (`rem` ranks folded, see [`fold_sizes`]): the
+/// recursive-halving steps (each keeps half of the blocks still owned, sends the other
+/// half to the partner at distance `mask`, from `pof2 / 2` down), then the
+/// recursive-doubling steps that gather the reduced blocks back. The blocking and the
+/// nonblocking allreduce follow the same plan.
+pub(crate) fn rabenseifner_plan(
+    (n, elem): (usize, usize),
+    (pof2, rem): (i32, i32),
+    newrank: i32,
+) -> (Vec<RabStep>, Vec<RabStep>) {
+    let real = |nd: i32| fold_real_rank(nd, rem);
+    let (counts, displs) = split_even(n, elem, pof2 as usize);
+    // Byte range of blocks [lo, hi).
+    let span = |lo: usize, hi: usize| displs[lo]..displs[hi - 1] + counts[hi - 1];
+    let (mut halving, mut doubling) = (Vec::new(), Vec::new());
+    let (mut lo, mut hi) = (0usize, pof2 as usize);
+    let mut mask = pof2 >> 1;
+    while mask > 0 {
+        let mid = lo + (hi - lo) / 2;
+        let (keep, give) = if newrank & mask == 0 {
+            ((lo, mid), (mid, hi))
+        } else {
+            ((mid, hi), (lo, mid))
+        };
+        halving.push(RabStep {
+            peer: real(newrank ^ mask),
+            send: span(give.0, give.1),
+            recv: span(keep.0, keep.1),
+        });
+        (lo, hi) = keep;
+        mask >>= 1;
+    }
+    let mut mask = 1;
+    while mask < pof2 {
+        let w = hi - lo;
+        let other = if newrank & mask == 0 {
+            (hi, hi + w)
+        } else {
+            (lo - w, lo)
+        };
+        doubling.push(RabStep {
+            peer: real(newrank ^ mask),
+            send: span(lo, hi),
+            recv: span(other.0, other.1),
+        });
+        (lo, hi) = (lo.min(other.0), hi.max(other.1));
+        mask <<= 1;
+    }
+    (halving, doubling)
+}
+
 /// Whether a scan (or exclusive scan) of `n` bytes on `p` ranks runs the pipelined chain
 /// rather than recursive doubling: forced by `coll_tuned_scan_algorithm` (1 recursive
 /// doubling, 2 chain), else from [`tune::SCAN_CHAIN_MIN`] bytes on more than 2 ranks. The

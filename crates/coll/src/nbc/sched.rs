@@ -23,7 +23,8 @@
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::base::helpers::{
-    chain_segments, fold_real_rank, fold_sizes, pooled, scan_chain, scan_rounds, split_even, unpool,
+    chain_segments, fold_real_rank, fold_sizes, pooled, rabenseifner_plan, scan_chain, scan_rounds,
+    unpool, RabStep,
 };
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::{Progress, SmNb};
@@ -935,55 +936,34 @@ impl CollComm {
             r - rem
         };
         if newrank >= 0 {
-            let real = |nd: i32| fold_real_rank(nd, rem);
-            let (counts, displs) = split_even(n, elem, pof2 as usize);
-            // Offset and length of blocks [lo, hi).
-            let span =
-                |lo: usize, hi: usize| (displs[lo], displs[hi - 1] + counts[hi - 1] - displs[lo]);
-            let (mut lo, mut hi) = (0usize, pof2 as usize);
-            let mut mask = pof2 >> 1;
-            while mask > 0 {
-                let dst = real(newrank ^ mask);
-                let mid = lo + (hi - lo) / 2;
-                let (keep, give) = if newrank & mask == 0 {
-                    ((lo, mid), (mid, hi))
-                } else {
-                    ((mid, hi), (lo, mid))
-                };
-                let ((ko, kl), (go, gl)) = (span(keep.0, keep.1), span(give.0, give.1));
+            let (halving, doubling) = rabenseifner_plan((n, elem), (pof2, rem), newrank);
+            for RabStep {
+                peer,
+                send: g,
+                recv: k,
+            } in halving
+            {
+                let kl = k.len();
                 s.next_round();
                 s.send(
                     Lane::default(),
-                    at(if ready { b } else { inp }, go),
-                    gl,
-                    dst,
+                    at(if ready { b } else { inp }, g.start),
+                    g.len(),
+                    peer,
                 );
                 if ready {
-                    s.recv(Lane::default(), (tmp, ko), kl, dst);
-                    s.reduce((tmp, ko), (0, ko), kl);
+                    s.recv(Lane::default(), (tmp, k.start), kl, peer);
+                    s.reduce((tmp, k.start), (0, k.start), kl);
                 } else {
-                    s.recv(Lane::default(), (0, ko), kl, dst);
-                    s.reduce(at(inp, ko), (0, ko), kl);
+                    s.recv(Lane::default(), (0, k.start), kl, peer);
+                    s.reduce(at(inp, k.start), (0, k.start), kl);
                 }
                 ready = true;
-                (lo, hi) = keep;
-                mask >>= 1;
             }
-            let mut mask = 1;
-            while mask < pof2 {
-                let dst = real(newrank ^ mask);
-                let w = hi - lo;
-                let other = if newrank & mask == 0 {
-                    (hi, hi + w)
-                } else {
-                    (lo - w, lo)
-                };
-                let ((mo, ml), (oo, ol)) = (span(lo, hi), span(other.0, other.1));
+            for RabStep { peer, send, recv } in doubling {
                 s.next_round();
-                s.send(Lane::default(), (0, mo), ml, dst);
-                s.recv(Lane::default(), (0, oo), ol, dst);
-                (lo, hi) = (lo.min(other.0), hi.max(other.1));
-                mask <<= 1;
+                s.send(Lane::default(), (0, send.start), send.len(), peer);
+                s.recv(Lane::default(), (0, recv.start), recv.len(), peer);
             }
         }
         if r < 2 * rem {

@@ -2,8 +2,8 @@
 
 use super::{TAG_ALLREDUCE, TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
-    chain_segments, check_blocks, check_op, fold_real_rank, fold_sizes, pooled, scan_chain,
-    scan_rounds, split_even, unpool, Aligned, Scratch,
+    chain_segments, check_blocks, check_op, fold_real_rank, fold_sizes, pooled, rabenseifner_plan,
+    scan_chain, scan_rounds, split_even, unpool, Aligned, RabStep, Scratch,
 };
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
@@ -360,44 +360,31 @@ impl CollComm {
             _ => self.allreduce_fold_in(buf, tmp, op, rem)?,
         };
         if newrank >= 0 {
-            let real = |nd: i32| fold_real_rank(nd, rem);
-            let (counts, displs) = split_even(buf.len(), op.elem_size, pof2 as usize);
-            // Byte range of blocks [lo, hi).
-            let span = |lo: usize, hi: usize| displs[lo]..displs[hi - 1] + counts[hi - 1];
-            let (mut lo, mut hi) = (0usize, pof2 as usize);
-            let mut mask = pof2 >> 1;
-            while mask > 0 {
-                let dst = real(newrank ^ mask);
-                let mid = lo + (hi - lo) / 2;
-                let (keep, give) = if newrank & mask == 0 {
-                    ((lo, mid), (mid, hi))
-                } else {
-                    ((mid, hi), (lo, mid))
-                };
-                let (k, g) = (span(keep.0, keep.1), span(give.0, give.1));
+            let (halving, doubling) =
+                rabenseifner_plan((buf.len(), op.elem_size), (pof2, rem), newrank);
+            for RabStep {
+                peer,
+                send: g,
+                recv: k,
+            } in halving
+            {
                 match src.take() {
                     Some(s) => {
-                        self.sendrecv(&s[g], dst, &mut buf[k.clone()], dst, TAG_ALLREDUCE)?;
+                        self.sendrecv(&s[g], peer, &mut buf[k.clone()], peer, TAG_ALLREDUCE)?;
                         (op.f)(&s[k.clone()], &mut buf[k]); // commutative
                     }
                     None => {
-                        self.sendrecv(&buf[g], dst, &mut tmp[k.clone()], dst, TAG_ALLREDUCE)?;
+                        self.sendrecv(&buf[g], peer, &mut tmp[k.clone()], peer, TAG_ALLREDUCE)?;
                         (op.f)(&tmp[k.clone()], &mut buf[k]);
                     }
                 }
-                (lo, hi) = keep;
-                mask >>= 1;
             }
-            let mut mask = 1;
-            while mask < pof2 {
-                let dst = real(newrank ^ mask);
-                let w = hi - lo;
-                let other = if newrank & mask == 0 {
-                    (hi, hi + w)
-                } else {
-                    (lo - w, lo)
-                };
-                let (mine, theirs) = (span(lo, hi), span(other.0, other.1));
+            for RabStep {
+                peer,
+                send: mine,
+                recv: theirs,
+            } in doubling
+            {
                 let base = buf.as_mut_ptr();
                 // SAFETY: `mine` and `theirs` are disjoint ranges of `buf` (sibling blocks);
                 // both requests complete before `sendrecv_raw` returns.
@@ -405,15 +392,13 @@ impl CollComm {
                     self.sendrecv_raw(
                         base.add(mine.start),
                         mine.len(),
-                        dst,
+                        peer,
                         base.add(theirs.start),
                         theirs.len(),
-                        dst,
+                        peer,
                         TAG_ALLREDUCE,
                     )?;
                 }
-                (lo, hi) = (lo.min(other.0), hi.max(other.1));
-                mask <<= 1;
             }
         }
         self.allreduce_fold_out(buf, rem)
