@@ -817,6 +817,39 @@ fn run_sched(s: oxmpi_coll::sched::Schedule) -> oxmpi_coll::sched::Schedule {
     }
 }
 
+/// `iscan_from` (`exclusive`: the exclusive scan) of our contribution `x`, out of place
+/// (the input given as the caller's memory and checked left alone; the output starting as
+/// `0xa5` bytes) and in place (the same memory given as input and output): both results.
+fn iscan_both(
+    c: &CollComm,
+    x: &[u8],
+    op: &dyn Fn() -> oxmpi_coll::sched::OwnedOp,
+    exclusive: bool,
+    what: &str,
+) -> (Vec<u8>, Vec<u8>) {
+    use oxmpi_coll::sched::Region;
+    let len = x.len();
+    let mut input = x.to_vec();
+    let mut out = vec![0xa5u8; len];
+    let s = c
+        .iscan_from(
+            Region::Raw(out.as_mut_ptr(), len),
+            Region::Raw(input.as_mut_ptr(), len),
+            op(),
+            exclusive,
+        )
+        .unwrap();
+    run_sched(s);
+    assert!(input == x, "iscan_from left the input alone, {what}");
+    let mut buf = x.to_vec();
+    let (ptr, n) = (buf.as_mut_ptr(), buf.len());
+    let s = c
+        .iscan_from(Region::Raw(ptr, n), Region::Raw(ptr, n), op(), exclusive)
+        .unwrap();
+    run_sched(s);
+    (out, buf)
+}
+
 /// `iallreduce_from` and `ireduce` against the rank-order fold of every rank's
 /// contribution: out of place (the input only read, checked unchanged), in place, and in
 /// place with the same memory passed as input and output; every root.
@@ -899,28 +932,11 @@ fn nb_reduce_suite(c: &CollComm) {
                 let pre = if exclusive { &xs[..r] } else { &xs[..=r] };
                 let scan_want = (!pre.is_empty()).then(|| fold(&f, pre));
                 let what = format!("{what}, exclusive {exclusive}");
-                let mut input = xs[r].clone();
-                let mut out = vec![0xa5u8; len];
-                let s = c
-                    .iscan_from(
-                        Region::Raw(out.as_mut_ptr(), len),
-                        Region::Raw(input.as_mut_ptr(), len),
-                        op(),
-                        exclusive,
-                    )
-                    .unwrap();
-                run_sched(s);
-                assert_eq!(input, xs[r], "iscan_from left the input alone, {what}");
+                let (out, buf) = iscan_both(c, &xs[r], &op, exclusive, &what);
                 match &scan_want {
                     Some(w) => assert_eq!(&out, w, "iscan_from {what}"),
                     None => assert!(out.iter().all(|&x| x == 0xa5), "iexscan touched rank 0"),
                 }
-                let mut buf = xs[r].clone();
-                let (ptr, n) = (buf.as_mut_ptr(), buf.len());
-                let s = c
-                    .iscan_from(Region::Raw(ptr, n), Region::Raw(ptr, n), op(), exclusive)
-                    .unwrap();
-                run_sched(s);
                 match &scan_want {
                     Some(w) => assert_eq!(&buf, w, "iscan in place {what}"),
                     None => assert_eq!(buf, xs[r], "iexscan in place touched rank 0"),
@@ -1070,25 +1086,8 @@ fn large_reduce_suite(c: &CollComm) {
                 }
                 // Nonblocking: out of place (input left alone) and in place.
                 let before = runs(nb_alg);
-                let mut input = xs[r].clone();
-                let mut out = vec![0xa5u8; len];
-                let s = c
-                    .iscan_from(
-                        Region::Raw(out.as_mut_ptr(), len),
-                        Region::Raw(input.as_mut_ptr(), len),
-                        op(),
-                        exclusive,
-                    )
-                    .unwrap();
-                run_sched(s);
-                assert_eq!(input, xs[r], "iscan_from left the input alone, {what}");
+                let (out, buf) = iscan_both(c, &xs[r], &op, exclusive, &what);
                 check(&out, &vec![0xa5u8; len], "iscan_from");
-                let mut buf = xs[r].clone();
-                let (ptr, n) = (buf.as_mut_ptr(), buf.len());
-                let s = c
-                    .iscan_from(Region::Raw(ptr, n), Region::Raw(ptr, n), op(), exclusive)
-                    .unwrap();
-                run_sched(s);
                 check(&buf, &xs[r], "iscan in place");
                 assert_eq!(runs(nb_alg) - before, 2, "{nb_alg:?} ran, {what}");
             }
