@@ -795,63 +795,43 @@ fn alltoallv(
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
-    if in_place && !regular {
-        // The segment needs no temporary; point to point copies what we send first.
+    let uniform = |v: &[usize]| v.iter().all(|&x| x == v[0]);
+    // Regular blocks of one size back to back: the alltoall algorithms may move them.
+    let regular_block = |counts: &[usize], displs: &[usize]| {
+        (regular
+            && !counts.is_empty()
+            && uniform(counts)
+            && displs.iter().enumerate().all(|(i, &d)| d == i * counts[0]))
+        .then(|| counts[0])
+    };
+    let Some((sdt, sslots)) = &send else {
+        // In place. The segment needs no temporary; point to point copies what we send
+        // first.
         let (counts, displs) = (out.counts.clone(), out.displs.clone());
-        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs))
+        let block = regular_block(&counts, &displs);
+        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs), block)
             .map_err(alg::err(c.comm))?;
         out.store(|_| true);
         return Ok(());
-    }
-    let mut copy = Vec::new();
-    let mut src = None;
-    let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
-        Some((sdt, sslots)) => {
-            // SAFETY: MPI contract: sendbuf holds every block (read only).
-            let b = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), sslots.clone(), |_| true) };
-            let (sc, sd) = (b.counts.clone(), b.displs.clone());
-            let b = src.insert(b);
-            (&*b.bytes(), sc, sd)
-        }
-        None => {
-            // From the pool, given back below: a fresh copy of a large buffer costs a page
-            // fault per page.
-            let b = out.bytes();
-            let mut v = oxmpi_coll::pooled(b.len());
-            v.copy_from_slice(b);
-            copy = v;
-            (&copy, out.counts.clone(), out.displs.clone())
-        }
     };
+    // SAFETY: MPI contract: sendbuf holds every block (read only).
+    let mut src = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), sslots.clone(), |_| true) };
+    let (scounts, sdispls) = (src.counts.clone(), src.displs.clone());
+    let sbytes: &[u8] = src.bytes();
     let (rcounts, rdispls) = (out.counts.clone(), out.displs.clone());
-    let uniform = |v: &[usize]| v.iter().all(|&x| x == v[0]);
-    let r = if regular
-        && !rcounts.is_empty()
-        && uniform(&rcounts)
-        && scounts == rcounts
-        && sdispls
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d == i * scounts[0])
-        && rdispls
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d == i * rcounts[0])
-    {
-        let len = rcounts[0] * rcounts.len();
-        a.alltoall(&sbytes[..len], &mut out.bytes()[..len], rcounts[0])
-    } else {
-        select::alltoallv(
+    let r = match regular_block(&rcounts, &rdispls) {
+        Some(b) if regular_block(&scounts, &sdispls) == Some(b) => {
+            let len = b * rcounts.len();
+            a.alltoall(&sbytes[..len], &mut out.bytes()[..len], b)
+        }
+        _ => select::alltoallv(
             &a,
             sbytes,
             (&scounts, &sdispls),
             out.bytes(),
             (&rcounts, &rdispls),
-        )
+        ),
     };
-    if in_place {
-        oxmpi_coll::unpool(std::mem::take(&mut copy));
-    }
     r.map_err(alg::err(c.comm))?;
     out.store(|_| true);
     Ok(())
@@ -1020,7 +1000,7 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
         // block received (predefined basic type: contiguous bytes at their displacements,
         // all within `rlen` bytes).
         let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
-        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd));
+        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd), None);
         return Some(r.map_err(alg::err(c.comm)));
     }
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
