@@ -972,17 +972,42 @@ fn byte_blocks<C: CountArg, D: DispArg>(
     n: usize,
     size: usize,
 ) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    blocks_by(counts, displs, n, |_| Some((size, size)))
+}
+
+/// [`byte_blocks`] with per-block units: `unit(i)` is the bytes per item of block `i` and
+/// per unit of its displacement (`None`: not a predefined basic type, the general path
+/// decides).
+fn blocks_by<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+    unit: impl Fn(usize) -> Option<(usize, usize)>,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
     let cs = slice_in(counts, n, "counts").ok()?;
     let ds = slice_in(displs, n, "displs").ok()?;
     let (mut bc, mut bd, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for (&k, &d) in cs.iter().zip(ds) {
+    for (i, (&k, &d)) in cs.iter().zip(ds).enumerate() {
+        let (size, dunit) = unit(i)?;
         let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
-        let d = usize::try_from(d.aint()).ok()?.checked_mul(size)?;
+        let d = usize::try_from(d.aint()).ok()?.checked_mul(dunit)?;
         end = end.max(d.checked_add(k)?);
         bc.push(k);
         bd.push(d);
     }
     Some((bc, bd, end))
+}
+
+/// Byte blocks of an alltoallw side whose every type is a predefined basic one
+/// (displacements in bytes), from the lock-free size cache; `None` otherwise.
+fn w_blocks<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    types: *const c_int,
+    n: usize,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    let ts = slice_in(types, n, "types").ok()?;
+    blocks_by(counts, displs, n, |i| Some((basic_bytes(1, ts[i])?, 1)))
 }
 
 /// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
@@ -994,10 +1019,37 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
     let n = c.size as usize;
+    let send = || byte_blocks(sendcounts, sdispls, n, basic_bytes(1, sendtype)?);
+    let recv = || byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?);
+    alltoall_bytes(c, sendbuf, recvbuf, send, recv)
+}
+
+/// Alltoallw whose types are all predefined basic ones, as [`alltoallv_fast`] (the
+/// types' sizes from the lock-free cache: no library lock, no datatype references).
+fn alltoallw_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcounts, sdispls, sendtypes): (*const c_void, *const C, *const D, *const c_int),
+    (recvbuf, recvcounts, rdispls, recvtypes): (*mut c_void, *const C, *const D, *const c_int),
+) -> Option<MpiResult> {
+    let n = c.size as usize;
+    let send = || w_blocks(sendcounts, sdispls, sendtypes, n);
+    let recv = || w_blocks(recvcounts, rdispls, recvtypes, n);
+    alltoall_bytes(c, sendbuf, recvbuf, send, recv)
+}
+
+/// Alltoallv of byte blocks (`send()`, `recv()`: counts, displacements and the bytes
+/// they span, `None` when the general path must decide) on the user's buffers.
+fn alltoall_bytes(
+    c: &Coll,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    send: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
+    recv: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
+) -> Option<MpiResult> {
     if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
-        let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?)?;
+        let (rc, rd, rlen) = recv()?;
         // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
-        // block received (predefined basic type: contiguous bytes at their displacements,
+        // block received (predefined basic types: contiguous bytes at their displacements,
         // all within `rlen` bytes).
         let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
         let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd), None);
@@ -1006,9 +1058,8 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
-    let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
-    let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;
+    let (sc, sd, slen) = send()?;
+    let (rc, rd, rlen) = recv()?;
     // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
     // receive block (predefined basic types: contiguous bytes from the buffer at their
     // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
@@ -1114,6 +1165,9 @@ mpi_fn_c! {
     fn PMPI_Alltoallw / "MPI_Alltoallw", PMPI_Alltoallw_c / "MPI_Alltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtypes }); }
         let c = coll(comm)?;
+        if let Some(r) = alltoallw_fast(&c, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) {
+            return r;
+        }
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
             let l = layout(&c, counts, displs)?;
