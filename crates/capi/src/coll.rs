@@ -795,63 +795,43 @@ fn alltoallv(
     let in_place = send.is_none();
     // SAFETY: MPI contract: recvbuf has room for every block (in place: holds the data).
     let mut out = unsafe { alg::Blocks::new(rdt, recvbuf, rslots, |_| in_place) };
-    if in_place && !regular {
-        // The segment needs no temporary; point to point copies what we send first.
+    let uniform = |v: &[usize]| v.iter().all(|&x| x == v[0]);
+    // Regular blocks of one size back to back: the alltoall algorithms may move them.
+    let regular_block = |counts: &[usize], displs: &[usize]| {
+        (regular
+            && !counts.is_empty()
+            && uniform(counts)
+            && displs.iter().enumerate().all(|(i, &d)| d == i * counts[0]))
+        .then(|| counts[0])
+    };
+    let Some((sdt, sslots)) = &send else {
+        // In place. The segment needs no temporary; point to point copies what we send
+        // first.
         let (counts, displs) = (out.counts.clone(), out.displs.clone());
-        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs))
+        let block = regular_block(&counts, &displs);
+        select::alltoallv_in_place(&a, out.bytes(), (&counts, &displs), block)
             .map_err(alg::err(c.comm))?;
         out.store(|_| true);
         return Ok(());
-    }
-    let mut copy = Vec::new();
-    let mut src = None;
-    let (sbytes, scounts, sdispls): (&[u8], Vec<usize>, Vec<usize>) = match &send {
-        Some((sdt, sslots)) => {
-            // SAFETY: MPI contract: sendbuf holds every block (read only).
-            let b = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), sslots.clone(), |_| true) };
-            let (sc, sd) = (b.counts.clone(), b.displs.clone());
-            let b = src.insert(b);
-            (&*b.bytes(), sc, sd)
-        }
-        None => {
-            // From the pool, given back below: a fresh copy of a large buffer costs a page
-            // fault per page.
-            let b = out.bytes();
-            let mut v = oxmpi_coll::pooled(b.len());
-            v.copy_from_slice(b);
-            copy = v;
-            (&copy, out.counts.clone(), out.displs.clone())
-        }
     };
+    // SAFETY: MPI contract: sendbuf holds every block (read only).
+    let mut src = unsafe { alg::Blocks::new(sdt, sendbuf.cast_mut(), sslots.clone(), |_| true) };
+    let (scounts, sdispls) = (src.counts.clone(), src.displs.clone());
+    let sbytes: &[u8] = src.bytes();
     let (rcounts, rdispls) = (out.counts.clone(), out.displs.clone());
-    let uniform = |v: &[usize]| v.iter().all(|&x| x == v[0]);
-    let r = if regular
-        && !rcounts.is_empty()
-        && uniform(&rcounts)
-        && scounts == rcounts
-        && sdispls
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d == i * scounts[0])
-        && rdispls
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d == i * rcounts[0])
-    {
-        let len = rcounts[0] * rcounts.len();
-        a.alltoall(&sbytes[..len], &mut out.bytes()[..len], rcounts[0])
-    } else {
-        select::alltoallv(
+    let r = match regular_block(&rcounts, &rdispls) {
+        Some(b) if regular_block(&scounts, &sdispls) == Some(b) => {
+            let len = b * rcounts.len();
+            a.alltoall(&sbytes[..len], &mut out.bytes()[..len], b)
+        }
+        _ => select::alltoallv(
             &a,
             sbytes,
             (&scounts, &sdispls),
             out.bytes(),
             (&rcounts, &rdispls),
-        )
+        ),
     };
-    if in_place {
-        oxmpi_coll::unpool(std::mem::take(&mut copy));
-    }
     r.map_err(alg::err(c.comm))?;
     out.store(|_| true);
     Ok(())
@@ -992,17 +972,42 @@ fn byte_blocks<C: CountArg, D: DispArg>(
     n: usize,
     size: usize,
 ) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    blocks_by(counts, displs, n, |_| Some((size, size)))
+}
+
+/// [`byte_blocks`] with per-block units: `unit(i)` is the bytes per item of block `i` and
+/// per unit of its displacement (`None`: not a predefined basic type, the general path
+/// decides).
+fn blocks_by<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+    unit: impl Fn(usize) -> Option<(usize, usize)>,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
     let cs = slice_in(counts, n, "counts").ok()?;
     let ds = slice_in(displs, n, "displs").ok()?;
     let (mut bc, mut bd, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for (&k, &d) in cs.iter().zip(ds) {
+    for (i, (&k, &d)) in cs.iter().zip(ds).enumerate() {
+        let (size, dunit) = unit(i)?;
         let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
-        let d = usize::try_from(d.aint()).ok()?.checked_mul(size)?;
+        let d = usize::try_from(d.aint()).ok()?.checked_mul(dunit)?;
         end = end.max(d.checked_add(k)?);
         bc.push(k);
         bd.push(d);
     }
     Some((bc, bd, end))
+}
+
+/// Byte blocks of an alltoallw side whose every type is a predefined basic one
+/// (displacements in bytes), from the lock-free size cache; `None` otherwise.
+fn w_blocks<C: CountArg, D: DispArg>(
+    counts: *const C,
+    displs: *const D,
+    types: *const c_int,
+    n: usize,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    let ts = slice_in(types, n, "types").ok()?;
+    blocks_by(counts, displs, n, |i| Some((basic_bytes(1, ts[i])?, 1)))
 }
 
 /// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
@@ -1014,21 +1019,47 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
     let n = c.size as usize;
+    let send = || byte_blocks(sendcounts, sdispls, n, basic_bytes(1, sendtype)?);
+    let recv = || byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?);
+    alltoall_bytes(c, sendbuf, recvbuf, send, recv)
+}
+
+/// Alltoallw whose types are all predefined basic ones, as [`alltoallv_fast`] (the
+/// types' sizes from the lock-free cache: no library lock, no datatype references).
+fn alltoallw_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcounts, sdispls, sendtypes): (*const c_void, *const C, *const D, *const c_int),
+    (recvbuf, recvcounts, rdispls, recvtypes): (*mut c_void, *const C, *const D, *const c_int),
+) -> Option<MpiResult> {
+    let n = c.size as usize;
+    let send = || w_blocks(sendcounts, sdispls, sendtypes, n);
+    let recv = || w_blocks(recvcounts, rdispls, recvtypes, n);
+    alltoall_bytes(c, sendbuf, recvbuf, send, recv)
+}
+
+/// Alltoallv of byte blocks (`send()`, `recv()`: counts, displacements and the bytes
+/// they span, `None` when the general path must decide) on the user's buffers.
+fn alltoall_bytes(
+    c: &Coll,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    send: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
+    recv: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
+) -> Option<MpiResult> {
     if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
-        let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?)?;
+        let (rc, rd, rlen) = recv()?;
         // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
-        // block received (predefined basic type: contiguous bytes at their displacements,
+        // block received (predefined basic types: contiguous bytes at their displacements,
         // all within `rlen` bytes).
         let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
-        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd));
+        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd), None);
         return Some(r.map_err(alg::err(c.comm)));
     }
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let (ss, rs) = (basic_bytes(1, sendtype)?, basic_bytes(1, recvtype)?);
-    let (sc, sd, slen) = byte_blocks(sendcounts, sdispls, n, ss)?;
-    let (rc, rd, rlen) = byte_blocks(recvcounts, rdispls, n, rs)?;
+    let (sc, sd, slen) = send()?;
+    let (rc, rd, rlen) = recv()?;
     // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
     // receive block (predefined basic types: contiguous bytes from the buffer at their
     // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
@@ -1134,6 +1165,9 @@ mpi_fn_c! {
     fn PMPI_Alltoallw / "MPI_Alltoallw", PMPI_Alltoallw_c / "MPI_Alltoallw_c" (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtypes: *const c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::alltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtypes }); }
         let c = coll(comm)?;
+        if let Some(r) = alltoallw_fast(&c, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) {
+            return r;
+        }
         let n = c.size as usize;
         let pieces = |counts, displs, types: *const c_int| -> MpiResult<Vec<Piece>> {
             let l = layout(&c, counts, displs)?;

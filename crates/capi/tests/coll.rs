@@ -149,6 +149,24 @@ fn collectives_match_reference_on_derived_communicators() {
     }
 }
 
+/// Alltoall, alltoallv and alltoallw, in place and not, with blocks on both sides of the
+/// segment's buffer, of the out-of-place cross-memory limit and of the in-place trade's
+/// bounce buffer (`tests/c/coll_a2a_large.c`: uneven and zero counts, untouched gaps,
+/// strided derived types on either side of alltoallw), at np 2 to 8 (oversubscribed).
+#[test]
+fn alltoall_family_large_np2_to_8() {
+    let dir = Scratch::new("coll-a2a-large");
+    let exe = build("coll_a2a_large.c", &dir.0);
+    for n in 2..=8 {
+        let out = run_args(&exe, n, &[], &["--timeout", "150"]);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_a2a_large: all checks passed"),
+            "coll_a2a_large on {n} ranks did not finish:\n{out}"
+        );
+    }
+}
+
 /// The property test with each algorithm forced through its `coll_tuned_*_algorithm`
 /// parameter (which also bypasses the shared-memory paths for that collective), and with
 /// the shared-memory paths off, at np 3 (not a power of two) and 4, on world, a duplicate

@@ -209,6 +209,37 @@ fn shared_memory_component_disabled_np3() {
     run(3, "sm-off", &[("OXMPI_MCA_coll_sm_enable", "0")]);
 }
 
+/// Alltoallv through the segment's table, its cross-memory copies and the point-to-point
+/// fallback, in place and not, at every rank count from 2 to 8 (ranks yield when idle).
+#[test]
+fn alltoallv_on_segment_np2() {
+    run(2, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np3() {
+    run(3, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np4() {
+    run(4, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np5() {
+    run(5, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np6() {
+    run(6, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np7() {
+    run(7, "a2a", &[]);
+}
+#[test]
+fn alltoallv_on_segment_np8() {
+    run(8, "a2a", &[]);
+}
+
 #[test]
 fn nonblocking_progress_np3() {
     run(3, "nbc", &[]);
@@ -315,6 +346,10 @@ fn rank_entry() {
         "persistent" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             persistent_suite(&w);
+        }
+        "a2a" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            a2a_suite(&w);
         }
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -715,13 +750,127 @@ fn sm_v_suite(c: &CollComm, bytes: usize, it: u64) {
     for j in 0..p {
         buf[displs[j]..displs[j] + counts[j]].copy_from_slice(&blk(r, j));
     }
-    select::alltoallv_in_place(c, &mut buf, (&counts, &displs)).unwrap();
+    select::alltoallv_in_place(c, &mut buf, (&counts, &displs), None).unwrap();
     for j in 0..p {
         assert_eq!(
             buf[displs[j]..displs[j] + counts[j]],
             blk(j, r),
             "alltoallv in place around {bytes} bytes from {j}"
         );
+    }
+}
+
+/// Alltoallv with uneven blocks (some empty) around `bytes` per rank, on both sides of
+/// the segment buffer's size, of the out-of-place cross-memory limit and of the swap's
+/// bounce buffer: through `base::select` and straight on the segment, whose answer says
+/// which path moved the data (the table when every rank's blocks fit, else cross-memory
+/// copies, in place always, out of place when no rank sends more than the limit).
+fn a2a_suite(c: &CollComm) {
+    use oxmpi_coll::sm::{self, A2A_CMA_MAX};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let seg = sm::get(c, Coll::Alltoall).unwrap().expect("a segment");
+    let fits = |n: &dyn Fn(usize, usize) -> usize, i: usize| {
+        8 + 8 * p + (0..p).map(|j| n(i, j)).sum::<usize>() <= sm::DATA
+    };
+    let sizes = [
+        0usize,
+        1,
+        57,
+        1024,
+        3000,
+        4096,
+        4097,
+        5000,
+        16 << 10,
+        100_000,
+        300_000,
+    ];
+    for (it, &bytes) in sizes.iter().enumerate() {
+        let it = it as u64;
+        // In place: ranks i and j trade n(i, j) = n(j, i) bytes; in odd rounds the higher
+        // ranks send more, so that around 4 KiB some ranks' blocks fit a segment buffer
+        // and others' do not (the two kinds of rank trade differently).
+        let n = |i: usize, j: usize| {
+            if it % 2 == 0 {
+                (bytes / p) * ((i + j) % 3) / 2 + (i + j) % 5
+            } else {
+                bytes * (i + j) / (2 * p) + (i * j) % 3
+            }
+        };
+        let blk = |from: usize, to: usize| contrib(n(from, to), it, from * p + to, 80);
+        let counts: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+        let displs = prefix(&counts, 3);
+        let len = displs[p - 1] + counts[p - 1] + 2;
+        let fill = |buf: &mut Vec<u8>| {
+            *buf = vec![0xa5; len];
+            for j in 0..p {
+                buf[displs[j]..displs[j] + counts[j]].copy_from_slice(&blk(r, j));
+            }
+        };
+        let check = |buf: &[u8], how: &str| {
+            for j in 0..p {
+                assert_eq!(
+                    buf[displs[j]..displs[j] + counts[j]],
+                    blk(j, r),
+                    "alltoallv in place ({how}) around {bytes} bytes from {j}"
+                );
+                // The gaps between blocks are never written.
+                assert!(buf[displs[j] + counts[j]..displs[j] + counts[j] + 2]
+                    .iter()
+                    .all(|&b| b == 0xa5));
+            }
+        };
+        let mut buf = Vec::new();
+        fill(&mut buf);
+        select::alltoallv_in_place(c, &mut buf, (&counts, &displs), None).unwrap();
+        check(&buf, "select");
+        fill(&mut buf);
+        let got = seg.alltoallv_in_place(&mut buf, &counts, &displs).unwrap();
+        assert_eq!(
+            got,
+            Some(true),
+            "alltoallv in place around {bytes} bytes on the segment"
+        );
+        check(&buf, "segment");
+        // Out of place: rank i sends s(i, j) bytes to rank j.
+        let s = |i: usize, j: usize| (bytes / p) * ((2 * i + j) % 3) / 2 + (i + 3 * j) % 5;
+        let sc: Vec<usize> = (0..p).map(|j| s(r, j)).collect();
+        let sd = prefix(&sc, 2);
+        let mut send = vec![0u8; sd[p - 1] + sc[p - 1]];
+        for j in 0..p {
+            send[sd[j]..sd[j] + sc[j]].copy_from_slice(&contrib(sc[j], it, r * p + j, 90));
+        }
+        let rc: Vec<usize> = (0..p).map(|j| s(j, r)).collect();
+        let rd = prefix(&rc, 1);
+        let check = |recv: &[u8], how: &str| {
+            for j in 0..p {
+                assert_eq!(
+                    recv[rd[j]..rd[j] + rc[j]],
+                    contrib(rc[j], it, j * p + r, 90),
+                    "alltoallv ({how}) around {bytes} bytes from {j}"
+                );
+            }
+        };
+        let mut recv = vec![0u8; rd[p - 1] + rc[p - 1] + 1];
+        select::alltoallv(c, &send, (&sc, &sd), &mut recv, (&rc, &rd)).unwrap();
+        check(&recv, "select");
+        let total = |i: usize| (0..p).map(|j| s(i, j)).sum::<usize>();
+        let on_seg = (0..p).all(|i| fits(&s, i) || total(i) <= A2A_CMA_MAX);
+        recv.fill(0);
+        let got = seg
+            .alltoallv((&send, &sc, &sd), (&mut recv, &rc, &rd))
+            .unwrap();
+        assert_eq!(
+            got,
+            on_seg.then_some(true),
+            "alltoallv around {bytes} bytes: path"
+        );
+        if on_seg {
+            check(&recv, "segment");
+        } else {
+            assert!(recv.iter().all(|&b| b == 0), "nothing moved");
+        }
     }
 }
 

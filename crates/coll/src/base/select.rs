@@ -379,7 +379,7 @@ pub fn alltoallv(
     (rcounts, rdispls): (&[usize], &[usize]),
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        let r = seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls));
+        let r = seg.alltoallv((send, scounts, sdispls), (recv, rcounts, rdispls))?;
         if let Some(r) = seg_alltoallv_done(a, r) {
             return r;
         }
@@ -404,22 +404,31 @@ fn seg_alltoallv_done(a: &CollComm, r: Option<bool>) -> Option<Result<()>> {
 
 /// Alltoallv in place: `buf` holds block `j` for rank `j` (`counts[j]` bytes at
 /// `displs[j]`) and receives rank `j`'s block there. Through the segment when every rank's
-/// blocks fit one buffer (no temporary: each rank posts its blocks before it overwrites
-/// them), else point to point from a copy of the data to send (from the pool).
+/// blocks fit one buffer, or else by cross-memory copies between the ranks' buffers (no
+/// temporary either way), else point to point from a copy of the data to send (from the
+/// pool): by the alltoall algorithms when `block` says the blocks are regular (block `j`
+/// of `block` bytes at `j * block`).
 pub fn alltoallv_in_place(
     a: &CollComm,
     buf: &mut [u8],
     (counts, displs): (&[usize], &[usize]),
+    block: Option<usize>,
 ) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Alltoall)? {
-        let r = seg.alltoallv_in_place(buf, counts, displs);
+        let r = seg.alltoallv_in_place(buf, counts, displs)?;
         if let Some(r) = seg_alltoallv_done(a, r) {
             return r;
         }
     }
     let mut copy = crate::pooled(buf.len());
     copy.copy_from_slice(buf);
-    let r = a.alltoallv(&copy, counts, displs, buf, counts, displs);
+    let r = match block {
+        Some(b) => {
+            let len = b * a.size as usize;
+            a.alltoall(&copy[..len], &mut buf[..len], b)
+        }
+        None => a.alltoallv(&copy, counts, displs, buf, counts, displs),
+    };
     crate::unpool(copy);
     r
 }

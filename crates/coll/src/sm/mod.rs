@@ -34,7 +34,10 @@
 //! a gatherv rank posts its length and block when it fits [`V_MAX`] (the root knows the
 //! same from its count, so both sides agree), a scatterv root posts a table saying for every
 //! rank where its block is in the root's buffer or that it comes point to point. Alltoall(v)
-//! in place posts from the user's buffer before overwriting it (no temporary).
+//! in place posts from the user's buffer before overwriting it (no temporary). Alltoallv
+//! blocks too large for a buffer move by cross-memory copies between the user's buffers
+//! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
+//! place up to [`A2A_CMA_MAX`] bytes per rank).
 //!
 //! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
 //! and finish at a later progress call once the stamps they need are there. They count
@@ -55,7 +58,7 @@ pub mod params;
 mod segment;
 
 pub use nb::{Progress, SmKind};
-pub use segment::{Seg, VBlock, BIG_MAX, DATA, NBUF, NB_NBUF, V_MAX};
+pub use segment::{Seg, VBlock, A2A_CMA_MAX, BIG_MAX, DATA, NBUF, NB_NBUF, V_MAX};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};

@@ -4,8 +4,11 @@
 use crate::{CollComm, Result};
 use oxmpi_engine::sys::Mapping;
 use oxmpi_engine::Engine;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
+
+mod cma;
+pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
 
 const LINE: usize = 64;
 /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
@@ -74,6 +77,8 @@ pub struct Seg {
     yield_idle: bool,
     /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
     spin_first: u32,
+    /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
+    cma: AtomicU8,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
 }
@@ -136,6 +141,7 @@ impl Seg {
             nb: Mutex::new(Open::default()),
             yield_idle,
             spin_first: super::params::spin_first(),
+            cma: AtomicU8::new(cma::CMA_UNKNOWN),
             eng,
         }
     }
@@ -478,28 +484,30 @@ impl Seg {
     /// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank
     /// `j`, block `j` of `recv` (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`.
     /// Each rank posts a table (offset and length of its block for every rank) and its
-    /// blocks back to back, or that they do not fit one buffer; the ranks read every flag,
-    /// so all of them exchange here or none does. `None`: some rank's data did not fit
-    /// (nothing was received: the caller moves it otherwise, every rank alike); `Some(ok)`:
-    /// exchanged, `ok` false if some block's length differed from its `rcounts` entry
-    /// (such blocks are not copied).
+    /// blocks back to back, or when they do not fit one buffer its buffer's address
+    /// ([`cma`]: the blocks then move by cross-memory copies, up to a size); the ranks read
+    /// every flag, so all of them exchange here or none does. `None`: nothing was received
+    /// (the caller moves the data otherwise, every rank alike); `Some(ok)`: exchanged, `ok`
+    /// false if some block's length differed from its `rcounts` entry (such blocks are not
+    /// copied).
     pub fn alltoallv(
         &self,
         (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
-    ) -> Option<bool> {
+    ) -> Result<Option<bool>> {
         self.alltoallv_from(Some(send), (scounts, sdispls), (recv, rcounts, rdispls))
     }
 
     /// [`Seg::alltoallv`] in place: `buf` holds block `j` for rank `j` (`counts[j]` bytes
     /// at `displs[j]`) and receives rank `j`'s block there (everything we send is copied
-    /// into our buffer before any of it is overwritten: no temporary).
+    /// into our buffer before any of it is overwritten, or traded by cross-memory copies
+    /// with the peer's block: no temporary).
     pub fn alltoallv_in_place(
         &self,
         buf: &mut [u8],
         counts: &[usize],
         displs: &[usize],
-    ) -> Option<bool> {
+    ) -> Result<Option<bool>> {
         self.alltoallv_from(None, (counts, displs), (buf, counts, displs))
     }
 
@@ -509,16 +517,17 @@ impl Seg {
         send: Option<&[u8]>,
         (scounts, sdispls): (&[usize], &[usize]),
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
-    ) -> Option<bool> {
-        let send: &[u8] = match send {
-            Some(s) => s,
-            None => recv,
-        };
+    ) -> Result<Option<bool>> {
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
+        let src: &[u8] = send.unwrap_or(&*recv);
         // SAFETY: our own buffer of collective `k` (`DATA` bytes), read by nobody until we
         // stamp it and no longer by anybody for `k - NBUF` (waited above).
-        unsafe { put_table(self.data(self.rank, k), self.size, (send, scounts, sdispls)) };
+        unsafe {
+            if !put_table(self.data(self.rank, k), self.size, (src, scounts, sdispls)) {
+                self.put_addresses(k, (src, scounts, sdispls));
+            }
+        }
         self.stamp(self.rank, k).store(k, Ordering::Release);
         self.wait_all(k);
         // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after the
@@ -530,8 +539,11 @@ impl Seg {
                 (recv, rcounts, rdispls),
             )
         };
+        if got.is_none() {
+            return self.exchange_cma(k, send, (recv, rcounts, rdispls));
+        }
         self.finish(k);
-        got
+        Ok(got)
     }
 
     /// Gatherv to `root` of blocks up to [`V_MAX`] bytes. A non-root posts its block's

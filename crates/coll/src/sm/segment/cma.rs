@@ -1,0 +1,325 @@
+//! Alltoallv on the segment for blocks that do not fit a segment buffer: the ranks whose
+//! blocks do not fit post their buffer's address instead ([`Seg::put_addresses`]), and
+//! every block then moves by one cross-memory copy (CMA, `process_vm_readv`/`writev`)
+//! straight between the user's buffers, after one synchronisation, without messages.
+//!
+//! In place, rank `i`'s block for `j` and rank `j`'s block for `i` trade places: each of
+//! the two swaps half of the pair's bytes (the lower rank the front half), through a
+//! bounce buffer of at most [`CHUNK`] bytes that stays in the cache, so no rank copies its
+//! whole buffer aside and no rank waits for a peer to be scheduled while it copies (the
+//! point-to-point fallback needs both sides of every transfer running at once, which costs
+//! a context switch per fragment when ranks share cores). A rank whose blocks fit the
+//! segment (its blocks are posted there) does the whole trade with a rank whose blocks do
+//! not: it reads its block from the peer's buffer, then writes its posted block there.
+//!
+//! Out of place, every rank reads its block from each peer's send buffer (or from the
+//! segment, where the peer posted it), when no rank sends more than [`OUT_OF_PLACE_MAX`]
+//! bytes in all (larger exchanges keep the point-to-point algorithms, whose cooperative
+//! single copy uses both sides' cores).
+//!
+//! Whether CMA works between the ranks (Yama, seccomp) is probed once per segment, at the
+//! first such alltoallv, in one more round on the segment; every rank then knows it.
+
+use super::{Seg, DATA};
+use crate::{arg_err, Result};
+use oxmpi_engine::{cma_copy, Cma, ErrorClass};
+use std::io;
+use std::sync::atomic::Ordering;
+
+/// Bytes per CMA call of a swap (the bounce buffer's size).
+const CHUNK: usize = 64 << 10;
+/// Largest total send of a rank for which an out-of-place alltoallv moves by CMA.
+pub const OUT_OF_PLACE_MAX: usize = 64 << 10;
+
+/// Whether CMA reaches every rank of the segment: not probed yet, yes, no.
+pub(super) const CMA_UNKNOWN: u8 = 0;
+const CMA_YES: u8 = 1;
+const CMA_NO: u8 = 2;
+
+/// Flag words of a posted alltoallv: blocks in the segment ([`super::put_table`]),
+/// addresses ([`Seg::put_addresses`]); 0: invalid arguments.
+const TABLE: u64 = 1;
+const ADDRESSES: u64 = 2;
+/// Words of an address table before the displacements: flag, pid, buffer address, probe
+/// address, total bytes sent.
+const HEAD: usize = 5;
+
+/// Largest communicator whose address table fits a buffer.
+const _: () = assert!(8 * (HEAD + 2 * 64) <= DATA);
+
+impl Seg {
+    /// Write our address table for alltoallv `k` into our buffer (its blocks did not fit):
+    /// our pid, the address of `send` (in place: of the receive buffer, which holds the
+    /// blocks), a word to probe, the total sent, then per rank the displacement and
+    /// length of its block. Flag 0 (nothing else) when the blocks are not all inside `send`.
+    ///
+    /// # Safety
+    /// Our buffer of `k` is ours to write (every rank is done with `k - NBUF`) and not
+    /// stamped yet.
+    pub(super) unsafe fn put_addresses(
+        &self,
+        k: u64,
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+    ) {
+        let p = self.size;
+        let ok = scounts.len() == p
+            && sdispls.len() == p
+            && (0..p).all(|j| {
+                sdispls[j]
+                    .checked_add(scounts[j])
+                    .is_some_and(|e| e <= send.len())
+            });
+        let w = self.data(self.rank, k).cast::<u64>();
+        // SAFETY: caller contract; `8 * (HEAD + 2p) <= DATA` bytes (checked at compile time
+        // for the largest communicator).
+        unsafe {
+            if !ok {
+                w.write_unaligned(0);
+                return;
+            }
+            w.write_unaligned(ADDRESSES);
+            w.add(1).write_unaligned(u64::from(std::process::id()));
+            w.add(2).write_unaligned(send.as_ptr() as u64);
+            w.add(3)
+                .write_unaligned(std::ptr::from_ref(&self.cma).cast::<u8>() as u64);
+            w.add(4)
+                .write_unaligned(scounts.iter().sum::<usize>() as u64);
+            for j in 0..p {
+                w.add(HEAD + j).write_unaligned(sdispls[j] as u64);
+                w.add(HEAD + p + j).write_unaligned(scounts[j] as u64);
+            }
+        }
+    }
+
+    /// Word `i` of rank `r`'s posted alltoallv `k`.
+    ///
+    /// # Safety
+    /// `r` stamped `k` and we have not finished it; `8 * (i + 1) <= DATA`.
+    unsafe fn word(&self, r: usize, k: u64, i: usize) -> u64 {
+        // SAFETY: caller contract.
+        unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
+    }
+
+    /// Rank `r`'s block for rank `j` in alltoallv `k`: its length and where it is (an
+    /// offset in `r`'s segment buffer for a table, an address in `r` for addresses).
+    ///
+    /// # Safety
+    /// As [`Seg::word`]; `r`'s flag is [`TABLE`] or [`ADDRESSES`].
+    unsafe fn block(&self, r: usize, k: u64, j: usize) -> (usize, u64) {
+        // SAFETY: caller contract; the entries lie inside the posted table.
+        unsafe {
+            if self.word(r, k, 0) == TABLE {
+                let at = self.data(r, k).add(8 + 8 * j).cast::<u32>();
+                let (off, len) = (at.read_unaligned(), at.add(1).read_unaligned());
+                (len as usize, u64::from(off))
+            } else {
+                let p = self.size;
+                let len = self.word(r, k, HEAD + p + j) as usize;
+                (len, self.word(r, k, 2) + self.word(r, k, HEAD + j))
+            }
+        }
+    }
+
+    /// Finish alltoallv `k` whose posted flags were not all [`TABLE`]: by CMA (see the
+    /// module documentation) when every flag is valid, the exchange qualifies and CMA
+    /// works, else nothing moves (`None`, on every rank alike: they read the same flags).
+    /// `Some(ok)` as [`Seg::alltoallv`]. Marks `k` done either way; an error when a CMA
+    /// copy failed after the probe (a buffer unmapped during the call).
+    pub(super) fn exchange_cma(
+        &self,
+        k: u64,
+        send: Option<&[u8]>,
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> Result<Option<bool>> {
+        let p = self.size;
+        // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+        let flag = |r: usize| unsafe { self.word(r, k, 0) };
+        // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+        let total = |r: usize| unsafe { self.word(r, k, 4) } as usize;
+        let valid = (0..p).all(|r| matches!(flag(r), TABLE | ADDRESSES));
+        let qualifies = valid
+            && (send.is_none() || (0..p).all(|r| flag(r) == TABLE || total(r) <= OUT_OF_PLACE_MAX));
+        if !qualifies {
+            self.finish(k);
+            return Ok(None);
+        }
+        let mut last = k;
+        let mut reach = self.cma.load(Ordering::Relaxed) == CMA_YES;
+        if self.cma.load(Ordering::Relaxed) == CMA_UNKNOWN {
+            (last, reach) = self.probe_cma(k);
+        }
+        if !reach {
+            self.finish(last);
+            return Ok(None);
+        }
+        let moved = match send {
+            // Every rank checks every pair alike (a mismatch moves nothing anywhere); our
+            // counts are the ones we posted.
+            None => {
+                // SAFETY: see above.
+                let len = |r: usize, j: usize| unsafe { self.block(r, k, j) }.0;
+                let sym = (0..p).all(|i| (0..p).all(|j| len(i, j) == len(j, i)));
+                if sym {
+                    self.swap_all(k, recv, rdispls).map(|()| true)
+                } else {
+                    Ok(false)
+                }
+            }
+            Some(send) => self.read_all(k, send, (recv, rcounts, rdispls)),
+        };
+        self.finish(last);
+        // Our buffers may be read or written by the others until they are done too.
+        self.reusable(last);
+        moved.map(Some).map_err(|e| {
+            arg_err(
+                ErrorClass::Other,
+                format!("alltoallv: a cross-memory copy between ranks failed: {e}"),
+            )
+        })
+    }
+
+    /// Whether every rank reaches every rank that posted addresses in alltoallv `k` by
+    /// CMA: each reads the probe word of each, then all post the answer as the next
+    /// collective (returned, with the verdict). The verdict is kept when it is no, or when
+    /// every rank posted addresses (then every pair was probed).
+    fn probe_cma(&self, k: u64) -> (u64, bool) {
+        let me = self.rank;
+        // SAFETY: every rank stamped `k`.
+        let addr = |r: usize| unsafe { self.word(r, k, 0) } == ADDRESSES;
+        let reach = (0..self.size).filter(|&r| r != me && addr(r)).all(|r| {
+            let mut v = 0u8;
+            // SAFETY: one byte into `v`; rank `r` posted its pid and the address of a byte of
+            // its segment state, alive until it is done with `k` (after us).
+            unsafe {
+                cma_copy(
+                    self.word(r, k, 1) as i32,
+                    &mut v,
+                    self.word(r, k, 3),
+                    1,
+                    Cma::Read,
+                )
+                .is_ok()
+            }
+        });
+        let k2 = self.next();
+        self.post(k2, &[u8::from(reach)]);
+        self.wait_all(k2);
+        // SAFETY: every rank stamped `k2` (waited above); one byte each.
+        let all = (0..self.size).all(|r| unsafe { self.peer(r, k2, 0, 1) }[0] == 1);
+        if !all {
+            self.cma.store(CMA_NO, Ordering::Relaxed);
+        } else if (0..self.size).all(addr) {
+            self.cma.store(CMA_YES, Ordering::Relaxed);
+        }
+        (k2, all)
+    }
+
+    /// In place: trade our block for every rank with its block for us (lengths checked
+    /// symmetric by the caller), see the module documentation.
+    fn swap_all(&self, k: u64, buf: &mut [u8], displs: &[usize]) -> io::Result<()> {
+        let (p, me) = (self.size, self.rank);
+        let mut bounce = Vec::new();
+        for j in (0..p).filter(|&j| j != me) {
+            // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+            let (n, theirs) = unsafe { self.block(j, k, me) };
+            if n == 0 {
+                continue;
+            }
+            let mine = &mut buf[displs[j]..displs[j] + n];
+            // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+            let (f_me, f_j) = unsafe { (self.word(me, k, 0), self.word(j, k, 0)) };
+            // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+            let pid = unsafe { self.word(j, k, 1) } as i32;
+            match (f_me, f_j) {
+                (TABLE, TABLE) => {
+                    // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
+                    mine.copy_from_slice(unsafe { self.peer(j, k, theirs as usize, n) });
+                }
+                (ADDRESSES, ADDRESSES) => {
+                    let half = n / 2;
+                    let (lo, hi) = if me < j { (0, half) } else { (half, n) };
+                    bounce.resize(bounce.len().max((hi - lo).min(CHUNK)), 0);
+                    let mut at = lo;
+                    while at < hi {
+                        let c = (hi - at).min(CHUNK);
+                        let remote = theirs + at as u64;
+                        // SAFETY: `bounce` and our block hold `c` bytes from `at`; rank `j`
+                        // posted its block for us at `theirs` (`n` bytes), whose range
+                        // `lo..hi` nobody else touches (the peer trades the other half)
+                        // until it is done with `k`, after us.
+                        unsafe {
+                            cma_copy(pid, bounce.as_mut_ptr(), remote, c, Cma::Read)?;
+                            cma_copy(pid, mine.as_mut_ptr().add(at), remote, c, Cma::Write)?;
+                        }
+                        mine[at..at + c].copy_from_slice(&bounce[..c]);
+                        at += c;
+                    }
+                }
+                (TABLE, _) => {
+                    // Ours are posted: fetch theirs into place, then put ours in its place.
+                    // SAFETY: the whole of rank `j`'s block for us is ours to read and then
+                    // write (it posted its address); ours for `j` is in our segment buffer.
+                    unsafe {
+                        cma_copy(pid, mine.as_mut_ptr(), theirs, n, Cma::Read)?;
+                        let (_, off) = self.block(me, k, j);
+                        cma_copy(
+                            pid,
+                            self.data(me, k).add(off as usize),
+                            theirs,
+                            n,
+                            Cma::Write,
+                        )?;
+                    }
+                }
+                _ => {} // Rank `j`'s blocks are posted: it trades this pair.
+            }
+        }
+        Ok(())
+    }
+
+    /// Out of place: our block from every rank into `recv`; false if some block's length
+    /// differs from its count or lies outside `recv` (not copied).
+    fn read_all(
+        &self,
+        k: u64,
+        send: &[u8],
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> io::Result<bool> {
+        let (p, me) = (self.size, self.rank);
+        if rcounts.len() != p || rdispls.len() != p {
+            return Ok(false);
+        }
+        let mut ok = true;
+        for j in 0..p {
+            // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+            let (n, at) = unsafe { self.block(j, k, me) };
+            if n != rcounts[j] || rdispls[j] + n > recv.len() {
+                ok = false;
+                continue;
+            }
+            let dst = &mut recv[rdispls[j]..rdispls[j] + n];
+            // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
+            match unsafe { self.word(j, k, 0) } {
+                // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
+                TABLE => dst.copy_from_slice(unsafe { self.peer(j, k, at as usize, n) }),
+                _ if j == me => {
+                    // Our own block, at the address we posted inside `send`.
+                    let d = at as usize - send.as_ptr() as usize;
+                    dst.copy_from_slice(&send[d..d + n]);
+                }
+                // SAFETY: rank `j`'s send buffer holds `n` bytes at `at`, unchanged until
+                // it is done with `k`, after us; `dst` holds `n` bytes.
+                _ => unsafe {
+                    cma_copy(
+                        self.word(j, k, 1) as i32,
+                        dst.as_mut_ptr(),
+                        at,
+                        n,
+                        Cma::Read,
+                    )?
+                },
+            }
+        }
+        Ok(ok)
+    }
+}
