@@ -193,17 +193,7 @@ fn advance(b: &mut Body) -> bool {
             ErrorClass::Intern,
             "a light nonblocking collective cannot fall back to messages",
         )),
-        Err(p) => {
-            let what = p
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| p.downcast_ref::<&str>().copied())
-                .unwrap_or("panic");
-            Err(arg_err(
-                ErrorClass::Intern,
-                format!("nonblocking collective failed: {what}"),
-            ))
-        }
+        Err(p) => Err(progress::panicked(&*p)),
     };
     b.outcome = Some(outcome);
     true

@@ -63,22 +63,24 @@ fn advance(g: &mut Vec<Active>) -> Vec<(Active, Result<()>)> {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sched.progress())) {
             Ok(Some(r)) => done.push((g.swap_remove(i), r)),
             Ok(None) => i += 1,
-            Err(p) => {
-                let what = p
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| p.downcast_ref::<&str>().copied())
-                    .unwrap_or("panic");
-                let e = oxmpi_engine::Error::Arg {
-                    class: oxmpi_engine::ErrorClass::Intern,
-                    msg: format!("nonblocking collective failed: {what}"),
-                };
-                done.push((g.swap_remove(i), Err(e)));
-            }
+            Err(p) => done.push((g.swap_remove(i), Err(panicked(&*p)))),
         }
     }
     NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
     done
+}
+
+/// The error of a nonblocking collective whose advance panicked with payload `p`.
+pub(super) fn panicked(p: &(dyn std::any::Any + Send)) -> oxmpi_engine::Error {
+    let what = p
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| p.downcast_ref::<&str>().copied())
+        .unwrap_or("panic");
+    oxmpi_engine::Error::Arg {
+        class: oxmpi_engine::ErrorClass::Intern,
+        msg: format!("nonblocking collective failed: {what}"),
+    }
 }
 
 /// Run the completions of finished schedules.
