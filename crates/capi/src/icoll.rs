@@ -16,7 +16,10 @@
 //! `sched` (regions, starting a schedule, completing its generalized request). The request
 //! is internally a generalized request; its status is empty (`MPI_ANY_SOURCE`,
 //! `MPI_ANY_TAG`, count 0) with the collective's error code. Non-contiguous datatypes are
-//! packed at the call and unpacked at completion.
+//! packed at the call and unpacked at completion. A collective of small contiguous vectors
+//! on the communicator's shared-memory segment is instead a *light request*
+//! (`oxmpi_coll::nbc::light`, `sched::start_shared`): no schedule and no generalized
+//! request, a slot that its wait or test advances and frees.
 //!
 //! Reductions with a user-defined operation run on the thread that advances the schedule
 //! (usually the progress thread), in the order the standard requires for non-commutative

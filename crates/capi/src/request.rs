@@ -11,14 +11,18 @@
 //! complete inside their start call have no engine request: a send shares the stateless
 //! `SEND_DONE` handle, a receive (its message had arrived) gets a lock-free
 //! completed-request slot that holds its status (see "Requests completed at start").
+//! Small nonblocking collectives on the shared-memory segment are light requests, slots of
+//! `oxmpi_coll::nbc::light` completed without the library lock (see "Light requests").
 
 use crate::backend::{self, EReq, EStatus, SendMode};
 use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, inp, out, slice_out, MpiError, MpiResult};
 use crate::grequest::GreqTest;
+use crate::icoll::sched::light_slot;
 use crate::state::{lock, State};
 use crate::status::status_set_bytes;
+use oxmpi_coll::nbc::light;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -860,6 +864,9 @@ fn handle_comm(h: c_int) -> c_int {
     if let Some(slot) = done_slot(h) {
         return done_get(slot, h).map_or(MPI_COMM_WORLD, |c| c.comm);
     }
+    if let Some(i) = light_slot(h) {
+        return light::owner(i);
+    }
     match fast_slot(h) {
         Some(slot) => slot.comm.load(Ordering::Relaxed),
         None => req_comm(&lock(), h),
@@ -877,6 +884,13 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
     }
     if let Some(slot) = done_slot(h) {
         return done_take(slot, h).map(Tested::Done);
+    }
+    if let Some(i) = light_slot(h) {
+        let comm = light_owner(i, h)?;
+        return Ok(match light::test(i) {
+            Some(r) => Tested::Done(light_completed(r, comm)),
+            None => Tested::NotDone,
+        });
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -913,6 +927,9 @@ fn wait_handle(h: c_int) -> MpiResult<Tested> {
     }
     if let Some(slot) = done_slot(h) {
         return done_take(slot, h).map(Tested::Done);
+    }
+    if let Some(i) = light_slot(h) {
+        return light_wait(i, h);
     }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
@@ -987,6 +1004,62 @@ fn wait_table(h: c_int) -> MpiResult<Tested> {
                 drop(st);
                 return Ok(unlocked(t, comm));
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Light requests: nonblocking collectives on the shared-memory segment
+// ---------------------------------------------------------------------------------------
+//
+// A small nonblocking collective on the communicator's segment with nothing to unpack at
+// completion is a slot of `oxmpi_coll::nbc::light` (handle: `icoll::sched::light_handle`):
+// testing it advances the collective (post once its buffer is free, then look at the
+// stamps its result needs) and, once it ended, frees the slot; no library lock, no
+// generalized request. Its status is the empty one of a collective, with its error code.
+
+/// The communicator of live light request `i` (handle `h`), or the invalid-handle error.
+#[inline]
+fn light_owner(i: usize, h: c_int) -> MpiResult<c_int> {
+    if !light::is_live(i) {
+        mpi_bail!(MPI_ERR_REQUEST, "invalid request handle {h:#x}");
+    }
+    Ok(light::owner(i))
+}
+
+/// The completion of a light request of `comm` that ended with `r`.
+#[inline]
+fn light_completed(r: oxmpi_coll::Result<()>, comm: c_int) -> Completed {
+    let code = match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => backend::err(e).code,
+    };
+    Completed {
+        status: MpiStatus {
+            error: code,
+            ..SEND_DONE_STATUS
+        },
+        code,
+        freed: true,
+        comm,
+    }
+}
+
+/// [`wait_handle`] for light request `i`: advance it until it ends; every 32nd turn (every
+/// turn when the engine yields while idle) the other collectives and the transports too.
+fn light_wait(i: usize, h: c_int) -> MpiResult<Tested> {
+    let comm = light_owner(i, h)?;
+    let yields = backend::engine()?.yields_when_idle();
+    let mut turns = 0u32;
+    loop {
+        if let Some(r) = light::test(i) {
+            return Ok(Tested::Done(light_completed(r, comm)));
+        }
+        turns = turns.wrapping_add(1);
+        if yields || turns % 32 == 0 {
+            poll()?;
+        } else {
+            std::hint::spin_loop();
         }
     }
 }
@@ -1116,6 +1189,14 @@ fn all_done(reqs: &[c_int]) -> MpiResult<bool> {
         }
         if let Some(slot) = done_slot(h) {
             done_get(slot, h)?;
+            continue;
+        }
+        if let Some(i) = light_slot(h) {
+            light_owner(i, h)?;
+            if light::peek(i, |_| ()).is_none() {
+                poll()?;
+                return Ok(false);
+            }
             continue;
         }
         if let Some(slot) = fast_slot(h) {
@@ -1472,6 +1553,17 @@ mpi_fn! {
             out(flag, 1, "flag")?;
             return complete_single(status, Some(c.status), c.code, c.comm, "request completed with an error");
         }
+        if let Some(i) = light_slot(request) {
+            let comm = light_owner(i, request)?;
+            let code = light::peek(i, |r| r.as_ref().map_or_else(|e| backend::class_code(e.class()), |()| MPI_SUCCESS));
+            let Some(code) = code else {
+                poll()?;
+                return out(flag, 0, "flag");
+            };
+            out(flag, 1, "flag")?;
+            let s = MpiStatus { error: code, ..SEND_DONE_STATUS };
+            return complete_single(status, Some(s), code, comm, "request completed with an error");
+        }
         if let Some(slot) = fast_slot(request) {
             let (r, comm) = fast_get(slot, request)?;
             return match backend::engine()?.request_status(r) {
@@ -1643,6 +1735,10 @@ mpi_fn! {
             // Complete already (matched at start): cancelling fails.
             return done_get(slot, h).map(|_| ());
         }
+        if let Some(i) = light_slot(h) {
+            // A collective is not cancelled (MPI: erroneous to try).
+            return light_owner(i, h).map(|_| ());
+        }
         if let Some(slot) = fast_slot(h) {
             let (r, _) = fast_get(slot, h)?;
             backend::engine()?.cancel(r);
@@ -1672,6 +1768,12 @@ mpi_fn! {
         }
         if let Some(slot) = done_slot(h) {
             done_take(slot, h)?;
+            return out(request, MPI_REQUEST_NULL, "request");
+        }
+        if let Some(i) = light_slot(h) {
+            light_owner(i, h)?;
+            // Ends in the background (the thread that ends it frees the slot).
+            light::free(i);
             return out(request, MPI_REQUEST_NULL, "request");
         }
         if let Some(slot) = fast_slot(h) {
@@ -1855,7 +1957,8 @@ mpi_fn_c! {
 /// Start one persistent request (lock held). A persistent collective is not started
 /// here: its start function is returned, for [`start_round`] without the lock.
 fn start_one(st: &mut State, h: c_int) -> MpiResult<Option<Arc<crate::objects::CollStart>>> {
-    if fast_slot(h).is_some() || done_slot(h).is_some() || h == SEND_DONE {
+    if fast_slot(h).is_some() || done_slot(h).is_some() || light_slot(h).is_some() || h == SEND_DONE
+    {
         mpi_bail!(
             MPI_ERR_REQUEST,
             "MPI_Start on a request that is not persistent"

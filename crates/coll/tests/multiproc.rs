@@ -305,6 +305,18 @@ fn large_reductions_forced_np3() {
         ],
     );
 }
+/// Light requests (`nbc::light`): many outstanding segment collectives of mixed kinds
+/// (more than the segment has nonblocking buffers), every root, completed in a random order
+/// per rank while two more threads and the progress thread advance them all the time: the
+/// results match the local references, and every slot is given back.
+#[test]
+fn light_requests_racing_np2() {
+    run(2, "light", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+}
+#[test]
+fn light_requests_racing_np3() {
+    run(3, "light", &[]);
+}
 
 #[test]
 fn persistent_schedules_np3() {
@@ -350,6 +362,10 @@ fn rank_entry() {
         "a2a" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             a2a_suite(&w);
+        }
+        "light" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            light_suite(&w);
         }
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -945,6 +961,139 @@ fn nbc_suite(c: &CollComm) {
         assert_eq!(got["allreduce"], fold(&sum_u32, &xs), "iallreduce it {it}");
     }
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
+}
+
+/// See [`light_requests_racing_np2`].
+fn light_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use oxmpi_coll::sm::SmKind;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    // A blocking collective makes the segment; the light requests need it.
+    assert!(oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap().is_some());
+    let stop = Arc::new(AtomicBool::new(false));
+    let helpers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    light::poll_all();
+                    std::thread::yield_now();
+                }
+            })
+        })
+        .collect();
+    let mut order_rng = Rng(0x5eed ^ ((me as u64 + 1) * 0x1234_5678_9abc));
+    const N: usize = 13;
+    for it in 0..60u64 {
+        // Same kinds, sizes and roots on every rank (a shared seed).
+        let mut rng = Rng(it * 7 + 3);
+        let mut posted = Vec::new();
+        for j in 0..N {
+            let t = (it << 8) + j as u64;
+            let root = rng.below(p);
+            let most = if rng.below(4) == 0 { 4096 / 8 / p } else { 4 };
+            let block = 8 * (1 + rng.below(most));
+            let kind = match rng.below(5) {
+                0 => SmKind::Bcast { root },
+                1 => SmKind::Allreduce,
+                2 => SmKind::Reduce { root },
+                3 => SmKind::Gather { root, block },
+                _ => SmKind::Scatter { root, block },
+            };
+            let (inp, out_len, want): (Vec<u8>, usize, Vec<u8>) = match &kind {
+                SmKind::Bcast { root } => {
+                    let d = contrib(block, t, *root, 1);
+                    let mine = if me == *root { d.clone() } else { Vec::new() };
+                    (
+                        mine,
+                        if me == *root { 0 } else { block },
+                        if me == *root { Vec::new() } else { d },
+                    )
+                }
+                SmKind::Allreduce => {
+                    let xs: Vec<_> = (0..p).map(|r| contrib(block, t, r, 2)).collect();
+                    (xs[me].clone(), block, fold(&sum_u32, &xs))
+                }
+                SmKind::Reduce { root } => {
+                    let xs: Vec<_> = (0..p).map(|r| contrib(block, t, r, 3)).collect();
+                    let want = if me == *root {
+                        fold(&affine, &xs)
+                    } else {
+                        Vec::new()
+                    };
+                    (xs[me].clone(), want.len(), want)
+                }
+                SmKind::Gather { root, block } => {
+                    let xs: Vec<_> = (0..p).map(|r| contrib(*block, t, r, 4)).collect();
+                    let want = if me == *root { xs.concat() } else { Vec::new() };
+                    (xs[me].clone(), want.len(), want)
+                }
+                SmKind::Scatter { root, block } => {
+                    let all = contrib(block * p, t, *root, 5);
+                    let mine = all[me * block..(me + 1) * block].to_vec();
+                    (if me == *root { all } else { Vec::new() }, *block, mine)
+                }
+                _ => unreachable!(),
+            };
+            let op = match &kind {
+                SmKind::Allreduce => Some(OwnedOp {
+                    f: Box::new(sum_u32),
+                    elem_size: 4,
+                    commutative: true,
+                }),
+                SmKind::Reduce { .. } => Some(OwnedOp {
+                    f: Box::new(affine),
+                    elem_size: 8,
+                    commutative: false,
+                }),
+                _ => None,
+            };
+            let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
+            let mut inp = inp;
+            let mut out = vec![0u8; out_len];
+            let reg = |v: &mut Vec<u8>| Region::Raw(v.as_mut_ptr(), v.len());
+            let i = light::claim().expect("a free slot");
+            // SAFETY: `inp` and `out` live until the request ended (checked below).
+            let ended = unsafe {
+                light::start(
+                    i,
+                    c,
+                    (seg, kind),
+                    (reg(&mut inp), reg(&mut out)),
+                    op,
+                    j as i32,
+                )
+            };
+            posted.push((Some(i).filter(|_| ended.is_none()), inp, out, want, j));
+        }
+        // Complete in a random order.
+        while !posted.is_empty() {
+            let k = order_rng.below(posted.len());
+            let (slot, _inp, out, want, j) = posted.swap_remove(k);
+            if let Some(i) = slot {
+                assert_eq!(light::owner(i), j as i32);
+                loop {
+                    if let Some(r) = light::test(i) {
+                        r.unwrap();
+                        break;
+                    }
+                    light::poll_all();
+                }
+            }
+            assert_eq!(out, want, "iteration {it}, collective {j}");
+        }
+        if it % 10 == 0 {
+            c.barrier().unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in helpers {
+        h.join().unwrap();
+    }
+    assert_eq!(light::open(), 0, "every light request ended exactly once");
 }
 
 /// Run a schedule to its end on this thread and get it back.

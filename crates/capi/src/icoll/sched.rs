@@ -15,7 +15,7 @@ use crate::consts::*;
 use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{check_count, out, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use crate::state::lock;
-use oxmpi_coll::nbc::progress;
+use oxmpi_coll::nbc::{light, progress};
 use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -309,8 +309,47 @@ pub(crate) fn start_shared(
     unpack: Vec<Unpack>,
     request: *mut c_int,
 ) -> MpiResult {
-    let s = Schedule::shared(a, seg, kind, io.0, io.1, op);
-    start(comm, s, unpack, request)
+    // A light request when nothing is to be unpacked at completion (contiguous types) and
+    // a slot is free: no schedule, no generalized request.
+    let light = if unpack.is_empty() && !request.is_null() {
+        light::claim()
+    } else {
+        None
+    };
+    let Some(i) = light else {
+        let s = Schedule::shared(a, seg, kind, io.0, io.1, op);
+        return start(comm, s, unpack, request);
+    };
+    // Posting advances the other collectives (as `progress::first` does for schedules).
+    progress::progress_pending();
+    // SAFETY: MPI contract of the nonblocking call: the regions are valid until completion.
+    match unsafe { light::start(i, a, (seg, kind), io, op, comm) } {
+        None => out(request, light_handle(i), "request"),
+        Some(Ok(())) => out(request, crate::handles::SEND_DONE, "request"),
+        // Failed at once: a request carrying the error.
+        Some(Err(e)) => {
+            let (h, code) = crate::grequest::start_coded(comm)?;
+            // SAFETY: `h` and `code` come from `start_coded`, completed once.
+            unsafe { crate::grequest::complete_coded(h, code, crate::backend::err(e).code) };
+            out(request, h, "request")
+        }
+    }
+}
+
+/// The request handle of light request slot `i` (`oxmpi_coll::nbc::light`): fast handles
+/// with index bit 17 set (above the fast and completed-request slots, below `SEND_DONE`).
+pub(crate) fn light_handle(i: usize) -> c_int {
+    (LIGHT_BASE | i as u32) as c_int
+}
+
+/// Handle bits of light request slot 0.
+const LIGHT_BASE: u32 = crate::handles::FAST_REQUEST_BASE | 0x0002_0000;
+
+/// The light request slot of handle `h`, if it is one.
+#[inline]
+pub(crate) fn light_slot(h: c_int) -> Option<usize> {
+    let i = (h as u32).wrapping_sub(LIGHT_BASE) as usize;
+    (i < light::SLOTS).then_some(i)
 }
 
 /// The collective context, rank and size of intracommunicator `comm`.

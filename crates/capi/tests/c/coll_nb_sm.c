@@ -26,6 +26,10 @@
  *   that fit one buffer and, when rank 0's do not, every rank's moved by messages; and
  *   rank 0 blocked in receives that the others send only once their alltoallv completed
  *   (its blocks must move while it does not wait for its request).
+ * - Many outstanding of mixed kinds (ibcast, iscatter, igather, ireduce, iallreduce,
+ *   ireduce_scatter_block), every root, in place and not, on both sides of one buffer,
+ *   completed by Wait in reverse order, Waitany, Testall and Waitsome; and rank 0 blocked
+ *   in a receive while the others wait for 12 of its broadcasts.
  * - Requests of collectives that ended at their post: complete for every completion call
  *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
@@ -589,6 +593,160 @@ static void check_ended_at_post(void) {
     }
 }
 
+/* ---- many outstanding of mixed kinds ---- */
+
+/* One outstanding collective of kind `kind` (0 ibcast, 1 iscatter, 2 igather, 3 ireduce,
+ * 4 iallreduce, 5 ireduce_scatter_block) from `root`, `n` ints per block, in place if
+ * `ip` where the kind allows it; values from `tag`. */
+typedef struct { int kind, root, n, ip, tag; int *s, *r; } mixed_t;
+static int mval(int tag, int r, int k) { return (tag * 31 + r * 7 + k) % 97 - 40; }
+static void mixed_post(mixed_t *m, MPI_Request *rq) {
+    int n = m->n, me = rank == m->root, p = size;
+    m->s = calloc((size_t)n * p + 1, sizeof(int));
+    m->r = calloc((size_t)n * p + 1, sizeof(int));
+    int *s = m->s, *r = m->r;
+    MPI_Comm w = MPI_COMM_WORLD;
+    switch (m->kind) {
+    case 0:
+        for (int k = 0; k < n; k++) s[k] = me ? mval(m->tag, m->root, k) : 0;
+        CHECK_RC(MPI_Ibcast(s, n, MPI_INT, m->root, w, rq));
+        break;
+    case 1:
+        if (me) for (int k = 0; k < n * p; k++) s[k] = mval(m->tag, k / n, k % n);
+        CHECK_RC(MPI_Iscatter(s, n, MPI_INT, m->ip && me ? MPI_IN_PLACE : r, n, MPI_INT, m->root, w, rq));
+        break;
+    case 2:
+        for (int k = 0; k < n; k++) s[k] = mval(m->tag, rank, k);
+        if (m->ip && me) for (int k = 0; k < n; k++) r[rank * n + k] = s[k];
+        CHECK_RC(MPI_Igather(m->ip && me ? MPI_IN_PLACE : s, n, MPI_INT, r, n, MPI_INT, m->root, w, rq));
+        break;
+    case 3:
+        for (int k = 0; k < n; k++) s[k] = mval(m->tag, rank, k);
+        if (m->ip && me) memcpy(r, s, (size_t)n * sizeof(int));
+        CHECK_RC(MPI_Ireduce(m->ip && me ? MPI_IN_PLACE : s, r, n, MPI_INT, MPI_SUM, m->root, w, rq));
+        break;
+    case 4:
+        for (int k = 0; k < n; k++) s[k] = mval(m->tag, rank, k);
+        if (m->ip) memcpy(r, s, (size_t)n * sizeof(int));
+        CHECK_RC(MPI_Iallreduce(m->ip ? MPI_IN_PLACE : s, r, n, MPI_INT, MPI_SUM, w, rq));
+        break;
+    default:
+        for (int k = 0; k < n * p; k++) s[k] = mval(m->tag, rank, k);
+        if (m->ip) memcpy(r, s, (size_t)n * p * sizeof(int));
+        CHECK_RC(MPI_Ireduce_scatter_block(m->ip ? MPI_IN_PLACE : s, r, n, MPI_INT, MPI_SUM, w, rq));
+        break;
+    }
+}
+static void mixed_check(mixed_t *m) {
+    int n = m->n, me = rank == m->root, p = size;
+    int *s = m->s, *r = m->r;
+    switch (m->kind) {
+    case 0:
+        for (int k = 0; k < n; k++) CHECK(s[k] == mval(m->tag, m->root, k));
+        break;
+    case 1:
+        for (int k = 0; k < n; k++) CHECK((m->ip && me ? s[rank * n + k] : r[k]) == mval(m->tag, rank, k));
+        break;
+    case 2:
+        if (me)
+            for (int k = 0; k < n * p; k++) CHECK(r[k] == mval(m->tag, k / n, k % n));
+        break;
+    case 3:
+    case 4:
+        if (m->kind == 4 || me)
+            for (int k = 0; k < n; k++) {
+                int want = 0;
+                for (int q = 0; q < p; q++) want += mval(m->tag, q, k);
+                CHECK(r[k] == want);
+            }
+        break;
+    default:
+        for (int k = 0; k < n; k++) {
+            int want = 0;
+            for (int q = 0; q < p; q++) want += mval(m->tag, q, rank * n + k);
+            CHECK(r[k] == want);
+        }
+        break;
+    }
+    free(m->s);
+    free(m->r);
+}
+
+/* 18 outstanding collectives of every kind, root and in-place choice, blocks on both sides
+ * of one shared-memory buffer (4096 bytes: 1 and 300 ints per rank's contribution fit,
+ * 1100 do not), posted between blocking collectives and completed by Wait in reverse
+ * order, by Waitany, by a Testall loop (with Request_get_status looks) and by Waitsome.
+ * Then rank 0 posts 12 broadcasts (more than the segment's 8 nonblocking buffers) and
+ * blocks in a receive that the others send only once theirs completed: its posts past the
+ * 8th must happen without rank 0 waiting for them. */
+#define MIXED 18
+static void check_mixed(int round) {
+    for (int how = 0; how < 4; how++) {
+        mixed_t m[MIXED];
+        MPI_Request rq[MIXED];
+        for (int i = 0; i < MIXED; i++) {
+            int nn[] = {1, 300 / size, 1100};
+            m[i].kind = (i + how + round) % 6;
+            m[i].root = (i * 5 + how) % size;
+            m[i].n = nn[(i + round) % 3];
+            if (m[i].n < 1) m[i].n = 1;
+            m[i].ip = (i / 2 + how) % 2;
+            m[i].tag = i + 100 * how + 1000 * round;
+            mixed_post(&m[i], &rq[i]);
+            if (i % 7 == 3) CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+        }
+        if (how == 0) {
+            for (int i = MIXED - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&rq[i], MPI_STATUS_IGNORE));
+        } else if (how == 1) {
+            for (int left = MIXED; left > 0; left--) {
+                int idx = -1;
+                MPI_Status st;
+                CHECK_RC(MPI_Waitany(MIXED, rq, &idx, &st));
+                CHECK(idx >= 0 && idx < MIXED && rq[idx] == MPI_REQUEST_NULL);
+                CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG);
+            }
+        } else if (how == 2) {
+            int flag = 0;
+            while (!flag) {
+                for (int i = 0; i < MIXED; i++) {
+                    int f = 0;
+                    if (rq[i] != MPI_REQUEST_NULL) CHECK_RC(MPI_Request_get_status(rq[i], &f, MPI_STATUS_IGNORE));
+                }
+                CHECK_RC(MPI_Testall(MIXED, rq, &flag, MPI_STATUSES_IGNORE));
+            }
+        } else {
+            int left = MIXED;
+            while (left > 0) {
+                int out = 0, idx[MIXED];
+                CHECK_RC(MPI_Waitsome(MIXED, rq, &out, idx, MPI_STATUSES_IGNORE));
+                CHECK(out > 0 && out != MPI_UNDEFINED);
+                left -= out;
+            }
+        }
+        for (int i = 0; i < MIXED; i++) {
+            CHECK(rq[i] == MPI_REQUEST_NULL);
+            mixed_check(&m[i]);
+        }
+    }
+    /* rank 0 does not wait for its broadcasts while the others complete theirs */
+    enum { NB = 12 };
+    int b[NB], token = 0;
+    MPI_Request q[NB];
+    for (int i = 0; i < NB; i++) {
+        b[i] = rank == 0 ? 500 + i + round : -1;
+        CHECK_RC(MPI_Ibcast(&b[i], 1, MPI_INT, 0, MPI_COMM_WORLD, &q[i]));
+    }
+    if (rank == 0) {
+        for (int r = 1; r < size; r++)
+            CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Waitall(NB, q, MPI_STATUSES_IGNORE));
+    } else {
+        for (int i = NB - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&q[i], MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 8, MPI_COMM_WORLD));
+    }
+    for (int i = 0; i < NB; i++) CHECK(b[i] == 500 + i + round);
+}
+
 int main(int argc, char **argv) {
     int provided;
     CHECK_RC(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
@@ -614,6 +772,7 @@ int main(int argc, char **argv) {
         check_moves(round);
         check_ordering(round);
         check_alltoallv(round);
+        check_mixed(round);
     }
     CHECK(size <= 64);
     check_ended_at_post();

@@ -2,5 +2,6 @@
 //! and local steps, and their [`progress`] (a background thread plus the waiting threads'
 //! own calls).
 
+pub mod light;
 pub mod progress;
 pub mod sched;

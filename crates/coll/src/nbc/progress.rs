@@ -63,22 +63,24 @@ fn advance(g: &mut Vec<Active>) -> Vec<(Active, Result<()>)> {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sched.progress())) {
             Ok(Some(r)) => done.push((g.swap_remove(i), r)),
             Ok(None) => i += 1,
-            Err(p) => {
-                let what = p
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| p.downcast_ref::<&str>().copied())
-                    .unwrap_or("panic");
-                let e = oxmpi_engine::Error::Arg {
-                    class: oxmpi_engine::ErrorClass::Intern,
-                    msg: format!("nonblocking collective failed: {what}"),
-                };
-                done.push((g.swap_remove(i), Err(e)));
-            }
+            Err(p) => done.push((g.swap_remove(i), Err(panicked(&*p)))),
         }
     }
     NACTIVE.fetch_sub(done.len(), Ordering::AcqRel);
     done
+}
+
+/// The error of a nonblocking collective whose advance panicked with payload `p`.
+pub(super) fn panicked(p: &(dyn std::any::Any + Send)) -> oxmpi_engine::Error {
+    let what = p
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| p.downcast_ref::<&str>().copied())
+        .unwrap_or("panic");
+    oxmpi_engine::Error::Arg {
+        class: oxmpi_engine::ErrorClass::Intern,
+        msg: format!("nonblocking collective failed: {what}"),
+    }
 }
 
 /// Run the completions of finished schedules.
@@ -88,15 +90,20 @@ fn complete(done: Vec<(Active, Result<()>)>) {
     }
 }
 
-/// Advance the active schedules on the calling thread and complete those that end;
-/// returns whether any was active. Never blocks (if another thread is advancing them right
+/// Advance the active schedules and light requests ([`super::light`]) on the calling
+/// thread and complete the schedules that end; returns whether any was active. Never blocks (if another thread is advancing them right
 /// now, returns at once) and costs one atomic load when none is active: meant for the
 /// loops of request waits and tests, so that a waiting thread completes its collective
 /// itself instead of handing over to the progress thread (which is then only a fallback
 /// for threads that do not wait).
 pub fn progress_pending() -> bool {
+    let light = super::light::any_open();
+    if light {
+        POLLS.fetch_add(1, Ordering::Relaxed);
+        super::light::poll_all();
+    }
     if NACTIVE.load(Ordering::Acquire) == 0 {
-        return false;
+        return light;
     }
     POLLS.fetch_add(1, Ordering::Relaxed);
     let done = match ACTIVE.try_lock() {
@@ -127,7 +134,7 @@ fn progress_thread() {
         }
         let done = {
             let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-            if g.is_empty() {
+            if g.is_empty() && !super::light::any_open() {
                 idle = 0;
                 if empty_looks < LINGER_LOOKS {
                     empty_looks += 1;
@@ -137,8 +144,10 @@ fn progress_thread() {
                     );
                     continue;
                 }
-                SLEEPING.store(true, Ordering::Relaxed);
-                while g.is_empty() {
+                // Set before the last look at the light requests, which `light_posted`
+                // counts before it looks at this flag: one of the two sees the other.
+                SLEEPING.store(true, Ordering::SeqCst);
+                while g.is_empty() && !super::light::any_open() {
                     g = WAKE.wait(g).unwrap_or_else(|p| p.into_inner());
                 }
                 SLEEPING.store(false, Ordering::Relaxed);
@@ -146,7 +155,8 @@ fn progress_thread() {
             empty_looks = 0;
             advance(&mut g)
         };
-        if done.is_empty() {
+        let ended = super::light::poll_all();
+        if done.is_empty() && ended == 0 {
             idle = idle.saturating_add(1);
             if idle < 256 {
                 std::thread::yield_now();
@@ -172,6 +182,27 @@ pub fn start(mut sched: Schedule, done: Done) {
     }
 }
 
+/// A light request ([`super::light`]) is pending: make sure the progress thread runs and
+/// wake it if it sleeps without a timeout (it then finds the request within [`LINGER`]).
+pub(super) fn light_posted() {
+    spawn_thread();
+    if SLEEPING.load(Ordering::SeqCst) {
+        let g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+        drop(g);
+        WAKE.notify_one();
+    }
+}
+
+/// Start the progress thread unless it runs.
+fn spawn_thread() {
+    THREAD.call_once(|| {
+        std::thread::Builder::new()
+            .name("oxmpi-icoll".into())
+            .spawn(progress_thread)
+            .expect("spawn the nonblocking-collective progress thread");
+    });
+}
+
 /// The first step of [`start`]: advance the schedules already outstanding (posting a
 /// collective also advances them) and `sched` once; its outcome if it ended already (then
 /// it needs no completion of its own: the caller may skip making a request for it).
@@ -183,12 +214,7 @@ pub fn first(sched: &mut Schedule) -> Option<Result<()>> {
 /// The rest of [`start`] for a schedule whose [`first`] step did not end it: put it on
 /// the active list; `done` runs when it ends.
 pub fn enqueue(mut sched: Schedule, done: Done) {
-    THREAD.call_once(|| {
-        std::thread::Builder::new()
-            .name("oxmpi-icoll".into())
-            .spawn(progress_thread)
-            .expect("spawn the nonblocking-collective progress thread");
-    });
+    spawn_thread();
     let big = sched.bytes() >= WAKE_MIN_BYTES;
     let mut g = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
     g.push(Active { sched, done });

@@ -88,7 +88,8 @@ pub enum Region {
 }
 
 impl Region {
-    fn ptr_len(&mut self) -> (*mut u8, usize) {
+    /// Where the region's bytes are and how many.
+    pub(crate) fn ptr_len(&mut self) -> (*mut u8, usize) {
         match self {
             Region::Raw(p, n) => (*p, *n),
             Region::Owned(v) => (v.as_mut_ptr(), v.len()),
