@@ -108,6 +108,10 @@ enum Mode {
     Basic(c_int, usize),
     /// Unpack into the type's layout, reduce, pack back.
     Layout,
+    /// MINLOC/MAXLOC on a predefined value-index pair with a gap in its layout
+    /// (`MPI_SHORT_INT`, `MPI_LONG_INT`, `MPI_DOUBLE_INT`, `MPI_LONG_DOUBLE_INT`): the
+    /// packed items are reduced as they travel by the packed-form kernels (no unpacking).
+    Packed(Kernel, ElemType),
 }
 
 /// A reduction (op on a datatype) usable as an `oxmpi_coll::Op` on packed items.
@@ -140,6 +144,16 @@ impl Reducer {
             Mode::Layout
         };
         let mut fast = None;
+        if let (true, Mode::Layout, Some(k)) = (dt.predefined, mode, crate::op::builtin_op(op)) {
+            if let Some(t) = crate::op::elem_type(dth).filter(|t| t.packed_size() == dt.size) {
+                // One zero item: the pair is defined (MINLOC/MAXLOC) and its kernel exists.
+                let (x, mut y) = ([0u8; 32], [0u8; 32]);
+                // SAFETY: 32 bytes hold one packed item of every type.
+                if unsafe { oxmpi_coll::op::apply_packed(k, t, x.as_ptr(), y.as_mut_ptr(), 1) } {
+                    mode = Mode::Packed(k, t);
+                }
+            }
+        }
         if builtin {
             match (dt.predefined, dt.basic) {
                 (true, _) if matches!(mode, Mode::Direct) && dt.size > 0 => {
@@ -182,7 +196,7 @@ impl Reducer {
                     );
                 }
             }
-        } else if r.dt.size > 0 && builtin {
+        } else if r.dt.size > 0 && builtin && !matches!(r.mode, Mode::Packed(..)) {
             // Try one zero item: fails for (op, type) pairs MPI does not define.
             let zero = vec![0u8; r.dt.size];
             let mut b = zero.clone();
@@ -202,6 +216,14 @@ impl Reducer {
 
     /// `inout = in ∘ inout` on packed items.
     pub(crate) fn apply(&self, a: &[u8], b: &mut [u8]) {
+        if let Mode::Packed(k, t) = self.mode {
+            let n = a.len().min(b.len()) / self.dt.size;
+            // SAFETY: both slices hold `n` packed items (any alignment); the kernel was
+            // tried in `new`.
+            if unsafe { oxmpi_coll::op::apply_packed(k, t, a.as_ptr(), b.as_mut_ptr(), n) } {
+                return;
+            }
+        }
         if let Some((h, size)) = self.fast {
             let align = size.min(16);
             if (a.as_ptr() as usize | b.as_ptr() as usize) % align == 0 && a.len() == b.len() {
@@ -264,7 +286,7 @@ impl Reducer {
                 b.copy_from_slice(&y);
                 r
             }
-            Mode::Layout => {
+            Mode::Layout | Mode::Packed(..) => {
                 let mut la = Layout::new(&self.dt, k);
                 let mut lb = Layout::new(&self.dt, k);
                 let (pa, pb) = (la.ptr(), lb.ptr());

@@ -33,10 +33,28 @@ pub(super) unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n
         }
         #[cfg(target_arch = "x86_64")]
         ElemType::LongDoubleInt => {
-            // SAFETY: forwarded caller contract.
-            unsafe { x87::loc(op, a, b, n) }
+            // SAFETY: forwarded caller contract (32-byte pairs).
+            unsafe { x87::loc(op, a, b, n, 32) }
         }
         _ => false,
+    }
+}
+
+/// MINLOC/MAXLOC on `n` `{long double, int}` pairs in their packed form (the value's 16
+/// bytes, then the int: 20 bytes a pair, no alignment); false if not defined here.
+///
+/// # Safety
+/// Both pointers must hold `n` packed pairs.
+pub(super) unsafe fn loc_packed(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: forwarded caller contract (20-byte pairs, the int at 16).
+        unsafe { x87::loc(op, a, b, n, 20) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (op, a, b, n);
+        false
     }
 }
 
@@ -175,18 +193,24 @@ mod x87 {
         true
     }
 
-    /// MINLOC/MAXLOC on `{long double, int}` pairs (32 bytes, the int at 16): the better
-    /// value, the lower index on a tie.
+    /// MINLOC/MAXLOC on `{long double, int}` pairs `stride` bytes apart (32 in memory, 20
+    /// packed), the int at 16: the better value, the lower index on a tie.
     ///
     /// # Safety
-    /// Both pointers must hold `n` 32-byte elements.
-    pub(super) unsafe fn loc(op: OpKind, a: *const u8, b: *mut u8, n: usize) -> bool {
+    /// Both pointers must hold `n` pairs `stride` (at least 20) bytes apart.
+    pub(super) unsafe fn loc(
+        op: OpKind,
+        a: *const u8,
+        b: *mut u8,
+        n: usize,
+        stride: usize,
+    ) -> bool {
         if !matches!(op, OpKind::MinLoc | OpKind::MaxLoc) {
             return false;
         }
         for i in 0..n {
             // SAFETY: element i is in bounds (caller contract).
-            let (pa, pb) = unsafe { (a.add(32 * i), b.add(32 * i)) };
+            let (pa, pb) = unsafe { (a.add(stride * i), b.add(stride * i)) };
             let (x, y) = (load(pa), load(pb));
             // SAFETY: the int of each pair at +16, in bounds.
             let (ia, ib) = unsafe {

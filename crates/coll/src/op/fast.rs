@@ -78,6 +78,79 @@ fn loc<const W: usize, T: PartialOrd, const MIN: bool>(
     }
 }
 
+/// MINLOC (`MIN`) or MAXLOC over value-index pairs in their packed form: the type map's
+/// bytes back to back, the value's bits `B` then the int, `size_of::<B>() + 4` bytes a
+/// pair and no alignment (`MPI_SHORT_INT` 6 bytes, `MPI_DOUBLE_INT` and `MPI_LONG_INT` 12:
+/// the form the collectives move a type with a gap in). `v` reads a value from its bits.
+/// The rule of [`loc`]; the winner's value and int are selected (no branch) and both
+/// written back.
+///
+/// # Safety
+/// `a` and `b` hold `n` packed pairs each and do not overlap.
+#[inline(always)]
+unsafe fn loc_packed<B: Copy, T: PartialOrd, const MIN: bool>(
+    a: *const u8,
+    b: *mut u8,
+    n: usize,
+    v: impl Fn(B) -> T,
+) {
+    let vs = std::mem::size_of::<B>();
+    let s = vs + 4;
+    for k in 0..n {
+        // SAFETY: pair k of both buffers is in bounds (caller contract); the reads and
+        // writes are unaligned ones of plain bits.
+        unsafe {
+            let (pa, pb) = (a.add(k * s), b.add(k * s));
+            let (xa, xb) = (
+                pa.cast::<B>().read_unaligned(),
+                pb.cast::<B>().read_unaligned(),
+            );
+            let ia = pa.add(vs).cast::<i32>().read_unaligned();
+            let ib = pb.add(vs).cast::<i32>().read_unaligned();
+            let (va, vb) = (v(xa), v(xb));
+            let better = if MIN { va < vb } else { va > vb };
+            let take = better | ((va == vb) & (ia < ib));
+            let (w, i) = if take { (xa, ia) } else { (xb, ib) };
+            pb.cast::<B>().write_unaligned(w);
+            pb.add(vs).cast::<i32>().write_unaligned(i);
+        }
+    }
+}
+
+/// MINLOC/MAXLOC on `n` packed pairs of `ty` (see [`loc_packed`]) for the pairs with a gap
+/// in their layout (`MPI_SHORT_INT`, `MPI_DOUBLE_INT`, `MPI_LONG_INT`); false (nothing
+/// done) for any other (op, type).
+///
+/// # Safety
+/// `a` and `b` hold `n` packed pairs of `ty` each (any alignment) and do not overlap.
+pub(super) unsafe fn apply_packed(
+    op: OpKind,
+    ty: ElemType,
+    a: *const u8,
+    b: *mut u8,
+    n: usize,
+) -> bool {
+    macro_rules! packed {
+        ($b:ty, $v:expr) => {
+            // SAFETY: forwarded caller contract (pairs of `$b` bits and an int).
+            unsafe {
+                match op {
+                    OpKind::MinLoc => loc_packed::<$b, _, true>(a, b, n, $v),
+                    OpKind::MaxLoc => loc_packed::<$b, _, false>(a, b, n, $v),
+                    _ => return false,
+                }
+            }
+        };
+    }
+    match ty {
+        ElemType::ShortInt => packed!(u16, |x: u16| x as i16),
+        ElemType::DoubleInt => packed!(u64, f64::from_bits),
+        ElemType::LongInt => packed!(u64, |x: u64| x as i64),
+        _ => return false,
+    }
+    true
+}
+
 /// # Safety
 /// As [`apply`].
 #[inline(always)]

@@ -140,6 +140,18 @@ impl ElemType {
         ElemType::LongDoubleInt,
     ];
 
+    /// Bytes of one element in its packed form: the type map's bytes without the padding
+    /// of a value-index pair's memory layout (`ShortInt` 6, `LongInt` and `DoubleInt` 12,
+    /// `LongDoubleInt` 20); [`ElemType::size`] for the others.
+    pub fn packed_size(self) -> usize {
+        match self {
+            ElemType::ShortInt => 6,
+            ElemType::LongInt | ElemType::DoubleInt => 12,
+            ElemType::LongDoubleInt => 20,
+            t => t.size(),
+        }
+    }
+
     /// Bytes of one element (its extent, padding included).
     pub fn size(self) -> usize {
         match self {
@@ -246,6 +258,28 @@ pub unsafe fn apply(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize
         }
         // Complex and long double (SAFETY: forwarded caller contract).
         _ => unsafe { ext::apply(op, ty, a, b, n) },
+    }
+}
+
+/// `b[i] = a[i] op b[i]` for `n` elements of `ty` in their packed form (see
+/// [`ElemType::packed_size`]): the value-index pairs with a gap in their layout read and
+/// written unaligned as they travel (no unpacking into the layout); for every other type
+/// the packed form is the layout, and this is [`apply_fast`], else [`apply`]. False
+/// (nothing done) if MPI does not define the pair.
+///
+/// # Safety
+/// Both pointers hold `n` packed elements of `ty` and do not overlap; for a type whose
+/// packed form is its layout, aligned as [`apply`] needs.
+pub unsafe fn apply_packed(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        match ty {
+            ElemType::ShortInt | ElemType::LongInt | ElemType::DoubleInt => {
+                fast::apply_packed(op, ty, a, b, n)
+            }
+            ElemType::LongDoubleInt => ext::loc_packed(op, a, b, n),
+            _ => apply_fast(op, ty, a, b, n) || apply(op, ty, a, b, n),
+        }
     }
 }
 

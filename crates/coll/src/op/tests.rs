@@ -320,6 +320,96 @@ fn minloc_maxloc_kernels_match_the_reference_with_ties() {
     check_loc(ElemType::ShortInt, |k| k as i16 - 3);
 }
 
+/// The packed form of `n` pairs (the value's bytes, then the int's, no padding).
+fn packed<T: Copy>(pairs: &[P<T>]) -> Vec<u8> {
+    let vs = std::mem::size_of::<T>().min(16);
+    let mut out = Vec::new();
+    for p in pairs {
+        // SAFETY: a `P<T>` is readable as its bytes; the value's first `vs` bytes and the
+        // int's 4 are inside it.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((p as *const P<T>).cast::<u8>(), std::mem::size_of::<P<T>>())
+        };
+        out.extend_from_slice(&bytes[..vs]);
+        out.extend_from_slice(&p.i.to_ne_bytes());
+    }
+    out
+}
+
+#[test]
+fn packed_pair_kernels_match_the_layout_kernels() {
+    // The padded pairs reduced in their packed form, at an odd offset (no alignment), give
+    // what the layout kernels give on the same pairs, packed; the other types are the
+    // layout kernels themselves.
+    fn case<T: Copy + PartialOrd + std::fmt::Debug>(ty: ElemType, val: impl Fn(i64) -> T) {
+        let n = 300;
+        let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> 5) % 7;
+        let mk = |s: i64| -> Vec<P<T>> {
+            (0..n)
+                .map(|k| P {
+                    v: val(mix(k, s)),
+                    i: mix(k, s + 2) as i32,
+                })
+                .collect()
+        };
+        let (a, b0) = (mk(1), mk(2));
+        assert_eq!(packed(&a[..1]).len(), ty.packed_size());
+        for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+            let mut want = b0.clone();
+            assert!(apply_on(op, ty, &a, &mut want));
+            let pa = packed(&a);
+            let mut pb = vec![0u8; pa.len() + 1];
+            pb[1..].copy_from_slice(&packed(&b0));
+            // SAFETY: `n` packed pairs at both pointers (`pb` from its second byte).
+            let ok = unsafe { apply_packed(op, ty, pa.as_ptr(), pb[1..].as_mut_ptr(), a.len()) };
+            assert!(ok, "{op:?} on {ty:?}");
+            assert_eq!(pb[1..], packed(&want)[..], "{op:?} on {ty:?}");
+            // SAFETY: as above, one pair.
+            let ok = unsafe { apply_packed(OpKind::Sum, ty, pa.as_ptr(), pb.as_mut_ptr(), 1) };
+            assert!(!ok, "SUM on {ty:?}");
+        }
+    }
+    case(ElemType::ShortInt, |k| k as i16 - 3);
+    case(ElemType::LongInt, |k| (k - 3) << 40);
+    case(ElemType::DoubleInt, |k| k as f64 * 0.5 - 1.0);
+    #[cfg(target_arch = "x86_64")]
+    case(ElemType::LongDoubleInt, |k| {
+        // An x87 extended value of the integer k - 3 (exact: sign, exponent, mantissa).
+        let x = k - 3;
+        let (sign, m) = (u16::from(x < 0) << 15, x.unsigned_abs());
+        let mut v = [0u8; 16];
+        if m != 0 {
+            let lz = m.leading_zeros();
+            v[..8].copy_from_slice(&(m << lz).to_le_bytes());
+            v[8..10].copy_from_slice(&(sign | (16383 + 63 - lz as u16)).to_le_bytes());
+        }
+        Ld(u128::from_le_bytes(v))
+    });
+    assert_eq!(ElemType::TwoInt.packed_size(), 8);
+    assert_eq!(ElemType::F64.packed_size(), 8);
+}
+
+/// An x87 extended value in its 16-byte slot, ordered as the value (finite, normal, of
+/// one sign each side of zero, as the test makes them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(16))]
+struct Ld(u128);
+
+impl PartialOrd for Ld {
+    fn partial_cmp(&self, o: &Ld) -> Option<std::cmp::Ordering> {
+        let key = |v: u128| {
+            let (e, m) = ((v >> 64) as u16, v as u64);
+            let mag = (u128::from(e & 0x7fff) << 64) | u128::from(m);
+            if e >> 15 == 1 {
+                -(mag as i128)
+            } else {
+                mag as i128
+            }
+        };
+        key(self.0).partial_cmp(&key(o.0))
+    }
+}
+
 #[test]
 fn misaligned_pairs_are_left_to_the_general_kernel() {
     // {f64, i32} pairs starting 4 bytes into an 8-aligned buffer: aligned for the int and

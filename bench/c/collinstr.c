@@ -1,0 +1,92 @@
+/* Instruction counts of one reduction collective per call, for `valgrind --tool=callgrind
+ * --collect-atstart=no` on one rank (the others run natively): only the calls are
+ * collected (callgrind's client requests), each after a barrier as the standard suites
+ * time them, after two uncollected warm-up calls; divide callgrind's total (Ir) by N.
+ * After the barrier, rank 0 (the one to run under callgrind) sleeps 20 ms before its call
+ * (not collected), so that its peers have posted their part and it seldom waits for them;
+ * what waiting remains (peers descheduled on a loaded machine, pipelined algorithms) shows
+ * up as spinning in `Seg::wait_all` and the progress loop in the profile.
+ *
+ * usage: collinstr TEST DTYPE SIZE N [inplace]
+ *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, iallreduce, ireduce
+ *          (post, then wait)
+ *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
+ *          or INT, DOUBLE (MPI_SUM)
+ *   SIZE   bytes of one buffer (of each rank's block for reduce_scatter_block), rounded
+ *          down to whole items of the type's extent, as oxbench counts them
+ *
+ * Output (rank 0): `COLLINSTR test=T dtype=D size=S count=C n=N inplace=I`. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <valgrind/callgrind.h>
+
+int main(int argc, char **argv) {
+  int rank, np;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  if (argc < 5) {
+    if (rank == 0) fprintf(stderr, "usage: collinstr TEST DTYPE SIZE N [inplace]\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *test = argv[1], *dname = argv[2];
+  long size = atol(argv[3]), n = atol(argv[4]);
+  int inplace = argc > 5 && !strcmp(argv[5], "inplace");
+  static const struct {
+    const char *name;
+    MPI_Datatype dt;
+    MPI_Op op;
+  } types[] = {{"2INT", MPI_2INT, MPI_MINLOC},
+               {"FLOAT_INT", MPI_FLOAT_INT, MPI_MINLOC},
+               {"DOUBLE_INT", MPI_DOUBLE_INT, MPI_MINLOC},
+               {"LONG_INT", MPI_LONG_INT, MPI_MINLOC},
+               {"SHORT_INT", MPI_SHORT_INT, MPI_MINLOC},
+               {"LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, MPI_MINLOC},
+               {"INT", MPI_INT, MPI_SUM},
+               {"DOUBLE", MPI_DOUBLE, MPI_SUM}};
+  int ti = -1;
+  for (int i = 0; i < (int)(sizeof types / sizeof types[0]); i++)
+    if (!strcmp(types[i].name, dname)) ti = i;
+  if (ti < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+  MPI_Datatype dt = types[ti].dt;
+  MPI_Op op = types[ti].op;
+  MPI_Aint lb, ext;
+  MPI_Type_get_extent(dt, &lb, &ext);
+  int count = (int)(size / ext);
+  if (count < 1) count = 1;
+  size_t bytes = (size_t)count * ext * np; /* room for a reduce-scatter's np blocks */
+  char *s = calloc(bytes, 1), *r = calloc(bytes, 1);
+  const void *sb = inplace ? MPI_IN_PLACE : s;
+  for (long it = -2; it < n; it++) {
+    MPI_Request rq = MPI_REQUEST_NULL;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) usleep(20000);
+    if (it >= 0) CALLGRIND_TOGGLE_COLLECT;
+    if (!strcmp(test, "allreduce"))
+      MPI_Allreduce(sb, r, count, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "reduce"))
+      MPI_Reduce(inplace && rank != 0 ? s : sb, r, count, dt, op, 0, MPI_COMM_WORLD);
+    else if (!strcmp(test, "scan"))
+      MPI_Scan(sb, r, count, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "reduce_scatter_block"))
+      MPI_Reduce_scatter_block(sb, r, count, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "iallreduce"))
+      MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ireduce"))
+      MPI_Ireduce(inplace && rank != 0 ? s : sb, r, count, dt, op, 0, MPI_COMM_WORLD, &rq);
+    else
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    if (it >= 0) CALLGRIND_TOGGLE_COLLECT;
+  }
+  if (rank == 0)
+    printf("COLLINSTR test=%s dtype=%s size=%ld count=%d n=%ld inplace=%d\n", test, dname, size,
+           count, n, inplace);
+  free(s);
+  free(r);
+  MPI_Finalize();
+  return 0;
+}
