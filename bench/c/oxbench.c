@@ -40,6 +40,17 @@
  *            sends eagerly returns at once, and its receivers, which leave the
  *            barrier later (oversubscribed ranks wait to be scheduled), find
  *            the data there, so every rank's own time is tiny
+ *   probe=   1: the vCPU placement probe of the point-to-point tests (ranks 0
+ *            and 1 on different CPUs: not oversubscribed). The two ranks
+ *            bounce a cache line through a shared page of their own (a POSIX
+ *            shared-memory object, removed as soon as both have mapped it,
+ *            so the probe is the same whatever the MPI library), before every
+ *            sample and after the last one, outside the timed region; the
+ *            RESULT line then has probe= (each probe's median round trip in
+ *            ns, in time order) and probe_cpus= (the CPUs ranks 0 and 1 ran
+ *            on at the last probe). The hypervisor may move the vCPUs
+ *            during a run: a measurement whose probes disagree (near and far,
+ *            RTT below/above about 200 ns) was not taken in one placement
  *   method=  osu (default): a barrier between timed iterations, each timed on
  *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
  *            timed as one block (this harness's method before)
@@ -53,18 +64,25 @@
  * Output (all printed by rank 0, one line per test and size, BIND/RSS per rank):
  *   BIND rank=R cpus=LIST
  *   RESULT test=T np=P size=S iters=N samples=K median=X min=X max=X mean=X unit=U values=X;X;...
+ *          [probe=NS;NS;... probe_cpus=C0,C1]   (probe=1, point-to-point tests)
  *   OVERLAP test=iT np=P size=S pure=US compute=US total=US overlap=PCT   (nonblocking tests)
  *   RSS prog=oxbench rank=R kb=K
  * Latency-like tests report microseconds per operation (ping-pong: one way,
  * half the round trip); bw/bibw report MB/s (1e6 bytes per second). For
  * collectives each sample is the slowest rank's time (max over ranks).
  */
+#define _GNU_SOURCE /* sched_getcpu */
 #include <mpi.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WINDOW 64
 #define MAXS 1000
@@ -106,10 +124,15 @@ static void print_binding(void) {
   print_from_all(out);
 }
 
+/* probe=1: the placement probes of the current measurement (rank 0; see
+ * probe_rtt), reported with its RESULT line. */
+static double probes[MAXS + 1];
+static int nprobes = 0, probe_cpu[2] = {-1, -1};
+
 static double report(const char *test, size_t size, int n, double *v, int S, const char *unit) {
   /* the whole line is formatted first and written at once: some launchers
    * forward partial writes, which would interleave with other ranks' output */
-  static char line[64 + 16 * MAXS + 256];
+  static char line[64 + 16 * MAXS + 12 * (MAXS + 1) + 256];
   double sum = 0, sorted[MAXS];
   for (int i = 0; i < S; i++) sum += v[i], sorted[i] = v[i];
   qsort(sorted, S, sizeof(double), cmp);
@@ -119,6 +142,11 @@ static double report(const char *test, size_t size, int n, double *v, int S, con
                    test, np, size, n, S, med, sorted[0], sorted[S - 1], sum / S, unit);
   for (int i = 0; i < S && k < (int)sizeof line - 24; i++) /* in time order */
     k += snprintf(line + k, sizeof line - k, i ? ";%.4f" : "%.4f", v[i]);
+  for (int i = 0; i < nprobes && k < (int)sizeof line - 64; i++)
+    k += snprintf(line + k, sizeof line - k, i ? ";%.1f" : " probe=%.1f", probes[i]);
+  if (nprobes > 0)
+    k += snprintf(line + k, sizeof line - k, " probe_cpus=%d,%d", probe_cpu[0], probe_cpu[1]);
+  nprobes = 0;
   snprintf(line + k, sizeof line - k, "\n");
   fputs(line, stdout);
   fflush(stdout);
@@ -179,6 +207,90 @@ static void sync2(void) {
     MPI_Recv(&c, 0, MPI_CHAR, 0, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Send(&c, 0, MPI_CHAR, 0, 97, MPI_COMM_WORLD);
   }
+}
+
+static double mono(void);
+
+/* probe=1: the placement probe, a cache-line ping-pong between ranks 0 and 1
+ * through a page they share outside MPI (PROBE_SAMPLES batches of PROBE_TRIPS
+ * round trips; rank 0 keeps the median batch's time per round trip). Near
+ * vCPUs (SMT siblings, a shared cache) bounce a line in about 100 ns, far ones
+ * in 400-600 ns: the same probe as the harness's pingpong.c, but at every
+ * sample of the measurement, so that a placement change during a run shows. */
+#define PROBE_SAMPLES 7
+#define PROBE_TRIPS 100
+static int probe_on = 0;
+/* ping at word 0, pong at word 16 (128 bytes apart: separate lines), rank 1's
+ * CPU at word 32 */
+static uint64_t *probe_mem;
+static uint64_t probe_seq = 0;
+
+static void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Ranks 0 and 1 map one shared page: rank 0 creates a POSIX shared-memory
+ * object named after its pid, rank 1 opens it, rank 0 removes the name once
+ * rank 1 answered (nothing stays in /dev/shm). Point-to-point messages only;
+ * without the page (either side failed) the probe is off on both ranks. */
+static void probe_setup(void) {
+  if (np < 2) probe_on = 0;
+  if (np < 2 || rank > 1) return;
+  int msg[2] = {getpid(), 0}, ok = 0, fd = -1;
+  char name[64];
+  if (rank == 0) {
+    snprintf(name, sizeof name, "/oxbench-probe-%d", msg[0]);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    msg[1] = fd >= 0 && ftruncate(fd, 4096) == 0;
+    MPI_Send(msg, 2, MPI_INT, 1, 94, MPI_COMM_WORLD);
+    MPI_Recv(&ok, 1, MPI_INT, 1, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (fd >= 0) shm_unlink(name);
+  } else {
+    MPI_Recv(msg, 2, MPI_INT, 0, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    snprintf(name, sizeof name, "/oxbench-probe-%d", msg[0]);
+    if (msg[1]) fd = shm_open(name, O_RDWR, 0600);
+  }
+  void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (fd >= 0) close(fd);
+  int mine = m != MAP_FAILED;
+  if (rank == 1) {
+    ok = msg[1] && mine;
+    MPI_Send(&ok, 1, MPI_INT, 0, 94, MPI_COMM_WORLD);
+  }
+  probe_on = ok && mine;
+  if (probe_on) probe_mem = m;
+  else if (mine) munmap(m, 4096);
+  if (!probe_on && rank == 0) fprintf(stderr, "oxbench: probe=1: no shared page, no placement probe\n");
+}
+
+/* One probe (ranks 0 and 1 together, in the same place of the program): rank 0
+ * appends the median round trip (ns) to probes[] and records both CPUs. */
+static void probe_rtt(void) {
+  if (!probe_on || rank > 1) return;
+  uint64_t *ping = probe_mem, *pong = probe_mem + 16, *cpu1 = probe_mem + 32;
+  double r[PROBE_SAMPLES];
+  if (rank == 1) __atomic_store_n(cpu1, (uint64_t)sched_getcpu(), __ATOMIC_RELAXED);
+  for (int s = 0; s < PROBE_SAMPLES; s++) {
+    double t0 = mono();
+    for (int i = 0; i < PROBE_TRIPS; i++) {
+      uint64_t v = ++probe_seq;
+      if (rank == 0) {
+        __atomic_store_n(ping, v, __ATOMIC_RELEASE);
+        while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != v) spin_pause();
+      } else {
+        while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != v) spin_pause();
+        __atomic_store_n(pong, v, __ATOMIC_RELEASE);
+      }
+    }
+    r[s] = (mono() - t0) / PROBE_TRIPS * 1e9;
+  }
+  if (rank != 0 || nprobes > MAXS) return;
+  qsort(r, PROBE_SAMPLES, sizeof(double), cmp);
+  probes[nprobes++] = r[PROBE_SAMPLES / 2];
+  probe_cpu[0] = sched_getcpu();
+  probe_cpu[1] = (int)__atomic_load_n(cpu1, __ATOMIC_RELAXED);
 }
 
 static void pingpong(char *buf, int sz) {
@@ -512,6 +624,7 @@ static double measure(const struct op *o, int nmax, int S, int *used) {
     if (rank == 0 && budget > 0 && s >= MIN_SAMPLES && MPI_Wtime() - start > budget) go = 0;
     ctl(&go);
     if (!go) break;
+    if (is_p2p(o)) probe_rtt(); /* (probe=1) the placement of this sample */
     double dt = timed(o, go);
     if (rank == 0) {
       double wall = last_wall;
@@ -526,6 +639,7 @@ static double measure(const struct op *o, int nmax, int S, int *used) {
     }
     taken++;
   }
+  if (is_p2p(o)) probe_rtt(); /* (probe=1) and after the last one */
   if (used) {
     ctl(&n);
     *used = n;
@@ -593,7 +707,7 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
-            "[mpit=0|1] [method=osu|b2b] [clock=rank|span] SIZE...\n",
+            "[mpit=0|1] [probe=0|1] [method=osu|b2b] [clock=rank|span] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -676,6 +790,7 @@ int main(int argc, char **argv) {
       if (!set_op(v)) usage("unknown op (SUM PROD MAX MIN BAND BOR LAND LOR MINLOC MAXLOC)");
     } else if (!strncmp(argv[a], "inplace=", 8)) in_place = atoi(v) != 0;
     else if (!strncmp(argv[a], "mpit=", 5)) mpit = atoi(v) != 0;
+    else if (!strncmp(argv[a], "probe=", 6)) probe_on = atoi(v) != 0;
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");
@@ -695,6 +810,7 @@ int main(int argc, char **argv) {
   fill(sbuf, items * np);
   fill(rbuf, items * np);
   print_binding();
+  if (probe_on) probe_setup();
   if (mpit) mpit_start();
 
   char *tests = strdup(argv[1]); /* strtok writes into it */

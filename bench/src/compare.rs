@@ -7,7 +7,7 @@
 //! faster while the machine did not, both move; if only the machine changed,
 //! the peer ratios stay put.
 
-use crate::report::{cell, num, size_label, with_best, CSV_HEADER, CSV_HEADER_V1};
+use crate::report::{cell, num, size_label, with_best, CSV_HEADER, CSV_HEADER_V1, CSV_HEADER_V2};
 use crate::stats::{aggregate, pairwise, speed_ratio, Key, Row};
 use std::fmt::Write as _;
 
@@ -43,7 +43,8 @@ fn opt(s: &str) -> Option<&str> {
 pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
     let mut lines = text.lines().enumerate();
     let fields = match lines.next() {
-        Some((_, h)) if h.trim() == CSV_HEADER => 18,
+        Some((_, h)) if h.trim() == CSV_HEADER => 19,
+        Some((_, h)) if h.trim() == CSV_HEADER_V2 => 18,
         Some((_, h)) if h.trim() == CSV_HEADER_V1 => 17,
         _ => {
             return Err(CsvError::Header {
@@ -66,10 +67,10 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
         if f.len() != fields {
             return Err(bad(
                 l,
-                if fields == 18 {
-                    "expected 18 fields"
-                } else {
-                    "expected 17 fields"
+                match fields {
+                    19 => "expected 19 fields",
+                    18 => "expected 18 fields",
+                    _ => "expected 17 fields",
                 },
             ));
         }
@@ -106,6 +107,10 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Row>, CsvError> {
             load1: float(f[11], "load1")?,
             busy_pct: float(f[12], "busy_pct")?,
             probe_rtt_ns: maybe(f[13], "probe_rtt_ns")?,
+            probe_near_ns: match f.get(18) {
+                Some(v) => maybe(v, "probe_near_ns")?,
+                None => None,
+            },
             unix_time: f[15].parse().map_err(|_| bad(f[15], "unix_time"))?,
             values,
             iters: match f.get(17) {
@@ -204,6 +209,7 @@ mod tests {
             load1: 1.5,
             busy_pct: f64::NAN,
             probe_rtt_ns: Some(101.5),
+            probe_near_ns: None,
             limit: Some(0.25),
             unix_time: 1_700_000_000,
             values: vec![median, median * 0.9],
@@ -217,6 +223,7 @@ mod tests {
             row(0, "oxmpi", "lat", 8, 0.375, "us"),
             row(1, "ompi", "bw", 65536, 12000.5, "MB/s"),
         ];
+        rows[0].probe_near_ns = Some(99.5);
         rows[1].limit = None;
         rows[1].probe_rtt_ns = None;
         rows[1].values.clear();
@@ -230,23 +237,31 @@ mod tests {
             assert!((a.median - b.median).abs() < 1e-4 && (a.min - b.min).abs() < 1e-4);
             assert!(b.max.is_nan() && b.busy_pct.is_nan());
             assert_eq!(a.limit.is_some(), b.limit.is_some());
-            assert_eq!(a.probe_rtt_ns, b.probe_rtt_ns);
+            assert_eq!(
+                (a.probe_rtt_ns, a.probe_near_ns),
+                (b.probe_rtt_ns, b.probe_near_ns)
+            );
             assert_eq!(a.values.len(), b.values.len());
             assert_eq!((a.unix_time, a.iters), (b.unix_time, b.iters));
         }
-        // a CSV from before the iters column
-        let old: String = csv(&rows)
-            .lines()
-            .enumerate()
-            .map(|(i, l)| {
-                if i == 0 {
-                    format!("{CSV_HEADER_V1}\n")
-                } else {
-                    format!("{}\n", &l[..l.rfind(',').unwrap()])
-                }
-            })
-            .collect();
-        let back = parse_csv(&old, "old.csv").unwrap();
+        // CSVs from before the probe_near_ns column, and from before the iters column
+        let older = |header: &str, drop: usize| -> String {
+            csv(&rows)
+                .lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    if i == 0 {
+                        format!("{header}\n")
+                    } else {
+                        let cut = (0..drop).fold(l, |l, _| &l[..l.rfind(',').unwrap()]);
+                        format!("{cut}\n")
+                    }
+                })
+                .collect()
+        };
+        let back = parse_csv(&older(CSV_HEADER_V2, 1), "v2.csv").unwrap();
+        assert_eq!((back[0].iters, back[0].probe_near_ns), (40, None));
+        let back = parse_csv(&older(CSV_HEADER_V1, 2), "old.csv").unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].iters, 0);
         assert_eq!(back[1].size, 65536);

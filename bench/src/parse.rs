@@ -38,6 +38,10 @@ pub struct BenchResult {
     pub unit: String,
     /// Every sample value, in time order.
     pub values: Vec<f64>,
+    /// `oxbench probe=1` (point-to-point tests): the placement probes' cache-line round
+    /// trips between ranks 0 and 1 (ns), before every sample and after the last, in time
+    /// order; empty without them.
+    pub probes: Vec<f64>,
 }
 
 /// Everything `oxbench` or `hello` printed that the harness understands.
@@ -95,13 +99,14 @@ pub fn parse_result_line(line: &str) -> Option<BenchResult> {
         return None;
     }
     let f = fields(line);
-    let values = match f.get("values") {
+    let list = |key: &str| match f.get(key) {
         Some(v) if !v.is_empty() => v
             .split(';')
             .map(|x| x.parse::<f64>().ok())
-            .collect::<Option<Vec<f64>>>()?,
-        _ => Vec::new(),
+            .collect::<Option<Vec<f64>>>(),
+        _ => Some(Vec::new()),
     };
+    let values = list("values")?;
     Some(BenchResult {
         test: f.get("test")?.to_string(),
         np: num(&f, "np")?,
@@ -112,6 +117,7 @@ pub fn parse_result_line(line: &str) -> Option<BenchResult> {
         max: num(&f, "max")?,
         unit: f.get("unit")?.to_string(),
         values,
+        probes: list("probe")?,
     })
 }
 
@@ -229,6 +235,15 @@ pub fn placement(rtt_ns: f64) -> &'static str {
         "near"
     } else {
         "far"
+    }
+}
+
+/// The placement of a run whose probes' round trips ranged from `nearest` to `farthest`
+/// (ns): "near" or "far" when they agree, "mixed" when the placement changed during it.
+pub fn placement_of(nearest: f64, farthest: f64) -> &'static str {
+    match (placement(nearest), placement(farthest)) {
+        (a, b) if a == b => a,
+        _ => "mixed",
     }
 }
 
@@ -410,6 +425,23 @@ some launcher warning
 RSS prog=oxbench rank=1 kb=281720
 RSS prog=oxbench rank=0 kb=281936
 ";
+
+    /// `oxbench probe=1`: the placement probes of a result, in time order; a malformed
+    /// probe list makes the line malformed, no list means no probes.
+    #[test]
+    fn result_lines_carry_their_placement_probes() {
+        let l = "RESULT test=lat np=2 size=0 iters=200 samples=2 median=0.35 min=0.34 max=0.44 \
+                 mean=0.37 unit=us values=0.34;0.44 probe=433.3;96.5;120.0 probe_cpus=0,1";
+        let r = parse_result_line(l).unwrap();
+        assert_eq!(r.probes, [433.3, 96.5, 120.0]);
+        assert_eq!(r.values, [0.34, 0.44]);
+        assert!(parse_result_line(&l.replace("96.5", "x")).is_none());
+        let plain = parse_result_line(OUT.lines().nth(2).unwrap()).unwrap();
+        assert!(plain.probes.is_empty());
+        assert_eq!(placement_of(96.5, 433.3), "mixed");
+        assert_eq!(placement_of(96.5, 120.0), "near");
+        assert_eq!(placement_of(410.0, 433.3), "far");
+    }
 
     #[test]
     fn receiver_samples_are_counted_and_per_message_lines_told_apart() {

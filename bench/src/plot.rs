@@ -566,6 +566,7 @@ mod tests {
             load1: 0.0,
             busy_pct: 0.0,
             probe_rtt_ns: None,
+            probe_near_ns: None,
             limit: Some(v / 4.0),
             unix_time: 0,
             values: vec![v],

@@ -5,8 +5,16 @@ use crate::suite::Results;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// CSV header (one line per [`Row`]).
+/// CSV header (one line per [`Row`]). `probe_rtt_ns` is the farthest of the run's
+/// placement probes, `probe_near_ns` the nearest, `placement` near, far or mixed (see
+/// [`Row::placement`]).
 pub const CSV_HEADER: &str = "rep,impl,test,np,size,median,min,max,unit,limit,fraction_of_limit,\
+load1,busy_pct,probe_rtt_ns,placement,unix_time,values,iters,probe_near_ns";
+
+/// The header of CSVs written before the `probe_near_ns` column was added (still
+/// readable by `--compare`).
+pub const CSV_HEADER_V2: &str =
+    "rep,impl,test,np,size,median,min,max,unit,limit,fraction_of_limit,\
 load1,busy_pct,probe_rtt_ns,placement,unix_time,values,iters";
 
 /// The header of CSVs written before the `iters` column was added (still
@@ -31,7 +39,7 @@ fn fo(x: Option<f64>) -> String {
 pub fn csv_line(r: &Row) -> String {
     let values: Vec<String> = r.values.iter().map(|v| f(*v)).collect();
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.rep,
         r.imp,
         r.test,
@@ -46,10 +54,11 @@ pub fn csv_line(r: &Row) -> String {
         f(r.load1),
         f(r.busy_pct),
         fo(r.probe_rtt_ns),
-        r.probe_rtt_ns.map(crate::parse::placement).unwrap_or(""),
+        r.placement().unwrap_or(""),
         r.unix_time,
         values.join(";"),
-        r.iters
+        r.iters,
+        fo(r.probe_near_ns)
     )
 }
 
@@ -258,9 +267,10 @@ pub fn metric_table(
     out.push('\n');
 }
 
-/// Small-message latency and large-message bandwidth split by the vCPU placement seen by
-/// the probes run just before and just after each benchmark run (the farther of the two;
-/// anchors: compare only within a placement).
+/// Point-to-point latency and bandwidth split by the vCPU placement each measurement ran
+/// in ([`Row::placement`]: the probes inside the benchmark program before every sample and
+/// after the last, or the launch's probes before and after it); a measurement whose probes
+/// disagree ("mixed") is in neither column (anchors: compare only within a placement).
 fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
     placement_section(
         o,
@@ -268,8 +278,7 @@ fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
         imps,
         &Placed {
             tests: &["lat"],
-            size_ok: |s| s <= 1024,
-            title: "Small-message latency by vCPU placement",
+            title: "Latency by vCPU placement",
             unit: "One-way us",
             higher_better: false,
         },
@@ -280,9 +289,8 @@ fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
         imps,
         &Placed {
             tests: &["bw", "bibw"],
-            size_ok: |s| s >= 64 << 10,
-            title: "Large-message bandwidth by vCPU placement",
-            unit: "MB/s (the placement can change during a run: it is probed before and after, and counts as far if either probe is)",
+            title: "Bandwidth by vCPU placement",
+            unit: "MB/s",
             higher_better: true,
         },
     );
@@ -291,7 +299,6 @@ fn placement_table(o: &mut String, rows: &[Row], imps: &[String]) {
 /// One table of [`placement_table`]: which measurements, and how they read.
 struct Placed<'a> {
     tests: &'a [&'a str],
-    size_ok: fn(u64) -> bool,
     title: &'a str,
     unit: &'a str,
     /// Bandwidth (more is better) rather than time.
@@ -301,15 +308,15 @@ struct Placed<'a> {
 fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) {
     let Placed {
         tests,
-        size_ok,
         title,
         unit,
         higher_better,
     } = *p;
+    let ours = |r: &&Row| tests.contains(&r.test.as_str()) && r.np == 2;
     let keys: Vec<(String, u64)> = {
         let mut v: Vec<(String, u64)> = rows
             .iter()
-            .filter(|r| tests.contains(&r.test.as_str()) && r.np == 2 && size_ok(r.size))
+            .filter(ours)
             .map(|r| (r.test.clone(), r.size))
             .collect();
         v.sort();
@@ -319,18 +326,23 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
     if keys.is_empty() {
         return;
     }
-    // oxmpi against the better Open MPI setting within each placement, when both ran.
-    let ompis: Vec<&str> = ["ompi", "ompi-nocma"]
+    // oxmpi against the best peer (each peer setting's median) within each placement.
+    let peers: Vec<&str> = ["ompi", "ompi-nocma", "mpich"]
         .into_iter()
         .filter(|i| imps.iter().any(|x| x == i))
         .collect();
-    let vs = imps.iter().any(|x| x == "oxmpi") && !ompis.is_empty();
+    let vs = imps.iter().any(|x| x == "oxmpi") && !peers.is_empty();
+    let mixed = rows
+        .iter()
+        .filter(ours)
+        .filter(|r| r.placement() == Some("mixed"))
+        .count();
     let _ = writeln!(
         o,
-        "## {title}\n\n{unit}, median over the runs whose placement probe (cache-line RTT, just before and just after the run, the farther) was near (< {} ns) or far; (n) = runs.{}\n",
+        "## {title}\n\n{unit}, median over the runs measured near (every placement probe's cache-line RTT < {} ns) or far (every probe's above); (n) = runs. The point-to-point tests are probed inside the benchmark program, before every sample and after the last; other runs just before and just after the launch. {mixed} run(s) whose probes disagree (the hypervisor moved a vCPU during the run) are in neither column.{}\n",
         crate::parse::NEAR_RTT_NS,
         if vs {
-            " The last two columns compare oxmpi with the better Open MPI setting within the same placement (speed ratio of those medians: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ."
+            " The last two columns compare oxmpi with the best peer setting within the same placement (speed ratio of oxmpi's median over the best peer's: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ."
         } else {
             ""
         }
@@ -342,7 +354,7 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
         sep.push_str("---|---|");
     }
     if vs {
-        head.push_str(" oxmpi vs ompi-best near | oxmpi vs ompi-best far |");
+        head.push_str(" oxmpi vs best peer near | oxmpi vs best peer far |");
         sep.push_str("---|---|");
     }
     let _ = writeln!(o, "{head}\n{sep}");
@@ -352,10 +364,7 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
             let v: Vec<f64> = rows
                 .iter()
                 .filter(|r| r.imp == i && r.test == t && r.np == 2 && r.size == s)
-                .filter(|r| {
-                    r.probe_rtt_ns
-                        .is_some_and(|x| (x < crate::parse::NEAR_RTT_NS) == near)
-                })
+                .filter(|r| r.placement() == Some(if near { "near" } else { "far" }))
                 .map(|r| r.median)
                 .collect();
             summary(&v)
@@ -370,7 +379,7 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
         }
         if vs {
             for near in [true, false] {
-                let best = ompis
+                let best = peers
                     .iter()
                     .filter_map(|i| med(i, near).map(|m| m.median))
                     .reduce(|a, b| if higher_better { a.max(b) } else { a.min(b) });
@@ -692,23 +701,14 @@ pub fn run_facts(o: &mut String, meta: &Meta, res: &Results) {
             num(l.median), num(l.min), num(l.max), num(b.median), num(b.min), num(b.max), quiet, busy.len(), crate::suite::QUIET_BUSY_PCT
         );
     }
-    let rtts: Vec<f64> = res
-        .rows
-        .iter()
-        .filter(|r| r.test == "lat")
-        .filter_map(|r| r.probe_rtt_ns)
-        .collect();
-    let mut seen_rtt = rtts.clone();
-    seen_rtt.dedup();
-    if let Some(s) = summary(&seen_rtt) {
-        let near = seen_rtt
-            .iter()
-            .filter(|x| **x < crate::parse::NEAR_RTT_NS)
-            .count();
+    let lat: Vec<&Row> = res.rows.iter().filter(|r| r.test == "lat").collect();
+    let rtts: Vec<f64> = lat.iter().filter_map(|r| r.probe_rtt_ns).collect();
+    if let Some(s) = summary(&rtts) {
+        let count = |p: &str| lat.iter().filter(|r| r.placement() == Some(p)).count();
         let _ = writeln!(
             o,
-            "* vCPU placement probe around each latency run (before and after, the farther) (cache-line RTT): {} ns [{}–{}]; {} near / {} far",
-            num(s.median), num(s.min), num(s.max), near, seen_rtt.len() - near
+            "* vCPU placement of each latency measurement (cache-line RTT of the farthest of its probes: inside the program before every sample and after the last, or before and after the launch): {} ns [{}–{}]; {} near / {} far / {} mixed (the probes disagree: the placement changed during the measurement)",
+            num(s.median), num(s.min), num(s.max), count("near"), count("far"), count("mixed")
         );
     }
     o.push('\n');
@@ -841,6 +841,7 @@ mod tests {
             load1: 0.5,
             busy_pct: 10.0,
             probe_rtt_ns: Some(100.0),
+            probe_near_ns: None,
             limit: Some(median / 2.0),
             unix_time: 7,
             values: vec![median, f64::NAN],
@@ -978,6 +979,7 @@ mod tests {
     fn placement_tables_compare_oxmpi_within_each_placement() {
         let far = |r: Row| Row {
             probe_rtt_ns: Some(400.0),
+            probe_near_ns: None,
             ..r
         };
         let res = Results {
@@ -991,29 +993,41 @@ mod tests {
                 row(0, "oxmpi", "lat", 8, 0.13, "us"),
                 row(0, "ompi", "lat", 8, 0.26, "us"),
                 row(0, "ompi-nocma", "lat", 8, 0.20, "us"),
+                row(0, "mpich", "lat", 8, 0.12, "us"),
+                // probed near and far during the run: in neither column
+                Row {
+                    probe_near_ns: Some(90.0),
+                    ..far(row(2, "oxmpi", "bw", 1 << 20, 1000.0, "MB/s"))
+                },
+                Row {
+                    probe_near_ns: Some(90.0),
+                    ..far(row(2, "ompi", "lat", 8, 0.01, "us"))
+                },
             ],
             ran: vec![
                 crate::impls::Impl::oxmpi(std::path::Path::new("/x")),
                 crate::impls::Impl::openmpi(),
                 crate::impls::Impl::openmpi_nocma(),
+                crate::impls::Impl::mpich(),
             ],
             ..Results::default()
         };
         let md = markdown(&Meta::default(), &res, &[]);
-        // Near: 24000 / max(9000, 12000); far: 13000 / max(10000, 5000).
+        // Near: 24000 / max(9000, 12000); far: 13000 / max(10000, 5000); no mpich runs.
         assert!(
             md.contains(
-                "| bw | 1 MiB | 24000 (1) | 13000 (1) | 9000 (1) | 10000 (1) | 12000 (1) | 5000 (1) | 2.00x | 1.30x |"
+                "| bw | 1 MiB | 24000 (1) | 13000 (1) | 9000 (1) | 10000 (1) | 12000 (1) | 5000 (1) | - | - | 2.00x | 1.30x |"
             ),
             "{md}"
         );
-        // Latency: the faster Open MPI time over oxmpi's; no far runs.
+        // Latency: the fastest peer's time (MPICH's) over oxmpi's; no far runs.
         assert!(
             md.contains(
-                "| lat | 8 B | 0.130 (1) | - | 0.260 (1) | - | 0.200 (1) | - | 1.54x | - |"
+                "| lat | 8 B | 0.130 (1) | - | 0.260 (1) | - | 0.200 (1) | - | 0.120 (1) | - | 0.923x | - |"
             ),
             "{md}"
         );
+        assert!(md.contains("1 run(s) whose probes disagree"), "{md}");
     }
 
     #[test]
@@ -1027,6 +1041,7 @@ mod tests {
                 row(0, "ompi", "bw", 1 << 20, 9000.0, "MB/s"),
                 Row {
                     probe_rtt_ns: Some(400.0),
+                    probe_near_ns: None,
                     ..row(1, "ompi", "bw", 1 << 20, 7000.0, "MB/s")
                 },
             ],
@@ -1042,10 +1057,7 @@ mod tests {
         // all test rows have a near probe (100 ns): ompi near median of 0.2, 0.3
         assert!(md.contains("| lat | 8 B | 0.250 (2) | - |"), "{md}");
         // bandwidth by placement: one near run, one far run (400 ns probe)
-        assert!(
-            md.contains("## Large-message bandwidth by vCPU placement"),
-            "{md}"
-        );
+        assert!(md.contains("## Bandwidth by vCPU placement"), "{md}");
         assert!(
             md.contains("| bw | 1 MiB | 9000 (1) | 7000 (1) | - | - |"),
             "{md}"

@@ -34,8 +34,13 @@ pub struct Row {
     pub load1: f64,
     /// CPU busy % over a short window just before the run.
     pub busy_pct: f64,
-    /// Cache-line round trip (ns) measured just before and just after the run (the longer), if any.
+    /// Cache-line round trip (ns) of the placement probe: the longest of the run's probes
+    /// (just before and just after the launch, or, for the point-to-point tests, inside
+    /// the benchmark program before every sample and after the last), if any.
     pub probe_rtt_ns: Option<f64>,
+    /// The shortest of the same probes (none: only one probe, [`Row::probe_rtt_ns`]).
+    /// With the longest it tells whether the run stayed in one placement.
+    pub probe_near_ns: Option<f64>,
     /// The physical limit for this metric in the same units, if there is one.
     pub limit: Option<f64>,
     /// Seconds since the Unix epoch when the run started.
@@ -54,6 +59,13 @@ impl Row {
     /// The (test, np, size) key of this row.
     pub fn key(&self) -> Key {
         (self.test.clone(), self.np, self.size)
+    }
+
+    /// The vCPU placement the run was measured in: "near" or "far" when all its probes
+    /// agree, "mixed" when the placement changed during the run, none without a probe.
+    pub fn placement(&self) -> Option<&'static str> {
+        let far = self.probe_rtt_ns?;
+        crate::parse::placement_of(self.probe_near_ns.unwrap_or(far), far).into()
     }
 
     /// True if larger values are better (bandwidths).
@@ -221,6 +233,7 @@ impl Row {
             load1: f64::NAN,
             busy_pct: f64::NAN,
             probe_rtt_ns: None,
+            probe_near_ns: None,
             limit: None,
             unix_time: 0,
             values: Vec::new(),

@@ -150,6 +150,31 @@ fn farther(
     }
 }
 
+/// The (longest, shortest) placement-probe round trip of one measurement (a [`Row`]'s
+/// `probe_rtt_ns` and `probe_near_ns`): its probes inside the program (`oxbench probe=1`,
+/// before every sample and after the last) if it has them, else the launch's probes
+/// `before` and `after` it.
+fn probe_range(
+    in_program: &[f64],
+    before: Option<parse::Pingpong>,
+    after: Option<parse::Pingpong>,
+) -> (Option<f64>, Option<f64>) {
+    let launch: Vec<f64> = [before, after]
+        .iter()
+        .flatten()
+        .map(|p| p.rtt_median_ns)
+        .collect();
+    let probes = if in_program.is_empty() {
+        &launch[..]
+    } else {
+        in_program
+    };
+    (
+        probes.iter().copied().reduce(f64::max),
+        probes.iter().copied().reduce(f64::min),
+    )
+}
+
 /// Physical probe binaries.
 #[derive(Debug, Clone)]
 pub struct Probes {
@@ -887,6 +912,16 @@ impl<'a> Runner<'a> {
                 args.push("fill=1".into());
             }
         }
+        if np >= 2
+            && np <= self.cores
+            && tests
+                .iter()
+                .all(|t| matches!(t.as_str(), "lat" | "bw" | "bibw"))
+        {
+            // the placement probe inside the program, at every sample (ranks 0 and 1 on
+            // their own CPUs: a spinning probe on a shared CPU would wait for time slices)
+            args.push("probe=1".into());
+        }
         args.extend(p.imp.bench_opts.iter().cloned());
         args.extend(self.launch_opts.iter().cloned());
         args.extend(sizes.iter().map(|s| s.to_string()));
@@ -910,7 +945,9 @@ impl<'a> Runner<'a> {
                 return None;
             }
         };
-        let probe = farther(probe, self.placement_probe());
+        let before = probe;
+        let after = self.placement_probe();
+        let probe = farther(before, after);
         let failure = (!o.ok()).then(|| match (o.status, idle) {
             (None, Some(i)) if o.idle => (format!("hung (no output for {} s)", i.as_secs()), true),
             (None, _) => (format!("timed out after {} s", timeout.as_secs()), true),
@@ -932,7 +969,11 @@ impl<'a> Runner<'a> {
         let mut reported = Vec::new();
         for r in out.results {
             reported.push((r.test.clone(), r.size));
-            let one_way = probe.map(|x| x.one_way_ns);
+            let (far, near) = probe_range(&r.probes, before, after);
+            let one_way = match r.probes.is_empty() {
+                true => probe.map(|x| x.one_way_ns),
+                false => far.map(|x| x / 2.0),
+            };
             let limit = limit_for(&r.test, r.np, r.size, one_way, &self.memcpy, self.spawn_ms);
             self.res.rows.push(Row {
                 rep,
@@ -946,7 +987,8 @@ impl<'a> Runner<'a> {
                 unit: r.unit,
                 load1: load,
                 busy_pct: busy,
-                probe_rtt_ns: probe.map(|x| x.rtt_median_ns),
+                probe_rtt_ns: far,
+                probe_near_ns: near,
                 limit,
                 unix_time: start,
                 values: r.values,
@@ -1454,6 +1496,37 @@ mod tests {
         assert_eq!(got(None, Some(520.0)), Some("far"));
         assert_eq!(got(Some(110.0), None), Some("near"));
         assert_eq!(got(None, None), None);
+    }
+
+    /// A measurement's placement comes from its own probes inside the program when it has
+    /// them, else from the launch's; probes that disagree make it "mixed".
+    #[test]
+    fn a_measurement_is_placed_by_its_own_probes() {
+        let pp = |rtt: f64| parse::Pingpong {
+            rtt_median_ns: rtt,
+            rtt_best_ns: rtt,
+            one_way_ns: rtt / 2.0,
+        };
+        let place = |inside: &[f64], b: Option<f64>, a: Option<f64>| {
+            let (far, near) = probe_range(inside, b.map(pp), a.map(pp));
+            let mut r = Row::new(0, "x", "lat", 2, 0, "us");
+            (r.probe_rtt_ns, r.probe_near_ns) = (far, near);
+            (far, near, r.placement())
+        };
+        // near inside although the launch's after-probe was far (Open MPI's run in the
+        // session-15 report): the 0-2 B rows are near
+        assert_eq!(
+            place(&[96.0, 110.0, 101.0], Some(110.0), Some(530.0)),
+            (Some(110.0), Some(96.0), Some("near"))
+        );
+        assert_eq!(
+            place(&[96.0, 480.0], Some(110.0), Some(120.0)).2,
+            Some("mixed")
+        );
+        assert_eq!(place(&[430.0, 520.0], None, None).2, Some("far"));
+        assert_eq!(place(&[], Some(110.0), Some(530.0)).2, Some("mixed"));
+        assert_eq!(place(&[], Some(510.0), None).2, Some("far"));
+        assert_eq!(place(&[], None, None), (None, None, None));
     }
 
     #[test]

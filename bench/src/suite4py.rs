@@ -430,6 +430,7 @@ mod tests {
             load1: 0.0,
             busy_pct: 0.0,
             probe_rtt_ns: None,
+            probe_near_ns: None,
             limit: None,
             unix_time: 0,
             values: vec![secs],

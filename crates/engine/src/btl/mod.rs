@@ -472,6 +472,11 @@ pub(crate) trait Link: Send + std::fmt::Debug {
         let _ = (queued, fds);
         Wake::Opaque
     }
+    /// The shared-memory link itself, if this is one: the drain calls its `poll` and
+    /// `release` directly (inlined) instead of through the trait object.
+    fn as_sm(&mut self) -> Option<&mut sm::link::SmLink> {
+        None
+    }
 }
 
 /// See [`Link::wait_fds`].

@@ -425,7 +425,12 @@ impl State {
             let Some(link) = self.peers[p].link.as_mut() else {
                 return;
             };
-            let (hdr, payload, len) = match link.poll() {
+            // (the sm link's poll and release without the trait object's indirect calls)
+            let polled = match link.as_sm() {
+                Some(sm) => crate::btl::Link::poll(sm),
+                None => link.poll(),
+            };
+            let (hdr, payload, len) = match polled {
                 Ok(Some(r)) => r,
                 Ok(None) => return,
                 Err(e) if e.is_peer_gone() => {
@@ -452,7 +457,10 @@ impl State {
             };
             self.handle(p as i32, hdr, payload, len);
             if let Some(link) = self.peers[p].link.as_mut() {
-                link.release();
+                match link.as_sm() {
+                    Some(sm) => crate::btl::Link::release(sm),
+                    None => link.release(),
+                }
             }
         }
         // Records may be left in the link's buffers, where a sleeper's descriptors do

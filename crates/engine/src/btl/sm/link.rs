@@ -205,10 +205,15 @@ impl Link for SmLink {
     fn ready(&self) -> bool {
         self.rx.ready()
     }
+
+    #[inline]
+    fn as_sm(&mut self) -> Option<&mut SmLink> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::btl::sm::bulk::{BulkMem, BULK_CTL};
     use crate::btl::sm::ring::{RingMem, CTL_BYTES};
@@ -219,7 +224,7 @@ mod tests {
 
     /// Two linked SmLinks (a -> b through slot 0, b -> a through slot 1) in one memfd
     /// segment, with bulk buffers of `bulk` bytes (0: none).
-    fn pair(bulk: usize) -> (SmLink, SmLink) {
+    pub(crate) fn pair(bulk: usize) -> (SmLink, SmLink) {
         let slot = CTL_BYTES + RING + if bulk > 0 { BULK_CTL + bulk } else { 0 };
         let fd = sys::memfd("oxmpi-btl-test", 2 * slot).unwrap();
         let link = |tx_slot: usize, rx_slot: usize| {
