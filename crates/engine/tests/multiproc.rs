@@ -264,6 +264,27 @@ fn coop_single_copy() {
     run(4, "wildcards", &env[..2]);
 }
 
+/// The default `btl_sm_coop_min_size` (64 KiB) admits the mid-size rendezvous messages to
+/// the cooperative copy (a 64 KiB message: two 32 KiB chunks, whoever claims them), while
+/// the rendezvous messages below it (8193 B) keep the pipelined copy; the data arrives
+/// intact either way.
+#[test]
+fn coop_single_copy_from_the_default_minimum() {
+    let env = [
+        ("OXMPI_MCA_btl_sm_single_copy_mechanism", "coop"),
+        ("OXMPI_MCA_btl_base_verbose", "60"),
+    ];
+    let err = run(2, "pingpong", &env).join("\n");
+    let coop = |n: usize| {
+        err.lines().any(|l| {
+            l.contains(&format!("received {n} B from rank"))
+                && l.contains("cooperative single copy")
+        })
+    };
+    assert!(coop(65536), "64 KiB not by the cooperative copy:\n{err}");
+    assert!(!coop(8193), "8193 B by the cooperative copy:\n{err}");
+}
+
 /// The default `auto` mechanism in both directions at once: after its first four transfers
 /// (ignored: cold buffers) and four measured pipelined ones the chooser tries the single copy
 /// (`big_bidir` runs 6 rounds so that it gets there), which the receiver does alone while it

@@ -94,7 +94,7 @@ pub(crate) static COOP_CHUNK: ParamDecl = ParamDecl::new(
     "sm",
     "coop_chunk_size",
     ParamType::Size,
-    "32k",
+    "64k",
     "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
      left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
 )
@@ -106,9 +106,10 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
     "sm",
     "coop_min_size",
     ParamType::Size,
-    "128k",
+    "64k",
     "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
-     or auto); smaller rendezvous messages use the pipelined copy",
+     or auto); smaller rendezvous messages use the pipelined copy. With auto the chooser \
+     still measures both per size class, so this only bounds what it may try",
 )
 .level(5)
 .runtime();
