@@ -118,7 +118,9 @@
 //!   header line per fragment), or by a cooperative single copy ([`coop`] module: the receiver
 //!   reads chunks of the sender's buffer from the front with `process_vm_readv` while the
 //!   sender writes chunks from the back with `process_vm_writev`), chosen per peer by
-//!   measured throughput (`btl_sm_single_copy_mechanism=auto`); with `cma` the receiver
+//!   measured throughput (`btl_sm_single_copy_mechanism=auto`; while the receiver is
+//!   sending to the same peer too, between the pipelined copy and the receiver reading the
+//!   whole message alone, at every rendezvous size); with `cma` the receiver
 //!   reads the whole message alone. CMA denied: back to the copy path, with a verbose note.
 //! * `tcp`: for every peer without an `sm` link (another node, or `sm` excluded with
 //!   `btl=self,tcp` / `btl=^sm`). Each rank listens on a TCP port and publishes

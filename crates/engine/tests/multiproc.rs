@@ -286,9 +286,10 @@ fn coop_single_copy_from_the_default_minimum() {
 }
 
 /// The default `auto` mechanism in both directions at once: after its first four transfers
-/// (ignored: cold buffers) and four measured pipelined ones the chooser tries the single copy
-/// (`big_bidir` runs 6 rounds so that it gets there), which the receiver does alone while it
-/// is sending to the same peer too. The data arrives intact whichever mechanism ran.
+/// (ignored: cold buffers) and four measured pipelined ones the chooser for traffic in both
+/// directions tries the single copy (`big_bidir` runs 6 rounds so that it gets there), which
+/// the receiver does alone while it is sending to the same peer too, at every rendezvous
+/// size (`bidir`). The data arrives intact whichever mechanism ran.
 #[test]
 fn auto_single_copy_both_directions() {
     let env = [
@@ -300,6 +301,17 @@ fn auto_single_copy_both_directions() {
         err.iter()
             .any(|e| e.contains("receiver alone (both directions busy)")),
         "no rank took the single copy while sending to its peer:\n{}",
+        err.join("\n")
+    );
+    // Rendezvous messages below btl_sm_coop_min_size too (33,333 B: 50 of them each way
+    // per round, every receive posted before the sends; the first round settles the
+    // pipeline's measurements, the next ones try the single copy).
+    let err = run(2, "bidir", &env);
+    assert!(
+        err.iter().any(|e| e
+            .lines()
+            .any(|l| l.contains("received 33333 B") && l.contains("receiver alone"))),
+        "no rank read a 33,333-byte message alone while sending to its peer:\n{}",
         err.join("\n")
     );
 }
@@ -1709,7 +1721,15 @@ fn started(e: &Engine) {
     }
 }
 
+/// Three rounds of [`bidir_round`] (a chooser settles in one: every message of a round is
+/// matched before the first one's data arrives).
 fn bidir(e: &Engine) {
+    for _ in 0..3 {
+        bidir_round(e);
+    }
+}
+
+fn bidir_round(e: &Engine) {
     let me = e.rank();
     let peer = 1 - me;
     let lens: Vec<usize> = (0..300)

@@ -58,6 +58,9 @@ pub(crate) struct Peer {
     /// Pipelined or cooperative copy for its large messages to us, per size class
     /// ([`coop::size_class`]).
     pub(crate) chooser: [Chooser; coop::SIZE_CLASSES],
+    /// Pipelined copy or our single copy alone for its rendezvous messages to us while we
+    /// send rendezvous messages to it too, per size class ([`Chooser::both_ways`]).
+    pub(crate) both_ways: [BothWays; coop::SIZE_CLASSES],
     /// When the last measured large transfer from it ended (nanoseconds since start).
     pub(crate) last_end: u64,
     /// When the last cooperative transfer from it ended.
@@ -69,24 +72,48 @@ pub(crate) struct Peer {
     pub(crate) last_copy: super::stats::CopyMech,
 }
 
+/// A [`Chooser::both_ways`] (the default of a peer's field).
+#[derive(Clone, Debug)]
+pub(crate) struct BothWays(pub(crate) Chooser);
+
+impl Default for BothWays {
+    fn default() -> Self {
+        BothWays(Chooser::both_ways())
+    }
+}
+
 impl Peer {
     /// A large transfer from this peer (world rank `p`) by `m` moved `n` bytes from `start`
-    /// to `now` (nanoseconds): feeds its size class's chooser (a switch is said at verbose
-    /// level 20, every sample at 90).
-    pub(crate) fn measured(&mut self, p: usize, m: Mech, n: usize, start: u64, now: u64) {
+    /// to `now` (nanoseconds): feeds its size class's chooser, the one for traffic in both
+    /// directions if `both_ways` (a switch is said at verbose level 20, every sample at 90).
+    pub(crate) fn measured(
+        &mut self,
+        p: usize,
+        m: Mech,
+        n: usize,
+        (start, now): (u64, u64),
+        both_ways: bool,
+    ) {
         let ns = now.saturating_sub(start);
         oxmpi_base::verbose!(
             BTL,
             90,
-            "sm: sample {} {n} B {ns} ns at {now}",
+            "sm: sample {}{} {n} B {ns} ns at {now}",
             match m {
                 Mech::Pipe => "pipe",
+                Mech::Coop if both_ways => "cma",
                 Mech::Coop => "coop",
-            }
+            },
+            if both_ways { " (both ways)" } else { "" }
         );
-        let c = &mut self.chooser[coop::size_class(n)];
+        let k = coop::size_class(n);
+        let c = if both_ways {
+            &mut self.both_ways[k].0
+        } else {
+            &mut self.chooser[k]
+        };
         if c.record(m, n, ns, now) {
-            log_switch(c, p, n);
+            log_switch(c, p, n, both_ways);
         }
         self.last_end = now;
         if m == Mech::Coop {
@@ -96,17 +123,27 @@ impl Peer {
 }
 
 /// Says at verbose level 20 that a measurement made `c` switch for messages of `n` bytes'
-/// size class from `peer`.
-pub(crate) fn log_switch(c: &Chooser, peer: usize, n: usize) {
+/// size class from `peer` (`both_ways`: while we send to it too).
+pub(crate) fn log_switch(c: &Chooser, peer: usize, n: usize, both_ways: bool) {
     let (pipe, coop) = c.rates();
+    let single = if both_ways {
+        "single copy by the receiver"
+    } else {
+        "cooperative single copy"
+    };
     oxmpi_base::verbose!(
         BTL,
         20,
-        "sm: messages of {n} B from rank {peer}: now {} (measured: pipelined {pipe:.1} GB/s, \
-         cooperative {coop:.1} GB/s)",
+        "sm: messages of {n} B from rank {peer}{}: now {} (measured: pipelined {pipe:.1} \
+         GB/s, {single} {coop:.1} GB/s)",
+        if both_ways {
+            " while sending to it"
+        } else {
+            ""
+        },
         match c.current() {
             Mech::Pipe => "pipelined copy",
-            Mech::Coop => "cooperative single copy",
+            Mech::Coop => single,
         }
     );
 }

@@ -501,17 +501,19 @@ impl State {
                 let p = peer as usize;
                 let coop_ok = n >= self.coop_min && self.peers[p].coop_rx.is_some();
                 let single_copy = self.single_copy;
+                let auto = single_copy == SingleCopy::Auto && cma && self.cma && n > 0;
+                // Both directions busy: the choice is between the pipelined copy and our
+                // single copy alone (the sender's help would take its CPU from its own
+                // receives), for every rendezvous size, by their rates in this traffic.
+                let both_ways = auto && self.sending_rndv_to(peer);
                 let how = match single_copy {
                     _ if !(cma && self.cma && n > 0) => Mech::Pipe,
                     SingleCopy::Cma if self.pull(rid, peer, sreq, buf, addr, n) => return,
                     SingleCopy::Coop if coop_ok => Mech::Coop,
-                    SingleCopy::Auto if coop_ok => {
+                    SingleCopy::Auto if both_ways => {
                         let now = self.now_ns();
-                        let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
-                        if m == Mech::Coop && self.sending_large_to(peer) {
-                            // Both directions busy: each side's CPU reads its own receives
-                            // (the sender's help would take its CPU from its own receive),
-                            // measured as the single copy.
+                        let k = coop::size_class(n);
+                        if self.peers[p].both_ways[k].0.choose(now) == Mech::Coop {
                             if self.pull(rid, peer, sreq, buf, addr, n) {
                                 oxmpi_base::verbose!(
                                     BTL,
@@ -520,16 +522,22 @@ impl State {
                                      receiver alone (both directions busy)"
                                 );
                                 let end = self.now_ns();
-                                self.peers[p].measured(p, Mech::Coop, n, now, end);
+                                let start = now.max(self.peers[p].last_end);
+                                self.peers[p].measured(p, Mech::Coop, n, (start, end), true);
                                 return;
                             }
-                            Mech::Pipe
                         } else {
-                            if m == Mech::Pipe {
-                                since = now;
-                            }
-                            m
+                            since = now;
                         }
+                        Mech::Pipe
+                    }
+                    SingleCopy::Auto if coop_ok => {
+                        let now = self.now_ns();
+                        let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
+                        if m == Mech::Pipe {
+                            since = now;
+                        }
+                        m
                     }
                     _ => Mech::Pipe,
                 };
@@ -550,6 +558,7 @@ impl State {
                         got: 0,
                         peer,
                         since,
+                        both_ways,
                     };
                 }
                 self.ctrl(peer, K_CTS, n as u64, sreq, rid);
@@ -705,6 +714,7 @@ impl State {
             want,
             got,
             since,
+            both_ways,
             ..
         } = &mut q.state
         else {
@@ -716,7 +726,7 @@ impl State {
         unsafe { copy(payload, buf.wrapping_add(off), n) };
         *got += n;
         if *got >= *want {
-            let (since, want) = (*since, *want);
+            let (since, want, both_ways) = (*since, *want, *both_ways);
             self.finish(rreq);
             let p = peer as usize;
             if since != 0 && since >= self.peers[p].last_coop_end {
@@ -726,7 +736,7 @@ impl State {
                 // this one).
                 let now = self.now_ns();
                 let start = since.max(self.peers[p].last_end);
-                self.peers[p].measured(p, Mech::Pipe, want, start, now);
+                self.peers[p].measured(p, Mech::Pipe, want, (start, now), both_ways);
             }
         }
     }

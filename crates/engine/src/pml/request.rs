@@ -36,6 +36,9 @@ pub(crate) enum ReqState {
         /// When the clear-to-send went out (nanoseconds since start), if the transfer's
         /// throughput feeds the peer's [`Chooser`](crate::coop::Chooser); 0 otherwise.
         since: u64,
+        /// Chosen while we were sending to the peer too: its throughput feeds the
+        /// chooser for traffic in both directions.
+        both_ways: bool,
     },
 }
 

@@ -291,12 +291,12 @@ impl State {
         }
     }
 
-    /// Whether a send to `peer` large enough for the single copy is under way (the peer
-    /// is then busy receiving from us too).
-    pub(crate) fn sending_large_to(&self, peer: i32) -> bool {
-        let min = self.coop_min;
+    /// Whether a rendezvous send to `peer` is under way (the peer is then busy receiving
+    /// from us too).
+    pub(crate) fn sending_rndv_to(&self, peer: i32) -> bool {
+        let eager = self.eager_limit;
         self.reqs.values().any(
-            |q| matches!(q.state, ReqState::Send { peer: d, len, .. } if d == peer && len >= min),
+            |q| matches!(q.state, ReqState::Send { peer: d, len, .. } if d == peer && len > eager),
         )
     }
 

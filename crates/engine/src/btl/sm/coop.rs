@@ -283,7 +283,9 @@ pub const HYSTERESIS: f64 = 1.1;
 /// direction; when both directions are busy, the two cooperative copies compete for both
 /// CPUs (each side mostly copies its own receives alone) while the pipelined copies share
 /// them, so the measured per-direction rates undervalue the pipeline (bibw 1 MiB near:
-/// pipelined 25 GB/s in all, cooperative 14, with per-direction rates 12 and 9–12).
+/// pipelined 25 GB/s in all, cooperative 14, with per-direction rates 12 and 9–12). Not
+/// applied by [`Chooser::both_ways`], whose two mechanisms are measured in the same
+/// traffic.
 pub const PIPE_WEIGHT: f64 = 1.4;
 
 /// Per-peer choice between [`Mech::Pipe`] and [`Mech::Coop`] by measured throughput (the
@@ -314,11 +316,15 @@ pub struct Chooser {
     interval: u64,
     /// The current mechanism's average rate when it was last compared.
     baseline: f64,
+    /// Weight of the pipelined copy's rate in the comparison ([`PIPE_WEIGHT`], or 1 for
+    /// [`Chooser::both_ways`]).
+    pipe_weight: f64,
 }
 
 impl Default for Chooser {
     fn default() -> Self {
         Chooser {
+            pipe_weight: PIPE_WEIGHT,
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
@@ -332,6 +338,18 @@ impl Default for Chooser {
 }
 
 impl Chooser {
+    /// A chooser for the messages that arrive while the receiver is sending rendezvous
+    /// messages to the same peer, where [`Mech::Coop`] stands for the receiver's single copy
+    /// alone (the sender's CPU is busy with its own receives): both mechanisms are then
+    /// measured in the same traffic, as the time each message adds to the receiver's
+    /// stream, so their rates compare as they are (no [`PIPE_WEIGHT`]).
+    pub fn both_ways() -> Chooser {
+        Chooser {
+            pipe_weight: 1.0,
+            ..Chooser::default()
+        }
+    }
+
     /// The mechanism for a transfer starting at `now`.
     pub fn choose(&mut self, now: u64) -> Mech {
         let other = self.cur.other() as usize;
@@ -366,7 +384,8 @@ impl Chooser {
         }
         let r = bytes as f64 / ns as f64;
         let k = m as usize;
-        let weight = |m: Mech| if m == Mech::Pipe { PIPE_WEIGHT } else { 1.0 };
+        let pipe_weight = self.pipe_weight;
+        let weight = |m: Mech| if m == Mech::Pipe { pipe_weight } else { 1.0 };
         self.rate[k] = if self.taken == 0 {
             r
         } else {
@@ -588,6 +607,30 @@ mod tests {
         settle(&mut c, Mech::Pipe, 210_000, &mut t);
         settle(&mut c, Mech::Coop, 75_000, &mut t);
         assert_eq!(c.current(), Mech::Coop);
+    }
+
+    #[test]
+    fn both_ways_chooser_compares_the_rates_as_measured() {
+        // Both directions busy, CPUs far apart: per direction, the pipeline moves 5 GB/s
+        // and the receiver's single copy alone 6 GB/s (bibw 10 against 12 GB/s in all).
+        let (pipe, cma) = (210_000, 175_000);
+        let mut t = 1_000u64;
+        let mut c = Chooser::both_ways();
+        settle(&mut c, Mech::Pipe, pipe, &mut t);
+        settle(&mut c, Mech::Coop, cma, &mut t);
+        assert_eq!(c.current(), Mech::Coop, "6 GB/s is 1.2 x 5");
+        // The one-way chooser weighs the pipeline up (1.4 x 5 > 1.1 x 6) and would keep it.
+        let mut c = Chooser::default();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, pipe, &mut t);
+        settle(&mut c, Mech::Coop, cma, &mut t);
+        assert_eq!(c.current(), Mech::Pipe);
+        // CPUs sharing a cache: the pipeline at 12, the single copy at 9 GB/s.
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, 87_000, &mut t);
+        settle(&mut c, Mech::Coop, 116_000, &mut t);
+        assert_eq!(c.current(), Mech::Pipe);
     }
 
     #[test]
