@@ -94,7 +94,7 @@ pub(crate) static COOP_CHUNK: ParamDecl = ParamDecl::new(
     "sm",
     "coop_chunk_size",
     ParamType::Size,
-    "64k",
+    "32k",
     "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
      left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
 )
