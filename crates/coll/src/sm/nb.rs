@@ -587,9 +587,11 @@ impl SmNb {
             }
             None => false,
         };
-        // SAFETY (both reads): rank `r` stamped `k` (acquired) and `k` is open here, so its
-        // buffer is unchanged; every read stays within its `DATA` bytes (checked).
+        // A word of rank `r`'s posted data (called once its stamp of `k` is acquired).
         let word = |r: usize, off: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its buffer is
+            // unchanged; the words read (a length at 0, a table entry at `8 * me`) lie
+            // within its `DATA` bytes.
             let w = unsafe { seg.peer_nb(r, k, off, 8) };
             u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
         };
@@ -613,7 +615,7 @@ impl SmNb {
                         ok = false;
                         continue;
                     }
-                    // SAFETY: see `word`; `8 + n <= DATA`.
+                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
                 }
                 if !input.is_empty() {
@@ -638,7 +640,7 @@ impl SmNb {
                     let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
                     ok = e != NOT_HERE && n <= out.len() && off + n <= DATA;
                     if ok {
-                        // SAFETY: see `word`; `off + n <= DATA`.
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= DATA`.
                         out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
                     }
                 }
