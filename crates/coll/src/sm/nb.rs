@@ -206,63 +206,41 @@ impl SmKind {
         lens: (usize, usize),
         mut f: impl FnMut(Message),
     ) {
-        match self {
+        let (root, counts, displs, max, gather) = match self {
             SmKind::Gatherv {
                 root,
                 counts,
                 displs,
-            } => {
-                if me != *root {
-                    if lens.0 > GATHERV_MAX {
-                        f(Message {
-                            send: true,
-                            at: (0, 0),
-                            len: lens.0,
-                            peer: *root,
-                        });
-                    }
-                    return;
-                }
-                for r in (0..p).filter(|&r| r != me) {
-                    if counts[r] > GATHERV_MAX {
-                        f(Message {
-                            send: false,
-                            at: (1, displs[r]),
-                            len: counts[r],
-                            peer: r,
-                        });
-                    }
-                }
-            }
+            } => (*root, counts, displs, GATHERV_MAX, true),
             SmKind::Scatterv {
                 root,
                 counts,
                 displs,
-            } => {
-                let max = scatterv_max(p);
-                if me != *root {
-                    if lens.1 > max {
-                        f(Message {
-                            send: false,
-                            at: (1, 0),
-                            len: lens.1,
-                            peer: *root,
-                        });
-                    }
-                    return;
-                }
-                for r in (0..p).filter(|&r| r != me) {
-                    if counts[r] > max {
-                        f(Message {
-                            send: true,
-                            at: (0, displs[r]),
-                            len: counts[r],
-                            peer: r,
-                        });
-                    }
-                }
+            } => (*root, counts, displs, scatterv_max(p), false),
+            _ => return,
+        };
+        // A gatherv's blocks go to the root (sent from the input, region 0, received into
+        // the output, region 1); a scatterv's come from it.
+        if me != root {
+            let (region, len) = if gather { (0, lens.0) } else { (1, lens.1) };
+            if len > max {
+                f(Message {
+                    send: gather,
+                    at: (region, 0),
+                    len,
+                    peer: root,
+                });
             }
-            _ => {}
+            return;
+        }
+        let region = if gather { 1 } else { 0 };
+        for r in (0..p).filter(|&r| r != me && counts[r] > max) {
+            f(Message {
+                send: !gather,
+                at: (region, displs[r]),
+                len: counts[r],
+                peer: r,
+            });
         }
     }
 
