@@ -9,11 +9,14 @@
  *
  * usage: collinstr TEST DTYPE SIZE N [inplace]
  *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, iallreduce, ireduce
- *          (post, then wait)
+ *          (post, then wait); the rooted v-forms and their references igatherv, iscatterv,
+ *          igather, iscatter (root $COLLINSTR_ROOT, default 0: the counted rank 0 is the
+ *          root, 1: a non-root), ialltoallv, ialltoallw (every block the same size)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
- *          or INT, DOUBLE (MPI_SUM)
- *   SIZE   bytes of one buffer (of each rank's block for reduce_scatter_block), rounded
- *          down to whole items of the type's extent, as oxbench counts them
+ *          or INT, DOUBLE, CHAR (MPI_SUM)
+ *   SIZE   bytes of one buffer (of each rank's block for reduce_scatter_block and the
+ *          gather, scatter and alltoall forms), rounded down to whole items of the type's
+ *          extent, as oxbench counts them
  *
  * Output (rank 0): `COLLINSTR test=T dtype=D size=S count=C n=N inplace=I`. */
 #include <mpi.h>
@@ -46,7 +49,8 @@ int main(int argc, char **argv) {
                {"SHORT_INT", MPI_SHORT_INT, MPI_MINLOC},
                {"LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, MPI_MINLOC},
                {"INT", MPI_INT, MPI_SUM},
-               {"DOUBLE", MPI_DOUBLE, MPI_SUM}};
+               {"DOUBLE", MPI_DOUBLE, MPI_SUM},
+               {"CHAR", MPI_CHAR, MPI_SUM}};
   int ti = -1;
   for (int i = 0; i < (int)(sizeof types / sizeof types[0]); i++)
     if (!strcmp(types[i].name, dname)) ti = i;
@@ -60,6 +64,17 @@ int main(int argc, char **argv) {
   size_t bytes = (size_t)count * ext * np; /* room for a reduce-scatter's np blocks */
   char *s = calloc(bytes, 1), *r = calloc(bytes, 1);
   const void *sb = inplace ? MPI_IN_PLACE : s;
+  const char *re = getenv("COLLINSTR_ROOT");
+  int root = re ? atoi(re) : 0, me = rank == root;
+  int *cnt = malloc(np * sizeof(int)), *dsp = malloc(np * sizeof(int));
+  int *bdsp = malloc(np * sizeof(int));
+  MPI_Datatype *tys = malloc(np * sizeof(MPI_Datatype));
+  for (int i = 0; i < np; i++) {
+    cnt[i] = count;
+    dsp[i] = i * count;
+    bdsp[i] = (int)(i * count * ext);
+    tys[i] = dt;
+  }
   for (long it = -2; it < n; it++) {
     MPI_Request rq = MPI_REQUEST_NULL;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -77,16 +92,36 @@ int main(int argc, char **argv) {
       MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ireduce"))
       MPI_Ireduce(inplace && rank != 0 ? s : sb, r, count, dt, op, 0, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "igatherv"))
+      MPI_Igatherv(inplace && me ? MPI_IN_PLACE : s, count, dt, r, cnt, dsp, dt, root,
+                   MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "igather"))
+      MPI_Igather(inplace && me ? MPI_IN_PLACE : s, count, dt, r, count, dt, root,
+                  MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "iscatterv"))
+      MPI_Iscatterv(s, cnt, dsp, dt, inplace && me ? MPI_IN_PLACE : r, count, dt, root,
+                    MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "iscatter"))
+      MPI_Iscatter(s, count, dt, inplace && me ? MPI_IN_PLACE : r, count, dt, root,
+                   MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ialltoallv"))
+      MPI_Ialltoallv(sb, cnt, dsp, dt, r, cnt, dsp, dt, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ialltoallw"))
+      MPI_Ialltoallw(sb, cnt, bdsp, tys, r, cnt, bdsp, tys, MPI_COMM_WORLD, &rq);
     else
       MPI_Abort(MPI_COMM_WORLD, 2);
     MPI_Wait(&rq, MPI_STATUS_IGNORE);
     if (it >= 0) CALLGRIND_TOGGLE_COLLECT;
   }
   if (rank == 0)
-    printf("COLLINSTR test=%s dtype=%s size=%ld count=%d n=%ld inplace=%d\n", test, dname, size,
-           count, n, inplace);
+    printf("COLLINSTR test=%s dtype=%s size=%ld count=%d n=%ld inplace=%d root=%d np=%d\n", test,
+           dname, size, count, n, inplace, root, np);
   free(s);
   free(r);
+  free(cnt);
+  free(dsp);
+  free(bdsp);
+  free(tys);
   MPI_Finalize();
   return 0;
 }

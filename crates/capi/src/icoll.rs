@@ -411,6 +411,35 @@ mpi_fn_c! {
         let me = rank == root;
         let in_place = alg::is_in_place(sendbuf) && me;
         let mut unpack = Vec::new();
+        // On the segment whatever the sizes (every rank alike; a rank knows only its own
+        // block): blocks too large for it move by message, see `SmKind::each_message`.
+        if let Some(seg) = shared_seg(&a, 0) {
+            let r = rank as usize;
+            let (input, output, counts, displs) = if me {
+                let rdt = dtype(recvtype, comm)?;
+                let slots = layout(recvcounts, displs, size as usize, comm)?;
+                // SAFETY: MPI contract: recvbuf has room for every block (in place: holds
+                // ours, left where it is).
+                let l = unsafe { laid(&rdt, recvbuf, &slots, |_| false, |i| !(in_place && i == r), 1, &mut unpack) };
+                let input = if in_place {
+                    none()
+                } else {
+                    let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
+                    if sc * sdt.size != l.counts[r] {
+                        return Err(truncated(comm, "gatherv"));
+                    }
+                    // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
+                    unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
+                };
+                (input, l.region, l.counts, l.displs)
+            } else {
+                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
+                // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
+                (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none(), Vec::new(), Vec::new())
+            };
+            let kind = SmKind::Gatherv { root: root as usize, counts, displs };
+            return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
+        }
         let (mut recv, counts, displs) = if me {
             let rdt = dtype(recvtype, comm)?;
             let slots = layout(recvcounts, displs, size as usize, comm)?;
@@ -443,6 +472,30 @@ mpi_fn_c! {
         let me = rank == root;
         let in_place = alg::is_in_place(recvbuf) && me;
         let mut unpack = Vec::new();
+        // On the segment whatever the sizes, as MPI_Igatherv.
+        if let Some(seg) = shared_seg(&a, 0) {
+            let (input, counts, displs) = if me {
+                let sdt = dtype(sendtype, comm)?;
+                let slots = layout(sendcounts, displs, size as usize, comm)?;
+                // SAFETY: MPI contract: sendbuf holds every block until completion.
+                let l = unsafe { laid(&sdt, sendbuf.cast_mut(), &slots, |_| true, |_| false, 0, &mut unpack) };
+                (l.region, l.counts, l.displs)
+            } else {
+                (none(), Vec::new(), Vec::new())
+            };
+            let output = if in_place {
+                none()
+            } else {
+                let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
+                if me && rc * rdt.size < counts[rank as usize] {
+                    return Err(truncated(comm, "scatterv"));
+                }
+                // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
+                unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
+            };
+            let kind = SmKind::Scatterv { root: root as usize, counts, displs };
+            return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
+        }
         let (send, counts, displs) = if me {
             let sdt = dtype(sendtype, comm)?;
             let slots = layout(sendcounts, displs, size as usize, comm)?;

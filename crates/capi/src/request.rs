@@ -885,13 +885,6 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
     if let Some(slot) = done_slot(h) {
         return done_take(slot, h).map(Tested::Done);
     }
-    if let Some(i) = light_slot(h) {
-        let comm = light_owner(i, h)?;
-        return Ok(match light::test(i) {
-            Some(r) => Tested::Done(light_completed(r, comm)),
-            None => Tested::NotDone,
-        });
-    }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
         return Ok(match backend::engine()?.test(r) {
@@ -907,6 +900,15 @@ fn test_handle(h: c_int) -> MpiResult<Tested> {
                     comm,
                 })
             }
+        });
+    }
+    // Light requests after the point-to-point fast handles: a point-to-point test pays no
+    // compare for them.
+    if let Some(i) = light_slot(h) {
+        let comm = light_owner(i, h)?;
+        return Ok(match light::test(i) {
+            Some(r) => Tested::Done(light_completed(r, comm)),
+            None => Tested::NotDone,
         });
     }
     let mut st = lock();
@@ -928,9 +930,6 @@ fn wait_handle(h: c_int) -> MpiResult<Tested> {
     if let Some(slot) = done_slot(h) {
         return done_take(slot, h).map(Tested::Done);
     }
-    if let Some(i) = light_slot(h) {
-        return light_wait(i, h);
-    }
     if let Some(slot) = fast_slot(h) {
         let (r, comm) = fast_get(slot, h)?;
         let s = backend::engine()?.wait(r);
@@ -945,6 +944,10 @@ fn wait_handle(h: c_int) -> MpiResult<Tested> {
             freed: true,
             comm,
         }));
+    }
+    // Light requests after the point-to-point fast handles (no compare on their path).
+    if let Some(i) = light_slot(h) {
+        return light_wait(i, h);
     }
     wait_table(h)
 }

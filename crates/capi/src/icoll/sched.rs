@@ -309,9 +309,18 @@ pub(crate) fn start_shared(
     unpack: Vec<Unpack>,
     request: *mut c_int,
 ) -> MpiResult {
-    // A light request when nothing is to be unpacked at completion (contiguous types) and
-    // a slot is free: no schedule, no generalized request.
-    let light = if unpack.is_empty() && !request.is_null() {
+    // A light request when nothing is to be unpacked at completion (contiguous types),
+    // no block moves by message (the v-collectives' large blocks) and a slot is free: no
+    // schedule, no generalized request.
+    let len = |r: &Region| match r {
+        Region::Raw(_, n) => *n,
+        Region::Owned(v) => v.len(),
+    };
+    let on_seg = || {
+        let at = (a.rank as usize, a.size as usize);
+        !kind.has_messages(at, (len(&io.0), len(&io.1)))
+    };
+    let light = if unpack.is_empty() && !request.is_null() && on_seg() {
         light::claim()
     } else {
         None

@@ -27,9 +27,11 @@
  *   rank 0 blocked in receives that the others send only once their alltoallv completed
  *   (its blocks must move while it does not wait for its request).
  * - Many outstanding of mixed kinds (ibcast, iscatter, igather, ireduce, iallreduce,
- *   ireduce_scatter_block), every root, in place and not, on both sides of one buffer,
- *   completed by Wait in reverse order, Waitany, Testall and Waitsome; and rank 0 blocked
- *   in a receive while the others wait for 12 of its broadcasts.
+ *   ireduce_scatter_block, igatherv, iscatterv), every root, in place and not, on both
+ *   sides of one buffer (the v-forms with uneven and empty blocks, displacements in reverse
+ *   rank order with gaps that must stay untouched), completed by Wait in reverse order,
+ *   Waitany, Testall and Waitsome; and rank 0 blocked in a receive while the others wait
+ *   for 12 of its broadcasts, then for 12 gathervs and scattervs rooted at it.
  * - Requests of collectives that ended at their post: complete for every completion call
  *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
@@ -596,17 +598,46 @@ static void check_ended_at_post(void) {
 /* ---- many outstanding of mixed kinds ---- */
 
 /* One outstanding collective of kind `kind` (0 ibcast, 1 iscatter, 2 igather, 3 ireduce,
- * 4 iallreduce, 5 ireduce_scatter_block) from `root`, `n` ints per block, in place if
- * `ip` where the kind allows it; values from `tag`. */
-typedef struct { int kind, root, n, ip, tag; int *s, *r; } mixed_t;
+ * 4 iallreduce, 5 ireduce_scatter_block, 6 igatherv, 7 iscatterv) from `root`, `n` ints per
+ * block (the v-forms: `vcnt` ints for rank q, some none, at `vdsp`: in reverse rank order
+ * with a gap), in place if `ip` where the kind allows it; values from `tag`. */
+#define MIXED_KINDS 8
+typedef struct { int kind, root, n, ip, tag; int *s, *r; int vcnt[64], vdsp[64]; } mixed_t;
 static int mval(int tag, int r, int k) { return (tag * 31 + r * 7 + k) % 97 - 40; }
+/* The v-forms' blocks: uneven (n + 3q ints, none for every third rank by tag), laid out
+ * from the last rank to the first with a gap of 2 ints between blocks. */
+static void vlayout(mixed_t *m) {
+    int at = 1;
+    for (int q = size - 1; q >= 0; q--) {
+        m->vcnt[q] = (q + m->tag) % 3 == 2 ? 0 : m->n + 3 * q;
+        m->vdsp[q] = at;
+        at += m->vcnt[q] + 2;
+    }
+}
 static void mixed_post(mixed_t *m, MPI_Request *rq) {
     int n = m->n, me = rank == m->root, p = size;
-    m->s = calloc((size_t)n * p + 1, sizeof(int));
-    m->r = calloc((size_t)n * p + 1, sizeof(int));
+    vlayout(m);
+    size_t room = ((size_t)n + 3 * p + 2) * p + 2;
+    m->s = calloc(room, sizeof(int));
+    m->r = calloc(room, sizeof(int));
     int *s = m->s, *r = m->r;
     MPI_Comm w = MPI_COMM_WORLD;
     switch (m->kind) {
+    case 6: {
+        int c = m->vcnt[rank];
+        for (int k = 0; k < c; k++) s[k] = mval(m->tag, rank, k);
+        for (size_t k = 0; k < room; k++) if (me) r[k] = -7777;
+        if (m->ip && me) for (int k = 0; k < c; k++) r[m->vdsp[rank] + k] = s[k];
+        CHECK_RC(MPI_Igatherv(m->ip && me ? MPI_IN_PLACE : s, c, MPI_INT, r, m->vcnt, m->vdsp, MPI_INT, m->root, w, rq));
+        break;
+    }
+    case 7:
+        if (me)
+            for (int q = 0; q < p; q++)
+                for (int k = 0; k < m->vcnt[q]; k++) s[m->vdsp[q] + k] = mval(m->tag, q, k);
+        for (size_t k = 0; k < room; k++) r[k] = -7777;
+        CHECK_RC(MPI_Iscatterv(s, m->vcnt, m->vdsp, MPI_INT, m->ip && me ? MPI_IN_PLACE : r, m->vcnt[rank], MPI_INT, m->root, w, rq));
+        break;
     case 0:
         for (int k = 0; k < n; k++) s[k] = me ? mval(m->tag, m->root, k) : 0;
         CHECK_RC(MPI_Ibcast(s, n, MPI_INT, m->root, w, rq));
@@ -641,6 +672,23 @@ static void mixed_check(mixed_t *m) {
     int n = m->n, me = rank == m->root, p = size;
     int *s = m->s, *r = m->r;
     switch (m->kind) {
+    case 6:
+        if (me) {
+            /* every block in place, nothing else written (the gaps keep their mark) */
+            int at = 0;
+            for (int q = p - 1; q >= 0; q--) {
+                for (; at < m->vdsp[q]; at++) CHECK(r[at] == -7777);
+                for (int k = 0; k < m->vcnt[q]; k++, at++) CHECK(r[at] == mval(m->tag, q, k));
+            }
+            CHECK(r[at] == -7777);
+        }
+        break;
+    case 7:
+        if (!(m->ip && me)) {
+            for (int k = 0; k < m->vcnt[rank]; k++) CHECK(r[k] == mval(m->tag, rank, k));
+            CHECK(r[m->vcnt[rank]] == -7777);
+        }
+        break;
     case 0:
         for (int k = 0; k < n; k++) CHECK(s[k] == mval(m->tag, m->root, k));
         break;
@@ -686,7 +734,7 @@ static void check_mixed(int round) {
         MPI_Request rq[MIXED];
         for (int i = 0; i < MIXED; i++) {
             int nn[] = {1, 300 / size, 1100};
-            m[i].kind = (i + how + round) % 6;
+            m[i].kind = (i + how + round) % MIXED_KINDS;
             m[i].root = (i * 5 + how) % size;
             m[i].n = nn[(i + round) % 3];
             if (m[i].n < 1) m[i].n = 1;
@@ -745,6 +793,26 @@ static void check_mixed(int round) {
         CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 8, MPI_COMM_WORLD));
     }
     for (int i = 0; i < NB; i++) CHECK(b[i] == 500 + i + round);
+    /* the same with gathervs and scattervs to and from rank 0, small and large blocks */
+    mixed_t v[NB];
+    for (int i = 0; i < NB; i++) {
+        int nn[] = {1, 5, 1100};
+        v[i].kind = 6 + i % 2;
+        v[i].root = 0;
+        v[i].n = nn[(i / 2 + round) % 3];
+        v[i].ip = (i / 4) % 2;
+        v[i].tag = 7000 + i + 100 * round;
+        mixed_post(&v[i], &q[i]);
+    }
+    if (rank == 0) {
+        for (int r = 1; r < size; r++)
+            CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Waitall(NB, q, MPI_STATUSES_IGNORE));
+    } else {
+        for (int i = NB - 1; i >= 0; i--) CHECK_RC(MPI_Wait(&q[i], MPI_STATUS_IGNORE));
+        CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD));
+    }
+    for (int i = 0; i < NB; i++) mixed_check(&v[i]);
 }
 
 int main(int argc, char **argv) {

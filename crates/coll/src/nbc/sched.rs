@@ -42,6 +42,12 @@ const TAG_ICOLL_BASE: i32 = 1 << 21;
 /// Sub-tags must stay below this (the tag stays below the engine's `TAG_UB`).
 const SUB_LIMIT: u16 = 1 << 13;
 
+/// First tag of the messages of the segment's nonblocking v-collectives (blocks too large
+/// for it, see [`Schedule::shared`]), then `+ seq mod 2^20` of the segment's nonblocking
+/// sequence: above the schedules' tags (below `2^29 + 2^21`) and the partitions'
+/// (`oxmpi_engine::partition`, below `2^29 + 2^28 + 2^22 + 16`), below `TAG_UB`.
+const TAG_SM_V_BASE: i32 = (1 << 29) + (1 << 28) + (1 << 23);
+
 /// Next schedule sequence number per collective context id.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
 
@@ -314,7 +320,21 @@ impl Schedule {
         count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
-        s.sm = Some(SmNb::open(seg, kind));
+        let nb = SmNb::open(seg, kind);
+        // A v-collective's blocks too large for the segment: one round of messages after
+        // the segment's part, on a tag every rank derives from the segment's sequence.
+        let lens = (s.regions[0].ptr_len().1, s.regions[1].ptr_len().1);
+        let mut round = Round::default();
+        let (me, p) = (cc.rank as usize, cc.size as usize);
+        nb.kind().each_message((me, p), lens, |m| {
+            let step = if m.send { snd } else { rcv };
+            round.0.push(step(m.at, m.len, m.peer as i32));
+        });
+        if !round.0.is_empty() {
+            s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            s.rounds.push(round);
+        }
+        s.sm = Some(nb);
         s
     }
 
@@ -567,11 +587,16 @@ impl Schedule {
                 Progress::Pending => return None,
                 // Ended: reported once (then `None` is never returned again, nor is it
                 // asked).
-                Progress::Done => return Some(Ok(())),
+                Progress::Done if self.rounds.is_empty() => return Some(Ok(())),
+                // The segment's part of a v-collective ended: its messages now.
+                Progress::Done => {
+                    self.sm = None;
+                    self.started = false;
+                }
                 Progress::Mismatch => {
                     return Some(Err(arg_err(
                         ErrorClass::Truncate,
-                        "alltoallv: a block's length differs from its receive count",
+                        "a block's length differs from its receive count",
                     )))
                 }
                 Progress::Fallback => {

@@ -88,6 +88,31 @@ pub enum SmKind {
         /// Bytes per rank.
         counts: Vec<usize>,
     },
+    /// `MPI_Igatherv` to `root`: input our block (the root's: none in place), output
+    /// (root) block `i` (`counts[i]` bytes at `displs[i]`; both empty at the other ranks,
+    /// which know only their own block). Blocks of at most [`GATHERV_MAX`] bytes go
+    /// through the segment, larger ones by message (see [`SmKind::each_message`] for the
+    /// rule every rank agrees on). Read by [`SmNb::progress`], not [`SmKind::compute`].
+    Gatherv {
+        /// Root rank.
+        root: usize,
+        /// Bytes per rank (root only).
+        counts: Vec<usize>,
+        /// Output offset per rank (root only).
+        displs: Vec<usize>,
+    },
+    /// `MPI_Iscatterv` from `root`: input (root) block `i` (`counts[i]` bytes at
+    /// `displs[i]`; both empty at the other ranks), output our block (none at the root in
+    /// place). Blocks of at most [`scatterv_max`] bytes go through the root's buffer,
+    /// larger ones by message ([`SmKind::each_message`]). Read by [`SmNb::progress`].
+    Scatterv {
+        /// Root rank.
+        root: usize,
+        /// Bytes per rank (root only).
+        counts: Vec<usize>,
+        /// Input offset per rank (root only).
+        displs: Vec<usize>,
+    },
     /// `MPI_Ialltoallv` (and `MPI_Ialltoallw` of contiguous types): block `j` of the input
     /// (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`, block `j` of the output
     /// (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Each rank posts a table of
@@ -105,6 +130,35 @@ pub enum SmKind {
         /// Offset in the output of each rank's block.
         rdispls: Vec<usize>,
     },
+}
+
+/// Largest block of an `MPI_Igatherv` through the segment: its rank's buffer less the
+/// length word posted before it.
+pub const GATHERV_MAX: usize = DATA - 8;
+
+/// Largest block of an `MPI_Iscatterv` of `p` ranks through the segment: small enough that
+/// the root's table (a word per rank) and every other rank's block fit its one buffer
+/// whatever the other counts are.
+pub fn scatterv_max(p: usize) -> usize {
+    (DATA - 8 * p) / p.saturating_sub(1).max(1)
+}
+
+/// Table entry of a scatterv block that is not in the root's buffer.
+const NOT_HERE: u64 = u64::MAX;
+
+/// A point-to-point transfer of a v-collective's block too large for the segment
+/// ([`SmKind::each_message`]): send (else receive) `len` bytes at `at` (region 0: the
+/// input, 1: the output; byte offset) to or from `peer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// A send (else a receive).
+    pub send: bool,
+    /// Region (0 input, 1 output) and offset.
+    pub at: (usize, usize),
+    /// Bytes.
+    pub len: usize,
+    /// The other rank.
+    pub peer: usize,
 }
 
 /// What a progress call of a nonblocking collective on the segment ([`SmNb::progress`])
@@ -131,6 +185,72 @@ impl SmKind {
         input_len <= DATA
     }
 
+    /// The blocks rank `me` of `p` moves by message in this collective (gatherv and
+    /// scatterv only; `lens`: the lengths of its input and output regions), in rank order.
+    ///
+    /// Which blocks go through the segment: in a gatherv or scatterv a rank knows only its
+    /// own count (the root knows them all), so the choice is made per block, from the
+    /// block's length and the communicator's size alone: both ends of a block know these
+    /// alike (MPI requires the sender's and the receiver's type signatures to match, so
+    /// their byte counts are equal). A gatherv block of `n` bytes goes through its
+    /// sender's buffer iff `n <= GATHERV_MAX` (each rank has its own buffer: blocks never
+    /// compete for room); a scatterv block through the root's buffer iff
+    /// `n <= scatterv_max(p)` (the bound leaves room for every block and the table, so one
+    /// block's path never depends on another's size); an empty block goes nowhere. Every
+    /// rank takes this collective's sequence number on the segment whatever its sizes, and
+    /// the larger blocks travel on a tag made from that number (`nbc::sched`), which both
+    /// ends therefore agree on without communication.
+    pub fn each_message(
+        &self,
+        (me, p): (usize, usize),
+        lens: (usize, usize),
+        mut f: impl FnMut(Message),
+    ) {
+        let (root, counts, displs, max, gather) = match self {
+            SmKind::Gatherv {
+                root,
+                counts,
+                displs,
+            } => (*root, counts, displs, GATHERV_MAX, true),
+            SmKind::Scatterv {
+                root,
+                counts,
+                displs,
+            } => (*root, counts, displs, scatterv_max(p), false),
+            _ => return,
+        };
+        // A gatherv's blocks go to the root (sent from the input, region 0, received into
+        // the output, region 1); a scatterv's come from it.
+        if me != root {
+            let (region, len) = if gather { (0, lens.0) } else { (1, lens.1) };
+            if len > max {
+                f(Message {
+                    send: gather,
+                    at: (region, 0),
+                    len,
+                    peer: root,
+                });
+            }
+            return;
+        }
+        let region = if gather { 1 } else { 0 };
+        for r in (0..p).filter(|&r| r != me && counts[r] > max) {
+            f(Message {
+                send: !gather,
+                at: (region, displs[r]),
+                len: counts[r],
+                peer: r,
+            });
+        }
+    }
+
+    /// Whether rank `me` of `p` moves some block by message ([`SmKind::each_message`]).
+    pub fn has_messages(&self, at: (usize, usize), lens: (usize, usize)) -> bool {
+        let mut any = false;
+        self.each_message(at, lens, |_| any = true);
+        any
+    }
+
     /// Whether rank `me` posts its input (a bcast or scatter only at the root).
     pub(crate) fn posts(&self, me: usize) -> bool {
         match *self {
@@ -149,6 +269,8 @@ impl SmKind {
             | SmKind::Allgatherv { .. }
             | SmKind::ReduceScatter { .. }
             | SmKind::Alltoallv { .. } => 0..p,
+            // Read by `SmNb::progress` (their own rules).
+            SmKind::Gatherv { .. } | SmKind::Scatterv { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -250,8 +372,8 @@ impl SmKind {
                 let off: usize = counts[..me].iter().sum();
                 fold(&mut out[..counts[me]], 0..p, off);
             }
-            // Posted and read as tables by `SmNb::progress`.
-            SmKind::Alltoallv { .. } => {}
+            // Posted and read by `SmNb::progress`.
+            SmKind::Alltoallv { .. } | SmKind::Gatherv { .. } | SmKind::Scatterv { .. } => {}
         }
     }
 }
@@ -327,6 +449,32 @@ impl SmNb {
                         return Progress::Fallback;
                     }
                 },
+                SmKind::Gatherv { root, .. } => {
+                    let n = input.1;
+                    seg.rank() == *root
+                        || n == 0
+                        || n > GATHERV_MAX
+                        || seg.try_post_with(k, |b| {
+                            // SAFETY: `b` is our buffer's `DATA` bytes and `8 + n <= DATA`;
+                            // the input is readable (caller contract).
+                            unsafe {
+                                b.cast::<u64>().write_unaligned(n as u64);
+                                std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
+                            }
+                        })
+                }
+                SmKind::Scatterv {
+                    root,
+                    counts,
+                    displs,
+                } => {
+                    let (me, p) = (seg.rank(), seg.size());
+                    me != *root
+                        || seg.try_post_with(k, |b| {
+                            // SAFETY: `b` is our buffer's `DATA` bytes.
+                            unsafe { put_scatterv(b, (me, p), bytes(input), (counts, displs)) }
+                        })
+                }
                 kind => {
                     let n = if kind.posts(seg.rank()) { input.1 } else { 0 };
                     // SAFETY: caller contract (input readable); `n <= DATA` was checked
@@ -340,6 +488,15 @@ impl SmNb {
             self.posted = true;
         }
         let (me, p) = (seg.rank(), seg.size());
+        if matches!(self.kind, SmKind::Gatherv { .. } | SmKind::Scatterv { .. }) {
+            // SAFETY: caller contract (the regions are valid); `k` is open (closed below).
+            let Some(end) = (unsafe { self.read_v(bytes(input), output) }) else {
+                return Progress::Pending;
+            };
+            seg.close_nb(k);
+            self.done = true;
+            return end;
+        }
         if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
             return Progress::Pending;
         }
@@ -369,6 +526,142 @@ impl SmNb {
         seg.close_nb(k);
         self.done = true;
         end
+    }
+}
+
+impl SmNb {
+    /// The sequence number of this collective among the segment's nonblocking ones (the
+    /// same on every rank).
+    pub(crate) fn seq(&self) -> u64 {
+        self.k
+    }
+
+    /// The collective.
+    pub(crate) fn kind(&self) -> &SmKind {
+        &self.kind
+    }
+
+    /// The result of a posted gatherv or scatterv once the stamps it needs are there
+    /// (`None`: not yet): the blocks that came through the segment copied into `output`,
+    /// the root's own block from `input` (the rule of [`SmKind::each_message`] says which
+    /// blocks; the others are the caller's messages).
+    ///
+    /// # Safety
+    /// `output` is writable (`input` is a readable slice); `k` is open.
+    unsafe fn read_v(&self, input: &[u8], output: (*mut u8, usize)) -> Option<Progress> {
+        let seg = &*self.seg;
+        let (k, me, p) = (self.k, seg.rank(), seg.size());
+        let out: &mut [u8] = if output.1 == 0 {
+            &mut []
+        } else {
+            // SAFETY: caller contract (output writable).
+            unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
+        };
+        // `out[at..at + n] = src` if it fits, else false.
+        let put = |out: &mut [u8], at: usize, src: &[u8]| match out.get_mut(at..at + src.len()) {
+            Some(o) => {
+                o.copy_from_slice(src);
+                true
+            }
+            None => false,
+        };
+        // A word of rank `r`'s posted data (called once its stamp of `k` is acquired).
+        let word = |r: usize, off: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its buffer is
+            // unchanged; the words read (a length at 0, a table entry at `8 * me`) lie
+            // within its `DATA` bytes.
+            let w = unsafe { seg.peer_nb(r, k, off, 8) };
+            u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
+        };
+        let mut ok = true;
+        match &self.kind {
+            SmKind::Gatherv {
+                root,
+                counts,
+                displs,
+            } => {
+                if me != *root {
+                    return Some(Progress::Done);
+                }
+                let posted = |r: usize| r != me && (1..=GATHERV_MAX).contains(&counts[r]);
+                if !(0..p).filter(|&r| posted(r)).all(|r| seg.stamped(r, k)) {
+                    return None;
+                }
+                for r in (0..p).filter(|&r| posted(r)) {
+                    let n = word(r, 0) as usize;
+                    if n > counts[r] || n > GATHERV_MAX {
+                        ok = false;
+                        continue;
+                    }
+                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
+                    ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
+                }
+                if !input.is_empty() {
+                    ok &= input.len() <= counts[me] && put(out, displs[me], input);
+                }
+            }
+            SmKind::Scatterv {
+                root,
+                counts,
+                displs,
+            } => {
+                if me == *root {
+                    if !out.is_empty() {
+                        let own = input.get(displs[me]..displs[me] + counts[me]);
+                        ok = own.is_some_and(|b| put(out, 0, b));
+                    }
+                } else if (1..=scatterv_max(p)).contains(&out.len()) {
+                    if !seg.stamped(*root, k) {
+                        return None;
+                    }
+                    let e = word(*root, 8 * me);
+                    let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
+                    ok = e != NOT_HERE && n <= out.len() && off + n <= DATA;
+                    if ok {
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= DATA`.
+                        out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
+                    }
+                }
+            }
+            _ => unreachable!("read_v reads a gatherv or a scatterv"),
+        }
+        Some(if ok {
+            Progress::Done
+        } else {
+            Progress::Mismatch
+        })
+    }
+}
+
+/// Write a scatterv root's table and blocks at `b` (its buffer's `DATA` bytes): entry `r`
+/// (a word at `8 r`) is `offset | length << 32` of rank `r`'s block, copied after the
+/// table, when the block goes through the segment ([`SmKind::each_message`]), else
+/// [`NOT_HERE`].
+///
+/// # Safety
+/// `b` is valid for `DATA` bytes of writes.
+unsafe fn put_scatterv(
+    b: *mut u8,
+    (me, p): (usize, usize),
+    input: &[u8],
+    (counts, displs): (&[usize], &[usize]),
+) {
+    let max = scatterv_max(p);
+    let mut off = 8 * p;
+    for r in 0..p {
+        let (c, d) = (counts[r], displs[r]);
+        let mut entry = NOT_HERE;
+        if r != me && (1..=max).contains(&c) {
+            if let Some(src) = input.get(d..d + c) {
+                // SAFETY: `off + c <= 8 p + (p - 1) max <= DATA` (at most `p - 1` blocks of
+                // at most `max` bytes after the table).
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.add(off), c) };
+                entry = off as u64 | (c as u64) << 32;
+                off += c;
+            }
+        }
+        // SAFETY: the table's `8 p <= DATA` bytes lead the buffer.
+        unsafe { b.add(8 * r).cast::<u64>().write_unaligned(entry) };
     }
 }
 

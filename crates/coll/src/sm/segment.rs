@@ -252,6 +252,18 @@ impl Seg {
         self.nb_stamp(self.rank, k).store(k, Ordering::Release);
         true
     }
+    /// [`Seg::try_post`] with the data written by `write`, given the start of our buffer's
+    /// `DATA` bytes (a gatherv block with its length, a scatterv table).
+    pub(crate) fn try_post_with(&self, k: u64, write: impl FnOnce(*mut u8)) -> bool {
+        if !self.nb_free(k) {
+            return false;
+        }
+        // Our own nonblocking buffer of `k`, free (checked above) and read by nobody until
+        // we stamp it.
+        write(self.nb_buf(self.rank, k).wrapping_add(8));
+        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
+        true
+    }
     /// Whether our nonblocking buffer of collective `k` may be written: no rank, ourselves
     /// included, may still read it for nonblocking collective `k - NB_NBUF`.
     fn nb_free(&self, k: u64) -> bool {
