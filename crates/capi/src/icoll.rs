@@ -38,8 +38,8 @@ use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::SmKind;
 use sched::{
-    checked, comm_info, copied, dtype, fill_from, laid, layout, owned_op, pieces, region,
-    region_bytes, sched_err, shared_seg, start, start_shared,
+    checked, comm_info, copied, copied_but, dtype, fill_from, laid, layout, owned_op, pieces,
+    region, region_bytes, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -89,6 +89,18 @@ unsafe fn contribution(
             unpack,
         )
     })
+}
+
+/// Bytes `at..at + n` of `r` as a region of their own, aliasing them: an in-place root's
+/// block, which the schedule then copies onto itself, i.e. not at all (no copy aside). The
+/// bytes stay where they are while the schedule lives (the caller's memory, or the heap
+/// buffer of an owned region, which moving the region does not move).
+/// A block outside `r` (invalid arguments) comes as zeros, for the schedule to reject.
+fn alias(r: &mut Region, at: usize, n: usize) -> Region {
+    match region_bytes(r).get_mut(at..at.saturating_add(n)) {
+        Some(b) => Region::Raw(b.as_mut_ptr(), n),
+        None => Region::Owned(vec![0u8; n]),
+    }
 }
 
 fn truncated(comm: c_int, what: &str) -> MpiError {
@@ -258,8 +270,7 @@ mpi_fn_c! {
         };
         let mut recv = recv;
         let send = if in_place {
-            let own = root as usize * b;
-            Region::Owned(copied(&region_bytes(&mut recv)[own..own + b]))
+            alias(&mut recv, root as usize * b, b)
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
@@ -308,7 +319,7 @@ mpi_fn_c! {
             };
             return start_shared(comm, &a, (seg, SmKind::Scatter { root: root as usize, block: blk }), (input, output), None, unpack, request);
         }
-        let (send, b) = if me {
+        let (mut send, b) = if me {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             // SAFETY: MPI contract: sendbuf holds `size` blocks of `sc` items.
             (unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, sc * sdt.size)
@@ -316,7 +327,7 @@ mpi_fn_c! {
             (Region::Owned(Vec::new()), 0)
         };
         let recv = if in_place {
-            Region::Owned(vec![0u8; b])
+            alias(&mut send, root as usize * b, b)
         } else {
             let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
@@ -385,19 +396,20 @@ mpi_fn_c! {
             return start_shared(comm, &a, (seg, SmKind::Alltoall { block: b }), (input, output), None, unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
-        let mut recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
-        let send = if in_place {
-            Region::Owned(copied(region_bytes(&mut recv)))
+        let recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
+        let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
+        let (send, sc, sd, recv, rc) = if in_place {
+            aside(&a, recv, counts, displs.clone())
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
             if sc * sdt.size != b {
                 return Err(MpiError::new(MPI_ERR_TRUNCATE, "alltoall: send and receive blocks differ in size").on(comm));
             }
             // SAFETY: MPI contract: sendbuf holds `size` blocks of `sc` items until completion.
-            unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) }
+            let send = unsafe { region(&sdt, sc * p, sendbuf.cast_mut(), true, false, 0, &mut unpack) };
+            (send, counts.clone(), displs.clone(), recv, counts)
         };
-        let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
-        let s = a.ialltoallv(send, &counts, &displs, recv, &counts, &displs).map_err(sched_err(comm))?;
+        let s = a.ialltoallv(send, &sc, &sd, recv, &rc, &displs).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }
 }
@@ -452,7 +464,7 @@ mpi_fn_c! {
         };
         let send = if in_place {
             let own = rank as usize;
-            Region::Owned(copied(&region_bytes(&mut recv)[displs[own]..displs[own] + counts[own]]))
+            alias(&mut recv, displs[own], counts[own])
         } else {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
@@ -496,7 +508,7 @@ mpi_fn_c! {
             let kind = SmKind::Scatterv { root: root as usize, counts, displs };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }
-        let (send, counts, displs) = if me {
+        let (mut send, counts, displs) = if me {
             let sdt = dtype(sendtype, comm)?;
             let slots = layout(sendcounts, displs, size as usize, comm)?;
             // SAFETY: MPI contract: sendbuf holds every block until completion.
@@ -506,7 +518,8 @@ mpi_fn_c! {
             (Region::Owned(Vec::new()), Vec::new(), Vec::new())
         };
         let recv = if in_place {
-            Region::Owned(vec![0u8; counts[rank as usize]])
+            let own = rank as usize;
+            alias(&mut send, displs[own], counts[own])
         } else {
             let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
@@ -573,6 +586,30 @@ mpi_fn_c! {
     }
 }
 
+/// An in-place alltoallv's schedule arguments from its buffer `recv` (block `j`: `counts[j]`
+/// bytes at `displs[j]`): the blocks for the other ranks set aside ([`copied_but`]), ours
+/// left where it is (its counts 0 on both sides: nothing to move), as (send region, its
+/// counts and displacements, `recv`, the receive counts).
+#[allow(clippy::type_complexity)]
+fn aside(
+    a: &oxmpi_coll::CollComm,
+    mut recv: Region,
+    mut counts: Vec<usize>,
+    displs: Vec<usize>,
+) -> (Region, Vec<usize>, Vec<usize>, Region, Vec<usize>) {
+    let me = a.rank as usize;
+    match copied_but(region_bytes(&mut recv), (&counts, &displs), me) {
+        Some((v, sd)) if me < counts.len() => {
+            counts[me] = 0;
+            (Region::Owned(v), counts.clone(), sd, recv, counts)
+        }
+        _ => {
+            let send = Region::Owned(copied(region_bytes(&mut recv)));
+            (send, counts.clone(), displs, recv, counts)
+        }
+    }
+}
+
 /// One side of an alltoallv: the datatype and each block's `(count, displacement in extents)`.
 type Side = (Arc<Datatype>, Vec<(usize, isize)>);
 
@@ -597,11 +634,11 @@ unsafe fn ialltoallv(
     // SAFETY: caller contract: recvbuf has room for every block (in place: holds the data).
     let mut r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
     let (send, sc, sd) = match send {
-        None => (
-            Region::Owned(copied(region_bytes(&mut r.region))),
-            r.counts.clone(),
-            r.displs.clone(),
-        ),
+        None => {
+            let (send, sc, sd, region, rc) = aside(&a, r.region, r.counts, r.displs.clone());
+            (r.region, r.counts) = (region, rc);
+            (send, sc, sd)
+        }
         Some((sdt, sslots)) => {
             // SAFETY: caller contract: sendbuf holds every block until completion.
             let l = unsafe {

@@ -711,6 +711,85 @@ fn sm_suite(c: &CollComm) {
             );
         }
     }
+    sm_regular_suite(c);
+}
+
+/// Gather and scatter of regular blocks through `base::select`, in place at the root and
+/// not, every root, with blocks on both sides of each of the segment's limits (all blocks
+/// in one buffer; one block after a scatterv table, in the rest of the stamp's line; point
+/// to point, linear or binomial), and alltoall in place of blocks that fit one buffer only
+/// without the rank's own block, against the local reference. The scatters that fit the
+/// segment must run there.
+fn sm_regular_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let seg = sm::get(c, Coll::Scatter).unwrap().is_some();
+    // The largest block that fits a buffer after a scatterv table.
+    let one = sm::CAP - 8 * p;
+    let blocks = [
+        1,
+        sm::DATA / p,
+        sm::DATA / p + 1,
+        one,
+        one + 1,
+        sm::DATA,
+        100_000,
+        300_000,
+    ];
+    for (it, &block) in blocks.iter().enumerate() {
+        let it = it as u64 + 100;
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(block, it, i, 31)).collect();
+        let cat = xs.concat();
+        for root in 0..p {
+            let at_root = r == root;
+            for in_place in [false, true] {
+                let mut g = vec![0u8; if at_root { p * block } else { 0 }];
+                if at_root && in_place {
+                    g[r * block..(r + 1) * block].copy_from_slice(&xs[r]);
+                }
+                let send = (!(at_root && in_place)).then_some(&xs[r][..]);
+                select::gather(c, send, &mut g, block, root as i32).unwrap();
+                if at_root {
+                    assert_eq!(
+                        g, cat,
+                        "gather of {block}-byte blocks to {root}, in place {in_place}"
+                    );
+                }
+                let before = runs(Alg::SmScatter);
+                let src: &[u8] = if at_root { &cat } else { &[] };
+                let mut out = vec![0xa5u8; block];
+                let recv = (!(at_root && in_place)).then_some(&mut out[..]);
+                select::scatter(c, src, recv, block, root as i32).unwrap();
+                if at_root && in_place {
+                    assert!(out.iter().all(|&b| b == 0xa5), "scatter in place wrote");
+                } else {
+                    assert_eq!(
+                        out, xs[r],
+                        "scatter of {block}-byte blocks from {root}, in place {in_place}"
+                    );
+                }
+                let on_seg = seg && (p * block <= sm::DATA || block + 8 * p <= sm::CAP);
+                assert_eq!(
+                    runs(Alg::SmScatter) - before,
+                    u64::from(on_seg),
+                    "scatter of {block}-byte blocks on the segment"
+                );
+            }
+        }
+    }
+    // Alltoall in place whose table fits a buffer without our own block only.
+    let block = (sm::CAP - 8 - 8 * p) / (p - 1);
+    for b in [block, block + 1] {
+        let a2a = |i: usize, j: usize| contrib(b, 200, i * p + j, 41);
+        let mut buf: Vec<u8> = (0..p).flat_map(|j| a2a(r, j)).collect();
+        let counts = vec![b; p];
+        let displs: Vec<usize> = (0..p).map(|j| j * b).collect();
+        select::alltoallv_in_place(c, &mut buf, (&counts, &displs), Some(b)).unwrap();
+        let want: Vec<u8> = (0..p).flat_map(|i| a2a(i, r)).collect();
+        assert_eq!(buf, want, "alltoall in place of {b}-byte blocks");
+    }
 }
 
 /// Gatherv, scatterv (each in place at the root and not, every root) and alltoallv in
@@ -787,7 +866,7 @@ fn a2a_suite(c: &CollComm) {
     let r = c.rank as usize;
     let seg = sm::get(c, Coll::Alltoall).unwrap().expect("a segment");
     let fits = |n: &dyn Fn(usize, usize) -> usize, i: usize| {
-        8 + 8 * p + (0..p).map(|j| n(i, j)).sum::<usize>() <= sm::DATA
+        8 + 8 * p + (0..p).map(|j| n(i, j)).sum::<usize>() <= sm::CAP
     };
     let sizes = [
         0usize,

@@ -107,6 +107,43 @@ pub(crate) fn copied(src: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The data an in-place alltoall(v) sends, set aside: the blocks of `src` (block `j`:
+/// `counts[j]` bytes at `displs[j]`) but block `skip` (ours, which stays where it is),
+/// back to back in a new vector (from the pool; noted as input), with their displacements
+/// there (`skip`'s 0). `None` when some block lies outside `src` (the caller copies it all
+/// and the schedule reports the error).
+pub(crate) fn copied_but(
+    src: &[u8],
+    (counts, displs): (&[usize], &[usize]),
+    skip: usize,
+) -> Option<(Vec<u8>, Vec<usize>)> {
+    let blocks = || (0..counts.len().min(displs.len())).filter(|&j| j != skip);
+    let mut total = 0usize;
+    for j in blocks() {
+        if displs[j].checked_add(counts[j])? > src.len() {
+            return None;
+        }
+        total += counts[j];
+    }
+    let mut v = oxmpi_coll::pooled(total);
+    let mut at = vec![0; counts.len()];
+    let mut off = 0;
+    for j in blocks() {
+        let n = counts[j];
+        v[off..off + n].copy_from_slice(&src[displs[j]..displs[j] + n]);
+        if n > 0 {
+            note(Fill::Bytes(
+                src[displs[j]..].as_ptr() as usize,
+                v[off..].as_ptr() as usize,
+                n,
+            ));
+        }
+        at[j] = off;
+        off += n;
+    }
+    Some((v, at))
+}
+
 /// A persistent collective's schedule: planned once at its init, restarted at each
 /// `MPI_Start` after its input is refreshed; the round's request completes when it ends,
 /// and the schedule comes back here for the next start.

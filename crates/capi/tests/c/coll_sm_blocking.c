@@ -2,7 +2,8 @@
  * gather, scatter, gatherv, scatterv, allgather, allgatherv, reduce, reduce_scatter_block, reduce_scatter,
  * scan and exscan, in place and not, for every root, at sizes around the segment's buffer
  * (4096 bytes: 1, 56, 57, 1000, 4096 and 4097 bytes per block, and whole vectors on both
- * sides of it), of MPI_CHAR and of a strided type with holes (packed first). Every result
+ * sides of it; the boundary of one block after a scatterv table; 100000 bytes), of MPI_CHAR
+ * and of a strided type with holes (packed first). Every result
  * is checked against a local reference (every rank can regenerate every contribution), the
  * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
  * the root moving and no other synchronisation (more collectives than the segment's 8
@@ -302,7 +303,11 @@ int main(int argc, char **argv) {
     start_counters();
     unsigned long long before = sm_calls();
     /* per-block sizes around one buffer, and whole vectors (size blocks) across it */
-    int sizes[] = {1, 56, 57, 1000, 4096 / size, 4096 / size + 1, 4096, 4097};
+    /* (a buffer holds 4152 bytes after its stamp word: 4152 - 8 * size is the largest
+     * block that fits after a scatterv table, e.g. one 4 KiB block at np=2; 100000: point
+     * to point, in place without a copy of the root's block) */
+    int sizes[] = {1, 56, 57, 1000, 4096 / size, 4096 / size + 1, 4096, 4097,
+                   4152 - 8 * size, 4153 - 8 * size, 100000};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
         for (int ti = 0; ti < 2; ti++)
             for (int inpl = 0; inpl < 2; inpl++) {
@@ -315,6 +320,10 @@ int main(int argc, char **argv) {
             alltoallv_check(sizes[z], 0, 1);
             alltoallv_check(sizes[z], 4096, 0); /* only rank 0's data does not fit */
         }
+    /* in place, blocks that fit a buffer's table only without the rank's own */
+    int own = (4152 - 8 - 8 * size) / (size - 1);
+    alltoallv_check(own, 0, 1);
+    alltoallv_check(own + 1, 0, 1);
     back_to_back();
     unsigned long long used = sm_calls() - before;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));

@@ -251,17 +251,14 @@ pub fn gather(
             return Ok(());
         }
     }
-    match send {
-        Some(s) => a.gather(s, recv, root),
-        None => {
-            let own = recv[me * block..(me + 1) * block].to_vec();
-            a.gather(&own, recv, root)
-        }
-    }
+    a.gather_from(send, recv, block, root)
 }
 
 /// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
-/// `recv` (`None`: in place at the root, nothing to copy).
+/// `recv` (`None`: in place at the root, nothing to copy). When all blocks do not fit one
+/// segment buffer but one block does after a scatterv table (e.g. 4 KiB blocks at np=2),
+/// as a scatterv on the segment: the blocks that fit are posted there, the rest go point
+/// to point, the root's own is never posted.
 pub fn scatter(
     a: &CollComm,
     send: &[u8],
@@ -291,13 +288,18 @@ pub fn scatter(
             return Ok(());
         }
     }
-    match recv {
-        Some(r) => a.scatter(send, r, root),
-        None => {
-            let mut own = vec![0u8; block];
-            a.scatter(send, &mut own, root)
+    if block > 0 && block + 8 * p <= sm::CAP && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Scatter)? {
+            count(a.shadow, Alg::SmScatter);
+            let (counts, displs): (Vec<usize>, Vec<usize>) = if a.rank == root {
+                (0..p).map(|i| (block, i * block)).unzip()
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            return seg_scatterv(a, &seg, (send, &counts, &displs), recv, root);
         }
     }
+    a.scatter_into(send, recv, block, root)
 }
 
 /// Allgather of blocks of `block` bytes: ours is already in place in `buf`.
@@ -485,17 +487,8 @@ pub fn gatherv(
             return Ok(());
         }
     }
-    match send {
-        Some(s) => a.gatherv(s, recv, counts, displs, root),
-        None => {
-            let me = a.rank as usize;
-            let own = match (counts.get(me), displs.get(me)) {
-                (Some(&c), Some(&d)) if d + c <= recv.len() => recv[d..d + c].to_vec(),
-                _ => Vec::new(),
-            };
-            a.gatherv(&own, recv, counts, displs, root)
-        }
-    }
+    count(a.shadow, Alg::GathervLinear);
+    a.gatherv_linear(send, recv, (counts, displs), root)
 }
 
 /// Scatterv from `root`: block `i` of `send` (`counts[i]` bytes at `displs[i]`, root
@@ -508,65 +501,68 @@ pub fn scatterv(
     recv: Option<&mut [u8]>,
     root: i32,
 ) -> Result<()> {
-    let at_root = a.rank == root;
     if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Scatter)? {
             count(a.shadow, Alg::SmScatter);
-            if !at_root {
-                let r = recv.unwrap_or_default();
-                return match seg.scatterv(None, r, root as usize).1 {
-                    VBlock::Here(_) => Ok(()),
-                    VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
-                    VBlock::Truncated(n) => Err(crate::arg_err(
-                        oxmpi_engine::ErrorClass::Truncate,
-                        format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
-                    )),
-                };
-            }
-            let valid = a.check_vec_len(counts, displs).is_ok()
-                && crate::base::helpers::check_blocks(send.len(), counts, displs).is_ok();
-            // Invalid arguments still take part (nothing posted), then fail.
-            let table = if valid {
-                Some((send, counts, displs))
-            } else {
-                None
-            };
-            let (rest, _) = seg.scatterv(table, &mut [], root as usize);
-            a.check_vec_len(counts, displs)?;
-            crate::base::helpers::check_blocks(send.len(), counts, displs)?;
-            let me = root as usize;
-            if let Some(r) = recv {
-                if r.len() < counts[me] {
-                    return Err(crate::arg_err(
-                        oxmpi_engine::ErrorClass::Truncate,
-                        "root's receive buffer is smaller than its block",
-                    ));
-                }
-                r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
-            }
-            let mut reqs = Vec::new();
-            for r in rest {
-                let i = r as i32;
-                // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
-                match unsafe {
-                    a.isend_raw(send.as_ptr().add(displs[r]), counts[r], i, TAG_SCATTER)
-                } {
-                    Ok(q) => reqs.push((q, i)),
-                    Err(e) => {
-                        a.abandon(&reqs);
-                        return Err(e);
-                    }
-                }
-            }
-            return a.waitall(&reqs, "scatterv");
+            return seg_scatterv(a, &seg, (send, counts, displs), recv, root);
         }
     }
-    match recv {
-        Some(r) => a.scatterv(send, counts, displs, r, root),
-        None => {
-            let me = a.rank as usize;
-            let mut own = vec![0u8; counts.get(me).copied().unwrap_or(0)];
-            a.scatterv(send, counts, displs, &mut own, root)
+    count(a.shadow, Alg::ScattervLinear);
+    a.scatterv_linear((send, counts, displs), recv, root)
+}
+
+/// [`scatterv`] on the segment `seg`.
+fn seg_scatterv(
+    a: &CollComm,
+    seg: &sm::Seg,
+    (send, counts, displs): (&[u8], &[usize], &[usize]),
+    recv: Option<&mut [u8]>,
+    root: i32,
+) -> Result<()> {
+    let at_root = a.rank == root;
+    if !at_root {
+        let r = recv.unwrap_or_default();
+        return match seg.scatterv(None, r, root as usize).1 {
+            VBlock::Here(_) => Ok(()),
+            VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
+            VBlock::Truncated(n) => Err(crate::arg_err(
+                oxmpi_engine::ErrorClass::Truncate,
+                format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
+            )),
+        };
+    }
+    let valid = a.check_vec_len(counts, displs).is_ok()
+        && crate::base::helpers::check_blocks(send.len(), counts, displs).is_ok();
+    // Invalid arguments still take part (nothing posted), then fail.
+    let table = if valid {
+        Some((send, counts, displs))
+    } else {
+        None
+    };
+    let (rest, _) = seg.scatterv(table, &mut [], root as usize);
+    a.check_vec_len(counts, displs)?;
+    crate::base::helpers::check_blocks(send.len(), counts, displs)?;
+    let me = root as usize;
+    if let Some(r) = recv {
+        if r.len() < counts[me] {
+            return Err(crate::arg_err(
+                oxmpi_engine::ErrorClass::Truncate,
+                "root's receive buffer is smaller than its block",
+            ));
+        }
+        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    }
+    let mut reqs = Vec::new();
+    for r in rest {
+        let i = r as i32;
+        // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
+        match unsafe { a.isend_raw(send.as_ptr().add(displs[r]), counts[r], i, TAG_SCATTER) } {
+            Ok(q) => reqs.push((q, i)),
+            Err(e) => {
+                a.abandon(&reqs);
+                return Err(e);
+            }
         }
     }
+    a.waitall(&reqs, "scatterv")
 }

@@ -739,8 +739,12 @@ impl Schedule {
                 Step::Copy { src, dst, len } => {
                     let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
                     let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
-                    // SAFETY: validated ranges; `copy` allows overlap.
-                    unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
+                    // A block copied onto itself (an in-place root's own block, given as a
+                    // region aliasing its place) stays as it is.
+                    if sp != dp {
+                        // SAFETY: validated ranges; `copy` allows overlap.
+                        unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
+                    }
                 }
                 Step::Send { .. } | Step::Recv { .. } => {}
             }

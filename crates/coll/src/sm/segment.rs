@@ -19,6 +19,10 @@ pub const BIG_MAX: usize = 8 << 20;
 pub const NBUF: u64 = 8;
 /// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
 const BUF: usize = LINE + DATA;
+/// Bytes of a buffer after its stamp word: [`DATA`] and the rest of the stamp's line. The
+/// per-rank posts (scatterv's table and blocks, alltoallv's tables) may use all of them,
+/// so that a table and a [`DATA`]-byte block fit together.
+pub const CAP: usize = BUF - 8;
 /// Lines of a rank's lane for broadcasts of at most [`LANE_DATA`] bytes (a root may run
 /// `LANE - 1` of them ahead: oversubscribed ranks then switch far less often).
 const LANE: u64 = 64;
@@ -287,9 +291,9 @@ impl Seg {
         if !self.nb_free(k) {
             return None;
         }
-        // SAFETY: our own nonblocking buffer of `k` (`DATA` bytes after the stamp word),
+        // SAFETY: our own nonblocking buffer of `k` (`CAP` bytes after the stamp word),
         // free (checked above) and read by nobody until we stamp it.
-        let fits = unsafe { put_table(self.nb_buf(self.rank, k).add(8), self.size, send) };
+        let fits = unsafe { put_table(self.nb_buf(self.rank, k).add(8), (self.size, None), send) };
         self.nb_stamp(self.rank, k).store(k, Ordering::Release);
         Some(fits)
     }
@@ -305,7 +309,13 @@ impl Seg {
         recv: (&mut [u8], &[usize], &[usize]),
     ) -> Option<bool> {
         // SAFETY: caller contract.
-        unsafe { take_table((self.rank, self.size), |r| self.nb_buf(r, k).add(8), recv) }
+        unsafe {
+            take_table(
+                (self.rank, self.size, true),
+                |r| self.nb_buf(r, k).add(8),
+                recv,
+            )
+        }
     }
     /// Rank `r`'s data of collective `k`, `n` bytes from `off`, for a nonblocking
     /// collective.
@@ -400,7 +410,7 @@ impl Seg {
     ///
     /// # Safety
     /// `r`'s stamp of `k` was acquired by us and we have not finished `k` (the buffer
-    /// is then unchanged); `off + n <= DATA`.
+    /// is then unchanged); `off + n <= CAP`.
     unsafe fn peer(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
@@ -533,10 +543,16 @@ impl Seg {
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
         let src: &[u8] = send.unwrap_or(&*recv);
-        // SAFETY: our own buffer of collective `k` (`DATA` bytes), read by nobody until we
+        // In place our block for ourselves is already where it belongs: not posted.
+        let me = send.is_none().then_some(self.rank);
+        // SAFETY: our own buffer of collective `k` (`CAP` bytes), read by nobody until we
         // stamp it and no longer by anybody for `k - NBUF` (waited above).
         unsafe {
-            if !put_table(self.data(self.rank, k), self.size, (src, scounts, sdispls)) {
+            if !put_table(
+                self.data(self.rank, k),
+                (self.size, me),
+                (src, scounts, sdispls),
+            ) {
                 self.put_addresses(k, (src, scounts, sdispls));
             }
         }
@@ -546,7 +562,7 @@ impl Seg {
         // reads.
         let got = unsafe {
             take_table(
-                (self.rank, self.size),
+                (self.rank, self.size, me.is_none()),
                 |r| self.data(r, k),
                 (recv, rcounts, rdispls),
             )
@@ -647,11 +663,11 @@ impl Seg {
                     let (c, d) = (counts.get(r).copied(), displs.get(r).copied());
                     let entry = match (c, d) {
                         (Some(c), Some(d))
-                            if r != root && off + c <= DATA && d + c <= send.len() =>
+                            if r != root && off + c <= CAP && d + c <= send.len() =>
                         {
                             // SAFETY: our own buffer of collective `k`, read by nobody
                             // until we stamp it and no longer by anybody for `k - NBUF`
-                            // (waited above); `off + c <= DATA`, `d + c <= send.len()`.
+                            // (waited above); `off + c <= CAP`, `d + c <= send.len()`.
                             unsafe {
                                 std::ptr::copy_nonoverlapping(
                                     send.as_ptr().add(d),
@@ -669,7 +685,7 @@ impl Seg {
                             u64::MAX
                         }
                     };
-                    // SAFETY: as above; the table's `8 * p <= DATA` bytes lead the buffer.
+                    // SAFETY: as above; the table's `8 * p <= CAP` bytes lead the buffer.
                     unsafe { base.add(8 * r).cast::<u64>().write_unaligned(entry) };
                 }
                 self.stamp(self.rank, k).store(k, Ordering::Release);
@@ -686,10 +702,10 @@ impl Seg {
                 };
                 if entry != u64::MAX {
                     let (off, n) = ((entry & 0xffff_ffff) as usize, (entry >> 32) as usize);
-                    got = if n > recv.len() || off + n > DATA {
+                    got = if n > recv.len() || off + n > CAP {
                         VBlock::Truncated(n)
                     } else {
-                        // SAFETY: as above; `off + n <= DATA` (checked).
+                        // SAFETY: as above; `off + n <= CAP` (checked).
                         recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
                         VBlock::Here(n)
                     };
@@ -931,26 +947,29 @@ impl Seg {
     }
 }
 
-/// Write an alltoallv's blocks at `base` (a buffer's `DATA` bytes) for `p` ranks: a flag
-/// word (1: the table follows), then per rank `j` the offset and length of its block
+/// Write an alltoallv's blocks at `base` (a buffer's [`CAP`] bytes) for `p` ranks: a
+/// flag word (1: the table follows), then per rank `j` the offset and length of its block
 /// (`u32` each), then the blocks back to back (block `j`: `scounts[j]` bytes of `send` at
-/// `sdispls[j]`); or only the flag 0 when they do not fit one buffer (or the arguments do
-/// not describe `p` blocks inside `send`). Returns whether they fit.
+/// `sdispls[j]`), except the block of rank `skip` (in place our own, which stays where it
+/// is: its entry has its length and no data); or only the flag 0 when they do not fit one
+/// buffer (or the arguments do not describe `p` blocks inside `send`). Returns whether
+/// they fit.
 ///
 /// # Safety
-/// `base` is valid for `DATA` bytes of writes.
+/// `base` is valid for `CAP` bytes of writes.
 unsafe fn put_table(
     base: *mut u8,
-    p: usize,
+    (p, skip): (usize, Option<usize>),
     (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
 ) -> bool {
     let head = 8 + 8 * p;
+    let posted = |j: usize| if Some(j) == skip { 0 } else { scounts[j] };
     let fits = scounts.len() == p
         && sdispls.len() == p
-        && head + scounts.iter().sum::<usize>() <= DATA
+        && head + (0..p).map(posted).sum::<usize>() <= CAP
         && (0..p).all(|j| sdispls[j] + scounts[j] <= send.len());
-    // SAFETY: every write is within `head + total <= DATA` bytes (checked in `fits`), every
-    // read of `send` within its length.
+    // SAFETY: every write is within `head + posted total <= CAP` bytes (checked in `fits`),
+    // every read of `send` within its length.
     unsafe {
         base.cast::<u64>().write_unaligned(u64::from(fits));
         if fits {
@@ -959,12 +978,9 @@ unsafe fn put_table(
                 let at = base.add(8 + 8 * j).cast::<u32>();
                 at.write_unaligned(off as u32);
                 at.add(1).write_unaligned(scounts[j] as u32);
-                std::ptr::copy_nonoverlapping(
-                    send.as_ptr().add(sdispls[j]),
-                    base.add(off),
-                    scounts[j],
-                );
-                off += scounts[j];
+                let n = posted(j);
+                std::ptr::copy_nonoverlapping(send.as_ptr().add(sdispls[j]), base.add(off), n);
+                off += n;
             }
         }
     }
@@ -975,12 +991,13 @@ unsafe fn put_table(
 /// where rank `r` wrote it) into `recv` (block `j`: `rcounts[j]` bytes at `rdispls[j]`).
 /// `None`: some rank's blocks did not fit (nothing copied: every rank sees the same flags,
 /// so all move the data otherwise); `Some(ok)`, `ok` false if some block's length differed
-/// from its `rcounts` entry (such blocks are not copied).
+/// from its `rcounts` entry (such blocks are not copied). `own` false: our own block is
+/// already in place (we did not post it) and is left alone.
 ///
 /// # Safety
 /// Every rank's table is written, visible and unchanged while this runs.
 unsafe fn take_table(
-    (me, p): (usize, usize),
+    (me, p, own): (usize, usize, bool),
     data: impl Fn(usize) -> *mut u8,
     (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
 ) -> Option<bool> {
@@ -989,7 +1006,7 @@ unsafe fn take_table(
         return None;
     }
     let mut ok = rcounts.len() == p && rdispls.len() == p;
-    for j in 0..p {
+    for j in (0..p).filter(|&j| own || j != me) {
         // SAFETY: rank `j`'s flag says its table follows; entry `me` lies within it.
         let (off, len) = unsafe {
             let at = data(j).add(8 + 8 * me).cast::<u32>();
@@ -998,11 +1015,11 @@ unsafe fn take_table(
                 at.add(1).read_unaligned() as usize,
             )
         };
-        if !ok || len != rcounts[j] || rdispls[j] + len > recv.len() || off + len > DATA {
+        if !ok || len != rcounts[j] || rdispls[j] + len > recv.len() || off + len > CAP {
             ok = false;
             continue;
         }
-        // SAFETY: `off + len <= DATA` (checked), within rank `j`'s buffer.
+        // SAFETY: `off + len <= CAP` (checked), within rank `j`'s buffer.
         let src = unsafe { std::slice::from_raw_parts(data(j).add(off).cast_const(), len) };
         recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
     }

@@ -20,31 +20,34 @@ impl CollComm {
         root: i32,
     ) -> Result<()> {
         count(self.shadow, Alg::GathervLinear);
-        self.gatherv_linear(send, recv, (counts, displs), root)
+        self.gatherv_linear(Some(send), recv, (counts, displs), root)
     }
 
-    /// [`CollComm::gatherv`], not counted (the linear gather's body).
-    fn gatherv_linear(
+    /// [`CollComm::gatherv`], not counted (the linear gather's body). `send` is `None` in
+    /// place at the root: its block is already in `recv` (nothing copied).
+    pub(crate) fn gatherv_linear(
         &self,
-        send: &[u8],
+        send: Option<&[u8]>,
         recv: &mut [u8],
         (counts, displs): (&[usize], &[usize]),
         root: i32,
     ) -> Result<()> {
         self.check_root(root)?;
         if self.rank != root {
-            return self.send(send, root, TAG_GATHER);
+            return self.send(send.unwrap_or_default(), root, TAG_GATHER);
         }
         self.check_vec_len(counts, displs)?;
         check_blocks(recv.len(), counts, displs)?;
         let r = root as usize;
-        if send.len() != counts[r] {
-            return Err(arg_err(
-                ErrorClass::Truncate,
-                "root's send size differs from its receive count",
-            ));
+        if let Some(send) = send {
+            if send.len() != counts[r] {
+                return Err(arg_err(
+                    ErrorClass::Truncate,
+                    "root's send size differs from its receive count",
+                ));
+            }
+            recv[displs[r]..displs[r] + counts[r]].copy_from_slice(send);
         }
-        recv[displs[r]..displs[r] + counts[r]].copy_from_slice(send);
         let base = recv.as_mut_ptr();
         let mut reqs = Vec::new();
         for i in (0..self.size).filter(|&i| i != root) {
@@ -63,8 +66,19 @@ impl CollComm {
 
     /// `MPI_Gather`: blocks of `send.len()` bytes, in rank order, into `recv` at the root.
     pub fn gather(&self, send: &[u8], recv: &mut [u8], root: i32) -> Result<()> {
+        self.gather_from(Some(send), recv, send.len(), root)
+    }
+
+    /// [`CollComm::gather`] of blocks of `b` bytes; `send` is `None` in place at the root
+    /// (its block is already in `recv`: the linear algorithm then copies nothing of it).
+    pub fn gather_from(
+        &self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        b: usize,
+        root: i32,
+    ) -> Result<()> {
         let p = self.size as usize;
-        let b = send.len();
         self.check_root(root)?;
         let binomial = match tune::algorithm(Coll::Gather) {
             1 => false,
@@ -79,7 +93,14 @@ impl CollComm {
                 ));
             }
             count(self.shadow, Alg::GatherBinomial);
-            return self.gather_binomial(send, recv, root);
+            return match send {
+                Some(s) => self.gather_binomial(s, recv, root),
+                None => {
+                    let me = self.rank as usize;
+                    let own = recv[me * b..(me + 1) * b].to_vec();
+                    self.gather_binomial(&own, recv, root)
+                }
+            };
         }
         count(self.shadow, Alg::GatherLinear);
         let counts = vec![b; p];
@@ -159,31 +180,36 @@ impl CollComm {
         root: i32,
     ) -> Result<()> {
         count(self.shadow, Alg::ScattervLinear);
-        self.scatterv_linear((send, counts, displs), recv, root)
+        self.scatterv_linear((send, counts, displs), Some(recv), root)
     }
 
     /// [`CollComm::scatterv`], not counted (the body of the linear scatter and of
-    /// reduce + scatterv).
+    /// reduce + scatterv). `recv` is `None` in place at the root: its block stays where it
+    /// is (nothing copied).
     pub(crate) fn scatterv_linear(
         &self,
         (send, counts, displs): (&[u8], &[usize], &[usize]),
-        recv: &mut [u8],
+        recv: Option<&mut [u8]>,
         root: i32,
     ) -> Result<()> {
         self.check_root(root)?;
         if self.rank != root {
-            return self.recv(recv, root, TAG_SCATTER).map(|_| ());
+            return self
+                .recv(recv.unwrap_or_default(), root, TAG_SCATTER)
+                .map(|_| ());
         }
         self.check_vec_len(counts, displs)?;
         check_blocks(send.len(), counts, displs)?;
         let r = root as usize;
-        if recv.len() < counts[r] {
-            return Err(arg_err(
-                ErrorClass::Truncate,
-                "root's receive buffer is smaller than its block",
-            ));
+        if let Some(recv) = recv {
+            if recv.len() < counts[r] {
+                return Err(arg_err(
+                    ErrorClass::Truncate,
+                    "root's receive buffer is smaller than its block",
+                ));
+            }
+            recv[..counts[r]].copy_from_slice(&send[displs[r]..displs[r] + counts[r]]);
         }
-        recv[..counts[r]].copy_from_slice(&send[displs[r]..displs[r] + counts[r]]);
         let mut reqs = Vec::new();
         for i in (0..self.size).filter(|&i| i != root) {
             let iu = i as usize;
@@ -203,8 +229,20 @@ impl CollComm {
 
     /// `MPI_Scatter`: blocks of `recv.len()` bytes of `send` (root) in rank order.
     pub fn scatter(&self, send: &[u8], recv: &mut [u8], root: i32) -> Result<()> {
-        let p = self.size as usize;
         let b = recv.len();
+        self.scatter_into(send, Some(recv), b, root)
+    }
+
+    /// [`CollComm::scatter`] of blocks of `b` bytes; `recv` is `None` in place at the root
+    /// (its block stays in `send`: the linear algorithm then copies nothing of it).
+    pub fn scatter_into(
+        &self,
+        send: &[u8],
+        recv: Option<&mut [u8]>,
+        b: usize,
+        root: i32,
+    ) -> Result<()> {
+        let p = self.size as usize;
         self.check_root(root)?;
         let binomial = match tune::algorithm(Coll::Scatter) {
             1 => false,
@@ -219,7 +257,10 @@ impl CollComm {
                 ));
             }
             count(self.shadow, Alg::ScatterBinomial);
-            return self.scatter_binomial(send, recv, root);
+            return match recv {
+                Some(r) => self.scatter_binomial(send, r, root),
+                None => self.scatter_binomial(send, &mut vec![0u8; b], root),
+            };
         }
         count(self.shadow, Alg::ScatterLinear);
         let counts = vec![b; p];

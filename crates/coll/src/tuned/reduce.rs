@@ -536,7 +536,7 @@ impl CollComm {
         } else {
             count(self.shadow, Alg::ReduceScatterReduceScatterv);
             self.reduce_binomial(buf, 0, op, TAG_REDSCAT)?;
-            self.scatterv_linear((buf, counts, &displs), &mut recv[..counts[me]], 0)
+            self.scatterv_linear((buf, counts, &displs), Some(&mut recv[..counts[me]]), 0)
         }
     }
 
