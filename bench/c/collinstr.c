@@ -8,12 +8,16 @@
  * up as spinning in `Seg::wait_all` and the progress loop in the profile.
  *
  * usage: collinstr TEST DTYPE SIZE N [inplace]
- *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, iallreduce, ireduce
- *          (post, then wait)
+ *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, reduce_scatter (equal
+ *          counts), iallreduce, ireduce (post, then wait); also the data movers bcast
+ *          (root 0), bcast1 (root 1: rank 0 receives), allgather, allgatherv, alltoall,
+ *          alltoallv (v-forms with equal counts and regular displacements, as oxbench
+ *          calls them)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
- *          or INT, DOUBLE (MPI_SUM)
- *   SIZE   bytes of one buffer (of each rank's block for reduce_scatter_block), rounded
- *          down to whole items of the type's extent, as oxbench counts them
+ *          or CHAR, INT, DOUBLE (MPI_SUM)
+ *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
+ *          gather/alltoall family), rounded down to whole items of the type's extent, as
+ *          oxbench counts them
  *
  * Output (rank 0): `COLLINSTR test=T dtype=D size=S count=C n=N inplace=I`. */
 #include <mpi.h>
@@ -45,6 +49,7 @@ int main(int argc, char **argv) {
                {"LONG_INT", MPI_LONG_INT, MPI_MINLOC},
                {"SHORT_INT", MPI_SHORT_INT, MPI_MINLOC},
                {"LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, MPI_MINLOC},
+               {"CHAR", MPI_CHAR, MPI_SUM},
                {"INT", MPI_INT, MPI_SUM},
                {"DOUBLE", MPI_DOUBLE, MPI_SUM}};
   int ti = -1;
@@ -60,6 +65,8 @@ int main(int argc, char **argv) {
   size_t bytes = (size_t)count * ext * np; /* room for a reduce-scatter's np blocks */
   char *s = calloc(bytes, 1), *r = calloc(bytes, 1);
   const void *sb = inplace ? MPI_IN_PLACE : s;
+  int *counts = malloc(np * sizeof(int)), *displs = malloc(np * sizeof(int));
+  for (int i = 0; i < np; i++) counts[i] = count, displs[i] = i * count;
   for (long it = -2; it < n; it++) {
     MPI_Request rq = MPI_REQUEST_NULL;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -73,6 +80,18 @@ int main(int argc, char **argv) {
       MPI_Scan(sb, r, count, dt, op, MPI_COMM_WORLD);
     else if (!strcmp(test, "reduce_scatter_block"))
       MPI_Reduce_scatter_block(sb, r, count, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "reduce_scatter"))
+      MPI_Reduce_scatter(sb, r, counts, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "bcast") || !strcmp(test, "bcast1"))
+      MPI_Bcast(s, count, dt, test[5] == '1', MPI_COMM_WORLD);
+    else if (!strcmp(test, "allgather"))
+      MPI_Allgather(sb, count, dt, r, count, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "allgatherv"))
+      MPI_Allgatherv(sb, count, dt, r, counts, displs, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "alltoall"))
+      MPI_Alltoall(sb, count, dt, r, count, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "alltoallv"))
+      MPI_Alltoallv(sb, counts, displs, dt, r, counts, displs, dt, MPI_COMM_WORLD);
     else if (!strcmp(test, "iallreduce"))
       MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ireduce"))
@@ -87,6 +106,8 @@ int main(int argc, char **argv) {
            count, n, inplace);
   free(s);
   free(r);
+  free(counts);
+  free(displs);
   MPI_Finalize();
   return 0;
 }
