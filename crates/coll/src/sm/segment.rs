@@ -917,6 +917,66 @@ impl Seg {
         }
         self.finish(k);
     }
+
+    /// Allgatherv of blocks of at most `DATA` bytes: block `j` is `counts[j]` bytes at
+    /// `displs[j]` of `buf`, ours already there. Each rank posts its block and copies
+    /// the others' straight into `buf`; a rank with an empty block posts nothing and is
+    /// not waited for (every rank knows every count).
+    pub fn allgatherv(&self, buf: &mut [u8], counts: &[usize], displs: &[usize]) {
+        let (me, p) = (self.rank, self.size);
+        assert!(
+            counts.len() == p && displs.len() == p,
+            "allgatherv: one block per rank"
+        );
+        let k = self.next();
+        if counts[me] > 0 {
+            self.post(k, &buf[displs[me]..displs[me] + counts[me]]);
+        }
+        for j in (0..p).filter(|&j| j != me && counts[j] > 0) {
+            self.wait_word(self.stamp(j, k), k);
+            // SAFETY: rank `j` stamped `k` (waited above), posting its `counts[j] <= DATA`
+            // bytes (the caller's check, the same on every rank), and we finish `k` only
+            // after the reads.
+            let src = unsafe { self.peer(j, k, 0, counts[j]) };
+            buf[displs[j]..displs[j] + counts[j]].copy_from_slice(src);
+        }
+        self.finish(k);
+    }
+
+    /// Reduce-scatter of at most `DATA` bytes: every rank posts its whole vector (`send`,
+    /// or in place when `None` the start of `buf`) and folds its block, bytes
+    /// `at..at + n` of every rank's vector, in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`)
+    /// into `buf[..n]`; `red` computes `inout = in ∘ inout`. The vector is posted before
+    /// `buf` is written, so in place needs no copy. One handoff each way: a rank waits
+    /// for the others' stamps only.
+    pub fn reduce_scatter<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (at, n): (usize, usize),
+        red: &F,
+    ) {
+        let k = self.next();
+        let input = send.unwrap_or(&*buf);
+        assert!(
+            at + n <= input.len() && n <= buf.len(),
+            "block outside the vector"
+        );
+        self.post(k, input);
+        self.wait_all(k);
+        if n > 0 {
+            let out = &mut buf[..n];
+            let last = self.size - 1;
+            // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after
+            // the reads; every rank posted a vector as long as ours, `at + n` within it.
+            out.copy_from_slice(unsafe { self.peer(last, k, at, n) });
+            for r in (0..last).rev() {
+                // SAFETY: as above; the view does not overlap `out`.
+                red(unsafe { self.peer(r, k, at, n) }, out); // out = x_r ∘ out
+            }
+        }
+        self.finish(k);
+    }
 }
 
 /// Write an alltoallv's blocks at `base` (a buffer's `DATA` bytes) for `p` ranks: a flag
