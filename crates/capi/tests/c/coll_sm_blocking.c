@@ -7,6 +7,7 @@
  * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
  * the root moving and no other synchronisation (more collectives than the segment's 8
  * buffers per rank, roots running ahead).
+ * Broadcasts around the lane's sizes run back to back with the root moving.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
  * Rank 0 prints "coll_sm_blocking: sm calls: used" (or "not used": the sum of the
@@ -318,6 +319,25 @@ static void empty_blocks(int n, int inpl) {
     free(s), free(r), free(counts), free(displs);
 }
 
+/* Broadcasts around the lane's line sizes (56 bytes per line, two lines an entry) and its
+ * end, back to back with the root moving (roots run ahead: more broadcasts than the lane's
+ * 64 entries and the 8 buffers), every byte checked. */
+static void bcast_lanes(void) {
+    int sizes[] = {1, 55, 56, 57, 63, 64, 100, 111, 112, 113, 200, 4096, 4097};
+    enum { ROUNDS = 150 };
+    signed char *b = malloc(4097);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        int n = sizes[z];
+        for (int it = 0; it < ROUNDS; it++) {
+            int root = (it / 3) % size; /* the same root three times in a row, then the next */
+            for (int k = 0; k < n; k++) b[k] = rank == root ? val(root, k, it) : -1;
+            CHECK_RC(MPI_Bcast(b, n, MPI_CHAR, root, MPI_COMM_WORLD));
+            for (int k = 0; k < n; k++) CHECK(b[k] == val(root, k, it));
+        }
+    }
+    free(b);
+}
+
 /* Rooted collectives back to back with the root moving: roots and non-roots run ahead of
  * each other by up to the whole loop (no synchronisation but the collectives). */
 static void back_to_back(void) {
@@ -374,6 +394,7 @@ int main(int argc, char **argv) {
     for (size_t z = 0; z < sizeof isizes / sizeof isizes[0]; z++)
         for (int inpl = 0; inpl < 2; inpl++) empty_blocks(isizes[z] > 0 ? isizes[z] : 1, inpl);
     back_to_back();
+    bcast_lanes();
     unsigned long long used = sm_calls() - before;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
