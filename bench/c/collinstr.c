@@ -8,13 +8,16 @@
  * up as spinning in `Seg::wait_all` and the progress loop in the profile.
  *
  * usage: collinstr TEST DTYPE SIZE N [inplace]
- *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, iallreduce, ireduce
- *          (post, then wait); the rooted v-forms and their references igatherv, iscatterv,
- *          igather, iscatter (root $COLLINSTR_ROOT, default 0: the counted rank 0 is the
- *          root, 1: a non-root), ialltoallv, ialltoallw (every block the same size)
+ *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, reduce_scatter (equal
+ *          counts), iallreduce, ireduce (post, then wait); the data movers bcast (root 0),
+ *          bcast1 (root 1: rank 0 receives), allgather, allgatherv, alltoall, alltoallv
+ *          (v-forms with equal counts and regular displacements, as oxbench calls them); the
+ *          rooted nonblocking v-forms and their references igatherv, iscatterv, igather,
+ *          iscatter (root $COLLINSTR_ROOT, default 0: the counted rank 0 is the root, 1: a
+ *          non-root), ialltoallv, ialltoallw (every block the same size)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
- *          or INT, DOUBLE, CHAR (MPI_SUM)
- *   SIZE   bytes of one buffer (of each rank's block for reduce_scatter_block and the
+ *          or CHAR, INT, DOUBLE (MPI_SUM)
+ *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
  *          gather, scatter and alltoall forms), rounded down to whole items of the type's
  *          extent, as oxbench counts them
  *
@@ -48,9 +51,9 @@ int main(int argc, char **argv) {
                {"LONG_INT", MPI_LONG_INT, MPI_MINLOC},
                {"SHORT_INT", MPI_SHORT_INT, MPI_MINLOC},
                {"LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, MPI_MINLOC},
+               {"CHAR", MPI_CHAR, MPI_SUM},
                {"INT", MPI_INT, MPI_SUM},
-               {"DOUBLE", MPI_DOUBLE, MPI_SUM},
-               {"CHAR", MPI_CHAR, MPI_SUM}};
+               {"DOUBLE", MPI_DOUBLE, MPI_SUM}};
   int ti = -1;
   for (int i = 0; i < (int)(sizeof types / sizeof types[0]); i++)
     if (!strcmp(types[i].name, dname)) ti = i;
@@ -88,6 +91,18 @@ int main(int argc, char **argv) {
       MPI_Scan(sb, r, count, dt, op, MPI_COMM_WORLD);
     else if (!strcmp(test, "reduce_scatter_block"))
       MPI_Reduce_scatter_block(sb, r, count, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "reduce_scatter"))
+      MPI_Reduce_scatter(sb, r, cnt, dt, op, MPI_COMM_WORLD);
+    else if (!strcmp(test, "bcast") || !strcmp(test, "bcast1"))
+      MPI_Bcast(s, count, dt, test[5] == '1', MPI_COMM_WORLD);
+    else if (!strcmp(test, "allgather"))
+      MPI_Allgather(sb, count, dt, r, count, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "allgatherv"))
+      MPI_Allgatherv(sb, count, dt, r, cnt, dsp, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "alltoall"))
+      MPI_Alltoall(sb, count, dt, r, count, dt, MPI_COMM_WORLD);
+    else if (!strcmp(test, "alltoallv"))
+      MPI_Alltoallv(sb, cnt, dsp, dt, r, cnt, dsp, dt, MPI_COMM_WORLD);
     else if (!strcmp(test, "iallreduce"))
       MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ireduce"))

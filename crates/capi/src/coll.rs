@@ -721,7 +721,12 @@ fn allgatherv_fast<C: CountArg, D: DispArg>(
 ) -> Option<MpiResult> {
     let in_place = alg::is_in_place(sendbuf);
     let (n, me) = (c.size as usize, c.rank as usize);
-    let (bc, bd, end) = byte_blocks(recvcounts, displs, n, basic_bytes(1, recvtype)?)?;
+    let (mut bc, mut bd) = (Words::zeros(n), Words::zeros(n));
+    let end = byte_blocks(
+        (recvcounts, displs),
+        basic_bytes(1, recvtype)?,
+        (bc.as_mut(), bd.as_mut()),
+    )?;
     if recvbuf.is_null() || end == 0 {
         return None;
     }
@@ -963,51 +968,91 @@ mpi_fn_c! {
     }
 }
 
-/// Byte counts and displacements of `n` blocks of a predefined basic type of `size` bytes
-/// from C arrays, and the bytes they span; `None` for a negative count or displacement
-/// (the general path reports it).
+/// Ranks whose block counts and displacements the fast paths keep on the stack.
+const INLINE_BLOCKS: usize = 16;
+
+/// One word per rank (byte counts or displacements of a v-collective's blocks): on the
+/// stack up to [`INLINE_BLOCKS`] ranks, so that a small collective allocates nothing.
+enum Words {
+    Stack([usize; INLINE_BLOCKS], usize),
+    Heap(Vec<usize>),
+}
+
+impl Words {
+    /// `n` zero words.
+    fn zeros(n: usize) -> Words {
+        if n <= INLINE_BLOCKS {
+            Words::Stack([0; INLINE_BLOCKS], n)
+        } else {
+            Words::Heap(vec![0; n])
+        }
+    }
+    fn as_mut(&mut self) -> &mut [usize] {
+        match self {
+            Words::Stack(a, n) => &mut a[..*n],
+            Words::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Words::Stack(a, n) => &a[..*n],
+            Words::Heap(v) => v,
+        }
+    }
+}
+
+/// Byte counts and displacements of `n` blocks (into `bc` and `bd`, `n` words each,
+/// filled in place: no array is moved) of a predefined basic type of `size` bytes from C
+/// arrays; the bytes they span, `None` for a negative count or displacement (the general
+/// path reports it).
 fn byte_blocks<C: CountArg, D: DispArg>(
-    counts: *const C,
-    displs: *const D,
-    n: usize,
+    (counts, displs): (*const C, *const D),
     size: usize,
-) -> Option<(Vec<usize>, Vec<usize>, usize)> {
-    blocks_by(counts, displs, n, |_| Some((size, size)))
+    (bc, bd): (&mut [usize], &mut [usize]),
+) -> Option<usize> {
+    blocks_by((counts, displs), |_| Some((size, size)), (bc, bd))
 }
 
 /// [`byte_blocks`] with per-block units: `unit(i)` is the bytes per item of block `i` and
 /// per unit of its displacement (`None`: not a predefined basic type, the general path
 /// decides).
 fn blocks_by<C: CountArg, D: DispArg>(
-    counts: *const C,
-    displs: *const D,
-    n: usize,
+    (counts, displs): (*const C, *const D),
     unit: impl Fn(usize) -> Option<(usize, usize)>,
-) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    (bc, bd): (&mut [usize], &mut [usize]),
+) -> Option<usize> {
+    let n = bc.len();
     let cs = slice_in(counts, n, "counts").ok()?;
     let ds = slice_in(displs, n, "displs").ok()?;
-    let (mut bc, mut bd, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
-    for (i, (&k, &d)) in cs.iter().zip(ds).enumerate() {
+    let mut end = 0;
+    for (i, (&k, &x)) in cs.iter().zip(ds).enumerate() {
         let (size, dunit) = unit(i)?;
         let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
-        let d = usize::try_from(d.aint()).ok()?.checked_mul(dunit)?;
-        end = end.max(d.checked_add(k)?);
-        bc.push(k);
-        bd.push(d);
+        let x = usize::try_from(x.aint()).ok()?.checked_mul(dunit)?;
+        end = end.max(x.checked_add(k)?);
+        bc[i] = k;
+        bd[i] = x;
     }
-    Some((bc, bd, end))
+    Some(end)
 }
 
 /// Byte blocks of an alltoallw side whose every type is a predefined basic one
 /// (displacements in bytes), from the lock-free size cache; `None` otherwise.
 fn w_blocks<C: CountArg, D: DispArg>(
-    counts: *const C,
-    displs: *const D,
+    (counts, displs): (*const C, *const D),
     types: *const c_int,
-    n: usize,
-) -> Option<(Vec<usize>, Vec<usize>, usize)> {
-    let ts = slice_in(types, n, "types").ok()?;
-    blocks_by(counts, displs, n, |i| Some((basic_bytes(1, ts[i])?, 1)))
+    (bc, bd): (&mut [usize], &mut [usize]),
+) -> Option<usize> {
+    let ts = slice_in(types, bc.len(), "types").ok()?;
+    blocks_by(
+        (counts, displs),
+        |i| Some((basic_bytes(1, ts[i])?, 1)),
+        (bc, bd),
+    )
 }
 
 /// Alltoallv of predefined basic types on the user's buffers (see [`gather_fast`]): only
@@ -1018,9 +1063,8 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
     (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
-    let n = c.size as usize;
-    let send = || byte_blocks(sendcounts, sdispls, n, basic_bytes(1, sendtype)?);
-    let recv = || byte_blocks(recvcounts, rdispls, n, basic_bytes(1, recvtype)?);
+    let send = |w: BlockWords<'_>| byte_blocks((sendcounts, sdispls), basic_bytes(1, sendtype)?, w);
+    let recv = |w: BlockWords<'_>| byte_blocks((recvcounts, rdispls), basic_bytes(1, recvtype)?, w);
     alltoall_bytes(c, sendbuf, recvbuf, send, recv)
 }
 
@@ -1031,23 +1075,28 @@ fn alltoallw_fast<C: CountArg, D: DispArg>(
     (sendbuf, sendcounts, sdispls, sendtypes): (*const c_void, *const C, *const D, *const c_int),
     (recvbuf, recvcounts, rdispls, recvtypes): (*mut c_void, *const C, *const D, *const c_int),
 ) -> Option<MpiResult> {
-    let n = c.size as usize;
-    let send = || w_blocks(sendcounts, sdispls, sendtypes, n);
-    let recv = || w_blocks(recvcounts, rdispls, recvtypes, n);
+    let send = |w: BlockWords<'_>| w_blocks((sendcounts, sdispls), sendtypes, w);
+    let recv = |w: BlockWords<'_>| w_blocks((recvcounts, rdispls), recvtypes, w);
     alltoall_bytes(c, sendbuf, recvbuf, send, recv)
 }
 
-/// Alltoallv of byte blocks (`send()`, `recv()`: counts, displacements and the bytes
-/// they span, `None` when the general path must decide) on the user's buffers.
+/// Where [`blocks_by`] writes a side's byte counts and displacements.
+type BlockWords<'a> = (&'a mut [usize], &'a mut [usize]);
+
+/// Alltoallv of byte blocks (`send(w)`, `recv(w)`: write the counts and displacements
+/// into `w`, return the bytes they span, `None` when the general path must decide) on the
+/// user's buffers.
 fn alltoall_bytes(
     c: &Coll,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    send: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
-    recv: impl FnOnce() -> Option<(Vec<usize>, Vec<usize>, usize)>,
+    send: impl FnOnce(BlockWords<'_>) -> Option<usize>,
+    recv: impl FnOnce(BlockWords<'_>) -> Option<usize>,
 ) -> Option<MpiResult> {
+    let n = c.size as usize;
+    let (mut rc, mut rd) = (Words::zeros(n), Words::zeros(n));
     if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
-        let (rc, rd, rlen) = recv()?;
+        let rlen = recv((rc.as_mut(), rd.as_mut()))?;
         // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
         // block received (predefined basic types: contiguous bytes at their displacements,
         // all within `rlen` bytes).
@@ -1058,8 +1107,9 @@ fn alltoall_bytes(
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let (sc, sd, slen) = send()?;
-    let (rc, rd, rlen) = recv()?;
+    let (mut sc, mut sd) = (Words::zeros(n), Words::zeros(n));
+    let slen = send((sc.as_mut(), sd.as_mut()))?;
+    let rlen = recv((rc.as_mut(), rd.as_mut()))?;
     // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
     // receive block (predefined basic types: contiguous bytes from the buffer at their
     // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
@@ -1184,12 +1234,10 @@ mpi_fn_c! {
 
 /// Reduce-scatter body: `oxmpi-coll`'s ring reduce-scatter (commutative ops) or reduce +
 /// scatterv, on packed items.
-fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
+fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     let (sendbuf, recvbuf, comm) = (r.sendbuf, r.recvbuf, r.comm);
     let (counts, datatype, op) = (r.count, r.datatype, r.op);
-    let c = coll(comm)?;
-    let dt = dtype(datatype, comm)?;
-    let red = alg::Reducer::new(&dt, datatype, op).map_err(|e| e.on(comm))?;
+    let red = alg::Reducer::new(dt, datatype, op).map_err(|e| e.on(comm))?;
     let a = c.alg();
     let total: usize = counts.iter().sum();
     let contrib = if alg::is_in_place(sendbuf) {
@@ -1197,17 +1245,17 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     } else {
         sendbuf
     };
-    alg::check_buf(contrib, &dt, total, comm)?;
+    alg::check_buf(contrib, dt, total, comm)?;
     // A copy (used as scratch), in a pooled buffer (given back below): a fresh mapping of
     // a large one costs a page fault per page.
     let mut full = oxmpi_coll::pooled(total * dt.size);
     full.clear();
     // SAFETY: MPI contract: the contribution holds `total` items.
-    unsafe { pack_into(&dt, total, contrib.cast(), &mut full) };
+    unsafe { pack_into(dt, total, contrib.cast(), &mut full) };
     let me = c.rank as usize;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
-    let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(counts[me], 0)], |_| false) };
+    let mut out = unsafe { alg::Blocks::new(dt, recvbuf, vec![(counts[me], 0)], |_| false) };
     let r = alg::with_op(&red, |o| {
         select::reduce_scatter(&a, &mut full, &bytes, out.bytes(), o)
     });
@@ -1217,13 +1265,63 @@ fn reduce_scatter(r: alg::ReduceArgs<&[usize]>) -> MpiResult {
     Ok(())
 }
 
+/// Reduce-scatter of a predefined contiguous type whose whole vector fits the
+/// shared-memory segment, on the user's buffers: no packed copy, no scratch, no count
+/// vectors. Our block is `mine` items from item `at` of the `total`-item vector. `None`:
+/// the general path decides (other types, NULL buffers, larger vectors, no segment: the
+/// same on every rank for correct arguments) and reports the errors.
+fn reduce_scatter_fast(
+    c: &Coll,
+    dt: &Arc<Datatype>,
+    r: alg::ReduceArgs<()>,
+    (at, mine, total): (usize, usize, usize),
+) -> Option<MpiResult> {
+    let s = dt.size;
+    let bytes = total.checked_mul(s)?;
+    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || bytes > oxmpi_coll::sm::DATA {
+        return None;
+    }
+    let in_place = alg::is_in_place(r.sendbuf);
+    if (!in_place && r.sendbuf.is_null()) || (r.recvbuf.is_null() && (in_place || mine > 0)) {
+        return None;
+    }
+    let red = match alg::Reducer::new(dt, r.datatype, r.op) {
+        Ok(red) => red,
+        Err(e) => return Some(Err(e.on(r.comm))),
+    };
+    // SAFETY: MPI contract: recvbuf has room for our `mine` items (in place: holds the
+    // whole vector of `total` items); sendbuf (unless in place) holds `total` items and
+    // does not overlap recvbuf (that would be in place). Both are non-NULL where they hold
+    // items (checked above).
+    let (buf, send) = unsafe {
+        let buf = alg::contig(dt, if in_place { total } else { mine }, r.recvbuf)?;
+        let send = if in_place {
+            None
+        } else {
+            Some(&*alg::contig(dt, total, r.sendbuf.cast_mut())?)
+        };
+        (buf, send)
+    };
+    let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
+    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), &f) {
+        Ok(true) => Some(Ok(())),
+        Ok(false) => None,
+        Err(e) => Some(Err(alg::err(r.comm)(e))),
+    }
+}
+
 mpi_fn_c! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block_c / "MPI_Reduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(recvcount), datatype, op, comm }); }
-        let n = coll(comm)?.size as usize;
+        let (c, dt) = coll_dt(comm, datatype)?;
+        let (me, n) = (c.rank as usize, c.size as usize);
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &vec![k; n], datatype, op, comm })
+        let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
+        if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total))) {
+            return r;
+        }
+        reduce_scatter(&c, &dt, args.with_count(&vec![k; n]))
     }
 }
 
@@ -1231,9 +1329,26 @@ mpi_fn_c! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter", PMPI_Reduce_scatter_c / "MPI_Reduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: crate::intercoll::Counts::of(recvcounts), datatype, op, comm }); }
-        let n = coll(comm)?.size as usize;
-        let counts = slice_in(recvcounts, n, "recvcounts")?.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
-        reduce_scatter(alg::ReduceArgs { sendbuf, recvbuf, count: &counts, datatype, op, comm })
+        let (c, dt) = coll_dt(comm, datatype)?;
+        let (me, n) = (c.rank as usize, c.size as usize);
+        let raw = slice_in(recvcounts, n, "recvcounts")?;
+        // Our block's first item, its items and the vector's (no count vector yet).
+        let (mut at, mut mine, mut total) = (0usize, 0usize, Some(0usize));
+        for (i, &k) in raw.iter().enumerate() {
+            let k = check_count(k)?;
+            if i < me {
+                at += k;
+            } else if i == me {
+                mine = k;
+            }
+            total = total.and_then(|t| t.checked_add(k));
+        }
+        let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
+        if let Some(r) = total.and_then(|total| reduce_scatter_fast(&c, &dt, args, (at, mine, total))) {
+            return r;
+        }
+        let counts = raw.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;
+        reduce_scatter(&c, &dt, args.with_count(&counts))
     }
 }
 

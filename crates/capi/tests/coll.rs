@@ -91,15 +91,23 @@ fn collectives_match_reference_np2_to_5() {
 /// Small blocking gathers, scatters, allgather(v)s, reduces, reduce-scatters and scans on
 /// the shared-memory segment (`tests/c/coll_sm_blocking.c`): in place and not, every
 /// root, sizes on both sides of one segment buffer, contiguous and strided types, against
-/// local references; rooted ones back to back with the root moving. At np 2, 3 and 4 (3
-/// and 4 oversubscribe the machine, so ranks yield), and at np 3 with the component off
-/// (the point-to-point algorithms pass the same checks; the counters then say it was not
-/// used).
+/// local references; rooted ones back to back with the root moving; broadcasts around the
+/// lane's line sizes; `MPI_INT` reduce-scatters and allgatherv with empty blocks and guard
+/// items (the direct paths on the user's buffers). At np 2, 3, 4, 5 and 8 (from 3 on
+/// oversubscribing the machine, so ranks yield), and at np 3 with the component off (the
+/// point-to-point algorithms pass the same checks; the counters then say it was not used).
 #[test]
-fn small_blocking_collectives_on_shared_memory_np2_3_4() {
+fn small_blocking_collectives_on_shared_memory_np2_to_8() {
     let dir = Scratch::new("coll-sm-blocking");
     let exe = build("coll_sm_blocking.c", &dir.0);
-    for (n, on) in [(2, true), (3, true), (4, true), (3, false)] {
+    for (n, on) in [
+        (2, true),
+        (3, true),
+        (4, true),
+        (5, true),
+        (8, true),
+        (3, false),
+    ] {
         let opts = ["--mca", "coll_sm_enable", if on { "1" } else { "0" }];
         let out = run_args(&exe, n, &[], &opts);
         let used = if on { "used" } else { "not used" };

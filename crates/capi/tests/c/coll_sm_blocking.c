@@ -8,6 +8,9 @@
  * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
  * the root moving and no other synchronisation (more collectives than the segment's 8
  * buffers per rank, roots running ahead).
+ * Broadcasts around the lane's sizes run back to back with the root moving.
+ * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
+ * check the direct paths on the user's buffers: guard items after every block.
  * Rank 0 prints "coll_sm_blocking: sm calls: used" (or "not used": the sum of the
  * coll_sm_{gather,scatter,allgather,reduce,reduce_scatter,scan}_calls counters) and
  * "coll_sm_blocking: all checks passed". */
@@ -265,6 +268,77 @@ static void alltoallv_check(int n, int big, int inpl) {
     free(s), free(r), free(sc), free(sd), free(rc), free(rd);
 }
 
+/* Reduce_scatter(_block) and allgatherv of MPI_INT (MPI_MAX) with empty blocks: ranks of
+ * odd index get (and give) nothing, and pass a NULL receive (send) buffer when they may;
+ * the reduction runs on 4-byte items at block offsets; a guard item after each block (and
+ * gaps between the allgatherv blocks) must stay untouched. */
+static int ival(int r, int k) { return (r * 7919 + k * 104729) % 100003 - 50000; }
+
+static void empty_blocks(int n, int inpl) {
+    enum { GUARD = 0x5a5a5a5a };
+    int *counts = malloc(size * sizeof(int)), *displs = malloc(size * sizeof(int));
+    int tot = 0, off = 0, span = 0;
+    for (int i = 0; i < size; i++) {
+        counts[i] = i % 2 ? 0 : n + i;
+        displs[i] = span; /* one guard item between allgatherv blocks */
+        span += counts[i] + 1;
+        if (i < rank) off += counts[i];
+        tot += counts[i];
+    }
+    int mine = counts[rank];
+    for (int block = 0; block < 2; block++) {
+        /* block: every rank gets n items (none empty); else counts[] */
+        int all = block ? n * size : tot, got = block ? n : mine, from = block ? rank * n : off;
+        int *s = malloc((all + 1) * sizeof(int)), *r = malloc((all + 1) * sizeof(int));
+        for (int k = 0; k <= all; k++) s[k] = r[k] = GUARD;
+        for (int k = 0; k < all; k++) (inpl ? r : s)[k] = ival(rank, k);
+        if (block)
+            CHECK_RC(MPI_Reduce_scatter_block(inpl ? MPI_IN_PLACE : s, r, n, MPI_INT, MPI_MAX,
+                                              MPI_COMM_WORLD));
+        else
+            CHECK_RC(MPI_Reduce_scatter(inpl ? MPI_IN_PLACE : s, !inpl && got == 0 ? NULL : r,
+                                        counts, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+        for (int k = 0; k < got; k++) {
+            int m = ival(0, from + k);
+            for (int i = 1; i < size; i++)
+                if (ival(i, from + k) > m) m = ival(i, from + k);
+            CHECK(r[k] == m);
+        }
+        CHECK(r[inpl ? all : got] == GUARD);
+        free(s);
+        free(r);
+    }
+    int *s = malloc((mine + 1) * sizeof(int)), *r = malloc((span + 1) * sizeof(int));
+    for (int k = 0; k <= span; k++) r[k] = GUARD;
+    for (int k = 0; k < mine; k++) (inpl ? r + displs[rank] : s)[k] = ival(rank, k + 3);
+    CHECK_RC(MPI_Allgatherv(inpl ? MPI_IN_PLACE : mine ? s : NULL, mine, MPI_INT, r, counts,
+                            displs, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++) {
+        for (int k = 0; k < counts[i]; k++) CHECK(r[displs[i] + k] == ival(i, k + 3));
+        CHECK(r[displs[i] + counts[i]] == GUARD);
+    }
+    free(s), free(r), free(counts), free(displs);
+}
+
+/* Broadcasts around the lane's line sizes (56 bytes per line, two lines an entry) and its
+ * end, back to back with the root moving (roots run ahead: more broadcasts than the lane's
+ * 64 entries and the 8 buffers), every byte checked. */
+static void bcast_lanes(void) {
+    int sizes[] = {1, 55, 56, 57, 63, 64, 100, 111, 112, 113, 200, 4096, 4097};
+    enum { ROUNDS = 150 };
+    signed char *b = malloc(4097);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        int n = sizes[z];
+        for (int it = 0; it < ROUNDS; it++) {
+            int root = (it / 3) % size; /* the same root three times in a row, then the next */
+            for (int k = 0; k < n; k++) b[k] = rank == root ? val(root, k, it) : -1;
+            CHECK_RC(MPI_Bcast(b, n, MPI_CHAR, root, MPI_COMM_WORLD));
+            for (int k = 0; k < n; k++) CHECK(b[k] == val(root, k, it));
+        }
+    }
+    free(b);
+}
+
 /* Rooted collectives back to back with the root moving: roots and non-roots run ahead of
  * each other by up to the whole loop (no synchronisation but the collectives). */
 static void back_to_back(void) {
@@ -324,7 +398,12 @@ int main(int argc, char **argv) {
     int own = (4152 - 8 - 8 * size) / (size - 1);
     alltoallv_check(own, 0, 1);
     alltoallv_check(own + 1, 0, 1);
+    /* 4-byte items: vectors of 1 KiB around the 4 KiB buffer at every rank count */
+    int isizes[] = {1, 14, 15, 1024 / size - 8, 1024 / size, 1024 / size + 1, 1100};
+    for (size_t z = 0; z < sizeof isizes / sizeof isizes[0]; z++)
+        for (int inpl = 0; inpl < 2; inpl++) empty_blocks(isizes[z] > 0 ? isizes[z] : 1, inpl);
     back_to_back();
+    bcast_lanes();
     unsigned long long used = sm_calls() - before;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {

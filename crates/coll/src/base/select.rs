@@ -320,7 +320,7 @@ pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize) -> Result<()> {
 /// Allgatherv: block `i` is `counts[i]` bytes at `displs[i]` of `buf`; ours is already in
 /// place.
 pub fn allgatherv(a: &CollComm, buf: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
-    let (me, p) = (a.rank as usize, a.size as usize);
+    let p = a.size as usize;
     let fits = counts.len() == p
         && displs.len() == p
         && counts.iter().all(|&c| c <= sm::DATA)
@@ -329,12 +329,7 @@ pub fn allgatherv(a: &CollComm, buf: &mut [u8], counts: &[usize], displs: &[usiz
     if fits {
         if let Some(seg) = sm::get(a, Coll::Allgather)? {
             count(a.shadow, Alg::SmAllgather);
-            let kind = SmKind::Allgatherv {
-                counts: counts.to_vec(),
-                displs: displs.to_vec(),
-            };
-            let k = seg.begin(&kind, &buf[displs[me]..displs[me] + counts[me]]);
-            seg.end(&kind, k, buf, None);
+            seg.allgatherv(buf, counts, displs);
             return Ok(());
         }
     }
@@ -367,6 +362,34 @@ pub fn reduce_scatter(
         }
     }
     a.reduce_scatter(full, counts, out, op)
+}
+
+/// Reduce-scatter on the caller's memory, no copy: our whole contribution is `send`
+/// (`None`: in place, it starts `buf`), our block of the result (bytes `at..at + n` of
+/// the vector, `total` bytes on every rank) goes to `buf[..n]`. `f` as for [`allreduce`].
+/// Runs on the `sm` segment when the vector fits it; false (nothing done, on every rank
+/// alike: `total` is the same everywhere) otherwise, for the caller to take
+/// [`reduce_scatter`].
+pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    buf: &mut [u8],
+    (at, n, total): (usize, usize, usize),
+    f: &F,
+) -> Result<bool> {
+    if !(1..=sm::DATA).contains(&total) {
+        return Ok(false);
+    }
+    let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
+        return Ok(false);
+    };
+    count(a.shadow, Alg::SmReduceScatter);
+    // (Slicing checks the caller's lengths: `at + n <= total` is the segment's to check.)
+    match send {
+        Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f),
+        None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f),
+    }
+    Ok(true)
 }
 
 /// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`,

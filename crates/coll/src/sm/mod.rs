@@ -19,8 +19,10 @@
 //! * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
 //!   every other rank's stamp, then reads;
 //! * bcast: only the root writes and does not wait; the others wait for its stamp. A
-//!   broadcast of at most 56 bytes goes through the root's *lane* instead, `LANE` lines
-//!   each holding a stamp and the payload, so a root may run up to `LANE - 1` ahead.
+//!   broadcast of at most 112 bytes goes through the root's *lane* instead, `LANE`
+//!   entries of two lines, each line holding a stamp and 56 bytes of payload, so a root
+//!   may run up to `LANE - 1` ahead; a receiver polls all the lines of an entry at once,
+//!   so their transfers overlap.
 //!
 //! Before writing buffer `k mod NBUF` a rank waits until every rank's done word has reached
 //! `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:

@@ -23,20 +23,27 @@ const BUF: usize = LINE + DATA;
 /// per-rank posts (scatterv's table and blocks, alltoallv's tables) may use all of them,
 /// so that a table and a [`DATA`]-byte block fit together.
 pub const CAP: usize = BUF - 8;
-/// Lines of a rank's lane for broadcasts of at most [`LANE_DATA`] bytes (a root may run
+/// Entries of a rank's lane for broadcasts of at most [`LANE_MAX`] bytes (a root may run
 /// `LANE - 1` of them ahead: oversubscribed ranks then switch far less often).
 const LANE: u64 = 64;
+/// Lines of one lane entry, each a stamp word and [`LANE_DATA`] bytes of payload.
+const LANE_LINES: usize = 2;
 /// Payload of one lane line (after its stamp).
 const LANE_DATA: usize = LINE - 8;
+/// Largest broadcast through the lane: a payload of more than one line stamps every line
+/// of it, so the receivers poll all its lines at once and fetch them in parallel, instead
+/// of one line after the other behind a single stamp.
+const LANE_MAX: usize = LANE_LINES * LANE_DATA;
 /// Buffers per rank of the nonblocking collectives ([`super::nb`]): their own sequence and
 /// buffers, apart from the blocking ones', so that blocking and nonblocking collectives are
 /// matched each in their own order, as Open MPI's and MPICH's separate tag spaces do (a
 /// program may post `MPI_Iallreduce` and then call `MPI_Barrier` while another rank calls
 /// the barrier first; mpi4py's fallback of `MPI_Comm_iagree` does exactly that).
 pub const NB_NBUF: u64 = 8;
-const SLOT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE + NB_NBUF as usize * BUF;
+const SLOT: usize =
+    LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE + NB_NBUF as usize * BUF;
 /// Offset in a slot of the nonblocking collectives' buffers.
-const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LINE;
+const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 
 /// Largest block of a rank that a gatherv posts on the segment (its buffer less the
 /// length word).
@@ -384,17 +391,40 @@ impl Seg {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
         self.stamp(self.rank, k).store(k, Ordering::Release);
     }
-    /// Rank `r`'s lane line of collective `k`: stamp word, then `LANE_DATA` bytes.
-    fn lane(&self, r: usize, k: u64) -> *mut u8 {
+    /// Line `i` (below [`LANE_LINES`]) of rank `r`'s lane entry of collective `k`: stamp
+    /// word, then `LANE_DATA` bytes.
+    fn lane(&self, r: usize, k: u64, i: usize) -> *mut u8 {
+        debug_assert!(i < LANE_LINES);
         // SAFETY: inside slot `r` of the mapping (the lane follows the buffers).
         unsafe {
-            self.base
-                .add(r * SLOT + LINE + NBUF as usize * BUF + (k % LANE) as usize * LINE)
+            self.base.add(
+                r * SLOT
+                    + LINE
+                    + NBUF as usize * BUF
+                    + ((k % LANE) as usize * LANE_LINES + i) * LINE,
+            )
         }
     }
-    fn lane_stamp(&self, r: usize, k: u64) -> &AtomicU64 {
+    fn lane_stamp(&self, r: usize, k: u64, i: usize) -> &AtomicU64 {
         // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
-        unsafe { &*(self.lane(r, k).cast::<AtomicU64>()) }
+        unsafe { &*(self.lane(r, k, i).cast::<AtomicU64>()) }
+    }
+    /// Wait until the stamps of the first `lines` lines of `r`'s lane entry of `k` reach
+    /// `k`, polling them together (their transfers overlap) for a while before waiting for
+    /// each in turn as [`Seg::wait_word`] does.
+    fn wait_lane(&self, r: usize, k: u64, lines: usize) {
+        let ready = || (0..lines).all(|i| self.lane_stamp(r, k, i).load(Ordering::Acquire) >= k);
+        if !self.yield_idle {
+            for _ in 0..256 {
+                if ready() {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        for i in 0..lines {
+            self.wait_word(self.lane_stamp(r, k, i), k);
+        }
     }
     /// Wait until every rank's done word has reached `need`.
     fn reusable(&self, need: u64) {
@@ -442,22 +472,38 @@ impl Seg {
     pub fn bcast(&self, buf: &mut [u8], root: usize) {
         let k = self.next();
         let n = buf.len();
-        if n <= LANE_DATA {
-            // Through the root's lane (one line per broadcast).
+        if n <= LANE_MAX {
+            // Through the root's lane: one line per `LANE_DATA` bytes, each stamped.
+            let lines = n.div_ceil(LANE_DATA);
+            let piece = |i: usize| i * LANE_DATA..n.min((i + 1) * LANE_DATA);
             if self.rank == root {
                 self.reusable(k.saturating_sub(LANE));
-                // SAFETY: the payload of our lane line of `k`: nobody reads it until we
-                // stamp it, nor for collective `k - LANE` any more (waited above).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(buf.as_ptr(), self.lane(root, k).add(8), n)
-                };
-                self.lane_stamp(root, k).store(k, Ordering::Release);
+                // The first line last: its stamp alone already says the entry is there.
+                for i in (0..lines).rev() {
+                    let part = &buf[piece(i)];
+                    // SAFETY: the payload of line `i` of our lane entry of `k`: nobody
+                    // reads it until we stamp it, nor for collective `k - LANE` any more
+                    // (waited above); `part` has at most `LANE_DATA` bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            part.as_ptr(),
+                            self.lane(root, k, i).add(8),
+                            part.len(),
+                        )
+                    };
+                    self.lane_stamp(root, k, i).store(k, Ordering::Release);
+                }
             } else {
-                self.wait_word(self.lane_stamp(root, k), k);
-                // SAFETY: the root stamped the line for `k`; it is not rewritten before
-                // we finish `k`.
-                let src = unsafe { std::slice::from_raw_parts(self.lane(root, k).add(8), n) };
-                buf.copy_from_slice(src);
+                self.wait_lane(root, k, lines);
+                for i in 0..lines {
+                    let part = &mut buf[piece(i)];
+                    // SAFETY: the root stamped line `i` of its entry for `k` (waited
+                    // above); it is not rewritten before we finish `k`.
+                    let src = unsafe {
+                        std::slice::from_raw_parts(self.lane(root, k, i).add(8), part.len())
+                    };
+                    part.copy_from_slice(src);
+                }
             }
             self.finish(k);
             return;
@@ -942,6 +988,66 @@ impl Seg {
             // SAFETY: as above; the view does not overlap `buf`.
             let x = unsafe { self.peer(r, k, 0, n) };
             red(x, buf); // buf = x_r ∘ buf
+        }
+        self.finish(k);
+    }
+
+    /// Allgatherv of blocks of at most `DATA` bytes: block `j` is `counts[j]` bytes at
+    /// `displs[j]` of `buf`, ours already there. Each rank posts its block and copies
+    /// the others' straight into `buf`; a rank with an empty block posts nothing and is
+    /// not waited for (every rank knows every count).
+    pub fn allgatherv(&self, buf: &mut [u8], counts: &[usize], displs: &[usize]) {
+        let (me, p) = (self.rank, self.size);
+        assert!(
+            counts.len() == p && displs.len() == p,
+            "allgatherv: one block per rank"
+        );
+        let k = self.next();
+        if counts[me] > 0 {
+            self.post(k, &buf[displs[me]..displs[me] + counts[me]]);
+        }
+        for j in (0..p).filter(|&j| j != me && counts[j] > 0) {
+            self.wait_word(self.stamp(j, k), k);
+            // SAFETY: rank `j` stamped `k` (waited above), posting its `counts[j] <= DATA`
+            // bytes (the caller's check, the same on every rank), and we finish `k` only
+            // after the reads.
+            let src = unsafe { self.peer(j, k, 0, counts[j]) };
+            buf[displs[j]..displs[j] + counts[j]].copy_from_slice(src);
+        }
+        self.finish(k);
+    }
+
+    /// Reduce-scatter of at most `DATA` bytes: every rank posts its whole vector (`send`,
+    /// or in place when `None` the start of `buf`) and folds its block, bytes
+    /// `at..at + n` of every rank's vector, in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`)
+    /// into `buf[..n]`; `red` computes `inout = in ∘ inout`. The vector is posted before
+    /// `buf` is written, so in place needs no copy. One handoff each way: a rank waits
+    /// for the others' stamps only.
+    pub fn reduce_scatter<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (at, n): (usize, usize),
+        red: &F,
+    ) {
+        let k = self.next();
+        let input = send.unwrap_or(&*buf);
+        assert!(
+            at + n <= input.len() && n <= buf.len(),
+            "block outside the vector"
+        );
+        self.post(k, input);
+        self.wait_all(k);
+        if n > 0 {
+            let out = &mut buf[..n];
+            let last = self.size - 1;
+            // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after
+            // the reads; every rank posted a vector as long as ours, `at + n` within it.
+            out.copy_from_slice(unsafe { self.peer(last, k, at, n) });
+            for r in (0..last).rev() {
+                // SAFETY: as above; the view does not overlap `out`.
+                red(unsafe { self.peer(r, k, at, n) }, out); // out = x_r ∘ out
+            }
         }
         self.finish(k);
     }
