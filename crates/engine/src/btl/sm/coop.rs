@@ -422,6 +422,24 @@ impl Chooser {
         switch
     }
 
+    /// A transfer by `m` ended, at `now`, in traffic it cannot be measured in: a
+    /// [`Chooser::both_ways`] transfer that ended after the receiver's own sends to the
+    /// peer (a pipelined copy tried while the peer reads our messages by single copy waits
+    /// until the peer has read them all, then runs alone: one-way 4 MiB messages measured
+    /// 11 GB/s there against the two-way single copy's 10, and the chooser took the
+    /// pipeline for whole windows of messages, at half the two-way throughput). During a
+    /// try of `m` this ends the try as one that confirmed the mechanism before it (back to
+    /// it, the interval between tries doubled); otherwise it is ignored. Returns `true` if
+    /// it made the chooser switch.
+    pub fn unmeasured(&mut self, m: Mech, now: u64) -> bool {
+        if m != self.cur || !self.trying {
+            return false;
+        }
+        self.interval = (self.interval * 2).min(EXPLORE_MAX_NS);
+        self.switch(now);
+        true
+    }
+
     /// The mechanism in use.
     pub fn current(&self) -> Mech {
         self.cur
@@ -630,6 +648,69 @@ mod tests {
         let mut t = 1_000u64;
         settle(&mut c, Mech::Pipe, 87_000, &mut t);
         settle(&mut c, Mech::Coop, 116_000, &mut t);
+        assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// Windows of 64 messages of 4 MiB each way, CPUs far apart: the pipeline moves
+    /// 5 GB/s per direction when both use it, the receiver's single copy 10 GB/s while the
+    /// peer reads ours. A try of the pipeline while the peer reads ours by single copy
+    /// waits for the peer to finish them (the first message, a warm-up one), then runs
+    /// alone at the one-way 11 GB/s after our sends are done: not measured, and the try
+    /// ends at the first such transfer.
+    #[test]
+    fn both_ways_tries_end_on_transfers_after_our_sends() {
+        // Rates of 4 MiB windows, as 1 MiB transfers ([`settle`]'s size).
+        let (two_way_pipe, pull, one_way_pipe) = (210_000, 105_000, 95_000);
+        let mib = 1 << 20;
+        let mut t = 1_000u64;
+        let mut c = Chooser::both_ways();
+        settle(&mut c, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut c, Mech::Coop, pull, &mut t);
+        assert_eq!(c.current(), Mech::Coop);
+        // A window during which the chooser tries the pipeline: every message is matched
+        // (and chosen) before the first one ends.
+        let at = c.at[Mech::Pipe as usize] + c.interval + 1;
+        let window: Vec<Mech> = (0..64).map(|i| c.choose(at + i)).collect();
+        assert!(window.iter().all(|&m| m == Mech::Pipe));
+        t = at + 100;
+        // The first ends after the peer read all of ours, in its warm-up.
+        c.record(Mech::Pipe, mib, 6_700_000, t);
+        assert_eq!(c.current(), Mech::Pipe);
+        // The next one ends after our sends: the try is over, back to the single copy.
+        t += one_way_pipe;
+        assert!(c.unmeasured(Mech::Pipe, t));
+        assert_eq!(c.current(), Mech::Coop);
+        assert_eq!(c.interval, 2 * EXPLORE_NS, "as a try that confirmed coop");
+        // The rest of the window changes nothing.
+        for _ in 0..62 {
+            t += one_way_pipe;
+            assert!(!c.unmeasured(Mech::Pipe, t));
+        }
+        assert_eq!(c.rates().0, mib as f64 / two_way_pipe as f64);
+        // Measured instead, the one-way transfers (11 GB/s) would have beaten the
+        // single copy (10 GB/s) and kept the pipeline for the next windows.
+        let mut m = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut m, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut m, Mech::Coop, pull, &mut t);
+        let at = m.at[Mech::Pipe as usize] + m.interval + 1;
+        assert_eq!(m.choose(at), Mech::Pipe);
+        t = at + 100;
+        m.record(Mech::Pipe, mib, 6_700_000, t);
+        for _ in 0..63 {
+            t += one_way_pipe;
+            m.record(Mech::Pipe, mib, one_way_pipe, t);
+        }
+        assert_eq!(m.current(), Mech::Pipe);
+        // Outside a try (both directions pipelined, the pipeline chosen on its two-way
+        // rate), transfers after our sends are ignored.
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut c, Mech::Coop, 2 * two_way_pipe, &mut t);
+        assert_eq!(c.current(), Mech::Pipe);
+        assert!(!c.unmeasured(Mech::Pipe, t));
+        assert!(!c.unmeasured(Mech::Coop, t));
         assert_eq!(c.current(), Mech::Pipe);
     }
 
