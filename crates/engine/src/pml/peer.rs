@@ -122,6 +122,24 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// A pipelined transfer of `n` bytes from this peer (world rank `p`), chosen by its
+    /// [`Chooser::both_ways`] while we were sending to it, ended at `now` after our sends to
+    /// it had all finished: not a sample of two-way traffic ([`Chooser::unmeasured`]).
+    pub(crate) fn unmeasured(&mut self, p: usize, n: usize, now: u64) {
+        oxmpi_base::verbose!(
+            BTL,
+            90,
+            "sm: pipe (both ways) {n} B at {now}: ended after our sends, not measured"
+        );
+        let c = &mut self.both_ways[coop::size_class(n)].0;
+        if c.unmeasured(Mech::Pipe, now) {
+            log_switch(c, p, n, true);
+        }
+        self.last_end = now;
+    }
+}
+
 /// Says at verbose level 20 that a measurement made `c` switch for messages of `n` bytes'
 /// size class from `peer` (`both_ways`: while we send to it too).
 pub(crate) fn log_switch(c: &Chooser, peer: usize, n: usize, both_ways: bool) {

@@ -735,6 +735,13 @@ impl State {
                 // measured when a cooperative copy ran meanwhile: it held up
                 // this one).
                 let now = self.now_ns();
+                if both_ways && !self.sending_rndv_to(peer) {
+                    // Chosen while both directions were busy, but ours is done: the peer
+                    // finished our messages first and only then gave its CPU to this
+                    // one, so its time is a one-way rate, no measure of two-way traffic.
+                    self.peers[p].unmeasured(p, want, now);
+                    return;
+                }
                 let start = since.max(self.peers[p].last_end);
                 self.peers[p].measured(p, Mech::Pipe, want, (start, now), both_ways);
             }

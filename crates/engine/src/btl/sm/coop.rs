@@ -319,12 +319,28 @@ pub struct Chooser {
     /// Weight of the pipelined copy's rate in the comparison ([`PIPE_WEIGHT`], or 1 for
     /// [`Chooser::both_ways`]).
     pipe_weight: f64,
+    /// [`Chooser::both_ways`]: the average is bytes over time ([`TIME_WEIGHT`]), not the
+    /// [`RISE`]/[`FALL`] average of the rates.
+    by_time: bool,
+    /// With `by_time`: decayed sums of the current mechanism's bytes and nanoseconds.
+    sums: (f64, f64),
 }
+
+/// Weight of the newest transfer in the both-ways average ([`Chooser::both_ways`]): the
+/// bytes and the nanoseconds of the transfers are each summed with this decay, and the
+/// rate is their ratio, so every transfer counts by its time. Two pipelined streams in
+/// opposite directions take turns: a receiver's transfers alternate between bursts at
+/// the one-way rate and waits while the peer serves the other direction (1 MiB: 9.3 GB/s
+/// in the [`RISE`]/[`FALL`] average, which follows the faster ones, against 5-6 GB/s in
+/// all), and the chooser then left the single copy after eight transfers of every window.
+pub const TIME_WEIGHT: f64 = 0.1;
 
 impl Default for Chooser {
     fn default() -> Self {
         Chooser {
             pipe_weight: PIPE_WEIGHT,
+            by_time: false,
+            sums: (0.0, 0.0),
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
@@ -342,10 +358,12 @@ impl Chooser {
     /// messages to the same peer, where [`Mech::Coop`] stands for the receiver's single copy
     /// alone (the sender's CPU is busy with its own receives): both mechanisms are then
     /// measured in the same traffic, as the time each message adds to the receiver's
-    /// stream, so their rates compare as they are (no [`PIPE_WEIGHT`]).
+    /// stream, so their rates compare as they are (no [`PIPE_WEIGHT`]), each averaged as
+    /// bytes over time ([`TIME_WEIGHT`]).
     pub fn both_ways() -> Chooser {
         Chooser {
             pipe_weight: 1.0,
+            by_time: true,
             ..Chooser::default()
         }
     }
@@ -386,7 +404,16 @@ impl Chooser {
         let k = m as usize;
         let pipe_weight = self.pipe_weight;
         let weight = |m: Mech| if m == Mech::Pipe { pipe_weight } else { 1.0 };
-        self.rate[k] = if self.taken == 0 {
+        self.rate[k] = if self.by_time {
+            let (b, t) = if self.taken == 0 {
+                (0.0, 0.0)
+            } else {
+                self.sums
+            };
+            let w = 1.0 - TIME_WEIGHT;
+            self.sums = (w * b + bytes as f64, w * t + ns as f64);
+            self.sums.0 / self.sums.1
+        } else if self.taken == 0 {
             r
         } else {
             let w = if r > self.rate[k] { RISE } else { FALL };
@@ -420,6 +447,24 @@ impl Chooser {
             self.switch(now);
         }
         switch
+    }
+
+    /// A transfer by `m` ended, at `now`, in traffic it cannot be measured in: a
+    /// [`Chooser::both_ways`] transfer that ended after the receiver's own sends to the
+    /// peer (a pipelined copy tried while the peer reads our messages by single copy waits
+    /// until the peer has read them all, then runs alone: one-way 4 MiB messages measured
+    /// 11 GB/s there against the two-way single copy's 10, and the chooser took the
+    /// pipeline for whole windows of messages, at half the two-way throughput). During a
+    /// try of `m` this ends the try as one that confirmed the mechanism before it (back to
+    /// it, the interval between tries doubled); otherwise it is ignored. Returns `true` if
+    /// it made the chooser switch.
+    pub fn unmeasured(&mut self, m: Mech, now: u64) -> bool {
+        if m != self.cur || !self.trying {
+            return false;
+        }
+        self.interval = (self.interval * 2).min(EXPLORE_MAX_NS);
+        self.switch(now);
+        true
     }
 
     /// The mechanism in use.
@@ -631,6 +676,103 @@ mod tests {
         settle(&mut c, Mech::Pipe, 87_000, &mut t);
         settle(&mut c, Mech::Coop, 116_000, &mut t);
         assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// Windows of 64 messages of 4 MiB each way, CPUs far apart: the pipeline moves
+    /// 5 GB/s per direction when both use it, the receiver's single copy 10 GB/s while the
+    /// peer reads ours. A try of the pipeline while the peer reads ours by single copy
+    /// waits for the peer to finish them (the first message, a warm-up one), then runs
+    /// alone at the one-way 11 GB/s after our sends are done: not measured, and the try
+    /// ends at the first such transfer.
+    #[test]
+    fn both_ways_tries_end_on_transfers_after_our_sends() {
+        // Rates of 4 MiB windows, as 1 MiB transfers ([`settle`]'s size).
+        let (two_way_pipe, pull, one_way_pipe) = (210_000, 105_000, 95_000);
+        let mib = 1 << 20;
+        let mut t = 1_000u64;
+        let mut c = Chooser::both_ways();
+        settle(&mut c, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut c, Mech::Coop, pull, &mut t);
+        assert_eq!(c.current(), Mech::Coop);
+        // A window during which the chooser tries the pipeline: every message is matched
+        // (and chosen) before the first one ends.
+        let at = c.at[Mech::Pipe as usize] + c.interval + 1;
+        let window: Vec<Mech> = (0..64).map(|i| c.choose(at + i)).collect();
+        assert!(window.iter().all(|&m| m == Mech::Pipe));
+        t = at + 100;
+        // The first ends after the peer read all of ours, in its warm-up.
+        c.record(Mech::Pipe, mib, 6_700_000, t);
+        assert_eq!(c.current(), Mech::Pipe);
+        // The next one ends after our sends: the try is over, back to the single copy.
+        t += one_way_pipe;
+        assert!(c.unmeasured(Mech::Pipe, t));
+        assert_eq!(c.current(), Mech::Coop);
+        assert_eq!(c.interval, 2 * EXPLORE_NS, "as a try that confirmed coop");
+        // The rest of the window changes nothing.
+        for _ in 0..62 {
+            t += one_way_pipe;
+            assert!(!c.unmeasured(Mech::Pipe, t));
+        }
+        assert!((c.rates().0 - mib as f64 / two_way_pipe as f64).abs() < 1e-9);
+        // Measured instead, the one-way transfers (11 GB/s) would have beaten the
+        // single copy (10 GB/s) and kept the pipeline for the next windows.
+        let mut m = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut m, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut m, Mech::Coop, pull, &mut t);
+        let at = m.at[Mech::Pipe as usize] + m.interval + 1;
+        assert_eq!(m.choose(at), Mech::Pipe);
+        t = at + 100;
+        m.record(Mech::Pipe, mib, 6_700_000, t);
+        for _ in 0..63 {
+            t += one_way_pipe;
+            m.record(Mech::Pipe, mib, one_way_pipe, t);
+        }
+        assert_eq!(m.current(), Mech::Pipe);
+        // Outside a try (both directions pipelined, the pipeline chosen on its two-way
+        // rate), transfers after our sends are ignored.
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, two_way_pipe, &mut t);
+        settle(&mut c, Mech::Coop, 2 * two_way_pipe, &mut t);
+        assert_eq!(c.current(), Mech::Pipe);
+        assert!(!c.unmeasured(Mech::Pipe, t));
+        assert!(!c.unmeasured(Mech::Coop, t));
+        assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// Both directions pipelined, 1 MiB: a receiver's transfers alternate between bursts at
+    /// the one-way 11 GB/s (95 us) and waits while the peer serves the other direction
+    /// (600 us): 3.0 GB/s in all. The receiver's single copy alone: 7 GB/s (150 us).
+    #[test]
+    fn both_ways_average_weighs_transfers_by_their_time() {
+        let mib = 1 << 20;
+        let run = |mut c: Chooser| {
+            let mut t = 1_000u64;
+            assert_eq!(c.choose(t), Mech::Pipe);
+            for i in 0..WARMUP + SETTLE {
+                let ns = if i % 2 == 0 { 95_000 } else { 600_000 };
+                assert!(!c.record(Mech::Pipe, mib, ns, t));
+                t += ns;
+            }
+            let pipe = c.rates().0;
+            assert_eq!(c.choose(t), Mech::Coop, "the single copy is tried");
+            for _ in 0..WARMUP + SETTLE {
+                c.record(Mech::Coop, mib, 150_000, t);
+                t += 150_000;
+            }
+            (pipe, c.current())
+        };
+        let (pipe, m) = run(Chooser::both_ways());
+        assert!((2.5..3.5).contains(&pipe), "{pipe}");
+        assert_eq!(m, Mech::Coop);
+        // The average of the rates follows the bursts and keeps the pipeline.
+        let (pipe, m) = run(Chooser {
+            by_time: false,
+            ..Chooser::both_ways()
+        });
+        assert!(pipe > 9.0, "{pipe}");
+        assert_eq!(m, Mech::Pipe);
     }
 
     #[test]
