@@ -590,15 +590,45 @@ fn allgather_fast(
         return None;
     }
     let (n, me) = (c.size as usize, c.rank as usize);
+    let send = (!in_place).then_some(sendbuf);
     // SAFETY: MPI contract: recvbuf has room for `n` blocks of `b` bytes (contiguous from
-    // offset 0), sendbuf (unless in place) holds one; `copy` allows any overlap.
-    let recv = unsafe {
-        if !in_place {
-            std::ptr::copy(sendbuf.cast::<u8>(), recvbuf.cast::<u8>().add(me * b), b);
-        }
-        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * b)
-    };
-    Some(select::allgather(&c.alg(), recv, b).map_err(alg::err(c.comm)))
+    // offset 0), sendbuf (unless in place) holds one.
+    let (recv, own) = unsafe { own_block(send, b, recvbuf, (me * b, n * b)) };
+    Some(select::allgather(&c.alg(), recv, b, own).map_err(alg::err(c.comm)))
+}
+
+/// The receive buffer (`end` bytes at `recvbuf`) and our block out of place (`len` bytes
+/// at `send`, `None` in place) as the slice the allgather sends it from (see
+/// [`select::allgather`]). A send buffer overlapping the receive buffer (erroneous, but it
+/// must stay memory safe) is copied to its slot `at` first and the block counts as in place.
+///
+/// # Safety
+/// `recvbuf` is valid for `end` bytes and `send` (when given) for `len` bytes, both for
+/// `'a`, and nothing else accesses them meanwhile; `at + len <= end`.
+unsafe fn own_block<'a>(
+    send: Option<*const c_void>,
+    len: usize,
+    recvbuf: *mut c_void,
+    (at, end): (usize, usize),
+) -> (&'a mut [u8], Option<&'a [u8]>) {
+    let (r, s) = (recvbuf as usize, send.map_or(0, |s| s as usize));
+    let apart = s + len <= r || r + end <= s;
+    // SAFETY: the caller's guarantee; the two slices are made only when disjoint, and
+    // `copy` allows any overlap.
+    unsafe {
+        let own = match send {
+            Some(s) if apart => Some(std::slice::from_raw_parts(s.cast::<u8>(), len)),
+            Some(s) => {
+                std::ptr::copy(s.cast::<u8>(), recvbuf.cast::<u8>().add(at), len);
+                None
+            }
+            None => None,
+        };
+        (
+            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), end),
+            own,
+        )
+    }
 }
 
 mpi_fn_c! {
@@ -702,9 +732,9 @@ fn allgatherv(
     let r = if regular {
         let b = counts.first().copied().unwrap_or(0);
         let len = b * counts.len();
-        select::allgather(&a, &mut area.bytes()[..len], b)
+        select::allgather(&a, &mut area.bytes()[..len], b, None)
     } else {
-        select::allgatherv(&a, area.bytes(), &counts, &displs)
+        select::allgatherv(&a, area.bytes(), (&counts, &displs), None)
     };
     r.map_err(alg::err(c.comm))?;
     area.store(|_| true);
@@ -733,20 +763,12 @@ fn allgatherv_fast<C: CountArg, D: DispArg>(
     if !in_place && (sendbuf.is_null() || basic_bytes(sendcount, sendtype)? != bc[me]) {
         return None;
     }
+    let send = (!in_place).then_some(sendbuf);
     // SAFETY: MPI contract: recvbuf has room for every block (predefined basic type:
     // contiguous bytes at their displacements, all within `end` bytes), sendbuf (unless in
-    // place) holds our block; `copy` allows any overlap.
-    let recv = unsafe {
-        if !in_place {
-            std::ptr::copy(
-                sendbuf.cast::<u8>(),
-                recvbuf.cast::<u8>().add(bd[me]),
-                bc[me],
-            );
-        }
-        std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), end)
-    };
-    Some(select::allgatherv(&c.alg(), recv, &bc, &bd).map_err(alg::err(c.comm)))
+    // place) holds our block.
+    let (recv, own) = unsafe { own_block(send, bc[me], recvbuf, (bd[me], end)) };
+    Some(select::allgatherv(&c.alg(), recv, (&bc, &bd), own).map_err(alg::err(c.comm)))
 }
 
 mpi_fn_c! {

@@ -38,8 +38,8 @@ use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::SmKind;
 use sched::{
-    checked, comm_info, copied, copied_but, dtype, fill_from, laid, layout, owned_op, pieces,
-    region, region_bytes, sched_err, shared_seg, start, start_shared,
+    checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, region,
+    region_bytes, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -360,18 +360,12 @@ mpi_fn_c! {
             return start_shared(comm, &a, (seg, SmKind::Allgatherv { counts, displs }), (input, output), None, unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds ours).
-        let mut r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
-        if !in_place {
-            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-            if sc * sdt.size != b {
-                return Err(MpiError::new(MPI_ERR_TRUNCATE, "allgather: send size differs from the receive block").on(comm));
-            }
-            let own = rank as usize * b;
-            // SAFETY: MPI contract: sendbuf holds `sc` items.
-            unsafe { fill_from(&sdt, sc, sendbuf, &mut region_bytes(&mut r)[own..own + b]) };
-        }
+        let r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
+        // Out of place our block leaves from the send buffer (see `iallgatherv_from`).
+        // SAFETY: MPI contract: sendbuf holds our block until completion.
+        let own = if in_place { None } else { Some(unsafe { contribution(None, (sendbuf, sendcount.into(), sendtype, 1), b, (comm, "allgather"), &mut unpack)? }) };
         let (counts, displs): (Vec<usize>, Vec<usize>) = (0..p).map(|i| (b, i * b)).unzip();
-        let s = a.iallgatherv(r, &counts, &displs).map_err(sched_err(comm))?;
+        let s = a.iallgatherv_from(r, own, &counts, &displs).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }
 }
@@ -553,17 +547,11 @@ mpi_fn_c! {
             return start_shared(comm, &a, (seg, kind), (input, l.region), None, unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
-        let mut l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
-        if !in_place {
-            let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
-            if sc * sdt.size != l.counts[me] {
-                return Err(MpiError::new(MPI_ERR_TRUNCATE, "allgatherv: send size differs from the receive block").on(comm));
-            }
-            let own = l.displs[me];
-            // SAFETY: MPI contract: sendbuf holds `sc` items.
-            unsafe { fill_from(&sdt, sc, sendbuf, &mut region_bytes(&mut l.region)[own..own + l.counts[me]]) };
-        }
-        let s = a.iallgatherv(l.region, &l.counts, &l.displs).map_err(sched_err(comm))?;
+        let l = unsafe { laid(&rdt, recvbuf, &slots, |i| in_place && i == me, |_| true, 0, &mut unpack) };
+        // Out of place our block leaves from the send buffer (see `iallgatherv_from`).
+        // SAFETY: MPI contract: sendbuf holds our block until completion.
+        let own = if in_place { None } else { Some(unsafe { contribution(None, (sendbuf, sendcount.into(), sendtype, 1), l.counts[me], (comm, "allgatherv"), &mut unpack)? }) };
+        let s = a.iallgatherv_from(l.region, own, &l.counts, &l.displs).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }
 }

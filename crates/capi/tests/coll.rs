@@ -123,6 +123,32 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
     }
 }
 
+/// Allgather(v) past the segment's blocks (`tests/c/coll_allgather_big.c`), whose first
+/// exchange out of place sends our block from the send buffer: sizes around 4 KiB and up
+/// to 256 KiB, `MPI_INT`, a strided type, uneven and empty allgatherv blocks, at np 2 to 5
+/// and 8 (power of two: recursive doubling; others: ring), and with single copy off.
+#[test]
+fn large_allgathers_out_of_place_np2_to_8() {
+    let dir = Scratch::new("coll-allgather-big");
+    let exe = build("coll_allgather_big.c", &dir.0);
+    for (n, opts) in [
+        (2, &[][..]),
+        (3, &[]),
+        (4, &[]),
+        (5, &[]),
+        (8, &[]),
+        (2, &["--mca", "btl_sm_single_copy_mechanism", "none"]),
+        (3, &["--mca", "btl_sm_single_copy_mechanism", "none"]),
+    ] {
+        let out = run_args(&exe, n, &[], opts);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_allgather_big: all checks passed"),
+            "coll_allgather_big on {n} ranks {opts:?} did not finish:\n{out}"
+        );
+    }
+}
+
 /// The property test on a duplicate of world and on a split with the ranks reversed (the
 /// shared-memory paths are made per communicator), at np 2 and 5, also with every
 /// allreduce above 4 KiB through the large-vector shared-memory region.

@@ -264,7 +264,7 @@ impl<'u> Communicator<'u> {
         let own = pack_slice(send);
         with_bytes(recv, false, |r| {
             r[me * block..(me + 1) * block].copy_from_slice(&own);
-            Ok(select::allgather(&a, r, block)?)
+            Ok(select::allgather(&a, r, block, None)?)
         })
     }
 

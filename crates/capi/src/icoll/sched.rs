@@ -77,22 +77,6 @@ pub(crate) unsafe fn packed(dt: &Arc<Datatype>, count: usize, src: *const c_void
     v
 }
 
-/// Copy `count` items of `dt` at `src`, packed, into `dst` (noted as input).
-///
-/// # Safety
-/// `src` holds `count` items of `dt`; `dst` is their packed size.
-pub(crate) unsafe fn fill_from(
-    dt: &Arc<Datatype>,
-    count: usize,
-    src: *const c_void,
-    dst: &mut [u8],
-) {
-    // SAFETY: caller contract.
-    let send = unsafe { alg::SendBytes::new(dt, count, src) };
-    dst.copy_from_slice(send.bytes());
-    note_pack(dt, count, src as usize, dst.as_ptr(), dst.len());
-}
-
 /// A copy of bytes of a region (an own block for `MPI_IN_PLACE`), noted as input.
 pub(crate) fn copied(src: &[u8]) -> Vec<u8> {
     let mut v = oxmpi_coll::pooled(src.len());

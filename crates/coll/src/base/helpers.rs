@@ -46,6 +46,26 @@ pub(crate) fn check_blocks(len: usize, counts: &[usize], displs: &[usize]) -> Re
     Ok(())
 }
 
+/// An out-of-place allgather's own block (`own`, `None` in place) must be `len` bytes,
+/// the size of its slot in the receive buffer.
+pub(crate) fn check_own(own: Option<&[u8]>, len: usize) -> Result<()> {
+    if own.is_some_and(|o| o.len() != len) {
+        return Err(arg_err(
+            ErrorClass::Truncate,
+            "allgather: send size differs from the receive block",
+        ));
+    }
+    Ok(())
+}
+
+/// Copies an out-of-place allgather's own block (checked by [`check_own`]) into its slot
+/// `at` of `buf`; nothing in place.
+pub(crate) fn place_own(buf: &mut [u8], at: std::ops::Range<usize>, own: Option<&[u8]>) {
+    if let Some(o) = own {
+        buf[at].copy_from_slice(o);
+    }
+}
+
 /// Scratch buffers kept per thread: large reductions would otherwise allocate (and the
 /// kernel zero-fill) a fresh mapping on every call.
 pub(crate) struct Scratch(Vec<u8>);

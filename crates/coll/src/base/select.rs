@@ -6,6 +6,7 @@
 //! communicator and on arguments MPI requires to match. Data is bytes; the caller packs
 //! non-contiguous datatypes first.
 
+use crate::base::helpers::{check_own, place_own};
 use crate::base::stats::{count, Alg};
 use crate::sm::{self, SmKind, VBlock};
 use crate::tune::Coll;
@@ -302,24 +303,33 @@ pub fn scatter(
     a.scatter_into(send, recv, block, root)
 }
 
-/// Allgather of blocks of `block` bytes: ours is already in place in `buf`.
-pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize) -> Result<()> {
+/// Allgather of blocks of `block` bytes: ours is already in place in `buf` (`own` `None`)
+/// or only in `own` (out of place; point to point it is sent from there, see
+/// [`CollComm::allgather_from`]).
+pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize, own: Option<&[u8]>) -> Result<()> {
     let (me, p) = (a.rank as usize, a.size as usize);
-    if (1..=sm::DATA).contains(&block) {
+    if (1..=sm::DATA).contains(&block) && buf.len() >= p * block {
         if let Some(seg) = sm::get(a, Coll::Allgather)? {
             count(a.shadow, Alg::SmAllgather);
+            check_own(own, block)?;
+            place_own(buf, me * block..(me + 1) * block, own);
             let kind = SmKind::Allgather { block };
             let k = seg.begin(&kind, &buf[me * block..(me + 1) * block]);
             seg.end(&kind, k, &mut buf[..p * block], None);
             return Ok(());
         }
     }
-    a.allgather(buf, block)
+    a.allgather_from(buf, block, own)
 }
 
 /// Allgatherv: block `i` is `counts[i]` bytes at `displs[i]` of `buf`; ours is already in
-/// place.
-pub fn allgatherv(a: &CollComm, buf: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
+/// place (`own` `None`) or only in `own` (out of place, as for [`allgather`]).
+pub fn allgatherv(
+    a: &CollComm,
+    buf: &mut [u8],
+    (counts, displs): (&[usize], &[usize]),
+    own: Option<&[u8]>,
+) -> Result<()> {
     let p = a.size as usize;
     let fits = counts.len() == p
         && displs.len() == p
@@ -329,11 +339,14 @@ pub fn allgatherv(a: &CollComm, buf: &mut [u8], counts: &[usize], displs: &[usiz
     if fits {
         if let Some(seg) = sm::get(a, Coll::Allgather)? {
             count(a.shadow, Alg::SmAllgather);
+            let me = a.rank as usize;
+            check_own(own, counts[me])?;
+            place_own(buf, displs[me]..displs[me] + counts[me], own);
             seg.allgatherv(buf, counts, displs);
             return Ok(());
         }
     }
-    a.allgatherv(buf, counts, displs)
+    a.allgatherv_from(buf, counts, displs, own)
 }
 
 /// Reduce-scatter of `full` (our whole contribution, block `i` of `counts[i]` bytes, back

@@ -1088,17 +1088,55 @@ impl CollComm {
     /// `MPI_Iallgatherv` in place on region 0 (block `i`: `counts[i]` bytes at
     /// `displs[i]`, ours already in place): ring, `size - 1` rounds.
     pub fn iallgatherv(&self, buf: Region, counts: &[usize], displs: &[usize]) -> Result<Schedule> {
+        self.iallgatherv_from(buf, None, counts, displs)
+    }
+
+    /// [`Self::iallgatherv`] with our block in place (`own` `None`) or, out of place, only
+    /// in region 1 (`own`, `counts[rank]` bytes): the first round sends it from there and
+    /// then copies it into its slot (the peer reads lines nobody just wrote, as
+    /// [`CollComm::allgather_from`] does).
+    pub fn iallgatherv_from(
+        &self,
+        buf: Region,
+        own: Option<Region>,
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<Schedule> {
         self.check_vec_len(counts, displs)?;
-        let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcAllgathervRing);
+        let me = self.rank as usize;
+        let mut regions = vec![buf];
+        if let Some(mut o) = own {
+            let n = o.ptr_len().1;
+            if n != counts[me] {
+                return Err(arg_err(
+                    ErrorClass::Truncate,
+                    format!("allgather: {n} bytes sent, {} received", counts[me]),
+                ));
+            }
+            regions.push(o);
+        }
+        let out = regions.len() == 2;
+        let mut s = Schedule::new(self, regions, None)?.counted(Alg::NbcAllgathervRing);
         let p = self.size;
         let right = self.modp(self.rank + 1);
         let left = self.modp(self.rank - 1);
         for k in 0..p - 1 {
             let sb = (self.rank - k).rem_euclid(p) as usize;
             let rb = (self.rank - k - 1).rem_euclid(p) as usize;
+            let from = if out && k == 0 {
+                (1, 0)
+            } else {
+                (0, displs[sb])
+            };
             let rd = s.round();
             rd.push(rcv((0, displs[rb]), counts[rb], left));
-            rd.push(snd((0, displs[sb]), counts[sb], right));
+            rd.push(snd(from, counts[sb], right));
+            if out && k == 0 {
+                s.copy((1, 0), (0, displs[me]), counts[me]);
+            }
+        }
+        if out && p == 1 {
+            s.copy((1, 0), (0, displs[me]), counts[me]);
         }
         Ok(s)
     }
