@@ -718,6 +718,11 @@ mpi_fn_c! {
             let t = slice_in(types, p, "types").map_err(|e| e.on(comm))?;
             let mut v = Vec::with_capacity(p);
             for ((k, d), &h) in l.into_iter().zip(t) {
+                // A basic predefined type without the state lock (contiguous, bounds 0).
+                if let Some(size) = crate::datatype::predefined_size(h) {
+                    v.push((size * k, d));
+                    continue;
+                }
                 let dt = dtype(h, comm)?;
                 if !dt.is_contiguous() {
                     return Ok(None);
