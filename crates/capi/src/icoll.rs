@@ -621,38 +621,70 @@ unsafe fn ialltoallv(
     let mut unpack = Vec::new();
     // SAFETY: caller contract: recvbuf has room for every block (in place: holds the data).
     let mut r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
+    let send = send.map(|(sdt, sslots)| {
+        // SAFETY: caller contract: sendbuf holds every block until completion.
+        let l = unsafe {
+            laid(
+                &sdt,
+                sendbuf.cast_mut(),
+                &sslots,
+                |_| true,
+                |_| false,
+                0,
+                &mut unpack,
+            )
+        };
+        (l.region, l.counts, l.displs)
+    });
+    // On the segment whatever the sizes (every rank alike; a rank knows only its own
+    // counts): blocks too large for it move by message, see `SmKind::each_message`.
+    if let Some(seg) = shared_seg(&a, 0) {
+        let me = a.rank as usize;
+        let by_message = |c: &[usize]| {
+            let max = oxmpi_coll::sm::nb::alltoallv_max(a.size as usize);
+            (0..c.len()).any(|j| j != me && c[j] > max)
+        };
+        let (input, scounts, sdispls, in_place) = match send {
+            Some((input, c, d)) => (input, c, d, false),
+            // In place with blocks to move by message: they would be received over blocks
+            // still to be sent, so the blocks for the other ranks are set aside first.
+            None if by_message(&r.counts) => {
+                let (send, sc, sd, region, rc) = aside(&a, r.region, r.counts, r.displs.clone());
+                (r.region, r.counts) = (region, rc);
+                (send, sc, sd, false)
+            }
+            // In place otherwise: the blocks are sent from the output (read there at the
+            // post, before anything is received into it); our own stays where it is.
+            None => {
+                if let Some(c) = r.counts.get_mut(me) {
+                    *c = 0;
+                }
+                (none(), r.counts.clone(), r.displs.clone(), true)
+            }
+        };
+        let kind = SmKind::Alltoallv {
+            scounts,
+            sdispls,
+            rcounts: r.counts,
+            rdispls: r.displs,
+            in_place,
+        };
+        return start_shared(
+            comm,
+            &a,
+            (seg, kind),
+            (input, r.region),
+            None,
+            unpack,
+            request,
+        );
+    }
     let (send, sc, sd) = match send {
+        Some(s) => s,
         None => {
             let (send, sc, sd, region, rc) = aside(&a, r.region, r.counts, r.displs.clone());
             (r.region, r.counts) = (region, rc);
             (send, sc, sd)
-        }
-        Some((sdt, sslots)) => {
-            // SAFETY: caller contract: sendbuf holds every block until completion.
-            let l = unsafe {
-                laid(
-                    &sdt,
-                    sendbuf.cast_mut(),
-                    &sslots,
-                    |_| true,
-                    |_| false,
-                    0,
-                    &mut unpack,
-                )
-            };
-            // On the segment (every rank alike, whatever its sizes: blocks that do not
-            // fit it move by messages, on every rank, see `Schedule::shared_alltoallv`).
-            if let Some(seg) = shared_seg(&a, 0) {
-                let s = Schedule::shared_alltoallv(
-                    &a,
-                    seg,
-                    (l.region, l.counts, l.displs),
-                    (r.region, r.counts, r.displs),
-                )
-                .map_err(sched_err(comm))?;
-                return start(comm, s, unpack, request);
-            }
-            (l.region, l.counts, l.displs)
         }
     };
     let s = a
@@ -674,6 +706,11 @@ mpi_fn_c! {
             let t = slice_in(types, p, "types").map_err(|e| e.on(comm))?;
             let mut v = Vec::with_capacity(p);
             for ((k, d), &h) in l.into_iter().zip(t) {
+                // A basic predefined type without the state lock (contiguous, bounds 0).
+                if let Some(size) = crate::datatype::predefined_size(h) {
+                    v.push((size * k, d));
+                    continue;
+                }
                 let dt = dtype(h, comm)?;
                 if !dt.is_contiguous() {
                     return Ok(None);
@@ -711,6 +748,12 @@ mpi_fn_c! {
         // pieces hold the data), every receive piece has room for its items until
         // completion.
         let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe { (pieces(&send, false, 0, &mut unpack), pieces(&recv, true, 1, &mut unpack)) };
+        // On the segment as the contiguous form (the other ranks' types may be contiguous:
+        // every rank must take the same path), packed (in place our own block too).
+        if let Some(seg) = shared_seg(&a, 0) {
+            let kind = SmKind::Alltoallv { scounts: sc, sdispls: sd, rcounts: rc, rdispls: rd, in_place: false };
+            return start_shared(comm, &a, (seg, kind), (sreg, rreg), None, unpack, request);
+        }
         let s = a.ialltoallv(sreg, &sc, &sd, rreg, &rc, &rd).map_err(sched_err(comm))?;
         start(comm, s, unpack, request)
     }

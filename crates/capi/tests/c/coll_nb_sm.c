@@ -23,15 +23,18 @@
  *   must be the AND of everybody's flags.
  * - Ialltoallv and Ialltoallw (contiguous types) with uneven blocks, one at a time and
  *   2 * 20 outstanding with iallreduces and barriers, completed in reverse order: blocks
- *   that fit one buffer and, when rank 0's do not, every rank's moved by messages; and
- *   rank 0 blocked in receives that the others send only once their alltoallv completed
- *   (its blocks must move while it does not wait for its request).
+ *   through the segment and, rank 0's large ones, by messages; and rank 0 blocked in
+ *   receives that the others send only once their alltoallv completed (its blocks must
+ *   move while it does not wait for its request).
  * - Many outstanding of mixed kinds (ibcast, iscatter, igather, ireduce, iallreduce,
- *   ireduce_scatter_block, igatherv, iscatterv), every root, in place and not, on both
- *   sides of one buffer (the v-forms with uneven and empty blocks, displacements in reverse
- *   rank order with gaps that must stay untouched), completed by Wait in reverse order,
- *   Waitany, Testall and Waitsome; and rank 0 blocked in a receive while the others wait
- *   for 12 of its broadcasts, then for 12 gathervs and scattervs rooted at it.
+ *   ireduce_scatter_block, igatherv, iscatterv, ialltoallv, ialltoallw), every root, in
+ *   place and not, on both sides of one buffer (the v-forms with uneven and empty blocks,
+ *   displacements in reverse rank order with gaps that must stay untouched; the
+ *   all-to-all forms with blocks through the segment and by message in one collective,
+ *   ialltoallw with a non-contiguous type on odd ranks only), completed by Wait in reverse
+ *   order, Waitany, Testall and Waitsome; and rank 0 blocked in a receive while the others
+ *   wait for 12 of its broadcasts, then for 12 gathervs, scattervs, alltoallvs and
+ *   alltoallws (rank 0's blocks must move while it does not wait).
  * - Requests of collectives that ended at their post: complete for every completion call
  *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
@@ -465,9 +468,9 @@ static void check_ordering(int round) {
 
 
 /* Ialltoallv and Ialltoallw (contiguous types) on the segment: block (i -> j) carries
- * `len(i, j, big)` bytes of bval(i * 64 + j, k); with `big` rank 0's blocks do not fit one
- * buffer, so every rank moves its blocks by messages (the others' fit: they must not
- * take the segment's copy alone). */
+ * `len(i, j, big)` bytes of bval(i * 64 + j, k); with `big` rank 0's blocks have 3000 bytes
+ * and more: by message from 3 ranks on (more than a rank's share of its buffer), while
+ * the others' blocks go through the segment in the same collective. */
 static int a2a_len(int i, int j, int big) { return big && i == 0 ? 3000 + j : 1 + (i * 5 + j * 3) % 40; }
 static void a2a_post(int w, int big, int k, char **sb, char **rb, MPI_Request *rq) {
     int sc[64], sd[64], rc[64], rd[64], stot = 0, rtot = 0;
@@ -518,7 +521,7 @@ static void check_alltoallv(int round) {
             CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
             a2a_check(big, round, sb, rb);
         }
-    /* more outstanding than the segment has buffers, fitting and falling back in turn,
+    /* more outstanding than the segment has buffers, with and without messages in turn,
      * between blocking collectives and other nonblocking ones, completed in reverse */
     enum { N = 2 * DEPTH };
     char *sb[N], *rb[N];
@@ -535,7 +538,7 @@ static void check_alltoallv(int round) {
         a2a_check(i % 3 == 1, round + i, sb[i], rb[i]);
         CHECK(v[i] == size * (size - 1) / 2 + size * i);
     }
-    /* Rank 0 posts (its blocks do not fit: every rank falls back to messages) and then
+    /* Rank 0 posts (with `big` its blocks go by message from 3 ranks on) and then
      * blocks in receives that the others send only after their alltoallv completed: rank
      * 0's blocks must move without rank 0 waiting for its request. */
     for (int big = 0; big < 2; big++) {
@@ -598,12 +601,66 @@ static void check_ended_at_post(void) {
 /* ---- many outstanding of mixed kinds ---- */
 
 /* One outstanding collective of kind `kind` (0 ibcast, 1 iscatter, 2 igather, 3 ireduce,
- * 4 iallreduce, 5 ireduce_scatter_block, 6 igatherv, 7 iscatterv) from `root`, `n` ints per
- * block (the v-forms: `vcnt` ints for rank q, some none, at `vdsp`: in reverse rank order
- * with a gap), in place if `ip` where the kind allows it; values from `tag`. */
-#define MIXED_KINDS 8
+ * 4 iallreduce, 5 ireduce_scatter_block, 6 igatherv, 7 iscatterv, 8 ialltoallv, 9
+ * ialltoallw) from `root`, `n` ints per block (the v-forms: `vcnt` ints for rank q, some
+ * none, at `vdsp`: in reverse rank order with a gap; the all-to-all forms: `acnt` ints
+ * per pair, see there), in place if `ip` where the kind allows it; values from `tag`. */
+#define MIXED_KINDS 10
 typedef struct { int kind, root, n, ip, tag; int *s, *r; int vcnt[64], vdsp[64]; } mixed_t;
 static int mval(int tag, int r, int k) { return (tag * 31 + r * 7 + k) % 97 - 40; }
+/* Ints from rank i to rank j in the all-to-all forms: none for every third pair, else
+ * n-ish or a few (with n = 1100 both kinds in one collective: the segment's blocks and
+ * messages), the same both ways (in place sends what it receives). */
+static int acnt(const mixed_t *m, int i, int j) {
+    if ((i + j + m->tag) % 3 == 0) return 0;
+    return (i * j + m->tag) % 2 ? m->n + i + j : 1 + i + j;
+}
+/* Stride (in ints) of rank r's all-to-all type: ialltoallw on odd ranks uses an int
+ * resized to 8 bytes (not contiguous, the even ranks' MPI_INT is: the ranks must still
+ * take the same path). */
+static int astride(const mixed_t *m, int r) { return m->kind == 9 && r % 2 ? 2 : 1; }
+static MPI_Datatype int8;
+/* Rank me's all-to-all layout: block j (`acnt(me, j)` ints) at `dsp[j]` items, in reverse
+ * rank order with a gap of 2 items; returns the items spanned. */
+static int alayout(const mixed_t *m, int me, int *cnt, int *dsp) {
+    int at = 1;
+    for (int j = size - 1; j >= 0; j--) {
+        cnt[j] = acnt(m, me, j);
+        dsp[j] = at;
+        at += cnt[j] + 2;
+    }
+    return at + 1;
+}
+static void a2a_mixed_post(mixed_t *m, MPI_Request *rq) {
+    int cnt[64], dsp[64], bd[64], st = astride(m, rank);
+    MPI_Datatype ty[64], t = st == 2 ? int8 : MPI_INT;
+    int items = alayout(m, rank, cnt, dsp);
+    m->s = calloc((size_t)items * st, sizeof(int));
+    m->r = calloc((size_t)items * st, sizeof(int));
+    for (int k = 0; k < items * st; k++) m->r[k] = -7777;
+    int *src = m->ip ? m->r : m->s;
+    for (int j = 0; j < size; j++) {
+        for (int k = 0; k < cnt[j]; k++) src[st * (dsp[j] + k)] = mval(m->tag, rank * 64 + j, k);
+        ty[j] = t;
+        bd[j] = dsp[j] * st * (int)sizeof(int);
+    }
+    const void *sb = m->ip ? MPI_IN_PLACE : m->s;
+    if (m->kind == 8)
+        CHECK_RC(MPI_Ialltoallv(sb, cnt, dsp, MPI_INT, m->r, cnt, dsp, MPI_INT, MPI_COMM_WORLD, rq));
+    else
+        CHECK_RC(MPI_Ialltoallw(sb, cnt, bd, ty, m->r, cnt, bd, ty, MPI_COMM_WORLD, rq));
+}
+/* Every block where it belongs, nothing else written (gaps and holes keep their mark). */
+static void a2a_mixed_check(mixed_t *m) {
+    int cnt[64], dsp[64], st = astride(m, rank);
+    int items = alayout(m, rank, cnt, dsp);
+    int *want = malloc((size_t)items * st * sizeof(int));
+    for (int k = 0; k < items * st; k++) want[k] = -7777;
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k < cnt[j]; k++) want[st * (dsp[j] + k)] = mval(m->tag, j * 64 + rank, k);
+    for (int k = 0; k < items * st; k++) CHECK(m->r[k] == want[k]);
+    free(want);
+}
 /* The v-forms' blocks: uneven (n + 3q ints, none for every third rank by tag), laid out
  * from the last rank to the first with a gap of 2 ints between blocks. */
 static void vlayout(mixed_t *m) {
@@ -615,6 +672,10 @@ static void vlayout(mixed_t *m) {
     }
 }
 static void mixed_post(mixed_t *m, MPI_Request *rq) {
+    if (m->kind >= 8) {
+        a2a_mixed_post(m, rq);
+        return;
+    }
     int n = m->n, me = rank == m->root, p = size;
     vlayout(m);
     size_t room = ((size_t)n + 3 * p + 2) * p + 2;
@@ -672,6 +733,10 @@ static void mixed_check(mixed_t *m) {
     int n = m->n, me = rank == m->root, p = size;
     int *s = m->s, *r = m->r;
     switch (m->kind) {
+    case 8:
+    case 9:
+        a2a_mixed_check(m);
+        break;
     case 6:
         if (me) {
             /* every block in place, nothing else written (the gaps keep their mark) */
@@ -793,11 +858,12 @@ static void check_mixed(int round) {
         CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 8, MPI_COMM_WORLD));
     }
     for (int i = 0; i < NB; i++) CHECK(b[i] == 500 + i + round);
-    /* the same with gathervs and scattervs to and from rank 0, small and large blocks */
+    /* the same with gathervs and scattervs to and from rank 0 and alltoallvs and
+     * alltoallws, small and large blocks, in place and not */
     mixed_t v[NB];
     for (int i = 0; i < NB; i++) {
         int nn[] = {1, 5, 1100};
-        v[i].kind = 6 + i % 2;
+        v[i].kind = 6 + i % 4;
         v[i].root = 0;
         v[i].n = nn[(i / 2 + round) % 3];
         v[i].ip = (i / 4) % 2;
@@ -825,6 +891,8 @@ int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 2;
     MPI_Type_create_resized(MPI_INT, 0, 8, &strided);
     MPI_Type_commit(&strided);
+    MPI_Type_create_resized(MPI_INT, 0, 8, &int8);
+    MPI_Type_commit(&int8);
     MPI_T_pvar_session ses;
     MPI_T_pvar_handle h;
     int idx = -1, cnt;
@@ -855,6 +923,7 @@ int main(int argc, char **argv) {
         printf("coll_nb_sm: all checks passed\n");
     }
     MPI_Type_free(&strided);
+    MPI_Type_free(&int8);
     MPI_Finalize();
     MPI_T_finalize();
     return 0;

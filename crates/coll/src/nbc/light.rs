@@ -189,10 +189,6 @@ fn advance(b: &mut Body) -> bool {
             ErrorClass::Truncate,
             "a block's length differs from its receive count",
         )),
-        Ok(Progress::Fallback) => Err(arg_err(
-            ErrorClass::Intern,
-            "a light nonblocking collective cannot fall back to messages",
-        )),
         Err(p) => Err(progress::panicked(&*p)),
     };
     b.outcome = Some(outcome);

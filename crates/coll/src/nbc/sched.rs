@@ -304,8 +304,10 @@ impl Schedule {
 
     /// A nonblocking collective of small vectors through the communicator's shared-memory
     /// segment `seg` ([`crate::sm::existing`]) instead of rounds of messages: `input`
-    /// (our contribution, at most [`crate::sm::DATA`] bytes, see [`SmKind::fits`]) and
-    /// `output` become regions 0 and 1, `op` reduces (reductions only). Takes the
+    /// (our contribution, at most [`crate::sm::DATA`] bytes, see [`SmKind::fits`]; any
+    /// size for the v-collectives, whose larger blocks move by message, see
+    /// [`SmKind::each_message`]) and `output` become regions 0 and 1, `op` reduces
+    /// (reductions only). Takes the
     /// segment's next sequence number, not a tag: every member must make the same choice
     /// at the same collective (sizes MPI requires to match, the communicator). Not
     /// restartable (persistent collectives keep the rounds).
@@ -336,35 +338,6 @@ impl Schedule {
         }
         s.sm = Some(nb);
         s
-    }
-
-    /// `MPI_Ialltoallv` through the segment `seg` ([`SmKind::Alltoallv`]): region 0 is the
-    /// input, region 1 the output, counts and displacements in bytes. Takes the segment's
-    /// next sequence number *and* the communicator's next schedule tag, on every rank alike
-    /// (every rank takes this path whatever its sizes): when some rank's blocks do not fit
-    /// one buffer, every rank then moves its blocks by messages on that tag, one round as
-    /// [`CollComm::ialltoallv`].
-    pub fn shared_alltoallv(
-        cc: &CollComm,
-        seg: Arc<Seg>,
-        (input, scounts, sdispls): (Region, Vec<usize>, Vec<usize>),
-        (output, rcounts, rdispls): (Region, Vec<usize>, Vec<usize>),
-    ) -> Result<Schedule> {
-        cc.check_vec_len(&scounts, &sdispls)?;
-        cc.check_vec_len(&rcounts, &rdispls)?;
-        cc.check_self_block(&scounts, &rcounts)?;
-        let tag = next_tag(cc)?;
-        count(cc.shadow, Alg::SmNonblocking);
-        let mut s = Schedule::blank(cc, tag, vec![input, output], None);
-        s.started = true;
-        let kind = SmKind::Alltoallv {
-            scounts,
-            sdispls,
-            rcounts,
-            rdispls,
-        };
-        s.sm = Some(SmNb::open(seg, kind));
-        Ok(s)
     }
 
     /// Whether this is a collective of the `sm` component ([`Schedule::shared`]).
@@ -598,29 +571,6 @@ impl Schedule {
                         ErrorClass::Truncate,
                         "a block's length differs from its receive count",
                     )))
-                }
-                Progress::Fallback => {
-                    // Some rank's blocks did not fit: every rank moves its blocks by
-                    // messages now, on the tag taken at the post.
-                    let me = self.cc.rank as usize;
-                    let p = self.cc.size as usize;
-                    let Some(SmKind::Alltoallv {
-                        scounts,
-                        sdispls,
-                        rcounts,
-                        rdispls,
-                    }) = self.sm.take().map(SmNb::into_kind)
-                    else {
-                        unreachable!("only an alltoallv falls back");
-                    };
-                    self.rounds = vec![alltoallv_round(
-                        (me, p),
-                        (&scounts, &sdispls),
-                        (&rcounts, &rdispls),
-                    )];
-                    self.next = 0;
-                    self.started = false;
-                    count(self.cc.shadow, Alg::NbcAlltoallvLinear);
                 }
             }
         }

@@ -48,8 +48,9 @@
 //! unfinished one: blocking and nonblocking collectives are matched each in their own
 //! order, like the separate tag spaces of Open MPI and MPICH, so a rank that starts an
 //! `MPI_Iallreduce` and then enters `MPI_Barrier` meets a rank that entered the barrier
-//! first. Their gatherv and scatterv choose per block, from its length alone, whether it
-//! goes through the segment or by message ([`SmKind::each_message`]).
+//! first. Their gatherv, scatterv and alltoallv choose per block, from its length and the
+//! communicator's size alone, whether it goes through the segment or by message
+//! ([`SmKind::each_message`]).
 //!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are

@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::{Seg, DATA};
+use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use std::sync::Arc;
 
@@ -113,13 +113,16 @@ pub enum SmKind {
         /// Input offset per rank (root only).
         displs: Vec<usize>,
     },
-    /// `MPI_Ialltoallv` (and `MPI_Ialltoallw` of contiguous types): block `j` of the input
+    /// `MPI_Ialltoallv` (and `MPI_Ialltoallw`, as bytes): block `j` of the input
     /// (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`, block `j` of the output
-    /// (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Each rank posts a table of
-    /// its blocks or a flag that they do not fit one buffer (as the blocking
-    /// `Seg::alltoallv`); when some rank's flag says so, every rank sees it and the
-    /// collective moves its data by messages instead ([`Progress::Fallback`]). Not through
-    /// [`SmKind::compute`].
+    /// (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Blocks of at most
+    /// [`alltoallv_max`] bytes go through their sender's buffer, larger ones by message
+    /// ([`SmKind::each_message`]); our own block is copied from the input to the output
+    /// at the end. `in_place`: the blocks to send are in the output (`MPI_IN_PLACE`, the
+    /// input region empty; our own counts are then 0: that block stays where it is), read
+    /// from there when posting, before any block is received into it; only for a rank
+    /// with no message to send (one that sends some sets its blocks aside as the input).
+    /// Read by [`SmNb::progress`], not [`SmKind::compute`].
     Alltoallv {
         /// Bytes sent to each rank.
         scounts: Vec<usize>,
@@ -129,6 +132,8 @@ pub enum SmKind {
         rcounts: Vec<usize>,
         /// Offset in the output of each rank's block.
         rdispls: Vec<usize>,
+        /// The blocks to send are in the output (see above).
+        in_place: bool,
     },
 }
 
@@ -143,7 +148,14 @@ pub fn scatterv_max(p: usize) -> usize {
     (DATA - 8 * p) / p.saturating_sub(1).max(1)
 }
 
-/// Table entry of a scatterv block that is not in the root's buffer.
+/// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
+/// that a rank's table (a word per rank) and its blocks for every other rank fit its one
+/// buffer ([`CAP`] bytes) whatever its other counts are.
+pub fn alltoallv_max(p: usize) -> usize {
+    (CAP - 8 * p) / p.saturating_sub(1).max(1)
+}
+
+/// Table entry of a scatterv or alltoallv block that is not in its sender's buffer.
 const NOT_HERE: u64 = u64::MAX;
 
 /// A point-to-point transfer of a v-collective's block too large for the segment
@@ -169,10 +181,6 @@ pub enum Progress {
     Pending,
     /// Ended: the result is in the output.
     Done,
-    /// Ended on the segment without moving data: some rank's blocks did not fit one buffer
-    /// (every rank sees the same, at once if the blocks are its own), the caller moves them
-    /// by messages.
-    Fallback,
     /// Ended, but some received block's length differed from its receive count (those
     /// blocks were not copied).
     Mismatch,
@@ -185,8 +193,9 @@ impl SmKind {
         input_len <= DATA
     }
 
-    /// The blocks rank `me` of `p` moves by message in this collective (gatherv and
-    /// scatterv only; `lens`: the lengths of its input and output regions), in rank order.
+    /// The blocks rank `me` of `p` moves by message in this collective (gatherv, scatterv
+    /// and alltoallv only; `lens`: the lengths of its input and output regions), in rank
+    /// order.
     ///
     /// Which blocks go through the segment: in a gatherv or scatterv a rank knows only its
     /// own count (the root knows them all), so the choice is made per block, from the
@@ -200,12 +209,44 @@ impl SmKind {
     /// rank takes this collective's sequence number on the segment whatever its sizes, and
     /// the larger blocks travel on a tag made from that number (`nbc::sched`), which both
     /// ends therefore agree on without communication.
+    ///
+    /// An alltoallv follows the same rule: a rank knows its own send and receive counts,
+    /// not the others', and the block from rank `i` to rank `j` has the same byte count at
+    /// both ends (`scounts[j]` at `i`, `rcounts[i]` at `j`). It goes through rank `i`'s
+    /// buffer iff its `n` bytes are `1..=alltoallv_max(p)` (the bound leaves room for the
+    /// table and a block for every other rank, so no block's path depends on another's
+    /// size), by message iff `n > alltoallv_max(p)`; our own block is copied locally.
     pub fn each_message(
         &self,
         (me, p): (usize, usize),
         lens: (usize, usize),
         mut f: impl FnMut(Message),
     ) {
+        if let SmKind::Alltoallv {
+            scounts,
+            sdispls,
+            rcounts,
+            rdispls,
+            ..
+        } = self
+        {
+            let max = alltoallv_max(p);
+            let at = |v: &[usize], r: usize| v.get(r).copied().unwrap_or(0);
+            for r in (0..p).filter(|&r| r != me) {
+                for (send, counts, displs) in [(false, rcounts, rdispls), (true, scounts, sdispls)]
+                {
+                    if at(counts, r) > max {
+                        f(Message {
+                            send,
+                            at: (usize::from(!send), at(displs, r)),
+                            len: at(counts, r),
+                            peer: r,
+                        });
+                    }
+                }
+            }
+            return;
+        }
         let (root, counts, displs, max, gather) = match self {
             SmKind::Gatherv {
                 root,
@@ -267,10 +308,9 @@ impl SmKind {
             | SmKind::Alltoall { .. }
             | SmKind::Allgather { .. }
             | SmKind::Allgatherv { .. }
-            | SmKind::ReduceScatter { .. }
-            | SmKind::Alltoallv { .. } => 0..p,
+            | SmKind::ReduceScatter { .. } => 0..p,
             // Read by `SmNb::progress` (their own rules).
-            SmKind::Gatherv { .. } | SmKind::Scatterv { .. } => 0..0,
+            SmKind::Gatherv { .. } | SmKind::Scatterv { .. } | SmKind::Alltoallv { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -402,12 +442,6 @@ impl SmNb {
         }
     }
 
-    /// The collective this was, once it ended (no copy of its vectors).
-    pub(crate) fn into_kind(mut self) -> SmKind {
-        debug_assert!(self.done);
-        std::mem::replace(&mut self.kind, SmKind::Barrier)
-    }
-
     /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
     /// and `output` are the schedule's regions 0 and 1 (pointer, length); `op` its
     /// reduction.
@@ -437,18 +471,26 @@ impl SmNb {
         if !self.posted {
             let posted = match &self.kind {
                 SmKind::Alltoallv {
-                    scounts, sdispls, ..
-                } => match seg.try_post_table(k, (bytes(input), scounts, sdispls)) {
-                    None => false,
-                    Some(true) => true,
-                    // Our blocks do not fit: every rank will see our flag and move its
-                    // blocks by messages, so we need read nothing of `k` and start ours now.
-                    Some(false) => {
-                        seg.close_nb(k);
-                        self.done = true;
-                        return Progress::Fallback;
-                    }
-                },
+                    scounts,
+                    sdispls,
+                    in_place,
+                    ..
+                } => {
+                    let (me, p) = (seg.rank(), seg.size());
+                    let max = alltoallv_max(p);
+                    // In place the blocks are still in the output: nothing is received
+                    // into it before this post.
+                    let src = if *in_place {
+                        bytes((output.0.cast_const(), output.1))
+                    } else {
+                        bytes(input)
+                    };
+                    !(0..p).any(|r| r != me && (1..=max).contains(&scounts[r]))
+                        || seg.try_post_with(k, |b| {
+                            // SAFETY: `b` is our buffer's `CAP` bytes.
+                            unsafe { put_blocks(b, (me, p, max), src, (scounts, sdispls)) }
+                        })
+                }
                 SmKind::Gatherv { root, .. } => {
                     let n = input.1;
                     seg.rank() == *root
@@ -471,8 +513,9 @@ impl SmNb {
                     let (me, p) = (seg.rank(), seg.size());
                     me != *root
                         || seg.try_post_with(k, |b| {
-                            // SAFETY: `b` is our buffer's `DATA` bytes.
-                            unsafe { put_scatterv(b, (me, p), bytes(input), (counts, displs)) }
+                            let at = (me, p, scatterv_max(p));
+                            // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
+                            unsafe { put_blocks(b, at, bytes(input), (counts, displs)) }
                         })
                 }
                 kind => {
@@ -488,7 +531,10 @@ impl SmNb {
             self.posted = true;
         }
         let (me, p) = (seg.rank(), seg.size());
-        if matches!(self.kind, SmKind::Gatherv { .. } | SmKind::Scatterv { .. }) {
+        if matches!(
+            self.kind,
+            SmKind::Gatherv { .. } | SmKind::Scatterv { .. } | SmKind::Alltoallv { .. }
+        ) {
             // SAFETY: caller contract (the regions are valid); `k` is open (closed below).
             let Some(end) = (unsafe { self.read_v(bytes(input), output) }) else {
                 return Progress::Pending;
@@ -506,26 +552,13 @@ impl SmNb {
             // SAFETY: caller contract (output writable).
             unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
         };
-        let end = if let SmKind::Alltoallv {
-            rcounts, rdispls, ..
-        } = &self.kind
-        {
-            // SAFETY: every rank stamped `k` (checked above) and `k` is open (closed below).
-            match unsafe { seg.take_table_nb(k, (out, rcounts, rdispls)) } {
-                None => Progress::Fallback,
-                Some(true) => Progress::Done,
-                Some(false) => Progress::Mismatch,
-            }
-        } else {
-            // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
-            let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
-            let f = op.map(|o| &*o.f as Fold<'_>);
-            self.kind.compute((me, p), peer, out, f);
-            Progress::Done
-        };
+        // SAFETY: every needed stamp of `k` is acquired and `k` is open (closed below).
+        let peer = |r: usize, off: usize, n: usize| unsafe { seg.peer_nb(r, k, off, n) };
+        let f = op.map(|o| &*o.f as Fold<'_>);
+        self.kind.compute((me, p), peer, out, f);
         seg.close_nb(k);
         self.done = true;
-        end
+        Progress::Done
     }
 }
 
@@ -623,7 +656,39 @@ impl SmNb {
                     }
                 }
             }
-            _ => unreachable!("read_v reads a gatherv or a scatterv"),
+            SmKind::Alltoallv {
+                scounts,
+                sdispls,
+                rcounts,
+                rdispls,
+                ..
+            } => {
+                let max = alltoallv_max(p);
+                let posted = |r: &usize| *r != me && (1..=max).contains(&rcounts[*r]);
+                if !(0..p).filter(posted).all(|r| seg.stamped(r, k)) {
+                    return None;
+                }
+                for r in (0..p).filter(posted) {
+                    let e = word(r, 8 * me);
+                    let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
+                    if e == NOT_HERE || n != rcounts[r] || off + n > CAP {
+                        ok = false;
+                        continue;
+                    }
+                    // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
+                    ok &= put(out, rdispls[r], unsafe { seg.peer_nb(r, k, off, n) });
+                }
+                // Our own block (none in place: it stays where it is).
+                let (c, d) = (scounts[me], sdispls[me]);
+                if c != rcounts[me] {
+                    ok = false;
+                } else if c > 0 {
+                    ok &= input
+                        .get(d..d + c)
+                        .is_some_and(|b| put(out, rdispls[me], b));
+                }
+            }
+            _ => unreachable!("read_v reads a gatherv, a scatterv or an alltoallv"),
         }
         Some(if ok {
             Progress::Done
@@ -633,34 +698,33 @@ impl SmNb {
     }
 }
 
-/// Write a scatterv root's table and blocks at `b` (its buffer's `DATA` bytes): entry `r`
-/// (a word at `8 r`) is `offset | length << 32` of rank `r`'s block, copied after the
-/// table, when the block goes through the segment ([`SmKind::each_message`]), else
-/// [`NOT_HERE`].
+/// Write a rank's table and blocks at `b` (its buffer's [`CAP`] bytes) for a scatterv (the
+/// root) or an alltoallv: entry `r` (a word at `8 r`) is `offset | length << 32` of rank
+/// `r`'s block, copied after the table, when the block goes through the segment (`1..=max`
+/// bytes, [`SmKind::each_message`]; never our own), else [`NOT_HERE`].
 ///
 /// # Safety
-/// `b` is valid for `DATA` bytes of writes.
-unsafe fn put_scatterv(
+/// `b` is valid for `CAP` bytes of writes, and `8 p + (p - 1) max <=` [`CAP`].
+unsafe fn put_blocks(
     b: *mut u8,
-    (me, p): (usize, usize),
+    (me, p, max): (usize, usize, usize),
     input: &[u8],
     (counts, displs): (&[usize], &[usize]),
 ) {
-    let max = scatterv_max(p);
     let mut off = 8 * p;
     for r in 0..p {
         let (c, d) = (counts[r], displs[r]);
         let mut entry = NOT_HERE;
         if r != me && (1..=max).contains(&c) {
             if let Some(src) = input.get(d..d + c) {
-                // SAFETY: `off + c <= 8 p + (p - 1) max <= DATA` (at most `p - 1` blocks of
+                // SAFETY: `off + c <= 8 p + (p - 1) max <= CAP` (at most `p - 1` blocks of
                 // at most `max` bytes after the table).
                 unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.add(off), c) };
                 entry = off as u64 | (c as u64) << 32;
                 off += c;
             }
         }
-        // SAFETY: the table's `8 p <= DATA` bytes lead the buffer.
+        // SAFETY: the table's `8 p <= CAP` bytes lead the buffer.
         unsafe { b.add(8 * r).cast::<u64>().write_unaligned(entry) };
     }
 }
@@ -671,6 +735,70 @@ impl Drop for SmNb {
         // never keep the others from reusing buffers.
         if !self.done {
             self.seg.close_nb(self.k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The alltoallv rule: both ends of every block agree on its path from their own
+    /// counts alone, and a rank's blocks through the segment always fit its buffer.
+    #[test]
+    fn alltoallv_blocks_take_one_path_at_both_ends_and_fit() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        for p in [2, 3, 4, 5, 8, 17, 64] {
+            let max = alltoallv_max(p);
+            assert!(8 * p + (p - 1) * max <= CAP, "p = {p}");
+            for _ in 0..20 {
+                // n[i][j]: bytes from rank i to rank j, around the bound.
+                let n: Vec<Vec<usize>> = (0..p)
+                    .map(|_| {
+                        (0..p)
+                            .map(|_| [0, 1, max, max + 1, next(3 * max)][next(5)])
+                            .collect()
+                    })
+                    .collect();
+                let kind = |me: usize| SmKind::Alltoallv {
+                    scounts: n[me].clone(),
+                    sdispls: (0..p).map(|j| 1000 * j).collect(),
+                    rcounts: (0..p).map(|i| n[i][me]).collect(),
+                    rdispls: (0..p).map(|i| 2000 * i).collect(),
+                    in_place: false,
+                };
+                let mut sent = vec![vec![false; p]; p];
+                let mut got = vec![vec![false; p]; p];
+                for me in 0..p {
+                    kind(me).each_message((me, p), (0, 0), |m| {
+                        assert_ne!(m.peer, me);
+                        if m.send {
+                            assert_eq!((m.at, m.len), ((0, 1000 * m.peer), n[me][m.peer]));
+                            sent[me][m.peer] = true;
+                        } else {
+                            assert_eq!((m.at, m.len), ((1, 2000 * m.peer), n[m.peer][me]));
+                            got[m.peer][me] = true;
+                        }
+                    });
+                    let posted: usize = (0..p)
+                        .filter(|&j| j != me && !sent[me][j])
+                        .map(|j| n[me][j])
+                        .sum();
+                    assert!(8 * p + posted <= CAP, "p = {p}: rank {me} posts {posted}");
+                }
+                for i in 0..p {
+                    for j in (0..p).filter(|&j| j != i) {
+                        assert_eq!(sent[i][j], got[i][j], "p = {p}: block {i} -> {j}");
+                        assert_eq!(sent[i][j], n[i][j] > max, "p = {p}: block {i} -> {j}");
+                    }
+                }
+            }
         }
     }
 }

@@ -264,7 +264,7 @@ impl Seg {
         true
     }
     /// [`Seg::try_post`] with the data written by `write`, given the start of our buffer's
-    /// `DATA` bytes (a gatherv block with its length, a scatterv table).
+    /// [`CAP`] bytes (a gatherv block with its length, a scatterv or alltoallv table).
     pub(crate) fn try_post_with(&self, k: u64, write: impl FnOnce(*mut u8)) -> bool {
         if !self.nb_free(k) {
             return false;
@@ -291,45 +291,12 @@ impl Seg {
         }
         true
     }
-    /// Post an alltoallv's table and blocks ([`put_table`]) as our data of nonblocking
-    /// collective `k` without waiting: `None` (nothing written) while the buffer may still
-    /// be read ([`Seg::try_post`]), else whether our blocks fit.
-    pub(crate) fn try_post_table(&self, k: u64, send: (&[u8], &[usize], &[usize])) -> Option<bool> {
-        if !self.nb_free(k) {
-            return None;
-        }
-        // SAFETY: our own nonblocking buffer of `k` (`CAP` bytes after the stamp word),
-        // free (checked above) and read by nobody until we stamp it.
-        let fits = unsafe { put_table(self.nb_buf(self.rank, k).add(8), (self.size, None), send) };
-        self.nb_stamp(self.rank, k).store(k, Ordering::Release);
-        Some(fits)
-    }
-    /// Take our blocks of nonblocking alltoallv `k` from every rank's table
-    /// ([`take_table`]).
-    ///
-    /// # Safety
-    /// Every rank stamped nonblocking collective `k` ([`Seg::stamped`]) and `k` is still
-    /// open here.
-    pub(crate) unsafe fn take_table_nb(
-        &self,
-        k: u64,
-        recv: (&mut [u8], &[usize], &[usize]),
-    ) -> Option<bool> {
-        // SAFETY: caller contract.
-        unsafe {
-            take_table(
-                (self.rank, self.size, true),
-                |r| self.nb_buf(r, k).add(8),
-                recv,
-            )
-        }
-    }
     /// Rank `r`'s data of collective `k`, `n` bytes from `off`, for a nonblocking
     /// collective.
     ///
     /// # Safety
     /// `r` stamped nonblocking collective `k` ([`Seg::stamped`]), `k` is still open here
-    /// (the buffer is then unchanged), and `off + n <= DATA`.
+    /// (the buffer is then unchanged), and `off + n <= CAP`.
     pub(crate) unsafe fn peer_nb(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.nb_buf(r, k).add(8 + off).cast_const(), n) }
