@@ -12,9 +12,10 @@
  *          counts), iallreduce, ireduce (post, then wait); the data movers bcast (root 0),
  *          bcast1 (root 1: rank 0 receives), allgather, allgatherv, alltoall, alltoallv
  *          (v-forms with equal counts and regular displacements, as oxbench calls them); the
- *          rooted nonblocking v-forms and their references igatherv, iscatterv, igather,
- *          iscatter (root $COLLINSTR_ROOT, default 0: the counted rank 0 is the root, 1: a
- *          non-root), ialltoallv, ialltoallw (every block the same size)
+ *          rooted v-forms and their references gatherv, scatterv, gather, scatter and the
+ *          nonblocking igatherv, iscatterv, igather, iscatter (root $COLLINSTR_ROOT, default
+ *          0: the counted rank 0 is the root, 1: a non-root), ialltoallv, ialltoallw (every
+ *          block the same size)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
  *          or CHAR, INT, DOUBLE (MPI_SUM)
  *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
@@ -107,6 +108,18 @@ int main(int argc, char **argv) {
       MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ireduce"))
       MPI_Ireduce(inplace && rank != 0 ? s : sb, r, count, dt, op, 0, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "gatherv"))
+      MPI_Gatherv(inplace && me ? MPI_IN_PLACE : s, count, dt, r, cnt, dsp, dt, root,
+                  MPI_COMM_WORLD);
+    else if (!strcmp(test, "gather"))
+      MPI_Gather(inplace && me ? MPI_IN_PLACE : s, count, dt, r, count, dt, root,
+                 MPI_COMM_WORLD);
+    else if (!strcmp(test, "scatterv"))
+      MPI_Scatterv(s, cnt, dsp, dt, inplace && me ? MPI_IN_PLACE : r, count, dt, root,
+                   MPI_COMM_WORLD);
+    else if (!strcmp(test, "scatter"))
+      MPI_Scatter(s, count, dt, inplace && me ? MPI_IN_PLACE : r, count, dt, root,
+                  MPI_COMM_WORLD);
     else if (!strcmp(test, "igatherv"))
       MPI_Igatherv(inplace && me ? MPI_IN_PLACE : s, count, dt, r, cnt, dsp, dt, root,
                    MPI_COMM_WORLD, &rq);

@@ -575,6 +575,62 @@ fn scatter_fast(
     Some(select::scatter(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
 }
 
+/// Largest communicator whose scatterv goes by [`scatterv_fast`] (its byte counts and
+/// offsets live on the stack; larger ones have no shared-memory segment anyway).
+const FAST_V_MAX: usize = 64;
+
+/// Scatterv of predefined basic types on the user's buffers (see [`gather_fast`]): the
+/// root turns the counts and displacements into byte lengths and offsets on the stack, the
+/// others take their block as bytes, without a datatype reference or a block list. `None`:
+/// the general path decides (other types, NULL buffers, negative displacements, more than
+/// [`FAST_V_MAX`] ranks; it also reports the errors). The send arguments are only looked at
+/// on the root.
+fn scatterv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcounts, displs, sendtype): (*const c_void, *const C, *const D, c_int),
+    (recvbuf, recvcount, recvtype): RecvArgs,
+    root: i32,
+) -> Option<MpiResult> {
+    let at_root = c.rank == root;
+    let in_place = alg::is_in_place(recvbuf);
+    let n = c.size as usize;
+    if (in_place && !at_root) || (!in_place && recvbuf.is_null()) || n > FAST_V_MAX {
+        return None;
+    }
+    let recv = if in_place {
+        None
+    } else {
+        let b = basic_bytes(recvcount, recvtype)?;
+        // SAFETY: MPI contract: recvbuf (not NULL) has room for `recvcount` items of a
+        // predefined basic type, contiguous from offset 0, apart from the send buffer.
+        Some(unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), b) })
+    };
+    if !at_root {
+        let r = select::scatterv(&c.alg(), (&[], &[], &[]), recv, root);
+        return Some(r.map_err(alg::err(c.comm)));
+    }
+    let size = crate::p2p::predefined_size(sendtype)?;
+    if sendbuf.is_null() {
+        return None;
+    }
+    let (cs, ds) = (
+        slice_in(sendcounts, n, "").ok()?,
+        slice_in(displs, n, "").ok()?,
+    );
+    let (mut counts, mut offs) = ([0usize; FAST_V_MAX], [0usize; FAST_V_MAX]);
+    let mut end = 0;
+    for i in 0..n {
+        counts[i] = usize::try_from(cs[i].into()).ok()?.checked_mul(size)?;
+        offs[i] = usize::try_from(ds[i].aint()).ok()?.checked_mul(size)?;
+        end = end.max(offs[i].checked_add(counts[i])?);
+    }
+    // SAFETY: MPI contract: sendbuf holds every block, `counts[i]` bytes at `offs[i]` (a
+    // predefined basic type is contiguous), so `end` bytes from it; read only.
+    let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), end) };
+    let r = select::scatterv(&c.alg(), (send, &counts[..n], &offs[..n]), recv, root);
+    Some(r.map_err(alg::err(c.comm)))
+}
+
 /// Allgather of predefined basic types on the user's buffers (see [`gather_fast`]).
 fn allgather_fast(
     c: &Coll,
@@ -689,6 +745,9 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::scatterv(&l, crate::intercoll::Laid { buf: sendbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(sendcounts), crate::intercoll::Displs::of(displs)), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = scatterv_fast(&c, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount.into(), recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(recvbuf) && c.rank == root;
         let rdt = if inplace { None } else { Some(dtype(recvtype, comm)?) };
         let rc = if inplace { 0 } else { check_count(recvcount).map_err(|e| e.on(comm))? };

@@ -671,7 +671,22 @@ fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
-    let sizes = [0usize, 1, 7, 56, 57, 512, 4096, 4097, 16 * 1024, 100_000];
+    let one_copy = oxmpi_coll::sm::params::single_copy_max();
+    let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
+    let sizes = [
+        0usize,
+        1,
+        7,
+        56,
+        57,
+        512,
+        4096,
+        4097,
+        16 * 1024,
+        one_copy,
+        one_copy + 1,
+        100_000,
+    ];
     for (it, &bytes) in sizes.iter().enumerate() {
         let it = it as u64;
         select::barrier(c).unwrap();
@@ -682,8 +697,14 @@ fn sm_suite(c: &CollComm) {
         } else {
             vec![0u8; bytes]
         };
+        let before = oxmpi_coll::base::stats::runs(oxmpi_coll::base::stats::Alg::SmBcast);
         select::bcast(c, &mut buf, root as i32).unwrap();
         assert_eq!(buf, data, "bcast of {bytes} bytes from {root}");
+        assert_eq!(
+            oxmpi_coll::base::stats::runs(oxmpi_coll::base::stats::Alg::SmBcast) - before,
+            u64::from(seg && bytes > 0 && bytes <= oxmpi_coll::sm::DATA.max(one_copy)),
+            "bcast of {bytes} bytes on the segment"
+        );
         for (oi, &(f, es, comm)) in ops.iter().enumerate() {
             let len = bytes / es * es;
             let xs: Vec<Vec<u8>> = (0..p)
@@ -728,6 +749,9 @@ fn sm_regular_suite(c: &CollComm) {
     let seg = sm::get(c, Coll::Scatter).unwrap().is_some();
     // The largest block that fits a buffer after a scatterv table.
     let one = sm::CAP - 8 * p;
+    // Blocks up to this size that do not fit a buffer move by one cross-memory copy
+    // between the root's buffer and each rank's (CMA works between a user's processes).
+    let one_copy = sm::params::single_copy_max();
     let blocks = [
         1,
         sm::DATA / p,
@@ -735,6 +759,10 @@ fn sm_regular_suite(c: &CollComm) {
         one,
         one + 1,
         sm::DATA,
+        sm::DATA + 1,
+        16 * 1024,
+        one_copy,
+        one_copy + 1,
         100_000,
         300_000,
     ];
@@ -750,7 +778,13 @@ fn sm_regular_suite(c: &CollComm) {
                     g[r * block..(r + 1) * block].copy_from_slice(&xs[r]);
                 }
                 let send = (!(at_root && in_place)).then_some(&xs[r][..]);
+                let before = runs(Alg::SmGather);
                 select::gather(c, send, &mut g, block, root as i32).unwrap();
+                assert_eq!(
+                    runs(Alg::SmGather) - before,
+                    u64::from(seg && block <= sm::DATA.max(one_copy)),
+                    "gather of {block}-byte blocks on the segment"
+                );
                 if at_root {
                     assert_eq!(
                         g, cat,
@@ -770,7 +804,8 @@ fn sm_regular_suite(c: &CollComm) {
                         "scatter of {block}-byte blocks from {root}, in place {in_place}"
                     );
                 }
-                let on_seg = seg && (p * block <= sm::DATA || block + 8 * p <= sm::CAP);
+                let on_seg =
+                    seg && (p * block <= sm::DATA || block + 8 * p <= sm::CAP || block <= one_copy);
                 assert_eq!(
                     runs(Alg::SmScatter) - before,
                     u64::from(on_seg),

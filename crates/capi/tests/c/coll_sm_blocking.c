@@ -2,7 +2,8 @@
  * gather, scatter, gatherv, scatterv, allgather, allgatherv, reduce, reduce_scatter_block, reduce_scatter,
  * scan and exscan, in place and not, for every root, at sizes around the segment's buffer
  * (4096 bytes: 1, 56, 57, 1000, 4096 and 4097 bytes per block, and whole vectors on both
- * sides of it; the boundary of one block after a scatterv table; 100000 bytes), of MPI_CHAR
+ * sides of it; the boundary of one block after a scatterv table; 16384, 32768 and 32769
+ * bytes around the single cross-memory copy's limit; 100000 bytes), of MPI_CHAR
  * and of a strided type with holes (packed first). Every result
  * is checked against a local reference (every rank can regenerate every contribution), the
  * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
@@ -321,19 +322,27 @@ static void empty_blocks(int n, int inpl) {
 }
 
 /* Broadcasts around the lane's line sizes (56 bytes per line, two lines an entry) and its
- * end, back to back with the root moving (roots run ahead: more broadcasts than the lane's
- * 64 entries and the 8 buffers), every byte checked. */
+ * end, and around the single cross-memory copy's limits (one buffer, 32 KiB), back to back
+ * with the root moving (roots run ahead: more broadcasts than the lane's 64 entries and the
+ * 8 buffers), every byte checked; every fifth one runs while a nonblocking allreduce is
+ * pending. */
 static void bcast_lanes(void) {
-    int sizes[] = {1, 55, 56, 57, 63, 64, 100, 111, 112, 113, 200, 4096, 4097};
+    int sizes[] = {1, 55, 56, 57, 63, 64, 100, 111, 112, 113, 200, 4096, 4097, 16384, 32768, 32769};
     enum { ROUNDS = 150 };
-    signed char *b = malloc(4097);
+    signed char *b = malloc(32769);
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         int n = sizes[z];
         for (int it = 0; it < ROUNDS; it++) {
             int root = (it / 3) % size; /* the same root three times in a row, then the next */
+            int x = rank, sum = 0;
+            MPI_Request rq = MPI_REQUEST_NULL;
+            if (it % 5 == 0)
+                CHECK_RC(MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq));
             for (int k = 0; k < n; k++) b[k] = rank == root ? val(root, k, it) : -1;
             CHECK_RC(MPI_Bcast(b, n, MPI_CHAR, root, MPI_COMM_WORLD));
             for (int k = 0; k < n; k++) CHECK(b[k] == val(root, k, it));
+            CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+            if (it % 5 == 0) CHECK(sum == size * (size - 1) / 2);
         }
     }
     free(b);
@@ -381,7 +390,7 @@ int main(int argc, char **argv) {
      * block that fits after a scatterv table, e.g. one 4 KiB block at np=2; 100000: point
      * to point, in place without a copy of the root's block) */
     int sizes[] = {1, 56, 57, 1000, 4096 / size, 4096 / size + 1, 4096, 4097,
-                   4152 - 8 * size, 4153 - 8 * size, 100000};
+                   4152 - 8 * size, 4153 - 8 * size, 16384, 32768, 32769, 100000};
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
         for (int ti = 0; ti < 2; ti++)
             for (int inpl = 0; inpl < 2; inpl++) {

@@ -8,7 +8,7 @@
 
 use crate::base::helpers::{check_own, place_own};
 use crate::base::stats::{count, Alg};
-use crate::sm::{self, SmKind, VBlock};
+use crate::sm::{self, Side, SmKind, VBlock};
 use crate::tune::Coll;
 use crate::tuned::{TAG_GATHER, TAG_SCATTER};
 use crate::{CollComm, Op, Result};
@@ -35,7 +35,58 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
             return Ok(());
         }
     }
+    if n > 0 && (0..a.size).contains(&root) {
+        if let Some(seg) = single_copy(a, Coll::Bcast, n)? {
+            count(a.shadow, Alg::SmBcast);
+            let at = buf.as_ptr();
+            let side = if a.rank == root {
+                Side::Read(&mut [])
+            } else {
+                Side::Read(buf)
+            };
+            return single_copy_done(seg.rooted_cma(root as usize, at, |_| (0, n), side), "bcast");
+        }
+    }
     a.bcast(buf, root)
+}
+
+/// The segment, when a rooted collective whose blocks are `block` bytes (the same on every
+/// rank) moves by one cross-memory copy per rank ([`sm::Seg::rooted_cma`]): blocks of at
+/// most `coll_sm_single_copy_max` bytes, and CMA reaches every rank (probed at the first
+/// such collective: every rank calls this at the same one). Callers try the segment's
+/// buffers first, so only blocks too large for them come here.
+fn single_copy(a: &CollComm, coll: Coll, block: usize) -> Result<Option<std::sync::Arc<sm::Seg>>> {
+    if block == 0 || block > sm::params::single_copy_max() {
+        return Ok(None);
+    }
+    Ok(sm::get(a, coll)?.filter(|seg| seg.cma_ready()))
+}
+
+/// The largest block of a gatherv or scatterv that moves by one cross-memory copy when it
+/// does not fit the segment's buffers: `coll_sm_single_copy_max`, or 0 when CMA does not
+/// reach every rank (probed at the first one: every rank calls this at the same one).
+fn single_copy_v(seg: &sm::Seg) -> usize {
+    let max = sm::params::single_copy_max();
+    if max > 0 && seg.cma_ready() {
+        max
+    } else {
+        0
+    }
+}
+
+/// The outcome of [`sm::Seg::rooted_cma`] as the collective's.
+fn single_copy_done(r: std::io::Result<Option<usize>>, what: &str) -> Result<()> {
+    match r {
+        Ok(None) => Ok(()),
+        Ok(Some(n)) => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            format!("{what}: a block of {n} bytes does not fit the buffer for it"),
+        )),
+        Err(e) => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Other,
+            format!("{what}: a cross-memory copy between ranks failed: {e}"),
+        )),
+    }
 }
 
 /// Allreduce into `dst`: our contribution is `src` (`None`: it is in `dst`; otherwise as
@@ -252,6 +303,23 @@ pub fn gather(
             return Ok(());
         }
     }
+    if (0..a.size).contains(&root) {
+        if let Some(seg) = single_copy(a, Coll::Gather, block)? {
+            count(a.shadow, Alg::SmGather);
+            let side = if at_root {
+                let all = &mut recv[..p * block];
+                if let Some(s) = send {
+                    all[me * block..(me + 1) * block].copy_from_slice(&s[..block]);
+                }
+                Side::Write(&[])
+            } else {
+                Side::Write(send.unwrap_or_default())
+            };
+            let at = recv.as_ptr();
+            let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
+            return single_copy_done(r, "gather");
+        }
+    }
     a.gather_from(send, recv, block, root)
 }
 
@@ -298,6 +366,27 @@ pub fn scatter(
                 (Vec::new(), Vec::new())
             };
             return seg_scatterv(a, &seg, (send, &counts, &displs), recv, root);
+        }
+    }
+    if (0..a.size).contains(&root) {
+        if let Some(seg) = single_copy(a, Coll::Scatter, block)? {
+            count(a.shadow, Alg::SmScatter);
+            let side = match recv {
+                Some(r) if a.rank == root => {
+                    let me = root as usize;
+                    r[..block].copy_from_slice(&send[me * block..(me + 1) * block]);
+                    Side::Read(&mut [])
+                }
+                Some(r) => Side::Read(r),
+                None => Side::Read(&mut []),
+            };
+            let at = if a.rank == root {
+                send[..p * block].as_ptr()
+            } else {
+                send.as_ptr()
+            };
+            let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
+            return single_copy_done(r, "scatter");
         }
     }
     a.scatter_into(send, recv, block, root)
@@ -487,22 +576,35 @@ pub fn gatherv(
     if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Gather)? {
             count(a.shadow, Alg::SmGather);
+            let one_copy = single_copy_v(&seg);
+            // Blocks up to this size go through the segment or by one cross-memory copy.
+            let on_seg = sm::V_MAX.max(one_copy);
             if !at_root {
                 let s = send.unwrap_or_default();
-                if s.len() <= sm::V_MAX {
-                    seg.gatherv(Some(s), None, root as usize);
+                if s.len() <= on_seg {
+                    if !seg.gatherv(Some(s), None, root as usize, one_copy) {
+                        return Err(crate::arg_err(
+                            oxmpi_engine::ErrorClass::Truncate,
+                            "gatherv: the block is longer than the root's count for it",
+                        ));
+                    }
                     return Ok(());
                 }
-                seg.gatherv(None, None, root as usize);
+                seg.gatherv(None, None, root as usize, one_copy);
                 return a.send(s, root, TAG_GATHER);
             }
             a.check_vec_len(counts, displs)?;
             crate::base::helpers::check_blocks(recv.len(), counts, displs)?;
-            let ok = seg.gatherv(send, Some((&mut *recv, counts, displs)), root as usize);
+            let ok = seg.gatherv(
+                send,
+                Some((&mut *recv, counts, displs)),
+                root as usize,
+                one_copy,
+            );
             // The blocks too large for the segment, point to point.
             let base = recv.as_mut_ptr();
             let mut reqs = Vec::new();
-            for i in (0..a.size).filter(|&i| i != root && counts[i as usize] > sm::V_MAX) {
+            for i in (0..a.size).filter(|&i| i != root && counts[i as usize] > on_seg) {
                 let iu = i as usize;
                 // SAFETY: the block is in bounds (checked); `recv` outlives the waitall.
                 match unsafe { a.irecv_raw(base.add(displs[iu]), counts[iu], i, TAG_GATHER) } {
@@ -556,11 +658,13 @@ fn seg_scatterv(
     root: i32,
 ) -> Result<()> {
     let at_root = a.rank == root;
+    let one_copy = single_copy_v(seg);
     if !at_root {
         let r = recv.unwrap_or_default();
-        return match seg.scatterv(None, r, root as usize).1 {
+        return match seg.scatterv(None, r, root as usize, one_copy).1 {
             VBlock::Here(_) => Ok(()),
             VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
+            VBlock::Failed => single_copy_done(Err(std::io::ErrorKind::Other.into()), "scatterv"),
             VBlock::Truncated(n) => Err(crate::arg_err(
                 oxmpi_engine::ErrorClass::Truncate,
                 format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
@@ -575,7 +679,7 @@ fn seg_scatterv(
     } else {
         None
     };
-    let (rest, _) = seg.scatterv(table, &mut [], root as usize);
+    let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
     a.check_vec_len(counts, displs)?;
     crate::base::helpers::check_blocks(send.len(), counts, displs)?;
     let me = root as usize;

@@ -41,6 +41,10 @@
 //! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
 //! place up to [`A2A_CMA_MAX`] bytes per rank).
 //!
+//! Bcast, gather and scatter of blocks too large for a buffer, and such blocks of gatherv
+//! and scatterv, up to `coll_sm_single_copy_max` bytes, move by one cross-memory copy each
+//! between the root's buffer and the rank's (`segment/rooted.rs`, [`Seg::rooted_cma`]).
+//!
 //! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
 //! and finish at a later progress call once the stamps they need are there. They count
 //! their own sequence, in [`NB_NBUF`] buffers of their own at the end of the slot, with
@@ -62,7 +66,7 @@ pub mod params;
 mod segment;
 
 pub use nb::{Progress, SmKind};
-pub use segment::{Seg, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, V_MAX};
+pub use segment::{Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, V_MAX};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};

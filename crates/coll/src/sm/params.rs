@@ -70,6 +70,31 @@ pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
+/// `coll_sm_single_copy_max`.
+pub const SINGLE_COPY_MAX: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "single_copy_max",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "32768",
+    "Bcast, gather and scatter whose block (per rank) is larger than a shared-memory \
+     buffer (4 KiB) and at most this many bytes move by one cross-memory copy \
+     (process_vm_readv/writev) between the root's and each rank's buffer, when every rank \
+     of the communicator reaches every other that way; larger ones, and all when 0, go \
+     point to point",
+)
+.level(6);
+
+/// `coll_sm_single_copy_max`: largest block (bytes) of a rooted collective moved by one
+/// cross-memory copy ([`super::Seg::rooted_cma`]; 0: none).
+pub fn single_copy_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| usize::try_from(params::int(&SINGLE_COPY_MAX)).unwrap_or(0))
+}
+
 /// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle
 /// starts yielding (read once per segment).
 pub fn spin_first() -> u32 {

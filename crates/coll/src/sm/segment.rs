@@ -3,12 +3,14 @@
 
 use crate::{CollComm, Result};
 use oxmpi_engine::sys::Mapping;
-use oxmpi_engine::Engine;
+use oxmpi_engine::{cma_copy, Cma, Engine};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 mod cma;
+mod rooted;
 pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
+pub use rooted::Side;
 
 const LINE: usize = 64;
 /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
@@ -58,6 +60,8 @@ pub enum VBlock {
     Elsewhere,
     /// Its block (this many bytes) is longer than the receive buffer (not copied).
     Truncated(usize),
+    /// Its block was to come by a cross-memory copy, which failed.
+    Failed,
 }
 
 /// A communicator's mapped segment.
@@ -587,21 +591,28 @@ impl Seg {
         Ok(got)
     }
 
-    /// Gatherv to `root` of blocks up to [`V_MAX`] bytes. A non-root posts its block's
-    /// length and `send` when it is `Some` (a larger block travels otherwise: the
-    /// caller's business; `None` still takes part, so the ranks' collectives stay
-    /// numbered alike). The root (`recv`: the buffer, counts and displacements) copies
-    /// the posted block of every other rank whose count is at most [`V_MAX`], and its own
-    /// from `send` (`None`: in place, already there). False at the root when some block
-    /// was longer than its count or outside `recv` (that block is not copied).
+    /// Gatherv to `root` of blocks up to [`V_MAX`] bytes, and of blocks up to `one_copy`
+    /// bytes (0 when CMA does not reach every rank: see [`Seg::cma_ready`]) by one
+    /// cross-memory copy each. A non-root posts its block's length and `send` when it is
+    /// `Some` and fits, or writes it into the root's buffer when it is larger (at the
+    /// address the root posts: its pid, then per rank the block's address and count); a
+    /// larger block travels otherwise: the caller's business (`None` still takes part, so
+    /// the ranks' collectives stay numbered alike). The root (`recv`: the buffer, counts
+    /// and displacements) copies the posted block of every other rank whose count is at
+    /// most [`V_MAX`], and its own from `send` (`None`: in place, already there), and waits
+    /// for the ranks that write theirs. False at the root when some block was longer than
+    /// its count or outside `recv` (that block is not copied), at a non-root when its
+    /// block was longer than the root's count or its copy failed (not copied).
     pub fn gatherv(
         &self,
         send: Option<&[u8]>,
         recv: Option<(&mut [u8], &[usize], &[usize])>,
         root: usize,
+        one_copy: usize,
     ) -> bool {
         let k = self.next();
         let mut ok = true;
+        let far = |n: usize| n > V_MAX && n <= one_copy;
         match recv {
             Some((recv, counts, displs)) if self.rank == root => {
                 let len = recv.len();
@@ -609,6 +620,29 @@ impl Seg {
                     counts.get(r).is_some_and(|&c| n <= c)
                         && displs.get(r).is_some_and(|&d| d + n <= len)
                 };
+                let writers: Vec<usize> = (0..self.size)
+                    .filter(|&r| r != root && counts.get(r).is_some_and(|&c| far(c)))
+                    .collect();
+                if !writers.is_empty() {
+                    self.reusable(k.saturating_sub(NBUF));
+                    let w = self.data(self.rank, k).cast::<u64>();
+                    // SAFETY: our own buffer of collective `k`, read by nobody until we
+                    // stamp it and no longer by anybody for `k - NBUF` (waited above);
+                    // `8 * (1 + 2p) <= DATA`.
+                    unsafe {
+                        w.write_unaligned(u64::from(std::process::id()));
+                        for &r in &writers {
+                            let (at, c) = if fits(r, counts[r]) {
+                                (recv.as_ptr() as u64 + displs[r] as u64, counts[r])
+                            } else {
+                                (0, 0)
+                            };
+                            w.add(1 + 2 * r).write_unaligned(at);
+                            w.add(2 + 2 * r).write_unaligned(c as u64);
+                        }
+                    }
+                    self.stamp(self.rank, k).store(k, Ordering::Release);
+                }
                 if let Some(s) = send {
                     if fits(root, s.len()) {
                         recv[displs[root]..displs[root] + s.len()].copy_from_slice(s);
@@ -632,9 +666,13 @@ impl Seg {
                     let src = unsafe { self.peer(r, k, 8, n) };
                     recv[displs[r]..displs[r] + n].copy_from_slice(src);
                 }
+                // Our buffer is written by those ranks until they are done.
+                for r in writers {
+                    self.wait_word(self.seq_word(r), k);
+                }
             }
-            _ => {
-                if let Some(s) = send.filter(|s| s.len() <= V_MAX) {
+            _ => match send {
+                Some(s) if s.len() <= V_MAX => {
                     self.reusable(k.saturating_sub(NBUF));
                     let base = self.data(self.rank, k);
                     // SAFETY: our own buffer of collective `k`, read by nobody until we
@@ -646,7 +684,33 @@ impl Seg {
                     }
                     self.stamp(self.rank, k).store(k, Ordering::Release);
                 }
-            }
+                Some(s) if far(s.len()) => {
+                    self.wait_word(self.stamp(root, k), k);
+                    // SAFETY: the root stamped `k` (waited above) and we finish `k` only
+                    // after the copy; our entry lies in its post.
+                    let word = |i: usize| unsafe {
+                        self.data(root, k).cast::<u64>().add(i).read_unaligned()
+                    };
+                    let me = self.rank;
+                    let (at, c) = (word(1 + 2 * me), word(2 + 2 * me) as usize);
+                    // SAFETY: the root's receive buffer has room for `c >= s.len()` bytes
+                    // at `at` for us alone, unchanged until we are done with `k` (it waits
+                    // for that); a write only reads our side.
+                    ok = at != 0
+                        && s.len() <= c
+                        && unsafe {
+                            cma_copy(
+                                word(0) as i32,
+                                s.as_ptr().cast_mut(),
+                                at,
+                                s.len(),
+                                Cma::Write,
+                            )
+                        }
+                        .is_ok();
+                }
+                _ => {}
+            },
         }
         self.finish(k);
         ok
@@ -654,14 +718,19 @@ impl Seg {
 
     /// Scatterv from `root` (`send`: its buffer, counts and displacements): the root
     /// posts a table (offset and length in its buffer per rank, or none) and the blocks
-    /// that fit its buffer after it, back to back, in rank order. Returns at the root the
-    /// ranks whose block is not posted (to be sent otherwise; its own is never posted),
-    /// at the others what came ([`VBlock`]; a posted block is copied into `recv`).
+    /// that fit its buffer after it, back to back, in rank order; a block that does not fit
+    /// and has at most `one_copy` bytes (0 when CMA does not reach every rank: see
+    /// [`Seg::cma_ready`]) is read by its rank from the root's buffer by one cross-memory
+    /// copy (its entry says so, the root's pid and the block's address follow the table),
+    /// and the root waits for those ranks. Returns at the root the ranks whose block is not
+    /// posted (to be sent otherwise; its own is never posted), at the others what came
+    /// ([`VBlock`]; a posted block is copied into `recv`).
     pub fn scatterv(
         &self,
         send: Option<(&[u8], &[usize], &[usize])>,
         recv: &mut [u8],
         root: usize,
+        one_copy: usize,
     ) -> (Vec<usize>, VBlock) {
         let p = self.size;
         let k = self.next();
@@ -671,13 +740,31 @@ impl Seg {
             Some((send, counts, displs)) if self.rank == root => {
                 self.reusable(k.saturating_sub(NBUF));
                 let base = self.data(self.rank, k);
-                let mut off = 8 * p;
-                for r in 0..p {
-                    let (c, d) = (counts.get(r).copied(), displs.get(r).copied());
-                    let entry = match (c, d) {
-                        (Some(c), Some(d))
-                            if r != root && off + c <= CAP && d + c <= send.len() =>
-                        {
+                let valid = |r: usize| match (counts.get(r), displs.get(r)) {
+                    (Some(&c), Some(&d)) if r != root && d + c <= send.len() => Some((c, d)),
+                    _ => None,
+                };
+                // Posting from `start`, which blocks do not fit? With any of them read by
+                // CMA, the root's pid and their addresses follow the table.
+                let fits_from = |start: usize| {
+                    let mut off = start;
+                    (0..p).map(move |r| match valid(r) {
+                        Some((c, _)) if off + c <= CAP => {
+                            off += c;
+                            true
+                        }
+                        _ => false,
+                    })
+                };
+                let far = |r: usize, fits: bool| {
+                    !fits && valid(r).is_some_and(|(c, _)| c > 0 && c <= one_copy)
+                };
+                let any_far = fits_from(8 * p).enumerate().any(|(r, f)| far(r, f));
+                let mut off = if any_far { 8 * (2 * p + 1) } else { 8 * p };
+                let mut readers = Vec::new();
+                for (r, fits) in fits_from(off).enumerate().collect::<Vec<_>>() {
+                    let entry = match valid(r) {
+                        Some((c, d)) if fits => {
                             // SAFETY: our own buffer of collective `k`, read by nobody
                             // until we stamp it and no longer by anybody for `k - NBUF`
                             // (waited above); `off + c <= CAP`, `d + c <= send.len()`.
@@ -691,6 +778,17 @@ impl Seg {
                             off += c;
                             ((off - c) as u64) | ((c as u64) << 32)
                         }
+                        Some((c, d)) if far(r, fits) => {
+                            readers.push(r);
+                            // SAFETY: as above; the addresses follow the table and the pid
+                            // (`8 * (2p + 1)` bytes, within `CAP` for every communicator).
+                            unsafe {
+                                base.add(8 * (p + 1 + r))
+                                    .cast::<u64>()
+                                    .write_unaligned(send.as_ptr() as u64 + d as u64)
+                            };
+                            rooted::FAR | c as u64
+                        }
                         _ => {
                             if r != root {
                                 rest.push(r);
@@ -701,19 +799,42 @@ impl Seg {
                     // SAFETY: as above; the table's `8 * p <= CAP` bytes lead the buffer.
                     unsafe { base.add(8 * r).cast::<u64>().write_unaligned(entry) };
                 }
+                if any_far {
+                    // SAFETY: as above, the word after the table.
+                    unsafe {
+                        base.add(8 * p)
+                            .cast::<u64>()
+                            .write_unaligned(u64::from(std::process::id()))
+                    };
+                }
                 self.stamp(self.rank, k).store(k, Ordering::Release);
+                // Our buffer is read by those ranks until they are done.
+                for r in readers {
+                    self.wait_word(self.seq_word(r), k);
+                }
             }
             _ => {
                 self.wait_word(self.stamp(root, k), k);
                 // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
                 // the reads; entry `rank` lies in its table.
-                let entry = unsafe {
-                    self.data(root, k)
-                        .add(8 * self.rank)
-                        .cast::<u64>()
-                        .read_unaligned()
+                let word = |i: usize| unsafe {
+                    self.data(root, k).add(8 * i).cast::<u64>().read_unaligned()
                 };
-                if entry != u64::MAX {
+                let entry = word(self.rank);
+                if entry != u64::MAX && entry & rooted::FAR != 0 {
+                    let n = (entry & !rooted::FAR) as usize;
+                    got = if n > recv.len() {
+                        VBlock::Truncated(n)
+                    } else {
+                        let (pid, at) = (word(p) as i32, word(p + 1 + self.rank));
+                        // SAFETY: the root's buffer holds our `n` bytes at `at`, unchanged
+                        // until we are done with `k` (it waits for that); `recv` has room.
+                        match unsafe { cma_copy(pid, recv.as_mut_ptr(), at, n, Cma::Read) } {
+                            Ok(()) => VBlock::Here(n),
+                            Err(_) => VBlock::Failed,
+                        }
+                    };
+                } else if entry != u64::MAX {
                     let (off, n) = ((entry & 0xffff_ffff) as usize, (entry >> 32) as usize);
                     got = if n > recv.len() || off + n > CAP {
                         VBlock::Truncated(n)

@@ -33,8 +33,8 @@ pub const OUT_OF_PLACE_MAX: usize = 64 << 10;
 
 /// Whether CMA reaches every rank of the segment: not probed yet, yes, no.
 pub(super) const CMA_UNKNOWN: u8 = 0;
-const CMA_YES: u8 = 1;
-const CMA_NO: u8 = 2;
+pub(super) const CMA_YES: u8 = 1;
+pub(super) const CMA_NO: u8 = 2;
 
 /// Flag words of a posted alltoallv: blocks in the segment ([`super::put_table`]),
 /// addresses ([`Seg::put_addresses`]); 0: invalid arguments.

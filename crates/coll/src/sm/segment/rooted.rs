@@ -1,0 +1,151 @@
+//! Rooted data movers (bcast, gather, scatter) of blocks larger than a segment buffer, by
+//! one cross-memory copy (CMA) per rank: the root posts its pid, its buffer's address and
+//! where each rank's block is in it; every other rank copies its block between that buffer
+//! and its own (`process_vm_readv` for bcast and scatter, `process_vm_writev` for gather)
+//! and marks the collective done; the root returns once every rank is done. One copy and one
+//! round trip, where the point-to-point rendezvous copies twice (into the shared bulk buffer
+//! and out of it, each at cross-core speed on machines whose cores share no cache) behind a
+//! clear-to-send round trip.
+//!
+//! Whether CMA reaches every pair of ranks (Yama, seccomp) is probed once per segment, at
+//! its first such collective ([`Seg::cma_ready`]): two more rounds on the segment, after
+//! which every rank knows the same answer.
+
+use super::cma::{CMA_NO, CMA_YES};
+use super::Seg;
+use oxmpi_engine::{cma_copy, Cma};
+use std::io;
+use std::sync::atomic::Ordering;
+
+/// Words of the root's post before the per-rank entries: pid, buffer address.
+const HEAD: usize = 2;
+
+/// Largest communicator whose post fits a buffer (two words per rank; a scatterv's table
+/// with the root's pid and an address per rank takes less).
+const _: () = assert!(8 * (HEAD + 2 * super::super::MAX_RANKS as usize) <= super::DATA);
+
+/// Flag of a scatterv table entry ([`Seg::scatterv`]) whose block its rank reads from the
+/// root's buffer by CMA (the block's length in the low bits).
+pub(super) const FAR: u64 = 1 << 63;
+
+/// What a rank copies in a rooted single-copy collective ([`Seg::rooted_cma`]).
+pub enum Side<'a> {
+    /// Its block from the root's buffer into this one (bcast, scatter).
+    Read(&'a mut [u8]),
+    /// This block into the root's buffer (gather).
+    Write(&'a [u8]),
+}
+
+impl Seg {
+    /// Whether every rank reaches every other by CMA. Collective the first time on a
+    /// segment (when no earlier collective found out): every rank posts its pid and the
+    /// address of a byte, reads every other rank's byte, then all post whether they could
+    /// and take the same verdict; later calls only look at it. Every rank must call this at
+    /// the same collective (it depends only on arguments all ranks share).
+    pub fn cma_ready(&self) -> bool {
+        match self.cma.load(Ordering::Relaxed) {
+            CMA_YES => return true,
+            CMA_NO => return false,
+            _ => {}
+        }
+        let me = self.rank;
+        let k = self.next();
+        let probe = std::ptr::from_ref(&self.cma).cast::<u8>() as u64;
+        let mut post = [0u8; 16];
+        post[..8].copy_from_slice(&u64::from(std::process::id()).to_ne_bytes());
+        post[8..].copy_from_slice(&probe.to_ne_bytes());
+        self.post(k, &post);
+        self.wait_all(k);
+        let reach = (0..self.size).filter(|&r| r != me).all(|r| {
+            // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after
+            // this read; 16 posted bytes.
+            let w = unsafe { self.peer(r, k, 0, 16) };
+            let pid = u64::from_ne_bytes(w[..8].try_into().expect("8 bytes"));
+            let addr = u64::from_ne_bytes(w[8..].try_into().expect("8 bytes"));
+            let mut v = 0u8;
+            // SAFETY: one byte into `v`; rank `r` posted its pid and the address of a byte
+            // of its segment state, which lives as long as its segment.
+            unsafe { cma_copy(pid as i32, &mut v, addr, 1, Cma::Read).is_ok() }
+        });
+        self.finish(k);
+        let k2 = self.next();
+        self.post(k2, &[u8::from(reach)]);
+        self.wait_all(k2);
+        // SAFETY: every rank stamped `k2` (waited above); one byte each.
+        let all = (0..self.size).all(|r| unsafe { self.peer(r, k2, 0, 1) }[0] == 1);
+        self.finish(k2);
+        self.cma
+            .store(if all { CMA_YES } else { CMA_NO }, Ordering::Relaxed);
+        all
+    }
+
+    /// A rooted collective by one cross-memory copy per rank (see the module
+    /// documentation); call only after [`Seg::cma_ready`] said yes. At the root, `root_buf`
+    /// is its buffer (the send buffer of a bcast or scatter, the receive buffer of a
+    /// gather) and `entry(r)` the offset and length of rank `r`'s block in it; it copies
+    /// nothing itself. Elsewhere `mine` is the rank's side of the copy. A block longer than
+    /// its receiving side is not copied (`Ok(Some(n))`: the block's length); an error when a
+    /// copy failed (a buffer outside the process's memory). Every rank marks the collective
+    /// done either way, so none is left waiting.
+    pub fn rooted_cma(
+        &self,
+        root: usize,
+        root_buf: *const u8,
+        entry: impl Fn(usize) -> (usize, usize),
+        mine: Side<'_>,
+    ) -> io::Result<Option<usize>> {
+        let k = self.next();
+        let p = self.size;
+        if self.rank == root {
+            self.reusable(k.saturating_sub(super::NBUF));
+            let w = self.data(self.rank, k).cast::<u64>();
+            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
+            // and no longer by anybody for `k - NBUF` (waited above); `8 * (HEAD + 2p)`
+            // bytes fit it (checked at compile time for the largest communicator).
+            unsafe {
+                w.write_unaligned(u64::from(std::process::id()));
+                w.add(1).write_unaligned(root_buf as u64);
+                for r in 0..p {
+                    let (off, len) = entry(r);
+                    w.add(HEAD + 2 * r).write_unaligned(off as u64);
+                    w.add(HEAD + 2 * r + 1).write_unaligned(len as u64);
+                }
+            }
+            self.stamp(self.rank, k).store(k, Ordering::Release);
+            // Our buffer is read or written by the others until they are done.
+            for r in (0..p).filter(|&r| r != root) {
+                self.wait_word(self.seq_word(r), k);
+            }
+            self.finish(k);
+            if self.min_done.load(Ordering::Relaxed) < k {
+                self.min_done.store(k, Ordering::Relaxed);
+            }
+            return Ok(None);
+        }
+        self.wait_word(self.stamp(root, k), k);
+        // SAFETY: the root stamped `k` (waited above) and we finish `k` only after the
+        // reads; its post has `HEAD + 2p` words.
+        let word = |i: usize| unsafe { self.data(root, k).cast::<u64>().add(i).read_unaligned() };
+        let (pid, base) = (word(0) as i32, word(1));
+        let (off, len) = (word(HEAD + 2 * self.rank), word(HEAD + 2 * self.rank + 1));
+        let len = len as usize;
+        // The root's buffer holds `len` bytes at `off` for us, unchanged (and written by
+        // nobody else) until we are done with `k`, as the root waits for that.
+        let r = match mine {
+            // SAFETY: see above; `buf` has room for the `len` bytes (checked).
+            Side::Read(buf) if len <= buf.len() => unsafe {
+                cma_copy(pid, buf.as_mut_ptr(), base + off, len, Cma::Read).map(|()| None)
+            },
+            // SAFETY: see above; the block fits its `len` bytes (checked), and a write only
+            // reads the local side.
+            Side::Write(blk) if blk.len() <= len => unsafe {
+                let src = blk.as_ptr().cast_mut();
+                cma_copy(pid, src, base + off, blk.len(), Cma::Write).map(|()| None)
+            },
+            Side::Read(_) => Ok(Some(len)),
+            Side::Write(blk) => Ok(Some(blk.len())),
+        };
+        self.finish(k);
+        r
+    }
+}
