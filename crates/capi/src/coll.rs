@@ -575,12 +575,12 @@ fn scatter_fast(
     Some(select::scatter(&c.alg(), send, recv, b, root).map_err(alg::err(c.comm)))
 }
 
-/// Largest communicator whose scatterv goes by [`scatterv_fast`] (its byte counts and
-/// offsets live on the stack; larger ones have no shared-memory segment anyway).
+/// Largest communicator whose scatterv goes by [`scatterv_fast`] (larger ones have no
+/// shared-memory segment anyway).
 const FAST_V_MAX: usize = 64;
 
 /// Scatterv of predefined basic types on the user's buffers (see [`gather_fast`]): the
-/// root turns the counts and displacements into byte lengths and offsets on the stack, the
+/// root turns the counts and displacements into byte lengths and offsets ([`byte_blocks`]), the
 /// others take their block as bytes, without a datatype reference or a block list. `None`:
 /// the general path decides (other types, NULL buffers, negative displacements, more than
 /// [`FAST_V_MAX`] ranks; it also reports the errors). The send arguments are only looked at
@@ -613,21 +613,12 @@ fn scatterv_fast<C: CountArg, D: DispArg>(
     if sendbuf.is_null() {
         return None;
     }
-    let (cs, ds) = (
-        slice_in(sendcounts, n, "").ok()?,
-        slice_in(displs, n, "").ok()?,
-    );
-    let (mut counts, mut offs) = ([0usize; FAST_V_MAX], [0usize; FAST_V_MAX]);
-    let mut end = 0;
-    for i in 0..n {
-        counts[i] = usize::try_from(cs[i].into()).ok()?.checked_mul(size)?;
-        offs[i] = usize::try_from(ds[i].aint()).ok()?.checked_mul(size)?;
-        end = end.max(offs[i].checked_add(counts[i])?);
-    }
+    let (mut counts, mut offs) = (Words::zeros(n), Words::zeros(n));
+    let end = byte_blocks((sendcounts, displs), size, (counts.as_mut(), offs.as_mut()))?;
     // SAFETY: MPI contract: sendbuf holds every block, `counts[i]` bytes at `offs[i]` (a
     // predefined basic type is contiguous), so `end` bytes from it; read only.
     let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), end) };
-    let r = select::scatterv(&c.alg(), (send, &counts[..n], &offs[..n]), recv, root);
+    let r = select::scatterv(&c.alg(), (send, &counts, &offs), recv, root);
     Some(r.map_err(alg::err(c.comm)))
 }
 

@@ -201,17 +201,24 @@ impl Seg {
                 .is_ok()
             }
         });
-        let k2 = self.next();
-        self.post(k2, &[u8::from(reach)]);
-        self.wait_all(k2);
-        // SAFETY: every rank stamped `k2` (waited above); one byte each.
-        let all = (0..self.size).all(|r| unsafe { self.peer(r, k2, 0, 1) }[0] == 1);
+        let (k2, all) = self.all_say(reach);
         if !all {
             self.cma.store(CMA_NO, Ordering::Relaxed);
         } else if (0..self.size).all(addr) {
             self.cma.store(CMA_YES, Ordering::Relaxed);
         }
         (k2, all)
+    }
+
+    /// Whether every rank says `yes`: each posts its answer as the next collective, returned
+    /// unfinished with the verdict (the caller finishes it).
+    pub(super) fn all_say(&self, yes: bool) -> (u64, bool) {
+        let k = self.next();
+        self.post(k, &[u8::from(yes)]);
+        self.wait_all(k);
+        // SAFETY: every rank stamped `k` (waited above); one byte each.
+        let all = (0..self.size).all(|r| unsafe { self.peer(r, k, 0, 1) }[0] == 1);
+        (k, all)
     }
 
     /// In place: trade our block for every rank with its block for us (lengths checked

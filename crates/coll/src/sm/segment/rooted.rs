@@ -68,11 +68,7 @@ impl Seg {
             unsafe { cma_copy(pid as i32, &mut v, addr, 1, Cma::Read).is_ok() }
         });
         self.finish(k);
-        let k2 = self.next();
-        self.post(k2, &[u8::from(reach)]);
-        self.wait_all(k2);
-        // SAFETY: every rank stamped `k2` (waited above); one byte each.
-        let all = (0..self.size).all(|r| unsafe { self.peer(r, k2, 0, 1) }[0] == 1);
+        let (k2, all) = self.all_say(reach);
         self.finish(k2);
         self.cma
             .store(if all { CMA_YES } else { CMA_NO }, Ordering::Relaxed);
