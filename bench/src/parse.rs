@@ -280,6 +280,21 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
+/// Stolen jiffies (the hypervisor ran another guest while ours wanted the
+/// vCPU) and total jiffies from the `cpu ` line of `/proc/stat`.
+pub fn parse_proc_steal(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 8 {
+        return None;
+    }
+    Some((v[7], v.iter().take(8).sum()))
+}
+
 /// Busy percentage between two `/proc/stat` snapshots.
 pub fn busy_percent(before: (u64, u64), after: (u64, u64)) -> Option<f64> {
     let busy = after.0.checked_sub(before.0)?;
@@ -586,6 +601,12 @@ RSS prog=oxbench rank=0 kb=281936
         assert_eq!(busy_percent(a, b), Some(100.0 * 150.0 / 200.0));
         assert_eq!(busy_percent(a, a), None);
         assert!(parse_proc_stat("intr 1 2 3\n").is_none());
+        // steal: 8th counter; a kernel line without it gives no steal figure
+        let a = parse_proc_steal("cpu  100 0 50 800 50 0 0 10 0 0\n").unwrap();
+        assert_eq!(a, (10, 1010));
+        let b = parse_proc_steal("cpu  150 0 60 800 50 0 0 70 0 0\n").unwrap();
+        assert_eq!(busy_percent(a, b), Some(100.0 * 60.0 / 120.0));
+        assert!(parse_proc_steal("cpu  100 0 50 800\n").is_none());
     }
 
     #[test]

@@ -697,7 +697,7 @@ pub fn run_facts(o: &mut String, meta: &Meta, res: &Results) {
             .count();
         let _ = writeln!(
             o,
-            "* machine load before each measurement: load average {} [{}–{}], CPU busy {} % [{}–{}]; {} of {} measurements started quiet (< {} % busy)",
+            "* machine load before each measurement: load average {} [{}–{}], CPU busy or stolen {} % [{}–{}]; {} of {} measurements started quiet (< {} % busy or stolen)",
             num(l.median), num(l.min), num(l.max), num(b.median), num(b.min), num(b.max), quiet, busy.len(), crate::suite::QUIET_BUSY_PCT
         );
     }
