@@ -262,15 +262,19 @@ pub fn parse_loadavg(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// The counters of the aggregate `cpu ` line of `/proc/stat`, in jiffies.
+fn cpu_counters(text: &str) -> Option<Vec<u64>> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    line.split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect()
+}
+
 /// Aggregate CPU counters from the `cpu ` line of `/proc/stat`: (busy, total) jiffies.
 /// Idle time is `idle + iowait`; steal counts as busy (another tenant has the core).
 pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
+    let v = cpu_counters(text)?;
     if v.len() < 4 {
         return None;
     }
@@ -283,12 +287,7 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
 /// Stolen jiffies (the hypervisor ran another guest while ours wanted the
 /// vCPU) and total jiffies from the `cpu ` line of `/proc/stat`.
 pub fn parse_proc_steal(text: &str) -> Option<(u64, u64)> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
+    let v = cpu_counters(text)?;
     if v.len() < 8 {
         return None;
     }
