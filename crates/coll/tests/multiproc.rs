@@ -671,7 +671,7 @@ fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
-    let one_copy = oxmpi_coll::sm::params::single_copy_max();
+    let one_copy = oxmpi_coll::sm::params::single_copy_max_for(p);
     let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
     let sizes = [
         0usize,
@@ -751,7 +751,7 @@ fn sm_regular_suite(c: &CollComm) {
     let one = sm::CAP - 8 * p;
     // Blocks up to this size that do not fit a buffer move by one cross-memory copy
     // between the root's buffer and each rank's (CMA works between a user's processes).
-    let one_copy = sm::params::single_copy_max();
+    let one_copy = sm::params::single_copy_max_for(p);
     let blocks = [
         1,
         sm::DATA / p,
