@@ -354,6 +354,16 @@ impl SmKind {
         }
     }
 
+    /// Whether a gatherv or scatterv block of `n` bytes on `p` ranks moves by one
+    /// cross-memory copy: larger than the segment takes, at most the kind's `far`.
+    fn far_block(&self, p: usize, n: usize) -> bool {
+        match *self {
+            SmKind::Gatherv { far, .. } => n > GATHERV_MAX && n <= far,
+            SmKind::Scatterv { far, .. } => n > scatterv_max(p) && n <= far,
+            _ => false,
+        }
+    }
+
     /// Whether rank `me` of `p` moves some block by message ([`SmKind::each_message`]).
     pub fn has_messages(&self, at: (usize, usize), lens: (usize, usize)) -> bool {
         let mut any = false;
@@ -577,10 +587,10 @@ impl SmNb {
                     root,
                     counts,
                     displs,
-                    far,
+                    ..
                 } => {
                     let (me, p, n) = (seg.rank(), seg.size(), input.1);
-                    let far = |c: usize| c > GATHERV_MAX && c <= *far;
+                    let far = |c: usize| self.kind.far_block(p, c);
                     if me == *root {
                         // With writers, our pid, then per rank the address and length of
                         // its block in our output when it writes it there (else 0, 0).
@@ -830,9 +840,9 @@ impl SmNb {
                 root,
                 counts,
                 displs,
-                far,
+                ..
             } => {
-                let far = |c: usize| c > GATHERV_MAX && c <= *far;
+                let far = |c: usize| self.kind.far_block(p, c);
                 if me != *root {
                     if !far(input.len()) {
                         return Some(Progress::Done);
@@ -888,9 +898,9 @@ impl SmNb {
                 root,
                 counts,
                 displs,
-                far,
+                ..
             } => {
-                let far = |c: usize| c > scatterv_max(p) && c <= *far;
+                let far = |c: usize| self.kind.far_block(p, c);
                 if me == *root {
                     // Those that read from our input have stamped once they no longer do.
                     if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
