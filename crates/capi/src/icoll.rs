@@ -36,10 +36,10 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
-use oxmpi_coll::sm::SmKind;
+use oxmpi_coll::sm::{Rooted, SmKind};
 use sched::{
     checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, region,
-    region_bytes, sched_err, shared_seg, start, start_shared,
+    region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -135,7 +135,9 @@ mpi_fn_c! {
         alg::check_buf(buffer, &dt, n, comm)?;
         let mut unpack = Vec::new();
         let me = rank == root;
-        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+        let bytes = dt.size.saturating_mul(n);
+        let r0 = root as usize;
+        if let Some(shared) = rooted_seg(&a, (bytes, SmKind::Bcast { root: r0 }), (r0, bytes, Rooted::Bcast)) {
             // SAFETY: MPI contract: `buffer` holds (root) or has room for `n` items until
             // completion.
             let io = unsafe {
@@ -145,7 +147,7 @@ mpi_fn_c! {
                     (none(), region(&dt, n, buffer, false, true, 1, &mut unpack))
                 }
             };
-            return start_shared(comm, &a, (seg, SmKind::Bcast { root: root as usize }), io, None, unpack, request);
+            return start_shared(comm, &a, shared, io, None, unpack, request);
         }
         // SAFETY: MPI contract: `buffer` holds (root) or has room for `n` items until
         // completion.
@@ -244,7 +246,8 @@ mpi_fn_c! {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, 1, comm)?;
             sc * sdt.size
         };
-        if let Some(seg) = shared_seg(&a, blk) {
+        let r0 = root as usize;
+        if let Some(shared) = rooted_seg(&a, (blk, SmKind::Gather { root: r0, block: blk }), (r0, blk, Rooted::Gather)) {
             let io = if me {
                 let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
                 let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
@@ -258,7 +261,7 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
                 (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none())
             };
-            return start_shared(comm, &a, (seg, SmKind::Gather { root: root as usize, block: blk }), io, None, unpack, request);
+            return start_shared(comm, &a, shared, io, None, unpack, request);
         }
         let (recv, b) = if me {
             let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
@@ -299,7 +302,8 @@ mpi_fn_c! {
             let (rdt, rc) = checked(recvbuf, recvcount, recvtype, 1, comm)?;
             rc * rdt.size
         };
-        if let Some(seg) = shared_seg(&a, blk.saturating_mul(p)) {
+        let r0 = root as usize;
+        if let Some(shared) = rooted_seg(&a, (blk.saturating_mul(p), SmKind::Scatter { root: r0, block: blk }), (r0, blk, Rooted::Scatter)) {
             let output = if in_place {
                 none()
             } else {
@@ -317,7 +321,7 @@ mpi_fn_c! {
             } else {
                 none()
             };
-            return start_shared(comm, &a, (seg, SmKind::Scatter { root: root as usize, block: blk }), (input, output), None, unpack, request);
+            return start_shared(comm, &a, shared, (input, output), None, unpack, request);
         }
         let (mut send, b) = if me {
             let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
@@ -443,7 +447,8 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
                 (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none(), Vec::new(), Vec::new())
             };
-            let kind = SmKind::Gatherv { root: root as usize, counts, displs };
+            let far = oxmpi_coll::sm::single_copy_far(&seg);
+            let kind = SmKind::Gatherv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }
         let (mut recv, counts, displs) = if me {
@@ -499,7 +504,8 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
                 unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
             };
-            let kind = SmKind::Scatterv { root: root as usize, counts, displs };
+            let far = oxmpi_coll::sm::single_copy_far(&seg);
+            let kind = SmKind::Scatterv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }
         let (mut send, counts, displs) = if me {

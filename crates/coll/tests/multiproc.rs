@@ -671,7 +671,7 @@ fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
-    let one_copy = oxmpi_coll::sm::params::single_copy_max();
+    let one_copy = oxmpi_coll::sm::params::single_copy_max_for(p);
     let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
     let sizes = [
         0usize,
@@ -751,7 +751,7 @@ fn sm_regular_suite(c: &CollComm) {
     let one = sm::CAP - 8 * p;
     // Blocks up to this size that do not fit a buffer move by one cross-memory copy
     // between the root's buffer and each rank's (CMA works between a user's processes).
-    let one_copy = sm::params::single_copy_max();
+    let one_copy = sm::params::single_copy_max_for(p);
     let blocks = [
         1,
         sm::DATA / p,
@@ -1081,12 +1081,14 @@ fn nbc_suite(c: &CollComm) {
 fn light_suite(c: &CollComm) {
     use oxmpi_coll::nbc::light;
     use oxmpi_coll::sched::{OwnedOp, Region};
-    use oxmpi_coll::sm::SmKind;
+    use oxmpi_coll::sm::{Rooted, SmKind};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     let (p, me) = (c.size as usize, c.rank as usize);
     // A blocking collective makes the segment; the light requests need it.
-    assert!(oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap().is_some());
+    let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
+    // CMA works between a user's processes: known since the segment was made.
+    assert!(seg.is_some_and(|s| s.cma_known()));
     let stop = Arc::new(AtomicBool::new(false));
     let helpers: Vec<_> = (0..2)
         .map(|_| {
@@ -1110,12 +1112,20 @@ fn light_suite(c: &CollComm) {
             let root = rng.below(p);
             let most = if rng.below(4) == 0 { 4096 / 8 / p } else { 4 };
             let block = 8 * (1 + rng.below(most));
-            let kind = match rng.below(5) {
+            // Blocks too large for a buffer: one cross-memory copy per rank, sizes on both
+            // sides of a buffer, a page, and up to 64 KiB.
+            let big = [4097, 4096 + 8, 8191, 8192, 20_000, 65_536][rng.below(6)];
+            let kind = match rng.below(8) {
                 0 => SmKind::Bcast { root },
                 1 => SmKind::Allreduce,
                 2 => SmKind::Reduce { root },
                 3 => SmKind::Gather { root, block },
-                _ => SmKind::Scatter { root, block },
+                4 => SmKind::Scatter { root, block },
+                c => SmKind::Single {
+                    root,
+                    block: big,
+                    coll: [Rooted::Bcast, Rooted::Gather, Rooted::Scatter][c - 5],
+                },
             };
             let (inp, out_len, want): (Vec<u8>, usize, Vec<u8>) = match &kind {
                 SmKind::Bcast { root } => {
@@ -1150,6 +1160,28 @@ fn light_suite(c: &CollComm) {
                     let mine = all[me * block..(me + 1) * block].to_vec();
                     (if me == *root { all } else { Vec::new() }, *block, mine)
                 }
+                SmKind::Single { root, block, coll } => {
+                    let (root, block) = (*root, *block);
+                    let at_root = me == root;
+                    match coll {
+                        Rooted::Bcast => {
+                            let d = contrib(block, t, root, 6);
+                            let out = if at_root { 0 } else { block };
+                            let mine = if at_root { d.clone() } else { Vec::new() };
+                            (mine, out, if at_root { Vec::new() } else { d })
+                        }
+                        Rooted::Gather => {
+                            let xs: Vec<_> = (0..p).map(|r| contrib(block, t, r, 7)).collect();
+                            let want = if at_root { xs.concat() } else { Vec::new() };
+                            (xs[me].clone(), want.len(), want)
+                        }
+                        Rooted::Scatter => {
+                            let all = contrib(block * p, t, root, 8);
+                            let mine = all[me * block..(me + 1) * block].to_vec();
+                            (if at_root { all } else { Vec::new() }, block, mine)
+                        }
+                    }
+                }
                 _ => unreachable!(),
             };
             let op = match &kind {
@@ -1183,6 +1215,16 @@ fn light_suite(c: &CollComm) {
             };
             posted.push((Some(i).filter(|_| ended.is_none()), inp, out, want, j));
         }
+        // A blocking single-copy bcast while they are pending (its own sequence).
+        let root = (it as usize) % p;
+        let d = contrib(20_000, it, root, 9);
+        let mut b = if me == root {
+            d.clone()
+        } else {
+            vec![0u8; d.len()]
+        };
+        select::bcast(c, &mut b, root as i32).unwrap();
+        assert_eq!(b, d, "blocking bcast among pending ones, iteration {it}");
         // Complete in a random order.
         while !posted.is_empty() {
             let k = order_rng.below(posted.len());

@@ -319,6 +319,25 @@ pub(crate) fn shared_seg(
     oxmpi_coll::sm::existing(a)
 }
 
+/// The segment and the collective for a nonblocking bcast, gather or scatter of `block`
+/// bytes per rank on the segment: `small` when its data (`posted` bytes) fits a buffer
+/// ([`shared_seg`]), else by one cross-memory copy per rank
+/// ([`oxmpi_coll::sm::SmKind::Single`]) when the blocks qualify; every rank decides alike.
+pub(crate) fn rooted_seg(
+    a: &oxmpi_coll::CollComm,
+    (posted, small): (usize, oxmpi_coll::sm::SmKind),
+    (root, block, coll): (usize, usize, oxmpi_coll::sm::Rooted),
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
+    if let Some(seg) = shared_seg(a, posted) {
+        return Some((seg, small));
+    }
+    if PLANNING.with(|p| p.borrow().is_some()) {
+        return None;
+    }
+    let seg = oxmpi_coll::sm::existing_single_copy(a, block)?;
+    Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
+}
+
 /// Start the shared-memory nonblocking collective `kind` on `seg` ([`shared_seg`]):
 /// `io` is (our contribution, where the result goes), regions 0 and 1 of its unpacks.
 pub(crate) fn start_shared(

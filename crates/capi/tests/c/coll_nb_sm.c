@@ -9,8 +9,10 @@
  *   are small integers, so every order of evaluation is exact), and a local reference for
  *   MPI_INT sums.
  * - Data movement (ibcast, igather, iscatter, iallgather, iallgatherv, ialltoall) of
- *   MPI_CHAR, MPI_DOUBLE and a strided type with holes, in place and not, every root:
- *   checked against a local reference, holes untouched.
+ *   MPI_CHAR, MPI_DOUBLE and a strided type with holes, in place and not, every root,
+ *   up to blocks too large for a buffer (ibcast, igather and iscatter: by one
+ *   cross-memory copy per rank, up to 64 KiB): checked against a local reference, holes
+ *   untouched.
  * - Ordering: 20 outstanding collectives (more than the segment's 8 buffers per rank)
  *   mixed with blocking ones, completed in reverse order; and each collective posted by
  *   rank 0 only after every other rank has completed its own part where that is possible,
@@ -300,8 +302,11 @@ static void holes_ok(int e, const char *b, int items) {
 static int as_byte(int e, int v) { return e == 0 ? (int)(unsigned char)(char)v : v; }
 
 static void check_moves(int round) {
-    int counts[] = {1, 13, 1024 / size, 3000};
-    for (int c = 0; c < 4; c++) {
+    /* 4097 and 8192 items: blocks too large for a buffer, moved by one cross-memory copy
+     * per rank (32776 and 65536 bytes of MPI_DOUBLE: on both sides of the 32 KiB limit of
+     * 2 ranks) */
+    int counts[] = {1, 13, 1024 / size, 3000, 4097, 8192};
+    for (int c = 0; c < 6; c++) {
         int n = counts[c] < 1 ? 1 : counts[c];
         for (int e = 0; e < 3; e++) {
             MPI_Datatype t = move_type(e);
@@ -798,10 +803,10 @@ static void check_mixed(int round) {
         mixed_t m[MIXED];
         MPI_Request rq[MIXED];
         for (int i = 0; i < MIXED; i++) {
-            int nn[] = {1, 300 / size, 1100};
+            int nn[] = {1, 300 / size, 1100, 5000};
             m[i].kind = (i + how + round) % MIXED_KINDS;
             m[i].root = (i * 5 + how) % size;
-            m[i].n = nn[(i + round) % 3];
+            m[i].n = nn[(i + round) % 4];
             if (m[i].n < 1) m[i].n = 1;
             m[i].ip = (i / 2 + how) % 2;
             m[i].tag = i + 100 * how + 1000 * round;

@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 15] = [
+pub static PARAMS: [ParamDecl; 16] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -99,6 +99,7 @@ pub static PARAMS: [ParamDecl; 15] = [
     crate::sm::params::NONBLOCKING,
     crate::sm::params::SPIN_FIRST,
     crate::sm::params::SINGLE_COPY_MAX,
+    crate::sm::params::SINGLE_COPY_MAX_MANY,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

@@ -189,6 +189,10 @@ fn advance(b: &mut Body) -> bool {
             ErrorClass::Truncate,
             "a block's length differs from its receive count",
         )),
+        Ok(Progress::CopyFailed) => Err(arg_err(
+            ErrorClass::Other,
+            "a cross-memory copy between ranks failed",
+        )),
         Err(p) => Err(progress::panicked(&*p)),
     };
     b.outcome = Some(outcome);

@@ -572,6 +572,12 @@ impl Schedule {
                         "a block's length differs from its receive count",
                     )))
                 }
+                Progress::CopyFailed => {
+                    return Some(Err(arg_err(
+                        ErrorClass::Other,
+                        "a cross-memory copy between ranks failed",
+                    )))
+                }
             }
         }
         if !self.started {

@@ -42,8 +42,12 @@
 //! place up to [`A2A_CMA_MAX`] bytes per rank).
 //!
 //! Bcast, gather and scatter of blocks too large for a buffer, and such blocks of gatherv
-//! and scatterv, up to `coll_sm_single_copy_max` bytes, move by one cross-memory copy each
-//! between the root's buffer and the rank's (`segment/rooted.rs`, [`Seg::rooted_cma`]).
+//! and scatterv, up to `coll_sm_single_copy_max` bytes (`coll_sm_single_copy_max_many` on
+//! more than 2 ranks), move by one cross-memory copy each between the root's buffer and the
+//! rank's (`segment/rooted.rs`, [`Seg::rooted_cma`]); their nonblocking forms too
+//! ([`SmKind::Single`], and the far blocks of [`SmKind::Gatherv`] and [`SmKind::Scatterv`]:
+//! each rank copies in its progress, then stamps its buffer; the root ends once all have).
+//! Whether CMA reaches every rank is probed when the segment is made.
 //!
 //! Nonblocking forms of small vectors ([`nb`]) post their data the same way at the call
 //! and finish at a later progress call once the stamps they need are there. They count
@@ -65,7 +69,7 @@ pub mod nb;
 pub mod params;
 mod segment;
 
-pub use nb::{Progress, SmKind};
+pub use nb::{single_copy_far, Progress, Rooted, SmKind};
 pub use segment::{Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, V_MAX};
 
 use crate::tune::{self, Coll};
@@ -171,6 +175,18 @@ pub fn existing(a: &CollComm) -> Option<Arc<Seg>> {
         .flatten()
 }
 
+/// The segment for a nonblocking bcast, gather or scatter whose blocks are `block` bytes,
+/// too large for the segment's buffers, by one cross-memory copy per rank
+/// ([`SmKind::Single`]): when an earlier collective made it ([`existing`]), the blocks are
+/// at most `coll_sm_single_copy_max` bytes (`_many` on more than 2 ranks) and CMA reaches
+/// every rank (probed when the segment was made). Every rank gets the same answer.
+pub fn existing_single_copy(a: &CollComm, block: usize) -> Option<Arc<Seg>> {
+    if block == 0 || block > params::single_copy_max_for(a.size as usize) {
+        return None;
+    }
+    existing(a).filter(|s| s.cma_known())
+}
+
 fn setup(a: &CollComm) -> Result<Option<Seg>> {
     let yield_idle = a.e.yields_when_idle();
     // Does any rank yield when idle (more ranks than cores)? Then the large-vector
@@ -184,7 +200,14 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     let Some(map) = share(a, segment::seg_len(size))? else {
         return Ok(None);
     };
-    Ok(Some(Seg::new(map, rank, size, yield_idle, big_ok, a.e)))
+    let seg = Seg::new(map, rank, size, yield_idle, big_ok, a.e);
+    // Whether CMA reaches every rank, known from here on to the nonblocking rooted
+    // collectives too (they cannot probe): every rank makes the segment at the same
+    // collective.
+    if params::single_copy_max_for(size) > 0 {
+        seg.cma_ready();
+    }
+    Ok(Some(seg))
 }
 
 /// Process id of communicator rank 0 when every rank of the communicator runs on this

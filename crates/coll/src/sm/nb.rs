@@ -19,6 +19,7 @@
 
 use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
+use oxmpi_engine::{cma_copy, Cma};
 use std::sync::Arc;
 
 /// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
@@ -91,8 +92,11 @@ pub enum SmKind {
     /// `MPI_Igatherv` to `root`: input our block (the root's: none in place), output
     /// (root) block `i` (`counts[i]` bytes at `displs[i]`; both empty at the other ranks,
     /// which know only their own block). Blocks of at most [`GATHERV_MAX`] bytes go
-    /// through the segment, larger ones by message (see [`SmKind::each_message`] for the
-    /// rule every rank agrees on). Read by [`SmNb::progress`], not [`SmKind::compute`].
+    /// through the segment, larger ones up to `far` bytes by one cross-memory copy into
+    /// the root's output (the root posts its pid and their addresses; a rank stamps its
+    /// buffer once it wrote), larger ones still by message (see [`SmKind::each_message`]
+    /// for the rule every rank agrees on). Read by [`SmNb::progress`], not
+    /// [`SmKind::compute`].
     Gatherv {
         /// Root rank.
         root: usize,
@@ -100,11 +104,16 @@ pub enum SmKind {
         counts: Vec<usize>,
         /// Output offset per rank (root only).
         displs: Vec<usize>,
+        /// Largest block moved by one cross-memory copy (0: none; see [`single_copy_far`]).
+        far: usize,
     },
     /// `MPI_Iscatterv` from `root`: input (root) block `i` (`counts[i]` bytes at
     /// `displs[i]`; both empty at the other ranks), output our block (none at the root in
     /// place). Blocks of at most [`scatterv_max`] bytes go through the root's buffer,
-    /// larger ones by message ([`SmKind::each_message`]). Read by [`SmNb::progress`].
+    /// larger ones up to `far` bytes by one cross-memory copy from the root's input (its
+    /// table entry says where the root's pid and the block's address are; a rank stamps
+    /// its buffer once it read), larger ones still by message ([`SmKind::each_message`]).
+    /// Read by [`SmNb::progress`].
     Scatterv {
         /// Root rank.
         root: usize,
@@ -112,6 +121,26 @@ pub enum SmKind {
         counts: Vec<usize>,
         /// Input offset per rank (root only).
         displs: Vec<usize>,
+        /// Largest block moved by one cross-memory copy (0: none; see [`single_copy_far`]).
+        far: usize,
+    },
+    /// `MPI_Ibcast`, `MPI_Igather` or `MPI_Iscatter` whose blocks are too large for the
+    /// segment's buffers, by one cross-memory copy per rank between the root's buffer and
+    /// its own, the protocol of the blocking forms ([`Seg::rooted_cma`]) without waiting:
+    /// the root posts its pid, its buffer's address (the input of a bcast or scatter, the
+    /// output of a gather) and `block`, and copies its own block; every other rank, once
+    /// the root's stamp is there, copies its block (at 0 of the root's buffer for a bcast,
+    /// at `rank * block` otherwise) in its progress and then stamps its own buffer; the
+    /// root ends once every rank has stamped (until then the others may still use its
+    /// buffer). Input and output as for [`SmKind::Bcast`], [`SmKind::Gather`] and
+    /// [`SmKind::Scatter`]. Read by [`SmNb::progress`], not [`SmKind::compute`].
+    Single {
+        /// Root rank.
+        root: usize,
+        /// Bytes per block (a bcast's whole buffer).
+        block: usize,
+        /// Which collective.
+        coll: Rooted,
     },
     /// `MPI_Ialltoallv` (and `MPI_Ialltoallw`, as bytes): block `j` of the input
     /// (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`, block `j` of the output
@@ -137,6 +166,21 @@ pub enum SmKind {
     },
 }
 
+/// The rooted collective of a [`SmKind::Single`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rooted {
+    /// `MPI_Ibcast`: every rank reads the root's whole buffer.
+    Bcast,
+    /// `MPI_Igather`: every rank writes its block into the root's.
+    Gather,
+    /// `MPI_Iscatter`: every rank reads its block from the root's.
+    Scatter,
+}
+
+/// Words of a [`SmKind::Single`] root's post: pid, buffer address, block length.
+const SINGLE_POST: usize = 3;
+const _: () = assert!(8 * SINGLE_POST <= CAP);
+
 /// Largest block of an `MPI_Igatherv` through the segment: its rank's buffer less the
 /// length word posted before it.
 pub const GATHERV_MAX: usize = DATA - 8;
@@ -157,6 +201,22 @@ pub fn alltoallv_max(p: usize) -> usize {
 
 /// Table entry of a scatterv or alltoallv block that is not in its sender's buffer.
 const NOT_HERE: u64 = u64::MAX;
+/// Flag of a scatterv table entry whose block its rank reads from the root's input by one
+/// cross-memory copy: `FAR | at << 32 | length`, the root's pid and the block's address
+/// at byte `at` of the root's buffer.
+const FAR: u64 = 1 << 63;
+
+/// The largest block of a nonblocking gatherv or scatterv on `seg` moved by one
+/// cross-memory copy (the `far` of [`SmKind::Gatherv`] and [`SmKind::Scatterv`]):
+/// `coll_sm_single_copy_max` (`_many` on more than 2 ranks) when an earlier collective
+/// found that CMA reaches every rank ([`Seg::cma_known`]), else 0. The same on every rank.
+pub fn single_copy_far(seg: &Seg) -> usize {
+    if seg.cma_known() {
+        super::params::single_copy_max_for(seg.size())
+    } else {
+        0
+    }
+}
 
 /// A point-to-point transfer of a v-collective's block too large for the segment
 /// ([`SmKind::each_message`]): send (else receive) `len` bytes at `at` (region 0: the
@@ -184,6 +244,9 @@ pub enum Progress {
     /// Ended, but some received block's length differed from its receive count (those
     /// blocks were not copied).
     Mismatch,
+    /// Ended, but a cross-memory copy failed ([`SmKind::Single`]: a buffer outside its
+    /// process's memory).
+    CopyFailed,
 }
 
 impl SmKind {
@@ -216,6 +279,10 @@ impl SmKind {
     /// buffer iff its `n` bytes are `1..=alltoallv_max(p)` (the bound leaves room for the
     /// table and a block for every other rank, so no block's path depends on another's
     /// size), by message iff `n > alltoallv_max(p)`; our own block is copied locally.
+    ///
+    /// A gatherv or scatterv block too large for the segment moves by one cross-memory
+    /// copy when it has at most `far` bytes (the same on every rank), by message only
+    /// when it is larger.
     pub fn each_message(
         &self,
         (me, p): (usize, usize),
@@ -252,12 +319,14 @@ impl SmKind {
                 root,
                 counts,
                 displs,
-            } => (*root, counts, displs, GATHERV_MAX, true),
+                far,
+            } => (*root, counts, displs, GATHERV_MAX.max(*far), true),
             SmKind::Scatterv {
                 root,
                 counts,
                 displs,
-            } => (*root, counts, displs, scatterv_max(p), false),
+                far,
+            } => (*root, counts, displs, scatterv_max(p).max(*far), false),
             _ => return,
         };
         // A gatherv's blocks go to the root (sent from the input, region 0, received into
@@ -282,6 +351,16 @@ impl SmKind {
                 len: counts[r],
                 peer: r,
             });
+        }
+    }
+
+    /// Whether a gatherv or scatterv block of `n` bytes on `p` ranks moves by one
+    /// cross-memory copy: larger than the segment takes, at most the kind's `far`.
+    fn far_block(&self, p: usize, n: usize) -> bool {
+        match *self {
+            SmKind::Gatherv { far, .. } => n > GATHERV_MAX && n <= far,
+            SmKind::Scatterv { far, .. } => n > scatterv_max(p) && n <= far,
+            _ => false,
         }
     }
 
@@ -310,7 +389,10 @@ impl SmKind {
             | SmKind::Allgatherv { .. }
             | SmKind::ReduceScatter { .. } => 0..p,
             // Read by `SmNb::progress` (their own rules).
-            SmKind::Gatherv { .. } | SmKind::Scatterv { .. } | SmKind::Alltoallv { .. } => 0..0,
+            SmKind::Gatherv { .. }
+            | SmKind::Scatterv { .. }
+            | SmKind::Alltoallv { .. }
+            | SmKind::Single { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -413,7 +495,10 @@ impl SmKind {
                 fold(&mut out[..counts[me]], 0..p, off);
             }
             // Posted and read by `SmNb::progress`.
-            SmKind::Alltoallv { .. } | SmKind::Gatherv { .. } | SmKind::Scatterv { .. } => {}
+            SmKind::Alltoallv { .. }
+            | SmKind::Gatherv { .. }
+            | SmKind::Scatterv { .. }
+            | SmKind::Single { .. } => {}
         }
     }
 }
@@ -426,6 +511,8 @@ pub struct SmNb {
     kind: SmKind,
     posted: bool,
     done: bool,
+    /// The outcome of a rank's cross-memory copy, made before it could stamp.
+    copied: Option<Progress>,
 }
 
 impl SmNb {
@@ -439,6 +526,7 @@ impl SmNb {
             kind,
             posted: false,
             done: false,
+            copied: None,
         }
     }
 
@@ -457,6 +545,10 @@ impl SmNb {
     ) -> Progress {
         if self.done {
             return Progress::Done;
+        }
+        if let SmKind::Single { root, block, coll } = self.kind {
+            // SAFETY: caller contract.
+            return unsafe { self.single((root, block, coll), input, output) };
         }
         let seg = &*self.seg;
         let k = self.k;
@@ -488,32 +580,61 @@ impl SmNb {
                     !(0..p).any(|r| r != me && (1..=max).contains(&scounts[r]))
                         || seg.try_post_with(k, |b| {
                             // SAFETY: `b` is our buffer's `CAP` bytes.
-                            unsafe { put_blocks(b, (me, p, max), src, (scounts, sdispls)) }
+                            unsafe { put_blocks(b, (me, p, max, 0), src, (scounts, sdispls)) }
                         })
                 }
-                SmKind::Gatherv { root, .. } => {
-                    let n = input.1;
-                    seg.rank() == *root
-                        || n == 0
-                        || n > GATHERV_MAX
-                        || seg.try_post_with(k, |b| {
-                            // SAFETY: `b` is our buffer's `DATA` bytes and `8 + n <= DATA`;
-                            // the input is readable (caller contract).
-                            unsafe {
-                                b.cast::<u64>().write_unaligned(n as u64);
-                                std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
-                            }
-                        })
+                SmKind::Gatherv {
+                    root,
+                    counts,
+                    displs,
+                    ..
+                } => {
+                    let (me, p, n) = (seg.rank(), seg.size(), input.1);
+                    let far = |c: usize| self.kind.far_block(p, c);
+                    if me == *root {
+                        // With writers, our pid, then per rank the address and length of
+                        // its block in our output when it writes it there (else 0, 0).
+                        let base = output.0 as u64;
+                        !(0..p).any(|r| r != me && far(counts[r]))
+                            || seg.try_post_with(k, |b| {
+                                let w = b.cast::<u64>();
+                                // SAFETY: `b` is our buffer's `CAP >= 8 (1 + 2p)` bytes (the
+                                // largest communicator has 64 ranks).
+                                unsafe {
+                                    w.write_unaligned(u64::from(std::process::id()));
+                                    for r in 0..p {
+                                        let (c, d) = (counts[r], displs[r]);
+                                        let ok = r != me && far(c) && d + c <= output.1;
+                                        let (at, len) =
+                                            if ok { (base + d as u64, c) } else { (0, 0) };
+                                        w.add(1 + 2 * r).write_unaligned(at);
+                                        w.add(2 + 2 * r).write_unaligned(len as u64);
+                                    }
+                                }
+                            })
+                    } else {
+                        n == 0
+                            || n > GATHERV_MAX
+                            || seg.try_post_with(k, |b| {
+                                // SAFETY: `b` is our buffer's `DATA` bytes and
+                                // `8 + n <= DATA`; the input is readable (caller contract).
+                                unsafe {
+                                    b.cast::<u64>().write_unaligned(n as u64);
+                                    std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
+                                }
+                            })
+                    }
                 }
                 SmKind::Scatterv {
                     root,
                     counts,
                     displs,
+                    far,
                 } => {
                     let (me, p) = (seg.rank(), seg.size());
                     me != *root
                         || seg.try_post_with(k, |b| {
-                            let at = (me, p, scatterv_max(p));
+                            let at = (me, p, scatterv_max(p), *far);
                             // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
                             unsafe { put_blocks(b, at, bytes(input), (counts, displs)) }
                         })
@@ -539,7 +660,7 @@ impl SmNb {
             let Some(end) = (unsafe { self.read_v(bytes(input), output) }) else {
                 return Progress::Pending;
             };
-            seg.close_nb(k);
+            self.seg.close_nb(k);
             self.done = true;
             return end;
         }
@@ -563,6 +684,113 @@ impl SmNb {
 }
 
 impl SmNb {
+    /// Advance a [`SmKind::Single`] collective (see there).
+    ///
+    /// # Safety
+    /// As [`SmNb::progress`].
+    unsafe fn single(
+        &mut self,
+        (root, block, coll): (usize, usize, Rooted),
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+    ) -> Progress {
+        let seg = &*self.seg;
+        let (k, me, p) = (self.k, seg.rank(), seg.size());
+        if me == root {
+            if !self.posted {
+                let buf = match coll {
+                    Rooted::Gather => output.0 as u64,
+                    Rooted::Bcast | Rooted::Scatter => input.0 as u64,
+                };
+                let posted = seg.try_post_with(k, |b| {
+                    let w = b.cast::<u64>();
+                    // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
+                    // post's first words.
+                    unsafe {
+                        w.write_unaligned(u64::from(std::process::id()));
+                        w.add(1).write_unaligned(buf);
+                        w.add(2).write_unaligned(block as u64);
+                    }
+                });
+                if !posted {
+                    return Progress::Pending;
+                }
+                self.posted = true;
+                // Our own block (none in place), which no other rank touches. Gather in
+                // place passes our block of the output as the input: `copy` allows that.
+                let (src, dst, n) = match coll {
+                    Rooted::Bcast => (input.0, output.0, 0),
+                    Rooted::Gather => (input.0, output.0.wrapping_add(me * block), input.1),
+                    Rooted::Scatter => (input.0.wrapping_add(me * block), output.0, output.1),
+                };
+                let fits = n == 0
+                    || match coll {
+                        Rooted::Bcast => true,
+                        Rooted::Gather => n <= block && (me + 1) * block <= output.1,
+                        Rooted::Scatter => n >= block && (me + 1) * block <= input.1,
+                    };
+                if !fits {
+                    self.copied = Some(Progress::Mismatch);
+                } else if n > 0 {
+                    let n = n.min(block);
+                    // SAFETY: caller contract (input readable, output writable), `n` bytes
+                    // inside each (checked above).
+                    unsafe { std::ptr::copy(src, dst, n) };
+                }
+            }
+            // Every other rank has stamped once it no longer uses our buffer.
+            if !(0..p).filter(|&r| r != me).all(|r| seg.stamped(r, k)) {
+                return Progress::Pending;
+            }
+        } else {
+            if self.copied.is_none() {
+                if !seg.stamped(root, k) {
+                    return Progress::Pending;
+                }
+                // SAFETY: the root stamped `k` (acquired) and `k` is open here (closed
+                // below), so its post is unchanged; `8 * SINGLE_POST <= CAP`.
+                let word = |i: usize| unsafe {
+                    let w = seg.peer_nb(root, k, 8 * i, 8);
+                    u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]))
+                };
+                let (pid, base, len) = (word(0) as i32, word(1), word(2) as usize);
+                let at = base
+                    + if coll == Rooted::Bcast {
+                        0
+                    } else {
+                        (me * len) as u64
+                    };
+                // The root's buffer holds `len` bytes at `at` for us, unchanged (and
+                // written by nobody else) until we stamp, as the root waits for that.
+                let r = match coll {
+                    Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
+                        // SAFETY: see above; the output has room for `len` bytes (checked,
+                        // writable by the caller contract).
+                        Some(unsafe { cma_copy(pid, output.0, at, len, Cma::Read) })
+                    }
+                    Rooted::Gather if input.1 <= len => {
+                        // SAFETY: see above; the input holds `input.1 <= len` bytes, and a
+                        // write only reads the local side.
+                        Some(unsafe { cma_copy(pid, input.0.cast_mut(), at, input.1, Cma::Write) })
+                    }
+                    _ => None,
+                };
+                self.copied = Some(match r {
+                    None => Progress::Mismatch,
+                    Some(Ok(())) => Progress::Done,
+                    Some(Err(_)) => Progress::CopyFailed,
+                });
+            }
+            // Tell the root we are done with its buffer (later if our buffer is in use).
+            if !seg.try_post_with(k, |_| {}) {
+                return Progress::Pending;
+            }
+        }
+        seg.close_nb(k);
+        self.done = true;
+        self.copied.unwrap_or(Progress::Done)
+    }
+
     /// The sequence number of this collective among the segment's nonblocking ones (the
     /// same on every rank).
     pub(crate) fn seq(&self) -> u64 {
@@ -581,7 +809,7 @@ impl SmNb {
     ///
     /// # Safety
     /// `output` is writable (`input` is a readable slice); `k` is open.
-    unsafe fn read_v(&self, input: &[u8], output: (*mut u8, usize)) -> Option<Progress> {
+    unsafe fn read_v(&mut self, input: &[u8], output: (*mut u8, usize)) -> Option<Progress> {
         let seg = &*self.seg;
         let (k, me, p) = (self.k, seg.rank(), seg.size());
         let out: &mut [u8] = if output.1 == 0 {
@@ -612,14 +840,47 @@ impl SmNb {
                 root,
                 counts,
                 displs,
+                ..
             } => {
+                let far = |c: usize| self.kind.far_block(p, c);
                 if me != *root {
-                    return Some(Progress::Done);
+                    if !far(input.len()) {
+                        return Some(Progress::Done);
+                    }
+                    if self.copied.is_none() {
+                        if !seg.stamped(*root, k) {
+                            return None;
+                        }
+                        let (pid, at) = (word(*root, 0) as i32, word(*root, 8 * (1 + 2 * me)));
+                        let room = word(*root, 8 * (2 + 2 * me)) as usize;
+                        self.copied = Some(if at == 0 || input.len() > room {
+                            Progress::Mismatch
+                        } else {
+                            let src = input.as_ptr().cast_mut();
+                            // SAFETY: the root's output has room for `room >= input.len()`
+                            // bytes at `at` for us alone, unchanged until we stamp (it
+                            // waits for that); a write only reads our side.
+                            match unsafe { cma_copy(pid, src, at, input.len(), Cma::Write) } {
+                                Ok(()) => Progress::Done,
+                                Err(_) => Progress::CopyFailed,
+                            }
+                        });
+                    }
+                    // Tell the root we wrote (later if our buffer is in use).
+                    return seg.try_post_with(k, |_| {}).then_some(self.copied?);
                 }
                 let posted = |r: usize| r != me && (1..=GATHERV_MAX).contains(&counts[r]);
-                if !(0..p).filter(|&r| posted(r)).all(|r| seg.stamped(r, k)) {
+                let writer = |r: usize| r != me && far(counts[r]);
+                if !(0..p)
+                    .filter(|&r| posted(r) || writer(r))
+                    .all(|r| seg.stamped(r, k))
+                {
                     return None;
                 }
+                // A writer whose block lies outside our output wrote nothing.
+                ok &= (0..p)
+                    .filter(|&r| writer(r))
+                    .all(|r| displs[r] + counts[r] <= out.len());
                 for r in (0..p).filter(|&r| posted(r)) {
                     let n = word(r, 0) as usize;
                     if n > counts[r] || n > GATHERV_MAX {
@@ -637,12 +898,44 @@ impl SmNb {
                 root,
                 counts,
                 displs,
+                ..
             } => {
+                let far = |c: usize| self.kind.far_block(p, c);
                 if me == *root {
+                    // Those that read from our input have stamped once they no longer do.
+                    if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
+                        return None;
+                    }
                     if !out.is_empty() {
                         let own = input.get(displs[me]..displs[me] + counts[me]);
                         ok = own.is_some_and(|b| put(out, 0, b));
                     }
+                } else if far(out.len()) {
+                    if self.copied.is_none() {
+                        if !seg.stamped(*root, k) {
+                            return None;
+                        }
+                        let e = word(*root, 8 * me);
+                        let (at, n) = (
+                            ((e >> 32) & 0x7fff_ffff) as usize,
+                            (e & 0xffff_ffff) as usize,
+                        );
+                        let valid =
+                            e != NOT_HERE && e & FAR != 0 && n <= out.len() && at + 16 <= CAP;
+                        self.copied = Some(if valid {
+                            let (pid, addr) = (word(*root, at) as i32, word(*root, at + 8));
+                            // SAFETY: the root's input holds our `n` bytes at `addr`,
+                            // unchanged until we stamp (it waits for that); `out` has room.
+                            match unsafe { cma_copy(pid, out.as_mut_ptr(), addr, n, Cma::Read) } {
+                                Ok(()) => Progress::Done,
+                                Err(_) => Progress::CopyFailed,
+                            }
+                        } else {
+                            Progress::Mismatch
+                        });
+                    }
+                    // Tell the root we read (later if our buffer is in use).
+                    return seg.try_post_with(k, |_| {}).then_some(self.copied?);
                 } else if (1..=scatterv_max(p)).contains(&out.len()) {
                     if !seg.stamped(*root, k) {
                         return None;
@@ -701,13 +994,16 @@ impl SmNb {
 /// Write a rank's table and blocks at `b` (its buffer's [`CAP`] bytes) for a scatterv (the
 /// root) or an alltoallv: entry `r` (a word at `8 r`) is `offset | length << 32` of rank
 /// `r`'s block, copied after the table, when the block goes through the segment (`1..=max`
-/// bytes, [`SmKind::each_message`]; never our own), else [`NOT_HERE`].
+/// bytes, [`SmKind::each_message`]; never our own), `FAR | at << 32 | length` when it is
+/// read from `input` by one cross-memory copy (`max < length <= far`; our pid and the
+/// block's address at `at`, among the blocks), else [`NOT_HERE`].
 ///
 /// # Safety
-/// `b` is valid for `CAP` bytes of writes, and `8 p + (p - 1) max <=` [`CAP`].
+/// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >= 16`
+/// when `far > max` (a far block's 16 bytes take no more room than a posted block).
 unsafe fn put_blocks(
     b: *mut u8,
-    (me, p, max): (usize, usize, usize),
+    (me, p, max, far): (usize, usize, usize, usize),
     input: &[u8],
     (counts, displs): (&[usize], &[usize]),
 ) {
@@ -722,6 +1018,17 @@ unsafe fn put_blocks(
                 unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.add(off), c) };
                 entry = off as u64 | (c as u64) << 32;
                 off += c;
+            }
+        } else if r != me && c > max && c <= far {
+            if let Some(src) = input.get(d..d + c) {
+                // SAFETY: as above, 16 bytes `<= max` (caller contract).
+                unsafe {
+                    let w = b.add(off).cast::<u64>();
+                    w.write_unaligned(u64::from(std::process::id()));
+                    w.add(1).write_unaligned(src.as_ptr() as u64);
+                }
+                entry = FAR | (off as u64) << 32 | c as u64;
+                off += 16;
             }
         }
         // SAFETY: the table's `8 p <= CAP` bytes lead the buffer.
@@ -742,6 +1049,16 @@ impl Drop for SmNb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scatterv's far blocks (16 bytes each in the root's buffer) take no more room than
+    /// posted ones on every communicator size ([`put_blocks`]' contract).
+    #[test]
+    fn scatterv_far_entries_fit_where_blocks_would() {
+        for p in 2..=64 {
+            assert!(scatterv_max(p) >= 16, "p = {p}");
+            assert!(8 * p + (p - 1) * scatterv_max(p) <= CAP, "p = {p}");
+        }
+    }
 
     /// The alltoallv rule: both ends of every block agree on its path from their own
     /// counts alone, and a rank's blocks through the segment always fit its buffer.

@@ -49,7 +49,9 @@ pub const NONBLOCKING: ParamDecl = ParamDecl::new(
     "Nonblocking collectives whose contribution per rank is at most 4 KiB (ibarrier, \
      ibcast, ireduce, iallreduce, iscan, iexscan, ialltoall, igather, iscatter, \
      iallgather(v), ireduce_scatter(_block)) go through the communicator's shared-memory \
-     segment once an earlier collective made it (with coll_sm_enable)",
+     segment once an earlier collective made it (with coll_sm_enable); ibcast, igather(v) \
+     and iscatter(v) of larger blocks too, by one cross-memory copy per rank up to \
+     coll_sm_single_copy_max(_many)",
 )
 .level(6);
 
@@ -80,19 +82,47 @@ pub const SINGLE_COPY_MAX: ParamDecl = ParamDecl::new(
         max: 1 << 30,
     },
     "32768",
-    "Bcast, gather and scatter whose block (per rank) is larger than a shared-memory \
-     buffer (4 KiB) and at most this many bytes move by one cross-memory copy \
-     (process_vm_readv/writev) between the root's and each rank's buffer, when every rank \
-     of the communicator reaches every other that way; larger ones, and all when 0, go \
-     point to point",
+    "Bcast, gather and scatter (and their v and nonblocking forms) on 2 ranks whose block \
+     (per rank) is larger than a shared-memory buffer (4 KiB) and at most this many bytes \
+     move by one cross-memory copy (process_vm_readv/writev) between the root's and each \
+     rank's buffer, when every rank of the communicator reaches every other that way; \
+     larger ones, and all when 0, go point to point (see coll_sm_single_copy_max_many for \
+     more ranks)",
 )
 .level(6);
 
-/// `coll_sm_single_copy_max`: largest block (bytes) of a rooted collective moved by one
-/// cross-memory copy ([`super::Seg::rooted_cma`]; 0: none).
+/// `coll_sm_single_copy_max_many`.
+pub const SINGLE_COPY_MAX_MANY: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "single_copy_max_many",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "1048576",
+    "coll_sm_single_copy_max for communicators of more than 2 ranks, where the \
+     point-to-point algorithms move the blocks one message after another, each behind a \
+     clear-to-send round trip that needs its receiver running (a context switch each when \
+     ranks share cores); 0: none",
+)
+.level(6);
+
+/// `coll_sm_single_copy_max`: largest block (bytes) of a rooted collective on 2 ranks moved
+/// by one cross-memory copy ([`super::Seg::rooted_cma`]; 0: none).
 pub fn single_copy_max() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
     *MAX.get_or_init(|| usize::try_from(params::int(&SINGLE_COPY_MAX)).unwrap_or(0))
+}
+
+/// The largest block (bytes) of a rooted collective on `p` ranks moved by one cross-memory
+/// copy: [`single_copy_max`] on 2 ranks, `coll_sm_single_copy_max_many` on more.
+pub fn single_copy_max_for(p: usize) -> usize {
+    static MANY: OnceLock<usize> = OnceLock::new();
+    if p <= 2 {
+        return single_copy_max();
+    }
+    *MANY.get_or_init(|| usize::try_from(params::int(&SINGLE_COPY_MAX_MANY)).unwrap_or(0))
 }
 
 /// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle

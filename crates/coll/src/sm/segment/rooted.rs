@@ -75,6 +75,13 @@ impl Seg {
         all
     }
 
+    /// Whether an earlier collective found that every rank reaches every other by CMA
+    /// ([`Seg::cma_ready`], run when the segment is made): for the nonblocking forms,
+    /// which cannot run the probe. The same on every rank at the same collective.
+    pub fn cma_known(&self) -> bool {
+        self.cma.load(Ordering::Relaxed) == CMA_YES
+    }
+
     /// A rooted collective by one cross-memory copy per rank (see the module
     /// documentation); call only after [`Seg::cma_ready`] said yes. At the root, `root_buf`
     /// is its buffer (the send buffer of a bcast or scatter, the receive buffer of a
