@@ -87,7 +87,7 @@ pub struct Seg {
     min_nb_done: AtomicU64,
     /// The region of large allreduces and reduces, made at the first one (remade larger on
     /// demand), and whether making it failed: they then stay point-to-point.
-    big: Mutex<(Option<Big>, bool)>,
+    big: Mutex<BigState>,
     /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
     nb: Mutex<Open>,
     /// Whether some rank yields when idle (the same on every rank): large allreduces then
@@ -111,7 +111,10 @@ struct Open {
     last: u64,
 }
 
-/// A region of `size` slots of `cap` bytes for large allreduces.
+/// The large region, if made, and whether making it failed.
+type BigState = (Option<Big>, bool);
+
+/// A region of `size` slots of `cap` bytes for large allreduces and reduces.
 struct Big {
     /// Start of the mapping (cached out of `_map`).
     base: *mut u8,
@@ -901,7 +904,7 @@ impl Seg {
         &self,
         a: &CollComm,
         n: usize,
-    ) -> Result<Option<std::sync::MutexGuard<'_, (Option<Big>, bool)>>> {
+    ) -> Result<Option<std::sync::MutexGuard<'_, BigState>>> {
         let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
         if g.1 {
             return Ok(None);
