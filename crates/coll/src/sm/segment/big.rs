@@ -50,6 +50,38 @@ impl Seg {
         unsafe { &*(self.base.add(r * SLOT + 24).cast::<AtomicU64>()) }
     }
 
+    /// Start a large operation on the region `g` (made): rank `r`'s slot as a function, the
+    /// number of the previous large operation and of this one.
+    fn big_start<'g>(
+        &self,
+        g: &'g super::BigState,
+    ) -> (impl Fn(usize) -> *mut u8 + Copy + 'g, u64, u64) {
+        let big = g.0.as_ref().expect("made by big_region");
+        // SAFETY: slot `r` of the region (`cap` bytes each, `size` of them).
+        let slot = move |r: usize| unsafe { big.base.add(r * big.cap) };
+        let last = self.last_big.load(Ordering::Relaxed);
+        (slot, last, last + 1)
+    }
+
+    /// Rank `r`'s chunk `i` (`m` bytes at `o` of its slot, given by `slot`) of large
+    /// operation `this`, once it has written it.
+    ///
+    /// # Safety
+    /// `slot` gives the slots of the large region, of at least `o + m` bytes.
+    unsafe fn big_view(
+        &self,
+        slot: impl Fn(usize) -> *mut u8,
+        this: u64,
+        (r, i): (usize, usize),
+        (o, m): (usize, usize),
+    ) -> &[u8] {
+        self.wait_word(self.big_progress(r), progress(this, i + 1));
+        // SAFETY: rank `r` published chunk `i` of this operation (acquired above) and
+        // leaves its slot alone until our done word reaches this operation; the bytes are
+        // within the slot (caller contract).
+        unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), m) }
+    }
+
     /// Wait until every other rank has read the slots of large operation `last` (ours
     /// included): we may then write ours.
     fn big_wait_free(&self, last: u64) {
@@ -90,16 +122,11 @@ impl Seg {
         let Some(g) = self.big_region(a, n)? else {
             return Ok(false);
         };
-        let big = g.0.as_ref().expect("made by big_region");
-        // SAFETY: slot `r` of the region (`cap >= n` bytes).
-        let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
-        let last = self.last_big.load(Ordering::Relaxed);
-        let this = last + 1;
+        let (slot, last, this) = self.big_start(&g);
         let me = self.rank;
         let view = |r: usize, i: usize, o: usize, m: usize| {
-            self.wait_word(self.big_progress(r), progress(this, i + 1));
-            // SAFETY: as in `reduce_big`.
-            unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), m) }
+            // SAFETY: `slot` is the region's, whose slots hold `n >= o + m` bytes.
+            unsafe { self.big_view(slot, this, (r, i), (o, m)) }
         };
         let writes = me + 1 < self.size;
         if writes {
@@ -158,20 +185,13 @@ impl Seg {
         let Some(g) = self.big_region(a, n)? else {
             return Ok(false);
         };
-        let big = g.0.as_ref().expect("made by big_region");
-        // SAFETY: slot `r` of the region (`cap >= n` bytes).
-        let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
-        let last = self.last_big.load(Ordering::Relaxed);
-        let this = last + 1;
+        let (slot, last, this) = self.big_start(&g);
         // Oversubscribed, a wait per chunk may cost a context switch: one chunk then (every
         // rank cuts the same chunks: `some_yield` is the same everywhere).
         let parts = || chunks(n, elem, self.some_yield);
-        // Rank `r`'s chunk `i` (`m` bytes at `o`), once it has written it.
         let view = |r: usize, i: usize, o: usize, m: usize| {
-            self.wait_word(self.big_progress(r), progress(this, i + 1));
-            // SAFETY: rank `r` published chunk `i` of this operation (acquired above) and
-            // leaves its slot alone until our done word reaches this operation.
-            unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), m) }
+            // SAFETY: `slot` is the region's, whose slots hold `n >= o + m` bytes.
+            unsafe { self.big_view(slot, this, (r, i), (o, m)) }
         };
         match recv {
             Some(acc) if self.rank == root && commutative => {
