@@ -37,6 +37,16 @@ static void fill(const ty *t, void *buf, long n, int r, int what) {
     }
 }
 
+/* Our contribution (`n` items of `t`) and a result buffer of 16 more bytes, all 0x5a. */
+static void buffers(const ty *t, long n, int what, unsigned char **s, unsigned char **r) {
+    size_t len = (size_t)n * t->bytes;
+    *s = malloc(len + 16);
+    *r = malloc(len + 16);
+    CHECK(*s && *r);
+    fill(t, *s, n, rank, what);
+    memset(*r, 0x5a, len + 16);
+}
+
 /* The expected item k of the reduction (`max`: MAX, else SUM) over ranks below `upto`. */
 static int same_upto(const ty *t, const void *buf, long k, int what, int max, int upto) {
     long acc = max ? -1000 : 0;
@@ -59,10 +69,8 @@ static int same(const ty *t, const void *buf, long k, int what, int max) {
 /* One scan (`ex`: exscan) of `n` items of `t` (SUM or MAX), in place or not, checked. */
 static void scan(const ty *t, long n, int ex, int inpl, int max, int what) {
     size_t len = (size_t)n * t->bytes;
-    unsigned char *s = malloc(len + 16), *r = malloc(len + 16);
-    CHECK(s && r);
-    fill(t, s, n, rank, what);
-    memset(r, 0x5a, len + 16);
+    unsigned char *s, *r;
+    buffers(t, n, what, &s, &r);
     MPI_Op op = max ? MPI_MAX : MPI_SUM;
     if (inpl) memcpy(r, s, len);
     const void *src = inpl ? MPI_IN_PLACE : s;
@@ -85,10 +93,8 @@ static void scan(const ty *t, long n, int ex, int inpl, int max, int what) {
 /* One reduce of `n` items of `t` (SUM or MAX) to `root`, in place or not, checked. */
 static void basic(const ty *t, long n, int root, int inpl, int max, int what) {
     size_t len = (size_t)n * t->bytes;
-    unsigned char *s = malloc(len + 16), *r = malloc(len + 16);
-    CHECK(s && r);
-    fill(t, s, n, rank, what);
-    memset(r, 0x5a, len + 16);
+    unsigned char *s, *r;
+    buffers(t, n, what, &s, &r);
     MPI_Op op = max ? MPI_MAX : MPI_SUM;
     if (inpl && rank == root) {
         memcpy(r, s, len);
