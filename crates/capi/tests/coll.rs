@@ -123,6 +123,41 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
     }
 }
 
+/// Reduces past one segment buffer (`tests/c/coll_reduce_big.c`), which take the segment's
+/// large region when it can be used: sizes around 4 KiB, the chunks and items straddling
+/// them, up to 1 MiB; `MPI_CHAR`, `INT`, `FLOAT`, `DOUBLE`, `LONG` (SUM, MAX), MINLOC on
+/// 12-byte pairs and a non-commutative user op; every root, in place and not, back to back
+/// with the root moving and large allreduces sharing the region. At np 2 (the large region
+/// used), 3, 4, 5 and 8, and at np 2 with large allreduces through the region too.
+#[test]
+fn large_reduces_np2_to_8() {
+    let dir = Scratch::new("coll-reduce-big");
+    let exe = build("coll_reduce_big.c", &dir.0);
+    let region = ["--mca", "coll_sm_allreduce_large_min", "0"];
+    for (n, opts) in [
+        (2, &[][..]),
+        (2, &region[..]),
+        (3, &[]),
+        (4, &[]),
+        (5, &[]),
+        (8, &[]),
+    ] {
+        let out = run_args(&exe, n, &[], opts);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_reduce_big: all checks passed"),
+            "coll_reduce_big on {n} ranks {opts:?} did not finish:\n{out}"
+        );
+        if n == 2 {
+            assert!(
+                out.lines()
+                    .any(|l| l == "coll_reduce_big: large reduce on sm: used"),
+                "coll_reduce_big on 2 ranks: the large region was not used:\n{out}"
+            );
+        }
+    }
+}
+
 /// Allgather(v) past the segment's blocks (`tests/c/coll_allgather_big.c`), whose first
 /// exchange out of place sends our block from the send buffer: sizes around 4 KiB and up
 /// to 256 KiB, `MPI_INT`, a strided type, uneven and empty allgatherv blocks, at np 2 to 5

@@ -158,12 +158,13 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
 /// Reduce to `root`: our contribution is `send` (`None` at the root in place: it is in
 /// `recv`); at the root, `recv` receives the result (other ranks pass `None`). `f` as
 /// for [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (every rank
-/// folded in rank order at the root), the rest through the tuned binomial tree
-/// ([`CollComm::reduce_into`]), without copying the input.
+/// folded in rank order at the root), up to [`sm::REDUCE_BIG_MAX`] through its large
+/// region when it can be used ([`sm::Seg::reduce_big`]), the rest through the tuned
+/// binomial tree ([`CollComm::reduce_into`]), without copying the input.
 pub fn reduce<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
     send: Option<&[u8]>,
-    recv: Option<&mut [u8]>,
+    mut recv: Option<&mut [u8]>,
     root: i32,
     f: &F,
     elem_size: usize,
@@ -178,6 +179,16 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
             return Ok(());
         }
     }
+    let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&bytes);
+    if big && sm_ok && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Reduce)? {
+            let (to, root) = (recv.as_deref_mut(), root as usize);
+            if seg.reduce_big(a, send, to, root, bytes, (elem_size, commutative), f)? {
+                count(a.shadow, Alg::SmReduce);
+                return Ok(());
+            }
+        }
+    }
     let op = Op {
         f,
         elem_size,
@@ -189,7 +200,9 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
 /// Inclusive scan (`exclusive`: exclusive scan, rank 0's `recv` left untouched) of our
 /// contribution `send` (`None`: it is in `recv`, in place) into `recv`. `f` as for
 /// [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (each rank folds
-/// the contributions up to its own in rank order), the rest through recursive doubling ([`CollComm::scan_into`]).
+/// the contributions up to its own in rank order), up to [`sm::REDUCE_BIG_MAX`] through its
+/// large region when it can be used ([`sm::Seg::scan_big`]), the rest through recursive
+/// doubling ([`CollComm::scan_into`]).
 #[allow(clippy::too_many_arguments)]
 pub fn scan<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
@@ -206,6 +219,15 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
             count(a.shadow, Alg::SmScan);
             seg.scan(send, recv, exclusive, f);
             return Ok(());
+        }
+    }
+    let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&n);
+    if big && send.is_none_or(|s| s.len() == n) {
+        if let Some(seg) = sm::get(a, Coll::Scan)? {
+            if seg.scan_big(a, send, recv, (exclusive, elem_size), f)? {
+                count(a.shadow, Alg::SmScan);
+                return Ok(());
+            }
         }
     }
     let op = Op {

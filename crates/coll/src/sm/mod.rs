@@ -70,7 +70,9 @@ pub mod params;
 mod segment;
 
 pub use nb::{single_copy_far, Progress, Rooted, SmKind};
-pub use segment::{Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, V_MAX};
+pub use segment::{
+    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, REDUCE_BIG_MAX, V_MAX,
+};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};
@@ -189,9 +191,10 @@ pub fn existing_single_copy(a: &CollComm, block: usize) -> Option<Arc<Seg>> {
 
 fn setup(a: &CollComm) -> Result<Option<Seg>> {
     let yield_idle = a.e.yields_when_idle();
-    // Does any rank yield when idle (more ranks than cores)? Then the large-vector
-    // region stays unused: its synchronisations cost a context switch each, and the
-    // point-to-point algorithms were measured twice as fast there (np=4 on 2 cores).
+    // Does any rank yield when idle (more ranks than cores)? Then large allreduces do
+    // not use the large-vector region: its synchronisations cost a context switch each,
+    // and the point-to-point algorithms were measured twice as fast there (np=4 on 2
+    // cores). Large reduces (one handoff each way) still do.
     let mut flags = vec![0u8; a.size as usize];
     flags[a.rank as usize] = u8::from(yield_idle);
     a.allgather(&mut flags, 1)?;

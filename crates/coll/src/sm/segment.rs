@@ -7,8 +7,10 @@ use oxmpi_engine::{cma_copy, Cma, Engine};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
+mod big;
 mod cma;
 mod rooted;
+pub use big::REDUCE_BIG_MAX;
 pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
 pub use rooted::Side;
 
@@ -83,12 +85,14 @@ pub struct Seg {
     min_done: AtomicU64,
     /// The same of every rank's nonblocking done word.
     min_nb_done: AtomicU64,
-    /// The region of large allreduces, made at the first one (remade larger on demand),
-    /// and whether it is not to be used (making it failed, or some rank yields when
-    /// idle): large allreduces then stay point-to-point.
-    big: Mutex<(Option<Big>, bool)>,
+    /// The region of large allreduces and reduces, made at the first one (remade larger on
+    /// demand), and whether making it failed: they then stay point-to-point.
+    big: Mutex<BigState>,
     /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
     nb: Mutex<Open>,
+    /// Whether some rank yields when idle (the same on every rank): large allreduces then
+    /// stay point-to-point, large reduces wait for whole vectors.
+    some_yield: bool,
     yield_idle: bool,
     /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
     spin_first: u32,
@@ -107,7 +111,10 @@ struct Open {
     last: u64,
 }
 
-/// A region of `size` slots of `cap` bytes for large allreduces.
+/// The large region, if made, and whether making it failed.
+type BigState = (Option<Big>, bool);
+
+/// A region of `size` slots of `cap` bytes for large allreduces and reduces.
 struct Big {
     /// Start of the mapping (cached out of `_map`).
     base: *mut u8,
@@ -133,7 +140,8 @@ pub(super) fn seg_len(size: usize) -> usize {
 
 impl Seg {
     /// The segment over `map` (made by [`super::share`], [`seg_len`] bytes, zeroed) as seen
-    /// by `rank` of `size`; `big_ok`: the large-allreduce region may be used.
+    /// by `rank` of `size`; `big_ok`: large allreduces may use the large region (large
+    /// reduces always may).
     pub(super) fn new(
         map: Mapping,
         rank: usize,
@@ -152,7 +160,8 @@ impl Seg {
             last_big: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
             min_nb_done: AtomicU64::new(0),
-            big: Mutex::new((None, !big_ok)),
+            big: Mutex::new((None, false)),
+            some_yield: !big_ok,
             nb: Mutex::new(Open::default()),
             yield_idle,
             spin_first: super::params::spin_first(),
@@ -887,6 +896,39 @@ impl Seg {
         self.finish(k);
     }
 
+    /// The large region, with slots of at least `n` bytes (made, or remade larger, here:
+    /// collective, every rank has the same history of large operations and so calls this
+    /// alike), locked for one large operation; `None` when it is not to be used or cannot
+    /// be made (on every rank alike).
+    fn big_region(
+        &self,
+        a: &CollComm,
+        n: usize,
+    ) -> Result<Option<std::sync::MutexGuard<'_, BigState>>> {
+        let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
+        if g.1 {
+            return Ok(None);
+        }
+        if g.0.as_ref().is_none_or(|b| b.cap < n) {
+            g.0 = None;
+            let cap = n.next_power_of_two().max(64 * 1024);
+            match super::share(a, cap * self.size)? {
+                Some(map) => {
+                    g.0 = Some(Big {
+                        base: map.ptr(),
+                        cap,
+                        _map: map,
+                    })
+                }
+                None => {
+                    g.1 = true;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(g))
+    }
+
     /// Allreduce into `dst` (at most [`BIG_MAX`] bytes) through the large region: every rank
     /// copies its vector into its slot; rank `r` folds slice `r` (elements split evenly)
     /// of all slots in rank order (`x0 ∘ (x1 ∘ …)`) into `dst` and publishes it in its
@@ -905,29 +947,13 @@ impl Seg {
         red: &F,
     ) -> Result<bool> {
         let n = dst.len();
-        let mut g = self.big.lock().unwrap_or_else(|p| p.into_inner());
-        if g.1 {
+        if self.some_yield {
             return Ok(false);
         }
-        if g.0.as_ref().is_none_or(|b| b.cap < n) {
-            // Every rank has the same history, so all remake it at the same call.
-            g.0 = None;
-            let cap = n.next_power_of_two().max(64 * 1024);
-            match super::share(a, cap * self.size)? {
-                Some(map) => {
-                    g.0 = Some(Big {
-                        base: map.ptr(),
-                        cap,
-                        _map: map,
-                    })
-                }
-                None => {
-                    g.1 = true;
-                    return Ok(false);
-                }
-            }
-        }
-        let big = g.0.as_ref().expect("made above");
+        let Some(g) = self.big_region(a, n)? else {
+            return Ok(false);
+        };
+        let big = g.0.as_ref().expect("made by big_region");
         // SAFETY: slot `r` of the region (`cap >= n` bytes).
         let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
         // Everybody has copied the results of the previous large allreduce out of the

@@ -1,0 +1,326 @@
+/* MPI_Reduce, MPI_Scan and MPI_Exscan of vectors past one shared-memory buffer (4 KiB),
+ * which go through the segment's large region when it can be used (the ranks copy their
+ * vectors in chunks, the readers fold each chunk as it comes): sizes around 4 KiB and
+ * around the chunks (items of 12 bytes straddling them), up to 1 MiB; MPI_CHAR, INT,
+ * FLOAT, DOUBLE, LONG with SUM and MAX, MPI_DOUBLE_INT with MINLOC (12-byte packed items),
+ * and a non-commutative user op (2x2 integer matrices, products in rank order); every
+ * root, in place and not, checked against local references; back to back with the root
+ * moving, interleaved with large allreduces (which share the region), scans and small
+ * reduces.
+ *
+ * Rank 0 prints "coll_reduce_big: large reduce on sm: used" (or "not used": whether the
+ * coll_sm_reduce_calls counter moved at a 64 KiB reduce) and
+ * "coll_reduce_big: all checks passed". */
+#include "check.h"
+#include <stdint.h>
+#include <string.h>
+
+static int rank, size;
+
+/* Item k of rank r's contribution: small integers (sums exact in any order). */
+static int val(int r, long k, int what) { return (int)((r * 37 + k * 11 + what * 5) % 20) - 5; }
+
+typedef struct {
+    MPI_Datatype t;
+    int bytes; /* of one item */
+    const char *name;
+} ty;
+
+static void fill(const ty *t, void *buf, long n, int r, int what) {
+    for (long k = 0; k < n; k++) {
+        int v = val(r, k, what);
+        if (t->t == MPI_CHAR) ((signed char *)buf)[k] = (signed char)v;
+        else if (t->t == MPI_INT) ((int *)buf)[k] = v;
+        else if (t->t == MPI_FLOAT) ((float *)buf)[k] = (float)v;
+        else if (t->t == MPI_DOUBLE) ((double *)buf)[k] = (double)v;
+        else if (t->t == MPI_LONG) ((long *)buf)[k] = (long)v * 1000003L;
+    }
+}
+
+/* Our contribution (`n` items of `t`) and a result buffer of 16 more bytes, all 0x5a. */
+static void buffers(const ty *t, long n, int what, unsigned char **s, unsigned char **r) {
+    size_t len = (size_t)n * t->bytes;
+    *s = malloc(len + 16);
+    *r = malloc(len + 16);
+    CHECK(*s && *r);
+    fill(t, *s, n, rank, what);
+    memset(*r, 0x5a, len + 16);
+}
+
+/* The expected item k of the reduction (`max`: MAX, else SUM) over ranks below `upto`. */
+static int same_upto(const ty *t, const void *buf, long k, int what, int max, int upto) {
+    long acc = max ? -1000 : 0;
+    for (int r = 0; r < upto; r++) {
+        long v = val(r, k, what);
+        acc = max ? (v > acc ? v : acc) : acc + v;
+    }
+    if (t->t == MPI_CHAR) return ((const signed char *)buf)[k] == (signed char)acc;
+    if (t->t == MPI_INT) return ((const int *)buf)[k] == (int)acc;
+    if (t->t == MPI_FLOAT) return ((const float *)buf)[k] == (float)acc;
+    if (t->t == MPI_DOUBLE) return ((const double *)buf)[k] == (double)acc;
+    return ((const long *)buf)[k] == acc * 1000003L;
+}
+
+/* The same over every rank. */
+static int same(const ty *t, const void *buf, long k, int what, int max) {
+    return same_upto(t, buf, k, what, max, size);
+}
+
+/* One scan (`ex`: exscan) of `n` items of `t` (SUM or MAX), in place or not, checked. */
+static void scan(const ty *t, long n, int ex, int inpl, int max, int what) {
+    size_t len = (size_t)n * t->bytes;
+    unsigned char *s, *r;
+    buffers(t, n, what, &s, &r);
+    MPI_Op op = max ? MPI_MAX : MPI_SUM;
+    if (inpl) memcpy(r, s, len);
+    const void *src = inpl ? MPI_IN_PLACE : s;
+    if (ex)
+        CHECK_RC(MPI_Exscan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    else
+        CHECK_RC(MPI_Scan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    if (!ex || rank > 0)
+        for (long k = 0; k < n; k++)
+            if (!same_upto(t, r, k, what, max, ex ? rank : rank + 1)) {
+                fprintf(stderr, "%s %s n=%ld inpl=%d max=%d: item %ld wrong on %d\n",
+                        ex ? "exscan" : "scan", t->name, n, inpl, max, k, rank);
+                CHECK(0);
+            }
+    for (int g = 0; g < 16; g++) CHECK(r[len + g] == 0x5a);
+    free(s);
+    free(r);
+}
+
+/* One reduce of `n` items of `t` (SUM or MAX) to `root`, in place or not, checked. */
+static void basic(const ty *t, long n, int root, int inpl, int max, int what) {
+    size_t len = (size_t)n * t->bytes;
+    unsigned char *s, *r;
+    buffers(t, n, what, &s, &r);
+    MPI_Op op = max ? MPI_MAX : MPI_SUM;
+    if (inpl && rank == root) {
+        memcpy(r, s, len);
+        CHECK_RC(MPI_Reduce(MPI_IN_PLACE, r, (int)n, t->t, op, root, MPI_COMM_WORLD));
+    } else {
+        CHECK_RC(MPI_Reduce(s, r, (int)n, t->t, op, root, MPI_COMM_WORLD));
+    }
+    if (rank == root) {
+        for (long k = 0; k < n; k++)
+            if (!same(t, r, k, what, max)) {
+                fprintf(stderr, "reduce %s n=%ld root=%d inpl=%d max=%d: item %ld wrong\n",
+                        t->name, n, root, inpl, max, k);
+                CHECK(0);
+            }
+        for (int g = 0; g < 16; g++) CHECK(r[len + g] == 0x5a);
+    } else {
+        for (size_t g = 0; g < len + 16; g++) CHECK(r[g] == 0x5a); /* recv untouched */
+    }
+    /* the send buffer is never written */
+    unsigned char *again = malloc(len);
+    CHECK(again);
+    fill(t, again, n, rank, what);
+    CHECK(memcmp(again, s, len) == 0);
+    free(again);
+    free(s);
+    free(r);
+}
+
+/* MINLOC on MPI_DOUBLE_INT: values with ties across ranks (the lower rank wins). */
+static void minloc(long n, int root, int inpl) {
+    struct di {
+        double v;
+        int i;
+    } *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
+    CHECK(s && r);
+    for (long k = 0; k < n; k++) {
+        s[k].v = (double)((rank * 7 + k * 3) % 5);
+        s[k].i = rank * 1000 + (int)(k % 1000);
+    }
+    if (inpl && rank == root) {
+        memcpy(r, s, n * sizeof *s);
+        CHECK_RC(MPI_Reduce(MPI_IN_PLACE, r, (int)n, MPI_DOUBLE_INT, MPI_MINLOC, root,
+                            MPI_COMM_WORLD));
+    } else {
+        CHECK_RC(MPI_Reduce(s, r, (int)n, MPI_DOUBLE_INT, MPI_MINLOC, root, MPI_COMM_WORLD));
+    }
+    if (rank == root)
+        for (long k = 0; k < n; k++) {
+            double best = 1e9;
+            int at = -1;
+            for (int q = 0; q < size; q++) {
+                double v = (double)((q * 7 + k * 3) % 5);
+                if (v < best) best = v, at = q * 1000 + (int)(k % 1000);
+            }
+            if (r[k].v != best || r[k].i != at) {
+                fprintf(stderr, "minloc n=%ld root=%d inpl=%d: item %ld wrong\n", n, root, inpl, k);
+                CHECK(0);
+            }
+        }
+    free(s);
+    free(r);
+}
+
+/* 2x2 matrices of 32-bit integers (wrapping): an associative, non-commutative product. */
+typedef struct {
+    uint32_t a, b, c, d;
+} mat;
+
+static mat mul(mat x, mat y) {
+    mat z = {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c,
+             x.c * y.b + x.d * y.d};
+    return z;
+}
+
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *t) {
+    (void)t;
+    mat *x = in, *y = inout;
+    for (int k = 0; k < *len; k++) y[k] = mul(x[k], y[k]); /* inout = in * inout */
+}
+
+static mat mat_of(int r, long k) {
+    mat m = {(uint32_t)(r + 2 + k % 3), (uint32_t)(r * 3 + 1), (uint32_t)(k % 7 + 1),
+             (uint32_t)(r + 1)};
+    return m;
+}
+
+static void noncommutative(MPI_Op op, MPI_Datatype mt, long n, int root, int inpl) {
+    mat *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
+    CHECK(s && r);
+    for (long k = 0; k < n; k++) s[k] = mat_of(rank, k);
+    if (inpl && rank == root) {
+        memcpy(r, s, n * sizeof *s);
+        CHECK_RC(MPI_Reduce(MPI_IN_PLACE, r, (int)n, mt, op, root, MPI_COMM_WORLD));
+    } else {
+        CHECK_RC(MPI_Reduce(s, r, (int)n, mt, op, root, MPI_COMM_WORLD));
+    }
+    if (rank == root)
+        for (long k = 0; k < n; k++) {
+            mat e = mat_of(0, k);
+            for (int q = 1; q < size; q++) e = mul(e, mat_of(q, k));
+            if (memcmp(&e, &r[k], sizeof e) != 0) {
+                fprintf(stderr, "matmul n=%ld root=%d inpl=%d: item %ld wrong\n", n, root, inpl, k);
+                CHECK(0);
+            }
+        }
+    free(s);
+    free(r);
+}
+
+/* Scan (inclusive) with the matrix product: rank order matters. */
+static void matscan(MPI_Op op, MPI_Datatype mt, long n, int inpl) {
+    mat *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
+    CHECK(s && r);
+    for (long k = 0; k < n; k++) s[k] = mat_of(rank, k);
+    if (inpl) {
+        memcpy(r, s, n * sizeof *s);
+        CHECK_RC(MPI_Scan(MPI_IN_PLACE, r, (int)n, mt, op, MPI_COMM_WORLD));
+    } else {
+        CHECK_RC(MPI_Scan(s, r, (int)n, mt, op, MPI_COMM_WORLD));
+    }
+    for (long k = 0; k < n; k++) {
+        mat e = mat_of(0, k);
+        for (int q = 1; q <= rank; q++) e = mul(e, mat_of(q, k));
+        CHECK(memcmp(&e, &r[k], sizeof e) == 0);
+    }
+    free(s);
+    free(r);
+}
+
+static unsigned long long reduce_calls(MPI_T_pvar_session ses, MPI_T_pvar_handle h) {
+    unsigned long long v = 0;
+    CHECK_RC(MPI_T_pvar_read(ses, h, &v));
+    return v;
+}
+
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank_ = rank;
+    /* which path: the sm reduce counter around one 64 KiB reduce */
+    MPI_T_pvar_session ses;
+    MPI_T_pvar_handle h;
+    int idx = -1, count, cont = 1;
+    CHECK_RC(MPI_T_pvar_session_create(&ses));
+    CHECK_RC(MPI_T_pvar_get_index("coll_sm_reduce_calls", MPI_T_PVAR_CLASS_COUNTER, &idx));
+    CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &h, &count));
+    CHECK_RC(MPI_T_pvar_get_info(idx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                 &cont, NULL));
+    if (!cont) CHECK_RC(MPI_T_pvar_start(ses, h));
+    ty types[] = {{MPI_CHAR, 1, "CHAR"},
+                  {MPI_INT, 4, "INT"},
+                  {MPI_FLOAT, 4, "FLOAT"},
+                  {MPI_DOUBLE, 8, "DOUBLE"},
+                  {MPI_LONG, (int)sizeof(long), "LONG"}};
+    ty *c = &types[0];
+    MPI_Barrier(MPI_COMM_WORLD); /* makes the segment */
+    unsigned long long before = reduce_calls(ses, h);
+    basic(c, 65536, 0, 0, 0, 0);
+    int used = reduce_calls(ses, h) > before;
+    /* bytes around the 4 KiB buffer and the 16 KiB chunks, up to 1 MiB */
+    long bytes[] = {4096, 4097, 4104, 16384, 16385, 3 * 16384 + 24, 65536, 262144 + 8, 1 << 20};
+    for (size_t z = 0; z < sizeof bytes / sizeof bytes[0]; z++)
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            long n = bytes[z] / types[ti].bytes;
+            if (n == 0) continue;
+            for (int root = 0; root < size; root++)
+                for (int inpl = 0; inpl < 2; inpl++) {
+                    /* every root for CHAR; the first, last and one middle root otherwise */
+                    if (ti > 0 && root != 0 && root != size - 1 && root != size / 2) continue;
+                    basic(&types[ti], n, root, inpl, (int)(z + ti + root) % 2, (int)z);
+                }
+        }
+    /* scans and exscans of the same sizes */
+    for (size_t z = 0; z < sizeof bytes / sizeof bytes[0]; z++)
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+            for (int ex = 0; ex < 2; ex++)
+                for (int inpl = 0; inpl < 2; inpl++)
+                    scan(&types[ti], bytes[z] / types[ti].bytes, ex, inpl, (int)(z + ti) % 2,
+                         (int)z);
+    /* 12-byte pairs: chunks end inside an item unless cut at whole items */
+    long pairs[] = {342, 1366, 4097, 21846};
+    for (size_t z = 0; z < sizeof pairs / sizeof pairs[0]; z++)
+        for (int root = 0; root < size; root++)
+            for (int inpl = 0; inpl < 2; inpl++) minloc(pairs[z], root, inpl);
+    MPI_Op op;
+    MPI_Datatype mt;
+    CHECK_RC(MPI_Op_create(matmul, 0, &op));
+    CHECK_RC(MPI_Type_contiguous(4, MPI_UINT32_T, &mt));
+    CHECK_RC(MPI_Type_commit(&mt));
+    long mats[] = {256, 257, 1025, 4096 + 3, 65536};
+    for (size_t z = 0; z < sizeof mats / sizeof mats[0]; z++)
+        for (int root = 0; root < size; root++)
+            for (int inpl = 0; inpl < 2; inpl++) noncommutative(op, mt, mats[z], root, inpl);
+    for (size_t z = 0; z < sizeof mats / sizeof mats[0]; z++)
+        for (int inpl = 0; inpl < 2; inpl++) matscan(op, mt, mats[z], inpl);
+    /* back to back, the root moving, with large allreduces (which use the same region
+     * when coll_sm_allreduce_large_min lets them) and small reduces in between */
+    for (int i = 0; i < 40; i++) {
+        int root = (i * 7) % size;
+        long n = (i % 3 == 0) ? 70000 : (i % 3 == 1) ? 300000 : 20000;
+        basic(c, n, root, i % 2, i % 2, i);
+        if (i % 4 == 1) {
+            long m = 600000;
+            int *x = malloc(m * sizeof(int));
+            CHECK(x);
+            for (long k = 0; k < m; k++) x[k] = rank + (int)(k % 3);
+            CHECK_RC(MPI_Allreduce(MPI_IN_PLACE, x, (int)m, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            for (long k = 0; k < m; k++) CHECK(x[k] == size * (size - 1) / 2 + size * (int)(k % 3));
+            free(x);
+        }
+        if (i % 5 == 2) basic(c, 1000, (root + 1) % size, 0, 0, i);
+        if (i % 3 == 2) scan(c, n / 2, i % 2, 0, 0, i);
+    }
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        printf("coll_reduce_big: large reduce on sm: %s\n", used ? "used" : "not used");
+        printf("coll_reduce_big: all checks passed\n");
+    }
+    MPI_Op_free(&op);
+    MPI_Type_free(&mt);
+    MPI_T_pvar_handle_free(ses, &h);
+    MPI_T_pvar_session_free(&ses);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
