@@ -304,7 +304,7 @@ pub struct Chooser {
     cur: Mech,
     /// Average bytes per nanosecond of each mechanism (0: never measured).
     rate: [f64; 2],
-    /// When each was last measured, or switched to (nanoseconds).
+    /// When each was last measured, switched to or switched from (nanoseconds).
     at: [u64; 2],
     /// Measurements of the current mechanism since the last switch.
     taken: u32,
@@ -381,6 +381,14 @@ impl Chooser {
     }
 
     fn switch(&mut self, now: u64) {
+        // The mechanism left was in use until now, so the next try of it comes an interval
+        // after this, not after its last measurement: a try of the pipeline in a
+        // bidirectional stream of 4 MiB windows lasts the rest of a window, 70 ms and more,
+        // longer than the interval, and ends without a measurement (`unmeasured`); the
+        // next window tried it again after its first WARMUP + SETTLE transfers, and 80% of
+        // the messages went by the pipeline. Likewise a try that begins long after the
+        // last measurement (a pause between windows) would end in another try at once.
+        self.at[self.cur as usize] = now;
         self.cur = self.cur.other();
         self.at[self.cur as usize] = now;
         self.taken = 0;
@@ -477,12 +485,6 @@ impl Chooser {
             return false;
         }
         self.interval = (self.interval * 2).min(EXPLORE_MAX_NS);
-        // The try is over now: the next one comes an interval after this, not after its
-        // start (a try of the pipeline in a bidirectional stream of 4 MiB windows lasts
-        // the rest of a window, 70 ms and more, longer than the interval: the next window
-        // tried it again after its first WARMUP + SETTLE transfers, and 80% of the
-        // messages went by the pipeline).
-        self.at[m as usize] = now;
         self.switch(now);
         true
     }
@@ -820,6 +822,35 @@ mod tests {
                 "tried again {} ms after the last try ended",
                 (t - end) / 1_000_000
             );
+        }
+    }
+
+    /// The single copy is tried long after the pipeline's last measurement (a pause
+    /// between windows, or the pipeline's slow transfers of a loaded host): once it has
+    /// settled, the pipeline is not tried again before an interval has passed since the
+    /// switch.
+    #[test]
+    fn both_ways_next_try_counts_from_the_switch() {
+        let size = 4 << 20;
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        for _ in 0..WARMUP + SETTLE {
+            assert_eq!(c.choose(t), Mech::Pipe);
+            c.record(Mech::Pipe, size, 30_000_000, t + 30_000_000);
+            t += 30_000_000;
+        }
+        t += 200_000_000;
+        let from = t;
+        assert_eq!(c.choose(t), Mech::Coop);
+        while t < from + EXPLORE_NS {
+            assert_eq!(
+                c.choose(t),
+                Mech::Coop,
+                "tried again {} us after the switch",
+                (t - from) / 1000
+            );
+            c.record(Mech::Coop, size, 700_000, t + 700_000);
+            t += 700_000;
         }
     }
 
