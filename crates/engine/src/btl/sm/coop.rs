@@ -304,7 +304,7 @@ pub struct Chooser {
     cur: Mech,
     /// Average bytes per nanosecond of each mechanism (0: never measured).
     rate: [f64; 2],
-    /// When each was last measured, or switched to (nanoseconds).
+    /// When each was last measured, switched to or switched from (nanoseconds).
     at: [u64; 2],
     /// Measurements of the current mechanism since the last switch.
     taken: u32,
@@ -381,6 +381,14 @@ impl Chooser {
     }
 
     fn switch(&mut self, now: u64) {
+        // The mechanism left was in use until now, so the next try of it comes an interval
+        // after this, not after its last measurement: a try of the pipeline in a
+        // bidirectional stream of 4 MiB windows lasts the rest of a window, 70 ms and more,
+        // longer than the interval, and ends without a measurement (`unmeasured`); the
+        // next window tried it again after its first WARMUP + SETTLE transfers, and 80% of
+        // the messages went by the pipeline. Likewise a try that begins long after the
+        // last measurement (a pause between windows) would end in another try at once.
+        self.at[self.cur as usize] = now;
         self.cur = self.cur.other();
         self.at[self.cur as usize] = now;
         self.taken = 0;
@@ -456,7 +464,8 @@ impl Chooser {
     /// 11 GB/s there against the two-way single copy's 10, and the chooser took the
     /// pipeline for whole windows of messages, at half the two-way throughput). During a
     /// try of `m` this ends the try as one that confirmed the mechanism before it (back to
-    /// it, the interval between tries doubled). Otherwise, for the mechanism in use, it
+    /// it, the interval between tries doubled and counted from now). Otherwise, for the
+    /// mechanism in use, it
     /// counts as a transfer taken without a rate: an exchange of one message each way
     /// (alltoall, allgather at np=2) finishes our send before the pipelined receive every
     /// time, and a chooser that ignored those transfers never settled, never tried the
@@ -752,6 +761,97 @@ mod tests {
         assert!(!c.unmeasured(Mech::Pipe, t));
         assert!(!c.unmeasured(Mech::Coop, t));
         assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// Windows of 64 messages of 4 MiB each way on the single copy (40 ms a window): a try
+    /// of the pipeline takes the rest of its window (every message is matched before the
+    /// first ends) and lasts 70 ms, longer than the interval between tries. The next try
+    /// comes a doubled interval after the try ended, not after it began: the following
+    /// windows stay on the single copy.
+    #[test]
+    fn both_ways_next_try_counts_from_the_end_of_the_last() {
+        let size = 4 << 20;
+        let (two_way_pipe, pull) = (840_000, 420_000);
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        for _ in 0..WARMUP + SETTLE {
+            assert_eq!(c.choose(t), Mech::Pipe);
+            c.record(Mech::Pipe, size, two_way_pipe, t + two_way_pipe);
+            t += two_way_pipe;
+        }
+        // A window on the single copy: pulls one after another, each chosen as it comes.
+        let window = |c: &mut Chooser, t: &mut u64| -> Vec<Mech> {
+            (0..64)
+                .map(|_| {
+                    let m = c.choose(*t);
+                    if m == Mech::Coop {
+                        c.record(m, size, pull, *t + pull);
+                        *t += pull;
+                    }
+                    m
+                })
+                .collect()
+        };
+        for _ in 0..WARMUP + SETTLE {
+            assert_eq!(c.choose(t), Mech::Coop);
+            c.record(Mech::Coop, size, pull, t + pull);
+            t += pull;
+        }
+        // The try: the whole next window by the pipeline, matched at once.
+        t = c.at[Mech::Pipe as usize] + c.interval + 1;
+        assert!((0..64).all(|i| c.choose(t + i) == Mech::Pipe));
+        // Its first transfers end in their warm-up, then one after our sends ends it, 70 ms
+        // after it began.
+        for _ in 0..WARMUP {
+            t += 4_000_000;
+            c.record(Mech::Pipe, size, 4_000_000, t);
+        }
+        t += 54_000_000;
+        assert!(c.unmeasured(Mech::Pipe, t));
+        assert_eq!(c.interval, 2 * EXPLORE_NS);
+        // The rest of the try's window ends, then the next windows (40 ms each) keep the
+        // single copy for the doubled interval after the try's end.
+        for _ in 0..59 {
+            t += 200_000;
+            assert!(!c.unmeasured(Mech::Pipe, t));
+        }
+        let end = t;
+        while t + 64 * pull <= end + 2 * EXPLORE_NS {
+            assert!(
+                window(&mut c, &mut t).iter().all(|&m| m == Mech::Coop),
+                "tried again {} ms after the last try ended",
+                (t - end) / 1_000_000
+            );
+        }
+    }
+
+    /// The single copy is tried long after the pipeline's last measurement (a pause
+    /// between windows, or the pipeline's slow transfers of a loaded host): once it has
+    /// settled, the pipeline is not tried again before an interval has passed since the
+    /// switch.
+    #[test]
+    fn both_ways_next_try_counts_from_the_switch() {
+        let size = 4 << 20;
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        for _ in 0..WARMUP + SETTLE {
+            assert_eq!(c.choose(t), Mech::Pipe);
+            c.record(Mech::Pipe, size, 30_000_000, t + 30_000_000);
+            t += 30_000_000;
+        }
+        t += 200_000_000;
+        let from = t;
+        assert_eq!(c.choose(t), Mech::Coop);
+        while t < from + EXPLORE_NS {
+            assert_eq!(
+                c.choose(t),
+                Mech::Coop,
+                "tried again {} us after the switch",
+                (t - from) / 1000
+            );
+            c.record(Mech::Coop, size, 700_000, t + 700_000);
+            t += 700_000;
+        }
     }
 
     /// An exchange of one 256 KiB message each way per call (alltoall at np=2): every
