@@ -752,10 +752,18 @@ fn sm_regular_suite(c: &CollComm) {
     // Blocks up to this size that do not fit a buffer move by one cross-memory copy
     // between the root's buffer and each rank's (CMA works between a user's processes).
     let one_copy = sm::params::single_copy_max();
+    // Blocks of the other ranks fitting a lane entry, a buffer (the root's own is not
+    // posted), and one more byte each.
+    let lane = sm::LANE_MAX / (p - 1);
+    let buffer = sm::DATA / (p - 1);
     let blocks = [
         1,
+        lane,
+        lane + 1,
         sm::DATA / p,
         sm::DATA / p + 1,
+        buffer,
+        buffer + 1,
         one,
         one + 1,
         sm::DATA,
@@ -804,8 +812,10 @@ fn sm_regular_suite(c: &CollComm) {
                         "scatter of {block}-byte blocks from {root}, in place {in_place}"
                     );
                 }
-                let on_seg =
-                    seg && (p * block <= sm::DATA || block + 8 * p <= sm::CAP || block <= one_copy);
+                let on_seg = seg
+                    && ((p - 1) * block <= sm::DATA
+                        || block + 8 * p <= sm::CAP
+                        || block <= one_copy);
                 assert_eq!(
                     runs(Alg::SmScatter) - before,
                     u64::from(on_seg),

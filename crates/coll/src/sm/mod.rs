@@ -66,7 +66,9 @@ pub mod params;
 mod segment;
 
 pub use nb::{Progress, SmKind};
-pub use segment::{Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, V_MAX};
+pub use segment::{
+    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, V_MAX,
+};
 
 use crate::tune::{self, Coll};
 use crate::{CollComm, Result};
