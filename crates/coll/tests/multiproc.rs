@@ -670,6 +670,7 @@ fn suite(c: &CollComm, seed: u64) {
 fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
+    sm_barrier_suite(c);
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
     let one_copy = oxmpi_coll::sm::params::single_copy_max();
     let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
@@ -733,6 +734,29 @@ fn sm_suite(c: &CollComm) {
         }
     }
     sm_regular_suite(c);
+}
+
+/// The barrier through `base::select` holds every rank until all have arrived, whichever
+/// rank comes last (ranks that busy-poll get the release barrier, rank 0 leaving first):
+/// before each barrier a rank creates a file of its own in the job's directory, the late
+/// rank after a sleep, and after it every rank finds every rank's file.
+fn sm_barrier_suite(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let dir = std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap());
+    for round in 0..2 * p {
+        if round % p == r {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::write(dir.join(format!("barrier-{round}-{r}")), b"").unwrap();
+        select::barrier(c).unwrap();
+        for i in 0..p {
+            assert!(
+                dir.join(format!("barrier-{round}-{i}")).exists(),
+                "rank {r} left barrier round {round} before rank {i} arrived"
+            );
+        }
+    }
 }
 
 /// Gather and scatter of regular blocks through `base::select`, in place at the root and

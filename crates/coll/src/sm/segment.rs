@@ -90,6 +90,9 @@ pub struct Seg {
     /// Nonblocking collectives posted and not finished yet (see [`Seg::open_nb`]).
     nb: Mutex<Open>,
     yield_idle: bool,
+    /// The barrier lets rank 0 out first ([`Seg::barrier`]): no rank yields when idle and
+    /// `coll_sm_barrier_release` is on (the same on every rank).
+    release: bool,
     /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
     spin_first: u32,
     /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
@@ -133,13 +136,13 @@ pub(super) fn seg_len(size: usize) -> usize {
 
 impl Seg {
     /// The segment over `map` (made by [`super::share`], [`seg_len`] bytes, zeroed) as seen
-    /// by `rank` of `size`; `big_ok`: the large-allreduce region may be used.
+    /// by `rank` of `size`; `big_ok`: the large-allreduce region may be used; `release`:
+    /// the barrier lets rank 0 out first (both the same on every rank).
     pub(super) fn new(
         map: Mapping,
         rank: usize,
         size: usize,
-        yield_idle: bool,
-        big_ok: bool,
+        (yield_idle, big_ok, release): (bool, bool, bool),
         eng: &'static Engine,
     ) -> Seg {
         Seg {
@@ -155,6 +158,7 @@ impl Seg {
             big: Mutex::new((None, !big_ok)),
             nb: Mutex::new(Open::default()),
             yield_idle,
+            release,
             spin_first: super::params::spin_first(),
             cma: AtomicU8::new(cma::CMA_UNKNOWN),
             eng,
@@ -472,9 +476,33 @@ impl Seg {
         self.rank
     }
 
-    /// Barrier.
+    /// Barrier. When no rank yields when idle (and `coll_sm_barrier_release` is on), rank 0
+    /// waits for every other rank's
+    /// arrival stamp and then stamps its own as the release the others wait for: rank 0
+    /// leaves first, one handoff before the others, whichever rank came last. A program
+    /// that times a collective rooted at rank 0 after a barrier (as the standard suites
+    /// do) then finds the root already at work when a receiver starts its clock, as with
+    /// MPICH's barrier, instead of the receiver waiting for the root to leave the barrier.
+    /// With ranks that yield the core, every rank posts its stamp and waits for all the
+    /// others' ([`Seg::meet`]): no rank waits on one that must be scheduled first.
     #[inline]
     pub fn barrier(&self) {
+        if !self.release {
+            return self.meet();
+        }
+        let k = self.next();
+        if self.rank == 0 {
+            self.wait_all(k);
+            self.post(k, &[]);
+        } else {
+            self.post(k, &[]);
+            self.wait_word(self.stamp(0, k), k);
+        }
+        self.finish(k);
+    }
+
+    /// Barrier of equals: every rank posts its stamp and waits for every other rank's.
+    fn meet(&self) {
         let k = self.next();
         self.post(k, &[]);
         self.wait_all(k);
@@ -1010,7 +1038,7 @@ impl Seg {
         debug_assert_eq!(src.len(), n);
         // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
-        self.barrier();
+        self.meet();
         let (counts, displs) = crate::split_even(n, elem, self.size);
         let (off, m) = (displs[self.rank], counts[self.rank]);
         let view = |r: usize| {
@@ -1027,7 +1055,7 @@ impl Seg {
         // SAFETY: slice `rank` of our own slot, read by the others only after the next
         // barrier.
         unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
-        self.barrier();
+        self.meet();
         for r in (0..self.size).filter(|&r| r != self.rank) {
             let (o, c) = (displs[r], counts[r]);
             // SAFETY: rank `r` passed the barrier after writing its slice `r`, unchanged
