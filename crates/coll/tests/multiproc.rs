@@ -670,6 +670,7 @@ fn suite(c: &CollComm, seed: u64) {
 fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
+    sm_barrier_suite(c);
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
     let one_copy = oxmpi_coll::sm::params::single_copy_max_for(p);
     let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
@@ -735,6 +736,29 @@ fn sm_suite(c: &CollComm) {
     sm_regular_suite(c);
 }
 
+/// The barrier through `base::select` holds every rank until all have arrived, whichever
+/// rank comes last (ranks that busy-poll get the release barrier, rank 0 leaving first):
+/// before each barrier a rank creates a file of its own in the job's directory, the late
+/// rank after a sleep, and after it every rank finds every rank's file.
+fn sm_barrier_suite(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let dir = std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap());
+    for round in 0..2 * p {
+        if round % p == r {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::write(dir.join(format!("barrier-{round}-{r}")), b"").unwrap();
+        select::barrier(c).unwrap();
+        for i in 0..p {
+            assert!(
+                dir.join(format!("barrier-{round}-{i}")).exists(),
+                "rank {r} left barrier round {round} before rank {i} arrived"
+            );
+        }
+    }
+}
+
 /// Gather and scatter of regular blocks through `base::select`, in place at the root and
 /// not, every root, with blocks on both sides of each of the segment's limits (all blocks
 /// in one buffer; one block after a scatterv table, in the rest of the stamp's line; point
@@ -752,10 +776,18 @@ fn sm_regular_suite(c: &CollComm) {
     // Blocks up to this size that do not fit a buffer move by one cross-memory copy
     // between the root's buffer and each rank's (CMA works between a user's processes).
     let one_copy = sm::params::single_copy_max_for(p);
+    // Blocks of the other ranks fitting a lane entry, a buffer (the root's own is not
+    // posted), and one more byte each.
+    let lane = sm::LANE_MAX / (p - 1);
+    let buffer = sm::DATA / (p - 1);
     let blocks = [
         1,
+        lane,
+        lane + 1,
         sm::DATA / p,
         sm::DATA / p + 1,
+        buffer,
+        buffer + 1,
         one,
         one + 1,
         sm::DATA,
@@ -804,8 +836,10 @@ fn sm_regular_suite(c: &CollComm) {
                         "scatter of {block}-byte blocks from {root}, in place {in_place}"
                     );
                 }
-                let on_seg =
-                    seg && (p * block <= sm::DATA || block + 8 * p <= sm::CAP || block <= one_copy);
+                let on_seg = seg
+                    && ((p - 1) * block <= sm::DATA
+                        || block + 8 * p <= sm::CAP
+                        || block <= one_copy);
                 assert_eq!(
                     runs(Alg::SmScatter) - before,
                     u64::from(on_seg),

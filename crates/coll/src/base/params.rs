@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 16] = [
+pub static PARAMS: [ParamDecl; 17] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -98,6 +98,7 @@ pub static PARAMS: [ParamDecl; 16] = [
     crate::sm::params::ALLREDUCE_LARGE_MIN,
     crate::sm::params::NONBLOCKING,
     crate::sm::params::SPIN_FIRST,
+    crate::sm::params::BARRIER_RELEASE,
     crate::sm::params::SINGLE_COPY_MAX,
     crate::sm::params::SINGLE_COPY_MAX_MANY,
 ];

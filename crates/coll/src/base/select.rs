@@ -348,10 +348,11 @@ pub fn gather(
 }
 
 /// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
-/// `recv` (`None`: in place at the root, nothing to copy). When all blocks do not fit one
-/// segment buffer but one block does after a scatterv table (e.g. 4 KiB blocks at np=2),
-/// as a scatterv on the segment: the blocks that fit are posted there, the rest go point
-/// to point, the root's own is never posted.
+/// `recv` (`None`: in place at the root, nothing to copy). On the segment when the blocks
+/// other than the root's fit one buffer ([`sm::Seg::scatter`]: through the root's lane when
+/// they fit a lane entry); else, when one block fits a buffer after a scatterv table, as a
+/// scatterv on the segment: the blocks that fit are posted there, the rest go point to
+/// point, the root's own is never posted.
 pub fn scatter(
     a: &CollComm,
     send: &[u8],
@@ -360,24 +361,10 @@ pub fn scatter(
     root: i32,
 ) -> Result<()> {
     let p = a.size as usize;
-    if block > 0 && p * block <= sm::DATA && (0..a.size).contains(&root) {
+    if block > 0 && (p - 1) * block <= sm::DATA && (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Scatter)? {
             count(a.shadow, Alg::SmScatter);
-            let kind = SmKind::Scatter {
-                root: root as usize,
-                block,
-            };
-            let input: &[u8] = if a.rank == root {
-                &send[..p * block]
-            } else {
-                &[]
-            };
-            let k = seg.begin(&kind, input);
-            let out: &mut [u8] = match recv {
-                Some(r) => &mut r[..block],
-                None => &mut [],
-            };
-            seg.end(&kind, k, out, None);
+            seg.scatter(send, recv, block, root as usize);
             return Ok(());
         }
     }

@@ -16,8 +16,12 @@
 //! Protocol. A contributing rank writes its data, then stores `k` in the buffer's stamp
 //! (release); a reader waits for the stamp to reach `k` (acquire) and reads. A rank stores
 //! `k` in its done word once it has finished reading everything of collective `k`:
-//! * barrier, allreduce, alltoall: every rank writes (the barrier no data) and waits for
-//!   every other rank's stamp, then reads;
+//! * allreduce, alltoall: every rank writes and waits for every other rank's stamp, then
+//!   reads;
+//! * barrier: the same without data when some rank yields when idle (or
+//!   `coll_sm_barrier_release` is off); otherwise the others stamp their arrival and wait
+//!   for rank 0's stamp, which rank 0 writes once it has seen every arrival (rank 0 leaves
+//!   first);
 //! * bcast: only the root writes and does not wait; the others wait for its stamp. A
 //!   broadcast of at most 112 bytes goes through the root's *lane* instead, `LANE`
 //!   entries of two lines, each line holding a stamp and 56 bytes of payload, so a root
@@ -71,7 +75,8 @@ mod segment;
 
 pub use nb::{single_copy_far, Progress, Rooted, SmKind};
 pub use segment::{
-    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, NBUF, NB_NBUF, REDUCE_BIG_MAX, V_MAX,
+    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, REDUCE_BIG_MAX,
+    V_MAX,
 };
 
 use crate::tune::{self, Coll};
@@ -194,16 +199,19 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     // Does any rank yield when idle (more ranks than cores)? Then large allreduces do
     // not use the large-vector region: its synchronisations cost a context switch each,
     // and the point-to-point algorithms were measured twice as fast there (np=4 on 2
-    // cores). Large reduces (one handoff each way) still do.
+    // cores). Large reduces (one handoff each way) still do. And the barrier waits for
+    // every rank's stamp, not for rank 0's release (`Seg::barrier`), which also needs
+    // `coll_sm_barrier_release` on every rank.
     let mut flags = vec![0u8; a.size as usize];
-    flags[a.rank as usize] = u8::from(yield_idle);
+    flags[a.rank as usize] = u8::from(yield_idle) | u8::from(params::barrier_release()) << 1;
     a.allgather(&mut flags, 1)?;
-    let big_ok = !flags.contains(&1);
+    let big_ok = flags.iter().all(|&f| f & 1 == 0);
+    let release = big_ok && flags.iter().all(|&f| f & 2 != 0);
     let (rank, size) = (a.rank as usize, a.size as usize);
     let Some(map) = share(a, segment::seg_len(size))? else {
         return Ok(None);
     };
-    let seg = Seg::new(map, rank, size, yield_idle, big_ok, a.e);
+    let seg = Seg::new(map, rank, size, (yield_idle, big_ok, release), a.e);
     // Whether CMA reaches every rank, known from here on to the nonblocking rooted
     // collectives too (they cannot probe): every rank makes the segment at the same
     // collective.

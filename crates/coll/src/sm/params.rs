@@ -72,6 +72,20 @@ pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
+/// `coll_sm_barrier_release`.
+pub const BARRIER_RELEASE: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "barrier_release",
+    ParamType::Bool,
+    "true",
+    "When no rank yields when idle, the shared-memory barrier gathers the arrivals at rank \
+     0, which leaves first and then releases the others (a collective rooted at rank 0 \
+     right after it starts one handoff earlier, a barrier after a barrier costs one more); \
+     off: every rank waits for every other's arrival and the last to arrive leaves first",
+)
+.level(7);
+
 /// `coll_sm_single_copy_max`.
 pub const SINGLE_COPY_MAX: ParamDecl = ParamDecl::new(
     "coll",
@@ -129,6 +143,13 @@ pub fn single_copy_max_for(p: usize) -> usize {
 /// starts yielding (read once per segment).
 pub fn spin_first() -> u32 {
     u32::try_from(params::int(&SPIN_FIRST)).unwrap_or(0)
+}
+
+/// `coll_sm_barrier_release`: whether the barrier lets rank 0 out first (when no rank
+/// yields when idle).
+pub fn barrier_release() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| params::flag(&BARRIER_RELEASE))
 }
 
 /// `coll_sm_nonblocking`: whether small nonblocking collectives may use the segment.

@@ -37,7 +37,7 @@ const LANE_DATA: usize = LINE - 8;
 /// Largest broadcast through the lane: a payload of more than one line stamps every line
 /// of it, so the receivers poll all its lines at once and fetch them in parallel, instead
 /// of one line after the other behind a single stamp.
-const LANE_MAX: usize = LANE_LINES * LANE_DATA;
+pub const LANE_MAX: usize = LANE_LINES * LANE_DATA;
 /// Buffers per rank of the nonblocking collectives ([`super::nb`]): their own sequence and
 /// buffers, apart from the blocking ones', so that blocking and nonblocking collectives are
 /// matched each in their own order, as Open MPI's and MPICH's separate tag spaces do (a
@@ -94,6 +94,9 @@ pub struct Seg {
     /// stay point-to-point, large reduces wait for whole vectors.
     some_yield: bool,
     yield_idle: bool,
+    /// The barrier lets rank 0 out first ([`Seg::barrier`]): no rank yields when idle and
+    /// `coll_sm_barrier_release` is on (the same on every rank).
+    release: bool,
     /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
     spin_first: u32,
     /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
@@ -141,13 +144,13 @@ pub(super) fn seg_len(size: usize) -> usize {
 impl Seg {
     /// The segment over `map` (made by [`super::share`], [`seg_len`] bytes, zeroed) as seen
     /// by `rank` of `size`; `big_ok`: large allreduces may use the large region (large
-    /// reduces always may).
+    /// reduces always may); `release`: the barrier lets rank 0 out first (both the same on
+    /// every rank).
     pub(super) fn new(
         map: Mapping,
         rank: usize,
         size: usize,
-        yield_idle: bool,
-        big_ok: bool,
+        (yield_idle, big_ok, release): (bool, bool, bool),
         eng: &'static Engine,
     ) -> Seg {
         Seg {
@@ -164,6 +167,7 @@ impl Seg {
             some_yield: !big_ok,
             nb: Mutex::new(Open::default()),
             yield_idle,
+            release,
             spin_first: super::params::spin_first(),
             cma: AtomicU8::new(cma::CMA_UNKNOWN),
             eng,
@@ -389,11 +393,15 @@ impl Seg {
         // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
         unsafe { &*(self.lane(r, k, i).cast::<AtomicU64>()) }
     }
-    /// Wait until the stamps of the first `lines` lines of `r`'s lane entry of `k` reach
-    /// `k`, polling them together (their transfers overlap) for a while before waiting for
-    /// each in turn as [`Seg::wait_word`] does.
-    fn wait_lane(&self, r: usize, k: u64, lines: usize) {
-        let ready = || (0..lines).all(|i| self.lane_stamp(r, k, i).load(Ordering::Acquire) >= k);
+    /// Wait until the stamps of `lines` of `r`'s lane entry of `k` reach `k`, polling them
+    /// together (their transfers overlap) for a while before waiting for each in turn as
+    /// [`Seg::wait_word`] does.
+    fn wait_lane(&self, r: usize, k: u64, lines: std::ops::Range<usize>) {
+        let ready = || {
+            lines
+                .clone()
+                .all(|i| self.lane_stamp(r, k, i).load(Ordering::Acquire) >= k)
+        };
         if !self.yield_idle {
             for _ in 0..256 {
                 if ready() {
@@ -402,8 +410,47 @@ impl Seg {
                 std::hint::spin_loop();
             }
         }
-        for i in 0..lines {
+        for i in lines {
             self.wait_word(self.lane_stamp(r, k, i), k);
+        }
+    }
+    /// Write `data` (at most [`LANE_MAX`] bytes) into our lane entry of collective `k`,
+    /// `LANE_DATA` bytes per line, each line stamped, the first line last.
+    fn lane_post(&self, k: u64, data: &[u8]) {
+        debug_assert!(data.len() <= LANE_MAX);
+        self.reusable(k.saturating_sub(LANE));
+        for (i, part) in data.chunks(LANE_DATA).enumerate().rev() {
+            // SAFETY: the payload of line `i` of our lane entry of `k`: nobody reads it
+            // until we stamp it, nor for collective `k - LANE` any more (waited above);
+            // `part` has at most `LANE_DATA` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    part.as_ptr(),
+                    self.lane(self.rank, k, i).add(8),
+                    part.len(),
+                )
+            };
+            self.lane_stamp(self.rank, k, i).store(k, Ordering::Release);
+        }
+    }
+    /// Copy bytes `at..at + out.len()` of `r`'s lane payload of collective `k` (posted by
+    /// [`Seg::lane_post`]) into `out`, once the lines holding them are stamped.
+    fn lane_read(&self, r: usize, k: u64, at: usize, out: &mut [u8]) {
+        let n = out.len();
+        if n == 0 {
+            return;
+        }
+        debug_assert!(at + n <= LANE_MAX);
+        self.wait_lane(r, k, at / LANE_DATA..(at + n).div_ceil(LANE_DATA));
+        let mut done = 0;
+        while done < n {
+            let (line, off) = ((at + done) / LANE_DATA, (at + done) % LANE_DATA);
+            let m = (LANE_DATA - off).min(n - done);
+            // SAFETY: `r` stamped line `line` of its entry for `k` (waited above); it is
+            // not rewritten before we finish `k`; `off + m <= LANE_DATA`.
+            let src = unsafe { std::slice::from_raw_parts(self.lane(r, k, line).add(8 + off), m) };
+            out[done..done + m].copy_from_slice(src);
+            done += m;
         }
     }
     /// Wait until every rank's done word has reached `need`.
@@ -438,9 +485,33 @@ impl Seg {
         self.rank
     }
 
-    /// Barrier.
+    /// Barrier. When no rank yields when idle (and `coll_sm_barrier_release` is on), rank 0
+    /// waits for every other rank's
+    /// arrival stamp and then stamps its own as the release the others wait for: rank 0
+    /// leaves first, one handoff before the others, whichever rank came last. A program
+    /// that times a collective rooted at rank 0 after a barrier (as the standard suites
+    /// do) then finds the root already at work when a receiver starts its clock, as with
+    /// MPICH's barrier, instead of the receiver waiting for the root to leave the barrier.
+    /// With ranks that yield the core, every rank posts its stamp and waits for all the
+    /// others' ([`Seg::meet`]): no rank waits on one that must be scheduled first.
     #[inline]
     pub fn barrier(&self) {
+        if !self.release {
+            return self.meet();
+        }
+        let k = self.next();
+        if self.rank == 0 {
+            self.wait_all(k);
+            self.post(k, &[]);
+        } else {
+            self.post(k, &[]);
+            self.wait_word(self.stamp(0, k), k);
+        }
+        self.finish(k);
+    }
+
+    /// Barrier of equals: every rank posts its stamp and waits for every other rank's.
+    fn meet(&self) {
         let k = self.next();
         self.post(k, &[]);
         self.wait_all(k);
@@ -454,36 +525,10 @@ impl Seg {
         let n = buf.len();
         if n <= LANE_MAX {
             // Through the root's lane: one line per `LANE_DATA` bytes, each stamped.
-            let lines = n.div_ceil(LANE_DATA);
-            let piece = |i: usize| i * LANE_DATA..n.min((i + 1) * LANE_DATA);
             if self.rank == root {
-                self.reusable(k.saturating_sub(LANE));
-                // The first line last: its stamp alone already says the entry is there.
-                for i in (0..lines).rev() {
-                    let part = &buf[piece(i)];
-                    // SAFETY: the payload of line `i` of our lane entry of `k`: nobody
-                    // reads it until we stamp it, nor for collective `k - LANE` any more
-                    // (waited above); `part` has at most `LANE_DATA` bytes.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            part.as_ptr(),
-                            self.lane(root, k, i).add(8),
-                            part.len(),
-                        )
-                    };
-                    self.lane_stamp(root, k, i).store(k, Ordering::Release);
-                }
+                self.lane_post(k, buf);
             } else {
-                self.wait_lane(root, k, lines);
-                for i in 0..lines {
-                    let part = &mut buf[piece(i)];
-                    // SAFETY: the root stamped line `i` of its entry for `k` (waited
-                    // above); it is not rewritten before we finish `k`.
-                    let src = unsafe {
-                        std::slice::from_raw_parts(self.lane(root, k, i).add(8), part.len())
-                    };
-                    part.copy_from_slice(src);
-                }
+                self.lane_read(root, k, 0, buf);
             }
             self.finish(k);
             return;
@@ -495,6 +540,58 @@ impl Seg {
             // SAFETY: the root stamped `k`; we finish `k` only after the copy.
             let src = unsafe { self.peer(root, k, 0, buf.len()) };
             buf.copy_from_slice(src);
+        }
+        self.finish(k);
+    }
+
+    /// Scatter from `root` of blocks of `block` bytes, whose blocks other than its own
+    /// take at most [`DATA`] bytes together: the root posts those blocks back to back in
+    /// rank order (through its lane when they fit [`LANE_MAX`] bytes), then copies its own
+    /// block from `send` into `recv` (`None`: in place, nothing to copy) while the others
+    /// read theirs. `send` (the root's `size` blocks) is not looked at elsewhere.
+    pub fn scatter(&self, send: &[u8], recv: Option<&mut [u8]>, block: usize, root: usize) {
+        let k = self.next();
+        let (b, p) = (block, self.size);
+        let posted = (p - 1) * b;
+        debug_assert!(posted <= DATA);
+        if self.rank == root {
+            let (before, mine, after) = (
+                &send[..root * b],
+                &send[root * b..(root + 1) * b],
+                &send[(root + 1) * b..p * b],
+            );
+            if posted <= LANE_MAX {
+                let mut line = [0u8; LANE_MAX];
+                line[..before.len()].copy_from_slice(before);
+                line[before.len()..posted].copy_from_slice(after);
+                self.lane_post(k, &line[..posted]);
+            } else {
+                self.reusable(k.saturating_sub(NBUF));
+                let d = self.data(self.rank, k);
+                // SAFETY: our own buffer of collective `k`, read by nobody until we stamp
+                // it and no longer by anybody for `k - NBUF` (waited above); the two parts
+                // take `posted <= DATA` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(before.as_ptr(), d, before.len());
+                    std::ptr::copy_nonoverlapping(after.as_ptr(), d.add(before.len()), after.len());
+                }
+                self.stamp(self.rank, k).store(k, Ordering::Release);
+            }
+            if let Some(r) = recv {
+                r[..b].copy_from_slice(mine);
+            }
+        } else if let Some(r) = recv {
+            // Our block's place among the posted ones (the root's own is not posted).
+            let at = (self.rank - usize::from(self.rank > root)) * b;
+            let out = &mut r[..b];
+            if posted <= LANE_MAX {
+                self.lane_read(root, k, at, out);
+            } else {
+                self.wait_word(self.stamp(root, k), k);
+                // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
+                // the copy; `at + b <= posted <= DATA`.
+                out.copy_from_slice(unsafe { self.peer(root, k, at, b) });
+            }
         }
         self.finish(k);
     }
@@ -967,7 +1064,7 @@ impl Seg {
         debug_assert_eq!(src.len(), n);
         // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), slot(self.rank), n) };
-        self.barrier();
+        self.meet();
         let (counts, displs) = crate::split_even(n, elem, self.size);
         let (off, m) = (displs[self.rank], counts[self.rank]);
         let view = |r: usize| {
@@ -984,7 +1081,7 @@ impl Seg {
         // SAFETY: slice `rank` of our own slot, read by the others only after the next
         // barrier.
         unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), slot(self.rank).add(off), m) };
-        self.barrier();
+        self.meet();
         for r in (0..self.size).filter(|&r| r != self.rank) {
             let (o, c) = (displs[r], counts[r]);
             // SAFETY: rank `r` passed the barrier after writing its slice `r`, unchanged
