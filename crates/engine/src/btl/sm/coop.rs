@@ -400,12 +400,7 @@ impl Chooser {
     /// the mechanism not in use are ignored (begun before the last switch, their time
     /// overlaps the other mechanism's). Returns `true` if it made the chooser switch.
     pub fn record(&mut self, m: Mech, bytes: usize, ns: u64, now: u64) -> bool {
-        if m != self.cur || ns == 0 {
-            return false;
-        }
-        if self.skip > 0 {
-            self.skip -= 1;
-            self.at[m as usize] = now;
+        if m != self.cur || ns == 0 || self.warming_up(m, now) {
             return false;
         }
         let r = bytes as f64 / ns as f64;
@@ -457,6 +452,17 @@ impl Chooser {
         switch
     }
 
+    /// A transfer by `m`, the mechanism in use, ended at `now` among the first ones after a
+    /// switch, which are ignored ([`WARMUP`]): counts it. `false` once they are over.
+    fn warming_up(&mut self, m: Mech, now: u64) -> bool {
+        if self.skip == 0 {
+            return false;
+        }
+        self.skip -= 1;
+        self.at[m as usize] = now;
+        true
+    }
+
     /// A transfer by `m` ended, at `now`, in traffic it cannot be measured in: a
     /// [`Chooser::both_ways`] transfer that ended after the receiver's own sends to the
     /// peer (a pipelined copy tried while the peer reads our messages by single copy waits
@@ -465,8 +471,7 @@ impl Chooser {
     /// pipeline for whole windows of messages, at half the two-way throughput). During a
     /// try of `m` this ends the try as one that confirmed the mechanism before it (back to
     /// it, the interval between tries doubled and counted from now). Otherwise, for the
-    /// mechanism in use, it
-    /// counts as a transfer taken without a rate: an exchange of one message each way
+    /// mechanism in use, it counts as a transfer taken without a rate: an exchange of one message each way
     /// (alltoall, allgather at np=2) finishes our send before the pipelined receive every
     /// time, and a chooser that ignored those transfers never settled, never tried the
     /// single copy and kept the pipeline (alltoall 256 KiB: 65 us against 36 by single
@@ -476,12 +481,10 @@ impl Chooser {
             return false;
         }
         if !self.trying {
-            if self.skip > 0 {
-                self.skip -= 1;
-            } else {
+            if !self.warming_up(m, now) {
                 self.taken = self.taken.saturating_add(1);
+                self.at[m as usize] = now;
             }
-            self.at[m as usize] = now;
             return false;
         }
         self.interval = (self.interval * 2).min(EXPLORE_MAX_NS);
