@@ -447,7 +447,7 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
                 (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none(), Vec::new(), Vec::new())
             };
-            let far = oxmpi_coll::sm::single_copy_far(&seg);
+            let far = seg.single_copy_max();
             let kind = SmKind::Gatherv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }
@@ -504,7 +504,7 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: recvbuf has room for `rc` items until completion.
                 unsafe { region(&rdt, rc, recvbuf, false, true, 1, &mut unpack) }
             };
-            let far = oxmpi_coll::sm::single_copy_far(&seg);
+            let far = seg.single_copy_max();
             let kind = SmKind::Scatterv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }

@@ -52,28 +52,13 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
 
 /// The segment, when a rooted collective whose blocks are `block` bytes (the same on every
 /// rank) moves by one cross-memory copy per rank ([`sm::Seg::rooted_cma`]): blocks of at
-/// most `coll_sm_single_copy_max` bytes (`_many` on more than 2 ranks), and CMA reaches
-/// every rank (probed at the first
-/// such collective: every rank calls this at the same one). Callers try the segment's
-/// buffers first, so only blocks too large for them come here.
+/// most [`sm::Seg::single_copy_max`] bytes. Callers try the segment's buffers first, so
+/// only blocks too large for them come here.
 fn single_copy(a: &CollComm, coll: Coll, block: usize) -> Result<Option<std::sync::Arc<sm::Seg>>> {
     if block == 0 || block > sm::params::single_copy_max_for(a.size as usize) {
         return Ok(None);
     }
-    Ok(sm::get(a, coll)?.filter(|seg| seg.cma_ready()))
-}
-
-/// The largest block of a gatherv or scatterv that moves by one cross-memory copy when it
-/// does not fit the segment's buffers: `coll_sm_single_copy_max` (`_many` on more than 2
-/// ranks), or 0 when CMA does not
-/// reach every rank (probed at the first one: every rank calls this at the same one).
-fn single_copy_v(seg: &sm::Seg) -> usize {
-    let max = sm::params::single_copy_max_for(seg.size());
-    if max > 0 && seg.cma_ready() {
-        max
-    } else {
-        0
-    }
+    Ok(sm::get(a, coll)?.filter(|seg| block <= seg.single_copy_max()))
 }
 
 /// The outcome of [`sm::Seg::rooted_cma`] as the collective's.
@@ -587,7 +572,7 @@ pub fn gatherv(
     if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Gather)? {
             count(a.shadow, Alg::SmGather);
-            let one_copy = single_copy_v(&seg);
+            let one_copy = seg.single_copy_max();
             // Blocks up to this size go through the segment or by one cross-memory copy.
             let on_seg = sm::V_MAX.max(one_copy);
             if !at_root {
@@ -669,7 +654,7 @@ fn seg_scatterv(
     root: i32,
 ) -> Result<()> {
     let at_root = a.rank == root;
-    let one_copy = single_copy_v(seg);
+    let one_copy = seg.single_copy_max();
     if !at_root {
         let r = recv.unwrap_or_default();
         return match seg.scatterv(None, r, root as usize, one_copy).1 {

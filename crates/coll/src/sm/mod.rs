@@ -73,7 +73,7 @@ pub mod nb;
 pub mod params;
 mod segment;
 
-pub use nb::{single_copy_far, Progress, Rooted, SmKind};
+pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, REDUCE_BIG_MAX,
     V_MAX,
@@ -191,7 +191,7 @@ pub fn existing_single_copy(a: &CollComm, block: usize) -> Option<Arc<Seg>> {
     if block == 0 || block > params::single_copy_max_for(a.size as usize) {
         return None;
     }
-    existing(a).filter(|s| s.cma_known())
+    existing(a).filter(|s| block <= s.single_copy_max())
 }
 
 fn setup(a: &CollComm) -> Result<Option<Seg>> {

@@ -104,7 +104,7 @@ pub enum SmKind {
         counts: Vec<usize>,
         /// Output offset per rank (root only).
         displs: Vec<usize>,
-        /// Largest block moved by one cross-memory copy (0: none; see [`single_copy_far`]).
+        /// Largest block moved by one cross-memory copy (0: none; see [`Seg::single_copy_max`]).
         far: usize,
     },
     /// `MPI_Iscatterv` from `root`: input (root) block `i` (`counts[i]` bytes at
@@ -121,7 +121,7 @@ pub enum SmKind {
         counts: Vec<usize>,
         /// Input offset per rank (root only).
         displs: Vec<usize>,
-        /// Largest block moved by one cross-memory copy (0: none; see [`single_copy_far`]).
+        /// Largest block moved by one cross-memory copy (0: none; see [`Seg::single_copy_max`]).
         far: usize,
     },
     /// `MPI_Ibcast`, `MPI_Igather` or `MPI_Iscatter` whose blocks are too large for the
@@ -205,18 +205,6 @@ const NOT_HERE: u64 = u64::MAX;
 /// cross-memory copy: `FAR | at << 32 | length`, the root's pid and the block's address
 /// at byte `at` of the root's buffer.
 const FAR: u64 = 1 << 63;
-
-/// The largest block of a nonblocking gatherv or scatterv on `seg` moved by one
-/// cross-memory copy (the `far` of [`SmKind::Gatherv`] and [`SmKind::Scatterv`]):
-/// `coll_sm_single_copy_max` (`_many` on more than 2 ranks) when an earlier collective
-/// found that CMA reaches every rank ([`Seg::cma_known`]), else 0. The same on every rank.
-pub fn single_copy_far(seg: &Seg) -> usize {
-    if seg.cma_known() {
-        super::params::single_copy_max_for(seg.size())
-    } else {
-        0
-    }
-}
 
 /// A point-to-point transfer of a v-collective's block too large for the segment
 /// ([`SmKind::each_message`]): send (else receive) `len` bytes at `at` (region 0: the

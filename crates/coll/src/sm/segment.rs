@@ -698,7 +698,7 @@ impl Seg {
     }
 
     /// Gatherv to `root` of blocks up to [`V_MAX`] bytes, and of blocks up to `one_copy`
-    /// bytes (0 when CMA does not reach every rank: see [`Seg::cma_ready`]) by one
+    /// bytes ([`Seg::single_copy_max`]: 0 when CMA does not reach every rank) by one
     /// cross-memory copy each. A non-root posts its block's length and `send` when it is
     /// `Some` and fits, or writes it into the root's buffer when it is larger (at the
     /// address the root posts: its pid, then per rank the block's address and count); a
@@ -825,8 +825,8 @@ impl Seg {
     /// Scatterv from `root` (`send`: its buffer, counts and displacements): the root
     /// posts a table (offset and length in its buffer per rank, or none) and the blocks
     /// that fit its buffer after it, back to back, in rank order; a block that does not fit
-    /// and has at most `one_copy` bytes (0 when CMA does not reach every rank: see
-    /// [`Seg::cma_ready`]) is read by its rank from the root's buffer by one cross-memory
+    /// and has at most `one_copy` bytes ([`Seg::single_copy_max`]: 0 when CMA does not
+    /// reach every rank) is read by its rank from the root's buffer by one cross-memory
     /// copy (its entry says so, the root's pid and the block's address follow the table),
     /// and the root waits for those ranks. Returns at the root the ranks whose block is not
     /// posted (to be sent otherwise; its own is never posted), at the others what came
@@ -1050,16 +1050,10 @@ impl Seg {
         let Some(g) = self.big_region(a, n)? else {
             return Ok(false);
         };
-        let big = g.0.as_ref().expect("made by big_region");
-        // SAFETY: slot `r` of the region (`cap >= n` bytes).
-        let slot = |r: usize| unsafe { big.base.add(r * big.cap) };
+        let (slot, last, this) = self.big_start(&g);
         // Everybody has copied the results of the previous large allreduce out of the
         // slots (ours included) before we overwrite ours.
-        let last = self.last_big.load(Ordering::Relaxed);
-        for r in (0..self.size).filter(|&r| r != self.rank) {
-            self.wait_word(self.done_word(r), last);
-        }
-        let this = last + 1;
+        self.big_wait_free(last);
         let src = src.unwrap_or(dst);
         debug_assert_eq!(src.len(), n);
         // SAFETY: our slot has room for `n` bytes and is read by nobody now (above).
@@ -1089,8 +1083,7 @@ impl Seg {
             let from = unsafe { std::slice::from_raw_parts(slot(r).add(o).cast_const(), c) };
             dst[o..o + c].copy_from_slice(from);
         }
-        self.done_word(self.rank).store(this, Ordering::Release);
-        self.last_big.store(this, Ordering::Relaxed);
+        self.big_end(this);
         Ok(true)
     }
 

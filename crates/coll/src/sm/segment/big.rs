@@ -52,7 +52,7 @@ impl Seg {
 
     /// Start a large operation on the region `g` (made): rank `r`'s slot as a function, the
     /// number of the previous large operation and of this one.
-    fn big_start<'g>(
+    pub(super) fn big_start<'g>(
         &self,
         g: &'g super::BigState,
     ) -> (impl Fn(usize) -> *mut u8 + Copy + 'g, u64, u64) {
@@ -84,10 +84,17 @@ impl Seg {
 
     /// Wait until every other rank has read the slots of large operation `last` (ours
     /// included): we may then write ours.
-    fn big_wait_free(&self, last: u64) {
+    pub(super) fn big_wait_free(&self, last: u64) {
         for r in (0..self.size).filter(|&r| r != self.rank) {
             self.wait_word(self.done_word(r), last);
         }
+    }
+
+    /// We are done with large operation `this` (read what we needed of the others' slots):
+    /// they may overwrite theirs for the next one.
+    pub(super) fn big_end(&self, this: u64) {
+        self.done_word(self.rank).store(this, Ordering::Release);
+        self.last_big.store(this, Ordering::Relaxed);
     }
 
     /// Copy `part` to offset `o` of our slot `slot` and publish progress word `done`.
@@ -156,8 +163,7 @@ impl Seg {
                 red(view(r, i, o, m), out); // out = x_r ∘ out
             }
         }
-        self.done_word(me).store(this, Ordering::Release);
-        self.last_big.store(this, Ordering::Relaxed);
+        self.big_end(this);
         Ok(true)
     }
 
@@ -253,8 +259,7 @@ impl Seg {
             }
         }
         // We have read what we needed of this operation (a writer reads nothing).
-        self.done_word(self.rank).store(this, Ordering::Release);
-        self.last_big.store(this, Ordering::Relaxed);
+        self.big_end(this);
         Ok(true)
     }
 }

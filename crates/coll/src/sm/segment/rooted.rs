@@ -7,9 +7,9 @@
 //! and out of it, each at cross-core speed on machines whose cores share no cache) behind a
 //! clear-to-send round trip.
 //!
-//! Whether CMA reaches every pair of ranks (Yama, seccomp) is probed once per segment, at
-//! its first such collective ([`Seg::cma_ready`]): two more rounds on the segment, after
-//! which every rank knows the same answer.
+//! Whether CMA reaches every pair of ranks (Yama, seccomp) is probed once per segment, when
+//! it is made ([`Seg::cma_ready`]): two more rounds on the segment, after which every rank
+//! knows the same answer ([`Seg::single_copy_max`]).
 
 use super::cma::{CMA_NO, CMA_YES};
 use super::Seg;
@@ -82,8 +82,21 @@ impl Seg {
         self.cma.load(Ordering::Relaxed) == CMA_YES
     }
 
+    /// The largest block of a rooted collective (and of a gatherv or scatterv block) that
+    /// moves by one cross-memory copy on this segment: `coll_sm_single_copy_max` (`_many`
+    /// on more than 2 ranks) when CMA reaches every rank, else 0. The probe runs when the
+    /// segment is made whenever that limit is not 0, so this never waits, and every rank
+    /// gets the same answer (blocking and nonblocking callers alike).
+    pub fn single_copy_max(&self) -> usize {
+        if self.cma_known() {
+            super::super::params::single_copy_max_for(self.size)
+        } else {
+            0
+        }
+    }
+
     /// A rooted collective by one cross-memory copy per rank (see the module
-    /// documentation); call only after [`Seg::cma_ready`] said yes. At the root, `root_buf`
+    /// documentation); call only for blocks of at most [`Seg::single_copy_max`] bytes. At the root, `root_buf`
     /// is its buffer (the send buffer of a bcast or scatter, the receive buffer of a
     /// gather) and `entry(r)` the offset and length of rank `r`'s block in it; it copies
     /// nothing itself. Elsewhere `mine` is the rank's side of the copy. A block longer than
