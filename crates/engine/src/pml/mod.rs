@@ -325,6 +325,8 @@ impl State {
                 return;
             };
             let mut done_req = None;
+            // The front record is a rendezvous message's last DATA fragment.
+            let mut rndv = false;
             let consumed = match item {
                 // SAFETY: no payload.
                 Out::Ctrl(hdr) => unsafe { link.try_send(hdr, std::ptr::null(), 0) },
@@ -369,6 +371,7 @@ impl State {
                         continue;
                     }
                     done_req = Some(*sreq);
+                    rndv = true;
                     true
                 }
             };
@@ -378,6 +381,9 @@ impl State {
             peer.outq.pop_front();
             if let Some(id) = done_req {
                 self.complete_send(p, id);
+                if rndv {
+                    self.rndv_send_ended(p);
+                }
             }
         }
     }
@@ -477,7 +483,10 @@ impl State {
             K_CTS => self.on_cts(peer, hdr),
             // SAFETY: the link keeps the payload readable until the record is released.
             K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
-            K_FIN => self.finish(hdr.b),
+            K_FIN => {
+                self.finish(hdr.b);
+                self.rndv_send_ended(peer as usize);
+            }
             K_REVOKE => {
                 let ctx = hdr.a as u32;
                 if self.revoke_ctx(ctx) {

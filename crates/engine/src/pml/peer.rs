@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech};
+use crate::btl::sm::two_way::{Sample, TwoWay};
 use crate::btl::{Link, BTL};
 use crate::pml::hdr::Hdr;
 
@@ -59,8 +60,9 @@ pub(crate) struct Peer {
     /// ([`coop::size_class`]).
     pub(crate) chooser: [Chooser; coop::SIZE_CLASSES],
     /// Pipelined copy or our single copy alone for its rendezvous messages to us while we
-    /// send rendezvous messages to it too, per size class ([`Chooser::both_ways`]).
-    pub(crate) both_ways: [BothWays; coop::SIZE_CLASSES],
+    /// send rendezvous messages to it too ([`TwoWay`]: per size class, a chooser fed per
+    /// message in streams and one fed per exchange in exchanges).
+    pub(crate) two_way: TwoWay,
     /// When the last measured large transfer from it ended (nanoseconds since start).
     pub(crate) last_end: u64,
     /// When the last cooperative transfer from it ended.
@@ -72,71 +74,100 @@ pub(crate) struct Peer {
     pub(crate) last_copy: super::stats::CopyMech,
 }
 
-/// A [`Chooser::both_ways`] (the default of a peer's field).
-#[derive(Clone, Debug)]
-pub(crate) struct BothWays(pub(crate) Chooser);
-
-impl Default for BothWays {
-    fn default() -> Self {
-        BothWays(Chooser::both_ways())
-    }
-}
-
 impl Peer {
-    /// A large transfer from this peer (world rank `p`) by `m` moved `n` bytes from `start`
-    /// to `now` (nanoseconds): feeds its size class's chooser, the one for traffic in both
-    /// directions if `both_ways` (a switch is said at verbose level 20, every sample at 90).
-    pub(crate) fn measured(
-        &mut self,
-        p: usize,
-        m: Mech,
-        n: usize,
-        (start, now): (u64, u64),
-        both_ways: bool,
-    ) {
+    /// A large transfer from this peer (world rank `p`) by `m`, chosen by its size class's
+    /// one-way chooser, moved `n` bytes from `start` to `now` (nanoseconds): feeds that
+    /// chooser (a switch is said at verbose level 20, every sample at 90).
+    pub(crate) fn measured(&mut self, p: usize, m: Mech, n: usize, (start, now): (u64, u64)) {
         let ns = now.saturating_sub(start);
         oxmpi_base::verbose!(
             BTL,
             90,
-            "sm: sample {}{} {n} B {ns} ns at {now}",
+            "sm: sample {} {n} B {ns} ns at {now}",
             match m {
                 Mech::Pipe => "pipe",
-                Mech::Coop if both_ways => "cma",
                 Mech::Coop => "coop",
-            },
-            if both_ways { " (both ways)" } else { "" }
+            }
         );
-        let k = coop::size_class(n);
-        let c = if both_ways {
-            &mut self.both_ways[k].0
-        } else {
-            &mut self.chooser[k]
-        };
+        let c = &mut self.chooser[coop::size_class(n)];
         if c.record(m, n, ns, now) {
-            log_switch(c, p, n, both_ways);
+            log_switch(c, p, n, false);
         }
+        self.ended_at(m, now);
+    }
+
+    /// Notes that a large transfer from this peer by `m` ended at `now`.
+    fn ended_at(&mut self, m: Mech, now: u64) {
         self.last_end = now;
         if m == Mech::Coop {
             self.last_coop_end = now;
         }
     }
-}
 
-impl Peer {
-    /// A pipelined transfer of `n` bytes from this peer (world rank `p`), chosen by its
-    /// [`Chooser::both_ways`] while we were sending to it, ended at `now` after our sends to
-    /// it had all finished: not a sample of two-way traffic ([`Chooser::unmeasured`]).
-    pub(crate) fn unmeasured(&mut self, p: usize, n: usize, now: u64) {
-        oxmpi_base::verbose!(
-            BTL,
-            90,
-            "sm: pipe (both ways) {n} B at {now}: ended after our sends, not measured"
-        );
-        let c = &mut self.both_ways[coop::size_class(n)].0;
-        if c.unmeasured(Mech::Pipe, now) {
-            log_switch(c, p, n, true);
+    /// The mechanism for a rendezvous message of `n` bytes from this peer (world rank `p`)
+    /// matched at `now` while we send to it too ([`TwoWay::choose`]; a sample the choice
+    /// makes due is recorded first).
+    pub(crate) fn choose_two_way(&mut self, p: usize, n: usize, now: u64) -> Mech {
+        if let Some(s) = self.two_way.take_held() {
+            self.record_two_way(p, (s, false));
         }
-        self.last_end = now;
+        self.two_way.choose(n, now)
+    }
+
+    /// A message from this peer (world rank `p`) chosen by [`Peer::choose_two_way`]
+    /// ended; `s` is its own sample, `sending` says whether we still send to the peer
+    /// ([`TwoWay::ended`]).
+    pub(crate) fn ended_two_way(&mut self, p: usize, s: Sample, sending: bool) {
+        match s {
+            Sample::Timed { m, end, .. } => self.ended_at(m, end),
+            Sample::Unmeasured { at, .. } => self.last_end = at,
+            Sample::Skipped { .. } => {}
+        }
+        if let Some(s) = self.two_way.ended(s, sending) {
+            self.record_two_way(p, s);
+        }
+    }
+
+    /// Our last rendezvous send to this peer (world rank `p`) ended at `now`
+    /// ([`TwoWay::sends_done`]).
+    pub(crate) fn sends_done(&mut self, p: usize, now: u64) {
+        if let Some(s) = self.two_way.sends_done(now) {
+            self.record_two_way(p, s);
+        }
+    }
+
+    /// Feeds `s` to the two-way chooser of its size class, the exchanges' one if
+    /// `exchange` (every sample said at verbose level 90, a switch at 20).
+    fn record_two_way(&mut self, p: usize, (s, exchange): (Sample, bool)) {
+        let name = |m: Mech| match m {
+            Mech::Pipe => "pipe",
+            Mech::Coop => "cma",
+        };
+        match s {
+            Sample::Timed { m, n, start, end } => oxmpi_base::verbose!(
+                BTL,
+                90,
+                "sm: sample {} (both ways{}) {n} B {} ns at {end}",
+                name(m),
+                if exchange { ", exchange" } else { "" },
+                end.saturating_sub(start)
+            ),
+            Sample::Unmeasured { m, n, at } => oxmpi_base::verbose!(
+                BTL,
+                90,
+                "sm: {} (both ways) {n} B at {at}: ended after our sends, not measured",
+                name(m)
+            ),
+            Sample::Skipped { .. } => return,
+        }
+        if self.two_way.record(s, exchange) {
+            log_switch(
+                self.two_way.chooser(s.bytes(), exchange),
+                p,
+                s.bytes(),
+                true,
+            );
+        }
     }
 }
 

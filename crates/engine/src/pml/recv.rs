@@ -7,6 +7,7 @@ use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::sm::params::SingleCopy;
+use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
 use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::pml::matching::Envelope;
@@ -512,23 +513,30 @@ impl State {
                     SingleCopy::Coop if coop_ok => Mech::Coop,
                     SingleCopy::Auto if both_ways => {
                         let now = self.now_ns();
-                        let k = coop::size_class(n);
-                        if self.peers[p].both_ways[k].0.choose(now) == Mech::Coop {
-                            if self.pull(rid, peer, sreq, buf, addr, n) {
-                                oxmpi_base::verbose!(
-                                    BTL,
-                                    60,
-                                    "sm: received {n} B from rank {peer}: single copy by the \
-                                     receiver alone (both directions busy)"
-                                );
-                                let end = self.now_ns();
-                                let start = now.max(self.peers[p].last_end);
-                                self.peers[p].measured(p, Mech::Coop, n, (start, end), true);
-                                return;
-                            }
-                        } else {
-                            since = now;
+                        if self.peers[p].choose_two_way(p, n, now) == Mech::Coop
+                            && self.pull(rid, peer, sreq, buf, addr, n)
+                        {
+                            oxmpi_base::verbose!(
+                                BTL,
+                                60,
+                                "sm: received {n} B from rank {peer}: single copy by the \
+                                 receiver alone (both directions busy)"
+                            );
+                            let end = self.now_ns();
+                            let start = now.max(self.peers[p].last_end);
+                            let s = Sample::Timed {
+                                m: Mech::Coop,
+                                n,
+                                start,
+                                end,
+                            };
+                            let sending = self.sending_rndv_to(peer);
+                            self.peers[p].ended_two_way(p, s, sending);
+                            return;
                         }
+                        // (Also when the kernel refused the single copy: the pipelined
+                        // transfer then ends the receive's part of the period.)
+                        since = now;
                         Mech::Pipe
                     }
                     SingleCopy::Auto if coop_ok => {
@@ -729,22 +737,40 @@ impl State {
             let (since, want, both_ways) = (*since, *want, *both_ways);
             self.finish(rreq);
             let p = peer as usize;
-            if since != 0 && since >= self.peers[p].last_coop_end {
-                // Throughput of the pipelined copy, from the later of its
-                // clear-to-send and the previous large transfer's end (not
-                // measured when a cooperative copy ran meanwhile: it held up
-                // this one).
-                let now = self.now_ns();
-                if both_ways && !self.sending_rndv_to(peer) {
-                    // Chosen while both directions were busy, but ours is done: the peer
-                    // finished our messages first and only then gave its CPU to this
-                    // one, so its time is a one-way rate, no measure of two-way traffic.
-                    self.peers[p].unmeasured(p, want, now);
-                    return;
-                }
-                let start = since.max(self.peers[p].last_end);
-                self.peers[p].measured(p, Mech::Pipe, want, (start, now), both_ways);
+            if since == 0 {
+                return;
             }
+            // Throughput of the pipelined copy, from the later of its clear-to-send and the
+            // previous large transfer's end (not measured when a cooperative copy ran
+            // meanwhile: it held up this one).
+            let now = self.now_ns();
+            let overlapped = since < self.peers[p].last_coop_end;
+            let start = since.max(self.peers[p].last_end);
+            if !both_ways {
+                if !overlapped {
+                    self.peers[p].measured(p, Mech::Pipe, want, (start, now));
+                }
+                return;
+            }
+            let sending = self.sending_rndv_to(peer);
+            let (m, n) = (Mech::Pipe, want);
+            let s = if overlapped {
+                Sample::Skipped { n, at: now }
+            } else if sending {
+                Sample::Timed {
+                    m,
+                    n,
+                    start,
+                    end: now,
+                }
+            } else {
+                // Chosen while both directions were busy, but ours is done: the peer
+                // finished our messages first and only then gave its CPU to this one, so
+                // in a stream its time is a one-way rate, no measure of two-way traffic
+                // (an exchange is measured as a whole instead: `TwoWay`).
+                Sample::Unmeasured { m, n, at: now }
+            };
+            self.peers[p].ended_two_way(p, s, sending);
         }
     }
 }

@@ -300,6 +300,16 @@ impl State {
         )
     }
 
+    /// A send to world rank `p` that may have been a rendezvous ended: if none to it is
+    /// under way any more, a period of two-way traffic with it may end
+    /// ([`crate::btl::sm::two_way::TwoWay::sends_done`]).
+    pub(crate) fn rndv_send_ended(&mut self, p: usize) {
+        if self.peers[p].two_way.in_period() && !self.sending_rndv_to(p as i32) {
+            let now = self.now_ns();
+            self.peers[p].sends_done(p, now);
+        }
+    }
+
     /// A clear-to-send for our send request `hdr.b`: queue the `hdr.a` bytes the receiver
     /// wants as DATA fragments for its request `hdr.c`.
     pub(crate) fn on_cts(&mut self, peer: i32, hdr: Hdr) {

@@ -206,7 +206,7 @@ impl State {
              {chunks} chunks copied by the sender"
         );
         let now = self.now_ns();
-        self.peers[p].measured(p, Mech::Coop, n, (t0, now), false);
+        self.peers[p].measured(p, Mech::Coop, n, (t0, now));
         true
     }
 

@@ -368,6 +368,19 @@ impl Chooser {
         }
     }
 
+    /// A chooser for exchanges of one message each way while both directions are busy
+    /// (`btl::sm::two_way`): the two mechanisms of [`Chooser::both_ways`], each sample the
+    /// time of a whole exchange, compared as they are, averaged by [`RISE`] and [`FALL`]
+    /// (an exchange is slowed down by a late or descheduled peer, never sped up: one that
+    /// waited 1.7 ms for its peer weighed as much as two hundred 8 us ones in the average of
+    /// bytes over time).
+    pub fn exchanges() -> Chooser {
+        Chooser {
+            pipe_weight: 1.0,
+            ..Chooser::default()
+        }
+    }
+
     /// The mechanism for a transfer starting at `now`.
     pub fn choose(&mut self, now: u64) -> Mech {
         let other = self.cur.other() as usize;
@@ -471,11 +484,11 @@ impl Chooser {
     /// pipeline for whole windows of messages, at half the two-way throughput). During a
     /// try of `m` this ends the try as one that confirmed the mechanism before it (back to
     /// it, the interval between tries doubled and counted from now). Otherwise, for the
-    /// mechanism in use, it counts as a transfer taken without a rate: an exchange of one message each way
-    /// (alltoall, allgather at np=2) finishes our send before the pipelined receive every
-    /// time, and a chooser that ignored those transfers never settled, never tried the
-    /// single copy and kept the pipeline (alltoall 256 KiB: 65 us against 36 by single
-    /// copy). Returns `true` if it made the chooser switch.
+    /// mechanism in use, it counts as a transfer taken without a rate (the last transfers
+    /// of a stream's window; a chooser that ignored such transfers never settled where
+    /// every transfer was one). Exchanges of one message each way, whose pipelined
+    /// receives all end after our send, are measured as whole exchanges instead
+    /// (`btl::sm::two_way`). Returns `true` if it made the chooser switch.
     pub fn unmeasured(&mut self, m: Mech, now: u64) -> bool {
         if m != self.cur {
             return false;
@@ -857,10 +870,10 @@ mod tests {
         }
     }
 
-    /// An exchange of one 256 KiB message each way per call (alltoall at np=2): every
-    /// pipelined receive ends after our send, so none is a two-way sample. The chooser
-    /// still settles, tries the receiver's single copy, keeps it, and its later tries of
-    /// the pipeline end at once.
+    /// Pipelined receives that all end after our sends, so none is a two-way sample (as
+    /// every exchange of one message each way did before exchanges were measured whole,
+    /// `btl::sm::two_way`): the chooser still settles, tries the receiver's single copy,
+    /// keeps it, and its later tries of the pipeline end at once.
     #[test]
     fn both_ways_exchange_of_single_messages_reaches_the_single_copy() {
         let mut c = Chooser::both_ways();

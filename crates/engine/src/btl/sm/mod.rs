@@ -1,7 +1,8 @@
 //! The `sm` transport: ranks of one node exchange records through shared-memory rings in
 //! `memfd` segments (`segment`: layout, publication, attaching), with bulk buffers for
 //! rendezvous fragments (`bulk`) and a cooperative single copy (`coop`, CMA) for large
-//! messages; `link` is the per-peer [`link::SmLink`], `params` its `btl_sm_*` parameters.
+//! messages (`two_way`: the choice while both directions are busy); `link` is the per-peer
+//! [`link::SmLink`], `params` its `btl_sm_*` parameters.
 
 pub(crate) mod bulk;
 pub mod coop;
@@ -9,6 +10,7 @@ pub(crate) mod link;
 pub(crate) mod params;
 pub mod ring;
 pub(crate) mod segment;
+pub(crate) mod two_way;
 
 use oxmpi_base::params::Component;
 
