@@ -64,6 +64,7 @@ algorithms! {
     AlltoallPairwise: "coll_tuned_alltoall_pairwise_calls", "coll_tuned", "Alltoalls run by pairwise exchange";
     AlltoallBruck: "coll_tuned_alltoall_bruck_calls", "coll_tuned", "Alltoalls run by Bruck's algorithm";
     AlltoallvPairwise: "coll_tuned_alltoallv_pairwise_calls", "coll_tuned", "Alltoallvs (and alltoallws) run by pairwise exchange";
+    AlltoallvLinear: "coll_tuned_alltoallv_linear_calls", "coll_tuned", "Alltoallvs (and alltoallws) run by the linear algorithm (every transfer posted at once)";
     ReduceScatterReduceScatterv: "coll_tuned_reduce_scatter_reduce_scatterv_calls", "coll_tuned", "Reduce-scatters run as reduce + scatterv";
     ReduceScatterRing: "coll_tuned_reduce_scatter_ring_calls", "coll_tuned", "Reduce-scatters run by the ring";
     GatherLinear: "coll_tuned_gather_linear_calls", "coll_tuned", "Gathers run by the linear algorithm";
