@@ -60,6 +60,7 @@ algorithms! {
     AllgatherRecdbl: "coll_tuned_allgather_recursive_doubling_calls", "coll_tuned", "Allgathers run by recursive doubling";
     AllgatherRing: "coll_tuned_allgather_ring_calls", "coll_tuned", "Allgathers run by the ring";
     AllgathervRing: "coll_tuned_allgatherv_ring_calls", "coll_tuned", "Allgathervs run by the ring";
+    AllgathervRecdbl: "coll_tuned_allgatherv_recursive_doubling_calls", "coll_tuned", "Allgathervs (blocks in rank order back to back, a power of two of ranks) run by recursive doubling";
     AlltoallLinear: "coll_tuned_alltoall_linear_calls", "coll_tuned", "Alltoalls run by the linear algorithm";
     AlltoallPairwise: "coll_tuned_alltoall_pairwise_calls", "coll_tuned", "Alltoalls run by pairwise exchange";
     AlltoallBruck: "coll_tuned_alltoall_bruck_calls", "coll_tuned", "Alltoalls run by Bruck's algorithm";
