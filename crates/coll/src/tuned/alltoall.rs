@@ -163,42 +163,31 @@ impl CollComm {
         let (p, r) = (self.size as usize, self.rank as usize);
         let base = recv.as_mut_ptr();
         let mut reqs = Vec::with_capacity(2 * p);
+        // Every receive first, then every send; on an error the posted ones are cancelled.
+        let mut keep = |q: Result<_>, peer: usize| {
+            q.map(|q| reqs.push((q, peer as i32)))
+                .inspect_err(|_| self.abandon(&reqs))
+        };
         for k in 1..p {
             let src = (r + p - k) % p;
             // SAFETY: block `src` is inside `recv` (checked; MPI forbids overlapping
             // receive blocks); `recv` outlives the waitall.
-            match unsafe {
+            let q = unsafe {
                 self.irecv_raw(
                     base.add(rdispls[src]),
                     rcounts[src],
                     src as i32,
                     TAG_ALLTOALL,
                 )
-            } {
-                Ok(q) => reqs.push((q, src as i32)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
-            }
+            };
+            keep(q, src)?;
         }
         for k in 1..p {
             let dst = (r + k) % p;
+            let at = send[sdispls[dst]..].as_ptr();
             // SAFETY: block `dst` is inside `send` (checked), which outlives the waitall.
-            match unsafe {
-                self.isend_raw(
-                    send.as_ptr().add(sdispls[dst]),
-                    scounts[dst],
-                    dst as i32,
-                    TAG_ALLTOALL,
-                )
-            } {
-                Ok(q) => reqs.push((q, dst as i32)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
-            }
+            let q = unsafe { self.isend_raw(at, scounts[dst], dst as i32, TAG_ALLTOALL) };
+            keep(q, dst)?;
         }
         self.waitall(&reqs, "alltoallv")
     }
