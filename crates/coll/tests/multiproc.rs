@@ -240,6 +240,24 @@ fn alltoallv_on_segment_np8() {
     run(8, "a2a", &[]);
 }
 
+/// The point-to-point alltoallv and allgatherv (see [`v_tuned_suite`]) at 2 to 8 ranks.
+#[test]
+fn v_point_to_point_np2() {
+    run(2, "vtuned", &[]);
+}
+#[test]
+fn v_point_to_point_np3() {
+    run(3, "vtuned", &[]);
+}
+#[test]
+fn v_point_to_point_np4() {
+    run(4, "vtuned", &[]);
+}
+#[test]
+fn v_point_to_point_np8() {
+    run(8, "vtuned", &[]);
+}
+
 #[test]
 fn nonblocking_progress_np3() {
     run(3, "nbc", &[]);
@@ -362,6 +380,10 @@ fn rank_entry() {
         "a2a" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             a2a_suite(&w);
+        }
+        "vtuned" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            v_tuned_suite(&w);
         }
         "light" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1036,6 +1058,80 @@ fn a2a_suite(c: &CollComm) {
             assert!(recv.iter().all(|&b| b == 0), "nothing moved");
         }
     }
+}
+
+/// The point-to-point alltoallv (every transfer posted at once up to
+/// `ALLTOALL_LINEAR_MAX` ranks) and allgatherv (recursive doubling on a power of two of
+/// ranks when the blocks lie in rank order back to back, else the ring), with uneven
+/// blocks (some empty) around the engine's eager limit and its large-message protocols,
+/// in place and not, against the reference; the algorithm counters say which ran, and
+/// the gaps between receive blocks stay untouched.
+fn v_tuned_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let sizes = [0usize, 1, 100, 4095, 4097, 70_000, 300_000];
+    for (it, &bytes) in sizes.iter().enumerate() {
+        let it = it as u64;
+        // Alltoallv: rank i sends n(i, j) bytes to rank j.
+        let n = |i: usize, j: usize| bytes * ((i + 2 * j + it as usize) % 4) / 3;
+        let blk = |i: usize, j: usize| contrib(n(i, j), it, i * p + j, 70);
+        let sc: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+        let sd = prefix(&sc, 3);
+        let mut send = vec![0u8; sd[p - 1] + sc[p - 1]];
+        for j in 0..p {
+            send[sd[j]..sd[j] + sc[j]].copy_from_slice(&blk(r, j));
+        }
+        let rc: Vec<usize> = (0..p).map(|i| n(i, r)).collect();
+        let rd = prefix(&rc, 2);
+        let mut recv = vec![0xa5u8; rd[p - 1] + rc[p - 1] + 2];
+        let linear = runs(Alg::AlltoallvLinear);
+        c.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd).unwrap();
+        assert_eq!(
+            runs(Alg::AlltoallvLinear) - linear,
+            u64::from(p <= oxmpi_coll::tune::ALLTOALL_LINEAR_MAX),
+            "alltoallv around {bytes} bytes: linear"
+        );
+        for j in 0..p {
+            let (d, n) = (rd[j], rc[j]);
+            assert_eq!(
+                recv[d..d + n],
+                blk(j, r),
+                "alltoallv {bytes} bytes from {j}"
+            );
+            assert!(recv[d + n..d + n + 2].iter().all(|&b| b == 0xa5), "gap");
+        }
+        // Allgatherv: rank i's block is m(i) bytes, back to back (gap 0) or with gaps.
+        let m = |i: usize| bytes * ((i + it as usize) % 3) / 2 + i % 2;
+        let counts: Vec<usize> = (0..p).map(m).collect();
+        let mine = contrib(m(r), it, r, 80);
+        for gap in [0, 1 + it as usize % 2] {
+            let displs = prefix(&counts, gap);
+            let len = displs[p - 1] + counts[p - 1] + 1;
+            for in_place in [true, false] {
+                let mut buf = vec![0xa5u8; len];
+                if in_place {
+                    buf[displs[r]..displs[r] + counts[r]].copy_from_slice(&mine);
+                }
+                let own = (!in_place).then_some(&mine[..]);
+                let recdbl = runs(Alg::AllgathervRecdbl);
+                c.allgatherv_from(&mut buf, &counts, &displs, own).unwrap();
+                assert_eq!(
+                    runs(Alg::AllgathervRecdbl) - recdbl,
+                    u64::from(gap == 0 && p.is_power_of_two()),
+                    "allgatherv {bytes} bytes, gap {gap}: recursive doubling"
+                );
+                for i in 0..p {
+                    let (d, n) = (displs[i], counts[i]);
+                    let how = format!("allgatherv {bytes} bytes, gap {gap}, in place {in_place}");
+                    assert_eq!(buf[d..d + n], contrib(n, it, i, 80), "{how}, from {i}");
+                    let next = displs.get(i + 1).copied().unwrap_or(len);
+                    assert!(buf[d + n..next].iter().all(|&b| b == 0xa5), "{how}: gap");
+                }
+            }
+        }
+    }
+    c.barrier().unwrap();
 }
 
 /// Schedules started through `nbc::progress`: completed by the progress thread while the

@@ -60,10 +60,12 @@ algorithms! {
     AllgatherRecdbl: "coll_tuned_allgather_recursive_doubling_calls", "coll_tuned", "Allgathers run by recursive doubling";
     AllgatherRing: "coll_tuned_allgather_ring_calls", "coll_tuned", "Allgathers run by the ring";
     AllgathervRing: "coll_tuned_allgatherv_ring_calls", "coll_tuned", "Allgathervs run by the ring";
+    AllgathervRecdbl: "coll_tuned_allgatherv_recursive_doubling_calls", "coll_tuned", "Allgathervs (blocks in rank order back to back, a power of two of ranks) run by recursive doubling";
     AlltoallLinear: "coll_tuned_alltoall_linear_calls", "coll_tuned", "Alltoalls run by the linear algorithm";
     AlltoallPairwise: "coll_tuned_alltoall_pairwise_calls", "coll_tuned", "Alltoalls run by pairwise exchange";
     AlltoallBruck: "coll_tuned_alltoall_bruck_calls", "coll_tuned", "Alltoalls run by Bruck's algorithm";
     AlltoallvPairwise: "coll_tuned_alltoallv_pairwise_calls", "coll_tuned", "Alltoallvs (and alltoallws) run by pairwise exchange";
+    AlltoallvLinear: "coll_tuned_alltoallv_linear_calls", "coll_tuned", "Alltoallvs (and alltoallws) run by the linear algorithm (every transfer posted at once)";
     ReduceScatterReduceScatterv: "coll_tuned_reduce_scatter_reduce_scatterv_calls", "coll_tuned", "Reduce-scatters run as reduce + scatterv";
     ReduceScatterRing: "coll_tuned_reduce_scatter_ring_calls", "coll_tuned", "Reduce-scatters run by the ring";
     GatherLinear: "coll_tuned_gather_linear_calls", "coll_tuned", "Gathers run by the linear algorithm";

@@ -120,34 +120,47 @@ impl CollComm {
         block: usize,
         own: Option<&[u8]>,
     ) -> Result<()> {
+        self.recdbl_by(buf, |first, n| first * block..(first + n) * block, own)
+    }
+
+    /// Recursive doubling allgather(v) on `p` a power of two, whose blocks lie in rank
+    /// order back to back: `span(first, n)` is the bytes of `buf` holding blocks `first ..
+    /// first + n` (in step `mask` each rank trades its group of `mask` blocks, one range,
+    /// for its partner's). Our own block is in place (`own` `None`) or only in `own` (out
+    /// of place, `span(rank, 1)` long; sent from there in the first step).
+    fn recdbl_by(
+        &self,
+        buf: &mut [u8],
+        span: impl Fn(usize, usize) -> std::ops::Range<usize>,
+        own: Option<&[u8]>,
+    ) -> Result<()> {
         let p = self.size;
         let r = self.rank;
-        let slot = r as usize * block..(r as usize + 1) * block;
-        check_own(own, block)?;
+        let slot = span(r as usize, 1);
+        check_own(own, slot.len())?;
         let mut mask = 1;
         while mask < p {
             let partner = r ^ mask;
-            let mine = (r & !(mask - 1)) as usize * block;
-            let theirs = (partner & !(mask - 1)) as usize * block;
-            let n = mask as usize * block;
+            let mine = span((r & !(mask - 1)) as usize, mask as usize);
+            let theirs = span((partner & !(mask - 1)) as usize, mask as usize);
             // The first exchange is our block alone (`mask` 1): out of place it leaves
             // from `own`.
             let base = buf.as_mut_ptr();
-            // SAFETY: both ranges are `mask` whole blocks inside `buf` (p is a power of
-            // two) and disjoint (different halves of an aligned 2*mask group); `own`
-            // (when sent) is `block` bytes (checked) and does not overlap `buf` (the
-            // caller's borrows).
+            // SAFETY: both ranges are groups of `mask` whole blocks inside `buf` (`p` is a
+            // power of two; the caller's `span` stays inside `buf`) and disjoint (different
+            // halves of an aligned 2*mask group); `own` (when sent) is as long as our
+            // block (checked) and does not overlap `buf` (the caller's borrows).
             unsafe {
                 let from = match own {
                     Some(o) if mask == 1 => o.as_ptr(),
-                    _ => base.add(mine).cast_const(),
+                    _ => base.add(mine.start).cast_const(),
                 };
                 self.sendrecv_raw(
                     from,
-                    n,
+                    mine.len(),
                     partner,
-                    base.add(theirs),
-                    n,
+                    base.add(theirs.start),
+                    theirs.len(),
                     partner,
                     TAG_ALLGATHER,
                 )?;
@@ -179,6 +192,20 @@ impl CollComm {
         own: Option<&[u8]>,
     ) -> Result<()> {
         self.check_vec_len(counts, displs)?;
+        // Blocks in rank order back to back on a power of two of ranks: recursive doubling
+        // (log2 p exchanges, each of a group of blocks in one range), as the allgather.
+        let packed = counts
+            .iter()
+            .zip(displs)
+            .zip(displs.iter().skip(1))
+            .all(|((&c, &d), &next)| d + c == next);
+        if packed && (self.size as usize).is_power_of_two() && tune::algorithm(Coll::Allgather) != 4
+        {
+            check_blocks(buf.len(), counts, displs)?;
+            count(self.shadow, Alg::AllgathervRecdbl);
+            let end = |i: usize| displs[i] + counts[i];
+            return self.recdbl_by(buf, |first, n| displs[first]..end(first + n - 1), own);
+        }
         count(self.shadow, Alg::AllgathervRing);
         self.ring_allgatherv_from(buf, (counts, displs), 0, TAG_ALLGATHER, own)
     }

@@ -38,42 +38,9 @@ impl CollComm {
     /// round of waiting: best for few ranks, especially when they share cores).
     pub(crate) fn alltoall_linear(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
         let p = self.size as usize;
-        let r = self.rank as usize;
-        recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
-        let base = recv.as_mut_ptr();
-        let mut reqs = Vec::with_capacity(2 * p);
-        for k in 1..p {
-            let src = (r + p - k) % p;
-            // SAFETY: block `src` is inside `recv` (length checked by the caller), distinct
-            // per request; `recv` outlives the waitall.
-            match unsafe { self.irecv_raw(base.add(src * block), block, src as i32, TAG_ALLTOALL) }
-            {
-                Ok(q) => reqs.push((q, src as i32)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
-            }
-        }
-        for k in 1..p {
-            let dst = (r + k) % p;
-            // SAFETY: block `dst` is inside `send`, which outlives the waitall.
-            match unsafe {
-                self.isend_raw(
-                    send.as_ptr().add(dst * block),
-                    block,
-                    dst as i32,
-                    TAG_ALLTOALL,
-                )
-            } {
-                Ok(q) => reqs.push((q, dst as i32)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
-            }
-        }
-        self.waitall(&reqs, "alltoall")
+        let counts = vec![block; p];
+        let displs: Vec<usize> = (0..p).map(|i| i * block).collect();
+        self.alltoallv_linear((send, &counts, &displs), (recv, &counts, &displs))
     }
 
     pub(crate) fn alltoall_pairwise(
@@ -129,7 +96,11 @@ impl CollComm {
     }
 
     /// `MPI_Alltoallv` (bytes): `scounts[i]` bytes at `sdispls[i]` of `send` go to rank `i`;
-    /// `rcounts[j]` bytes from rank `j` land at `rdispls[j]` of `recv`. Pairwise exchange.
+    /// `rcounts[j]` bytes from rank `j` land at `rdispls[j]` of `recv`. Up to
+    /// [`tune::ALLTOALL_LINEAR_MAX`] ranks every transfer is posted at once (as the
+    /// alltoall does: one round of waiting, where pairwise exchange waits `p - 1` times for
+    /// a partner that, when ranks share cores, must be scheduled first), pairwise exchange
+    /// above; `coll_tuned_alltoall_algorithm` 1 or 2 forces one of them.
     pub fn alltoallv(
         &self,
         send: &[u8],
@@ -139,13 +110,24 @@ impl CollComm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<()> {
-        count(self.shadow, Alg::AlltoallvPairwise);
-        self.alltoallv_pairwise((send, scounts, sdispls), (recv, rcounts, rdispls))
+        let linear = match tune::algorithm(Coll::Alltoall) {
+            1 => true,
+            2 | 3 => false,
+            _ => self.size as usize <= tune::ALLTOALL_LINEAR_MAX,
+        };
+        let (s, r) = ((send, scounts, sdispls), (recv, rcounts, rdispls));
+        if linear {
+            count(self.shadow, Alg::AlltoallvLinear);
+            self.alltoallv_linear(s, r)
+        } else {
+            count(self.shadow, Alg::AlltoallvPairwise);
+            self.alltoallv_pairwise(s, r)
+        }
     }
 
-    /// [`CollComm::alltoallv`], not counted (also the pairwise alltoall's body): `(buffer,
-    /// counts, displacements)` of each side.
-    fn alltoallv_pairwise(
+    /// Check an alltoallv's arguments and copy our own block: `(buffer, counts,
+    /// displacements)` of each side.
+    fn alltoallv_own(
         &self,
         (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
@@ -154,7 +136,6 @@ impl CollComm {
         self.check_vec_len(rcounts, rdispls)?;
         check_blocks(send.len(), scounts, sdispls)?;
         check_blocks(recv.len(), rcounts, rdispls)?;
-        let p = self.size;
         let r = self.rank;
         let ru = r as usize;
         if scounts[ru] > rcounts[ru] {
@@ -168,6 +149,59 @@ impl CollComm {
         }
         recv[rdispls[ru]..rdispls[ru] + scounts[ru]]
             .copy_from_slice(&send[sdispls[ru]..sdispls[ru] + scounts[ru]]);
+        Ok(())
+    }
+
+    /// Linear alltoallv (also the linear alltoall's body): every receive and send posted
+    /// at once, then all waited for; `(buffer, counts, displacements)` of each side.
+    fn alltoallv_linear(
+        &self,
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> Result<()> {
+        self.alltoallv_own((send, scounts, sdispls), (recv, rcounts, rdispls))?;
+        let (p, r) = (self.size as usize, self.rank as usize);
+        let base = recv.as_mut_ptr();
+        let mut reqs = Vec::with_capacity(2 * p);
+        // Every receive first, then every send; on an error the posted ones are cancelled.
+        let mut keep = |q: Result<_>, peer: usize| {
+            q.map(|q| reqs.push((q, peer as i32)))
+                .inspect_err(|_| self.abandon(&reqs))
+        };
+        for k in 1..p {
+            let src = (r + p - k) % p;
+            // SAFETY: block `src` is inside `recv` (checked; MPI forbids overlapping
+            // receive blocks); `recv` outlives the waitall.
+            let q = unsafe {
+                self.irecv_raw(
+                    base.add(rdispls[src]),
+                    rcounts[src],
+                    src as i32,
+                    TAG_ALLTOALL,
+                )
+            };
+            keep(q, src)?;
+        }
+        for k in 1..p {
+            let dst = (r + k) % p;
+            let at = send[sdispls[dst]..].as_ptr();
+            // SAFETY: block `dst` is inside `send` (checked), which outlives the waitall.
+            let q = unsafe { self.isend_raw(at, scounts[dst], dst as i32, TAG_ALLTOALL) };
+            keep(q, dst)?;
+        }
+        self.waitall(&reqs, "alltoallv")
+    }
+
+    /// Pairwise alltoallv (also the pairwise alltoall's body): `p - 1` rounds, in round
+    /// `k` a send to `rank + k` and a receive from `rank - k`; `(buffer, counts,
+    /// displacements)` of each side.
+    fn alltoallv_pairwise(
+        &self,
+        (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+        (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    ) -> Result<()> {
+        self.alltoallv_own((send, scounts, sdispls), (recv, rcounts, rdispls))?;
+        let (p, r) = (self.size, self.rank);
         let base = recv.as_mut_ptr();
         for k in 1..p {
             let dst = self.modp(r + k) as usize;

@@ -120,6 +120,22 @@ impl Seg {
         }
     }
 
+    /// Whether our own post of alltoallv `k` (`out_of_place` or not) already says that no
+    /// block moves on the segment, as every rank will read there ([`Seg::exchange_cma`]):
+    /// invalid arguments, or out of place more than [`OUT_OF_PLACE_MAX`] bytes sent. We
+    /// then need nobody's post and go point to point at once, instead of waiting for every
+    /// rank's post first (a round that costs a context switch per rank when ranks share
+    /// cores).
+    ///
+    /// # Safety
+    /// We wrote our post of `k` and have not finished `k`.
+    pub(super) unsafe fn rules_out_cma(&self, k: u64, out_of_place: bool) -> bool {
+        // SAFETY: caller contract.
+        let (flag, total) = unsafe { (self.word(self.rank, k, 0), self.word(self.rank, k, 4)) };
+        flag != TABLE && flag != ADDRESSES
+            || out_of_place && flag == ADDRESSES && total as usize > OUT_OF_PLACE_MAX
+    }
+
     /// Finish alltoallv `k` whose posted flags were not all [`TABLE`]: by CMA (see the
     /// module documentation) when every flag is valid, the exchange qualifies and CMA
     /// works, else nothing moves (`None`, on every rank alike: they read the same flags).
