@@ -1,6 +1,8 @@
-//! Where `cargo xtask test`'s time goes: every stage is timed, and a table (stage, seconds)
-//! is printed at the end, also when a stage fails. `cargo test`'s run is timed per test
-//! binary from the `Running ...` / `Doc-tests ...` lines cargo prints on stderr.
+//! Where `cargo xtask test`'s time goes: every stage is timed, and a table (stage, wall
+//! seconds, CPU seconds of its processes) is printed at the end, also when a stage fails.
+//! CPU well below twice the wall time on the 2-CPU CI machine means idle CPUs (downloads,
+//! timeouts, sleeps). `cargo test`'s run is timed per test binary from the `Running ...` /
+//! `Doc-tests ...` lines cargo prints on stderr.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -8,10 +10,13 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The stages run so far, with their wall time and whether they passed.
+/// A stage's name, wall time, CPU seconds and whether it passed.
+type Stage = (String, Duration, f64, bool);
+
+/// The stages run so far.
 pub struct Stages {
     start: Instant,
-    done: Vec<(String, Duration, bool)>,
+    done: Vec<Stage>,
     /// `cargo test`'s build and each test binary, with their wall time.
     binaries: Vec<(String, Duration)>,
 }
@@ -32,16 +37,18 @@ impl Stages {
         f: impl FnOnce() -> Result<T, String>,
     ) -> Result<T, String> {
         let t = Instant::now();
+        let cpu = children_cpu();
         eprintln!("xtask: stage {name}");
         let r = f();
         let d = t.elapsed();
+        let cpu = children_cpu() - cpu;
         let ok = r.is_ok();
         eprintln!(
-            "xtask: stage {name} {} in {:.1} s",
+            "xtask: stage {name} {} in {:.1} s (CPU {cpu:.1} s)",
             if ok { "done" } else { "FAILED" },
             d.as_secs_f64()
         );
-        self.done.push((name.to_string(), d, ok));
+        self.done.push((name.to_string(), d, cpu, ok));
         r
     }
 
@@ -56,12 +63,16 @@ impl Stages {
 
     /// The table of stages (and of `cargo test`'s binaries), slowest binaries first.
     pub fn summary(&self) -> String {
-        let mut s = String::from("xtask: time per stage (wall, seconds)\n");
-        for (name, d, ok) in &self.done {
+        let mut s = String::from("xtask: time per stage (seconds)\n     wall      CPU  stage\n");
+        for (name, d, cpu, ok) in &self.done {
             let mark = if *ok { "" } else { "  FAILED" };
-            s += &format!("  {:>7.1}  {name}{mark}\n", d.as_secs_f64());
+            s += &format!("  {:>7.1}  {cpu:>7.1}  {name}{mark}\n", d.as_secs_f64());
         }
-        s += &format!("  {:>7.1}  total\n", self.start.elapsed().as_secs_f64());
+        let cpu: f64 = self.done.iter().map(|x| x.2).sum();
+        s += &format!(
+            "  {:>7.1}  {cpu:>7.1}  total\n",
+            self.start.elapsed().as_secs_f64()
+        );
         if !self.binaries.is_empty() {
             let mut b = self.binaries.clone();
             b.sort_by_key(|x| std::cmp::Reverse(x.1));
@@ -72,6 +83,25 @@ impl Stages {
         }
         s
     }
+}
+
+/// CPU seconds (user and system) used so far by this process's waited-for children and
+/// theirs (`/proc/self/stat`'s cutime and cstime, in USER_HZ = 100 ticks a second on
+/// Linux); 0 where that cannot be read.
+fn children_cpu() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name's closing parenthesis, from field 3 (state) on:
+    // cutime and cstime are fields 16 and 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| {
+        f.get(i - 3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(16) + tick(17)) / 100.0
 }
 
 /// Runs `cmd` with its stderr read line by line (and copied to ours): each `Running X` /
@@ -159,7 +189,18 @@ fn binary_name(rest: &str, package: &mut String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::binary_name;
+    use super::{binary_name, children_cpu};
+
+    #[test]
+    fn a_busy_child_counts_in_the_cpu_seconds() {
+        let before = children_cpu();
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh runs");
+        assert!(status.success());
+        assert!(children_cpu() > before, "{before} -> {}", children_cpu());
+    }
 
     #[test]
     fn test_binaries_are_named_by_package_and_source() {
