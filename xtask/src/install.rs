@@ -83,6 +83,9 @@ pub fn install(opts: &InstallOpts) -> Result<(), String> {
     }
     let mut pkgs: Vec<&str> = BINARIES.iter().map(|(p, _)| *p).collect();
     pkgs.dedup();
+    // The C library's crate too (libmpi::install's build of it is then up to date): one
+    // cargo build compiles it beside the binaries instead of after them.
+    pkgs.push("oxmpi-capi");
     for p in pkgs {
         build.args(["-p", p]);
     }
