@@ -4,8 +4,11 @@
 //! timeouts, sleeps). `cargo test`'s run is timed per test binary from the `Running ...` /
 //! `Doc-tests ...` lines cargo prints on stderr.
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -82,6 +85,98 @@ impl Stages {
             }
         }
         s
+    }
+}
+
+/// A build started early in the background, at the lowest CPU priority (`chrt --idle 0`:
+/// it runs only on CPUs the stages leave idle, such as while tests wait on timeouts or
+/// downloads), its output in a log file; [`Background::finish`] waits for it. Dropped
+/// unfinished (a stage before failed), it is killed with its process group.
+pub struct Background {
+    what: String,
+    log: PathBuf,
+    child: Option<Child>,
+    started: Instant,
+}
+
+impl Background {
+    /// Starts `cmd` (its program and arguments run under `chrt --idle 0` where `chrt`
+    /// exists) with stdout and stderr into `log`.
+    pub fn start(what: &str, cmd: &Command, log: &Path) -> Result<Background, String> {
+        let mut c = if Command::new("chrt").arg("--help").output().is_ok() {
+            let mut c = Command::new("chrt");
+            c.args(["--idle", "0"]).arg(cmd.get_program());
+            c
+        } else {
+            Command::new(cmd.get_program())
+        };
+        c.args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = cmd.get_current_dir() {
+            c.current_dir(d);
+        }
+        let out = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("cannot share {}: {e}", log.display()))?;
+        eprintln!(
+            "xtask: started in the background ({what}, idle priority, log {}): {c:?}",
+            log.display()
+        );
+        let child = c
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", c.get_program()))?;
+        Ok(Background {
+            what: what.to_string(),
+            log: log.to_path_buf(),
+            child: Some(child),
+            started: Instant::now(),
+        })
+    }
+
+    /// Waits for the build; on failure its log is printed and the error returned.
+    pub fn finish(mut self) -> Result<(), String> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let status = child
+            .wait()
+            .map_err(|e| format!("cannot wait for {}: {e}", self.what))?;
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        eprintln!(
+            "xtask: background {} ended ({status}) {:.1} s after its start",
+            self.what,
+            self.started.elapsed().as_secs_f64()
+        );
+        if status.success() {
+            Ok(())
+        } else {
+            eprint!("{log}");
+            Err(format!("{} failed: {status}", self.what))
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Its own process group (process_group(0) above): the compilers it started go
+            // with it.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -189,7 +284,33 @@ fn binary_name(rest: &str, package: &mut String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{binary_name, children_cpu};
+    use super::{binary_name, children_cpu, Background};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_background_build_reports_its_status_and_is_killed_when_dropped() {
+        let dir = std::env::temp_dir().join(format!("xtask-bg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        let ok = Background::start("ok", Command::new("sh").args(["-c", "echo hi"]), &log);
+        assert_eq!(ok.unwrap().finish(), Ok(()));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "hi\n");
+        let bad = Background::start("bad", Command::new("sh").args(["-c", "exit 3"]), &log);
+        assert!(bad.unwrap().finish().unwrap_err().starts_with("bad failed"));
+        // A grandchild too: the whole process group goes.
+        let mark = dir.join("mark");
+        let script = format!("(sleep 3; touch {}) & wait", mark.display());
+        let long = Background::start("long", Command::new("sh").args(["-c", &script]), &log);
+        // Time for sh to start its subshell.
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        drop(long.unwrap());
+        assert!(t.elapsed() < Duration::from_secs(2));
+        std::thread::sleep(Duration::from_secs(4));
+        assert!(!mark.exists(), "the grandchild survived");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_busy_child_counts_in_the_cpu_seconds() {
