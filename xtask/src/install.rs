@@ -69,6 +69,13 @@ pub fn absolute(p: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// `bash SCRIPT PREFIX`: a test script of tests/ run against the install prefix.
+fn script(path: PathBuf, prefix: &Path) -> Command {
+    let mut c = Command::new("bash");
+    c.arg(path).arg(prefix);
+    c
+}
+
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
@@ -207,14 +214,10 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     // MPI4PY_TEST_SPAWN=1; the whole suite: tests/clients/mpi4py-suite.sh).
     let clients = root.join("tests").join("clients");
     st.run("rsmpi", || {
-        run(Command::new("bash")
-            .arg(clients.join("rsmpi.sh"))
-            .arg(&prefix))
+        run(&mut script(clients.join("rsmpi.sh"), &prefix))
     })?;
     st.run("mpi4py", || {
-        run(Command::new("bash")
-            .arg(clients.join("mpi4py.sh"))
-            .arg(&prefix)
+        run(script(clients.join("mpi4py.sh"), &prefix)
             .env(
                 "OXMPI_MPI4PY_MODULES",
                 "environ toplevel status request p2p_obj p2p_buf msgspec errhandler \
@@ -227,36 +230,32 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     // pkg-config) against the prefix, the wheel in a fresh venv with mpi4py, and (as root)
     // the Debian package with Debian's MPI alternatives.
     st.run("buildsystems", || {
-        run(Command::new("bash")
-            .arg(clients.join("buildsystems.sh"))
-            .arg(&prefix))
+        run(&mut script(clients.join("buildsystems.sh"), &prefix))
     })?;
     st.run("packaging", || {
-        run(Command::new("bash")
-            .arg(clients.join("packaging.sh"))
-            .arg(&prefix))
+        run(&mut script(clients.join("packaging.sh"), &prefix))
     })?;
     // Jobs across fake nodes that share only the file system (own network, PID, IPC and
     // UTS namespaces), launched through their ssh-style agent: 2 and 4 nodes, failures and
     // a cut link included (skipped, loudly, where namespaces cannot be made).
     st.run("fakenodes", || {
-        run(Command::new("bash")
-            .arg(root.join("tests").join("fakenodes").join("run.sh"))
-            .arg(&prefix))
+        run(&mut script(
+            root.join("tests").join("fakenodes").join("run.sh"),
+            &prefix,
+        ))
     })?;
     // The same kind of nodes under a real Slurm cluster: srun --mpi=pmi2, and mpirun inside
     // salloc (skipped, loudly, where Slurm or namespaces are missing).
     st.run("slurm", || {
-        run(Command::new("bash")
-            .arg(root.join("tests").join("slurm").join("run.sh"))
-            .arg(&prefix))
+        run(&mut script(
+            root.join("tests").join("slurm").join("run.sh"),
+            &prefix,
+        ))
     })?;
     // mpi4py's window and RMA modules with one-sided operations carried as messages
     // (`osc=pt2pt`, the path ranks on different nodes take).
     st.run("mpi4py win rma rma_nb, osc=pt2pt", || {
-        run(Command::new("bash")
-            .arg(clients.join("mpi4py-suite.sh"))
-            .arg(&prefix)
+        run(script(clients.join("mpi4py-suite.sh"), &prefix)
             .args(["2", "win", "rma", "rma_nb"])
             .env("OXMPI_MCA_osc", "pt2pt"))
     })?;
@@ -265,9 +264,7 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     // native atomics on tcp;ofi_rxm and as messages on the others (`fabric::ATOMICS_WRONG`).
     for provider in OFI_SOFTWARE_PROVIDERS {
         st.run(&format!("mpi4py win rma, ofi {provider}"), || {
-            run(Command::new("bash")
-                .arg(clients.join("mpi4py-suite.sh"))
-                .arg(&prefix)
+            run(script(clients.join("mpi4py-suite.sh"), &prefix)
                 .args(["2", "win", "rma"])
                 .env("OXMPI_MCA_btl", "self,ofi")
                 .env("OXMPI_MCA_osc", "pt2pt,ofi")
@@ -276,9 +273,7 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     }
     // mpi4py's ULFM module with fault tolerance on (`mpirun --with-ft ulfm` sets the same).
     st.run("mpi4py ulfm", || {
-        run(Command::new("bash")
-            .arg(clients.join("mpi4py-suite.sh"))
-            .arg(&prefix)
+        run(script(clients.join("mpi4py-suite.sh"), &prefix)
             .args(["2", "ulfm"])
             .env("OXMPI_MCA_mpi_ft_enable", "1"))
     })?;
@@ -286,9 +281,7 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     // software providers (the C and engine tests cover them too).
     for provider in OFI_SOFTWARE_PROVIDERS {
         st.run(&format!("mpi4py p2p, ofi {provider}"), || {
-            run(Command::new("bash")
-                .arg(clients.join("mpi4py.sh"))
-                .arg(&prefix)
+            run(script(clients.join("mpi4py.sh"), &prefix)
                 .env("OXMPI_MCA_btl", "self,ofi")
                 .env("FI_PROVIDER", provider)
                 .env("OXMPI_MPI4PY_MODULES", "p2p_obj p2p_buf request status"))
@@ -297,8 +290,9 @@ fn test_stages(st: &mut Stages) -> Result<(), String> {
     // The benchmark harness end to end in smoke mode: it checks that the harness works,
     // never that a number is reached; then its scale mode (scale.c and hello on every
     // implementation at np=2, about 15 s). The harness is built in the debug profile: its
-    // dependencies are those `cargo test` built (the release build compiled them all again:
-    // 140 CPU seconds), and the numbers come from the C programs it launches.
+    // dependencies are those `cargo test` built (the release build compiled them again,
+    // about two thirds of its 140 CPU seconds), and the numbers come from the C programs
+    // it launches.
     for (name, mode) in [
         ("bench smoke", &["--smoke", "--no-mpi4py"][..]),
         ("bench scale smoke", &["--scale", "--smoke", "--np", "2"]),
