@@ -6,6 +6,7 @@
 #
 #   fakenodes_up N   -> nodes n1..nN at $FN_NET.11.., $FN_DIR/{agent,hosts}
 #   fakenodes_dummy NET -> a second interface on every node, on NET.0/24, that reaches nothing
+#                       (fakenodes_dummy_down removes it)
 #   fakenodes_second NET -> another working network: eth2 on every node at NET.(10+I)/24 on
 #                       a second bridge (fakenodes_second_down removes it)
 #   fakenodes_second_src NET -> its route prefers eth0's address as the source
@@ -54,6 +55,10 @@ fakenodes_dummy() {
       ip -n "$FN_NS$i" addr add "$1.$((10 + i))/24" dev eth1 &&
       ip -n "$FN_NS$i" link set eth1x up && ip -n "$FN_NS$i" link set eth1 up || return 1
   done
+}
+fakenodes_dummy_down() {
+  local i
+  for i in $(seq 1 "${FN_N:-0}"); do ip -n "$FN_NS$i" link del eth1 2>/dev/null; done
 }
 fakenodes_second() {
   local i

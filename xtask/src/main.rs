@@ -7,6 +7,7 @@ mod fortran;
 mod install;
 mod libmpi;
 mod package;
+mod stages;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -1,8 +1,8 @@
 # Sourced by tests/fakenodes/run.sh for each node count: the ofi transport across nodes on
 # libfabric's software providers that cross a network, tcp (tcp;ofi_rxm) and udp
 # (udp;ofi_rxd) (--mca btl self,ofi, FI_PROVIDER passed with -x), while every node also has
-# the dummy interface eth1 that reaches nothing (run.sh's fakenodes_dummy), which libfabric
-# lists before eth0: each rank must open its endpoint on the interface the tcp transport
+# the dummy interface eth1 that reaches nothing (fakenodes_dummy, added for these cases and
+# removed after them), which libfabric lists before eth0: each rank must open its endpoint on the interface the tcp transport
 # would publish (eth0), not libfabric's first, or every link to another node hangs. rma.c on
 # one rank per node (windows over messages: the osc pt2pt path, and puts and gets over
 # FI_RMA), io.c on $n ranks; on the first node count only (2 nodes in CI). The third
@@ -17,6 +17,7 @@ elif ! command -v fi_info >/dev/null || ! fi_info -p tcp >/dev/null 2>&1; then
     "scripts/deps.sh installs libfabric-bin)" >&2
 else
   fn_ofi_done=1
+  fakenodes_dummy 10.99.0 || { echo "fakenodes: cannot add dummy interfaces" >&2; exit 1; }
   [ -x "$work/rma" ] || fn_cc "$root/crates/capi/tests/c/rma.c"
   [ -x "$work/io" ] || fn_cc "$root/crates/capi/tests/c/io.c"
   for prov in tcp udp; do
@@ -32,4 +33,5 @@ else
     fn_expect "io.c over ofi ($full), $n ranks" 0 40 "^io: done\$"
     rm -rf "$work/io-data"
   done
+  fakenodes_dummy_down
 fi
