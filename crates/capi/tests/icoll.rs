@@ -110,3 +110,37 @@ fn small_nonblocking_collectives_on_shared_memory_np2_3_4() {
         }
     }
 }
+
+/// In-place all-to-all exchanges with blocks too large for the shared-memory segment
+/// (`tests/c/coll_nb_trade.c`): each pair of ranks trades its two blocks by cross-memory
+/// copies in its progress (`SmKind::Alltoallv`'s far blocks); blocks around the segment's
+/// limit and the bounce buffer's, uneven v/w blocks with gaps, more outstanding than the
+/// segment has buffers, and a rank that does not wait while the others need its halves.
+/// At np 2, 5 and 8 (5 and 8 oversubscribe the machine, so ranks yield).
+#[test]
+fn in_place_alltoalls_trade_blocks_on_shared_memory_np2_5_8() {
+    let dir = Scratch::new("icoll-trade");
+    let exe = build("coll_nb_trade.c", &dir.0);
+    for n in [2, 5, 8] {
+        let n_s = n.to_string();
+        let args: Vec<&OsStr> = vec![
+            OsStr::new("--timeout"),
+            OsStr::new("120"),
+            OsStr::new("-n"),
+            OsStr::new(&n_s),
+            exe.as_os_str(),
+            OsStr::new("1"),
+        ];
+        let what = format!("coll_nb_trade on {n} ranks");
+        let out = success(&mpirun(&args, &[]), &what);
+        for line in [
+            "coll_nb_trade: in-place ialltoalls on the segment: yes",
+            "coll_nb_trade: all checks passed",
+        ] {
+            assert!(
+                out.lines().any(|l| l == line),
+                "{what}: missing '{line}':\n{out}"
+            );
+        }
+    }
+}
