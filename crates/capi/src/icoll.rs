@@ -103,6 +103,52 @@ fn alias(r: &mut Region, at: usize, n: usize) -> Region {
     }
 }
 
+/// The segment for an iallgather(v) whose largest block is `most` bytes, and how: `None`
+/// through its buffers (the block fits one), else `Some(far)`, the largest block moved by
+/// cross-memory copies ([`oxmpi_coll::sm::nb::alltoallv_far`]), when `most`
+/// is within it. Every rank decides alike (`most` is known to all).
+fn allgather_seg(
+    a: &oxmpi_coll::CollComm,
+    most: usize,
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, Option<usize>)> {
+    if let Some(seg) = shared_seg(a, most) {
+        return Some((seg, None));
+    }
+    let seg = shared_seg(a, 0)?;
+    let far = oxmpi_coll::sm::nb::alltoallv_far(&seg);
+    (most <= far).then_some((seg, Some(far)))
+}
+
+/// An iallgather(v) on the segment (block `i`: `counts[i]` bytes at `displs[i]` of the
+/// output; our contribution the input): through the buffers (`far` `None`), or as an
+/// alltoallv that sends our block to every rank, whose blocks then move by cross-memory
+/// copies (each rank reads every other's contribution where it is, the whole of it only
+/// once). `aliased`: the input is our block of the output itself (in place, contiguous),
+/// which then stays where it is.
+fn allgather_kind(
+    me: usize,
+    (counts, displs): (Vec<usize>, Vec<usize>),
+    aliased: bool,
+    far: Option<usize>,
+) -> SmKind {
+    let Some(far) = far else {
+        return SmKind::Allgatherv { counts, displs };
+    };
+    let p = counts.len();
+    let (mut scounts, mut rcounts) = (vec![counts.get(me).copied().unwrap_or(0); p], counts);
+    if aliased {
+        (scounts[me], rcounts[me]) = (0, 0);
+    }
+    SmKind::Alltoallv {
+        scounts,
+        sdispls: vec![0; p],
+        rcounts,
+        rdispls: displs,
+        in_place: false,
+        far,
+    }
+}
+
 fn truncated(comm: c_int, what: &str) -> MpiError {
     MpiError::new(
         MPI_ERR_TRUNCATE,
@@ -353,7 +399,7 @@ mpi_fn_c! {
         let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
         let mut unpack = Vec::new();
-        if let Some(seg) = shared_seg(&a, b) {
+        if let Some((seg, far)) = allgather_seg(&a, b) {
             let own = in_place.then(|| (&rdt, rc, item(recvbuf, (rank as usize * rc) as isize, &rdt)));
             // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
             // its items until completion.
@@ -361,7 +407,8 @@ mpi_fn_c! {
             // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
             let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
             let (counts, displs) = (0..p).map(|i| (b, i * b)).unzip();
-            return start_shared(comm, &a, (seg, SmKind::Allgatherv { counts, displs }), (input, output), None, unpack, request);
+            let kind = allgather_kind(rank as usize, (counts, displs), in_place && unpack.is_empty(), far);
+            return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds ours).
         let r = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 0, &mut unpack) };
@@ -392,6 +439,21 @@ mpi_fn_c! {
             // SAFETY: MPI contract: recvbuf has room for `size` blocks until completion.
             let output = unsafe { region(&rdt, rc * p, recvbuf, false, true, 1, &mut unpack) };
             return start_shared(comm, &a, (seg, SmKind::Alltoall { block: b }), (input, output), None, unpack, request);
+        }
+        // Larger, on the segment with CMA: as the alltoallv, whose blocks then move by
+        // cross-memory copies (in place traded between the ranks' buffers: nothing set
+        // aside), no message.
+        if shared_seg(&a, 0).is_some_and(|s| b <= oxmpi_coll::sm::nb::alltoallv_far(&s)) {
+            let slots = |c: usize| (0..p).map(|i| (c, (i * c) as isize)).collect::<Vec<_>>();
+            let send = if in_place {
+                None
+            } else {
+                let (sdt, sc) = checked(sendbuf, sendcount, sendtype, p, comm)?;
+                Some((sdt, slots(sc)))
+            };
+            // SAFETY: MPI contract of MPI_Ialltoall: sendbuf holds the `size` blocks to send
+            // (in place: recvbuf does), recvbuf has room for `size` blocks until completion.
+            return unsafe { ialltoallv(a, comm, sendbuf, send, recvbuf, (&rdt, &slots(rc)), request) };
         }
         // SAFETY: MPI contract: recvbuf has room for `size` blocks (in place: holds the data).
         let recv = unsafe { region(&rdt, rc * p, recvbuf, in_place, true, 1, &mut unpack) };
@@ -541,7 +603,7 @@ mpi_fn_c! {
         let me = rank as usize;
         let mut unpack = Vec::new();
         let most = slots.iter().map(|&(c, _)| c.saturating_mul(rdt.size)).max().unwrap_or(0);
-        if let Some(seg) = shared_seg(&a, most) {
+        if let Some((seg, far)) = allgather_seg(&a, most) {
             let (c, d) = slots[me];
             let own = in_place.then(|| (&rdt, c, item(recvbuf, d, &rdt)));
             // SAFETY: MPI contract: the contribution (in place: our block of recvbuf) holds
@@ -549,7 +611,7 @@ mpi_fn_c! {
             let input = unsafe { contribution(own, (sendbuf, sendcount.into(), sendtype, 1), c * rdt.size, (comm, "allgatherv"), &mut unpack)? };
             // SAFETY: MPI contract: recvbuf has room for every block until completion.
             let l = unsafe { laid(&rdt, recvbuf, &slots, |_| false, |_| true, 1, &mut unpack) };
-            let kind = SmKind::Allgatherv { counts: l.counts, displs: l.displs };
+            let kind = allgather_kind(me, (l.counts, l.displs), in_place && unpack.is_empty(), far);
             return start_shared(comm, &a, (seg, kind), (input, l.region), None, unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for every block (in place: holds ours).
@@ -646,8 +708,9 @@ unsafe fn ialltoallv(
     // counts): blocks too large for it move by message, see `SmKind::each_message`.
     if let Some(seg) = shared_seg(&a, 0) {
         let me = a.rank as usize;
+        let far = oxmpi_coll::sm::nb::alltoallv_far(&seg);
         let by_message = |c: &[usize]| {
-            let max = oxmpi_coll::sm::nb::alltoallv_max(a.size as usize);
+            let max = oxmpi_coll::sm::nb::alltoallv_max(a.size as usize).max(far);
             (0..c.len()).any(|j| j != me && c[j] > max)
         };
         let (input, scounts, sdispls, in_place) = match send {
@@ -674,6 +737,7 @@ unsafe fn ialltoallv(
             rcounts: r.counts,
             rdispls: r.displs,
             in_place,
+            far,
         };
         return start_shared(
             comm,
@@ -753,11 +817,20 @@ mpi_fn_c! {
         // SAFETY: MPI contract: every send piece holds its items (in place: the receive
         // pieces hold the data), every receive piece has room for its items until
         // completion.
-        let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe { (pieces(&send, false, 0, &mut unpack), pieces(&recv, true, 1, &mut unpack)) };
+        let ((mut sreg, mut sc, sd), (mut rreg, mut rc, rd)) = unsafe { (pieces(&send, false, 0, &mut unpack), pieces(&recv, true, 1, &mut unpack)) };
         // On the segment as the contiguous form (the other ranks' types may be contiguous:
         // every rank must take the same path), packed (in place our own block too).
         if let Some(seg) = shared_seg(&a, 0) {
-            let kind = SmKind::Alltoallv { scounts: sc, sdispls: sd, rcounts: rc, rdispls: rd, in_place: false };
+            let far = oxmpi_coll::sm::nb::alltoallv_far(&seg);
+            let me = a.rank as usize;
+            // In place with blocks traded, as the contiguous ranks trade theirs: the packed
+            // data in the output (same layout), traded from there; our own block stays.
+            let traded = in_place && far > 0 && me < sc.len() && region_bytes(&mut sreg).len() == region_bytes(&mut rreg).len();
+            if traded {
+                region_bytes(&mut rreg).copy_from_slice(region_bytes(&mut sreg));
+                (sreg, sc[me], rc[me]) = (none(), 0, 0);
+            }
+            let kind = SmKind::Alltoallv { scounts: sc, sdispls: sd, rcounts: rc, rdispls: rd, in_place: traded, far };
             return start_shared(comm, &a, (seg, kind), (sreg, rreg), None, unpack, request);
         }
         let s = a.ialltoallv(sreg, &sc, &sd, rreg, &rc, &rd).map_err(sched_err(comm))?;

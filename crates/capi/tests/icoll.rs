@@ -19,9 +19,15 @@ use common::{build, mpirun, success, Scratch};
 
 /// Build `name`, run it with `iters` at np 2, 3 and 5 and require every line of `lines`.
 fn run_np_2_3_5(name: &str, iters: &str, lines: &[&str]) {
+    run_on(name, &[2, 3, 5], iters, lines);
+}
+
+/// Build `name`, run it with `iters` on each number of ranks of `nps` and require every
+/// line of `lines`.
+fn run_on(name: &str, nps: &[usize], iters: &str, lines: &[&str]) {
     let dir = Scratch::new("icoll");
     let exe = build(name, &dir.0);
-    for n in [2, 3, 5] {
+    for &n in nps {
         let n_s = n.to_string();
         let args: Vec<&OsStr> = vec![
             OsStr::new("--timeout"),
@@ -109,4 +115,23 @@ fn small_nonblocking_collectives_on_shared_memory_np2_3_4() {
             );
         }
     }
+}
+
+/// In-place all-to-all exchanges with blocks too large for the shared-memory segment
+/// (`tests/c/coll_nb_trade.c`): each pair of ranks trades its two blocks by cross-memory
+/// copies in its progress (`SmKind::Alltoallv`'s far blocks); blocks around the segment's
+/// limit and the bounce buffer's, uneven v/w blocks with gaps, more outstanding than the
+/// segment has buffers, and a rank that does not wait while the others need its halves.
+/// At np 2, 5 and 8 (5 and 8 oversubscribe the machine, so ranks yield).
+#[test]
+fn in_place_alltoalls_trade_blocks_on_shared_memory_np2_5_8() {
+    run_on(
+        "coll_nb_trade.c",
+        &[2, 5, 8],
+        "1",
+        &[
+            "coll_nb_trade: in-place ialltoalls on the segment: yes",
+            "coll_nb_trade: all checks passed",
+        ],
+    );
 }

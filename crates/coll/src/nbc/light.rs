@@ -247,8 +247,15 @@ pub fn poll_all() -> usize {
 /// The owner's test of its light request `i`: advances it, and once it ended frees the
 /// slot and returns its outcome (`None`: not ended yet).
 pub fn test(i: usize) -> Option<Result<()>> {
-    if try_advance(i) != DONE {
-        return None;
+    match try_advance(i) {
+        DONE => {}
+        // Another thread (the progress thread, which may share our core) is advancing it,
+        // e.g. copying a large block: let it run instead of spinning against it.
+        BUSY => {
+            std::thread::yield_now();
+            return None;
+        }
+        _ => return None,
     }
     let slot = &TABLE[i];
     // SAFETY: done: the body is initialised, and only the owner (us) takes it.

@@ -17,9 +17,11 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
+use super::segment::trade;
 use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
@@ -145,13 +147,19 @@ pub enum SmKind {
     /// `MPI_Ialltoallv` (and `MPI_Ialltoallw`, as bytes): block `j` of the input
     /// (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`, block `j` of the output
     /// (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Blocks of at most
-    /// [`alltoallv_max`] bytes go through their sender's buffer, larger ones by message
-    /// ([`SmKind::each_message`]); our own block is copied from the input to the output
-    /// at the end. `in_place`: the blocks to send are in the output (`MPI_IN_PLACE`, the
-    /// input region empty; our own counts are then 0: that block stays where it is), read
-    /// from there when posting, before any block is received into it; only for a rank
-    /// with no message to send (one that sends some sets its blocks aside as the input).
-    /// Read by [`SmNb::progress`], not [`SmKind::compute`].
+    /// [`alltoallv_max`] bytes go through their sender's buffer, larger ones up to `far`
+    /// bytes by cross-memory copies between the ranks' buffers (the sender posts its pid
+    /// and the block's address), larger ones still by message ([`SmKind::each_message`]);
+    /// our own block is copied from the input to the output at the end. `in_place`: the
+    /// blocks to send are in the output (`MPI_IN_PLACE`, the input region empty; our own
+    /// counts are then 0: that block stays where it is), read from there when posting,
+    /// before any block is received into it; only for a rank with no message to send (one
+    /// that sends some sets its blocks aside as the input). A far block in place is traded
+    /// with its peer's block for us (each of the two ranks swaps half of both, as the
+    /// blocking form does, `segment/cma.rs`); out of place its receiver reads it from the
+    /// sender's input. A rank that copied by CMA then marks its post done (the word of
+    /// its own table entry), and a rank whose buffer others copy from or into ends only
+    /// once each of them has. Read by [`SmNb::progress`], not [`SmKind::compute`].
     Alltoallv {
         /// Bytes sent to each rank.
         scounts: Vec<usize>,
@@ -163,6 +171,8 @@ pub enum SmKind {
         rdispls: Vec<usize>,
         /// The blocks to send are in the output (see above).
         in_place: bool,
+        /// Largest block moved by cross-memory copies (0: none; the same on every rank).
+        far: usize,
     },
 }
 
@@ -197,6 +207,24 @@ pub fn scatterv_max(p: usize) -> usize {
 /// buffer ([`CAP`] bytes) whatever its other counts are.
 pub fn alltoallv_max(p: usize) -> usize {
     (CAP - 8 * p) / p.saturating_sub(1).max(1)
+}
+
+/// Largest `MPI_Ialltoallv` block on `seg` that moves by cross-memory copies
+/// ([`SmKind::Alltoallv`]'s `far`; 0: none): every block larger than the segment takes,
+/// when CMA reaches every rank and single copies are on ([`Seg::single_copy_max`], as for
+/// the rooted forms; `coll_sm_single_copy_max(_many)=0` turns them off). In place the two
+/// blocks of a pair are traded (no rank sets its buffer aside, no block waits for its
+/// receiver to be scheduled); out of place each rank reads its blocks from the senders'
+/// buffers, one copy each where a message takes a handshake and, when the ranks share
+/// cores, a context switch per transfer (measured faster at 16 KiB–1 MiB on 2 and 4 ranks
+/// than the messages, whatever single-copy mechanism the engine picks for them). The same
+/// on every rank.
+pub fn alltoallv_far(seg: &Seg) -> usize {
+    if seg.single_copy_max() > 0 {
+        usize::MAX
+    } else {
+        0
+    }
 }
 
 /// Table entry of a scatterv or alltoallv block that is not in its sender's buffer.
@@ -266,7 +294,8 @@ impl SmKind {
     /// both ends (`scounts[j]` at `i`, `rcounts[i]` at `j`). It goes through rank `i`'s
     /// buffer iff its `n` bytes are `1..=alltoallv_max(p)` (the bound leaves room for the
     /// table and a block for every other rank, so no block's path depends on another's
-    /// size), by message iff `n > alltoallv_max(p)`; our own block is copied locally.
+    /// size), by cross-memory copies iff `alltoallv_max(p) < n <= far` (`far` the same on
+    /// every rank), by message iff `n` is larger still; our own block is copied locally.
     ///
     /// A gatherv or scatterv block too large for the segment moves by one cross-memory
     /// copy when it has at most `far` bytes (the same on every rank), by message only
@@ -282,10 +311,11 @@ impl SmKind {
             sdispls,
             rcounts,
             rdispls,
+            far,
             ..
         } = self
         {
-            let max = alltoallv_max(p);
+            let max = alltoallv_max(p).max(*far);
             let at = |v: &[usize], r: usize| v.get(r).copied().unwrap_or(0);
             for r in (0..p).filter(|&r| r != me) {
                 for (send, counts, displs) in [(false, rcounts, rdispls), (true, scounts, sdispls)]
@@ -342,12 +372,13 @@ impl SmKind {
         }
     }
 
-    /// Whether a gatherv or scatterv block of `n` bytes on `p` ranks moves by one
-    /// cross-memory copy: larger than the segment takes, at most the kind's `far`.
+    /// Whether a gatherv, scatterv or alltoallv block of `n` bytes on `p` ranks moves by
+    /// cross-memory copies: larger than the segment takes, at most the kind's `far`.
     fn far_block(&self, p: usize, n: usize) -> bool {
         match *self {
             SmKind::Gatherv { far, .. } => n > GATHERV_MAX && n <= far,
             SmKind::Scatterv { far, .. } => n > scatterv_max(p) && n <= far,
+            SmKind::Alltoallv { far, .. } => n > alltoallv_max(p) && n <= far,
             _ => false,
         }
     }
@@ -499,8 +530,13 @@ pub struct SmNb {
     kind: SmKind,
     posted: bool,
     done: bool,
-    /// The outcome of a rank's cross-memory copy, made before it could stamp.
+    /// The outcome of a rank's cross-memory copy, made before it could stamp (an
+    /// alltoallv: of its reading, done before it marks its post done).
     copied: Option<Progress>,
+    /// The ranks whose far alltoallv blocks we have copied or traded (bit `r`).
+    moved: u64,
+    /// What went wrong with one of those (else `Done`).
+    fault: Progress,
 }
 
 impl SmNb {
@@ -515,6 +551,8 @@ impl SmNb {
             posted: false,
             done: false,
             copied: None,
+            moved: 0,
+            fault: Progress::Done,
         }
     }
 
@@ -553,7 +591,9 @@ impl SmNb {
                 SmKind::Alltoallv {
                     scounts,
                     sdispls,
+                    rcounts,
                     in_place,
+                    far,
                     ..
                 } => {
                     let (me, p) = (seg.rank(), seg.size());
@@ -565,10 +605,15 @@ impl SmNb {
                     } else {
                         bytes(input)
                     };
-                    !(0..p).any(|r| r != me && (1..=max).contains(&scounts[r]))
+                    // Blocks to post or to send by CMA, or blocks to read by CMA (our
+                    // post then carries the mark that we are done with the senders').
+                    let sends = |r: usize| (1..=max.max(*far)).contains(&scounts[r]);
+                    let reads = |r: usize| self.kind.far_block(p, rcounts[r]);
+                    !(0..p).any(|r| r != me && (sends(r) || reads(r)))
                         || seg.try_post_with(k, |b| {
-                            // SAFETY: `b` is our buffer's `CAP` bytes.
-                            unsafe { put_blocks(b, (me, p, max, 0), src, (scounts, sdispls)) }
+                            // SAFETY: `b` is our buffer's `CAP` bytes; `max >= 24`
+                            // (`far_entries_fit_where_blocks_would`).
+                            unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls)) }
                         })
                 }
                 SmKind::Gatherv {
@@ -806,14 +851,10 @@ impl SmNb {
             // SAFETY: caller contract (output writable).
             unsafe { std::slice::from_raw_parts_mut(output.0, output.1) }
         };
-        // `out[at..at + n] = src` if it fits, else false.
-        let put = |out: &mut [u8], at: usize, src: &[u8]| match out.get_mut(at..at + src.len()) {
-            Some(o) => {
-                o.copy_from_slice(src);
-                true
-            }
-            None => false,
-        };
+        if matches!(self.kind, SmKind::Alltoallv { .. }) {
+            // SAFETY: caller contract.
+            return unsafe { self.read_alltoallv(input, out) };
+        }
         // A word of rank `r`'s posted data (called once its stamp of `k` is acquired).
         let word = |r: usize, off: usize| {
             // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its buffer is
@@ -937,38 +978,7 @@ impl SmNb {
                     }
                 }
             }
-            SmKind::Alltoallv {
-                scounts,
-                sdispls,
-                rcounts,
-                rdispls,
-                ..
-            } => {
-                let max = alltoallv_max(p);
-                let posted = |r: &usize| *r != me && (1..=max).contains(&rcounts[*r]);
-                if !(0..p).filter(posted).all(|r| seg.stamped(r, k)) {
-                    return None;
-                }
-                for r in (0..p).filter(posted) {
-                    let e = word(r, 8 * me);
-                    let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
-                    if e == NOT_HERE || n != rcounts[r] || off + n > CAP {
-                        ok = false;
-                        continue;
-                    }
-                    // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
-                    ok &= put(out, rdispls[r], unsafe { seg.peer_nb(r, k, off, n) });
-                }
-                // Our own block (none in place: it stays where it is).
-                let (c, d) = (scounts[me], sdispls[me]);
-                if c != rcounts[me] {
-                    ok = false;
-                } else if c > 0 {
-                    ok &= input
-                        .get(d..d + c)
-                        .is_some_and(|b| put(out, rdispls[me], b));
-                }
-            }
+            SmKind::Alltoallv { .. } => unreachable!("read by read_alltoallv"),
             _ => unreachable!("read_v reads a gatherv, a scatterv or an alltoallv"),
         }
         Some(if ok {
@@ -979,16 +989,139 @@ impl SmNb {
     }
 }
 
+impl SmNb {
+    /// The result of a posted alltoallv ([`SmKind::Alltoallv`]) once every block it
+    /// receives through the segment or by CMA is in `out` and every rank that copies from
+    /// or into our buffers by CMA has marked its post done (`None`: not yet). A far block
+    /// is copied (in place: traded) as soon as its sender's post is there, each once.
+    ///
+    /// # Safety
+    /// As [`SmNb::read_v`]; `out` is the output.
+    unsafe fn read_alltoallv(&mut self, input: &[u8], out: &mut [u8]) -> Option<Progress> {
+        let seg = &*self.seg;
+        let (k, me, p) = (self.k, seg.rank(), seg.size());
+        let SmKind::Alltoallv {
+            scounts,
+            sdispls,
+            rcounts,
+            rdispls,
+            in_place,
+            ..
+        } = &self.kind
+        else {
+            unreachable!("read_alltoallv reads an alltoallv")
+        };
+        let max = alltoallv_max(p);
+        let far = |c: usize| self.kind.far_block(p, c);
+        // A word of rank `r`'s posted table (called once its stamp of `k` is acquired).
+        let word = |r: usize, off: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its post is
+            // unchanged; the words read (a table entry at `8 * me`, a far block's pid and
+            // address at its offset) lie within its `CAP` bytes.
+            let w = unsafe { seg.peer_nb(r, k, off, 8) };
+            u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
+        };
+        if self.copied.is_none() {
+            let mut bounce = Vec::new();
+            for r in 0..p {
+                if r == me || !far(rcounts[r]) || self.moved & 1 << r != 0 || !seg.stamped(r, k) {
+                    continue;
+                }
+                self.moved |= 1 << r;
+                let e = word(r, 8 * me);
+                let at = ((e >> 32) & 0x7fff_ffff) as usize;
+                let valid = e != NOT_HERE && e & FAR != 0 && at + 24 <= CAP;
+                let n = if valid { word(r, at + 16) as usize } else { 0 };
+                let dst = out.get_mut(rdispls[r]..rdispls[r].saturating_add(n));
+                let (true, true, Some(dst)) = (valid, n == rcounts[r], dst) else {
+                    self.fault = Progress::Mismatch;
+                    continue;
+                };
+                let (pid, addr) = (word(r, at) as i32, word(r, at + 8));
+                let copied = if *in_place {
+                    // SAFETY: rank `r` posted its block for us, `n` bytes at `addr`; our
+                    // half of it is ours alone (it trades the other half) until we mark
+                    // our post done (it waits for that).
+                    unsafe { trade(pid, dst, addr, me < r, &mut bounce) }
+                } else {
+                    // SAFETY: rank `r`'s input holds our `n` bytes at `addr`, unchanged
+                    // until we mark our post done (it waits for that); `dst` has room.
+                    unsafe { cma_copy(pid, dst.as_mut_ptr(), addr, n, Cma::Read) }
+                };
+                if copied.is_err() {
+                    self.fault = Progress::CopyFailed;
+                }
+            }
+            let posted = |r: &usize| *r != me && (1..=max).contains(&rcounts[*r]);
+            let far_left = (0..p).any(|r| r != me && far(rcounts[r]) && self.moved & 1 << r == 0);
+            if far_left || !(0..p).filter(posted).all(|r| seg.stamped(r, k)) {
+                return None;
+            }
+            let mut ok = true;
+            for r in (0..p).filter(posted) {
+                let e = word(r, 8 * me);
+                let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
+                if e == NOT_HERE || n != rcounts[r] || off + n > CAP {
+                    ok = false;
+                    continue;
+                }
+                // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
+                ok &= put(out, rdispls[r], unsafe { seg.peer_nb(r, k, off, n) });
+            }
+            // Our own block (none in place: it stays where it is).
+            let (c, d) = (scounts[me], sdispls[me]);
+            if c != rcounts[me] {
+                ok = false;
+            } else if c > 0 {
+                ok &= input
+                    .get(d..d + c)
+                    .is_some_and(|b| put(out, rdispls[me], b));
+            }
+            self.copied = Some(match (self.fault, ok) {
+                (Progress::Done, false) => Progress::Mismatch,
+                (f, _) => f,
+            });
+            if (0..p).any(|r| r != me && (far(rcounts[r]) || far(scounts[r]))) {
+                // SAFETY: our post of `k` (made: we have a far block) has our own table
+                // entry, unused by the others' reads, at `8 * me < CAP`.
+                unsafe { seg.nb_word(me, k, me) }.store(k, Ordering::Release);
+            }
+        }
+        // The ranks that copy from (in place: trade with) our buffers are done with them.
+        let done = |r: usize| {
+            // SAFETY: rank `r` has a far block for or from us, so it posted `k`; its own
+            // table entry is its mark, accessed atomically.
+            seg.stamped(r, k) && unsafe { seg.nb_word(r, k, r) }.load(Ordering::Acquire) == k
+        };
+        if !(0..p).filter(|&r| r != me && far(scounts[r])).all(done) {
+            return None;
+        }
+        self.copied
+    }
+}
+
+/// `out[at..at + n] = src` if it fits, else false.
+fn put(out: &mut [u8], at: usize, src: &[u8]) -> bool {
+    match out.get_mut(at..at + src.len()) {
+        Some(o) => {
+            o.copy_from_slice(src);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Write a rank's table and blocks at `b` (its buffer's [`CAP`] bytes) for a scatterv (the
 /// root) or an alltoallv: entry `r` (a word at `8 r`) is `offset | length << 32` of rank
 /// `r`'s block, copied after the table, when the block goes through the segment (`1..=max`
-/// bytes, [`SmKind::each_message`]; never our own), `FAR | at << 32 | length` when it is
-/// read from `input` by one cross-memory copy (`max < length <= far`; our pid and the
-/// block's address at `at`, among the blocks), else [`NOT_HERE`].
+/// bytes, [`SmKind::each_message`]; never our own), `FAR | at << 32 | length` (its low 32
+/// bits) when it is read from `input` by cross-memory copies (`max < length <= far`; our
+/// pid, the block's address and its whole length at `at`, among the blocks), else
+/// [`NOT_HERE`].
 ///
 /// # Safety
-/// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >= 16`
-/// when `far > max` (a far block's 16 bytes take no more room than a posted block).
+/// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >= 24`
+/// when `far > max` (a far block's 24 bytes take no more room than a posted block).
 unsafe fn put_blocks(
     b: *mut u8,
     (me, p, max, far): (usize, usize, usize, usize),
@@ -1009,14 +1142,15 @@ unsafe fn put_blocks(
             }
         } else if r != me && c > max && c <= far {
             if let Some(src) = input.get(d..d + c) {
-                // SAFETY: as above, 16 bytes `<= max` (caller contract).
+                // SAFETY: as above, 24 bytes `<= max` (caller contract).
                 unsafe {
                     let w = b.add(off).cast::<u64>();
                     w.write_unaligned(u64::from(std::process::id()));
                     w.add(1).write_unaligned(src.as_ptr() as u64);
+                    w.add(2).write_unaligned(c as u64);
                 }
-                entry = FAR | (off as u64) << 32 | c as u64;
-                off += 16;
+                entry = FAR | (off as u64) << 32 | (c & 0xffff_ffff) as u64;
+                off += 24;
             }
         }
         // SAFETY: the table's `8 p <= CAP` bytes lead the buffer.
@@ -1038,12 +1172,14 @@ impl Drop for SmNb {
 mod tests {
     use super::*;
 
-    /// A scatterv's far blocks (16 bytes each in the root's buffer) take no more room than
-    /// posted ones on every communicator size ([`put_blocks`]' contract).
+    /// A scatterv's and an alltoallv's far blocks (24 bytes each in the poster's buffer)
+    /// take no more room than posted ones on every communicator size ([`put_blocks`]'
+    /// contract).
     #[test]
-    fn scatterv_far_entries_fit_where_blocks_would() {
+    fn far_entries_fit_where_blocks_would() {
         for p in 2..=64 {
-            assert!(scatterv_max(p) >= 16, "p = {p}");
+            assert!(scatterv_max(p) >= 24, "p = {p}");
+            assert!(alltoallv_max(p) >= 24, "p = {p}");
             assert!(8 * p + (p - 1) * scatterv_max(p) <= CAP, "p = {p}");
         }
     }
@@ -1062,7 +1198,9 @@ mod tests {
         for p in [2, 3, 4, 5, 8, 17, 64] {
             let max = alltoallv_max(p);
             assert!(8 * p + (p - 1) * max <= CAP, "p = {p}");
-            for _ in 0..20 {
+            for i in 0..30 {
+                // Larger blocks by message, by CMA up to twice the bound, or all by CMA.
+                let far = [0, 2 * max, usize::MAX][i % 3];
                 // n[i][j]: bytes from rank i to rank j, around the bound.
                 let n: Vec<Vec<usize>> = (0..p)
                     .map(|_| {
@@ -1077,6 +1215,7 @@ mod tests {
                     rcounts: (0..p).map(|i| n[i][me]).collect(),
                     rdispls: (0..p).map(|i| 2000 * i).collect(),
                     in_place: false,
+                    far,
                 };
                 let mut sent = vec![vec![false; p]; p];
                 let mut got = vec![vec![false; p]; p];
@@ -1091,16 +1230,20 @@ mod tests {
                             got[m.peer][me] = true;
                         }
                     });
+                    // A far block takes 24 bytes of the post (its pid, address and length).
                     let posted: usize = (0..p)
                         .filter(|&j| j != me && !sent[me][j])
-                        .map(|j| n[me][j])
+                        .map(|j| if n[me][j] > max { 24 } else { n[me][j] })
                         .sum();
                     assert!(8 * p + posted <= CAP, "p = {p}: rank {me} posts {posted}");
                 }
                 for i in 0..p {
                     for j in (0..p).filter(|&j| j != i) {
                         assert_eq!(sent[i][j], got[i][j], "p = {p}: block {i} -> {j}");
-                        assert_eq!(sent[i][j], n[i][j] > max, "p = {p}: block {i} -> {j}");
+                        let message = n[i][j] > max.max(far);
+                        assert_eq!(sent[i][j], message, "p = {p}: block {i} -> {j}");
+                        let cma = kind(i).far_block(p, n[i][j]);
+                        assert_eq!(cma, n[i][j] > max && !message, "p = {p}: {i} -> {j}");
                     }
                 }
             }

@@ -11,6 +11,7 @@ mod big;
 mod cma;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
+pub(in crate::sm) use cma::trade;
 pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
 pub use rooted::Side;
 
@@ -317,6 +318,17 @@ impl Seg {
     pub(crate) unsafe fn peer_nb(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.nb_buf(r, k).add(8 + off).cast_const(), n) }
+    }
+    /// Word `i` of rank `r`'s data of nonblocking collective `k` as an atomic: a mark its
+    /// owner sets after stamping (an alltoallv's "done with the others' buffers").
+    ///
+    /// # Safety
+    /// `8 (i + 1) <= CAP`; once `r` stamped `k`, the word is only accessed atomically while
+    /// `k` is open anywhere.
+    pub(crate) unsafe fn nb_word(&self, r: usize, k: u64, i: usize) -> &AtomicU64 {
+        // SAFETY: caller contract; inside the buffer's data, which starts 8 bytes into a
+        // 64-aligned buffer, so the word is 8-aligned.
+        unsafe { &*(self.nb_buf(r, k).add(8 + 8 * i).cast::<AtomicU64>()) }
     }
     /// Rank `r`'s word "done reading the large region up to large allreduce `k`".
     fn done_word(&self, r: usize) -> &AtomicU64 {

@@ -47,6 +47,40 @@ const HEAD: usize = 5;
 /// Largest communicator whose address table fits a buffer.
 const _: () = assert!(8 * (HEAD + 2 * 64) <= DATA);
 
+/// Trade half of our block `mine` for a peer with the same half of the peer's block for
+/// us, as long, at address `theirs` in process `pid` (the front half when we are the lower
+/// rank of the pair, else the back half: the peer trades the other), through `bounce`
+/// ([`CHUNK`] bytes at most, so it stays in the cache).
+///
+/// # Safety
+/// The peer's block is mapped in `pid` at `theirs` for `mine.len()` bytes, and our half of
+/// it is ours alone to read and write until we are done.
+pub(in crate::sm) unsafe fn trade(
+    pid: i32,
+    mine: &mut [u8],
+    theirs: u64,
+    lower: bool,
+    bounce: &mut Vec<u8>,
+) -> io::Result<()> {
+    let (n, half) = (mine.len(), mine.len() / 2);
+    let (lo, hi) = if lower { (0, half) } else { (half, n) };
+    bounce.resize(bounce.len().max((hi - lo).min(CHUNK)), 0);
+    let mut at = lo;
+    while at < hi {
+        let c = (hi - at).min(CHUNK);
+        let remote = theirs + at as u64;
+        // SAFETY: `bounce` and our block hold `c` bytes from `at`; the peer's block holds
+        // them at `remote`, ours to use (caller contract).
+        unsafe {
+            cma_copy(pid, bounce.as_mut_ptr(), remote, c, Cma::Read)?;
+            cma_copy(pid, mine.as_mut_ptr().add(at), remote, c, Cma::Write)?;
+        }
+        mine[at..at + c].copy_from_slice(&bounce[..c]);
+        at += c;
+    }
+    Ok(())
+}
+
 impl Seg {
     /// Write our address table for alltoallv `k` into our buffer (its blocks did not fit):
     /// our pid, the address of `send` (in place: of the receive buffer, which holds the
@@ -258,26 +292,10 @@ impl Seg {
                     // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
                     mine.copy_from_slice(unsafe { self.peer(j, k, theirs as usize, n) });
                 }
-                (ADDRESSES, ADDRESSES) => {
-                    let half = n / 2;
-                    let (lo, hi) = if me < j { (0, half) } else { (half, n) };
-                    bounce.resize(bounce.len().max((hi - lo).min(CHUNK)), 0);
-                    let mut at = lo;
-                    while at < hi {
-                        let c = (hi - at).min(CHUNK);
-                        let remote = theirs + at as u64;
-                        // SAFETY: `bounce` and our block hold `c` bytes from `at`; rank `j`
-                        // posted its block for us at `theirs` (`n` bytes), whose range
-                        // `lo..hi` nobody else touches (the peer trades the other half)
-                        // until it is done with `k`, after us.
-                        unsafe {
-                            cma_copy(pid, bounce.as_mut_ptr(), remote, c, Cma::Read)?;
-                            cma_copy(pid, mine.as_mut_ptr().add(at), remote, c, Cma::Write)?;
-                        }
-                        mine[at..at + c].copy_from_slice(&bounce[..c]);
-                        at += c;
-                    }
-                }
+                // SAFETY: rank `j` posted its block for us at `theirs` (`n` bytes), whose
+                // half nobody else touches (the peer trades the other half) until it is
+                // done with `k`, after us.
+                (ADDRESSES, ADDRESSES) => unsafe { trade(pid, mine, theirs, me < j, &mut bounce)? },
                 (TABLE, _) => {
                     // Ours are posted: fetch theirs into place, then put ours in its place.
                     // SAFETY: the whole of rank `j`'s block for us is ours to read and then
