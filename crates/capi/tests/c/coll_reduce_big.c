@@ -8,6 +8,9 @@
  * moving, interleaved with large allreduces (which share the region), scans and small
  * reduces.
  *
+ * On two ranks they go by cross-memory copies up to 1 MiB, both ranks folding a part from
+ * 32 KiB on (the root the front, the other rank the back, written into the root's result).
+ *
  * Rank 0 prints "coll_reduce_big: large reduce on sm: used" (or "not used": whether the
  * coll_sm_reduce_calls counter moved at a 64 KiB reduce) and
  * "coll_reduce_big: all checks passed". */
@@ -257,8 +260,10 @@ int main(int argc, char **argv) {
     unsigned long long before = reduce_calls(ses, h);
     basic(c, 65536, 0, 0, 0, 0);
     int used = reduce_calls(ses, h) > before;
-    /* bytes around the 4 KiB buffer and the 16 KiB chunks, up to 1 MiB */
-    long bytes[] = {4096, 4097, 4104, 16384, 16385, 3 * 16384 + 24, 65536, 262144 + 8, 1 << 20};
+    /* bytes around the 4 KiB buffer, the 16 KiB chunks, 32 KiB (from there two ranks
+     * split the fold) and 1 MiB (the largest reduce on two ranks by cross-memory copies) */
+    long bytes[] = {4096,  4097,  4104,  16384,      16385,   3 * 16384 + 24,
+                    32760, 32768, 65536, 262144 + 8, 1 << 20, (1 << 20) + 40};
     for (size_t z = 0; z < sizeof bytes / sizeof bytes[0]; z++)
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             long n = bytes[z] / types[ti].bytes;

@@ -167,6 +167,11 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
     let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&bytes);
     if big && sm_ok && (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Reduce)? {
+            if seg.size() == 2 && seg.cma_known() && bytes <= sm::PULL_MAX {
+                count(a.shadow, Alg::SmReduce);
+                let ec = (elem_size, commutative);
+                return seg.reduce_pull(send, recv, root as usize, bytes, ec, f);
+            }
             let (to, root) = (recv.as_deref_mut(), root as usize);
             if seg.reduce_big(a, send, to, root, bytes, (elem_size, commutative), f)? {
                 count(a.shadow, Alg::SmReduce);

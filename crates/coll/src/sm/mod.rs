@@ -75,8 +75,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, REDUCE_BIG_MAX,
-    V_MAX,
+    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, PULL_MAX,
+    REDUCE_BIG_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};

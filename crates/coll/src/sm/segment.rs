@@ -9,10 +9,12 @@ use std::sync::Mutex;
 
 mod big;
 mod cma;
+mod pull;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
 pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
+pub use pull::PULL_MAX;
 pub use rooted::Side;
 
 const LINE: usize = 64;
