@@ -857,8 +857,8 @@ mpi_fn_c! {
 /// A send side of alltoall(v): the datatype and per-peer (count, displacement) slots.
 type SendSide = (Arc<Datatype>, Vec<(usize, isize)>);
 
-/// Alltoall(v) body over `oxmpi-coll` (Bruck or pairwise for regular blocks, pairwise for
-/// v). `send = None`: in place (the data to send is in the receive buffer).
+/// Alltoall(v) body over `oxmpi-coll` (its alltoall for regular blocks, alltoallv
+/// otherwise). `send = None`: in place (the data to send is in the receive buffer).
 fn alltoallv(
     c: &Coll,
     sendbuf: *const c_void,
@@ -899,7 +899,7 @@ fn alltoallv(
     let r = match regular_block(&rcounts, &rdispls) {
         Some(b) if regular_block(&scounts, &sdispls) == Some(b) => {
             let len = b * rcounts.len();
-            a.alltoall(&sbytes[..len], &mut out.bytes()[..len], b)
+            select::alltoall(&a, &sbytes[..len], &mut out.bytes()[..len], b)
         }
         _ => select::alltoallv(
             &a,

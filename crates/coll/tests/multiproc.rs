@@ -1042,7 +1042,7 @@ fn a2a_suite(c: &CollComm) {
         select::alltoallv(c, &send, (&sc, &sd), &mut recv, (&rc, &rd)).unwrap();
         check(&recv, "select");
         let total = |i: usize| (0..p).map(|j| s(i, j)).sum::<usize>();
-        let on_seg = (0..p).all(|i| fits(&s, i) || total(i) <= A2A_CMA_MAX);
+        let on_seg = (0..p).all(|i| fits(&s, i) || total(i) <= sm::a2a_cma_max(p));
         recv.fill(0);
         let got = seg
             .alltoallv((&send, &sc, &sd), (&mut recv, &rc, &rd))
@@ -1056,6 +1056,84 @@ fn a2a_suite(c: &CollComm) {
             check(&recv, "segment");
         } else {
             assert!(recv.iter().all(|&b| b == 0), "nothing moved");
+        }
+    }
+    assert_eq!(
+        sm::a2a_cma_max(p),
+        if p > 2 { usize::MAX } else { A2A_CMA_MAX }
+    );
+    a2a_large_suite(c);
+}
+
+/// Alltoall and allgather(v) of blocks too large for a segment buffer, through
+/// `base::select`: on more than 2 ranks by cross-memory copies on the segment (alltoall
+/// as an alltoallv; allgather(v) in place and not, uneven blocks with gaps, some empty),
+/// on 2 point to point; the counters say which path ran, the gaps stay untouched.
+fn a2a_large_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
+    let cma = p > 2 && seg.single_copy_max() > 0;
+    for (it, block) in [sm::DATA + 1, 40_000].into_iter().enumerate() {
+        let it = it as u64 + 50;
+        let a2a = |i: usize, j: usize| contrib(block, it, i * p + j, 60);
+        let send: Vec<u8> = (0..p).flat_map(|j| a2a(r, j)).collect();
+        let mut recv = vec![0u8; p * block];
+        let before = runs(Alg::SmAlltoallv);
+        select::alltoall(c, &send, &mut recv, block).unwrap();
+        assert_eq!(
+            runs(Alg::SmAlltoallv) - before,
+            u64::from(p > 2),
+            "alltoall of {block}-byte blocks on the segment"
+        );
+        let want: Vec<u8> = (0..p).flat_map(|i| a2a(i, r)).collect();
+        assert_eq!(recv, want, "alltoall of {block}-byte blocks");
+        // Allgather, then allgatherv of uneven blocks (rank 0's empty) with gaps.
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(block, it, i, 61)).collect();
+        let m = |i: usize| block * (i % 3) / 2 + i;
+        let counts: Vec<usize> = (0..p).map(m).collect();
+        let displs = prefix(&counts, 3);
+        let len = displs[p - 1] + counts[p - 1] + 3;
+        let vs: Vec<Vec<u8>> = (0..p).map(|i| contrib(m(i), it, i, 62)).collect();
+        for in_place in [false, true] {
+            let mut buf = vec![0u8; p * block];
+            if in_place {
+                buf[r * block..(r + 1) * block].copy_from_slice(&xs[r]);
+            }
+            let own = (!in_place).then_some(&xs[r][..]);
+            let before = runs(Alg::SmAllgather);
+            select::allgather(c, &mut buf, block, own).unwrap();
+            let how = format!("allgather of {block}-byte blocks, in place {in_place}");
+            assert_eq!(
+                runs(Alg::SmAllgather) - before,
+                u64::from(cma),
+                "{how}: path"
+            );
+            assert_eq!(buf, xs.concat(), "{how}");
+            let mut buf = vec![0xa5u8; len];
+            if in_place {
+                buf[displs[r]..displs[r] + counts[r]].copy_from_slice(&vs[r]);
+            }
+            let own = (!in_place).then_some(&vs[r][..]);
+            let before = runs(Alg::SmAllgather);
+            select::allgatherv(c, &mut buf, (&counts, &displs), own).unwrap();
+            let how = format!("allgatherv around {block} bytes, in place {in_place}");
+            // (Blocks that all fit a buffer go through the segment's buffers.)
+            let seg_path = cma || counts.iter().all(|&n| n <= sm::DATA);
+            assert_eq!(
+                runs(Alg::SmAllgather) - before,
+                u64::from(seg_path),
+                "{how}: path"
+            );
+            for i in 0..p {
+                let (d, n) = (displs[i], counts[i]);
+                assert_eq!(buf[d..d + n], vs[i], "{how}, from {i}");
+                assert!(
+                    buf[d + n..d + n + 3].iter().all(|&b| b == 0xa5),
+                    "{how}: gap"
+                );
+            }
         }
     }
 }

@@ -126,7 +126,9 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
 }
 
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
-/// comes from rank `j`.
+/// comes from rank `j`. Through the segment's buffers when every block fits one; larger
+/// blocks on more than 2 ranks as an alltoallv on the segment, which reads them by
+/// cross-memory copies ([`sm::Seg::alltoallv`]); else point to point.
 #[inline]
 pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
     let n = a.size as usize;
@@ -137,7 +139,33 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
             return Ok(());
         }
     }
+    let whole = send.len() == n * block && recv.len() == n * block;
+    if n > 2 && block > 0 && whole {
+        if let Some(seg) = sm::get(a, Coll::Alltoall)? {
+            let (counts, displs) = (vec![block; n], regular_displs(n, block));
+            let r = seg.alltoallv((send, &counts, &displs), (recv, &counts, &displs))?;
+            if let Some(r) = seg_alltoallv_done(a, r) {
+                return r;
+            }
+        }
+    }
     a.alltoall(send, recv, block)
+}
+
+/// Displacements of `n` blocks of `block` bytes back to back.
+fn regular_displs(n: usize, block: usize) -> Vec<usize> {
+    (0..n).map(|j| j * block).collect()
+}
+
+/// The segment, when an allgather(v) whose blocks do not all fit a segment buffer moves
+/// them by cross-memory copies ([`sm::Seg::allgatherv_cma`]): on more than 2 ranks, when
+/// CMA reaches every rank and single copies are on ([`sm::Seg::single_copy_max`]). The
+/// same on every rank.
+fn allgather_cma(a: &CollComm) -> Result<Option<std::sync::Arc<sm::Seg>>> {
+    if a.size <= 2 {
+        return Ok(None);
+    }
+    Ok(sm::get(a, Coll::Allgather)?.filter(|seg| seg.single_copy_max() > 0))
 }
 
 /// Reduce to `root`: our contribution is `send` (`None` at the root in place: it is in
@@ -409,6 +437,14 @@ pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize, own: Option<&[u8]>)
             return Ok(());
         }
     }
+    if block > sm::DATA && buf.len() == p * block {
+        if let Some(seg) = allgather_cma(a)? {
+            count(a.shadow, Alg::SmAllgather);
+            check_own(own, block)?;
+            let counts = vec![block; p];
+            return seg.allgatherv_cma(buf, (&counts, &regular_displs(p, block)), own);
+        }
+    }
     a.allgather_from(buf, block, own)
 }
 
@@ -434,6 +470,18 @@ pub fn allgatherv(
             place_own(buf, displs[me]..displs[me] + counts[me], own);
             seg.allgatherv(buf, counts, displs);
             return Ok(());
+        }
+    }
+    let valid = counts.len() == p
+        && displs.len() == p
+        && counts.iter().any(|&c| c > 0)
+        && crate::base::helpers::check_blocks(buf.len(), counts, displs).is_ok();
+    if valid && !fits {
+        if let Some(seg) = allgather_cma(a)? {
+            count(a.shadow, Alg::SmAllgather);
+            let me = a.rank as usize;
+            check_own(own, counts[me])?;
+            return seg.allgatherv_cma(buf, (counts, displs), own);
         }
     }
     a.allgatherv_from(buf, counts, displs, own)

@@ -43,7 +43,9 @@
 //! in place posts from the user's buffer before overwriting it (no temporary). Alltoallv
 //! blocks too large for a buffer move by cross-memory copies between the user's buffers
 //! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
-//! place up to [`A2A_CMA_MAX`] bytes per rank).
+//! place on more than 2 ranks, on 2 up to [`A2A_CMA_MAX`] bytes per rank: [`a2a_cma_max`]),
+//! and so do alltoall blocks too large for a buffer on more than 2 ranks, and allgather(v)
+//! blocks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is).
 //!
 //! Bcast, gather and scatter of blocks too large for a buffer, and such blocks of gatherv
 //! and scatterv, up to `coll_sm_single_copy_max` bytes (`coll_sm_single_copy_max_many` on
@@ -75,8 +77,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF, PULL_MAX,
-    REDUCE_BIG_MAX, V_MAX,
+    a2a_cma_max, Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF,
+    PULL_MAX, REDUCE_BIG_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};

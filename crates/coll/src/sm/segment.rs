@@ -13,7 +13,7 @@ mod pull;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
-pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
+pub use cma::{out_of_place_max as a2a_cma_max, OUT_OF_PLACE_MAX as A2A_CMA_MAX};
 pub use pull::PULL_MAX;
 pub use rooted::Side;
 

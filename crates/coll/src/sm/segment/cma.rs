@@ -13,14 +13,17 @@
 //! not: it reads its block from the peer's buffer, then writes its posted block there.
 //!
 //! Out of place, every rank reads its block from each peer's send buffer (or from the
-//! segment, where the peer posted it), when no rank sends more than [`OUT_OF_PLACE_MAX`]
-//! bytes in all (larger exchanges keep the point-to-point algorithms, whose cooperative
-//! single copy uses both sides' cores).
+//! segment, where the peer posted it): on more than 2 ranks always, on 2 when no rank
+//! sends more than [`OUT_OF_PLACE_MAX`] bytes in all (larger exchanges keep the
+//! point-to-point algorithms, whose cooperative single copy uses both sides' cores; see
+//! [`out_of_place_max`]). An allgather of blocks too large for a buffer on more than 2
+//! ranks is such an exchange with one block per rank, read by every other rank
+//! ([`Seg::allgatherv_cma`]).
 //!
 //! Whether CMA works between the ranks (Yama, seccomp) is probed once per segment, at the
 //! first such alltoallv, in one more round on the segment; every rank then knows it.
 
-use super::{Seg, DATA};
+use super::{Seg, DATA, NBUF};
 use crate::{arg_err, Result};
 use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::io;
@@ -28,8 +31,23 @@ use std::sync::atomic::Ordering;
 
 /// Bytes per CMA call of a swap (the bounce buffer's size).
 const CHUNK: usize = 64 << 10;
-/// Largest total send of a rank for which an out-of-place alltoallv moves by CMA.
+/// Largest total send of a rank for which an out-of-place alltoallv on 2 ranks moves by
+/// CMA (see [`out_of_place_max`]).
 pub const OUT_OF_PLACE_MAX: usize = 64 << 10;
+
+/// Largest total send of a rank for which an out-of-place alltoallv of `p` ranks moves by
+/// CMA: [`OUT_OF_PLACE_MAX`] on 2 ranks (larger exchanges keep the point-to-point
+/// algorithms, whose cooperative single copy uses both ranks' cores for the one message
+/// each way), no limit on more (every rank then reads `p - 1` blocks after one round of
+/// posts, where the messages need a handshake per block with a sender that, when ranks
+/// share cores, must be scheduled first).
+pub fn out_of_place_max(p: usize) -> usize {
+    if p > 2 {
+        usize::MAX
+    } else {
+        OUT_OF_PLACE_MAX
+    }
+}
 
 /// Whether CMA reaches every rank of the segment: not probed yet, yes, no.
 pub(super) const CMA_UNKNOWN: u8 = 0;
@@ -156,7 +174,7 @@ impl Seg {
 
     /// Whether our own post of alltoallv `k` (`out_of_place` or not) already says that no
     /// block moves on the segment, as every rank will read there ([`Seg::exchange_cma`]):
-    /// invalid arguments, or out of place more than [`OUT_OF_PLACE_MAX`] bytes sent. We
+    /// invalid arguments, or out of place more than [`out_of_place_max`] bytes sent. We
     /// then need nobody's post and go point to point at once, instead of waiting for every
     /// rank's post first (a round that costs a context switch per rank when ranks share
     /// cores).
@@ -167,7 +185,7 @@ impl Seg {
         // SAFETY: caller contract.
         let (flag, total) = unsafe { (self.word(self.rank, k, 0), self.word(self.rank, k, 4)) };
         flag != TABLE && flag != ADDRESSES
-            || out_of_place && flag == ADDRESSES && total as usize > OUT_OF_PLACE_MAX
+            || out_of_place && flag == ADDRESSES && total as usize > out_of_place_max(self.size)
     }
 
     /// Finish alltoallv `k` whose posted flags were not all [`TABLE`]: by CMA (see the
@@ -188,7 +206,8 @@ impl Seg {
         let total = |r: usize| unsafe { self.word(r, k, 4) } as usize;
         let valid = (0..p).all(|r| matches!(flag(r), TABLE | ADDRESSES));
         let qualifies = valid
-            && (send.is_none() || (0..p).all(|r| flag(r) == TABLE || total(r) <= OUT_OF_PLACE_MAX));
+            && (send.is_none()
+                || (0..p).all(|r| flag(r) == TABLE || total(r) <= out_of_place_max(p)));
         if !qualifies {
             self.finish(k);
             return Ok(None);
@@ -215,17 +234,69 @@ impl Seg {
                     Ok(false)
                 }
             }
-            Some(send) => self.read_all(k, send, (recv, rcounts, rdispls)),
+            Some(send) => self.read_all(k, Some(send), (recv, rcounts, rdispls)),
         };
+        self.cma_done(last, moved, "alltoallv").map(Some)
+    }
+
+    /// End an exchange by CMA whose last collective is `last`: mark it done, wait until
+    /// every rank is done with it (our buffers may be read or written by the others until
+    /// then), and report a failed copy as `what`'s error.
+    fn cma_done(&self, last: u64, moved: io::Result<bool>, what: &str) -> Result<bool> {
         self.finish(last);
-        // Our buffers may be read or written by the others until they are done too.
         self.reusable(last);
-        moved.map(Some).map_err(|e| {
+        moved.map_err(|e| {
             arg_err(
                 ErrorClass::Other,
-                format!("alltoallv: a cross-memory copy between ranks failed: {e}"),
+                format!("{what}: a cross-memory copy between ranks failed: {e}"),
             )
         })
+    }
+
+    /// Allgatherv into `buf` (block `j`: `counts[j]` bytes at `displs[j]`, the same
+    /// arguments on every rank) by one cross-memory copy per block, for blocks too large
+    /// for a segment buffer on more than 2 ranks, when CMA reaches every rank
+    /// ([`Seg::single_copy_max`] not 0: the callers decide alike everywhere). Our block is
+    /// in place in `buf` (`own` `None`) or in `own`. Every rank posts the address of its
+    /// block, then reads every other rank's block straight into `buf` and waits until
+    /// every rank has read its own: one round of posts, where recursive doubling or the
+    /// ring wait `log2 p` or `p - 1` times for a partner (a context switch each when ranks
+    /// share cores). An error when a copy failed or a rank's block differs in length from
+    /// our count for it (that block is not copied).
+    pub fn allgatherv_cma(
+        &self,
+        buf: &mut [u8],
+        (counts, displs): (&[usize], &[usize]),
+        own: Option<&[u8]>,
+    ) -> Result<()> {
+        let (p, me) = (self.size, self.rank);
+        assert!(
+            counts.len() == p && displs.len() == p,
+            "allgatherv_cma: one block per rank"
+        );
+        let mine = displs[me]..displs[me] + counts[me];
+        assert!(
+            own.is_none_or(|o| o.len() == mine.len()),
+            "allgatherv_cma: our block's length"
+        );
+        let k = self.next();
+        self.reusable(k.saturating_sub(NBUF));
+        let (ours, at) = (vec![mine.len(); p], vec![0; p]);
+        // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
+        unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at)) };
+        self.stamp(me, k).store(k, Ordering::Release);
+        if let Some(o) = own {
+            buf[mine].copy_from_slice(o);
+        }
+        self.wait_all(k);
+        let moved = self.read_all(k, None, (buf, counts, displs));
+        match self.cma_done(k, moved, "allgatherv")? {
+            true => Ok(()),
+            false => Err(arg_err(
+                ErrorClass::Truncate,
+                "allgatherv: a rank's block differs in length from its count",
+            )),
+        }
     }
 
     /// Whether every rank reaches every rank that posted addresses in alltoallv `k` by
@@ -318,12 +389,13 @@ impl Seg {
         Ok(())
     }
 
-    /// Out of place: our block from every rank into `recv`; false if some block's length
-    /// differs from its count or lies outside `recv` (not copied).
+    /// Out of place: our block from every rank into `recv` (`send`: our own blocks, `None`
+    /// when ours is already in place); false if some block's length differs from its
+    /// count or lies outside `recv` (not copied).
     fn read_all(
         &self,
         k: u64,
-        send: &[u8],
+        send: Option<&[u8]>,
         (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
     ) -> io::Result<bool> {
         let (p, me) = (self.size, self.rank);
@@ -344,9 +416,11 @@ impl Seg {
                 // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
                 TABLE => dst.copy_from_slice(unsafe { self.peer(j, k, at as usize, n) }),
                 _ if j == me => {
-                    // Our own block, at the address we posted inside `send`.
-                    let d = at as usize - send.as_ptr() as usize;
-                    dst.copy_from_slice(&send[d..d + n]);
+                    // Our own block, at the address we posted inside `send` (or in place).
+                    if let Some(send) = send {
+                        let d = at as usize - send.as_ptr() as usize;
+                        dst.copy_from_slice(&send[d..d + n]);
+                    }
                 }
                 // SAFETY: rank `j`'s send buffer holds `n` bytes at `at`, unchanged until
                 // it is done with `k`, after us; `dst` holds `n` bytes.
