@@ -68,7 +68,7 @@
 //! [`NB_LARGE_MAX`], on more than 2 ranks: [`SmKind::Large`], [`existing_large`]) go
 //! through the nonblocking large region that ends the segment, a slot per rank: the ranks
 //! copy their vectors into their slots at the call and the readers fold from there in their
-//! progress.
+//! progress; the blocking reduce-scatter of such vectors too, waiting.
 //!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
