@@ -1338,7 +1338,7 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
 }
 
 /// Reduce-scatter of a predefined contiguous type whose whole vector fits the
-/// shared-memory segment, on the user's buffers: no packed copy, no scratch, no count
+/// shared-memory segment (a buffer, or the nonblocking large region), on the user's buffers: no packed copy, no scratch, no count
 /// vectors. Our block is `mine` items from item `at` of the `total`-item vector. `None`:
 /// the general path decides (other types, NULL buffers, larger vectors, no segment: the
 /// same on every rank for correct arguments) and reports the errors.
@@ -1350,7 +1350,10 @@ fn reduce_scatter_fast(
 ) -> Option<MpiResult> {
     let s = dt.size;
     let bytes = total.checked_mul(s)?;
-    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || bytes > oxmpi_coll::sm::DATA {
+    // Small vectors through the segment's buffers, larger ones through its nonblocking
+    // large region.
+    let fits = bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes);
+    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || !fits {
         return None;
     }
     let in_place = alg::is_in_place(r.sendbuf);

@@ -36,10 +36,10 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
-use oxmpi_coll::sm::{Rooted, SmKind};
+use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
-    checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, region,
-    region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared,
+    checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, reduction_seg,
+    region, region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -217,12 +217,12 @@ mpi_fn_c! {
             alg::check_buf(sendbuf, &dt, n, comm)?;
         }
         let mut unpack = Vec::new();
-        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Allreduce, Reduction::Allreduce)) {
             let src = if in_place { recvbuf } else { sendbuf.cast_mut() };
             // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room
             // for them until completion.
             let io = unsafe { (region(&dt, n, src, true, false, 0, &mut unpack), region(&dt, n, recvbuf, false, true, 1, &mut unpack)) };
-            return start_shared(comm, &a, (seg, SmKind::Allreduce), io, Some(o), unpack, request);
+            return start_shared(comm, &a, shared, io, Some(o), unpack, request);
         }
         // SAFETY: MPI contract: recvbuf has room for `n` items (in place: holds ours).
         let r = unsafe { region(&dt, n, recvbuf, in_place, true, 0, &mut unpack) };
@@ -250,7 +250,8 @@ mpi_fn_c! {
         if me {
             alg::check_buf(recvbuf, &dt, n, comm)?;
         }
-        if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+        let r0 = root as usize;
+        if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), (SmKind::Reduce { root: r0 }, Reduction::Reduce { root: r0 })) {
             let mut unpack = Vec::new();
             // SAFETY: MPI contract: the contribution holds `n` items and recvbuf (root)
             // has room for them until completion.
@@ -258,7 +259,7 @@ mpi_fn_c! {
                 let input = region(&dt, n, src.cast_mut(), true, false, 0, &mut unpack);
                 (input, if me { region(&dt, n, recvbuf, false, true, 1, &mut unpack) } else { none() })
             };
-            return start_shared(comm, &a, (seg, SmKind::Reduce { root: root as usize }), io, Some(o), unpack, request);
+            return start_shared(comm, &a, shared, io, Some(o), unpack, request);
         }
         let mut unpack = Vec::new();
         // Read where it is (packed only for a non-contiguous type).
@@ -858,7 +859,12 @@ fn ireduce_scatter(
     let me = a.rank as usize;
     alg::check_buf(recvbuf, &dt, counts[me], comm)?;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
-    if let Some(seg) = shared_seg(&a, total.saturating_mul(dt.size)) {
+    let at = bytes[..me].iter().sum();
+    let red = Reduction::ReduceScatter { at, len: bytes[me] };
+    let small = SmKind::ReduceScatter {
+        counts: bytes.clone(),
+    };
+    if let Some(shared) = reduction_seg(&a, total.saturating_mul(dt.size), (small, red)) {
         let mut unpack = Vec::new();
         // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room
         // for ours until completion.
@@ -868,8 +874,7 @@ fn ireduce_scatter(
                 region(&dt, counts[me], recvbuf, false, true, 1, &mut unpack),
             )
         };
-        let kind = SmKind::ReduceScatter { counts: bytes };
-        return start_shared(comm, &a, (seg, kind), io, Some(o), unpack, request);
+        return start_shared(comm, &a, shared, io, Some(o), unpack, request);
     }
     let mut unpack = Vec::new();
     // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room for
@@ -925,7 +930,8 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
     alg::check_buf(recvbuf, &dt, n, comm)?;
     let mut unpack = Vec::new();
     let store = !(exclusive && rank == 0);
-    if let Some(seg) = shared_seg(&a, dt.size.saturating_mul(n)) {
+    let kinds = (SmKind::Scan { exclusive }, Reduction::Scan { exclusive });
+    if let Some(shared) = reduction_seg(&a, dt.size.saturating_mul(n), kinds) {
         // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room for
         // them until completion.
         let io = unsafe {
@@ -934,15 +940,7 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
                 region(&dt, n, recvbuf, false, store, 1, &mut unpack),
             )
         };
-        return start_shared(
-            comm,
-            &a,
-            (seg, SmKind::Scan { exclusive }),
-            io,
-            Some(o),
-            unpack,
-            request,
-        );
+        return start_shared(comm, &a, shared, io, Some(o), unpack, request);
     }
     // SAFETY: MPI contract: the contribution holds `n` items and recvbuf has room for
     // them until completion (contiguous: the user's memory; otherwise packed now and

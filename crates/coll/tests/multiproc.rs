@@ -1289,7 +1289,7 @@ fn nbc_suite(c: &CollComm) {
 fn light_suite(c: &CollComm) {
     use oxmpi_coll::nbc::light;
     use oxmpi_coll::sched::{OwnedOp, Region};
-    use oxmpi_coll::sm::{Rooted, SmKind};
+    use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     let (p, me) = (c.size as usize, c.rank as usize);
@@ -1323,7 +1323,24 @@ fn light_suite(c: &CollComm) {
             // Blocks too large for a buffer: one cross-memory copy per rank, sizes on both
             // sides of a buffer, a page, and up to 64 KiB.
             let big = [4097, 4096 + 8, 8191, 8192, 20_000, 65_536][rng.below(6)];
-            let kind = match rng.below(8) {
+            // Reductions through the nonblocking large region: whole 8-byte items (the
+            // non-commutative `affine`), in place or not.
+            let large = [4104, 8200, 20_000, 65_536][rng.below(4)];
+            let in_place = rng.below(2) == 0;
+            let kind = match rng.below(10) {
+                8 | 9 => SmKind::Large {
+                    red: match rng.below(5) {
+                        0 => Reduction::Allreduce,
+                        1 => Reduction::Reduce { root },
+                        // Blocks of whole items, the last rank's the longest.
+                        4 => {
+                            let base = large / 8 / p * 8;
+                            let len = if me + 1 == p { large - base * me } else { base };
+                            Reduction::ReduceScatter { at: base * me, len }
+                        }
+                        e => Reduction::Scan { exclusive: e == 3 },
+                    },
+                },
                 0 => SmKind::Bcast { root },
                 1 => SmKind::Allreduce,
                 2 => SmKind::Reduce { root },
@@ -1390,6 +1407,37 @@ fn light_suite(c: &CollComm) {
                         }
                     }
                 }
+                SmKind::Large { red } => {
+                    let xs: Vec<_> = (0..p).map(|r| contrib(large, t, r, 10)).collect();
+                    let want = match *red {
+                        Reduction::Allreduce => fold(&affine, &xs),
+                        Reduction::Reduce { root } if root == me => fold(&affine, &xs),
+                        Reduction::Reduce { .. } => Vec::new(),
+                        // In place the rest of the input stays as it was.
+                        Reduction::ReduceScatter { at, len } => {
+                            let mut w = fold(&affine, &xs)[at..at + len].to_vec();
+                            if in_place {
+                                w.extend_from_slice(&xs[me][len..]);
+                            }
+                            w
+                        }
+                        Reduction::Scan { exclusive } => {
+                            let upto = if exclusive { me } else { me + 1 };
+                            match upto {
+                                // Exclusive on rank 0: the output is left alone.
+                                0 if in_place => xs[0].clone(),
+                                0 => vec![0; large],
+                                _ => fold(&affine, &xs[..upto]),
+                            }
+                        }
+                    };
+                    let out_len = match *red {
+                        Reduction::ReduceScatter { len, .. } => len,
+                        _ if want.is_empty() => 0,
+                        _ => large,
+                    };
+                    (xs[me].clone(), out_len, want)
+                }
                 _ => unreachable!(),
             };
             let op = match &kind {
@@ -1398,7 +1446,7 @@ fn light_suite(c: &CollComm) {
                     elem_size: 4,
                     commutative: true,
                 }),
-                SmKind::Reduce { .. } => Some(OwnedOp {
+                SmKind::Reduce { .. } | SmKind::Large { .. } => Some(OwnedOp {
                     f: Box::new(affine),
                     elem_size: 8,
                     commutative: false,
@@ -1408,19 +1456,22 @@ fn light_suite(c: &CollComm) {
             let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
             let mut inp = inp;
             let mut out = vec![0u8; out_len];
+            // In place: the input is the output itself (where a rank has one; a
+            // reduce-scatter's output is the start of its input).
+            let aliased = matches!(kind, SmKind::Large { .. }) && in_place && out_len > 0;
+            if aliased {
+                out = inp.clone();
+            }
             let reg = |v: &mut Vec<u8>| Region::Raw(v.as_mut_ptr(), v.len());
+            let input = if aliased {
+                reg(&mut out)
+            } else {
+                reg(&mut inp)
+            };
+            let output = Region::Raw(out.as_mut_ptr(), out_len);
             let i = light::claim().expect("a free slot");
             // SAFETY: `inp` and `out` live until the request ended (checked below).
-            let ended = unsafe {
-                light::start(
-                    i,
-                    c,
-                    (seg, kind),
-                    (reg(&mut inp), reg(&mut out)),
-                    op,
-                    j as i32,
-                )
-            };
+            let ended = unsafe { light::start(i, c, (seg, kind), (input, output), op, j as i32) };
             posted.push((Some(i).filter(|_| ended.is_none()), inp, out, want, j));
         }
         // A blocking single-copy bcast while they are pending (its own sequence).

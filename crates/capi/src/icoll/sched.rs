@@ -338,6 +338,25 @@ pub(crate) fn rooted_seg(
     Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
 }
 
+/// The segment and the collective for a nonblocking reduction (`red`) of `bytes` bytes per
+/// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else
+/// through the segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]);
+/// every rank decides alike.
+pub(crate) fn reduction_seg(
+    a: &oxmpi_coll::CollComm,
+    bytes: usize,
+    (small, red): (oxmpi_coll::sm::SmKind, oxmpi_coll::sm::Reduction),
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
+    if let Some(seg) = shared_seg(a, bytes) {
+        return Some((seg, small));
+    }
+    if PLANNING.with(|p| p.borrow().is_some()) {
+        return None;
+    }
+    let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
+    Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
+}
+
 /// Start the shared-memory nonblocking collective `kind` on `seg` ([`shared_seg`]):
 /// `io` is (our contribution, where the result goes), regions 0 and 1 of its unpacks.
 pub(crate) fn start_shared(

@@ -11,6 +11,12 @@
  * On two ranks they go by cross-memory copies up to 1 MiB, both ranks folding a part from
  * 32 KiB on (the root the front, the other rank the back, written into the root's result).
  *
+ * Then the nonblocking forms (MPI_Ireduce, MPI_Iallreduce, MPI_Iscan, MPI_Iexscan), which
+ * on more than 2 ranks go through the segment's nonblocking large region up to 1 MiB:
+ * sizes around 4 KiB and 1 MiB, in place and not, every root, the non-commutative op,
+ * several posted before the first wait (each waits for the region in its progress) with
+ * a blocking collective in between.
+ *
  * Rank 0 prints "coll_reduce_big: large reduce on sm: used" (or "not used": whether the
  * coll_sm_reduce_calls counter moved at a 64 KiB reduce) and
  * "coll_reduce_big: all checks passed". */
@@ -19,6 +25,29 @@
 #include <string.h>
 
 static int rank, size;
+/* Run the nonblocking forms (posted, then waited for) instead of the blocking ones. */
+static int nonblocking;
+
+/* The reduce / allreduce / scan / exscan of `send` into `recv` (`root` < 0: allreduce),
+ * blocking or posted and waited for. */
+static void reduction(const void *send, void *recv, long n, MPI_Datatype t, MPI_Op op, int root,
+                      int kind) {
+    MPI_Request q = MPI_REQUEST_NULL;
+    int nb = nonblocking;
+    if (kind == 0 && root >= 0)
+        CHECK_RC(nb ? MPI_Ireduce(send, recv, (int)n, t, op, root, MPI_COMM_WORLD, &q)
+                    : MPI_Reduce(send, recv, (int)n, t, op, root, MPI_COMM_WORLD));
+    else if (kind == 0)
+        CHECK_RC(nb ? MPI_Iallreduce(send, recv, (int)n, t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Allreduce(send, recv, (int)n, t, op, MPI_COMM_WORLD));
+    else if (kind == 1)
+        CHECK_RC(nb ? MPI_Iscan(send, recv, (int)n, t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Scan(send, recv, (int)n, t, op, MPI_COMM_WORLD));
+    else
+        CHECK_RC(nb ? MPI_Iexscan(send, recv, (int)n, t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Exscan(send, recv, (int)n, t, op, MPI_COMM_WORLD));
+    CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+}
 
 /* Item k of rank r's contribution: small integers (sums exact in any order). */
 static int val(int r, long k, int what) { return (int)((r * 37 + k * 11 + what * 5) % 20) - 5; }
@@ -77,10 +106,7 @@ static void scan(const ty *t, long n, int ex, int inpl, int max, int what) {
     MPI_Op op = max ? MPI_MAX : MPI_SUM;
     if (inpl) memcpy(r, s, len);
     const void *src = inpl ? MPI_IN_PLACE : s;
-    if (ex)
-        CHECK_RC(MPI_Exscan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
-    else
-        CHECK_RC(MPI_Scan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    reduction(src, r, n, t->t, op, 0, ex ? 2 : 1);
     if (!ex || rank > 0)
         for (long k = 0; k < n; k++)
             if (!same_upto(t, r, k, what, max, ex ? rank : rank + 1)) {
@@ -93,23 +119,24 @@ static void scan(const ty *t, long n, int ex, int inpl, int max, int what) {
     free(r);
 }
 
-/* One reduce of `n` items of `t` (SUM or MAX) to `root`, in place or not, checked. */
+/* One reduce of `n` items of `t` (SUM or MAX) to `root` (-1: an allreduce), in place or
+ * not, checked. */
 static void basic(const ty *t, long n, int root, int inpl, int max, int what) {
     size_t len = (size_t)n * t->bytes;
     unsigned char *s, *r;
     buffers(t, n, what, &s, &r);
     MPI_Op op = max ? MPI_MAX : MPI_SUM;
-    if (inpl && rank == root) {
+    if (inpl && (rank == root || root < 0)) {
         memcpy(r, s, len);
-        CHECK_RC(MPI_Reduce(MPI_IN_PLACE, r, (int)n, t->t, op, root, MPI_COMM_WORLD));
+        reduction(MPI_IN_PLACE, r, n, t->t, op, root, 0);
     } else {
-        CHECK_RC(MPI_Reduce(s, r, (int)n, t->t, op, root, MPI_COMM_WORLD));
+        reduction(s, r, n, t->t, op, root, 0);
     }
-    if (rank == root) {
+    if (rank == root || root < 0) {
         for (long k = 0; k < n; k++)
             if (!same(t, r, k, what, max)) {
-                fprintf(stderr, "reduce %s n=%ld root=%d inpl=%d max=%d: item %ld wrong\n",
-                        t->name, n, root, inpl, max, k);
+                fprintf(stderr, "reduce %s n=%ld root=%d inpl=%d max=%d nb=%d: item %ld wrong\n",
+                        t->name, n, root, inpl, max, nonblocking, k);
                 CHECK(0);
             }
         for (int g = 0; g < 16; g++) CHECK(r[len + g] == 0x5a);
@@ -188,18 +215,19 @@ static void noncommutative(MPI_Op op, MPI_Datatype mt, long n, int root, int inp
     mat *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
     CHECK(s && r);
     for (long k = 0; k < n; k++) s[k] = mat_of(rank, k);
-    if (inpl && rank == root) {
+    if (inpl && (rank == root || root < 0)) {
         memcpy(r, s, n * sizeof *s);
-        CHECK_RC(MPI_Reduce(MPI_IN_PLACE, r, (int)n, mt, op, root, MPI_COMM_WORLD));
+        reduction(MPI_IN_PLACE, r, n, mt, op, root, 0);
     } else {
-        CHECK_RC(MPI_Reduce(s, r, (int)n, mt, op, root, MPI_COMM_WORLD));
+        reduction(s, r, n, mt, op, root, 0);
     }
-    if (rank == root)
+    if (rank == root || root < 0)
         for (long k = 0; k < n; k++) {
             mat e = mat_of(0, k);
             for (int q = 1; q < size; q++) e = mul(e, mat_of(q, k));
             if (memcmp(&e, &r[k], sizeof e) != 0) {
-                fprintf(stderr, "matmul n=%ld root=%d inpl=%d: item %ld wrong\n", n, root, inpl, k);
+                fprintf(stderr, "matmul n=%ld root=%d inpl=%d nb=%d: item %ld wrong\n", n, root,
+                        inpl, nonblocking, k);
                 CHECK(0);
             }
         }
@@ -207,24 +235,64 @@ static void noncommutative(MPI_Op op, MPI_Datatype mt, long n, int root, int inp
     free(r);
 }
 
-/* Scan (inclusive) with the matrix product: rank order matters. */
-static void matscan(MPI_Op op, MPI_Datatype mt, long n, int inpl) {
+/* Scan (inclusive, or `ex`: exclusive) with the matrix product: rank order matters. */
+static void matscan_ex(MPI_Op op, MPI_Datatype mt, long n, int inpl, int ex) {
     mat *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
     CHECK(s && r);
     for (long k = 0; k < n; k++) s[k] = mat_of(rank, k);
     if (inpl) {
         memcpy(r, s, n * sizeof *s);
-        CHECK_RC(MPI_Scan(MPI_IN_PLACE, r, (int)n, mt, op, MPI_COMM_WORLD));
+        reduction(MPI_IN_PLACE, r, n, mt, op, 0, ex ? 2 : 1);
     } else {
-        CHECK_RC(MPI_Scan(s, r, (int)n, mt, op, MPI_COMM_WORLD));
+        reduction(s, r, n, mt, op, 0, ex ? 2 : 1);
     }
-    for (long k = 0; k < n; k++) {
+    for (long k = 0; k < n && (!ex || rank > 0); k++) {
         mat e = mat_of(0, k);
-        for (int q = 1; q <= rank; q++) e = mul(e, mat_of(q, k));
+        for (int q = 1; q < (ex ? rank : rank + 1); q++) e = mul(e, mat_of(q, k));
         CHECK(memcmp(&e, &r[k], sizeof e) == 0);
     }
     free(s);
     free(r);
+}
+
+static void matscan(MPI_Op op, MPI_Datatype mt, long n, int inpl) {
+    matscan_ex(op, mt, n, inpl, 0);
+}
+
+/* Several nonblocking reductions of `n` ints posted before the first wait (an ireduce to
+ * each of two roots, an iallreduce in place, an iscan, an iexscan), a barrier in between:
+ * each waits for the region in its progress. */
+static void outstanding(long n, int i) {
+    enum { K = 5 };
+    int *s[K], *r[K];
+    MPI_Request q[K];
+    for (int j = 0; j < K; j++) {
+        s[j] = malloc(n * sizeof(int));
+        r[j] = malloc(n * sizeof(int));
+        CHECK(s[j] && r[j]);
+        for (long k = 0; k < n; k++) s[j][k] = val(rank, k, i + j), r[j][k] = s[j][k];
+    }
+    int r0 = i % size, r1 = (i + 1) % size;
+    CHECK_RC(MPI_Ireduce(s[0], r[0], (int)n, MPI_INT, MPI_SUM, r0, MPI_COMM_WORLD, &q[0]));
+    CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, r[1], (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[1]));
+    CHECK_RC(MPI_Ireduce(s[2], r[2], (int)n, MPI_INT, MPI_SUM, r1, MPI_COMM_WORLD, &q[2]));
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_RC(MPI_Iscan(s[3], r[3], (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[3]));
+    CHECK_RC(MPI_Iexscan(MPI_IN_PLACE, r[4], (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[4]));
+    /* completed in an order that differs between ranks */
+    for (int j = 0; j < K; j++) CHECK_RC(MPI_Wait(&q[(j + rank) % K], MPI_STATUS_IGNORE));
+    ty in = {MPI_INT, 4, "INT"};
+    int upto[K] = {size, size, size, rank + 1, rank};
+    for (int j = 0; j < K; j++) {
+        if ((j == 0 && rank != r0) || (j == 2 && rank != r1) || (j == 4 && rank == 0)) continue;
+        for (long k = 0; k < n; k++)
+            if (!same_upto(&in, r[j], k, i + j, 0, upto[j])) {
+                fprintf(stderr, "outstanding n=%ld i=%d: collective %d item %ld wrong on %d\n", n,
+                        i, j, k, rank);
+                CHECK(0);
+            }
+    }
+    for (int j = 0; j < K; j++) free(s[j]), free(r[j]);
 }
 
 static unsigned long long reduce_calls(MPI_T_pvar_session ses, MPI_T_pvar_handle h) {
@@ -316,6 +384,32 @@ int main(int argc, char **argv) {
         if (i % 5 == 2) basic(c, 1000, (root + 1) % size, 0, 0, i);
         if (i % 3 == 2) scan(c, n / 2, i % 2, 0, 0, i);
     }
+    /* the nonblocking forms: sizes around 4 KiB and 1 MiB (the largest through the
+     * nonblocking region; one item more takes the schedules), allreduce too */
+    nonblocking = 1;
+    long nbytes[] = {4104, 4096, 65536 + 8, 1 << 20, (1 << 20) + 8};
+    for (size_t z = 0; z < sizeof nbytes / sizeof nbytes[0]; z++)
+        for (size_t ti = 0; ti < (z == 0 ? 4u : 1u); ti += 3) {
+            long n = nbytes[z] / types[ti].bytes;
+            for (int root = -1; root < size; root++)
+                for (int inpl = 0; inpl < 2; inpl++) {
+                    if (root > 0 && root != size - 1) continue;
+                    basic(&types[ti], n, root, inpl, (int)(z + ti + root + 1) % 2, (int)z);
+                }
+            for (int ex = 0; ex < 2; ex++)
+                for (int inpl = 0; inpl < 2; inpl++)
+                    scan(&types[ti], n, ex, inpl, (int)(z + ti) % 2, (int)z);
+        }
+    long nmats[] = {257, 4096 + 3};
+    for (size_t z = 0; z < sizeof nmats / sizeof nmats[0]; z++)
+        for (int inpl = 0; inpl < 2; inpl++) {
+            for (int root = -1; root < size; root += (root == 0 ? size - 1 : 1))
+                noncommutative(op, mt, nmats[z], root, inpl);
+            matscan_ex(op, mt, nmats[z], inpl, 0);
+            matscan_ex(op, mt, nmats[z], inpl, 1);
+        }
+    for (int i = 0; i < 2; i++) outstanding(i % 2 ? 20000 : 70000, i);
+    nonblocking = 0;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
         printf("coll_reduce_big: large reduce on sm: %s\n", used ? "used" : "not used");

@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 17] = [
+pub static PARAMS: [ParamDecl; 18] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -101,6 +101,7 @@ pub static PARAMS: [ParamDecl; 17] = [
     crate::sm::params::BARRIER_RELEASE,
     crate::sm::params::SINGLE_COPY_MAX,
     crate::sm::params::SINGLE_COPY_MAX_MANY,
+    crate::sm::params::NONBLOCKING_LARGE_MAX,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

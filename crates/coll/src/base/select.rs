@@ -498,6 +498,12 @@ pub fn reduce_scatter(
 ) -> Result<()> {
     let total: usize = counts.iter().sum();
     let me = a.rank as usize;
+    if counts.len() == a.size as usize && full.len() >= total && out.len() >= counts[me] {
+        let at = counts[..me].iter().sum();
+        if reduce_scatter_large(a, Some(&full[..total]), out, (at, counts[me], total), op.f)? {
+            return Ok(());
+        }
+    }
     if counts.len() == a.size as usize
         && (1..=sm::DATA).contains(&total)
         && full.len() >= total
@@ -528,6 +534,9 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     (at, n, total): (usize, usize, usize),
     f: &F,
 ) -> Result<bool> {
+    if reduce_scatter_large(a, send, buf, (at, n, total), f)? {
+        return Ok(true);
+    }
     if !(1..=sm::DATA).contains(&total) {
         return Ok(false);
     }
@@ -540,6 +549,39 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
         Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f),
         None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f),
     }
+    Ok(true)
+}
+
+/// Reduce-scatter of more than [`sm::DATA`] bytes up to `coll_sm_nonblocking_large_max` on
+/// more than 2 ranks through the segment's nonblocking large region
+/// ([`sm::Seg::reduce_scatter_large`]: each rank copies its vector into its slot and folds
+/// its block of every slot, one handoff where the ring waits `p - 1` times for a
+/// neighbour, each a context switch when ranks share cores). Arguments as for
+/// [`reduce_scatter_direct`]; false (nothing done, on every rank alike) when it does not
+/// apply.
+fn reduce_scatter_large(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    buf: &mut [u8],
+    (at, n, total): (usize, usize, usize),
+    f: &dyn Fn(&[u8], &mut [u8]),
+) -> Result<bool> {
+    if !sm::large_fits(a, total) {
+        return Ok(false);
+    }
+    let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
+        return Ok(false);
+    };
+    let poll = || {
+        crate::nbc::progress::progress_pending();
+    };
+    if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &poll) {
+        return Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Count,
+            "reduce_scatter: block outside the vector",
+        ));
+    }
+    count(a.shadow, Alg::SmReduceScatter);
     Ok(true)
 }
 

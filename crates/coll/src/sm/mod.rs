@@ -66,6 +66,12 @@
 //! communicator's size alone, whether it goes through the segment or by message
 //! ([`SmKind::each_message`]).
 //!
+//! Nonblocking allreduce, reduce, scan, exscan and reduce-scatter of larger vectors (up to
+//! [`NB_LARGE_MAX`], on more than 2 ranks: [`SmKind::Large`], [`existing_large`]) go
+//! through the nonblocking large region that ends the segment, a slot per rank: the ranks
+//! copy their vectors into their slots at the call and the readers fold from there in their
+//! progress; the blocking reduce-scatter of such vectors too, waiting.
+//!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
 //! unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
@@ -77,8 +83,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    a2a_cma_max, Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_NBUF,
-    PULL_MAX, REDUCE_BIG_MAX, V_MAX,
+    a2a_cma_max, Reduction, Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF,
+    NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};
@@ -194,6 +200,21 @@ pub fn existing_single_copy(a: &CollComm, block: usize) -> Option<Arc<Seg>> {
         return None;
     }
     existing(a).filter(|s| block <= s.single_copy_max())
+}
+
+/// The segment for a nonblocking allreduce, reduce, scan or exscan of `bytes` bytes (more
+/// than a buffer) through its nonblocking large region ([`SmKind::Large`]): on more than 2
+/// ranks (2 ranks keep their schedules, measured faster there), when an earlier collective
+/// made it ([`existing`]) and the vector has at most `coll_sm_nonblocking_large_max` bytes.
+/// Every rank gets the same answer.
+pub fn existing_large(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
+    large_fits(a, bytes).then(|| existing(a)).flatten()
+}
+
+/// Whether a reduction of `bytes` bytes on the communicator of `a` may take the segment's
+/// nonblocking large region (see [`existing_large`]; a blocking one makes the segment).
+pub fn large_fits(a: &CollComm, bytes: usize) -> bool {
+    a.size > 2 && bytes > DATA && bytes <= params::nonblocking_large_max() && params::nonblocking()
 }
 
 fn setup(a: &CollComm) -> Result<Option<Seg>> {

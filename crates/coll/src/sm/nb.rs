@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::trade;
+use super::segment::{trade, Large, Reduction};
 use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -173,6 +173,15 @@ pub enum SmKind {
         in_place: bool,
         /// Largest block moved by cross-memory copies (0: none; the same on every rank).
         far: usize,
+    },
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Iscan` or `MPI_Iexscan` of a vector larger
+    /// than a buffer (at most [`super::NB_LARGE_MAX`] bytes) through the segment's
+    /// nonblocking large region (`segment/large.rs`): input and output as for
+    /// [`SmKind::Allreduce`], [`SmKind::Reduce`] and [`SmKind::Scan`]. Read by
+    /// [`SmNb::progress`], not [`SmKind::compute`].
+    Large {
+        /// Which reduction.
+        red: Reduction,
     },
 }
 
@@ -411,7 +420,8 @@ impl SmKind {
             SmKind::Gatherv { .. }
             | SmKind::Scatterv { .. }
             | SmKind::Alltoallv { .. }
-            | SmKind::Single { .. } => 0..0,
+            | SmKind::Single { .. }
+            | SmKind::Large { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -517,7 +527,8 @@ impl SmKind {
             SmKind::Alltoallv { .. }
             | SmKind::Gatherv { .. }
             | SmKind::Scatterv { .. }
-            | SmKind::Single { .. } => {}
+            | SmKind::Single { .. }
+            | SmKind::Large { .. } => {}
         }
     }
 }
@@ -537,6 +548,8 @@ pub struct SmNb {
     moved: u64,
     /// What went wrong with one of those (else `Done`).
     fault: Progress,
+    /// A [`SmKind::Large`]'s progress.
+    large: Large,
 }
 
 impl SmNb {
@@ -544,10 +557,15 @@ impl SmNb {
     /// collective order).
     pub(crate) fn open(seg: Arc<Seg>, kind: SmKind) -> SmNb {
         let k = seg.open_nb();
+        let large = match kind {
+            SmKind::Large { .. } => seg.open_large(k),
+            _ => Large::default(),
+        };
         SmNb {
             seg,
             k,
             kind,
+            large,
             posted: false,
             done: false,
             copied: None,
@@ -575,6 +593,26 @@ impl SmNb {
         if let SmKind::Single { root, block, coll } = self.kind {
             // SAFETY: caller contract.
             return unsafe { self.single((root, block, coll), input, output) };
+        }
+        if let SmKind::Large { red } = self.kind {
+            let Some(op) = op else {
+                return Progress::Mismatch;
+            };
+            let (seg, k) = (&*self.seg, self.k);
+            let f = (&*op.f as Fold<'_>, op.elem_size);
+            // SAFETY: caller contract (the regions are valid until the end); `k` is open
+            // (closed below), and every rank runs the same reduction on the same length.
+            let end = unsafe { seg.large_step((&mut self.large, k, red), input, output, f) };
+            let Some(ok) = end else {
+                return Progress::Pending;
+            };
+            seg.close_nb(k);
+            self.done = true;
+            return if ok {
+                Progress::Done
+            } else {
+                Progress::Mismatch
+            };
         }
         let seg = &*self.seg;
         let k = self.k;

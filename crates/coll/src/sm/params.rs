@@ -122,6 +122,35 @@ pub const SINGLE_COPY_MAX_MANY: ParamDecl = ParamDecl::new(
 )
 .level(6);
 
+/// `coll_sm_nonblocking_large_max`.
+pub const NONBLOCKING_LARGE_MAX: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "nonblocking_large_max",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 20,
+    },
+    "1048576",
+    "Nonblocking allreduce, reduce, scan, exscan and reduce-scatter (and the blocking \
+     reduce-scatter) on more than 2 ranks of vectors larger than a shared-memory buffer \
+     (4 KiB) and at most this many bytes (at most 1 MiB) go through the segment's \
+     nonblocking large region (with coll_sm_nonblocking): each rank copies its vector into \
+     its slot at the call and the ranks that need it fold it from there in their progress; \
+     larger ones, and all when 0, run as schedules of messages",
+)
+.level(6);
+
+/// `coll_sm_nonblocking_large_max`: the largest vector (bytes) of a nonblocking reduction
+/// through the segment's nonblocking large region (0: none).
+pub fn nonblocking_large_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let v = usize::try_from(params::int(&NONBLOCKING_LARGE_MAX)).unwrap_or(0);
+        v.min(super::NB_LARGE_MAX)
+    })
+}
+
 /// `coll_sm_single_copy_max`: largest block (bytes) of a rooted collective on 2 ranks moved
 /// by one cross-memory copy ([`super::Seg::rooted_cma`]; 0: none).
 pub fn single_copy_max() -> usize {

@@ -9,11 +9,14 @@ use std::sync::Mutex;
 
 mod big;
 mod cma;
+mod large;
 mod pull;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
 pub use cma::{out_of_place_max as a2a_cma_max, OUT_OF_PLACE_MAX as A2A_CMA_MAX};
+pub(crate) use large::Large;
+pub use large::{Reduction, NB_LARGE_MAX};
 pub use pull::PULL_MAX;
 pub use rooted::Side;
 
@@ -84,6 +87,9 @@ pub struct Seg {
     nb_seq: AtomicU64,
     /// Number of large allreduces done.
     last_big: AtomicU64,
+    /// Sequence number of the newest nonblocking reduction through the nonblocking large
+    /// region ([`large`]).
+    nb_large_last: AtomicU64,
     /// A lower bound of every other rank's done word (cached, see the module doc).
     min_done: AtomicU64,
     /// The same of every rank's nonblocking done word.
@@ -139,9 +145,10 @@ unsafe impl Send for Seg {}
 // SAFETY: as above.
 unsafe impl Sync for Seg {}
 
-/// Bytes of the segment of a communicator of `size` ranks.
+/// Bytes of the segment of a communicator of `size` ranks: the ranks' slots, then the
+/// nonblocking large region ([`large`]).
 pub(super) fn seg_len(size: usize) -> usize {
-    size * SLOT
+    large::seg_end(size)
 }
 
 impl Seg {
@@ -164,6 +171,7 @@ impl Seg {
             seq: AtomicU64::new(0),
             nb_seq: AtomicU64::new(0),
             last_big: AtomicU64::new(0),
+            nb_large_last: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
             min_nb_done: AtomicU64::new(0),
             big: Mutex::new((None, false)),

@@ -1,0 +1,359 @@
+//! Nonblocking reductions of vectors larger than a buffer (`MPI_Iallreduce`, `MPI_Ireduce`,
+//! `MPI_Iscan`, `MPI_Iexscan`, `MPI_Ireduce_scatter(_block)`, up to [`NB_LARGE_MAX`] bytes) through the segment's
+//! nonblocking large region: a slot of [`NB_LARGE_MAX`] bytes per rank after the ranks'
+//! slots, in the segment's own mapping (made with it, so no collective has to make it; its
+//! pages are only touched by the ranks that use it).
+//!
+//! A rank whose vector some rank needs copies it into its slot at the post and stamps its
+//! nonblocking buffer of the collective; the ranks that need it fold it straight out of the
+//! slot in their progress, in rank order (`x0 ∘ (x1 ∘ …)`, whatever the operation):
+//! * reduce: every rank but the root posts and is done at once; the root folds every
+//!   contribution into its result (its own from its input; in place below the last rank
+//!   it posts too, since its result overwrites its input first);
+//! * scan: every rank but the last posts; each folds the ranks up to its own (below it
+//!   when exclusive);
+//! * reduce-scatter: every rank posts and folds its block of every slot into its result;
+//! * allreduce: every rank posts and, once all have, folds its slice (the elements split
+//!   evenly) of every slot into its result, writes it into its own slot (that slice of its
+//!   slot is read by itself only) and marks it there (the first word of its nonblocking
+//!   buffer of the collective); each rank copies every other slice once it is marked.
+//!
+//! Nothing waits: a slot is written only once every rank has finished the previous such
+//! collective of the communicator (every rank's nonblocking done word has reached it; until
+//! then the post waits for a later progress call), so several may be outstanding and are
+//! finished in any order. Every rank takes the same path: the vector's size, the
+//! communicator and the order of the collectives are the same everywhere.
+
+use super::{Seg, SLOT};
+use std::sync::atomic::Ordering;
+
+/// A reduction: `f(in, inout)`, `inout = in ∘ inout`.
+type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
+
+/// Largest vector of a nonblocking reduction through the large region (a rank's slot).
+pub const NB_LARGE_MAX: usize = 1 << 20;
+
+/// Offset of the nonblocking large region in the segment of `size` ranks: after the
+/// ranks' slots, page-aligned.
+fn region_at(size: usize) -> usize {
+    (size * SLOT).next_multiple_of(4096)
+}
+
+/// Bytes of the segment of a communicator of `size` ranks, its nonblocking large region
+/// included (it ends the segment).
+pub(super) fn seg_end(size: usize) -> usize {
+    region_at(size) + size * NB_LARGE_MAX
+}
+
+/// Which reduction runs through the nonblocking large region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// `MPI_Iallreduce` (input and output as long).
+    Allreduce,
+    /// `MPI_Ireduce` to `root` (output at the root only).
+    Reduce {
+        /// Root rank.
+        root: usize,
+    },
+    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`, no output on rank 0).
+    Scan {
+        /// Exclusive scan.
+        exclusive: bool,
+    },
+    /// `MPI_Ireduce_scatter(_block)`: input the whole vector, output our block, `len` bytes
+    /// at `at` of the vector.
+    ReduceScatter {
+        /// Offset of our block in the vector.
+        at: usize,
+        /// Bytes of our block.
+        len: usize,
+    },
+}
+
+/// One rank's progress in a nonblocking reduction through the large region.
+#[derive(Debug, Default)]
+pub(crate) struct Large {
+    /// The sequence number of the previous such collective on the segment (our slot is
+    /// free once every rank has finished it).
+    prev: u64,
+    /// Our vector is in our slot (or we post none).
+    posted: bool,
+    /// Our result (an allreduce: our slice of it) is computed.
+    folded: bool,
+    /// The allreduce slices copied into our result (bit `r`: rank `r`'s).
+    got: u64,
+}
+
+/// Bytes and offset of slice `i` of `p` of an `n`-byte vector of `elem`-byte elements
+/// (split evenly between elements, the first ones one element longer).
+fn slice(n: usize, elem: usize, p: usize, i: usize) -> (usize, usize) {
+    let elem = elem.max(1);
+    let (q, rem) = ((n / elem) / p, (n / elem) % p);
+    let len = (q + usize::from(i < rem)) * elem;
+    (len, (i * q + i.min(rem)) * elem)
+}
+
+impl Seg {
+    /// Rank `r`'s slot of the nonblocking large region.
+    fn large_slot(&self, r: usize) -> *mut u8 {
+        debug_assert!(r < self.size);
+        // SAFETY: the region ends the mapping, `NB_LARGE_MAX` bytes per rank (`seg_end`).
+        unsafe { self.base.add(region_at(self.size) + r * NB_LARGE_MAX) }
+    }
+
+    /// Open nonblocking reduction `k` (its sequence number, [`Seg::open_nb`]) through the
+    /// large region: its progress state (call in MPI's collective order, as `open_nb`).
+    pub(crate) fn open_large(&self, k: u64) -> Large {
+        Large {
+            prev: self.nb_large_last.swap(k, Ordering::Relaxed),
+            ..Large::default()
+        }
+    }
+
+    /// Advance nonblocking reduction `k` (`red`, opened by [`Seg::open_large`] into `st`)
+    /// of the `n`-byte vector `input` (pointer; `output`: the result, `n` bytes where this
+    /// rank has one, else empty); `f` computes `inout = in ∘ inout` on whole elements of
+    /// `elem` bytes. `None` while it has not ended, else whether it ended well (`false`: an
+    /// output or a vector of the wrong length, nothing computed); either way it then read
+    /// everything it needed, and the caller closes `k`. The input may be the output itself
+    /// (in place).
+    ///
+    /// # Safety
+    /// `input` is readable for `n <= NB_LARGE_MAX` bytes and `output` writable until the
+    /// collective ends; `k` is open here; every rank runs the same `red` on the same `n`.
+    pub(crate) unsafe fn large_step(
+        &self,
+        (st, k, red): (&mut Large, u64, Reduction),
+        (input, n): (*const u8, usize),
+        output: (*mut u8, usize),
+        (f, elem): (Fold<'_>, usize),
+    ) -> Option<bool> {
+        let (me, p) = (self.rank, self.size);
+        let last = p - 1;
+        let aliased = output.1 > 0 && input == output.0.cast_const();
+        // The bytes of our result, if we have one.
+        let result = match red {
+            Reduction::Allreduce => Some(n),
+            Reduction::Reduce { root } => (me == root).then_some(n),
+            Reduction::Scan { exclusive } => (!exclusive || me > 0).then_some(n),
+            Reduction::ReduceScatter { len, .. } => Some(len),
+        };
+        let fits = result.is_none_or(|m| output.1 == m && m % elem.max(1) == 0);
+        let inside = match red {
+            Reduction::ReduceScatter { at, len } => at.checked_add(len).is_some_and(|e| e <= n),
+            _ => true,
+        };
+        if n > NB_LARGE_MAX || n % elem.max(1) != 0 || !fits || !inside {
+            return Some(false);
+        }
+        // Whether we post our vector: some rank reads it (a reduce root in place below the
+        // last rank reads its own from there, its input being overwritten first).
+        let posts = match red {
+            Reduction::Allreduce | Reduction::ReduceScatter { .. } => true,
+            Reduction::Reduce { root } => me != root || (aliased && root != last),
+            Reduction::Scan { .. } => me != last,
+        };
+        if !st.posted {
+            if posts {
+                let free = (0..p).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev);
+                let slot = self.large_slot(me);
+                // Our slot, free (checked: every rank finished the previous collective that
+                // used the region, and nobody reads it for `k` before our stamp); the
+                // allreduce's mark (the first word of our post) starts below `k`.
+                let posted = free
+                    && self.try_post_with(k, |b| {
+                        // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
+                        // `b` is our nonblocking buffer's `CAP >= 8` bytes.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(input, slot, n);
+                            b.cast::<u64>().write_unaligned(0);
+                        }
+                    });
+                if !posted {
+                    return None;
+                }
+            }
+            st.posted = true;
+        }
+        // A view of `m` bytes at `o` of rank `r`'s slot (once its stamp of `k` is acquired).
+        let view = |r: usize, o: usize, m: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired by the caller of `view`) after filling
+            // its slot, which it leaves alone until we finish `k`; `o + m <= n`.
+            unsafe { std::slice::from_raw_parts(self.large_slot(r).add(o).cast_const(), m) }
+        };
+        let out = |o: usize, m: usize| {
+            // SAFETY: `output` is writable for `n >= o + m` bytes (caller contract), and no
+            // other view of it is alive while this one is.
+            unsafe { std::slice::from_raw_parts_mut(output.0.add(o), m) }
+        };
+        match red {
+            Reduction::Reduce { root } if me == root => {
+                if !(0..p).all(|r| r == me && !posts || self.stamped(r, k)) {
+                    return None;
+                }
+                let acc = out(0, n);
+                // Our own vector: from our slot when posted, else from our input.
+                if last != me || posts {
+                    acc.copy_from_slice(view(last, 0, n));
+                } else if !aliased {
+                    // SAFETY: the input holds `n` bytes and does not overlap the output.
+                    acc.copy_from_slice(unsafe { std::slice::from_raw_parts(input, n) });
+                }
+                for r in (0..last).rev() {
+                    if r == me && !posts {
+                        // SAFETY: as above (not in place: only in place do we post).
+                        f(unsafe { std::slice::from_raw_parts(input, n) }, acc);
+                    } else {
+                        f(view(r, 0, n), acc); // acc = x_r ∘ acc
+                    }
+                }
+                Some(true)
+            }
+            Reduction::Reduce { .. } => Some(true),
+            Reduction::Scan { exclusive } => {
+                let top = if exclusive {
+                    me.checked_sub(1)
+                } else {
+                    Some(me)
+                };
+                let Some(top) = top else {
+                    return Some(true);
+                };
+                if !(0..=top).all(|r| r == me || self.stamped(r, k)) {
+                    return None;
+                }
+                let acc = out(0, n);
+                if top != me {
+                    acc.copy_from_slice(view(top, 0, n));
+                } else if !aliased {
+                    // SAFETY: the input holds `n` bytes and does not overlap the output.
+                    acc.copy_from_slice(unsafe { std::slice::from_raw_parts(input, n) });
+                }
+                for r in (0..top).rev() {
+                    f(view(r, 0, n), acc); // acc = x_r ∘ acc
+                }
+                Some(true)
+            }
+            Reduction::ReduceScatter { at, len } => {
+                if !(0..p).all(|r| self.stamped(r, k)) {
+                    return None;
+                }
+                // Our own contribution too from our slot: in place our block of the output
+                // is the start of our input.
+                let acc = out(0, len);
+                acc.copy_from_slice(view(last, at, len));
+                for r in (0..last).rev() {
+                    f(view(r, at, len), acc); // acc = x_r ∘ acc
+                }
+                Some(true)
+            }
+            Reduction::Allreduce => {
+                // The allreduce's mark of rank `r`'s slice (its post's first word).
+                // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
+                let mark = |r: usize| unsafe { self.nb_word(r, k, 0) };
+                if !st.folded {
+                    if !(0..p).all(|r| self.stamped(r, k)) {
+                        return None;
+                    }
+                    let (m, o) = slice(n, elem, p, me);
+                    let mine = out(o, m);
+                    mine.copy_from_slice(view(last, o, m));
+                    for r in (0..last).rev() {
+                        f(view(r, o, m), mine); // mine = x_r ∘ mine
+                    }
+                    // SAFETY: slice `me` of our own slot, read by ourselves only until we
+                    // mark it (below); `o + m <= n`.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(mine.as_ptr(), self.large_slot(me).add(o), m)
+                    };
+                    mark(me).store(k, Ordering::Release);
+                    st.folded = true;
+                    st.got |= 1 << me;
+                }
+                for r in 0..p {
+                    if st.got & 1 << r == 0 && mark(r).load(Ordering::Acquire) == k {
+                        let (m, o) = slice(n, elem, p, r);
+                        // Rank `r` marked its slice of the result (acquired): unchanged
+                        // until we finish `k`.
+                        out(o, m).copy_from_slice(view(r, o, m));
+                        st.got |= 1 << r;
+                    }
+                }
+                (st.got.count_ones() as usize == p).then_some(true)
+            }
+        }
+    }
+}
+
+impl Seg {
+    /// Reduce-scatter of the `total`-byte vector `send` (`None`: in place, it starts `buf`)
+    /// through the nonblocking large region, blocking: our block, `len` bytes at `at` of the
+    /// vector, goes to `buf[..len]`; `f` computes `inout = in ∘ inout`. A collective of the
+    /// nonblocking sequence (taken in MPI's collective order, as the nonblocking ones are):
+    /// it posts, then polls the engine and `poll` (the pending nonblocking collectives,
+    /// which may hold the region) until every rank has posted. False (nothing computed) for
+    /// lengths that do not fit (the same on every rank).
+    pub fn reduce_scatter_large(
+        &self,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (at, len, total): (usize, usize, usize),
+        f: Fold<'_>,
+        poll: &dyn Fn(),
+    ) -> bool {
+        if send.map_or(buf.len(), <[u8]>::len) < total || buf.len() < len {
+            return false;
+        }
+        // In place both come from `buf`'s one pointer.
+        let out = buf.as_mut_ptr();
+        let input = send.map_or(out.cast_const(), <[u8]>::as_ptr);
+        let red = Reduction::ReduceScatter { at, len };
+        let k = self.open_nb();
+        let mut st = self.open_large(k);
+        let mut spins = 0u32;
+        let ok = loop {
+            // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked);
+            // in place the input is `buf` itself, read only when posting, before the
+            // result is written; `k` is open (closed below); every rank reduces the same
+            // `total` bytes (MPI's counts).
+            let end =
+                unsafe { self.large_step((&mut st, k, red), (input, total), (out, len), (f, 1)) };
+            if let Some(ok) = end {
+                break ok;
+            }
+            poll();
+            spins = spins.wrapping_add(1);
+            if self.yield_idle || spins % 32 == 0 {
+                self.eng.progress();
+            }
+            if self.yield_idle || spins % 4096 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        };
+        self.close_nb(k);
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slice;
+
+    /// The allreduce's slices cover the vector in whole elements, back to back.
+    #[test]
+    fn slices_tile_the_vector() {
+        for (n, elem) in [(4104, 8), (65536, 1), (1 << 20, 4), (4100, 4), (40, 8)] {
+            for p in 2..=64 {
+                let mut at = 0;
+                for i in 0..p {
+                    let (m, o) = slice(n, elem, p, i);
+                    assert_eq!((o, m % elem), (at, 0), "n {n} elem {elem} p {p} i {i}");
+                    at += m;
+                }
+                assert_eq!(at, n / elem * elem);
+            }
+        }
+    }
+}
