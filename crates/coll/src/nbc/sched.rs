@@ -134,6 +134,9 @@ enum Step {
     Reduce { src: At, dst: At, len: usize },
     /// `dst = src` over `len` bytes.
     Copy { src: At, dst: At, len: usize },
+    /// `dst = src` over `len` bytes as soon as the round's transfers are posted, while they
+    /// travel (a rooted collective's own block): touches none of their bytes.
+    CopyAtPost { src: At, dst: At, len: usize },
 }
 
 fn snd(at: At, len: usize, peer: i32) -> Step {
@@ -510,7 +513,7 @@ impl Schedule {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
-                    Step::Copy { src, dst, len } => {
+                    Step::Copy { src, dst, len } | Step::CopyAtPost { src, dst, len } => {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
@@ -617,7 +620,7 @@ impl Schedule {
             }
             if let Some(i) = self.current.take() {
                 let round = std::mem::take(&mut self.rounds[i]);
-                self.run_local(&round);
+                self.run_local(&round, false);
                 self.rounds[i] = round;
             }
             let i = self.next;
@@ -627,6 +630,9 @@ impl Schedule {
             self.next += 1;
             let round = std::mem::take(&mut self.rounds[i]);
             let posted = self.post(&round);
+            if posted.is_ok() {
+                self.run_local(&round, true);
+            }
             self.rounds[i] = round;
             if let Err(err) = posted {
                 self.cc.abandon(&self.pending);
@@ -674,10 +680,12 @@ impl Schedule {
         Ok(())
     }
 
-    fn run_local(&mut self, round: &Round) {
+    /// Runs the local steps of `round`: at its post (`at_post`) its [`Step::CopyAtPost`],
+    /// else, once its transfers ended, its reductions and copies.
+    fn run_local(&mut self, round: &Round, at_post: bool) {
         for s in &round.0 {
             match *s {
-                Step::Reduce { src, dst, len } => {
+                Step::Reduce { src, dst, len } if !at_post => {
                     let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
                     let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
                     // SAFETY: validated, non-overlapping ranges; no transfer in flight on
@@ -692,18 +700,22 @@ impl Schedule {
                         (op.f)(a, b);
                     }
                 }
-                Step::Copy { src, dst, len } => {
-                    let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
-                    let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
-                    // A block copied onto itself (an in-place root's own block, given as a
-                    // region aliasing its place) stays as it is.
-                    if sp != dp {
-                        // SAFETY: validated ranges; `copy` allows overlap.
-                        unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
-                    }
-                }
-                Step::Send { .. } | Step::Recv { .. } => {}
+                Step::Copy { src, dst, len } if !at_post => self.copy_now(src, dst, len),
+                Step::CopyAtPost { src, dst, len } if at_post => self.copy_now(src, dst, len),
+                _ => {}
             }
+        }
+    }
+
+    /// `dst = src` over `len` bytes (validated ranges).
+    fn copy_now(&mut self, src: At, dst: At, len: usize) {
+        let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
+        let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
+        // A block copied onto itself (an in-place root's own block, given as a region
+        // aliasing its place) stays as it is.
+        if sp != dp {
+            // SAFETY: validated ranges; `copy` allows overlap.
+            unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
         }
     }
 }
@@ -1166,7 +1178,8 @@ impl CollComm {
         for i in (0..self.size as usize).filter(|&i| i != me) {
             rd.push(rcv((1, displs[i]), counts[i], i as i32));
         }
-        rd.push(Step::Copy {
+        // Our own block while the others' travel (their receives touch other bytes).
+        rd.push(Step::CopyAtPost {
             src: (0, 0),
             dst: (1, displs[me]),
             len: n,
@@ -1197,7 +1210,8 @@ impl CollComm {
         for i in (0..self.size as usize).filter(|&i| i != me) {
             rd.push(snd((0, displs[i]), counts[i], i as i32));
         }
-        rd.push(Step::Copy {
+        // Our own block while the others' travel (their sends only read the input).
+        rd.push(Step::CopyAtPost {
             src: (0, displs[me]),
             dst: (1, 0),
             len: counts[me].min(n),
