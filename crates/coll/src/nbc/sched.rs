@@ -325,7 +325,7 @@ impl Schedule {
         count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
-        let nb = SmNb::open(seg, kind);
+        let mut nb = SmNb::open(seg, kind);
         // A v-collective's blocks too large for the segment: one round of messages after
         // the segment's part, on a tag every rank derives from the segment's sequence.
         let lens = (s.regions[0].ptr_len().1, s.regions[1].ptr_len().1);
@@ -336,6 +336,12 @@ impl Schedule {
             round.0.push(step(m.at, m.len, m.peer as i32));
         });
         if !round.0.is_empty() {
+            // A root's own block, when it fits where it goes, is copied once the messages
+            // are posted, while they travel, rather than before the segment's part ends.
+            if let Some((src, dst, len)) = own_block(nb.kind(), me, lens) {
+                round.0.push(Step::CopyAtPost { src, dst, len });
+                nb.own_block_elsewhere();
+            }
             s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
             s.rounds.push(round);
         }
@@ -1550,6 +1556,33 @@ impl CollComm {
             });
         }
         Ok(s)
+    }
+}
+
+/// The own block of a gatherv's or scatterv's root `me` on the segment (input region 0,
+/// output region 1, of `lens` bytes) as a copy (source, destination, length), when it lies
+/// within both regions (otherwise the segment's part copies it and reports a mismatch).
+fn own_block(kind: &SmKind, me: usize, lens: (usize, usize)) -> Option<(At, At, usize)> {
+    match kind {
+        SmKind::Gatherv {
+            root,
+            counts,
+            displs,
+            ..
+        } if *root == me && lens.0 > 0 => {
+            let (c, d) = (*counts.get(me)?, *displs.get(me)?);
+            (lens.0 <= c && d + lens.0 <= lens.1).then_some(((0, 0), (1, d), lens.0))
+        }
+        SmKind::Scatterv {
+            root,
+            counts,
+            displs,
+            ..
+        } if *root == me && lens.1 > 0 => {
+            let (c, d) = (*counts.get(me)?, *displs.get(me)?);
+            (d + c <= lens.0 && c <= lens.1).then_some(((0, d), (1, 0), c))
+        }
+        _ => None,
     }
 }
 

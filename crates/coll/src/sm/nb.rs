@@ -537,6 +537,9 @@ pub struct SmNb {
     moved: u64,
     /// What went wrong with one of those (else `Done`).
     fault: Progress,
+    /// A gatherv's or scatterv's root leaves its own block to its schedule, which copies it
+    /// while the blocks that go by message travel ([`SmNb::own_block_elsewhere`]).
+    own_elsewhere: bool,
 }
 
 impl SmNb {
@@ -553,7 +556,14 @@ impl SmNb {
             copied: None,
             moved: 0,
             fault: Progress::Done,
+            own_elsewhere: false,
         }
+    }
+
+    /// A gatherv's or scatterv's root does not copy its own block (from the input to the
+    /// output) when it reads its result: its schedule does, once it posted the messages.
+    pub(crate) fn own_block_elsewhere(&mut self) {
+        self.own_elsewhere = true;
     }
 
     /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
@@ -919,7 +929,7 @@ impl SmNb {
                     // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
                 }
-                if !input.is_empty() {
+                if !input.is_empty() && !self.own_elsewhere {
                     ok &= input.len() <= counts[me] && put(out, displs[me], input);
                 }
             }
@@ -935,7 +945,7 @@ impl SmNb {
                     if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
                         return None;
                     }
-                    if !out.is_empty() {
+                    if !out.is_empty() && !self.own_elsewhere {
                         let own = input.get(displs[me]..displs[me] + counts[me]);
                         ok = own.is_some_and(|b| put(out, 0, b));
                     }
