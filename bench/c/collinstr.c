@@ -14,8 +14,8 @@
  *          (v-forms with equal counts and regular displacements, as oxbench calls them); the
  *          rooted v-forms and their references gatherv, scatterv, gather, scatter and the
  *          nonblocking igatherv, iscatterv, igather, iscatter (root $COLLINSTR_ROOT, default
- *          0: the counted rank 0 is the root, 1: a non-root), ialltoallv, ialltoallw (every
- *          block the same size)
+ *          0: the counted rank 0 is the root, 1: a non-root), ibcast (root $COLLINSTR_ROOT),
+ *          ialltoall, ialltoallv, ialltoallw (every block the same size)
  *   DTYPE  2INT, FLOAT_INT, DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT (MPI_MINLOC),
  *          or CHAR, INT, DOUBLE (MPI_SUM)
  *   SIZE   bytes of one buffer (of each rank's block for the reduce-scatters and the
@@ -132,6 +132,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(test, "iscatter"))
       MPI_Iscatter(s, count, dt, inplace && me ? MPI_IN_PLACE : r, count, dt, root,
                    MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ibcast"))
+      MPI_Ibcast(s, count, dt, root, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ialltoall"))
+      MPI_Ialltoall(sb, count, dt, r, count, dt, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ialltoallv"))
       MPI_Ialltoallv(sb, cnt, dsp, dt, r, cnt, dsp, dt, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ialltoallw"))

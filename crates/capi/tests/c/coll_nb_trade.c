@@ -17,6 +17,11 @@
  * - The same sizes out of place (ialltoall) and for iallgather and iallgatherv (uneven
  *   blocks, gaps), in place and not: where the segment moves them by cross-memory copies,
  *   each rank reads its blocks from the others' buffers.
+ * - Igather, iscatter, igatherv and iscatterv (in place and not; v: uneven blocks in
+ *   reverse rank order with gaps) of blocks larger than the segment moves by one copy on
+ *   two ranks (by message there: the root copies its own block as soon as its transfers
+ *   are posted), whose other ranks post only once the root, with its request pending, sent
+ *   them a token: the root's own block must be in place at its wait, the gaps untouched.
  * Every result is checked against a local reference. Rank 0 prints whether the in-place
  * ialltoalls ran on the segment (the coll_sm_nonblocking_calls counter rose by their
  * number and no alltoall ran as a schedule of messages) and "coll_nb_trade: all checks
@@ -166,6 +171,62 @@ static void iallgathers(long n, int ip, int tag) {
     free(s);
 }
 
+/* Igather, iscatter, igatherv and iscatterv (passes 0-3) of about `n` bytes per rank from
+ * `root` (in place at the root: `ip`); the v-forms' block j has n - 3j bytes, laid out in
+ * reverse rank order with 5-byte gaps. The other ranks post only after the root, its
+ * request pending, sent them a token. */
+static void rooted_late(long n, int root, int ip, int tag) {
+    int cnt[64], dsp[64], at = 5, token = 0, me = rank == root;
+    for (int q = size - 1; q >= 0; q--) {
+        cnt[q] = (int)n - 3 * q;
+        dsp[q] = at;
+        at += cnt[q] + 5;
+    }
+    size_t len = (size_t)n * size + at;
+    unsigned char *s = malloc(len), *r = malloc(len), *want = malloc(len);
+    for (int pass = 0; pass < 4; pass++) {
+        int v = pass >= 2, gather = pass % 2 == 0;
+        /* block j: `c(j)` bytes at `d(j)` of the root's buffer */
+#define C(j) (v ? cnt[j] : (int)n)
+#define D(j) (v ? dsp[j] : (j) * (int)n)
+        memset(r, 0, len);
+        memset(want, 0, len);
+        for (int j = 0; j < size; j++)
+            for (long k = 0; k < C(j); k++) {
+                s[D(j) + k] = bv(gather ? j : root, j, k, tag + pass);
+                want[D(j) + k] = s[D(j) + k];
+            }
+        if (gather && !(ip && me)) memmove(s, s + D(rank), C(rank));
+        if (gather && ip && me) memcpy(r + D(root), s + D(root), C(root));
+        MPI_Request rq = MPI_REQUEST_NULL;
+        void *sb = ip && me ? MPI_IN_PLACE : s, *rb = ip && me ? MPI_IN_PLACE : r;
+        if (!me) CHECK_RC(MPI_Recv(&token, 1, MPI_INT, root, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (pass == 0)
+            CHECK_RC(MPI_Igather(sb, (int)n, MPI_CHAR, r, (int)n, MPI_CHAR, root, MPI_COMM_WORLD, &rq));
+        else if (pass == 1)
+            CHECK_RC(MPI_Iscatter(s, (int)n, MPI_CHAR, rb, (int)n, MPI_CHAR, root, MPI_COMM_WORLD, &rq));
+        else if (pass == 2)
+            CHECK_RC(MPI_Igatherv(sb, cnt[rank], MPI_CHAR, r, cnt, dsp, MPI_CHAR, root, MPI_COMM_WORLD, &rq));
+        else
+            CHECK_RC(MPI_Iscatterv(s, cnt, dsp, MPI_CHAR, rb, cnt[rank], MPI_CHAR, root, MPI_COMM_WORLD, &rq));
+        if (me)
+            for (int q = 0; q < size; q++)
+                if (q != root) CHECK_RC(MPI_Send(&token, 1, MPI_INT, q, 8, MPI_COMM_WORLD));
+        CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        if (gather && me)
+            for (size_t k = 0; k < len; k++) CHECK(r[k] == want[k]);
+        if (!gather && !(ip && me)) {
+            for (long k = 0; k < C(rank); k++) CHECK(r[k] == want[D(rank) + k]);
+            for (size_t k = C(rank); k < len; k++) CHECK(r[k] == 0);
+        }
+#undef C
+#undef D
+    }
+    free(s);
+    free(r);
+    free(want);
+}
+
 static unsigned long long counter(MPI_T_pvar_session ses, MPI_T_pvar_handle h) {
     unsigned long long v = 0;
     CHECK_RC(MPI_T_pvar_read(ses, h, &v));
@@ -234,6 +295,10 @@ int main(int argc, char **argv) {
                 for (long k = 0; k < n; k++) CHECK(bs[i][j * n + k] == bv(j, rank, k, 50 + i + round));
             CHECK(v[i] == size * (size - 1) / 2 + size * i);
             free(bs[i]);
+        }
+        for (int ip = 0; ip < 2; ip++) {
+            rooted_late(40000 + ip, (round + ip) % size, ip, 60 + round);
+            rooted_late(131071, size - 1, ip, 70 + round);
         }
         /* rank 0 does not wait for its request while the others complete theirs */
         for (int w = 0; w < 2; w++) {

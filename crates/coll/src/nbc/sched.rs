@@ -134,6 +134,9 @@ enum Step {
     Reduce { src: At, dst: At, len: usize },
     /// `dst = src` over `len` bytes.
     Copy { src: At, dst: At, len: usize },
+    /// `dst = src` over `len` bytes as soon as the round's transfers are posted, while they
+    /// travel (a rooted collective's own block): touches none of their bytes.
+    CopyAtPost { src: At, dst: At, len: usize },
 }
 
 fn snd(at: At, len: usize, peer: i32) -> Step {
@@ -322,7 +325,7 @@ impl Schedule {
         count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
-        let nb = SmNb::open(seg, kind);
+        let mut nb = SmNb::open(seg, kind);
         // A v-collective's blocks too large for the segment: one round of messages after
         // the segment's part, on a tag every rank derives from the segment's sequence.
         let lens = (s.regions[0].ptr_len().1, s.regions[1].ptr_len().1);
@@ -333,6 +336,12 @@ impl Schedule {
             round.0.push(step(m.at, m.len, m.peer as i32));
         });
         if !round.0.is_empty() {
+            // A root's own block, when it fits where it goes, is copied once the messages
+            // are posted, while they travel, rather than before the segment's part ends.
+            if let Some((src, dst, len)) = own_block(nb.kind(), me, lens) {
+                round.0.push(Step::CopyAtPost { src, dst, len });
+                nb.own_block_elsewhere();
+            }
             s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
             s.rounds.push(round);
         }
@@ -510,7 +519,7 @@ impl Schedule {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
-                    Step::Copy { src, dst, len } => {
+                    Step::Copy { src, dst, len } | Step::CopyAtPost { src, dst, len } => {
                         checks.push((src, len));
                         checks.push((dst, len));
                     }
@@ -617,7 +626,7 @@ impl Schedule {
             }
             if let Some(i) = self.current.take() {
                 let round = std::mem::take(&mut self.rounds[i]);
-                self.run_local(&round);
+                self.run_local(&round, false);
                 self.rounds[i] = round;
             }
             let i = self.next;
@@ -627,6 +636,9 @@ impl Schedule {
             self.next += 1;
             let round = std::mem::take(&mut self.rounds[i]);
             let posted = self.post(&round);
+            if posted.is_ok() {
+                self.run_local(&round, true);
+            }
             self.rounds[i] = round;
             if let Err(err) = posted {
                 self.cc.abandon(&self.pending);
@@ -674,10 +686,12 @@ impl Schedule {
         Ok(())
     }
 
-    fn run_local(&mut self, round: &Round) {
+    /// Runs the local steps of `round`: at its post (`at_post`) its [`Step::CopyAtPost`],
+    /// else, once its transfers ended, its reductions and copies.
+    fn run_local(&mut self, round: &Round, at_post: bool) {
         for s in &round.0 {
             match *s {
-                Step::Reduce { src, dst, len } => {
+                Step::Reduce { src, dst, len } if !at_post => {
                     let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
                     let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
                     // SAFETY: validated, non-overlapping ranges; no transfer in flight on
@@ -692,18 +706,22 @@ impl Schedule {
                         (op.f)(a, b);
                     }
                 }
-                Step::Copy { src, dst, len } => {
-                    let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
-                    let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
-                    // A block copied onto itself (an in-place root's own block, given as a
-                    // region aliasing its place) stays as it is.
-                    if sp != dp {
-                        // SAFETY: validated ranges; `copy` allows overlap.
-                        unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
-                    }
-                }
-                Step::Send { .. } | Step::Recv { .. } => {}
+                Step::Copy { src, dst, len } if !at_post => self.copy_now(src, dst, len),
+                Step::CopyAtPost { src, dst, len } if at_post => self.copy_now(src, dst, len),
+                _ => {}
             }
+        }
+    }
+
+    /// `dst = src` over `len` bytes (validated ranges).
+    fn copy_now(&mut self, src: At, dst: At, len: usize) {
+        let sp = self.regions[src.0].ptr_len().0.wrapping_add(src.1);
+        let dp = self.regions[dst.0].ptr_len().0.wrapping_add(dst.1);
+        // A block copied onto itself (an in-place root's own block, given as a region
+        // aliasing its place) stays as it is.
+        if sp != dp {
+            // SAFETY: validated ranges; `copy` allows overlap.
+            unsafe { std::ptr::copy(sp.cast_const(), dp, len) };
         }
     }
 }
@@ -1166,7 +1184,8 @@ impl CollComm {
         for i in (0..self.size as usize).filter(|&i| i != me) {
             rd.push(rcv((1, displs[i]), counts[i], i as i32));
         }
-        rd.push(Step::Copy {
+        // Our own block while the others' travel (their receives touch other bytes).
+        rd.push(Step::CopyAtPost {
             src: (0, 0),
             dst: (1, displs[me]),
             len: n,
@@ -1197,7 +1216,8 @@ impl CollComm {
         for i in (0..self.size as usize).filter(|&i| i != me) {
             rd.push(snd((0, displs[i]), counts[i], i as i32));
         }
-        rd.push(Step::Copy {
+        // Our own block while the others' travel (their sends only read the input).
+        rd.push(Step::CopyAtPost {
             src: (0, displs[me]),
             dst: (1, 0),
             len: counts[me].min(n),
@@ -1536,6 +1556,33 @@ impl CollComm {
             });
         }
         Ok(s)
+    }
+}
+
+/// The own block of a gatherv's or scatterv's root `me` on the segment (input region 0,
+/// output region 1, of `lens` bytes) as a copy (source, destination, length), when it lies
+/// within both regions (otherwise the segment's part copies it and reports a mismatch).
+fn own_block(kind: &SmKind, me: usize, lens: (usize, usize)) -> Option<(At, At, usize)> {
+    match kind {
+        SmKind::Gatherv {
+            root,
+            counts,
+            displs,
+            ..
+        } if *root == me && lens.0 > 0 => {
+            let (c, d) = (*counts.get(me)?, *displs.get(me)?);
+            (lens.0 <= c && d + lens.0 <= lens.1).then_some(((0, 0), (1, d), lens.0))
+        }
+        SmKind::Scatterv {
+            root,
+            counts,
+            displs,
+            ..
+        } if *root == me && lens.1 > 0 => {
+            let (c, d) = (*counts.get(me)?, *displs.get(me)?);
+            (d + c <= lens.0 && c <= lens.1).then_some(((0, d), (1, 0), c))
+        }
+        _ => None,
     }
 }
 

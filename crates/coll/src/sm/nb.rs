@@ -550,6 +550,9 @@ pub struct SmNb {
     fault: Progress,
     /// A [`SmKind::Large`]'s progress.
     large: Large,
+    /// A gatherv's or scatterv's root leaves its own block to its schedule, which copies it
+    /// while the blocks that go by message travel ([`SmNb::own_block_elsewhere`]).
+    own_elsewhere: bool,
 }
 
 impl SmNb {
@@ -571,7 +574,14 @@ impl SmNb {
             copied: None,
             moved: 0,
             fault: Progress::Done,
+            own_elsewhere: false,
         }
+    }
+
+    /// A gatherv's or scatterv's root does not copy its own block (from the input to the
+    /// output) when it reads its result: its schedule does, once it posted the messages.
+    pub(crate) fn own_block_elsewhere(&mut self) {
+        self.own_elsewhere = true;
     }
 
     /// Advance: post if not yet done, then finish if every needed stamp is there. `input`
@@ -957,7 +967,7 @@ impl SmNb {
                     // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
                 }
-                if !input.is_empty() {
+                if !input.is_empty() && !self.own_elsewhere {
                     ok &= input.len() <= counts[me] && put(out, displs[me], input);
                 }
             }
@@ -973,7 +983,7 @@ impl SmNb {
                     if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
                         return None;
                     }
-                    if !out.is_empty() {
+                    if !out.is_empty() && !self.own_elsewhere {
                         let own = input.get(displs[me]..displs[me] + counts[me]);
                         ok = own.is_some_and(|b| put(out, 0, b));
                     }
@@ -1044,13 +1054,18 @@ impl SmNb {
             rcounts,
             rdispls,
             in_place,
-            ..
+            far,
         } = &self.kind
         else {
             unreachable!("read_alltoallv reads an alltoallv")
         };
-        let max = alltoallv_max(p);
-        let far = |c: usize| self.kind.far_block(p, c);
+        // `SmKind::far_block` with the bound computed once: this runs at every test of a
+        // small alltoallv, which has no far block at all.
+        let (max, far_max) = (alltoallv_max(p), *far);
+        let far = |c: usize| c > max && c <= far_max;
+        // Whether some block moves by CMA, ours to read or ours to be read: else no
+        // rank copies from our buffers, and there is nothing to mark or to wait for.
+        let any_far = (0..p).any(|r| r != me && (far(rcounts[r]) || far(scounts[r])));
         // A word of rank `r`'s posted table (called once its stamp of `k` is acquired).
         let word = |r: usize, off: usize| {
             // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its post is
@@ -1061,7 +1076,7 @@ impl SmNb {
         };
         if self.copied.is_none() {
             let mut bounce = Vec::new();
-            for r in 0..p {
+            for r in (0..p).filter(|_| any_far) {
                 if r == me || !far(rcounts[r]) || self.moved & 1 << r != 0 || !seg.stamped(r, k) {
                     continue;
                 }
@@ -1091,7 +1106,8 @@ impl SmNb {
                 }
             }
             let posted = |r: &usize| *r != me && (1..=max).contains(&rcounts[*r]);
-            let far_left = (0..p).any(|r| r != me && far(rcounts[r]) && self.moved & 1 << r == 0);
+            let far_left =
+                any_far && (0..p).any(|r| r != me && far(rcounts[r]) && self.moved & 1 << r == 0);
             if far_left || !(0..p).filter(posted).all(|r| seg.stamped(r, k)) {
                 return None;
             }
@@ -1119,7 +1135,7 @@ impl SmNb {
                 (Progress::Done, false) => Progress::Mismatch,
                 (f, _) => f,
             });
-            if (0..p).any(|r| r != me && (far(rcounts[r]) || far(scounts[r]))) {
+            if any_far {
                 // SAFETY: our post of `k` (made: we have a far block) has our own table
                 // entry, unused by the others' reads, at `8 * me < CAP`.
                 unsafe { seg.nb_word(me, k, me) }.store(k, Ordering::Release);
@@ -1131,7 +1147,7 @@ impl SmNb {
             // table entry is its mark, accessed atomically.
             seg.stamped(r, k) && unsafe { seg.nb_word(r, k, r) }.load(Ordering::Acquire) == k
         };
-        if !(0..p).filter(|&r| r != me && far(scounts[r])).all(done) {
+        if any_far && !(0..p).filter(|&r| r != me && far(scounts[r])).all(done) {
             return None;
         }
         self.copied
