@@ -1338,7 +1338,8 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
 }
 
 /// Reduce-scatter of a predefined contiguous type whose whole vector fits the
-/// shared-memory segment, on the user's buffers: no packed copy, no scratch, no count
+/// shared-memory segment (on two ranks: up to 2 MiB, by cross-memory copies),
+/// on the user's buffers: no packed copy, no scratch, no count
 /// vectors. Our block is `mine` items from item `at` of the `total`-item vector. `None`:
 /// the general path decides (other types, NULL buffers, larger vectors, no segment: the
 /// same on every rank for correct arguments) and reports the errors.
@@ -1350,7 +1351,12 @@ fn reduce_scatter_fast(
 ) -> Option<MpiResult> {
     let s = dt.size;
     let bytes = total.checked_mul(s)?;
-    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || bytes > oxmpi_coll::sm::DATA {
+    let max = if c.size == 2 {
+        *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
+    } else {
+        oxmpi_coll::sm::DATA
+    };
+    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || bytes > max {
         return None;
     }
     let in_place = alg::is_in_place(r.sendbuf);
@@ -1375,7 +1381,8 @@ fn reduce_scatter_fast(
         (buf, send)
     };
     let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
-    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), &f) {
+    let fc = (&f, red.commutative());
+    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), fc) {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
         Err(e) => Some(Err(alg::err(r.comm)(e))),

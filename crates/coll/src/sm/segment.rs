@@ -10,11 +10,13 @@ use std::sync::Mutex;
 mod big;
 mod cma;
 mod pull;
+mod pull_all;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
 pub use cma::OUT_OF_PLACE_MAX as A2A_CMA_MAX;
 pub use pull::PULL_MAX;
+pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
 pub use rooted::Side;
 
 const LINE: usize = 64;
