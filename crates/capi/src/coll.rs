@@ -1338,7 +1338,8 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
 }
 
 /// Reduce-scatter of a predefined contiguous type whose whole vector fits the
-/// shared-memory segment (a buffer, or the nonblocking large region), on the user's buffers: no packed copy, no scratch, no count
+/// shared-memory segment (a buffer, or the nonblocking large region; on two ranks up to 2 MiB
+/// by cross-memory copies), on the user's buffers: no packed copy, no scratch, no count
 /// vectors. Our block is `mine` items from item `at` of the `total`-item vector. `None`:
 /// the general path decides (other types, NULL buffers, larger vectors, no segment: the
 /// same on every rank for correct arguments) and reports the errors.
@@ -1350,9 +1351,13 @@ fn reduce_scatter_fast(
 ) -> Option<MpiResult> {
     let s = dt.size;
     let bytes = total.checked_mul(s)?;
-    // Small vectors through the segment's buffers, larger ones through its nonblocking
-    // large region.
-    let fits = bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes);
+    // Small vectors through the segment's buffers; larger ones on two ranks by cross-memory
+    // copies, on more through the segment's nonblocking large region.
+    let fits = if c.size == 2 {
+        bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
+    } else {
+        bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes)
+    };
     if !dt.predefined || !dt.is_contiguous() || bytes == 0 || !fits {
         return None;
     }
@@ -1378,7 +1383,8 @@ fn reduce_scatter_fast(
         (buf, send)
     };
     let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
-    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), &f) {
+    let fc = (&f, red.commutative());
+    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), fc) {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
         Err(e) => Some(Err(alg::err(r.comm)(e))),

@@ -128,7 +128,9 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
 /// them, up to 1 MiB; `MPI_CHAR`, `INT`, `FLOAT`, `DOUBLE`, `LONG` (SUM, MAX), MINLOC on
 /// 12-byte pairs and a non-commutative user op; every root, in place and not, back to back
 /// with the root moving and large allreduces sharing the region. At np 2 (the large region
-/// used), 3, 4, 5 and 8, and at np 2 with large allreduces through the region too.
+/// used), 3, 4, 5 and 8, and at np 2 with large allreduces through the region too. Also
+/// allreduce and reduce_scatter(_block) of the same sizes, which on two ranks go by
+/// cross-memory copies (the counters say so there, and not on three ranks).
 #[test]
 fn large_reduces_np2_to_8() {
     let dir = Scratch::new("coll-reduce-big");
@@ -155,6 +157,17 @@ fn large_reduces_np2_to_8() {
                 "coll_reduce_big on 2 ranks: the large region was not used:\n{out}"
             );
         }
+        // Two ranks: allreduce and reduce_scatter by cross-memory copies; three: not.
+        let pair = match n {
+            2 => "used",
+            3 => "not used",
+            _ => continue,
+        };
+        assert!(
+            out.lines().any(|l| l
+                == format!("coll_reduce_big: pair allreduce and reduce_scatter on sm: {pair}")),
+            "coll_reduce_big on {n} ranks: the pair path should be {pair}:\n{out}"
+        );
     }
 }
 

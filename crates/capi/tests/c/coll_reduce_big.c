@@ -17,8 +17,16 @@
  * several posted before the first wait (each waits for the region in its progress) with
  * a blocking collective in between.
  *
+ * Allreduce, reduce_scatter (uneven blocks) and reduce_scatter_block past 4 KiB, which on
+ * two ranks go by cross-memory copies up to 1 MiB (each rank folds its half and, in an
+ * allreduce, writes it into the other's result): the same types, sizes around 4 KiB and
+ * 1 MiB, odd counts, in place and not, the matrix product and "inout = in" (a user op on
+ * MPI_INT, not commutative), and a strided MPI_INT type (packed first).
+ *
  * Rank 0 prints "coll_reduce_big: large reduce on sm: used" (or "not used": whether the
- * coll_sm_reduce_calls counter moved at a 64 KiB reduce) and
+ * coll_sm_reduce_calls counter moved at a 64 KiB reduce), "coll_reduce_big: pair allreduce
+ * and reduce_scatter on sm: used" (or "not used": whether coll_sm_allreduce_calls and
+ * coll_sm_reduce_scatter_calls moved at 64 KiB ones) and
  * "coll_reduce_big: all checks passed". */
 #include "check.h"
 #include <stdint.h>
@@ -79,18 +87,24 @@ static void buffers(const ty *t, long n, int what, unsigned char **s, unsigned c
     memset(*r, 0x5a, len + 16);
 }
 
-/* The expected item k of the reduction (`max`: MAX, else SUM) over ranks below `upto`. */
-static int same_upto(const ty *t, const void *buf, long k, int what, int max, int upto) {
+/* Whether item i of `buf` is item k of the reduction (`max`: MAX, else SUM) over ranks below
+ * `upto`. */
+static int same_at(const ty *t, const void *buf, long i, long k, int what, int max, int upto) {
     long acc = max ? -1000 : 0;
     for (int r = 0; r < upto; r++) {
         long v = val(r, k, what);
         acc = max ? (v > acc ? v : acc) : acc + v;
     }
-    if (t->t == MPI_CHAR) return ((const signed char *)buf)[k] == (signed char)acc;
-    if (t->t == MPI_INT) return ((const int *)buf)[k] == (int)acc;
-    if (t->t == MPI_FLOAT) return ((const float *)buf)[k] == (float)acc;
-    if (t->t == MPI_DOUBLE) return ((const double *)buf)[k] == (double)acc;
-    return ((const long *)buf)[k] == acc * 1000003L;
+    if (t->t == MPI_CHAR) return ((const signed char *)buf)[i] == (signed char)acc;
+    if (t->t == MPI_INT) return ((const int *)buf)[i] == (int)acc;
+    if (t->t == MPI_FLOAT) return ((const float *)buf)[i] == (float)acc;
+    if (t->t == MPI_DOUBLE) return ((const double *)buf)[i] == (double)acc;
+    return ((const long *)buf)[i] == acc * 1000003L;
+}
+
+/* The expected item k of the reduction over ranks below `upto`, at item k of `buf`. */
+static int same_upto(const ty *t, const void *buf, long k, int what, int max, int upto) {
+    return same_at(t, buf, k, k, what, max, upto);
 }
 
 /* The same over every rank. */
@@ -149,6 +163,136 @@ static void basic(const ty *t, long n, int root, int inpl, int max, int what) {
     fill(t, again, n, rank, what);
     CHECK(memcmp(again, s, len) == 0);
     free(again);
+    free(s);
+    free(r);
+}
+
+/* The send buffer `s` (`n` items of `t`) still holds our contribution. */
+static void unchanged(const ty *t, const unsigned char *s, long n, int what) {
+    size_t len = (size_t)n * t->bytes;
+    unsigned char *again = malloc(len + 1);
+    CHECK(again);
+    fill(t, again, n, rank, what);
+    CHECK(memcmp(again, s, len) == 0);
+    free(again);
+}
+
+/* One allreduce of `n` items of `t` (SUM or MAX), in place or not, checked on every rank. */
+static void allred(const ty *t, long n, int inpl, int max, int what) {
+    size_t len = (size_t)n * t->bytes;
+    unsigned char *s, *r;
+    buffers(t, n, what, &s, &r);
+    if (inpl) memcpy(r, s, len);
+    CHECK_RC(MPI_Allreduce(inpl ? MPI_IN_PLACE : s, r, (int)n, t->t, max ? MPI_MAX : MPI_SUM,
+                           MPI_COMM_WORLD));
+    for (long k = 0; k < n; k++)
+        if (!same(t, r, k, what, max)) {
+            fprintf(stderr, "allreduce %s n=%ld inpl=%d max=%d: item %ld wrong on %d\n", t->name,
+                    n, inpl, max, k, rank);
+            CHECK(0);
+        }
+    for (int g = 0; g < 16; g++) CHECK(r[len + g] == 0x5a);
+    unchanged(t, s, n, what);
+    free(s);
+    free(r);
+}
+
+/* The items of rank `r`'s block of a reduce-scatter of `n` items: `blk`, reduce_scatter_block
+ * of n / size each; else uneven (rank 0 the most, the last the rest), some blocks empty when
+ * n is small. */
+static long block_of(long n, int blk, int r) {
+    if (blk) return n / size;
+    long q = n / (2 * size);
+    return r == 0 ? n - (size - 1) * q : q;
+}
+
+/* One reduce-scatter (`blk`: reduce_scatter_block) of `n` items of `t` (SUM or MAX), in
+ * place or not, checked: our block at the start of the receive buffer, the rest untouched
+ * (out of place). */
+static void redscat(const ty *t, long n, int blk, int inpl, int max, int what) {
+    int counts[64];
+    long at = 0, total = 0;
+    for (int r = 0; r < size; r++) {
+        counts[r] = (int)block_of(n, blk, r);
+        if (r < rank) at += counts[r];
+        total += counts[r];
+    }
+    long mine = counts[rank];
+    size_t len = (size_t)total * t->bytes;
+    unsigned char *s, *r;
+    buffers(t, total, what, &s, &r);
+    if (inpl) memcpy(r, s, len);
+    const void *src = inpl ? MPI_IN_PLACE : s;
+    MPI_Op op = max ? MPI_MAX : MPI_SUM;
+    if (blk)
+        CHECK_RC(MPI_Reduce_scatter_block(src, r, counts[0], t->t, op, MPI_COMM_WORLD));
+    else
+        CHECK_RC(MPI_Reduce_scatter(src, r, counts, t->t, op, MPI_COMM_WORLD));
+    for (long k = 0; k < mine; k++)
+        if (!same_at(t, r, k, at + k, what, max, size)) {
+            fprintf(stderr, "reduce_scatter%s %s n=%ld inpl=%d max=%d: item %ld wrong on %d\n",
+                    blk ? "_block" : "", t->name, total, inpl, max, k, rank);
+            CHECK(0);
+        }
+    for (int g = 0; g < 16; g++) CHECK(r[len + g] == 0x5a);
+    if (!inpl) {
+        for (size_t g = (size_t)mine * t->bytes; g < len; g++) CHECK(r[g] == 0x5a);
+        unchanged(t, s, total, what);
+    }
+    free(s);
+    free(r);
+}
+
+/* "inout = in": associative and not commutative; reduced in rank order it gives rank 0's
+ * contribution. */
+static void first(void *in, void *inout, int *len, MPI_Datatype *t) {
+    (void)t;
+    memcpy(inout, in, (size_t)*len * sizeof(int));
+}
+
+/* Allreduce and reduce_scatter_block of `n` ints with `first` (a predefined type with a user
+ * op: rank 0's items everywhere), in place or not. */
+static void firsts(MPI_Op op, long n, int inpl) {
+    long b = n / size, total = b * size;
+    int *s = malloc(total * sizeof(int) + 1), *r = malloc(total * sizeof(int) + 1);
+    CHECK(s && r);
+    for (long k = 0; k < total; k++) s[k] = rank * 100000 + (int)k;
+    if (inpl) memcpy(r, s, total * sizeof(int));
+    CHECK_RC(MPI_Allreduce(inpl ? MPI_IN_PLACE : s, r, (int)total, MPI_INT, op, MPI_COMM_WORLD));
+    for (long k = 0; k < total; k++) CHECK(r[k] == (int)k);
+    if (inpl) memcpy(r, s, total * sizeof(int));
+    CHECK_RC(
+        MPI_Reduce_scatter_block(inpl ? MPI_IN_PLACE : s, r, (int)b, MPI_INT, op, MPI_COMM_WORLD));
+    for (long k = 0; k < b; k++) CHECK(r[k] == (int)(rank * b + k));
+    free(s);
+    free(r);
+}
+
+/* `rs`: reduce_scatter_block of blocks of `b` items, else allreduce of the `size * b`. */
+static void all_or_block(int rs, const void *src, void *r, long b, MPI_Datatype t, MPI_Op op) {
+    if (rs)
+        CHECK_RC(MPI_Reduce_scatter_block(src, r, (int)b, t, op, MPI_COMM_WORLD));
+    else
+        CHECK_RC(MPI_Allreduce(src, r, (int)(b * size), t, op, MPI_COMM_WORLD));
+}
+
+/* Allreduce and reduce_scatter_block (SUM) of `n` ints 8 bytes apart (a non-contiguous
+ * type: packed first), the gaps left alone. */
+static void strided(MPI_Datatype st, long n, int inpl) {
+    long b = n / size, total = b * size;
+    int *s = malloc(2 * total * sizeof(int) + 1), *r = malloc(2 * total * sizeof(int) + 1);
+    CHECK(s && r);
+    for (long k = 0; k < 2 * total; k++) s[k] = k % 2 ? -7 : rank + (int)(k % 13);
+    for (int rs = 0; rs < 2; rs++) {
+        for (long k = 0; k < 2 * total; k++) r[k] = inpl ? s[k] : -9;
+        all_or_block(rs, inpl ? MPI_IN_PLACE : s, r, b, st, MPI_SUM);
+        long from = rs ? rank * b : 0, items = rs ? b : total;
+        for (long k = 0; k < items; k++) {
+            int e = size * (int)((2 * (from + k)) % 13) + size * (size - 1) / 2;
+            CHECK(r[2 * k] == e);
+            CHECK(r[2 * k + 1] == (inpl ? -7 : -9));
+        }
+    }
     free(s);
     free(r);
 }
@@ -235,6 +379,30 @@ static void noncommutative(MPI_Op op, MPI_Datatype mt, long n, int root, int inp
     free(r);
 }
 
+/* Allreduce and reduce_scatter_block with the matrix product: rank order matters. */
+static void matall(MPI_Op op, MPI_Datatype mt, long n, int inpl) {
+    long b = n / size, total = b * size;
+    mat *s = malloc(total * sizeof *s + 1), *r = malloc(total * sizeof *r + 1);
+    CHECK(s && r);
+    for (long k = 0; k < total; k++) s[k] = mat_of(rank, k);
+    for (int rs = 0; rs < 2; rs++) {
+        if (inpl) memcpy(r, s, total * sizeof *s);
+        all_or_block(rs, inpl ? MPI_IN_PLACE : s, r, b, mt, op);
+        long from = rs ? rank * b : 0, items = rs ? b : total;
+        for (long k = 0; k < items; k++) {
+            mat e = mat_of(0, from + k);
+            for (int q = 1; q < size; q++) e = mul(e, mat_of(q, from + k));
+            if (memcmp(&e, &r[k], sizeof e) != 0) {
+                fprintf(stderr, "matmul %s n=%ld inpl=%d: item %ld wrong on %d\n",
+                        rs ? "reduce_scatter_block" : "allreduce", total, inpl, k, rank);
+                CHECK(0);
+            }
+        }
+    }
+    free(s);
+    free(r);
+}
+
 /* Scan (inclusive, or `ex`: exclusive) with the matrix product: rank order matters. */
 static void matscan_ex(MPI_Op op, MPI_Datatype mt, long n, int inpl, int ex) {
     mat *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r);
@@ -301,6 +469,18 @@ static unsigned long long reduce_calls(MPI_T_pvar_session ses, MPI_T_pvar_handle
     return v;
 }
 
+/* A handle on the counter `name`, started. */
+static MPI_T_pvar_handle counter(MPI_T_pvar_session ses, const char *name) {
+    MPI_T_pvar_handle h;
+    int idx = -1, count, cont = 1;
+    CHECK_RC(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx));
+    CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &h, &count));
+    CHECK_RC(MPI_T_pvar_get_info(idx, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                 &cont, NULL));
+    if (!cont) CHECK_RC(MPI_T_pvar_start(ses, h));
+    return h;
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init(&argc, &argv);
@@ -343,6 +523,42 @@ int main(int argc, char **argv) {
                     basic(&types[ti], n, root, inpl, (int)(z + ti + root) % 2, (int)z);
                 }
         }
+    /* allreduces and reduce-scatters: the pair path's counters around 64 KiB ones, then
+     * sizes around 4 KiB (from there two ranks go by cross-memory copies), odd counts, up
+     * to 1 MiB (the largest so) and past it */
+    MPI_T_pvar_handle ha = counter(ses, "coll_sm_allreduce_calls");
+    MPI_T_pvar_handle hr = counter(ses, "coll_sm_reduce_scatter_calls");
+    unsigned long long a0 = reduce_calls(ses, ha), r0 = reduce_calls(ses, hr);
+    allred(c, 65536, 0, 0, 0);
+    redscat(c, 65536, 1, 0, 0, 0);
+    int pair = reduce_calls(ses, ha) > a0 && reduce_calls(ses, hr) > r0;
+    /* the allreduces' smallest (8 KiB + 1) and largest (1 MiB) by cross-memory copies, the
+     * reduce-scatters' (4 KiB + 1, 2 MiB); from 256 KiB CHAR and DOUBLE only, and on more
+     * than 3 ranks (oversubscribed, the point-to-point algorithms) CHAR below 256 KiB only */
+    long abytes[] = {4096,        4097,    4104,           8192,    8193,          12289,
+                     65536 + 8,   262144 + 40, 1 << 20, (1 << 20) + 40, 2 << 20, (2 << 20) + 8};
+    for (size_t z = 0; z < sizeof abytes / sizeof abytes[0]; z++)
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+            for (int inpl = 0; inpl < 2; inpl++) {
+                if (abytes[z] >= 262144 && ti != 0 && ti != 3) continue;
+                if (size > 3 && (abytes[z] >= 262144 || ti != 0)) continue;
+                long n = abytes[z] / types[ti].bytes;
+                int max = (int)(z + ti + inpl) % 2;
+                if (abytes[z] <= (2 << 20) - 8) allred(&types[ti], n, inpl, max, (int)z);
+                redscat(&types[ti], n, abytes[z] >= (2 << 20) ? 1 - inpl : (int)(z + inpl) % 2,
+                        inpl, max, (int)z);
+            }
+    MPI_Op firstop;
+    MPI_Datatype st;
+    CHECK_RC(MPI_Op_create(first, 0, &firstop));
+    CHECK_RC(MPI_Type_create_resized(MPI_INT, 0, 8, &st));
+    CHECK_RC(MPI_Type_commit(&st));
+    long ints[] = {1024, 1026, 16383, 262144};
+    for (size_t z = 0; z < sizeof ints / sizeof ints[0]; z++)
+        for (int inpl = 0; inpl < 2; inpl++) {
+            firsts(firstop, ints[z], inpl);
+            strided(st, ints[z], inpl);
+        }
     /* scans and exscans of the same sizes */
     for (size_t z = 0; z < sizeof bytes / sizeof bytes[0]; z++)
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
@@ -365,7 +581,10 @@ int main(int argc, char **argv) {
         for (int root = 0; root < size; root++)
             for (int inpl = 0; inpl < 2; inpl++) noncommutative(op, mt, mats[z], root, inpl);
     for (size_t z = 0; z < sizeof mats / sizeof mats[0]; z++)
-        for (int inpl = 0; inpl < 2; inpl++) matscan(op, mt, mats[z], inpl);
+        for (int inpl = 0; inpl < 2; inpl++) {
+            matscan(op, mt, mats[z], inpl);
+            matall(op, mt, mats[z], inpl);
+        }
     /* back to back, the root moving, with large allreduces (which use the same region
      * when coll_sm_allreduce_large_min lets them) and small reduces in between */
     for (int i = 0; i < 40; i++) {
@@ -413,8 +632,14 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
         printf("coll_reduce_big: large reduce on sm: %s\n", used ? "used" : "not used");
+        printf("coll_reduce_big: pair allreduce and reduce_scatter on sm: %s\n",
+               pair ? "used" : "not used");
         printf("coll_reduce_big: all checks passed\n");
     }
+    MPI_Op_free(&firstop);
+    MPI_Type_free(&st);
+    MPI_T_pvar_handle_free(ses, &ha);
+    MPI_T_pvar_handle_free(ses, &hr);
     MPI_Op_free(&op);
     MPI_Type_free(&mt);
     MPI_T_pvar_handle_free(ses, &h);

@@ -81,7 +81,9 @@ fn single_copy_done(r: std::io::Result<Option<usize>>, what: &str) -> Result<()>
 /// bytes; every component combines in rank order, so `∘` need only be associative
 /// (`commutative` lets the tuned component pick algorithms that reorder).
 ///
-/// At most [`sm::DATA`] bytes go through the `sm` segment; from
+/// On two ranks that reach each other by CMA, [`sm::ALLREDUCE_PAIR`] bytes go by
+/// cross-memory copies ([`sm::Seg::allreduce_pull`]). At most [`sm::DATA`] bytes go
+/// through the `sm` segment; from
 /// `coll_sm_allreduce_large_min` up to [`sm::BIG_MAX`] bytes through its large region
 /// (when it can be used); everything else through the tuned algorithms (measured faster
 /// in between on a loaded 2-core machine: the large region's three synchronisations cost
@@ -95,6 +97,10 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
     commutative: bool,
 ) -> Result<()> {
     let bytes = dst.len();
+    if let Some(seg) = pair(a, Coll::Allreduce, bytes, sm::ALLREDUCE_PAIR)? {
+        count(a.shadow, Alg::SmAllreduce);
+        return seg.allreduce_pull(src, dst, (elem_size, commutative), f);
+    }
     let small = bytes <= sm::DATA;
     let large =
         (sm::params::allreduce_large_min().max(sm::DATA + 1)..=sm::BIG_MAX).contains(&bytes);
@@ -123,6 +129,22 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         commutative,
     };
     a.allreduce_from(src, dst, &op)
+}
+
+/// The segment, when an allreduce or reduce-scatter of `bytes` (the whole vector, the same
+/// on every rank) goes by cross-memory copies between two ranks ([`sm::Seg::allreduce_pull`],
+/// [`sm::Seg::reduce_scatter_pull`]): two ranks that reach each other by CMA, `bytes` in
+/// `range` ([`sm::ALLREDUCE_PAIR`], [`sm::REDUCE_SCATTER_PAIR`]).
+fn pair(
+    a: &CollComm,
+    coll: Coll,
+    bytes: usize,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<Option<std::sync::Arc<sm::Seg>>> {
+    if a.size != 2 || !range.contains(&bytes) {
+        return Ok(None);
+    }
+    Ok(sm::get(a, coll)?.filter(|seg| seg.cma_known()))
 }
 
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
@@ -488,7 +510,9 @@ pub fn allgatherv(
 }
 
 /// Reduce-scatter of `full` (our whole contribution, block `i` of `counts[i]` bytes, back
-/// to back): our block of the result goes to `out`. `full` may be used as scratch.
+/// to back): our block of the result goes to `out`. `full` may be used as scratch. On the
+/// segment when the vector fits it, by cross-memory copies on two ranks
+/// ([`sm::REDUCE_SCATTER_PAIR`]), else point to point.
 pub fn reduce_scatter(
     a: &CollComm,
     full: &mut [u8],
@@ -518,22 +542,35 @@ pub fn reduce_scatter(
             return Ok(());
         }
     }
+    if counts.len() == 2 && full.len() >= total && out.len() >= counts[me] {
+        if let Some(seg) = pair(a, Coll::ReduceScatter, total, sm::REDUCE_SCATTER_PAIR)? {
+            count(a.shadow, Alg::SmReduceScatter);
+            let block = (if me == 0 { 0 } else { counts[0] }, counts[me], total);
+            return seg.reduce_scatter_pull(Some(&full[..total]), out, block, op.commutative, op.f);
+        }
+    }
     a.reduce_scatter(full, counts, out, op)
 }
 
 /// Reduce-scatter on the caller's memory, no copy: our whole contribution is `send`
 /// (`None`: in place, it starts `buf`), our block of the result (bytes `at..at + n` of
 /// the vector, `total` bytes on every rank) goes to `buf[..n]`. `f` as for [`allreduce`].
-/// Runs on the `sm` segment when the vector fits it; false (nothing done, on every rank
-/// alike: `total` is the same everywhere) otherwise, for the caller to take
-/// [`reduce_scatter`].
+/// Runs on the `sm` segment when the vector fits it, or on two ranks by cross-memory
+/// copies ([`sm::Seg::reduce_scatter_pull`], [`sm::REDUCE_SCATTER_PAIR`];
+/// `commutative` says whether `f` is); false (nothing done, on every rank alike: `total`
+/// is the same everywhere) otherwise, for the caller to take [`reduce_scatter`].
 pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
     send: Option<&[u8]>,
     buf: &mut [u8],
     (at, n, total): (usize, usize, usize),
-    f: &F,
+    (f, commutative): (&F, bool),
 ) -> Result<bool> {
+    if let Some(seg) = pair(a, Coll::ReduceScatter, total, sm::REDUCE_SCATTER_PAIR)? {
+        count(a.shadow, Alg::SmReduceScatter);
+        seg.reduce_scatter_pull(send, buf, (at, n, total), commutative, f)?;
+        return Ok(true);
+    }
     if reduce_scatter_large(a, send, buf, (at, n, total), f)? {
         return Ok(true);
     }

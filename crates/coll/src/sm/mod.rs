@@ -47,6 +47,11 @@
 //! and so do alltoall blocks too large for a buffer on more than 2 ranks, and allgather(v)
 //! blocks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is).
 //!
+//! Reduce (4 KiB to 1 MiB), allreduce (8 KiB to 1 MiB) and reduce-scatter (4 KiB to 2 MiB)
+//! on two ranks that reach each other by CMA go by cross-memory copies between the user's
+//! buffers, both ranks folding a part (`segment/pull.rs`, `segment/pull_all.rs`): the
+//! segment carries only the addresses and the done words.
+//!
 //! Bcast, gather and scatter of blocks too large for a buffer, and such blocks of gatherv
 //! and scatterv, up to `coll_sm_single_copy_max` bytes (`coll_sm_single_copy_max_many` on
 //! more than 2 ranks), move by one cross-memory copy each between the root's buffer and the
@@ -83,8 +88,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    a2a_cma_max, Reduction, Seg, Side, VBlock, A2A_CMA_MAX, BIG_MAX, CAP, DATA, LANE_MAX, NBUF,
-    NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, V_MAX,
+    a2a_cma_max, Reduction, Seg, Side, VBlock, A2A_CMA_MAX, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA,
+    LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, V_MAX,
 };
 
 use crate::tune::{self, Coll};

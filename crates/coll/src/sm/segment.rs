@@ -11,6 +11,7 @@ mod big;
 mod cma;
 mod large;
 mod pull;
+mod pull_all;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
@@ -18,6 +19,7 @@ pub use cma::{out_of_place_max as a2a_cma_max, OUT_OF_PLACE_MAX as A2A_CMA_MAX};
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX};
 pub use pull::PULL_MAX;
+pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
 pub use rooted::Side;
 
 const LINE: usize = 64;

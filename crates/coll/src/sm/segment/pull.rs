@@ -62,20 +62,13 @@ impl Seg {
             (None, None) => std::ptr::null(),
         };
         let out = acc.as_ref().map_or(0, |a| a.as_ptr() as u64);
-        let mut post = [0u8; 8 * WORDS];
-        let words = [u64::from(std::process::id()), own as u64, out, n as u64, 0];
-        for (i, w) in words.iter().enumerate() {
-            post[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
+        let w = self.pull_meet(k, [own as u64, out, n as u64]);
+        if let Err(e) = pull_same_len(&w, n, "reduce") {
+            // Both ranks see both lengths: both end here, nothing copied.
+            self.finish(k);
+            return Err(e);
         }
-        self.post(k, &post);
-        self.wait_word(self.stamp(other, k), k);
-        let word = |r: usize, i: usize| {
-            // SAFETY: rank `r` stamped `k` (waited above, or ourselves), posting `WORDS`
-            // words, and we finish `k` only after the reads.
-            let w = unsafe { self.peer(r, k, 8 * i, 8) };
-            u64::from_ne_bytes(w.try_into().expect("8 bytes"))
-        };
-        let (pid, theirs) = (word(other, 0) as i32, word(other, 1));
+        let (pid, theirs) = (w.pid, w.input);
         let e = elem.max(1);
         // The root's part: the front, whole elements.
         let h = if n < SPLIT_MIN {
@@ -85,24 +78,7 @@ impl Seg {
         };
         // Rank order: the other rank's vector goes in front of ours when it is below us.
         let below = other < me;
-        let cma_err = |e: io::Error| {
-            arg_err(
-                ErrorClass::Other,
-                format!("reduce: a cross-memory copy between ranks failed: {e}"),
-            )
-        };
-        if word(other, 3) as usize != n {
-            // Both ranks see both lengths: both end here, nothing copied.
-            self.finish(k);
-            return Err(arg_err(
-                ErrorClass::Truncate,
-                format!(
-                    "reduce: {} bytes from rank {other}, {n} here",
-                    word(other, 3)
-                ),
-            ));
-        }
-        let r = if let Some(acc) = acc {
+        if let Some(acc) = acc {
             // The back part is the other rank's to write (by CMA) until its done word says
             // it has: we touch only the front.
             let (front, _back) = acc.split_at_mut(h);
@@ -118,20 +94,10 @@ impl Seg {
                 )
             };
             // The other rank writes the back part of `acc` and then marks `k` done.
-            self.wait_word(self.seq_word(other), k);
-            let fail = word(me, OUTCOME) != 0;
-            r.map_err(cma_err).and_then(|()| {
-                if fail {
-                    Err(arg_err(
-                        ErrorClass::Other,
-                        "reduce: a cross-memory copy of the other rank failed",
-                    ))
-                } else {
-                    Ok(())
-                }
-            })
+            self.pull_release(k);
+            pull_outcome(r, self.pull_failed(k), "reduce")
         } else {
-            let out = word(other, 2);
+            let out = w.output;
             let src = send.unwrap_or_default();
             // SAFETY: the root's contribution and result hold `n` bytes at `theirs` and
             // `out`, the back part ours to read and then write (the root only reads and
@@ -145,28 +111,110 @@ impl Seg {
                 )
             };
             if r.is_err() {
-                // SAFETY: bytes 8 * OUTCOME.. of the root's buffer of `k`: written by
-                // nobody else, read by the root only after our done word below.
-                unsafe {
-                    self.data(root, k)
-                        .add(8 * OUTCOME)
-                        .cast::<u64>()
-                        .write_unaligned(1)
-                };
+                self.pull_fail_other(k);
             }
-            self.finish(k);
             // The root reads our contribution until it is done with `k`.
-            self.wait_word(self.seq_word(root), k);
-            r.map_err(cma_err)
-        };
-        if me == root {
-            self.finish(k);
+            self.pull_release(k);
+            pull_outcome(r, false, "reduce")
         }
+    }
+
+    /// Post our words of pull collective `k` (contribution address, result address,
+    /// bytes; our pid and a clear outcome word added here) and wait for the other rank's.
+    pub(super) fn pull_meet(&self, k: u64, [input, output, n]: [u64; 3]) -> Post {
+        let mut post = [0u8; 8 * WORDS];
+        let words = [u64::from(std::process::id()), input, output, n, 0];
+        for (i, w) in words.iter().enumerate() {
+            post[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+        self.post(k, &post);
+        let other = 1 - self.rank;
+        self.wait_word(self.stamp(other, k), k);
+        let word = |i: usize| {
+            // SAFETY: the other rank stamped `k` (waited above), posting `WORDS` words,
+            // and we finish `k` only after this read.
+            let w = unsafe { self.peer(other, k, 8 * i, 8) };
+            u64::from_ne_bytes(w.try_into().expect("8 bytes"))
+        };
+        Post {
+            pid: word(0) as i32,
+            input: word(1),
+            output: word(2),
+            len: word(3),
+        }
+    }
+
+    /// Tell the other rank that its result of pull collective `k` lacks our part (a copy
+    /// of ours failed): it reads that once we are done with `k` ([`Seg::pull_failed`]).
+    pub(super) fn pull_fail_other(&self, k: u64) {
+        // SAFETY: bytes 8 * OUTCOME.. of the other rank's buffer of `k` (stamped: we read
+        // its post): written by nobody else, read by its owner only after our done word.
+        unsafe {
+            self.data(1 - self.rank, k)
+                .add(8 * OUTCOME)
+                .cast::<u64>()
+                .write_unaligned(1)
+        };
+    }
+
+    /// Whether the other rank said our result of pull collective `k` lacks its part (call
+    /// after [`Seg::pull_release`]).
+    pub(super) fn pull_failed(&self, k: u64) -> bool {
+        // SAFETY: our own buffer of `k`, which we posted; the other rank wrote its outcome
+        // word before its done word, which we acquired.
+        let w = unsafe { self.peer(self.rank, k, 8 * OUTCOME, 8) };
+        u64::from_ne_bytes(w.try_into().expect("8 bytes")) != 0
+    }
+
+    /// Mark pull collective `k` done here and wait until the other rank has too: each
+    /// reads (and writes) the other's buffers until then.
+    pub(super) fn pull_release(&self, k: u64) {
+        self.finish(k);
+        self.wait_word(self.seq_word(1 - self.rank), k);
         if self.min_done.load(Ordering::Relaxed) < k {
             self.min_done.store(k, Ordering::Relaxed);
         }
-        r
     }
+}
+
+/// The other rank's post of a pull collective ([`Seg::pull_meet`]).
+pub(super) struct Post {
+    pub(super) pid: i32,
+    /// Address of its contribution.
+    pub(super) input: u64,
+    /// Address of its result (0: none).
+    pub(super) output: u64,
+    /// Bytes of its vector.
+    pub(super) len: u64,
+}
+
+/// An error on both ranks when the vectors' lengths differ (`what`: the collective).
+pub(super) fn pull_same_len(w: &Post, n: usize, what: &str) -> Result<()> {
+    if w.len as usize == n {
+        return Ok(());
+    }
+    Err(arg_err(
+        ErrorClass::Truncate,
+        format!("{what}: {} bytes from the other rank, {n} here", w.len),
+    ))
+}
+
+/// The outcome of a pull collective: our copies' `r`, and whether the other rank's failed
+/// (`theirs`: our result lacks its part).
+pub(super) fn pull_outcome(r: io::Result<()>, theirs: bool, what: &str) -> Result<()> {
+    r.map_err(|e| {
+        arg_err(
+            ErrorClass::Other,
+            format!("{what}: a cross-memory copy between ranks failed: {e}"),
+        )
+    })?;
+    if theirs {
+        return Err(arg_err(
+            ErrorClass::Other,
+            format!("{what}: a cross-memory copy of the other rank failed"),
+        ));
+    }
+    Ok(())
 }
 
 /// Fold the other rank's vector (at `base` in process `pid`, as long as `acc`) with ours
@@ -175,7 +223,7 @@ impl Seg {
 ///
 /// # Safety
 /// The other rank's vector is readable at `base` and unchanged during the call.
-unsafe fn pull_fold<F: Fn(&[u8], &mut [u8])>(
+pub(super) unsafe fn pull_fold<F: Fn(&[u8], &mut [u8]) + ?Sized>(
     send: Option<&[u8]>,
     acc: &mut [u8],
     (pid, base): (i32, u64),
