@@ -1148,6 +1148,13 @@ impl Engine {
         self.lock().finalize_byes_in(self.size as usize)
     }
 
+    /// Whether peer `p` read our last rendezvous message alone (the protocol tests' look
+    /// at [`crate::pml::peer::Peer::reads_ours`]).
+    #[cfg(test)]
+    pub(crate) fn peer_reads_ours(&self, p: usize) -> bool {
+        self.lock().peers[p].reads_ours
+    }
+
     /// Polls (progress + `f`) until `f` returns a value; yields between polls if configured,
     /// and checks peers for liveness now and then.
     ///

@@ -16,6 +16,11 @@ pub(crate) const K_NACK: u8 = 7;
 /// bootstrap's final fence, see `crate::Engine::finalize`).
 pub(crate) const K_BYE: u8 = 8;
 
+/// `a` of a FIN that ends a rendezvous message the receiver read alone (CMA), without a
+/// clear-to-send (`crate::btl::sm::two_way`: the sender then knows that its peer reads its
+/// messages as they come).
+pub(crate) const FIN_READ: u64 = 1;
+
 pub(crate) const F_SYNC: u8 = 1;
 pub(crate) const F_CMA: u8 = 2;
 /// A DATA record whose payload lies in the link's bulk buffer (see `crate::btl::sm::link::SmLink`); set and
@@ -38,7 +43,7 @@ pub(crate) const F_RMA: u8 = 16;
 /// | CTS | - | bytes wanted | sender request | receiver request |
 /// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |
-/// | FIN | - | - | sender request | - |
+/// | FIN | - | [`FIN_READ`] or 0 | sender request | - |
 /// | REVOKE | - | revoked context | - | - |
 /// | NACK | - | - | sender request | - |
 /// | BYE | - | - | - | - |

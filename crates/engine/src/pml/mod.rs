@@ -40,7 +40,7 @@ use self::request::{msg_status, Req, ReqState, Slab};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::{PeerInfo, BTL};
 use crate::pml::hdr::{
-    Hdr, F_COOP, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
+    Hdr, FIN_READ, F_COOP, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
 };
 use crate::pml::matching::{Envelope, HashMap, Matcher};
 use crate::pml::params::PML;
@@ -479,11 +479,20 @@ impl State {
     pub(crate) fn handle(&mut self, peer: i32, hdr: Hdr, payload: *const u8, plen: usize) {
         match hdr.kind {
             K_EAGER | K_RTS => self.on_envelope(peer, hdr, payload, plen),
-            K_CTS if hdr.flags & F_COOP != 0 => self.coop_send(peer, hdr),
-            K_CTS => self.on_cts(peer, hdr),
+            K_CTS => {
+                self.peers[peer as usize].reads_ours = false;
+                if hdr.flags & F_COOP != 0 {
+                    self.coop_send(peer, hdr);
+                } else {
+                    self.on_cts(peer, hdr);
+                }
+            }
             // SAFETY: the link keeps the payload readable until the record is released.
             K_DATA => unsafe { self.on_data(peer, hdr, payload, plen) },
             K_FIN => {
+                if hdr.a == FIN_READ {
+                    self.peers[peer as usize].reads_ours = true;
+                }
                 self.finish(hdr.b);
                 self.rndv_send_ended(peer as usize);
             }

@@ -63,6 +63,11 @@ pub(crate) struct Peer {
     /// send rendezvous messages to it too ([`TwoWay`]: per size class, a chooser fed per
     /// message in streams and one fed per exchange in exchanges).
     pub(crate) two_way: TwoWay,
+    /// Its last answer to a rendezvous message of ours was a FIN with
+    /// [`FIN_READ`](crate::pml::hdr::FIN_READ) (it read the message alone), not a
+    /// clear-to-send: it reads our messages as they come, so a pipelined transfer of its
+    /// messages tried in a stream could not be measured ([`TwoWay::choose`]).
+    pub(crate) reads_ours: bool,
     /// When the last measured large transfer from it ended (nanoseconds since start).
     pub(crate) last_end: u64,
     /// When the last cooperative transfer from it ended.
@@ -111,7 +116,7 @@ impl Peer {
         if let Some(s) = self.two_way.take_held() {
             self.record_two_way(p, (s, false));
         }
-        self.two_way.choose(n, now)
+        self.two_way.choose(n, now, self.reads_ours)
     }
 
     /// A message from this peer (world rank `p`) chosen by [`Peer::choose_two_way`]

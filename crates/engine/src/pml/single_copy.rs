@@ -7,7 +7,7 @@ use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_COOP, K_CTS, K_FIN};
+use crate::pml::hdr::{Hdr, FIN_READ, F_COOP, K_CTS, K_FIN};
 use crate::sys;
 use crate::ErrorClass;
 
@@ -51,7 +51,7 @@ impl State {
             Ok(()) => {
                 self.copy_chosen(peer as usize, CopyMech::Cma, n);
                 self.finish(rid);
-                self.ctrl(peer, K_FIN, 0, sreq, 0);
+                self.ctrl(peer, K_FIN, FIN_READ, sreq, 0);
                 true
             }
             Err(e) => {

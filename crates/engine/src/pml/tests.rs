@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use crate::btl::fake::{self, WireHandle};
 use crate::btl::sm::params::{Settings, SingleCopy};
 use crate::btl::Link;
-use crate::pml::hdr::{Hdr, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS};
+use crate::pml::hdr::{
+    Hdr, FIN_READ, HDR, K_BYE, K_CTS, K_DATA, K_EAGER, K_FIN, K_NACK, K_REVOKE, K_RTS,
+};
 use crate::{CommId, Engine, ErrorClass, ReqId, SendMode, Status, ANY_SOURCE, ANY_TAG};
 
 /// Largest eager message of the test engines.
@@ -444,6 +446,37 @@ fn cancel_of_a_posted_receive() {
     assert_eq!(b2, msg);
     assert_eq!(b1, [0u8; 10], "the cancelled receive got nothing");
     net.done(0, s);
+}
+
+/// A FIN that says the receiver read our message alone ([`FIN_READ`]) tells the sender
+/// that the peer reads its messages as they come; a clear-to-send (the peer pipelines
+/// them) says it no longer does; a FIN without the flag (a synchronous send's
+/// acknowledgement) changes nothing.
+#[test]
+fn fin_read_tells_that_the_peer_reads_our_messages() {
+    let net = Net::new(2, 64);
+    let (w, side) = net.wire(1, 0);
+    let inject = |kind, a| {
+        let h = Hdr {
+            kind,
+            a,
+            b: 12345,
+            ..Hdr::default()
+        };
+        w.inject(side, fake::encode(&h, &[]));
+        for _ in 0..10 {
+            net.step();
+        }
+    };
+    assert!(!net.e[0].peer_reads_ours(1));
+    inject(K_FIN, FIN_READ);
+    assert!(net.e[0].peer_reads_ours(1));
+    inject(K_FIN, 0);
+    assert!(net.e[0].peer_reads_ours(1));
+    inject(K_CTS, 0);
+    assert!(!net.e[0].peer_reads_ours(1));
+    // The stream goes on.
+    transfer(&net, 3 * FRAG, 3 * FRAG, 1);
 }
 
 /// Records a peer could not have sent correctly: unknown kinds and DATA for no request are

@@ -383,8 +383,21 @@ impl Chooser {
 
     /// The mechanism for a transfer starting at `now`.
     pub fn choose(&mut self, now: u64) -> Mech {
+        self.choose_unless(now, false)
+    }
+
+    /// [`Chooser::choose`], except that with `no_pipe_try` no try of the pipeline begins
+    /// (the single copy in use stays, and the try comes with a later transfer once it may
+    /// begin): in a stream both ways, a pipelined transfer tried while the peer reads our
+    /// messages alone cannot be measured. The peer reads our requests-to-send in order and
+    /// our clear-to-sends queue behind them, so the tried transfers wait until it has read
+    /// all of ours and then run one way, after our sends ([`Chooser::unmeasured`]: the try
+    /// ends as one that confirmed the single copy), at the cost of every message chosen
+    /// meanwhile (bibw at 4 MiB: the rest of a 64-message window, half the throughput).
+    pub fn choose_unless(&mut self, now: u64, no_pipe_try: bool) -> Mech {
         let other = self.cur.other() as usize;
         if self.taken >= SETTLE
+            && !(no_pipe_try && self.cur == Mech::Coop)
             && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > self.interval)
         {
             self.switch(now);
@@ -839,6 +852,20 @@ mod tests {
                 (t - end) / 1_000_000
             );
         }
+    }
+
+    /// `choose_unless` holds back only a try of the pipeline: a chooser on the pipeline
+    /// still tries the single copy (its own reads are measured whatever the peer does).
+    #[test]
+    fn no_pipe_try_still_tries_the_single_copy() {
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        for _ in 0..WARMUP + SETTLE {
+            assert_eq!(c.choose_unless(t, true), Mech::Pipe);
+            c.record(Mech::Pipe, 1 << 20, 100_000, t + 100_000);
+            t += 100_000;
+        }
+        assert_eq!(c.choose_unless(t, true), Mech::Coop);
     }
 
     /// The single copy is tried long after the pipeline's last measurement (a pause

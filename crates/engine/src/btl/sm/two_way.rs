@@ -92,13 +92,14 @@ impl Default for TwoWay {
 impl TwoWay {
     /// The mechanism for a receive of `n` bytes chosen at `now` (`now > 0`), which joins
     /// the current period or opens one (the caller records [`TwoWay::take_held`]'s sample
-    /// first).
-    pub fn choose(&mut self, n: usize, now: u64) -> Mech {
+    /// first). `peer_reads` says that the peer read our last rendezvous message alone: the
+    /// streams' chooser then begins no try of the pipeline ([`Chooser::choose_unless`]).
+    pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool) -> Mech {
         let k = coop::size_class(n);
         let m = if self.chosen == 0 && self.last_exchange {
             self.exchanges[k].choose(now)
         } else {
-            self.streams[k].choose(now)
+            self.streams[k].choose_unless(now, peer_reads)
         };
         if self.chosen == 0 {
             self.start = now;
@@ -217,7 +218,7 @@ mod tests {
         if let Some(s) = w.take_held() {
             w.record(s, false);
         }
-        let m = w.choose(n, *t);
+        let m = w.choose(n, *t, false);
         let out = match m {
             Mech::Pipe => {
                 assert_eq!(w.sends_done(*t + pipe.0), None, "the receive still moves");
@@ -307,6 +308,54 @@ mod tests {
         assert_eq!(w.chooser(n, true).current(), Mech::Pipe);
     }
 
+    /// A stream of 4 MiB messages each way that settled on the single copy (the pipeline
+    /// 5 GB/s, the receiver's read 10 GB/s). While the peer reads our messages alone, the
+    /// streams' chooser begins no try of the pipeline, however long the stream lasts: such
+    /// a try could not be measured and cost every message chosen during it (the peer reads
+    /// all of ours before it serves our clear-to-sends). Once the peer answers ours with
+    /// clear-to-sends (it is on the pipeline too), the try comes.
+    #[test]
+    fn no_pipeline_try_in_a_stream_while_the_peer_reads_ours() {
+        let n = 4 << 20;
+        let (pipe, pull) = (840_000, 420_000);
+        let mut w = TwoWay::default();
+        let mut t = 1_000u64;
+        // One message of the stream (our sends go on all along), chosen with `reads`.
+        let next = |w: &mut TwoWay, t: &mut u64, reads: bool| {
+            if let Some(s) = w.take_held() {
+                w.record(s, false);
+            }
+            let m = w.choose(n, *t, reads);
+            let d = if m == Mech::Pipe { pipe } else { pull };
+            let s = Sample::Timed {
+                m,
+                n,
+                start: *t,
+                end: *t + d,
+            };
+            *t += d;
+            if let Some((s, exchange)) = w.ended(s, true) {
+                w.record(s, exchange);
+            }
+            m
+        };
+        // Both ways pipelined at first, then the single copy is tried and kept.
+        for _ in 0..2 * (WARMUP + SETTLE) + 1 {
+            next(&mut w, &mut t, false);
+        }
+        assert_eq!(w.chooser(n, false).current(), Mech::Coop);
+        let from = t;
+        while t < from + 10 * coop::EXPLORE_MAX_NS {
+            assert_eq!(
+                next(&mut w, &mut t, true),
+                Mech::Coop,
+                "a try of the pipeline {} ms into the stream",
+                (t - from) / 1_000_000
+            );
+        }
+        assert_eq!(next(&mut w, &mut t, false), Mech::Pipe);
+    }
+
     /// A stream (a window of messages each way): every transfer is a sample of its own;
     /// the first one's, held while the period might have been an exchange, is handed back
     /// when the second receive is chosen, and the period ends with the last of our sends.
@@ -314,7 +363,7 @@ mod tests {
     fn streams_are_measured_per_transfer() {
         let n = 1 << 20;
         let mut w = TwoWay::default();
-        assert_eq!(w.choose(n, 100), Mech::Pipe);
+        assert_eq!(w.choose(n, 100, false), Mech::Pipe);
         let first = Sample::Timed {
             m: Mech::Pipe,
             n,
@@ -323,8 +372,8 @@ mod tests {
         };
         assert_eq!(w.ended(first, true), None);
         assert_eq!(w.take_held(), Some(first));
-        assert_eq!(w.choose(n, 210), Mech::Pipe);
-        assert_eq!(w.choose(n, 220), Mech::Pipe);
+        assert_eq!(w.choose(n, 210, false), Mech::Pipe);
+        assert_eq!(w.choose(n, 220, false), Mech::Pipe);
         let own = |end| Sample::Timed {
             m: Mech::Pipe,
             n,
@@ -347,7 +396,7 @@ mod tests {
         );
         assert!(!w.in_period());
         // The next period begins afresh: an exchange again.
-        assert_eq!(w.choose(n, 500), Mech::Pipe);
+        assert_eq!(w.choose(n, 500, false), Mech::Pipe);
         assert_eq!(w.ended(own(600), true), None);
         let whole = Sample::Timed {
             m: Mech::Pipe,
