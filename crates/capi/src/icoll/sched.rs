@@ -328,14 +328,10 @@ pub(crate) fn rooted_seg(
     (posted, small): (usize, oxmpi_coll::sm::SmKind),
     (root, block, coll): (usize, usize, oxmpi_coll::sm::Rooted),
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
-    if let Some(seg) = shared_seg(a, posted) {
-        return Some((seg, small));
-    }
-    if PLANNING.with(|p| p.borrow().is_some()) {
-        return None;
-    }
-    let seg = oxmpi_coll::sm::existing_single_copy(a, block)?;
-    Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
+    seg_or_else(a, (posted, small), || {
+        let seg = oxmpi_coll::sm::existing_single_copy(a, block)?;
+        Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
+    })
 }
 
 /// The segment and the collective for a nonblocking reduction (`red`) of `bytes` bytes per
@@ -347,14 +343,27 @@ pub(crate) fn reduction_seg(
     bytes: usize,
     (small, red): (oxmpi_coll::sm::SmKind, oxmpi_coll::sm::Reduction),
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
-    if let Some(seg) = shared_seg(a, bytes) {
+    seg_or_else(a, (bytes, small), || {
+        let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
+        Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
+    })
+}
+
+/// `small` on the segment when `posted` bytes fit a buffer ([`shared_seg`]), else (not
+/// while a persistent collective is being planned) what `large` finds: the choice of
+/// [`rooted_seg`] and [`reduction_seg`].
+fn seg_or_else(
+    a: &oxmpi_coll::CollComm,
+    (posted, small): (usize, oxmpi_coll::sm::SmKind),
+    large: impl FnOnce() -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)>,
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
+    if let Some(seg) = shared_seg(a, posted) {
         return Some((seg, small));
     }
     if PLANNING.with(|p| p.borrow().is_some()) {
         return None;
     }
-    let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
-    Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
+    large()
 }
 
 /// Start the shared-memory nonblocking collective `kind` on `seg` ([`shared_seg`]):
