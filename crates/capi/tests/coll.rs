@@ -130,17 +130,20 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
 /// with the root moving and large allreduces sharing the region. At np 2 (the large region
 /// used), 3, 4, 5 and 8, and at np 2 with large allreduces through the region too. Also
 /// allreduce and reduce_scatter(_block) of the same sizes, which on two ranks go by
-/// cross-memory copies (the counters say so there, and not on three ranks).
+/// cross-memory copies (the counters say so there, and not on three ranks that spin), and
+/// on four that yield through the nonblocking large region (the counters say so).
 #[test]
 fn large_reduces_np2_to_8() {
     let dir = Scratch::new("coll-reduce-big");
     let exe = build("coll_reduce_big.c", &dir.0);
     let region = ["--mca", "coll_sm_allreduce_large_min", "0"];
+    let spin = ["--mca", "mpi_yield_when_idle", "0"];
+    let yields = ["--mca", "mpi_yield_when_idle", "1"];
     for (n, opts) in [
         (2, &[][..]),
         (2, &region[..]),
-        (3, &[]),
-        (4, &[]),
+        (3, &spin[..]),
+        (4, &yields[..]),
         (5, &[]),
         (8, &[]),
     ] {
@@ -157,12 +160,20 @@ fn large_reduces_np2_to_8() {
                 "coll_reduce_big on 2 ranks: the large region was not used:\n{out}"
             );
         }
-        // Two ranks: allreduce and reduce_scatter by cross-memory copies; three: not.
-        let pair = match n {
-            2 => "used",
-            3 => "not used",
+        // Two ranks: allreduce and reduce_scatter by cross-memory copies; three that spin:
+        // not (the allreduce point to point); four that yield: the allreduce through the
+        // nonblocking large region (as the reduce-scatter).
+        let (pair, allr) = match n {
+            2 => ("used", "used"),
+            3 => ("not used", "not used"),
+            4 => ("used", "used"),
             _ => continue,
         };
+        assert!(
+            out.lines()
+                .any(|l| l == format!("coll_reduce_big: allreduce on sm: {allr}")),
+            "coll_reduce_big on {n} ranks: the allreduce on sm should be {allr}:\n{out}"
+        );
         assert!(
             out.lines().any(|l| l
                 == format!("coll_reduce_big: pair allreduce and reduce_scatter on sm: {pair}")),

@@ -1810,9 +1810,10 @@ fn large_reduce_suite(c: &CollComm) {
                 assert_eq!(runs(nb_alg) - before, 2, "{nb_alg:?} ran, {what}");
             }
             // Blocking allreduce through the selection (Rabenseifner's algorithm reads the
-            // contribution where it is), out of place and in place.
+            // contribution where it is; ranks that yield when idle take the segment's
+            // nonblocking large region up to its size instead), out of place and in place.
             let want = fold(&f, &xs);
-            let before = runs(Alg::AllreduceRabenseifner);
+            let (before, sm_before) = (runs(Alg::AllreduceRabenseifner), runs(Alg::SmAllreduce));
             let mut out = vec![0xa5u8; len];
             select::allreduce(c, Some(&xs[r]), &mut out, &f, es, commutative).unwrap();
             assert!(out == want, "select::allreduce {what}");
@@ -1820,7 +1821,13 @@ fn large_reduce_suite(c: &CollComm) {
             select::allreduce(c, None, &mut b, &f, es, commutative).unwrap();
             assert!(b == want, "select::allreduce in place {what}");
             let ran = runs(Alg::AllreduceRabenseifner) - before;
-            assert_eq!(ran, if rab { 2 } else { 0 }, "Rabenseifner, {what}");
+            match runs(Alg::SmAllreduce) - sm_before {
+                0 => assert_eq!(ran, if rab { 2 } else { 0 }, "Rabenseifner, {what}"),
+                sm => {
+                    assert_eq!((sm, ran), (2, 0), "the sm allreduce ran, {what}");
+                    assert!(len <= oxmpi_coll::sm::NB_LARGE_MAX, "sm allreduce, {what}");
+                }
+            }
             // Nonblocking allreduce: out of place, in place, aliased.
             let nb_alg = if rab {
                 Alg::NbcAllreduceRabenseifner

@@ -133,7 +133,7 @@ pub const NONBLOCKING_LARGE_MAX: ParamDecl = ParamDecl::new(
     },
     "1048576",
     "Nonblocking allreduce, reduce, scan, exscan and reduce-scatter (and the blocking \
-     reduce-scatter) on more than 2 ranks of vectors larger than a shared-memory buffer \
+     reduce-scatter, and the blocking allreduce when ranks yield when idle) on more than 2 ranks of vectors larger than a shared-memory buffer \
      (4 KiB) and at most this many bytes (at most 1 MiB) go through the segment's \
      nonblocking large region (with coll_sm_nonblocking): each rank copies its vector into \
      its slot at the call and the ranks that need it fold it from there in their progress; \

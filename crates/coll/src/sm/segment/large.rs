@@ -286,6 +286,13 @@ impl Seg {
 }
 
 impl Seg {
+    /// Whether some rank yields when idle (more ranks than cores; the same on every rank):
+    /// blocking allreduces then take the nonblocking large region
+    /// ([`Seg::allreduce_large`]) rather than the large one ([`Seg::allreduce_big`]).
+    pub fn some_yield(&self) -> bool {
+        self.some_yield
+    }
+
     /// Reduce-scatter of the `total`-byte vector `send` (`None`: in place, it starts `buf`)
     /// through the nonblocking large region, blocking: our block, `len` bytes at `at` of the
     /// vector, goes to `buf[..len]`; `f` computes `inout = in ∘ inout`. A collective of the
@@ -308,16 +315,58 @@ impl Seg {
         let out = buf.as_mut_ptr();
         let input = send.map_or(out.cast_const(), <[u8]>::as_ptr);
         let red = Reduction::ReduceScatter { at, len };
+        // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked); in
+        // place the input is `buf` itself, read only when posting, before the result is
+        // written; every rank reduces the same `total` bytes (MPI's counts).
+        unsafe { self.large_blocking(red, (input, total), (out, len), (f, 1), poll) }
+    }
+
+    /// Allreduce of `dst.len()` bytes (at most [`NB_LARGE_MAX`]) through the nonblocking
+    /// large region, blocking: `src` is our contribution (`None`: in place, it is `dst`),
+    /// `dst` gets the result; `f` computes `inout = in ∘ inout` on whole elements of `elem`
+    /// bytes. Each rank posts its vector once, folds its slice of every slot and copies the
+    /// others' slices as they are marked: one handoff each way, where the point-to-point
+    /// algorithms wait for a partner at every step (a context switch each when ranks share
+    /// cores). A collective of the nonblocking sequence as [`Seg::reduce_scatter_large`];
+    /// false (nothing computed) for lengths that do not fit (the same on every rank).
+    pub fn allreduce_large(
+        &self,
+        src: Option<&[u8]>,
+        dst: &mut [u8],
+        (f, elem): (Fold<'_>, usize),
+        poll: &dyn Fn(),
+    ) -> bool {
+        let n = dst.len();
+        if src.is_some_and(|s| s.len() != n) {
+            return false;
+        }
+        let out = dst.as_mut_ptr();
+        let input = src.map_or(out.cast_const(), <[u8]>::as_ptr);
+        // SAFETY: `input` and `dst` hold `n` bytes (checked); in place the input is `dst`
+        // itself, read only when posting, before any result is written; every rank reduces
+        // the same `n` bytes (MPI's counts).
+        unsafe { self.large_blocking(Reduction::Allreduce, (input, n), (out, n), (f, elem), poll) }
+    }
+
+    /// Run reduction `red` through the nonblocking large region to its end (see
+    /// [`Seg::large_step`] for the arguments), polling the engine and `poll` meanwhile.
+    ///
+    /// # Safety
+    /// As for [`Seg::large_step`] (the collective is opened and closed here).
+    unsafe fn large_blocking(
+        &self,
+        red: Reduction,
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+        fold: (Fold<'_>, usize),
+        poll: &dyn Fn(),
+    ) -> bool {
         let k = self.open_nb();
         let mut st = self.open_large(k);
         let mut spins = 0u32;
         let ok = loop {
-            // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked);
-            // in place the input is `buf` itself, read only when posting, before the
-            // result is written; `k` is open (closed below); every rank reduces the same
-            // `total` bytes (MPI's counts).
-            let end =
-                unsafe { self.large_step((&mut st, k, red), (input, total), (out, len), (f, 1)) };
+            // SAFETY: caller contract; `k` is open (closed below).
+            let end = unsafe { self.large_step((&mut st, k, red), input, output, fold) };
             if let Some(ok) = end {
                 break ok;
             }
