@@ -513,25 +513,22 @@ fn rendezvous_sends_under_way_are_counted_per_peer() {
         .map(|&n| vec![0; n])
         .collect();
     let mut it = bufs.iter_mut();
-    let mut recv = |tag, net: &Net| {
+    // Receives the message with `tag` and waits for it and for its send (if not done).
+    let mut take = |tag, send: Option<ReqId>| {
         let buf = it.next().expect("a buffer per message");
-        net.irecv(1, 0, tag, buf)
+        let r = net.irecv(1, 0, tag, buf);
+        net.done(1, r);
+        if let Some(s) = send {
+            net.done(0, s);
+        }
     };
-    let r2 = recv(1, &net);
-    net.done(1, r2);
-    net.done(0, ra);
+    take(1, Some(ra));
     count(1, 2, "after the first rendezvous ended");
-    let r = recv(2, &net);
-    net.done(1, r);
-    net.done(0, rb);
-    let r = recv(3, &net);
-    net.done(1, r);
-    net.done(0, rs);
+    take(2, Some(rb));
+    take(3, Some(rs));
     count(1, 1, "with the buffered send left");
-    let r = recv(4, &net);
-    net.done(1, r);
-    let r = recv(5, &net);
-    net.done(1, r);
+    take(4, None);
+    take(5, None);
     for _ in 0..20 {
         net.step();
     }
