@@ -1148,6 +1148,18 @@ impl Engine {
         self.lock().finalize_byes_in(self.size as usize)
     }
 
+    /// Our rendezvous sends to peer `p` under way: the count
+    /// [`crate::pml::State::sending_rndv_to`] reads and the count a walk of the request
+    /// table finds (the protocol tests' check that the two agree).
+    #[cfg(test)]
+    pub(crate) fn rndv_sends_to(&self, p: usize) -> (usize, usize) {
+        let st = self.lock();
+        (
+            st.peers[p].rndv_sends as usize,
+            st.rndv_sends_walked(p as i32),
+        )
+    }
+
     /// Whether peer `p` read our last rendezvous message alone (the protocol tests' look
     /// at [`crate::pml::peer::Peer::reads_ours`]).
     #[cfg(test)]

@@ -77,6 +77,12 @@ pub(crate) struct Peer {
     /// How the data of the last rendezvous message from it moved (the copy-choice event
     /// says the first choice and every switch).
     pub(crate) last_copy: super::stats::CopyMech,
+    /// Our rendezvous sends to it under way (requests in [`ReqState::Send`] with `rndv`),
+    /// so that [`State::sending_rndv_to`] needs no walk of the request table.
+    ///
+    /// [`ReqState::Send`]: super::request::ReqState::Send
+    /// [`State::sending_rndv_to`]: super::State::sending_rndv_to
+    pub(crate) rndv_sends: u32,
 }
 
 impl Peer {

@@ -12,6 +12,10 @@ pub(crate) enum ReqState {
         peer: i32,
         ptr: *const u8,
         len: usize,
+        /// A rendezvous (longer than the eager limit when it started): counted in the
+        /// peer's [`rndv_sends`](crate::pml::peer::Peer::rndv_sends) until it leaves this
+        /// state.
+        rndv: bool,
     },
     /// A posted receive.
     Posted {
@@ -194,10 +198,25 @@ impl State {
     /// Marks a request complete (and drops it if detached).
     pub(crate) fn finish(&mut self, id: u64) {
         if let Some(q) = self.reqs.get_mut(id) {
-            q.state = ReqState::Done;
+            let was = std::mem::replace(&mut q.state, ReqState::Done);
             if q.detached {
                 self.reqs.remove(id);
             }
+            self.left_send(&was);
+        }
+    }
+
+    /// A request left state `was`: a rendezvous send no longer counts as under way to its
+    /// peer ([`State::sending_rndv_to`]).
+    #[inline]
+    pub(crate) fn left_send(&mut self, was: &ReqState) {
+        if let ReqState::Send {
+            peer, rndv: true, ..
+        } = *was
+        {
+            let n = &mut self.peers[peer as usize].rndv_sends;
+            debug_assert!(*n > 0, "rendezvous sends to {peer} counted");
+            *n = n.saturating_sub(1);
         }
     }
 

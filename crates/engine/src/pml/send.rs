@@ -119,6 +119,7 @@ impl State {
                         peer: dest,
                         ptr: buf,
                         len,
+                        rndv: false,
                     });
                     self.peers[dest as usize].unflushed.push(id);
                     return Ok(Started::Req(ReqId(id)));
@@ -144,11 +145,14 @@ impl State {
             (Started::Req(ReqId(id)), id, buf)
         };
         let sync = mode == SendMode::Sync;
+        let rndv = len > self.eager_limit;
         self.reqs.get_mut(id).expect("request exists").state = ReqState::Send {
             peer: dest,
             ptr,
             len,
+            rndv,
         };
+        self.peers[dest as usize].rndv_sends += u32::from(rndv);
         if dest == self.me {
             let eager = len <= self.eager_limit && !sync;
             self.peers[dest as usize].stats.sent(len, eager);
@@ -164,7 +168,9 @@ impl State {
         }
         let single_copy = self.cma && peer.single_copy;
         let Some(max_payload) = peer.link.as_ref().map(|l| l.max_payload()) else {
-            self.reqs.remove(id);
+            if let Some(q) = self.reqs.remove(id) {
+                self.left_send(&q.state);
+            }
             return Err(Error::arg(
                 ErrorClass::Unsupported,
                 format!(
@@ -292,12 +298,27 @@ impl State {
     }
 
     /// Whether a rendezvous send to `peer` is under way (the peer is then busy receiving
-    /// from us too).
+    /// from us too): its count, kept as sends start and end, not a walk of the requests.
+    #[inline]
     pub(crate) fn sending_rndv_to(&self, peer: i32) -> bool {
-        let eager = self.eager_limit;
-        self.reqs.values().any(
-            |q| matches!(q.state, ReqState::Send { peer: d, len, .. } if d == peer && len > eager),
-        )
+        let n = self.peers[peer as usize].rndv_sends;
+        #[cfg(test)]
+        debug_assert_eq!(
+            n as usize,
+            self.rndv_sends_walked(peer),
+            "rendezvous sends to {peer}: count and request table agree"
+        );
+        n > 0
+    }
+
+    /// The rendezvous sends to `peer` in the request table (what
+    /// [`State::sending_rndv_to`]'s count must equal; the tests' check).
+    #[cfg(test)]
+    pub(crate) fn rndv_sends_walked(&self, peer: i32) -> usize {
+        self.reqs
+            .values()
+            .filter(|q| matches!(q.state, ReqState::Send { peer: d, rndv: true, .. } if d == peer))
+            .count()
     }
 
     /// A send to world rank `p` that may have been a rendezvous ended: if none to it is

@@ -479,6 +479,75 @@ fn fin_read_tells_that_the_peer_reads_our_messages() {
     transfer(&net, 3 * FRAG, 3 * FRAG, 1);
 }
 
+/// The count of rendezvous sends under way to each peer (what the two-way chooser asks
+/// about every large message) follows the request table through every way a send starts
+/// and ends: eager, synchronous and buffered sends, a freed request, a send to ourselves,
+/// completion by the receiver, and failure with a dead peer.
+#[test]
+fn rendezvous_sends_under_way_are_counted_per_peer() {
+    let net = Net::new(3, 64);
+    let count = |p: usize, want: usize, when: &str| {
+        let (n, walked) = net.e[0].rndv_sends_to(p);
+        assert_eq!(n, walked, "peer {p} {when}: count and request table agree");
+        assert_eq!(n, want, "peer {p} {when}");
+    };
+    let (a, b) = (data(5000, 1), data(3000, 2));
+    let (small, big) = (data(EAGER, 3), data(EAGER + 1, 4));
+    let ra = net.isend(0, 1, 1, &a, SendMode::Standard);
+    let rb = net.isend(0, 1, 2, &b, SendMode::Standard);
+    let rs = net.isend(0, 1, 3, &small, SendMode::Sync);
+    let re = net.isend(0, 1, 4, &small, SendMode::Standard);
+    net.isend(0, 1, 5, &big, SendMode::Buffered);
+    let freed = net.isend(0, 2, 6, &a, SendMode::Standard);
+    net.e[0].request_free(freed);
+    let to_self = net.isend(0, 0, 7, &b, SendMode::Standard);
+    for _ in 0..20 {
+        net.step();
+    }
+    count(1, 3, "with two standard and a buffered rendezvous");
+    count(2, 1, "with a freed request");
+    count(0, 1, "with a send to ourselves");
+    assert!(net.e[0].test(re).is_some(), "an eager send is done at once");
+    let mut bufs: Vec<Vec<u8>> = [5000, 3000, EAGER, EAGER, EAGER + 1]
+        .iter()
+        .map(|&n| vec![0; n])
+        .collect();
+    let mut it = bufs.iter_mut();
+    // Receives the message with `tag` and waits for it and for its send (if not done).
+    let mut take = |tag, send: Option<ReqId>| {
+        let buf = it.next().expect("a buffer per message");
+        let r = net.irecv(1, 0, tag, buf);
+        net.done(1, r);
+        if let Some(s) = send {
+            net.done(0, s);
+        }
+    };
+    take(1, Some(ra));
+    count(1, 2, "after the first rendezvous ended");
+    take(2, Some(rb));
+    take(3, Some(rs));
+    count(1, 1, "with the buffered send left");
+    take(4, None);
+    take(5, None);
+    for _ in 0..20 {
+        net.step();
+    }
+    count(1, 0, "after every send ended");
+    let mut mine = vec![0u8; 3000];
+    let r = net.irecv(0, 0, 7, &mut mine);
+    net.done(0, r);
+    net.done(0, to_self);
+    count(0, 0, "after the send to ourselves");
+    count(2, 1, "while its receiver has not received");
+    net.wire(0, 2).0.cut();
+    let late = net.isend(0, 2, 8, &b, SendMode::Standard);
+    assert_eq!(net.done(0, late).error, Some(ErrorClass::ProcFailed));
+    count(2, 0, "after the peer died");
+    assert_eq!(bufs[0], a);
+    assert_eq!(bufs[1], b);
+    assert_eq!(bufs[4], big);
+}
+
 /// Records a peer could not have sent correctly: unknown kinds and DATA for no request are
 /// ignored (the stream goes on); a record shorter than a header is reported and the peer
 /// treated as failed, without a panic.
