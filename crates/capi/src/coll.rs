@@ -281,11 +281,13 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
                 .map_err(alg::err(comm));
         }
     }
-    // SAFETY: MPI contract: recvbuf has room for `n` items; in place it holds our input.
-    let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(n, 0)], |_| in_place) };
+    // Packed items in pooled buffers (a fresh mapping of a large one costs a page fault per
+    // page, more than the packing).
     if exclusive {
+        // SAFETY: MPI contract: recvbuf has room for `n` items; in place it holds our input.
+        let mut out = unsafe { alg::Blocks::new(&dt, recvbuf, vec![(n, 0)], |_| in_place) };
         let send = if in_place {
-            alg::SendBytes::Packed(out.bytes().to_vec())
+            alg::SendBytes::copy_of(out.bytes())
         } else {
             // SAFETY: MPI contract: sendbuf holds `n` items.
             unsafe { alg::SendBytes::new(&dt, n, sendbuf) }
@@ -296,11 +298,16 @@ fn scan(r: alg::ReduceArgs<i64>, exclusive: bool) -> MpiResult {
             out.store(|_| true);
         }
     } else {
-        if !in_place {
-            // SAFETY: MPI contract: sendbuf holds `n` items.
-            let send = unsafe { alg::SendBytes::new(&dt, n, sendbuf) };
-            out.bytes().copy_from_slice(send.bytes());
-        }
+        // Our input packed straight into the buffer that becomes the result.
+        // SAFETY: MPI contract: recvbuf has room for `n` items (in place it holds our
+        // input); sendbuf holds our `n` items, apart from recvbuf.
+        let mut out = unsafe {
+            if in_place {
+                alg::Blocks::new(&dt, recvbuf, vec![(n, 0)], |_| true)
+            } else {
+                alg::Blocks::from_source(&dt, recvbuf, vec![(n, 0)], sendbuf)
+            }
+        };
         alg::with_op(&red, |o| select::scan_packed(&a, out.bytes(), o)).map_err(alg::err(comm))?;
         out.store(|_| true);
     }

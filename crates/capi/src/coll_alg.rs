@@ -54,12 +54,15 @@ pub(crate) unsafe fn contig<'a>(
     Some(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>().offset(dt.lb), n) })
 }
 
-/// Pack `count` items of `dt` at `buf`.
+/// Pack `count` items of `dt` at `buf`, into a buffer from `oxmpi-coll`'s pool (a fresh
+/// mapping of a large one costs a page fault per page, more than the packing: give it back
+/// with `oxmpi_coll::unpool` when done).
 ///
 /// # Safety
 /// `buf` must hold `count` items of `dt`.
 pub(crate) unsafe fn pack(dt: &Datatype, count: usize, buf: *const c_void) -> Vec<u8> {
-    let mut v = Vec::with_capacity(dt.size * count);
+    let mut v = oxmpi_coll::pooled(dt.size * count);
+    v.clear();
     // SAFETY: caller contract.
     unsafe { pack_into(dt, count, buf.cast(), &mut v) };
     v
@@ -382,14 +385,15 @@ pub(crate) unsafe fn bcast(
         // SAFETY: caller contract.
         unsafe { pack(dt, count, buffer) }
     } else {
-        vec![0u8; count * dt.size]
+        oxmpi_coll::pooled(count * dt.size)
     };
-    select::bcast(a, &mut data, root).map_err(err(comm))?;
-    if a.rank != root {
+    let r = select::bcast(a, &mut data, root).map_err(err(comm));
+    if r.is_ok() && a.rank != root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, buffer, &data) };
     }
-    Ok(())
+    oxmpi_coll::unpool(data);
+    r
 }
 
 /// The arguments of a reduction call (scan, exscan, reduce-scatter and their nonblocking
@@ -496,12 +500,13 @@ pub(crate) unsafe fn reduce(
     }
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    with_op(&red, |o| select::reduce_packed(a, &mut buf, root, o)).map_err(err(comm))?;
-    if a.rank == root {
+    let r = with_op(&red, |o| select::reduce_packed(a, &mut buf, root, o)).map_err(err(comm));
+    if r.is_ok() && a.rank == root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, recvbuf, &buf) };
     }
-    Ok(())
+    oxmpi_coll::unpool(buf);
+    r
 }
 
 /// `MPI_Allreduce` (`sendbuf` may be `MPI_IN_PLACE`).
@@ -537,22 +542,41 @@ pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> 
     };
     // SAFETY: caller contract.
     let mut buf = unsafe { pack(dt, count, src) };
-    select::allreduce(a, None, &mut buf, &f, elem, commutative).map_err(err(comm))?;
-    // SAFETY: caller contract.
-    unsafe { unpack(dt, count, recvbuf, &buf) };
-    Ok(())
+    let r = select::allreduce(a, None, &mut buf, &f, elem, commutative).map_err(err(comm));
+    if r.is_ok() {
+        // SAFETY: caller contract.
+        unsafe { unpack(dt, count, recvbuf, &buf) };
+    }
+    oxmpi_coll::unpool(buf);
+    r
 }
 
 // ---- byte views of typed buffers ----
 
 /// Bytes to send: `count` items of `dt` at `buf`, borrowed when the type is contiguous,
-/// packed otherwise.
+/// packed otherwise (in a buffer from `oxmpi-coll`'s pool, given back when dropped).
 pub(crate) enum SendBytes<'a> {
     Borrowed(&'a [u8]),
     Packed(Vec<u8>),
 }
 
+impl Drop for SendBytes<'_> {
+    fn drop(&mut self) {
+        if let SendBytes::Packed(v) = self {
+            oxmpi_coll::unpool(std::mem::take(v));
+        }
+    }
+}
+
 impl SendBytes<'_> {
+    /// A copy of `bytes` (e.g. an in-place contribution about to be overwritten), in a
+    /// pooled buffer.
+    pub(crate) fn copy_of(bytes: &[u8]) -> Self {
+        let mut v = oxmpi_coll::pooled(bytes.len());
+        v.copy_from_slice(bytes);
+        SendBytes::Packed(v)
+    }
+
     /// # Safety
     /// `buf` holds `count` items of `dt`, readable for the returned lifetime.
     pub(crate) unsafe fn new(dt: &Datatype, count: usize, buf: *const c_void) -> Self {
@@ -578,8 +602,8 @@ impl SendBytes<'_> {
 /// Blocks of items of one datatype in a user buffer, block `i` being `slots[i] = (count,
 /// displacement in extents)`, seen as one byte buffer with byte `counts`/`displs` for
 /// `oxmpi-coll`: the user's memory itself when the type is contiguous and no displacement is
-/// negative, otherwise a packed scratch buffer (blocks back to back) that [`Blocks::store`]
-/// unpacks.
+/// negative, otherwise a packed scratch buffer (blocks back to back, from `oxmpi-coll`'s
+/// pool and given back when dropped) that [`Blocks::store`] unpacks.
 pub(crate) struct Blocks<'a> {
     pub counts: Vec<usize>,
     pub displs: Vec<usize>,
@@ -601,6 +625,53 @@ impl<'a> Blocks<'a> {
         buf: *mut c_void,
         slots: Vec<(usize, isize)>,
         fill: impl Fn(usize) -> bool,
+    ) -> Self {
+        // SAFETY: caller contract.
+        unsafe { Self::filled(dt, buf, slots, |i| fill(i).then_some(buf.cast_const())) }
+    }
+
+    /// The view of `buf` (which has room for every block) with a scratch buffer (if any)
+    /// holding the blocks of `src` laid out alike, packed straight from there (e.g. an
+    /// out-of-place contribution that the collective then replaces by its result).
+    ///
+    /// # Safety
+    /// `buf` has room for every block, `src` holds every block, both valid for `'a`.
+    pub(crate) unsafe fn from_source(
+        dt: &'a Datatype,
+        buf: *mut c_void,
+        slots: Vec<(usize, isize)>,
+        src: *const c_void,
+    ) -> Self {
+        // SAFETY: caller contract.
+        let mut b = unsafe { Self::filled(dt, buf, slots, |_| Some(src)) };
+        if let Some(d) = &mut b.direct {
+            // Contiguous: the view is `buf` itself; copy the source's blocks there.
+            let lb = dt.lb;
+            for i in 0..b.counts.len() {
+                let (o, c) = (b.displs[i], b.counts[i]);
+                if c > 0 {
+                    // `src` may be MPI_BOTTOM (NULL) with absolute displacements.
+                    let p = src.cast::<u8>().wrapping_offset(lb).wrapping_add(o);
+                    // SAFETY: block `i` of `src` holds `c` bytes at `src + lb + o` (caller
+                    // contract), apart from `buf`'s (MPI: send and receive buffers differ).
+                    let s = unsafe { std::slice::from_raw_parts(p, c) };
+                    d[o..o + c].copy_from_slice(s);
+                }
+            }
+        }
+        b
+    }
+
+    /// [`Blocks::new`], the scratch buffer's block `i` packed from `fill(i)` (a buffer
+    /// laid out as `buf`), zero where `None`.
+    ///
+    /// # Safety
+    /// `buf` has room for every block, valid for `'a`; every `fill(i)` holds block `i`.
+    unsafe fn filled(
+        dt: &'a Datatype,
+        buf: *mut c_void,
+        slots: Vec<(usize, isize)>,
+        fill: impl Fn(usize) -> Option<*const c_void>,
     ) -> Self {
         let size = dt.size;
         let ext = dt.extent();
@@ -630,14 +701,16 @@ impl<'a> Blocks<'a> {
                 slots,
             };
         }
-        let mut scratch = Vec::new();
+        // From the pool: a fresh mapping of a large buffer costs a page fault per page.
+        let mut scratch = oxmpi_coll::pooled(slots.iter().map(|&(c, _)| c * size).sum());
+        scratch.clear();
         for (i, &(c, d)) in slots.iter().enumerate() {
             counts.push(c * size);
             displs.push(scratch.len());
-            if fill(i) {
-                let p = buf.cast::<u8>().wrapping_offset(d * ext).cast::<c_void>();
-                // SAFETY: block `i` holds `c` items (caller contract).
-                unsafe { pack_into(dt, c, p.cast(), &mut scratch) };
+            if let Some(from) = fill(i) {
+                let p = from.cast::<u8>().wrapping_offset(d * ext);
+                // SAFETY: block `i` holds `c` items there (caller contract).
+                unsafe { pack_into(dt, c, p, &mut scratch) };
             } else {
                 scratch.resize(scratch.len() + c * size, 0);
             }
@@ -681,6 +754,12 @@ impl<'a> Blocks<'a> {
                 unsafe { unpack_from(self.dt, c, p, data) };
             }
         }
+    }
+}
+
+impl Drop for Blocks<'_> {
+    fn drop(&mut self) {
+        oxmpi_coll::unpool(std::mem::take(&mut self.scratch));
     }
 }
 

@@ -334,6 +334,126 @@ static void minloc(long n, int root, int inpl) {
     free(r);
 }
 
+/* The value-index pairs with a gap in their layout (packed by the library, into buffers it
+ * keeps between calls): MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT. */
+typedef struct {
+    MPI_Datatype t;
+    int ext, off; /* extent, offset of the int */
+    int kind;     /* value: 0 double, 1 long, 2 short */
+    const char *name;
+} pty;
+
+static double pval(int r, long k, int what) { return (double)((r * 7 + k * 3 + what) % 5); }
+static int pidx(int r, long k, int what) { return r * 1000 + (int)((k + what) % 1000); }
+
+static double get_v(const pty *t, const unsigned char *p) {
+    if (t->kind == 0) return *(const double *)p;
+    if (t->kind == 1) return (double)*(const long *)p;
+    return (double)*(const short *)p;
+}
+
+/* Item k of rank r's pairs at `p`; the gaps (and everything else) were 0x5a. */
+static void put_pair(const pty *t, unsigned char *p, int r, long k, int what) {
+    double v = pval(r, k, what);
+    if (t->kind == 0) *(double *)p = v;
+    else if (t->kind == 1) *(long *)p = (long)v;
+    else *(short *)p = (short)v;
+    *(int *)(p + t->off) = pidx(r, k, what);
+}
+
+/* Whether the pair at `p` is item k of MINLOC (`max`: MAXLOC) over ranks lo..hi-1 (the lower
+ * index wins ties), its gap bytes still 0x5a. */
+static int pair_ok(const pty *t, const unsigned char *p, long k, int what, int max, int lo,
+                   int hi) {
+    double best = pval(lo, k, what);
+    int at = pidx(lo, k, what);
+    for (int r = lo + 1; r < hi; r++) {
+        double v = pval(r, k, what);
+        if (max ? v > best : v < best) best = v, at = pidx(r, k, what);
+    }
+    int vsize = t->kind == 0 ? 8 : t->kind == 1 ? (int)sizeof(long) : 2;
+    for (int g = vsize; g < t->off; g++)
+        if (p[g] != 0x5a) return 0;
+    for (int g = t->off + 4; g < t->ext; g++)
+        if (p[g] != 0x5a) return 0;
+    return get_v(t, p) == best && *(const int *)(p + t->off) == at;
+}
+
+/* `kind`: 0 reduce to the last rank, 1 allreduce, 2 scan, 3 exscan, 4 reduce_scatter_block;
+ * `nb`: the nonblocking form (reduce, allreduce, scan, exscan). `n` items of `t` (a multiple
+ * of the size for kind 4), in place or not, checked with the gaps and the bytes after the
+ * result untouched. */
+static void pairs_one(const pty *t, long n, int kind, int inpl, int max, int what, int nb) {
+    size_t len = (size_t)n * t->ext;
+    unsigned char *s = malloc(len + 16), *r = malloc(len + 16);
+    CHECK(s && r);
+    memset(s, 0x5a, len + 16);
+    memset(r, 0x5a, len + 16);
+    for (long k = 0; k < n; k++) put_pair(t, s + k * t->ext, rank, k, what);
+    int root = size - 1, gets = kind != 0 || rank == root;
+    if (inpl && gets) memcpy(r, s, len);
+    const void *src = inpl && gets ? MPI_IN_PLACE : s;
+    MPI_Op op = max ? MPI_MAXLOC : MPI_MINLOC;
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (kind == 0)
+        CHECK_RC(nb ? MPI_Ireduce(src, r, (int)n, t->t, op, root, MPI_COMM_WORLD, &q)
+                    : MPI_Reduce(src, r, (int)n, t->t, op, root, MPI_COMM_WORLD));
+    else if (kind == 1)
+        CHECK_RC(nb ? MPI_Iallreduce(src, r, (int)n, t->t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Allreduce(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    else if (kind == 2)
+        CHECK_RC(nb ? MPI_Iscan(src, r, (int)n, t->t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Scan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    else if (kind == 3)
+        CHECK_RC(nb ? MPI_Iexscan(src, r, (int)n, t->t, op, MPI_COMM_WORLD, &q)
+                    : MPI_Exscan(src, r, (int)n, t->t, op, MPI_COMM_WORLD));
+    else
+        CHECK_RC(MPI_Reduce_scatter_block(src, r, (int)(n / size), t->t, op, MPI_COMM_WORLD));
+    CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    long items = kind == 4 ? n / size : n, from = kind == 4 ? rank * (n / size) : 0;
+    int hi = kind == 2 ? rank + 1 : kind == 3 ? rank : size;
+    if (gets && hi > 0)
+        for (long k = 0; k < items; k++)
+            if (!pair_ok(t, r + k * t->ext, from + k, what, max, 0, hi)) {
+                fprintf(stderr, "pairs %s n=%ld kind=%d inpl=%d max=%d nb=%d: item %ld wrong on %d\n",
+                        t->name, n, kind, inpl, max, nb, k, rank);
+                CHECK(0);
+            }
+    /* past the result untouched (in place: past the vector; exscan's rank 0 gets none) */
+    size_t end = (inpl && gets) || hi == 0 ? len : gets ? (size_t)items * t->ext : 0;
+    for (size_t g = end; g < len + 16; g++)
+        if (r[g] != 0x5a) {
+            fprintf(stderr, "pairs %s n=%ld kind=%d inpl=%d: byte %zu written on %d\n", t->name,
+                    n, kind, inpl, g, rank);
+            CHECK(0);
+        }
+    free(s);
+    free(r);
+}
+
+/* The pair types through every reduction, at sizes that go up and down (the buffers the
+ * library keeps between calls are reused with another size and old contents). */
+static void pairs(void) {
+    pty types[] = {{MPI_DOUBLE_INT, 16, 8, 0, "DOUBLE_INT"},
+                   {MPI_LONG_INT, (int)sizeof(struct { long v; int i; }), (int)sizeof(long), 1,
+                    "LONG_INT"},
+                   {MPI_SHORT_INT, 8, 4, 2, "SHORT_INT"}};
+    /* items: up to 1 MiB and past it on 2 and 3 ranks, up to 64 KiB on more */
+    long items[] = {70000, 300, 65536, 5000, 4104};
+    int w = 0;
+    for (size_t z = 0; z < sizeof items / sizeof items[0]; z++)
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            long n = items[z] * 16 / types[ti].ext / size * size;
+            if (size > 3 && n * types[ti].ext > 65536) continue;
+            for (int kind = 0; kind < 5; kind++)
+                for (int inpl = 0; inpl < 2; inpl++, w++)
+                    pairs_one(&types[ti], n, kind, inpl, w % 2, w % 7, 0);
+        }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int kind = 0; kind < 4; kind++, w++)
+            pairs_one(&types[ti], size > 3 ? 4000 : 70000, kind, w % 2, w % 2, w % 7, 1);
+}
+
 /* 2x2 matrices of 32-bit integers (wrapping): an associative, non-commutative product. */
 typedef struct {
     uint32_t a, b, c, d;
@@ -569,6 +689,7 @@ int main(int argc, char **argv) {
                 for (int inpl = 0; inpl < 2; inpl++)
                     scan(&types[ti], bytes[z] / types[ti].bytes, ex, inpl, (int)(z + ti) % 2,
                          (int)z);
+    pairs();
     /* 12-byte pairs: chunks end inside an item unless cut at whole items */
     long pairs[] = {342, 1366, 4097, 21846};
     for (size_t z = 0; z < sizeof pairs / sizeof pairs[0]; z++)

@@ -260,8 +260,10 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
 /// contribution `send` (`None`: it is in `recv`, in place) into `recv`. `f` as for
 /// [`allreduce`]. At most [`sm::DATA`] bytes go through the `sm` segment (each rank folds
 /// the contributions up to its own in rank order), up to [`sm::REDUCE_BIG_MAX`] through its
-/// large region when it can be used ([`sm::Seg::scan_big`]), the rest through recursive
-/// doubling ([`CollComm::scan_into`]).
+/// large region when it can be used ([`sm::Seg::scan_big`]; an inclusive scan of two ranks
+/// that reach each other by CMA, up to [`sm::PULL_MAX`], as a reduce to rank 1 by
+/// cross-memory copies, [`sm::Seg::reduce_pull`], both ranks folding), the rest through
+/// recursive doubling ([`CollComm::scan_into`]).
 #[allow(clippy::too_many_arguments)]
 pub fn scan<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
@@ -283,6 +285,20 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
     let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&n);
     if big && send.is_none_or(|s| s.len() == n) {
         if let Some(seg) = sm::get(a, Coll::Scan)? {
+            if !exclusive && seg.size() == 2 && seg.cma_known() && n <= sm::PULL_MAX {
+                // Two ranks: rank 1's result is the reduce of both vectors to it, rank 0's
+                // its own vector.
+                count(a.shadow, Alg::SmScan);
+                let ec = (elem_size, commutative);
+                if a.rank == 1 {
+                    return seg.reduce_pull(send, Some(recv), 1, n, ec, f);
+                }
+                seg.reduce_pull(Some(send.unwrap_or(&*recv)), None, 1, n, ec, f)?;
+                if let Some(s) = send {
+                    recv.copy_from_slice(s);
+                }
+                return Ok(());
+            }
             if seg.scan_big(a, send, recv, (exclusive, elem_size), f)? {
                 count(a.shadow, Alg::SmScan);
                 return Ok(());
