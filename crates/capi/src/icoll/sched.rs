@@ -335,15 +335,19 @@ pub(crate) fn rooted_seg(
 }
 
 /// The segment and the collective for a nonblocking reduction (`red`) of `bytes` bytes per
-/// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else
-/// through the segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]);
-/// every rank decides alike.
+/// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else on
+/// two ranks by cross-memory copies ([`oxmpi_coll::sm::existing_pair`]) or through the
+/// segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]); every rank
+/// decides alike.
 pub(crate) fn reduction_seg(
     a: &oxmpi_coll::CollComm,
     bytes: usize,
     (small, red): (oxmpi_coll::sm::SmKind, oxmpi_coll::sm::Reduction),
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
     seg_or_else(a, (bytes, small), || {
+        if let Some(seg) = oxmpi_coll::sm::existing_pair(a, bytes, red) {
+            return Some((seg, oxmpi_coll::sm::SmKind::Pair { red }));
+        }
         let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
         Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
     })

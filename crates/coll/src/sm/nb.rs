@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{trade, Large, Reduction};
+use super::segment::{trade, Large, Pair, Reduction};
 use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -181,6 +181,15 @@ pub enum SmKind {
     /// [`SmNb::progress`], not [`SmKind::compute`].
     Large {
         /// Which reduction.
+        red: Reduction,
+    },
+    /// `MPI_Iallreduce`, `MPI_Ireduce` or `MPI_Ireduce_scatter(_block)` of a vector larger
+    /// than a buffer on two ranks that reach each other by CMA, by cross-memory copies
+    /// between the ranks' buffers, both folding, as the blocking forms do
+    /// (`segment/pull_nb.rs`): input and output as for [`SmKind::Large`]. Read by
+    /// [`SmNb::progress`], not [`SmKind::compute`].
+    Pair {
+        /// Which reduction (not a scan).
         red: Reduction,
     },
 }
@@ -421,7 +430,8 @@ impl SmKind {
             | SmKind::Scatterv { .. }
             | SmKind::Alltoallv { .. }
             | SmKind::Single { .. }
-            | SmKind::Large { .. } => 0..0,
+            | SmKind::Large { .. }
+            | SmKind::Pair { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -528,7 +538,8 @@ impl SmKind {
             | SmKind::Gatherv { .. }
             | SmKind::Scatterv { .. }
             | SmKind::Single { .. }
-            | SmKind::Large { .. } => {}
+            | SmKind::Large { .. }
+            | SmKind::Pair { .. } => {}
         }
     }
 }
@@ -550,6 +561,8 @@ pub struct SmNb {
     fault: Progress,
     /// A [`SmKind::Large`]'s progress.
     large: Large,
+    /// A [`SmKind::Pair`]'s progress.
+    pair: Pair,
     /// A gatherv's or scatterv's root leaves its own block to its schedule, which copies it
     /// while the blocks that go by message travel ([`SmNb::own_block_elsewhere`]).
     own_elsewhere: bool,
@@ -569,6 +582,7 @@ impl SmNb {
             k,
             kind,
             large,
+            pair: Pair::default(),
             posted: false,
             done: false,
             copied: None,
@@ -603,6 +617,22 @@ impl SmNb {
         if let SmKind::Single { root, block, coll } = self.kind {
             // SAFETY: caller contract.
             return unsafe { self.single((root, block, coll), input, output) };
+        }
+        if let SmKind::Pair { red } = self.kind {
+            let Some(op) = op else {
+                return Progress::Mismatch;
+            };
+            let (seg, k) = (&*self.seg, self.k);
+            let f = (&*op.f as Fold<'_>, op.elem_size, op.commutative);
+            // SAFETY: caller contract (the regions are valid until the end); `k` is open
+            // (closed below), and both ranks run the same reduction on the same length.
+            let Some(end) = (unsafe { seg.pair_step((&mut self.pair, k, red), input, output, f) })
+            else {
+                return Progress::Pending;
+            };
+            seg.close_nb(k);
+            self.done = true;
+            return end;
         }
         if let SmKind::Large { red } = self.kind {
             let Some(op) = op else {
