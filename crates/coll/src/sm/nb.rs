@@ -215,9 +215,10 @@ pub const GATHERV_MAX: usize = DATA - 8;
 
 /// Largest block of an `MPI_Iscatterv` of `p` ranks through the segment: small enough that
 /// the root's table (a word per rank) and every other rank's block fit its one buffer
-/// whatever the other counts are.
+/// ([`CAP`] bytes) whatever the other counts are (on 2 ranks a block of [`DATA`] bytes:
+/// a 4 KiB block is copied through the segment, not by a cross-memory copy).
 pub fn scatterv_max(p: usize) -> usize {
-    (DATA - 8 * p) / p.saturating_sub(1).max(1)
+    (CAP - 8 * p) / p.saturating_sub(1).max(1)
 }
 
 /// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
@@ -1049,9 +1050,9 @@ impl SmNb {
                     }
                     let e = word(*root, 8 * me);
                     let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
-                    ok = e != NOT_HERE && n <= out.len() && off + n <= DATA;
+                    ok = e != NOT_HERE && n <= out.len() && off + n <= CAP;
                     if ok {
-                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= DATA`.
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
                         out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
                     }
                 }
