@@ -321,7 +321,8 @@ pub(crate) fn shared_seg(
 
 /// The segment and the collective for a nonblocking bcast, gather or scatter of `block`
 /// bytes per rank on the segment: `small` when its data (`posted` bytes) fits a buffer
-/// ([`shared_seg`]), else by one cross-memory copy per rank
+/// ([`shared_seg`]), else a scatter whose other blocks fit the root's buffer as a scatterv
+/// there ([`oxmpi_coll::sm::nb::scatterv_max`]), else by one cross-memory copy per rank
 /// ([`oxmpi_coll::sm::SmKind::Single`]) when the blocks qualify; every rank decides alike.
 pub(crate) fn rooted_seg(
     a: &oxmpi_coll::CollComm,
@@ -329,21 +330,46 @@ pub(crate) fn rooted_seg(
     (root, block, coll): (usize, usize, oxmpi_coll::sm::Rooted),
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
     seg_or_else(a, (posted, small), || {
+        let p = a.size as usize;
+        if coll == oxmpi_coll::sm::Rooted::Scatter && block <= oxmpi_coll::sm::nb::scatterv_max(p) {
+            // The other ranks' blocks fit the root's buffer although all of them do not:
+            // through the segment as that scatterv (as the blocking scatter does), two
+            // copies of each block where a cross-memory copy costs a system call.
+            let seg = oxmpi_coll::sm::existing(a)?;
+            let (counts, displs) = if a.rank as usize == root {
+                (0..p).map(|i| (block, i * block)).unzip()
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            return Some((
+                seg,
+                oxmpi_coll::sm::SmKind::Scatterv {
+                    root,
+                    counts,
+                    displs,
+                    far: 0,
+                },
+            ));
+        }
         let seg = oxmpi_coll::sm::existing_single_copy(a, block)?;
         Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
     })
 }
 
 /// The segment and the collective for a nonblocking reduction (`red`) of `bytes` bytes per
-/// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else
-/// through the segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]);
-/// every rank decides alike.
+/// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else on
+/// two ranks by cross-memory copies ([`oxmpi_coll::sm::existing_pair`]) or through the
+/// segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]); every rank
+/// decides alike.
 pub(crate) fn reduction_seg(
     a: &oxmpi_coll::CollComm,
     bytes: usize,
     (small, red): (oxmpi_coll::sm::SmKind, oxmpi_coll::sm::Reduction),
 ) -> Option<(Arc<oxmpi_coll::sm::Seg>, oxmpi_coll::sm::SmKind)> {
     seg_or_else(a, (bytes, small), || {
+        if let Some(seg) = oxmpi_coll::sm::existing_pair(a, bytes, red) {
+            return Some((seg, oxmpi_coll::sm::SmKind::Pair { red }));
+        }
         let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
         Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
     })

@@ -75,7 +75,10 @@
 //! [`NB_LARGE_MAX`], on more than 2 ranks: [`SmKind::Large`], [`existing_large`]) go
 //! through the nonblocking large region that ends the segment, a slot per rank: the ranks
 //! copy their vectors into their slots at the call and the readers fold from there in their
-//! progress; the blocking reduce-scatter of such vectors too, waiting.
+//! progress; the blocking reduce-scatter of such vectors too, waiting. On two ranks that
+//! reach each other by CMA, allreduce, reduce and reduce-scatter go by cross-memory copies
+//! between the ranks' buffers instead, as their blocking forms do ([`SmKind::Pair`],
+//! [`existing_pair`]).
 //!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
@@ -214,6 +217,25 @@ pub fn existing_single_copy(a: &CollComm, block: usize) -> Option<Arc<Seg>> {
 /// Every rank gets the same answer.
 pub fn existing_large(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
     large_fits(a, bytes).then(|| existing(a)).flatten()
+}
+
+/// The segment for a nonblocking reduction (`red`) of `bytes` bytes (more than a buffer) on
+/// two ranks by cross-memory copies ([`SmKind::Pair`]), when an earlier collective made it
+/// ([`existing`]) and found that the ranks reach each other by CMA, for the sizes whose
+/// blocking forms go that way too (a reduce up to [`PULL_MAX`], an allreduce up to the end
+/// of [`ALLREDUCE_PAIR`], a reduce-scatter in [`REDUCE_SCATTER_PAIR`]; not a scan). Every
+/// rank gets the same answer.
+pub fn existing_pair(a: &CollComm, bytes: usize, red: Reduction) -> Option<Arc<Seg>> {
+    let max = match red {
+        Reduction::Reduce { .. } => PULL_MAX,
+        Reduction::Allreduce => *ALLREDUCE_PAIR.end(),
+        Reduction::ReduceScatter { .. } => *REDUCE_SCATTER_PAIR.end(),
+        Reduction::Scan { .. } => 0,
+    };
+    if a.size != 2 || bytes <= DATA || bytes > max {
+        return None;
+    }
+    existing(a).filter(|s| s.cma_known())
 }
 
 /// Whether a reduction of `bytes` bytes on the communicator of `a` may take the segment's

@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{trade, Large, Reduction};
+use super::segment::{trade, Large, Pair, Reduction};
 use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -183,6 +183,15 @@ pub enum SmKind {
         /// Which reduction.
         red: Reduction,
     },
+    /// `MPI_Iallreduce`, `MPI_Ireduce` or `MPI_Ireduce_scatter(_block)` of a vector larger
+    /// than a buffer on two ranks that reach each other by CMA, by cross-memory copies
+    /// between the ranks' buffers, both folding, as the blocking forms do
+    /// (`segment/pull_nb.rs`): input and output as for [`SmKind::Large`]. Read by
+    /// [`SmNb::progress`], not [`SmKind::compute`].
+    Pair {
+        /// Which reduction (not a scan).
+        red: Reduction,
+    },
 }
 
 /// The rooted collective of a [`SmKind::Single`].
@@ -206,9 +215,10 @@ pub const GATHERV_MAX: usize = DATA - 8;
 
 /// Largest block of an `MPI_Iscatterv` of `p` ranks through the segment: small enough that
 /// the root's table (a word per rank) and every other rank's block fit its one buffer
-/// whatever the other counts are.
+/// ([`CAP`] bytes) whatever the other counts are (on 2 ranks a block of [`DATA`] bytes:
+/// a 4 KiB block is copied through the segment, not by a cross-memory copy).
 pub fn scatterv_max(p: usize) -> usize {
-    (DATA - 8 * p) / p.saturating_sub(1).max(1)
+    (CAP - 8 * p) / p.saturating_sub(1).max(1)
 }
 
 /// Largest block of an `MPI_Ialltoallv` of `p` ranks through the segment: small enough
@@ -421,7 +431,8 @@ impl SmKind {
             | SmKind::Scatterv { .. }
             | SmKind::Alltoallv { .. }
             | SmKind::Single { .. }
-            | SmKind::Large { .. } => 0..0,
+            | SmKind::Large { .. }
+            | SmKind::Pair { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -528,7 +539,8 @@ impl SmKind {
             | SmKind::Gatherv { .. }
             | SmKind::Scatterv { .. }
             | SmKind::Single { .. }
-            | SmKind::Large { .. } => {}
+            | SmKind::Large { .. }
+            | SmKind::Pair { .. } => {}
         }
     }
 }
@@ -550,6 +562,8 @@ pub struct SmNb {
     fault: Progress,
     /// A [`SmKind::Large`]'s progress.
     large: Large,
+    /// A [`SmKind::Pair`]'s progress.
+    pair: Pair,
     /// A gatherv's or scatterv's root leaves its own block to its schedule, which copies it
     /// while the blocks that go by message travel ([`SmNb::own_block_elsewhere`]).
     own_elsewhere: bool,
@@ -569,6 +583,7 @@ impl SmNb {
             k,
             kind,
             large,
+            pair: Pair::default(),
             posted: false,
             done: false,
             copied: None,
@@ -603,6 +618,22 @@ impl SmNb {
         if let SmKind::Single { root, block, coll } = self.kind {
             // SAFETY: caller contract.
             return unsafe { self.single((root, block, coll), input, output) };
+        }
+        if let SmKind::Pair { red } = self.kind {
+            let Some(op) = op else {
+                return Progress::Mismatch;
+            };
+            let (seg, k) = (&*self.seg, self.k);
+            let f = (&*op.f as Fold<'_>, op.elem_size, op.commutative);
+            // SAFETY: caller contract (the regions are valid until the end); `k` is open
+            // (closed below), and both ranks run the same reduction on the same length.
+            let Some(end) = (unsafe { seg.pair_step((&mut self.pair, k, red), input, output, f) })
+            else {
+                return Progress::Pending;
+            };
+            seg.close_nb(k);
+            self.done = true;
+            return end;
         }
         if let SmKind::Large { red } = self.kind {
             let Some(op) = op else {
@@ -1019,9 +1050,9 @@ impl SmNb {
                     }
                     let e = word(*root, 8 * me);
                     let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
-                    ok = e != NOT_HERE && n <= out.len() && off + n <= DATA;
+                    ok = e != NOT_HERE && n <= out.len() && off + n <= CAP;
                     if ok {
-                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= DATA`.
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
                         out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
                     }
                 }

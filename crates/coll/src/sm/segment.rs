@@ -12,6 +12,7 @@ mod cma;
 mod large;
 mod pull;
 mod pull_all;
+mod pull_nb;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
@@ -20,6 +21,7 @@ pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX};
 pub use pull::PULL_MAX;
 pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
+pub(crate) use pull_nb::Pair;
 pub use rooted::Side;
 
 const LINE: usize = 64;

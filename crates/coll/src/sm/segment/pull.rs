@@ -21,7 +21,7 @@ pub const PULL_MAX: usize = 1 << 20;
 
 /// Vectors from this size on are folded by both ranks; below, the other rank's share
 /// would cost it more in system calls and page pinning than it saves the root.
-const SPLIT_MIN: usize = 32 << 10;
+pub(super) const SPLIT_MIN: usize = 32 << 10;
 
 /// The root's share of a split vector, in percent: the other rank also writes its part
 /// of the result back (measured best around 70 on a 2-vCPU Xeon from 32 KiB to 1 MiB).
@@ -29,8 +29,8 @@ const ROOT_SHARE: usize = 70;
 
 /// Words of a rank's post: pid, contribution address, result address (the root's), bytes,
 /// then the outcome word the other rank writes before it marks the collective done.
-const WORDS: usize = 5;
-const OUTCOME: usize = 4;
+pub(super) const WORDS: usize = 5;
+pub(super) const OUTCOME: usize = 4;
 
 impl Seg {
     /// Reduce to `root` of `n` bytes on a communicator of two ranks that reach each other
@@ -54,7 +54,7 @@ impl Seg {
     ) -> Result<()> {
         debug_assert!(self.size == 2 && root < 2);
         let k = self.next();
-        let (me, other) = (self.rank, 1 - self.rank);
+        let me = self.rank;
         let acc = recv.filter(|_| me == root);
         let own = match (&acc, send) {
             (_, Some(s)) => s.as_ptr(),
@@ -68,80 +68,27 @@ impl Seg {
             self.finish(k);
             return Err(e);
         }
-        let (pid, theirs) = (w.pid, w.input);
-        let e = elem.max(1);
-        // The root's part: the front, whole elements.
-        let h = if n < SPLIT_MIN {
-            n
-        } else {
-            n / 100 * ROOT_SHARE / e * e
-        };
-        // Rank order: the other rank's vector goes in front of ours when it is below us.
-        let below = other < me;
-        if let Some(acc) = acc {
-            // The back part is the other rank's to write (by CMA) until its done word says
-            // it has: we touch only the front.
-            let (front, _back) = acc.split_at_mut(h);
-            // SAFETY: the other rank's contribution holds `n` bytes at `theirs`, unchanged
-            // until it sees us done with `k` (after the reads).
-            let r = unsafe {
-                pull_fold(
-                    send.map(|s| &s[..h]),
-                    front,
-                    (pid, theirs),
-                    (below, commutative),
-                    red,
-                )
-            };
-            // The other rank writes the back part of `acc` and then marks `k` done.
-            self.pull_release(k);
-            pull_outcome(r, self.pull_failed(k), "reduce")
-        } else {
-            let out = w.output;
-            let src = send.unwrap_or_default();
-            // SAFETY: the root's contribution and result hold `n` bytes at `theirs` and
-            // `out`, the back part ours to read and then write (the root only reads and
-            // writes the front part) until we mark `k` done.
-            let r = unsafe {
-                push_fold(
-                    &src[h..],
-                    (pid, theirs + h as u64, out + h as u64),
-                    (below, commutative),
-                    red,
-                )
-            };
-            if r.is_err() {
-                self.pull_fail_other(k);
-            }
-            // The root reads our contribution until it is done with `k`.
-            self.pull_release(k);
-            pull_outcome(r, false, "reduce")
+        // SAFETY: the other rank posted `w` for `k` and leaves the memory it names alone
+        // (and unchanged) until it sees us done with `k` (released below).
+        let r = unsafe { reduce_work(me, (send, acc), (root, n), (elem, commutative), &w, red) };
+        if me != root && r.is_err() {
+            self.pull_fail_other(k);
         }
+        // The root reads our contribution, and the other rank writes the back part of the
+        // root's result, until each marks `k` done.
+        self.pull_release(k);
+        pull_outcome(r, me == root && self.pull_failed(k), "reduce")
     }
 
     /// Post our words of pull collective `k` (contribution address, result address,
     /// bytes; our pid and a clear outcome word added here) and wait for the other rank's.
-    pub(super) fn pull_meet(&self, k: u64, [input, output, n]: [u64; 3]) -> Post {
-        let mut post = [0u8; 8 * WORDS];
-        let words = [u64::from(std::process::id()), input, output, n, 0];
-        for (i, w) in words.iter().enumerate() {
-            post[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
-        }
-        self.post(k, &post);
+    pub(super) fn pull_meet(&self, k: u64, words: [u64; 3]) -> Post {
+        self.post(k, &post_words(words));
         let other = 1 - self.rank;
         self.wait_word(self.stamp(other, k), k);
-        let word = |i: usize| {
-            // SAFETY: the other rank stamped `k` (waited above), posting `WORDS` words,
-            // and we finish `k` only after this read.
-            let w = unsafe { self.peer(other, k, 8 * i, 8) };
-            u64::from_ne_bytes(w.try_into().expect("8 bytes"))
-        };
-        Post {
-            pid: word(0) as i32,
-            input: word(1),
-            output: word(2),
-            len: word(3),
-        }
+        // SAFETY: the other rank stamped `k` (waited above), posting `WORDS` words, and we
+        // finish `k` only after these reads.
+        Post::read(|i| unsafe { self.peer(other, k, 8 * i, 8) })
     }
 
     /// Tell the other rank that its result of pull collective `k` lacks our part (a copy
@@ -186,6 +133,88 @@ pub(super) struct Post {
     pub(super) output: u64,
     /// Bytes of its vector.
     pub(super) len: u64,
+}
+
+impl Post {
+    /// The post whose word `i` is `word(i)` (8 bytes).
+    pub(super) fn read<'a>(word: impl Fn(usize) -> &'a [u8]) -> Post {
+        let w = |i: usize| u64::from_ne_bytes(word(i).try_into().unwrap_or([0; 8]));
+        Post {
+            pid: w(0) as i32,
+            input: w(1),
+            output: w(2),
+            len: w(3),
+        }
+    }
+}
+
+/// Our post of a pull collective: our pid, then the contribution address, the result
+/// address and the bytes, then a clear outcome word (`WORDS` words).
+pub(super) fn post_words([input, output, n]: [u64; 3]) -> [u8; 8 * WORDS] {
+    let mut post = [0u8; 8 * WORDS];
+    let words = [u64::from(std::process::id()), input, output, n, 0];
+    for (i, w) in words.iter().enumerate() {
+        post[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
+    }
+    post
+}
+
+/// Our copies and folds of a two-rank reduce to `root` of `n` bytes once the other rank's
+/// post `w` is there ([`Seg::reduce_pull`]): `send` our contribution (`None` at the root
+/// in place: it is in `acc`), `acc` the root's result (`None` elsewhere). The root folds
+/// the front part (all of it below `SPLIT_MIN`) into `acc`; the other rank folds the back
+/// part and writes it into the root's result.
+///
+/// # Safety
+/// The memory `w` names (the other rank's contribution, the root's result) holds `n`
+/// bytes, unchanged (the back of the root's result: ours to write) during the call.
+pub(super) unsafe fn reduce_work<F: Fn(&[u8], &mut [u8]) + ?Sized>(
+    me: usize,
+    (send, acc): (Option<&[u8]>, Option<&mut [u8]>),
+    (root, n): (usize, usize),
+    (elem, commutative): (usize, bool),
+    w: &Post,
+    red: &F,
+) -> io::Result<()> {
+    let (pid, theirs) = (w.pid, w.input);
+    let e = elem.max(1);
+    // The root's part: the front, whole elements.
+    let h = if n < SPLIT_MIN {
+        n
+    } else {
+        n / 100 * ROOT_SHARE / e * e
+    };
+    // Rank order: the other rank's vector goes in front of ours when it is below us.
+    let below = 1 - me < me;
+    if let Some(acc) = acc.filter(|_| me == root) {
+        // The back part is the other rank's to write (by CMA) until its done word says it
+        // has: we touch only the front.
+        let (front, _back) = acc.split_at_mut(h);
+        // SAFETY: caller contract (the other rank's contribution holds `n` bytes at
+        // `theirs`, unchanged).
+        unsafe {
+            pull_fold(
+                send.map(|s| &s[..h]),
+                front,
+                (pid, theirs),
+                (below, commutative),
+                red,
+            )
+        }
+    } else {
+        let src = send.unwrap_or_default();
+        // SAFETY: caller contract: the root's contribution and result hold `n` bytes at
+        // `theirs` and `w.output`, the back part ours to read and then write (the root
+        // only reads and writes the front part).
+        unsafe {
+            push_fold(
+                &src[h..],
+                (pid, theirs + h as u64, w.output + h as u64),
+                (below, commutative),
+                red,
+            )
+        }
+    }
 }
 
 /// An error on both ranks when the vectors' lengths differ (`what`: the collective).
@@ -267,7 +296,7 @@ pub(super) unsafe fn pull_fold<F: Fn(&[u8], &mut [u8]) + ?Sized>(
 /// # Safety
 /// The root's part is readable at `theirs` and its result part writable at `out`, and
 /// nobody else touches them during the call.
-unsafe fn push_fold<F: Fn(&[u8], &mut [u8])>(
+unsafe fn push_fold<F: Fn(&[u8], &mut [u8]) + ?Sized>(
     own: &[u8],
     (pid, theirs, out): (i32, u64, u64),
     (below, commutative): (bool, bool),

@@ -14,10 +14,11 @@
 //! block is in its vector (rank 0 reads block 0 there) and moves the result to the start
 //! of its buffer once rank 0 is done.
 
-use super::pull::{pull_fold, pull_outcome, pull_same_len};
+use super::pull::{pull_fold, pull_outcome, pull_same_len, Post};
 use super::Seg;
 use crate::Result;
 use oxmpi_engine::{cma_copy, Cma};
+use std::io;
 use std::ops::RangeInclusive;
 
 /// Allreduce vectors (bytes) on two ranks by cross-memory copies ([`Seg::allreduce_pull`]).
@@ -49,9 +50,7 @@ impl Seg {
         red: &F,
     ) -> Result<()> {
         let n = dst.len();
-        let e = elem.max(1);
-        let h = n / 2 / e * e;
-        let block = if self.rank == 0 { (0, h) } else { (h, n - h) };
+        let block = super::pull_nb::half(n, elem, self.rank);
         self.pair_pull(src, dst, (block, n), (true, commutative), red)
     }
 
@@ -93,44 +92,80 @@ impl Seg {
             self.finish(k);
             return Err(e);
         }
-        // Where our block of the result is folded: in place (and in an allreduce) where it
-        // is in the vector, else at the start of `buf`.
-        let to = if all || send.is_none() { at } else { 0 };
-        debug_assert!(at + m <= n && send.is_none_or(|s| s.len() >= n) && buf.len() >= to + m);
-        let below = self.rank == 1;
-        let r = {
-            // The rest of `buf` is the other rank's to read (our contribution in place) or
-            // write (an allreduce's other block) until it is done with `k`.
-            let acc = &mut buf[to..to + m];
-            // SAFETY: the other rank's contribution holds `n` bytes at `w.input`, unchanged
-            // until it sees us done with `k` (after our copies); `at + m <= n`.
-            unsafe {
-                pull_fold(
-                    send.map(|s| &s[at..at + m]),
-                    acc,
-                    (w.pid, w.input + at as u64),
-                    (below, commutative),
-                    red,
-                )
-            }
-            .and_then(|()| {
-                if !all || m == 0 {
-                    return Ok(());
-                }
-                // SAFETY: `acc` holds `m` bytes (a write only reads them); the other
-                // rank's result holds `n` bytes at `w.output`, block `at..at + m` ours to
-                // write (it touches only its own block) until we are done with `k`.
-                unsafe { cma_copy(w.pid, acc.as_mut_ptr(), w.output + at as u64, m, Cma::Write) }
-            })
+        // SAFETY: the other rank posted `w` for `k` and leaves the memory it names alone
+        // (and unchanged) until it sees us done with `k` (released below).
+        let r = unsafe {
+            pair_work(
+                self.rank,
+                send,
+                buf,
+                ((at, m), n),
+                (all, commutative),
+                &w,
+                red,
+            )
         };
         if all && r.is_err() {
             self.pull_fail_other(k);
         }
         self.pull_release(k);
-        if to != 0 && !all {
-            // In place, rank 1's block moves to the start (rank 0 read block 0 there).
-            buf.copy_within(to..to + m, 0);
-        }
+        pair_tail(send, buf, (at, m), all);
         pull_outcome(r, all && self.pull_failed(k), what)
+    }
+}
+
+/// Our copies and folds of a two-rank allreduce (`all`) or reduce-scatter once the other
+/// rank's post `w` is there ([`Seg::allreduce_pull`], [`Seg::reduce_scatter_pull`]): our
+/// block is `m` bytes at `at` of the `n`-byte vector, our contribution `send` (`None`: in
+/// place, it starts `buf`), folded where our result goes (in place and in an allreduce
+/// where it is in the vector, else at the start of `buf`: see [`pair_tail`]); an
+/// allreduce's block is then written into the other rank's result. An error when a copy
+/// failed (an allreduce's other rank then lacks our block: the caller tells it).
+///
+/// # Safety
+/// The memory `w` names (the other rank's contribution, its result) holds `n` bytes,
+/// unchanged (the block `at..at + m` of its result: ours to write) during the call.
+pub(super) unsafe fn pair_work<F: Fn(&[u8], &mut [u8]) + ?Sized>(
+    rank: usize,
+    send: Option<&[u8]>,
+    buf: &mut [u8],
+    ((at, m), n): ((usize, usize), usize),
+    (all, commutative): (bool, bool),
+    w: &Post,
+    red: &F,
+) -> io::Result<()> {
+    // Where our block of the result is folded: in place (and in an allreduce) where it is
+    // in the vector, else at the start of `buf`.
+    let to = if all || send.is_none() { at } else { 0 };
+    debug_assert!(at + m <= n && send.is_none_or(|s| s.len() >= n) && buf.len() >= to + m);
+    let below = rank == 1;
+    // The rest of `buf` is the other rank's to read (our contribution in place) or write
+    // (an allreduce's other block) until it is done.
+    let acc = &mut buf[to..to + m];
+    // SAFETY: caller contract (the other rank's contribution holds `n` bytes at `w.input`,
+    // unchanged); `at + m <= n`.
+    unsafe {
+        pull_fold(
+            send.map(|s| &s[at..at + m]),
+            acc,
+            (w.pid, w.input + at as u64),
+            (below, commutative),
+            red,
+        )
+    }?;
+    if !all || m == 0 {
+        return Ok(());
+    }
+    // SAFETY: `acc` holds `m` bytes (a write only reads them); caller contract: the other
+    // rank's result holds `n` bytes at `w.output`, block `at..at + m` ours to write (it
+    // touches only its own block).
+    unsafe { cma_copy(w.pid, acc.as_mut_ptr(), w.output + at as u64, m, Cma::Write) }
+}
+
+/// After both ranks are done with a reduce-scatter ([`pair_work`]): in place, rank 1's
+/// block moves to the start of `buf` (rank 0 read block 0 there).
+pub(super) fn pair_tail(send: Option<&[u8]>, buf: &mut [u8], (at, m): (usize, usize), all: bool) {
+    if !all && send.is_none() && at != 0 {
+        buf.copy_within(at..at + m, 0);
     }
 }
