@@ -756,6 +756,42 @@ fn sm_suite(c: &CollComm) {
         }
     }
     sm_regular_suite(c);
+    sm_gatherv_posted(c);
+}
+
+/// Gatherv straight on the segment with no cross-memory copies (`one_copy` 0), every
+/// root: blocks of a whole [`sm::DATA`] and of [`sm::V_MAX`] bytes are posted in the
+/// ranks' buffers and arrive; one byte more is left to the caller (not copied, no error).
+fn sm_gatherv_posted(c: &CollComm) {
+    use oxmpi_coll::sm;
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let Some(seg) = sm::get(c, Coll::Gather).unwrap() else {
+        return;
+    };
+    for (it, b) in [sm::DATA, sm::V_MAX, sm::V_MAX + 1].into_iter().enumerate() {
+        let posted = b != sm::V_MAX + 1;
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(b, 300 + it as u64, i, 33)).collect();
+        let counts = vec![b; p];
+        let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
+        for root in 0..p {
+            if r != root {
+                let send = posted.then_some(&xs[r][..]);
+                assert!(seg.gatherv(send, None, root, 0), "gatherv of {b} bytes");
+                continue;
+            }
+            let mut g = vec![0u8; p * b];
+            let ok = seg.gatherv(Some(&xs[r]), Some((&mut g, &counts, &displs)), root, 0);
+            assert!(ok, "gatherv of {b} bytes to {root}");
+            for (i, x) in xs.iter().enumerate() {
+                let got = &g[i * b..(i + 1) * b];
+                if posted || i == root {
+                    assert_eq!(got, &x[..], "gatherv of {b} bytes from {i} to {root}");
+                } else {
+                    assert!(got.iter().all(|&v| v == 0), "gatherv of {b} bytes posted");
+                }
+            }
+        }
+    }
 }
 
 /// The barrier through `base::select` holds every rank until all have arrived, whichever

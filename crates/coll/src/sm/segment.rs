@@ -57,9 +57,11 @@ const SLOT: usize =
 /// Offset in a slot of the nonblocking collectives' buffers.
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 
-/// Largest block of a rank that a gatherv posts on the segment (its buffer less the
-/// length word).
-pub const V_MAX: usize = DATA - 8;
+/// Largest block of a rank that a gatherv posts on the segment (all of its buffer after
+/// the stamp word, [`CAP`], less the length word): a [`DATA`]-byte block fits, so a 4 KiB
+/// gatherv posts and copies like a gather instead of a cross-memory write behind the
+/// root's post of its addresses.
+pub const V_MAX: usize = CAP - 8;
 
 /// What a non-root rank got from a scatterv on the segment ([`Seg::scatterv`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -798,7 +800,7 @@ impl Seg {
                         ok = false;
                         continue;
                     }
-                    // SAFETY: as above; `8 + n <= DATA`.
+                    // SAFETY: as above; `8 + n <= CAP`.
                     let src = unsafe { self.peer(r, k, 8, n) };
                     recv[displs[r]..displs[r] + n].copy_from_slice(src);
                 }
@@ -813,7 +815,7 @@ impl Seg {
                     let base = self.data(self.rank, k);
                     // SAFETY: our own buffer of collective `k`, read by nobody until we
                     // stamp it and no longer by anybody for `k - NBUF` (waited above);
-                    // `8 + s.len() <= DATA`.
+                    // `8 + s.len() <= CAP`.
                     unsafe {
                         base.cast::<u64>().write_unaligned(s.len() as u64);
                         std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(8), s.len());
