@@ -756,6 +756,42 @@ fn sm_suite(c: &CollComm) {
         }
     }
     sm_regular_suite(c);
+    sm_gatherv_posted(c);
+}
+
+/// Gatherv straight on the segment with no cross-memory copies (`one_copy` 0), every
+/// root: blocks of a whole [`sm::DATA`] and of [`sm::V_MAX`] bytes are posted in the
+/// ranks' buffers and arrive; one byte more is left to the caller (not copied, no error).
+fn sm_gatherv_posted(c: &CollComm) {
+    use oxmpi_coll::sm;
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let Some(seg) = sm::get(c, Coll::Gather).unwrap() else {
+        return;
+    };
+    for (it, b) in [sm::DATA, sm::V_MAX, sm::V_MAX + 1].into_iter().enumerate() {
+        let posted = b != sm::V_MAX + 1;
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(b, 300 + it as u64, i, 33)).collect();
+        let counts = vec![b; p];
+        let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
+        for root in 0..p {
+            if r != root {
+                let send = posted.then_some(&xs[r][..]);
+                assert!(seg.gatherv(send, None, root, 0), "gatherv of {b} bytes");
+                continue;
+            }
+            let mut g = vec![0u8; p * b];
+            let ok = seg.gatherv(Some(&xs[r]), Some((&mut g, &counts, &displs)), root, 0);
+            assert!(ok, "gatherv of {b} bytes to {root}");
+            for (i, x) in xs.iter().enumerate() {
+                let got = &g[i * b..(i + 1) * b];
+                if posted || i == root {
+                    assert_eq!(got, &x[..], "gatherv of {b} bytes from {i} to {root}");
+                } else {
+                    assert!(got.iter().all(|&v| v == 0), "gatherv of {b} bytes posted");
+                }
+            }
+        }
+    }
 }
 
 /// The barrier through `base::select` holds every rank until all have arrived, whichever
@@ -963,8 +999,9 @@ fn a2a_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;
     let seg = sm::get(c, Coll::Alltoall).unwrap().expect("a segment");
+    // A rank's own block is not posted (out of place it copies it itself).
     let fits = |n: &dyn Fn(usize, usize) -> usize, i: usize| {
-        8 + 8 * p + (0..p).map(|j| n(i, j)).sum::<usize>() <= sm::CAP
+        8 + 8 * p + (0..p).filter(|&j| j != i).map(|j| n(i, j)).sum::<usize>() <= sm::CAP
     };
     let sizes = [
         0usize,
@@ -1075,14 +1112,21 @@ fn a2a_suite(c: &CollComm) {
 /// Alltoall and allgather(v) of blocks too large for a segment buffer, through
 /// `base::select`: on more than 2 ranks by cross-memory copies on the segment (alltoall
 /// as an alltoallv; allgather(v) in place and not, uneven blocks with gaps, some empty),
-/// on 2 point to point; the counters say which path ran, the gaps stay untouched.
+/// on 2 point to point, except an alltoall whose block for the other rank fits a buffer
+/// with the alltoallv table (the largest such block and one byte more); the counters say
+/// which path ran, the gaps stay untouched.
 fn a2a_large_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::sm;
     let (p, r) = (c.size as usize, c.rank as usize);
     let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
     let cma = p > 2 && seg.single_copy_max() > 0;
-    for (it, block) in [sm::DATA + 1, 40_000].into_iter().enumerate() {
+    // The largest alltoall block of 2 ranks that fits a buffer with the table.
+    let table = sm::CAP - 8 - 8 * 2;
+    for (it, block) in [sm::DATA + 1, table, table + 1, 40_000]
+        .into_iter()
+        .enumerate()
+    {
         let it = it as u64 + 50;
         let a2a = |i: usize, j: usize| contrib(block, it, i * p + j, 60);
         let send: Vec<u8> = (0..p).flat_map(|j| a2a(r, j)).collect();
@@ -1091,7 +1135,7 @@ fn a2a_large_suite(c: &CollComm) {
         select::alltoall(c, &send, &mut recv, block).unwrap();
         assert_eq!(
             runs(Alg::SmAlltoallv) - before,
-            u64::from(p > 2),
+            u64::from(p > 2 || block <= table),
             "alltoall of {block}-byte blocks on the segment"
         );
         let want: Vec<u8> = (0..p).flat_map(|i| a2a(i, r)).collect();

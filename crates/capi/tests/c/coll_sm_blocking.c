@@ -403,10 +403,12 @@ int main(int argc, char **argv) {
             alltoallv_check(sizes[z], 0, 1);
             alltoallv_check(sizes[z], 4096, 0); /* only rank 0's data does not fit */
         }
-    /* in place, blocks that fit a buffer's table only without the rank's own */
+    /* in place and not, blocks that fit a buffer's table only without the rank's own */
     int own = (4152 - 8 - 8 * size) / (size - 1);
-    alltoallv_check(own, 0, 1);
-    alltoallv_check(own + 1, 0, 1);
+    for (int inpl = 0; inpl < 2; inpl++) {
+        alltoallv_check(own, 0, inpl);
+        alltoallv_check(own + 1, 0, inpl);
+    }
     /* 4-byte items: vectors of 1 KiB around the 4 KiB buffer at every rank count */
     int isizes[] = {1, 14, 15, 1024 / size - 8, 1024 / size, 1024 / size + 1, 1100};
     for (size_t z = 0; z < sizeof isizes / sizeof isizes[0]; z++)

@@ -59,9 +59,11 @@ const SLOT: usize =
 /// Offset in a slot of the nonblocking collectives' buffers.
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 
-/// Largest block of a rank that a gatherv posts on the segment (its buffer less the
-/// length word).
-pub const V_MAX: usize = DATA - 8;
+/// Largest block of a rank that a gatherv posts on the segment (all of its buffer after
+/// the stamp word, [`CAP`], less the length word): a [`DATA`]-byte block fits, so a 4 KiB
+/// gatherv posts and copies like a gather instead of a cross-memory write behind the
+/// root's post of its addresses.
+pub const V_MAX: usize = CAP - 8;
 
 /// What a non-root rank got from a scatterv on the segment ([`Seg::scatterv`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -675,9 +677,9 @@ impl Seg {
     /// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank
     /// `j`, block `j` of `recv` (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`.
     /// Each rank posts a table (offset and length of its block for every rank) and its
-    /// blocks back to back, or when they do not fit one buffer its buffer's address
-    /// ([`cma`]: the blocks then move by cross-memory copies, up to a size); the ranks read
-    /// every flag, so all of them exchange here or none does. `None`: nothing was received
+    /// blocks for the other ranks back to back (its own it copies itself), or when they do
+    /// not fit one buffer its buffer's address ([`cma`]: the blocks then move by
+    /// cross-memory copies, up to a size); the ranks read every flag, so all of them exchange here or none does. `None`: nothing was received
     /// (the caller moves the data otherwise, every rank alike); `Some(ok)`: exchanged, `ok`
     /// false if some block's length differed from its `rcounts` entry (such blocks are not
     /// copied).
@@ -711,19 +713,23 @@ impl Seg {
     ) -> Result<Option<bool>> {
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
-        let src: &[u8] = send.unwrap_or(&*recv);
-        // In place our block for ourselves is already where it belongs: not posted.
-        let me = send.is_none().then_some(self.rank);
+        let (me, src): (usize, &[u8]) = (self.rank, send.unwrap_or(&*recv));
+        // Our block for ourselves is never posted: in place it is already where it
+        // belongs, out of place we copy it ourselves (once, not into the buffer and out
+        // again; so on 2 ranks a whole `DATA`-byte block for the other rank fits with the
+        // table).
         // SAFETY: our own buffer of collective `k` (`CAP` bytes), read by nobody until we
         // stamp it and no longer by anybody for `k - NBUF` (waited above).
-        unsafe {
-            if !put_table(
+        let table = unsafe {
+            put_table(
                 self.data(self.rank, k),
                 (self.size, me),
                 (src, scounts, sdispls),
-            ) {
-                self.put_addresses(k, (src, scounts, sdispls));
-            }
+            )
+        };
+        if !table {
+            // SAFETY: as above.
+            unsafe { self.put_addresses(k, (src, scounts, sdispls)) };
         }
         self.stamp(self.rank, k).store(k, Ordering::Release);
         // SAFETY: our own post of `k`, just written.
@@ -732,21 +738,29 @@ impl Seg {
             self.finish(k);
             return Ok(None);
         }
+        // Out of place our own block while the others post (when some rank's blocks do
+        // not fit, the cross-memory exchange copies it again, or the caller does).
+        let own = match send {
+            Some(send) if table => {
+                own_block((send, scounts, sdispls), (recv, rcounts, rdispls), me)
+            }
+            _ => true,
+        };
         self.wait_all(k);
         // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after the
         // reads.
         let got = unsafe {
             take_table(
-                (self.rank, self.size, me.is_none()),
+                (me, self.size),
                 |r| self.data(r, k),
                 (recv, rcounts, rdispls),
             )
         };
-        if got.is_none() {
+        let Some(ok) = got else {
             return self.exchange_cma(k, send, (recv, rcounts, rdispls));
-        }
+        };
         self.finish(k);
-        Ok(got)
+        Ok(Some(ok && own))
     }
 
     /// Gatherv to `root` of blocks up to [`V_MAX`] bytes, and of blocks up to `one_copy`
@@ -820,7 +834,7 @@ impl Seg {
                         ok = false;
                         continue;
                     }
-                    // SAFETY: as above; `8 + n <= DATA`.
+                    // SAFETY: as above; `8 + n <= CAP`.
                     let src = unsafe { self.peer(r, k, 8, n) };
                     recv[displs[r]..displs[r] + n].copy_from_slice(src);
                 }
@@ -835,7 +849,7 @@ impl Seg {
                     let base = self.data(self.rank, k);
                     // SAFETY: our own buffer of collective `k`, read by nobody until we
                     // stamp it and no longer by anybody for `k - NBUF` (waited above);
-                    // `8 + s.len() <= DATA`.
+                    // `8 + s.len() <= CAP`.
                     unsafe {
                         base.cast::<u64>().write_unaligned(s.len() as u64);
                         std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(8), s.len());
@@ -1312,8 +1326,8 @@ impl Seg {
 /// Write an alltoallv's blocks at `base` (a buffer's [`CAP`] bytes) for `p` ranks: a
 /// flag word (1: the table follows), then per rank `j` the offset and length of its block
 /// (`u32` each), then the blocks back to back (block `j`: `scounts[j]` bytes of `send` at
-/// `sdispls[j]`), except the block of rank `skip` (in place our own, which stays where it
-/// is: its entry has its length and no data); or only the flag 0 when they do not fit one
+/// `sdispls[j]`), except the block of rank `me` (our own, which stays where it is or we
+/// copy ourselves: its entry has its length and no data); or only the flag 0 when they do not fit one
 /// buffer (or the arguments do not describe `p` blocks inside `send`). Returns whether
 /// they fit.
 ///
@@ -1321,11 +1335,11 @@ impl Seg {
 /// `base` is valid for `CAP` bytes of writes.
 unsafe fn put_table(
     base: *mut u8,
-    (p, skip): (usize, Option<usize>),
+    (p, me): (usize, usize),
     (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
 ) -> bool {
     let head = 8 + 8 * p;
-    let posted = |j: usize| if Some(j) == skip { 0 } else { scounts[j] };
+    let posted = |j: usize| if j == me { 0 } else { scounts[j] };
     let fits = scounts.len() == p
         && sdispls.len() == p
         && head + (0..p).map(posted).sum::<usize>() <= CAP
@@ -1349,17 +1363,40 @@ unsafe fn put_table(
     fits
 }
 
+/// Copy block `me` of `send` (`scounts[me]` bytes at `sdispls[me]`) to its place in
+/// `recv` (`rcounts[me]` bytes at `rdispls[me]`); false (nothing copied) when the lengths
+/// differ or either block is out of its buffer.
+fn own_block(
+    (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+    (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+    me: usize,
+) -> bool {
+    let (Some(&n), Some(&s), Some(&rn), Some(&r)) = (
+        scounts.get(me),
+        sdispls.get(me),
+        rcounts.get(me),
+        rdispls.get(me),
+    ) else {
+        return false;
+    };
+    if n != rn || s + n > send.len() || r + n > recv.len() {
+        return false;
+    }
+    recv[r..r + n].copy_from_slice(&send[s..s + n]);
+    true
+}
+
 /// Rank `me` of `p` takes its block from every rank's table ([`put_table`]; `data(r)`:
 /// where rank `r` wrote it) into `recv` (block `j`: `rcounts[j]` bytes at `rdispls[j]`).
 /// `None`: some rank's blocks did not fit (nothing copied: every rank sees the same flags,
 /// so all move the data otherwise); `Some(ok)`, `ok` false if some block's length differed
-/// from its `rcounts` entry (such blocks are not copied). `own` false: our own block is
-/// already in place (we did not post it) and is left alone.
+/// from its `rcounts` entry (such blocks are not copied). Our own block is not posted
+/// (see [`Seg::alltoallv`]) and is left alone.
 ///
 /// # Safety
 /// Every rank's table is written, visible and unchanged while this runs.
 unsafe fn take_table(
-    (me, p, own): (usize, usize, bool),
+    (me, p): (usize, usize),
     data: impl Fn(usize) -> *mut u8,
     (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
 ) -> Option<bool> {
@@ -1368,7 +1405,7 @@ unsafe fn take_table(
         return None;
     }
     let mut ok = rcounts.len() == p && rdispls.len() == p;
-    for j in (0..p).filter(|&j| own || j != me) {
+    for j in (0..p).filter(|&j| j != me) {
         // SAFETY: rank `j`'s flag says its table follows; entry `me` lies within it.
         let (off, len) = unsafe {
             let at = data(j).add(8 + 8 * me).cast::<u32>();

@@ -413,6 +413,8 @@ impl Seg {
             let dst = &mut recv[rdispls[j]..rdispls[j] + n];
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
             match unsafe { self.word(j, k, 0) } {
+                // Our own block is never posted in a table: we copied it after posting.
+                TABLE if j == me => {}
                 // SAFETY: rank `j`'s posted block for us, `n` bytes at its offset.
                 TABLE => dst.copy_from_slice(unsafe { self.peer(j, k, at as usize, n) }),
                 _ if j == me => {
