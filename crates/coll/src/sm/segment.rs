@@ -93,8 +93,6 @@ pub struct Seg {
     nb_seq: AtomicU64,
     /// Number of large allreduces done.
     last_big: AtomicU64,
-    /// Sequence number of our last barrier ([`Seg::barrier`]: one right after it meets).
-    last_barrier: AtomicU64,
     /// Sequence number of the newest nonblocking reduction through the nonblocking large
     /// region ([`large`]).
     nb_large_last: AtomicU64,
@@ -159,14 +157,6 @@ pub(super) fn seg_len(size: usize) -> usize {
     large::seg_end(size)
 }
 
-/// Whether barrier `k` lets rank 0 out first ([`Seg::barrier`]): with `release` on,
-/// unless the blocking collective before it on the segment was a barrier too (`last`, the
-/// sequence number of our last barrier, 0 before the first, is `k - 1`). Every rank
-/// decides alike: the segment's blocking collectives run in the same order everywhere.
-fn release_now(release: bool, last: u64, k: u64) -> bool {
-    release && (last == 0 || last + 1 != k)
-}
-
 impl Seg {
     /// The segment over `map` (made by [`super::share`], [`seg_len`] bytes, zeroed) as seen
     /// by `rank` of `size`; `big_ok`: large allreduces may use the large region (large
@@ -187,7 +177,6 @@ impl Seg {
             seq: AtomicU64::new(0),
             nb_seq: AtomicU64::new(0),
             last_big: AtomicU64::new(0),
-            last_barrier: AtomicU64::new(0),
             nb_large_last: AtomicU64::new(0),
             min_done: AtomicU64::new(0),
             min_nb_done: AtomicU64::new(0),
@@ -531,19 +520,14 @@ impl Seg {
     /// that times a collective rooted at rank 0 after a barrier (as the standard suites
     /// do) then finds the root already at work when a receiver starts its clock, as with
     /// MPICH's barrier, instead of the receiver waiting for the root to leave the barrier.
-    /// With ranks that yield the core, and in a barrier right after a barrier (nothing
-    /// rooted came between, so rank 0's head start would gain nothing but cost the others
-    /// a handoff: barriers back to back, as a barrier benchmark runs them), every rank
-    /// posts its stamp and waits for all the others' ([`Seg::meet`]): no rank waits on one
-    /// that must be scheduled first, and one handoff ends the barrier instead of two.
+    /// With ranks that yield the core, every rank posts its stamp and waits for all the
+    /// others' ([`Seg::meet`]): no rank waits on one that must be scheduled first.
     #[inline]
     pub fn barrier(&self) {
-        let k = self.next();
-        let last = self.last_barrier.load(Ordering::Relaxed);
-        self.last_barrier.store(k, Ordering::Relaxed);
-        if !release_now(self.release, last, k) {
-            return self.meet_at(k);
+        if !self.release {
+            return self.meet();
         }
+        let k = self.next();
         if self.rank == 0 {
             self.wait_all(k);
             self.post(k, &[]);
@@ -556,11 +540,7 @@ impl Seg {
 
     /// Barrier of equals: every rank posts its stamp and waits for every other rank's.
     fn meet(&self) {
-        self.meet_at(self.next());
-    }
-
-    /// [`Seg::meet`] as collective `k`.
-    fn meet_at(&self, k: u64) {
+        let k = self.next();
         self.post(k, &[]);
         self.wait_all(k);
         self.finish(k);
@@ -1423,23 +1403,4 @@ unsafe fn take_table(
         recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
     }
     Some(ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::release_now;
-
-    /// Rank 0 leaves a barrier first after any other collective, not in a barrier right
-    /// after a barrier, and never with the release off.
-    #[test]
-    fn a_barrier_after_a_barrier_meets() {
-        // First collective of the segment: a barrier (none before it).
-        assert!(release_now(true, 0, 1));
-        // Barrier 5 after barrier 4: meet.
-        assert!(!release_now(true, 4, 5));
-        // Barrier 7 after collective 6 (barrier 4 before it): release.
-        assert!(release_now(true, 4, 7));
-        assert!(!release_now(false, 4, 7));
-        assert!(!release_now(false, 0, 1));
-    }
 }
