@@ -117,10 +117,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
     };
     if let Some(seg) = &seg {
         if nb_large && seg.some_yield() {
-            let poll = || {
-                crate::nbc::progress::progress_pending();
-            };
-            if !seg.allreduce_large(src, dst, (f, elem_size), &poll) {
+            if !seg.allreduce_large(src, dst, (f, elem_size), &progress_nb) {
                 return Err(crate::arg_err(
                     oxmpi_engine::ErrorClass::Count,
                     "allreduce: buffers differ in size or split an item",
@@ -628,6 +625,12 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     Ok(true)
 }
 
+/// What a blocking collective through the nonblocking large region runs while it waits:
+/// the pending nonblocking collectives' progress (they may hold the slots it needs).
+fn progress_nb() {
+    crate::nbc::progress::progress_pending();
+}
+
 /// Reduce-scatter of more than [`sm::DATA`] bytes up to `coll_sm_nonblocking_large_max` on
 /// more than 2 ranks through the segment's nonblocking large region
 /// ([`sm::Seg::reduce_scatter_large`]: each rank copies its vector into its slot and folds
@@ -648,10 +651,7 @@ fn reduce_scatter_large(
     let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
         return Ok(false);
     };
-    let poll = || {
-        crate::nbc::progress::progress_pending();
-    };
-    if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &poll) {
+    if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &progress_nb) {
         return Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Count,
             "reduce_scatter: block outside the vector",
