@@ -34,12 +34,12 @@ pub(crate) mod sched;
 use crate::coll_alg as alg;
 use crate::consts::*;
 use crate::datatype::Datatype;
-use crate::ffi::{check_count, slice_in, MpiError, MpiResult};
+use crate::ffi::{check_count, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
     checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, reduction_seg,
-    region, region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared,
+    region, region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared, Laid,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -631,6 +631,12 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallv(&l, crate::intercoll::SendV { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
+        let unit = |t: c_int| move |_: usize| crate::datatype::predefined_size(t).map(|s| (s, s));
+        // SAFETY: MPI contract of MPI_Ialltoallv.
+        if let Some(r) = unsafe { basic_sides(sendbuf, (sendcounts, sdispls, unit(sendtype)), recvbuf, (recvcounts, rdispls, unit(recvtype)), p) } {
+            // SAFETY: MPI contract of MPI_Ialltoallv.
+            return unsafe { ialltoallv_laid(a, comm, r, Vec::new(), request) };
+        }
         let rdt = dtype(recvtype, comm)?;
         let rslots = layout(recvcounts, rdispls, p, comm)?;
         let send = if alg::is_in_place(sendbuf) {
@@ -689,7 +695,7 @@ unsafe fn ialltoallv(
     let in_place = send.is_none();
     let mut unpack = Vec::new();
     // SAFETY: caller contract: recvbuf has room for every block (in place: holds the data).
-    let mut r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
+    let r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
     let send = send.map(|(sdt, sslots)| {
         // SAFETY: caller contract: sendbuf holds every block until completion.
         let l = unsafe {
@@ -705,6 +711,84 @@ unsafe fn ialltoallv(
         };
         (l.region, l.counts, l.displs)
     });
+    // SAFETY: caller contract.
+    unsafe { ialltoallv_laid(a, comm, (send, r), unpack, request) }
+}
+
+/// One side of an alltoallv as a schedule region with byte counts and displacements.
+type LaidSide = (Region, Vec<usize>, Vec<usize>);
+
+/// An alltoallv/w side of the user's memory whose every block is of a predefined basic
+/// type, as a schedule region ([`laid`]'s contiguous case without a datatype reference or
+/// the state lock): `unit(i)` is block `i`'s bytes per item and per unit of its
+/// displacement (`None`: not such a type). `None` also for a NULL buffer, a negative count
+/// or displacement of a non-empty block, or when nothing is to move: the general path
+/// decides (and reports the errors).
+fn basic_laid<C: CountArg, D: DispArg>(
+    buf: *mut c_void,
+    (counts, displs, unit): (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
+    n: usize,
+) -> Option<Laid> {
+    if buf.is_null() {
+        return None;
+    }
+    let cs = slice_in(counts, n, "counts").ok()?;
+    let ds = slice_in(displs, n, "displs").ok()?;
+    let (mut bc, mut bd) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut end = 0usize;
+    for (i, (&k, &x)) in cs.iter().zip(ds).enumerate() {
+        let (size, dunit) = unit(i)?;
+        let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
+        let x = if k == 0 {
+            0
+        } else {
+            usize::try_from(x.aint()).ok()?.checked_mul(dunit)?
+        };
+        end = end.max(x.checked_add(k)?);
+        bc.push(k);
+        bd.push(x);
+    }
+    (end > 0).then(|| Laid {
+        region: Region::Raw(buf.cast::<u8>(), end),
+        counts: bc,
+        displs: bd,
+    })
+}
+
+/// Both sides of an alltoallv/w as [`basic_laid`] makes them (in place: the receive side
+/// alone, `None` for the send side), or `None` when either side needs the general path.
+///
+/// # Safety
+/// MPI contract of `MPI_Ialltoallv`: the buffers hold (or have room for) every block until
+/// completion.
+#[allow(clippy::type_complexity)]
+unsafe fn basic_sides<C: CountArg, D: DispArg>(
+    sendbuf: *const c_void,
+    send: (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
+    recvbuf: *mut c_void,
+    recv: (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
+    n: usize,
+) -> Option<(Option<LaidSide>, Laid)> {
+    let r = basic_laid(recvbuf, recv, n)?;
+    if alg::is_in_place(sendbuf) {
+        return Some((None, r));
+    }
+    let s = basic_laid(sendbuf.cast_mut(), send, n)?;
+    Some((Some((s.region, s.counts, s.displs)), r))
+}
+
+/// [`ialltoallv`] once both sides are schedule regions (`send` `None`: in place, the data
+/// in `r`), with what to unpack at completion.
+///
+/// # Safety
+/// As [`ialltoallv`].
+unsafe fn ialltoallv_laid(
+    a: oxmpi_coll::CollComm,
+    comm: c_int,
+    (send, mut r): (Option<LaidSide>, Laid),
+    unpack: Vec<sched::Unpack>,
+    request: *mut c_int,
+) -> MpiResult {
     // On the segment whatever the sizes (every rank alike; a rank knows only its own
     // counts): blocks too large for it move by message, see `SmKind::each_message`.
     if let Some(seg) = shared_seg(&a, 0) {
@@ -770,6 +854,14 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoallw(&l, crate::intercoll::SendW { buf: sendbuf, counts: crate::intercoll::Counts::of(sendcounts), displs: crate::intercoll::Displs::of(sdispls), datatype: sendtypes }, crate::intercoll::RecvW { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(rdispls), datatype: recvtypes }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
+        // Predefined basic types everywhere (the commonest case): byte blocks of the user's
+        // buffers straight from the arguments (no type reference, no state lock).
+        let unit = |t: *const c_int| move |i: usize| Some((crate::datatype::predefined_size(*slice_in(t, p, "types").ok()?.get(i)?)?, 1));
+        // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
+        if let Some(r) = unsafe { basic_sides(sendbuf, (sendcounts, sdispls, unit(sendtypes)), recvbuf, (recvcounts, rdispls, unit(recvtypes)), p) } {
+            // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
+            return unsafe { ialltoallv_laid(a, comm, r, Vec::new(), request) };
+        }
         // Contiguous types everywhere (the common case): byte blocks of the user's buffers,
         // moved as MPI_Ialltoallv moves them, without packing.
         let bytes = |counts, displs, types: *const c_int| -> MpiResult<Option<Vec<(usize, isize)>>> {

@@ -983,19 +983,16 @@ fn sm_v_suite(c: &CollComm, bytes: usize, it: u64) {
 }
 
 /// Alltoallv with uneven blocks (some empty) around `bytes` per rank, on both sides of
-/// the segment buffer's size, of the out-of-place cross-memory limit and of the swap's
-/// bounce buffer: through `base::select` and straight on the segment, whose answer says
-/// which path moved the data (the table when every rank's blocks fit, else cross-memory
-/// copies, in place always, out of place when no rank sends more than the limit).
+/// the segment buffer's size, of 64 KiB sent per rank (the out-of-place cross-memory limit
+/// of 2 ranks before) and of the swap's bounce buffer: through `base::select` and straight
+/// on the segment, which moves the data whatever the sizes (the table when every rank's
+/// blocks fit, else cross-memory copies).
 fn a2a_suite(c: &CollComm) {
-    use oxmpi_coll::sm::{self, A2A_CMA_MAX};
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
     let p = c.size as usize;
     let r = c.rank as usize;
     let seg = sm::get(c, Coll::Alltoall).unwrap().expect("a segment");
-    // A rank's own block is not posted (out of place it copies it itself).
-    let fits = |n: &dyn Fn(usize, usize) -> usize, i: usize| {
-        8 + 8 * p + (0..p).filter(|&j| j != i).map(|j| n(i, j)).sum::<usize>() <= sm::CAP
-    };
     let sizes = [
         0usize,
         1,
@@ -1076,38 +1073,31 @@ fn a2a_suite(c: &CollComm) {
             }
         };
         let mut recv = vec![0u8; rd[p - 1] + rc[p - 1] + 1];
+        let before = runs(Alg::SmAlltoallv);
         select::alltoallv(c, &send, (&sc, &sd), &mut recv, (&rc, &rd)).unwrap();
         check(&recv, "select");
-        let total = |i: usize| (0..p).map(|j| s(i, j)).sum::<usize>();
-        let on_seg = (0..p).all(|i| fits(&s, i) || total(i) <= sm::a2a_cma_max(p));
+        assert_eq!(
+            runs(Alg::SmAlltoallv) - before,
+            1,
+            "alltoallv around {bytes} bytes through select: on the segment"
+        );
         recv.fill(0);
         let got = seg
             .alltoallv((&send, &sc, &sd), (&mut recv, &rc, &rd))
             .unwrap();
-        assert_eq!(
-            got,
-            on_seg.then_some(true),
-            "alltoallv around {bytes} bytes: path"
-        );
-        if on_seg {
-            check(&recv, "segment");
-        } else {
-            assert!(recv.iter().all(|&b| b == 0), "nothing moved");
-        }
+        assert_eq!(got, Some(true), "alltoallv around {bytes} bytes: path");
+        check(&recv, "segment");
     }
-    assert_eq!(
-        sm::a2a_cma_max(p),
-        if p > 2 { usize::MAX } else { A2A_CMA_MAX }
-    );
     a2a_large_suite(c);
 }
 
 /// Alltoall and allgather(v) of blocks too large for a segment buffer, through
-/// `base::select`: on more than 2 ranks by cross-memory copies on the segment (alltoall
-/// as an alltoallv; allgather(v) in place and not, uneven blocks with gaps, some empty),
-/// on 2 point to point, except an alltoall whose block for the other rank fits a buffer
-/// with the alltoallv table (the largest such block and one byte more); the counters say
-/// which path ran, the gaps stay untouched.
+/// `base::select`: alltoall as an alltoallv on the segment (through the table when the
+/// block for the other rank fits a buffer with it: the largest such block on 2 ranks and
+/// one byte more; else by cross-memory copies, on 2 ranks too, on both sides of the 64 KiB
+/// sent per rank they were limited to before); allgather(v) (in place and not, uneven
+/// blocks with gaps, some empty) by cross-memory copies on more than 2 ranks, on 2 point
+/// to point; the counters say which path ran, the gaps stay untouched.
 fn a2a_large_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::sm;
@@ -1116,9 +1106,16 @@ fn a2a_large_suite(c: &CollComm) {
     let cma = p > 2 && seg.single_copy_max() > 0;
     // The largest alltoall block of 2 ranks that fits a buffer with the table.
     let table = sm::CAP - 8 - 8 * 2;
-    for (it, block) in [sm::DATA + 1, table, table + 1, 40_000]
-        .into_iter()
-        .enumerate()
+    for (it, block) in [
+        sm::DATA + 1,
+        table,
+        table + 1,
+        32 << 10,
+        (32 << 10) + 1,
+        40_000,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let it = it as u64 + 50;
         let a2a = |i: usize, j: usize| contrib(block, it, i * p + j, 60);
@@ -1128,7 +1125,7 @@ fn a2a_large_suite(c: &CollComm) {
         select::alltoall(c, &send, &mut recv, block).unwrap();
         assert_eq!(
             runs(Alg::SmAlltoallv) - before,
-            u64::from(p > 2 || block <= table),
+            1,
             "alltoall of {block}-byte blocks on the segment"
         );
         let want: Vec<u8> = (0..p).flat_map(|i| a2a(i, r)).collect();

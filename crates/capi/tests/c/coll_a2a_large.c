@@ -1,6 +1,6 @@
 /* Alltoall, alltoallv and alltoallw, in place and not, with blocks on both sides of the
- * shared-memory segment's buffer (4 KiB per rank), of the out-of-place cross-memory
- * limit (64 KiB per rank) and of the in-place trade's 64 KiB bounce buffer: uneven and
+ * shared-memory segment's buffer (4 KiB per rank), of 64 KiB per rank (the 2-rank
+ * out-of-place cross-memory limit before) and of the in-place trade's 64 KiB bounce buffer: uneven and
  * zero counts, gaps between blocks that must stay untouched, alltoallw with a strided
  * derived type on either side and with predefined types of different sizes per peer.
  * Every result is checked against values each rank can regenerate. Prints

@@ -165,9 +165,9 @@ fn pair(
 
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
 /// comes from rank `j`. Through the segment's buffers when every block fits one; larger
-/// blocks as an alltoallv on the segment ([`sm::Seg::alltoallv`]): on 2 ranks when the
-/// block for the other rank fits a buffer with the table (ours is not posted), on more
-/// by cross-memory copies; else point to point.
+/// blocks as an alltoallv on the segment ([`sm::Seg::alltoallv`]: through the table when
+/// the blocks for the other ranks fit a buffer with it, else by cross-memory copies); point
+/// to point when the segment declines (no CMA).
 #[inline]
 pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Result<()> {
     let n = a.size as usize;
@@ -179,10 +179,7 @@ pub fn alltoall(a: &CollComm, send: &[u8], recv: &mut [u8], block: usize) -> Res
         }
     }
     let whole = send.len() == n * block && recv.len() == n * block;
-    // On 2 ranks only when the block for the other rank fits a buffer with the table
-    // (our own is not posted): larger ones keep the messages.
-    let table = (n - 1) * block + 8 + 8 * n <= sm::CAP;
-    if (n > 2 || table) && block > 0 && whole {
+    if n > 1 && block > 0 && whole {
         if let Some(seg) = sm::get(a, Coll::Alltoall)? {
             let (counts, displs) = (vec![block; n], regular_displs(n, block));
             let r = seg.alltoallv((send, &counts, &displs), (recv, &counts, &displs))?;

@@ -43,9 +43,8 @@
 //! in place posts from the user's buffer before overwriting it (no temporary). Alltoallv
 //! blocks too large for a buffer move by cross-memory copies between the user's buffers
 //! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
-//! place on more than 2 ranks, on 2 up to [`A2A_CMA_MAX`] bytes per rank: [`a2a_cma_max`]),
-//! and so do alltoall blocks too large for a buffer on more than 2 ranks, and allgather(v)
-//! blocks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is).
+//! place every rank reads its block where the sender has it), and so do alltoall blocks
+//! too large for a buffer, and allgather(v) blocks on more than 2 ranks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is).
 //!
 //! Reduce (4 KiB to 1 MiB), allreduce (8 KiB to 1 MiB) and reduce-scatter (4 KiB to 2 MiB)
 //! on two ranks that reach each other by CMA go by cross-memory copies between the user's
@@ -91,8 +90,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    a2a_cma_max, Reduction, Seg, Side, VBlock, A2A_CMA_MAX, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA,
-    LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, V_MAX,
+    Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_LARGE_MAX,
+    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, V_MAX,
 };
 
 use crate::tune::{self, Coll};

@@ -16,7 +16,6 @@ mod pull_nb;
 mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
-pub use cma::{out_of_place_max as a2a_cma_max, OUT_OF_PLACE_MAX as A2A_CMA_MAX};
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX};
 pub use pull::PULL_MAX;
@@ -713,7 +712,7 @@ impl Seg {
         }
         self.stamp(self.rank, k).store(k, Ordering::Release);
         // SAFETY: our own post of `k`, just written.
-        if unsafe { self.rules_out_cma(k, send.is_some()) } {
+        if unsafe { self.rules_out_cma(k) } {
             // Every rank reads in our post that nothing moves here: we read nobody's.
             self.finish(k);
             return Ok(None);
