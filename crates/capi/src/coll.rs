@@ -946,7 +946,9 @@ fn alltoall_shm(
             return Ok(());
         }
         // SAFETY: MPI contract: in place, recvbuf holds the data to send.
-        alg::SendBytes::Packed(unsafe { alg::pack(rdt, total, recvbuf) })
+        alg::SendBytes::Packed(oxmpi_coll::Pooled::from_vec(unsafe {
+            alg::pack(rdt, total, recvbuf)
+        }))
     } else {
         let sdt = dtype(sendtype, comm)?;
         let sc = check_count(sendcount).map_err(|e| e.on(comm))?;
@@ -1325,9 +1327,9 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
         sendbuf
     };
     alg::check_buf(contrib, dt, total, comm)?;
-    // A copy (used as scratch), in a pooled buffer (given back below): a fresh mapping of
+    // A copy (used as scratch), in a pooled buffer (given back when dropped): a fresh mapping of
     // a large one costs a page fault per page.
-    let mut full = oxmpi_coll::pooled(total * dt.size);
+    let mut full = oxmpi_coll::Pooled::new(total * dt.size);
     full.clear();
     // SAFETY: MPI contract: the contribution holds `total` items.
     unsafe { pack_into(dt, total, contrib.cast(), &mut full) };
@@ -1335,11 +1337,10 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(dt, recvbuf, vec![(counts[me], 0)], |_| false) };
-    let r = alg::with_op(&red, |o| {
+    alg::with_op(&red, |o| {
         select::reduce_scatter(&a, &mut full, &bytes, out.bytes(), o)
-    });
-    oxmpi_coll::unpool(full);
-    r.map_err(alg::err(comm))?;
+    })
+    .map_err(alg::err(comm))?;
     out.store(|_| true);
     Ok(())
 }

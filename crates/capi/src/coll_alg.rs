@@ -14,7 +14,7 @@ use crate::datatype::{pack_into, unpack_from, Datatype};
 use crate::ffi::{MpiError, MpiResult};
 use oxmpi_coll::base::select;
 use oxmpi_coll::op::{ElemType, OpKind as Kernel};
-use oxmpi_coll::CollComm;
+use oxmpi_coll::{CollComm, Pooled};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -56,7 +56,7 @@ pub(crate) unsafe fn contig<'a>(
 
 /// Pack `count` items of `dt` at `buf`, into a buffer from `oxmpi-coll`'s pool (a fresh
 /// mapping of a large one costs a page fault per page, more than the packing: give it back
-/// with `oxmpi_coll::unpool` when done).
+/// with `oxmpi_coll::unpool` when done, or hold it in an `oxmpi_coll::Pooled`).
 ///
 /// # Safety
 /// `buf` must hold `count` items of `dt`.
@@ -381,19 +381,18 @@ pub(crate) unsafe fn bcast(
     if let Some(s) = unsafe { contig(dt, count, buffer) } {
         return select::bcast(a, s, root).map_err(err(comm));
     }
-    let mut data = if a.rank == root {
+    let mut data = Pooled::from_vec(if a.rank == root {
         // SAFETY: caller contract.
         unsafe { pack(dt, count, buffer) }
     } else {
         oxmpi_coll::pooled(count * dt.size)
-    };
-    let r = select::bcast(a, &mut data, root).map_err(err(comm));
-    if r.is_ok() && a.rank != root {
+    });
+    select::bcast(a, &mut data, root).map_err(err(comm))?;
+    if a.rank != root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, buffer, &data) };
     }
-    oxmpi_coll::unpool(data);
-    r
+    Ok(())
 }
 
 /// The arguments of a reduction call (scan, exscan, reduce-scatter and their nonblocking
@@ -499,14 +498,13 @@ pub(crate) unsafe fn reduce(
         }
     }
     // SAFETY: caller contract.
-    let mut buf = unsafe { pack(dt, count, src) };
-    let r = with_op(&red, |o| select::reduce_packed(a, &mut buf, root, o)).map_err(err(comm));
-    if r.is_ok() && a.rank == root {
+    let mut buf = Pooled::from_vec(unsafe { pack(dt, count, src) });
+    with_op(&red, |o| select::reduce_packed(a, &mut buf, root, o)).map_err(err(comm))?;
+    if a.rank == root {
         // SAFETY: caller contract.
         unsafe { unpack(dt, count, recvbuf, &buf) };
     }
-    oxmpi_coll::unpool(buf);
-    r
+    Ok(())
 }
 
 /// `MPI_Allreduce` (`sendbuf` may be `MPI_IN_PLACE`).
@@ -541,14 +539,11 @@ pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> 
         sendbuf
     };
     // SAFETY: caller contract.
-    let mut buf = unsafe { pack(dt, count, src) };
-    let r = select::allreduce(a, None, &mut buf, &f, elem, commutative).map_err(err(comm));
-    if r.is_ok() {
-        // SAFETY: caller contract.
-        unsafe { unpack(dt, count, recvbuf, &buf) };
-    }
-    oxmpi_coll::unpool(buf);
-    r
+    let mut buf = Pooled::from_vec(unsafe { pack(dt, count, src) });
+    select::allreduce(a, None, &mut buf, &f, elem, commutative).map_err(err(comm))?;
+    // SAFETY: caller contract.
+    unsafe { unpack(dt, count, recvbuf, &buf) };
+    Ok(())
 }
 
 // ---- byte views of typed buffers ----
@@ -557,22 +552,14 @@ pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> 
 /// packed otherwise (in a buffer from `oxmpi-coll`'s pool, given back when dropped).
 pub(crate) enum SendBytes<'a> {
     Borrowed(&'a [u8]),
-    Packed(Vec<u8>),
-}
-
-impl Drop for SendBytes<'_> {
-    fn drop(&mut self) {
-        if let SendBytes::Packed(v) = self {
-            oxmpi_coll::unpool(std::mem::take(v));
-        }
-    }
+    Packed(Pooled),
 }
 
 impl SendBytes<'_> {
     /// A copy of `bytes` (e.g. an in-place contribution about to be overwritten), in a
     /// pooled buffer.
     pub(crate) fn copy_of(bytes: &[u8]) -> Self {
-        let mut v = oxmpi_coll::pooled(bytes.len());
+        let mut v = Pooled::new(bytes.len());
         v.copy_from_slice(bytes);
         SendBytes::Packed(v)
     }
@@ -589,7 +576,7 @@ impl SendBytes<'_> {
             return SendBytes::Borrowed(s);
         }
         // SAFETY: caller contract.
-        SendBytes::Packed(unsafe { pack(dt, count, buf) })
+        SendBytes::Packed(Pooled::from_vec(unsafe { pack(dt, count, buf) }))
     }
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
@@ -608,7 +595,7 @@ pub(crate) struct Blocks<'a> {
     pub counts: Vec<usize>,
     pub displs: Vec<usize>,
     direct: Option<&'a mut [u8]>,
-    scratch: Vec<u8>,
+    scratch: Pooled,
     dt: &'a Datatype,
     buf: *mut c_void,
     slots: Vec<(usize, isize)>,
@@ -695,14 +682,14 @@ impl<'a> Blocks<'a> {
                 counts,
                 displs,
                 direct: Some(s),
-                scratch: Vec::new(),
+                scratch: Pooled::default(),
                 dt,
                 buf,
                 slots,
             };
         }
         // From the pool: a fresh mapping of a large buffer costs a page fault per page.
-        let mut scratch = oxmpi_coll::pooled(slots.iter().map(|&(c, _)| c * size).sum());
+        let mut scratch = Pooled::new(slots.iter().map(|&(c, _)| c * size).sum());
         scratch.clear();
         for (i, &(c, d)) in slots.iter().enumerate() {
             counts.push(c * size);
@@ -712,7 +699,8 @@ impl<'a> Blocks<'a> {
                 // SAFETY: block `i` holds `c` items there (caller contract).
                 unsafe { pack_into(dt, c, p, &mut scratch) };
             } else {
-                scratch.resize(scratch.len() + c * size, 0);
+                let n = scratch.len();
+                scratch.resize(n + c * size, 0);
             }
         }
         Blocks {
@@ -754,12 +742,6 @@ impl<'a> Blocks<'a> {
                 unsafe { unpack_from(self.dt, c, p, data) };
             }
         }
-    }
-}
-
-impl Drop for Blocks<'_> {
-    fn drop(&mut self) {
-        oxmpi_coll::unpool(std::mem::take(&mut self.scratch));
     }
 }
 

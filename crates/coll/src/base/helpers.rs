@@ -162,6 +162,42 @@ pub fn unpool(v: Vec<u8>) {
     }
 }
 
+/// A buffer from the pool ([`pooled`]) that goes back to it ([`unpool`]) when dropped,
+/// whichever way its owner returns.
+#[derive(Debug, Default)]
+pub struct Pooled(Vec<u8>);
+
+impl Pooled {
+    /// A pooled buffer of `n` bytes (contents unspecified, as [`pooled`]).
+    pub fn new(n: usize) -> Self {
+        Pooled(pooled(n))
+    }
+
+    /// Adopts `v` (from [`pooled`] or not): it goes to the pool when dropped.
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        Pooled(v)
+    }
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        unpool(std::mem::take(&mut self.0));
+    }
+}
+
 /// Splits `len` bytes into `p` consecutive blocks of whole `elem`-byte elements, as even as
 /// possible: (counts, displacements).
 pub fn split_even(len: usize, elem: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
