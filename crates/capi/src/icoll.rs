@@ -952,7 +952,13 @@ fn ireduce_scatter(
     alg::check_buf(recvbuf, &dt, counts[me], comm)?;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     let at = bytes[..me].iter().sum();
-    let red = Reduction::ReduceScatter { at, len: bytes[me] };
+    // Equal blocks (the same on every rank: MPI's counts), on more than 2 ranks: vectors
+    // larger than a slot of the nonblocking large region may go through it in phases.
+    let red = if a.size > 2 && bytes.iter().all(|&b| b == bytes[me]) {
+        Reduction::ReduceScatterBlock { block: bytes[me] }
+    } else {
+        Reduction::ReduceScatter { at, len: bytes[me] }
+    };
     let small = SmKind::ReduceScatter {
         counts: bytes.clone(),
     };

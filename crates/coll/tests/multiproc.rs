@@ -336,6 +336,20 @@ fn light_requests_racing_np3() {
     run(3, "light", &[]);
 }
 
+/// Nonblocking reduce-scatters of equal blocks whose vector is larger than a slot of the
+/// segment's nonblocking large region (`Reduction::ReduceScatterBlock`, in 2 to 4 phases),
+/// several outstanding at once with allreduces through the same slots between them, in
+/// place or not, completed in a random order per rank while two more threads advance them
+/// ([`phased_suite`]).
+#[test]
+fn phased_reduce_scatter_np3() {
+    run(3, "phased", &[]);
+}
+#[test]
+fn phased_reduce_scatter_np4() {
+    run(4, "phased", &[]);
+}
+
 #[test]
 fn persistent_schedules_np3() {
     run(3, "persistent", &[]);
@@ -388,6 +402,10 @@ fn rank_entry() {
         "light" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             light_suite(&w);
+        }
+        "phased" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            phased_suite(&w);
         }
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1472,6 +1490,7 @@ fn light_suite(c: &CollComm) {
                             }
                             w
                         }
+                        Reduction::ReduceScatterBlock { .. } => unreachable!("not drawn"),
                         Reduction::Scan { exclusive } => {
                             let upto = if exclusive { me } else { me + 1 };
                             match upto {
@@ -1567,6 +1586,133 @@ fn light_suite(c: &CollComm) {
         }
         if it % 10 == 0 {
             c.barrier().unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in helpers {
+        h.join().unwrap();
+    }
+    assert_eq!(light::open(), 0, "every light request ended exactly once");
+}
+
+/// See [`phased_reduce_scatter_np3`]: every block is the rank-order fold of the ranks'
+/// blocks under a non-commutative operation; in place the rest of the vector stays as it
+/// was, out of place the input is left alone.
+fn phased_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use oxmpi_coll::sm::{Reduction, SmKind, NB_LARGE_MAX};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    // A blocking collective makes the segment; the light requests need it.
+    let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
+    assert!(seg.is_some(), "the segment exists");
+    let stop = Arc::new(AtomicBool::new(false));
+    let helpers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    light::poll_all();
+                    std::thread::yield_now();
+                }
+            })
+        })
+        .collect();
+    let mut order_rng = Rng(0x9a5e ^ ((me as u64 + 1) * 0x1234_5678_9abc));
+    // Items (8 bytes) of every block in one phase: the slot holds one slice of each block.
+    let per = NB_LARGE_MAX / p / 8;
+    for it in 0..6u64 {
+        // Same kinds and sizes on every rank (a shared seed).
+        let mut rng = Rng(it * 11 + 5);
+        let mut posted = Vec::new();
+        for j in 0..5usize {
+            let t = (it << 8) + j as u64;
+            let in_place = rng.below(2) == 0;
+            let (red, n, out_len, want) = if j % 2 == 1 {
+                // A single-phase allreduce through the same slots.
+                let n = 65_536;
+                let xs: Vec<_> = (0..p).map(|r| contrib(n, t, r, 11)).collect();
+                (Reduction::Allreduce, n, n, fold(&affine, &xs))
+            } else {
+                // 2 to 4 phases, the last one shorter unless a multiple.
+                let items = per * (1 + rng.below(3)) + 1 + rng.below(per);
+                let block = 8 * items;
+                let mine = |r: usize| contrib(block * p, t, r, 12)[me * block..][..block].to_vec();
+                let xs: Vec<_> = (0..p).map(mine).collect();
+                (
+                    Reduction::ReduceScatterBlock { block },
+                    block * p,
+                    block,
+                    fold(&affine, &xs),
+                )
+            };
+            let x = if matches!(red, Reduction::Allreduce) {
+                contrib(n, t, me, 11)
+            } else {
+                contrib(n, t, me, 12)
+            };
+            let mut inp = x.clone();
+            // In place the output is the start of the input.
+            let mut out = if in_place {
+                x.clone()
+            } else {
+                vec![0u8; out_len]
+            };
+            let input = if in_place {
+                Region::Raw(out.as_mut_ptr(), n)
+            } else {
+                Region::Raw(inp.as_mut_ptr(), n)
+            };
+            let output = Region::Raw(out.as_mut_ptr(), out_len);
+            let op = OwnedOp {
+                f: Box::new(affine),
+                elem_size: 8,
+                commutative: false,
+            };
+            let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
+            let i = light::claim().expect("a free slot");
+            // SAFETY: `inp` and `out` live until the request ended (checked below); moving
+            // the vectors into `posted` does not move their heap buffers.
+            let ended = unsafe {
+                light::start(
+                    i,
+                    c,
+                    (seg, SmKind::Large { red }),
+                    (input, output),
+                    Some(op),
+                    j as i32,
+                )
+            };
+            if let Some(r) = &ended {
+                assert!(r.is_ok(), "collective {j} failed at its post");
+            }
+            let slot = ended.is_none().then_some(i);
+            posted.push((slot, inp, out, x, want, j, in_place, out_len));
+        }
+        while !posted.is_empty() {
+            let k = order_rng.below(posted.len());
+            let (slot, inp, out, x, want, j, in_place, len) = posted.swap_remove(k);
+            while let Some(i) = slot {
+                if let Some(r) = light::test(i) {
+                    r.unwrap();
+                    break;
+                }
+                light::poll_all();
+            }
+            assert!(
+                out[..len] == want[..],
+                "iteration {it}, collective {j}, in place {in_place}"
+            );
+            if in_place {
+                assert!(
+                    out[len..] == x[len..],
+                    "iteration {it}, collective {j}: the rest kept"
+                );
+            } else {
+                assert!(inp == x, "iteration {it}, collective {j}: input left alone");
+            }
         }
     }
     stop.store(true, Ordering::Relaxed);

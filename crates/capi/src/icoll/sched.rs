@@ -359,7 +359,9 @@ pub(crate) fn rooted_seg(
 /// The segment and the collective for a nonblocking reduction (`red`) of `bytes` bytes per
 /// rank on the segment: `small` when its vector fits a buffer ([`shared_seg`]), else on
 /// two ranks by cross-memory copies ([`oxmpi_coll::sm::existing_pair`]) or through the
-/// segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]); every rank
+/// segment's nonblocking large region ([`oxmpi_coll::sm::existing_large`]; a reduce-scatter
+/// of equal blocks, [`oxmpi_coll::sm::Reduction::ReduceScatterBlock`], also when its
+/// vector is larger, in phases: [`oxmpi_coll::sm::existing_large_phased`]); every rank
 /// decides alike.
 pub(crate) fn reduction_seg(
     a: &oxmpi_coll::CollComm,
@@ -370,7 +372,16 @@ pub(crate) fn reduction_seg(
         if let Some(seg) = oxmpi_coll::sm::existing_pair(a, bytes, red) {
             return Some((seg, oxmpi_coll::sm::SmKind::Pair { red }));
         }
-        let seg = oxmpi_coll::sm::existing_large(a, bytes)?;
+        if let Some(seg) = oxmpi_coll::sm::existing_large(a, bytes) {
+            // Vectors that fit a slot: one phase, as any reduce-scatter.
+            let red = red.with_block_of(a.rank as usize);
+            return Some((seg, oxmpi_coll::sm::SmKind::Large { red }));
+        }
+        // Reduce-scatters of equal blocks too large for a slot: in phases.
+        if !matches!(red, oxmpi_coll::sm::Reduction::ReduceScatterBlock { .. }) {
+            return None;
+        }
+        let seg = oxmpi_coll::sm::existing_large_phased(a, bytes)?;
         Some((seg, oxmpi_coll::sm::SmKind::Large { red }))
     })
 }

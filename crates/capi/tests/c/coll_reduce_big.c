@@ -15,7 +15,8 @@
  * on more than 2 ranks go through the segment's nonblocking large region up to 1 MiB:
  * sizes around 4 KiB and 1 MiB, in place and not, every root, the non-commutative op,
  * several posted before the first wait (each waits for the region in its progress) with
- * a blocking collective in between.
+ * a blocking collective in between; and MPI_Ireduce_scatter(_block) of equal blocks past
+ * 1 MiB (through the region in phases), uneven blocks, and the matrix product.
  *
  * Allreduce, reduce_scatter (uneven blocks) and reduce_scatter_block past 4 KiB, which on
  * two ranks go by cross-memory copies up to 1 MiB (each rank folds its half and, in an
@@ -208,9 +209,10 @@ static long block_of(long n, int blk, int r) {
     return r == 0 ? n - (size - 1) * q : q;
 }
 
-/* One reduce-scatter (`blk`: reduce_scatter_block) of `n` items of `t` (SUM or MAX), in
- * place or not, checked: our block at the start of the receive buffer, the rest untouched
- * (out of place). */
+/* One reduce-scatter (`blk`: 1 reduce_scatter_block, 2 reduce_scatter with equal counts;
+ * posted and waited for when `nonblocking`) of `n` items of `t` (SUM or MAX), in place or
+ * not, checked: our block at the start of the receive buffer, the rest untouched (out of
+ * place). */
 static void redscat(const ty *t, long n, int blk, int inpl, int max, int what) {
     int counts[64];
     long at = 0, total = 0;
@@ -226,10 +228,16 @@ static void redscat(const ty *t, long n, int blk, int inpl, int max, int what) {
     if (inpl) memcpy(r, s, len);
     const void *src = inpl ? MPI_IN_PLACE : s;
     MPI_Op op = max ? MPI_MAX : MPI_SUM;
-    if (blk)
-        CHECK_RC(MPI_Reduce_scatter_block(src, r, counts[0], t->t, op, MPI_COMM_WORLD));
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (blk == 1)
+        CHECK_RC(nonblocking ? MPI_Ireduce_scatter_block(src, r, counts[0], t->t, op,
+                                                         MPI_COMM_WORLD, &q)
+                             : MPI_Reduce_scatter_block(src, r, counts[0], t->t, op,
+                                                        MPI_COMM_WORLD));
     else
-        CHECK_RC(MPI_Reduce_scatter(src, r, counts, t->t, op, MPI_COMM_WORLD));
+        CHECK_RC(nonblocking ? MPI_Ireduce_scatter(src, r, counts, t->t, op, MPI_COMM_WORLD, &q)
+                             : MPI_Reduce_scatter(src, r, counts, t->t, op, MPI_COMM_WORLD));
+    CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
     for (long k = 0; k < mine; k++)
         if (!same_at(t, r, k, at + k, what, max, size)) {
             fprintf(stderr, "reduce_scatter%s %s n=%ld inpl=%d max=%d: item %ld wrong on %d\n",
@@ -270,12 +278,18 @@ static void firsts(MPI_Op op, long n, int inpl) {
     free(r);
 }
 
-/* `rs`: reduce_scatter_block of blocks of `b` items, else allreduce of the `size * b`. */
+/* `rs`: reduce_scatter_block of blocks of `b` items, else allreduce of the `size * b`
+ * (posted and waited for when `nonblocking`). */
 static void all_or_block(int rs, const void *src, void *r, long b, MPI_Datatype t, MPI_Op op) {
+    MPI_Request q = MPI_REQUEST_NULL;
+    MPI_Comm w = MPI_COMM_WORLD;
     if (rs)
-        CHECK_RC(MPI_Reduce_scatter_block(src, r, (int)b, t, op, MPI_COMM_WORLD));
+        CHECK_RC(nonblocking ? MPI_Ireduce_scatter_block(src, r, (int)b, t, op, w, &q)
+                             : MPI_Reduce_scatter_block(src, r, (int)b, t, op, w));
     else
-        CHECK_RC(MPI_Allreduce(src, r, (int)(b * size), t, op, MPI_COMM_WORLD));
+        CHECK_RC(nonblocking ? MPI_Iallreduce(src, r, (int)(b * size), t, op, w, &q)
+                             : MPI_Allreduce(src, r, (int)(b * size), t, op, w));
+    CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
 }
 
 /* Allreduce and reduce_scatter_block (SUM) of `n` ints 8 bytes apart (a non-contiguous
@@ -752,6 +766,18 @@ int main(int argc, char **argv) {
             matscan_ex(op, mt, nmats[z], inpl, 1);
         }
     for (int i = 0; i < 2; i++) outstanding(i % 2 ? 20000 : 70000, i);
+    /* reduce-scatters of equal blocks whose vector is larger than a slot of the nonblocking
+     * region (1 MiB): through it in phases on more than 2 ranks (_block, and equal counts;
+     * uneven ones take the schedules), CHAR and DOUBLE; the matrix product checks the
+     * rank order */
+    long rsbytes[] = {(1 << 20) + 4096, (3 << 20) + 40};
+    for (size_t z = 0; z < sizeof rsbytes / sizeof rsbytes[0]; z++)
+        for (size_t ti = 0; ti < 4; ti += 3)
+            for (int blk = 0; blk < 3; blk++)
+                for (int inpl = 0; inpl < 2; inpl++)
+                    redscat(&types[ti], rsbytes[z] / types[ti].bytes, blk, inpl,
+                            (int)(z + blk + inpl) % 2, (int)z);
+    for (int inpl = 0; inpl < 2; inpl++) matall(op, mt, 70001, inpl);
     nonblocking = 0;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {

@@ -74,7 +74,9 @@
 //! [`NB_LARGE_MAX`], on more than 2 ranks: [`SmKind::Large`], [`existing_large`]) go
 //! through the nonblocking large region that ends the segment, a slot per rank: the ranks
 //! copy their vectors into their slots at the call and the readers fold from there in their
-//! progress; the blocking reduce-scatter of such vectors too, waiting. On two ranks that
+//! progress; the blocking reduce-scatter of such vectors too, waiting. Nonblocking
+//! reduce-scatters of equal blocks up to [`RS_PHASED_MAX`] go through it in phases
+//! ([`existing_large_phased`]). On two ranks that
 //! reach each other by CMA, allreduce, reduce and reduce-scatter go by cross-memory copies
 //! between the ranks' buffers instead, as their blocking forms do ([`SmKind::Pair`],
 //! [`existing_pair`]).
@@ -91,7 +93,7 @@ mod segment;
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_LARGE_MAX,
-    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, V_MAX,
+    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, RS_PHASED_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};
@@ -218,6 +220,19 @@ pub fn existing_large(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
     large_fits(a, bytes).then(|| existing(a)).flatten()
 }
 
+/// The segment for a nonblocking reduce-scatter of equal blocks whose `bytes`-byte vector
+/// is larger than `coll_sm_nonblocking_large_max` (at most [`RS_PHASED_MAX`]) through its
+/// nonblocking large region in phases ([`Reduction::ReduceScatterBlock`]): on more than 2
+/// ranks, when an earlier collective made it and the large region is on
+/// (`coll_sm_nonblocking_large_max` not 0). Every rank gets the same answer.
+pub fn existing_large_phased(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
+    let max = params::nonblocking_large_max();
+    let on = a.size > 2 && max > 0 && params::nonblocking();
+    (on && bytes > max.max(DATA) && bytes <= RS_PHASED_MAX)
+        .then(|| existing(a))
+        .flatten()
+}
+
 /// The segment for a nonblocking reduction (`red`) of `bytes` bytes (more than a buffer) on
 /// two ranks by cross-memory copies ([`SmKind::Pair`]), when an earlier collective made it
 /// ([`existing`]) and found that the ranks reach each other by CMA, for the sizes whose
@@ -228,7 +243,9 @@ pub fn existing_pair(a: &CollComm, bytes: usize, red: Reduction) -> Option<Arc<S
     let max = match red {
         Reduction::Reduce { .. } => PULL_MAX,
         Reduction::Allreduce => *ALLREDUCE_PAIR.end(),
-        Reduction::ReduceScatter { .. } => *REDUCE_SCATTER_PAIR.end(),
+        Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => {
+            *REDUCE_SCATTER_PAIR.end()
+        }
         Reduction::Scan { .. } => 0,
     };
     if a.size != 2 || bytes <= DATA || bytes > max {

@@ -137,7 +137,8 @@ pub const NONBLOCKING_LARGE_MAX: ParamDecl = ParamDecl::new(
      (4 KiB) and at most this many bytes (at most 1 MiB) go through the segment's \
      nonblocking large region (with coll_sm_nonblocking): each rank copies its vector into \
      its slot at the call and the ranks that need it fold it from there in their progress; \
-     larger ones, and all when 0, run as schedules of messages",
+     larger ones (but nonblocking reduce-scatters of equal blocks up to 16 MiB, which go \
+     through it in phases), and all when 0, run as schedules of messages",
 )
 .level(6);
 

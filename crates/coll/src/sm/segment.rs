@@ -17,7 +17,7 @@ mod rooted;
 pub use big::REDUCE_BIG_MAX;
 pub(in crate::sm) use cma::trade;
 pub(crate) use large::Large;
-pub use large::{Reduction, NB_LARGE_MAX};
+pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
 pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
 pub(crate) use pull_nb::Pair;

@@ -13,6 +13,11 @@
 //! * scan: every rank but the last posts; each folds the ranks up to its own (below it
 //!   when exclusive);
 //! * reduce-scatter: every rank posts and folds its block of every slot into its result;
+//!   one of equal blocks ([`Reduction::ReduceScatterBlock`]) whose vector is larger than a
+//!   slot (up to [`RS_PHASED_MAX`]) goes in phases, each the same slice of every block
+//!   ([`rs_phases`]): a rank copies the next phase into its slot once every rank has folded
+//!   the previous one, and folds a phase once every rank has copied it in (two counters in
+//!   its nonblocking buffer);
 //! * allreduce: every rank posts and, once all have, folds its slice (the elements split
 //!   evenly) of every slot into its result, writes it into its own slot (that slice of its
 //!   slot is read by itself only) and marks it there (the first word of its nonblocking
@@ -68,6 +73,42 @@ pub enum Reduction {
         /// Bytes of our block.
         len: usize,
     },
+    /// `MPI_Ireduce_scatter(_block)` whose blocks are all `block` bytes (ours at
+    /// `rank * block`): input the whole vector, output our block. Through the nonblocking
+    /// large region the vector may be larger than a slot: it goes in phases
+    /// ([`rs_phases`]), each moving the same slice of every block.
+    ReduceScatterBlock {
+        /// Bytes of every rank's block.
+        block: usize,
+    },
+}
+
+impl Reduction {
+    /// A [`Reduction::ReduceScatterBlock`] as the [`Reduction::ReduceScatter`] of rank
+    /// `me` (the same blocks); every other reduction as it is.
+    pub fn with_block_of(self, me: usize) -> Reduction {
+        match self {
+            Reduction::ReduceScatterBlock { block } => Reduction::ReduceScatter {
+                at: me.saturating_mul(block),
+                len: block,
+            },
+            red => red,
+        }
+    }
+}
+
+/// Largest vector of a [`Reduction::ReduceScatterBlock`] through the nonblocking large
+/// region (in phases of at most a slot each).
+pub const RS_PHASED_MAX: usize = 16 << 20;
+
+/// Phases of a reduce-scatter of `p` blocks of `block` bytes (whole `elem`-byte elements)
+/// through slots of `cap` bytes: phase `c` moves slice `c` ([`slice`]) of every block, all
+/// of them in a slot (block `r`'s slice at `r` times the slice's length). `None` when not
+/// even one element of every block fits a slot.
+pub(crate) fn rs_phases(block: usize, elem: usize, p: usize, cap: usize) -> Option<usize> {
+    let elem = elem.max(1);
+    let per = cap / p.max(1) / elem;
+    (per > 0).then(|| (block / elem).div_ceil(per).max(1))
 }
 
 /// One rank's progress in a nonblocking reduction through the large region.
@@ -82,6 +123,10 @@ pub(crate) struct Large {
     folded: bool,
     /// The allreduce slices copied into our result (bit `r`: rank `r`'s).
     got: u64,
+    /// A phased reduce-scatter: the phases we copied into our slot.
+    sent: usize,
+    /// A phased reduce-scatter: the phases we folded out of every slot.
+    read: usize,
 }
 
 /// Bytes and offset of slice `i` of `p` of an `n`-byte vector of `elem`-byte elements
@@ -128,6 +173,10 @@ impl Seg {
         output: (*mut u8, usize),
         (f, elem): (Fold<'_>, usize),
     ) -> Option<bool> {
+        if let Reduction::ReduceScatterBlock { block } = red {
+            // SAFETY: caller contract.
+            return unsafe { self.rs_block_step((st, k, block), (input, n), output, (f, elem)) };
+        }
         let (me, p) = (self.rank, self.size);
         let last = p - 1;
         let aliased = output.1 > 0 && input == output.0.cast_const();
@@ -137,6 +186,7 @@ impl Seg {
             Reduction::Reduce { root } => (me == root).then_some(n),
             Reduction::Scan { exclusive } => (!exclusive || me > 0).then_some(n),
             Reduction::ReduceScatter { len, .. } => Some(len),
+            Reduction::ReduceScatterBlock { .. } => unreachable!("phased, above"),
         };
         let fits = result.is_none_or(|m| output.1 == m && m % elem.max(1) == 0);
         let inside = match red {
@@ -149,7 +199,9 @@ impl Seg {
         // Whether we post our vector: some rank reads it (a reduce root in place below the
         // last rank reads its own from there, its input being overwritten first).
         let posts = match red {
-            Reduction::Allreduce | Reduction::ReduceScatter { .. } => true,
+            Reduction::Allreduce
+            | Reduction::ReduceScatter { .. }
+            | Reduction::ReduceScatterBlock { .. } => true,
             Reduction::Reduce { root } => me != root || (aliased && root != last),
             Reduction::Scan { .. } => me != last,
         };
@@ -247,6 +299,7 @@ impl Seg {
                 }
                 Some(true)
             }
+            Reduction::ReduceScatterBlock { .. } => unreachable!("phased, above"),
             Reduction::Allreduce => {
                 // The allreduce's mark of rank `r`'s slice (its post's first word).
                 // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
@@ -280,6 +333,127 @@ impl Seg {
                     }
                 }
                 (st.got.count_ones() as usize == p).then_some(true)
+            }
+        }
+    }
+}
+
+/// Words of a phased reduce-scatter's post (its nonblocking buffer): the phases the rank
+/// copied into its slot, and the phases it folded out of every slot.
+const SENT: usize = 0;
+const READ: usize = 1;
+const _: () = assert!(8 * (READ + 1) <= super::CAP);
+
+impl Seg {
+    /// [`Seg::large_step`] of a [`Reduction::ReduceScatterBlock`] of `block` bytes per
+    /// rank: in [`rs_phases`] phases. Phase `c`: once every rank folded phase `c - 1` (the
+    /// first: once the region is free, as every post), each rank copies slice `c` of each
+    /// block of its input into its slot (block `r`'s at `r` times the slice's length) and
+    /// counts it in its post's `SENT` word; once every rank has, each folds slice `c` of
+    /// its own block out of every slot, in rank order, into its output, and counts it in
+    /// its `READ` word. In place our output (the start of our input) gets slice `c` only
+    /// after we copied slice `c` of block 0 into our slot; later phases read later
+    /// slices. Each rank moves its vector once (into its slot) and reads the others'
+    /// slices where they are, where the messages copy each block twice.
+    ///
+    /// # Safety
+    /// As for [`Seg::large_step`], `n` bytes at most [`RS_PHASED_MAX`].
+    unsafe fn rs_block_step(
+        &self,
+        (st, k, block): (&mut Large, u64, usize),
+        (input, n): (*const u8, usize),
+        output: (*mut u8, usize),
+        (f, elem): (Fold<'_>, usize),
+    ) -> Option<bool> {
+        let (me, p) = (self.rank, self.size);
+        let last = p - 1;
+        let e = elem.max(1);
+        let phases = rs_phases(block, e, p, NB_LARGE_MAX);
+        let whole = p.checked_mul(block) == Some(n) && block % e == 0 && output.1 == block;
+        let Some(phases) = phases.filter(|_| whole && n <= RS_PHASED_MAX) else {
+            return Some(false);
+        };
+        // Rank `r`'s word `i` of its post (once its stamp of `k` is acquired).
+        // SAFETY: `8 (READ + 1) <= CAP`; after the stamp the words are only accessed
+        // atomically while `k` is open anywhere (we keep it open until we end).
+        let word = |r: usize, i: usize| unsafe { self.nb_word(r, k, i) };
+        // Copy slice `c` of every block of our input into our slot.
+        let put = |c: usize| {
+            let (m, o) = slice(block, e, phases, c);
+            let slot = self.large_slot(me);
+            for r in 0..p {
+                // SAFETY: the input holds `p * block` bytes (checked) and `o + m <= block`;
+                // the slot `NB_LARGE_MAX >= p * m` bytes (`rs_phases`), written by us only
+                // while no rank reads it (the caller's checks).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(input.add(r * block + o), slot.add(r * m), m)
+                };
+            }
+        };
+        loop {
+            let mut moved = false;
+            if st.sent < phases {
+                let c = st.sent;
+                let ready = if c == 0 {
+                    // The region is free once every rank finished the previous collective
+                    // that used it; our buffer's words start at zero.
+                    (0..p).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev)
+                        && self.try_post_with(k, |b| {
+                            put(0);
+                            // SAFETY: `b` is our nonblocking buffer's `CAP >= 16` bytes.
+                            unsafe {
+                                b.cast::<u64>().write_unaligned(1);
+                                b.cast::<u64>().add(READ).write_unaligned(0);
+                            }
+                        })
+                } else if (0..p).all(|r| {
+                    self.stamped(r, k) && word(r, READ).load(Ordering::Acquire) >= c as u64
+                }) {
+                    // Every rank folded phase `c - 1`: nobody reads our slot until we count
+                    // phase `c` (below).
+                    put(c);
+                    word(me, SENT).store(c as u64 + 1, Ordering::Release);
+                    true
+                } else {
+                    false
+                };
+                if ready {
+                    st.sent += 1;
+                    moved = true;
+                }
+            }
+            if st.read < st.sent
+                && (0..p).all(|r| {
+                    self.stamped(r, k) && word(r, SENT).load(Ordering::Acquire) > st.read as u64
+                })
+            {
+                let c = st.read;
+                let (m, o) = slice(block, e, phases, c);
+                // Every rank copied phase `c` into its slot (acquired) and leaves it
+                // until we count our read.
+                let view = |r: usize| {
+                    // SAFETY: `(me + 1) * m <= p * m <= NB_LARGE_MAX` of rank `r`'s slot.
+                    unsafe {
+                        std::slice::from_raw_parts(self.large_slot(r).add(me * m).cast_const(), m)
+                    }
+                };
+                // SAFETY: the output holds `block >= o + m` bytes (checked); in place it is
+                // the start of the input, whose bytes `o..o + m` (slice `c` of block 0) we
+                // copied into our slot already and no later phase reads.
+                let acc = unsafe { std::slice::from_raw_parts_mut(output.0.add(o), m) };
+                acc.copy_from_slice(view(last));
+                for r in (0..last).rev() {
+                    f(view(r), acc); // acc = x_r ∘ acc
+                }
+                st.read += 1;
+                word(me, READ).store(st.read as u64, Ordering::Release);
+                moved = true;
+            }
+            if st.read == phases {
+                return Some(true);
+            }
+            if !moved {
+                return None;
             }
         }
     }
@@ -388,7 +562,36 @@ impl Seg {
 
 #[cfg(test)]
 mod tests {
-    use super::slice;
+    use super::{rs_phases, slice, NB_LARGE_MAX};
+
+    /// The phases of a reduce-scatter of equal blocks put one slice of every block in a
+    /// slot, as few phases as that allows, and cover each block in whole elements.
+    #[test]
+    fn phases_fit_the_slot() {
+        for (block, elem, p) in [
+            (1 << 20, 1, 8),
+            (1 << 20, 8, 4),
+            (4104, 8, 3),
+            (3 << 20, 4, 5),
+        ] {
+            let n = rs_phases(block, elem, p, NB_LARGE_MAX).unwrap();
+            let longest = |n: usize| (0..n).map(|c| slice(block, elem, n, c).0).max().unwrap();
+            assert!(
+                p * longest(n) <= NB_LARGE_MAX,
+                "block {block} p {p}: {n} phases fit"
+            );
+            assert!(
+                n == 1 || p * longest(n - 1) > NB_LARGE_MAX,
+                "block {block} p {p}: fewest"
+            );
+            assert_eq!(
+                (0..n).map(|c| slice(block, elem, n, c).0).sum::<usize>(),
+                block
+            );
+        }
+        assert_eq!(rs_phases(1 << 20, 1, 8, NB_LARGE_MAX), Some(8));
+        assert_eq!(rs_phases(64, 1 << 20, 2, NB_LARGE_MAX), None);
+    }
 
     /// The allreduce's slices cover the vector in whole elements, back to back.
     #[test]

@@ -56,13 +56,15 @@ impl Seg {
     ) -> Option<Progress> {
         debug_assert!(self.size == 2);
         let (me, other) = (self.rank, 1 - self.rank);
+        let red = red.with_block_of(me);
         let in_place = output.1 > 0 && input == output.0.cast_const();
         // Our result: its bytes, and whether the other rank writes part of it.
         let (result, written) = match red {
             Reduction::Allreduce => (Some(n), true),
             Reduction::Reduce { root } => ((me == root).then_some(n), n >= SPLIT_MIN),
             Reduction::ReduceScatter { len, .. } => (Some(len), false),
-            Reduction::Scan { .. } => (None, false),
+            // As a `ReduceScatter` (above); scans do not come here.
+            Reduction::Scan { .. } | Reduction::ReduceScatterBlock { .. } => (None, false),
         };
         let fits = match red {
             Reduction::ReduceScatter { at, len } => {
@@ -185,8 +187,10 @@ impl Seg {
             Reduction::Reduce { root } => unsafe {
                 reduce_work(me, (send, out), (root, n), (elem, commutative), w, f)
             },
-            Reduction::Allreduce | Reduction::ReduceScatter { .. } => {
-                let (all, (at, m)) = match red {
+            Reduction::Allreduce
+            | Reduction::ReduceScatter { .. }
+            | Reduction::ReduceScatterBlock { .. } => {
+                let (all, (at, m)) = match red.with_block_of(me) {
                     Reduction::ReduceScatter { at, len } => (false, (at, len)),
                     _ => (true, half(n, elem, me)),
                 };
