@@ -795,19 +795,95 @@ fn sm_gatherv_posted(c: &CollComm) {
 }
 
 /// The barrier through `base::select` holds every rank until all have arrived, whichever
-/// rank comes last (ranks that busy-poll get the release barrier, rank 0 leaving first):
-/// before each barrier a rank creates a file of its own in the job's directory, the late
-/// rank after a sleep, and after it every rank finds every rank's file.
+/// rank comes last, in both its forms (ranks that busy-poll get the release barrier, rank
+/// 0 leaving first, after any other collective, and meet in a barrier called right after a
+/// barrier): before each barrier a rank creates a file of its own in the job's directory,
+/// the late rank after a sleep, and after it every rank finds every rank's file. Before
+/// the barrier of each round comes one collective of another kind, or none, and the
+/// barrier must meet (counted in `coll_sm_barrier_meet_calls`) exactly when none came
+/// and the barrier releases at all: every kind of collective, blocking or nonblocking, on
+/// the segment or not, tells the barrier after it that it came between.
 fn sm_barrier_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::Region;
+    use oxmpi_coll::sm::SmKind;
     let p = c.size as usize;
     let r = c.rank as usize;
     let dir = std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap());
-    for round in 0..2 * p {
-        if round % p == r {
+    let seg = oxmpi_coll::sm::get(c, Coll::Barrier).unwrap();
+    let releases = seg.as_ref().is_some_and(|s| s.barrier_releases());
+    // Too large for the segment and its single copies: point to point.
+    let far = oxmpi_coll::sm::params::single_copy_max_for(p) + 1;
+    const KINDS: usize = 5;
+    select::barrier(c).unwrap();
+    for round in 0..KINDS * p {
+        let kind = round % KINDS;
+        let data = |n: usize| contrib(n, round as u64, 0, 40);
+        let mine = |n: usize| if r == 0 { data(n) } else { vec![0xEE; n] };
+        match kind {
+            // Nothing: the previous round's barrier comes right before.
+            0 => {}
+            // A blocking bcast on the segment.
+            1 => {
+                let mut b = mine(8);
+                select::bcast(c, &mut b, 0).unwrap();
+                assert_eq!(b, data(8), "bcast before barrier round {round}");
+            }
+            // A nonblocking bcast on the segment (a light request, as the C library's).
+            2 => {
+                let mut b = mine(8);
+                if let Some(seg) = &seg {
+                    let (input, output) = if r == 0 {
+                        (
+                            Region::Raw(b.as_mut_ptr(), 8),
+                            Region::Raw(b.as_mut_ptr(), 0),
+                        )
+                    } else {
+                        (
+                            Region::Raw(b.as_mut_ptr(), 0),
+                            Region::Raw(b.as_mut_ptr(), 8),
+                        )
+                    };
+                    let i = light::claim().expect("a free slot");
+                    let kind = (seg.clone(), SmKind::Bcast { root: 0 });
+                    // SAFETY: `b` lives until the request ended (waited for below).
+                    let mut ended = unsafe { light::start(i, c, kind, (input, output), None, 0) };
+                    while ended.is_none() {
+                        ended = light::test(i);
+                    }
+                    ended.unwrap().unwrap();
+                } else {
+                    b = run_sched(c.ibcast(Region::Owned(b), 0).unwrap())
+                        .owned_bytes(0)
+                        .unwrap()
+                        .to_vec();
+                }
+                assert_eq!(b, data(8), "ibcast before barrier round {round}");
+            }
+            // A nonblocking bcast by messages (a schedule).
+            3 => {
+                let s = run_sched(c.ibcast(Region::Owned(mine(8)), 0).unwrap());
+                assert_eq!(s.owned_bytes(0).unwrap(), &data(8)[..], "round {round}");
+            }
+            // A blocking bcast point to point.
+            _ => {
+                let mut b = mine(far);
+                select::bcast(c, &mut b, 0).unwrap();
+                assert!(b == data(far), "large bcast before barrier round {round}");
+            }
+        }
+        if round / KINDS % p == r {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::fs::write(dir.join(format!("barrier-{round}-{r}")), b"").unwrap();
+        let met = runs(Alg::SmBarrierMeet);
         select::barrier(c).unwrap();
+        assert_eq!(
+            runs(Alg::SmBarrierMeet) - met,
+            u64::from(releases && kind == 0),
+            "barrier round {round} after collective kind {kind} met or not"
+        );
         for i in 0..p {
             assert!(
                 dir.join(format!("barrier-{round}-{i}")).exists(),

@@ -13,12 +13,23 @@ use crate::tune::Coll;
 use crate::tuned::{TAG_GATHER, TAG_SCATTER};
 use crate::{CollComm, Op, Result};
 
-/// Barrier.
+/// Barrier. On the segment, a barrier right after a barrier on this communicator (no
+/// collective of any kind called between them, [`crate::base::stats::last_was`]) meets
+/// instead of letting rank 0 out first ([`sm::Seg::barrier`]).
 #[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
-        count(a.shadow, Alg::SmBarrier);
-        seg.barrier();
+        let again = seg.barrier_releases()
+            && crate::base::stats::last_was(a.shadow, &[Alg::SmBarrier, Alg::SmBarrierMeet]);
+        count(
+            a.shadow,
+            if again {
+                Alg::SmBarrierMeet
+            } else {
+                Alg::SmBarrier
+            },
+        );
+        seg.barrier(again);
         return Ok(());
     }
     a.barrier()
