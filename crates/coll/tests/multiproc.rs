@@ -282,6 +282,12 @@ fn nonblocking_reductions_np5() {
 /// The large-vector reductions at every rank count from 2 to 8 (oversubscribed past 2 on
 /// small machines): scan and exscan through the pipelined chain, their schedules, and the
 /// nonblocking allreduce's Rabenseifner schedule ([`large_reduce_suite`]).
+/// Two-rank reduce-scatter on both sides of the cross-memory path's bounds, in place and
+/// not, through the calls the C library makes.
+#[test]
+fn reduce_scatter_pair_np2() {
+    run(2, "rs-pair", SM);
+}
 #[test]
 fn large_reductions_np2() {
     run(2, "large-red", &[]);
@@ -392,6 +398,10 @@ fn rank_entry() {
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             nb_reduce_suite(&w);
+        }
+        "rs-pair" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            rs_pair_suite(&w);
         }
         "large-red" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -889,6 +899,75 @@ fn sm_barrier_suite(c: &CollComm) {
                 dir.join(format!("barrier-{round}-{i}")).exists(),
                 "rank {r} left barrier round {round} before rank {i} arrived"
             );
+        }
+    }
+}
+
+/// Reduce-scatter on two ranks as the C library runs it: first on the user's memory
+/// (`select::reduce_scatter_direct`, in place or not), and when that declines from a
+/// packed copy (`select::reduce_scatter`). Out of place the vectors of
+/// `sm::REDUCE_SCATTER_PAIR` go by cross-memory copies; in place, and from the copy, only
+/// those of `sm::REDUCE_SCATTER_PAIR_WRITTEN`, the others point to point. Results (the
+/// non-commutative `affine`, uneven blocks) against the local reference, and the path
+/// taken from the algorithm counts.
+fn rs_pair_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
+    let r = c.rank as usize;
+    let seg = sm::get(c, Coll::ReduceScatter).unwrap().expect("a segment");
+    assert!(seg.cma_known(), "CMA between a user's processes");
+    let written = *sm::REDUCE_SCATTER_PAIR_WRITTEN.start();
+    let totals = [
+        *sm::REDUCE_SCATTER_PAIR.start(),
+        8192,
+        written - 1,
+        written,
+        written + 8,
+        65_536,
+    ];
+    let op = Op {
+        f: &affine,
+        elem_size: 8,
+        commutative: false,
+    };
+    let f = |x: &[u8], y: &mut [u8]| affine(x, y);
+    let tuned = || runs(Alg::ReduceScatterRing) + runs(Alg::ReduceScatterReduceScatterv);
+    for (it, &total) in totals.iter().enumerate() {
+        // Whole 8-byte items, uneven blocks.
+        let total = total.next_multiple_of(8);
+        let counts = [total / 16 * 8, total - total / 16 * 8];
+        let ys: Vec<Vec<u8>> = (0..2).map(|i| contrib(total, it as u64, i, 50)).collect();
+        let (at, n) = (if r == 0 { 0 } else { counts[0] }, counts[r]);
+        let mine = &fold(&affine, &ys)[at..at + n];
+        // 0: out of place on the user's memory; 1: in place there, else from a copy as the
+        // C library's general path; 2: from a copy (as for a packed type).
+        for form in 0..3 {
+            let pulled = form == 0 || total >= written;
+            let (sm0, tuned0) = (runs(Alg::SmReduceScatter), tuned());
+            let what = format!("total {total}, form {form}");
+            let mut buf = vec![0xa5; if form == 1 { total } else { n }];
+            let mut done = false;
+            if form == 0 {
+                let send = Some(&ys[r][..]);
+                done =
+                    select::reduce_scatter_direct(c, send, &mut buf, (at, n, total), (&f, false))
+                        .unwrap();
+                assert!(done, "{what}: out of place on the user's memory");
+            } else if form == 1 {
+                buf.copy_from_slice(&ys[r]);
+                done =
+                    select::reduce_scatter_direct(c, None, &mut buf, (at, n, total), (&f, false))
+                        .unwrap();
+                assert_eq!(done, pulled, "{what}: in place on the user's memory");
+            }
+            if !done {
+                let mut copy = ys[r].clone();
+                select::reduce_scatter(c, &mut copy, &counts, &mut buf[..n], &op).unwrap();
+            }
+            assert_eq!(&buf[..n], mine, "{what}");
+            let pulls = runs(Alg::SmReduceScatter) - sm0;
+            assert_eq!(pulls, u64::from(pulled), "{what}: by cross-memory copies");
+            assert_eq!(tuned() > tuned0, !pulled, "{what}: point to point");
         }
     }
 }

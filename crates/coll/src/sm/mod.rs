@@ -93,7 +93,8 @@ mod segment;
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     a2a_cma_max, Reduction, Seg, Side, VBlock, A2A_CMA_MAX, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA,
-    LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, V_MAX,
+    LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
+    REDUCE_SCATTER_PAIR_WRITTEN, V_MAX,
 };
 
 use crate::tune::{self, Coll};

@@ -20,7 +20,7 @@ pub use cma::{out_of_place_max as a2a_cma_max, OUT_OF_PLACE_MAX as A2A_CMA_MAX};
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX};
 pub use pull::PULL_MAX;
-pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
+pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};
 pub(crate) use pull_nb::Pair;
 pub use rooted::Side;
 
