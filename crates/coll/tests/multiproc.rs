@@ -282,6 +282,12 @@ fn nonblocking_reductions_np5() {
 /// The large-vector reductions at every rank count from 2 to 8 (oversubscribed past 2 on
 /// small machines): scan and exscan through the pipelined chain, their schedules, and the
 /// nonblocking allreduce's Rabenseifner schedule ([`large_reduce_suite`]).
+/// Two-rank reduce-scatter on both sides of the cross-memory path's bounds, in place and
+/// not, through the calls the C library makes.
+#[test]
+fn reduce_scatter_pair_np2() {
+    run(2, "rs-pair", SM);
+}
 #[test]
 fn large_reductions_np2() {
     run(2, "large-red", &[]);
@@ -410,6 +416,10 @@ fn rank_entry() {
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             nb_reduce_suite(&w);
+        }
+        "rs-pair" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            rs_pair_suite(&w);
         }
         "large-red" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -813,24 +823,169 @@ fn sm_gatherv_posted(c: &CollComm) {
 }
 
 /// The barrier through `base::select` holds every rank until all have arrived, whichever
-/// rank comes last (ranks that busy-poll get the release barrier, rank 0 leaving first):
-/// before each barrier a rank creates a file of its own in the job's directory, the late
-/// rank after a sleep, and after it every rank finds every rank's file.
+/// rank comes last, in both its forms (ranks that busy-poll get the release barrier, rank
+/// 0 leaving first, after any other collective, and meet in a barrier called right after a
+/// barrier): before each barrier a rank creates a file of its own in the job's directory,
+/// the late rank after a sleep, and after it every rank finds every rank's file. Before
+/// the barrier of each round comes one collective of another kind, or none, and the
+/// barrier must meet (counted in `coll_sm_barrier_meet_calls`) exactly when none came
+/// and the barrier releases at all: every kind of collective, blocking or nonblocking, on
+/// the segment or not, tells the barrier after it that it came between.
 fn sm_barrier_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::Region;
+    use oxmpi_coll::sm::SmKind;
     let p = c.size as usize;
     let r = c.rank as usize;
     let dir = std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap());
-    for round in 0..2 * p {
-        if round % p == r {
+    let seg = oxmpi_coll::sm::get(c, Coll::Barrier).unwrap();
+    let releases = seg.as_ref().is_some_and(|s| s.barrier_releases());
+    // Too large for the segment and its single copies: point to point.
+    let far = oxmpi_coll::sm::params::single_copy_max_for(p) + 1;
+    const KINDS: usize = 5;
+    select::barrier(c).unwrap();
+    for round in 0..KINDS * p {
+        let kind = round % KINDS;
+        let data = |n: usize| contrib(n, round as u64, 0, 40);
+        let mine = |n: usize| if r == 0 { data(n) } else { vec![0xEE; n] };
+        match kind {
+            // Nothing: the previous round's barrier comes right before.
+            0 => {}
+            // A blocking bcast on the segment.
+            1 => {
+                let mut b = mine(8);
+                select::bcast(c, &mut b, 0).unwrap();
+                assert_eq!(b, data(8), "bcast before barrier round {round}");
+            }
+            // A nonblocking bcast on the segment (a light request, as the C library's).
+            2 => {
+                let mut b = mine(8);
+                if let Some(seg) = &seg {
+                    let (input, output) = if r == 0 {
+                        (
+                            Region::Raw(b.as_mut_ptr(), 8),
+                            Region::Raw(b.as_mut_ptr(), 0),
+                        )
+                    } else {
+                        (
+                            Region::Raw(b.as_mut_ptr(), 0),
+                            Region::Raw(b.as_mut_ptr(), 8),
+                        )
+                    };
+                    let i = light::claim().expect("a free slot");
+                    let kind = (seg.clone(), SmKind::Bcast { root: 0 });
+                    // SAFETY: `b` lives until the request ended (waited for below).
+                    let mut ended = unsafe { light::start(i, c, kind, (input, output), None, 0) };
+                    while ended.is_none() {
+                        ended = light::test(i);
+                    }
+                    ended.unwrap().unwrap();
+                } else {
+                    b = run_sched(c.ibcast(Region::Owned(b), 0).unwrap())
+                        .owned_bytes(0)
+                        .unwrap()
+                        .to_vec();
+                }
+                assert_eq!(b, data(8), "ibcast before barrier round {round}");
+            }
+            // A nonblocking bcast by messages (a schedule).
+            3 => {
+                let s = run_sched(c.ibcast(Region::Owned(mine(8)), 0).unwrap());
+                assert_eq!(s.owned_bytes(0).unwrap(), &data(8)[..], "round {round}");
+            }
+            // A blocking bcast point to point.
+            _ => {
+                let mut b = mine(far);
+                select::bcast(c, &mut b, 0).unwrap();
+                assert!(b == data(far), "large bcast before barrier round {round}");
+            }
+        }
+        if round / KINDS % p == r {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::fs::write(dir.join(format!("barrier-{round}-{r}")), b"").unwrap();
+        let met = runs(Alg::SmBarrierMeet);
         select::barrier(c).unwrap();
+        assert_eq!(
+            runs(Alg::SmBarrierMeet) - met,
+            u64::from(releases && kind == 0),
+            "barrier round {round} after collective kind {kind} met or not"
+        );
         for i in 0..p {
             assert!(
                 dir.join(format!("barrier-{round}-{i}")).exists(),
                 "rank {r} left barrier round {round} before rank {i} arrived"
             );
+        }
+    }
+}
+
+/// Reduce-scatter on two ranks as the C library runs it: first on the user's memory
+/// (`select::reduce_scatter_direct`, in place or not), and when that declines from a
+/// packed copy (`select::reduce_scatter`). Out of place the vectors of
+/// `sm::REDUCE_SCATTER_PAIR` go by cross-memory copies; in place, and from the copy, only
+/// those of `sm::REDUCE_SCATTER_PAIR_WRITTEN`, the others point to point. Results (the
+/// non-commutative `affine`, uneven blocks) against the local reference, and the path
+/// taken from the algorithm counts.
+fn rs_pair_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
+    let r = c.rank as usize;
+    let seg = sm::get(c, Coll::ReduceScatter).unwrap().expect("a segment");
+    assert!(seg.cma_known(), "CMA between a user's processes");
+    let written = *sm::REDUCE_SCATTER_PAIR_WRITTEN.start();
+    let totals = [
+        *sm::REDUCE_SCATTER_PAIR.start(),
+        8192,
+        written - 1,
+        written,
+        written + 8,
+        65_536,
+    ];
+    let op = Op {
+        f: &affine,
+        elem_size: 8,
+        commutative: false,
+    };
+    let f = |x: &[u8], y: &mut [u8]| affine(x, y);
+    let tuned = || runs(Alg::ReduceScatterRing) + runs(Alg::ReduceScatterReduceScatterv);
+    for (it, &total) in totals.iter().enumerate() {
+        // Whole 8-byte items, uneven blocks.
+        let total = total.next_multiple_of(8);
+        let counts = [total / 16 * 8, total - total / 16 * 8];
+        let ys: Vec<Vec<u8>> = (0..2).map(|i| contrib(total, it as u64, i, 50)).collect();
+        let (at, n) = (if r == 0 { 0 } else { counts[0] }, counts[r]);
+        let mine = &fold(&affine, &ys)[at..at + n];
+        // 0: out of place on the user's memory; 1: in place there, else from a copy as the
+        // C library's general path; 2: from a copy (as for a packed type).
+        for form in 0..3 {
+            let pulled = form == 0 || total >= written;
+            let (sm0, tuned0) = (runs(Alg::SmReduceScatter), tuned());
+            let what = format!("total {total}, form {form}");
+            let mut buf = vec![0xa5; if form == 1 { total } else { n }];
+            let mut done = false;
+            if form == 0 {
+                let send = Some(&ys[r][..]);
+                done =
+                    select::reduce_scatter_direct(c, send, &mut buf, (at, n, total), (&f, false))
+                        .unwrap();
+                assert!(done, "{what}: out of place on the user's memory");
+            } else if form == 1 {
+                buf.copy_from_slice(&ys[r]);
+                done =
+                    select::reduce_scatter_direct(c, None, &mut buf, (at, n, total), (&f, false))
+                        .unwrap();
+                assert_eq!(done, pulled, "{what}: in place on the user's memory");
+            }
+            if !done {
+                let mut copy = ys[r].clone();
+                select::reduce_scatter(c, &mut copy, &counts, &mut buf[..n], &op).unwrap();
+            }
+            assert_eq!(&buf[..n], mine, "{what}");
+            let pulls = runs(Alg::SmReduceScatter) - sm0;
+            assert_eq!(pulls, u64::from(pulled), "{what}: by cross-memory copies");
+            assert_eq!(tuned() > tuned0, !pulled, "{what}: point to point");
         }
     }
 }

@@ -13,12 +13,23 @@ use crate::tune::Coll;
 use crate::tuned::{TAG_GATHER, TAG_SCATTER};
 use crate::{CollComm, Op, Result};
 
-/// Barrier.
+/// Barrier. On the segment, a barrier right after a barrier on this communicator (no
+/// collective of any kind called between them, [`crate::base::stats::last_was`]) meets
+/// instead of letting rank 0 out first ([`sm::Seg::barrier`]).
 #[inline]
 pub fn barrier(a: &CollComm) -> Result<()> {
     if let Some(seg) = sm::get(a, Coll::Barrier)? {
-        count(a.shadow, Alg::SmBarrier);
-        seg.barrier();
+        let again = seg.barrier_releases()
+            && crate::base::stats::last_was(a.shadow, &[Alg::SmBarrier, Alg::SmBarrierMeet]);
+        count(
+            a.shadow,
+            if again {
+                Alg::SmBarrierMeet
+            } else {
+                Alg::SmBarrier
+            },
+        );
+        seg.barrier(again);
         return Ok(());
     }
     a.barrier()
@@ -545,7 +556,8 @@ pub fn allgatherv(
 /// Reduce-scatter of `full` (our whole contribution, block `i` of `counts[i]` bytes, back
 /// to back): our block of the result goes to `out`. `full` may be used as scratch. On the
 /// segment when the vector fits it, by cross-memory copies on two ranks
-/// ([`sm::REDUCE_SCATTER_PAIR`]), else point to point.
+/// ([`sm::REDUCE_SCATTER_PAIR_WRITTEN`]: `full` is a copy made at the call), else point to
+/// point.
 pub fn reduce_scatter(
     a: &CollComm,
     full: &mut [u8],
@@ -575,8 +587,15 @@ pub fn reduce_scatter(
             return Ok(());
         }
     }
+    // `full` is a copy made at this call: its lines are in our core's cache, so vectors
+    // of up to 16 KiB go faster point to point ([`sm::REDUCE_SCATTER_PAIR_WRITTEN`]).
     if counts.len() == 2 && full.len() >= total && out.len() >= counts[me] {
-        if let Some(seg) = pair(a, Coll::ReduceScatter, total, sm::REDUCE_SCATTER_PAIR)? {
+        if let Some(seg) = pair(
+            a,
+            Coll::ReduceScatter,
+            total,
+            sm::REDUCE_SCATTER_PAIR_WRITTEN,
+        )? {
             count(a.shadow, Alg::SmReduceScatter);
             let block = (if me == 0 { 0 } else { counts[0] }, counts[me], total);
             return seg.reduce_scatter_pull(Some(&full[..total]), out, block, op.commutative, op.f);
@@ -589,9 +608,10 @@ pub fn reduce_scatter(
 /// (`None`: in place, it starts `buf`), our block of the result (bytes `at..at + n` of
 /// the vector, `total` bytes on every rank) goes to `buf[..n]`. `f` as for [`allreduce`].
 /// Runs on the `sm` segment when the vector fits it, or on two ranks by cross-memory
-/// copies ([`sm::Seg::reduce_scatter_pull`], [`sm::REDUCE_SCATTER_PAIR`];
-/// `commutative` says whether `f` is); false (nothing done, on every rank alike: `total`
-/// is the same everywhere) otherwise, for the caller to take [`reduce_scatter`].
+/// copies ([`sm::Seg::reduce_scatter_pull`], [`sm::REDUCE_SCATTER_PAIR`], in place
+/// [`sm::REDUCE_SCATTER_PAIR_WRITTEN`]; `commutative` says whether `f` is); false
+/// (nothing done, on every rank alike: `total` and being in place are the same
+/// everywhere) otherwise, for the caller to take [`reduce_scatter`].
 pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
     send: Option<&[u8]>,
@@ -599,7 +619,15 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     (at, n, total): (usize, usize, usize),
     (f, commutative): (&F, bool),
 ) -> Result<bool> {
-    if let Some(seg) = pair(a, Coll::ReduceScatter, total, sm::REDUCE_SCATTER_PAIR)? {
+    // In place our contribution is the result of our previous call, in our core's cache:
+    // vectors of up to 16 KiB go faster point to point (the caller's general path, from a
+    // copy: see [`reduce_scatter`]).
+    let range = if send.is_some() {
+        sm::REDUCE_SCATTER_PAIR
+    } else {
+        sm::REDUCE_SCATTER_PAIR_WRITTEN
+    };
+    if let Some(seg) = pair(a, Coll::ReduceScatter, total, range)? {
         count(a.shadow, Alg::SmReduceScatter);
         seg.reduce_scatter_pull(send, buf, (at, n, total), commutative, f)?;
         return Ok(true);

@@ -8,7 +8,9 @@
 //! build a collective out of others (reduce + broadcast, the intercommunicator
 //! collectives' local steps) call the parts' algorithms directly, so one call counts once,
 //! except that an intercommunicator collective's local steps run as intracommunicator
-//! collectives and count there too.
+//! collectives and count there too. The run counted last (its communicator and algorithm,
+//! one relaxed store) is kept as well, so that a barrier can tell that the collective
+//! called before it on its communicator was a barrier ([`last_was`]).
 
 use oxmpi_engine::{CommBinding, CommId, Pvar, PvarClass};
 use std::collections::HashMap;
@@ -33,7 +35,8 @@ macro_rules! algorithms {
 }
 
 algorithms! {
-    SmBarrier: "coll_sm_barrier_calls", "coll_sm", "Barriers run by the shared-memory component";
+    SmBarrier: "coll_sm_barrier_calls", "coll_sm", "Barriers run by the shared-memory component (but those counted in coll_sm_barrier_meet_calls)";
+    SmBarrierMeet: "coll_sm_barrier_meet_calls", "coll_sm", "Barriers run by the shared-memory component right after a barrier on the same communicator, where every rank waits for every other's arrival instead of rank 0 leaving first";
     SmBcast: "coll_sm_bcast_calls", "coll_sm", "Broadcasts run by the shared-memory component";
     SmAllreduce: "coll_sm_allreduce_calls", "coll_sm", "Allreduces run by the shared-memory component";
     SmReduce: "coll_sm_reduce_calls", "coll_sm", "Reduces run by the shared-memory component";
@@ -105,6 +108,17 @@ algorithms! {
 
 const N: usize = NAMES.len();
 static COUNTS: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
+// An algorithm fits the low byte of a [`key`].
+const _: () = assert!(N <= 256);
+
+/// The [`key`] of the collective run this process counted last (`u64::MAX`: none yet).
+static LAST: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// One word for a run of `a` on `comm`.
+#[inline]
+fn key(comm: CommId, a: Alg) -> u64 {
+    (u64::from(comm.0) << 8) | a as u64
+}
 
 /// The watched communicators (by the engine communicator their collectives travel on):
 /// readers, and runs per algorithm since the first reader came.
@@ -122,9 +136,24 @@ fn per_comm() -> std::sync::MutexGuard<'static, Option<Watched>> {
 #[inline]
 pub fn count(comm: CommId, a: Alg) {
     COUNTS[a as usize].fetch_add(1, Ordering::Relaxed);
+    LAST.store(key(comm, a), Ordering::Relaxed);
     if WATCHERS.load(Ordering::Relaxed) != 0 {
         count_watched(comm, a);
     }
+}
+
+/// Whether the collective run this process counted last ([`count`]) was one of `algs` on
+/// the collective traffic communicator `comm`. Every collective call counts one run,
+/// blocking or nonblocking (at its start), on the segment or point to point, so on a
+/// communicator whose collectives no other thread runs meanwhile (MPI's rules) this says
+/// whether the collective called before ours on it was one of `algs`, with nothing else
+/// between (a collective on another communicator in between also makes it false). Every
+/// rank of `comm` calls its collectives in the same order, so all see the same answer
+/// unless a rank ran something on another communicator in between.
+#[inline]
+pub fn last_was(comm: CommId, algs: &[Alg]) -> bool {
+    let last = LAST.load(Ordering::Relaxed);
+    algs.iter().any(|&a| key(comm, a) == last)
 }
 
 /// [`count`] while some communicator is watched.

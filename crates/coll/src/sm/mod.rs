@@ -19,9 +19,10 @@
 //! * allreduce, alltoall: every rank writes and waits for every other rank's stamp, then
 //!   reads;
 //! * barrier: the same without data when some rank yields when idle (or
-//!   `coll_sm_barrier_release` is off); otherwise the others stamp their arrival and wait
-//!   for rank 0's stamp, which rank 0 writes once it has seen every arrival (rank 0 leaves
-//!   first);
+//!   `coll_sm_barrier_release` is off, or the collective called before it on the
+//!   communicator, of any kind, was a barrier); otherwise the others stamp their arrival
+//!   and wait for rank 0's stamp, which rank 0 writes once it has seen every arrival
+//!   (rank 0 leaves first);
 //! * bcast: only the root writes and does not wait; the others wait for its stamp. A
 //!   broadcast of at most 112 bytes goes through the root's *lane* instead, `LANE`
 //!   entries of two lines, each line holding a stamp and 56 bytes of payload, so a root
@@ -93,7 +94,8 @@ mod segment;
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_LARGE_MAX,
-    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, RS_PHASED_MAX, V_MAX,
+    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN,
+    RS_PHASED_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};

@@ -81,8 +81,10 @@ pub const BARRIER_RELEASE: ParamDecl = ParamDecl::new(
     "true",
     "When no rank yields when idle, the shared-memory barrier gathers the arrivals at rank \
      0, which leaves first and then releases the others (a collective rooted at rank 0 \
-     right after it starts one handoff earlier, a barrier after a barrier costs one more); \
-     off: every rank waits for every other's arrival and the last to arrive leaves first",
+     right after it starts one handoff earlier), except in a barrier called right after a \
+     barrier on the same communicator (no collective of any kind between), where every rank \
+     waits for every other's arrival as with this off (the last to arrive leaves first: one \
+     handoff instead of two)",
 )
 .level(7);
 

@@ -19,7 +19,7 @@ pub(in crate::sm) use cma::trade;
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
-pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR};
+pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};
 pub(crate) use pull_nb::Pair;
 pub use rooted::Side;
 
@@ -500,6 +500,13 @@ impl Seg {
         unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
     }
 
+    /// Whether a barrier lets rank 0 out first ([`Seg::barrier`] with `again` false): no
+    /// rank yields when idle and `coll_sm_barrier_release` is on.
+    #[inline]
+    pub fn barrier_releases(&self) -> bool {
+        self.release
+    }
+
     /// Number of ranks.
     #[inline]
     pub fn size(&self) -> usize {
@@ -520,10 +527,17 @@ impl Seg {
     /// do) then finds the root already at work when a receiver starts its clock, as with
     /// MPICH's barrier, instead of the receiver waiting for the root to leave the barrier.
     /// With ranks that yield the core, every rank posts its stamp and waits for all the
-    /// others' ([`Seg::meet`]): no rank waits on one that must be scheduled first.
+    /// others' ([`Seg::meet`]): no rank waits on one that must be scheduled first. So does
+    /// a barrier right after a barrier (`again`, which the caller knows from the
+    /// collectives counted on the communicator, [`crate::base::stats::last_was`]): nothing
+    /// rooted follows the first, so rank 0's head start would gain nothing but cost the
+    /// others a handoff (barriers back to back, as a barrier benchmark runs them: one
+    /// handoff instead of two). Ranks that decide differently still hold each other until
+    /// all arrived (rank 0 stamps only after every arrival or before waiting for all, the
+    /// others wait for rank 0's stamp at least), so `again` only changes who leaves first.
     #[inline]
-    pub fn barrier(&self) {
-        if !self.release {
+    pub fn barrier(&self, again: bool) {
+        if !self.release || again {
             return self.meet();
         }
         let k = self.next();

@@ -33,6 +33,16 @@ pub const ALLREDUCE_PAIR: RangeInclusive<usize> = (8 << 10) + 1..=1 << 20;
 /// 1 MiB: the largest the benchmarks time; measured faster there too).
 pub const REDUCE_SCATTER_PAIR: RangeInclusive<usize> = super::DATA + 1..=2 << 20;
 
+/// Of [`REDUCE_SCATTER_PAIR`], the vectors a rank's contribution is read from memory its
+/// rank has just written (in place: the result of its previous call starts it; a packed
+/// copy: made at every call), so that the other rank's read takes every line from the
+/// other core's cache: above 16 KiB. Up to there (blocks up to the 8 KiB eager limit on
+/// two ranks) the point-to-point ring was measured faster: in place at np=2, per-call
+/// medians over 3 rounds of 5000 on a loaded 2-vCPU Xeon, 4 KiB blocks 1.50 µs against
+/// 2.47 by cross-memory copies (out of place, from a buffer left alone, 1.45 for both),
+/// 8 KiB blocks 2.27 against 3.24; 10 KiB blocks (rendezvous) 4.47-4.80 against 3.71-3.79.
+pub const REDUCE_SCATTER_PAIR_WRITTEN: RangeInclusive<usize> = (16 << 10) + 1..=2 << 20;
+
 impl Seg {
     /// Allreduce of `dst` on a communicator of two ranks that reach each other by CMA
     /// ([`Seg::cma_known`]): our contribution is `src` (`None`: in place, it is in `dst`),
