@@ -385,6 +385,11 @@ impl Chooser {
         }
     }
 
+    /// This chooser, beginning with `m` instead of the pipeline.
+    pub fn starting_with(self, m: Mech) -> Chooser {
+        Chooser { cur: m, ..self }
+    }
+
     /// A chooser for exchanges of one message each way while both directions are busy
     /// (`btl::sm::two_way`): the two mechanisms of [`Chooser::both_ways`], each sample the
     /// time of a whole exchange, compared as they are, averaged by [`RISE`] and [`FALL`]
