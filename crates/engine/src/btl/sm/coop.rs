@@ -324,6 +324,9 @@ pub struct Chooser {
     by_time: bool,
     /// With `by_time`: decayed sums of the current mechanism's bytes and nanoseconds.
     sums: (f64, f64),
+    /// With `by_time`: transfers in a row left out of the average as interruptions
+    /// ([`OUTLIER`]).
+    outliers: u32,
 }
 
 /// Weight of the newest transfer in the both-ways average ([`Chooser::both_ways`]): the
@@ -335,12 +338,26 @@ pub struct Chooser {
 /// all), and the chooser then left the single copy after eight transfers of every window.
 pub const TIME_WEIGHT: f64 = 0.1;
 
+/// A [`Chooser::both_ways`] transfer that took more than this many times what the
+/// average rate gives for its bytes was interrupted (the receiver or the peer descheduled,
+/// a page fault): it is left out of the average, unless it is the [`OUTLIER_RUN`]th such
+/// transfer in a row (a lasting change). In the bytes-over-time average one interruption
+/// weighs by its time: a bidirectional stream of 64 KiB messages read by the receivers
+/// at 3.8 us each (17 GB/s) had one read of 86 us, which took the single copy's average
+/// to 5.4 GB/s, below the pipeline's older 6.0, and the chooser left the single copy for
+/// a pipeline that moved 9 GB/s per direction against the reads' 18.
+pub const OUTLIER: f64 = 8.0;
+
+/// Interrupted transfers in a row ([`OUTLIER`]) after which they count: the slowdown lasts.
+pub const OUTLIER_RUN: u32 = 3;
+
 impl Default for Chooser {
     fn default() -> Self {
         Chooser {
             pipe_weight: PIPE_WEIGHT,
             by_time: false,
             sums: (0.0, 0.0),
+            outliers: 0,
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
@@ -366,6 +383,11 @@ impl Chooser {
             by_time: true,
             ..Chooser::default()
         }
+    }
+
+    /// This chooser, beginning with `m` instead of the pipeline.
+    pub fn starting_with(self, m: Mech) -> Chooser {
+        Chooser { cur: m, ..self }
     }
 
     /// A chooser for exchanges of one message each way while both directions are busy
@@ -420,6 +442,7 @@ impl Chooser {
         self.taken = 0;
         self.skip = WARMUP;
         self.trying = false;
+        self.outliers = 0;
     }
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of
@@ -433,6 +456,14 @@ impl Chooser {
         let k = m as usize;
         let pipe_weight = self.pipe_weight;
         let weight = |m: Mech| if m == Mech::Pipe { pipe_weight } else { 1.0 };
+        if self.by_time && self.taken > 0 && self.rate[k] > 0.0 {
+            if ns as f64 > OUTLIER * bytes as f64 / self.rate[k] && self.outliers + 1 < OUTLIER_RUN
+            {
+                self.outliers += 1;
+                return false;
+            }
+            self.outliers = 0;
+        }
         self.rate[k] = if self.by_time {
             let (b, t) = if self.taken == 0 {
                 (0.0, 0.0)
@@ -461,7 +492,8 @@ impl Chooser {
             self.interval = EXPLORE_NS;
             self.baseline = self.rate[k];
         }
-        if self.taken == SETTLE && self.trying {
+        let ends_try = self.taken == SETTLE && self.trying;
+        if ends_try {
             // A try ends: back off when it confirmed the mechanism in use before it.
             self.interval = if switch {
                 (self.interval * 2).min(EXPLORE_MAX_NS)
@@ -474,6 +506,13 @@ impl Chooser {
         }
         if switch {
             self.switch(now);
+            // Both ways, a switch by a measurement of the mechanism in use (not the end of
+            // a try) is a try of the other one: a pipeline chosen while the peer reads our
+            // messages alone is not measured (its transfers end after our sends,
+            // `unmeasured`), and without a try to end the chooser stayed on it, unmeasured,
+            // until the single copy's next try (bibw 64 KiB: 18 ms of the pipeline at half
+            // the throughput).
+            self.trying = self.by_time && !ends_try;
         }
         switch
     }
@@ -790,6 +829,64 @@ mod tests {
         assert!(!c.unmeasured(Mech::Pipe, t));
         assert!(!c.unmeasured(Mech::Coop, t));
         assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// A bidirectional stream on the receivers' single copy (17 GB/s per direction; the
+    /// pipeline measured 6 GB/s): one read interrupted for 22 times its time leaves the
+    /// average alone, a lasting slowdown still moves it.
+    #[test]
+    fn both_ways_ignores_an_interrupted_transfer() {
+        let mib = 1 << 20;
+        let (pipe, pull) = (175_000, 61_700);
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, pipe, &mut t);
+        settle(&mut c, Mech::Coop, pull, &mut t);
+        assert_eq!(c.current(), Mech::Coop);
+        let steady = c.rates().1;
+        for i in 0..40 {
+            let ns = if i == 20 { 22 * pull } else { pull };
+            assert!(!c.record(Mech::Coop, mib, ns, t));
+            t += ns;
+        }
+        assert_eq!(c.current(), Mech::Coop);
+        assert!((c.rates().1 - steady).abs() < 1e-9, "{}", c.rates().1);
+        // Interruptions in a row are a lasting change: the pipeline is faster now.
+        let mut switched = false;
+        for _ in 0..OUTLIER_RUN + 2 {
+            switched |= c.record(Mech::Coop, mib, 22 * pull, t);
+            t += 22 * pull;
+        }
+        assert!(switched);
+        assert_eq!(c.current(), Mech::Pipe);
+    }
+
+    /// A switch from the single copy to the pipeline by the single copy's measurements is
+    /// a try of the pipeline: while the peer reads our messages alone, the pipelined
+    /// transfers end after our sends, unmeasured, and the first one ends the try.
+    #[test]
+    fn both_ways_switch_by_measurement_ends_on_an_unmeasured_transfer() {
+        let mib = 1 << 20;
+        let (pipe, pull) = (175_000, 61_700);
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, pipe, &mut t);
+        settle(&mut c, Mech::Coop, pull, &mut t);
+        assert_eq!(c.current(), Mech::Coop);
+        // The reads slow down to 2.6 GB/s (not interruptions: 6.5 times their time).
+        let mut n = 0;
+        while !c.record(Mech::Coop, mib, 400_000, t) {
+            t += 400_000;
+            n += 1;
+            assert!(n < 40, "still the single copy");
+        }
+        assert_eq!(c.current(), Mech::Pipe);
+        t += 1_000;
+        assert_eq!(c.choose(t), Mech::Pipe);
+        t += 95_000;
+        assert!(c.unmeasured(Mech::Pipe, t), "the try ends");
+        assert_eq!(c.current(), Mech::Coop);
+        assert_eq!(c.interval, 2 * EXPLORE_NS);
     }
 
     /// Windows of 64 messages of 4 MiB each way on the single copy (40 ms a window): a try

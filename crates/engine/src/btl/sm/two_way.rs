@@ -52,9 +52,11 @@ impl Sample {
     }
 }
 
-/// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`]) and
-/// for exchanges ([`Chooser::exchanges`]), and the current period of two-way traffic (see
-/// the module's description).
+/// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`],
+/// beginning with the receiver's single copy: a first window of a bidirectional stream
+/// pipelined moved half the bytes, and its two-way rate, measured high, kept the pipeline
+/// for the next windows) and for exchanges ([`Chooser::exchanges`], beginning with the
+/// pipeline), and the current period of two-way traffic (see the module's description).
 #[derive(Clone, Debug)]
 pub struct TwoWay {
     streams: [Chooser; coop::SIZE_CLASSES],
@@ -77,7 +79,7 @@ pub struct TwoWay {
 impl Default for TwoWay {
     fn default() -> Self {
         TwoWay {
-            streams: std::array::from_fn(|_| Chooser::both_ways()),
+            streams: std::array::from_fn(|_| Chooser::both_ways().starting_with(Mech::Coop)),
             exchanges: std::array::from_fn(|_| Chooser::exchanges()),
             last_exchange: false,
             start: 0,
@@ -356,6 +358,29 @@ mod tests {
         assert_eq!(next(&mut w, &mut t, false), Mech::Pipe);
     }
 
+    /// A stream both ways begins on the receivers' single copy: the first window's
+    /// messages, all chosen before the first one ends, are read by the receiver (on the
+    /// pipeline they were the first window's 64 messages at half the throughput, and its
+    /// two-way rate, measured high, kept the pipeline for the next windows). The exchanges
+    /// still begin on the pipeline.
+    #[test]
+    fn streams_begin_on_the_single_copy() {
+        for n in [64 << 10, 2 << 20] {
+            let mut w = TwoWay::default();
+            for i in 0..64 {
+                if let Some(s) = w.take_held() {
+                    w.record(s, false);
+                }
+                assert_eq!(
+                    w.choose(n, 1_000 + i, false),
+                    Mech::Coop,
+                    "{n} B, message {i}"
+                );
+            }
+            assert_eq!(w.chooser(n, true).current(), Mech::Pipe);
+        }
+    }
+
     /// A stream (a window of messages each way): every transfer is a sample of its own;
     /// the first one's, held while the period might have been an exchange, is handed back
     /// when the second receive is chosen, and the period ends with the last of our sends.
@@ -363,19 +388,19 @@ mod tests {
     fn streams_are_measured_per_transfer() {
         let n = 1 << 20;
         let mut w = TwoWay::default();
-        assert_eq!(w.choose(n, 100, false), Mech::Pipe);
+        assert_eq!(w.choose(n, 100, false), Mech::Coop);
         let first = Sample::Timed {
-            m: Mech::Pipe,
+            m: Mech::Coop,
             n,
             start: 100,
             end: 200,
         };
         assert_eq!(w.ended(first, true), None);
         assert_eq!(w.take_held(), Some(first));
-        assert_eq!(w.choose(n, 210, false), Mech::Pipe);
-        assert_eq!(w.choose(n, 220, false), Mech::Pipe);
+        assert_eq!(w.choose(n, 210, false), Mech::Coop);
+        assert_eq!(w.choose(n, 220, false), Mech::Coop);
         let own = |end| Sample::Timed {
-            m: Mech::Pipe,
+            m: Mech::Coop,
             n,
             start: end - 100,
             end,
@@ -385,7 +410,7 @@ mod tests {
         assert_eq!(w.sends_done(350), None, "a receive still moves");
         assert!(w.in_period());
         let last = Sample::Unmeasured {
-            m: Mech::Pipe,
+            m: Mech::Coop,
             n,
             at: 400,
         };
@@ -396,10 +421,10 @@ mod tests {
         );
         assert!(!w.in_period());
         // The next period begins afresh: an exchange again.
-        assert_eq!(w.choose(n, 500, false), Mech::Pipe);
+        assert_eq!(w.choose(n, 500, false), Mech::Coop);
         assert_eq!(w.ended(own(600), true), None);
         let whole = Sample::Timed {
-            m: Mech::Pipe,
+            m: Mech::Coop,
             n,
             start: 500,
             end: 650,
