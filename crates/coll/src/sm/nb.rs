@@ -209,9 +209,11 @@ pub enum Rooted {
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
 
-/// Largest block of an `MPI_Igatherv` through the segment: its rank's buffer less the
-/// length word posted before it.
-pub const GATHERV_MAX: usize = DATA - 8;
+/// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
+/// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
+/// gatherv ([`super::V_MAX`]): a [`DATA`]-byte block fits, so a 4 KiB igatherv posts and
+/// copies like an igather instead of a cross-memory write behind the root's post.
+pub const GATHERV_MAX: usize = super::V_MAX;
 
 /// Largest block of an `MPI_Iscatterv` of `p` ranks through the segment: small enough that
 /// the root's table (a word per rank) and every other rank's block fit its one buffer
@@ -728,8 +730,8 @@ impl SmNb {
                         n == 0
                             || n > GATHERV_MAX
                             || seg.try_post_with(k, |b| {
-                                // SAFETY: `b` is our buffer's `DATA` bytes and
-                                // `8 + n <= DATA`; the input is readable (caller contract).
+                                // SAFETY: `b` is our buffer's `CAP` bytes and
+                                // `8 + n <= CAP`; the input is readable (caller contract).
                                 unsafe {
                                     b.cast::<u64>().write_unaligned(n as u64);
                                     std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
@@ -938,7 +940,7 @@ impl SmNb {
         let word = |r: usize, off: usize| {
             // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its buffer is
             // unchanged; the words read (a length at 0, a table entry at `8 * me`) lie
-            // within its `DATA` bytes.
+            // within its `CAP` bytes.
             let w = unsafe { seg.peer_nb(r, k, off, 8) };
             u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
         };
@@ -995,7 +997,7 @@ impl SmNb {
                         ok = false;
                         continue;
                     }
-                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
+                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
                 }
                 if !input.is_empty() && !self.own_elsewhere {
