@@ -556,7 +556,8 @@ pub struct SmNb {
     posted: bool,
     done: bool,
     /// The outcome of a rank's cross-memory copy, made before it could stamp (an
-    /// alltoallv: of its reading, done before it marks its post done).
+    /// alltoallv: of its reading, done before it marks its post done); a gatherv's or
+    /// scatterv's root: of the copy of its own block, made right after its post.
     copied: Option<Progress>,
     /// The ranks whose far alltoallv blocks we have copied or traded (bit `r`).
     moved: u64,
@@ -979,6 +980,19 @@ impl SmNb {
                     // Tell the root we wrote (later if our buffer is in use).
                     return seg.try_post_with(k, |_| {}).then_some(self.copied?);
                 }
+                // Our own block at the first look after our post, while the others write
+                // or post theirs (none of them touches it), as a single-copy gather's root
+                // does, rather than after the last of them.
+                if self.copied.is_none() {
+                    let own = input.is_empty()
+                        || self.own_elsewhere
+                        || (input.len() <= counts[me] && put(out, displs[me], input));
+                    self.copied = Some(if own {
+                        Progress::Done
+                    } else {
+                        Progress::Mismatch
+                    });
+                }
                 let posted = |r: usize| r != me && (1..=GATHERV_MAX).contains(&counts[r]);
                 let writer = |r: usize| r != me && far(counts[r]);
                 if !(0..p)
@@ -987,6 +1001,7 @@ impl SmNb {
                 {
                     return None;
                 }
+                ok &= self.copied == Some(Progress::Done);
                 // A writer whose block lies outside our output wrote nothing.
                 ok &= (0..p)
                     .filter(|&r| writer(r))
@@ -1000,9 +1015,6 @@ impl SmNb {
                     // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
                 }
-                if !input.is_empty() && !self.own_elsewhere {
-                    ok &= input.len() <= counts[me] && put(out, displs[me], input);
-                }
             }
             SmKind::Scatterv {
                 root,
@@ -1012,14 +1024,25 @@ impl SmNb {
             } => {
                 let far = |c: usize| self.kind.far_block(p, c);
                 if me == *root {
+                    // Our own block at the first look after our post, while the others read
+                    // theirs (from our input, which we only read too).
+                    if self.copied.is_none() {
+                        let own = out.is_empty()
+                            || self.own_elsewhere
+                            || input
+                                .get(displs[me]..displs[me] + counts[me])
+                                .is_some_and(|b| put(out, 0, b));
+                        self.copied = Some(if own {
+                            Progress::Done
+                        } else {
+                            Progress::Mismatch
+                        });
+                    }
                     // Those that read from our input have stamped once they no longer do.
                     if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
                         return None;
                     }
-                    if !out.is_empty() && !self.own_elsewhere {
-                        let own = input.get(displs[me]..displs[me] + counts[me]);
-                        ok = own.is_some_and(|b| put(out, 0, b));
-                    }
+                    ok = self.copied == Some(Progress::Done);
                 } else if far(out.len()) {
                     if self.copied.is_none() {
                         if !seg.stamped(*root, k) {
