@@ -22,7 +22,7 @@ use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
 pub type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
@@ -208,6 +208,15 @@ pub enum Rooted {
 /// Words of a [`SmKind::Single`] root's post: pid, buffer address, block length.
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
+
+/// This process's id as the rooted posts carry it ([`SmKind::Single`], a gatherv root's
+/// table), read once: `std::process::id` is a `getpid` system call each time, one per
+/// call of an igather, ibcast or iscatter root whose blocks move by cross-memory copies
+/// otherwise (and of an igatherv root with such blocks).
+fn own_pid() -> u64 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    u64::from(*PID.get_or_init(std::process::id))
+}
 
 /// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
 /// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
@@ -716,7 +725,7 @@ impl SmNb {
                                 // SAFETY: `b` is our buffer's `CAP >= 8 (1 + 2p)` bytes (the
                                 // largest communicator has 64 ranks).
                                 unsafe {
-                                    w.write_unaligned(u64::from(std::process::id()));
+                                    w.write_unaligned(own_pid());
                                     for r in 0..p {
                                         let (c, d) = (counts[r], displs[r]);
                                         let ok = r != me && far(c) && d + c <= output.1;
@@ -822,7 +831,7 @@ impl SmNb {
                     // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
                     // post's first words.
                     unsafe {
-                        w.write_unaligned(u64::from(std::process::id()));
+                        w.write_unaligned(own_pid());
                         w.add(1).write_unaligned(buf);
                         w.add(2).write_unaligned(block as u64);
                     }
