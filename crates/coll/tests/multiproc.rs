@@ -785,6 +785,7 @@ fn sm_suite(c: &CollComm) {
     }
     sm_regular_suite(c);
     sm_gatherv_posted(c);
+    sm_igatherv_posted(c);
 }
 
 /// Gatherv straight on the segment with no cross-memory copies (`one_copy` 0), every
@@ -818,6 +819,102 @@ fn sm_gatherv_posted(c: &CollComm) {
                     assert!(got.iter().all(|&v| v == 0), "gatherv of {b} bytes posted");
                 }
             }
+        }
+    }
+}
+
+/// Run a light request on the segment to its end (`None`: no free slot).
+fn light_run(
+    c: &CollComm,
+    seg: &std::sync::Arc<oxmpi_coll::sm::Seg>,
+    kind: oxmpi_coll::sm::SmKind,
+    (input, output): (&mut [u8], &mut [u8]),
+) -> oxmpi_coll::Result<()> {
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::Region;
+    let input = Region::Raw(input.as_mut_ptr(), input.len());
+    let output = Region::Raw(output.as_mut_ptr(), output.len());
+    let i = light::claim().expect("a free slot");
+    // SAFETY: the regions are the caller's slices, which outlive this call, and the
+    // request ends before it returns.
+    if let Some(res) = unsafe { light::start(i, c, (seg.clone(), kind), (input, output), None, 0) }
+    {
+        return res;
+    }
+    loop {
+        if let Some(res) = light::test(i) {
+            return res;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// The nonblocking gatherv and scatterv on the segment ([`sm::SmKind::Gatherv`],
+/// [`sm::SmKind::Scatterv`], light requests), every root, out of place:
+/// - gatherv with no cross-memory copies (`far` 0): blocks of a whole [`sm::DATA`] and of
+///   [`sm::V_MAX`] (the blocking form's bound, [`sm::nb::GATHERV_MAX`] too) bytes are
+///   posted in the ranks' buffers, with no message, and arrive; one byte more moves by
+///   message;
+/// - gatherv and scatterv of 16 KiB blocks by cross-memory copies (`far`: the segment's
+///   single-copy limit, when CMA reaches every rank), where the root copies its own block
+///   while the others copy theirs: every block, the root's too, where it belongs.
+fn sm_igatherv_posted(c: &CollComm) {
+    use oxmpi_coll::sm::{self, SmKind};
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let Some(seg) = sm::existing(c) else {
+        return;
+    };
+    let one_copy = seg.single_copy_max();
+    // Posted up to the blocking form's bound, whatever the nonblocking one says.
+    let mut cases = vec![(sm::DATA, 0), (sm::V_MAX, 0), (sm::V_MAX + 1, 0)];
+    if one_copy >= 16 << 10 {
+        cases.push((16 << 10, one_copy));
+    }
+    for (it, &(b, far)) in cases.iter().enumerate() {
+        let by_message = b > sm::V_MAX.max(far);
+        let mut xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(b, 400 + it as u64, i, 35)).collect();
+        let counts = vec![b; p];
+        let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
+        let full: Vec<u8> = xs.concat();
+        for root in 0..p {
+            let at_root = r == root;
+            let (rc, rd) = if at_root {
+                (counts.clone(), displs.clone())
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let kind = SmKind::Gatherv {
+                root,
+                counts: rc.clone(),
+                displs: rd.clone(),
+                far,
+            };
+            let mut g = vec![0u8; if at_root { p * b } else { 0 }];
+            assert_eq!(
+                kind.has_messages((r, p), (b, g.len())),
+                by_message,
+                "igatherv of {b} bytes to {root}: by message"
+            );
+            if by_message {
+                continue;
+            }
+            light_run(c, &seg, kind, (&mut xs[r], &mut g)).unwrap();
+            if at_root {
+                assert_eq!(g, full, "igatherv of {b} bytes to {root}");
+            }
+            if far == 0 {
+                continue;
+            }
+            let kind = SmKind::Scatterv {
+                root,
+                counts: rc,
+                displs: rd,
+                far,
+            };
+            let mut src = if at_root { full.clone() } else { Vec::new() };
+            let mut got = vec![0u8; b];
+            light_run(c, &seg, kind, (&mut src, &mut got)).unwrap();
+            assert_eq!(got, xs[r], "iscatterv of {b} bytes from {root}");
         }
     }
 }

@@ -22,7 +22,7 @@ use super::{Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
 pub type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
@@ -209,9 +209,20 @@ pub enum Rooted {
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
 
-/// Largest block of an `MPI_Igatherv` through the segment: its rank's buffer less the
-/// length word posted before it.
-pub const GATHERV_MAX: usize = DATA - 8;
+/// This process's id as the rooted posts carry it ([`SmKind::Single`], a gatherv root's
+/// table), read once: `std::process::id` is a `getpid` system call each time, one per
+/// call of an igather, ibcast or iscatter root whose blocks move by cross-memory copies
+/// otherwise (and of an igatherv root with such blocks).
+fn own_pid() -> u64 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    u64::from(*PID.get_or_init(std::process::id))
+}
+
+/// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
+/// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
+/// gatherv ([`super::V_MAX`]): a [`DATA`]-byte block fits, so a 4 KiB igatherv posts and
+/// copies like an igather instead of a cross-memory write behind the root's post.
+pub const GATHERV_MAX: usize = super::V_MAX;
 
 /// Largest block of an `MPI_Iscatterv` of `p` ranks through the segment: small enough that
 /// the root's table (a word per rank) and every other rank's block fit its one buffer
@@ -554,7 +565,8 @@ pub struct SmNb {
     posted: bool,
     done: bool,
     /// The outcome of a rank's cross-memory copy, made before it could stamp (an
-    /// alltoallv: of its reading, done before it marks its post done).
+    /// alltoallv: of its reading, done before it marks its post done); a gatherv's or
+    /// scatterv's root: of the copy of its own block, made right after its post.
     copied: Option<Progress>,
     /// The ranks whose far alltoallv blocks we have copied or traded (bit `r`).
     moved: u64,
@@ -713,7 +725,7 @@ impl SmNb {
                                 // SAFETY: `b` is our buffer's `CAP >= 8 (1 + 2p)` bytes (the
                                 // largest communicator has 64 ranks).
                                 unsafe {
-                                    w.write_unaligned(u64::from(std::process::id()));
+                                    w.write_unaligned(own_pid());
                                     for r in 0..p {
                                         let (c, d) = (counts[r], displs[r]);
                                         let ok = r != me && far(c) && d + c <= output.1;
@@ -728,8 +740,8 @@ impl SmNb {
                         n == 0
                             || n > GATHERV_MAX
                             || seg.try_post_with(k, |b| {
-                                // SAFETY: `b` is our buffer's `DATA` bytes and
-                                // `8 + n <= DATA`; the input is readable (caller contract).
+                                // SAFETY: `b` is our buffer's `CAP` bytes and
+                                // `8 + n <= CAP`; the input is readable (caller contract).
                                 unsafe {
                                     b.cast::<u64>().write_unaligned(n as u64);
                                     std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
@@ -819,7 +831,7 @@ impl SmNb {
                     // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
                     // post's first words.
                     unsafe {
-                        w.write_unaligned(u64::from(std::process::id()));
+                        w.write_unaligned(own_pid());
                         w.add(1).write_unaligned(buf);
                         w.add(2).write_unaligned(block as u64);
                     }
@@ -938,7 +950,7 @@ impl SmNb {
         let word = |r: usize, off: usize| {
             // SAFETY: rank `r` stamped `k` (acquired) and `k` is open here, so its buffer is
             // unchanged; the words read (a length at 0, a table entry at `8 * me`) lie
-            // within its `DATA` bytes.
+            // within its `CAP` bytes.
             let w = unsafe { seg.peer_nb(r, k, off, 8) };
             u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
         };
@@ -977,6 +989,19 @@ impl SmNb {
                     // Tell the root we wrote (later if our buffer is in use).
                     return seg.try_post_with(k, |_| {}).then_some(self.copied?);
                 }
+                // Our own block at the first look after our post, while the others write
+                // or post theirs (none of them touches it), as a single-copy gather's root
+                // does, rather than after the last of them.
+                if self.copied.is_none() {
+                    let own = input.is_empty()
+                        || self.own_elsewhere
+                        || (input.len() <= counts[me] && put(out, displs[me], input));
+                    self.copied = Some(if own {
+                        Progress::Done
+                    } else {
+                        Progress::Mismatch
+                    });
+                }
                 let posted = |r: usize| r != me && (1..=GATHERV_MAX).contains(&counts[r]);
                 let writer = |r: usize| r != me && far(counts[r]);
                 if !(0..p)
@@ -985,6 +1010,7 @@ impl SmNb {
                 {
                     return None;
                 }
+                ok &= self.copied == Some(Progress::Done);
                 // A writer whose block lies outside our output wrote nothing.
                 ok &= (0..p)
                     .filter(|&r| writer(r))
@@ -995,11 +1021,8 @@ impl SmNb {
                         ok = false;
                         continue;
                     }
-                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= DATA`.
+                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
                     ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
-                }
-                if !input.is_empty() && !self.own_elsewhere {
-                    ok &= input.len() <= counts[me] && put(out, displs[me], input);
                 }
             }
             SmKind::Scatterv {
@@ -1010,14 +1033,25 @@ impl SmNb {
             } => {
                 let far = |c: usize| self.kind.far_block(p, c);
                 if me == *root {
+                    // Our own block at the first look after our post, while the others read
+                    // theirs (from our input, which we only read too).
+                    if self.copied.is_none() {
+                        let own = out.is_empty()
+                            || self.own_elsewhere
+                            || input
+                                .get(displs[me]..displs[me] + counts[me])
+                                .is_some_and(|b| put(out, 0, b));
+                        self.copied = Some(if own {
+                            Progress::Done
+                        } else {
+                            Progress::Mismatch
+                        });
+                    }
                     // Those that read from our input have stamped once they no longer do.
                     if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
                         return None;
                     }
-                    if !out.is_empty() && !self.own_elsewhere {
-                        let own = input.get(displs[me]..displs[me] + counts[me]);
-                        ok = own.is_some_and(|b| put(out, 0, b));
-                    }
+                    ok = self.copied == Some(Progress::Done);
                 } else if far(out.len()) {
                     if self.copied.is_none() {
                         if !seg.stamped(*root, k) {
