@@ -1596,30 +1596,49 @@ fn nbc_suite(c: &CollComm) {
     assert!(!oxmpi_coll::nbc::progress::progress_pending(), "all done");
 }
 
+/// Two helper threads that advance the light requests (`light::poll_all`) until stopped,
+/// as other threads of an application would.
+struct Pollers {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pollers {
+    fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        oxmpi_coll::nbc::light::poll_all();
+                        std::thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        Pollers { stop, threads }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.threads {
+            h.join().unwrap();
+        }
+    }
+}
+
 /// See [`light_requests_racing_np2`].
 fn light_suite(c: &CollComm) {
     use oxmpi_coll::nbc::light;
     use oxmpi_coll::sched::{OwnedOp, Region};
     use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
     let (p, me) = (c.size as usize, c.rank as usize);
     // A blocking collective makes the segment; the light requests need it.
     let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
     // CMA works between a user's processes: known since the segment was made.
     assert!(seg.is_some_and(|s| s.cma_known()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let helpers: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    light::poll_all();
-                    std::thread::yield_now();
-                }
-            })
-        })
-        .collect();
+    let pollers = Pollers::start();
     let mut order_rng = Rng(0x5eed ^ ((me as u64 + 1) * 0x1234_5678_9abc));
     const N: usize = 13;
     for it in 0..60u64 {
@@ -1840,10 +1859,7 @@ fn light_suite(c: &CollComm) {
             c.barrier().unwrap();
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    for h in helpers {
-        h.join().unwrap();
-    }
+    pollers.stop();
     assert_eq!(light::open(), 0, "every light request ended exactly once");
 }
 
@@ -1854,24 +1870,11 @@ fn phased_suite(c: &CollComm) {
     use oxmpi_coll::nbc::light;
     use oxmpi_coll::sched::{OwnedOp, Region};
     use oxmpi_coll::sm::{Reduction, SmKind, NB_LARGE_MAX};
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
     let (p, me) = (c.size as usize, c.rank as usize);
     // A blocking collective makes the segment; the light requests need it.
     let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
     assert!(seg.is_some(), "the segment exists");
-    let stop = Arc::new(AtomicBool::new(false));
-    let helpers: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    light::poll_all();
-                    std::thread::yield_now();
-                }
-            })
-        })
-        .collect();
+    let pollers = Pollers::start();
     let mut order_rng = Rng(0x9a5e ^ ((me as u64 + 1) * 0x1234_5678_9abc));
     // Items (8 bytes) of every block in one phase: the slot holds one slice of each block.
     let per = NB_LARGE_MAX / p / 8;
@@ -1967,10 +1970,7 @@ fn phased_suite(c: &CollComm) {
             }
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    for h in helpers {
-        h.join().unwrap();
-    }
+    pollers.stop();
     assert_eq!(light::open(), 0, "every light request ended exactly once");
 }
 

@@ -831,18 +831,25 @@ mod tests {
         assert_eq!(c.current(), Mech::Pipe);
     }
 
+    /// A both-ways chooser settled on the receivers' single copy (1 MiB in `pull` ns; the
+    /// pipeline measured at 1 MiB in 175 us), and the clock after it.
+    fn both_ways_on_the_single_copy(pull: u64) -> (Chooser, u64) {
+        let mut c = Chooser::both_ways();
+        let mut t = 1_000u64;
+        settle(&mut c, Mech::Pipe, 175_000, &mut t);
+        settle(&mut c, Mech::Coop, pull, &mut t);
+        assert_eq!(c.current(), Mech::Coop);
+        (c, t)
+    }
+
     /// A bidirectional stream on the receivers' single copy (17 GB/s per direction; the
     /// pipeline measured 6 GB/s): one read interrupted for 22 times its time leaves the
     /// average alone, a lasting slowdown still moves it.
     #[test]
     fn both_ways_ignores_an_interrupted_transfer() {
         let mib = 1 << 20;
-        let (pipe, pull) = (175_000, 61_700);
-        let mut c = Chooser::both_ways();
-        let mut t = 1_000u64;
-        settle(&mut c, Mech::Pipe, pipe, &mut t);
-        settle(&mut c, Mech::Coop, pull, &mut t);
-        assert_eq!(c.current(), Mech::Coop);
+        let pull = 61_700;
+        let (mut c, mut t) = both_ways_on_the_single_copy(pull);
         let steady = c.rates().1;
         for i in 0..40 {
             let ns = if i == 20 { 22 * pull } else { pull };
@@ -867,12 +874,8 @@ mod tests {
     #[test]
     fn both_ways_switch_by_measurement_ends_on_an_unmeasured_transfer() {
         let mib = 1 << 20;
-        let (pipe, pull) = (175_000, 61_700);
-        let mut c = Chooser::both_ways();
-        let mut t = 1_000u64;
-        settle(&mut c, Mech::Pipe, pipe, &mut t);
-        settle(&mut c, Mech::Coop, pull, &mut t);
-        assert_eq!(c.current(), Mech::Coop);
+        let pull = 61_700;
+        let (mut c, mut t) = both_ways_on_the_single_copy(pull);
         // The reads slow down to 2.6 GB/s (not interruptions: 6.5 times their time).
         let mut n = 0;
         while !c.record(Mech::Coop, mib, 400_000, t) {
