@@ -698,7 +698,7 @@ unsafe fn ialltoallv(
     let r = unsafe { laid(rdt, recvbuf, rslots, |_| in_place, |_| true, 1, &mut unpack) };
     let send = send.map(|(sdt, sslots)| {
         // SAFETY: caller contract: sendbuf holds every block until completion.
-        let l = unsafe {
+        unsafe {
             laid(
                 &sdt,
                 sendbuf.cast_mut(),
@@ -708,15 +708,11 @@ unsafe fn ialltoallv(
                 0,
                 &mut unpack,
             )
-        };
-        (l.region, l.counts, l.displs)
+        }
     });
     // SAFETY: caller contract.
     unsafe { ialltoallv_laid(a, comm, (send, r), unpack, request) }
 }
-
-/// One side of an alltoallv as a schedule region with byte counts and displacements.
-type LaidSide = (Region, Vec<usize>, Vec<usize>);
 
 /// An alltoallv/w side of the user's memory whose every block is of a predefined basic
 /// type, as a schedule region ([`laid`]'s contiguous case without a datatype reference or
@@ -761,20 +757,18 @@ fn basic_laid<C: CountArg, D: DispArg>(
 /// # Safety
 /// MPI contract of `MPI_Ialltoallv`: the buffers hold (or have room for) every block until
 /// completion.
-#[allow(clippy::type_complexity)]
 unsafe fn basic_sides<C: CountArg, D: DispArg>(
     sendbuf: *const c_void,
     send: (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
     recvbuf: *mut c_void,
     recv: (*const C, *const D, impl Fn(usize) -> Option<(usize, usize)>),
     n: usize,
-) -> Option<(Option<LaidSide>, Laid)> {
+) -> Option<(Option<Laid>, Laid)> {
     let r = basic_laid(recvbuf, recv, n)?;
     if alg::is_in_place(sendbuf) {
         return Some((None, r));
     }
-    let s = basic_laid(sendbuf.cast_mut(), send, n)?;
-    Some((Some((s.region, s.counts, s.displs)), r))
+    Some((Some(basic_laid(sendbuf.cast_mut(), send, n)?), r))
 }
 
 /// [`ialltoallv`] once both sides are schedule regions (`send` `None`: in place, the data
@@ -785,7 +779,7 @@ unsafe fn basic_sides<C: CountArg, D: DispArg>(
 unsafe fn ialltoallv_laid(
     a: oxmpi_coll::CollComm,
     comm: c_int,
-    (send, mut r): (Option<LaidSide>, Laid),
+    (send, mut r): (Option<Laid>, Laid),
     unpack: Vec<sched::Unpack>,
     request: *mut c_int,
 ) -> MpiResult {
@@ -799,7 +793,7 @@ unsafe fn ialltoallv_laid(
             (0..c.len()).any(|j| j != me && c[j] > max)
         };
         let (input, scounts, sdispls, in_place) = match send {
-            Some((input, c, d)) => (input, c, d, false),
+            Some(l) => (l.region, l.counts, l.displs, false),
             // In place with blocks to move by message: they would be received over blocks
             // still to be sent, so the blocks for the other ranks are set aside first.
             None if by_message(&r.counts) => {
@@ -835,7 +829,7 @@ unsafe fn ialltoallv_laid(
         );
     }
     let (send, sc, sd) = match send {
-        Some(s) => s,
+        Some(l) => (l.region, l.counts, l.displs),
         None => {
             let (send, sc, sd, region, rc) = aside(&a, r.region, r.counts, r.displs.clone());
             (r.region, r.counts) = (region, rc);
@@ -856,7 +850,7 @@ mpi_fn_c! {
         let p = size as usize;
         // Predefined basic types everywhere (the commonest case): byte blocks of the user's
         // buffers straight from the arguments (no type reference, no state lock).
-        let unit = |t: *const c_int| move |i: usize| Some((crate::datatype::predefined_size(*slice_in(t, p, "types").ok()?.get(i)?)?, 1));
+        let unit = |t: *const c_int| { let ts = slice_in(t, p, "types").ok(); move |i: usize| Some((crate::datatype::predefined_size(*ts?.get(i)?)?, 1)) };
         // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.
         if let Some(r) = unsafe { basic_sides(sendbuf, (sendcounts, sdispls, unit(sendtypes)), recvbuf, (recvcounts, rdispls, unit(recvtypes)), p) } {
             // SAFETY: MPI contract of MPI_Ialltoallw, the same blocks in bytes.

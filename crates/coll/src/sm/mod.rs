@@ -104,7 +104,16 @@ use oxmpi_engine::sys::{self, Mapping};
 use oxmpi_engine::CommId;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// This process's id as the posts that let other ranks copy from or into our memory carry
+/// it (cross-memory copies name the process), read once: `std::process::id` is a `getpid`
+/// system call each time, which every such post of a blocking or nonblocking collective
+/// paid.
+pub(crate) fn own_pid() -> u64 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    u64::from(*PID.get_or_init(std::process::id))
+}
 
 /// Largest communicator with a segment.
 const MAX_RANKS: i32 = 64;

@@ -18,11 +18,11 @@
 //! [`SmKind::compute`]) on the blocking buffers.
 
 use super::segment::{trade, Large, Pair, Reduction};
-use super::{Seg, CAP, DATA};
+use super::{own_pid, Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// A reduction as the results are computed with it: `f(in, inout)`, `inout = in ∘ inout`.
 pub type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
@@ -208,15 +208,6 @@ pub enum Rooted {
 /// Words of a [`SmKind::Single`] root's post: pid, buffer address, block length.
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
-
-/// This process's id as the rooted posts carry it ([`SmKind::Single`], a gatherv root's
-/// table), read once: `std::process::id` is a `getpid` system call each time, one per
-/// call of an igather, ibcast or iscatter root whose blocks move by cross-memory copies
-/// otherwise (and of an igatherv root with such blocks).
-fn own_pid() -> u64 {
-    static PID: OnceLock<u32> = OnceLock::new();
-    u64::from(*PID.get_or_init(std::process::id))
-}
 
 /// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
 /// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
@@ -1264,7 +1255,7 @@ unsafe fn put_blocks(
                 // SAFETY: as above, 24 bytes `<= max` (caller contract).
                 unsafe {
                     let w = b.add(off).cast::<u64>();
-                    w.write_unaligned(u64::from(std::process::id()));
+                    w.write_unaligned(own_pid());
                     w.add(1).write_unaligned(src.as_ptr() as u64);
                     w.add(2).write_unaligned(c as u64);
                 }

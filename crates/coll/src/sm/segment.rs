@@ -795,7 +795,7 @@ impl Seg {
                     // stamp it and no longer by anybody for `k - NBUF` (waited above);
                     // `8 * (1 + 2p) <= DATA`.
                     unsafe {
-                        w.write_unaligned(u64::from(std::process::id()));
+                        w.write_unaligned(crate::sm::own_pid());
                         for &r in &writers {
                             let (at, c) = if fits(r, counts[r]) {
                                 (recv.as_ptr() as u64 + displs[r] as u64, counts[r])
@@ -969,7 +969,7 @@ impl Seg {
                     unsafe {
                         base.add(8 * p)
                             .cast::<u64>()
-                            .write_unaligned(u64::from(std::process::id()))
+                            .write_unaligned(crate::sm::own_pid())
                     };
                 }
                 self.stamp(self.rank, k).store(k, Ordering::Release);

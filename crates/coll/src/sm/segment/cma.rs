@@ -116,7 +116,7 @@ impl Seg {
                 return;
             }
             w.write_unaligned(ADDRESSES);
-            w.add(1).write_unaligned(u64::from(std::process::id()));
+            w.add(1).write_unaligned(crate::sm::own_pid());
             w.add(2).write_unaligned(send.as_ptr() as u64);
             w.add(3)
                 .write_unaligned(std::ptr::from_ref(&self.cma).cast::<u8>() as u64);

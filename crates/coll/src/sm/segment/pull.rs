@@ -152,7 +152,7 @@ impl Post {
 /// address and the bytes, then a clear outcome word (`WORDS` words).
 pub(super) fn post_words([input, output, n]: [u64; 3]) -> [u8; 8 * WORDS] {
     let mut post = [0u8; 8 * WORDS];
-    let words = [u64::from(std::process::id()), input, output, n, 0];
+    let words = [crate::sm::own_pid(), input, output, n, 0];
     for (i, w) in words.iter().enumerate() {
         post[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
     }

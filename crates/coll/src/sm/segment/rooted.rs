@@ -52,7 +52,7 @@ impl Seg {
         let k = self.next();
         let probe = std::ptr::from_ref(&self.cma).cast::<u8>() as u64;
         let mut post = [0u8; 16];
-        post[..8].copy_from_slice(&u64::from(std::process::id()).to_ne_bytes());
+        post[..8].copy_from_slice(&crate::sm::own_pid().to_ne_bytes());
         post[8..].copy_from_slice(&probe.to_ne_bytes());
         self.post(k, &post);
         self.wait_all(k);
@@ -119,7 +119,7 @@ impl Seg {
             // and no longer by anybody for `k - NBUF` (waited above); `8 * (HEAD + 2p)`
             // bytes fit it (checked at compile time for the largest communicator).
             unsafe {
-                w.write_unaligned(u64::from(std::process::id()));
+                w.write_unaligned(crate::sm::own_pid());
                 w.add(1).write_unaligned(root_buf as u64);
                 for r in 0..p {
                     let (off, len) = entry(r);
