@@ -1346,8 +1346,9 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
 }
 
 /// Reduce-scatter of a predefined contiguous type whose whole vector fits the
-/// shared-memory segment (a buffer, or the nonblocking large region; on two ranks up to 2 MiB
-/// by cross-memory copies), on the user's buffers: no packed copy, no scratch, no count
+/// shared-memory segment (a buffer, or the nonblocking large region, in phases when the
+/// blocks are `equal` and the vector larger than a slot; on two ranks up to 2 MiB by
+/// cross-memory copies), on the user's buffers: no packed copy, no scratch, no count
 /// vectors. Our block is `mine` items from item `at` of the `total`-item vector. `None`:
 /// the general path decides (other types, NULL buffers, larger vectors, no segment: the
 /// same on every rank for correct arguments) and reports the errors.
@@ -1355,16 +1356,18 @@ fn reduce_scatter_fast(
     c: &Coll,
     dt: &Arc<Datatype>,
     r: alg::ReduceArgs<()>,
-    (at, mine, total): (usize, usize, usize),
+    (at, mine, total, equal): (usize, usize, usize, bool),
 ) -> Option<MpiResult> {
     let s = dt.size;
     let bytes = total.checked_mul(s)?;
     // Small vectors through the segment's buffers; larger ones on two ranks by cross-memory
-    // copies, on more through the segment's nonblocking large region.
+    // copies, on more through the segment's nonblocking large region (equal blocks of a
+    // vector larger than a slot: in phases).
+    let phased = c.size > 2 && equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
     let fits = if c.size == 2 {
         bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
     } else {
-        bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes)
+        bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes) || phased
     };
     if !dt.predefined || !dt.is_contiguous() || bytes == 0 || !fits {
         return None;
@@ -1392,7 +1395,12 @@ fn reduce_scatter_fast(
     };
     let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
     let fc = (&f, red.commutative());
-    match select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), fc) {
+    let done = if phased {
+        select::reduce_scatter_phased(&c.alg(), send, buf, (mine * s, s), &f)
+    } else {
+        select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), fc)
+    };
+    match done {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
         Err(e) => Some(Err(alg::err(r.comm)(e))),
@@ -1407,7 +1415,7 @@ mpi_fn_c! {
         let (me, n) = (c.rank as usize, c.size as usize);
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
         let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
-        if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total))) {
+        if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total, true))) {
             return r;
         }
         reduce_scatter(&c, &dt, args.with_count(&vec![k; n]))
@@ -1421,8 +1429,10 @@ mpi_fn_c! {
         let (c, dt) = coll_dt(comm, datatype)?;
         let (me, n) = (c.rank as usize, c.size as usize);
         let raw = slice_in(recvcounts, n, "recvcounts")?;
-        // Our block's first item, its items and the vector's (no count vector yet).
+        // Our block's first item, its items and the vector's (no count vector yet), and
+        // whether all blocks are alike.
         let (mut at, mut mine, mut total) = (0usize, 0usize, Some(0usize));
+        let equal = raw.iter().all(|&k| k == raw[0]);
         for (i, &k) in raw.iter().enumerate() {
             let k = check_count(k)?;
             if i < me {
@@ -1433,7 +1443,7 @@ mpi_fn_c! {
             total = total.and_then(|t| t.checked_add(k));
         }
         let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
-        if let Some(r) = total.and_then(|total| reduce_scatter_fast(&c, &dt, args, (at, mine, total))) {
+        if let Some(r) = total.and_then(|total| reduce_scatter_fast(&c, &dt, args, (at, mine, total, equal))) {
             return r;
         }
         let counts = raw.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;

@@ -356,6 +356,18 @@ fn phased_reduce_scatter_np4() {
     run(4, "phased", &[]);
 }
 
+/// Blocking reduce-scatters of equal blocks whose vector is larger than a slot of the
+/// nonblocking large region, as the C library's fast path runs them
+/// (`select::reduce_scatter_phased`, [`blocking_phased_suite`]).
+#[test]
+fn blocking_phased_reduce_scatter_np3() {
+    run(3, "blocking_phased", &[]);
+}
+#[test]
+fn blocking_phased_reduce_scatter_np4() {
+    run(4, "blocking_phased", &[]);
+}
+
 #[test]
 fn persistent_schedules_np3() {
     run(3, "persistent", &[]);
@@ -412,6 +424,10 @@ fn rank_entry() {
         "phased" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             phased_suite(&w);
+        }
+        "blocking_phased" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            blocking_phased_suite(&w);
         }
         "nbc-reduce" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1860,6 +1876,101 @@ fn light_suite(c: &CollComm) {
         }
     }
     pollers.stop();
+    assert_eq!(light::open(), 0, "every light request ended exactly once");
+}
+
+/// See [`blocking_phased_reduce_scatter_np3`]: reduce-scatters of equal blocks of 8-byte
+/// items under the non-commutative `affine`, vectors of 1 to 4 slots (2 to 5 phases, the
+/// last one shorter unless a multiple; odd item counts, so that a phase split in bytes
+/// rather than whole items would cut items), in place and out of place, each block the
+/// rank-order fold of the ranks' blocks; they run through the segment (not the ring), out
+/// of place the input is left alone, and vectors of one slot or more than
+/// `sm::RS_PHASED_MAX` are declined on every rank. A nonblocking allreduce through the same
+/// slots is left outstanding across some of them: the blocking call runs it meanwhile.
+fn blocking_phased_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::{OwnedOp, Region};
+    use oxmpi_coll::sm::{self, Reduction, SmKind, NB_LARGE_MAX, RS_PHASED_MAX};
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let f = |x: &[u8], y: &mut [u8]| affine(x, y);
+    // A blocking collective makes the segment; the light requests need it.
+    assert!(
+        sm::get(c, Coll::Allreduce).unwrap().is_some(),
+        "the segment exists"
+    );
+    // Declined on every rank, nothing done: one slot, and more than the phased maximum.
+    for block in [NB_LARGE_MAX / p / 8 * 8, (RS_PHASED_MAX / p / 8 + 1) * 8] {
+        let mut buf = vec![0u8; block];
+        let send = vec![0u8; block * p];
+        let done = select::reduce_scatter_phased(c, Some(&send), &mut buf, (block, 8), &f);
+        assert!(!done.unwrap(), "block {block}: not phased");
+    }
+    for it in 0..8u64 {
+        let mut rng = Rng(it * 7 + 3);
+        let items = NB_LARGE_MAX / p / 8 * (1 + rng.below(4)) + 1 + 2 * rng.below(4096);
+        let block = 8 * items;
+        let in_place = it % 2 == 1;
+        let t = it + 900;
+        let xs: Vec<_> = (0..p).map(|r| contrib(block * p, t, r, 13)).collect();
+        let blocks: Vec<_> = xs
+            .iter()
+            .map(|x| x[me * block..][..block].to_vec())
+            .collect();
+        let want = fold(&affine, &blocks);
+        // Every fourth call with an allreduce through the slots outstanding.
+        let mut ar = (it % 4 == 0).then(|| {
+            let n = 65_536;
+            let xs: Vec<_> = (0..p).map(|r| contrib(n, t, r, 14)).collect();
+            let mut out = contrib(n, t, me, 14);
+            let seg = sm::existing(c).expect("the segment exists");
+            let i = light::claim().expect("a free slot");
+            let op = OwnedOp {
+                f: Box::new(affine),
+                elem_size: 8,
+                commutative: false,
+            };
+            let io = (
+                Region::Raw(out.as_mut_ptr(), n),
+                Region::Raw(out.as_mut_ptr(), n),
+            );
+            let red = Reduction::Allreduce;
+            // SAFETY: `out` lives until the request ended (waited below; moving it into the
+            // tuple does not move its heap buffer).
+            let ended =
+                unsafe { light::start(i, c, (seg, SmKind::Large { red }), io, Some(op), 7) };
+            (ended.is_none().then_some(i), out, fold(&affine, &xs))
+        });
+        let (sm0, ring0) = (runs(Alg::SmReduceScatter), runs(Alg::ReduceScatterRing));
+        let x = xs[me].clone();
+        let what = format!("block {block}, in place {in_place}");
+        let mut buf = if in_place {
+            x.clone()
+        } else {
+            vec![0xa5; block]
+        };
+        let send = (!in_place).then_some(&x[..]);
+        let done = select::reduce_scatter_phased(c, send, &mut buf, (block, 8), &f).unwrap();
+        assert!(done, "{what}: phased");
+        assert!(buf[..block] == want[..], "{what}: our block of the result");
+        assert_eq!(x, xs[me], "{what}: the input left alone");
+        assert_eq!(
+            runs(Alg::SmReduceScatter) - sm0,
+            1,
+            "{what}: on the segment"
+        );
+        assert_eq!(runs(Alg::ReduceScatterRing), ring0, "{what}: not the ring");
+        if let Some((slot, out, want)) = ar.take() {
+            while let Some(i) = slot {
+                if let Some(r) = light::test(i) {
+                    r.unwrap();
+                    break;
+                }
+                light::poll_all();
+            }
+            assert!(out == want, "allreduce outstanding across {what}");
+        }
+    }
     assert_eq!(light::open(), 0, "every light request ended exactly once");
 }
 

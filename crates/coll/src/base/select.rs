@@ -686,6 +686,41 @@ fn reduce_scatter_large(
     Ok(true)
 }
 
+/// Reduce-scatter of equal blocks of `block` bytes (whole `elem`-byte elements) on the
+/// caller's memory, no copy: `send` is our whole contribution (`None`: in place, it starts
+/// `buf`), our block of the result goes to `buf[..block]`. On more than 2 ranks, for
+/// vectors larger than `coll_sm_nonblocking_large_max` up to [`sm::RS_PHASED_MAX`], through
+/// the segment's nonblocking large region in phases ([`sm::Seg::reduce_scatter_phased`]:
+/// each rank copies its vector once and reads the others' slices where they are, where the
+/// ring moves each block `p - 1` times, each a handoff to a neighbour that may have to be
+/// scheduled first). False (nothing done, on every rank alike) when it does not apply, for
+/// the caller to take [`reduce_scatter`].
+pub fn reduce_scatter_phased(
+    a: &CollComm,
+    send: Option<&[u8]>,
+    buf: &mut [u8],
+    (block, elem): (usize, usize),
+    f: &dyn Fn(&[u8], &mut [u8]),
+) -> Result<bool> {
+    let Some(total) = block.checked_mul(a.size as usize) else {
+        return Ok(false);
+    };
+    if !sm::phased_fits(a, total) {
+        return Ok(false);
+    }
+    let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
+        return Ok(false);
+    };
+    if !seg.reduce_scatter_phased(send, buf, (block, elem), f, &progress_nb) {
+        return Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Count,
+            "reduce_scatter: buffers shorter than the blocks",
+        ));
+    }
+    count(a.shadow, Alg::SmReduceScatter);
+    Ok(true)
+}
+
 /// Alltoallv: block `j` of `send` (`scounts[j]` bytes at `sdispls[j]`) goes to rank `j`,
 /// block `j` of `recv` (`rcounts[j]` bytes at `rdispls[j]`) comes from rank `j`. Through
 /// the segment when every rank's blocks fit one buffer (every rank learns it there:

@@ -237,11 +237,17 @@ pub fn existing_large(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
 /// ranks, when an earlier collective made it and the large region is on
 /// (`coll_sm_nonblocking_large_max` not 0). Every rank gets the same answer.
 pub fn existing_large_phased(a: &CollComm, bytes: usize) -> Option<Arc<Seg>> {
+    phased_fits(a, bytes).then(|| existing(a)).flatten()
+}
+
+/// Whether a reduce-scatter of equal blocks whose vector has `bytes` bytes goes through the
+/// segment's nonblocking large region in phases ([`Reduction::ReduceScatterBlock`]): on more
+/// than 2 ranks, larger than `coll_sm_nonblocking_large_max` (not 0) up to
+/// [`RS_PHASED_MAX`]. The same answer on every rank.
+pub fn phased_fits(a: &CollComm, bytes: usize) -> bool {
     let max = params::nonblocking_large_max();
     let on = a.size > 2 && max > 0 && params::nonblocking();
-    (on && bytes > max.max(DATA) && bytes <= RS_PHASED_MAX)
-        .then(|| existing(a))
-        .flatten()
+    on && bytes > max.max(DATA) && bytes <= RS_PHASED_MAX
 }
 
 /// The segment for a nonblocking reduction (`red`) of `bytes` bytes (more than a buffer) on

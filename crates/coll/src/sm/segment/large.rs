@@ -495,6 +495,41 @@ impl Seg {
         unsafe { self.large_blocking(red, (input, total), (out, len), (f, 1), poll) }
     }
 
+    /// Reduce-scatter of `p` equal blocks of `block` bytes (whole `elem`-byte elements; the
+    /// vector larger than a slot, at most [`RS_PHASED_MAX`]) through the nonblocking large
+    /// region in phases ([`Reduction::ReduceScatterBlock`]), blocking: `send` is our whole
+    /// contribution (`None`: in place, it starts `buf`), our block of the result goes to
+    /// `buf[..block]`; `f` computes `inout = in ∘ inout`. Each rank copies its vector into
+    /// its slot once, a slice of every block per phase, and folds its block's slices out of
+    /// every slot, where the ring sends every block `p - 1` times, each a handoff to a
+    /// neighbour. A collective of the nonblocking sequence as
+    /// [`Seg::reduce_scatter_large`]; false (nothing computed) for lengths that do not fit
+    /// (the same on every rank).
+    pub fn reduce_scatter_phased(
+        &self,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (block, elem): (usize, usize),
+        f: Fold<'_>,
+        poll: &dyn Fn(),
+    ) -> bool {
+        let Some(total) = block.checked_mul(self.size) else {
+            return false;
+        };
+        if send.map_or(buf.len(), <[u8]>::len) < total || buf.len() < block {
+            return false;
+        }
+        // In place both come from `buf`'s one pointer.
+        let out = buf.as_mut_ptr();
+        let input = send.map_or(out.cast_const(), <[u8]>::as_ptr);
+        let red = Reduction::ReduceScatterBlock { block };
+        // SAFETY: `input` holds `total` bytes and `buf` has room for `block` (checked); in
+        // place the input is `buf` itself, whose slice `c` of block 0 is copied into our
+        // slot before our result's slice `c` is written (`rs_block_step`); every rank
+        // reduces the same blocks (MPI's counts).
+        unsafe { self.large_blocking(red, (input, total), (out, block), (f, elem), poll) }
+    }
+
     /// Allreduce of `dst.len()` bytes (at most [`NB_LARGE_MAX`]) through the nonblocking
     /// large region, blocking: `src` is our contribution (`None`: in place, it is `dst`),
     /// `dst` gets the result; `f` computes `inout = in ∘ inout` on whole elements of `elem`
