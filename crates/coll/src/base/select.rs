@@ -875,14 +875,11 @@ fn seg_scatterv(
     a.check_vec_len(counts, displs)?;
     crate::base::helpers::check_blocks(send.len(), counts, displs)?;
     let me = root as usize;
-    if let Some(r) = recv {
-        if r.len() < counts[me] {
-            return Err(crate::arg_err(
-                oxmpi_engine::ErrorClass::Truncate,
-                "root's receive buffer is smaller than its block",
-            ));
-        }
-        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
+        return Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            "root's receive buffer is smaller than its block",
+        ));
     }
     let mut reqs = Vec::new();
     for r in rest {
@@ -895,6 +892,10 @@ fn seg_scatterv(
                 return Err(e);
             }
         }
+    }
+    // Our own block once the messages are out (their receivers read while we copy).
+    if let Some(r) = recv {
+        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
     }
     a.waitall(&reqs, "scatterv")
 }
