@@ -414,16 +414,16 @@ pub fn gather(
     if (0..a.size).contains(&root) {
         if let Some(seg) = single_copy(a, Coll::Gather, block)? {
             count(a.shadow, Alg::SmGather);
-            let side = if at_root {
-                let all = &mut recv[..p * block];
-                if let Some(s) = send {
-                    all[me * block..(me + 1) * block].copy_from_slice(&s[..block]);
-                }
-                Side::Write(&[])
-            } else {
-                Side::Write(send.unwrap_or_default())
-            };
             let at = recv.as_ptr();
+            let side = match send {
+                // Copied once the root's post is out, while the others write theirs (none
+                // of them into our block).
+                Some(s) if at_root => {
+                    Side::Own(&s[..block], &mut recv[me * block..(me + 1) * block])
+                }
+                None if at_root => Side::Write(&[]),
+                _ => Side::Write(send.unwrap_or_default()),
+            };
             let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
             return single_copy_done(r, "gather");
         }
@@ -467,10 +467,10 @@ pub fn scatter(
         if let Some(seg) = single_copy(a, Coll::Scatter, block)? {
             count(a.shadow, Alg::SmScatter);
             let side = match recv {
+                // Copied once the root's post is out, while the others read theirs.
                 Some(r) if a.rank == root => {
                     let me = root as usize;
-                    r[..block].copy_from_slice(&send[me * block..(me + 1) * block]);
-                    Side::Read(&mut [])
+                    Side::Own(&send[me * block..(me + 1) * block], &mut r[..block])
                 }
                 Some(r) => Side::Read(r),
                 None => Side::Read(&mut []),
