@@ -414,16 +414,16 @@ pub fn gather(
     if (0..a.size).contains(&root) {
         if let Some(seg) = single_copy(a, Coll::Gather, block)? {
             count(a.shadow, Alg::SmGather);
-            let side = if at_root {
-                let all = &mut recv[..p * block];
-                if let Some(s) = send {
-                    all[me * block..(me + 1) * block].copy_from_slice(&s[..block]);
-                }
-                Side::Write(&[])
-            } else {
-                Side::Write(send.unwrap_or_default())
-            };
             let at = recv.as_ptr();
+            let side = match send {
+                // Copied once the root's post is out, while the others write theirs (none
+                // of them into our block).
+                Some(s) if at_root => {
+                    Side::Own(&s[..block], &mut recv[me * block..(me + 1) * block])
+                }
+                None if at_root => Side::Write(&[]),
+                _ => Side::Write(send.unwrap_or_default()),
+            };
             let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
             return single_copy_done(r, "gather");
         }
@@ -467,10 +467,10 @@ pub fn scatter(
         if let Some(seg) = single_copy(a, Coll::Scatter, block)? {
             count(a.shadow, Alg::SmScatter);
             let side = match recv {
+                // Copied once the root's post is out, while the others read theirs.
                 Some(r) if a.rank == root => {
                     let me = root as usize;
-                    r[..block].copy_from_slice(&send[me * block..(me + 1) * block]);
-                    Side::Read(&mut [])
+                    Side::Own(&send[me * block..(me + 1) * block], &mut r[..block])
                 }
                 Some(r) => Side::Read(r),
                 None => Side::Read(&mut []),
@@ -910,14 +910,11 @@ fn seg_scatterv(
     a.check_vec_len(counts, displs)?;
     crate::base::helpers::check_blocks(send.len(), counts, displs)?;
     let me = root as usize;
-    if let Some(r) = recv {
-        if r.len() < counts[me] {
-            return Err(crate::arg_err(
-                oxmpi_engine::ErrorClass::Truncate,
-                "root's receive buffer is smaller than its block",
-            ));
-        }
-        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
+        return Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            "root's receive buffer is smaller than its block",
+        ));
     }
     let mut reqs = Vec::new();
     for r in rest {
@@ -930,6 +927,10 @@ fn seg_scatterv(
                 return Err(e);
             }
         }
+    }
+    // Our own block once the messages are out (their receivers read while we copy).
+    if let Some(r) = recv {
+        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
     }
     a.waitall(&reqs, "scatterv")
 }

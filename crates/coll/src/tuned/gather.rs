@@ -201,14 +201,11 @@ impl CollComm {
         self.check_vec_len(counts, displs)?;
         check_blocks(send.len(), counts, displs)?;
         let r = root as usize;
-        if let Some(recv) = recv {
-            if recv.len() < counts[r] {
-                return Err(arg_err(
-                    ErrorClass::Truncate,
-                    "root's receive buffer is smaller than its block",
-                ));
-            }
-            recv[..counts[r]].copy_from_slice(&send[displs[r]..displs[r] + counts[r]]);
+        if recv.as_ref().is_some_and(|recv| recv.len() < counts[r]) {
+            return Err(arg_err(
+                ErrorClass::Truncate,
+                "root's receive buffer is smaller than its block",
+            ));
         }
         let mut reqs = Vec::new();
         for i in (0..self.size).filter(|&i| i != root) {
@@ -223,6 +220,11 @@ impl CollComm {
                     return Err(e);
                 }
             }
+        }
+        // Our own block once the sends are out: a receiver reads its large block (the
+        // rendezvous) while we copy ours, rather than after.
+        if let Some(recv) = recv {
+            recv[..counts[r]].copy_from_slice(&send[displs[r]..displs[r] + counts[r]]);
         }
         self.waitall(&reqs, "scatter")
     }

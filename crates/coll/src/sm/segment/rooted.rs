@@ -34,6 +34,10 @@ pub enum Side<'a> {
     Read(&'a mut [u8]),
     /// This block into the root's buffer (gather).
     Write(&'a [u8]),
+    /// At the root of a gather or scatter out of place: its own block, copied from the
+    /// first slice into the second once its post is out, while the others copy theirs
+    /// (neither slice is a part of the root's buffer that another rank copies).
+    Own(&'a [u8], &'a mut [u8]),
 }
 
 impl Seg {
@@ -99,7 +103,7 @@ impl Seg {
     /// documentation); call only for blocks of at most [`Seg::single_copy_max`] bytes. At the root, `root_buf`
     /// is its buffer (the send buffer of a bcast or scatter, the receive buffer of a
     /// gather) and `entry(r)` the offset and length of rank `r`'s block in it; it copies
-    /// nothing itself. Elsewhere `mine` is the rank's side of the copy. A block longer than
+    /// only its own block ([`Side::Own`]), between its post and its wait. Elsewhere `mine` is the rank's side of the copy. A block longer than
     /// its receiving side is not copied (`Ok(Some(n))`: the block's length); an error when a
     /// copy failed (a buffer outside the process's memory). Every rank marks the collective
     /// done either way, so none is left waiting.
@@ -128,6 +132,10 @@ impl Seg {
                 }
             }
             self.stamp(self.rank, k).store(k, Ordering::Release);
+            // Our own block while the others copy theirs, rather than before our post.
+            if let Side::Own(src, dst) = mine {
+                dst.copy_from_slice(src);
+            }
             // Our buffer is read or written by the others until they are done.
             for r in (0..p).filter(|&r| r != root) {
                 self.wait_word(self.seq_word(r), k);
@@ -160,6 +168,8 @@ impl Seg {
             },
             Side::Read(_) => Ok(Some(len)),
             Side::Write(blk) => Ok(Some(blk.len())),
+            // Only the root has an own block to copy.
+            Side::Own(..) => Ok(Some(len)),
         };
         self.finish(k);
         r
