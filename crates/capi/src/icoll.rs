@@ -202,6 +202,36 @@ fn iallgatherv_basic<C: CountArg, D: DispArg>(
     }
     let cs = slice_in(recvcounts, p, "counts").ok()?;
     let ds = slice_in(displs, p, "displs").ok()?;
+    // Every block as long as ours and right after the one before: an iallgather's layout,
+    // whose blocks are one length (nothing allocated). Every rank posts its block alike
+    // whichever kind it reads with, so ranks whose displacements differ may choose apart.
+    let c: i64 = cs.get(me)?.to_owned().into();
+    let regular = cs.iter().zip(ds).enumerate().all(|(i, (&k, &d))| {
+        k.into() == c && Some(d.aint()) == (i as isize).checked_mul(c as isize)
+    });
+    if regular && c > 0 {
+        let own = usize::try_from(c).ok()?.checked_mul(size)?;
+        let out = recvbuf.cast::<u8>();
+        if let Some(seg) = shared_seg(a, own) {
+            if in_place
+                || (!sendbuf.is_null() && crate::coll::basic_bytes(sendcount, sendtype)? == own)
+            {
+                let input = if in_place {
+                    Region::Raw(out.wrapping_add(me * own), own)
+                } else {
+                    Region::Raw(sendbuf.cast_mut().cast(), own)
+                };
+                // `own * p` does not overflow: a buffer holds `own` bytes.
+                return Some((
+                    seg,
+                    SmKind::Allgather { block: own },
+                    input,
+                    Region::Raw(out, own * p),
+                ));
+            }
+            return None;
+        }
+    }
     let (mut counts, mut offs) = (Vec::with_capacity(p), Vec::with_capacity(p));
     let (mut most, mut end) = (0usize, 0usize);
     for (&c, &d) in cs.iter().zip(ds) {
