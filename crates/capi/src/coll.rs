@@ -189,7 +189,7 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 /// from the lock-free size cache (`p2p::predefined_size`): the small collectives' fast
 /// paths need no datatype reference. `None` for other types and negative counts.
 #[inline]
-fn basic_bytes(count: i64, t: c_int) -> Option<usize> {
+pub(crate) fn basic_bytes(count: i64, t: c_int) -> Option<usize> {
     usize::try_from(count)
         .ok()?
         .checked_mul(crate::p2p::predefined_size(t)?)

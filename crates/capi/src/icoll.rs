@@ -149,6 +149,121 @@ fn allgather_kind(
     }
 }
 
+/// The blocks of an iallgather or ialltoall of predefined basic types (`blocks` blocks a
+/// rank posts: 1 or `p`) when they fit a buffer of the segment: the block's bytes, the
+/// input (in place: our part of the receive buffer, `own` bytes in) and the output as the
+/// caller's memory, with no datatype reference taken (`crate::coll::basic_bytes`, the
+/// lock-free size cache, as the blocking fast paths). `None` (the general path, which also
+/// reports the errors) for other types, empty or NULL buffers, blocks of different sizes,
+/// or data too large for a buffer.
+fn basic_seg(
+    a: &oxmpi_coll::CollComm,
+    (sendbuf, sendcount, sendtype): (*const c_void, i64, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, i64, c_int),
+    (blocks, own): (usize, usize),
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, usize, Region, Region)> {
+    let in_place = alg::is_in_place(sendbuf);
+    let b = crate::coll::basic_bytes(recvcount, recvtype)?;
+    if b == 0
+        || recvbuf.is_null()
+        || (!in_place && (sendbuf.is_null() || crate::coll::basic_bytes(sendcount, sendtype)? != b))
+    {
+        return None;
+    }
+    let posted = b.checked_mul(blocks)?;
+    let seg = shared_seg(a, posted)?;
+    let p = a.size as usize;
+    let at = recvbuf.cast::<u8>();
+    let input = if in_place {
+        Region::Raw(at.wrapping_add(own * b), posted)
+    } else {
+        Region::Raw(sendbuf.cast_mut().cast(), posted)
+    };
+    // `b * p` does not overflow: a buffer holds `b` bytes (`blocks` is 1 or `p`).
+    Some((seg, b, input, Region::Raw(at, b * p)))
+}
+
+/// An iallgatherv of predefined basic types on the segment ([`allgather_seg`]): the
+/// collective, our contribution and the output as the caller's memory, with no datatype
+/// reference taken and no list of slots made (block `i`: `counts[i]` items at `displs[i]`,
+/// in bytes). `None` (the general path, which also reports the errors) for other types,
+/// NULL arrays or buffers, negative counts or displacements, an empty block of ours, a
+/// send block whose size differs from ours, or blocks too large for the segment.
+fn iallgatherv_basic<C: CountArg, D: DispArg>(
+    a: &oxmpi_coll::CollComm,
+    (sendbuf, sendcount, sendtype): (*const c_void, i64, c_int),
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const C, *const D, c_int),
+) -> Option<(Arc<oxmpi_coll::sm::Seg>, SmKind, Region, Region)> {
+    let in_place = alg::is_in_place(sendbuf);
+    let size = crate::coll::basic_bytes(1, recvtype)?;
+    let (p, me) = (a.size as usize, a.rank as usize);
+    if size == 0 || recvbuf.is_null() || recvcounts.is_null() || displs.is_null() {
+        return None;
+    }
+    let cs = slice_in(recvcounts, p, "counts").ok()?;
+    let ds = slice_in(displs, p, "displs").ok()?;
+    // Every block as long as ours and right after the one before: an iallgather's layout,
+    // whose blocks are one length (nothing allocated). Every rank posts its block alike
+    // whichever kind it reads with, so ranks whose displacements differ may choose apart.
+    let c: i64 = cs.get(me)?.to_owned().into();
+    let regular = cs.iter().zip(ds).enumerate().all(|(i, (&k, &d))| {
+        k.into() == c && Some(d.aint()) == (i as isize).checked_mul(c as isize)
+    });
+    if regular && c > 0 {
+        let own = usize::try_from(c).ok()?.checked_mul(size)?;
+        let out = recvbuf.cast::<u8>();
+        if let Some(seg) = shared_seg(a, own) {
+            if in_place
+                || (!sendbuf.is_null() && crate::coll::basic_bytes(sendcount, sendtype)? == own)
+            {
+                let input = if in_place {
+                    Region::Raw(out.wrapping_add(me * own), own)
+                } else {
+                    Region::Raw(sendbuf.cast_mut().cast(), own)
+                };
+                // `own * p` does not overflow: a buffer holds `own` bytes.
+                return Some((
+                    seg,
+                    SmKind::Allgather { block: own },
+                    input,
+                    Region::Raw(out, own * p),
+                ));
+            }
+            return None;
+        }
+    }
+    let (mut counts, mut offs) = (Vec::with_capacity(p), Vec::with_capacity(p));
+    let (mut most, mut end) = (0usize, 0usize);
+    for (&c, &d) in cs.iter().zip(ds) {
+        let n = usize::try_from(c.into()).ok()?.checked_mul(size)?;
+        let off = if n == 0 {
+            0
+        } else {
+            usize::try_from(d.aint()).ok()?.checked_mul(size)?
+        };
+        most = most.max(n);
+        end = end.max(off.checked_add(n)?);
+        counts.push(n);
+        offs.push(off);
+    }
+    let (own, at) = (counts[me], offs[me]);
+    if own == 0
+        || (!in_place
+            && (sendbuf.is_null() || crate::coll::basic_bytes(sendcount, sendtype)? != own))
+    {
+        return None;
+    }
+    let (seg, far) = allgather_seg(a, most)?;
+    let out = recvbuf.cast::<u8>();
+    let input = if in_place {
+        Region::Raw(out.wrapping_add(at), own)
+    } else {
+        Region::Raw(sendbuf.cast_mut().cast(), own)
+    };
+    let kind = allgather_kind(me, (counts, offs), in_place, far);
+    Some((seg, kind, input, Region::Raw(out, end)))
+}
+
 fn truncated(comm: c_int, what: &str) -> MpiError {
     MpiError::new(
         MPI_ERR_TRUNCATE,
@@ -396,6 +511,11 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgather(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
         let p = size as usize;
+        // Predefined types through the buffers: the caller's bytes, no datatype looked up,
+        // the blocks as one length (no counts and offsets to allocate).
+        if let Some((seg, b, input, output)) = basic_seg(&a, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), (1, rank as usize)) {
+            return start_shared(comm, &a, (seg, SmKind::Allgather { block: b }), (input, output), None, Vec::new(), request);
+        }
         let in_place = alg::is_in_place(sendbuf);
         let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
@@ -428,6 +548,11 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ialltoall(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvSpec { buf: recvbuf, count: i64::from(recvcount), datatype: recvtype }, request); }
         let (a, _, size) = comm_info(comm)?;
         let p = size as usize;
+        // Predefined types through the buffers: the caller's bytes, no datatype looked up
+        // (in place the whole receive buffer is the input).
+        if let Some((seg, b, input, output)) = basic_seg(&a, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcount.into(), recvtype), (p, 0)) {
+            return start_shared(comm, &a, (seg, SmKind::Alltoall { block: b }), (input, output), None, Vec::new(), request);
+        }
         let in_place = alg::is_in_place(sendbuf);
         let (rdt, rc) = checked(recvbuf, recvcount, recvtype, p, comm)?;
         let b = rc * rdt.size;
@@ -598,6 +723,10 @@ mpi_fn_c! {
     fn PMPI_Iallgatherv / "MPI_Iallgatherv", PMPI_Iallgatherv_c / "MPI_Iallgatherv_c" (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int, request: *mut c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::iallgatherv_c(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::RecvV { buf: recvbuf, counts: crate::intercoll::Counts::of(recvcounts), displs: crate::intercoll::Displs::of(displs), datatype: recvtype }, request); }
         let (a, rank, size) = comm_info(comm)?;
+        // Predefined types: the caller's bytes, no datatype looked up.
+        if let Some((seg, kind, input, output)) = iallgatherv_basic(&a, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcounts, displs, recvtype)) {
+            return start_shared(comm, &a, (seg, kind), (input, output), None, Vec::new(), request);
+        }
         let in_place = alg::is_in_place(sendbuf);
         let rdt = dtype(recvtype, comm)?;
         let slots = layout(recvcounts, displs, size as usize, comm)?;

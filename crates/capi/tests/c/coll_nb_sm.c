@@ -358,6 +358,22 @@ static void check_moves(int round) {
                 }
                 holes_ok(e, v, tot + 1);
                 free(v);
+                /* iallgatherv laid out as an iallgather (n items each, back to back) on rank 0,
+                 * and on the others for every other (count, type, in place) case, the blocks in
+                 * reverse rank order there otherwise: each rank reads with its own layout */
+                int rev = rank != 0 && (c + e + inplace) % 2;
+                for (int j = 0; j < size; j++) { cnt[j] = n; dsp[j] = (rev ? size - 1 - j : j) * n; }
+                v = mbuf(e, n * size);
+                for (int k = 0; k < n; k++) {
+                    mset(e, s, k, bval(rank, k, round + 3));
+                    if (inplace) mset(e, v, dsp[rank] + k, bval(rank, k, round + 3));
+                }
+                CHECK_RC(MPI_Iallgatherv(inplace ? MPI_IN_PLACE : s, n, t, v, cnt, dsp, t, MPI_COMM_WORLD, &rq));
+                CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                for (int j = 0; j < size; j++)
+                    for (int k = 0; k < n; k++) CHECK(mget(e, v, dsp[j] + k) == as_byte(e, bval(j, k, round + 3)));
+                holes_ok(e, v, n * size);
+                free(v);
                 free(cnt);
                 free(dsp);
                 /* iscatter */

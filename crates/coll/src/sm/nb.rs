@@ -55,8 +55,8 @@ pub enum SmKind {
         /// Bytes per block.
         block: usize,
     },
-    /// `MPI_Allgather` (blocking only): input our block, output `size` blocks (our own
-    /// too, as for allgatherv).
+    /// `MPI_Allgather`, and `MPI_Iallgather` of predefined types: input our block, output
+    /// `size` blocks (our own too, as for allgatherv), no counts or offsets to allocate.
     Allgather {
         /// Bytes per block.
         block: usize,
