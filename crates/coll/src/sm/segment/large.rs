@@ -10,13 +10,15 @@
 //! * reduce: every rank but the root posts and is done at once; the root folds every
 //!   contribution into its result (its own from its input; in place below the last rank
 //!   it posts too, since its result overwrites its input first);
-//! * exclusive scan: every rank but the last posts; each folds the ranks below its own;
-//! * inclusive scan: a chain, chunk by chunk ([`SCAN_CHUNK`]): rank 0 posts its vector,
-//!   rank `r > 0` folds chunk `c` of rank `r - 1`'s prefix (its slot) with its own vector
-//!   into its result once that rank has counted `c` among its published chunks (the first
-//!   word of its nonblocking buffer of the collective), and below the last rank copies it
-//!   into its slot and counts it: `p - 1` folds in all, where every rank folding the ranks
-//!   up to its own made `p (p - 1) / 2` (np=8, 1 MiB, oversubscribed: measured faster);
+//! * exclusive scan, and inclusive below [`SCAN_CHAIN_MIN`]: every rank but the last
+//!   posts; each folds the ranks below its own (up to its own when inclusive);
+//! * inclusive scan from [`SCAN_CHAIN_MIN`]: a chain, chunk by chunk ([`SCAN_CHUNK`]):
+//!   rank 0 posts its vector, rank `r > 0` folds chunk `c` of rank `r - 1`'s prefix (its
+//!   slot) with its own vector into its result once that rank has counted `c` among its
+//!   published chunks (the first word of its nonblocking buffer of the collective), and
+//!   below the last rank copies it into its slot and counts it: `p - 1` folds in all,
+//!   where every rank folding the ranks up to its own made `p (p - 1) / 2` (np=8, 1 MiB,
+//!   oversubscribed: measured faster);
 //! * reduce-scatter: every rank posts and folds its block of every slot into its result;
 //!   one of equal blocks ([`Reduction::ReduceScatterBlock`]) whose vector is larger than a
 //!   slot (up to [`RS_PHASED_MAX`]) goes in phases, each the same slice of every block
@@ -46,6 +48,10 @@ pub const NB_LARGE_MAX: usize = 1 << 20;
 /// Chunk of an inclusive scan's chain through the large region (whole elements of it): a
 /// rank passes its prefix on chunk by chunk, as the blocking chain scan's segments.
 const SCAN_CHUNK: usize = crate::tune::SCAN_SEGMENT;
+/// Smallest vector of an inclusive scan that runs as a chain, as the blocking scan's
+/// (smaller ones: every rank folds the ranks up to its own, no rank waiting for another's
+/// fold; np=4 8 KiB measured no faster as a chain).
+const SCAN_CHAIN_MIN: usize = crate::tune::SCAN_CHAIN_MIN;
 
 /// Offset of the nonblocking large region in the segment of `size` ranks: after the
 /// ranks' slots, page-aligned.
@@ -206,7 +212,8 @@ impl Seg {
         if n > NB_LARGE_MAX || n % elem.max(1) != 0 || !fits || !inside {
             return Some(false);
         }
-        // An inclusive scan's chunk (whole elements), the step of its chain.
+        // An inclusive scan from `SCAN_CHAIN_MIN` runs as a chain of chunks (whole elements).
+        let chain = red == Reduction::Scan { exclusive: false } && n >= SCAN_CHAIN_MIN;
         let chunk = (SCAN_CHUNK / elem.max(1)).max(1) * elem.max(1);
         // Whether we post our vector: some rank reads it (a reduce root in place below the
         // last rank reads its own from there, its input being overwritten first).
@@ -227,10 +234,10 @@ impl Seg {
                 // An inclusive scan's chain: rank 0 posts its whole vector (every chunk
                 // ready at once); the others post nothing yet and publish their prefix
                 // chunk by chunk, counted in that first word.
-                let (copy, mark) = match (red, me) {
-                    (Reduction::Scan { exclusive: false }, 0) => (true, n.div_ceil(chunk)),
-                    (Reduction::Scan { exclusive: false }, _) => (false, 0),
-                    _ => (true, 0),
+                let (copy, mark) = match (chain, me) {
+                    (true, 0) => (true, n.div_ceil(chunk)),
+                    (true, _) => (false, 0),
+                    (false, _) => (true, 0),
                 };
                 let posted = free
                     && self.try_post_with(k, |b| {
@@ -284,7 +291,7 @@ impl Seg {
                 Some(true)
             }
             Reduction::Reduce { .. } => Some(true),
-            Reduction::Scan { exclusive: false } => {
+            Reduction::Scan { exclusive: false } if chain => {
                 // The chain: our prefix of chunk `c` is rank `me - 1`'s prefix of it folded
                 // with our vector's (`x_0 ∘ … ∘ x_me`), once that rank has counted `c`
                 // among its published chunks; every chunk we compute (the last rank
