@@ -1670,8 +1670,9 @@ fn light_suite(c: &CollComm) {
             // sides of a buffer, a page, and up to 64 KiB.
             let big = [4097, 4096 + 8, 8191, 8192, 20_000, 65_536][rng.below(6)];
             // Reductions through the nonblocking large region: whole 8-byte items (the
-            // non-commutative `affine`), in place or not.
-            let large = [4104, 8200, 20_000, 65_536][rng.below(4)];
+            // non-commutative `affine`), in place or not; an inclusive scan's chain in one
+            // chunk or in several, the last one partial (`SCAN_SEGMENT` each).
+            let large = [4104, 8200, 20_000, 65_536, 200_008][rng.below(5)];
             let in_place = rng.below(2) == 0;
             let kind = match rng.below(10) {
                 8 | 9 => {

@@ -10,8 +10,15 @@
 //! * reduce: every rank but the root posts and is done at once; the root folds every
 //!   contribution into its result (its own from its input; in place below the last rank
 //!   it posts too, since its result overwrites its input first);
-//! * scan: every rank but the last posts; each folds the ranks up to its own (below it
-//!   when exclusive);
+//! * exclusive scan, and inclusive below [`SCAN_CHAIN_MIN`]: every rank but the last
+//!   posts; each folds the ranks below its own (up to its own when inclusive);
+//! * inclusive scan from [`SCAN_CHAIN_MIN`]: a chain, chunk by chunk ([`SCAN_CHUNK`]):
+//!   rank 0 posts its vector, rank `r > 0` folds chunk `c` of rank `r - 1`'s prefix (its
+//!   slot) with its own vector into its result once that rank has counted `c` among its
+//!   published chunks (the first word of its nonblocking buffer of the collective), and
+//!   below the last rank copies it into its slot and counts it: `p - 1` folds in all,
+//!   where every rank folding the ranks up to its own made `p (p - 1) / 2` (np=8, 1 MiB,
+//!   oversubscribed: measured faster);
 //! * reduce-scatter: every rank posts and folds its block of every slot into its result;
 //!   one of equal blocks ([`Reduction::ReduceScatterBlock`]) whose vector is larger than a
 //!   slot (up to [`RS_PHASED_MAX`]) goes in phases, each the same slice of every block
@@ -37,6 +44,14 @@ type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
 
 /// Largest vector of a nonblocking reduction through the large region (a rank's slot).
 pub const NB_LARGE_MAX: usize = 1 << 20;
+
+/// Chunk of an inclusive scan's chain through the large region (whole elements of it): a
+/// rank passes its prefix on chunk by chunk, as the blocking chain scan's segments.
+const SCAN_CHUNK: usize = crate::tune::SCAN_SEGMENT;
+/// Smallest vector of an inclusive scan that runs as a chain, as the blocking scan's
+/// (smaller ones: every rank folds the ranks up to its own, no rank waiting for another's
+/// fold; np=4 8 KiB measured no faster as a chain).
+const SCAN_CHAIN_MIN: usize = crate::tune::SCAN_CHAIN_MIN;
 
 /// Offset of the nonblocking large region in the segment of `size` ranks: after the
 /// ranks' slots, page-aligned.
@@ -123,7 +138,8 @@ pub(crate) struct Large {
     folded: bool,
     /// The allreduce slices copied into our result (bit `r`: rank `r`'s).
     got: u64,
-    /// A phased reduce-scatter: the phases we copied into our slot.
+    /// A phased reduce-scatter: the phases we copied into our slot; an inclusive scan:
+    /// the chunks of our result computed (and, below the last rank, published).
     sent: usize,
     /// A phased reduce-scatter: the phases we folded out of every slot.
     read: usize,
@@ -196,6 +212,9 @@ impl Seg {
         if n > NB_LARGE_MAX || n % elem.max(1) != 0 || !fits || !inside {
             return Some(false);
         }
+        // An inclusive scan from `SCAN_CHAIN_MIN` runs as a chain of chunks (whole elements).
+        let chain = red == Reduction::Scan { exclusive: false } && n >= SCAN_CHAIN_MIN;
+        let chunk = (SCAN_CHUNK / elem.max(1)).max(1) * elem.max(1);
         // Whether we post our vector: some rank reads it (a reduce root in place below the
         // last rank reads its own from there, its input being overwritten first).
         let posts = match red {
@@ -212,13 +231,23 @@ impl Seg {
                 // Our slot, free (checked: every rank finished the previous collective that
                 // used the region, and nobody reads it for `k` before our stamp); the
                 // allreduce's mark (the first word of our post) starts below `k`.
+                // An inclusive scan's chain: rank 0 posts its whole vector (every chunk
+                // ready at once); the others post nothing yet and publish their prefix
+                // chunk by chunk, counted in that first word.
+                let (copy, mark) = match (chain, me) {
+                    (true, 0) => (true, n.div_ceil(chunk)),
+                    (true, _) => (false, 0),
+                    (false, _) => (true, 0),
+                };
                 let posted = free
                     && self.try_post_with(k, |b| {
                         // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
                         // `b` is our nonblocking buffer's `CAP >= 8` bytes.
                         unsafe {
-                            std::ptr::copy_nonoverlapping(input, slot, n);
-                            b.cast::<u64>().write_unaligned(0);
+                            if copy {
+                                std::ptr::copy_nonoverlapping(input, slot, n);
+                            }
+                            b.cast::<u64>().write_unaligned(mark as u64);
                         }
                     });
                 if !posted {
@@ -262,6 +291,52 @@ impl Seg {
                 Some(true)
             }
             Reduction::Reduce { .. } => Some(true),
+            Reduction::Scan { exclusive: false } if chain => {
+                // The chain: our prefix of chunk `c` is rank `me - 1`'s prefix of it folded
+                // with our vector's (`x_0 ∘ … ∘ x_me`), once that rank has counted `c`
+                // among its published chunks; every chunk we compute (the last rank
+                // excepted) goes into our slot for rank `me + 1` and is counted there.
+                if me == 0 {
+                    if !aliased {
+                        // SAFETY: the input holds `n` bytes and does not overlap the output.
+                        out(0, n).copy_from_slice(unsafe { std::slice::from_raw_parts(input, n) });
+                    }
+                    return Some(true);
+                }
+                // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
+                let count = |r: usize| unsafe { self.nb_word(r, k, 0) };
+                let chunks = n.div_ceil(chunk);
+                while st.sent < chunks {
+                    let c = st.sent;
+                    let ready =
+                        self.stamped(me - 1, k) && count(me - 1).load(Ordering::Acquire) > c as u64;
+                    if !ready {
+                        return None;
+                    }
+                    let (o, m) = (c * chunk, chunk.min(n - c * chunk));
+                    let acc = out(o, m);
+                    if !aliased {
+                        // SAFETY: the input holds `n >= o + m` bytes, apart from the output.
+                        acc.copy_from_slice(unsafe { std::slice::from_raw_parts(input.add(o), m) });
+                    }
+                    // Rank `me - 1` counted chunk `c` (acquired) after writing it.
+                    f(view(me - 1, o, m), acc); // acc = (x_0 ∘ … ∘ x_(me-1)) ∘ x_me
+                    if me != last {
+                        // SAFETY: chunk `c` of our own slot (ours since our post), read by
+                        // rank `me + 1` only once we count it (below); `o + m <= n`.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                acc.as_ptr(),
+                                self.large_slot(me).add(o),
+                                m,
+                            )
+                        };
+                        count(me).store(c as u64 + 1, Ordering::Release);
+                    }
+                    st.sent += 1;
+                }
+                Some(true)
+            }
             Reduction::Scan { exclusive } => {
                 let top = if exclusive {
                     me.checked_sub(1)
