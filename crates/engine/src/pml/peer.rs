@@ -88,8 +88,16 @@ pub(crate) struct Peer {
 impl Peer {
     /// A large transfer from this peer (world rank `p`) by `m`, chosen by its size class's
     /// one-way chooser, moved `n` bytes from `start` to `now` (nanoseconds): feeds that
-    /// chooser (a switch is said at verbose level 20, every sample at 90).
-    pub(crate) fn measured(&mut self, p: usize, m: Mech, n: usize, (start, now): (u64, u64)) {
+    /// chooser, telling it whether we have rendezvous sends of our own under way (`sends`,
+    /// [`Chooser::receiver_sends`]; a switch is said at verbose level 20, every sample at 90).
+    pub(crate) fn measured(
+        &mut self,
+        p: usize,
+        m: Mech,
+        n: usize,
+        (start, now): (u64, u64),
+        sends: bool,
+    ) {
         let ns = now.saturating_sub(start);
         oxmpi_base::verbose!(
             BTL,
@@ -101,6 +109,7 @@ impl Peer {
             }
         );
         let c = &mut self.chooser[coop::size_class(n)];
+        c.receiver_sends(sends);
         if c.record(m, n, ns, now) {
             log_switch(c, p, n, false);
         }

@@ -748,7 +748,8 @@ impl State {
             let start = since.max(self.peers[p].last_end);
             if !both_ways {
                 if !overlapped {
-                    self.peers[p].measured(p, Mech::Pipe, want, (start, now));
+                    let sends = self.sending_rndv();
+                    self.peers[p].measured(p, Mech::Pipe, want, (start, now), sends);
                 }
                 return;
             }

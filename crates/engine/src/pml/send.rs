@@ -311,6 +311,14 @@ impl State {
         n > 0
     }
 
+    /// Whether a rendezvous send to any peer is under way (the one-way chooser then
+    /// weighs the pipeline up, [`Chooser::receiver_sends`]).
+    ///
+    /// [`Chooser::receiver_sends`]: crate::btl::sm::coop::Chooser::receiver_sends
+    pub(crate) fn sending_rndv(&self) -> bool {
+        self.peers.iter().any(|q| q.rndv_sends > 0)
+    }
+
     /// The rendezvous sends to `peer` in the request table (what
     /// [`State::sending_rndv_to`]'s count must equal; the tests' check).
     #[cfg(test)]

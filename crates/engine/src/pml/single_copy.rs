@@ -206,7 +206,8 @@ impl State {
              {chunks} chunks copied by the sender"
         );
         let now = self.now_ns();
-        self.peers[p].measured(p, Mech::Coop, n, (t0, now));
+        let sends = self.sending_rndv();
+        self.peers[p].measured(p, Mech::Coop, n, (t0, now), sends);
         true
     }
 
