@@ -1541,11 +1541,14 @@ fn v_tuned_suite(c: &CollComm) {
 
 /// Schedules started through `nbc::progress`: completed by the progress thread while the
 /// rank only waits on a channel, and by the rank's own `progress_pending` calls; blocking
-/// collectives may run while they are outstanding.
+/// collectives may run while they are outstanding. The progress thread lingers as it does
+/// when ranks yield when idle (its longer interval between looks): left alone, it still
+/// completes every iteration well within 10 s.
 fn nbc_suite(c: &CollComm) {
     use oxmpi_coll::nbc::progress;
     use oxmpi_coll::sched::{OwnedOp, Region};
     use std::sync::mpsc;
+    progress::ranks_yield(true);
     let p = c.size as usize;
     let r = c.rank as usize;
     for it in 0..6u64 {
@@ -1597,11 +1600,17 @@ fn nbc_suite(c: &CollComm) {
         c.bcast(&mut b, 0).unwrap();
         assert_eq!(b, [0, 0, 0]);
         let mut got = std::collections::HashMap::new();
+        let began = Instant::now();
         while got.len() < 3 {
             // Odd iterations leave everything to the progress thread.
             if it % 2 == 0 {
                 progress::progress_pending();
             }
+            assert!(
+                began.elapsed() < Duration::from_secs(10),
+                "iteration {it}: only {:?} of 3 schedules ended within 10 s",
+                got.keys().collect::<Vec<_>>()
+            );
             if let Ok((what, v)) = rx.recv_timeout(Duration::from_millis(1)) {
                 got.insert(what, v);
             }

@@ -279,6 +279,7 @@ pub fn large_fits(a: &CollComm, bytes: usize) -> bool {
 
 fn setup(a: &CollComm) -> Result<Option<Seg>> {
     let yield_idle = a.e.yields_when_idle();
+    crate::nbc::progress::ranks_yield(yield_idle);
     // Does any rank yield when idle (more ranks than cores)? Then large allreduces do
     // not use the large-vector region: its synchronisations cost a context switch each,
     // and the point-to-point algorithms were measured twice as fast there (np=4 on 2
