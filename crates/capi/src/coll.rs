@@ -1363,7 +1363,7 @@ fn reduce_scatter_fast(
     // Small vectors through the segment's buffers; larger ones on two ranks by cross-memory
     // copies, on more through the segment's nonblocking large region (equal blocks of a
     // vector larger than a slot: in phases).
-    let phased = c.size > 2 && equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
+    let phased = equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
     let fits = if c.size == 2 {
         bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
     } else {

@@ -149,6 +149,16 @@ fn allgather_kind(
     }
 }
 
+/// The input of a segment collective on predefined types: `len` bytes at `own` (in place:
+/// our part of the receive buffer) or at `sendbuf`, as the caller's memory.
+fn basic_input(in_place: bool, sendbuf: *const c_void, own: *mut u8, len: usize) -> Region {
+    if in_place {
+        Region::Raw(own, len)
+    } else {
+        Region::Raw(sendbuf.cast_mut().cast(), len)
+    }
+}
+
 /// The blocks of an iallgather or ialltoall of predefined basic types (`blocks` blocks a
 /// rank posts: 1 or `p`) when they fit a buffer of the segment: the block's bytes, the
 /// input (in place: our part of the receive buffer, `own` bytes in) and the output as the
@@ -174,11 +184,7 @@ fn basic_seg(
     let seg = shared_seg(a, posted)?;
     let p = a.size as usize;
     let at = recvbuf.cast::<u8>();
-    let input = if in_place {
-        Region::Raw(at.wrapping_add(own * b), posted)
-    } else {
-        Region::Raw(sendbuf.cast_mut().cast(), posted)
-    };
+    let input = basic_input(in_place, sendbuf, at.wrapping_add(own * b), posted);
     // `b * p` does not overflow: a buffer holds `b` bytes (`blocks` is 1 or `p`).
     Some((seg, b, input, Region::Raw(at, b * p)))
 }
@@ -216,11 +222,7 @@ fn iallgatherv_basic<C: CountArg, D: DispArg>(
             if in_place
                 || (!sendbuf.is_null() && crate::coll::basic_bytes(sendcount, sendtype)? == own)
             {
-                let input = if in_place {
-                    Region::Raw(out.wrapping_add(me * own), own)
-                } else {
-                    Region::Raw(sendbuf.cast_mut().cast(), own)
-                };
+                let input = basic_input(in_place, sendbuf, out.wrapping_add(me * own), own);
                 // `own * p` does not overflow: a buffer holds `own` bytes.
                 return Some((
                     seg,
@@ -255,11 +257,7 @@ fn iallgatherv_basic<C: CountArg, D: DispArg>(
     }
     let (seg, far) = allgather_seg(a, most)?;
     let out = recvbuf.cast::<u8>();
-    let input = if in_place {
-        Region::Raw(out.wrapping_add(at), own)
-    } else {
-        Region::Raw(sendbuf.cast_mut().cast(), own)
-    };
+    let input = basic_input(in_place, sendbuf, out.wrapping_add(at), own);
     let kind = allgather_kind(me, (counts, offs), in_place, far);
     Some((seg, kind, input, Region::Raw(out, end)))
 }
