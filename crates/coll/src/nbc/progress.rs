@@ -67,13 +67,24 @@ pub fn ranks_yield(yes: bool) {
 /// 0.5 ms, 182 every 4 ms, 175 with no progress thread (Open MPI 177).
 fn one_cpu() -> bool {
     static ONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ONE.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() == 1))
+    *ONE.get_or_init(detect_one_cpu)
+}
+
+/// [`one_cpu`] before it is cached: the calling thread's affinity mask (and CPU quota)
+/// allows one CPU only.
+fn detect_one_cpu() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() == 1)
 }
 
 /// The progress thread's interval between looks while it lingers: [`LINGER_YIELDING`]
 /// when the ranks yield when idle or this process has one CPU, else [`LINGER`].
 fn linger() -> Duration {
-    if YIELDING.load(Ordering::Relaxed) || one_cpu() {
+    interval(YIELDING.load(Ordering::Relaxed), one_cpu())
+}
+
+/// [`linger`]'s choice, given whether the ranks yield and whether the process has one CPU.
+fn interval(yielding: bool, one_cpu: bool) -> Duration {
+    if yielding || one_cpu {
         LINGER_YIELDING
     } else {
         LINGER
@@ -261,5 +272,87 @@ pub fn enqueue(mut sched: Schedule, done: Done) {
     drop(g);
     if wake {
         WAKE.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// The child's side of [`one_cpu_follows_the_affinity_mask`]: set to "1" or "0", the
+    /// detection this process must make.
+    const CHILD: &str = "OXMPI_TEST_ONE_CPU_EXPECT";
+
+    /// The first CPU of this process's affinity mask, from `/proc/self/status`.
+    fn first_allowed_cpu() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list in /proc/self/status")
+            .trim();
+        let first = list.split([',', '-']).next().unwrap_or_default();
+        first
+            .parse()
+            .unwrap_or_else(|e| panic!("CPU list {list:?}: {e}"))
+    }
+
+    /// Bound to one core (as `--bind-to core` binds a rank), the process detects one CPU and
+    /// the progress thread takes the long interval; unbound on a machine of several CPUs, it
+    /// does not. The test runs itself again as a child, once under `taskset` to one CPU.
+    #[test]
+    fn one_cpu_follows_the_affinity_mask() {
+        if let Ok(want) = std::env::var(CHILD) {
+            assert_eq!(
+                detect_one_cpu(),
+                want == "1",
+                "one-CPU detection in the child"
+            );
+            assert_eq!(
+                linger() == LINGER_YIELDING,
+                want == "1",
+                "interval in the child"
+            );
+            return;
+        }
+        let exe = std::env::current_exe().expect("test executable");
+        let test = "nbc::progress::tests::one_cpu_follows_the_affinity_mask";
+        let child = |bound: bool| {
+            let mut cmd = if bound {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(first_allowed_cpu().to_string()).arg(&exe);
+                c
+            } else {
+                Command::new(&exe)
+            };
+            let several = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+            let want = bound || !several;
+            let out = cmd
+                .args(["--exact", test, "--test-threads=1"])
+                .env(CHILD, if want { "1" } else { "0" })
+                .output()
+                .unwrap_or_else(|e| panic!("run the child (bound: {bound}; taskset needed): {e}"));
+            assert!(
+                out.status.success(),
+                "child (bound: {bound}) failed: {}\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(said.contains("1 passed"), "the child ran no test: {said}");
+        };
+        child(true);
+        child(false);
+    }
+
+    #[test]
+    fn the_long_interval_applies_when_ranks_yield_or_on_one_cpu() {
+        assert_eq!(interval(false, false), LINGER);
+        assert_eq!(interval(true, false), LINGER_YIELDING);
+        assert_eq!(interval(false, true), LINGER_YIELDING);
+        assert_eq!(interval(true, true), LINGER_YIELDING);
+        assert!(LINGER < LINGER_YIELDING);
     }
 }
