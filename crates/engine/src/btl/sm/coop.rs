@@ -441,15 +441,16 @@ impl Chooser {
     /// ends as one that confirmed the single copy), at the cost of every message chosen
     /// meanwhile (bibw at 4 MiB: the rest of a 64-message window, half the throughput).
     ///
-    /// A try that comes due when the mechanism in use was itself idle for longer than the
-    /// interval (no transfer of this size class since: the workload may have changed) first
+    /// A try that comes due when the mechanism in use was itself idle for longer than
+    /// [`EXPLORE_NS`] (no transfer of this size class since: the workload may have changed) first
     /// measures the mechanism in use afresh ([`WARMUP`] and [`SETTLE`] transfers, its old
     /// average dropped), once, and only then begins: otherwise the try would be compared
     /// with a rate of another workload. The full p2p run measures bw 64 KiB right after
     /// ping-pongs of 64-128 KiB and larger sizes: the cooperative copy's ping-pong rate
     /// (17 GB/s) against the pipeline's streaming 18-19 kept the tried pipeline, and its
     /// 20 ms until the next try of the single copy (22-24 GB/s in the stream) were most of
-    /// the 30 ms the bw row lasts. Only one-way choosers ([`Chooser::default`]) do this:
+    /// the 30 ms the bw row lasts (the sizes between the two took from 50 ms, less than the
+    /// interval, which tries confirming the single copy had doubled, to seconds). Only one-way choosers ([`Chooser::default`]) do this:
     /// the two-way ones see pauses between the windows of one workload, and their tries
     /// after such a pause are meant to come at once.
     pub fn choose_unless(&mut self, now: u64, no_pipe_try: bool) -> Mech {
@@ -462,7 +463,7 @@ impl Chooser {
             if self.one_way
                 && !self.refreshing
                 && self.rate[k] > 0.0
-                && now.saturating_sub(self.at[k]) > self.interval
+                && now.saturating_sub(self.at[k]) > EXPLORE_NS
             {
                 self.refreshing = true;
                 self.taken = 0;
@@ -1162,6 +1163,12 @@ mod tests {
     /// three repetitions). Measured afresh first, the single copy stays.
     #[test]
     fn a_stream_after_ping_pongs_is_not_judged_by_their_rates() {
+        for gap in [50_000_000, 3_000_000_000] {
+            stream_after_ping_pongs(gap);
+        }
+    }
+
+    fn stream_after_ping_pongs(gap: u64) {
         let mut c = Chooser::default();
         let mut t = 1_000_000u64;
         // 300 ms of ping-pongs: a transfer every 22 us.
@@ -1179,8 +1186,8 @@ mod tests {
         }
         assert_eq!(c.current(), Mech::Coop);
         assert!(lat[Mech::Coop as usize] > 10 * lat[Mech::Pipe as usize]);
-        // Three seconds of other sizes, then the stream.
-        t += 3_000_000_000;
+        // Other sizes, then the stream.
+        t += gap;
         let end = t + 30_000_000;
         let mut bw = [0u64; 2];
         while t < end {
@@ -1197,7 +1204,7 @@ mod tests {
         let share = bw[Mech::Coop as usize] as f64 / (bw[0] + bw[1]) as f64;
         assert!(
             share > 0.99,
-            "single copy for {share} of the stream ({bw:?})"
+            "after {gap} ns: single copy for {share} of the stream ({bw:?})"
         );
         assert_eq!(c.current(), Mech::Coop);
         // The measurement of the mechanism in use happens once per idle period: a sparse
@@ -1293,6 +1300,13 @@ mod tests {
         for _ in 0..8 {
             assert_eq!(c.current(), Mech::Coop);
             let last = c.at[Mech::Pipe as usize];
+            // The single copy meanwhile, a transfer a millisecond (a size class left idle
+            // would first measure it afresh).
+            while t + 1_000_000 < last + expect {
+                assert_eq!(c.choose(t), Mech::Coop);
+                c.record(Mech::Coop, 1 << 20, 65_000, t);
+                t += 1_000_000;
+            }
             assert_eq!(
                 c.choose(last + expect),
                 Mech::Coop,
@@ -1307,6 +1321,10 @@ mod tests {
         assert_eq!(c.interval, EXPLORE_MAX_NS);
         // A try that finds the pipeline faster switches and resets the interval.
         let last = c.at[Mech::Pipe as usize];
+        while t + 1_000_000 < last + EXPLORE_MAX_NS {
+            c.record(Mech::Coop, 1 << 20, 65_000, t);
+            t += 1_000_000;
+        }
         t = last + EXPLORE_MAX_NS + 1;
         settle(&mut c, Mech::Pipe, 40_000, &mut t);
         assert_eq!((c.current(), c.interval), (Mech::Pipe, EXPLORE_NS));
