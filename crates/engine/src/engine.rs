@@ -1160,6 +1160,17 @@ impl Engine {
         )
     }
 
+    /// Our rendezvous sends to all peers under way: the count
+    /// [`crate::pml::State::sending_rndv`] reads and the sum of the peers' counts.
+    #[cfg(test)]
+    pub(crate) fn rndv_sends_all(&self) -> (usize, usize) {
+        let st = self.lock();
+        (
+            st.rndv_sends_all as usize,
+            st.peers.iter().map(|q| q.rndv_sends as usize).sum(),
+        )
+    }
+
     /// Whether peer `p` read our last rendezvous message alone (the protocol tests' look
     /// at [`crate::pml::peer::Peer::reads_ours`]).
     #[cfg(test)]

@@ -88,6 +88,9 @@ pub(crate) struct State {
     pub(crate) single_copy: SingleCopy,
     /// Smallest message for the cooperative copy.
     pub(crate) coop_min: usize,
+    /// Our rendezvous sends under way to all peers: the sum of every
+    /// [`Peer::rndv_sends`], so that [`State::sending_rndv`] needs no walk of the peers.
+    pub(crate) rndv_sends_all: u32,
     /// Bytes per chunk of the cooperative copy.
     pub(crate) coop_chunk: usize,
     /// Time base of the transfer measurements.
@@ -158,6 +161,7 @@ impl State {
             cma_push: sm.single_copy != SingleCopy::None,
             single_copy: sm.single_copy,
             coop_min: sm.coop_min,
+            rndv_sends_all: 0,
             coop_chunk: sm.coop_chunk,
             clock: std::time::Instant::now(),
             finalized: false,

@@ -216,7 +216,10 @@ impl State {
         {
             let n = &mut self.peers[peer as usize].rndv_sends;
             debug_assert!(*n > 0, "rendezvous sends to {peer} counted");
-            *n = n.saturating_sub(1);
+            if *n > 0 {
+                *n -= 1;
+                self.rndv_sends_all -= 1;
+            }
         }
     }
 

@@ -153,6 +153,7 @@ impl State {
             rndv,
         };
         self.peers[dest as usize].rndv_sends += u32::from(rndv);
+        self.rndv_sends_all += u32::from(rndv);
         if dest == self.me {
             let eager = len <= self.eager_limit && !sync;
             self.peers[dest as usize].stats.sent(len, eager);
@@ -312,11 +313,19 @@ impl State {
     }
 
     /// Whether a rendezvous send to any peer is under way (the one-way chooser then
-    /// weighs the pipeline up, [`Chooser::receiver_sends`]).
+    /// weighs the pipeline up, [`Chooser::receiver_sends`]): the count of all of them, kept
+    /// with the peers' counts, not a walk of the peers (asked once per large transfer).
     ///
     /// [`Chooser::receiver_sends`]: crate::btl::sm::coop::Chooser::receiver_sends
+    #[inline]
     pub(crate) fn sending_rndv(&self) -> bool {
-        self.peers.iter().any(|q| q.rndv_sends > 0)
+        #[cfg(test)]
+        debug_assert_eq!(
+            self.rndv_sends_all,
+            self.peers.iter().map(|q| q.rndv_sends).sum::<u32>(),
+            "rendezvous sends to all peers: the sum of the peers' counts"
+        );
+        self.rndv_sends_all > 0
     }
 
     /// The rendezvous sends to `peer` in the request table (what

@@ -490,6 +490,14 @@ fn rendezvous_sends_under_way_are_counted_per_peer() {
         let (n, walked) = net.e[0].rndv_sends_to(p);
         assert_eq!(n, walked, "peer {p} {when}: count and request table agree");
         assert_eq!(n, want, "peer {p} {when}");
+        let (all, sum) = net.e[0].rndv_sends_all();
+        assert_eq!(
+            all, sum,
+            "all peers {when}: the total and the peers' counts agree"
+        );
+    };
+    let total = |want: usize, when: &str| {
+        assert_eq!(net.e[0].rndv_sends_all().0, want, "all peers {when}");
     };
     let (a, b) = (data(5000, 1), data(3000, 2));
     let (small, big) = (data(EAGER, 3), data(EAGER + 1, 4));
@@ -507,6 +515,7 @@ fn rendezvous_sends_under_way_are_counted_per_peer() {
     count(1, 3, "with two standard and a buffered rendezvous");
     count(2, 1, "with a freed request");
     count(0, 1, "with a send to ourselves");
+    total(5, "with five rendezvous sends");
     assert!(net.e[0].test(re).is_some(), "an eager send is done at once");
     let mut bufs: Vec<Vec<u8>> = [5000, 3000, EAGER, EAGER, EAGER + 1]
         .iter()
@@ -543,6 +552,7 @@ fn rendezvous_sends_under_way_are_counted_per_peer() {
     let late = net.isend(0, 2, 8, &b, SendMode::Standard);
     assert_eq!(net.done(0, late).error, Some(ErrorClass::ProcFailed));
     count(2, 0, "after the peer died");
+    total(0, "after every rendezvous send ended");
     assert_eq!(bufs[0], a);
     assert_eq!(bufs[1], b);
     assert_eq!(bufs[4], big);

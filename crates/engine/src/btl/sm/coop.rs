@@ -329,6 +329,9 @@ pub struct Chooser {
     /// With `by_time`: transfers in a row left out of the average as interruptions
     /// ([`OUTLIER`]).
     outliers: u32,
+    /// One-way: the current mechanism is being measured afresh after an idle period,
+    /// before the try that was due ([`Chooser::choose_unless`]).
+    refreshing: bool,
 }
 
 /// Weight of the newest transfer in the both-ways average ([`Chooser::both_ways`]): the
@@ -361,6 +364,7 @@ impl Default for Chooser {
             by_time: false,
             sums: (0.0, 0.0),
             outliers: 0,
+            refreshing: false,
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
@@ -436,14 +440,40 @@ impl Chooser {
     /// all of ours and then run one way, after our sends ([`Chooser::unmeasured`]: the try
     /// ends as one that confirmed the single copy), at the cost of every message chosen
     /// meanwhile (bibw at 4 MiB: the rest of a 64-message window, half the throughput).
+    ///
+    /// A try that comes due when the mechanism in use was itself idle for longer than
+    /// [`EXPLORE_NS`] (no transfer of this size class since: the workload may have changed) first
+    /// measures the mechanism in use afresh ([`WARMUP`] and [`SETTLE`] transfers, its old
+    /// average dropped), once, and only then begins: otherwise the try would be compared
+    /// with a rate of another workload. The full p2p run measures bw 64 KiB right after
+    /// ping-pongs of 64-128 KiB and larger sizes: the cooperative copy's ping-pong rate
+    /// (17 GB/s) against the pipeline's streaming 18-19 kept the tried pipeline, and its
+    /// 20 ms until the next try of the single copy (22-24 GB/s in the stream) were most of
+    /// the 30 ms the bw row lasts (the sizes between the two took from 50 ms, less than the
+    /// interval, which tries confirming the single copy had doubled, to seconds). Only one-way choosers ([`Chooser::default`]) do this:
+    /// the two-way ones see pauses between the windows of one workload, and their tries
+    /// after such a pause are meant to come at once.
     pub fn choose_unless(&mut self, now: u64, no_pipe_try: bool) -> Mech {
         let other = self.cur.other() as usize;
         if self.taken >= SETTLE
             && !(no_pipe_try && self.cur == Mech::Coop)
             && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > self.interval)
         {
-            self.switch(now);
-            self.trying = true;
+            let k = self.cur as usize;
+            if self.one_way
+                && !self.refreshing
+                && self.rate[k] > 0.0
+                && now.saturating_sub(self.at[k]) > EXPLORE_NS
+            {
+                self.refreshing = true;
+                self.taken = 0;
+                self.skip = WARMUP;
+                self.outliers = 0;
+                self.at[k] = now;
+            } else {
+                self.switch(now);
+                self.trying = true;
+            }
         }
         self.cur
     }
@@ -463,6 +493,7 @@ impl Chooser {
         self.skip = WARMUP;
         self.trying = false;
         self.outliers = 0;
+        self.refreshing = false;
     }
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of
@@ -1123,6 +1154,71 @@ mod tests {
         assert_eq!(m, Mech::Pipe);
     }
 
+    /// The full p2p run's sequence for one size class (64 KiB - 256 KiB): ping-pongs of
+    /// 64 and 128 KiB (`lat`, as `btl_base_verbose=20` measured them: pipelined 9.4 GB/s,
+    /// cooperative 17.1), seconds of other sizes, then a one-way stream of 64 KiB messages
+    /// (`bw`: pipelined 19.0 GB/s, cooperative 23.0) lasting 30 ms. The stream's first try,
+    /// of the pipeline, was compared with the single copy's ping-pong rate and kept the
+    /// pipeline until the next try 20 ms later (bw 64 KiB at the pipeline's rate in two of
+    /// three repetitions). Measured afresh first, the single copy stays.
+    #[test]
+    fn a_stream_after_ping_pongs_is_not_judged_by_their_rates() {
+        for gap in [50_000_000, 3_000_000_000] {
+            stream_after_ping_pongs(gap);
+        }
+    }
+
+    fn stream_after_ping_pongs(gap: u64) {
+        let mut c = Chooser::default();
+        let mut t = 1_000_000u64;
+        // 300 ms of ping-pongs: a transfer every 22 us.
+        let mut lat = [0u64; 2];
+        while t < 300_000_000 {
+            c.receiver_sends(false);
+            let m = c.choose(t);
+            let ns = match m {
+                Mech::Pipe => 13_944,
+                Mech::Coop => 7_665,
+            };
+            c.record(m, 128 << 10, ns, t + ns);
+            lat[m as usize] += 1;
+            t += 22_000;
+        }
+        assert_eq!(c.current(), Mech::Coop);
+        assert!(lat[Mech::Coop as usize] > 10 * lat[Mech::Pipe as usize]);
+        // Other sizes, then the stream.
+        t += gap;
+        let end = t + 30_000_000;
+        let mut bw = [0u64; 2];
+        while t < end {
+            c.receiver_sends(false);
+            let m = c.choose(t);
+            let ns = match m {
+                Mech::Pipe => 3450,
+                Mech::Coop => 2850,
+            };
+            t += ns;
+            c.record(m, 64 << 10, ns, t);
+            bw[m as usize] += 1;
+        }
+        let share = bw[Mech::Coop as usize] as f64 / (bw[0] + bw[1]) as f64;
+        assert!(
+            share > 0.99,
+            "after {gap} ns: single copy for {share} of the stream ({bw:?})"
+        );
+        assert_eq!(c.current(), Mech::Coop);
+        // The measurement of the mechanism in use happens once per idle period: a sparse
+        // stream (a transfer every 30 ms, longer than the interval) still tries the other.
+        let mut tried = 0;
+        for _ in 0..40 {
+            t += 30_000_000;
+            let m = c.choose(t);
+            tried += u32::from(m == Mech::Pipe);
+            c.record(m, 64 << 10, 3000, t + 3000);
+        }
+        assert!(tried > 0, "the pipeline is still tried in a sparse stream");
+    }
+
     #[test]
     fn chooser_keeps_coop_through_a_run_of_slow_transfers() {
         // Bidirectional stream, CPUs far apart: pipelined 4 GB/s, cooperative 13 GB/s, then
@@ -1204,6 +1300,13 @@ mod tests {
         for _ in 0..8 {
             assert_eq!(c.current(), Mech::Coop);
             let last = c.at[Mech::Pipe as usize];
+            // The single copy meanwhile, a transfer a millisecond (a size class left idle
+            // would first measure it afresh).
+            while t + 1_000_000 < last + expect {
+                assert_eq!(c.choose(t), Mech::Coop);
+                c.record(Mech::Coop, 1 << 20, 65_000, t);
+                t += 1_000_000;
+            }
             assert_eq!(
                 c.choose(last + expect),
                 Mech::Coop,
@@ -1218,6 +1321,10 @@ mod tests {
         assert_eq!(c.interval, EXPLORE_MAX_NS);
         // A try that finds the pipeline faster switches and resets the interval.
         let last = c.at[Mech::Pipe as usize];
+        while t + 1_000_000 < last + EXPLORE_MAX_NS {
+            c.record(Mech::Coop, 1 << 20, 65_000, t);
+            t += 1_000_000;
+        }
         t = last + EXPLORE_MAX_NS + 1;
         settle(&mut c, Mech::Pipe, 40_000, &mut t);
         assert_eq!((c.current(), c.interval), (Mech::Pipe, EXPLORE_NS));
