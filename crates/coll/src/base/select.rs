@@ -898,17 +898,13 @@ fn seg_scatterv(
             )),
         };
     }
-    let valid = a.check_vec_len(counts, displs).is_ok()
-        && crate::base::helpers::check_blocks(send.len(), counts, displs).is_ok();
+    let valid = a
+        .check_vec_len(counts, displs)
+        .and_then(|()| crate::base::helpers::check_blocks(send.len(), counts, displs));
     // Invalid arguments still take part (nothing posted), then fail.
-    let table = if valid {
-        Some((send, counts, displs))
-    } else {
-        None
-    };
+    let table = valid.is_ok().then_some((send, counts, displs));
     let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
-    a.check_vec_len(counts, displs)?;
-    crate::base::helpers::check_blocks(send.len(), counts, displs)?;
+    valid?;
     let me = root as usize;
     if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
         return Err(crate::arg_err(
