@@ -928,5 +928,9 @@ fn seg_scatterv(
     if let Some(r) = recv {
         r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
     }
+    // Every block on the segment (the small scatterv): nothing to wait for.
+    if reqs.is_empty() {
+        return Ok(());
+    }
     a.waitall(&reqs, "scatterv")
 }
