@@ -187,6 +187,16 @@ fn shared_memory_component_np2() {
 fn shared_memory_component_np3() {
     run(3, "sm", SM);
 }
+/// Scatterv on the segment whose root reuses its send buffer at once ([`scatterv_reuse`]),
+/// ranks busy-polling and yielding.
+#[test]
+fn scatterv_root_reuse_np2() {
+    run(2, "sv-reuse", SM);
+}
+#[test]
+fn scatterv_root_reuse_yielding_np3() {
+    run(3, "sv-reuse", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
 /// Ranks that yield when idle wait on the segment's flags: yielding at every look (the
 /// default), and looking `coll_sm_spin_first` times first.
 #[test]
@@ -440,6 +450,10 @@ fn rank_entry() {
         "large-red" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             large_reduce_suite(&w);
+        }
+        "sv-reuse" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatterv_reuse(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2494,6 +2508,49 @@ fn persistent_suite(c: &CollComm) {
         plans,
         "no schedule planned after the first round"
     );
+}
+
+/// Scatterv through `base::select` whose blocks take every way of the segment in one call
+/// (posted after the root's table, read from the root's buffer by one cross-memory copy,
+/// point to point), every root, the root overwriting its send buffer as soon as the call
+/// returns: the root must not return before every rank that copies from its buffer has
+/// done so, so every rank gets its block of this call, never the overwritten bytes.
+fn scatterv_reuse(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    let one_copy = oxmpi_coll::sm::params::single_copy_max_for(p);
+    assert!(one_copy > 16 * 1024, "single copies are on ({one_copy})");
+    for it in 0..300u64 {
+        let root = (it as usize / 3) % p;
+        // Rank i's block: posted, by a cross-memory copy or point to point, by turns.
+        let vc: Vec<usize> = (0..p)
+            .map(|i| match (i + it as usize) % 3 {
+                0 => 100 + i,
+                1 => 16 * 1024 + i,
+                _ => one_copy + 1 + i,
+            })
+            .collect();
+        let vd = prefix(&vc, 5);
+        let mut full = vec![0u8; vd[p - 1] + vc[p - 1]];
+        let at_root = r == root;
+        if at_root {
+            for i in 0..p {
+                full[vd[i]..vd[i] + vc[i]].copy_from_slice(&contrib(vc[i], it, i, 95));
+            }
+        }
+        let (gc, gd): (&[usize], &[usize]) = if at_root { (&vc, &vd) } else { (&[], &[]) };
+        let mut s = vec![0u8; vc[r]];
+        select::scatterv(c, (&full, gc, gd), Some(&mut s[..]), root as i32).unwrap();
+        // The root reuses its buffer right away (as a program may).
+        full.fill(0xee);
+        assert_eq!(
+            s,
+            contrib(vc[r], it, r, 95),
+            "scatterv it {it} from {root}: block of {} bytes",
+            vc[r]
+        );
+    }
+    c.barrier().unwrap();
 }
 
 fn prefix(counts: &[usize], gap: usize) -> Vec<usize> {

@@ -898,17 +898,13 @@ fn seg_scatterv(
             )),
         };
     }
-    let valid = a.check_vec_len(counts, displs).is_ok()
-        && crate::base::helpers::check_blocks(send.len(), counts, displs).is_ok();
+    let valid = a
+        .check_vec_len(counts, displs)
+        .and_then(|()| crate::base::helpers::check_blocks(send.len(), counts, displs));
     // Invalid arguments still take part (nothing posted), then fail.
-    let table = if valid {
-        Some((send, counts, displs))
-    } else {
-        None
-    };
+    let table = valid.is_ok().then_some((send, counts, displs));
     let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
-    a.check_vec_len(counts, displs)?;
-    crate::base::helpers::check_blocks(send.len(), counts, displs)?;
+    valid?;
     let me = root as usize;
     if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
         return Err(crate::arg_err(
@@ -931,6 +927,10 @@ fn seg_scatterv(
     // Our own block once the messages are out (their receivers read while we copy).
     if let Some(r) = recv {
         r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    }
+    // Every block on the segment (the small scatterv): nothing to wait for.
+    if reqs.is_empty() {
+        return Ok(());
     }
     a.waitall(&reqs, "scatterv")
 }

@@ -909,27 +909,30 @@ impl Seg {
                     (Some(&c), Some(&d)) if r != root && d + c <= send.len() => Some((c, d)),
                     _ => None,
                 };
-                // Posting from `start`, which blocks do not fit? With any of them read by
-                // CMA, the root's pid and their addresses follow the table.
-                let fits_from = |start: usize| {
-                    let mut off = start;
-                    (0..p).map(move |r| match valid(r) {
-                        Some((c, _)) if off + c <= CAP => {
-                            off += c;
-                            true
+                // Blocks are posted in rank order from the end of the table, each where
+                // the previous posted one ended, as long as it fits `CAP`; one that does
+                // not and has at most `one_copy` bytes is read by CMA (the root's pid and
+                // the blocks' addresses then follow the table, so posting starts after
+                // them). One pass finds whether any is read so, one posts (no allocation:
+                // this runs at every small scatterv).
+                let any_far = {
+                    let (mut off, mut far) = (8 * p, false);
+                    for r in 0..p {
+                        match valid(r) {
+                            Some((c, _)) if off + c <= CAP => off += c,
+                            Some((c, _)) if c > 0 && c <= one_copy => {
+                                far = true;
+                                break;
+                            }
+                            _ => {}
                         }
-                        _ => false,
-                    })
+                    }
+                    far
                 };
-                let far = |r: usize, fits: bool| {
-                    !fits && valid(r).is_some_and(|(c, _)| c > 0 && c <= one_copy)
-                };
-                let any_far = fits_from(8 * p).enumerate().any(|(r, f)| far(r, f));
                 let mut off = if any_far { 8 * (2 * p + 1) } else { 8 * p };
-                let mut readers = Vec::new();
-                for (r, fits) in fits_from(off).enumerate().collect::<Vec<_>>() {
+                for r in 0..p {
                     let entry = match valid(r) {
-                        Some((c, d)) if fits => {
+                        Some((c, d)) if off + c <= CAP => {
                             // SAFETY: our own buffer of collective `k`, read by nobody
                             // until we stamp it and no longer by anybody for `k - NBUF`
                             // (waited above); `off + c <= CAP`, `d + c <= send.len()`.
@@ -943,8 +946,7 @@ impl Seg {
                             off += c;
                             ((off - c) as u64) | ((c as u64) << 32)
                         }
-                        Some((c, d)) if far(r, fits) => {
-                            readers.push(r);
+                        Some((c, d)) if c > 0 && c <= one_copy => {
                             // SAFETY: as above; the addresses follow the table and the pid
                             // (`8 * (2p + 1)` bytes, within `CAP` for every communicator).
                             unsafe {
@@ -973,9 +975,16 @@ impl Seg {
                     };
                 }
                 self.stamp(self.rank, k).store(k, Ordering::Release);
-                // Our buffer is read by those ranks until they are done.
-                for r in readers {
-                    self.wait_word(self.seq_word(r), k);
+                // Our buffer is read by the ranks whose entries say so until they are done.
+                if any_far {
+                    for r in 0..p {
+                        // SAFETY: entry `r` of our own table, written above; the readers
+                        // only read it.
+                        let entry = unsafe { base.add(8 * r).cast::<u64>().read_unaligned() };
+                        if entry != u64::MAX && entry & rooted::FAR != 0 {
+                            self.wait_word(self.seq_word(r), k);
+                        }
+                    }
                 }
             }
             _ => {
