@@ -17,8 +17,8 @@
  * several posted before the first wait (each waits for the region in its progress) with
  * a blocking collective in between; and MPI_Ireduce_scatter(_block) of equal blocks past
  * 1 MiB (through the region in phases), uneven blocks, and the matrix product. Last,
- * MPI_Iscans of 1 MiB and 200008 bytes back to back with new items each time (the chain of
- * 64 KiB chunks through the region on more than 2 ranks).
+ * MPI_Iscans, then MPI_Scans, of 1 MiB and 200008 bytes back to back with new items each
+ * time (the chain of 64 KiB chunks through a large region on more than 2 ranks).
  *
  * Allreduce, reduce_scatter (uneven blocks) and reduce_scatter_block past 4 KiB, which on
  * two ranks go by cross-memory copies up to 1 MiB (each rank folds its half and, in an
@@ -601,12 +601,13 @@ static void outstanding(long n, int i) {
     for (int j = 0; j < K; j++) free(s[j]), free(r[j]);
 }
 
-/* `reps` inclusive MPI_Iscans (sum of longs) of `n` items back to back, every rank's items
- * new each time, in place on odd ones: past 16 KiB on more than 2 ranks they run as the
- * large region's chain of 64 KiB chunks, where rank r reads rank r-1's slot as soon as
- * r-1's counter says a chunk is there. A chunk counted before it is copied would be read
- * as the previous call's partial sum (different items), so the result would be wrong. */
-static void scan_chain(long n, int reps) {
+/* `reps` inclusive MPI_Iscans (`nb`; else MPI_Scans) (sum of longs) of `n` items back to
+ * back, every rank's items new each time, in place on odd ones: past 16 KiB on more than 2
+ * ranks they run as a chain of 64 KiB chunks through a large region (the nonblocking one,
+ * or the blocking reduces' one), where rank r reads rank r-1's slot as soon as r-1's
+ * counter says a chunk is there. A chunk counted before it is copied would be read as the
+ * previous call's partial sum (different items), so the result would be wrong. */
+static void scan_chain(long n, int reps, int nb) {
     long *s = malloc(n * sizeof(long)), *r = malloc(n * sizeof(long));
     CHECK(s && r);
     for (int it = 0; it < reps; it++) {
@@ -614,14 +615,20 @@ static void scan_chain(long n, int reps) {
         for (long k = 0; k < n; k++) s[k] = base + (long)rank * 7919L + k, r[k] = s[k];
         MPI_Request q;
         int inpl = it % 2;
-        CHECK_RC(MPI_Iscan(inpl ? MPI_IN_PLACE : s, r, (int)n, MPI_LONG, MPI_SUM,
-                           MPI_COMM_WORLD, &q));
-        CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        if (nb) {
+            CHECK_RC(MPI_Iscan(inpl ? MPI_IN_PLACE : s, r, (int)n, MPI_LONG, MPI_SUM,
+                               MPI_COMM_WORLD, &q));
+            CHECK_RC(MPI_Wait(&q, MPI_STATUS_IGNORE));
+        } else {
+            CHECK_RC(MPI_Scan(inpl ? MPI_IN_PLACE : s, r, (int)n, MPI_LONG, MPI_SUM,
+                              MPI_COMM_WORLD));
+        }
         long tri = 7919L * rank * (rank + 1) / 2;
         for (long k = 0; k < n; k++)
             if (r[k] != (long)(rank + 1) * (base + k) + tri) {
-                fprintf(stderr, "scan_chain n=%ld it=%d inpl=%d: item %ld is %ld on %d, not %ld\n",
-                        n, it, inpl, k, r[k], rank, (long)(rank + 1) * (base + k) + tri);
+                fprintf(stderr,
+                        "scan_chain n=%ld it=%d inpl=%d nb=%d: item %ld is %ld on %d, not %ld\n",
+                        n, it, inpl, nb, k, r[k], rank, (long)(rank + 1) * (base + k) + tri);
                 CHECK(0);
             }
     }
@@ -823,8 +830,10 @@ int main(int argc, char **argv) {
                         CHECK(0);
                     }
                 }
-    scan_chain(1 << 17, 40); /* 1 MiB: 16 chunks */
-    scan_chain(25001, 20);   /* 200008 bytes: the last chunk partial */
+    for (int nb = 1; nb >= 0; nb--) {
+        scan_chain(1 << 17, 40, nb); /* 1 MiB: 16 chunks */
+        scan_chain(25001, 20, nb);   /* 200008 bytes: the last chunk partial */
+    }
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
         printf("coll_reduce_big: large reduce on sm: %s\n", used ? "used" : "not used");

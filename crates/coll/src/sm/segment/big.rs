@@ -6,7 +6,7 @@
 //! and folded it afterwards; the writers' copies overlap the root's folds.
 
 use super::{Seg, LINE, SLOT};
-use crate::base::helpers::Scratch;
+use crate::base::helpers::{chain_segments, Scratch};
 use crate::{CollComm, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -115,7 +115,13 @@ impl Seg {
     /// rank order whatever the operation) into `recv` as they come; rank 0's `recv` is left
     /// untouched by the exclusive scan. `red` computes `inout = in ∘ inout` on whole
     /// elements of `elem` bytes. Collective; false (nothing done, on every rank alike) when
-    /// the region cannot be used. `a` is the communicator's collective view.
+    /// the region cannot be used. `a` is the communicator's collective view. An inclusive
+    /// scan of more than one segment ([`crate::tune::SCAN_SEGMENT`]) on more than 2 ranks
+    /// is a chain instead, as the nonblocking one's: rank `r` folds each segment of rank
+    /// `r - 1`'s prefix, read from its slot, with its own vector into `recv` and, below the
+    /// last rank, copies it into its slot for `r + 1` (`p - 1` folds in all rather than
+    /// `p (p - 1) / 2`; oversubscribed, 128 KiB-1 MiB measured 1.1-1.9 times faster; one
+    /// segment, where nothing overlaps along the chain, slower at np=4).
     pub fn scan_big<F: Fn(&[u8], &mut [u8])>(
         &self,
         a: &CollComm,
@@ -138,6 +144,28 @@ impl Seg {
         let writes = me + 1 < self.size;
         if writes {
             self.big_wait_free(last);
+        }
+        if !exclusive && self.size > 2 && n > crate::tune::SCAN_SEGMENT {
+            // The chain, as the nonblocking scan's: our prefix of a segment is rank
+            // `me - 1`'s folded with our vector's (`(x0 ∘ … ∘ x(me-1)) ∘ x_me`), and goes
+            // into our slot for rank `me + 1` (the last rank excepted): `p - 1` folds in
+            // all, where every rank folding the ranks up to its own makes `p (p - 1) / 2`.
+            for (i, (o, m)) in chain_segments(n, elem).into_iter().enumerate() {
+                let out = &mut recv[o..o + m];
+                if let Some(s) = send {
+                    out.copy_from_slice(&s[o..o + m]);
+                }
+                if me > 0 {
+                    red(view(me - 1, i, o, m), out); // out = (x0 ∘ … ∘ x(me-1)) ∘ x_me
+                }
+                if writes {
+                    // SAFETY: our slot, free (waited above); `o + m <= n <= cap`; rank
+                    // `me + 1` reads segment `i` only once we publish it here.
+                    unsafe { self.big_put(slot(me), out, o, progress(this, i + 1)) };
+                }
+            }
+            self.big_end(this);
+            return Ok(true);
         }
         for (i, (o, m)) in chunks(n, elem, self.some_yield).enumerate() {
             let out = &mut recv[o..o + m];
