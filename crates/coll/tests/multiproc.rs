@@ -326,6 +326,22 @@ fn large_reductions_np7() {
 fn large_reductions_np8() {
     run(8, "large-red", &[]);
 }
+/// Back-to-back broadcasts larger than a segment buffer among ranks that yield when idle
+/// (through the large region: the root returns without waiting for its readers), see
+/// [`bcast_big_suite`]; without single copies, so that only the region carries them on
+/// the segment.
+#[test]
+fn bcast_big_np3() {
+    run(3, "bcast-big", BCAST_BIG);
+}
+#[test]
+fn bcast_big_np4() {
+    run(4, "bcast-big", BCAST_BIG);
+}
+const BCAST_BIG: &[(&str, &str)] = &[
+    ("OXMPI_MCA_mpi_yield_when_idle", "1"),
+    ("OXMPI_MCA_coll_sm_single_copy_max_many", "0"),
+];
 /// The chain scan forced at any size and rank count (`coll_tuned_scan_algorithm` 2), and
 /// Rabenseifner's allreduce forced for the schedules (`coll_tuned_allreduce_algorithm` 6).
 #[test]
@@ -454,6 +470,10 @@ fn rank_entry() {
         "sv-reuse" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_reuse(&w);
+        }
+        "bcast-big" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            bcast_big_suite(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -754,6 +774,7 @@ fn sm_suite(c: &CollComm) {
     let ops: [(&ReduceFn, usize, bool); 2] = [(&sum_u32, 4, true), (&affine, 8, false)];
     let one_copy = oxmpi_coll::sm::params::single_copy_max_for(p);
     let seg = oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_some();
+    let yielding = std::env::var("OXMPI_MCA_mpi_yield_when_idle").as_deref() == Ok("1");
     let sizes = [
         0usize,
         1,
@@ -778,12 +799,15 @@ fn sm_suite(c: &CollComm) {
         } else {
             vec![0u8; bytes]
         };
+        // Ranks that yield when idle take the large region from `BCAST_BIG_MIN` on 3 ranks
+        // or more.
+        let region = p > 2 && yielding && bytes >= oxmpi_coll::sm::BCAST_BIG_MIN;
         let before = oxmpi_coll::base::stats::runs(oxmpi_coll::base::stats::Alg::SmBcast);
         select::bcast(c, &mut buf, root as i32).unwrap();
         assert_eq!(buf, data, "bcast of {bytes} bytes from {root}");
         assert_eq!(
             oxmpi_coll::base::stats::runs(oxmpi_coll::base::stats::Alg::SmBcast) - before,
-            u64::from(seg && bytes > 0 && bytes <= oxmpi_coll::sm::DATA.max(one_copy)),
+            u64::from(seg && bytes > 0 && (bytes <= oxmpi_coll::sm::DATA.max(one_copy) || region)),
             "bcast of {bytes} bytes on the segment"
         );
         for (oi, &(f, es, comm)) in ops.iter().enumerate() {
@@ -2696,4 +2720,52 @@ fn comms(e: &'static Engine) {
     }
     w.barrier().unwrap();
     comm_free(e, d).unwrap();
+}
+
+/// Broadcasts of 256 KiB to 1 MiB back to back (no barrier between them), the same
+/// root several times in a row and then others, a rank that falls behind now and then
+/// (the root may then be broadcasts ahead of it), and a large reduce (the same region,
+/// every rank but the root writing its slot) every 16th: every rank gets every root's
+/// data, every broadcast on the segment.
+fn bcast_big_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    // The same draws on every rank.
+    let mut rng = Rng(0x5eed);
+    for it in 0..160u64 {
+        let min = oxmpi_coll::sm::BCAST_BIG_MIN;
+        let len = [min, min + 3, 300_007, 1 << 20][rng.below(4)];
+        let root = if it % 8 < 6 {
+            (it as usize / 8) % p
+        } else {
+            rng.below(p)
+        };
+        if rng.below(4) == 0 && r == (root + 1) % p {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let data = contrib(len, it, root, 3);
+        let mut buf = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; len]
+        };
+        let before = runs(Alg::SmBcast);
+        select::bcast(c, &mut buf, root as i32).unwrap();
+        assert!(
+            buf == data,
+            "bcast {it} of {len} bytes from {root}: rank {r} got other bytes"
+        );
+        assert_eq!(runs(Alg::SmBcast) - before, 1, "bcast {it} on the segment");
+        if it % 16 == 15 {
+            let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(len, it, i, 4)).collect();
+            let total = fold(&sum_u8, &xs);
+            let mut out = vec![0u8; len];
+            let to = (r == root).then_some(&mut out[..]);
+            select::reduce(c, Some(&xs[r]), to, root as i32, &sum_u8, 1, true).unwrap();
+            if r == root {
+                assert!(out == total, "reduce {it} of {len} bytes to {root}");
+            }
+        }
+    }
 }

@@ -46,6 +46,17 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
             return Ok(());
         }
     }
+    // Oversubscribed, larger ones through the large region: the root waits for none of
+    // its readers ([`sm::Seg::bcast_big`]).
+    let big = (sm::BCAST_BIG_MIN..=sm::REDUCE_BIG_MAX).contains(&n);
+    if big && a.size > 2 && (0..a.size).contains(&root) {
+        if let Some(seg) = sm::get(a, Coll::Bcast)? {
+            if seg.bcast_big(a, buf, root as usize)? {
+                count(a.shadow, Alg::SmBcast);
+                return Ok(());
+            }
+        }
+    }
     if n > 0 && (0..a.size).contains(&root) {
         if let Some(seg) = single_copy(a, Coll::Bcast, n)? {
             count(a.shadow, Alg::SmBcast);

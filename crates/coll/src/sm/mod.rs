@@ -93,9 +93,9 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BIG_MAX, CAP, DATA, LANE_MAX, NBUF, NB_LARGE_MAX,
-    NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN,
-    RS_PHASED_MAX, V_MAX,
+    Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX, CAP, DATA, LANE_MAX,
+    NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
+    REDUCE_SCATTER_PAIR_WRITTEN, RS_PHASED_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};

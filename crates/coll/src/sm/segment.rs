@@ -14,7 +14,7 @@ mod pull;
 mod pull_all;
 mod pull_nb;
 mod rooted;
-pub use big::REDUCE_BIG_MAX;
+pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
 pub(in crate::sm) use cma::trade;
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
