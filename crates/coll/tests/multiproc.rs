@@ -7,6 +7,7 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use oxmpi_coll::base::select;
@@ -1887,9 +1888,28 @@ fn light_suite(c: &CollComm) {
             };
             let output = Region::Raw(out.as_mut_ptr(), out_len);
             let i = light::claim().expect("a free slot");
+            // Every other one with a function to run on the output once it ended (as the
+            // C library unpacks a packed result): it must see the whole result, once,
+            // before the request completes.
+            let seen = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+            let then = (t % 2 == 1).then(|| {
+                let seen = seen.clone();
+                Box::new(move |v: &[u8]| seen.lock().unwrap().push(v.to_vec())) as light::Then
+            });
             // SAFETY: `inp` and `out` live until the request ended (checked below).
-            let ended = unsafe { light::start(i, c, (seg, kind), (input, output), op, j as i32) };
-            posted.push((Some(i).filter(|_| ended.is_none()), inp, out, want, j, upto));
+            let ended = unsafe {
+                light::start_then(i, c, (seg, kind), (input, output), op, j as i32, then)
+            };
+            let then = (t % 2 == 1).then_some(seen);
+            posted.push((
+                Some(i).filter(|_| ended.is_none()),
+                inp,
+                out,
+                want,
+                j,
+                upto,
+                then,
+            ));
         }
         // A blocking single-copy bcast while they are pending (its own sequence).
         let root = (it as usize) % p;
@@ -1904,7 +1924,7 @@ fn light_suite(c: &CollComm) {
         // Complete in a random order.
         while !posted.is_empty() {
             let k = order_rng.below(posted.len());
-            let (slot, _inp, out, want, j, upto) = posted.swap_remove(k);
+            let (slot, _inp, out, want, j, upto, then) = posted.swap_remove(k);
             if let Some(i) = slot {
                 assert_eq!(light::owner(i), j as i32);
                 loop {
@@ -1918,6 +1938,22 @@ fn light_suite(c: &CollComm) {
             let upto = upto.min(out.len());
             assert_eq!(out[..upto], want[..upto], "iteration {it}, collective {j}");
             assert_eq!(out.len(), want.len(), "iteration {it}, collective {j}");
+            if let Some(seen) = then {
+                let seen = seen.lock().unwrap();
+                assert_eq!(
+                    seen.len(),
+                    1,
+                    "iteration {it}, collective {j}: then ran once"
+                );
+                // The output region's bytes (a reduce-scatter's block in place: the
+                // front of `out`), as the result checked above.
+                let n = seen[0].len().min(upto);
+                assert_eq!(
+                    seen[0][..n],
+                    want[..n],
+                    "iteration {it}, collective {j}: then"
+                );
+            }
         }
         if it % 10 == 0 {
             c.barrier().unwrap();

@@ -414,9 +414,11 @@ pub(crate) fn start_shared(
     unpack: Vec<Unpack>,
     request: *mut c_int,
 ) -> MpiResult {
-    // A light request when nothing is to be unpacked at completion (contiguous types),
-    // no block moves by message (the v-collectives' large blocks) and a slot is free: no
-    // schedule, no generalized request.
+    // A light request when nothing is to be unpacked at completion (contiguous types) or
+    // only the whole output (a reduction's result in a type with a gap, e.g.
+    // `MPI_DOUBLE_INT`: unpacked by the light request when it ends), no block moves by
+    // message (the v-collectives' large blocks) and a slot is free: no schedule, no
+    // generalized request.
     let len = |r: &Region| match r {
         Region::Raw(_, n) => *n,
         Region::Owned(v) => v.len(),
@@ -425,7 +427,8 @@ pub(crate) fn start_shared(
         let at = (a.rank as usize, a.size as usize);
         !kind.has_messages(at, (len(&io.0), len(&io.1)))
     };
-    let light = if unpack.is_empty() && !request.is_null() && on_seg() {
+    let output_only = matches!(unpack.as_slice(), [u] if u.3 == 1 && u.4 == 0);
+    let light = if (unpack.is_empty() || output_only) && !request.is_null() && on_seg() {
         light::claim()
     } else {
         None
@@ -434,10 +437,18 @@ pub(crate) fn start_shared(
         let s = Schedule::shared(a, seg, kind, io.0, io.1, op);
         return start(comm, s, unpack, request);
     };
+    let then = unpack.into_iter().next().map(|u| -> light::Then {
+        Box::new(move |v: &[u8]| {
+            // SAFETY: the user's buffer has room for `u.1` items of `u.0` (MPI contract,
+            // valid until completion, which is now); `v` is the output region.
+            unsafe { unpack_from(&u.0, u.1, u.2 as *mut u8, v) };
+        })
+    });
     // Posting advances the other collectives (as `progress::first` does for schedules).
     progress::progress_pending();
-    // SAFETY: MPI contract of the nonblocking call: the regions are valid until completion.
-    match unsafe { light::start(i, a, (seg, kind), io, op, comm) } {
+    // SAFETY: MPI contract of the nonblocking call: the regions (and the buffer `then`
+    // unpacks into) are valid until completion.
+    match unsafe { light::start_then(i, a, (seg, kind), io, op, comm, then) } {
         None => out(request, light_handle(i), "request"),
         Some(Ok(())) => out(request, crate::handles::SEND_DONE, "request"),
         // Failed at once: a request carrying the error.

@@ -1,6 +1,10 @@
 //! Light requests: nonblocking collectives on the communicator's shared-memory segment
 //! ([`crate::sm::nb`]) without a schedule, a generalized request or a completion callback.
 //!
+//! A collective whose result the caller still has to move (a packed result unpacked into
+//! the user's memory) hands [`start_then`] a function that gets the output region's bytes
+//! once the collective ended well, before the request completes.
+//!
 //! A light request is a slot of a fixed process-wide table ([`SLOTS`] of them), claimed with
 //! a compare-and-swap at the post and given back by the call that completes it; the slot
 //! holds the collective ([`SmNb`]), its two regions and its reduction. Progress is the
@@ -57,8 +61,13 @@ struct Body {
     input: Region,
     output: Region,
     op: Option<OwnedOp>,
+    /// Run on the output's bytes when the collective ends well ([`start_then`]).
+    then: Option<Then>,
     outcome: Option<Result<()>>,
 }
+
+/// What [`start_then`] runs on the output region's bytes when the collective ends well.
+pub type Then = Box<dyn FnOnce(&[u8]) + Send>;
 
 struct Slot {
     state: AtomicU32,
@@ -129,10 +138,29 @@ pub fn unclaim(i: usize) {
 pub unsafe fn start(
     i: usize,
     cc: &CollComm,
+    kind: (Arc<Seg>, SmKind),
+    io: (Region, Region),
+    op: Option<OwnedOp>,
+    owner: i32,
+) -> Option<Result<()>> {
+    // SAFETY: forwarded caller contract.
+    unsafe { start_then(i, cc, kind, io, op, owner, None) }
+}
+
+/// [`start`], and `then` (if any) runs on the output region's bytes once the collective
+/// ended well, in the thread that ends it and before the request completes (the outcome
+/// of [`start`] or [`test`], or [`peek`], follows it).
+///
+/// # Safety
+/// As [`start`]; what `then` touches stays valid until the collective ends.
+pub unsafe fn start_then(
+    i: usize,
+    cc: &CollComm,
     (seg, kind): (Arc<Seg>, SmKind),
     (input, output): (Region, Region),
     op: Option<OwnedOp>,
     owner: i32,
+    then: Option<Then>,
 ) -> Option<Result<()>> {
     count(cc.shadow, Alg::SmNonblocking);
     let slot = &TABLE[i];
@@ -142,6 +170,7 @@ pub unsafe fn start(
         input,
         output,
         op,
+        then,
         outcome: None,
     };
     if advance(&mut body) {
@@ -184,7 +213,18 @@ fn advance(b: &mut Body) -> bool {
     }));
     let outcome = match r {
         Ok(Progress::Pending) => return false,
-        Ok(Progress::Done) => Ok(()),
+        Ok(Progress::Done) => {
+            if let Some(f) = b.then.take() {
+                let out: &[u8] = if output.1 == 0 {
+                    &[]
+                } else {
+                    // SAFETY: as above: the output region is valid until the end, now.
+                    unsafe { std::slice::from_raw_parts(output.0.cast_const(), output.1) }
+                };
+                f(out);
+            }
+            Ok(())
+        }
         Ok(Progress::Mismatch) => Err(arg_err(
             ErrorClass::Truncate,
             "a block's length differs from its receive count",
