@@ -49,6 +49,51 @@ impl Mapping {
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
+
+    /// Faults in now, writable and without changing their contents, the pages that hold
+    /// bytes `off..off + len` of the mapping (`MADV_POPULATE_WRITE`, Linux 5.14): a memory
+    /// file's pages are allocated and this process's page tables filled, so that the first
+    /// store or load to each of them later takes no page fault. The range is widened to
+    /// whole pages and clipped to the mapping. Safe while other processes use the same
+    /// pages: nothing is written. Fails on older kernels (`EINVAL`), which callers may ignore.
+    pub fn populate(&self, off: usize, len: usize) -> io::Result<()> {
+        let page = page_size();
+        let end = off.saturating_add(len).min(self.len).next_multiple_of(page);
+        let start = off.min(end) / page * page;
+        if start >= end {
+            return Ok(());
+        }
+        // SAFETY: `start..end` lies within this mapping (page-aligned base, `end` clipped to
+        // its length and rounded up to a page, which the kernel mapped whole); populating
+        // changes no byte, so no Rust object or peer sees a difference.
+        unsafe {
+            rustix::mm::madvise(
+                self.ptr.as_ptr().add(start).cast::<c_void>(),
+                end - start,
+                rustix::mm::Advice::LinuxPopulateWrite,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of a memory page.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+/// Minor page faults taken so far by the calling thread (`getrusage(RUSAGE_THREAD)`), for
+/// tests that a path takes none.
+#[cfg(test)]
+pub fn thread_minor_faults() -> u64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `u` is a writable rusage the call fills; RUSAGE_THREAD names the caller.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, u.as_mut_ptr()) };
+    assert_eq!(r, 0, "getrusage: {}", io::Error::last_os_error());
+    // SAFETY: zero-initialised and filled by a successful getrusage.
+    unsafe { u.assume_init() }.ru_minflt as u64
 }
 
 impl Drop for Mapping {
