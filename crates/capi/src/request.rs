@@ -1052,6 +1052,10 @@ fn light_completed(r: oxmpi_coll::Result<()>, comm: c_int) -> Completed {
 /// turn when the engine yields while idle) the other collectives and the transports too.
 fn light_wait(i: usize, h: c_int) -> MpiResult<Tested> {
     let comm = light_owner(i, h)?;
+    // Ended at the first look (the other ranks were there): no engine to look up.
+    if let Some(r) = light::test(i) {
+        return Ok(Tested::Done(light_completed(r, comm)));
+    }
     let yields = backend::engine()?.yields_when_idle();
     let mut turns = 0u32;
     loop {

@@ -1702,6 +1702,11 @@ fn light_suite(c: &CollComm) {
     let seg = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
     // CMA works between a user's processes: known since the segment was made.
     assert!(seg.is_some_and(|s| s.cma_known()));
+    // Each request's body holds the segment until it ended: every body is dropped once
+    // (the holders of the segment are as many after as before).
+    let held = |s: &std::sync::Arc<oxmpi_coll::sm::Seg>| std::sync::Arc::strong_count(s);
+    let seg0 = oxmpi_coll::sm::existing(c).expect("the segment exists");
+    let held0 = held(&seg0);
     let pollers = Pollers::start();
     let mut order_rng = Rng(0x5eed ^ ((me as u64 + 1) * 0x1234_5678_9abc));
     const N: usize = 13;
@@ -1961,6 +1966,11 @@ fn light_suite(c: &CollComm) {
     }
     pollers.stop();
     assert_eq!(light::open(), 0, "every light request ended exactly once");
+    assert_eq!(
+        held(&seg0),
+        held0,
+        "every light request's body was dropped once"
+    );
 }
 
 /// See [`blocking_phased_reduce_scatter_np3`]: reduce-scatters of equal blocks of 8-byte

@@ -165,34 +165,59 @@ pub unsafe fn start_then(
     count(cc.shadow, Alg::SmNonblocking);
     let slot = &TABLE[i];
     debug_assert_eq!(slot.state.load(Ordering::Relaxed), FILLING);
-    let mut body = Body {
-        nb: SmNb::open(seg, kind),
-        input,
-        output,
-        op,
-        then,
-        outcome: None,
+    // The body is made in its slot and advanced there: not moved again whether it ends now
+    // or stays pending.
+    // SAFETY: we hold the slot (filling) and its body is uninitialised.
+    let body = unsafe {
+        (*slot.body.get()).write(Body {
+            nb: SmNb::open(seg, kind),
+            input,
+            output,
+            op,
+            then,
+            outcome: None,
+        })
     };
-    if advance(&mut body) {
+    if advance(body) {
+        // SAFETY: initialised just above and still ours (filling).
+        let r = unsafe { finish(slot) };
         slot.state.store(FREE, Ordering::Release);
-        return body.take();
+        return r;
     }
     slot.owner.store(owner, Ordering::Relaxed);
-    // SAFETY: we hold the slot (filling) and its body is uninitialised.
-    unsafe { (*slot.body.get()).write(body) };
-    HIGH.fetch_max(i + 1, Ordering::Relaxed);
+    if HIGH.load(Ordering::Relaxed) <= i {
+        HIGH.fetch_max(i + 1, Ordering::Relaxed);
+    }
     OPEN.fetch_add(1, Ordering::SeqCst);
     slot.state.store(PENDING, Ordering::Release);
     progress::light_posted();
     None
 }
 
+/// The outcome of the ended collective in `slot`, dropping its body in place (its owned
+/// regions go back to the pool); the caller then frees the slot.
+///
+/// # Safety
+/// The slot's body is initialised, and the caller alone holds it (filling, busy, or done
+/// and the caller is its owner); it is uninitialised after.
+unsafe fn finish(slot: &Slot) -> Option<Result<()>> {
+    // SAFETY: caller contract.
+    let body = unsafe { (*slot.body.get()).assume_init_mut() };
+    let r = body.take();
+    // SAFETY: caller contract; not used again until written anew.
+    unsafe { (*slot.body.get()).assume_init_drop() };
+    r
+}
+
 impl Body {
     /// The outcome of an ended collective; its owned regions go back to the pool.
-    fn take(mut self) -> Option<Result<()>> {
+    fn take(&mut self) -> Option<Result<()>> {
         for r in [&mut self.input, &mut self.output] {
+            // (An empty region, e.g. a barrier's, has nothing to give back.)
             if let Region::Owned(v) = r {
-                unpool(std::mem::take(v));
+                if v.capacity() != 0 {
+                    unpool(std::mem::take(v));
+                }
             }
         }
         self.outcome.take()
@@ -261,7 +286,7 @@ fn try_advance(i: usize) -> u32 {
     OPEN.fetch_sub(1, Ordering::SeqCst);
     if s & ORPHAN != 0 {
         // SAFETY: initialised (above) and nobody else's: the owner gave it up.
-        drop(unsafe { (*slot.body.get()).assume_init_read() }.take());
+        drop(unsafe { finish(slot) });
         slot.state.store(FREE, Ordering::Release);
         return FREE;
     }
@@ -299,9 +324,9 @@ pub fn test(i: usize) -> Option<Result<()>> {
     }
     let slot = &TABLE[i];
     // SAFETY: done: the body is initialised, and only the owner (us) takes it.
-    let body = unsafe { (*slot.body.get()).assume_init_read() };
+    let r = unsafe { finish(slot) };
     slot.state.store(FREE, Ordering::Release);
-    body.take()
+    r
 }
 
 /// Whether the owner's light request `i` ended (advancing it first), without taking it:
