@@ -99,9 +99,11 @@ fn_stop_daemon() {
     tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--head ' && kill -STOP "$p"
   done
 }
-# fn_spinning: waits (up to 20 s) until the spin program's ranks are in their loop.
+# fn_spinning: waits (up to 60 s) until the spin program's ranks are all in their loop; if
+# they are not, the next fn_expect fails and says so (acting earlier tests something else).
 fn_spinning() {
-  for _ in $(seq 1 200); do grep -q spinning "$work/out" && break; sleep 0.1; done
+  spin_late=1
+  for _ in $(seq 1 600); do grep -q spinning "$work/out" && { spin_late=0; break; }; sleep 0.1; done
 }
 # fn_expect NAME WANT_RC MAX_SECONDS [GREP...]: checks the last run: its status (WANT_RC may
 # be alternatives, `137|1`), its time, a line of stdout or stderr matching each GREP, and
@@ -109,6 +111,8 @@ fn_spinning() {
 fn_expect() {
   local name=$1 want=$2 max=$3 g ok=1 left
   shift 3
+  [ "${spin_late:-0}" = 1 ] && { echo "  the ranks were not all spinning within 60 s when the case acted"; ok=0; }
+  spin_late=0
   [[ "$rc" =~ ^($want)$ ]] || { echo "  exit status $rc, expected $want"; ok=0; }
   awk -v s="$secs" -v m="$max" 'BEGIN { exit !(s <= m) }' || { echo "  took ${secs}s, limit ${max}s"; ok=0; }
   for g in "$@"; do
