@@ -32,6 +32,11 @@ pub(crate) const F_COOP: u8 = 8;
 /// registers it and carries the key itself): the receiver may take the whole message with
 /// `crate::btl::Link::read` and answer FIN.
 pub(crate) const F_RMA: u8 = 16;
+/// A DATA record whose payload the sm link found in its bulk buffer's first pass (pages
+/// touched for the first time: the sender's and the receiver's page faults slow the
+/// transfer down); set by the link on receipt, never sent. Such a transfer does not feed
+/// the one-way [`Chooser`](crate::btl::sm::coop::Chooser).
+pub(crate) const F_COLD: u8 = 32;
 
 /// Header in front of every record (40 bytes; the sm link sends a standard eager record with
 /// only the first 16, see `crate::btl::sm::link::SHORT_HDR`).

@@ -9,7 +9,7 @@ use crate::btl::sm::coop::{self, Mech};
 use crate::btl::sm::params::SingleCopy;
 use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
+use crate::pml::hdr::{Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -567,6 +567,7 @@ impl State {
                         peer,
                         since,
                         both_ways,
+                        cold: false,
                     };
                 }
                 self.ctrl(peer, K_CTS, n as u64, sreq, rid);
@@ -723,18 +724,20 @@ impl State {
             got,
             since,
             both_ways,
+            cold,
             ..
         } = &mut q.state
         else {
             return;
         };
+        *cold |= hdr.flags & F_COLD != 0;
         let n = plen.min(want.saturating_sub(off));
         // SAFETY: off + n <= want <= the receive buffer's capacity (n == 0, and nothing
         // is written, for an out-of-range offset).
         unsafe { copy(payload, buf.wrapping_add(off), n) };
         *got += n;
         if *got >= *want {
-            let (since, want, both_ways) = (*since, *want, *both_ways);
+            let (since, want, both_ways, cold) = (*since, *want, *both_ways, *cold);
             self.finish(rreq);
             let p = peer as usize;
             if since == 0 {
@@ -742,12 +745,14 @@ impl State {
             }
             // Throughput of the pipelined copy, from the later of its clear-to-send and the
             // previous large transfer's end (not measured when a cooperative copy ran
-            // meanwhile: it held up this one).
+            // meanwhile: it held up this one; one way, nor when it went through the bulk
+            // buffer's untouched pages, `F_COLD`: the two-way choosers, which begin with the
+            // single copy, keep measuring them).
             let now = self.now_ns();
             let overlapped = since < self.peers[p].last_coop_end;
             let start = since.max(self.peers[p].last_end);
             if !both_ways {
-                if !overlapped {
+                if !overlapped && !cold {
                     let sends = self.sending_rndv();
                     self.peers[p].measured(p, Mech::Pipe, want, (start, now), sends);
                 }

@@ -43,6 +43,11 @@ pub(crate) enum ReqState {
         /// Chosen while we were sending to the peer too: its throughput feeds the
         /// chooser for traffic in both directions.
         both_ways: bool,
+        /// A fragment came through the bulk buffer's first pass ([`F_COLD`]): the
+        /// transfer's time is not the mechanism's, it feeds no rate.
+        ///
+        /// [`F_COLD`]: super::hdr::F_COLD
+        cold: bool,
     },
 }
 

@@ -7,7 +7,7 @@ use super::bulk::{BulkRx, BulkTx};
 use super::coop::CoopMem;
 use super::ring::{Consumer, Producer};
 use crate::btl::{Caps, Link, LinkError};
-use crate::pml::hdr::{Hdr, F_BULK, F_SYNC, HDR, K_DATA, K_EAGER};
+use crate::pml::hdr::{Hdr, F_BULK, F_COLD, F_SYNC, HDR, K_DATA, K_EAGER};
 use crate::sys::Mapping;
 
 /// Bytes of the compact header of a standard eager record: [`Hdr`]'s first 16 bytes (kind,
@@ -182,6 +182,12 @@ impl Link for SmLink {
             }
             brx.pending = Some(pos + n as u64);
             hdr.flags &= !F_BULK;
+            if pos < cap as u64 {
+                // The first pass through the buffer: its pages are touched for the first
+                // time (a ping-pong of 16 KiB messages measured its first 64 pipelined
+                // transfers at 9-14 us against 2.9 us for the next ones).
+                hdr.flags |= F_COLD;
+            }
             hdr.b = 0;
             hdr.ctx = 0;
             // SAFETY: in bounds (checked); published by the ring record acquired in peek.
@@ -297,7 +303,7 @@ pub(crate) mod tests {
                 let (gh, gp) = recv(&mut b).expect("full while nothing is queued");
                 let (wh, wp): (Hdr, Vec<u8>) = sent.pop_front().unwrap();
                 assert_eq!(
-                    (gh.kind, gh.a, gh.c, gh.tag, gh.flags),
+                    (gh.kind, gh.a, gh.c, gh.tag, gh.flags & !F_COLD),
                     (wh.kind, wh.a, wh.c, wh.tag, 0)
                 );
                 assert_eq!((gh.b, gh.ctx), (0, 0), "bulk fields are cleared");
@@ -328,6 +334,25 @@ pub(crate) mod tests {
         assert!(!send(&mut a, &data(1024, 1), &p));
         b.release();
         assert!(send(&mut a, &data(1024, 1), &p));
+    }
+
+    /// Fragments in the bulk buffer's first pass, whose pages the two processes touch for
+    /// the first time, come marked [`F_COLD`] (their transfers feed no chooser); from the
+    /// second pass on they do not.
+    #[test]
+    fn bulk_first_pass_is_marked_cold() {
+        let (mut a, mut b) = pair(1024);
+        let p = vec![3u8; 400];
+        let mut cold = Vec::new();
+        for i in 0..8u64 {
+            assert!(send(&mut a, &data(i, 1), &p));
+            let (h, got) = recv(&mut b).expect("record");
+            assert_eq!(got, p);
+            cold.push(h.flags & F_COLD != 0);
+        }
+        // 400-byte fragments at 0, 400, then (no room for a third before the end) from
+        // 1024 on: the first two are in the first pass.
+        assert_eq!(cold, [true, true, false, false, false, false, false, false]);
     }
 
     /// Without bulk buffers, DATA records carry their payload in the ring.
