@@ -216,7 +216,7 @@
 //! | `btl_sm_ring_size` | 256k | bytes of each per-peer ring |
 //! | `btl_sm_bulk_size` | 1m | bytes of each per-peer bulk buffer for fragments (0: none) |
 //! | `btl_sm_single_copy_mechanism` | `auto` | `auto`, `coop`, `cma` or `none` |
-//! | `btl_sm_coop_min_size` | 64k | smallest message for the cooperative copy |
+//! | `btl_sm_coop_min_size` | 16k | smallest message for the cooperative copy |
 //! | `btl_sm_coop_chunk_size` | 32k | unit of the cooperative copy's claims |
 //! | `mpi_yield_when_idle` | false | yield while waiting |
 //! | `btl_base_verbose` / `pml_base_verbose` | error | verbose level (10: set-up, fallbacks) |

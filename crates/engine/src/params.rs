@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(r.get_size("btl_sm_bulk_size"), Some(0));
         assert_eq!(r.get_bool("mpi_yield_when_idle"), Some(false));
         assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(3));
-        assert_eq!(r.get_size("btl_sm_coop_min_size"), Some(64 << 10));
+        assert_eq!(r.get_size("btl_sm_coop_min_size"), Some(16 << 10));
         r.set("btl_sm_single_copy_mechanism", "cma").unwrap();
         assert_eq!(r.get_int("btl_sm_single_copy_mechanism"), Some(1));
         r.set("btl_sm_single_copy_mechanism", "coop").unwrap();

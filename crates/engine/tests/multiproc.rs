@@ -264,7 +264,7 @@ fn coop_single_copy() {
     run(4, "wildcards", &env[..2]);
 }
 
-/// The default `btl_sm_coop_min_size` (64 KiB) admits the mid-size rendezvous messages to
+/// The default `btl_sm_coop_min_size` (16 KiB) admits the mid-size rendezvous messages to
 /// the cooperative copy (a 64 KiB message: two 32 KiB chunks, whoever claims them), while
 /// the rendezvous messages below it (8193 B) keep the pipelined copy; the data arrives
 /// intact either way.

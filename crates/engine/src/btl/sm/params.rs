@@ -106,7 +106,7 @@ pub(crate) static COOP_MIN: ParamDecl = ParamDecl::new(
     "sm",
     "coop_min_size",
     ParamType::Size,
-    "64k",
+    "16k",
     "Smallest message that may use the cooperative single copy (single_copy_mechanism coop \
      or auto); smaller rendezvous messages use the pipelined copy. With auto the chooser \
      still measures both per size class, so this only bounds what it may try",
