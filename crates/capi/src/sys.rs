@@ -88,17 +88,6 @@ pub(crate) fn monotonic_ns() -> u64 {
         .wrapping_add(t.tv_nsec as u64)
 }
 
-/// The page size (4096 if the system does not say).
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
-
 /// `poll` on `fds` for `POLLIN` until one of them is readable (or has an error or hang-up:
 /// the next call on it reports that); retried on `EINTR`.
 pub(crate) fn wait_any_readable(fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {

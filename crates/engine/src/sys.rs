@@ -77,7 +77,7 @@ impl Mapping {
     }
 }
 
-/// Bytes of a memory page.
+/// Bytes of a memory page (4096 if the system does not say).
 pub fn page_size() -> usize {
     // SAFETY: sysconf reads a constant of the system; no memory is passed.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };

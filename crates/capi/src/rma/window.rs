@@ -296,7 +296,7 @@ fn create_on(
 
     // Layout of the shared segment of our node's ranks.
     let ctrl_stride = round_up(CTRL_HEAD + 8 * n, 64);
-    let page = crate::sys::page_size();
+    let page = oxmpi_engine::sys::page_size();
     let data_start = round_up(ctrl_stride * n, page);
     let with_data = flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED;
     let pad = if flavor == MPI_WIN_FLAVOR_SHARED && !info_true(&info, "alloc_shared_noncontig") {
