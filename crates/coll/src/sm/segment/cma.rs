@@ -375,6 +375,16 @@ impl Seg {
     /// ...: np=4 (2 cores, under load), alltoall of 64 KiB blocks took 33.1 us against
     /// 28.8 us rotated, of 1 MiB 1113 against 895 us (medians of 7 interleaved runs; a
     /// later run under heavier load: 30.5 against 26.6 us, and 1 MiB alike).
+    ///
+    /// Two variants measured no faster at np=8 on 2 cores (1 MiB blocks, ranks under the
+    /// default scheduler, interleaved rounds beside other builds): reading each rank's
+    /// block as soon as its post is there, without waiting for every post first (as the
+    /// nonblocking form reads): alltoall 5325 against 4673 us and 6891 against 7100 over
+    /// 8 and 10 rounds, alltoallv 5620 against 5390, the ranks' CPU time 5% and their
+    /// context switches 20-28% higher; and reading through a bounce buffer of 64 or
+    /// 256 KiB that stays in the cache, then copying into `recv`: 8.8-9.6 ms against
+    /// 6.0-6.5 (4 rounds), the kernel's copies no cheaper and the copy out 4 times the
+    /// ranks' user time.
     fn read_all(
         &self,
         k: u64,
