@@ -1,6 +1,7 @@
 //! Vectorisable loops for the predefined reductions on the integer and floating-point
 //! types of 1 to 8 bytes, every operation MPI defines on them, and MINLOC/MAXLOC on the
-//! value-index pairs (branch-free) ([`super::apply`] decides the
+//! value-index pairs, in their layout and in their packed form (branch-free; the packed
+//! 12-byte pairs with AVX2 intrinsics) ([`super::apply`] decides the
 //! operation per element, which keeps the compiler from vectorising: `MPI_CHAR` sums ran a
 //! byte at a time through it). Each computes exactly what
 //! [`super::apply`] computes for the pair (same expression per element), so results are
@@ -78,6 +79,54 @@ fn loc<const W: usize, T: PartialOrd, const MIN: bool>(
     }
 }
 
+/// A machine word a pair kernel blends: all ones or all zeros as a mask.
+trait Word:
+    Copy
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::Not<Output = Self>
+{
+    /// All ones if `take`, else zero.
+    fn mask(take: bool) -> Self;
+}
+
+macro_rules! word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            fn mask(take: bool) -> Self {
+                <$t>::from(take).wrapping_neg()
+            }
+        }
+    )*};
+}
+word!(u16, u32, u64);
+
+/// MINLOC (`MIN`) or MAXLOC over value-index pairs seen as `W` words of type `U` each,
+/// the rule of [`loc`], the winner blended word by word. With words of the narrowest
+/// field (`u32` for `{f64, int}` and `{i64, int}`, `u16` for `{i16, int}`) every pair is
+/// a whole number of words in its packed form, read and written as aligned words. The
+/// compiler keeps this loop scalar (three interleaved words a pair), but it beats the
+/// unaligned field reads of [`loc_packed`] (packed `{i16, int}`: 0.62 against 0.85 ns a
+/// pair); the 12-byte pairs take [`loc12_avx2`] where AVX2 is present.
+#[inline(always)]
+fn loc_words<U: Word, const W: usize, T: PartialOrd, const MIN: bool>(
+    a: &[[U; W]],
+    b: &mut [[U; W]],
+    v: impl Fn(&[U; W]) -> T,
+    i: impl Fn(&[U; W]) -> i32,
+) {
+    for (x, y) in a.iter().zip(b.iter_mut()) {
+        let (vx, vy) = (v(x), v(y));
+        let better = if MIN { vx < vy } else { vx > vy };
+        let take = better | ((vx == vy) & (i(x) < i(y)));
+        let m = U::mask(take);
+        for k in 0..W {
+            y[k] = (x[k] & m) | (y[k] & !m);
+        }
+    }
+}
+
 /// MINLOC (`MIN`) or MAXLOC over value-index pairs in their packed form: the type map's
 /// bytes back to back, the value's bits `B` then the int, `size_of::<B>() + 4` bytes a
 /// pair and no alignment (`MPI_SHORT_INT` 6 bytes, `MPI_DOUBLE_INT` and `MPI_LONG_INT` 12:
@@ -119,7 +168,10 @@ unsafe fn loc_packed<B: Copy, T: PartialOrd, const MIN: bool>(
 
 /// MINLOC/MAXLOC on `n` packed pairs of `ty` (see [`loc_packed`]) for the pairs with a gap
 /// in their layout (`MPI_SHORT_INT`, `MPI_DOUBLE_INT`, `MPI_LONG_INT`); false (nothing
-/// done) for any other (op, type).
+/// done) for any other (op, type). Buffers aligned for the pair's narrowest field (2 bytes
+/// for `MPI_SHORT_INT`, 4 for the others: a packed buffer from the allocator, split at
+/// whole pairs) take the vectorised [`loc_words`] (AVX2 when the CPU has it); others the
+/// scalar [`loc_packed`].
 ///
 /// # Safety
 /// `a` and `b` hold `n` packed pairs of `ty` each (any alignment) and do not overlap.
@@ -130,6 +182,23 @@ pub(super) unsafe fn apply_packed(
     b: *mut u8,
     n: usize,
 ) -> bool {
+    let word = match ty {
+        ElemType::ShortInt => 2,
+        ElemType::DoubleInt | ElemType::LongInt => 4,
+        _ => return false,
+    };
+    if LE && (a as usize | b as usize) % word == 0 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if n >= 16 && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: forwarded caller contract, aligned for the words; AVX2 is
+                // present.
+                return unsafe { run_packed_avx2(op, ty, a, b, n) };
+            }
+        }
+        // SAFETY: forwarded caller contract, aligned for the words.
+        return unsafe { run_packed(op, ty, a, b, n) };
+    }
     macro_rules! packed {
         ($b:ty, $v:expr) => {
             // SAFETY: forwarded caller contract (pairs of `$b` bits and an int).
@@ -149,6 +218,144 @@ pub(super) unsafe fn apply_packed(
         _ => return false,
     }
     true
+}
+
+/// The packed pairs of [`apply_packed`] as three words each (little-endian): `{i16, int}`
+/// as `u16`s (the value, then the int's low and high halves), `{f64, int}` and `{i64,
+/// int}` as `u32`s (the value's low and high halves, then the int).
+///
+/// # Safety
+/// As [`apply_packed`]; `a` and `b` aligned for the words; little-endian.
+#[inline(always)]
+unsafe fn run_packed(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    macro_rules! words {
+        ($u:ty, $v:expr, $i:expr) => {{
+            // SAFETY: caller contract: `n` packed pairs of three `$u` each at both
+            // pointers, aligned for `$u`, not overlapping.
+            let (x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts(a.cast::<[$u; 3]>(), n),
+                    std::slice::from_raw_parts_mut(b.cast::<[$u; 3]>(), n),
+                )
+            };
+            match op {
+                OpKind::MinLoc => loc_words::<$u, 3, _, true>(x, y, $v, $i),
+                OpKind::MaxLoc => loc_words::<$u, 3, _, false>(x, y, $v, $i),
+                _ => return false,
+            }
+        }};
+    }
+    let v64 = |p: &[u32; 3]| u64::from(p[0]) | (u64::from(p[1]) << 32);
+    let i32w = |p: &[u32; 3]| p[2] as i32;
+    match ty {
+        ElemType::ShortInt => words!(u16, |p: &[u16; 3]| p[0] as i16, |p: &[u16; 3]| {
+            (u32::from(p[1]) | (u32::from(p[2]) << 16)) as i32
+        }),
+        ElemType::DoubleInt => words!(u32, |p: &[u32; 3]| f64::from_bits(v64(p)), i32w),
+        ElemType::LongInt => words!(u32, |p: &[u32; 3]| v64(p) as i64, i32w),
+        _ => return false,
+    }
+    true
+}
+
+/// MINLOC (`MIN`) or MAXLOC on packed `{f64, int}` (`F64`) or `{i64, int}` pairs (12
+/// bytes, no alignment) with AVX2, four pairs (48 bytes, twelve 32-bit words) a step:
+/// three 16-byte loads from each buffer make the words 0..7 and 4..11, which are
+/// permuted (one shuffle each) and blended into a vector of the four values and one of
+/// the four ints; the rule of
+/// [`loc`] gives a 64-bit mask per pair, spread back over each pair's three words for the
+/// blends, stored as 32 + 16 bytes (exactly the step's 48: nothing outside the pairs is
+/// read or written). The caller passes whole steps (`n` a multiple of 4).
+///
+/// # Safety
+/// As [`run_packed`] (any alignment); the CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn loc12_avx2<const F64: bool, const MIN: bool>(a: *const u8, b: *mut u8, n: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the loads and stores of a step cover its 48 bytes inside the `n` pairs of
+    // `a` or `b` (caller contract), unaligned ones; the rest are register operations,
+    // AVX2 being present.
+    unsafe {
+        // words 0..7 -> value A (0, 1), value B (3, 4) | int A (2), int B (5), twice
+        let split01 = _mm256_setr_epi32(0, 1, 3, 4, 2, 5, 2, 5);
+        // words 4..11 -> int C (8), int D (11), twice | value C (6, 7), value D (9, 10)
+        let split12 = _mm256_setr_epi32(4, 7, 4, 7, 2, 3, 5, 6);
+        // ints C D C D A B A B -> A A B B C C D D (a 64-bit lane per pair)
+        let ints = _mm256_setr_epi32(4, 4, 5, 5, 0, 0, 1, 1);
+        // a mask per 64-bit lane (pairs A B C D) -> per word 0..7, and per word 8..11
+        // in the upper half
+        let m01 = _mm256_setr_epi32(0, 0, 0, 2, 2, 2, 4, 4);
+        let m12 = _mm256_setr_epi32(0, 0, 0, 0, 4, 6, 6, 6);
+        let words = |p: *const u8| {
+            let l0 = _mm_loadu_si128(p.cast());
+            let l1 = _mm_loadu_si128(p.add(16).cast());
+            let l2 = _mm_loadu_si128(p.add(32).cast());
+            (_mm256_set_m128i(l1, l0), _mm256_set_m128i(l2, l1))
+        };
+        for s in 0..n / 4 {
+            let (pa, pb) = (a.add(s * 48), b.add(s * 48));
+            let (xa01, xa12) = words(pa);
+            let (xb01, xb12) = words(pb.cast_const());
+            let sa01 = _mm256_permutevar8x32_epi32(xa01, split01);
+            let sa12 = _mm256_permutevar8x32_epi32(xa12, split12);
+            let sb01 = _mm256_permutevar8x32_epi32(xb01, split01);
+            let sb12 = _mm256_permutevar8x32_epi32(xb12, split12);
+            // values of A B C D (blends: no lane crossing); ints C D C D A B A B
+            let va = _mm256_blend_epi32::<0xf0>(sa01, sa12);
+            let vb = _mm256_blend_epi32::<0xf0>(sb01, sb12);
+            let ia = _mm256_blend_epi32::<0xf0>(sa12, sa01);
+            let ib = _mm256_blend_epi32::<0xf0>(sb12, sb01);
+            let (better, eq) = if F64 {
+                let (fa, fb) = (_mm256_castsi256_pd(va), _mm256_castsi256_pd(vb));
+                let better = if MIN {
+                    _mm256_cmp_pd::<_CMP_LT_OQ>(fa, fb)
+                } else {
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(fa, fb)
+                };
+                (
+                    _mm256_castpd_si256(better),
+                    _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_EQ_OQ>(fa, fb)),
+                )
+            } else {
+                let better = if MIN {
+                    _mm256_cmpgt_epi64(vb, va)
+                } else {
+                    _mm256_cmpgt_epi64(va, vb)
+                };
+                (better, _mm256_cmpeq_epi64(va, vb))
+            };
+            // int of a below int of b, as A A B B C C D D (a 64-bit mask per pair)
+            let lt = _mm256_permutevar8x32_epi32(_mm256_cmpgt_epi32(ib, ia), ints);
+            let take = _mm256_or_si256(better, _mm256_and_si256(eq, lt));
+            let o01 = _mm256_blendv_epi8(xb01, xa01, _mm256_permutevar8x32_epi32(take, m01));
+            let o12 = _mm256_blendv_epi8(xb12, xa12, _mm256_permutevar8x32_epi32(take, m12));
+            _mm256_storeu_si256(pb.cast(), o01);
+            _mm_storeu_si128(pb.add(32).cast(), _mm256_extracti128_si256::<1>(o12));
+        }
+    }
+}
+
+/// # Safety
+/// As [`run_packed`]; the CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_packed_avx2(op: OpKind, ty: ElemType, a: *const u8, b: *mut u8, n: usize) -> bool {
+    let k = n / 4 * 4;
+    // SAFETY: forwarded caller contract (the first `k` pairs, AVX2 present).
+    unsafe {
+        match (ty, op) {
+            (ElemType::DoubleInt, OpKind::MinLoc) => loc12_avx2::<true, true>(a, b, k),
+            (ElemType::DoubleInt, OpKind::MaxLoc) => loc12_avx2::<true, false>(a, b, k),
+            (ElemType::LongInt, OpKind::MinLoc) => loc12_avx2::<false, true>(a, b, k),
+            (ElemType::LongInt, OpKind::MaxLoc) => loc12_avx2::<false, false>(a, b, k),
+            // SAFETY: forwarded caller contract.
+            _ => return run_packed(op, ty, a, b, n),
+        }
+    }
+    // SAFETY: forwarded caller contract: the last `n - k` pairs start `k` pairs in, still
+    // aligned for the words.
+    unsafe { run_packed(op, ty, a.add(k * 12), b.add(k * 12), n - k) }
 }
 
 /// # Safety

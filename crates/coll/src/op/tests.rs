@@ -373,20 +373,21 @@ fn packed_pair_kernels_match_the_layout_kernels() {
     case(ElemType::LongInt, |k| (k - 3) << 40);
     case(ElemType::DoubleInt, |k| k as f64 * 0.5 - 1.0);
     #[cfg(target_arch = "x86_64")]
-    case(ElemType::LongDoubleInt, |k| {
-        // An x87 extended value of the integer k - 3 (exact: sign, exponent, mantissa).
-        let x = k - 3;
-        let (sign, m) = (u16::from(x < 0) << 15, x.unsigned_abs());
-        let mut v = [0u8; 16];
-        if m != 0 {
-            let lz = m.leading_zeros();
-            v[..8].copy_from_slice(&(m << lz).to_le_bytes());
-            v[8..10].copy_from_slice(&(sign | (16383 + 63 - lz as u16)).to_le_bytes());
-        }
-        Ld(u128::from_le_bytes(v))
-    });
+    case(ElemType::LongDoubleInt, |k| ld(k - 3));
     assert_eq!(ElemType::TwoInt.packed_size(), 8);
     assert_eq!(ElemType::F64.packed_size(), 8);
+}
+
+/// The x87 extended value of the integer `x` (exact: sign, exponent, mantissa).
+fn ld(x: i64) -> Ld {
+    let (sign, m) = (u16::from(x < 0) << 15, x.unsigned_abs());
+    let mut v = [0u8; 16];
+    if m != 0 {
+        let lz = m.leading_zeros();
+        v[..8].copy_from_slice(&(m << lz).to_le_bytes());
+        v[8..10].copy_from_slice(&(sign | (16383 + 63 - lz as u16)).to_le_bytes());
+    }
+    Ld(u128::from_le_bytes(v))
 }
 
 /// An x87 extended value in its 16-byte slot, ordered as the value (finite, normal, of
@@ -440,4 +441,189 @@ fn misaligned_pairs_are_left_to_the_general_kernel() {
         assert_eq!(pb.add(16).cast::<f64>().read_unaligned(), 2.0);
         assert_eq!(pb.add(24).cast::<i32>().read_unaligned(), 1);
     }
+}
+
+/// Nanoseconds per pair of the pair kernels (`cargo test --release -p oxmpi-coll
+/// pair_kernel_speed -- --ignored --nocapture`): a measurement, not a check.
+#[test]
+#[ignore]
+fn pair_kernel_speed() {
+    fn run<T: Copy>(name: &str, ty: ElemType, val: impl Fn(i64) -> T) {
+        for n in [2048, 65536] {
+            run_n(name, ty, &val, n);
+        }
+    }
+    fn run_n<T: Copy>(name: &str, ty: ElemType, val: impl Fn(i64) -> T, n: i64) {
+        // pseudo-random values and indices with many ties (no pattern a branch predictor
+        // could learn)
+        let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> 7) % 7;
+        let a: Vec<P<T>> = (0..n)
+            .map(|k| P {
+                v: val(mix(k, 1)),
+                i: mix(k, 3) as i32,
+            })
+            .collect();
+        let b0: Vec<P<T>> = (0..n)
+            .map(|k| P {
+                v: val(mix(k, 2)),
+                i: mix(k, 4) as i32,
+            })
+            .collect();
+        let (pa, pb0) = (packed(&a), packed(&b0));
+        for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+            let reps = 200 * 65536 / n;
+            let mut b = b0.clone();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                // SAFETY: `n` pairs at both.
+                unsafe { apply_fast(op, ty, a.as_ptr().cast(), b.as_mut_ptr().cast(), a.len()) };
+            }
+            let lay = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            let mut pb = pb0.clone();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                // SAFETY: `n` packed pairs at both.
+                unsafe { apply_packed(op, ty, pa.as_ptr(), pb.as_mut_ptr(), a.len()) };
+            }
+            let pk = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            // the same at an odd address: the scalar kernel for unaligned packed pairs
+            let mut pu = vec![0u8; pb0.len() + 1];
+            pu[1..].copy_from_slice(&pb0);
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                // SAFETY: `n` packed pairs at both.
+                unsafe { apply_packed(op, ty, pa.as_ptr(), pu[1..].as_mut_ptr(), a.len()) };
+            }
+            let pu = t.elapsed().as_nanos() as f64 / (reps * n) as f64;
+            println!(
+                "{name} {op:?} n={n}: layout {lay:.3}, packed {pk:.3}, packed unaligned {pu:.3} ns/pair"
+            );
+        }
+    }
+    run("DOUBLE_INT", ElemType::DoubleInt, |k| k as f64);
+    run("LONG_INT", ElemType::LongInt, |k| k);
+    run("SHORT_INT", ElemType::ShortInt, |k| k as i16);
+    run("2INT", ElemType::TwoInt, |k| k as i32);
+    run("FLOAT_INT", ElemType::FloatInt, |k| k as f32);
+}
+
+/// A xorshift generator: reproducible pseudo-random test data without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// 0..k
+    fn below(&mut self, k: u64) -> i64 {
+        (self.next() % k) as i64
+    }
+}
+
+#[test]
+fn pair_kernels_match_a_plain_reference_on_random_data() {
+    // Every pair type, both ops, lengths around the kernels' steps (4 pairs, 16 for the
+    // AVX2 dispatch) and odd ones, values and indices drawn from few choices (ties in
+    // both directions, equal pairs, -0.0 against 0.0): the layout kernels (`apply_fast`,
+    // 8-aligned) and the packed ones (`apply_packed`, at 4-aligned, 2-aligned and odd
+    // addresses) against the rule written here, pair by pair.
+    fn case<T: Copy + PartialOrd + std::fmt::Debug>(
+        ty: ElemType,
+        rng: &mut Rng,
+        val: impl Fn(i64) -> T,
+    ) {
+        assert_eq!(std::mem::size_of::<P<T>>(), ty.size(), "{ty:?}");
+        let lens = [
+            0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 19, 31, 33, 64, 127, 1001,
+        ];
+        for n in lens {
+            let mut mk = || -> Vec<P<T>> {
+                (0..n)
+                    .map(|_| P {
+                        v: val(rng.below(5)),
+                        i: rng.below(4) as i32 - 1,
+                    })
+                    .collect()
+            };
+            let (a, b0) = (mk(), mk());
+            for op in [OpKind::MinLoc, OpKind::MaxLoc] {
+                let want: Vec<P<T>> = a
+                    .iter()
+                    .zip(&b0)
+                    .map(|(x, y)| {
+                        let better = match op {
+                            OpKind::MinLoc => x.v < y.v,
+                            _ => x.v > y.v,
+                        };
+                        if better || (x.v == y.v && x.i < y.i) {
+                            *x
+                        } else {
+                            *y
+                        }
+                    })
+                    .collect();
+                // (no layout kernel for `{long double, int}`; an empty vector's dangling
+                // pointer is not 8-aligned)
+                if ty != ElemType::LongDoubleInt && n > 0 {
+                    let mut y = b0.clone();
+                    // SAFETY: `n` pairs of the type's layout at both, aligned for it.
+                    let ok =
+                        unsafe { apply_fast(op, ty, a.as_ptr().cast(), y.as_mut_ptr().cast(), n) };
+                    assert!(ok, "{op:?} on {ty:?}");
+                    assert_eq!(y, want, "{op:?} on {ty:?}, {n} pairs (layout)");
+                }
+                let (pa, pb, pw) = (packed(&a), packed(&b0), packed(&want));
+                // the padded pairs' packed form at any address; the others' packed form
+                // is their layout, which takes their alignment
+                let offs: &[usize] = if ty.packed_size() < ty.size() {
+                    &[0, 2, 4, 1]
+                } else {
+                    &[0]
+                };
+                for &off in offs {
+                    // 8-aligned storage, the pairs `off` bytes in
+                    let mut sa = vec![0u64; pa.len() / 8 + 2];
+                    let mut sb = vec![0u64; pb.len() / 8 + 2];
+                    let ya = &mut bytemuck_u8(&mut sa)[off..off + pa.len()];
+                    ya.copy_from_slice(&pa);
+                    let xb = &mut bytemuck_u8(&mut sb)[off..off + pb.len()];
+                    xb.copy_from_slice(&pb);
+                    // SAFETY: `n` packed pairs at both pointers.
+                    let ok = unsafe { apply_packed(op, ty, ya.as_ptr(), xb.as_mut_ptr(), n) };
+                    assert!(ok, "{op:?} on {ty:?}");
+                    assert_eq!(
+                        &xb[..],
+                        &pw[..],
+                        "{op:?} on {ty:?}, {n} packed pairs at +{off}"
+                    );
+                }
+            }
+        }
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let r = &mut rng;
+    case(ElemType::TwoInt, r, |k| k as i32 - 2);
+    case(ElemType::FloatInt, r, |k| {
+        [-0.0f32, 0.0, 1.5, -2.0, 1e30][k as usize]
+    });
+    case(ElemType::DoubleInt, r, |k| {
+        [-0.0f64, 0.0, 1.5, -2.0, 1e300][k as usize]
+    });
+    case(ElemType::LongInt, r, |k| {
+        [i64::MIN, -1, 0, 1 << 40, i64::MAX][k as usize]
+    });
+    case(ElemType::ShortInt, r, |k| {
+        [i16::MIN, -1, 0, 7, i16::MAX][k as usize]
+    });
+    #[cfg(target_arch = "x86_64")]
+    case(ElemType::LongDoubleInt, r, |k| ld(k - 2));
+}
+
+/// The bytes of a `u64` vector.
+fn bytemuck_u8(v: &mut [u64]) -> &mut [u8] {
+    // SAFETY: the words' bytes, same lifetime, any bit pattern valid for both.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 8) }
 }
