@@ -267,7 +267,8 @@ fn coop_single_copy() {
 /// The default `btl_sm_coop_min_size` (16 KiB) admits the mid-size rendezvous messages to
 /// the cooperative copy (a 64 KiB message: two 32 KiB chunks, whoever claims them), while
 /// the rendezvous messages below it (8193 B) keep the pipelined copy; the data arrives
-/// intact either way.
+/// intact either way. Messages up to 1 MiB are cut in two chunks, larger ones in 512 KiB
+/// chunks (the last one the rest: 1 MiB + 13 B in three).
 #[test]
 fn coop_single_copy_from_the_default_minimum() {
     let env = [
@@ -283,6 +284,13 @@ fn coop_single_copy_from_the_default_minimum() {
     };
     assert!(coop(65536), "64 KiB not by the cooperative copy:\n{err}");
     assert!(!coop(8193), "8193 B by the cooperative copy:\n{err}");
+    for (n, chunks) in [(65536, 2), (1 << 20, 2), ((1 << 20) + 13, 3), (8 << 20, 16)] {
+        let cut = err.lines().any(|l| {
+            l.contains(&format!("received {n} B from rank"))
+                && l.contains(&format!(" of {chunks} chunks copied by the sender"))
+        });
+        assert!(cut, "{n} B not cut in {chunks} chunks:\n{err}");
+    }
 }
 
 /// The default `auto` mechanism in both directions at once: after its first four transfers

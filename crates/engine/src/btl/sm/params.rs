@@ -94,9 +94,11 @@ pub(crate) static COOP_CHUNK: ParamDecl = ParamDecl::new(
     "sm",
     "coop_chunk_size",
     ParamType::Size,
-    "32k",
-    "Unit of the cooperative single copy's claims (each side claims a quarter of what is \
-     left, at least one unit, per process_vm_readv/writev call; rounded up to 4 KiB)",
+    "16k",
+    "Smallest unit of the cooperative single copy's claims: a message is cut in halves \
+     (up to 1 MiB; larger ones in 512 KiB chunks), into no chunk smaller than this; each \
+     side claims a quarter of what is left, at least one chunk, per process_vm_readv/writev \
+     call; rounded up to 4 KiB",
 )
 .level(6);
 
