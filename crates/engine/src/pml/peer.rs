@@ -141,7 +141,7 @@ impl Peer {
         match s {
             Sample::Timed { m, end, .. } => self.ended_at(m, end),
             Sample::Unmeasured { at, .. } => self.last_end = at,
-            Sample::Skipped { .. } => {}
+            Sample::Skipped { .. } | Sample::Period { .. } => {}
         }
         if let Some(s) = self.two_way.ended(s, sending) {
             self.record_two_way(p, s);
@@ -177,6 +177,19 @@ impl Peer {
                 90,
                 "sm: {} (both ways) {n} B at {at}: ended after our sends, not measured",
                 name(m)
+            ),
+            Sample::Period {
+                m,
+                n,
+                bytes,
+                start,
+                end,
+            } => oxmpi_base::verbose!(
+                BTL,
+                90,
+                "sm: sample {} (both ways, a period of {n} B messages) {bytes} B {} ns at {end}",
+                name(m),
+                end.saturating_sub(start)
             ),
             Sample::Skipped { .. } => return,
         }
