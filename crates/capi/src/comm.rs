@@ -300,6 +300,8 @@ mpi_fn! {
 /// topology and intercommunicator link, release its engine communicators.
 pub(crate) fn free(h: c_int) -> MpiResult {
     lock().comm(h)?;
+    // The handle may name another communicator soon: forget what was cached of it.
+    crate::icoll::sched::COMM_GEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     // A failing delete callback leaves the communicator in place (its handler decides).
     delete_all_attrs(h)?;
     crate::topo::table::forget(h);

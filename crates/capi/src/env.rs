@@ -161,6 +161,8 @@ pub(crate) fn stop() -> MpiResult {
     crate::tools::profile::finish();
     eng.finalize().map_err(backend::err)?;
     lock().finalized = true;
+    // What was cached of the communicators is stale.
+    crate::icoll::sched::COMM_GEN.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     Ok(())
 }
 

@@ -273,9 +273,11 @@ fn truncated(comm: c_int, what: &str) -> MpiError {
 mpi_fn! {
     /// `MPI_Ibarrier` (progresses in the background).
     fn PMPI_Ibarrier / "MPI_Ibarrier" (comm: c_int, request: *mut c_int) {
+        if let Some(r) = sched::light_barrier(comm, request) { return r; }
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::ibarrier(&l, request); }
         let (a, _, _) = comm_info(comm)?;
         if let Some(seg) = shared_seg(&a, 0) {
+            sched::remember_barrier(comm, &a, &seg);
             return start_shared(comm, &a, (seg, SmKind::Barrier), (none(), none()), None, Vec::new(), request);
         }
         let s = a.ibarrier().map_err(sched_err(comm))?;

@@ -19,7 +19,7 @@ use oxmpi_coll::nbc::{light, progress};
 use oxmpi_coll::sched::{OwnedOp, Region, Schedule};
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Packed bytes to unpack into the user's memory when a schedule completes: datatype,
@@ -401,6 +401,74 @@ fn seg_or_else(
         return None;
     }
     large()
+}
+
+/// Bumped whenever a communicator handle may stop naming the communicator it named (one
+/// is freed: its handle may be reused) and when MPI is finalized: the per-thread cache of
+/// the light barrier ([`light_barrier`]) is stale then.
+pub(crate) static COMM_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// What the light barrier needs of a communicator: its collective view and segment.
+struct LightComm {
+    comm: c_int,
+    /// [`COMM_GEN`] when cached.
+    gen: u64,
+    cc: oxmpi_coll::CollComm,
+    seg: Arc<oxmpi_coll::sm::Seg>,
+}
+
+thread_local! {
+    /// This thread's last intracommunicator whose `MPI_Ibarrier` went on the segment
+    /// ([`remember_barrier`]): the next one on it takes no library lock and no lookup.
+    static LIGHT_COMM: RefCell<Option<LightComm>> = const { RefCell::new(None) };
+}
+
+/// Note that `MPI_Ibarrier` on `comm` (an intracommunicator whose view is `a`) found the
+/// segment `seg`, for [`light_barrier`].
+pub(crate) fn remember_barrier(
+    comm: c_int,
+    a: &oxmpi_coll::CollComm,
+    seg: &Arc<oxmpi_coll::sm::Seg>,
+) {
+    let gen = COMM_GEN.load(Ordering::Acquire);
+    LIGHT_COMM.with(|l| {
+        *l.borrow_mut() = Some(LightComm {
+            comm,
+            gen,
+            cc: *a,
+            seg: seg.clone(),
+        })
+    });
+}
+
+/// `MPI_Ibarrier` on `comm` as a light barrier ([`light::start_barrier`]) when this thread
+/// remembered `comm` ([`remember_barrier`]) and nothing changed since (no communicator
+/// freed, MPI not finalized, the shared-memory nonblocking path still on, no persistent
+/// collective being planned): no library lock, no handle lookup, no slot body unless it
+/// stays pending. `None`: take the general path.
+#[inline]
+pub(crate) fn light_barrier(comm: c_int, request: *mut c_int) -> Option<MpiResult> {
+    if request.is_null()
+        || !oxmpi_coll::sm::params::enabled()
+        || !oxmpi_coll::sm::params::nonblocking()
+        || PLANNING.with(|p| p.borrow().is_some())
+    {
+        return None;
+    }
+    LIGHT_COMM.with(|l| {
+        let l = l.borrow();
+        let c = l.as_ref()?;
+        if c.comm != comm || c.gen != COMM_GEN.load(Ordering::Acquire) {
+            return None;
+        }
+        // Posting advances the other collectives, as in `start_shared`.
+        progress::progress_pending();
+        match light::start_barrier(&c.cc, &c.seg, comm) {
+            light::Barrier::Done => Some(out(request, crate::handles::SEND_DONE, "request")),
+            light::Barrier::Pending(i) => Some(out(request, light_handle(i), "request")),
+            light::Barrier::NoSlot => None,
+        }
+    })
 }
 
 /// Start the shared-memory nonblocking collective `kind` on `seg` ([`shared_seg`]):

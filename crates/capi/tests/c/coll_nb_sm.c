@@ -37,6 +37,9 @@
  *   order, Waitany, Testall and Waitsome; and rank 0 blocked in a receive while the others
  *   wait for 12 of its broadcasts, then for 12 gathervs, scattervs, alltoallvs and
  *   alltoallws (rank 0's blocks must move while it does not wait).
+ * - Ibarriers: none completes before every rank started its own (rank 0 posts last), on
+ *   MPI_COMM_WORLD and on a duplicate; after the duplicate is freed, the communicator that
+ *   gets its handle back holds rank 0 alone, whose MPI_Ibarrier there must end by itself.
  * - Requests of collectives that ended at their post: complete for every completion call
  *   (test, get_status, Testany and Waitall next to pending ones), freeable.
  * Rank 0 prints "coll_nb_sm: sm nonblocking calls: used" (or "not used", read from the
@@ -583,6 +586,55 @@ static void check_alltoallv(int round) {
  * gather's non-roots): every completion call treats them as complete requests with the
  * empty status of a collective; freeing one is allowed; mixed with requests still
  * pending in Waitall and Testany. */
+/* Ibarriers, each rank's after the others have posted theirs or not: a rank's request
+ * must not complete before every rank has started its barrier (the others post first,
+ * test theirs, and only then send rank 0 the token it waits for before posting: rank 0's
+ * barrier ends at its post, the others' in their waits). Repeated on a duplicate of
+ * MPI_COMM_WORLD, which is then freed: the next communicator gets its handle back (oxmpi
+ * reuses freed handles; checked, so that what follows stays meaningful), and rank 0 alone,
+ * by itself in it, calls MPI_Ibarrier on it, which must end without any other rank (a
+ * barrier that still ran on the freed communicator's segment would wait for the others
+ * forever: bounded here to 10 s). */
+static void check_barriers(int round) {
+    MPI_Comm dup, alone;
+    CHECK_RC(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    CHECK_RC(MPI_Barrier(dup)); /* makes dup's segment */
+    MPI_Comm comms[] = {MPI_COMM_WORLD, dup};
+    int token = 0;
+    for (int c = 0; c < 2; c++) {
+        for (int i = 0; i < 6; i++) {
+            MPI_Request rq;
+            int flag = 0;
+            if (rank == 0) {
+                for (int r = 1; r < size; r++)
+                    CHECK_RC(MPI_Recv(&token, 1, MPI_INT, r, 31, comms[c], MPI_STATUS_IGNORE));
+                CHECK_RC(MPI_Ibarrier(comms[c], &rq));
+            } else {
+                CHECK_RC(MPI_Ibarrier(comms[c], &rq));
+                CHECK_RC(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+                CHECK(!flag); /* rank 0 has not started its barrier */
+                CHECK_RC(MPI_Send(&token, 1, MPI_INT, 0, 31, comms[c]));
+            }
+            CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+            CHECK(rq == MPI_REQUEST_NULL);
+        }
+    }
+    MPI_Comm was = dup;
+    CHECK_RC(MPI_Comm_free(&dup));
+    CHECK_RC(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : 1, round, &alone));
+    CHECK(alone == was);
+    if (rank == 0) {
+        MPI_Request rq;
+        int flag = 0;
+        CHECK_RC(MPI_Ibarrier(alone, &rq));
+        double t0 = MPI_Wtime();
+        while (!flag && MPI_Wtime() - t0 < 10.0) CHECK_RC(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+        CHECK(flag); /* rank 0 is alone in its communicator */
+    }
+    CHECK_RC(MPI_Comm_free(&alone));
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 static void check_ended_at_post(void) {
     for (int root = 0; root < size; root++) {
         int v = rank == root ? 1234 + root : -1, flag = 0, idx = -1;
@@ -930,6 +982,7 @@ int main(int argc, char **argv) {
         check_ordering(round);
         check_alltoallv(round);
         check_mixed(round);
+        check_barriers(round);
     }
     CHECK(size <= 64);
     check_ended_at_post();

@@ -194,6 +194,54 @@ pub unsafe fn start_then(
     None
 }
 
+/// What [`start_barrier`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// Every rank had stamped it: ended at the post, no slot kept.
+    Done,
+    /// Pending in this slot (complete it with [`test`]).
+    Pending(usize),
+    /// No slot free: nothing was started (use a schedule).
+    NoSlot,
+}
+
+/// A nonblocking barrier on `seg` as a light request of `owner` ([`start`]), cheaper at the
+/// post: the segment opens, posts, checks and (if every rank was there) closes it under
+/// one lock ([`Seg::barrier_nb`]), and a slot's body is made only if it stays pending (a
+/// slot is claimed first, so that nothing is opened when none is free, and given back when
+/// it ends at once). Takes the segment's next nonblocking sequence number (call in MPI's
+/// collective order).
+pub fn start_barrier(cc: &CollComm, seg: &Arc<Seg>, owner: i32) -> Barrier {
+    let Some(i) = claim() else {
+        return Barrier::NoSlot;
+    };
+    count(cc.shadow, Alg::SmNonblocking);
+    let slot = &TABLE[i];
+    let Some((k, posted)) = seg.barrier_nb() else {
+        unclaim(i);
+        return Barrier::Done;
+    };
+    // SAFETY: we hold the slot (filling) and its body is uninitialised.
+    unsafe {
+        (*slot.body.get()).write(Body {
+            nb: SmNb::opened_barrier(seg.clone(), k, posted),
+            input: Region::Owned(Vec::new()),
+            output: Region::Owned(Vec::new()),
+            op: None,
+            then: None,
+            outcome: None,
+        });
+    }
+    slot.owner.store(owner, Ordering::Relaxed);
+    if HIGH.load(Ordering::Relaxed) <= i {
+        HIGH.fetch_max(i + 1, Ordering::Relaxed);
+    }
+    OPEN.fetch_add(1, Ordering::SeqCst);
+    slot.state.store(PENDING, Ordering::Release);
+    progress::light_posted();
+    Barrier::Pending(i)
+}
+
 /// The outcome of the ended collective in `slot`, dropping its body in place (its owned
 /// regions go back to the pool); the caller then frees the slot.
 ///

@@ -596,6 +596,24 @@ impl SmNb {
         }
     }
 
+    /// A nonblocking barrier on `seg` that [`Seg::barrier_nb`] opened as `k` (and posted
+    /// if `posted`) and that has not ended yet.
+    pub(crate) fn opened_barrier(seg: Arc<Seg>, k: u64, posted: bool) -> SmNb {
+        SmNb {
+            seg,
+            k,
+            kind: SmKind::Barrier,
+            large: Large::default(),
+            pair: Pair::default(),
+            posted,
+            done: false,
+            copied: None,
+            moved: 0,
+            fault: Progress::Done,
+            own_elsewhere: false,
+        }
+    }
+
     /// A gatherv's or scatterv's root does not copy its own block (from the input to the
     /// output) when it reads its result: its schedule does, once it posted the messages.
     pub(crate) fn own_block_elsewhere(&mut self) {

@@ -264,6 +264,28 @@ impl Seg {
         g.open.push(k);
         k
     }
+    /// Open a nonblocking barrier ([`Seg::open_nb`]), post it and, if every rank has
+    /// stamped it already, close it again, all under one lock of the open list (where
+    /// opening and closing apart take it twice): `None` if it ended so, else its sequence
+    /// number and whether it was posted (it stays open until [`Seg::close_nb`]).
+    pub(crate) fn barrier_nb(&self) -> Option<(u64, bool)> {
+        // As in `open_nb`: started in order by one thread at a time.
+        let k = self.nb_seq.load(Ordering::Relaxed) + 1;
+        self.nb_seq.store(k, Ordering::Relaxed);
+        let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
+        if g.open.is_empty() {
+            g.last = self.nb_done_word(self.rank).load(Ordering::Relaxed);
+        }
+        // A barrier posts no bytes: only the stamp.
+        let posted = self.try_post_with(k, |_| {});
+        if posted && (0..self.size).all(|r| self.stamped(r, k)) {
+            g.last = g.last.max(k);
+            self.publish(&g);
+            return None;
+        }
+        g.open.push(k);
+        Some((k, posted))
+    }
     /// Nonblocking collective `k` has read everything it needed (any thread).
     pub(crate) fn close_nb(&self, k: u64) {
         let mut g = self.nb.lock().unwrap_or_else(|p| p.into_inner());
