@@ -424,11 +424,17 @@ pub(crate) use crate::handles::SEND_DONE;
 /// The handle of an operation that finished when it started, with status `s`: the shared
 /// [`SEND_DONE`] for a plain completed send, else a completed-request slot (see "Requests
 /// completed at start" below), or a completed request of the table when no slot is free.
-#[inline]
+#[inline(always)]
 pub(crate) fn completed_request(s: EStatus, comm: c_int) -> c_int {
     if is_plain_send_status(&s) {
         return SEND_DONE;
     }
+    completed_slot(s, comm)
+}
+
+/// [`completed_request`] of an operation with a status to keep.
+#[inline(never)]
+fn completed_slot(s: EStatus, comm: c_int) -> c_int {
     done_insert(&s, comm).unwrap_or_else(|| completed_table(s, comm))
 }
 

@@ -185,6 +185,7 @@ pub(crate) fn empty_status() -> Status {
 }
 
 impl State {
+    #[inline]
     pub(crate) fn new_req(&mut self, state: ReqState) -> u64 {
         self.reqs.insert(Req {
             state,
