@@ -993,6 +993,15 @@ fn sm_barrier_suite(c: &CollComm) {
     let dir = std::path::PathBuf::from(std::env::var("OXMPI_ENGINE_KVS_DIR").unwrap());
     let seg = oxmpi_coll::sm::get(c, Coll::Barrier).unwrap();
     let releases = seg.as_ref().is_some_and(|s| s.barrier_releases());
+    // Rank 0 leaves first whenever `coll_sm_barrier_release` is on, also when ranks yield
+    // when idle (oversubscribed: a receiver of a collective rooted at rank 0 otherwise
+    // left first and waited for the root to be scheduled).
+    assert_eq!(
+        releases,
+        seg.is_some() && oxmpi_coll::sm::params::barrier_release(),
+        "the barrier lets rank 0 out first (yielding: {:?})",
+        std::env::var("OXMPI_MCA_mpi_yield_when_idle")
+    );
     // Too large for the segment and its single copies: point to point.
     let far = oxmpi_coll::sm::params::single_copy_max_for(p) + 1;
     const KINDS: usize = 5;

@@ -18,11 +18,11 @@
 //! `k` in its done word once it has finished reading everything of collective `k`:
 //! * allreduce, alltoall: every rank writes and waits for every other rank's stamp, then
 //!   reads;
-//! * barrier: the same without data when some rank yields when idle (or
-//!   `coll_sm_barrier_release` is off, or the collective called before it on the
-//!   communicator, of any kind, was a barrier); otherwise the others stamp their arrival
-//!   and wait for rank 0's stamp, which rank 0 writes once it has seen every arrival
-//!   (rank 0 leaves first);
+//! * barrier: the same without data when `coll_sm_barrier_release` is off or the
+//!   collective called before it on the communicator, of any kind, was a barrier;
+//!   otherwise the others stamp their arrival and wait for rank 0's stamp, which rank 0
+//!   writes once it has seen every arrival (rank 0 leaves first, also when ranks yield
+//!   when idle);
 //! * bcast: only the root writes and does not wait; the others wait for its stamp. A
 //!   broadcast of at most 112 bytes goes through the root's *lane* instead, `LANE`
 //!   entries of two lines, each line holding a stamp and 56 bytes of payload, so a root
@@ -283,14 +283,14 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     // Does any rank yield when idle (more ranks than cores)? Then large allreduces do
     // not use the large-vector region: its synchronisations cost a context switch each,
     // and the point-to-point algorithms were measured twice as fast there (np=4 on 2
-    // cores). Large reduces (one handoff each way) still do. And the barrier waits for
-    // every rank's stamp, not for rank 0's release (`Seg::barrier`), which also needs
-    // `coll_sm_barrier_release` on every rank.
+    // cores). Large reduces (one handoff each way) still do. The barrier lets rank 0
+    // out first (`Seg::barrier`) when `coll_sm_barrier_release` is on on every rank,
+    // whether ranks yield or not.
     let mut flags = vec![0u8; a.size as usize];
     flags[a.rank as usize] = u8::from(yield_idle) | u8::from(params::barrier_release()) << 1;
     a.allgather(&mut flags, 1)?;
     let big_ok = flags.iter().all(|&f| f & 1 == 0);
-    let release = big_ok && flags.iter().all(|&f| f & 2 != 0);
+    let release = flags.iter().all(|&f| f & 2 != 0);
     let (rank, size) = (a.rank as usize, a.size as usize);
     let Some(map) = share(a, segment::seg_len(size))? else {
         return Ok(None);

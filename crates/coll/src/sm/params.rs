@@ -79,9 +79,9 @@ pub const BARRIER_RELEASE: ParamDecl = ParamDecl::new(
     "barrier_release",
     ParamType::Bool,
     "true",
-    "When no rank yields when idle, the shared-memory barrier gathers the arrivals at rank \
-     0, which leaves first and then releases the others (a collective rooted at rank 0 \
-     right after it starts one handoff earlier), except in a barrier called right after a \
+    "The shared-memory barrier gathers the arrivals at rank 0, which leaves first and then \
+     releases the others (a collective rooted at rank 0 right after it starts one handoff \
+     earlier, also when ranks yield when idle), except in a barrier called right after a \
      barrier on the same communicator (no collective of any kind between), where every rank \
      waits for every other's arrival as with this off (the last to arrive leaves first: one \
      handoff instead of two)",
@@ -177,8 +177,7 @@ pub fn spin_first() -> u32 {
     u32::try_from(params::int(&SPIN_FIRST)).unwrap_or(0)
 }
 
-/// `coll_sm_barrier_release`: whether the barrier lets rank 0 out first (when no rank
-/// yields when idle).
+/// `coll_sm_barrier_release`: whether the barrier lets rank 0 out first.
 pub fn barrier_release() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| params::flag(&BARRIER_RELEASE))
