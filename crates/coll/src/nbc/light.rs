@@ -96,6 +96,19 @@ static HIGH: AtomicUsize = AtomicUsize::new(0);
 /// Slots pending or busy (not ended yet): [`poll_all`] returns at once when none.
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 
+/// Make slot `i` (its body written) pending for `owner`: the scans of [`poll_all`] reach it,
+/// it counts as open, and the progress engine learns that a light request was posted.
+#[inline]
+fn publish(slot: &Slot, i: usize, owner: i32) {
+    slot.owner.store(owner, Ordering::Relaxed);
+    if HIGH.load(Ordering::Relaxed) <= i {
+        HIGH.fetch_max(i + 1, Ordering::Relaxed);
+    }
+    OPEN.fetch_add(1, Ordering::SeqCst);
+    slot.state.store(PENDING, Ordering::Release);
+    progress::light_posted();
+}
+
 /// Whether some light request has not ended (the progress thread then keeps looking).
 #[inline]
 pub(crate) fn any_open() -> bool {
@@ -184,13 +197,7 @@ pub unsafe fn start_then(
         slot.state.store(FREE, Ordering::Release);
         return r;
     }
-    slot.owner.store(owner, Ordering::Relaxed);
-    if HIGH.load(Ordering::Relaxed) <= i {
-        HIGH.fetch_max(i + 1, Ordering::Relaxed);
-    }
-    OPEN.fetch_add(1, Ordering::SeqCst);
-    slot.state.store(PENDING, Ordering::Release);
-    progress::light_posted();
+    publish(slot, i, owner);
     None
 }
 
@@ -232,13 +239,7 @@ pub fn start_barrier(cc: &CollComm, seg: &Arc<Seg>, owner: i32) -> Barrier {
             outcome: None,
         });
     }
-    slot.owner.store(owner, Ordering::Relaxed);
-    if HIGH.load(Ordering::Relaxed) <= i {
-        HIGH.fetch_max(i + 1, Ordering::Relaxed);
-    }
-    OPEN.fetch_add(1, Ordering::SeqCst);
-    slot.state.store(PENDING, Ordering::Release);
-    progress::light_posted();
+    publish(slot, i, owner);
     Barrier::Pending(i)
 }
 
