@@ -261,24 +261,26 @@ struct P<T> {
     i: i32,
 }
 
+/// Two vectors of `n` pairs with pseudo-random values and indices in 0..7 (many ties in
+/// both), the hash's bits taken from `shift` up.
+fn tied_pairs<T>(n: i64, shift: u32, val: &impl Fn(i64) -> T) -> (Vec<P<T>>, Vec<P<T>>) {
+    let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> shift) % 7;
+    let pairs = |sv: i64, si: i64| -> Vec<P<T>> {
+        (0..n)
+            .map(|k| P {
+                v: val(mix(k, sv)),
+                i: mix(k, si) as i32,
+            })
+            .collect()
+    };
+    (pairs(1, 3), pairs(2, 4))
+}
+
 /// MINLOC/MAXLOC on `n` pairs of one type, through `apply_fast` (which must take them) and
 /// `apply`, against a reference written here: the better value, and on equal values the
 /// lower index. Values repeat often (ties in both directions of the index).
 fn check_loc<T: Copy + PartialOrd + std::fmt::Debug>(ty: ElemType, val: impl Fn(i64) -> T) {
-    let n = 1000;
-    let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> 5) % 7;
-    let a: Vec<P<T>> = (0..n)
-        .map(|k| P {
-            v: val(mix(k, 1)),
-            i: mix(k, 3) as i32,
-        })
-        .collect();
-    let b0: Vec<P<T>> = (0..n)
-        .map(|k| P {
-            v: val(mix(k, 2)),
-            i: mix(k, 4) as i32,
-        })
-        .collect();
+    let (a, b0) = tied_pairs(1000, 5, &val);
     for op in [OpKind::MinLoc, OpKind::MaxLoc] {
         let want: Vec<P<T>> = a
             .iter()
@@ -454,21 +456,8 @@ fn pair_kernel_speed() {
         }
     }
     fn run_n<T: Copy>(name: &str, ty: ElemType, val: impl Fn(i64) -> T, n: i64) {
-        // pseudo-random values and indices with many ties (no pattern a branch predictor
-        // could learn)
-        let mix = |k: i64, s: i64| (k.wrapping_mul(2654435761).wrapping_add(s) >> 7) % 7;
-        let a: Vec<P<T>> = (0..n)
-            .map(|k| P {
-                v: val(mix(k, 1)),
-                i: mix(k, 3) as i32,
-            })
-            .collect();
-        let b0: Vec<P<T>> = (0..n)
-            .map(|k| P {
-                v: val(mix(k, 2)),
-                i: mix(k, 4) as i32,
-            })
-            .collect();
+        // no pattern a branch predictor could learn
+        let (a, b0) = tied_pairs(n, 7, &val);
         let (pa, pb0) = (packed(&a), packed(&b0));
         for op in [OpKind::MinLoc, OpKind::MaxLoc] {
             let reps = 200 * 65536 / n;
