@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 
 use crate::btl::sm::coop::{self, Chooser, CoopMem, Mech};
+use crate::btl::sm::one_way::{How, Kind, OneWay};
 use crate::btl::sm::two_way::{Sample, TwoWay};
 use crate::btl::{Link, BTL};
 use crate::pml::hdr::Hdr;
@@ -63,6 +64,10 @@ pub(crate) struct Peer {
     /// send rendezvous messages to it too ([`TwoWay`]: per size class, a chooser fed per
     /// message in streams and one fed per exchange in exchanges).
     pub(crate) two_way: TwoWay,
+    /// Its rendezvous messages below 64 KiB while we send none to it ([`OneWay`]: a
+    /// ping-pong's messages are measured one by one by `chooser`, a stream by its periods
+    /// with a chooser of its own).
+    pub(crate) one_way: OneWay,
     /// Its last answer to a rendezvous message of ours was a FIN with
     /// [`FIN_READ`](crate::pml::hdr::FIN_READ) (it read the message alone), not a
     /// clear-to-send: it reads our messages as they come, so a pipelined transfer of its
@@ -114,6 +119,98 @@ impl Peer {
             log_switch(c, p, n, false);
         }
         self.ended_at(m, now);
+    }
+
+    /// How a rendezvous message of `n` bytes ([`crate::btl::sm::one_way::by_period`]) from
+    /// this peer (world rank `p`) matched at `now`, while we send no rendezvous message to
+    /// it, moves ([`OneWay::choose`]; the sample of the period it ends is recorded first).
+    pub(crate) fn choose_one_way(&mut self, p: usize, n: usize, now: u64) -> How {
+        let sent = self.stats.msgs_sent;
+        if let Some((s, kind, sends)) = self.one_way.close(now, sent) {
+            self.record_one_way(p, s, kind, sends);
+        }
+        let k = coop::size_class(n);
+        self.one_way.choose(n, now, sent, &mut self.chooser[k])
+    }
+
+    /// A message from this peer chosen by [`Peer::choose_one_way`] and moved by `m` ended
+    /// at `now`: `Some(start)` if it is measured from `start`, `None` if it cannot be
+    /// (cold pages, held up by a cooperative copy); `sends` says whether we have
+    /// rendezvous sends under way ([`OneWay::ended`]).
+    pub(crate) fn ended_one_way(
+        &mut self,
+        m: Mech,
+        n: usize,
+        start: Option<u64>,
+        now: u64,
+        sends: bool,
+    ) {
+        let s = match start {
+            Some(start) => {
+                self.ended_at(m, now);
+                Sample::Timed {
+                    m,
+                    n,
+                    start,
+                    end: now,
+                }
+            }
+            None => Sample::Skipped { n, at: now },
+        };
+        self.one_way.ended(s, sends);
+    }
+
+    /// Feeds a one-way sample to its chooser ([`OneWay::record`]; every sample said at
+    /// verbose level 90, a switch at 20).
+    fn record_one_way(&mut self, p: usize, s: Sample, kind: Kind, sends: bool) {
+        let k = coop::size_class(s.bytes());
+        let stream = kind == Kind::Stream;
+        let (m, bytes, ns, end) = match s {
+            Sample::Timed { m, n, start, end } => (m, n, end.saturating_sub(start), end),
+            Sample::Period {
+                m,
+                bytes,
+                start,
+                end,
+                ..
+            } => (m, bytes, end.saturating_sub(start), end),
+            Sample::Unmeasured { .. } | Sample::Skipped { .. } => return,
+        };
+        oxmpi_base::verbose!(
+            BTL,
+            90,
+            "sm: sample {}{} {bytes} B {ns} ns at {end}",
+            match (m, stream) {
+                (Mech::Pipe, _) => "pipe",
+                (Mech::Coop, false) => "coop",
+                (Mech::Coop, true) => "cma",
+            },
+            if stream {
+                format!(" (one-way stream of {} B messages)", s.bytes())
+            } else {
+                String::new()
+            }
+        );
+        if !self.one_way.record(s, kind, sends, &mut self.chooser[k]) {
+            return;
+        }
+        if !stream {
+            log_switch(&self.chooser[k], p, s.bytes(), false);
+            return;
+        }
+        let c = self.one_way.streams();
+        let (pipe, read) = c.rates();
+        oxmpi_base::verbose!(
+            BTL,
+            20,
+            "sm: streams of {} B messages from rank {p}: now {} (measured: pipelined \
+             {pipe:.1} GB/s, single copy by the receiver {read:.1} GB/s)",
+            s.bytes(),
+            match c.current() {
+                Mech::Pipe => "pipelined copy",
+                Mech::Coop => "single copy by the receiver",
+            }
+        );
     }
 
     /// Notes that a large transfer from this peer by `m` ended at `now`.

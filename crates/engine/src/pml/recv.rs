@@ -6,6 +6,7 @@ use super::request::{msg_status, ReqState, Started};
 use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
+use crate::btl::sm::one_way::{self, How};
 use crate::btl::sm::params::SingleCopy;
 use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
@@ -539,6 +540,36 @@ impl State {
                         since = now;
                         Mech::Pipe
                     }
+                    // Below 64 KiB a stream one way is judged by its periods, a
+                    // ping-pong per message (`one_way`).
+                    SingleCopy::Auto if coop_ok && one_way::by_period(n) => {
+                        let now = self.now_ns();
+                        match self.peers[p].choose_one_way(p, n, now) {
+                            How::Read if self.pull(rid, peer, sreq, buf, addr, n) => {
+                                oxmpi_base::verbose!(
+                                    BTL,
+                                    60,
+                                    "sm: received {n} B from rank {peer}: single copy by the \
+                                     receiver alone (a stream one way)"
+                                );
+                                let end = self.now_ns();
+                                let sends = self.sending_rndv();
+                                self.peers[p].ended_one_way(Mech::Coop, n, Some(now), end, sends);
+                                return;
+                            }
+                            How::Read => {
+                                // The kernel refused: no single copy from now on, and this
+                                // transfer measures nothing.
+                                self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
+                                Mech::Pipe
+                            }
+                            How::Coop => Mech::Coop,
+                            How::Pipe => {
+                                since = now;
+                                Mech::Pipe
+                            }
+                        }
+                    }
                     SingleCopy::Auto if coop_ok => {
                         let now = self.now_ns();
                         let m = self.peers[p].chooser[coop::size_class(n)].choose(now);
@@ -553,6 +584,11 @@ impl State {
                     if self.coop_recv(peer, sreq, addr, buf, n, rid) {
                         self.copy_chosen(p, CopyMech::Coop, n);
                         return;
+                    }
+                    if self.one_way_chosen(n) {
+                        // Refused by the kernel: the period's transfer measures nothing.
+                        let now = self.now_ns();
+                        self.peers[p].ended_one_way(Mech::Pipe, n, None, now, false);
                     }
                     since = 0;
                 }
@@ -752,8 +788,11 @@ impl State {
             let overlapped = since < self.peers[p].last_coop_end;
             let start = since.max(self.peers[p].last_end);
             if !both_ways {
-                if !overlapped && !cold {
-                    let sends = self.sending_rndv();
+                let sends = self.sending_rndv();
+                if self.one_way_chosen(want) {
+                    let start = (!overlapped && !cold).then_some(start);
+                    self.peers[p].ended_one_way(Mech::Pipe, want, start, now, sends);
+                } else if !overlapped && !cold {
                     self.peers[p].measured(p, Mech::Pipe, want, (start, now), sends);
                 }
                 return;

@@ -6,6 +6,7 @@ use super::request::{Req, ReqState};
 use super::stats::CopyMech;
 use super::State;
 use crate::btl::sm::coop::{self, Mech};
+use crate::btl::sm::params::SingleCopy;
 use crate::btl::BTL;
 use crate::pml::hdr::{Hdr, FIN_READ, F_COOP, K_CTS, K_FIN};
 use crate::sys;
@@ -207,8 +208,22 @@ impl State {
         );
         let now = self.now_ns();
         let sends = self.sending_rndv();
-        self.peers[p].measured(p, Mech::Coop, n, (t0, now), sends);
+        if self.one_way_chosen(n) {
+            self.peers[p].ended_one_way(Mech::Coop, n, Some(t0), now, sends);
+        } else {
+            self.peers[p].measured(p, Mech::Coop, n, (t0, now), sends);
+        }
         true
+    }
+
+    /// A matched rendezvous receive of `n` bytes that the chooser moved, while we send no
+    /// rendezvous message to its sender, was chosen by the peer's
+    /// [`OneWay`](crate::btl::sm::one_way::OneWay) (`auto`, sizes measured by the period
+    /// and open to the cooperative copy): its end goes there.
+    pub(crate) fn one_way_chosen(&self, n: usize) -> bool {
+        self.single_copy == SingleCopy::Auto
+            && n >= self.coop_min
+            && crate::btl::sm::one_way::by_period(n)
     }
 
     /// The sender's part of a cooperative single copy (a CTS with [`F_COOP`] from `peer`):
