@@ -410,7 +410,10 @@ impl State {
     ///
     /// # Safety
     /// `buf` must be valid for writes of `len` bytes (or `len == 0`).
-    #[inline]
+    ///
+    /// The idle case (nothing at the front of the link: a blocking receive's polls) is
+    /// this inlined check; [`State::take_ready`] does the rest.
+    #[inline(always)]
     pub(crate) unsafe fn take_direct(
         &mut self,
         d: &DirectRecv,
@@ -418,13 +421,32 @@ impl State {
         len: usize,
         tag: i32,
     ) -> Direct {
-        let Some(link) = self.peers[d.peer].link.as_mut() else {
+        let Some(link) = self.peers[d.peer].link.as_ref() else {
             return Direct::Busy;
         };
         if !link.ready() {
             return Direct::Idle;
         }
-        let (hdr, payload, plen) = match link.poll() {
+        // SAFETY: forwarded caller guarantee.
+        unsafe { self.take_ready(d, buf, len, tag) }
+    }
+
+    /// [`State::take_direct`] once the link from `d.peer` has a record at its front.
+    ///
+    /// # Safety
+    /// As for [`State::take_direct`].
+    #[inline(never)]
+    unsafe fn take_ready(&mut self, d: &DirectRecv, buf: *mut u8, len: usize, tag: i32) -> Direct {
+        let Some(link) = self.peers[d.peer].link.as_mut() else {
+            return Direct::Busy;
+        };
+        // (the sm link's poll and release without the trait object's indirect calls, as in
+        // `drain`)
+        let polled = match link.as_sm() {
+            Some(sm) => crate::btl::Link::poll(sm),
+            None => link.poll(),
+        };
+        let (hdr, payload, plen) = match polled {
             Ok(Some(r)) => r,
             Ok(None) => return Direct::Idle,
             Err(_) => return Direct::Busy,
@@ -443,7 +465,10 @@ impl State {
         // SAFETY: buf has len >= n writable bytes (caller); payload has plen >= n readable
         // bytes until the release below.
         unsafe { copy(payload, buf, n) };
-        link.release();
+        match link.as_sm() {
+            Some(sm) => crate::btl::Link::release(sm),
+            None => link.release(),
+        }
         self.peers[d.peer].stats.received(plen);
         if self.comms_watched != 0 {
             self.comm_index_arrived(d.comm, d.src, plen);
