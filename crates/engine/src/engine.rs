@@ -66,6 +66,7 @@ pub fn init_with(
 }
 
 /// The engine, if [`init`] succeeded.
+#[inline]
 pub fn engine() -> Option<&'static Engine> {
     ENGINE.get().filter(|e| e.size > 0)
 }
@@ -597,6 +598,7 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`Engine::isend`].
+    #[inline]
     pub unsafe fn isend_started(
         &self,
         buf: *const u8,
@@ -627,6 +629,7 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`Engine::irecv`].
+    #[inline]
     pub unsafe fn irecv_started(
         &self,
         buf: *mut u8,

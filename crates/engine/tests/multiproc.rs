@@ -488,6 +488,16 @@ fn started_operations() {
     run(2, "started", &[]);
 }
 
+/// Windows of nonblocking messages of every size from 0 to 40 bytes (the inline small copy
+/// below 17 bytes, `memcpy` above) through `isend_started`/`irecv_started`: once waiting in
+/// the ring when the receive starts (copied out by the receive itself), once to receives
+/// posted before the sends (copied out by the progress loop). Every receive gets exactly
+/// its message's bytes, and nothing after them in its buffer is touched.
+#[test]
+fn small_message_windows() {
+    run(2, "small_window", &[]);
+}
+
 #[test]
 fn thread_multiple() {
     run(2, "threads", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -957,6 +967,7 @@ fn rank_entry() {
         "direct" => direct(e),
         "direct_threads" => direct_threads(e),
         "started" => started(e),
+        "small_window" => small_window(e),
         "no_sm" => no_sm(e),
         "bidir" => bidir(e),
         "big_bidir" => big_bidir(e),
@@ -1624,6 +1635,69 @@ fn direct(e: &Engine) {
         assert_eq!(brecv(&mut buf, 107).count_bytes, big.len());
         assert!(buf == big);
         bsend(&[1], 108, SendMode::Standard);
+    }
+}
+
+fn small_window(e: &Engine) {
+    use oxmpi_engine::Started;
+    const MAX: usize = 40;
+    const GUARD: u8 = 0xee;
+    let me = e.rank();
+    let peer = 1 - me;
+    let w = CommId(0);
+    let msgs: Vec<Vec<u8>> = (0..=MAX).map(|n| pattern(n, n as u64 + 7)).collect();
+    for round in 0..2 {
+        if me == 0 {
+            if round == 1 {
+                // The receives are posted.
+                recv(e, &mut [0u8; 1], peer, 1000);
+            }
+            for (n, m) in msgs.iter().enumerate() {
+                // SAFETY: `m` outlives the send (waited for when pending).
+                let s = unsafe {
+                    e.isend_started(m.as_ptr(), n, peer, n as i32, w, SendMode::Standard)
+                };
+                if let Ok(Started::Pending(r)) = s {
+                    assert_eq!(e.wait(r).error, None);
+                } else {
+                    assert!(matches!(s, Ok(Started::Complete(_))), "{s:?}");
+                }
+            }
+            recv(e, &mut [0u8; 1], peer, 1001);
+        } else {
+            let mut bufs = vec![[GUARD; MAX + 8]; MAX + 1];
+            if round == 0 {
+                // Let the messages arrive, so that the receives find them in the ring.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let mut started = Vec::new();
+            for (n, b) in bufs.iter_mut().enumerate() {
+                // SAFETY: the buffers outlive the receives (waited for below).
+                started.push(
+                    unsafe { e.irecv_started(b.as_mut_ptr(), n, peer, n as i32, w) }.unwrap(),
+                );
+            }
+            if round == 1 {
+                send(e, &[1], peer, 1000, SendMode::Standard);
+            }
+            for (n, s) in started.into_iter().enumerate() {
+                let st = match s {
+                    Started::Complete(st) => st,
+                    Started::Pending(r) => e.wait(r),
+                };
+                assert_eq!(
+                    (st.source, st.tag, st.count_bytes, st.error),
+                    (peer, n as i32, n, None),
+                    "round {round} size {n}"
+                );
+                assert!(bufs[n][..n] == msgs[n][..], "round {round} size {n}: bytes");
+                assert!(
+                    bufs[n][n..].iter().all(|&b| b == GUARD),
+                    "round {round} size {n}: bytes after the message touched"
+                );
+            }
+            send(e, &[1], peer, 1001, SendMode::Standard);
+        }
     }
 }
 

@@ -394,7 +394,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// from it, no posted receive for it and no posted `ANY_SOURCE` receive. Then a receive
     /// `(src, tag)` posted now would be the earliest posted receive for every message from
     /// `src` it matches, and no queued message from `src` precedes them.
-    #[inline]
+    #[inline(always)]
     pub fn quiet_for(&self, ctx: u32, src: i32) -> bool {
         let Some(q) = self.ctxs.get(ctx) else {
             return true;

@@ -77,7 +77,7 @@ pub(crate) struct Slab {
 }
 
 impl Slab {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, r: Req) -> u64 {
         let i = match self.free.pop() {
             Some(i) => i,

@@ -124,9 +124,8 @@ impl Link for SmLink {
                 // SHORT_HDR bytes; the caller guarantees the payload.
                 unsafe {
                     std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
-                    if len > 0 {
-                        std::ptr::copy_nonoverlapping(payload, d.add(SHORT_HDR), len);
-                    }
+                    // (small payloads inline, without a call into `memcpy`)
+                    crate::pml::recv::copy(payload, d.add(SHORT_HDR), len);
                 }
             });
         }
@@ -135,9 +134,7 @@ impl Link for SmLink {
             // guarantees the payload.
             unsafe {
                 d.cast::<Hdr>().write(*hdr);
-                if len > 0 {
-                    std::ptr::copy_nonoverlapping(payload, d.add(HDR), len);
-                }
+                crate::pml::recv::copy(payload, d.add(HDR), len);
             }
         })
     }
