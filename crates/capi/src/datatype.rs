@@ -444,7 +444,7 @@ pub(crate) unsafe fn unpack_from(t: &Datatype, count: usize, dst: *mut u8, data:
 /// # Safety
 /// The memory side holds (`PACK`) or has room for `count` items of `t` (their type map's
 /// bytes); the packed side `count * t.size` bytes; the two do not overlap.
-unsafe fn pair_copy<const PACK: bool>(
+pub(crate) unsafe fn pair_copy<const PACK: bool>(
     t: &Datatype,
     count: usize,
     src: *const u8,

@@ -1,8 +1,9 @@
 /* MPI_MINLOC and MPI_MAXLOC on every value-index pair type (MPI_SHORT_INT, MPI_LONG_INT,
  * MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT, which have a gap or padding in their layout, and
  * MPI_2INT, MPI_FLOAT_INT, which have none) through MPI_Allreduce, MPI_Reduce, MPI_Scan,
- * MPI_Reduce_scatter_block, MPI_Iallreduce, MPI_Ireduce, MPI_Iscan and
- * MPI_Ireduce_scatter_block, out of place and in place, at counts whose packed bytes lie on
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter (unequal blocks: rank i's holds n + i items),
+ * MPI_Iallreduce, MPI_Ireduce, MPI_Iscan and MPI_Ireduce_scatter_block, out of place and in
+ * place, at counts whose packed bytes lie on
  * both sides of the shared-memory segment (4 KiB), in the point-to-point range and (argument
  * "big") in the large-vector region, against a reference each rank computes.
  *
@@ -150,9 +151,10 @@ static void check(const pair_t *t, const char *what, buf_t *b, long n, long all,
         }
 }
 
-enum { ALLREDUCE, REDUCE, SCAN, RSB, IALLREDUCE, IREDUCE, ISCAN, IRSB, NCOLL };
+enum { ALLREDUCE, REDUCE, SCAN, RSB, IALLREDUCE, IREDUCE, ISCAN, IRSB, RS, NCOLL };
 static const char *coll_names[] = {"allreduce", "reduce", "scan", "reduce_scatter_block",
-                                   "iallreduce", "ireduce", "iscan", "ireduce_scatter_block"};
+                                   "iallreduce", "ireduce", "iscan", "ireduce_scatter_block",
+                                   "reduce_scatter"};
 
 static void run(const pair_t *t, int coll, int inplace, int minloc, long n, int mode) {
     MPI_Op op = minloc ? MPI_MINLOC : MPI_MAXLOC;
@@ -161,11 +163,16 @@ static void run(const pair_t *t, int coll, int inplace, int minloc, long n, int 
     char what[96];
     snprintf(what, sizeof what, "%s%s %s mode %d", coll_names[coll], inplace ? " in place" : "",
              minloc ? "minloc" : "maxloc", mode);
-    buf_t s = buf_new(t, n * blocks, mode), r = buf_new(t, n * blocks, mode);
-    fill(t, &s, n * blocks, rank, 0);
+    /* Items in a whole vector; MPI_Reduce_scatter's blocks are n, n + 1, ... items, ours
+     * `mine` from item `first`. */
+    long items = coll == RS ? n * size + (long)size * (size - 1) / 2 : n * blocks;
+    long mine = coll == RS ? n + rank : n;
+    long first = coll == RS ? n * rank + (long)rank * (rank - 1) / 2 : rank * n;
+    buf_t s = buf_new(t, items, mode), r = buf_new(t, items, mode);
+    fill(t, &s, items, rank, 0);
     /* In place, the input is in the receive buffer (at the root only for reduce). */
     int ip = inplace && (coll == REDUCE || coll == IREDUCE ? rank == root : 1);
-    if (ip) fill(t, &r, n * blocks, rank, 0);
+    if (ip) fill(t, &r, items, rank, 0);
     const void *sb = ip ? MPI_IN_PLACE : s.p;
     MPI_Comm w = MPI_COMM_WORLD;
     switch (coll) {
@@ -177,23 +184,31 @@ static void run(const pair_t *t, int coll, int inplace, int minloc, long n, int 
     case IREDUCE: CHECK_RC(MPI_Ireduce(sb, r.p, (int)n, t->dt, op, root, w, &rq)); break;
     case ISCAN: CHECK_RC(MPI_Iscan(sb, r.p, (int)n, t->dt, op, w, &rq)); break;
     case IRSB: CHECK_RC(MPI_Ireduce_scatter_block(sb, r.p, (int)n, t->dt, op, w, &rq)); break;
+    case RS: {
+        int counts[64];
+        CHECK(size <= 64);
+        for (int i = 0; i < size; i++) counts[i] = (int)n + i;
+        CHECK_RC(MPI_Reduce_scatter(sb, r.p, counts, t->dt, op, w));
+        break;
+    }
     }
     CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
     /* What the receive buffer holds: the whole reduction (allreduce, reduce at the root),
      * the prefix up to this rank (scan), this rank's block (reduce-scatter). In place, a
      * reduce-scatter's other blocks are not specified: only their holes are checked. */
-    long all = ip ? n * blocks : n;
+    long all = ip ? items : mine;
     if (coll == ALLREDUCE || coll == IALLREDUCE) check(t, what, &r, n, all, minloc, 0, size, 0);
     if ((coll == REDUCE || coll == IREDUCE) && rank == root)
         check(t, what, &r, n, all, minloc, 0, size, 0);
     if ((coll == REDUCE || coll == IREDUCE) && rank != root && !inplace)
         check(t, what, &r, 0, 0, minloc, 0, size, 0); /* not written at all */
     if (coll == SCAN || coll == ISCAN) check(t, what, &r, n, all, minloc, 0, rank + 1, 0);
-    if (coll == RSB || coll == IRSB) check(t, what, &r, n, all, minloc, 0, size, rank * n);
+    if (coll == RSB || coll == IRSB || coll == RS)
+        check(t, what, &r, mine, all, minloc, 0, size, first);
     /* The send buffer is only read. */
     if (!ip) {
-        buf_t ref = buf_new(t, n * blocks, mode);
-        fill(t, &ref, n * blocks, rank, 0);
+        buf_t ref = buf_new(t, items, mode);
+        fill(t, &ref, items, rank, 0);
         if (memcmp(ref.map, s.map, ref.maplen - page)) wrong(t, what, n, "send buffer written", 0);
         buf_free(&ref);
     }
