@@ -1430,14 +1430,23 @@ fn a2a_suite(c: &CollComm) {
 /// block for the other rank fits a buffer with it: the largest such block on 2 ranks and
 /// one byte more; else by cross-memory copies, on 2 ranks too, on both sides of the 64 KiB
 /// sent per rank they were limited to before); allgather(v) (in place and not, uneven
-/// blocks with gaps, some empty) by cross-memory copies on more than 2 ranks, on 2 point
-/// to point; the counters say which path ran, the gaps stay untouched.
+/// blocks with gaps, some empty) by cross-memory copies on more than 2 ranks, on 2 each
+/// rank writing its block into the other's buffer (blocks of `sm::ALLGATHER_PAIR`: 1 MiB
+/// blocks too, one byte more goes point to point; the allgatherv's gaps after the blocks
+/// differ between ranks, so the two receive layouts differ); the counters say which path
+/// ran, the gaps stay untouched.
 fn a2a_large_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::sm;
     let (p, r) = (c.size as usize, c.rank as usize);
     let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
-    let cma = p > 2 && seg.single_copy_max() > 0;
+    let many = p > 2 && seg.single_copy_max() > 0;
+    let pair = |largest: usize| p == 2 && seg.cma_known() && sm::ALLGATHER_PAIR.contains(&largest);
+    let big: &[usize] = if p == 2 {
+        &[1 << 20, (1 << 20) + 1]
+    } else {
+        &[]
+    };
     // The largest alltoall block of 2 ranks that fits a buffer with the table.
     let table = sm::CAP - 8 - 8 * 2;
     for (it, block) in [
@@ -1449,6 +1458,7 @@ fn a2a_large_suite(c: &CollComm) {
         40_000,
     ]
     .into_iter()
+    .chain(big.iter().copied())
     .enumerate()
     {
         let it = it as u64 + 50;
@@ -1468,7 +1478,7 @@ fn a2a_large_suite(c: &CollComm) {
         let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(block, it, i, 61)).collect();
         let m = |i: usize| block * (i % 3) / 2 + i;
         let counts: Vec<usize> = (0..p).map(m).collect();
-        let displs = prefix(&counts, 3);
+        let displs = prefix(&counts, 3 + r);
         let len = displs[p - 1] + counts[p - 1] + 3;
         let vs: Vec<Vec<u8>> = (0..p).map(|i| contrib(m(i), it, i, 62)).collect();
         for in_place in [false, true] {
@@ -1482,7 +1492,7 @@ fn a2a_large_suite(c: &CollComm) {
             let how = format!("allgather of {block}-byte blocks, in place {in_place}");
             assert_eq!(
                 runs(Alg::SmAllgather) - before,
-                u64::from(cma),
+                u64::from(many || pair(block)),
                 "{how}: path"
             );
             assert_eq!(buf, xs.concat(), "{how}");
@@ -1495,7 +1505,8 @@ fn a2a_large_suite(c: &CollComm) {
             select::allgatherv(c, &mut buf, (&counts, &displs), own).unwrap();
             let how = format!("allgatherv around {block} bytes, in place {in_place}");
             // (Blocks that all fit a buffer go through the segment's buffers.)
-            let seg_path = cma || counts.iter().all(|&n| n <= sm::DATA);
+            let largest = counts.iter().copied().max().unwrap_or(0);
+            let seg_path = many || pair(largest) || largest <= sm::DATA;
             assert_eq!(
                 runs(Alg::SmAllgather) - before,
                 u64::from(seg_path),

@@ -218,12 +218,16 @@ fn regular_displs(n: usize, block: usize) -> Vec<usize> {
     (0..n).map(|j| j * block).collect()
 }
 
-/// The segment, when an allgather(v) whose blocks do not all fit a segment buffer moves
-/// them by cross-memory copies ([`sm::Seg::allgatherv_cma`]): on more than 2 ranks, when
-/// CMA reaches every rank and single copies are on ([`sm::Seg::single_copy_max`]). The
-/// same on every rank.
-fn allgather_cma(a: &CollComm) -> Result<Option<std::sync::Arc<sm::Seg>>> {
-    if a.size <= 2 {
+/// The segment, when an allgather(v) whose blocks do not all fit a segment buffer (the
+/// largest `block` bytes) moves them by cross-memory copies ([`sm::Seg::allgatherv_cma`]):
+/// on more than 2 ranks, when CMA reaches every rank and single copies are on
+/// ([`sm::Seg::single_copy_max`]); on 2 ranks, blocks of [`sm::ALLGATHER_PAIR`] when CMA
+/// reaches the peer. The same on every rank.
+fn allgather_cma(a: &CollComm, block: usize) -> Result<Option<std::sync::Arc<sm::Seg>>> {
+    if a.size == 2 {
+        return pair(a, Coll::Allgather, block, sm::ALLGATHER_PAIR);
+    }
+    if a.size < 2 {
         return Ok(None);
     }
     Ok(sm::get(a, Coll::Allgather)?.filter(|seg| seg.single_copy_max() > 0))
@@ -515,7 +519,7 @@ pub fn allgather(a: &CollComm, buf: &mut [u8], block: usize, own: Option<&[u8]>)
         }
     }
     if block > sm::DATA && buf.len() == p * block {
-        if let Some(seg) = allgather_cma(a)? {
+        if let Some(seg) = allgather_cma(a, block)? {
             count(a.shadow, Alg::SmAllgather);
             check_own(own, block)?;
             let counts = vec![block; p];
@@ -554,7 +558,8 @@ pub fn allgatherv(
         && counts.iter().any(|&c| c > 0)
         && crate::base::helpers::check_blocks(buf.len(), counts, displs).is_ok();
     if valid && !fits {
-        if let Some(seg) = allgather_cma(a)? {
+        let largest = counts.iter().copied().max().unwrap_or(0);
+        if let Some(seg) = allgather_cma(a, largest)? {
             count(a.shadow, Alg::SmAllgather);
             let me = a.rank as usize;
             check_own(own, counts[me])?;

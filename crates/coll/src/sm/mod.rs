@@ -45,7 +45,7 @@
 //! blocks too large for a buffer move by cross-memory copies between the user's buffers
 //! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
 //! place every rank reads its block where the sender has it), and so do alltoall blocks
-//! too large for a buffer, and allgather(v) blocks on more than 2 ranks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is).
+//! too large for a buffer, and allgather(v) blocks on more than 2 ranks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is; on 2 ranks, blocks of [`ALLGATHER_PAIR`]: each rank writes its block into the other's buffer).
 //!
 //! Reduce (4 KiB to 1 MiB), allreduce (8 KiB to 1 MiB) and reduce-scatter (4 KiB to 2 MiB)
 //! on two ranks that reach each other by CMA go by cross-memory copies between the user's
@@ -93,8 +93,8 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    Reduction, Seg, Side, VBlock, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX, CAP, DATA, LANE_MAX,
-    NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
+    Reduction, Seg, Side, VBlock, ALLGATHER_PAIR, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX, CAP,
+    DATA, LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
     REDUCE_SCATTER_PAIR_WRITTEN, RS_PHASED_MAX, V_MAX,
 };
 

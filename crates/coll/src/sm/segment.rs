@@ -16,6 +16,7 @@ mod pull_nb;
 mod rooted;
 pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
 pub(in crate::sm) use cma::trade;
+pub use cma::ALLGATHER_PAIR;
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
