@@ -87,6 +87,7 @@
 //! unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
 //! forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
 
+mod bell;
 pub mod nb;
 pub mod params;
 mod segment;

@@ -72,6 +72,38 @@ pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
 )
 .level(7);
 
+/// `coll_sm_block_after`.
+pub const BLOCK_AFTER: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "block_after",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 20,
+    },
+    "4",
+    "When ranks yield when idle (more ranks than cores), a rank waiting in a blocking \
+     shared-memory collective yields the core this many times and then sleeps until the \
+     rank that owns the flag it waits for writes it (a futex wait, at most \
+     coll_sm_sleep_max microseconds at a time; 0: never sleep, yield at every look)",
+)
+.level(7);
+
+/// `coll_sm_sleep_max`.
+pub const SLEEP_MAX: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "sleep_max",
+    ParamType::Int {
+        min: 1,
+        max: 60_000_000,
+    },
+    "1000",
+    "Longest sleep, in microseconds, of a rank waiting in a shared-memory collective \
+     (see coll_sm_block_after) before it polls the transports and looks again",
+)
+.level(9);
+
 /// `coll_sm_barrier_release`.
 pub const BARRIER_RELEASE: ParamDecl = ParamDecl::new(
     "coll",
@@ -175,6 +207,17 @@ pub fn single_copy_max_for(p: usize) -> usize {
 /// starts yielding (read once per segment).
 pub fn spin_first() -> u32 {
     u32::try_from(params::int(&SPIN_FIRST)).unwrap_or(0)
+}
+
+/// `coll_sm_block_after`: yields before a waiting rank that yields when idle sleeps (0:
+/// never; read once per segment).
+pub fn block_after() -> u32 {
+    u32::try_from(params::int(&BLOCK_AFTER)).unwrap_or(0)
+}
+
+/// `coll_sm_sleep_max`: the longest sleep of a waiting rank (read once per segment).
+pub fn sleep_max() -> std::time::Duration {
+    std::time::Duration::from_micros(u64::try_from(params::int(&SLEEP_MAX)).unwrap_or(1000))
 }
 
 /// `coll_sm_barrier_release`: whether the barrier lets rank 0 out first.

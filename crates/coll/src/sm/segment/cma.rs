@@ -260,7 +260,7 @@ impl Seg {
         let (ours, at) = (vec![mine.len(); p], vec![0; p]);
         // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
         unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at)) };
-        self.stamp(me, k).store(k, Ordering::Release);
+        self.put_word(self.stamp(me, k), k);
         if let Some(o) = own {
             buf[mine].copy_from_slice(o);
         }
