@@ -191,7 +191,7 @@ impl Seg {
             release,
             spin_first: super::params::spin_first(),
             block_after: if yield_idle {
-                super::params::block_after()
+                super::params::block_after(size)
             } else {
                 0
             },
