@@ -116,6 +116,9 @@ pub struct Seg {
     spin_first: u32,
     /// `coll_sm_block_after` (see [`Seg::wait_word`]; 0 when we do not yield when idle).
     block_after: u32,
+    /// Whether some rank may sleep in [`Seg::wait_word`] (the same on every rank): every
+    /// rank then rings its doorbell after its stores ([`Seg::put_word`]).
+    ring: bool,
     /// `coll_sm_sleep_max`: the time limit of one sleep in [`Seg::wait_word`].
     sleep_max: std::time::Duration,
     /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
@@ -171,6 +174,7 @@ impl Seg {
         rank: usize,
         size: usize,
         (yield_idle, big_ok, release): (bool, bool, bool),
+        (block_after, ring): (u32, bool),
         eng: &'static Engine,
     ) -> Seg {
         Seg {
@@ -190,11 +194,8 @@ impl Seg {
             yield_idle,
             release,
             spin_first: super::params::spin_first(),
-            block_after: if yield_idle {
-                super::params::block_after(size)
-            } else {
-                0
-            },
+            block_after,
+            ring,
             sleep_max: super::params::sleep_max(),
             cma: AtomicU8::new(cma::CMA_UNKNOWN),
             eng,
@@ -214,11 +215,11 @@ impl Seg {
         }
     }
     /// Store `v` into `w`, a word of our slot that others wait for ([`Seg::wait_word`]),
-    /// and wake the ranks sleeping on our doorbell, if any: only when some rank yields when
-    /// idle (the same on every rank), as only such ranks sleep.
+    /// and wake the ranks sleeping on our doorbell, if any: only when some rank may sleep
+    /// (the same on every rank; else the fence of the ring would cost every store).
     fn put_word(&self, w: &AtomicU64, v: u64) {
         w.store(v, Ordering::Release);
-        if self.some_yield {
+        if self.ring {
             self.bell(self.rank).ring(&SysFutex(self.sleep_max));
         }
     }
