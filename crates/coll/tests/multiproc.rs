@@ -251,6 +251,23 @@ fn alltoallv_on_segment_np8() {
     run(8, "a2a", &[]);
 }
 
+/// Ranks that yield when idle and sleep on the segment's doorbells after one yield
+/// (`coll_sm_block_after`), each sleep allowed a minute (`coll_sm_sleep_max`): a lost
+/// wake-up (a rank asleep on a word already written) shows as a round far longer than
+/// the time limit of [`sleep_suite`]. 8 ranks on this machine's few cores: most waits sleep.
+#[test]
+fn segment_waiters_sleep_and_are_woken_np8() {
+    run(
+        8,
+        "sm-sleep",
+        &[
+            ("OXMPI_MCA_mpi_yield_when_idle", "1"),
+            ("OXMPI_MCA_coll_sm_block_after", "1"),
+            ("OXMPI_MCA_coll_sm_sleep_max", "60000000"),
+        ],
+    );
+}
+
 /// The point-to-point alltoallv and allgatherv (see [`v_tuned_suite`]) at 2 to 8 ranks.
 #[test]
 fn v_point_to_point_np2() {
@@ -475,6 +492,10 @@ fn rank_entry() {
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             bcast_big_suite(&w);
+        }
+        "sm-sleep" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            sleep_suite(&w);
         }
         "sm" | "sm-off" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -768,6 +789,39 @@ fn suite(c: &CollComm, seed: u64) {
 /// Barrier, bcast, allreduce (both ops, both argument forms) and alltoall through
 /// `base::select` at sizes on both sides of the `sm` limits (4 KiB; 16 KiB for the large
 /// region, see [`SM`]), against the local reference.
+/// Rounds of barrier, small bcast and allreduce (the segment's buffers and lane) and
+/// allgathers of 8 B to 200 KB (buffers, then cross-memory copies), results checked, each
+/// round under 20 s (a lost wake-up sleeps a whole `coll_sm_sleep_max`).
+fn sleep_suite(c: &CollComm) {
+    let (p, r) = (c.size as usize, c.rank as usize);
+    for it in 0..240u64 {
+        let t0 = Instant::now();
+        select::barrier(c).unwrap();
+        let root = (it as usize) % p;
+        let data = contrib(8, it, root, 1);
+        let mut b = if r == root {
+            data.clone()
+        } else {
+            vec![0u8; 8]
+        };
+        select::bcast(c, &mut b, root as i32).unwrap();
+        assert_eq!(b, data, "bcast {it}");
+        let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(16, it, i, 2)).collect();
+        let mut sum = xs[r].clone();
+        select::allreduce(c, None, &mut sum, &sum_u32, 4, true).unwrap();
+        assert_eq!(sum, fold(&sum_u32, &xs), "allreduce {it}");
+        let block = [8, 4000, 200_000][(it % 3) as usize];
+        let own = contrib(block, it, r, 3);
+        let mut all = vec![0u8; block * p];
+        select::allgather(c, &mut all, block, Some(&own)).unwrap();
+        for (i, got) in all.chunks_exact(block).enumerate() {
+            assert!(got == contrib(block, it, i, 3), "allgather {it}, block {i}");
+        }
+        let took = t0.elapsed();
+        assert!(took < Duration::from_secs(20), "round {it} took {took:?}");
+    }
+}
+
 fn sm_suite(c: &CollComm) {
     let p = c.size as usize;
     let r = c.rank as usize;

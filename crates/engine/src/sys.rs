@@ -218,6 +218,30 @@ pub fn yield_now() {
     rustix::thread::sched_yield();
 }
 
+/// Sleeps while `word` holds `seen`, at most `timeout` (a futex wait on a word that other
+/// processes map too, so not a process-private futex). Returns at once when the word no
+/// longer holds `seen`; also early on a wake, a signal, or spuriously: the caller checks
+/// what it waits for again.
+pub fn futex_wait_shared(
+    word: &std::sync::atomic::AtomicU32,
+    seen: u32,
+    timeout: std::time::Duration,
+) {
+    use rustix::thread::futex;
+    let t = futex::Timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    // Errors (the word changed, timeout, interrupted) all mean "look again".
+    let _ = futex::wait(word, futex::Flags::empty(), seen, Some(&t));
+}
+
+/// Wakes every thread of any process sleeping in [`futex_wait_shared`] on `word`.
+pub fn futex_wake_shared(word: &std::sync::atomic::AtomicU32) {
+    let _ =
+        rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), i32::MAX as u32);
+}
+
 /// Host name (for same-node checks, `MPI_Get_processor_name`): the one the output framework
 /// reads once with `gethostname(2)` and prints in every line's prefix (`localhost` if the
 /// call fails), so the library asks the kernel in one place.

@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 18] = [
+pub static PARAMS: [ParamDecl; 20] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -98,6 +98,8 @@ pub static PARAMS: [ParamDecl; 18] = [
     crate::sm::params::ALLREDUCE_LARGE_MIN,
     crate::sm::params::NONBLOCKING,
     crate::sm::params::SPIN_FIRST,
+    crate::sm::params::BLOCK_AFTER,
+    crate::sm::params::SLEEP_MAX,
     crate::sm::params::BARRIER_RELEASE,
     crate::sm::params::SINGLE_COPY_MAX,
     crate::sm::params::SINGLE_COPY_MAX_MANY,

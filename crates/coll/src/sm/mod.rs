@@ -87,6 +87,7 @@
 //! unmapped when the next segment is made. `coll_sm_enable` (default on) turns the paths off;
 //! forcing an algorithm with `coll_tuned_<coll>_algorithm` turns it off for that collective.
 
+mod bell;
 pub mod nb;
 pub mod params;
 mod segment;
@@ -287,15 +288,32 @@ fn setup(a: &CollComm) -> Result<Option<Seg>> {
     // out first (`Seg::barrier`) when `coll_sm_barrier_release` is on on every rank,
     // whether ranks yield or not.
     let mut flags = vec![0u8; a.size as usize];
-    flags[a.rank as usize] = u8::from(yield_idle) | u8::from(params::barrier_release()) << 1;
+    // Bit 2: we may sleep in waits (`Seg::wait_word`): every rank then rings its doorbell
+    // after its stores, else none does (a fence per store, measured at np=4).
+    let block_after = if yield_idle {
+        params::block_after(a.size as usize)
+    } else {
+        0
+    };
+    flags[a.rank as usize] = u8::from(yield_idle)
+        | u8::from(params::barrier_release()) << 1
+        | u8::from(block_after != 0) << 2;
     a.allgather(&mut flags, 1)?;
     let big_ok = flags.iter().all(|&f| f & 1 == 0);
     let release = flags.iter().all(|&f| f & 2 != 0);
+    let ring = flags.iter().any(|&f| f & 4 != 0);
     let (rank, size) = (a.rank as usize, a.size as usize);
     let Some(map) = share(a, segment::seg_len(size))? else {
         return Ok(None);
     };
-    let seg = Seg::new(map, rank, size, (yield_idle, big_ok, release), a.e);
+    let seg = Seg::new(
+        map,
+        rank,
+        size,
+        (yield_idle, big_ok, release),
+        (block_after, ring),
+        a.e,
+    );
     // Whether CMA reaches every rank, known from here on to the nonblocking rooted
     // collectives too (they cannot probe): every rank makes the segment at the same
     // collective.

@@ -1,10 +1,11 @@
 //! One communicator's segment: its layout and the protocol of each collective on it (see
 //! the [component documentation](super)).
 
+use super::bell::{Bell, SysFutex};
 use crate::{CollComm, Result};
 use oxmpi_engine::sys::Mapping;
 use oxmpi_engine::{cma_copy, Cma, Engine};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 mod big;
@@ -114,6 +115,13 @@ pub struct Seg {
     release: bool,
     /// `coll_sm_spin_first` (see [`Seg::wait_word`]).
     spin_first: u32,
+    /// `coll_sm_block_after` (see [`Seg::wait_word`]; 0 when we do not yield when idle).
+    block_after: u32,
+    /// Whether some rank may sleep in [`Seg::wait_word`] (the same on every rank): every
+    /// rank then rings its doorbell after its stores ([`Seg::put_word`]).
+    ring: bool,
+    /// `coll_sm_sleep_max`: the time limit of one sleep in [`Seg::wait_word`].
+    sleep_max: std::time::Duration,
     /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
     cma: AtomicU8,
     /// The engine whose transports a waiting rank keeps polling.
@@ -167,6 +175,7 @@ impl Seg {
         rank: usize,
         size: usize,
         (yield_idle, big_ok, release): (bool, bool, bool),
+        (block_after, ring): (u32, bool),
         eng: &'static Engine,
     ) -> Seg {
         Seg {
@@ -186,11 +195,35 @@ impl Seg {
             yield_idle,
             release,
             spin_first: super::params::spin_first(),
+            block_after,
+            ring,
+            sleep_max: super::params::sleep_max(),
             cma: AtomicU8::new(cma::CMA_UNKNOWN),
             eng,
         }
     }
 
+    /// Rank `r`'s doorbell (bytes 32..40 of its first line, see [`super::bell`]): a waiter
+    /// that yields when idle sleeps on it until `r` writes a word of its slot.
+    fn bell(&self, r: usize) -> Bell<'_> {
+        // SAFETY: bytes 32..36 and 36..40 of slot `r`'s first line: inside the mapping,
+        // 4-aligned, only accessed atomically (by every rank, through this function).
+        unsafe {
+            Bell {
+                ring: &*(self.base.add(r * SLOT + 32).cast::<AtomicU32>()),
+                sleepers: &*(self.base.add(r * SLOT + 36).cast::<AtomicU32>()),
+            }
+        }
+    }
+    /// Store `v` into `w`, a word of our slot that others wait for ([`Seg::wait_word`]),
+    /// and wake the ranks sleeping on our doorbell, if any: only when some rank may sleep
+    /// (the same on every rank; else the fence of the ring would cost every store).
+    fn put_word(&self, w: &AtomicU64, v: u64) {
+        w.store(v, Ordering::Release);
+        if self.ring {
+            self.bell(self.rank).ring(&SysFutex(self.sleep_max));
+        }
+    }
     /// Rank `r`'s done word: it has read everything of the collectives up to this one.
     fn seq_word(&self, r: usize) -> &AtomicU64 {
         // SAFETY: slot `r` is inside the mapping, its first 8 bytes are 8-aligned (the
@@ -242,7 +275,7 @@ impl Seg {
     }
     /// We have read everything of collective `k` (a blocking one).
     fn finish(&self, k: u64) {
-        self.seq_word(self.rank).store(k, Ordering::Release);
+        self.put_word(self.seq_word(self.rank), k);
     }
     /// Store our nonblocking done word: one below the oldest open nonblocking collective,
     /// else the newest finished one (never decreasing: they are opened in increasing order).
@@ -383,19 +416,34 @@ impl Seg {
     /// When ranks yield when idle (more ranks than cores), each turn polls the transports
     /// and yields the core, after `coll_sm_spin_first` (default 0) turns that only look at
     /// the word (for a writer running on the other core right then; under load, looking
-    /// first was measured slower, hence off by default).
+    /// first was measured slower, hence off by default); after `coll_sm_block_after`
+    /// yields it sleeps instead until the word's owner writes a word of its slot (its
+    /// doorbell, [`super::bell`]), at most `coll_sm_sleep_max` at a time, polling the
+    /// transports before each sleep: the ranks that have work get the cores.
     fn wait_word(&self, w: &AtomicU64, k: u64) -> u64 {
         let v = w.load(Ordering::Acquire);
         if v >= k {
             return v;
         }
-        let mut spins = 0u32;
+        let (mut spins, mut yields) = (0u32, 0u32);
         loop {
             let v = w.load(Ordering::Acquire);
             if v >= k {
                 return v;
             }
+            if self.block_after != 0 && yields >= self.block_after {
+                self.eng.progress();
+                let owner = (w.as_ptr() as usize - self.base as usize) / SLOT;
+                debug_assert!(owner < self.size, "a waited word lies in a rank's slot");
+                self.bell(owner).sleep(
+                    || w.load(Ordering::Acquire) >= k,
+                    &SysFutex(self.sleep_max),
+                    |_| {},
+                );
+                continue;
+            }
             let yielding = self.yield_idle && spins >= self.spin_first;
+            yields += u32::from(yielding);
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
             if spins % 32 == 31 || yielding {
@@ -423,7 +471,7 @@ impl Seg {
         // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
         // and no longer by anybody for collective `k - NBUF` (waited for above).
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
-        self.stamp(self.rank, k).store(k, Ordering::Release);
+        self.put_word(self.stamp(self.rank, k), k);
     }
     /// Line `i` (below [`LANE_LINES`]) of rank `r`'s lane entry of collective `k`: stamp
     /// word, then `LANE_DATA` bytes.
@@ -480,7 +528,7 @@ impl Seg {
                     part.len(),
                 )
             };
-            self.lane_stamp(self.rank, k, i).store(k, Ordering::Release);
+            self.put_word(self.lane_stamp(self.rank, k, i), k);
         }
     }
     /// Copy bytes `at..at + out.len()` of `r`'s lane payload of collective `k` (posted by
@@ -641,7 +689,7 @@ impl Seg {
                     std::ptr::copy_nonoverlapping(before.as_ptr(), d, before.len());
                     std::ptr::copy_nonoverlapping(after.as_ptr(), d.add(before.len()), after.len());
                 }
-                self.stamp(self.rank, k).store(k, Ordering::Release);
+                self.put_word(self.stamp(self.rank, k), k);
             }
             if let Some(r) = recv {
                 r[..b].copy_from_slice(mine);
@@ -749,7 +797,7 @@ impl Seg {
             // SAFETY: as above.
             unsafe { self.put_addresses(k, (src, scounts, sdispls)) };
         }
-        self.stamp(self.rank, k).store(k, Ordering::Release);
+        self.put_word(self.stamp(self.rank, k), k);
         // SAFETY: our own post of `k`, just written.
         if unsafe { self.rules_out_cma(k) } {
             // Every rank reads in our post that nothing moves here: we read nobody's.
@@ -831,7 +879,7 @@ impl Seg {
                             w.add(2 + 2 * r).write_unaligned(c as u64);
                         }
                     }
-                    self.stamp(self.rank, k).store(k, Ordering::Release);
+                    self.put_word(self.stamp(self.rank, k), k);
                 }
                 if let Some(s) = send {
                     if fits(root, s.len()) {
@@ -872,7 +920,7 @@ impl Seg {
                         base.cast::<u64>().write_unaligned(s.len() as u64);
                         std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(8), s.len());
                     }
-                    self.stamp(self.rank, k).store(k, Ordering::Release);
+                    self.put_word(self.stamp(self.rank, k), k);
                 }
                 Some(s) if far(s.len()) => {
                     self.wait_word(self.stamp(root, k), k);
@@ -999,7 +1047,7 @@ impl Seg {
                             .write_unaligned(crate::sm::own_pid())
                     };
                 }
-                self.stamp(self.rank, k).store(k, Ordering::Release);
+                self.put_word(self.stamp(self.rank, k), k);
                 // Our buffer is read by the ranks whose entries say so until they are done.
                 if any_far {
                     for r in 0..p {

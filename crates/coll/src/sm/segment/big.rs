@@ -99,7 +99,7 @@ impl Seg {
     /// We are done with large operation `this` (read what we needed of the others' slots):
     /// they may overwrite theirs for the next one.
     pub(super) fn big_end(&self, this: u64) {
-        self.done_word(self.rank).store(this, Ordering::Release);
+        self.put_word(self.done_word(self.rank), this);
         self.last_big.store(this, Ordering::Relaxed);
     }
 
@@ -111,7 +111,7 @@ impl Seg {
     unsafe fn big_put(&self, slot: *mut u8, part: &[u8], o: usize, done: u64) {
         // SAFETY: caller contract.
         unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), slot.add(o), part.len()) };
-        self.big_progress(self.rank).store(done, Ordering::Release);
+        self.put_word(self.big_progress(self.rank), done);
     }
 
     /// Inclusive (or, `exclusive`, exclusive) scan of `recv.len()` bytes (at most

@@ -288,7 +288,7 @@ impl Seg {
             // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
             unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at)) };
         }
-        self.stamp(me, k).store(k, Ordering::Release);
+        self.put_word(self.stamp(me, k), k);
         if let Some(o) = own {
             // The peers write only their blocks of `buf`, which do not overlap ours.
             buf[mine.clone()].copy_from_slice(o);

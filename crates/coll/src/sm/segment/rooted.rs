@@ -131,7 +131,7 @@ impl Seg {
                     w.add(HEAD + 2 * r + 1).write_unaligned(len as u64);
                 }
             }
-            self.stamp(self.rank, k).store(k, Ordering::Release);
+            self.put_word(self.stamp(self.rank, k), k);
             // Our own block while the others copy theirs, rather than before our post.
             if let Side::Own(src, dst) = mine {
                 dst.copy_from_slice(src);
