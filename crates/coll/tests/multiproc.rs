@@ -194,6 +194,16 @@ fn shared_memory_component_np3() {
 fn scatterv_root_reuse_np2() {
     run(2, "sv-reuse", SM);
 }
+/// Bcasts, scatters, scattervs and allgathers whose data goes through the ranks' ring cells
+/// ([`ring_suite`]): many times round the ring, roots running ahead of slow readers.
+#[test]
+fn ring_cells_np2() {
+    run(2, "ring", SM);
+}
+#[test]
+fn ring_cells_yielding_np3() {
+    run(3, "ring", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
 #[test]
 fn scatterv_root_reuse_yielding_np3() {
     run(3, "sv-reuse", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -488,6 +498,10 @@ fn rank_entry() {
         "sv-reuse" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_reuse(&w);
+        }
+        "ring" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            ring_suite(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2692,6 +2706,120 @@ fn scatterv_reuse(c: &CollComm) {
             contrib(vc[r], it, r, 95),
             "scatterv it {it} from {root}: block of {} bytes",
             vc[r]
+        );
+    }
+    c.barrier().unwrap();
+}
+
+/// Rooted collectives and allgathers of more than a lane's worth ([`oxmpi_coll::sm::LANE_MAX`])
+/// on the segment, whose posts go to the posting rank's ring cell of their collective
+/// (`k mod RING_CELLS`): enough iterations to go round the ring several times, the root
+/// moving, a few broadcasts back to back (their root runs ahead of the readers by up to
+/// `NBUF - 1` collectives) and a reader now and then late by a millisecond, so that a cell
+/// written again too early, or read at the wrong place, hands some rank other bytes. Every
+/// call is checked to have run on the segment.
+fn ring_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm::{DATA, LANE_MAX, RING_CELLS};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    // The same draws on every rank.
+    let mut rng = Rng(0x0071_26e5);
+    let mut it = 0u64;
+    while it < 3 * RING_CELLS {
+        let root = rng.below(p);
+        let n = [LANE_MAX + 1, 1024, 2000, DATA][rng.below(4)];
+        if rng.below(8) == 0 && r == (root + 1) % p {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Broadcasts back to back: the root returns at once.
+        for _ in 0..1 + rng.below(4) {
+            it += 1;
+            let data = contrib(n, it, root, 11);
+            let mut buf = if r == root {
+                data.clone()
+            } else {
+                vec![0u8; n]
+            };
+            let before = runs(Alg::SmBcast);
+            select::bcast(c, &mut buf, root as i32).unwrap();
+            assert!(buf == data, "bcast {it} of {n} from {root}: rank {r}");
+            assert_eq!(runs(Alg::SmBcast) - before, 1, "bcast {it} on the segment");
+        }
+        // Scatter: the other ranks' blocks together at most `DATA` bytes.
+        it += 1;
+        let b = (n / p)
+            .max(LANE_MAX / (p - 1).max(1) + 1)
+            .min(DATA / (p - 1).max(1));
+        let send: Vec<u8> = if r == root {
+            (0..p).flat_map(|i| contrib(b, it, i, 12)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut got = vec![0u8; b];
+        let before = runs(Alg::SmScatter);
+        select::scatter(c, &send, Some(&mut got), b, root as i32).unwrap();
+        assert!(
+            got == contrib(b, it, r, 12),
+            "scatter {it} of {b} from {root}: rank {r}"
+        );
+        assert_eq!(
+            runs(Alg::SmScatter) - before,
+            1,
+            "scatter {it} on the segment"
+        );
+        // Scatterv: blocks of different lengths, posted (in the ring cell when they take
+        // more than a lane together, in the table's lines otherwise).
+        it += 1;
+        let small = rng.below(3) == 0;
+        let vc: Vec<usize> = (0..p)
+            .map(|i| {
+                if small {
+                    1 + i
+                } else {
+                    (n / p).min(3000 / p) + 5 * i
+                }
+            })
+            .collect();
+        let vd = prefix(&vc, 3);
+        let full: Vec<u8> = if r == root {
+            let mut f = vec![0u8; vd[p - 1] + vc[p - 1]];
+            for i in 0..p {
+                f[vd[i]..vd[i] + vc[i]].copy_from_slice(&contrib(vc[i], it, i, 13));
+            }
+            f
+        } else {
+            Vec::new()
+        };
+        let (gc, gd): (&[usize], &[usize]) = if r == root { (&vc, &vd) } else { (&[], &[]) };
+        let mut s = vec![0u8; vc[r]];
+        let before = runs(Alg::SmScatter);
+        select::scatterv(c, (&full, gc, gd), Some(&mut s[..]), root as i32).unwrap();
+        assert!(
+            s == contrib(vc[r], it, r, 13),
+            "scatterv {it} from {root}: rank {r}"
+        );
+        assert_eq!(
+            runs(Alg::SmScatter) - before,
+            1,
+            "scatterv {it} on the segment"
+        );
+        // Allgather of blocks of `n` bytes.
+        it += 1;
+        let mut all = vec![0u8; p * n];
+        all[r * n..(r + 1) * n].copy_from_slice(&contrib(n, it, r, 14));
+        let before = runs(Alg::SmAllgather);
+        select::allgather(c, &mut all, n, None).unwrap();
+        for i in 0..p {
+            assert!(
+                all[i * n..(i + 1) * n] == contrib(n, it, i, 14),
+                "allgather {it} of {n}: rank {r}, block of {i}"
+            );
+        }
+        assert_eq!(
+            runs(Alg::SmAllgather) - before,
+            1,
+            "allgather {it} on the segment"
         );
     }
     c.barrier().unwrap();

@@ -33,7 +33,13 @@
 //! `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:
 //! `k - LANE`); the lowest done
 //! word seen is cached, so this costs no cache-line transfer in the common case and a run of
-//! broadcasts may pipeline up to `NBUF - 1` ahead. Allreduce folds all ranks' buffers in
+//! broadcasts may pipeline up to `NBUF - 1` ahead. The data of a post that does not fit the
+//! lane, for a bcast, a scatter, a scatterv's blocks (then flagged in its table) and an
+//! allgather, goes to the poster's *ring* cell `k mod RING_CELLS` instead ([`RING_CELLS`]
+//! cells after the nonblocking large region, under the same rule, since
+//! `RING_CELLS >= NBUF`): a cell rewritten after 8 collectives still sits in the readers'
+//! first-level caches from its last read, and they then wait longer for the new data.
+//! Allreduce folds all ranks' buffers in
 //! rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
 //! any operation.
 //!
@@ -96,7 +102,7 @@ pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
     Reduction, Seg, Side, VBlock, ALLGATHER_PAIR, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX, CAP,
     DATA, LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX, REDUCE_SCATTER_PAIR,
-    REDUCE_SCATTER_PAIR_WRITTEN, RS_PHASED_MAX, V_MAX,
+    REDUCE_SCATTER_PAIR_WRITTEN, RING_CELLS, RS_PHASED_MAX, V_MAX,
 };
 
 use crate::tune::{self, Coll};

@@ -59,6 +59,24 @@ const SLOT: usize =
     LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE + NB_NBUF as usize * BUF;
 /// Offset in a slot of the nonblocking collectives' buffers.
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
+/// Cells of a rank's ring ([`Seg::ring`]): the data of a blocking collective's post that
+/// does not fit the lane (a scatter's or a bcast's payload, a scatterv's blocks, an
+/// allgather's block) goes to cell `k mod RING_CELLS` instead of the buffer after the stamp,
+/// so that a cell is written again only after 127 more collectives (64 with a barrier
+/// between every two, as the benchmarks run them). Written again after 8, as the
+/// buffers are, its lines are still in the readers' first-level caches from the last read,
+/// and the readers then wait longer for the new data: np=2, one root, pinned threads, a
+/// barrier between posts, the reader's median from the barrier to its copied 1 KiB 1000
+/// cycles with 8 cells, 260-290 with 128; 4 KiB 2100-2260 against 1750-1950 (MPICH's
+/// cells go round 64 of them). Each cell is [`BUF`] bytes, line-aligned; its pages are
+/// touched only by the collectives that use it.
+pub const RING_CELLS: u64 = 128;
+/// Flag of a scatterv table entry ([`Seg::scatterv`]) whose block is in the root's ring cell
+/// (its offset there in the low 32 bits, its length above them).
+const IN_RING: u64 = 1 << 62;
+/// Bytes of a rank's ring.
+const RING_SLOT: usize = RING_CELLS as usize * BUF;
+const _: () = assert!(RING_CELLS >= NBUF);
 
 /// Largest block of a rank that a gatherv posts on the segment (all of its buffer after
 /// the stamp word, [`CAP`], less the length word): a [`DATA`]-byte block fits, so a 4 KiB
@@ -162,6 +180,19 @@ unsafe impl Sync for Seg {}
 /// Bytes of the segment of a communicator of `size` ranks: the ranks' slots, then the
 /// nonblocking large region ([`large`]).
 pub(super) fn seg_len(size: usize) -> usize {
+    ring_at(size) + size * RING_SLOT
+}
+
+/// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
+/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
+/// same on every rank, as the block is).
+fn in_ring(kind: &super::SmKind) -> bool {
+    matches!(kind, super::SmKind::Allgather { block } if *block > LANE_MAX)
+}
+
+/// Offset of the rings ([`RING_CELLS`]) in the segment of `size` ranks: after the
+/// nonblocking large region (page-aligned, as that region's end is).
+fn ring_at(size: usize) -> usize {
     large::seg_end(size)
 }
 
@@ -264,6 +295,17 @@ impl Seg {
         unsafe {
             self.base
                 .add(r * SLOT + LINE + (k % NBUF) as usize * BUF + 8)
+        }
+    }
+    /// Rank `r`'s ring cell of blocking collective `k` ([`RING_CELLS`]): [`CAP`] bytes, written
+    /// by `r` only under the same rule as its buffer of `k` (every rank done with
+    /// `k - NBUF`, [`Seg::reusable`]; the cell's previous collective, `k - RING_CELLS`, is
+    /// older still), read by the others once they acquired `r`'s stamp of `k`.
+    fn ring(&self, r: usize, k: u64) -> *mut u8 {
+        // SAFETY: inside rank `r`'s ring, which ends the mapping (`seg_len`).
+        unsafe {
+            self.base
+                .add(ring_at(self.size) + r * RING_SLOT + (k % RING_CELLS) as usize * BUF)
         }
     }
     fn next(&self) -> u64 {
@@ -473,6 +515,16 @@ impl Seg {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
         self.put_word(self.stamp(self.rank, k), k);
     }
+    /// [`Seg::post`] with the data in our ring cell of `k` ([`RING_CELLS`]; at most [`CAP`]
+    /// bytes), the stamp where it always is.
+    fn post_ring(&self, k: u64, src: &[u8]) {
+        debug_assert!(src.len() <= CAP);
+        self.reusable(k.saturating_sub(NBUF));
+        // SAFETY: our own ring cell of collective `k`, read by nobody until we stamp `k` and
+        // no longer by anybody for `k - RING_CELLS <= k - NBUF` (waited for above).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ring(self.rank, k), src.len()) };
+        self.put_word(self.stamp(self.rank, k), k);
+    }
     /// Line `i` (below [`LANE_LINES`]) of rank `r`'s lane entry of collective `k`: stamp
     /// word, then `LANE_DATA` bytes.
     fn lane(&self, r: usize, k: u64, i: usize) -> *mut u8 {
@@ -570,6 +622,14 @@ impl Seg {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
     }
+    /// [`Seg::peer`] of rank `r`'s ring cell of `k` ([`Seg::post_ring`]).
+    ///
+    /// # Safety
+    /// As for [`Seg::peer`].
+    unsafe fn peer_ring(&self, r: usize, k: u64, off: usize, n: usize) -> &[u8] {
+        // SAFETY: caller contract; the view is read only.
+        unsafe { std::slice::from_raw_parts(self.ring(r, k).add(off).cast_const(), n) }
+    }
 
     /// Whether a barrier lets rank 0 out first ([`Seg::barrier`] with `again` false):
     /// `coll_sm_barrier_release` is on on every rank.
@@ -632,7 +692,8 @@ impl Seg {
         self.finish(k);
     }
 
-    /// Broadcast of `buf` (at most `DATA` bytes) from `root`.
+    /// Broadcast of `buf` (at most `DATA` bytes) from `root`: through its lane up to
+    /// [`LANE_MAX`] bytes, else through its ring cell of the collective ([`RING_CELLS`]).
     #[inline]
     pub fn bcast(&self, buf: &mut [u8], root: usize) {
         let k = self.next();
@@ -647,12 +708,13 @@ impl Seg {
             self.finish(k);
             return;
         }
+        // Through the root's ring cell (see [`RING_CELLS`]).
         if self.rank == root {
-            self.post(k, buf);
+            self.post_ring(k, buf);
         } else {
             self.wait_word(self.stamp(root, k), k);
             // SAFETY: the root stamped `k`; we finish `k` only after the copy.
-            let src = unsafe { self.peer(root, k, 0, buf.len()) };
+            let src = unsafe { self.peer_ring(root, k, 0, buf.len()) };
             buf.copy_from_slice(src);
         }
         self.finish(k);
@@ -660,7 +722,8 @@ impl Seg {
 
     /// Scatter from `root` of blocks of `block` bytes, whose blocks other than its own
     /// take at most [`DATA`] bytes together: the root posts those blocks back to back in
-    /// rank order (through its lane when they fit [`LANE_MAX`] bytes), then copies its own
+    /// rank order (through its lane when they fit [`LANE_MAX`] bytes, else in its ring cell
+    /// of the collective, [`RING_CELLS`]), then copies its own
     /// block from `send` into `recv` (`None`: in place, nothing to copy) while the others
     /// read theirs. `send` (the root's `size` blocks) is not looked at elsewhere.
     pub fn scatter(&self, send: &[u8], recv: Option<&mut [u8]>, block: usize, root: usize) {
@@ -680,11 +743,12 @@ impl Seg {
                 line[before.len()..posted].copy_from_slice(after);
                 self.lane_post(k, &line[..posted]);
             } else {
+                // Into our ring cell (see [`RING_CELLS`]).
                 self.reusable(k.saturating_sub(NBUF));
-                let d = self.data(self.rank, k);
-                // SAFETY: our own buffer of collective `k`, read by nobody until we stamp
-                // it and no longer by anybody for `k - NBUF` (waited above); the two parts
-                // take `posted <= DATA` bytes.
+                let d = self.ring(self.rank, k);
+                // SAFETY: our own ring cell of collective `k`, read by nobody until we stamp
+                // `k` and no longer by anybody for `k - RING_CELLS` (older than `k - NBUF`,
+                // waited above); the two parts take `posted <= DATA` bytes.
                 unsafe {
                     std::ptr::copy_nonoverlapping(before.as_ptr(), d, before.len());
                     std::ptr::copy_nonoverlapping(after.as_ptr(), d.add(before.len()), after.len());
@@ -703,8 +767,8 @@ impl Seg {
             } else {
                 self.wait_word(self.stamp(root, k), k);
                 // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
-                // the copy; `at + b <= posted <= DATA`.
-                out.copy_from_slice(unsafe { self.peer(root, k, at, b) });
+                // the copy; `at + b <= posted <= DATA`, in its ring cell.
+                out.copy_from_slice(unsafe { self.peer_ring(root, k, at, b) });
             }
         }
         self.finish(k);
@@ -956,7 +1020,9 @@ impl Seg {
 
     /// Scatterv from `root` (`send`: its buffer, counts and displacements): the root
     /// posts a table (offset and length in its buffer per rank, or none) and the blocks
-    /// that fit its buffer after it, back to back, in rank order; a block that does not fit
+    /// that fit its buffer after it, back to back, in rank order (those blocks in its ring
+    /// cell of the collective instead, [`RING_CELLS`], when they take more than
+    /// [`LANE_MAX`] bytes together, their entries flagged); a block that does not fit
     /// and has at most `one_copy` bytes ([`Seg::single_copy_max`]: 0 when CMA does not
     /// reach every rank) is read by its rank from the root's buffer by one cross-memory
     /// copy (its entry says so, the root's pid and the block's address follow the table),
@@ -1002,22 +1068,34 @@ impl Seg {
                     }
                     far
                 };
-                let mut off = if any_far { 8 * (2 * p + 1) } else { 8 * p };
+                let start = if any_far { 8 * (2 * p + 1) } else { 8 * p };
+                // Blocks of more than a lane's worth together go to our ring cell (see
+                // [`RING_CELLS`]), at their offset less the table's (so the same blocks fit
+                // as in the buffer), their entries flagged; smaller ones stay in the
+                // table's lines.
+                let (blocks, shift, flag) =
+                    if (0..p).filter_map(valid).map(|(c, _)| c).sum::<usize>() > LANE_MAX {
+                        (self.ring(self.rank, k), start, IN_RING)
+                    } else {
+                        (base, 0, 0)
+                    };
+                let mut off = start;
                 for r in 0..p {
                     let entry = match valid(r) {
                         Some((c, d)) if off + c <= CAP => {
-                            // SAFETY: our own buffer of collective `k`, read by nobody
-                            // until we stamp it and no longer by anybody for `k - NBUF`
-                            // (waited above); `off + c <= CAP`, `d + c <= send.len()`.
+                            // SAFETY: our own buffer and ring cell of collective `k`, read by
+                            // nobody until we stamp it and no longer by anybody for
+                            // `k - NBUF` (waited above; the ring cell's previous collective
+                            // is older); `off - shift + c <= CAP`, `d + c <= send.len()`.
                             unsafe {
                                 std::ptr::copy_nonoverlapping(
                                     send.as_ptr().add(d),
-                                    base.add(off),
+                                    blocks.add(off - shift),
                                     c,
                                 )
                             };
                             off += c;
-                            ((off - c) as u64) | ((c as u64) << 32)
+                            ((off - c - shift) as u64) | ((c as u64) << 32) | flag
                         }
                         Some((c, d)) if c > 0 && c <= one_copy => {
                             // SAFETY: as above; the addresses follow the table and the pid
@@ -1082,12 +1160,22 @@ impl Seg {
                         }
                     };
                 } else if entry != u64::MAX {
-                    let (off, n) = ((entry & 0xffff_ffff) as usize, (entry >> 32) as usize);
+                    let (off, n) = (
+                        (entry & 0xffff_ffff) as usize,
+                        ((entry & !IN_RING) >> 32) as usize,
+                    );
                     got = if n > recv.len() || off + n > CAP {
                         VBlock::Truncated(n)
                     } else {
                         // SAFETY: as above; `off + n <= CAP` (checked).
-                        recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
+                        let src = unsafe {
+                            if entry & IN_RING != 0 {
+                                self.peer_ring(root, k, off, n)
+                            } else {
+                                self.peer(root, k, off, n)
+                            }
+                        };
+                        recv[..n].copy_from_slice(src);
                         VBlock::Here(n)
                     };
                 }
@@ -1106,7 +1194,11 @@ impl Seg {
     pub fn begin(&self, kind: &super::SmKind, input: &[u8]) -> u64 {
         let k = self.next();
         if kind.posts(self.rank) {
-            self.post(k, input);
+            if in_ring(kind) {
+                self.post_ring(k, input);
+            } else {
+                self.post(k, input);
+            }
         }
         for r in kind.needs(self.rank, self.size) {
             if r != self.rank {
@@ -1126,10 +1218,19 @@ impl Seg {
         out: &mut [u8],
         op: Option<super::nb::Fold<'_>>,
     ) {
+        // Where `begin` posted (the same rule on every rank).
+        let ring = in_ring(kind);
         // SAFETY: the stamps of `k` of every rank `kind` needs were acquired in `begin`
         // (ours: we posted it), and we finish `k` only below, after the reads; every read
-        // is within the `DATA` bytes its rank posted (the kinds' offsets and lengths).
-        let peer = |r: usize, off: usize, n: usize| unsafe { self.peer(r, k, off, n) };
+        // is within the `DATA` bytes its rank posted (the kinds' offsets and lengths), in
+        // its ring cell or its buffer as it posted.
+        let peer = |r: usize, off: usize, n: usize| unsafe {
+            if ring {
+                self.peer_ring(r, k, off, n)
+            } else {
+                self.peer(r, k, off, n)
+            }
+        };
         kind.compute((self.rank, self.size), peer, out, op);
         self.finish(k);
     }
