@@ -81,12 +81,13 @@ pub const BLOCK_AFTER: ParamDecl = ParamDecl::new(
         min: -1,
         max: 1 << 20,
     },
-    "-1",
+    "0",
     "When ranks yield when idle (more ranks than cores), a rank waiting in a blocking \
      shared-memory collective yields the core this many times and then sleeps until the \
      rank that owns the flag it waits for writes it (a futex wait, at most \
-     coll_sm_sleep_max microseconds at a time; 0: never sleep, yield at every look; -1: \
-     after 4 yields on communicators of more than 2 ranks per online CPU, else never)",
+     coll_sm_sleep_max microseconds at a time; 0, the default: never sleep, yield at every \
+     look; -1: after 4 yields on communicators of more than 2 ranks per online CPU, else \
+     never). Sleeping helps when other jobs load the cores and costs on an idle machine",
 )
 .level(7);
 
@@ -211,11 +212,14 @@ pub fn spin_first() -> u32 {
 }
 
 /// Yields before a waiting rank that yields when idle sleeps, on a communicator of `size`
-/// ranks (0: never; read once per segment): `coll_sm_block_after`, or when it is -1 (the
-/// default) 4 above 2 ranks per online CPU and 0 otherwise. With 2 ranks per core a yield
+/// ranks (0, the default: never; read once per segment): `coll_sm_block_after`, or when it
+/// is -1, 4 above 2 ranks per online CPU and 0 otherwise. With 2 ranks per core a yield
 /// hands the core to the other rank at once, and sleeping was measured slower (np=4 on 2
-/// vCPUs, 1 MiB: bcast 197 against 331 us, allgather 979 against 1057); with 4 the yields
-/// go round the idle ranks first (np=8, 1 MiB allgather 7244 against 4388 us).
+/// vCPUs, 1 MiB: bcast 197 against 331 us, allgather 979 against 1057). With 4 ranks per
+/// core and other jobs on the cores it was faster (np=8, 1 MiB allgather 7244 against 4388
+/// us, load 20-24), but on an idle machine slower (np=8, medians of 10 interleaved rounds:
+/// allreduce 16 B 17.1 against 15.2 us, allgather 16 B 14.7 against 8.9, alltoall 1 MiB
+/// 7644 against 6543; after 256 yields level with never), hence off by default.
 pub fn block_after(size: usize) -> u32 {
     match params::int(&BLOCK_AFTER) {
         -1 if size > 2 * oxmpi_engine::sys::online_cpus() => 4,
