@@ -1409,6 +1409,13 @@ impl SmSettings {
             match self.single_copy.as_str() {
                 "cma" => "rendezvous, single copy (process_vm_readv)".into(),
                 "coop" if coop => "rendezvous, cooperative single copy (both sides, CMA)".into(),
+                // Below 64 KiB the engine tells a stream (messages one way with nothing
+                // sent back between them) from a ping-pong (`btl/sm/one_way.rs`).
+                "auto" if coop && size < 64 * 1024 => format!(
+                    "rendezvous: for a ping-pong, {pipelined} or cooperative single copy; \
+                     for a stream, the pipelined copy or the receiver's read alone, judged by \
+                     the window; whichever the receiver measures faster"
+                ),
                 "auto" if coop => format!(
                     "rendezvous, {pipelined} or cooperative single copy, whichever the \
                      receiver measures faster"
@@ -1627,6 +1634,11 @@ mod tests {
         assert_eq!(st.coop_min, Some(131072));
         assert!(st.path(65536).contains("pipelined") && !st.path(65536).contains("cooperative"));
         assert!(st.path(131072).contains("or cooperative"));
+        assert!(!st.path(131072).contains("stream"));
+        st.coop_min = Some(16384);
+        assert!(st.path(16384).contains("for a stream") && st.path(16384).contains("read alone"));
+        assert!(!st.path(65536).contains("stream"));
+        st.coop_min = Some(131072);
         st.single_copy = "coop".into();
         assert!(st.path(131072).contains("cooperative") && !st.path(131072).contains("pipelined"));
         assert!(st.path(65536).contains("pipelined"));
