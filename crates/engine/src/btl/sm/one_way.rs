@@ -221,17 +221,8 @@ impl OneWay {
             }
             Kind::Stream => &mut self.streams,
         };
-        match s {
-            Sample::Timed { m, n, start, end } => c.record(m, n, end.saturating_sub(start), end),
-            Sample::Period {
-                m,
-                bytes,
-                start,
-                end,
-                ..
-            } => c.record(m, bytes, end.saturating_sub(start), end),
-            Sample::Unmeasured { .. } | Sample::Skipped { .. } => false,
-        }
+        // An unmeasured transfer tells neither chooser anything here.
+        s.record_timed(c).unwrap_or(false)
     }
 
     /// The streams' chooser.

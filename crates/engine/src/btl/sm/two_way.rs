@@ -77,6 +77,24 @@ impl Sample {
             Sample::Unmeasured { at, .. } | Sample::Skipped { at, .. } => at,
         }
     }
+
+    /// Feeds a timed sample (a message's or a period's: its bytes over its time) to `c`:
+    /// `Some(true)` if it made `c` switch, `None` for a sample that carries no time.
+    pub fn record_timed(self, c: &mut Chooser) -> Option<bool> {
+        match self {
+            Sample::Timed { m, n, start, end } => {
+                Some(c.record(m, n, end.saturating_sub(start), end))
+            }
+            Sample::Period {
+                m,
+                bytes,
+                start,
+                end,
+                ..
+            } => Some(c.record(m, bytes, end.saturating_sub(start), end)),
+            Sample::Unmeasured { .. } | Sample::Skipped { .. } => None,
+        }
+    }
 }
 
 /// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`],
@@ -222,16 +240,8 @@ impl TwoWay {
     pub fn record(&mut self, s: Sample, exchange: bool) -> bool {
         let c = self.chooser_mut(s.bytes(), exchange);
         match s {
-            Sample::Timed { m, n, start, end } => c.record(m, n, end.saturating_sub(start), end),
-            Sample::Period {
-                m,
-                bytes,
-                start,
-                end,
-                ..
-            } => c.record(m, bytes, end.saturating_sub(start), end),
             Sample::Unmeasured { m, at, .. } => c.unmeasured(m, at),
-            Sample::Skipped { .. } => false,
+            s => s.record_timed(c).unwrap_or(false),
         }
     }
 
