@@ -165,16 +165,8 @@ impl Peer {
     fn record_one_way(&mut self, p: usize, s: Sample, kind: Kind, sends: bool) {
         let k = coop::size_class(s.bytes());
         let stream = kind == Kind::Stream;
-        let (m, bytes, ns, end) = match s {
-            Sample::Timed { m, n, start, end } => (m, n, end.saturating_sub(start), end),
-            Sample::Period {
-                m,
-                bytes,
-                start,
-                end,
-                ..
-            } => (m, bytes, end.saturating_sub(start), end),
-            Sample::Unmeasured { .. } | Sample::Skipped { .. } => return,
+        let Some((m, bytes, ns, end)) = s.timed() else {
+            return;
         };
         oxmpi_base::verbose!(
             BTL,

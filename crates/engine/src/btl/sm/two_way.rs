@@ -78,22 +78,27 @@ impl Sample {
         }
     }
 
-    /// Feeds a timed sample (a message's or a period's: its bytes over its time) to `c`:
-    /// `Some(true)` if it made `c` switch, `None` for a sample that carries no time.
-    pub fn record_timed(self, c: &mut Chooser) -> Option<bool> {
-        match self {
-            Sample::Timed { m, n, start, end } => {
-                Some(c.record(m, n, end.saturating_sub(start), end))
-            }
+    /// A timed sample's mechanism, bytes, time (ns) and end (a message's or a period's),
+    /// `None` for a sample that carries no time.
+    pub fn timed(&self) -> Option<(Mech, usize, u64, u64)> {
+        match *self {
+            Sample::Timed { m, n, start, end } => Some((m, n, end.saturating_sub(start), end)),
             Sample::Period {
                 m,
                 bytes,
                 start,
                 end,
                 ..
-            } => Some(c.record(m, bytes, end.saturating_sub(start), end)),
+            } => Some((m, bytes, end.saturating_sub(start), end)),
             Sample::Unmeasured { .. } | Sample::Skipped { .. } => None,
         }
+    }
+
+    /// Feeds a timed sample ([`Sample::timed`]: its bytes over its time) to `c`:
+    /// `Some(true)` if it made `c` switch, `None` for a sample that carries no time.
+    pub fn record_timed(self, c: &mut Chooser) -> Option<bool> {
+        let (m, bytes, ns, end) = self.timed()?;
+        Some(c.record(m, bytes, ns, end))
     }
 }
 
