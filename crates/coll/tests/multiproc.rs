@@ -200,6 +200,12 @@ fn scatterv_root_reuse_np2() {
 fn ring_cells_np2() {
     run(2, "ring", SM);
 }
+/// A scatterv whose root was given invalid counts fails at every rank, on the segment,
+/// instead of leaving the root waiting for its own post; the next one works.
+#[test]
+fn scatterv_invalid_root_args_np3() {
+    run(3, "sv-invalid", SM);
+}
 #[test]
 fn ring_cells_yielding_np3() {
     run(3, "ring", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -502,6 +508,10 @@ fn rank_entry() {
         "ring" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             ring_suite(&w);
+        }
+        "sv-invalid" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatterv_invalid(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2707,6 +2717,40 @@ fn scatterv_reuse(c: &CollComm) {
             "scatterv it {it} from {root}: block of {} bytes",
             vc[r]
         );
+    }
+    c.barrier().unwrap();
+}
+
+fn scatterv_invalid(c: &CollComm) {
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    assert!(
+        oxmpi_coll::sm::get(c, Coll::Scatter).unwrap().is_some(),
+        "scatterv runs on the segment"
+    );
+    for it in 0..3 * p {
+        let root = it % p;
+        let vc: Vec<usize> = (0..p).map(|i| 8 + i).collect();
+        let vd = prefix(&vc, 3);
+        let full = vec![7u8; vd[p - 1] + vc[p - 1]];
+        let mut s = vec![0u8; vc[r]];
+        if it % 2 == 0 {
+            // One count short at the root.
+            let (gc, gd): (&[usize], &[usize]) = if r == root {
+                (&vc[..p - 1], &vd[..p - 1])
+            } else {
+                (&[], &[])
+            };
+            let got = select::scatterv(c, (&full, gc, gd), Some(&mut s[..]), root as i32);
+            assert!(
+                got.is_err(),
+                "scatterv it {it} from {root}: invalid root arguments, rank {r} got {got:?}"
+            );
+        } else {
+            let (gc, gd): (&[usize], &[usize]) = if r == root { (&vc, &vd) } else { (&[], &[]) };
+            select::scatterv(c, (&full, gc, gd), Some(&mut s[..]), root as i32).unwrap();
+            assert_eq!(s, vec![7u8; vc[r]], "scatterv it {it} from {root}");
+        }
     }
     c.barrier().unwrap();
 }

@@ -908,6 +908,12 @@ fn seg_scatterv(
             VBlock::Here(_) => Ok(()),
             VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
             VBlock::Failed => single_copy_done(Err(std::io::ErrorKind::Other.into()), "scatterv"),
+            VBlock::Abandoned => Err(crate::arg_err(
+                oxmpi_engine::ErrorClass::Arg,
+                format!(
+                    "scatterv: the root (rank {root}) was given invalid counts or displacements"
+                ),
+            )),
             VBlock::Truncated(n) => Err(crate::arg_err(
                 oxmpi_engine::ErrorClass::Truncate,
                 format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
@@ -917,7 +923,7 @@ fn seg_scatterv(
     let valid = a
         .check_vec_len(counts, displs)
         .and_then(|()| crate::base::helpers::check_blocks(send.len(), counts, displs));
-    // Invalid arguments still take part (nothing posted), then fail.
+    // Invalid arguments still take part (a table that fails the others), then fail.
     let table = valid.is_ok().then_some((send, counts, displs));
     let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
     valid?;

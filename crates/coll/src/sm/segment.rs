@@ -95,7 +95,14 @@ pub enum VBlock {
     Truncated(usize),
     /// Its block was to come by a cross-memory copy, which failed.
     Failed,
+    /// The root's arguments were invalid: it posted no block (see [`ABANDONED`]).
+    Abandoned,
 }
+
+/// Every entry of the table a scatterv root posts when its arguments are invalid
+/// ([`Seg::scatterv`] with no table at the root): the others then fail instead of waiting
+/// for a block that never comes. No real entry has both flags and a length this long.
+const ABANDONED: u64 = u64::MAX - 1;
 
 /// A communicator's mapped segment.
 pub struct Seg {
@@ -1028,7 +1035,9 @@ impl Seg {
     /// copy (its entry says so, the root's pid and the block's address follow the table),
     /// and the root waits for those ranks. Returns at the root the ranks whose block is not
     /// posted (to be sent otherwise; its own is never posted), at the others what came
-    /// ([`VBlock`]; a posted block is copied into `recv`).
+    /// ([`VBlock`]; a posted block is copied into `recv`). A root given no table (its
+    /// arguments were invalid) posts one that makes every other rank return
+    /// [`VBlock::Abandoned`].
     pub fn scatterv(
         &self,
         send: Option<(&[u8], &[usize], &[usize])>,
@@ -1138,6 +1147,18 @@ impl Seg {
                     }
                 }
             }
+            None if self.rank == root => {
+                // Invalid arguments at the root: post a table that tells every rank so.
+                self.reusable(k.saturating_sub(NBUF));
+                let base = self.data(self.rank, k);
+                for r in 0..p {
+                    // SAFETY: our own buffer of collective `k`, read by nobody until we
+                    // stamp it (and no longer for `k - NBUF`, waited above); the table's
+                    // `8 * p <= CAP` bytes lead it.
+                    unsafe { base.add(8 * r).cast::<u64>().write_unaligned(ABANDONED) };
+                }
+                self.put_word(self.stamp(self.rank, k), k);
+            }
             _ => {
                 self.wait_word(self.stamp(root, k), k);
                 // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
@@ -1146,7 +1167,9 @@ impl Seg {
                     self.data(root, k).add(8 * i).cast::<u64>().read_unaligned()
                 };
                 let entry = word(self.rank);
-                if entry != u64::MAX && entry & rooted::FAR != 0 {
+                if entry == ABANDONED {
+                    got = VBlock::Abandoned;
+                } else if entry != u64::MAX && entry & rooted::FAR != 0 {
                     let n = (entry & !rooted::FAR) as usize;
                     got = if n > recv.len() {
                         VBlock::Truncated(n)
