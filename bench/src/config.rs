@@ -218,7 +218,8 @@ Collectives matrix (its own mode; output docs/benchmarks/collectives):
                        4 B - 1 MiB, CHAR out of place and in place, the
                        reductions with every datatype of --dtypes, at every
                        --np, all implementations interleaved; 3 repetitions,
-                       75-minute budget (about 70 minutes on 2 cores);
+                       120-minute budget (about 115 minutes on 2 cores: np=4
+                       and 8 run in both placements of --placement);
                        with --smoke a seconds-long self-check, with --full 5
                        repetitions and a larger per-measurement budget
   --np LIST            rank counts of the matrix (default 2,4,8; past 2 the
@@ -230,6 +231,12 @@ Collectives matrix (its own mode; output docs/benchmarks/collectives):
   --colls LIST         only these collectives (oxbench names: allreduce,
                        ialltoallw, ...)
   --sizes LIST         message sizes in bytes of every matrix set
+  --placement LIST     where the ranks of a rank count past the cores run, each
+                       a row of its own: block (ranks 0..np/2-1 on CPU 0, the
+                       rest on CPU 1), cyclic (rank r on CPU r mod 2), unpinned
+                       (left to the scheduler); pinned by bench/c/pin.c from the
+                       local rank, alike for every implementation (default
+                       block,cyclic)
 
 Scale curves (its own mode; output docs/benchmarks/scale):
   --scale              per-rank peak RSS after MPI_Init and after an all-pairs
@@ -335,6 +342,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "--dtypes" => mopts.dtypes = Some(val("--dtypes")?),
             "--colls" => mopts.colls = Some(val("--colls")?),
             "--sizes" => mopts.sizes = Some(val("--sizes")?),
+            "--placement" => mopts.placement = Some(val("--placement")?),
             "--scale" => scale = true,
             "--mpi4py-suite" => suite4py = true,
             "--modules" => modules = Some(val("--modules")?),
@@ -450,7 +458,10 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
             "give at most one of --collectives, --scale and --mpi4py-suite\n{USAGE}"
         ));
     }
-    let only_np = mopts.dtypes.is_none() && mopts.colls.is_none() && mopts.sizes.is_none();
+    let only_np = mopts.dtypes.is_none()
+        && mopts.colls.is_none()
+        && mopts.sizes.is_none()
+        && mopts.placement.is_none();
     let np = match &mopts.np {
         Some(v) => Some(crate::matrix::numbers::<u32>("--np", v)?),
         None => None,
@@ -465,7 +476,7 @@ pub fn parse_args(args: &[String], root: &Path) -> Result<Config, String> {
         }
     } else if !mopts.is_empty() {
         return Err(format!(
-            "--dtypes, --colls and --sizes need --collectives; --np needs one of --collectives, --scale and --mpi4py-suite\n{USAGE}"
+            "--dtypes, --colls, --sizes and --placement need --collectives; --np needs one of --collectives, --scale and --mpi4py-suite\n{USAGE}"
         ));
     }
     if modules.is_some() && !suite4py {

@@ -3,11 +3,14 @@
 //! with the reductions swept over the datatypes (and the pair types with
 //! MINLOC and MAXLOC), in place and out of place. Within each repetition the
 //! implementations run in turn on each set of measurements (interleaved), so
-//! that ratios can be taken per repetition against the best peer.
+//! that ratios can be taken per repetition against the best peer. A rank
+//! count past the cores runs once per [`Placement`] of `--placement`, each
+//! rank pinned to its CPU by `bench/c/pin.c` alike for every implementation.
 //!
 //! A row's test names its variant: `allreduce/INT/SUM`, `bcast/CHAR`,
-//! `alltoall/CHAR/inplace`, and `iallreduce/CHAR/SUM/overlap` for the overlap
-//! (percent) of a nonblocking collective ([`label`], [`parse_label`]).
+//! `alltoall/CHAR/inplace`, `alltoall/CHAR/block` for a placement, and
+//! `iallreduce/CHAR/SUM/overlap` for the overlap (percent) of a nonblocking
+//! collective ([`label`], [`with_placement`], [`parse_label`]).
 
 use crate::config::{Config, Mode};
 use crate::suite::{Prepared, Runner};
@@ -135,6 +138,122 @@ impl Variant {
     }
 }
 
+/// Where the ranks of an oversubscribed launch (more ranks than cores) run:
+/// each rank is pinned by the `pin` wrapper (`bench/c/pin.c`) to a CPU chosen
+/// from its local rank, the same way for every implementation (their
+/// launchers do not bind oversubscribed ranks), or left to the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Placement {
+    /// No mask: the scheduler places the ranks and may move them (the
+    /// matrices before session 27).
+    Unpinned,
+    /// Consecutive ranks share a CPU: ranks 0..np/2-1 on CPU 0, the rest on
+    /// CPU 1 (in general rank r on CPU r x cores / np).
+    Block,
+    /// Round robin: rank r on CPU r mod cores.
+    Cyclic,
+}
+
+/// The placements of `--placement` when it is not given: the two pinned
+/// ones, so that every row is measured within one placement (the goal of
+/// issue 21 holds within each vCPU placement; unpinned rows mix them and
+/// come out bimodal).
+pub const DEFAULT_PLACEMENTS: [Placement; 2] = [Placement::Block, Placement::Cyclic];
+
+impl Placement {
+    /// The name on the command line and in row names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Unpinned => "unpinned",
+            Placement::Block => "block",
+            Placement::Cyclic => "cyclic",
+        }
+    }
+
+    /// The placement named `s`.
+    pub fn from_name(s: &str) -> Option<Placement> {
+        [Placement::Unpinned, Placement::Block, Placement::Cyclic]
+            .into_iter()
+            .find(|p| p.name() == s)
+    }
+
+    /// The CPU of each local rank 0..np on `cores` CPUs (0..cores), or `None`
+    /// when the ranks are not pinned.
+    pub fn cpus(self, np: u32, cores: u32) -> Option<Vec<u32>> {
+        let cores = cores.max(1);
+        match self {
+            Placement::Unpinned => None,
+            Placement::Block => Some(
+                (0..np)
+                    .map(|r| (u64::from(r) * u64::from(cores) / u64::from(np)) as u32)
+                    .collect(),
+            ),
+            Placement::Cyclic => Some((0..np).map(|r| r % cores).collect()),
+        }
+    }
+
+    /// For the report: `0-1:0 2-3:1` (ranks : CPU), or `unpinned`.
+    pub fn describe(self, np: u32, cores: u32) -> String {
+        match self.cpus(np, cores) {
+            None => "unpinned".into(),
+            Some(c) => c
+                .iter()
+                .enumerate()
+                .map(|(r, c)| format!("{r}:{c}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// The placements of `--placement` (comma list of unpinned, block, cyclic).
+pub fn parse_placements(s: &str) -> Result<Vec<Placement>, String> {
+    let mut v = Vec::new();
+    for x in list(s) {
+        let p = Placement::from_name(x).ok_or_else(|| {
+            format!("--placement: unknown placement '{x}' (one of unpinned, block, cyclic)")
+        })?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    if v.is_empty() {
+        return Err("--placement: empty list".into());
+    }
+    Ok(v)
+}
+
+/// The placements a launch of `np` ranks on `cores` cores runs in: `None`
+/// (the launcher's own binding, one rank per core) when the ranks fit the
+/// cores, else each of `placements`.
+pub fn placements_for(np: u32, cores: u32, placements: &[Placement]) -> Vec<Option<Placement>> {
+    if np <= cores {
+        vec![None]
+    } else {
+        placements.iter().copied().map(Some).collect()
+    }
+}
+
+/// `label` measured in placement `p` (`alltoall/CHAR` -> `alltoall/CHAR/block`).
+pub fn with_placement(label: &str, p: Option<Placement>) -> String {
+    match p {
+        Some(p) => format!("{label}/{}", p.name()),
+        None => label.to_string(),
+    }
+}
+
+/// A time row's test name without its placement, and the placement
+/// (`alltoall/CHAR/block` -> (`alltoall/CHAR`, block)).
+pub fn split_placement(test: &str) -> (&str, Option<Placement>) {
+    match test.rsplit_once('/') {
+        Some((base, p)) => match Placement::from_name(p) {
+            Some(p) => (base, Some(p)),
+            None => (test, None),
+        },
+        None => (test, None),
+    }
+}
+
 /// The row test name of `test` measured with `v` (see the module doc).
 pub fn label(test: &str, v: &Variant) -> String {
     let mut s = format!("{test}/{}", v.dtype);
@@ -148,7 +267,8 @@ pub fn label(test: &str, v: &Variant) -> String {
     s
 }
 
-/// A row test name of the matrix, taken apart.
+/// A row test name of the matrix, taken apart (`alltoall/CHAR/inplace/block`,
+/// `iallreduce/INT/SUM/cyclic/overlap`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label {
     /// The `oxbench` test (`iallreduce`, `bcast`, ...).
@@ -157,6 +277,9 @@ pub struct Label {
     pub variant: Variant,
     /// The overlap (percent) of a nonblocking collective, not its time.
     pub overlap: bool,
+    /// The placement of an oversubscribed launch (`None`: the launcher's
+    /// binding, or a matrix from before placements).
+    pub placement: Option<Placement>,
 }
 
 /// Take a matrix row's test name apart; `None` for other rows.
@@ -172,18 +295,20 @@ pub fn parse_label(s: &str) -> Option<Label> {
         ..Variant::char()
     };
     let mut overlap = false;
+    let mut placement = None;
     for part in it {
         match part {
             "inplace" => v.inplace = true,
             "overlap" => overlap = true,
             op if OPS.contains(&op) => v.op = op.to_string(),
-            _ => return None,
+            p => placement = Some(Placement::from_name(p)?),
         }
     }
     Some(Label {
         test,
         variant: v,
         overlap,
+        placement,
     })
 }
 
@@ -200,18 +325,22 @@ pub struct Set {
     pub sizes: Vec<u64>,
 }
 
-/// The matrix a run measures: every set at every rank count.
+/// The matrix a run measures: every set at every rank count, at each
+/// placement of the rank counts past the cores.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixOpts {
     /// Rank counts.
     pub nps: Vec<u32>,
     /// Sets of measurements, in the order they run.
     pub sets: Vec<Set>,
+    /// Placements of the oversubscribed rank counts ([`placements_for`]).
+    pub placements: Vec<Placement>,
 }
 
 impl MatrixOpts {
-    /// Measurements (test, size) of one repetition of one implementation.
-    pub fn measurements(&self) -> usize {
+    /// Measurements (test, size) of one repetition of one implementation on
+    /// `cores` cores.
+    pub fn measurements(&self, cores: u32) -> usize {
         let per_np: usize = self
             .sets
             .iter()
@@ -220,7 +349,16 @@ impl MatrixOpts {
                 crate::suite::expected_measurements(&t, &s.sizes, 2).len()
             })
             .sum();
-        per_np * self.nps.len()
+        per_np * self.launches_per_set(cores)
+    }
+
+    /// Launches of each set per repetition and implementation: one per rank
+    /// count and placement.
+    pub fn launches_per_set(&self, cores: u32) -> usize {
+        self.nps
+            .iter()
+            .map(|&np| placements_for(np, cores, &self.placements).len())
+            .sum()
     }
 }
 
@@ -235,12 +373,18 @@ pub struct MatrixArgs {
     pub colls: Option<String>,
     /// `--sizes`.
     pub sizes: Option<String>,
+    /// `--placement`.
+    pub placement: Option<String>,
 }
 
 impl MatrixArgs {
     /// True if no matrix option was given.
     pub fn is_empty(&self) -> bool {
-        self.np.is_none() && self.dtypes.is_none() && self.colls.is_none() && self.sizes.is_none()
+        self.np.is_none()
+            && self.dtypes.is_none()
+            && self.colls.is_none()
+            && self.sizes.is_none()
+            && self.placement.is_none()
     }
 }
 
@@ -410,7 +554,15 @@ pub fn configure(c: &mut Config, a: &MatrixArgs, target: &Path, root: &Path) -> 
             "--collectives: nothing to measure (check --colls, --dtypes and --sizes)".into(),
         );
     }
-    c.matrix = Some(MatrixOpts { nps, sets });
+    let placements = match &a.placement {
+        Some(s) => parse_placements(s)?,
+        None => DEFAULT_PLACEMENTS.to_vec(),
+    };
+    c.matrix = Some(MatrixOpts {
+        nps,
+        sets,
+        placements,
+    });
     c.mpi4py_args.clear();
     // Each sample fills its share of the measurement's budget (a fixed count of
     // sub-microsecond calls would be at the mercy of noise and leave the budget unused).
@@ -424,42 +576,46 @@ pub fn configure(c: &mut Config, a: &MatrixArgs, target: &Path, root: &Path) -> 
         Mode::Quick => {
             (c.reps, c.samples, c.scale, c.op_budget) = (3, 5, 0.1, 0.1);
             c.out = root.join("docs").join("benchmarks").join("collectives");
-            c.budget = Some(Duration::from_secs(75 * 60));
+            // np=4 and 8 run in each placement (two by default): about 115 min
+            c.budget = Some(Duration::from_secs(120 * 60));
         }
         Mode::Full => {
             (c.reps, c.samples, c.scale, c.op_budget) = (5, 7, 0.3, 0.2);
             c.out = root.join("docs").join("benchmarks").join("collectives");
-            c.budget = Some(Duration::from_secs(200 * 60));
+            c.budget = Some(Duration::from_secs(330 * 60));
         }
     }
     Ok(())
 }
 
-/// Rename the rows a set just produced (`allreduce` -> `allreduce/INT/SUM`,
-/// `iallreduce/overlap` -> `iallreduce/INT/SUM/overlap`).
-pub fn relabel(rows: &mut [crate::stats::Row], v: &Variant) {
+/// Rename the rows a set just produced in placement `p` (`allreduce` ->
+/// `allreduce/INT/SUM`, `iallreduce/overlap` -> `iallreduce/INT/SUM/block/overlap`).
+pub fn relabel(rows: &mut [crate::stats::Row], v: &Variant, p: Option<Placement>) {
     for r in rows {
         r.test = match r.test.strip_suffix("/overlap") {
-            Some(t) => format!("{}/overlap", label(t, v)),
-            None => label(&r.test, v),
+            Some(t) => format!("{}/overlap", with_placement(&label(t, v), p)),
+            None => with_placement(&label(&r.test, v), p),
         };
     }
 }
 
-/// Run the matrix: per repetition, per rank count and set, every
-/// implementation in turn. No set starts once the run's budget is spent (the
+/// Run the matrix: per repetition, per rank count, placement (rank counts past
+/// the cores, [`placements_for`]) and set, every implementation in turn. No set starts once the run's budget is spent (the
 /// first set always runs), and no repetition starts that would likely end
 /// past it. Returns the repetitions started.
 pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]) -> u32 {
     let impls: Vec<&Prepared> = ready.iter().filter(|p| !p.imp.pt2pt_only).collect();
-    let per = m.measurements();
+    let cores = runner.cores;
+    let per = m.measurements(cores);
+    let launches = m.sets.len() * m.launches_per_set(cores) * impls.len() * cfg.reps as usize;
     eprintln!(
-        "bench: collectives matrix: {} set(s) x np {:?}: {per} measurements per implementation and repetition, {} implementation(s), {} repetition(s), about {:.1} min{}",
+        "bench: collectives matrix: {} set(s) x np {:?} (past {cores} ranks in placements {}): {per} measurements per implementation and repetition, {} implementation(s), {} repetition(s), about {:.1} min{}",
         m.sets.len(),
         m.nps,
+        m.placements.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
         impls.len(),
         cfg.reps,
-        estimate_s(per * impls.len() * cfg.reps as usize, cfg.op_budget, m.sets.len() * m.nps.len() * impls.len() * cfg.reps as usize) / 60.0,
+        estimate_s(per * impls.len() * cfg.reps as usize, cfg.op_budget, launches) / 60.0,
         cfg.budget
             .map(|b| format!(" (budget {} min)", b.as_secs() / 60))
             .unwrap_or_default()
@@ -467,37 +623,43 @@ pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]
     let start = Instant::now();
     let spent = |b: Option<Duration>| b.is_some_and(|b| start.elapsed() > b);
     let mut reps = 0;
+    let mut first = true;
     'reps: for rep in 0..cfg.reps {
         let t = Instant::now();
         reps += 1;
         for &np in &m.nps {
-            for set in &m.sets {
-                if spent(cfg.budget) && !(rep == 0 && np == m.nps[0] && *set == m.sets[0]) {
-                    runner.res.notes.push(format!(
-                        "time budget of {} s spent: stopped in repetition {rep} before np={np} '{}' (later sets and repetitions not measured)",
-                        cfg.budget.map(|b| b.as_secs()).unwrap_or(0),
-                        set.name
-                    ));
-                    break 'reps;
-                }
-                let tests: Vec<&str> = set.tests.iter().map(String::as_str).collect();
-                for p in &impls {
-                    eprintln!(
-                        "bench: rep {} / {}: np={np} {}: {}",
-                        rep + 1,
-                        cfg.reps,
-                        set.name,
-                        p.imp.name
-                    );
-                    runner.launch_opts = set.variant.opts();
-                    runner
-                        .launch_opts
-                        .push(clock_opt(np, crate::suite::cores()).into());
-                    let (n0, f0) = (runner.res.rows.len(), runner.res.failures.len());
-                    runner.oxbench(rep, p, np, &tests, &set.sizes);
-                    relabel(&mut runner.res.rows[n0..], &set.variant);
-                    for f in &mut runner.res.failures[f0..] {
-                        f.push_str(&format!(" [{}]", set.variant.describe()));
+            for placement in placements_for(np, cores, &m.placements) {
+                let at = placement
+                    .map(|p| format!(" {}", p.name()))
+                    .unwrap_or_default();
+                for set in &m.sets {
+                    if spent(cfg.budget) && !first {
+                        runner.res.notes.push(format!(
+                            "time budget of {} s spent: stopped in repetition {rep} before np={np}{at} '{}' (later sets and repetitions not measured)",
+                            cfg.budget.map(|b| b.as_secs()).unwrap_or(0),
+                            set.name
+                        ));
+                        break 'reps;
+                    }
+                    first = false;
+                    let tests: Vec<&str> = set.tests.iter().map(String::as_str).collect();
+                    for p in &impls {
+                        eprintln!(
+                            "bench: rep {} / {}: np={np}{at} {}: {}",
+                            rep + 1,
+                            cfg.reps,
+                            set.name,
+                            p.imp.name
+                        );
+                        runner.launch_opts = set.variant.opts();
+                        runner.launch_opts.push(clock_opt(np, cores).into());
+                        runner.placement = placement;
+                        let (n0, f0) = (runner.res.rows.len(), runner.res.failures.len());
+                        runner.oxbench(rep, p, np, &tests, &set.sizes);
+                        relabel(&mut runner.res.rows[n0..], &set.variant, placement);
+                        for f in &mut runner.res.failures[f0..] {
+                            f.push_str(&format!(" [{}{at}]", set.variant.describe()));
+                        }
                     }
                 }
             }
@@ -508,6 +670,7 @@ pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]
         }
     }
     runner.launch_opts.clear();
+    runner.placement = None;
     reps
 }
 
@@ -575,8 +738,39 @@ mod tests {
             50.0,
             "%",
         )];
-        relabel(&mut rows, &Variant::char());
+        relabel(&mut rows, &Variant::char(), None);
         assert_eq!(rows[0].test, "iscan/CHAR/SUM/overlap");
+        // in a placement: the placement goes before /overlap
+        let mut rows = vec![crate::stats::sample_row(
+            0,
+            "x",
+            "iscan/overlap",
+            4,
+            8,
+            50.0,
+            "%",
+        )];
+        relabel(&mut rows, &Variant::char(), Some(Placement::Cyclic));
+        assert_eq!(rows[0].test, "iscan/CHAR/SUM/cyclic/overlap");
+        let l = parse_label(&rows[0].test).unwrap();
+        assert_eq!(
+            (l.test.as_str(), l.overlap, l.placement),
+            ("iscan", true, Some(Placement::Cyclic))
+        );
+        let l = parse_label("alltoall/CHAR/inplace/block").unwrap();
+        assert_eq!(
+            (l.variant.inplace, l.placement),
+            (true, Some(Placement::Block))
+        );
+        assert_eq!(parse_label("alltoall/CHAR").unwrap().placement, None);
+        assert_eq!(
+            split_placement("alltoall/CHAR/inplace/block"),
+            ("alltoall/CHAR/inplace", Some(Placement::Block))
+        );
+        assert_eq!(
+            split_placement("allreduce/INT/SUM"),
+            ("allreduce/INT/SUM", None)
+        );
     }
 
     #[test]
@@ -630,9 +824,14 @@ mod tests {
         let m = MatrixOpts {
             nps: vec![2, 4, 8],
             sets,
+            placements: DEFAULT_PLACEMENTS.to_vec(),
         };
-        // 30 x 10 + 2 barriers, 28 x 3, 14 x 10 x 3, at 3 rank counts
-        assert_eq!(m.measurements(), (302 + 84 + 420) * 3);
+        // 30 x 10 + 2 barriers, 28 x 3, 14 x 10 x 3, at np=2 once, at np=4
+        // and 8 (past the 2 cores) in both placements
+        assert_eq!(m.measurements(2), (302 + 84 + 420) * 5);
+        assert_eq!(m.launches_per_set(2), 5);
+        // on 8 cores no rank count is oversubscribed: no placements
+        assert_eq!(m.measurements(8), (302 + 84 + 420) * 3);
     }
 
     #[test]
@@ -665,6 +864,149 @@ mod tests {
         assert!(plan(&d, Some(&["ibcast".to_string()][..]), Some(&[8][..]))
             .iter()
             .all(|s| !s.variant.inplace && s.variant.dtype == "CHAR"));
+    }
+
+    /// The CPU of each local rank in each placement, and which rank counts
+    /// run in placements.
+    #[test]
+    fn placement_masks() {
+        assert_eq!(Placement::Block.cpus(4, 2), Some(vec![0, 0, 1, 1]));
+        assert_eq!(Placement::Cyclic.cpus(4, 2), Some(vec![0, 1, 0, 1]));
+        assert_eq!(
+            Placement::Block.cpus(8, 2),
+            Some(vec![0, 0, 0, 0, 1, 1, 1, 1])
+        );
+        assert_eq!(
+            Placement::Cyclic.cpus(8, 2),
+            Some(vec![0, 1, 0, 1, 0, 1, 0, 1])
+        );
+        // odd counts: block keeps the first ceil(np/2) ranks together
+        assert_eq!(Placement::Block.cpus(3, 2), Some(vec![0, 0, 1]));
+        assert_eq!(Placement::Cyclic.cpus(3, 2), Some(vec![0, 1, 0]));
+        assert_eq!(
+            Placement::Block.cpus(8, 4),
+            Some(vec![0, 0, 1, 1, 2, 2, 3, 3])
+        );
+        assert_eq!(Placement::Unpinned.cpus(4, 2), None);
+        assert_eq!(Placement::Block.describe(4, 2), "0:0 1:0 2:1 3:1");
+        assert_eq!(Placement::Cyclic.describe(4, 2), "0:0 1:1 2:0 3:1");
+        assert_eq!(Placement::Unpinned.describe(4, 2), "unpinned");
+        assert_eq!(
+            parse_placements("cyclic, block,cyclic").unwrap(),
+            [Placement::Cyclic, Placement::Block]
+        );
+        assert!(parse_placements("spread")
+            .unwrap_err()
+            .contains("unknown placement"));
+        assert!(parse_placements(",").is_err());
+        let all = [Placement::Unpinned, Placement::Block];
+        assert_eq!(placements_for(2, 2, &all), [None]);
+        assert_eq!(
+            placements_for(4, 2, &all),
+            [Some(Placement::Unpinned), Some(Placement::Block)]
+        );
+        assert_eq!(
+            with_placement("alltoall/CHAR", Some(Placement::Cyclic)),
+            "alltoall/CHAR/cyclic"
+        );
+    }
+
+    /// Oversubscribed launches go through the pin wrapper with their
+    /// placement's CPU list, rows carry the placement, and the binding each
+    /// rank saw is checked: a wrapper that pins the wrong ranks (the fake's
+    /// `swap`) makes a failure and leaves no rows.
+    #[test]
+    fn placements_pin_each_launch_and_check_the_binding() {
+        let dir = std::env::temp_dir().join(format!("oxmpi-bench-place-{}", std::process::id()));
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = crate::config::parse_args(
+            &a(&[
+                "--collectives",
+                "--smoke",
+                "--np",
+                "2,4",
+                "--colls",
+                "allreduce",
+                "--sizes",
+                "16",
+                "--dtypes",
+                "none",
+                "--placement",
+                "block,cyclic",
+                // the fake never hangs here; a busy machine may slow its shell
+                "--timeout",
+                "60",
+            ]),
+            &dir,
+        )
+        .unwrap();
+        let m = cfg.matrix.clone().unwrap();
+        assert_eq!(m.placements, [Placement::Block, Placement::Cyclic]);
+        let (p, probes) = crate::suite::fake_implementation(&dir);
+        let mut r = Runner::new(&cfg, probes, crate::suite::Results::default());
+        r.cores = 2;
+        run(&mut r, &cfg, &m, std::slice::from_ref(&p));
+        let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+        let mut got: Vec<String> = r
+            .res
+            .rows
+            .iter()
+            .map(|x| format!("{} np={}", x.test, x.np))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "allreduce/CHAR/SUM np=2",
+                "allreduce/CHAR/SUM/block np=4",
+                "allreduce/CHAR/SUM/cyclic np=4",
+                "allreduce/CHAR/SUM/inplace np=2",
+                "allreduce/CHAR/SUM/inplace/block np=4",
+                "allreduce/CHAR/SUM/inplace/cyclic np=4",
+            ]
+        );
+        assert!(r.res.failures.is_empty(), "{:?}", r.res.failures);
+        let lines: Vec<&str> = args.lines().collect();
+        assert_eq!(lines.len(), 6, "{args}");
+        // np=2 runs the program itself; np=4 the wrapper with the CPU list
+        assert!(lines[0].contains("-n 2 -- ") && lines[0].contains("/oxbench allreduce"));
+        assert!(lines[2].contains("-n 4 -- ") && lines[2].contains("/no-such-probe 0,0,1,1 "));
+        assert!(lines[4].contains("/no-such-probe 0,1,0,1 "), "{args}");
+        let b: Vec<(String, bool)> = r
+            .res
+            .placed_bindings
+            .iter()
+            .map(|b| {
+                (
+                    format!("{} {} {}", b.np, b.placement.name(), b.observed),
+                    b.matches(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            b,
+            [
+                ("4 block 0:0 1:0 2:1 3:1".to_string(), true),
+                ("4 cyclic 0:0 1:1 2:0 3:1".to_string(), true)
+            ]
+        );
+        // the wrapper pins the wrong ranks: failures, no rows, the binding shown
+        std::fs::write(dir.join("swap"), "").unwrap();
+        let (p, probes) = crate::suite::fake_implementation(&dir);
+        let mut r = Runner::new(&cfg, probes, crate::suite::Results::default());
+        r.cores = 2;
+        run(&mut r, &cfg, &m, &[p]);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(r.res.rows.iter().all(|x| x.np == 2), "{:?}", r.res.rows);
+        assert_eq!(r.res.failures.len(), 4, "{:?}", r.res.failures);
+        assert!(
+            r.res.failures[0].contains(
+                "binding observed 0:1 1:1 2:0 3:0, expected 0:0 1:0 2:1 3:1: its 1 result(s) not recorded"
+            ),
+            "{:?}",
+            r.res.failures
+        );
+        assert!(r.res.placed_bindings.iter().all(|b| !b.matches()));
     }
 
     /// Per-rank times on dedicated cores, spans over the ranks once they
@@ -775,11 +1117,12 @@ mod tests {
         );
         // the default matrix fits its budget by the estimate
         let est = estimate_s(
-            m.measurements() * 3 * c.reps as usize,
+            m.measurements(2) * 3 * c.reps as usize,
             c.op_budget,
-            m.sets.len() * 3 * 3 * 3,
+            m.sets.len() * m.launches_per_set(2) * 3 * c.reps as usize,
         );
         assert!(est < c.budget.unwrap().as_secs_f64(), "{est}");
+        assert_eq!(m.placements, DEFAULT_PLACEMENTS);
         let s = crate::config::parse_args(
             &a(&[
                 "--collectives",

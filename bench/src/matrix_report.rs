@@ -1,9 +1,13 @@
 //! The collectives matrix's report (`report.md`, `details.md`): ratios of
 //! oxmpi against the best peer per repetition, their geometric means over
 //! sizes, alltoallw against alltoallv for the same bytes, and the overlap of
-//! the nonblocking collectives next to the peers'.
+//! the nonblocking collectives next to the peers'. Each rank count and
+//! placement is a column of its own ([`columns`]), with its summary line,
+//! details section and the binding its ranks were seen to have.
 
-use crate::matrix::{blocking, parse_label, Label, Variant};
+use crate::matrix::{
+    blocking, parse_label, split_placement, with_placement, Label, Placement, Variant,
+};
 use crate::report::{cell, num, size_label, Meta};
 use crate::stats::{aggregate, best_of, geomean, pairwise, summary, Key, Row, Summary};
 use crate::suite::Results;
@@ -66,22 +70,45 @@ pub fn figures(v: &[(u64, Summary)]) -> Option<(f64, (u64, f64), usize)> {
     Some((g, worst, meds.iter().filter(|m| **m < 1.0).count()))
 }
 
-/// The order of labels in tables: set order as measured (first appearance).
+/// The order of labels in tables: set order as measured (first appearance),
+/// without the placement (a table has a column per placement).
 fn labels_in_order(rows: &[Row]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for r in rows {
-        if parse_label(&r.test).is_some_and(|l| !l.overlap) && !v.contains(&r.test) {
-            v.push(r.test.clone());
+        let base = split_placement(&r.test).0;
+        if parse_label(&r.test).is_some_and(|l| !l.overlap) && !v.iter().any(|x| x == base) {
+            v.push(base.to_string());
         }
     }
     v
 }
 
-fn nps_of(rows: &[Row]) -> Vec<u32> {
-    let mut v: Vec<u32> = rows.iter().map(|r| r.np).collect();
+/// A column of the tables: a rank count, and the placement of its ranks
+/// when they outnumber the cores (`None`: the launcher's binding).
+pub type Column = (u32, Option<Placement>);
+
+/// The columns of `rows`, by rank count, then placement.
+pub fn columns(rows: &[Row]) -> Vec<Column> {
+    let mut v: Vec<Column> = rows
+        .iter()
+        .map(|r| (r.np, split_placement(&r.test).1))
+        .collect();
     v.sort();
     v.dedup();
     v
+}
+
+/// `np=4 block`, `np=2`.
+pub fn column_name(c: Column) -> String {
+    match c.1 {
+        Some(p) => format!("np={} {}", c.0, p.name()),
+        None => format!("np={}", c.0),
+    }
+}
+
+/// The row key of `label` in column `c`.
+fn key(label: &str, c: Column) -> (String, u32) {
+    (with_placement(label, c.1), c.0)
 }
 
 fn ratio_cell(f: Option<(f64, (u64, f64), usize)>, n: usize) -> String {
@@ -97,34 +124,36 @@ fn ratio_cell(f: Option<(f64, (u64, f64), usize)>, n: usize) -> String {
 }
 
 /// The alltoallw / alltoallv time ratio of one implementation for the same
-/// bytes (same variant, np and size), per repetition, summarised by (np, size).
+/// bytes (same variant, np, placement and size), per repetition, summarised
+/// by (column, size).
 pub fn w_over_v(
     rows: &[Row],
     imp: &str,
     v: &Variant,
     nonblocking: bool,
-) -> BTreeMap<(u32, u64), Summary> {
+) -> BTreeMap<(Column, u64), Summary> {
     let i = if nonblocking { "i" } else { "" };
     let (w, vv) = (
         crate::matrix::label(&format!("{i}alltoallw"), v),
         crate::matrix::label(&format!("{i}alltoallv"), v),
     );
-    // (np, size, repetition) -> (alltoallw, alltoallv)
+    // (column, size, repetition) -> (alltoallw, alltoallv)
     type Pair = (Option<f64>, Option<f64>);
-    let mut pairs: BTreeMap<(u32, u64, u32), Pair> = BTreeMap::new();
+    let mut pairs: BTreeMap<(Column, u64, u32), Pair> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.imp == imp) {
-        let e = pairs.entry((r.np, r.size, r.rep)).or_default();
-        if r.test == w {
+        let (base, p) = split_placement(&r.test);
+        let e = pairs.entry(((r.np, p), r.size, r.rep)).or_default();
+        if base == w {
             e.0 = Some(r.median);
-        } else if r.test == vv {
+        } else if base == vv {
             e.1 = Some(r.median);
         }
     }
-    let mut by: BTreeMap<(u32, u64), Vec<f64>> = BTreeMap::new();
-    for ((np, size, _), p) in pairs {
+    let mut by: BTreeMap<(Column, u64), Vec<f64>> = BTreeMap::new();
+    for ((c, size, _), p) in pairs {
         if let (Some(a), Some(b)) = p {
             if b > 0.0 {
-                by.entry((np, size)).or_default().push(a / b);
+                by.entry((c, size)).or_default().push(a / b);
             }
         }
     }
@@ -141,7 +170,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
     let peers: Vec<&str> = PEERS.iter().copied().filter(|p| has(p)).collect();
     let subject = has(SUBJECT) && !peers.is_empty();
     let labels = labels_in_order(&rows);
-    let nps = nps_of(&rows);
+    let cols = columns(&rows);
     let mut o = String::new();
     crate::report::header(
         &mut o,
@@ -156,10 +185,15 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
          timed iterations, separate send and receive buffers, each sample the slowest rank's time per \
          call; nonblocking collectives post, then wait, and an `OVERLAP` run adds as much computation \
          between post and wait as the collective took (overlap % = 100 x (1 - (total - compute) / pure)). \
-         A test is named `collective/DATATYPE[/OP][/inplace]`; sizes are the bytes of one block (per \
+         A test is named `collective/DATATYPE[/OP][/inplace][/PLACEMENT]`; sizes are the bytes of one block (per \
          rank, per peer). Runs with more ranks than the machine has cores (np=4 and 8 on 2 cores) \
-         are **oversubscribed** (no binding): they show how each library copes with that, not its \
-         speed on dedicated cores; there each iteration is timed from the first rank's entry to the \
+         are **oversubscribed**: they show how each library copes with that, not its \
+         speed on dedicated cores. Each runs in every placement of `--placement`, a column (and a \
+         row name suffix) of its own, the same way for every implementation (the launchers do not \
+         bind; `bench/c/pin.c` pins each rank from its local rank): `block`, ranks 0..np/2-1 on \
+         CPU 0 and the rest on CPU 1; `cyclic`, rank r on CPU r mod 2; `unpinned`, left to the \
+         scheduler, which may move them during a run (such rows mix placements). The binding each \
+         rank saw is in \"Binding observed per placement\". There each iteration is timed from the first rank's entry to the \
          last rank's return (`clock=span`, one host clock), since a rank's own time misses what a \
          collective leaves to the barrier after it (an eager root returns at once, receivers \
          scheduled later find the data there).\n\n\
@@ -170,6 +204,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
          of `n` sizes below 1.0.\n\n",
     );
     crate::report::implementations(&mut o, res);
+    placed_bindings(&mut o, res);
 
     let _ = writeln!(o, "## Summary\n");
     let all = ratios_by_size(&rows, SUBJECT, BEST_PEER);
@@ -184,28 +219,30 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
             .map(|p| (p.to_string(), format!("oxmpi vs {p}")))
             .chain([(BEST_PEER.to_string(), "oxmpi vs best peer".to_string())])
             .collect();
-        let _ = write!(o, "| np | measurements |");
+        let _ = write!(o, "| np | placement | measurements |");
         for (_, h) in &per {
             let _ = write!(o, " {h}: geometric mean | below 1.0 |");
         }
-        let _ = writeln!(o, "\n|---|---|{}", "---|---|".repeat(per.len()));
-        for &np in &nps {
+        let _ = writeln!(o, "\n|---|---|---|{}", "---|---|".repeat(per.len()));
+        for &c in &cols {
             let mut n = 0;
             let _ = write!(
                 o,
-                "| {np}{} |",
-                if np > crate::suite::cores() {
+                "| {}{} | {} |",
+                c.0,
+                if c.0 > crate::suite::cores() {
                     " (oversubscribed)"
                 } else {
                     ""
-                }
+                },
+                c.1.map(|p| p.name()).unwrap_or("-")
             );
             let mut cells = String::new();
             for (p, _) in &per {
                 let by = ratios_by_size(&rows, SUBJECT, p);
                 let meds: Vec<f64> = by
                     .iter()
-                    .filter(|((_, n2), _)| *n2 == np)
+                    .filter(|((l, n2), _)| (*n2, split_placement(l).1) == c)
                     .flat_map(|(_, v)| v.iter().map(|x| x.1.median))
                     .collect();
                 n = n.max(meds.len());
@@ -246,14 +283,14 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
 
     let _ = writeln!(o, "## oxmpi vs best peer per collective\n");
     let _ = write!(o, "| collective |");
-    for np in &nps {
-        let _ = write!(o, " np={np} |");
+    for &c in &cols {
+        let _ = write!(o, " {} |", column_name(c));
     }
-    let _ = writeln!(o, "\n|---|{}", "---|".repeat(nps.len()));
+    let _ = writeln!(o, "\n|---|{}", "---|".repeat(cols.len()));
     for l in &labels {
         let _ = write!(o, "| `{l}` |");
-        for &np in &nps {
-            let v = all.get(&(l.clone(), np));
+        for &c in &cols {
+            let v = all.get(&key(l, c));
             let n = v.map_or(0, Vec::len);
             let _ = write!(o, " {} |", ratio_cell(v.and_then(|v| figures(v)), n));
         }
@@ -277,23 +314,24 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
     }
     let _ = writeln!(o, "\n|---|---|---|{}", "---|".repeat(imps.len()));
     for (v, nb) in &variants {
-        let per: Vec<BTreeMap<(u32, u64), Summary>> =
+        let per: Vec<BTreeMap<(Column, u64), Summary>> =
             imps.iter().map(|i| w_over_v(&rows, i, v, *nb)).collect();
-        let mut keys: Vec<(u32, u64)> = per.iter().flat_map(|m| m.keys().copied()).collect();
+        let mut keys: Vec<(Column, u64)> = per.iter().flat_map(|m| m.keys().copied()).collect();
         keys.sort();
         keys.dedup();
-        for (np, size) in keys {
+        for (c, size) in keys {
             let _ = write!(
                 o,
-                "| `{}` | {np} | {} |",
+                "| `{}` | {} | {} |",
                 crate::matrix::label(if *nb { "ialltoallw" } else { "alltoallw" }, v),
+                column_name(c).trim_start_matches("np="),
                 size_label(size)
             );
             for m in &per {
                 let _ = write!(
                     o,
                     " {} |",
-                    m.get(&(np, size)).map(cell).unwrap_or("-".into())
+                    m.get(&(c, size)).map(cell).unwrap_or("-".into())
                 );
             }
             o.push('\n');
@@ -311,16 +349,31 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
         let _ = write!(o, " {i} |");
     }
     let _ = writeln!(o, "\n|---|---|{}", "---|".repeat(imps.len()));
-    let mut okeys: Vec<(String, u32)> = ov.keys().map(|(l, np, _, _)| (l.clone(), *np)).collect();
+    // (column, position of the label, label)
+    let mut okeys: Vec<(Column, Option<usize>, String)> = ov
+        .keys()
+        .map(|(l, np, _, _)| {
+            let (base, p) = split_placement(l);
+            (
+                (*np, p),
+                labels.iter().position(|x| x == base),
+                base.to_string(),
+            )
+        })
+        .collect();
+    okeys.sort();
     okeys.dedup();
-    okeys.sort_by_key(|k| (k.1, labels.iter().position(|l| *l == k.0)));
-    okeys.dedup();
-    for (l, np) in okeys {
-        let _ = write!(o, "| `{l}` | {np} |");
+    for (c, _, l) in okeys {
+        let full = with_placement(&l, c.1);
+        let _ = write!(
+            o,
+            "| `{l}` | {} |",
+            column_name(c).trim_start_matches("np=")
+        );
         for i in &imps {
             let meds: Vec<f64> = ov
                 .iter()
-                .filter(|((l2, n2, i2, _), _)| *l2 == l && *n2 == np && i2 == i)
+                .filter(|((l2, n2, i2, _), _)| *l2 == full && *n2 == c.0 && i2 == i)
                 .map(|(_, s)| s.median)
                 .collect();
             let _ = write!(
@@ -345,6 +398,44 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
     (o, details(&rows, &res.rows, &imps, &labels, subject))
 }
 
+/// The "Binding observed per placement" section: per implementation, rank
+/// count and placement of the oversubscribed runs, the CPU each rank was to
+/// run on and the CPUs its `Cpus_allowed_list` showed (`BIND` lines of the
+/// first launch, or of the first launch that did not match: that launch's
+/// results were dropped, see the failures).
+fn placed_bindings(o: &mut String, res: &Results) {
+    if res.placed_bindings.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Binding observed per placement\n\nRuns with more ranks than cores: the CPU each rank is pinned to (rank:CPU) and the CPUs it was allowed (rank:cpus, `Cpus_allowed_list` printed by each rank of `oxbench`).\n\n| name | np | placement | expected (rank:cpu) | binding observed (rank:cpus) | |\n|---|---|---|---|---|---|"
+    );
+    let mut v: Vec<&crate::suite::PlacedBinding> = res.placed_bindings.iter().collect();
+    v.sort_by_key(|b| (b.np, b.placement));
+    for b in v {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            b.imp,
+            b.np,
+            b.placement.name(),
+            b.expected,
+            if b.observed.is_empty() {
+                "-"
+            } else {
+                &b.observed
+            },
+            if b.matches() {
+                "as placed"
+            } else {
+                "**NOT as placed**"
+            }
+        );
+    }
+    o.push('\n');
+}
+
 /// Overlap medians over repetitions, by (time label, np, implementation, size).
 fn overlaps(rows: &[Row]) -> BTreeMap<(String, u32, String, u64), Summary> {
     let mut by: BTreeMap<(String, u32, String, u64), Vec<f64>> = BTreeMap::new();
@@ -361,7 +452,7 @@ fn overlaps(rows: &[Row]) -> BTreeMap<(String, u32, String, u64), Summary> {
         .collect()
 }
 
-/// `details.md`: per np, every (collective, size) with each
+/// `details.md`: per np (and placement), every (collective, size) with each
 /// implementation's median time [min–max over repetitions], the ratio
 /// against the best peer and, for the nonblocking ones, the overlaps.
 fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subject: bool) -> String {
@@ -371,8 +462,21 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
     let mut o = String::from(
         "# Collectives matrix: every measurement\n\nGenerated with report.md. Time per call in us (slowest rank), median [min–max] over repetitions; ratio: oxmpi's speed ratio against the best peer, per repetition, then median [min–max]; overlap: percent (nonblocking only).\n\n",
     );
-    for np in nps_of(rows) {
-        let _ = writeln!(o, "## np={np}\n");
+    for c in columns(rows) {
+        let (np, _) = c;
+        match c.1 {
+            Some(p) => {
+                let _ = writeln!(
+                    o,
+                    "## np={np}, {} (rank:cpu {})\n",
+                    p.name(),
+                    p.describe(np, crate::suite::cores())
+                );
+            }
+            None => {
+                let _ = writeln!(o, "## np={np}\n");
+            }
+        }
         let _ = write!(o, "| collective | size |");
         for i in imps {
             let _ = write!(o, " {i} |");
@@ -383,18 +487,19 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
         for i in imps {
             let _ = write!(o, " {i} overlap % |");
         }
-        let cols = 2 + imps.len() * 2 + usize::from(subject);
-        let _ = writeln!(o, "\n|{}", "---|".repeat(cols));
+        let ncols = 2 + imps.len() * 2 + usize::from(subject);
+        let _ = writeln!(o, "\n|{}", "---|".repeat(ncols));
         for l in labels {
+            let full = with_placement(l, c.1);
             let mut sizes: Vec<u64> = rows
                 .iter()
-                .filter(|r| r.test == *l && r.np == np)
+                .filter(|r| r.test == full && r.np == np)
                 .map(|r| r.size)
                 .collect();
             sizes.sort();
             sizes.dedup();
             for s in sizes {
-                let k: Key = (l.clone(), np, s);
+                let k: Key = (full.clone(), np, s);
                 let _ = write!(o, "| `{l}` | {} |", size_label(s));
                 for a in &aggs {
                     let _ = write!(o, " {} |", a.get(&k).map(cell).unwrap_or("-".into()));
@@ -411,7 +516,7 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
                 }
                 for i in imps {
                     let c = ov
-                        .get(&(l.clone(), np, i.clone(), s))
+                        .get(&(full.clone(), np, i.clone(), s))
                         .map(|x| num(x.median))
                         .unwrap_or("-".into());
                     let _ = write!(o, " {c} |");
@@ -425,8 +530,9 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
 }
 
 /// The ratio curves for the plots: per blocking-or-nonblocking collective
-/// with `MPI_CHAR` out of place, per np, the points (size, median, min, max)
-/// of oxmpi's speed ratio against the best peer (barrier at x = np).
+/// with `MPI_CHAR` out of place, per np and placement, the points (size,
+/// median, min, max) of oxmpi's speed ratio against the best peer (barrier at
+/// x = np).
 pub fn curves(rows: &[Row], nonblocking: bool) -> Vec<crate::plot::RatioPanel> {
     let by = ratios_by_size(rows, SUBJECT, BEST_PEER);
     let mut out = Vec::new();
@@ -438,7 +544,11 @@ pub fn curves(rows: &[Row], nonblocking: bool) -> Vec<crate::plot::RatioPanel> {
         };
         let l = crate::matrix::label(&t, &Variant::char());
         let mut lines = Vec::new();
-        for ((_, np), v) in by.iter().filter(|((l2, _), _)| *l2 == l) {
+        for ((l2, np), v) in by.iter() {
+            let (base, p) = split_placement(l2);
+            if base != l {
+                continue;
+            }
             let pts = v
                 .iter()
                 .map(|(s, x)| {
@@ -446,7 +556,7 @@ pub fn curves(rows: &[Row], nonblocking: bool) -> Vec<crate::plot::RatioPanel> {
                     (xs, x.median, x.min, x.max)
                 })
                 .collect();
-            lines.push((format!("np={np}"), pts));
+            lines.push((column_name((*np, p)), pts));
         }
         out.push((t, lines));
     }
@@ -510,8 +620,118 @@ mod tests {
             "overlaps are no times"
         );
         let w = w_over_v(&r, "oxmpi", &Variant::char(), false);
-        assert_eq!(w[&(2, 16)].median, 1.5);
-        assert_eq!(w[&(2, 16)].n, 2);
+        assert_eq!(w[&((2, None), 16)].median, 1.5);
+        assert_eq!(w[&((2, None), 16)].n, 2);
+    }
+
+    /// Oversubscribed rows measured in placements: a column per np and
+    /// placement in the tables, a summary line per placement, a details
+    /// section per placement, and the binding each placement saw.
+    #[test]
+    fn each_placement_has_its_column_summary_and_binding() {
+        let mut v = Vec::new();
+        for rep in 0..2 {
+            for imp in ["oxmpi", "ompi", "mpich"] {
+                // np=2: oxmpi 1 us, peers 2 us; np=4 block: oxmpi 4 us, peers
+                // 2 us; np=4 cyclic: oxmpi 1 us, peers 2 us
+                for (test, np, ox) in [
+                    ("alltoall/CHAR", 2, 1.0),
+                    ("alltoall/CHAR/block", 4, 4.0),
+                    ("alltoall/CHAR/cyclic", 4, 1.0),
+                ] {
+                    let t = if imp == "oxmpi" { ox } else { 2.0 };
+                    v.push(sample_row(rep, imp, test, np, 64, t, "us"));
+                }
+            }
+        }
+        let binding = |p: Placement, observed: &str| crate::suite::PlacedBinding {
+            imp: "ompi".into(),
+            np: 4,
+            placement: p,
+            expected: p.describe(4, 2),
+            observed: observed.into(),
+        };
+        let res = Results {
+            rows: v,
+            ran: vec![
+                crate::impls::Impl::oxmpi(std::path::Path::new("/x")),
+                crate::impls::Impl::openmpi(),
+                crate::impls::Impl::mpich(),
+            ],
+            placed_bindings: vec![
+                binding(Placement::Cyclic, "0:0 1:1 2:0 3:1"),
+                binding(Placement::Block, "0:1 1:1 2:0 3:0"),
+            ],
+            ..Results::default()
+        };
+        assert_eq!(
+            columns(&res.rows),
+            [
+                (2, None),
+                (4, Some(Placement::Block)),
+                (4, Some(Placement::Cyclic))
+            ]
+        );
+        let (md, det) = markdown(&Meta::default(), &res, &[]);
+        assert!(
+            md.contains("| collective | np=2 | np=4 block | np=4 cyclic |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| `alltoall/CHAR` | 2.00x [2.00x at 64 B] 0/1 | 0.500x [0.500x at 64 B] 1/1 | 2.00x [2.00x at 64 B] 0/1 |"
+            ),
+            "{md}"
+        );
+        // every table's separator has as many columns as its header
+        let lines: Vec<&str> = md.lines().chain(det.lines()).collect();
+        for w in lines.windows(2) {
+            if w[1].starts_with("|---") {
+                assert_eq!(
+                    w[0].matches('|').count(),
+                    w[1].matches('|').count(),
+                    "{w:?}"
+                );
+            }
+        }
+        // the summary counts per placement (the best peer's columns last)
+        assert!(
+            md.contains("| block | 1 | 0.500x | 1 | 0.500x | 1 | 0.500x | 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| cyclic | 1 | 2.00x | 0 | 2.00x | 0 | 2.00x | 0 |"),
+            "{md}"
+        );
+        assert!(md.contains("| 2 | - | 1 | 2.00x | 0 |"), "{md}");
+        assert!(
+            md.contains("`alltoall/CHAR/block` np=4 64 B 0.500x"),
+            "{md}"
+        );
+        // the binding observed, block before cyclic, a mismatch flagged
+        let b = md.find("## Binding observed per placement").unwrap();
+        let block = md[b..]
+            .find("| ompi | 4 | block | 0:0 1:0 2:1 3:1 | 0:1 1:1 2:0 3:0 | **NOT as placed** |")
+            .unwrap();
+        let cyclic = md[b..]
+            .find("| ompi | 4 | cyclic | 0:0 1:1 2:0 3:1 | 0:0 1:1 2:0 3:1 | as placed |")
+            .unwrap();
+        assert!(block < cyclic, "{md}");
+        // details: a section per np and placement, rows named without it
+        let (d2, d4b, d4c) = (
+            det.find("## np=2\n").unwrap(),
+            det.find("## np=4, block (rank:cpu ").unwrap(),
+            det.find("## np=4, cyclic (rank:cpu ").unwrap(),
+        );
+        assert!(d2 < d4b && d4b < d4c, "{det}");
+        assert!(
+            det[d4b..d4c].contains("| `alltoall/CHAR` | 64 B | 4.00 | 2.00 | 2.00 | 0.500x |"),
+            "{det}"
+        );
+        let c = curves(&time_rows(&res.rows), false);
+        let a2a = &c.iter().find(|x| x.0 == "alltoall").unwrap().1;
+        let names: Vec<&str> = a2a.iter().map(|l| l.0.as_str()).collect();
+        assert_eq!(names, ["np=2", "np=4 block", "np=4 cyclic"]);
     }
 
     #[test]

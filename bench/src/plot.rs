@@ -83,6 +83,13 @@ pub fn color(imp: &str) -> RGBColor {
         "np=2" => RGBColor(0, 140, 60),
         "np=4" => RGBColor(40, 80, 210),
         "np=8" => RGBColor(210, 40, 40),
+        // the placements of the oversubscribed rank counts (--placement)
+        "np=4 block" => RGBColor(40, 80, 210),
+        "np=4 cyclic" => RGBColor(120, 170, 250),
+        "np=4 unpinned" => RGBColor(20, 30, 110),
+        "np=8 block" => RGBColor(210, 40, 40),
+        "np=8 cyclic" => RGBColor(250, 150, 120),
+        "np=8 unpinned" => RGBColor(110, 20, 20),
         _ => RGBColor(120, 120, 120),
     }
 }

@@ -20,6 +20,7 @@ const SCALE_C: &str = include_str!("../c/scale.c");
 const MEMCPY_C: &str = include_str!("../c/memcpy_bw.c");
 const PINGPONG_C: &str = include_str!("../c/pingpong.c");
 const VMREADV_C: &str = include_str!("../c/vmreadv_bw.c");
+const PIN_C: &str = include_str!("../c/pin.c");
 
 /// Busy % below which the machine counts as quiet (anchors.md §7).
 pub const QUIET_BUSY_PCT: f64 = 30.0;
@@ -181,6 +182,31 @@ pub struct Probes {
     memcpy: PathBuf,
     pingpong: PathBuf,
     vmreadv: PathBuf,
+    /// The wrapper that pins a rank to its placement's CPU (`bench/c/pin.c`).
+    pin: PathBuf,
+}
+
+/// The binding a launch in a placement of the collectives matrix saw: what
+/// the placement asks for and what each rank's `Cpus_allowed_list` was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedBinding {
+    /// Implementation.
+    pub imp: String,
+    /// Rank count.
+    pub np: u32,
+    /// The placement.
+    pub placement: crate::matrix::Placement,
+    /// Rank:CPU it asks for ([`crate::matrix::Placement::describe`]).
+    pub expected: String,
+    /// Rank:CPUs observed (`BIND` lines), in the same form.
+    pub observed: String,
+}
+
+impl PlacedBinding {
+    /// The ranks ran where the placement puts them (always, unpinned).
+    pub fn matches(&self) -> bool {
+        self.placement == crate::matrix::Placement::Unpinned || self.expected == self.observed
+    }
 }
 
 /// Everything measured and noticed in one harness run.
@@ -196,6 +222,9 @@ pub struct Results {
     pub failures: Vec<String>,
     /// Observed binding per implementation: (impl, rank cpus, one per core?).
     pub bindings: Vec<(String, String, bool)>,
+    /// Observed binding per implementation, rank count and placement of the
+    /// collectives matrix (the first launch, or the first that did not match).
+    pub placed_bindings: Vec<PlacedBinding>,
     /// Free-form notes for the report.
     pub notes: Vec<String>,
     /// Per oxmpi variant, its verbose output about transport selection
@@ -334,6 +363,7 @@ fn write_sources(dir: &Path) -> Result<(), String> {
         ("memcpy_bw.c", MEMCPY_C),
         ("pingpong.c", PINGPONG_C),
         ("vmreadv_bw.c", VMREADV_C),
+        ("pin.c", PIN_C),
     ] {
         let p = dir.join(name);
         std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
@@ -350,8 +380,10 @@ pub fn build_probes(cfg: &Config) -> Result<Probes, String> {
         memcpy: d.join("memcpy_bw"),
         pingpong: d.join("pingpong"),
         vmreadv: d.join("vmreadv_bw"),
+        pin: d.join("pin"),
     };
     compile(&cc, &d.join("memcpy_bw.c"), &p.memcpy, &[])?;
+    compile(&cc, &d.join("pin.c"), &p.pin, &[])?;
     compile(&cc, &d.join("pingpong.c"), &p.pingpong, &[])?;
     compile(&cc, &d.join("vmreadv_bw.c"), &p.vmreadv, &[])?;
     Ok(p)
@@ -643,6 +675,10 @@ pub struct Runner<'a> {
     /// Options given to every `oxbench` launch (`dtype=INT`, `inplace=1`,
     /// ...: the collectives matrix sets them per set of measurements).
     pub launch_opts: Vec<String>,
+    /// The placement of every `oxbench` launch with more ranks than cores
+    /// (the collectives matrix sets it; `None`: unpinned, as the launcher
+    /// leaves them).
+    pub placement: Option<crate::matrix::Placement>,
 }
 
 impl<'a> Runner<'a> {
@@ -659,6 +695,7 @@ impl<'a> Runner<'a> {
             waited: Duration::ZERO,
             hung: Vec::new(),
             launch_opts: Vec::new(),
+            placement: None,
         }
     }
 
@@ -677,6 +714,7 @@ impl<'a> Runner<'a> {
     fn hung_key(&self, test: &str) -> String {
         std::iter::once(test)
             .chain(self.launch_opts.iter().map(String::as_str))
+            .chain(self.placement.map(|p| p.name()))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -964,7 +1002,18 @@ impl<'a> Runner<'a> {
         let idle = (!self.cfg.timeout_explicit && self.cfg.op_budget > 0.0)
             .then(|| crate::config::measurement_timeout(self.cfg.op_budget));
         let start = now_unix();
-        let mut c = p.imp.command(np, self.cores, &p.oxbench, &args);
+        let placement = self.placement.filter(|_| np > self.cores);
+        let pin = placement.and_then(|x| x.cpus(np, self.cores));
+        let mut c = match &pin {
+            Some(cpus) => {
+                // the wrapper pins each rank by its local rank, then runs oxbench
+                let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+                let mut a = vec![list.join(","), p.oxbench.to_string_lossy().into_owned()];
+                a.extend(args.iter().cloned());
+                p.imp.command(np, self.cores, &self.probes.pin, &a)
+            }
+            None => p.imp.command(np, self.cores, &p.oxbench, &args),
+        };
         let o = match runner::run_idle(&mut c, timeout, idle) {
             Ok(o) => o,
             Err(e) => {
@@ -996,6 +1045,25 @@ impl<'a> Runner<'a> {
                 desc.join(" "),
                 parse::one_rank_per_core(&out.bindings),
             ));
+        }
+        if let Some(x) = placement {
+            if !self.placed_binding(p, np, x, &out.bindings) {
+                // rows measured elsewhere than their placement says are not kept
+                let n = out.results.len();
+                let b = self.res.placed_bindings.iter().find(|b| {
+                    b.imp == p.imp.name && b.np == np && b.placement == x && !b.matches()
+                });
+                self.res.failures.push(format!(
+                    "rep {rep} {} {} np={np} {}: binding observed {}, expected {}: its {n} result(s) not recorded",
+                    p.imp.name,
+                    tests.join(","),
+                    x.name(),
+                    b.map(|b| b.observed.as_str()).unwrap_or("-"),
+                    x.describe(np, self.cores),
+                ));
+                let reported = out.results.into_iter().map(|r| (r.test, r.size)).collect();
+                return Some((reported, failure));
+            }
         }
         let mut reported = Vec::new();
         for r in out.results {
@@ -1051,6 +1119,41 @@ impl<'a> Runner<'a> {
                 .then(|| ("no RESULT lines".to_string(), false))
         });
         Some((reported, failure))
+    }
+
+    /// Record the binding `observed` by a launch of `np` ranks in placement
+    /// `x` (the first of each implementation, np and placement, or the first
+    /// that does not match); returns whether it matches the placement.
+    fn placed_binding(
+        &mut self,
+        p: &Prepared,
+        np: u32,
+        x: crate::matrix::Placement,
+        observed: &[(u32, String)],
+    ) -> bool {
+        let b = PlacedBinding {
+            imp: p.imp.name.clone(),
+            np,
+            placement: x,
+            expected: x.describe(np, self.cores),
+            observed: observed
+                .iter()
+                .map(|(r, c)| format!("{r}:{c}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let ok = b.matches();
+        let known = self
+            .res
+            .placed_bindings
+            .iter_mut()
+            .find(|k| k.imp == b.imp && k.np == np && k.placement == x);
+        match known {
+            None => self.res.placed_bindings.push(b),
+            Some(k) if k.matches() && !ok => *k = b,
+            Some(_) => {}
+        }
+        ok
     }
 
     fn rss_rows(
@@ -1456,7 +1559,10 @@ pub fn verbose_lines(text: &str, max: usize) -> Vec<String> {
 /// A fake implementation in `dir` (created) for tests: its launcher
 /// records its arguments in `dir/args`, prints a `RESULT` line for every
 /// test and size it is asked for (and an `OVERLAP` line for the nonblocking
-/// collectives) and hangs in `lat` at 64 B; the probes do not exist.
+/// collectives) and hangs in `lat` at 64 B; the probes do not exist. Run
+/// through the pin wrapper (a CPU list before the program), it prints each
+/// rank's `BIND` line as the list says, or the list reversed if `dir/swap`
+/// exists (a wrapper that pins the wrong ranks).
 #[cfg(test)]
 pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
     use std::os::unix::fs::PermissionsExt;
@@ -1464,12 +1570,21 @@ pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
     let launcher = dir.join("fake-mpirun");
     let script = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$(dirname "$0")/args"
+np=$2
 while [ "$1" != "--" ]; do shift; done
 shift 2
+case "$1" in
+[0-9]*)
+  cpus=$(echo "$1" | tr , ' ')
+  [ -e "$(dirname "$0")/swap" ] && cpus=$(for c in $cpus; do echo "$c"; done | tac)
+  r=0
+  for c in $cpus; do echo "BIND rank=$r cpus=$c"; r=$((r+1)); done
+  shift 2;;
+esac
 tests=$1; shift 3
 emit() {
-  echo "RESULT test=$1 np=2 size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
-  case "$1" in i*) echo "OVERLAP test=$1 np=2 size=$2 pure=1 compute=1 total=1.5 overlap=50.0";; esac
+  echo "RESULT test=$1 np=$np size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
+  case "$1" in i*) echo "OVERLAP test=$1 np=$np size=$2 pure=1 compute=1 total=1.5 overlap=50.0";; esac
 }
 for t in $(echo "$tests" | tr , ' '); do
   case "$t" in *barrier) emit "$t" 0; continue;; esac
@@ -1503,7 +1618,8 @@ done
     let probes = Probes {
         memcpy: missing.clone(),
         pingpong: missing.clone(),
-        vmreadv: missing,
+        vmreadv: missing.clone(),
+        pin: missing,
     };
     let p = Prepared {
         imp,
