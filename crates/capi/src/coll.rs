@@ -629,6 +629,51 @@ fn scatterv_fast<C: CountArg, D: DispArg>(
     Some(r.map_err(alg::err(c.comm)))
 }
 
+/// Gatherv of predefined basic types on the user's buffers (see [`gather_fast`]), as
+/// [`scatterv_fast`] the other way: the root turns the counts and displacements into byte
+/// lengths and offsets ([`byte_blocks`]), the others pass their block as bytes, without a
+/// datatype reference, a block list or copies of the counts. `None`: the general path
+/// decides (other types, NULL buffers, negative displacements, more than [`FAST_V_MAX`]
+/// ranks; it also reports the errors). The receive arguments are only looked at on the
+/// root.
+fn gatherv_fast<C: CountArg, D: DispArg>(
+    c: &Coll,
+    (sendbuf, sendcount, sendtype): SendArgs,
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const C, *const D, c_int),
+    root: i32,
+) -> Option<MpiResult> {
+    let at_root = c.rank == root;
+    let in_place = alg::is_in_place(sendbuf);
+    let n = c.size as usize;
+    if (in_place && !at_root) || (!in_place && sendbuf.is_null()) || n > FAST_V_MAX {
+        return None;
+    }
+    let send = if in_place {
+        None
+    } else {
+        let b = basic_bytes(sendcount, sendtype)?;
+        // SAFETY: MPI contract: sendbuf (not NULL) holds `sendcount` items of a predefined
+        // basic type, contiguous from offset 0; read only.
+        Some(unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), b) })
+    };
+    if !at_root {
+        let r = select::gatherv(&c.alg(), send, &mut [], (&[], &[]), root);
+        return Some(r.map_err(alg::err(c.comm)));
+    }
+    let size = crate::p2p::predefined_size(recvtype)?;
+    if recvbuf.is_null() {
+        return None;
+    }
+    let (mut counts, mut offs) = (Words::zeros(n), Words::zeros(n));
+    let end = byte_blocks((recvcounts, displs), size, (counts.as_mut(), offs.as_mut()))?;
+    // SAFETY: MPI contract: recvbuf has room for every block, `counts[i]` bytes at `offs[i]`
+    // (a predefined basic type is contiguous), so `end` bytes from it, apart from the send
+    // buffer (in place it holds our block, which is then not read from elsewhere).
+    let recv = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), end) };
+    let r = select::gatherv(&c.alg(), send, recv, (&counts, &offs), root);
+    Some(r.map_err(alg::err(c.comm)))
+}
+
 /// Allgather of predefined basic types on the user's buffers (see [`gather_fast`]).
 fn allgather_fast(
     c: &Coll,
@@ -710,6 +755,9 @@ mpi_fn_c! {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::gatherv(&l, crate::intercoll::SendSpec { buf: sendbuf, count: i64::from(sendcount), datatype: sendtype }, crate::intercoll::Laid { buf: recvbuf, layout: crate::intercoll::Layout::Listed(crate::intercoll::Counts::of(recvcounts), crate::intercoll::Displs::of(displs)), datatype: recvtype }, root); }
         let c = coll(comm)?;
         c.check_root(root)?;
+        if let Some(r) = gatherv_fast(&c, (sendbuf, sendcount.into(), sendtype), (recvbuf, recvcounts, displs, recvtype), root) {
+            return r;
+        }
         let inplace = alg::is_in_place(sendbuf) && c.rank == root;
         let sdt = if inplace { None } else { Some(dtype(sendtype, comm)?) };
         let sc = if inplace { 0 } else { check_count(sendcount).map_err(|e| e.on(comm))? };

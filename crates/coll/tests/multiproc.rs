@@ -210,6 +210,17 @@ fn scatterv_invalid_root_args_np3() {
 fn ring_cells_yielding_np3() {
     run(3, "ring", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
+/// Small scattervs on the segment whose blocks fit the stamp's line, with a word of lengths
+/// for a table, or just do not ([`scatterv_compact`]), the root moving and running ahead of
+/// late readers.
+#[test]
+fn scatterv_compact_np4() {
+    run(4, "sv-compact", SM);
+}
+#[test]
+fn scatterv_compact_yielding_np3() {
+    run(3, "sv-compact", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
 #[test]
 fn scatterv_root_reuse_yielding_np3() {
     run(3, "sv-reuse", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -512,6 +523,10 @@ fn rank_entry() {
         "sv-invalid" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_invalid(&w);
+        }
+        "sv-compact" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatterv_compact(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2751,6 +2766,81 @@ fn scatterv_invalid(c: &CollComm) {
             select::scatterv(c, (&full, gc, gd), Some(&mut s[..]), root as i32).unwrap();
             assert_eq!(s, vec![7u8; vc[r]], "scatterv it {it} from {root}");
         }
+    }
+    c.barrier().unwrap();
+}
+
+/// Scattervs through `base::select` whose other ranks' blocks take at most 48 bytes
+/// together (all of them posted in the root's stamp line after one word of lengths) or a
+/// few bytes more (a table of words, then the blocks), by turns at random, of unequal
+/// lengths (some empty), every root, in place at the root or not, no barrier between the
+/// calls and a reader now and then late by a millisecond, so the root runs up to 7
+/// collectives ahead and rewrites each buffer every 8: a reader that took one format for
+/// the other, read at the wrong offset or got a buffer rewritten too early would get other
+/// bytes than its block of this call. Every call is checked to have run on the segment.
+fn scatterv_compact(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    let p = c.size as usize;
+    let r = c.rank as usize;
+    // The same draws on every rank.
+    let mut rng = Rng(0x5ca7_7e27);
+    for it in 0..600u64 {
+        let root = rng.below(p);
+        let in_place = rng.below(2) == 0;
+        // Up to 48 bytes for the others together, or up to 12 more.
+        let budget = 48
+            + if rng.below(2) == 0 {
+                0
+            } else {
+                1 + rng.below(12)
+            };
+        let mut vc = vec![0usize; p];
+        let mut left = budget;
+        for (i, v) in vc.iter_mut().enumerate() {
+            let others_after = (i + 1..p).filter(|&j| j != root).count();
+            *v = if i == root {
+                1 + rng.below(20)
+            } else if others_after == 0 {
+                left
+            } else {
+                let n = rng.below(left.min(2 * budget / (p - 1).max(1)) + 1);
+                left -= n;
+                n
+            };
+        }
+        let vd = prefix(&vc, 2);
+        let full: Vec<u8> = if r == root {
+            let mut f = vec![0u8; vd[p - 1] + vc[p - 1]];
+            for i in 0..p {
+                f[vd[i]..vd[i] + vc[i]].copy_from_slice(&contrib(vc[i], it, i, 27));
+            }
+            f
+        } else {
+            Vec::new()
+        };
+        if rng.below(8) == 0 && r == (root + 1) % p {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (gc, gd): (&[usize], &[usize]) = if r == root { (&vc, &vd) } else { (&[], &[]) };
+        let mut s = vec![0xeeu8; vc[r]];
+        let before = runs(Alg::SmScatter);
+        let recv = if r == root && in_place {
+            None
+        } else {
+            Some(&mut s[..])
+        };
+        select::scatterv(c, (&full, gc, gd), recv, root as i32).unwrap();
+        if !(r == root && in_place) {
+            assert!(
+                s == contrib(vc[r], it, r, 27),
+                "scatterv {it} from {root} of {vc:?} (in place {in_place}): rank {r}"
+            );
+        }
+        assert_eq!(
+            runs(Alg::SmScatter) - before,
+            1,
+            "scatterv {it} on the segment"
+        );
     }
     c.barrier().unwrap();
 }

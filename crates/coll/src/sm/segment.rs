@@ -74,6 +74,17 @@ pub const RING_CELLS: u64 = 128;
 /// Flag of a scatterv table entry ([`Seg::scatterv`]) whose block is in the root's ring cell
 /// (its offset there in the low 32 bits, its length above them).
 const IN_RING: u64 = 1 << 62;
+/// Flag of a scatterv's first table word ([`Seg::scatterv`]) when every other rank's block
+/// is posted in the stamp's line: the word then holds one length byte per rank (byte `r`
+/// for rank `r`, 0 for the root) and the blocks follow it back to back in rank order, so
+/// a reader fetches one line, where the table of words and the blocks after it spread over
+/// two (np=4, 16 B: the table ends at byte 40 of the buffer, the blocks at 88).
+const COMPACT: u64 = 1 << 61;
+/// Most ranks of a compact scatterv (their length bytes lie below [`COMPACT`]'s byte).
+const COMPACT_RANKS: usize = 7;
+/// Most bytes of a compact scatterv's blocks: the stamp's line after the stamp and the
+/// length word.
+const COMPACT_MAX: usize = LINE - 16;
 /// Bytes of a rank's ring.
 const RING_SLOT: usize = RING_CELLS as usize * BUF;
 const _: () = assert!(RING_CELLS >= NBUF);
@@ -1029,7 +1040,9 @@ impl Seg {
     /// posts a table (offset and length in its buffer per rank, or none) and the blocks
     /// that fit its buffer after it, back to back, in rank order (those blocks in its ring
     /// cell of the collective instead, [`RING_CELLS`], when they take more than
-    /// [`LANE_MAX`] bytes together, their entries flagged); a block that does not fit
+    /// [`LANE_MAX`] bytes together, their entries flagged; when all of them fit the
+    /// stamp's line, up to 7 ranks, the table is one word of lengths instead, [`COMPACT`]);
+    /// a block that does not fit
     /// and has at most `one_copy` bytes ([`Seg::single_copy_max`]: 0 when CMA does not
     /// reach every rank) is read by its rank from the root's buffer by one cross-memory
     /// copy (its entry says so, the root's pid and the block's address follow the table),
@@ -1057,6 +1070,42 @@ impl Seg {
                     (Some(&c), Some(&d)) if r != root && d + c <= send.len() => Some((c, d)),
                     _ => None,
                 };
+                // Few small blocks: all of them in the stamp's line, after one word of
+                // lengths ([`COMPACT`]).
+                let compact = p <= COMPACT_RANKS && {
+                    let mut total = 0;
+                    (0..p).filter(|&r| r != root).all(|r| {
+                        valid(r).is_some_and(|(c, _)| {
+                            total += c;
+                            total <= COMPACT_MAX
+                        })
+                    })
+                };
+                if compact {
+                    let (mut word, mut off) = (COMPACT, 8);
+                    for r in 0..p {
+                        if let Some((c, d)) = valid(r) {
+                            // SAFETY: our own buffer of collective `k`, read by nobody until
+                            // we stamp it and no longer by anybody for `k - NBUF` (waited
+                            // above); `off + c <= 8 + COMPACT_MAX <= CAP`, `d + c <=
+                            // send.len()`.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    send.as_ptr().add(d),
+                                    base.add(off),
+                                    c,
+                                )
+                            };
+                            off += c;
+                            word |= (c as u64) << (8 * r);
+                        }
+                    }
+                    // SAFETY: as above, the first word of the buffer.
+                    unsafe { base.cast::<u64>().write_unaligned(word) };
+                    self.put_word(self.stamp(self.rank, k), k);
+                    self.finish(k);
+                    return (rest, got);
+                }
                 // Blocks are posted in rank order from the end of the table, each where
                 // the previous posted one ended, as long as it fits `CAP`; one that does
                 // not and has at most `one_copy` bytes is read by CMA (the root's pid and
@@ -1166,8 +1215,20 @@ impl Seg {
                 let word = |i: usize| unsafe {
                     self.data(root, k).add(8 * i).cast::<u64>().read_unaligned()
                 };
+                let first = word(0);
                 let entry = word(self.rank);
-                if entry == ABANDONED {
+                if first & (rooted::FAR | IN_RING | COMPACT) == COMPACT {
+                    // Every block in the stamp's line (see [`COMPACT`]).
+                    let len = |r: usize| ((first >> (8 * r)) & 0xff) as usize;
+                    let (off, n) = (8 + (0..self.rank).map(len).sum::<usize>(), len(self.rank));
+                    got = if n > recv.len() {
+                        VBlock::Truncated(n)
+                    } else {
+                        // SAFETY: as above; `off + n <= 8 + 255 * COMPACT_RANKS <= CAP`.
+                        recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
+                        VBlock::Here(n)
+                    };
+                } else if entry == ABANDONED {
                     got = VBlock::Abandoned;
                 } else if entry != u64::MAX && entry & rooted::FAR != 0 {
                     let n = (entry & !rooted::FAR) as usize;
