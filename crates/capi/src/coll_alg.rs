@@ -183,21 +183,15 @@ impl Reducer {
             fast: fast.map(|(b, size)| (crate::op::elem_type(b), size)),
             kernel: crate::op::builtin_op(op),
         };
-        if let Some((b, size)) = fast {
-            // One zero item (on the stack): fails for (op, type) pairs MPI does not define.
-            let mut x = [0u128; 4];
-            let y = [0u128; 4];
-            if size <= std::mem::size_of_val(&x) {
-                // SAFETY: both buffers hold one (zero) item of the basic type, 16-aligned.
-                let ok = unsafe {
-                    crate::op::apply_builtin(op, b, y.as_ptr().cast(), x.as_mut_ptr().cast(), 1)
-                };
-                if !ok {
-                    mpi_bail!(
-                        MPI_ERR_OP,
-                        "operation {op:#x} is not defined for datatype {dth:#x}"
-                    );
-                }
+        if let Some((t, _)) = r.fast {
+            // Fails for (op, type) pairs MPI does not define (known after the first call).
+            let defined =
+                matches!((r.kernel, t), (Some(o), Some(t)) if crate::op::kernel_defined(o, t));
+            if !defined {
+                mpi_bail!(
+                    MPI_ERR_OP,
+                    "operation {op:#x} is not defined for datatype {dth:#x}"
+                );
             }
         } else if r.dt.size > 0 && builtin && !matches!(r.mode, Mode::Packed(..)) {
             // Try one zero item: fails for (op, type) pairs MPI does not define.
@@ -748,4 +742,152 @@ impl<'a> Blocks<'a> {
 /// `(count, i * count)` for `n` blocks.
 pub(crate) fn regular(n: usize, count: usize) -> Vec<(usize, isize)> {
     (0..n).map(|i| (count, (i * count) as isize)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::lock;
+
+    /// Every predefined datatype handle (those a reduction may name).
+    const TYPES: [c_int; 72] = [
+        MPI_AINT,
+        MPI_COUNT,
+        MPI_OFFSET,
+        MPI_PACKED,
+        MPI_SHORT,
+        MPI_INT,
+        MPI_LONG,
+        MPI_LONG_LONG,
+        MPI_LONG_LONG_INT,
+        MPI_UNSIGNED_SHORT,
+        MPI_UNSIGNED,
+        MPI_UNSIGNED_LONG,
+        MPI_UNSIGNED_LONG_LONG,
+        MPI_FLOAT,
+        MPI_C_FLOAT_COMPLEX,
+        MPI_C_COMPLEX,
+        MPI_CXX_FLOAT_COMPLEX,
+        MPI_DOUBLE,
+        MPI_C_DOUBLE_COMPLEX,
+        MPI_CXX_DOUBLE_COMPLEX,
+        MPI_LOGICAL,
+        MPI_INTEGER,
+        MPI_REAL,
+        MPI_COMPLEX,
+        MPI_DOUBLE_PRECISION,
+        MPI_DOUBLE_COMPLEX,
+        MPI_CHARACTER,
+        MPI_LONG_DOUBLE,
+        MPI_C_LONG_DOUBLE_COMPLEX,
+        MPI_CXX_LONG_DOUBLE_COMPLEX,
+        MPI_FLOAT_INT,
+        MPI_DOUBLE_INT,
+        MPI_LONG_INT,
+        MPI_2INT,
+        MPI_SHORT_INT,
+        MPI_LONG_DOUBLE_INT,
+        MPI_2REAL,
+        MPI_2DOUBLE_PRECISION,
+        MPI_2INTEGER,
+        MPI_C_BOOL,
+        MPI_CXX_BOOL,
+        MPI_WCHAR,
+        MPI_INT8_T,
+        MPI_UINT8_T,
+        MPI_CHAR,
+        MPI_SIGNED_CHAR,
+        MPI_UNSIGNED_CHAR,
+        MPI_BYTE,
+        MPI_INT16_T,
+        MPI_UINT16_T,
+        MPI_INT32_T,
+        MPI_UINT32_T,
+        MPI_INT64_T,
+        MPI_UINT64_T,
+        MPI_LOGICAL1,
+        MPI_INTEGER1,
+        MPI_LOGICAL2,
+        MPI_INTEGER2,
+        MPI_REAL2,
+        MPI_LOGICAL4,
+        MPI_INTEGER4,
+        MPI_REAL4,
+        MPI_COMPLEX4,
+        MPI_LOGICAL8,
+        MPI_INTEGER8,
+        MPI_REAL8,
+        MPI_COMPLEX8,
+        MPI_LOGICAL16,
+        MPI_INTEGER16,
+        MPI_REAL16,
+        MPI_COMPLEX16,
+        MPI_COMPLEX32,
+    ];
+
+    /// The remembered answer of `Reducer::new` for a predefined op on a predefined type is
+    /// the trial reduction's (one zero item, `apply_builtin`), for every pair, asked in an
+    /// order where pairs sharing an op or a type are interleaved, and again once known;
+    /// the pairs that reduce do so with the kernel (`MPI_SUM` of ones).
+    #[test]
+    fn predefined_pairs_are_checked_as_the_trial_reduction_does() {
+        let ops: Vec<c_int> = (MPI_MAX..=MPI_NO_OP).collect();
+        let (mut ok, mut bad) = (0, 0);
+        for round in 0..2 {
+            for (i, &h) in TYPES.iter().enumerate() {
+                let dt = lock().dtype(h).expect("predefined datatype");
+                for j in 0..ops.len() {
+                    // A different op order per type, so no pair is only asked after its
+                    // neighbours.
+                    let op = ops[(i * 5 + j) % ops.len()];
+                    let mut x = [0u128; 4];
+                    let y = [0u128; 4];
+                    // SAFETY: 64 zero bytes hold one item of every predefined type.
+                    let trial = unsafe {
+                        crate::op::apply_builtin(op, h, y.as_ptr().cast(), x.as_mut_ptr().cast(), 1)
+                    };
+                    let r = Reducer::new(&dt, h, op);
+                    let direct = dt.is_contiguous() && dt.lb == 0 && dt.true_lb == 0;
+                    if direct && dt.size > 0 {
+                        assert_eq!(r.is_ok(), trial, "op {op:#x} type {h:#x} round {round}");
+                        if trial {
+                            ok += 1;
+                        } else {
+                            bad += 1;
+                        }
+                    }
+                    if let (Ok(r), true, true) = (&r, op == MPI_SUM, trial && direct) {
+                        let s = dt.size;
+                        let a = vec![0u8; 4 * s];
+                        let mut b = vec![0u8; 4 * s];
+                        r.apply(&a, &mut b);
+                        assert!(b.iter().all(|&v| v == 0), "type {h:#x}: 0 + 0");
+                    }
+                }
+            }
+        }
+        assert!(
+            ok > 100 && bad > 100,
+            "{ok} defined, {bad} undefined pairs seen"
+        );
+    }
+
+    /// Undefined pairs stay undefined after a defined pair of the same op or type was
+    /// remembered, and the other way round.
+    #[test]
+    fn a_remembered_pair_does_not_answer_for_another() {
+        let dt = |h| lock().dtype(h).expect("predefined datatype");
+        let (f, i) = (dt(MPI_FLOAT), dt(MPI_INT));
+        for _ in 0..2 {
+            assert!(Reducer::new(&i, MPI_INT, MPI_BAND).is_ok());
+            assert!(Reducer::new(&f, MPI_FLOAT, MPI_SUM).is_ok());
+            let e = Reducer::new(&f, MPI_FLOAT, MPI_BAND)
+                .err()
+                .expect("BAND on FLOAT");
+            assert_eq!(e.code, MPI_ERR_OP);
+            assert!(Reducer::new(&f, MPI_FLOAT, MPI_MAX).is_ok());
+            assert!(Reducer::new(&i, MPI_INT, MPI_LXOR).is_ok());
+            assert!(Reducer::new(&f, MPI_FLOAT, MPI_LXOR).is_err());
+        }
+    }
 }
