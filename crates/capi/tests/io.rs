@@ -171,3 +171,45 @@ fn a_bad_argument_on_one_rank_fails_the_collective_everywhere() {
         assert_eq!(std::fs::read_dir(&data.0).unwrap().count(), 0, "{what}");
     }
 }
+
+/// `MPI_File_sync` flushes (`fdatasync`) exactly when its process wrote to the handle since
+/// its last sync (MPI-4.1 §14.6.1): after each kind of write, the first sync of the sync,
+/// barrier, sync recipe flushes on every rank and the second does not; after reads only,
+/// none does; after `MPI_File_set_size`, rank 0's (which resized) does
+/// (`tests/c/io_sync.c`, whose checks see every rank's data after each recipe).
+#[test]
+fn file_sync_flushes_what_this_process_wrote_since_its_last_sync() {
+    let dir = Scratch::new("io-build");
+    let exe = dir.0.join("io_sync");
+    compile(&prefix().join("bin/mpicc"), &c_source("io_sync.c"), &exe);
+    for n in 1..=3usize {
+        let data = Scratch::new("io-sync-data");
+        let n_s = n.to_string();
+        let mut args: Vec<&OsStr> = vec![OsStr::new("-n"), OsStr::new(&n_s)];
+        args.extend(["--mca", "io_base_verbose", "10"].map(OsStr::new));
+        args.extend([exe.as_os_str(), data.0.as_os_str()]);
+        let out = mpirun(&args, &[]);
+        let what = format!("io_sync on {n} ranks");
+        assert_eq!(success(&out, &what), "io_sync: done\n", "{what}");
+        assert_eq!(std::fs::read_dir(&data.0).unwrap().count(), 0, "{what}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for r in 0..n {
+            let tag = format!(" on rank {r} of the file's group: ");
+            let got: String = err
+                .lines()
+                .filter(|l| l.contains("io: MPI_File_sync ") && l.contains(&tag))
+                .map(|l| {
+                    if l.ends_with("fdatasync (writes since the last sync)") {
+                        'F'
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            // open, write_at, write_at_all, iwrite_at, write_shared, write_ordered: F-;
+            // read_at_all: --; set_size: F on rank 0 only.
+            let want = format!("F-F-F-F-F-F---{}", if r == 0 { 'F' } else { '-' });
+            assert_eq!(got, want, "{what}, rank {r}:\n{err}");
+        }
+    }
+}

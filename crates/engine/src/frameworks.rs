@@ -57,9 +57,18 @@ pub static EXCHANGE_TIMEOUT: ParamDecl = ParamDecl::new(
 )
 .level(4);
 
+/// `io_base_verbose`: the MPI-IO component's own reports (`oxmpi-capi`'s `io/`: what each
+/// `MPI_File_sync` did); the collective accesses report on `fcoll_base_verbose`.
+pub static IO_VERBOSE: ParamDecl = ParamDecl::verbose("io");
+
 /// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
 /// by the registry).
-pub(crate) static PARAMS: [ParamDecl; 3] = [IDLE_SLEEP_MAX, CONNECT_TIMEOUT, EXCHANGE_TIMEOUT];
+pub(crate) static PARAMS: [ParamDecl; 4] = [
+    IDLE_SLEEP_MAX,
+    CONNECT_TIMEOUT,
+    EXCHANGE_TIMEOUT,
+    IO_VERBOSE,
+];
 
 /// The frameworks (their selection `<name>` and `<name>_base_verbose` come with them).
 pub(crate) const FRAMEWORKS: [Framework; 2] = [OSC, FCOLL];
@@ -116,6 +125,7 @@ mod tests {
         assert!(r.get_selection("osc").expect("selection").is_empty());
         assert!(r.get_selection("fcoll").expect("selection").is_empty());
         assert!(r.get("fcoll_base_verbose").is_some());
+        assert!(r.get("io_base_verbose").is_some());
         assert!(r.set("osc_pt2pt_idle_sleep_max", "0").is_err());
     }
 }

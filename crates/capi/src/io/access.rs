@@ -209,7 +209,10 @@ pub(super) fn access(
     let done = if write {
         let data = p.pack(buf)?;
         let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, true));
-        direct(f, true, &p.segs, &data, &mut [])?
+        let done = direct(f, true, &p.segs, &data, &mut []);
+        // Also after a failure: part of the data may be in the file.
+        f.unsynced.wrote();
+        done?
     } else {
         let mut data = vec![0u8; p.nbytes];
         let _lock = p.atomic.then(|| RangeLock::new(f, &p.segs, false));
@@ -275,6 +278,11 @@ pub(super) fn access_all(
     let mut got = vec![0u8; if write { 0 } else { data_len(&plan) }];
     let mine = two_phase::Mine { segs, data, check };
     let done = two_phase::run(f, write, mine, &mut got);
+    if write {
+        // Every rank of a collective write notes it, the ranks whose pieces an
+        // aggregator wrote too: each one's MPI_File_sync then flushes the file itself.
+        f.unsynced.wrote();
+    }
     let (_, p) = plan?;
     let done = done?;
     if !write {

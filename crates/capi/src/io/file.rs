@@ -17,6 +17,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// `MPI_File` as the C side sees it.
@@ -62,6 +63,43 @@ pub(super) struct FileObj {
     pub(super) group: Vec<i32>,
     pub(super) shared: SharedPtr,
     pub(super) st: Mutex<FileState>,
+    /// Whether this process wrote to the file since its last `MPI_File_sync`.
+    pub(super) unsynced: Unsynced,
+}
+
+/// Whether a process has writes to a file handle that no `MPI_File_sync` has flushed yet.
+/// `MPI_File_sync` transfers "all previous writes to fh by the calling process" to the
+/// storage device (MPI-4.1 §14.6.1): a process with none since its last successful sync has
+/// nothing to transfer, and skips the `fdatasync` (as ROMIO's `dirty_write` does). Every
+/// write path notes its write here after it reached the file (so a sync running at the same
+/// time on another thread either flushes it or leaves the flag set for the next one).
+pub(super) struct Unsynced(AtomicBool);
+
+impl Unsynced {
+    /// A handle's flag at open: set when the handle can write (the open may have created
+    /// the file), clear for a read-only handle.
+    pub(super) fn new(writable: bool) -> Self {
+        Unsynced(AtomicBool::new(writable))
+    }
+
+    /// Notes a write, or a size change, by this process (call after it reached the file).
+    pub(super) fn wrote(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// `MPI_File_sync`'s flush: runs `flush` if this process wrote since the last
+    /// successful flush and returns whether it ran; a failed flush leaves the writes
+    /// pending for the next sync.
+    pub(super) fn sync(
+        &self,
+        flush: impl FnOnce() -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
+        if !self.0.swap(false, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        flush().inspect_err(|_| self.wrote())?;
+        Ok(true)
+    }
 }
 
 impl FileObj {
@@ -342,6 +380,7 @@ pub(super) fn open_on(
             atomic: false,
             split: None,
         }),
+        unsynced: Unsynced::new(amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR) != 0),
     })
 }
 
@@ -402,6 +441,43 @@ mod tests {
         assert!(file_f2c(0).is_null());
         assert!(file_f2c(-3).is_null());
         assert!(file_f2c(0x7777).is_null());
+    }
+
+    #[test]
+    fn sync_flushes_only_what_this_process_wrote_since_the_last_sync() {
+        let flushes = std::cell::Cell::new(0);
+        let flush = || {
+            flushes.set(flushes.get() + 1);
+            Ok(())
+        };
+        // Read-only: never anything to flush; writable: the open may have created the file.
+        assert!(!Unsynced::new(false).sync(flush).unwrap());
+        let u = Unsynced::new(true);
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 1);
+        // A write, then the sync, barrier, sync recipe: one flush.
+        u.wrote();
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 2);
+        // A failed flush keeps the writes for the next sync.
+        u.wrote();
+        let failing = || Err(std::io::Error::from_raw_os_error(libc::EIO));
+        assert!(u.sync(failing).is_err());
+        assert!(u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 3);
+        // A write noted while a flush runs (another thread) is flushed by the next sync.
+        u.wrote();
+        assert!(u
+            .sync(|| {
+                u.wrote();
+                Ok(())
+            })
+            .unwrap());
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 4);
     }
 
     #[test]
