@@ -934,6 +934,7 @@ fn sm_suite(c: &CollComm) {
     sm_regular_suite(c);
     sm_gatherv_posted(c);
     sm_igatherv_posted(c);
+    sm_ialltoallv_far(c);
 }
 
 /// Gatherv straight on the segment with no cross-memory copies (`one_copy` 0), every
@@ -1064,6 +1065,75 @@ fn sm_igatherv_posted(c: &CollComm) {
             light_run(c, &seg, kind, (&mut src, &mut got)).unwrap();
             assert_eq!(got, xs[r], "iscatterv of {b} bytes from {root}");
         }
+    }
+}
+
+/// The nonblocking alltoallv on the segment with cross-memory copies
+/// ([`sm::SmKind::Alltoallv`] with its `far` bound, light requests), out of place: uneven
+/// blocks that differ per sender and per receiver (some posted in the sender's buffer,
+/// some read by cross-memory copies, larger than the bounce buffer too, some empty), our
+/// own block among them, at displacements that differ between the send and receive sides,
+/// with gaps; in each round one rank starts late, so that the others read whichever posts
+/// are there, in their order (`me + 1`, `me + 2`, ...), and copy their own block while
+/// they wait: every block where it belongs, the gaps untouched.
+fn sm_ialltoallv_far(c: &CollComm) {
+    use oxmpi_coll::sm::{self, SmKind};
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let Some(seg) = sm::existing(c) else {
+        return;
+    };
+    let far = sm::nb::alltoallv_far(&seg);
+    if far == 0 {
+        return;
+    }
+    let small = sm::nb::alltoallv_max(p);
+    for round in 0..4 {
+        // Bytes from rank `i` to rank `j`.
+        let n = |i: usize, j: usize| match (i + 2 * j + round) % 4 {
+            0 => small - i - j,
+            1 => 20_000 + 7 * i + j,
+            2 => 0,
+            _ => (70 << 10) + 3 * i + j,
+        };
+        let block = |i: usize, j: usize| contrib(n(i, j), 500 + round as u64, i * p + j, 63);
+        let scounts: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+        let rcounts: Vec<usize> = (0..p).map(|i| n(i, r)).collect();
+        // Send blocks in reverse rank order, receive blocks in rank order.
+        let mut sdispls = vec![0; p];
+        let mut at = 5;
+        for j in (0..p).rev() {
+            sdispls[j] = at;
+            at += scounts[j] + 1;
+        }
+        let mut send = vec![0u8; at];
+        for j in 0..p {
+            send[sdispls[j]..sdispls[j] + scounts[j]].copy_from_slice(&block(r, j));
+        }
+        let rdispls = prefix(&rcounts, 3);
+        let mut recv = vec![0xa5u8; rdispls[p - 1] + rcounts[p - 1] + 3];
+        let kind = SmKind::Alltoallv {
+            scounts: scounts.clone(),
+            sdispls,
+            rcounts: rcounts.clone(),
+            rdispls: rdispls.clone(),
+            in_place: false,
+            far,
+        };
+        if r == round % p {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        light_run(c, &seg, kind, (&mut send, &mut recv)).unwrap();
+        let how = format!("ialltoallv far round {round}");
+        let mut gap = vec![true; recv.len()];
+        for i in 0..p {
+            let (d, m) = (rdispls[i], rcounts[i]);
+            assert!(recv[d..d + m] == block(i, r)[..], "{how}: block from {i}");
+            gap[d..d + m].fill(false);
+        }
+        assert!(
+            recv.iter().zip(&gap).all(|(&b, &g)| !g || b == 0xa5),
+            "{how}: gaps"
+        );
     }
 }
 

@@ -1114,8 +1114,11 @@ impl SmNb {
 impl SmNb {
     /// The result of a posted alltoallv ([`SmKind::Alltoallv`]) once every block it
     /// receives through the segment or by CMA is in `out` and every rank that copies from
-    /// or into our buffers by CMA has marked its post done (`None`: not yet). A far block
-    /// is copied (in place: traded) as soon as its sender's post is there, each once.
+    /// or into our buffers by CMA has marked its post done (`None`: not yet). Our own block
+    /// is copied at the first call (it waits for no rank); a far block is copied (in place:
+    /// traded) as soon as its sender's post is there, each once, from rank `me + 1` on (mod
+    /// `p`), the blocking form's order (`Seg::read_all`'s documentation has what reading
+    /// in rank order cost there).
     ///
     /// # Safety
     /// As [`SmNb::read_v`]; `out` is the output.
@@ -1149,9 +1152,26 @@ impl SmNb {
             u64::from_ne_bytes(w.try_into().unwrap_or([0xff; 8]))
         };
         if self.copied.is_none() {
+            // Our own block first, once (none in place: it stays where it is): work of
+            // ours that waits for no rank, done while the others post.
+            if self.moved & 1 << me == 0 {
+                self.moved |= 1 << me;
+                let (c, d) = (scounts[me], sdispls[me]);
+                let ok = c == rcounts[me]
+                    && (c == 0
+                        || input
+                            .get(d..d + c)
+                            .is_some_and(|b| put(out, rdispls[me], b)));
+                if !ok && self.fault == Progress::Done {
+                    self.fault = Progress::Mismatch;
+                }
+            }
             let mut bounce = Vec::new();
-            for r in (0..p).filter(|_| any_far) {
-                if r == me || !far(rcounts[r]) || self.moved & 1 << r != 0 || !seg.stamped(r, k) {
+            // From rank `me + 1`, `me + 2`, ... (mod `p`), as the blocking form reads
+            // (`Seg::read_all`): when every post is there, no two ranks read from the
+            // same rank at once.
+            for r in (1..p).map(|i| (me + i) % p).filter(|_| any_far) {
+                if !far(rcounts[r]) || self.moved & 1 << r != 0 || !seg.stamped(r, k) {
                     continue;
                 }
                 self.moved |= 1 << r;
@@ -1195,15 +1215,6 @@ impl SmNb {
                 }
                 // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
                 ok &= put(out, rdispls[r], unsafe { seg.peer_nb(r, k, off, n) });
-            }
-            // Our own block (none in place: it stays where it is).
-            let (c, d) = (scounts[me], sdispls[me]);
-            if c != rcounts[me] {
-                ok = false;
-            } else if c > 0 {
-                ok &= input
-                    .get(d..d + c)
-                    .is_some_and(|b| put(out, rdispls[me], b));
             }
             self.copied = Some(match (self.fault, ok) {
                 (Progress::Done, false) => Progress::Mismatch,
