@@ -383,6 +383,17 @@ fn bcast_big_np3() {
 fn bcast_big_np4() {
     run(4, "bcast-big", BCAST_BIG);
 }
+/// Gathers and gathervs on 2 ranks by one cross-memory copy whose direction the root's post
+/// decides (`sm::Seg::gather_pair`), see [`gather_pair_suite`]; with ranks that spin and
+/// with ranks that yield when idle.
+#[test]
+fn gather_pair_np2() {
+    run(2, "gather-pair", &[("OXMPI_MCA_mpi_yield_when_idle", "0")]);
+}
+#[test]
+fn gather_pair_yielding_np2() {
+    run(2, "gather-pair", &[]);
+}
 const BCAST_BIG: &[(&str, &str)] = &[
     ("OXMPI_MCA_mpi_yield_when_idle", "1"),
     ("OXMPI_MCA_coll_sm_single_copy_max_many", "0"),
@@ -527,6 +538,10 @@ fn rank_entry() {
         "sv-compact" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_compact(&w);
+        }
+        "gather-pair" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            gather_pair_suite(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1367,9 +1382,11 @@ fn sm_regular_suite(c: &CollComm) {
                 let send = (!(at_root && in_place)).then_some(&xs[r][..]);
                 let before = runs(Alg::SmGather);
                 select::gather(c, send, &mut g, block, root as i32).unwrap();
+                // (On 2 ranks, blocks of `GATHER_PAIR` too: `Seg::gather_pair`.)
+                let pair = p == 2 && one_copy > 0 && sm::GATHER_PAIR.contains(&block);
                 assert_eq!(
                     runs(Alg::SmGather) - before,
-                    u64::from(seg && block <= sm::DATA.max(one_copy)),
+                    u64::from(seg && (block <= sm::DATA.max(one_copy) || pair)),
                     "gather of {block}-byte blocks on the segment"
                 );
                 if at_root {
@@ -3172,6 +3189,114 @@ fn comms(e: &'static Engine) {
     }
     w.barrier().unwrap();
     comm_free(e, d).unwrap();
+}
+
+/// Gathers and gathervs of blocks too large for a segment buffer on 2 ranks (both roots,
+/// the root in place or not as it pleases, which the other rank cannot know: out of place
+/// the other rank writes its block into the root's buffer, in place the root reads it),
+/// back to back with no barrier between them. The other rank overwrites its block as soon
+/// as its call returns, and the root checks its buffer as soon as its own returns: a rank
+/// that returned before the other was done with its buffer (the root before the write, the
+/// other rank before the read) shows as a wrong block. Gatherv blocks are unequal, in
+/// either order in the root's buffer with gaps between them; the gaps and the buffer's tail
+/// stay untouched. A 1 MiB + 1 gather goes point to point (the counter says which ran).
+fn gather_pair_suite(c: &CollComm) {
+    use oxmpi_coll::base::stats::{runs, Alg};
+    use oxmpi_coll::sm;
+    let me = c.rank as usize;
+    let seg = sm::get(c, Coll::Gather).unwrap().expect("a segment");
+    let pair = seg.cma_known();
+    let mut it = 0u64;
+    for block in [
+        sm::DATA + 1,
+        sm::V_MAX + 1,
+        (16 << 10) + 3,
+        (32 << 10) + 1,
+        64 << 10,
+        1 << 20,
+        (1 << 20) + 1,
+    ] {
+        // On the segment: by `gather_pair`, or below it by one cross-memory copy.
+        let one = block <= seg.single_copy_max();
+        let path = u64::from(pair && (sm::GATHER_PAIR.contains(&block) || one));
+        for root in [0usize, 1, 1, 0] {
+            let other = 1 - root;
+            for rep in 0..3u64 {
+                it += 1;
+                // Both ranks know the root's choice here only to check it.
+                let in_place = (it * 7 + rep) % 3 != 0;
+                let how = format!("block {block}, root {root}, in place {in_place}, it {it}");
+                let xs: Vec<Vec<u8>> = (0..2).map(|i| contrib(block, it, i, 80)).collect();
+                // Gather.
+                let before = runs(Alg::SmGather);
+                if me == root {
+                    let mut recv = vec![0xa5u8; 2 * block + 5];
+                    if in_place {
+                        recv[root * block..(root + 1) * block].copy_from_slice(&xs[root]);
+                    }
+                    let send = (!in_place).then_some(&xs[root][..]);
+                    select::gather(c, send, &mut recv, block, root as i32).unwrap();
+                    assert!(recv[..block] == xs[0], "gather {how}: block 0");
+                    assert!(recv[block..2 * block] == xs[1], "gather {how}: block 1");
+                    assert!(
+                        recv[2 * block..].iter().all(|&b| b == 0xa5),
+                        "gather {how}: tail"
+                    );
+                } else {
+                    let mut send = xs[me].clone();
+                    select::gather(c, Some(&send), &mut [], block, root as i32).unwrap();
+                    send.fill(0xee);
+                    std::hint::black_box(&send);
+                }
+                let ran = runs(Alg::SmGather) - before;
+                assert_eq!(ran, path, "gather {how}: path");
+                // Gatherv: the other rank's block is `block` bytes, the root's a different
+                // length; the other's first or last, gaps of 3 bytes.
+                let counts = {
+                    let mut v = [0usize; 2];
+                    v[other] = block;
+                    v[root] = block / 3 + 7 * (rep as usize);
+                    v
+                };
+                let first = if it % 2 == 0 { other } else { root };
+                let mut displs = [0usize; 2];
+                displs[first] = 3;
+                displs[1 - first] = 3 + counts[first] + 3;
+                let len = displs[1 - first] + counts[1 - first] + 3;
+                let vs: Vec<Vec<u8>> = (0..2).map(|i| contrib(counts[i], it, i, 81)).collect();
+                let before = runs(Alg::SmGather);
+                if me == root {
+                    let mut recv = vec![0xa5u8; len];
+                    let own = displs[root]..displs[root] + counts[root];
+                    if in_place {
+                        recv[own].copy_from_slice(&vs[root]);
+                    }
+                    let send = (!in_place).then_some(&vs[root][..]);
+                    select::gatherv(c, send, &mut recv, (&counts, &displs), root as i32).unwrap();
+                    for i in 0..2 {
+                        let (d, n) = (displs[i], counts[i]);
+                        assert!(recv[d..d + n] == vs[i], "gatherv {how}: block {i}");
+                    }
+                    let gaps = [
+                        0..3,
+                        displs[first] + counts[first]..displs[1 - first],
+                        len - 3..len,
+                    ];
+                    for g in gaps {
+                        assert!(recv[g].iter().all(|&b| b == 0xa5), "gatherv {how}: gap");
+                    }
+                } else {
+                    let mut send = vs[me].clone();
+                    select::gatherv(c, Some(&send), &mut [], (&[], &[]), root as i32).unwrap();
+                    send.fill(0xee);
+                    std::hint::black_box(&send);
+                }
+                // (On the segment either way: a gatherv larger block goes point to point
+                // behind the segment's round.)
+                assert_eq!(runs(Alg::SmGather) - before, 1, "gatherv {how}: path");
+            }
+        }
+    }
 }
 
 /// Broadcasts of 256 KiB to 1 MiB back to back (no barrier between them), the same

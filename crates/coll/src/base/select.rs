@@ -395,7 +395,10 @@ fn on_seg(
 }
 
 /// Gather of blocks of `block` bytes in rank order into `recv` at `root`: our block is
-/// `send` (`None`: in place at the root, our block is already in `recv`).
+/// `send` (`None`: in place at the root, our block is already in `recv`). Blocks that fit
+/// a segment buffer go through it; on 2 ranks those of [`sm::GATHER_PAIR`] by
+/// [`sm::Seg::gather_pair`]; others by one cross-memory copy per rank up to
+/// [`sm::Seg::single_copy_max`]; the rest point to point.
 pub fn gather(
     a: &CollComm,
     send: Option<&[u8]>,
@@ -427,6 +430,17 @@ pub fn gather(
         }
     }
     if (0..a.size).contains(&root) {
+        if let Some(seg) = pair(a, Coll::Gather, block, sm::GATHER_PAIR)? {
+            count(a.shadow, Alg::SmGather);
+            let r = if at_root {
+                let (theirs, own) = pair_blocks(recv, (1 - me) * block, me * block, block);
+                let own = send.map(|s| (&s[..block], own));
+                seg.gather_pair(me, sm::PairSide::Root(theirs, own))
+            } else {
+                seg.gather_pair(root as usize, sm::PairSide::Leaf(send.unwrap_or_default()))
+            };
+            return single_copy_done(r, "gather");
+        }
         if let Some(seg) = single_copy(a, Coll::Gather, block)? {
             count(a.shadow, Alg::SmGather);
             let at = recv.as_ptr();
@@ -444,6 +458,19 @@ pub fn gather(
         }
     }
     a.gather_from(send, recv, block, root)
+}
+
+/// The two blocks of a 2-rank gather(v) root's receive buffer: the other rank's (`n`
+/// bytes at `theirs`) and its own (`own..`, to the end of `recv` past `theirs`, or up to
+/// `theirs`); the caller checked that they lie in `recv` and do not overlap.
+fn pair_blocks(recv: &mut [u8], theirs: usize, own: usize, n: usize) -> (&mut [u8], &mut [u8]) {
+    if theirs < own {
+        let (lo, hi) = recv.split_at_mut(own);
+        (&mut lo[theirs..theirs + n], hi)
+    } else {
+        let (lo, hi) = recv.split_at_mut(theirs);
+        (&mut hi[..n], &mut lo[own..])
+    }
 }
 
 /// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
@@ -807,7 +834,8 @@ pub fn alltoallv_in_place(
 /// `recv`); at the root, block `i` (`counts[i]` bytes at `displs[i]`) of `recv` comes
 /// from rank `i` (other ranks pass empty `recv`, `counts`, `displs`). Blocks of at most
 /// [`sm::V_MAX`] bytes go through the segment (every rank and the root agree per rank:
-/// MPI makes its send size the root's count), larger ones point to point.
+/// MPI makes its send size the root's count), larger ones point to point; on 2 ranks a
+/// larger block of [`sm::GATHER_PAIR`] moves as a gather's ([`sm::Seg::gather_pair`]).
 pub fn gatherv(
     a: &CollComm,
     send: Option<&[u8]>,
@@ -816,6 +844,41 @@ pub fn gatherv(
     root: i32,
 ) -> Result<()> {
     let at_root = a.rank == root;
+    // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's ([`sm::Seg::gather_pair`]:
+    // both ranks know its length, the root from its count).
+    if a.size == 2 && (0..2).contains(&root) {
+        let (me, other) = (a.rank as usize, 1 - a.rank as usize);
+        let n = if at_root {
+            counts.get(other).copied().unwrap_or(0)
+        } else {
+            send.map_or(0, <[u8]>::len)
+        };
+        let seg = match n > sm::V_MAX {
+            true => pair(a, Coll::Gather, n, sm::GATHER_PAIR)?,
+            false => None,
+        };
+        if let Some(seg) = seg {
+            count(a.shadow, Alg::SmGather);
+            if !at_root {
+                let r =
+                    seg.gather_pair(root as usize, sm::PairSide::Leaf(send.unwrap_or_default()));
+                return single_copy_done(r, "gatherv");
+            }
+            a.check_vec_len(counts, displs)?;
+            crate::base::helpers::check_blocks(recv.len(), counts, displs)?;
+            let (t, o) = (displs[other], displs[me]);
+            // Disjoint blocks (MPI: no place written twice), or the other block alone.
+            let apart = send.is_none() || t + counts[other] <= o || o + counts[me] <= t;
+            let (theirs, own) = match apart {
+                true => pair_blocks(recv, t, o, n),
+                false => (&mut recv[t..t + n], &mut [][..]),
+            };
+            let room = counts[me].min(own.len());
+            let own = send.map(|s| (s, &mut own[..room]));
+            let r = seg.gather_pair(me, sm::PairSide::Root(theirs, own));
+            return single_copy_done(r, "gatherv");
+        }
+    }
     if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Gather)? {
             count(a.shadow, Alg::SmGather);

@@ -23,7 +23,7 @@ pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
 pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};
 pub(crate) use pull_nb::Pair;
-pub use rooted::Side;
+pub use rooted::{PairSide, Side, GATHER_PAIR};
 
 const LINE: usize = 64;
 /// Bytes of one data buffer (vectors up to this size take the shared-memory path).

@@ -10,6 +10,14 @@
 //! Whether CMA reaches every pair of ranks (Yama, seccomp) is probed once per segment, when
 //! it is made ([`Seg::cma_ready`]): two more rounds on the segment, after which every rank
 //! knows the same answer ([`Seg::single_copy_max`]).
+//!
+//! A gather (and a gatherv block) of [`GATHER_PAIR`] on 2 ranks goes by one cross-memory
+//! copy whose direction the root's post decides ([`Seg::gather_pair`]): both ranks post
+//! their pid and block; out of place the other rank writes its block into the root's
+//! receive buffer while the root copies its own (each CPU copies one block), in place the
+//! root, which has nothing else to copy, reads the front half while the other rank writes
+//! the back half, and the other rank waits for the root's read before it returns (its
+//! block must stay as it is until read).
 
 use super::cma::{CMA_NO, CMA_YES};
 use super::Seg;
@@ -19,6 +27,13 @@ use std::sync::atomic::Ordering;
 
 /// Words of the root's post before the per-rank entries: pid, buffer address.
 const HEAD: usize = 2;
+
+/// Block sizes of a gather on 2 ranks, and of a gatherv block on 2 ranks, that move by
+/// [`Seg::gather_pair`] when CMA reaches the peer: above `coll_sm_single_copy_max`'s
+/// default (32 KiB; below, the other rank writes its block in both modes, [`Seg::rooted_cma`]:
+/// split in place, 16 KiB measured 1.49 against 1.32 us) up to 1 MiB (the point-to-point
+/// rendezvous above).
+pub const GATHER_PAIR: std::ops::RangeInclusive<usize> = (32 << 10) + 1..=1 << 20;
 
 /// Largest communicator whose post fits a buffer (two words per rank; a scatterv's table
 /// with the root's pid and an address per rank takes less).
@@ -38,6 +53,17 @@ pub enum Side<'a> {
     /// first slice into the second once its post is out, while the others copy theirs
     /// (neither slice is a part of the root's buffer that another rank copies).
     Own(&'a [u8], &'a mut [u8]),
+}
+
+/// A rank's side of a gather on 2 ranks ([`Seg::gather_pair`]).
+pub enum PairSide<'a> {
+    /// The root: where the other rank's block goes (its length is the most it takes), and
+    /// out of place its own block, copied from the first slice into the front of the
+    /// second while the other rank writes (`None` in place: the root reads half of the
+    /// other block instead).
+    Root(&'a mut [u8], Option<(&'a [u8], &'a mut [u8])>),
+    /// The other rank: its block.
+    Leaf(&'a [u8]),
 }
 
 impl Seg {
@@ -173,5 +199,115 @@ impl Seg {
         };
         self.finish(k);
         r
+    }
+
+    /// A gather on 2 ranks by one cross-memory copy, for blocks of [`GATHER_PAIR`] (call
+    /// only when [`Seg::cma_known`]). Both ranks post their pid, their block's address and
+    /// length (the root: where the other block goes and its room, and whether it is in
+    /// place). The other rank decides from the root's post, so both apply the same rule:
+    /// out of place it writes its block into the root's buffer (`process_vm_writev`) and
+    /// is done, while the root copies its own block and waits for that; in place (the
+    /// root has no copy of its own to overlap with the other's write) the root reads the
+    /// front half of the block ([`front`], `process_vm_readv`) while the other rank writes
+    /// the back half, each marks the collective done and then waits for the other's mark:
+    /// the root for the write into its buffer, the other rank for the read of its block.
+    /// A block longer than the root's room is not
+    /// copied (`Ok(Some(n))`: its length) on the rank that would copy it and on the other
+    /// rank; an error when a copy failed. Both ranks mark the collective done either way.
+    pub fn gather_pair(&self, root: usize, side: PairSide<'_>) -> io::Result<Option<usize>> {
+        debug_assert!(self.size == 2 && root < 2, "a gather of 2 ranks");
+        let (me, peer) = (self.rank, 1 - self.rank);
+        let k = self.next();
+        self.reusable(k.saturating_sub(super::NBUF));
+        let (at, len, in_place) = match &side {
+            PairSide::Root(theirs, own) => (theirs.as_ptr(), theirs.len(), own.is_none()),
+            PairSide::Leaf(blk) => (blk.as_ptr(), blk.len(), false),
+        };
+        let w = self.data(me, k).cast::<u64>();
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
+        // longer by anybody for `k - NBUF` (waited above); 4 words fit it.
+        unsafe {
+            w.write_unaligned(crate::sm::own_pid());
+            w.add(1).write_unaligned(at as u64);
+            w.add(2).write_unaligned(len as u64);
+            w.add(3).write_unaligned(u64::from(in_place));
+        }
+        self.put_word(self.stamp(me, k), k);
+        let word = |r: usize, i: usize| {
+            // SAFETY: (each use) `r` stamped `k` (waited for first) and we finish `k` only
+            // after the reads; its post has 4 words.
+            unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
+        };
+        let r = match side {
+            PairSide::Root(_, Some((src, dst))) => {
+                // Our own block while the other rank writes its own (elsewhere in `recv`).
+                let fits = src.len() <= dst.len();
+                if fits {
+                    dst[..src.len()].copy_from_slice(src);
+                }
+                // Our buffer is written by the other rank until it is done.
+                self.wait_word(self.seq_word(peer), k);
+                if self.min_done.load(Ordering::Relaxed) < k {
+                    self.min_done.store(k, Ordering::Relaxed);
+                }
+                Ok((!fits).then_some(src.len()))
+            }
+            PairSide::Root(theirs, None) => {
+                self.wait_word(self.stamp(peer, k), k);
+                let (pid, from, n) = (word(peer, 0) as i32, word(peer, 1), word(peer, 2) as usize);
+                if n > theirs.len() {
+                    self.finish(k);
+                    return Ok(Some(n));
+                }
+                // We read the front of the block, the other rank writes the rest.
+                let h = front(n);
+                // SAFETY: the other rank's block, `n` bytes at `from` in its memory, stays
+                // as it is until we are done with `k` (it waits for that); `h <= n` bytes
+                // fit `theirs`.
+                let r = unsafe { cma_copy(pid, theirs.as_mut_ptr(), from, h, Cma::Read) };
+                self.finish(k);
+                // Our buffer is written by the other rank until it is done.
+                self.wait_word(self.seq_word(peer), k);
+                return r.map(|()| None);
+            }
+            PairSide::Leaf(blk) => {
+                self.wait_word(self.stamp(root, k), k);
+                let (pid, to, room) = (word(root, 0) as i32, word(root, 1), word(root, 2) as usize);
+                let root_in_place = word(root, 3) != 0;
+                // In place the root reads the front of our block, we write the rest.
+                let h = if root_in_place { front(blk.len()) } else { 0 };
+                let r = if blk.len() > room {
+                    Ok(Some(blk.len()))
+                } else {
+                    let (src, n) = (blk[h..].as_ptr().cast_mut(), blk.len() - h);
+                    // SAFETY: the root's receive buffer has `room >= blk.len()` bytes at
+                    // `to` for our block alone, unchanged until we are done with `k` (it
+                    // waits for that), of which we write from `h`; a write only reads our
+                    // side.
+                    unsafe { cma_copy(pid, src, to + h as u64, n, Cma::Write) }.map(|()| None)
+                };
+                if root_in_place {
+                    self.finish(k);
+                    // The root reads our block: it stays ours until the root is done.
+                    self.wait_word(self.seq_word(root), k);
+                    return r;
+                }
+                r
+            }
+        };
+        self.finish(k);
+        r
+    }
+}
+
+/// Bytes of an in-place [`Seg::gather_pair`] block of `n` bytes that the root reads (the
+/// front half, in whole pages when there are any): the other rank writes the rest, so that
+/// both CPUs copy, as the point-to-point rendezvous's cooperative copy does.
+fn front(n: usize) -> usize {
+    let h = n / 2;
+    if h >= 4096 {
+        h & !4095
+    } else {
+        h
     }
 }
