@@ -499,6 +499,15 @@ pub(crate) enum LinkError {
     /// A record too short to hold a header.
     #[error("record of {0} bytes is shorter than a header")]
     Short(usize),
+    /// A line-aligned eager record whose payload offset does not fit in it (corrupt
+    /// shared memory).
+    #[error("record of {len} bytes with its payload {pad} bytes after the header")]
+    Pad {
+        /// The announced offset.
+        pad: usize,
+        /// The record's length.
+        len: usize,
+    },
     /// A record length beyond what the link allows (corrupt or foreign stream).
     #[error("record of {len} bytes exceeds the link's maximum of {max}")]
     TooLong {

@@ -57,6 +57,10 @@ pub(crate) const F_COLD: u8 = 32;
 /// with [`F_BULK`], `b` = the payload's position in the bulk buffer (bytes since its start,
 /// never wrapping) and `ctx` = the payload length; the link turns it back into a plain DATA
 /// record before the engine sees it.
+///
+/// `_r` is 0 for the engine. On an sm link a standard eager record of
+/// `crate::btl::sm::link::ALIGN_MIN` to `ALIGN_MAX` bytes carries there the offset of its payload after the
+/// compact header, which puts the payload on a cache line; the link sets and clears it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Hdr {
