@@ -194,6 +194,7 @@ mod tests {
                 "osc_pt2pt_idle_sleep_max",
                 "dpm_connect_timeout",
                 "dpm_exchange_timeout",
+                "io_base_verbose",
             ]
         );
         for d in PROVIDER.params {
