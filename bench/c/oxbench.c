@@ -584,7 +584,7 @@ static double value(const struct op *o, int n, double dt) {
   return dt / n * 1e6;
 }
 
-/* Warm up (doubling batches, at most nmax/4 + 1 iterations or a tenth of the
+/* One untimed call, then warm up (doubling batches, at most nmax/4 + 1 iterations or a tenth of the
  * budget; with fill=1 a tenth of the budget) and choose the iteration count
  * from the fastest warm-up batch's wall time per iteration (barriers
  * included; a descheduled batch must not shrink a quiet run): nmax, fewer if
@@ -596,6 +596,11 @@ static double value(const struct op *o, int n, double dt) {
  * and reports; `iters` in the report is the smallest count used, `*used` (if
  * not NULL) the count of the last sample. */
 static double measure(const struct op *o, int nmax, int S, int *used) {
+  /* One untimed call first (the standard suites' warm-up iterations): the first
+   * call at a size may pay one-time costs (page faults, lazy set-up) which,
+   * counted in the first batch, would set the iteration count to 1 and leave
+   * every sample a lone cold call. */
+  timed(o, 1);
   double start = MPI_Wtime(), per_iter = 0;
   int done = 0, cmd = 1, fill = fill_budget && budget > 0;
   for (;;) {
