@@ -526,21 +526,23 @@ impl Seg {
     /// Wait until our buffer for collective `k` is free (every rank is done with
     /// collective `k - NBUF`), copy `src` into it and stamp it.
     fn post(&self, k: u64, src: &[u8]) {
-        debug_assert!(src.len() <= DATA);
-        self.reusable(k.saturating_sub(NBUF));
-        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
-        // and no longer by anybody for collective `k - NBUF` (waited for above).
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
-        self.put_word(self.stamp(self.rank, k), k);
+        self.post_in(k, src, false);
     }
-    /// [`Seg::post`] with the data in our ring cell of `k` ([`RING_CELLS`]; at most [`CAP`]
-    /// bytes), the stamp where it always is.
-    fn post_ring(&self, k: u64, src: &[u8]) {
-        debug_assert!(src.len() <= CAP);
+    /// [`Seg::post`] with the data in our buffer (at most [`DATA`] bytes) or, `ring`, in
+    /// our ring cell of `k` ([`RING_CELLS`]; at most [`CAP`] bytes); the stamp is where it
+    /// always is.
+    fn post_in(&self, k: u64, src: &[u8], ring: bool) {
+        debug_assert!(src.len() <= if ring { CAP } else { DATA });
         self.reusable(k.saturating_sub(NBUF));
-        // SAFETY: our own ring cell of collective `k`, read by nobody until we stamp `k` and
-        // no longer by anybody for `k - RING_CELLS <= k - NBUF` (waited for above).
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ring(self.rank, k), src.len()) };
+        let dst = if ring {
+            self.ring(self.rank, k)
+        } else {
+            self.data(self.rank, k)
+        };
+        // SAFETY: our own buffer or ring cell of collective `k`, read by nobody until we
+        // stamp `k` and no longer by anybody for `k - NBUF` (the ring cell's: for
+        // `k - RING_CELLS <= k - NBUF`), waited for above.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
         self.put_word(self.stamp(self.rank, k), k);
     }
     /// Line `i` (below [`LANE_LINES`]) of rank `r`'s lane entry of collective `k`: stamp
@@ -640,7 +642,7 @@ impl Seg {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
     }
-    /// [`Seg::peer`] of rank `r`'s ring cell of `k` ([`Seg::post_ring`]).
+    /// [`Seg::peer`] of rank `r`'s ring cell of `k` ([`Seg::post_in`]).
     ///
     /// # Safety
     /// As for [`Seg::peer`].
@@ -728,7 +730,7 @@ impl Seg {
         }
         // Through the root's ring cell (see [`RING_CELLS`]).
         if self.rank == root {
-            self.post_ring(k, buf);
+            self.post_in(k, buf, true);
         } else {
             self.wait_word(self.stamp(root, k), k);
             // SAFETY: the root stamped `k`; we finish `k` only after the copy.
@@ -1278,11 +1280,7 @@ impl Seg {
     pub fn begin(&self, kind: &super::SmKind, input: &[u8]) -> u64 {
         let k = self.next();
         if kind.posts(self.rank) {
-            if in_ring(kind) {
-                self.post_ring(k, input);
-            } else {
-                self.post(k, input);
-            }
+            self.post_in(k, input, in_ring(kind));
         }
         for r in kind.needs(self.rank, self.size) {
             if r != self.rank {
