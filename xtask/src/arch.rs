@@ -13,7 +13,12 @@
 //! 3. One OS layer per library crate: calls of `libc::` or `rustix::` functions only in its
 //!    `sys` module (`src/sys.rs` or `src/sys/`); C types and constants may be used anywhere.
 //!
-//! Every library crate passes all three (the C ABI, the last one with circles and stray
+//! 4. Layers inside a crate ([`LAYERS`]): the files of a lower layer (the engine's
+//!    transports, `src/btl/`) name nothing of the layer above (`crate::pml::...`) by a
+//!    `crate::` path, except the modules both share (the wire header, `pml::hdr`); what
+//!    both use otherwise lives below both (`crate::mem`).
+//!
+//! Every library crate passes all four (the C ABI, the last one with circles and stray
 //! calls, was untangled in issue 13), so any finding fails the check.
 
 use crate::workspace_root;
@@ -26,6 +31,29 @@ const GRAPH_FENCE: &str = "```crate-graph";
 
 /// A directed graph by name: each node and the nodes it depends on.
 pub type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// A layering rule inside one crate (rule 4 of the module documentation): no file under
+/// `below` names a `crate::` path into module `above`, unless the path continues with one
+/// of `shared`.
+pub struct Layer {
+    /// The package name of the crate.
+    pub krate: &'static str,
+    /// The lower layer's folder, relative to the crate (`src/btl/`).
+    pub below: &'static str,
+    /// The upper layer's module under the crate root (`pml`).
+    pub above: &'static str,
+    /// Submodules of `above` that the lower layer may use as well (`hdr`).
+    pub shared: &'static [&'static str],
+}
+
+/// The layers checked inside crates: the engine's transports (`btl`) lie below its protocol
+/// (`pml`) and share only the wire header with it.
+pub const LAYERS: &[Layer] = &[Layer {
+    krate: "oxmpi-engine",
+    below: "src/btl/",
+    above: "pml",
+    shared: &["hdr"],
+}];
 
 /// `cargo xtask check-arch`.
 pub fn cmd_check_arch(args: &[String]) -> Result<(), String> {
@@ -61,11 +89,16 @@ pub fn cmd_check_arch(args: &[String]) -> Result<(), String> {
         for c in syscalls_outside_sys(&files) {
             problems.push(format!("{}: OS call outside its sys module: {c}", m.name));
         }
+        for layer in LAYERS.iter().filter(|l| l.krate == m.name) {
+            for b in layer_breaches(&files, layer) {
+                problems.push(format!("{}: a lower layer uses the one above: {b}", m.name));
+            }
+        }
     }
     if problems.is_empty() {
         eprintln!(
             "xtask: check-arch: {} crates match ARCHITECTURE.md's graph; no import circle \
-             or OS call outside a sys module",
+             or OS call outside a sys module, no layer using the one above it",
             members.len()
         );
         Ok(())
@@ -451,6 +484,24 @@ pub fn syscalls_outside_sys(files: &[(String, String)]) -> Vec<String> {
     out
 }
 
+/// The `crate::` paths by which files under `layer.below` reach into `layer.above` beyond
+/// its shared modules, as `file crate::path`, once per file and path.
+pub fn layer_breaches(files: &[(String, String)], layer: &Layer) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for (file, text) in files.iter().filter(|(f, _)| f.starts_with(layer.below)) {
+        for path in crate_paths(&strip_comments_and_strings(text)) {
+            let up = path.first().is_some_and(|m| m == layer.above);
+            let shared = path
+                .get(1)
+                .is_some_and(|m| layer.shared.contains(&m.as_str()));
+            if up && !shared {
+                out.insert(format!("{file} crate::{}", path.join("::")));
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
 /// `text` with comments blanked and string/char literals emptied (lifetimes kept), so that
 /// only code is searched for paths.
 fn strip_comments_and_strings(text: &str) -> String {
@@ -823,6 +874,48 @@ mod tests {
                 "src/tcp.rs:8 rustix::fs::fstat"
             ]
         );
+    }
+
+    #[test]
+    fn a_transport_that_reaches_into_the_protocol_is_found() {
+        let layer = &LAYERS[0];
+        let files = files(&[
+            (
+                "src/btl/sm/link.rs",
+                "use crate::pml::hdr::{Hdr, HDR}; use crate::btl::Link;\n\
+                 // crate::pml::recv::copy(a, b, n)\n\
+                 fn f() { unsafe { crate::pml::recv::copy(a, b, n) } }",
+            ),
+            (
+                "src/btl/tcp/link.rs",
+                "use crate::pml::{hdr::Hdr, matching};",
+            ),
+            (
+                "src/pml/recv.rs",
+                "use crate::btl::BTL; use crate::mem::copy;",
+            ),
+            (
+                "src/btl/mod.rs",
+                "use crate::pml::hdr::Hdr; use crate::mem::copy;",
+            ),
+        ]);
+        assert_eq!(
+            layer_breaches(&files, layer),
+            [
+                "src/btl/sm/link.rs crate::pml::recv::copy",
+                "src/btl/tcp/link.rs crate::pml::matching",
+            ]
+        );
+        // `crate::pml` alone (its re-exports) is the layer above too.
+        let files2 = files_one("src/btl/self/mod.rs", "use crate::pml::Thing;");
+        assert_eq!(
+            layer_breaches(&files2, layer),
+            ["src/btl/self/mod.rs crate::pml::Thing"]
+        );
+    }
+
+    fn files_one(path: &str, text: &str) -> Vec<(String, String)> {
+        vec![(path.to_string(), text.to_string())]
     }
 
     #[test]

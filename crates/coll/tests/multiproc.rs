@@ -34,6 +34,11 @@ impl Drop for Job {
 }
 
 fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
+    run_within(n, scenario, env, 300);
+}
+
+/// [`run`], failing when the ranks have not all exited after `secs` seconds (a hang).
+fn run_within(n: usize, scenario: &str, env: &[(&str, &str)], secs: u64) {
     let dir = std::env::temp_dir().join(format!(
         "oxmpi-coll-test-{}-{}",
         std::process::id(),
@@ -72,7 +77,7 @@ fn run(n: usize, scenario: &str, env: &[(&str, &str)]) {
         }
         job.children.push(cmd.spawn().unwrap());
     }
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(secs);
     let mut codes = vec![None; n];
     while codes.iter().any(Option::is_none) {
         for (r, c) in job.children.iter_mut().enumerate() {
@@ -394,6 +399,22 @@ fn gather_pair_np2() {
 fn gather_pair_yielding_np2() {
     run(2, "gather-pair", &[]);
 }
+/// Erroneous gathervs whose root count for a rank's block and the block's length lie on
+/// either side of a bound between paths (posted on the segment, written by one
+/// cross-memory copy, [`oxmpi_coll::sm::GATHER_PAIR`] on 2 ranks, point to point), see
+/// [`gatherv_mismatch_suite`]: a longer block than its count fails on the root with
+/// `MPI_ERR_TRUNCATE` (and on its rank where the segment decides), a shorter one arrives;
+/// no rank waits for a post that never comes (the harness fails a run that takes more than
+/// 120 s), and a correct gatherv afterwards works. The same for scatterv, whose root's
+/// table already decides for every rank ([`scatterv_mismatch`]).
+#[test]
+fn gatherv_mismatch_np2() {
+    run_within(2, "gv-mismatch", &[], 120);
+}
+#[test]
+fn gatherv_mismatch_np3() {
+    run_within(3, "gv-mismatch", &[], 120);
+}
 const BCAST_BIG: &[(&str, &str)] = &[
     ("OXMPI_MCA_mpi_yield_when_idle", "1"),
     ("OXMPI_MCA_coll_sm_single_copy_max_many", "0"),
@@ -542,6 +563,10 @@ fn rank_entry() {
         "gather-pair" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             gather_pair_suite(&w);
+        }
+        "gv-mismatch" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            gatherv_mismatch_suite(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -954,7 +979,8 @@ fn sm_suite(c: &CollComm) {
 
 /// Gatherv straight on the segment with no cross-memory copies (`one_copy` 0), every
 /// root: blocks of a whole [`sm::DATA`] and of [`sm::V_MAX`] bytes are posted in the
-/// ranks' buffers and arrive; one byte more is left to the caller (not copied, no error).
+/// ranks' buffers and arrive; one byte more is left to the caller (the root's post tells
+/// the other ranks to send it, the root returns them to receive from, nothing copied).
 fn sm_gatherv_posted(c: &CollComm) {
     use oxmpi_coll::sm;
     let (p, r) = (c.size as usize, c.rank as usize);
@@ -968,13 +994,26 @@ fn sm_gatherv_posted(c: &CollComm) {
         let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
         for root in 0..p {
             if r != root {
-                let send = posted.then_some(&xs[r][..]);
-                assert!(seg.gatherv(send, None, root, 0), "gatherv of {b} bytes");
+                let got = seg.gather_leaf(root, &xs[r]);
+                match got {
+                    sm::Given::Done if posted => {}
+                    sm::Given::Send if !posted => {
+                        p2p_send(c, &xs[r], root);
+                    }
+                    other => panic!("gatherv of {b} bytes: {other:?}"),
+                }
                 continue;
             }
             let mut g = vec![0u8; p * b];
-            let ok = seg.gatherv(Some(&xs[r]), Some((&mut g, &counts, &displs)), root, 0);
+            let (ok, rest) = seg.gatherv_root(Some(&xs[r]), (&mut g, &counts, &displs), 0);
             assert!(ok, "gatherv of {b} bytes to {root}");
+            let others: Vec<usize> = (0..p).filter(|&i| i != root && !posted).collect();
+            assert_eq!(rest, others, "gatherv of {b} bytes: ranks to receive from");
+            for i in rest {
+                let mut x = vec![0u8; b];
+                p2p_recv(c, &mut x, i);
+                assert_eq!(x, xs[i], "gatherv of {b} bytes from {i}, point to point");
+            }
             for (i, x) in xs.iter().enumerate() {
                 let got = &g[i * b..(i + 1) * b];
                 if posted || i == root {
@@ -985,6 +1024,31 @@ fn sm_gatherv_posted(c: &CollComm) {
             }
         }
     }
+}
+
+/// A blocking point-to-point send of `buf` to `dest` on `c`'s communicator (tag 77).
+fn p2p_send(c: &CollComm, buf: &[u8], dest: usize) {
+    let e = oxmpi_engine::engine().expect("engine");
+    // SAFETY: `buf` outlives the blocking send.
+    let st = unsafe {
+        e.send(
+            buf.as_ptr(),
+            buf.len(),
+            dest as i32,
+            77,
+            c.comm,
+            SendMode::Standard,
+        )
+    };
+    st.unwrap();
+}
+
+/// A blocking point-to-point receive into `buf` from `src` on `c`'s communicator (tag 77).
+fn p2p_recv(c: &CollComm, buf: &mut [u8], src: usize) {
+    let e = oxmpi_engine::engine().expect("engine");
+    // SAFETY: `buf` outlives the blocking receive.
+    let st = unsafe { e.recv(buf.as_mut_ptr(), buf.len(), src as i32, 77, c.comm) }.unwrap();
+    assert_eq!(st.error, None);
 }
 
 /// Run a light request on the segment to its end (`None`: no free slot).
@@ -3344,5 +3408,163 @@ fn bcast_big_suite(c: &CollComm) {
                 assert!(out == total, "reduce {it} of {len} bytes to {root}");
             }
         }
+    }
+}
+
+/// Gathervs where one rank's block and the root's count for it differ by one byte across
+/// each bound between the paths: [`sm::V_MAX`] (posted / written by one cross-memory copy
+/// or sent), the single-copy limit (32 KiB on 2 ranks: into [`sm::GATHER_PAIR`]) and 1 MiB
+/// (out of it, point to point); every root, in place or not; the other ranks (on 3) send
+/// what their counts say. A block longer than its count: the root fails with
+/// `MPI_ERR_TRUNCATE`, and so does its rank unless the root takes the block point to point
+/// (the send then completes with what the receive takes). A shorter block arrives (its
+/// bytes, the rest of its room untouched). After each, a correct gatherv of every size
+/// class shows the segment in order.
+fn gatherv_mismatch_suite(c: &CollComm) {
+    use oxmpi_coll::sm;
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Gather).unwrap().expect("a segment");
+    let one_copy = seg.single_copy_max();
+    let pair = p == 2 && seg.cma_known();
+    // Whether the root takes a block of its count `c` point to point.
+    let by_p2p = |c: usize| c > sm::V_MAX.max(one_copy) && !(pair && sm::GATHER_PAIR.contains(&c));
+    let mut it = 0u64;
+    for bound in [sm::V_MAX, 32 << 10, 1 << 20] {
+        for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
+            for root in 0..p {
+                for in_place in [false, true] {
+                    it += 1;
+                    let bad = (root + 1) % p;
+                    let how = format!(
+                        "count {count}, block {len}, root {root}, in place {in_place}, it {it}"
+                    );
+                    let counts: Vec<usize> =
+                        (0..p).map(|i| if i == root { 5 } else { count }).collect();
+                    let mut displs = vec![0usize; p];
+                    for i in 1..p {
+                        displs[i] = displs[i - 1] + counts[i - 1] + 3;
+                    }
+                    let total = displs[p - 1] + counts[p - 1] + 3;
+                    let lens: Vec<usize> = (0..p)
+                        .map(|i| if i == bad { len } else { counts[i] })
+                        .collect();
+                    let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(lens[i], it, i, 90)).collect();
+                    let longer = len > count;
+                    if me == root {
+                        let mut recv = vec![0xa5u8; total];
+                        if in_place {
+                            recv[displs[me]..displs[me] + 5].copy_from_slice(&xs[me]);
+                        }
+                        let send = (!in_place).then_some(&xs[me][..]);
+                        let r =
+                            select::gatherv(c, send, &mut recv, (&counts, &displs), root as i32);
+                        if longer {
+                            let e = r.expect_err(&format!("gatherv {how}: root"));
+                            assert_eq!(e.class(), ErrorClass::Truncate, "gatherv {how}: {e}");
+                        } else {
+                            r.unwrap_or_else(|e| panic!("gatherv {how}: root: {e}"));
+                            for i in 0..p {
+                                let d = displs[i];
+                                assert!(recv[d..d + lens[i]] == xs[i], "gatherv {how}: block {i}");
+                                assert!(
+                                    recv[d + lens[i]..d + counts[i]].iter().all(|&b| b == 0xa5),
+                                    "gatherv {how}: room after block {i}"
+                                );
+                            }
+                        }
+                    } else {
+                        let r = select::gatherv(c, Some(&xs[me]), &mut [], (&[], &[]), root as i32);
+                        match r {
+                            Err(e) if me == bad && longer => {
+                                assert_eq!(e.class(), ErrorClass::Truncate, "gatherv {how}: {e}")
+                            }
+                            Ok(()) if me == bad && longer => {
+                                assert!(by_p2p(count), "gatherv {how}: rank {me} took no error")
+                            }
+                            r => r.unwrap_or_else(|e| panic!("gatherv {how}: rank {me}: {e}")),
+                        }
+                    }
+                    gatherv_correct(c, it);
+                }
+            }
+        }
+    }
+    scatterv_mismatch(c);
+}
+
+/// Scatterv with the root's count for one rank's block one byte off that rank's receive
+/// buffer across the same bounds: the root's table decides for every rank, so none waits
+/// in vain; a block longer than the receive buffer fails on its rank with
+/// `MPI_ERR_TRUNCATE`, a shorter one arrives.
+fn scatterv_mismatch(c: &CollComm) {
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let mut it = 1000u64;
+    for bound in [oxmpi_coll::sm::V_MAX, 32 << 10, 1 << 20] {
+        for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
+            for root in 0..p {
+                it += 1;
+                let bad = (root + 1) % p;
+                let how = format!("count {count}, buffer {len}, root {root}, it {it}");
+                let counts: Vec<usize> =
+                    (0..p).map(|i| if i == root { 5 } else { count }).collect();
+                let displs: Vec<usize> = (0..p).map(|i| counts[..i].iter().sum()).collect();
+                let send = contrib(counts.iter().sum(), it, root, 92);
+                if me == root {
+                    let mut own = [0u8; 5];
+                    select::scatterv(c, (&send, &counts, &displs), Some(&mut own), root as i32)
+                        .unwrap_or_else(|e| panic!("scatterv {how}: root: {e}"));
+                    assert!(
+                        own[..] == send[displs[me]..displs[me] + 5],
+                        "scatterv {how}: root"
+                    );
+                    gatherv_correct(c, it);
+                    continue;
+                }
+                let room = if me == bad { len } else { count };
+                let mut recv = vec![0xa5u8; room];
+                let r = select::scatterv(c, (&[], &[], &[]), Some(&mut recv), root as i32);
+                if me == bad && count > len {
+                    let e = r.expect_err(&format!("scatterv {how}: rank {me}"));
+                    assert_eq!(e.class(), ErrorClass::Truncate, "scatterv {how}: {e}");
+                } else {
+                    r.unwrap_or_else(|e| panic!("scatterv {how}: rank {me}: {e}"));
+                    let d = displs[me];
+                    assert!(
+                        recv[..count] == send[d..d + count],
+                        "scatterv {how}: rank {me}"
+                    );
+                    assert!(
+                        recv[count..].iter().all(|&b| b == 0xa5),
+                        "scatterv {how}: room"
+                    );
+                }
+                gatherv_correct(c, it);
+            }
+        }
+    }
+}
+
+/// A correct gatherv to a rotating root with blocks of every size class (posted, one
+/// cross-memory copy, and, on 2 ranks, the pair's), checked at the root.
+fn gatherv_correct(c: &CollComm, it: u64) {
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let root = it as usize % p;
+    let sizes = [100usize, 8 << 10, 40 << 10];
+    let counts: Vec<usize> = (0..p).map(|i| sizes[(i + it as usize) % 3]).collect();
+    let displs: Vec<usize> = (0..p).map(|i| counts[..i].iter().sum()).collect();
+    let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(counts[i], it, i, 91)).collect();
+    if me == root {
+        let mut recv = vec![0u8; counts.iter().sum()];
+        select::gatherv(c, Some(&xs[me]), &mut recv, (&counts, &displs), root as i32).unwrap();
+        for i in 0..p {
+            assert!(
+                recv[displs[i]..displs[i] + counts[i]] == xs[i],
+                "correct gatherv after it {it}: block {i}"
+            );
+        }
+    } else {
+        select::gatherv(c, Some(&xs[me]), &mut [], (&[], &[]), root as i32).unwrap();
     }
 }

@@ -235,6 +235,8 @@ mod btl;
 mod engine;
 #[cfg(not(loom))]
 pub mod frameworks;
+#[cfg(not(loom))]
+mod mem;
 /// Matching transports (`pml cm` + `mtl`): the libfabric matching offload's sans-IO
 /// rules (envelope in the tag, completions as statuses, selection) and an in-process
 /// model of a provider's tagged matching for their tests.

@@ -432,14 +432,18 @@ pub fn gather(
     if (0..a.size).contains(&root) {
         if let Some(seg) = pair(a, Coll::Gather, block, sm::GATHER_PAIR)? {
             count(a.shadow, Alg::SmGather);
-            let r = if at_root {
-                let (theirs, own) = pair_blocks(recv, (1 - me) * block, me * block, block);
-                let own = send.map(|s| (&s[..block], own));
-                seg.gather_pair(me, sm::PairSide::Root(theirs, own))
-            } else {
-                seg.gather_pair(root as usize, sm::PairSide::Leaf(send.unwrap_or_default()))
-            };
-            return single_copy_done(r, "gather");
+            if !at_root {
+                return given_done(
+                    a,
+                    seg.gather_leaf(root as usize, send.unwrap_or_default()),
+                    send,
+                    root,
+                    "gather",
+                );
+            }
+            let (theirs, own) = pair_blocks(recv, (1 - me) * block, me * block, block);
+            let own = send.map(|s| (&s[..block], own));
+            return single_copy_done(seg.gather_pair(theirs, own), "gather");
         }
         if let Some(seg) = single_copy(a, Coll::Gather, block)? {
             count(a.shadow, Alg::SmGather);
@@ -458,6 +462,27 @@ pub fn gather(
         }
     }
     a.gather_from(send, recv, block, root)
+}
+
+/// The outcome of a non-root rank's gather(v) block on the segment
+/// ([`sm::Seg::gather_leaf`]) as the collective's: a block the root takes point to point
+/// is sent from here (`send`, to `root`).
+fn given_done(
+    a: &CollComm,
+    g: sm::Given,
+    send: Option<&[u8]>,
+    root: i32,
+    what: &str,
+) -> Result<()> {
+    match g {
+        sm::Given::Done => Ok(()),
+        sm::Given::Send => a.send(send.unwrap_or_default(), root, TAG_GATHER),
+        sm::Given::Truncated(n) => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            format!("{what}: a block of {n} bytes is longer than the root's count for it"),
+        )),
+        sm::Given::Failed(e) => single_copy_done(Err(e), what),
+    }
 }
 
 /// The two blocks of a 2-rank gather(v) root's receive buffer: the other rank's (`n`
@@ -832,10 +857,14 @@ pub fn alltoallv_in_place(
 
 /// Gatherv to `root`: our block is `send` (`None`: in place at the root, already in
 /// `recv`); at the root, block `i` (`counts[i]` bytes at `displs[i]`) of `recv` comes
-/// from rank `i` (other ranks pass empty `recv`, `counts`, `displs`). Blocks of at most
-/// [`sm::V_MAX`] bytes go through the segment (every rank and the root agree per rank:
-/// MPI makes its send size the root's count), larger ones point to point; on 2 ranks a
-/// larger block of [`sm::GATHER_PAIR`] moves as a gather's ([`sm::Seg::gather_pair`]).
+/// from rank `i` (other ranks pass empty `recv`, `counts`, `displs`). On the segment the
+/// root decides by its counts ([`sm::Seg::gatherv_root`]): blocks of at most [`sm::V_MAX`]
+/// bytes are posted there, larger ones written by one cross-memory copy up to
+/// [`sm::Seg::single_copy_max`], the rest point to point; on 2 ranks a block of
+/// [`sm::GATHER_PAIR`] moves as a gather's ([`sm::Seg::gather_pair`]). The other ranks
+/// follow the root's post ([`sm::Seg::gather_leaf`]), so that a count that disagrees
+/// with its block (erroneous) fails instead of hanging: `MPI_ERR_TRUNCATE` at the root
+/// when the block is longer.
 pub fn gatherv(
     a: &CollComm,
     send: Option<&[u8]>,
@@ -844,77 +873,48 @@ pub fn gatherv(
     root: i32,
 ) -> Result<()> {
     let at_root = a.rank == root;
-    // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's ([`sm::Seg::gather_pair`]:
-    // both ranks know its length, the root from its count).
-    if a.size == 2 && (0..2).contains(&root) {
-        let (me, other) = (a.rank as usize, 1 - a.rank as usize);
-        let n = if at_root {
-            counts.get(other).copied().unwrap_or(0)
-        } else {
-            send.map_or(0, <[u8]>::len)
-        };
-        let seg = match n > sm::V_MAX {
-            true => pair(a, Coll::Gather, n, sm::GATHER_PAIR)?,
-            false => None,
-        };
-        if let Some(seg) = seg {
-            count(a.shadow, Alg::SmGather);
-            if !at_root {
-                let r =
-                    seg.gather_pair(root as usize, sm::PairSide::Leaf(send.unwrap_or_default()));
-                return single_copy_done(r, "gatherv");
-            }
-            a.check_vec_len(counts, displs)?;
-            crate::base::helpers::check_blocks(recv.len(), counts, displs)?;
-            let (t, o) = (displs[other], displs[me]);
-            // Disjoint blocks (MPI: no place written twice), or the other block alone.
-            let apart = send.is_none() || t + counts[other] <= o || o + counts[me] <= t;
-            let (theirs, own) = match apart {
-                true => pair_blocks(recv, t, o, n),
-                false => (&mut recv[t..t + n], &mut [][..]),
-            };
-            let room = counts[me].min(own.len());
-            let own = send.map(|s| (s, &mut own[..room]));
-            let r = seg.gather_pair(me, sm::PairSide::Root(theirs, own));
-            return single_copy_done(r, "gatherv");
-        }
-    }
     if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Gather)? {
             count(a.shadow, Alg::SmGather);
-            let one_copy = seg.single_copy_max();
-            // Blocks up to this size go through the segment or by one cross-memory copy.
-            let on_seg = sm::V_MAX.max(one_copy);
             if !at_root {
+                // Whatever the root's path, ours follows its post (`sm::Seg::gather_leaf`).
                 let s = send.unwrap_or_default();
-                if s.len() <= on_seg {
-                    if !seg.gatherv(Some(s), None, root as usize, one_copy) {
-                        return Err(crate::arg_err(
-                            oxmpi_engine::ErrorClass::Truncate,
-                            "gatherv: the block is longer than the root's count for it",
-                        ));
-                    }
-                    return Ok(());
-                }
-                seg.gatherv(None, None, root as usize, one_copy);
-                return a.send(s, root, TAG_GATHER);
+                return given_done(a, seg.gather_leaf(root as usize, s), send, root, "gatherv");
             }
-            a.check_vec_len(counts, displs)?;
-            crate::base::helpers::check_blocks(recv.len(), counts, displs)?;
-            let ok = seg.gatherv(
-                send,
-                Some((&mut *recv, counts, displs)),
-                root as usize,
-                one_copy,
-            );
-            // The blocks too large for the segment, point to point.
+            let valid = a
+                .check_vec_len(counts, displs)
+                .and_then(|()| crate::base::helpers::check_blocks(recv.len(), counts, displs));
+            if let Err(e) = valid {
+                // Still take part, with room for no block: no rank is left waiting.
+                let none = vec![0; a.size as usize];
+                seg.gatherv_root(None, (&mut [], &none, &none), 0);
+                return Err(e);
+            }
+            let (me, other) = (a.rank as usize, 1 - a.rank as usize);
+            // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's
+            // ([`sm::Seg::gather_pair`]; the other rank follows our post).
+            if a.size == 2 && seg.cma_known() && sm::GATHER_PAIR.contains(&counts[other]) {
+                let n = counts[other];
+                let (t, o) = (displs[other], displs[me]);
+                // Disjoint blocks (MPI: no place written twice), or the other block alone.
+                let apart = send.is_none() || t + n <= o || o + counts[me] <= t;
+                let (theirs, own) = match apart {
+                    true => pair_blocks(recv, t, o, n),
+                    false => (&mut recv[t..t + n], &mut [][..]),
+                };
+                let room = counts[me].min(own.len());
+                let own = send.map(|s| (s, &mut own[..room]));
+                return single_copy_done(seg.gather_pair(theirs, own), "gatherv");
+            }
+            let one_copy = seg.single_copy_max();
+            let (ok, rest) = seg.gatherv_root(send, (&mut *recv, counts, displs), one_copy);
+            // The blocks that travel point to point.
             let base = recv.as_mut_ptr();
             let mut reqs = Vec::new();
-            for i in (0..a.size).filter(|&i| i != root && counts[i as usize] > on_seg) {
-                let iu = i as usize;
+            for i in rest {
                 // SAFETY: the block is in bounds (checked); `recv` outlives the waitall.
-                match unsafe { a.irecv_raw(base.add(displs[iu]), counts[iu], i, TAG_GATHER) } {
-                    Ok(q) => reqs.push((q, i)),
+                match unsafe { a.irecv_raw(base.add(displs[i]), counts[i], i as i32, TAG_GATHER) } {
+                    Ok(q) => reqs.push((q, i as i32)),
                     Err(e) => {
                         a.abandon(&reqs);
                         return Err(e);

@@ -43,9 +43,11 @@
 //! rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`): every rank computes the identical result, for
 //! any operation.
 //!
-//! Gatherv and scatterv ([`Seg::gatherv`], [`Seg::scatterv`]) take the segment per rank:
-//! a gatherv rank posts its length and block when it fits [`V_MAX`] (the root knows the
-//! same from its count, so both sides agree), a scatterv root posts a table saying for every
+//! Gatherv and scatterv ([`Seg::gatherv_root`], [`Seg::scatterv`]) take the segment per
+//! rank: a gatherv rank posts its length, and its block when it fits [`V_MAX`]; a longer
+//! block follows the root's post ([`Seg::gather_leaf`]): the root decides from its counts
+//! and checks from the posted lengths, so that an erroneous count that disagrees with a
+//! block fails on both sides instead of hanging one; a scatterv root posts a table saying for every
 //! rank where its block is in the root's buffer or that it comes point to point. Alltoall(v)
 //! in place posts from the user's buffer before overwriting it (no temporary). Alltoallv
 //! blocks too large for a buffer move by cross-memory copies between the user's buffers
@@ -100,7 +102,7 @@ mod segment;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{
-    PairSide, Reduction, Seg, Side, VBlock, ALLGATHER_PAIR, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX,
+    Given, Reduction, Seg, Side, VBlock, ALLGATHER_PAIR, ALLREDUCE_PAIR, BCAST_BIG_MIN, BIG_MAX,
     CAP, DATA, GATHER_PAIR, LANE_MAX, NBUF, NB_LARGE_MAX, NB_NBUF, PULL_MAX, REDUCE_BIG_MAX,
     REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN, RING_CELLS, RS_PHASED_MAX, V_MAX,
 };

@@ -23,7 +23,7 @@ pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
 pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};
 pub(crate) use pull_nb::Pair;
-pub use rooted::{PairSide, Side, GATHER_PAIR};
+pub use rooted::{Given, Side, GATHER_PAIR};
 
 const LINE: usize = 64;
 /// Bytes of one data buffer (vectors up to this size take the shared-memory path).
@@ -913,129 +913,100 @@ impl Seg {
         Ok(Some(ok && own))
     }
 
-    /// Gatherv to `root` of blocks up to [`V_MAX`] bytes, and of blocks up to `one_copy`
-    /// bytes ([`Seg::single_copy_max`]: 0 when CMA does not reach every rank) by one
-    /// cross-memory copy each. A non-root posts its block's length and `send` when it is
-    /// `Some` and fits, or writes it into the root's buffer when it is larger (at the
-    /// address the root posts: its pid, then per rank the block's address and count); a
-    /// larger block travels otherwise: the caller's business (`None` still takes part, so
-    /// the ranks' collectives stay numbered alike). The root (`recv`: the buffer, counts
-    /// and displacements) copies the posted block of every other rank whose count is at
-    /// most [`V_MAX`], and its own from `send` (`None`: in place, already there), and waits
-    /// for the ranks that write theirs. False at the root when some block was longer than
-    /// its count or outside `recv` (that block is not copied), at a non-root when its
-    /// block was longer than the root's count or its copy failed (not copied).
-    pub fn gatherv(
+    /// The root's part of a gatherv on the segment (every other rank runs
+    /// [`Seg::gather_leaf`]): `recv` is the buffer, counts and displacements, `send` our
+    /// own block (`None`: in place, already there). Blocks of at most [`V_MAX`] bytes are
+    /// posted by their ranks and copied from there, blocks of up to `one_copy` bytes
+    /// ([`Seg::single_copy_max`]: 0 when CMA does not reach every rank) written into
+    /// `recv` by their ranks, each by one cross-memory copy at the address we post (our
+    /// pid, then per rank the block's address and count), larger ones travel point to
+    /// point: we post that in their entries ([`rooted::BY_P2P`]), their ranks send them and
+    /// we return those ranks for the caller to receive from. We post when some count is
+    /// larger than [`V_MAX`], and also, with no entry for it, when a rank's posted length
+    /// says it waits for us (its count disagrees: erroneous). Every rank's posted length is
+    /// checked against its count: a shorter block posted on the segment is copied all the
+    /// same (as point to point), a longer one or one outside `recv` is not, and the first
+    /// value is false then, or when our own block does not fit.
+    pub fn gatherv_root(
         &self,
         send: Option<&[u8]>,
-        recv: Option<(&mut [u8], &[usize], &[usize])>,
-        root: usize,
+        (recv, counts, displs): (&mut [u8], &[usize], &[usize]),
         one_copy: usize,
-    ) -> bool {
+    ) -> (bool, Vec<usize>) {
+        let (me, p) = (self.rank, self.size);
         let k = self.next();
         let mut ok = true;
-        let far = |n: usize| n > V_MAX && n <= one_copy;
-        match recv {
-            Some((recv, counts, displs)) if self.rank == root => {
-                let len = recv.len();
-                let fits = |r: usize, n: usize| {
-                    counts.get(r).is_some_and(|&c| n <= c)
-                        && displs.get(r).is_some_and(|&d| d + n <= len)
-                };
-                let writers: Vec<usize> = (0..self.size)
-                    .filter(|&r| r != root && counts.get(r).is_some_and(|&c| far(c)))
-                    .collect();
-                if !writers.is_empty() {
-                    self.reusable(k.saturating_sub(NBUF));
-                    let w = self.data(self.rank, k).cast::<u64>();
-                    // SAFETY: our own buffer of collective `k`, read by nobody until we
-                    // stamp it and no longer by anybody for `k - NBUF` (waited above);
-                    // `8 * (1 + 2p) <= DATA`.
-                    unsafe {
-                        w.write_unaligned(crate::sm::own_pid());
-                        for &r in &writers {
-                            let (at, c) = if fits(r, counts[r]) {
-                                (recv.as_ptr() as u64 + displs[r] as u64, counts[r])
-                            } else {
-                                (0, 0)
-                            };
-                            w.add(1 + 2 * r).write_unaligned(at);
-                            w.add(2 + 2 * r).write_unaligned(c as u64);
-                        }
-                    }
-                    self.put_word(self.stamp(self.rank, k), k);
-                }
-                if let Some(s) = send {
-                    if fits(root, s.len()) {
-                        recv[displs[root]..displs[root] + s.len()].copy_from_slice(s);
-                    } else {
-                        ok = false;
-                    }
-                }
-                for r in (0..self.size).filter(|&r| r != root) {
-                    if counts.get(r).is_none_or(|&c| c > V_MAX) {
-                        continue;
-                    }
-                    self.wait_word(self.stamp(r, k), k);
-                    // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only
-                    // after the reads; the length word is the first 8 posted bytes.
-                    let n = unsafe { self.data(r, k).cast::<u64>().read_unaligned() } as usize;
-                    if n > V_MAX || !fits(r, n) {
-                        ok = false;
-                        continue;
-                    }
-                    // SAFETY: as above; `8 + n <= CAP`.
-                    let src = unsafe { self.peer(r, k, 8, n) };
-                    recv[displs[r]..displs[r] + n].copy_from_slice(src);
-                }
-                // Our buffer is written by those ranks until they are done.
-                for r in writers {
-                    self.wait_word(self.seq_word(r), k);
+        let len = recv.len();
+        let count = |r: usize| counts.get(r).copied().unwrap_or(0);
+        let fits = |r: usize, n: usize| {
+            n <= count(r) && counts.len() > r && displs.get(r).is_some_and(|&d| d + n <= len)
+        };
+        let far = |r: usize| count(r) > V_MAX && count(r) <= one_copy;
+        let at = recv.as_mut_ptr() as u64;
+        let post = || {
+            self.reusable(k.saturating_sub(NBUF));
+            let w = self.data(me, k).cast::<u64>();
+            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
+            // and no longer by anybody for `k - NBUF` (waited above); `8 * (1 + 2p) <=
+            // DATA`.
+            unsafe {
+                w.write_unaligned(crate::sm::own_pid() | rooted::POST_TABLE);
+                for r in (0..p).filter(|&r| r != me) {
+                    let (a, c) = match count(r) {
+                        c if far(r) && fits(r, c) => (at + displs[r] as u64, c as u64),
+                        c if c > V_MAX && !far(r) => (0, rooted::BY_P2P),
+                        _ => (0, 0),
+                    };
+                    w.add(1 + 2 * r).write_unaligned(a);
+                    w.add(2 + 2 * r).write_unaligned(c);
                 }
             }
-            _ => match send {
-                Some(s) if s.len() <= V_MAX => {
-                    self.reusable(k.saturating_sub(NBUF));
-                    let base = self.data(self.rank, k);
-                    // SAFETY: our own buffer of collective `k`, read by nobody until we
-                    // stamp it and no longer by anybody for `k - NBUF` (waited above);
-                    // `8 + s.len() <= CAP`.
-                    unsafe {
-                        base.cast::<u64>().write_unaligned(s.len() as u64);
-                        std::ptr::copy_nonoverlapping(s.as_ptr(), base.add(8), s.len());
-                    }
-                    self.put_word(self.stamp(self.rank, k), k);
+            self.put_word(self.stamp(me, k), k);
+        };
+        let mut posted = (0..p).any(|r| r != me && count(r) > V_MAX);
+        if posted {
+            post();
+        }
+        if let Some(s) = send {
+            if fits(me, s.len()) {
+                recv[displs[me]..displs[me] + s.len()].copy_from_slice(s);
+            } else {
+                ok = false;
+            }
+        }
+        let mut p2p = Vec::new();
+        // The ranks that post their block or send it; then those that write it.
+        for r in (0..p).filter(|&r| r != me && !far(r)) {
+            self.wait_word(self.stamp(r, k), k);
+            // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after the
+            // reads; the length word is the first 8 posted bytes.
+            let n = unsafe { self.data(r, k).cast::<u64>().read_unaligned() } as usize;
+            if n <= V_MAX {
+                let d = displs.get(r).copied().unwrap_or(0);
+                ok &= self
+                    .take_posted(r, k, recv.get_mut(d..d + count(r)).unwrap_or(&mut []))
+                    .is_none();
+            } else if count(r) > V_MAX {
+                p2p.push(r);
+            } else {
+                // It waits for our post, whose entry gives it no room.
+                ok = false;
+                if !posted {
+                    post();
+                    posted = true;
                 }
-                Some(s) if far(s.len()) => {
-                    self.wait_word(self.stamp(root, k), k);
-                    // SAFETY: the root stamped `k` (waited above) and we finish `k` only
-                    // after the copy; our entry lies in its post.
-                    let word = |i: usize| unsafe {
-                        self.data(root, k).cast::<u64>().add(i).read_unaligned()
-                    };
-                    let me = self.rank;
-                    let (at, c) = (word(1 + 2 * me), word(2 + 2 * me) as usize);
-                    // SAFETY: the root's receive buffer has room for `c >= s.len()` bytes
-                    // at `at` for us alone, unchanged until we are done with `k` (it waits
-                    // for that); a write only reads our side.
-                    ok = at != 0
-                        && s.len() <= c
-                        && unsafe {
-                            cma_copy(
-                                word(0) as i32,
-                                s.as_ptr().cast_mut(),
-                                at,
-                                s.len(),
-                                Cma::Write,
-                            )
-                        }
-                        .is_ok();
-                }
-                _ => {}
-            },
+            }
+        }
+        for r in (0..p).filter(|&r| r != me && far(r)) {
+            // Our buffer is written by the rank until it is done (after its post).
+            self.wait_word(self.seq_word(r), k);
+            let d = displs.get(r).copied().unwrap_or(0);
+            ok &= self
+                .take_posted(r, k, recv.get_mut(d..d + count(r)).unwrap_or(&mut []))
+                .is_none();
         }
         self.finish(k);
-        ok
+        (ok, p2p)
     }
 
     /// Scatterv from `root` (`send`: its buffer, counts and displacements): the root

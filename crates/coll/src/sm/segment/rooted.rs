@@ -13,14 +13,17 @@
 //!
 //! A gather (and a gatherv block) of [`GATHER_PAIR`] on 2 ranks goes by one cross-memory
 //! copy whose direction the root's post decides ([`Seg::gather_pair`]): both ranks post
-//! their pid and block; out of place the other rank writes its block into the root's
+//! their pid and block; the other rank's side ([`Seg::gather_leaf`]) is the same whatever
+//! path the root took, and so is that of every gatherv rank, so that a root whose count
+//! disagrees with a rank's block (erroneous) fails instead of leaving one of them waiting
+//! for a post that never comes; out of place the other rank writes its block into the root's
 //! receive buffer while the root copies its own (each CPU copies one block), in place the
 //! root, which has nothing else to copy, reads the front half while the other rank writes
 //! the back half, and the other rank waits for the root's read before it returns (its
 //! block must stay as it is until read).
 
 use super::cma::{CMA_NO, CMA_YES};
-use super::Seg;
+use super::{Seg, V_MAX};
 use oxmpi_engine::{cma_copy, Cma};
 use std::io;
 use std::sync::atomic::Ordering;
@@ -55,16 +58,31 @@ pub enum Side<'a> {
     Own(&'a [u8], &'a mut [u8]),
 }
 
-/// A rank's side of a gather on 2 ranks ([`Seg::gather_pair`]).
-pub enum PairSide<'a> {
-    /// The root: where the other rank's block goes (its length is the most it takes), and
-    /// out of place its own block, copied from the first slice into the front of the
-    /// second while the other rank writes (`None` in place: the root reads half of the
-    /// other block instead).
-    Root(&'a mut [u8], Option<(&'a [u8], &'a mut [u8])>),
-    /// The other rank: its block.
-    Leaf(&'a [u8]),
+/// What became of a non-root rank's gather(v) block ([`Seg::gather_leaf`]).
+#[derive(Debug)]
+pub enum Given {
+    /// It is at the root (posted on the segment, or written into the root's buffer).
+    Done,
+    /// The root receives it point to point: the caller sends it ([`BY_P2P`]).
+    Send,
+    /// The root has less room for it than its length, this many bytes, or takes no
+    /// block of this size on the path it chose: not copied.
+    Truncated(usize),
+    /// The cross-memory write into the root's buffer failed.
+    Failed(io::Error),
 }
+
+/// The low half of a gather(v) root's first word: its pid; the high half says what the
+/// post is ([`POST_PAIR`], [`POST_TABLE`]; another collective's post has neither).
+const PID_BITS: u64 = 0xffff_ffff;
+/// A [`Seg::gather_pair`] root's post: its pid, the address and room for the other block,
+/// whether it is in place.
+const POST_PAIR: u64 = 1 << 32;
+/// A [`Seg::gatherv_root`] root's post: its pid, then per rank an address and a count
+/// ([`BY_P2P`], or 0 and 0: none).
+pub(super) const POST_TABLE: u64 = 2 << 32;
+/// The count of a gatherv table entry whose block the root receives point to point.
+pub(super) const BY_P2P: u64 = u64::MAX;
 
 impl Seg {
     /// Whether every rank reaches every other by CMA. Collective the first time on a
@@ -201,64 +219,160 @@ impl Seg {
         r
     }
 
-    /// A gather on 2 ranks by one cross-memory copy, for blocks of [`GATHER_PAIR`] (call
-    /// only when [`Seg::cma_known`]). Both ranks post their pid, their block's address and
-    /// length (the root: where the other block goes and its room, and whether it is in
-    /// place). The other rank decides from the root's post, so both apply the same rule:
-    /// out of place it writes its block into the root's buffer (`process_vm_writev`) and
-    /// is done, while the root copies its own block and waits for that; in place (the
-    /// root has no copy of its own to overlap with the other's write) the root reads the
+    /// A non-root rank's part of a gather or gatherv on the segment, whatever path the root
+    /// takes (its post decides; the root's count for our block and our block's length
+    /// agree in a correct program, but an erroneous one must fail, not hang). We post our
+    /// block's length first, then the block itself when it has at most [`V_MAX`] bytes (the
+    /// root copies it from there, whatever its count; we are done), else our pid and the
+    /// block's address, and wait for the root's post: a [`Seg::gather_pair`] root's says
+    /// where the block goes and whether the root reads the front half of it (in place); a
+    /// gatherv table ([`Seg::gatherv_root`]) gives our entry: an address and room to write
+    /// the block into, or [`BY_P2P`] (the caller sends it point to point, the root receives
+    /// it), or nothing (its count was at most [`V_MAX`], or the block does not fit its
+    /// buffer). A block longer than the room it is given is not copied
+    /// ([`Given::Truncated`]; the root finds the same from our post), nor is it when the
+    /// root's post is of another collective's kind.
+    pub fn gather_leaf(&self, root: usize, blk: &[u8]) -> Given {
+        let k = self.next();
+        self.reusable(k.saturating_sub(super::NBUF));
+        let n = blk.len();
+        let base = self.data(self.rank, k);
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
+        // longer by anybody for `k - NBUF` (waited above); `8 + n <= CAP` bytes, or 3 words.
+        unsafe {
+            base.cast::<u64>().write_unaligned(n as u64);
+            if n <= V_MAX {
+                std::ptr::copy_nonoverlapping(blk.as_ptr(), base.add(8), n);
+            } else {
+                base.add(8)
+                    .cast::<u64>()
+                    .write_unaligned(crate::sm::own_pid());
+                base.add(16)
+                    .cast::<u64>()
+                    .write_unaligned(blk.as_ptr() as u64);
+            }
+        }
+        self.put_word(self.stamp(self.rank, k), k);
+        if n <= V_MAX {
+            self.finish(k);
+            return Given::Done;
+        }
+        self.wait_word(self.stamp(root, k), k);
+        // SAFETY: (each use) the root stamped `k` (waited above) and we finish `k` only
+        // after the reads; its post has the words its kind says.
+        let word = |i: usize| unsafe { self.data(root, k).cast::<u64>().add(i).read_unaligned() };
+        let head = word(0);
+        let pid = (head & PID_BITS) as i32;
+        // Write `blk[from..]` at `to + from` of the root's memory, which has room for `n`
+        // bytes at `to` for our block alone, unchanged until we are done with `k` (the root
+        // waits for that).
+        let write = |to: u64, from: usize| {
+            let src = blk[from..].as_ptr().cast_mut();
+            // SAFETY: see above; a write only reads our side.
+            match unsafe { cma_copy(pid, src, to + from as u64, n - from, Cma::Write) } {
+                Ok(()) => Given::Done,
+                Err(e) => Given::Failed(e),
+            }
+        };
+        let r = match head & !PID_BITS {
+            POST_PAIR => {
+                let (to, room, root_in_place) = (word(1), word(2) as usize, word(3) != 0);
+                // In place the root reads the front of our block, we write the rest.
+                let h = if root_in_place { front(n) } else { 0 };
+                let r = if n > room {
+                    Given::Truncated(n)
+                } else {
+                    write(to, h)
+                };
+                if root_in_place {
+                    self.finish(k);
+                    // The root reads our block: it stays ours until the root is done.
+                    self.wait_word(self.seq_word(root), k);
+                    return r;
+                }
+                r
+            }
+            POST_TABLE => {
+                let (at, c) = (word(1 + 2 * self.rank), word(2 + 2 * self.rank));
+                match c {
+                    BY_P2P => Given::Send,
+                    c if at != 0 && n as u64 <= c => write(at, 0),
+                    _ => Given::Truncated(n),
+                }
+            }
+            _ => Given::Truncated(n),
+        };
+        self.finish(k);
+        r
+    }
+
+    /// The root's part of a gather on 2 ranks by one cross-memory copy, for blocks of
+    /// [`GATHER_PAIR`] (call only when [`Seg::cma_known`]; the other rank runs
+    /// [`Seg::gather_leaf`]). We post our pid, where the other block goes and its room, and
+    /// whether we are in place (`own` `None`; else our own block, copied from the first
+    /// slice into the second). Out of place the other rank writes its block into our
+    /// buffer (`process_vm_writev`) and is done, while we copy our own block and wait for
+    /// that; in place (no copy of our own to overlap with the other's write) we read the
     /// front half of the block ([`front`], `process_vm_readv`) while the other rank writes
     /// the back half, each marks the collective done and then waits for the other's mark:
-    /// the root for the write into its buffer, the other rank for the read of its block.
-    /// A block longer than the root's room is not
-    /// copied (`Ok(Some(n))`: its length) on the rank that would copy it and on the other
-    /// rank; an error when a copy failed. Both ranks mark the collective done either way.
-    pub fn gather_pair(&self, root: usize, side: PairSide<'_>) -> io::Result<Option<usize>> {
-        debug_assert!(self.size == 2 && root < 2, "a gather of 2 ranks");
+    /// we for the write into our buffer, the other rank for the read of its block. The
+    /// other rank's post says what it did: a block of at most [`V_MAX`] bytes is copied
+    /// from there (when it fits `theirs`), a longer one than `theirs` is not copied
+    /// (`Ok(Some(n))`: its length; the other rank finds the same), nor is our own when it
+    /// does not fit; an error when a copy failed. Both ranks mark the collective done
+    /// either way.
+    pub fn gather_pair(
+        &self,
+        theirs: &mut [u8],
+        own: Option<(&[u8], &mut [u8])>,
+    ) -> io::Result<Option<usize>> {
+        debug_assert!(self.size == 2, "a gather of 2 ranks");
         let (me, peer) = (self.rank, 1 - self.rank);
         let k = self.next();
         self.reusable(k.saturating_sub(super::NBUF));
-        let (at, len, in_place) = match &side {
-            PairSide::Root(theirs, own) => (theirs.as_ptr(), theirs.len(), own.is_none()),
-            PairSide::Leaf(blk) => (blk.as_ptr(), blk.len(), false),
-        };
         let w = self.data(me, k).cast::<u64>();
         // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
         // longer by anybody for `k - NBUF` (waited above); 4 words fit it.
         unsafe {
-            w.write_unaligned(crate::sm::own_pid());
-            w.add(1).write_unaligned(at as u64);
-            w.add(2).write_unaligned(len as u64);
-            w.add(3).write_unaligned(u64::from(in_place));
+            w.write_unaligned(crate::sm::own_pid() | POST_PAIR);
+            w.add(1).write_unaligned(theirs.as_ptr() as u64);
+            w.add(2).write_unaligned(theirs.len() as u64);
+            w.add(3).write_unaligned(u64::from(own.is_none()));
         }
         self.put_word(self.stamp(me, k), k);
-        let word = |r: usize, i: usize| {
-            // SAFETY: (each use) `r` stamped `k` (waited for first) and we finish `k` only
-            // after the reads; its post has 4 words.
-            unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
+        let word = |i: usize| {
+            // SAFETY: (each use) the other rank stamped `k` (waited for first) and we
+            // finish `k` only after the reads; its post has 3 words, or the length word
+            // and as many bytes when that is at most `V_MAX`.
+            unsafe { self.data(peer, k).cast::<u64>().add(i).read_unaligned() }
         };
-        let r = match side {
-            PairSide::Root(_, Some((src, dst))) => {
+        let r = match own {
+            Some((src, dst)) => {
                 // Our own block while the other rank writes its own (elsewhere in `recv`).
                 let fits = src.len() <= dst.len();
                 if fits {
                     dst[..src.len()].copy_from_slice(src);
                 }
-                // Our buffer is written by the other rank until it is done.
+                // Our buffer is written by the other rank until it is done; it posted
+                // before.
                 self.wait_word(self.seq_word(peer), k);
                 if self.min_done.load(Ordering::Relaxed) < k {
                     self.min_done.store(k, Ordering::Relaxed);
                 }
-                Ok((!fits).then_some(src.len()))
-            }
-            PairSide::Root(theirs, None) => {
-                self.wait_word(self.stamp(peer, k), k);
-                let (pid, from, n) = (word(peer, 0) as i32, word(peer, 1), word(peer, 2) as usize);
-                if n > theirs.len() {
-                    self.finish(k);
-                    return Ok(Some(n));
+                match self.take_posted(peer, k, theirs) {
+                    Some(n) => Ok(Some(n)),
+                    None => Ok((!fits).then_some(src.len())),
                 }
+            }
+            None => {
+                self.wait_word(self.stamp(peer, k), k);
+                let n = word(0) as usize;
+                if n <= V_MAX || n > theirs.len() {
+                    let r = self.take_posted(peer, k, theirs);
+                    self.finish(k);
+                    return Ok(r);
+                }
+                let (pid, from) = (word(1) as i32, word(2));
                 // We read the front of the block, the other rank writes the rest.
                 let h = front(n);
                 // SAFETY: the other rank's block, `n` bytes at `from` in its memory, stays
@@ -270,33 +384,28 @@ impl Seg {
                 self.wait_word(self.seq_word(peer), k);
                 return r.map(|()| None);
             }
-            PairSide::Leaf(blk) => {
-                self.wait_word(self.stamp(root, k), k);
-                let (pid, to, room) = (word(root, 0) as i32, word(root, 1), word(root, 2) as usize);
-                let root_in_place = word(root, 3) != 0;
-                // In place the root reads the front of our block, we write the rest.
-                let h = if root_in_place { front(blk.len()) } else { 0 };
-                let r = if blk.len() > room {
-                    Ok(Some(blk.len()))
-                } else {
-                    let (src, n) = (blk[h..].as_ptr().cast_mut(), blk.len() - h);
-                    // SAFETY: the root's receive buffer has `room >= blk.len()` bytes at
-                    // `to` for our block alone, unchanged until we are done with `k` (it
-                    // waits for that), of which we write from `h`; a write only reads our
-                    // side.
-                    unsafe { cma_copy(pid, src, to + h as u64, n, Cma::Write) }.map(|()| None)
-                };
-                if root_in_place {
-                    self.finish(k);
-                    // The root reads our block: it stays ours until the root is done.
-                    self.wait_word(self.seq_word(root), k);
-                    return r;
-                }
-                r
-            }
         };
         self.finish(k);
         r
+    }
+
+    /// What rank `r` posted for a gather of ours at collective `k` (it stamped `k`, which
+    /// we finish only after this), `into` the room for its block: a block of at most
+    /// [`V_MAX`] bytes is copied from its post into the front of `into` (`None`), or not
+    /// when it does not fit (`Some(n)`, its length); a longer block is copied by the rank
+    /// itself when it fits (`None`), else `Some(n)`.
+    pub(super) fn take_posted(&self, r: usize, k: u64, into: &mut [u8]) -> Option<usize> {
+        // SAFETY: rank `r` stamped `k` and we finish `k` only after the reads (caller); its
+        // post starts with the length word, followed by the block when it is posted.
+        let n = unsafe { self.data(r, k).cast::<u64>().read_unaligned() } as usize;
+        if n > into.len() {
+            return Some(n);
+        }
+        if n <= V_MAX {
+            // SAFETY: as above; `8 + n <= CAP`.
+            into[..n].copy_from_slice(unsafe { self.peer(r, k, 8, n) });
+        }
+        None
     }
 }
 

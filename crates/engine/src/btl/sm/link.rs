@@ -155,7 +155,7 @@ impl Link for SmLink {
                             d,
                             SHORT_HDR,
                         );
-                        crate::pml::recv::copy(payload, d.add(SHORT_HDR + pad), len);
+                        crate::mem::copy(payload, d.add(SHORT_HDR + pad), len);
                     }
                 });
             }
@@ -166,7 +166,7 @@ impl Link for SmLink {
                 unsafe {
                     std::ptr::copy_nonoverlapping((hdr as *const Hdr).cast::<u8>(), d, SHORT_HDR);
                     // (small payloads inline, without a call into `memcpy`)
-                    crate::pml::recv::copy(payload, d.add(SHORT_HDR), len);
+                    crate::mem::copy(payload, d.add(SHORT_HDR), len);
                 }
             });
         }
@@ -175,7 +175,7 @@ impl Link for SmLink {
             // guarantees the payload.
             unsafe {
                 d.cast::<Hdr>().write(*hdr);
-                crate::pml::recv::copy(payload, d.add(HDR), len);
+                crate::mem::copy(payload, d.add(HDR), len);
             }
         })
     }
