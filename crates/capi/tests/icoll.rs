@@ -121,8 +121,10 @@ fn small_nonblocking_collectives_on_shared_memory_np2_3_4() {
 /// (`tests/c/coll_nb_trade.c`): each pair of ranks trades its two blocks by cross-memory
 /// copies in its progress (`SmKind::Alltoallv`'s far blocks); blocks around the segment's
 /// limit and the bounce buffer's, uneven v/w blocks with gaps, more outstanding than the
-/// segment has buffers, and a rank that does not wait while the others need its halves.
-/// At np 2, 5 and 8 (5 and 8 oversubscribe the machine, so ranks yield).
+/// segment has buffers, a rank that does not wait while the others need its halves, and a
+/// rank that posts only after the others (requests pending and tested) sent it a token:
+/// nobody may copy its blocks before its post. At np 2, 5 and 8 (5 and 8 oversubscribe the
+/// machine, so ranks yield).
 #[test]
 fn in_place_alltoalls_trade_blocks_on_shared_memory_np2_5_8() {
     run_on(

@@ -17,6 +17,8 @@
  * - The same sizes out of place (ialltoall) and for iallgather and iallgatherv (uneven
  *   blocks, gaps), in place and not: where the segment moves them by cross-memory copies,
  *   each rank reads its blocks from the others' buffers.
+ * - In-place and out-of-place ialltoall, in-place iallgather and in-place ialltoallv with
+ *   one rank posting last, after the others (requests pending, tested) sent it a token.
  * - Igather, iscatter, igatherv and iscatterv (in place and not; v: uneven blocks in
  *   reverse rank order with gaps) of blocks larger than the segment moves by one copy on
  *   two ranks (by message there: the root copies its own block as soon as its transfers
@@ -227,6 +229,56 @@ static void rooted_late(long n, int root, int ip, int tag) {
     free(want);
 }
 
+/* All-to-all exchanges whose blocks move by cross-memory copies, with rank `late` posting
+ * last: the others post, run the progress with MPI_Test, send it a token with their
+ * requests pending, then wait; `late` posts once it has every token. Passes: in-place
+ * ialltoall of `n`-byte blocks, the same out of place, in-place iallgather, in-place
+ * ialltoallv with uneven blocks (some through the segment, some traded, gaps). Nobody may
+ * copy a block of `late` (or trade with it) before its post, nor finish before `late`
+ * has read its blocks. */
+static void alltoalls_late(long n, int late, int lim, int tag) {
+    unsigned char *s = malloc((size_t)n * size), *r = malloc((size_t)n * size + 1);
+    for (int pass = 0; pass < 4; pass++) {
+        int t = tag + pass, token = 0, flag = 0, me = rank == late;
+        MPI_Request rq;
+        unsigned char *vb = NULL;
+        for (int j = 0; j < size; j++)
+            for (long k = 0; k < n; k++) {
+                s[j * n + k] = bv(rank, j, k, t);
+                r[j * n + k] = pass == 1 ? 0 : pass == 2 ? bv(rank, 0, k, t) : s[j * n + k];
+            }
+        r[n * size] = 0x5a;
+        if (me)
+            for (int q = 0; q < size; q++)
+                if (q != late) CHECK_RC(MPI_Recv(&token, 1, MPI_INT, q, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (pass == 0)
+            CHECK_RC(MPI_Ialltoall(MPI_IN_PLACE, (int)n, MPI_CHAR, r, (int)n, MPI_CHAR, MPI_COMM_WORLD, &rq));
+        else if (pass == 1)
+            CHECK_RC(MPI_Ialltoall(s, (int)n, MPI_CHAR, r, (int)n, MPI_CHAR, MPI_COMM_WORLD, &rq));
+        else if (pass == 2)
+            CHECK_RC(MPI_Iallgather(MPI_IN_PLACE, (int)n, MPI_CHAR, r, (int)n, MPI_CHAR, MPI_COMM_WORLD, &rq));
+        else
+            vb = vpost(0, lim, t, &rq);
+        if (!me) {
+            for (int i = 0; i < 50 && !flag; i++) CHECK_RC(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+            /* every block is needed from `late` (in the v-pass some pairs send nothing) */
+            CHECK(!flag || pass == 3);
+            CHECK_RC(MPI_Send(&token, 1, MPI_INT, late, 9, MPI_COMM_WORLD));
+        }
+        if (!flag) CHECK_RC(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        if (pass == 3) {
+            vcheck(vb, lim, t);
+            continue;
+        }
+        for (int j = 0; j < size; j++)
+            for (long k = 0; k < n; k++)
+                CHECK(r[j * n + k] == (pass == 2 ? bv(j, 0, k, t) : bv(j, rank, k, t)));
+        CHECK(r[n * size] == 0x5a);
+    }
+    free(s);
+    free(r);
+}
+
 static unsigned long long counter(MPI_T_pvar_session ses, MPI_T_pvar_handle h) {
     unsigned long long v = 0;
     CHECK_RC(MPI_T_pvar_read(ses, h, &v));
@@ -296,6 +348,7 @@ int main(int argc, char **argv) {
             CHECK(v[i] == size * (size - 1) / 2 + size * i);
             free(bs[i]);
         }
+        alltoalls_late(3 * lim + 1, size - 1 - round % size, lim, 100 + round);
         for (int ip = 0; ip < 2; ip++) {
             rooted_late(40000 + ip, (round + ip) % size, ip, 60 + round);
             rooted_late(131071, size - 1, ip, 70 + round);
