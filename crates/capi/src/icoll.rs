@@ -39,7 +39,7 @@ use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
     checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, reduction_seg,
-    region, region_bytes, rooted_seg, sched_err, shared_seg, start, start_shared, Laid,
+    region, region_bytes, rooted_seg, sched_err, shared_seg, spanned, start, start_shared, Laid,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -1219,11 +1219,12 @@ pub(crate) unsafe fn ineighbor(
         }
     }
     let mut unpack = Vec::new();
-    // SAFETY: caller contract.
+    // SAFETY: caller contract (neighbourhood collectives have no `MPI_IN_PLACE`: send and
+    // receive blocks do not overlap).
     let ((sreg, sc, sd), (rreg, rc, rd)) = unsafe {
         (
-            pieces(&sends, false, 0, &mut unpack),
-            pieces(&recvs, true, 1, &mut unpack),
+            spanned(&sends, false, 0, &mut unpack),
+            spanned(&recvs, true, 1, &mut unpack),
         )
     };
     let mut s = Schedule::new(&a, vec![sreg, rreg], None).map_err(sched_err(comm))?;

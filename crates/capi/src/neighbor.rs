@@ -18,24 +18,34 @@ use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::ffi::{check_count, slice_in, DispArg, MpiError, MpiResult};
 use crate::state::lock;
-use crate::topo::table::Topo;
+use crate::topo::table::{Neighbours, Topo};
 use crate::topo::{cart_coords_of, cart_rank_of};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-/// (incoming, outgoing) neighbours of `comm` as (rank, tag) pairs.
-type Neighbours = (Vec<(i32, i32)>, Vec<(i32, i32)>);
+/// (incoming, outgoing) neighbours of `comm` as (rank, tag) pairs: computed once per
+/// communicator, then shared (`crate::topo::table::neighbours`).
+pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Arc<Neighbours>> {
+    crate::topo::table::neighbours(comm, |t| compute(t, rank)).ok_or_else(|| {
+        MpiError::new(
+            MPI_ERR_TOPOLOGY,
+            "neighbourhood collective on a communicator without a topology",
+        )
+        .on(comm)
+    })
+}
 
-pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
-    match crate::topo::table::get(comm) {
-        Some(Topo::Cart { dims, periods }) => {
-            let c = cart_coords_of(&dims, rank);
+/// The neighbours of `rank` in topology `t`.
+fn compute(t: &Topo, rank: i32) -> Neighbours {
+    match t {
+        Topo::Cart { dims, periods } => {
+            let c = cart_coords_of(dims, rank);
             let (mut ins, mut outs) = (Vec::new(), Vec::new());
             for d in 0..dims.len() {
                 let at = |delta: c_int| {
                     let mut x = c.clone();
                     x[d] += delta;
-                    cart_rank_of(&dims, &periods, &x).unwrap_or(MPI_PROC_NULL)
+                    cart_rank_of(dims, periods, &x).unwrap_or(MPI_PROC_NULL)
                 };
                 let (minus, plus) = (at(-1), at(1));
                 let t = 2 * d as i32;
@@ -45,26 +55,21 @@ pub(crate) fn neighbours(comm: c_int, rank: i32) -> MpiResult<Neighbours> {
                 outs.push((minus, t));
                 outs.push((plus, t + 1));
             }
-            Ok((ins, outs))
+            (ins, outs)
         }
-        Some(Topo::Graph { index, edges }) => {
+        Topo::Graph { index, edges } => {
             let r = rank as usize;
             let lo = if r == 0 { 0 } else { index[r - 1] as usize };
             let n: Vec<(i32, i32)> = edges[lo..index[r] as usize]
                 .iter()
                 .map(|&e| (e, 0))
                 .collect();
-            Ok((n.clone(), n))
+            (n.clone(), n)
         }
-        Some(Topo::Dist { sources, dests, .. }) => Ok((
+        Topo::Dist { sources, dests, .. } => (
             sources.iter().map(|&s| (s, 0)).collect(),
             dests.iter().map(|&d| (d, 0)).collect(),
-        )),
-        None => Err(MpiError::new(
-            MPI_ERR_TOPOLOGY,
-            "neighbourhood collective on a communicator without a topology",
-        )
-        .on(comm)),
+        ),
     }
 }
 
@@ -92,7 +97,8 @@ unsafe fn neighbor(
         let c = st.comm(comm)?;
         (c.coll, c.rank)
     };
-    let (ins, outs) = neighbours(comm, rank)?;
+    let nb = neighbours(comm, rank)?;
+    let (ins, outs) = (&nb.0, &nb.1);
     let mut sends = Vec::with_capacity(outs.len());
     for j in 0..outs.len() {
         let b = send(j)?;
@@ -111,19 +117,32 @@ unsafe fn neighbor(
     }
     match request {
         // SAFETY: caller contract.
-        Some(request) => unsafe {
-            crate::icoll::ineighbor(comm, &ins, &outs, sends, recvs, request)
-        },
+        Some(request) => unsafe { crate::icoll::ineighbor(comm, ins, outs, sends, recvs, request) },
         // SAFETY: caller contract.
-        None => unsafe { exchange(comm, ctx, &ins, &outs, &sends, &recvs) },
+        None => unsafe { exchange(comm, ctx, ins, outs, &sends, &recvs) },
     }
 }
 
+/// Where the user's bytes of a block of a contiguous datatype are: (address, length);
+/// `None`: the block must be packed or unpacked through a buffer of its own. An empty
+/// block is (dangling, 0).
+fn direct((dt, n, p): &RBlock) -> Option<(*mut u8, usize)> {
+    let len = dt.size * n;
+    if len == 0 {
+        return Some((std::ptr::NonNull::dangling().as_ptr(), 0));
+    }
+    // A contiguous type's `n` items are `len` bytes from `lb`.
+    (dt.is_contiguous() && !p.is_null()).then(|| (p.wrapping_offset(dt.lb), len))
+}
+
 /// The blocking exchange: pack the outgoing blocks, exchange them with the neighbours on
-/// the collective context `ctx` and unpack the incoming ones.
+/// the collective context `ctx` and unpack the incoming ones. Blocks of a contiguous
+/// datatype are sent from and received into the user's memory itself (no copy).
 ///
 /// # Safety
-/// Every block address holds (send) or has room for (receive) its items.
+/// Every block address holds (send) or has room for (receive) its items, and the receive
+/// blocks do not overlap each other or the send blocks (MPI's rule for a collective's
+/// buffers).
 unsafe fn exchange(
     comm: c_int,
     ctx: EComm,
@@ -132,37 +151,66 @@ unsafe fn exchange(
     sblocks: &[RBlock],
     rblocks: &[RBlock],
 ) -> MpiResult {
-    let mut sbufs = Vec::with_capacity(sblocks.len());
-    for (dt, n, p) in sblocks {
-        let mut v = Vec::with_capacity(dt.size * n);
-        if dt.size * n > 0 {
+    // Own buffers for the blocks that are not sent or received in place.
+    let mut sbufs: Vec<Vec<u8>> = Vec::new();
+    for b @ (dt, n, p) in sblocks {
+        if direct(b).is_none() {
+            let mut v = Vec::with_capacity(dt.size * n);
             // SAFETY: caller contract: the block holds `n` items of `dt`.
             unsafe { crate::datatype::pack_into(dt, *n, p.cast_const(), &mut v) };
+            sbufs.push(v);
         }
-        sbufs.push(v);
     }
-    let mut rbufs: Vec<Vec<u8>> = rblocks.iter().map(|b| vec![0u8; b.0.size * b.1]).collect();
+    let mut rbufs: Vec<Vec<u8>> = Vec::new();
+    for b in rblocks {
+        if direct(b).is_none() {
+            rbufs.push(vec![0u8; b.0.size * b.1]);
+        }
+    }
     let a = crate::coll_alg::alg(ctx, comm)?;
+    let mut packed = sbufs.iter();
     let sends: Vec<(i32, i32, &[u8])> = outs
         .iter()
-        .zip(&sbufs)
-        .map(|(&(p, t), b)| (p, t, &b[..]))
+        .zip(sblocks)
+        .map(|(&(p, t), b)| {
+            let d = match direct(b) {
+                // SAFETY: caller contract: the block's bytes (only read; send blocks
+                // may be the same memory, as in an allgather).
+                Some((p, len)) => unsafe { std::slice::from_raw_parts(p.cast_const(), len) },
+                None => packed.next().map_or(&[][..], |v| &v[..]),
+            };
+            (p, t, d)
+        })
         .collect();
     let got = {
+        let mut unpacked = rbufs.iter_mut();
         let mut recvs: Vec<(i32, i32, &mut [u8])> = ins
             .iter()
-            .zip(rbufs.iter_mut())
-            .map(|(&(p, t), b)| (p, t, &mut b[..]))
+            .zip(rblocks)
+            .map(|(&(p, t), b)| {
+                let d = match direct(b) {
+                    // SAFETY: caller contract: the block's room, which overlaps no
+                    // other block.
+                    Some((p, len)) => unsafe { std::slice::from_raw_parts_mut(p, len) },
+                    None => unpacked.next().map_or(&mut [][..], |v| &mut v[..]),
+                };
+                (p, t, d)
+            })
             .collect();
         a.exchange(&sends, &mut recvs)
             .map_err(crate::coll_alg::err(comm))?
     };
-    for (i, (dt, n, p)) in rblocks.iter().enumerate() {
+    let mut unpacked = rbufs.iter();
+    for (i, b @ (dt, n, p)) in rblocks.iter().enumerate() {
+        if direct(b).is_some() {
+            continue;
+        }
+        let Some(v) = unpacked.next() else { break };
         if ins[i].0 == MPI_PROC_NULL {
             continue;
         }
         // SAFETY: caller contract: the block has room for `n` items of `dt`.
-        unsafe { crate::datatype::unpack_from(dt, *n, *p, &rbufs[i][..got[i]]) };
+        unsafe { crate::datatype::unpack_from(dt, *n, *p, &v[..got[i]]) };
     }
     Ok(())
 }
@@ -173,8 +221,8 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 
 pub(crate) fn degrees(comm: c_int) -> MpiResult<(usize, usize)> {
     let rank = lock().comm(comm)?.rank;
-    let (i, o) = neighbours(comm, rank)?;
-    Ok((i.len(), o.len()))
+    let nb = neighbours(comm, rank)?;
+    Ok((nb.0.len(), nb.1.len()))
 }
 
 /// Address `base + items * extent` (items may be 0 with a NULL base).

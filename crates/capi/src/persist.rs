@@ -112,10 +112,11 @@ fn sends(sendbuf: *const c_void) -> bool {
     !crate::coll_alg::is_in_place(sendbuf)
 }
 
-/// The neighbourhood forms: an intracommunicator with a process topology.
-fn topology(comm: c_int, name: &str) -> MpiResult {
+/// The neighbourhood forms: an intracommunicator with a process topology; its (in, out)
+/// degrees.
+fn topology(comm: c_int, name: &str) -> MpiResult<(usize, usize)> {
     crate::intercomm::require_intra(comm, name).map_err(|e| e.on(comm))?;
-    degrees(comm).map(|_| ()).map_err(|e| e.on(comm))
+    degrees(comm).map_err(|e| e.on(comm))
 }
 
 /// Make the persistent request whose rounds `begin` (the nonblocking form, which stores a
@@ -365,10 +366,9 @@ persistent! {
     #[doc = "`MPI_Neighbor_allgatherv_init`."] PMPI_Neighbor_allgatherv_init "MPI_Neighbor_allgatherv_init" => PMPI_Ineighbor_allgatherv,
     PMPI_Neighbor_allgatherv_init_c "MPI_Neighbor_allgatherv_init_c" => PMPI_Ineighbor_allgatherv_c,
     (sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
-        topology(comm, "MPI_Neighbor_allgatherv_init")?;
+        let (indeg, _) = topology(comm, "MPI_Neighbor_allgatherv_init")?;
         counted(sendcount, sendtype, comm)?;
         counted(0, recvtype, comm)?;
-        let (indeg, _) = degrees(comm)?;
         recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
         displs = kept.ints(displs, Some(indeg), "displs")?;
     }
@@ -384,10 +384,9 @@ persistent! {
     #[doc = "`MPI_Neighbor_alltoallv_init`."] PMPI_Neighbor_alltoallv_init "MPI_Neighbor_alltoallv_init" => PMPI_Ineighbor_alltoallv,
     PMPI_Neighbor_alltoallv_init_c "MPI_Neighbor_alltoallv_init_c" => PMPI_Ineighbor_alltoallv_c,
     (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Disp, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Disp, recvtype: c_int, comm: c_int) on comm |b, kept| {
-        topology(comm, "MPI_Neighbor_alltoallv_init")?;
+        let (indeg, outdeg) = topology(comm, "MPI_Neighbor_alltoallv_init")?;
         counted(0, sendtype, comm)?;
         counted(0, recvtype, comm)?;
-        let (indeg, outdeg) = degrees(comm)?;
         sendcounts = kept.ints(sendcounts, Some(outdeg), "sendcounts")?;
         sdispls = kept.ints(sdispls, Some(outdeg), "sdispls")?;
         recvcounts = kept.ints(recvcounts, Some(indeg), "recvcounts")?;
@@ -397,8 +396,7 @@ persistent! {
     #[doc = "`MPI_Neighbor_alltoallw_init` (displacements in bytes)."] PMPI_Neighbor_alltoallw_init "MPI_Neighbor_alltoallw_init" => PMPI_Ineighbor_alltoallw,
     PMPI_Neighbor_alltoallw_init_c "MPI_Neighbor_alltoallw_init_c" => PMPI_Ineighbor_alltoallw_c,
     (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const isize, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const isize, recvtypes: *const c_int, comm: c_int) on comm |b, kept| {
-        topology(comm, "MPI_Neighbor_alltoallw_init")?;
-        let (indeg, outdeg) = degrees(comm)?;
+        let (indeg, outdeg) = topology(comm, "MPI_Neighbor_alltoallw_init")?;
         sendcounts = kept.ints(sendcounts, Some(outdeg), "sendcounts")?;
         sdispls = kept.ints(sdispls, Some(outdeg), "sdispls")?;
         sendtypes = kept.ints(sendtypes, Some(outdeg), "sendtypes")?;

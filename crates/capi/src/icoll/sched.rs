@@ -839,6 +839,56 @@ pub(crate) unsafe fn pieces(
     (Region::Owned(v), counts, displs)
 }
 
+/// Pieces as [`pieces`] makes them, but when every non-empty piece is of a contiguous
+/// datatype, the user's memory itself: one raw region from the lowest piece to the end of
+/// the highest, with each piece's offset in it (nothing packed now or at a persistent
+/// collective's start, nothing unpacked at completion). Only for pieces that overlap no
+/// piece of the schedule's other region (not for `MPI_IN_PLACE`, whose send pieces are the
+/// receive pieces).
+///
+/// # Safety
+/// As [`pieces`]; the span between the pieces is the user's memory too (the schedule only
+/// touches the pieces).
+pub(crate) unsafe fn spanned(
+    list: &[(Arc<Datatype>, usize, *mut u8)],
+    store: bool,
+    index: usize,
+    unpack: &mut Vec<Unpack>,
+) -> (Region, Vec<usize>, Vec<usize>) {
+    let mut span: Option<(usize, usize)> = None;
+    let mut direct = true;
+    for (dt, c, p) in list {
+        let n = dt.size * c;
+        if n == 0 {
+            continue;
+        }
+        if !dt.is_contiguous() || p.is_null() {
+            direct = false;
+            break;
+        }
+        let at = p.wrapping_offset(dt.lb) as usize;
+        span = Some(span.map_or((at, at + n), |(lo, hi)| (lo.min(at), hi.max(at + n))));
+    }
+    let Some((lo, hi)) = span.filter(|_| direct) else {
+        // SAFETY: caller contract.
+        return unsafe { pieces(list, store, index, unpack) };
+    };
+    let (mut counts, mut displs) = (
+        Vec::with_capacity(list.len()),
+        Vec::with_capacity(list.len()),
+    );
+    for (dt, c, p) in list {
+        let n = dt.size * c;
+        counts.push(n);
+        displs.push(if n == 0 {
+            0
+        } else {
+            p.wrapping_offset(dt.lb) as usize - lo
+        });
+    }
+    (Region::Raw(lo as *mut u8, hi - lo), counts, displs)
+}
+
 pub(crate) fn sched_err(comm: c_int) -> impl Fn(oxmpi_engine::Error) -> MpiError {
     alg::err(comm)
 }

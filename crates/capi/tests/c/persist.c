@@ -263,6 +263,30 @@ static void neighbourhood(void) {
         CHECK_RC(MPI_Request_free(&r[i]));
     CHECK_RC(MPI_Comm_free(&cart));
     say("neighbor_*_init on a periodic ring");
+    /* A new topology on the handle just freed (handles are reused): its neighbours, not
+     * those the ring's calls computed and kept. A line: the ends have MPI_PROC_NULL
+     * neighbours, whose receive blocks stay as they were. */
+    MPI_Comm line;
+    periods[0] = 0;
+    CHECK_RC(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &line));
+    for (int it = 0; it < 2; it++) {
+        sb[0] = rank * 10 + it * 100;
+        sb[1] = rank * 10 + 1 + it * 100;
+        a2a[0] = a2a[1] = -1;
+        if (it == 0)
+            CHECK_RC(MPI_Neighbor_alltoall(sb, 1, MPI_INT, a2a, 1, MPI_INT, line));
+        else {
+            CHECK_RC(MPI_Neighbor_alltoall_init(sb, 1, MPI_INT, a2a, 1, MPI_INT, line,
+                                                MPI_INFO_NULL, &r[0]));
+            CHECK_RC(MPI_Start(&r[0]));
+            CHECK_RC(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Request_free(&r[0]));
+        }
+        CHECK(a2a[0] == (rank > 0 ? (rank - 1) * 10 + 1 + it * 100 : -1));
+        CHECK(a2a[1] == (rank < size - 1 ? (rank + 1) * 10 + it * 100 : -1));
+    }
+    CHECK_RC(MPI_Comm_free(&line));
+    say("neighbor_alltoall(_init) on a line made on the freed ring's handle");
 }
 
 /* The count and displacement arrays may go once the init call returned (mpi4py passes
