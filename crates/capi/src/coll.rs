@@ -1404,52 +1404,90 @@ fn reduce_scatter_fast(
     c: &Coll,
     dt: &Arc<Datatype>,
     r: alg::ReduceArgs<()>,
-    (at, mine, total, equal): (usize, usize, usize, bool),
+    geom: (usize, usize, usize, bool),
 ) -> Option<MpiResult> {
-    let s = dt.size;
+    if dt.predefined && !dt.is_contiguous() {
+        let (at, mine, total, _) = geom;
+        return reduce_scatter_pairs(c, dt, r, (at, mine, total));
+    }
+    if !dt.predefined || !dt.is_contiguous() || dt.lb != 0 {
+        return None;
+    }
+    // (An invalid op fails here as it would on the general path.)
+    let red = match alg::Reducer::new(dt, r.datatype, r.op) {
+        Ok(red) => red,
+        Err(e) => return Some(Err(e.on(r.comm))),
+    };
+    let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
+    reduce_scatter_bytes(c, r, dt.size, geom, (&f, red.commutative()))
+}
+
+/// [`reduce_scatter_fast`] of a predefined basic type with a predefined op
+/// ([`alg::BasicOp`]): no datatype reference, no reducer (the caller took the library lock
+/// once, for the communicator). `None`: the general path decides.
+fn reduce_scatter_basic(
+    c: &Coll,
+    b: alg::BasicOp,
+    r: alg::ReduceArgs<()>,
+    geom: (usize, usize, usize, bool),
+) -> Option<MpiResult> {
+    let f = |x: &[u8], y: &mut [u8]| b.apply(x, y);
+    reduce_scatter_bytes(c, r, b.size(), geom, (&f, true))
+}
+
+/// The body of [`reduce_scatter_fast`] for a contiguous type of `s` bytes an item (its
+/// items at offset 0), reduced by `f` (`inout = in ∘ inout`, commutative or not): on the
+/// user's buffers when the vector fits the segment's ways, else `None`.
+fn reduce_scatter_bytes<F: Fn(&[u8], &mut [u8])>(
+    c: &Coll,
+    r: alg::ReduceArgs<()>,
+    s: usize,
+    (at, mine, total, equal): (usize, usize, usize, bool),
+    (f, commutative): (&F, bool),
+) -> Option<MpiResult> {
     let bytes = total.checked_mul(s)?;
     // Small vectors through the segment's buffers; larger ones on two ranks by cross-memory
     // copies, on more through the segment's nonblocking large region (equal blocks of a
     // vector larger than a slot: in phases).
-    if dt.predefined && !dt.is_contiguous() {
-        return reduce_scatter_pairs(c, dt, r, (at, mine, total));
-    }
-    let phased = equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
-    let fits = if c.size == 2 {
-        bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
-    } else {
-        bytes <= oxmpi_coll::sm::DATA || oxmpi_coll::sm::large_fits(&c.alg(), bytes) || phased
-    };
-    if !dt.predefined || !dt.is_contiguous() || bytes == 0 || !fits {
+    let small = bytes <= oxmpi_coll::sm::DATA;
+    let phased = !small && c.size > 2 && equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
+    let fits = small
+        || if c.size == 2 {
+            bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
+        } else {
+            oxmpi_coll::sm::large_fits(&c.alg(), bytes) || phased
+        };
+    if bytes == 0 || !fits {
         return None;
     }
     let in_place = alg::is_in_place(r.sendbuf);
     if (!in_place && r.sendbuf.is_null()) || (r.recvbuf.is_null() && (in_place || mine > 0)) {
         return None;
     }
-    let red = match alg::Reducer::new(dt, r.datatype, r.op) {
-        Ok(red) => red,
-        Err(e) => return Some(Err(e.on(r.comm))),
-    };
-    // SAFETY: MPI contract: recvbuf has room for our `mine` items (in place: holds the
-    // whole vector of `total` items); sendbuf (unless in place) holds `total` items and
-    // does not overlap recvbuf (that would be in place). Both are non-NULL where they hold
-    // items (checked above).
-    let (buf, send) = unsafe {
-        let buf = alg::contig(dt, if in_place { total } else { mine }, r.recvbuf)?;
-        let send = if in_place {
-            None
+    // `n` bytes from `p` (not NULL when `n > 0`, checked above).
+    let view = |p: *mut c_void, n: usize| -> &mut [u8] {
+        if n == 0 {
+            &mut []
         } else {
-            Some(&*alg::contig(dt, total, r.sendbuf.cast_mut())?)
-        };
-        (buf, send)
+            // SAFETY: MPI contract: recvbuf has room for our `mine` items (in place: holds
+            // the whole vector of `total` items); sendbuf (unless in place) holds `total`
+            // items and does not overlap recvbuf (that would be in place); a contiguous
+            // type's items are `s` bytes each from the buffer's start.
+            unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), n) }
+        }
     };
-    let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
-    let fc = (&f, red.commutative());
+    let buf = view(r.recvbuf, if in_place { bytes } else { mine * s });
+    let send = (!in_place).then(|| &*view(r.sendbuf.cast_mut(), bytes));
     let done = if phased {
-        select::reduce_scatter_phased(&c.alg(), send, buf, (mine * s, s), &f)
+        select::reduce_scatter_phased(&c.alg(), send, buf, (mine * s, s), f)
     } else {
-        select::reduce_scatter_direct(&c.alg(), send, buf, (at * s, mine * s, bytes), fc)
+        select::reduce_scatter_direct(
+            &c.alg(),
+            send,
+            buf,
+            (at * s, mine * s, bytes),
+            (f, commutative),
+        )
     };
     match done {
         Ok(true) => Some(Ok(())),
@@ -1530,10 +1568,19 @@ mpi_fn_c! {
     /// `MPI_Reduce_scatter_block`.
     fn PMPI_Reduce_scatter_block / "MPI_Reduce_scatter_block", PMPI_Reduce_scatter_block_c / "MPI_Reduce_scatter_block_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_block(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(recvcount), datatype, op, comm }); }
+        let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
+        // A predefined basic type and op: no datatype reference (one lock acquisition).
+        if let Some(b) = alg::BasicOp::of(datatype, op) {
+            let c = coll(comm)?;
+            let (me, n) = (c.rank as usize, c.size as usize);
+            let k = check_count(recvcount).map_err(|e| e.on(comm))?;
+            if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_basic(&c, b, args, (me * k, k, total, true))) {
+                return r;
+            }
+        }
         let (c, dt) = coll_dt(comm, datatype)?;
         let (me, n) = (c.rank as usize, c.size as usize);
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
         if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total, true))) {
             return r;
         }
@@ -1545,7 +1592,15 @@ mpi_fn_c! {
     /// `MPI_Reduce_scatter`.
     fn PMPI_Reduce_scatter / "MPI_Reduce_scatter", PMPI_Reduce_scatter_c / "MPI_Reduce_scatter_c" (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: c_int, op: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce_scatter_c(&l, alg::ReduceArgs { sendbuf, recvbuf, count: crate::intercoll::Counts::of(recvcounts), datatype, op, comm }); }
-        let (c, dt) = coll_dt(comm, datatype)?;
+        // A predefined basic type and op: no datatype reference (one lock acquisition).
+        let basic = alg::BasicOp::of(datatype, op);
+        let (c, dt) = match basic {
+            Some(_) => (coll(comm)?, None),
+            None => {
+                let (c, dt) = coll_dt(comm, datatype)?;
+                (c, Some(dt))
+            }
+        };
         let (me, n) = (c.rank as usize, c.size as usize);
         let raw = slice_in(recvcounts, n, "recvcounts")?;
         // Our block's first item, its items and the vector's (no count vector yet), and
@@ -1562,7 +1617,17 @@ mpi_fn_c! {
             total = total.and_then(|t| t.checked_add(k));
         }
         let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
-        if let Some(r) = total.and_then(|total| reduce_scatter_fast(&c, &dt, args, (at, mine, total, equal))) {
+        let geom = |total| (at, mine, total, equal);
+        if let Some(b) = basic {
+            if let Some(r) = total.and_then(|total| reduce_scatter_basic(&c, b, args, geom(total))) {
+                return r;
+            }
+        }
+        let dt = match dt {
+            Some(dt) => dt,
+            None => lock().dtype_committed(datatype).map_err(|e| e.on(comm))?,
+        };
+        if let Some(r) = total.and_then(|total| reduce_scatter_fast(&c, &dt, args, geom(total))) {
             return r;
         }
         let counts = raw.iter().map(|&k| check_count(k)).collect::<MpiResult<Vec<_>>>()?;

@@ -317,6 +317,67 @@ impl Reducer {
     }
 }
 
+/// A predefined operation on a predefined basic datatype whose items are a dense array
+/// of one kernel element type (every basic type, and the value-index pairs without a gap):
+/// what [`Reducer`] runs for them, without the datatype reference (two atomic updates of
+/// its count per call) or the library lock. For the small collectives' fast paths, which
+/// run it on every rank alike (the datatype and op are the same everywhere).
+#[derive(Clone, Copy)]
+pub(crate) struct BasicOp {
+    kernel: Kernel,
+    ty: ElemType,
+    size: usize,
+}
+
+impl BasicOp {
+    /// The operation `op` on the datatype handle `dth`, if both are predefined, the type
+    /// is a basic one and MPI defines the pair; `None` otherwise (the general path decides
+    /// and reports the errors, as [`Reducer::new`] does).
+    #[inline]
+    pub(crate) fn of(dth: c_int, op: c_int) -> Option<BasicOp> {
+        let size = crate::p2p::predefined_size(dth)?;
+        let ty = crate::op::elem_type(dth)?;
+        let kernel = crate::op::builtin_op(op)?;
+        // (Every such size is a power of two: the alignment check is a mask, not a division.)
+        let ok = size.is_power_of_two() && ty.packed_size() == size;
+        (ok && crate::op::kernel_defined(kernel, ty)).then_some(BasicOp { kernel, ty, size })
+    }
+    /// Bytes of one item.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+    /// `inout = in ∘ inout` on whole items (`a` and `b` of one length).
+    pub(crate) fn apply(&self, a: &[u8], b: &mut [u8]) {
+        let n = a.len().min(b.len()) / self.size;
+        let (k, t) = (self.kernel, self.ty);
+        // (The alignment `Reducer::apply` checks: an item's size, at most 16.)
+        if (a.as_ptr() as usize | b.as_ptr() as usize) & (self.size.min(16) - 1) == 0
+            // SAFETY: both slices hold `n` items of the element type (a dense array of
+            // it), aligned for it (checked above); the pair is defined (`of`).
+            && unsafe {
+                oxmpi_coll::op::apply_fast(k, t, a.as_ptr(), b.as_mut_ptr(), n)
+                    || oxmpi_coll::op::apply(k, t, a.as_ptr(), b.as_mut_ptr(), n)
+            }
+        {
+            return;
+        }
+        // Misaligned views: reduce aligned (16-byte) copies.
+        let words = (n * self.size).div_ceil(16);
+        let (mut x, mut y) = (vec![0u128; words], vec![0u128; words]);
+        let len = n * self.size;
+        // SAFETY: `x` and `y` span `words * 16 >= len` bytes; the sources hold `len` bytes
+        // and do not overlap the fresh copies.
+        let ok = unsafe {
+            std::ptr::copy_nonoverlapping(a.as_ptr(), x.as_mut_ptr().cast::<u8>(), len);
+            std::ptr::copy_nonoverlapping(b.as_ptr(), y.as_mut_ptr().cast::<u8>(), len);
+            oxmpi_coll::op::apply(k, t, x.as_ptr().cast(), y.as_mut_ptr().cast(), n)
+        };
+        assert!(ok, "reduction failed after validation");
+        // SAFETY: `y` holds the `len` result bytes; `b` has room for them.
+        unsafe { std::ptr::copy_nonoverlapping(y.as_ptr().cast::<u8>(), b.as_mut_ptr(), len) };
+    }
+}
+
 /// Run `f` with an `oxmpi_coll::Op` view of the reducer.
 pub(crate) fn with_op<R>(r: &Reducer, f: impl FnOnce(&oxmpi_coll::Op) -> R) -> R {
     let apply = |a: &[u8], b: &mut [u8]| r.apply(a, b);

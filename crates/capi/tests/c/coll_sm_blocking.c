@@ -12,6 +12,8 @@
  * Broadcasts around the lane's sizes run back to back with the root moving.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
+ * In-place reduces with a non-commutative user op keep rank order; MPI_INT and MPI_DOUBLE
+ * reduce-scatters on buffers one byte off their alignment.
  * Rank 0 prints "coll_sm_blocking: sm calls: used" (or "not used": the sum of the
  * coll_sm_{gather,scatter,allgather,reduce,reduce_scatter,scan}_calls counters) and
  * "coll_sm_blocking: all checks passed". */
@@ -370,6 +372,80 @@ static void back_to_back(void) {
     }
 }
 
+/* A non-commutative user op: the left operand ("first"), associative; x0 o x1 o ... = x0. */
+static void first_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    memcpy(inout, in, (size_t)*len * sizeof(int));
+}
+
+/* A commutative user op: integer sum. */
+static void sum_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* Reduces of n ints in place at every root with a non-commutative user op (the result is
+ * rank 0's contribution: the fold keeps rank order even where a commutative one may take
+ * the peer's first) and a commutative one; then MPI_INT and MPI_DOUBLE sums
+ * (reduce_scatter_block, reduce_scatter, in place and not) on buffers one byte off their
+ * type's alignment, which the predefined-type fast paths reduce through aligned copies. */
+static void order_and_alignment(int n) {
+    MPI_Op first, sum;
+    MPI_Op_create(first_op, 0, &first);
+    MPI_Op_create(sum_op, 1, &sum);
+    int *r = malloc((size_t)n * sizeof(int));
+    for (int root = 0; root < size; root++)
+        for (int o = 0; o < 2; o++) {
+            for (int k = 0; k < n; k++) r[k] = (rank + 1) * 1000 + k;
+            CHECK_RC(MPI_Reduce(rank == root ? MPI_IN_PLACE : r, rank == root ? r : NULL, n,
+                                MPI_INT, o ? sum : first, root, MPI_COMM_WORLD));
+            if (rank == root)
+                for (int k = 0; k < n; k++) {
+                    int want = o ? size * (size + 1) / 2 * 1000 + size * k : 1000 + k;
+                    CHECK(r[k] == want);
+                }
+        }
+    free(r);
+    MPI_Op_free(&first);
+    MPI_Op_free(&sum);
+    for (int dbl = 0; dbl < 2; dbl++) {
+        size_t z = dbl ? sizeof(double) : sizeof(int), all = (size_t)n * size;
+        MPI_Datatype t = dbl ? MPI_DOUBLE : MPI_INT;
+        char *sb = malloc(all * z + 1), *rb = malloc(all * z + 1);
+        char *s = sb + 1, *rr = rb + 1; /* one byte off */
+        for (int block = 0; block < 2; block++)
+            for (int inpl = 0; inpl < 2; inpl++) {
+                for (size_t k = 0; k < all; k++) {
+                    int v = rank * 7 + (int)k;
+                    double d = v;
+                    memcpy((inpl ? rr : s) + k * z, dbl ? (void *)&d : (void *)&v, z);
+                }
+                int *counts = malloc(size * sizeof(int));
+                for (int i = 0; i < size; i++) counts[i] = n;
+                if (block)
+                    CHECK_RC(MPI_Reduce_scatter_block(inpl ? MPI_IN_PLACE : s, rr, n, t, MPI_SUM,
+                                                      MPI_COMM_WORLD));
+                else
+                    CHECK_RC(MPI_Reduce_scatter(inpl ? MPI_IN_PLACE : s, rr, counts, t, MPI_SUM,
+                                                MPI_COMM_WORLD));
+                for (int k = 0; k < n; k++) {
+                    int v, want = 0;
+                    double d;
+                    for (int i = 0; i < size; i++) want += i * 7 + rank * n + k;
+                    if (dbl) {
+                        memcpy(&d, rr + (size_t)k * z, z);
+                        v = (int)d;
+                    } else
+                        memcpy(&v, rr + (size_t)k * z, z);
+                    CHECK(v == want);
+                }
+                free(counts);
+            }
+        free(sb);
+        free(rb);
+    }
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init(&argc, &argv);
@@ -415,6 +491,9 @@ int main(int argc, char **argv) {
         for (int inpl = 0; inpl < 2; inpl++) empty_blocks(isizes[z] > 0 ? isizes[z] : 1, inpl);
     back_to_back();
     bcast_lanes();
+    /* 4 B to 4 KiB vectors (the segment's buffers), 4100 B ints (past them) */
+    int osizes[] = {1, 4, 1024 / size, 1024, 1025};
+    for (size_t z = 0; z < sizeof osizes / sizeof osizes[0]; z++) order_and_alignment(osizes[z]);
     unsigned long long used = sm_calls() - before;
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {

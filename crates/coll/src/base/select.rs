@@ -253,7 +253,7 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
     if bytes > 0 && bytes <= sm::DATA && sm_ok && (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Reduce)? {
             count(a.shadow, Alg::SmReduce);
-            seg.reduce(send, recv, root as usize, f);
+            seg.reduce(send, recv, root as usize, (f, commutative));
             return Ok(());
         }
     }
@@ -687,6 +687,20 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     (at, n, total): (usize, usize, usize),
     (f, commutative): (&F, bool),
 ) -> Result<bool> {
+    // A vector of one buffer: neither the pair (`REDUCE_SCATTER_PAIR*` start above `DATA`)
+    // nor the large region (more than `DATA` bytes) applies, so ask for the segment first.
+    if (1..=sm::DATA).contains(&total) {
+        let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
+            return Ok(false);
+        };
+        count(a.shadow, Alg::SmReduceScatter);
+        // (Slicing checks the caller's lengths: `at + n <= total` is the segment's to check.)
+        match send {
+            Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f),
+            None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f),
+        }
+        return Ok(true);
+    }
     // In place our contribution is the result of our previous call, in our core's cache:
     // vectors of up to 16 KiB go faster point to point (the caller's general path, from a
     // copy: see [`reduce_scatter`]).
@@ -700,23 +714,15 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
         seg.reduce_scatter_pull(send, buf, (at, n, total), commutative, f)?;
         return Ok(true);
     }
-    if reduce_scatter_large(a, send, buf, (at, n, total), f)? {
-        return Ok(true);
-    }
-    if !(1..=sm::DATA).contains(&total) {
-        return Ok(false);
-    }
-    let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
-        return Ok(false);
-    };
-    count(a.shadow, Alg::SmReduceScatter);
-    // (Slicing checks the caller's lengths: `at + n <= total` is the segment's to check.)
-    match send {
-        Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f),
-        None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f),
-    }
-    Ok(true)
+    reduce_scatter_large(a, send, buf, (at, n, total), f)
 }
+
+// `reduce_scatter_direct` asks for the segment's buffers first for vectors of up to `DATA`
+// bytes: the pair's ranges start above.
+const _: () = assert!(
+    *sm::REDUCE_SCATTER_PAIR.start() > sm::DATA
+        && *sm::REDUCE_SCATTER_PAIR_WRITTEN.start() > sm::DATA
+);
 
 /// What a blocking collective through the nonblocking large region runs while it waits:
 /// the pending nonblocking collectives' progress (they may hold the slots it needs).

@@ -1386,13 +1386,16 @@ impl Seg {
     /// contribution) and is done; the root waits for their stamps and folds every
     /// contribution in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`, its own from `send`, or from
     /// `recv` in place when `send` is `None`) into `recv`. `red` computes
-    /// `inout = in ∘ inout`.
+    /// `inout = in ∘ inout`, `commutative` or not: in place on two ranks (root 0) a
+    /// commutative `red` folds the peer's contribution straight into ours, `x1 ∘ x0`,
+    /// where the rank order needs our own copied aside first (np=2, 4 KiB: a copy of
+    /// 4 KiB per call, the in-place reduce 0.954x Open MPI where out of place was not).
     pub fn reduce<F: Fn(&[u8], &mut [u8])>(
         &self,
         send: Option<&[u8]>,
         recv: Option<&mut [u8]>,
         root: usize,
-        red: &F,
+        (red, commutative): (&F, bool),
     ) {
         let k = self.next();
         match recv {
@@ -1400,14 +1403,27 @@ impl Seg {
                 let n = buf.len();
                 self.wait_all(k);
                 let last = self.size - 1;
+                if send.is_none() && commutative && self.size == 2 && root == 0 {
+                    // SAFETY: the other rank (1, the last) stamped `k` (waited above); the
+                    // view does not overlap `buf`.
+                    red(unsafe { self.peer(last, k, 0, n) }, buf); // buf = x1 ∘ x0
+                    self.finish(k);
+                    return;
+                }
                 // Our own contribution joins the fold where its rank says: copied aside
                 // when the fold would overwrite it first (in place, below the last rank).
-                let mut own = [0u8; DATA];
+                let mut own = [std::mem::MaybeUninit::<u8>::uninit(); DATA];
                 let own: &[u8] = match send {
                     Some(s) => s,
                     None if root != last => {
-                        own[..n].copy_from_slice(buf);
-                        &own[..n]
+                        let own = own.as_mut_ptr().cast::<u8>();
+                        // SAFETY: `n <= DATA` (the caller's bound): `own` has room for
+                        // `buf`'s bytes, and is not `buf`; its first `n` bytes are then
+                        // initialised.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(buf.as_ptr(), own, n);
+                            std::slice::from_raw_parts(own.cast_const(), n)
+                        }
                     }
                     None => &[],
                 };
