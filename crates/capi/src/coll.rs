@@ -1375,13 +1375,16 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
         sendbuf
     };
     alg::check_buf(contrib, dt, total, comm)?;
+    let me = c.rank as usize;
+    if !alg::is_in_place(sendbuf) {
+        alg::check_buf(recvbuf, dt, counts[me], comm)?;
+    }
     // A copy (used as scratch), in a pooled buffer (given back when dropped): a fresh mapping of
     // a large one costs a page fault per page.
     let mut full = oxmpi_coll::Pooled::new(total * dt.size);
     full.clear();
     // SAFETY: MPI contract: the contribution holds `total` items.
     unsafe { pack_into(dt, total, contrib.cast(), &mut full) };
-    let me = c.rank as usize;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(dt, recvbuf, vec![(counts[me], 0)], |_| false) };

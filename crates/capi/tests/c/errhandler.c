@@ -89,6 +89,12 @@ int main(int argc, char **argv)
         EXPECT(MPI_Op_free(&op), MPI_ERR_OP);
         int y = 0;
         EXPECT(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD), MPI_ERR_OP);
+        if (size <= 8) {
+            /* a NULL receive buffer of a reduce-scatter (every rank alike) */
+            int xs[8] = {0}, counts[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+            EXPECT(MPI_Reduce_scatter_block(xs, NULL, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+            EXPECT(MPI_Reduce_scatter(xs, NULL, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        }
         EXPECT(MPI_Group_size((MPI_Group)0x88001234, &y), MPI_ERR_GROUP);
         EXPECT(MPI_Info_set((MPI_Info)0x9c000777, "k", "v"), MPI_ERR_INFO);
         MPI_Datatype bogus = (MPI_Datatype)0x8c0000ff;
