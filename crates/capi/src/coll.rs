@@ -186,13 +186,13 @@ fn dtype(h: c_int, comm: c_int) -> MpiResult<Arc<Datatype>> {
 }
 
 /// Bytes of `count` items of the predefined basic datatype `t` (contiguous from offset 0),
-/// from the lock-free size cache (`p2p::predefined_size`): the small collectives' fast
+/// from the lock-free size cache (`datatype::predefined_size`): the small collectives' fast
 /// paths need no datatype reference. `None` for other types and negative counts.
 #[inline]
 pub(crate) fn basic_bytes(count: i64, t: c_int) -> Option<usize> {
     usize::try_from(count)
         .ok()?
-        .checked_mul(crate::p2p::predefined_size(t)?)
+        .checked_mul(crate::datatype::predefined_size(t)?)
 }
 
 mpi_fn! {
@@ -616,7 +616,7 @@ fn scatterv_fast<C: CountArg, D: DispArg>(
         let r = select::scatterv(&c.alg(), (&[], &[], &[]), recv, root);
         return Some(r.map_err(alg::err(c.comm)));
     }
-    let size = crate::p2p::predefined_size(sendtype)?;
+    let size = crate::datatype::predefined_size(sendtype)?;
     if sendbuf.is_null() {
         return None;
     }
@@ -660,7 +660,7 @@ fn gatherv_fast<C: CountArg, D: DispArg>(
         let r = select::gatherv(&c.alg(), send, &mut [], (&[], &[]), root);
         return Some(r.map_err(alg::err(c.comm)));
     }
-    let size = crate::p2p::predefined_size(recvtype)?;
+    let size = crate::datatype::predefined_size(recvtype)?;
     if recvbuf.is_null() {
         return None;
     }
@@ -1025,7 +1025,7 @@ fn alltoall_shm(
 }
 
 /// Alltoall of predefined basic types whose blocks fit the shared-memory segment, on the
-/// user's buffers: their sizes come from the lock-free cache (`p2p::predefined_size`), so
+/// user's buffers: their sizes come from the lock-free cache (`datatype::predefined_size`), so
 /// the call takes the library lock once (for the communicator) and no datatype reference.
 /// `None`: the general path decides (other types, in place, NULL buffers, larger blocks,
 /// no segment; it also reports the errors).

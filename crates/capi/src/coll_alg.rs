@@ -335,7 +335,7 @@ impl BasicOp {
     /// and reports the errors, as [`Reducer::new`] does).
     #[inline]
     pub(crate) fn of(dth: c_int, op: c_int) -> Option<BasicOp> {
-        let size = crate::p2p::predefined_size(dth)?;
+        let size = crate::datatype::predefined_size(dth)?;
         let ty = crate::op::elem_type(dth)?;
         let kernel = crate::op::builtin_op(op)?;
         // (Every such size is a power of two: the alignment check is a mask, not a division.)
