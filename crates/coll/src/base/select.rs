@@ -896,7 +896,8 @@ pub fn gatherv(
                 seg.gatherv_root(None, (&mut [], &none, &none), 0);
                 return Err(e);
             }
-            let (me, other) = (a.rank as usize, 1 - a.rank as usize);
+            // (`other` is the other rank only on 2 ranks, the one case that reads it.)
+            let (me, other) = (a.rank as usize, a.rank as usize ^ 1);
             // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's
             // ([`sm::Seg::gather_pair`]; the other rank follows our post).
             if a.size == 2 && seg.cma_known() && sm::GATHER_PAIR.contains(&counts[other]) {
