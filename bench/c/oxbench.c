@@ -40,17 +40,22 @@
  *            sends eagerly returns at once, and its receivers, which leave the
  *            barrier later (oversubscribed ranks wait to be scheduled), find
  *            the data there, so every rank's own time is tiny
- *   probe=   1: the vCPU placement probe of the point-to-point tests (ranks 0
- *            and 1 on different CPUs: not oversubscribed). The two ranks
- *            bounce a cache line through a shared page of their own (a POSIX
- *            shared-memory object, removed as soon as both have mapped it,
- *            so the probe is the same whatever the MPI library), before every
- *            sample and after the last one, outside the timed region; the
+ *   probe=   1: the vCPU placement probe (every test): ranks 0 and the
+ *            probe peer (rank 1, or probe_peer=) bounce a cache line through
+ *            a shared page of their own (a POSIX shared-memory object,
+ *            removed as soon as both have mapped it, so the probe is the same
+ *            whatever the MPI library), before every sample and after the
+ *            last one, outside the timed region (collectives: before the
+ *            barrier that starts a sample; the other ranks wait in it); the
  *            RESULT line then has probe= (each probe's median round trip in
- *            ns, in time order) and probe_cpus= (the CPUs ranks 0 and 1 ran
- *            on at the last probe). The hypervisor may move the vCPUs
+ *            ns, in time order), probe_cpus= (the CPUs of rank 0 and the
+ *            peer at the last probe) and probe_ranks=0,PEER. The two ranks
+ *            must run on different CPUs (a spinning probe on a shared CPU
+ *            waits for time slices). The hypervisor may move the vCPUs
  *            during a run: a measurement whose probes disagree (near and far,
  *            RTT below/above about 200 ns) was not taken in one placement
+ *   probe_peer= R: the rank that probes with rank 0 (default 1; an
+ *            oversubscribed block placement puts rank 1 on rank 0's CPU)
  *   method=  osu (default): a barrier between timed iterations, each timed on
  *            its own, as the standard suites (OSU) do; b2b: back-to-back calls
  *            timed as one block (this harness's method before)
@@ -64,7 +69,7 @@
  * Output (all printed by rank 0, one line per test and size, BIND/RSS per rank):
  *   BIND rank=R cpus=LIST
  *   RESULT test=T np=P size=S iters=N samples=K median=X min=X max=X mean=X unit=U values=X;X;...
- *          [probe=NS;NS;... probe_cpus=C0,C1]   (probe=1, point-to-point tests)
+ *          [probe=NS;NS;... probe_cpus=C0,CP probe_ranks=0,P]   (probe=1)
  *   OVERLAP test=iT np=P size=S pure=US compute=US total=US overlap=PCT   (nonblocking tests)
  *   RSS prog=oxbench rank=R kb=K
  * Latency-like tests report microseconds per operation (ping-pong: one way,
@@ -128,6 +133,7 @@ static void print_binding(void) {
  * probe_rtt), reported with its RESULT line. */
 static double probes[MAXS + 1];
 static int nprobes = 0, probe_cpu[2] = {-1, -1};
+static int probe_peer = 1; /* probe_peer=: the rank that probes with rank 0 */
 
 static double report(const char *test, size_t size, int n, double *v, int S, const char *unit) {
   /* the whole line is formatted first and written at once: some launchers
@@ -145,7 +151,8 @@ static double report(const char *test, size_t size, int n, double *v, int S, con
   for (int i = 0; i < nprobes && k < (int)sizeof line - 64; i++)
     k += snprintf(line + k, sizeof line - k, i ? ";%.1f" : " probe=%.1f", probes[i]);
   if (nprobes > 0)
-    k += snprintf(line + k, sizeof line - k, " probe_cpus=%d,%d", probe_cpu[0], probe_cpu[1]);
+    k += snprintf(line + k, sizeof line - k, " probe_cpus=%d,%d probe_ranks=0,%d", probe_cpu[0],
+                  probe_cpu[1], probe_peer);
   nprobes = 0;
   snprintf(line + k, sizeof line - k, "\n");
   fputs(line, stdout);
@@ -236,16 +243,21 @@ static void spin_pause(void) {
  * rank 1 answered (nothing stays in /dev/shm). Point-to-point messages only;
  * without the page (either side failed) the probe is off on both ranks. */
 static void probe_setup(void) {
-  if (np < 2) probe_on = 0;
-  if (np < 2 || rank > 1) return;
+  if (np < 2 || probe_peer < 1 || probe_peer >= np) {
+    if (rank == 0) fprintf(stderr, "oxbench: probe=1: no probe peer (np=%d probe_peer=%d), no placement probe\n", np, probe_peer);
+    probe_on = 0;
+    return;
+  }
+  int pp = probe_peer;
+  if (rank != 0 && rank != pp) return;
   int msg[2] = {getpid(), 0}, ok = 0, fd = -1;
   char name[64];
   if (rank == 0) {
     snprintf(name, sizeof name, "/oxbench-probe-%d", msg[0]);
     fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     msg[1] = fd >= 0 && ftruncate(fd, 4096) == 0;
-    MPI_Send(msg, 2, MPI_INT, 1, 94, MPI_COMM_WORLD);
-    MPI_Recv(&ok, 1, MPI_INT, 1, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(msg, 2, MPI_INT, pp, 94, MPI_COMM_WORLD);
+    MPI_Recv(&ok, 1, MPI_INT, pp, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (fd >= 0) shm_unlink(name);
   } else {
     MPI_Recv(msg, 2, MPI_INT, 0, 94, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -255,7 +267,7 @@ static void probe_setup(void) {
   void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   if (fd >= 0) close(fd);
   int mine = m != MAP_FAILED;
-  if (rank == 1) {
+  if (rank == pp) {
     ok = msg[1] && mine;
     MPI_Send(&ok, 1, MPI_INT, 0, 94, MPI_COMM_WORLD);
   }
@@ -265,13 +277,14 @@ static void probe_setup(void) {
   if (!probe_on && rank == 0) fprintf(stderr, "oxbench: probe=1: no shared page, no placement probe\n");
 }
 
-/* One probe (ranks 0 and 1 together, in the same place of the program): rank 0
- * appends the median round trip (ns) to probes[] and records both CPUs. */
+/* One probe (rank 0 and the probe peer together, in the same place of the
+ * program): rank 0 appends the median round trip (ns) to probes[] and records
+ * both CPUs. */
 static void probe_rtt(void) {
-  if (!probe_on || rank > 1) return;
+  if (!probe_on || (rank != 0 && rank != probe_peer)) return;
   uint64_t *ping = probe_mem, *pong = probe_mem + 16, *cpu1 = probe_mem + 32;
   double r[PROBE_SAMPLES];
-  if (rank == 1) __atomic_store_n(cpu1, (uint64_t)sched_getcpu(), __ATOMIC_RELAXED);
+  if (rank == probe_peer) __atomic_store_n(cpu1, (uint64_t)sched_getcpu(), __ATOMIC_RELAXED);
   for (int s = 0; s < PROBE_SAMPLES; s++) {
     double t0 = mono();
     for (int i = 0; i < PROBE_TRIPS; i++) {
@@ -629,7 +642,7 @@ static double measure(const struct op *o, int nmax, int S, int *used) {
     if (rank == 0 && budget > 0 && s >= MIN_SAMPLES && MPI_Wtime() - start > budget) go = 0;
     ctl(&go);
     if (!go) break;
-    if (is_p2p(o)) probe_rtt(); /* (probe=1) the placement of this sample */
+    probe_rtt(); /* (probe=1) the placement of this sample */
     double dt = timed(o, go);
     if (rank == 0) {
       double wall = last_wall;
@@ -644,7 +657,7 @@ static double measure(const struct op *o, int nmax, int S, int *used) {
     }
     taken++;
   }
-  if (is_p2p(o)) probe_rtt(); /* (probe=1) and after the last one */
+  probe_rtt(); /* (probe=1) and after the last one */
   if (used) {
     ctl(&n);
     *used = n;
@@ -712,7 +725,7 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
-            "[mpit=0|1] [probe=0|1] [method=osu|b2b] [clock=rank|span] SIZE...\n",
+            "[mpit=0|1] [probe=0|1] [probe_peer=R] [method=osu|b2b] [clock=rank|span] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -796,6 +809,7 @@ int main(int argc, char **argv) {
     } else if (!strncmp(argv[a], "inplace=", 8)) in_place = atoi(v) != 0;
     else if (!strncmp(argv[a], "mpit=", 5)) mpit = atoi(v) != 0;
     else if (!strncmp(argv[a], "probe=", 6)) probe_on = atoi(v) != 0;
+    else if (!strncmp(argv[a], "probe_peer=", 11)) probe_peer = atoi(v);
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");

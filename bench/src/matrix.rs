@@ -234,6 +234,24 @@ pub fn placements_for(np: u32, cores: u32, placements: &[Placement]) -> Vec<Opti
     }
 }
 
+/// The rank that runs the in-program placement probe with rank 0
+/// (`oxbench probe=1 probe_peer=R`) in a launch of `np` ranks on `cores` CPUs
+/// in `placement` (`None`: the launcher's one rank per core): rank 1 on
+/// dedicated cores, else the first rank the placement pins to another CPU
+/// than rank 0's (block on 2 CPUs: rank np/2; cyclic: rank 1); `None` when
+/// there is no such rank or the ranks are not pinned (a spinning probe
+/// sharing a CPU waits for time slices, and measures no vCPU distance).
+pub fn probe_peer(np: u32, cores: u32, placement: Option<Placement>) -> Option<u32> {
+    if np < 2 {
+        return None;
+    }
+    if np <= cores {
+        return Some(1);
+    }
+    let cpus = placement?.cpus(np, cores)?;
+    cpus.iter().position(|c| *c != cpus[0]).map(|r| r as u32)
+}
+
 /// `label` measured in placement `p` (`alltoall/CHAR` -> `alltoall/CHAR/block`).
 pub fn with_placement(label: &str, p: Option<Placement>) -> String {
     match p {
@@ -624,6 +642,8 @@ pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]
     let spent = |b: Option<Duration>| b.is_some_and(|b| start.elapsed() > b);
     let mut reps = 0;
     let mut first = true;
+    // every launch probes the vCPU placement inside oxbench, before every sample
+    runner.probe_all = true;
     'reps: for rep in 0..cfg.reps {
         let t = Instant::now();
         reps += 1;
@@ -671,6 +691,7 @@ pub fn run(runner: &mut Runner, cfg: &Config, m: &MatrixOpts, ready: &[Prepared]
     }
     runner.launch_opts.clear();
     runner.placement = None;
+    runner.probe_all = false;
     reps
 }
 
@@ -911,6 +932,22 @@ mod tests {
         );
     }
 
+    /// The rank that probes with rank 0 runs on another CPU: rank 1 on
+    /// dedicated cores and in cyclic, the first rank of CPU 1 in block; none
+    /// unpinned or alone.
+    #[test]
+    fn the_probe_peer_is_on_another_cpu() {
+        assert_eq!(probe_peer(2, 2, None), Some(1));
+        assert_eq!(probe_peer(1, 2, None), None);
+        assert_eq!(probe_peer(4, 2, Some(Placement::Block)), Some(2));
+        assert_eq!(probe_peer(8, 2, Some(Placement::Block)), Some(4));
+        assert_eq!(probe_peer(3, 2, Some(Placement::Block)), Some(2));
+        assert_eq!(probe_peer(8, 2, Some(Placement::Cyclic)), Some(1));
+        assert_eq!(probe_peer(4, 2, Some(Placement::Unpinned)), None);
+        assert_eq!(probe_peer(4, 2, None), None);
+        assert_eq!(probe_peer(4, 1, Some(Placement::Block)), None);
+    }
+
     /// Oversubscribed launches go through the pin wrapper with their
     /// placement's CPU list, rows carry the placement, and the binding each
     /// rank saw is checked: a wrapper that pins the wrong ranks (the fake's
@@ -972,6 +1009,36 @@ mod tests {
         assert!(lines[0].contains("-n 2 -- ") && lines[0].contains("/oxbench allreduce"));
         assert!(lines[2].contains("-n 4 -- ") && lines[2].contains("/no-such-probe 0,0,1,1 "));
         assert!(lines[4].contains("/no-such-probe 0,1,0,1 "), "{args}");
+        // every launch probes inside oxbench: rank 0 with rank 1, in block with rank 2
+        // (rank 1 shares CPU 0 there)
+        assert!(lines.iter().all(|l| l.contains(" probe=1 ")), "{args}");
+        assert!(!lines[0].contains("probe_peer") && !lines[4].contains("probe_peer"));
+        assert!(lines[2].contains(" probe_peer=2 "), "{args}");
+        // the fake's probes (100 ns) classify every row near, the overlaps too
+        assert!(
+            r.res.rows.iter().all(|x| x.placement() == Some("near")),
+            "{:?}",
+            r.res.rows
+        );
+        let seen: Vec<String> = r
+            .res
+            .probe_seen
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} {} {} {} {}",
+                    b.np,
+                    b.placement.map(|p| p.name()).unwrap_or("-"),
+                    b.ranks,
+                    b.cpus,
+                    b.count
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            ["2 - 0,1 0,1 2", "4 block 0,2 0,1 2", "4 cyclic 0,1 0,1 2"]
+        );
         let b: Vec<(String, bool)> = r
             .res
             .placed_bindings
@@ -990,6 +1057,19 @@ mod tests {
                 ("4 cyclic 0:0 1:1 2:0 3:1".to_string(), true)
             ]
         );
+        // probes that disagree within a measurement: mixed, in neither placement
+        std::fs::write(dir.join("probe"), "95.0;430.0").unwrap();
+        let (p, probes) = crate::suite::fake_implementation(&dir);
+        let mut r = Runner::new(&cfg, probes, crate::suite::Results::default());
+        r.cores = 2;
+        run(&mut r, &cfg, &m, std::slice::from_ref(&p));
+        assert!(!r.res.rows.is_empty());
+        assert!(
+            r.res.rows.iter().all(|x| x.placement() == Some("mixed")),
+            "{:?}",
+            r.res.rows
+        );
+        assert!(!r.probe_all, "the runner probes only p2p tests again");
         // the wrapper pins the wrong ranks: failures, no rows, the binding shown
         std::fs::write(dir.join("swap"), "").unwrap();
         let (p, probes) = crate::suite::fake_implementation(&dir);

@@ -3,13 +3,19 @@
 //! sizes, alltoallw against alltoallv for the same bytes, and the overlap of
 //! the nonblocking collectives next to the peers'. Each rank count and
 //! placement is a column of its own ([`columns`]), with its summary line,
-//! details section and the binding its ranks were seen to have.
+//! details section and the binding its ranks were seen to have. Every
+//! measurement is also classified by the vCPU placement its in-program probes
+//! saw (near, far, mixed: [`Row::placement`], the p2p report's rule), and each
+//! row compared with the best peer within each placement ([`placed_by_size`]).
 
 use crate::matrix::{
     blocking, parse_label, split_placement, with_placement, Label, Placement, Variant,
 };
 use crate::report::{cell, num, size_label, Meta};
-use crate::stats::{aggregate, best_of, geomean, pairwise, summary, Key, Row, Summary};
+use crate::stats::{
+    aggregate, best_of, by_placement, geomean, pairwise, placed_ratio, summary, ByPlacement, Key,
+    PlacedRatio, Row, Summary, PLACEMENTS,
+};
 use crate::suite::Results;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -56,6 +62,75 @@ pub fn ratios_by_size(rows: &[Row], a: &str, b: &str) -> BySize {
         by.entry((t, np)).or_default().push((size, s));
     }
     by
+}
+
+/// Per (label, np) and size: oxmpi against the best peer within the near and
+/// the far vCPU placement ([`PLACEMENTS`] order), `None` where that placement
+/// has no run of oxmpi or of every peer.
+pub type PlacedBySize = BTreeMap<(String, u32), Vec<(u64, [Option<PlacedRatio>; 2])>>;
+
+/// The within-placement ratios of every (label, np, size) oxmpi or a peer
+/// measured ([`placed_ratio`] over [`by_placement`]: the same rule and
+/// medians as the p2p report's placement tables).
+pub fn placed_by_size(rows: &[Row], by: &ByPlacement, peers: &[&str]) -> PlacedBySize {
+    let mut keys: Vec<Key> = rows
+        .iter()
+        .filter(|r| r.imp == SUBJECT || peers.contains(&r.imp.as_str()))
+        .map(Row::key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out: PlacedBySize = BTreeMap::new();
+    for k in keys {
+        let r = PLACEMENTS.map(|pl| placed_ratio(by, &k, SUBJECT, peers, pl, false));
+        out.entry((k.0.clone(), k.1)).or_default().push((k.2, r));
+    }
+    out
+}
+
+/// The ratios of one placement (index into [`PLACEMENTS`]) of one row, as
+/// [`figures`] takes them, with the subject's and the best peers' runs
+/// summed over the sizes.
+fn placed_figures(
+    v: &[(u64, [Option<PlacedRatio>; 2])],
+    i: usize,
+) -> (Vec<(u64, Summary)>, usize, usize) {
+    let mut f = Vec::new();
+    let (mut runs, mut peer_runs) = (0, 0);
+    for (size, r) in v {
+        if let Some(r) = &r[i] {
+            let m = Summary {
+                median: r.ratio,
+                min: r.ratio,
+                max: r.ratio,
+                n: 1,
+            };
+            f.push((*size, m));
+            runs += r.runs;
+            peer_runs += r.peer_runs;
+        }
+    }
+    (f, runs, peer_runs)
+}
+
+/// A near or far cell of the per-collective table: `g x [w x at S] k/n, o/p
+/// runs` (oxmpi's and the best peers' runs in that placement over the sizes),
+/// with the sizes that have no pair there, or `no pair` for none.
+fn placed_cell(v: &[(u64, [Option<PlacedRatio>; 2])], i: usize) -> String {
+    let (f, runs, peer_runs) = placed_figures(v, i);
+    let missing = v.len() - f.len();
+    match figures(&f) {
+        None => "no pair".into(),
+        Some(x) => format!(
+            "{}, {runs}/{peer_runs} runs{}",
+            ratio_cell(Some(x), f.len()),
+            if missing > 0 {
+                format!(", {missing} size(s) no pair")
+            } else {
+                String::new()
+            }
+        ),
+    }
 }
 
 /// Geometric mean of the median ratios, the worst (size, median ratio), and
@@ -180,7 +255,8 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
         res,
     );
     o.push_str("Per-size numbers: [details.md](details.md); every run: `samples.csv`.\n\n");
-    o.push_str(
+    let _ = write!(
+        o,
         "How it is measured: `bench/c/oxbench.c`, as the standard suites (OSU) do: a barrier between \
          timed iterations, separate send and receive buffers, each sample the slowest rank's time per \
          call; nonblocking collectives post, then wait, and an `OVERLAP` run adds as much computation \
@@ -201,13 +277,28 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
          (`best-peer`: per repetition and measurement, the faster of Open MPI and MPICH), taken within \
          each repetition and then summarised (median over repetitions). A cell `g x [w x at S] k/n` is \
          the geometric mean `g` over the sizes of those medians, the worst `w` (at size `S`), and `k` \
-         of `n` sizes below 1.0.\n\n",
+         of `n` sizes below 1.0.\n\n\
+         vCPU placement: the hypervisor places the machine's two vCPUs near (a cache-line round \
+         trip below {near} ns) or far (above; every implementation about 2x slower) and may change \
+         it between launches or during one. `oxbench probe=1` bounces a cache line between rank 0 \
+         and a rank on the other CPU (rank 1; in a block placement the first rank of CPU 1, see \
+         \"Placement probe\") before every sample and after the last, outside the timed calls; a \
+         measurement is near or far when all its probes agree and mixed otherwise, the rule of the \
+         point-to-point report. Per-repetition ratios pair runs that may have been in different \
+         placements; the near and far tables therefore compare, within one placement, oxmpi's median \
+         over its runs there with the best peer's median over its runs there (`o/p runs`: oxmpi's \
+         and the best peer's runs summed over the sizes). Mixed measurements are in neither; a row \
+         with no run of oxmpi or of both peers in a placement says `no pair`.\n\n",
+        near = crate::parse::NEAR_RTT_NS,
     );
     crate::report::implementations(&mut o, res);
     placed_bindings(&mut o, res);
+    probe_seen(&mut o, res);
 
     let _ = writeln!(o, "## Summary\n");
     let all = ratios_by_size(&rows, SUBJECT, BEST_PEER);
+    let by = by_placement(&rows);
+    let placed = placed_by_size(&rows, &by, &peers);
     if !subject {
         let _ = writeln!(
             o,
@@ -258,6 +349,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
             let _ = writeln!(o, " {n} |{cells}");
         }
         o.push('\n');
+        placed_summary(&mut o, &rows, &placed, &cols);
         // the worst measurements against the best peer
         let mut worst: Vec<(f64, &String, u32, u64)> = all
             .iter()
@@ -268,7 +360,7 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
         if !worst.is_empty() {
             let _ = writeln!(
                 o,
-                "The {} slowest (of {} below 1.0), oxmpi vs best peer: {}.\n",
+                "The {} slowest (of {} below 1.0), oxmpi vs best peer per repetition (all placements): {}.\n",
                 worst.len().min(15),
                 worst.len(),
                 worst
@@ -281,7 +373,14 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
         }
     }
 
-    let _ = writeln!(o, "## oxmpi vs best peer per collective\n");
+    if subject {
+        placed_table(&mut o, &labels, &cols, &placed);
+    }
+
+    let _ = writeln!(
+        o,
+        "## oxmpi vs best peer per collective\n\nPer repetition, whatever the placement of each run (see the near and far table above).\n"
+    );
     let _ = write!(o, "| collective |");
     for &c in &cols {
         let _ = write!(o, " {} |", column_name(c));
@@ -395,7 +494,121 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
         )],
         plots,
     );
-    (o, details(&rows, &res.rows, &imps, &labels, subject))
+    (
+        o,
+        details(&rows, &res.rows, &imps, &labels, &placed, subject),
+    )
+}
+
+/// The summary's lines per placement: per column, oxmpi against the best peer
+/// within the near and within the far placement over every (collective, size)
+/// with a pair there, the rows below 1.0, the rows without a pair, and the
+/// mixed measurements (in neither).
+fn placed_summary(o: &mut String, rows: &[Row], placed: &PlacedBySize, cols: &[Column]) {
+    let _ = writeln!(
+        o,
+        "Within one vCPU placement (rows = collective x size; `k of n`: rows below 1.0 of the rows with a pair of oxmpi and peer runs in that placement):\n\n| np | placement | near: geometric mean | near: rows below 1.0 | far: geometric mean | far: rows below 1.0 | rows without a near pair | rows without a far pair | mixed measurements |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for &c in cols {
+        let mine: Vec<&(u64, [Option<PlacedRatio>; 2])> = placed
+            .iter()
+            .filter(|((l, np), _)| (*np, split_placement(l).1) == c)
+            .flat_map(|(_, v)| v.iter())
+            .collect();
+        let _ = write!(o, "| {} | {} |", c.0, c.1.map(|p| p.name()).unwrap_or("-"));
+        let mut none = [0; 2];
+        for (i, without) in none.iter_mut().enumerate() {
+            let r: Vec<f64> = mine
+                .iter()
+                .filter_map(|x| x.1[i].as_ref().map(|r| r.ratio))
+                .collect();
+            *without = mine.len() - r.len();
+            let below = r.iter().filter(|x| **x < 1.0).count();
+            let _ = write!(
+                o,
+                " {} | {below} of {} |",
+                geomean(&r)
+                    .map(|g| format!("{}x", num(g)))
+                    .unwrap_or("-".into()),
+                r.len()
+            );
+        }
+        let mixed = rows
+            .iter()
+            .filter(|r| r.imp != BEST_PEER && (r.np, split_placement(&r.test).1) == c)
+            .filter(|r| r.placement() == Some("mixed"))
+            .count();
+        let _ = writeln!(o, " {} | {} | {mixed} |", none[0], none[1]);
+    }
+    o.push('\n');
+}
+
+/// The per-collective table within each placement: per column a near and a
+/// far cell ([`placed_cell`]).
+fn placed_table(o: &mut String, labels: &[String], cols: &[Column], placed: &PlacedBySize) {
+    let _ = writeln!(
+        o,
+        "## oxmpi vs best peer per collective, within each vCPU placement\n\nCell: `g x [w x at S] k/n, o/p runs` as above, over the sizes with a pair of oxmpi and peer runs in that placement (the ratio of medians over those runs).\n"
+    );
+    let _ = write!(o, "| collective |");
+    for &c in cols {
+        for pl in PLACEMENTS {
+            let _ = write!(o, " {} {pl} |", column_name(c));
+        }
+    }
+    let _ = writeln!(o, "\n|---|{}", "---|".repeat(cols.len() * PLACEMENTS.len()));
+    for l in labels {
+        let _ = write!(o, "| `{l}` |");
+        for &c in cols {
+            for i in 0..PLACEMENTS.len() {
+                let cell = match placed.get(&key(l, c)) {
+                    Some(v) => placed_cell(v, i),
+                    None => "-".into(),
+                };
+                let _ = write!(o, " {cell} |");
+            }
+        }
+        o.push('\n');
+    }
+    o.push('\n');
+}
+
+/// The "Placement probe" section: per rank count and placement, the ranks
+/// that ran the in-program probe, where ranks 0 and 1 are pinned, and the
+/// CPUs the probing ranks were seen on (measurements per implementation).
+fn probe_seen(o: &mut String, res: &Results) {
+    if res.probe_seen.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Placement probe\n\nThe ranks that bounced the cache line (rank 0 and a rank on the other CPU: a spinning probe on a shared CPU would wait for time slices and measure no vCPU distance), the CPUs ranks 0 and 1 are pinned to, and the CPUs the probing ranks reported at each measurement's last probe (measurements per implementation).\n\n| np | placement | probing ranks | ranks 0 and 1 on CPUs | probing ranks seen on CPUs |\n|---|---|---|---|---|"
+    );
+    let mut v: Vec<&crate::suite::ProbeSeen> = res.probe_seen.iter().collect();
+    v.sort_by_key(|b| (b.np, b.placement, b.ranks.clone()));
+    let mut groups: Vec<(u32, Option<Placement>, String)> = v
+        .iter()
+        .map(|b| (b.np, b.placement, b.ranks.clone()))
+        .collect();
+    groups.dedup();
+    for (np, pl, ranks) in groups {
+        let seen: Vec<String> = v
+            .iter()
+            .filter(|b| b.np == np && b.placement == pl && b.ranks == ranks)
+            .map(|b| format!("{} {} ({})", b.imp, b.cpus, b.count))
+            .collect();
+        let first_two = pl
+            .and_then(|p| p.cpus(np, crate::suite::cores()))
+            .map(|c| format!("{},{}", c[0], c[1]))
+            .unwrap_or("one rank per core (launcher)".into());
+        let _ = writeln!(
+            o,
+            "| {np} | {} | {ranks} | {first_two} | {} |",
+            pl.map(|p| p.name()).unwrap_or("-"),
+            seen.join(", ")
+        );
+    }
+    o.push('\n');
 }
 
 /// The "Binding observed per placement" section: per implementation, rank
@@ -455,12 +668,19 @@ fn overlaps(rows: &[Row]) -> BTreeMap<(String, u32, String, u64), Summary> {
 /// `details.md`: per np (and placement), every (collective, size) with each
 /// implementation's median time [min–max over repetitions], the ratio
 /// against the best peer and, for the nonblocking ones, the overlaps.
-fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subject: bool) -> String {
+fn details(
+    rows: &[Row],
+    raw: &[Row],
+    imps: &[String],
+    labels: &[String],
+    placed: &PlacedBySize,
+    subject: bool,
+) -> String {
     let aggs: Vec<BTreeMap<Key, Summary>> = imps.iter().map(|i| aggregate(rows, i)).collect();
     let ratio = pairwise(rows, SUBJECT, BEST_PEER);
     let ov = overlaps(raw);
     let mut o = String::from(
-        "# Collectives matrix: every measurement\n\nGenerated with report.md. Time per call in us (slowest rank), median [min–max] over repetitions; ratio: oxmpi's speed ratio against the best peer, per repetition, then median [min–max]; overlap: percent (nonblocking only).\n\n",
+        "# Collectives matrix: every measurement\n\nGenerated with report.md. Time per call in us (slowest rank), median [min–max] over repetitions; ratio: oxmpi's speed ratio against the best peer, per repetition, then median [min–max]; near, far: the ratio of oxmpi's median over the best peer's within that vCPU placement (runs of oxmpi/of that peer), `no pair` without runs of both there; overlap: percent (nonblocking only).\n\n",
     );
     for c in columns(rows) {
         let (np, _) = c;
@@ -482,12 +702,12 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
             let _ = write!(o, " {i} |");
         }
         if subject {
-            o.push_str(" oxmpi vs best peer |");
+            o.push_str(" oxmpi vs best peer | near | far |");
         }
         for i in imps {
             let _ = write!(o, " {i} overlap % |");
         }
-        let ncols = 2 + imps.len() * 2 + usize::from(subject);
+        let ncols = 2 + imps.len() * 2 + 3 * usize::from(subject);
         let _ = writeln!(o, "\n|{}", "---|".repeat(ncols));
         for l in labels {
             let full = with_placement(l, c.1);
@@ -513,6 +733,18 @@ fn details(rows: &[Row], raw: &[Row], imps: &[String], labels: &[String], subjec
                             .map(|x| format!("{}x", cell(x)))
                             .unwrap_or("-".into())
                     );
+                    let at = placed
+                        .get(&(full.clone(), np))
+                        .and_then(|v| v.iter().find(|x| x.0 == s));
+                    for i in 0..PLACEMENTS.len() {
+                        let c = match at.and_then(|x| x.1[i].as_ref()) {
+                            Some(r) => {
+                                format!("{}x ({}/{} {})", num(r.ratio), r.runs, r.peer_runs, r.peer)
+                            }
+                            None => "no pair".into(),
+                        };
+                        let _ = write!(o, " {c} |");
+                    }
                 }
                 for i in imps {
                     let c = ov
@@ -734,6 +966,142 @@ mod tests {
         assert_eq!(names, ["np=2", "np=4 block", "np=4 cyclic"]);
     }
 
+    /// Rows probed near, far and mixed: each placement compares oxmpi with the
+    /// best peer over the runs measured in it, mixed runs are in neither, a
+    /// placement without a pair says so, the summary counts rows below 1.0 per
+    /// placement, and the probe section tells where the probing ranks ran.
+    #[test]
+    fn near_and_far_columns_compare_within_one_placement() {
+        // (far, near) probe round trips in ns
+        const NEAR: (f64, f64) = (120.0, 95.0);
+        const FAR: (f64, f64) = (450.0, 410.0);
+        const MIXED: (f64, f64) = (450.0, 95.0);
+        let probed = |rep, imp: &str, test: &str, np, size, t, pr: (f64, f64)| Row {
+            probe_rtt_ns: Some(pr.0),
+            probe_near_ns: Some(pr.1),
+            ..sample_row(rep, imp, test, np, size, t, "us")
+        };
+        let mut v = Vec::new();
+        // allreduce np=2 at 16 B, 4 repetitions: oxmpi near 1 us (reps 0, 1), far 2 us
+        // (rep 2), mixed 50 us (rep 3); ompi near 2 us (0), far 1.6 us (1, 2); mpich
+        // near 1.6 us (2), far 5 us (0), mixed (1, 3). Per repetition oxmpi meets a
+        // peer in the other placement (rep 0: near 1 vs far 5, rep 1 near vs far 1.6).
+        for (rep, ox, om, mp) in [
+            (0, NEAR, NEAR, FAR),
+            (1, NEAR, FAR, MIXED),
+            (2, FAR, FAR, NEAR),
+            (3, MIXED, MIXED, MIXED),
+        ] {
+            let t = |p: (f64, f64), near, far| match p {
+                NEAR => near,
+                FAR => far,
+                _ => 50.0,
+            };
+            let a = "allreduce/CHAR/SUM";
+            v.push(probed(rep, "oxmpi", a, 2, 16, t(ox, 1.0, 2.0), ox));
+            v.push(probed(rep, "ompi", a, 2, 16, t(om, 2.0, 1.6), om));
+            v.push(probed(rep, "mpich", a, 2, 16, t(mp, 1.6, 5.0), mp));
+            // alltoall np=4 block at 64 B: oxmpi only ever near, the peers only far
+            let b = "alltoall/CHAR/block";
+            v.push(probed(rep, "oxmpi", b, 4, 64, 3.0, NEAR));
+            v.push(probed(rep, "ompi", b, 4, 64, 6.0, FAR));
+            v.push(probed(rep, "mpich", b, 4, 64, 6.0, FAR));
+        }
+        let seen =
+            |imp: &str, np, placement, ranks: &str, cpus: &str, count| crate::suite::ProbeSeen {
+                imp: imp.into(),
+                np,
+                placement,
+                ranks: ranks.into(),
+                cpus: cpus.into(),
+                count,
+            };
+        let res = Results {
+            rows: v,
+            ran: vec![
+                crate::impls::Impl::oxmpi(std::path::Path::new("/x")),
+                crate::impls::Impl::openmpi(),
+                crate::impls::Impl::mpich(),
+            ],
+            probe_seen: vec![
+                seen("oxmpi", 4, Some(Placement::Block), "0,2", "0,1", 4),
+                seen("oxmpi", 2, None, "0,1", "0,1", 3),
+                seen("oxmpi", 2, None, "0,1", "1,0", 1),
+            ],
+            ..Results::default()
+        };
+        let rows = time_rows(&res.rows);
+        let by = by_placement(&rows);
+        let placed = placed_by_size(&rows, &by, &PEERS);
+        let a = &placed[&("allreduce/CHAR/SUM".to_string(), 2)];
+        let near = a[0].1[0].as_ref().unwrap();
+        let far = a[0].1[1].as_ref().unwrap();
+        // near: oxmpi 1 (2 runs) vs best peer mpich 1.6 (1 run; ompi 2): 1.6x
+        assert_eq!(
+            (near.ratio, near.runs, near.peer.as_str(), near.peer_runs),
+            (1.6, 2, "mpich", 1)
+        );
+        // far: oxmpi 2 (1 run) vs best peer ompi 1.6 (2 runs; mpich 5): 0.8x
+        assert_eq!(
+            (far.ratio, far.runs, far.peer.as_str(), far.peer_runs),
+            (0.8, 1, "ompi", 2)
+        );
+        let (md, det) = markdown(&Meta::default(), &res, &[]);
+        assert!(
+            md.contains("| collective | np=2 near | np=2 far | np=4 block near | np=4 block far |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| `allreduce/CHAR/SUM` | 1.60x [1.60x at 16 B] 0/1, 2/1 runs | 0.800x [0.800x at 16 B] 1/1, 1/2 runs | - | - |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `alltoall/CHAR` | - | - | no pair | no pair |"),
+            "{md}"
+        );
+        // summary per placement: np=2 one row each, below 1.0 far only; 4 mixed runs (oxmpi 1, ompi 1, mpich 2)
+        assert!(
+            md.contains("| 2 | - | 1.60x | 0 of 1 | 0.800x | 1 of 1 | 0 | 0 | 4 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 4 | block | - | 0 of 0 | - | 0 of 0 | 1 | 1 | 0 |"),
+            "{md}"
+        );
+        // where the probing ranks ran
+        assert!(
+            md.contains(
+                "| 2 | - | 0,1 | one rank per core (launcher) | oxmpi 0,1 (3), oxmpi 1,0 (1) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 4 | block | 0,2 | 0,0 | oxmpi 0,1 (4) |"),
+            "{md}"
+        );
+        assert!(
+            det.contains("| `allreduce/CHAR/SUM` | 16 B | 1.50 [1.00–50.0] | 1.80 [1.60–50.0] | 27.5 [1.60–50.0] | "),
+            "{det}"
+        );
+        assert!(
+            det.contains("| 1.60x (2/1 mpich) | 0.800x (1/2 ompi) |"),
+            "{det}"
+        );
+        // every table's separator has as many columns as its header
+        let lines: Vec<&str> = md.lines().chain(det.lines()).collect();
+        for w in lines.windows(2) {
+            if w[1].starts_with("|---") {
+                assert_eq!(
+                    w[0].matches('|').count(),
+                    w[1].matches('|').count(),
+                    "{w:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn report_sections() {
         let res = Results {
@@ -763,11 +1131,11 @@ mod tests {
         assert!(md.contains("![collectives-matrix.png]"));
         assert!(
             det.contains(
-                "| `allreduce/CHAR/SUM` | 16 B | 1.00 | 2.00 | 0.500 | 0.500x | - | - | - |"
+                "| `allreduce/CHAR/SUM` | 16 B | 1.00 | 2.00 | 0.500 | 0.500x | no pair | no pair | - | - | - |"
             ),
             "{det}"
         );
-        assert!(det.contains("| `iallreduce/CHAR/SUM` | 16 B | 1.00 | 2.00 | 0.500 | 0.500x | 10.0 | 20.0 | 5.00 |"), "{det}");
+        assert!(det.contains("| `iallreduce/CHAR/SUM` | 16 B | 1.00 | 2.00 | 0.500 | 0.500x | no pair | no pair | 10.0 | 20.0 | 5.00 |"), "{det}");
         let c = curves(&time_rows(&res.rows), false);
         assert_eq!(c.len(), 16);
         assert_eq!(c[0].0, "allreduce");

@@ -38,10 +38,16 @@ pub struct BenchResult {
     pub unit: String,
     /// Every sample value, in time order.
     pub values: Vec<f64>,
-    /// `oxbench probe=1` (point-to-point tests): the placement probes' cache-line round
-    /// trips between ranks 0 and 1 (ns), before every sample and after the last, in time
-    /// order; empty without them.
+    /// `oxbench probe=1`: the placement probes' cache-line round trips between rank 0 and
+    /// the probe peer (ns), before every sample and after the last, in time order; empty
+    /// without them.
     pub probes: Vec<f64>,
+    /// `oxbench probe=1`: the CPUs rank 0 and the probe peer ran on at the last probe
+    /// (`probe_cpus=0,1`), as printed.
+    pub probe_cpus: Option<String>,
+    /// `oxbench probe=1`: the ranks that probed (`probe_ranks=0,2`; lines from before
+    /// `probe_peer=` have none: ranks 0 and 1).
+    pub probe_ranks: Option<String>,
 }
 
 /// Everything `oxbench` or `hello` printed that the harness understands.
@@ -118,6 +124,8 @@ pub fn parse_result_line(line: &str) -> Option<BenchResult> {
         unit: f.get("unit")?.to_string(),
         values,
         probes: list("probe")?,
+        probe_cpus: f.get("probe_cpus").map(|v| v.to_string()),
+        probe_ranks: f.get("probe_ranks").map(|v| v.to_string()),
     })
 }
 
@@ -452,6 +460,22 @@ RSS prog=oxbench rank=0 kb=281936
         assert!(parse_result_line(&l.replace("96.5", "x")).is_none());
         let plain = parse_result_line(OUT.lines().nth(2).unwrap()).unwrap();
         assert!(plain.probes.is_empty());
+        assert_eq!((plain.probe_cpus, plain.probe_ranks), (None, None));
+        assert_eq!(
+            (r.probe_cpus.as_deref(), r.probe_ranks),
+            (Some("0,1"), None)
+        );
+        // a collective probed by rank 0 and rank 2 (oversubscribed block placement)
+        let c = parse_result_line(
+            "RESULT test=alltoall np=4 size=64 iters=9 samples=2 median=9 min=8 max=10 mean=9 \
+             unit=us values=8;10 probe=421.0;430.5;425.1 probe_cpus=0,1 probe_ranks=0,2",
+        )
+        .unwrap();
+        assert_eq!(c.probes, [421.0, 430.5, 425.1]);
+        assert_eq!(
+            (c.probe_cpus.as_deref(), c.probe_ranks.as_deref()),
+            (Some("0,1"), Some("0,2"))
+        );
         assert_eq!(placement_of(96.5, 433.3), "mixed");
         assert_eq!(placement_of(96.5, 120.0), "near");
         assert_eq!(placement_of(410.0, 433.3), "far");

@@ -1,6 +1,6 @@
 //! Output: the CSV of raw samples and the markdown report.
 
-use crate::stats::{aggregate, best_of, pairwise, summary, Key, Row, Summary};
+use crate::stats::{aggregate, best_of, pairwise, summary, Key, Row, Summary, PLACEMENTS};
 use crate::suite::Results;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -358,42 +358,25 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
         sep.push_str("---|---|");
     }
     let _ = writeln!(o, "{head}\n{sep}");
+    let mine: Vec<Row> = rows.iter().filter(ours).cloned().collect();
+    let by = crate::stats::by_placement(&mine);
     for (t, s) in keys {
         let _ = write!(o, "| {t} | {} |", size_label(s));
-        let med = |i: &str, near: bool| {
-            let v: Vec<f64> = rows
-                .iter()
-                .filter(|r| r.imp == i && r.test == t && r.np == 2 && r.size == s)
-                .filter(|r| r.placement() == Some(if near { "near" } else { "far" }))
-                .map(|r| r.median)
-                .collect();
-            summary(&v)
-        };
+        let key: Key = (t.clone(), 2, s);
         for i in imps {
-            for near in [true, false] {
-                let c = med(i, near)
+            for pl in PLACEMENTS {
+                let c = by
+                    .get(&(key.clone(), i.clone(), pl))
                     .map(|m| format!("{} ({})", num(m.median), m.n))
                     .unwrap_or_else(|| "-".into());
                 let _ = write!(o, " {c} |");
             }
         }
         if vs {
-            for near in [true, false] {
-                let best = peers
-                    .iter()
-                    .filter_map(|i| med(i, near).map(|m| m.median))
-                    .reduce(|a, b| if higher_better { a.max(b) } else { a.min(b) });
-                let c = match (med("oxmpi", near), best) {
-                    (Some(x), Some(b)) if x.median > 0.0 && b > 0.0 => {
-                        let r = if higher_better {
-                            x.median / b
-                        } else {
-                            b / x.median
-                        };
-                        format!("{}x", num(r))
-                    }
-                    _ => "-".into(),
-                };
+            for pl in PLACEMENTS {
+                let c = crate::stats::placed_ratio(&by, &key, "oxmpi", &peers, pl, higher_better)
+                    .map(|r| format!("{}x", num(r.ratio)))
+                    .unwrap_or_else(|| "-".into());
                 let _ = write!(o, " {c} |");
             }
         }

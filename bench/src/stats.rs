@@ -216,6 +216,81 @@ pub fn best_of(rows: &[Row], members: &[&str], name: &str) -> Vec<Row> {
         .collect()
 }
 
+/// The vCPU placements runs are compared within ([`Row::placement`]); a run whose probes
+/// disagree ("mixed") or that has none is in neither.
+pub const PLACEMENTS: [&str; 2] = ["near", "far"];
+
+/// Per (metric, implementation, placement of [`PLACEMENTS`]): the summary over the runs
+/// measured wholly in that placement. The p2p report's placement tables and the
+/// collectives matrix's near and far columns both read this, so that one rule decides.
+pub type ByPlacement = BTreeMap<(Key, String, &'static str), Summary>;
+
+/// Group `rows` by metric, implementation and placement ([`ByPlacement`]).
+pub fn by_placement(rows: &[Row]) -> ByPlacement {
+    let mut by: BTreeMap<(Key, String, &'static str), Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        if let Some(p) = r.placement().filter(|p| PLACEMENTS.contains(p)) {
+            by.entry((r.key(), r.imp.clone(), p))
+                .or_default()
+                .push(r.median);
+        }
+    }
+    by.into_iter()
+        .filter_map(|(k, v)| Some((k, summary(&v)?)))
+        .collect()
+}
+
+/// `subject` against the best of its peers within one placement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedRatio {
+    /// Speed ratio of the subject's median over the best peer's (> 1: the subject is
+    /// faster).
+    pub ratio: f64,
+    /// The subject's runs in the placement.
+    pub runs: usize,
+    /// The best peer (best median in the placement).
+    pub peer: String,
+    /// That peer's runs in the placement.
+    pub peer_runs: usize,
+}
+
+/// `subject` vs the best of `peers` on `key` within `placement` ("near" or "far"): the
+/// medians over the runs measured in it (not per repetition: within one repetition the
+/// subject and a peer may have run in different placements). `None` when the subject or
+/// every peer has no run there.
+pub fn placed_ratio(
+    by: &ByPlacement,
+    key: &Key,
+    subject: &str,
+    peers: &[&str],
+    placement: &'static str,
+    higher_better: bool,
+) -> Option<PlacedRatio> {
+    let get = |i: &str| by.get(&(key.clone(), i.to_string(), placement));
+    let x = get(subject)?;
+    let (peer, best) = peers
+        .iter()
+        .filter_map(|p| get(p).map(|s| (*p, s)))
+        .reduce(|a, b| {
+            let b_better = if higher_better {
+                b.1.median > a.1.median
+            } else {
+                b.1.median < a.1.median
+            };
+            if b_better {
+                b
+            } else {
+                a
+            }
+        })?;
+    Some(PlacedRatio {
+        ratio: speed_ratio(x.median, best.median, higher_better)?,
+        runs: x.n,
+        peer: peer.to_string(),
+        peer_runs: best.n,
+    })
+}
+
 impl Row {
     /// A row of this identity with nothing measured yet (NaN values, no
     /// samples, time 0).
@@ -342,6 +417,58 @@ mod tests {
         assert_eq!(get(0, "bw"), Some(20.0));
         assert_eq!(get(1, "lat"), Some(1.0), "c is not a member");
         assert!(best.iter().all(|r| r.imp == "best"));
+    }
+
+    /// Runs are grouped by the placement their probes agree on; mixed or unprobed runs
+    /// are in neither, and the ratio is the subject's median over the best peer's
+    /// median within one placement.
+    #[test]
+    fn ratios_within_a_placement() {
+        let probed = |rep, imp: &str, median, far: f64, near: f64| Row {
+            probe_rtt_ns: Some(far),
+            probe_near_ns: Some(near),
+            ..row(rep, imp, "alltoall/CHAR", median, "us")
+        };
+        let rows = vec![
+            probed(0, "oxmpi", 1.0, 120.0, 90.0),
+            probed(1, "oxmpi", 3.0, 130.0, 95.0),
+            probed(2, "oxmpi", 2.0, 430.0, 410.0),
+            // mixed: in neither placement
+            probed(3, "oxmpi", 100.0, 430.0, 90.0),
+            row(4, "oxmpi", "alltoall/CHAR", 100.0, "us"),
+            probed(0, "ompi", 4.0, 110.0, 100.0),
+            probed(1, "mpich", 3.0, 420.0, 400.0),
+            probed(2, "mpich", 8.0, 150.0, 100.0),
+            probed(3, "ompi", 1.0, 500.0, 410.0),
+        ];
+        let by = by_placement(&rows);
+        let k: Key = ("alltoall/CHAR".into(), 2, 8);
+        assert_eq!(by[&(k.clone(), "oxmpi".to_string(), "near")].n, 2);
+        assert_eq!(by[&(k.clone(), "oxmpi".to_string(), "far")].n, 1);
+        let near = placed_ratio(&by, &k, "oxmpi", &["ompi", "mpich"], "near", false).unwrap();
+        // oxmpi near: median of 1 and 3 = 2; best peer near: ompi 4 (mpich 8)
+        assert_eq!(
+            near,
+            PlacedRatio {
+                ratio: 2.0,
+                runs: 2,
+                peer: "ompi".into(),
+                peer_runs: 1
+            }
+        );
+        // far: oxmpi 2, best peer ompi 1 (mpich 3): 0.5x
+        let far = placed_ratio(&by, &k, "oxmpi", &["ompi", "mpich"], "far", false).unwrap();
+        assert_eq!((far.ratio, far.peer.as_str()), (0.5, "ompi"));
+        assert!(placed_ratio(&by, &k, "oxmpi", &["nobody"], "far", false).is_none());
+        // throughput: higher is better
+        let bw = |imp: &str, m| Row {
+            probe_rtt_ns: Some(100.0),
+            ..row(0, imp, "bw", m, "MB/s")
+        };
+        let by = by_placement(&[bw("oxmpi", 10.0), bw("ompi", 20.0), bw("mpich", 5.0)]);
+        let k: Key = ("bw".into(), 2, 8);
+        let r = placed_ratio(&by, &k, "oxmpi", &["ompi", "mpich"], "near", true).unwrap();
+        assert_eq!((r.ratio, r.peer.as_str()), (0.5, "ompi"));
     }
 
     #[test]

@@ -209,6 +209,25 @@ impl PlacedBinding {
     }
 }
 
+/// The CPUs the two probing ranks of `oxbench probe=1` were on at a measurement's
+/// last probe, counted over the measurements of one implementation, rank count and
+/// placement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeSeen {
+    /// Implementation.
+    pub imp: String,
+    /// Rank count.
+    pub np: u32,
+    /// The placement of an oversubscribed launch (`None`: the launcher's binding).
+    pub placement: Option<crate::matrix::Placement>,
+    /// The ranks that probed (`0,1`; `0,2` in a block placement of 4 ranks).
+    pub ranks: String,
+    /// Their CPUs (`0,1`).
+    pub cpus: String,
+    /// Measurements.
+    pub count: usize,
+}
+
 /// Everything measured and noticed in one harness run.
 #[derive(Debug, Default)]
 pub struct Results {
@@ -225,6 +244,10 @@ pub struct Results {
     /// Observed binding per implementation, rank count and placement of the
     /// collectives matrix (the first launch, or the first that did not match).
     pub placed_bindings: Vec<PlacedBinding>,
+    /// Where the in-program placement probes ran (`oxbench probe=1` with every
+    /// collective of the matrix): one entry per implementation, rank count,
+    /// placement, probing ranks and CPUs seen, with the number of measurements.
+    pub probe_seen: Vec<ProbeSeen>,
     /// Free-form notes for the report.
     pub notes: Vec<String>,
     /// Per oxmpi variant, its verbose output about transport selection
@@ -679,6 +702,11 @@ pub struct Runner<'a> {
     /// (the collectives matrix sets it; `None`: unpinned, as the launcher
     /// leaves them).
     pub placement: Option<crate::matrix::Placement>,
+    /// Probe the placement inside `oxbench` for every test, collectives too
+    /// (`probe=1`, with the probe peer of [`crate::matrix::probe_peer`]; the
+    /// collectives matrix sets it). Otherwise only the point-to-point tests on
+    /// dedicated cores probe inside the program.
+    pub probe_all: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -696,6 +724,7 @@ impl<'a> Runner<'a> {
             hung: Vec::new(),
             launch_opts: Vec::new(),
             placement: None,
+            probe_all: false,
         }
     }
 
@@ -981,15 +1010,25 @@ impl<'a> Runner<'a> {
                 args.push("fill=1".into());
             }
         }
-        if np >= 2
-            && np <= self.cores
-            && tests
-                .iter()
-                .all(|t| matches!(t.as_str(), "lat" | "bw" | "bibw"))
-        {
-            // the placement probe inside the program, at every sample (ranks 0 and 1 on
-            // their own CPUs: a spinning probe on a shared CPU would wait for time slices)
+        let placement = self.placement.filter(|_| np > self.cores);
+        let peer = if self.probe_all {
+            crate::matrix::probe_peer(np, self.cores, placement)
+        } else {
+            (np >= 2
+                && np <= self.cores
+                && tests
+                    .iter()
+                    .all(|t| matches!(t.as_str(), "lat" | "bw" | "bibw")))
+            .then_some(1)
+        };
+        if let Some(peer) = peer {
+            // the placement probe inside the program, at every sample (rank 0 and its
+            // peer on CPUs of their own: a spinning probe on a shared CPU would wait for
+            // time slices)
             args.push("probe=1".into());
+            if peer != 1 {
+                args.push(format!("probe_peer={peer}"));
+            }
         }
         args.extend(p.imp.bench_opts.iter().cloned());
         args.extend(self.launch_opts.iter().cloned());
@@ -1002,7 +1041,6 @@ impl<'a> Runner<'a> {
         let idle = (!self.cfg.timeout_explicit && self.cfg.op_budget > 0.0)
             .then(|| crate::config::measurement_timeout(self.cfg.op_budget));
         let start = now_unix();
-        let placement = self.placement.filter(|_| np > self.cores);
         let pin = placement.and_then(|x| x.cpus(np, self.cores));
         let mut c = match &pin {
             Some(cpus) => {
@@ -1066,9 +1104,17 @@ impl<'a> Runner<'a> {
             }
         }
         let mut reported = Vec::new();
+        // each measurement's probe range, for its overlap row
+        let mut ranges = Vec::new();
         for r in out.results {
             reported.push((r.test.clone(), r.size));
+            if let (Some(ranks), Some(cpus)) = (&r.probe_ranks, &r.probe_cpus) {
+                self.probe_seen(p, np, placement, ranks, cpus);
+            }
             let (far, near) = probe_range(&r.probes, before, after);
+            if !r.probes.is_empty() {
+                ranges.push((r.test.clone(), r.size, far, near));
+            }
             let one_way = match r.probes.is_empty() {
                 true => probe.map(|x| x.one_way_ns),
                 false => far.map(|x| x / 2.0),
@@ -1106,7 +1152,12 @@ impl<'a> Runner<'a> {
             );
             (r.median, r.min, r.max) = (v.pct, v.pct, v.pct);
             (r.load1, r.busy_pct) = (load, busy);
-            r.probe_rtt_ns = probe.map(|x| x.rtt_median_ns);
+            // the overlap run follows its measurement: that measurement's probes, if any
+            (r.probe_rtt_ns, r.probe_near_ns) = ranges
+                .iter()
+                .find(|x| x.0 == v.test && x.1 == v.size)
+                .map(|x| (x.2, x.3))
+                .unwrap_or((probe.map(|x| x.rtt_median_ns), None));
             r.unix_time = start;
             r.values = vec![v.pct];
             self.res.rows.push(r);
@@ -1154,6 +1205,35 @@ impl<'a> Runner<'a> {
             Some(_) => {}
         }
         ok
+    }
+
+    /// Count one measurement whose in-program probes ran on `ranks` at `cpus`.
+    fn probe_seen(
+        &mut self,
+        p: &Prepared,
+        np: u32,
+        placement: Option<crate::matrix::Placement>,
+        ranks: &str,
+        cpus: &str,
+    ) {
+        let known = self.res.probe_seen.iter_mut().find(|k| {
+            k.imp == p.imp.name
+                && k.np == np
+                && k.placement == placement
+                && k.ranks == ranks
+                && k.cpus == cpus
+        });
+        match known {
+            Some(k) => k.count += 1,
+            None => self.res.probe_seen.push(ProbeSeen {
+                imp: p.imp.name.clone(),
+                np,
+                placement,
+                ranks: ranks.to_string(),
+                cpus: cpus.to_string(),
+                count: 1,
+            }),
+        }
     }
 
     fn rss_rows(
@@ -1562,7 +1642,10 @@ pub fn verbose_lines(text: &str, max: usize) -> Vec<String> {
 /// collectives) and hangs in `lat` at 64 B; the probes do not exist. Run
 /// through the pin wrapper (a CPU list before the program), it prints each
 /// rank's `BIND` line as the list says, or the list reversed if `dir/swap`
-/// exists (a wrapper that pins the wrong ranks).
+/// exists (a wrapper that pins the wrong ranks). With `probe=1` its `RESULT`
+/// lines carry the in-program probes of `dir/probe` (`NS;NS;...`, default
+/// `100.0;100.0`), the CPUs of rank 0 and the probe peer (from the CPU list,
+/// else `0,1`) and the probing ranks (`probe_peer=`, default 1).
 #[cfg(test)]
 pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
     use std::os::unix::fs::PermissionsExt;
@@ -1571,10 +1654,13 @@ pub(crate) fn fake_implementation(dir: &Path) -> (Prepared, Probes) {
     let script = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$(dirname "$0")/args"
 np=$2
+d=$(dirname "$0")
 while [ "$1" != "--" ]; do shift; done
 shift 2
+list=0,1
 case "$1" in
 [0-9]*)
+  list=$1
   cpus=$(echo "$1" | tr , ' ')
   [ -e "$(dirname "$0")/swap" ] && cpus=$(for c in $cpus; do echo "$c"; done | tac)
   r=0
@@ -1582,8 +1668,21 @@ case "$1" in
   shift 2;;
 esac
 tests=$1; shift 3
+probe=""
+peer=1
+for a in "$@"; do
+  case "$a" in
+  probe_peer=*) peer=${a#probe_peer=};;
+  probe=1) probe=1;;
+  esac
+done
+if [ -n "$probe" ]; then
+  ns=$(cat "$d/probe" 2>/dev/null || echo "100.0;100.0")
+  pc=$(echo "$list" | tr , ' ' | awk -v p="$peer" '{print $1 "," $(p+1)}')
+  probe=" probe=$ns probe_cpus=$pc probe_ranks=0,$peer"
+fi
 emit() {
-  echo "RESULT test=$1 np=$np size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1"
+  echo "RESULT test=$1 np=$np size=$2 iters=1 samples=1 median=1 min=1 max=1 mean=1 unit=us values=1$probe"
   case "$1" in i*) echo "OVERLAP test=$1 np=$np size=$2 pure=1 compute=1 total=1.5 overlap=50.0";; esac
 }
 for t in $(echo "$tests" | tr , ' '); do
