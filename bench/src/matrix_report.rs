@@ -66,7 +66,7 @@ pub fn ratios_by_size(rows: &[Row], a: &str, b: &str) -> BySize {
 
 /// Per (label, np) and size: oxmpi against the best peer within the near and
 /// the far vCPU placement ([`PLACEMENTS`] order), `None` where that placement
-/// has no run of oxmpi or of every peer.
+/// has no run of oxmpi or of one of the peers that measured the row.
 pub type PlacedBySize = BTreeMap<(String, u32), Vec<(u64, [Option<PlacedRatio>; 2])>>;
 
 /// The within-placement ratios of every (label, np, size) oxmpi or a peer
@@ -82,7 +82,23 @@ pub fn placed_by_size(rows: &[Row], by: &ByPlacement, peers: &[&str]) -> PlacedB
     keys.dedup();
     let mut out: PlacedBySize = BTreeMap::new();
     for k in keys {
-        let r = PLACEMENTS.map(|pl| placed_ratio(by, &k, SUBJECT, peers, pl, false));
+        let ran = |p: &str, pl: &'static str| by.contains_key(&(k.clone(), p.to_string(), pl));
+        // "Best peer" means the best of every peer that measured this row at
+        // all: a placement where one of them has no run compares against a
+        // subset (e.g. MPICH alone, seconds per oversubscribed call) and says
+        // `no pair` instead.
+        let present: Vec<&str> = peers
+            .iter()
+            .copied()
+            .filter(|p| PLACEMENTS.iter().any(|pl| ran(p, pl)))
+            .collect();
+        let r = PLACEMENTS.map(|pl| {
+            if present.iter().all(|p| ran(p, pl)) {
+                placed_ratio(by, &k, SUBJECT, &present, pl, false)
+            } else {
+                None
+            }
+        });
         out.entry((k.0.clone(), k.1)).or_default().push((k.2, r));
     }
     out
@@ -288,7 +304,8 @@ pub fn markdown(meta: &Meta, res: &Results, plots: &[String]) -> (String, String
          placements; the near and far tables therefore compare, within one placement, oxmpi's median \
          over its runs there with the best peer's median over its runs there (`o/p runs`: oxmpi's \
          and the best peer's runs summed over the sizes). Mixed measurements are in neither; a row \
-         with no run of oxmpi or of both peers in a placement says `no pair`.\n\n",
+         with no run of oxmpi, or of one of the peers that measured it, in a placement says \
+         `no pair` (the best peer is the best of all of them, never of a subset).\n\n",
         near = crate::parse::NEAR_RTT_NS,
     );
     crate::report::implementations(&mut o, res);
@@ -680,7 +697,7 @@ fn details(
     let ratio = pairwise(rows, SUBJECT, BEST_PEER);
     let ov = overlaps(raw);
     let mut o = String::from(
-        "# Collectives matrix: every measurement\n\nGenerated with report.md. Time per call in us (slowest rank), median [min–max] over repetitions; ratio: oxmpi's speed ratio against the best peer, per repetition, then median [min–max]; near, far: the ratio of oxmpi's median over the best peer's within that vCPU placement (runs of oxmpi/of that peer), `no pair` without runs of both there; overlap: percent (nonblocking only).\n\n",
+        "# Collectives matrix: every measurement\n\nGenerated with report.md. Time per call in us (slowest rank), median [min–max] over repetitions; ratio: oxmpi's speed ratio against the best peer, per repetition, then median [min–max]; near, far: the ratio of oxmpi's median over the best peer's within that vCPU placement (runs of oxmpi/of that peer), `no pair` without runs there of oxmpi and of every peer that measured the row; overlap: percent (nonblocking only).\n\n",
     );
     for c in columns(rows) {
         let (np, _) = c;
@@ -1006,6 +1023,12 @@ mod tests {
             v.push(probed(rep, "oxmpi", b, 4, 64, 3.0, NEAR));
             v.push(probed(rep, "ompi", b, 4, 64, 6.0, FAR));
             v.push(probed(rep, "mpich", b, 4, 64, 6.0, FAR));
+            // bcast np=2 at 16 B: Open MPI only ever far, so near has no
+            // best peer (MPICH alone is not "the best peer")
+            let c = "bcast/CHAR";
+            v.push(probed(rep, "oxmpi", c, 2, 16, t(ox, 1.0, 2.0), ox));
+            v.push(probed(rep, "ompi", c, 2, 16, 1.6, FAR));
+            v.push(probed(rep, "mpich", c, 2, 16, t(mp, 3.0, 5.0), mp));
         }
         let seen =
             |imp: &str, np, placement, ranks: &str, cpus: &str, count| crate::suite::ProbeSeen {
@@ -1046,6 +1069,10 @@ mod tests {
             (far.ratio, far.runs, far.peer.as_str(), far.peer_runs),
             (0.8, 1, "ompi", 2)
         );
+        let c = &placed[&("bcast/CHAR".to_string(), 2)];
+        assert!(c[0].1[0].is_none(), "near: Open MPI has no near run");
+        let far = c[0].1[1].as_ref().unwrap();
+        assert_eq!((far.ratio, far.peer.as_str()), (0.8, "ompi"));
         let (md, det) = markdown(&Meta::default(), &res, &[]);
         assert!(
             md.contains("| collective | np=2 near | np=2 far | np=4 block near | np=4 block far |"),
@@ -1061,9 +1088,11 @@ mod tests {
             md.contains("| `alltoall/CHAR` | - | - | no pair | no pair |"),
             "{md}"
         );
-        // summary per placement: np=2 one row each, below 1.0 far only; 4 mixed runs (oxmpi 1, ompi 1, mpich 2)
+        // summary per placement: np=2 allreduce near and far, bcast far only
+        // (no near pair); below 1.0 far only; 7 mixed runs (allreduce: oxmpi
+        // 1, ompi 1, mpich 2; bcast: oxmpi 1, mpich 2)
         assert!(
-            md.contains("| 2 | - | 1.60x | 0 of 1 | 0.800x | 1 of 1 | 0 | 0 | 4 |"),
+            md.contains("| 2 | - | 1.60x | 0 of 1 | 0.800x | 2 of 2 | 1 | 0 | 7 |"),
             "{md}"
         );
         assert!(
