@@ -386,6 +386,9 @@ fn gatherv(
                 // SAFETY: MPI contract: sendbuf holds `scount` items.
                 let send = unsafe { alg::SendBytes::new(sdt, scount, sendbuf) };
                 if send.bytes().len() != b {
+                    // Still take part (as in place, our block left out): the other
+                    // ranks' blocks are on their way, none may be left waiting.
+                    let _ = select::gather(&a, None, area.bytes(), b, root);
                     return Err(MpiError::new(
                         MPI_ERR_TRUNCATE,
                         "gather: the root's send size differs from its receive block",
@@ -476,6 +479,9 @@ fn scatterv(
     };
     let r = if regular {
         if rbytes.len() != mine {
+            // Still take part (as in place, our block left out): every other rank waits
+            // for its block.
+            let _ = select::scatter(&a, src.bytes(), None, mine, root);
             return Err(MpiError::new(
                 MPI_ERR_TRUNCATE,
                 "scatter: the root's receive size differs from its send block",

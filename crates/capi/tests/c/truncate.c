@@ -48,6 +48,38 @@ int main(int argc, char **argv)
         CHECK(three[2] == 102);
         printf("after truncation: ok\n");
     }
+    /* A gather (scatter) whose root's own send (receive) count differs from its receive
+     * (send) count: MPI_ERR_TRUNCATE at the root, which still takes part (the other rank's
+     * block arrives, the other rank is not left waiting), and a correct call works after. */
+    {
+        char s[8], g[8], one[4];
+        for (i = 0; i < 8; i++) s[i] = (char)('a' + 8 * rank + i);
+        memset(g, 0, sizeof g);
+        rc = MPI_Gather(s, rank == 0 ? 3 : 4, MPI_CHAR, g, 4, MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            CHECK(rc != MPI_SUCCESS);
+            CHECK_RC(MPI_Error_class(rc, &cls));
+            CHECK(cls == MPI_ERR_TRUNCATE);
+            CHECK(memcmp(g + 4, "ijkl", 4) == 0);
+        } else {
+            CHECK_RC(rc);
+        }
+        memset(one, 0, sizeof one);
+        rc = MPI_Scatter(s, 4, MPI_CHAR, one, rank == 0 ? 3 : 4, MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            CHECK(rc != MPI_SUCCESS);
+            CHECK_RC(MPI_Error_class(rc, &cls));
+            CHECK(cls == MPI_ERR_TRUNCATE);
+        } else {
+            CHECK_RC(rc);
+            CHECK(memcmp(one, "efgh", 4) == 0);
+        }
+        CHECK_RC(MPI_Gather(s, 4, MPI_CHAR, g, 4, MPI_CHAR, 0, MPI_COMM_WORLD));
+        if (rank == 0) CHECK(memcmp(g, "abcdijkl", 8) == 0);
+        CHECK_RC(MPI_Scatter(s, 4, MPI_CHAR, one, 4, MPI_CHAR, 0, MPI_COMM_WORLD));
+        CHECK(memcmp(one, rank == 0 ? "abcd" : "efgh", 4) == 0);
+        if (rank == 1) printf("rooted own count mismatch: ok\n");
+    }
     int v = 0;
     CHECK_RC(MPI_Sendrecv(&v, 1, MPI_INT, 1 - rank, 90, &v, 1, MPI_INT, 1 - rank, 90, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     CHECK_RC(MPI_Finalize());
