@@ -42,16 +42,26 @@ pub(crate) unsafe fn contig<'a>(
     if !dt.is_contiguous() {
         return None;
     }
-    let n = dt.size * count;
+    // SAFETY: a contiguous type's `count` items occupy `size * count` bytes from
+    // `buf + lb` (caller contract).
+    unsafe { bytes_at(buf, dt.lb, dt.size * count) }
+}
+
+/// The `n` bytes from `buf + lb` as one slice (empty for `n == 0`, any `buf`); `None` for
+/// a NULL `buf` with `n > 0`. What [`contig`] and the [`BasicOp`] paths see of the user's
+/// buffers.
+///
+/// # Safety
+/// `buf + lb` holds `n` bytes (MPI contract), valid for the returned lifetime.
+unsafe fn bytes_at<'a>(buf: *mut c_void, lb: isize, n: usize) -> Option<&'a mut [u8]> {
     if n == 0 {
         return Some(&mut []);
     }
     if buf.is_null() {
         return None;
     }
-    // SAFETY: a contiguous type's `count` items occupy `size * count` bytes from
-    // `buf + lb` (caller contract).
-    Some(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>().offset(dt.lb), n) })
+    // SAFETY: caller contract.
+    Some(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>().offset(lb), n) })
 }
 
 /// Pack `count` items of `dt` at `buf`, into a buffer from `oxmpi-coll`'s pool (a fresh
@@ -342,6 +352,11 @@ impl BasicOp {
         let ok = size.is_power_of_two() && ty.packed_size() == size;
         (ok && crate::op::kernel_defined(kernel, ty)).then_some(BasicOp { kernel, ty, size })
     }
+    /// Whether the op is MINLOC or MAXLOC (on a value-index pair): `MPI_Reduce` and
+    /// `MPI_Allreduce` leave those to the general path.
+    pub(crate) fn is_loc(&self) -> bool {
+        matches!(self.kernel, Kernel::MinLoc | Kernel::MaxLoc)
+    }
     /// Bytes of one item.
     pub(crate) fn size(&self) -> usize {
         self.size
@@ -539,17 +554,15 @@ pub(crate) unsafe fn reduce(
         } else {
             None
         };
-        if (in_place || send.is_some()) && (recv.is_some() || a.rank != root) {
-            return select::reduce(
-                a,
-                send,
-                recv,
-                root,
-                &|x, y| red.apply(x, y),
-                red.elem(),
-                red.commutative(),
-            )
-            .map_err(err(comm));
+        let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
+        if let Some(r) = reduce_views(
+            a,
+            comm,
+            (in_place, send, recv),
+            root,
+            (&f, red.elem(), red.commutative()),
+        ) {
+            return r;
         }
     }
     // SAFETY: caller contract.
@@ -586,7 +599,7 @@ pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> 
                 None => mpi_bail!(MPI_ERR_BUFFER, "NULL send buffer"),
             }
         };
-        return select::allreduce(a, s, r, &f, elem, commutative).map_err(err(comm));
+        return allreduce_views(a, comm, s, r, (&f, elem, commutative));
     }
     let src = if in_place {
         recvbuf.cast_const()
@@ -599,6 +612,102 @@ pub(crate) unsafe fn allreduce(a: &CollComm, comm: c_int, r: &Reduction<'_>) -> 
     // SAFETY: caller contract.
     unsafe { unpack(dt, count, recvbuf, &buf) };
     Ok(())
+}
+
+/// A reduction on bytes: `inout = in ∘ inout`, the item size, commutativity.
+type ByteOp<'f, F> = (&'f F, usize, bool);
+
+/// The rooted reduction on byte views of the user's buffers (`send`: `None` in place at
+/// the root; `recv`: the root's result), if they are complete; `None`: the caller packs.
+/// One function for the general path's contiguous types and the [`BasicOp`] path, so that
+/// a rank on either asks `select::reduce` for the same algorithm (the bytes, item size
+/// and commutativity are the same for the same arguments).
+fn reduce_views<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    comm: c_int,
+    (in_place, send, recv): (bool, Option<&[u8]>, Option<&mut [u8]>),
+    root: c_int,
+    (f, elem, commutative): ByteOp<'_, F>,
+) -> Option<MpiResult> {
+    if (in_place || send.is_some()) && (recv.is_some() || a.rank != root) {
+        return Some(select::reduce(a, send, recv, root, f, elem, commutative).map_err(err(comm)));
+    }
+    None
+}
+
+/// The allreduce on byte views of the user's buffers (`s`: `None` in place), for the
+/// general path's contiguous types and the [`BasicOp`] path alike (see [`reduce_views`]).
+fn allreduce_views<F: Fn(&[u8], &mut [u8])>(
+    a: &CollComm,
+    comm: c_int,
+    s: Option<&[u8]>,
+    r: &mut [u8],
+    (f, elem, commutative): ByteOp<'_, F>,
+) -> MpiResult {
+    select::allreduce(a, s, r, f, elem, commutative).map_err(err(comm))
+}
+
+/// `MPI_Reduce` of `count` items of a predefined basic type with a predefined op
+/// ([`BasicOp`]) on the user's buffers: no datatype reference, no [`Reducer`]. `None`:
+/// the general path decides (NULL buffers with items, `MPI_IN_PLACE` off the root, a size
+/// that overflows) and reports the errors; for correct arguments it would have taken the
+/// same [`reduce_views`] with the same bytes, item size and commutativity.
+///
+/// # Safety
+/// MPI contract of `MPI_Reduce` for the buffers.
+pub(crate) unsafe fn reduce_basic(
+    a: &CollComm,
+    comm: c_int,
+    b: BasicOp,
+    (sendbuf, recvbuf, count): (*const c_void, *mut c_void, usize),
+    root: c_int,
+) -> Option<MpiResult> {
+    let len = count.checked_mul(b.size())?;
+    let me = a.rank == root;
+    let in_place = is_in_place(sendbuf);
+    if in_place && !me {
+        return None;
+    }
+    let send = if in_place {
+        None
+    } else {
+        // SAFETY: caller contract: the contribution holds `count` items of the basic type,
+        // `len` bytes from its start (only read).
+        Some(&*unsafe { bytes_at(sendbuf.cast_mut(), 0, len) }?)
+    };
+    let recv = if me {
+        // SAFETY: caller contract: the root's recvbuf has room for `count` items and does
+        // not overlap the send buffer (that would be in place).
+        Some(unsafe { bytes_at(recvbuf, 0, len) }?)
+    } else {
+        None
+    };
+    let f = |x: &[u8], y: &mut [u8]| b.apply(x, y);
+    reduce_views(a, comm, (in_place, send, recv), root, (&f, b.size(), true))
+}
+
+/// `MPI_Allreduce` of a predefined basic type with a predefined op ([`BasicOp`]), as
+/// [`reduce_basic`] is to [`reduce`].
+///
+/// # Safety
+/// MPI contract of `MPI_Allreduce` for the buffers.
+pub(crate) unsafe fn allreduce_basic(
+    a: &CollComm,
+    comm: c_int,
+    b: BasicOp,
+    (sendbuf, recvbuf, count): (*const c_void, *mut c_void, usize),
+) -> Option<MpiResult> {
+    let len = count.checked_mul(b.size())?;
+    let s = if is_in_place(sendbuf) {
+        None
+    } else {
+        // SAFETY: caller contract: sendbuf holds `count` items, not overlapping recvbuf.
+        Some(&*unsafe { bytes_at(sendbuf.cast_mut(), 0, len) }?)
+    };
+    // SAFETY: caller contract: recvbuf has room for `count` items.
+    let r = unsafe { bytes_at(recvbuf, 0, len) }?;
+    let f = |x: &[u8], y: &mut [u8]| b.apply(x, y);
+    Some(allreduce_views(a, comm, s, r, (&f, b.size(), true)))
 }
 
 // ---- byte views of typed buffers ----

@@ -135,6 +135,13 @@ fn direct((dt, n, p): &RBlock) -> Option<(*mut u8, usize)> {
     (dt.is_contiguous() && !p.is_null()).then(|| (p.wrapping_offset(dt.lb), len))
 }
 
+/// A block of the blocking exchange as it travels: the user's bytes (address, length), or
+/// a buffer of its own (packed, or to unpack from).
+enum Part {
+    Direct(*mut u8, usize),
+    Own(Vec<u8>),
+}
+
 /// The blocking exchange: pack the outgoing blocks, exchange them with the neighbours on
 /// the collective context `ctx` and unpack the incoming ones. Blocks of a contiguous
 /// datatype are sent from and received into the user's memory itself (no copy).
@@ -151,48 +158,51 @@ unsafe fn exchange(
     sblocks: &[RBlock],
     rblocks: &[RBlock],
 ) -> MpiResult {
-    // Own buffers for the blocks that are not sent or received in place.
-    let mut sbufs: Vec<Vec<u8>> = Vec::new();
-    for b @ (dt, n, p) in sblocks {
-        if direct(b).is_none() {
-            let mut v = Vec::with_capacity(dt.size * n);
-            // SAFETY: caller contract: the block holds `n` items of `dt`.
-            unsafe { crate::datatype::pack_into(dt, *n, p.cast_const(), &mut v) };
-            sbufs.push(v);
-        }
-    }
-    let mut rbufs: Vec<Vec<u8>> = Vec::new();
-    for b in rblocks {
-        if direct(b).is_none() {
-            rbufs.push(vec![0u8; b.0.size * b.1]);
-        }
-    }
+    // Each block once: the user's bytes (`direct`), or a buffer of its own (the packed
+    // send block, room for the received one).
+    let sparts: Vec<Part> = sblocks
+        .iter()
+        .map(|b @ (dt, n, p)| match direct(b) {
+            Some((p, len)) => Part::Direct(p, len),
+            None => {
+                let mut v = Vec::with_capacity(dt.size * n);
+                // SAFETY: caller contract: the block holds `n` items of `dt`.
+                unsafe { crate::datatype::pack_into(dt, *n, p.cast_const(), &mut v) };
+                Part::Own(v)
+            }
+        })
+        .collect();
+    let mut rparts: Vec<Part> = rblocks
+        .iter()
+        .map(|b| match direct(b) {
+            Some((p, len)) => Part::Direct(p, len),
+            None => Part::Own(vec![0u8; b.0.size * b.1]),
+        })
+        .collect();
     let a = crate::coll_alg::alg(ctx, comm)?;
-    let mut packed = sbufs.iter();
     let sends: Vec<(i32, i32, &[u8])> = outs
         .iter()
-        .zip(sblocks)
-        .map(|(&(p, t), b)| {
-            let d = match direct(b) {
+        .zip(&sparts)
+        .map(|(&(p, t), part)| {
+            let d = match part {
                 // SAFETY: caller contract: the block's bytes (only read; send blocks
                 // may be the same memory, as in an allgather).
-                Some((p, len)) => unsafe { std::slice::from_raw_parts(p.cast_const(), len) },
-                None => packed.next().map_or(&[][..], |v| &v[..]),
+                Part::Direct(p, len) => unsafe { std::slice::from_raw_parts(p.cast_const(), *len) },
+                Part::Own(v) => &v[..],
             };
             (p, t, d)
         })
         .collect();
     let got = {
-        let mut unpacked = rbufs.iter_mut();
         let mut recvs: Vec<(i32, i32, &mut [u8])> = ins
             .iter()
-            .zip(rblocks)
-            .map(|(&(p, t), b)| {
-                let d = match direct(b) {
+            .zip(rparts.iter_mut())
+            .map(|(&(p, t), part)| {
+                let d = match part {
                     // SAFETY: caller contract: the block's room, which overlaps no
                     // other block.
-                    Some((p, len)) => unsafe { std::slice::from_raw_parts_mut(p, len) },
-                    None => unpacked.next().map_or(&mut [][..], |v| &mut v[..]),
+                    Part::Direct(p, len) => unsafe { std::slice::from_raw_parts_mut(*p, *len) },
+                    Part::Own(v) => &mut v[..],
                 };
                 (p, t, d)
             })
@@ -200,12 +210,8 @@ unsafe fn exchange(
         a.exchange(&sends, &mut recvs)
             .map_err(crate::coll_alg::err(comm))?
     };
-    let mut unpacked = rbufs.iter();
-    for (i, b @ (dt, n, p)) in rblocks.iter().enumerate() {
-        if direct(b).is_some() {
-            continue;
-        }
-        let Some(v) = unpacked.next() else { break };
+    for (i, ((dt, n, p), part)) in rblocks.iter().zip(&rparts).enumerate() {
+        let Part::Own(v) = part else { continue };
         if ins[i].0 == MPI_PROC_NULL {
             continue;
         }

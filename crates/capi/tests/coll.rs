@@ -123,6 +123,32 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
     }
 }
 
+/// `MPI_Reduce` and `MPI_Allreduce` of every predefined op on the predefined basic types
+/// MPI defines it for (`tests/c/coll_basic_ops.c`, the path without a datatype reference),
+/// against a reference computed in the program: counts on both sides of a segment buffer,
+/// buffers aligned and one byte off, in place and not, every root; MINLOC/MAXLOC on
+/// `MPI_2INT` and a non-commutative user op (general path) folding in rank order. At np
+/// 2, 3 and 4, and at np 3 with the shared-memory component off.
+#[test]
+fn reduce_allreduce_basic_ops_np2_to_4() {
+    let dir = Scratch::new("coll-basic-ops");
+    let exe = build("coll_basic_ops.c", &dir.0);
+    for (n, on) in [(2, true), (3, true), (4, true), (3, false)] {
+        let opts = ["--mca", "coll_sm_enable", if on { "1" } else { "0" }];
+        let out = run_args(&exe, n, &[], &opts);
+        for line in [
+            "basic ops: ok",
+            "pairs and user ops: ok",
+            "coll_basic_ops: all checks passed",
+        ] {
+            assert!(
+                out.lines().any(|l| l == line),
+                "coll_basic_ops on {n} ranks (coll_sm_enable={on}): missing '{line}':\n{out}"
+            );
+        }
+    }
+}
+
 /// Reduces past one segment buffer (`tests/c/coll_reduce_big.c`), which take the segment's
 /// large region when it can be used: sizes around 4 KiB, the chunks and items straddling
 /// them, up to 1 MiB; `MPI_CHAR`, `INT`, `FLOAT`, `DOUBLE`, `LONG` (SUM, MAX), MINLOC on
