@@ -251,7 +251,9 @@ mpi4py test suite (its own mode; output docs/benchmarks/mpi4py-suite):
                        implementation's libmpi, module by module interleaved,
                        at np 2 and 5 (--np LIST); 2 repetitions, 45-minute
                        budget (a venv with mpi4py and numpy under target/)
-  --modules LIST       only these modules (names without test_, e.g. p2p_buf)
+  --modules LIST       only these modules (names without test_, e.g. p2p_buf);
+                       with $OXMPI_BENCH_LOCK set to a file, each module's launch
+                       holds an exclusive flock on it (as `flock FILE cmd` does)
   --overhead           measure only the observability overhead: the 8-byte
                        latency and the mpi4py ring (per trip and wall time) of
                        oxmpi as is (oxmpi), with a started MPI_T session on the

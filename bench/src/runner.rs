@@ -70,6 +70,22 @@ impl Outcome {
     }
 }
 
+/// `flock(fd, LOCK_EX)`: waits for an exclusive lock on `f` (the lock `flock(1)` takes),
+/// held until `f` is closed; retried on `EINTR`.
+pub fn flock_exclusive(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock(2) on a descriptor `f` keeps open for the call; no memory is passed.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 fn kill_group(pgid: u32) {
     // SAFETY: kill(2) with a negative pid signals the process group we created
     // for this child (process_group(0) makes its pid the group id); it has no

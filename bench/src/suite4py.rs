@@ -210,6 +210,9 @@ impl Runner<'_> {
             "-i".into(),
             format!("^test_{module}\\.py$"),
         ];
+        // On a machine shared with other benchmarks: hold their lock file during the
+        // launch, so no two timed runs overlap (released when `_lock` drops).
+        let _lock = bench_lock();
         let (load, busy) = crate::suite::machine_state(Duration::ZERO);
         let mut c = imp.command(np, self.cores, &suite.python, &args);
         let what = format!("mpi4py test_{module}");
@@ -250,6 +253,24 @@ impl Runner<'_> {
         self.res.rows.push(r);
         wall
     }
+}
+
+/// The lock file named by `$OXMPI_BENCH_LOCK`, if set, opened and locked exclusively
+/// (`flock`, the lock `flock(1)` takes: benchmarks wrapped in `flock FILE` wait for it).
+/// `None` when the variable is unset or the file cannot be opened or locked.
+fn bench_lock() -> Option<std::fs::File> {
+    let path = std::env::var_os("OXMPI_BENCH_LOCK")?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .inspect_err(|e| eprintln!("bench: lock file {}: {e}", Path::new(&path).display()))
+        .ok()?;
+    runner::flock_exclusive(&f)
+        .inspect_err(|e| eprintln!("bench: lock {}: {e}", Path::new(&path).display()))
+        .ok()?;
+    Some(f)
 }
 
 /// Run the suite: per repetition and rank count, module by module, every
