@@ -48,22 +48,6 @@ pub(crate) fn fallocate(fd: BorrowedFd<'_>, size: i64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// This kernel's boot id (`/proc/sys/kernel/random/boot_id`, 128 bits, new at every boot)
-/// as two words, read once: processes with the same one share the kernel's page cache.
-/// `None` where it cannot be read.
-pub(crate) fn kernel_boot_id() -> Option<[i64; 2]> {
-    static ID: std::sync::OnceLock<Option<[i64; 2]>> = std::sync::OnceLock::new();
-    *ID.get_or_init(|| {
-        let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-        let hex: String = s.trim().chars().filter(|&c| c != '-').collect();
-        if hex.len() != 32 {
-            return None;
-        }
-        let v = u128::from_str_radix(&hex, 16).ok()?;
-        Some([(v >> 64) as u64 as i64, v as u64 as i64])
-    })
-}
-
 /// `malloc(size)` (one byte for a zero size, so the pointer is unique and freeable);
 /// NULL when out of memory.
 pub(crate) fn malloc(size: usize) -> *mut c_void {

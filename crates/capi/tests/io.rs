@@ -172,14 +172,11 @@ fn a_bad_argument_on_one_rank_fails_the_collective_everywhere() {
     }
 }
 
-/// `MPI_File_sync` flushes (`fdatasync`) once per page cache, by its lowest rank, exactly
-/// when a rank there wrote to the handle since its last sync (MPI-4.1 §14.6.1): after each
-/// kind of write, the first sync of the sync, barrier, sync recipe flushes on rank 0 for
-/// every rank (all share this machine's cache) and the second does not; after reads only,
-/// none does; after a write by the last rank only, rank 0 flushes it; after
-/// `MPI_File_set_size` and `MPI_File_preallocate`, rank 0's (which resized) does
-/// (`tests/c/io_sync.c`, whose checks see every rank's data after each recipe and the new
-/// size on every rank).
+/// `MPI_File_sync` flushes (`fdatasync`) exactly when its process wrote to the handle since
+/// its last sync (MPI-4.1 §14.6.1): after each kind of write, the first sync of the sync,
+/// barrier, sync recipe flushes on every rank and the second does not; after reads only,
+/// none does; after `MPI_File_set_size`, rank 0's (which resized) does
+/// (`tests/c/io_sync.c`, whose checks see every rank's data after each recipe).
 #[test]
 fn file_sync_flushes_what_this_process_wrote_since_its_last_sync() {
     let dir = Scratch::new("io-build");
@@ -204,21 +201,14 @@ fn file_sync_flushes_what_this_process_wrote_since_its_last_sync() {
                 .map(|l| {
                     if l.ends_with("fdatasync (writes since the last sync)") {
                         'F'
-                    } else if l.ends_with("writes flushed by rank 0 (same page cache)") {
-                        'L'
                     } else {
                         '-'
                     }
                 })
                 .collect();
-            // open, write_at, write_at_all, iwrite_at, write_shared, write_ordered: F- on
-            // rank 0, L- on the others; read_at_all: --; a write by the last rank: F- on
-            // rank 0, L- on the last rank; set_size, preallocate: F on rank 0 only.
-            let want = if r == 0 {
-                "F-F-F-F-F-F---F-FF".to_string()
-            } else {
-                format!("L-L-L-L-L-L---{}--", if r == n - 1 { "L-" } else { "--" })
-            };
+            // open, write_at, write_at_all, iwrite_at, write_shared, write_ordered: F-;
+            // read_at_all: --; set_size: F on rank 0 only.
+            let want = format!("F-F-F-F-F-F---{}", if r == 0 { 'F' } else { '-' });
             assert_eq!(got, want, "{what}, rank {r}:\n{err}");
         }
     }

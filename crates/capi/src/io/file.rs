@@ -2,11 +2,10 @@
 //! then the others), OS error classes, info entries and the collectives a file runs on
 //! its private communicator.
 
-use super::collective::{allgather_i64, bcast_i64, internal};
+use super::collective::{allgather_i64, bcast_i64};
 use super::datarep::Rep;
 use super::sharedfp::{shared_ptr, SharedPtr};
 use super::view::ViewMap;
-use crate::comm::Internal;
 use crate::consts::*;
 use crate::datatype::Datatype;
 use crate::errors::ErrAction;
@@ -17,7 +16,6 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -67,19 +65,14 @@ pub(super) struct FileObj {
     pub(super) st: Mutex<FileState>,
     /// Whether this process wrote to the file since its last `MPI_File_sync`.
     pub(super) unsynced: Unsynced,
-    /// Which page cache holds this process's writes to the file: the kernel's boot id and
-    /// the file's device and inode (`None` if unknown). Ranks with the same one write
-    /// into the same cached pages, and one `fdatasync` flushes them all.
-    pub(super) cache_id: Option<[i64; 4]>,
 }
 
 /// Whether a process has writes to a file handle that no `MPI_File_sync` has flushed yet.
 /// `MPI_File_sync` transfers "all previous writes to fh by the calling process" to the
 /// storage device (MPI-4.1 §14.6.1): a process with none since its last successful sync has
-/// nothing to transfer (as ROMIO's `dirty_write`; ROMIO does not set it for nonblocking
-/// independent writes, which we do). Every write path notes its write here after it
-/// reached the file (so a sync running at the same time on another thread either flushes
-/// it or leaves the flag set for the next one).
+/// nothing to transfer, and skips the `fdatasync` (as ROMIO's `dirty_write` does). Every
+/// write path notes its write here after it reached the file (so a sync running at the same
+/// time on another thread either flushes it or leaves the flag set for the next one).
 pub(super) struct Unsynced(AtomicBool);
 
 impl Unsynced {
@@ -94,101 +87,19 @@ impl Unsynced {
         self.0.store(true, Ordering::Release);
     }
 
-    /// Takes the flag for a sync: whether this process wrote since the last one (a failed
-    /// flush notes the writes again with [`Unsynced::wrote`]).
-    pub(super) fn take(&self) -> bool {
-        self.0.swap(false, Ordering::AcqRel)
-    }
-}
-
-/// The flusher of every rank for `MPI_File_sync`: the lowest rank with the same page cache
-/// identity (`ids[r]`, `None`: unknown, the rank flushes itself). One `fdatasync` writes
-/// every dirty cached page of the file, whichever process wrote it, so one rank per page
-/// cache flushes for all of them.
-pub(super) fn flushers(ids: &[Option<[i64; 4]>]) -> Vec<usize> {
-    (0..ids.len())
-        .map(|r| match ids[r] {
-            Some(id) => (0..r).find(|&s| ids[s] == Some(id)).unwrap_or(r),
-            None => r,
-        })
-        .collect()
-}
-
-/// What `MPI_File_sync` did for this process.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Flushed {
-    /// This process ran `fdatasync` (its own writes or those of ranks sharing its cache).
-    Own,
-    /// This process's writes were flushed by the rank given (same page cache).
-    By(usize),
-    /// This process had nothing to flush.
-    Nothing,
-}
-
-/// `MPI_File_sync`'s collective flush. Every rank tells the others whether it wrote since
-/// its last sync and which page cache holds the file (one allgather); where any rank of a
-/// page cache wrote, that cache's flusher (its lowest rank) runs `fdatasync` once for all
-/// of them, and a second allgather tells every rank its flusher's outcome (skipped when
-/// nobody wrote, so the second sync of the sync, barrier, sync recipe is one allgather).
-/// Every rank's writes are in the cache before the first allgather ends, so the flush
-/// covers them, and no rank returns before its flusher's `fdatasync` did.
-pub(super) fn collective_sync(f: &FileObj) -> MpiResult<Flushed> {
-    let mine = f.unsynced.take();
-    let (id, known) = match f.cache_id {
-        Some(id) => (id, 2),
-        None => ([0; 4], 0),
-    };
-    let me = [id[0], id[1], id[2], id[3], i64::from(mine) | known];
-    let rows = Internal::of(f.comm)
-        .and_then(|c| c.allgather_i64(&me))
-        .map_err(internal("allgather"))
-        .inspect_err(|_| {
-            if mine {
-                f.unsynced.wrote();
-            }
-        })?;
-    let rows: Vec<&[i64]> = rows.chunks_exact(5).collect();
-    if !rows.iter().any(|r| r[4] & 1 != 0) {
-        return Ok(Flushed::Nothing);
-    }
-    let ids: Vec<Option<[i64; 4]>> = rows
-        .iter()
-        .map(|r| (r[4] & 2 != 0).then(|| [r[0], r[1], r[2], r[3]]))
-        .collect();
-    let fl = flushers(&ids);
-    let me_r = f.rank as usize;
-    let dirty = (0..rows.len()).any(|r| fl[r] == me_r && rows[r][4] & 1 != 0);
-    let mut err = None;
-    if fl[me_r] == me_r && dirty {
-        err = f.file.sync_data().err();
-    }
-    let code = err.as_ref().map_or(0, |e| i64::from(os_class(e)));
-    let codes = allgather_i64(code, f.comm).inspect_err(|_| {
-        if mine {
-            f.unsynced.wrote();
+    /// `MPI_File_sync`'s flush: runs `flush` if this process wrote since the last
+    /// successful flush and returns whether it ran; a failed flush leaves the writes
+    /// pending for the next sync.
+    pub(super) fn sync(
+        &self,
+        flush: impl FnOnce() -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
+        if !self.0.swap(false, Ordering::AcqRel) {
+            return Ok(false);
         }
-    })?;
-    if codes[fl[me_r]] != 0 {
-        if mine {
-            f.unsynced.wrote();
-        }
-        if let Some(e) = err {
-            return Err(os_err(e, f.path.display()));
-        }
-        mpi_bail!(
-            codes[fl[me_r]] as c_int,
-            "{}: the flush by rank {} failed",
-            f.path.display(),
-            fl[me_r]
-        );
+        flush().inspect_err(|_| self.wrote())?;
+        Ok(true)
     }
-    Ok(if fl[me_r] == me_r && dirty {
-        Flushed::Own
-    } else if mine {
-        Flushed::By(fl[me_r])
-    } else {
-        Flushed::Nothing
-    })
 }
 
 impl FileObj {
@@ -450,10 +361,6 @@ pub(super) fn open_on(
     } else {
         0
     };
-    let cache_id = crate::sys::kernel_boot_id().and_then(|b| {
-        let m = file.metadata().ok()?;
-        Some([b[0], b[1], m.dev() as i64, m.ino() as i64])
-    });
     let shared = shared_ptr(comm, size, init)?;
     let view = default_view()?;
     Ok(FileObj {
@@ -474,7 +381,6 @@ pub(super) fn open_on(
             split: None,
         }),
         unsynced: Unsynced::new(amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR) != 0),
-        cache_id,
     })
 }
 
@@ -538,28 +444,40 @@ mod tests {
     }
 
     #[test]
-    fn take_reports_writes_since_the_last_sync() {
+    fn sync_flushes_only_what_this_process_wrote_since_the_last_sync() {
+        let flushes = std::cell::Cell::new(0);
+        let flush = || {
+            flushes.set(flushes.get() + 1);
+            Ok(())
+        };
         // Read-only: never anything to flush; writable: the open may have created the file.
-        assert!(!Unsynced::new(false).take());
+        assert!(!Unsynced::new(false).sync(flush).unwrap());
         let u = Unsynced::new(true);
-        assert!(u.take());
-        assert!(!u.take());
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 1);
         // A write, then the sync, barrier, sync recipe: one flush.
         u.wrote();
-        assert!(u.take());
-        assert!(!u.take());
-    }
-
-    #[test]
-    fn one_flusher_per_page_cache() {
-        let a = Some([1, 2, 3, 4]);
-        let b = Some([1, 2, 3, 5]); // another inode (or device) on the same kernel
-        let c = Some([9, 2, 3, 4]); // the same file on another kernel
-        assert_eq!(flushers(&[a, a, a]), [0, 0, 0]);
-        assert_eq!(flushers(&[a, b, a, c, b, c]), [0, 1, 0, 3, 1, 3]);
-        // Unknown ids flush for themselves and never for others.
-        assert_eq!(flushers(&[None, a, None, a]), [0, 1, 2, 1]);
-        assert_eq!(flushers(&[]), Vec::<usize>::new());
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 2);
+        // A failed flush keeps the writes for the next sync.
+        u.wrote();
+        let failing = || Err(std::io::Error::from_raw_os_error(libc::EIO));
+        assert!(u.sync(failing).is_err());
+        assert!(u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 3);
+        // A write noted while a flush runs (another thread) is flushed by the next sync.
+        u.wrote();
+        assert!(u
+            .sync(|| {
+                u.wrote();
+                Ok(())
+            })
+            .unwrap());
+        assert!(u.sync(flush).unwrap());
+        assert!(!u.sync(flush).unwrap());
+        assert_eq!(flushes.get(), 4);
     }
 
     #[test]

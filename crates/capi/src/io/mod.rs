@@ -270,27 +270,29 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_File_sync`: transfers this process's writes to the storage device (MPI-4.1
-    /// §14.6.1: "all previous writes to fh by the calling process"), collectively: one
-    /// `fdatasync` per page cache holding the file, by the lowest rank there, when any rank
-    /// there wrote since its last sync (see [`file::collective_sync`]); nothing when nobody
-    /// wrote (the second sync of the standard's sync, barrier, sync recipe).
-    /// `io_base_verbose` 10 reports each call's outcome.
+    /// `MPI_File_sync`: flushes this process's writes to the storage device
+    /// (`fdatasync`), or does nothing when this process has not written to the handle
+    /// since its last sync (MPI-4.1 §14.6.1: the call transfers "all previous writes to fh
+    /// by the calling process"; the second sync of the standard's sync, barrier, sync
+    /// recipe has none). Collective by the standard, but it synchronises nothing between
+    /// processes (the recipe's barrier is in the program). `io_base_verbose` 10 reports
+    /// each call's choice.
     fn PMPI_File_sync / "MPI_File_sync" [OnFile(fh as usize)] (fh: FileH) {
         let f = get(fh)?;
-        let done = file::collective_sync(&f)?;
+        let flushed = f
+            .unsynced
+            .sync(|| f.file.sync_data())
+            .map_err(|e| os_err(e, f.path.display()))?;
         oxmpi_base::verbose!(
             IO,
             10,
             "io: MPI_File_sync {} on rank {} of the file's group: {}",
             f.path.display(),
             f.rank,
-            match done {
-                file::Flushed::Own => "fdatasync (writes since the last sync)".to_string(),
-                file::Flushed::By(r) => format!("writes flushed by rank {r} (same page cache)"),
-                file::Flushed::Nothing => {
-                    "no writes by this process or its page cache's since the last sync, nothing to flush".to_string()
-                }
+            if flushed {
+                "fdatasync (writes since the last sync)"
+            } else {
+                "no writes by this process since the last sync, nothing to flush"
             }
         );
         Ok(())
