@@ -509,6 +509,94 @@ mod tests {
         }
     }
 
+    /// A record whose payload words all read as frames (`VALID`, or `VALID | PAD`, with an
+    /// in-bounds length), `seq` in its first word.
+    fn frame_like(len: usize, seq: u64) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len + 8);
+        v.extend_from_slice(&seq.to_le_bytes());
+        let mut k = 0u64;
+        while v.len() < len {
+            let w = if k % 3 == 2 {
+                VALID | PAD | 56
+            } else {
+                VALID | ((k % 5) * 8)
+            };
+            v.extend_from_slice(&w.to_le_bytes());
+            k += 1;
+        }
+        v.truncate(len);
+        v
+    }
+
+    /// Phases of records of one length, then another, so that later records start on slots
+    /// that held earlier laps' payload, and that payload reads as valid frames: the consumer
+    /// must never take a stale word for a record, neither when it catches up (nothing ready
+    /// behind the last record) nor in a stream with a second thread.
+    #[test]
+    fn stale_payload_is_never_a_frame() {
+        let lens = [200usize, 90, 24, 8, 130, 0, 504, 40, 250, 64, 17, 300];
+        let mut buf = Buf([0; CTL_BYTES + 1024]);
+        let (mut p, mut c) = ring(&mut buf);
+        let mut seq = 0u64;
+        for phase in 0..60usize {
+            let len = lens[phase % lens.len()];
+            let mut sent = std::collections::VecDeque::new();
+            // Fill the ring (every slot written, several laps over the phases), then drain
+            // it, checking that nothing is ready behind the last record.
+            for _ in 0..(1 + phase % 4) {
+                loop {
+                    let m = frame_like(len, seq);
+                    if !push(&mut p, &m) {
+                        break;
+                    }
+                    seq += 1;
+                    sent.push_back(m);
+                }
+                while let Some(m) = sent.pop_front() {
+                    assert_eq!(pop(&mut c).as_ref(), Some(&m), "phase {phase}");
+                }
+                assert!(!c.ready(), "stale word taken for a record (phase {phase})");
+                assert_eq!(pop(&mut c), None, "phase {phase}");
+            }
+            // The consumer one record behind the producer.
+            for _ in 0..37 {
+                let m = frame_like(len, seq);
+                seq += 1;
+                assert!(push(&mut p, &m));
+                assert_eq!(pop(&mut c), Some(m), "phase {phase}");
+                assert!(!c.ready(), "stale word taken for a record (phase {phase})");
+            }
+        }
+
+        let mut buf = Box::new(Buf([0; CTL_BYTES + 1024]));
+        // SAFETY: buf outlives both threads (joined in scope).
+        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
+        let (mut p, mut c) = (Producer::new(mem.clone()), Consumer::new(mem));
+        let n = 30_000u64;
+        let len_of = |i: u64| lens[(i / 500) as usize % lens.len()].max(8);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for i in 0..n {
+                    let m = frame_like(len_of(i), i);
+                    while !push(&mut p, &m) {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+            for i in 0..n {
+                let got = loop {
+                    if let Some(v) = pop(&mut c) {
+                        break v;
+                    }
+                    std::hint::spin_loop();
+                };
+                assert_eq!(got, frame_like(len_of(i), i), "record {i}");
+            }
+        });
+        assert_eq!(pop(&mut c), None);
+        drop(buf);
+    }
+
     #[test]
     fn corrupt_frame_is_reported() {
         let mut buf = Buf([0; CTL_BYTES + 1024]);
