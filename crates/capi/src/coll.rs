@@ -229,7 +229,7 @@ mpi_fn_c! {
     fn PMPI_Reduce / "MPI_Reduce", PMPI_Reduce_c / "MPI_Reduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::reduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }, root); }
         // A predefined basic type and op: no datatype reference (one lock acquisition).
-        if let Some(b) = alg::BasicOp::of(datatype, op).filter(|b| !b.is_loc()) {
+        if let Some(b) = alg::BasicOp::of(datatype, op) {
             let c = coll(comm)?;
             c.check_root(root)?;
             let n = check_count(count).map_err(|e| e.on(comm))?;
@@ -252,7 +252,7 @@ mpi_fn_c! {
     fn PMPI_Allreduce / "MPI_Allreduce", PMPI_Allreduce_c / "MPI_Allreduce_c" (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op: c_int, comm: c_int) {
         if let Some(l) = crate::intercomm::Link::of(comm)? { return crate::intercoll::allreduce(&l, alg::ReduceArgs { sendbuf, recvbuf, count: i64::from(count), datatype, op, comm }); }
         // A predefined basic type and op: no datatype reference (one lock acquisition).
-        if let Some(b) = alg::BasicOp::of(datatype, op).filter(|b| !b.is_loc()) {
+        if let Some(b) = alg::BasicOp::of(datatype, op) {
             let c = coll(comm)?;
             let n = check_count(count).map_err(|e| e.on(comm))?;
             // SAFETY: MPI contract of MPI_Allreduce for the buffers.

@@ -352,11 +352,6 @@ impl BasicOp {
         let ok = size.is_power_of_two() && ty.packed_size() == size;
         (ok && crate::op::kernel_defined(kernel, ty)).then_some(BasicOp { kernel, ty, size })
     }
-    /// Whether the op is MINLOC or MAXLOC (on a value-index pair): `MPI_Reduce` and
-    /// `MPI_Allreduce` leave those to the general path.
-    pub(crate) fn is_loc(&self) -> bool {
-        matches!(self.kernel, Kernel::MinLoc | Kernel::MaxLoc)
-    }
     /// Bytes of one item.
     pub(crate) fn size(&self) -> usize {
         self.size

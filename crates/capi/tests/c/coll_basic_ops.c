@@ -2,10 +2,10 @@
  * MPI defines it for (the path that reads a predefined op on a predefined basic type
  * without a datatype reference), against a reference every rank computes itself: counts
  * on both sides of one shared-memory buffer, buffers aligned and one byte off, in place and
- * not, every root; guard bytes after the results must stay untouched. Then the pairs and
- * user ops that stay on the general path: MINLOC/MAXLOC on MPI_2INT and a non-commutative
- * user op (composition of affine maps, on a contiguous pair type) at every root, which
- * must fold in rank order.
+ * not, every root; guard bytes after the results must stay untouched. Then MINLOC/MAXLOC
+ * on MPI_2INT (a gap-free value-index pair: the same path) and a non-commutative user op
+ * on the general path (composition of affine maps, on a contiguous pair type) at every
+ * root, which must fold in rank order.
  *
  * Prints (rank 0) "basic ops: ok", "pairs and user ops: ok" and
  * "coll_basic_ops: all checks passed". */
