@@ -82,23 +82,9 @@ pub fn placed_by_size(rows: &[Row], by: &ByPlacement, peers: &[&str]) -> PlacedB
     keys.dedup();
     let mut out: PlacedBySize = BTreeMap::new();
     for k in keys {
-        let ran = |p: &str, pl: &'static str| by.contains_key(&(k.clone(), p.to_string(), pl));
-        // "Best peer" means the best of every peer that measured this row at
-        // all: a placement where one of them has no run compares against a
-        // subset (e.g. MPICH alone, seconds per oversubscribed call) and says
-        // `no pair` instead.
-        let present: Vec<&str> = peers
-            .iter()
-            .copied()
-            .filter(|p| PLACEMENTS.iter().any(|pl| ran(p, pl)))
-            .collect();
-        let r = PLACEMENTS.map(|pl| {
-            if present.iter().all(|p| ran(p, pl)) {
-                placed_ratio(by, &k, SUBJECT, &present, pl, false)
-            } else {
-                None
-            }
-        });
+        // `placed_ratio` compares against every peer that measured the row:
+        // a placement where one of them has no run says `no pair`.
+        let r = PLACEMENTS.map(|pl| placed_ratio(by, &k, SUBJECT, peers, pl, false));
         out.entry((k.0.clone(), k.1)).or_default().push((k.2, r));
     }
     out

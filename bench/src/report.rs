@@ -342,7 +342,7 @@ fn placement_section(o: &mut String, rows: &[Row], imps: &[String], p: &Placed) 
         "## {title}\n\n{unit}, median over the runs measured near (every placement probe's cache-line RTT < {} ns) or far (every probe's above); (n) = runs. The point-to-point tests are probed inside the benchmark program, before every sample and after the last; other runs just before and just after the launch. {mixed} run(s) whose probes disagree (the hypervisor moved a vCPU during the run) are in neither column.{}\n",
         crate::parse::NEAR_RTT_NS,
         if vs {
-            " The last two columns compare oxmpi with the best peer setting within the same placement (speed ratio of oxmpi's median over the best peer's: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ."
+            " The last two columns compare oxmpi with the best peer setting within the same placement (speed ratio of oxmpi's median over the best peer's: > 1 means oxmpi is faster), which the summary's per-repetition ratios cannot when the placements of the runs differ; `-` where oxmpi, or one of the peer settings that measured the size, has no run in that placement (the best of a subset of the peers is not the best peer)."
         } else {
             ""
         }

@@ -256,8 +256,12 @@ pub struct PlacedRatio {
 
 /// `subject` vs the best of `peers` on `key` within `placement` ("near" or "far"): the
 /// medians over the runs measured in it (not per repetition: within one repetition the
-/// subject and a peer may have run in different placements). `None` when the subject or
-/// every peer has no run there.
+/// subject and a peer may have run in different placements).
+///
+/// "Best peer" means the best of every peer that measured `key` in some placement: `None`
+/// when the subject has no run in `placement`, when no peer measured `key`, or when one of
+/// the peers that did has no run in `placement` (the best of a subset, e.g. a slow peer
+/// alone, would flatter the subject).
 pub fn placed_ratio(
     by: &ByPlacement,
     key: &Key,
@@ -266,23 +270,25 @@ pub fn placed_ratio(
     placement: &'static str,
     higher_better: bool,
 ) -> Option<PlacedRatio> {
-    let get = |i: &str| by.get(&(key.clone(), i.to_string(), placement));
-    let x = get(subject)?;
-    let (peer, best) = peers
+    let at = |i: &str, pl: &'static str| by.get(&(key.clone(), i.to_string(), pl));
+    let x = at(subject, placement)?;
+    let mut present = peers
         .iter()
-        .filter_map(|p| get(p).map(|s| (*p, s)))
-        .reduce(|a, b| {
-            let b_better = if higher_better {
-                b.1.median > a.1.median
-            } else {
-                b.1.median < a.1.median
-            };
-            if b_better {
-                b
-            } else {
-                a
-            }
-        })?;
+        .filter(|p| PLACEMENTS.iter().any(|pl| at(p, pl).is_some()))
+        .map(|p| at(p, placement).map(|s| (*p, s)))
+        .collect::<Option<Vec<_>>>()?;
+    let (peer, best) = present.drain(..).reduce(|a, b| {
+        let b_better = if higher_better {
+            b.1.median > a.1.median
+        } else {
+            b.1.median < a.1.median
+        };
+        if b_better {
+            b
+        } else {
+            a
+        }
+    })?;
     Some(PlacedRatio {
         ratio: speed_ratio(x.median, best.median, higher_better)?,
         runs: x.n,
@@ -460,6 +466,15 @@ mod tests {
         let far = placed_ratio(&by, &k, "oxmpi", &["ompi", "mpich"], "far", false).unwrap();
         assert_eq!((far.ratio, far.peer.as_str()), (0.5, "ompi"));
         assert!(placed_ratio(&by, &k, "oxmpi", &["nobody"], "far", false).is_none());
+        // A peer that measured the row but has no run in a placement leaves no pair
+        // there: without ompi's far run, mpich alone (3) is not "the best peer".
+        let no_ompi_far: Vec<Row> = rows.iter().filter(|r| r.rep != 3).cloned().collect();
+        let by2 = by_placement(&no_ompi_far);
+        assert!(placed_ratio(&by2, &k, "oxmpi", &["ompi", "mpich"], "far", false).is_none());
+        assert!(placed_ratio(&by2, &k, "oxmpi", &["ompi", "mpich"], "near", false).is_some());
+        // A peer that did not measure the row at all does not count.
+        let r = placed_ratio(&by, &k, "oxmpi", &["ompi", "mpich", "nobody"], "far", false);
+        assert_eq!(r.map(|r| r.ratio), Some(0.5));
         // throughput: higher is better
         let bw = |imp: &str, m| Row {
             probe_rtt_ns: Some(100.0),
