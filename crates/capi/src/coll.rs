@@ -1168,7 +1168,20 @@ fn byte_blocks<C: CountArg, D: DispArg>(
     size: usize,
     (bc, bd): (&mut [usize], &mut [usize]),
 ) -> Option<usize> {
-    blocks_by((counts, displs), |_| Some((size, size)), (bc, bd))
+    // One unit for every block: a loop of its own, not [`blocks_by`]'s per-block closure
+    // (the small alltoallv's instruction count).
+    let n = bc.len();
+    let cs = slice_in(counts, n, "counts").ok()?;
+    let ds = slice_in(displs, n, "displs").ok()?;
+    let mut end = 0;
+    for (((&k, &x), c), d) in cs.iter().zip(ds).zip(bc.iter_mut()).zip(bd.iter_mut()) {
+        let k = usize::try_from(k.into()).ok()?.checked_mul(size)?;
+        let x = usize::try_from(x.aint()).ok()?.checked_mul(size)?;
+        end = end.max(x.checked_add(k)?);
+        *c = k;
+        *d = x;
+    }
+    Some(end)
 }
 
 /// [`byte_blocks`] with per-block units: `unit(i)` is the bytes per item of block `i` and
@@ -1217,8 +1230,15 @@ fn alltoallv_fast<C: CountArg, D: DispArg>(
     (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const C, *const D, c_int),
     (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const C, *const D, c_int),
 ) -> Option<MpiResult> {
-    let send = |w: BlockWords<'_>| byte_blocks((sendcounts, sdispls), basic_bytes(1, sendtype)?, w);
-    let recv = |w: BlockWords<'_>| byte_blocks((recvcounts, rdispls), basic_bytes(1, recvtype)?, w);
+    // One size lookup when both sides have the same type (the usual call).
+    let rsize = basic_bytes(1, recvtype)?;
+    let ssize = if sendtype == recvtype {
+        Some(rsize)
+    } else {
+        basic_bytes(1, sendtype)
+    };
+    let send = |w: BlockWords<'_>| byte_blocks((sendcounts, sdispls), ssize?, w);
+    let recv = |w: BlockWords<'_>| byte_blocks((recvcounts, rdispls), rsize, w);
     alltoall_bytes(c, sendbuf, recvbuf, send, recv)
 }
 
@@ -1248,22 +1268,36 @@ fn alltoall_bytes(
     recv: impl FnOnce(BlockWords<'_>) -> Option<usize>,
 ) -> Option<MpiResult> {
     let n = c.size as usize;
-    let (mut rc, mut rd) = (Words::zeros(n), Words::zeros(n));
+    // The four word arrays (send and receive counts and displacements) in one: on two ranks
+    // 8 words on the stack, not four arrays of `INLINE_BLOCKS` to clear and move.
+    let mut pair = [0; 8];
+    let mut inline;
+    let mut heap;
+    let words: &mut [usize] = if n <= 2 {
+        &mut pair[..4 * n]
+    } else if n <= INLINE_BLOCKS {
+        inline = [0; 4 * INLINE_BLOCKS];
+        &mut inline[..4 * n]
+    } else {
+        heap = vec![0; 4 * n];
+        &mut heap
+    };
+    let (r, s) = words.split_at_mut(2 * n);
+    let ((rc, rd), (sc, sd)) = (r.split_at_mut(n), s.split_at_mut(n));
     if alg::is_in_place(sendbuf) && !recvbuf.is_null() {
-        let rlen = recv((rc.as_mut(), rd.as_mut()))?;
+        let rlen = recv((&mut *rc, &mut *rd))?;
         // SAFETY: MPI contract: recvbuf holds every block to send and has room for every
         // block received (predefined basic types: contiguous bytes at their displacements,
         // all within `rlen` bytes).
         let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen) };
-        let r = select::alltoallv_in_place(&c.alg(), buf, (&rc, &rd), None);
+        let r = select::alltoallv_in_place(&c.alg(), buf, (rc, rd), None);
         return Some(r.map_err(alg::err(c.comm)));
     }
     if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
         return None;
     }
-    let (mut sc, mut sd) = (Words::zeros(n), Words::zeros(n));
-    let slen = send((sc.as_mut(), sd.as_mut()))?;
-    let rlen = recv((rc.as_mut(), rd.as_mut()))?;
+    let slen = send((&mut *sc, &mut *sd))?;
+    let rlen = recv((&mut *rc, &mut *rd))?;
     // SAFETY: MPI contract: sendbuf holds every send block and recvbuf has room for every
     // receive block (predefined basic types: contiguous bytes from the buffer at their
     // displacements, all within `slen` and `rlen` bytes); the two do not overlap (that
@@ -1274,7 +1308,7 @@ fn alltoall_bytes(
             std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rlen),
         )
     };
-    Some(select::alltoallv(&c.alg(), send, (&sc, &sd), recv, (&rc, &rd)).map_err(alg::err(c.comm)))
+    Some(select::alltoallv(&c.alg(), send, (sc, sd), recv, (rc, rd)).map_err(alg::err(c.comm)))
 }
 
 mpi_fn_c! {

@@ -1666,7 +1666,43 @@ fn a2a_suite(c: &CollComm) {
         assert_eq!(got, Some(true), "alltoallv around {bytes} bytes: path");
         check(&recv, "segment");
     }
+    a2a_mismatch(c, &seg);
     a2a_large_suite(c);
+}
+
+/// Alltoallv on the segment whose receive count from the next rank disagrees with that
+/// rank's send count (erroneous): even ranks expect a byte more than they are sent, odd
+/// ones a byte less. Every rank reports it (`Some(false)`, the caller's
+/// `MPI_ERR_TRUNCATE`) and leaves that block's place untouched, and still copies its own
+/// block; on 2 ranks this is the pair table's check of the peer's entry.
+fn a2a_mismatch(c: &CollComm, seg: &oxmpi_coll::sm::Seg) {
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let next = (r + 1) % p;
+    let sc = vec![4; p];
+    let sd = prefix(&sc, 1);
+    let mut send = vec![0u8; sd[p - 1] + 4];
+    for j in 0..p {
+        send[sd[j]..sd[j] + 4].copy_from_slice(&contrib(4, 99, r * p + j, 70));
+    }
+    let mut rc = vec![4; p];
+    rc[next] = if r % 2 == 0 { 5 } else { 3 };
+    let rd = prefix(&rc, 2);
+    let mut recv = vec![0xa5u8; rd[p - 1] + rc[p - 1] + 2];
+    let got = seg
+        .alltoallv((&send, &sc, &sd), (&mut recv, &rc, &rd))
+        .unwrap();
+    assert_eq!(got, Some(false), "alltoallv with a count that disagrees");
+    assert_eq!(
+        recv[rd[r]..rd[r] + 4],
+        contrib(4, 99, r * p + r, 70),
+        "alltoallv with a count that disagrees: our own block"
+    );
+    assert!(
+        recv[rd[next]..rd[next] + rc[next]]
+            .iter()
+            .all(|&b| b == 0xa5),
+        "alltoallv with a count that disagrees: the block from {next} written"
+    );
 }
 
 /// Alltoall and allgather(v) of blocks too large for a segment buffer, through

@@ -1584,6 +1584,10 @@ unsafe fn put_table(
     (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
 ) -> bool {
     let head = 8 + 8 * p;
+    if p == 2 && scounts.len() == 2 && sdispls.len() == 2 {
+        // SAFETY: caller contract.
+        return unsafe { put_pair_table(base, me, head, (send, scounts, sdispls)) };
+    }
     let posted = |j: usize| if j == me { 0 } else { scounts[j] };
     let fits = scounts.len() == p
         && sdispls.len() == p
@@ -1603,6 +1607,41 @@ unsafe fn put_table(
                 std::ptr::copy_nonoverlapping(send.as_ptr().add(sdispls[j]), base.add(off), n);
                 off += n;
             }
+        }
+    }
+    fits
+}
+
+/// [`put_table`] on two ranks (`me` is 0 or 1, two counts and displacements): the same
+/// table, written without its loops over the ranks (the small alltoallv's instruction
+/// count): entry 0 at `head`, entry 1 after the posted bytes of block 0 (none when block 0
+/// is ours), the peer's block at `head`.
+///
+/// # Safety
+/// As [`put_table`].
+unsafe fn put_pair_table(
+    base: *mut u8,
+    me: usize,
+    head: usize,
+    (send, scounts, sdispls): (&[u8], &[usize], &[usize]),
+) -> bool {
+    let peer = 1 - me;
+    let n = scounts[peer];
+    let fits = head + n <= CAP
+        && sdispls[0] + scounts[0] <= send.len()
+        && sdispls[1] + scounts[1] <= send.len();
+    // SAFETY: every write is within `head + n <= CAP` bytes (checked in `fits`), the read
+    // of `send` within its length.
+    unsafe {
+        base.cast::<u64>().write_unaligned(u64::from(fits));
+        if fits {
+            let first = if me == 0 { 0 } else { scounts[0] };
+            let at = base.add(8).cast::<u32>();
+            at.write_unaligned(head as u32);
+            at.add(1).write_unaligned(scounts[0] as u32);
+            at.add(2).write_unaligned((head + first) as u32);
+            at.add(3).write_unaligned(scounts[1] as u32);
+            std::ptr::copy_nonoverlapping(send.as_ptr().add(sdispls[peer]), base.add(head), n);
         }
     }
     fits
@@ -1645,6 +1684,10 @@ unsafe fn take_table(
     data: impl Fn(usize) -> *mut u8,
     (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
 ) -> Option<bool> {
+    if p == 2 {
+        // SAFETY: caller contract.
+        return unsafe { take_pair_table(me, data, (recv, rcounts, rdispls)) };
+    }
     // SAFETY: caller contract: the flag is the first 8 written bytes.
     if (0..p).any(|r| unsafe { data(r).cast::<u64>().read_unaligned() } != 1) {
         return None;
@@ -1668,4 +1711,45 @@ unsafe fn take_table(
         recv[rdispls[j]..rdispls[j] + len].copy_from_slice(src);
     }
     Some(ok)
+}
+
+/// [`take_table`] on two ranks (`me` is 0 or 1): the same checks and copy, without its
+/// loops over the ranks.
+///
+/// # Safety
+/// As [`take_table`].
+unsafe fn take_pair_table(
+    me: usize,
+    data: impl Fn(usize) -> *mut u8,
+    (recv, rcounts, rdispls): (&mut [u8], &[usize], &[usize]),
+) -> Option<bool> {
+    let peer = 1 - me;
+    // SAFETY: caller contract: the flag is the first 8 written bytes of either post.
+    let flags = unsafe {
+        (
+            data(0).cast::<u64>().read_unaligned(),
+            data(1).cast::<u64>().read_unaligned(),
+        )
+    };
+    if flags != (1, 1) {
+        return None;
+    }
+    if rcounts.len() != 2 || rdispls.len() != 2 {
+        return Some(false);
+    }
+    // SAFETY: the peer's flag says its table follows; entry `me` lies within it.
+    let (off, len) = unsafe {
+        let at = data(peer).add(8 + 8 * me).cast::<u32>();
+        (
+            at.read_unaligned() as usize,
+            at.add(1).read_unaligned() as usize,
+        )
+    };
+    if len != rcounts[peer] || rdispls[peer] + len > recv.len() || off + len > CAP {
+        return Some(false);
+    }
+    // SAFETY: `off + len <= CAP` (checked), within the peer's buffer.
+    let src = unsafe { std::slice::from_raw_parts(data(peer).add(off).cast_const(), len) };
+    recv[rdispls[peer]..rdispls[peer] + len].copy_from_slice(src);
+    Some(true)
 }
