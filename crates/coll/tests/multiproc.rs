@@ -283,6 +283,87 @@ fn alltoallv_on_segment_np8() {
     run(8, "a2a", &[]);
 }
 
+/// Out-of-place alltoall(v)s of blocks of 64-128 KiB, many in a row, each rank writing its
+/// blocks into the receivers' buffers (`coll_sm_alltoall_push_min`, [`a2a_push_suite`]):
+/// a fresh receive buffer per call with its own layout, the last ones kept and checked
+/// unchanged after every later call (a late write or one at a stale layout shows there),
+/// in-place alltoallvs between them. 8 ranks yield on this machine's few cores, so
+/// writers and receivers interleave.
+#[test]
+fn alltoall_push_np2() {
+    run(2, "a2a-push", &[PUSH_ON]);
+}
+#[test]
+fn alltoall_push_np4() {
+    run(4, "a2a-push", &[PUSH_ON]);
+}
+#[test]
+fn alltoall_push_np8() {
+    run(8, "a2a-push", &[PUSH_ON]);
+}
+/// The same exchanges read by the receivers instead: push off by parameter, and with
+/// `process_vm_writev` denied by a seccomp filter (the probe finds the read allowed and the
+/// write not: every rank reads).
+#[test]
+fn alltoall_push_off_np4() {
+    run(
+        4,
+        "a2a-pull",
+        &[("OXMPI_MCA_coll_sm_alltoall_push_min", "0")],
+    );
+}
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn alltoall_push_denied_np4() {
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    if !seccomp {
+        eprintln!("SKIPPED: the kernel has no seccomp filters to deny process_vm_writev");
+        return;
+    }
+    run(4, "a2a-pull", &[(DENY_WRITEV, "1"), PUSH_ON]);
+}
+
+/// Push on for blocks from 64 KiB (off by default).
+const PUSH_ON: (&str, &str) = ("OXMPI_MCA_coll_sm_alltoall_push_min", "65536");
+
+/// Set: the rank installs a seccomp filter that makes `process_vm_writev` fail with EPERM
+/// before it starts.
+const DENY_WRITEV: &str = "OXMPI_COLL_TEST_DENY_WRITEV";
+
+/// Installs a seccomp filter making `process_vm_writev` fail with EPERM in this process.
+#[cfg(target_arch = "x86_64")]
+fn deny_process_vm_writev() {
+    // Classic BPF over struct seccomp_data (nr at offset 0).
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let filter = [
+        op(LD_W_ABS, 0, 0, 0),
+        op(JEQ_K, 0, 1, libc::SYS_process_vm_writev as u32),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points to a valid filter that the kernel copies during the call; these
+    // prctls only restrict this process.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &prog as *const libc::sock_fprog
+            ),
+            0
+        );
+    }
+}
+
 /// Ranks that yield when idle and sleep on the segment's doorbells after one yield
 /// (`coll_sm_block_after`), each sleep allowed a minute (`coll_sm_sleep_max`): a lost
 /// wake-up (a rank asleep on a word already written) shows as a round far longer than
@@ -497,6 +578,10 @@ fn communicators_np5() {
 #[ignore = "run by the multi-process harness"]
 fn rank_entry() {
     let scenario = std::env::var(SCENARIO).expect("run by the multi-process harness only");
+    #[cfg(target_arch = "x86_64")]
+    if std::env::var_os(DENY_WRITEV).is_some() {
+        deny_process_vm_writev();
+    }
     let e = init(ThreadLevel::Single).expect("init");
     match scenario.as_str() {
         "suite" => {
@@ -515,6 +600,10 @@ fn rank_entry() {
         "a2a" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             a2a_suite(&w);
+        }
+        "a2a-push" | "a2a-pull" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            a2a_push_suite(&w, scenario == "a2a-push");
         }
         "vtuned" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1703,6 +1792,132 @@ fn a2a_mismatch(c: &CollComm, seg: &oxmpi_coll::sm::Seg) {
             .all(|&b| b == 0xa5),
         "alltoallv with a count that disagrees: the block from {next} written"
     );
+}
+
+/// Out-of-place alltoalls and alltoallvs of blocks too large for a segment buffer (64-128
+/// KiB, at least the default `coll_sm_alltoall_push_min`), 40 in a row through
+/// `base::select`, with an in-place alltoallv after every third. Each out-of-place call
+/// gets a fresh receive buffer, filled with 0xa5, its blocks at an offset and with gaps
+/// that differ per call; after the call its blocks must hold this call's data (a receiver
+/// that left before its writers were done shows here) and the gaps 0xa5; the last 10
+/// receive buffers stay alive and must not change in later calls (a write into a stale
+/// receive layout shows there). `push`: every out-of-place call wrote its blocks into the
+/// receivers' buffers (when CMA reaches every rank), else none did.
+fn a2a_push_suite(c: &CollComm, push: bool) {
+    use oxmpi_coll::sm;
+    use std::collections::VecDeque;
+    let (p, r) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Alltoall).unwrap().expect("a segment");
+    let before = seg.pushes();
+    let mut kept: VecDeque<(u64, Vec<u8>, Vec<u8>)> = VecDeque::new();
+    let mut out_of_place = 0;
+    for it in 0..40u64 {
+        let i = it as usize;
+        // Regular blocks in even calls, uneven ones (each at least 64 KiB) in odd calls.
+        let n = |from: usize, to: usize| {
+            if it % 2 == 0 {
+                (64 << 10) + (i * 7919) % (64 << 10)
+            } else {
+                (64 << 10) + ((from * 3 + to * 5 + i) % 7) * 9001
+            }
+        };
+        let sc: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
+        let sd = prefix(&sc, i % 3);
+        let mut send = vec![0u8; sd[p - 1] + sc[p - 1]];
+        for j in 0..p {
+            send[sd[j]..sd[j] + sc[j]].copy_from_slice(&contrib(sc[j], it, r * p + j, 70));
+        }
+        let rc: Vec<usize> = (0..p).map(|j| n(j, r)).collect();
+        // The blocks start `lead` bytes in and have gaps of 1-4 bytes between them.
+        let lead = 1 + (i * 13) % 61;
+        let rd: Vec<usize> = prefix(&rc, 1 + i % 4).iter().map(|d| d + lead).collect();
+        let mut recv = vec![0xa5u8; rd[p - 1] + rc[p - 1] + 3];
+        if it % 2 == 0 {
+            let b = sc[0];
+            // select::alltoall takes the blocks back to back.
+            let mut dense = vec![0u8; p * b];
+            for j in 0..p {
+                dense[j * b..(j + 1) * b].copy_from_slice(&send[sd[j]..sd[j] + b]);
+            }
+            let mut out = vec![0xa5u8; lead + p * b + 3];
+            select::alltoall(c, &dense, &mut out[lead..lead + p * b], b).unwrap();
+            for j in 0..p {
+                let at = lead + j * b;
+                recv[rd[j]..rd[j] + b].copy_from_slice(&out[at..at + b]);
+            }
+            assert!(
+                out[..lead].iter().all(|&x| x == 0xa5),
+                "call {it}: before the blocks"
+            );
+            assert!(
+                out[lead + p * b..].iter().all(|&x| x == 0xa5),
+                "call {it}: after the blocks"
+            );
+        } else {
+            select::alltoallv(c, &send, (&sc, &sd), &mut recv, (&rc, &rd)).unwrap();
+        }
+        out_of_place += 1;
+        for j in 0..p {
+            assert!(
+                recv[rd[j]..rd[j] + rc[j]] == contrib(rc[j], it, j * p + r, 70)[..],
+                "call {it} ({} bytes): the block from rank {j} on rank {r}",
+                rc[j]
+            );
+            let gap = rd[j] + rc[j]..if j + 1 < p { rd[j + 1] } else { recv.len() };
+            assert!(
+                recv[gap].iter().all(|&x| x == 0xa5),
+                "call {it}: the gap after the block from rank {j} on rank {r} was written"
+            );
+        }
+        assert!(
+            recv[..lead].iter().all(|&x| x == 0xa5),
+            "call {it}: before the blocks"
+        );
+        for (old, buf, copy) in &kept {
+            assert!(
+                buf == copy,
+                "call {it}: the receive buffer of call {old} on rank {r} changed later"
+            );
+        }
+        let copy = recv.clone();
+        kept.push_back((it, recv, copy));
+        if kept.len() > 10 {
+            kept.pop_front();
+        }
+        if it % 3 == 2 {
+            // In place: ranks i and j trade blocks of the same length (these trade, not
+            // push).
+            let m = |a: usize, b: usize| (64 << 10) + ((a + b + i) % 5) * 7001;
+            let counts: Vec<usize> = (0..p).map(|j| m(r, j)).collect();
+            let displs = prefix(&counts, 2);
+            let mut buf = vec![0xa5u8; displs[p - 1] + counts[p - 1] + 2];
+            for j in 0..p {
+                buf[displs[j]..displs[j] + counts[j]].copy_from_slice(&contrib(
+                    counts[j],
+                    it,
+                    r * p + j,
+                    71,
+                ));
+            }
+            select::alltoallv_in_place(c, &mut buf, (&counts, &displs), None).unwrap();
+            for j in 0..p {
+                assert!(
+                    buf[displs[j]..displs[j] + counts[j]]
+                        == contrib(counts[j], it, j * p + r, 71)[..],
+                    "call {it}: in place, the block from rank {j} on rank {r}"
+                );
+            }
+        }
+    }
+    let pushed = seg.pushes() - before;
+    if push && seg.cma_known() {
+        assert_eq!(
+            pushed, out_of_place,
+            "out-of-place calls that pushed on rank {r}"
+        );
+    } else if !push {
+        assert_eq!(pushed, 0, "calls that pushed on rank {r}");
+    }
 }
 
 /// Alltoall and allgather(v) of blocks too large for a segment buffer, through

@@ -222,10 +222,12 @@ fn regular_displs(n: usize, block: usize) -> Vec<usize> {
 /// largest `block` bytes) moves them by cross-memory copies ([`sm::Seg::allgatherv_cma`]):
 /// on more than 2 ranks, when CMA reaches every rank and single copies are on
 /// ([`sm::Seg::single_copy_max`]); on 2 ranks, blocks of [`sm::ALLGATHER_PAIR`] when CMA
-/// reaches the peer. The same on every rank.
+/// reaches the peer and may write into it ([`sm::Seg::push_known`]). The same on every rank.
 fn allgather_cma(a: &CollComm, block: usize) -> Result<Option<std::sync::Arc<sm::Seg>>> {
     if a.size == 2 {
-        return pair(a, Coll::Allgather, block, sm::ALLGATHER_PAIR);
+        // Each rank writes its block into the other's buffer: only where writes are allowed.
+        let seg = pair(a, Coll::Allgather, block, sm::ALLGATHER_PAIR)?;
+        return Ok(seg.filter(|seg| seg.push_known()));
     }
     if a.size < 2 {
         return Ok(None);

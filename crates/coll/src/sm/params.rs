@@ -158,6 +158,25 @@ pub const SINGLE_COPY_MAX_MANY: ParamDecl = ParamDecl::new(
 )
 .level(6);
 
+/// `coll_sm_alltoall_push_min`.
+pub const ALLTOALL_PUSH_MIN: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "alltoall_push_min",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "0",
+    "Out-of-place alltoall(v)s whose blocks move by \
+     cross-memory copies (too large for a shared-memory buffer): when every rank's largest \
+     receive block is at least this many bytes, each rank writes its blocks into the \
+     receivers' buffers (process_vm_writev, at the receive layout they post) instead of \
+     each receiver reading them from the senders' buffers (process_vm_readv); 0: always \
+     read",
+)
+.level(7);
+
 /// `coll_sm_nonblocking_large_max`.
 pub const NONBLOCKING_LARGE_MAX: ParamDecl = ParamDecl::new(
     "coll",
@@ -203,6 +222,14 @@ pub fn single_copy_max_for(p: usize) -> usize {
         return single_copy_max();
     }
     *MANY.get_or_init(|| usize::try_from(params::int(&SINGLE_COPY_MAX_MANY)).unwrap_or(0))
+}
+
+/// `coll_sm_alltoall_push_min`: the smallest receive block (bytes) of an out-of-place
+/// alltoall(v) by cross-memory copies that its senders write into place (0: none;
+/// [`super::Seg::alltoallv`]).
+pub fn alltoall_push_min() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| usize::try_from(params::int(&ALLTOALL_PUSH_MIN)).unwrap_or(0))
 }
 
 /// `coll_sm_spin_first`: looks at a flag before a waiting rank that yields when idle

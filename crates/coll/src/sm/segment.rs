@@ -160,6 +160,14 @@ pub struct Seg {
     sleep_max: std::time::Duration,
     /// Whether alltoallvs may move blocks between the ranks' buffers by CMA ([`cma`]).
     cma: AtomicU8,
+    /// Whether every rank may also write into every other's memory by CMA
+    /// (`process_vm_writev`, which a seccomp filter may deny apart from the read): probed
+    /// with the read ([`cma`]), the same states.
+    push: AtomicU8,
+    /// A byte the other ranks' write probe writes into (nothing reads it).
+    sink: AtomicU8,
+    /// Alltoall(v)s whose blocks we wrote into the receivers' buffers ([`Seg::pushes`]).
+    pushes: AtomicU64,
     /// The engine whose transports a waiting rank keeps polling.
     eng: &'static Engine,
 }
@@ -248,6 +256,9 @@ impl Seg {
             ring,
             sleep_max: super::params::sleep_max(),
             cma: AtomicU8::new(cma::CMA_UNKNOWN),
+            push: AtomicU8::new(cma::CMA_UNKNOWN),
+            sink: AtomicU8::new(0),
+            pushes: AtomicU64::new(0),
             eng,
         }
     }
@@ -878,8 +889,13 @@ impl Seg {
             )
         };
         if !table {
+            // Out of place, with blocks for us large enough, our senders may write them
+            // into `recv` ([`cma`]): post where.
+            let min = super::params::alltoall_push_min();
+            let big = rcounts.iter().max().is_some_and(|&m| min != 0 && m >= min);
+            let layout = (send.is_some() && big).then_some((&*recv, rcounts, rdispls));
             // SAFETY: as above.
-            unsafe { self.put_addresses(k, (src, scounts, sdispls)) };
+            unsafe { self.put_addresses(k, (src, scounts, sdispls), layout) };
         }
         self.put_word(self.stamp(self.rank, k), k);
         // SAFETY: our own post of `k`, just written.

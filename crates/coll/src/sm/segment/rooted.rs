@@ -99,28 +99,33 @@ impl Seg {
         let me = self.rank;
         let k = self.next();
         let probe = std::ptr::from_ref(&self.cma).cast::<u8>() as u64;
-        let mut post = [0u8; 16];
+        let sink = std::ptr::from_ref(&self.sink).cast::<u8>() as u64;
+        let mut post = [0u8; 24];
         post[..8].copy_from_slice(&crate::sm::own_pid().to_ne_bytes());
-        post[8..].copy_from_slice(&probe.to_ne_bytes());
+        post[8..16].copy_from_slice(&probe.to_ne_bytes());
+        post[16..].copy_from_slice(&sink.to_ne_bytes());
         self.post(k, &post);
         self.wait_all(k);
-        let reach = (0..self.size).filter(|&r| r != me).all(|r| {
-            // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after
-            // this read; 16 posted bytes.
-            let w = unsafe { self.peer(r, k, 0, 16) };
-            let pid = u64::from_ne_bytes(w[..8].try_into().expect("8 bytes"));
-            let addr = u64::from_ne_bytes(w[8..].try_into().expect("8 bytes"));
-            let mut v = 0u8;
-            // SAFETY: one byte into `v`; rank `r` posted its pid and the address of a byte
-            // of its segment state, which lives as long as its segment.
-            unsafe { cma_copy(pid as i32, &mut v, addr, 1, Cma::Read).is_ok() }
-        });
+        let level = (0..self.size)
+            .filter(|&r| r != me)
+            .map(|r| {
+                // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after
+                // these copies; 24 posted bytes.
+                let w = unsafe { self.peer(r, k, 0, 24) };
+                let word =
+                    |i: usize| u64::from_ne_bytes(w[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+                // SAFETY: rank `r` posted its pid and the addresses of two bytes of its
+                // segment state, which live as long as its segment; the second is written
+                // only by such probes and read by nobody.
+                unsafe { super::cma::probe_level(word(0) as i32, word(1), word(2)) }
+            })
+            .min()
+            .unwrap_or(super::cma::LEVEL_PUSH);
         self.finish(k);
-        let (k2, all) = self.all_say(reach);
+        let (k2, all) = self.all_min(level);
         self.finish(k2);
-        self.cma
-            .store(if all { CMA_YES } else { CMA_NO }, Ordering::Relaxed);
-        all
+        self.set_cma_level(all);
+        all >= super::cma::LEVEL_READ
     }
 
     /// Whether an earlier collective found that every rank reaches every other by CMA
@@ -130,13 +135,22 @@ impl Seg {
         self.cma.load(Ordering::Relaxed) == CMA_YES
     }
 
+    /// Whether the same probe ([`Seg::cma_ready`]) found that every rank may also write
+    /// into every other's memory (`process_vm_writev`, which a seccomp filter may deny
+    /// apart from the read). The same on every rank at the same collective.
+    pub fn push_known(&self) -> bool {
+        self.cma_known() && self.push.load(Ordering::Relaxed) == CMA_YES
+    }
+
     /// The largest block of a rooted collective (and of a gatherv or scatterv block) that
     /// moves by one cross-memory copy on this segment: `coll_sm_single_copy_max` (`_many`
-    /// on more than 2 ranks) when CMA reaches every rank, else 0. The probe runs when the
+    /// on more than 2 ranks) when CMA reaches every rank, reading and writing, else 0. The probe runs when the
     /// segment is made whenever that limit is not 0, so this never waits, and every rank
     /// gets the same answer (blocking and nonblocking callers alike).
     pub fn single_copy_max(&self) -> usize {
-        if self.cma_known() {
+        // A gather's ranks write into the root's buffer, a nonblocking alltoallv in place
+        // trades by writes: only where the kernel allows writes too.
+        if self.push_known() {
             super::super::params::single_copy_max_for(self.size)
         } else {
             0
