@@ -641,9 +641,10 @@ static void scan_chain(long n, int reps, int nb) {
  * new each time, send buffers `skew` bytes past a 16-byte alignment (the slot copy's loads
  * cross lines): through the large region every other rank rewrites its slot, which the
  * root read at the last call, with non-temporal stores from 32 KiB on when ranks yield when
- * idle (one piece; 8 KiB chunks, copied plainly, otherwise). A slot
- * published before its stores are all visible would be folded with lines of the previous
- * call (different items), so the result would be wrong. */
+ * idle (one piece; 8 KiB chunks, copied plainly, otherwise). Lines folded before the new
+ * stores reach them hold the previous call's items, which the check tells apart. (A progress
+ * word published before the copy, broken on purpose once, was caught by basic() above, not
+ * by this one alone at np=4: there the root's fold stayed behind the writers.) */
 static void reduce_stream(long n, int reps, int root, int skew) {
     char *raw = malloc(n * sizeof(int) + 64);
     int *r = malloc(n * sizeof(int));
