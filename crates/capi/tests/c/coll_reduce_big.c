@@ -18,7 +18,9 @@
  * a blocking collective in between; and MPI_Ireduce_scatter(_block) of equal blocks past
  * 1 MiB (through the region in phases), uneven blocks, and the matrix product. Last,
  * MPI_Iscans, then MPI_Scans, of 1 MiB and 200008 bytes back to back with new items each
- * time (the chain of 64 KiB chunks through a large region on more than 2 ranks).
+ * time (the chain of 64 KiB chunks through a large region on more than 2 ranks); then
+ * MPI_Reduces of 32 KiB to 1 MiB back to back with new items each time (the slot copies
+ * by non-temporal stores).
  *
  * Allreduce, reduce_scatter (uneven blocks) and reduce_scatter_block past 4 KiB, which on
  * two ranks go by cross-memory copies up to 1 MiB (each rank folds its half and, in an
@@ -635,6 +637,36 @@ static void scan_chain(long n, int reps, int nb) {
     free(s), free(r);
 }
 
+/* `reps` MPI_Reduces (sum of ints) of `n` items to `root` back to back, every rank's items
+ * new each time, send buffers `skew` bytes past a 16-byte alignment (the slot copy's loads
+ * cross lines): through the large region every other rank rewrites its slot, which the
+ * root read at the last call, with non-temporal stores from 32 KiB on when ranks yield when
+ * idle (one piece; 8 KiB chunks, copied plainly, otherwise). Lines folded before the new
+ * stores reach them hold the previous call's items, which the check tells apart. (A progress
+ * word published before the copy, broken on purpose once, was caught by basic() above, not
+ * by this one alone at np=4: there the root's fold stayed behind the writers.) */
+static void reduce_stream(long n, int reps, int root, int skew) {
+    char *raw = malloc(n * sizeof(int) + 64);
+    int *r = malloc(n * sizeof(int));
+    CHECK(raw && r);
+    int *s = (int *)(raw + skew);
+    for (int it = 0; it < reps; it++) {
+        int base = (it + 1) * 1009;
+        for (long k = 0; k < n; k++) s[k] = base + rank * 7 + (int)(k % 8191);
+        CHECK_RC(MPI_Reduce(s, r, (int)n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD));
+        if (rank != root) continue;
+        for (long k = 0; k < n; k++) {
+            int e = size * (base + (int)(k % 8191)) + 7 * size * (size - 1) / 2;
+            if (r[k] != e) {
+                fprintf(stderr, "reduce_stream n=%ld it=%d root=%d skew=%d: item %ld is %d, not %d\n", n,
+                        it, root, skew, k, r[k], e);
+                CHECK(0);
+            }
+        }
+    }
+    free(raw), free(r);
+}
+
 static unsigned long long reduce_calls(MPI_T_pvar_session ses, MPI_T_pvar_handle h) {
     unsigned long long v = 0;
     CHECK_RC(MPI_T_pvar_read(ses, h, &v));
@@ -834,6 +866,11 @@ int main(int argc, char **argv) {
         scan_chain(1 << 17, 40, nb); /* 1 MiB: 16 chunks */
         scan_chain(25001, 20, nb);   /* 200008 bytes: the last chunk partial */
     }
+    /* reduces around the 32 KiB from which slot copies stream, and 1 MiB */
+    reduce_stream(8192 - 1, 60, 0, 4);    /* 32 KiB - 4: plain copies */
+    reduce_stream(8192, 60, size - 1, 0); /* 32 KiB */
+    reduce_stream(16384 + 3, 60, 0, 12);  /* 64 KiB + 12: a partial last line */
+    reduce_stream(1 << 18, 12, 0, 4);     /* 1 MiB */
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
         printf("coll_reduce_big: large reduce on sm: %s\n", used ? "used" : "not used");

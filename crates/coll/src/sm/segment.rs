@@ -15,6 +15,7 @@ mod pull;
 mod pull_all;
 mod pull_nb;
 mod rooted;
+mod stream;
 pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
 pub(in crate::sm) use cma::trade;
 pub use cma::ALLGATHER_PAIR;

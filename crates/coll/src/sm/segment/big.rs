@@ -5,7 +5,7 @@
 //! each other rank's data once, where the point-to-point tree moved it into a buffer first
 //! and folded it afterwards; the writers' copies overlap the root's folds.
 
-use super::{Seg, LINE, SLOT};
+use super::{stream, Seg, LINE, SLOT};
 use crate::base::helpers::{chain_segments, Scratch};
 use crate::{CollComm, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,14 +103,18 @@ impl Seg {
         self.last_big.store(this, Ordering::Relaxed);
     }
 
-    /// Copy `part` to offset `o` of our slot `slot` and publish progress word `done`.
+    /// Copy `part` to offset `o` of our slot `slot` and publish progress word `done`. From
+    /// [`stream::STREAM_MIN`] bytes the copy may stream past our caches ([`stream::copy`]):
+    /// the readers of the last large operation hold these lines, which a plain copy must
+    /// fetch from them, slowly when their core is far.
     ///
     /// # Safety
     /// `slot` is our slot of the large region, with room for `o + part.len()` bytes, and
     /// nobody reads those bytes until we publish them.
     unsafe fn big_put(&self, slot: *mut u8, part: &[u8], o: usize, done: u64) {
-        // SAFETY: caller contract.
-        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), slot.add(o), part.len()) };
+        // SAFETY: caller contract; `stream::copy` fences its stores before the progress
+        // word's release below.
+        unsafe { stream::copy(part.as_ptr(), slot.add(o), part.len()) };
         self.put_word(self.big_progress(self.rank), done);
     }
 
