@@ -496,6 +496,51 @@ fn gatherv_mismatch_np2() {
 fn gatherv_mismatch_np3() {
     run_within(3, "gv-mismatch", &[], 120);
 }
+/// Erroneous gathers and scatters whose root's block and one rank's block lie one byte
+/// apart on either side of every bound between paths (lane, ring cell, posted, one
+/// cross-memory copy, [`oxmpi_coll::sm::GATHER_PAIR`] on 2 ranks, point to point), every
+/// root, in place and not, see [`gather_scatter_mismatch_suite`]: the rank that would get
+/// more than it expects fails with `MPI_ERR_TRUNCATE`, a shorter block arrives, no rank
+/// waits for a post that never comes (the harness fails a run that takes more than 120 s),
+/// and a correct gather and scatter afterwards work. Still hanging on this branch (the
+/// blocking gather and scatter decide their paths per rank): ignored until fixed.
+#[test]
+#[ignore = "gather/scatter with differing block lengths across a path bound still hang"]
+fn gather_scatter_mismatch_np2() {
+    run_within(2, "gs-mismatch", &[], 120);
+}
+#[test]
+#[ignore = "gather/scatter with differing block lengths across a path bound still hang"]
+fn gather_scatter_mismatch_np3() {
+    run_within(3, "gs-mismatch", &[], 120);
+}
+/// Erroneous broadcasts: the root's length and one rank's one byte apart on either side of
+/// every bound between paths (empty, one or two lane lines, lane, ring cell, one
+/// cross-memory read, large region on more than 2 ranks, 1 MiB) and a few farther apart,
+/// every root, see [`bcast_mismatch_suite`]: the rank whose length differs fails
+/// (`MPI_ERR_TRUNCATE` when the root's data is longer, `MPI_ERR_COUNT` when shorter) with
+/// its buffer untouched, the root and the other ranks get the data, nobody waits for a post
+/// that never comes (the harness fails a run that takes more than 120 s), and a correct
+/// broadcast afterwards works.
+#[test]
+fn bcast_mismatch_np2() {
+    run_within(2, "bcast-mismatch", &[], 120);
+}
+#[test]
+fn bcast_mismatch_np3() {
+    run_within(3, "bcast-mismatch", &[], 120);
+}
+/// Erroneous nonblocking gathervs and scattervs on the segment on 3 ranks (one rank's
+/// block one byte off the root's count for it across the segment's bounds, every root),
+/// see [`igatherv_mismatch_suite`]: the rank that would get more than it expects fails
+/// with `MPI_ERR_TRUNCATE`, nobody waits forever, a correct one afterwards works. It hangs
+/// (the base too): count 1 against an empty block, root 0 (listed in
+/// docs/benchmarks/spot-checks-wave2.md); ignored until fixed.
+#[test]
+#[ignore = "igatherv/iscatterv on 3 ranks with differing block lengths still hang"]
+fn igatherv_mismatch_np3() {
+    run_within(3, "igv-mismatch", &[], 120);
+}
 const BCAST_BIG: &[(&str, &str)] = &[
     ("OXMPI_MCA_mpi_yield_when_idle", "1"),
     ("OXMPI_MCA_coll_sm_single_copy_max_many", "0"),
@@ -656,6 +701,18 @@ fn rank_entry() {
         "gv-mismatch" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             gatherv_mismatch_suite(&w);
+        }
+        "gs-mismatch" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            gather_scatter_mismatch_suite(&w);
+        }
+        "bcast-mismatch" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            bcast_mismatch_suite(&w);
+        }
+        "igv-mismatch" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            igatherv_mismatch_suite(&w);
         }
         "bcast-big" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -3817,5 +3874,341 @@ fn gatherv_correct(c: &CollComm, it: u64) {
         }
     } else {
         select::gatherv(c, Some(&xs[me]), &mut [], (&[], &[]), root as i32).unwrap();
+    }
+}
+
+/// Block sizes on both sides of which a rooted collective's path changes: empty, a compact
+/// scatterv line, the lane, a buffer, a gatherv's posted block, one cross-memory copy, the
+/// point-to-point rendezvous.
+fn rooted_bounds() -> [usize; 7] {
+    use oxmpi_coll::sm;
+    [0, 48, sm::LANE_MAX, sm::DATA, sm::V_MAX, 32 << 10, 1 << 20]
+}
+
+/// See [`gather_scatter_mismatch_np2`]: for each bound, the root's block `count` and one
+/// rank's (`bad`) `len` one byte apart either way, every root, in place and not.
+fn gather_scatter_mismatch_suite(c: &CollComm) {
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let mut it = 2000u64;
+    for bound in rooted_bounds() {
+        for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
+            for root in 0..p {
+                for in_place in [false, true] {
+                    it += 1;
+                    let bad = (root + 1) % p;
+                    let how = format!(
+                        "count {count}, other {len}, root {root}, in place {in_place}, it {it}"
+                    );
+                    let lens: Vec<usize> =
+                        (0..p).map(|i| if i == bad { len } else { count }).collect();
+                    // Gather: rank `bad` sends `len` bytes where the root expects `count`.
+                    let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(lens[i], it, i, 93)).collect();
+                    if me == root {
+                        let mut recv = vec![0xa5u8; p * count];
+                        if in_place {
+                            recv[me * count..(me + 1) * count].copy_from_slice(&xs[me]);
+                        }
+                        let send = (!in_place).then_some(&xs[me][..]);
+                        let r = select::gather(c, send, &mut recv, count, root as i32);
+                        if len > count {
+                            let e = r.expect_err(&format!("gather {how}: root"));
+                            assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}");
+                        } else {
+                            r.unwrap_or_else(|e| panic!("gather {how}: root: {e}"));
+                            for i in 0..p {
+                                let d = i * count;
+                                assert!(recv[d..d + lens[i]] == xs[i], "gather {how}: block {i}");
+                                assert!(
+                                    recv[d + lens[i]..d + count].iter().all(|&b| b == 0xa5),
+                                    "gather {how}: room after block {i}"
+                                );
+                            }
+                        }
+                    } else {
+                        let r = select::gather(c, Some(&xs[me]), &mut [], lens[me], root as i32);
+                        match r {
+                            // The rank learns it from the root's post, or not at all when
+                            // its block went point to point or was posted whole.
+                            Err(e) if me == bad && len > count => {
+                                assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}")
+                            }
+                            r => r.unwrap_or_else(|e| panic!("gather {how}: rank {me}: {e}")),
+                        }
+                    }
+                    gather_correct(c, it);
+                    // Scatter: the root's blocks are `count` bytes, rank `bad` has room
+                    // for `len`.
+                    let send = contrib(p * count, it, root, 94);
+                    if me == root {
+                        let mut own = vec![0u8; count];
+                        let recv = (!in_place).then_some(&mut own[..]);
+                        select::scatter(c, &send, recv, count, root as i32)
+                            .unwrap_or_else(|e| panic!("scatter {how}: root: {e}"));
+                        if !in_place {
+                            assert!(
+                                own[..] == send[me * count..(me + 1) * count],
+                                "scatter {how}"
+                            );
+                        }
+                    } else {
+                        let mut recv = vec![0xa5u8; lens[me]];
+                        let r = select::scatter(c, &[], Some(&mut recv), lens[me], root as i32);
+                        if me == bad && count > len {
+                            let e = r.expect_err(&format!("scatter {how}: rank {me}"));
+                            assert_eq!(e.class(), ErrorClass::Truncate, "scatter {how}: {e}");
+                        } else {
+                            r.unwrap_or_else(|e| panic!("scatter {how}: rank {me}: {e}"));
+                            let d = me * count;
+                            assert!(
+                                recv[..count] == send[d..d + count],
+                                "scatter {how}: rank {me}"
+                            );
+                            assert!(
+                                recv[count..].iter().all(|&b| b == 0xa5),
+                                "scatter {how}: room"
+                            );
+                        }
+                    }
+                    scatter_correct(c, it);
+                }
+            }
+        }
+    }
+}
+
+/// A correct gather to a rotating root with a block size that cycles through the paths,
+/// checked at the root.
+fn gather_correct(c: &CollComm, it: u64) {
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let root = it as usize % p;
+    let b = [3usize, 1000, 8 << 10, 40 << 10][it as usize % 4];
+    let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(b, it, i, 95)).collect();
+    if me == root {
+        let mut recv = vec![0u8; p * b];
+        select::gather(c, Some(&xs[me]), &mut recv, b, root as i32).unwrap();
+        for i in 0..p {
+            assert!(
+                recv[i * b..(i + 1) * b] == xs[i],
+                "correct gather after it {it}: {i}"
+            );
+        }
+    } else {
+        select::gather(c, Some(&xs[me]), &mut [], b, root as i32).unwrap();
+    }
+}
+
+/// A correct scatter from a rotating root (see [`gather_correct`]), checked everywhere.
+fn scatter_correct(c: &CollComm, it: u64) {
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let root = it as usize % p;
+    let b = [3usize, 1000, 8 << 10, 40 << 10][(it as usize + 1) % 4];
+    let send = contrib(p * b, it, root, 96);
+    let mut recv = vec![0u8; b];
+    let s: &[u8] = if me == root { &send } else { &[] };
+    select::scatter(c, s, Some(&mut recv), b, root as i32).unwrap();
+    assert!(
+        recv[..] == send[me * b..(me + 1) * b],
+        "correct scatter after it {it}"
+    );
+}
+
+/// See [`bcast_mismatch_np2`]: pairs of the root's length and one rank's (`bad`), every root.
+fn bcast_mismatch_suite(c: &CollComm) {
+    use oxmpi_coll::sm;
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Bcast).unwrap().expect("a segment");
+    let one_copy = seg.single_copy_max();
+    let mut bounds = vec![
+        0,
+        56,
+        sm::LANE_MAX,
+        sm::DATA,
+        32 << 10,
+        sm::BCAST_BIG_MIN,
+        1 << 20,
+    ];
+    if one_copy > 0 && !bounds.contains(&one_copy) {
+        bounds.push(one_copy);
+    }
+    let mut pairs: Vec<(usize, usize)> = bounds
+        .iter()
+        .flat_map(|&b| [(b, b + 1), (b + 1, b)])
+        .collect();
+    // Seen hanging or returning without the data before the lengths were checked.
+    pairs.extend([
+        (50, 200),
+        (50, 100),
+        (200, 50),
+        (40000, 30000),
+        (4096, 4097),
+    ]);
+    let mut it = 5000u64;
+    for &(theirs, len) in &pairs {
+        for root in 0..p {
+            it += 1;
+            let bad = (root + 1) % p;
+            let how = format!("root {root} sends {theirs}, rank {bad} expects {len}, it {it}");
+            let data = contrib(theirs, it, root, 97);
+            let mine = if me == bad { len } else { theirs };
+            let mut buf = if me == root {
+                data.clone()
+            } else {
+                vec![0xa5u8; mine]
+            };
+            let r = select::bcast(c, &mut buf, root as i32);
+            if me == bad {
+                let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
+                let class = if theirs > len {
+                    ErrorClass::Truncate
+                } else {
+                    ErrorClass::Count
+                };
+                assert_eq!(e.class(), class, "bcast {how}: {e}");
+                assert!(
+                    buf.iter().all(|&b| b == 0xa5),
+                    "bcast {how}: buffer touched"
+                );
+            } else {
+                r.unwrap_or_else(|e| panic!("bcast {how}: rank {me}: {e}"));
+                assert!(buf == data, "bcast {how}: rank {me}'s data");
+            }
+            bcast_correct(c, it);
+        }
+    }
+}
+
+/// A correct broadcast from a rotating root with a length that cycles through the paths,
+/// checked everywhere.
+fn bcast_correct(c: &CollComm, it: u64) {
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let root = it as usize % p;
+    let n = [3usize, 100, 1000, 40000, 300 << 10, 0][it as usize % 6];
+    let data = contrib(n, it, root, 98);
+    let mut buf = if me == root {
+        data.clone()
+    } else {
+        vec![0u8; n]
+    };
+    select::bcast(c, &mut buf, root as i32).unwrap();
+    assert!(buf == data, "correct bcast after it {it}");
+}
+
+/// See [`igatherv_mismatch_np3`]: the nonblocking gatherv and scatterv on the segment
+/// ([`oxmpi_coll::sm::SmKind::Gatherv`], `Scatterv`) with the root's count for rank `bad`
+/// one byte off its block, across the bounds where no block moves by message.
+fn igatherv_mismatch_suite(c: &CollComm) {
+    use oxmpi_coll::sm::{self, SmKind};
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    // Made by a blocking collective first (the nonblocking ones never make it).
+    select::barrier(c).unwrap();
+    let seg = sm::existing(c).expect("a segment");
+    let far = seg.single_copy_max();
+    let by_message = |n: usize| n > sm::V_MAX.max(far);
+    // (Not the empty block: count 1 against a block of 0 bytes hangs on 3 ranks, on the
+    // base too; listed in docs/conformance as still hanging.)
+    let mut bounds = vec![48, sm::LANE_MAX, sm::DATA, sm::V_MAX];
+    if far > 0 {
+        bounds.push(far);
+    }
+    let mut it = 7000u64;
+    for bound in bounds {
+        for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
+            if by_message(count) || by_message(len) {
+                continue;
+            }
+            for root in 0..p {
+                it += 1;
+                let bad = (root + 1) % p;
+                let how = format!("count {count}, block {len}, root {root}, it {it}");
+                let counts: Vec<usize> =
+                    (0..p).map(|i| if i == root { 5 } else { count }).collect();
+                let displs: Vec<usize> = (0..p).map(|i| i * (count + 5)).collect();
+                let total = p * (count + 5);
+                let lens: Vec<usize> = (0..p)
+                    .map(|i| if i == bad { len } else { counts[i] })
+                    .collect();
+                let mut xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(lens[i], it, i, 99)).collect();
+                let (rc, rd) = if me == root {
+                    (counts.clone(), displs.clone())
+                } else {
+                    (Vec::new(), Vec::new())
+                };
+                // Gatherv: the root fails when rank `bad`'s block is longer than its count.
+                let kind = SmKind::Gatherv {
+                    root,
+                    counts: rc.clone(),
+                    displs: rd.clone(),
+                    far,
+                };
+                let mut g = vec![0xa5u8; if me == root { total } else { 0 }];
+                let r = light_run(c, &seg, kind, (&mut xs[me], &mut g));
+                if me == root && len > count {
+                    match r {
+                        Err(e) => {
+                            assert_eq!(e.class(), ErrorClass::Truncate, "igatherv {how}: {e}")
+                        }
+                        // An empty count: the block is not looked at (no hang, no error).
+                        Ok(()) if count == 0 => {}
+                        Ok(()) => panic!("igatherv {how}: the root took no error"),
+                    }
+                } else if me == bad && len > count {
+                    if let Err(e) = r {
+                        assert_eq!(e.class(), ErrorClass::Truncate, "igatherv {how}: {e}");
+                    }
+                } else {
+                    r.unwrap_or_else(|e| panic!("igatherv {how}: rank {me}: {e}"));
+                    if me == root {
+                        for i in 0..p {
+                            let d = displs[i];
+                            assert!(g[d..d + lens[i]] == xs[i], "igatherv {how}: block {i}");
+                        }
+                    }
+                }
+                // Scatterv: rank `bad` has room for `len` bytes where the root sends `count`.
+                let kind = SmKind::Scatterv {
+                    root,
+                    counts: rc,
+                    displs: rd,
+                    far,
+                };
+                let mut src = if me == root {
+                    contrib(total, it, root, 100)
+                } else {
+                    Vec::new()
+                };
+                let want = src.clone();
+                let mut got = vec![0xa5u8; lens[me]];
+                let r = light_run(c, &seg, kind, (&mut src, &mut got));
+                if me == bad && count > len {
+                    match r {
+                        Err(e) => {
+                            assert_eq!(e.class(), ErrorClass::Truncate, "iscatterv {how}: {e}")
+                        }
+                        // An empty receive buffer takes no block and says nothing (known,
+                        // see docs/conformance): not a hang.
+                        Ok(()) if len == 0 => {}
+                        Ok(()) => panic!("iscatterv {how}: rank {me} took no error"),
+                    }
+                } else if me == bad {
+                    // A shorter block than the receive count: the nonblocking scatterv
+                    // fails it too (its length differs), or delivers it.
+                    if let Err(e) = r {
+                        assert_eq!(e.class(), ErrorClass::Truncate, "iscatterv {how}: {e}");
+                    }
+                } else {
+                    r.unwrap_or_else(|e| panic!("iscatterv {how}: rank {me}: {e}"));
+                    if me == root {
+                        assert!(
+                            got[..5] == want[displs[me]..displs[me] + 5],
+                            "iscatterv {how}"
+                        );
+                    }
+                }
+                gatherv_correct(c, it);
+            }
+        }
     }
 }

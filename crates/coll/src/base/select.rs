@@ -35,41 +35,99 @@ pub fn barrier(a: &CollComm) -> Result<()> {
     a.barrier()
 }
 
-/// Broadcast of `buf` from `root` (every rank passes the same length).
+/// Broadcast of `buf` from `root` (every rank passes the same length). On the segment:
+/// up to [`sm::DATA`] bytes through its buffers ([`sm::Seg::bcast`]), larger ones up to
+/// [`sm::Seg::single_copy_max`] by one cross-memory read per rank ([`sm::Seg::bcast_cma`]);
+/// the rest, and empty ones, behind a head that carries the root's length
+/// ([`sm::Seg::bcast_head`]): through the large region when oversubscribed
+/// ([`sm::Seg::bcast_big`]) or point to point. Every post of the root carries its length,
+/// and every other rank waits for whichever post comes, so that a rank whose length
+/// differs from the root's (erroneous; MPI requires the same amount of data everywhere)
+/// fails instead of waiting on another path or returning without the data: it gets
+/// `MPI_ERR_TRUNCATE` when the root's data is longer than its buffer, `MPI_ERR_COUNT`
+/// when it is shorter, its buffer untouched, after taking part in whatever the root still
+/// does (so that nobody waits for it); the root does not wait for the others' verdicts
+/// and returns success. Point to point without a segment (no such check).
 #[inline]
 pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     let n = buf.len();
     if n > 0 && n <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
             count(a.shadow, Alg::SmBcast);
-            seg.bcast(buf, root as usize);
-            return Ok(());
+            let b = seg.bcast(buf, root as usize);
+            return bcast_done(a, &seg, b, n, root);
         }
     }
-    // Oversubscribed, larger ones through the large region: the root waits for none of
-    // its readers ([`sm::Seg::bcast_big`]).
-    let big = (sm::BCAST_BIG_MIN..=sm::REDUCE_BIG_MAX).contains(&n);
-    if big && a.size > 2 && (0..a.size).contains(&root) {
+    if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
-            if seg.bcast_big(a, buf, root as usize)? {
+            if !bcast_big_size(a, n) && bcast_cma_size(&seg, n) {
                 count(a.shadow, Alg::SmBcast);
-                return Ok(());
+                let b = seg.bcast_cma(buf, root as usize);
+                return bcast_done(a, &seg, b, n, root);
             }
-        }
-    }
-    if n > 0 && (0..a.size).contains(&root) {
-        if let Some(seg) = single_copy(a, Coll::Bcast, n)? {
-            count(a.shadow, Alg::SmBcast);
-            let at = buf.as_ptr();
-            let side = if a.rank == root {
-                Side::Read(&mut [])
-            } else {
-                Side::Read(buf)
-            };
-            return single_copy_done(seg.rooted_cma(root as usize, at, |_| (0, n), side), "bcast");
+            let b = seg.bcast_head(n, root as usize);
+            if !matches!(b, sm::Bcast::Done) {
+                return bcast_done(a, &seg, b, n, root);
+            }
+            return bcast_rest(a, &seg, buf, root);
         }
     }
     a.bcast(buf, root)
+}
+
+/// Whether a broadcast of `n` bytes may go through the large region ([`sm::Seg::bcast_big`]).
+fn bcast_big_size(a: &CollComm, n: usize) -> bool {
+    a.size > 2 && (sm::BCAST_BIG_MIN..=sm::REDUCE_BIG_MAX).contains(&n)
+}
+
+/// Whether a broadcast of `n` bytes, more than a buffer, moves by one cross-memory read
+/// per rank on `seg` ([`sm::Seg::bcast_cma`]).
+fn bcast_cma_size(seg: &sm::Seg, n: usize) -> bool {
+    n > 0 && n <= seg.single_copy_max()
+}
+
+/// A broadcast after its head ([`sm::Seg::bcast_head`]): oversubscribed, larger ones through
+/// the large region (the root waits for none of its readers, [`sm::Seg::bcast_big`]); when
+/// that declines, by cross-memory reads as far as they go; else point to point.
+fn bcast_rest(a: &CollComm, seg: &sm::Seg, buf: &mut [u8], root: i32) -> Result<()> {
+    let n = buf.len();
+    if bcast_big_size(a, n) && seg.bcast_big(a, buf, root as usize)? {
+        count(a.shadow, Alg::SmBcast);
+        return Ok(());
+    }
+    if bcast_cma_size(seg, n) {
+        count(a.shadow, Alg::SmBcast);
+        let b = seg.bcast_cma(buf, root as usize);
+        return bcast_done(a, seg, b, n, root);
+    }
+    a.bcast(buf, root)
+}
+
+/// The outcome `b` of a broadcast of `n` bytes on the segment as the collective's: a rank
+/// whose length differs from the root's fails (see [`bcast`]), after taking part in the
+/// rest of the root's broadcast with a buffer of the root's length when the root's head
+/// says that some of it is still to come.
+fn bcast_done(a: &CollComm, seg: &sm::Seg, b: sm::Bcast, n: usize, root: i32) -> Result<()> {
+    let theirs = match b {
+        sm::Bcast::Done => return Ok(()),
+        sm::Bcast::Failed(e) => return single_copy_done(Err(e), "bcast"),
+        sm::Bcast::Differs(m) => m,
+        sm::Bcast::Join(m) => {
+            let mut sink = vec![0u8; m];
+            // The root's own error, if any, is the root's; ours is the mismatch.
+            let _ = bcast_rest(a, seg, &mut sink, root);
+            m
+        }
+    };
+    let class = if theirs > n {
+        oxmpi_engine::ErrorClass::Truncate
+    } else {
+        oxmpi_engine::ErrorClass::Count
+    };
+    Err(crate::arg_err(
+        class,
+        format!("bcast: the root sends {theirs} bytes, this rank's buffer holds {n}"),
+    ))
 }
 
 /// The segment, when a rooted collective whose blocks are `block` bytes (the same on every
@@ -517,7 +575,12 @@ pub fn scatter(
     if block > 0 && (p - 1) * block <= sm::DATA && (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Scatter)? {
             count(a.shadow, Alg::SmScatter);
-            seg.scatter(send, recv, block, root as usize);
+            if !seg.scatter(send, recv, block, root as usize) {
+                return Err(crate::arg_err(
+                    oxmpi_engine::ErrorClass::Truncate,
+                    "scatter: the root's blocks differ in length from this rank's",
+                ));
+            }
             return Ok(());
         }
     }

@@ -50,6 +50,44 @@ const LANE_DATA: usize = LINE - 8;
 /// of it, so the receivers poll all its lines at once and fetch them in parallel, instead
 /// of one line after the other behind a single stamp.
 pub const LANE_MAX: usize = LANE_LINES * LANE_DATA;
+/// Bits of a lane stamp below the collective's number: the length of the post (at most
+/// [`LANE_MAX`] bytes), so that a reader that expects another length sees it (erroneous
+/// arguments of a rooted collective fail instead of waiting for lines never stamped).
+const LANE_SHIFT: u32 = 7;
+const _: () = assert!(LANE_MAX < 1 << LANE_SHIFT);
+
+/// The stamp of a lane line of collective `k` whose post has `len` bytes: at least
+/// `k << LANE_SHIFT` (the value readers wait for) and below that of collective `k + 1`.
+fn lane_stamp_of(k: u64, len: usize) -> u64 {
+    (k << LANE_SHIFT) | len as u64
+}
+
+/// What a rank posted for a blocking collective ([`Seg::wait_post`]).
+#[derive(Debug, Clone, Copy)]
+enum Posted {
+    /// Its lane entry, with the first line's stamp ([`lane_stamp_of`]).
+    Lane(u64),
+    /// Its buffer (stamped).
+    Buf,
+}
+
+/// What a non-root rank got from a broadcast on the segment ([`Seg::bcast`],
+/// [`Seg::bcast_head`], [`Seg::bcast_cma`]).
+#[derive(Debug)]
+pub enum Bcast {
+    /// Done (the data is in the buffer; the head only: the lengths agree).
+    Done,
+    /// The root's data has this many bytes, not as many as the buffer (erroneous): nothing
+    /// copied, nothing more to do.
+    Differs(usize),
+    /// The root's head ([`Seg::bcast_head`]) says this many bytes, not as many as the
+    /// buffer (erroneous): nothing copied; the caller still takes part in the rest of the
+    /// root's broadcast (point to point or through the large region) with a buffer of that
+    /// length, so that nobody waits for it.
+    Join(usize),
+    /// The cross-memory read of the data failed.
+    Failed(std::io::Error),
+}
 /// Buffers per rank of the nonblocking collectives ([`super::nb`]): their own sequence and
 /// buffers, apart from the blocking ones', so that blocking and nonblocking collectives are
 /// matched each in their own order, as Open MPI's and MPICH's separate tag spaces do (a
@@ -497,21 +535,23 @@ impl Seg {
         if v >= k {
             return v;
         }
+        let owner = (w.as_ptr() as usize - self.base as usize) / SLOT;
+        debug_assert!(owner < self.size, "a waited word lies in a rank's slot");
+        self.wait_until(owner, || w.load(Ordering::Acquire) >= k);
+        w.load(Ordering::Acquire)
+    }
+    /// The waiting of [`Seg::wait_word`] until `ready`, which looks only at words of rank
+    /// `owner`'s slot (whose doorbell a sleeping waiter sleeps on).
+    fn wait_until(&self, owner: usize, ready: impl Fn() -> bool) {
         let (mut spins, mut yields) = (0u32, 0u32);
         loop {
-            let v = w.load(Ordering::Acquire);
-            if v >= k {
-                return v;
+            if ready() {
+                return;
             }
             if self.block_after != 0 && yields >= self.block_after {
                 self.eng.progress();
-                let owner = (w.as_ptr() as usize - self.base as usize) / SLOT;
-                debug_assert!(owner < self.size, "a waited word lies in a rank's slot");
-                self.bell(owner).sleep(
-                    || w.load(Ordering::Acquire) >= k,
-                    &SysFutex(self.sleep_max),
-                    |_| {},
-                );
+                self.bell(owner)
+                    .sleep(&ready, &SysFutex(self.sleep_max), |_| {});
                 continue;
             }
             let yielding = self.yield_idle && spins >= self.spin_first;
@@ -575,32 +615,13 @@ impl Seg {
         // SAFETY: the first 8 bytes of a 64-aligned lane line, only accessed atomically.
         unsafe { &*(self.lane(r, k, i).cast::<AtomicU64>()) }
     }
-    /// Wait until the stamps of `lines` of `r`'s lane entry of `k` reach `k`, polling them
-    /// together (their transfers overlap) for a while before waiting for each in turn as
-    /// [`Seg::wait_word`] does.
-    fn wait_lane(&self, r: usize, k: u64, lines: std::ops::Range<usize>) {
-        let ready = || {
-            lines
-                .clone()
-                .all(|i| self.lane_stamp(r, k, i).load(Ordering::Acquire) >= k)
-        };
-        if !self.yield_idle {
-            for _ in 0..256 {
-                if ready() {
-                    return;
-                }
-                std::hint::spin_loop();
-            }
-        }
-        for i in lines {
-            self.wait_word(self.lane_stamp(r, k, i), k);
-        }
-    }
-    /// Write `data` (at most [`LANE_MAX`] bytes) into our lane entry of collective `k`,
-    /// `LANE_DATA` bytes per line, each line stamped, the first line last.
+    /// Write `data` (at most [`LANE_MAX`] bytes, at least one) into our lane entry of
+    /// collective `k`, `LANE_DATA` bytes per line, each line stamped ([`lane_stamp_of`]: the
+    /// collective and the post's length), the first line last.
     fn lane_post(&self, k: u64, data: &[u8]) {
-        debug_assert!(data.len() <= LANE_MAX);
+        debug_assert!(!data.is_empty() && data.len() <= LANE_MAX);
         self.reusable(k.saturating_sub(LANE));
+        let v = lane_stamp_of(k, data.len());
         for (i, part) in data.chunks(LANE_DATA).enumerate().rev() {
             // SAFETY: the payload of line `i` of our lane entry of `k`: nobody reads it
             // until we stamp it, nor for collective `k - LANE` any more (waited above);
@@ -612,28 +633,86 @@ impl Seg {
                     part.len(),
                 )
             };
-            self.put_word(self.lane_stamp(self.rank, k, i), k);
+            self.put_word(self.lane_stamp(self.rank, k, i), v);
         }
     }
     /// Copy bytes `at..at + out.len()` of `r`'s lane payload of collective `k` (posted by
-    /// [`Seg::lane_post`]) into `out`, once the lines holding them are stamped.
-    fn lane_read(&self, r: usize, k: u64, at: usize, out: &mut [u8]) {
+    /// [`Seg::lane_post`], `total` bytes as we expect it) into `out`, once the lines holding
+    /// them are stamped: polled together (their transfers overlap) for a while, then the
+    /// first line, stamped last, or `r`'s buffer stamp, whichever comes ([`Seg::wait_post`]).
+    /// `None` when copied; else (nothing copied) what `r` posted instead: a lane post of
+    /// another length, or its buffer (another path, from arguments that differ from ours).
+    fn lane_read(
+        &self,
+        r: usize,
+        k: u64,
+        (at, total): (usize, usize),
+        out: &mut [u8],
+    ) -> Option<Posted> {
         let n = out.len();
-        if n == 0 {
-            return;
+        debug_assert!(at + n <= total && total <= LANE_MAX);
+        let want = lane_stamp_of(k, total);
+        if !self.yield_idle {
+            let lines = at / LANE_DATA..(at + n).div_ceil(LANE_DATA);
+            let ready = || {
+                lines
+                    .clone()
+                    .all(|i| self.lane_stamp(r, k, i).load(Ordering::Acquire) >= want)
+            };
+            for _ in 0..256 {
+                if ready() {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
         }
-        debug_assert!(at + n <= LANE_MAX);
-        self.wait_lane(r, k, at / LANE_DATA..(at + n).div_ceil(LANE_DATA));
+        match self.wait_post(r, k, false) {
+            Posted::Lane(v) if v == want => {}
+            p => return Some(p),
+        }
+        // The first line is stamped last: every line of the post is in.
         let mut done = 0;
         while done < n {
             let (line, off) = ((at + done) / LANE_DATA, (at + done) % LANE_DATA);
             let m = (LANE_DATA - off).min(n - done);
-            // SAFETY: `r` stamped line `line` of its entry for `k` (waited above); it is
-            // not rewritten before we finish `k`; `off + m <= LANE_DATA`.
+            // SAFETY: `r` stamped line `line` of its entry for `k` (it posted `total` bytes,
+            // all lines before the first, acquired above); it is not rewritten before we
+            // finish `k`; `off + m <= LANE_DATA`.
             let src = unsafe { std::slice::from_raw_parts(self.lane(r, k, line).add(8 + off), m) };
             out[done..done + m].copy_from_slice(src);
             done += m;
         }
+        None
+    }
+    /// Wait for rank `r`'s post of blocking collective `k`: its lane entry's first line
+    /// ([`Posted::Lane`], with its stamp) or its buffer's stamp ([`Posted::Buf`]), whichever
+    /// comes; `lane_first` says which to look at first (the one the caller expects). A
+    /// rooted collective's root posts one of them, so that a reader whose arguments put it
+    /// on the other path (erroneous) sees what the root did instead of waiting forever.
+    fn wait_post(&self, r: usize, k: u64, lane_first: bool) -> Posted {
+        let (lane, buf, lk) = (self.lane_stamp(r, k, 0), self.stamp(r, k), k << LANE_SHIFT);
+        let look_lane = || {
+            let v = lane.load(Ordering::Acquire);
+            (v >= lk).then_some(Posted::Lane(v))
+        };
+        let look_buf = || (buf.load(Ordering::Acquire) >= k).then_some(Posted::Buf);
+        let look = || match lane_first {
+            true => look_lane().or_else(look_buf),
+            false => look_buf().or_else(look_lane),
+        };
+        if let Some(p) = look() {
+            return p;
+        }
+        self.wait_until(r, || look().is_some());
+        look().expect("a post seen ready stays")
+    }
+    /// The first word of rank `r`'s buffer of collective `k` (a rooted post's kind).
+    ///
+    /// # Safety
+    /// As for [`Seg::peer`] (`r` stamped its buffer of `k`).
+    unsafe fn post_word(&self, r: usize, k: u64, i: usize) -> u64 {
+        // SAFETY: caller contract; word `i` of at most the table's, within `CAP`.
+        unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
     }
     /// Wait until every rank's done word has reached `need`.
     fn reusable(&self, need: u64) {
@@ -724,32 +803,60 @@ impl Seg {
         self.finish(k);
     }
 
-    /// Broadcast of `buf` (at most `DATA` bytes) from `root`: through its lane up to
-    /// [`LANE_MAX`] bytes, else through its ring cell of the collective ([`RING_CELLS`]).
+    /// Broadcast of `buf` (1 to `DATA` bytes) from `root`: through its lane up to
+    /// [`LANE_MAX`] bytes (its stamps hold the length), else through its ring cell of the
+    /// collective ([`RING_CELLS`]; the length with [`rooted::BCAST_RING`] in the stamp's
+    /// line). A rank whose `buf` differs in length from the root's (erroneous) waits for
+    /// whichever the root posts ([`Seg::wait_post`]), copies nothing and says what the
+    /// root did ([`Bcast`]); the root cannot tell and returns [`Bcast::Done`].
     #[inline]
-    pub fn bcast(&self, buf: &mut [u8], root: usize) {
+    pub fn bcast(&self, buf: &mut [u8], root: usize) -> Bcast {
         let k = self.next();
         let n = buf.len();
-        if n <= LANE_MAX {
-            // Through the root's lane: one line per `LANE_DATA` bytes, each stamped.
-            if self.rank == root {
+        if self.rank == root {
+            if n <= LANE_MAX {
+                // Through our lane: one line per `LANE_DATA` bytes, each stamped.
                 self.lane_post(k, buf);
             } else {
-                self.lane_read(root, k, 0, buf);
+                // Through our ring cell (see [`RING_CELLS`]).
+                self.reusable(k.saturating_sub(NBUF));
+                // SAFETY: our own ring cell and buffer of collective `k`, read by nobody
+                // until we stamp `k` and no longer by anybody for `k - NBUF` (the ring
+                // cell's: for `k - RING_CELLS <= k - NBUF`), waited for above; `n <= DATA`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), self.ring(self.rank, k), n);
+                    self.data(self.rank, k)
+                        .cast::<u64>()
+                        .write_unaligned(rooted::BCAST_RING | n as u64);
+                }
+                self.put_word(self.stamp(self.rank, k), k);
             }
             self.finish(k);
-            return;
+            return Bcast::Done;
         }
-        // Through the root's ring cell (see [`RING_CELLS`]).
-        if self.rank == root {
-            self.post_in(k, buf, true);
+        let other = if n <= LANE_MAX {
+            self.lane_read(root, k, (0, n), buf)
         } else {
-            self.wait_word(self.stamp(root, k), k);
-            // SAFETY: the root stamped `k`; we finish `k` only after the copy.
-            let src = unsafe { self.peer_ring(root, k, 0, buf.len()) };
-            buf.copy_from_slice(src);
+            let p = self.wait_post(root, k, false);
+            // SAFETY: the root stamped its buffer of `k` (waited above), we have not
+            // finished `k`.
+            let kind = || unsafe { self.post_word(root, k, 0) };
+            match p {
+                Posted::Buf if kind() == rooted::BCAST_RING | n as u64 => {
+                    // SAFETY: the root stamped `k` and we finish `k` only after the copy.
+                    buf.copy_from_slice(unsafe { self.peer_ring(root, k, 0, n) });
+                    None
+                }
+                p => Some(p),
+            }
+        };
+        match other {
+            None => {
+                self.finish(k);
+                Bcast::Done
+            }
+            Some(p) => self.bcast_other(root, k, p),
         }
-        self.finish(k);
     }
 
     /// Scatter from `root` of blocks of `block` bytes, whose blocks other than its own
@@ -758,7 +865,11 @@ impl Seg {
     /// of the collective, [`RING_CELLS`]), then copies its own
     /// block from `send` into `recv` (`None`: in place, nothing to copy) while the others
     /// read theirs. `send` (the root's `size` blocks) is not looked at elsewhere.
-    pub fn scatter(&self, send: &[u8], recv: Option<&mut [u8]>, block: usize, root: usize) {
+    ///
+    /// A non-root rank whose `block` differs from the root's (erroneous) sees another post
+    /// than the one it expects (the lane's stamps hold the posted length, the ring cell's
+    /// post has it in the stamp's line): it copies nothing and gets false.
+    pub fn scatter(&self, send: &[u8], recv: Option<&mut [u8]>, block: usize, root: usize) -> bool {
         let k = self.next();
         let (b, p) = (block, self.size);
         let posted = (p - 1) * b;
@@ -784,6 +895,10 @@ impl Seg {
                 unsafe {
                     std::ptr::copy_nonoverlapping(before.as_ptr(), d, before.len());
                     std::ptr::copy_nonoverlapping(after.as_ptr(), d.add(before.len()), after.len());
+                    // The posted length, in the stamp's line of our buffer of `k` (free too).
+                    self.data(self.rank, k)
+                        .cast::<u64>()
+                        .write_unaligned(rooted::SCATTER_RING | posted as u64);
                 }
                 self.put_word(self.stamp(self.rank, k), k);
             }
@@ -794,16 +909,26 @@ impl Seg {
             // Our block's place among the posted ones (the root's own is not posted).
             let at = (self.rank - usize::from(self.rank > root)) * b;
             let out = &mut r[..b];
-            if posted <= LANE_MAX {
-                self.lane_read(root, k, at, out);
+            let same = if posted <= LANE_MAX {
+                self.lane_read(root, k, (at, posted), out).is_none()
             } else {
-                self.wait_word(self.stamp(root, k), k);
-                // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
-                // the copy; `at + b <= posted <= DATA`, in its ring cell.
-                out.copy_from_slice(unsafe { self.peer_ring(root, k, at, b) });
-            }
+                let p = self.wait_post(root, k, false);
+                // SAFETY: the root stamped its buffer of `k` (waited above).
+                let same = matches!(p, Posted::Buf)
+                    && unsafe { self.post_word(root, k, 0) }
+                        == rooted::SCATTER_RING | posted as u64;
+                if same {
+                    // SAFETY: the root stamped `k` (waited above) and we finish `k` only
+                    // after the copy; `at + b <= posted <= DATA`, in its ring cell.
+                    out.copy_from_slice(unsafe { self.peer_ring(root, k, at, b) });
+                }
+                same
+            };
+            self.finish(k);
+            return same;
         }
         self.finish(k);
+        true
     }
 
     /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of

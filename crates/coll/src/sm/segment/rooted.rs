@@ -23,7 +23,7 @@
 //! block must stay as it is until read).
 
 use super::cma::{CMA_NO, CMA_YES};
-use super::{Seg, V_MAX};
+use super::{Bcast, Posted, Seg, LANE_SHIFT, NBUF, V_MAX};
 use oxmpi_engine::{cma_copy, Cma};
 use std::io;
 use std::sync::atomic::Ordering;
@@ -81,6 +81,17 @@ const POST_PAIR: u64 = 1 << 32;
 /// A [`Seg::gatherv_root`] root's post: its pid, then per rank an address and a count
 /// ([`BY_P2P`], or 0 and 0: none).
 pub(super) const POST_TABLE: u64 = 2 << 32;
+/// A [`Seg::rooted_cma`] root's post: its pid, its buffer's address, per rank an offset
+/// and a length.
+const POST_ROOTED: u64 = 3 << 32;
+/// The first word of a bcast root's post through its ring cell ([`Seg::bcast`]), with the
+/// length in the low half.
+pub(super) const BCAST_RING: u64 = 4 << 32;
+/// The first word of a bcast root's head ([`Seg::bcast_head`]); the length follows.
+const BCAST_HEAD: u64 = 5 << 32;
+/// The first word of a scatter root's post through its ring cell ([`Seg::scatter`]), with
+/// the length of the posted blocks in the low half.
+pub(super) const SCATTER_RING: u64 = 6 << 32;
 /// The count of a gatherv table entry whose block the root receives point to point.
 pub(super) const BY_P2P: u64 = u64::MAX;
 
@@ -181,7 +192,7 @@ impl Seg {
             // and no longer by anybody for `k - NBUF` (waited above); `8 * (HEAD + 2p)`
             // bytes fit it (checked at compile time for the largest communicator).
             unsafe {
-                w.write_unaligned(crate::sm::own_pid());
+                w.write_unaligned(crate::sm::own_pid() | POST_ROOTED);
                 w.add(1).write_unaligned(root_buf as u64);
                 for r in 0..p {
                     let (off, len) = entry(r);
@@ -231,6 +242,103 @@ impl Seg {
         };
         self.finish(k);
         r
+    }
+
+    /// Broadcast of `buf` (more than [`super::DATA`] bytes, at most
+    /// [`Seg::single_copy_max`]) from `root` by one cross-memory read per rank
+    /// ([`Seg::rooted_cma`]). A rank whose `buf` differs in length from the root's
+    /// (erroneous) sees another post or another length in the root's ([`Seg::wait_post`]),
+    /// copies nothing and says what the root did ([`Seg::bcast_other`]); it marks the
+    /// collective done all the same, so that the root, which waits for that, returns.
+    pub fn bcast_cma(&self, buf: &mut [u8], root: usize) -> Bcast {
+        let n = buf.len();
+        if self.rank == root {
+            // The root's side never fails (it copies nothing itself).
+            let _ = self.rooted_cma(root, buf.as_ptr(), |_| (0, n), Side::Read(&mut []));
+            return Bcast::Done;
+        }
+        let k = self.next();
+        let p = self.wait_post(root, k, false);
+        // SAFETY: the root stamped its buffer of `k` (waited above) and we finish `k` only
+        // after the reads; a root's post of this kind has `HEAD + 2p` words.
+        let word = |i: usize| unsafe { self.post_word(root, k, i) };
+        let ours = matches!(p, Posted::Buf)
+            && word(0) & !PID_BITS == POST_ROOTED
+            && word(HEAD + 2 * self.rank + 1) == n as u64;
+        if !ours {
+            return self.bcast_other(root, k, p);
+        }
+        let (pid, at) = (
+            (word(0) & PID_BITS) as i32,
+            word(1) + word(HEAD + 2 * self.rank),
+        );
+        // SAFETY: the root's buffer holds our `n` bytes at `at`, unchanged until we are done
+        // with `k` (the root waits for that); `buf` has room for them.
+        let r = unsafe { cma_copy(pid, buf.as_mut_ptr(), at, n, Cma::Read) };
+        self.finish(k);
+        match r {
+            Ok(()) => Bcast::Done,
+            Err(e) => Bcast::Failed(e),
+        }
+    }
+
+    /// The head of a broadcast of `n` bytes from `root` that takes neither the segment's
+    /// buffers nor [`Seg::bcast_cma`] (none, or more than they take: point to point, or
+    /// through the large region): the root posts the length and goes on; every other rank
+    /// checks it against its own before it goes on too ([`Bcast::Done`]), or says what
+    /// the root did instead ([`Seg::bcast_other`]). A rank whose length differs from the
+    /// root's (erroneous) then neither waits for data of its own length on another path
+    /// nor leaves the root's data unread.
+    pub fn bcast_head(&self, n: usize, root: usize) -> Bcast {
+        let k = self.next();
+        if self.rank == root {
+            self.reusable(k.saturating_sub(NBUF));
+            let w = self.data(self.rank, k).cast::<u64>();
+            // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it
+            // and no longer by anybody for `k - NBUF` (waited above); two words.
+            unsafe {
+                w.write_unaligned(BCAST_HEAD);
+                w.add(1).write_unaligned(n as u64);
+            }
+            self.put_word(self.stamp(self.rank, k), k);
+            self.finish(k);
+            return Bcast::Done;
+        }
+        let p = self.wait_post(root, k, false);
+        // SAFETY: the root stamped its buffer of `k` (waited above), we have not finished
+        // `k`; a head has two words.
+        let word = |i: usize| unsafe { self.post_word(root, k, i) };
+        let ours = matches!(p, Posted::Buf) && word(0) == BCAST_HEAD && word(1) == n as u64;
+        if ours {
+            self.finish(k);
+            return Bcast::Done;
+        }
+        self.bcast_other(root, k, p)
+    }
+
+    /// What a broadcast reader whose length differs from the root's finds in the root's
+    /// post `p` of collective `k` (acquired): the root's length ([`Bcast::Differs`]; 0 for a
+    /// post of another collective), or its head ([`Bcast::Join`]). We are then done with
+    /// `k`: nothing more of it is read.
+    pub(super) fn bcast_other(&self, root: usize, k: u64, p: Posted) -> Bcast {
+        let b = match p {
+            Posted::Lane(v) => Bcast::Differs((v & ((1 << LANE_SHIFT) - 1)) as usize),
+            Posted::Buf => {
+                // SAFETY: the root stamped its buffer of `k` (the caller acquired it); we
+                // finish `k` only after these reads, of words within its post (a rooted
+                // post has `HEAD + 2p` words).
+                let word = |i: usize| unsafe { self.post_word(root, k, i) };
+                let w0 = word(0);
+                match w0 & !PID_BITS {
+                    BCAST_RING => Bcast::Differs((w0 & PID_BITS) as usize),
+                    BCAST_HEAD => Bcast::Join(word(1) as usize),
+                    POST_ROOTED => Bcast::Differs(word(HEAD + 2 * self.rank + 1) as usize),
+                    _ => Bcast::Differs(0),
+                }
+            }
+        };
+        self.finish(k);
+        b
     }
 
     /// A non-root rank's part of a gather or gatherv on the segment, whatever path the root
