@@ -55,47 +55,6 @@ fn ranks_see_their_environment() {
     );
 }
 
-/// Every rank leads a session (and process group) of its own, as Hydra's ranks do: under the
-/// kernel's session autogroups an oversubscribed job then gets the CPU share of as many sessions
-/// against the other sessions of the machine, instead of the one of mpirun's session.
-#[test]
-fn ranks_lead_sessions_of_their_own() {
-    let s = Scratch::new("session");
-    // Fields 5 and 6 of /proc/PID/stat: process group and session.
-    let o = s.run(&[
-        "-np",
-        "3",
-        "sh",
-        "-c",
-        "echo $$ $(cut -d' ' -f5,6 /proc/$$/stat)",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    // Our own session: the fourth field after the command name in /proc/self/stat.
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after_comm = &stat[stat.rfind(')').unwrap() + 1..];
-    let ours: i32 = after_comm
-        .split_whitespace()
-        .nth(3)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let lines = sorted_lines(&stdout(&o));
-    assert_eq!(lines.len(), 3, "{}", stdout(&o));
-    for l in &lines {
-        let ids: Vec<i32> = l.split_whitespace().map(|w| w.parse().unwrap()).collect();
-        assert_eq!(ids.len(), 3, "{l}");
-        assert_eq!(
-            (ids[1], ids[2]),
-            (ids[0], ids[0]),
-            "pid, pgrp, session: {l}"
-        );
-        assert_ne!(
-            ids[2], ours,
-            "a rank in the session of mpirun's caller: {l}"
-        );
-    }
-}
-
 #[test]
 fn job_directory_is_private_and_removed() {
     let s = Scratch::new("jobdir");

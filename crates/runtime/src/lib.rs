@@ -38,8 +38,8 @@
 //! 4. **Launch** ([`daemon::LocalDaemon::launch`]): the head plays the local node's daemon.
 //!    For each rank: a socketpair for PMI (the child end is inherited as `PMI_FD`), pipes for
 //!    stdout/stderr (and stdin for the `--stdin` target), the environment of [`env`](mod@env), then
-//!    fork/exec with `setsid` (a session and process group of its own), `PR_SET_PDEATHSIG(SIGKILL)`,
-//!    CPU affinity and the original descriptor limit. A `oxmpi_wire::pmi::PmiServer` serves every rank's PMI-1 or PMI-2.
+//!    fork/exec with `setpgid`, `PR_SET_PDEATHSIG(SIGKILL)`, CPU affinity and the original
+//!    descriptor limit. A `oxmpi_wire::pmi::PmiServer` serves every rank's PMI-1 or PMI-2.
 //! 5. **Run** (the head's event loop, one `poll` over the signal pipe, output pipes and PMI
 //!    sockets): output is reassembled into whole lines per rank and stream ([`iof`]) and
 //!    written with one `write` per batch; PMI bytes go to the server and its actions are

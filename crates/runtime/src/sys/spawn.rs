@@ -33,7 +33,7 @@ pub struct SpawnSpec<'a> {
 /// A started child.
 #[derive(Debug)]
 pub struct Spawned {
-    /// Process id (also its process group id and session id).
+    /// Process id (also its process group id).
     pub pid: i32,
     /// Write end of its stdin, if requested.
     pub stdin: Option<OwnedFd>,
@@ -62,17 +62,8 @@ pub fn exec_error(bytes: &[u8]) -> Option<io::Error> {
     Some(io::Error::from_raw_os_error(i32::from_ne_bytes(b)))
 }
 
-/// Fork and exec `spec`. The child is in a session and process group of its own (`setsid`,
-/// as Hydra starts MPICH's ranks), dies with mpirun (`PR_SET_PDEATHSIG`), has default signal
-/// dispositions and an empty signal mask.
-///
-/// A session of its own puts each rank into its own scheduler autogroup where the kernel
-/// groups tasks by session (`CONFIG_SCHED_AUTOGROUP`, on by default in Debian's and Ubuntu's
-/// kernels): the ranks of an oversubscribed job then get the CPU share of as many sessions
-/// against the other sessions on the machine, instead of sharing the one share of the
-/// session `mpirun` was started from. Measured with 5 ranks on 2 CPUs next to four busy
-/// sessions: mpi4py's `test_buffer` module took 2.7 s in mpirun's session, 1.1 s in sessions
-/// of their own (MPICH's ranks, which Hydra starts with `setsid`, 1.4 s).
+/// Fork and exec `spec`. The child is in its own process group, dies with mpirun
+/// (`PR_SET_PDEATHSIG`), has default signal dispositions and an empty signal mask.
 pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let program = cstr(spec.program.as_os_str().as_bytes())?;
     let argv: Vec<CString> = spec
@@ -141,9 +132,7 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
                 libc::write(fd, b.as_ptr().cast(), 4);
                 libc::_exit(127)
             };
-            // A new session, which is also a new process group (pgid = pid). Cannot fail:
-            // the child of a fork is no process group leader.
-            libc::setsid();
+            libc::setpgid(0, 0);
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 fail(fd_stat);
             }
@@ -235,34 +224,6 @@ mod tests {
         assert_eq!(read_all(&s.stdout), b"bar\n/\n");
         assert_eq!(read_all(&s.stderr), b"e\n");
         assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(0));
-    }
-
-    #[test]
-    fn child_leads_a_session_and_process_group_of_its_own() {
-        // Fields 5 and 6 of /proc/PID/stat: process group and session.
-        let argv = [
-            "sh".to_string(),
-            "-c".into(),
-            "echo $$ $(cut -d' ' -f5,6 /proc/$$/stat)".into(),
-        ];
-        let s = spawn(&SpawnSpec {
-            program: Path::new("/bin/sh"),
-            argv: &argv,
-            env: Vec::new(),
-            cwd: None,
-            stdin_pipe: false,
-            cpus: None,
-            keep_fd: None,
-            nofile: None,
-        })
-        .unwrap();
-        let out = String::from_utf8(read_all(&s.stdout)).unwrap();
-        assert_eq!(wait(s.pid).unwrap(), ChildStatus::Exited(0));
-        let ids: Vec<i32> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
-        assert_eq!(ids, [s.pid, s.pid, s.pid], "pid, pgrp, session: {out}");
-        // SAFETY: getsid(0) only reads this process's session id.
-        let ours = unsafe { libc::getsid(0) };
-        assert_ne!(ours, s.pid);
     }
 
     #[test]
