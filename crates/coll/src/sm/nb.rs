@@ -183,13 +183,13 @@ pub enum SmKind {
         /// Which reduction.
         red: Reduction,
     },
-    /// `MPI_Iallreduce`, `MPI_Ireduce` or `MPI_Ireduce_scatter(_block)` of a vector larger
-    /// than a buffer on two ranks that reach each other by CMA, by cross-memory copies
-    /// between the ranks' buffers, both folding, as the blocking forms do
-    /// (`segment/pull_nb.rs`): input and output as for [`SmKind::Large`]. Read by
-    /// [`SmNb::progress`], not [`SmKind::compute`].
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Ireduce_scatter(_block)` or `MPI_Iscan` of a
+    /// vector larger than a buffer on two ranks that reach each other by CMA, by
+    /// cross-memory copies between the ranks' buffers, both folding, as the blocking forms
+    /// do (`segment/pull_nb.rs`; a scan as a reduce to rank 1): input and output as for
+    /// [`SmKind::Large`]. Read by [`SmNb::progress`], not [`SmKind::compute`].
     Pair {
-        /// Which reduction (not a scan).
+        /// Which reduction (not an exclusive scan).
         red: Reduction,
     },
 }
