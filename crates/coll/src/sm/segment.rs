@@ -639,7 +639,8 @@ impl Seg {
     /// Copy bytes `at..at + out.len()` of `r`'s lane payload of collective `k` (posted by
     /// [`Seg::lane_post`], `total` bytes as we expect it) into `out`, once the lines holding
     /// them are stamped: polled together (their transfers overlap) for a while, then the
-    /// first line, stamped last, or `r`'s buffer stamp, whichever comes ([`Seg::wait_post`]).
+    /// first line, stamped last, or `r`'s buffer stamp, whichever comes ([`Seg::wait_post`];
+    /// the first line looked at once first, the waiting out of line: [`Seg::lane_wait`]).
     /// `None` when copied; else (nothing copied) what `r` posted instead: a lane post of
     /// another length, or its buffer (another path, from arguments that differ from ours).
     fn lane_read(
@@ -652,6 +653,30 @@ impl Seg {
         let n = out.len();
         debug_assert!(at + n <= total && total <= LANE_MAX);
         let want = lane_stamp_of(k, total);
+        // The post is often in already: its first line, stamped last, says so.
+        if self.lane_stamp(r, k, 0).load(Ordering::Acquire) != want {
+            if let Some(p) = self.lane_wait(r, k, at..at + n, want) {
+                return Some(p);
+            }
+        }
+        // SAFETY: the first line is stamped last, with a post of `total >= at + n` bytes
+        // (acquired); we have not finished `k`.
+        unsafe { self.lane_copy(r, k, at, out) };
+        None
+    }
+    /// The waiting of [`Seg::lane_read`] for `r`'s post of `k` (the first line's stamp was
+    /// not `want` at the first look): `None` once the first line has that stamp, else what
+    /// `r` posted instead.
+    #[cold]
+    #[inline(never)]
+    fn lane_wait(
+        &self,
+        r: usize,
+        k: u64,
+        bytes: std::ops::Range<usize>,
+        want: u64,
+    ) -> Option<Posted> {
+        let (at, n) = (bytes.start, bytes.len());
         if !self.yield_idle {
             let lines = at / LANE_DATA..(at + n).div_ceil(LANE_DATA);
             let ready = || {
@@ -666,30 +691,57 @@ impl Seg {
                 std::hint::spin_loop();
             }
         }
-        match self.wait_post(r, k, false) {
-            Posted::Lane(v) if v == want => {}
-            p => return Some(p),
+        match self.wait_post(r, k, true) {
+            Posted::Lane(v) if v == want => None,
+            p => Some(p),
         }
-        // The first line is stamped last: every line of the post is in.
+    }
+    /// The copy of [`Seg::lane_read`]: bytes `at..at + out.len()` of `r`'s lane payload of
+    /// collective `k`.
+    ///
+    /// # Safety
+    /// We acquired `r`'s first line of `k` with the stamp of a post of at least
+    /// `at + out.len()` bytes (the first line is stamped last: every line of it is in), and
+    /// we have not finished `k`.
+    #[inline]
+    unsafe fn lane_copy(&self, r: usize, k: u64, at: usize, out: &mut [u8]) {
+        let n = out.len();
         let mut done = 0;
         while done < n {
             let (line, off) = ((at + done) / LANE_DATA, (at + done) % LANE_DATA);
             let m = (LANE_DATA - off).min(n - done);
-            // SAFETY: `r` stamped line `line` of its entry for `k` (it posted `total` bytes,
-            // all lines before the first, acquired above); it is not rewritten before we
+            // SAFETY: `r` stamped line `line` of its entry for `k` (caller contract: the
+            // post holds these bytes, all its lines are in); it is not rewritten before we
             // finish `k`; `off + m <= LANE_DATA`.
             let src = unsafe { std::slice::from_raw_parts(self.lane(r, k, line).add(8 + off), m) };
             out[done..done + m].copy_from_slice(src);
             done += m;
         }
-        None
     }
     /// Wait for rank `r`'s post of blocking collective `k`: its lane entry's first line
     /// ([`Posted::Lane`], with its stamp) or its buffer's stamp ([`Posted::Buf`]), whichever
     /// comes; `lane_first` says which to look at first (the one the caller expects). A
     /// rooted collective's root posts one of them, so that a reader whose arguments put it
     /// on the other path (erroneous) sees what the root did instead of waiting forever.
+    ///
+    /// Inlined: one look at the expected stamp (the post is often there already); the
+    /// waiting, and the look at the other stamp, are out of line ([`Seg::wait_post_slow`]).
+    #[inline]
     fn wait_post(&self, r: usize, k: u64, lane_first: bool) -> Posted {
+        if lane_first {
+            let v = self.lane_stamp(r, k, 0).load(Ordering::Acquire);
+            if v >= k << LANE_SHIFT {
+                return Posted::Lane(v);
+            }
+        } else if self.stamp(r, k).load(Ordering::Acquire) >= k {
+            return Posted::Buf;
+        }
+        self.wait_post_slow(r, k, lane_first)
+    }
+    /// [`Seg::wait_post`] once the expected stamp was not there at the first look.
+    #[cold]
+    #[inline(never)]
+    fn wait_post_slow(&self, r: usize, k: u64, lane_first: bool) -> Posted {
         let (lane, buf, lk) = (self.lane_stamp(r, k, 0), self.stamp(r, k), k << LANE_SHIFT);
         let look_lane = || {
             let v = lane.load(Ordering::Acquire);
