@@ -1731,7 +1731,8 @@ impl Seg {
     /// `at..at + n` of every rank's vector, in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`)
     /// into `buf[..n]`; `red` computes `inout = in ∘ inout`. The vector is posted before
     /// `buf` is written, so in place needs no copy. One handoff each way: a rank waits
-    /// for the others' stamps only.
+    /// for the others' stamps only. On two ranks each posts only the other's block
+    /// ([`Seg::reduce_scatter_two`]).
     pub fn reduce_scatter<F: Fn(&[u8], &mut [u8])>(
         &self,
         send: Option<&[u8]>,
@@ -1745,6 +1746,9 @@ impl Seg {
             at + n <= input.len() && n <= buf.len(),
             "block outside the vector"
         );
+        if self.size == 2 {
+            return self.reduce_scatter_two(k, send, buf, (at, n), red);
+        }
         self.post(k, input);
         self.wait_all(k);
         if n > 0 {
@@ -1756,6 +1760,66 @@ impl Seg {
             for r in (0..last).rev() {
                 // SAFETY: as above; the view does not overlap `out`.
                 red(unsafe { self.peer(r, k, at, n) }, out); // out = x_r ∘ out
+            }
+        }
+        self.finish(k);
+    }
+
+    /// [`Seg::reduce_scatter`] on two ranks (collective `k`, numbered): the vector is block
+    /// 0 then block 1, and each rank posts only the other's block (the bytes that follow
+    /// ours on rank 0, that precede ours on rank 1), so half the vector's lines cross
+    /// between the cores; each then folds the other's post with its own block in rank order
+    /// (`x0 ∘ x1`). In place, rank 0's block is its result's place: it is copied aside first.
+    fn reduce_scatter_two<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        k: u64,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (at, n): (usize, usize),
+        red: &F,
+    ) {
+        let me = self.rank;
+        let input = send.unwrap_or(&*buf);
+        assert!(input.len() <= DATA, "a reduce-scatter vector of one buffer");
+        let theirs = if me == 0 { at + n..input.len() } else { 0..at };
+        self.post(k, &input[theirs]);
+        self.wait_all(k);
+        if n > 0 {
+            // SAFETY: the other rank stamped `k` (waited above), posting our block of its
+            // vector (`n` bytes when the counts agree; `n <= DATA` bytes read either way,
+            // within its buffer), and we finish `k` only after the reads.
+            let other = unsafe { self.peer(1 - me, k, 0, n) };
+            match (me, send) {
+                // out = x0 ∘ x1, x1 ours: our block first, then fold the other's into it.
+                (1, Some(s)) => {
+                    buf[..n].copy_from_slice(&s[at..at + n]);
+                    red(other, &mut buf[..n]);
+                }
+                (1, None) => {
+                    buf.copy_within(at..at + n, 0);
+                    red(other, &mut buf[..n]);
+                }
+                // x0 ours: the other's block into `out`, ours folded into it.
+                (_, Some(s)) => {
+                    buf[..n].copy_from_slice(other);
+                    red(&s[at..at + n], &mut buf[..n]);
+                }
+                (_, None) => {
+                    /// Room for our block (at most `DATA` bytes), aligned for any kernel.
+                    #[repr(C, align(64))]
+                    struct Aside([std::mem::MaybeUninit<u8>; DATA]);
+                    let mut aside = Aside([std::mem::MaybeUninit::uninit(); DATA]);
+                    let mine = aside.0.as_mut_ptr().cast::<u8>();
+                    // SAFETY: `n <= DATA` bytes (the vector's length, asserted above) into
+                    // `aside`, from `buf[at..at + n]` (asserted by the caller), which `aside`
+                    // does not overlap; the view then covers exactly the bytes written.
+                    let mine = unsafe {
+                        std::ptr::copy_nonoverlapping(buf.as_ptr().add(at), mine, n);
+                        std::slice::from_raw_parts(mine.cast_const(), n)
+                    };
+                    buf[..n].copy_from_slice(other);
+                    red(mine, &mut buf[..n]);
+                }
             }
         }
         self.finish(k);
