@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{trade, Large, Pair, Reduction};
+use super::segment::{copy_own, trade, Large, Pair, Reduction};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -1159,9 +1159,12 @@ impl SmNb {
                 let (c, d) = (scounts[me], sdispls[me]);
                 let ok = c == rcounts[me]
                     && (c == 0
-                        || input
-                            .get(d..d + c)
-                            .is_some_and(|b| put(out, rdispls[me], b)));
+                        || input.get(d..d + c).is_some_and(|b| {
+                            let total = out.len();
+                            out.get_mut(rdispls[me]..rdispls[me] + c)
+                                .map(|o| copy_own(o, b, total))
+                                .is_some()
+                        }));
                 if !ok && self.fault == Progress::Done {
                     self.fault = Progress::Mismatch;
                 }

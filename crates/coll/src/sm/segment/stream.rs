@@ -97,6 +97,24 @@ pub(super) unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
 }
 
+/// Copy `n` bytes from `src` to `dst` with non-temporal stores for the whole 64-byte
+/// lines of `dst` (on `x86_64`; elsewhere a plain copy), then a store fence.
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+pub(super) unsafe fn copy_streaming(src: *const u8, dst: *mut u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: caller contract.
+    unsafe {
+        copy_x86_64(src, dst, n);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: caller contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, n);
+    }
+}
+
 /// [`copy`] by SSE2 non-temporal stores (every `x86_64` processor has SSE2).
 ///
 /// # Safety
