@@ -36,7 +36,7 @@
 //! finished in any order. Every rank takes the same path: the vector's size, the
 //! communicator and the order of the collectives are the same everywhere.
 
-use super::{Seg, SLOT};
+use super::{stream, Seg, SLOT};
 use std::sync::atomic::Ordering;
 
 /// A reduction: `f(in, inout)`, `inout = in ∘ inout`.
@@ -234,6 +234,11 @@ impl Seg {
                 // An inclusive scan's chain: rank 0 posts its whole vector (every chunk
                 // ready at once); the others post nothing yet and publish their prefix
                 // chunk by chunk, counted in that first word.
+                // A reduce's root that posts (in place) is its own slot's only reader.
+                let reader_self = match red {
+                    Reduction::Reduce { root } => root,
+                    _ => p,
+                };
                 let (copy, mark) = match (chain, me) {
                     (true, 0) => (true, n.div_ceil(chunk)),
                     (true, _) => (false, 0),
@@ -244,8 +249,14 @@ impl Seg {
                         // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
                         // `b` is our nonblocking buffer's `CAP >= 8` bytes.
                         unsafe {
-                            if copy {
+                            if copy && me == reader_self {
+                                // In place at a reduce's root: we read it ourselves.
                                 std::ptr::copy_nonoverlapping(input, slot, n);
+                            } else if copy {
+                                // Other ranks read it: it may stream past our caches
+                                // (their cores hold these lines from the last such
+                                // collective), fenced before the stamp's release.
+                                stream::copy(input, slot, n);
                             }
                             b.cast::<u64>().write_unaligned(mark as u64);
                         }
@@ -323,14 +334,9 @@ impl Seg {
                     f(view(me - 1, o, m), acc); // acc = (x_0 ∘ … ∘ x_(me-1)) ∘ x_me
                     if me != last {
                         // SAFETY: chunk `c` of our own slot (ours since our post), read by
-                        // rank `me + 1` only once we count it (below); `o + m <= n`.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                acc.as_ptr(),
-                                self.large_slot(me).add(o),
-                                m,
-                            )
-                        };
+                        // rank `me + 1` only once we count it (below); `o + m <= n`. The
+                        // copy may stream, fenced before the count's release.
+                        unsafe { stream::copy(acc.as_ptr(), self.large_slot(me).add(o), m) };
                         count(me).store(c as u64 + 1, Ordering::Release);
                     }
                     st.sent += 1;
@@ -390,10 +396,9 @@ impl Seg {
                         f(view(r, o, m), mine); // mine = x_r ∘ mine
                     }
                     // SAFETY: slice `me` of our own slot, read by ourselves only until we
-                    // mark it (below); `o + m <= n`.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(mine.as_ptr(), self.large_slot(me).add(o), m)
-                    };
+                    // mark it (below); `o + m <= n`. The copy may stream (the other ranks
+                    // read it), fenced before the mark's release.
+                    unsafe { stream::copy(mine.as_ptr(), self.large_slot(me).add(o), m) };
                     mark(me).store(k, Ordering::Release);
                     st.folded = true;
                     st.got |= 1 << me;
@@ -459,10 +464,9 @@ impl Seg {
             for r in 0..p {
                 // SAFETY: the input holds `p * block` bytes (checked) and `o + m <= block`;
                 // the slot `NB_LARGE_MAX >= p * m` bytes (`rs_phases`), written by us only
-                // while no rank reads it (the caller's checks).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(input.add(r * block + o), slot.add(r * m), m)
-                };
+                // while no rank reads it (the caller's checks). It may stream, fenced
+                // before the post's stamp or `SENT` word is released.
+                unsafe { stream::copy(input.add(r * block + o), slot.add(r * m), m) };
             }
         };
         loop {
