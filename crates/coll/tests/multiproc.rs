@@ -1587,11 +1587,11 @@ fn sm_regular_suite(c: &CollComm) {
                 let send = (!(at_root && in_place)).then_some(&xs[r][..]);
                 let before = runs(Alg::SmGather);
                 select::gather(c, send, &mut g, block, root as i32).unwrap();
-                // (On 2 ranks, blocks of `GATHER_PAIR` too: `Seg::gather_pair`.)
-                let pair = p == 2 && one_copy > 0 && sm::GATHER_PAIR.contains(&block);
+                // (Every size takes the segment: larger blocks as a gatherv's, point to
+                // point behind the segment's round above the single-copy limit.)
                 assert_eq!(
                     runs(Alg::SmGather) - before,
-                    u64::from(seg && (block <= sm::DATA.max(one_copy) || pair)),
+                    u64::from(seg),
                     "gather of {block}-byte blocks on the segment"
                 );
                 if at_root {
@@ -1613,13 +1613,10 @@ fn sm_regular_suite(c: &CollComm) {
                         "scatter of {block}-byte blocks from {root}, in place {in_place}"
                     );
                 }
-                let on_seg = seg
-                    && ((p - 1) * block <= sm::DATA
-                        || block + 8 * p <= sm::CAP
-                        || block <= one_copy);
+                // (Every size takes the segment, as for the gather.)
                 assert_eq!(
                     runs(Alg::SmScatter) - before,
-                    u64::from(on_seg),
+                    u64::from(seg),
                     "scatter of {block}-byte blocks on the segment"
                 );
             }
