@@ -920,8 +920,17 @@ impl Seg {
     ///
     /// A non-root rank whose `block` differs from the root's (erroneous) sees another post
     /// than the one it expects (the lane's stamps hold the posted length, the ring cell's
-    /// post has it in the stamp's line): it copies nothing and gets false.
-    pub fn scatter(&self, send: &[u8], recv: Option<&mut [u8]>, block: usize, root: usize) -> bool {
+    /// post has it in the stamp's line): it takes its block of the root's length instead
+    /// ([`Seg::scatter_other`]), or nothing when that is longer than `recv`
+    /// ([`VBlock::Truncated`]) or is not on the segment ([`VBlock::Elsewhere`]). Elsewhere
+    /// [`VBlock::Here`] with `block`.
+    pub fn scatter(
+        &self,
+        send: &[u8],
+        recv: Option<&mut [u8]>,
+        block: usize,
+        root: usize,
+    ) -> VBlock {
         let k = self.next();
         let (b, p) = (block, self.size);
         let posted = (p - 1) * b;
@@ -961,8 +970,8 @@ impl Seg {
             // Our block's place among the posted ones (the root's own is not posted).
             let at = (self.rank - usize::from(self.rank > root)) * b;
             let out = &mut r[..b];
-            let same = if posted <= LANE_MAX {
-                self.lane_read(root, k, (at, posted), out).is_none()
+            let other = if posted <= LANE_MAX {
+                self.lane_read(root, k, (at, posted), out)
             } else {
                 let p = self.wait_post(root, k, false);
                 // SAFETY: the root stamped its buffer of `k` (waited above).
@@ -973,14 +982,74 @@ impl Seg {
                     // SAFETY: the root stamped `k` (waited above) and we finish `k` only
                     // after the copy; `at + b <= posted <= DATA`, in its ring cell.
                     out.copy_from_slice(unsafe { self.peer_ring(root, k, at, b) });
+                    None
+                } else {
+                    Some(p)
                 }
-                same
+            };
+            let got = match other {
+                None => VBlock::Here(b),
+                Some(p) => self.scatter_other(root, k, p, r),
             };
             self.finish(k);
-            return same;
+            return got;
         }
         self.finish(k);
-        true
+        VBlock::Here(b)
+    }
+
+    /// A non-root rank's part of a scatter on the segment whose blocks do not take the
+    /// root's lane or ring cell ([`Seg::scatter`]): the root posts a scatterv table
+    /// ([`Seg::scatterv`]) for them, but a root whose blocks differ in length from ours
+    /// (erroneous) may have taken the lane or ring cell: we wait for whichever it posts
+    /// ([`Seg::wait_post`]) and take our block from there ([`Seg::scatter_other`]).
+    pub fn scatter_leaf(&self, recv: &mut [u8], root: usize) -> VBlock {
+        let k = self.next();
+        let p = self.wait_post(root, k, false);
+        let got = self.scatter_other(root, k, p, recv);
+        self.finish(k);
+        got
+    }
+
+    /// Our block of a scatter whose root posted `p` at collective `k` (acquired, not
+    /// finished): through its lane or ring cell ([`Seg::scatter`]: the blocks other than
+    /// the root's back to back, their total length in the post, so that a rank whose
+    /// block length differs from the root's finds its own block and its length), or a
+    /// scatterv table ([`Seg::scatterv_take`]). A block longer than `recv` is not copied.
+    fn scatter_other(&self, root: usize, k: u64, p: Posted, recv: &mut [u8]) -> VBlock {
+        let parts = self.size - 1;
+        let nth = self.rank - usize::from(self.rank > root);
+        match p {
+            Posted::Lane(v) => {
+                let total = (v & ((1 << LANE_SHIFT) - 1)) as usize;
+                let c = total / parts;
+                if c > recv.len() {
+                    return VBlock::Truncated(c);
+                }
+                match self.lane_read(root, k, (nth * c, total), &mut recv[..c]) {
+                    None => VBlock::Here(c),
+                    // (Not seen: the lane's stamp is the one just read.)
+                    Some(_) => VBlock::Truncated(c),
+                }
+            }
+            Posted::Buf => {
+                // SAFETY: the root stamped its buffer of `k` (acquired by the caller), we
+                // have not finished `k`.
+                let w0 = unsafe { self.post_word(root, k, 0) };
+                if w0 & !0xffff_ffff == rooted::SCATTER_RING {
+                    let c = (w0 & 0xffff_ffff) as usize / parts;
+                    if c > recv.len() || (nth + 1) * c > DATA {
+                        return VBlock::Truncated(c);
+                    }
+                    // SAFETY: as above; block `nth` of the posted ones lies within the
+                    // `DATA` bytes of the root's ring cell (checked).
+                    recv[..c].copy_from_slice(unsafe { self.peer_ring(root, k, nth * c, c) });
+                    return VBlock::Here(c);
+                }
+                // SAFETY: as above.
+                unsafe { self.scatterv_take(root, k, recv) }
+            }
+        }
     }
 
     /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
@@ -1378,62 +1447,72 @@ impl Seg {
             _ => {
                 self.wait_word(self.stamp(root, k), k);
                 // SAFETY: the root stamped `k` (waited above) and we finish `k` only after
-                // the reads; entry `rank` lies in its table.
-                let word = |i: usize| unsafe {
-                    self.data(root, k).add(8 * i).cast::<u64>().read_unaligned()
-                };
-                let first = word(0);
-                let entry = word(self.rank);
-                if first & (rooted::FAR | IN_RING | COMPACT) == COMPACT {
-                    // Every block in the stamp's line (see [`COMPACT`]).
-                    let len = |r: usize| ((first >> (8 * r)) & 0xff) as usize;
-                    let (off, n) = (8 + (0..self.rank).map(len).sum::<usize>(), len(self.rank));
-                    got = if n > recv.len() {
-                        VBlock::Truncated(n)
-                    } else {
-                        // SAFETY: as above; `off + n <= 8 + 255 * COMPACT_RANKS <= CAP`.
-                        recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
-                        VBlock::Here(n)
-                    };
-                } else if entry == ABANDONED {
-                    got = VBlock::Abandoned;
-                } else if entry != u64::MAX && entry & rooted::FAR != 0 {
-                    let n = (entry & !rooted::FAR) as usize;
-                    got = if n > recv.len() {
-                        VBlock::Truncated(n)
-                    } else {
-                        let (pid, at) = (word(p) as i32, word(p + 1 + self.rank));
-                        // SAFETY: the root's buffer holds our `n` bytes at `at`, unchanged
-                        // until we are done with `k` (it waits for that); `recv` has room.
-                        match unsafe { cma_copy(pid, recv.as_mut_ptr(), at, n, Cma::Read) } {
-                            Ok(()) => VBlock::Here(n),
-                            Err(_) => VBlock::Failed,
-                        }
-                    };
-                } else if entry != u64::MAX {
-                    let (off, n) = (
-                        (entry & 0xffff_ffff) as usize,
-                        ((entry & !IN_RING) >> 32) as usize,
-                    );
-                    got = if n > recv.len() || off + n > CAP {
-                        VBlock::Truncated(n)
-                    } else {
-                        // SAFETY: as above; `off + n <= CAP` (checked).
-                        let src = unsafe {
-                            if entry & IN_RING != 0 {
-                                self.peer_ring(root, k, off, n)
-                            } else {
-                                self.peer(root, k, off, n)
-                            }
-                        };
-                        recv[..n].copy_from_slice(src);
-                        VBlock::Here(n)
-                    };
-                }
+                // the reads.
+                got = unsafe { self.scatterv_take(root, k, recv) };
             }
         }
         self.finish(k);
         (rest, got)
+    }
+
+    /// A scatterv reader's part of the root's table post of collective `k` (see
+    /// [`Seg::scatterv`]): our block copied into `recv` or where it is instead; nothing is
+    /// finished here.
+    ///
+    /// # Safety
+    /// The root stamped its buffer of `k` (acquired by us) and we have not finished `k`.
+    unsafe fn scatterv_take(&self, root: usize, k: u64, recv: &mut [u8]) -> VBlock {
+        let p = self.size;
+        // SAFETY: caller contract; entry `rank` lies in its table.
+        let word =
+            |i: usize| unsafe { self.data(root, k).add(8 * i).cast::<u64>().read_unaligned() };
+        let first = word(0);
+        let entry = word(self.rank);
+        if first & (rooted::FAR | IN_RING | COMPACT) == COMPACT {
+            // Every block in the stamp's line (see [`COMPACT`]).
+            let len = |r: usize| ((first >> (8 * r)) & 0xff) as usize;
+            let (off, n) = (8 + (0..self.rank).map(len).sum::<usize>(), len(self.rank));
+            if n > recv.len() {
+                return VBlock::Truncated(n);
+            }
+            // SAFETY: as above; `off + n <= 8 + 255 * COMPACT_RANKS <= CAP`.
+            recv[..n].copy_from_slice(unsafe { self.peer(root, k, off, n) });
+            VBlock::Here(n)
+        } else if entry == ABANDONED {
+            VBlock::Abandoned
+        } else if entry != u64::MAX && entry & rooted::FAR != 0 {
+            let n = (entry & !rooted::FAR) as usize;
+            if n > recv.len() {
+                return VBlock::Truncated(n);
+            }
+            let (pid, at) = (word(p) as i32, word(p + 1 + self.rank));
+            // SAFETY: the root's buffer holds our `n` bytes at `at`, unchanged until we are
+            // done with `k` (it waits for that); `recv` has room.
+            match unsafe { cma_copy(pid, recv.as_mut_ptr(), at, n, Cma::Read) } {
+                Ok(()) => VBlock::Here(n),
+                Err(_) => VBlock::Failed,
+            }
+        } else if entry != u64::MAX {
+            let (off, n) = (
+                (entry & 0xffff_ffff) as usize,
+                ((entry & !IN_RING) >> 32) as usize,
+            );
+            if n > recv.len() || off + n > CAP {
+                return VBlock::Truncated(n);
+            }
+            // SAFETY: as above; `off + n <= CAP` (checked).
+            let src = unsafe {
+                if entry & IN_RING != 0 {
+                    self.peer_ring(root, k, off, n)
+                } else {
+                    self.peer(root, k, off, n)
+                }
+            };
+            recv[..n].copy_from_slice(src);
+            VBlock::Here(n)
+        } else {
+            VBlock::Elsewhere
+        }
     }
 
     /// Start blocking collective `kind` (gather, scatter, allgather(v), reduce,
