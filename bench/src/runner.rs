@@ -48,8 +48,11 @@ impl Outcome {
     /// A one-line description of a failure, with the tail of stderr.
     pub fn failure(&self) -> String {
         let why = match self.status {
-            None if self.idle => "timed out (no output)".to_string(),
-            None => "timed out".to_string(),
+            None if self.idle => format!(
+                "timed out (no output) after {:.0} s",
+                self.wall.as_secs_f64()
+            ),
+            None => format!("timed out after {:.0} s", self.wall.as_secs_f64()),
             Some(s) => format!("exited with {s}"),
         };
         // First lines (an MPI error message) and last lines (a traceback's cause).
@@ -65,6 +68,9 @@ impl Outcome {
             if !tail.contains(l) {
                 tail.push(l);
             }
+        }
+        if tail.is_empty() {
+            return why;
         }
         format!("{why}: {}", tail.join(" | "))
     }
