@@ -40,6 +40,9 @@
  *            sends eagerly returns at once, and its receivers, which leave the
  *            barrier later (oversubscribed ranks wait to be scheduled), find
  *            the data there, so every rank's own time is tiny
+ *   ranks=   max (default): a sample is the slowest rank's time; avg: the
+ *            mean over the ranks, as OSU's default column reports (clock=rank
+ *            and method=b2b; clock=span has one time per iteration already)
  *   probe=   1: the vCPU placement probe (every test): ranks 0 and the
  *            probe peer (rank 1, or probe_peer=) bounce a cache line through
  *            a shared page of their own (a POSIX shared-memory object,
@@ -189,14 +192,22 @@ static void ctl(int *v) {
   }
 }
 
-/* Slowest rank's elapsed time, gathered on rank 0 with point-to-point only. */
+/* ranks=avg: a sample is the mean over the ranks (OSU's default "Avg Latency"
+ * column) instead of the slowest rank's time. */
+static int avg_ranks = 0;
+
+/* Slowest rank's elapsed time (with ranks=avg the mean over the ranks),
+ * gathered on rank 0 with point-to-point only. */
 static double max_over_ranks(double t) {
   if (rank == 0) {
+    double sum = t;
     for (int r = 1; r < np; r++) {
       double o;
       MPI_Recv(&o, 1, MPI_DOUBLE, r, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (o > t) t = o;
+      sum += o;
     }
+    if (avg_ranks) t = sum / np;
   } else {
     MPI_Send(&t, 1, MPI_DOUBLE, 0, 99, MPI_COMM_WORLD);
   }
@@ -725,7 +736,7 @@ static void usage(const char *why) {
   if (rank == 0)
     fprintf(stderr,
             "oxbench: %s\nusage: oxbench TESTS SAMPLES SCALE [budget=S] [fill=0|1] [dtype=T] [op=O] [inplace=0|1] "
-            "[mpit=0|1] [probe=0|1] [probe_peer=R] [method=osu|b2b] [clock=rank|span] SIZE...\n",
+            "[mpit=0|1] [probe=0|1] [probe_peer=R] [method=osu|b2b] [clock=rank|span] [ranks=max|avg] SIZE...\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -813,6 +824,9 @@ int main(int argc, char **argv) {
     else if (!strncmp(argv[a], "method=", 7)) {
       if (strcmp(v, "osu") && strcmp(v, "b2b")) usage("unknown method (osu, b2b)");
       b2b = !strcmp(v, "b2b");
+    } else if (!strncmp(argv[a], "ranks=", 6)) {
+      if (strcmp(v, "max") && strcmp(v, "avg")) usage("unknown ranks (max, avg)");
+      avg_ranks = !strcmp(v, "avg");
     } else if (!strncmp(argv[a], "clock=", 6)) {
       if (strcmp(v, "rank") && strcmp(v, "span")) usage("unknown clock (rank, span)");
       span_clock = !strcmp(v, "span");
