@@ -502,15 +502,12 @@ fn gatherv_mismatch_np3() {
 /// root, in place and not, see [`gather_scatter_mismatch_suite`]: the rank that would get
 /// more than it expects fails with `MPI_ERR_TRUNCATE`, a shorter block arrives, no rank
 /// waits for a post that never comes (the harness fails a run that takes more than 120 s),
-/// and a correct gather and scatter afterwards work. Still hanging (the
-/// blocking gather and scatter decide their paths per rank): ignored until fixed.
+/// and a correct gather and scatter afterwards work.
 #[test]
-#[ignore = "gather/scatter with differing block lengths across a path bound still hang"]
 fn gather_scatter_mismatch_np2() {
     run_within(2, "gs-mismatch", &[], 120);
 }
 #[test]
-#[ignore = "gather/scatter with differing block lengths across a path bound still hang"]
 fn gather_scatter_mismatch_np3() {
     run_within(3, "gs-mismatch", &[], 120);
 }
@@ -533,11 +530,9 @@ fn bcast_mismatch_np3() {
 /// Erroneous nonblocking gathervs and scattervs on the segment on 3 ranks (one rank's
 /// block one byte off the root's count for it across the segment's bounds, every root),
 /// see [`igatherv_mismatch_suite`]: the rank that would get more than it expects fails
-/// with `MPI_ERR_TRUNCATE`, nobody waits forever, a correct one afterwards works. It hangs
-/// (the base too): count 1 against an empty block, root 0 (listed in
-/// docs/benchmarks/spot-checks-wave2.md); ignored until fixed.
+/// with `MPI_ERR_TRUNCATE` (so does a rank with an empty receive buffer that the root
+/// sends a block), nobody waits forever, a correct one afterwards works.
 #[test]
-#[ignore = "igatherv/iscatterv on 3 ranks with differing block lengths still hang"]
 fn igatherv_mismatch_np3() {
     run_within(3, "igv-mismatch", &[], 120);
 }
@@ -1592,11 +1587,11 @@ fn sm_regular_suite(c: &CollComm) {
                 let send = (!(at_root && in_place)).then_some(&xs[r][..]);
                 let before = runs(Alg::SmGather);
                 select::gather(c, send, &mut g, block, root as i32).unwrap();
-                // (On 2 ranks, blocks of `GATHER_PAIR` too: `Seg::gather_pair`.)
-                let pair = p == 2 && one_copy > 0 && sm::GATHER_PAIR.contains(&block);
+                // (Every size takes the segment: larger blocks as a gatherv's, point to
+                // point behind the segment's round above the single-copy limit.)
                 assert_eq!(
                     runs(Alg::SmGather) - before,
-                    u64::from(seg && (block <= sm::DATA.max(one_copy) || pair)),
+                    u64::from(seg),
                     "gather of {block}-byte blocks on the segment"
                 );
                 if at_root {
@@ -1618,13 +1613,10 @@ fn sm_regular_suite(c: &CollComm) {
                         "scatter of {block}-byte blocks from {root}, in place {in_place}"
                     );
                 }
-                let on_seg = seg
-                    && ((p - 1) * block <= sm::DATA
-                        || block + 8 * p <= sm::CAP
-                        || block <= one_copy);
+                // (Every size takes the segment, as for the gather.)
                 assert_eq!(
                     runs(Alg::SmScatter) - before,
-                    u64::from(on_seg),
+                    u64::from(seg),
                     "scatter of {block}-byte blocks on the segment"
                 );
             }
@@ -2312,9 +2304,10 @@ fn light_suite(c: &CollComm) {
                         }
                         e => Reduction::Scan { exclusive: e == 3 },
                     };
-                    // On two ranks, the reductions but scans also by cross-memory copies
-                    // between the ranks' buffers (the reduce split from 32 KiB).
-                    let pair = p == 2 && !matches!(red, Reduction::Scan { .. });
+                    // On two ranks, the reductions but exclusive scans also by
+                    // cross-memory copies between the ranks' buffers (the reduce split
+                    // from 32 KiB; an inclusive scan as a reduce to rank 1).
+                    let pair = p == 2 && !matches!(red, Reduction::Scan { exclusive: true });
                     if pair && rng.below(2) == 0 {
                         SmKind::Pair { red }
                     } else {
@@ -3576,8 +3569,8 @@ fn gather_pair_suite(c: &CollComm) {
     use oxmpi_coll::base::stats::{runs, Alg};
     use oxmpi_coll::sm;
     let me = c.rank as usize;
-    let seg = sm::get(c, Coll::Gather).unwrap().expect("a segment");
-    let pair = seg.cma_known();
+    // (Made here: every gather below takes it.)
+    sm::get(c, Coll::Gather).unwrap().expect("a segment");
     let mut it = 0u64;
     for block in [
         sm::DATA + 1,
@@ -3588,9 +3581,6 @@ fn gather_pair_suite(c: &CollComm) {
         1 << 20,
         (1 << 20) + 1,
     ] {
-        // On the segment: by `gather_pair`, or below it by one cross-memory copy.
-        let one = block <= seg.single_copy_max();
-        let path = u64::from(pair && (sm::GATHER_PAIR.contains(&block) || one));
         for root in [0usize, 1, 1, 0] {
             let other = 1 - root;
             for rep in 0..3u64 {
@@ -3620,8 +3610,10 @@ fn gather_pair_suite(c: &CollComm) {
                     send.fill(0xee);
                     std::hint::black_box(&send);
                 }
+                // (On the segment either way, as a gatherv: a larger block goes point to
+                // point behind the segment's round.)
                 let ran = runs(Alg::SmGather) - before;
-                assert_eq!(ran, path, "gather {how}: path");
+                assert_eq!(ran, 1, "gather {how}: path");
                 // Gatherv: the other rank's block is `block` bytes, the root's a different
                 // length; the other's first or last, gaps of 3 bytes.
                 let counts = {
@@ -3905,81 +3897,85 @@ fn rooted_bounds() -> [usize; 7] {
 fn gather_scatter_mismatch_suite(c: &CollComm) {
     use oxmpi_engine::ErrorClass;
     let (p, me) = (c.size as usize, c.rank as usize);
+    let mut pairs: Vec<(usize, usize)> = rooted_bounds()
+        .iter()
+        .flat_map(|&b| [(b, b + 1), (b + 1, b)])
+        .collect();
+    // Far apart: a root on the segment's buffers against a rank whose block is larger than
+    // a buffer (it waits for the root's post) and against one that goes point to point.
+    pairs.extend([(100, 40000), (40000, 100), (1, 2 << 20), (2 << 20, 1)]);
     let mut it = 2000u64;
-    for bound in rooted_bounds() {
-        for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
-            for root in 0..p {
-                for in_place in [false, true] {
-                    it += 1;
-                    let bad = (root + 1) % p;
-                    let how = format!(
-                        "count {count}, other {len}, root {root}, in place {in_place}, it {it}"
-                    );
-                    let lens: Vec<usize> =
-                        (0..p).map(|i| if i == bad { len } else { count }).collect();
-                    // Gather: rank `bad` sends `len` bytes where the root expects `count`.
-                    let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(lens[i], it, i, 93)).collect();
-                    if me == root {
-                        let mut recv = vec![0xa5u8; p * count];
-                        if in_place {
-                            recv[me * count..(me + 1) * count].copy_from_slice(&xs[me]);
-                        }
-                        let send = (!in_place).then_some(&xs[me][..]);
-                        let r = select::gather(c, send, &mut recv, count, root as i32);
-                        if len > count {
-                            let e = r.expect_err(&format!("gather {how}: root"));
-                            assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}");
-                        } else {
-                            r.unwrap_or_else(|e| panic!("gather {how}: root: {e}"));
-                            for i in 0..p {
-                                let d = i * count;
-                                assert!(recv[d..d + lens[i]] == xs[i], "gather {how}: block {i}");
-                                assert!(
-                                    recv[d + lens[i]..d + count].iter().all(|&b| b == 0xa5),
-                                    "gather {how}: room after block {i}"
-                                );
-                            }
-                        }
-                    } else {
-                        let r = select::gather(c, Some(&xs[me]), &mut [], lens[me], root as i32);
-                        match r {
-                            // The rank learns it from the root's post, or not at all when
-                            // its block went point to point or was posted whole.
-                            Err(e) if me == bad && len > count => {
-                                assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}")
-                            }
-                            r => r.unwrap_or_else(|e| panic!("gather {how}: rank {me}: {e}")),
-                        }
+    for (count, len) in pairs {
+        for root in 0..p {
+            for in_place in [false, true] {
+                it += 1;
+                let bad = (root + 1) % p;
+                let how = format!(
+                    "count {count}, other {len}, root {root}, in place {in_place}, it {it}"
+                );
+                let lens: Vec<usize> = (0..p).map(|i| if i == bad { len } else { count }).collect();
+                // Gather: rank `bad` sends `len` bytes where the root expects `count`.
+                let xs: Vec<Vec<u8>> = (0..p).map(|i| contrib(lens[i], it, i, 93)).collect();
+                if me == root {
+                    let mut recv = vec![0xa5u8; p * count];
+                    if in_place {
+                        recv[me * count..(me + 1) * count].copy_from_slice(&xs[me]);
                     }
-                    gather_correct(c, it);
-                    // Scatter: the root's blocks are `count` bytes, rank `bad` has room
-                    // for `len`.
-                    let send = contrib(p * count, it, root, 94);
-                    if me == root {
-                        let mut own = vec![0u8; count];
-                        let recv = (!in_place).then_some(&mut own[..]);
-                        select::scatter(c, &send, recv, count, root as i32)
-                            .unwrap_or_else(|e| panic!("scatter {how}: root: {e}"));
-                        if !in_place {
+                    let send = (!in_place).then_some(&xs[me][..]);
+                    let r = select::gather(c, send, &mut recv, count, root as i32);
+                    if len > count {
+                        let e = r.expect_err(&format!("gather {how}: root"));
+                        assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}");
+                    } else {
+                        r.unwrap_or_else(|e| panic!("gather {how}: root: {e}"));
+                        for i in 0..p {
+                            let d = i * count;
+                            assert!(recv[d..d + lens[i]] == xs[i], "gather {how}: block {i}");
                             assert!(
-                                own[..] == send[me * count..(me + 1) * count],
-                                "scatter {how}"
+                                recv[d + lens[i]..d + count].iter().all(|&b| b == 0xa5),
+                                "gather {how}: room after block {i}"
                             );
                         }
-                    } else {
-                        let mut recv = vec![0xa5u8; lens[me]];
-                        let r = select::scatter(c, &[], Some(&mut recv), lens[me], root as i32);
-                        let want = &send[me * count..(me + 1) * count];
-                        check_scatter_leaf(
-                            &format!("scatter {how}: rank {me}"),
-                            r,
-                            me == bad && count > len,
-                            &recv,
-                            want,
+                    }
+                } else {
+                    let r = select::gather(c, Some(&xs[me]), &mut [], lens[me], root as i32);
+                    match r {
+                        // The rank learns it from the root's post, or not at all when
+                        // its block went point to point or was posted whole.
+                        Err(e) if me == bad && len > count => {
+                            assert_eq!(e.class(), ErrorClass::Truncate, "gather {how}: {e}")
+                        }
+                        r => r.unwrap_or_else(|e| panic!("gather {how}: rank {me}: {e}")),
+                    }
+                }
+                gather_correct(c, it);
+                // Scatter: the root's blocks are `count` bytes, rank `bad` has room
+                // for `len`.
+                let send = contrib(p * count, it, root, 94);
+                if me == root {
+                    let mut own = vec![0u8; count];
+                    let recv = (!in_place).then_some(&mut own[..]);
+                    select::scatter(c, &send, recv, count, root as i32)
+                        .unwrap_or_else(|e| panic!("scatter {how}: root: {e}"));
+                    if !in_place {
+                        assert!(
+                            own[..] == send[me * count..(me + 1) * count],
+                            "scatter {how}"
                         );
                     }
-                    scatter_correct(c, it);
+                } else {
+                    let mut recv = vec![0xa5u8; lens[me]];
+                    let r = select::scatter(c, &[], Some(&mut recv), lens[me], root as i32);
+                    let want = &send[me * count..(me + 1) * count];
+                    check_scatter_leaf(
+                        &format!("scatter {how}: rank {me}"),
+                        r,
+                        me == bad && count > len,
+                        &recv,
+                        want,
+                    );
                 }
+                scatter_correct(c, it);
             }
         }
     }
@@ -4115,9 +4111,7 @@ fn igatherv_mismatch_suite(c: &CollComm) {
     let seg = sm::existing(c).expect("a segment");
     let far = seg.single_copy_max();
     let by_message = |n: usize| n > sm::V_MAX.max(far);
-    // (Not the empty block: count 1 against a block of 0 bytes hangs on 3 ranks, on the
-    // base too; listed in docs/conformance as still hanging.)
-    let mut bounds = vec![48, sm::LANE_MAX, sm::DATA, sm::V_MAX];
+    let mut bounds = vec![0, 48, sm::LANE_MAX, sm::DATA, sm::V_MAX];
     if far > 0 {
         bounds.push(far);
     }
@@ -4195,9 +4189,6 @@ fn igatherv_mismatch_suite(c: &CollComm) {
                         Err(e) => {
                             assert_eq!(e.class(), ErrorClass::Truncate, "iscatterv {how}: {e}")
                         }
-                        // An empty receive buffer takes no block and says nothing (known,
-                        // see docs/conformance): not a hang.
-                        Ok(()) if len == 0 => {}
                         Ok(()) => panic!("iscatterv {how}: rank {me} took no error"),
                     }
                 } else if me == bad {

@@ -8,7 +8,7 @@
 
 use crate::base::helpers::{check_own, place_own};
 use crate::base::stats::{count, Alg};
-use crate::sm::{self, Side, SmKind, VBlock};
+use crate::sm::{self, SmKind, VBlock};
 use crate::tune::Coll;
 use crate::tuned::{TAG_GATHER, TAG_SCATTER};
 use crate::{CollComm, Op, Result};
@@ -54,8 +54,10 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     if n > 0 && n <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
             count(a.shadow, Alg::SmBcast);
-            let b = seg.bcast(buf, root as usize);
-            return bcast_done(a, &seg, b, n, root);
+            return match seg.bcast(buf, root as usize) {
+                sm::Bcast::Done => Ok(()),
+                b => bcast_done(a, &seg, b, n, root),
+            };
         }
     }
     if (0..a.size).contains(&root) {
@@ -107,6 +109,7 @@ fn bcast_rest(a: &CollComm, seg: &sm::Seg, buf: &mut [u8], root: i32) -> Result<
 /// whose length differs from the root's fails (see [`bcast`]), after taking part in the
 /// rest of the root's broadcast with a buffer of the root's length when the root's head
 /// says that some of it is still to come.
+#[cold]
 fn bcast_done(a: &CollComm, seg: &sm::Seg, b: sm::Bcast, n: usize, root: i32) -> Result<()> {
     let theirs = match b {
         sm::Bcast::Done => return Ok(()),
@@ -130,18 +133,7 @@ fn bcast_done(a: &CollComm, seg: &sm::Seg, b: sm::Bcast, n: usize, root: i32) ->
     ))
 }
 
-/// The segment, when a rooted collective whose blocks are `block` bytes (the same on every
-/// rank) moves by one cross-memory copy per rank ([`sm::Seg::rooted_cma`]): blocks of at
-/// most [`sm::Seg::single_copy_max`] bytes. Callers try the segment's buffers first, so
-/// only blocks too large for them come here.
-fn single_copy(a: &CollComm, coll: Coll, block: usize) -> Result<Option<std::sync::Arc<sm::Seg>>> {
-    if block == 0 || block > sm::params::single_copy_max_for(a.size as usize) {
-        return Ok(None);
-    }
-    Ok(sm::get(a, coll)?.filter(|seg| block <= seg.single_copy_max()))
-}
-
-/// The outcome of [`sm::Seg::rooted_cma`] as the collective's.
+/// The outcome of a cross-memory copy ([`sm::Seg::gather_pair`]) as the collective's.
 fn single_copy_done(r: std::io::Result<Option<usize>>, what: &str) -> Result<()> {
     match r {
         Ok(None) => Ok(()),
@@ -455,10 +447,16 @@ fn on_seg(
 }
 
 /// Gather of blocks of `block` bytes in rank order into `recv` at `root`: our block is
-/// `send` (`None`: in place at the root, our block is already in `recv`). Blocks that fit
-/// a segment buffer go through it; on 2 ranks those of [`sm::GATHER_PAIR`] by
-/// [`sm::Seg::gather_pair`]; others by one cross-memory copy per rank up to
-/// [`sm::Seg::single_copy_max`]; the rest point to point.
+/// `send` (`None`: in place at the root, our block is already in `recv`). On the segment
+/// every other rank follows the root's post ([`sm::Seg::gather_leaf`]: it posts its block
+/// when that has at most [`sm::V_MAX`] bytes, else waits for where to write it or whether
+/// to send it), so that a root and a rank whose block lengths disagree (erroneous) fail
+/// instead of waiting for each other on different paths. The root takes blocks of at most
+/// [`sm::DATA`] bytes from their posts ([`sm::Seg::gather_root`]), larger ones as a
+/// gatherv's ([`seg_gatherv_root`]: on 2 ranks [`sm::GATHER_PAIR`] by
+/// [`sm::Seg::gather_pair`], else one cross-memory copy per rank up to
+/// [`sm::Seg::single_copy_max`], the rest point to point). Without the segment point to
+/// point.
 pub fn gather(
     a: &CollComm,
     send: Option<&[u8]>,
@@ -466,59 +464,27 @@ pub fn gather(
     block: usize,
     root: i32,
 ) -> Result<()> {
-    let (me, p) = (a.rank as usize, a.size as usize);
-    let at_root = a.rank == root;
-    if (1..=sm::DATA).contains(&block) && (0..a.size).contains(&root) {
+    let p = a.size as usize;
+    if (0..a.size).contains(&root) {
         if let Some(seg) = sm::get(a, Coll::Gather)? {
             count(a.shadow, Alg::SmGather);
-            let kind = SmKind::Gather {
-                root: root as usize,
-                block,
-            };
-            let input = match send {
-                Some(s) => s,
-                None => &recv[me * block..(me + 1) * block],
-            };
-            let k = seg.begin(&kind, input);
-            let out: &mut [u8] = if at_root {
-                &mut recv[..p * block]
-            } else {
-                &mut []
-            };
-            seg.end(&kind, k, out, None);
-            return Ok(());
-        }
-    }
-    if (0..a.size).contains(&root) {
-        if let Some(seg) = pair(a, Coll::Gather, block, sm::GATHER_PAIR)? {
-            count(a.shadow, Alg::SmGather);
-            if !at_root {
-                return given_done(
-                    a,
-                    seg.gather_leaf(root as usize, send.unwrap_or_default()),
-                    send,
-                    root,
-                    "gather",
-                );
+            if a.rank != root {
+                let g = seg.gather_leaf(root as usize, send.unwrap_or_default());
+                return given_done(a, g, send, root, "gather");
             }
-            let (theirs, own) = pair_blocks(recv, (1 - me) * block, me * block, block);
-            let own = send.map(|s| (&s[..block], own));
-            return single_copy_done(seg.gather_pair(theirs, own), "gather");
-        }
-        if let Some(seg) = single_copy(a, Coll::Gather, block)? {
-            count(a.shadow, Alg::SmGather);
-            let at = recv.as_ptr();
-            let side = match send {
-                // Copied once the root's post is out, while the others write theirs (none
-                // of them into our block).
-                Some(s) if at_root => {
-                    Side::Own(&s[..block], &mut recv[me * block..(me + 1) * block])
+            if (1..=sm::DATA).contains(&block) && recv.len() >= p * block {
+                let own = send.map(|s| &s[..block.min(s.len())]);
+                if !seg.gather_root(own, &mut recv[..p * block], block) {
+                    return Err(crate::arg_err(
+                        oxmpi_engine::ErrorClass::Truncate,
+                        "gather: a rank's block is longer than the root's count",
+                    ));
                 }
-                None if at_root => Side::Write(&[]),
-                _ => Side::Write(send.unwrap_or_default()),
-            };
-            let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
-            return single_copy_done(r, "gather");
+                return Ok(());
+            }
+            let (counts, displs) = (vec![block; p], regular_displs(p, block));
+            let send = send.map(|s| &s[..block.min(s.len())]);
+            return seg_gatherv_root(a, &seg, send, recv, (&counts, &displs), "gather");
         }
     }
     a.gather_from(send, recv, block, root)
@@ -561,9 +527,13 @@ fn pair_blocks(recv: &mut [u8], theirs: usize, own: usize, n: usize) -> (&mut [u
 /// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
 /// `recv` (`None`: in place at the root, nothing to copy). On the segment when the blocks
 /// other than the root's fit one buffer ([`sm::Seg::scatter`]: through the root's lane when
-/// they fit a lane entry); else, when one block fits a buffer after a scatterv table, as a
-/// scatterv on the segment: the blocks that fit are posted there, the rest go point to
-/// point, the root's own is never posted.
+/// they fit a lane entry, else its ring cell); else as a scatterv on the segment (the blocks
+/// that fit a buffer after the scatterv table posted there, larger ones read by one
+/// cross-memory copy up to [`sm::Seg::single_copy_max`], the rest point to point; the
+/// root's own is never posted), whose other ranks follow whichever post the root made
+/// ([`sm::Seg::scatter_leaf`]), so that ranks whose block lengths disagree with the root's
+/// (erroneous) take the root's block or fail instead of waiting on another path. Without
+/// the segment point to point.
 pub fn scatter(
     a: &CollComm,
     send: &[u8],
@@ -572,48 +542,24 @@ pub fn scatter(
     root: i32,
 ) -> Result<()> {
     let p = a.size as usize;
-    if block > 0 && (p - 1) * block <= sm::DATA && (0..a.size).contains(&root) {
-        if let Some(seg) = sm::get(a, Coll::Scatter)? {
-            count(a.shadow, Alg::SmScatter);
-            if !seg.scatter(send, recv, block, root as usize) {
-                return Err(crate::arg_err(
-                    oxmpi_engine::ErrorClass::Truncate,
-                    "scatter: the root's blocks differ in length from this rank's",
-                ));
-            }
-            return Ok(());
-        }
-    }
-    if block > 0 && block + 8 * p <= sm::CAP && (0..a.size).contains(&root) {
-        if let Some(seg) = sm::get(a, Coll::Scatter)? {
-            count(a.shadow, Alg::SmScatter);
-            let (counts, displs): (Vec<usize>, Vec<usize>) = if a.rank == root {
-                (0..p).map(|i| (block, i * block)).unzip()
-            } else {
-                (Vec::new(), Vec::new())
-            };
-            return seg_scatterv(a, &seg, (send, &counts, &displs), recv, root);
-        }
-    }
     if (0..a.size).contains(&root) {
-        if let Some(seg) = single_copy(a, Coll::Scatter, block)? {
+        if let Some(seg) = sm::get(a, Coll::Scatter)? {
             count(a.shadow, Alg::SmScatter);
-            let side = match recv {
-                // Copied once the root's post is out, while the others read theirs.
-                Some(r) if a.rank == root => {
-                    let me = root as usize;
-                    Side::Own(&send[me * block..(me + 1) * block], &mut r[..block])
+            let mut recv = recv;
+            if block > 0 && (p - 1) * block <= sm::DATA {
+                let got = seg.scatter(send, recv.as_deref_mut(), block, root as usize);
+                if matches!(got, VBlock::Here(_)) {
+                    return Ok(());
                 }
-                Some(r) => Side::Read(r),
-                None => Side::Read(&mut []),
-            };
-            let at = if a.rank == root {
-                send[..p * block].as_ptr()
-            } else {
-                send.as_ptr()
-            };
-            let r = seg.rooted_cma(root as usize, at, |r| (r * block, block), side);
-            return single_copy_done(r, "scatter");
+                return vblock_done(a, got, recv.unwrap_or_default(), root, "scatter");
+            }
+            if a.rank != root {
+                let r = recv.unwrap_or_default();
+                let got = seg.scatter_leaf(r, root as usize);
+                return vblock_done(a, got, r, root, "scatter");
+            }
+            let (counts, displs) = (vec![block; p], regular_displs(p, block));
+            return seg_scatterv(a, &seg, (send, &counts, &displs), recv, root);
         }
     }
     a.scatter_into(send, recv, block, root)
@@ -952,59 +898,72 @@ pub fn gatherv(
                 let s = send.unwrap_or_default();
                 return given_done(a, seg.gather_leaf(root as usize, s), send, root, "gatherv");
             }
-            let valid = a
-                .check_vec_len(counts, displs)
-                .and_then(|()| crate::base::helpers::check_blocks(recv.len(), counts, displs));
-            if let Err(e) = valid {
-                // Still take part, with room for no block: no rank is left waiting.
-                let none = vec![0; a.size as usize];
-                seg.gatherv_root(None, (&mut [], &none, &none), 0);
-                return Err(e);
-            }
-            // (`other` is the other rank only on 2 ranks, the one case that reads it.)
-            let (me, other) = (a.rank as usize, a.rank as usize ^ 1);
-            // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's
-            // ([`sm::Seg::gather_pair`]; the other rank follows our post).
-            if a.size == 2 && seg.cma_known() && sm::GATHER_PAIR.contains(&counts[other]) {
-                let n = counts[other];
-                let (t, o) = (displs[other], displs[me]);
-                // Disjoint blocks (MPI: no place written twice), or the other block alone.
-                let apart = send.is_none() || t + n <= o || o + counts[me] <= t;
-                let (theirs, own) = match apart {
-                    true => pair_blocks(recv, t, o, n),
-                    false => (&mut recv[t..t + n], &mut [][..]),
-                };
-                let room = counts[me].min(own.len());
-                let own = send.map(|s| (s, &mut own[..room]));
-                return single_copy_done(seg.gather_pair(theirs, own), "gatherv");
-            }
-            let one_copy = seg.single_copy_max();
-            let (ok, rest) = seg.gatherv_root(send, (&mut *recv, counts, displs), one_copy);
-            // The blocks that travel point to point.
-            let base = recv.as_mut_ptr();
-            let mut reqs = Vec::new();
-            for i in rest {
-                // SAFETY: the block is in bounds (checked); `recv` outlives the waitall.
-                match unsafe { a.irecv_raw(base.add(displs[i]), counts[i], i as i32, TAG_GATHER) } {
-                    Ok(q) => reqs.push((q, i as i32)),
-                    Err(e) => {
-                        a.abandon(&reqs);
-                        return Err(e);
-                    }
-                }
-            }
-            a.waitall(&reqs, "gatherv")?;
-            if !ok {
-                return Err(crate::arg_err(
-                    oxmpi_engine::ErrorClass::Truncate,
-                    "gatherv: a rank's block is longer than the root's count for it",
-                ));
-            }
-            return Ok(());
+            return seg_gatherv_root(a, &seg, send, recv, (counts, displs), "gatherv");
         }
     }
     count(a.shadow, Alg::GathervLinear);
     a.gatherv_linear(send, recv, (counts, displs), root)
+}
+
+/// The root's part of a gatherv on the segment `seg` (every other rank runs
+/// [`sm::Seg::gather_leaf`]); `what` names the collective in errors.
+fn seg_gatherv_root(
+    a: &CollComm,
+    seg: &sm::Seg,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    (counts, displs): (&[usize], &[usize]),
+    what: &str,
+) -> Result<()> {
+    let valid = a
+        .check_vec_len(counts, displs)
+        .and_then(|()| crate::base::helpers::check_blocks(recv.len(), counts, displs));
+    if let Err(e) = valid {
+        // Still take part, with room for no block: no rank is left waiting.
+        let none = vec![0; a.size as usize];
+        seg.gatherv_root(None, (&mut [], &none, &none), 0);
+        return Err(e);
+    }
+    // (`other` is the other rank only on 2 ranks, the one case that reads it.)
+    let (me, other) = (a.rank as usize, a.rank as usize ^ 1);
+    // On 2 ranks, a block of `sm::GATHER_PAIR` as a gather's
+    // ([`sm::Seg::gather_pair`]; the other rank follows our post).
+    if a.size == 2 && seg.cma_known() && sm::GATHER_PAIR.contains(&counts[other]) {
+        let n = counts[other];
+        let (t, o) = (displs[other], displs[me]);
+        // Disjoint blocks (MPI: no place written twice), or the other block alone.
+        let apart = send.is_none() || t + n <= o || o + counts[me] <= t;
+        let (theirs, own) = match apart {
+            true => pair_blocks(recv, t, o, n),
+            false => (&mut recv[t..t + n], &mut [][..]),
+        };
+        let room = counts[me].min(own.len());
+        let own = send.map(|s| (s, &mut own[..room]));
+        return single_copy_done(seg.gather_pair(theirs, own), what);
+    }
+    let one_copy = seg.single_copy_max();
+    let (ok, rest) = seg.gatherv_root(send, (&mut *recv, counts, displs), one_copy);
+    // The blocks that travel point to point.
+    let base = recv.as_mut_ptr();
+    let mut reqs = Vec::new();
+    for i in rest {
+        // SAFETY: the block is in bounds (checked); `recv` outlives the waitall.
+        match unsafe { a.irecv_raw(base.add(displs[i]), counts[i], i as i32, TAG_GATHER) } {
+            Ok(q) => reqs.push((q, i as i32)),
+            Err(e) => {
+                a.abandon(&reqs);
+                return Err(e);
+            }
+        }
+    }
+    a.waitall(&reqs, what)?;
+    if !ok {
+        return Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            format!("{what}: a rank's block is longer than the root's count for it"),
+        ));
+    }
+    Ok(())
 }
 
 /// Scatterv from `root`: block `i` of `send` (`counts[i]` bytes at `displs[i]`, root
@@ -1027,6 +986,24 @@ pub fn scatterv(
     a.scatterv_linear((send, counts, displs), recv, root)
 }
 
+/// The outcome of a non-root rank's scatter(v) block on the segment as the collective's
+/// (`what`): a block that is not on the segment comes from `root` point to point into `r`.
+fn vblock_done(a: &CollComm, got: VBlock, r: &mut [u8], root: i32, what: &str) -> Result<()> {
+    match got {
+        VBlock::Here(_) => Ok(()),
+        VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
+        VBlock::Failed => single_copy_done(Err(std::io::ErrorKind::Other.into()), what),
+        VBlock::Abandoned => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Arg,
+            format!("{what}: the root (rank {root}) was given invalid counts or displacements"),
+        )),
+        VBlock::Truncated(n) => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            format!("{what}: {n} bytes for a receive buffer of {}", r.len()),
+        )),
+    }
+}
+
 /// [`scatterv`] on the segment `seg`.
 fn seg_scatterv(
     a: &CollComm,
@@ -1039,21 +1016,8 @@ fn seg_scatterv(
     let one_copy = seg.single_copy_max();
     if !at_root {
         let r = recv.unwrap_or_default();
-        return match seg.scatterv(None, r, root as usize, one_copy).1 {
-            VBlock::Here(_) => Ok(()),
-            VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
-            VBlock::Failed => single_copy_done(Err(std::io::ErrorKind::Other.into()), "scatterv"),
-            VBlock::Abandoned => Err(crate::arg_err(
-                oxmpi_engine::ErrorClass::Arg,
-                format!(
-                    "scatterv: the root (rank {root}) was given invalid counts or displacements"
-                ),
-            )),
-            VBlock::Truncated(n) => Err(crate::arg_err(
-                oxmpi_engine::ErrorClass::Truncate,
-                format!("scatterv: {n} bytes for a receive buffer of {}", r.len()),
-            )),
-        };
+        let got = seg.scatterv(None, r, root as usize, one_copy).1;
+        return vblock_done(a, got, r, root, "scatterv");
     }
     let valid = a
         .check_vec_len(counts, displs)

@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{trade, Large, Pair, Reduction};
+use super::segment::{copy_own, trade, Large, Pair, Reduction};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -183,13 +183,13 @@ pub enum SmKind {
         /// Which reduction.
         red: Reduction,
     },
-    /// `MPI_Iallreduce`, `MPI_Ireduce` or `MPI_Ireduce_scatter(_block)` of a vector larger
-    /// than a buffer on two ranks that reach each other by CMA, by cross-memory copies
-    /// between the ranks' buffers, both folding, as the blocking forms do
-    /// (`segment/pull_nb.rs`): input and output as for [`SmKind::Large`]. Read by
-    /// [`SmNb::progress`], not [`SmKind::compute`].
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Ireduce_scatter(_block)` or `MPI_Iscan` of a
+    /// vector larger than a buffer on two ranks that reach each other by CMA, by
+    /// cross-memory copies between the ranks' buffers, both folding, as the blocking forms
+    /// do (`segment/pull_nb.rs`; a scan as a reduce to rank 1): input and output as for
+    /// [`SmKind::Large`]. Read by [`SmNb::progress`], not [`SmKind::compute`].
     Pair {
-        /// Which reduction (not a scan).
+        /// Which reduction (not an exclusive scan).
         red: Reduction,
     },
 }
@@ -727,9 +727,15 @@ impl SmNb {
                     if me == *root {
                         // With writers, our pid, then per rank the address and length of
                         // its block in our output when it writes it there (else 0, 0).
+                        // Without, one word 0 (no table): a rank whose block is longer
+                        // than the segment takes (erroneous: its count differs from ours)
+                        // waits for our post and then writes nothing.
                         let base = output.0 as u64;
-                        !(0..p).any(|r| r != me && far(counts[r]))
-                            || seg.try_post_with(k, |b| {
+                        if !(0..p).any(|r| r != me && far(counts[r])) {
+                            // SAFETY: `b` is our buffer's `CAP` bytes.
+                            seg.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(0) })
+                        } else {
+                            seg.try_post_with(k, |b| {
                                 let w = b.cast::<u64>();
                                 // SAFETY: `b` is our buffer's `CAP >= 8 (1 + 2p)` bytes (the
                                 // largest communicator has 64 ranks).
@@ -745,9 +751,11 @@ impl SmNb {
                                     }
                                 }
                             })
+                        }
                     } else {
-                        n == 0
-                            || n > GATHERV_MAX
+                        // An empty block is posted too (its length): a root whose count
+                        // for it is not 0 (erroneous) waits for that.
+                        n > GATHERV_MAX
                             || seg.try_post_with(k, |b| {
                                 // SAFETY: `b` is our buffer's `CAP` bytes and
                                 // `8 + n <= CAP`; the input is readable (caller contract).
@@ -980,8 +988,15 @@ impl SmNb {
                         if !seg.stamped(*root, k) {
                             return None;
                         }
-                        let (pid, at) = (word(*root, 0) as i32, word(*root, 8 * (1 + 2 * me)));
-                        let room = word(*root, 8 * (2 + 2 * me)) as usize;
+                        let pid = word(*root, 0) as i32;
+                        // No table (pid 0): the root takes no block by CMA.
+                        let (at, room) = match pid {
+                            0 => (0, 0),
+                            _ => (
+                                word(*root, 8 * (1 + 2 * me)),
+                                word(*root, 8 * (2 + 2 * me)) as usize,
+                            ),
+                        };
                         self.copied = Some(if at == 0 || input.len() > room {
                             Progress::Mismatch
                         } else {
@@ -995,8 +1010,12 @@ impl SmNb {
                             }
                         });
                     }
-                    // Tell the root we wrote (later if our buffer is in use).
-                    return seg.try_post_with(k, |_| {}).then_some(self.copied?);
+                    // Tell the root we wrote (later if our buffer is in use), with our
+                    // length: a root that expected a posted block (erroneous) sees it.
+                    let n = input.len() as u64;
+                    // SAFETY: `b` is our buffer's `CAP` bytes.
+                    let post = |b: *mut u8| unsafe { b.cast::<u64>().write_unaligned(n) };
+                    return seg.try_post_with(k, post).then_some(self.copied?);
                 }
                 // Our own block at the first look after our post, while the others write
                 // or post theirs (none of them touches it), as a single-copy gather's root
@@ -1020,10 +1039,18 @@ impl SmNb {
                     return None;
                 }
                 ok &= self.copied == Some(Progress::Done);
-                // A writer whose block lies outside our output wrote nothing.
-                ok &= (0..p)
-                    .filter(|&r| writer(r))
-                    .all(|r| displs[r] + counts[r] <= out.len());
+                // A writer whose block lies outside our output wrote nothing; one whose
+                // length word says it posted its block (erroneous: shorter than our count)
+                // or wrote nothing (longer) did not write.
+                for r in (0..p).filter(|&r| writer(r)) {
+                    let n = word(r, 0) as usize;
+                    if n <= GATHERV_MAX {
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
+                        ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
+                    } else {
+                        ok &= n <= counts[r] && displs[r] + counts[r] <= out.len();
+                    }
+                }
                 for r in (0..p).filter(|&r| posted(r)) {
                     let n = word(r, 0) as usize;
                     if n > counts[r] || n > GATHERV_MAX {
@@ -1061,43 +1088,59 @@ impl SmNb {
                         return None;
                     }
                     ok = self.copied == Some(Progress::Done);
-                } else if far(out.len()) {
+                } else if out.is_empty() || far(out.len()) || out.len() <= scatterv_max(p) {
+                    // Our block is on the segment or read by CMA (or, with an empty
+                    // buffer, should be none): the root's entry says which, whatever our
+                    // length (it differs from the root's count in an erroneous program).
                     if self.copied.is_none() {
                         if !seg.stamped(*root, k) {
                             return None;
                         }
                         let e = word(*root, 8 * me);
-                        let (at, n) = (
-                            ((e >> 32) & 0x7fff_ffff) as usize,
-                            (e & 0xffff_ffff) as usize,
-                        );
-                        let valid =
-                            e != NOT_HERE && e & FAR != 0 && n <= out.len() && at + 16 <= CAP;
-                        self.copied = Some(if valid {
-                            let (pid, addr) = (word(*root, at) as i32, word(*root, at + 8));
-                            // SAFETY: the root's input holds our `n` bytes at `addr`,
-                            // unchanged until we stamp (it waits for that); `out` has room.
-                            match unsafe { cma_copy(pid, out.as_mut_ptr(), addr, n, Cma::Read) } {
-                                Ok(()) => Progress::Done,
-                                Err(_) => Progress::CopyFailed,
+                        self.copied = Some(if e == NOT_HERE {
+                            // (No block, or one that comes by message: not ours to take.)
+                            match out.is_empty() {
+                                true => Progress::Done,
+                                false => Progress::Mismatch,
+                            }
+                        } else if e & FAR != 0 {
+                            let (at, n) = (
+                                ((e >> 32) & 0x7fff_ffff) as usize,
+                                (e & 0xffff_ffff) as usize,
+                            );
+                            if n <= out.len() && at + 16 <= CAP {
+                                let (pid, addr) = (word(*root, at) as i32, word(*root, at + 8));
+                                // SAFETY: the root's input holds our `n` bytes at `addr`,
+                                // unchanged until we stamp (it waits for that); `out` has
+                                // room.
+                                match unsafe { cma_copy(pid, out.as_mut_ptr(), addr, n, Cma::Read) }
+                                {
+                                    Ok(()) => Progress::Done,
+                                    Err(_) => Progress::CopyFailed,
+                                }
+                            } else {
+                                Progress::Mismatch
                             }
                         } else {
-                            Progress::Mismatch
+                            let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
+                            if n <= out.len() && off + n <= CAP {
+                                // SAFETY: as in `word` (stamp acquired, `k` open);
+                                // `off + n <= CAP`.
+                                out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
+                                Progress::Done
+                            } else {
+                                Progress::Mismatch
+                            }
                         });
                     }
-                    // Tell the root we read (later if our buffer is in use).
-                    return seg.try_post_with(k, |_| {}).then_some(self.copied?);
-                } else if (1..=scatterv_max(p)).contains(&out.len()) {
-                    if !seg.stamped(*root, k) {
+                    // A root whose entry for us is read by CMA waits until we no longer
+                    // read its input: tell it (later if our buffer is in use).
+                    let e = word(*root, 8 * me);
+                    let read = far(out.len()) || (e != NOT_HERE && e & FAR != 0);
+                    if read && !seg.try_post_with(k, |_| {}) {
                         return None;
                     }
-                    let e = word(*root, 8 * me);
-                    let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
-                    ok = e != NOT_HERE && n <= out.len() && off + n <= CAP;
-                    if ok {
-                        // SAFETY: as in `word` (stamp acquired, `k` open); `off + n <= CAP`.
-                        out[..n].copy_from_slice(unsafe { seg.peer_nb(*root, k, off, n) });
-                    }
+                    return self.copied;
                 }
             }
             SmKind::Alltoallv { .. } => unreachable!("read by read_alltoallv"),
@@ -1159,9 +1202,12 @@ impl SmNb {
                 let (c, d) = (scounts[me], sdispls[me]);
                 let ok = c == rcounts[me]
                     && (c == 0
-                        || input
-                            .get(d..d + c)
-                            .is_some_and(|b| put(out, rdispls[me], b)));
+                        || input.get(d..d + c).is_some_and(|b| {
+                            let total = out.len();
+                            out.get_mut(rdispls[me]..rdispls[me] + c)
+                                .map(|o| copy_own(o, b, total))
+                                .is_some()
+                        }));
                 if !ok && self.fault == Progress::Done {
                     self.fault = Progress::Mismatch;
                 }

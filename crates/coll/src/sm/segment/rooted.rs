@@ -428,6 +428,62 @@ impl Seg {
         r
     }
 
+    /// The root's part of a gather of blocks of `block` bytes (1 to [`super::DATA`]) on
+    /// the segment: every other rank runs [`Seg::gather_leaf`], which posts its length and
+    /// (as it has at most [`V_MAX`] bytes in a correct program) its block; we copy each from
+    /// there into its place in `recv` (`size * block` bytes), and our own from `own` (at
+    /// most `block` bytes; `None`: in place, already there). We post nothing unless a rank's length says it waits for
+    /// our post (its block is longer than [`V_MAX`]: erroneous): then a table without room
+    /// for any block, which fails it ([`Given::Truncated`]). A shorter block than `block`
+    /// is copied all the same (as point to point); false when some block was longer (not
+    /// copied).
+    pub fn gather_root(&self, own: Option<&[u8]>, recv: &mut [u8], block: usize) -> bool {
+        let (me, p, b) = (self.rank, self.size, block);
+        let k = self.next();
+        if let Some(s) = own {
+            recv[me * b..me * b + s.len()].copy_from_slice(s);
+        }
+        let (mut ok, mut posted) = (true, false);
+        for r in (0..p).filter(|&r| r != me) {
+            self.wait_word(self.stamp(r, k), k);
+            // SAFETY: rank `r` stamped `k` (waited above) and we finish `k` only after the
+            // reads; its post starts with the length word.
+            let n = unsafe { self.post_word(r, k, 0) } as usize;
+            let into = &mut recv[r * b..(r + 1) * b];
+            if n == b {
+                // SAFETY: as above; `8 + b <= CAP` bytes posted.
+                into.copy_from_slice(unsafe { self.peer(r, k, 8, b) });
+            } else if n <= V_MAX {
+                ok &= self.take_posted(r, k, into).is_none();
+            } else {
+                ok = false;
+                if !posted {
+                    self.post_no_room(k);
+                    posted = true;
+                }
+            }
+        }
+        self.finish(k);
+        ok
+    }
+
+    /// Post, as a gather(v) root at collective `k`, a table that gives no rank room
+    /// ([`POST_TABLE`] with empty entries): a rank that waits for our post
+    /// ([`Seg::gather_leaf`]) then copies nothing and fails.
+    fn post_no_room(&self, k: u64) {
+        self.reusable(k.saturating_sub(NBUF));
+        let w = self.data(self.rank, k).cast::<u64>();
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
+        // longer by anybody for `k - NBUF` (waited above); `8 * (1 + 2p) <= DATA`.
+        unsafe {
+            w.write_unaligned(crate::sm::own_pid() | POST_TABLE);
+            for i in 1..=2 * self.size {
+                w.add(i).write_unaligned(0);
+            }
+        }
+        self.put_word(self.stamp(self.rank, k), k);
+    }
+
     /// The root's part of a gather on 2 ranks by one cross-memory copy, for blocks of
     /// [`GATHER_PAIR`] (call only when [`Seg::cma_known`]; the other rank runs
     /// [`Seg::gather_leaf`]). We post our pid, where the other block goes and its room, and
