@@ -629,7 +629,7 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`Engine::irecv`].
-    #[inline(always)]
+    #[inline]
     pub unsafe fn irecv_started(
         &self,
         buf: *mut u8,
@@ -639,29 +639,6 @@ impl Engine {
         comm: CommId,
     ) -> Result<crate::Started, Error> {
         let mut st = self.lock();
-        // A receive queued behind others from its source (the rest of a window of
-        // receives): posted here, inlined into the caller (see `State::irecv_queued`).
-        // SAFETY: forwarded caller guarantee.
-        if let Some(r) = unsafe { st.irecv_queued(buf, len, src, tag, comm) } {
-            return Ok(crate::Started::Pending(r));
-        }
-        // SAFETY: forwarded caller guarantee.
-        unsafe { Self::irecv_started_locked(st, buf, len, src, tag, comm) }
-    }
-
-    /// [`Engine::irecv_started`] in every case, under the lock `st`.
-    ///
-    /// # Safety
-    /// As for [`Engine::irecv`].
-    #[inline(never)]
-    unsafe fn irecv_started_locked(
-        mut st: StateGuard<'_>,
-        buf: *mut u8,
-        len: usize,
-        src: i32,
-        tag: i32,
-        comm: CommId,
-    ) -> Result<crate::Started, Error> {
         // The common case in one pass (arguments and communicator read once; see
         // `State::irecv_fast`).
         // SAFETY: forwarded caller guarantee.

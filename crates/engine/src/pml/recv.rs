@@ -271,44 +271,6 @@ impl State {
         Some(Started::Req(ReqId(id)))
     }
 
-    /// [`State::irecv_fast`] when receives from the source are posted already (the rest of
-    /// a window of receives): the new receive queues behind them, with no look at the link
-    /// (the direct path is for a receive that would be the first from its source). `None`
-    /// in every other case, the caller then goes on as before.
-    ///
-    /// # Safety
-    /// As for [`Engine::irecv`](crate::Engine::irecv).
-    #[inline(always)]
-    pub(crate) unsafe fn irecv_queued(
-        &mut self,
-        buf: *mut u8,
-        len: usize,
-        src: i32,
-        tag: i32,
-        comm: CommId,
-    ) -> Option<ReqId> {
-        if self.matcher.has_unexpected() || !self.revoked.is_empty() {
-            return None;
-        }
-        let (ctx, peer) = self.linked_source(buf.is_null() && len > 0, src, tag, comm)?;
-        if self.matcher.quiet_for(ctx, src) {
-            return None;
-        }
-        let id = self.new_req(ReqState::Posted {
-            buf,
-            cap: len,
-            ctx,
-            src,
-            peer: Some(peer),
-        });
-        let found = self.matcher.post(ctx, src, tag, id);
-        debug_assert!(
-            found.is_none(),
-            "a post matched although nothing was unexpected"
-        );
-        Some(ReqId(id))
-    }
-
     /// Whether a blocking receive `(src, tag)` on `comm` may use the direct path: valid
     /// arguments (anything invalid goes to the
     /// general path, which reports it), a specific source on another rank with a live link,
