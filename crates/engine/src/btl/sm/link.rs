@@ -180,67 +180,11 @@ impl Link for SmLink {
         })
     }
 
-    /// The common record (a standard eager one with the compact header, not line-aligned)
-    /// is read here, inlined into the drain's statically dispatched call; the others in
-    /// [`SmLink::poll_other`].
-    #[inline(always)]
+    #[inline]
     fn poll(&mut self) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
         let Some((p, len)) = self.rx.peek()? else {
             return Ok(None);
         };
-        if len >= SHORT_HDR {
-            // SAFETY: the record holds at least SHORT_HDR bytes, 8-byte aligned.
-            let (kind, flags) = unsafe { (p.read(), p.add(1).read()) };
-            // SAFETY: as above (the pad field, bytes 2-3, of the compact header).
-            let pad = unsafe { p.add(2).cast::<u16>().read() };
-            if is_short(kind, flags) && pad == 0 {
-                let mut hdr = Hdr::default();
-                // SAFETY: as above; `Hdr` is `repr(C)` with its first SHORT_HDR bytes plain
-                // integers (any bytes are a valid value); the payload follows.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        p,
-                        (&mut hdr as *mut Hdr).cast::<u8>(),
-                        SHORT_HDR,
-                    );
-                }
-                // SAFETY: the payload follows the compact header inside the record.
-                return Ok(Some((hdr, unsafe { p.add(SHORT_HDR) }, len - SHORT_HDR)));
-            }
-        }
-        self.poll_other(p, len)
-    }
-
-    #[inline]
-    fn release(&mut self) {
-        self.rx.release();
-        if let Some(brx) = self.bulk_rx.as_mut() {
-            if let Some(end) = brx.pending.take() {
-                brx.mem.tail().store(end, Ordering::Release);
-            }
-        }
-    }
-
-    #[inline]
-    fn ready(&self) -> bool {
-        self.rx.ready()
-    }
-
-    #[inline]
-    fn as_sm(&mut self) -> Option<&mut SmLink> {
-        Some(self)
-    }
-}
-
-impl SmLink {
-    /// [`Link::poll`] of a record other than a standard eager one with the compact header
-    /// and no alignment pad: `len` bytes at `p`, as peeked.
-    #[inline(never)]
-    fn poll_other(
-        &mut self,
-        p: *const u8,
-        len: usize,
-    ) -> Result<Option<(Hdr, *const u8, usize)>, LinkError> {
         if len < SHORT_HDR {
             return Err(LinkError::Short(len));
         }
@@ -304,6 +248,26 @@ impl SmLink {
         }
         // SAFETY: in bounds of the record.
         Ok(Some((hdr, unsafe { p.add(HDR) }, len - HDR)))
+    }
+
+    #[inline]
+    fn release(&mut self) {
+        self.rx.release();
+        if let Some(brx) = self.bulk_rx.as_mut() {
+            if let Some(end) = brx.pending.take() {
+                brx.mem.tail().store(end, Ordering::Release);
+            }
+        }
+    }
+
+    #[inline]
+    fn ready(&self) -> bool {
+        self.rx.ready()
+    }
+
+    #[inline]
+    fn as_sm(&mut self) -> Option<&mut SmLink> {
+        Some(self)
     }
 }
 
