@@ -315,34 +315,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Posts a receive. If an unexpected message matches, it is removed and returned with its
     /// envelope (the receive is then *not* queued); otherwise the receive is queued and `None`
     /// is returned.
-    ///
-    /// The common case is inlined into the caller: nothing unexpected queued anywhere and a
-    /// specific source whose bin an earlier post made (the receive goes to the back of its
-    /// source's bin, as [`Matcher::post_general`] would put it).
-    #[inline(always)]
     pub fn post(&mut self, ctx: u32, src: i32, tag: i32, req: R) -> Option<(Envelope, M)> {
-        if self.n_unexpected == 0 && src >= 0 {
-            if let Some(bin) = self
-                .ctxs
-                .get_mut(ctx)
-                .and_then(|q| q.posted_src.get_mut(src))
-            {
-                self.seq += 1;
-                bin.push_back(Posted {
-                    seq: self.seq,
-                    src,
-                    tag,
-                    req,
-                });
-                return None;
-            }
-        }
-        self.post_general(ctx, src, tag, req)
-    }
-
-    /// [`Matcher::post`] in every case.
-    #[inline(never)]
-    fn post_general(&mut self, ctx: u32, src: i32, tag: i32, req: R) -> Option<(Envelope, M)> {
         self.seq += 1;
         let seq = self.seq;
         let q = self.ctxs.entry(ctx);
@@ -375,28 +348,7 @@ impl<R: PartialEq, M> Matcher<R, M> {
     /// Removes and returns the posted receive that an arriving message with envelope `env`
     /// matches, if any. When `None` is returned the caller must store the message with
     /// [`Matcher::push_unexpected`] before handling any other arrival or post on this context.
-    ///
-    /// The common case is inlined into the caller: no wildcard receive posted on the
-    /// context and the oldest receive posted for the source matches.
-    #[inline(always)]
     pub fn match_arrival(&mut self, env: Envelope) -> Option<R> {
-        if let Some(q) = self.ctxs.get_mut(env.ctx) {
-            if q.posted_any.is_empty() {
-                if let Some(bin) = q.posted_src.get_mut(env.src) {
-                    if bin.front().is_some_and(|p| tag_matches(p.tag, env.tag)) {
-                        self.stats.arrivals += 1;
-                        self.stats.posted_searched += 1;
-                        return bin.pop_front().map(|p| p.req);
-                    }
-                }
-            }
-        }
-        self.match_arrival_general(env)
-    }
-
-    /// [`Matcher::match_arrival`] in every case.
-    #[inline(never)]
-    fn match_arrival_general(&mut self, env: Envelope) -> Option<R> {
         self.stats.arrivals += 1;
         let q = self.ctxs.get_mut(env.ctx)?;
         // The common case: no wildcard receive posted and the oldest receive posted for the
