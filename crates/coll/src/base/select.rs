@@ -1013,7 +1013,7 @@ fn seg_scatterv(
     let one_copy = seg.single_copy_max();
     if !at_root {
         let r = recv.unwrap_or_default();
-        let got = seg.scatterv(None, r, root as usize, one_copy).1;
+        let got = seg.scatterv(None, r, root as usize, one_copy, &mut None).1;
         return vblock_done(a, got, r, root, "scatterv");
     }
     let valid = a
@@ -1021,15 +1021,25 @@ fn seg_scatterv(
         .and_then(|()| crate::base::helpers::check_blocks(send.len(), counts, displs));
     // Invalid arguments still take part (a table that fails the others), then fail.
     let table = valid.is_ok().then_some((send, counts, displs));
-    let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
-    valid?;
     let me = root as usize;
-    if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
-        return Err(crate::arg_err(
-            oxmpi_engine::ErrorClass::Truncate,
-            "root's receive buffer is smaller than its block",
-        ));
-    }
+    // Our own block (valid arguments, room for it), copied by the segment while ranks
+    // read theirs by cross-memory copies, else below once the messages are out.
+    let mut own = match (&valid, recv) {
+        (Ok(()), Some(r)) if r.len() >= counts[me] => Some((
+            &send[displs[me]..displs[me] + counts[me]],
+            &mut r[..counts[me]],
+        )),
+        (Ok(()), Some(_)) => {
+            seg.scatterv(table, &mut [], root as usize, one_copy, &mut None);
+            return Err(crate::arg_err(
+                oxmpi_engine::ErrorClass::Truncate,
+                "root's receive buffer is smaller than its block",
+            ));
+        }
+        _ => None,
+    };
+    let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy, &mut own);
+    valid?;
     let mut reqs = Vec::new();
     for r in rest {
         let i = r as i32;
@@ -1043,8 +1053,8 @@ fn seg_scatterv(
         }
     }
     // Our own block once the messages are out (their receivers read while we copy).
-    if let Some(r) = recv {
-        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    if let Some((src, dst)) = own {
+        dst.copy_from_slice(src);
     }
     // Every block on the segment (the small scatterv): nothing to wait for.
     if reqs.is_empty() {

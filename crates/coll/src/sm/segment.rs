@@ -1234,13 +1234,16 @@ impl Seg {
     /// posted (to be sent otherwise; its own is never posted), at the others what came
     /// ([`VBlock`]; a posted block is copied into `recv`). A root given no table (its
     /// arguments were invalid) posts one that makes every other rank return
-    /// [`VBlock::Abandoned`].
+    /// [`VBlock::Abandoned`]. A root that waits for readers copies `own` (its own block:
+    /// source, destination of the same length) while they read, after its post, and takes
+    /// it out of `own`; otherwise `own` is left for the caller.
     pub fn scatterv(
         &self,
         send: Option<(&[u8], &[usize], &[usize])>,
         recv: &mut [u8],
         root: usize,
         one_copy: usize,
+        own: &mut Option<(&[u8], &mut [u8])>,
     ) -> (Vec<usize>, VBlock) {
         let p = self.size;
         let k = self.next();
@@ -1368,8 +1371,12 @@ impl Seg {
                     };
                 }
                 self.put_word(self.stamp(self.rank, k), k);
-                // Our buffer is read by the ranks whose entries say so until they are done.
+                // Our buffer is read by the ranks whose entries say so until they are done;
+                // our own block meanwhile, rather than after the wait.
                 if any_far {
+                    if let Some((src, dst)) = own.take() {
+                        dst.copy_from_slice(src);
+                    }
                     for r in 0..p {
                         // SAFETY: entry `r` of our own table, written above; the readers
                         // only read it.
