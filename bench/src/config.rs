@@ -206,7 +206,8 @@ Runs oxmpi, Open MPI and MPICH interleaved on the same benchmark sources
   --no-install         do not apt-get install missing peers
   --timeout SECS       timeout of every launch (default: 120 s, and for the
                        benchmark launches 60 s + 4 x the per-measurement
-                       budget x the measurements of the launch)
+                       budget x the measurements of the launch; with
+                       --mpi4py-suite the timeout of each module, 300 s)
   --no-mpi4py          skip the mpi4py ping-pong (otherwise a venv with the
                        mpi4py wheel is made under target/oxmpi-bench/venv)
   --apps, --no-apps    time (or not) Debian's MPICH-built applications (ScaLAPACK

@@ -269,7 +269,12 @@ fn run(cfg: &Config, root: &Path) -> Result<(), String> {
         let suite = suite4py::Suite {
             python: py,
             tests,
-            timeout: s.module_timeout,
+            // an explicit --timeout replaces the per-module timeout too
+            timeout: if cfg.timeout_explicit {
+                cfg.timeout
+            } else {
+                s.module_timeout
+            },
         };
         meta.reps = suite4py::run(&mut runner, cfg, s, &ready, &suite)?;
         meta.duration_s = t0.elapsed().as_secs_f64();

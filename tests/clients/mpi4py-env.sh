@@ -33,14 +33,15 @@ if ! "$PY" -c "import mpi4py, numpy, sys; sys.exit(mpi4py.__version__ != '$MPI4P
         die "pip install mpi4py==$MPI4PY_VERSION numpy failed"
 fi
 
-# The sdist's test/ directory (downloaded and unpacked once).
+# The sdist's test/ directory (downloaded and unpacked once; --no-binary mpi4py:
+# its build dependencies come as wheels, not built from source to read the metadata).
 mpi4py_sdist_tests() {
     local dir=${OXMPI_MPI4PY_SDIST:-$REPO/target/mpi4py-sdist}
     local tests=$dir/mpi4py-$MPI4PY_VERSION/test
     if [ ! -f "$tests/main.py" ]; then
         mkdir -p "$dir"
         if [ ! -f "$dir/mpi4py-$MPI4PY_VERSION.tar.gz" ]; then
-            "$VENV/bin/pip" download -q --no-binary :all: --no-deps \
+            "$VENV/bin/pip" download -q --no-binary mpi4py --no-deps \
                 "mpi4py==$MPI4PY_VERSION" -d "$dir" >&2 || die "pip download of the sdist failed"
         fi
         tar -xzf "$dir/mpi4py-$MPI4PY_VERSION.tar.gz" -C "$dir" || die "cannot unpack the sdist"

@@ -2304,9 +2304,10 @@ fn light_suite(c: &CollComm) {
                         }
                         e => Reduction::Scan { exclusive: e == 3 },
                     };
-                    // On two ranks, the reductions but scans also by cross-memory copies
-                    // between the ranks' buffers (the reduce split from 32 KiB).
-                    let pair = p == 2 && !matches!(red, Reduction::Scan { .. });
+                    // On two ranks, the reductions but exclusive scans also by
+                    // cross-memory copies between the ranks' buffers (the reduce split
+                    // from 32 KiB; an inclusive scan as a reduce to rank 1).
+                    let pair = p == 2 && !matches!(red, Reduction::Scan { exclusive: true });
                     if pair && rng.below(2) == 0 {
                         SmKind::Pair { red }
                     } else {

@@ -54,8 +54,10 @@ pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     if n > 0 && n <= sm::DATA {
         if let Some(seg) = sm::get(a, Coll::Bcast)? {
             count(a.shadow, Alg::SmBcast);
-            let b = seg.bcast(buf, root as usize);
-            return bcast_done(a, &seg, b, n, root);
+            return match seg.bcast(buf, root as usize) {
+                sm::Bcast::Done => Ok(()),
+                b => bcast_done(a, &seg, b, n, root),
+            };
         }
     }
     if (0..a.size).contains(&root) {
@@ -107,6 +109,7 @@ fn bcast_rest(a: &CollComm, seg: &sm::Seg, buf: &mut [u8], root: i32) -> Result<
 /// whose length differs from the root's fails (see [`bcast`]), after taking part in the
 /// rest of the root's broadcast with a buffer of the root's length when the root's head
 /// says that some of it is still to come.
+#[cold]
 fn bcast_done(a: &CollComm, seg: &sm::Seg, b: sm::Bcast, n: usize, root: i32) -> Result<()> {
     let theirs = match b {
         sm::Bcast::Done => return Ok(()),

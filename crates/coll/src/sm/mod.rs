@@ -86,9 +86,9 @@
 //! progress; the blocking reduce-scatter of such vectors too, waiting. Nonblocking
 //! reduce-scatters of equal blocks up to [`RS_PHASED_MAX`] go through it in phases
 //! ([`existing_large_phased`]). On two ranks that
-//! reach each other by CMA, allreduce, reduce and reduce-scatter go by cross-memory copies
-//! between the ranks' buffers instead, as their blocking forms do ([`SmKind::Pair`],
-//! [`existing_pair`]).
+//! reach each other by CMA, allreduce, reduce, reduce-scatter and the inclusive scan (a
+//! reduce to rank 1) go by cross-memory copies between the ranks' buffers instead, as their
+//! blocking forms do ([`SmKind::Pair`], [`existing_pair`]).
 //!
 //! Every rank takes the same decision at every collective (it depends only on the
 //! communicator and on arguments MPI requires to match). Segments of freed communicators are
@@ -264,16 +264,17 @@ pub fn phased_fits(a: &CollComm, bytes: usize) -> bool {
 /// two ranks by cross-memory copies ([`SmKind::Pair`]), when an earlier collective made it
 /// ([`existing`]) and found that the ranks reach each other by CMA, for the sizes whose
 /// blocking forms go that way too (a reduce up to [`PULL_MAX`], an allreduce up to the end
-/// of [`ALLREDUCE_PAIR`], a reduce-scatter in [`REDUCE_SCATTER_PAIR`]; not a scan). Every
-/// rank gets the same answer.
+/// of [`ALLREDUCE_PAIR`], a reduce-scatter in [`REDUCE_SCATTER_PAIR`], an inclusive scan,
+/// a reduce to rank 1, up to [`PULL_MAX`]; not an exclusive scan). Every rank gets the same
+/// answer.
 pub fn existing_pair(a: &CollComm, bytes: usize, red: Reduction) -> Option<Arc<Seg>> {
     let max = match red {
-        Reduction::Reduce { .. } => PULL_MAX,
+        Reduction::Reduce { .. } | Reduction::Scan { exclusive: false } => PULL_MAX,
         Reduction::Allreduce => *ALLREDUCE_PAIR.end(),
         Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => {
             *REDUCE_SCATTER_PAIR.end()
         }
-        Reduction::Scan { .. } => 0,
+        Reduction::Scan { exclusive: true } => 0,
     };
     if a.size != 2 || bytes <= DATA || bytes > max {
         return None;

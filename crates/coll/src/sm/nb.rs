@@ -17,7 +17,7 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{trade, Large, Pair, Reduction};
+use super::segment::{copy_own, trade, Large, Pair, Reduction};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma};
@@ -183,13 +183,13 @@ pub enum SmKind {
         /// Which reduction.
         red: Reduction,
     },
-    /// `MPI_Iallreduce`, `MPI_Ireduce` or `MPI_Ireduce_scatter(_block)` of a vector larger
-    /// than a buffer on two ranks that reach each other by CMA, by cross-memory copies
-    /// between the ranks' buffers, both folding, as the blocking forms do
-    /// (`segment/pull_nb.rs`): input and output as for [`SmKind::Large`]. Read by
-    /// [`SmNb::progress`], not [`SmKind::compute`].
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Ireduce_scatter(_block)` or `MPI_Iscan` of a
+    /// vector larger than a buffer on two ranks that reach each other by CMA, by
+    /// cross-memory copies between the ranks' buffers, both folding, as the blocking forms
+    /// do (`segment/pull_nb.rs`; a scan as a reduce to rank 1): input and output as for
+    /// [`SmKind::Large`]. Read by [`SmNb::progress`], not [`SmKind::compute`].
     Pair {
-        /// Which reduction (not a scan).
+        /// Which reduction (not an exclusive scan).
         red: Reduction,
     },
 }
@@ -1202,9 +1202,12 @@ impl SmNb {
                 let (c, d) = (scounts[me], sdispls[me]);
                 let ok = c == rcounts[me]
                     && (c == 0
-                        || input
-                            .get(d..d + c)
-                            .is_some_and(|b| put(out, rdispls[me], b)));
+                        || input.get(d..d + c).is_some_and(|b| {
+                            let total = out.len();
+                            out.get_mut(rdispls[me]..rdispls[me] + c)
+                                .map(|o| copy_own(o, b, total))
+                                .is_some()
+                        }));
                 if !ok && self.fault == Progress::Done {
                     self.fault = Progress::Mismatch;
                 }

@@ -17,8 +17,8 @@ mod pull_nb;
 mod rooted;
 mod stream;
 pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
-pub(in crate::sm) use cma::trade;
 pub use cma::ALLGATHER_PAIR;
+pub(in crate::sm) use cma::{copy_own, trade};
 pub(crate) use large::Large;
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
@@ -639,7 +639,8 @@ impl Seg {
     /// Copy bytes `at..at + out.len()` of `r`'s lane payload of collective `k` (posted by
     /// [`Seg::lane_post`], `total` bytes as we expect it) into `out`, once the lines holding
     /// them are stamped: polled together (their transfers overlap) for a while, then the
-    /// first line, stamped last, or `r`'s buffer stamp, whichever comes ([`Seg::wait_post`]).
+    /// first line, stamped last, or `r`'s buffer stamp, whichever comes ([`Seg::wait_post`];
+    /// the first line looked at once first, the waiting out of line: [`Seg::lane_wait`]).
     /// `None` when copied; else (nothing copied) what `r` posted instead: a lane post of
     /// another length, or its buffer (another path, from arguments that differ from ours).
     fn lane_read(
@@ -652,6 +653,30 @@ impl Seg {
         let n = out.len();
         debug_assert!(at + n <= total && total <= LANE_MAX);
         let want = lane_stamp_of(k, total);
+        // The post is often in already: its first line, stamped last, says so.
+        if self.lane_stamp(r, k, 0).load(Ordering::Acquire) != want {
+            if let Some(p) = self.lane_wait(r, k, at..at + n, want) {
+                return Some(p);
+            }
+        }
+        // SAFETY: the first line is stamped last, with a post of `total >= at + n` bytes
+        // (acquired); we have not finished `k`.
+        unsafe { self.lane_copy(r, k, at, out) };
+        None
+    }
+    /// The waiting of [`Seg::lane_read`] for `r`'s post of `k` (the first line's stamp was
+    /// not `want` at the first look): `None` once the first line has that stamp, else what
+    /// `r` posted instead.
+    #[cold]
+    #[inline(never)]
+    fn lane_wait(
+        &self,
+        r: usize,
+        k: u64,
+        bytes: std::ops::Range<usize>,
+        want: u64,
+    ) -> Option<Posted> {
+        let (at, n) = (bytes.start, bytes.len());
         if !self.yield_idle {
             let lines = at / LANE_DATA..(at + n).div_ceil(LANE_DATA);
             let ready = || {
@@ -666,30 +691,57 @@ impl Seg {
                 std::hint::spin_loop();
             }
         }
-        match self.wait_post(r, k, false) {
-            Posted::Lane(v) if v == want => {}
-            p => return Some(p),
+        match self.wait_post(r, k, true) {
+            Posted::Lane(v) if v == want => None,
+            p => Some(p),
         }
-        // The first line is stamped last: every line of the post is in.
+    }
+    /// The copy of [`Seg::lane_read`]: bytes `at..at + out.len()` of `r`'s lane payload of
+    /// collective `k`.
+    ///
+    /// # Safety
+    /// We acquired `r`'s first line of `k` with the stamp of a post of at least
+    /// `at + out.len()` bytes (the first line is stamped last: every line of it is in), and
+    /// we have not finished `k`.
+    #[inline]
+    unsafe fn lane_copy(&self, r: usize, k: u64, at: usize, out: &mut [u8]) {
+        let n = out.len();
         let mut done = 0;
         while done < n {
             let (line, off) = ((at + done) / LANE_DATA, (at + done) % LANE_DATA);
             let m = (LANE_DATA - off).min(n - done);
-            // SAFETY: `r` stamped line `line` of its entry for `k` (it posted `total` bytes,
-            // all lines before the first, acquired above); it is not rewritten before we
+            // SAFETY: `r` stamped line `line` of its entry for `k` (caller contract: the
+            // post holds these bytes, all its lines are in); it is not rewritten before we
             // finish `k`; `off + m <= LANE_DATA`.
             let src = unsafe { std::slice::from_raw_parts(self.lane(r, k, line).add(8 + off), m) };
             out[done..done + m].copy_from_slice(src);
             done += m;
         }
-        None
     }
     /// Wait for rank `r`'s post of blocking collective `k`: its lane entry's first line
     /// ([`Posted::Lane`], with its stamp) or its buffer's stamp ([`Posted::Buf`]), whichever
     /// comes; `lane_first` says which to look at first (the one the caller expects). A
     /// rooted collective's root posts one of them, so that a reader whose arguments put it
     /// on the other path (erroneous) sees what the root did instead of waiting forever.
+    ///
+    /// Inlined: one look at the expected stamp (the post is often there already); the
+    /// waiting, and the look at the other stamp, are out of line ([`Seg::wait_post_slow`]).
+    #[inline]
     fn wait_post(&self, r: usize, k: u64, lane_first: bool) -> Posted {
+        if lane_first {
+            let v = self.lane_stamp(r, k, 0).load(Ordering::Acquire);
+            if v >= k << LANE_SHIFT {
+                return Posted::Lane(v);
+            }
+        } else if self.stamp(r, k).load(Ordering::Acquire) >= k {
+            return Posted::Buf;
+        }
+        self.wait_post_slow(r, k, lane_first)
+    }
+    /// [`Seg::wait_post`] once the expected stamp was not there at the first look.
+    #[cold]
+    #[inline(never)]
+    fn wait_post_slow(&self, r: usize, k: u64, lane_first: bool) -> Posted {
         let (lane, buf, lk) = (self.lane_stamp(r, k, 0), self.stamp(r, k), k << LANE_SHIFT);
         let look_lane = || {
             let v = lane.load(Ordering::Acquire);
@@ -1765,7 +1817,8 @@ impl Seg {
     /// `at..at + n` of every rank's vector, in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`)
     /// into `buf[..n]`; `red` computes `inout = in ∘ inout`. The vector is posted before
     /// `buf` is written, so in place needs no copy. One handoff each way: a rank waits
-    /// for the others' stamps only.
+    /// for the others' stamps only. On two ranks each posts only the other's block
+    /// ([`Seg::reduce_scatter_two`]).
     pub fn reduce_scatter<F: Fn(&[u8], &mut [u8])>(
         &self,
         send: Option<&[u8]>,
@@ -1779,6 +1832,9 @@ impl Seg {
             at + n <= input.len() && n <= buf.len(),
             "block outside the vector"
         );
+        if self.size == 2 {
+            return self.reduce_scatter_two(k, send, buf, (at, n), red);
+        }
         self.post(k, input);
         self.wait_all(k);
         if n > 0 {
@@ -1790,6 +1846,66 @@ impl Seg {
             for r in (0..last).rev() {
                 // SAFETY: as above; the view does not overlap `out`.
                 red(unsafe { self.peer(r, k, at, n) }, out); // out = x_r ∘ out
+            }
+        }
+        self.finish(k);
+    }
+
+    /// [`Seg::reduce_scatter`] on two ranks (collective `k`, numbered): the vector is block
+    /// 0 then block 1, and each rank posts only the other's block (the bytes that follow
+    /// ours on rank 0, that precede ours on rank 1), so half the vector's lines cross
+    /// between the cores; each then folds the other's post with its own block in rank order
+    /// (`x0 ∘ x1`). In place, rank 0's block is its result's place: it is copied aside first.
+    fn reduce_scatter_two<F: Fn(&[u8], &mut [u8])>(
+        &self,
+        k: u64,
+        send: Option<&[u8]>,
+        buf: &mut [u8],
+        (at, n): (usize, usize),
+        red: &F,
+    ) {
+        let me = self.rank;
+        let input = send.unwrap_or(&*buf);
+        assert!(input.len() <= DATA, "a reduce-scatter vector of one buffer");
+        let theirs = if me == 0 { at + n..input.len() } else { 0..at };
+        self.post(k, &input[theirs]);
+        self.wait_all(k);
+        if n > 0 {
+            // SAFETY: the other rank stamped `k` (waited above), posting our block of its
+            // vector (`n` bytes when the counts agree; `n <= DATA` bytes read either way,
+            // within its buffer), and we finish `k` only after the reads.
+            let other = unsafe { self.peer(1 - me, k, 0, n) };
+            match (me, send) {
+                // out = x0 ∘ x1, x1 ours: our block first, then fold the other's into it.
+                (1, Some(s)) => {
+                    buf[..n].copy_from_slice(&s[at..at + n]);
+                    red(other, &mut buf[..n]);
+                }
+                (1, None) => {
+                    buf.copy_within(at..at + n, 0);
+                    red(other, &mut buf[..n]);
+                }
+                // x0 ours: the other's block into `out`, ours folded into it.
+                (_, Some(s)) => {
+                    buf[..n].copy_from_slice(other);
+                    red(&s[at..at + n], &mut buf[..n]);
+                }
+                (_, None) => {
+                    /// Room for our block (at most `DATA` bytes), aligned for any kernel.
+                    #[repr(C, align(64))]
+                    struct Aside([std::mem::MaybeUninit<u8>; DATA]);
+                    let mut aside = Aside([std::mem::MaybeUninit::uninit(); DATA]);
+                    let mine = aside.0.as_mut_ptr().cast::<u8>();
+                    // SAFETY: `n <= DATA` bytes (the vector's length, asserted above) into
+                    // `aside`, from `buf[at..at + n]` (asserted by the caller), which `aside`
+                    // does not overlap; the view then covers exactly the bytes written.
+                    let mine = unsafe {
+                        std::ptr::copy_nonoverlapping(buf.as_ptr().add(at), mine, n);
+                        std::slice::from_raw_parts(mine.cast_const(), n)
+                    };
+                    buf[..n].copy_from_slice(other);
+                    red(mine, &mut buf[..n]);
+                }
             }
         }
         self.finish(k);

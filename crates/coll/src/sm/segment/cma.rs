@@ -41,6 +41,41 @@ use std::sync::atomic::Ordering;
 /// Bytes per CMA call of a swap (the bounce buffer's size).
 const CHUNK: usize = 64 << 10;
 
+/// Smallest own block, and smallest receive buffer (all blocks received), of an exchange
+/// that [`copy_own`] copies with non-temporal stores.
+pub(in crate::sm) const OWN_STREAM_MIN: usize = 256 << 10;
+pub(in crate::sm) const OWN_STREAM_TOTAL: usize = 8 << 20;
+
+/// Copy our own block of an alltoall(v) or allgather(v) exchange, `src`, into `dst` (as
+/// long) whose receive buffer spans `total` bytes: from [`OWN_STREAM_MIN`] bytes in a
+/// buffer of [`OWN_STREAM_TOTAL`] or more with non-temporal stores (on `x86_64`), which
+/// write whole lines to memory without first reading them into the cache and leave the
+/// caches to the other copies of the exchange.
+///
+/// The exchange's other blocks are copied by the kernel (`process_vm_readv`), whose stores
+/// cannot bypass the caches: 8 ranks on 2 vCPUs, 1 MiB blocks, each rank moves 8 MiB per
+/// call through buffers of 8 MiB, far more than the caches hold, so the copies run at the
+/// memory's pace. In a two-process model of one rank per vCPU copying 1 MiB blocks
+/// through 8-16 MiB buffers, a plain copy took 207-247 us per MiB and a streaming one
+/// 137-147. In the library, every other call streaming and the rest plain within one
+/// launch (so both in the same placement and load), median spans of 40 calls each: np=8
+/// block pinning 11402 against 11033 us and 12004 against 11617 (cyclic 11799 against
+/// 11424 and 11805 against 11424; the same alternation with no change: 11830 against
+/// 11814). Smaller buffers stay partly in the caches between calls, where streaming costs:
+/// np=2, 1 MiB blocks (4 MiB buffers), far placement, 8 interleaved launches of the
+/// benchmark, streaming was slower in 7 (253 against 238 us, medians), np=4 2482 against
+/// 2322 over 3 (the alternation within a launch had had them faster, 317 against 349 and
+/// 2643 against 2810, in an unprobed placement).
+pub(in crate::sm) fn copy_own(dst: &mut [u8], src: &[u8], total: usize) {
+    assert_eq!(dst.len(), src.len(), "copy_own: lengths");
+    if src.len() >= OWN_STREAM_MIN && total >= OWN_STREAM_TOTAL {
+        // SAFETY: both hold `len` bytes and do not overlap (`dst` is borrowed mutably).
+        unsafe { super::stream::copy_streaming(src.as_ptr(), dst.as_mut_ptr(), src.len()) };
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
 /// Block sizes of an allgather(v) on 2 ranks (the largest block) that each rank writes
 /// into the peer's buffer ([`Seg::allgatherv_cma`]): those too large for a segment buffer,
 /// up to 1 MiB (at 2 MiB the write measured slower than the point-to-point read: 343
@@ -373,7 +408,8 @@ impl Seg {
         self.put_word(self.stamp(me, k), k);
         if let Some(o) = own {
             // The peers write only their blocks of `buf`, which do not overlap ours.
-            buf[mine.clone()].copy_from_slice(o);
+            let total = buf.len();
+            copy_own(&mut buf[mine.clone()], o, total);
         }
         self.wait_all(k);
         let moved = if push {
@@ -583,7 +619,12 @@ impl Seg {
         let (n, at) = unsafe { self.block(me, k, me) };
         if n == rcounts[me] {
             let d = at as usize - send.as_ptr() as usize;
-            recv[rdispls[me]..rdispls[me] + n].copy_from_slice(&send[d..d + n]);
+            let total = recv.len();
+            copy_own(
+                &mut recv[rdispls[me]..rdispls[me] + n],
+                &send[d..d + n],
+                total,
+            );
         }
         for j in (1..p).map(|i| (me + i) % p) {
             // SAFETY: as above; rank `j` posted a receive layout (checked by the caller).
@@ -639,7 +680,7 @@ impl Seg {
         if rcounts.len() != p || rdispls.len() != p {
             return Ok(false);
         }
-        let mut ok = true;
+        let (mut ok, total) = (true, recv.len());
         for j in (0..p).map(|i| (me + i) % p) {
             // SAFETY: every rank stamped `k` (waited by the caller), not finished yet.
             let (n, at) = unsafe { self.block(j, k, me) };
@@ -658,7 +699,7 @@ impl Seg {
                     // Our own block, at the address we posted inside `send` (or in place).
                     if let Some(send) = send {
                         let d = at as usize - send.as_ptr() as usize;
-                        dst.copy_from_slice(&send[d..d + n]);
+                        copy_own(dst, &send[d..d + n], total);
                     }
                 }
                 // SAFETY: rank `j`'s send buffer holds `n` bytes at `at`, unchanged until
@@ -675,5 +716,42 @@ impl Seg {
             }
         }
         Ok(ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our own block arrives whole and alone, below and from [`OWN_STREAM_MIN`] (plain and
+    /// streaming), whatever the alignment of either side and the buffer's size.
+    #[test]
+    fn copy_own_copies_exactly() {
+        let src: Vec<u8> = (0..OWN_STREAM_MIN + 4096)
+            .map(|i| (i * 13 + 5) as u8)
+            .collect();
+        for n in [
+            0,
+            1,
+            4095,
+            OWN_STREAM_MIN - 1,
+            OWN_STREAM_MIN,
+            OWN_STREAM_MIN + 65,
+        ] {
+            for (so, d_off, total) in [
+                (0, 0, OWN_STREAM_TOTAL),
+                (3, 0, OWN_STREAM_TOTAL),
+                (0, 7, OWN_STREAM_TOTAL),
+                (64, 63, OWN_STREAM_TOTAL),
+                (64, 63, 0),
+            ] {
+                let mut dst = vec![0xAAu8; n + 128];
+                copy_own(&mut dst[d_off..d_off + n], &src[so..so + n], total);
+                let at = format!("n {n} so {so} do {d_off}");
+                assert_eq!(&dst[d_off..d_off + n], &src[so..so + n], "{at}");
+                assert!(dst[..d_off].iter().all(|&b| b == 0xAA), "before, {at}");
+                assert!(dst[d_off + n..].iter().all(|&b| b == 0xAA), "after, {at}");
+            }
+        }
     }
 }

@@ -1,7 +1,9 @@
-//! Nonblocking reduce, allreduce and reduce-scatter(_block) of vectors larger than a
-//! buffer on two ranks that reach each other by CMA: the protocols of [`Seg::reduce_pull`],
-//! [`Seg::allreduce_pull`] and [`Seg::reduce_scatter_pull`] on the nonblocking buffers,
-//! advanced by progress calls instead of waiting (`SmKind::Pair`).
+//! Nonblocking reduce, allreduce, reduce-scatter(_block) and inclusive scan of vectors
+//! larger than a buffer on two ranks that reach each other by CMA: the protocols of
+//! [`Seg::reduce_pull`], [`Seg::allreduce_pull`] and [`Seg::reduce_scatter_pull`] on the
+//! nonblocking buffers, advanced by progress calls instead of waiting (`SmKind::Pair`; a
+//! scan, as the blocking one on two ranks, is a reduce to rank 1, and rank 0 copies its
+//! own vector into its result).
 //!
 //! The call posts our words in our nonblocking buffer of the collective (pid, where our
 //! contribution and our result are, the bytes; [`super::pull::post_words`]) and stamps it.
@@ -56,14 +58,28 @@ impl Seg {
     ) -> Option<Progress> {
         debug_assert!(self.size == 2);
         let (me, other) = (self.rank, 1 - self.rank);
-        let red = red.with_block_of(me);
+        // An inclusive scan is a reduce to rank 1 (as the blocking scan on two ranks):
+        // rank 0's result is its own vector, copied (out of place) once our copies for
+        // the reduce are made. Rank 0 then takes part as a reduce's other rank, with no
+        // result of its own there.
+        let (red, own) = match red.with_block_of(me) {
+            Reduction::Scan { exclusive: false } => (Reduction::Reduce { root: 1 }, me == 0),
+            red => (red, false),
+        };
+        let own_output = output;
+        let output = if own {
+            (std::ptr::null_mut(), 0)
+        } else {
+            output
+        };
         let in_place = output.1 > 0 && input == output.0.cast_const();
         // Our result: its bytes, and whether the other rank writes part of it.
         let (result, written) = match red {
             Reduction::Allreduce => (Some(n), true),
             Reduction::Reduce { root } => ((me == root).then_some(n), n >= SPLIT_MIN),
             Reduction::ReduceScatter { len, .. } => (Some(len), false),
-            // As a `ReduceScatter` (above); scans do not come here.
+            // As a `ReduceScatter` (above); an inclusive scan as a `Reduce` (above),
+            // exclusive ones do not come here.
             Reduction::Scan { .. } | Reduction::ReduceScatterBlock { .. } => (None, false),
         };
         let fits = match red {
@@ -72,7 +88,8 @@ impl Seg {
             }
             Reduction::Scan { .. } => false,
             _ => result.is_none_or(|m| output.1 == m),
-        } && n % elem.max(1) == 0;
+        } && n % elem.max(1) == 0
+            && (!own || own_output.1 == n);
         if !st.posted {
             // Arguments that do not fit post a length no rank has: both see a mismatch.
             let len = if fits { n as u64 } else { u64::MAX };
@@ -127,6 +144,12 @@ impl Seg {
             // SAFETY: our own buffer of `k`, stamped and open; the mark is only accessed
             // atomically from here on.
             unsafe { self.nb_word(me, k, MARK) }.store(1, Ordering::Release);
+            if own && fits && own_output.0.cast_const() != input {
+                // SAFETY: a scan's rank 0: `input` holds `n` readable bytes and its result
+                // `own_output` has room for them (`fits`), both valid until the end
+                // (caller contract); out of place (other addresses) MPI has them apart.
+                unsafe { std::ptr::copy_nonoverlapping(input, own_output.0, n) };
+            }
             st.copied = Some(r);
         }
         // The other rank uses our memory until its mark: it reads our contribution (all
