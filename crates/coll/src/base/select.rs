@@ -1107,18 +1107,20 @@ fn seg_scatterv(
     let table = valid.is_ok().then_some((send, counts, displs));
     let me = root as usize;
     // Our own block (valid arguments, room for it), copied by the segment while ranks
-    // read theirs by cross-memory copies, else below once the messages are out.
+    // read theirs by cross-memory copies, else below once the messages are out. Without
+    // room for it the others still get theirs (some wait for a message), then we fail.
+    let mut own_room = Ok(());
     let mut own = match (&valid, recv) {
         (Ok(()), Some(r)) if r.len() >= counts[me] => Some((
             &send[displs[me]..displs[me] + counts[me]],
             &mut r[..counts[me]],
         )),
         (Ok(()), Some(_)) => {
-            seg.scatterv(table, &mut [], root as usize, one_copy, &mut None);
-            return Err(crate::arg_err(
+            own_room = Err(crate::arg_err(
                 oxmpi_engine::ErrorClass::Truncate,
                 "root's receive buffer is smaller than its block",
             ));
+            None
         }
         _ => None,
     };
@@ -1142,7 +1144,7 @@ fn seg_scatterv(
     }
     // Every block on the segment (the small scatterv): nothing to wait for.
     if reqs.is_empty() {
-        return Ok(());
+        return own_room;
     }
-    a.waitall(&reqs, "scatterv")
+    a.waitall(&reqs, "scatterv").and(own_room)
 }
