@@ -511,6 +511,33 @@ fn gather_scatter_mismatch_np2() {
 fn gather_scatter_mismatch_np3() {
     run_within(3, "gs-mismatch", &[], 120);
 }
+/// A scatter rank whose block goes point to point posts its receive before it reads the
+/// root's post, on the collective's own tag (`select::scatter_leaf_p2p`): erroneous
+/// scatters whose root's blocks are on the segment (lane, ring cell, table) while the other
+/// ranks expect point-to-point blocks, each right after followed by a correct
+/// point-to-point scatter from the same root, the other ranks arriving late, so that the
+/// root's message of the second is there before they post their receive of the first
+/// ([`scatter_ahead_suite`]): the first gets the root's short block, the second its own.
+#[test]
+fn scatter_ahead_np2() {
+    run_within(2, "scatter-ahead", &[], 60);
+}
+#[test]
+fn scatter_ahead_np3() {
+    run_within(3, "scatter-ahead", &[], 60);
+}
+/// A scatterv root whose receive buffer is shorter than its own block fails with
+/// `MPI_ERR_TRUNCATE` but still gives every other rank its block, posted on the segment or
+/// sent point to point ([`scatterv_root_short_suite`]; the point-to-point ones were not
+/// sent, and their ranks waited for them forever).
+#[test]
+fn scatterv_root_short_np2() {
+    run_within(2, "sv-root-short", &[], 60);
+}
+#[test]
+fn scatterv_root_short_np3() {
+    run_within(3, "sv-root-short", &[], 60);
+}
 /// Erroneous broadcasts: the root's length and one rank's one byte apart on either side of
 /// every bound between paths (empty, one or two lane lines, lane, ring cell, one
 /// cross-memory read, large region on more than 2 ranks, 1 MiB) and a few farther apart,
@@ -700,6 +727,14 @@ fn rank_entry() {
         "gs-mismatch" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             gather_scatter_mismatch_suite(&w);
+        }
+        "sv-root-short" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatterv_root_short_suite(&w);
+        }
+        "scatter-ahead" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatter_ahead_suite(&w);
         }
         "bcast-mismatch" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -3976,6 +4011,80 @@ fn gather_scatter_mismatch_suite(c: &CollComm) {
                     );
                 }
                 scatter_correct(c, it);
+            }
+        }
+    }
+}
+
+/// See [`scatterv_root_short_np2`]: blocks posted, read by one cross-memory copy, sent
+/// point to point, every root.
+fn scatterv_root_short_suite(c: &CollComm) {
+    use oxmpi_coll::sm;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Scatter).unwrap().expect("a segment");
+    let big = (seg.single_copy_max() + 1).max(64 << 10);
+    let mut it = 7500u64;
+    for b in [100usize, 20000, big] {
+        for root in 0..p {
+            it += 1;
+            let how = format!("block {b}, root {root}");
+            let send = contrib(p * b, it, root, 100);
+            if me == root {
+                let counts = vec![b; p];
+                let displs: Vec<usize> = (0..p).map(|i| i * b).collect();
+                let mut own = vec![0u8; b - 1];
+                let e = select::scatterv(c, (&send, &counts, &displs), Some(&mut own), root as i32)
+                    .expect_err(&how);
+                assert_eq!(e.class(), oxmpi_engine::ErrorClass::Truncate, "{how}: {e}");
+            } else {
+                let mut recv = vec![0u8; b];
+                select::scatterv(c, (&[], &[], &[]), Some(&mut recv), root as i32)
+                    .unwrap_or_else(|e| panic!("{how}: rank {me}: {e}"));
+                assert!(recv[..] == send[me * b..(me + 1) * b], "{how}: rank {me}");
+            }
+            scatter_correct(c, it);
+        }
+    }
+}
+
+/// See [`scatter_ahead_np2`].
+fn scatter_ahead_suite(c: &CollComm) {
+    use oxmpi_coll::sm;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Scatter).unwrap().expect("a segment");
+    let big = (seg.single_copy_max() + 1).max(64 << 10);
+    assert!(seg.scatter_p2p(big), "{big} bytes go point to point");
+    let mut it = 7000u64;
+    // Lane, ring cell (2 ranks) or table, table (posted, then one cross-memory copy on 3).
+    for small in [1usize, 100, 3000, 4100] {
+        assert!(!seg.scatter_p2p(small));
+        for root in 0..p {
+            for _ in 0..3 {
+                it += 1;
+                let how = format!("root {root}, {small} against {big}, it {it}");
+                if me != root {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let send = contrib(p * small, it, root, 98);
+                if me == root {
+                    let mut own = vec![0u8; small];
+                    select::scatter(c, &send, Some(&mut own), small, root as i32)
+                        .unwrap_or_else(|e| panic!("erroneous scatter {how}: root: {e}"));
+                } else {
+                    let mut recv = vec![0xa5u8; big];
+                    let r = select::scatter(c, &[], Some(&mut recv), big, root as i32);
+                    let want = &send[me * small..(me + 1) * small];
+                    check_scatter_leaf(&format!("erroneous scatter {how}"), r, false, &recv, want);
+                }
+                let send = contrib(p * big, it, root, 99);
+                let mut recv = vec![0u8; big];
+                let s: &[u8] = if me == root { &send } else { &[] };
+                select::scatter(c, s, Some(&mut recv), big, root as i32)
+                    .unwrap_or_else(|e| panic!("scatter after {how}: rank {me}: {e}"));
+                assert!(
+                    recv[..] == send[me * big..(me + 1) * big],
+                    "scatter after {how}: rank {me}"
+                );
             }
         }
     }

@@ -70,6 +70,13 @@ impl CollComm {
         }
     }
 
+    /// Cancels a posted receive and waits for it (completed cancelled, or matched before
+    /// the cancel and then received).
+    pub(crate) fn cancel_wait(&self, r: ReqId) {
+        self.e.cancel(r);
+        self.e.wait(r);
+    }
+
     pub(crate) fn send(&self, buf: &[u8], dest: i32, tag: i32) -> Result<()> {
         // SAFETY: `buf` outlives the wait.
         let r = unsafe { self.isend_raw(buf.as_ptr(), buf.len(), dest, tag) }?;

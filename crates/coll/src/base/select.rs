@@ -10,7 +10,7 @@ use crate::base::helpers::{check_own, place_own};
 use crate::base::stats::{count, Alg};
 use crate::sm::{self, SmKind, VBlock};
 use crate::tune::Coll;
-use crate::tuned::{TAG_GATHER, TAG_SCATTER};
+use crate::tuned::TAG_GATHER;
 use crate::{CollComm, Op, Result};
 
 /// Barrier. On the segment, a barrier right after a barrier on this communicator (no
@@ -553,6 +553,13 @@ pub fn scatter(
                 }
                 return vblock_done(a, got, recv.unwrap_or_default(), root, "scatter");
             }
+            if seg.scatter_p2p(block) {
+                return if a.rank == root {
+                    scatter_root_p2p(a, &seg, send, recv, block, root)
+                } else {
+                    scatter_leaf_p2p(a, &seg, recv.unwrap_or_default(), root)
+                };
+            }
             if a.rank != root {
                 let r = recv.unwrap_or_default();
                 let got = seg.scatter_leaf(r, root as usize);
@@ -563,6 +570,80 @@ pub fn scatter(
         }
     }
     a.scatter_into(send, recv, block, root)
+}
+
+/// The root of a [`scatter`] on the segment whose blocks go point to point
+/// ([`sm::Seg::scatter_p2p`]): a head on the segment ([`sm::Seg::scatter_head`]), then
+/// every other block sent, our own copied while they are read, as the linear scatter. A
+/// send buffer too short for the blocks takes the scatterv root instead (its table says
+/// so to every rank); a receive buffer too short for our block still lets every other
+/// rank have its own, then fails.
+fn scatter_root_p2p(
+    a: &CollComm,
+    seg: &sm::Seg,
+    send: &[u8],
+    recv: Option<&mut [u8]>,
+    block: usize,
+    root: i32,
+) -> Result<()> {
+    let (p, me) = (a.size as usize, root as usize);
+    if send.len() < p * block {
+        let (counts, displs) = (vec![block; p], regular_displs(p, block));
+        return seg_scatterv(a, seg, (send, &counts, &displs), recv, root);
+    }
+    let tag = seg.scatter_head(block);
+    let mut reqs = Vec::with_capacity(p - 1);
+    for r in (0..p).filter(|&r| r != me) {
+        // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
+        match unsafe { a.isend_raw(send.as_ptr().add(r * block), block, r as i32, tag) } {
+            Ok(q) => reqs.push((q, r as i32)),
+            Err(e) => {
+                a.abandon(&reqs);
+                return Err(e);
+            }
+        }
+    }
+    // Our own block once the messages are out (their receivers read while we copy).
+    let own = match recv {
+        Some(r) if r.len() >= block => {
+            r[..block].copy_from_slice(&send[me * block..(me + 1) * block]);
+            Ok(())
+        }
+        Some(_) => Err(crate::arg_err(
+            oxmpi_engine::ErrorClass::Truncate,
+            "scatter: root's receive buffer is smaller than its block",
+        )),
+        None => Ok(()),
+    };
+    a.waitall(&reqs, "scatter").and(own)
+}
+
+/// A non-root rank of a [`scatter`] on the segment whose blocks (by our length) go point
+/// to point ([`sm::Seg::scatter_p2p`]): our receive is posted first, as a point-to-point
+/// scatter's, then the root's post looked at ([`sm::Seg::scatter_look`]). Its tag is the
+/// collective's own ([`sm::Seg::scatter_open`]), so a root that ran ahead to a later
+/// scatter cannot have its message taken by this receive. A root whose blocks' length
+/// differs from ours (erroneous) and that took the segment's buffers or a cross-memory
+/// copy instead sends nothing: the receive is cancelled and the block taken from there.
+fn scatter_leaf_p2p(a: &CollComm, seg: &sm::Seg, r: &mut [u8], root: i32) -> Result<()> {
+    let (k, tag) = seg.scatter_open();
+    // SAFETY: `r` outlives the request: it is waited for (or cancelled and waited for)
+    // below before `r` is touched again.
+    let q = match unsafe { a.irecv_raw(r.as_mut_ptr(), r.len(), root, tag) } {
+        Ok(q) => q,
+        Err(e) => {
+            // Still take part; a block that comes point to point is left unreceived.
+            let _ = seg.scatter_rest(k, root as usize, r);
+            return Err(e);
+        }
+    };
+    if seg.scatter_look(k, root as usize) {
+        return a.waitall(&[(q, root)], "scatter");
+    }
+    // No message of this collective comes to us: the cancel cannot find it matched.
+    a.cancel_wait(q);
+    let got = seg.scatter_rest(k, root as usize, r);
+    vblock_done(a, got, r, root, "scatter")
 }
 
 /// Allgather of blocks of `block` bytes: ours is already in place in `buf` (`own` `None`)
@@ -991,7 +1072,7 @@ pub fn scatterv(
 fn vblock_done(a: &CollComm, got: VBlock, r: &mut [u8], root: i32, what: &str) -> Result<()> {
     match got {
         VBlock::Here(_) => Ok(()),
-        VBlock::Elsewhere => a.recv(r, root, TAG_SCATTER).map(|_| ()),
+        VBlock::Elsewhere(tag) => a.recv(r, root, tag).map(|_| ()),
         VBlock::Failed => single_copy_done(Err(std::io::ErrorKind::Other.into()), what),
         VBlock::Abandoned => Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Arg,
@@ -1016,7 +1097,7 @@ fn seg_scatterv(
     let one_copy = seg.single_copy_max();
     if !at_root {
         let r = recv.unwrap_or_default();
-        let got = seg.scatterv(None, r, root as usize, one_copy).1;
+        let got = seg.scatterv(None, r, root as usize, one_copy, &mut None).1;
         return vblock_done(a, got, r, root, "scatterv");
     }
     let valid = a
@@ -1024,20 +1105,32 @@ fn seg_scatterv(
         .and_then(|()| crate::base::helpers::check_blocks(send.len(), counts, displs));
     // Invalid arguments still take part (a table that fails the others), then fail.
     let table = valid.is_ok().then_some((send, counts, displs));
-    let (rest, _) = seg.scatterv(table, &mut [], root as usize, one_copy);
-    valid?;
     let me = root as usize;
-    if recv.as_ref().is_some_and(|r| r.len() < counts[me]) {
-        return Err(crate::arg_err(
-            oxmpi_engine::ErrorClass::Truncate,
-            "root's receive buffer is smaller than its block",
-        ));
-    }
+    // Our own block (valid arguments, room for it), copied by the segment while ranks
+    // read theirs by cross-memory copies, else below once the messages are out. Without
+    // room for it the others still get theirs (some wait for a message), then we fail.
+    let mut own_room = Ok(());
+    let mut own = match (&valid, recv) {
+        (Ok(()), Some(r)) if r.len() >= counts[me] => Some((
+            &send[displs[me]..displs[me] + counts[me]],
+            &mut r[..counts[me]],
+        )),
+        (Ok(()), Some(_)) => {
+            own_room = Err(crate::arg_err(
+                oxmpi_engine::ErrorClass::Truncate,
+                "root's receive buffer is smaller than its block",
+            ));
+            None
+        }
+        _ => None,
+    };
+    let (rest, _, tag) = seg.scatterv(table, &mut [], root as usize, one_copy, &mut own);
+    valid?;
     let mut reqs = Vec::new();
     for r in rest {
         let i = r as i32;
         // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
-        match unsafe { a.isend_raw(send.as_ptr().add(displs[r]), counts[r], i, TAG_SCATTER) } {
+        match unsafe { a.isend_raw(send.as_ptr().add(displs[r]), counts[r], i, tag) } {
             Ok(q) => reqs.push((q, i)),
             Err(e) => {
                 a.abandon(&reqs);
@@ -1046,12 +1139,12 @@ fn seg_scatterv(
         }
     }
     // Our own block once the messages are out (their receivers read while we copy).
-    if let Some(r) = recv {
-        r[..counts[me]].copy_from_slice(&send[displs[me]..displs[me] + counts[me]]);
+    if let Some((src, dst)) = own {
+        dst.copy_from_slice(src);
     }
     // Every block on the segment (the small scatterv): nothing to wait for.
     if reqs.is_empty() {
-        return Ok(());
+        return own_room;
     }
-    a.waitall(&reqs, "scatterv")
+    a.waitall(&reqs, "scatterv").and(own_room)
 }

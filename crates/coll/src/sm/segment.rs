@@ -139,14 +139,32 @@ pub const V_MAX: usize = CAP - 8;
 pub enum VBlock {
     /// Its block, this many bytes, copied into the receive buffer.
     Here(usize),
-    /// Its block is not on the segment (it comes point to point).
-    Elsewhere,
+    /// Its block is not on the segment: it comes point to point, with this tag
+    /// ([`scatter_tag`] of the collective).
+    Elsewhere(i32),
     /// Its block (this many bytes) is longer than the receive buffer (not copied).
     Truncated(usize),
     /// Its block was to come by a cross-memory copy, which failed.
     Failed,
     /// The root's arguments were invalid: it posted no block (see [`ABANDONED`]).
     Abandoned,
+}
+
+/// First tag of the point-to-point blocks of the segment's blocking scatters and scatterv
+/// ([`Seg::scatter_head`], [`Seg::scatterv`]), then `+ k mod 2^20` of the collective's
+/// number `k` ([`scatter_tag`]): a receive posted before the root's post is read
+/// ([`Seg::scatter_open`]) can match only that collective's message, never one of a later
+/// scatter from a root that ran ahead (a root on the segment's buffers does not wait for
+/// its readers). Above the tags of the segment's nonblocking v-collectives (below
+/// `2^29 + 2^28 + 2^23 + 2^20`, `nbc::sched`), below `TAG_UB`.
+const TAG_SCATTER_BASE: i32 = (1 << 29) + (1 << 28) + (1 << 24);
+const _: () = assert!(TAG_SCATTER_BASE + 0xf_ffff <= oxmpi_engine::TAG_UB);
+
+/// The tag of the point-to-point blocks of blocking scatter(v) `k` on the segment (see
+/// [`TAG_SCATTER_BASE`]; `k` and `k + 2^20` are never both under way).
+#[inline]
+pub fn scatter_tag(k: u64) -> i32 {
+    TAG_SCATTER_BASE + (k & 0xf_ffff) as i32
 }
 
 /// Every entry of the table a scatterv root posts when its arguments are invalid
@@ -999,12 +1017,94 @@ impl Seg {
     }
 
     /// A non-root rank's part of a scatter on the segment whose blocks do not take the
-    /// root's lane or ring cell ([`Seg::scatter`]): the root posts a scatterv table
-    /// ([`Seg::scatterv`]) for them, but a root whose blocks differ in length from ours
+    /// root's lane or ring cell ([`Seg::scatter`]) and do not all go point to point
+    /// ([`Seg::scatter_p2p`]): the root posts a scatterv table ([`Seg::scatterv`]) for
+    /// them, but a root whose blocks differ in length from ours
     /// (erroneous) may have taken the lane or ring cell: we wait for whichever it posts
     /// ([`Seg::wait_post`]) and take our block from there ([`Seg::scatter_other`]).
     pub fn scatter_leaf(&self, recv: &mut [u8], root: usize) -> VBlock {
         let k = self.next();
+        self.scatter_rest(k, root, recv)
+    }
+
+    /// Whether a scatter's blocks of `block` bytes go point to point: too large for the
+    /// root's lane or ring cell ([`Seg::scatter`]), for a scatterv table's first posted
+    /// block and for one cross-memory copy ([`Seg::single_copy_max`]), so that the root
+    /// posts only a head ([`Seg::scatter_head`]). The same on every rank for the same
+    /// block length.
+    #[inline]
+    pub fn scatter_p2p(&self, block: usize) -> bool {
+        (self.size - 1) * block > DATA
+            && 8 * self.size + block > CAP
+            && block > self.single_copy_max()
+    }
+
+    /// The root's part on the segment of a scatter whose blocks go point to point
+    /// ([`Seg::scatter_p2p`]): it posts a head (the block length) and goes on without
+    /// waiting, as [`Seg::bcast_head`]; returns the tag of the collective's messages
+    /// ([`scatter_tag`]), which the caller then sends. Its ranks have posted their
+    /// receives already ([`Seg::scatter_open`]), or (a block length that differs from the
+    /// root's, erroneous) learn from the head that their block comes point to point
+    /// ([`Seg::scatter_other`]).
+    pub fn scatter_head(&self, block: usize) -> i32 {
+        let k = self.next();
+        self.reusable(k.saturating_sub(NBUF));
+        let w = self.data(self.rank, k).cast::<u64>();
+        // SAFETY: our own buffer of collective `k`, read by nobody until we stamp it and no
+        // longer by anybody for `k - NBUF` (waited above); two words.
+        unsafe {
+            w.write_unaligned(rooted::SCATTER_HEAD);
+            w.add(1).write_unaligned(block as u64);
+        }
+        self.put_word(self.stamp(self.rank, k), k);
+        self.finish(k);
+        scatter_tag(k)
+    }
+
+    /// Opens a non-root rank's part of a scatter whose block, by its own length, goes
+    /// point to point ([`Seg::scatter_p2p`]): the collective's number and the tag of its
+    /// message, for which the caller posts its receive before it looks at the root's post
+    /// ([`Seg::scatter_look`]), as a point-to-point scatter's rank would, rather than after.
+    #[inline]
+    pub fn scatter_open(&self) -> (u64, i32) {
+        let k = self.next();
+        (k, scatter_tag(k))
+    }
+
+    /// Whether the root of scatter `k` ([`Seg::scatter_open`]) sends our block point to
+    /// point (with [`scatter_tag`] of `k`): its post is a head ([`Seg::scatter_head`],
+    /// whatever its length: a receive of another length then takes or truncates it), or
+    /// a scatterv table whose entry for us says so. We are then done with `k`. Otherwise
+    /// (a root whose blocks' length differs from ours, erroneous, on the segment's buffers
+    /// or one cross-memory copy) nothing is finished: no message of `k` comes to us, the
+    /// caller cancels its receive and takes the block with [`Seg::scatter_rest`].
+    pub fn scatter_look(&self, k: u64, root: usize) -> bool {
+        let p = self.wait_post(root, k, false);
+        // SAFETY: (each use) the root stamped its buffer of `k` (waited above) and we have
+        // not finished `k`; a table has a word per rank, a head two words, a ring post one.
+        let word = |i: usize| unsafe { self.post_word(root, k, i) };
+        let p2p = matches!(p, Posted::Buf) && {
+            let w0 = word(0);
+            if w0 == rooted::SCATTER_HEAD {
+                true
+            } else if w0 & !0xffff_ffff == rooted::SCATTER_RING
+                || w0 & (rooted::FAR | IN_RING | COMPACT) == COMPACT
+            {
+                false
+            } else {
+                // A table (see [`Seg::scatterv_take`]): no entry, sent point to point.
+                word(self.rank) == u64::MAX
+            }
+        };
+        if p2p {
+            self.finish(k);
+        }
+        p2p
+    }
+
+    /// Our block of scatter `k` (opened, not finished) from whatever its root posted
+    /// ([`Seg::scatter_other`]); we are then done with `k`.
+    pub fn scatter_rest(&self, k: u64, root: usize, recv: &mut [u8]) -> VBlock {
         let p = self.wait_post(root, k, false);
         let got = self.scatter_other(root, k, p, recv);
         self.finish(k);
@@ -1014,8 +1114,10 @@ impl Seg {
     /// Our block of a scatter whose root posted `p` at collective `k` (acquired, not
     /// finished): through its lane or ring cell ([`Seg::scatter`]: the blocks other than
     /// the root's back to back, their total length in the post, so that a rank whose
-    /// block length differs from the root's finds its own block and its length), or a
-    /// scatterv table ([`Seg::scatterv_take`]). A block longer than `recv` is not copied.
+    /// block length differs from the root's finds its own block and its length), a
+    /// scatterv table ([`Seg::scatterv_take`]), or a head ([`Seg::scatter_head`]: the block
+    /// comes point to point, [`VBlock::Elsewhere`]). A block longer than `recv` is not
+    /// copied.
     fn scatter_other(&self, root: usize, k: u64, p: Posted, recv: &mut [u8]) -> VBlock {
         let parts = self.size - 1;
         let nth = self.rank - usize::from(self.rank > root);
@@ -1036,6 +1138,11 @@ impl Seg {
                 // SAFETY: the root stamped its buffer of `k` (acquired by the caller), we
                 // have not finished `k`.
                 let w0 = unsafe { self.post_word(root, k, 0) };
+                if w0 == rooted::SCATTER_HEAD {
+                    // Every block point to point, whatever its length (the receive takes a
+                    // shorter one and fails on a longer one, which it consumes).
+                    return VBlock::Elsewhere(scatter_tag(k));
+                }
                 if w0 & !0xffff_ffff == rooted::SCATTER_RING {
                     let c = (w0 & 0xffff_ffff) as usize / parts;
                     if c > recv.len() || (nth + 1) * c > DATA {
@@ -1283,21 +1390,25 @@ impl Seg {
     /// reach every rank) is read by its rank from the root's buffer by one cross-memory
     /// copy (its entry says so, the root's pid and the block's address follow the table),
     /// and the root waits for those ranks. Returns at the root the ranks whose block is not
-    /// posted (to be sent otherwise; its own is never posted), at the others what came
-    /// ([`VBlock`]; a posted block is copied into `recv`). A root given no table (its
+    /// posted (to be sent point to point with the returned tag, [`scatter_tag`]; its own is
+    /// never posted), at the others what came ([`VBlock`]; a posted block is copied into
+    /// `recv`). A root given no table (its
     /// arguments were invalid) posts one that makes every other rank return
-    /// [`VBlock::Abandoned`].
+    /// [`VBlock::Abandoned`]. A root that waits for readers copies `own` (its own block:
+    /// source, destination of the same length) while they read, after its post, and takes
+    /// it out of `own`; otherwise `own` is left for the caller.
     pub fn scatterv(
         &self,
         send: Option<(&[u8], &[usize], &[usize])>,
         recv: &mut [u8],
         root: usize,
         one_copy: usize,
-    ) -> (Vec<usize>, VBlock) {
+        own: &mut Option<(&[u8], &mut [u8])>,
+    ) -> (Vec<usize>, VBlock, i32) {
         let p = self.size;
         let k = self.next();
         let mut rest = Vec::new();
-        let mut got = VBlock::Elsewhere;
+        let mut got = VBlock::Elsewhere(scatter_tag(k));
         match send {
             Some((send, counts, displs)) if self.rank == root => {
                 self.reusable(k.saturating_sub(NBUF));
@@ -1340,7 +1451,7 @@ impl Seg {
                     unsafe { base.cast::<u64>().write_unaligned(word) };
                     self.put_word(self.stamp(self.rank, k), k);
                     self.finish(k);
-                    return (rest, got);
+                    return (rest, got, scatter_tag(k));
                 }
                 // Blocks are posted in rank order from the end of the table, each where
                 // the previous posted one ended, as long as it fits `CAP`; one that does
@@ -1420,8 +1531,12 @@ impl Seg {
                     };
                 }
                 self.put_word(self.stamp(self.rank, k), k);
-                // Our buffer is read by the ranks whose entries say so until they are done.
+                // Our buffer is read by the ranks whose entries say so until they are done;
+                // our own block meanwhile, rather than after the wait.
                 if any_far {
+                    if let Some((src, dst)) = own.take() {
+                        dst.copy_from_slice(src);
+                    }
                     for r in 0..p {
                         // SAFETY: entry `r` of our own table, written above; the readers
                         // only read it.
@@ -1452,7 +1567,7 @@ impl Seg {
             }
         }
         self.finish(k);
-        (rest, got)
+        (rest, got, scatter_tag(k))
     }
 
     /// A scatterv reader's part of the root's table post of collective `k` (see
@@ -1511,7 +1626,7 @@ impl Seg {
             recv[..n].copy_from_slice(src);
             VBlock::Here(n)
         } else {
-            VBlock::Elsewhere
+            VBlock::Elsewhere(scatter_tag(k))
         }
     }
 

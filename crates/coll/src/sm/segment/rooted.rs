@@ -92,6 +92,9 @@ const BCAST_HEAD: u64 = 5 << 32;
 /// The first word of a scatter root's post through its ring cell ([`Seg::scatter`]), with
 /// the length of the posted blocks in the low half.
 pub(super) const SCATTER_RING: u64 = 6 << 32;
+/// The first word of a scatter root's head ([`Seg::scatter_head`]: every block goes point
+/// to point); the block length follows.
+pub(super) const SCATTER_HEAD: u64 = 7 << 32;
 /// The count of a gatherv table entry whose block the root receives point to point.
 pub(super) const BY_P2P: u64 = u64::MAX;
 
