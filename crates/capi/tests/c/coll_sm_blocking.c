@@ -9,7 +9,8 @@
  * holes of the strided type untouched. The rooted ones also run 3 x 8 times in a row with
  * the root moving and no other synchronisation (more collectives than the segment's 8
  * buffers per rank, roots running ahead).
- * Broadcasts around the lane's sizes run back to back with the root moving.
+ * Broadcasts around the lane's sizes run back to back with the root moving; allgathers,
+ * reduce-scatters and alltoallvs of 33 B to 1 KiB blocks run back to back, 600 calls.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
  * In-place reduces with a non-commutative user op keep rank order; MPI_INT and MPI_DOUBLE
@@ -372,6 +373,50 @@ static void back_to_back(void) {
     }
 }
 
+/* Values with a period of 251 rounds (val's repeats every 4). */
+static signed char lval(int r, int k, int it) { return (signed char)((r * 131 + k * 7 + it * 29) % 251); }
+
+/* Posts of more than the stamp's line, up to 1 KiB (allgather blocks in the ring cells
+ * above 112 B, a reduce-scatter's other block and an alltoallv's table and block in the
+ * buffers), back to back with no other synchronisation, new values every round and more
+ * rounds than the buffers and cells (so each is rewritten while the peer may still be
+ * reading or about to read it): a reader that took data before its stamp, or a poster that
+ * rewrote a buffer or cell before the reader was done with it, gives values of another
+ * round. */
+static void lined_back_to_back(void) {
+    int sizes[] = {33, 57, 112, 113, 200, 256, 500, 1000, 1024};
+    enum { ROUNDS = 200, MAXN = 1024 };
+    signed char *s = malloc(64 * MAXN), *r = malloc(64 * MAXN);
+    int sc[64], sd[64], rc[64], rd[64];
+    for (int it = 0; it < ROUNDS; it++) {
+        int n = sizes[it % (sizeof sizes / sizeof sizes[0])];
+        /* allgather */
+        for (int k = 0; k < n; k++) s[k] = lval(rank, k, it);
+        CHECK_RC(MPI_Allgather(s, n, MPI_CHAR, r, n, MPI_CHAR, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            for (int k = 0; k < n; k++) CHECK(r[i * n + k] == lval(i, k, it));
+        /* reduce_scatter_block of n items per rank */
+        for (int i = 0; i < size; i++)
+            for (int k = 0; k < n; k++) s[i * n + k] = lval(rank, i * n + k, it + 1);
+        CHECK_RC(MPI_Reduce_scatter_block(s, r, n, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD));
+        for (int k = 0; k < n; k++) {
+            int sum = 0;
+            for (int i = 0; i < size; i++) sum += lval(i, rank * n + k, it + 1);
+            CHECK(r[k] == (signed char)sum);
+        }
+        /* alltoallv, n bytes per block, reverse layout */
+        for (int j = 0; j < size; j++) {
+            sc[j] = rc[j] = n;
+            sd[j] = rd[j] = (size - 1 - j) * n;
+            for (int k = 0; k < n; k++) s[sd[j] + k] = lval(rank, j * 7 + k, it + 2);
+        }
+        CHECK_RC(MPI_Alltoallv(s, sc, sd, MPI_CHAR, r, rc, rd, MPI_CHAR, MPI_COMM_WORLD));
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < n; k++) CHECK(r[rd[j] + k] == lval(j, rank * 7 + k, it + 2));
+    }
+    free(s), free(r);
+}
+
 /* A non-commutative user op: the left operand ("first"), associative; x0 o x1 o ... = x0. */
 static void first_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
@@ -490,6 +535,7 @@ int main(int argc, char **argv) {
     for (size_t z = 0; z < sizeof isizes / sizeof isizes[0]; z++)
         for (int inpl = 0; inpl < 2; inpl++) empty_blocks(isizes[z] > 0 ? isizes[z] : 1, inpl);
     back_to_back();
+    lined_back_to_back();
     bcast_lanes();
     /* 4 B to 4 KiB vectors (the segment's buffers), 4100 B ints (past them) */
     int osizes[] = {1, 4, 1024 / size, 1024, 1025};
