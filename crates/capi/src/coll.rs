@@ -1447,6 +1447,32 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     // SAFETY: MPI contract: recvbuf has room for our `counts[me]` items.
     let mut out = unsafe { alg::Blocks::new(dt, recvbuf, vec![(counts[me], 0)], |_| false) };
+    // The segment's paths first, chosen as a rank on its user's contiguous buffers chooses
+    // them ([`reduce_scatter_bytes`]): from the vector's bytes, the blocks being equal and
+    // the call being in place, never from our datatype's layout, which another rank's
+    // (equal type signature) may not share.
+    let at: usize = bytes[..me].iter().sum();
+    let equal = counts.iter().all(|&k| k == counts[0]);
+    let vector = (at, bytes[me], total * dt.size);
+    if let Some(phased) = reduce_scatter_plan(c, vector.2, equal) {
+        let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
+        let op = (&f, red.elem(), red.commutative());
+        let in_place = alg::is_in_place(sendbuf);
+        match reduce_scatter_seg(
+            c,
+            (Some(&full[..]), out.bytes(), in_place),
+            phased,
+            vector,
+            op,
+        ) {
+            Ok(true) => {
+                out.store(|_| true);
+                return Ok(());
+            }
+            Ok(false) => {}
+            Err(e) => return Err(alg::err(comm)(e)),
+        }
+    }
     alg::with_op(&red, |o| {
         select::reduce_scatter(&a, &mut full, &bytes, out.bytes(), o)
     })
@@ -1508,20 +1534,7 @@ fn reduce_scatter_bytes<F: Fn(&[u8], &mut [u8])>(
     (f, commutative): (&F, bool),
 ) -> Option<MpiResult> {
     let bytes = total.checked_mul(s)?;
-    // Small vectors through the segment's buffers; larger ones on two ranks by cross-memory
-    // copies, on more through the segment's nonblocking large region (equal blocks of a
-    // vector larger than a slot: in phases).
-    let small = bytes <= oxmpi_coll::sm::DATA;
-    let phased = !small && c.size > 2 && equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
-    let fits = small
-        || if c.size == 2 {
-            bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
-        } else {
-            oxmpi_coll::sm::large_fits(&c.alg(), bytes) || phased
-        };
-    if bytes == 0 || !fits {
-        return None;
-    }
+    let phased = reduce_scatter_plan(c, bytes, equal)?;
     let in_place = alg::is_in_place(r.sendbuf);
     if (!in_place && r.sendbuf.is_null()) || (r.recvbuf.is_null() && (in_place || mine > 0)) {
         return None;
@@ -1540,21 +1553,61 @@ fn reduce_scatter_bytes<F: Fn(&[u8], &mut [u8])>(
     };
     let buf = view(r.recvbuf, if in_place { bytes } else { mine * s });
     let send = (!in_place).then(|| &*view(r.sendbuf.cast_mut(), bytes));
-    let done = if phased {
-        select::reduce_scatter_phased(&c.alg(), send, buf, (mine * s, s), f)
-    } else {
-        select::reduce_scatter_direct(
-            &c.alg(),
-            send,
-            buf,
-            (at * s, mine * s, bytes),
-            (f, commutative),
-        )
-    };
-    match done {
+    let vector = (at * s, mine * s, bytes);
+    match reduce_scatter_seg(
+        c,
+        (send, buf, in_place),
+        phased,
+        vector,
+        (f, s, commutative),
+    ) {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
         Err(e) => Some(Err(alg::err(r.comm)(e))),
+    }
+}
+
+/// Whether a reduce-scatter of a `bytes`-byte vector (the same on every rank) goes to the
+/// segment's ways ([`reduce_scatter_seg`]): `Some(phased)`, in phases through the
+/// nonblocking large region or not; `None`: it does not fit them. Small vectors go
+/// through the segment's buffers; larger ones on two ranks by cross-memory copies, on more
+/// through the segment's nonblocking large region (`equal` blocks of a vector larger than
+/// a slot: in phases). Depends only on what every rank agrees on.
+fn reduce_scatter_plan(c: &Coll, bytes: usize, equal: bool) -> Option<bool> {
+    let small = bytes <= oxmpi_coll::sm::DATA;
+    let phased = !small && c.size > 2 && equal && oxmpi_coll::sm::phased_fits(&c.alg(), bytes);
+    let fits = small
+        || if c.size == 2 {
+            bytes <= *oxmpi_coll::sm::REDUCE_SCATTER_PAIR.end()
+        } else {
+            oxmpi_coll::sm::large_fits(&c.alg(), bytes) || phased
+        };
+    (bytes > 0 && fits).then_some(phased)
+}
+
+/// A reduce-scatter on the segment's ways as [`reduce_scatter_plan`] chose them: our
+/// contribution `send` (`None`: in place, it starts `buf`; a packed copy of a
+/// non-contiguous one otherwise, `in_place` still the call's), our block (`mine` bytes
+/// from byte `at` of the `bytes`-byte vector) into `buf`, folded by `f` on whole items of
+/// `elem` bytes. False: nothing done (on every rank alike), for the general path.
+fn reduce_scatter_seg<F: Fn(&[u8], &mut [u8])>(
+    c: &Coll,
+    (send, buf, in_place): (Option<&[u8]>, &mut [u8], bool),
+    phased: bool,
+    (at, mine, bytes): (usize, usize, usize),
+    (f, elem, commutative): (&F, usize, bool),
+) -> oxmpi_coll::Result<bool> {
+    if phased {
+        select::reduce_scatter_phased(&c.alg(), send, buf, (mine, elem), f)
+    } else {
+        select::reduce_scatter_direct_as(
+            &c.alg(),
+            send,
+            buf,
+            (at, mine, bytes),
+            (f, commutative),
+            in_place,
+        )
     }
 }
 

@@ -212,9 +212,16 @@ impl Reducer {
         Ok(r)
     }
 
-    /// Element size (bytes of one packed item).
+    /// The unit the collectives may split packed data at: a predefined op on a derived type
+    /// made of one basic type ([`Mode::Basic`]) folds any whole number of that type's
+    /// items, so its size, as for the basic type itself; else one packed item. Ranks may
+    /// pass different datatypes of one type signature (`MPI_INT`s, one contiguous type of
+    /// them, a strided vector): they must split the vector (halves, slices, chunks) alike.
     pub(crate) fn elem(&self) -> usize {
-        self.dt.size.max(1)
+        match self.mode {
+            Mode::Basic(_, size) => size,
+            _ => self.dt.size.max(1),
+        }
     }
 
     pub(crate) fn commutative(&self) -> bool {

@@ -123,6 +123,35 @@ fn small_blocking_collectives_on_shared_memory_np2_to_8() {
     }
 }
 
+/// Every blocking and nonblocking collective with ranks passing different datatypes of one
+/// type signature (`tests/c/coll_mixed_types.c`: `MPI_INT`s, a contiguous derived type, a
+/// strided resized `MPI_INT`, a resized strided vector, rotated over the ranks), blocks of
+/// 4 B to 1 MiB around the segment's path bounds, reductions in place and not, against
+/// local references with the holes untouched: a path chosen from a rank's own layout must
+/// not diverge from the others'. At np 2 and 3, and at np 3 with the shared-memory
+/// component off. A hang is reported by the program's alarm (which collective, size,
+/// variant) or by mpirun's timeout.
+#[test]
+fn mixed_datatypes_of_one_signature_np2_np3() {
+    let dir = Scratch::new("coll-mixed-types");
+    let exe = build("coll_mixed_types.c", &dir.0);
+    for (n, on) in [(2, true), (3, true), (3, false)] {
+        let opts = [
+            "--timeout",
+            "170",
+            "--mca",
+            "coll_sm_enable",
+            if on { "1" } else { "0" },
+        ];
+        let out = run_args(&exe, n, &[], &opts);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_mixed_types: all checks passed"),
+            "coll_mixed_types on {n} ranks (coll_sm_enable={on}) did not finish:\n{out}"
+        );
+    }
+}
+
 /// `MPI_Reduce` and `MPI_Allreduce` of every predefined op on the predefined basic types
 /// MPI defines it for (`tests/c/coll_basic_ops.c`, the path without a datatype reference),
 /// against a reference computed in the program: counts on both sides of a segment buffer,
