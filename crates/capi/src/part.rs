@@ -600,7 +600,10 @@ mpi_fn! {
         let (p, comm) = lookup(request)?;
         let arrived = p.arrived(partition).map_err(|e| e.on(comm))?;
         if !arrived {
-            backend::engine()?.progress();
+            // Programs poll this in a loop (`while !arrived`): yield when oversubscribed,
+            // as MPI_Test does, or the loop spins through its time slice while the sender
+            // waits for the core.
+            crate::request::poll()?;
         }
         out(flag, c_int::from(arrived), "flag").map_err(|e| e.on(comm))
     }

@@ -1083,8 +1083,9 @@ fn light_wait(i: usize, h: c_int) -> MpiResult<Tested> {
 ///
 /// When the engine yields while idle (oversubscribed node or `mpi_yield_when_idle`), so
 /// does this: the wait loops that call it would otherwise spin through their time slice
-/// while the ranks they wait for are descheduled.
-fn poll() -> MpiResult {
+/// while the ranks they wait for are descheduled. So do the test-like calls that find
+/// nothing done (`MPI_Parrived`, `MPI_Win_test`): a program calls them in a loop.
+pub(crate) fn poll() -> MpiResult {
     crate::icoll::sched::progress_pending();
     let eng = backend::engine()?;
     eng.progress();

@@ -5,6 +5,10 @@
 //! (`TestMPIWorld.testBigMPI`, issend + request free + barrier) when the shared-memory
 //! barrier spun without polling the transports.
 //!
+//! Also `tests/c/part_poll.c`: `MPI_Parrived` and `MPI_Win_test` polled in a loop by ranks
+//! that share one core (mpi4py's `test_p2p_buf_part` polls `Parrived` so): a poll that
+//! finds nothing must yield the core when the ranks yield while idle.
+//!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a regression fails the test instead of hanging it.
 
@@ -49,6 +53,63 @@ fn sends_progress_inside_barrier_and_allreduce() {
         assert_eq!(
             stdout, "coll_progress: 20 rounds passed\n",
             "np={np}, stderr:\n{stderr}"
+        );
+    }
+}
+
+/// Most polls per round and rank of `part_poll.c` that found nothing: a poll that yields
+/// lets the awaited rank run on the shared core, so a few polls pass before its data is
+/// there (measured: 0 on 3 and 4 ranks); one that spins polls through its time slice
+/// (measured before the fix: about 14000 `MPI_Parrived` and 33000 to 40000
+/// `MPI_Win_test` polls per round on 3 and 4 ranks).
+const MAX_POLLS: u64 = 1000;
+
+#[test]
+fn parrived_and_win_test_yield_when_oversubscribed() {
+    let dir = Scratch::new("part-poll");
+    let exe = build("part_poll.c", &dir.0);
+    for np in [3, 4] {
+        let np_s = np.to_string();
+        let out = mpirun(
+            &[
+                OsStr::new("--timeout"),
+                OsStr::new(TIMEOUT_S),
+                OsStr::new("--mca"),
+                OsStr::new("mpi_yield_when_idle"),
+                OsStr::new("1"),
+                OsStr::new("-n"),
+                OsStr::new(&np_s),
+                exe.as_os_str(),
+                OsStr::new("100"),
+            ],
+            &[],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "part_poll on {np} ranks failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        assert!(
+            stdout.lines().any(|l| l == "part_poll: all checks passed"),
+            "np={np}:\n{stdout}\nstderr:\n{stderr}"
+        );
+        let polls: Vec<u64> = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("part_poll: polls per round parrived "))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(polls.len(), 2, "np={np}: no poll counts:\n{stdout}");
+        assert!(
+            polls.iter().all(|&n| n <= MAX_POLLS),
+            "np={np}: polls that found nothing per round (MPI_Parrived, MPI_Win_test) \
+             {polls:?} > {MAX_POLLS}: a poll spins through its time slice instead of \
+             yielding the core\n{stdout}"
         );
     }
 }

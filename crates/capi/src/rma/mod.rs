@@ -554,6 +554,10 @@ mpi_fn! {
             mpi_bail!(MPI_ERR_ARG, "NULL flag");
         }
         let done = exposure_done(win, false)?;
+        if !done {
+            // Polled in a loop: yield when oversubscribed, as MPI_Test does.
+            crate::request::poll()?;
+        }
         out(flag, done as c_int, "flag")
     }
 }
