@@ -2,7 +2,10 @@
 //!
 //! Every command runs in its own process group, which is killed (SIGKILL)
 //! after the command ends or times out, so that a hung or leaky MPI launch
-//! leaves nothing behind.
+//! leaves nothing behind. On a timeout the group first gets SIGTERM and
+//! [`TERM_GRACE`] to exit: a launcher (Open MPI's `mpirun`) then removes its
+//! ranks' shared-memory files, which a SIGKILL of the whole group leaves in
+//! /dev/shm.
 
 use std::io::Read;
 use std::process::{Command, ExitStatus, Stdio};
@@ -92,12 +95,19 @@ pub fn flock_exclusive(f: &std::fs::File) -> std::io::Result<()> {
     }
 }
 
+/// How long a timed-out command's group has between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(3);
+
 fn kill_group(pgid: u32) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+fn signal_group(pgid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) with a negative pid signals the process group we created
     // for this child (process_group(0) makes its pid the group id); it has no
     // memory-safety preconditions. ESRCH (group already gone) is ignored.
     unsafe {
-        libc::kill(-(pgid as libc::pid_t), libc::SIGKILL);
+        libc::kill(-(pgid as libc::pid_t), sig);
     }
 }
 
@@ -174,6 +184,8 @@ pub fn run_idle(
     let mut killed_idle = false;
     let mut eofs = 0;
     let mut grace_until: Option<Instant> = None;
+    // timed out and sent SIGTERM: SIGKILL when `grace_until` passes without an exit
+    let mut termed = false;
     loop {
         let now = Instant::now();
         let limit = match grace_until {
@@ -199,19 +211,34 @@ pub fn run_idle(
                 exited.get_or_insert((st, wall));
                 // clean up anything the command left behind in its group
                 kill_group(pid);
+                if termed {
+                    termed = false;
+                    grace_until = Some(Instant::now() + Duration::from_secs(5));
+                }
                 grace_until.get_or_insert(Instant::now() + Duration::from_secs(5));
             }
             Err(_) if grace_until.is_none() => {
                 killed_idle = Instant::now() < start + timeout;
+                signal_group(pid, libc::SIGTERM);
+                termed = true;
+                grace_until = Some(Instant::now() + TERM_GRACE);
+                exited = Some((None, start.elapsed()));
+            }
+            Err(_) if termed => {
+                // the grace after SIGTERM passed: kill, then collect the output
+                termed = false;
                 kill_group(pid);
                 grace_until = Some(Instant::now() + Duration::from_secs(5));
-                exited = Some((None, start.elapsed()));
             }
             Err(_) => break,
         }
         if eofs == 2 && exited.is_some() {
             break;
         }
+    }
+    if termed {
+        // the output ended during the grace: whatever ignored SIGTERM goes now
+        kill_group(pid);
     }
     let (status, wall) = exited.unwrap_or((None, start.elapsed()));
     let killed = status.is_none();
@@ -261,6 +288,44 @@ mod tests {
         assert!(o.status.is_none() && !o.idle);
         assert!(!o.stdout.contains("never"));
         assert!(o.failure().starts_with("timed out"));
+    }
+
+    #[test]
+    fn timeout_lets_the_command_clean_up_before_the_kill() {
+        // a launcher that removes its files on SIGTERM (as mpirun does) gets to
+        // run its handler; one that ignores SIGTERM is killed after the grace
+        let dir = std::env::temp_dir().join(format!("oxmpi-bench-term-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mark = dir.join("cleaned");
+        let script = format!(
+            "trap 'echo yes > {}; exit 3' TERM; echo up; while :; do sleep 0.05; done",
+            mark.display()
+        );
+        let o = run(
+            Command::new("sh").args(["-c", &script]),
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(o.status.is_none(), "a timed-out command stays timed out");
+        let cleaned = std::fs::read_to_string(&mark).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(cleaned, "yes\n", "the SIGTERM handler did not run");
+        let t = Instant::now();
+        let o = run(
+            Command::new("sh").args([
+                "-c",
+                "trap '' TERM; sleep 30 & while :; do sleep 0.05; done",
+            ]),
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        assert!(o.status.is_none());
+        assert!(
+            t.elapsed() < TERM_GRACE + Duration::from_secs(4),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
