@@ -98,6 +98,9 @@ pub fn flock_exclusive(f: &std::fs::File) -> std::io::Result<()> {
 /// How long a timed-out command's group has between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(3);
 
+/// How long the output of an ended or killed command is still collected.
+const COLLECT_GRACE: Duration = Duration::from_secs(5);
+
 fn kill_group(pgid: u32) {
     signal_group(pgid, libc::SIGKILL);
 }
@@ -211,11 +214,10 @@ pub fn run_idle(
                 exited.get_or_insert((st, wall));
                 // clean up anything the command left behind in its group
                 kill_group(pid);
-                if termed {
-                    termed = false;
-                    grace_until = Some(Instant::now() + Duration::from_secs(5));
+                // (an exit inside the SIGTERM grace ends that grace: no SIGKILL wait)
+                if std::mem::take(&mut termed) || grace_until.is_none() {
+                    grace_until = Some(Instant::now() + COLLECT_GRACE);
                 }
-                grace_until.get_or_insert(Instant::now() + Duration::from_secs(5));
             }
             Err(_) if grace_until.is_none() => {
                 killed_idle = Instant::now() < start + timeout;
@@ -228,7 +230,7 @@ pub fn run_idle(
                 // the grace after SIGTERM passed: kill, then collect the output
                 termed = false;
                 kill_group(pid);
-                grace_until = Some(Instant::now() + Duration::from_secs(5));
+                grace_until = Some(Instant::now() + COLLECT_GRACE);
             }
             Err(_) => break,
         }
