@@ -41,6 +41,10 @@ fakenodes_up() {
 # ssh-style launch agent: agent HOST CMD... (options before the host are ignored)
 while [ \$# -gt 0 ]; do case \$1 in -*) shift;; *) break;; esac; done
 h=\$1; shift
+# Each node's own temporary directory (as a real node's /tmp): job directories a daemon
+# killed with SIGKILL leaves go with \$FN_DIR (fakenodes_down).
+mkdir -p "$FN_DIR/tmp/\$h"
+export TMPDIR="$FN_DIR/tmp/\$h"
 exec ip netns exec $FN_NS\${h#n} unshare --pid --fork --kill-child --mount-proc --ipc --uts sh -c 'hostname "\$0"; mount -t tmpfs tmpfs /dev/shm 2>/dev/null; exec "\$@"' "\$h" "\$@"
 AG
   chmod +x "$FN_DIR/agent"

@@ -7,7 +7,7 @@
 # SIGTERM to mpirun while a node is cut off, a node's daemon stopped (heartbeats), two
 # working interfaces per node (paired and striped).
 # Every case must end in time, with the expected output and exit status, and leave no
-# process on any node.
+# process and no job directory on any node (each node has its own TMPDIR).
 #
 # usage: tests/fakenodes/run.sh PREFIX [NODE_COUNTS...]   (default node counts: 2 4)
 #        (FN_SHOW=1 also prints the output of the cases that pass)
@@ -129,6 +129,15 @@ fn_expect() {
     for p in $left; do kill -9 "$p" 2>/dev/null; done
     ok=0
   fi
+  # A daemon that ends (even after losing its head) removes its job directory; one killed
+  # with SIGKILL by design (the case sets dirs_left=1) cannot.
+  left=$(ls -d "$FN_DIR"/tmp/*/oxmpi-* 2>/dev/null)
+  if [ -n "$left" ] && [ "${dirs_left:-0}" != 1 ]; then
+    echo "  job directories left on the nodes: $left"
+    ok=0
+  fi
+  rm -rf "$FN_DIR"/tmp/*/oxmpi-*
+  dirs_left=0
   if [ $ok = 1 ]; then
     echo "fakenodes: $nodes nodes: $name: ok (${secs}s)"
     if [ -n "${FN_SHOW:-}" ]; then
@@ -234,6 +243,7 @@ for nodes in $counts; do
   # tell; mpirun names the node within plm_heartbeat_timeout, ends the job and kills the
   # node's agent (nothing is left on any node).
   fn_mid_job "fn_stop_daemon $nodes" --mca plm_heartbeat_interval 0.5 --mca plm_heartbeat_timeout 2
+  dirs_left=1
   fn_expect "the last node's daemon stopped mid-job" 1 10 "host n$nodes .*plm_heartbeat_timeout"
   # Listeners are bound to the selected addresses, none to all of them: mpirun's for its
   # daemons (one per address it offers them) and its name server's (--report-uri); nothing
@@ -264,6 +274,7 @@ for nodes in $counts; do
   t0=$(date +%s%N)
   kill -TERM $bg
   fn_finish
+  dirs_left=1
   fn_expect "SIGTERM to mpirun while the last node is cut off" 143 8 "n$nodes did not answer within plm_teardown_timeout"
   fakenodes_down
 done
