@@ -199,8 +199,7 @@ fn shared_memory_component_np3() {
 fn scatterv_root_reuse_np2() {
     run(2, "sv-reuse", SM);
 }
-/// Bcasts, scatters and scattervs whose data goes through the ranks' ring cells (and
-/// allgathers of the same sizes, which post in the buffers)
+/// Bcasts, scatters, scattervs and allgathers whose data goes through the ranks' ring cells
 /// ([`ring_suite`]): many times round the ring, roots running ahead of slow readers.
 #[test]
 fn ring_cells_np2() {
@@ -3335,7 +3334,7 @@ fn scatterv_compact(c: &CollComm) {
 
 /// Rooted collectives and allgathers of more than a lane's worth ([`oxmpi_coll::sm::LANE_MAX`])
 /// on the segment, whose posts go to the posting rank's ring cell of their collective
-/// (`k mod RING_CELLS`; an allgather's to its buffer of `k mod NBUF`): enough iterations to go round the ring several times, the root
+/// (`k mod RING_CELLS`): enough iterations to go round the ring several times, the root
 /// moving, a few broadcasts back to back (their root runs ahead of the readers by up to
 /// `NBUF - 1` collectives) and a reader now and then late by a millisecond, so that a cell
 /// written again too early, or read at the wrong place, hands some rank other bytes. Every

@@ -99,8 +99,8 @@ const SLOT: usize =
 /// Offset in a slot of the nonblocking collectives' buffers.
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 /// Cells of a rank's ring ([`Seg::ring`]): the data of a blocking collective's post that
-/// does not fit the lane (a scatter's or a bcast's payload, a scatterv's blocks) goes to
-/// cell `k mod RING_CELLS` instead of the buffer after the stamp,
+/// does not fit the lane (a scatter's or a bcast's payload, a scatterv's blocks, an
+/// allgather's block) goes to cell `k mod RING_CELLS` instead of the buffer after the stamp,
 /// so that a cell is written again only after 127 more collectives (64 with a barrier
 /// between every two, as the benchmarks run them). Written again after 8, as the
 /// buffers are, its lines are still in the readers' first-level caches from the last read,
@@ -108,9 +108,7 @@ const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * L
 /// barrier between posts, the reader's median from the barrier to its copied 1 KiB 1000
 /// cycles with 8 cells, 260-290 with 128; 4 KiB 2100-2260 against 1750-1950 (MPICH's
 /// cells go round 64 of them). Each cell is [`BUF`] bytes, line-aligned; its pages are
-/// touched only by the collectives that use it. An allgather's blocks stay in the buffers
-/// (every rank writes and reads there, as an allgatherv's do): through the ring, np=2 256 B
-/// far was slower than the allgatherv through the buffers (session 33, spot-checks-wave2).
+/// touched only by the collectives that use it.
 pub const RING_CELLS: u64 = 128;
 /// Flag of a scatterv table entry ([`Seg::scatterv`]) whose block is in the root's ring cell
 /// (its offset there in the low 32 bits, its length above them).
@@ -266,6 +264,13 @@ unsafe impl Sync for Seg {}
 /// nonblocking large region ([`large`]).
 pub(super) fn seg_len(size: usize) -> usize {
     ring_at(size) + size * RING_SLOT
+}
+
+/// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
+/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
+/// same on every rank, as the block is).
+fn in_ring(kind: &super::SmKind) -> bool {
+    matches!(kind, super::SmKind::Allgather { block } if *block > LANE_MAX)
 }
 
 /// Offset of the rings ([`RING_CELLS`]) in the segment of `size` ranks: after the
@@ -591,12 +596,23 @@ impl Seg {
     /// Wait until our buffer for collective `k` is free (every rank is done with
     /// collective `k - NBUF`), copy `src` into it and stamp it.
     fn post(&self, k: u64, src: &[u8]) {
-        debug_assert!(src.len() <= DATA);
+        self.post_in(k, src, false);
+    }
+    /// [`Seg::post`] with the data in our buffer (at most [`DATA`] bytes) or, `ring`, in
+    /// our ring cell of `k` ([`RING_CELLS`]; at most [`CAP`] bytes); the stamp is where it
+    /// always is.
+    fn post_in(&self, k: u64, src: &[u8], ring: bool) {
+        debug_assert!(src.len() <= if ring { CAP } else { DATA });
         self.reusable(k.saturating_sub(NBUF));
-        // SAFETY: our own buffer of collective `k` (at most `DATA` bytes after the stamp),
-        // read by nobody until we stamp `k` and no longer by anybody for `k - NBUF`,
-        // waited for above.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data(self.rank, k), src.len()) };
+        let dst = if ring {
+            self.ring(self.rank, k)
+        } else {
+            self.data(self.rank, k)
+        };
+        // SAFETY: our own buffer or ring cell of collective `k`, read by nobody until we
+        // stamp `k` and no longer by anybody for `k - NBUF` (the ring cell's: for
+        // `k - RING_CELLS <= k - NBUF`), waited for above.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
         self.put_word(self.stamp(self.rank, k), k);
     }
     /// Line `i` (below [`LANE_LINES`]) of rank `r`'s lane entry of collective `k`: stamp
@@ -787,7 +803,7 @@ impl Seg {
         // SAFETY: caller contract; the view is read only.
         unsafe { std::slice::from_raw_parts(self.data(r, k).add(off).cast_const(), n) }
     }
-    /// [`Seg::peer`] of rank `r`'s ring cell of `k` (a bcast's, scatter's or scatterv's).
+    /// [`Seg::peer`] of rank `r`'s ring cell of `k` ([`Seg::post_in`]).
     ///
     /// # Safety
     /// As for [`Seg::peer`].
@@ -1623,7 +1639,7 @@ impl Seg {
     pub fn begin(&self, kind: &super::SmKind, input: &[u8]) -> u64 {
         let k = self.next();
         if kind.posts(self.rank) {
-            self.post(k, input);
+            self.post_in(k, input, in_ring(kind));
         }
         for r in kind.needs(self.rank, self.size) {
             if r != self.rank {
@@ -1643,11 +1659,19 @@ impl Seg {
         out: &mut [u8],
         op: Option<super::nb::Fold<'_>>,
     ) {
+        // Where `begin` posted (the same rule on every rank).
+        let ring = in_ring(kind);
         // SAFETY: the stamps of `k` of every rank `kind` needs were acquired in `begin`
         // (ours: we posted it), and we finish `k` only below, after the reads; every read
-        // is within the `DATA` bytes its rank posted in its buffer (the kinds' offsets and
-        // lengths).
-        let peer = |r: usize, off: usize, n: usize| unsafe { self.peer(r, k, off, n) };
+        // is within the `DATA` bytes its rank posted (the kinds' offsets and lengths), in
+        // its ring cell or its buffer as it posted.
+        let peer = |r: usize, off: usize, n: usize| unsafe {
+            if ring {
+                self.peer_ring(r, k, off, n)
+            } else {
+                self.peer(r, k, off, n)
+            }
+        };
         kind.compute((self.rank, self.size), peer, out, op);
         self.finish(k);
     }
