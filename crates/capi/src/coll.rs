@@ -998,6 +998,7 @@ fn alltoallv(
 /// shared-memory segment (`rc` items of `rdt` per block; `sendbuf` may be `MPI_IN_PLACE`).
 #[allow(clippy::too_many_arguments)]
 fn alltoall_shm(
+    a: &oxmpi_coll::CollComm,
     seg: &oxmpi_coll::sm::Seg,
     sendbuf: *const c_void,
     sendcount: i64,
@@ -1015,7 +1016,7 @@ fn alltoall_shm(
         // SAFETY: MPI contract: recvbuf has room for `total` items.
         if let Some(r) = unsafe { alg::contig(rdt, total, recvbuf) } {
             // Contiguous in place: posted from the user's buffer before any block lands.
-            seg.alltoall_in_place(r, block);
+            select::alltoall_on(a, seg, None, r, block);
             return Ok(());
         }
         // SAFETY: MPI contract: in place, recvbuf holds the data to send.
@@ -1038,10 +1039,12 @@ fn alltoall_shm(
     };
     // SAFETY: MPI contract: recvbuf has room for `n * rc` items of the receive type.
     match unsafe { alg::contig(rdt, total, recvbuf) } {
-        Some(r) if !alg::is_in_place(sendbuf) => seg.alltoall(send.bytes(), r, block),
+        Some(r) if !alg::is_in_place(sendbuf) => {
+            select::alltoall_on(a, seg, Some(send.bytes()), r, block)
+        }
         _ => {
             let mut r = vec![0u8; n * block];
-            seg.alltoall(send.bytes(), &mut r, block);
+            select::alltoall_on(a, seg, Some(send.bytes()), &mut r, block);
             // SAFETY: as above.
             unsafe { alg::unpack(rdt, total, recvbuf, &r) };
         }
@@ -1052,8 +1055,10 @@ fn alltoall_shm(
 /// Alltoall of predefined basic types whose blocks fit the shared-memory segment, on the
 /// user's buffers: their sizes come from the lock-free cache (`datatype::predefined_size`), so
 /// the call takes the library lock once (for the communicator) and no datatype reference.
-/// `None`: the general path decides (other types, in place, NULL buffers, larger blocks,
-/// no segment; it also reports the errors).
+/// In place (the send arguments ignored, as MPI says) it takes the general path's in-place
+/// route, [`oxmpi_coll::sm::Seg::alltoall_in_place`], without its datatype reference.
+/// `None`: the general path decides (other types, NULL buffers, larger blocks, no segment;
+/// it also reports the errors).
 #[allow(clippy::too_many_arguments)]
 fn alltoall_fast(
     c: &Coll,
@@ -1064,23 +1069,33 @@ fn alltoall_fast(
     recvcount: i64,
     recvtype: c_int,
 ) -> Option<MpiResult> {
-    if alg::is_in_place(sendbuf) || sendbuf.is_null() || recvbuf.is_null() {
+    let in_place = alg::is_in_place(sendbuf);
+    if (!in_place && sendbuf.is_null()) || recvbuf.is_null() {
         return None;
     }
     let n = c.size as usize;
     let block = basic_bytes(recvcount, recvtype)?;
     if n < 2
         || block == 0
-        || basic_bytes(sendcount, sendtype)? != block
+        || (!in_place && basic_bytes(sendcount, sendtype)? != block)
         || n * block > oxmpi_coll::sm::DATA
     {
         return None;
     }
-    let seg = match oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall) {
+    let a = c.alg();
+    let seg = match oxmpi_coll::sm::get(&a, oxmpi_coll::tune::Coll::Alltoall) {
         Ok(Some(seg)) => seg,
         Ok(None) => return None,
         Err(e) => return Some(Err(alg::err(c.comm)(e))),
     };
+    if in_place {
+        // SAFETY: MPI contract: recvbuf holds the `n` blocks to send and receives `n`
+        // blocks of `block` bytes there (a predefined basic type is contiguous from
+        // offset 0).
+        let buf = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * block) };
+        select::alltoall_on(&a, &seg, None, buf, block);
+        return Some(Ok(()));
+    }
     // SAFETY: MPI contract: sendbuf holds `n` blocks and recvbuf has room for `n` blocks
     // of `block` bytes (a predefined basic type is contiguous from offset 0); the two do
     // not overlap (that would be in place).
@@ -1090,7 +1105,7 @@ fn alltoall_fast(
             std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), n * block),
         )
     };
-    seg.alltoall(send, recv, block);
+    select::alltoall_on(&a, &seg, Some(send), recv, block);
     Some(Ok(()))
 }
 
@@ -1107,8 +1122,9 @@ mpi_fn_c! {
         let rc = check_count(recvcount).map_err(|e| e.on(comm))?;
         let block = rc * rdt.size;
         if n > 1 && block > 0 && n * block <= oxmpi_coll::sm::DATA {
-            if let Some(seg) = oxmpi_coll::sm::get(&c.alg(), oxmpi_coll::tune::Coll::Alltoall).map_err(alg::err(comm))? {
-                return alltoall_shm(&seg, sendbuf, sendcount.into(), sendtype, recvbuf, rc, &rdt, comm);
+            let a = c.alg();
+            if let Some(seg) = oxmpi_coll::sm::get(&a, oxmpi_coll::tune::Coll::Alltoall).map_err(alg::err(comm))? {
+                return alltoall_shm(&a, &seg, sendbuf, sendcount.into(), sendtype, recvbuf, rc, &rdt, comm);
             }
         }
         let send = if alg::is_in_place(sendbuf) {

@@ -13,6 +13,8 @@
  * reduce-scatters and alltoallvs of 33 B to 1 KiB blocks run back to back, 600 calls.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
+ * Alltoalls of MPI_INT in place and not, each before a barrier, count as the component's
+ * alltoalls, and those barriers do not meet (coll_sm_{alltoall,barrier_meet}_calls).
  * In-place reduces with a non-commutative user op keep rank order; MPI_INT and MPI_DOUBLE
  * reduce-scatters on buffers one byte off their alignment.
  * Rank 0 prints "coll_sm_blocking: sm calls: used" (or "not used": the sum of the
@@ -351,6 +353,60 @@ static void bcast_lanes(void) {
     free(b);
 }
 
+/* A started handle on the counter `name` in session `s`. */
+static MPI_T_pvar_handle named_counter(MPI_T_pvar_session s, const char *name) {
+    int i = -1, count, cont = 1;
+    MPI_T_pvar_handle h;
+    CHECK(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &i) == MPI_SUCCESS);
+    CHECK(MPI_T_pvar_handle_alloc(s, i, NULL, &h, &count) == MPI_SUCCESS);
+    CHECK(MPI_T_pvar_get_info(i, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &cont,
+                              NULL) == MPI_SUCCESS);
+    if (!cont) CHECK(MPI_T_pvar_start(s, h) == MPI_SUCCESS);
+    return h;
+}
+
+static unsigned long long read_counter(MPI_T_pvar_session s, MPI_T_pvar_handle h) {
+    unsigned long long v = 0;
+    CHECK(MPI_T_pvar_read(s, h, &v) == MPI_SUCCESS);
+    return v;
+}
+
+/* Small alltoalls of a basic type (the C library's paths on the user's buffers), out of
+ * place and in place, each followed by a barrier: each counts as an alltoall of the
+ * component when it runs there, so the barrier after it knows a collective came between and
+ * does not meet (a barrier meets only right after a barrier); the data are checked too. */
+static void alltoall_counted(void) {
+    MPI_T_pvar_session s;
+    CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS);
+    int sb[64], rb[64];
+    CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_T_pvar_handle ha = named_counter(s, "coll_sm_alltoall_calls");
+    MPI_T_pvar_handle hm = named_counter(s, "coll_sm_barrier_meet_calls");
+    MPI_T_pvar_handle hb = named_counter(s, "coll_sm_barrier_calls");
+    unsigned long long a0 = read_counter(s, ha), m0 = read_counter(s, hm), b0 = read_counter(s, hb);
+    for (int round = 0; round < 4; round++) {
+        for (int j = 0; j < size; j++) {
+            sb[j] = rank * 1000 + j + round;
+            rb[j] = -1;
+        }
+        if (round % 2 == 0) {
+            CHECK_RC(MPI_Alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, MPI_COMM_WORLD));
+        } else {
+            for (int j = 0; j < size; j++) rb[j] = sb[j];
+            CHECK_RC(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, 1, MPI_INT,
+                                  MPI_COMM_WORLD));
+        }
+        for (int j = 0; j < size; j++) CHECK(rb[j] == j * 1000 + rank + round);
+        CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    unsigned long long a = read_counter(s, ha) - a0, m = read_counter(s, hm) - m0,
+                       b = read_counter(s, hb) - b0;
+    /* On the component (its barriers counted) every alltoall is; off it, neither. */
+    CHECK(a == (b > 0 ? 4 : 0));
+    CHECK(m == 0);
+    CHECK(MPI_T_pvar_session_free(&s) == MPI_SUCCESS);
+}
+
 /* Rooted collectives back to back with the root moving: roots and non-roots run ahead of
  * each other by up to the whole loop (no synchronisation but the collectives). */
 static void back_to_back(void) {
@@ -536,6 +592,7 @@ int main(int argc, char **argv) {
         for (int inpl = 0; inpl < 2; inpl++) empty_blocks(isizes[z] > 0 ? isizes[z] : 1, inpl);
     back_to_back();
     lined_back_to_back();
+    alltoall_counted();
     bcast_lanes();
     /* 4 B to 4 KiB vectors (the segment's buffers), 4100 B ints (past them) */
     int osizes[] = {1, 4, 1024 / size, 1024, 1025};

@@ -235,6 +235,26 @@ fn pair(
     Ok(sm::get(a, coll)?.filter(|seg| seg.cma_known()))
 }
 
+/// An alltoall of `block`-byte blocks on `seg`, the segment of `a` (`size * block` at most
+/// [`sm::DATA`] bytes, as [`alltoall`] checks), counted as [`alltoall`] counts it (so that a
+/// barrier after it knows a collective came between, [`crate::base::stats::last_was`]): the
+/// C ABI's paths on the user's buffers. `send` `None`: in place, `recv` holds the blocks to
+/// send ([`sm::Seg::alltoall_in_place`]).
+#[inline]
+pub fn alltoall_on(
+    a: &CollComm,
+    seg: &sm::Seg,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    block: usize,
+) {
+    count(a.shadow, Alg::SmAlltoall);
+    match send {
+        Some(s) => seg.alltoall(s, recv, block),
+        None => seg.alltoall_in_place(recv, block),
+    }
+}
+
 /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`, block `j` of `recv`
 /// comes from rank `j`. Through the segment's buffers when every block fits one; larger
 /// blocks as an alltoallv on the segment ([`sm::Seg::alltoallv`]: through the table when
