@@ -1127,14 +1127,8 @@ impl SmNb {
                 displs,
                 far: far_max,
             } => {
-                let far = |c: usize| self.kind.far_block(p, c);
-                let by_message = |c: usize| c > scatterv_max(p).max(*far_max);
-                // Whether our table says rank `r` reads its block from our input by CMA, or
-                // that it comes by message.
-                let entry = |r: usize, f: &dyn Fn(usize) -> bool| {
-                    let (c, d) = (counts[r], displs[r]);
-                    r != me && f(c) && input.get(d..d + c).is_some()
-                };
+                let smax = scatterv_max(p);
+                let by_message = |c: usize| c > smax.max(*far_max);
                 if me == *root {
                     // Our own block at the first look after our post, while the others read
                     // theirs (from our input, which we only read too).
@@ -1150,17 +1144,24 @@ impl SmNb {
                             Progress::Mismatch
                         });
                     }
-                    // Those that read from our input have stamped once they no longer do;
-                    // those we send to by message have posted their length.
-                    let waits = |r: usize| entry(r, &far) || entry(r, &by_message);
-                    if !(0..p).filter(|&r| waits(r)).all(|r| seg.stamped(r, k)) {
-                        return None;
-                    }
-                    // A rank whose length puts its block on the segment (erroneous: shorter
-                    // than our count) took none: it expects no message.
-                    for r in (0..p).filter(|&r| entry(r, &by_message)) {
-                        if !by_message(word(r, 0) as usize) {
-                            self.no_msg |= 1 << r;
+                    // Blocks larger than the segment takes: those that read theirs from our
+                    // input (our table says where) have stamped once they no longer do;
+                    // those we send by message (our table says so) have posted their
+                    // length.
+                    if (0..p).any(|r| r != me && counts[r] > smax) {
+                        let listed = |r: usize| {
+                            let (c, d) = (counts[r], displs[r]);
+                            r != me && c > smax && input.get(d..d + c).is_some()
+                        };
+                        if !(0..p).filter(|&r| listed(r)).all(|r| seg.stamped(r, k)) {
+                            return None;
+                        }
+                        // A rank whose length puts its block on the segment (erroneous:
+                        // shorter than our count) took none: it expects no message.
+                        for r in (0..p).filter(|&r| listed(r) && by_message(counts[r])) {
+                            if !by_message(word(r, 0) as usize) {
+                                self.no_msg |= 1 << r;
+                            }
                         }
                     }
                     ok = self.copied == Some(Progress::Done);
