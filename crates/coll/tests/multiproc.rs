@@ -554,8 +554,36 @@ fn bcast_mismatch_np2() {
 fn bcast_mismatch_np3() {
     run_within(3, "bcast-mismatch", &[], 120);
 }
+/// Erroneous broadcasts without the segment (`coll_sm_enable` 0: point to point), with
+/// the automatic choice and each algorithm forced in turn: the root's length and one
+/// rank's on either side of the bounds (empty, the pipeline's segment, the binomial tree's
+/// limit above which the scatter-allgather runs) and a few farther apart, every root, the
+/// erroneous rank a leaf or an inner rank of the tree, see [`bcast_mismatch_p2p_suite`]:
+/// the rank whose length differs fails (`MPI_ERR_TRUNCATE` or `MPI_ERR_COUNT`), the root
+/// and the others get the data (a rank below a too short buffer in the binomial tree fails
+/// too), nobody waits (the harness fails a run that takes more than 120 s), and a correct
+/// broadcast afterwards works.
+#[test]
+fn bcast_mismatch_p2p_np2() {
+    run_within(
+        2,
+        "bcast-mismatch-p2p",
+        &[("OXMPI_MCA_coll_sm_enable", "0")],
+        120,
+    );
+}
+#[test]
+fn bcast_mismatch_p2p_np4() {
+    run_within(
+        4,
+        "bcast-mismatch-p2p",
+        &[("OXMPI_MCA_coll_sm_enable", "0")],
+        120,
+    );
+}
 /// Erroneous nonblocking gathervs and scattervs on the segment on 3 ranks (one rank's
-/// block one byte off the root's count for it across the segment's bounds, every root),
+/// block one byte off the root's count for it across the segment's bounds and the message
+/// bound, with the segment's single-copy limit and with none, every root),
 /// see [`igatherv_mismatch_suite`]: the rank that would get more than it expects fails
 /// with `MPI_ERR_TRUNCATE` (so does a rank with an empty receive buffer that the root
 /// sends a block), nobody waits forever, a correct one afterwards works.
@@ -739,6 +767,10 @@ fn rank_entry() {
         "bcast-mismatch" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             bcast_mismatch_suite(&w);
+        }
+        "bcast-mismatch-p2p" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            bcast_mismatch_p2p_suite(&w);
         }
         "igv-mismatch" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1247,6 +1279,32 @@ fn light_run(
     }
     loop {
         if let Some(res) = light::test(i) {
+            return res;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// [`light_run`], or a schedule ([`oxmpi_coll::sched::Schedule::shared`]) when some of our
+/// blocks go by message.
+fn shared_run(
+    c: &CollComm,
+    seg: &std::sync::Arc<oxmpi_coll::sm::Seg>,
+    kind: oxmpi_coll::sm::SmKind,
+    (input, output): (&mut [u8], &mut [u8]),
+) -> oxmpi_coll::Result<()> {
+    use oxmpi_coll::sched::{Region, Schedule};
+    let at = (c.rank as usize, c.size as usize);
+    if !kind.has_messages(at, (input.len(), output.len())) {
+        return light_run(c, seg, kind, (input, output));
+    }
+    let input = Region::Raw(input.as_mut_ptr(), input.len());
+    let output = Region::Raw(output.as_mut_ptr(), output.len());
+    // The regions are the caller's slices, which outlive this call, and the schedule ends
+    // before it returns.
+    let mut s = Schedule::shared(c, seg.clone(), kind, input, output, None);
+    loop {
+        if let Some(res) = s.progress() {
             return res;
         }
         std::thread::yield_now();
@@ -4192,6 +4250,84 @@ fn bcast_mismatch_suite(c: &CollComm) {
     }
 }
 
+/// See [`bcast_mismatch_p2p_np2`]: `bcast_mismatch_suite`'s pairs around the point-to-point
+/// bounds, for each forced algorithm (set in the registry on every rank alike).
+fn bcast_mismatch_p2p_suite(c: &CollComm) {
+    use oxmpi_coll::tune::{self, BCAST_SEGMENT, BCAST_SMALL};
+    use oxmpi_engine::ErrorClass;
+    let (p, me) = (c.size as usize, c.rank as usize);
+    assert!(oxmpi_coll::sm::get(c, Coll::Bcast).unwrap().is_none());
+    let bounds = [0, 1, 4096, BCAST_SEGMENT, BCAST_SMALL];
+    let mut pairs: Vec<(usize, usize)> = bounds
+        .iter()
+        .flat_map(|&b| [(b, b + 1), (b + 1, b)])
+        .collect();
+    pairs.extend([
+        (50, 200),
+        (200, 50),
+        (0, 100),
+        (100, 0),
+        (40, BCAST_SMALL + 40),
+    ]);
+    let mut it = 6000u64;
+    for forced in ["0", "1", "3", "6", "8"] {
+        let _ = tune::algorithm(Coll::Bcast);
+        oxmpi_base::params::global()
+            .unwrap()
+            .set("coll_tuned_bcast_algorithm", forced)
+            .unwrap();
+        tune::reload();
+        assert_eq!(tune::algorithm(Coll::Bcast).to_string(), forced);
+        for &(theirs, len) in &pairs {
+            for root in 0..p {
+                it += 1;
+                let rel = |r: usize| (r + p - root) % p;
+                // A leaf or (from 4 ranks) an inner rank of the binomial tree.
+                let bad = (root + 1 + it as usize % (p - 1)) % p;
+                let how = format!(
+                    "algorithm {forced}: root {root} sends {theirs}, rank {bad} expects {len}, it {it}"
+                );
+                let data = contrib(theirs, it, root, 95);
+                let mut buf = if me == root {
+                    data.clone()
+                } else {
+                    vec![0xa5u8; if me == bad { len } else { theirs }]
+                };
+                let r = select::bcast(c, &mut buf, root as i32);
+                // The data travels as it is (no marker) down the binomial tree, where a
+                // rank below a too short buffer cannot get it.
+                let data_first = theirs > 0
+                    && match forced {
+                        "1" | "6" => true,
+                        "0" => p <= 2 || theirs <= BCAST_SMALL || theirs < p,
+                        _ => false,
+                    };
+                let (b, m) = (rel(bad), rel(me));
+                let below_bad = forced != "1" && b != 0 && m > b && m < b + (b & b.wrapping_neg());
+                if me == bad {
+                    let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
+                    let class = if theirs > len {
+                        ErrorClass::Truncate
+                    } else {
+                        ErrorClass::Count
+                    };
+                    assert_eq!(e.class(), class, "bcast {how}: {e}");
+                } else if below_bad && data_first && theirs > len {
+                    let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
+                    assert!(
+                        matches!(e.class(), ErrorClass::Truncate | ErrorClass::Other),
+                        "bcast {how}: rank {me}: {e}"
+                    );
+                } else {
+                    r.unwrap_or_else(|e| panic!("bcast {how}: rank {me}: {e}"));
+                    assert!(buf == data, "bcast {how}: rank {me}'s data");
+                }
+                bcast_correct(c, it);
+            }
+        }
+    }
+}
+
 /// A correct broadcast from a rotating root with a length that cycles through the paths,
 /// checked everywhere.
 fn bcast_correct(c: &CollComm, it: u64) {
@@ -4218,22 +4354,23 @@ fn igatherv_mismatch_suite(c: &CollComm) {
     // Made by a blocking collective first (the nonblocking ones never make it).
     select::barrier(c).unwrap();
     let seg = sm::existing(c).expect("a segment");
-    let far = seg.single_copy_max();
-    let by_message = |n: usize| n > sm::V_MAX.max(far);
-    let mut bounds = vec![0, 48, sm::LANE_MAX, sm::DATA, sm::V_MAX];
-    if far > 0 {
-        bounds.push(far);
+    let one_copy = seg.single_copy_max();
+    // The segment's single-copy bound, then none (every block above the segment's by
+    // message): each side of the message bound too.
+    let mut cases: Vec<(usize, usize)> = [0, 48, sm::LANE_MAX, sm::DATA, sm::V_MAX]
+        .iter()
+        .map(|&b| (b, one_copy))
+        .collect();
+    if one_copy > 0 {
+        cases.extend([(one_copy, one_copy), (sm::V_MAX, 0)]);
     }
     let mut it = 7000u64;
-    for bound in bounds {
+    for (bound, far) in cases {
         for (count, len) in [(bound, bound + 1), (bound + 1, bound)] {
-            if by_message(count) || by_message(len) {
-                continue;
-            }
             for root in 0..p {
                 it += 1;
                 let bad = (root + 1) % p;
-                let how = format!("count {count}, block {len}, root {root}, it {it}");
+                let how = format!("count {count}, block {len}, far {far}, root {root}, it {it}");
                 let counts: Vec<usize> =
                     (0..p).map(|i| if i == root { 5 } else { count }).collect();
                 let displs: Vec<usize> = (0..p).map(|i| i * (count + 5)).collect();
@@ -4255,7 +4392,7 @@ fn igatherv_mismatch_suite(c: &CollComm) {
                     far,
                 };
                 let mut g = vec![0xa5u8; if me == root { total } else { 0 }];
-                let r = light_run(c, &seg, kind, (&mut xs[me], &mut g));
+                let r = shared_run(c, &seg, kind, (&mut xs[me], &mut g));
                 if me == root && len > count {
                     match r {
                         Err(e) => {
@@ -4292,7 +4429,7 @@ fn igatherv_mismatch_suite(c: &CollComm) {
                 };
                 let want = src.clone();
                 let mut got = vec![0xa5u8; lens[me]];
-                let r = light_run(c, &seg, kind, (&mut src, &mut got));
+                let r = shared_run(c, &seg, kind, (&mut src, &mut got));
                 if me == bad && count > len {
                     match r {
                         Err(e) => {

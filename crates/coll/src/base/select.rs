@@ -47,7 +47,8 @@ pub fn barrier(a: &CollComm) -> Result<()> {
 /// `MPI_ERR_TRUNCATE` when the root's data is longer than its buffer, `MPI_ERR_COUNT`
 /// when it is shorter, its buffer untouched, after taking part in whatever the root still
 /// does (so that nobody waits for it); the root does not wait for the others' verdicts
-/// and returns success. Point to point without a segment (no such check).
+/// and returns success. Without a segment, point to point ([`CollComm::bcast`]), where
+/// each rank learns the root's length from its first message and fails alike.
 #[inline]
 pub fn bcast(a: &CollComm, buf: &mut [u8], root: i32) -> Result<()> {
     let n = buf.len();
@@ -102,7 +103,7 @@ fn bcast_rest(a: &CollComm, seg: &sm::Seg, buf: &mut [u8], root: i32) -> Result<
         let b = seg.bcast_cma(buf, root as usize);
         return bcast_done(a, seg, b, n, root);
     }
-    a.bcast(buf, root)
+    a.bcast_agreed(buf, root)
 }
 
 /// The outcome `b` of a broadcast of `n` bytes on the segment as the collective's: a rank

@@ -259,6 +259,8 @@ pub struct Schedule {
     alg: Option<Alg>,
     /// A collective of the `sm` component instead of rounds (see [`Schedule::shared`]).
     sm: Option<SmNb>,
+    /// The segment's part failed, reported once the messages it agreed on have moved.
+    late: Option<oxmpi_engine::Error>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -302,6 +304,7 @@ impl Schedule {
             started: false,
             alg: None,
             sm: None,
+            late: None,
         }
     }
 
@@ -565,7 +568,21 @@ impl Schedule {
             let out = self.regions[1].ptr_len();
             // SAFETY: the regions are the caller's memory (valid until completion by the
             // MPI contract) or owned by the schedule.
-            match unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) } {
+            let end = unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) };
+            // A v-collective's messages: only those both ends agreed on in the segment's
+            // part (an erroneous count on one side of the message bound takes none).
+            let dropped = nb.dropped();
+            if dropped != 0 && end != Progress::Pending {
+                for r in &mut self.rounds {
+                    r.0.retain(|s| match *s {
+                        Step::Send { peer, .. } | Step::Recv { peer, .. } => {
+                            dropped & 1 << peer == 0
+                        }
+                        _ => true,
+                    });
+                }
+            }
+            match end {
                 Progress::Pending => return None,
                 // Ended: reported once (then `None` is never returned again, nor is it
                 // asked).
@@ -576,10 +593,21 @@ impl Schedule {
                     self.started = false;
                 }
                 Progress::Mismatch => {
-                    return Some(Err(arg_err(
+                    let e = arg_err(
                         ErrorClass::Truncate,
                         "a block's length differs from its receive count",
-                    )))
+                    );
+                    // Messages the other ends wait for still move; the error comes after.
+                    let moves = self.rounds.iter().any(|r| {
+                        r.0.iter()
+                            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+                    });
+                    if !moves {
+                        return Some(Err(e));
+                    }
+                    self.late = Some(e);
+                    self.sm = None;
+                    self.started = false;
                 }
                 Progress::CopyFailed => {
                     return Some(Err(arg_err(
@@ -622,7 +650,7 @@ impl Schedule {
             }
             if let Some(err) = self.error.take() {
                 self.end();
-                return Some(Err(err));
+                return Some(Err(self.late.take().unwrap_or(err)));
             }
             if let Some(i) = self.current.take() {
                 let round = std::mem::take(&mut self.rounds[i]);
@@ -631,7 +659,7 @@ impl Schedule {
             }
             let i = self.next;
             if i >= self.rounds.len() {
-                return Some(Ok(()));
+                return Some(self.late.take().map_or(Ok(()), Err));
             }
             self.next += 1;
             let round = std::mem::take(&mut self.rounds[i]);

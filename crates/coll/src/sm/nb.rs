@@ -254,6 +254,9 @@ const NOT_HERE: u64 = u64::MAX;
 /// cross-memory copy: `FAR | at << 32 | length`, the root's pid and the block's address
 /// at byte `at` of the root's buffer.
 const FAR: u64 = 1 << 63;
+/// Flag of a scatterv (alltoallv) table entry whose block goes by message: `MSG | length`
+/// (a rank whose own length puts its block on the segment then fails instead of waiting).
+const MSG: u64 = 1 << 62;
 
 /// A point-to-point transfer of a v-collective's block too large for the segment
 /// ([`SmKind::each_message`]): send (else receive) `len` bytes at `at` (region 0: the
@@ -321,6 +324,17 @@ impl SmKind {
     /// A gatherv or scatterv block too large for the segment moves by one cross-memory
     /// copy when it has at most `far` bytes (the same on every rank), by message only
     /// when it is larger.
+    ///
+    /// These are the messages planned from our own counts; in an erroneous call the root's
+    /// count for a block and the block's length lie on either side of the message bound,
+    /// and the segment's part settles it before any message moves ([`SmNb::dropped`]): a
+    /// gatherv rank whose block goes by message posts its length and sends only when the
+    /// root's post gives a count that goes by message too (the root receives from the
+    /// ranks whose posted length says they send, and takes a shorter block from the
+    /// segment); a scatterv root's table marks its blocks by message, a rank reads its
+    /// entry whatever its length and posts its length for such a block, and the root sends
+    /// only to the ranks whose length goes by message. The other end fails with
+    /// `MPI_ERR_TRUNCATE` instead of waiting for a message that never comes.
     pub fn each_message(
         &self,
         (me, p): (usize, usize),
@@ -570,6 +584,9 @@ pub struct SmNb {
     /// A gatherv's or scatterv's root leaves its own block to its schedule, which copies it
     /// while the blocks that go by message travel ([`SmNb::own_block_elsewhere`]).
     own_elsewhere: bool,
+    /// A gatherv's or scatterv's messages that the other end does not expect (bit `r`:
+    /// rank `r`'s), dropped from its schedule ([`SmNb::dropped`]).
+    no_msg: u64,
 }
 
 impl SmNb {
@@ -593,6 +610,7 @@ impl SmNb {
             moved: 0,
             fault: Progress::Done,
             own_elsewhere: false,
+            no_msg: 0,
         }
     }
 
@@ -611,6 +629,7 @@ impl SmNb {
             moved: 0,
             fault: Progress::Done,
             own_elsewhere: false,
+            no_msg: 0,
         }
     }
 
@@ -731,7 +750,12 @@ impl SmNb {
                         // than the segment takes (erroneous: its count differs from ours)
                         // waits for our post and then writes nothing.
                         let base = output.0 as u64;
-                        if !(0..p).any(|r| r != me && far(counts[r])) {
+                        // Every block larger than the segment takes gets its place (a rank
+                        // whose length is a cross-memory one writes there, whatever path
+                        // our count gives it) and our count, which a rank whose block goes
+                        // by message reads before it sends.
+                        let big = |r: usize| r != me && counts[r] > GATHERV_MAX;
+                        if !(0..p).any(big) {
                             // SAFETY: `b` is our buffer's `CAP` bytes.
                             seg.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(0) })
                         } else {
@@ -743,26 +767,36 @@ impl SmNb {
                                     w.write_unaligned(own_pid());
                                     for r in 0..p {
                                         let (c, d) = (counts[r], displs[r]);
-                                        let ok = r != me && far(c) && d + c <= output.1;
-                                        let (at, len) =
-                                            if ok { (base + d as u64, c) } else { (0, 0) };
+                                        let (at, len) = match big(r) {
+                                            true if d + c <= output.1 => (base + d as u64, c),
+                                            true => (0, c),
+                                            false => (0, 0),
+                                        };
                                         w.add(1 + 2 * r).write_unaligned(at);
                                         w.add(2 + 2 * r).write_unaligned(len as u64);
                                     }
                                 }
                             })
                         }
-                    } else {
+                    } else if n <= GATHERV_MAX {
                         // An empty block is posted too (its length): a root whose count
                         // for it is not 0 (erroneous) waits for that.
-                        n > GATHERV_MAX
+                        seg.try_post_with(k, |b| {
+                            // SAFETY: `b` is our buffer's `CAP` bytes and `8 + n <= CAP`;
+                            // the input is readable (caller contract).
+                            unsafe {
+                                b.cast::<u64>().write_unaligned(n as u64);
+                                std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
+                            }
+                        })
+                    } else {
+                        // A writer posts its length once it wrote; a block that goes by
+                        // message posts its length now: a root whose count for it puts it
+                        // on the segment (erroneous) sees it and expects no message.
+                        far(n)
                             || seg.try_post_with(k, |b| {
-                                // SAFETY: `b` is our buffer's `CAP` bytes and
-                                // `8 + n <= CAP`; the input is readable (caller contract).
-                                unsafe {
-                                    b.cast::<u64>().write_unaligned(n as u64);
-                                    std::ptr::copy_nonoverlapping(input.0, b.add(8), n);
-                                }
+                                // SAFETY: `b` is our buffer's `CAP` bytes.
+                                unsafe { b.cast::<u64>().write_unaligned(n as u64) }
                             })
                     }
                 }
@@ -932,6 +966,13 @@ impl SmNb {
         self.copied.unwrap_or(Progress::Done)
     }
 
+    /// The ranks (bit `r`) whose message of a gatherv or scatterv, planned from our own
+    /// counts ([`SmKind::each_message`]), does not move: the other end's count puts the
+    /// block on the segment (an erroneous call). Known once the segment's part ended.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.no_msg
+    }
+
     /// The sequence number of this collective among the segment's nonblocking ones (the
     /// same on every rank).
     pub(crate) fn seq(&self) -> u64 {
@@ -980,7 +1021,29 @@ impl SmNb {
                 ..
             } => {
                 let far = |c: usize| self.kind.far_block(p, c);
+                let by_message = |c: usize| c > GATHERV_MAX && !far(c);
                 if me != *root {
+                    if by_message(input.len()) {
+                        // We send by message only when the root's count for us says it
+                        // receives one (else it took our length from our post and fails).
+                        if self.copied.is_none() {
+                            if !seg.stamped(*root, k) {
+                                return None;
+                            }
+                            let pid = word(*root, 0);
+                            let c = match pid {
+                                0 => 0,
+                                _ => word(*root, 8 * (2 + 2 * me)) as usize,
+                            };
+                            self.copied = Some(if by_message(c) {
+                                Progress::Done
+                            } else {
+                                self.no_msg |= 1 << *root;
+                                Progress::Mismatch
+                            });
+                        }
+                        return self.copied;
+                    }
                     if !far(input.len()) {
                         return Some(Progress::Done);
                     }
@@ -1030,44 +1093,42 @@ impl SmNb {
                         Progress::Mismatch
                     });
                 }
-                let posted = |r: usize| r != me && (1..=GATHERV_MAX).contains(&counts[r]);
-                let writer = |r: usize| r != me && far(counts[r]);
-                if !(0..p)
-                    .filter(|&r| posted(r) || writer(r))
-                    .all(|r| seg.stamped(r, k))
-                {
+                // Every rank we expect a block from posts its length: with the block (up
+                // to `GATHERV_MAX` bytes), once it wrote it (a cross-memory length), or
+                // before it sends it by message. The length, not our count, says where
+                // the block is: a shorter one arrives, a longer one fails.
+                let expected = |r: usize| r != me && counts[r] > 0;
+                if !(0..p).filter(|&r| expected(r)).all(|r| seg.stamped(r, k)) {
                     return None;
                 }
                 ok &= self.copied == Some(Progress::Done);
-                // A writer whose block lies outside our output wrote nothing; one whose
-                // length word says it posted its block (erroneous: shorter than our count)
-                // or wrote nothing (longer) did not write.
-                for r in (0..p).filter(|&r| writer(r)) {
-                    let n = word(r, 0) as usize;
-                    if n <= GATHERV_MAX {
-                        // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
-                        ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
-                    } else {
-                        ok &= n <= counts[r] && displs[r] + counts[r] <= out.len();
-                    }
-                }
-                for r in (0..p).filter(|&r| posted(r)) {
-                    let n = word(r, 0) as usize;
-                    if n > counts[r] || n > GATHERV_MAX {
-                        ok = false;
+                for r in (0..p).filter(|&r| expected(r)) {
+                    let (n, c, d) = (word(r, 0) as usize, counts[r], displs[r]);
+                    if by_message(n) {
+                        // It sends iff our count is a message's too.
+                        ok &= by_message(c);
                         continue;
                     }
-                    // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
-                    ok &= put(out, displs[r], unsafe { seg.peer_nb(r, k, 8, n) });
+                    if by_message(c) {
+                        self.no_msg |= 1 << r;
+                    }
+                    if n <= GATHERV_MAX {
+                        // SAFETY: as in `word` (stamp acquired, `k` open); `8 + n <= CAP`.
+                        ok &= n <= c && put(out, d, unsafe { seg.peer_nb(r, k, 8, n) });
+                    } else {
+                        // It wrote iff our post gave it a place with room for its block.
+                        ok &= n <= c && d + c <= out.len();
+                    }
                 }
             }
             SmKind::Scatterv {
                 root,
                 counts,
                 displs,
-                ..
+                far: far_max,
             } => {
-                let far = |c: usize| self.kind.far_block(p, c);
+                let smax = scatterv_max(p);
+                let by_message = |c: usize| c > smax.max(*far_max);
                 if me == *root {
                     // Our own block at the first look after our post, while the others read
                     // theirs (from our input, which we only read too).
@@ -1083,22 +1144,38 @@ impl SmNb {
                             Progress::Mismatch
                         });
                     }
-                    // Those that read from our input have stamped once they no longer do.
-                    if !(0..p).all(|r| r == me || !far(counts[r]) || seg.stamped(r, k)) {
-                        return None;
+                    // Blocks larger than the segment takes: those that read theirs from our
+                    // input (our table says where) have stamped once they no longer do;
+                    // those we send by message (our table says so) have posted their
+                    // length.
+                    if (0..p).any(|r| r != me && counts[r] > smax) {
+                        let listed = |r: usize| {
+                            let (c, d) = (counts[r], displs[r]);
+                            r != me && c > smax && input.get(d..d + c).is_some()
+                        };
+                        if !(0..p).filter(|&r| listed(r)).all(|r| seg.stamped(r, k)) {
+                            return None;
+                        }
+                        // A rank whose length puts its block on the segment (erroneous:
+                        // shorter than our count) took none: it expects no message.
+                        for r in (0..p).filter(|&r| listed(r) && by_message(counts[r])) {
+                            if !by_message(word(r, 0) as usize) {
+                                self.no_msg |= 1 << r;
+                            }
+                        }
                     }
                     ok = self.copied == Some(Progress::Done);
-                } else if out.is_empty() || far(out.len()) || out.len() <= scatterv_max(p) {
-                    // Our block is on the segment or read by CMA (or, with an empty
-                    // buffer, should be none): the root's entry says which, whatever our
-                    // length (it differs from the root's count in an erroneous program).
+                } else {
+                    // Our block is on the segment, read by CMA or sent by message: the
+                    // root's entry says which, whatever our length (it differs from the
+                    // root's count in an erroneous program).
                     if self.copied.is_none() {
                         if !seg.stamped(*root, k) {
                             return None;
                         }
                         let e = word(*root, 8 * me);
-                        self.copied = Some(if e == NOT_HERE {
-                            // (No block, or one that comes by message: not ours to take.)
+                        let got = if e == NOT_HERE {
+                            // (No block: none for an empty buffer.)
                             match out.is_empty() {
                                 true => Progress::Done,
                                 false => Progress::Mismatch,
@@ -1121,6 +1198,12 @@ impl SmNb {
                             } else {
                                 Progress::Mismatch
                             }
+                        } else if e & MSG != 0 {
+                            // By message iff our length says so too (the root reads it).
+                            match by_message(out.len()) {
+                                true => Progress::Done,
+                                false => Progress::Mismatch,
+                            }
                         } else {
                             let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
                             if n <= out.len() && off + n <= CAP {
@@ -1131,13 +1214,20 @@ impl SmNb {
                             } else {
                                 Progress::Mismatch
                             }
-                        });
+                        };
+                        if by_message(out.len()) && e & (FAR | MSG) != MSG {
+                            self.no_msg |= 1 << *root;
+                        }
+                        self.copied = Some(got);
                     }
                     // A root whose entry for us is read by CMA waits until we no longer
-                    // read its input: tell it (later if our buffer is in use).
+                    // read its input, one that sends by message for our length: post it
+                    // (later if our buffer is in use).
                     let e = word(*root, 8 * me);
-                    let read = far(out.len()) || (e != NOT_HERE && e & FAR != 0);
-                    if read && !seg.try_post_with(k, |_| {}) {
+                    let n = out.len() as u64;
+                    // SAFETY: `b` is our buffer's `CAP` bytes.
+                    let post = |b: *mut u8| unsafe { b.cast::<u64>().write_unaligned(n) };
+                    if e != NOT_HERE && e & (FAR | MSG) != 0 && !seg.try_post_with(k, post) {
                         return None;
                     }
                     return self.copied;
@@ -1301,8 +1391,8 @@ fn put(out: &mut [u8], at: usize, src: &[u8]) -> bool {
 /// `r`'s block, copied after the table, when the block goes through the segment (`1..=max`
 /// bytes, [`SmKind::each_message`]; never our own), `FAR | at << 32 | length` (its low 32
 /// bits) when it is read from `input` by cross-memory copies (`max < length <= far`; our
-/// pid, the block's address and its whole length at `at`, among the blocks), else
-/// [`NOT_HERE`].
+/// pid, the block's address and its whole length at `at`, among the blocks), `MSG |
+/// length` when it goes by message (`length > max.max(far)`), else [`NOT_HERE`].
 ///
 /// # Safety
 /// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >= 24`
@@ -1337,6 +1427,8 @@ unsafe fn put_blocks(
                 entry = FAR | (off as u64) << 32 | (c & 0xffff_ffff) as u64;
                 off += 24;
             }
+        } else if r != me && c > max.max(far) && input.get(d..d + c).is_some() {
+            entry = MSG | (c as u64 & (MSG - 1));
         }
         // SAFETY: the table's `8 p <= CAP` bytes lead the buffer.
         unsafe { b.add(8 * r).cast::<u64>().write_unaligned(entry) };
