@@ -301,8 +301,8 @@ fn alltoall_push_np4() {
 fn alltoall_push_np8() {
     run(8, "a2a-push", &[PUSH_ON]);
 }
-/// Allgather(v)s on 2 ranks of blocks too large for a segment buffer, 96 in a row: rank 0
-/// picks per call whether each rank writes its block into the other's buffer or reads the
+/// Allgather(v)s on 2 ranks of blocks too large for a segment buffer, 96 in a row: out of
+/// place rank 0 picks per call whether each rank writes its block into the other's buffer or reads the
 /// other's block, and the other follows its post ([`ag_pair_suite`]); both ways must run
 /// and every call's data arrive whole in its own fresh buffer.
 #[test]
@@ -1892,10 +1892,10 @@ fn a2a_mismatch(c: &CollComm, seg: &oxmpi_coll::sm::Seg) {
 
 /// Allgathers and allgatherv(s) on 2 ranks of blocks in `sm::ALLGATHER_PAIR` (8-160 KiB,
 /// in place every third call, uneven blocks in odd calls), 96 in a row through
-/// `base::select`, each by cross-memory copies: rank 0 chooses per call whether each rank
-/// writes its block into the other's receive buffer or reads the other's block, and
-/// posts the choice (its timing chooser tries both ways on its first calls of a size and
-/// every 32nd call after). Each call gets a fresh receive buffer filled with 0xa5, its
+/// `base::select`, each by cross-memory copies: out of place rank 0 chooses per call
+/// whether each rank writes its block into the other's receive buffer or reads the
+/// other's block, and posts the choice (its timing chooser tries both ways on its first
+/// calls of a size and every 32nd call after); in place both write. Each call gets a fresh receive buffer filled with 0xa5, its
 /// blocks at an offset and with gaps that differ per call; after the call both blocks
 /// must hold this call's data and the gaps 0xa5 (a rank that followed its own choice
 /// instead of rank 0's leaves its peer's block unwritten; a reader that left before the
