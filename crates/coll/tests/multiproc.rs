@@ -301,6 +301,14 @@ fn alltoall_push_np4() {
 fn alltoall_push_np8() {
     run(8, "a2a-push", &[PUSH_ON]);
 }
+/// Allgather(v)s on 2 ranks of blocks too large for a segment buffer, 96 in a row: out of
+/// place rank 0 picks per call whether each rank writes its block into the other's buffer or reads the
+/// other's block, and the other follows its post ([`ag_pair_suite`]); both ways must run
+/// and every call's data arrive whole in its own fresh buffer.
+#[test]
+fn allgather_pair_ways_np2() {
+    run(2, "ag-pair", &[]);
+}
 /// The same exchanges read by the receivers instead: push off by parameter, and with
 /// `process_vm_writev` denied by a seccomp filter (the probe finds the read allowed and the
 /// write not: every rank reads).
@@ -695,6 +703,10 @@ fn rank_entry() {
         "a2a" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             a2a_suite(&w);
+        }
+        "ag-pair" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            ag_pair_suite(&w);
         }
         "a2a-push" | "a2a-pull" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -1933,6 +1945,91 @@ fn a2a_mismatch(c: &CollComm, seg: &oxmpi_coll::sm::Seg) {
             .iter()
             .all(|&b| b == 0xa5),
         "alltoallv with a count that disagrees: the block from {next} written"
+    );
+}
+
+/// Allgathers and allgatherv(s) on 2 ranks of blocks in `sm::ALLGATHER_PAIR` (8-160 KiB,
+/// in place every third call, uneven blocks in odd calls), 96 in a row through
+/// `base::select`, each by cross-memory copies: out of place rank 0 chooses per call
+/// whether each rank writes its block into the other's receive buffer or reads the
+/// other's block, and posts the choice (its timing chooser tries both ways on its first
+/// calls of a size and every 32nd call after); in place both write. Each call gets a fresh receive buffer filled with 0xa5, its
+/// blocks at an offset and with gaps that differ per call; after the call both blocks
+/// must hold this call's data and the gaps 0xa5 (a rank that followed its own choice
+/// instead of rank 0's leaves its peer's block unwritten; a reader that left before the
+/// writer was done shows too); the last 10 receive buffers stay alive and must not change
+/// in later calls (a write into a stale layout shows there). Both ways must have run.
+fn ag_pair_suite(c: &CollComm) {
+    use oxmpi_coll::sm;
+    use std::collections::VecDeque;
+    let r = c.rank as usize;
+    assert_eq!(c.size, 2, "ag-pair runs on 2 ranks");
+    let seg = sm::get(c, Coll::Allgather).unwrap().expect("a segment");
+    if !seg.cma_known() || !seg.push_known() {
+        eprintln!("ag-pair: cross-memory writes not allowed here, nothing to test");
+        return;
+    }
+    let reads = seg.pair_reads();
+    let mut kept: VecDeque<(u64, Vec<u8>, Vec<u8>)> = VecDeque::new();
+    let calls = 96u64;
+    for it in 0..calls {
+        let i = it as usize;
+        let block = (8 << 10) + (i % 4) * (50 << 10) + i;
+        let counts: Vec<usize> = if i % 2 == 0 {
+            vec![block; 2]
+        } else {
+            vec![block, block / 2 + 3]
+        };
+        let lead = 1 + i % 7;
+        // Even calls: the blocks back to back (an allgather); odd: a gap between them
+        // that differs per rank (an allgatherv whose receive layouts differ).
+        let gap = if i % 2 == 0 { 0 } else { 1 + (i + r) % 5 };
+        let displs = vec![lead, lead + counts[0] + gap];
+        let len = displs[1] + counts[1] + 3;
+        let mut buf = vec![0xa5u8; len];
+        let xs: Vec<Vec<u8>> = (0..2).map(|j| contrib(counts[j], it, j, 80)).collect();
+        let in_place = i % 3 == 2;
+        if in_place {
+            buf[displs[r]..displs[r] + counts[r]].copy_from_slice(&xs[r]);
+        }
+        let own = (!in_place).then_some(&xs[r][..]);
+        if i % 2 == 0 {
+            select::allgather(c, &mut buf[lead..lead + 2 * block], block, own).unwrap();
+        } else {
+            select::allgatherv(c, &mut buf, (&counts, &displs), own).unwrap();
+        }
+        for j in 0..2 {
+            let (d, n) = (displs[j], counts[j]);
+            assert!(
+                buf[d..d + n] == xs[j][..],
+                "call {it} (in place {in_place}): the block of rank {j} on rank {r}"
+            );
+            let end = if j == 0 { displs[1] } else { len };
+            assert!(
+                buf[d + n..end].iter().all(|&b| b == 0xa5),
+                "call {it}: the gap after the block of rank {j} on rank {r} was written"
+            );
+        }
+        assert!(
+            buf[..lead].iter().all(|&b| b == 0xa5),
+            "call {it}: before the blocks on rank {r}"
+        );
+        for (old, b, copy) in &kept {
+            assert!(
+                b == copy,
+                "call {it}: the receive buffer of call {old} on rank {r} changed later"
+            );
+        }
+        let copy = buf.clone();
+        kept.push_back((it, buf, copy));
+        if kept.len() > 10 {
+            kept.pop_front();
+        }
+    }
+    let read = seg.pair_reads() - reads;
+    assert!(
+        read > 0 && read < calls,
+        "rank {r}: {read} of {calls} calls read (both ways must run)"
     );
 }
 

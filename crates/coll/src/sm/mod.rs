@@ -53,7 +53,7 @@
 //! blocks too large for a buffer move by cross-memory copies between the user's buffers
 //! (`segment/cma.rs`: in place each pair of ranks trades its two blocks, half each; out of
 //! place every rank reads its block where the sender has it), and so do alltoall blocks
-//! too large for a buffer, and allgather(v) blocks on more than 2 ranks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is; on 2 ranks, blocks of [`ALLGATHER_PAIR`]: each rank writes its block into the other's buffer).
+//! too large for a buffer, and allgather(v) blocks on more than 2 ranks ([`Seg::allgatherv_cma`]: every rank reads every other rank's block where it is; on 2 ranks, blocks of [`ALLGATHER_PAIR`]: each rank writes its block into the other's buffer, or reads the other's, as rank 0 chooses per call from its timings of both).
 //!
 //! Reduce (4 KiB to 1 MiB), allreduce (8 KiB to 1 MiB) and reduce-scatter (4 KiB to 2 MiB)
 //! on two ranks that reach each other by CMA go by cross-memory copies between the user's

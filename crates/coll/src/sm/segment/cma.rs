@@ -23,11 +23,12 @@
 //! before, for the messages' cooperative copy, which an exchange does not need: both cores
 //! already copy one block each). An allgather of blocks too large for a buffer on more than
 //! 2 ranks is such an exchange with one block per rank, read by every other rank
-//! ([`Seg::allgatherv_cma`]). On 2 ranks, blocks in [`ALLGATHER_PAIR`] go the other way:
-//! each rank posts where it wants the peer's block and writes its own block there
-//! (`process_vm_writev`), so that each CPU copies only from its own block (out of place
-//! also into its own slot) and its caches hold 3 of the pair's 6 MiB at 1 MiB instead of 4
-//! (see [`Seg::allgatherv_cma`] for what that measured).
+//! ([`Seg::allgatherv_cma`]). On 2 ranks, blocks in [`ALLGATHER_PAIR`] go either way: each
+//! rank posts where its block is and where it wants the peer's, and rank 0 chooses per
+//! call (timing both ways per size class, [`pair_choice`]) whether each rank writes its
+//! own block into the peer's buffer (`process_vm_writev`: each CPU copies only from its
+//! own block, and its caches hold 3 of the pair's 6 MiB at 1 MiB instead of 4; faster
+//! when the two vCPUs share no cache) or reads the peer's (faster when they share one).
 //!
 //! Whether CMA works between the ranks (Yama, seccomp) is probed once per segment, at the
 //! first such alltoallv, in one more round on the segment; every rank then knows it.
@@ -76,10 +77,11 @@ pub(in crate::sm) fn copy_own(dst: &mut [u8], src: &[u8], total: usize) {
     }
 }
 
-/// Block sizes of an allgather(v) on 2 ranks (the largest block) that each rank writes
-/// into the peer's buffer ([`Seg::allgatherv_cma`]): those too large for a segment buffer,
-/// up to 1 MiB (at 2 MiB the write measured slower than the point-to-point read: 343
-/// against 314-334 us in a two-process model of the exchange).
+/// Block sizes of an allgather(v) on 2 ranks (the largest block) that move by one
+/// cross-memory copy per block, written into the peer's buffer or read from it
+/// ([`Seg::allgatherv_cma`]): those too large for a segment buffer, up to 1 MiB (at 2 MiB
+/// the write measured slower than the point-to-point read: 343 against 314-334 us in a
+/// two-process model of the exchange).
 pub const ALLGATHER_PAIR: std::ops::RangeInclusive<usize> = DATA + 1..=1 << 20;
 
 /// Whether CMA reaches every rank of the segment: not probed yet, yes, no.
@@ -127,6 +129,77 @@ const RECV: usize = 5;
 
 /// Largest communicator whose address table, with a receive layout, fits a buffer.
 const _: () = assert!(8 * (HEAD + 4 * 64) <= DATA);
+
+/// Word of a 2-rank allgather's address table after the table and the receive layout:
+/// rank 0's choice, [`PAIR_WRITE`] or [`PAIR_READ`] ([`pair_choice`]).
+const PAIR_CHOICE: usize = HEAD + 4 * 2;
+const PAIR_WRITE: u64 = 1;
+const PAIR_READ: u64 = 2;
+const _: () = assert!(8 * (PAIR_CHOICE + 1) <= DATA);
+
+/// How a 2-rank allgather(v) of blocks in [`ALLGATHER_PAIR`] moves the blocks: each rank
+/// writes its block into the peer's buffer, or reads the peer's block from where the peer
+/// has it (the messages' way, Open MPI's). Which is faster depends on where the
+/// hypervisor put the two vCPUs (np=2, `ab.sh` with the placement probe, 16-17 launches
+/// each, medians of launch medians, us): near (a shared last-level cache), 256 KiB blocks,
+/// writing 49.9 against reading 37.8 (Open MPI 38.6); far, 128 KiB 23.7 against 27.7,
+/// 1 MiB 214 against 254 (Open MPI 28.1 and 250), in place 256 KiB 36.3 against 44.9.
+/// The placement can change between launches and within one, so out of place rank 0
+/// times its part of each exchange (the copy of the peer's block: ours is copied alike
+/// either way) and picks per size class the way whose smoothed cost is lower, trying the
+/// other way every
+/// [`EXPLORE`](pair_choice::EXPLORE)th time; it posts the choice, which the other rank
+/// follows. In place both ranks always write (the chooser measured slower there).
+mod pair_choice {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+    /// Size classes: powers of two of the block from 4 KiB, the last one open.
+    const CLASSES: usize = 10;
+    /// Every this many exchanges of a class, one goes the other way.
+    pub(super) const EXPLORE: u32 = 32;
+    /// Smoothed cost (ns per KiB, 0: not measured yet) of writing (`[0]`) and reading
+    /// (`[1]`) per class.
+    static COST: [[AtomicU64; CLASSES]; 2] = [const { [const { AtomicU64::new(0) }; CLASSES] }; 2];
+    static TURN: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+
+    pub(super) fn class(block: usize) -> usize {
+        (block.max(1).ilog2() as usize)
+            .saturating_sub(12)
+            .min(CLASSES - 1)
+    }
+
+    /// Whether exchange number `turn` writes, from the costs of writing and reading (0:
+    /// not measured): a way not measured yet first (writing first), then the cheaper,
+    /// except every [`EXPLORE`]th exchange, which goes the other way.
+    pub(super) fn writes(write: u64, read: u64, turn: u32) -> bool {
+        if write == 0 || read == 0 {
+            return write == 0;
+        }
+        (write <= read) != (turn % EXPLORE == EXPLORE - 1)
+    }
+
+    /// The way of the next exchange of `block`-byte blocks.
+    pub(super) fn next(block: usize) -> bool {
+        let c = class(block);
+        let turn = TURN[c].fetch_add(1, Ordering::Relaxed);
+        writes(
+            COST[0][c].load(Ordering::Relaxed),
+            COST[1][c].load(Ordering::Relaxed),
+            turn,
+        )
+    }
+
+    /// Record what an exchange cost: `ns` for `bytes` bytes, writing or not. The estimate
+    /// moves a quarter of the way to each new cost, so that one slow exchange (a time
+    /// slice lost) does not flip the choice alone.
+    pub(super) fn record(block: usize, write: bool, bytes: usize, ns: u64) {
+        let cost = &COST[usize::from(!write)][class(block)];
+        let new = (ns.saturating_mul(1024) / bytes.max(1) as u64).max(1);
+        let old = cost.load(Ordering::Relaxed);
+        let v = if old == 0 { new } else { (3 * old + new) / 4 };
+        cost.store(v.max(1), Ordering::Relaxed);
+    }
+}
 
 /// Trade half of our block `mine` for a peer with the same half of the peer's block for
 /// us, as long, at address `theirs` in process `pid` (the front half when we are the lower
@@ -365,9 +438,11 @@ impl Seg {
     /// the address of its block, then reads every other rank's block straight into `buf`
     /// and waits until every rank has read its own: one round of posts, where recursive
     /// doubling or the ring wait `log2 p` or `p - 1` times for a partner (a context switch
-    /// each when ranks share cores). On 2 ranks each posts its receive buffer's layout
-    /// instead and writes its block into the peer's buffer ([`Seg::push_all`]): each CPU
-    /// then copies only from its own block. Two processes on the 2-vCPU test host (2 MiB of
+    /// each when ranks share cores). On 2 ranks each also posts its receive buffer's
+    /// layout, and rank 0 its choice ([`pair_choice`]): both read the peer's block, or
+    /// both write their block into the peer's buffer ([`Seg::push_all`]), where each CPU
+    /// copies only from its own block. The measurements that follow are of writing
+    /// against the point-to-point read, on the previous (Intel) test host. Two processes on the 2-vCPU test host (2 MiB of
     /// L2 each, separate 2 MiB buffers as the benchmarks have, a spin barrier between
     /// iterations, medians of 200, `chrt`) took 1 MiB out of place in 111-124 us this way
     /// against 146-148 reading (the point-to-point exchange's single copy, then the copy of
@@ -396,14 +471,28 @@ impl Seg {
         );
         let k = self.next();
         self.reusable(k.saturating_sub(NBUF));
-        let push = p == 2;
-        if push {
-            // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
-            unsafe { self.put_addresses(k, (buf, counts, displs), None) };
-        } else {
-            let (ours, at) = (vec![mine.len(); p], vec![0; p]);
-            // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
-            unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at), None) };
+        let pair = p == 2;
+        let (ours, at) = (vec![mine.len(); p], vec![0; p]);
+        // Where our block is, for readers; on 2 ranks also where we want each block, for
+        // writers (the layout, when it lies inside `buf`).
+        let layout = pair.then_some((&*buf, counts, displs));
+        // SAFETY: our own buffer of `k`, free (waited above) and not stamped yet.
+        unsafe { self.put_addresses(k, (own.unwrap_or(&buf[mine.clone()]), &ours, &at), layout) };
+        if pair && me == 0 {
+            // In place writing stays: far, 256 KiB, it took 36.3 us against 44.9 reading,
+            // and the chooser, tried there too, was 8-16 % slower than writing always.
+            let way = if own.is_none() || pair_choice::next(counts[0].max(counts[1])) {
+                PAIR_WRITE
+            } else {
+                PAIR_READ
+            };
+            // SAFETY: as above; the word lies within `DATA` (checked at compile time).
+            unsafe {
+                self.data(me, k)
+                    .cast::<u64>()
+                    .add(PAIR_CHOICE)
+                    .write_unaligned(way)
+            };
         }
         self.put_word(self.stamp(me, k), k);
         if let Some(o) = own {
@@ -412,9 +501,17 @@ impl Seg {
             copy_own(&mut buf[mine.clone()], o, total);
         }
         self.wait_all(k);
-        let moved = if push {
-            // SAFETY: every rank stamped `k` (waited above), not finished yet.
-            if (0..p).any(|r| unsafe { self.word(r, k, 0) } != ADDRESSES) {
+        let moved = if pair {
+            // SAFETY: every rank stamped `k` (waited above), not finished yet; rank 0's
+            // choice word lies within its post.
+            let (posted, layouts, way) = unsafe {
+                (
+                    (0..p).all(|r| self.word(r, k, 0) == ADDRESSES),
+                    (0..p).all(|r| self.word(r, k, RECV) != 0),
+                    self.word(0, k, PAIR_CHOICE),
+                )
+            };
+            if !posted || !layouts {
                 self.finish(k);
                 self.reusable(k);
                 return Err(arg_err(
@@ -422,7 +519,21 @@ impl Seg {
                     "allgatherv: a rank's blocks do not fit its receive buffer",
                 ));
             }
-            self.push_all(k, own.unwrap_or(&buf[mine]), counts)
+            // Both ranks follow rank 0's choice (every rank reads the same post).
+            let write = way == PAIR_WRITE;
+            let t = std::time::Instant::now();
+            let moved = if write {
+                self.push_all(k, own.unwrap_or(&buf[mine.clone()]), counts)
+            } else {
+                self.pair_reads.fetch_add(1, Ordering::Relaxed);
+                self.read_all(k, None, (buf, counts, displs))
+            };
+            let peer = counts[1 - me];
+            if me == 0 && peer > 0 {
+                let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                pair_choice::record(counts[0].max(counts[1]), write, peer, ns);
+            }
+            moved
         } else {
             self.read_all(k, None, (buf, counts, displs))
         };
@@ -472,6 +583,13 @@ impl Seg {
     /// diagnostics).
     pub fn pushes(&self) -> u64 {
         self.pushes.load(Ordering::Relaxed)
+    }
+
+    /// How many allgather(v)s on 2 ranks by cross-memory copies read the peer's block
+    /// rather than wrote ours into its buffer (rank 0's choice, see [`pair_choice`]; for
+    /// tests and diagnostics).
+    pub fn pair_reads(&self) -> u64 {
+        self.pair_reads.load(Ordering::Relaxed)
     }
 
     /// Keep the verdict of a probe that every rank took part in: `level` of
@@ -554,9 +672,15 @@ impl Seg {
         let (p, me) = (self.size, self.rank);
         let mut ok = true;
         for j in (1..p).map(|i| (me + i) % p) {
-            // SAFETY: every rank stamped `k` with its layout (checked by the caller), not
-            // finished yet.
-            let ((n, at), (theirs, _)) = unsafe { (self.block(j, k, me), self.block(j, k, j)) };
+            // SAFETY: every rank stamped `k` with its block and its receive layout
+            // (checked by the caller), not finished yet.
+            let (n, at, (theirs, _)) = unsafe {
+                (
+                    self.word(j, k, HEAD + 3 * p + me) as usize,
+                    self.word(j, k, RECV) + self.word(j, k, HEAD + 2 * p + me),
+                    self.block(j, k, j),
+                )
+            };
             ok &= theirs == counts[j];
             if n != mine.len() {
                 ok = false;
