@@ -2014,17 +2014,7 @@ fn ag_pair_suite(c: &CollComm) {
             buf[..lead].iter().all(|&b| b == 0xa5),
             "call {it}: before the blocks on rank {r}"
         );
-        for (old, b, copy) in &kept {
-            assert!(
-                b == copy,
-                "call {it}: the receive buffer of call {old} on rank {r} changed later"
-            );
-        }
-        let copy = buf.clone();
-        kept.push_back((it, buf, copy));
-        if kept.len() > 10 {
-            kept.pop_front();
-        }
+        keep_checking(&mut kept, it, buf, r);
     }
     let read = seg.pair_reads() - reads;
     assert!(
@@ -2112,17 +2102,7 @@ fn a2a_push_suite(c: &CollComm, push: bool) {
             recv[..lead].iter().all(|&x| x == 0xa5),
             "call {it}: before the blocks"
         );
-        for (old, buf, copy) in &kept {
-            assert!(
-                buf == copy,
-                "call {it}: the receive buffer of call {old} on rank {r} changed later"
-            );
-        }
-        let copy = recv.clone();
-        kept.push_back((it, recv, copy));
-        if kept.len() > 10 {
-            kept.pop_front();
-        }
+        keep_checking(&mut kept, it, recv, r);
         if it % 3 == 2 {
             // In place: ranks i and j trade blocks of the same length (these trade, not
             // push).
@@ -4284,7 +4264,6 @@ fn scatter_correct(c: &CollComm, it: u64) {
 /// See [`bcast_mismatch_np2`]: pairs of the root's length and one rank's (`bad`), every root.
 fn bcast_mismatch_suite(c: &CollComm) {
     use oxmpi_coll::sm;
-    use oxmpi_engine::ErrorClass;
     let (p, me) = (c.size as usize, c.rank as usize);
     let seg = sm::get(c, Coll::Bcast).unwrap().expect("a segment");
     let one_copy = seg.single_copy_max();
@@ -4327,13 +4306,7 @@ fn bcast_mismatch_suite(c: &CollComm) {
             };
             let r = select::bcast(c, &mut buf, root as i32);
             if me == bad {
-                let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
-                let class = if theirs > len {
-                    ErrorClass::Truncate
-                } else {
-                    ErrorClass::Count
-                };
-                assert_eq!(e.class(), class, "bcast {how}: {e}");
+                expect_length_error(r, theirs, len, &how, me);
                 assert!(
                     buf.iter().all(|&b| b == 0xa5),
                     "bcast {how}: buffer touched"
@@ -4402,13 +4375,7 @@ fn bcast_mismatch_p2p_suite(c: &CollComm) {
                 let (b, m) = (rel(bad), rel(me));
                 let below_bad = forced != "1" && b != 0 && m > b && m < b + (b & b.wrapping_neg());
                 if me == bad {
-                    let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
-                    let class = if theirs > len {
-                        ErrorClass::Truncate
-                    } else {
-                        ErrorClass::Count
-                    };
-                    assert_eq!(e.class(), class, "bcast {how}: {e}");
+                    expect_length_error(r, theirs, len, &how, me);
                 } else if below_bad && data_first && theirs > len {
                     let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
                     assert!(
@@ -4553,4 +4520,43 @@ fn igatherv_mismatch_suite(c: &CollComm) {
             }
         }
     }
+}
+
+/// Checks that none of the last ten calls' receive buffers in `kept` changed since their
+/// call returned (a late write by a peer), then keeps call `it`'s buffer `buf` (rank `r`).
+fn keep_checking(
+    kept: &mut std::collections::VecDeque<(u64, Vec<u8>, Vec<u8>)>,
+    it: u64,
+    buf: Vec<u8>,
+    r: usize,
+) {
+    for (old, b, copy) in kept.iter() {
+        assert!(
+            b == copy,
+            "call {it}: the receive buffer of call {old} on rank {r} changed later"
+        );
+    }
+    let copy = buf.clone();
+    kept.push_back((it, buf, copy));
+    if kept.len() > 10 {
+        kept.pop_front();
+    }
+}
+
+/// The error a bcast receiver whose length `len` differs from the root's `theirs` must
+/// get: `MPI_ERR_TRUNCATE` when the root sends more, `MPI_ERR_COUNT` when it sends less.
+fn expect_length_error<T: std::fmt::Debug>(
+    r: oxmpi_coll::Result<T>,
+    theirs: usize,
+    len: usize,
+    how: &str,
+    me: usize,
+) {
+    let e = r.expect_err(&format!("bcast {how}: rank {me} took no error"));
+    let class = if theirs > len {
+        oxmpi_engine::ErrorClass::Truncate
+    } else {
+        oxmpi_engine::ErrorClass::Count
+    };
+    assert_eq!(e.class(), class, "bcast {how}: {e}");
 }

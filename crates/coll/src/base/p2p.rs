@@ -60,6 +60,29 @@ impl CollComm {
         res
     }
 
+    /// Sends each `(bytes, dest)` of `sends` with `tag`, all posted before any is waited
+    /// for; on a failed post, those already posted are abandoned and the error returned.
+    pub(crate) fn send_each<'a>(
+        &self,
+        sends: impl IntoIterator<Item = (&'a [u8], i32)>,
+        tag: i32,
+        what: &str,
+    ) -> Result<()> {
+        let mut reqs = Vec::new();
+        for (data, dest) in sends {
+            // SAFETY: `data` is borrowed for `'a`, which outlives this call, and every
+            // request completes (waitall or abandon) before it returns.
+            match unsafe { self.isend_raw(data.as_ptr(), data.len(), dest, tag) } {
+                Ok(q) => reqs.push((q, dest)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        self.waitall(&reqs, what)
+    }
+
     /// Cancels posted receives and waits for all requests (error path).
     pub(crate) fn abandon(&self, reqs: &[(ReqId, i32)]) {
         for &(r, _) in reqs {

@@ -183,20 +183,9 @@ impl InterComm {
             return Ok(());
         }
         let len = (data.len() as u64).to_le_bytes();
-        let mut reqs = Vec::with_capacity(2 * c.size as usize);
-        for r in 1..c.size {
-            for d in [&len[..], &data[..]] {
-                // SAFETY: `len` and `data` outlive the wait below.
-                match unsafe { c.isend_raw(d.as_ptr(), d.len(), r, t) } {
-                    Ok(q) => reqs.push((q, r)),
-                    Err(e) => {
-                        c.abandon(&reqs);
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        c.waitall(&reqs, "send")
+        let data: &[u8] = data;
+        let sends = (1..c.size).flat_map(|r| [(&len[..], r), (data, r)]);
+        c.send_each(sends, t, "send")
     }
 
     /// Reduce the local group's contributions at the leader and swap the result with the

@@ -228,20 +228,11 @@ impl CollComm {
     /// first messages ([`CollComm::bcast_children`]).
     fn bcast_marker(&self, forced: u32, root: i32, head: u64) -> Result<()> {
         let h = head.to_le_bytes();
-        let mut reqs = Vec::new();
-        for child in self.bcast_children(forced, root) {
-            for part in [&h[..0], &h[..]] {
-                // SAFETY: `h` outlives the waitall below.
-                match unsafe { self.isend_raw(part.as_ptr(), part.len(), child, TAG_BCAST) } {
-                    Ok(q) => reqs.push((q, child)),
-                    Err(e) => {
-                        self.abandon(&reqs);
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        self.waitall(&reqs, "bcast marker")
+        let children = self.bcast_children(forced, root);
+        let sends = children
+            .into_iter()
+            .flat_map(|child| [(&h[..0], child), (&h[..], child)]);
+        self.send_each(sends, TAG_BCAST, "bcast marker")
     }
 
     /// `MPI_Bcast` of `buf` from `root` where every rank is known to pass the root's
@@ -268,18 +259,8 @@ impl CollComm {
 
     pub(crate) fn bcast_linear(&self, buf: &mut [u8], root: i32) -> Result<()> {
         if self.rank == root {
-            let mut reqs = Vec::new();
-            for i in (0..self.size).filter(|&i| i != root) {
-                // SAFETY: `buf` outlives the waitall below.
-                match unsafe { self.isend_raw(buf.as_ptr(), buf.len(), i, TAG_BCAST) } {
-                    Ok(q) => reqs.push((q, i)),
-                    Err(e) => {
-                        self.abandon(&reqs);
-                        return Err(e);
-                    }
-                }
-            }
-            self.waitall(&reqs, "bcast")
+            let peers = (0..self.size).filter(|&i| i != root);
+            self.send_each(peers.map(|i| (&buf[..], i)), TAG_BCAST, "bcast")
         } else {
             self.recv(buf, root, TAG_BCAST).map(|_| ())
         }
