@@ -52,13 +52,11 @@ impl CollComm {
         if self.rank == root {
             let m = buf.len();
             let alg = self.bcast_choice(forced, m);
-            if m > 0 && matches!(alg, Alg::BcastBinomial | Alg::BcastLinear) {
-                count(self.shadow, alg);
-                return self.bcast_run(alg, buf, root);
-            }
-            self.bcast_marker(forced, root, m as u64)?;
-            if m == 0 {
-                return Ok(());
+            if m == 0 || !matches!(alg, Alg::BcastBinomial | Alg::BcastLinear) {
+                self.bcast_marker(forced, root, m as u64)?;
+                if m == 0 {
+                    return Ok(());
+                }
             }
             count(self.shadow, alg);
             return self.bcast_run(alg, buf, root);
@@ -185,12 +183,18 @@ impl CollComm {
     /// Where a non-root rank's first message of [`CollComm::bcast`] comes from: the root
     /// (linear), its predecessor in the chain (pipelined), else its binomial parent.
     fn bcast_parent(&self, forced: u32, root: i32) -> i32 {
-        let rel = self.modp(self.rank - root);
         match forced {
             1 => root,
             3 => self.modp(self.rank - 1),
-            _ => self.modp(rel - (rel & -rel) + root),
+            _ => self.binomial_parent(root),
         }
+    }
+
+    /// This (non-root) rank's parent in the binomial tree rooted at `root`: its relative
+    /// rank without its lowest set bit.
+    fn binomial_parent(&self, root: i32) -> i32 {
+        let rel = self.modp(self.rank - root);
+        self.modp(rel - (rel & -rel) + root)
     }
 
     /// The ranks this one sends the first message of [`CollComm::bcast`] to (see
@@ -204,24 +208,24 @@ impl CollComm {
                 .then(|| self.modp(self.rank + 1))
                 .into_iter()
                 .collect(),
-            _ => {
-                // Below our lowest set bit (the root: every power of two below `p`).
-                let mut mask = if rel == 0 {
-                    (p as u32).next_power_of_two() as i32
-                } else {
-                    rel & -rel
-                };
-                let mut v = Vec::new();
-                mask >>= 1;
-                while mask > 0 {
-                    if rel + mask < p {
-                        v.push(self.modp(rel + mask + root));
-                    }
-                    mask >>= 1;
-                }
-                v
-            }
+            _ => self.binomial_children(root).collect(),
         }
+    }
+
+    /// This rank's children in the binomial tree rooted at `root`, largest subtree first:
+    /// the ranks `mask` above it for every power of two `mask` below its lowest set bit
+    /// (relative to the root; the root: every power of two below `p`).
+    fn binomial_children(&self, root: i32) -> impl Iterator<Item = i32> + '_ {
+        let (p, rel) = (self.size, self.modp(self.rank - root));
+        let top = if rel == 0 {
+            (p as u32).next_power_of_two() as i32
+        } else {
+            rel & -rel
+        };
+        std::iter::successors(Some(top >> 1), |&m| Some(m >> 1))
+            .take_while(|&m| m > 0)
+            .filter(move |&m| rel + m < p)
+            .map(move |m| self.modp(rel + m + root))
     }
 
     /// Sends the empty marker and the 8-byte header `head` to our children in the tree of
@@ -305,22 +309,11 @@ impl CollComm {
     }
 
     pub(crate) fn bcast_binomial(&self, buf: &mut [u8], root: i32) -> Result<()> {
-        let p = self.size;
-        let rel = self.modp(self.rank - root);
-        let mut mask = 1;
-        while mask < p {
-            if rel & mask != 0 {
-                self.recv(buf, self.modp(rel - mask + root), TAG_BCAST)?;
-                break;
-            }
-            mask <<= 1;
+        if self.rank != root {
+            self.recv(buf, self.binomial_parent(root), TAG_BCAST)?;
         }
-        mask >>= 1;
-        while mask > 0 {
-            if rel + mask < p {
-                self.send(buf, self.modp(rel + mask + root), TAG_BCAST)?;
-            }
-            mask >>= 1;
+        for child in self.binomial_children(root) {
+            self.send(buf, child, TAG_BCAST)?;
         }
         Ok(())
     }
