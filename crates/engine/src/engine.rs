@@ -723,6 +723,11 @@ impl Engine {
             // When it blocks and waits are timed: the clock at the start of a sampled wait.
             let mut timed: Option<Option<std::time::Instant>> = None;
             while let Some(d) = &target {
+                if !st.sleepers.is_empty() {
+                    // A thread sleeps in `wait_message`: poll every transport (the general
+                    // path's wait), so that it can leave the sockets to us.
+                    break;
+                }
                 // SAFETY: forwarded caller guarantee.
                 match unsafe { st.recv_direct(d, buf, len, tag) } {
                     Direct::Done(s) => {
@@ -1004,9 +1009,19 @@ impl Engine {
     /// is set, or something is buffered that progress must look at; [`Wait::Opaque`] at
     /// once if a link to one of `from` has nothing to block in (shared memory: the caller
     /// polls); else [`Wait::Slept`] after sleeping in `poll` on those peers' sockets and
-    /// the thread's doorbell until one of them stirs, or at most [`SLEEP_MAX`]. A thread
+    /// the thread's doorbell until one of them stirs, or [`Wait::Timeout`] after
+    /// [`SLEEP_MAX`] without anything stirring. A thread
     /// that sets `stop` calls [`Engine::wake_sleepers`] afterwards. A failed `src` is its
     /// error, as for [`Engine::mprobe`].
+    ///
+    /// Hand-off: while another thread of the process polls every transport (a blocking
+    /// call's wait, a [`Polling`] guard), that thread takes what arrives off the sockets
+    /// and rings the doorbell of a sleeper on its context; then, when `handoff` is not
+    /// zero, the caller sleeps on its doorbell alone for at most `handoff` ([`Wait::Slept`]
+    /// when rung, else [`Wait::Timeout`]), so traffic of other contexts on the same sockets (a barrier's)
+    /// does not wake it, and links without descriptors (shared memory) are no reason to
+    /// poll. The poller does not ring when it leaves: `handoff` bounds how long a message
+    /// that arrives after it left waits for the caller's next look.
     pub fn wait_message(
         &self,
         src: i32,
@@ -1014,6 +1029,7 @@ impl Engine {
         comm: CommId,
         from: &[i32],
         stop: &std::sync::atomic::AtomicBool,
+        handoff: std::time::Duration,
     ) -> Result<Wait, Error> {
         let bell = sys::bell().map_err(|source| Error::Sys {
             rank: self.rank,
@@ -1021,6 +1037,7 @@ impl Engine {
             source,
         })?;
         let mut fds = Vec::new();
+        let mut timeout = SLEEP_MAX;
         {
             let mut st = self.lock();
             st.check_probe_args(src, tag, comm)?;
@@ -1039,22 +1056,27 @@ impl Engine {
                 // The provider's queue has nothing to sleep on here: the caller polls.
                 return Ok(Wait::Opaque);
             }
-            match st.wait_set(from, &mut fds) {
-                crate::btl::Wake::Now => return Ok(Wait::Ready),
-                crate::btl::Wake::Opaque => return Ok(Wait::Opaque),
-                crate::btl::Wake::Fds => {}
-            }
             let ctx = st.comm(comm)?.ctx;
-            st.add_sleeper(ctx, bell);
+            if !handoff.is_zero() && st.pollers > 0 {
+                // Another thread polls: it rings us when something comes on `ctx`.
+                timeout = handoff.min(SLEEP_MAX);
+            } else {
+                match st.wait_set(from, &mut fds) {
+                    crate::btl::Wake::Now => return Ok(Wait::Ready),
+                    crate::btl::Wake::Opaque => return Ok(Wait::Opaque),
+                    crate::btl::Wake::Fds => {}
+                }
+            }
+            st.add_sleeper(ctx, tag, bell);
         }
-        let r = sys::sleep_on(&fds, bell, SLEEP_MAX);
+        let r = sys::sleep_on(&fds, bell, timeout);
         self.lock().remove_sleeper(bell);
-        r.map_err(|source| Error::Sys {
+        let stirred = r.map_err(|source| Error::Sys {
             rank: self.rank,
             what: "poll".into(),
             source,
         })?;
-        Ok(Wait::Slept)
+        Ok(if stirred { Wait::Slept } else { Wait::Timeout })
     }
 
     /// Wakes the threads sleeping in [`Engine::wait_message`] on `comm` (so that they see
@@ -1065,6 +1087,31 @@ impl Engine {
             let ctx = c.ctx;
             st.ring_ctx(ctx);
         }
+    }
+
+    /// Counts the calling thread as a poller of every transport until the guard drops
+    /// (see [`Engine::wait_message`]'s hand-off): for a loop of nonblocking calls that
+    /// each poll every transport ([`Engine::improbe`], [`Engine::test`], ...), e.g. an
+    /// origin spinning for its target's reply. The thread must not call
+    /// [`Engine::wait_message`] itself while it holds the guard.
+    pub fn polling(&self) -> Polling<'_> {
+        self.lock().pollers += 1;
+        Polling(self)
+    }
+
+    /// Whether some thread polls every transport now (a blocking call's wait, a
+    /// [`Polling`] guard): a thread that would spin waiting for a message may sleep in
+    /// [`Engine::wait_message`] at once, leaving the sockets to it.
+    pub fn polled(&self) -> bool {
+        self.lock().pollers > 0
+    }
+
+    /// Threads polling every transport and threads sleeping in [`Engine::wait_message`]
+    /// (the hand-off's tests).
+    #[cfg(test)]
+    pub(crate) fn pollers_and_sleepers(&self) -> (u32, usize) {
+        let st = self.lock();
+        (st.pollers, st.sleepers.len())
     }
 
     /// `MPI_Imrecv`: receives a message returned by [`Engine::improbe`]/[`Engine::mprobe`].
@@ -1228,13 +1275,28 @@ impl Engine {
         self.poll_until(st, f)
     }
 
-    /// The polling loop of [`Engine::wait_locked`], once `f` failed the first time.
+    /// The polling loop of [`Engine::wait_locked`], once `f` failed the first time. The
+    /// thread counts as a poller meanwhile ([`State::pollers`]): sleepers in
+    /// [`Engine::wait_message`] may then leave the sockets to it.
     #[inline]
     fn poll_until<'a, T>(
         &'a self,
         mut st: StateGuard<'a>,
-        mut f: impl FnMut(&mut State) -> Option<T>,
+        f: impl FnMut(&mut State) -> Option<T>,
     ) -> T {
+        st.pollers += 1;
+        let (mut st, v) = self.poll_loop(st, f);
+        st.pollers -= 1;
+        v
+    }
+
+    /// The loop of [`Engine::poll_until`]: returns `f`'s value and the lock it holds.
+    #[inline]
+    fn poll_loop<'a, T>(
+        &'a self,
+        mut st: StateGuard<'a>,
+        mut f: impl FnMut(&mut State) -> Option<T>,
+    ) -> (StateGuard<'a>, T) {
         // A mask (HOLD_SPINS is a power of two): no division in the polling loop.
         let hold_mask = if self.thread_level == ThreadLevel::Multiple {
             0
@@ -1250,6 +1312,11 @@ impl Engine {
         let mut released = false;
         loop {
             let busy = st.progress();
+            if st.wake {
+                // A sleeper left the sockets to us: ring it now, not at the next release
+                // of the lock (up to HOLD_SPINS polls later).
+                st.ring_sleepers();
+            }
             if busy {
                 idle = 0;
             } else {
@@ -1260,14 +1327,14 @@ impl Engine {
             if busy || released || hold_mask == 0 || spins & hold_mask == 0 {
                 released = false;
                 if let Some(v) = f(&mut st) {
-                    return v;
+                    return (st, v);
                 }
             }
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
                 st.check_peers();
                 if let Some(v) = f(&mut st) {
-                    return v;
+                    return (st, v);
                 }
             }
             let yield_now = self.yield_when_idle || idle >= IDLE_POLLS_BEFORE_YIELD;
@@ -1438,13 +1505,26 @@ impl Drop for StateGuard<'_> {
     }
 }
 
+/// A thread counted as a poller of every transport ([`Engine::polling`]).
+#[derive(Debug)]
+pub struct Polling<'a>(&'a Engine);
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        self.0.lock().pollers -= 1;
+    }
+}
+
 /// What [`Engine::wait_message`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
     /// Nothing: the message (or the stop flag, or something to progress) is there.
     Ready,
-    /// Slept until a socket or the doorbell stirred, or [`SLEEP_MAX`] passed.
+    /// Slept until a socket or the doorbell stirred.
     Slept,
+    /// Slept for the whole time allowed ([`SLEEP_MAX`], or the hand-off's bound) without
+    /// anything stirring.
+    Timeout,
     /// Nothing: a peer's link has nothing to block in (shared memory); poll instead.
     Opaque,
 }

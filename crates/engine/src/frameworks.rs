@@ -24,6 +24,25 @@ pub static IDLE_SLEEP_MAX: ParamDecl = ParamDecl::new(
 )
 .level(5);
 
+/// `osc_pt2pt_handoff_max`: how long the pt2pt progress thread sleeps on its doorbell
+/// alone while another thread of the process polls the transports (µs; 0: never).
+pub static HANDOFF_MAX: ParamDecl = ParamDecl::new(
+    "osc",
+    "pt2pt",
+    "handoff_max",
+    ParamType::Int {
+        min: 0,
+        max: 1_000_000,
+    },
+    "1000",
+    "Longest sleep in microseconds of an idle one-sided progress thread on its doorbell \
+     alone, without watching the sockets, while another thread of the process is inside a \
+     blocking MPI call (that thread takes the window's requests off the sockets and rings \
+     the doorbell); after it the thread looks whether that call is still going on. 0: \
+     always watch the sockets (every message on them wakes the thread)",
+)
+.level(5);
+
 /// `dpm_connect_timeout`: how long `MPI_Comm_connect` waits for an accept (seconds).
 pub static CONNECT_TIMEOUT: ParamDecl = ParamDecl::new(
     "dpm",
@@ -63,8 +82,9 @@ pub static IO_VERBOSE: ParamDecl = ParamDecl::verbose("io");
 
 /// The frameworks' own parameters (each framework's selection and `_base_verbose` are added
 /// by the registry).
-pub(crate) static PARAMS: [ParamDecl; 4] = [
+pub(crate) static PARAMS: [ParamDecl; 5] = [
     IDLE_SLEEP_MAX,
+    HANDOFF_MAX,
     CONNECT_TIMEOUT,
     EXCHANGE_TIMEOUT,
     IO_VERBOSE,

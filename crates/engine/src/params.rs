@@ -192,6 +192,7 @@ mod tests {
                 "mpi_profile",
                 "mpi_ft_enable",
                 "osc_pt2pt_idle_sleep_max",
+                "osc_pt2pt_handoff_max",
                 "dpm_connect_timeout",
                 "dpm_exchange_timeout",
                 "io_base_verbose",

@@ -336,12 +336,13 @@ pub(crate) fn ring(fd: RawFd) {
 
 /// Sleeps up to `timeout` until one of `fds` is readable (or writable, where its flag
 /// says so), has an error or hang-up, or the calling thread's doorbell `bell` rings; then
-/// clears the doorbell. An interrupted sleep just returns.
+/// clears the doorbell. Returns whether something stirred (false: the whole `timeout`
+/// passed); an interrupted sleep just returns, as stirred.
 pub(crate) fn sleep_on(
     fds: &[(RawFd, bool)],
     bell: RawFd,
     timeout: std::time::Duration,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     // SAFETY: the descriptors belong to the engine's links; a link closed while we sleep
     // (its peer declared dead) rings our bell under the engine lock after we registered,
     // so a stale number is never waited on for long (and `poll` reports a closed one as
@@ -364,14 +365,15 @@ pub(crate) fn sleep_on(
         tv_sec: timeout.as_secs() as i64,
         tv_nsec: i64::from(timeout.subsec_nanos()),
     };
-    match rustix::event::poll(&mut set, Some(&t)) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+    let stirred = match rustix::event::poll(&mut set, Some(&t)) {
+        Ok(n) => n > 0,
+        Err(rustix::io::Errno::INTR) => true,
         Err(e) => return Err(e.into()),
-    }
+    };
     drop(set);
     let mut v = [0u8; 8];
     let _ = rustix::io::read(b, &mut v);
-    Ok(())
+    Ok(stirred)
 }
 
 /// A shared library opened with `dlopen` (`RTLD_NOW | RTLD_LOCAL`), never closed: the

@@ -107,11 +107,16 @@ pub(crate) struct State {
     /// Per context id, the failed world ranks acknowledged on it (ULFM's
     /// `MPIX_Comm_failure_ack`): a wildcard receive there is no longer held up by them.
     pub(crate) acked: HashMap<u32, Vec<i32>>,
-    /// Threads sleeping in `Engine::wait_message`: the context id they wait on and their
-    /// doorbell (`sleep`).
-    pub(crate) sleepers: Vec<(u32, std::os::fd::RawFd)>,
+    /// Threads sleeping in `Engine::wait_message`: the context id and tag (or `ANY_TAG`)
+    /// they wait for and their doorbell (`sleep`).
+    pub(crate) sleepers: Vec<(u32, i32, std::os::fd::RawFd)>,
     /// Something a sleeper may wait for happened: ring them when the lock is released.
     pub(crate) wake: bool,
+    /// Threads inside a loop that polls every transport (a blocking wait's
+    /// `Engine::poll_until`, a [`crate::Polling`] guard): while there is one, it takes
+    /// whatever arrives off the sockets and rings the sleepers it concerns, so a sleeper
+    /// may sleep on its doorbell alone (`Engine::wait_message`'s hand-off).
+    pub(crate) pollers: u32,
     /// `pml cm`: point-to-point goes through the provider's matching ([`cm`]).
     pub(crate) cm: Option<cm::Cm>,
 }
@@ -171,6 +176,7 @@ impl State {
             acked: HashMap::default(),
             sleepers: Vec::new(),
             wake: false,
+            pollers: 0,
             cm: None,
         }
     }

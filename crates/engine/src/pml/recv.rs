@@ -702,7 +702,7 @@ impl State {
             return;
         }
         if !self.sleepers.is_empty() {
-            self.arrived_on(hdr.ctx);
+            self.arrived_on(hdr.ctx, hdr.tag);
         }
         let env = Envelope {
             ctx: hdr.ctx,

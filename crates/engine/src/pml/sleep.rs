@@ -1,11 +1,14 @@
 //! Threads that sleep until traffic comes (`Engine::wait_message`, e.g. the one-sided
 //! progress thread): each registers its doorbell (`sys::bell`, an eventfd) with the context
-//! id it waits on, and sleeps in `poll` on the doorbell and the sockets of the peers it
+//! id and tag it waits for, and sleeps in `poll` on the doorbell and the sockets of the peers it
 //! expects a message from. Whoever holds the engine lock when something the sleepers may
 //! wait for happens (an envelope on their context taken off a socket by another thread,
 //! records left in a link's user-space buffer, a peer declared dead) sets [`State::wake`];
 //! releasing the lock then rings every registered doorbell. Registration happens under the
 //! same lock as the sleeper's last look at the matching queues, so no arrival is missed.
+//! While another thread polls every transport ([`State::pollers`]), a sleeper may leave
+//! the sockets to it and sleep on its doorbell alone for a bounded time (the hand-off of
+//! `Engine::wait_message`); the poller rings it as soon as it takes a matching envelope.
 
 use std::os::fd::RawFd;
 
@@ -14,10 +17,15 @@ use crate::btl::Wake;
 use crate::sys;
 
 impl State {
-    /// An envelope arrived on context `ctx`: wake the sleepers when one waits on it.
+    /// An envelope with `tag` arrived on context `ctx`: wake the sleepers when one waits
+    /// for it.
     #[inline]
-    pub(crate) fn arrived_on(&mut self, ctx: u32) {
-        if self.sleepers.iter().any(|s| s.0 == ctx) {
+    pub(crate) fn arrived_on(&mut self, ctx: u32, tag: i32) {
+        if self
+            .sleepers
+            .iter()
+            .any(|s| s.0 == ctx && (s.1 == tag || s.1 == crate::ANY_TAG))
+        {
             self.wake = true;
         }
     }
@@ -36,7 +44,7 @@ impl State {
     #[cold]
     pub(crate) fn ring_sleepers(&mut self) {
         self.wake = false;
-        for &(_, fd) in &self.sleepers {
+        for &(_, _, fd) in &self.sleepers {
             sys::ring(fd);
         }
     }
@@ -44,7 +52,7 @@ impl State {
     /// Rings the doorbells of the sleepers waiting on context `ctx` (a thread that wants
     /// them to look again, e.g. to see a stop flag).
     pub(crate) fn ring_ctx(&mut self, ctx: u32) {
-        for &(c, fd) in &self.sleepers {
+        for &(c, _, fd) in &self.sleepers {
             if c == ctx {
                 sys::ring(fd);
             }
@@ -76,14 +84,14 @@ impl State {
         w
     }
 
-    /// Registers doorbell `bell` as a sleeper on context `ctx`.
-    pub(crate) fn add_sleeper(&mut self, ctx: u32, bell: RawFd) {
-        self.sleepers.push((ctx, bell));
+    /// Registers doorbell `bell` as a sleeper for `tag` (or `ANY_TAG`) on context `ctx`.
+    pub(crate) fn add_sleeper(&mut self, ctx: u32, tag: i32, bell: RawFd) {
+        self.sleepers.push((ctx, tag, bell));
     }
 
     /// Removes doorbell `bell` from the sleepers.
     pub(crate) fn remove_sleeper(&mut self, bell: RawFd) {
-        if let Some(i) = self.sleepers.iter().position(|s| s.1 == bell) {
+        if let Some(i) = self.sleepers.iter().position(|s| s.2 == bell) {
             self.sleepers.swap_remove(i);
         }
     }

@@ -1529,3 +1529,109 @@ fn windows_over_a_real_sm_link_arrive_in_order() {
         }
     }
 }
+
+/// The hand-off of `Engine::wait_message` (the one-sided progress thread's sleep): while
+/// another thread of the process polls every transport in a blocking wait, a sleeper
+/// sleeps on its doorbell alone, and the poller rings it as soon as it takes a message for
+/// it (context and tag) off the link; messages of other tags on that context do not count.
+/// Once the poller left, the sleeper's next wait goes back to the links (here fake ones,
+/// which have no descriptor: `Opaque`), instead of sleeping on a doorbell nobody rings.
+#[test]
+fn a_sleeper_leaves_the_links_to_a_polling_thread_which_rings_it() {
+    use crate::Wait;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    let net = Net::new(2, 64);
+    let (e0, e1) = (&net.e[0], &net.e[1]);
+    let win = e1.comm_create(10, vec![0, 1]).expect("comm at 1");
+    let win0 = e0.comm_create(10, vec![0, 1]).expect("comm at 0");
+    let never_flag = AtomicBool::new(false);
+    let never = &never_flag;
+    // Long enough that a doorbell nobody rings shows as a timeout, not a late wake-up.
+    let handoff = crate::SLEEP_MAX;
+    // Waits until engine 1 has `pollers` pollers and `sleepers` sleepers.
+    let until = |pollers: u32, sleepers: usize| {
+        let t0 = Instant::now();
+        while e1.pollers_and_sleepers() != (pollers, sleepers) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "engine 1 never had {pollers} pollers and {sleepers} sleepers: {:?}",
+                e1.pollers_and_sleepers()
+            );
+            std::thread::yield_now();
+        }
+    };
+    std::thread::scope(|s| {
+        // The application thread: blocked in a wait on the world (general path).
+        let blocked = s.spawn(move || {
+            let mut b = [0u8; 8];
+            let r = irecv_on(e1, 0, 3, &mut b, WORLD);
+            e1.wait(r);
+            b
+        });
+        until(1, 0);
+        // The progress thread: waits for tag 5 on `win`, sleeping whenever it can.
+        let sleeper = s.spawn(move || {
+            let mut waits = Vec::new();
+            loop {
+                if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
+                    let mut b = vec![0u8; st.count_bytes];
+                    // SAFETY: b outlives the receive, which completes before `wait` returns.
+                    let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
+                    e1.wait(r);
+                    return (b, waits);
+                }
+                let w = e1
+                    .wait_message(ANY_SOURCE, 5, win, &[0], never, handoff)
+                    .expect("wait_message");
+                waits.push(w);
+                if w == Wait::Opaque {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        // It sleeps on its doorbell (the links have no descriptor: without the hand-off
+        // it would poll, `Opaque`).
+        until(1, 1);
+        // Another tag on its context: the poller takes it, the sleeper sleeps on.
+        let other = [1u8; 4];
+        let r = isend_on(e0, 1, 6, &other, win0);
+        e0.wait(r);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(50) {
+            assert_eq!(e1.pollers_and_sleepers(), (1, 1), "woken by another tag");
+            std::thread::yield_now();
+        }
+        // Its tag: rung by the poller at once.
+        let req = [5u8; 16];
+        let r = isend_on(e0, 1, 5, &req, win0);
+        e0.wait(r);
+        let (got, waits) = sleeper.join().expect("sleeper");
+        // The poller leaves (before any check fails: the scope joins it).
+        let msg = [3u8; 8];
+        let r = isend_on(e0, 1, 3, &msg, WORLD);
+        e0.wait(r);
+        assert_eq!(blocked.join().expect("blocked"), msg);
+        assert_eq!(got, req);
+        assert_eq!(
+            waits,
+            [Wait::Slept],
+            "the sleeper must be rung by the polling thread (a timeout is a lost wake-up)"
+        );
+        // A sleeper now goes back to the links.
+        assert_eq!(e1.pollers_and_sleepers(), (0, 0));
+        let w = e1
+            .wait_message(ANY_SOURCE, 5, win, &[0], never, handoff)
+            .expect("wait_message");
+        assert_eq!(
+            w,
+            Wait::Opaque,
+            "no poller: the sleeper must watch the links"
+        );
+        // The tag-6 message is still there for whoever receives it.
+        let mut b = [0u8; 4];
+        let r = irecv_on(e1, 0, 6, &mut b, win);
+        net.done(1, r);
+        assert_eq!(b, other);
+    });
+}

@@ -32,7 +32,11 @@
 //! gives the core away for a whole time slice), then sleep in the engine's blocking wait
 //! ([`Engine::wait_message`]: `poll` on the sockets of the peers that may send, and a
 //! doorbell that other threads of the process ring when they take such a message off a
-//! socket), so an idle window costs no CPU. Peers reached over shared memory (`osc=pt2pt`
+//! socket), so an idle window costs no CPU. While another thread of the process polls
+//! every transport (a blocking MPI call, an origin spinning here), the progress thread
+//! neither spins nor watches the sockets: it sleeps on its doorbell alone (the engine's
+//! hand-off, at most `osc_pt2pt_handoff_max`), which that thread rings when it takes a
+//! request off a socket. Peers reached over shared memory (`osc=pt2pt`
 //! on one node) have nothing to block in: the progress thread then sleeps 1, 2, 4, ... µs up
 //! to `osc_pt2pt_idle_sleep_max` between looks, and an origin keeps polling.
 
@@ -202,6 +206,9 @@ impl Net {
     fn reply_from(&self, t: usize) -> MpiResult<(oxmpi_engine::MessageId, oxmpi_engine::Status)> {
         let never = AtomicBool::new(false);
         let since = std::time::Instant::now();
+        // While we spin, every look polls every transport: our progress thread may leave
+        // the sockets to us (the engine's hand-off) and sleep until we ring it.
+        let mut polling = Some(self.eng.polling());
         loop {
             if let Some(found) = self
                 .eng
@@ -214,13 +221,22 @@ impl Net {
                 std::hint::spin_loop();
                 continue;
             }
+            // No longer polling: sleep (and let the progress thread watch the sockets).
+            drop(polling.take());
             match self
                 .eng
-                .wait_message(t as i32, TAG_REPLY, self.ecomm, &self.world[t..=t], &never)
+                .wait_message(
+                    t as i32,
+                    TAG_REPLY,
+                    self.ecomm,
+                    &self.world[t..=t],
+                    &never,
+                    params::handoff_max(),
+                )
                 .map_err(err)?
             {
                 Wait::Opaque => std::thread::yield_now(),
-                Wait::Ready | Wait::Slept => {}
+                Wait::Ready | Wait::Slept | Wait::Timeout => {}
             }
         }
     }
@@ -351,6 +367,7 @@ fn serve(
 ) {
     let mut core = TargetCore::new();
     let max_sleep = params::idle_sleep_max_us();
+    let handoff = params::handoff_max();
     let mut idle: Option<std::time::Instant> = None;
     let mut sleep_us = 1u64;
     while !stop.load(Ordering::Acquire) {
@@ -394,7 +411,9 @@ fn serve(
                 }
                 if out.is_empty() {
                     let since = *idle.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() < BUSY_SPIN {
+                    // Another thread polling every transport rings us when a request
+                    // comes (the engine's hand-off): no need to spin for it.
+                    if since.elapsed() < BUSY_SPIN && (handoff.is_zero() || !eng.polled()) {
                         std::hint::spin_loop();
                     } else {
                         // A lock holder's silent death is seen by the engine's failure
@@ -403,14 +422,14 @@ fn serve(
                         let waited = if core.held_directly() {
                             Ok(Wait::Opaque)
                         } else {
-                            eng.wait_message(ANY_SOURCE, TAG_REQ, ecomm, remote, stop)
+                            eng.wait_message(ANY_SOURCE, TAG_REQ, ecomm, remote, stop, handoff)
                         };
                         match waited {
                             Ok(Wait::Opaque) => {
                                 std::thread::sleep(std::time::Duration::from_micros(sleep_us));
                                 sleep_us = (sleep_us * 2).min(max_sleep);
                             }
-                            Ok(Wait::Ready | Wait::Slept) => {}
+                            Ok(Wait::Ready | Wait::Slept | Wait::Timeout) => {}
                             Err(_) => return,
                         }
                     }

@@ -6,7 +6,7 @@
 
 use oxmpi_base::params;
 use oxmpi_base::select::{select_global, Candidate};
-use oxmpi_engine::frameworks::IDLE_SLEEP_MAX;
+use oxmpi_engine::frameworks::{HANDOFF_MAX, IDLE_SLEEP_MAX};
 use std::sync::OnceLock;
 
 /// Which paths windows may use.
@@ -52,4 +52,10 @@ pub(crate) fn paths() -> Paths {
 /// `osc_pt2pt_idle_sleep_max` in microseconds.
 pub(crate) fn idle_sleep_max_us() -> u64 {
     params::int(&IDLE_SLEEP_MAX).max(1) as u64
+}
+
+/// `osc_pt2pt_handoff_max`: how long a waiting thread sleeps on its doorbell alone while
+/// another thread polls the transports (zero: never).
+pub(crate) fn handoff_max() -> std::time::Duration {
+    std::time::Duration::from_micros(params::int(&HANDOFF_MAX).max(0) as u64)
 }
