@@ -332,7 +332,8 @@ fn alltoall_push_denied_np4() {
     run(4, "a2a-pull", &[(DENY_WRITEV, "1"), PUSH_ON]);
 }
 
-/// Push on for blocks from 64 KiB (off by default).
+/// Push on for blocks from 64 KiB (the default is 32 KiB: set here so that the suite does
+/// not depend on it).
 const PUSH_ON: (&str, &str) = ("OXMPI_MCA_coll_sm_alltoall_push_min", "65536");
 
 /// Set: the rank installs a seccomp filter that makes `process_vm_writev` fail with EPERM

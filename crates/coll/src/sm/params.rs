@@ -167,7 +167,7 @@ pub const ALLTOALL_PUSH_MIN: ParamDecl = ParamDecl::new(
         min: 0,
         max: 1 << 30,
     },
-    "0",
+    "32768",
     "Out-of-place alltoall(v)s whose blocks move by \
      cross-memory copies (too large for a shared-memory buffer): when every rank's largest \
      receive block is at least this many bytes, each rank writes its blocks into the \
