@@ -100,7 +100,8 @@ const SLOT: usize =
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 /// Cells of a rank's ring ([`Seg::ring`]): the data of a blocking collective's post that
 /// does not fit the lane (a scatter's or a bcast's payload, a scatterv's blocks, an
-/// allgather's block) goes to cell `k mod RING_CELLS` instead of the buffer after the stamp,
+/// allgather's block of more than [`ALLGATHER_RING_MIN`] bytes) goes to cell
+/// `k mod RING_CELLS` instead of the buffer after the stamp,
 /// so that a cell is written again only after 127 more collectives (64 with a barrier
 /// between every two, as the benchmarks run them). Written again after 8, as the
 /// buffers are, its lines are still in the readers' first-level caches from the last read,
@@ -270,11 +271,16 @@ pub(super) fn seg_len(size: usize) -> usize {
 }
 
 /// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
-/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
-/// same on every rank, as the block is).
+/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`ALLGATHER_RING_MIN`] bytes
+/// (the same on every rank, as the block is).
 fn in_ring(kind: &super::SmKind) -> bool {
-    matches!(kind, super::SmKind::Allgather { block } if *block > LANE_MAX)
+    matches!(kind, super::SmKind::Allgather { block } if *block > ALLGATHER_RING_MIN)
 }
+
+/// Largest allgather block posted in the buffers (after the stamp, as an allgatherv's);
+/// larger ones go to the ring cells. np=2 far, a 256 B block through the ring was slower
+/// than through the buffers (session 33: 5-11 %), a 1 KiB one faster (10 %), 512 B level.
+const ALLGATHER_RING_MIN: usize = 256;
 
 /// Offset of the rings ([`RING_CELLS`]) in the segment of `size` ranks: after the
 /// nonblocking large region (page-aligned, as that region's end is).
@@ -1164,30 +1170,61 @@ impl Seg {
     }
 
     /// Alltoall: block `j` (`block` bytes) of `send` goes to rank `j`; block `j` of
-    /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`.
+    /// `recv` comes from rank `j`. `send.len() = recv.len() = size * block <= DATA`. Each
+    /// rank posts only the blocks for the other ranks ([`Seg::alltoall_post`]) and copies
+    /// its own while the others post.
     #[inline]
     pub fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) {
         let k = self.next();
-        self.post(k, send);
+        self.alltoall_post(k, send, block);
+        let own = self.rank * block;
+        recv[own..own + block].copy_from_slice(&send[own..own + block]);
         self.alltoall_read(k, recv, block);
     }
 
     /// Alltoall in place: `buf` holds the blocks to send and receives the result (ours
-    /// are copied into our buffer before any of them is overwritten: no temporary).
+    /// are copied into our buffer before any of them is overwritten: no temporary; our
+    /// own block stays where it is).
     #[inline]
     pub fn alltoall_in_place(&self, buf: &mut [u8], block: usize) {
         let k = self.next();
-        self.post(k, buf);
+        self.alltoall_post(k, buf, block);
         self.alltoall_read(k, buf, block);
     }
 
-    /// The reading half of alltoall `k` (posted): our block of every rank into `recv`.
+    /// Post alltoall `k`: the blocks of `src` for every rank but us, back to back in rank
+    /// order (ours left out: rank `j` finds its block at index `j` before ours, `j - 1`
+    /// after it), so that on 2 ranks the post is the one block the peer reads (256 B: 5
+    /// lines written instead of 9; rank 1 reads 5 instead of 6).
+    fn alltoall_post(&self, k: u64, src: &[u8], block: usize) {
+        let (own, end) = (self.rank * block, self.size * block);
+        debug_assert!(end <= DATA && src.len() >= end);
+        self.reusable(k.saturating_sub(NBUF));
+        let dst = self.data(self.rank, k);
+        // SAFETY: our own buffer of collective `k` (`DATA` bytes, `end - block` of them
+        // written), read by nobody until we stamp `k` and no longer by anybody for
+        // `k - NBUF`, waited for above; `src` has `end` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, own);
+            std::ptr::copy_nonoverlapping(
+                src.as_ptr().add(own + block),
+                dst.add(own),
+                end - own - block,
+            );
+        }
+        self.put_word(self.stamp(self.rank, k), k);
+    }
+
+    /// The reading half of alltoall `k` (posted): our block of every other rank into
+    /// `recv` (rank `j` left its own block out of its post, [`Seg::alltoall_post`]).
     fn alltoall_read(&self, k: u64, recv: &mut [u8], block: usize) {
         self.wait_all(k);
-        for j in 0..self.size {
-            // SAFETY: every rank stamped `k` (waited above); block `rank` of its
-            // buffer is within `DATA`.
-            let src = unsafe { self.peer(j, k, self.rank * block, block) };
+        let me = self.rank;
+        for j in (0..self.size).filter(|&j| j != me) {
+            let at = if me < j { me } else { me - 1 } * block;
+            // SAFETY: every rank stamped `k` (waited above); its block for us lies within
+            // the `(size - 1) * block <= DATA` bytes it posted.
+            let src = unsafe { self.peer(j, k, at, block) };
             recv[j * block..(j + 1) * block].copy_from_slice(src);
         }
         self.finish(k);
