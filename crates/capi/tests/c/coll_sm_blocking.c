@@ -434,7 +434,7 @@ static void back_to_back(void) {
 static signed char lval(int r, int k, int it) { return (signed char)((r * 131 + k * 7 + it * 29) % 251); }
 
 /* Posts of more than the stamp's line, up to 1 KiB (allgather blocks in the ring cells
- * above 256 B, a reduce-scatter's other block, an alltoallv's table and block and an
+ * above 112 B, a reduce-scatter's other block, an alltoallv's table and block and an
  * alltoall's blocks in the buffers), back to back with no other synchronisation, new values every round and more
  * rounds than the buffers and cells (so each is rewritten while the peer may still be
  * reading or about to read it): a reader that took data before its stamp, or a poster that

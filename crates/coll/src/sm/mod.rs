@@ -35,7 +35,7 @@
 //! word seen is cached, so this costs no cache-line transfer in the common case and a run of
 //! broadcasts may pipeline up to `NBUF - 1` ahead. The data of a post that does not fit the
 //! lane, for a bcast, a scatter, a scatterv's blocks (then flagged in its table) and an
-//! allgather's block of more than 256 B, goes to the poster's *ring* cell `k mod RING_CELLS` instead ([`RING_CELLS`]
+//! allgather, goes to the poster's *ring* cell `k mod RING_CELLS` instead ([`RING_CELLS`]
 //! cells after the nonblocking large region, under the same rule, since
 //! `RING_CELLS >= NBUF`): a cell rewritten after 8 collectives still sits in the readers'
 //! first-level caches from its last read, and they then wait longer for the new data.

@@ -100,8 +100,7 @@ const SLOT: usize =
 const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE;
 /// Cells of a rank's ring ([`Seg::ring`]): the data of a blocking collective's post that
 /// does not fit the lane (a scatter's or a bcast's payload, a scatterv's blocks, an
-/// allgather's block of more than [`ALLGATHER_RING_MIN`] bytes) goes to cell
-/// `k mod RING_CELLS` instead of the buffer after the stamp,
+/// allgather's block) goes to cell `k mod RING_CELLS` instead of the buffer after the stamp,
 /// so that a cell is written again only after 127 more collectives (64 with a barrier
 /// between every two, as the benchmarks run them). Written again after 8, as the
 /// buffers are, its lines are still in the readers' first-level caches from the last read,
@@ -271,16 +270,11 @@ pub(super) fn seg_len(size: usize) -> usize {
 }
 
 /// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
-/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`ALLGATHER_RING_MIN`] bytes
-/// (the same on every rank, as the block is).
+/// cells ([`RING_CELLS`]): an allgather's blocks of more than [`LANE_MAX`] bytes (the
+/// same on every rank, as the block is).
 fn in_ring(kind: &super::SmKind) -> bool {
-    matches!(kind, super::SmKind::Allgather { block } if *block > ALLGATHER_RING_MIN)
+    matches!(kind, super::SmKind::Allgather { block } if *block > LANE_MAX)
 }
-
-/// Largest allgather block posted in the buffers (after the stamp, as an allgatherv's);
-/// larger ones go to the ring cells. np=2 far, a 256 B block through the ring was slower
-/// than through the buffers (session 33: 5-11 %), a 1 KiB one faster (10 %), 512 B level.
-const ALLGATHER_RING_MIN: usize = 256;
 
 /// Offset of the rings ([`RING_CELLS`]) in the segment of `size` ranks: after the
 /// nonblocking large region (page-aligned, as that region's end is).
