@@ -10,7 +10,8 @@
  * the root moving and no other synchronisation (more collectives than the segment's 8
  * buffers per rank, roots running ahead).
  * Broadcasts around the lane's sizes run back to back with the root moving; allgathers,
- * reduce-scatters and alltoallvs of 33 B to 1 KiB blocks run back to back, 600 calls.
+ * reduce-scatters, alltoallvs and alltoalls of 33 B to 1 KiB blocks run back to back, 800
+ * calls.
  * MPI_INT reductions and allgatherv with empty blocks (NULL buffers where MPI allows them)
  * check the direct paths on the user's buffers: guard items after every block.
  * Alltoalls of MPI_INT in place and not, each before a barrier, count as the component's
@@ -433,8 +434,8 @@ static void back_to_back(void) {
 static signed char lval(int r, int k, int it) { return (signed char)((r * 131 + k * 7 + it * 29) % 251); }
 
 /* Posts of more than the stamp's line, up to 1 KiB (allgather blocks in the ring cells
- * above 112 B, a reduce-scatter's other block and an alltoallv's table and block in the
- * buffers), back to back with no other synchronisation, new values every round and more
+ * above 112 B, a reduce-scatter's other block, an alltoallv's table and block and an
+ * alltoall's blocks in the buffers), back to back with no other synchronisation, new values every round and more
  * rounds than the buffers and cells (so each is rewritten while the peer may still be
  * reading or about to read it): a reader that took data before its stamp, or a poster that
  * rewrote a buffer or cell before the reader was done with it, gives values of another
@@ -469,6 +470,19 @@ static void lined_back_to_back(void) {
         CHECK_RC(MPI_Alltoallv(s, sc, sd, MPI_CHAR, r, rc, rd, MPI_CHAR, MPI_COMM_WORLD));
         for (int j = 0; j < size; j++)
             for (int k = 0; k < n; k++) CHECK(r[rd[j] + k] == lval(j, rank * 7 + k, it + 2));
+        /* alltoall, n bytes per block, out of place and in place on alternate rounds (each
+         * rank posts only the blocks for the others: a reader taking the block at another
+         * place, or a rank losing its own, gives other values) */
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < n; k++) s[j * n + k] = lval(rank, j * 5 + k, it + 3);
+        if (it % 2) {
+            memcpy(r, s, (size_t)size * (size_t)n);
+            CHECK_RC(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_CHAR, r, n, MPI_CHAR, MPI_COMM_WORLD));
+        } else {
+            CHECK_RC(MPI_Alltoall(s, n, MPI_CHAR, r, n, MPI_CHAR, MPI_COMM_WORLD));
+        }
+        for (int j = 0; j < size; j++)
+            for (int k = 0; k < n; k++) CHECK(r[j * n + k] == lval(j, rank * 5 + k, it + 3));
     }
     free(s), free(r);
 }

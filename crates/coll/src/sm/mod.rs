@@ -17,7 +17,7 @@
 //! (release); a reader waits for the stamp to reach `k` (acquire) and reads. A rank stores
 //! `k` in its done word once it has finished reading everything of collective `k`:
 //! * allreduce, alltoall: every rank writes and waits for every other rank's stamp, then
-//!   reads;
+//!   reads (an alltoall's post holds only the blocks for the other ranks);
 //! * barrier: the same without data when `coll_sm_barrier_release` is off or the
 //!   collective called before it on the communicator, of any kind, was a barrier;
 //!   otherwise the others stamp their arrival and wait for rank 0's stamp, which rank 0
