@@ -152,6 +152,58 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
     }
 }
 
+/// Erroneous counts fail cleanly instead of hanging (`tests/c/coll_errcounts.c`): bcasts
+/// and ibcasts whose root sends more or fewer bytes than one rank posts, and alltoallv/w
+/// and their I-forms where one pair's send and receive counts differ, lengths on both sides
+/// of the segment's bounds and far apart; each erroneous call is followed by a correct one.
+/// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
+/// with the shared-memory component off (the point-to-point algorithms and schedules), at
+/// np 2 and 3 with it on, and with it on and single copies off (larger ialltoallv blocks
+/// by message). A hang is reported by the program's alarm (which call, which counts) or by
+/// mpirun's timeout.
+#[test]
+fn erroneous_counts_fail_cleanly_np2_np3() {
+    let dir = Scratch::new("coll-errcounts");
+    let exe = build("coll_errcounts.c", &dir.0);
+    // (ranks, segment, single copies, what): the ibcast on the segment is left out (its
+    // paths still differ by length across the single-copy bound).
+    for (n, on, single, part) in [
+        (2, "0", "1", &["bcast"][..]),
+        (3, "0", "1", &["bcast"]),
+        (4, "0", "1", &["bcast"]),
+        (2, "1", "1", &["bcast", "blocking"]),
+        (3, "1", "1", &["bcast", "blocking"]),
+        (2, "0", "1", &["a2a"]),
+        (3, "0", "1", &["a2a"]),
+        (2, "1", "1", &["a2a"]),
+        (3, "1", "1", &["a2a"]),
+        (3, "1", "0", &["a2a"]),
+    ] {
+        let max = if single == "1" { "32768" } else { "0" };
+        let many = if single == "1" { "1048576" } else { "0" };
+        let opts = [
+            "--timeout",
+            "170",
+            "--mca",
+            "coll_sm_enable",
+            on,
+            "--mca",
+            "coll_sm_single_copy_max",
+            max,
+            "--mca",
+            "coll_sm_single_copy_max_many",
+            many,
+        ];
+        let out = run_args(&exe, n, part, &opts);
+        assert!(
+            out.lines()
+                .any(|l| l == "coll_errcounts: all checks passed"),
+            "coll_errcounts {part:?} on {n} ranks (coll_sm_enable={on}, single copies {single}) \
+             did not finish:\n{out}"
+        );
+    }
+}
+
 /// `MPI_Reduce` and `MPI_Allreduce` of every predefined op on the predefined basic types
 /// MPI defines it for (`tests/c/coll_basic_ops.c`, the path without a datatype reference),
 /// against a reference computed in the program: counts on both sides of a segment buffer,

@@ -485,7 +485,8 @@ pub(crate) fn start_shared(
     // A light request when nothing is to be unpacked at completion (contiguous types) or
     // only the whole output (a reduction's result in a type with a gap, e.g.
     // `MPI_DOUBLE_INT`: unpacked by the light request when it ends), no block moves by
-    // message (the v-collectives' large blocks) and a slot is free: no schedule, no
+    // message (the v-collectives' large blocks; nor may one come unplanned, an erroneous
+    // alltoallv's without cross-memory copies) and a slot is free: no schedule, no
     // generalized request.
     let len = |r: &Region| match r {
         Region::Raw(_, n) => *n,
@@ -493,7 +494,7 @@ pub(crate) fn start_shared(
     };
     let on_seg = || {
         let at = (a.rank as usize, a.size as usize);
-        !kind.has_messages(at, (len(&io.0), len(&io.1)))
+        !kind.has_messages(at, (len(&io.0), len(&io.1))) && !kind.may_take_messages()
     };
     let output_only = matches!(unpack.as_slice(), [u] if u.3 == 1 && u.4 == 0);
     let light = if (unpack.is_empty() || output_only) && !request.is_null() && on_seg() {

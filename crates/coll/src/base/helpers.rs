@@ -21,6 +21,26 @@ pub struct Op<'a> {
     pub commutative: bool,
 }
 
+/// The error of a rank whose broadcast buffer holds `n` bytes where the root sends `m`
+/// (`CollComm::bcast`, `CollComm::ibcast`): `MPI_ERR_TRUNCATE` when the root sends more,
+/// else `MPI_ERR_COUNT`.
+pub(crate) fn bcast_differs(m: usize, n: usize) -> oxmpi_engine::Error {
+    let class = if m > n {
+        ErrorClass::Truncate
+    } else {
+        ErrorClass::Count
+    };
+    arg_err(
+        class,
+        format!("bcast: the root sends {m} bytes, this rank's buffer holds {n}"),
+    )
+}
+
+/// Marker-header flag of a broadcast that a rank between the root and this one could not
+/// forward: its buffer (the header's low bits: its length) was shorter than the root's data
+/// (`CollComm::bcast`, `CollComm::ibcast`).
+pub(crate) const TRUNCATED_ABOVE: u64 = 1 << 63;
+
 pub(crate) fn check_op(len: usize, op: &Op) -> Result<()> {
     if op.elem_size == 0 || len % op.elem_size != 0 {
         return Err(arg_err(

@@ -23,15 +23,15 @@
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::base::helpers::{
-    chain_segments, fold_real_rank, fold_sizes, pooled, rabenseifner_plan, scan_chain, scan_rounds,
-    unpool, RabStep,
+    bcast_differs, chain_segments, fold_real_rank, fold_sizes, pooled, rabenseifner_plan,
+    scan_chain, scan_rounds, unpool, RabStep, TRUNCATED_ABOVE,
 };
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::{Progress, SmNb};
 use crate::sm::{Seg, SmKind};
 use crate::tune::{self, Coll};
 use crate::{arg_err, CollComm, Result};
-use oxmpi_engine::{ErrorClass, ReqId, PROC_NULL};
+use oxmpi_engine::{Error, ErrorClass, ReqId, PROC_NULL};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -238,6 +238,26 @@ impl Round {
     }
 }
 
+/// The length check of a receiving rank of a point-to-point `MPI_Ibcast`
+/// ([`CollComm::ibcast`]): its first receive (planned round 0) is watched, and the rounds
+/// after it are added once it ended ([`Schedule::bcast_next`]).
+struct BcastNb {
+    /// Bytes of our buffer (region 0).
+    n: usize,
+    /// Region of the 8-byte header of a marker.
+    head: usize,
+    /// Our parent in the binomial tree.
+    parent: i32,
+    /// Our children in the binomial tree.
+    children: Vec<i32>,
+    /// Rounds of the plan; those after them were added while running.
+    planned: usize,
+    /// What the first receive got: bytes and error.
+    got: Option<(usize, Option<ErrorClass>)>,
+    /// The round that receives a marker's header, once added.
+    header_round: Option<usize>,
+}
+
 /// A nonblocking collective in progress.
 pub struct Schedule {
     cc: CollComm,
@@ -259,8 +279,14 @@ pub struct Schedule {
     alg: Option<Alg>,
     /// A collective of the `sm` component instead of rounds (see [`Schedule::shared`]).
     sm: Option<SmNb>,
-    /// The segment's part failed, reported once the messages it agreed on have moved.
+    /// The segment's part failed, reported once the messages it agreed on have moved
+    /// (also a bcast's length check, see [`CollComm::ibcast`]).
     late: Option<oxmpi_engine::Error>,
+    /// A point-to-point bcast's receiving rank ([`CollComm::ibcast`]).
+    bcast: Option<BcastNb>,
+    /// An error known when planning (an erroneous count), reported at the end of every
+    /// run once the transfers the other ranks wait for have moved.
+    planned_error: Option<(ErrorClass, String)>,
 }
 
 // SAFETY: the raw regions point to memory the MPI caller keeps valid (and does not access)
@@ -305,6 +331,8 @@ impl Schedule {
             alg: None,
             sm: None,
             late: None,
+            bcast: None,
+            planned_error: None,
         }
     }
 
@@ -454,6 +482,11 @@ impl Schedule {
         self.tag = next_tag(&self.cc)?;
         self.next = 0;
         self.error = None;
+        self.late = None;
+        if let Some(b) = self.bcast.as_mut() {
+            self.rounds.truncate(b.planned);
+            (b.got, b.header_round) = (None, None);
+        }
         // The plan counted the first run (a persistent collective's first start restarts
         // a plan that never ran); every later start counts one more.
         if let (Some(a), true) = (self.alg, self.started) {
@@ -570,16 +603,34 @@ impl Schedule {
             // MPI contract) or owned by the schedule.
             let end = unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) };
             // A v-collective's messages: only those both ends agreed on in the segment's
-            // part (an erroneous count on one side of the message bound takes none).
-            let dropped = nb.dropped();
-            if dropped != 0 && end != Progress::Pending {
+            // part (an erroneous count on one side of the message bound takes none; an
+            // alltoallv's receive may go while our send to the same rank stays), and an
+            // alltoallv's messages that come although our count expects none, taken into
+            // scratch so that their senders do not wait.
+            let (dropped, no_recv) = (nb.dropped(), nb.dropped_receives());
+            let sinks = if end == Progress::Pending || nb.sinks().is_empty() {
+                Vec::new()
+            } else {
+                nb.sinks().to_vec()
+            };
+            let v_tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            if dropped | no_recv != 0 && end != Progress::Pending {
                 for r in &mut self.rounds {
                     r.0.retain(|s| match *s {
-                        Step::Send { peer, .. } | Step::Recv { peer, .. } => {
-                            dropped & 1 << peer == 0
-                        }
+                        Step::Send { peer, .. } => dropped & 1 << peer == 0,
+                        Step::Recv { peer, .. } => (dropped | no_recv) & 1 << peer == 0,
                         _ => true,
                     });
+                }
+            }
+            if !sinks.is_empty() {
+                if self.rounds.is_empty() {
+                    self.rounds.push(Round::default());
+                    self.tag = v_tag;
+                }
+                for (peer, len) in sinks {
+                    let at = (self.add_region(Region::Owned(pooled(len))), 0);
+                    self.rounds[0].0.push(rcv(at, len, peer as i32));
                 }
             }
             match end {
@@ -633,7 +684,10 @@ impl Schedule {
                 match e.test(r) {
                     Some(st) => {
                         self.pending.swap_remove(i);
-                        if let Err(err) = self.cc.check(st, "nonblocking step", peer) {
+                        if let Some(b) = self.bcast.as_mut().filter(|_| self.current == Some(0)) {
+                            // A bcast's first receive: what came decides what follows.
+                            b.got = Some((st.count_bytes, st.error));
+                        } else if let Err(err) = self.cc.check(st, "nonblocking step", peer) {
                             self.error.get_or_insert(err);
                         }
                     }
@@ -656,10 +710,20 @@ impl Schedule {
                 let round = std::mem::take(&mut self.rounds[i]);
                 self.run_local(&round, false);
                 self.rounds[i] = round;
+                if self.bcast.is_some() {
+                    if let Err(err) = self.bcast_next(i) {
+                        self.end();
+                        return Some(Err(err));
+                    }
+                }
             }
             let i = self.next;
             if i >= self.rounds.len() {
-                return Some(self.late.take().map_or(Ok(()), Err));
+                let planned = || {
+                    let (class, msg) = self.planned_error.as_ref()?;
+                    Some(arg_err(*class, msg.clone()))
+                };
+                return Some(self.late.take().or_else(planned).map_or(Ok(()), Err));
             }
             self.next += 1;
             let round = std::mem::take(&mut self.rounds[i]);
@@ -676,6 +740,98 @@ impl Schedule {
             }
             self.current = Some(i);
         }
+    }
+
+    /// A receiving rank of a point-to-point bcast ([`CollComm::ibcast`]) after round `i`
+    /// ended: after its first receive (round 0), the round that forwards the data (exactly
+    /// the bytes that came), or receives a marker's header, or (truncated) forwards a
+    /// marker saying so; after the header's receive, the round that forwards marker and
+    /// header. A length that differs from ours is reported once those rounds have run.
+    fn bcast_next(&mut self, i: usize) -> Result<()> {
+        let Some(b) = self.bcast.as_mut() else {
+            return Ok(());
+        };
+        let (n, head) = (b.n, b.head);
+        let marker = |children: &[i32]| -> Round {
+            Round(
+                children
+                    .iter()
+                    .flat_map(|&c| [snd((head, 0), 0, c), snd((head, 0), 8, c)])
+                    .collect(),
+            )
+        };
+        if i == 0 {
+            let (got, error) = b.got.take().unwrap_or((0, None));
+            let round = match error {
+                // The data itself: the root's length.
+                None if got > 0 => {
+                    if got != n {
+                        self.late = Some(bcast_differs(got, n));
+                    }
+                    Round(b.children.iter().map(|&c| snd((0, 0), got, c)).collect())
+                }
+                // The marker: its header next.
+                None => {
+                    b.header_round = Some(self.rounds.len());
+                    Round(vec![rcv((head, 0), 8, b.parent)])
+                }
+                // The root's data is longer than our buffer: what did not fit is lost, so
+                // our children get a marker that says so instead of the data.
+                Some(ErrorClass::Truncate) => {
+                    let h = TRUNCATED_ABOVE | n as u64;
+                    if let Region::Owned(v) = &mut self.regions[head] {
+                        v[..8].copy_from_slice(&h.to_le_bytes());
+                    }
+                    self.late = Some(arg_err(
+                        ErrorClass::Truncate,
+                        format!("bcast: the root sends more than this rank's {n} bytes"),
+                    ));
+                    marker(&b.children)
+                }
+                Some(class) => {
+                    return Err(arg_err(
+                        class,
+                        format!("bcast receive from rank {} failed", b.parent),
+                    ));
+                }
+            };
+            self.rounds.push(round);
+            return Ok(());
+        }
+        if b.header_round != Some(i) {
+            return Ok(());
+        }
+        let head_word = match &self.regions[head] {
+            Region::Owned(v) => v.get(..8).and_then(|h| h.try_into().ok()),
+            Region::Raw(..) => None,
+        }
+        .map_or(0, u64::from_le_bytes);
+        self.rounds.push(marker(&b.children));
+        let m = usize::try_from(head_word & !TRUNCATED_ABOVE).unwrap_or(usize::MAX);
+        self.late = if head_word & TRUNCATED_ABOVE != 0 {
+            let class = if n <= m {
+                ErrorClass::Truncate
+            } else {
+                ErrorClass::Other
+            };
+            Some(arg_err(
+                class,
+                format!(
+                    "bcast: a rank between the root and this one had room for only {m} \
+                     bytes of the root's data, which did not reach this rank"
+                ),
+            ))
+        } else if m != 0 {
+            Some(arg_err(
+                ErrorClass::Intern,
+                format!("bcast: a marker for {m} bytes, which travel without one"),
+            ))
+        } else if n != 0 {
+            Some(bcast_differs(0, n))
+        } else {
+            None
+        };
+        Ok(())
     }
 
     /// Posts the transfers of `round`: its receives first, then its sends.
@@ -774,7 +930,19 @@ impl CollComm {
         Ok(s)
     }
 
-    /// `MPI_Ibcast` of region 0 (the whole region) from `root`: binomial tree.
+    /// `MPI_Ibcast` of region 0 (the whole region) from `root`: binomial tree, with the
+    /// length check of the blocking [`CollComm::bcast`] (an erroneous call, a rank whose
+    /// length differs from the root's, fails instead of waiting or succeeding). The root
+    /// sends its data to its children (nothing more on the correct path); an empty root
+    /// sends an empty marker and an 8-byte header with its length 0 instead. A receiver
+    /// posts its whole buffer and takes what came ([`Schedule::bcast_next`]): data (never
+    /// empty) is the root's, and it forwards exactly that many bytes, failing with
+    /// `MPI_ERR_COUNT` when its buffer is longer; a marker is followed by the header, which
+    /// it forwards with the marker; a receive truncated by a longer message makes it
+    /// forward a marker whose header says so ([`TRUNCATED_ABOVE`] and its length) and
+    /// fail with `MPI_ERR_TRUNCATE`, and the ranks below fail too (`MPI_ERR_TRUNCATE`, or
+    /// `MPI_ERR_OTHER` when their own buffer was large enough). The root returns success.
+    /// Errors come once the messages the other ranks wait for have moved.
     pub fn ibcast(&self, buf: Region, root: i32) -> Result<Schedule> {
         self.check_root(root)?;
         let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcBcastBinomial);
@@ -782,25 +950,49 @@ impl CollComm {
         let p = self.size as usize;
         let rel = self.modp(self.rank - root) as usize;
         let mut mask = 1;
+        let mut parent = PROC_NULL;
         while mask < p {
             if rel & mask != 0 {
-                let parent = self.abs(rel - mask, root);
-                s.round().push(rcv((0, 0), n, parent));
+                parent = self.abs(rel - mask, root);
                 break;
             }
             mask <<= 1;
         }
-        let mut sends = Vec::new();
+        let mut children = Vec::new();
         mask >>= 1;
         while mask > 0 {
             if rel + mask < p {
-                sends.push(snd((0, 0), n, self.abs(rel + mask, root)));
+                children.push(self.abs(rel + mask, root));
             }
             mask >>= 1;
         }
-        if !sends.is_empty() {
-            s.round().extend(sends);
+        if p == 1 {
+            return Ok(s);
         }
+        let head = s.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
+        if parent == PROC_NULL {
+            // The root: its data, or (empty) the marker and header.
+            let r = s.round();
+            for &c in &children {
+                if n > 0 {
+                    r.push(snd((0, 0), n, c));
+                } else {
+                    r.push(snd((head, 0), 0, c));
+                    r.push(snd((head, 0), 8, c));
+                }
+            }
+            return Ok(s);
+        }
+        s.round().push(rcv((0, 0), n, parent));
+        s.bcast = Some(BcastNb {
+            n,
+            head,
+            parent,
+            children,
+            planned: s.rounds.len(),
+            got: None,
+            header_round: None,
+        });
         Ok(s)
     }
 
@@ -1157,14 +1349,20 @@ impl CollComm {
     ) -> Result<Schedule> {
         self.check_vec_len(scounts, sdispls)?;
         self.check_vec_len(rcounts, rdispls)?;
-        self.check_self_block(scounts, rcounts)?;
         let mut s = Schedule::new(self, vec![send, recv], None)?.counted(Alg::NbcAlltoallvLinear);
         let (me, p) = (self.rank as usize, self.size as usize);
+        // Our own block longer or shorter than its room (erroneous): the transfers the
+        // other ranks wait for still run, the copy is cut, and the error comes at the end.
+        let mut own = scounts.to_vec();
+        own[me] = own[me].min(rcounts[me]);
         s.rounds.push(alltoallv_round(
             (me, p),
-            (scounts, sdispls),
+            (&own, sdispls),
             (rcounts, rdispls),
         ));
+        if let Err(Error::Arg { class, msg }) = self.check_self_block(scounts, rcounts) {
+            s.planned_error = Some((class, msg));
+        }
         Ok(s)
     }
 

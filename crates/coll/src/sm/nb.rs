@@ -418,6 +418,14 @@ impl SmKind {
         }
     }
 
+    /// Whether a message may come that rank `me` did not plan: an alltoallv whose larger
+    /// blocks go by message (no cross-memory copies), where a sender's count may put a
+    /// block on a message that our count puts elsewhere (an erroneous call); the schedule
+    /// then takes it into scratch ([`SmNb::sinks`]), which a light request cannot.
+    pub fn may_take_messages(&self) -> bool {
+        matches!(self, SmKind::Alltoallv { far, .. } if *far < usize::MAX)
+    }
+
     /// Whether rank `me` of `p` moves some block by message ([`SmKind::each_message`]).
     pub fn has_messages(&self, at: (usize, usize), lens: (usize, usize)) -> bool {
         let mut any = false;
@@ -587,6 +595,12 @@ pub struct SmNb {
     /// A gatherv's or scatterv's messages that the other end does not expect (bit `r`:
     /// rank `r`'s), dropped from its schedule ([`SmNb::dropped`]).
     no_msg: u64,
+    /// An alltoallv's receives of messages that their senders do not send (bit `r`: from
+    /// rank `r`; [`SmNb::dropped_receives`]).
+    no_recv: u64,
+    /// An alltoallv's messages that come although our count for them put the block
+    /// elsewhere: (sender, bytes), received into scratch ([`SmNb::sinks`]).
+    sinks: Vec<(usize, usize)>,
 }
 
 impl SmNb {
@@ -611,6 +625,8 @@ impl SmNb {
             fault: Progress::Done,
             own_elsewhere: false,
             no_msg: 0,
+            no_recv: 0,
+            sinks: Vec::new(),
         }
     }
 
@@ -630,6 +646,8 @@ impl SmNb {
             fault: Progress::Done,
             own_elsewhere: false,
             no_msg: 0,
+            no_recv: 0,
+            sinks: Vec::new(),
         }
     }
 
@@ -724,16 +742,15 @@ impl SmNb {
                     } else {
                         bytes(input)
                     };
-                    // Blocks to post or to send by CMA, or blocks to read by CMA (our
-                    // post then carries the mark that we are done with the senders').
-                    let sends = |r: usize| (1..=max.max(*far)).contains(&scounts[r]);
-                    let reads = |r: usize| self.kind.far_block(p, rcounts[r]);
-                    !(0..p).any(|r| r != me && (sends(r) || reads(r)))
-                        || seg.try_post_with(k, |b| {
-                            // SAFETY: `b` is our buffer's `CAP` bytes; `max >= 24`
-                            // (`far_entries_fit_where_blocks_would`).
-                            unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls)) }
-                        })
+                    // Every rank posts its table, whatever its counts (an empty block's
+                    // entry too): every receiver compares each sender's length with its
+                    // count, and marks there that it is done with the senders' buffers.
+                    let _ = rcounts;
+                    seg.try_post_with(k, |b| {
+                        // SAFETY: `b` is our buffer's `CAP` bytes; `max >= 24`
+                        // (`far_entries_fit_where_blocks_would`).
+                        unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls)) }
+                    })
                 }
                 SmKind::Gatherv {
                     root,
@@ -971,6 +988,21 @@ impl SmNb {
     /// block on the segment (an erroneous call). Known once the segment's part ended.
     pub(crate) fn dropped(&self) -> u64 {
         self.no_msg
+    }
+
+    /// The ranks (bit `r`) whose alltoallv message to us, planned from our receive count,
+    /// does not come: the sender's count put the block elsewhere (an erroneous call; our
+    /// sends to them still move). Known once the segment's part ended.
+    pub(crate) fn dropped_receives(&self) -> u64 {
+        self.no_recv
+    }
+
+    /// The alltoallv messages (sender, bytes) that come to us although our receive count
+    /// put the block elsewhere (an erroneous call): the schedule takes each into scratch,
+    /// so that no sender waits for a receive that is never posted. Known once the
+    /// segment's part ended.
+    pub(crate) fn sinks(&self) -> &[(usize, usize)] {
+        &self.sinks
     }
 
     /// The sequence number of this collective among the segment's nonblocking ones (the
@@ -1335,17 +1367,53 @@ impl SmNb {
                     self.fault = Progress::CopyFailed;
                 }
             }
-            let posted = |r: &usize| *r != me && (1..=max).contains(&rcounts[*r]);
             let far_left =
                 any_far && (0..p).any(|r| r != me && far(rcounts[r]) && self.moved & 1 << r == 0);
-            if far_left || !(0..p).filter(posted).all(|r| seg.stamped(r, k)) {
+            // Every rank posts its table, so every block's two counts are compared here,
+            // empty ones and those that go by message too: an erroneous call fails
+            // instead of waiting for a block, or dropping one, that the other end sends
+            // elsewhere.
+            if far_left || !(0..p).all(|r| r == me || seg.stamped(r, k)) {
                 return None;
             }
             let mut ok = true;
-            for r in (0..p).filter(posted) {
-                let e = word(r, 8 * me);
+            // Whether a sender posted a far block for us: it waits for our mark.
+            let mut far_for_us = false;
+            let by_message = |c: usize| c > max.max(far_max);
+            for r in (0..p).filter(|&r| r != me) {
+                let (e, rc) = (word(r, 8 * me), rcounts[r]);
+                let sent_far = e != NOT_HERE && e & FAR != 0;
+                let sent_msg = e != NOT_HERE && e & (FAR | MSG) == MSG;
+                far_for_us |= sent_far;
+                if sent_msg {
+                    let n = (e & !MSG) as usize;
+                    if !by_message(rc) {
+                        // Its message comes although we expect none (or the block
+                        // elsewhere): taken into scratch.
+                        self.sinks.push((r, n));
+                        ok = false;
+                    } else if n != rc {
+                        // Longer: the receive reports the truncation too.
+                        ok = false;
+                    }
+                    continue;
+                }
+                if by_message(rc) {
+                    // Our receive waits for a message that does not come.
+                    self.no_recv |= 1 << r;
+                    ok = false;
+                    continue;
+                }
+                if far(rc) {
+                    // Read above (or found wrong there).
+                    continue;
+                }
+                if rc == 0 {
+                    ok &= e == NOT_HERE;
+                    continue;
+                }
                 let (off, n) = ((e & 0xffff_ffff) as usize, (e >> 32) as usize);
-                if e == NOT_HERE || n != rcounts[r] || off + n > CAP {
+                if e == NOT_HERE || sent_far || n != rc || off + n > CAP {
                     ok = false;
                     continue;
                 }
@@ -1356,8 +1424,8 @@ impl SmNb {
                 (Progress::Done, false) => Progress::Mismatch,
                 (f, _) => f,
             });
-            if any_far {
-                // SAFETY: our post of `k` (made: we have a far block) has our own table
+            if any_far || far_for_us {
+                // SAFETY: our post of `k` (every rank posts its table) has our own table
                 // entry, unused by the others' reads, at `8 * me < CAP`.
                 unsafe { seg.nb_word(me, k, me) }.store(k, Ordering::Release);
             }

@@ -138,6 +138,17 @@ impl CollComm {
         check_blocks(recv.len(), rcounts, rdispls)?;
         let r = self.rank;
         let ru = r as usize;
+        // An own block longer than its room (erroneous) is cut; the error comes after the
+        // transfers, which the other ranks wait for.
+        let n = scounts[ru].min(rcounts[ru]);
+        recv[rdispls[ru]..rdispls[ru] + n].copy_from_slice(&send[sdispls[ru]..sdispls[ru] + n]);
+        Ok(())
+    }
+
+    /// The error of an alltoallv whose own block is longer than its room (reported once
+    /// the transfers with the other ranks have run).
+    fn alltoallv_own_fits(&self, scounts: &[usize], rcounts: &[usize]) -> Result<()> {
+        let (r, ru) = (self.rank, self.rank as usize);
         if scounts[ru] > rcounts[ru] {
             return Err(arg_err(
                 ErrorClass::Truncate,
@@ -147,8 +158,6 @@ impl CollComm {
                 ),
             ));
         }
-        recv[rdispls[ru]..rdispls[ru] + scounts[ru]]
-            .copy_from_slice(&send[sdispls[ru]..sdispls[ru] + scounts[ru]]);
         Ok(())
     }
 
@@ -189,7 +198,8 @@ impl CollComm {
             let q = unsafe { self.isend_raw(at, scounts[dst], dst as i32, TAG_ALLTOALL) };
             keep(q, dst)?;
         }
-        self.waitall(&reqs, "alltoallv")
+        self.waitall(&reqs, "alltoallv")?;
+        self.alltoallv_own_fits(scounts, rcounts)
     }
 
     /// Pairwise alltoallv (also the pairwise alltoall's body): `p - 1` rounds, in round
@@ -219,6 +229,6 @@ impl CollComm {
                 )?;
             }
         }
-        Ok(())
+        self.alltoallv_own_fits(scounts, rcounts)
     }
 }

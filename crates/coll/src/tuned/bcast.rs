@@ -1,29 +1,11 @@
 //! Broadcast: binomial tree, scatter + ring allgather, linear, pipelined chain.
 
 use super::TAG_BCAST;
-use crate::base::helpers::split_even;
+use crate::base::helpers::{bcast_differs, split_even, TRUNCATED_ABOVE};
 use crate::base::params::{self as tune, Coll};
 use crate::base::stats::{count, Alg};
 use crate::{arg_err, CollComm, Result};
-use oxmpi_engine::{Error, ErrorClass};
-
-/// The error of a rank whose broadcast buffer holds `n` bytes where the root sends `m`.
-fn bcast_differs(m: usize, n: usize) -> Error {
-    let class = if m > n {
-        ErrorClass::Truncate
-    } else {
-        ErrorClass::Count
-    };
-    arg_err(
-        class,
-        format!("bcast: the root sends {m} bytes, this rank's buffer holds {n}"),
-    )
-}
-
-/// Marker-header flag of a broadcast that a rank between the root and this one could not
-/// forward: its buffer (the header's low bits: its length) was shorter than the root's data
-/// ([`CollComm::bcast`]).
-const TRUNCATED_ABOVE: u64 = 1 << 63;
+use oxmpi_engine::ErrorClass;
 
 impl CollComm {
     /// `MPI_Bcast` of `buf` from `root` by point to point, where every rank should pass the

@@ -1,0 +1,258 @@
+/* Erroneous counts must fail cleanly, never hang: broadcasts whose root sends more or fewer
+ * bytes than one rank posts (MPI_Bcast, MPI_Ibcast), and all-to-alls where the sender's and
+ * the receiver's counts for one pair differ (MPI_Alltoallv, MPI_Ialltoallv, MPI_Alltoallw,
+ * MPI_Ialltoallw), with lengths on both sides of the shared-memory segment's bounds (a
+ * 4 KiB buffer, the alltoallv table's room per block, 32 KiB and 64 KiB) and far apart.
+ * MPI_ERRORS_RETURN is set on MPI_COMM_WORLD. After every erroneous call a correct call of
+ * the same collective must succeed on every rank (the communicator stays usable).
+ *
+ * What is required (oxmpi's rules; run with "survey" to print every rank's outcome instead,
+ * e.g. under another MPI):
+ * - bcast: the root succeeds; the rank whose buffer is shorter than the root's data fails
+ *   with MPI_ERR_TRUNCATE, longer with MPI_ERR_COUNT; every other rank succeeds with the
+ *   root's data, or (the short rank could not forward the data) fails with
+ *   MPI_ERR_TRUNCATE or MPI_ERR_OTHER.
+ * - alltoallv/w: the receiver of the erroneous block fails with MPI_ERR_TRUNCATE when the
+ *   sender's count is larger, and with MPI_ERR_TRUNCATE, MPI_ERR_COUNT or success when it
+ *   is smaller; the sender succeeds or fails with one of those; every other rank succeeds
+ *   with every block right.
+ *
+ * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
+ * prints the case and exits with status 3. Arguments (any order): "survey", "bcast" or
+ * "a2a" (only that part), "blocking" or "nonblocking" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
+#include "check.h"
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size, survey, failed;
+/* Which forms run: bit 0 blocking, bit 1 nonblocking ("blocking", "nonblocking"). */
+static int forms = 3;
+static char cur[200];
+
+static void on_alarm(int sig) {
+    (void)sig;
+    char msg[300];
+    int len = snprintf(msg, sizeof msg, "coll_errcounts: rank %d HUNG in %s\n", rank, cur);
+    if (write(2, msg, (size_t)len) < 0) _exit(4);
+    _exit(3);
+}
+
+static const char *cname(int c) {
+    static char other[32];
+    switch (c) {
+    case MPI_SUCCESS: return "success";
+    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+    default: snprintf(other, sizeof other, "class %d", c); return other;
+    }
+}
+
+#define FAIL(...)                                                                          \
+    do {                                                                                   \
+        failed = 1;                                                                        \
+        fprintf(stderr, "coll_errcounts: rank %d: %s: ", rank, cur);                       \
+        fprintf(stderr, __VA_ARGS__);                                                      \
+        fprintf(stderr, "\n");                                                             \
+        fflush(stderr);                                                                    \
+        if (!survey) MPI_Abort(MPI_COMM_WORLD, 99);                                        \
+    } while (0)
+
+static unsigned char pat(size_t i, int seed) { return (unsigned char)(i * 7 + (size_t)seed * 13 + 1); }
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    CHECK(p != NULL);
+    return p;
+}
+
+/* ---- broadcasts ---- */
+
+static int bcast_call(int nb, void *buf, size_t n, int root) {
+    if (!nb) return MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
+    MPI_Request q;
+    int rc = MPI_Ibcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &q);
+    return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* The root sends m bytes, rank `bad` posts n, every other rank m. */
+static void bcast_case(int nb, int root, int bad, size_t m, size_t n, int seed) {
+    size_t mine = rank == bad ? n : m;
+    unsigned char *buf = xmalloc(mine);
+    for (size_t i = 0; i < mine; i++) buf[i] = rank == root ? pat(i, seed) : 0xee;
+    snprintf(cur, sizeof cur, "%s: root %d sends %zu B, rank %d posts %zu B",
+             nb ? "MPI_Ibcast" : "MPI_Bcast", root, m, bad, n);
+    alarm(30);
+    int c = class_of_rc(bcast_call(nb, buf, mine, root));
+    int data_ok = 1;
+    if (rank != root && rank != bad)
+        for (size_t i = 0; i < m; i++)
+            if (buf[i] != pat(i, seed)) { data_ok = 0; break; }
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c),
+               c == MPI_SUCCESS && !data_ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (rank == root) {
+        if (c != MPI_SUCCESS) FAIL("the root got %s", cname(c));
+    } else if (rank == bad) {
+        int want = m > n ? MPI_ERR_TRUNCATE : MPI_ERR_COUNT;
+        if (c != want) FAIL("got %s, expected %s", cname(c), cname(want));
+    } else if (c == MPI_SUCCESS) {
+        if (!data_ok) FAIL("success with the wrong data");
+    } else if (!(m > n && (c == MPI_ERR_TRUNCATE || c == MPI_ERR_OTHER))) {
+        FAIL("got %s", cname(c));
+    }
+    /* A correct broadcast afterwards. */
+    int v = rank == root ? 1000 + seed : -1;
+    int c2 = class_of_rc(bcast_call(nb, &v, sizeof v, root));
+    if (c2 != MPI_SUCCESS || v != 1000 + seed)
+        FAIL("the correct broadcast after it got %s, value %d", cname(c2), v);
+    alarm(0);
+    free(buf);
+}
+
+static void bcasts(void) {
+    /* (root's bytes, the other rank's bytes) */
+    static const size_t pairs[][2] = {
+        {0, 1},         {1, 0},         {1, 2},         {2, 1},         {50, 200},
+        {200, 50},      {4096, 4097},   {4097, 4096},   {4152, 4153},   {4153, 4152},
+        {32768, 32769}, {32769, 32768}, {65536, 65537}, {65537, 65536}, {100, 40000},
+        {40000, 100},   {0, 70000},     {70000, 0},     {300000, 1},    {1, 300000},
+    };
+    int seed = 0;
+    for (int nb = 0; nb < 2; nb++)
+        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> nb & 1); k++)
+            for (int root = 0; root < size; root++)
+                for (int bad = 0; bad < size; bad++) {
+                    if (bad == root || (size > 3 && bad != (root + 1) % size && bad != (root + 2) % size))
+                        continue;
+                    bcast_case(nb, root, bad, pairs[k][0], pairs[k][1], ++seed % 200);
+                }
+    if (rank == 0 && !failed) printf("coll_errcounts: bcast mismatches: ok\n");
+}
+
+/* ---- all-to-alls ---- */
+
+static const char *a2a_name[] = {"MPI_Alltoallv", "MPI_Ialltoallv", "MPI_Alltoallw",
+                                 "MPI_Ialltoallw"};
+
+static int a2a_call(int kind, const void *sb, const int *sc, const int *sd, void *rb,
+                    const int *rcn, const int *rd) {
+    MPI_Datatype t[64];
+    for (int i = 0; i < size; i++) t[i] = MPI_BYTE;
+    MPI_Request q;
+    int rc;
+    switch (kind) {
+    case 0: return MPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rcn, rd, MPI_BYTE, MPI_COMM_WORLD);
+    case 1: rc = MPI_Ialltoallv(sb, sc, sd, MPI_BYTE, rb, rcn, rd, MPI_BYTE, MPI_COMM_WORLD, &q); break;
+    case 2: return MPI_Alltoallw(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD);
+    default: rc = MPI_Ialltoallw(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD, &q); break;
+    }
+    return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* Every block `base` bytes but the one from rank s to rank d: s sends sc bytes, d expects
+ * rc. Block from i to j: pat(., seed + 31 i + j). */
+static void a2a_case(int kind, int s, int d, size_t base, size_t sc, size_t rc, int seed) {
+    int scount[64], sdispl[64], rcount[64], rdispl[64];
+    size_t stot = 0, rtot = 0;
+    for (int j = 0; j < size; j++) {
+        scount[j] = (int)(rank == s && j == d ? sc : base);
+        rcount[j] = (int)(rank == d && j == s ? rc : base);
+        sdispl[j] = (int)stot;
+        rdispl[j] = (int)rtot;
+        stot += (size_t)scount[j];
+        rtot += (size_t)rcount[j];
+    }
+    unsigned char *sb = xmalloc(stot), *rb = xmalloc(rtot);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < scount[j]; i++) sb[sdispl[j] + i] = pat((size_t)i, seed + 31 * rank + j);
+    memset(rb, 0xee, rtot);
+    snprintf(cur, sizeof cur, "%s: blocks of %zu B, rank %d sends %zu B to rank %d, which expects %zu B",
+             a2a_name[kind], base, s, sc, d, rc);
+    alarm(30);
+    int c = class_of_rc(a2a_call(kind, sb, scount, sdispl, rb, rcount, rdispl));
+    int data_ok = 1;
+    for (int i = 0; i < size && data_ok; i++) {
+        if (rank == d && i == s) continue;
+        for (int k = 0; k < rcount[i]; k++)
+            if (rb[rdispl[i] + k] != pat((size_t)k, seed + 31 * i + rank)) { data_ok = 0; break; }
+    }
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c),
+               c == MPI_SUCCESS && !data_ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (rank == d && sc > rc) {
+        if (c != MPI_ERR_TRUNCATE) FAIL("got %s, expected MPI_ERR_TRUNCATE", cname(c));
+    } else if (rank == d || rank == s) {
+        if (c != MPI_SUCCESS && c != MPI_ERR_TRUNCATE && c != MPI_ERR_COUNT) FAIL("got %s", cname(c));
+        if (c == MPI_SUCCESS && !data_ok) FAIL("success with a wrong block");
+    } else if (c != MPI_SUCCESS || !data_ok) {
+        FAIL("got %s%s", cname(c), data_ok ? "" : " with a wrong block");
+    }
+    /* A correct all-to-all afterwards. */
+    for (int j = 0; j < size; j++) {
+        scount[j] = rcount[j] = 4;
+        sdispl[j] = rdispl[j] = 4 * j;
+        for (int i = 0; i < 4; i++) sb[4 * j + i] = pat((size_t)i, seed + 31 * rank + j);
+    }
+    memset(rb, 0, 4 * (size_t)size);
+    int c2 = class_of_rc(a2a_call(kind, sb, scount, sdispl, rb, rcount, rdispl));
+    int ok2 = c2 == MPI_SUCCESS;
+    for (int i = 0; i < size && ok2; i++)
+        for (int k = 0; k < 4; k++) ok2 &= rb[4 * i + k] == pat((size_t)k, seed + 31 * i + rank);
+    if (!ok2) FAIL("the correct all-to-all after it got %s%s", cname(c2), c2 ? "" : " with a wrong block");
+    alarm(0);
+    free(sb);
+    free(rb);
+}
+
+static void a2as(void) {
+    /* The alltoallv table's room per block on the segment: (4152 - 8 p) / (p - 1). */
+    size_t t = (4152 - 8 * (size_t)size) / (size_t)(size > 1 ? size - 1 : 1);
+    const size_t pairs[][2] = {
+        {0, 1},         {1, 0},         {8, 16},        {16, 8},        {t, t + 1},
+        {t + 1, t},     {4096, 4097},   {4097, 4096},   {32768, 32769}, {32769, 32768},
+        {65536, 65537}, {65537, 65536}, {100, 40000},   {40000, 100},   {0, 70000},
+        {70000, 0},     {300000, 1},    {1, 300000},
+    };
+    const size_t bases[] = {8, 0};
+    int seed = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t b = 0; b < sizeof bases / sizeof bases[0] && (forms >> (kind & 1) & 1); b++)
+            for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+                for (int s = 0; s < size; s++)
+                    for (int d = 0; d < size; d++) {
+                        if (size > 2 && (d != (s + 1) % size) && d != s) continue;
+                        a2a_case(kind, s, d, bases[b], pairs[k][0], pairs[k][1], ++seed % 200);
+                    }
+    if (rank == 0 && !failed) printf("coll_errcounts: all-to-all mismatches: ok\n");
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_rank_ = rank;
+    CHECK(size <= 64);
+    int only_bcast = 0, only_a2a = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "survey")) survey = 1;
+        if (!strcmp(argv[i], "bcast")) only_bcast = 1;
+        if (!strcmp(argv[i], "a2a")) only_a2a = 1;
+        if (!strcmp(argv[i], "blocking")) forms = 1;
+        if (!strcmp(argv[i], "nonblocking")) forms = 2;
+    }
+    signal(SIGALRM, on_alarm);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* The segment (when there is one) is made by a first collective. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!only_a2a) bcasts();
+    if (!only_bcast) a2as();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && !failed) printf("coll_errcounts: all checks passed\n");
+    MPI_Finalize();
+    return failed;
+}
