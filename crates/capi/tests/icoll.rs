@@ -137,3 +137,51 @@ fn in_place_alltoalls_trade_blocks_on_shared_memory_np2_5_8() {
         ],
     );
 }
+
+/// Nonblocking broadcasts of 256 KiB to 1 MiB (`tests/c/coll_ibcast_big.c`), which on more
+/// than 2 ranks that yield when idle go through the segment's nonblocking large region: the
+/// root's request ends at its post (the test checks that it does there and nowhere else),
+/// the root then overwrites its buffer and broadcasts other data from the same slot, which
+/// it must not overwrite before every rank, posting only later, has read the first; sizes
+/// around both bounds, every root, several outstanding with an allreduce sharing the
+/// region. At np 3 and 8 yielding, np 4 spinning and np 2 (the other paths; on 2 ranks
+/// some of these sizes go by messages, whose root may end at its post: not checked).
+#[test]
+fn large_ibcasts_through_the_large_region_np2_3_4_8() {
+    let dir = Scratch::new("icoll-bcast-big");
+    let exe = build("coll_ibcast_big.c", &dir.0);
+    for (n, yields, through) in [
+        (3, "1", "yes"),
+        (8, "1", "yes"),
+        (4, "0", "no"),
+        (2, "1", ""),
+    ] {
+        let n_s = n.to_string();
+        let args: Vec<&OsStr> = vec![
+            OsStr::new("--timeout"),
+            OsStr::new("240"),
+            OsStr::new("--oversubscribe"),
+            OsStr::new("--mca"),
+            OsStr::new("mpi_yield_when_idle"),
+            OsStr::new(yields),
+            OsStr::new("-n"),
+            OsStr::new(&n_s),
+            exe.as_os_str(),
+            OsStr::new("1"),
+        ];
+        let what = format!("coll_ibcast_big on {n} ranks (mpi_yield_when_idle={yields})");
+        let out = success(&mpirun(&args, &[]), &what);
+        let mut lines = vec!["coll_ibcast_big: all checks passed".to_string()];
+        if !through.is_empty() {
+            lines.push(format!(
+                "coll_ibcast_big: root ended at its post: {through}"
+            ));
+        }
+        for line in lines {
+            assert!(
+                out.lines().any(|l| l == line),
+                "{what}: missing '{line}':\n{out}"
+            );
+        }
+    }
+}

@@ -323,7 +323,9 @@ pub(crate) fn shared_seg(
 /// bytes per rank on the segment: `small` when its data (`posted` bytes) fits a buffer
 /// ([`shared_seg`]), else a scatter whose other blocks fit the root's buffer as a scatterv
 /// there ([`oxmpi_coll::sm::nb::scatterv_max`]), else by one cross-memory copy per rank
-/// ([`oxmpi_coll::sm::SmKind::Single`]) when the blocks qualify; every rank decides alike.
+/// ([`oxmpi_coll::sm::SmKind::Single`]) when the blocks qualify (a bcast on more than 2
+/// ranks that yield when idle from 256 KiB to 1 MiB through the segment's nonblocking large
+/// region instead, [`oxmpi_coll::sm::Seg::bcast_large`]); every rank decides alike.
 pub(crate) fn rooted_seg(
     a: &oxmpi_coll::CollComm,
     (posted, small): (usize, oxmpi_coll::sm::SmKind),
@@ -351,7 +353,14 @@ pub(crate) fn rooted_seg(
                 },
             ));
         }
-        let seg = oxmpi_coll::sm::existing_single_copy(a, block)?;
+        // Oversubscribed, larger bcasts go through the nonblocking large region instead
+        // (`Seg::bcast_large`: the root waits for none of its readers), CMA or not.
+        let large = || oxmpi_coll::sm::existing(a).filter(|s| s.bcast_large(block));
+        let seg = match coll {
+            oxmpi_coll::sm::Rooted::Bcast => large(),
+            _ => None,
+        };
+        let seg = seg.or_else(|| oxmpi_coll::sm::existing_single_copy(a, block))?;
         Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
     })
 }

@@ -134,8 +134,11 @@ pub enum SmKind {
     /// the root's stamp is there, copies its block (at 0 of the root's buffer for a bcast,
     /// at `rank * block` otherwise) in its progress and then stamps its own buffer; the
     /// root ends once every rank has stamped (until then the others may still use its
-    /// buffer). Input and output as for [`SmKind::Bcast`], [`SmKind::Gather`] and
-    /// [`SmKind::Scatter`]. Read by [`SmNb::progress`], not [`SmKind::compute`].
+    /// buffer). A bcast for which [`Seg::bcast_large`] holds goes through the nonblocking
+    /// large region instead ([`Seg::bcast_large_step`]: the root copies its data into its
+    /// slot and is done, the others copy it from there). Input and output as for
+    /// [`SmKind::Bcast`], [`SmKind::Gather`] and [`SmKind::Scatter`]. Read by
+    /// [`SmNb::progress`], not [`SmKind::compute`].
     Single {
         /// Root rank.
         root: usize,
@@ -610,6 +613,11 @@ impl SmNb {
         let k = seg.open_nb();
         let large = match kind {
             SmKind::Large { .. } => seg.open_large(k),
+            SmKind::Single {
+                block,
+                coll: Rooted::Bcast,
+                ..
+            } if seg.bcast_large(block) => seg.open_large(k),
             _ => Large::default(),
         };
         SmNb {
@@ -888,6 +896,24 @@ impl SmNb {
     ) -> Progress {
         let seg = &*self.seg;
         let (k, me, p) = (self.k, seg.rank(), seg.size());
+        if coll == Rooted::Bcast && seg.bcast_large(block) {
+            // Through the nonblocking large region (oversubscribed): the root copies its
+            // data into its slot and is done, the others copy it out of there.
+            // SAFETY: caller contract (the regions are valid until the end); `k` is open
+            // (closed below); `bcast_large` holds for `block`, the root's input's length
+            // and the others' output's.
+            let end = unsafe { seg.bcast_large_step((&mut self.large, k, root), input, output) };
+            let Some(ok) = end else {
+                return Progress::Pending;
+            };
+            seg.close_nb(k);
+            self.done = true;
+            return if ok {
+                Progress::Done
+            } else {
+                Progress::Mismatch
+            };
+        }
         if me == root {
             if !self.posted {
                 let buf = match coll {

@@ -421,6 +421,111 @@ impl Seg {
     }
 }
 
+/// Smallest nonblocking broadcast through the large region on more than 2 ranks when some
+/// rank yields when idle ([`Seg::bcast_large_step`]): the blocking broadcast's bound
+/// ([`super::BCAST_BIG_MIN`], measured there).
+const IBCAST_LARGE_MIN: usize = super::BCAST_BIG_MIN;
+
+/// The first word of a root's post of a broadcast through the large region: where a root
+/// that reads by cross-memory copies ([`crate::sm::SmKind::Single`]) posts its pid, so
+/// that a rank taking the other path (an erroneous call whose counts straddle
+/// [`IBCAST_LARGE_MIN`]) fails instead of reading the wrong bytes (no process has this
+/// pid, and a root's pid is never this word).
+const BCAST_LARGE_TAG: u64 = u64::MAX;
+
+impl Seg {
+    /// Whether a nonblocking broadcast of `n` bytes (the root's input, the others' output:
+    /// the same everywhere in a correct call) goes through the large region
+    /// ([`Seg::bcast_large_step`]): more than 2 ranks, some of which yield when idle, and
+    /// [`IBCAST_LARGE_MIN`] to `coll_sm_nonblocking_large_max` bytes. The same answer on
+    /// every rank for the same `n`.
+    pub fn bcast_large(&self, n: usize) -> bool {
+        self.size > 2
+            && self.some_yield
+            && n >= IBCAST_LARGE_MIN
+            && n <= crate::sm::params::nonblocking_large_max()
+    }
+
+    /// Advance nonblocking broadcast `k` from `root` (opened by [`Seg::open_large`] into
+    /// `st`) through the large region, as the blocking [`Seg::bcast_big`] does with its
+    /// region: the root copies its `n`-byte input into its slot once the region is free
+    /// (every rank finished the previous collective that used it), posts
+    /// [`BCAST_LARGE_TAG`], 0 and `n`, and is done at once (it waits for none of its
+    /// readers: its next use of the slot waits for them); every other rank, once the
+    /// root's post is there, copies the root's `n` bytes out of the root's slot into its
+    /// `output` and then stamps its own buffer (a root that took the cross-memory path in
+    /// an erroneous call waits for that). `None` while it has not ended, else whether it
+    /// ended well (`false`: the root posted more than `output` holds, or took the other
+    /// path; nothing copied).
+    ///
+    /// # Safety
+    /// At the root `input` is readable for `n` bytes until the collective ends, elsewhere
+    /// `output` writable for its length; `k` is open here; [`Seg::bcast_large`] holds for
+    /// the caller's length.
+    pub(crate) unsafe fn bcast_large_step(
+        &self,
+        (st, k, root): (&mut Large, u64, usize),
+        (input, n): (*const u8, usize),
+        output: (*mut u8, usize),
+    ) -> Option<bool> {
+        let me = self.rank;
+        if me == root {
+            if n > NB_LARGE_MAX {
+                return Some(false);
+            }
+            let free =
+                (0..self.size).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev);
+            let slot = self.large_slot(me);
+            let posted = free
+                && self.try_post_with(k, |b| {
+                    // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
+                    // our slot is free (checked above: every rank finished the previous
+                    // collective that used the region) and read by nobody for `k` before
+                    // our stamp; `b` is our nonblocking buffer's `CAP >= 24` bytes. The
+                    // copy may stream (every other rank reads it, their cores holding these
+                    // lines from the last such collective), fenced before the stamp.
+                    unsafe {
+                        stream::copy(input, slot, n);
+                        let w = b.cast::<u64>();
+                        w.write_unaligned(BCAST_LARGE_TAG);
+                        w.add(1).write_unaligned(0);
+                        w.add(2).write_unaligned(n as u64);
+                    }
+                });
+            return posted.then_some(true);
+        }
+        if !st.folded {
+            if !self.stamped(root, k) {
+                return None;
+            }
+            // SAFETY: the root stamped `k` (acquired) and `k` is open here, so its post is
+            // unchanged; its first 24 bytes lie within `CAP`.
+            let word = |i: usize| unsafe {
+                let w = self.peer_nb(root, k, 8 * i, 8);
+                u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]))
+            };
+            let len = usize::try_from(word(2)).unwrap_or(usize::MAX);
+            let ok = word(0) == BCAST_LARGE_TAG && len <= output.1 && len <= NB_LARGE_MAX;
+            if ok && len > 0 {
+                // SAFETY: the root filled `len` bytes of its slot before its stamp (acquired)
+                // and leaves them alone until we finish `k`; `output` has room for them
+                // (checked; writable by the caller contract) and lies outside the segment.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.large_slot(root).cast_const(), output.0, len)
+                };
+            }
+            st.folded = true;
+            st.got = u64::from(ok);
+        }
+        // Tell a root that took the cross-memory path (an erroneous call) that we are done
+        // with its buffer (later if our buffer is still in use).
+        if !self.try_post_with(k, |_| {}) {
+            return None;
+        }
+        Some(st.got == 1)
+    }
+}
+
 /// Words of a phased reduce-scatter's post (its nonblocking buffer): the phases the rank
 /// copied into its slot, and the phases it folded out of every slot.
 const SENT: usize = 0;
