@@ -436,6 +436,18 @@ impl Internal {
         crate::coll_alg::barrier(&self.a, self.comm)
     }
 
+    /// A nonblocking barrier (dissemination rounds) for a caller with other work while
+    /// it waits (a window's fence serves its own window's requests); run it with
+    /// [`Internal::progress`].
+    pub fn ibarrier(&self) -> MpiResult<oxmpi_coll::sched::Schedule> {
+        self.a.ibarrier().map_err(self.err())
+    }
+
+    /// Advances `s` without blocking: `None` while it runs, then its outcome.
+    pub fn progress(&self, s: &mut oxmpi_coll::sched::Schedule) -> Option<MpiResult> {
+        s.progress().map(|r| r.map_err(self.err()))
+    }
+
     /// Broadcast `buf` from `root`.
     pub fn bcast(&self, buf: &mut [u8], root: i32) -> MpiResult {
         self.a.bcast(buf, root).map_err(self.err())

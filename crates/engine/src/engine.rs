@@ -1099,6 +1099,21 @@ impl Engine {
         Polling(self)
     }
 
+    /// [`Engine::polling`] for a thread that also serves the messages of `tag` on `comm`
+    /// itself (e.g. an origin that, while it waits for its target's reply, serves the
+    /// requests other origins send to its own window): until the guard drops, an
+    /// envelope of that context and tag taken off a link rings no sleeper (the
+    /// window's progress thread sleeps on), the server takes it from the queue. When the
+    /// guard drops, envelopes ring the sleepers again; the caller then looks at the
+    /// queue once more, since what arrived while it served rang nobody.
+    pub fn serving(&self, tag: i32, comm: CommId) -> Result<Serving<'_>, Error> {
+        let mut st = self.lock();
+        let key = (st.comm(comm)?.ctx, tag);
+        st.pollers += 1;
+        st.served.push(key);
+        Ok(Serving(self, key))
+    }
+
     /// Whether some thread polls every transport now (a blocking call's wait, a
     /// [`Polling`] guard): a thread that would spin waiting for a message may sleep in
     /// [`Engine::wait_message`] at once, leaving the sockets to it.
@@ -1112,6 +1127,12 @@ impl Engine {
     pub(crate) fn pollers_and_sleepers(&self) -> (u32, usize) {
         let st = self.lock();
         (st.pollers, st.sleepers.len())
+    }
+
+    /// How many context and tag pairs are served by a polling thread ([`Engine::serving`]).
+    #[cfg(test)]
+    pub(crate) fn served(&self) -> usize {
+        self.lock().served.len()
     }
 
     /// `MPI_Imrecv`: receives a message returned by [`Engine::improbe`]/[`Engine::mprobe`].
@@ -1512,6 +1533,21 @@ pub struct Polling<'a>(&'a Engine);
 impl Drop for Polling<'_> {
     fn drop(&mut self) {
         self.0.lock().pollers -= 1;
+    }
+}
+
+/// A thread counted as a poller of every transport that serves one context and tag
+/// itself ([`Engine::serving`]).
+#[derive(Debug)]
+pub struct Serving<'a>(&'a Engine, (u32, i32));
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        st.pollers -= 1;
+        if let Some(i) = st.served.iter().position(|&k| k == self.1) {
+            st.served.swap_remove(i);
+        }
     }
 }
 

@@ -166,7 +166,7 @@ pub(super) fn inner(h: c_int) -> MpiResult<Arc<Inner>> {
 
 /// An error of the library's own collective `what` on the window's communicator: its class,
 /// for the window's error handler (not the communicator's).
-fn internal(what: &'static str) -> impl Fn(MpiError) -> MpiError {
+pub(super) fn internal(what: &'static str) -> impl Fn(MpiError) -> MpiError {
     move |e| {
         MpiError::new(
             e.code,

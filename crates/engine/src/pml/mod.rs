@@ -117,6 +117,10 @@ pub(crate) struct State {
     /// whatever arrives off the sockets and rings the sleepers it concerns, so a sleeper
     /// may sleep on its doorbell alone (`Engine::wait_message`'s hand-off).
     pub(crate) pollers: u32,
+    /// Context ids and tags that a polling thread serves itself (`Engine::serving`, e.g.
+    /// an origin serving its own window's requests while it waits for a reply): an
+    /// envelope of one of them does not ring the sleepers, the server takes it.
+    pub(crate) served: Vec<(u32, i32)>,
     /// `pml cm`: point-to-point goes through the provider's matching ([`cm`]).
     pub(crate) cm: Option<cm::Cm>,
 }
@@ -177,6 +181,7 @@ impl State {
             sleepers: Vec::new(),
             wake: false,
             pollers: 0,
+            served: Vec::new(),
             cm: None,
         }
     }

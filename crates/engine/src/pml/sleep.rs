@@ -8,7 +8,8 @@
 //! same lock as the sleeper's last look at the matching queues, so no arrival is missed.
 //! While another thread polls every transport ([`State::pollers`]), a sleeper may leave
 //! the sockets to it and sleep on its doorbell alone for a bounded time (the hand-off of
-//! `Engine::wait_message`); the poller rings it as soon as it takes a matching envelope.
+//! `Engine::wait_message`); the poller rings it as soon as it takes a matching envelope,
+//! unless the poller serves that context and tag itself (`Engine::serving`).
 
 use std::os::fd::RawFd;
 
@@ -18,13 +19,15 @@ use crate::sys;
 
 impl State {
     /// An envelope with `tag` arrived on context `ctx`: wake the sleepers when one waits
-    /// for it.
+    /// for it, unless a polling thread serves that context and tag itself
+    /// ([`State::served`]).
     #[inline]
     pub(crate) fn arrived_on(&mut self, ctx: u32, tag: i32) {
-        if self
-            .sleepers
-            .iter()
-            .any(|s| s.0 == ctx && (s.1 == tag || s.1 == crate::ANY_TAG))
+        if !self.served.contains(&(ctx, tag))
+            && self
+                .sleepers
+                .iter()
+                .any(|s| s.0 == ctx && (s.1 == tag || s.1 == crate::ANY_TAG))
         {
             self.wake = true;
         }

@@ -1635,3 +1635,128 @@ fn a_sleeper_leaves_the_links_to_a_polling_thread_which_rings_it() {
         assert_eq!(b, other);
     });
 }
+
+/// `Engine::serving`: a thread that polls every transport and serves one context and tag
+/// itself (an origin serving its own window's requests while it waits for a reply) takes
+/// those messages without ringing the sleeper that waits for them (the window's progress
+/// thread sleeps on); once its guard dropped, such a message rings the sleeper again
+/// (else it would sleep through it: a lost wake-up, seen here as a timeout).
+#[test]
+fn a_serving_poller_takes_its_own_requests_without_ringing_the_sleeper() {
+    use crate::Wait;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    let net = Net::new(2, 64);
+    let (e0, e1) = (&net.e[0], &net.e[1]);
+    let win = e1.comm_create(10, vec![0, 1]).expect("comm at 1");
+    let win0 = e0.comm_create(10, vec![0, 1]).expect("comm at 0");
+    let never_flag = AtomicBool::new(false);
+    let never = &never_flag;
+    let handoff = crate::SLEEP_MAX;
+    let until = |pollers: u32, sleepers: usize| {
+        let t0 = Instant::now();
+        while e1.pollers_and_sleepers() != (pollers, sleepers) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "engine 1 never had {pollers} pollers and {sleepers} sleepers: {:?}",
+                e1.pollers_and_sleepers()
+            );
+            std::thread::yield_now();
+        }
+    };
+    // Takes one message of tag 5 on `win`, or gives up after a while.
+    let take = move || -> Option<Vec<u8>> {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
+                let mut b = vec![0u8; st.count_bytes];
+                // SAFETY: b outlives the receive, which completes before `wait` returns.
+                let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
+                e1.wait(r);
+                return Some(b);
+            }
+            std::hint::spin_loop();
+        }
+        None
+    };
+    std::thread::scope(|s| {
+        // The application thread: blocked in a wait on the world (a poller).
+        let blocked = s.spawn(move || {
+            let mut b = [0u8; 8];
+            let r = irecv_on(e1, 0, 3, &mut b, WORLD);
+            e1.wait(r);
+            b
+        });
+        until(1, 0);
+        // The progress thread: waits for tag 5 on `win`, sleeping whenever it can.
+        let sleeper = s.spawn(move || {
+            let mut waits = Vec::new();
+            loop {
+                if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
+                    let mut b = vec![0u8; st.count_bytes];
+                    // SAFETY: b outlives the receive, which completes before `wait` returns.
+                    let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
+                    e1.wait(r);
+                    return (b, waits);
+                }
+                let w = e1
+                    .wait_message(ANY_SOURCE, 5, win, &[0], never, handoff)
+                    .expect("wait_message");
+                waits.push(w);
+                if w == Wait::Opaque {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        until(1, 1);
+        // The server: serves tag 5 on `win` itself while it polls.
+        let server = s.spawn(move || {
+            let _g = e1.serving(5, win).expect("serving");
+            take()
+        });
+        until(2, 1);
+        let first = [7u8; 16];
+        let r = isend_on(e0, 1, 5, &first, win0);
+        e0.wait(r);
+        let served = server.join().expect("server");
+        // The sleeper was not rung for it, and sleeps on.
+        let t0 = Instant::now();
+        let mut woken = None;
+        while t0.elapsed() < Duration::from_millis(50) {
+            if e1.pollers_and_sleepers() != (1, 1) {
+                woken = Some(e1.pollers_and_sleepers());
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let served_left = e1.served();
+        // The server left: the next request rings the sleeper again.
+        let second = [9u8; 16];
+        let r = isend_on(e0, 1, 5, &second, win0);
+        e0.wait(r);
+        let (got, waits) = sleeper.join().expect("sleeper");
+        // The poller leaves (before any check fails: the scope joins it).
+        let msg = [3u8; 8];
+        let r = isend_on(e0, 1, 3, &msg, WORLD);
+        e0.wait(r);
+        assert_eq!(blocked.join().expect("blocked"), msg);
+        assert_eq!(
+            served.as_deref(),
+            Some(&first[..]),
+            "the server must take the request that came while it served"
+        );
+        assert_eq!(woken, None, "the sleeper was woken while the server served");
+        assert_eq!(
+            served_left, 0,
+            "the server's context and tag outlived its guard"
+        );
+        assert_eq!(got, second);
+        assert_eq!(
+            waits,
+            [Wait::Slept],
+            "the sleeper must be rung once, for the request after the server left \
+             (a timeout is a lost wake-up)"
+        );
+        assert_eq!(e1.pollers_and_sleepers(), (0, 0));
+    });
+}

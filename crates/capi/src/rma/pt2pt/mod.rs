@@ -36,7 +36,16 @@
 //! every transport (a blocking MPI call, an origin spinning here), the progress thread
 //! neither spins nor watches the sockets: it sleeps on its doorbell alone (the engine's
 //! hand-off, at most `osc_pt2pt_handoff_max`), which that thread rings when it takes a
-//! request off a socket. Peers reached over shared memory (`osc=pt2pt`
+//! request off a socket.
+//!
+//! Serving in place: a thread of the target's process that waits inside a call on the
+//! window (an origin spinning for a reply, a fence's barrier, [`Net::barrier`]) serves
+//! the window's requests itself ([`Net::serve_here`]) under the engine's
+//! [`Engine::serving`] guard, so they ring no doorbell and the progress thread is neither
+//! woken nor needs a core; target core and memory sit behind one mutex ([`Server`]),
+//! taken by whichever thread serves. When the guard drops, that thread looks at the
+//! queue once more (what came meanwhile rang nobody). Passive target with the target
+//! outside MPI is the progress thread's, as before. Peers reached over shared memory (`osc=pt2pt`
 //! on one node) have nothing to block in: the progress thread then sleeps 1, 2, 4, ... µs up
 //! to `osc_pt2pt_idle_sleep_max` between looks, and an origin keeps polling.
 
@@ -50,7 +59,7 @@ use oxmpi_engine::{Engine, Wait, ANY_SOURCE};
 use proto::{AccOp, Memory, Reply, Req, TargetCore};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 /// Tag of requests (served by the target's progress thread).
@@ -83,6 +92,8 @@ pub(crate) struct Net {
     remote: Vec<i32>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The target side, shared with the progress thread once started.
+    server: OnceLock<Arc<Mutex<Server>>>,
 }
 
 impl Net {
@@ -111,16 +122,24 @@ impl Net {
             remote,
             stop: Arc::new(AtomicBool::new(false)),
             thread: Mutex::new(None),
+            server: OnceLock::new(),
         })
     }
 
     /// Start serving requests for this window's memory `mem`.
     pub(crate) fn start(&self, mem: Box<dyn Memory + Send>) -> MpiResult {
+        let srv = Arc::new(Mutex::new(Server::new(mem)));
+        if self.server.set(srv.clone()).is_err() {
+            return Err(MpiError::new(
+                MPI_ERR_INTERN,
+                "the one-sided progress thread of this window was started twice",
+            ));
+        }
         let (eng, ecomm, stop) = (self.eng, self.ecomm, self.stop.clone());
         let (members, remote) = (self.world.clone(), self.remote.clone());
         let h = std::thread::Builder::new()
             .name("oxmpi-osc".into())
-            .spawn(move || serve(eng, ecomm, &stop, mem, &members, &remote))
+            .spawn(move || serve(eng, ecomm, &stop, &srv, &members, &remote))
             .map_err(|e| {
                 MpiError::new(
                     MPI_ERR_NO_MEM,
@@ -129,6 +148,26 @@ impl Net {
             })?;
         *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
         Ok(())
+    }
+
+    /// Serve the requests queued for this window from the calling thread, which waits
+    /// inside a call on the window anyway, instead of waking the progress thread (see
+    /// [`Server`]). Nothing when the progress thread is serving right now: it looks at
+    /// the queue again before it sleeps.
+    pub(crate) fn serve_here(&self) {
+        let Some(srv) = self.server.get() else {
+            return;
+        };
+        let mut s = match srv.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        for _ in 0..SERVE_BATCH {
+            if s.pass(self.eng, self.ecomm, &self.world) != Pass::Served {
+                break;
+            }
+        }
     }
 
     /// Stop the progress thread (window free, after the final barrier).
@@ -206,23 +245,32 @@ impl Net {
     fn reply_from(&self, t: usize) -> MpiResult<(oxmpi_engine::MessageId, oxmpi_engine::Status)> {
         let never = AtomicBool::new(false);
         let since = std::time::Instant::now();
-        // While we spin, every look polls every transport: our progress thread may leave
-        // the sockets to us (the engine's hand-off) and sleep until we ring it.
-        let mut polling = Some(self.eng.polling());
+        // While we spin, every look polls every transport and we serve our own window's
+        // requests: the progress thread leaves the sockets to us (the engine's hand-off)
+        // and is not rung for the requests (we take them).
+        let mut serving = Some(self.eng.serving(TAG_REQ, self.ecomm).map_err(err)?);
         loop {
+            self.serve_here();
             if let Some(found) = self
                 .eng
                 .improbe(t as i32, TAG_REPLY, self.ecomm)
                 .map_err(err)?
             {
+                if serving.take().is_some() {
+                    // What came while we served rang nobody: serve it now.
+                    self.serve_here();
+                }
                 return Ok(found);
             }
             if since.elapsed() < BUSY_SPIN {
                 std::hint::spin_loop();
                 continue;
             }
-            // No longer polling: sleep (and let the progress thread watch the sockets).
-            drop(polling.take());
+            // No longer polling: sleep (and let the progress thread serve and watch the
+            // sockets).
+            if serving.take().is_some() {
+                self.serve_here();
+            }
             match self
                 .eng
                 .wait_message(
@@ -239,6 +287,32 @@ impl Net {
                 Wait::Ready | Wait::Slept | Wait::Timeout => {}
             }
         }
+    }
+
+    /// A barrier on the window's communicator (`coll`, its collective view) during which
+    /// this thread serves the requests that come for the window (a fence's: the peers'
+    /// last operations and flushes of the epoch are applied here, not by the progress
+    /// thread, which would have to be woken and scheduled).
+    pub(crate) fn barrier(&self, coll: &crate::comm::Internal) -> MpiResult {
+        let mut s = coll.ibarrier()?;
+        let serving = self.eng.serving(TAG_REQ, self.ecomm).map_err(err)?;
+        let since = std::time::Instant::now();
+        let r = loop {
+            self.serve_here();
+            if let Some(r) = coll.progress(&mut s) {
+                break r;
+            }
+            // As a blocking barrier's wait: spin a while, then yield on every pass.
+            if since.elapsed() < BUSY_SPIN {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        };
+        drop(serving);
+        // What came while we served rang nobody: serve it now.
+        self.serve_here();
+        r
     }
 
     /// Send an operation that is acknowledged later (put, accumulate without result).
@@ -353,40 +427,65 @@ impl std::fmt::Debug for Net {
     }
 }
 
-/// The progress thread: take requests off the window's context, run them through the
-/// target core, send the replies; a reply that cannot be delivered means its origin died.
-/// `members`: the world rank of each member of the window; `remote`: those reached with
-/// messages.
-fn serve(
-    eng: &'static Engine,
-    ecomm: EComm,
-    stop: &AtomicBool,
-    mut mem: Box<dyn Memory + Send>,
-    members: &[i32],
-    remote: &[i32],
-) {
-    let mut core = TargetCore::new();
-    let max_sleep = params::idle_sleep_max_us();
-    let handoff = params::handoff_max();
-    let mut idle: Option<std::time::Instant> = None;
-    let mut sleep_us = 1u64;
-    while !stop.load(Ordering::Acquire) {
-        let out = match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
+/// How many requests a thread waiting in a call on the window serves in a row before it
+/// looks for its own reply again.
+const SERVE_BATCH: usize = 16;
+
+/// What one [`Server::pass`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    /// Served a request or sent replies (a lock granted): look again at once.
+    Served,
+    /// Nothing to do.
+    Idle,
+    /// The engine is finalized (or the window's context is gone): nothing to serve.
+    Gone,
+}
+
+/// The target side of a window: the core, the window memory and the replies on their
+/// way, shared by the progress thread and any thread of the process that waits inside a
+/// call on the window ([`Net::serve_here`]: an origin spinning for its target's reply
+/// serves the requests that came for us meanwhile, so the progress thread need not be
+/// woken and scheduled). A request is taken off the engine's queue and applied under the
+/// mutex around this, so each origin's requests are applied in the order they came,
+/// whichever thread serves them. Replies are sent without waiting and kept until
+/// complete: a thread serving from inside its own wait must not block on a reply (two
+/// ranks serving each other's large gets would each wait for the other to receive).
+struct Server {
+    core: TargetCore,
+    mem: Box<dyn Memory + Send>,
+    /// Replies sent and not complete yet: origin, send request and the bytes it reads.
+    sending: Vec<(usize, oxmpi_engine::ReqId, Vec<u8>)>,
+}
+
+impl Server {
+    fn new(mem: Box<dyn Memory + Send>) -> Server {
+        Server {
+            core: TargetCore::new(),
+            mem,
+            sending: Vec::new(),
+        }
+    }
+
+    /// Take one request off the window's context and run it through the core, or else
+    /// retry the waiting lock requests (and see dead lock holders); send the replies.
+    /// `members`: the world rank of each member of the window.
+    fn pass(&mut self, eng: &'static Engine, ecomm: EComm, members: &[i32]) -> Pass {
+        self.reap(eng, ecomm);
+        let (out, took) = match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
             Ok(Some((m, st))) => {
-                idle = None;
-                sleep_us = 1;
                 let mut buf = vec![0u8; st.count_bytes];
                 // SAFETY: `buf` is ours and outlives the wait below.
                 let st = match unsafe { eng.imrecv(buf.as_mut_ptr(), buf.len(), m) } {
                     Ok(r) => eng.wait(r),
-                    Err(_) => return,
+                    Err(_) => return Pass::Gone,
                 };
                 let origin = st.source as usize;
-                if st.error.is_some() {
-                    core.peer_died(origin, &mut *mem)
+                let out = if st.error.is_some() {
+                    self.core.peer_died(origin, &mut *self.mem)
                 } else {
                     match Req::decode(&buf) {
-                        Ok(req) => core.handle(origin, req, &mut *mem),
+                        Ok(req) => self.core.handle(origin, req, &mut *self.mem),
                         Err(e) => vec![(
                             origin,
                             Reply {
@@ -396,58 +495,45 @@ fn serve(
                             },
                         )],
                     }
-                }
+                };
+                (out, true)
             }
             Ok(None) => {
-                let mut out = core.poll(&mut *mem);
+                let mut out = self.core.poll(&mut *self.mem);
                 // A lock holder that died without a word: only the engine's failure
                 // detection tells (pidfd on this node, the broken or silent link elsewhere).
-                if core.lock_contended() {
+                if self.core.lock_contended() {
                     for w in eng.failed_peers() {
                         if let Some(o) = members.iter().position(|&m| m == w) {
-                            out.extend(core.peer_died(o, &mut *mem));
+                            out.extend(self.core.peer_died(o, &mut *self.mem));
                         }
                     }
                 }
-                if out.is_empty() {
-                    let since = *idle.get_or_insert_with(std::time::Instant::now);
-                    // Another thread polling every transport rings us when a request
-                    // comes (the engine's hand-off): no need to spin for it.
-                    if since.elapsed() < BUSY_SPIN && (handoff.is_zero() || !eng.polled()) {
-                        std::hint::spin_loop();
-                    } else {
-                        // A lock holder's silent death is seen by the engine's failure
-                        // detection, which wakes us; a lock word held by a rank of our
-                        // node (direct path) has nothing to wake us: poll it.
-                        let waited = if core.held_directly() {
-                            Ok(Wait::Opaque)
-                        } else {
-                            eng.wait_message(ANY_SOURCE, TAG_REQ, ecomm, remote, stop, handoff)
-                        };
-                        match waited {
-                            Ok(Wait::Opaque) => {
-                                std::thread::sleep(std::time::Duration::from_micros(sleep_us));
-                                sleep_us = (sleep_us * 2).min(max_sleep);
-                            }
-                            Ok(Wait::Ready | Wait::Slept | Wait::Timeout) => {}
-                            Err(_) => return,
-                        }
-                    }
-                }
-                out
+                (out, false)
             }
-            // The engine is finalized (or the window's context is gone): nothing to serve.
-            Err(_) => return,
+            Err(_) => return Pass::Gone,
         };
-        let mut pending = out;
+        let busy = took || !out.is_empty();
+        self.reply(eng, ecomm, out);
+        if busy {
+            Pass::Served
+        } else {
+            Pass::Idle
+        }
+    }
+
+    /// Send `out`'s replies without waiting; a reply that cannot be sent means its origin
+    /// died.
+    fn reply(&mut self, eng: &'static Engine, ecomm: EComm, mut out: proto::Out) {
         let mut i = 0;
-        while i < pending.len() {
-            let o = pending[i].0;
-            let bytes = pending[i].1.encode();
+        while i < out.len() {
+            let o = out[i].0;
+            let bytes = out[i].1.encode();
             i += 1;
-            // SAFETY: `bytes` lives across this blocking send.
+            // SAFETY: `bytes` is kept in `sending` (its heap buffer does not move with
+            // the vector) until the send completes ([`Server::reap`], [`Server::drain`]).
             let sent = unsafe {
-                eng.send(
+                eng.isend(
                     bytes.as_ptr(),
                     bytes.len(),
                     o as i32,
@@ -456,9 +542,95 @@ fn serve(
                     SendMode::Standard,
                 )
             };
-            if !matches!(sent, Ok(s) if s.error.is_none()) {
-                pending.extend(core.peer_died(o, &mut *mem));
+            match sent {
+                Ok(r) => self.sending.push((o, r, bytes)),
+                Err(_) => out.extend(self.core.peer_died(o, &mut *self.mem)),
             }
         }
     }
+
+    /// Forget the replies whose send completed; one that failed means its origin died.
+    fn reap(&mut self, eng: &'static Engine, ecomm: EComm) {
+        if self.sending.is_empty() {
+            return;
+        }
+        let mut dead = Vec::new();
+        self.sending.retain(|&(o, r, _)| match eng.test(r) {
+            None => true,
+            Some(st) => {
+                if st.error.is_some() {
+                    dead.push(o);
+                }
+                false
+            }
+        });
+        for o in dead {
+            let out = self.core.peer_died(o, &mut *self.mem);
+            self.reply(eng, ecomm, out);
+        }
+    }
+
+    /// Wait for every reply on its way (the window is freed).
+    fn drain(&mut self, eng: &'static Engine) {
+        for (_, r, _) in self.sending.drain(..) {
+            let _ = eng.wait(r);
+        }
+    }
+}
+
+/// The progress thread: serve the window's requests ([`Server::pass`]) while any come,
+/// else spin a little or sleep until the next one. `members`: the world rank of each
+/// member of the window; `remote`: those reached with messages.
+fn serve(
+    eng: &'static Engine,
+    ecomm: EComm,
+    stop: &AtomicBool,
+    srv: &Mutex<Server>,
+    members: &[i32],
+    remote: &[i32],
+) {
+    let max_sleep = params::idle_sleep_max_us();
+    let handoff = params::handoff_max();
+    let mut idle: Option<std::time::Instant> = None;
+    let mut sleep_us = 1u64;
+    let lock = || srv.lock().unwrap_or_else(|p| p.into_inner());
+    while !stop.load(Ordering::Acquire) {
+        let (pass, held_directly) = {
+            let mut s = lock();
+            (s.pass(eng, ecomm, members), s.core.held_directly())
+        };
+        match pass {
+            Pass::Gone => return,
+            Pass::Served => {
+                idle = None;
+                sleep_us = 1;
+                continue;
+            }
+            Pass::Idle => {}
+        }
+        let since = *idle.get_or_insert_with(std::time::Instant::now);
+        // Another thread polling every transport rings us when a request comes (the
+        // engine's hand-off), or serves it itself: no need to spin for it.
+        if since.elapsed() < BUSY_SPIN && (handoff.is_zero() || !eng.polled()) {
+            std::hint::spin_loop();
+            continue;
+        }
+        // A lock holder's silent death is seen by the engine's failure detection, which
+        // wakes us; a lock word held by a rank of our node (direct path) has nothing to
+        // wake us: poll it.
+        let waited = if held_directly {
+            Ok(Wait::Opaque)
+        } else {
+            eng.wait_message(ANY_SOURCE, TAG_REQ, ecomm, remote, stop, handoff)
+        };
+        match waited {
+            Ok(Wait::Opaque) => {
+                std::thread::sleep(std::time::Duration::from_micros(sleep_us));
+                sleep_us = (sleep_us * 2).min(max_sleep);
+            }
+            Ok(Wait::Ready | Wait::Slept | Wait::Timeout) => {}
+            Err(_) => return,
+        }
+    }
+    lock().drain(eng);
 }
