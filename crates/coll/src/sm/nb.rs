@@ -292,6 +292,17 @@ pub enum Progress {
     CopyFailed,
 }
 
+impl Progress {
+    /// Ended: [`Progress::Done`] if every length matched (`ok`), else [`Progress::Mismatch`].
+    fn ended(ok: bool) -> Progress {
+        if ok {
+            Progress::Done
+        } else {
+            Progress::Mismatch
+        }
+    }
+}
+
 impl SmKind {
     /// Bytes a rank posts: its contribution (`input_len`) must fit one buffer. A pure
     /// function of sizes every rank knows alike, so every rank decides the same.
@@ -713,13 +724,7 @@ impl SmNb {
             let Some(ok) = end else {
                 return Progress::Pending;
             };
-            seg.close_nb(k);
-            self.done = true;
-            return if ok {
-                Progress::Done
-            } else {
-                Progress::Mismatch
-            };
+            return self.finish(Progress::ended(ok));
         }
         let seg = &*self.seg;
         let k = self.k;
@@ -884,6 +889,13 @@ impl SmNb {
 }
 
 impl SmNb {
+    /// Closes the collective's slot and marks it done: it ended with `end`.
+    fn finish(&mut self, end: Progress) -> Progress {
+        self.seg.close_nb(self.k);
+        self.done = true;
+        end
+    }
+
     /// Advance a [`SmKind::Single`] collective (see there).
     ///
     /// # Safety
@@ -906,13 +918,7 @@ impl SmNb {
             let Some(ok) = end else {
                 return Progress::Pending;
             };
-            seg.close_nb(k);
-            self.done = true;
-            return if ok {
-                Progress::Done
-            } else {
-                Progress::Mismatch
-            };
+            return self.finish(Progress::ended(ok));
         }
         if me == root {
             if !self.posted {

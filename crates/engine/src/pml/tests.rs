@@ -1550,17 +1550,7 @@ fn a_sleeper_leaves_the_links_to_a_polling_thread_which_rings_it() {
     // Long enough that a doorbell nobody rings shows as a timeout, not a late wake-up.
     let handoff = crate::SLEEP_MAX;
     // Waits until engine 1 has `pollers` pollers and `sleepers` sleepers.
-    let until = |pollers: u32, sleepers: usize| {
-        let t0 = Instant::now();
-        while e1.pollers_and_sleepers() != (pollers, sleepers) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "engine 1 never had {pollers} pollers and {sleepers} sleepers: {:?}",
-                e1.pollers_and_sleepers()
-            );
-            std::thread::yield_now();
-        }
-    };
+    let until = |pollers: u32, sleepers: usize| until_counts(e1, pollers, sleepers);
     std::thread::scope(|s| {
         // The application thread: blocked in a wait on the world (general path).
         let blocked = s.spawn(move || {
@@ -1571,25 +1561,7 @@ fn a_sleeper_leaves_the_links_to_a_polling_thread_which_rings_it() {
         });
         until(1, 0);
         // The progress thread: waits for tag 5 on `win`, sleeping whenever it can.
-        let sleeper = s.spawn(move || {
-            let mut waits = Vec::new();
-            loop {
-                if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
-                    let mut b = vec![0u8; st.count_bytes];
-                    // SAFETY: b outlives the receive, which completes before `wait` returns.
-                    let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
-                    e1.wait(r);
-                    return (b, waits);
-                }
-                let w = e1
-                    .wait_message(ANY_SOURCE, 5, win, &[0], never, handoff)
-                    .expect("wait_message");
-                waits.push(w);
-                if w == Wait::Opaque {
-                    std::thread::yield_now();
-                }
-            }
-        });
+        let sleeper = s.spawn(move || sleep_for_tag5(e1, win, handoff));
         // It sleeps on its doorbell (the links have no descriptor: without the hand-off
         // it would poll, `Opaque`).
         until(1, 1);
@@ -1644,35 +1616,19 @@ fn a_sleeper_leaves_the_links_to_a_polling_thread_which_rings_it() {
 #[test]
 fn a_serving_poller_takes_its_own_requests_without_ringing_the_sleeper() {
     use crate::Wait;
-    use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
     let net = Net::new(2, 64);
     let (e0, e1) = (&net.e[0], &net.e[1]);
     let win = e1.comm_create(10, vec![0, 1]).expect("comm at 1");
     let win0 = e0.comm_create(10, vec![0, 1]).expect("comm at 0");
-    let never_flag = AtomicBool::new(false);
-    let never = &never_flag;
     let handoff = crate::SLEEP_MAX;
-    let until = |pollers: u32, sleepers: usize| {
-        let t0 = Instant::now();
-        while e1.pollers_and_sleepers() != (pollers, sleepers) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "engine 1 never had {pollers} pollers and {sleepers} sleepers: {:?}",
-                e1.pollers_and_sleepers()
-            );
-            std::thread::yield_now();
-        }
-    };
+    // Waits until engine 1 has `pollers` pollers and `sleepers` sleepers.
+    let until = |pollers: u32, sleepers: usize| until_counts(e1, pollers, sleepers);
     // Takes one message of tag 5 on `win`, or gives up after a while.
     let take = move || -> Option<Vec<u8>> {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
-            if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
-                let mut b = vec![0u8; st.count_bytes];
-                // SAFETY: b outlives the receive, which completes before `wait` returns.
-                let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
-                e1.wait(r);
+            if let Some(b) = take_tag5(e1, win) {
                 return Some(b);
             }
             std::hint::spin_loop();
@@ -1689,25 +1645,7 @@ fn a_serving_poller_takes_its_own_requests_without_ringing_the_sleeper() {
         });
         until(1, 0);
         // The progress thread: waits for tag 5 on `win`, sleeping whenever it can.
-        let sleeper = s.spawn(move || {
-            let mut waits = Vec::new();
-            loop {
-                if let Some((m, st)) = e1.improbe(ANY_SOURCE, 5, win).expect("improbe") {
-                    let mut b = vec![0u8; st.count_bytes];
-                    // SAFETY: b outlives the receive, which completes before `wait` returns.
-                    let r = unsafe { e1.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
-                    e1.wait(r);
-                    return (b, waits);
-                }
-                let w = e1
-                    .wait_message(ANY_SOURCE, 5, win, &[0], never, handoff)
-                    .expect("wait_message");
-                waits.push(w);
-                if w == Wait::Opaque {
-                    std::thread::yield_now();
-                }
-            }
-        });
+        let sleeper = s.spawn(move || sleep_for_tag5(e1, win, handoff));
         until(1, 1);
         // The server: serves tag 5 on `win` itself while it polls.
         let server = s.spawn(move || {
@@ -1759,4 +1697,51 @@ fn a_serving_poller_takes_its_own_requests_without_ringing_the_sleeper() {
         );
         assert_eq!(e1.pollers_and_sleepers(), (0, 0));
     });
+}
+
+/// The hand-off tests: takes a message of tag 5 on `win` at `e`, if one is there.
+fn take_tag5(e: &Engine, win: CommId) -> Option<Vec<u8>> {
+    let (m, st) = e.improbe(ANY_SOURCE, 5, win).expect("improbe")?;
+    let mut b = vec![0u8; st.count_bytes];
+    // SAFETY: b outlives the receive, which completes before `wait` returns.
+    let r = unsafe { e.imrecv(b.as_mut_ptr(), b.len(), m) }.expect("imrecv");
+    e.wait(r);
+    Some(b)
+}
+
+/// The hand-off tests: a one-sided progress thread's loop at `e`, waiting for a message of
+/// tag 5 on `win` and sleeping in `Engine::wait_message` whenever it can; returns the
+/// message and what each of its waits did.
+fn sleep_for_tag5(
+    e: &Engine,
+    win: CommId,
+    handoff: std::time::Duration,
+) -> (Vec<u8>, Vec<crate::Wait>) {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut waits = Vec::new();
+    loop {
+        if let Some(b) = take_tag5(e, win) {
+            return (b, waits);
+        }
+        let w = e
+            .wait_message(ANY_SOURCE, 5, win, &[0], &never, handoff)
+            .expect("wait_message");
+        waits.push(w);
+        if w == crate::Wait::Opaque {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The hand-off tests: waits until `e` has `pollers` pollers and `sleepers` sleepers.
+fn until_counts(e: &Engine, pollers: u32, sleepers: usize) {
+    let t0 = std::time::Instant::now();
+    while e.pollers_and_sleepers() != (pollers, sleepers) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "the engine never had {pollers} pollers and {sleepers} sleepers: {:?}",
+            e.pollers_and_sleepers()
+        );
+        std::thread::yield_now();
+    }
 }
