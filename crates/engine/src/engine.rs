@@ -1015,7 +1015,7 @@ impl Engine {
     /// error, as for [`Engine::mprobe`].
     ///
     /// Hand-off: while another thread of the process polls every transport (a blocking
-    /// call's wait, a [`Polling`] guard), that thread takes what arrives off the sockets
+    /// call's wait, a [`Serving`] guard), that thread takes what arrives off the sockets
     /// and rings the doorbell of a sleeper on its context; then, when `handoff` is not
     /// zero, the caller sleeps on its doorbell alone for at most `handoff` ([`Wait::Slept`]
     /// when rung, else [`Wait::Timeout`]), so traffic of other contexts on the same sockets (a barrier's)
@@ -1090,22 +1090,16 @@ impl Engine {
     }
 
     /// Counts the calling thread as a poller of every transport until the guard drops
-    /// (see [`Engine::wait_message`]'s hand-off): for a loop of nonblocking calls that
-    /// each poll every transport ([`Engine::improbe`], [`Engine::test`], ...), e.g. an
-    /// origin spinning for its target's reply. The thread must not call
-    /// [`Engine::wait_message`] itself while it holds the guard.
-    pub fn polling(&self) -> Polling<'_> {
-        self.lock().pollers += 1;
-        Polling(self)
-    }
-
-    /// [`Engine::polling`] for a thread that also serves the messages of `tag` on `comm`
-    /// itself (e.g. an origin that, while it waits for its target's reply, serves the
-    /// requests other origins send to its own window): until the guard drops, an
-    /// envelope of that context and tag taken off a link rings no sleeper (the
-    /// window's progress thread sleeps on), the server takes it from the queue. When the
-    /// guard drops, envelopes ring the sleepers again; the caller then looks at the
-    /// queue once more, since what arrived while it served rang nobody.
+    /// (see [`Engine::wait_message`]'s hand-off), for a loop of nonblocking calls that
+    /// each poll every transport ([`Engine::improbe`], [`Engine::test`], ...) and that
+    /// serves the messages of `tag` on `comm` itself (e.g. an origin that, while it waits
+    /// for its target's reply, serves the requests other origins send to its own
+    /// window): until the guard drops, an envelope of that context and tag taken off a
+    /// link rings no sleeper (the window's progress thread sleeps on), the server takes
+    /// it from the queue. When the guard drops, envelopes ring the sleepers again; the
+    /// caller then looks at the queue once more, since what arrived while it served rang
+    /// nobody. The thread must not call [`Engine::wait_message`] itself while it holds
+    /// the guard.
     pub fn serving(&self, tag: i32, comm: CommId) -> Result<Serving<'_>, Error> {
         let mut st = self.lock();
         let key = (st.comm(comm)?.ctx, tag);
@@ -1115,7 +1109,7 @@ impl Engine {
     }
 
     /// Whether some thread polls every transport now (a blocking call's wait, a
-    /// [`Polling`] guard): a thread that would spin waiting for a message may sleep in
+    /// [`Serving`] guard): a thread that would spin waiting for a message may sleep in
     /// [`Engine::wait_message`] at once, leaving the sockets to it.
     pub fn polled(&self) -> bool {
         self.lock().pollers > 0
@@ -1523,16 +1517,6 @@ impl Drop for StateGuard<'_> {
         self.lock
             .locked
             .store(false, std::sync::atomic::Ordering::Release);
-    }
-}
-
-/// A thread counted as a poller of every transport ([`Engine::polling`]).
-#[derive(Debug)]
-pub struct Polling<'a>(&'a Engine);
-
-impl Drop for Polling<'_> {
-    fn drop(&mut self) {
-        self.0.lock().pollers -= 1;
     }
 }
 

@@ -297,7 +297,7 @@ pub mod ring;
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;
 #[cfg(not(loom))]
-pub use engine::{engine, init, init_with, Engine, Polling, Serving, Wait, SLEEP_MAX};
+pub use engine::{engine, init, init_with, Engine, Serving, Wait, SLEEP_MAX};
 /// The engine's MCA frameworks (`btl`: self, sm, tcp; `pml`: ox; `osc`: sm, pt2pt; `fcoll`:
 /// two_phase, declared for the C ABI's components) and parameters, for the registry, `mpirun` and
 /// `oxmpi-info`.

@@ -113,7 +113,7 @@ pub(crate) struct State {
     /// Something a sleeper may wait for happened: ring them when the lock is released.
     pub(crate) wake: bool,
     /// Threads inside a loop that polls every transport (a blocking wait's
-    /// `Engine::poll_until`, a [`crate::Polling`] guard): while there is one, it takes
+    /// `Engine::poll_until`, a [`crate::Serving`] guard): while there is one, it takes
     /// whatever arrives off the sockets and rings the sleepers it concerns, so a sleeper
     /// may sleep on its doorbell alone (`Engine::wait_message`'s hand-off).
     pub(crate) pollers: u32,
