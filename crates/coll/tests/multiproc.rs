@@ -1401,7 +1401,11 @@ fn sm_igatherv_posted(c: &CollComm) {
 /// own block among them, at displacements that differ between the send and receive sides,
 /// with gaps; in each round one rank starts late, so that the others read whichever posts
 /// are there, in their order (`me + 1`, `me + 2`, ...), and copy their own block while
-/// they wait: every block where it belongs, the gaps untouched.
+/// they wait: every block where it belongs, the gaps untouched. Each rank asks for its far
+/// blocks to be written (`push`) or not, differently per round and rank (every far block,
+/// only the larger ones, none): the late rank is then a writer that the others must wait
+/// for. Every round's output is checked again after the last round (a write that came
+/// late, or into an old layout, shows there).
 fn sm_ialltoallv_far(c: &CollComm) {
     use oxmpi_coll::sm::{self, SmKind};
     let (p, r) = (c.size as usize, c.rank as usize);
@@ -1413,15 +1417,40 @@ fn sm_ialltoallv_far(c: &CollComm) {
         return;
     }
     let small = sm::nb::alltoallv_max(p);
-    for round in 0..4 {
-        // Bytes from rank `i` to rank `j`.
-        let n = |i: usize, j: usize| match (i + 2 * j + round) % 4 {
-            0 => small - i - j,
-            1 => 20_000 + 7 * i + j,
-            2 => 0,
-            _ => (70 << 10) + 3 * i + j,
-        };
-        let block = |i: usize, j: usize| contrib(n(i, j), 500 + round as u64, i * p + j, 63);
+    // Bytes from rank `i` to rank `j` in round `round`, and the block. In odd rounds both
+    // blocks of a pair take the same path (far ones both ways: a receiver may ask for
+    // its block to be written).
+    let n = |round: usize, i: usize, j: usize| match (i + (2 - round % 2) * j + round + round % 2)
+        % 4
+    {
+        0 => small - i - j,
+        1 => 20_000 + 7 * i + j,
+        2 => 0,
+        _ => (70 << 10) + 3 * i + j,
+    };
+    let block = |round: usize, i: usize, j: usize| {
+        contrib(n(round, i, j), 500 + round as u64, i * p + j, 63)
+    };
+    let check = |round: usize, recv: &[u8], rdispls: &[usize], when: &str| {
+        let how = format!("ialltoallv far round {round} ({when})");
+        let mut gap = vec![true; recv.len()];
+        for (i, &d) in rdispls.iter().enumerate() {
+            let m = n(round, i, r);
+            assert!(
+                recv[d..d + m] == block(round, i, r)[..],
+                "{how}: block from {i}"
+            );
+            gap[d..d + m].fill(false);
+        }
+        assert!(
+            recv.iter().zip(&gap).all(|(&b, &g)| !g || b == 0xa5),
+            "{how}: gaps"
+        );
+    };
+    let mut kept = Vec::new();
+    for round in 0..8 {
+        let n = |i: usize, j: usize| n(round, i, j);
+        let block = |i: usize, j: usize| block(round, i, j);
         let scounts: Vec<usize> = (0..p).map(|j| n(r, j)).collect();
         let rcounts: Vec<usize> = (0..p).map(|i| n(i, r)).collect();
         // Send blocks in reverse rank order, receive blocks in rank order.
@@ -1444,22 +1473,23 @@ fn sm_ialltoallv_far(c: &CollComm) {
             rdispls: rdispls.clone(),
             in_place: false,
             far,
+            push: if round % 2 == 1 {
+                [1, 30_000][(round / 2 + r) % 2]
+            } else {
+                [1, 30_000, 0][(round + r) % 3]
+            },
         };
         if r == round % p {
             std::thread::sleep(Duration::from_millis(20));
         }
         light_run(c, &seg, kind, (&mut send, &mut recv)).unwrap();
-        let how = format!("ialltoallv far round {round}");
-        let mut gap = vec![true; recv.len()];
-        for i in 0..p {
-            let (d, m) = (rdispls[i], rcounts[i]);
-            assert!(recv[d..d + m] == block(i, r)[..], "{how}: block from {i}");
-            gap[d..d + m].fill(false);
-        }
-        assert!(
-            recv.iter().zip(&gap).all(|(&b, &g)| !g || b == 0xa5),
-            "{how}: gaps"
-        );
+        check(round, &recv, &rdispls, "at its end");
+        kept.push((recv, rdispls));
+    }
+    select::barrier(c).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    for (round, (recv, rdispls)) in kept.iter().enumerate() {
+        check(round, recv, rdispls, "after the last round");
     }
 }
 

@@ -53,7 +53,7 @@ const fn algorithm_param(param: &'static str, help: &'static str) -> ParamDecl {
 
 /// The crate's parameters: one algorithm parameter per [`Coll`], in its order, then the
 /// `sm` component's.
-pub static PARAMS: [ParamDecl; 21] = [
+pub static PARAMS: [ParamDecl; 22] = [
     algorithm_param(
         "barrier_algorithm",
         "Barrier algorithm: 0 automatic, 1 linear, 4 dissemination",
@@ -105,6 +105,7 @@ pub static PARAMS: [ParamDecl; 21] = [
     crate::sm::params::SINGLE_COPY_MAX_MANY,
     crate::sm::params::NONBLOCKING_LARGE_MAX,
     crate::sm::params::ALLTOALL_PUSH_MIN,
+    crate::sm::params::NONBLOCKING_PUSH_MIN,
 ];
 
 /// The `coll` framework and its parameters, for `oxmpi-info` and `mpirun`'s validation.

@@ -160,9 +160,17 @@ pub enum SmKind {
     /// that sends some sets its blocks aside as the input). A far block in place is traded
     /// with its peer's block for us (each of the two ranks swaps half of both, as the
     /// blocking form does, `segment/cma.rs`); out of place its receiver reads it from the
-    /// sender's input. A rank that copied by CMA then marks its post done (the word of
-    /// its own table entry), and a rank whose buffer others copy from or into ends only
-    /// once each of them has. Read by [`SmNb::progress`], not [`SmKind::compute`].
+    /// sender's input, unless the receiver asks for it to be written: out of place, for
+    /// a far block from rank `r` of at least `push` bytes when its block for `r` is a far
+    /// one too, the receiver posts in its record for `r` where it wants `r`'s block and
+    /// its count for it ([`SmNb::asks_push`]), and `r`, when it is out of place itself
+    /// (its records say so), writes its block there (`process_vm_writev`, each CPU then
+    /// copies from the buffer of the rank it runs) instead of the receiver reading it;
+    /// both ends decide from the same two posts. A rank that copied by CMA then marks its
+    /// post done (the word of its own table entry), and a rank whose buffer others copy
+    /// from or into ends only once each of them has (an asking receiver sends a far block
+    /// to its writer, so it waits for the writer's mark). Read by [`SmNb::progress`], not
+    /// [`SmKind::compute`].
     Alltoallv {
         /// Bytes sent to each rank.
         scounts: Vec<usize>,
@@ -176,6 +184,9 @@ pub enum SmKind {
         in_place: bool,
         /// Largest block moved by cross-memory copies (0: none; the same on every rank).
         far: usize,
+        /// Smallest far block we ask its sender to write into our output (0: we read
+        /// every far block; our choice alone, see above).
+        push: usize,
     },
     /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Iscan` or `MPI_Iexscan` of a vector larger
     /// than a buffer (at most [`super::NB_LARGE_MAX`] bytes) through the segment's
@@ -257,6 +268,14 @@ const NOT_HERE: u64 = u64::MAX;
 /// cross-memory copy: `FAR | at << 32 | length`, the root's pid and the block's address
 /// at byte `at` of the root's buffer.
 const FAR: u64 = 1 << 63;
+/// Bytes of a far block's record in its sender's post ([`put_blocks`]): the sender's pid,
+/// the block's address and its length; then, in an alltoallv, where the sender wants the
+/// block from that rank written (0: it reads it itself) and a word with its count for that
+/// block (when it asks) and the flag [`WRITES`].
+const FAR_RECORD: usize = 40;
+/// Flag of the last word of an alltoallv's far record: its poster writes its far blocks
+/// where their receivers ask for them (it is out of place).
+const WRITES: u64 = 1 << 63;
 /// Flag of a scatterv (alltoallv) table entry whose block goes by message: `MSG | length`
 /// (a rank whose own length puts its block on the segment then fails instead of waiting).
 const MSG: u64 = 1 << 62;
@@ -432,6 +451,38 @@ impl SmKind {
         }
     }
 
+    /// Whether rank `me` of `p` asks rank `r` to write its far alltoallv block into our
+    /// output (`Some(rdispls[r])`) rather than reading it: out of place, the block at least
+    /// `push` bytes, a far one both ways (we post a record for `r`: our block for it is a
+    /// far one inside the input, and `r`'s for us moves by CMA) and inside the output.
+    /// `lens`: the lengths of the input and the output. The same answer at our post and when
+    /// we read (a pure function of our own arguments).
+    fn asks_push(&self, (me, p): (usize, usize), r: usize, lens: (usize, usize)) -> Option<usize> {
+        let SmKind::Alltoallv {
+            scounts,
+            sdispls,
+            rcounts,
+            rdispls,
+            in_place,
+            push,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let (sc, rc) = (*scounts.get(r)?, *rcounts.get(r)?);
+        let inside = |at: usize, n: usize, len: usize| at.checked_add(n).is_some_and(|e| e <= len);
+        let ask = r != me
+            && !*in_place
+            && *push != 0
+            && rc >= *push
+            && self.far_block(p, rc)
+            && self.far_block(p, sc)
+            && inside(*sdispls.get(r)?, sc, lens.0)
+            && inside(*rdispls.get(r)?, rc, lens.1);
+        ask.then(|| rdispls[r])
+    }
+
     /// Whether a message may come that rank `me` did not plan: an alltoallv whose larger
     /// blocks go by message (no cross-memory copies), where a sender's count may put a
     /// block on a message that our count puts elsewhere (an erroneous call); the schedule
@@ -597,6 +648,9 @@ pub struct SmNb {
     copied: Option<Progress>,
     /// The ranks whose far alltoallv blocks we have copied or traded (bit `r`).
     moved: u64,
+    /// The ranks whose posts we looked at for our far alltoallv block for them, written
+    /// into their output when they asked (bit `r`).
+    pushed: u64,
     /// What went wrong with one of those (else `Done`).
     fault: Progress,
     /// A [`SmKind::Large`]'s progress.
@@ -641,6 +695,7 @@ impl SmNb {
             done: false,
             copied: None,
             moved: 0,
+            pushed: 0,
             fault: Progress::Done,
             own_elsewhere: false,
             no_msg: 0,
@@ -662,6 +717,7 @@ impl SmNb {
             done: false,
             copied: None,
             moved: 0,
+            pushed: 0,
             fault: Progress::Done,
             own_elsewhere: false,
             no_msg: 0,
@@ -758,11 +814,21 @@ impl SmNb {
                     // Every rank posts its table, whatever its counts (an empty block's
                     // entry too): every receiver compares each sender's length with its
                     // count, and marks there that it is done with the senders' buffers.
-                    let _ = rcounts;
+                    // Per far record: where we want the block from that rank when we ask
+                    // for it to be written, our count for it, and whether we write ours.
+                    let writes = if *in_place { 0 } else { WRITES };
+                    let back =
+                        |r: usize| match self.kind.asks_push((me, p), r, (src.len(), output.1)) {
+                            Some(d) => (
+                                (output.0 as u64).wrapping_add(d as u64),
+                                writes | rcounts[r] as u64,
+                            ),
+                            None => (0, writes),
+                        };
                     seg.try_post_with(k, |b| {
-                        // SAFETY: `b` is our buffer's `CAP` bytes; `max >= 24`
+                        // SAFETY: `b` is our buffer's `CAP` bytes; `max >= FAR_RECORD`
                         // (`far_entries_fit_where_blocks_would`).
-                        unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls)) }
+                        unsafe { put_blocks(b, (me, p, max, *far), src, (scounts, sdispls), &back) }
                     })
                 }
                 SmKind::Gatherv {
@@ -841,7 +907,9 @@ impl SmNb {
                         || seg.try_post_with(k, |b| {
                             let at = (me, p, scatterv_max(p), *far);
                             // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
-                            unsafe { put_blocks(b, at, bytes(input), (counts, displs)) }
+                            unsafe {
+                                put_blocks(b, at, bytes(input), (counts, displs), &|_| (0, 0))
+                            }
                         })
                 }
                 kind => {
@@ -1322,6 +1390,7 @@ impl SmNb {
     unsafe fn read_alltoallv(&mut self, input: &[u8], out: &mut [u8]) -> Option<Progress> {
         let seg = &*self.seg;
         let (k, me, p) = (self.k, seg.rank(), seg.size());
+        let lens = (input.len(), out.len());
         let SmKind::Alltoallv {
             scounts,
             sdispls,
@@ -1329,6 +1398,7 @@ impl SmNb {
             rdispls,
             in_place,
             far,
+            ..
         } = &self.kind
         else {
             unreachable!("read_alltoallv reads an alltoallv")
@@ -1371,19 +1441,63 @@ impl SmNb {
             // (`Seg::read_all`): when every post is there, no two ranks read from the
             // same rank at once.
             for r in (1..p).map(|i| (me + i) % p).filter(|_| any_far) {
-                if !far(rcounts[r]) || self.moved & 1 << r != 0 || !seg.stamped(r, k) {
+                if !seg.stamped(r, k) {
+                    continue;
+                }
+                // Rank `r`'s far record for us (valid: a far block of its for us).
+                let e = word(r, 8 * me);
+                let at = ((e >> 32) & 0x7fff_ffff) as usize;
+                let valid = e != NOT_HERE && e & FAR != 0 && at + FAR_RECORD <= CAP;
+                if far(scounts[r]) && self.pushed & 1 << r == 0 {
+                    self.pushed |= 1 << r;
+                    // Rank `r` asks for our block (its record's place and count for it):
+                    // written there when we are out of place (our records say so, and it
+                    // then does not read it) and the count is our length.
+                    let (to, want) = if valid {
+                        (word(r, at + 24), word(r, at + 32) & !WRITES)
+                    } else {
+                        (0, 0)
+                    };
+                    let (c, d) = (scounts[r], sdispls[r]);
+                    if to != 0 && !*in_place && want == c as u64 {
+                        if let Some(src) = input.get(d..d + c) {
+                            // SAFETY: rank `r` posted `to` as the place of our block in its
+                            // output, `c` bytes (its count, checked), written by us alone;
+                            // it leaves the collective only once we marked our post done
+                            // (it sends us a far block: it waits for that), after this
+                            // write. `src` holds `c` bytes, only read (the write copies
+                            // from the local side).
+                            let w = unsafe {
+                                cma_copy(
+                                    word(r, at) as i32,
+                                    src.as_ptr().cast_mut(),
+                                    to,
+                                    c,
+                                    Cma::Write,
+                                )
+                            };
+                            if w.is_err() {
+                                self.fault = Progress::CopyFailed;
+                            }
+                        }
+                    }
+                }
+                if !far(rcounts[r]) || self.moved & 1 << r != 0 {
                     continue;
                 }
                 self.moved |= 1 << r;
-                let e = word(r, 8 * me);
-                let at = ((e >> 32) & 0x7fff_ffff) as usize;
-                let valid = e != NOT_HERE && e & FAR != 0 && at + 24 <= CAP;
                 let n = if valid { word(r, at + 16) as usize } else { 0 };
                 let dst = out.get_mut(rdispls[r]..rdispls[r].saturating_add(n));
                 let (true, true, Some(dst)) = (valid, n == rcounts[r], dst) else {
                     self.fault = Progress::Mismatch;
                     continue;
                 };
+                // We asked for it and `r` writes what is asked: it is written (or was,
+                // before `r` marked its post done, which we wait for below).
+                if self.kind.asks_push((me, p), r, lens).is_some() && word(r, at + 32) & WRITES != 0
+                {
+                    continue;
+                }
                 let (pid, addr) = (word(r, at) as i32, word(r, at + 8));
                 let copied = if *in_place {
                     // SAFETY: rank `r` posted its block for us, `n` bytes at `addr`; our
@@ -1399,8 +1513,13 @@ impl SmNb {
                     self.fault = Progress::CopyFailed;
                 }
             }
-            let far_left =
-                any_far && (0..p).any(|r| r != me && far(rcounts[r]) && self.moved & 1 << r == 0);
+            let far_left = any_far
+                && (0..p).any(|r| {
+                    let bit = 1 << r;
+                    r != me
+                        && ((far(rcounts[r]) && self.moved & bit == 0)
+                            || (far(scounts[r]) && self.pushed & bit == 0))
+                });
             // Every rank posts its table, so every block's two counts are compared here,
             // empty ones and those that go by message too: an erroneous call fails
             // instead of waiting for a block, or dropping one, that the other end sends
@@ -1490,18 +1609,21 @@ fn put(out: &mut [u8], at: usize, src: &[u8]) -> bool {
 /// root) or an alltoallv: entry `r` (a word at `8 r`) is `offset | length << 32` of rank
 /// `r`'s block, copied after the table, when the block goes through the segment (`1..=max`
 /// bytes, [`SmKind::each_message`]; never our own), `FAR | at << 32 | length` (its low 32
-/// bits) when it is read from `input` by cross-memory copies (`max < length <= far`; our
-/// pid, the block's address and its whole length at `at`, among the blocks), `MSG |
-/// length` when it goes by message (`length > max.max(far)`), else [`NOT_HERE`].
+/// bits) when it moves from `input` by cross-memory copies (`max < length <= far`; its
+/// [`FAR_RECORD`] at `at`, among the blocks: our pid, the block's address, its whole
+/// length, then the two words `back(r)`), `MSG | length` when it goes by message
+/// (`length > max.max(far)`), else [`NOT_HERE`].
 ///
 /// # Safety
-/// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >= 24`
-/// when `far > max` (a far block's 24 bytes take no more room than a posted block).
+/// `b` is valid for `CAP` bytes of writes, `8 p + (p - 1) max <=` [`CAP`], and `max >=`
+/// [`FAR_RECORD`] when `far > max` (a far block's record takes no more room than a posted
+/// block).
 unsafe fn put_blocks(
     b: *mut u8,
     (me, p, max, far): (usize, usize, usize, usize),
     input: &[u8],
     (counts, displs): (&[usize], &[usize]),
+    back: &dyn Fn(usize) -> (u64, u64),
 ) {
     let mut off = 8 * p;
     for r in 0..p {
@@ -1517,15 +1639,18 @@ unsafe fn put_blocks(
             }
         } else if r != me && c > max && c <= far {
             if let Some(src) = input.get(d..d + c) {
-                // SAFETY: as above, 24 bytes `<= max` (caller contract).
+                let (to, count) = back(r);
+                // SAFETY: as above, `FAR_RECORD <= max` bytes (caller contract).
                 unsafe {
                     let w = b.add(off).cast::<u64>();
                     w.write_unaligned(own_pid());
                     w.add(1).write_unaligned(src.as_ptr() as u64);
                     w.add(2).write_unaligned(c as u64);
+                    w.add(3).write_unaligned(to);
+                    w.add(4).write_unaligned(count);
                 }
                 entry = FAR | (off as u64) << 32 | (c & 0xffff_ffff) as u64;
-                off += 24;
+                off += FAR_RECORD;
             }
         } else if r != me && c > max.max(far) && input.get(d..d + c).is_some() {
             entry = MSG | (c as u64 & (MSG - 1));
@@ -1549,14 +1674,14 @@ impl Drop for SmNb {
 mod tests {
     use super::*;
 
-    /// A scatterv's and an alltoallv's far blocks (24 bytes each in the poster's buffer)
-    /// take no more room than posted ones on every communicator size ([`put_blocks`]'
-    /// contract).
+    /// A scatterv's and an alltoallv's far blocks ([`FAR_RECORD`] bytes each in the
+    /// poster's buffer) take no more room than posted ones on every communicator size
+    /// ([`put_blocks`]' contract).
     #[test]
     fn far_entries_fit_where_blocks_would() {
         for p in 2..=64 {
-            assert!(scatterv_max(p) >= 24, "p = {p}");
-            assert!(alltoallv_max(p) >= 24, "p = {p}");
+            assert!(scatterv_max(p) >= FAR_RECORD, "p = {p}");
+            assert!(alltoallv_max(p) >= FAR_RECORD, "p = {p}");
             assert!(8 * p + (p - 1) * scatterv_max(p) <= CAP, "p = {p}");
         }
     }
@@ -1593,6 +1718,7 @@ mod tests {
                     rdispls: (0..p).map(|i| 2000 * i).collect(),
                     in_place: false,
                     far,
+                    push: 0,
                 };
                 let mut sent = vec![vec![false; p]; p];
                 let mut got = vec![vec![false; p]; p];
@@ -1607,10 +1733,10 @@ mod tests {
                             got[m.peer][me] = true;
                         }
                     });
-                    // A far block takes 24 bytes of the post (its pid, address and length).
+                    // A far block takes its record in the post.
                     let posted: usize = (0..p)
                         .filter(|&j| j != me && !sent[me][j])
-                        .map(|j| if n[me][j] > max { 24 } else { n[me][j] })
+                        .map(|j| if n[me][j] > max { FAR_RECORD } else { n[me][j] })
                         .sum();
                     assert!(8 * p + posted <= CAP, "p = {p}: rank {me} posts {posted}");
                 }

@@ -55,6 +55,14 @@ pub const NONBLOCKING: ParamDecl = ParamDecl::new(
 )
 .level(6);
 
+/// `coll_sm_nonblocking_push_min`: the smallest far block (bytes) of a nonblocking
+/// allgather(v) in place on 2 ranks that a rank asks its peer to write into its output
+/// (0: none; [`super::nb::SmKind::Alltoallv`]'s `push`).
+pub fn nonblocking_push_min() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| usize::try_from(params::int(&NONBLOCKING_PUSH_MIN)).unwrap_or(0))
+}
+
 /// `coll_sm_spin_first`.
 pub const SPIN_FIRST: ParamDecl = ParamDecl::new(
     "coll",
@@ -174,6 +182,24 @@ pub const ALLTOALL_PUSH_MIN: ParamDecl = ParamDecl::new(
      receivers' buffers (process_vm_writev, at the receive layout they post) instead of \
      each receiver reading them from the senders' buffers (process_vm_readv); 0: always \
      read",
+)
+.level(7);
+
+/// `coll_sm_nonblocking_push_min`.
+pub const NONBLOCKING_PUSH_MIN: ParamDecl = ParamDecl::new(
+    "coll",
+    "sm",
+    "nonblocking_push_min",
+    ParamType::Int {
+        min: 0,
+        max: 1 << 30,
+    },
+    "32768",
+    "Nonblocking allgather(v)s in place on 2 ranks whose blocks move by cross-memory \
+     copies (too large for a shared-memory buffer): a rank asks its peer to write its \
+     block, when of at least this many bytes, into its receive buffer (process_vm_writev, \
+     at the address it posts), as the blocking allgather in place does, instead of \
+     reading it from the peer's buffer (process_vm_readv); 0: always read",
 )
 .level(7);
 
