@@ -158,21 +158,25 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
 /// of the segment's bounds and far apart; each erroneous call is followed by a correct one.
 /// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
 /// with the shared-memory component off (the point-to-point algorithms and schedules), at
-/// np 2 and 3 with it on, and with it on and single copies off (larger ialltoallv blocks
-/// by message). A hang is reported by the program's alarm (which call, which counts) or by
+/// np 2 and 3 with it on (bcasts also at np 4, the nonblocking large region), and with it
+/// on and single copies off (larger ialltoallv blocks and ibcasts by message). A hang is reported by the program's alarm (which call, which counts) or by
 /// mpirun's timeout.
 #[test]
 fn erroneous_counts_fail_cleanly_np2_np3() {
     let dir = Scratch::new("coll-errcounts");
     let exe = build("coll_errcounts.c", &dir.0);
-    // (ranks, segment, single copies, what): the ibcast on the segment is left out (its
-    // paths still differ by length across the single-copy bound).
+    // (ranks, segment, single copies, what). Broadcasts on the segment: every bound of
+    // their paths (its buffer, the single copy, the large region on 3 and 4 ranks, which
+    // yield on 2 cores) with single copies on and off.
     for (n, on, single, part) in [
         (2, "0", "1", &["bcast"][..]),
         (3, "0", "1", &["bcast"]),
         (4, "0", "1", &["bcast"]),
-        (2, "1", "1", &["bcast", "blocking"]),
-        (3, "1", "1", &["bcast", "blocking"]),
+        (2, "1", "1", &["bcast"]),
+        (3, "1", "1", &["bcast"]),
+        (4, "1", "1", &["bcast"]),
+        (2, "1", "0", &["bcast"]),
+        (4, "1", "0", &["bcast"]),
         (2, "0", "1", &["a2a"]),
         (3, "0", "1", &["a2a"]),
         (2, "1", "1", &["a2a"]),

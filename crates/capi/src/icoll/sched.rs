@@ -325,7 +325,8 @@ pub(crate) fn shared_seg(
 /// there ([`oxmpi_coll::sm::nb::scatterv_max`]), else by one cross-memory copy per rank
 /// ([`oxmpi_coll::sm::SmKind::Single`]) when the blocks qualify (a bcast on more than 2
 /// ranks that yield when idle from 256 KiB to 1 MiB through the segment's nonblocking large
-/// region instead, [`oxmpi_coll::sm::Seg::bcast_large`]); every rank decides alike.
+/// region instead, [`oxmpi_coll::sm::Seg::bcast_large`]), else a bcast by messages after a
+/// post on the segment ([`oxmpi_coll::sm::SmKind::BcastMsg`]); every rank decides alike.
 pub(crate) fn rooted_seg(
     a: &oxmpi_coll::CollComm,
     (posted, small): (usize, oxmpi_coll::sm::SmKind),
@@ -360,8 +361,17 @@ pub(crate) fn rooted_seg(
             oxmpi_coll::sm::Rooted::Bcast => large(),
             _ => None,
         };
-        let seg = seg.or_else(|| oxmpi_coll::sm::existing_single_copy(a, block))?;
-        Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }))
+        if let Some(seg) = seg.or_else(|| oxmpi_coll::sm::existing_single_copy(a, block)) {
+            return Some((seg, oxmpi_coll::sm::SmKind::Single { root, block, coll }));
+        }
+        // A bcast whose length goes by message still starts on the segment, where the
+        // root's post says which path its length took: a rank whose length put it on
+        // another path (an erroneous call) fails instead of waiting for the other's part.
+        let seg = match coll {
+            oxmpi_coll::sm::Rooted::Bcast => oxmpi_coll::sm::existing(a)?,
+            _ => return None,
+        };
+        Some((seg, oxmpi_coll::sm::SmKind::BcastMsg { root }))
     })
 }
 

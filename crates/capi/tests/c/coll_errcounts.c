@@ -1,8 +1,10 @@
 /* Erroneous counts must fail cleanly, never hang: broadcasts whose root sends more or fewer
- * bytes than one rank posts (MPI_Bcast, MPI_Ibcast), and all-to-alls where the sender's and
- * the receiver's counts for one pair differ (MPI_Alltoallv, MPI_Ialltoallv, MPI_Alltoallw,
- * MPI_Ialltoallw), with lengths on both sides of the shared-memory segment's bounds (a
- * 4 KiB buffer, the alltoallv table's room per block, 32 KiB and 64 KiB) and far apart.
+ * bytes than one rank posts (MPI_Bcast, MPI_Ibcast, MPI_Bcast_init), and all-to-alls where
+ * the sender's and the receiver's counts for one pair differ (MPI_Alltoallv, MPI_Ialltoallv,
+ * MPI_Alltoallw, MPI_Ialltoallw, MPI_Alltoallv_init, MPI_Alltoallw_init), with lengths on both sides of the shared-memory segment's bounds (a
+ * 4 KiB buffer, the alltoallv table's room per block, 32 KiB and 64 KiB; for broadcasts also
+ * 256 KiB and 1 MiB, the nonblocking large region's and the single copy's bounds) and far
+ * apart.
  * MPI_ERRORS_RETURN is set on MPI_COMM_WORLD. After every erroneous call a correct call of
  * the same collective must succeed on every rank (the communicator stays usable).
  *
@@ -11,23 +13,28 @@
  * - bcast: the root succeeds; the rank whose buffer is shorter than the root's data fails
  *   with MPI_ERR_TRUNCATE, longer with MPI_ERR_COUNT; every other rank succeeds with the
  *   root's data, or (the short rank could not forward the data) fails with
- *   MPI_ERR_TRUNCATE or MPI_ERR_OTHER.
+ *   MPI_ERR_TRUNCATE or MPI_ERR_OTHER (nonblocking: MPI_ERR_OTHER whatever the erroneous
+ *   rank's length, which may have put it on a path that forwards nothing).
  * - alltoallv/w: the receiver of the erroneous block fails with MPI_ERR_TRUNCATE when the
  *   sender's count is larger, and with MPI_ERR_TRUNCATE, MPI_ERR_COUNT or success when it
  *   is smaller; the sender succeeds or fails with one of those; every other rank succeeds
  *   with every block right.
  *
  * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
- * prints the case and exits with status 3. Arguments (any order): "survey", "bcast" or
- * "a2a" (only that part), "blocking" or "nonblocking" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
+ * prints the case and exits with status 3. A persistent request is started twice and must
+ * give the same outcome both times. Arguments (any order): "survey", "bcast" or "a2a" (only
+ * that part), "allreduce" (only sums where one rank passes another count: MPI_Allreduce,
+ * MPI_Iallreduce, MPI_Allreduce_init), "blocking", "nonblocking" or "persistent" (only
+ * those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
 #include "check.h"
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 static int rank, size, survey, failed;
-/* Which forms run: bit 0 blocking, bit 1 nonblocking ("blocking", "nonblocking"). */
-static int forms = 3;
+/* Which forms run: bit 0 blocking, bit 1 nonblocking, bit 2 persistent ("blocking",
+ * "nonblocking", "persistent"). */
+static int forms = 7;
 static char cur[200];
 
 static void on_alarm(int sig) {
@@ -70,12 +77,39 @@ static void *xmalloc(size_t n) {
 
 /* ---- broadcasts ---- */
 
+/* Start persistent request q twice (its outcome must be the same both times: a restart
+ * neither hangs nor reads the first run's state), then free it. */
+static int start_twice(MPI_Request *q) {
+    int rc[2];
+    for (int i = 0; i < 2; i++) {
+        rc[i] = MPI_Start(q);
+        if (rc[i] == MPI_SUCCESS) rc[i] = MPI_Wait(q, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(q);
+    if (class_of_rc(rc[0]) != class_of_rc(rc[1])) {
+        char first[32];
+        snprintf(first, sizeof first, "%s", class_of_rc(rc[0]) == MPI_SUCCESS ? "success" : "an error");
+        fprintf(stderr, "coll_errcounts: rank %d: %s: the first start got %s, the second class %d\n",
+                rank, cur, first, class_of_rc(rc[1]));
+        failed = 1;
+        if (!survey) MPI_Abort(MPI_COMM_WORLD, 99);
+    }
+    return rc[0];
+}
+
+/* nb: 0 MPI_Bcast, 1 MPI_Ibcast, 2 MPI_Bcast_init (started twice). */
 static int bcast_call(int nb, void *buf, size_t n, int root) {
     if (!nb) return MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
     MPI_Request q;
+    if (nb == 2) {
+        int rc = MPI_Bcast_init(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+        return rc != MPI_SUCCESS ? rc : start_twice(&q);
+    }
     int rc = MPI_Ibcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &q);
     return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
+
+static const char *bcast_name[] = {"MPI_Bcast", "MPI_Ibcast", "MPI_Bcast_init"};
 
 /* The root sends m bytes, rank `bad` posts n, every other rank m. */
 static void bcast_case(int nb, int root, int bad, size_t m, size_t n, int seed) {
@@ -83,7 +117,7 @@ static void bcast_case(int nb, int root, int bad, size_t m, size_t n, int seed) 
     unsigned char *buf = xmalloc(mine);
     for (size_t i = 0; i < mine; i++) buf[i] = rank == root ? pat(i, seed) : 0xee;
     snprintf(cur, sizeof cur, "%s: root %d sends %zu B, rank %d posts %zu B",
-             nb ? "MPI_Ibcast" : "MPI_Bcast", root, m, bad, n);
+             bcast_name[nb], root, m, bad, n);
     alarm(30);
     int c = class_of_rc(bcast_call(nb, buf, mine, root));
     int data_ok = 1;
@@ -101,7 +135,12 @@ static void bcast_case(int nb, int root, int bad, size_t m, size_t n, int seed) 
         if (c != want) FAIL("got %s, expected %s", cname(c), cname(want));
     } else if (c == MPI_SUCCESS) {
         if (!data_ok) FAIL("success with the wrong data");
-    } else if (!(m > n && (c == MPI_ERR_TRUNCATE || c == MPI_ERR_OTHER))) {
+    } else if (!(m > n && (c == MPI_ERR_TRUNCATE || c == MPI_ERR_OTHER)) &&
+               !(nb && c == MPI_ERR_OTHER)) {
+        /* MPI_ERR_OTHER below the erroneous rank in the nonblocking form also when that
+         * rank posts more: its length may put it on another path than the root's
+         * messages (e.g. the large region between two lengths that go by message), and
+         * then it forwards nothing. */
         FAIL("got %s", cname(c));
     }
     /* A correct broadcast afterwards. */
@@ -120,9 +159,13 @@ static void bcasts(void) {
         {200, 50},      {4096, 4097},   {4097, 4096},   {4152, 4153},   {4153, 4152},
         {32768, 32769}, {32769, 32768}, {65536, 65537}, {65537, 65536}, {100, 40000},
         {40000, 100},   {0, 70000},     {70000, 0},     {300000, 1},    {1, 300000},
+        /* The nonblocking large region's lower bound (256 KiB, on more than 2 ranks that
+         * yield), the single copy's and the large region's upper bound (1 MiB). */
+        {262143, 262144}, {262144, 262143}, {1048576, 1048577}, {1048577, 1048576},
+        {4096, 1048577},  {1048577, 4096},
     };
     int seed = 0;
-    for (int nb = 0; nb < 2; nb++)
+    for (int nb = 0; nb < 3; nb++)
         for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> nb & 1); k++)
             for (int root = 0; root < size; root++)
                 for (int bad = 0; bad < size; bad++) {
@@ -136,7 +179,7 @@ static void bcasts(void) {
 /* ---- all-to-alls ---- */
 
 static const char *a2a_name[] = {"MPI_Alltoallv", "MPI_Ialltoallv", "MPI_Alltoallw",
-                                 "MPI_Ialltoallw"};
+                                 "MPI_Ialltoallw", "MPI_Alltoallv_init", "MPI_Alltoallw_init"};
 
 static int a2a_call(int kind, const void *sb, const int *sc, const int *sd, void *rb,
                     const int *rcn, const int *rd) {
@@ -148,7 +191,14 @@ static int a2a_call(int kind, const void *sb, const int *sc, const int *sd, void
     case 0: return MPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rcn, rd, MPI_BYTE, MPI_COMM_WORLD);
     case 1: rc = MPI_Ialltoallv(sb, sc, sd, MPI_BYTE, rb, rcn, rd, MPI_BYTE, MPI_COMM_WORLD, &q); break;
     case 2: return MPI_Alltoallw(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD);
-    default: rc = MPI_Ialltoallw(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD, &q); break;
+    case 3: rc = MPI_Ialltoallw(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD, &q); break;
+    case 4:
+        rc = MPI_Alltoallv_init(sb, sc, sd, MPI_BYTE, rb, rcn, rd, MPI_BYTE, MPI_COMM_WORLD,
+                                MPI_INFO_NULL, &q);
+        return rc != MPI_SUCCESS ? rc : start_twice(&q);
+    default:
+        rc = MPI_Alltoallw_init(sb, sc, sd, t, rb, rcn, rd, t, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+        return rc != MPI_SUCCESS ? rc : start_twice(&q);
     }
     return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
@@ -220,8 +270,8 @@ static void a2as(void) {
     };
     const size_t bases[] = {8, 0};
     int seed = 0;
-    for (int kind = 0; kind < 4; kind++)
-        for (size_t b = 0; b < sizeof bases / sizeof bases[0] && (forms >> (kind & 1) & 1); b++)
+    for (int kind = 0; kind < 6; kind++)
+        for (size_t b = 0; b < sizeof bases / sizeof bases[0] && (forms >> (kind < 4 ? kind & 1 : 2) & 1); b++)
             for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
                 for (int s = 0; s < size; s++)
                     for (int d = 0; d < size; d++) {
@@ -231,26 +281,94 @@ static void a2as(void) {
     if (rank == 0 && !failed) printf("coll_errcounts: all-to-all mismatches: ok\n");
 }
 
+/* ---- allreduce ---- */
+
+static const char *ar_name[] = {"MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_init"};
+
+static int ar_call(int form, const int *in, int *out, size_t n) {
+    MPI_Request q;
+    int rc;
+    switch (form) {
+    case 0: return MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    case 1: rc = MPI_Iallreduce(in, out, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q); break;
+    default:
+        rc = MPI_Allreduce_init(in, out, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+        return rc != MPI_SUCCESS ? rc : start_twice(&q);
+    }
+    return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* Every rank sums m ints but rank `bad`, which passes n. The bad rank must fail (any of
+ * MPI_ERR_TRUNCATE, MPI_ERR_COUNT, MPI_ERR_OTHER), the others succeed with the right sums
+ * or fail with one of those; a correct allreduce afterwards succeeds everywhere. */
+static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
+    size_t mine = rank == bad ? n : m;
+    int *in = xmalloc(mine * sizeof(int)), *out = xmalloc(mine * sizeof(int));
+    for (size_t i = 0; i < mine; i++) {
+        in[i] = (int)(i % 1000) + seed + rank;
+        out[i] = -1;
+    }
+    snprintf(cur, sizeof cur, "%s: %zu ints, rank %d passes %zu", ar_name[form], m, bad, n);
+    alarm(30);
+    int c = class_of_rc(ar_call(form, in, out, mine));
+    int data_ok = 1;
+    for (size_t i = 0; i < mine && data_ok; i++)
+        data_ok = out[i] == size * ((int)(i % 1000) + seed) + size * (size - 1) / 2;
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c),
+               c == MPI_SUCCESS && !data_ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (rank == bad) {
+        if (!known) FAIL("got %s", cname(c));
+    } else if (!(known || (c == MPI_SUCCESS && data_ok))) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong sums" : "");
+    }
+    int v = rank + seed, w = -1;
+    int c2 = class_of_rc(ar_call(form, &v, &w, 1));
+    if (c2 != MPI_SUCCESS || w != size * seed + size * (size - 1) / 2)
+        FAIL("the correct allreduce after it got %s, sum %d", cname(c2), w);
+    alarm(0);
+    free(in);
+    free(out);
+}
+
+static void allreduces(void) {
+    static const size_t pairs[][2] = {
+        {0, 1}, {1, 0}, {1, 2}, {2, 1}, {1024, 1025}, {1025, 1024}, {8192, 8193}, {8193, 8192},
+        {100, 70000}, {70000, 100},
+    };
+    int seed = 0;
+    for (int form = 0; form < 3; form++)
+        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> form & 1); k++)
+            for (int bad = 0; bad < size; bad++)
+                ar_case(form, bad, pairs[k][0], pairs[k][1], ++seed % 200);
+    if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches: ok\n");
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     CHECK(size <= 64);
-    int only_bcast = 0, only_a2a = 0;
+    int only_bcast = 0, only_a2a = 0, only_ar = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
         if (!strcmp(argv[i], "a2a")) only_a2a = 1;
+        if (!strcmp(argv[i], "allreduce")) only_ar = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
+        if (!strcmp(argv[i], "persistent")) forms = 4;
     }
     signal(SIGALRM, on_alarm);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* The segment (when there is one) is made by a first collective. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!only_a2a) bcasts();
-    if (!only_bcast) a2as();
+    if (!only_a2a && !only_ar) bcasts();
+    if (!only_bcast && !only_ar) a2as();
+    if (only_ar) allreduces();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0 && !failed) printf("coll_errcounts: all checks passed\n");
     MPI_Finalize();

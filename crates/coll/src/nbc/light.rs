@@ -299,14 +299,9 @@ fn advance(b: &mut Body) -> bool {
             }
             Ok(())
         }
-        Ok(Progress::Mismatch) => Err(arg_err(
-            ErrorClass::Truncate,
-            "a block's length differs from its receive count",
-        )),
-        Ok(Progress::CopyFailed) => Err(arg_err(
-            ErrorClass::Other,
-            "a cross-memory copy between ranks failed",
-        )),
+        Ok(failed) => Err(failed.error().unwrap_or_else(|| {
+            arg_err(ErrorClass::Intern, "a failed collective without an error")
+        })),
         Err(p) => Err(progress::panicked(&*p)),
     };
     b.outcome = Some(outcome);

@@ -242,7 +242,9 @@ impl Round {
 /// ([`CollComm::ibcast`]): its first receive (planned round 0) is watched, and the rounds
 /// after it are added once it ended ([`Schedule::bcast_next`]).
 struct BcastNb {
-    /// Bytes of our buffer (region 0).
+    /// Region of our buffer.
+    buf: usize,
+    /// Bytes of our buffer.
     n: usize,
     /// Region of the 8-byte header of a marker.
     head: usize,
@@ -613,7 +615,16 @@ impl Schedule {
             } else {
                 nb.sinks().to_vec()
             };
+            let tree = match (end, nb.kind()) {
+                (Progress::Done, &SmKind::BcastMsg { root }) => Some((root, nb.bcast_takers())),
+                _ => None,
+            };
             let v_tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            if let Some((root, takers)) = tree {
+                // A bcast whose length goes by message: the tree's rounds now.
+                self.tag = v_tag;
+                self.bcast_tree(root, takers);
+            }
             if dropped | no_recv != 0 && end != Progress::Pending {
                 for r in &mut self.rounds {
                     r.0.retain(|s| match *s {
@@ -660,11 +671,14 @@ impl Schedule {
                     self.sm = None;
                     self.started = false;
                 }
-                Progress::CopyFailed => {
-                    return Some(Err(arg_err(
-                        ErrorClass::Other,
-                        "a cross-memory copy between ranks failed",
-                    )))
+                // Nothing of ours moves by message after these.
+                failed @ (Progress::CopyFailed
+                | Progress::Differs { .. }
+                | Progress::Upstream { .. }) => {
+                    let e = failed.error();
+                    return Some(Err(e.unwrap_or_else(|| {
+                        arg_err(ErrorClass::Intern, "a failed collective without an error")
+                    })));
                 }
             }
         }
@@ -742,6 +756,48 @@ impl Schedule {
         }
     }
 
+    /// The rounds of a [`SmKind::BcastMsg`] once its segment's part ended well (region 0
+    /// the root's input, region 1 the others' output): the binomial tree of
+    /// [`CollComm::ibcast`], whose sends go only to `takers` (bit `r`: rank `r` receives
+    /// from us), its length checks included.
+    fn bcast_tree(&mut self, root: usize, takers: u64) {
+        let (me, p) = (self.cc.rank as usize, self.cc.size as usize);
+        let (ancestors, children) = crate::sm::nb::bcast_tree(me, root, p);
+        let children: Vec<i32> = children
+            .into_iter()
+            .filter(|&c| takers & 1 << c != 0)
+            .map(|c| c as i32)
+            .collect();
+        if me == root {
+            let n = self.regions[0].ptr_len().1;
+            let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
+            let r = self.round();
+            for &c in &children {
+                if n > 0 {
+                    r.push(snd((0, 0), n, c));
+                } else {
+                    r.push(snd((head, 0), 0, c));
+                    r.push(snd((head, 0), 8, c));
+                }
+            }
+            return;
+        }
+        let n = self.regions[1].ptr_len().1;
+        let parent = ancestors.first().copied().unwrap_or(root) as i32;
+        let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
+        self.round().push(rcv((1, 0), n, parent));
+        self.bcast = Some(BcastNb {
+            buf: 1,
+            n,
+            head,
+            parent,
+            children,
+            planned: self.rounds.len(),
+            got: None,
+            header_round: None,
+        });
+    }
+
     /// A receiving rank of a point-to-point bcast ([`CollComm::ibcast`]) after round `i`
     /// ended: after its first receive (round 0), the round that forwards the data (exactly
     /// the bytes that came), or receives a marker's header, or (truncated) forwards a
@@ -751,7 +807,7 @@ impl Schedule {
         let Some(b) = self.bcast.as_mut() else {
             return Ok(());
         };
-        let (n, head) = (b.n, b.head);
+        let (n, head, buf) = (b.n, b.head, b.buf);
         let marker = |children: &[i32]| -> Round {
             Round(
                 children
@@ -768,7 +824,7 @@ impl Schedule {
                     if got != n {
                         self.late = Some(bcast_differs(got, n));
                     }
-                    Round(b.children.iter().map(|&c| snd((0, 0), got, c)).collect())
+                    Round(b.children.iter().map(|&c| snd((buf, 0), got, c)).collect())
                 }
                 // The marker: its header next.
                 None => {
@@ -985,6 +1041,7 @@ impl CollComm {
         }
         s.round().push(rcv((0, 0), n, parent));
         s.bcast = Some(BcastNb {
+            buf: 0,
             n,
             head,
             parent,

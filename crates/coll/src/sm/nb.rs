@@ -17,10 +17,12 @@
 //! and compute the result with the same rules ([`SmKind::posts`], [`SmKind::needs`],
 //! [`SmKind::compute`]) on the blocking buffers.
 
-use super::segment::{copy_own, trade, Large, Pair, Reduction};
+use super::segment::{copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
 use super::{own_pid, Seg, CAP, DATA};
+use crate::arg_err;
+use crate::base::helpers::bcast_differs;
 use crate::sched::OwnedOp;
-use oxmpi_engine::{cma_copy, Cma};
+use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -33,8 +35,31 @@ pub type Fold<'a> = &'a dyn Fn(&[u8], &mut [u8]);
 pub enum SmKind {
     /// `MPI_Ibarrier`.
     Barrier,
-    /// `MPI_Ibcast` from `root` (the root's input is the data, the others' output).
+    /// `MPI_Ibcast` from `root` (the root's input is the data, the others' output) of at
+    /// most [`DATA`] bytes: the root posts [`BCAST_SMALL_TAG`], 0, its length and its data
+    /// (at [`BCAST_AT`]) and is done; every other rank posts its own first word (0: it
+    /// takes no message) and copies the data once the root's post says this path and its
+    /// own length, else fails (the root's post of every broadcast path says the path and
+    /// the length: a rank whose length differs from the root's, which may put it on
+    /// another path, fails with `MPI_ERR_TRUNCATE` or `MPI_ERR_COUNT` instead of waiting).
+    /// Read by [`SmNb::progress`], not [`SmKind::compute`].
     Bcast {
+        /// Root rank.
+        root: usize,
+    },
+    /// `MPI_Ibcast` from `root` whose length goes by message (larger than the single
+    /// copy, or no cross-memory copies, and not through the large region): every rank
+    /// posts [`BCAST_MSG_TAG`], 0 and its length on the segment first, so that a rank
+    /// whose length put it on another path (an erroneous call) sees that the root sends
+    /// messages and fails, and a rank of this path sees a root of another one. Then the
+    /// binomial tree of the point-to-point ibcast (`CollComm::ibcast`, its length checks
+    /// too), on a tag derived from the segment's sequence: a rank receives from its parent
+    /// only when the root and each of its ancestors posted this tag (else it fails, and
+    /// nobody sends to it), and sends only to children that posted it
+    /// ([`SmNb::bcast_takers`]). Input and output as for [`SmKind::Bcast`]. Read by
+    /// [`SmNb::progress`]; the schedule adds the tree's rounds once the segment's part
+    /// ended (`Schedule::shared`).
+    BcastMsg {
         /// Root rank.
         root: usize,
     },
@@ -223,6 +248,54 @@ pub enum Rooted {
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
 
+/// The first word of a small broadcast root's post ([`SmKind::Bcast`]). Every broadcast
+/// root posts a first word that names its path (a pid for the cross-memory path,
+/// [`SmKind::Single`]; [`BCAST_LARGE_TAG`] for the large region; this; [`BCAST_MSG_TAG`])
+/// and its length as its third word, so that a rank whose length put it on another path
+/// (an erroneous call) fails instead of waiting or reading the wrong bytes. No pid is
+/// this large.
+pub(crate) const BCAST_SMALL_TAG: u64 = u64::MAX - 1;
+/// The first word of a broadcast's post when its length goes by message
+/// ([`SmKind::BcastMsg`]): at the root, its path; elsewhere, that the rank takes the
+/// message from its parent (every other rank's post has 0 there).
+pub(crate) const BCAST_MSG_TAG: u64 = u64::MAX - 2;
+/// Where a small broadcast root's data starts in its post (after the three words).
+const BCAST_AT: usize = 24;
+const _: () = assert!(BCAST_AT + DATA <= CAP);
+const _: () = assert!(BCAST_MSG_TAG < BCAST_SMALL_TAG && BCAST_SMALL_TAG < BCAST_LARGE_TAG);
+
+/// Rank `me`'s place in the binomial tree of a broadcast from `root` on `p` ranks (the
+/// point-to-point ibcast's, `CollComm::ibcast`): its ancestors below the root (parent
+/// first) and its children.
+pub(crate) fn bcast_tree(me: usize, root: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
+    let rel = (me + p - root) % p;
+    let abs = |r: usize| (r + root) % p;
+    let mut ancestors = Vec::new();
+    let mut a = rel;
+    while a != 0 {
+        a &= a - 1;
+        if a != 0 {
+            ancestors.push(abs(a));
+        }
+    }
+    // Children: rel + m for every power of two m below rel's lowest set bit (below p at
+    // the root), largest first.
+    let low = if rel == 0 {
+        p.next_power_of_two()
+    } else {
+        rel & rel.wrapping_neg()
+    };
+    let mut children = Vec::new();
+    let mut m = low >> 1;
+    while m > 0 {
+        if rel + m < p {
+            children.push(abs(rel + m));
+        }
+        m >>= 1;
+    }
+    (ancestors, children)
+}
+
 /// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
 /// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
 /// gatherv ([`super::V_MAX`]): a [`DATA`]-byte block fits, so a 4 KiB igatherv posts and
@@ -309,9 +382,58 @@ pub enum Progress {
     /// Ended, but a cross-memory copy failed ([`SmKind::Single`]: a buffer outside its
     /// process's memory).
     CopyFailed,
+    /// Ended, but a broadcast's root posted `root` bytes (or took another path) and this
+    /// rank holds `ours`: nothing copied (`MPI_ERR_TRUNCATE` when the root's are more,
+    /// else `MPI_ERR_COUNT`).
+    Differs {
+        /// The root's length.
+        root: usize,
+        /// Ours.
+        ours: usize,
+    },
+    /// Ended, but a rank between the root and this one in a broadcast's tree took no part
+    /// in the messages (its length differs from the root's): nothing came (`MPI_ERR_OTHER`
+    /// when our length is the root's, else as [`Progress::Differs`]).
+    Upstream {
+        /// The root's length.
+        root: usize,
+        /// Ours.
+        ours: usize,
+    },
 }
 
 impl Progress {
+    /// The error of a collective that ended so (`None`: pending or done).
+    pub fn error(self) -> Option<oxmpi_engine::Error> {
+        Some(match self {
+            Progress::Pending | Progress::Done => return None,
+            Progress::Mismatch => arg_err(
+                ErrorClass::Truncate,
+                "a block's length differs from its receive count",
+            ),
+            Progress::CopyFailed => arg_err(
+                ErrorClass::Other,
+                "a cross-memory copy between ranks failed",
+            ),
+            Progress::Differs { root, ours } | Progress::Upstream { root, ours }
+                if root != ours =>
+            {
+                bcast_differs(root, ours)
+            }
+            Progress::Differs { root, .. } => arg_err(
+                ErrorClass::Intern,
+                format!("bcast: the root took another path for the same {root} bytes"),
+            ),
+            Progress::Upstream { root, .. } => arg_err(
+                ErrorClass::Other,
+                format!(
+                    "bcast: a rank between the root and this one does not hold the root's \
+                     {root} bytes and forwards nothing"
+                ),
+            ),
+        })
+    }
+
     /// Ended: [`Progress::Done`] if every length matched (`ok`), else [`Progress::Mismatch`].
     fn ended(ok: bool) -> Progress {
         if ok {
@@ -489,6 +611,7 @@ impl SmKind {
     /// then takes it into scratch ([`SmNb::sinks`]), which a light request cannot.
     pub fn may_take_messages(&self) -> bool {
         matches!(self, SmKind::Alltoallv { far, .. } if *far < usize::MAX)
+            || matches!(self, SmKind::BcastMsg { .. })
     }
 
     /// Whether rank `me` of `p` moves some block by message ([`SmKind::each_message`]).
@@ -521,7 +644,9 @@ impl SmKind {
             | SmKind::Alltoallv { .. }
             | SmKind::Single { .. }
             | SmKind::Large { .. }
-            | SmKind::Pair { .. } => 0..0,
+            | SmKind::Pair { .. }
+            | SmKind::Bcast { .. }
+            | SmKind::BcastMsg { .. } => 0..0,
             SmKind::Reduce { root } | SmKind::Gather { root, .. } => {
                 if me == root {
                     0..p
@@ -529,7 +654,7 @@ impl SmKind {
                     0..0
                 }
             }
-            SmKind::Bcast { root } | SmKind::Scatter { root, .. } => {
+            SmKind::Scatter { root, .. } => {
                 if me == root {
                     0..0
                 } else {
@@ -567,11 +692,6 @@ impl SmKind {
         };
         match self {
             SmKind::Barrier => {}
-            SmKind::Bcast { root } => {
-                if me != *root {
-                    out.copy_from_slice(peer(*root, 0, out.len()));
-                }
-            }
             SmKind::Allreduce => fold(out, 0..p, 0),
             SmKind::Reduce { root } => {
                 if me == *root {
@@ -629,7 +749,9 @@ impl SmKind {
             | SmKind::Scatterv { .. }
             | SmKind::Single { .. }
             | SmKind::Large { .. }
-            | SmKind::Pair { .. } => {}
+            | SmKind::Pair { .. }
+            | SmKind::Bcast { .. }
+            | SmKind::BcastMsg { .. } => {}
         }
     }
 }
@@ -669,6 +791,8 @@ pub struct SmNb {
     /// An alltoallv's messages that come although our count for them put the block
     /// elsewhere: (sender, bytes), received into scratch ([`SmNb::sinks`]).
     sinks: Vec<(usize, usize)>,
+    /// A [`SmKind::BcastMsg`]'s children that take the message from us (bit `r`).
+    takers: u64,
 }
 
 impl SmNb {
@@ -701,6 +825,7 @@ impl SmNb {
             no_msg: 0,
             no_recv: 0,
             sinks: Vec::new(),
+            takers: 0,
         }
     }
 
@@ -723,6 +848,7 @@ impl SmNb {
             no_msg: 0,
             no_recv: 0,
             sinks: Vec::new(),
+            takers: 0,
         }
     }
 
@@ -751,6 +877,13 @@ impl SmNb {
         if let SmKind::Single { root, block, coll } = self.kind {
             // SAFETY: caller contract.
             return unsafe { self.single((root, block, coll), input, output) };
+        }
+        if let SmKind::Bcast { root } = self.kind {
+            // SAFETY: caller contract.
+            return unsafe { self.bcast_small(root, input, output) };
+        }
+        if let SmKind::BcastMsg { root } = self.kind {
+            return self.bcast_msg(root, input.1, output.1);
         }
         if let SmKind::Pair { red } = self.kind {
             let Some(op) = op else {
@@ -964,6 +1097,152 @@ impl SmNb {
         end
     }
 
+    /// The first word and the length (third word) of the root's post of this broadcast
+    /// (call once the root's stamp of it is acquired).
+    fn root_post(&self, root: usize) -> (u64, usize) {
+        let word = |i: usize| {
+            // SAFETY: the root stamped `k` (acquired by the caller) and `k` is open here,
+            // so its post is unchanged; its first 24 bytes lie within `CAP`.
+            let w = unsafe { self.seg.peer_nb(root, self.k, 8 * i, 8) };
+            u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]))
+        };
+        (word(0), usize::try_from(word(2)).unwrap_or(usize::MAX))
+    }
+
+    /// Whether rank `r` posted [`BCAST_MSG_TAG`] as its first word of this broadcast
+    /// (`None`: it has not stamped yet).
+    fn takes_message(&self, r: usize) -> Option<bool> {
+        if !self.seg.stamped(r, self.k) {
+            return None;
+        }
+        // SAFETY: `r` stamped `k` (acquired) and `k` is open here; 8 <= CAP.
+        let w = unsafe { self.seg.peer_nb(r, self.k, 0, 8) };
+        Some(u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])) == BCAST_MSG_TAG)
+    }
+
+    /// Advance a small [`SmKind::Bcast`] (see there).
+    ///
+    /// # Safety
+    /// As [`SmNb::progress`].
+    unsafe fn bcast_small(
+        &mut self,
+        root: usize,
+        input: (*const u8, usize),
+        output: (*mut u8, usize),
+    ) -> Progress {
+        let seg = &*self.seg;
+        let (k, me) = (self.k, seg.rank());
+        if !self.posted {
+            let posted = if me == root {
+                let n = input.1;
+                seg.try_post_with(k, |b| {
+                    let w = b.cast::<u64>();
+                    // SAFETY: `b` is our buffer's `CAP >= BCAST_AT + DATA` bytes and the
+                    // input holds `n <= DATA` bytes (the builder chose this path for
+                    // them; readable by the caller contract).
+                    unsafe {
+                        w.write_unaligned(BCAST_SMALL_TAG);
+                        w.add(1).write_unaligned(0);
+                        w.add(2).write_unaligned(n as u64);
+                        if n > 0 {
+                            std::ptr::copy_nonoverlapping(input.0, b.add(BCAST_AT), n);
+                        }
+                    }
+                })
+            } else {
+                // Our first word: we take no message (a root whose length goes by
+                // message, an erroneous call, reads it).
+                // SAFETY: `b` is our buffer's `CAP >= 8` bytes.
+                seg.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(0) })
+            };
+            if !posted {
+                return Progress::Pending;
+            }
+            self.posted = true;
+        }
+        if me == root {
+            return self.finish(Progress::Done);
+        }
+        if !seg.stamped(root, k) {
+            return Progress::Pending;
+        }
+        let (tag, len) = self.root_post(root);
+        let end = if tag == BCAST_SMALL_TAG && len == output.1 {
+            if len > 0 {
+                // SAFETY: the root stamped `k` (acquired) and `k` is open here: its
+                // `len <= DATA` bytes at `BCAST_AT` are unchanged; the output is writable
+                // for `len` bytes (caller contract) and outside the segment.
+                unsafe {
+                    let src = seg.peer_nb(root, k, BCAST_AT, len);
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), output.0, len);
+                }
+            }
+            Progress::Done
+        } else {
+            Progress::Differs {
+                root: len,
+                ours: output.1,
+            }
+        };
+        self.finish(end)
+    }
+
+    /// Advance the segment's part of a [`SmKind::BcastMsg`] (see there): `n` is our
+    /// length (the root's input, the others' output). Ends once we know whom we send to
+    /// ([`SmNb::bcast_takers`]) and, below the root, that the root and every ancestor
+    /// take part.
+    fn bcast_msg(&mut self, root: usize, input: usize, output: usize) -> Progress {
+        let (k, me, p) = (self.k, self.seg.rank(), self.seg.size());
+        let n = if me == root { input } else { output };
+        if !self.posted {
+            let posted = self.seg.try_post_with(k, |b| {
+                let w = b.cast::<u64>();
+                // SAFETY: `b` is our buffer's `CAP >= 24` bytes.
+                unsafe {
+                    w.write_unaligned(BCAST_MSG_TAG);
+                    w.add(1).write_unaligned(0);
+                    w.add(2).write_unaligned(n as u64);
+                }
+            });
+            if !posted {
+                return Progress::Pending;
+            }
+            self.posted = true;
+        }
+        let (ancestors, children) = bcast_tree(me, root, p);
+        if me != root {
+            if !self.seg.stamped(root, k) {
+                return Progress::Pending;
+            }
+            let (tag, len) = self.root_post(root);
+            if tag != BCAST_MSG_TAG {
+                return self.finish(Progress::Differs { root: len, ours: n });
+            }
+            for &a in &ancestors {
+                match self.takes_message(a) {
+                    None => return Progress::Pending,
+                    Some(false) => return self.finish(Progress::Upstream { root: len, ours: n }),
+                    Some(true) => {}
+                }
+            }
+        }
+        let mut takers = 0;
+        for &c in &children {
+            match self.takes_message(c) {
+                None => return Progress::Pending,
+                Some(t) => takers |= u64::from(t) << c,
+            }
+        }
+        self.takers = takers;
+        self.finish(Progress::Done)
+    }
+
+    /// The children (bit `r`) that take a [`SmKind::BcastMsg`]'s message from us, known
+    /// once the segment's part ended well.
+    pub(crate) fn bcast_takers(&self) -> u64 {
+        self.takers
+    }
+
     /// Advance a [`SmKind::Single`] collective (see there).
     ///
     /// # Safety
@@ -986,6 +1265,15 @@ impl SmNb {
             let Some(ok) = end else {
                 return Progress::Pending;
             };
+            if !ok && me != root {
+                // The root's post is there (the step read it) and says another length or
+                // path.
+                let (_, len) = self.root_post(root);
+                return self.finish(Progress::Differs {
+                    root: len,
+                    ours: output.1,
+                });
+            }
             return self.finish(Progress::ended(ok));
         }
         if me == root {
@@ -1052,9 +1340,18 @@ impl SmNb {
                     } else {
                         (me * len) as u64
                     };
+                // A broadcast's root that took another path (its first word is a tag, not
+                // a pid) or posted another length: nothing to copy (an erroneous call).
+                if coll == Rooted::Bcast && (word(0) >= BCAST_MSG_TAG || len != output.1) {
+                    self.copied = Some(Progress::Differs {
+                        root: len,
+                        ours: output.1,
+                    });
+                }
                 // The root's buffer holds `len` bytes at `at` for us, unchanged (and
                 // written by nobody else) until we stamp, as the root waits for that.
                 let r = match coll {
+                    _ if self.copied.is_some() => Some(Ok(())),
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
                         // SAFETY: see above; the output has room for `len` bytes (checked,
                         // writable by the caller contract).
@@ -1067,14 +1364,17 @@ impl SmNb {
                     }
                     _ => None,
                 };
-                self.copied = Some(match r {
+                self.copied = self.copied.or(Some(match r {
                     None => Progress::Mismatch,
                     Some(Ok(())) => Progress::Done,
                     Some(Err(_)) => Progress::CopyFailed,
-                });
+                }));
             }
-            // Tell the root we are done with its buffer (later if our buffer is in use).
-            if !seg.try_post_with(k, |_| {}) {
+            // Tell the root we are done with its buffer (later if our buffer is in use);
+            // our first word: we take no message (a broadcast root whose length goes by
+            // message, an erroneous call, reads it).
+            // SAFETY: `b` is our buffer's `CAP >= 8` bytes.
+            if !seg.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(0) }) {
                 return Progress::Pending;
             }
         }

@@ -19,7 +19,7 @@ mod stream;
 pub use big::{BCAST_BIG_MIN, REDUCE_BIG_MAX};
 pub use cma::ALLGATHER_PAIR;
 pub(in crate::sm) use cma::{copy_own, trade};
-pub(crate) use large::Large;
+pub(crate) use large::{Large, BCAST_LARGE_TAG};
 pub use large::{Reduction, NB_LARGE_MAX, RS_PHASED_MAX};
 pub use pull::PULL_MAX;
 pub use pull_all::{ALLREDUCE_PAIR, REDUCE_SCATTER_PAIR, REDUCE_SCATTER_PAIR_WRITTEN};

@@ -431,7 +431,7 @@ const IBCAST_LARGE_MIN: usize = super::BCAST_BIG_MIN;
 /// that a rank taking the other path (an erroneous call whose counts straddle
 /// [`IBCAST_LARGE_MIN`]) fails instead of reading the wrong bytes (no process has this
 /// pid, and a root's pid is never this word).
-const BCAST_LARGE_TAG: u64 = u64::MAX;
+pub(crate) const BCAST_LARGE_TAG: u64 = u64::MAX;
 
 impl Seg {
     /// Whether a nonblocking broadcast of `n` bytes (the root's input, the others' output:
@@ -455,7 +455,7 @@ impl Seg {
     /// root's post is there, copies the root's `n` bytes out of the root's slot into its
     /// `output` and then stamps its own buffer (a root that took the cross-memory path in
     /// an erroneous call waits for that). `None` while it has not ended, else whether it
-    /// ended well (`false`: the root posted more than `output` holds, or took the other
+    /// ended well (`false`: the root posted another length than `output` has, or took another
     /// path; nothing copied).
     ///
     /// # Safety
@@ -505,7 +505,9 @@ impl Seg {
                 u64::from_ne_bytes(w.try_into().unwrap_or([0; 8]))
             };
             let len = usize::try_from(word(2)).unwrap_or(usize::MAX);
-            let ok = word(0) == BCAST_LARGE_TAG && len <= output.1 && len <= NB_LARGE_MAX;
+            // Exactly our length: a root that sends fewer bytes than we hold is an error
+            // too (`MPI_ERR_COUNT`, as the blocking bcast says), found by the caller.
+            let ok = word(0) == BCAST_LARGE_TAG && len == output.1 && len <= NB_LARGE_MAX;
             if ok && len > 0 {
                 // SAFETY: the root filled `len` bytes of its slot before its stamp (acquired)
                 // and leaves them alone until we finish `k`; `output` has room for them
@@ -518,8 +520,11 @@ impl Seg {
             st.got = u64::from(ok);
         }
         // Tell a root that took the cross-memory path (an erroneous call) that we are done
-        // with its buffer (later if our buffer is still in use).
-        if !self.try_post_with(k, |_| {}) {
+        // with its buffer (later if our buffer is still in use); our first word says that
+        // we take no message from a parent ([`crate::sm::nb::BCAST_MSG_TAG`]: a root whose
+        // length goes by message, an erroneous call, reads it).
+        // SAFETY: `b` is our buffer's `CAP >= 8` bytes.
+        if !self.try_post_with(k, |b| unsafe { b.cast::<u64>().write_unaligned(0) }) {
             return None;
         }
         Some(st.got == 1)
