@@ -33,7 +33,9 @@
 //! `k - NBUF` (nobody reads that buffer for collective `k - NBUF` any more; lane lines:
 //! `k - LANE`); the lowest done
 //! word seen is cached, so this costs no cache-line transfer in the common case and a run of
-//! broadcasts may pipeline up to `NBUF - 1` ahead. The data of a post that does not fit the
+//! broadcasts may pipeline up to `NBUF - 1` ahead. The cache is refreshed while a rank waits
+//! anyway (its first look that finds a word not there yet), when its next post would need a
+//! newer bound, so that the transfer rarely falls on a post (`Seg::refresh_done`). The data of a post that does not fit the
 //! lane, for a bcast, a scatter, a scatterv's blocks (then flagged in its table) and an
 //! allgather, goes to the poster's *ring* cell `k mod RING_CELLS` instead ([`RING_CELLS`]
 //! cells after the nonblocking large region, under the same rule, since

@@ -570,6 +570,9 @@ impl Seg {
             if ready() {
                 return;
             }
+            if spins == 0 {
+                self.refresh_done();
+            }
             if self.block_after != 0 && yields >= self.block_after {
                 self.eng.progress();
                 self.bell(owner)
@@ -787,6 +790,31 @@ impl Seg {
     unsafe fn post_word(&self, r: usize, k: u64, i: usize) -> u64 {
         // SAFETY: caller contract; word `i` of at most the table's, within `CAP`.
         unsafe { self.data(r, k).cast::<u64>().add(i).read_unaligned() }
+    }
+    /// While we wait anyway (the first look of [`Seg::wait_until`] that finds nothing),
+    /// refresh the cached lower bound of the done words ([`Seg::reusable`]) when the post
+    /// of our next collective would otherwise have to: reading another rank's done word is
+    /// a cache-line transfer from its core (a far vCPU placement's probe round trip, two
+    /// transfers, is 600-700 ns), once every `NBUF - 1` collectives or so, and made at the
+    /// post it delayed the post by as much, on the critical path of the ranks waiting for
+    /// it. Done words only grow, so any value read is a lower bound still; nothing waits
+    /// here.
+    #[inline]
+    fn refresh_done(&self) {
+        let need = (self.seq.load(Ordering::Relaxed) + 1).saturating_sub(NBUF);
+        let old = self.min_done.load(Ordering::Relaxed);
+        if old >= need {
+            return;
+        }
+        // Acquire, as `reusable`'s waits: a rank's reads of the buffers up to its done
+        // word happen before our later writes into them.
+        let low = (0..self.size)
+            .map(|r| self.seq_word(r).load(Ordering::Acquire))
+            .min()
+            .unwrap_or(old);
+        if low > old {
+            self.min_done.store(low, Ordering::Relaxed);
+        }
     }
     /// Wait until every rank's done word has reached `need`.
     fn reusable(&self, need: u64) {
