@@ -36,7 +36,8 @@
 //! every transport (a blocking MPI call, an origin spinning here), the progress thread
 //! neither spins nor watches the sockets: it sleeps on its doorbell alone (the engine's
 //! hand-off, at most `osc_pt2pt_handoff_max`), which that thread rings when it takes a
-//! request off a socket.
+//! request off a socket; the last such thread to leave gives the sockets back to it, so a
+//! request that comes just after wakes it at once.
 //!
 //! Serving in place: a thread of the target's process that waits inside a call on the
 //! window (an origin spinning for a reply, a fence's barrier, [`Net::barrier`]) serves
@@ -158,16 +159,7 @@ impl Net {
         let Some(srv) = self.server.get() else {
             return;
         };
-        let mut s = match srv.try_lock() {
-            Ok(s) => s,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return,
-        };
-        for _ in 0..SERVE_BATCH {
-            if s.pass(self.eng, self.ecomm, &self.world) != Pass::Served {
-                break;
-            }
-        }
+        serve_batch(srv, &EnginePort(self.eng, self.ecomm), &self.world);
     }
 
     /// Stop the progress thread (window free, after the final barrier).
@@ -431,6 +423,104 @@ impl std::fmt::Debug for Net {
 /// looks for its own reply again.
 const SERVE_BATCH: usize = 16;
 
+/// Serve up to [`SERVE_BATCH`] requests from a thread that waits in a call on the window
+/// ([`Net::serve_here`]); nothing when another thread serves right now (it looks at the
+/// queue again before it sleeps).
+fn serve_batch<P: Port>(srv: &Mutex<Server>, port: &P, members: &[i32]) {
+    let mut s = match srv.try_lock() {
+        Ok(s) => s,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for _ in 0..SERVE_BATCH {
+        if s.pass(port, members) != Pass::Served {
+            break;
+        }
+    }
+}
+
+/// A request taken off the queue: its origin and bytes (`None`: receiving it failed, the
+/// origin died).
+type Taken = (usize, Option<Vec<u8>>);
+
+/// The window's context as a [`Server`] uses it: requests in, replies out (a trait, so
+/// that tests drive servers over a queue of their own).
+trait Port {
+    /// Take the next request off the queue: its origin and bytes (`None`: receiving it
+    /// failed, the origin died); `Ok(None)`: nothing there; `Err(Gone)`: the engine is
+    /// finalized or the context is gone.
+    fn take(&self) -> Result<Option<Taken>, Gone>;
+    /// Start sending reply `bytes` to origin `to`, without waiting; `Err` means `to` died.
+    ///
+    /// # Safety
+    /// `bytes` must stay put until [`Port::test`] or [`Port::wait`] saw the send complete.
+    /// Returns the send's handle.
+    unsafe fn send(&self, to: usize, bytes: &[u8]) -> Result<u64, Gone>;
+    /// Whether send `s` completed: `Some(failed)`, or `None` while on its way.
+    fn test(&self, s: u64) -> Option<bool>;
+    /// Wait for send `s` to complete.
+    fn wait(&self, s: u64);
+    /// World ranks the engine knows failed.
+    fn failed_peers(&self) -> Vec<i32>;
+}
+
+/// Nothing more to serve: the engine is finalized (or the window's context is gone), or
+/// a reply's origin died.
+#[derive(Debug)]
+struct Gone;
+
+/// The engine and the window's context: requests come with [`TAG_REQ`], replies go with
+/// [`TAG_REPLY`].
+struct EnginePort(&'static Engine, EComm);
+
+impl Port for EnginePort {
+    fn take(&self) -> Result<Option<Taken>, Gone> {
+        let (eng, ecomm) = (self.0, self.1);
+        match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
+            Ok(Some((m, st))) => {
+                let mut buf = vec![0u8; st.count_bytes];
+                // SAFETY: `buf` is ours and outlives the wait below.
+                let r = unsafe { eng.imrecv(buf.as_mut_ptr(), buf.len(), m) }.map_err(|_| Gone)?;
+                let st = eng.wait(r);
+                let origin = st.source as usize;
+                Ok(Some((origin, st.error.is_none().then_some(buf))))
+            }
+            Ok(None) => Ok(None),
+            Err(_) => Err(Gone),
+        }
+    }
+
+    unsafe fn send(&self, to: usize, bytes: &[u8]) -> Result<u64, Gone> {
+        // SAFETY: the caller keeps `bytes` in place until the send completes.
+        unsafe {
+            self.0.isend(
+                bytes.as_ptr(),
+                bytes.len(),
+                to as i32,
+                TAG_REPLY,
+                self.1,
+                SendMode::Standard,
+            )
+        }
+        .map(|r| r.0)
+        .map_err(|_| Gone)
+    }
+
+    fn test(&self, s: u64) -> Option<bool> {
+        self.0
+            .test(oxmpi_engine::ReqId(s))
+            .map(|st| st.error.is_some())
+    }
+
+    fn wait(&self, s: u64) {
+        let _ = self.0.wait(oxmpi_engine::ReqId(s));
+    }
+
+    fn failed_peers(&self) -> Vec<i32> {
+        self.0.failed_peers()
+    }
+}
+
 /// What one [`Server::pass`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pass {
@@ -455,7 +545,7 @@ struct Server {
     core: TargetCore,
     mem: Box<dyn Memory + Send>,
     /// Replies sent and not complete yet: origin, send request and the bytes it reads.
-    sending: Vec<(usize, oxmpi_engine::ReqId, Vec<u8>)>,
+    sending: Vec<(usize, u64, Vec<u8>)>,
 }
 
 impl Server {
@@ -470,21 +560,23 @@ impl Server {
     /// Take one request off the window's context and run it through the core, or else
     /// retry the waiting lock requests (and see dead lock holders); send the replies.
     /// `members`: the world rank of each member of the window.
-    fn pass(&mut self, eng: &'static Engine, ecomm: EComm, members: &[i32]) -> Pass {
-        self.reap(eng, ecomm);
-        let (out, took) = match eng.improbe(ANY_SOURCE, TAG_REQ, ecomm) {
-            Ok(Some((m, st))) => {
-                let mut buf = vec![0u8; st.count_bytes];
-                // SAFETY: `buf` is ours and outlives the wait below.
-                let st = match unsafe { eng.imrecv(buf.as_mut_ptr(), buf.len(), m) } {
-                    Ok(r) => eng.wait(r),
-                    Err(_) => return Pass::Gone,
-                };
-                let origin = st.source as usize;
-                let out = if st.error.is_some() {
-                    self.core.peer_died(origin, &mut *self.mem)
-                } else {
-                    match Req::decode(&buf) {
+    fn pass<P: Port>(&mut self, port: &P, members: &[i32]) -> Pass {
+        self.reap(port);
+        match port.take() {
+            Ok(taken) => self.apply(port, members, taken),
+            Err(Gone) => Pass::Gone,
+        }
+    }
+
+    /// The rest of [`Server::pass`] once `taken` (a request, or none) came off the
+    /// queue. Taking and applying happen under the one mutex around the server, so the
+    /// requests of each origin are applied in the order they were taken.
+    fn apply<P: Port>(&mut self, port: &P, members: &[i32], taken: Option<Taken>) -> Pass {
+        let (out, took) = match taken {
+            Some((origin, bytes)) => {
+                let out = match bytes {
+                    None => self.core.peer_died(origin, &mut *self.mem),
+                    Some(buf) => match Req::decode(&buf) {
                         Ok(req) => self.core.handle(origin, req, &mut *self.mem),
                         Err(e) => vec![(
                             origin,
@@ -494,16 +586,16 @@ impl Server {
                                 data: Vec::new(),
                             },
                         )],
-                    }
+                    },
                 };
                 (out, true)
             }
-            Ok(None) => {
+            None => {
                 let mut out = self.core.poll(&mut *self.mem);
                 // A lock holder that died without a word: only the engine's failure
                 // detection tells (pidfd on this node, the broken or silent link elsewhere).
                 if self.core.lock_contended() {
-                    for w in eng.failed_peers() {
+                    for w in port.failed_peers() {
                         if let Some(o) = members.iter().position(|&m| m == w) {
                             out.extend(self.core.peer_died(o, &mut *self.mem));
                         }
@@ -511,10 +603,9 @@ impl Server {
                 }
                 (out, false)
             }
-            Err(_) => return Pass::Gone,
         };
         let busy = took || !out.is_empty();
-        self.reply(eng, ecomm, out);
+        self.reply(port, out);
         if busy {
             Pass::Served
         } else {
@@ -524,7 +615,7 @@ impl Server {
 
     /// Send `out`'s replies without waiting; a reply that cannot be sent means its origin
     /// died.
-    fn reply(&mut self, eng: &'static Engine, ecomm: EComm, mut out: proto::Out) {
+    fn reply<P: Port>(&mut self, port: &P, mut out: proto::Out) {
         let mut i = 0;
         while i < out.len() {
             let o = out[i].0;
@@ -532,33 +623,23 @@ impl Server {
             i += 1;
             // SAFETY: `bytes` is kept in `sending` (its heap buffer does not move with
             // the vector) until the send completes ([`Server::reap`], [`Server::drain`]).
-            let sent = unsafe {
-                eng.isend(
-                    bytes.as_ptr(),
-                    bytes.len(),
-                    o as i32,
-                    TAG_REPLY,
-                    ecomm,
-                    SendMode::Standard,
-                )
-            };
-            match sent {
+            match unsafe { port.send(o, &bytes) } {
                 Ok(r) => self.sending.push((o, r, bytes)),
-                Err(_) => out.extend(self.core.peer_died(o, &mut *self.mem)),
+                Err(Gone) => out.extend(self.core.peer_died(o, &mut *self.mem)),
             }
         }
     }
 
     /// Forget the replies whose send completed; one that failed means its origin died.
-    fn reap(&mut self, eng: &'static Engine, ecomm: EComm) {
+    fn reap<P: Port>(&mut self, port: &P) {
         if self.sending.is_empty() {
             return;
         }
         let mut dead = Vec::new();
-        self.sending.retain(|&(o, r, _)| match eng.test(r) {
+        self.sending.retain(|&(o, r, _)| match port.test(r) {
             None => true,
-            Some(st) => {
-                if st.error.is_some() {
+            Some(failed) => {
+                if failed {
                     dead.push(o);
                 }
                 false
@@ -566,14 +647,14 @@ impl Server {
         });
         for o in dead {
             let out = self.core.peer_died(o, &mut *self.mem);
-            self.reply(eng, ecomm, out);
+            self.reply(port, out);
         }
     }
 
     /// Wait for every reply on its way (the window is freed).
-    fn drain(&mut self, eng: &'static Engine) {
+    fn drain<P: Port>(&mut self, port: &P) {
         for (_, r, _) in self.sending.drain(..) {
-            let _ = eng.wait(r);
+            port.wait(r);
         }
     }
 }
@@ -594,10 +675,11 @@ fn serve(
     let mut idle: Option<std::time::Instant> = None;
     let mut sleep_us = 1u64;
     let lock = || srv.lock().unwrap_or_else(|p| p.into_inner());
+    let port = EnginePort(eng, ecomm);
     while !stop.load(Ordering::Acquire) {
         let (pass, held_directly) = {
             let mut s = lock();
-            (s.pass(eng, ecomm, members), s.core.held_directly())
+            (s.pass(&port, members), s.core.held_directly())
         };
         match pass {
             Pass::Gone => return,
@@ -632,5 +714,218 @@ fn serve(
             Err(_) => return,
         }
     }
-    lock().drain(eng);
+    lock().drain(&port);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consts::{MPI_SUM, MPI_UINT8_T};
+    use proto::Fail;
+    use std::collections::VecDeque;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::{Duration, Instant};
+
+    /// Window memory of one byte counter per origin: an accumulate adds its byte to the
+    /// counter at its offset, and is logged (offset, byte) and counted.
+    struct Counters {
+        mem: [u8; 2],
+        log: Arc<Mutex<Vec<(usize, u8)>>>,
+        applied: Arc<AtomicUsize>,
+    }
+
+    impl Memory for Counters {
+        fn put(&mut self, _: &[(isize, usize)], _: &[u8]) -> Result<(), Fail> {
+            unreachable!("only accumulates and flushes here")
+        }
+        fn get(&mut self, _: &[(isize, usize)]) -> Result<Vec<u8>, Fail> {
+            unreachable!("only accumulates and flushes here")
+        }
+        fn accumulate(
+            &mut self,
+            op: AccOp,
+            ranges: &[(isize, usize)],
+            data: &[u8],
+            fetch: bool,
+        ) -> Result<Vec<u8>, Fail> {
+            assert_eq!((op.op, ranges.len(), data.len()), (MPI_SUM, 1, 1));
+            let o = ranges[0].0 as usize;
+            let old = self.mem[o];
+            self.mem[o] = old.wrapping_add(data[0]);
+            self.log.lock().unwrap().push((o, data[0]));
+            self.applied.fetch_add(1, Ordering::SeqCst);
+            Ok(if fetch { vec![old] } else { Vec::new() })
+        }
+        fn cas(&mut self, _: isize, _: &[u8], _: &[u8]) -> Result<Vec<u8>, Fail> {
+            unreachable!("only accumulates and flushes here")
+        }
+        fn try_lock(&mut self, _: bool) -> bool {
+            true
+        }
+        fn unlock(&mut self, _: bool) {}
+        fn posted(&mut self, _: usize) {}
+        fn completed(&mut self) {}
+    }
+
+    /// The window's context as a queue of requests (origin, bytes) and a log of the
+    /// replies sent. A request taken by the thread named `in-call` is held, three times,
+    /// until the other server applied two accumulates (the other origin's next one and
+    /// this origin's next one) or 200 ms passed: while the taker holds the server's mutex
+    /// (as it must) nobody can apply anything meanwhile, and the hold only costs time; a
+    /// taker without the mutex would let the other server apply a later request of the
+    /// same origin first.
+    struct Queue {
+        reqs: Mutex<VecDeque<(usize, Vec<u8>)>>,
+        replies: Mutex<Vec<(usize, Reply)>>,
+        applied: Arc<AtomicUsize>,
+        /// Requests the `in-call` thread took.
+        taken_in_call: AtomicUsize,
+    }
+
+    impl Port for Queue {
+        fn take(&self) -> Result<Option<Taken>, Gone> {
+            let next = self.reqs.lock().unwrap().pop_front();
+            if next.is_some() && std::thread::current().name() == Some("in-call") {
+                let k = self.taken_in_call.fetch_add(1, Ordering::SeqCst);
+                if k < 12 && k % 4 == 1 {
+                    let a = self.applied.load(Ordering::SeqCst);
+                    let t0 = Instant::now();
+                    while self.applied.load(Ordering::SeqCst) < a + 2
+                        && t0.elapsed() < Duration::from_millis(200)
+                    {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            Ok(next.map(|(o, b)| (o, Some(b))))
+        }
+        unsafe fn send(&self, to: usize, bytes: &[u8]) -> Result<u64, Gone> {
+            let r = Reply::decode(bytes).expect("a reply that decodes");
+            self.replies.lock().unwrap().push((to, r));
+            Ok(0)
+        }
+        fn test(&self, _: u64) -> Option<bool> {
+            Some(false)
+        }
+        fn wait(&self, _: u64) {}
+        fn failed_peers(&self) -> Vec<i32> {
+            Vec::new()
+        }
+    }
+
+    /// Two servers of one window at once, as the progress thread and a thread serving
+    /// inside a call on the window (an origin waiting for its reply, a fence's barrier)
+    /// are: two origins' accumulates, every fifth fetching, then a flush each. Each
+    /// origin's accumulates must be applied in the order it sent them, whichever server
+    /// took them, and every reply must be sent once, in order, with the value the
+    /// accumulates before it left.
+    #[test]
+    fn two_servers_apply_each_origins_requests_in_order_and_lose_no_reply() {
+        const N: u8 = 40;
+        let op = AccOp {
+            op: MPI_SUM,
+            basic: MPI_UINT8_T,
+            bsize: 1,
+        };
+        let mut reqs = VecDeque::new();
+        for seq in 1..=N {
+            for origin in 0..2usize {
+                let req = Req::Acc {
+                    op,
+                    fetch: seq % 5 == 0,
+                    ranges: vec![(origin as isize, 1)],
+                    data: vec![seq],
+                };
+                reqs.push_back((origin, req.encode()));
+            }
+        }
+        for origin in 0..2usize {
+            reqs.push_back((origin, Req::Flush.encode()));
+        }
+        let applied = Arc::new(AtomicUsize::new(0));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let srv = Mutex::new(Server::new(Box::new(Counters {
+            mem: [0; 2],
+            log: log.clone(),
+            applied: applied.clone(),
+        })));
+        let q = Queue {
+            reqs: Mutex::new(reqs),
+            replies: Mutex::new(Vec::new()),
+            applied,
+            taken_in_call: AtomicUsize::new(0),
+        };
+        let fetches = (1..=N).filter(|s| s % 5 == 0).count();
+        let expected = 2 * (fetches + 1);
+        let members = [10, 11];
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (srv, q, done, members) = (&srv, &q, &done, &members[..]);
+            // The progress thread: takes the mutex and serves, and lets go a while.
+            let progress = std::thread::Builder::new()
+                .name("progress".into())
+                .spawn_scoped(s, move || {
+                    while !done.load(Ordering::Acquire) {
+                        let _ = srv.lock().unwrap().pass(q, members);
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                })
+                .expect("spawn");
+            // A thread waiting inside a call on the window: serves in batches whenever
+            // the mutex is free.
+            let in_call = std::thread::Builder::new()
+                .name("in-call".into())
+                .spawn_scoped(s, move || {
+                    while !done.load(Ordering::Acquire) {
+                        serve_batch(srv, q, members);
+                        std::hint::spin_loop();
+                    }
+                })
+                .expect("spawn");
+            let t0 = Instant::now();
+            while q.replies.lock().unwrap().len() < expected
+                && t0.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Anything more (a reply sent twice) shows below.
+            std::thread::sleep(Duration::from_millis(20));
+            done.store(true, Ordering::Release);
+            progress.join().expect("progress thread");
+            in_call.join().expect("in-call thread");
+        });
+        let log = log.lock().unwrap().clone();
+        let replies = q.replies.lock().unwrap().clone();
+        assert!(
+            q.taken_in_call.load(Ordering::SeqCst) >= 12,
+            "the in-call thread served too little to test anything: {} requests",
+            q.taken_in_call.load(Ordering::SeqCst)
+        );
+        for origin in 0..2usize {
+            let order: Vec<u8> = log.iter().filter(|e| e.0 == origin).map(|e| e.1).collect();
+            assert_eq!(
+                order,
+                (1..=N).collect::<Vec<u8>>(),
+                "origin {origin}'s accumulates applied out of order"
+            );
+            let got: Vec<Vec<u8>> = replies
+                .iter()
+                .filter(|r| r.0 == origin)
+                .map(|r| {
+                    assert_eq!(r.1.code, MPI_SUCCESS, "origin {origin}: {}", r.1.detail);
+                    r.1.data.clone()
+                })
+                .collect();
+            let mut want: Vec<Vec<u8>> = (1..=N)
+                .filter(|s| s % 5 == 0)
+                .map(|s| vec![(1..s).fold(0u8, |a, b| a.wrapping_add(b))])
+                .collect();
+            want.push(Vec::new());
+            assert_eq!(
+                got, want,
+                "origin {origin}'s replies (fetched values, then the flush's)"
+            );
+        }
+        assert!(q.reqs.lock().unwrap().is_empty(), "requests left unserved");
+    }
 }
