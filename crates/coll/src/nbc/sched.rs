@@ -756,6 +756,22 @@ impl Schedule {
         }
     }
 
+    /// The root's round of the bcast length protocol ([`CollComm::ibcast`]): its `n`
+    /// bytes (region 0) to each child, or, when `n` is 0, an empty marker and the 8-byte
+    /// header holding the length 0 (a region of its own, the next one).
+    fn bcast_root_round(&mut self, n: usize, children: &[i32]) {
+        let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
+        let r = self.round();
+        for &c in children {
+            if n > 0 {
+                r.push(snd((0, 0), n, c));
+            } else {
+                r.push(snd((head, 0), 0, c));
+                r.push(snd((head, 0), 8, c));
+            }
+        }
+    }
+
     /// The rounds of a [`SmKind::BcastMsg`] once its segment's part ended well (region 0
     /// the root's input, region 1 the others' output): the binomial tree of
     /// [`CollComm::ibcast`], whose sends go only to `takers` (bit `r`: rank `r` receives
@@ -770,16 +786,7 @@ impl Schedule {
             .collect();
         if me == root {
             let n = self.regions[0].ptr_len().1;
-            let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
-            let r = self.round();
-            for &c in &children {
-                if n > 0 {
-                    r.push(snd((0, 0), n, c));
-                } else {
-                    r.push(snd((head, 0), 0, c));
-                    r.push(snd((head, 0), 8, c));
-                }
-            }
+            self.bcast_root_round(n, &children);
             return;
         }
         let n = self.regions[1].ptr_len().1;
@@ -1025,20 +1032,11 @@ impl CollComm {
         if p == 1 {
             return Ok(s);
         }
-        let head = s.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
         if parent == PROC_NULL {
-            // The root: its data, or (empty) the marker and header.
-            let r = s.round();
-            for &c in &children {
-                if n > 0 {
-                    r.push(snd((0, 0), n, c));
-                } else {
-                    r.push(snd((head, 0), 0, c));
-                    r.push(snd((head, 0), 8, c));
-                }
-            }
+            s.bcast_root_round(n, &children);
             return Ok(s);
         }
+        let head = s.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
         s.round().push(rcv((0, 0), n, parent));
         s.bcast = Some(BcastNb {
             buf: 0,
