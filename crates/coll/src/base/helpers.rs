@@ -36,6 +36,38 @@ pub(crate) fn bcast_differs(m: usize, n: usize) -> oxmpi_engine::Error {
     )
 }
 
+/// Rank `me`'s place in the binomial tree of a broadcast from `root` on `p` ranks (that of
+/// the point-to-point `CollComm::ibcast` and of the segment's `SmKind::BcastMsg`): its
+/// ancestors below the root (parent first) and its children, largest subtree first.
+pub(crate) fn bcast_tree(me: usize, root: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
+    let rel = (me + p - root) % p;
+    let abs = |r: usize| (r + root) % p;
+    let mut ancestors = Vec::new();
+    let mut a = rel;
+    while a != 0 {
+        a &= a - 1;
+        if a != 0 {
+            ancestors.push(abs(a));
+        }
+    }
+    // Children: rel + m for every power of two m below rel's lowest set bit (below p at
+    // the root), largest first.
+    let low = if rel == 0 {
+        p.next_power_of_two()
+    } else {
+        rel & rel.wrapping_neg()
+    };
+    let mut children = Vec::new();
+    let mut m = low >> 1;
+    while m > 0 {
+        if rel + m < p {
+            children.push(abs(rel + m));
+        }
+        m >>= 1;
+    }
+    (ancestors, children)
+}
+
 /// Marker-header flag of a broadcast that a rank between the root and this one could not
 /// forward: its buffer (the header's low bits: its length) was shorter than the root's data
 /// (`CollComm::bcast`, `CollComm::ibcast`).
@@ -385,6 +417,38 @@ pub(crate) fn scan_rounds(r: i32, p: i32) -> Vec<ScanRound> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank but the root is the child of exactly one rank, the first of its
+    /// ancestors (the root when it has none), whose own ancestors follow; every path ends
+    /// at the root within log2(p) steps, and the root's children are the largest subtrees
+    /// first.
+    #[test]
+    fn bcast_tree_reaches_every_rank_once_from_its_parent() {
+        for p in 1..=70 {
+            for root in [0, 1, p / 2, p - 1].into_iter().filter(|&r| r < p) {
+                let trees: Vec<_> = (0..p).map(|me| bcast_tree(me, root, p)).collect();
+                let mut parent_of = vec![None; p];
+                for (me, (_, children)) in trees.iter().enumerate() {
+                    for &c in children {
+                        assert!(c != root && c < p, "p {p} root {root}: {me} -> {c}");
+                        assert_eq!(parent_of[c].replace(me), None, "p {p} root {root}: {c}");
+                    }
+                }
+                for me in (0..p).filter(|&me| me != root) {
+                    let (ancestors, _) = &trees[me];
+                    let parent = ancestors.first().copied().unwrap_or(root);
+                    assert_eq!(parent_of[me], Some(parent), "p {p} root {root}: {me}");
+                    assert_eq!(&trees[parent].0[..], &ancestors[ancestors.len().min(1)..]);
+                    assert!(ancestors.len() < p.next_power_of_two().trailing_zeros() as usize + 1);
+                }
+                let (up, kids) = &trees[root];
+                assert!(up.is_empty());
+                assert_eq!(kids.len(), p.next_power_of_two().trailing_zeros() as usize);
+                let rel = |r: usize| (r + p - root) % p;
+                assert!(kids.windows(2).all(|w| rel(w[0]) > rel(w[1])));
+            }
+        }
+    }
 
     #[test]
     fn fold_keeps_a_power_of_two_and_maps_back_to_real_ranks() {

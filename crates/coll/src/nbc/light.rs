@@ -34,8 +34,7 @@ use crate::base::stats::{count, Alg};
 use crate::sched::{OwnedOp, Region};
 use crate::sm::nb::{Progress, SmNb};
 use crate::sm::{Seg, SmKind};
-use crate::{arg_err, unpool, CollComm, Result};
-use oxmpi_engine::ErrorClass;
+use crate::{unpool, CollComm, Result};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
@@ -299,9 +298,7 @@ fn advance(b: &mut Body) -> bool {
             }
             Ok(())
         }
-        Ok(failed) => Err(failed.error().unwrap_or_else(|| {
-            arg_err(ErrorClass::Intern, "a failed collective without an error")
-        })),
+        Ok(failed) => Err(failed.failure()),
         Err(p) => Err(progress::panicked(&*p)),
     };
     b.outcome = Some(outcome);

@@ -23,8 +23,8 @@
 //! ([`Schedule::add_link`], e.g. an intercommunicator and its local group).
 
 use crate::base::helpers::{
-    bcast_differs, chain_segments, fold_real_rank, fold_sizes, pooled, rabenseifner_plan,
-    scan_chain, scan_rounds, unpool, RabStep, TRUNCATED_ABOVE,
+    bcast_differs, bcast_tree, chain_segments, fold_real_rank, fold_sizes, pooled,
+    rabenseifner_plan, scan_chain, scan_rounds, unpool, RabStep, TRUNCATED_ABOVE,
 };
 use crate::base::stats::{count, Alg};
 use crate::sm::nb::{Progress, SmNb};
@@ -623,7 +623,9 @@ impl Schedule {
             if let Some((root, takers)) = tree {
                 // A bcast whose length goes by message: the tree's rounds now.
                 self.tag = v_tag;
-                self.bcast_tree(root, takers);
+                // (Region 0 the root's input, region 1 the others' output.)
+                let buf = usize::from(self.cc.rank as usize != root);
+                self.bcast_rounds(buf, root, Some(takers));
             }
             if dropped | no_recv != 0 && end != Progress::Pending {
                 for r in &mut self.rounds {
@@ -675,10 +677,7 @@ impl Schedule {
                 failed @ (Progress::CopyFailed
                 | Progress::Differs { .. }
                 | Progress::Upstream { .. }) => {
-                    let e = failed.error();
-                    return Some(Err(e.unwrap_or_else(|| {
-                        arg_err(ErrorClass::Intern, "a failed collective without an error")
-                    })));
+                    return Some(Err(failed.failure()));
                 }
             }
         }
@@ -756,45 +755,38 @@ impl Schedule {
         }
     }
 
-    /// The root's round of the bcast length protocol ([`CollComm::ibcast`]): its `n`
-    /// bytes (region 0) to each child, or, when `n` is 0, an empty marker and the 8-byte
-    /// header holding the length 0 (a region of its own, the next one).
-    fn bcast_root_round(&mut self, n: usize, children: &[i32]) {
-        let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
-        let r = self.round();
-        for &c in children {
-            if n > 0 {
-                r.push(snd((0, 0), n, c));
-            } else {
-                r.push(snd((head, 0), 0, c));
-                r.push(snd((head, 0), 8, c));
-            }
-        }
-    }
-
-    /// The rounds of a [`SmKind::BcastMsg`] once its segment's part ended well (region 0
-    /// the root's input, region 1 the others' output): the binomial tree of
-    /// [`CollComm::ibcast`], whose sends go only to `takers` (bit `r`: rank `r` receives
-    /// from us), its length checks included.
-    fn bcast_tree(&mut self, root: usize, takers: u64) {
+    /// The rounds of the bcast length protocol ([`CollComm::ibcast`]) on region `buf` (the
+    /// root's data, the others' output) for a broadcast from `root`, down the binomial tree
+    /// ([`bcast_tree`]) to the children in `takers` (bit `r`: rank `r` receives from us;
+    /// `None`: every child). The root sends its bytes to each, or, when it has none, an
+    /// empty marker and the 8-byte header holding the length 0; the others receive their
+    /// first message from their parent and go on in [`Schedule::bcast_next`].
+    fn bcast_rounds(&mut self, buf: usize, root: usize, takers: Option<u64>) {
         let (me, p) = (self.cc.rank as usize, self.cc.size as usize);
-        let (ancestors, children) = crate::sm::nb::bcast_tree(me, root, p);
+        let (ancestors, children) = bcast_tree(me, root, p);
         let children: Vec<i32> = children
             .into_iter()
-            .filter(|&c| takers & 1 << c != 0)
+            .filter(|&c| takers.is_none_or(|t| t & 1 << c != 0))
             .map(|c| c as i32)
             .collect();
+        let n = self.regions[buf].ptr_len().1;
+        let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
         if me == root {
-            let n = self.regions[0].ptr_len().1;
-            self.bcast_root_round(n, &children);
+            let r = self.round();
+            for &c in &children {
+                if n > 0 {
+                    r.push(snd((buf, 0), n, c));
+                } else {
+                    r.push(snd((head, 0), 0, c));
+                    r.push(snd((head, 0), 8, c));
+                }
+            }
             return;
         }
-        let n = self.regions[1].ptr_len().1;
         let parent = ancestors.first().copied().unwrap_or(root) as i32;
-        let head = self.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
-        self.round().push(rcv((1, 0), n, parent));
+        self.round().push(rcv((buf, 0), n, parent));
         self.bcast = Some(BcastNb {
-            buf: 1,
+            buf,
             n,
             head,
             parent,
@@ -974,10 +966,6 @@ impl Schedule {
 }
 
 impl CollComm {
-    fn abs(&self, rel: usize, root: i32) -> i32 {
-        self.modp(rel as i32 + root)
-    }
-
     /// `MPI_Ibarrier`: dissemination rounds.
     pub fn ibarrier(&self) -> Result<Schedule> {
         let mut s = Schedule::new(self, Vec::new(), None)?.counted(Alg::NbcBarrierDissemination);
@@ -1009,45 +997,9 @@ impl CollComm {
     pub fn ibcast(&self, buf: Region, root: i32) -> Result<Schedule> {
         self.check_root(root)?;
         let mut s = Schedule::new(self, vec![buf], None)?.counted(Alg::NbcBcastBinomial);
-        let n = s.regions[0].ptr_len().1;
-        let p = self.size as usize;
-        let rel = self.modp(self.rank - root) as usize;
-        let mut mask = 1;
-        let mut parent = PROC_NULL;
-        while mask < p {
-            if rel & mask != 0 {
-                parent = self.abs(rel - mask, root);
-                break;
-            }
-            mask <<= 1;
+        if self.size > 1 {
+            s.bcast_rounds(0, root as usize, None);
         }
-        let mut children = Vec::new();
-        mask >>= 1;
-        while mask > 0 {
-            if rel + mask < p {
-                children.push(self.abs(rel + mask, root));
-            }
-            mask >>= 1;
-        }
-        if p == 1 {
-            return Ok(s);
-        }
-        if parent == PROC_NULL {
-            s.bcast_root_round(n, &children);
-            return Ok(s);
-        }
-        let head = s.add_region(Region::Owned((n as u64).to_le_bytes().to_vec()));
-        s.round().push(rcv((0, 0), n, parent));
-        s.bcast = Some(BcastNb {
-            buf: 0,
-            n,
-            head,
-            parent,
-            children,
-            planned: s.rounds.len(),
-            got: None,
-            header_round: None,
-        });
         Ok(s)
     }
 

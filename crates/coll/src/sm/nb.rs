@@ -20,7 +20,7 @@
 use super::segment::{copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::arg_err;
-use crate::base::helpers::bcast_differs;
+use crate::base::helpers::{bcast_differs, bcast_tree};
 use crate::sched::OwnedOp;
 use oxmpi_engine::{cma_copy, Cma, ErrorClass};
 use std::sync::atomic::Ordering;
@@ -264,38 +264,6 @@ const BCAST_AT: usize = 24;
 const _: () = assert!(BCAST_AT + DATA <= CAP);
 const _: () = assert!(BCAST_MSG_TAG < BCAST_SMALL_TAG && BCAST_SMALL_TAG < BCAST_LARGE_TAG);
 
-/// Rank `me`'s place in the binomial tree of a broadcast from `root` on `p` ranks (the
-/// point-to-point ibcast's, `CollComm::ibcast`): its ancestors below the root (parent
-/// first) and its children.
-pub(crate) fn bcast_tree(me: usize, root: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
-    let rel = (me + p - root) % p;
-    let abs = |r: usize| (r + root) % p;
-    let mut ancestors = Vec::new();
-    let mut a = rel;
-    while a != 0 {
-        a &= a - 1;
-        if a != 0 {
-            ancestors.push(abs(a));
-        }
-    }
-    // Children: rel + m for every power of two m below rel's lowest set bit (below p at
-    // the root), largest first.
-    let low = if rel == 0 {
-        p.next_power_of_two()
-    } else {
-        rel & rel.wrapping_neg()
-    };
-    let mut children = Vec::new();
-    let mut m = low >> 1;
-    while m > 0 {
-        if rel + m < p {
-            children.push(abs(rel + m));
-        }
-        m >>= 1;
-    }
-    (ancestors, children)
-}
-
 /// Largest block of an `MPI_Igatherv` through the segment: all of its rank's buffer after
 /// the stamp word ([`CAP`]) less the length word posted before it, as for the blocking
 /// gatherv ([`super::V_MAX`]): a [`DATA`]-byte block fits, so a 4 KiB igatherv posts and
@@ -432,6 +400,13 @@ impl Progress {
                 ),
             ),
         })
+    }
+
+    /// The error of a collective that ended in failure ([`Progress::error`]; an internal
+    /// error when called on one that did not).
+    pub fn failure(self) -> oxmpi_engine::Error {
+        self.error()
+            .unwrap_or_else(|| arg_err(ErrorClass::Intern, "a failed collective without an error"))
     }
 
     /// Ended: [`Progress::Done`] if every length matched (`ok`), else [`Progress::Mismatch`].
