@@ -1390,7 +1390,11 @@ impl SmNb {
                         if word(0) & SHARED_POST != 0 && shares(coll, len) && len <= output.1 =>
                     {
                         self.share = share_chunks(len);
-                        // SAFETY: see above and below.
+                        // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
+                        // output has room for `len` bytes (checked, writable by the caller
+                        // contract); the root's block for us is `len` bytes at `at`,
+                        // unchanged until we stamp, which we do only once every chunk is
+                        // counted copied.
                         Some(unsafe { self.read_shared(root, (pid, at), output.0, len) })
                     }
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
