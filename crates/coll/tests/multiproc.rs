@@ -630,6 +630,21 @@ fn light_requests_racing_np3() {
     run(3, "light", &[]);
 }
 
+/// Nonblocking scatters whose blocks the root helps copy (`SmKind::Single` of at least two
+/// `sm::nb::SHARE_CHUNK`s per block, the root in place: it writes the chunks its readers
+/// have not claimed yet; out of place too, unshared), every root, one rank late per round (the root, so
+/// that the readers copy it all, or a reader, so that the root copies much of its block),
+/// advanced by two more threads as well ([`iscatter_shared_suite`]): every block arrives
+/// whole before its request ends, and nothing is written into it afterwards.
+#[test]
+fn iscatter_shared_np3() {
+    run(3, "iscatter-shared", &[]);
+}
+#[test]
+fn iscatter_shared_np4() {
+    run(4, "iscatter-shared", &[]);
+}
+
 /// Nonblocking reduce-scatters of equal blocks whose vector is larger than a slot of the
 /// segment's nonblocking large region (`Reduction::ReduceScatterBlock`, in 2 to 4 phases),
 /// several outstanding at once with allreduces through the same slots between them, in
@@ -724,6 +739,10 @@ fn rank_entry() {
         "phased" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             phased_suite(&w);
+        }
+        "iscatter-shared" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            iscatter_shared_suite(&w);
         }
         "blocking_phased" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2455,6 +2474,91 @@ impl Pollers {
             h.join().unwrap();
         }
     }
+}
+
+/// See [`iscatter_shared_np3`].
+fn iscatter_shared_suite(c: &CollComm) {
+    use oxmpi_coll::nbc::light;
+    use oxmpi_coll::sched::Region;
+    use oxmpi_coll::sm::nb::SHARE_CHUNK;
+    use oxmpi_coll::sm::{Rooted, SmKind};
+    let (p, me) = (c.size as usize, c.rank as usize);
+    // A blocking collective makes the segment (and probes CMA, reading and writing).
+    let seg0 = oxmpi_coll::sm::get(c, Coll::Allreduce).unwrap();
+    assert!(seg0.is_some_and(|s| s.cma_known() && s.push_known()));
+    let pollers = Pollers::start();
+    for it in 0..48u64 {
+        // Same root, size and late rank on every rank (a shared seed).
+        let mut rng = Rng(it * 11 + 5);
+        let root = (it as usize) % p;
+        let block = [2 * SHARE_CHUNK, 3 * SHARE_CHUNK + 1, 200_003, 1 << 20][rng.below(4)];
+        let late = rng.below(p);
+        // The root shares only in place: out of place one round in four.
+        let in_place = me == root && it % 4 != 3;
+        let all = contrib(block * p, it, root, 12);
+        let want = all[me * block..(me + 1) * block].to_vec();
+        let mut inp = if me == root { all.clone() } else { Vec::new() };
+        let mut out = vec![0u8; if in_place { 0 } else { block }];
+        if me == late {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
+        let kind = SmKind::Single {
+            root,
+            block,
+            coll: Rooted::Scatter,
+        };
+        let input = Region::Raw(inp.as_mut_ptr(), inp.len());
+        let output = Region::Raw(out.as_mut_ptr(), out.len());
+        let i = light::claim().expect("a free slot");
+        // SAFETY: `inp` and `out` live until the request ended (waited for below).
+        let ended = unsafe { light::start_then(i, c, (seg, kind), (input, output), None, 0, None) };
+        if ended.is_none() {
+            loop {
+                if let Some(r) = light::test(i) {
+                    r.unwrap();
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        if !in_place {
+            // First, at once, the last byte of every page (a copy in flight, the kernel's
+            // forward one, writes it last); then every byte.
+            let late_page = (1..=block.div_ceil(4096))
+                .map(|i| (i * 4096).min(block) - 1)
+                .find(|&j| out[j] != want[j]);
+            assert!(
+                late_page.is_none(),
+                "iscatter shared, iteration {it} (block {block}, root {root}, late {late}): \
+                 byte {} of rank {me}'s block (a page's last) not there at its end",
+                late_page.unwrap_or(0)
+            );
+            let bad = out.iter().zip(&want).position(|(a, b)| a != b);
+            assert!(
+                bad.is_none(),
+                "iscatter shared, iteration {it} (block {block}, root {root}, late {late}): \
+                 byte {} of rank {me}'s block wrong at its end",
+                bad.unwrap_or(0)
+            );
+        }
+        if me == root {
+            assert!(inp == all, "iteration {it}: the root's input changed");
+        }
+        // Nothing may write into the output once the request ended: overwrite it, let
+        // every rank finish, then look again.
+        out.fill(0xa5);
+        c.barrier().unwrap();
+        let bad = out.iter().position(|&b| b != 0xa5);
+        assert!(
+            bad.is_none(),
+            "iscatter shared, iteration {it} (block {block}, root {root}, late {late}): \
+             byte {} of rank {me}'s output written after its end",
+            bad.unwrap_or(0)
+        );
+    }
+    pollers.stop();
+    assert_eq!(light::open(), 0, "every light request ended exactly once");
 }
 
 /// See [`light_requests_racing_np2`].

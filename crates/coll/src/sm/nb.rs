@@ -248,6 +248,44 @@ pub enum Rooted {
 const SINGLE_POST: usize = 3;
 const _: () = assert!(8 * SINGLE_POST <= CAP);
 
+/// Chunk of a shared scatter block ([`shares`]).
+pub const SHARE_CHUNK: usize = 64 << 10;
+/// Words per rank after a shared scatter root's [`SINGLE_POST`] words, at
+/// `SINGLE_POST + SHARE_WORDS * r`: chunks claimed, chunks copied (plus [`SHARE_FAILED`]
+/// per failed one), the reader's pid, the reader's output address (0 until it opens its
+/// block to the root).
+const SHARE_WORDS: usize = 4;
+/// Added to a shared block's copied count for a chunk whose copy failed.
+const SHARE_FAILED: u64 = 1 << 32;
+/// Set in a scatter root's first word (its pid) when it shares its blocks ([`shares`]).
+const SHARED_POST: u64 = 1 << 40;
+const _: () = assert!(8 * (SINGLE_POST + SHARE_WORDS * super::MAX_RANKS as usize) <= CAP);
+
+/// Whether a [`SmKind::Single`] collective's blocks of `block` bytes may be shared: a
+/// scatter of at least two [`SHARE_CHUNK`]s per block. The root shares them when it has no
+/// block of its own to copy (in place; out of place its own copy already keeps its CPU
+/// busy, and sharing measured slower there) and says so in its post
+/// ([`SHARED_POST`]); then, once it posted, it copies
+/// chunks of the blocks of the ranks that opened theirs to it (`process_vm_writev` into
+/// their output) while they read the rest (`process_vm_readv`), each chunk claimed by
+/// whoever takes it first (a counter in the root's post). Oversubscribed, every reader
+/// on the other CPU from the root copies its whole block itself otherwise, while the
+/// root's CPU idles once its co-located readers are done.
+fn shares(coll: Rooted, block: usize) -> bool {
+    coll == Rooted::Scatter && block >= 2 * SHARE_CHUNK
+}
+
+/// Chunks of a shared block of `block` bytes (the last one may be shorter).
+fn share_chunks(block: usize) -> u64 {
+    block.div_ceil(SHARE_CHUNK) as u64
+}
+
+/// Offset and length of chunk `c` of a shared block of `block` bytes.
+fn share_chunk(c: u64, block: usize) -> (usize, usize) {
+    let off = c as usize * SHARE_CHUNK;
+    (off, SHARE_CHUNK.min(block - off))
+}
+
 /// The first word of a small broadcast root's post ([`SmKind::Bcast`]). Every broadcast
 /// root posts a first word that names its path (a pid for the cross-memory path,
 /// [`SmKind::Single`]; [`BCAST_LARGE_TAG`] for the large region; this; [`BCAST_MSG_TAG`])
@@ -768,6 +806,10 @@ pub struct SmNb {
     sinks: Vec<(usize, usize)>,
     /// A [`SmKind::BcastMsg`]'s children that take the message from us (bit `r`).
     takers: u64,
+    /// A [`SmKind::Single`] scatter whose root shares its blocks ([`shares`]): chunks per
+    /// block (0: not shared). A reader stamps once all of its block's are copied; the
+    /// root helps copy them until every reader stamped.
+    share: u64,
 }
 
 impl SmNb {
@@ -801,6 +843,7 @@ impl SmNb {
             no_recv: 0,
             sinks: Vec::new(),
             takers: 0,
+            share: 0,
         }
     }
 
@@ -824,6 +867,7 @@ impl SmNb {
             no_recv: 0,
             sinks: Vec::new(),
             takers: 0,
+            share: 0,
         }
     }
 
@@ -1257,20 +1301,31 @@ impl SmNb {
                     Rooted::Gather => output.0 as u64,
                     Rooted::Bcast | Rooted::Scatter => input.0 as u64,
                 };
+                let share = shares(coll, block) && output.1 == 0;
                 let posted = seg.try_post_with(k, |b| {
                     let w = b.cast::<u64>();
                     // SAFETY: `b` is our buffer's `CAP` bytes, of which we write the
                     // post's first words.
                     unsafe {
-                        w.write_unaligned(own_pid());
+                        w.write_unaligned(own_pid() | if share { SHARED_POST } else { 0 });
                         w.add(1).write_unaligned(buf);
                         w.add(2).write_unaligned(block as u64);
+                        // Shared blocks: every rank's record cleared (nothing claimed,
+                        // copied or opened); only accessed atomically once stamped.
+                        if share {
+                            for i in SINGLE_POST..SINGLE_POST + SHARE_WORDS * p {
+                                w.add(i).write_unaligned(0);
+                            }
+                        }
                     }
                 });
                 if !posted {
                     return Progress::Pending;
                 }
                 self.posted = true;
+                if share {
+                    self.share = share_chunks(block);
+                }
                 // Our own block (none in place), which no other rank touches. Gather in
                 // place passes our block of the output as the input: `copy` allows that.
                 let (src, dst, n) = match coll {
@@ -1295,6 +1350,10 @@ impl SmNb {
             }
             // Every other rank has stamped once it no longer uses our buffer.
             if !(0..p).filter(|&r| r != me).all(|r| seg.stamped(r, k)) {
+                if self.share != 0 {
+                    // SAFETY: caller contract (the input is readable); `k` is open here.
+                    unsafe { self.help_scatter(input, block) };
+                }
                 return Progress::Pending;
             }
         } else {
@@ -1327,6 +1386,17 @@ impl SmNb {
                 // written by nobody else) until we stamp, as the root waits for that.
                 let r = match coll {
                     _ if self.copied.is_some() => Some(Ok(())),
+                    Rooted::Scatter
+                        if word(0) & SHARED_POST != 0 && shares(coll, len) && len <= output.1 =>
+                    {
+                        self.share = share_chunks(len);
+                        // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
+                        // output has room for `len` bytes (checked, writable by the caller
+                        // contract); the root's block for us is `len` bytes at `at`,
+                        // unchanged until we stamp, which we do only once every chunk is
+                        // counted copied.
+                        Some(unsafe { self.read_shared(root, (pid, at), output.0, len) })
+                    }
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
                         // SAFETY: see above; the output has room for `len` bytes (checked,
                         // writable by the caller contract).
@@ -1345,6 +1415,20 @@ impl SmNb {
                     Some(Err(_)) => Progress::CopyFailed,
                 }));
             }
+            // A shared block: every chunk copied, by us or by the root, before we stamp
+            // (the root writes into our output until then).
+            if self.share != 0 {
+                // SAFETY: the root stamped `k` and `k` is open here: its record for us is
+                // only accessed atomically; within `CAP` (checked at compile time).
+                let copied = unsafe { seg.nb_word(root, k, SINGLE_POST + SHARE_WORDS * me + 1) }
+                    .load(Ordering::Acquire);
+                if copied % SHARE_FAILED < self.share {
+                    return Progress::Pending;
+                }
+                if copied >= SHARE_FAILED && self.copied == Some(Progress::Done) {
+                    self.copied = Some(Progress::CopyFailed);
+                }
+            }
             // Tell the root we are done with its buffer (later if our buffer is in use);
             // our first word: we take no message (a broadcast root whose length goes by
             // message, an erroneous call, reads it).
@@ -1356,6 +1440,93 @@ impl SmNb {
         seg.close_nb(k);
         self.done = true;
         self.copied.unwrap_or(Progress::Done)
+    }
+
+    /// A shared scatter block's reader ([`shares`]): opens its block to the root (its pid
+    /// and output address in the root's record for it), then copies the chunks it claims
+    /// first from the root's buffer (`remote`: the root's pid and our block's address
+    /// there); the root writes the others. Err when one of our copies failed.
+    ///
+    /// # Safety
+    /// The root stamped our collective (acquired) and it is open here; `out` is writable
+    /// for `len` bytes, the root's block for us `len` bytes long, and neither changes
+    /// until we stamp.
+    unsafe fn read_shared(
+        &self,
+        root: usize,
+        (pid, remote): (i32, u64),
+        out: *mut u8,
+        len: usize,
+    ) -> std::io::Result<()> {
+        let (seg, k, me) = (&*self.seg, self.k, self.seg.rank());
+        // SAFETY: caller contract (stamped, open): the record is only accessed atomically;
+        // within `CAP` (checked at compile time).
+        let word = |i: usize| unsafe { seg.nb_word(root, k, SINGLE_POST + SHARE_WORDS * me + i) };
+        word(2).store(own_pid(), Ordering::Relaxed);
+        // The root writes only once it sees our address (acquire: our pid too).
+        word(3).store(out as u64, Ordering::Release);
+        let (n, mut res) = (share_chunks(len), Ok(()));
+        loop {
+            let c = word(0).fetch_add(1, Ordering::AcqRel);
+            if c >= n {
+                return res;
+            }
+            let (off, l) = share_chunk(c, len);
+            // SAFETY: caller contract: `off + l <= len` bytes at `out` and at `remote`.
+            let r = unsafe { cma_copy(pid, out.add(off), remote + off as u64, l, Cma::Read) };
+            let failed = r.is_err();
+            if let Err(e) = r {
+                res = Err(e);
+            }
+            word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+        }
+    }
+
+    /// A shared scatter's root ([`shares`]) between its post and its end: copies the
+    /// unclaimed chunks of every block whose reader opened it to us, from our `input`
+    /// into the reader's output (`process_vm_writev`), each counted in the reader's record
+    /// (a failed one marked, the reader reports it).
+    ///
+    /// # Safety
+    /// We posted our collective (stamped) and it is open here; `input` is readable.
+    unsafe fn help_scatter(&self, input: (*const u8, usize), block: usize) {
+        let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
+        let n = share_chunks(block);
+        for r in (1..p).rev().map(|i| (me + i) % p) {
+            if (r + 1) * block > input.1 {
+                continue;
+            }
+            // SAFETY: our own post of `k`, stamped and open: the records are only accessed
+            // atomically; within `CAP` (checked at compile time).
+            let word = |i: usize| unsafe { seg.nb_word(me, k, SINGLE_POST + SHARE_WORDS * r + i) };
+            let to = word(3).load(Ordering::Acquire);
+            if to == 0 {
+                continue;
+            }
+            let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
+            loop {
+                let c = word(0).fetch_add(1, Ordering::AcqRel);
+                if c >= n {
+                    break;
+                }
+                let (off, l) = share_chunk(c, block);
+                // SAFETY: `r * block + off + l <= input.1` (checked above), readable
+                // (caller contract; a write only reads the local side); the reader's output
+                // has room for the block (it opened it) and stays until it stamps, which it
+                // does only once this chunk is counted.
+                let failed = unsafe {
+                    cma_copy(
+                        pid,
+                        input.0.add(r * block + off).cast_mut(),
+                        to + off as u64,
+                        l,
+                        Cma::Write,
+                    )
+                }
+                .is_err();
+                word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+            }
+        }
     }
 
     /// The ranks (bit `r`) whose message of a gatherv or scatterv, planned from our own
