@@ -902,7 +902,11 @@ mod tests {
         assert_eq!(Req::decode_at(&get.encode_at(7)), Ok((7, get.clone())));
         assert!(c.epoch_complete(0));
         // Origin 2 (epoch 1) first: held, not counted.
-        assert!(c.handle_at(2, 1, get.clone(), &mut m).is_empty());
+        let early = c.handle_at(2, 1, get.clone(), &mut m);
+        assert!(
+            early.is_empty(),
+            "a get of the next epoch was answered before this epoch closed: {early:?}"
+        );
         assert!(
             !c.epoch_complete(1),
             "a request of the next epoch was counted in this one"
