@@ -436,11 +436,35 @@ impl Internal {
         crate::coll_alg::barrier(&self.a, self.comm)
     }
 
-    /// A nonblocking barrier (dissemination rounds) for a caller with other work while
-    /// it waits (a window's fence serves its own window's requests); run it with
-    /// [`Internal::progress`].
-    pub fn ibarrier(&self) -> MpiResult<oxmpi_coll::sched::Schedule> {
-        self.a.ibarrier().map_err(self.err())
+    /// A nonblocking elementwise sum of every rank's `v` (the same length everywhere),
+    /// for a caller with other work while it waits (a window's fence agrees on how many
+    /// requests each rank gets); run it with [`Internal::progress`], then read the sums
+    /// with [`Internal::sums_u64`].
+    pub fn iallreduce_sum_u64(&self, v: &[u64]) -> MpiResult<oxmpi_coll::sched::Schedule> {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let op = oxmpi_coll::sched::OwnedOp {
+            f: Box::new(|a: &[u8], b: &mut [u8]| {
+                for (x, y) in a.chunks_exact(8).zip(b.chunks_exact_mut(8)) {
+                    let s = u64::from_ne_bytes(x.try_into().expect("8 bytes"))
+                        .wrapping_add(u64::from_ne_bytes((&*y).try_into().expect("8 bytes")));
+                    y.copy_from_slice(&s.to_ne_bytes());
+                }
+            }),
+            elem_size: 8,
+            commutative: true,
+        };
+        self.a
+            .iallreduce(oxmpi_coll::sched::Region::Owned(bytes), op)
+            .map_err(self.err())
+    }
+
+    /// The sums of a completed [`Internal::iallreduce_sum_u64`].
+    pub fn sums_u64(&self, s: &mut oxmpi_coll::sched::Schedule) -> Vec<u64> {
+        s.take_owned(0)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect()
     }
 
     /// Advances `s` without blocking: `None` while it runs, then its outcome.

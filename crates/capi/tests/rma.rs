@@ -98,6 +98,27 @@ fn rma_over_messages_mpich_build() {
     check_rma_with(2, true, &["--mca", "osc", "pt2pt"]);
 }
 
+/// Fence epochs over messages (`osc=pt2pt`) on 2, 3 and 4 ranks: puts and accumulates of
+/// every rank to every other are applied when the fence returns, and a get of the next
+/// epoch sees a third rank's update of the epoch before (the counting fence, its held
+/// requests).
+#[test]
+fn fence_epochs_over_messages_see_every_update() {
+    let dir = Scratch::new("rma-fence-epochs");
+    let exe = build(false, "rma_fence_epochs.c", &dir.0);
+    for n in [2, 3, 4] {
+        let out = run_with(n, &exe, false, &["--mca", "osc", "pt2pt"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = format!("rma_fence_epochs: all checks passed on {n} ranks");
+        assert!(
+            out.status.success() && stdout.lines().any(|l| l == want),
+            "rma_fence_epochs.c on {n} ranks failed with {:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status.code()
+        );
+    }
+}
+
 /// Four threads of each rank run fetch-and-op, get and compare-and-swap to one target of
 /// one window at once, over messages (`osc=pt2pt`) and directly: each gets its own reply.
 #[test]

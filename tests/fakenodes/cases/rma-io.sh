@@ -9,6 +9,8 @@
 #   io_coll.c on $n ranks: collective reads and writes in two phases, one aggregator per
 #   node (ranks 0 and $n-2 are the first ranks of the first and last node), also in rounds
 #   of cb_buffer_size bytes;
+#   rma_fence_epochs.c on 4 ranks by node: fence epochs' updates all applied, also seen
+#   by a third rank's get of the next epoch;
 #   rma_deadholder.c: a lock holder on another node dies silently.
 fn_cc "$root/crates/capi/tests/c/rma.c"
 fn_cc "$root/crates/capi/tests/c/io.c"
@@ -18,6 +20,13 @@ fn_expect "rma.c, 2 ranks on 2 nodes" 0 40 "^rma: all checks passed on 2 ranks\$
 fn_mpirun -n 4 "$work/rma"
 fn_expect "rma.c, 4 ranks mixing same-node and other-node peers" 0 60 \
   "^rma: all checks passed on 4 ranks\$"
+# Fence epochs across nodes, 4 ranks by node (each window mixes same-node and other-node
+# peers): every put and accumulate is applied when the fence returns, and a get of the next
+# epoch sees a third rank's update of the epoch before.
+fn_cc "$root/crates/capi/tests/c/rma_fence_epochs.c"
+fn_mpirun --map-by node -n 4 "$work/rma_fence_epochs" 100
+fn_expect "rma_fence_epochs.c, 4 ranks on 2 nodes" 0 40 \
+  "^rma_fence_epochs: all checks passed on 4 ranks\$"
 mkdir -p "$work/io-data"
 fn_mpirun -n $n "$work/io" "$work/io-data"
 fn_expect "io.c, $n ranks" 0 40 "^io: done\$"

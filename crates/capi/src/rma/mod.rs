@@ -53,8 +53,8 @@ use sync::{
     release,
 };
 use window::{
-    bad_win, barrier, delete_attr_value, delete_attrs, free_comm, inner, internal, predefined_key,
-    read_info, wins, with_win, Held,
+    bad_win, barrier, delete_attr_value, delete_attrs, free_comm, inner, predefined_key, read_info,
+    wins, with_win, Held,
 };
 
 /// `MPI_Win_free` of window `h`: attribute callbacks, completion of our operations at
@@ -352,11 +352,8 @@ mpi_fn! {
         fence(Ordering::SeqCst);
         match &inner.net {
             // Every rank of the window has a message path when one has (a peer on
-            // another node, or `osc=pt2pt`): all take the serving barrier.
-            Some(net) => {
-                net.flush_all()?;
-                net.barrier(&inner.coll).map_err(internal("MPI_Barrier"))?;
-            }
+            // another node, or `osc=pt2pt`): all take the counting fence.
+            Some(net) => net.fence(&inner.coll)?,
             None => barrier(&inner)?,
         }
         fence(Ordering::SeqCst);

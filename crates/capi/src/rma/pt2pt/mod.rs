@@ -14,9 +14,13 @@
 //!
 //! Completion: requests of one origin reach a target in order (MPI's non-overtaking rule on
 //! one communicator and tag), so any reply proves every earlier operation applied. Origins
-//! remember which targets got unacknowledged puts or accumulates ("dirty"); flush, unlock,
-//! fence and window free ask those targets for an acknowledgement. PSCW's `complete` is a
-//! message that the target counts after applying everything sent before it.
+//! remember which targets got unacknowledged puts or accumulates ("dirty"); flush, unlock
+//! and window free ask those targets for an acknowledgement. A fence asks nobody
+//! ([`Net::fence`]): every request carries its origin's fence epoch, the ranks sum in the
+//! fence how many requests of the epoch each target was sent, and each target serves
+//! until it has handled that many, holding requests of the next epoch until it leaves the
+//! fence too. PSCW's `complete` is a message that the target counts after applying
+//! everything sent before it.
 //!
 //! Threads: every target has a mutex held from a request's send to its reply's receipt, so
 //! several threads of one process using one window never take each other's replies (a
@@ -40,7 +44,7 @@
 //! request that comes just after wakes it at once.
 //!
 //! Serving in place: a thread of the target's process that waits inside a call on the
-//! window (an origin spinning for a reply, a fence's barrier, [`Net::barrier`]) serves
+//! window (an origin spinning for a reply, a fence, [`Net::fence`]) serves
 //! the window's requests itself ([`Net::serve_here`]) under the engine's
 //! [`Engine::serving`] guard, so they ring no doorbell and the progress thread is neither
 //! woken nor needs a core; target core and memory sit behind one mutex ([`Server`]),
@@ -59,7 +63,7 @@ use crate::ffi::{MpiError, MpiResult};
 use oxmpi_engine::{Engine, Wait, ANY_SOURCE};
 use proto::{AccOp, Memory, Reply, Req, TargetCore};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -81,6 +85,11 @@ pub(crate) struct Net {
     ecomm: EComm,
     /// Targets with operations not acknowledged yet.
     dirty: Vec<AtomicBool>,
+    /// Fences completed on the window (our fence epoch; every request carries it).
+    epoch: AtomicU64,
+    /// Requests sent to each target in this fence epoch (summed over the origins in the
+    /// fence, [`Net::fence`]).
+    sent: Vec<AtomicU64>,
     /// Per target: held from a request's send until its reply is in (see the module
     /// documentation).
     turn: Vec<Mutex<()>>,
@@ -117,6 +126,8 @@ impl Net {
             comm,
             ecomm,
             dirty: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            epoch: AtomicU64::new(0),
+            sent: (0..n).map(|_| AtomicU64::new(0)).collect(),
             turn: (0..n).map(|_| Mutex::new(())).collect(),
             acked,
             world,
@@ -180,7 +191,7 @@ impl Net {
     /// Send `req` to target `t` (blocking until the buffer is free, not until applied);
     /// the caller has `t`'s [`Net::turn`].
     fn send(&self, t: usize, req: &Req) -> MpiResult {
-        let bytes = req.encode();
+        let bytes = req.encode_at(self.epoch.load(Ordering::Relaxed));
         // SAFETY: `bytes` lives across this blocking send.
         let st = unsafe {
             self.eng.send(
@@ -194,7 +205,11 @@ impl Net {
         }
         .map_err(err)?;
         match st.error {
-            None => Ok(()),
+            None => {
+                // The target counts it when it handles it ([`Net::fence`]).
+                self.sent[t].fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
             Some(c) => Err(MpiError::new(
                 crate::backend::class_code(c),
                 format!("sending a one-sided request to rank {t} of the window failed"),
@@ -281,30 +296,95 @@ impl Net {
         }
     }
 
-    /// A barrier on the window's communicator (`coll`, its collective view) during which
-    /// this thread serves the requests that come for the window (a fence's: the peers'
-    /// last operations and flushes of the epoch are applied here, not by the progress
-    /// thread, which would have to be woken and scheduled).
-    pub(crate) fn barrier(&self, coll: &crate::comm::Internal) -> MpiResult {
-        let mut s = coll.ibarrier()?;
+    /// The message path's part of `MPI_Win_fence` (on the window's communicator `coll`,
+    /// its collective view), instead of a flush of every target and a barrier: the ranks
+    /// sum, per target, the requests they sent it in this epoch (a nonblocking allreduce,
+    /// which is a barrier too), and each rank then serves until it has handled as many
+    /// requests of the epoch as were sent to it. No acknowledgement round trip: requests
+    /// of one origin arrive in order, and the count says when the last one is in. A
+    /// request of the next epoch, from an origin that left the fence first, is held until
+    /// we leave too ([`proto::TargetCore::handle_at`]), so it sees the whole epoch. Our
+    /// own operations are complete at the origin once sent (their bytes are copied).
+    /// This thread serves the window's requests meanwhile, under the engine's
+    /// [`Engine::serving`] guard, so the progress thread is neither rung nor needs a core.
+    pub(crate) fn fence(&self, coll: &crate::comm::Internal) -> MpiResult {
+        let Some(srv) = self.server.get() else {
+            return Err(MpiError::new(
+                MPI_ERR_INTERN,
+                "a fence on a window whose one-sided server was not started",
+            ));
+        };
+        let counts: Vec<u64> = self
+            .sent
+            .iter()
+            .map(|c| c.swap(0, Ordering::Relaxed))
+            .collect();
+        let mut s = coll.iallreduce_sum_u64(&counts)?;
         let serving = self.eng.serving(TAG_REQ, self.ecomm).map_err(err)?;
+        let r = self.fence_wait(coll, &mut s, srv);
+        drop(serving);
+        // What came while we served rang nobody: serve it now.
+        self.serve_here();
+        r?;
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+        // Every operation we sent in the epoch is applied now, but a target's deferred
+        // error for one of them comes only with a reply: the targets stay dirty, so that
+        // the next flush, unlock or the window's free asks for it.
+        Ok(())
+    }
+
+    /// [`Net::fence`]'s waits: the allreduce `s`, then our share of the requests.
+    fn fence_wait(
+        &self,
+        coll: &crate::comm::Internal,
+        s: &mut oxmpi_coll::sched::Schedule,
+        srv: &Mutex<Server>,
+    ) -> MpiResult {
         let since = std::time::Instant::now();
-        let r = loop {
-            self.serve_here();
-            if let Some(r) = coll.progress(&mut s) {
-                break r;
-            }
+        let pause = |spins: &mut u32| {
             // As a blocking barrier's wait: spin a while, then yield on every pass.
             if since.elapsed() < BUSY_SPIN {
                 std::hint::spin_loop();
             } else {
+                *spins += 1;
                 std::thread::yield_now();
             }
         };
-        drop(serving);
-        // What came while we served rang nobody: serve it now.
-        self.serve_here();
-        r
+        let mut spins = 0u32;
+        loop {
+            self.serve_here();
+            if let Some(r) = coll.progress(s) {
+                r?;
+                break;
+            }
+            pause(&mut spins);
+        }
+        let expected = coll.sums_u64(s).get(coll.rank()).copied().unwrap_or(0);
+        let port = EnginePort(self.eng, self.ecomm);
+        loop {
+            self.serve_here();
+            if srv
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .close_epoch(&port, expected)
+            {
+                return Ok(());
+            }
+            pause(&mut spins);
+            // An origin that died before its last requests of the epoch came: they never
+            // will (looked at now and then, once we yield).
+            if spins % 64 == 63 {
+                let failed = self.eng.failed_peers();
+                if let Some(w) = self.world.iter().find(|w| failed.contains(w)) {
+                    return Err(MpiError::new(
+                        MPIX_ERR_PROC_FAILED,
+                        format!(
+                            "rank {w} of the world failed during a fence on this window (its last operations may be lost)"
+                        ),
+                    ));
+                }
+            }
+        }
     }
 
     /// Send an operation that is acknowledged later (put, accumulate without result).
@@ -576,8 +656,8 @@ impl Server {
             Some((origin, bytes)) => {
                 let out = match bytes {
                     None => self.core.peer_died(origin, &mut *self.mem),
-                    Some(buf) => match Req::decode(&buf) {
-                        Ok(req) => self.core.handle(origin, req, &mut *self.mem),
+                    Some(buf) => match Req::decode_at(&buf) {
+                        Ok((epoch, req)) => self.core.handle_at(origin, epoch, req, &mut *self.mem),
                         Err(e) => vec![(
                             origin,
                             Reply {
@@ -649,6 +729,18 @@ impl Server {
             let out = self.core.peer_died(o, &mut *self.mem);
             self.reply(port, out);
         }
+    }
+
+    /// Close our fence epoch if the `expected` requests of it (summed over the origins in
+    /// the fence) have all been handled: the held requests of the next epoch are handled
+    /// then and their replies sent. Whether it closed.
+    fn close_epoch<P: Port>(&mut self, port: &P, expected: u64) -> bool {
+        if !self.core.epoch_complete(expected) {
+            return false;
+        }
+        let out = self.core.close_epoch(&mut *self.mem);
+        self.reply(port, out);
+        true
     }
 
     /// Wait for every reply on its way (the window is freed).
@@ -836,11 +928,11 @@ mod tests {
                     ranges: vec![(origin as isize, 1)],
                     data: vec![seq],
                 };
-                reqs.push_back((origin, req.encode()));
+                reqs.push_back((origin, req.encode_at(0)));
             }
         }
         for origin in 0..2usize {
-            reqs.push_back((origin, Req::Flush.encode()));
+            reqs.push_back((origin, Req::Flush.encode_at(0)));
         }
         let applied = Arc::new(AtomicUsize::new(0));
         let log = Arc::new(Mutex::new(Vec::new()));

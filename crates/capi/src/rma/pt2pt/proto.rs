@@ -225,6 +225,20 @@ impl Req {
         w.0
     }
 
+    /// The wire form of a request sent in the origin's fence epoch `epoch`.
+    pub(crate) fn encode_at(&self, epoch: u64) -> Vec<u8> {
+        let mut w = W(epoch.to_le_bytes().to_vec());
+        w.0.extend_from_slice(&self.encode());
+        w.0
+    }
+
+    /// Decode [`Req::encode_at`]'s form: the origin's fence epoch and the request.
+    pub(crate) fn decode_at(b: &[u8]) -> Result<(u64, Req), DecodeError> {
+        let mut r = R(b);
+        let epoch = r.u64()?;
+        Ok((epoch, Req::decode(r.0)?))
+    }
+
     /// Decode the wire form.
     pub(crate) fn decode(b: &[u8]) -> Result<Req, DecodeError> {
         let mut r = R(b);
@@ -327,6 +341,14 @@ pub(crate) struct TargetCore {
     failed: BTreeMap<usize, Fail>,
     /// Origins known dead: their requests are dropped.
     dead: Vec<usize>,
+    /// Fences this process has completed on the window (its fence epoch); a request
+    /// carries its origin's ([`TargetCore::handle_at`]).
+    epoch: u64,
+    /// Requests of epoch [`TargetCore::epoch`] handled so far (what a fence counts).
+    handled: u64,
+    /// Requests of a later epoch (their origin left a fence we are still in): held until
+    /// we complete it too ([`TargetCore::close_epoch`]), in arrival order.
+    ahead: VecDeque<(usize, u64, Req)>,
 }
 
 /// Replies to send: (origin, reply).
@@ -338,10 +360,60 @@ impl TargetCore {
         TargetCore::default()
     }
 
-    /// Handle request `req` from `origin` (requests of one origin arrive in the order it
-    /// sent them); returns the replies to send, possibly to other origins (a lock released
-    /// by `Unlock` is granted to the next waiters).
+    /// Handle request `req` from `origin` sent in our own fence epoch (see
+    /// [`TargetCore::handle_at`]).
+    #[cfg(test)]
     pub(crate) fn handle(&mut self, origin: usize, req: Req, mem: &mut dyn Memory) -> Out {
+        self.handle_at(origin, self.epoch, req, mem)
+    }
+
+    /// Handle request `req` that `origin` sent in its fence epoch `epoch` (the number of
+    /// fences it had completed on the window). Requests of our epoch (or an earlier one)
+    /// are applied and counted; a request of a later epoch, whose origin left a fence
+    /// that we have not completed yet, is held until we have
+    /// ([`TargetCore::close_epoch`]): our fence may still wait for other origins'
+    /// operations of the epoch it closes, which that request (a get, say) must see.
+    /// Requests of one origin arrive in the order it sent them (and their epochs never
+    /// decrease), so holding keeps that order. Returns the replies to send, possibly to
+    /// other origins (a lock released by `Unlock` is granted to the next waiters).
+    pub(crate) fn handle_at(
+        &mut self,
+        origin: usize,
+        epoch: u64,
+        req: Req,
+        mem: &mut dyn Memory,
+    ) -> Out {
+        if epoch > self.epoch {
+            self.ahead.push_back((origin, epoch, req));
+            return Vec::new();
+        }
+        if epoch == self.epoch {
+            self.handled += 1;
+        }
+        self.apply(origin, req, mem)
+    }
+
+    /// Whether every request of our epoch that the origins sent to us (`expected`, their
+    /// sum agreed in the fence) has been handled.
+    pub(crate) fn epoch_complete(&self, expected: u64) -> bool {
+        self.handled >= expected
+    }
+
+    /// Our fence completed: the next epoch begins, and the requests held for it are
+    /// handled now (in arrival order). Returns their replies.
+    pub(crate) fn close_epoch(&mut self, mem: &mut dyn Memory) -> Out {
+        self.epoch += 1;
+        self.handled = 0;
+        let mut out = Vec::new();
+        let held = std::mem::take(&mut self.ahead);
+        for (origin, epoch, req) in held {
+            out.extend(self.handle_at(origin, epoch, req, mem));
+        }
+        out
+    }
+
+    /// Apply `req` of `origin` (its epoch admitted by [`TargetCore::handle_at`]).
+    fn apply(&mut self, origin: usize, req: Req, mem: &mut dyn Memory) -> Out {
         if self.dead.contains(&origin) {
             return Vec::new();
         }
@@ -433,6 +505,7 @@ impl TargetCore {
         }
         self.dead.push(origin);
         self.queue.retain(|q| q.0 != origin);
+        self.ahead.retain(|q| q.0 != origin);
         self.failed.remove(&origin);
         let mut out = Vec::new();
         if let Some(excl) = self.held.remove(&origin) {
@@ -812,6 +885,51 @@ mod tests {
         c.handle(1, Req::Complete, &mut m);
         assert_eq!(m.posted, [2]);
         assert_eq!(m.completed, 2);
+    }
+
+    /// The fence's count: origin 1 put in epoch 0 and its request is still on its way
+    /// when origin 2, which already left the fence, gets the same bytes in epoch 1. The
+    /// get must see the put: it is held (no reply, memory untouched) until the target
+    /// has handled the epoch's one expected request and closed the epoch, and then
+    /// answered with the put's bytes; a request of the epoch is counted, one of the next
+    /// is not, and the wire carries the epoch.
+    #[test]
+    fn a_request_of_the_next_epoch_waits_until_the_fence_closes_this_one() {
+        let (mut c, mut m) = (TargetCore::new(), Model::sized(4));
+        let get = Req::Get {
+            ranges: vec![(0, 4)],
+        };
+        assert_eq!(Req::decode_at(&get.encode_at(7)), Ok((7, get.clone())));
+        assert!(c.epoch_complete(0));
+        // Origin 2 (epoch 1) first: held, not counted.
+        let early = c.handle_at(2, 1, get.clone(), &mut m);
+        assert!(
+            early.is_empty(),
+            "a get of the next epoch was answered before this epoch closed: {early:?}"
+        );
+        assert!(
+            !c.epoch_complete(1),
+            "a request of the next epoch was counted in this one"
+        );
+        // Origin 1's put of epoch 0 arrives: counted, applied.
+        let put = Req::Put {
+            ranges: vec![(0, 4)],
+            data: vec![1, 2, 3, 4],
+        };
+        assert!(c.handle_at(1, 0, put, &mut m).is_empty());
+        assert!(c.epoch_complete(1));
+        // A flush of origin 2 in epoch 1 comes after its get, and waits behind it.
+        assert!(c.handle_at(2, 1, Req::Flush, &mut m).is_empty());
+        let out = c.close_epoch(&mut m);
+        assert_eq!(out.len(), 2, "the held get and flush are answered: {out:?}");
+        assert_eq!(
+            (out[0].0, &out[0].1.data[..]),
+            (2, &[1u8, 2, 3, 4][..]),
+            "the get of the next epoch must see the put of the epoch before"
+        );
+        assert_eq!((out[1].0, out[1].1.data.len()), (2, 0));
+        // Both were requests of the new epoch, and are counted in it.
+        assert!(c.epoch_complete(2) && !c.epoch_complete(3));
     }
 
     #[test]
