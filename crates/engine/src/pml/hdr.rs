@@ -37,11 +37,6 @@ pub(crate) const F_RMA: u8 = 16;
 /// transfer down); set by the link on receipt, never sent. Such a transfer does not feed
 /// the one-way [`Chooser`](crate::btl::sm::coop::Chooser).
 pub(crate) const F_COLD: u8 = 32;
-/// An RTS (with [`F_CMA`]) whose sender's streams' chooser for messages of this size from
-/// the receiver is trying the pipelined copy: `_r` is the try's number (never 0). A
-/// receiver that reads such messages alone while it sends to the sender joins the try,
-/// once per number (`crate::btl::sm::two_way`).
-pub(crate) const F_TRY: u8 = 64;
 
 /// Header in front of every record (40 bytes; the sm link sends a standard eager record with
 /// only the first 16, see `crate::btl::sm::link::SHORT_HDR`).
@@ -50,7 +45,6 @@ pub(crate) const F_TRY: u8 = 64;
 /// |---|---|---|---|---|
 /// | EAGER | envelope | - | sender request (sync) | - |
 /// | RTS | envelope | total bytes | sender request | sender buffer address (CMA, RMA) |
-/// | RTS + [`F_TRY`] | as RTS, `_r` = the try's number | total bytes | sender request | sender buffer address |
 /// | CTS | - | bytes wanted | sender request | receiver request |
 /// | CTS + [`F_COOP`] | ctx = transfer sequence, tag = chunk bytes | bytes wanted | sender request | receiver buffer address |
 /// | DATA | - | offset | - | receiver request |
@@ -64,7 +58,7 @@ pub(crate) const F_TRY: u8 = 64;
 /// never wrapping) and `ctx` = the payload length; the link turns it back into a plain DATA
 /// record before the engine sees it.
 ///
-/// `_r` is 0 for the engine but in an RTS with [`F_TRY`]. On an sm link a standard eager record of
+/// `_r` is 0 for the engine. On an sm link a standard eager record of
 /// `crate::btl::sm::link::ALIGN_MIN` to `ALIGN_MAX` bytes carries there the offset of its payload after the
 /// compact header, which puts the payload on a cache line; the link sets and clears it.
 #[repr(C)]

@@ -214,46 +214,13 @@ impl Peer {
     }
 
     /// The mechanism for a rendezvous message of `n` bytes from this peer (world rank `p`)
-    /// matched at `now` while we send to it too, whose request-to-send announced the
-    /// peer's try `peer_try` of the pipeline (0: none) ([`TwoWay::choose`]; a sample the
-    /// choice makes due is recorded first; joining the peer's try is said at verbose level
-    /// 20).
-    pub(crate) fn choose_two_way(&mut self, p: usize, n: usize, now: u64, peer_try: u16) -> Mech {
+    /// matched at `now` while we send to it too ([`TwoWay::choose`]; a sample the choice
+    /// makes due is recorded first).
+    pub(crate) fn choose_two_way(&mut self, p: usize, n: usize, now: u64) -> Mech {
         if let Some(s) = self.two_way.take_held() {
             self.record_two_way(p, (s, false));
         }
-        if peer_try == 0 {
-            return self.two_way.choose(n, now, self.reads_ours, 0);
-        }
-        let before = self.two_way.chooser(n, false).switches();
-        let m = self.two_way.choose(n, now, self.reads_ours, peer_try);
-        let c = self.two_way.chooser(n, false);
-        if c.switches() != before && c.current() == Mech::Pipe {
-            oxmpi_base::verbose!(
-                BTL,
-                20,
-                "sm: messages of {n} B from rank {p} while sending to it: now pipelined copy \
-                 (joining its try {peer_try} of the pipelined copy)"
-            );
-        }
-        m
-    }
-
-    /// The number of our try of the pipeline that a request-to-send of `n` bytes to this
-    /// peer (world rank `p`), going out at `now`, announces, if any ([`TwoWay::rts_try`]; a
-    /// try that begins with it is said at verbose level 20).
-    pub(crate) fn rts_try(&mut self, p: usize, n: usize, now: u64) -> Option<u16> {
-        let before = self.two_way.chooser(n, false).switches();
-        let t = self.two_way.rts_try(n, now)?;
-        if self.two_way.chooser(n, false).switches() != before {
-            oxmpi_base::verbose!(
-                BTL,
-                20,
-                "sm: messages of {n} B from rank {p} while sending to it: now pipelined copy \
-                 (try {t}, announced to the peer, which read our messages alone)"
-            );
-        }
-        Some(t)
+        self.two_way.choose(n, now, self.reads_ours)
     }
 
     /// A message from this peer (world rank `p`) chosen by [`Peer::choose_two_way`]

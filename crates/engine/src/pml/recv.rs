@@ -11,9 +11,7 @@ use crate::btl::sm::params::SingleCopy;
 use crate::btl::sm::two_way::Sample;
 use crate::btl::BTL;
 use crate::mem::copy;
-use crate::pml::hdr::{
-    Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, F_TRY, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS,
-};
+use crate::pml::hdr::{Hdr, F_CMA, F_COLD, F_RMA, F_SYNC, K_CTS, K_EAGER, K_FIN, K_NACK, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 
@@ -39,9 +37,6 @@ pub(crate) enum Msg {
         cma: bool,
         /// The sender's link offers the buffer for a remote read ([`super::hdr::F_RMA`]).
         rma: bool,
-        /// The number of the sender's try of the pipeline it announces
-        /// ([`super::hdr::F_TRY`]; 0: none).
-        tries: u16,
     },
     /// A large or synchronous send to ourselves: the sender's buffer, copied at match time.
     Local {
@@ -511,7 +506,6 @@ impl State {
                 addr,
                 cma,
                 rma,
-                tries,
                 ..
             } => {
                 if self.peers[peer as usize].dead {
@@ -537,7 +531,7 @@ impl State {
                     SingleCopy::Coop if coop_ok => Mech::Coop,
                     SingleCopy::Auto if both_ways => {
                         let now = self.now_ns();
-                        if self.peers[p].choose_two_way(p, n, now, tries) == Mech::Coop
+                        if self.peers[p].choose_two_way(p, n, now) == Mech::Coop
                             && self.pull(rid, peer, sreq, buf, addr, n)
                         {
                             oxmpi_base::verbose!(
@@ -743,7 +737,6 @@ impl State {
                 addr: hdr.c,
                 cma: hdr.flags & F_CMA != 0,
                 rma: hdr.flags & F_RMA != 0,
-                tries: if hdr.flags & F_TRY != 0 { hdr._r } else { 0 },
             };
             if let Some(rid) = self.matcher.match_arrival(env) {
                 self.deliver(rid, env, msg);

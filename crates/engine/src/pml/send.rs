@@ -6,9 +6,8 @@ use super::peer::Out;
 use super::recv::{Ack, Msg};
 use super::request::{empty_status, ReqState, Started};
 use super::State;
-use crate::btl::sm::params::SingleCopy;
 use crate::btl::BTL;
-use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, F_TRY, K_EAGER, K_RTS};
+use crate::pml::hdr::{Hdr, F_CMA, F_RMA, F_SYNC, K_EAGER, K_RTS};
 use crate::pml::matching::Envelope;
 use crate::{CommId, Error, ErrorClass, ReqId, SendMode, Status, PROC_NULL, TAG_UB};
 
@@ -248,21 +247,11 @@ impl State {
             hdr.c = ptr as u64;
             if single_copy {
                 hdr.flags = F_CMA;
-                if self.single_copy == SingleCopy::Auto && peer.two_way.may_announce(len) {
-                    // Our streams' chooser tries the pipeline for the peer's messages of
-                    // this size: say so, and the peer joins (`btl::sm::two_way`).
-                    let now = self.now_ns();
-                    if let Some(t) = self.peers[dest as usize].rts_try(dest as usize, len, now) {
-                        hdr.flags |= F_TRY;
-                        hdr._r = t;
-                    }
-                }
             } else if peer.rma_read {
                 hdr.flags = F_RMA;
             }
             Out::Ctrl(hdr)
         };
-        let peer = &self.peers[dest as usize];
         // The path each message takes (trace level: one atomic load when disabled).
         oxmpi_base::verbose!(
             BTL,

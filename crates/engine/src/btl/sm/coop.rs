@@ -347,8 +347,6 @@ pub struct Chooser {
     /// One-way: the current mechanism is being measured afresh after an idle period,
     /// before the try that was due ([`Chooser::choose_unless`]).
     refreshing: bool,
-    /// Switches so far ([`Chooser::switches`]).
-    switches: u32,
 }
 
 /// Weight of the newest transfer in the both-ways average ([`Chooser::both_ways`]): the
@@ -382,7 +380,6 @@ impl Default for Chooser {
             sums: (0.0, 0.0),
             outliers: 0,
             refreshing: false,
-            switches: 0,
             cur: Mech::Pipe,
             rate: [0.0; 2],
             at: [0; 2],
@@ -472,7 +469,11 @@ impl Chooser {
     /// the two-way ones see pauses between the windows of one workload, and their tries
     /// after such a pause are meant to come at once.
     pub fn choose_unless(&mut self, now: u64, no_pipe_try: bool) -> Mech {
-        if !(no_pipe_try && self.cur == Mech::Coop) && self.try_due(now) {
+        let other = self.cur.other() as usize;
+        if self.taken >= SETTLE
+            && !(no_pipe_try && self.cur == Mech::Coop)
+            && (self.rate[other] == 0.0 || now.saturating_sub(self.at[other]) > self.interval)
+        {
             let k = self.cur as usize;
             if self.one_way
                 && !self.refreshing
@@ -492,40 +493,6 @@ impl Chooser {
         self.cur
     }
 
-    /// Whether a try of the mechanism not in use is due at `now` (what [`Chooser::choose`]
-    /// would begin): the one in use has settled, and the other was never tried or not
-    /// measured for an interval. A try that ended unmeasured ([`Chooser::unmeasured`])
-    /// counts as tried: a both-ways try of the pipeline that the peer did not join came
-    /// again every third window of a bidirectional stream, the pipeline never measured.
-    pub fn try_due(&self, now: u64) -> bool {
-        let other = self.cur.other() as usize;
-        self.taken >= SETTLE
-            && ((self.rate[other] == 0.0 && self.at[other] == 0)
-                || now.saturating_sub(self.at[other]) > self.interval)
-    }
-
-    /// Begins a try of the pipeline at `now` if the single copy is in use, whether or not
-    /// one is due: a both-ways stream's try agreed with the peer (`btl::sm::two_way`: ours
-    /// when our request-to-send announces it, the peer's when we join it). It ends as any
-    /// try does.
-    pub fn try_pipe(&mut self, now: u64) {
-        if self.cur == Mech::Coop {
-            self.switch(now);
-            self.trying = true;
-        }
-    }
-
-    /// The mechanism in use is being tried (a switch by [`Chooser::choose`] or
-    /// [`Chooser::try_pipe`], or both ways by a measurement, whose verdict is still to come).
-    pub fn trying(&self) -> bool {
-        self.trying
-    }
-
-    /// Switches of the mechanism in use so far (wrapping): a try's identity while it lasts.
-    pub fn switches(&self) -> u32 {
-        self.switches
-    }
-
     fn switch(&mut self, now: u64) {
         // The mechanism left was in use until now, so the next try of it comes an interval
         // after this, not after its last measurement: a try of the pipeline in a
@@ -542,7 +509,6 @@ impl Chooser {
         self.trying = false;
         self.outliers = 0;
         self.refreshing = false;
-        self.switches = self.switches.wrapping_add(1);
     }
 
     /// A transfer by `m` moved `bytes` in `ns` nanoseconds, ending at `now`. Measurements of

@@ -15,21 +15,8 @@
 //! rendezvous sends to the peer is under way; a period with one receive is an exchange,
 //! one with more a stream. Streams of messages below 64 KiB (size class 0) are measured by
 //! the period instead ([`by_period`]): all its receives take the mechanism chosen for its
-//! first, and the sample is the bytes received over the period's time.
-//!
-//! A stream's try of the pipeline is agreed with the peer ([`TwoWay::rts_try`]): a pipelined
-//! receive can only be measured while the peer pipelines our messages too (if it reads them
-//! alone, our clear-to-sends wait behind its reads and the receive runs one way after our
-//! sends), and every receive of a window is chosen at its start, before any answer of that
-//! window comes back. So a try that comes due while the peer reads our messages
-//! (`peer_reads`) is not begun at once: it begins with our next request-to-send of that
-//! size class, which says so (its number, [`TwoWay::rts_try`]), and the peer, reading that
-//! request in the same window, joins it ([`TwoWay::choose`]'s `peer_try`): both sides
-//! pipeline that window and measure it. A request-to-send announces only a try of our own,
-//! and a side joins each of the peer's tries once, so a try's leftover announcements (the
-//! rest of its window's requests, sent before it ended) begin nothing. A try that is not
-//! joined ends with its first receive that ends after our sends (unmeasured), i.e. after
-//! its first window. Sans-IO: times come in as nanoseconds.
+//! first, and the sample is the bytes received over the period's time. Sans-IO: times come
+//! in as nanoseconds.
 
 use super::coop::{self, Chooser, Mech};
 
@@ -115,26 +102,6 @@ impl Sample {
     }
 }
 
-/// A stream's agreement with the peer on tries of the pipeline, per size class (see the
-/// module's description).
-#[derive(Clone, Copy, Debug, Default)]
-struct Agree {
-    /// A try of the pipeline came due while the peer read our messages alone: it begins
-    /// with our next request-to-send of the class, which announces it.
-    asking: bool,
-    /// The streams' chooser's switch count ([`Chooser::switches`]) when it joined the
-    /// peer's try: that try is the peer's, and our requests-to-send do not announce it.
-    joined: Option<u32>,
-    /// The number of the peer's last try announced to us (0: none yet).
-    seen: u16,
-}
-
-/// The number a request-to-send gives our try of the pipeline that began with the streams'
-/// chooser's `switches`th switch (1..=65535; 0 is no try).
-fn try_number(switches: u32) -> u16 {
-    (switches % 0xFFFF) as u16 + 1
-}
-
 /// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`],
 /// beginning with the receiver's single copy: a first window of a bidirectional stream
 /// pipelined moved half the bytes, and its two-way rate, measured high, kept the pipeline
@@ -161,8 +128,6 @@ pub struct TwoWay {
     bytes: usize,
     /// Every receive of the period is of a size measured by the period ([`by_period`]).
     whole: bool,
-    /// The streams' tries of the pipeline agreed with the peer, per size class.
-    agree: [Agree; coop::SIZE_CLASSES],
 }
 
 impl Default for TwoWay {
@@ -178,7 +143,6 @@ impl Default for TwoWay {
             held: None,
             bytes: 0,
             whole: false,
-            agree: [Agree::default(); coop::SIZE_CLASSES],
         }
     }
 }
@@ -187,20 +151,17 @@ impl TwoWay {
     /// The mechanism for a receive of `n` bytes chosen at `now` (`now > 0`), which joins
     /// the current period or opens one (the caller records [`TwoWay::take_held`]'s sample
     /// first). `peer_reads` says that the peer read our last rendezvous message alone: the
-    /// streams' chooser then begins no try of the pipeline ([`Chooser::choose_unless`]) but
-    /// asks for one, which our next request-to-send announces ([`TwoWay::rts_try`]).
-    /// `peer_try` is the number of the peer's try of the pipeline that the message's
-    /// request-to-send announced (0: none): on the single copy, the streams' chooser joins
-    /// it, once per try. In a period whose receives are all measured by the period
-    /// ([`by_period`]), every receive takes the first one's mechanism.
-    pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool, peer_try: u16) -> Mech {
+    /// streams' chooser then begins no try of the pipeline ([`Chooser::choose_unless`]).
+    /// In a period whose receives are all measured by the period ([`by_period`]), every
+    /// receive takes the first one's mechanism.
+    pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool) -> Mech {
         let k = coop::size_class(n);
         let m = if self.chosen > 0 && self.whole && by_period(n) {
             self.first.0
         } else if self.chosen == 0 && self.last_exchange {
             self.exchanges[k].choose(now)
         } else {
-            self.stream_choice(k, now, peer_reads, peer_try)
+            self.streams[k].choose_unless(now, peer_reads)
         };
         if self.chosen == 0 {
             self.start = now;
@@ -213,48 +174,6 @@ impl TwoWay {
         self.chosen = self.chosen.saturating_add(1);
         self.open = self.open.saturating_add(1);
         m
-    }
-
-    /// The streams' chooser of size class `k` chooses (see [`TwoWay::choose`]).
-    fn stream_choice(&mut self, k: usize, now: u64, peer_reads: bool, peer_try: u16) -> Mech {
-        let (a, c) = (&mut self.agree[k], &mut self.streams[k]);
-        if peer_try != 0 && peer_try != a.seen {
-            a.seen = peer_try;
-            if c.current() == Mech::Coop {
-                c.try_pipe(now);
-                a.joined = Some(c.switches());
-                a.asking = false;
-            }
-        }
-        if peer_reads && c.current() == Mech::Coop && c.try_due(now) {
-            a.asking = true;
-        }
-        c.choose_unless(now, peer_reads)
-    }
-
-    /// Whether our next request-to-send of `n` bytes to the peer may announce a try of the
-    /// pipeline ([`TwoWay::rts_try`]; the caller asks this first and reads the clock only
-    /// then).
-    pub fn may_announce(&self, n: usize) -> bool {
-        let k = coop::size_class(n);
-        let c = &self.streams[k];
-        self.agree[k].asking || (c.current() == Mech::Pipe && c.trying())
-    }
-
-    /// Our request-to-send of `n` bytes to the peer goes out at `now`: the number of our
-    /// streams' try of the pipeline for it to announce, if one of ours is in progress (not
-    /// one we joined), `None` otherwise. A try asked for while the peer read our messages
-    /// ([`TwoWay::choose`]) begins now: the peer reads this request before it chooses how to
-    /// take the message, and joins.
-    pub fn rts_try(&mut self, n: usize, now: u64) -> Option<u16> {
-        let k = coop::size_class(n);
-        let (a, c) = (&mut self.agree[k], &mut self.streams[k]);
-        if a.asking {
-            a.asking = false;
-            c.try_pipe(now);
-        }
-        (c.current() == Mech::Pipe && c.trying() && a.joined != Some(c.switches()))
-            .then(|| try_number(c.switches()))
     }
 
     /// The first receive's own sample, if another receive is about to join its period
@@ -385,7 +304,7 @@ mod tests {
         if let Some(s) = w.take_held() {
             w.record(s, false);
         }
-        let m = w.choose(n, *t, false, 0);
+        let m = w.choose(n, *t, false);
         let out = match m {
             Mech::Pipe => {
                 assert_eq!(w.sends_done(*t + pipe.0), None, "the receive still moves");
@@ -477,11 +396,10 @@ mod tests {
 
     /// A stream of 4 MiB messages each way that settled on the single copy (the pipeline
     /// 5 GB/s, the receiver's read 10 GB/s). While the peer reads our messages alone, the
-    /// streams' chooser begins no try of the pipeline by itself, however long the stream
-    /// lasts: such a try could not be measured and cost every message chosen during it (the
-    /// peer reads all of ours before it serves our clear-to-sends); it waits for a
-    /// request-to-send of ours to announce it (none is sent here, [`TwoWay::rts_try`]). Once
-    /// the peer answers ours with clear-to-sends (it is on the pipeline too), the try comes.
+    /// streams' chooser begins no try of the pipeline, however long the stream lasts: such
+    /// a try could not be measured and cost every message chosen during it (the peer reads
+    /// all of ours before it serves our clear-to-sends). Once the peer answers ours with
+    /// clear-to-sends (it is on the pipeline too), the try comes.
     #[test]
     fn no_pipeline_try_in_a_stream_while_the_peer_reads_ours() {
         let n = 4 << 20;
@@ -493,7 +411,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            let m = w.choose(n, *t, reads, 0);
+            let m = w.choose(n, *t, reads);
             let d = if m == Mech::Pipe { pipe } else { pull };
             let s = Sample::Timed {
                 m,
@@ -538,7 +456,7 @@ mod tests {
                     w.record(s, false);
                 }
                 assert_eq!(
-                    w.choose(n, 1_000 + i, false, 0),
+                    w.choose(n, 1_000 + i, false),
                     Mech::Coop,
                     "{n} B, message {i}"
                 );
@@ -566,7 +484,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            w.choose(n, at, false, 0)
+            w.choose(n, at, false)
         };
         let first = choose(w, *t);
         let mut same = true;
@@ -653,7 +571,7 @@ mod tests {
     fn streams_are_measured_per_transfer() {
         let n = 1 << 20;
         let mut w = TwoWay::default();
-        assert_eq!(w.choose(n, 100, false, 0), Mech::Coop);
+        assert_eq!(w.choose(n, 100, false), Mech::Coop);
         let first = Sample::Timed {
             m: Mech::Coop,
             n,
@@ -662,8 +580,8 @@ mod tests {
         };
         assert_eq!(w.ended(first, true), None);
         assert_eq!(w.take_held(), Some(first));
-        assert_eq!(w.choose(n, 210, false, 0), Mech::Coop);
-        assert_eq!(w.choose(n, 220, false, 0), Mech::Coop);
+        assert_eq!(w.choose(n, 210, false), Mech::Coop);
+        assert_eq!(w.choose(n, 220, false), Mech::Coop);
         let own = |end| Sample::Timed {
             m: Mech::Coop,
             n,
@@ -686,7 +604,7 @@ mod tests {
         );
         assert!(!w.in_period());
         // The next period begins afresh: an exchange again.
-        assert_eq!(w.choose(n, 500, false, 0), Mech::Coop);
+        assert_eq!(w.choose(n, 500, false), Mech::Coop);
         assert_eq!(w.ended(own(600), true), None);
         let whole = Sample::Timed {
             m: Mech::Coop,
@@ -695,363 +613,5 @@ mod tests {
             end: 650,
         };
         assert_eq!(w.sends_done(650), Some((whole, true)));
-    }
-
-    /// How one side of a simulated bidirectional stream takes the peer's messages.
-    enum Side {
-        /// As the engine does ([`TwoWay`]).
-        Chooses(Box<TwoWay>),
-        /// Always reads them alone, whatever their requests-to-send announce (a receiver
-        /// whose choice is made elsewhere).
-        Reads,
-    }
-
-    /// Per-message times (ns) of a bidirectional stream of `n`-byte messages.
-    #[derive(Clone, Copy)]
-    struct Times {
-        /// Both sides pipeline: each receive.
-        pipe: u64,
-        /// Both sides read the peer's messages alone: each read.
-        pull: u64,
-        /// One side reads, the other pipelines: each of the reader's reads (the peer's
-        /// clear-to-sends wait behind them)...
-        lone: u64,
-        /// ...then each of the other side's pipelined receives, one way, after its sends.
-        pipe_one: u64,
-    }
-
-    /// What a window of the simulated stream was.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Window {
-        /// Every message both ways pipelined.
-        Pipelined,
-        /// Every message both ways read by its receiver alone.
-        Read,
-        /// Some of each.
-        Mixed,
-    }
-
-    /// Messages each way per window (the harness's `bibw`).
-    const W: usize = 64;
-
-    /// Two ranks exchanging windows of [`W`] messages each way, as `bibw` does: each
-    /// side posts its sends (the requests-to-send go out, with what [`TwoWay::rts_try`]
-    /// announces), then matches the peer's [`W`] requests-to-send, choosing every receive
-    /// before any of the window's transfers ends and before any answer of the window comes
-    /// back (`reads_ours` is the peer's last answer of the window before: a FIN of a read
-    /// or a clear-to-send).
-    struct Stream {
-        sides: [Side; 2],
-        reads_ours: [bool; 2],
-        t: u64,
-        /// Whether each side pipelined any of its receives of the last window.
-        piped: [bool; 2],
-    }
-
-    impl Stream {
-        fn new(a: Side, b: Side) -> Stream {
-            // Both sides read each other's messages: each saw a FIN of a read last.
-            Stream {
-                sides: [a, b],
-                reads_ours: [true, true],
-                t: 1_000,
-                piped: [false; 2],
-            }
-        }
-
-        fn current(&self, s: usize, n: usize) -> Mech {
-            match &self.sides[s] {
-                Side::Chooses(w) => w.chooser(n, false).current(),
-                Side::Reads => Mech::Coop,
-            }
-        }
-
-        /// One window of `n`-byte messages taking `x`; every sample goes to its chooser
-        /// as the engine records them.
-        fn window(&mut self, n: usize, x: Times) -> Window {
-            let t = self.t;
-            let mut tries = [[0u16; W]; 2];
-            for (s, tries) in tries.iter_mut().enumerate() {
-                if let Side::Chooses(w) = &mut self.sides[s] {
-                    for (i, r) in tries.iter_mut().enumerate() {
-                        if w.may_announce(n) {
-                            *r = w.rts_try(n, t + i as u64).unwrap_or(0);
-                        }
-                    }
-                }
-            }
-            let mut ms = [[Mech::Coop; W]; 2];
-            for s in 0..2 {
-                if let Side::Chooses(w) = &mut self.sides[s] {
-                    for i in 0..W {
-                        if let Some(h) = w.take_held() {
-                            w.record(h, false);
-                        }
-                        let at = t + (W + i) as u64;
-                        ms[s][i] = w.choose(n, at, self.reads_ours[s], tries[1 - s][i]);
-                    }
-                }
-            }
-            let count = |s: usize, m: Mech| ms[s].iter().filter(|&&x| x == m).count() as u64;
-            let kind = if count(0, Mech::Pipe) + count(1, Mech::Pipe) == 2 * W as u64 {
-                Window::Pipelined
-            } else if count(0, Mech::Coop) + count(1, Mech::Coop) == 2 * W as u64 {
-                Window::Read
-            } else {
-                Window::Mixed
-            };
-            // The reads (if any) come first; a side's pipelined receives in a mixed window
-            // wait for both sides' reads, then run one way after its sends.
-            let read = |s: usize| {
-                if count(1 - s, Mech::Pipe) > 0 {
-                    x.lone
-                } else {
-                    x.pull
-                }
-            };
-            let reads_end = t
-                + (0..2)
-                    .map(|s| count(s, Mech::Coop) * read(s))
-                    .max()
-                    .unwrap();
-            let end = match kind {
-                Window::Pipelined => t + W as u64 * x.pipe,
-                Window::Read => reads_end,
-                Window::Mixed => {
-                    let pipes = (0..2).map(|s| count(s, Mech::Pipe)).max().unwrap();
-                    reads_end + pipes * x.pipe_one
-                }
-            };
-            for s in 0..2 {
-                let Side::Chooses(w) = &mut self.sides[s] else {
-                    continue;
-                };
-                let feed = |w: &mut TwoWay, out: Option<(Sample, bool)>| {
-                    if let Some((smp, exchange)) = out {
-                        w.record(smp, exchange);
-                    }
-                };
-                if kind == Window::Pipelined {
-                    // Our sends end half a message before our last receive.
-                    let sends_end = end - x.pipe / 2;
-                    for i in 0..W as u64 {
-                        let (start, stop) = (t + i * x.pipe, t + (i + 1) * x.pipe);
-                        if stop < sends_end {
-                            let smp = Sample::Timed {
-                                m: Mech::Pipe,
-                                n,
-                                start,
-                                end: stop,
-                            };
-                            let out = w.ended(smp, true);
-                            feed(w, out);
-                        } else {
-                            let out = w.sends_done(sends_end);
-                            feed(w, out);
-                            let smp = Sample::Unmeasured {
-                                m: Mech::Pipe,
-                                n,
-                                at: stop,
-                            };
-                            let out = w.ended(smp, false);
-                            feed(w, out);
-                        }
-                    }
-                    continue;
-                }
-                let d = read(s);
-                let mut at = t;
-                for _ in 0..count(s, Mech::Coop) {
-                    let smp = Sample::Timed {
-                        m: Mech::Coop,
-                        n,
-                        start: at,
-                        end: at + d,
-                    };
-                    at += d;
-                    let out = w.ended(smp, true);
-                    feed(w, out);
-                }
-                // Our sends end when the peer's reads of them end, or before our own
-                // pipelined receives (which wait for them).
-                let out = w.sends_done(reads_end.max(at));
-                feed(w, out);
-                let mut at = reads_end;
-                for _ in 0..count(s, Mech::Pipe) {
-                    at += x.pipe_one;
-                    let smp = Sample::Unmeasured {
-                        m: Mech::Pipe,
-                        n,
-                        at,
-                    };
-                    let out = w.ended(smp, false);
-                    feed(w, out);
-                }
-                assert!(!w.in_period(), "the window's period ended");
-            }
-            for s in 0..2 {
-                self.reads_ours[s] = ms[1 - s][W - 1] == Mech::Coop;
-                self.piped[s] = count(s, Mech::Pipe) > 0;
-            }
-            // The window's acknowledgement.
-            self.t = end + 2_000;
-            kind
-        }
-
-        /// Windows for `ns` nanoseconds: what each was, and when it began.
-        fn run(&mut self, n: usize, x: Times, ns: u64) -> Vec<(u64, Window, [bool; 2])> {
-            let end = self.t + ns;
-            let mut out = Vec::new();
-            while self.t < end {
-                let at = self.t;
-                let k = self.window(n, x);
-                out.push((at, k, self.piped));
-            }
-            out
-        }
-    }
-
-    /// bibw 1 MiB as session 35 measured it (np=2, `chrt -r 1`): near, both ways
-    /// pipelined 19.2 GB/s in all (109 us a message each way), both sides reading alone
-    /// 11.8 (178 us); far, 4.8 (437 us) and 10.6 (198 us). One side reading while the
-    /// other pipelines: the kernel's copy at about 9 GB/s (120 us a read), then the
-    /// pipelined messages one way (near 60 us, far 200 us).
-    const NEAR: Times = Times {
-        pipe: 109_000,
-        pull: 178_000,
-        lone: 120_000,
-        pipe_one: 60_000,
-    };
-    const FAR: Times = Times {
-        pipe: 437_000,
-        pull: 198_000,
-        lone: 120_000,
-        pipe_one: 200_000,
-    };
-
-    /// Both sides of a stream of 1 MiB messages each way are on the single copy and read
-    /// each other's messages (each saw a FIN of a read last), their tries of the pipeline
-    /// out of step: side 0 has tried it (alone, 100 ms of a peer that always read its
-    /// messages), side 1 is fresh. A try of the pipeline that comes due while the peer
-    /// reads ours is announced in our next window's requests-to-send, and the peer joins it
-    /// in that window, so both sides measure the pipeline as it runs both ways. Near (the
-    /// pipeline faster) the pair ends on the pipeline; far (slower) on the single copy, the
-    /// tries, joined, costing a window each at growing intervals and never a window of both
-    /// mechanisms. Without the announcement neither side ever tried the pipeline here
-    /// (each sees the peer reading its messages); without the join, each side's tries ran
-    /// alone.
-    #[test]
-    fn both_sides_reading_try_the_pipeline_together() {
-        let n = 1 << 20;
-        let run = |x: Times| {
-            let mut st = Stream::new(Side::Chooses(Box::default()), Side::Reads);
-            st.run(n, x, 100_000_000);
-            st.sides[1] = Side::Chooses(Box::default());
-            st.reads_ours = [true, true];
-            let from = st.t;
-            let ws = st.run(n, x, 2_000_000_000);
-            let late: Vec<Window> = ws
-                .iter()
-                .filter(|w| w.0 > from + 1_000_000_000)
-                .map(|w| w.1)
-                .collect();
-            let share =
-                |k: Window| late.iter().filter(|&&w| w == k).count() as f64 / late.len() as f64;
-            let all = |k: Window| ws.iter().filter(|w| w.1 == k).count();
-            (
-                [st.current(0, n), st.current(1, n)],
-                share(Window::Pipelined),
-                all(Window::Pipelined),
-                all(Window::Mixed),
-                ws.len(),
-            )
-        };
-        let (ends, share, _, mixed, windows) = run(NEAR);
-        assert_eq!(ends, [Mech::Pipe; 2], "near");
-        assert!(
-            share > 0.8,
-            "near: {share} of the last second's windows pipelined ({mixed} of {windows} mixed)"
-        );
-        let (ends, _, piped, mixed, windows) = run(FAR);
-        assert_eq!(ends, [Mech::Coop; 2], "far");
-        assert!(
-            (1..=windows / 10).contains(&piped),
-            "far: {piped} of {windows} windows pipelined"
-        );
-        assert_eq!(mixed, 0, "far: windows of both mechanisms");
-    }
-
-    /// A try of the pipeline announced to a peer that does not join it (it keeps reading
-    /// our messages alone) ends after its first window: its pipelined receives run after
-    /// our sends, unmeasured, and the first of them ends it; the next one comes a doubled
-    /// interval later.
-    #[test]
-    fn a_try_the_peer_does_not_join_ends_after_its_first_window() {
-        let n = 1 << 20;
-        let mut st = Stream::new(Side::Chooses(Box::default()), Side::Reads);
-        let ws = st.run(n, NEAR, 2_000_000_000);
-        assert_eq!(st.current(0, n), Mech::Coop);
-        let tries: Vec<u64> = ws.iter().filter(|w| w.2[0]).map(|w| w.0).collect();
-        assert!(!tries.is_empty(), "never tried");
-        for (i, w) in ws.iter().enumerate().skip(1) {
-            assert!(
-                !(w.2[0] && ws[i - 1].2[0]),
-                "a try lasted two windows (at {} ms)",
-                w.0 / 1_000_000
-            );
-        }
-        for p in tries.windows(3) {
-            assert!(
-                p[2] - p[1] > p[1] - p[0] || p[2] - p[1] >= coop::EXPLORE_MAX_NS,
-                "tries at {p:?}: the interval does not grow"
-            );
-        }
-    }
-
-    /// A try is joined once: its requests-to-send that come after the joined try ended
-    /// (its leftovers) begin no other try; the peer's next try is joined again. A side on
-    /// the pipeline joins nothing, and a joined try is not announced back.
-    #[test]
-    fn a_try_is_joined_once() {
-        let n = 1 << 20;
-        let mut w = TwoWay::default();
-        let mut t = 1_000u64;
-        let stream = |w: &mut TwoWay, t: &mut u64, peer_try: u16, ns: u64| {
-            if let Some(s) = w.take_held() {
-                w.record(s, false);
-            }
-            let m = w.choose(n, *t, true, peer_try);
-            let s = Sample::Timed {
-                m,
-                n,
-                start: *t,
-                end: *t + ns,
-            };
-            *t += ns;
-            if let Some((s, exchange)) = w.ended(s, true) {
-                w.record(s, exchange);
-            }
-            m
-        };
-        // Settled on the single copy (178 us a message), the pipeline never measured: a
-        // try is due but not begun while the peer reads ours.
-        for _ in 0..WARMUP + SETTLE + 2 {
-            assert_eq!(stream(&mut w, &mut t, 0, 178_000), Mech::Coop);
-        }
-        // The peer's try 7: joined (not announced back).
-        assert_eq!(stream(&mut w, &mut t, 7, 437_000), Mech::Pipe);
-        assert!(w.chooser(n, false).trying());
-        assert_eq!(w.rts_try(n, t), None, "a joined try announced");
-        // The pipeline measures slower: the try ends back on the single copy.
-        for _ in 0..WARMUP + SETTLE {
-            stream(&mut w, &mut t, 7, 437_000);
-        }
-        assert_eq!(w.chooser(n, false).current(), Mech::Coop);
-        // Try 7's leftovers begin nothing.
-        for _ in 0..10 {
-            assert_eq!(stream(&mut w, &mut t, 7, 178_000), Mech::Coop, "a leftover");
-        }
-        // Try 8 is joined.
-        assert_eq!(stream(&mut w, &mut t, 8, 437_000), Mech::Pipe);
     }
 }
