@@ -48,6 +48,12 @@ const SUB_LIMIT: u16 = 1 << 13;
 /// (`oxmpi_engine::partition`, below `2^29 + 2^28 + 2^22 + 16`), below `TAG_UB`.
 const TAG_SM_V_BASE: i32 = (1 << 29) + (1 << 28) + (1 << 23);
 
+/// The tag of the messages of the segment's nonblocking collective `seq` (its sequence
+/// number, [`SmNb::seq`]): [`TAG_SM_V_BASE`] `+ seq mod 2^20`.
+pub(crate) fn sm_tag(seq: u64) -> i32 {
+    TAG_SM_V_BASE + (seq & 0xf_ffff) as i32
+}
+
 /// Next schedule sequence number per collective context id.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
 
@@ -358,7 +364,7 @@ impl Schedule {
         count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
-        let mut nb = SmNb::open(seg, kind);
+        let mut nb = SmNb::open(cc, seg, kind);
         // A v-collective's blocks too large for the segment: one round of messages after
         // the segment's part, on a tag every rank derives from the segment's sequence.
         let lens = (s.regions[0].ptr_len().1, s.regions[1].ptr_len().1);
@@ -375,7 +381,7 @@ impl Schedule {
                 round.0.push(Step::CopyAtPost { src, dst, len });
                 nb.own_block_elsewhere();
             }
-            s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            s.tag = sm_tag(nb.seq());
             s.rounds.push(round);
         }
         s.sm = Some(nb);
@@ -619,7 +625,7 @@ impl Schedule {
                 (Progress::Done, &SmKind::BcastMsg { root }) => Some((root, nb.bcast_takers())),
                 _ => None,
             };
-            let v_tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            let v_tag = sm_tag(nb.seq());
             if let Some((root, takers)) = tree {
                 // A bcast whose length goes by message: the tree's rounds now.
                 self.tag = v_tag;
