@@ -384,6 +384,16 @@ impl Schedule {
             s.tag = sm_tag(nb.seq());
             s.rounds.push(round);
         }
+        if let SmKind::BcastMsg { root } = *nb.kind() {
+            if me != root {
+                // A bcast by message below the root: our receive from our parent is posted
+                // at the first progress, before the segment's part has said whether the
+                // message comes (cancelled when it does not, see `Schedule::progress`);
+                // whom we forward to is known once that part ended.
+                s.tag = sm_tag(nb.seq());
+                s.bcast_rounds(1, root, Some(0));
+            }
+        }
         s.sm = Some(nb);
         s
     }
@@ -604,6 +614,17 @@ impl Schedule {
     /// Advances the schedule as far as possible without blocking. Returns `None` while it
     /// is still running, then its outcome (once).
     pub fn progress(&mut self) -> Option<Result<()>> {
+        if self.sm.is_some() && self.bcast.is_some() && self.next == 0 {
+            // A bcast by message below the root ([`Schedule::shared`]): its receive now,
+            // so that it waits when the parent's message comes.
+            self.next = 1;
+            let round = std::mem::take(&mut self.rounds[0]);
+            if let Err(err) = self.post(&round) {
+                self.error = Some(err);
+            }
+            self.rounds[0] = round;
+            self.current = Some(0);
+        }
         if let Some(nb) = self.sm.as_mut() {
             let (ip, il) = self.regions[0].ptr_len();
             let out = self.regions[1].ptr_len();
@@ -627,11 +648,21 @@ impl Schedule {
             };
             let v_tag = sm_tag(nb.seq());
             if let Some((root, takers)) = tree {
-                // A bcast whose length goes by message: the tree's rounds now.
+                // A bcast whose length goes by message: the tree's rounds now (below the
+                // root, its receive is posted already: the children it forwards to now).
                 self.tag = v_tag;
-                // (Region 0 the root's input, region 1 the others' output.)
-                let buf = usize::from(self.cc.rank as usize != root);
-                self.bcast_rounds(buf, root, Some(takers));
+                let (me, p) = (self.cc.rank as usize, self.cc.size as usize);
+                if let Some(b) = self.bcast.as_mut() {
+                    b.children = bcast_tree(me, root, p)
+                        .1
+                        .into_iter()
+                        .filter(|&c| takers & 1 << c != 0)
+                        .map(|c| c as i32)
+                        .collect();
+                } else {
+                    // (Region 0 the root's input.)
+                    self.bcast_rounds(0, root, Some(takers));
+                }
             }
             if dropped | no_recv != 0 && end != Progress::Pending {
                 for r in &mut self.rounds {
@@ -683,6 +714,10 @@ impl Schedule {
                 failed @ (Progress::CopyFailed
                 | Progress::Differs { .. }
                 | Progress::Upstream { .. }) => {
+                    // A bcast's receive posted at once: no message comes (nobody sends to
+                    // a rank of another path or below one), so the cancel wins.
+                    self.cc.abandon(&self.pending);
+                    self.pending.clear();
                     return Some(Err(failed.failure()));
                 }
             }

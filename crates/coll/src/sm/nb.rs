@@ -61,7 +61,8 @@ pub enum SmKind {
     /// ([`SmNb::drain`]). Every other rank sends only to children that posted the tag
     /// ([`SmNb::bcast_takers`]). Input and output as for [`SmKind::Bcast`]. Read by
     /// [`SmNb::progress`]; the schedule adds the tree's rounds once the segment's part
-    /// ended (`Schedule::shared`).
+    /// ended, but below the root it posts the receive from the parent at once and cancels
+    /// it when that part fails (`Schedule::shared`, `Schedule::progress`).
     BcastMsg {
         /// Root rank.
         root: usize,
