@@ -600,6 +600,35 @@ fn bcast_mismatch_p2p_np4() {
 fn igatherv_mismatch_np3() {
     run_within(3, "igv-mismatch", &[], 120);
 }
+/// Erroneous nonblocking broadcasts on the segment whose root's length goes by message
+/// (`SmKind::BcastMsg`: the root sends to its children at once, without waiting for their
+/// posts) while a child of the root holds a length of another path (the segment's buffer,
+/// one cross-memory read), and the reverse, every root, with that child late (the root's
+/// message arrives before it opened the collective), the root late, or neither, see
+/// [`ibcast_drain_suite`]: the child fails (`MPI_ERR_TRUNCATE` or `MPI_ERR_COUNT`) with its
+/// buffer untouched, the root's send ends (the child takes its message into nothing; the
+/// harness fails a run that hangs), the other ranks get the data, and no message is left
+/// on the collectives' communicator.
+#[test]
+fn ibcast_drain_np2() {
+    run_within(2, "ibcast-drain", &[], 120);
+}
+#[test]
+fn ibcast_drain_np3() {
+    run_within(3, "ibcast-drain", &[], 120);
+}
+/// [`ibcast_drain_np2`] without cross-memory copies (`coll_sm_single_copy_max` 0): from
+/// 4 KiB + 1 by message, eager up to `btl_sm_eager_limit`, so that a message not taken
+/// would stay behind instead of holding its root up.
+#[test]
+fn ibcast_drain_no_single_copy_np2() {
+    run_within(
+        2,
+        "ibcast-drain",
+        &[("OXMPI_MCA_coll_sm_single_copy_max", "0")],
+        120,
+    );
+}
 const BCAST_BIG: &[(&str, &str)] = &[
     ("OXMPI_MCA_mpi_yield_when_idle", "1"),
     ("OXMPI_MCA_coll_sm_single_copy_max_many", "0"),
@@ -735,6 +764,10 @@ fn rank_entry() {
         "light" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             light_suite(&w);
+        }
+        "ibcast-drain" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            ibcast_drain_suite(e, &w);
         }
         "phased" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -4451,6 +4484,100 @@ fn bcast_mismatch_suite(c: &CollComm) {
                 assert!(buf == data, "bcast {how}: rank {me}'s data");
             }
             bcast_correct(c, it);
+        }
+    }
+}
+
+/// See [`ibcast_drain_np2`]: pairs of the root's length and a child's (`bad`, a child of
+/// the root in the binomial tree), each rank on the segment's path of its own length as
+/// the C library picks it (`rooted_seg`), every root, late child, late root or neither.
+fn ibcast_drain_suite(e: &'static Engine, c: &CollComm) {
+    use oxmpi_coll::sched::{Region, Schedule};
+    use oxmpi_coll::sm::{self, Rooted, SmKind};
+    let (p, me) = (c.size as usize, c.rank as usize);
+    let seg = sm::get(c, Coll::Bcast).unwrap().expect("a segment");
+    let one_copy = seg.single_copy_max();
+    let path = |len: usize, root: usize| {
+        if len <= sm::DATA {
+            SmKind::Bcast { root }
+        } else if len <= one_copy {
+            SmKind::Single {
+                root,
+                block: len,
+                coll: Rooted::Bcast,
+            }
+        } else {
+            SmKind::BcastMsg { root }
+        }
+    };
+    // The shortest length by message, a rendezvous one, and one far above.
+    let msg = one_copy.max(sm::DATA) + 1;
+    let mut pairs = vec![(msg, sm::DATA), (msg, 0), (msg, 100), (300 << 10, 1)];
+    pairs.push((sm::DATA, msg));
+    if one_copy > sm::DATA {
+        pairs.extend([(msg, one_copy), (msg, sm::DATA + 1), (one_copy, msg)]);
+    } else {
+        pairs.extend([(9000, sm::DATA), (9000, 50)]);
+    }
+    let mut it = 7000u64;
+    for &(theirs, len) in &pairs {
+        for root in 0..p {
+            for late in ["child", "root", "none"] {
+                it += 1;
+                let bad = (root + 1) % p;
+                let how = format!(
+                    "root {root} sends {theirs}, rank {bad} expects {len}, {late} late, it {it}"
+                );
+                let data = contrib(theirs, it, root, 91);
+                let mine = if me == bad { len } else { theirs };
+                let (mut inp, mut out) = if me == root {
+                    (data.clone(), Vec::new())
+                } else {
+                    (Vec::new(), vec![0xa5u8; mine])
+                };
+                let kind = path(mine, root);
+                if (late == "child" && me == bad) || (late == "root" && me == root) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let seg = sm::existing(c).expect("the segment exists");
+                let r = if matches!(kind, SmKind::BcastMsg { .. }) {
+                    let input = Region::Raw(inp.as_mut_ptr(), inp.len());
+                    let output = Region::Raw(out.as_mut_ptr(), out.len());
+                    // The regions outlive the schedule, which ends before they are read.
+                    let mut s = Schedule::shared(c, seg, kind, input, output, None);
+                    loop {
+                        if let Some(res) = s.progress() {
+                            break res;
+                        }
+                        std::thread::yield_now();
+                    }
+                } else {
+                    light_run(c, &seg, kind, (&mut inp, &mut out))
+                };
+                if me == bad {
+                    expect_length_error(r, theirs, len, &how, me);
+                    assert!(
+                        out.iter().all(|&b| b == 0xa5),
+                        "ibcast {how}: buffer touched"
+                    );
+                } else {
+                    r.unwrap_or_else(|e| panic!("ibcast {how}: rank {me}: {e}"));
+                    if me != root {
+                        assert!(out == data, "ibcast {how}: rank {me}'s data");
+                    }
+                }
+                // Every message sent has arrived by now (an eager one before its send
+                // ended, which the barrier follows): none may be left.
+                select::barrier(c).unwrap();
+                let left = e
+                    .iprobe(oxmpi_engine::ANY_SOURCE, oxmpi_engine::ANY_TAG, c.traffic())
+                    .unwrap();
+                assert!(
+                    left.is_none(),
+                    "ibcast {how}: rank {me} has a message left: {left:?}"
+                );
+                select::barrier(c).unwrap();
+            }
         }
     }
 }

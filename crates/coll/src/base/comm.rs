@@ -63,6 +63,12 @@ pub fn comm_free(e: &Engine, comm: CommId) -> Result<()> {
 }
 
 impl CollComm {
+    /// The engine communicator the collective traffic travels on (tests look there for
+    /// messages that no collective took).
+    pub fn traffic(&self) -> CommId {
+        self.shadow
+    }
+
     /// The collective view of `comm` (creates its shadow on first use).
     pub fn new(e: &'static Engine, comm: CommId) -> Result<CollComm> {
         let rank = e.comm_rank(comm)?;

@@ -182,7 +182,7 @@ pub unsafe fn start_then(
     // SAFETY: we hold the slot (filling) and its body is uninitialised.
     let body = unsafe {
         (*slot.body.get()).write(Body {
-            nb: SmNb::open(seg, kind),
+            nb: SmNb::open(cc, seg, kind),
             input,
             output,
             op,

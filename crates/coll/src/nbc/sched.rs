@@ -48,6 +48,12 @@ const SUB_LIMIT: u16 = 1 << 13;
 /// (`oxmpi_engine::partition`, below `2^29 + 2^28 + 2^22 + 16`), below `TAG_UB`.
 const TAG_SM_V_BASE: i32 = (1 << 29) + (1 << 28) + (1 << 23);
 
+/// The tag of the messages of the segment's nonblocking collective `seq` (its sequence
+/// number, [`SmNb::seq`]): [`TAG_SM_V_BASE`] `+ seq mod 2^20`.
+pub(crate) fn sm_tag(seq: u64) -> i32 {
+    TAG_SM_V_BASE + (seq & 0xf_ffff) as i32
+}
+
 /// Next schedule sequence number per collective context id.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
 
@@ -358,7 +364,7 @@ impl Schedule {
         count(cc.shadow, Alg::SmNonblocking);
         let mut s = Schedule::blank(cc, 0, vec![input, output], op);
         s.started = true;
-        let mut nb = SmNb::open(seg, kind);
+        let mut nb = SmNb::open(cc, seg, kind);
         // A v-collective's blocks too large for the segment: one round of messages after
         // the segment's part, on a tag every rank derives from the segment's sequence.
         let lens = (s.regions[0].ptr_len().1, s.regions[1].ptr_len().1);
@@ -375,8 +381,18 @@ impl Schedule {
                 round.0.push(Step::CopyAtPost { src, dst, len });
                 nb.own_block_elsewhere();
             }
-            s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            s.tag = sm_tag(nb.seq());
             s.rounds.push(round);
+        }
+        if let SmKind::BcastMsg { root } = *nb.kind() {
+            if me != root {
+                // A bcast by message below the root: our receive from our parent is posted
+                // at the first progress, before the segment's part has said whether the
+                // message comes (cancelled when it does not, see `Schedule::progress`);
+                // whom we forward to is known once that part ended.
+                s.tag = sm_tag(nb.seq());
+                s.bcast_rounds(1, root, Some(0));
+            }
         }
         s.sm = Some(nb);
         s
@@ -598,6 +614,17 @@ impl Schedule {
     /// Advances the schedule as far as possible without blocking. Returns `None` while it
     /// is still running, then its outcome (once).
     pub fn progress(&mut self) -> Option<Result<()>> {
+        if self.sm.is_some() && self.bcast.is_some() && self.next == 0 {
+            // A bcast by message below the root ([`Schedule::shared`]): its receive now,
+            // so that it waits when the parent's message comes.
+            self.next = 1;
+            let round = std::mem::take(&mut self.rounds[0]);
+            if let Err(err) = self.post(&round) {
+                self.error = Some(err);
+            }
+            self.rounds[0] = round;
+            self.current = Some(0);
+        }
         if let Some(nb) = self.sm.as_mut() {
             let (ip, il) = self.regions[0].ptr_len();
             let out = self.regions[1].ptr_len();
@@ -619,13 +646,23 @@ impl Schedule {
                 (Progress::Done, &SmKind::BcastMsg { root }) => Some((root, nb.bcast_takers())),
                 _ => None,
             };
-            let v_tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+            let v_tag = sm_tag(nb.seq());
             if let Some((root, takers)) = tree {
-                // A bcast whose length goes by message: the tree's rounds now.
+                // A bcast whose length goes by message: the tree's rounds now (below the
+                // root, its receive is posted already: the children it forwards to now).
                 self.tag = v_tag;
-                // (Region 0 the root's input, region 1 the others' output.)
-                let buf = usize::from(self.cc.rank as usize != root);
-                self.bcast_rounds(buf, root, Some(takers));
+                let (me, p) = (self.cc.rank as usize, self.cc.size as usize);
+                if let Some(b) = self.bcast.as_mut() {
+                    b.children = bcast_tree(me, root, p)
+                        .1
+                        .into_iter()
+                        .filter(|&c| takers & 1 << c != 0)
+                        .map(|c| c as i32)
+                        .collect();
+                } else {
+                    // (Region 0 the root's input.)
+                    self.bcast_rounds(0, root, Some(takers));
+                }
             }
             if dropped | no_recv != 0 && end != Progress::Pending {
                 for r in &mut self.rounds {
@@ -677,6 +714,10 @@ impl Schedule {
                 failed @ (Progress::CopyFailed
                 | Progress::Differs { .. }
                 | Progress::Upstream { .. }) => {
+                    // A bcast's receive posted at once: no message comes (nobody sends to
+                    // a rank of another path or below one), so the cancel wins.
+                    self.cc.abandon(&self.pending);
+                    self.pending.clear();
                     return Some(Err(failed.failure()));
                 }
             }

@@ -22,7 +22,7 @@ use super::{own_pid, Seg, CAP, DATA};
 use crate::arg_err;
 use crate::base::helpers::{bcast_differs, bcast_tree};
 use crate::sched::OwnedOp;
-use oxmpi_engine::{cma_copy, Cma, ErrorClass};
+use oxmpi_engine::{cma_copy, Cma, CommId, Engine, ErrorClass, ReqId};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -55,10 +55,14 @@ pub enum SmKind {
     /// binomial tree of the point-to-point ibcast (`CollComm::ibcast`, its length checks
     /// too), on a tag derived from the segment's sequence: a rank receives from its parent
     /// only when the root and each of its ancestors posted this tag (else it fails, and
-    /// nobody sends to it), and sends only to children that posted it
+    /// nobody sends to it). The root sends to each of its children at once, without
+    /// waiting for their posts (one cache-line round trip less before the data leaves):
+    /// a child of the root on another path takes that message into nothing before it ends
+    /// ([`SmNb::drain`]). Every other rank sends only to children that posted the tag
     /// ([`SmNb::bcast_takers`]). Input and output as for [`SmKind::Bcast`]. Read by
     /// [`SmNb::progress`]; the schedule adds the tree's rounds once the segment's part
-    /// ended (`Schedule::shared`).
+    /// ended, but below the root it posts the receive from the parent at once and cancels
+    /// it when that part fails (`Schedule::shared`, `Schedule::progress`).
     BcastMsg {
         /// Root rank.
         root: usize,
@@ -810,12 +814,23 @@ pub struct SmNb {
     /// block (0: not shared). A reader stamps once all of its block's are copied; the
     /// root helps copy them until every reader stamped.
     share: u64,
+    /// The engine and the communicator (the collective's shadow) a broadcast's child of
+    /// the root takes a message on that it does not want ([`SmNb::drain`]); `None` for a
+    /// barrier opened by [`Seg::barrier_nb`].
+    engine: Option<(&'static Engine, CommId)>,
+    /// A broadcast's child of the root read the root's [`BCAST_MSG_TAG`] while its own
+    /// length put it on another path (an erroneous call): the root sends it the message
+    /// anyway, without waiting for its post, so it takes that message (none of its bytes)
+    /// before it ends ([`SmNb::drain`]).
+    drain: bool,
+    /// That receive, and how the collective ended.
+    draining: Option<(ReqId, Progress)>,
 }
 
 impl SmNb {
     /// Open collective `kind` on `seg` (takes its sequence number: call in MPI's
     /// collective order).
-    pub(crate) fn open(seg: Arc<Seg>, kind: SmKind) -> SmNb {
+    pub(crate) fn open(cc: &crate::CollComm, seg: Arc<Seg>, kind: SmKind) -> SmNb {
         let k = seg.open_nb();
         let large = match kind {
             SmKind::Large { .. } => seg.open_large(k),
@@ -844,6 +859,9 @@ impl SmNb {
             sinks: Vec::new(),
             takers: 0,
             share: 0,
+            engine: Some((cc.e, cc.shadow)),
+            drain: false,
+            draining: None,
         }
     }
 
@@ -868,6 +886,9 @@ impl SmNb {
             sinks: Vec::new(),
             takers: 0,
             share: 0,
+            engine: None,
+            drain: false,
+            draining: None,
         }
     }
 
@@ -890,16 +911,21 @@ impl SmNb {
         output: (*mut u8, usize),
         op: Option<&OwnedOp>,
     ) -> Progress {
+        if let Some((r, end)) = self.draining {
+            return self.drained(r, end);
+        }
         if self.done {
             return Progress::Done;
         }
         if let SmKind::Single { root, block, coll } = self.kind {
             // SAFETY: caller contract.
-            return unsafe { self.single((root, block, coll), input, output) };
+            let end = unsafe { self.single((root, block, coll), input, output) };
+            return self.drain(root, end);
         }
         if let SmKind::Bcast { root } = self.kind {
             // SAFETY: caller contract.
-            return unsafe { self.bcast_small(root, input, output) };
+            let end = unsafe { self.bcast_small(root, input, output) };
+            return self.drain(root, end);
         }
         if let SmKind::BcastMsg { root } = self.kind {
             return self.bcast_msg(root, input.1, output.1);
@@ -1128,6 +1154,51 @@ impl SmNb {
         (word(0), usize::try_from(word(2)).unwrap_or(usize::MAX))
     }
 
+    /// Whether we drain ([`SmNb::drain`]) after reading the first word `tag` of the root's
+    /// post of a broadcast that we do not take by message: it is [`BCAST_MSG_TAG`] and the
+    /// root is our parent on `seg`, so the root sends us
+    /// its message anyway (it does not wait for its children's posts), which we take
+    /// before we end ([`SmNb::drain`]).
+    fn drains(seg: &Seg, root: usize, tag: u64) -> bool {
+        let (me, p) = (seg.rank(), seg.size());
+        tag == BCAST_MSG_TAG && me != root && bcast_tree(me, root, p).0.is_empty()
+    }
+
+    /// A broadcast of another path than the root's [`SmKind::BcastMsg`] that ended with
+    /// `end`: when the root is our parent ([`SmNb::drains`]), receive its message into
+    /// nothing (the engine's clear-to-send then asks for none of its bytes; an eager one is
+    /// dropped), so that its send ends and no message is left behind, and end once that
+    /// receive has. The error is ours already (`end`).
+    fn drain(&mut self, root: usize, end: Progress) -> Progress {
+        if end == Progress::Pending || !std::mem::take(&mut self.drain) {
+            return end;
+        }
+        let Some((e, comm)) = self.engine else {
+            return end;
+        };
+        let buf = std::ptr::NonNull::<u8>::dangling().as_ptr();
+        // SAFETY: a receive of 0 bytes writes nothing.
+        match unsafe { e.irecv(buf, 0, root as i32, crate::sched::sm_tag(self.k), comm) } {
+            Ok(r) => self.drained(r, end),
+            // The root's send then never ends; our error says why.
+            Err(_) => end,
+        }
+    }
+
+    /// [`SmNb::drain`]'s receive `r`: `end` once it has ended.
+    fn drained(&mut self, r: ReqId, end: Progress) -> Progress {
+        let Some((e, _)) = self.engine else {
+            return end;
+        };
+        // (It ends truncated: the root's message is longer than nothing.)
+        if e.test(r).is_none() {
+            self.draining = Some((r, end));
+            return Progress::Pending;
+        }
+        self.draining = None;
+        end
+    }
+
     /// Whether rank `r` posted [`BCAST_MSG_TAG`] as its first word of this broadcast
     /// (`None`: it has not stamped yet).
     fn takes_message(&self, r: usize) -> Option<bool> {
@@ -1186,6 +1257,7 @@ impl SmNb {
             return Progress::Pending;
         }
         let (tag, len) = self.root_post(root);
+        self.drain = Self::drains(seg, root, tag);
         let end = if tag == BCAST_SMALL_TAG && len == output.1 {
             if len > 0 {
                 // SAFETY: the root stamped `k` (acquired) and `k` is open here: its
@@ -1207,9 +1279,9 @@ impl SmNb {
     }
 
     /// Advance the segment's part of a [`SmKind::BcastMsg`] (see there): `n` is our
-    /// length (the root's input, the others' output). Ends once we know whom we send to
-    /// ([`SmNb::bcast_takers`]) and, below the root, that the root and every ancestor
-    /// take part.
+    /// length (the root's input, the others' output). The root ends at its post (it sends
+    /// to every child); below it, once we know whom we send to ([`SmNb::bcast_takers`])
+    /// and that the root and every ancestor take part.
     fn bcast_msg(&mut self, root: usize, input: usize, output: usize) -> Progress {
         let (k, me, p) = (self.k, self.seg.rank(), self.seg.size());
         let n = if me == root { input } else { output };
@@ -1229,20 +1301,25 @@ impl SmNb {
             self.posted = true;
         }
         let (ancestors, children) = bcast_tree(me, root, p);
-        if me != root {
-            if !self.seg.stamped(root, k) {
-                return Progress::Pending;
-            }
-            let (tag, len) = self.root_post(root);
-            if tag != BCAST_MSG_TAG {
-                return self.finish(Progress::Differs { root: len, ours: n });
-            }
-            for &a in &ancestors {
-                match self.takes_message(a) {
-                    None => return Progress::Pending,
-                    Some(false) => return self.finish(Progress::Upstream { root: len, ours: n }),
-                    Some(true) => {}
-                }
+        if me == root {
+            // The root sends to every child at once, without waiting for their posts: a
+            // child whose length put it on another path (an erroneous call) sees our tag
+            // and takes the message into nothing ([`SmNb::drain`]).
+            self.takers = children.iter().fold(0, |t, &c| t | 1 << c);
+            return self.finish(Progress::Done);
+        }
+        if !self.seg.stamped(root, k) {
+            return Progress::Pending;
+        }
+        let (tag, len) = self.root_post(root);
+        if tag != BCAST_MSG_TAG {
+            return self.finish(Progress::Differs { root: len, ours: n });
+        }
+        for &a in &ancestors {
+            match self.takes_message(a) {
+                None => return Progress::Pending,
+                Some(false) => return self.finish(Progress::Upstream { root: len, ours: n }),
+                Some(true) => {}
             }
         }
         let mut takers = 0;
@@ -1287,7 +1364,8 @@ impl SmNb {
             if !ok && me != root {
                 // The root's post is there (the step read it) and says another length or
                 // path.
-                let (_, len) = self.root_post(root);
+                let (tag, len) = self.root_post(root);
+                self.drain = Self::drains(seg, root, tag);
                 return self.finish(Progress::Differs {
                     root: len,
                     ours: output.1,
@@ -1377,6 +1455,7 @@ impl SmNb {
                 // A broadcast's root that took another path (its first word is a tag, not
                 // a pid) or posted another length: nothing to copy (an erroneous call).
                 if coll == Rooted::Bcast && (word(0) >= BCAST_MSG_TAG || len != output.1) {
+                    self.drain = Self::drains(seg, root, word(0));
                     self.copied = Some(Progress::Differs {
                         root: len,
                         ours: output.1,
