@@ -1086,7 +1086,16 @@ impl SmNb {
         if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
             return Progress::Pending;
         }
-        if matches!(self.kind, SmKind::Allreduce | SmKind::AllreduceMsg) {
+        let want = LEN_TAG | input.1 as u64;
+        // The correct call's whole check: every post starts with our length word.
+        let same = |r: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired above) and `k` is open; its first word,
+            // read atomically (a large-region post's first word is a mark its owner updates).
+            unsafe { seg.nb_word(r, k, 0) }.load(Ordering::Relaxed) == want
+        };
+        if matches!(self.kind, SmKind::Allreduce | SmKind::AllreduceMsg)
+            && !(0..p).filter(|&r| r != me).all(same)
+        {
             let posted = |r: usize| {
                 post_len_of(|i| {
                     // SAFETY: every rank stamped `k` (acquired above) and `k` is open; a

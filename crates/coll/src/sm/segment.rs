@@ -1985,9 +1985,11 @@ impl Seg {
         let k = self.next();
         self.post_len(k, n, buf);
         self.wait_all(k);
-        if let Err(e) = self.lengths_agree(k, n, "allreduce") {
-            self.finish(k);
-            return Err(e);
+        if !self.same_len_words(k, n) {
+            if let Err(e) = self.lengths_agree(k, n, "allreduce") {
+                self.finish(k);
+                return Err(e);
+            }
         }
         // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
         // rank-order result; every rank computes exactly the same).
@@ -2034,6 +2036,19 @@ impl Seg {
             std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(8), src.len());
         }
         self.put_word(self.stamp(self.rank, k), k);
+    }
+
+    /// Whether every other rank's post of blocking allreduce `k` (all stamped, acquired by
+    /// us) starts with our length word: the correct call's whole check, one word per rank
+    /// ([`Seg::lengths_agree`] tells the lengths apart otherwise).
+    #[inline]
+    fn same_len_words(&self, k: u64, n: usize) -> bool {
+        let want = LEN_TAG | n as u64;
+        (0..self.size).filter(|&r| r != self.rank).all(|r| {
+            // SAFETY: `r` stamped `k` (caller contract): the first word of its post, 8-aligned
+            // (see `Seg::post_len`), unchanged until we finish `k`.
+            unsafe { self.data(r, k).cast::<u64>().read() == want }
+        })
     }
 
     /// The bytes rank `r` posted for blocking allreduce `k` (stamped, acquired by us).
