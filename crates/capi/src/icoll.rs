@@ -38,8 +38,9 @@ use crate::ffi::{check_count, slice_in, CountArg, DispArg, MpiError, MpiResult};
 use oxmpi_coll::sched::{Lane, Region, Schedule};
 use oxmpi_coll::sm::{Reduction, Rooted, SmKind};
 use sched::{
-    checked, comm_info, copied, copied_but, dtype, laid, layout, owned_op, pieces, reduction_seg,
-    region, region_bytes, rooted_seg, sched_err, shared_seg, spanned, start, start_shared, Laid,
+    checked, comm_info, copied, copied_but, dtype, laid, layout, msg_seg, owned_op, pieces,
+    reduction_seg, region, region_bytes, rooted_seg, sched_err, shared_seg, spanned, start,
+    start_shared, Laid,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -353,8 +354,13 @@ mpi_fn_c! {
         // exchange sends it from there), with no copy into recvbuf first.
         // SAFETY: MPI contract: sendbuf holds `n` items until completion.
         let input = (!in_place).then(|| unsafe { region(&dt, n, sendbuf.cast_mut(), true, false, 1, &mut unpack) });
-        let s = a.iallreduce_from(input, r, o).map_err(sched_err(comm))?;
-        start(comm, s, unpack, request)
+        // With the segment (not while planning a persistent one), the lengths are checked
+        // there first: every rank of a nonblocking allreduce takes the segment's next number.
+        let s = match msg_seg(&a) {
+            Some(seg) => a.iallreduce_msg(seg, input, r, o),
+            None => a.iallreduce_from(input, r, o),
+        };
+        start(comm, s.map_err(sched_err(comm))?, unpack, request)
     }
 }
 

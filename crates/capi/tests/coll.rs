@@ -154,7 +154,8 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
 
 /// Erroneous counts fail cleanly instead of hanging (`tests/c/coll_errcounts.c`): bcasts
 /// and ibcasts whose root sends more or fewer bytes than one rank posts, and alltoallv/w
-/// and their I-forms where one pair's send and receive counts differ, lengths on both sides
+/// and their I-forms where one pair's send and receive counts differ, allreduces where one
+/// rank passes another count (blocking, nonblocking, persistent), lengths on both sides
 /// of the segment's bounds and far apart; each erroneous call is followed by a correct one.
 /// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
 /// with the shared-memory component off (the point-to-point algorithms and schedules), at
@@ -182,6 +183,14 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "1", "1", &["a2a"]),
         (3, "1", "1", &["a2a"]),
         (3, "1", "0", &["a2a"]),
+        // Allreduces where one rank passes another count: with the segment at np 2 to 4
+        // (persistent at np 2 only: on more ranks a length on each side of the
+        // point-to-point algorithms' bound plans different rounds), and persistent
+        // (point-to-point rounds) without it.
+        (2, "1", "1", &["allreduce"]),
+        (3, "1", "1", &["allreduce", "nopersistent"]),
+        (4, "1", "1", &["allreduce", "nopersistent"]),
+        (2, "0", "1", &["allreduce", "persistent"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

@@ -319,6 +319,16 @@ pub(crate) fn shared_seg(
     oxmpi_coll::sm::existing(a)
 }
 
+/// The segment for a nonblocking collective by message that checks its length there first
+/// ([`oxmpi_coll::sm::SmKind::AllreduceMsg`]): the communicator's, when it exists and no
+/// persistent collective is being planned (those keep their rounds).
+pub(crate) fn msg_seg(a: &oxmpi_coll::CollComm) -> Option<Arc<oxmpi_coll::sm::Seg>> {
+    if PLANNING.with(|p| p.borrow().is_some()) {
+        return None;
+    }
+    oxmpi_coll::sm::existing(a)
+}
+
 /// The segment and the collective for a nonblocking bcast, gather or scatter of `block`
 /// bytes per rank on the segment: `small` when its data (`posted` bytes) fits a buffer
 /// ([`shared_seg`]), else a scatter whose other blocks fit the root's buffer as a scatterv
@@ -683,10 +693,25 @@ fn aligned(n: usize) -> Vec<u128> {
 }
 
 /// `b = a ∘ b` on packed items of `dt` with the user function `uf`.
+///
+/// MPI calls a user function on whole items only (MPI-4.1 §6.9.5: `len` elements of the
+/// datatype), and every collective splits a vector at the op's item size (`Reducer::elem`,
+/// the datatype's size for a user op) after checking that every rank's length is the same
+/// whole number of items. A partial trailing item or views of two lengths therefore mean
+/// a broken split, never a user's error: it stops the process with that message (as a
+/// predefined op failing after validation does, `Reducer::apply`) instead of leaving the
+/// bytes out of the result.
 fn user_apply(uf: crate::objects::UserFn, dt: &Datatype, dth: c_int, a: &[u8], b: &mut [u8]) {
-    if dt.size == 0 || a.is_empty() {
+    if dt.size == 0 || (a.is_empty() && b.is_empty()) {
         return;
     }
+    assert!(
+        a.len() == b.len() && a.len() % dt.size == 0,
+        "user-defined reduction on {} and {} bytes: not whole {}-byte items of one length",
+        a.len(),
+        b.len(),
+        dt.size
+    );
     let k = a.len() / dt.size;
     let call = |x: *mut c_void, y: *mut c_void| {
         // SAFETY: the user's function on two buffers of `k` items of the type in its

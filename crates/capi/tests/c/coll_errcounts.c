@@ -24,8 +24,8 @@
  * prints the case and exits with status 3. A persistent request is started twice and must
  * give the same outcome both times. Arguments (any order): "survey", "bcast" or "a2a" (only
  * that part), "allreduce" (only sums where one rank passes another count: MPI_Allreduce,
- * MPI_Iallreduce, MPI_Allreduce_init), "blocking", "nonblocking" or "persistent" (only
- * those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
+ * MPI_Iallreduce, MPI_Allreduce_init), "blocking", "nonblocking", "persistent" or
+ * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
 #include "check.h"
 #include <signal.h>
 #include <string.h>
@@ -300,7 +300,10 @@ static int ar_call(int form, const int *in, int *out, size_t n) {
 
 /* Every rank sums m ints but rank `bad`, which passes n. The bad rank must fail (any of
  * MPI_ERR_TRUNCATE, MPI_ERR_COUNT, MPI_ERR_OTHER), the others succeed with the right sums
- * or fail with one of those; a correct allreduce afterwards succeeds everywhere. */
+ * or fail with one of those; correct allreduces afterwards (1 int, then m ints) succeed
+ * everywhere with the right sums. Lengths on both sides of a segment buffer (1024 ints),
+ * the two-rank point-to-point range (up to 8 KiB) and cross-memory range (up to 1 MiB),
+ * the large region, and far apart. */
 static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
     size_t mine = rank == bad ? n : m;
     int *in = xmalloc(mine * sizeof(int)), *out = xmalloc(mine * sizeof(int));
@@ -328,15 +331,31 @@ static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
     int c2 = class_of_rc(ar_call(form, &v, &w, 1));
     if (c2 != MPI_SUCCESS || w != size * seed + size * (size - 1) / 2)
         FAIL("the correct allreduce after it got %s, sum %d", cname(c2), w);
+    /* And a correct one of the common length m (the path of that length, ranks in step). */
+    int *in2 = xmalloc(m * sizeof(int)), *out2 = xmalloc(m * sizeof(int));
+    for (size_t i = 0; i < m; i++) {
+        in2[i] = (int)(i % 1000) + seed + rank;
+        out2[i] = -1;
+    }
+    int c3 = class_of_rc(ar_call(form, in2, out2, m));
+    size_t bad_at = m;
+    for (size_t i = 0; i < m && bad_at == m; i++)
+        if (out2[i] != size * ((int)(i % 1000) + seed) + size * (size - 1) / 2) bad_at = i;
+    if (c3 != MPI_SUCCESS || bad_at != m)
+        FAIL("the correct allreduce of %zu ints after it got %s%s", m, cname(c3),
+             bad_at != m ? " with wrong sums" : "");
     alarm(0);
     free(in);
     free(out);
+    free(in2);
+    free(out2);
 }
 
 static void allreduces(void) {
     static const size_t pairs[][2] = {
         {0, 1}, {1, 0}, {1, 2}, {2, 1}, {1024, 1025}, {1025, 1024}, {8192, 8193}, {8193, 8192},
-        {100, 70000}, {70000, 100},
+        {100, 70000}, {70000, 100}, {2048, 2049}, {2049, 2048}, {262144, 262145},
+        {262145, 262144}, {1024, 262145}, {262145, 1024},
     };
     int seed = 0;
     for (int form = 0; form < 3; form++)
@@ -361,6 +380,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
+        if (!strcmp(argv[i], "nopersistent")) forms = 3;
     }
     signal(SIGALRM, on_alarm);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

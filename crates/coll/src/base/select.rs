@@ -183,12 +183,19 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
     // Ranks that share cores (they yield when idle): the nonblocking large region, one
     // handoff each way ([`sm::Seg::allreduce_large`]).
     let nb_large = !small && sm::large_fits(a, bytes);
-    let seg = if bytes > 0 && (small || large || nb_large) {
-        sm::get(a, Coll::Allreduce)?
-    } else {
-        None
-    };
+    // Every length takes the segment when there is one (empty vectors too): each of its
+    // paths posts our length at the same sequence number first, so that ranks whose
+    // lengths differ (erroneous) fail alike instead of waiting on different paths.
+    let seg = sm::get(a, Coll::Allreduce)?;
+    if let (Some(seg), true) = (&seg, small) {
+        if let Some(s) = src {
+            dst.copy_from_slice(s);
+        }
+        count(a.shadow, Alg::SmAllreduce);
+        return seg.allreduce(dst, f);
+    }
     if let Some(seg) = &seg {
+        seg.allreduce_gate(bytes)?;
         if nb_large && seg.some_yield() {
             if !seg.allreduce_large(src, dst, (f, elem_size), &progress_nb) {
                 return Err(crate::arg_err(
@@ -203,14 +210,6 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
             count(a.shadow, Alg::SmAllreduce);
             return Ok(());
         }
-    }
-    if let (Some(seg), true) = (&seg, small) {
-        if let Some(s) = src {
-            dst.copy_from_slice(s);
-        }
-        count(a.shadow, Alg::SmAllreduce);
-        seg.allreduce(dst, f);
-        return Ok(());
     }
     let op = Op {
         f,

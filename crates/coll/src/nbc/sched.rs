@@ -27,6 +27,7 @@ use crate::base::helpers::{
     rabenseifner_plan, scan_chain, scan_rounds, unpool, RabStep, TRUNCATED_ABOVE,
 };
 use crate::base::stats::{count, Alg};
+use crate::sm::lengths_error;
 use crate::sm::nb::{Progress, SmNb};
 use crate::sm::{Seg, SmKind};
 use crate::tune::{self, Coll};
@@ -280,6 +281,14 @@ pub struct Schedule {
     /// Index of the round whose transfers are in flight.
     current: Option<usize>,
     pending: Vec<(ReqId, i32)>,
+    /// Per pending transfer (in step with `pending`): the bytes a receive of an exact
+    /// schedule expects, else `usize::MAX`.
+    want: Vec<usize>,
+    /// A reduction's schedule (`iallreduce`): every message has the length its receive
+    /// posted; one that differs (erroneous arguments) is reported at the end
+    /// (`MPI_ERR_TRUNCATE` when longer, `MPI_ERR_COUNT` when shorter) once the rounds, which
+    /// other ranks wait for, have run.
+    exact: bool,
     op: Option<OwnedOp>,
     error: Option<oxmpi_engine::Error>,
     started: bool,
@@ -333,6 +342,8 @@ impl Schedule {
             next: 0,
             current: None,
             pending: Vec::new(),
+            want: Vec::new(),
+            exact: false,
             op,
             error: None,
             started: false,
@@ -627,7 +638,12 @@ impl Schedule {
         }
         if let Some(nb) = self.sm.as_mut() {
             let (ip, il) = self.regions[0].ptr_len();
-            let out = self.regions[1].ptr_len();
+            // (An allreduce by message in place has one region: its length check reads
+            // region 0 only.)
+            let out = self
+                .regions
+                .get_mut(1)
+                .map_or((std::ptr::null_mut(), 0), Region::ptr_len);
             // SAFETY: the regions are the caller's memory (valid until completion by the
             // MPI contract) or owned by the schedule.
             let end = unsafe { nb.progress((ip.cast_const(), il), out, self.op.as_ref()) };
@@ -713,11 +729,13 @@ impl Schedule {
                 // Nothing of ours moves by message after these.
                 failed @ (Progress::CopyFailed
                 | Progress::Differs { .. }
-                | Progress::Upstream { .. }) => {
+                | Progress::Upstream { .. }
+                | Progress::Lengths { .. }) => {
                     // A bcast's receive posted at once: no message comes (nobody sends to
                     // a rank of another path or below one), so the cancel wins.
                     self.cc.abandon(&self.pending);
                     self.pending.clear();
+                    self.want.clear();
                     return Some(Err(failed.failure()));
                 }
             }
@@ -738,7 +756,17 @@ impl Schedule {
                 match e.test(r) {
                     Some(st) => {
                         self.pending.swap_remove(i);
-                        if let Some(b) = self.bcast.as_mut().filter(|_| self.current == Some(0)) {
+                        let want = self.want.swap_remove(i);
+                        let truncated = st.error == Some(ErrorClass::Truncate);
+                        if want != usize::MAX && (truncated || st.count_bytes != want) {
+                            // A message of another length than ours: the rounds go on (the
+                            // other ranks wait for our messages), the error comes at the end.
+                            let got = if truncated { want + 1 } else { st.count_bytes };
+                            let what = format!("nonblocking reduction: from rank {peer}");
+                            self.late.get_or_insert(lengths_error(&what, got, want));
+                        } else if let Some(b) =
+                            self.bcast.as_mut().filter(|_| self.current == Some(0))
+                        {
                             // A bcast's first receive: what came decides what follows.
                             b.got = Some((st.count_bytes, st.error));
                         } else if let Err(err) = self.cc.check(st, "nonblocking step", peer) {
@@ -752,6 +780,7 @@ impl Schedule {
                 if self.error.is_some() {
                     self.cc.abandon(&self.pending);
                     self.pending.clear();
+                    self.want.clear();
                 } else {
                     return None;
                 }
@@ -789,6 +818,7 @@ impl Schedule {
             if let Err(err) = posted {
                 self.cc.abandon(&self.pending);
                 self.pending.clear();
+                self.want.clear();
                 self.end();
                 return Some(Err(err));
             }
@@ -961,6 +991,8 @@ impl Schedule {
                     unsafe { link.isend_raw(p, len, peer, tag) }
                 }?;
                 self.pending.push((r, peer));
+                self.want
+                    .push(if recv && self.exact { len } else { usize::MAX });
             }
         }
         Ok(())
@@ -1063,6 +1095,40 @@ impl CollComm {
         out: Region,
         op: OwnedOp,
     ) -> Result<Schedule> {
+        self.iallreduce_plan(input, out, op, None)
+    }
+
+    /// [`CollComm::iallreduce_from`] on a communicator with the segment `seg`, for a vector
+    /// that goes by message ([`SmKind::AllreduceMsg`]): every rank's length is checked on
+    /// the segment first (a rank whose length takes another path of the segment meets us
+    /// there), then the same rounds, on a tag derived from the segment's sequence (every
+    /// rank takes the segment's next number at this collective, whatever its length; a
+    /// schedule's own tag would be taken by the ranks of this path only).
+    pub fn iallreduce_msg(
+        &self,
+        seg: Arc<Seg>,
+        input: Option<Region>,
+        out: Region,
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        let mut s = self.iallreduce_plan(input, out, op, Some(0))?;
+        let nb = SmNb::open(seg, SmKind::AllreduceMsg);
+        s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+        s.sm = Some(nb);
+        s.started = true;
+        count(self.shadow, Alg::SmNonblocking);
+        Ok(s)
+    }
+
+    /// [`CollComm::iallreduce_from`] with the schedule's tag `tag` (`None`: its own, the
+    /// communicator's next).
+    fn iallreduce_plan(
+        &self,
+        input: Option<Region>,
+        out: Region,
+        op: OwnedOp,
+        tag: Option<i32>,
+    ) -> Result<Schedule> {
         let mut out = out;
         let n = out.ptr_len().1;
         if n % op.elem_size.max(1) != 0 {
@@ -1083,8 +1149,13 @@ impl CollComm {
         } else {
             Alg::NbcAllreduceRecdbl
         };
-        let mut s = Schedule::new(self, vec![out], None)?.counted(alg);
+        let s = match tag {
+            None => Schedule::new(self, vec![out], None)?,
+            Some(t) => Schedule::blank(self, t, vec![out], None),
+        };
+        let mut s = s.counted(alg);
         s.op = Some(op);
+        s.exact = true;
         let b = (0, 0);
         // Where our contribution is, and whether `b` holds our partial result yet.
         let (inp, mut ready) = match input {
@@ -1104,7 +1175,9 @@ impl CollComm {
             None => (b, true),
         };
         let r = self.rank;
-        if p == 1 || n == 0 {
+        // An empty vector exchanges empty messages too: a rank whose vector is not empty
+        // (erroneous) then gets them, shorter than it expects, instead of waiting.
+        if p == 1 {
             if !ready {
                 s.copy(inp, b, n);
             }

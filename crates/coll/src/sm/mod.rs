@@ -101,6 +101,7 @@ mod bell;
 pub mod nb;
 pub mod params;
 mod segment;
+pub(crate) use segment::lengths_error;
 
 pub use nb::{Progress, Rooted, SmKind};
 pub use segment::{

@@ -18,6 +18,7 @@
 //! [`SmKind::compute`]) on the blocking buffers.
 
 use super::segment::{copy_own, trade, Large, Pair, Reduction, BCAST_LARGE_TAG};
+use super::segment::{lengths_error, post_len_of, LEN_TAG};
 use super::{own_pid, Seg, CAP, DATA};
 use crate::arg_err;
 use crate::base::helpers::{bcast_differs, bcast_tree};
@@ -67,8 +68,19 @@ pub enum SmKind {
         /// Root rank.
         root: usize,
     },
-    /// `MPI_Iallreduce` (input and output as long).
+    /// `MPI_Iallreduce` (input and output as long). Every rank posts a length word
+    /// ([`LEN_TAG`] and its bytes) and then its vector, and checks the others' lengths
+    /// before it folds: a rank whose length differs (erroneous) fails, and so does every
+    /// rank that sees it ([`Progress::Lengths`]).
     Allreduce,
+    /// `MPI_Iallreduce` whose vector goes by message (it does not fit a buffer, nor is it
+    /// reduced on the segment by cross-memory copies or through the large region): every
+    /// rank posts its length word first, as [`SmKind::Allreduce`], so that a rank whose
+    /// length put it on another path of the segment (an erroneous call) meets it there and
+    /// fails instead of waiting; once every length agrees, the point-to-point rounds
+    /// (`CollComm::iallreduce_msg`) on a tag derived from the segment's sequence. Read by
+    /// [`SmNb::progress`].
+    AllreduceMsg,
     /// `MPI_Ireduce` to `root` (output at the root only).
     Reduce {
         /// Root rank.
@@ -410,6 +422,15 @@ pub enum Progress {
         /// Ours.
         ours: usize,
     },
+    /// Ended, but an allreduce's rank posted `theirs` bytes and this one holds `ours`
+    /// ([`SmKind::Allreduce`], [`SmKind::AllreduceMsg`], [`SmKind::Pair`]): nothing
+    /// folded (`MPI_ERR_TRUNCATE` when theirs are more, else `MPI_ERR_COUNT`).
+    Lengths {
+        /// The other rank's length (a longer one if any).
+        theirs: usize,
+        /// Ours.
+        ours: usize,
+    },
 }
 
 impl Progress {
@@ -425,6 +446,7 @@ impl Progress {
                 ErrorClass::Other,
                 "a cross-memory copy between ranks failed",
             ),
+            Progress::Lengths { theirs, ours } => lengths_error("iallreduce", theirs, ours),
             Progress::Differs { root, ours } | Progress::Upstream { root, ours }
                 if root != ours =>
             {
@@ -628,7 +650,7 @@ impl SmKind {
     /// then takes it into scratch ([`SmNb::sinks`]), which a light request cannot.
     pub fn may_take_messages(&self) -> bool {
         matches!(self, SmKind::Alltoallv { far, .. } if *far < usize::MAX)
-            || matches!(self, SmKind::BcastMsg { .. })
+            || matches!(self, SmKind::BcastMsg { .. } | SmKind::AllreduceMsg)
     }
 
     /// Whether rank `me` of `p` moves some block by message ([`SmKind::each_message`]).
@@ -651,6 +673,7 @@ impl SmKind {
         match *self {
             SmKind::Barrier
             | SmKind::Allreduce
+            | SmKind::AllreduceMsg
             | SmKind::Alltoall { .. }
             | SmKind::Allgather { .. }
             | SmKind::Allgatherv { .. }
@@ -708,8 +731,9 @@ impl SmKind {
             }
         };
         match self {
-            SmKind::Barrier => {}
-            SmKind::Allreduce => fold(out, 0..p, 0),
+            SmKind::Barrier | SmKind::AllreduceMsg => {}
+            // After the length word.
+            SmKind::Allreduce => fold(out, 0..p, 8),
             SmKind::Reduce { root } => {
                 if me == *root {
                     fold(out, 0..p, 0)
@@ -1090,6 +1114,20 @@ impl SmNb {
                             }
                         })
                 }
+                SmKind::Allreduce | SmKind::AllreduceMsg => {
+                    // Our length word, then (fitting a buffer) our vector.
+                    let n = input.1;
+                    let data = if self.kind == SmKind::Allreduce { n } else { 0 };
+                    seg.try_post_with(k, |b| {
+                        // SAFETY: `b` is our buffer's `CAP` bytes and `8 + DATA <= CAP`
+                        // (`n <= DATA` was checked by the builder for a vector posted);
+                        // the input is readable (caller contract).
+                        unsafe {
+                            b.cast::<u64>().write_unaligned(LEN_TAG | n as u64);
+                            std::ptr::copy_nonoverlapping(input.0, b.add(8), data);
+                        }
+                    })
+                }
                 kind => {
                     let n = if kind.posts(seg.rank()) { input.1 } else { 0 };
                     // SAFETY: caller contract (input readable); `n <= DATA` was checked
@@ -1117,6 +1155,29 @@ impl SmNb {
         }
         if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
             return Progress::Pending;
+        }
+        let want = LEN_TAG | input.1 as u64;
+        // The correct call's whole check: every post starts with our length word.
+        let same = |r: usize| {
+            // SAFETY: rank `r` stamped `k` (acquired above) and `k` is open; its first word,
+            // read atomically (a large-region post's first word is a mark its owner updates).
+            unsafe { seg.nb_word(r, k, 0) }.load(Ordering::Relaxed) == want
+        };
+        if matches!(self.kind, SmKind::Allreduce | SmKind::AllreduceMsg)
+            && !(0..p).filter(|&r| r != me).all(same)
+        {
+            let posted = |r: usize| {
+                post_len_of(|i| {
+                    // SAFETY: every rank stamped `k` (acquired above) and `k` is open; a
+                    // post's first four words lie within `CAP` (read atomically: a
+                    // large-region post's first word is a mark its owner updates).
+                    unsafe { seg.nb_word(r, k, i) }.load(Ordering::Acquire)
+                })
+            };
+            if let Some(theirs) = seg.differing(input.1, posted) {
+                let ours = input.1;
+                return self.finish(Progress::Lengths { theirs, ours });
+            }
         }
         let out: &mut [u8] = if output.1 == 0 {
             &mut []

@@ -31,6 +31,42 @@ const LINE: usize = 64;
 pub const DATA: usize = 4096;
 /// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
 pub const BIG_MAX: usize = 8 << 20;
+/// Flag of a blocking allreduce's length word ([`Seg::allreduce`], [`Seg::allreduce_gate`]):
+/// the first word of its post, the bytes in the bits below. A two-rank cross-memory post
+/// starts with a pid instead ([`pull::Post`]), which never has it.
+pub(crate) const LEN_TAG: u64 = 1 << 63;
+/// The length an allreduce's post on the segment holds, its word `i` being `word(i)`: a
+/// length word ([`LEN_TAG`]) first, or second after the mark of a post for the
+/// nonblocking large region ([`Seg::large_step`]), or a two-rank cross-memory post
+/// ([`pull::Post`]: a pid, an address, never with [`LEN_TAG`]; its length is its fourth
+/// word).
+pub(crate) fn post_len_of(word: impl Fn(usize) -> u64) -> u64 {
+    let (w0, w1) = (word(0), word(1));
+    if w0 & LEN_TAG != 0 {
+        w0 & !LEN_TAG
+    } else if w1 & LEN_TAG != 0 {
+        w1 & !LEN_TAG
+    } else {
+        word(3)
+    }
+}
+
+/// The error of a reduction (`what`) whose vector has `ours` bytes here and `theirs` at
+/// some other rank (erroneous arguments): `MPI_ERR_TRUNCATE` when theirs is longer, else
+/// `MPI_ERR_COUNT`, as a broadcast's reader decides (the vector that comes is longer or
+/// shorter than our buffer).
+pub(crate) fn lengths_error(what: &str, theirs: usize, ours: usize) -> oxmpi_engine::Error {
+    let class = if theirs > ours {
+        oxmpi_engine::ErrorClass::Truncate
+    } else {
+        oxmpi_engine::ErrorClass::Count
+    };
+    crate::arg_err(
+        class,
+        format!("{what}: another rank contributes {theirs} bytes, {ours} here"),
+    )
+}
+
 /// Buffers per rank (a broadcast root may run `NBUF - 1` collectives ahead).
 pub const NBUF: u64 = 8;
 /// One buffer: the stamp word, then the data (`DATA` bytes, rounded to whole lines).
@@ -1940,22 +1976,114 @@ impl Seg {
     }
 
     /// Allreduce of `buf` (at most `DATA` bytes) in place; `red` computes `inout = in ∘ inout`.
-    pub fn allreduce<F: Fn(&[u8], &mut [u8])>(&self, buf: &mut [u8], red: &F) {
+    /// Our post is a length word ([`LEN_TAG`] and `buf.len()`), then the vector: an error
+    /// on every rank that sees another rank's length differ from its own (nothing folded,
+    /// `buf` unchanged; [`Seg::lengths_agree`]), and every rank is done with the collective
+    /// either way, so that the next one is matched right.
+    pub fn allreduce<F: Fn(&[u8], &mut [u8])>(&self, buf: &mut [u8], red: &F) -> Result<()> {
         let n = buf.len();
         let k = self.next();
-        self.post(k, buf);
+        self.post_len(k, n, buf);
         self.wait_all(k);
+        if !self.same_len_words(k, n) {
+            if let Err(e) = self.lengths_agree(k, n, "allreduce") {
+                self.finish(k);
+                return Err(e);
+            }
+        }
         // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
         // rank-order result; every rank computes exactly the same).
         let last = self.size - 1;
-        // SAFETY: every rank stamped `k` (waited above).
-        buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
+        // SAFETY: every rank stamped `k` (waited above) with `n` bytes after its length
+        // word (checked above).
+        buf.copy_from_slice(unsafe { self.peer(last, k, 8, n) });
         for r in (0..last).rev() {
             // SAFETY: as above; the view does not overlap `buf`.
-            let x = unsafe { self.peer(r, k, 0, n) };
+            let x = unsafe { self.peer(r, k, 8, n) };
             red(x, buf); // buf = x_r ∘ buf
         }
         self.finish(k);
+        Ok(())
+    }
+
+    /// The length check of a blocking allreduce of `n` bytes that does not go through a
+    /// segment buffer (point to point, through the large regions): a post of our length
+    /// word only ([`Seg::allreduce`]'s first word), the others' checked. Every allreduce
+    /// on the segment posts its length at the same sequence number (the small one with its
+    /// data, the two-rank cross-memory one in its post's length word), so that a rank whose
+    /// length takes another path than ours meets us here instead of waiting where we never
+    /// come: an error on every rank that sees a length other than its own.
+    pub fn allreduce_gate(&self, n: usize) -> Result<()> {
+        let k = self.next();
+        self.post_len(k, n, &[]);
+        self.wait_all(k);
+        let r = self.lengths_agree(k, n, "allreduce");
+        self.finish(k);
+        r
+    }
+
+    /// [`Seg::post`] of a length word ([`LEN_TAG`] and `n`) and then `src` (at most
+    /// `CAP - 8` bytes) after it.
+    fn post_len(&self, k: u64, n: usize, src: &[u8]) {
+        debug_assert!(src.len() <= CAP - 8);
+        self.reusable(k.saturating_sub(NBUF));
+        let dst = self.data(self.rank, k);
+        // SAFETY: our own buffer of collective `k` (at least `CAP` bytes), read by nobody
+        // until we stamp `k` and no longer by anybody for `k - NBUF` (waited above); the
+        // length word is 8-aligned (the buffer's data starts 8 bytes into a line).
+        unsafe {
+            dst.cast::<u64>().write(LEN_TAG | n as u64);
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(8), src.len());
+        }
+        self.put_word(self.stamp(self.rank, k), k);
+    }
+
+    /// Whether every other rank's post of blocking allreduce `k` (all stamped, acquired by
+    /// us) starts with our length word: the correct call's whole check, one word per rank
+    /// ([`Seg::lengths_agree`] tells the lengths apart otherwise).
+    #[inline]
+    fn same_len_words(&self, k: u64, n: usize) -> bool {
+        let want = LEN_TAG | n as u64;
+        (0..self.size).filter(|&r| r != self.rank).all(|r| {
+            // SAFETY: `r` stamped `k` (caller contract): the first word of its post, 8-aligned
+            // (see `Seg::post_len`), unchanged until we finish `k`.
+            unsafe { self.data(r, k).cast::<u64>().read() == want }
+        })
+    }
+
+    /// The bytes rank `r` posted for blocking allreduce `k` (stamped, acquired by us).
+    fn posted_len(&self, r: usize, k: u64) -> u64 {
+        post_len_of(|i| {
+            // SAFETY: `r` stamped `k` (caller contract); a post's first four words lie
+            // within `CAP` (a cross-memory post has `pull::WORDS` of them).
+            let w = unsafe { self.peer(r, k, 8 * i, 8) };
+            u64::from_ne_bytes(w.try_into().expect("8 bytes"))
+        })
+    }
+
+    /// Whether every other rank's post of blocking allreduce `k` (all stamped, acquired
+    /// by us) has our `n` bytes: else the error of [`lengths_error`].
+    fn lengths_agree(&self, k: u64, n: usize, what: &str) -> Result<()> {
+        match self.differing(n, |r| self.posted_len(r, k)) {
+            None => Ok(()),
+            Some(m) => Err(lengths_error(what, m, n)),
+        }
+    }
+
+    /// Of the other ranks' posted lengths (`posted(r)`), one that differs from our `n`:
+    /// a longer one if there is one.
+    pub(crate) fn differing(&self, n: usize, posted: impl Fn(usize) -> u64) -> Option<usize> {
+        let mut found = None;
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            let m = posted(r);
+            if m > n as u64 {
+                return Some(usize::try_from(m).unwrap_or(usize::MAX));
+            }
+            if m < n as u64 {
+                found.get_or_insert(m as usize);
+            }
+        }
+        found
     }
 
     /// Allgatherv of blocks of at most `DATA` bytes: block `j` is `counts[j]` bytes at

@@ -36,7 +36,7 @@
 //! finished in any order. Every rank takes the same path: the vector's size, the
 //! communicator and the order of the collectives are the same everywhere.
 
-use super::{stream, Seg, SLOT};
+use super::{post_len_of, stream, Seg, LEN_TAG, SLOT};
 use std::sync::atomic::Ordering;
 
 /// A reduction: `f(in, inout)`, `inout = in ∘ inout`.
@@ -262,6 +262,9 @@ impl Seg {
                                 std::ptr::copy_nonoverlapping(input, slot, n);
                             }
                             b.cast::<u64>().write_unaligned(mark as u64);
+                            // An allreduce's length word after the mark: a rank whose
+                            // length put it on another path reads it ([`post_len_of`]).
+                            b.add(8).cast::<u64>().write_unaligned(LEN_TAG | n as u64);
                         }
                     });
                 if !posted {
@@ -391,6 +394,19 @@ impl Seg {
                 if !st.folded {
                     if !(0..p).all(|r| self.stamped(r, k)) {
                         return None;
+                    }
+                    // Every rank posted (stamped, acquired): a length other than ours
+                    // (erroneous) ends us before we fold or mark, as it does every rank
+                    // of this path (each sees it), so that nobody waits for a mark.
+                    let posted = |r: usize| {
+                        post_len_of(|i| {
+                            // SAFETY: the first four words of each post, within `CAP`, read
+                            // atomically (the mark is updated by its owner).
+                            unsafe { self.nb_word(r, k, i) }.load(Ordering::Acquire)
+                        })
+                    };
+                    if self.differing(n, posted).is_some() {
+                        return Some(false);
                     }
                     let (m, o) = slice(n, elem, p, me);
                     let mine = out(o, m);

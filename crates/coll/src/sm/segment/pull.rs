@@ -143,7 +143,9 @@ impl Post {
             pid: w(0) as i32,
             input: w(1),
             output: w(2),
-            len: w(3),
+            // An allreduce's length word ([`super::LEN_TAG`]) instead
+            // of a pid: the other rank's allreduce takes another path (its length differs).
+            len: super::post_len_of(w),
         }
     }
 }
@@ -219,11 +221,17 @@ pub(super) unsafe fn reduce_work<F: Fn(&[u8], &mut [u8]) + ?Sized>(
 
 /// An error on both ranks when the vectors' lengths differ (`what`: the collective).
 pub(super) fn pull_same_len(w: &Post, n: usize, what: &str) -> Result<()> {
-    if w.len as usize == n {
+    if w.len == n as u64 {
         return Ok(());
     }
+    // As a broadcast's reader: the other rank's longer vector truncates ours.
+    let class = if w.len > n as u64 {
+        ErrorClass::Truncate
+    } else {
+        ErrorClass::Count
+    };
     Err(arg_err(
-        ErrorClass::Truncate,
+        class,
         format!("{what}: {} bytes from the other rank, {n} here", w.len),
     ))
 }
