@@ -1112,8 +1112,8 @@ impl CollComm {
         op: OwnedOp,
     ) -> Result<Schedule> {
         let mut s = self.iallreduce_plan(input, out, op, Some(0))?;
-        let nb = SmNb::open(seg, SmKind::AllreduceMsg);
-        s.tag = TAG_SM_V_BASE + (nb.seq() & 0xf_ffff) as i32;
+        let nb = SmNb::open(self, seg, SmKind::AllreduceMsg);
+        s.tag = sm_tag(nb.seq());
         s.sm = Some(nb);
         s.started = true;
         count(self.shadow, Alg::SmNonblocking);
