@@ -25,15 +25,24 @@ pub struct Op<'a> {
 /// (`CollComm::bcast`, `CollComm::ibcast`): `MPI_ERR_TRUNCATE` when the root sends more,
 /// else `MPI_ERR_COUNT`.
 pub(crate) fn bcast_differs(m: usize, n: usize) -> oxmpi_engine::Error {
-    let class = if m > n {
+    lengths_differ(
+        m as u64,
+        n,
+        format!("bcast: the root sends {m} bytes, this rank's buffer holds {n}"),
+    )
+}
+
+/// The error of a collective whose data from another rank has `theirs` bytes where this
+/// rank has `ours` (erroneous arguments), saying `msg`: `MPI_ERR_TRUNCATE` when theirs is
+/// longer (it would not fit), else `MPI_ERR_COUNT`. Every length check of the
+/// collectives (broadcasts, reductions, the two-rank cross-memory pair) decides here.
+pub(crate) fn lengths_differ(theirs: u64, ours: usize, msg: String) -> oxmpi_engine::Error {
+    let class = if theirs > ours as u64 {
         ErrorClass::Truncate
     } else {
         ErrorClass::Count
     };
-    arg_err(
-        class,
-        format!("bcast: the root sends {m} bytes, this rank's buffer holds {n}"),
-    )
+    arg_err(class, msg)
 }
 
 /// Rank `me`'s place in the binomial tree of a broadcast from `root` on `p` ranks (that of

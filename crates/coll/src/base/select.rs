@@ -6,7 +6,7 @@
 //! communicator and on arguments MPI requires to match. Data is bytes; the caller packs
 //! non-contiguous datatypes first.
 
-use crate::base::helpers::{check_own, place_own};
+use crate::base::helpers::{bcast_differs, check_own, place_own};
 use crate::base::stats::{count, Alg};
 use crate::sm::{self, SmKind, VBlock};
 use crate::tune::Coll;
@@ -123,15 +123,7 @@ fn bcast_done(a: &CollComm, seg: &sm::Seg, b: sm::Bcast, n: usize, root: i32) ->
             m
         }
     };
-    let class = if theirs > n {
-        oxmpi_engine::ErrorClass::Truncate
-    } else {
-        oxmpi_engine::ErrorClass::Count
-    };
-    Err(crate::arg_err(
-        class,
-        format!("bcast: the root sends {theirs} bytes, this rank's buffer holds {n}"),
-    ))
+    Err(bcast_differs(theirs, n))
 }
 
 /// The outcome of a cross-memory copy ([`sm::Seg::gather_pair`]) as the collective's.

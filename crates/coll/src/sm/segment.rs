@@ -56,13 +56,9 @@ pub(crate) fn post_len_of(word: impl Fn(usize) -> u64) -> u64 {
 /// `MPI_ERR_COUNT`, as a broadcast's reader decides (the vector that comes is longer or
 /// shorter than our buffer).
 pub(crate) fn lengths_error(what: &str, theirs: usize, ours: usize) -> oxmpi_engine::Error {
-    let class = if theirs > ours {
-        oxmpi_engine::ErrorClass::Truncate
-    } else {
-        oxmpi_engine::ErrorClass::Count
-    };
-    crate::arg_err(
-        class,
+    crate::base::helpers::lengths_differ(
+        theirs as u64,
+        ours,
         format!("{what}: another rank contributes {theirs} bytes, {ours} here"),
     )
 }

@@ -225,13 +225,9 @@ pub(super) fn pull_same_len(w: &Post, n: usize, what: &str) -> Result<()> {
         return Ok(());
     }
     // As a broadcast's reader: the other rank's longer vector truncates ours.
-    let class = if w.len > n as u64 {
-        ErrorClass::Truncate
-    } else {
-        ErrorClass::Count
-    };
-    Err(arg_err(
-        class,
+    Err(crate::base::helpers::lengths_differ(
+        w.len,
+        n,
         format!("{what}: {} bytes from the other rank, {n} here", w.len),
     ))
 }
