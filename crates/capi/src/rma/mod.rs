@@ -353,7 +353,13 @@ mpi_fn! {
         match &inner.net {
             // Every rank of the window has a message path when one has (a peer on
             // another node, or `osc=pt2pt`): all take the counting fence.
-            Some(net) => net.fence(&inner.coll)?,
+            Some(net) => {
+                net.fence(&inner.coll)?;
+                // Our node's ranks wait for this before reaching our memory directly.
+                inner
+                    .fences_closed(inner.rank)
+                    .store(net.epoch(), Ordering::Release);
+            }
             None => barrier(&inner)?,
         }
         fence(Ordering::SeqCst);

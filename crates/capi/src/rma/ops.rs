@@ -65,6 +65,9 @@ pub(super) fn access(win: c_int, target_rank: c_int, target_disp: isize) -> MpiR
         mpi_bail!(MPI_ERR_DISP, "negative target displacement {target_disp}");
     }
     let start = target_disp.wrapping_mul(inner.targets[t].disp_unit);
+    if !inner.targets[t].remote {
+        inner.direct_after_fence(t)?;
+    }
     Ok(Access {
         inner,
         target: Some(t),

@@ -14,7 +14,7 @@ use oxmpi_engine::sys::{cma_copy, memfd, open_peer_fd, Cma, Mapping};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes of the fixed part of a control block (lock word, accumulate mutex, completions).
@@ -95,6 +95,27 @@ impl Inner {
     pub(super) fn completed(&self, r: usize) -> &AtomicU64 {
         self.word(r, 16)
     }
+    /// Fence epochs rank `r` closed on the message path ([`Net::fence`]).
+    pub(super) fn fences_closed(&self, r: usize) -> &AtomicU64 {
+        self.word(r, 24)
+    }
+
+    /// Before a load or store of ours reaches rank `t`'s memory directly: with a message
+    /// path, wait until `t` closed the fence epochs we closed (until then a remote origin's
+    /// request of the epoch before may still be on its way to `t`, [`Net::fence`]).
+    pub(super) fn direct_after_fence(&self, t: usize) -> MpiResult {
+        let Some(net) = &self.net else { return Ok(()) };
+        if t == self.rank {
+            return Ok(());
+        }
+        let ours = net.epoch();
+        let closed = || self.fences_closed(t).load(Ordering::Acquire) >= ours;
+        if closed() {
+            return Ok(());
+        }
+        net.wait_for("an access after a fence", closed)
+    }
+
     /// Number of `post`s rank `from` made to rank `r` (as origin).
     pub(super) fn posted(&self, r: usize, from: usize) -> &AtomicU64 {
         self.word(r, CTRL_HEAD + 8 * from)

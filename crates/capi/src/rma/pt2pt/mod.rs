@@ -106,6 +106,46 @@ pub(crate) struct Net {
     server: OnceLock<Arc<Mutex<Server>>>,
 }
 
+/// A wait inside a window call: spin a while, then yield on every pass (as a blocking
+/// barrier's wait), and now and then, once yielding, look for a failed rank of the window
+/// (whose part would never come).
+struct Waiting {
+    since: std::time::Instant,
+    spins: u32,
+}
+
+impl Waiting {
+    fn new() -> Waiting {
+        Waiting {
+            since: std::time::Instant::now(),
+            spins: 0,
+        }
+    }
+
+    /// One pass of the wait in `during` on `net`'s window.
+    fn pause(&mut self, net: &Net, during: &str) -> MpiResult {
+        if self.since.elapsed() < BUSY_SPIN {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        self.spins += 1;
+        std::thread::yield_now();
+        if self.spins % 64 != 63 {
+            return Ok(());
+        }
+        let failed = net.eng.failed_peers();
+        match net.world.iter().find(|w| failed.contains(w)) {
+            Some(w) => Err(MpiError::new(
+                MPIX_ERR_PROC_FAILED,
+                format!(
+                    "rank {w} of the world failed during {during} on this window (its last operations may be lost)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Net {
     /// The message path over the window's private communicator `comm`, whose member `r`
     /// is reached directly when `near[r]`; `acked`: every operation waits for the target's
@@ -307,6 +347,13 @@ impl Net {
     /// own operations are complete at the origin once sent (their bytes are copied).
     /// This thread serves the window's requests meanwhile, under the engine's
     /// [`Engine::serving`] guard, so the progress thread is neither rung nor needs a core.
+    ///
+    /// The ranks whose memory we load and store directly (our node's) may still be
+    /// serving their share when we have ours: a remote origin's put of the epoch may not
+    /// have reached them yet. So the caller publishes the epochs each rank closed
+    /// ([`Net::epoch`]), and a direct access of the next epoch to such a rank first waits
+    /// until it closed this one ([`Net::wait_for`]); otherwise a get could read, or a put
+    /// be overwritten by, the epoch before.
     pub(crate) fn fence(&self, coll: &crate::comm::Internal) -> MpiResult {
         let Some(srv) = self.server.get() else {
             return Err(MpiError::new(
@@ -340,24 +387,14 @@ impl Net {
         s: &mut oxmpi_coll::sched::Schedule,
         srv: &Mutex<Server>,
     ) -> MpiResult {
-        let since = std::time::Instant::now();
-        let pause = |spins: &mut u32| {
-            // As a blocking barrier's wait: spin a while, then yield on every pass.
-            if since.elapsed() < BUSY_SPIN {
-                std::hint::spin_loop();
-            } else {
-                *spins += 1;
-                std::thread::yield_now();
-            }
-        };
-        let mut spins = 0u32;
+        let mut w = Waiting::new();
         loop {
             self.serve_here();
             if let Some(r) = coll.progress(s) {
                 r?;
                 break;
             }
-            pause(&mut spins);
+            w.pause(self, "a fence")?;
         }
         let expected = coll.sums_u64(s).get(coll.rank()).copied().unwrap_or(0);
         let port = EnginePort(self.eng, self.ecomm);
@@ -370,21 +407,27 @@ impl Net {
             {
                 return Ok(());
             }
-            pause(&mut spins);
             // An origin that died before its last requests of the epoch came: they never
-            // will (looked at now and then, once we yield).
-            if spins % 64 == 63 {
-                let failed = self.eng.failed_peers();
-                if let Some(w) = self.world.iter().find(|w| failed.contains(w)) {
-                    return Err(MpiError::new(
-                        MPIX_ERR_PROC_FAILED,
-                        format!(
-                            "rank {w} of the world failed during a fence on this window (its last operations may be lost)"
-                        ),
-                    ));
-                }
-            }
+            // will.
+            w.pause(self, "a fence")?;
         }
+    }
+
+    /// Fences this rank completed on the window (its fence epoch).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// Wait until `done` (a condition another rank of our node sets), serving the
+    /// window's requests meanwhile; `MPIX_ERR_PROC_FAILED` if a rank of the window
+    /// fails first. `during` names the call for that error.
+    pub(crate) fn wait_for(&self, during: &str, done: impl Fn() -> bool) -> MpiResult {
+        let mut w = Waiting::new();
+        while !done() {
+            self.serve_here();
+            w.pause(self, during)?;
+        }
+        Ok(())
     }
 
     /// Send an operation that is acknowledged later (put, accumulate without result).
