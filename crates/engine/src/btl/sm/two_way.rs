@@ -103,8 +103,9 @@ impl Sample {
 }
 
 /// Per peer: the choosers of each size class for streams ([`Chooser::both_ways`],
-/// beginning with the receiver's single copy below 256 KiB, with the pipeline from 256 KiB:
-/// [`stream_start`]) and for exchanges ([`Chooser::exchanges`], beginning with the
+/// beginning with the receiver's single copy: a first window of a bidirectional stream
+/// pipelined moved half the bytes, and its two-way rate, measured high, kept the pipeline
+/// for the next windows) and for exchanges ([`Chooser::exchanges`], beginning with the
 /// pipeline), and the current period of two-way traffic (see the module's description).
 #[derive(Clone, Debug)]
 pub struct TwoWay {
@@ -129,28 +130,10 @@ pub struct TwoWay {
     whole: bool,
 }
 
-/// The mechanism the streams' chooser of size class `k` begins with: the receiver's single
-/// copy below 256 KiB, the pipeline from 256 KiB. Both sides of a stream of messages from
-/// 256 KiB that read each other's messages never try the pipeline (each sees the peer
-/// reading its messages, [`Chooser::choose_unless`]), so a stream that began on the single
-/// copy stayed there where the pipeline is the faster one (bibw 1 MiB with the two CPUs
-/// sharing a cache: 11-13 GB/s against the pipeline's 17-19). Begun on the pipeline, both
-/// sides try the single copy after their first window's samples, in the same window, and
-/// keep whichever measured faster: where the single copy wins (CPUs far apart), the
-/// stream has cost one window pipelined. Below 256 KiB the receiver's read is kept as the
-/// start (bibw 64-128 KiB was level with Open MPI or ahead in the last full report).
-fn stream_start(k: usize) -> Mech {
-    if k >= 2 {
-        Mech::Pipe
-    } else {
-        Mech::Coop
-    }
-}
-
 impl Default for TwoWay {
     fn default() -> Self {
         TwoWay {
-            streams: std::array::from_fn(|k| Chooser::both_ways().starting_with(stream_start(k))),
+            streams: std::array::from_fn(|_| Chooser::both_ways().starting_with(Mech::Coop)),
             exchanges: std::array::from_fn(|_| Chooser::exchanges()),
             last_exchange: false,
             start: 0,
@@ -459,24 +442,24 @@ mod tests {
         assert_eq!(next(&mut w, &mut t, false), Mech::Pipe);
     }
 
-    /// A stream both ways of messages below 256 KiB begins on the receivers' single copy:
-    /// the first window's messages, all chosen before the first one ends, are read by the
-    /// receiver. From 256 KiB it begins on the pipeline ([`stream_start`]). The exchanges
-    /// begin on the pipeline.
+    /// A stream both ways begins on the receivers' single copy: the first window's
+    /// messages, all chosen before the first one ends, are read by the receiver (on the
+    /// pipeline they were the first window's 64 messages at half the throughput, and its
+    /// two-way rate, measured high, kept the pipeline for the next windows). The exchanges
+    /// still begin on the pipeline.
     #[test]
-    fn streams_begin_by_their_size() {
-        for (n, m) in [
-            (64 << 10, Mech::Coop),
-            ((256 << 10) - 1, Mech::Coop),
-            (256 << 10, Mech::Pipe),
-            (2 << 20, Mech::Pipe),
-        ] {
+    fn streams_begin_on_the_single_copy() {
+        for n in [64 << 10, 2 << 20] {
             let mut w = TwoWay::default();
             for i in 0..64 {
                 if let Some(s) = w.take_held() {
                     w.record(s, false);
                 }
-                assert_eq!(w.choose(n, 1_000 + i, false), m, "{n} B, message {i}");
+                assert_eq!(
+                    w.choose(n, 1_000 + i, false),
+                    Mech::Coop,
+                    "{n} B, message {i}"
+                );
             }
             assert_eq!(w.chooser(n, true).current(), Mech::Pipe);
         }
@@ -586,8 +569,7 @@ mod tests {
     /// when the second receive is chosen, and the period ends with the last of our sends.
     #[test]
     fn streams_are_measured_per_transfer() {
-        // (A size whose streams begin on the single copy.)
-        let n = 128 << 10;
+        let n = 1 << 20;
         let mut w = TwoWay::default();
         assert_eq!(w.choose(n, 100, false), Mech::Coop);
         let first = Sample::Timed {
@@ -631,272 +613,5 @@ mod tests {
             end: 650,
         };
         assert_eq!(w.sends_done(650), Some((whole, true)));
-    }
-
-    /// Per-message times (ns) of a bidirectional stream of `n`-byte messages.
-    #[derive(Clone, Copy)]
-    struct Times {
-        /// Both sides pipeline: each receive.
-        pipe: u64,
-        /// Both sides read the peer's messages alone: each read.
-        pull: u64,
-        /// One side reads, the other pipelines: each of the reader's reads (the peer's
-        /// clear-to-sends wait behind them)...
-        lone: u64,
-        /// ...then each of the other side's pipelined receives, one way, after its sends.
-        pipe_one: u64,
-    }
-
-    /// What a window of the simulated stream was.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Window {
-        /// Every message both ways pipelined.
-        Pipelined,
-        /// Every message both ways read by its receiver alone.
-        Read,
-        /// Some of each.
-        Mixed,
-    }
-
-    /// Messages each way per window (the harness's `bibw`).
-    const W: usize = 64;
-
-    /// Two ranks exchanging windows of [`W`] messages each way, as `bibw` does: each side
-    /// matches the peer's [`W`] requests-to-send, choosing every receive before any of the
-    /// window's transfers ends and before any answer of the window comes back
-    /// (`reads_ours` is the peer's last answer of the window before: a FIN of a read or a
-    /// clear-to-send).
-    struct Stream {
-        sides: [TwoWay; 2],
-        reads_ours: [bool; 2],
-        t: u64,
-    }
-
-    impl Stream {
-        fn new(a: TwoWay, b: TwoWay) -> Stream {
-            Stream {
-                sides: [a, b],
-                reads_ours: [false, false],
-                t: 1_000,
-            }
-        }
-
-        fn current(&self, s: usize, n: usize) -> Mech {
-            self.sides[s].chooser(n, false).current()
-        }
-
-        /// One window of `n`-byte messages taking `x`; every sample goes to its chooser
-        /// as the engine records them.
-        fn window(&mut self, n: usize, x: Times) -> Window {
-            let t = self.t;
-            let mut ms = [[Mech::Coop; W]; 2];
-            for (s, ms) in ms.iter_mut().enumerate() {
-                let w = &mut self.sides[s];
-                for (i, m) in ms.iter_mut().enumerate() {
-                    if let Some(h) = w.take_held() {
-                        w.record(h, false);
-                    }
-                    *m = w.choose(n, t + i as u64, self.reads_ours[s]);
-                }
-            }
-            let count = |s: usize, m: Mech| ms[s].iter().filter(|&&x| x == m).count() as u64;
-            let kind = if count(0, Mech::Pipe) + count(1, Mech::Pipe) == 2 * W as u64 {
-                Window::Pipelined
-            } else if count(0, Mech::Coop) + count(1, Mech::Coop) == 2 * W as u64 {
-                Window::Read
-            } else {
-                Window::Mixed
-            };
-            // The reads (if any) come first; a side's pipelined receives in a mixed window
-            // wait for both sides' reads, then run one way after its sends.
-            let read = |s: usize| {
-                if count(1 - s, Mech::Pipe) > 0 {
-                    x.lone
-                } else {
-                    x.pull
-                }
-            };
-            let reads_end = t
-                + (0..2)
-                    .map(|s| count(s, Mech::Coop) * read(s))
-                    .max()
-                    .unwrap();
-            let end = match kind {
-                Window::Pipelined => t + W as u64 * x.pipe,
-                Window::Read => reads_end,
-                Window::Mixed => {
-                    let pipes = (0..2).map(|s| count(s, Mech::Pipe)).max().unwrap();
-                    reads_end + pipes * x.pipe_one
-                }
-            };
-            let feed = |w: &mut TwoWay, out: Option<(Sample, bool)>| {
-                if let Some((smp, exchange)) = out {
-                    w.record(smp, exchange);
-                }
-            };
-            for s in 0..2 {
-                let d = read(s);
-                let (reads, pipes) = (count(s, Mech::Coop), count(s, Mech::Pipe));
-                let w = &mut self.sides[s];
-                if kind == Window::Pipelined {
-                    // Our sends end half a message before our last receive.
-                    let sends_end = end - x.pipe / 2;
-                    for i in 0..W as u64 {
-                        let (start, stop) = (t + i * x.pipe, t + (i + 1) * x.pipe);
-                        if stop < sends_end {
-                            let smp = Sample::Timed {
-                                m: Mech::Pipe,
-                                n,
-                                start,
-                                end: stop,
-                            };
-                            let out = w.ended(smp, true);
-                            feed(w, out);
-                        } else {
-                            let out = w.sends_done(sends_end);
-                            feed(w, out);
-                            let smp = Sample::Unmeasured {
-                                m: Mech::Pipe,
-                                n,
-                                at: stop,
-                            };
-                            let out = w.ended(smp, false);
-                            feed(w, out);
-                        }
-                    }
-                    continue;
-                }
-                let mut at = t;
-                for _ in 0..reads {
-                    let smp = Sample::Timed {
-                        m: Mech::Coop,
-                        n,
-                        start: at,
-                        end: at + d,
-                    };
-                    at += d;
-                    let out = w.ended(smp, true);
-                    feed(w, out);
-                }
-                // Our sends end when the peer's reads of them end, or before our own
-                // pipelined receives (which wait for them).
-                let out = w.sends_done(reads_end.max(at));
-                feed(w, out);
-                let mut at = reads_end;
-                for _ in 0..pipes {
-                    at += x.pipe_one;
-                    let smp = Sample::Unmeasured {
-                        m: Mech::Pipe,
-                        n,
-                        at,
-                    };
-                    let out = w.ended(smp, false);
-                    feed(w, out);
-                }
-                assert!(!w.in_period(), "the window's period ended");
-            }
-            for s in 0..2 {
-                self.reads_ours[s] = ms[1 - s][W - 1] == Mech::Coop;
-            }
-            // The window's acknowledgement.
-            self.t = end + 2_000;
-            kind
-        }
-
-        /// Windows for `ns` nanoseconds: what each was, and when it began.
-        fn run(&mut self, n: usize, x: Times, ns: u64) -> Vec<(u64, Window)> {
-            let end = self.t + ns;
-            let mut out = Vec::new();
-            while self.t < end {
-                let at = self.t;
-                out.push((at, self.window(n, x)));
-            }
-            out
-        }
-    }
-
-    /// bibw 1 MiB as session 35 measured it (np=2, `chrt -r 1`): near, both ways
-    /// pipelined 19.2 GB/s in all (109 us a message each way), both sides reading alone
-    /// 11.8 (178 us); far, 4.8 (437 us) and 10.6 (198 us). One side reading while the
-    /// other pipelines: the kernel's copy at about 9 GB/s (120 us a read), then the
-    /// pipelined messages one way (near 60 us, far 200 us).
-    const NEAR: Times = Times {
-        pipe: 109_000,
-        pull: 178_000,
-        lone: 120_000,
-        pipe_one: 60_000,
-    };
-    const FAR: Times = Times {
-        pipe: 437_000,
-        pull: 198_000,
-        lone: 120_000,
-        pipe_one: 200_000,
-    };
-
-    /// The share of `ws`'s windows of kind `k` that began after `from`.
-    fn share(ws: &[(u64, Window)], from: u64, k: Window) -> f64 {
-        let late: Vec<Window> = ws.iter().filter(|w| w.0 >= from).map(|w| w.1).collect();
-        late.iter().filter(|&&w| w == k).count() as f64 / late.len() as f64
-    }
-
-    /// bibw 1 MiB from fresh choosers on both sides. Near (the pipeline faster both ways)
-    /// the pair ends on the pipeline, the single copy tried now and then; far (the
-    /// pipeline slower) on the single copy after the first window, and no later window is
-    /// pipelined (each side then sees the peer reading its messages and begins no try of
-    /// the pipeline). A stream that began on the single copy (as before) stayed there near
-    /// too: both sides reading, neither ever tried the pipeline.
-    #[test]
-    fn streams_of_large_messages_settle_in_both_placements() {
-        let n = 1 << 20;
-        let mut st = Stream::new(TwoWay::default(), TwoWay::default());
-        let ws = st.run(n, NEAR, 2_000_000_000);
-        assert_eq!(
-            [st.current(0, n), st.current(1, n)],
-            [Mech::Pipe; 2],
-            "near"
-        );
-        let piped = share(&ws, 100_000_000, Window::Pipelined);
-        assert!(piped > 0.9, "near: {piped} of the windows pipelined");
-        let mut st = Stream::new(TwoWay::default(), TwoWay::default());
-        let ws = st.run(n, FAR, 2_000_000_000);
-        assert_eq!([st.current(0, n), st.current(1, n)], [Mech::Coop; 2], "far");
-        let first: Vec<Window> = ws.iter().take(2).map(|w| w.1).collect();
-        assert_eq!(
-            first,
-            [Window::Pipelined, Window::Read],
-            "far: the first windows"
-        );
-        let read = share(&ws, ws[1].0, Window::Read);
-        assert_eq!(read, 1.0, "far: {read} of the windows after the first read");
-    }
-
-    /// The same with the two sides' choosers out of step (side 1 fresh 50 ms into side
-    /// 0's stream, as when a job's ranks reach a size at different times): near both end
-    /// on the pipeline, far both on the single copy.
-    #[test]
-    fn streams_settle_with_choosers_out_of_step() {
-        let n = 2 << 20;
-        for (x, end, name) in [(NEAR, Mech::Pipe, "near"), (FAR, Mech::Coop, "far")] {
-            // (2 MiB messages: twice the 1 MiB times.)
-            let x = Times {
-                pipe: 2 * x.pipe,
-                pull: 2 * x.pull,
-                lone: 2 * x.lone,
-                pipe_one: 2 * x.pipe_one,
-            };
-            let mut st = Stream::new(TwoWay::default(), TwoWay::default());
-            st.run(n, x, 50_000_000);
-            st.sides[1] = TwoWay::default();
-            let from = st.t;
-            let ws = st.run(n, x, 3_000_000_000);
-            assert_eq!([st.current(0, n), st.current(1, n)], [end; 2], "{name}");
-            let want = if end == Mech::Pipe {
-                Window::Pipelined
-            } else {
-                Window::Read
-            };
-            let good = share(&ws, from + 500_000_000, want);
-            assert!(good > 0.9, "{name}: {good} of the last windows {want:?}");
-        }
     }
 }
