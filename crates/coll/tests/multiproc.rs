@@ -674,6 +674,19 @@ fn iscatter_shared_np4() {
     run(4, "iscatter-shared", &[]);
 }
 
+/// The same for nonblocking scatterv (`SmKind::Scatterv` whose root in place shares its far
+/// blocks, `sm::nb::scatterv_shares`): blocks of different lengths per rank at permuted
+/// places of the root's input, in some rounds one of them too short to share (the root
+/// then does not), one rank late per round.
+#[test]
+fn iscatterv_shared_np3() {
+    run(3, "iscatterv-shared", &[]);
+}
+#[test]
+fn iscatterv_shared_np4() {
+    run(4, "iscatterv-shared", &[]);
+}
+
 /// Nonblocking reduce-scatters of equal blocks whose vector is larger than a slot of the
 /// segment's nonblocking large region (`Reduction::ReduceScatterBlock`, in 2 to 4 phases),
 /// several outstanding at once with allreduces through the same slots between them, in
@@ -775,7 +788,11 @@ fn rank_entry() {
         }
         "iscatter-shared" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
-            iscatter_shared_suite(&w);
+            iscatter_shared_suite(&w, false);
+        }
+        "iscatterv-shared" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            iscatter_shared_suite(&w, true);
         }
         "blocking_phased" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -2509,8 +2526,8 @@ impl Pollers {
     }
 }
 
-/// See [`iscatter_shared_np3`].
-fn iscatter_shared_suite(c: &CollComm) {
+/// See [`iscatter_shared_np3`] (`v`: [`iscatterv_shared_np3`]).
+fn iscatter_shared_suite(c: &CollComm, v: bool) {
     use oxmpi_coll::nbc::light;
     use oxmpi_coll::sched::Region;
     use oxmpi_coll::sm::nb::SHARE_CHUNK;
@@ -2524,23 +2541,63 @@ fn iscatter_shared_suite(c: &CollComm) {
         // Same root, size and late rank on every rank (a shared seed).
         let mut rng = Rng(it * 11 + 5);
         let root = (it as usize) % p;
-        let block = [2 * SHARE_CHUNK, 3 * SHARE_CHUNK + 1, 200_003, 1 << 20][rng.below(4)];
+        let sizes = [2 * SHARE_CHUNK, 3 * SHARE_CHUNK + 1, 200_003, 1 << 20];
+        let block = sizes[rng.below(4)];
+        // Scatterv: a length per rank, and in one round of 8 one rank's block far but too
+        // short to share (the root then reads as before); the blocks at permuted places
+        // of the input (rank `r`'s after those of ranks `r + 1..`), with gaps.
+        let short = if it % 8 == 5 { rng.below(p) } else { p };
+        let counts: Vec<usize> = (0..p)
+            .map(|r| match r == short {
+                true => SHARE_CHUNK + 4097,
+                false => sizes[rng.below(4)],
+            })
+            .collect();
+        let mut displs = vec![0; p];
+        let mut at = 0;
+        for r in (0..p).rev() {
+            displs[r] = at;
+            at += counts[r] + 8 * rng.below(3);
+        }
+        let (counts, displs) = match v {
+            true => (counts, displs),
+            false => (vec![block; p], (0..p).map(|r| r * block).collect()),
+        };
         let late = rng.below(p);
         // The root shares only in place: out of place one round in four.
         let in_place = me == root && it % 4 != 3;
-        let all = contrib(block * p, it, root, 12);
-        let want = all[me * block..(me + 1) * block].to_vec();
+        let total = (0..p).map(|r| displs[r] + counts[r]).max().unwrap_or(0);
+        let all = contrib(total, it, root, 12);
+        let mine = displs[me]..displs[me] + counts[me];
+        let want = all[mine.clone()].to_vec();
         let mut inp = if me == root { all.clone() } else { Vec::new() };
-        let mut out = vec![0u8; if in_place { 0 } else { block }];
+        let mut out = vec![0u8; if in_place { 0 } else { counts[me] }];
         if me == late {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let seg = oxmpi_coll::sm::existing(c).expect("the segment exists");
-        let kind = SmKind::Single {
-            root,
-            block,
-            coll: Rooted::Scatter,
+        let kind = match v {
+            false => SmKind::Single {
+                root,
+                block,
+                coll: Rooted::Scatter,
+            },
+            true => SmKind::Scatterv {
+                root,
+                counts: if me == root {
+                    counts.clone()
+                } else {
+                    Vec::new()
+                },
+                displs: if me == root {
+                    displs.clone()
+                } else {
+                    Vec::new()
+                },
+                far: seg.single_copy_max(),
+            },
         };
+        let block = counts[me];
         let input = Region::Raw(inp.as_mut_ptr(), inp.len());
         let output = Region::Raw(out.as_mut_ptr(), out.len());
         let i = light::claim().expect("a free slot");

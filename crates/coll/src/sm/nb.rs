@@ -156,7 +156,10 @@ pub enum SmKind {
     /// larger ones up to `far` bytes by one cross-memory copy from the root's input (its
     /// table entry says where the root's pid and the block's address are; a rank stamps
     /// its buffer once it read), larger ones still by message ([`SmKind::each_message`]).
-    /// Read by [`SmNb::progress`].
+    /// A root in place whose other blocks are all far ones of at least two
+    /// [`SHARE_CHUNK`]s, on more than 2 ranks, shares them as a [`SmKind::Single`] scatter
+    /// root does ([`scatterv_shares`]: its idle CPU writes the chunks its readers have not
+    /// claimed yet). Read by [`SmNb::progress`].
     Scatterv {
         /// Root rank.
         root: usize,
@@ -300,6 +303,38 @@ fn share_chunks(block: usize) -> u64 {
 fn share_chunk(c: u64, block: usize) -> (usize, usize) {
     let off = c as usize * SHARE_CHUNK;
     (off, SHARE_CHUNK.min(block - off))
+}
+
+/// The word of a sharing scatterv root's post ([`scatterv_shares`]) where its
+/// [`SHARE_WORDS`] per rank start (rank `r`'s at `at + SHARE_WORDS * r`): right after its
+/// table and the far records of every other rank ([`put_blocks`]), `None` when they do not
+/// fit its buffer (more than 51 ranks).
+fn scatterv_share_at(p: usize) -> Option<usize> {
+    let at = p + FAR_RECORD / 8 * p.saturating_sub(1);
+    (8 * (at + SHARE_WORDS * p) <= CAP).then_some(at)
+}
+
+/// Whether a scatterv root shares its blocks as a [`SmKind::Single`] scatter root does
+/// ([`shares`]): in place (`in_place`: no block of its own to copy), more than 2 ranks,
+/// every other rank's block a far one (`far`, read from our input by cross-memory copies,
+/// so that its post is the table and one record per rank, [`scatterv_share_at`]) of at
+/// least two [`SHARE_CHUNK`]s. Its records' first words (its pid) then carry
+/// [`SHARED_POST`]; each reader opens its block to it in the share words and both copy
+/// chunks, as for [`SmKind::Single`].
+fn scatterv_shares(
+    (me, p): (usize, usize),
+    in_place: bool,
+    input: usize,
+    (counts, displs): (&[usize], &[usize]),
+    far: &dyn Fn(usize) -> bool,
+) -> bool {
+    in_place
+        && p > 2
+        && scatterv_share_at(p).is_some()
+        && (0..p).filter(|&r| r != me).all(|r| {
+            let (c, d) = (counts[r], displs[r]);
+            far(c) && c >= 2 * SHARE_CHUNK && d.checked_add(c).is_some_and(|e| e <= input)
+        })
 }
 
 /// The first word of a small broadcast root's post ([`SmKind::Bcast`]). Every broadcast
@@ -836,7 +871,8 @@ pub struct SmNb {
     takers: u64,
     /// A [`SmKind::Single`] scatter whose root shares its blocks ([`shares`]): chunks per
     /// block (0: not shared). A reader stamps once all of its block's are copied; the
-    /// root helps copy them until every reader stamped.
+    /// root helps copy them until every reader stamped. A [`SmKind::Scatterv`] whose root
+    /// shares ([`scatterv_shares`]): at a reader its block's chunks, at the root 1.
     share: u64,
     /// The engine and the communicator (the collective's shadow) a broadcast's child of
     /// the root takes a message on that it does not want ([`SmNb::drain`]); `None` for a
@@ -995,6 +1031,8 @@ impl SmNb {
             }
         };
         if !self.posted {
+            // A scatterv root that shares its blocks (`scatterv_shares`).
+            let mut share_post = false;
             let posted = match &self.kind {
                 SmKind::Alltoallv {
                     scounts,
@@ -1105,12 +1143,45 @@ impl SmNb {
                     far,
                 } => {
                     let (me, p) = (seg.rank(), seg.size());
+                    let far_block = |c: usize| self.kind.far_block(p, c);
+                    let share = me == *root
+                        && scatterv_shares(
+                            (me, p),
+                            output.1 == 0,
+                            input.1,
+                            (counts, displs),
+                            &far_block,
+                        );
+                    share_post = share;
                     me != *root
                         || seg.try_post_with(k, |b| {
                             let at = (me, p, scatterv_max(p), *far);
                             // SAFETY: `b` is our buffer's `CAP >= DATA` bytes.
                             unsafe {
                                 put_blocks(b, at, bytes(input), (counts, displs), &|_| (0, 0))
+                            }
+                            if let (true, Some(at)) = (share, scatterv_share_at(p)) {
+                                let w = b.cast::<u64>();
+                                for r in (0..p).filter(|&r| r != me) {
+                                    // SAFETY: `b` is our buffer's `CAP` bytes: the table
+                                    // (a word per rank) leads it; every other rank's block
+                                    // is far (`scatterv_shares`), so its entry names its
+                                    // record (`FAR_RECORD` bytes) among the `p - 1` after
+                                    // the table, and the share words after those fit
+                                    // (`scatterv_share_at`).
+                                    unsafe {
+                                        let e = w.add(r).read_unaligned();
+                                        let rec = ((e >> 32) & 0x7fff_ffff) as usize / 8;
+                                        let pid = w.add(rec).read_unaligned();
+                                        w.add(rec).write_unaligned(pid | SHARED_POST);
+                                    }
+                                }
+                                // Every rank's share words cleared (nothing claimed, copied
+                                // or opened); only accessed atomically once stamped.
+                                for i in at..at + SHARE_WORDS * p {
+                                    // SAFETY: within `CAP` (`scatterv_share_at`).
+                                    unsafe { w.add(i).write_unaligned(0) };
+                                }
                             }
                         })
                 }
@@ -1139,6 +1210,9 @@ impl SmNb {
                 return Progress::Pending;
             }
             self.posted = true;
+            if share_post {
+                self.share = 1;
+            }
         }
         let (me, p) = (seg.rank(), seg.size());
         if matches!(
@@ -1530,12 +1604,14 @@ impl SmNb {
                         if word(0) & SHARED_POST != 0 && shares(coll, len) && len <= output.1 =>
                     {
                         self.share = share_chunks(len);
+                        let rec = SINGLE_POST + SHARE_WORDS * me;
                         // SAFETY: the root stamped `k` (acquired) and `k` is open here; the
                         // output has room for `len` bytes (checked, writable by the caller
                         // contract); the root's block for us is `len` bytes at `at`,
                         // unchanged until we stamp, which we do only once every chunk is
-                        // counted copied.
-                        Some(unsafe { self.read_shared(root, (pid, at), output.0, len) })
+                        // counted copied; our record at `rec` lies within `CAP` (checked
+                        // at compile time).
+                        Some(unsafe { self.read_shared((root, rec), (pid, at), output.0, len) })
                     }
                     Rooted::Bcast | Rooted::Scatter if len <= output.1 => {
                         // SAFETY: see above; the output has room for `len` bytes (checked,
@@ -1582,26 +1658,27 @@ impl SmNb {
         self.copied.unwrap_or(Progress::Done)
     }
 
-    /// A shared scatter block's reader ([`shares`]): opens its block to the root (its pid
-    /// and output address in the root's record for it), then copies the chunks it claims
-    /// first from the root's buffer (`remote`: the root's pid and our block's address
-    /// there); the root writes the others. Err when one of our copies failed.
+    /// A shared scatter (or scatterv) block's reader ([`shares`], [`scatterv_shares`]):
+    /// opens its block to the root (its pid and output address in the root's record for
+    /// it, the [`SHARE_WORDS`] at word `rec` of the root's post), then copies the chunks it
+    /// claims first from the root's buffer (`remote`: the root's pid and our block's
+    /// address there); the root writes the others. Err when one of our copies failed.
     ///
     /// # Safety
-    /// The root stamped our collective (acquired) and it is open here; `out` is writable
-    /// for `len` bytes, the root's block for us `len` bytes long, and neither changes
-    /// until we stamp.
+    /// The root stamped our collective (acquired) and it is open here, its post sharing
+    /// with [`SHARE_WORDS`] at `rec` (within `CAP`); `out` is writable for `len` bytes, the
+    /// root's block for us `len` bytes long, and neither changes until we stamp.
     unsafe fn read_shared(
         &self,
-        root: usize,
+        (root, rec): (usize, usize),
         (pid, remote): (i32, u64),
         out: *mut u8,
         len: usize,
     ) -> std::io::Result<()> {
-        let (seg, k, me) = (&*self.seg, self.k, self.seg.rank());
+        let (seg, k) = (&*self.seg, self.k);
         // SAFETY: caller contract (stamped, open): the record is only accessed atomically;
-        // within `CAP` (checked at compile time).
-        let word = |i: usize| unsafe { seg.nb_word(root, k, SINGLE_POST + SHARE_WORDS * me + i) };
+        // within `CAP` (checked at compile time, or by `scatterv_share_at`).
+        let word = |i: usize| unsafe { seg.nb_word(root, k, rec + i) };
         word(2).store(own_pid(), Ordering::Relaxed);
         // The root writes only once it sees our address (acquire: our pid too).
         word(3).store(out as u64, Ordering::Release);
@@ -1658,6 +1735,58 @@ impl SmNb {
                     cma_copy(
                         pid,
                         input.0.add(r * block + off).cast_mut(),
+                        to + off as u64,
+                        l,
+                        Cma::Write,
+                    )
+                }
+                .is_err();
+                word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+            }
+        }
+    }
+
+    /// A sharing scatterv's root ([`scatterv_shares`]) between its post and its end, as
+    /// [`SmNb::help_scatter`]: copies the unclaimed chunks of every block whose reader
+    /// opened it to us (rank `r`'s: `counts[r]` bytes at `displs[r]` of our `input`) into
+    /// the reader's output, each counted in its share words.
+    ///
+    /// # Safety
+    /// We posted our collective sharing (stamped) and it is open here; `input` is readable
+    /// and holds every other rank's block (`scatterv_shares` checked it).
+    unsafe fn help_scatterv(&self, input: &[u8], (counts, displs): (&[usize], &[usize])) {
+        let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
+        let Some(at) = scatterv_share_at(p) else {
+            return;
+        };
+        for r in (1..p).rev().map(|i| (me + i) % p) {
+            let (block, d) = (counts[r], displs[r]);
+            let Some(src) = input.get(d..d + block) else {
+                continue;
+            };
+            // SAFETY: our own post of `k`, stamped and open: the share words are only
+            // accessed atomically; within `CAP` (`scatterv_share_at`).
+            let word = |i: usize| unsafe { seg.nb_word(me, k, at + SHARE_WORDS * r + i) };
+            let to = word(3).load(Ordering::Acquire);
+            if to == 0 {
+                continue;
+            }
+            let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
+            let n = share_chunks(block);
+            loop {
+                let c = word(0).fetch_add(1, Ordering::AcqRel);
+                if c >= n {
+                    break;
+                }
+                let (off, l) = share_chunk(c, block);
+                // SAFETY: `src[off..off + l]` is inside our input, readable (a write only
+                // reads the local side); the reader's output has room for the block (it
+                // opened it) and stays until it posts, which it does only once this chunk
+                // is counted.
+                let failed = unsafe {
+                    cma_copy(
+                        pid,
+                        src.as_ptr().add(off).cast_mut(),
                         to + off as u64,
                         l,
                         Cma::Write,
@@ -1872,6 +2001,11 @@ impl SmNb {
                             r != me && c > smax && input.get(d..d + c).is_some()
                         };
                         if !(0..p).filter(|&r| listed(r)).all(|r| seg.stamped(r, k)) {
+                            if self.share != 0 {
+                                // SAFETY: we posted sharing (`self.share`), `k` is open;
+                                // the input is readable (caller contract).
+                                unsafe { self.help_scatterv(input, (counts, displs)) };
+                            }
                             return None;
                         }
                         // A rank whose length puts its block on the segment (erroneous:
@@ -1904,12 +2038,34 @@ impl SmNb {
                                 (e & 0xffff_ffff) as usize,
                             );
                             if n <= out.len() && at + 16 <= CAP {
-                                let (pid, addr) = (word(*root, at) as i32, word(*root, at + 8));
-                                // SAFETY: the root's input holds our `n` bytes at `addr`,
-                                // unchanged until we stamp (it waits for that); `out` has
-                                // room.
-                                match unsafe { cma_copy(pid, out.as_mut_ptr(), addr, n, Cma::Read) }
-                                {
+                                let (first, addr) = (word(*root, at), word(*root, at + 8));
+                                let pid = first as i32;
+                                let shared = (first & SHARED_POST != 0)
+                                    .then(|| scatterv_share_at(p))
+                                    .flatten();
+                                let r = if let Some(rec) = shared {
+                                    self.share = share_chunks(n);
+                                    // SAFETY: the root stamped `k` (acquired) and `k` is
+                                    // open here, its post sharing with our share words at
+                                    // `rec + SHARE_WORDS * me` (within `CAP`); `out` has
+                                    // room for `n` bytes; the root's block for us is `n`
+                                    // bytes at `addr`, unchanged until we post, which we do
+                                    // only once every chunk is counted copied.
+                                    unsafe {
+                                        self.read_shared(
+                                            (*root, rec + SHARE_WORDS * me),
+                                            (pid, addr),
+                                            out.as_mut_ptr(),
+                                            n,
+                                        )
+                                    }
+                                } else {
+                                    // SAFETY: the root's input holds our `n` bytes at
+                                    // `addr`, unchanged until we stamp (it waits for that);
+                                    // `out` has room.
+                                    unsafe { cma_copy(pid, out.as_mut_ptr(), addr, n, Cma::Read) }
+                                };
+                                match r {
                                     Ok(()) => Progress::Done,
                                     Err(_) => Progress::CopyFailed,
                                 }
@@ -1937,6 +2093,22 @@ impl SmNb {
                             self.no_msg |= 1 << *root;
                         }
                         self.copied = Some(got);
+                    }
+                    // A shared block: every chunk copied, by us or by the root, before we
+                    // post (the root writes into our output until then).
+                    if self.share != 0 {
+                        let rec = scatterv_share_at(p).unwrap_or(0) + SHARE_WORDS * me;
+                        // SAFETY: the root stamped `k` and `k` is open here, its post sharing
+                        // (we read its flag): our share words are only accessed atomically;
+                        // within `CAP` (`scatterv_share_at`).
+                        let copied =
+                            unsafe { seg.nb_word(*root, k, rec + 1) }.load(Ordering::Acquire);
+                        if copied % SHARE_FAILED < self.share {
+                            return None;
+                        }
+                        if copied >= SHARE_FAILED && self.copied == Some(Progress::Done) {
+                            self.copied = Some(Progress::CopyFailed);
+                        }
                     }
                     // A root whose entry for us is read by CMA waits until we no longer
                     // read its input, one that sends by message for our length: post it
