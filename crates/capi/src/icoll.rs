@@ -960,8 +960,14 @@ unsafe fn ialltoallv_laid(
             rdispls: r.displs,
             in_place,
             far,
-            // Read (np=8, 1 MiB: asking the senders to write was 0-3 % slower).
-            push: 0,
+            // On 2 ranks out of place each rank asks its peer to write its far block into
+            // our output (as the blocking alltoall on 2 ranks writes); on more, read (np=8,
+            // 1 MiB: asking the senders to write was 0-3 % slower).
+            push: if a.size == 2 && !in_place {
+                oxmpi_coll::sm::params::nonblocking_push_min()
+            } else {
+                0
+            },
         };
         return start_shared(
             comm,

@@ -18,7 +18,9 @@
  *   blocks, gaps), in place and not: where the segment moves them by cross-memory copies,
  *   each rank reads its blocks from the others' buffers.
  * - In-place and out-of-place ialltoall, in-place iallgather and in-place ialltoallv with
- *   one rank posting last, after the others (requests pending, tested) sent it a token.
+ *   one rank posting last, after the others (requests pending, tested) sent it a token;
+ *   also with 40000-byte blocks, which on 2 ranks out of place each rank asks its peer to
+ *   write into its buffer (the late rank is then a writer the other must wait for).
  * - Igather, iscatter, igatherv and iscatterv (in place and not; v: uneven blocks in
  *   reverse rank order with gaps) of blocks larger than the segment moves by one copy on
  *   two ranks (by message there: the root copies its own block as soon as its transfers
@@ -349,6 +351,10 @@ int main(int argc, char **argv) {
             free(bs[i]);
         }
         alltoalls_late(3 * lim + 1, size - 1 - round % size, lim, 100 + round);
+        /* blocks of at least coll_sm_nonblocking_push_min (32 KiB): on 2 ranks out of place
+         * each asks its peer to write its block, so a late rank is a writer the other waits
+         * for */
+        alltoalls_late(40000 + 7 * round, round % size, lim, 110 + round);
         for (int ip = 0; ip < 2; ip++) {
             rooted_late(40000 + ip, (round + ip) % size, ip, 60 + round);
             rooted_late(131071, size - 1, ip, 70 + round);

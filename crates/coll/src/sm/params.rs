@@ -56,8 +56,8 @@ pub const NONBLOCKING: ParamDecl = ParamDecl::new(
 .level(6);
 
 /// `coll_sm_nonblocking_push_min`: the smallest far block (bytes) of a nonblocking
-/// allgather(v) in place on 2 ranks that a rank asks its peer to write into its output
-/// (0: none; [`super::nb::SmKind::Alltoallv`]'s `push`).
+/// allgather(v) in place or alltoall(v/w) out of place on 2 ranks that a rank asks its
+/// peer to write into its output (0: none; [`super::nb::SmKind::Alltoallv`]'s `push`).
 pub fn nonblocking_push_min() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     *MIN.get_or_init(|| usize::try_from(params::int(&NONBLOCKING_PUSH_MIN)).unwrap_or(0))
@@ -195,11 +195,12 @@ pub const NONBLOCKING_PUSH_MIN: ParamDecl = ParamDecl::new(
         max: 1 << 30,
     },
     "32768",
-    "Nonblocking allgather(v)s in place on 2 ranks whose blocks move by cross-memory \
-     copies (too large for a shared-memory buffer): a rank asks its peer to write its \
-     block, when of at least this many bytes, into its receive buffer (process_vm_writev, \
-     at the address it posts), as the blocking allgather in place does, instead of \
-     reading it from the peer's buffer (process_vm_readv); 0: always read",
+    "Nonblocking allgather(v)s in place and alltoall(v/w)s out of place on 2 ranks whose \
+     blocks move by cross-memory copies (too large for a shared-memory buffer): a rank \
+     asks its peer to write its block, when of at least this many bytes, into its receive \
+     buffer (process_vm_writev, at the address it posts), as the blocking allgather in \
+     place and alltoall on 2 ranks do, instead of reading it from the peer's buffer \
+     (process_vm_readv); 0: always read",
 )
 .level(7);
 
