@@ -16,7 +16,7 @@
 
 use crate::consts::*;
 use crate::ffi::{check_count, quietly, slice_in, MpiError, MpiResult};
-use crate::icoll::sched::Plan;
+use crate::icoll::sched::{comm_info, sched_err, Plan};
 use crate::icoll::*;
 use crate::neighbor::*;
 use crate::state::lock;
@@ -105,6 +105,21 @@ fn root(root: c_int, b: Base, comm: c_int) -> MpiResult {
         return Ok(());
     }
     crate::coll_alg::check_root(root, b.size as i32, comm)
+}
+
+/// `MPI_Allreduce_init`: whether every rank passes as many bytes as we do (checked once
+/// here, for every start: the rounds planned for one length do not match those of another,
+/// so that erroneous counts would hang or sum wrong). Every rank fails alike when they
+/// differ (`CollComm::same_length`); nothing is planned then.
+fn same_length(count: impl Into<i64>, datatype: c_int, comm: c_int) -> MpiResult {
+    let size = lock()
+        .dtype_committed(datatype)
+        .map_err(|e| e.on(comm))?
+        .size;
+    let n = usize::try_from(count.into()).unwrap_or(0);
+    let (a, _, _) = comm_info(comm)?;
+    a.same_length(n.saturating_mul(size))
+        .map_err(sched_err(comm))
 }
 
 /// Whether the caller's send side is significant (not `MPI_IN_PLACE`).
@@ -225,6 +240,9 @@ persistent! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         counted(count, datatype, comm)?;
         op(op_, comm)?;
+        if !b.inter {
+            same_length(count, datatype, comm)?;
+        }
     }
 
     #[doc = "`MPI_Reduce_scatter_block_init`."] PMPI_Reduce_scatter_block_init "MPI_Reduce_scatter_block_init" => PMPI_Ireduce_scatter_block,

@@ -183,14 +183,17 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "1", "1", &["a2a"]),
         (3, "1", "1", &["a2a"]),
         (3, "1", "0", &["a2a"]),
-        // Allreduces where one rank passes another count: with the segment at np 2 to 4
-        // (persistent at np 2 only: on more ranks a length on each side of the
-        // point-to-point algorithms' bound plans different rounds), and persistent
-        // (point-to-point rounds) without it.
+        // Allreduces where one rank passes another count: every form with the segment at
+        // np 2 to 4 (the persistent one compares the lengths at its init), and without it
+        // the blocking one (exact point-to-point exchanges) at np 2 to 4 and the
+        // persistent one at np 2.
         (2, "1", "1", &["allreduce"]),
-        (3, "1", "1", &["allreduce", "nopersistent"]),
-        (4, "1", "1", &["allreduce", "nopersistent"]),
+        (3, "1", "1", &["allreduce"]),
+        (4, "1", "1", &["allreduce"]),
         (2, "0", "1", &["allreduce", "persistent"]),
+        (2, "0", "1", &["allreduce", "blocking"]),
+        (3, "0", "1", &["allreduce", "blocking"]),
+        (4, "0", "1", &["allreduce", "blocking"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

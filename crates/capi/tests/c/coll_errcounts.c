@@ -303,7 +303,8 @@ static int ar_call(int form, const int *in, int *out, size_t n) {
  * or fail with one of those; correct allreduces afterwards (1 int, then m ints) succeed
  * everywhere with the right sums. Lengths on both sides of a segment buffer (1024 ints),
  * the two-rank point-to-point range (up to 8 KiB) and cross-memory range (up to 1 MiB),
- * the large region, and far apart. */
+ * the large region, the point-to-point algorithms' bound (16 KiB: recursive doubling
+ * below, the ring or Rabenseifner's algorithm above), and far apart. */
 static void ar_case(int form, int bad, size_t m, size_t n, int seed) {
     size_t mine = rank == bad ? n : m;
     int *in = xmalloc(mine * sizeof(int)), *out = xmalloc(mine * sizeof(int));
@@ -355,7 +356,7 @@ static void allreduces(void) {
     static const size_t pairs[][2] = {
         {0, 1}, {1, 0}, {1, 2}, {2, 1}, {1024, 1025}, {1025, 1024}, {8192, 8193}, {8193, 8192},
         {100, 70000}, {70000, 100}, {2048, 2049}, {2049, 2048}, {262144, 262145},
-        {262145, 262144}, {1024, 262145}, {262145, 1024},
+        {262145, 262144}, {1024, 262145}, {262145, 1024}, {4096, 4097}, {4097, 4096},
     };
     int seed = 0;
     for (int form = 0; form < 3; form++)

@@ -980,14 +980,21 @@ impl Schedule {
                     _ => continue,
                 };
                 let link = self.links[usize::from(lane.link)];
-                let p = self.regions[at.0].ptr_len().0.wrapping_add(at.1);
+                let mut p = self.regions[at.0].ptr_len().0.wrapping_add(at.1);
                 let tag = self.tag + (i32::from(lane.sub) << 16);
+                let mut len = len;
+                if !recv && self.exact && self.late.is_some() {
+                    // An exact schedule that received a wrong length sends the marker in
+                    // place of its (spoilt) partial results: the receiver fails too.
+                    let m = crate::tuned::marker(len);
+                    (p, len) = (m.as_ptr().cast_mut(), m.len());
+                }
                 let r = if recv {
                     // SAFETY: the step is within its region (validated); regions stay valid
                     // until completion (owned, or the MPI caller's contract).
                     unsafe { link.irecv_raw(p, len, peer, tag) }
                 } else {
-                    // SAFETY: as above.
+                    // SAFETY: as above (or the static marker, only read).
                     unsafe { link.isend_raw(p, len, peer, tag) }
                 }?;
                 self.pending.push((r, peer));

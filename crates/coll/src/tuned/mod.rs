@@ -3,12 +3,15 @@
 //! `coll_tuned_<coll>_algorithm` parameters are in [`crate::base::params`]).
 
 mod allgather;
+mod allreduce;
 mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
 mod neighbor;
 mod reduce;
+
+pub(crate) use allreduce::marker;
 
 pub(crate) const TAG_BARRIER: i32 = 1;
 pub(crate) const TAG_BCAST: i32 = 2;

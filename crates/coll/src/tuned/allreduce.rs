@@ -1,0 +1,430 @@
+//! The point-to-point allreduce: recursive doubling, Rabenseifner's algorithm, the ring,
+//! and the length agreement of a persistent allreduce's init.
+//!
+//! Every exchange is exact ([`Exact`]): a message whose length differs from its receive
+//! (erroneous counts: MPI requires the same count on every rank) is recorded, the rounds go
+//! on (the other ranks wait for our messages), and from then on each of our sends carries a
+//! one-byte error marker in place of data ([`marker`]), which the receiver in turn sees as a
+//! length that differs from its receive. So an error spreads along the same paths as the
+//! partial results it would have spoilt: a rank that got success received only data in
+//! which no erroneous contribution took part. The error is returned after the last round.
+//! A rank of recursive doubling that saw an error also runs the rounds of the large-vector
+//! plan that recursive doubling lacks ([`CollComm::allreduce_recdbl`]), so that a rank
+//! whose length put it on the other side of [`tune::ALLREDUCE_SMALL`] is matched message for
+//! message.
+
+use super::TAG_ALLREDUCE;
+use crate::base::helpers::{
+    check_op, fold_real_rank, fold_sizes, lengths_differ, rabenseifner_plan, split_even, Aligned,
+    RabStep, Scratch,
+};
+use crate::base::params::{self as tune, Coll};
+use crate::base::stats::{count, Alg};
+use crate::{arg_err, CollComm, Op, Result};
+use oxmpi_engine::ErrorClass;
+
+/// What an allreduce's exchanges have seen: `None` while every message had the length of
+/// its receive, else the first error (reported once the rounds ran).
+#[derive(Default)]
+pub(crate) struct Exact(Option<oxmpi_engine::Error>);
+
+/// The bytes an erroneous rank sends in place of `len` bytes of data: one byte (never a
+/// whole item of an op whose item is larger), or none when `len` is one byte.
+pub(crate) fn marker(len: usize) -> &'static [u8] {
+    static MARK: [u8; 1] = [0];
+    &MARK[..usize::from(len != 1)]
+}
+
+impl CollComm {
+    /// Sends `s` (`slen` bytes, or the error marker once `x` holds an error) to `dest` and
+    /// receives `rlen` bytes from `src` into `r`; a received length other than `rlen` goes
+    /// into `x` (only a failure of the transfers themselves is returned).
+    ///
+    /// # Safety
+    /// `s` readable for `slen` bytes, `r` writable for `rlen` bytes, not overlapping.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn xchg_raw(
+        &self,
+        x: &mut Exact,
+        (s, slen, dest): (*const u8, usize, i32),
+        (r, rlen, src): (*mut u8, usize, i32),
+    ) -> Result<()> {
+        let (s, slen) = match x.0 {
+            Some(_) => (marker(slen).as_ptr(), marker(slen).len()),
+            None => (s, slen),
+        };
+        // SAFETY: caller guarantee (the marker is static); both requests are waited for.
+        let rr = unsafe { self.irecv_raw(r, rlen, src, TAG_ALLREDUCE) }?;
+        // SAFETY: as above.
+        let sr = match unsafe { self.isend_raw(s, slen, dest, TAG_ALLREDUCE) } {
+            Ok(q) => q,
+            Err(e) => {
+                self.abandon(&[(rr, src)]);
+                return Err(e);
+            }
+        };
+        let rst = self.e.wait(rr);
+        let sst = self.e.wait(sr);
+        self.check(sst, "send", dest)?;
+        self.exact_status(x, rst, rlen, src)
+    }
+
+    /// [`CollComm::xchg_raw`] on slices.
+    fn xchg(&self, x: &mut Exact, s: &[u8], dest: i32, r: &mut [u8], src: i32) -> Result<()> {
+        // SAFETY: distinct borrows, both outlive the call.
+        unsafe {
+            self.xchg_raw(
+                x,
+                (s.as_ptr(), s.len(), dest),
+                (r.as_mut_ptr(), r.len(), src),
+            )
+        }
+    }
+
+    /// Sends `s` to `dest` (the marker once `x` holds an error).
+    fn xsend(&self, x: &Exact, s: &[u8], dest: i32) -> Result<()> {
+        self.send(
+            if x.0.is_some() { marker(s.len()) } else { s },
+            dest,
+            TAG_ALLREDUCE,
+        )
+    }
+
+    /// Receives `r.len()` bytes from `src`; another length goes into `x`.
+    fn xrecv(&self, x: &mut Exact, r: &mut [u8], src: i32) -> Result<()> {
+        // SAFETY: `r` outlives the wait.
+        let q = unsafe { self.irecv_raw(r.as_mut_ptr(), r.len(), src, TAG_ALLREDUCE) }?;
+        let st = self.e.wait(q);
+        self.exact_status(x, st, r.len(), src)
+    }
+
+    /// A receive's status: a length other than `want` (or a truncation) is recorded in `x`;
+    /// another failure is returned.
+    fn exact_status(
+        &self,
+        x: &mut Exact,
+        st: oxmpi_engine::Status,
+        want: usize,
+        src: i32,
+    ) -> Result<()> {
+        let truncated = st.error == Some(ErrorClass::Truncate);
+        if truncated || (st.error.is_none() && st.count_bytes != want) {
+            if x.0.is_none() {
+                let got = if truncated { want + 1 } else { st.count_bytes };
+                x.0 = Some(lengths_differ(
+                    got as u64,
+                    want,
+                    format!(
+                        "allreduce: rank {} received {} bytes from rank {src} where it \
+                         expects {want} (the ranks' counts differ)",
+                        self.rank,
+                        if truncated {
+                            format!("more than {want}")
+                        } else {
+                            got.to_string()
+                        }
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        self.check(st, "receive", src).map(|_| ())
+    }
+
+    /// `MPI_Allreduce` in place: `buf` holds our contribution and receives the result.
+    pub fn allreduce(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        self.allreduce_from(None, buf, op)
+    }
+
+    /// `MPI_Allreduce` of `src` (our contribution, as long as `buf`; `None`: it is in
+    /// `buf`, in place) into `buf`. Rabenseifner's algorithm reads the contribution where
+    /// it is (its first exchange sends it from there and receives straight into `buf`); the
+    /// other algorithms start from a copy of it in `buf`. An empty vector exchanges empty
+    /// messages (a rank whose count differs meets it instead of waiting).
+    pub fn allreduce_from(&self, src: Option<&[u8]>, buf: &mut [u8], op: &Op) -> Result<()> {
+        check_op(buf.len(), op)?;
+        if src.is_some_and(|s| s.len() != buf.len()) {
+            return Err(arg_err(
+                ErrorClass::Count,
+                "allreduce buffers differ in size",
+            ));
+        }
+        if self.size == 1 {
+            if let Some(s) = src {
+                buf.copy_from_slice(s);
+            }
+            return Ok(());
+        }
+        let nelem = buf.len() / op.elem_size;
+        let ring_ok = op.commutative && nelem >= self.size as usize;
+        let alg = match tune::algorithm(Coll::Allreduce) {
+            2 => Alg::AllreduceReduceBcast,
+            3 => Alg::AllreduceRecdbl,
+            4 if ring_ok => Alg::AllreduceRing,
+            6 if ring_ok => Alg::AllreduceRabenseifner,
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL && self.size > 2 => {
+                Alg::AllreduceRabenseifner
+            }
+            _ if ring_ok && buf.len() > tune::ALLREDUCE_SMALL => Alg::AllreduceRing,
+            _ => Alg::AllreduceRecdbl,
+        };
+        count(self.shadow, alg);
+        if alg == Alg::AllreduceRabenseifner {
+            return self.allreduce_rabenseifner(src, buf, op);
+        }
+        if let Some(s) = src {
+            buf.copy_from_slice(s);
+        }
+        match alg {
+            Alg::AllreduceReduceBcast => {
+                self.reduce_binomial(buf, 0, op, TAG_ALLREDUCE)?;
+                self.bcast_binomial(buf, 0)
+            }
+            Alg::AllreduceRing => self.allreduce_ring(buf, op),
+            _ => self.allreduce_recdbl(buf, op),
+        }
+    }
+
+    /// Recursive doubling (after the fold of [`CollComm::allreduce_fold_in`]). A rank that
+    /// saw an erroneous length by the end of its rounds runs, when another length could
+    /// have taken the large-vector plan (the default choice, a commutative `op`), the
+    /// rounds that plan has beyond ours, sending markers: the ring's second exchange on two
+    /// ranks, Rabenseifner's doubling (an exchange with each partner again) on more.
+    pub(crate) fn allreduce_recdbl(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let p = self.size;
+        let r = self.rank;
+        // Small vectors use a stack buffer (no allocation on the latency path).
+        let mut small = Aligned([0u8; 256]);
+        let mut heap = (buf.len() > small.0.len()).then(|| Scratch::new(buf.len()));
+        let tmp: &mut [u8] = match heap.as_mut() {
+            Some(h) => &mut h[..buf.len()],
+            None => &mut small.0[..buf.len()],
+        };
+        let mut x = Exact::default();
+        let (pof2, rem) = fold_sizes(p);
+        let newrank = self.allreduce_fold_in(&mut x, buf, tmp, op, rem)?;
+        if newrank >= 0 {
+            let mut mask = 1;
+            while mask < pof2 {
+                let dst = fold_real_rank(newrank ^ mask, rem);
+                self.xchg(&mut x, buf, dst, tmp, dst)?;
+                if op.commutative || dst < r {
+                    (op.f)(tmp, buf);
+                } else {
+                    (op.f)(buf, tmp);
+                    buf.copy_from_slice(tmp);
+                }
+                mask <<= 1;
+            }
+            if x.0.is_some() && op.commutative && tune::algorithm(Coll::Allreduce) == 0 {
+                let mut mask = 1;
+                while mask < pof2 {
+                    let dst = fold_real_rank(newrank ^ mask, rem);
+                    self.xchg(&mut x, &[], dst, tmp, dst)?;
+                    mask <<= 1;
+                }
+            }
+        }
+        self.allreduce_fold_out(&mut x, buf, rem)?;
+        x.0.map_or(Ok(()), Err)
+    }
+
+    /// Rabenseifner's allreduce (commutative ops): the first `2 * rem` ranks fold pairwise
+    /// so that a power of two `pof2` remain; those run a recursive-halving reduce-scatter
+    /// (each step exchanges half of the range still owned with the partner at distance
+    /// `mask`, keeping and reducing the other half) and then a recursive-doubling allgather
+    /// of the reduced blocks; the folded ranks finally get the result from their partner.
+    /// Each block of the result is reduced on exactly one rank, so every rank ends with the
+    /// same bytes. Our contribution is `src`, or in `buf` when `None`: read where it is
+    /// until the first exchange, which receives the partner's data straight into `buf`.
+    pub(crate) fn allreduce_rabenseifner(
+        &self,
+        src: Option<&[u8]>,
+        buf: &mut [u8],
+        op: &Op,
+    ) -> Result<()> {
+        let (pof2, rem) = fold_sizes(self.size);
+        let mut tmp = Scratch::new(buf.len());
+        let tmp = &mut tmp[..buf.len()];
+        let mut x = Exact::default();
+        // Our contribution while `buf` does not hold it yet.
+        let mut src = src;
+        let r = self.rank;
+        let newrank = match src {
+            Some(s) if r < 2 * rem => {
+                src = None;
+                if r % 2 == 0 {
+                    self.xsend(&x, s, r + 1)?;
+                    -1
+                } else {
+                    self.xrecv(&mut x, buf, r - 1)?;
+                    (op.f)(s, buf); // commutative
+                    r / 2
+                }
+            }
+            _ => self.allreduce_fold_in(&mut x, buf, tmp, op, rem)?,
+        };
+        if newrank >= 0 {
+            let (halving, doubling) =
+                rabenseifner_plan((buf.len(), op.elem_size), (pof2, rem), newrank);
+            for RabStep {
+                peer,
+                send: g,
+                recv: k,
+            } in halving
+            {
+                match src.take() {
+                    Some(s) => {
+                        self.xchg(&mut x, &s[g], peer, &mut buf[k.clone()], peer)?;
+                        (op.f)(&s[k.clone()], &mut buf[k]); // commutative
+                    }
+                    None => {
+                        self.xchg(&mut x, &buf[g], peer, &mut tmp[k.clone()], peer)?;
+                        (op.f)(&tmp[k.clone()], &mut buf[k]);
+                    }
+                }
+            }
+            for RabStep {
+                peer,
+                send: mine,
+                recv: theirs,
+            } in doubling
+            {
+                let base = buf.as_mut_ptr();
+                // SAFETY: `mine` and `theirs` are disjoint ranges of `buf` (sibling blocks);
+                // both requests complete before `xchg_raw` returns.
+                unsafe {
+                    self.xchg_raw(
+                        &mut x,
+                        (base.add(mine.start), mine.len(), peer),
+                        (base.add(theirs.start), theirs.len(), peer),
+                    )?;
+                }
+            }
+        }
+        self.allreduce_fold_out(&mut x, buf, rem)?;
+        x.0.map_or(Ok(()), Err)
+    }
+
+    /// The fold that [`CollComm::allreduce_recdbl`] and
+    /// [`CollComm::allreduce_rabenseifner`] start with (`rem` from [`fold_sizes`]): of the
+    /// first `2 * rem` ranks, each even one sends `buf` to the odd one above it, which
+    /// reduces it into its own `buf` (lower rank first, received into `tmp`, as long as
+    /// `buf`). Returns this rank's number among the ranks that remain, `-1` if it was
+    /// folded away.
+    fn allreduce_fold_in(
+        &self,
+        x: &mut Exact,
+        buf: &mut [u8],
+        tmp: &mut [u8],
+        op: &Op,
+        rem: i32,
+    ) -> Result<i32> {
+        let r = self.rank;
+        Ok(if r < 2 * rem {
+            if r % 2 == 0 {
+                self.xsend(x, buf, r + 1)?;
+                -1
+            } else {
+                self.xrecv(x, tmp, r - 1)?;
+                (op.f)(tmp, buf); // lower rank first
+                r / 2
+            }
+        } else {
+            r - rem
+        })
+    }
+
+    /// Undoes [`CollComm::allreduce_fold_in`]: each odd rank of the first `2 * rem` sends
+    /// the result in `buf` (or the marker) to the even rank below it.
+    fn allreduce_fold_out(&self, x: &mut Exact, buf: &mut [u8], rem: i32) -> Result<()> {
+        let r = self.rank;
+        if r < 2 * rem {
+            if r % 2 == 1 {
+                self.xsend(x, buf, r - 1)?;
+            } else {
+                self.xrecv(x, buf, r + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The ring (commutative ops): a reduce-scatter of `p` even blocks (after `p - 1`
+    /// steps block `rank` holds the reduction of everybody's block `rank`), then an
+    /// allgather of the blocks, each step receiving from the left and sending to the right.
+    pub(crate) fn allreduce_ring(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+        let p = self.size;
+        let (counts, displs) = split_even(buf.len(), op.elem_size, p as usize);
+        let r = self.rank;
+        let right = self.modp(r + 1);
+        let left = self.modp(r - 1);
+        let blk = |b: i32| {
+            let b = b.rem_euclid(p) as usize;
+            displs[b]..displs[b] + counts[b]
+        };
+        let mut x = Exact::default();
+        let mut tmp = Scratch::new(counts.iter().copied().max().unwrap_or(0));
+        for s in 0..p - 1 {
+            let (sb, rb) = (blk(r - s - 1), blk(r - s - 2));
+            self.xchg(&mut x, &buf[sb], right, &mut tmp[..rb.len()], left)?;
+            (op.f)(&tmp[..rb.len()], &mut buf[rb]);
+        }
+        for s in 0..p - 1 {
+            let (sb, rb) = (blk(r - s), blk(r - s - 1));
+            let base = buf.as_mut_ptr();
+            // SAFETY: blocks `sb` and `rb` are distinct (p > 1) ranges of `buf`; both
+            // requests complete before `xchg_raw` returns.
+            unsafe {
+                self.xchg_raw(
+                    &mut x,
+                    (base.add(sb.start), sb.len(), right),
+                    (base.add(rb.start), rb.len(), left),
+                )?;
+            }
+        }
+        x.0.map_or(Ok(()), Err)
+    }
+
+    /// Whether every rank passes `bytes` (the init of a persistent allreduce, whose
+    /// planned rounds would not match those of another length): every rank learns the
+    /// largest and the smallest length (one recursive-doubling allreduce of two words) and
+    /// fails alike when they differ, with `MPI_ERR_TRUNCATE` when some rank's vector is
+    /// longer than ours, else `MPI_ERR_COUNT` ([`lengths_differ`]).
+    pub fn same_length(&self, bytes: usize) -> Result<()> {
+        if self.size == 1 {
+            return Ok(());
+        }
+        let ours = bytes as u64;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&ours.to_le_bytes());
+        b[8..].copy_from_slice(&(!ours).to_le_bytes());
+        let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8-byte words"));
+        let max = |a: &[u8], io: &mut [u8]| {
+            for (x, y) in a.chunks_exact(8).zip(io.chunks_exact_mut(8)) {
+                let m = word(x).max(word(y));
+                y.copy_from_slice(&m.to_le_bytes());
+            }
+        };
+        self.allreduce_recdbl(
+            &mut b,
+            &Op {
+                f: &max,
+                elem_size: 8,
+                commutative: true,
+            },
+        )?;
+        let (hi, lo) = (word(&b[..8]), !word(&b[8..]));
+        let theirs = if hi != ours { hi } else { lo };
+        if theirs == ours {
+            return Ok(());
+        }
+        Err(lengths_differ(
+            theirs,
+            bytes,
+            format!(
+                "persistent allreduce: this rank passes {bytes} bytes, another {theirs} \
+                 (lengths from {lo} to {hi})"
+            ),
+        ))
+    }
+}
