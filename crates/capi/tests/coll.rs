@@ -194,6 +194,11 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["allreduce", "blocking"]),
         (3, "0", "1", &["allreduce", "blocking"]),
         (4, "0", "1", &["allreduce", "blocking"]),
+        // Blocking reduces, scans and exscans where one rank passes another count, with
+        // the segment (every length posts it at one sequence number) at np 2 to 4.
+        (2, "1", "1", &["reduce", "scan", "blocking"]),
+        (3, "1", "1", &["reduce", "scan", "blocking"]),
+        (4, "1", "1", &["reduce", "scan", "blocking"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

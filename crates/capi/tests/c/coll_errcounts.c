@@ -24,7 +24,9 @@
  * prints the case and exits with status 3. A persistent request is started twice and must
  * give the same outcome both times. Arguments (any order): "survey", "bcast" or "a2a" (only
  * that part), "allreduce" (only sums where one rank passes another count: MPI_Allreduce,
- * MPI_Iallreduce, MPI_Allreduce_init), "blocking", "nonblocking", "persistent" or
+ * MPI_Iallreduce, MPI_Allreduce_init), "reduce", "scan" (scan and exscan), "rs"
+ * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
+ * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
 #include "check.h"
 #include <signal.h>
@@ -366,18 +368,141 @@ static void allreduces(void) {
     if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches: ok\n");
 }
 
+/* ---- reduce, scan, exscan, reduce_scatter(_block) ---- */
+
+/* Collectives of the "reduce", "scan" and "rs" parts: 0 reduce (root `root`), 1 scan,
+ * 2 exscan, 3 reduce_scatter_block (n ints per block), 4 reduce_scatter (n ints per block). */
+static const char *rd_coll[] = {"Reduce", "Scan", "Exscan", "Reduce_scatter_block", "Reduce_scatter"};
+static const char *rd_form[] = {"MPI_", "MPI_I", "MPI_"};
+static const char *rd_suffix[] = {"", "", "_init"};
+
+static int rd_call(int coll, int form, const int *in, int *out, size_t n, int root) {
+    MPI_Request q;
+    MPI_Comm w = MPI_COMM_WORLD;
+    int c = (int)n, rc = MPI_SUCCESS;
+    int counts[64];
+    for (int i = 0; i < size; i++) counts[i] = c;
+    switch (coll * 3 + form) {
+    case 0: return MPI_Reduce(in, out, c, MPI_INT, MPI_SUM, root, w);
+    case 1: rc = MPI_Ireduce(in, out, c, MPI_INT, MPI_SUM, root, w, &q); break;
+    case 2: rc = MPI_Reduce_init(in, out, c, MPI_INT, MPI_SUM, root, w, MPI_INFO_NULL, &q); break;
+    case 3: return MPI_Scan(in, out, c, MPI_INT, MPI_SUM, w);
+    case 4: rc = MPI_Iscan(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
+    case 5: rc = MPI_Scan_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q); break;
+    case 6: return MPI_Exscan(in, out, c, MPI_INT, MPI_SUM, w);
+    case 7: rc = MPI_Iexscan(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
+    case 8: rc = MPI_Exscan_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q); break;
+    case 9: return MPI_Reduce_scatter_block(in, out, c, MPI_INT, MPI_SUM, w);
+    case 10: rc = MPI_Ireduce_scatter_block(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
+    case 11:
+        rc = MPI_Reduce_scatter_block_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q);
+        break;
+    case 12: return MPI_Reduce_scatter(in, out, counts, MPI_INT, MPI_SUM, w);
+    case 13: rc = MPI_Ireduce_scatter(in, out, counts, MPI_INT, MPI_SUM, w, &q); break;
+    default:
+        rc = MPI_Reduce_scatter_init(in, out, counts, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q);
+        break;
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    return form == 2 ? start_twice(&q) : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* The right result of element i of our output (ints: (j % 1000) + seed + rank at index j of
+ * every rank's input, the block's index j = rank * n + i for a reduce-scatter). */
+static int rd_want(int coll, size_t n, size_t i, int seed) {
+    size_t j = coll >= 3 ? (size_t)rank * n + i : i;
+    int v = (int)(j % 1000) + seed;
+    if (coll == 1) return (rank + 1) * v + rank * (rank + 1) / 2;
+    if (coll == 2) return rank * v + rank * (rank - 1) / 2;
+    return size * v + size * (size - 1) / 2;
+}
+
+/* One call of `coll` of n ints (every rank but `bad`, which passes `bad_n`); returns the
+ * class, *ok whether our output (where we have one) is right. */
+static int rd_run(int coll, int form, int root, int bad, size_t n, size_t bad_n, int seed, int *ok) {
+    size_t mine = rank == bad ? bad_n : n;
+    size_t in_n = coll >= 3 ? mine * (size_t)size : mine;
+    int has_out = coll != 0 || rank == root;
+    int *in = xmalloc(in_n * sizeof(int)), *out = xmalloc(mine * sizeof(int));
+    for (size_t j = 0; j < in_n; j++) in[j] = (int)(j % 1000) + seed + rank;
+    for (size_t i = 0; i < mine; i++) out[i] = -1;
+    int c = class_of_rc(rd_call(coll, form, in, out, mine, root));
+    *ok = 1;
+    if (has_out && !(coll == 2 && rank == 0))
+        for (size_t i = 0; i < mine && *ok; i++) *ok = out[i] == rd_want(coll, mine, i, seed);
+    free(in);
+    free(out);
+    return c;
+}
+
+/* Every rank passes m ints (per block for a reduce-scatter) but rank `bad`, which passes n.
+ * A rank that sees the mismatch must fail (MPI_ERR_TRUNCATE, MPI_ERR_COUNT or
+ * MPI_ERR_OTHER): a reduce's root; a scan's or exscan's ranks above `bad`, and `bad` itself
+ * unless it is rank 0 (each sees the ranks up to its own); a reduce-scatter's every rank.
+ * Every other rank succeeds with the right result or fails with one of those. Correct calls
+ * afterwards (1 int, then m ints) succeed everywhere with the right results. */
+static void rd_case(int coll, int form, int root, int bad, size_t m, size_t n, int seed) {
+    if (coll == 0)
+        snprintf(cur, sizeof cur, "%s%s%s: root %d, %zu ints, rank %d passes %zu", rd_form[form],
+                 rd_coll[coll], rd_suffix[form], root, m, bad, n);
+    else
+        snprintf(cur, sizeof cur, "%s%s%s: %zu ints, rank %d passes %zu", rd_form[form],
+                 rd_coll[coll], rd_suffix[form], m, bad, n);
+    alarm(30);
+    int ok, c = rd_run(coll, form, root, bad, m, n, seed, &ok);
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    int sees = coll == 0 ? rank == root : coll <= 2 ? rank > bad || (rank == bad && bad > 0) : 1;
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (sees) {
+        if (!known) FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
+    } else if (!(known || (c == MPI_SUCCESS && ok))) {
+        FAIL("got %s%s", cname(c), c == MPI_SUCCESS ? " with wrong data" : "");
+    }
+    int c2 = rd_run(coll, form, root, -1, 1, 1, seed, &ok);
+    if (c2 != MPI_SUCCESS || !ok)
+        FAIL("the correct call of 1 int after it got %s%s", cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
+    int c3 = rd_run(coll, form, root, -1, m, m, seed + 1, &ok);
+    if (c3 != MPI_SUCCESS || !ok)
+        FAIL("the correct call of %zu ints after it got %s%s", m, cname(c3), c3 == MPI_SUCCESS ? " with wrong data" : "");
+    alarm(0);
+}
+
+/* colls: bit c runs collective c of rd_coll. */
+static void reductions(int colls) {
+    static const size_t pairs[][2] = {
+        {0, 1}, {1, 0}, {1, 2}, {2, 1}, {1024, 1025}, {1025, 1024}, {2048, 2049}, {2049, 2048},
+        {8192, 8193}, {8193, 8192}, {100, 70000}, {70000, 100}, {262144, 262145},
+        {262145, 262144}, {1024, 262145}, {262145, 1024},
+    };
+    int seed = 0;
+    for (int coll = 0; coll < 5; coll++)
+        for (int form = 0; form < 3 && (colls >> coll & 1); form++)
+            for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> form & 1); k++)
+                for (int root = 0; root < (coll == 0 ? size : 1); root++)
+                    for (int bad = 0; bad < size; bad++) {
+                        if (coll == 0 && size > 3 && bad != root && bad != (root + 1) % size) continue;
+                        rd_case(coll, form, root, bad, pairs[k][0], pairs[k][1], ++seed % 200);
+                    }
+    if (rank == 0 && !failed) printf("coll_errcounts: reduction mismatches: ok\n");
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     CHECK(size <= 64);
-    int only_bcast = 0, only_a2a = 0, only_ar = 0;
+    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
         if (!strcmp(argv[i], "a2a")) only_a2a = 1;
         if (!strcmp(argv[i], "allreduce")) only_ar = 1;
+        if (!strcmp(argv[i], "reduce")) rd |= 1;
+        if (!strcmp(argv[i], "scan")) rd |= 6;
+        if (!strcmp(argv[i], "rs")) rd |= 24;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
@@ -387,9 +512,10 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* The segment (when there is one) is made by a first collective. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!only_a2a && !only_ar) bcasts();
-    if (!only_bcast && !only_ar) a2as();
+    if (!only_a2a && !only_ar && !rd) bcasts();
+    if (!only_bcast && !only_ar && !rd) a2as();
     if (only_ar) allreduces();
+    if (rd) reductions(rd);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0 && !failed) printf("coll_errcounts: all checks passed\n");
     MPI_Finalize();

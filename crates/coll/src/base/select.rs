@@ -314,26 +314,32 @@ pub fn reduce<F: Fn(&[u8], &mut [u8])>(
 ) -> Result<()> {
     let bytes = send.map_or_else(|| recv.as_deref().map_or(0, <[u8]>::len), <[u8]>::len);
     let sm_ok = a.rank != root || recv.as_ref().is_some_and(|r| r.len() == bytes);
-    if bytes > 0 && bytes <= sm::DATA && sm_ok && (0..a.size).contains(&root) {
-        if let Some(seg) = sm::get(a, Coll::Reduce)? {
+    // Every length takes the segment when there is one (empty vectors too): each of its
+    // paths posts our length at the same sequence number first (the small one with its
+    // data, the two-rank cross-memory one in its post, the others at the gate), so that
+    // ranks whose lengths differ (erroneous) fail at the root instead of waiting on
+    // different paths.
+    let seg = if sm_ok && (0..a.size).contains(&root) {
+        sm::get(a, Coll::Reduce)?
+    } else {
+        None
+    };
+    if let Some(seg) = &seg {
+        if bytes <= sm::DATA {
             count(a.shadow, Alg::SmReduce);
-            seg.reduce(send, recv, root as usize, (f, commutative));
-            return Ok(());
+            return seg.reduce(send, recv, root as usize, (f, commutative));
         }
-    }
-    let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&bytes);
-    if big && sm_ok && (0..a.size).contains(&root) {
-        if let Some(seg) = sm::get(a, Coll::Reduce)? {
-            if seg.size() == 2 && seg.cma_known() && bytes <= sm::PULL_MAX {
-                count(a.shadow, Alg::SmReduce);
-                let ec = (elem_size, commutative);
-                return seg.reduce_pull(send, recv, root as usize, bytes, ec, f);
-            }
-            let (to, root) = (recv.as_deref_mut(), root as usize);
-            if seg.reduce_big(a, send, to, root, bytes, (elem_size, commutative), f)? {
-                count(a.shadow, Alg::SmReduce);
-                return Ok(());
-            }
+        let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&bytes);
+        if big && seg.size() == 2 && seg.cma_known() && bytes <= sm::PULL_MAX {
+            count(a.shadow, Alg::SmReduce);
+            let ec = (elem_size, commutative);
+            return seg.reduce_pull(send, recv, root as usize, bytes, ec, f);
+        }
+        seg.reduction_gate(bytes, "reduce")?;
+        let (to, root) = (recv.as_deref_mut(), root as usize);
+        if big && seg.reduce_big(a, send, to, root, bytes, (elem_size, commutative), f)? {
+            count(a.shadow, Alg::SmReduce);
+            return Ok(());
         }
     }
     let op = Op {
@@ -363,34 +369,37 @@ pub fn scan<F: Fn(&[u8], &mut [u8])>(
     commutative: bool,
 ) -> Result<()> {
     let n = recv.len();
-    if n > 0 && n <= sm::DATA && send.is_none_or(|s| s.len() == n) {
-        if let Some(seg) = sm::get(a, Coll::Scan)? {
+    // Every length takes the segment when there is one (empty vectors too), as for
+    // [`reduce`]: its paths post our length at the same sequence number first.
+    let seg = if send.is_none_or(|s| s.len() == n) {
+        sm::get(a, Coll::Scan)?
+    } else {
+        None
+    };
+    if let Some(seg) = &seg {
+        if n <= sm::DATA {
             count(a.shadow, Alg::SmScan);
-            seg.scan(send, recv, exclusive, f);
+            return seg.scan(send, recv, exclusive, f);
+        }
+        let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&n);
+        if big && !exclusive && seg.size() == 2 && seg.cma_known() && n <= sm::PULL_MAX {
+            // Two ranks: rank 1's result is the reduce of both vectors to it, rank 0's
+            // its own vector.
+            count(a.shadow, Alg::SmScan);
+            let ec = (elem_size, commutative);
+            if a.rank == 1 {
+                return seg.reduce_pull(send, Some(recv), 1, n, ec, f);
+            }
+            seg.reduce_pull(Some(send.unwrap_or(&*recv)), None, 1, n, ec, f)?;
+            if let Some(s) = send {
+                recv.copy_from_slice(s);
+            }
             return Ok(());
         }
-    }
-    let big = (sm::DATA + 1..=sm::REDUCE_BIG_MAX).contains(&n);
-    if big && send.is_none_or(|s| s.len() == n) {
-        if let Some(seg) = sm::get(a, Coll::Scan)? {
-            if !exclusive && seg.size() == 2 && seg.cma_known() && n <= sm::PULL_MAX {
-                // Two ranks: rank 1's result is the reduce of both vectors to it, rank 0's
-                // its own vector.
-                count(a.shadow, Alg::SmScan);
-                let ec = (elem_size, commutative);
-                if a.rank == 1 {
-                    return seg.reduce_pull(send, Some(recv), 1, n, ec, f);
-                }
-                seg.reduce_pull(Some(send.unwrap_or(&*recv)), None, 1, n, ec, f)?;
-                if let Some(s) = send {
-                    recv.copy_from_slice(s);
-                }
-                return Ok(());
-            }
-            if seg.scan_big(a, send, recv, (exclusive, elem_size), f)? {
-                count(a.shadow, Alg::SmScan);
-                return Ok(());
-            }
+        seg.reduction_gate(n, if exclusive { "exscan" } else { "scan" })?;
+        if big && seg.scan_big(a, send, recv, (exclusive, elem_size), f)? {
+            count(a.shadow, Alg::SmScan);
+            return Ok(());
         }
     }
     let op = Op {

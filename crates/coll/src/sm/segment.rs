@@ -1865,33 +1865,48 @@ impl Seg {
         Ok(true)
     }
 
-    /// Reduce to `root` (at most `DATA` bytes): every other rank posts `send` (its
-    /// contribution) and is done; the root waits for their stamps and folds every
+    /// Reduce to `root` (at most `DATA` bytes): every rank posts a length word
+    /// ([`LEN_TAG`] and its bytes; the root's alone), every other rank `send` (its
+    /// contribution) after it and is done; the root waits for their stamps and folds every
     /// contribution in rank order (`x0 ∘ (x1 ∘ (… ∘ x(p-1)))`, its own from `send`, or from
     /// `recv` in place when `send` is `None`) into `recv`. `red` computes
     /// `inout = in ∘ inout`, `commutative` or not: in place on two ranks (root 0) a
     /// commutative `red` folds the peer's contribution straight into ours, `x1 ∘ x0`,
     /// where the rank order needs our own copied aside first (np=2, 4 KiB: a copy of
     /// 4 KiB per call, the in-place reduce 0.954x Open MPI where out of place was not).
+    ///
+    /// Erroneous lengths: the root fails ([`lengths_error`], nothing folded) when some
+    /// rank posted another length, or took another path (a two-rank cross-memory post,
+    /// [`Seg::reduction_gate`]: their lengths are at the same sequence number). The other
+    /// ranks do not wait for the root and succeed; a rank at the gate waits for every
+    /// post, the root's too, and fails.
     pub fn reduce<F: Fn(&[u8], &mut [u8])>(
         &self,
         send: Option<&[u8]>,
         recv: Option<&mut [u8]>,
         root: usize,
         (red, commutative): (&F, bool),
-    ) {
+    ) -> Result<()> {
         let k = self.next();
         match recv {
             Some(buf) if self.rank == root => {
                 let n = buf.len();
+                self.post_len(k, n, &[]);
                 self.wait_all(k);
+                if !self.same_len_words(k, n) {
+                    if let Err(e) = self.lengths_agree(k, n, "reduce") {
+                        self.finish(k);
+                        return Err(e);
+                    }
+                }
                 let last = self.size - 1;
                 if send.is_none() && commutative && self.size == 2 && root == 0 {
-                    // SAFETY: the other rank (1, the last) stamped `k` (waited above); the
-                    // view does not overlap `buf`.
-                    red(unsafe { self.peer(last, k, 0, n) }, buf); // buf = x1 ∘ x0
+                    // SAFETY: the other rank (1, the last) stamped `k` (waited above) with
+                    // `n` bytes after its length word (checked above); the view does not
+                    // overlap `buf`.
+                    red(unsafe { self.peer(last, k, 8, n) }, buf); // buf = x1 ∘ x0
                     self.finish(k);
-                    return;
+                    return Ok(());
                 }
                 // Our own contribution joins the fold where its rank says: copied aside
                 // when the fold would overwrite it first (in place, below the last rank).
@@ -1911,8 +1926,9 @@ impl Seg {
                     None => &[],
                 };
                 if root != last {
-                    // SAFETY: every other rank stamped `k` (waited above).
-                    buf.copy_from_slice(unsafe { self.peer(last, k, 0, n) });
+                    // SAFETY: every other rank stamped `k` (waited above) with `n` bytes
+                    // after its length word (checked above).
+                    buf.copy_from_slice(unsafe { self.peer(last, k, 8, n) });
                 } else if let Some(s) = send {
                     buf.copy_from_slice(s);
                 }
@@ -1921,30 +1937,60 @@ impl Seg {
                         red(own, buf);
                     } else {
                         // SAFETY: as above; the view does not overlap `buf`.
-                        red(unsafe { self.peer(r, k, 0, n) }, buf);
+                        red(unsafe { self.peer(r, k, 8, n) }, buf);
                     }
                 }
             }
-            _ => self.post(k, send.unwrap_or_default()),
+            _ => {
+                let s = send.unwrap_or_default();
+                self.post_len(k, s.len(), s);
+            }
         }
         self.finish(k);
+        Ok(())
     }
 
     /// Inclusive (or, `exclusive`, exclusive) scan of at most `DATA` bytes: every rank
-    /// posts its contribution (`send`, or `recv` in place when `None`) and folds those of
-    /// the ranks up to its own (below its own when exclusive) in rank order into `recv`;
-    /// rank 0's `recv` is left untouched by the exclusive scan.
+    /// posts a length word ([`LEN_TAG`] and its bytes) and its contribution (`send`, or
+    /// `recv` in place when `None`) after it, and folds those of the ranks up to its own
+    /// (below its own when exclusive) in rank order into `recv`; rank 0's `recv` is left
+    /// untouched by the exclusive scan. Erroneous lengths: a rank that sees a rank below
+    /// it post another length (or take another path: [`Seg::reduction_gate`], a two-rank
+    /// cross-memory post) fails ([`lengths_error`], `recv` untouched).
     pub fn scan<F: Fn(&[u8], &mut [u8])>(
         &self,
         send: Option<&[u8]>,
         recv: &mut [u8],
         exclusive: bool,
         red: &F,
-    ) {
+    ) -> Result<()> {
         let n = recv.len();
         let k = self.next();
-        self.post(k, send.unwrap_or(recv));
+        self.post_len(k, n, send.unwrap_or(&*recv));
         let me = self.rank;
+        // Every rank below ours: the ranks our result folds (and, exclusive, rank `me - 1`
+        // is its last), all waited for and length-checked.
+        for r in 0..me {
+            self.wait_word(self.stamp(r, k), k);
+        }
+        let want = LEN_TAG | n as u64;
+        let first_word = |r: usize| {
+            // SAFETY: every rank below ours stamped `k` (waited above): the first word of
+            // its post, 8-aligned (see `Seg::post_len`), unchanged until we finish `k`.
+            unsafe { self.data(r, k).cast::<u64>().read() }
+        };
+        if (0..me).any(|r| first_word(r) != want) {
+            let m = (0..me)
+                .map(|r| self.posted_len(r, k))
+                .find(|&m| m != n as u64)
+                .unwrap_or(n as u64);
+            self.finish(k);
+            return Err(lengths_error(
+                "scan",
+                usize::try_from(m).unwrap_or(usize::MAX),
+                n,
+            ));
+        }
         // The fold's last rank, and whether it is ours (then read from our input).
         let top = if exclusive {
             me.checked_sub(1)
@@ -1952,23 +1998,41 @@ impl Seg {
             Some(me)
         };
         if let Some(top) = top {
-            for r in 0..top {
-                self.wait_word(self.stamp(r, k), k);
-            }
             if top != me {
-                self.wait_word(self.stamp(top, k), k);
-                // SAFETY: rank `top` stamped `k` (waited above).
-                recv.copy_from_slice(unsafe { self.peer(top, k, 0, n) });
+                // SAFETY: rank `top` stamped `k` (waited above) with `n` bytes after its
+                // length word (checked above).
+                recv.copy_from_slice(unsafe { self.peer(top, k, 8, n) });
             } else if let Some(s) = send {
                 recv.copy_from_slice(s);
             }
             for r in (0..top).rev() {
-                // SAFETY: rank `r` stamped `k` (waited above); the view does not overlap
-                // `recv`.
-                red(unsafe { self.peer(r, k, 0, n) }, recv);
+                // SAFETY: as above; the view does not overlap `recv`.
+                red(unsafe { self.peer(r, k, 8, n) }, recv);
             }
         }
         self.finish(k);
+        Ok(())
+    }
+
+    /// The length check of a blocking reduce, scan or exscan (`what`) of `n` bytes that
+    /// does not go through a segment buffer or a two-rank cross-memory post (the large
+    /// region, point to point): a post of our length word only, every rank's checked, as
+    /// [`Seg::allreduce_gate`] does for the allreduce. [`Seg::reduce`] and [`Seg::scan`]
+    /// post their length words at the same sequence number (a two-rank cross-memory post
+    /// holds its length too, [`post_len_of`]): a rank whose length took another path than
+    /// ours meets us here and we fail, instead of waiting where it never comes. Every rank
+    /// waits for every post, so that no rank goes on when another fails here.
+    pub fn reduction_gate(&self, n: usize, what: &str) -> Result<()> {
+        let k = self.next();
+        self.post_len(k, n, &[]);
+        self.wait_all(k);
+        let r = if self.same_len_words(k, n) {
+            Ok(())
+        } else {
+            self.lengths_agree(k, n, what)
+        };
+        self.finish(k);
+        r
     }
 
     /// Allreduce of `buf` (at most `DATA` bytes) in place; `red` computes `inout = in ∘ inout`.
