@@ -294,6 +294,38 @@ fn shares(coll: Rooted, block: usize) -> bool {
     coll == Rooted::Scatter && block >= 2 * SHARE_CHUNK
 }
 
+/// A sharing root's part of one reader's block (iscatter, iscatterv): claims chunks from
+/// the reader's record (`word(0)` claimed, `word(1)` copied, `word(2)` the reader's pid)
+/// until none is left, and writes each from `src` into the reader's output at `to`
+/// (`process_vm_writev`), counting it copied (a failed one marked: the reader reports it).
+///
+/// # Safety
+/// `src` is readable for `block` bytes (a write only reads the local side); the record is
+/// the one the reader opened with `to`, whose output has room for the block and stays until
+/// the reader finishes, which it does only once every chunk is counted.
+unsafe fn write_unclaimed<'a>(
+    word: &impl Fn(usize) -> &'a std::sync::atomic::AtomicU64,
+    src: *const u8,
+    block: usize,
+    to: u64,
+) {
+    let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
+    let n = share_chunks(block);
+    loop {
+        let c = word(0).fetch_add(1, Ordering::AcqRel);
+        if c >= n {
+            break;
+        }
+        let (off, l) = share_chunk(c, block);
+        // SAFETY: `off + l <= block` bytes at `src` and at the reader's `to` (caller
+        // contract).
+        let failed =
+            unsafe { cma_copy(pid, src.add(off).cast_mut(), to + off as u64, l, Cma::Write) }
+                .is_err();
+        word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
+    }
+}
+
 /// Chunks of a shared block of `block` bytes (the last one may be shorter).
 fn share_chunks(block: usize) -> u64 {
     block.div_ceil(SHARE_CHUNK) as u64
@@ -1708,7 +1740,6 @@ impl SmNb {
     /// We posted our collective (stamped) and it is open here; `input` is readable.
     unsafe fn help_scatter(&self, input: (*const u8, usize), block: usize) {
         let (seg, k, me, p) = (&*self.seg, self.k, self.seg.rank(), self.seg.size());
-        let n = share_chunks(block);
         for r in (1..p).rev().map(|i| (me + i) % p) {
             if (r + 1) * block > input.1 {
                 continue;
@@ -1720,29 +1751,9 @@ impl SmNb {
             if to == 0 {
                 continue;
             }
-            let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
-            loop {
-                let c = word(0).fetch_add(1, Ordering::AcqRel);
-                if c >= n {
-                    break;
-                }
-                let (off, l) = share_chunk(c, block);
-                // SAFETY: `r * block + off + l <= input.1` (checked above), readable
-                // (caller contract; a write only reads the local side); the reader's output
-                // has room for the block (it opened it) and stays until it stamps, which it
-                // does only once this chunk is counted.
-                let failed = unsafe {
-                    cma_copy(
-                        pid,
-                        input.0.add(r * block + off).cast_mut(),
-                        to + off as u64,
-                        l,
-                        Cma::Write,
-                    )
-                }
-                .is_err();
-                word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
-            }
+            // SAFETY: `(r + 1) * block <= input.1` (checked above), readable (caller
+            // contract); the record is the reader's, which opened it with `to`.
+            unsafe { write_unclaimed(&word, input.0.add(r * block), block, to) };
         }
     }
 
@@ -1771,30 +1782,9 @@ impl SmNb {
             if to == 0 {
                 continue;
             }
-            let pid = word(2).load(Ordering::Relaxed) as u32 as i32;
-            let n = share_chunks(block);
-            loop {
-                let c = word(0).fetch_add(1, Ordering::AcqRel);
-                if c >= n {
-                    break;
-                }
-                let (off, l) = share_chunk(c, block);
-                // SAFETY: `src[off..off + l]` is inside our input, readable (a write only
-                // reads the local side); the reader's output has room for the block (it
-                // opened it) and stays until it posts, which it does only once this chunk
-                // is counted.
-                let failed = unsafe {
-                    cma_copy(
-                        pid,
-                        src.as_ptr().add(off).cast_mut(),
-                        to + off as u64,
-                        l,
-                        Cma::Write,
-                    )
-                }
-                .is_err();
-                word(1).fetch_add(1 + u64::from(failed) * SHARE_FAILED, Ordering::Release);
-            }
+            // SAFETY: `src` is inside our input, readable (caller contract); the record is
+            // the reader's, which opened it with `to`.
+            unsafe { write_unclaimed(&word, src.as_ptr(), block, to) };
         }
     }
 
