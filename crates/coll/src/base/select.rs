@@ -187,7 +187,7 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         return seg.allreduce(dst, f);
     }
     if let Some(seg) = &seg {
-        seg.allreduce_gate(bytes)?;
+        seg.reduction_gate(bytes, "allreduce")?;
         if nb_large && seg.some_yield() {
             if !seg.allreduce_large(src, dst, (f, elem_size), &progress_nb) {
                 return Err(crate::arg_err(

@@ -31,7 +31,7 @@ const LINE: usize = 64;
 pub const DATA: usize = 4096;
 /// Largest allreduce vector through the large region ([`Seg::allreduce_big`]).
 pub const BIG_MAX: usize = 8 << 20;
-/// Flag of a blocking allreduce's length word ([`Seg::allreduce`], [`Seg::allreduce_gate`]):
+/// Flag of a blocking allreduce's length word ([`Seg::allreduce`], [`Seg::reduction_gate`]):
 /// the first word of its post, the bytes in the bits below. A two-rank cross-memory post
 /// starts with a pid instead ([`pull::Post`]), which never has it.
 pub(crate) const LEN_TAG: u64 = 1 << 63;
@@ -49,6 +49,21 @@ pub(crate) fn post_len_of(word: impl Fn(usize) -> u64) -> u64 {
     } else {
         word(3)
     }
+}
+
+/// Of posted lengths `posted`, one that differs from our `n`: a longer one if there is
+/// one (the error is then `MPI_ERR_TRUNCATE`, [`lengths_error`]).
+fn differing_of(n: usize, posted: impl Iterator<Item = u64>) -> Option<usize> {
+    let mut found = None;
+    for m in posted {
+        if m > n as u64 {
+            return Some(usize::try_from(m).unwrap_or(usize::MAX));
+        }
+        if m < n as u64 {
+            found.get_or_insert(m as usize);
+        }
+    }
+    found
 }
 
 /// The error of a reduction (`what`) whose vector has `ours` bytes here and `theirs` at
@@ -1893,11 +1908,9 @@ impl Seg {
                 let n = buf.len();
                 self.post_len(k, n, &[]);
                 self.wait_all(k);
-                if !self.same_len_words(k, n) {
-                    if let Err(e) = self.lengths_agree(k, n, "reduce") {
-                        self.finish(k);
-                        return Err(e);
-                    }
+                if let Err(e) = self.lengths_agree(k, n, "reduce", 0..self.size) {
+                    self.finish(k);
+                    return Err(e);
                 }
                 let last = self.size - 1;
                 if send.is_none() && commutative && self.size == 2 && root == 0 {
@@ -1973,23 +1986,9 @@ impl Seg {
         for r in 0..me {
             self.wait_word(self.stamp(r, k), k);
         }
-        let want = LEN_TAG | n as u64;
-        let first_word = |r: usize| {
-            // SAFETY: every rank below ours stamped `k` (waited above): the first word of
-            // its post, 8-aligned (see `Seg::post_len`), unchanged until we finish `k`.
-            unsafe { self.data(r, k).cast::<u64>().read() }
-        };
-        if (0..me).any(|r| first_word(r) != want) {
-            let m = (0..me)
-                .map(|r| self.posted_len(r, k))
-                .find(|&m| m != n as u64)
-                .unwrap_or(n as u64);
+        if let Err(e) = self.lengths_agree(k, n, "scan", 0..me) {
             self.finish(k);
-            return Err(lengths_error(
-                "scan",
-                usize::try_from(m).unwrap_or(usize::MAX),
-                n,
-            ));
+            return Err(e);
         }
         // The fold's last rank, and whether it is ours (then read from our input).
         let top = if exclusive {
@@ -2014,23 +2013,19 @@ impl Seg {
         Ok(())
     }
 
-    /// The length check of a blocking reduce, scan or exscan (`what`) of `n` bytes that
-    /// does not go through a segment buffer or a two-rank cross-memory post (the large
-    /// region, point to point): a post of our length word only, every rank's checked, as
-    /// [`Seg::allreduce_gate`] does for the allreduce. [`Seg::reduce`] and [`Seg::scan`]
-    /// post their length words at the same sequence number (a two-rank cross-memory post
-    /// holds its length too, [`post_len_of`]): a rank whose length took another path than
-    /// ours meets us here and we fail, instead of waiting where it never comes. Every rank
+    /// The length check of a blocking allreduce, reduce, scan or exscan (`what`) of `n`
+    /// bytes that does not go through a segment buffer or a two-rank cross-memory post
+    /// (the large regions, point to point): a post of our length word only, every rank's
+    /// checked. The small paths ([`Seg::allreduce`], [`Seg::reduce`], [`Seg::scan`]) post
+    /// their length words at the same sequence number (a two-rank cross-memory post holds
+    /// its length too, [`post_len_of`]): a rank whose length took another path than ours
+    /// meets us here and we fail, instead of waiting where it never comes. Every rank
     /// waits for every post, so that no rank goes on when another fails here.
     pub fn reduction_gate(&self, n: usize, what: &str) -> Result<()> {
         let k = self.next();
         self.post_len(k, n, &[]);
         self.wait_all(k);
-        let r = if self.same_len_words(k, n) {
-            Ok(())
-        } else {
-            self.lengths_agree(k, n, what)
-        };
+        let r = self.lengths_agree(k, n, what, 0..self.size);
         self.finish(k);
         r
     }
@@ -2045,11 +2040,9 @@ impl Seg {
         let k = self.next();
         self.post_len(k, n, buf);
         self.wait_all(k);
-        if !self.same_len_words(k, n) {
-            if let Err(e) = self.lengths_agree(k, n, "allreduce") {
-                self.finish(k);
-                return Err(e);
-            }
+        if let Err(e) = self.lengths_agree(k, n, "allreduce", 0..self.size) {
+            self.finish(k);
+            return Err(e);
         }
         // Right fold x0 ∘ (x1 ∘ (… ∘ x(p-1))) into `buf` (associativity makes it the
         // rank-order result; every rank computes exactly the same).
@@ -2064,22 +2057,6 @@ impl Seg {
         }
         self.finish(k);
         Ok(())
-    }
-
-    /// The length check of a blocking allreduce of `n` bytes that does not go through a
-    /// segment buffer (point to point, through the large regions): a post of our length
-    /// word only ([`Seg::allreduce`]'s first word), the others' checked. Every allreduce
-    /// on the segment posts its length at the same sequence number (the small one with its
-    /// data, the two-rank cross-memory one in its post's length word), so that a rank whose
-    /// length takes another path than ours meets us here instead of waiting where we never
-    /// come: an error on every rank that sees a length other than its own.
-    pub fn allreduce_gate(&self, n: usize) -> Result<()> {
-        let k = self.next();
-        self.post_len(k, n, &[]);
-        self.wait_all(k);
-        let r = self.lengths_agree(k, n, "allreduce");
-        self.finish(k);
-        r
     }
 
     /// [`Seg::post`] of a length word ([`LEN_TAG`] and `n`) and then `src` (at most
@@ -2098,20 +2075,7 @@ impl Seg {
         self.put_word(self.stamp(self.rank, k), k);
     }
 
-    /// Whether every other rank's post of blocking allreduce `k` (all stamped, acquired by
-    /// us) starts with our length word: the correct call's whole check, one word per rank
-    /// ([`Seg::lengths_agree`] tells the lengths apart otherwise).
-    #[inline]
-    fn same_len_words(&self, k: u64, n: usize) -> bool {
-        let want = LEN_TAG | n as u64;
-        (0..self.size).filter(|&r| r != self.rank).all(|r| {
-            // SAFETY: `r` stamped `k` (caller contract): the first word of its post, 8-aligned
-            // (see `Seg::post_len`), unchanged until we finish `k`.
-            unsafe { self.data(r, k).cast::<u64>().read() == want }
-        })
-    }
-
-    /// The bytes rank `r` posted for blocking allreduce `k` (stamped, acquired by us).
+    /// The bytes rank `r` posted for blocking collective `k` (stamped, acquired by us).
     fn posted_len(&self, r: usize, k: u64) -> u64 {
         post_len_of(|i| {
             // SAFETY: `r` stamped `k` (caller contract); a post's first four words lie
@@ -2121,10 +2085,28 @@ impl Seg {
         })
     }
 
-    /// Whether every other rank's post of blocking allreduce `k` (all stamped, acquired
-    /// by us) has our `n` bytes: else the error of [`lengths_error`].
-    fn lengths_agree(&self, k: u64, n: usize, what: &str) -> Result<()> {
-        match self.differing(n, |r| self.posted_len(r, k)) {
+    /// Whether the posts of blocking collective `k` of the other ranks in `ranks` (all
+    /// stamped, acquired by us) have our `n` bytes, else the error of [`lengths_error`].
+    /// The correct call's whole check is one word per rank: each post starts with our
+    /// length word; only when one does not are the lengths read ([`Seg::posted_len`]).
+    #[inline]
+    fn lengths_agree(
+        &self,
+        k: u64,
+        n: usize,
+        what: &str,
+        ranks: std::ops::Range<usize>,
+    ) -> Result<()> {
+        let want = LEN_TAG | n as u64;
+        let others = || ranks.clone().filter(|&r| r != self.rank);
+        if others().all(|r| {
+            // SAFETY: `r` stamped `k` (caller contract): the first word of its post,
+            // 8-aligned (see `Seg::post_len`), unchanged until we finish `k`.
+            unsafe { self.data(r, k).cast::<u64>().read() == want }
+        }) {
+            return Ok(());
+        }
+        match differing_of(n, others().map(|r| self.posted_len(r, k))) {
             None => Ok(()),
             Some(m) => Err(lengths_error(what, m, n)),
         }
@@ -2133,17 +2115,7 @@ impl Seg {
     /// Of the other ranks' posted lengths (`posted(r)`), one that differs from our `n`:
     /// a longer one if there is one.
     pub(crate) fn differing(&self, n: usize, posted: impl Fn(usize) -> u64) -> Option<usize> {
-        let mut found = None;
-        for r in (0..self.size).filter(|&r| r != self.rank) {
-            let m = posted(r);
-            if m > n as u64 {
-                return Some(usize::try_from(m).unwrap_or(usize::MAX));
-            }
-            if m < n as u64 {
-                found.get_or_insert(m as usize);
-            }
-        }
-        found
+        differing_of(n, (0..self.size).filter(|&r| r != self.rank).map(posted))
     }
 
     /// Allgatherv of blocks of at most `DATA` bytes: block `j` is `counts[j]` bytes at
