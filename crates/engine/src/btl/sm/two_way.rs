@@ -151,15 +151,9 @@ impl TwoWay {
     /// The mechanism for a receive of `n` bytes chosen at `now` (`now > 0`), which joins
     /// the current period or opens one (the caller records [`TwoWay::take_held`]'s sample
     /// first). `peer_reads` says that the peer read our last rendezvous message alone: the
-    /// streams' chooser then begins no try of the pipeline ([`Chooser::choose_unless`])
-    /// for messages measured per message; those measured by the period ([`by_period`])
-    /// are tried all the same: the try's first windows, while the peer still reads ours,
-    /// are its warm-up ([`coop::WARMUP`] periods), our clear-to-sends tell the peer that we
-    /// pipeline, so its try follows, and the settled windows measure both directions
-    /// pipelined (bibw 16 KiB with the two CPUs sharing a cache: pipelined 17.0 GB/s
-    /// against the reads' 10.4, and the stream never left the reads). In a period whose
-    /// receives are all measured by the period, every receive takes the first one's
-    /// mechanism.
+    /// streams' chooser then begins no try of the pipeline ([`Chooser::choose_unless`]).
+    /// In a period whose receives are all measured by the period ([`by_period`]), every
+    /// receive takes the first one's mechanism.
     pub fn choose(&mut self, n: usize, now: u64, peer_reads: bool) -> Mech {
         let k = coop::size_class(n);
         let m = if self.chosen > 0 && self.whole && by_period(n) {
@@ -167,7 +161,7 @@ impl TwoWay {
         } else if self.chosen == 0 && self.last_exchange {
             self.exchanges[k].choose(now)
         } else {
-            self.streams[k].choose_unless(now, peer_reads && !by_period(n))
+            self.streams[k].choose_unless(now, peer_reads)
         };
         if self.chosen == 0 {
             self.start = now;
@@ -479,7 +473,7 @@ mod tests {
     /// interruption), and the window takes `pipe` ns. The window's times are those of its
     /// first message's mechanism. Every sample goes to its chooser as the engine records
     /// them. Returns the first message's mechanism and whether every message took it.
-    fn window16k(w: &mut TwoWay, t: &mut u64, pipe: u64, pull: u64, reads: bool) -> (Mech, bool) {
+    fn window16k(w: &mut TwoWay, t: &mut u64, pipe: u64, pull: u64) -> (Mech, bool) {
         let n = 16 << 10;
         let feed = |w: &mut TwoWay, out: Option<(Sample, bool)>| {
             if let Some((s, exchange)) = out {
@@ -490,7 +484,7 @@ mod tests {
             if let Some(s) = w.take_held() {
                 w.record(s, false);
             }
-            w.choose(n, at, reads)
+            w.choose(n, at, false)
         };
         let first = choose(w, *t);
         let mut same = true;
@@ -544,21 +538,15 @@ mod tests {
     /// of 2 MiB in 106 us, against 24.5, 86 us). Streams below 64 KiB are measured by the
     /// period, so the read is kept, with the pipeline tried for a few windows now and
     /// then; where the pipeline's windows are the faster ones (CPUs sharing a cache), it
-    /// is taken, although the peer reads our messages alone while we read its ones (so
-    /// per-message streams would begin no try of the pipeline). Every window's messages
-    /// take one mechanism.
+    /// is taken. Every window's messages take one mechanism.
     #[test]
     fn small_streams_are_measured_by_the_window() {
         let run = |pipe: u64, pull: u64| {
             let mut w = TwoWay::default();
             let mut t = 1_000u64;
             let (mut piped, mut all, mut mixed) = (0u32, 0u32, 0u32);
-            // The peer, doing as we do, read our messages of the last window alone when
-            // we read its messages (its FIN says so).
-            let mut reads = false;
             while t < 200_000_000 {
-                let (m, same) = window16k(&mut w, &mut t, pipe, pull, reads);
-                reads = m == Mech::Coop;
+                let (m, same) = window16k(&mut w, &mut t, pipe, pull);
                 piped += u32::from(m == Mech::Pipe);
                 mixed += u32::from(!same);
                 all += 1;
