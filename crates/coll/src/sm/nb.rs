@@ -2128,10 +2128,11 @@ impl SmNb {
     /// The result of a posted alltoallv ([`SmKind::Alltoallv`]) once every block it
     /// receives through the segment or by CMA is in `out` and every rank that copies from
     /// or into our buffers by CMA has marked its post done (`None`: not yet). Our own block
-    /// is copied at the first call (it waits for no rank); a far block is copied (in place:
-    /// traded) as soon as its sender's post is there, each once, from rank `me + 1` on (mod
-    /// `p`), the blocking form's order (`Seg::read_all`'s documentation has what reading
-    /// in rank order cost there).
+    /// is copied at the first call (it waits for no rank; when ranks yield when idle and
+    /// some rank has not posted, we yield our core once before it); a far block is copied
+    /// (in place: traded) as soon as its sender's post is there, each once, from rank
+    /// `me + 1` on (mod `p`), the blocking form's order (`Seg::read_all`'s documentation
+    /// has what reading in rank order cost there).
     ///
     /// # Safety
     /// As [`SmNb::read_v`]; `out` is the output.
@@ -2170,6 +2171,13 @@ impl SmNb {
             // Our own block first, once (none in place: it stays where it is): work of
             // ours that waits for no rank, done while the others post.
             if self.moved & 1 << me == 0 {
+                if any_far && seg.some_yield() && !(0..p).all(|r| seg.stamped(r, k)) {
+                    // More ranks than cores: a rank that has not posted yet may share our
+                    // core and posts only once we leave it. Yield it once before our
+                    // copies, so that its post (which the ranks on the other cores wait
+                    // for) does not wait for them.
+                    std::thread::yield_now();
+                }
                 self.moved |= 1 << me;
                 let (c, d) = (scounts[me], sdispls[me]);
                 let ok = c == rcounts[me]
