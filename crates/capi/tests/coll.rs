@@ -155,7 +155,8 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
 /// Erroneous counts fail cleanly instead of hanging (`tests/c/coll_errcounts.c`): bcasts
 /// and ibcasts whose root sends more or fewer bytes than one rank posts, and alltoallv/w
 /// and their I-forms where one pair's send and receive counts differ, allreduces where one
-/// rank passes another count (blocking, nonblocking, persistent), lengths on both sides
+/// rank passes another count (blocking, nonblocking, persistent), blocking reduces and
+/// reduce-scatters where one rank passes other counts, lengths on both sides
 /// of the segment's bounds and far apart; each erroneous call is followed by a correct one.
 /// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
 /// with the shared-memory component off (the point-to-point algorithms and schedules), at
@@ -199,6 +200,20 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "1", "1", &["reduce", "scan", "blocking"]),
         (3, "1", "1", &["reduce", "scan", "blocking"]),
         (4, "1", "1", &["reduce", "scan", "blocking"]),
+        // Reduce-scatters (block and counts) where one rank passes other counts: blocking
+        // with the segment (each path posts the vector's length at one sequence number),
+        // every form without it (the ring's exact exchanges, the exact pairwise
+        // schedule); blocking reduces without the segment (the binomial tree's exact
+        // receives).
+        (2, "1", "1", &["rs", "blocking"]),
+        (3, "1", "1", &["rs", "blocking"]),
+        (4, "1", "1", &["rs", "blocking"]),
+        (2, "0", "1", &["rs"]),
+        (3, "0", "1", &["rs"]),
+        (4, "0", "1", &["rs"]),
+        (2, "0", "1", &["reduce", "blocking"]),
+        (3, "0", "1", &["reduce", "blocking"]),
+        (4, "0", "1", &["reduce", "blocking"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

@@ -19,6 +19,15 @@
  *   sender's count is larger, and with MPI_ERR_TRUNCATE, MPI_ERR_COUNT or success when it
  *   is smaller; the sender succeeds or fails with one of those; every other rank succeeds
  *   with every block right.
+ * - allreduce (ar_case): the rank whose count differs fails (MPI_ERR_TRUNCATE, MPI_ERR_COUNT
+ *   or MPI_ERR_OTHER); every other rank succeeds with the right sums or fails alike. Also
+ *   where one vector is half another's around the point-to-point bound (16 KiB), where
+ *   recursive doubling's one exchange has the length of the large plan's first.
+ * - reduce, scan, exscan, reduce_scatter_block, reduce_scatter (rd_case): a reduce's root,
+ *   a scan's ranks above the erroneous one (and it, unless it is rank 0), and every rank
+ *   of a reduce-scatter (each one's block folds every rank's vector) fail; with the segment
+ *   every rank sees every rank's length, without it the reduce's tree carries the error
+ *   to the root and the reduce-scatter's ring to every rank within its p - 1 steps.
  *
  * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
  * prints the case and exits with status 3. A persistent request is started twice and must
@@ -359,6 +368,9 @@ static void allreduces(void) {
         {0, 1}, {1, 0}, {1, 2}, {2, 1}, {1024, 1025}, {1025, 1024}, {8192, 8193}, {8193, 8192},
         {100, 70000}, {70000, 100}, {2048, 2049}, {2049, 2048}, {262144, 262145},
         {262145, 262144}, {1024, 262145}, {262145, 1024}, {4096, 4097}, {4097, 4096},
+        /* Half another's length around the point-to-point bound (16 KiB): recursive
+         * doubling's one exchange has the length of the large plan's first. */
+        {2500, 5000}, {5000, 2500}, {4096, 8192}, {8192, 4096},
     };
     int seed = 0;
     for (int form = 0; form < 3; form++)

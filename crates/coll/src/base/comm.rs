@@ -151,6 +151,7 @@ impl CollComm {
                 elem_size: 4,
                 commutative: true,
             },
+            true,
         )?;
         let ctx = u32::from_le_bytes(b);
         claim_context(ctx)

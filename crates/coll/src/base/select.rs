@@ -208,6 +208,10 @@ pub fn allreduce<F: Fn(&[u8], &mut [u8])>(
         elem_size,
         commutative,
     };
+    if seg.is_some() {
+        // The gate above checked the lengths.
+        return a.allreduce_agreed(src, dst, &op);
+    }
     a.allreduce_from(src, dst, &op)
 }
 
@@ -453,18 +457,6 @@ pub fn exscan(a: &CollComm, send: &[u8], recv: &mut [u8], op: &Op) -> Result<()>
         op.elem_size,
         op.commutative,
     )
-}
-
-/// Run `kind` on the segment: post `input`, wait, compute `out` (see [`sm::Seg::begin`]).
-fn on_seg(
-    seg: &sm::Seg,
-    kind: &SmKind,
-    input: &[u8],
-    out: &mut [u8],
-    op: Option<sm::nb::Fold<'_>>,
-) {
-    let k = seg.begin(kind, input);
-    seg.end(kind, k, out, op);
 }
 
 /// Gather of blocks of `block` bytes in rank order into `recv` at `root`: our block is
@@ -761,11 +753,8 @@ pub fn reduce_scatter(
     {
         if let Some(seg) = sm::get(a, Coll::ReduceScatter)? {
             count(a.shadow, Alg::SmReduceScatter);
-            let kind = SmKind::ReduceScatter {
-                counts: counts.to_vec(),
-            };
-            on_seg(&seg, &kind, &full[..total], out, Some(op.f));
-            return Ok(());
+            let at = counts[..me].iter().sum();
+            return seg.reduce_scatter(Some(&full[..total]), out, (at, counts[me]), op.f);
         }
     }
     // `full` is a copy made at this call: its lines are in our core's cache, so vectors
@@ -781,6 +770,12 @@ pub fn reduce_scatter(
             let block = (if me == 0 { 0 } else { counts[0] }, counts[me], total);
             return seg.reduce_scatter_pull(Some(&full[..total]), out, block, op.commutative, op.f);
         }
+    }
+    // Every length meets the others on the segment when there is one: its other paths post
+    // the vector's length at the same sequence number, so ranks whose counts differ
+    // (erroneous) fail alike instead of waiting on different paths.
+    if let Some(seg) = sm::get(a, Coll::ReduceScatter)? {
+        seg.reduction_gate(total, "reduce_scatter")?;
     }
     a.reduce_scatter(full, counts, out, op)
 }
@@ -828,8 +823,8 @@ pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
         count(a.shadow, Alg::SmReduceScatter);
         // (Slicing checks the caller's lengths: `at + n <= total` is the segment's to check.)
         match send {
-            Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f),
-            None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f),
+            Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f)?,
+            None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f)?,
         }
         return Ok(true);
     }
@@ -882,6 +877,9 @@ fn reduce_scatter_large(
     let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
         return Ok(false);
     };
+    // Our length at the sequence number where the other paths post theirs (erroneous
+    // counts fail on every rank, [`reduce_scatter`]).
+    seg.reduction_gate(total, "reduce_scatter")?;
     if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &progress_nb) {
         return Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Count,
@@ -917,6 +915,7 @@ pub fn reduce_scatter_phased(
     let Some(seg) = sm::get(a, Coll::ReduceScatter)? else {
         return Ok(false);
     };
+    seg.reduction_gate(total, "reduce_scatter")?;
     if !seg.reduce_scatter_phased(send, buf, (block, elem), f, &progress_nb) {
         return Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Count,

@@ -1842,6 +1842,10 @@ impl CollComm {
         let me = self.rank as usize;
         let mut s =
             Schedule::new(self, vec![out, input], Some(op))?.counted(Alg::NbcReduceScatterPairwise);
+        // Exact (as the allreduce's): a contribution of another length than our block
+        // (erroneous counts) fails the call once its one round ran; every rank exchanges
+        // with every other, so each one whose block length differs from a peer's sees it.
+        s.exact = true;
         let (op_, ol) = s.regions[0].ptr_len();
         if ol < counts[me] {
             return Err(arg_err(

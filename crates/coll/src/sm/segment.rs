@@ -2150,36 +2150,49 @@ impl Seg {
     /// `buf` is written, so in place needs no copy. One handoff each way: a rank waits
     /// for the others' stamps only. On two ranks each posts only the other's block
     /// ([`Seg::reduce_scatter_two`]).
-    pub fn reduce_scatter<F: Fn(&[u8], &mut [u8])>(
+    ///
+    /// Every post starts with a length word ([`LEN_TAG`] and the whole vector's bytes), at
+    /// the sequence number where the other paths of a blocking reduce-scatter post theirs
+    /// ([`Seg::reduction_gate`], a two-rank cross-memory post): a rank that sees another
+    /// rank's vector differ from its own (erroneous counts) fails ([`lengths_error`],
+    /// `buf` untouched), which is every rank, since every rank waits for every post.
+    pub fn reduce_scatter<F: Fn(&[u8], &mut [u8]) + ?Sized>(
         &self,
         send: Option<&[u8]>,
         buf: &mut [u8],
         (at, n): (usize, usize),
         red: &F,
-    ) {
+    ) -> Result<()> {
         let k = self.next();
         let input = send.unwrap_or(&*buf);
+        let total = input.len();
         assert!(
-            at + n <= input.len() && n <= buf.len(),
+            at + n <= total && n <= buf.len() && total <= DATA,
             "block outside the vector"
         );
         if self.size == 2 {
             return self.reduce_scatter_two(k, send, buf, (at, n), red);
         }
-        self.post(k, input);
+        self.post_len(k, total, input);
         self.wait_all(k);
+        if let Err(e) = self.lengths_agree(k, total, "reduce_scatter", 0..self.size) {
+            self.finish(k);
+            return Err(e);
+        }
         if n > 0 {
             let out = &mut buf[..n];
             let last = self.size - 1;
             // SAFETY: every rank stamped `k` (waited above) and we finish `k` only after
-            // the reads; every rank posted a vector as long as ours, `at + n` within it.
-            out.copy_from_slice(unsafe { self.peer(last, k, at, n) });
+            // the reads; every rank posted a vector as long as ours after its length word
+            // (checked above), `at + n` within it.
+            out.copy_from_slice(unsafe { self.peer(last, k, 8 + at, n) });
             for r in (0..last).rev() {
                 // SAFETY: as above; the view does not overlap `out`.
-                red(unsafe { self.peer(r, k, at, n) }, out); // out = x_r ∘ out
+                red(unsafe { self.peer(r, k, 8 + at, n) }, out); // out = x_r ∘ out
             }
         }
         self.finish(k);
+        Ok(())
     }
 
     /// [`Seg::reduce_scatter`] on two ranks (collective `k`, numbered): the vector is block
@@ -2187,25 +2200,30 @@ impl Seg {
     /// ours on rank 0, that precede ours on rank 1), so half the vector's lines cross
     /// between the cores; each then folds the other's post with its own block in rank order
     /// (`x0 ∘ x1`). In place, rank 0's block is its result's place: it is copied aside first.
-    fn reduce_scatter_two<F: Fn(&[u8], &mut [u8])>(
+    /// The post starts with the whole vector's length word, checked as there.
+    fn reduce_scatter_two<F: Fn(&[u8], &mut [u8]) + ?Sized>(
         &self,
         k: u64,
         send: Option<&[u8]>,
         buf: &mut [u8],
         (at, n): (usize, usize),
         red: &F,
-    ) {
+    ) -> Result<()> {
         let me = self.rank;
         let input = send.unwrap_or(&*buf);
-        assert!(input.len() <= DATA, "a reduce-scatter vector of one buffer");
-        let theirs = if me == 0 { at + n..input.len() } else { 0..at };
-        self.post(k, &input[theirs]);
+        let total = input.len();
+        let theirs = if me == 0 { at + n..total } else { 0..at };
+        self.post_len(k, total, &input[theirs]);
         self.wait_all(k);
+        if let Err(e) = self.lengths_agree(k, total, "reduce_scatter", 0..2) {
+            self.finish(k);
+            return Err(e);
+        }
         if n > 0 {
             // SAFETY: the other rank stamped `k` (waited above), posting our block of its
-            // vector (`n` bytes when the counts agree; `n <= DATA` bytes read either way,
-            // within its buffer), and we finish `k` only after the reads.
-            let other = unsafe { self.peer(1 - me, k, 0, n) };
+            // vector after its length word (the same vector length as ours: checked
+            // above; `n <= DATA` bytes), and we finish `k` only after the reads.
+            let other = unsafe { self.peer(1 - me, k, 8, n) };
             match (me, send) {
                 // out = x0 ∘ x1, x1 ours: our block first, then fold the other's into it.
                 (1, Some(s)) => {
@@ -2240,6 +2258,7 @@ impl Seg {
             }
         }
         self.finish(k);
+        Ok(())
     }
 }
 

@@ -26,7 +26,7 @@ use oxmpi_engine::ErrorClass;
 /// What an allreduce's exchanges have seen: `None` while every message had the length of
 /// its receive, else the first error (reported once the rounds ran).
 #[derive(Default)]
-pub(crate) struct Exact(Option<oxmpi_engine::Error>);
+pub(crate) struct Exact(pub(crate) Option<oxmpi_engine::Error>);
 
 /// The bytes an erroneous rank sends in place of `len` bytes of data: one byte (never a
 /// whole item of an op whose item is larger), or none when `len` is one byte.
@@ -49,14 +49,30 @@ impl CollComm {
         (s, slen, dest): (*const u8, usize, i32),
         (r, rlen, src): (*mut u8, usize, i32),
     ) -> Result<()> {
+        // SAFETY: caller guarantee.
+        unsafe { self.xchg_raw_tag(x, (s, slen, dest), (r, rlen, src), TAG_ALLREDUCE) }
+    }
+
+    /// [`CollComm::xchg_raw`] with messages of `tag` (the exact exchanges of other
+    /// collectives: the ring reduce-scatter).
+    ///
+    /// # Safety
+    /// As [`CollComm::xchg_raw`].
+    pub(crate) unsafe fn xchg_raw_tag(
+        &self,
+        x: &mut Exact,
+        (s, slen, dest): (*const u8, usize, i32),
+        (r, rlen, src): (*mut u8, usize, i32),
+        tag: i32,
+    ) -> Result<()> {
         let (s, slen) = match x.0 {
             Some(_) => (marker(slen).as_ptr(), marker(slen).len()),
             None => (s, slen),
         };
         // SAFETY: caller guarantee (the marker is static); both requests are waited for.
-        let rr = unsafe { self.irecv_raw(r, rlen, src, TAG_ALLREDUCE) }?;
+        let rr = unsafe { self.irecv_raw(r, rlen, src, tag) }?;
         // SAFETY: as above.
-        let sr = match unsafe { self.isend_raw(s, slen, dest, TAG_ALLREDUCE) } {
+        let sr = match unsafe { self.isend_raw(s, slen, dest, tag) } {
             Ok(q) => q,
             Err(e) => {
                 self.abandon(&[(rr, src)]);
@@ -81,19 +97,44 @@ impl CollComm {
         }
     }
 
+    /// [`CollComm::xchg`] with messages of `tag`.
+    pub(crate) fn xchg_tag(
+        &self,
+        x: &mut Exact,
+        (s, dest): (&[u8], i32),
+        (r, src): (&mut [u8], i32),
+        tag: i32,
+    ) -> Result<()> {
+        // SAFETY: distinct borrows, both outlive the call.
+        unsafe {
+            self.xchg_raw_tag(
+                x,
+                (s.as_ptr(), s.len(), dest),
+                (r.as_mut_ptr(), r.len(), src),
+                tag,
+            )
+        }
+    }
+
     /// Sends `s` to `dest` (the marker once `x` holds an error).
     fn xsend(&self, x: &Exact, s: &[u8], dest: i32) -> Result<()> {
-        self.send(
-            if x.0.is_some() { marker(s.len()) } else { s },
-            dest,
-            TAG_ALLREDUCE,
-        )
+        self.xsend_tag(x, s, dest, TAG_ALLREDUCE)
+    }
+
+    /// [`CollComm::xsend`] with `tag`.
+    pub(crate) fn xsend_tag(&self, x: &Exact, s: &[u8], dest: i32, tag: i32) -> Result<()> {
+        self.send(if x.0.is_some() { marker(s.len()) } else { s }, dest, tag)
     }
 
     /// Receives `r.len()` bytes from `src`; another length goes into `x`.
     fn xrecv(&self, x: &mut Exact, r: &mut [u8], src: i32) -> Result<()> {
+        self.xrecv_tag(x, r, src, TAG_ALLREDUCE)
+    }
+
+    /// [`CollComm::xrecv`] with `tag`.
+    pub(crate) fn xrecv_tag(&self, x: &mut Exact, r: &mut [u8], src: i32, tag: i32) -> Result<()> {
         // SAFETY: `r` outlives the wait.
-        let q = unsafe { self.irecv_raw(r.as_mut_ptr(), r.len(), src, TAG_ALLREDUCE) }?;
+        let q = unsafe { self.irecv_raw(r.as_mut_ptr(), r.len(), src, tag) }?;
         let st = self.e.wait(q);
         self.exact_status(x, st, r.len(), src)
     }
@@ -115,8 +156,8 @@ impl CollComm {
                     got as u64,
                     want,
                     format!(
-                        "allreduce: rank {} received {} bytes from rank {src} where it \
-                         expects {want} (the ranks' counts differ)",
+                        "rank {} received {} bytes from rank {src} where it expects \
+                         {want} (the ranks' counts differ)",
                         self.rank,
                         if truncated {
                             format!("more than {want}")
@@ -142,6 +183,24 @@ impl CollComm {
     /// other algorithms start from a copy of it in `buf`. An empty vector exchanges empty
     /// messages (a rank whose count differs meets it instead of waiting).
     pub fn allreduce_from(&self, src: Option<&[u8]>, buf: &mut [u8], op: &Op) -> Result<()> {
+        self.allreduce_from_as(src, buf, op, false)
+    }
+
+    /// [`CollComm::allreduce_from`] where every rank is known to pass the same length (the
+    /// segment's gate checked it, [`crate::sm::Seg::reduction_gate`]): recursive doubling
+    /// then skips the check round of the lengths near its bound
+    /// ([`CollComm::allreduce_recdbl`]).
+    pub fn allreduce_agreed(&self, src: Option<&[u8]>, buf: &mut [u8], op: &Op) -> Result<()> {
+        self.allreduce_from_as(src, buf, op, true)
+    }
+
+    fn allreduce_from_as(
+        &self,
+        src: Option<&[u8]>,
+        buf: &mut [u8],
+        op: &Op,
+        agreed: bool,
+    ) -> Result<()> {
         check_op(buf.len(), op)?;
         if src.is_some_and(|s| s.len() != buf.len()) {
             return Err(arg_err(
@@ -181,7 +240,7 @@ impl CollComm {
                 self.bcast_binomial(buf, 0)
             }
             Alg::AllreduceRing => self.allreduce_ring(buf, op),
-            _ => self.allreduce_recdbl(buf, op),
+            _ => self.allreduce_recdbl(buf, op, agreed),
         }
     }
 
@@ -190,7 +249,15 @@ impl CollComm {
     /// have taken the large-vector plan (the default choice, a commutative `op`), the
     /// rounds that plan has beyond ours, sending markers: the ring's second exchange on two
     /// ranks, Rabenseifner's doubling (an exchange with each partner again) on more.
-    pub(crate) fn allreduce_recdbl(&self, buf: &mut [u8], op: &Op) -> Result<()> {
+    ///
+    /// A vector of more than half [`tune::ALLREDUCE_SMALL`] (less an item) may meet one of
+    /// twice its length on the large-vector plan, whose first exchange then has exactly our
+    /// length (the ring's half on two ranks, the first halving on more): unless the lengths
+    /// are `agreed` (the segment's gate checked them), every rank of such a vector runs
+    /// those rounds too with empty messages (empty receives), so that a rank of the other
+    /// plan, which sends its block there, fails and makes us fail (one extra round of
+    /// empty messages on that range when there is no segment).
+    pub(crate) fn allreduce_recdbl(&self, buf: &mut [u8], op: &Op, agreed: bool) -> Result<()> {
         let p = self.size;
         let r = self.rank;
         // Small vectors use a stack buffer (no allocation on the latency path).
@@ -216,11 +283,15 @@ impl CollComm {
                 }
                 mask <<= 1;
             }
-            if x.0.is_some() && op.commutative && tune::algorithm(Coll::Allreduce) == 0 {
+            let near = !agreed && buf.len() + op.elem_size > tune::ALLREDUCE_SMALL / 2;
+            if (x.0.is_some() || near) && op.commutative && tune::algorithm(Coll::Allreduce) == 0 {
                 let mut mask = 1;
                 while mask < pof2 {
                     let dst = fold_real_rank(newrank ^ mask, rem);
-                    self.xchg(&mut x, &[], dst, tmp, dst)?;
+                    // No error yet: an empty receive (the other ranks of our length send
+                    // nothing here), else room for what the other plan sends.
+                    let room = if x.0.is_some() { tmp.len() } else { 0 };
+                    self.xchg(&mut x, &[], dst, &mut tmp[..room], dst)?;
                     mask <<= 1;
                 }
             }
@@ -412,6 +483,7 @@ impl CollComm {
                 elem_size: 8,
                 commutative: true,
             },
+            true,
         )?;
         let (hi, lo) = (word(&b[..8]), !word(&b[8..]));
         let theirs = if hi != ours { hi } else { lo };

@@ -1,5 +1,6 @@
 //! Reductions: reduce, reduce_scatter, scan, exscan (allreduce: `allreduce.rs`).
 
+use super::allreduce::{marker, Exact};
 use super::{TAG_EXSCAN, TAG_REDSCAT, TAG_REDUCE, TAG_SCAN};
 use crate::base::helpers::{
     chain_segments, check_blocks, check_op, pooled, scan_chain, scan_rounds, unpool, Scratch,
@@ -96,24 +97,32 @@ impl CollComm {
                 None => {
                     let mut acc = Scratch::new(n);
                     let acc = &mut acc[..n];
-                    self.reduce_binomial_into(send, acc, troot, op)?;
-                    self.send(acc, root, TAG_REDUCE)?;
+                    // The root waits for our message whatever we saw: the marker when
+                    // the tree failed (erroneous counts), so that the root fails too.
+                    let got = self.reduce_binomial_into(send, acc, troot, op);
+                    let out: &[u8] = if got.is_ok() { acc } else { marker(n) };
+                    self.send(out, root, TAG_REDUCE)?;
+                    return got;
                 }
             }
             return Ok(());
         }
-        {
+        let ours = {
             // Our input: in place at the root it is in `recv` (which gets the result from
             // `troot` only after the tree has taken it).
             let input = send.or(recv.as_deref()).unwrap_or_default();
             let m = if self.is_leaf(troot) { 0 } else { n };
             let mut acc = Scratch::new(m);
-            self.reduce_binomial_into(Some(input), &mut acc[..m], troot, op)?;
-        }
+            self.reduce_binomial_into(Some(input), &mut acc[..m], troot, op)
+        };
         if let Some(r) = recv {
-            self.recv(r, troot, TAG_REDUCE)?;
+            // Received exactly, even when our part failed (no message is left behind).
+            let mut ex = Exact::default();
+            self.xrecv_tag(&mut ex, r, troot, TAG_REDUCE)?;
+            ours?;
+            return ex.0.map_or(Ok(()), Err);
         }
-        Ok(())
+        ours
     }
 
     /// Whether this rank has no child in the binomial tree rooted at `troot`.
@@ -137,6 +146,12 @@ impl CollComm {
         let rel = self.modp(self.rank - troot);
         let mut ready = input.is_none();
         let mut tmp: Option<Scratch> = None;
+        // Exact receives ([`Exact`]): a child's vector whose length differs from ours
+        // (erroneous counts) is recorded, the rest of the tree still runs, and our parent
+        // gets the marker instead of our partial result, so that the error climbs to the
+        // root instead of a short vector folding in as data (or a long one stopping us
+        // before we send, our parent then waiting).
+        let mut ex = Exact::default();
         let mut mask = 1;
         while mask < p && rel & mask == 0 {
             let src = rel | mask;
@@ -145,19 +160,23 @@ impl CollComm {
                 match input {
                     Some(x) if !ready => {
                         // The child covers the ranks above ours: acc = ours ∘ child.
-                        self.recv(acc, child, TAG_REDUCE)?;
-                        (op.f)(x, acc);
+                        self.xrecv_tag(&mut ex, acc, child, TAG_REDUCE)?;
+                        if ex.0.is_none() {
+                            (op.f)(x, acc);
+                        }
                         ready = true;
                     }
                     _ => {
                         let t = tmp.get_or_insert_with(|| Scratch::new(acc.len()));
                         let t = &mut t[..acc.len()];
-                        self.recv(t, child, TAG_REDUCE)?;
-                        if op.commutative {
-                            (op.f)(t, acc);
-                        } else {
-                            (op.f)(acc, t);
-                            acc.copy_from_slice(t);
+                        self.xrecv_tag(&mut ex, t, child, TAG_REDUCE)?;
+                        match (ex.0.is_none(), op.commutative) {
+                            (false, _) => {}
+                            (true, true) => (op.f)(t, acc),
+                            (true, false) => {
+                                (op.f)(acc, t);
+                                acc.copy_from_slice(t);
+                            }
                         }
                     }
                 }
@@ -167,11 +186,11 @@ impl CollComm {
         if rel != 0 {
             let parent = self.modp(rel - (rel & rel.wrapping_neg()) + troot);
             match input {
-                Some(x) if !ready => self.send(x, parent, TAG_REDUCE)?,
-                _ => self.send(acc, parent, TAG_REDUCE)?,
+                Some(x) if !ready => self.xsend_tag(&ex, x, parent, TAG_REDUCE)?,
+                _ => self.xsend_tag(&ex, acc, parent, TAG_REDUCE)?,
             }
         }
-        Ok(())
+        ex.0.map_or(Ok(()), Err)
     }
 
     pub(crate) fn reduce_linear(&self, buf: &mut [u8], root: i32, op: &Op, tag: i32) -> Result<()> {
@@ -261,17 +280,24 @@ impl CollComm {
         let right = self.modp(r + 1);
         let left = self.modp(r - 1);
         let mut tmp = Scratch::new(counts.iter().copied().max().unwrap_or(0));
+        // Exact exchanges ([`Exact`]): a block whose length differs from ours (erroneous
+        // counts) is recorded and the steps go on with markers, so that the error reaches
+        // every rank along the ring (the rank after an erroneous one at step 0, each next
+        // one a step later, within the `p - 1` steps) and nobody waits for a message.
+        let mut x = Exact::default();
         for s in 0..p - 1 {
             let sb = (r - s - 1).rem_euclid(p) as usize;
             let rb = (r - s - 2).rem_euclid(p) as usize;
             let sblk = &buf[displs[sb]..displs[sb] + counts[sb]];
-            self.sendrecv(sblk, right, &mut tmp[..counts[rb]], left, tag)?;
-            (op.f)(
-                &tmp[..counts[rb]],
-                &mut buf[displs[rb]..displs[rb] + counts[rb]],
-            );
+            self.xchg_tag(&mut x, (sblk, right), (&mut tmp[..counts[rb]], left), tag)?;
+            if x.0.is_none() {
+                (op.f)(
+                    &tmp[..counts[rb]],
+                    &mut buf[displs[rb]..displs[rb] + counts[rb]],
+                );
+            }
         }
-        Ok(())
+        x.0.map_or(Ok(()), Err)
     }
 
     /// `MPI_Reduce_scatter`: `buf` holds our full contribution (the sum of `counts` bytes;
