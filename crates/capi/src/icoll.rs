@@ -400,8 +400,14 @@ mpi_fn_c! {
         } else {
             None
         };
-        let s = a.ireduce(data, out, root, o).map_err(sched_err(comm))?;
-        start(comm, s, unpack, request)
+        // With the segment (not while planning a persistent one), the lengths are checked
+        // there first, as for the allreduce: a rank whose erroneous count put it on a path
+        // of the segment meets us there.
+        let s = match msg_seg(&a) {
+            Some(seg) => a.ireduce_msg(seg, data, out, root, o),
+            None => a.ireduce(data, out, root, o),
+        };
+        start(comm, s.map_err(sched_err(comm))?, unpack, request)
     }
 }
 
@@ -1194,10 +1200,12 @@ fn iscan(r: alg::ReduceArgs<i64>, exclusive: bool, request: *mut c_int) -> MpiRe
             region(&dt, n, src.cast_mut(), true, false, 1, &mut unpack),
         )
     };
-    let s = a
-        .iscan_from(out, input, o, exclusive)
-        .map_err(sched_err(comm))?;
-    start(comm, s, unpack, request)
+    // With the segment, the lengths are checked there first (see `PMPI_Ireduce`).
+    let s = match msg_seg(&a) {
+        Some(seg) => a.iscan_msg(seg, out, input, o, exclusive),
+        None => a.iscan_from(out, input, o, exclusive),
+    };
+    start(comm, s.map_err(sched_err(comm))?, unpack, request)
 }
 
 mpi_fn_c! {

@@ -107,7 +107,8 @@ fn root(root: c_int, b: Base, comm: c_int) -> MpiResult {
     crate::coll_alg::check_root(root, b.size as i32, comm)
 }
 
-/// `MPI_Allreduce_init`: whether every rank passes as many bytes as we do (checked once
+/// `MPI_Allreduce_init`, `MPI_Reduce_init`, `MPI_Scan_init`, `MPI_Exscan_init`: whether
+/// every rank passes as many bytes as we do (checked once
 /// here, for every start: the rounds planned for one length do not match those of another,
 /// so that erroneous counts would hang or sum wrong). Every rank fails alike when they
 /// differ (`CollComm::same_length`); nothing is planned then.
@@ -233,6 +234,9 @@ persistent! {
         root(root_, b, comm)?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
+        if !b.inter {
+            same_length(count, datatype, comm)?;
+        }
     }
 
     #[doc = "`MPI_Allreduce_init`."] PMPI_Allreduce_init "MPI_Allreduce_init" => PMPI_Iallreduce,
@@ -266,6 +270,7 @@ persistent! {
         crate::intercomm::require_intra(comm, "MPI_Scan_init").map_err(|e| e.on(comm))?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
+        same_length(count, datatype, comm)?;
     }
 
     #[doc = "`MPI_Exscan_init`."] PMPI_Exscan_init "MPI_Exscan_init" => PMPI_Iexscan,
@@ -274,6 +279,7 @@ persistent! {
         crate::intercomm::require_intra(comm, "MPI_Exscan_init").map_err(|e| e.on(comm))?;
         counted(count, datatype, comm)?;
         op(op_, comm)?;
+        same_length(count, datatype, comm)?;
     }
 
     #[doc = "`MPI_Gather_init`."] PMPI_Gather_init "MPI_Gather_init" => PMPI_Igather,

@@ -311,7 +311,9 @@ static int ar_call(int form, const int *in, int *out, size_t n) {
 
 /* Every rank sums m ints but rank `bad`, which passes n. The bad rank must fail (any of
  * MPI_ERR_TRUNCATE, MPI_ERR_COUNT, MPI_ERR_OTHER), the others succeed with the right sums
- * or fail with one of those; correct allreduces afterwards (1 int, then m ints) succeed
+ * or fail with one of those (every form; MPI_Iallreduce without the segment: a rank of
+ * recursive doubling that got a wrong length also runs the exchanges of Rabenseifner's
+ * algorithm, which another length may have taken); correct allreduces afterwards (1 int, then m ints) succeed
  * everywhere with the right sums. Lengths on both sides of a segment buffer (1024 ints),
  * the two-rank point-to-point range (up to 8 KiB) and cross-memory range (up to 1 MiB),
  * the large region, the point-to-point algorithms' bound (16 KiB: recursive doubling
@@ -452,7 +454,13 @@ static int rd_run(int coll, int form, int root, int bad, size_t n, size_t bad_n,
  * MPI_ERR_OTHER): a reduce's root; a scan's or exscan's ranks above `bad`, and `bad` itself
  * unless it is rank 0 (each sees the ranks up to its own); a reduce-scatter's every rank.
  * Every other rank succeeds with the right result or fails with one of those. Correct calls
- * afterwards (1 int, then m ints) succeed everywhere with the right results. */
+ * afterwards (1 int, then m ints) succeed everywhere with the right results.
+ * The same rule for every form. In oxmpi the nonblocking forms on the segment post each
+ * rank's length with its vector (the root, or a scan's rank, compares those it folds), and
+ * by message compare every length on the segment before the rounds (every rank of that
+ * path fails); the persistent forms (MPI_Reduce_init, MPI_Scan_init, MPI_Exscan_init)
+ * compare every rank's length at the init, which fails alike on every rank (nothing to
+ * start). */
 static void rd_case(int coll, int form, int root, int bad, size_t m, size_t n, int seed) {
     if (coll == 0)
         snprintf(cur, sizeof cur, "%s%s%s: root %d, %zu ints, rank %d passes %zu", rd_form[form],

@@ -289,6 +289,12 @@ pub struct Schedule {
     /// (`MPI_ERR_TRUNCATE` when longer, `MPI_ERR_COUNT` when shorter) once the rounds, which
     /// other ranks wait for, have run.
     exact: bool,
+    /// Rounds `a..b` of an exact schedule run only once it received a wrong length by
+    /// then (else it skips them): the rounds another length's plan has beyond ours (a
+    /// recursive-doubling allreduce's second exchange with each partner, which
+    /// Rabenseifner's algorithm has), so that a rank whose erroneous count put it on that
+    /// plan is matched message for message instead of waiting.
+    on_error: Option<(usize, usize)>,
     op: Option<OwnedOp>,
     error: Option<oxmpi_engine::Error>,
     started: bool,
@@ -344,6 +350,7 @@ impl Schedule {
             pending: Vec::new(),
             want: Vec::new(),
             exact: false,
+            on_error: None,
             op,
             error: None,
             started: false,
@@ -800,7 +807,12 @@ impl Schedule {
                     }
                 }
             }
-            let i = self.next;
+            let mut i = self.next;
+            if self.on_error.is_some_and(|(a, _)| a == i) && self.late.is_none() {
+                // No wrong length came: the rounds for one are skipped.
+                i = self.on_error.map_or(i, |(_, b)| b);
+                self.next = i;
+            }
             if i >= self.rounds.len() {
                 let planned = || {
                     let (class, msg) = self.planned_error.as_ref()?;
@@ -1118,13 +1130,8 @@ impl CollComm {
         out: Region,
         op: OwnedOp,
     ) -> Result<Schedule> {
-        let mut s = self.iallreduce_plan(input, out, op, Some(0))?;
-        let nb = SmNb::open(self, seg, SmKind::AllreduceMsg);
-        s.tag = sm_tag(nb.seq());
-        s.sm = Some(nb);
-        s.started = true;
-        count(self.shadow, Alg::SmNonblocking);
-        Ok(s)
+        let s = self.iallreduce_plan(input, out, op, Some(0))?;
+        Ok(self.checked_on(seg, s))
     }
 
     /// [`CollComm::iallreduce_from`] with the schedule's tag `tag` (`None`: its own, the
@@ -1234,6 +1241,23 @@ impl CollComm {
                 ready = rd.combine(ex, dst > r, commutative, &mut tmp, &mut s.regions);
                 mask <<= 1;
             }
+            // Where another length takes Rabenseifner's algorithm (the default choice, a
+            // commutative `op`, more than 2 ranks), it exchanges with each partner twice:
+            // once a wrong length came, so do we (markers out, nothing taken in: any
+            // message is longer than the empty receive), as the blocking form does
+            // (`CollComm::allreduce_recdbl`); a correct call skips these rounds.
+            if commutative && p > 2 && tune::algorithm(Coll::Allreduce) == 0 {
+                let first = s.rounds.len();
+                let mut mask = 1;
+                while mask < pof2 {
+                    let dst = fold_real_rank(newrank ^ mask, rem);
+                    let rd = s.round();
+                    rd.push(snd(b, n, dst));
+                    rd.push(rcv(b, 0, dst));
+                    mask <<= 1;
+                }
+                s.on_error = Some((first, s.rounds.len()));
+            }
         }
         if r < 2 * rem {
             let step = if r % 2 == 1 {
@@ -1340,6 +1364,61 @@ impl CollComm {
         root: i32,
         op: OwnedOp,
     ) -> Result<Schedule> {
+        self.ireduce_plan(input, out, root, op, None)
+    }
+
+    /// [`CollComm::ireduce`] on a communicator with the segment `seg`, for a vector that
+    /// goes by message: every rank's length is checked on the segment first, as for
+    /// [`CollComm::iallreduce_msg`] ([`SmKind::AllreduceMsg`]), then the same tree on a tag
+    /// derived from the segment's sequence.
+    pub fn ireduce_msg(
+        &self,
+        seg: Arc<Seg>,
+        input: Region,
+        out: Option<Region>,
+        root: i32,
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        let s = self.ireduce_plan(input, out, root, op, Some(0))?;
+        Ok(self.checked_on(seg, s))
+    }
+
+    /// Schedule `s` (planned with a placeholder tag) after a length check on the segment
+    /// `seg` ([`SmKind::AllreduceMsg`]), on a tag derived from the segment's sequence
+    /// (every rank takes the segment's next number at this collective, whatever its
+    /// length; a schedule's own tag would be taken by the ranks of this path only).
+    fn checked_on(&self, seg: Arc<Seg>, mut s: Schedule) -> Schedule {
+        let nb = SmNb::open(self, seg, SmKind::AllreduceMsg);
+        s.tag = sm_tag(nb.seq());
+        s.sm = Some(nb);
+        s.started = true;
+        count(self.shadow, Alg::SmNonblocking);
+        s
+    }
+
+    /// A new schedule on the communicator's next tag, or (`tag` given) on that tag without
+    /// taking one.
+    fn tagged(
+        &self,
+        tag: Option<i32>,
+        regions: Vec<Region>,
+        op: Option<OwnedOp>,
+    ) -> Result<Schedule> {
+        match tag {
+            None => Schedule::new(self, regions, op),
+            Some(t) => Ok(Schedule::blank(self, t, regions, op)),
+        }
+    }
+
+    /// [`CollComm::ireduce`] with the schedule's tag `tag` (`None`: its own).
+    fn ireduce_plan(
+        &self,
+        input: Region,
+        out: Option<Region>,
+        root: i32,
+        op: OwnedOp,
+        tag: Option<i32>,
+    ) -> Result<Schedule> {
         self.check_root(root)?;
         let mut input = input;
         let n = input.ptr_len().1;
@@ -1348,7 +1427,14 @@ impl CollComm {
         }
         let commutative = op.commutative;
         let regions = vec![input, out.unwrap_or(Region::Owned(Vec::new()))];
-        let mut s = Schedule::new(self, regions, Some(op))?.counted(Alg::NbcReduceBinomial);
+        let mut s = self
+            .tagged(tag, regions, Some(op))?
+            .counted(Alg::NbcReduceBinomial);
+        // Exact (as the allreduce): a message of another length (an erroneous count) is
+        // reported at the end and our partial result goes on as the error marker, so that
+        // the root fails and every rank of the tree, whatever its length, still runs its
+        // rounds (the tree is the same for every length).
+        s.exact = true;
         let (inp, res) = ((0, 0), (1, 0));
         let me_root = self.rank == root;
         // In place at the root: the input is the output's memory.
@@ -1608,6 +1694,33 @@ impl CollComm {
         op: OwnedOp,
         exclusive: bool,
     ) -> Result<Schedule> {
+        self.iscan_plan(out, input, op, exclusive, None)
+    }
+
+    /// [`CollComm::iscan_from`] on a communicator with the segment `seg`, for a vector that
+    /// goes by message: every rank's length is checked on the segment first, as for
+    /// [`CollComm::ireduce_msg`].
+    pub fn iscan_msg(
+        &self,
+        seg: Arc<Seg>,
+        out: Region,
+        input: Region,
+        op: OwnedOp,
+        exclusive: bool,
+    ) -> Result<Schedule> {
+        let s = self.iscan_plan(out, input, op, exclusive, Some(0))?;
+        Ok(self.checked_on(seg, s))
+    }
+
+    /// [`CollComm::iscan_from`] with the schedule's tag `tag` (`None`: its own).
+    fn iscan_plan(
+        &self,
+        out: Region,
+        input: Region,
+        op: OwnedOp,
+        exclusive: bool,
+        tag: Option<i32>,
+    ) -> Result<Schedule> {
         let mut input = input;
         let (ip, n) = input.ptr_len();
         if n % op.elem_size.max(1) != 0 {
@@ -1620,7 +1733,7 @@ impl CollComm {
         } else {
             Alg::NbcScanRecdbl
         };
-        let mut s = Schedule::new(self, vec![out, input], Some(op))?.counted(alg);
+        let mut s = self.tagged(tag, vec![out, input], Some(op))?.counted(alg);
         let (r, p) = (self.rank, self.size);
         let (op_, ol) = s.regions[0].ptr_len();
         if ol < n && !(exclusive && r == 0) {

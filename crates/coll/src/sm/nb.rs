@@ -73,20 +73,27 @@ pub enum SmKind {
     /// before it folds: a rank whose length differs (erroneous) fails, and so does every
     /// rank that sees it ([`Progress::Lengths`]).
     Allreduce,
-    /// `MPI_Iallreduce` whose vector goes by message (it does not fit a buffer, nor is it
-    /// reduced on the segment by cross-memory copies or through the large region): every
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Iscan` or `MPI_Iexscan` whose vector goes by
+    /// message (it does not fit a buffer, nor is it reduced on the segment by cross-memory
+    /// copies or through the large region; every rank of those paths posts at least its
+    /// length word and stamps, whether it posts its vector or not): every
     /// rank posts its length word first, as [`SmKind::Allreduce`], so that a rank whose
     /// length put it on another path of the segment (an erroneous call) meets it there and
     /// fails instead of waiting; once every length agrees, the point-to-point rounds
-    /// (`CollComm::iallreduce_msg`) on a tag derived from the segment's sequence. Read by
+    /// (`CollComm::iallreduce_msg`, `CollComm::ireduce_msg`, `CollComm::iscan_msg`) on a
+    /// tag derived from the segment's sequence. Read by
     /// [`SmNb::progress`].
     AllreduceMsg,
-    /// `MPI_Ireduce` to `root` (output at the root only).
+    /// `MPI_Ireduce` to `root` (output at the root only). Every rank posts its length word
+    /// and its vector, as [`SmKind::Allreduce`]; the root checks every rank's length before
+    /// it folds (an erroneous count fails there, [`Progress::Lengths`], also when it put
+    /// that rank on another path).
     Reduce {
         /// Root rank.
         root: usize,
     },
-    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`, no output on rank 0).
+    /// `MPI_Iscan` (`exclusive`: `MPI_Iexscan`, no output on rank 0). Posts as
+    /// [`SmKind::Reduce`]; each rank checks the lengths of the ranks it folds.
     Scan {
         /// Exclusive scan.
         exclusive: bool,
@@ -489,8 +496,8 @@ pub enum Progress {
         /// Ours.
         ours: usize,
     },
-    /// Ended, but an allreduce's rank posted `theirs` bytes and this one holds `ours`
-    /// ([`SmKind::Allreduce`], [`SmKind::AllreduceMsg`], [`SmKind::Pair`]): nothing
+    /// Ended, but a reduction's rank posted `theirs` bytes and this one holds `ours`
+    /// ([`SmKind::len_word`]): nothing
     /// folded (`MPI_ERR_TRUNCATE` when theirs are more, else `MPI_ERR_COUNT`).
     Lengths {
         /// The other rank's length (a longer one if any).
@@ -513,7 +520,9 @@ impl Progress {
                 ErrorClass::Other,
                 "a cross-memory copy between ranks failed",
             ),
-            Progress::Lengths { theirs, ours } => lengths_error("iallreduce", theirs, ours),
+            Progress::Lengths { theirs, ours } => {
+                lengths_error("nonblocking reduction", theirs, ours)
+            }
             Progress::Differs { root, ours } | Progress::Upstream { root, ours }
                 if root != ours =>
             {
@@ -727,6 +736,17 @@ impl SmKind {
         any
     }
 
+    /// Whether every rank's post starts with its length word ([`LEN_TAG`]): the
+    /// reductions whose ranks check the lengths of the ranks they read
+    /// ([`SmKind::needs`]) before they fold, so that an erroneous count (which may put a
+    /// rank on another path) fails there instead of folding or waiting.
+    pub(crate) fn len_word(&self) -> bool {
+        matches!(
+            self,
+            SmKind::Allreduce | SmKind::AllreduceMsg | SmKind::Reduce { .. } | SmKind::Scan { .. }
+        )
+    }
+
     /// Whether rank `me` posts its input (a bcast or scatter only at the root).
     pub(crate) fn posts(&self, me: usize) -> bool {
         match *self {
@@ -803,13 +823,13 @@ impl SmKind {
             SmKind::Allreduce => fold(out, 0..p, 8),
             SmKind::Reduce { root } => {
                 if me == *root {
-                    fold(out, 0..p, 0)
+                    fold(out, 0..p, 8)
                 }
             }
             SmKind::Scan { exclusive } => {
                 let hi = if *exclusive { me } else { me + 1 };
                 if hi > 0 {
-                    fold(out, 0..hi, 0)
+                    fold(out, 0..hi, 8)
                 }
             }
             SmKind::Alltoall { block } => {
@@ -1217,10 +1237,17 @@ impl SmNb {
                             }
                         })
                 }
-                SmKind::Allreduce | SmKind::AllreduceMsg => {
+                SmKind::Allreduce
+                | SmKind::AllreduceMsg
+                | SmKind::Reduce { .. }
+                | SmKind::Scan { .. } => {
                     // Our length word, then (fitting a buffer) our vector.
                     let n = input.1;
-                    let data = if self.kind == SmKind::Allreduce { n } else { 0 };
+                    let data = if self.kind == SmKind::AllreduceMsg {
+                        0
+                    } else {
+                        n
+                    };
                     seg.try_post_with(k, |b| {
                         // SAFETY: `b` is our buffer's `CAP` bytes and `8 + DATA <= CAP`
                         // (`n <= DATA` was checked by the builder for a vector posted);
@@ -1259,7 +1286,8 @@ impl SmNb {
             self.done = true;
             return end;
         }
-        if !self.kind.needs(me, p).all(|r| seg.stamped(r, k)) {
+        let needs = self.kind.needs(me, p);
+        if !needs.clone().all(|r| seg.stamped(r, k)) {
             return Progress::Pending;
         }
         let want = LEN_TAG | input.1 as u64;
@@ -1269,9 +1297,7 @@ impl SmNb {
             // read atomically (a large-region post's first word is a mark its owner updates).
             unsafe { seg.nb_word(r, k, 0) }.load(Ordering::Relaxed) == want
         };
-        if matches!(self.kind, SmKind::Allreduce | SmKind::AllreduceMsg)
-            && !(0..p).filter(|&r| r != me).all(same)
-        {
+        if self.kind.len_word() && !needs.clone().filter(|&r| r != me).all(same) {
             let posted = |r: usize| {
                 post_len_of(|i| {
                     // SAFETY: every rank stamped `k` (acquired above) and `k` is open; a
@@ -1280,7 +1306,7 @@ impl SmNb {
                     unsafe { seg.nb_word(r, k, i) }.load(Ordering::Acquire)
                 })
             };
-            if let Some(theirs) = seg.differing(input.1, posted) {
+            if let Some(theirs) = seg.differing(input.1, needs, posted) {
                 let ours = input.1;
                 return self.finish(Progress::Lengths { theirs, ours });
             }

@@ -2112,10 +2112,15 @@ impl Seg {
         }
     }
 
-    /// Of the other ranks' posted lengths (`posted(r)`), one that differs from our `n`:
-    /// a longer one if there is one.
-    pub(crate) fn differing(&self, n: usize, posted: impl Fn(usize) -> u64) -> Option<usize> {
-        differing_of(n, (0..self.size).filter(|&r| r != self.rank).map(posted))
+    /// Of the posted lengths (`posted(r)`) of the other ranks among `ranks`, one that
+    /// differs from our `n`: a longer one if there is one.
+    pub(crate) fn differing(
+        &self,
+        n: usize,
+        ranks: std::ops::Range<usize>,
+        posted: impl Fn(usize) -> u64,
+    ) -> Option<usize> {
+        differing_of(n, ranks.filter(|&r| r != self.rank).map(posted))
     }
 
     /// Allgatherv of blocks of at most `DATA` bytes: block `j` is `counts[j]` bytes at

@@ -224,55 +224,70 @@ impl Seg {
             Reduction::Reduce { root } => me != root || (aliased && root != last),
             Reduction::Scan { .. } => me != last,
         };
+        // Every rank stamps `k`, whether it posts its vector or not (then only its mark and
+        // length word): a rank whose length put it on another path of the segment (an
+        // erroneous count, `SmKind::AllreduceMsg`) waits for every rank's post.
         if !st.posted {
-            if posts {
-                let free = (0..p).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev);
-                let slot = self.large_slot(me);
-                // Our slot, free (checked: every rank finished the previous collective that
-                // used the region, and nobody reads it for `k` before our stamp); the
-                // allreduce's mark (the first word of our post) starts below `k`.
-                // An inclusive scan's chain: rank 0 posts its whole vector (every chunk
-                // ready at once); the others post nothing yet and publish their prefix
-                // chunk by chunk, counted in that first word.
-                // Whether our post may stream past our caches ([`stream::copy`]): not a
-                // reduce root's (in place: it reads its slot itself), nor a reduce-scatter's
-                // (each reader reads one block of it: np=4 cyclic, 64 KiB measured no
-                // faster in far placements and 5-10 % slower near; 1 MiB far 0.93-1.04x).
-                let streamed = match red {
-                    Reduction::Reduce { root } => me != root,
-                    Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => false,
-                    Reduction::Allreduce | Reduction::Scan { .. } => true,
-                };
-                let (copy, mark) = match (chain, me) {
-                    (true, 0) => (true, n.div_ceil(chunk)),
-                    (true, _) => (false, 0),
-                    (false, _) => (true, 0),
-                };
-                let posted = free
-                    && self.try_post_with(k, |b| {
-                        // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
-                        // `b` is our nonblocking buffer's `CAP >= 8` bytes.
-                        unsafe {
-                            if copy && streamed {
-                                // Other ranks read it: it may stream past our caches
-                                // (their cores hold these lines from the last such
-                                // collective), fenced before the stamp's release.
-                                stream::copy(input, slot, n);
-                            } else if copy {
-                                std::ptr::copy_nonoverlapping(input, slot, n);
-                            }
-                            b.cast::<u64>().write_unaligned(mark as u64);
-                            // An allreduce's length word after the mark: a rank whose
-                            // length put it on another path reads it ([`post_len_of`]).
-                            b.add(8).cast::<u64>().write_unaligned(LEN_TAG | n as u64);
+            let free =
+                !posts || (0..p).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev);
+            let slot = self.large_slot(me);
+            // Our slot, free (checked: every rank finished the previous collective that
+            // used the region, and nobody reads it for `k` before our stamp); the
+            // allreduce's mark (the first word of our post) starts below `k`.
+            // An inclusive scan's chain: rank 0 posts its whole vector (every chunk
+            // ready at once); the others post nothing yet and publish their prefix
+            // chunk by chunk, counted in that first word.
+            // Whether our post may stream past our caches ([`stream::copy`]): not a
+            // reduce root's (in place: it reads its slot itself), nor a reduce-scatter's
+            // (each reader reads one block of it: np=4 cyclic, 64 KiB measured no
+            // faster in far placements and 5-10 % slower near; 1 MiB far 0.93-1.04x).
+            let streamed = match red {
+                Reduction::Reduce { root } => me != root,
+                Reduction::ReduceScatter { .. } | Reduction::ReduceScatterBlock { .. } => false,
+                Reduction::Allreduce | Reduction::Scan { .. } => true,
+            };
+            let (copy, mark) = match (chain, me) {
+                (true, 0) => (true, n.div_ceil(chunk)),
+                (true, _) => (false, 0),
+                (false, _) => (posts, 0),
+            };
+            let posted = free
+                && self.try_post_with(k, |b| {
+                    // SAFETY: `input` holds `n <= NB_LARGE_MAX` bytes (caller contract);
+                    // `b` is our nonblocking buffer's `CAP >= 8` bytes.
+                    unsafe {
+                        if copy && streamed {
+                            // Other ranks read it: it may stream past our caches
+                            // (their cores hold these lines from the last such
+                            // collective), fenced before the stamp's release.
+                            stream::copy(input, slot, n);
+                        } else if copy {
+                            std::ptr::copy_nonoverlapping(input, slot, n);
                         }
-                    });
-                if !posted {
-                    return None;
-                }
+                        b.cast::<u64>().write_unaligned(mark as u64);
+                        // The length word after the mark: a rank whose length put it
+                        // on another path reads it ([`post_len_of`]), and so does a
+                        // reader of ours before it folds.
+                        b.add(8).cast::<u64>().write_unaligned(LEN_TAG | n as u64);
+                    }
+                });
+            if !posted {
+                return None;
             }
             st.posted = true;
         }
+        // Whether a rank among `ranks` (each stamped `k`, acquired) posted another length
+        // than ours (an erroneous count, which may have put it on another path).
+        let differ = |ranks: std::ops::Range<usize>| {
+            let posted = |r: usize| {
+                post_len_of(|i| {
+                    // SAFETY: the first four words of each post, within `CAP`, read
+                    // atomically (a mark or a chain's count is updated by its owner).
+                    unsafe { self.nb_word(r, k, i) }.load(Ordering::Acquire)
+                })
+            };
+            self.differing(n, ranks, posted).is_some()
+        };
         // A view of `m` bytes at `o` of rank `r`'s slot (once its stamp of `k` is acquired).
         let view = |r: usize, o: usize, m: usize| {
             // SAFETY: rank `r` stamped `k` (acquired by the caller of `view`) after filling
@@ -286,8 +301,11 @@ impl Seg {
         };
         match red {
             Reduction::Reduce { root } if me == root => {
-                if !(0..p).all(|r| r == me && !posts || self.stamped(r, k)) {
+                if !(0..p).all(|r| r == me || self.stamped(r, k)) {
                     return None;
+                }
+                if differ(0..p) {
+                    return Some(false);
                 }
                 let acc = out(0, n);
                 // Our own vector: from our slot when posted, else from our input.
@@ -319,6 +337,17 @@ impl Seg {
                         out(0, n).copy_from_slice(unsafe { std::slice::from_raw_parts(input, n) });
                     }
                     return Some(true);
+                }
+                // Before the first chunk: every rank below us posted our length (a rank
+                // of another length fails, and so does every rank above it, which would
+                // wait for chunks that never come).
+                if st.sent == 0 {
+                    if !(0..me).all(|r| self.stamped(r, k)) {
+                        return None;
+                    }
+                    if differ(0..me) {
+                        return Some(false);
+                    }
                 }
                 // SAFETY: `8 <= CAP`; once stamped, the word is only accessed atomically.
                 let count = |r: usize| unsafe { self.nb_word(r, k, 0) };
@@ -361,6 +390,9 @@ impl Seg {
                 if !(0..=top).all(|r| r == me || self.stamped(r, k)) {
                     return None;
                 }
+                if differ(0..top + 1) {
+                    return Some(false);
+                }
                 let acc = out(0, n);
                 if top != me {
                     acc.copy_from_slice(view(top, 0, n));
@@ -398,14 +430,7 @@ impl Seg {
                     // Every rank posted (stamped, acquired): a length other than ours
                     // (erroneous) ends us before we fold or mark, as it does every rank
                     // of this path (each sees it), so that nobody waits for a mark.
-                    let posted = |r: usize| {
-                        post_len_of(|i| {
-                            // SAFETY: the first four words of each post, within `CAP`, read
-                            // atomically (the mark is updated by its owner).
-                            unsafe { self.nb_word(r, k, i) }.load(Ordering::Acquire)
-                        })
-                    };
-                    if self.differing(n, posted).is_some() {
+                    if differ(0..p) {
                         return Some(false);
                     }
                     let (m, o) = slice(n, elem, p, me);
