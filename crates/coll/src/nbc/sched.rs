@@ -1163,11 +1163,7 @@ impl CollComm {
         } else {
             Alg::NbcAllreduceRecdbl
         };
-        let s = match tag {
-            None => Schedule::new(self, vec![out], None)?,
-            Some(t) => Schedule::blank(self, t, vec![out], None),
-        };
-        let mut s = s.counted(alg);
+        let mut s = self.tagged(tag, vec![out], None)?.counted(alg);
         s.op = Some(op);
         s.exact = true;
         let b = (0, 0);

@@ -37,28 +37,14 @@ pub(crate) fn marker(len: usize) -> &'static [u8] {
 
 impl CollComm {
     /// Sends `s` (`slen` bytes, or the error marker once `x` holds an error) to `dest` and
-    /// receives `rlen` bytes from `src` into `r`; a received length other than `rlen` goes
-    /// into `x` (only a failure of the transfers themselves is returned).
+    /// receives `rlen` bytes from `src` into `r`, messages of `tag` (the allreduce's, or
+    /// another collective's exact exchanges: the ring reduce-scatter); a received length
+    /// other than `rlen` goes into `x` (only a failure of the transfers themselves is
+    /// returned).
     ///
     /// # Safety
     /// `s` readable for `slen` bytes, `r` writable for `rlen` bytes, not overlapping.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn xchg_raw(
-        &self,
-        x: &mut Exact,
-        (s, slen, dest): (*const u8, usize, i32),
-        (r, rlen, src): (*mut u8, usize, i32),
-    ) -> Result<()> {
-        // SAFETY: caller guarantee.
-        unsafe { self.xchg_raw_tag(x, (s, slen, dest), (r, rlen, src), TAG_ALLREDUCE) }
-    }
-
-    /// [`CollComm::xchg_raw`] with messages of `tag` (the exact exchanges of other
-    /// collectives: the ring reduce-scatter).
-    ///
-    /// # Safety
-    /// As [`CollComm::xchg_raw`].
-    pub(crate) unsafe fn xchg_raw_tag(
+    pub(crate) unsafe fn xchg_raw(
         &self,
         x: &mut Exact,
         (s, slen, dest): (*const u8, usize, i32),
@@ -86,19 +72,7 @@ impl CollComm {
     }
 
     /// [`CollComm::xchg_raw`] on slices.
-    fn xchg(&self, x: &mut Exact, s: &[u8], dest: i32, r: &mut [u8], src: i32) -> Result<()> {
-        // SAFETY: distinct borrows, both outlive the call.
-        unsafe {
-            self.xchg_raw(
-                x,
-                (s.as_ptr(), s.len(), dest),
-                (r.as_mut_ptr(), r.len(), src),
-            )
-        }
-    }
-
-    /// [`CollComm::xchg`] with messages of `tag`.
-    pub(crate) fn xchg_tag(
+    pub(crate) fn xchg(
         &self,
         x: &mut Exact,
         (s, dest): (&[u8], i32),
@@ -107,7 +81,7 @@ impl CollComm {
     ) -> Result<()> {
         // SAFETY: distinct borrows, both outlive the call.
         unsafe {
-            self.xchg_raw_tag(
+            self.xchg_raw(
                 x,
                 (s.as_ptr(), s.len(), dest),
                 (r.as_mut_ptr(), r.len(), src),
@@ -116,23 +90,13 @@ impl CollComm {
         }
     }
 
-    /// Sends `s` to `dest` (the marker once `x` holds an error).
-    fn xsend(&self, x: &Exact, s: &[u8], dest: i32) -> Result<()> {
-        self.xsend_tag(x, s, dest, TAG_ALLREDUCE)
-    }
-
-    /// [`CollComm::xsend`] with `tag`.
-    pub(crate) fn xsend_tag(&self, x: &Exact, s: &[u8], dest: i32, tag: i32) -> Result<()> {
+    /// Sends `s` to `dest` with `tag` (the marker once `x` holds an error).
+    pub(crate) fn xsend(&self, x: &Exact, s: &[u8], dest: i32, tag: i32) -> Result<()> {
         self.send(if x.0.is_some() { marker(s.len()) } else { s }, dest, tag)
     }
 
-    /// Receives `r.len()` bytes from `src`; another length goes into `x`.
-    fn xrecv(&self, x: &mut Exact, r: &mut [u8], src: i32) -> Result<()> {
-        self.xrecv_tag(x, r, src, TAG_ALLREDUCE)
-    }
-
-    /// [`CollComm::xrecv`] with `tag`.
-    pub(crate) fn xrecv_tag(&self, x: &mut Exact, r: &mut [u8], src: i32, tag: i32) -> Result<()> {
+    /// Receives `r.len()` bytes of `tag` from `src`; another length goes into `x`.
+    pub(crate) fn xrecv(&self, x: &mut Exact, r: &mut [u8], src: i32, tag: i32) -> Result<()> {
         // SAFETY: `r` outlives the wait.
         let q = unsafe { self.irecv_raw(r.as_mut_ptr(), r.len(), src, tag) }?;
         let st = self.e.wait(q);
@@ -274,7 +238,7 @@ impl CollComm {
             let mut mask = 1;
             while mask < pof2 {
                 let dst = fold_real_rank(newrank ^ mask, rem);
-                self.xchg(&mut x, buf, dst, tmp, dst)?;
+                self.xchg(&mut x, (buf, dst), (tmp, dst), TAG_ALLREDUCE)?;
                 if op.commutative || dst < r {
                     (op.f)(tmp, buf);
                 } else {
@@ -291,7 +255,7 @@ impl CollComm {
                     // No error yet: an empty receive (the other ranks of our length send
                     // nothing here), else room for what the other plan sends.
                     let room = if x.0.is_some() { tmp.len() } else { 0 };
-                    self.xchg(&mut x, &[], dst, &mut tmp[..room], dst)?;
+                    self.xchg(&mut x, (&[], dst), (&mut tmp[..room], dst), TAG_ALLREDUCE)?;
                     mask <<= 1;
                 }
             }
@@ -325,10 +289,10 @@ impl CollComm {
             Some(s) if r < 2 * rem => {
                 src = None;
                 if r % 2 == 0 {
-                    self.xsend(&x, s, r + 1)?;
+                    self.xsend(&x, s, r + 1, TAG_ALLREDUCE)?;
                     -1
                 } else {
-                    self.xrecv(&mut x, buf, r - 1)?;
+                    self.xrecv(&mut x, buf, r - 1, TAG_ALLREDUCE)?;
                     (op.f)(s, buf); // commutative
                     r / 2
                 }
@@ -346,11 +310,21 @@ impl CollComm {
             {
                 match src.take() {
                     Some(s) => {
-                        self.xchg(&mut x, &s[g], peer, &mut buf[k.clone()], peer)?;
+                        self.xchg(
+                            &mut x,
+                            (&s[g], peer),
+                            (&mut buf[k.clone()], peer),
+                            TAG_ALLREDUCE,
+                        )?;
                         (op.f)(&s[k.clone()], &mut buf[k]); // commutative
                     }
                     None => {
-                        self.xchg(&mut x, &buf[g], peer, &mut tmp[k.clone()], peer)?;
+                        self.xchg(
+                            &mut x,
+                            (&buf[g], peer),
+                            (&mut tmp[k.clone()], peer),
+                            TAG_ALLREDUCE,
+                        )?;
                         (op.f)(&tmp[k.clone()], &mut buf[k]);
                     }
                 }
@@ -369,6 +343,7 @@ impl CollComm {
                         &mut x,
                         (base.add(mine.start), mine.len(), peer),
                         (base.add(theirs.start), theirs.len(), peer),
+                        TAG_ALLREDUCE,
                     )?;
                 }
             }
@@ -394,10 +369,10 @@ impl CollComm {
         let r = self.rank;
         Ok(if r < 2 * rem {
             if r % 2 == 0 {
-                self.xsend(x, buf, r + 1)?;
+                self.xsend(x, buf, r + 1, TAG_ALLREDUCE)?;
                 -1
             } else {
-                self.xrecv(x, tmp, r - 1)?;
+                self.xrecv(x, tmp, r - 1, TAG_ALLREDUCE)?;
                 (op.f)(tmp, buf); // lower rank first
                 r / 2
             }
@@ -412,9 +387,9 @@ impl CollComm {
         let r = self.rank;
         if r < 2 * rem {
             if r % 2 == 1 {
-                self.xsend(x, buf, r - 1)?;
+                self.xsend(x, buf, r - 1, TAG_ALLREDUCE)?;
             } else {
-                self.xrecv(x, buf, r + 1)?;
+                self.xrecv(x, buf, r + 1, TAG_ALLREDUCE)?;
             }
         }
         Ok(())
@@ -437,7 +412,12 @@ impl CollComm {
         let mut tmp = Scratch::new(counts.iter().copied().max().unwrap_or(0));
         for s in 0..p - 1 {
             let (sb, rb) = (blk(r - s - 1), blk(r - s - 2));
-            self.xchg(&mut x, &buf[sb], right, &mut tmp[..rb.len()], left)?;
+            self.xchg(
+                &mut x,
+                (&buf[sb], right),
+                (&mut tmp[..rb.len()], left),
+                TAG_ALLREDUCE,
+            )?;
             (op.f)(&tmp[..rb.len()], &mut buf[rb]);
         }
         for s in 0..p - 1 {
@@ -450,6 +430,7 @@ impl CollComm {
                     &mut x,
                     (base.add(sb.start), sb.len(), right),
                     (base.add(rb.start), rb.len(), left),
+                    TAG_ALLREDUCE,
                 )?;
             }
         }

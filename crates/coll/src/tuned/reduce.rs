@@ -118,7 +118,7 @@ impl CollComm {
         if let Some(r) = recv {
             // Received exactly, even when our part failed (no message is left behind).
             let mut ex = Exact::default();
-            self.xrecv_tag(&mut ex, r, troot, TAG_REDUCE)?;
+            self.xrecv(&mut ex, r, troot, TAG_REDUCE)?;
             ours?;
             return ex.0.map_or(Ok(()), Err);
         }
@@ -160,7 +160,7 @@ impl CollComm {
                 match input {
                     Some(x) if !ready => {
                         // The child covers the ranks above ours: acc = ours ∘ child.
-                        self.xrecv_tag(&mut ex, acc, child, TAG_REDUCE)?;
+                        self.xrecv(&mut ex, acc, child, TAG_REDUCE)?;
                         if ex.0.is_none() {
                             (op.f)(x, acc);
                         }
@@ -169,7 +169,7 @@ impl CollComm {
                     _ => {
                         let t = tmp.get_or_insert_with(|| Scratch::new(acc.len()));
                         let t = &mut t[..acc.len()];
-                        self.xrecv_tag(&mut ex, t, child, TAG_REDUCE)?;
+                        self.xrecv(&mut ex, t, child, TAG_REDUCE)?;
                         match (ex.0.is_none(), op.commutative) {
                             (false, _) => {}
                             (true, true) => (op.f)(t, acc),
@@ -186,8 +186,8 @@ impl CollComm {
         if rel != 0 {
             let parent = self.modp(rel - (rel & rel.wrapping_neg()) + troot);
             match input {
-                Some(x) if !ready => self.xsend_tag(&ex, x, parent, TAG_REDUCE)?,
-                _ => self.xsend_tag(&ex, acc, parent, TAG_REDUCE)?,
+                Some(x) if !ready => self.xsend(&ex, x, parent, TAG_REDUCE)?,
+                _ => self.xsend(&ex, acc, parent, TAG_REDUCE)?,
             }
         }
         ex.0.map_or(Ok(()), Err)
@@ -289,7 +289,7 @@ impl CollComm {
             let sb = (r - s - 1).rem_euclid(p) as usize;
             let rb = (r - s - 2).rem_euclid(p) as usize;
             let sblk = &buf[displs[sb]..displs[sb] + counts[sb]];
-            self.xchg_tag(&mut x, (sblk, right), (&mut tmp[..counts[rb]], left), tag)?;
+            self.xchg(&mut x, (sblk, right), (&mut tmp[..counts[rb]], left), tag)?;
             if x.0.is_none() {
                 (op.f)(
                     &tmp[..counts[rb]],
