@@ -197,12 +197,23 @@ pub fn growth(rows: &[Row], imp: &str, test: &str) -> Vec<(u32, u32, f64)> {
 }
 
 /// The rows plus `best-peer` (per repetition and metric, the better of
-/// Open MPI and MPICH), the implementations and the ratio pairs of the
-/// scale and mpi4py-suite reports.
+/// Open MPI and MPICH, of those whose row is comparable: not in
+/// [`Results::not_comparable`]), the implementations and the ratio pairs of
+/// the scale and mpi4py-suite reports.
 pub fn with_best_peer(res: &Results) -> (Vec<Row>, Vec<String>, Vec<(String, String)>) {
     use crate::matrix_report::{coll_impls, BEST_PEER, PEERS};
     let mut rows = res.rows.clone();
-    rows.extend(crate::stats::best_of(&res.rows, &PEERS, BEST_PEER));
+    let comparable: Vec<Row> = res
+        .rows
+        .iter()
+        .filter(|r| {
+            !res.not_comparable
+                .iter()
+                .any(|(imp, key, rep)| *imp == r.imp && *key == r.key() && *rep == r.rep)
+        })
+        .cloned()
+        .collect();
+    rows.extend(crate::stats::best_of(&comparable, &PEERS, BEST_PEER));
     let imps = coll_impls(res);
     let mut pairs = Vec::new();
     if imps.iter().any(|i| i == "oxmpi") {

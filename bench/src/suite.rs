@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::impls::Impl;
 use crate::parse;
 use crate::runner::{self, Outcome};
-use crate::stats::Row;
+use crate::stats::{Key, Row};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -250,6 +250,10 @@ pub struct Results {
     pub probe_seen: Vec<ProbeSeen>,
     /// Free-form notes for the report.
     pub notes: Vec<String>,
+    /// Rows whose time is not comparable with the other implementations' (an mpi4py
+    /// module that implementation mostly skipped), as (implementation, metric,
+    /// repetition): never taken as the best peer.
+    pub not_comparable: Vec<(String, Key, u32)>,
     /// Per oxmpi variant, its verbose output about transport selection
     /// (deduplicated lines).
     pub transport: Vec<(String, Vec<String>)>,

@@ -261,7 +261,8 @@ impl Runner<'_> {
         // test_rma and test_rma_nb; it has no partitioned communication either) costs it
         // little more than the launch: say so, its time is not comparable.
         let skipped = tests_skipped(&text).unwrap_or(0);
-        if ran > 0 && 2 * skipped >= ran {
+        let incomparable = ran > 0 && 2 * skipped >= ran;
+        if incomparable {
             let note = format!(
                 "{} {what} np={np}: {skipped} of {ran} tests skipped (its time is not comparable)",
                 p.imp.name
@@ -282,6 +283,11 @@ impl Runner<'_> {
         (r.load1, r.busy_pct) = (load, busy);
         r.values = vec![wall];
         r.iters = ran;
+        if incomparable {
+            self.res
+                .not_comparable
+                .push((r.imp.clone(), r.key(), r.rep));
+        }
         self.res.rows.push(r);
         wall
     }
@@ -515,6 +521,59 @@ mod tests {
             .expect(&md);
         assert_eq!(line, "| mpi4py_suite np=2 (s) | 10.0 | 10.2 | 0.980x |");
         assert!(!md.contains("best-peer"), "{md}");
+    }
+
+    /// A peer that skipped most of a module's tests (Open MPI 4.1's test_rma) ran faster
+    /// than anyone but is not comparable: the best peer is the other one, MPICH, and a
+    /// module that every peer skipped has no best peer.
+    #[test]
+    fn a_peer_whose_time_is_not_comparable_is_never_the_best_peer() {
+        let row = |rep, imp: &str, test: &str, secs| {
+            crate::stats::sample_row(rep, imp, test, 2, 0, secs, "s")
+        };
+        let mut rows = Vec::new();
+        for rep in 0..2 {
+            rows.extend([
+                row(rep, "oxmpi", "mpi4py_suite/rma", 2.24),
+                row(rep, "ompi", "mpi4py_suite/rma", 0.604),
+                row(rep, "mpich", "mpi4py_suite/rma", 2.46),
+                row(rep, "oxmpi", "mpi4py_suite/cffi", 0.2),
+                row(rep, "ompi", "mpi4py_suite/cffi", 0.3),
+                row(rep, "mpich", "mpi4py_suite/cffi", 0.1),
+            ]);
+        }
+        let key = |m: &str| (format!("mpi4py_suite/{m}"), 2, 0);
+        let mut not_comparable = Vec::new();
+        for rep in 0..2 {
+            not_comparable.push(("ompi".to_string(), key("rma"), rep));
+            not_comparable.push(("ompi".to_string(), key("cffi"), rep));
+            not_comparable.push(("mpich".to_string(), key("cffi"), rep));
+        }
+        let res = Results {
+            rows,
+            ran: vec![
+                crate::impls::Impl::oxmpi(Path::new("/x")),
+                crate::impls::Impl::openmpi(),
+                crate::impls::Impl::mpich(),
+            ],
+            not_comparable,
+            ..Results::default()
+        };
+        let (rows, _, _) = crate::scale::with_best_peer(&res);
+        let best = |m: &str| -> Vec<f64> {
+            rows.iter()
+                .filter(|r| r.imp == "best-peer" && r.key() == key(m))
+                .map(|r| r.median)
+                .collect()
+        };
+        assert_eq!(best("rma"), vec![2.46, 2.46]);
+        assert_eq!(best("cffi"), Vec::<f64>::new());
+        let md = markdown(&Meta::default(), &res, &[]);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("| mpi4py_suite/rma np=2 (s) |"))
+            .expect(&md);
+        assert!(line.contains("| 2.46 | 1.10x |"), "{line}");
     }
 
     #[test]
