@@ -50,21 +50,30 @@ impl Layout {
 }
 
 /// Most bytes of rings (to one peer and from it count once) that a rank faults in when it
-/// links to its peers on the node: one peer's at the default 256 KiB rings (a job of 2 ranks
+/// links to its peers on the node: the first 256 KiB of one peer's rings (a job of 2 ranks
 /// on the node). Faulted in, both rings count in the rank's resident memory at once: at 8
 /// ranks with 7 peers' rings faulted in, peak RSS after `MPI_Init` was 7620 KiB against Open
-/// MPI's 13720 (1.8 times less, where the goal is 2).
+/// MPI's 13720 (1.8 times less, where the goal is 2); at 2 ranks, whole 512 KiB rings
+/// would add 512 KiB (5224 KiB with 256 KiB faulted in, Open MPI 10564).
 const PREFAULT_MAX: usize = 256 << 10;
 
-/// Whether a rank with `peers` peers on the node, rings of `ring` bytes, faults its rings in
-/// when it links to them ([`prefault_rings`]): only while they are few, since it allocates
-/// every ring whole (its first pass would, for each pair that talks long enough).
-fn prefaults(peers: usize, ring: usize) -> bool {
-    peers.saturating_mul(ring) <= PREFAULT_MAX
+/// How many bytes at the start of each of its rings a rank with `peers` peers on the node,
+/// rings of `ring` bytes, faults in when it links to them ([`prefault_rings`]): up to
+/// [`PREFAULT_MAX`] of them, and only while the peers are few (0: none), since it allocates
+/// those bytes whole (its first pass would, for each pair that talks long enough). A
+/// ping-pong of small messages runs its first 8192 round trips (32-byte records) through
+/// the first 256 KiB.
+fn prefault_bytes(peers: usize, ring: usize) -> usize {
+    let n = ring.min(PREFAULT_MAX);
+    if peers.saturating_mul(n) <= PREFAULT_MAX {
+        n
+    } else {
+        0
+    }
 }
 
-/// Faults in the outbound ring `tx` (mapping of the peer's segment, offset, ring bytes) and
-/// the inbound ring `rx` (our segment) of a link, so that the first pass of records through
+/// Faults in the outbound ring `tx` (mapping of the peer's segment, offset, bytes from the
+/// ring's start) and the inbound ring `rx` (our segment) of a link, so that the first pass of records through
 /// them takes no page faults: a fresh ring otherwise faults once per page in the producer
 /// (allocation and first write) and once in the consumer, every 128 small records, and a
 /// ping-pong waits for each of those faults (mpi4py's ping-pong measured its first 8192
@@ -122,7 +131,7 @@ impl Setup for SmSetup {
         let mut out: Links = Vec::new();
         let wanted = |p: usize| !linked[p] && job.same_node(p) && job.uses(p, "sm");
         let peers = (0..linked.len()).filter(|&p| wanted(p)).count();
-        let prefault = prefaults(peers, self.layout.ring);
+        let prefault = prefault_bytes(peers, self.layout.ring);
         for p in (0..linked.len()).filter(|&p| wanted(p)) {
             // A rank whose sm did not open published no segment: it links to nobody by sm.
             if let Some(r) = job.section(p, "sm", 4)? {
@@ -135,9 +144,9 @@ impl Setup for SmSetup {
 
 impl SmSetup {
     /// Maps peer `p`'s segment (published as `r`, its `sm` section) and builds the link: we
-    /// produce into slot `me` of its segment and consume slot `p` of ours; with `prefault`,
-    /// both rings are faulted in first ([`prefault_rings`]).
-    fn attach(&self, job: &Job, p: usize, r: &Record, prefault: bool) -> Result<SmLink, Error> {
+    /// produce into slot `me` of its segment and consume slot `p` of ours; the first
+    /// `prefault` bytes of both rings are faulted in first ([`prefault_rings`]).
+    fn attach(&self, job: &Job, p: usize, r: &Record, prefault: usize) -> Result<SmLink, Error> {
         let me = job.me;
         let n = job.size();
         let pfd: i32 = r.get(0)?;
@@ -159,10 +168,10 @@ impl SmSetup {
             .map_err(job.sys_err(format!("mmap of rank {p}'s segment")))?;
         let tx_base = map.ptr().wrapping_add(me as usize * pstride);
         let rx_base = self.own.ptr().wrapping_add(p * ours.slot());
-        if prefault {
+        if prefault > 0 {
             prefault_rings(
-                (&map, me as usize * pstride, theirs.ring),
-                (&self.own, p * ours.slot(), ours.ring),
+                (&map, me as usize * pstride, prefault.min(theirs.ring)),
+                (&self.own, p * ours.slot(), prefault.min(ours.ring)),
             );
         }
         // SAFETY: ring `me` of the peer's segment lies within the mapping, is 64-byte aligned
@@ -203,11 +212,12 @@ mod tests {
 
     const RING: usize = 64 << 10;
 
-    /// Runs two passes of 8-byte records, one at a time as in a ping-pong, through the ring
-    /// at the start of a fresh memory file, produced through one mapping of it and consumed
-    /// through another (as a peer's segment and our own), with the rings faulted in first or
-    /// not: the page faults the calling thread took meanwhile. Checks every record's bytes.
-    fn faults_of_two_passes(prefault: bool) -> u64 {
+    /// Runs `bytes` of 8-byte records (32 bytes each), one at a time as in a ping-pong,
+    /// through the ring at the start of a fresh memory file, produced through one mapping of
+    /// it and consumed through another (as a peer's segment and our own), with the first
+    /// `prefault` bytes of the rings faulted in first: the page faults the calling thread
+    /// took meanwhile. Checks every record's bytes.
+    fn faults_of(prefault: usize, bytes: usize) -> u64 {
         let len = CTL_BYTES + RING;
         let fd = sys::memfd("oxmpi-prefault-test", len).unwrap();
         let (theirs, own) = (
@@ -222,12 +232,12 @@ mod tests {
                 Consumer::new(RingMem::from_raw(own.ptr(), RING)),
             )
         };
-        if prefault {
-            prefault_rings((&theirs, 0, RING), (&own, 0, RING));
+        if prefault > 0 {
+            prefault_rings((&theirs, 0, prefault), (&own, 0, prefault));
         }
         // (populating counts its own faults: the count starts after it)
         let before = sys::thread_minor_faults();
-        for i in 0..(2 * RING / 32) as u64 {
+        for i in 0..(bytes / 32) as u64 {
             assert!(tx.push(8, |p| {
                 // SAFETY: push hands us 8 writable bytes, 8-byte aligned.
                 unsafe { p.cast::<u64>().write(i) }
@@ -247,19 +257,41 @@ mod tests {
     #[test]
     fn prefaulted_rings_take_no_page_faults() {
         let pages = (RING / sys::page_size()) as u64;
-        let cold = faults_of_two_passes(false);
+        let cold = faults_of(0, 2 * RING);
         assert!(
             cold >= pages,
             "fresh rings: {cold} faults for {pages} pages"
         );
-        assert_eq!(faults_of_two_passes(true), 0, "prefaulted rings faulted");
+        assert_eq!(faults_of(RING, 2 * RING), 0, "prefaulted rings faulted");
     }
 
-    /// Prefaulting stops at a few peers' worth of rings.
+    /// A ring faulted in only at its start takes no fault while the records stay in that
+    /// part, and faults in the rest on the first pass.
+    #[test]
+    fn partly_prefaulted_rings_fault_only_past_the_prefix() {
+        let half = (RING / 2 / sys::page_size()) as u64;
+        assert_eq!(
+            faults_of(RING / 2, RING / 2),
+            0,
+            "prefaulted prefix faulted"
+        );
+        let rest = faults_of(RING / 2, 2 * RING);
+        assert!(
+            rest >= half,
+            "half-prefaulted rings: {rest} faults for {half} cold pages"
+        );
+    }
+
+    /// Prefaulting covers at most PREFAULT_MAX bytes of each ring (256 KiB: the first 8192
+    /// round trips of a small-message ping-pong) and stops at a few peers' worth of rings.
     #[test]
     fn prefaults_only_few_rings() {
-        assert!(prefaults(1, 256 << 10) && prefaults(2, 128 << 10));
-        assert!(!prefaults(2, 256 << 10) && !prefaults(255, 256 << 10));
-        assert!(prefaults(1, PREFAULT_MAX) && !prefaults(1, PREFAULT_MAX + 64));
+        assert_eq!(prefault_bytes(1, 512 << 10), 256 << 10);
+        assert_eq!(prefault_bytes(1, 128 << 10), 128 << 10);
+        assert_eq!(prefault_bytes(2, 128 << 10), 128 << 10);
+        assert_eq!(prefault_bytes(2, 256 << 10), 0);
+        assert_eq!(prefault_bytes(2, 512 << 10), 0);
+        assert_eq!(prefault_bytes(255, 512 << 10), 0);
+        assert_eq!(prefault_bytes(1, PREFAULT_MAX + 64), PREFAULT_MAX);
     }
 }
