@@ -22,15 +22,19 @@
  * - allreduce (ar_case): the rank whose count differs fails (MPI_ERR_TRUNCATE, MPI_ERR_COUNT
  *   or MPI_ERR_OTHER); every other rank succeeds with the right sums or fails alike. Also
  *   where one vector is half another's around the point-to-point bound (16 KiB), where
- *   recursive doubling's one exchange has the length of the large plan's first: blocking
- *   and persistent forms only (MPI_Iallreduce without the segment on more than 2 ranks
- *   still hangs there: its schedule runs the large plan's extra exchanges only once a
- *   wrong length came, and here none comes).
+ *   recursive doubling's one exchange has the length of the large plan's first (every
+ *   form: a vector of 8 to 16 KiB on recursive doubling also runs the large plan's extra
+ *   exchanges, with empty messages).
  * - reduce, scan, exscan, reduce_scatter_block, reduce_scatter (rd_case): a reduce's root,
  *   a scan's ranks above the erroneous one (and it, unless it is rank 0), and every rank
  *   of a reduce-scatter (each one's block folds every rank's vector) fail; with the segment
  *   every rank sees every rank's length, without it the reduce's tree carries the error
- *   to the root and the reduce-scatter's ring to every rank within its p - 1 steps.
+ *   to the root and the reduce-scatter's ring to every rank within its p - 1 steps, and
+ *   the scan's exact exchanges (recursive doubling, the chain) to every rank above the
+ *   erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's or
+ *   exscan's pairs of lengths on different point-to-point plans (below 16 KiB recursive
+ *   doubling, from it the chain) or with chains of different segment counts (64 KiB
+ *   each) are left out: those still hang (the plans' messages do not meet).
  *
  * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
  * prints the case and exits with status 3. A persistent request is started twice and must
@@ -38,6 +42,7 @@
  * that part), "allreduce" (only sums where one rank passes another count: MPI_Allreduce,
  * MPI_Iallreduce, MPI_Allreduce_init), "reduce", "scan" (scan and exscan), "rs"
  * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
+ * "nosm" (the shared-memory segment is off: leaves out the scan pairs above),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
 #include "check.h"
@@ -45,7 +50,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, survey, failed;
+static int rank, size, survey, failed, nosm;
 /* Which forms run: bit 0 blocking, bit 1 nonblocking, bit 2 persistent ("blocking",
  * "nonblocking", "persistent"). */
 static int forms = 7;
@@ -377,11 +382,10 @@ static void allreduces(void) {
          * doubling's one exchange has the length of the large plan's first. */
         {2500, 5000}, {5000, 2500}, {4096, 8192}, {8192, 4096},
     };
-    /* The half-length pairs (the last 4): not the nonblocking form (see the header). */
-    const size_t npairs = sizeof pairs / sizeof pairs[0], half = npairs - 4;
+    const size_t npairs = sizeof pairs / sizeof pairs[0];
     int seed = 0;
     for (int form = 0; form < 3; form++)
-        for (size_t k = 0; k < (form == 1 ? half : npairs) && (forms >> form & 1); k++)
+        for (size_t k = 0; k < npairs && (forms >> form & 1); k++)
             for (int bad = 0; bad < size; bad++)
                 ar_case(form, bad, pairs[k][0], pairs[k][1], ++seed % 200);
     if (rank == 0 && !failed) printf("coll_errcounts: allreduce mismatches: ok\n");
@@ -494,6 +498,14 @@ static void rd_case(int coll, int form, int root, int bad, size_t m, size_t n, i
     alarm(0);
 }
 
+/* Whether a point-to-point scan of m and one of n ints (without the segment) run different
+ * plans or chains of different segment counts (left out with "nosm", see the header). */
+static int scan_plans_differ(size_t m, size_t n) {
+    int cm = size > 2 && m * sizeof(int) >= 16384, cn = size > 2 && n * sizeof(int) >= 16384;
+    size_t seg = 65536 / sizeof(int);
+    return cm != cn || (cm && (m + seg - 1) / seg != (n + seg - 1) / seg);
+}
+
 /* colls: bit c runs collective c of rd_coll. */
 static void reductions(int colls) {
     static const size_t pairs[][2] = {
@@ -508,6 +520,9 @@ static void reductions(int colls) {
                 for (int root = 0; root < (coll == 0 ? size : 1); root++)
                     for (int bad = 0; bad < size; bad++) {
                         if (coll == 0 && size > 3 && bad != root && bad != (root + 1) % size) continue;
+                        if ((coll == 1 || coll == 2) && nosm && form != 2 &&
+                            scan_plans_differ(pairs[k][0], pairs[k][1]))
+                            continue;
                         rd_case(coll, form, root, bad, pairs[k][0], pairs[k][1], ++seed % 200);
                     }
     if (rank == 0 && !failed) printf("coll_errcounts: reduction mismatches: ok\n");
@@ -528,6 +543,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "reduce")) rd |= 1;
         if (!strcmp(argv[i], "scan")) rd |= 6;
         if (!strcmp(argv[i], "rs")) rd |= 24;
+        if (!strcmp(argv[i], "nosm")) nosm = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;

@@ -1241,18 +1241,27 @@ impl CollComm {
             // commutative `op`, more than 2 ranks), it exchanges with each partner twice:
             // once a wrong length came, so do we (markers out, nothing taken in: any
             // message is longer than the empty receive), as the blocking form does
-            // (`CollComm::allreduce_recdbl`); a correct call skips these rounds.
+            // (`CollComm::allreduce_recdbl`); a correct call skips these rounds. A vector
+            // of more than half the bound (less an item) may meet one of twice its length
+            // there, whose first halving has exactly our length (no wrong length comes):
+            // unless the segment checked the lengths (`tag`), such a vector runs them
+            // always, with empty messages into empty receives (a marker once an error
+            // came), as the blocking form does; the other rank sends its block into our
+            // empty receive, gets our empty message, and both fail.
             if commutative && p > 2 && tune::algorithm(Coll::Allreduce) == 0 {
+                let near = tag.is_none() && n + elem > tune::ALLREDUCE_SMALL / 2;
                 let first = s.rounds.len();
                 let mut mask = 1;
                 while mask < pof2 {
                     let dst = fold_real_rank(newrank ^ mask, rem);
                     let rd = s.round();
-                    rd.push(snd(b, n, dst));
+                    rd.push(snd(b, if near { 0 } else { n }, dst));
                     rd.push(rcv(b, 0, dst));
                     mask <<= 1;
                 }
-                s.on_error = Some((first, s.rounds.len()));
+                if !near {
+                    s.on_error = Some((first, s.rounds.len()));
+                }
             }
         }
         if r < 2 * rem {
@@ -1730,6 +1739,11 @@ impl CollComm {
             Alg::NbcScanRecdbl
         };
         let mut s = self.tagged(tag, vec![out, input], Some(op))?.counted(alg);
+        // Exact (as the allreduce's and the ireduce's): a partial of another length (an
+        // erroneous count) is reported at the end, and our later sends carry the error
+        // marker in place of the partial, so that the ranks above fail too; the rounds
+        // (which other ranks wait for) all run, the same for every length of one plan.
+        s.exact = true;
         let (r, p) = (self.rank, self.size);
         let (op_, ol) = s.regions[0].ptr_len();
         if ol < n && !(exclusive && r == 0) {

@@ -105,7 +105,7 @@ impl CollComm {
 
     /// A receive's status: a length other than `want` (or a truncation) is recorded in `x`;
     /// another failure is returned.
-    fn exact_status(
+    pub(crate) fn exact_status(
         &self,
         x: &mut Exact,
         st: oxmpi_engine::Status,

@@ -378,6 +378,13 @@ impl CollComm {
     /// its result (it ranks higher) or that has later rounds, and is extended only while we
     /// have later rounds; the first lower partial lands straight in `recv` when the order
     /// allows (exclusive, or a commutative operation).
+    ///
+    /// Every exchange is exact ([`Exact`], as the allreduce's): a partial whose length
+    /// differs from ours (an erroneous count) is recorded, the rounds go on (the other
+    /// ranks wait for our messages) with the error marker in place of our partial, and the
+    /// error is returned after the last round. The plan is the same for every length, and
+    /// every rank above an erroneous one folds a partial that it or a marker took part in,
+    /// so the erroneous rank (unless it is rank 0) and every rank above it fail.
     pub fn scan_into(
         &self,
         send: Option<&[u8]>,
@@ -420,15 +427,16 @@ impl CollComm {
         let mut partial: Option<Vec<u8>> = None;
         let mut tmp: Option<Vec<u8>> = None;
         let mut have = false;
+        let mut x = Exact::default();
         for rd in scan_rounds(r, p) {
             let (d, keep, send_it, recv_it) = (rd.peer, rd.keep, rd.send, rd.recv);
             let part: &[u8] = partial.as_deref().unwrap_or(inp);
             if d < r && !have && !keep && (exclusive || op.commutative) {
                 // Straight into the result.
                 if send_it {
-                    self.sendrecv(part, d, recv, d, TAG_SCAN)?;
+                    self.xchg(&mut x, (part, d), (recv, d), TAG_SCAN)?;
                 } else {
-                    self.recv(recv, d, TAG_SCAN)?;
+                    self.xrecv(&mut x, recv, d, TAG_SCAN)?;
                 }
                 if !exclusive {
                     (op.f)(inp, recv);
@@ -437,9 +445,9 @@ impl CollComm {
             } else if recv_it {
                 let t = tmp.get_or_insert_with(|| pooled(n));
                 if send_it {
-                    self.sendrecv(part, d, t, d, TAG_SCAN)?;
+                    self.xchg(&mut x, (part, d), (t, d), TAG_SCAN)?;
                 } else {
-                    self.recv(t, d, TAG_SCAN)?;
+                    self.xrecv(&mut x, t, d, TAG_SCAN)?;
                 }
                 if d < r {
                     // `t` covers the ranks just below those our result covers.
@@ -477,7 +485,7 @@ impl CollComm {
                     }
                 }
             } else if send_it {
-                self.send(part, d, TAG_SCAN)?;
+                self.xsend(&x, part, d, TAG_SCAN)?;
             }
         }
         if !exclusive && !have && send.is_some() {
@@ -486,7 +494,7 @@ impl CollComm {
         for v in [copy, partial, tmp].into_iter().flatten() {
             unpool(v);
         }
-        Ok(())
+        x.0.map_or(Ok(()), Err)
     }
 
     /// The pipelined chain of [`CollComm::scan_into`] (same arguments): rank `r` receives
@@ -554,6 +562,10 @@ impl CollComm {
         let land = if direct { rp } else { tp };
         // Receives waited for so far (the first `waited` of `reqs`); sends follow them.
         let mut waited = 0;
+        // Exact receives ([`Exact`]): a segment of another length (an erroneous count) is
+        // recorded, and every later segment goes on as the error marker, so that the ranks
+        // above fail too; the error is returned at the end.
+        let mut x = Exact::default();
         let res = 'run: {
             for &(o, m) in &segs {
                 // SAFETY: segment `o..o + m` of `recv` or of `tmp` (`n` bytes each), not
@@ -566,7 +578,7 @@ impl CollComm {
             for &(o, m) in &segs {
                 let st = self.e.wait(reqs[waited].0);
                 waited += 1;
-                if let Err(e) = self.check(st, "scan receive", prev) {
+                if let Err(e) = self.exact_status(&mut x, st, m, prev) {
                     break 'run Err(e);
                 }
                 // SAFETY: segment `o..o + m` of `recv` and of `tmp` (when there is one):
@@ -578,30 +590,34 @@ impl CollComm {
                         (!tp.is_null()).then(|| std::slice::from_raw_parts_mut(tp.add(o), m)),
                     )
                 };
-                let x = inp.get(o..o + m).unwrap_or_default();
+                let ours = inp.get(o..o + m).unwrap_or_default();
                 let from = match (exclusive, t) {
                     (false, None) => {
-                        (op.f)(x, out); // ours ∘ prefix (commutative)
+                        (op.f)(ours, out); // ours ∘ prefix (commutative)
                         rp
                     }
                     (false, Some(t)) => {
                         if send.is_some() {
-                            out.copy_from_slice(x);
+                            out.copy_from_slice(ours);
                         }
                         (op.f)(t, out); // prefix ∘ ours
                         rp
                     }
                     (true, Some(t)) => {
-                        t.copy_from_slice(x);
+                        t.copy_from_slice(ours);
                         (op.f)(out, t); // prefix ∘ ours, passed on
                         tp
                     }
                     (true, None) => continue, // the last rank passes nothing on
                 };
                 if let Some(next) = next {
+                    let (from, m) = match x.0 {
+                        Some(_) => (marker(m).as_ptr(), marker(m).len()),
+                        None => (from.wrapping_add(o).cast_const(), m),
+                    };
                     // SAFETY: segment `o..o + m` of `recv` or `tmp`, final now and unchanged
-                    // until the waitall below.
-                    match unsafe { self.isend_raw(from.add(o), m, next, tag) } {
+                    // until the waitall below (or the static marker, only read).
+                    match unsafe { self.isend_raw(from, m, next, tag) } {
                         Ok(q) => reqs.push((q, next)),
                         Err(e) => break 'run Err(e),
                     }
@@ -619,7 +635,7 @@ impl CollComm {
         for v in [copy, tmp].into_iter().flatten() {
             unpool(v);
         }
-        res
+        res.and(x.0.map_or(Ok(()), Err))
     }
 
     /// `MPI_Exscan`: `send` is our contribution; `recv` receives `x0 ∘ … ∘ x(rank-1)` on
