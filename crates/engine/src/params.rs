@@ -131,7 +131,7 @@ mod tests {
         let mut r = Registry::new(Sources::default()).unwrap();
         r.register_provider(&PROVIDER).unwrap();
         assert_eq!(r.get_size("btl_sm_eager_limit"), Some(8192));
-        assert_eq!(r.get_size("btl_sm_ring_size"), Some(512 * 1024));
+        assert_eq!(r.get_size("btl_sm_ring_size"), Some(320 * 1024));
         assert_eq!(r.get_size("btl_sm_bulk_size"), Some(1 << 20));
         assert_eq!(r.get_size("btl_sm_fragment_size"), Some(128 << 10));
         r.set("btl_sm_bulk_size", "0").unwrap();

@@ -51,7 +51,7 @@ pub(crate) static RING_SIZE: ParamDecl = ParamDecl::new(
     "sm",
     "ring_size",
     ParamType::Size,
-    "512k",
+    "320k",
     "Bytes of each per-peer shared-memory ring (rounded down to 64 bytes, at least 4096)",
 )
 .level(5);

@@ -50,19 +50,19 @@ impl Layout {
 }
 
 /// Most bytes of rings (to one peer and from it count once) that a rank faults in when it
-/// links to its peers on the node: the first 256 KiB of one peer's rings (a job of 2 ranks
-/// on the node). Faulted in, both rings count in the rank's resident memory at once: at 8
-/// ranks with 7 peers' rings faulted in, peak RSS after `MPI_Init` was 7620 KiB against Open
-/// MPI's 13720 (1.8 times less, where the goal is 2); at 2 ranks, whole 512 KiB rings
-/// would add 512 KiB (5224 KiB with 256 KiB faulted in, Open MPI 10564).
-const PREFAULT_MAX: usize = 256 << 10;
+/// links to its peers on the node: one peer's whole rings at the default 320 KiB (a job of 2
+/// ranks on the node). Faulted in, both rings count in the rank's resident memory at once: at
+/// 8 ranks with 7 peers' 256 KiB rings faulted in, peak RSS after `MPI_Init` was 7620 KiB
+/// against Open MPI's 13720 (1.8 times less, where the goal is 2); at 2 ranks, whole 512 KiB
+/// rings would add 512 KiB to 256 KiB faulted in (5224 KiB, Open MPI 10564), 320 KiB ones 128.
+const PREFAULT_MAX: usize = 320 << 10;
 
 /// How many bytes at the start of each of its rings a rank with `peers` peers on the node,
 /// rings of `ring` bytes, faults in when it links to them ([`prefault_rings`]): up to
 /// [`PREFAULT_MAX`] of them, and only while the peers are few (0: none), since it allocates
 /// those bytes whole (its first pass would, for each pair that talks long enough). A
-/// ping-pong of small messages runs its first 8192 round trips (32-byte records) through
-/// the first 256 KiB.
+/// ping-pong of small messages runs its first 10240 round trips (32-byte records) through
+/// the first 320 KiB.
 fn prefault_bytes(peers: usize, ring: usize) -> usize {
     let n = ring.min(PREFAULT_MAX);
     if peers.saturating_mul(n) <= PREFAULT_MAX {
@@ -282,11 +282,13 @@ mod tests {
         );
     }
 
-    /// Prefaulting covers at most PREFAULT_MAX bytes of each ring (256 KiB: the first 8192
-    /// round trips of a small-message ping-pong) and stops at a few peers' worth of rings.
+    /// Prefaulting covers at most PREFAULT_MAX bytes of each ring (the default ring's 320 KiB:
+    /// the first 10240 round trips of a small-message ping-pong) and stops at a few peers'
+    /// worth of rings.
     #[test]
     fn prefaults_only_few_rings() {
-        assert_eq!(prefault_bytes(1, 512 << 10), 256 << 10);
+        assert_eq!(prefault_bytes(1, 320 << 10), 320 << 10);
+        assert_eq!(prefault_bytes(1, 512 << 10), PREFAULT_MAX);
         assert_eq!(prefault_bytes(1, 128 << 10), 128 << 10);
         assert_eq!(prefault_bytes(2, 128 << 10), 128 << 10);
         assert_eq!(prefault_bytes(2, 256 << 10), 0);
