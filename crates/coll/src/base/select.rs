@@ -540,7 +540,7 @@ fn pair_blocks(recv: &mut [u8], theirs: usize, own: usize, n: usize) -> (&mut [u
 /// Scatter of the root's `send` (blocks of `block` bytes in rank order): ours lands in
 /// `recv` (`None`: in place at the root, nothing to copy). On the segment when the blocks
 /// other than the root's fit one buffer ([`sm::Seg::scatter`]: through the root's lane when
-/// they fit a lane entry, else its ring cell); else as a scatterv on the segment (the blocks
+/// they fit one lane line, else its ring cell); else as a scatterv on the segment (the blocks
 /// that fit a buffer after the scatterv table posted there, larger ones read by one
 /// cross-memory copy up to [`sm::Seg::single_copy_max`], the rest point to point; the
 /// root's own is never posted), whose other ranks follow whichever post the root made
