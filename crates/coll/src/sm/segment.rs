@@ -144,12 +144,12 @@ pub enum Bcast {
 /// buffers, apart from the blocking ones', so that blocking and nonblocking collectives are
 /// matched each in their own order, as Open MPI's and MPICH's separate tag spaces do (a
 /// program may post `MPI_Iallreduce` and then call `MPI_Barrier` while another rank calls
-/// the barrier first; mpi4py's fallback of `MPI_Comm_iagree` does exactly that). 64 rather
-/// than 8: a buffer written again 8 nonblocking collectives later still has its lines in
-/// the reader's caches, and both ends wait longer for it, as for the blocking ring cells
-/// ([`RING_CELLS`]; np=2 iscatterv 4 KiB, per-rank medians: root 0.98 against 0.86 us,
-/// reader 1.54 against 1.42).
-pub const NB_NBUF: u64 = 64;
+/// the barrier first; mpi4py's fallback of `MPI_Comm_iagree` does exactly that). 8: 64
+/// measured faster (a buffer written again 8 nonblocking collectives later still has its
+/// lines in the reader's caches: np=2 iscatterv 4 KiB, per-rank medians, root 0.98 against
+/// 0.86 us, reader 1.54 against 1.42) but adds 56 buffers (233 KB) to every rank's slot,
+/// which every rank maps and touches as those collectives cycle through them.
+pub const NB_NBUF: u64 = 8;
 const SLOT: usize =
     LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * LINE + NB_NBUF as usize * BUF;
 /// Offset in a slot of the nonblocking collectives' buffers.
