@@ -9,7 +9,8 @@
  *
  * usage: collinstr TEST DTYPE SIZE N [inplace]
  *   TEST   allreduce, reduce (root 0), scan, reduce_scatter_block, reduce_scatter (equal
- *          counts), iallreduce, ireduce (post, then wait); the data movers bcast (root 0),
+ *          counts), iallreduce, ireduce, ireduce_scatter_block (post, then wait); the
+ *          data movers bcast (root 0),
  *          bcast1 (root 1: rank 0 receives), allgather, allgatherv, alltoall, alltoallv
  *          (v-forms with equal counts and regular displacements, as oxbench calls them); the
  *          rooted v-forms and their references gatherv, scatterv, gather, scatter and the
@@ -107,6 +108,8 @@ int main(int argc, char **argv) {
       MPI_Alltoallv(sb, cnt, dsp, dt, r, cnt, dsp, dt, MPI_COMM_WORLD);
     else if (!strcmp(test, "iallreduce"))
       MPI_Iallreduce(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
+    else if (!strcmp(test, "ireduce_scatter_block"))
+      MPI_Ireduce_scatter_block(sb, r, count, dt, op, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "ireduce"))
       MPI_Ireduce(inplace && rank != 0 ? s : sb, r, count, dt, op, 0, MPI_COMM_WORLD, &rq);
     else if (!strcmp(test, "gatherv"))

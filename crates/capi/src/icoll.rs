@@ -1126,19 +1126,25 @@ fn ireduce_scatter(
         return start_shared(comm, &a, shared, io, Some(o), unpack, request);
     }
     let mut unpack = Vec::new();
+    // With the segment (not while planning a persistent one), the lengths are checked
+    // there first (see `PMPI_Ireduce`); the input is region 0 there, the output region 1
+    // (`CollComm::ireduce_scatter_msg`), else the other way round.
+    let seg = msg_seg(&a);
+    let (oi, ii) = if seg.is_some() { (1, 0) } else { (0, 1) };
     // SAFETY: MPI contract: the contribution holds `total` items and recvbuf has room for
     // our `counts[me]` items until completion (contiguous: the user's memory, read and
     // written there; otherwise packed now and unpacked at completion).
     let (out, input) = unsafe {
         (
-            region(&dt, counts[me], recvbuf, false, true, 0, &mut unpack),
-            region(&dt, total, contrib.cast_mut(), true, false, 1, &mut unpack),
+            region(&dt, counts[me], recvbuf, false, true, oi, &mut unpack),
+            region(&dt, total, contrib.cast_mut(), true, false, ii, &mut unpack),
         )
     };
-    let s = a
-        .ireduce_scatter_from(input, out, &bytes, o)
-        .map_err(sched_err(comm))?;
-    start(comm, s, unpack, request)
+    let s = match seg {
+        Some(seg) => a.ireduce_scatter_msg(seg, input, out, &bytes, o),
+        None => a.ireduce_scatter_from(input, out, &bytes, o),
+    };
+    start(comm, s.map_err(sched_err(comm))?, unpack, request)
 }
 
 mpi_fn_c! {

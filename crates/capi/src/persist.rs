@@ -107,7 +107,8 @@ fn root(root: c_int, b: Base, comm: c_int) -> MpiResult {
     crate::coll_alg::check_root(root, b.size as i32, comm)
 }
 
-/// `MPI_Allreduce_init`, `MPI_Reduce_init`, `MPI_Scan_init`, `MPI_Exscan_init`: whether
+/// `MPI_Allreduce_init`, `MPI_Reduce_init`, `MPI_Scan_init`, `MPI_Exscan_init`,
+/// `MPI_Reduce_scatter(_block)_init` (the whole vector): whether
 /// every rank passes as many bytes as we do (checked once
 /// here, for every start: the rounds planned for one length do not match those of another,
 /// so that erroneous counts would hang or sum wrong). Every rank fails alike when they
@@ -254,6 +255,10 @@ persistent! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: c_int, op_: c_int, comm: c_int) on comm |b, kept| {
         counted(recvcount, datatype, comm)?;
         op(op_, comm)?;
+        if !b.inter {
+            // The whole vector's length (each block folds every rank's vector).
+            same_length(i64::from(recvcount).saturating_mul(b.size as i64), datatype, comm)?;
+        }
     }
 
     #[doc = "`MPI_Reduce_scatter_init`."] PMPI_Reduce_scatter_init "MPI_Reduce_scatter_init" => PMPI_Ireduce_scatter,
@@ -262,6 +267,12 @@ persistent! {
         recvcounts = kept.ints(recvcounts, Some(b.local), "recvcounts")?;
         counted(0, datatype, comm)?;
         op(op_, comm)?;
+        if !b.inter {
+            // The whole vector's length, as `MPI_Reduce_scatter_block_init`.
+            let counts = slice_in(recvcounts, b.local, "recvcounts")?;
+            let total = counts.iter().fold(0i64, |t, &c| t.saturating_add(i64::from(c).max(0)));
+            same_length(total, datatype, comm)?;
+        }
     }
 
     #[doc = "`MPI_Scan_init`."] PMPI_Scan_init "MPI_Scan_init" => PMPI_Iscan,

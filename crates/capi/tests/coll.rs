@@ -214,17 +214,22 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (2, "0", "1", &["scan", "nosm"]),
         (3, "0", "1", &["scan", "nosm"]),
         (4, "0", "1", &["scan", "nosm"]),
-        // Reduce-scatters (block and counts) where one rank passes other counts: blocking
-        // with the segment (each path posts the vector's length at one sequence number),
-        // every form without it (the ring's exact exchanges, the exact pairwise
-        // schedule); reduces without the segment, every form (the binomial tree's exact
-        // receives, the exact ireduce schedule, the persistent init's check).
-        (2, "1", "1", &["rs", "blocking"]),
-        (3, "1", "1", &["rs", "blocking"]),
-        (4, "1", "1", &["rs", "blocking"]),
+        // Reduce-scatters (block and counts) where one rank passes other counts: every
+        // form with the segment (each path posts the whole vector's length at one
+        // sequence number; the persistent forms compare it at their init), every form
+        // without it (the ring's exact exchanges, the exact pairwise schedule), and the
+        // blocking non-commutative path without it (the exact tree to rank 0, then its
+        // exact scatterv); reduces without the segment, every form (the binomial tree's
+        // exact receives, the exact ireduce schedule, the persistent init's check).
+        (2, "1", "1", &["rs"]),
+        (3, "1", "1", &["rs"]),
+        (4, "1", "1", &["rs"]),
         (2, "0", "1", &["rs"]),
         (3, "0", "1", &["rs"]),
         (4, "0", "1", &["rs"]),
+        (2, "0", "1", &["rs", "noncomm", "blocking"]),
+        (3, "0", "1", &["rs", "noncomm", "blocking"]),
+        (4, "0", "1", &["rs", "noncomm", "blocking"]),
         (2, "0", "1", &["reduce"]),
         (3, "0", "1", &["reduce"]),
         (4, "0", "1", &["reduce"]),

@@ -29,12 +29,13 @@
  *   a scan's ranks above the erroneous one (and it, unless it is rank 0), and every rank
  *   of a reduce-scatter (each one's block folds every rank's vector) fail; with the segment
  *   every rank sees every rank's length, without it the reduce's tree carries the error
- *   to the root and the reduce-scatter's ring to every rank within its p - 1 steps, and
- *   the scan's exact exchanges (recursive doubling, the chain) to every rank above the
- *   erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's or
- *   exscan's pairs of lengths on different point-to-point plans (below 16 KiB recursive
- *   doubling, from it the chain) or with chains of different segment counts (64 KiB
- *   each) are left out: those still hang (the plans' messages do not meet).
+ *   to the root and the reduce-scatter's ring to every rank within its p - 1 steps (with
+ *   a non-commutative op its tree to rank 0, which then scatters the marker to every
+ *   rank), and the scan's exact exchanges (recursive doubling, the chain) to every rank
+ *   above the erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's
+ *   or exscan's pairs of lengths on different point-to-point plans (below 16 KiB
+ *   recursive doubling, from it the chain) or with chains of different segment counts
+ *   (64 KiB each) are left out: those still hang (the plans' messages do not meet).
  *
  * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
  * prints the case and exits with status 3. A persistent request is started twice and must
@@ -43,6 +44,7 @@
  * MPI_Iallreduce, MPI_Allreduce_init), "reduce", "scan" (scan and exscan), "rs"
  * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
  * "nosm" (the shared-memory segment is off: leaves out the scan pairs above),
+ * "noncomm" (those reductions with a user op made non-commutative, which sums too),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
 #include "check.h"
@@ -396,6 +398,17 @@ static void allreduces(void) {
 /* Collectives of the "reduce", "scan" and "rs" parts: 0 reduce (root `root`), 1 scan,
  * 2 exscan, 3 reduce_scatter_block (n ints per block), 4 reduce_scatter (n ints per block). */
 static const char *rd_coll[] = {"Reduce", "Scan", "Exscan", "Reduce_scatter_block", "Reduce_scatter"};
+
+/* The reductions' op: MPI_SUM, or ("noncomm") a user op made non-commutative that sums as
+ * well (the same results; a reduce-scatter then takes its non-commutative path). */
+static MPI_Op rd_op = MPI_SUM;
+
+static void nc_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const int *a = in;
+    int *b = inout;
+    for (int i = 0; i < *len; i++) b[i] += a[i];
+}
 static const char *rd_form[] = {"MPI_", "MPI_I", "MPI_"};
 static const char *rd_suffix[] = {"", "", "_init"};
 
@@ -406,24 +419,24 @@ static int rd_call(int coll, int form, const int *in, int *out, size_t n, int ro
     int counts[64];
     for (int i = 0; i < size; i++) counts[i] = c;
     switch (coll * 3 + form) {
-    case 0: return MPI_Reduce(in, out, c, MPI_INT, MPI_SUM, root, w);
-    case 1: rc = MPI_Ireduce(in, out, c, MPI_INT, MPI_SUM, root, w, &q); break;
-    case 2: rc = MPI_Reduce_init(in, out, c, MPI_INT, MPI_SUM, root, w, MPI_INFO_NULL, &q); break;
-    case 3: return MPI_Scan(in, out, c, MPI_INT, MPI_SUM, w);
-    case 4: rc = MPI_Iscan(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
-    case 5: rc = MPI_Scan_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q); break;
-    case 6: return MPI_Exscan(in, out, c, MPI_INT, MPI_SUM, w);
-    case 7: rc = MPI_Iexscan(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
-    case 8: rc = MPI_Exscan_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q); break;
-    case 9: return MPI_Reduce_scatter_block(in, out, c, MPI_INT, MPI_SUM, w);
-    case 10: rc = MPI_Ireduce_scatter_block(in, out, c, MPI_INT, MPI_SUM, w, &q); break;
+    case 0: return MPI_Reduce(in, out, c, MPI_INT, rd_op, root, w);
+    case 1: rc = MPI_Ireduce(in, out, c, MPI_INT, rd_op, root, w, &q); break;
+    case 2: rc = MPI_Reduce_init(in, out, c, MPI_INT, rd_op, root, w, MPI_INFO_NULL, &q); break;
+    case 3: return MPI_Scan(in, out, c, MPI_INT, rd_op, w);
+    case 4: rc = MPI_Iscan(in, out, c, MPI_INT, rd_op, w, &q); break;
+    case 5: rc = MPI_Scan_init(in, out, c, MPI_INT, rd_op, w, MPI_INFO_NULL, &q); break;
+    case 6: return MPI_Exscan(in, out, c, MPI_INT, rd_op, w);
+    case 7: rc = MPI_Iexscan(in, out, c, MPI_INT, rd_op, w, &q); break;
+    case 8: rc = MPI_Exscan_init(in, out, c, MPI_INT, rd_op, w, MPI_INFO_NULL, &q); break;
+    case 9: return MPI_Reduce_scatter_block(in, out, c, MPI_INT, rd_op, w);
+    case 10: rc = MPI_Ireduce_scatter_block(in, out, c, MPI_INT, rd_op, w, &q); break;
     case 11:
-        rc = MPI_Reduce_scatter_block_init(in, out, c, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q);
+        rc = MPI_Reduce_scatter_block_init(in, out, c, MPI_INT, rd_op, w, MPI_INFO_NULL, &q);
         break;
-    case 12: return MPI_Reduce_scatter(in, out, counts, MPI_INT, MPI_SUM, w);
-    case 13: rc = MPI_Ireduce_scatter(in, out, counts, MPI_INT, MPI_SUM, w, &q); break;
+    case 12: return MPI_Reduce_scatter(in, out, counts, MPI_INT, rd_op, w);
+    case 13: rc = MPI_Ireduce_scatter(in, out, counts, MPI_INT, rd_op, w, &q); break;
     default:
-        rc = MPI_Reduce_scatter_init(in, out, counts, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &q);
+        rc = MPI_Reduce_scatter_init(in, out, counts, MPI_INT, rd_op, w, MPI_INFO_NULL, &q);
         break;
     }
     if (rc != MPI_SUCCESS) return rc;
@@ -467,8 +480,8 @@ static int rd_run(int coll, int form, int root, int bad, size_t n, size_t bad_n,
  * The same rule for every form. In oxmpi the nonblocking forms on the segment post each
  * rank's length with its vector (the root, or a scan's rank, compares those it folds), and
  * by message compare every length on the segment before the rounds (every rank of that
- * path fails); the persistent forms (MPI_Reduce_init, MPI_Scan_init, MPI_Exscan_init)
- * compare every rank's length at the init, which fails alike on every rank (nothing to
+ * path fails); the persistent forms (MPI_Reduce_init, MPI_Scan_init, MPI_Exscan_init,
+ * MPI_Reduce_scatter(_block)_init: the whole vector) compare every rank's length at the init, which fails alike on every rank (nothing to
  * start). */
 static void rd_case(int coll, int form, int root, int bad, size_t m, size_t n, int seed) {
     if (coll == 0)
@@ -548,6 +561,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
         if (!strcmp(argv[i], "nopersistent")) forms = 3;
+        if (!strcmp(argv[i], "noncomm")) MPI_Op_create(nc_sum, 0, &rd_op);
     }
     signal(SIGALRM, on_alarm);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -558,6 +572,7 @@ int main(int argc, char **argv) {
     if (only_ar) allreduces();
     if (rd) reductions(rd);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (rd_op != MPI_SUM) MPI_Op_free(&rd_op);
     if (rank == 0 && !failed) printf("coll_errcounts: all checks passed\n");
     MPI_Finalize();
     return failed;

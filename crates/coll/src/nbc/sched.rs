@@ -1943,6 +1943,36 @@ impl CollComm {
         counts: &[usize],
         op: OwnedOp,
     ) -> Result<Schedule> {
+        self.ireduce_scatter_plan(input, out, counts, op, None)
+    }
+
+    /// [`CollComm::ireduce_scatter_from`] on a communicator with the segment `seg`, for a
+    /// vector that goes by message: every rank's length (the whole vector's) is checked on
+    /// the segment first, as for [`CollComm::ireduce_msg`], so that a rank whose erroneous
+    /// counts put it on a path of the segment meets us there; then the same exchange on a
+    /// tag derived from the segment's sequence. Region 0 is `input` and region 1 `out`
+    /// here (as on the segment's paths).
+    pub fn ireduce_scatter_msg(
+        &self,
+        seg: Arc<Seg>,
+        input: Region,
+        out: Region,
+        counts: &[usize],
+        op: OwnedOp,
+    ) -> Result<Schedule> {
+        let s = self.ireduce_scatter_plan(input, out, counts, op, Some(0))?;
+        Ok(self.checked_on(seg, s))
+    }
+
+    /// [`CollComm::ireduce_scatter_from`] with the schedule's tag `tag` (`None`: its own).
+    fn ireduce_scatter_plan(
+        &self,
+        input: Region,
+        out: Region,
+        counts: &[usize],
+        op: OwnedOp,
+        tag: Option<i32>,
+    ) -> Result<Schedule> {
         if counts.len() != self.size as usize {
             return Err(arg_err(
                 ErrorClass::Count,
@@ -1963,13 +1993,23 @@ impl CollComm {
             ));
         }
         let me = self.rank as usize;
-        let mut s =
-            Schedule::new(self, vec![out, input], Some(op))?.counted(Alg::NbcReduceScatterPairwise);
+        // Our output is region 0 and our input region 1, but on the segment's path (`tag`
+        // given) the other way round: the length check there reads region 0, which must be
+        // the whole vector (every rank's is as long; our block need not be).
+        let (o, i) = if tag.is_some() { (1, 0) } else { (0, 1) };
+        let regions = if tag.is_some() {
+            vec![input, out]
+        } else {
+            vec![out, input]
+        };
+        let mut s = self
+            .tagged(tag, regions, Some(op))?
+            .counted(Alg::NbcReduceScatterPairwise);
         // Exact (as the allreduce's): a contribution of another length than our block
         // (erroneous counts) fails the call once its one round ran; every rank exchanges
         // with every other, so each one whose block length differs from a peer's sees it.
         s.exact = true;
-        let (op_, ol) = s.regions[0].ptr_len();
+        let (op_, ol) = s.regions[o].ptr_len();
         if ol < counts[me] {
             return Err(arg_err(
                 ErrorClass::Truncate,
@@ -2005,34 +2045,34 @@ impl CollComm {
         }
         for k in 1..p {
             let dst = (me + k) % p;
-            rd.push(snd((1, displs[dst]), counts[dst], dst as i32));
+            rd.push(snd((i, displs[dst]), counts[dst], dst as i32));
         }
         if mine == 0 {
             return Ok(s);
         }
         if aliased {
             rd.push(Step::Copy {
-                src: (1, displs[me]),
+                src: (i, displs[me]),
                 dst: (t, toff[me]),
                 len: mine,
             });
         }
         let at = |r: usize| {
             if r == me && !aliased {
-                (1, displs[me])
+                (i, displs[me])
             } else {
                 (t, toff[r])
             }
         };
         rd.push(Step::Copy {
             src: at(p - 1),
-            dst: (0, 0),
+            dst: (o, 0),
             len: mine,
         });
         for r in (0..p - 1).rev() {
             rd.push(Step::Reduce {
                 src: at(r),
-                dst: (0, 0),
+                dst: (o, 0),
                 len: mine,
             });
         }

@@ -73,15 +73,15 @@ pub enum SmKind {
     /// before it folds: a rank whose length differs (erroneous) fails, and so does every
     /// rank that sees it ([`Progress::Lengths`]).
     Allreduce,
-    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Iscan` or `MPI_Iexscan` whose vector goes by
-    /// message (it does not fit a buffer, nor is it reduced on the segment by cross-memory
+    /// `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Iscan`, `MPI_Iexscan` or
+    /// `MPI_Ireduce_scatter(_block)` whose vector goes by message (it does not fit a buffer, nor is it reduced on the segment by cross-memory
     /// copies or through the large region; every rank of those paths posts at least its
     /// length word and stamps, whether it posts its vector or not): every
     /// rank posts its length word first, as [`SmKind::Allreduce`], so that a rank whose
     /// length put it on another path of the segment (an erroneous call) meets it there and
     /// fails instead of waiting; once every length agrees, the point-to-point rounds
-    /// (`CollComm::iallreduce_msg`, `CollComm::ireduce_msg`, `CollComm::iscan_msg`) on a
-    /// tag derived from the segment's sequence. Read by
+    /// (`CollComm::iallreduce_msg`, `CollComm::ireduce_msg`, `CollComm::iscan_msg`,
+    /// `CollComm::ireduce_scatter_msg`) on a tag derived from the segment's sequence. Read by
     /// [`SmNb::progress`].
     AllreduceMsg,
     /// `MPI_Ireduce` to `root` (output at the root only). Every rank posts its length word
@@ -134,7 +134,11 @@ pub enum SmKind {
         block: usize,
     },
     /// `MPI_Ireduce_scatter(_block)`: input the whole vector, output our block (block `i`:
-    /// `counts[i]` bytes, back to back).
+    /// `counts[i]` bytes, back to back). Every rank posts the whole vector's length word
+    /// and then the vector, as [`SmKind::Allreduce`], and checks every rank's length before
+    /// it folds (each block folds every vector): a rank whose counts differ (erroneous)
+    /// fails, and so does every rank ([`Progress::Lengths`]), also when its length put it
+    /// on another path of the segment.
     ReduceScatter {
         /// Bytes per rank.
         counts: Vec<usize>,
@@ -743,7 +747,11 @@ impl SmKind {
     pub(crate) fn len_word(&self) -> bool {
         matches!(
             self,
-            SmKind::Allreduce | SmKind::AllreduceMsg | SmKind::Reduce { .. } | SmKind::Scan { .. }
+            SmKind::Allreduce
+                | SmKind::AllreduceMsg
+                | SmKind::Reduce { .. }
+                | SmKind::Scan { .. }
+                | SmKind::ReduceScatter { .. }
         )
     }
 
@@ -868,8 +876,9 @@ impl SmKind {
                 }
             }
             SmKind::ReduceScatter { counts } => {
+                // After the length word.
                 let off: usize = counts[..me].iter().sum();
-                fold(&mut out[..counts[me]], 0..p, off);
+                fold(&mut out[..counts[me]], 0..p, 8 + off);
             }
             // Posted and read by `SmNb::progress`.
             SmKind::Alltoallv { .. }
@@ -1240,7 +1249,8 @@ impl SmNb {
                 SmKind::Allreduce
                 | SmKind::AllreduceMsg
                 | SmKind::Reduce { .. }
-                | SmKind::Scan { .. } => {
+                | SmKind::Scan { .. }
+                | SmKind::ReduceScatter { .. } => {
                     // Our length word, then (fitting a buffer) our vector.
                     let n = input.1;
                     let data = if self.kind == SmKind::AllreduceMsg {

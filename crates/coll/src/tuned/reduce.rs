@@ -93,13 +93,13 @@ impl CollComm {
         let troot = if op.commutative { root } else { 0 };
         if self.rank == troot {
             match recv.as_deref_mut() {
-                Some(r) => self.reduce_binomial_into(send, r, troot, op)?,
+                Some(r) => self.reduce_binomial_into(send, r, troot, op, TAG_REDUCE)?,
                 None => {
                     let mut acc = Scratch::new(n);
                     let acc = &mut acc[..n];
                     // The root waits for our message whatever we saw: the marker when
                     // the tree failed (erroneous counts), so that the root fails too.
-                    let got = self.reduce_binomial_into(send, acc, troot, op);
+                    let got = self.reduce_binomial_into(send, acc, troot, op, TAG_REDUCE);
                     let out: &[u8] = if got.is_ok() { acc } else { marker(n) };
                     self.send(out, root, TAG_REDUCE)?;
                     return got;
@@ -113,7 +113,7 @@ impl CollComm {
             let input = send.or(recv.as_deref()).unwrap_or_default();
             let m = if self.is_leaf(troot) { 0 } else { n };
             let mut acc = Scratch::new(m);
-            self.reduce_binomial_into(Some(input), &mut acc[..m], troot, op)
+            self.reduce_binomial_into(Some(input), &mut acc[..m], troot, op, TAG_REDUCE)
         };
         if let Some(r) = recv {
             // Received exactly, even when our part failed (no message is left behind).
@@ -141,6 +141,7 @@ impl CollComm {
         acc: &mut [u8],
         troot: i32,
         op: &Op,
+        tag: i32,
     ) -> Result<()> {
         let p = self.size;
         let rel = self.modp(self.rank - troot);
@@ -160,7 +161,7 @@ impl CollComm {
                 match input {
                     Some(x) if !ready => {
                         // The child covers the ranks above ours: acc = ours ∘ child.
-                        self.xrecv(&mut ex, acc, child, TAG_REDUCE)?;
+                        self.xrecv(&mut ex, acc, child, tag)?;
                         if ex.0.is_none() {
                             (op.f)(x, acc);
                         }
@@ -169,7 +170,7 @@ impl CollComm {
                     _ => {
                         let t = tmp.get_or_insert_with(|| Scratch::new(acc.len()));
                         let t = &mut t[..acc.len()];
-                        self.xrecv(&mut ex, t, child, TAG_REDUCE)?;
+                        self.xrecv(&mut ex, t, child, tag)?;
                         match (ex.0.is_none(), op.commutative) {
                             (false, _) => {}
                             (true, true) => (op.f)(t, acc),
@@ -186,8 +187,8 @@ impl CollComm {
         if rel != 0 {
             let parent = self.modp(rel - (rel & rel.wrapping_neg()) + troot);
             match input {
-                Some(x) if !ready => self.xsend(&ex, x, parent, TAG_REDUCE)?,
-                _ => self.xsend(&ex, acc, parent, TAG_REDUCE)?,
+                Some(x) if !ready => self.xsend(&ex, x, parent, tag)?,
+                _ => self.xsend(&ex, acc, parent, tag)?,
             }
         }
         ex.0.map_or(Ok(()), Err)
@@ -357,9 +358,55 @@ impl CollComm {
             Ok(())
         } else {
             count(self.shadow, Alg::ReduceScatterReduceScatterv);
-            self.reduce_binomial(buf, 0, op, TAG_REDSCAT)?;
-            self.scatterv_linear((buf, counts, &displs), Some(&mut recv[..counts[me]]), 0)
+            // Exact, as the ring: the tree to rank 0 (in rank order) records a vector of
+            // another length and climbs with the marker, so that rank 0 fails and sends
+            // every rank the marker instead of its block (each then fails too); a rank's
+            // block of another length than rank 0's count for it fails that rank.
+            let got = self.reduce_binomial_into(None, buf, 0, op, TAG_REDSCAT);
+            self.scatter_blocks_exact(got, (buf, counts, &displs), &mut recv[..counts[me]])
         }
+    }
+
+    /// The scatterv of [`CollComm::reduce_scatter`]'s non-commutative path from rank 0,
+    /// whose reduction of the vector (`buf`, block `i` `counts[i]` bytes at `displs[i]`)
+    /// ended with `got`: rank 0 sends each other rank its block (the marker when `got`
+    /// failed) and copies its own into `recv`; every other rank receives its block into
+    /// `recv` exactly (another length fails it, after the receive: no message is left
+    /// behind). Returns `got`'s error first.
+    fn scatter_blocks_exact(
+        &self,
+        got: Result<()>,
+        (buf, counts, displs): (&[u8], &[usize], &[usize]),
+        recv: &mut [u8],
+    ) -> Result<()> {
+        if self.rank != 0 {
+            let mut ex = Exact::default();
+            self.xrecv(&mut ex, recv, 0, TAG_REDSCAT)?;
+            got?;
+            return ex.0.map_or(Ok(()), Err);
+        }
+        let mut reqs = Vec::new();
+        for i in 1..self.size {
+            let iu = i as usize;
+            let block = if got.is_ok() {
+                &buf[displs[iu]..displs[iu] + counts[iu]]
+            } else {
+                marker(counts[iu])
+            };
+            // SAFETY: `block` (inside `buf`, or the static marker) outlives the waitall.
+            match unsafe { self.isend_raw(block.as_ptr(), block.len(), i, TAG_REDSCAT) } {
+                Ok(q) => reqs.push((q, i)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        if got.is_ok() {
+            recv.copy_from_slice(&buf[displs[0]..displs[0] + counts[0]]);
+        }
+        let sent = self.waitall(&reqs, "reduce_scatter");
+        got.and(sent)
     }
 
     /// `MPI_Scan` in place: `buf` holds our contribution and receives `x0 ∘ … ∘ x(rank)`.

@@ -134,7 +134,8 @@ pub(crate) struct Large {
     prev: u64,
     /// Our vector is in our slot (or we post none).
     posted: bool,
-    /// Our result (an allreduce: our slice of it) is computed.
+    /// Our result (an allreduce: our slice of it) is computed; a phased reduce-scatter:
+    /// every rank's length is checked (before the first fold).
     folded: bool,
     /// The allreduce slices copied into our result (bit `r`: rank `r`'s).
     got: u64,
@@ -409,6 +410,12 @@ impl Seg {
                 if !(0..p).all(|r| self.stamped(r, k)) {
                     return None;
                 }
+                // Each block folds every vector: a length other than ours (erroneous
+                // counts, which may have put that rank on another path) fails us, and
+                // every rank of this path sees it alike.
+                if differ(0..p) {
+                    return Some(false);
+                }
                 // Our own contribution too from our slot: in place our block of the output
                 // is the start of our input.
                 let acc = out(0, len);
@@ -573,10 +580,14 @@ impl Seg {
 }
 
 /// Words of a phased reduce-scatter's post (its nonblocking buffer): the phases the rank
-/// copied into its slot, and the phases it folded out of every slot.
+/// copied into its slot, the phases it folded out of every slot, and the vector's bytes
+/// (the fourth word, where [`post_len_of`] finds a post's length when neither of the first
+/// two is a length word: a rank whose length put it on another path reads it, and so does
+/// every rank of this path before its first fold).
 const SENT: usize = 0;
 const READ: usize = 1;
-const _: () = assert!(8 * (READ + 1) <= super::CAP);
+const LEN: usize = 3;
+const _: () = assert!(8 * (LEN + 1) <= super::CAP && SENT < 2 && READ < 2);
 
 impl Seg {
     /// [`Seg::large_step`] of a [`Reduction::ReduceScatterBlock`] of `block` bytes per
@@ -635,10 +646,12 @@ impl Seg {
                     (0..p).all(|r| self.nb_done_word(r).load(Ordering::Acquire) >= st.prev)
                         && self.try_post_with(k, |b| {
                             put(0);
-                            // SAFETY: `b` is our nonblocking buffer's `CAP >= 16` bytes.
+                            // SAFETY: `b` is our nonblocking buffer's `CAP >= 8 (LEN + 1)`
+                            // bytes.
                             unsafe {
-                                b.cast::<u64>().write_unaligned(1);
+                                b.cast::<u64>().add(SENT).write_unaligned(1);
                                 b.cast::<u64>().add(READ).write_unaligned(0);
+                                b.cast::<u64>().add(LEN).write_unaligned(n as u64);
                             }
                         })
                 } else if (0..p).all(|r| {
@@ -657,7 +670,25 @@ impl Seg {
                     moved = true;
                 }
             }
-            if st.read < st.sent
+            // Before the first fold, once every rank posted: every rank's vector as long
+            // as ours (a rank of another length, which may have taken another path of the
+            // segment, fails every rank of this path, each seeing it alike; nothing is
+            // folded, and nobody waits for a phase we would count).
+            if !st.folded && st.sent > 0 && (0..p).all(|r| self.stamped(r, k)) {
+                let posted = |r: usize| {
+                    post_len_of(|i| {
+                        // SAFETY: the first four words of each post (stamped, acquired),
+                        // within `CAP`, read atomically (the counters change).
+                        unsafe { self.nb_word(r, k, i) }.load(Ordering::Acquire)
+                    })
+                };
+                if self.differing(n, 0..p, posted).is_some() {
+                    return Some(false);
+                }
+                st.folded = true;
+            }
+            if st.folded
+                && st.read < st.sent
                 && (0..p).all(|r| {
                     self.stamped(r, k) && word(r, SENT).load(Ordering::Acquire) > st.read as u64
                 })
