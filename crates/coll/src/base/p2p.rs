@@ -83,6 +83,34 @@ impl CollComm {
         self.waitall(&reqs, what)
     }
 
+    /// Posts a nonblocking send on `tag` to every rank but `skip`, in rank order, of its
+    /// block (`block(i)` for rank `i`), and returns the requests; a failed post abandons
+    /// those already posted ([`CollComm::abandon`]) and is returned.
+    ///
+    /// # Safety
+    /// Every block stays valid and unchanged until the requests are waited for.
+    pub(crate) unsafe fn isend_blocks<'b>(
+        &self,
+        skip: i32,
+        tag: i32,
+        block: impl Fn(usize) -> &'b [u8],
+    ) -> Result<Vec<(ReqId, i32)>> {
+        let mut reqs = Vec::new();
+        for i in (0..self.size).filter(|&i| i != skip) {
+            let b = block(i as usize);
+            // SAFETY: the caller keeps `b` valid and unchanged until the requests are
+            // waited for.
+            match unsafe { self.isend_raw(b.as_ptr(), b.len(), i, tag) } {
+                Ok(q) => reqs.push((q, i)),
+                Err(e) => {
+                    self.abandon(&reqs);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(reqs)
+    }
+
     /// Cancels posted receives and waits for all requests (error path).
     pub(crate) fn abandon(&self, reqs: &[(ReqId, i32)]) {
         for &(r, _) in reqs {

@@ -207,20 +207,12 @@ impl CollComm {
                 "root's receive buffer is smaller than its block",
             ));
         }
-        let mut reqs = Vec::new();
-        for i in (0..self.size).filter(|&i| i != root) {
-            let iu = i as usize;
-            // SAFETY: the block is in bounds (checked); `send` outlives the waitall.
-            match unsafe {
-                self.isend_raw(send.as_ptr().add(displs[iu]), counts[iu], i, TAG_SCATTER)
-            } {
-                Ok(q) => reqs.push((q, i)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
-            }
-        }
+        // SAFETY: the blocks are in bounds (checked); `send` outlives the waitall.
+        let reqs = unsafe {
+            self.isend_blocks(root, TAG_SCATTER, |i| {
+                &send[displs[i]..displs[i] + counts[i]]
+            })
+        }?;
         // Our own block once the sends are out: a receiver reads its large block (the
         // rendezvous) while we copy ours, rather than after.
         if let Some(recv) = recv {

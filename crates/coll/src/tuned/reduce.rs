@@ -385,23 +385,15 @@ impl CollComm {
             got?;
             return ex.0.map_or(Ok(()), Err);
         }
-        let mut reqs = Vec::new();
-        for i in 1..self.size {
-            let iu = i as usize;
-            let block = if got.is_ok() {
-                &buf[displs[iu]..displs[iu] + counts[iu]]
+        let block = |i: usize| {
+            if got.is_ok() {
+                &buf[displs[i]..displs[i] + counts[i]]
             } else {
-                marker(counts[iu])
-            };
-            // SAFETY: `block` (inside `buf`, or the static marker) outlives the waitall.
-            match unsafe { self.isend_raw(block.as_ptr(), block.len(), i, TAG_REDSCAT) } {
-                Ok(q) => reqs.push((q, i)),
-                Err(e) => {
-                    self.abandon(&reqs);
-                    return Err(e);
-                }
+                marker(counts[i])
             }
-        }
+        };
+        // SAFETY: each block (inside `buf`, or the static marker) outlives the waitall.
+        let reqs = unsafe { self.isend_blocks(0, TAG_REDSCAT, block) }?;
         if got.is_ok() {
             recv.copy_from_slice(&buf[displs[0]..displs[0] + counts[0]]);
         }
