@@ -259,11 +259,6 @@ pub struct Seg {
     /// stay point-to-point, large reduces wait for whole vectors.
     some_yield: bool,
     yield_idle: bool,
-    /// Per rank: whether it and we are pinned to different CPUs, each to one (see
-    /// [`Seg::spins_for`]); all false when we are not pinned.
-    remote: Vec<bool>,
-    /// The other ranks pinned to our CPU (empty when we are not pinned).
-    mates: Vec<usize>,
     /// The barrier lets rank 0 out first ([`Seg::barrier`]): `coll_sm_barrier_release` is
     /// on on every rank (the same on every rank).
     release: bool,
@@ -327,25 +322,7 @@ unsafe impl Sync for Seg {}
 /// Bytes of the segment of a communicator of `size` ranks: the ranks' slots, then the
 /// nonblocking large region ([`large`]).
 pub(super) fn seg_len(size: usize) -> usize {
-    ring_at(size) + size * RING_SLOT + size * LINE
-}
-
-/// Turns a waiting rank looks at a word of a rank pinned to another CPU without yielding,
-/// while every rank pinned to its own CPU waits too ([`Seg::spins_for`]), before it yields
-/// again at every look: the writer runs on its own CPU, and a yield would hand our CPU
-/// to a rank that has nothing to do but wait (a context switch there and one back, where
-/// the word comes within a cache-line transfer or the writer's own switch).
-const REMOTE_SPIN: u32 = 64;
-
-/// Pause hints between two such looks ([`REMOTE_SPIN`]).
-const REMOTE_PAUSES: u32 = 8;
-
-/// Whether a rank that yields when idle, waiting for the word of a rank pinned to another
-/// CPU (`remote`) since `spins` turns, looks again without yielding: only while every rank
-/// pinned to its CPU is waiting too (`mates_wait`), and at most [`REMOTE_SPIN`] turns, so
-/// that a rank of our CPU whose word came meanwhile waits for its core a bounded time.
-fn remote_spin(remote: bool, mates_wait: bool, spins: u32) -> bool {
-    remote && mates_wait && spins < REMOTE_SPIN
+    ring_at(size) + size * RING_SLOT
 }
 
 /// Whether the posts of blocking collective `kind` ([`Seg::begin`]) go to the ranks' ring
@@ -372,16 +349,8 @@ impl Seg {
         size: usize,
         (yield_idle, big_ok, release): (bool, bool, bool),
         (block_after, ring): (u32, bool),
-        cpus: &[u32],
         eng: &'static Engine,
     ) -> Seg {
-        // `cpus`: per rank the CPU it is pinned to plus one, 0 when not pinned to one.
-        let mine = cpus[rank];
-        let pinned = |r: usize| mine != 0 && cpus[r] != 0 && r != rank;
-        let remote = (0..size).map(|r| pinned(r) && cpus[r] != mine).collect();
-        let mates = (0..size)
-            .filter(|&r| pinned(r) && cpus[r] == mine)
-            .collect();
         Seg {
             base: map.ptr(),
             _map: map,
@@ -397,8 +366,6 @@ impl Seg {
             some_yield: !big_ok,
             nb: Mutex::new(Open::default()),
             yield_idle,
-            remote,
-            mates,
             release,
             spin_first: super::params::spin_first(),
             block_after,
@@ -648,35 +615,19 @@ impl Seg {
         }
         let owner = (w.as_ptr() as usize - self.base as usize) / SLOT;
         debug_assert!(owner < self.size, "a waited word lies in a rank's slot");
-        self.wait_until(owner, Some((w, k)), || w.load(Ordering::Acquire) >= k);
+        self.wait_until(owner, || w.load(Ordering::Acquire) >= k);
         w.load(Ordering::Acquire)
     }
     /// The waiting of [`Seg::wait_word`] until `ready`, which looks only at words of rank
     /// `owner`'s slot (whose doorbell a sleeping waiter sleeps on).
-    /// `watch`: the word and value that `ready` waits for, when it is one (published in our
-    /// waiting line for the ranks of our CPU, [`Seg::spins_for`]).
-    fn wait_until(&self, owner: usize, watch: Option<(&AtomicU64, u64)>, ready: impl Fn() -> bool) {
+    fn wait_until(&self, owner: usize, ready: impl Fn() -> bool) {
         let (mut spins, mut yields) = (0u32, 0u32);
-        // Pinned with ranks on our CPU: our waiting line says what we wait for, so that
-        // they know whether we could run (`Seg::spins_for`).
-        let flag = self.yield_idle && !self.mates.is_empty();
         loop {
             if ready() {
-                if flag {
-                    self.waiting(self.rank).0.store(0, Ordering::Relaxed);
-                }
                 return;
             }
             if spins == 0 {
                 self.refresh_done();
-                if let (true, Some((w, k))) = (flag, watch) {
-                    let (at, want) = self.waiting(self.rank);
-                    want.store(k, Ordering::Relaxed);
-                    at.store(
-                        (w.as_ptr() as usize - self.base as usize + 1) as u64,
-                        Ordering::Release,
-                    );
-                }
             }
             if self.block_after != 0 && yields >= self.block_after {
                 self.eng.progress();
@@ -684,9 +635,7 @@ impl Seg {
                     .sleep(&ready, &SysFutex(self.sleep_max), |_| {});
                 continue;
             }
-            let turn = self.yield_idle && spins >= self.spin_first;
-            let remote = turn && self.spins_for(owner, spins);
-            let yielding = turn && !remote;
+            let yielding = self.yield_idle && spins >= self.spin_first;
             yields += u32::from(yielding);
             // A progress call costs far more than a look at the word: poll the
             // transports every 32nd turn (and at every yield) only.
@@ -696,55 +645,10 @@ impl Seg {
             spins = spins.wrapping_add(1);
             if yielding || spins % 4096 == 0 {
                 std::thread::yield_now();
-            } else if remote {
-                // Each look takes the line from the writer's cache (another CPU), which
-                // its store must take back: look less often.
-                for _ in 0..REMOTE_PAUSES {
-                    std::hint::spin_loop();
-                }
             } else {
                 std::hint::spin_loop();
             }
         }
-    }
-    /// Rank `r`'s waiting line (after the rings): the offset in the segment plus one of the
-    /// word it waits for in [`Seg::wait_word`] (0 when it does not wait so), and the value it
-    /// waits for. Written only by ranks pinned with others on their CPU; advisory: it only
-    /// chooses between looking again and yielding ([`Seg::spins_for`]).
-    fn waiting(&self, r: usize) -> (&AtomicU64, &AtomicU64) {
-        // SAFETY: line `r` after the rings, inside the mapping ([`seg_len`]), 64-aligned
-        // (the rings end page-aligned); its first two words only accessed atomically.
-        unsafe {
-            let line = self
-                .base
-                .add(ring_at(self.size) + self.size * RING_SLOT + r * LINE);
-            (
-                &*line.cast::<AtomicU64>(),
-                &*line.add(8).cast::<AtomicU64>(),
-            )
-        }
-    }
-    /// Whether rank `m` (of our CPU) waits for a word that has not reached its value yet:
-    /// it could not use our CPU now.
-    fn blocked(&self, m: usize) -> bool {
-        let (at, want) = self.waiting(m);
-        let at = at.load(Ordering::Acquire) as usize;
-        let want = want.load(Ordering::Relaxed);
-        // A word of the segment, 8-aligned, as `wait_until` wrote it (checked: another
-        // process wrote it).
-        if at == 0 || (at - 1) % 8 != 0 || at - 1 + 8 > seg_len(self.size) {
-            return false;
-        }
-        // SAFETY: an 8-aligned word inside the mapping (checked above), only accessed
-        // atomically (the words ranks wait for are).
-        let w = unsafe { &*self.base.add(at - 1).cast::<AtomicU64>() };
-        w.load(Ordering::Relaxed) < want
-    }
-    /// Whether we look again at a word of rank `owner` without yielding, waiting since
-    /// `spins` turns ([`remote_spin`]): `owner` is pinned to another CPU than ours and every
-    /// rank pinned to ours waits for a word that is not there yet.
-    fn spins_for(&self, owner: usize, spins: u32) -> bool {
-        self.remote[owner] && remote_spin(true, self.mates.iter().all(|&m| self.blocked(m)), spins)
     }
     /// Wait for every other rank's stamp of collective `k`.
     fn wait_all(&self, k: u64) {
@@ -932,7 +836,7 @@ impl Seg {
         if let Some(p) = look() {
             return p;
         }
-        self.wait_until(r, None, || look().is_some());
+        self.wait_until(r, || look().is_some());
         look().expect("a post seen ready stays")
     }
     /// The first word of rank `r`'s buffer of collective `k` (a rooted post's kind).
@@ -2556,22 +2460,4 @@ unsafe fn take_pair_table(
     let src = unsafe { std::slice::from_raw_parts(data(peer).add(off).cast_const(), len) };
     recv[rdispls[peer]..rdispls[peer] + len].copy_from_slice(src);
     Some(true)
-}
-
-#[cfg(test)]
-mod remote_spin_tests {
-    use super::{remote_spin, REMOTE_SPIN};
-
-    #[test]
-    fn a_waiter_spins_only_for_a_remote_writer_while_its_cpu_mates_wait_and_for_a_bounded_time() {
-        // A writer pinned to another CPU, every rank of ours waiting: look again.
-        assert!(remote_spin(true, true, 0));
-        assert!(remote_spin(true, true, REMOTE_SPIN - 1));
-        // The budget is spent: yield (a mate's word may have come meanwhile).
-        assert!(!remote_spin(true, true, REMOTE_SPIN));
-        // A rank of our CPU may have work: yield to it.
-        assert!(!remote_spin(true, false, 0));
-        // The writer shares our CPU (or nobody is pinned): it needs our core.
-        assert!(!remote_spin(false, true, 0));
-    }
 }
