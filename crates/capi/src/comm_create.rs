@@ -71,6 +71,8 @@ fn idup(comm: c_int, info: c_int, newcomm: NewComm, request: *mut c_int) -> MpiR
         code: code as usize,
         req: h,
     };
+    // It takes the engine's lock next to the application's thread(s).
+    oxmpi_engine::expect_threads("an idup thread");
     std::thread::Builder::new()
         .name("oxmpi-idup".into())
         .spawn(move || job.run())

@@ -573,7 +573,7 @@ fn iflushed(comm: c_int, request: *mut c_int) -> MpiResult {
     drop(flush_bsends()?);
     out(
         request,
-        crate::request::completed_request(NO_MESSAGE, comm),
+        crate::request::completed_request(NO_MESSAGE, comm, false),
         "request",
     )
 }
@@ -830,12 +830,13 @@ fn fast_isend(
         return None;
     }
     let (eng, len, ec) = fast_args(count, datatype, comm)?;
+    let solo = !eng.lock_shared();
     // SAFETY: the MPI contract for a nonblocking send: `buf` holds `len` readable bytes
     // until the request completes. Bad arguments fail before anything is started, which
     // sends us to the general path.
     match unsafe { eng.isend_started(buf.cast(), len, dest, tag, ec, mode) } {
-        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm)),
-        Ok(Started::Complete(s)) => Some(completed_request(s, comm)),
+        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm, solo)),
+        Ok(Started::Complete(s)) => Some(completed_request(s, comm, solo)),
         Err(_) => {
             forget_comm(comm);
             None
@@ -855,14 +856,15 @@ fn fast_irecv(
     comm: c_int,
 ) -> Option<c_int> {
     let (eng, len, ec) = fast_args(count, datatype, comm)?;
+    let solo = !eng.lock_shared();
     // SAFETY: the MPI contract for a nonblocking receive: `buf` holds `len` writable bytes
     // that are not accessed until the request completes. Bad arguments fail before
     // anything is posted.
     match unsafe { eng.irecv_started(buf.cast(), len, source, tag, ec) } {
-        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm)),
+        Ok(Started::Pending(r)) => Some(new_engine_request(r, comm, solo)),
         // Matched a message that had arrived already: complete, with its status kept
         // in a completed-request slot.
-        Ok(Started::Complete(s)) => Some(completed_request(s, comm)),
+        Ok(Started::Complete(s)) => Some(completed_request(s, comm, solo)),
         Err(_) => {
             forget_comm(comm);
             None

@@ -371,7 +371,8 @@ pub(crate) fn reap_orphans(st: &mut State) {
 // completion but converting its status. Such a request gets a "fast" handle: slot `i` of
 // `FAST`, which holds the engine request id and the communicator (for its error handler).
 // Starting, testing, waiting for and freeing it take no library lock: the slot is claimed
-// with a compare-and-swap and released by the call that completes or frees the request.
+// with a compare-and-swap (a plain load and store while one thread reaches the library, see
+// `claim`) and released by the call that completes or frees the request.
 // Concurrent use of one request by two threads is erroneous in MPI, so the slot needs no
 // other synchronisation (the engine's own lock orders the engine request's life).
 //
@@ -401,18 +402,30 @@ static FAST: [FastSlot; FAST_SLOTS] = [const {
     }
 }; FAST_SLOTS];
 
+/// Claims a free slot word `a` (`free` -> `to`): a compare-and-swap, or while `solo` (the
+/// engine's lock is not shared, [`oxmpi_engine::Engine::lock_shared`]: the thread that
+/// calls is the only one that reaches the library, and the switch to shared happens on
+/// it before another thread can start) a plain load and store.
+#[inline(always)]
+fn claim(a: &AtomicU64, free: u64, to: u64, solo: bool) -> bool {
+    if solo {
+        if a.load(Ordering::Relaxed) != free {
+            return false;
+        }
+        a.store(to, Ordering::Relaxed);
+        return true;
+    }
+    a.compare_exchange(free, to, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+}
+
 /// The request handle of a started engine request `r` of communicator `comm`: a fast
-/// handle if its slot is free, else an entry of the request table.
+/// handle if its slot is free, else an entry of the request table. `solo`: see [`claim`].
 #[inline]
-pub(crate) fn new_engine_request(r: EReq, comm: c_int) -> c_int {
+pub(crate) fn new_engine_request(r: EReq, comm: c_int, solo: bool) -> c_int {
     let i = r.0 as usize & (FAST_SLOTS - 1);
     let slot = &FAST[i];
-    if r.0 != 0
-        && slot
-            .ereq
-            .compare_exchange(0, r.0, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    {
+    if r.0 != 0 && claim(&slot.ereq, 0, r.0, solo) {
         slot.comm.store(comm, Ordering::Relaxed);
         return (FAST_BASE | i as u32) as c_int;
     }
@@ -424,18 +437,19 @@ pub(crate) use crate::handles::SEND_DONE;
 /// The handle of an operation that finished when it started, with status `s`: the shared
 /// [`SEND_DONE`] for a plain completed send, else a completed-request slot (see "Requests
 /// completed at start" below), or a completed request of the table when no slot is free.
+/// `solo`: see [`claim`].
 #[inline(always)]
-pub(crate) fn completed_request(s: EStatus, comm: c_int) -> c_int {
+pub(crate) fn completed_request(s: EStatus, comm: c_int, solo: bool) -> c_int {
     if is_plain_send_status(&s) {
         return SEND_DONE;
     }
-    completed_slot(s, comm)
+    completed_slot(s, comm, solo)
 }
 
 /// [`completed_request`] of an operation with a status to keep.
 #[inline(never)]
-fn completed_slot(s: EStatus, comm: c_int) -> c_int {
-    done_insert(&s, comm).unwrap_or_else(|| completed_table(s, comm))
+fn completed_slot(s: EStatus, comm: c_int, solo: bool) -> c_int {
+    done_insert(&s, comm, solo).unwrap_or_else(|| completed_table(s, comm))
 }
 
 /// [`completed_request`] when every probed completed-request slot is taken.
@@ -536,7 +550,8 @@ fn fast_release(slot: &FastSlot) {
 // ([`oxmpi_engine::Engine::irecv_started`]) and leaves no engine request behind. Unlike a
 // completed send (the shared [`SEND_DONE`]) it has a status to keep until its completion
 // call: it gets a slot of `DONE`, which holds the MPI status and the communicator. Claiming
-// a slot is one compare-and-swap at a moving cursor (a few probes, then the locked table);
+// a slot is one compare-and-swap (see `claim`) at a moving cursor (a few probes, then the
+// locked table);
 // the completion call (wait/test family, `MPI_Request_free`) reads the status and releases
 // the slot with one store. As with the fast slots, concurrent use of one request by two
 // threads is erroneous in MPI; the user's own synchronisation that hands a request to
@@ -589,22 +604,14 @@ static DONE_NEXT: AtomicUsize = AtomicUsize::new(0);
 /// Store the completion `s` of an operation on `comm` in a free slot; its handle, or `None`
 /// if the probed slots are all taken.
 #[inline]
-fn done_insert(s: &EStatus, comm: c_int) -> Option<c_int> {
+fn done_insert(s: &EStatus, comm: c_int, solo: bool) -> Option<c_int> {
     let (m, code) = status_of(s);
     let start = DONE_NEXT.load(Ordering::Relaxed);
     for k in 0..DONE_PROBES {
         let i = start.wrapping_add(k) & (DONE_SLOTS - 1);
         let slot = &DONE[i];
         if slot.state.load(Ordering::Relaxed) != DONE_FREE
-            || slot
-                .state
-                .compare_exchange(
-                    DONE_FREE,
-                    DONE_FILLING,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_err()
+            || !claim(&slot.state, DONE_FREE, DONE_FILLING, solo)
         {
             continue;
         }
@@ -2077,14 +2084,18 @@ mod tests {
     fn fast_handles_sit_between_table_requests_and_messages() {
         // Slot 0xfff0 is used by this test only (the engine never runs in unit tests).
         let id = 0x0000_0007_0000_fff0_u64;
-        let h = new_engine_request(EReq(id), MPI_COMM_WORLD);
+        let h = new_engine_request(EReq(id), MPI_COMM_WORLD, false);
         assert_eq!(h as u32, 0xad00_fff0);
         let slot = fast_slot(h).expect("a fast handle");
         assert_eq!(fast_get(slot, h).unwrap(), (EReq(id), MPI_COMM_WORLD));
         // Another engine request with the same low bits while the slot is taken goes into
-        // the locked table, with an ordinary handle that still finds its engine request.
+        // the locked table, with an ordinary handle that still finds its engine request
+        // (either way of claiming the slot).
         let other = EReq(0x0000_0008_0000_fff0);
-        let t = new_engine_request(other, MPI_COMM_SELF);
+        let t = new_engine_request(other, MPI_COMM_SELF, true);
+        assert!(fast_slot(t).is_none());
+        assert!(lock().reqs.remove(t).is_some());
+        let t = new_engine_request(other, MPI_COMM_SELF, false);
         assert!(fast_slot(t).is_none());
         {
             let mut st = lock();
@@ -2096,8 +2107,9 @@ mod tests {
         fast_release(slot);
         assert_eq!(fast_get(slot, h).unwrap_err().code, MPI_ERR_REQUEST);
         // ... and the slot is free for the next request.
-        let h2 = new_engine_request(other, MPI_COMM_SELF);
+        let h2 = new_engine_request(other, MPI_COMM_SELF, true);
         assert_eq!(h2, h);
+        assert_eq!(fast_get(slot, h2).unwrap(), (other, MPI_COMM_SELF));
         fast_release(slot);
         // Table requests (index 0..) and messages (0x0200_0000..) are never fast handles.
         assert!(
@@ -2118,7 +2130,7 @@ mod tests {
             cancelled: false,
         };
         let comm = 0x8400_0007_u32 as c_int;
-        let h = completed_request(s, comm);
+        let h = completed_request(s, comm, false);
         assert_eq!(h as u32 & !(DONE_SLOTS as u32 - 1), DONE_BASE);
         assert!(fast_slot(h).is_none() && h != SEND_DONE);
         let slot = done_slot(h).expect("a completed-request handle");
@@ -2136,13 +2148,16 @@ mod tests {
         assert!(done_get(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         assert!(done_take(slot, h).is_err_and(|e| e.code == MPI_ERR_REQUEST));
         // A plain completed send is the shared stateless handle, never a slot.
-        assert_eq!(completed_request(NO_MESSAGE, MPI_COMM_WORLD), SEND_DONE);
+        assert_eq!(
+            completed_request(NO_MESSAGE, MPI_COMM_WORLD, true),
+            SEND_DONE
+        );
         // With every slot taken, completions go into the locked table, still correct.
         let live: Vec<c_int> = (0..DONE_SLOTS)
-            .map(|_| completed_request(s, comm))
+            .map(|k| completed_request(s, comm, k % 2 == 0))
             .collect();
         assert!(live.iter().all(|&h| done_slot(h).is_some()));
-        let extra = completed_request(s, comm);
+        let extra = completed_request(s, comm, true);
         assert!(done_slot(extra).is_none() && fast_slot(extra).is_none());
         {
             let mut st = lock();
@@ -2163,14 +2178,14 @@ mod tests {
         // to the table, the next ones use slots past the run again.
         let c = DONE_NEXT.load(Ordering::Relaxed);
         let run: Vec<c_int> = (0..DONE_PROBES)
-            .map(|_| completed_request(s, comm))
+            .map(|_| completed_request(s, comm, false))
             .collect();
         assert!(run.iter().all(|&h| done_slot(h).is_some()));
         DONE_NEXT.store(c, Ordering::Relaxed);
-        let fallback = completed_request(s, comm);
+        let fallback = completed_request(s, comm, false);
         assert!(done_slot(fallback).is_none());
         assert!(lock().reqs.remove(fallback).is_some());
-        let next = completed_request(s, comm);
+        let next = completed_request(s, comm, false);
         let slot = done_slot(next).expect("a slot past the live run");
         assert!(!run.contains(&next));
         assert!(done_take(slot, next).is_ok());

@@ -9,6 +9,9 @@
 //! that share one core (mpi4py's `test_p2p_buf_part` polls `Parrived` so): a poll that
 //! finds nothing must yield the core when the ranks yield while idle.
 //!
+//! And `tests/c/lock_mode.c`: the engine's lock is plain only while one thread uses the
+//! library, and atomic before the nonblocking collectives' progress thread starts.
+//!
 //! Needs an installed prefix in `OXMPI_TEST_PREFIX`. The job runs under
 //! `mpirun --timeout`, so a regression fails the test instead of hanging it.
 
@@ -111,5 +114,70 @@ fn parrived_and_win_test_yield_when_oversubscribed() {
              {polls:?} > {MAX_POLLS}: a poll spins through its time slice instead of \
              yielding the core\n{stdout}"
         );
+    }
+}
+
+/// `tests/c/lock_mode.c` at every thread level, with `pml_base_verbose` 10: below
+/// `MPI_THREAD_SERIALIZED` the engine's lock starts plain (no atomic read-modify-write: one
+/// thread in the library) and turns atomic on each rank before its nonblocking-collective
+/// progress thread starts, which then runs next to the application thread's messages
+/// (checked byte by byte, and the reduction's result); at the higher levels it is atomic
+/// from the start. A library thread that took the plain lock would race with the
+/// application thread on the engine's state.
+#[test]
+fn engine_lock_is_plain_only_while_one_thread_uses_it() {
+    let dir = Scratch::new("lock-mode");
+    let exe = build("lock_mode.c", &dir.0);
+    for level in ["single", "funneled", "serialized", "multiple"] {
+        let out = mpirun(
+            &[
+                OsStr::new("--timeout"),
+                OsStr::new(TIMEOUT_S),
+                OsStr::new("--mca"),
+                OsStr::new("pml_base_verbose"),
+                OsStr::new("10"),
+                OsStr::new("-n"),
+                OsStr::new("2"),
+                exe.as_os_str(),
+                OsStr::new(level),
+            ],
+            &[],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "lock_mode {level} failed (124 = hung until mpirun's timeout):\n\
+             stdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        assert_eq!(
+            stdout,
+            format!("lock_mode: {level} passed\n"),
+            "stderr:\n{stderr}"
+        );
+        let one = matches!(level, "single" | "funneled");
+        for rank in 0..2 {
+            let has = |what: &str| {
+                stderr
+                    .lines()
+                    .any(|l| l.contains(&format!("rank {rank}: engine lock {what}")))
+            };
+            assert_eq!(
+                has("plain (one thread)"),
+                one,
+                "{level}: rank {rank}'s lock at init, stderr:\n{stderr}"
+            );
+            assert_eq!(
+                has("atomic (thread level"),
+                !one,
+                "{level}: rank {rank}'s lock at init, stderr:\n{stderr}"
+            );
+            assert_eq!(
+                has("atomic from now on (the nonblocking collectives' progress thread)"),
+                one,
+                "{level}: rank {rank}'s switch before its progress thread, stderr:\n{stderr}"
+            );
+        }
     }
 }

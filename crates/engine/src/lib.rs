@@ -12,6 +12,7 @@
 //! init(required: ThreadLevel) -> Result<&'static Engine, Error>
 //! init_with(bootstrap: Box<dyn Bootstrap>, required) -> Result<&'static Engine, Error>
 //! engine() -> Option<&'static Engine>
+//! expect_threads(who: &str)               (another thread will call: lock with atomics from now)
 //! Engine::{rank, size, thread_level, yields_when_idle, comm_world, comm_self} -> plain values
 //! Engine::{comm_rank, comm_size, comm_context, comm_group}(CommId) -> Result<_, Error>
 //! Engine::comm_create(ctx: u32, group: Vec<i32 /*world ranks*/>) -> Result<CommId, Error>
@@ -297,7 +298,7 @@ pub mod ring;
 #[cfg(not(loom))]
 pub use bootstrap::Bootstrap;
 #[cfg(not(loom))]
-pub use engine::{engine, init, init_with, Engine, Serving, Wait, SLEEP_MAX};
+pub use engine::{engine, expect_threads, init, init_with, Engine, Serving, Wait, SLEEP_MAX};
 /// The engine's MCA frameworks (`btl`: self, sm, tcp; `pml`: ox; `osc`: sm, pt2pt; `fcoll`:
 /// two_phase, declared for the C ABI's components) and parameters, for the registry, `mpirun` and
 /// `oxmpi-info`.

@@ -77,6 +77,9 @@ fn start(l: &mut Lib, required: ThreadLevel) -> Result<Up> {
     if let Some(up) = l.up {
         return Ok(up);
     }
+    // `Communicator` is `Sync`: safe code may call from several threads at any level, so
+    // the engine's lock is atomic from the start (never the one-thread plain lock).
+    oxmpi_engine::expect_threads("the Rust API, whose handles are Send + Sync");
     let engine = oxmpi_engine::init(required)?;
     let world_group = engine.comm_group(engine.comm_world())?;
     let world_coll = engine.comm_create(crate::coll::WORLD_COLL_CTX, world_group)?;

@@ -411,6 +411,8 @@ fn in_background(
 ) -> MpiResult {
     let (h, code) = crate::grequest::start_coded(comm)?;
     let code = code as usize;
+    // `work` takes the engine's lock next to the application's thread(s).
+    oxmpi_engine::expect_threads("a fault-tolerance thread");
     std::thread::Builder::new()
         .name(format!("oxmpi-{what}"))
         .spawn(move || {

@@ -16,6 +16,11 @@ mpi_fn! {
             }
         }
         super::event::install();
+        if required >= crate::consts::MPI_THREAD_SERIALIZED {
+            // Tools may read performance variables (which take the engine's lock) from
+            // another thread than the application's.
+            oxmpi_engine::expect_threads("tools interface above MPI_THREAD_FUNNELED");
+        }
         let mut g = lock();
         let t = g.get_or_insert_with(Tools::default);
         t.refs += 1;

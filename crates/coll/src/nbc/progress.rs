@@ -245,6 +245,8 @@ pub(super) fn light_posted() {
 /// Start the progress thread unless it runs.
 fn spawn_thread() {
     THREAD.call_once(|| {
+        // It takes the engine's lock next to the application's thread(s).
+        oxmpi_engine::expect_threads("the nonblocking collectives' progress thread");
         std::thread::Builder::new()
             .name("oxmpi-icoll".into())
             .spawn(progress_thread)

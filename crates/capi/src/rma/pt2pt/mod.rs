@@ -189,6 +189,8 @@ impl Net {
         }
         let (eng, ecomm, stop) = (self.eng, self.ecomm, self.stop.clone());
         let (members, remote) = (self.world.clone(), self.remote.clone());
+        // It takes the engine's lock next to the application's thread(s).
+        oxmpi_engine::expect_threads("a one-sided progress thread");
         let h = std::thread::Builder::new()
             .name("oxmpi-osc".into())
             .spawn(move || serve(eng, ecomm, &stop, &srv, &members, &remote))
