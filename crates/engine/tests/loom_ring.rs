@@ -71,3 +71,12 @@ fn spsc_ring_orders_and_wraps() {
 fn small_records_share_lines() {
     stream(128, &[8, 20, 24, 40]);
 }
+
+/// Large records (96 bytes and more under loom) keep payload words that read as frames in
+/// their slots after the first, since the consumer clears only their frame; the next lap's
+/// 8-byte records end on two of those slots (32 and 64), which the producer must zero before
+/// it publishes each record: otherwise the consumer takes the stale word for a frame.
+#[test]
+fn large_records_leave_slots_the_producer_scrubs() {
+    stream(CAP, &[100, 120, 8, 8]);
+}

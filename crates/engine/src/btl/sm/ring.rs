@@ -14,14 +14,24 @@
 //!
 //! **Two small messages per cache line.** The consumer does not read a producer index: it
 //! polls the frame word at its own position. This works because the first 8 bytes of every
-//! slot the consumer has passed are zero: after consuming a record it clears the first word
-//! of each of the record's slots (they are in its cache already). So the word at the
+//! slot the consumer may reach are zero: after consuming a record it clears the first word
+//! of each of the record's slots (they are in its cache already; large records: below). So the word at the
 //! consumer's position is either zero or the frame of the next record, and a record of up to
 //! 32 bytes (frame included: the sm link's compact eager header leaves 8 payload bytes) takes
 //! half a line: when the producer runs ahead, as in a window of small sends, one cache-line
 //! transfer carries two messages. (Slots of 32 bytes rather than whole lines cost nothing
 //! when the consumer is caught up: the producer's write of the second half then moves the
 //! line once more, as a new line would.)
+//!
+//! **Large records are not cleared.** Clearing the slots of a record of several lines wrote
+//! every one of its lines in the consumer's cache, so the producer's next lap had to fetch
+//! each line back from the consumer's core. The consumer clears only the frame word of a
+//! record of [`LARGE`] bytes or more; the first words of its other slots keep payload. The
+//! producer remembers those slots (`Producer::dirty`, one bit per slot, in its own memory)
+//! and, when a record it writes ends on such a slot, stores zero there before it publishes
+//! the record, so the word at the consumer's next position is still zero or a frame. That
+//! slot lies inside a record the consumer has released (the producer only writes where
+//! `tail` lets it), so the consumer no longer reads it.
 //!
 //! Ordering: the producer writes the payload, then stores the frame word with `Release`; the
 //! consumer loads it with `Acquire` before reading the payload. The consumer clears the
@@ -51,6 +61,16 @@ pub const CTL_BYTES: usize = LINE;
 pub const FRAME: usize = 8;
 const VALID: u64 = 1 << 63;
 const PAD: u64 = 1 << 62;
+/// Records of at least this many bytes (frame and padding included: four cache lines) are
+/// *large*: the consumer clears only their frame word (see the module notes). (Smaller under
+/// loom, so that the model's small rings hold large records.)
+pub const LARGE: usize = if cfg!(loom) { 96 } else { 4096 };
+
+/// Whether a record of `total` bytes (as [`record_bytes`] gives) is large.
+#[inline(always)]
+fn is_large(total: usize) -> bool {
+    total >= LARGE
+}
 
 /// The control block of a ring: the consumer's index on its own cache line.
 #[repr(C, align(64))]
@@ -214,18 +234,73 @@ pub struct Producer {
     /// `head % cap`, kept incrementally (no division on the fast path).
     pos: usize,
     cached_tail: u64,
+    /// One bit per slot: set if the slot's first word may hold a payload word once the
+    /// consumer has passed it (an inner slot of a large record, which the consumer does not
+    /// clear). A record that ends on such a slot zeroes it first ([`Producer::scrub`]).
+    dirty: Vec<u64>,
+    /// Set bits in `dirty` (0: nothing to look up for a small record).
+    ndirty: usize,
 }
 
 impl Producer {
-    /// Producer for a fresh (zeroed) ring.
+    /// Producer for a fresh (zeroed) ring. A ring that was used before (its `tail` is not
+    /// zero) may hold payload words in the first words of its slots: every slot then
+    /// counts as dirty until a record covers it.
     pub fn new(mem: RingMem) -> Producer {
         let cached_tail = mem.ctl().tail.load(Ordering::Acquire);
-        Producer {
+        let slots = mem.cap / SLOT;
+        let mut p = Producer {
             pos: (cached_tail % mem.cap as u64) as usize,
+            dirty: vec![0; slots.div_ceil(64)],
+            ndirty: 0,
             mem,
             head: cached_tail,
             cached_tail,
+        };
+        if cached_tail != 0 {
+            p.mark(0, p.mem.cap, true);
         }
+        p
+    }
+
+    /// Marks the slots of `[from, to)` (slot-aligned byte offsets) dirty or clean.
+    fn mark(&mut self, from: usize, to: usize, dirty: bool) {
+        let (mut s, end) = (from / SLOT, to / SLOT);
+        while s < end {
+            let (w, b) = (s / 64, s % 64);
+            let n = (64 - b).min(end - s);
+            let mask = if n == 64 { !0 } else { ((1u64 << n) - 1) << b };
+            let old = self.dirty[w];
+            let new = if dirty { old | mask } else { old & !mask };
+            self.ndirty = self.ndirty + new.count_ones() as usize - old.count_ones() as usize;
+            self.dirty[w] = new;
+            s += n;
+        }
+    }
+
+    /// Zeroes the first word of the slot at byte `pos` if it is dirty: the consumer will
+    /// poll it next. Called before the record (or pad) ending there is published, so the
+    /// consumer's `Acquire` of that record's frame also sees the zero.
+    #[inline]
+    fn scrub(&mut self, pos: usize) {
+        let (w, b) = (pos / SLOT / 64, pos / SLOT % 64);
+        if self.dirty[w] & (1 << b) != 0 {
+            self.dirty[w] &= !(1 << b);
+            self.ndirty -= 1;
+            self.mem.track_write(pos, FRAME);
+            self.mem.frame(pos).store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The producer's side of the dirty slots for a record of `total` bytes at `at`: its
+    /// frame slot will be cleared by the consumer, its other slots too unless it is large;
+    /// the slot after it is the consumer's next position.
+    #[inline]
+    fn note(&mut self, at: usize, total: usize, large: bool) {
+        self.mark(at, at + SLOT, false);
+        self.mark(at + SLOT, at + total, large);
+        let next = at + total;
+        self.scrub(if next == self.mem.cap { 0 } else { next });
     }
 
     /// Largest record payload accepted by [`Producer::push`].
@@ -260,16 +335,33 @@ impl Producer {
         let mut at = pos as usize;
         if total > to_end {
             // The pad covers the rest of the area; its frame is published before the record's
-            // so the consumer meets them in order.
+            // so the consumer meets them in order. The consumer clears the pad's frame and
+            // moves to the start of the area: that slot must not be dirty.
+            if self.ndirty != 0 {
+                self.mark(at, at + SLOT, false);
+                self.scrub(0);
+            }
             self.mem
                 .frame(at)
                 .store(VALID | PAD | (to_end - FRAME as u64), Ordering::Release);
             self.head += to_end;
             at = 0;
         }
+        let large = is_large(total as usize);
+        if large || self.ndirty != 0 {
+            self.note(at, total as usize, large);
+        }
         self.mem.track_write(at, FRAME + len);
         // SAFETY: `[at + FRAME, at + FRAME + len)` lies inside the data area and is free.
         fill(unsafe { self.mem.data.add(at + FRAME) });
+        #[cfg(loom)]
+        if large {
+            // A payload word that reads as a frame, in the first word of each slot the
+            // consumer will not clear: the model sees it if the producer fails to scrub.
+            for s in (at + SLOT..at + total as usize).step_by(SLOT) {
+                self.mem.frames[s / SLOT].store(VALID | 8, Ordering::Relaxed);
+            }
+        }
         self.mem
             .frame(at)
             .store(VALID | len as u64, Ordering::Release);
@@ -357,8 +449,13 @@ impl Consumer {
     pub fn release(&mut self) {
         if let Some((pos, len)) = self.current.take() {
             let total = record_bytes(len);
-            self.mem.track_write(pos, total);
-            self.mem.clear_slots(pos, total);
+            if is_large(total) {
+                // Only the frame: the producer scrubs the other slots where needed.
+                self.mem.track_write(pos, FRAME);
+            } else {
+                self.mem.track_write(pos, total);
+                self.mem.clear_slots(pos, total);
+            }
             self.mem.frame(pos).store(0, Ordering::Relaxed);
             self.tail += total as u64;
             self.advance(pos, total);
@@ -389,12 +486,20 @@ pub struct RingCorrupt {
 mod tests {
     use super::*;
 
+    /// Room for rings of up to 16 KiB (large records need more than 1 KiB).
+    const BUF: usize = 16 << 10;
+
     #[repr(C, align(64))]
-    struct Buf([u8; CTL_BYTES + 1024]);
+    struct Buf([u8; CTL_BYTES + BUF]);
 
     fn ring(buf: &mut Buf) -> (Producer, Consumer) {
+        ring_of(buf, 1024)
+    }
+
+    fn ring_of(buf: &mut Buf, cap: usize) -> (Producer, Consumer) {
+        assert!(cap <= BUF);
         // SAFETY: buf is aligned, zeroed and outlives the ring within the test.
-        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
+        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), cap) };
         (Producer::new(mem.clone()), Consumer::new(mem))
     }
 
@@ -415,7 +520,7 @@ mod tests {
 
     #[test]
     fn fifo_wraps_pads_and_reports_full() {
-        let mut buf = Buf([0; CTL_BYTES + 1024]);
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
         let (mut p, mut c) = ring(&mut buf);
         assert_eq!(p.max_record(), 504);
         assert!(!c.ready());
@@ -448,7 +553,7 @@ mod tests {
     /// intact and in order (checks the slot-clearing that makes polling one word safe).
     #[test]
     fn threads_stream_records_intact() {
-        let mut buf = Box::new(Buf([0; CTL_BYTES + 1024]));
+        let mut buf = Box::new(Buf([0; CTL_BYTES + BUF]));
         // SAFETY: buf outlives both threads (joined in scope).
         let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
         let (mut p, mut c) = (Producer::new(mem.clone()), Consumer::new(mem));
@@ -482,7 +587,7 @@ mod tests {
     /// consumed one leaves its slots cleared for the next lap.
     #[test]
     fn small_records_share_a_line() {
-        let mut buf = Buf([0; CTL_BYTES + 1024]);
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
         let (mut p, mut c) = ring(&mut buf);
         assert_eq!(
             (record_bytes(0), record_bytes(24), record_bytes(25)),
@@ -534,9 +639,34 @@ mod tests {
     /// behind the last record) nor in a stream with a second thread.
     #[test]
     fn stale_payload_is_never_a_frame() {
-        let lens = [200usize, 90, 24, 8, 130, 0, 504, 40, 250, 64, 17, 300];
-        let mut buf = Buf([0; CTL_BYTES + 1024]);
-        let (mut p, mut c) = ring(&mut buf);
+        // A 1 KiB ring with small records, and a 16 KiB one with large records among them.
+        stale_payload_check(
+            1024,
+            &[200usize, 90, 24, 8, 130, 0, 504, 40, 250, 64, 17, 300],
+        );
+        stale_payload_check(
+            BUF,
+            &[
+                5000,
+                90,
+                24,
+                8,
+                LARGE - FRAME,
+                0,
+                BUF / 2 - FRAME,
+                40,
+                6000,
+                64,
+                17,
+                4100,
+            ],
+        );
+    }
+
+    fn stale_payload_check(cap: usize, lens: &[usize]) {
+        assert!(cap < 2048 || lens.iter().any(|&n| is_large(record_bytes(n))));
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
+        let (mut p, mut c) = ring_of(&mut buf, cap);
         let mut seq = 0u64;
         for phase in 0..60usize {
             let len = lens[phase % lens.len()];
@@ -568,9 +698,9 @@ mod tests {
             }
         }
 
-        let mut buf = Box::new(Buf([0; CTL_BYTES + 1024]));
+        let mut buf = Box::new(Buf([0; CTL_BYTES + BUF]));
         // SAFETY: buf outlives both threads (joined in scope).
-        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), 1024) };
+        let mem = unsafe { RingMem::from_raw(buf.0.as_mut_ptr(), cap) };
         let (mut p, mut c) = (Producer::new(mem.clone()), Consumer::new(mem));
         let n = 30_000u64;
         let len_of = |i: u64| lens[(i / 500) as usize % lens.len()].max(8);
@@ -597,9 +727,72 @@ mod tests {
         drop(buf);
     }
 
+    /// The first word of slot `s` of the data area.
+    fn head_word(buf: &Buf, s: usize) -> u64 {
+        let at = CTL_BYTES + s * SLOT;
+        u64::from_le_bytes(buf.0[at..at + 8].try_into().unwrap())
+    }
+
+    /// The consumer writes only the frame word of a large record, never its other slots
+    /// (they stay in the producer's cache for its next lap); a later record that ends on
+    /// one of those slots finds it zeroed by the producer, so the consumer stops there. A
+    /// new producer on a used ring treats every slot as dirty.
+    #[test]
+    fn large_records_are_not_cleared_and_scrubbed_by_the_producer() {
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
+        let len = LARGE - FRAME;
+        assert!(is_large(record_bytes(len)) && !is_large(record_bytes(len - SLOT)));
+        let (mut p, mut c) = ring_of(&mut buf, BUF);
+        let big = frame_like(len, 1);
+        assert!(push(&mut p, &big));
+        assert_eq!(pop(&mut c), Some(big.clone()));
+        assert!(!c.ready());
+        // Slot 0 (the frame) cleared; slots 1.. still hold the payload's words, which read
+        // as frames.
+        assert_eq!(head_word(&buf, 0), 0);
+        for s in 1..LARGE / SLOT {
+            let w = u64::from_le_bytes(big[s * SLOT - 8..s * SLOT].try_into().unwrap());
+            assert_eq!(
+                head_word(&buf, s),
+                w,
+                "slot {s} was written by the consumer"
+            );
+            assert!(w & VALID != 0);
+        }
+        // Wrap twice with 8-byte records (one slot each): they end on every slot of the
+        // large record's area in turn.
+        for i in 0..(BUF / SLOT) as u64 * 2 {
+            let m = frame_like(8, i);
+            assert!(push(&mut p, &m));
+            assert_eq!(pop(&mut c), Some(m), "record {i}");
+            assert!(!c.ready(), "stale word taken for a record after record {i}");
+        }
+        // A producer and a consumer made anew on this used ring (tail not zero) whose slots
+        // all hold frame-like words but the consumer's position: large records, then small
+        // ones, never a stale frame.
+        drop((p, c));
+        for s in 0..BUF / SLOT {
+            buf.0[CTL_BYTES + s * SLOT..CTL_BYTES + s * SLOT + 8]
+                .copy_from_slice(&(VALID | 8).to_le_bytes());
+        }
+        let (mut p, mut c) = ring_of(&mut buf, BUF);
+        c.mem.frame(c.pos).store(0, Ordering::Relaxed);
+        for i in 0..200u64 {
+            let n = if i % 7 < 3 {
+                len + 40
+            } else {
+                8 + (i as usize % 3) * 24
+            };
+            let m = frame_like(n, i);
+            assert!(push(&mut p, &m));
+            assert_eq!(pop(&mut c), Some(m), "record {i}");
+            assert!(!c.ready(), "stale word taken for a record after record {i}");
+        }
+    }
+
     #[test]
     fn corrupt_frame_is_reported() {
-        let mut buf = Buf([0; CTL_BYTES + 1024]);
+        let mut buf = Buf([0; CTL_BYTES + BUF]);
         let (mut p, mut c) = ring(&mut buf);
         assert!(push(&mut p, &[1, 2, 3]));
         // Overwrite the frame with an impossible length.
