@@ -1468,9 +1468,10 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
     // the call being in place, never from our datatype's layout, which another rank's
     // (equal type signature) may not share.
     let at: usize = bytes[..me].iter().sum();
-    let equal = counts.iter().all(|&k| k == counts[0]);
+    // 0 when the blocks are alike, compared with the vector's length on the segment.
+    let mark = oxmpi_coll::counts_mark(counts.iter().copied());
     let vector = (at, bytes[me], total * dt.size);
-    if let Some(phased) = reduce_scatter_plan(c, vector.2, equal) {
+    if let Some(phased) = reduce_scatter_plan(c, vector.2, mark == 0) {
         let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
         let op = (&f, red.elem(), red.commutative());
         let in_place = alg::is_in_place(sendbuf);
@@ -1479,7 +1480,7 @@ fn reduce_scatter(c: &Coll, dt: &Arc<Datatype>, r: alg::ReduceArgs<&[usize]>) ->
             (Some(&full[..]), out.bytes(), in_place),
             phased,
             vector,
-            op,
+            (op, mark),
         ) {
             Ok(true) => {
                 out.store(|_| true);
@@ -1508,11 +1509,10 @@ fn reduce_scatter_fast(
     c: &Coll,
     dt: &Arc<Datatype>,
     r: alg::ReduceArgs<()>,
-    geom: (usize, usize, usize, bool),
+    geom: (usize, usize, usize, usize),
 ) -> Option<MpiResult> {
     if dt.predefined && !dt.is_contiguous() {
-        let (at, mine, total, _) = geom;
-        return reduce_scatter_pairs(c, dt, r, (at, mine, total));
+        return reduce_scatter_pairs(c, dt, r, geom);
     }
     if !dt.predefined || !dt.is_contiguous() || dt.lb != 0 {
         return None;
@@ -1533,7 +1533,7 @@ fn reduce_scatter_basic(
     c: &Coll,
     b: alg::BasicOp,
     r: alg::ReduceArgs<()>,
-    geom: (usize, usize, usize, bool),
+    geom: (usize, usize, usize, usize),
 ) -> Option<MpiResult> {
     let f = |x: &[u8], y: &mut [u8]| b.apply(x, y);
     reduce_scatter_bytes(c, r, b.size(), geom, (&f, true))
@@ -1541,16 +1541,17 @@ fn reduce_scatter_basic(
 
 /// The body of [`reduce_scatter_fast`] for a contiguous type of `s` bytes an item (its
 /// items at offset 0), reduced by `f` (`inout = in ∘ inout`, commutative or not): on the
-/// user's buffers when the vector fits the segment's ways, else `None`.
+/// user's buffers when the vector fits the segment's ways, else `None`. `mark` is the
+/// counts' [`oxmpi_coll::counts_mark`] (0: the blocks are alike).
 fn reduce_scatter_bytes<F: Fn(&[u8], &mut [u8])>(
     c: &Coll,
     r: alg::ReduceArgs<()>,
     s: usize,
-    (at, mine, total, equal): (usize, usize, usize, bool),
+    (at, mine, total, mark): (usize, usize, usize, usize),
     (f, commutative): (&F, bool),
 ) -> Option<MpiResult> {
     let bytes = total.checked_mul(s)?;
-    let phased = reduce_scatter_plan(c, bytes, equal)?;
+    let phased = reduce_scatter_plan(c, bytes, mark == 0)?;
     let in_place = alg::is_in_place(r.sendbuf);
     if (!in_place && r.sendbuf.is_null()) || (r.recvbuf.is_null() && (in_place || mine > 0)) {
         return None;
@@ -1575,7 +1576,7 @@ fn reduce_scatter_bytes<F: Fn(&[u8], &mut [u8])>(
         (send, buf, in_place),
         phased,
         vector,
-        (f, s, commutative),
+        ((f, s, commutative), mark),
     ) {
         Ok(true) => Some(Ok(())),
         Ok(false) => None,
@@ -1605,13 +1606,14 @@ fn reduce_scatter_plan(c: &Coll, bytes: usize, equal: bool) -> Option<bool> {
 /// contribution `send` (`None`: in place, it starts `buf`; a packed copy of a
 /// non-contiguous one otherwise, `in_place` still the call's), our block (`mine` bytes
 /// from byte `at` of the `bytes`-byte vector) into `buf`, folded by `f` on whole items of
-/// `elem` bytes. False: nothing done (on every rank alike), for the general path.
+/// `elem` bytes. False: nothing done (on every rank alike), for the general path. `mark`:
+/// the counts' [`oxmpi_coll::counts_mark`] (phased only when it is 0).
 fn reduce_scatter_seg<F: Fn(&[u8], &mut [u8])>(
     c: &Coll,
     (send, buf, in_place): (Option<&[u8]>, &mut [u8], bool),
     phased: bool,
     (at, mine, bytes): (usize, usize, usize),
-    (f, elem, commutative): (&F, usize, bool),
+    ((f, elem, commutative), mark): ((&F, usize, bool), usize),
 ) -> oxmpi_coll::Result<bool> {
     if phased {
         select::reduce_scatter_phased(&c.alg(), send, buf, (mine, elem), f)
@@ -1622,7 +1624,7 @@ fn reduce_scatter_seg<F: Fn(&[u8], &mut [u8])>(
             buf,
             (at, mine, bytes),
             (f, commutative),
-            in_place,
+            (in_place, mark),
         )
     }
 }
@@ -1638,7 +1640,7 @@ fn reduce_scatter_pairs(
     c: &Coll,
     dt: &Arc<Datatype>,
     r: alg::ReduceArgs<()>,
-    (at, mine, total): (usize, usize, usize),
+    (at, mine, total, mark): (usize, usize, usize, usize),
 ) -> Option<MpiResult> {
     use std::mem::MaybeUninit;
     const DATA: usize = oxmpi_coll::sm::DATA;
@@ -1677,12 +1679,13 @@ fn reduce_scatter_pairs(
     // SAFETY: its first `mine * s` bytes (at most `bytes`) were just initialised.
     let out = unsafe { std::slice::from_raw_parts_mut(block.as_mut_ptr().cast::<u8>(), mine * s) };
     let f = |x: &[u8], y: &mut [u8]| red.apply(x, y);
-    match select::reduce_scatter_direct(
+    match select::reduce_scatter_direct_as(
         &c.alg(),
         Some(send),
         out,
         (at * s, mine * s, bytes),
         (&f, red.commutative()),
+        (false, mark),
     ) {
         Ok(true) => {
             // SAFETY: MPI contract: recvbuf has room for our `mine` items; `out` holds them
@@ -1705,14 +1708,14 @@ mpi_fn_c! {
             let c = coll(comm)?;
             let (me, n) = (c.rank as usize, c.size as usize);
             let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-            if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_basic(&c, b, args, (me * k, k, total, true))) {
+            if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_basic(&c, b, args, (me * k, k, total, 0))) {
                 return r;
             }
         }
         let (c, dt) = coll_dt(comm, datatype)?;
         let (me, n) = (c.rank as usize, c.size as usize);
         let k = check_count(recvcount).map_err(|e| e.on(comm))?;
-        if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total, true))) {
+        if let Some(r) = k.checked_mul(n).and_then(|total| reduce_scatter_fast(&c, &dt, args, (me * k, k, total, 0))) {
             return r;
         }
         reduce_scatter(&c, &dt, args.with_count(&vec![k; n]))
@@ -1747,8 +1750,10 @@ mpi_fn_c! {
             }
             total = total.and_then(|t| t.checked_add(k));
         }
+        // The counts' mark (0 when alike: no cost), compared with the vector's length.
+        let mark = if equal { 0 } else { oxmpi_coll::counts_mark(raw.iter().map(|&k| usize::try_from(k).unwrap_or(0))) };
         let args = alg::ReduceArgs { sendbuf, recvbuf, count: (), datatype, op, comm };
-        let geom = |total| (at, mine, total, equal);
+        let geom = |total| (at, mine, total, mark);
         if let Some(b) = basic {
             if let Some(r) = total.and_then(|total| reduce_scatter_basic(&c, b, args, geom(total))) {
                 return r;

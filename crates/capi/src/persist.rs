@@ -114,13 +114,24 @@ fn root(root: c_int, b: Base, comm: c_int) -> MpiResult {
 /// so that erroneous counts would hang or sum wrong). Every rank fails alike when they
 /// differ (`CollComm::same_length`); nothing is planned then.
 fn same_length(count: impl Into<i64>, datatype: c_int, comm: c_int) -> MpiResult {
+    same_length_marked(count, 0, datatype, comm)
+}
+
+/// [`same_length`] of a vector whose length carries `mark` too (a reduce-scatter's
+/// [`oxmpi_coll::counts_mark`]: different block counts of the same sum fail alike).
+fn same_length_marked(
+    count: impl Into<i64>,
+    mark: usize,
+    datatype: c_int,
+    comm: c_int,
+) -> MpiResult {
     let size = lock()
         .dtype_committed(datatype)
         .map_err(|e| e.on(comm))?
         .size;
     let n = usize::try_from(count.into()).unwrap_or(0);
     let (a, _, _) = comm_info(comm)?;
-    a.same_length(n.saturating_mul(size))
+    a.same_length(n.saturating_mul(size) | mark)
         .map_err(sched_err(comm))
 }
 
@@ -271,7 +282,9 @@ persistent! {
             // The whole vector's length, as `MPI_Reduce_scatter_block_init`.
             let counts = slice_in(recvcounts, b.local, "recvcounts")?;
             let total = counts.iter().fold(0i64, |t, &c| t.saturating_add(i64::from(c).max(0)));
-            same_length(total, datatype, comm)?;
+            // And the blocks' mark: counts that differ with the same sum fail alike.
+            let mark = oxmpi_coll::counts_mark(counts.iter().map(|&c| usize::try_from(c).unwrap_or(0)));
+            same_length_marked(total, mark, datatype, comm)?;
         }
     }
 

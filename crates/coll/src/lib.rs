@@ -71,7 +71,7 @@ pub mod tuned;
 
 pub(crate) use base::comm::arg_err;
 pub use base::comm::{comm_free, release, CollComm, Result, COLL_BIT};
-pub use base::helpers::{pooled, split_even, unpool, Op, Pooled};
+pub use base::helpers::{counts_mark, pooled, split_even, unpool, Op, Pooled};
 pub use base::params as tune;
 pub use base::params::PROVIDER;
 pub use base::stats::pvars;

@@ -35,7 +35,12 @@
  *   above the erroneous one. Without the segment ("nosm") on more than 2 ranks, a scan's
  *   or exscan's pairs of lengths on different point-to-point plans (below 16 KiB
  *   recursive doubling, from it the chain) or with chains of different segment counts
- *   (64 KiB each) are left out: those still hang (the plans' messages do not meet).
+ *   (64 KiB each) are left out: those still hang (the plans' messages do not meet);
+ *   "allplans" runs them anyway (to show the hang).
+ * - reduce_scatter whose blocks one rank splits otherwise with the same sum ("rsmix",
+ *   rs_mixed: e.g. counts {1, 3} against {2, 2}): every rank fails (each would otherwise
+ *   fold its own block of the same-length vector and succeed); correct calls with the
+ *   uneven split on every rank, then even blocks, succeed afterwards.
  *
  * A hang is reported, not waited on: every case runs under alarm(); the SIGALRM handler
  * prints the case and exits with status 3. A persistent request is started twice and must
@@ -43,7 +48,8 @@
  * that part), "allreduce" (only sums where one rank passes another count: MPI_Allreduce,
  * MPI_Iallreduce, MPI_Allreduce_init), "reduce", "scan" (scan and exscan), "rs"
  * (reduce_scatter_block and reduce_scatter: one rank passes other counts; see rd_case),
- * "nosm" (the shared-memory segment is off: leaves out the scan pairs above),
+ * "nosm" (the shared-memory segment is off: leaves out the scan pairs above), "allplans"
+ * (does not), "rsmix" (only the reduce_scatter splits),
  * "noncomm" (those reductions with a user op made non-commutative, which sums too),
  * "blocking", "nonblocking", "persistent" or
  * "nopersistent" (only those forms). Rank 0 prints "coll_errcounts: all checks passed" at the end. */
@@ -52,7 +58,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, survey, failed, nosm;
+static int rank, size, survey, failed, nosm, allplans;
 /* Which forms run: bit 0 blocking, bit 1 nonblocking, bit 2 persistent ("blocking",
  * "nonblocking", "persistent"). */
 static int forms = 7;
@@ -533,12 +539,93 @@ static void reductions(int colls) {
                 for (int root = 0; root < (coll == 0 ? size : 1); root++)
                     for (int bad = 0; bad < size; bad++) {
                         if (coll == 0 && size > 3 && bad != root && bad != (root + 1) % size) continue;
-                        if ((coll == 1 || coll == 2) && nosm && form != 2 &&
+                        if ((coll == 1 || coll == 2) && nosm && !allplans && form != 2 &&
                             scan_plans_differ(pairs[k][0], pairs[k][1]))
                             continue;
                         rd_case(coll, form, root, bad, pairs[k][0], pairs[k][1], ++seed % 200);
                     }
     if (rank == 0 && !failed) printf("coll_errcounts: reduction mismatches: ok\n");
+}
+
+/* ---- reduce_scatter: counts that differ with the same sum ---- */
+
+static int rsm_call(int form, const int *in, int *out, const int *counts) {
+    MPI_Request q;
+    int rc;
+    if (form == 0) return MPI_Reduce_scatter(in, out, counts, MPI_INT, rd_op, MPI_COMM_WORLD);
+    if (form == 1)
+        rc = MPI_Ireduce_scatter(in, out, counts, MPI_INT, rd_op, MPI_COMM_WORLD, &q);
+    else
+        rc = MPI_Reduce_scatter_init(in, out, counts, MPI_INT, rd_op, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+    if (rc != MPI_SUCCESS) return rc;
+    return form == 2 ? start_twice(&q) : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* One reduce_scatter where block 0 has m - d ints and block 1 m + d (every other m) on
+ * the ranks in `uneven` (bit r: rank r), all blocks m ints on the others: the class, *ok
+ * whether our block is right. */
+static int rsm_run(int form, unsigned uneven, size_t m, size_t d, int seed, int *ok) {
+    int counts[64];
+    for (int i = 0; i < size; i++) counts[i] = (int)m;
+    if (uneven >> rank & 1) {
+        counts[0] = (int)(m - d);
+        counts[1] = (int)(m + d);
+    }
+    size_t total = m * (size_t)size, at = 0;
+    for (int i = 0; i < rank; i++) at += (size_t)counts[i];
+    size_t mine = (size_t)counts[rank];
+    int *in = xmalloc(total * sizeof(int)), *out = xmalloc(mine * sizeof(int));
+    for (size_t j = 0; j < total; j++) in[j] = (int)(j % 1000) + seed + rank;
+    for (size_t i = 0; i < mine; i++) out[i] = -1;
+    int c = class_of_rc(rsm_call(form, in, out, counts));
+    *ok = 1;
+    for (size_t i = 0; i < mine && *ok; i++)
+        *ok = out[i] == size * ((int)((at + i) % 1000) + seed) + size * (size - 1) / 2;
+    free(in);
+    free(out);
+    return c;
+}
+
+/* Rank `bad` splits the vector (m ints a block, the same sum everywhere) with d ints moved
+ * from block 0 to block 1: every rank must fail (MPI_ERR_TRUNCATE, MPI_ERR_COUNT or
+ * MPI_ERR_OTHER; each would otherwise fold its own block and succeed, or hang where the
+ * split puts ranks on different paths); without the segment ("nosm": exact point-to-point
+ * exchanges of the blocks) a rank may instead succeed with its block right. Correct calls afterwards: every rank with the
+ * uneven split, then every rank with even blocks, both right everywhere. */
+static void rsm_case(int form, int bad, size_t m, size_t d, int seed) {
+    snprintf(cur, sizeof cur, "%sReduce_scatter%s: %zu ints a block, rank %d moves %zu from block 0 to 1",
+             rd_form[form], rd_suffix[form], m, bad, d);
+    alarm(30);
+    int ok, c = rsm_run(form, 1u << bad, m, d, seed, &ok);
+    int known = c == MPI_ERR_TRUNCATE || c == MPI_ERR_COUNT || c == MPI_ERR_OTHER;
+    if (survey) {
+        printf("%s: rank %d: %s%s\n", cur, rank, cname(c), c == MPI_SUCCESS && !ok ? " (wrong data)" : "");
+        fflush(stdout);
+    } else if (!known && !(nosm && c == MPI_SUCCESS && ok)) {
+        FAIL("got %s%s, expected an error", cname(c), c == MPI_SUCCESS && !ok ? " with wrong data" : "");
+    }
+    int c2 = rsm_run(form, ~0u, m, d, seed + 1, &ok);
+    if (c2 != MPI_SUCCESS || !ok)
+        FAIL("the correct uneven call after it got %s%s", cname(c2), c2 == MPI_SUCCESS ? " with wrong data" : "");
+    int c3 = rsm_run(form, 0, m, d, seed + 2, &ok);
+    if (c3 != MPI_SUCCESS || !ok)
+        FAIL("the correct even call after it got %s%s", cname(c3), c3 == MPI_SUCCESS ? " with wrong data" : "");
+    alarm(0);
+}
+
+/* Vectors in a segment buffer (up to 4 KiB), on two ranks by cross-memory copies, on more
+ * in the nonblocking large region (up to 1 MiB) and beyond it (even blocks in phases, the
+ * uneven split point to point), and one block emptied. */
+static void rs_mixed(void) {
+    static const size_t cases[][2] = {
+        {2, 1}, {1, 1}, {100, 50}, {300, 1}, {2048, 1000}, {70000, 1}, {300000, 7},
+    };
+    int seed = 0;
+    for (int form = 0; form < 3; form++)
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0] && (forms >> form & 1); k++)
+            for (int bad = 0; bad < size; bad++)
+                rsm_case(form, bad, cases[k][0], cases[k][1], ++seed % 200);
+    if (rank == 0 && !failed) printf("coll_errcounts: reduce_scatter splits: ok\n");
 }
 
 int main(int argc, char **argv) {
@@ -547,7 +634,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     check_rank_ = rank;
     CHECK(size <= 64);
-    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0;
+    int only_bcast = 0, only_a2a = 0, only_ar = 0, rd = 0, rsmix = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "survey")) survey = 1;
         if (!strcmp(argv[i], "bcast")) only_bcast = 1;
@@ -557,6 +644,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "scan")) rd |= 6;
         if (!strcmp(argv[i], "rs")) rd |= 24;
         if (!strcmp(argv[i], "nosm")) nosm = 1;
+        if (!strcmp(argv[i], "allplans")) allplans = 1;
+        if (!strcmp(argv[i], "rsmix")) rsmix = 1;
         if (!strcmp(argv[i], "blocking")) forms = 1;
         if (!strcmp(argv[i], "nonblocking")) forms = 2;
         if (!strcmp(argv[i], "persistent")) forms = 4;
@@ -567,8 +656,9 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* The segment (when there is one) is made by a first collective. */
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!only_a2a && !only_ar && !rd) bcasts();
-    if (!only_bcast && !only_ar && !rd) a2as();
+    if (!only_a2a && !only_ar && !rd && !rsmix) bcasts();
+    if (!only_bcast && !only_ar && !rd && !rsmix) a2as();
+    if (rsmix) rs_mixed();
     if (only_ar) allreduces();
     if (rd) reductions(rd);
     MPI_Barrier(MPI_COMM_WORLD);

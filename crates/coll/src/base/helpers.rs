@@ -37,12 +37,58 @@ pub(crate) fn bcast_differs(m: usize, n: usize) -> oxmpi_engine::Error {
 /// longer (it would not fit), else `MPI_ERR_COUNT`. Every length check of the
 /// collectives (broadcasts, reductions, the two-rank cross-memory pair) decides here.
 pub(crate) fn lengths_differ(theirs: u64, ours: usize, msg: String) -> oxmpi_engine::Error {
-    let class = if theirs > ours as u64 {
+    // A reduce-scatter's length may carry the mark of its block counts ([`counts_mark`]).
+    let (t, o) = (theirs & LEN_BYTES, ours as u64 & LEN_BYTES);
+    if t == o {
+        return arg_err(
+            ErrorClass::Count,
+            format!(
+                "reduce_scatter: another rank splits the vector of {o} bytes into other \
+                 blocks (the ranks' counts differ)"
+            ),
+        );
+    }
+    let class = if t > o {
         ErrorClass::Truncate
     } else {
         ErrorClass::Count
     };
     arg_err(class, msg)
+}
+
+/// The bits of a reduction's length (the word posted on the segment, the length a
+/// persistent init compares) that hold bytes; those above hold a reduce-scatter's
+/// [`counts_mark`].
+pub(crate) const LEN_BYTES: u64 = (1 << COUNTS_MARK_SHIFT) - 1;
+const COUNTS_MARK_SHIFT: u32 = 44;
+
+/// The mark of a reduce-scatter's block counts (items or bytes, `counts`), added to the
+/// vector's length where the ranks compare it (the segment's length words, the pair's
+/// post, a persistent init): 0 when every block is alike (`MPI_Reduce_scatter_block`,
+/// nothing changes), else a hash of the counts divided by their greatest common divisor
+/// (so items and bytes, and ranks whose datatypes differ in size with the same type
+/// signature, give the same mark) in bits 44 to 62. Ranks passing different counts of the
+/// same sum (erroneous: each would fold its own block of the vector and succeed) then
+/// post different lengths and fail alike, on every path that compares them.
+pub fn counts_mark<I: Iterator<Item = usize> + Clone>(counts: I) -> usize {
+    fn gcd(mut a: usize, mut b: usize) -> usize {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+    let g = counts.clone().fold(0, gcd);
+    let mut first = None;
+    if g == 0 || counts.clone().all(|k| *first.get_or_insert(k) == k) {
+        return 0;
+    }
+    // FNV-1a over the reduced counts, folded to 19 bits, never 0.
+    let h = counts.fold(0xcbf2_9ce4_8422_2325u64, |h, k| {
+        (h ^ (k / g) as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    let bits = 63 - COUNTS_MARK_SHIFT;
+    let m = ((h ^ (h >> bits) ^ (h >> (2 * bits))) & ((1 << bits) - 1)) | 1;
+    (m << COUNTS_MARK_SHIFT) as usize
 }
 
 /// Rank `me`'s place in the binomial tree of a broadcast from `root` on `p` ranks (that of
@@ -426,6 +472,26 @@ pub(crate) fn scan_rounds(r: i32, p: i32) -> Vec<ScanRound> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reduce-scatter's counts mark: 0 for alike blocks (any count, empty too), the same
+    /// for counts in items and in bytes of a larger type, another for another split of
+    /// the same sum, always above the bytes' bits; a mark-only difference is a count error.
+    #[test]
+    fn counts_marks() {
+        let mark = |c: &[usize]| counts_mark(c.iter().copied());
+        assert_eq!(mark(&[2, 2]), 0);
+        assert_eq!(mark(&[0, 0, 0]), 0);
+        assert_eq!(mark(&[7]), 0);
+        let m = mark(&[1, 3]);
+        assert_ne!(m, 0);
+        assert_eq!(m as u64 & LEN_BYTES, 0);
+        assert_eq!(m, mark(&[8, 24]));
+        assert_ne!(m, mark(&[3, 1]));
+        assert_ne!(mark(&[0, 4]), mark(&[1, 3]));
+        assert_ne!(mark(&[0, 4]), 0);
+        let e = lengths_differ((16 | m) as u64, 16, String::new());
+        assert_eq!(e.class(), ErrorClass::Count);
+    }
 
     /// Every rank but the root is the child of exactly one rank, the first of its
     /// ancestors (the root when it has none), whose own ancestors follow; every path ends

@@ -740,9 +740,13 @@ pub fn reduce_scatter(
 ) -> Result<()> {
     let total: usize = counts.iter().sum();
     let me = a.rank as usize;
+    // Every length compared below holds the counts' mark (different counts of the same
+    // sum fail alike, [`crate::counts_mark`]).
+    let mark = crate::counts_mark(counts.iter().copied());
     if counts.len() == a.size as usize && full.len() >= total && out.len() >= counts[me] {
         let at = counts[..me].iter().sum();
-        if reduce_scatter_large(a, Some(&full[..total]), out, (at, counts[me], total), op.f)? {
+        let geom = (at, counts[me], total, mark);
+        if reduce_scatter_large(a, Some(&full[..total]), out, geom, op.f)? {
             return Ok(());
         }
     }
@@ -754,7 +758,7 @@ pub fn reduce_scatter(
         if let Some(seg) = sm::get(a, Coll::ReduceScatter)? {
             count(a.shadow, Alg::SmReduceScatter);
             let at = counts[..me].iter().sum();
-            return seg.reduce_scatter(Some(&full[..total]), out, (at, counts[me]), op.f);
+            return seg.reduce_scatter(Some(&full[..total]), out, (at, counts[me], mark), op.f);
         }
     }
     // `full` is a copy made at this call: its lines are in our core's cache, so vectors
@@ -767,7 +771,7 @@ pub fn reduce_scatter(
             sm::REDUCE_SCATTER_PAIR_WRITTEN,
         )? {
             count(a.shadow, Alg::SmReduceScatter);
-            let block = (if me == 0 { 0 } else { counts[0] }, counts[me], total);
+            let block = (if me == 0 { 0 } else { counts[0] }, counts[me], total, mark);
             return seg.reduce_scatter_pull(Some(&full[..total]), out, block, op.commutative, op.f);
         }
     }
@@ -775,7 +779,7 @@ pub fn reduce_scatter(
     // the vector's length at the same sequence number, so ranks whose counts differ
     // (erroneous) fail alike instead of waiting on different paths.
     if let Some(seg) = sm::get(a, Coll::ReduceScatter)? {
-        seg.reduction_gate(total, "reduce_scatter")?;
+        seg.reduction_gate(total | mark, "reduce_scatter")?;
     }
     a.reduce_scatter(full, counts, out, op)
 }
@@ -795,7 +799,7 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
     geom: (usize, usize, usize),
     op: (&F, bool),
 ) -> Result<bool> {
-    reduce_scatter_direct_as(a, send, buf, geom, op, send.is_none())
+    reduce_scatter_direct_as(a, send, buf, geom, op, (send.is_none(), 0))
 }
 
 /// [`reduce_scatter_direct`] where `send` may be a copy of the call's contribution (the
@@ -805,6 +809,8 @@ pub fn reduce_scatter_direct<F: Fn(&[u8], &mut [u8])>(
 /// passed. A rank whose datatype is contiguous and one whose is not (equal type
 /// signatures, legal MPI) then take the same path. (Inlined: the small vectors' call from
 /// the user's buffers costs no more than before the flag, 37 instructions at np=2 4 B.)
+/// `mark` is the [`counts_mark`](crate::counts_mark) of the call's block counts (0 when
+/// they are alike), compared with the vector's length.
 #[inline(always)]
 pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
     a: &CollComm,
@@ -812,7 +818,7 @@ pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
     buf: &mut [u8],
     (at, n, total): (usize, usize, usize),
     (f, commutative): (&F, bool),
-    in_place: bool,
+    (in_place, mark): (bool, usize),
 ) -> Result<bool> {
     // A vector of one buffer: neither the pair (`REDUCE_SCATTER_PAIR*` start above `DATA`)
     // nor the large region (more than `DATA` bytes) applies, so ask for the segment first.
@@ -823,8 +829,8 @@ pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
         count(a.shadow, Alg::SmReduceScatter);
         // (Slicing checks the caller's lengths: `at + n <= total` is the segment's to check.)
         match send {
-            Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n), f)?,
-            None => seg.reduce_scatter(None, &mut buf[..total], (at, n), f)?,
+            Some(s) => seg.reduce_scatter(Some(&s[..total]), buf, (at, n, mark), f)?,
+            None => seg.reduce_scatter(None, &mut buf[..total], (at, n, mark), f)?,
         }
         return Ok(true);
     }
@@ -838,10 +844,10 @@ pub fn reduce_scatter_direct_as<F: Fn(&[u8], &mut [u8])>(
     };
     if let Some(seg) = pair(a, Coll::ReduceScatter, total, range)? {
         count(a.shadow, Alg::SmReduceScatter);
-        seg.reduce_scatter_pull(send, buf, (at, n, total), commutative, f)?;
+        seg.reduce_scatter_pull(send, buf, (at, n, total, mark), commutative, f)?;
         return Ok(true);
     }
-    reduce_scatter_large(a, send, buf, (at, n, total), f)
+    reduce_scatter_large(a, send, buf, (at, n, total, mark), f)
 }
 
 // `reduce_scatter_direct` asks for the segment's buffers first for vectors of up to `DATA`
@@ -868,7 +874,7 @@ fn reduce_scatter_large(
     a: &CollComm,
     send: Option<&[u8]>,
     buf: &mut [u8],
-    (at, n, total): (usize, usize, usize),
+    (at, n, total, mark): (usize, usize, usize, usize),
     f: &dyn Fn(&[u8], &mut [u8]),
 ) -> Result<bool> {
     if !sm::large_fits(a, total) {
@@ -878,8 +884,8 @@ fn reduce_scatter_large(
         return Ok(false);
     };
     // Our length at the sequence number where the other paths post theirs (erroneous
-    // counts fail on every rank, [`reduce_scatter`]).
-    seg.reduction_gate(total, "reduce_scatter")?;
+    // counts fail on every rank, [`reduce_scatter`]; with the counts' mark).
+    seg.reduction_gate(total | mark, "reduce_scatter")?;
     if !seg.reduce_scatter_large(send, buf, (at, n, total), f, &progress_nb) {
         return Err(crate::arg_err(
             oxmpi_engine::ErrorClass::Count,

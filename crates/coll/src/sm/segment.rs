@@ -2169,12 +2169,14 @@ impl Seg {
     /// the sequence number where the other paths of a blocking reduce-scatter post theirs
     /// ([`Seg::reduction_gate`], a two-rank cross-memory post): a rank that sees another
     /// rank's vector differ from its own (erroneous counts) fails ([`lengths_error`],
-    /// `buf` untouched), which is every rank, since every rank waits for every post.
+    /// `buf` untouched), which is every rank, since every rank waits for every post. The
+    /// word holds `mark` too, the [`counts_mark`](crate::counts_mark) of the block counts
+    /// (0 when they are alike): counts that differ with the same sum fail alike.
     pub fn reduce_scatter<F: Fn(&[u8], &mut [u8]) + ?Sized>(
         &self,
         send: Option<&[u8]>,
         buf: &mut [u8],
-        (at, n): (usize, usize),
+        (at, n, mark): (usize, usize, usize),
         red: &F,
     ) -> Result<()> {
         let k = self.next();
@@ -2185,11 +2187,11 @@ impl Seg {
             "block outside the vector"
         );
         if self.size == 2 {
-            return self.reduce_scatter_two(k, send, buf, (at, n), red);
+            return self.reduce_scatter_two(k, send, buf, (at, n, mark), red);
         }
-        self.post_len(k, total, input);
+        self.post_len(k, total | mark, input);
         self.wait_all(k);
-        if let Err(e) = self.lengths_agree(k, total, "reduce_scatter", 0..self.size) {
+        if let Err(e) = self.lengths_agree(k, total | mark, "reduce_scatter", 0..self.size) {
             self.finish(k);
             return Err(e);
         }
@@ -2220,16 +2222,16 @@ impl Seg {
         k: u64,
         send: Option<&[u8]>,
         buf: &mut [u8],
-        (at, n): (usize, usize),
+        (at, n, mark): (usize, usize, usize),
         red: &F,
     ) -> Result<()> {
         let me = self.rank;
         let input = send.unwrap_or(&*buf);
         let total = input.len();
         let theirs = if me == 0 { at + n..total } else { 0..at };
-        self.post_len(k, total, &input[theirs]);
+        self.post_len(k, total | mark, &input[theirs]);
         self.wait_all(k);
-        if let Err(e) = self.lengths_agree(k, total, "reduce_scatter", 0..2) {
+        if let Err(e) = self.lengths_agree(k, total | mark, "reduce_scatter", 0..2) {
             self.finish(k);
             return Err(e);
         }

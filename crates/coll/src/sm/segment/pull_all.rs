@@ -61,7 +61,7 @@ impl Seg {
     ) -> Result<()> {
         let n = dst.len();
         let block = super::pull_nb::half(n, elem, self.rank);
-        self.pair_pull(src, dst, (block, n), (true, commutative), red)
+        self.pair_pull(src, dst, (block, n, 0), (true, commutative), red)
     }
 
     /// Reduce-scatter on a communicator of two ranks that reach each other by CMA: our
@@ -74,11 +74,11 @@ impl Seg {
         &self,
         send: Option<&[u8]>,
         buf: &mut [u8],
-        (at, m, n): (usize, usize, usize),
+        (at, m, n, mark): (usize, usize, usize, usize),
         commutative: bool,
         red: &F,
     ) -> Result<()> {
-        self.pair_pull(send, buf, ((at, m), n), (false, commutative), red)
+        self.pair_pull(send, buf, ((at, m), n, mark), (false, commutative), red)
     }
 
     /// [`Seg::allreduce_pull`] (`all`) and [`Seg::reduce_scatter_pull`]: our block is `m`
@@ -87,7 +87,7 @@ impl Seg {
         &self,
         send: Option<&[u8]>,
         buf: &mut [u8],
-        ((at, m), n): ((usize, usize), usize),
+        ((at, m), n, mark): ((usize, usize), usize, usize),
         (all, commutative): (bool, bool),
         red: &F,
     ) -> Result<()> {
@@ -96,8 +96,10 @@ impl Seg {
         let k = self.next();
         let input = send.map_or(buf.as_ptr(), <[u8]>::as_ptr) as u64;
         let output = if all { buf.as_ptr() as u64 } else { 0 };
-        let w = self.pull_meet(k, [input, output, n as u64]);
-        if let Err(e) = pull_same_len(&w, n, what) {
+        // The length posted and compared holds a reduce-scatter's counts mark (see
+        // [`Seg::reduce_scatter`]); the copies below use `n`.
+        let w = self.pull_meet(k, [input, output, (n | mark) as u64]);
+        if let Err(e) = pull_same_len(&w, n | mark, what) {
             // Both ranks see both lengths: both end here, nothing copied.
             self.finish(k);
             return Err(e);
