@@ -11,6 +11,7 @@ use crate::ffi::{
     check_count, copy_cstr, counts_in, inp, out, read_cstr, slice_in, slice_out, CountArg,
     MpiResult,
 };
+use crate::handles::{direct_base, kind, DATATYPE_FIRST};
 pub(crate) use crate::objects::{Block, Datatype};
 use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
@@ -148,6 +149,31 @@ impl Datatype {
         n
     }
 
+    /// A new, uncommitted, unnamed derived type with this type's layout (size, bounds,
+    /// blocks, basic element type) and an empty envelope: what `MPI_Type_dup` and
+    /// `MPI_Type_create_resized` start from, without copying the envelope and name that
+    /// they replace.
+    fn layout_copy(&self) -> Self {
+        Datatype {
+            size: self.size,
+            lb: self.lb,
+            ub: self.ub,
+            true_lb: self.true_lb,
+            true_ub: self.true_ub,
+            blocks: self.blocks.clone(),
+            committed: false,
+            predefined: false,
+            name: String::new(),
+            combiner: 0,
+            ints: vec![],
+            aints: vec![],
+            counts: vec![],
+            types: vec![],
+            type_objs: vec![],
+            basic: self.basic,
+        }
+    }
+
     fn basic(handle: c_int, name: &str, size: usize, elem: u32) -> Self {
         Datatype {
             size,
@@ -259,7 +285,13 @@ pub(crate) fn builtin(h: c_int) -> Option<Arc<Datatype>> {
 /// `dtlib` decodes and frees millions of them), never reach [`builtins`]' hash.
 #[inline]
 fn predefined(h: c_int) -> Option<&'static Arc<Datatype>> {
-    if (h as u32) >> 16 == 0x4c00 {
+    let hu = h as u32;
+    if hu & 0xfc00_0000 == direct_base(kind::DATATYPE) && hu & 0x03ff_ffff >= DATATYPE_FIRST {
+        // A handle of the derived types' table (`MPI_Type_free`, `MPI_Type_commit` and
+        // `MPI_Type_get_contents` ask about every one): not predefined.
+        return None;
+    }
+    if hu >> 16 == 0x4c00 {
         if let Some((bh, t)) = &builtin_table()[(h as u32 & 0xff) as usize] {
             if *bh == h {
                 return Some(t);
@@ -342,6 +374,18 @@ impl State {
         }
         Ok(t)
     }
+}
+
+/// Run `f` on the datatype of handle `h`: a predefined one without the library lock (its
+/// object is static and never changes), a derived one under it. For the queries that only
+/// read a type (envelope, extents, size), which mpi4py makes on predefined types by the
+/// million: the lock's two atomic operations were most of such a call.
+fn read_dtype<R>(h: c_int, f: impl FnOnce(&Datatype) -> MpiResult<R>) -> MpiResult<R> {
+    if let Some(t) = predefined(h) {
+        return f(t);
+    }
+    let st = lock();
+    f(st.dtype_ref(h)?)
 }
 
 /// Pack `count` items of `t` starting at `src` into `out` (appending).
@@ -503,7 +547,9 @@ unsafe fn copy_pairs<const V: usize, const I: usize, const E: usize, const PACK:
 /// Build a derived type from `(byte displacement, repetitions, old type)` entries: each
 /// entry places `repetitions` consecutive copies of the old type at the displacement.
 fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
-    let mut blocks: Vec<Block> = Vec::new();
+    // Room for a block per entry up to a few (the small types mpi4py's `dtlib` builds by
+    // the million get one allocation); larger maps grow as before.
+    let mut blocks: Vec<Block> = Vec::with_capacity(entries.len().min(8));
     let mut size = 0usize;
     let (mut lb, mut ub) = (isize::MAX, isize::MIN);
     let (mut tlb, mut tub) = (isize::MAX, isize::MIN);
@@ -681,20 +727,38 @@ fn is_f90(combiner: c_int) -> bool {
 /// write its handle.
 pub(crate) fn register(
     st: &mut State,
-    mut t: Datatype,
+    t: Datatype,
     combiner: c_int,
     ints: Vec<c_int>,
     aints: Vec<isize>,
     types: Vec<c_int>,
     newtype: *mut c_int,
 ) -> MpiResult {
-    t.combiner = combiner;
-    t.ints = ints;
-    t.aints = aints;
-    t.type_objs = types
+    let objs = types
         .iter()
         .map(|&h| st.dtype(h))
         .collect::<MpiResult<Vec<_>>>()?;
+    register_objs(st, t, combiner, ints, aints, types, objs, newtype)
+}
+
+/// [`register`] with the constituent types' objects already looked up (`objs[i]` is the
+/// type of handle `types[i]`): the constructors have them from checking their arguments.
+#[allow(clippy::too_many_arguments)]
+fn register_objs(
+    st: &mut State,
+    mut t: Datatype,
+    combiner: c_int,
+    ints: Vec<c_int>,
+    aints: Vec<isize>,
+    types: Vec<c_int>,
+    objs: Vec<Arc<Datatype>>,
+    newtype: *mut c_int,
+) -> MpiResult {
+    debug_assert_eq!(types.len(), objs.len());
+    t.combiner = combiner;
+    t.ints = ints;
+    t.aints = aints;
+    t.type_objs = objs;
     t.types = types;
     let h = st.types.insert(Arc::new(t));
     out(newtype, h, "newtype")
@@ -725,6 +789,17 @@ impl Envelope {
             counts: vec![],
         }
     }
+    /// Room for `counts` count and `addrs` displacement arguments (in the vectors of this
+    /// form), so that the envelope of a constructor is allocated once.
+    fn reserve(mut self, counts: usize, addrs: usize) -> Self {
+        if self.large {
+            self.counts.reserve_exact(counts + addrs);
+        } else {
+            self.ints.reserve_exact(counts);
+            self.aints.reserve_exact(addrs);
+        }
+        self
+    }
     /// A plain integer argument.
     fn int(mut self, v: impl IntoIterator<Item = c_int>) -> Self {
         self.ints.extend(v);
@@ -749,17 +824,19 @@ impl Envelope {
         }
         self
     }
-    /// Insert the new type `t` with this envelope (see [`register`]).
+    /// Insert the new type `t` with this envelope and its constituent types (handles
+    /// `types`, objects `objs`; see [`register_objs`]).
     fn register(
         self,
         st: &mut State,
         mut t: Datatype,
         combiner: c_int,
         types: Vec<c_int>,
+        objs: Vec<Arc<Datatype>>,
         newtype: *mut c_int,
     ) -> MpiResult {
         t.counts = self.counts;
-        register(st, t, combiner, self.ints, self.aints, types, newtype)
+        register_objs(st, t, combiner, self.ints, self.aints, types, objs, newtype)
     }
 }
 
@@ -770,7 +847,7 @@ mpi_fn_c! {
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let t = build(&[(0, n, &old)]);
-        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into()]).register(&mut st, t, MPI_COMBINER_CONTIGUOUS, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -784,7 +861,7 @@ mpi_fn_c! {
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = (0..n).map(|i| (i as isize * stride as isize * old.extent(), bl, &*old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, vec![oldtype], newtype)
+        Envelope::new::<Count>().count([count.into(), blocklength.into(), stride]).register(&mut st, t, MPI_COMBINER_VECTOR, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -798,7 +875,7 @@ mpi_fn_c! {
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = (0..n).map(|i| (i as isize * stride, bl, &*old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(2, 1).count([count.into(), blocklength.into()]).addr([stride]).register(&mut st, t, MPI_COMBINER_HVECTOR, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -806,16 +883,16 @@ mpi_fn_c! {
     /// `MPI_Type_indexed`.
     fn PMPI_Type_indexed / "MPI_Type_indexed", PMPI_Type_indexed_c / "MPI_Type_indexed_c" (count: Count, blocklens: *const Count, displs: *const Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
-        let d = counts_in(displs, n, "array_of_displacements")?;
+        let bl = slice_in(blocklens, n, "array_of_blocklengths")?;
+        let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let mut e = Vec::with_capacity(n);
         for i in 0..n {
-            e.push((d[i] as isize * old.extent(), check_count(bl[i])?, &*old));
+            e.push((i64::from(d[i]) as isize * old.extent(), check_count(bl[i])?, &*old));
         }
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into()]).count(bl).count(d).register(&mut st, t, MPI_COMBINER_INDEXED, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(1 + 2 * n, 0).count([count.into()]).count(bl.iter().map(|&c| c.into())).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -823,8 +900,8 @@ mpi_fn_c! {
     /// `MPI_Type_create_hindexed`.
     fn PMPI_Type_create_hindexed / "MPI_Type_create_hindexed", PMPI_Type_create_hindexed_c / "MPI_Type_create_hindexed_c" (count: Count, blocklens: *const Count, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
-        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let bl = slice_in(blocklens, n, "array_of_blocklengths")?;
+        let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let mut e = Vec::with_capacity(n);
@@ -832,7 +909,7 @@ mpi_fn_c! {
             e.push((d[i], check_count(bl[i])?, &*old));
         }
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into()]).count(bl).addr(d).register(&mut st, t, MPI_COMBINER_HINDEXED, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -841,12 +918,12 @@ mpi_fn_c! {
     fn PMPI_Type_create_indexed_block / "MPI_Type_create_indexed_block", PMPI_Type_create_indexed_block_c / "MPI_Type_create_indexed_block_c" (count: Count, blocklength: Count, displs: *const Count, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
-        let d = counts_in(displs, n, "array_of_displacements")?;
+        let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
-        let e: Vec<_> = d.iter().map(|&x| (x as isize * old.extent(), bl, &*old)).collect();
+        let e: Vec<_> = d.iter().map(|&x| (i64::from(x) as isize * old.extent(), bl, &*old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into()]).count(d).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(2 + n, 0).count([count.into(), blocklength.into()]).count(d.iter().map(|&c| c.into())).register(&mut st, t, MPI_COMBINER_INDEXED_BLOCK, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -855,12 +932,12 @@ mpi_fn_c! {
     fn PMPI_Type_create_hindexed_block / "MPI_Type_create_hindexed_block", PMPI_Type_create_hindexed_block_c / "MPI_Type_create_hindexed_block_c" (count: Count, blocklength: Count, displs: *const isize, oldtype: c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
         let bl = check_count(blocklength)?;
-        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let d = slice_in(displs, n, "array_of_displacements")?;
         let mut st = lock();
         let old = st.dtype(oldtype)?;
         let e: Vec<_> = d.iter().map(|&x| (x, bl, &*old)).collect();
         let t = build(&e);
-        Envelope::new::<Count>().count([count.into(), blocklength.into()]).addr(d).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(2, n).count([count.into(), blocklength.into()]).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_HINDEXED_BLOCK, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -868,8 +945,8 @@ mpi_fn_c! {
     /// `MPI_Type_create_struct`.
     fn PMPI_Type_create_struct / "MPI_Type_create_struct", PMPI_Type_create_struct_c / "MPI_Type_create_struct_c" (count: Count, blocklens: *const Count, displs: *const isize, types: *const c_int, newtype: *mut c_int) {
         let n = check_count(count)?;
-        let bl = counts_in(blocklens, n, "array_of_blocklengths")?;
-        let d = slice_in(displs, n, "array_of_displacements")?.to_vec();
+        let bl = slice_in(blocklens, n, "array_of_blocklengths")?;
+        let d = slice_in(displs, n, "array_of_displacements")?;
         let ty = ints_of(types, n, "array_of_types")?;
         let mut st = lock();
         let olds = ty.iter().map(|&h| st.dtype(h)).collect::<MpiResult<Vec<_>>>()?;
@@ -879,7 +956,7 @@ mpi_fn_c! {
         }
         let mut t = build(&e);
         pad_struct(&mut t, &e);
-        Envelope::new::<Count>().count([count.into()]).count(bl).addr(d).register(&mut st, t, MPI_COMBINER_STRUCT, ty, newtype)
+        Envelope::new::<Count>().reserve(1 + n, n).count([count.into()]).count(bl.iter().map(|&c| c.into())).addr(d.iter().copied()).register(&mut st, t, MPI_COMBINER_STRUCT, ty, olds, newtype)
     }
 }
 
@@ -888,13 +965,10 @@ mpi_fn_c! {
     fn PMPI_Type_create_resized / "MPI_Type_create_resized", PMPI_Type_create_resized_c / "MPI_Type_create_resized_c" (oldtype: c_int, lb: isize, extent: isize, newtype: *mut c_int) {
         let mut st = lock();
         let old = st.dtype(oldtype)?;
-        let mut t = (*old).clone();
+        let mut t = old.layout_copy();
         t.lb = lb;
         t.ub = lb + extent;
-        t.committed = false;
-        t.predefined = false;
-        t.name.clear();
-        Envelope::new::<Count>().addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, vec![oldtype], newtype)
+        Envelope::new::<Count>().addr([lb, extent]).register(&mut st, t, MPI_COMBINER_RESIZED, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -952,7 +1026,7 @@ mpi_fn_c! {
         let mut t = build(&entries);
         t.lb = 0;
         t.ub = stride[0] * s[0] as isize * ext;
-        Envelope::new::<Count>().int([ndims]).count(sz).count(sub).count(stt).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, vec![oldtype], newtype)
+        Envelope::new::<Count>().reserve(3 * nd + 2, 0).int([ndims]).count(sz).count(sub).count(stt).int([order]).register(&mut st, t, MPI_COMBINER_SUBARRAY, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -1062,7 +1136,7 @@ mpi_fn_c! {
         let mut t = build(&entries);
         t.lb = 0;
         t.ub = gs.iter().map(|&x| x as isize).product::<isize>() * ext;
-        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, vec![oldtype], newtype)
+        Envelope::new::<Count>().int([size, rank, ndims]).count(gs).int(ds).int(da).int(ps).int([order]).register(&mut st, t, MPI_COMBINER_DARRAY, vec![oldtype], vec![old], newtype)
     }
 }
 
@@ -1071,11 +1145,17 @@ mpi_fn! {
     fn PMPI_Type_dup / "MPI_Type_dup" (oldtype: c_int, newtype: *mut c_int) {
         let mut st = lock();
         let old = st.dtype(oldtype)?;
-        let mut t = (*old).clone();
-        t.predefined = false;
+        let mut t = old.layout_copy();
+        t.name = old.name.clone();
         t.committed = old.committed;
-        register(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], newtype)?;
+        register_objs(&mut st, t, MPI_COMBINER_DUP, vec![], vec![], vec![oldtype], vec![old], newtype)?;
+        // Attributes to copy through their callbacks (without the lock): only if the old
+        // type has any.
+        let copy = st.type_attrs.contains_key(&oldtype);
         drop(st);
+        if !copy {
+            return Ok(());
+        }
         let h = inp(newtype.cast_const(), "newtype")?;
         crate::attrs::type_copy_attrs(oldtype, h)
     }
@@ -1103,9 +1183,17 @@ mpi_fn! {
     /// `MPI_Type_free`.
     fn PMPI_Type_free / "MPI_Type_free" (datatype: *mut c_int) {
         let h = inp(datatype, "datatype")?;
-        let st = lock();
-        if predefined(h).is_some() || is_f90(st.dtype(h)?.combiner) {
+        let mut st = lock();
+        if predefined(h).is_some() || is_f90(st.dtype_ref(h)?.combiner) {
             mpi_bail!(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
+        }
+        if !st.type_attrs.contains_key(&h) {
+            // No attributes, hence no delete callbacks: removed under the same lock; the
+            // object (if this was its last reference) is dropped after the lock.
+            let t = st.types.remove(h);
+            drop(st);
+            drop(t);
+            return out(datatype, MPI_DATATYPE_NULL, "datatype");
         }
         drop(st);
         // The delete callbacks see the datatype still valid; one that fails leaves it.
@@ -1159,9 +1247,7 @@ mpi_fn_c! {
         if let Some(sz) = predefined_size(datatype) {
             return out(size, Count::from_usize(sz).unwrap_or(MPI_UNDEFINED.into()), "size");
         }
-        let st = lock();
-        let t = st.dtype_ref(datatype)?;
-        out(size, Count::from_usize(t.size).unwrap_or(MPI_UNDEFINED.into()), "size")
+        read_dtype(datatype, |t| out(size, Count::from_usize(t.size).unwrap_or(MPI_UNDEFINED.into()), "size"))
     }
 }
 
@@ -1182,10 +1268,10 @@ mpi_fn_c! {
             out(lb, 0, "lb")?;
             return out(extent, sz as isize, "extent");
         }
-        let st = lock();
-        let t = st.dtype_ref(datatype)?;
-        out(lb, t.lb, "lb")?;
-        out(extent, t.extent(), "extent")
+        read_dtype(datatype, |t| {
+            out(lb, t.lb, "lb")?;
+            out(extent, t.extent(), "extent")
+        })
     }
 }
 
@@ -1201,10 +1287,10 @@ mpi_fn! {
 mpi_fn_c! {
     /// `MPI_Type_get_true_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
     fn PMPI_Type_get_true_extent / "MPI_Type_get_true_extent", PMPI_Type_get_true_extent_c / "MPI_Type_get_true_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
-        let st = lock();
-        let t = st.dtype_ref(datatype)?;
-        out(lb, t.true_lb, "true_lb")?;
-        out(extent, t.true_ub - t.true_lb, "true_extent")
+        read_dtype(datatype, |t| {
+            out(lb, t.true_lb, "true_lb")?;
+            out(extent, t.true_ub - t.true_lb, "true_extent")
+        })
     }
 }
 
@@ -1247,15 +1333,15 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_get_envelope`.
     fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
-        let st = lock();
-        let t = st.dtype_ref(datatype)?;
-        if !t.counts.is_empty() {
-            mpi_bail!(MPI_ERR_TYPE, "datatype made by a large-count constructor: use MPI_Type_get_envelope_c");
-        }
-        out(num_integers, t.ints.len() as c_int, "num_integers")?;
-        out(num_addresses, t.aints.len() as c_int, "num_addresses")?;
-        out(num_datatypes, t.types.len() as c_int, "num_datatypes")?;
-        out(combiner, t.combiner, "combiner")
+        read_dtype(datatype, |t| {
+            if !t.counts.is_empty() {
+                mpi_bail!(MPI_ERR_TYPE, "datatype made by a large-count constructor: use MPI_Type_get_envelope_c");
+            }
+            out(num_integers, t.ints.len() as c_int, "num_integers")?;
+            out(num_addresses, t.aints.len() as c_int, "num_addresses")?;
+            out(num_datatypes, t.types.len() as c_int, "num_datatypes")?;
+            out(combiner, t.combiner, "combiner")
+        })
     }
 }
 
@@ -1298,13 +1384,13 @@ mpi_fn! {
     /// `MPI_Type_get_envelope_c` (MPI 4.0): also the number of large counts (those of a
     /// type made by a `_c` constructor).
     fn PMPI_Type_get_envelope_c / "MPI_Type_get_envelope_c" (datatype: c_int, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int) {
-        let st = lock();
-        let t = st.dtype_ref(datatype)?;
-        out(num_integers, t.ints.len() as i64, "num_integers")?;
-        out(num_addresses, t.aints.len() as i64, "num_addresses")?;
-        out(num_large_counts, t.counts.len() as i64, "num_large_counts")?;
-        out(num_datatypes, t.types.len() as i64, "num_datatypes")?;
-        out(combiner, t.combiner, "combiner")
+        read_dtype(datatype, |t| {
+            out(num_integers, t.ints.len() as i64, "num_integers")?;
+            out(num_addresses, t.aints.len() as i64, "num_addresses")?;
+            out(num_large_counts, t.counts.len() as i64, "num_large_counts")?;
+            out(num_datatypes, t.types.len() as i64, "num_datatypes")?;
+            out(combiner, t.combiner, "combiner")
+        })
     }
 }
 
@@ -1530,6 +1616,26 @@ mod tests {
         assert_eq!(b(MPI_LONG_LONG).name, "MPI_LONG_LONG");
         assert!(b(MPI_INT).is_contiguous());
         assert!(!b(MPI_DOUBLE_INT).is_contiguous());
+    }
+
+    #[test]
+    fn predefined_finds_every_builtin_and_no_derived_handle() {
+        for &(h, name) in BUILTINS {
+            let t = predefined(h).unwrap_or_else(|| panic!("{name} not found"));
+            assert_eq!(t.basic, Some(h), "{name}");
+        }
+        // The derived types' table starts at DATATYPE_FIRST: none of its handles is a
+        // predefined one (the pair types sit below it).
+        // SAFETY: a valid output handle.
+        let d = handle_of(|h| unsafe { PMPI_Type_contiguous(2, MPI_FLOAT_INT, h) });
+        assert!(predefined(d).is_none());
+        assert!(
+            predefined(direct_base(kind::DATATYPE) as c_int | DATATYPE_FIRST as c_int).is_none()
+        );
+        assert!(predefined(MPI_DATATYPE_NULL).is_none());
+        assert!(lock()
+            .dtype_ref(d)
+            .is_ok_and(|t| t.combiner == MPI_COMBINER_CONTIGUOUS));
     }
 
     #[test]

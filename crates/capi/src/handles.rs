@@ -26,6 +26,11 @@ pub(crate) const fn direct_base(t: u32) -> u32 {
     0x8000_0000 | (t << 26)
 }
 
+/// The first index of the datatypes we create: direct datatype indices 0-4 are MPICH's
+/// pair types (`MPI_FLOAT_INT` ...), so a direct datatype handle from this index on is
+/// never a predefined one.
+pub(crate) const DATATYPE_FIRST: u32 = 16;
+
 /// The handle bits of fast requests (`request.rs`): direct request handles with index bit
 /// 24 set, between the request table's indices (from 0) and the messages' (from
 /// `0x0200_0000`).

@@ -73,8 +73,7 @@ impl State {
             selfc: None,
             comms: Table::new(kind::COMM, 0),
             groups: Table::new(kind::GROUP, 0),
-            // Direct datatype indices 0-4 are MPICH's pair types (MPI_FLOAT_INT ...).
-            types: Table::new(kind::DATATYPE, 16),
+            types: Table::new(kind::DATATYPE, crate::handles::DATATYPE_FIRST),
             reqs: Table::new(kind::REQUEST, 0),
             // Messages share the request object type; keep their indices apart.
             msgs: Table::new(kind::REQUEST, 0x0200_0000),

@@ -2,7 +2,8 @@
  * bytes, long double as IEEE binary128), struct extents padded to the member alignment (the
  * values MPICH 4.0.2 gives on x86-64), a darray layout, and the handles
  * MPI_Type_get_contents returns for derived constituents (each its own datatype: named,
- * committed and freed independently of the constituent). Built with our mpicc and with
+ * committed and freed independently of the constituent), MPI_Type_dup and MPI_Type_free
+ * with and without attributes. Built with our mpicc and with
  * MPICH's, both run on our library (Debian's MPICH 4.0.2 itself dies with SIGILL on this
  * program, so it is not run on MPICH). */
 #include "check.h"
@@ -167,6 +168,75 @@ static void contents_handles(void) {
     printf("datatypes: get_contents handles ok\n");
 }
 
+/* Attribute callbacks of dup_and_free: count their calls. */
+static int copies_, deletes_;
+static int copy_fn(MPI_Datatype t, int key, void *extra, void *in, void *out, int *flag) {
+    (void)t; (void)key; (void)extra;
+    copies_++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+static int delete_fn(MPI_Datatype t, int key, void *val, void *extra) {
+    (void)t; (void)key; (void)val; (void)extra;
+    deletes_++;
+    return MPI_SUCCESS;
+}
+
+/* MPI_Type_dup and MPI_Type_free with and without attributes: a duplicate has the old
+ * type's layout, name and commit state and the envelope of a dup (no integers, addresses
+ * or large counts, even of a type made by a large-count constructor); attributes are
+ * copied and deleted through their callbacks only where set; a freed handle is invalid and
+ * leaves the type it was duplicated from alone; predefined types cannot be freed. */
+static void dup_and_free(void) {
+    MPI_Count bl[2] = {1, 2}, disp[2] = {0, 8}, ni, na, nc, nd, lb, ext;
+    MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE}, st, d1, d2, got;
+    int comb, key, len, flag;
+    char name[MPI_MAX_OBJECT_NAME];
+    void *val;
+    CHECK_RC(MPI_Type_create_struct_c(2, bl, disp, types, &st));
+    CHECK_RC(MPI_Type_set_name(st, "big-struct"));
+    CHECK_RC(MPI_Type_commit(&st));
+    CHECK_RC(MPI_Type_get_envelope_c(st, &ni, &na, &nc, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_STRUCT && ni == 0 && na == 0 && nc == 5 && nd == 2);
+    /* Without attributes. */
+    CHECK_RC(MPI_Type_dup(st, &d1));
+    CHECK_RC(MPI_Type_get_envelope_c(d1, &ni, &na, &nc, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_DUP && ni == 0 && na == 0 && nc == 0 && nd == 1);
+    CHECK_RC(MPI_Type_get_contents_c(d1, 0, 0, 0, 1, NULL, NULL, NULL, &got));
+    CHECK(got != st && got != MPI_DATATYPE_NULL);
+    CHECK_RC(MPI_Type_free(&got));
+    CHECK_RC(MPI_Type_get_extent_c(d1, &lb, &ext));
+    CHECK(lb == 0 && ext == 24);
+    CHECK_RC(MPI_Type_get_name(d1, name, &len));
+    CHECK(strcmp(name, "big-struct") == 0);
+    CHECK_RC(MPI_Type_free(&d1));
+    CHECK(d1 == MPI_DATATYPE_NULL);
+    /* With an attribute: copied to the duplicate, deleted with each type. */
+    CHECK_RC(MPI_Type_create_keyval(copy_fn, delete_fn, &key, NULL));
+    CHECK_RC(MPI_Type_set_attr(st, key, &copies_));
+    CHECK_RC(MPI_Type_dup(st, &d2));
+    CHECK(copies_ == 1 && deletes_ == 0);
+    CHECK_RC(MPI_Type_get_attr(d2, key, &val, &flag));
+    CHECK(flag && val == (void *)&copies_);
+    CHECK_RC(MPI_Type_free(&d2));
+    CHECK(deletes_ == 1 && d2 == MPI_DATATYPE_NULL);
+    CHECK_RC(MPI_Type_free(&st));
+    CHECK(deletes_ == 2);
+    CHECK_RC(MPI_Type_free_keyval(&key));
+    /* Errors come back (MPI_ERRORS_RETURN) and change nothing. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Datatype pre = MPI_INT, pair = MPI_FLOAT_INT, stale;
+    CHECK(class_of_rc(MPI_Type_free(&pre)) == MPI_ERR_TYPE && pre == MPI_INT);
+    CHECK(class_of_rc(MPI_Type_free(&pair)) == MPI_ERR_TYPE && pair == MPI_FLOAT_INT);
+    CHECK_RC(MPI_Type_dup(MPI_INT, &d1));
+    stale = d1;
+    CHECK_RC(MPI_Type_free(&d1));
+    CHECK(class_of_rc(MPI_Type_free(&stale)) == MPI_ERR_TYPE);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    printf("datatypes: dup and free ok\n");
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &check_rank_);
@@ -174,6 +244,7 @@ int main(int argc, char **argv) {
     struct_padding();
     darray();
     contents_handles();
+    dup_and_free();
     printf("datatypes: all checks passed\n");
     MPI_Finalize();
     return 0;
