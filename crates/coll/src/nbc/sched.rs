@@ -1221,6 +1221,24 @@ impl CollComm {
             r - rem
         };
         if newrank >= 0 {
+            // Where another length takes Rabenseifner's algorithm (the default choice, a
+            // commutative `op`, more than 2 ranks), it exchanges with each partner twice:
+            // once a wrong length came, so do we (markers out, nothing taken in: any
+            // message is longer than the empty receive), as the blocking form does
+            // (`CollComm::allreduce_recdbl`); a correct call skips these rounds. A vector
+            // of more than half the bound (less an item) may meet one of twice its length
+            // there, whose first halving has exactly our length (no wrong length comes):
+            // unless the segment checked the lengths (`tag`), such a vector exchanges an
+            // empty message (a marker once an error came) with every partner always, in
+            // its last round beside that round's data (the other rank sends its block
+            // into our empty receive, gets our empty message, and both fail). Per partner
+            // the messages go in the same order as in rounds of their own after the last
+            // (data, then the empty one), only posted earlier, so no plan that those
+            // rounds complete waits here; and the only wrong data that no wrong length
+            // announced enters in that last round (the first halving, at distance
+            // `pof2 / 2`), after our data went to every other partner.
+            let large_plan = commutative && p > 2 && tune::algorithm(Coll::Allreduce) == 0;
+            let near = large_plan && tag.is_none() && n + elem > tune::ALLREDUCE_SMALL / 2;
             let mut mask = 1;
             while mask < pof2 {
                 let dst = fold_real_rank(newrank ^ mask, rem);
@@ -1235,33 +1253,28 @@ impl CollComm {
                 let rd = s.rounds.last_mut().expect("just pushed");
                 rd.0.push(snd(if ready { b } else { inp }, n, dst));
                 ready = rd.combine(ex, dst > r, commutative, &mut tmp, &mut s.regions);
+                if near && mask << 1 == pof2 {
+                    let mut m = 1;
+                    while m < pof2 {
+                        let dst = fold_real_rank(newrank ^ m, rem);
+                        rd.0.push(snd(b, 0, dst));
+                        rd.0.push(rcv(b, 0, dst));
+                        m <<= 1;
+                    }
+                }
                 mask <<= 1;
             }
-            // Where another length takes Rabenseifner's algorithm (the default choice, a
-            // commutative `op`, more than 2 ranks), it exchanges with each partner twice:
-            // once a wrong length came, so do we (markers out, nothing taken in: any
-            // message is longer than the empty receive), as the blocking form does
-            // (`CollComm::allreduce_recdbl`); a correct call skips these rounds. A vector
-            // of more than half the bound (less an item) may meet one of twice its length
-            // there, whose first halving has exactly our length (no wrong length comes):
-            // unless the segment checked the lengths (`tag`), such a vector runs them
-            // always, with empty messages into empty receives (a marker once an error
-            // came), as the blocking form does; the other rank sends its block into our
-            // empty receive, gets our empty message, and both fail.
-            if commutative && p > 2 && tune::algorithm(Coll::Allreduce) == 0 {
-                let near = tag.is_none() && n + elem > tune::ALLREDUCE_SMALL / 2;
+            if large_plan && !near {
                 let first = s.rounds.len();
                 let mut mask = 1;
                 while mask < pof2 {
                     let dst = fold_real_rank(newrank ^ mask, rem);
                     let rd = s.round();
-                    rd.push(snd(b, if near { 0 } else { n }, dst));
+                    rd.push(snd(b, n, dst));
                     rd.push(rcv(b, 0, dst));
                     mask <<= 1;
                 }
-                if !near {
-                    s.on_error = Some((first, s.rounds.len()));
-                }
+                s.on_error = Some((first, s.rounds.len()));
             }
         }
         if r < 2 * rem {

@@ -1251,7 +1251,11 @@ impl SmNb {
                 | SmKind::Reduce { .. }
                 | SmKind::Scan { .. }
                 | SmKind::ReduceScatter { .. } => {
-                    // Our length word, then (fitting a buffer) our vector.
+                    // Our length word, then (fitting a buffer) our vector. The word is
+                    // written last, right before the stamp (readers look at it only after
+                    // the stamp): written first (into the stamp's line, before the copy),
+                    // the collective took longer (np=2, far, 1 KiB ireduce_scatter_block
+                    // 1.22 against 1.08 us; why, not measured).
                     let n = input.1;
                     let data = if self.kind == SmKind::AllreduceMsg {
                         0
@@ -1263,8 +1267,8 @@ impl SmNb {
                         // (`n <= DATA` was checked by the builder for a vector posted);
                         // the input is readable (caller contract).
                         unsafe {
-                            b.cast::<u64>().write_unaligned(LEN_TAG | n as u64);
                             std::ptr::copy_nonoverlapping(input.0, b.add(8), data);
+                            b.cast::<u64>().write_unaligned(LEN_TAG | n as u64);
                         }
                     })
                 }
