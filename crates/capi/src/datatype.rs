@@ -154,13 +154,32 @@ impl Datatype {
     /// `MPI_Type_create_resized` start from, without copying the envelope and name that
     /// they replace.
     fn layout_copy(&self) -> Self {
+        Datatype::derived(
+            self.size,
+            (self.lb, self.ub),
+            (self.true_lb, self.true_ub),
+            self.blocks.clone(),
+            self.basic,
+        )
+    }
+
+    /// A new, uncommitted, unnamed derived type of this layout (`size`, `(lb, ub)`,
+    /// `(true_lb, true_ub)`, `blocks`, basic element type) with an empty envelope, which
+    /// the constructor that makes it fills in.
+    fn derived(
+        size: usize,
+        (lb, ub): (isize, isize),
+        (true_lb, true_ub): (isize, isize),
+        blocks: Vec<Block>,
+        basic: Option<c_int>,
+    ) -> Self {
         Datatype {
-            size: self.size,
-            lb: self.lb,
-            ub: self.ub,
-            true_lb: self.true_lb,
-            true_ub: self.true_ub,
-            blocks: self.blocks.clone(),
+            size,
+            lb,
+            ub,
+            true_lb,
+            true_ub,
+            blocks,
             committed: false,
             predefined: false,
             name: String::new(),
@@ -170,7 +189,7 @@ impl Datatype {
             counts: vec![],
             types: vec![],
             type_objs: vec![],
-            basic: self.basic,
+            basic,
         }
     }
 
@@ -614,24 +633,7 @@ fn build(entries: &[(isize, usize, &Datatype)]) -> Datatype {
         tlb = 0;
         tub = 0;
     }
-    Datatype {
-        size,
-        lb,
-        ub,
-        true_lb: tlb,
-        true_ub: tub,
-        blocks,
-        committed: false,
-        predefined: false,
-        name: String::new(),
-        combiner: 0,
-        ints: vec![],
-        aints: vec![],
-        counts: vec![],
-        types: vec![],
-        type_objs: vec![],
-        basic: basic.flatten(),
-    }
+    Datatype::derived(size, (lb, ub), (tlb, tub), blocks, basic.flatten())
 }
 
 /// The name of predefined datatype `h` (`MPI_INT`, ...), if it is one.
