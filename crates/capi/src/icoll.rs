@@ -1103,15 +1103,29 @@ fn ireduce_scatter(
     alg::check_buf(recvbuf, &dt, counts[me], comm)?;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * dt.size).collect();
     let at = bytes[..me].iter().sum();
+    // The counts' mark (0 when the blocks are alike: no cost), posted with the vector's
+    // length on every path of the segment: ranks that split the same sum otherwise
+    // (erroneous) fail alike instead of each folding its own block.
+    let equal = bytes.iter().all(|&b| b == bytes[me]);
+    let mark = if equal {
+        0
+    } else {
+        oxmpi_coll::counts_mark(bytes.iter().copied())
+    };
     // Equal blocks (the same on every rank: MPI's counts), on more than 2 ranks: vectors
     // larger than a slot of the nonblocking large region may go through it in phases.
-    let red = if a.size > 2 && bytes.iter().all(|&b| b == bytes[me]) {
+    let red = if a.size > 2 && equal {
         Reduction::ReduceScatterBlock { block: bytes[me] }
     } else {
-        Reduction::ReduceScatter { at, len: bytes[me] }
+        Reduction::ReduceScatter {
+            at,
+            len: bytes[me],
+            mark,
+        }
     };
     let small = SmKind::ReduceScatter {
         counts: bytes.clone(),
+        mark,
     };
     if let Some(shared) = reduction_seg(&a, total.saturating_mul(dt.size), (small, red)) {
         let mut unpack = Vec::new();

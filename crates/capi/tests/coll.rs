@@ -157,7 +157,7 @@ fn mixed_datatypes_of_one_signature_np2_np3() {
 /// and their I-forms where one pair's send and receive counts differ, allreduces where one
 /// rank passes another count (blocking, nonblocking, persistent), reduces, scans and
 /// exscans (every form) and reduce-scatters where one rank passes other counts (or splits
-/// the vector otherwise with the same sum: blocking and persistent), lengths on
+/// the vector otherwise with the same sum: every form), lengths on
 /// both sides of the segment's bounds and far apart; each erroneous call is followed by a
 /// correct one.
 /// The rank that gets less room than the data fails with `MPI_ERR_TRUNCATE`. At np 2 to 4
@@ -235,16 +235,24 @@ fn erroneous_counts_fail_cleanly_np2_np3() {
         (3, "0", "1", &["reduce"]),
         (4, "0", "1", &["reduce"]),
         // Reduce-scatters whose ranks split the vector otherwise with the same sum (counts
-        // {1, 3} against {2, 2}, up to beyond the large region): the blocking and
-        // persistent forms with the segment (the counts' mark in every length compared),
-        // and without it (the ring's exact exchanges).
+        // {1, 3} against {2, 2}, up to beyond the large region): the blocking,
+        // nonblocking and persistent forms with the segment (the counts' mark in every
+        // length compared: the small post, the pair's, the large region's, the phased
+        // one's against a split by message), and without it (the ring's exact exchanges,
+        // the exact pairwise schedule).
         (2, "1", "1", &["rsmix", "blocking"]),
         (3, "1", "1", &["rsmix", "blocking"]),
         (4, "1", "1", &["rsmix", "blocking"]),
+        (2, "1", "1", &["rsmix", "nonblocking"]),
+        (3, "1", "1", &["rsmix", "nonblocking"]),
+        (4, "1", "1", &["rsmix", "nonblocking"]),
         (2, "1", "1", &["rsmix", "persistent"]),
         (4, "1", "1", &["rsmix", "persistent"]),
         (2, "0", "1", &["rsmix", "blocking", "nosm"]),
         (4, "0", "1", &["rsmix", "blocking", "nosm"]),
+        (2, "0", "1", &["rsmix", "nonblocking", "nosm"]),
+        (3, "0", "1", &["rsmix", "nonblocking", "nosm"]),
+        (4, "0", "1", &["rsmix", "nonblocking", "nosm"]),
     ] {
         let max = if single == "1" { "32768" } else { "0" };
         let many = if single == "1" { "1048576" } else { "0" };

@@ -2697,7 +2697,12 @@ fn light_suite(c: &CollComm) {
                         4 => {
                             let base = large / 8 / p * 8;
                             let len = if me + 1 == p { large - base * me } else { base };
-                            Reduction::ReduceScatter { at: base * me, len }
+                            // (The same counts on every rank: no mark needed.)
+                            Reduction::ReduceScatter {
+                                at: base * me,
+                                len,
+                                mark: 0,
+                            }
                         }
                         e => Reduction::Scan { exclusive: e == 3 },
                     };
@@ -2784,7 +2789,7 @@ fn light_suite(c: &CollComm) {
                         Reduction::Reduce { root } if root == me => fold(&affine, &xs),
                         Reduction::Reduce { .. } => Vec::new(),
                         // In place the rest of the input stays as it was.
-                        Reduction::ReduceScatter { at, len } => {
+                        Reduction::ReduceScatter { at, len, .. } => {
                             let mut w = fold(&affine, &xs)[at..at + len].to_vec();
                             // (The pair path leaves the rest of an in-place vector
                             // undefined, as MPI allows: compared up to `len` below.)

@@ -1405,8 +1405,14 @@ impl CollComm {
     /// `seg` ([`SmKind::AllreduceMsg`]), on a tag derived from the segment's sequence
     /// (every rank takes the segment's next number at this collective, whatever its
     /// length; a schedule's own tag would be taken by the ranks of this path only).
-    fn checked_on(&self, seg: Arc<Seg>, mut s: Schedule) -> Schedule {
-        let nb = SmNb::open(self, seg, SmKind::AllreduceMsg);
+    fn checked_on(&self, seg: Arc<Seg>, s: Schedule) -> Schedule {
+        self.checked_marked(seg, s, 0)
+    }
+
+    /// [`CollComm::checked_on`] whose length word holds `mark` too (a reduce-scatter's
+    /// [`crate::counts_mark`]).
+    fn checked_marked(&self, seg: Arc<Seg>, mut s: Schedule, mark: usize) -> Schedule {
+        let nb = SmNb::open(self, seg, SmKind::AllreduceMsg).with_mark(mark);
         s.tag = sm_tag(nb.seq());
         s.sm = Some(nb);
         s.started = true;
@@ -1974,7 +1980,9 @@ impl CollComm {
         op: OwnedOp,
     ) -> Result<Schedule> {
         let s = self.ireduce_scatter_plan(input, out, counts, op, Some(0))?;
-        Ok(self.checked_on(seg, s))
+        // The length word holds the counts' mark: ranks that split the same sum otherwise
+        // (erroneous; some of them may be on a path of the segment) fail alike there.
+        Ok(self.checked_marked(seg, s, crate::counts_mark(counts.iter().copied())))
     }
 
     /// [`CollComm::ireduce_scatter_from`] with the schedule's tag `tag` (`None`: its own).

@@ -138,10 +138,13 @@ pub enum SmKind {
     /// and then the vector, as [`SmKind::Allreduce`], and checks every rank's length before
     /// it folds (each block folds every vector): a rank whose counts differ (erroneous)
     /// fails, and so does every rank ([`Progress::Lengths`]), also when its length put it
-    /// on another path of the segment.
+    /// on another path of the segment. The length word holds the counts' `mark` too, so
+    /// that ranks splitting the same sum otherwise (erroneous) fail alike.
     ReduceScatter {
         /// Bytes per rank.
         counts: Vec<usize>,
+        /// The counts' [`crate::counts_mark`] (0 when every block is alike).
+        mark: usize,
     },
     /// `MPI_Igatherv` to `root`: input our block (the root's: none in place), output
     /// (root) block `i` (`counts[i]` bytes at `displs[i]`; both empty at the other ranks,
@@ -875,7 +878,7 @@ impl SmKind {
                     out[..b].copy_from_slice(peer(*root, me * b, b));
                 }
             }
-            SmKind::ReduceScatter { counts } => {
+            SmKind::ReduceScatter { counts, .. } => {
                 // After the length word.
                 let off: usize = counts[..me].iter().sum();
                 fold(&mut out[..counts[me]], 0..p, 8 + off);
@@ -946,6 +949,10 @@ pub struct SmNb {
     drain: bool,
     /// That receive, and how the collective ended.
     draining: Option<(ReqId, Progress)>,
+    /// Added to the length word of a reduction's post and to the length compared with the
+    /// others' ([`SmKind::len_word`]): a reduce-scatter's [`crate::counts_mark`] (0 for every
+    /// other collective and for blocks alike).
+    mark: usize,
 }
 
 impl SmNb {
@@ -953,6 +960,10 @@ impl SmNb {
     /// collective order).
     pub(crate) fn open(cc: &crate::CollComm, seg: Arc<Seg>, kind: SmKind) -> SmNb {
         let k = seg.open_nb();
+        let mark = match kind {
+            SmKind::ReduceScatter { mark, .. } => mark,
+            _ => 0,
+        };
         let large = match kind {
             SmKind::Large { .. } => seg.open_large(k),
             SmKind::Single {
@@ -983,7 +994,15 @@ impl SmNb {
             engine: Some((cc.e, cc.shadow)),
             drain: false,
             draining: None,
+            mark,
         }
+    }
+
+    /// This collective's length word holds `mark` too (a reduce-scatter by message's
+    /// [`crate::counts_mark`], [`SmKind::AllreduceMsg`]).
+    pub(crate) fn with_mark(mut self, mark: usize) -> SmNb {
+        self.mark = mark;
+        self
     }
 
     /// A nonblocking barrier on `seg` that [`Seg::barrier_nb`] opened as `k` (and posted
@@ -1010,6 +1029,7 @@ impl SmNb {
             engine: None,
             drain: false,
             draining: None,
+            mark: 0,
         }
     }
 
@@ -1257,6 +1277,7 @@ impl SmNb {
                     // the collective took longer (np=2, far, 1 KiB ireduce_scatter_block
                     // 1.22 against 1.08 us; why, not measured).
                     let n = input.1;
+                    let len = n | self.mark;
                     let data = if self.kind == SmKind::AllreduceMsg {
                         0
                     } else {
@@ -1268,7 +1289,7 @@ impl SmNb {
                         // the input is readable (caller contract).
                         unsafe {
                             std::ptr::copy_nonoverlapping(input.0, b.add(8), data);
-                            b.cast::<u64>().write_unaligned(LEN_TAG | n as u64);
+                            b.cast::<u64>().write_unaligned(LEN_TAG | len as u64);
                         }
                     })
                 }
@@ -1304,7 +1325,8 @@ impl SmNb {
         if !needs.clone().all(|r| seg.stamped(r, k)) {
             return Progress::Pending;
         }
-        let want = LEN_TAG | input.1 as u64;
+        let ours = input.1 | self.mark;
+        let want = LEN_TAG | ours as u64;
         // The correct call's whole check: every post starts with our length word.
         let same = |r: usize| {
             // SAFETY: rank `r` stamped `k` (acquired above) and `k` is open; its first word,
@@ -1320,8 +1342,7 @@ impl SmNb {
                     unsafe { seg.nb_word(r, k, i) }.load(Ordering::Acquire)
                 })
             };
-            if let Some(theirs) = seg.differing(input.1, needs, posted) {
-                let ours = input.1;
+            if let Some(theirs) = seg.differing(ours, needs, posted) {
                 return self.finish(Progress::Lengths { theirs, ours });
             }
         }

@@ -74,7 +74,11 @@ pub(crate) fn lengths_error(what: &str, theirs: usize, ours: usize) -> oxmpi_eng
     crate::base::helpers::lengths_differ(
         theirs as u64,
         ours,
-        format!("{what}: another rank contributes {theirs} bytes, {ours} here"),
+        format!(
+            "{what}: another rank contributes {} bytes, {} here",
+            theirs as u64 & crate::base::helpers::LEN_BYTES,
+            ours as u64 & crate::base::helpers::LEN_BYTES
+        ),
     )
 }
 

@@ -87,6 +87,10 @@ pub enum Reduction {
         at: usize,
         /// Bytes of our block.
         len: usize,
+        /// The counts' [`crate::counts_mark`] (0 when every block is alike), posted with
+        /// the vector's length: ranks that split the same sum otherwise (erroneous) fail
+        /// alike instead of each folding its own block.
+        mark: usize,
     },
     /// `MPI_Ireduce_scatter(_block)` whose blocks are all `block` bytes (ours at
     /// `rank * block`): input the whole vector, output our block. Through the nonblocking
@@ -106,6 +110,7 @@ impl Reduction {
             Reduction::ReduceScatterBlock { block } => Reduction::ReduceScatter {
                 at: me.saturating_mul(block),
                 len: block,
+                mark: 0,
             },
             red => red,
         }
@@ -207,8 +212,14 @@ impl Seg {
         };
         let fits = result.is_none_or(|m| output.1 == m && m % elem.max(1) == 0);
         let inside = match red {
-            Reduction::ReduceScatter { at, len } => at.checked_add(len).is_some_and(|e| e <= n),
+            Reduction::ReduceScatter { at, len, .. } => at.checked_add(len).is_some_and(|e| e <= n),
             _ => true,
+        };
+        // The length every rank posts and compares: a reduce-scatter's holds its counts'
+        // mark too ([`crate::counts_mark`], in bits no length reaches).
+        let marked = match red {
+            Reduction::ReduceScatter { mark, .. } => n | mark,
+            _ => n,
         };
         if n > NB_LARGE_MAX || n % elem.max(1) != 0 || !fits || !inside {
             return Some(false);
@@ -269,7 +280,9 @@ impl Seg {
                         // The length word after the mark: a rank whose length put it
                         // on another path reads it ([`post_len_of`]), and so does a
                         // reader of ours before it folds.
-                        b.add(8).cast::<u64>().write_unaligned(LEN_TAG | n as u64);
+                        b.add(8)
+                            .cast::<u64>()
+                            .write_unaligned(LEN_TAG | marked as u64);
                     }
                 });
             if !posted {
@@ -287,7 +300,7 @@ impl Seg {
                     unsafe { self.nb_word(r, k, i) }.load(Ordering::Acquire)
                 })
             };
-            self.differing(n, ranks, posted).is_some()
+            self.differing(marked, ranks, posted).is_some()
         };
         // A view of `m` bytes at `o` of rank `r`'s slot (once its stamp of `k` is acquired).
         let view = |r: usize, o: usize, m: usize| {
@@ -406,7 +419,7 @@ impl Seg {
                 }
                 Some(true)
             }
-            Reduction::ReduceScatter { at, len } => {
+            Reduction::ReduceScatter { at, len, .. } => {
                 if !(0..p).all(|r| self.stamped(r, k)) {
                     return None;
                 }
@@ -754,7 +767,8 @@ impl Seg {
         // In place both come from `buf`'s one pointer.
         let out = buf.as_mut_ptr();
         let input = send.map_or(out.cast_const(), <[u8]>::as_ptr);
-        let red = Reduction::ReduceScatter { at, len };
+        // (The counts' mark was compared at the caller's `Seg::reduction_gate`.)
+        let red = Reduction::ReduceScatter { at, len, mark: 0 };
         // SAFETY: `input` holds `total` bytes and `buf` has room for `len` (checked); in
         // place the input is `buf` itself, read only when posting, before the result is
         // written; every rank reduces the same `total` bytes (MPI's counts).

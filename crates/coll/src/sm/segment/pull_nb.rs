@@ -73,6 +73,13 @@ impl Seg {
             output
         };
         let in_place = output.1 > 0 && input == output.0.cast_const();
+        // The length both ranks post and compare: a reduce-scatter's holds its counts'
+        // mark ([`crate::counts_mark`]): ranks that split the same sum otherwise
+        // (erroneous) both see a mismatch.
+        let marked = match red {
+            Reduction::ReduceScatter { mark, .. } => (n | mark) as u64,
+            _ => n as u64,
+        };
         // Our result: its bytes, and whether the other rank writes part of it.
         let (result, written) = match red {
             Reduction::Allreduce => (Some(n), true),
@@ -83,7 +90,7 @@ impl Seg {
             Reduction::Scan { .. } | Reduction::ReduceScatterBlock { .. } => (None, false),
         };
         let fits = match red {
-            Reduction::ReduceScatter { at, len } => {
+            Reduction::ReduceScatter { at, len, .. } => {
                 at.checked_add(len).is_some_and(|e| e <= n) && output.1 == len
             }
             Reduction::Scan { .. } => false,
@@ -92,7 +99,7 @@ impl Seg {
             && (!own || own_output.1 == n);
         if !st.posted {
             // Arguments that do not fit post a length no rank has: both see a mismatch.
-            let len = if fits { n as u64 } else { u64::MAX };
+            let len = if fits { marked } else { u64::MAX };
             let out = if result.is_some() && written {
                 output.0 as u64
             } else {
@@ -119,7 +126,7 @@ impl Seg {
             // SAFETY: the other rank stamped `k` (acquired), and `k` is open here, so its
             // post is unchanged; `8 * WORDS <= CAP`.
             let w = Post::read(|i| unsafe { self.peer_nb(other, k, 8 * i, 8) });
-            let r = (fits && w.len == n as u64).then(|| {
+            let r = (fits && w.len == marked).then(|| {
                 // SAFETY: the other rank's post names its contribution (and result) of
                 // `n` bytes, left alone and unchanged until it sees our mark; ours are
                 // valid by the caller's contract.
@@ -164,7 +171,7 @@ impl Seg {
         let Some(Some(r)) = st.copied.take() else {
             return Some(Progress::Mismatch);
         };
-        if let Reduction::ReduceScatter { at, len } = red {
+        if let Reduction::ReduceScatter { at, len, .. } = red {
             if in_place && r.is_ok() {
                 // SAFETY: in place, our vector (`n` bytes) is our result's memory,
                 // writable (caller contract), and the other rank is done with it.
@@ -214,7 +221,7 @@ impl Seg {
             | Reduction::ReduceScatter { .. }
             | Reduction::ReduceScatterBlock { .. } => {
                 let (all, (at, m)) = match red.with_block_of(me) {
-                    Reduction::ReduceScatter { at, len } => (false, (at, len)),
+                    Reduction::ReduceScatter { at, len, .. } => (false, (at, len)),
                     _ => (true, half(n, elem, me)),
                 };
                 // In place, the whole vector is where our result goes.
