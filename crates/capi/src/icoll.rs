@@ -655,7 +655,7 @@ mpi_fn_c! {
                 // SAFETY: MPI contract: sendbuf holds `sc` items until completion.
                 (unsafe { region(&sdt, sc, sendbuf.cast_mut(), true, false, 0, &mut unpack) }, none(), Vec::new(), Vec::new())
             };
-            let far = seg.single_copy_max();
+            let far = sched::gatherv_far(&seg);
             let kind = SmKind::Gatherv { root: root as usize, counts, displs, far };
             return start_shared(comm, &a, (seg, kind), (input, output), None, unpack, request);
         }

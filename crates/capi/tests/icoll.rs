@@ -80,7 +80,8 @@ fn intercommunicator_nonblocking_collectives_and_undefined_calls_np2_3_5() {
 /// Small nonblocking collectives on the shared-memory segment (`coll_sm_nonblocking`):
 /// `tests/c/coll_nb_sm.c` checks every reduction over every predefined type and the
 /// operations defined on it, and the data-movement forms with contiguous and strided types,
-/// in place and not, against the blocking forms and local references; more outstanding
+/// in place and not, against the blocking forms and local references (igather and igatherv
+/// of 32 KiB to 1 MiB blocks, on 2 ranks by one cross-memory copy up to 64 KiB); more outstanding
 /// collectives than the segment has buffers, completed in reverse order between blocking
 /// ones; and posts that must not wait for the others. At np 2, 3 and 4 (3 and 4
 /// oversubscribe the machine, so ranks yield), and once with the component off (the

@@ -590,12 +590,17 @@ fn bcast_mismatch_p2p_np4() {
         120,
     );
 }
-/// Erroneous nonblocking gathervs and scattervs on the segment on 3 ranks (one rank's
-/// block one byte off the root's count for it across the segment's bounds and the message
-/// bound, with the segment's single-copy limit and with none, every root),
+/// Erroneous nonblocking gathervs and scattervs on the segment on 2 and 3 ranks (one
+/// rank's block one byte off the root's count for it across the segment's bounds and the
+/// message bound, with the segment's single-copy limit, the 2-rank igatherv's 64 KiB and
+/// with none, every root),
 /// see [`igatherv_mismatch_suite`]: the rank that would get more than it expects fails
 /// with `MPI_ERR_TRUNCATE` (so does a rank with an empty receive buffer that the root
 /// sends a block), nobody waits forever, a correct one afterwards works.
+#[test]
+fn igatherv_mismatch_np2() {
+    run_within(2, "igv-mismatch", &[], 120);
+}
 #[test]
 fn igatherv_mismatch_np3() {
     run_within(3, "igv-mismatch", &[], 120);
@@ -4753,6 +4758,8 @@ fn igatherv_mismatch_suite(c: &CollComm) {
         .collect();
     if one_copy > 0 {
         cases.extend([(one_copy, one_copy), (sm::V_MAX, 0)]);
+        // The 2-rank nonblocking gathers' bound (`IGATHER_PAIR_SINGLE` in the C API).
+        cases.push((64 << 10, 64 << 10));
     }
     let mut it = 7000u64;
     for (bound, far) in cases {

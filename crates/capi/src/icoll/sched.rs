@@ -334,6 +334,29 @@ pub(crate) fn msg_seg(a: &oxmpi_coll::CollComm) -> Option<Arc<oxmpi_coll::sm::Se
 /// measured faster from 128 KiB (Session 35).
 const IBCAST_PAIR_SINGLE: usize = 64 << 10;
 
+/// Largest igather block, and igatherv block, on 2 ranks moved by one cross-memory copy
+/// (the other rank writes its block into the root's buffer, `process_vm_writev`, while the
+/// root copies its own) whatever `coll_sm_single_copy_max` (unless single copies are off):
+/// larger ones go by messages. Far vCPU placement, 3 interleaved rounds: out of place
+/// igatherv 64 KiB 8.02 to 4.77 us (Open MPI 6.68), 256 KiB 18.8 to 14.9, 1 MiB 123 to 96;
+/// in place, where the whole block is written by one CPU instead of the rendezvous's
+/// copy shared by both, 64 KiB 6.11 to 5.25 us, 96 KiB level, 128 KiB 8.1 to 9.2,
+/// 1 MiB 35 to 76 (Open MPI 72): the bound.
+const IGATHER_PAIR_SINGLE: usize = 64 << 10;
+
+/// The largest igatherv block that moves by one cross-memory copy on `seg` (the
+/// [`oxmpi_coll::sm::SmKind::Gatherv`]'s `far`, the same on every rank): on 2 ranks
+/// [`IGATHER_PAIR_SINGLE`] when single copies are on, else
+/// [`oxmpi_coll::sm::Seg::single_copy_max`].
+pub(crate) fn gatherv_far(seg: &oxmpi_coll::sm::Seg) -> usize {
+    let far = seg.single_copy_max();
+    if seg.size() == 2 && far > 0 {
+        far.max(IGATHER_PAIR_SINGLE)
+    } else {
+        far
+    }
+}
+
 /// The segment and the collective for a nonblocking bcast, gather or scatter of `block`
 /// bytes per rank on the segment: `small` when its data (`posted` bytes) fits a buffer
 /// ([`shared_seg`]), else a scatter whose other blocks fit the root's buffer as a scatterv
@@ -380,9 +403,14 @@ pub(crate) fn rooted_seg(
         // too (its root then completes on the reader's stamp rather than a rendezvous's
         // acknowledgement): 64 KiB, per-rank medians of 10000 calls, root 4.70 against
         // 4.12 us, reader 4.17 against 3.99.
+        // And an igather of up to `IGATHER_PAIR_SINGLE` bytes per block.
         let pair = || {
-            let fits =
-                coll == oxmpi_coll::sm::Rooted::Bcast && p == 2 && block <= IBCAST_PAIR_SINGLE;
+            let fits = p == 2
+                && match coll {
+                    oxmpi_coll::sm::Rooted::Bcast => block <= IBCAST_PAIR_SINGLE,
+                    oxmpi_coll::sm::Rooted::Gather => block <= IGATHER_PAIR_SINGLE,
+                    oxmpi_coll::sm::Rooted::Scatter => false,
+                };
             fits.then(|| oxmpi_coll::sm::existing(a))
                 .flatten()
                 .filter(|s| s.single_copy_max() > 0)

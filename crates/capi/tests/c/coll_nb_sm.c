@@ -13,6 +13,10 @@
  *   up to blocks too large for a buffer (ibcast, igather and iscatter: by one
  *   cross-memory copy per rank, up to 64 KiB): checked against a local reference, holes
  *   untouched.
+ * - Igather and igatherv of blocks from 32 KiB + 8 bytes to 1 MiB, in place and not, both
+ *   outstanding: every block where it belongs, the igatherv's gaps untouched; on 2 ranks
+ *   the igathers up to 64 KiB run on the segment (by one cross-memory copy), larger ones
+ *   not.
  * - Ordering: 20 outstanding collectives (more than the segment's 8 buffers per rank)
  *   mixed with blocking ones, completed in reverse order; and each collective posted by
  *   rank 0 only after every other rank has completed its own part where that is possible,
@@ -405,6 +409,70 @@ static void check_moves(int round) {
                 free(s);
                 free(r);
             }
+        }
+    }
+}
+
+/* ---- gathers of large blocks ---- */
+
+static MPI_T_pvar_session pv_ses;
+static MPI_T_pvar_handle pv_calls;
+static unsigned long long sm_calls(void) {
+    unsigned long long v = 0;
+    CHECK_RC(MPI_T_pvar_read(pv_ses, pv_calls, &v));
+    return v;
+}
+static double gval(int r, size_t k, int round) { return (double)(r * 1000003 + (int)(k % 999983) + round); }
+
+/* Igather and igatherv of blocks too large for a buffer (on 2 ranks up to 64 KiB by one
+ * cross-memory copy, the other rank writing its block into the root's buffer; larger by
+ * message), in place and not, every root, both outstanding at once and completed in
+ * reverse order: every block where it belongs, the igatherv's gaps (blocks in reverse
+ * rank order, one double apart) untouched. With coll_sm_nonblocking on, a 2-rank igather
+ * counts as a segment call iff its block has at most 64 KiB. */
+static void check_pair_gathers(int round, bool on) {
+    size_t bytes[] = {(32 << 10) + 8, 64 << 10, (64 << 10) + 8, (256 << 10) + 24, 1 << 20};
+    for (int c = 0; c < 5; c++) {
+        size_t n = bytes[c] / sizeof(double);
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int root = (round + c + inplace) % size, me = rank == root, ip = inplace && me;
+            double *s = malloc(n * sizeof(double)), *g = malloc(n * size * sizeof(double));
+            size_t vtot = (n + 1) * size + 1;
+            double *v = malloc(vtot * sizeof(double));
+            int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int));
+            for (int j = 0; j < size; j++) {
+                cnt[j] = (int)n;
+                dsp[j] = (size - 1 - j) * ((int)n + 1) + 1;
+            }
+            for (size_t k = 0; k < n; k++) s[k] = gval(rank, k, round);
+            for (size_t k = 0; k < n * size; k++) g[k] = -1.0;
+            for (size_t k = 0; k < vtot; k++) v[k] = -2.0;
+            if (ip) {
+                memcpy(g + (size_t)root * n, s, n * sizeof(double));
+                memcpy(v + dsp[root], s, n * sizeof(double));
+            }
+            unsigned long long before = sm_calls();
+            MPI_Request rq[2];
+            CHECK_RC(MPI_Igather(ip ? MPI_IN_PLACE : s, (int)n, MPI_DOUBLE, g, (int)n, MPI_DOUBLE, root, MPI_COMM_WORLD, &rq[0]));
+            unsigned long long after = sm_calls();
+            CHECK_RC(MPI_Igatherv(ip ? MPI_IN_PLACE : s, (int)n, MPI_DOUBLE, v, cnt, dsp, MPI_DOUBLE, root, MPI_COMM_WORLD, &rq[1]));
+            if (on && size == 2) CHECK(after == before + (bytes[c] <= (64 << 10)));
+            CHECK_RC(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+            CHECK_RC(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+            if (me) {
+                for (int j = 0; j < size; j++)
+                    for (size_t k = 0; k < n; k++) {
+                        CHECK(g[(size_t)j * n + k] == gval(j, k, round));
+                        CHECK(v[dsp[j] + k] == gval(j, k, round));
+                    }
+                for (int j = 0; j < size; j++) CHECK(v[dsp[j] - 1] == -2.0);
+                CHECK(v[vtot - 1] == -2.0);
+            }
+            free(s);
+            free(g);
+            free(v);
+            free(cnt);
+            free(dsp);
         }
     }
 }
@@ -969,16 +1037,25 @@ int main(int argc, char **argv) {
     MPI_T_pvar_session ses;
     MPI_T_pvar_handle h;
     int idx = -1, cnt;
+    int nb = 0;
+    MPI_T_cvar_handle ch;
+    CHECK_RC(MPI_T_cvar_get_index("coll_sm_nonblocking", &idx));
+    CHECK_RC(MPI_T_cvar_handle_alloc(idx, NULL, &ch, &cnt));
+    CHECK_RC(MPI_T_cvar_read(ch, &nb));
+    CHECK_RC(MPI_T_cvar_handle_free(&ch));
     unsigned long long calls = 0, calls0 = 0;
     CHECK_RC(MPI_T_pvar_session_create(&ses));
     CHECK_RC(MPI_T_pvar_get_index("coll_sm_nonblocking_calls", MPI_T_PVAR_CLASS_COUNTER, &idx));
     CHECK_RC(MPI_T_pvar_handle_alloc(ses, idx, NULL, &h, &cnt));
     CHECK_RC(MPI_T_pvar_read(ses, h, &calls0));
+    pv_ses = ses;
+    pv_calls = h;
     /* A blocking collective first: it makes the communicator's segment. */
     CHECK_RC(MPI_Barrier(MPI_COMM_WORLD));
     for (int round = 0; round < rounds; round++) {
         check_reductions(round);
         check_moves(round);
+        check_pair_gathers(round, nb != 0);
         check_ordering(round);
         check_alltoallv(round);
         check_mixed(round);
