@@ -226,6 +226,16 @@ fn scatterv_compact_np4() {
 fn scatterv_compact_yielding_np3() {
     run(3, "sv-compact", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
 }
+/// Scattervs whose other ranks' blocks stay in the root's buffer or go to its ring cell,
+/// by turns ([`scatterv_ring_edge`]), the root running ahead of late readers.
+#[test]
+fn scatterv_ring_edge_np4() {
+    run(4, "sv-ring-edge", SM);
+}
+#[test]
+fn scatterv_ring_edge_yielding_np3() {
+    run(3, "sv-ring-edge", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
+}
 #[test]
 fn scatterv_root_reuse_yielding_np3() {
     run(3, "sv-reuse", &[("OXMPI_MCA_mpi_yield_when_idle", "1")]);
@@ -830,6 +840,10 @@ fn rank_entry() {
         "sv-compact" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
             scatterv_compact(&w);
+        }
+        "sv-ring-edge" => {
+            let w = CollComm::new(e, e.comm_world()).unwrap();
+            scatterv_ring_edge(&w);
         }
         "gather-pair" => {
             let w = CollComm::new(e, e.comm_world()).unwrap();
@@ -3638,6 +3652,27 @@ fn scatterv_invalid(c: &CollComm) {
 /// the other, read at the wrong offset or got a buffer rewritten too early would get other
 /// bytes than its block of this call. Every call is checked to have run on the segment.
 fn scatterv_compact(c: &CollComm) {
+    // Up to 48 bytes for the others together, or up to 12 more.
+    scatterv_draws(c, |rng| {
+        48 + if rng.below(2) == 0 {
+            0
+        } else {
+            1 + rng.below(12)
+        }
+    });
+}
+
+/// [`scatterv_compact`]'s calls with the other ranks' blocks taking 100 to 319 bytes
+/// together: in the root's buffer after its table up to 256 bytes (more than a lane's
+/// worth too), in its ring cell above, by turns at random: a reader that looked for its
+/// block in the wrong place would get other bytes than its block of this call.
+fn scatterv_ring_edge(c: &CollComm) {
+    scatterv_draws(c, |rng| 100 + rng.below(220));
+}
+
+/// The calls of [`scatterv_compact`], the other ranks' blocks taking `budget(rng)` bytes
+/// together.
+fn scatterv_draws(c: &CollComm, budget: impl Fn(&mut Rng) -> usize) {
     use oxmpi_coll::base::stats::{runs, Alg};
     let p = c.size as usize;
     let r = c.rank as usize;
@@ -3646,13 +3681,7 @@ fn scatterv_compact(c: &CollComm) {
     for it in 0..600u64 {
         let root = rng.below(p);
         let in_place = rng.below(2) == 0;
-        // Up to 48 bytes for the others together, or up to 12 more.
-        let budget = 48
-            + if rng.below(2) == 0 {
-                0
-            } else {
-                1 + rng.below(12)
-            };
+        let budget = budget(&mut rng);
         let mut vc = vec![0usize; p];
         let mut left = budget;
         for (i, v) in vc.iter_mut().enumerate() {

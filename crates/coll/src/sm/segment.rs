@@ -170,6 +170,13 @@ const NB_AT: usize = LINE + NBUF as usize * BUF + LANE as usize * LANE_LINES * L
 /// cells go round 64 of them). Each cell is [`BUF`] bytes, line-aligned; its pages are
 /// touched only by the collectives that use it.
 pub const RING_CELLS: u64 = 128;
+/// Most bytes of a scatterv's posted blocks (together) that stay in the root's buffer after
+/// its table ([`Seg::scatterv`]); more go to its ring cell ([`RING_CELLS`]). A ring cell is
+/// a fresh page for every collective until all of them were used once: each of the first
+/// 64 scatterv's of a benchmark (a barrier between them) faulted a page in at the root and
+/// at every reader (np=4, 64 B, 20 calls a sample: the first three samples 6-9 us, the
+/// rest 2.4-2.9), where the buffers' 8 pages fault once.
+const SCATTERV_BUF_MAX: usize = 4 * LINE;
 /// Flag of a scatterv table entry ([`Seg::scatterv`]) whose block is in the root's ring cell
 /// (its offset there in the low 32 bits, its length above them).
 const IN_RING: u64 = 1 << 62;
@@ -1506,7 +1513,7 @@ impl Seg {
     /// posts a table (offset and length in its buffer per rank, or none) and the blocks
     /// that fit its buffer after it, back to back, in rank order (those blocks in its ring
     /// cell of the collective instead, [`RING_CELLS`], when they take more than
-    /// [`LANE_MAX`] bytes together, their entries flagged; when all of them fit the
+    /// [`SCATTERV_BUF_MAX`] bytes together, their entries flagged; when all of them fit the
     /// stamp's line, up to 7 ranks, the table is one word of lengths instead, [`COMPACT`]);
     /// a block that does not fit
     /// and has at most `one_copy` bytes ([`Seg::single_copy_max`]: 0 when CMA does not
@@ -1602,7 +1609,7 @@ impl Seg {
                 // as in the buffer), their entries flagged; smaller ones stay in the
                 // table's lines.
                 let (blocks, shift, flag) =
-                    if (0..p).filter_map(valid).map(|(c, _)| c).sum::<usize>() > LANE_MAX {
+                    if (0..p).filter_map(valid).map(|(c, _)| c).sum::<usize>() > SCATTERV_BUF_MAX {
                         (self.ring(self.rank, k), start, IN_RING)
                     } else {
                         (base, 0, 0)
