@@ -15,6 +15,7 @@ use crate::handles::{direct_base, kind, DATATYPE_FIRST};
 pub(crate) use crate::objects::{Block, Datatype};
 use crate::state::{lock, State};
 use crate::status::{status_bytes, status_set_bytes, MpiStatus};
+use crate::type_table::summary;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -1249,6 +1250,10 @@ mpi_fn_c! {
         if let Some(sz) = predefined_size(datatype) {
             return out(size, Count::from_usize(sz).unwrap_or(MPI_UNDEFINED.into()), "size");
         }
+        // Derived types: their summary, read without the lock.
+        if let Some(s) = summary(datatype) {
+            return out(size, Count::from_usize(s.size as usize).unwrap_or(MPI_UNDEFINED.into()), "size");
+        }
         read_dtype(datatype, |t| out(size, Count::from_usize(t.size).unwrap_or(MPI_UNDEFINED.into()), "size"))
     }
 }
@@ -1256,6 +1261,9 @@ mpi_fn_c! {
 mpi_fn! {
     /// `MPI_Type_size_x`.
     fn PMPI_Type_size_x / "MPI_Type_size_x" (datatype: c_int, size: *mut i64) {
+        if let Some(s) = summary(datatype) {
+            return out(size, s.size as i64, "size");
+        }
         let t = lock().dtype(datatype)?;
         out(size, t.size as i64, "size")
     }
@@ -1270,6 +1278,10 @@ mpi_fn_c! {
             out(lb, 0, "lb")?;
             return out(extent, sz as isize, "extent");
         }
+        if let Some(s) = summary(datatype) {
+            out(lb, s.lb as isize, "lb")?;
+            return out(extent, s.extent() as isize, "extent");
+        }
         read_dtype(datatype, |t| {
             out(lb, t.lb, "lb")?;
             out(extent, t.extent(), "extent")
@@ -1280,6 +1292,10 @@ mpi_fn_c! {
 mpi_fn! {
     /// `MPI_Type_get_extent_x`.
     fn PMPI_Type_get_extent_x / "MPI_Type_get_extent_x" (datatype: c_int, lb: *mut i64, extent: *mut i64) {
+        if let Some(s) = summary(datatype) {
+            out(lb, s.lb, "lb")?;
+            return out(extent, s.extent(), "extent");
+        }
         let t = lock().dtype(datatype)?;
         out(lb, t.lb as i64, "lb")?;
         out(extent, t.extent() as i64, "extent")
@@ -1289,6 +1305,10 @@ mpi_fn! {
 mpi_fn_c! {
     /// `MPI_Type_get_true_extent` (`MPI_Aint` or `MPI_Count` results: the same type here).
     fn PMPI_Type_get_true_extent / "MPI_Type_get_true_extent", PMPI_Type_get_true_extent_c / "MPI_Type_get_true_extent_c" (datatype: c_int, lb: *mut isize, extent: *mut isize) {
+        if let Some(s) = summary(datatype) {
+            out(lb, s.true_lb as isize, "true_lb")?;
+            return out(extent, (s.true_ub - s.true_lb) as isize, "true_extent");
+        }
         read_dtype(datatype, |t| {
             out(lb, t.true_lb, "true_lb")?;
             out(extent, t.true_ub - t.true_lb, "true_extent")
@@ -1299,6 +1319,10 @@ mpi_fn_c! {
 mpi_fn! {
     /// `MPI_Type_get_true_extent_x`.
     fn PMPI_Type_get_true_extent_x / "MPI_Type_get_true_extent_x" (datatype: c_int, lb: *mut i64, extent: *mut i64) {
+        if let Some(s) = summary(datatype) {
+            out(lb, s.true_lb, "true_lb")?;
+            return out(extent, s.true_ub - s.true_lb, "true_extent");
+        }
         let t = lock().dtype(datatype)?;
         out(lb, t.true_lb as i64, "true_lb")?;
         out(extent, (t.true_ub - t.true_lb) as i64, "true_extent")
@@ -1335,6 +1359,14 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_get_envelope`.
     fn PMPI_Type_get_envelope / "MPI_Type_get_envelope" (datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
+        // A derived type's summary, read without the lock (a large-count one takes the
+        // locked path, which reports the error).
+        if let Some(s) = summary(datatype).filter(|s| s.num_large_counts == 0) {
+            out(num_integers, s.num_integers as c_int, "num_integers")?;
+            out(num_addresses, s.num_addresses as c_int, "num_addresses")?;
+            out(num_datatypes, s.num_datatypes as c_int, "num_datatypes")?;
+            return out(combiner, s.combiner, "combiner");
+        }
         read_dtype(datatype, |t| {
             if !t.counts.is_empty() {
                 mpi_bail!(MPI_ERR_TYPE, "datatype made by a large-count constructor: use MPI_Type_get_envelope_c");
@@ -1386,6 +1418,13 @@ mpi_fn! {
     /// `MPI_Type_get_envelope_c` (MPI 4.0): also the number of large counts (those of a
     /// type made by a `_c` constructor).
     fn PMPI_Type_get_envelope_c / "MPI_Type_get_envelope_c" (datatype: c_int, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int) {
+        if let Some(s) = summary(datatype) {
+            out(num_integers, s.num_integers as i64, "num_integers")?;
+            out(num_addresses, s.num_addresses as i64, "num_addresses")?;
+            out(num_large_counts, s.num_large_counts as i64, "num_large_counts")?;
+            out(num_datatypes, s.num_datatypes as i64, "num_datatypes")?;
+            return out(combiner, s.combiner, "combiner");
+        }
         read_dtype(datatype, |t| {
             out(num_integers, t.ints.len() as i64, "num_integers")?;
             out(num_addresses, t.aints.len() as i64, "num_addresses")?;

@@ -95,3 +95,4 @@ pub mod stubs;
 pub(crate) mod sys;
 pub mod tools;
 pub mod topo;
+pub(crate) mod type_table;

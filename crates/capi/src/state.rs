@@ -5,9 +5,7 @@ use crate::consts::*;
 use crate::ffi::MpiResult;
 use crate::handles::{kind, Table};
 pub(crate) use crate::objects::{Comm, Group, Info, Keyval, Session};
-use crate::objects::{
-    Datatype, ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors,
-};
+use crate::objects::{ErrAction, Greq, Message, Pending, Request, UserErrhandler, UserErrors};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
@@ -33,7 +31,8 @@ pub(crate) struct State {
     pub selfc: Option<Comm>,
     pub comms: Table<Comm>,
     pub groups: Table<Group>,
-    pub types: Table<std::sync::Arc<Datatype>>,
+    /// The derived datatypes (with the summaries their read-only queries read lock-free).
+    pub types: crate::type_table::TypeTable,
     pub reqs: Table<Request>,
     pub msgs: Table<Message>,
     pub errhandlers: Table<UserErrhandler>,
@@ -73,7 +72,7 @@ impl State {
             selfc: None,
             comms: Table::new(kind::COMM, 0),
             groups: Table::new(kind::GROUP, 0),
-            types: Table::new(kind::DATATYPE, crate::handles::DATATYPE_FIRST),
+            types: crate::type_table::TypeTable::new(),
             reqs: Table::new(kind::REQUEST, 0),
             // Messages share the request object type; keep their indices apart.
             msgs: Table::new(kind::REQUEST, 0x0200_0000),
